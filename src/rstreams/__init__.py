@@ -1,0 +1,46 @@
+"""rstreams: Reactive Streams for Python.
+
+The specification's four interfaces (:mod:`rstreams.api`), building blocks that obey
+its rules (:class:`Flow` and the sources below), a TCK (:mod:`rstreams.tck`), and the
+RS.io network protocol (:mod:`rstreams.wire`, :mod:`rstreams.net`).
+"""
+
+from __future__ import annotations
+
+from rstreams.api import Processor as Processor
+from rstreams.api import Publisher as Publisher
+from rstreams.api import Subscriber as Subscriber
+from rstreams.api import Subscription as Subscription
+from rstreams.demand import UNBOUNDED as UNBOUNDED
+from rstreams.errors import InvalidDemandError as InvalidDemandError
+from rstreams.errors import OverflowStrategyError as OverflowStrategyError
+from rstreams.errors import ReactiveStreamsError as ReactiveStreamsError
+from rstreams.errors import set_unhandled_error_hook as set_unhandled_error_hook
+from rstreams.flow._flow import Flow as Flow
+from rstreams.flow._flow import from_publisher as from_publisher
+from rstreams.flow._iterable import empty as empty
+from rstreams.flow._iterable import error as error
+from rstreams.flow._iterable import from_iterable as from_iterable
+from rstreams.flow._iterable import just as just
+from rstreams.flow._iterable import range_ as range  # noqa: A004 - mirrors the builtin on purpose
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "UNBOUNDED",
+    "Flow",
+    "InvalidDemandError",
+    "OverflowStrategyError",
+    "Processor",
+    "Publisher",
+    "ReactiveStreamsError",
+    "Subscriber",
+    "Subscription",
+    "empty",
+    "error",
+    "from_iterable",
+    "from_publisher",
+    "just",
+    "range",
+    "set_unhandled_error_hook",
+]

@@ -1,0 +1,114 @@
+"""Every exception rstreams raises or signals, and the runtime's error channel.
+
+::
+
+    ReactiveStreamsError                    root; never raised itself
+    ├── InvalidDemandError (ValueError)     rule 3.9: request(n) with n <= 0; sent via on_error
+    ├── OverflowStrategyError               a push source ran out of buffer ("buffer then error")
+    ├── ProtocolError                       RS.io: .subscriber is the stream id, None = connection
+    │   ├── LocalProtocolError              you called the wire core wrong; raised at once
+    │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
+    ├── ResourceClosedError                 you closed it and then used it
+    └── ConnectionBrokenError               peer or network failure; __cause__ holds why
+
+Two kinds of failure are kept apart: *you called me wrong* raises at once, locally
+(``TypeError``/``ValueError``/``LocalProtocolError``); *something failed downstream of
+a rule* travels through ``on_error`` or, when nobody can receive it (a Subscriber's
+own ``on_next`` raised, rule 2.13), through :func:`report_unhandled`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+__all__ = [
+    "ConnectionBrokenError",
+    "InvalidDemandError",
+    "LocalProtocolError",
+    "OverflowStrategyError",
+    "ProtocolError",
+    "ReactiveStreamsError",
+    "RemoteProtocolError",
+    "ResourceClosedError",
+    "report_unhandled",
+    "set_unhandled_error_hook",
+]
+
+_log = logging.getLogger("rstreams")
+
+
+class ReactiveStreamsError(Exception):
+    """Root of rstreams' own exceptions."""
+
+
+class InvalidDemandError(ReactiveStreamsError, ValueError):
+    """``request(n)`` was called with a non-positive or non-integer ``n`` (rule 3.9).
+
+    Delivered through ``on_error``, never raised from ``request`` (rule 3.16).
+    """
+
+    def __init__(self, n: object) -> None:
+        self.n = n
+        super().__init__(
+            f"rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got {n!r}"
+        )
+
+
+class OverflowStrategyError(ReactiveStreamsError):
+    """A producer that cannot be slowed down outran its buffer (the "error" strategy)."""
+
+
+class ProtocolError(ReactiveStreamsError):
+    """An RS.io protocol violation. ``subscriber`` is the stream's id, ``None`` for the connection."""
+
+    def __init__(self, message: str, *, subscriber: int | None = None) -> None:
+        super().__init__(message)
+        self.subscriber = subscriber
+
+
+class LocalProtocolError(ProtocolError):
+    """This side tried to do something the protocol forbids; raised at the call site."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer broke the protocol; reported (goodbye / on_error), never raised out of the core."""
+
+
+class ResourceClosedError(ReactiveStreamsError):
+    """The object was closed by this side and then used."""
+
+
+class ConnectionBrokenError(ReactiveStreamsError):
+    """The connection failed (peer went away, network error); ``__cause__`` says why."""
+
+
+UnhandledErrorHook = Callable[[BaseException, str], None]
+
+
+def _log_unhandled(error: BaseException, context: str) -> None:
+    _log.error("unhandled error in %s", context, exc_info=error)
+
+
+_hook: UnhandledErrorHook = _log_unhandled
+
+
+def set_unhandled_error_hook(hook: UnhandledErrorHook | None) -> UnhandledErrorHook:
+    """Route errors nobody can receive to ``hook(error, context)``; returns the previous hook.
+
+    ``None`` restores the default, which logs on the ``rstreams`` logger at ERROR level.
+    Such errors are spec violations by user code, typically a Subscriber whose
+    ``on_next`` raised: its subscription is cancelled and the error comes here (2.13).
+    """
+    global _hook
+    previous = _hook
+    _hook = _log_unhandled if hook is None else hook
+    return previous
+
+
+def report_unhandled(error: BaseException, context: str) -> None:
+    """Hand an error that no Subscriber can receive to the runtime's error channel."""
+    try:
+        _hook(error, context)
+    except Exception:  # a broken hook must not break the stream machinery
+        _log.exception("the unhandled-error hook raised while reporting %r", error)

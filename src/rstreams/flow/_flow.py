@@ -1,0 +1,209 @@
+"""``Flow``: a Publisher with a fluent chain of operators and sinks.
+
+Every Publisher rstreams makes is a :class:`Flow`; :func:`from_publisher` wraps anyone
+else's. The methods only assemble: each returns a new Flow (or a sink's result) and
+nothing runs until something subscribes. The implementations live in one private
+module per operator family, imported when the method is first used.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import concurrent.futures
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from rstreams.api import Publisher, Subscriber
+from rstreams.rules import check_subscriber
+
+if TYPE_CHECKING:
+    import reactivex
+
+    from rstreams.flow._sinks import SinkResult
+
+__all__ = ["Flow", "from_publisher"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+A = TypeVar("A")
+
+DEFAULT_WINDOW = 256
+"""Demand a consuming adapter keeps outstanding; replenished when half is used."""
+
+
+class Flow(Publisher[T], abc.ABC):
+    """A Publisher that also offers operators: ``rstreams.range(0, 10).map(f).filter(p)``.
+
+    Operators return new Flows; subscribing to one subscribes through the whole chain.
+    A Flow may be subscribed to many times; whether each subscriber sees the same
+    elements depends on the source (sources in rstreams are cold: each subscription
+    starts from the beginning, unless the docs of the source say otherwise).
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def subscribe(self, subscriber: Subscriber[T]) -> None:
+        """Start a subscription (see :class:`rstreams.api.Publisher`)."""
+
+    # -- composition ---------------------------------------------------------------
+
+    def pipe(self, *operators: Callable[[Flow[Any]], Flow[Any]]) -> Flow[Any]:
+        """Apply functions ``Flow -> Flow`` left to right: ``flow.pipe(f, g) == g(f(flow))``."""
+        flow: Flow[Any] = self
+        for operator in operators:
+            flow = operator(flow)
+        return flow
+
+    def map(self, fn: Callable[[T], R]) -> Flow[R]:
+        """Each element ``x`` becomes ``fn(x)``. If ``fn`` raises, upstream is cancelled and
+        the error goes downstream. ``fn`` must not return ``None`` (rule 2.13)."""
+        from rstreams.flow._map import MapFlow
+
+        return MapFlow(self, fn)
+
+    def filter(self, predicate: Callable[[T], object]) -> Flow[T]:
+        """Keep the elements for which ``predicate`` is true; one more is requested
+        upstream for every element dropped, so demand is never lost."""
+        from rstreams.flow._filter import FilterFlow
+
+        return FilterFlow(self, predicate)
+
+    def take(self, n: int) -> Flow[T]:
+        """The first ``n`` elements, then complete and cancel upstream."""
+        from rstreams.flow._take import TakeFlow
+
+        return TakeFlow(self, n)
+
+    def skip(self, n: int) -> Flow[T]:
+        """Drop the first ``n`` elements (requesting them upstream), pass the rest."""
+        from rstreams.flow._take import SkipFlow
+
+        return SkipFlow(self, n)
+
+    def buffer(self, size: int) -> Flow[list[T]]:
+        """Group elements into lists of ``size`` (the last one may be shorter)."""
+        from rstreams.flow._buffer import BufferFlow
+
+        return BufferFlow(self, size)
+
+    def concat_map(self, fn: Callable[[T], Publisher[R]], *, prefetch: int = 2) -> Flow[R]:
+        """Map each element to a Publisher and emit their elements one Publisher after
+        another, in order. At most ``prefetch`` upstream elements are held."""
+        from rstreams.flow._concat_map import ConcatMapFlow
+
+        return ConcatMapFlow(self, fn, prefetch=prefetch)
+
+    def flat_map(
+        self,
+        fn: Callable[[T], Publisher[R]],
+        *,
+        max_concurrency: int = 16,
+        prefetch: int = 32,
+    ) -> Flow[R]:
+        """Map each element to a Publisher and merge their elements as they come, with at
+        most ``max_concurrency`` inner Publishers subscribed at once, each buffering at
+        most ``prefetch`` elements."""
+        from rstreams.flow._merge import FlatMapFlow
+
+        return FlatMapFlow(self, fn, max_concurrency=max_concurrency, prefetch=prefetch)
+
+    def merge_with(self, *others: Publisher[T], prefetch: int = 32) -> Flow[T]:
+        """Elements of this and ``others`` interleaved as they arrive (see :func:`merge`)."""
+        from rstreams.flow._merge import merge
+
+        return merge(self, *others, prefetch=prefetch)
+
+    def observe_on(
+        self,
+        target: asyncio.AbstractEventLoop | concurrent.futures.Executor,
+        *,
+        buffer_size: int = DEFAULT_WINDOW,
+    ) -> Flow[T]:
+        """Deliver signals downstream on an asyncio loop or an executor's thread.
+
+        An asynchronous boundary: at most ``buffer_size`` elements are requested ahead
+        and queued (replenished at three quarters used), so the queue never grows beyond it.
+        """
+        from rstreams.flow._observe_on import ObserveOnFlow
+
+        return ObserveOnFlow(self, target, buffer_size=buffer_size)
+
+    # -- sinks ----------------------------------------------------------------------
+
+    def collect(self) -> SinkResult[list[T]]:
+        """All elements in a list; ``await`` the result, or call ``.result(timeout)``."""
+        from rstreams.flow._sinks import collect
+
+        return collect(self)
+
+    def reduce(self, fn: Callable[[A, T], A], initial: A) -> SinkResult[A]:
+        """Fold the elements with ``fn(accumulator, element)``, starting from ``initial``."""
+        from rstreams.flow._sinks import reduce
+
+        return reduce(self, fn, initial)
+
+    def count(self) -> SinkResult[int]:
+        """The number of elements."""
+        from rstreams.flow._sinks import count
+
+        return count(self)
+
+    def for_each(
+        self,
+        on_next: Callable[[T], object],
+        *,
+        window: int | None = None,
+    ) -> SinkResult[None]:
+        """Call ``on_next`` for each element; ``window=None`` requests unbounded demand."""
+        from rstreams.flow._sinks import for_each
+
+        return for_each(self, on_next, window=window)
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        """``async for x in flow``: keeps at most :data:`DEFAULT_WINDOW` elements requested."""
+        return self.iter_async()
+
+    def iter_async(self, *, window: int = DEFAULT_WINDOW) -> AsyncIterator[T]:
+        """An async iterator with at most ``window`` elements outstanding, re-requested at half.
+
+        Leaving the ``async for`` early (``break``, an exception) cancels the subscription.
+        """
+        from rstreams.flow._aiter import iter_async
+
+        return iter_async(self, window=window)
+
+    def iter_blocking(self, *, window: int = DEFAULT_WINDOW, timeout: float | None = None) -> Iterator[T]:
+        """A plain iterator for threads: blocks for each element (up to ``timeout`` seconds).
+
+        Do not use it on an event loop's own thread with a source that needs that loop.
+        """
+        from rstreams.flow._blocking import iter_blocking
+
+        return iter_blocking(self, window=window, timeout=timeout)
+
+    def to_observable(self) -> reactivex.Observable[T]:
+        """A reactivex Observable that subscribes to this Flow with unbounded demand."""
+        from rstreams.flow._rx import to_observable
+
+        return to_observable(self)
+
+
+class _Wrapped(Flow[T]):
+    __slots__ = ("_source",)
+
+    def __init__(self, source: Publisher[T]) -> None:
+        self._source = source
+
+    def subscribe(self, subscriber: Subscriber[T]) -> None:
+        self._source.subscribe(check_subscriber(subscriber))
+
+
+def from_publisher(publisher: Publisher[T]) -> Flow[T]:
+    """Any Reactive Streams Publisher as a :class:`Flow` (a Flow is returned as it is)."""
+    if isinstance(publisher, Flow):
+        return publisher
+    if not callable(getattr(publisher, "subscribe", None)):
+        raise TypeError(f"from_publisher() needs an object with subscribe(subscriber), got {publisher!r}")
+    return _Wrapped(publisher)

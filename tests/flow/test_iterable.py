@@ -1,0 +1,181 @@
+"""Sources over iterables: laziness, demand, completion, errors, threads (rules 1.x, 3.x)."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pytest
+
+import rstreams
+from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
+from support import RecordingSubscriber
+
+
+def test_range_delivers_exactly_what_was_requested() -> None:
+    """Rule 1.1: never more than requested; completes right after the last element."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.range(0, 5).subscribe(s)
+    assert s.items == [] and s.signals == ["on_subscribe"]
+    s.request(2)
+    assert s.items == [0, 1]
+    s.request(3)
+    assert s.items == [0, 1, 2, 3, 4] and s.completed
+
+
+def test_from_iterable_is_lazy_over_an_infinite_iterator() -> None:
+    """Only requested elements are pulled: itertools.count() works."""
+    pulled: list[int] = []
+
+    def numbers() -> itertools.count[int]:
+        return itertools.count()
+
+    source = rstreams.from_iterable(x for x in numbers() if not pulled.append(x))
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    source.subscribe(s)
+    s.request(3)
+    assert s.items == [0, 1, 2]
+    assert pulled == [0, 1, 2]
+    s.cancel()
+
+
+def test_request_zero_signals_on_error_naming_rule_3_9() -> None:
+    """Rules 3.9, 3.16: request(0) is signalled as on_error(ValueError), not raised."""
+    for bad in (0, -1, True, 1.5, "3"):
+        s: RecordingSubscriber[int] = RecordingSubscriber()
+        rstreams.range(0, 5).subscribe(s)
+        s.request(bad)  # type: ignore[arg-type]
+        assert isinstance(s.error, InvalidDemandError) and isinstance(s.error, ValueError)
+        assert "3.9" in str(s.error) and repr(bad) in str(s.error)
+
+
+def test_unbounded_demand_saturates() -> None:
+    """Rule 3.17: demand sums and saturates at 2**63-1 without error."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.range(0, 10).subscribe(s)
+    s.request(rstreams.UNBOUNDED)
+    s.request(rstreams.UNBOUNDED)
+    assert s.items == list(range(10)) and s.completed and s.error is None
+
+
+def test_reentrant_request_is_trampolined() -> None:
+    """Rule 3.3: request inside on_next does not recurse into on_next."""
+    depth = 0
+    max_depth = 0
+
+    class Reentrant(RecordingSubscriber[int]):
+        def on_next(self, item: int) -> None:
+            nonlocal depth, max_depth
+            depth += 1
+            max_depth = max(max_depth, depth)
+            super().on_next(item)
+            self.request(1)
+            depth -= 1
+
+    s = Reentrant(initial=1)
+    rstreams.range(0, 10_000).subscribe(s)
+    assert s.completed and len(s.items) == 10_000 and max_depth == 1
+
+
+def test_empty_and_error_terminate_without_request() -> None:
+    """Rule 1.9 then 1.4/1.5: an empty or failed source ends right after on_subscribe."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.empty().subscribe(s)
+    assert s.signals == ["on_subscribe", "on_complete"]
+    boom = RuntimeError("boom")
+    s2: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.error(boom).subscribe(s2)
+    assert s2.signals == ["on_subscribe", "on_error"] and s2.error is boom
+
+
+def test_subscribe_none_raises_type_error() -> None:
+    """Rule 1.9."""
+    with pytest.raises(TypeError, match=r"rule 1\.9"):
+        rstreams.range(0, 1).subscribe(None)  # type: ignore[arg-type]
+
+
+def test_cancel_stops_and_later_requests_are_noops() -> None:
+    """Rules 3.5-3.7: cancel is idempotent, requests after it do nothing."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.range(0, 10).subscribe(s)
+    s.request(2)
+    s.cancel()
+    s.cancel()
+    s.request(5)
+    s.request(0)
+    assert s.items == [0, 1] and not s.done
+
+
+def test_one_shot_iterator_refuses_second_subscription() -> None:
+    """A generator can be consumed once; the second subscriber is told why."""
+    flow = rstreams.from_iterable(iter([1, 2]))
+    first: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    flow.subscribe(first)
+    second: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    flow.subscribe(second)
+    assert first.items == [1, 2] and first.completed
+    assert isinstance(second.error, RuntimeError) and "once" in str(second.error)
+
+
+def test_raising_on_next_cancels_and_reports() -> None:
+    """Rule 2.13: a Subscriber that raises is cancelled; the error is reported, not swallowed."""
+    reported: list[tuple[BaseException, str]] = []
+    previous = set_unhandled_error_hook(lambda e, where: reported.append((e, where)))
+    try:
+
+        class Broken(RecordingSubscriber[int]):
+            def on_next(self, item: int) -> None:
+                super().on_next(item)
+                raise ValueError("user bug")
+
+        s = Broken(initial=5)
+        rstreams.range(0, 5).subscribe(s)
+        assert s.items == [0] and not s.done
+        assert len(reported) == 1 and isinstance(reported[0][0], ValueError)
+        assert "on_next" in reported[0][1]
+    finally:
+        set_unhandled_error_hook(previous)
+
+
+def test_requests_from_many_threads_deliver_serially() -> None:
+    """Rule 1.3: concurrent requests never make on_next overlap; every element arrives once."""
+    overlap = threading.Lock()
+    violations = 0
+
+    class Serial(RecordingSubscriber[int]):
+        def on_next(self, item: int) -> None:
+            nonlocal violations
+            if not overlap.acquire(blocking=False):
+                violations += 1
+                return
+            try:
+                super().on_next(item)
+            finally:
+                overlap.release()
+
+    s = Serial()
+    n = 20_000
+    rstreams.range(0, n).subscribe(s)
+    threads = [threading.Thread(target=lambda: [s.request(1) for _ in range(n // 4)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    s.await_done()
+    assert violations == 0 and s.items == list(range(n)) and s.completed
+
+
+def test_fused_map_and_filter_match_plain_python() -> None:
+    """map/filter fused into an iterable source give the same elements as the builtins."""
+    got = []
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=1000)
+    rstreams.range(0, 100).map(lambda x: x * 3).filter(lambda x: x % 2 == 0).subscribe(s)
+    got = s.items
+    assert got == [x * 3 for x in range(100) if (x * 3) % 2 == 0] and s.completed
+
+
+def test_map_returning_none_fails_the_stream() -> None:
+    """Rule 2.13: None is never an element, even when a map function returns it."""
+    s: RecordingSubscriber[object] = RecordingSubscriber(initial=10)
+    rstreams.range(0, 3).map(lambda x: None if x == 1 else x).subscribe(s)
+    assert s.items == [0] and isinstance(s.error, TypeError)
