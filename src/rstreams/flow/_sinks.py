@@ -1,0 +1,358 @@
+"""Sinks: ``collect``, ``reduce``, ``count``, ``for_each``, and the :class:`SinkResult` they return.
+
+A sink is the Subscriber at the end of a chain. It subscribes at once and hands back a
+:class:`SinkResult`: a :class:`concurrent.futures.Future` underneath, so the value can be
+awaited from any event loop (``await flow.collect()``) or waited for from any thread
+(``flow.collect().result(timeout)``). ``SinkResult.cancel()`` cancels the subscription.
+
+Theory of operation: the sink subscribers request :data:`~rstreams.demand.UNBOUNDED`
+once in ``on_subscribe`` (rule 3.17), so the source runs at full speed and ``on_next``
+is a single line: this is the hot path of every benchmark. ``for_each(window=n)`` keeps
+at most ``n`` requested instead and asks for half again when half has arrived.
+
+Rules kept here: at most one subscription (2.5, via :func:`rstreams.demand.accept_subscription`),
+``None`` arguments raise ``TypeError`` (2.13), nothing is requested or cancelled from
+``on_complete``/``on_error`` (2.3), late signals after a cancel are ignored (3.12), and a
+user function that raises cancels the subscription and fails the result with that
+exception, never swallowing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import operator
+from collections.abc import Callable, Generator
+from typing import Any, Generic, TypeVar
+
+from rstreams import demand
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.rules import check_error
+
+__all__ = [
+    "SinkResult",
+    "SinkSubscriber",
+    "check_publisher",
+    "check_window",
+    "collect",
+    "count",
+    "for_each",
+    "reduce",
+]
+
+T = TypeVar("T")
+A = TypeVar("A")
+
+_NONE_ITEM = "rule 2.13: on_next(None) is illegal; None is never a stream element"
+
+
+class SinkResult(Generic[T]):
+    """The outcome of a sink: awaitable, or ``.result(timeout)`` for blocking use.
+
+    Made by the sinks, not by users. Awaiting it from several loops or threads is fine:
+    each ``await`` wraps the same :class:`concurrent.futures.Future`. Cancelling the
+    awaiting task (or calling :meth:`cancel`) cancels the subscription (rule 3.5).
+    """
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: concurrent.futures.Future[T]) -> None:
+        self._future = future
+
+    @property
+    def future(self) -> concurrent.futures.Future[T]:
+        """The underlying future (for ``concurrent.futures.wait`` and friends)."""
+        return self._future
+
+    def result(self, timeout: float | None = None) -> T:
+        """Block until the stream ends; return the value or raise the stream's error.
+
+        Raises :class:`TimeoutError` after ``timeout`` seconds (the subscription stays
+        active: call :meth:`cancel` to stop it), :class:`concurrent.futures.CancelledError`
+        after :meth:`cancel`. Do not call it on an event loop's thread when the source
+        needs that loop to make progress: ``await`` the result there instead.
+        """
+        return self._future.result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """Block until the stream ends; the error it failed with, or ``None``."""
+        return self._future.exception(timeout)
+
+    def done(self) -> bool:
+        """Whether the stream has ended (completed, failed or been cancelled)."""
+        return self._future.done()
+
+    def cancel(self) -> bool:
+        """Cancel the subscription; the result then raises ``CancelledError``.
+
+        Returns ``False`` when the stream had already ended. Idempotent (rule 3.7).
+        """
+        return self._future.cancel()
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return asyncio.wrap_future(self._future).__await__()
+
+    def __repr__(self) -> str:
+        future = self._future
+        state = "cancelled" if future.cancelled() else "done" if future.done() else "pending"
+        return f"<SinkResult {state}>"
+
+
+class SinkSubscriber(Subscriber[T], Generic[T, A]):
+    """Base of the sink subscribers: demand, terminal signals, the future.
+
+    Subclasses override :meth:`on_next` (keeping its first two lines: the ``None`` check
+    of rule 2.13 and the ``done`` check of rule 3.12) and :meth:`value`.
+    """
+
+    __slots__ = ("_cancelled", "_upstream", "done", "future")
+
+    def __init__(self) -> None:
+        self._upstream: Subscription | None = None
+        self._cancelled = False
+        self.done = False
+        self.future: concurrent.futures.Future[A] = concurrent.futures.Future()
+        self.future.add_done_callback(self._on_future_done)
+
+    def start(self, publisher: Publisher[T]) -> SinkResult[A]:
+        """Subscribe to ``publisher`` and return the result handle."""
+        publisher.subscribe(self)
+        return SinkResult(self.future)
+
+    # -- Subscriber ----------------------------------------------------------------
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if not demand.accept_subscription(self._upstream, subscription):
+            return  # rule 2.5: a second subscription was cancelled
+        self._upstream = subscription
+        if self._cancelled:  # SinkResult.cancel() came first
+            subscription.cancel()
+            return
+        subscription.request(self.initial_demand())
+
+    def on_next(self, item: T) -> None:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        if self.done:
+            return
+        self.done = True
+        self._upstream = None  # rule 3.13 in reverse: drop what we no longer need
+        _settle(self.future, error=error)
+
+    def on_complete(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._upstream = None
+        _settle(self.future, value=self.value())
+
+    # -- for subclasses --------------------------------------------------------------
+
+    def initial_demand(self) -> int:
+        """What ``on_subscribe`` requests; unbounded unless a subclass windows it."""
+        return demand.UNBOUNDED
+
+    def value(self) -> A:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    def fail(self, error: BaseException) -> None:
+        """User code raised inside ``on_next``: cancel upstream, fail the result."""
+        if self.done:
+            return
+        self.done = True
+        upstream, self._upstream = self._upstream, None
+        if upstream is not None:
+            upstream.cancel()
+        _settle(self.future, error=error)
+
+    def _on_future_done(self, future: concurrent.futures.Future[A]) -> None:
+        if future.cancelled():  # SinkResult.cancel(), or an awaiting task was cancelled
+            self._cancelled = True
+            self.done = True
+            upstream, self._upstream = self._upstream, None
+            if upstream is not None:
+                upstream.cancel()
+
+
+def _settle(
+    future: concurrent.futures.Future[A], *, value: Any = None, error: BaseException | None = None
+) -> None:
+    """Complete ``future`` unless it was cancelled meanwhile (a benign race with ``cancel``)."""
+    try:
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
+    except concurrent.futures.InvalidStateError:
+        pass
+
+
+class _Collect(SinkSubscriber[T, list[T]]):
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._items: list[T] = []
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(_NONE_ITEM)
+        if self.done:
+            return
+        self._items.append(item)
+
+    def value(self) -> list[T]:
+        return self._items
+
+
+class _Reduce(SinkSubscriber[T, A]):
+    __slots__ = ("_acc", "_fn")
+
+    def __init__(self, fn: Callable[[A, T], A], initial: A) -> None:
+        super().__init__()
+        self._fn = fn
+        self._acc = initial
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(_NONE_ITEM)
+        if self.done:
+            return
+        try:
+            self._acc = self._fn(self._acc, item)
+        except Exception as error:
+            self.fail(error)
+
+    def value(self) -> A:
+        return self._acc
+
+
+class _Sum(_Reduce[T, A]):
+    """``reduce(operator.add, initial)``: the in-place ``+=`` saves a call per element."""
+
+    __slots__ = ()
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(_NONE_ITEM)
+        if self.done:
+            return
+        try:
+            self._acc += item  # type: ignore[operator]
+        except Exception as error:
+            self.fail(error)
+
+
+class _Count(SinkSubscriber[object, int]):
+    __slots__ = ("_n",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._n = 0
+
+    def on_next(self, item: object) -> None:
+        if item is None:
+            raise TypeError(_NONE_ITEM)
+        if self.done:
+            return
+        self._n += 1
+
+    def value(self) -> int:
+        return self._n
+
+
+class _ForEach(SinkSubscriber[T, None]):
+    """Calls ``fn`` per element; with a window, asks for half of it again when half arrived."""
+
+    __slots__ = ("_fn", "_half", "_received", "_window")
+
+    def __init__(self, fn: Callable[[T], object], window: int | None) -> None:
+        super().__init__()
+        self._fn = fn
+        self._window = window
+        self._half = 0 if window is None else (window + 1) // 2
+        self._received = 0
+
+    def initial_demand(self) -> int:
+        return demand.UNBOUNDED if self._window is None else self._window
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(_NONE_ITEM)
+        if self.done:
+            return
+        try:
+            self._fn(item)
+        except Exception as error:
+            self.fail(error)
+            return
+        if self._half:
+            self._received += 1
+            if self._received == self._half:
+                self._received = 0
+                upstream = self._upstream
+                if upstream is not None:
+                    upstream.request(self._half)
+
+    def value(self) -> None:
+        return None
+
+
+def check_publisher(publisher: Publisher[T], where: str) -> Publisher[T]:
+    """``publisher`` must have ``subscribe(subscriber)``; ``None`` is refused (rule 1.9's spirit)."""
+    if not callable(getattr(publisher, "subscribe", None)):
+        raise TypeError(
+            f"{where}() needs a Publisher (an object with subscribe(subscriber)), got {publisher!r}"
+        )
+    return publisher
+
+
+def check_window(window: int, where: str) -> int:
+    """``window`` must be a positive int: a consumer's standing demand (rule 3.9 upfront)."""
+    if type(window) is not int or window <= 0:
+        raise ValueError(
+            f"{where}(window=...) needs an int > 0, got {window!r}; "
+            "it is the demand kept outstanding, and rule 3.9 forbids requesting <= 0"
+        )
+    return window
+
+
+def collect(publisher: Publisher[T]) -> SinkResult[list[T]]:
+    """Subscribe with unbounded demand; the result is every element, in order, in a list."""
+    sink: _Collect[T] = _Collect()
+    return sink.start(check_publisher(publisher, "collect"))
+
+
+def reduce(publisher: Publisher[T], fn: Callable[[A, T], A], initial: A) -> SinkResult[A]:
+    """Fold the elements with ``fn(accumulator, element)``, starting from ``initial``.
+
+    If ``fn`` raises, the subscription is cancelled and the result fails with that error.
+    """
+    if not callable(fn):
+        raise TypeError(f"reduce(fn, initial) needs a callable fn, got {fn!r}")
+    sink: _Reduce[T, A] = _Sum(fn, initial) if fn is operator.add else _Reduce(fn, initial)
+    return sink.start(check_publisher(publisher, "reduce"))
+
+
+def count(publisher: Publisher[Any]) -> SinkResult[int]:
+    """The number of elements, once the stream completes."""
+    return _Count().start(check_publisher(publisher, "count"))
+
+
+def for_each(
+    publisher: Publisher[T], on_next: Callable[[T], object], *, window: int | None = None
+) -> SinkResult[None]:
+    """Call ``on_next`` for every element; the result is ``None`` when the stream completes.
+
+    ``window=None`` requests unbounded demand once (rule 3.17). ``window=n`` keeps at most
+    ``n`` elements requested and asks for ``ceil(n / 2)`` more whenever that many arrived,
+    so a publisher never holds more than ``n`` of demand. If ``on_next`` raises, the
+    subscription is cancelled and the result fails with that error.
+    """
+    if not callable(on_next):
+        raise TypeError(f"for_each(on_next) needs a callable, got {on_next!r}")
+    if window is not None:
+        check_window(window, "for_each")
+    return _ForEach(on_next, window).start(check_publisher(publisher, "for_each"))

@@ -1,0 +1,255 @@
+"""Sinks: collect, reduce, count, for_each and SinkResult (rules 2.3, 2.5, 2.13, 3.12, 3.17)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import operator
+import threading
+from typing import Any
+
+import pytest
+
+import rstreams
+from rstreams.api import Subscriber, Subscription
+from rstreams.flow._sinks import SinkResult, collect, count, for_each, reduce
+from support import WAIT
+
+
+class ManualPublisher(rstreams.Flow[Any]):
+    """One subscriber; the test emits by hand and sees every request and cancel."""
+
+    def __init__(self) -> None:
+        self.subscriber: Subscriber[Any] | None = None
+        self.requests: list[int] = []
+        self.cancelled = threading.Event()
+        self.subscribed = threading.Event()
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        self.subscriber = subscriber
+        publisher = self
+
+        class _Subscription(Subscription):
+            def request(self, n: int) -> None:
+                publisher.requests.append(n)
+
+            def cancel(self) -> None:
+                publisher.cancelled.set()
+
+        subscriber.on_subscribe(_Subscription())
+        self.subscribed.set()
+
+    def emit(self, *items: object) -> None:
+        assert self.subscriber is not None
+        for item in items:
+            self.subscriber.on_next(item)
+
+    def complete(self) -> None:
+        assert self.subscriber is not None
+        self.subscriber.on_complete()
+
+
+def threaded_range(n: int) -> rstreams.Flow[int]:
+    """A source that emits from its own thread (an asynchronous Publisher)."""
+    publisher = ManualPublisher()
+
+    def run() -> None:
+        publisher.subscribed.wait(WAIT)
+        publisher.emit(*range(n))
+        publisher.complete()
+
+    threading.Thread(target=run, daemon=True).start()
+    return publisher
+
+
+def test_collect_reduce_count_on_a_sync_source() -> None:
+    """The sinks give the same answers as Python's builtins."""
+    flow = rstreams.range(0, 100)
+    assert flow.collect().result(WAIT) == list(range(100))
+    assert flow.reduce(operator.add, 0).result(WAIT) == sum(range(100))
+    assert flow.reduce(lambda acc, x: acc * 2 + x, 1).result(WAIT) > 0
+    assert flow.count().result(WAIT) == 100
+    assert rstreams.empty().collect().result(WAIT) == []
+    assert rstreams.empty().count().result(WAIT) == 0
+
+
+def test_sinks_request_unbounded_once() -> None:
+    """Rule 3.17: a sink asks for everything in one request."""
+    for sink in (collect, count, lambda p: reduce(p, operator.add, 0)):
+        publisher = ManualPublisher()
+        result = sink(publisher)
+        assert publisher.requests == [rstreams.UNBOUNDED]
+        publisher.emit(1, 2, 3)
+        publisher.complete()
+        assert result.result(WAIT) in ([1, 2, 3], 3, 6)
+
+
+@pytest.mark.timeout(10)
+def test_sinks_on_a_threaded_source_block_until_done() -> None:
+    """``result()`` waits for a publisher signalling from another thread."""
+    assert collect(threaded_range(1000)).result(WAIT) == list(range(1000))
+    assert reduce(threaded_range(1000), operator.add, 0).result(WAIT) == sum(range(1000))
+    assert count(threaded_range(10)).result(WAIT) == 10
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(10)
+async def test_sink_result_is_awaitable() -> None:
+    """``await flow.collect()`` works for sync sources and for sources on other threads."""
+    assert await rstreams.range(0, 5).collect() == [0, 1, 2, 3, 4]
+    assert await reduce(threaded_range(1000), operator.add, 0) == sum(range(1000))
+    result = rstreams.range(0, 3).count()
+    assert await result == 3 and await result == 3  # awaitable more than once
+
+
+def test_source_error_fails_the_result() -> None:
+    """The stream's on_error becomes the result's exception."""
+    boom = RuntimeError("boom")
+    result: SinkResult[list[object]] = rstreams.error(boom).collect()
+    with pytest.raises(RuntimeError, match="boom"):
+        result.result(WAIT)
+    assert result.exception(WAIT) is boom and result.done()
+
+
+@pytest.mark.asyncio
+async def test_source_error_raises_from_await() -> None:
+    """Awaiting a failed sink raises the stream's error."""
+    with pytest.raises(ZeroDivisionError):
+        await rstreams.range(0, 5).map(lambda x: 1 // (x - 3)).collect()
+
+
+def test_user_function_raising_cancels_and_fails() -> None:
+    """A raising reduce fn / for_each callback cancels upstream; the result carries the error."""
+    publisher = ManualPublisher()
+
+    def bad(acc: int, x: int) -> int:
+        if x == 2:
+            raise ValueError("bad element 2")
+        return acc + x
+
+    result = reduce(publisher, bad, 0)
+    publisher.emit(1, 2, 3)  # 3 arrives late, after the cancel: ignored (rule 3.12)
+    publisher.complete()  # also late: ignored
+    assert publisher.cancelled.is_set()
+    with pytest.raises(ValueError, match="bad element 2"):
+        result.result(WAIT)
+
+    publisher = ManualPublisher()
+    seen: list[int] = []
+
+    def callback(x: int) -> None:
+        seen.append(x)
+        if x == 1:
+            raise KeyError(x)
+
+    result2 = for_each(publisher, callback)
+    publisher.emit(0, 1, 2)
+    assert publisher.cancelled.is_set() and seen == [0, 1]
+    assert isinstance(result2.exception(WAIT), KeyError)
+
+
+def test_add_specialisation_fails_like_the_general_reduce() -> None:
+    """reduce(operator.add) on mixed types raises TypeError through the result."""
+    result = rstreams.just(1, "a").reduce(operator.add, 0)
+    with pytest.raises(TypeError):
+        result.result(WAIT)
+    assert rstreams.just("a", "b").reduce(operator.add, "").result(WAIT) == "ab"
+
+
+def test_cancel_cancels_the_subscription() -> None:
+    """SinkResult.cancel() cancels upstream; result() raises CancelledError; idempotent."""
+    publisher = ManualPublisher()
+    result = collect(publisher)
+    assert result.cancel() and publisher.cancelled.is_set()
+    assert result.cancel() in (True, False)
+    publisher.emit(1)  # late: ignored
+    publisher.complete()
+    with pytest.raises(concurrent.futures.CancelledError):
+        result.result(WAIT)
+    assert "cancelled" in repr(result)
+    done = rstreams.range(0, 2).collect()
+    assert not done.cancel() and done.result(WAIT) == [0, 1]
+
+
+@pytest.mark.asyncio
+async def test_cancelling_the_awaiting_task_cancels_the_subscription() -> None:
+    """A cancelled ``await flow.collect()`` does not leave the source running."""
+    publisher = ManualPublisher()
+    awaiting = asyncio.Event()
+
+    async def consume() -> Any:
+        result = collect(publisher)
+        awaiting.set()  # the await below runs in this same step of the task
+        return await result
+
+    task = asyncio.ensure_future(consume())
+    await asyncio.wait_for(awaiting.wait(), WAIT)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert publisher.cancelled.wait(WAIT)
+
+
+def test_for_each_window_keeps_demand_bounded() -> None:
+    """for_each(window=4): requests 4, then 2 after every 2 elements; never more outstanding."""
+    publisher = ManualPublisher()
+    seen: list[int] = []
+    result = for_each(publisher, seen.append, window=4)
+    assert publisher.requests == [4]
+    publisher.emit(0)
+    assert publisher.requests == [4]
+    publisher.emit(1)
+    assert publisher.requests == [4, 2]
+    publisher.emit(2, 3, 4, 5)
+    assert publisher.requests == [4, 2, 2, 2] and sum(publisher.requests) - 6 <= 4
+    publisher.complete()
+    assert result.result(WAIT) is None and seen == [0, 1, 2, 3, 4, 5]
+    assert rstreams.range(0, 1000).for_each(lambda x: None, window=1).result(WAIT) is None
+
+
+def test_second_subscription_is_cancelled() -> None:
+    """Rule 2.5: a sink already subscribed cancels any further subscription."""
+    publisher = ManualPublisher()
+    collect(publisher)
+    sink = publisher.subscriber
+    assert sink is not None
+    other = ManualPublisher()
+    other.subscribe(sink)
+    assert other.cancelled.is_set() and not publisher.cancelled.is_set()
+
+
+def test_none_arguments_raise_type_error() -> None:
+    """Rule 2.13: on_subscribe/on_next/on_error with None raise TypeError synchronously."""
+    publisher = ManualPublisher()
+    collect(publisher)
+    sink = publisher.subscriber
+    assert sink is not None
+    with pytest.raises(TypeError, match=r"2\.13"):
+        sink.on_next(None)
+    with pytest.raises(TypeError, match=r"2\.13"):
+        sink.on_error(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"2\.13"):
+        sink.on_subscribe(None)  # type: ignore[arg-type]
+
+
+def test_bad_arguments_are_refused_when_built() -> None:
+    """You called me wrong: TypeError/ValueError at once, naming the argument."""
+    with pytest.raises(TypeError, match="callable"):
+        rstreams.range(0, 1).reduce(3, 0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="callable"):
+        rstreams.range(0, 1).for_each(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"3\.9"):
+        rstreams.range(0, 1).for_each(print, window=0)
+    with pytest.raises(TypeError, match="Publisher"):
+        collect(None)  # type: ignore[arg-type]
+
+
+def test_result_timeout() -> None:
+    """result(timeout) raises TimeoutError and leaves the subscription running."""
+    publisher = ManualPublisher()
+    result = collect(publisher)
+    with pytest.raises(TimeoutError):
+        result.result(0.01)
+    assert not publisher.cancelled.is_set() and "pending" in repr(result)
+    publisher.complete()
+    assert result.result(WAIT) == []
