@@ -1,0 +1,326 @@
+"""``MulticastProcessor``: one upstream, many subscribers, paced by the slowest (rules 4.1, 4.2).
+
+Theory of operation:
+
+* The processor is a Subscriber to exactly one upstream (a second ``on_subscribe`` is
+  cancelled, rule 2.5) and a Publisher to any number of subscribers, which may arrive
+  before the upstream exists, while it runs, or after it ended.
+* Elements go into one buffer (a list; ``_head`` is the absolute index of its first
+  element). Each subscriber has a ``position``, the absolute index of the next element
+  it takes, and its own demand. An element leaves the buffer once every current
+  subscriber has taken it. A subscriber joins at the buffer's tail: it sees only the
+  elements that arrive after it joined.
+* Upstream demand: nothing is requested until some subscriber has demand. From then
+  on the processor prefetches, keeping ``buffered + outstanding <= buffer_size``: it
+  asks for ``buffer_size`` first, then for the free space each time at least three
+  quarters of the window (``buffer_size - buffer_size // 4``) is free. Since the buffer cannot move past
+  the slowest subscriber, the total requested upstream never exceeds what the slowest
+  subscriber has taken plus ``buffer_size``: the slowest subscriber sets the pace, and
+  a fast one runs at most ``buffer_size`` elements ahead of it.
+* ``on_error`` from upstream reaches every subscriber at once, even with zero demand,
+  and buffered elements are dropped (4.2). ``on_complete`` reaches each subscriber
+  after the buffered elements it can still take, or at once if none are left for it.
+  A subscriber that arrives after the end gets ``on_subscribe`` and then the end.
+* ``auto_cancel=True`` (the default): when the last subscriber cancels, the processor
+  cancels its upstream (or the upstream it gets later) and ends; later subscribers get
+  ``on_error(ResourceClosedError)``. With ``auto_cancel=False`` the upstream is kept;
+  nothing more is requested until a subscriber with demand arrives, and elements that
+  arrive meanwhile (at most ``buffer_size``) are dropped.
+* Serial signals (1.3) and bounded re-entrancy (3.3): every event (an element, a
+  terminal, a ``request``, a ``cancel``, a subscriber joining) is recorded under the
+  lock and increments ``_wip``; whoever moves it from 0 to 1 runs the drain loop on
+  its own thread, which delivers to all subscribers and repeats while events were
+  "missed". The lock guards only bookkeeping; no user code runs while it is held.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Generic, TypeVar
+
+from rstreams import demand
+from rstreams.api import Processor, Subscriber, Subscription
+from rstreams.errors import OverflowStrategyError, ResourceClosedError, report_unhandled
+from rstreams.flow._flow import Flow
+from rstreams.rules import check_error, check_item, check_subscriber
+
+__all__ = ["MulticastProcessor"]
+
+T = TypeVar("T")
+
+
+class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
+    """A hot Processor: subscribe it to one Publisher, then subscribe any number of Subscribers.
+
+    ``processor = MulticastProcessor(); source.subscribe(processor); processor.map(f)...``
+
+    Every element from upstream goes to every subscriber present when it arrived, each
+    at its own demand; a subscriber that joins late sees only later elements. The
+    slowest subscriber sets the pace: at most ``buffer_size`` elements are held (or
+    requested) ahead of it. Errors reach all subscribers immediately, even without
+    demand (rule 4.2). With ``auto_cancel`` (the default) the upstream is cancelled
+    when the last subscriber cancels. All methods are thread-safe.
+    """
+
+    __slots__ = (
+        "_auto_cancel",
+        "_buffer",
+        "_buffer_size",
+        "_done",
+        "_error",
+        "_head",
+        "_limit",
+        "_lock",
+        "_outstanding",
+        "_subscribed",
+        "_subscribers",
+        "_upstream",
+        "_wip",
+    )
+
+    def __init__(self, *, buffer_size: int = 256, auto_cancel: bool = True) -> None:
+        if type(buffer_size) is not int or buffer_size <= 0:
+            raise ValueError(f"MulticastProcessor(buffer_size=...) needs an int > 0, got {buffer_size!r}")
+        self._buffer_size = buffer_size
+        self._limit = buffer_size - buffer_size // 4
+        self._auto_cancel = auto_cancel
+        self._lock = threading.Lock()
+        self._wip = 0
+        self._upstream: Subscription | None = None
+        self._subscribed = False  # an upstream subscription was ever accepted (2.5)
+        self._outstanding = 0  # requested upstream, not yet received
+        self._buffer: list[T] = []
+        self._head = 0  # absolute index of _buffer[0]
+        self._subscribers: tuple[_MulticastSubscription[T], ...] = ()
+        self._done = False  # upstream ended, failed, broke rule 1.1, or was auto-cancelled
+        self._error: BaseException | None = None
+
+    @property
+    def subscriber_count(self) -> int:
+        """Subscribers currently attached (not cancelled, not yet terminated)."""
+        return len(self._subscribers)
+
+    # -- Publisher side ---------------------------------------------------------------
+
+    def subscribe(self, subscriber: Subscriber[T]) -> None:
+        check_subscriber(subscriber)
+        inner = _MulticastSubscription(self, subscriber)
+        try:
+            subscriber.on_subscribe(inner)
+        except Exception as exc:  # rule 2.13: the subscriber broke the contract
+            inner.downstream = None
+            report_unhandled(exc, f"{type(subscriber).__name__}.on_subscribe")
+            return
+        with self._lock:
+            if inner.downstream is None:
+                return  # cancelled inside on_subscribe
+            inner.position = self._head + len(self._buffer)
+            self._subscribers += (inner,)
+            if not self._enter():
+                return
+        self._drain()
+
+    # -- Subscriber side (upstream -> this) -------------------------------------------
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("rule 2.13: on_subscribe(None) is illegal; pass a Subscription")
+        with self._lock:
+            reject = self._subscribed or self._done
+            self._subscribed = True
+            if not reject:
+                self._upstream = subscription
+                owner = self._enter()
+        if reject:
+            subscription.cancel()  # rule 2.5, or the processor already ended (auto_cancel)
+        elif owner:
+            self._drain()
+
+    def on_next(self, item: T) -> None:
+        check_item(item)
+        with self._lock:
+            if self._done:
+                return  # late element after a cancel (3.12) or a terminal
+            if self._outstanding == 0:
+                overflow = True
+            else:
+                overflow = False
+                self._outstanding -= 1
+                self._buffer.append(item)
+                if not self._enter():
+                    return
+        if overflow:
+            self._terminate(
+                OverflowStrategyError(
+                    f"rule 1.1: MulticastProcessor's upstream sent {item!r} without outstanding demand"
+                ),
+                cancel_upstream=True,
+            )
+        else:
+            self._drain()
+
+    def on_error(self, error: BaseException) -> None:
+        self._terminate(check_error(error), cancel_upstream=False)
+
+    def on_complete(self) -> None:
+        self._terminate(None, cancel_upstream=False)
+
+    # -- internals --------------------------------------------------------------------
+
+    def _enter(self) -> bool:
+        """Under the lock: count an event; True when the caller must run the drain."""
+        self._wip += 1
+        return self._wip == 1
+
+    def _terminate(self, error: BaseException | None, *, cancel_upstream: bool) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self._done = True
+            self._error = error
+            upstream, self._upstream = self._upstream, None
+            owner = self._enter()
+        if cancel_upstream and upstream is not None:
+            upstream.cancel()
+        if owner:
+            self._drain()
+
+    def _remove(self, inner: _MulticastSubscription[T], *, cancelled: bool) -> None:
+        """Detach ``inner``; if it cancelled and was the last one, apply auto_cancel."""
+        upstream = None
+        with self._lock:
+            if inner not in self._subscribers:
+                return
+            self._subscribers = tuple(s for s in self._subscribers if s is not inner)
+            if cancelled and self._auto_cancel and not self._subscribers and not self._done:
+                self._done = True
+                self._error = ResourceClosedError(
+                    "MulticastProcessor cancelled its upstream when its last subscriber cancelled "
+                    "(auto_cancel=True); create a new processor, or pass auto_cancel=False"
+                )
+                upstream, self._upstream = self._upstream, None
+            owner = self._enter()
+        if upstream is not None:
+            upstream.cancel()
+        if owner:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Deliver, trim the buffer, request upstream; repeat while events were missed."""
+        missed = 1
+        while True:
+            self._deliver()
+            upstream, n = self._replenish()
+            if upstream is not None:
+                upstream.request(n)  # a synchronous on_next from here only bumps _wip
+            with self._lock:
+                self._wip -= missed
+                missed = self._wip
+                if missed == 0:
+                    return
+
+    def _deliver(self) -> None:
+        """One pass over the subscribers. Reads the terminal state before the tail, so that
+        a completion seen here comes after every element it could see (1.3 from upstream)."""
+        done, error = self._done, self._error
+        buffer = self._buffer
+        head = self._head
+        tail = head + len(buffer)
+        for inner in self._subscribers:
+            downstream = inner.downstream
+            if downstream is None:
+                continue
+            bad = inner.bad_request
+            if bad is not None or (done and error is not None):
+                inner.downstream = None
+                self._remove(inner, cancelled=bad is not None)
+                _deliver_terminal(downstream, bad if bad is not None else error)
+                continue
+            position = inner.position
+            if position < tail:
+                requested = inner.requested
+                n = tail - position
+                if requested != demand.UNBOUNDED:
+                    n = min(n, requested - inner.emitted)
+                if n > 0:
+                    start = position - head
+                    count = 0
+                    for item in buffer[start : start + n]:
+                        if inner.downstream is None:
+                            break  # cancelled from inside on_next
+                        try:
+                            downstream.on_next(item)
+                        except Exception as exc:  # rule 2.13: consider it cancelled
+                            inner.downstream = None
+                            self._remove(inner, cancelled=True)
+                            report_unhandled(exc, f"{type(downstream).__name__}.on_next")
+                            break
+                        count += 1
+                    inner.position = position = position + count
+                    inner.emitted += count
+            if done and position == tail and inner.downstream is not None:
+                inner.downstream = None
+                self._remove(inner, cancelled=False)
+                _deliver_terminal(downstream, None)
+
+    def _replenish(self) -> tuple[Subscription | None, int]:
+        """Drop what every subscriber has taken; return how much to request upstream."""
+        with self._lock:
+            subscribers = self._subscribers
+            tail = self._head + len(self._buffer)
+            low = min((s.position for s in subscribers), default=tail)
+            if low > self._head:
+                del self._buffer[: low - self._head]
+                self._head = low
+            upstream = self._upstream
+            if upstream is None or self._done or not subscribers:
+                return None, 0
+            free = self._buffer_size - len(self._buffer) - self._outstanding
+            if free < self._limit or not any(s.requested > s.emitted for s in subscribers):
+                return None, 0
+            self._outstanding += free
+            return upstream, free
+
+
+def _deliver_terminal(downstream: Subscriber[T], error: BaseException | None) -> None:
+    try:
+        if error is None:
+            downstream.on_complete()
+        else:
+            downstream.on_error(error)
+    except Exception as exc:
+        report_unhandled(exc, f"{type(downstream).__name__}.{'on_complete' if error is None else 'on_error'}")
+
+
+class _MulticastSubscription(Subscription, Generic[T]):
+    """One subscriber's link to the processor: its demand and its place in the buffer."""
+
+    __slots__ = ("bad_request", "downstream", "emitted", "parent", "position", "requested")
+
+    def __init__(self, parent: MulticastProcessor[T], downstream: Subscriber[T]) -> None:
+        self.parent = parent
+        self.downstream: Subscriber[T] | None = downstream  # None once cancelled or ended (3.13)
+        self.requested = 0  # summed, saturating (3.17); only ever grows
+        self.emitted = 0  # delivered; only the drain changes it
+        self.position = 0  # absolute index of the next element to take
+        self.bad_request: BaseException | None = None  # rule 3.9, for the drain to deliver
+
+    def request(self, n: int) -> None:
+        if self.downstream is None:
+            return  # rules 3.6 and 1.7: no-op after cancel or a terminal signal
+        problem = demand.invalid(n)
+        parent = self.parent
+        with parent._lock:
+            if problem is None:
+                self.requested = demand.add(self.requested, n)
+            elif self.bad_request is None:
+                self.bad_request = problem
+            if not parent._enter():
+                return
+        parent._drain()
+
+    def cancel(self) -> None:
+        if self.downstream is None:
+            return
+        self.downstream = None
+        self.parent._remove(self, cancelled=True)
