@@ -1,0 +1,362 @@
+"""``concat_map(fn)``: each element becomes a Publisher; their elements follow one another.
+
+Theory of operation (reactor's WIP/drain pattern, rules 1.3, 2.7 and 3.3). Signals come
+from the upstream, from the current inner Publisher (possibly on other threads) and from
+the downstream's ``request``/``cancel``. Each of them only records what happened (an
+element into a deque, a flag, added demand) and then calls :meth:`_drain`, which bumps a
+lock-protected work counter. Whoever moves the counter from 0 to 1 runs the drain loop;
+everybody else returns at once, and the loop repeats until the counter shows no missed
+work. So:
+
+* every signal to the downstream and every call on the upstream's or an inner's
+  Subscription is made from the drain loop, serially (rules 1.3 and 2.7);
+* a ``request`` made inside ``on_next`` only adds demand: no recursion (rule 3.3).
+
+One inner Publisher is subscribed at a time. It is asked for exactly the downstream's
+outstanding demand minus what it already owes, so the demand left over when it
+completes carries on to the next one. The upstream is asked for ``prefetch`` elements
+up front and replenished in batches of ``prefetch - prefetch // 4`` as they are used,
+so at most ``prefetch`` upstream elements are ever held. Errors are immediate: the
+first one cancels everything else and is signalled once (rule 4.2); later ones go to
+:func:`rstreams.errors.report_unhandled`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from rstreams import demand
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.demand import accept_subscription
+from rstreams.errors import report_unhandled
+from rstreams.flow._flow import Flow
+from rstreams.rules import check_error, check_subscriber
+
+__all__ = ["ConcatMapFlow", "as_publisher", "check_prefetch", "signal_terminal"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_NONE_ITEM = "rule 2.13: on_next(None) is illegal; None is never a stream element"
+
+
+def check_prefetch(operator: str, name: str, value: object) -> int:
+    """``value`` as a positive int, or ``TypeError``/``ValueError`` naming the operator."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{operator}: {name} needs an int, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{operator}: {name} needs an int >= 1, got {value}")
+    return value
+
+
+def as_publisher(operator: str, value: object, item: object) -> Publisher[R]:
+    """``fn(item)``'s result, checked to be a Publisher (anything with ``subscribe``)."""
+    if value is None or not callable(getattr(value, "subscribe", None)):
+        raise TypeError(f"{operator}: fn({item!r}) must return a Publisher, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+class ConcatMapFlow(Flow[R]):
+    """``source.concat_map(fn, prefetch=2)``; see :meth:`rstreams.Flow.concat_map`."""
+
+    __slots__ = ("_fn", "_prefetch", "_source")
+
+    def __init__(self, source: Publisher[T], fn: Callable[[T], Publisher[R]], prefetch: int = 2) -> None:
+        if not callable(fn):
+            raise TypeError(f"concat_map(fn) needs a callable, got {fn!r}")
+        self._prefetch = check_prefetch("concat_map", "prefetch", prefetch)
+        self._source = source
+        self._fn = fn
+
+    def subscribe(self, subscriber: Subscriber[R]) -> None:
+        self._source.subscribe(_ConcatMapSubscriber(check_subscriber(subscriber), self._fn, self._prefetch))
+
+
+class _Inner(Subscriber[R]):
+    """Subscriber to one inner Publisher; records signals for the parent's drain loop.
+
+    ``asked``/``taken`` count what was requested from this inner and what the drain
+    loop has passed on from it; only the drain loop touches them.
+    """
+
+    __slots__ = ("asked", "cancelled", "done", "parent", "subscription", "taken")
+
+    def __init__(self, parent: _ConcatMapSubscriber[Any, R]) -> None:
+        self.parent = parent
+        self.subscription: Subscription | None = None
+        self.done = False
+        self.cancelled = False
+        self.asked = 0
+        self.taken = 0
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if not accept_subscription(self.subscription, subscription):
+            return
+        self.subscription = subscription
+        if self.cancelled:  # the parent ended while this inner was being subscribed
+            subscription.cancel()
+            return
+        self.parent.drain()
+
+    def on_next(self, item: R) -> None:
+        if item is None:
+            raise TypeError(_NONE_ITEM)
+        if self.done:
+            return
+        self.parent.items.append(item)
+        self.parent.drain()
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        if self.done:
+            return
+        self.done = True
+        self.parent.fail(error)
+
+    def on_complete(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.parent.drain()
+
+    def cancel(self) -> None:
+        was_done, self.done = self.done, True
+        self.cancelled = True
+        subscription = self.subscription
+        if subscription is not None and not was_done:
+            subscription.cancel()
+
+
+class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
+    __slots__ = (
+        "_cancelled",
+        "_consumed",
+        "_downstream",
+        "_error",
+        "_fn",
+        "_inner",
+        "_limit",
+        "_lock",
+        "_outer",
+        "_outer_done",
+        "_prefetch",
+        "_requested",
+        "_started",
+        "_upstream",
+        "_upstream_cancelled",
+        "_wip",
+        "items",
+    )
+
+    def __init__(self, downstream: Subscriber[R], fn: Callable[[T], Publisher[R]], prefetch: int) -> None:
+        self._downstream = downstream
+        self._fn = fn
+        self._prefetch = prefetch
+        self._limit = prefetch - (prefetch >> 2)
+        self._upstream: Subscription | None = None
+        self._lock = threading.Lock()
+        self._wip = 0
+        self._requested = 0
+        self._outer: deque[T] = deque()
+        self.items: deque[R] = deque()
+        self._inner: _Inner[R] | None = None
+        self._outer_done = False
+        self._error: BaseException | None = None
+        self._cancelled = False  # cancelled or terminated: the drain loop only cleans up
+        self._upstream_cancelled = False
+        self._started = False
+        self._consumed = 0
+
+    # -- upstream -> this -------------------------------------------------------------
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if not accept_subscription(self._upstream, subscription):
+            return
+        self._upstream = subscription
+        self._downstream.on_subscribe(self)
+        self.drain()  # the prefetch request is made from the drain loop (rule 2.7)
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(_NONE_ITEM)
+        if self._cancelled or self._outer_done:
+            return  # rule 3.12: late signals after cancel
+        self._outer.append(item)
+        self.drain()
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        if self._outer_done:
+            return
+        self._outer_done = True
+        self.fail(error)
+
+    def on_complete(self) -> None:
+        if self._outer_done:
+            return
+        self._outer_done = True
+        self.drain()
+
+    # -- downstream -> this -----------------------------------------------------------
+
+    def request(self, n: int) -> None:
+        if self._cancelled:
+            return  # rule 3.6
+        problem = demand.invalid(n)
+        with self._lock:
+            if problem is not None:
+                if self._error is None:
+                    self._error = problem  # signalled by the drain loop (rules 3.9, 1.3)
+            else:
+                self._requested = demand.add(self._requested, n)
+            self._wip += 1
+            if self._wip != 1:
+                return
+        self._drain_loop()
+
+    def cancel(self) -> None:
+        if self._cancelled:
+            return  # rule 3.7
+        self._cancelled = True
+        self.drain()
+
+    # -- the drain loop ---------------------------------------------------------------
+
+    def fail(self, error: BaseException) -> None:
+        """Record the first error for the drain loop; report any later one."""
+        with self._lock:
+            first = self._error is None and not self._cancelled
+            if first:
+                self._error = error
+        if first:
+            self.drain()
+        else:
+            report_unhandled(error, "concat_map: an error after the stream had ended")
+
+    def drain(self) -> None:
+        with self._lock:
+            self._wip += 1
+            if self._wip != 1:
+                return
+        self._drain_loop()
+
+    def _drain_loop(self) -> None:
+        missed = 1
+        emitted = 0
+        while True:
+            emitted = self._pass(emitted)
+            with self._lock:
+                if emitted and self._requested != demand.UNBOUNDED:
+                    self._requested -= emitted
+                emitted = 0
+                self._wip -= missed
+                missed = self._wip
+                if missed == 0:
+                    return
+
+    def _pass(self, emitted: int) -> int:
+        """Do all the work there is; return the number of elements emitted so far.
+
+        Each step either makes progress and loops, or finds nothing to do and returns.
+        """
+        downstream = self._downstream
+        items = self.items
+        while True:
+            if self._cancelled:
+                self._clear()
+                return emitted
+            error = self._error
+            if error is not None:
+                self._cancelled = True
+                self._clear()
+                signal_terminal(downstream, error)
+                return emitted
+            upstream = self._upstream
+            if not self._started and upstream is not None:
+                self._started = True
+                upstream.request(self._prefetch)
+                continue
+            inner = self._inner
+            if inner is None:
+                outer_done = self._outer_done  # read before the queue: see _Inner.on_complete
+                if self._outer:
+                    self._subscribe_next()
+                    continue
+                if outer_done:
+                    self._cancelled = True
+                    signal_terminal(downstream, None)
+                return emitted
+            requested = self._requested
+            if items and (emitted < requested or requested == demand.UNBOUNDED):
+                item = items.popleft()
+                inner.taken += 1
+                emitted += 1
+                try:
+                    downstream.on_next(item)
+                except Exception as exc:  # rule 2.13: consider the subscription cancelled
+                    self._cancelled = True
+                    report_unhandled(exc, f"{type(downstream).__name__}.on_next")
+                continue
+            if inner.done:  # read before the queue: every element came before on_complete
+                if not items:
+                    self._inner = None
+                    continue
+                return emitted
+            subscription = inner.subscription
+            if subscription is not None and inner.asked != demand.UNBOUNDED:
+                if requested == demand.UNBOUNDED:
+                    inner.asked = demand.UNBOUNDED
+                    subscription.request(demand.UNBOUNDED)
+                    continue
+                want = requested - emitted - (inner.asked - inner.taken)
+                if want > 0:
+                    inner.asked += want
+                    subscription.request(want)
+                    continue
+            return emitted
+
+    def _subscribe_next(self) -> None:
+        """Map the next upstream element and subscribe to its Publisher; replenish upstream."""
+        value = self._outer.popleft()
+        self._consumed += 1
+        if self._consumed == self._limit and not self._outer_done and self._upstream is not None:
+            self._consumed = 0
+            self._upstream.request(self._limit)
+        try:
+            publisher: Publisher[R] = as_publisher("concat_map", self._fn(value), value)
+        except Exception as exc:
+            self.fail(exc)
+            return
+        inner: _Inner[R] = _Inner(self)
+        self._inner = inner
+        try:
+            publisher.subscribe(inner)
+        except Exception as exc:  # a Publisher that raises instead of signalling (rule 1.9)
+            self.fail(exc)
+
+    def _clear(self) -> None:
+        """Cancel the upstream and the inner, drop what is queued (rules 3.13, 4.2)."""
+        self._outer.clear()
+        self.items.clear()
+        inner, self._inner = self._inner, None
+        if inner is not None:
+            inner.cancel()
+        if not self._upstream_cancelled:
+            self._upstream_cancelled = True
+            if not self._outer_done and self._upstream is not None:
+                self._upstream.cancel()
+
+
+def signal_terminal(subscriber: Subscriber[Any], error: BaseException | None) -> None:
+    """``on_error(error)``, or ``on_complete()`` for ``None``; a raise is reported (rule 2.13)."""
+    try:
+        if error is None:
+            subscriber.on_complete()
+        else:
+            subscriber.on_error(error)
+    except Exception as exc:
+        where = "on_complete" if error is None else "on_error"
+        report_unhandled(exc, f"{type(subscriber).__name__}.{where}")
