@@ -12,7 +12,7 @@ import pytest
 
 import rstreams
 from rstreams.api import Subscriber, Subscription
-from rstreams.flow._sinks import SinkResult, collect, count, for_each, reduce
+from rstreams.flow._sinks import collect, count, for_each, reduce
 from support import WAIT
 
 
@@ -105,7 +105,8 @@ async def test_sink_result_is_awaitable() -> None:
 def test_source_error_fails_the_result() -> None:
     """The stream's on_error becomes the result's exception."""
     boom = RuntimeError("boom")
-    result: SinkResult[list[object]] = rstreams.error(boom).collect()
+    failing: rstreams.Flow[int] = rstreams.error(boom)
+    result = failing.collect()
     with pytest.raises(RuntimeError, match="boom"):
         result.result(WAIT)
     assert result.exception(WAIT) is boom and result.done()
