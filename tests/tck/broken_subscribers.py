@@ -1,0 +1,270 @@
+"""Subscribers for the TCK's own tests: correct references, and twins broken in one way each.
+
+Each broken class subclasses its correct twin and changes exactly one behaviour, so a
+test can assert that the verification case for that rule fails and the twin passes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from rstreams.api import Subscriber, Subscription
+from rstreams.rules import check_error, check_item
+from rstreams.tck._subscriber_support import SubscriberPuppet, WhiteboxSubscriberProbe
+
+# -- correct references ------------------------------------------------------------------
+
+
+class ReferenceSubscriber(Subscriber[Any]):
+    """A correct synchronous Subscriber; blackbox use: requests one element at a time.
+
+    With a ``probe`` it is a whitebox Subscriber: it registers every signal and requests
+    only when the TCK's puppet asks (``trigger_request``), as much as asked at once.
+    """
+
+    def __init__(self, probe: WhiteboxSubscriberProbe[Any] | None = None) -> None:
+        self.probe = probe
+        self.subscription: Subscription | None = None
+        self.done = False
+        self.received: list[Any] = []
+
+    # -- Subscriber ---------------------------------------------------------------------
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:  # type: ignore[comparison-overlap]  # rule 2.13, checked first
+            raise TypeError("rule 2.13: on_subscribe(None)")
+        if self.subscription is not None:  # rule 2.5
+            self.reject_second(subscription)
+            return
+        self.subscription = subscription
+        if self.probe is not None:
+            self.probe.register_on_subscribe(self.make_puppet())
+        else:
+            self.request_more()
+
+    def on_next(self, item: Any) -> None:
+        check_item(item)
+        if self.done:
+            return  # rule 2.8: late elements after cancel are fine
+        self.received.append(item)
+        if self.probe is not None:
+            self.probe.register_on_next(item)
+        else:
+            self.request_more()
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        self.done = True
+        if self.probe is not None:
+            self.probe.register_on_error(error)
+
+    def on_complete(self) -> None:
+        self.done = True
+        if self.probe is not None:
+            self.probe.register_on_complete()
+
+    # -- hooks the broken twins override -------------------------------------------------
+    def reject_second(self, subscription: Subscription) -> None:
+        subscription.cancel()
+
+    def request_more(self) -> None:
+        assert self.subscription is not None
+        self.subscription.request(1)
+
+    def make_puppet(self) -> SubscriberPuppet:
+        return _Puppet(self)
+
+    def trigger(self, n: int) -> None:
+        assert self.subscription is not None
+        self.subscription.request(n)
+
+    def cancel(self) -> None:
+        self.done = True
+        assert self.subscription is not None
+        self.subscription.cancel()
+
+
+class _Puppet:
+    def __init__(self, subscriber: ReferenceSubscriber) -> None:
+        self._subscriber = subscriber
+
+    def trigger_request(self, n: int) -> None:
+        self._subscriber.trigger(n)
+
+    def signal_cancel(self) -> None:
+        self._subscriber.cancel()
+
+
+class OneAtATimeWhiteboxSubscriber(ReferenceSubscriber):
+    """Correct, and stingy: however much the puppet asks for, it requests one at a time.
+
+    Proves the TCK waits for each actual request before sending (the puppet contract).
+    """
+
+    def __init__(self, probe: WhiteboxSubscriberProbe[Any] | None = None) -> None:
+        super().__init__(probe)
+        self._lock = threading.Lock()
+        self._wanted = 0
+        self._outstanding = 0
+
+    def trigger(self, n: int) -> None:
+        with self._lock:
+            self._wanted += n
+        self._pump()
+
+    def on_next(self, item: Any) -> None:
+        super().on_next(item)
+        with self._lock:
+            self._outstanding = max(0, self._outstanding - 1)
+        self._pump()
+
+    def _pump(self) -> None:
+        with self._lock:
+            if self._outstanding or not self._wanted or self.done:
+                return
+            self._wanted -= 1
+            self._outstanding = 1
+        assert self.subscription is not None
+        self.subscription.request(1)
+
+
+# -- broken twins --------------------------------------------------------------------------
+
+
+class NeverRequests(ReferenceSubscriber):
+    """Breaks 2.1: never signals demand (blackbox and whitebox)."""
+
+    def request_more(self) -> None:
+        pass
+
+    def trigger(self, n: int) -> None:
+        pass
+
+
+class RequestsOnlyOnce(ReferenceSubscriber):
+    """Breaks 3.8 (whitebox): the puppet's demand for n is honoured with a single request(1)."""
+
+    asked = False
+
+    def trigger(self, n: int) -> None:
+        if not self.asked:
+            self.asked = True
+            super().trigger(1)
+
+
+class CancelsInOnError(ReferenceSubscriber):
+    """Breaks 2.3: "cleans up" by cancelling its subscription inside on_error."""
+
+    def on_error(self, error: BaseException) -> None:
+        super().on_error(error)
+        assert self.subscription is not None
+        self.subscription.cancel()
+
+
+class RequestsInOnComplete(ReferenceSubscriber):
+    """Breaks 2.3: requests more inside on_complete."""
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        assert self.subscription is not None
+        self.subscription.request(1)
+
+
+class KeepsSecondSubscription(ReferenceSubscriber):
+    """Breaks 2.5: ignores a second subscription instead of cancelling it."""
+
+    def reject_second(self, subscription: Subscription) -> None:
+        pass
+
+
+class RequestsFromSecondSubscription(ReferenceSubscriber):
+    """Breaks 2.5 (blackbox): requests from the second subscription before cancelling it."""
+
+    def reject_second(self, subscription: Subscription) -> None:
+        subscription.request(1)
+        subscription.cancel()
+
+
+class CancelsOriginalSubscription(ReferenceSubscriber):
+    """Breaks 2.5: swaps to the new subscription and cancels the original one."""
+
+    def reject_second(self, subscription: Subscription) -> None:
+        assert self.subscription is not None
+        self.subscription.cancel()
+        self.subscription = subscription
+
+
+class RaisesOnLateElement(ReferenceSubscriber):
+    """Breaks 2.8: raises when an element arrives after it cancelled."""
+
+    def on_next(self, item: Any) -> None:
+        if self.done:
+            raise RuntimeError("element after cancel")
+        super().on_next(item)
+
+
+class LosesEarlyCompletion(ReferenceSubscriber):
+    """Breaks 2.9: ignores on_complete unless an element was received first."""
+
+    def on_complete(self) -> None:
+        if self.received:
+            super().on_complete()
+
+
+class WrapsErrors(ReferenceSubscriber):
+    """Breaks 2.10 (whitebox): registers a wrapper instead of the error it received."""
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        super().on_error(RuntimeError(f"wrapped: {error}"))
+
+
+class RaisesOnErrorWithoutDemand(ReferenceSubscriber):
+    """Breaks 2.10 (blackbox): on_error before any element raises back into the publisher."""
+
+    def on_error(self, error: BaseException) -> None:
+        super().on_error(error)
+        if not self.received:
+            raise RuntimeError("on_error before any element")
+
+
+class AcceptsNoneElement(ReferenceSubscriber):
+    """Breaks 2.13: accepts on_next(None) silently."""
+
+    def on_next(self, item: Any) -> None:
+        if item is None:
+            return
+        super().on_next(item)
+
+
+class AcceptsNoneError(ReferenceSubscriber):
+    """Breaks 2.13: accepts on_error(None) silently."""
+
+    def on_error(self, error: BaseException) -> None:
+        if error is None:  # type: ignore[comparison-overlap]
+            return
+        super().on_error(error)
+
+
+class ChecksNoneAfterDuplicate(ReferenceSubscriber):
+    """Breaks 2.13 (whitebox): the duplicate check runs first, so on_subscribe(None) -> AttributeError."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if self.subscription is not None:
+            subscription.cancel()
+            return
+        super().on_subscribe(subscription)
+
+
+class NeverRegisters(ReferenceSubscriber):
+    """Breaks the whitebox wiring: never calls probe.register_on_subscribe."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.subscription = subscription
+
+
+class IgnoresCancelSignal(ReferenceSubscriber):
+    """Breaks the whitebox happy path: the puppet's signal_cancel does nothing."""
+
+    def cancel(self) -> None:
+        self.done = True
