@@ -113,6 +113,7 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
     __slots__ = (
         "_bad_request",
         "_buffer_size",
+        "_consumed",
         "_delay_error",
         "_done",
         "_downstream",
@@ -133,6 +134,7 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
         self._schedule = schedule
         self._buffer_size = buffer_size
         self._limit = buffer_size - buffer_size // 4  # replenish at three quarters delivered
+        self._consumed = 0  # delivered since the last replenish; only the drain touches it
         self._delay_error = delay
         self._queue: deque[T] = deque()
         self._lock = threading.Lock()
@@ -282,7 +284,7 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
         missed = 1
         queue = self._queue
         emitted = 0  # delivered since the last demand bookkeeping
-        consumed = 0  # delivered since the last upstream replenish
+        consumed = self._consumed  # delivered since the last upstream replenish
         while True:
             downstream = self._downstream
             if self._stopped or downstream is None:
@@ -319,6 +321,7 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
             if self._done and not queue and not self._stopped:
                 self._finish(downstream)
                 return
+            self._consumed = consumed
             with self._lock:
                 self._requested = demand.sub(self._requested, emitted)
                 emitted = 0
