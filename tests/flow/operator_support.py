@@ -46,9 +46,7 @@ class ManualPublisher(Flow[T], Generic[T]):
         """Send ``items``; unless ``force``, only within the demand received (rule 1.1)."""
         for item in items:
             assert self.subscriber is not None
-            assert force or self.outstanding > 0, (
-                f"test bug: no demand for {item!r}; requests={self.requests}"
-            )
+            assert force or self.outstanding > 0, f"test bug: no demand for {item!r}; {self.requests}"
             self.emitted += 1
             self.subscriber.on_next(item)
 
@@ -277,9 +275,7 @@ def drive(flow: Publisher[T], requests: Sequence[int]) -> RecordingSubscriber[T]
             break
         subscriber.request(n)
         total += n
-        assert len(subscriber.items) <= total, (
-            f"rule 1.1: {len(subscriber.items)} items for {total} requested"
-        )
+        assert len(subscriber.items) <= total, f"rule 1.1: {len(subscriber.items)} items, {total} requested"
     if not subscriber.done:
         subscriber.request(demand.UNBOUNDED)
     subscriber.await_done()
