@@ -80,6 +80,7 @@ class BufferedSubscription(Subscription, Generic[T]):
 
     ``on_detach`` is called once, outside the lock, when this subscription stops accepting
     elements for good (cancelled, terminated, overflowed, or its subscriber broke a rule).
+    ``name`` and ``what`` word the overflow error: "interval: tick 3 arrived without demand".
     """
 
     __slots__ = (
@@ -97,6 +98,7 @@ class BufferedSubscription(Subscription, Generic[T]):
         "_strategy",
         "_subscriber",
         "_terminal",
+        "_what",
         "dropped",
     )
 
@@ -107,8 +109,10 @@ class BufferedSubscription(Subscription, Generic[T]):
         capacity: int,
         name: str,
         on_detach: Callable[[BufferedSubscription[T]], object] | None = None,
+        what: str = "element",
     ) -> None:
         self._subscriber: Subscriber[T] | None = subscriber
+        self._what = what
         self._strategy = overflow
         self._capacity = capacity
         self._name = name
@@ -225,7 +229,7 @@ class BufferedSubscription(Subscription, Generic[T]):
 
     def _overflow_error(self, item: T) -> OverflowStrategyError:
         return OverflowStrategyError(
-            f"{self._name}: element {item!r} arrived without demand and the buffer is full "
+            f"{self._name}: {self._what} {item!r} arrived without demand and the buffer is full "
             f"(capacity={self._capacity}); rule 1.1 forbids sending it and "
             f"overflow={self._strategy.name} fails the stream. Request sooner, or pass "
             "overflow=OverflowStrategy.DROP or LATEST, or a larger capacity"

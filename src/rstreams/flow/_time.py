@@ -73,7 +73,7 @@ class _ClockFlow(Flow[int]):
             return
         clock = _Clock(loop, self._delay, self._period)
         subscription = BufferedSubscription(
-            subscriber, self._overflow, self._capacity, self._name, clock.stop
+            subscriber, self._overflow, self._capacity, self._name, clock.stop, "tick"
         )
         clock.subscription = subscription
         clock.origin = loop.time() + self._delay
