@@ -1,0 +1,72 @@
+"""The rstreams TCK: checks that a Publisher, Subscriber or Processor obeys the specification.
+
+A port of the Reactive Streams JVM TCK (v1.0.4): the same cases, named like the JVM's
+methods in snake_case, with the same categories (required, optional, stochastic,
+untested). Use it from pytest by subclassing a verification class whose name starts with
+``Test``, or without pytest through the ``verify_*`` functions, which return a
+:class:`Report`::
+
+    from rstreams.tck import PublisherVerification, verify_publisher
+
+    class TestMyPublisher(PublisherVerification):
+        def create_publisher(self, elements):
+            return my_publisher(elements)
+
+    report = verify_publisher(my_publisher)
+    assert report.ok, str(report)
+
+This package does not import pytest. A skipped case raises :class:`SkipTest` (a
+:class:`unittest.SkipTest`), a failed one :class:`TCKFailure` (an AssertionError).
+Timeouts come from :class:`TestEnvironment` (environment variables
+``RSTREAMS_TCK_DEFAULT_TIMEOUT_MS``, ``RSTREAMS_TCK_DEFAULT_NO_SIGNALS_TIMEOUT_MS``,
+``RSTREAMS_TCK_DEFAULT_POLL_TIMEOUT_MS``, ``RSTREAMS_TCK_PUBLISHER_REFERENCE_GC_TIMEOUT_MS``).
+"""
+
+from __future__ import annotations
+
+from rstreams.tck._env import ManualSubscriber as ManualSubscriber
+from rstreams.tck._env import TestEnvironment as TestEnvironment
+from rstreams.tck._publisher import PublisherVerification as PublisherVerification
+from rstreams.tck._publisher import verify_publisher as verify_publisher
+from rstreams.tck._registry import CaseResult as CaseResult
+from rstreams.tck._registry import Report as Report
+from rstreams.tck._registry import SkipTest as SkipTest
+from rstreams.tck._registry import TCKFailure as TCKFailure
+from rstreams.tck._registry import run_cases as run_cases
+
+__all__ = [
+    "CaseResult",
+    "ManualSubscriber",
+    "PublisherVerification",
+    "Report",
+    "SkipTest",
+    "TCKFailure",
+    "TestEnvironment",
+    "run_cases",
+    "verify_publisher",
+]
+
+# The subscriber and processor verifications are written in parallel; until integration
+# they are imported only when their modules exist.
+try:
+    from rstreams.tck._subscriber import SubscriberBlackboxVerification as SubscriberBlackboxVerification
+    from rstreams.tck._subscriber import SubscriberWhiteboxVerification as SubscriberWhiteboxVerification
+    from rstreams.tck._subscriber import verify_subscriber_blackbox as verify_subscriber_blackbox
+    from rstreams.tck._subscriber import verify_subscriber_whitebox as verify_subscriber_whitebox
+except ImportError:  # pragma: no cover - before integration
+    pass
+else:
+    __all__ += [
+        "SubscriberBlackboxVerification",
+        "SubscriberWhiteboxVerification",
+        "verify_subscriber_blackbox",
+        "verify_subscriber_whitebox",
+    ]
+
+try:
+    from rstreams.tck._processor import IdentityProcessorVerification as IdentityProcessorVerification
+    from rstreams.tck._processor import verify_processor as verify_processor
+except ImportError:  # pragma: no cover - before integration
+    pass
+else:
+    __all__ += ["IdentityProcessorVerification", "verify_processor"]
