@@ -111,7 +111,8 @@ class _Inner(Subscriber[R]):
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        if self.done:
+        if self.done:  # late, after a cancel (rule 3.12): nobody can receive it
+            report_unhandled(error, "concat_map: an inner Publisher's error after it was cancelled")
             return
         self.done = True
         self.parent.fail(error)
@@ -189,7 +190,8 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        if self._outer_done:
+        if self._outer_done:  # a second terminal signal (rule 1.7): nobody can receive it
+            report_unhandled(error, "concat_map: an error after the upstream had terminated")
             return
         self._outer_done = True
         self.fail(error)

@@ -137,7 +137,8 @@ class _Inner(Subscriber[R]):
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        if self.done:
+        if self.done:  # late, after a cancel (rule 3.12): nobody can receive it
+            report_unhandled(error, "flat_map/merge: an inner Publisher's error after it was cancelled")
             return
         self.done = True
         self.parent.fail(error)
@@ -226,7 +227,8 @@ class _FlatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        if self._outer_done:
+        if self._outer_done:  # a second terminal signal (rule 1.7): nobody can receive it
+            report_unhandled(error, "flat_map/merge: an error after the upstream had terminated")
             return
         self._outer_done = True
         self.fail(error)

@@ -1,0 +1,256 @@
+"""``concat_map``: order, demand carried across inners, prefetch, threads, errors, cancel (rules 1.x-3.x)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import rstreams
+from flow.operator_support import ManualPublisher, SerialChecker, ThreadPublisher, drive
+from rstreams.api import Publisher, Subscriber
+from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
+from support import RecordingSubscriber
+
+
+class Inners:
+    """A ``fn`` for concat_map that hands out a fresh ManualPublisher per element and keeps them."""
+
+    def __init__(self) -> None:
+        self.made: list[ManualPublisher[str]] = []
+
+    def __call__(self, x: int) -> Publisher[str]:
+        publisher: ManualPublisher[str] = ManualPublisher()
+        self.made.append(publisher)
+        return publisher
+
+
+def test_inner_elements_come_in_order_one_inner_after_another() -> None:
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=100)
+    rstreams.range(1, 4).concat_map(lambda x: rstreams.range(x * 10, x * 10 + x)).subscribe(s)
+    assert s.items == [10, 20, 21, 30, 31, 32] and s.completed
+
+
+def test_outstanding_demand_carries_over_from_one_inner_to_the_next() -> None:
+    """Rule 1.1: an inner is asked exactly for what the downstream still wants, no more."""
+    outer: ManualPublisher[int] = ManualPublisher()
+    inners = Inners()
+    s: RecordingSubscriber[str] = RecordingSubscriber()
+    outer.concat_map(inners).subscribe(s)
+    assert outer.requests == [2]  # the prefetch
+    outer.emit(1, 2)
+    assert len(inners.made) == 1 and inners.made[0].requests == []  # subscribed, nothing asked yet
+    s.request(3)
+    assert inners.made[0].requests == [3]
+    inners.made[0].emit("a", "b")
+    inners.made[0].complete()
+    assert len(inners.made) == 2 and inners.made[1].requests == [1]  # the one still owed
+    inners.made[1].emit("c")
+    assert s.items == ["a", "b", "c"]
+    s.request(2)
+    assert inners.made[1].requests == [1, 2]
+    assert inners.made[1].outstanding == 2  # exactly the downstream's outstanding demand
+
+
+def test_at_most_prefetch_upstream_elements_are_held_and_replenished_in_batches() -> None:
+    """prefetch=4 asks for 4 up front and 3 (= 4 - 4 // 4) more after 3 have been used."""
+    outer: ManualPublisher[int] = ManualPublisher()
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=100)
+    outer.concat_map(lambda x: rstreams.just(x), prefetch=4).subscribe(s)
+    assert outer.requests == [4]
+    outer.emit(1, 2)
+    assert outer.requests == [4] and s.items == [1, 2]
+    outer.emit(3)
+    assert outer.requests == [4, 3]
+    for x in range(4, 20):
+        outer.emit(x)
+        assert outer.outstanding <= 4  # requested and not yet arrived: never above prefetch
+    assert outer.requests == [4, 3, 3, 3, 3, 3, 3] and s.items == list(range(1, 20))
+    outer.complete()
+    assert s.completed
+
+
+def test_inner_publisher_need_not_be_a_flow() -> None:
+    """Any rstreams.api.Publisher works as an inner."""
+
+    class Plain:
+        def __init__(self, x: int) -> None:
+            self.x = x
+
+        def subscribe(self, subscriber: Subscriber[int]) -> None:
+            rstreams.just(self.x, self.x).subscribe(subscriber)
+
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=100)
+    rstreams.range(0, 3).concat_map(Plain).subscribe(s)
+    assert s.items == [0, 0, 1, 1, 2, 2] and s.completed
+
+
+@pytest.mark.timeout(20)
+def test_inners_on_other_threads_keep_order_and_signals_serial() -> None:
+    """Rule 1.3: inners emitting from their own threads never overlap on the downstream."""
+    recorder: RecordingSubscriber[int] = RecordingSubscriber()
+    checker = SerialChecker(recorder)
+    rstreams.range(0, 20).concat_map(lambda x: ThreadPublisher(range(x * 100, x * 100 + 50))).subscribe(
+        checker
+    )
+    requester = threading.Thread(target=lambda: [recorder.request(7) for _ in range(200)])
+    requester.start()
+    requester.join(10)
+    recorder.await_done()
+    assert recorder.items == [x * 100 + k for x in range(20) for k in range(50)] and recorder.completed
+    assert checker.overlaps == 0
+
+
+def test_reentrant_requests_do_not_recurse() -> None:
+    """Rule 3.3: request(1) inside on_next adds demand; the drain loop emits the next element."""
+    depth = 0
+    max_depth = 0
+
+    class Reentrant(RecordingSubscriber[int]):
+        def on_next(self, item: int) -> None:
+            nonlocal depth, max_depth
+            depth += 1
+            max_depth = max(max_depth, depth)
+            super().on_next(item)
+            self.request(1)
+            depth -= 1
+
+    s = Reentrant(initial=1)
+    rstreams.range(0, 5000).concat_map(lambda x: rstreams.just(x)).subscribe(s)
+    assert s.completed and len(s.items) == 5000 and max_depth == 1
+
+
+def test_inner_error_cancels_upstream_and_is_signalled_once() -> None:
+    """Rule 4.2: the first error ends the stream; the upstream is cancelled."""
+    outer: ManualPublisher[int] = ManualPublisher()
+    inners = Inners()
+    s: RecordingSubscriber[str] = RecordingSubscriber(initial=5)
+    outer.concat_map(inners).subscribe(s)
+    outer.emit(1, 2)
+    boom = RuntimeError("inner failed")
+    inners.made[0].emit("a")
+    inners.made[0].fail(boom)
+    assert s.items == ["a"] and s.error is boom and outer.cancelled == 1
+    assert len(inners.made) == 1 and s.signals.count("on_error") == 1
+
+
+def test_upstream_error_cancels_the_active_inner() -> None:
+    outer: ManualPublisher[int] = ManualPublisher()
+    inners = Inners()
+    s: RecordingSubscriber[str] = RecordingSubscriber(initial=5)
+    outer.concat_map(inners).subscribe(s)
+    outer.emit(1)
+    boom = RuntimeError("outer failed")
+    outer.fail(boom)
+    assert s.error is boom and inners.made[0].cancelled == 1 and outer.cancelled == 0
+
+
+def test_fn_raising_or_returning_a_non_publisher_fails_the_stream() -> None:
+    boom = ValueError("bad element")
+
+    def fn(x: int) -> Publisher[int]:
+        if x == 2:
+            raise boom
+        return rstreams.just(x)
+
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=10)
+    rstreams.range(0, 5).concat_map(fn).subscribe(s)
+    assert s.items == [0, 1] and s.error is boom
+
+    s2: RecordingSubscriber[int] = RecordingSubscriber(initial=10)
+    rstreams.range(0, 5).concat_map(lambda x: [x]).subscribe(s2)  # type: ignore[arg-type, return-value]
+    assert isinstance(s2.error, TypeError) and "must return a Publisher" in str(s2.error)
+
+
+def test_cancel_stops_upstream_and_inner() -> None:
+    """Rules 3.5, 3.13: cancel cancels both Subscriptions; late signals are dropped."""
+    outer: ManualPublisher[int] = ManualPublisher()
+    inners = Inners()
+    s: RecordingSubscriber[str] = RecordingSubscriber(initial=5)
+    outer.concat_map(inners).subscribe(s)
+    outer.emit(1)
+    s.cancel()
+    s.cancel()
+    s.request(3)  # rule 3.6: a no-op
+    inners.made[0].emit("late")
+    assert outer.cancelled == 1 and inners.made[0].cancelled == 1
+    assert s.items == [] and not s.done
+
+
+def test_invalid_request_signals_error_and_cancels_everything() -> None:
+    """Rule 3.9: request(0) is signalled as on_error(InvalidDemandError) from the drain loop."""
+    outer: ManualPublisher[int] = ManualPublisher()
+    inners = Inners()
+    s: RecordingSubscriber[str] = RecordingSubscriber()
+    outer.concat_map(inners).subscribe(s)
+    outer.emit(1)
+    s.request(0)
+    assert isinstance(s.error, InvalidDemandError)
+    assert outer.cancelled == 1 and inners.made[0].cancelled == 1
+
+
+def test_empty_outer_and_empty_inners_complete_without_demand() -> None:
+    """Rule 1.5: on_complete needs no request."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.empty().concat_map(lambda x: rstreams.just(1)).subscribe(s)
+    assert s.signals == ["on_subscribe", "on_complete"]
+    s2: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.range(0, 3).concat_map(lambda x: rstreams.empty()).subscribe(s2)
+    assert s2.signals == ["on_subscribe", "on_complete"]
+
+
+def test_unbounded_demand_is_passed_to_each_inner_once() -> None:
+    """Rule 3.17: with unbounded demand every inner gets one request(2**63 - 1)."""
+    outer: ManualPublisher[int] = ManualPublisher()
+    inners = Inners()
+    s: RecordingSubscriber[str] = RecordingSubscriber(initial=rstreams.UNBOUNDED)
+    outer.concat_map(inners).subscribe(s)
+    outer.emit(1, 2)
+    inners.made[0].emit("a", "b")
+    inners.made[0].complete()
+    assert [p.requests for p in inners.made] == [[rstreams.UNBOUNDED], [rstreams.UNBOUNDED]]
+
+
+def test_a_raising_downstream_is_cancelled_and_reported() -> None:
+    """Rule 2.13: an on_next that raises cancels the subscription; the error is reported."""
+    reported: list[BaseException] = []
+    previous = set_unhandled_error_hook(lambda e, where: reported.append(e))
+    try:
+
+        class Broken(RecordingSubscriber[int]):
+            def on_next(self, item: int) -> None:
+                super().on_next(item)
+                raise ValueError("user bug")
+
+        outer: ManualPublisher[int] = ManualPublisher()
+        s = Broken(initial=5)
+        outer.concat_map(lambda x: rstreams.just(x, x)).subscribe(s)
+        outer.emit(1)
+        assert s.items == [1] and outer.cancelled == 1 and isinstance(reported[0], ValueError)
+    finally:
+        set_unhandled_error_hook(previous)
+
+
+def test_bad_arguments_are_refused_at_build_time() -> None:
+    with pytest.raises(TypeError, match="callable"):
+        rstreams.range(0, 1).concat_map(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="prefetch needs an int >= 1, got 0"):
+        rstreams.range(0, 1).concat_map(rstreams.just, prefetch=0)
+    with pytest.raises(TypeError, match=r"rule 1\.9"):
+        rstreams.range(0, 1).concat_map(rstreams.just).subscribe(None)  # type: ignore[arg-type]
+
+
+@given(
+    sizes=st.lists(st.integers(0, 6), max_size=12),
+    prefetch=st.integers(1, 5),
+    requests=st.lists(st.integers(1, 6), max_size=12),
+)
+def test_concat_map_equals_list_concatenation_under_any_request_pattern(
+    sizes: list[int], prefetch: int, requests: list[int]
+) -> None:
+    """Property: elements in inner order, never more than requested (rule 1.1)."""
+    flow = rstreams.from_iterable(sizes).concat_map(lambda n: rstreams.range(0, n), prefetch=prefetch)
+    s = drive(flow, requests)
+    assert s.items == [k for n in sizes for k in range(n)] and s.completed
