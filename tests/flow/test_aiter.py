@@ -11,7 +11,8 @@ import pytest
 
 import rstreams
 from rstreams.api import Subscriber, Subscription
-from rstreams.flow._aiter import iter_async
+from rstreams.flow._aiter import _Receiver, iter_async
+from rstreams.tck._subscriber import verify_subscriber_blackbox
 from support import WAIT
 
 
@@ -253,3 +254,14 @@ async def test_receiver_follows_rules_2_5_and_2_13() -> None:
     with pytest.raises(TypeError, match=r"2\.13"):
         receiver.on_subscribe(None)
     await iterator.aclose()
+
+
+@pytest.mark.timeout(30)
+def test_receiver_passes_the_tck() -> None:
+    """The TCK's blackbox Subscriber verification passes for the async iterator's receiver."""
+    loop = asyncio.new_event_loop()
+    try:
+        report = verify_subscriber_blackbox(lambda: _Receiver(8, loop))
+    finally:
+        loop.close()
+    assert report.ok, str(report)

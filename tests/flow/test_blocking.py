@@ -10,7 +10,8 @@ import pytest
 
 import rstreams
 from rstreams.api import Subscriber, Subscription
-from rstreams.flow._blocking import iter_blocking
+from rstreams.flow._blocking import _Receiver, iter_blocking
+from rstreams.tck._subscriber import verify_subscriber_blackbox
 from support import WAIT
 
 
@@ -142,3 +143,10 @@ def test_bad_arguments() -> None:
         iter_blocking(rstreams.range(0, 1), timeout=0)
     with pytest.raises(TypeError, match="Publisher"):
         iter_blocking(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.timeout(30)
+def test_receiver_passes_the_tck() -> None:
+    """The TCK's blackbox Subscriber verification passes for the blocking iterator's receiver."""
+    report = verify_subscriber_blackbox(lambda: _Receiver(8))
+    assert report.ok, str(report)

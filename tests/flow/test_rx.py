@@ -13,7 +13,8 @@ from reactivex.subject import Subject
 import rstreams
 from rstreams.errors import OverflowStrategyError, set_unhandled_error_hook
 from rstreams.flow._push import OverflowStrategy, PushSource
-from rstreams.flow._rx import from_observable, to_observable
+from rstreams.flow._rx import _ObserverSubscriber, from_observable, to_observable
+from rstreams.tck._subscriber import verify_subscriber_blackbox
 from support import WAIT, RecordingSubscriber
 
 
@@ -173,3 +174,11 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match=r"3\.9"):
         to_observable(rstreams.range(0, 1), window=0)
     assert from_observable(reactivex.of(1), overflow=OverflowStrategy.DROP, capacity=4) is not None
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("window", [None, 4])
+def test_observer_subscriber_passes_the_tck(window: int | None) -> None:
+    """The TCK's blackbox Subscriber verification passes for to_observable's subscriber."""
+    report = verify_subscriber_blackbox(lambda: _ObserverSubscriber(Subject(), window))
+    assert report.ok, str(report)

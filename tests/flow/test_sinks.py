@@ -6,13 +6,16 @@ import asyncio
 import concurrent.futures
 import operator
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 import rstreams
 from rstreams.api import Subscriber, Subscription
+from rstreams.flow import _sinks
 from rstreams.flow._sinks import collect, count, for_each, reduce
+from rstreams.tck._subscriber import verify_subscriber_blackbox
 from support import WAIT
 
 
@@ -254,3 +257,22 @@ def test_result_timeout() -> None:
     assert not publisher.cancelled.is_set() and "pending" in repr(result)
     publisher.complete()
     assert result.result(WAIT) == []
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "make",
+    [
+        _sinks._Collect,
+        _sinks._Count,
+        lambda: _sinks._Sum(operator.add, 0),
+        lambda: _sinks._Reduce(max, 0),
+        lambda: _sinks._ForEach(lambda x: None, None),
+        lambda: _sinks._ForEach(lambda x: None, 4),
+    ],
+    ids=["collect", "count", "sum", "reduce", "for_each", "for_each_window"],
+)
+def test_sink_subscribers_pass_the_tck(make: Callable[[], Subscriber[Any]]) -> None:
+    """The TCK's blackbox Subscriber verification passes for every sink subscriber."""
+    report = verify_subscriber_blackbox(make)
+    assert report.ok, str(report)
