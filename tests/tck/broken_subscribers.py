@@ -185,13 +185,13 @@ class RequestsFromSecondSubscription(ReferenceSubscriber):
         subscription.cancel()
 
 
-class CancelsOriginalSubscription(ReferenceSubscriber):
-    """Breaks 2.5: swaps to the new subscription and cancels the original one."""
+class CancelsBothSubscriptions(ReferenceSubscriber):
+    """Breaks 2.5: cancels the new subscription, but the original one too."""
 
     def reject_second(self, subscription: Subscription) -> None:
+        subscription.cancel()
         assert self.subscription is not None
         self.subscription.cancel()
-        self.subscription = subscription
 
 
 class RaisesOnLateElement(ReferenceSubscriber):
