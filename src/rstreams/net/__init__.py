@@ -1,0 +1,1 @@
+"""rstreams.net: RS.io over asyncio (public names are added once the wire core lands)."""

@@ -1,0 +1,444 @@
+"""One RS.io connection on asyncio: the driver between a transport and the sans-I/O core.
+
+Theory of operation. :class:`Connection` is the transport's handler
+(:class:`~rstreams.net._transport.TransportHandler`) and owns one
+:class:`rstreams.wire.Connection` (the core). It is a short pump:
+
+* bytes in: ``data_received`` feeds the core and dispatches the events it yields.
+  ``onNext`` goes straight to the local Subscriber (:class:`RemoteSubscription.deliver`),
+  inside this callback: no queue and no task per element.
+* bytes out: anything that makes the core produce output (a local Publisher's
+  ``on_next``, a Subscriber's ``request``, an incoming frame that needs an answer) only
+  marks the connection dirty; one ``call_soon``-scheduled :meth:`_flush` per event-loop
+  turn gathers ``data_to_send()`` and writes it with a single ``writelines``. That is
+  the write coalescing the machine's syscall cost demands (notes/machine-limits.md).
+* demand to production: :meth:`_flush` also asks local Publishers for more
+  (:meth:`ServingStream.refill`), but only while the transport is writable, and only for
+  the room left under the high-water mark (bytes unsent in the transport plus bytes
+  produced this turn). ``pause_writing``/``resume_writing`` from the transport flip the
+  writable state. A slow or non-reading peer therefore stops production, whatever demand
+  it signalled.
+* ending: the core reports the end of the protocol conversation (a goodbye, ours or the
+  peer's, or a protocol violation that it answered with a goodbye); the transport
+  reports the end of the bytes (``connection_lost``). Either ends every open stream once:
+  local Subscribers get ``on_error`` (:class:`ResourceClosedError` when we closed,
+  :class:`ConnectionBrokenError` with the cause otherwise) and local Publishers are
+  cancelled. Lower-layer exceptions are translated here, in :meth:`connection_lost`, and
+  nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from rstreams import wire
+from rstreams.api import Publisher, Subscriber
+from rstreams.errors import ConnectionBrokenError, ResourceClosedError, report_unhandled
+from rstreams.flow._flow import Flow
+from rstreams.net._codec import Codec
+from rstreams.net._consuming import RemotePublisher, RemoteSubscription, ScalarSubscriber
+from rstreams.net._routes import Offer, Router, UnknownPublisherError
+from rstreams.net._serving import ServingStream
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport
+
+__all__ = ["Connection", "RemoteStreamError"]
+
+T = TypeVar("T")
+
+CLOSE_TIMEOUT = 5.0
+"""Seconds :meth:`Connection.aclose` waits for the peer's goodbye, then for the transport."""
+
+
+class RemoteStreamError(Exception):
+    """The remote publisher signalled ``onError``; ``message`` is the text it sent."""
+
+    def __init__(self, message: str, *, publisher: str, subscriber: int) -> None:
+        super().__init__(f"remote publisher {publisher!r} failed: {message}")
+        self.message = message
+        self.publisher = publisher
+        self.subscriber = subscriber
+
+
+class Connection:
+    """One RS.io connection, client or server side; made by ``connect``/``serve``, not by users.
+
+    Either side may do both: subscribe to the peer's publishers (:meth:`publisher`,
+    :meth:`request`) and serve its own (``publishers=`` when connecting or serving).
+    """
+
+    def __init__(
+        self,
+        *,
+        client: bool,
+        offer: Offer | None = None,
+        codec: Codec[Any] | None = None,
+        config: wire.ConnectionConfig | None = None,
+        high_water: int = DEFAULT_HIGH_WATER,
+        low_water: int = DEFAULT_LOW_WATER,
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        side = wire.Side.CLIENT if client else wire.Side.SERVER
+        self._core = wire.Connection(side, config) if config is not None else wire.Connection(side)
+        self._router = Router(offer)
+        self._encode = codec.encode if codec is not None else None
+        self._high = high_water
+        self._low = low_water
+        self._transport: Transport | None = None
+        self._consuming: dict[int, RemoteSubscription[Any]] = {}
+        self._serving: dict[int, ServingStream] = {}
+        self._names: dict[int, str] = {}
+        self._refill: dict[ServingStream, None] = {}
+        self._requests: dict[RemoteSubscription[Any], None] = {}
+        self._flush_scheduled = False
+        self._writable = True
+        self._turn_bytes = 0
+        self._ids = itertools.count(1 if client else 2, 2)
+        self._ended: BaseException | None = None  # why streams can no longer run
+        self._ended_event = asyncio.Event()  # the protocol conversation is over
+        self._lost = self._loop.create_future()  # the transport is closed
+        self._closing = False
+        self.stats_elements_sent = 0
+
+    # -- public API ----------------------------------------------------------------------
+    def publisher(self, name: str, *, codec: Codec[T] | None = None) -> Flow[T]:
+        """The peer's publisher ``name`` (``path?param=value``) as a cold :class:`Flow`.
+
+        Each ``subscribe`` opens a new remote subscription. Elements are ``bytes``, or
+        ``codec.decode(bytes)`` when a codec is given.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
+        return RemotePublisher(self, name, codec.decode if codec is not None else None)
+
+    async def request(self, name: str, *, codec: Codec[T] | None = None, timeout: float | None = None) -> T:
+        """Request/response: subscribe with demand 1 and return the single element.
+
+        Raises:
+            RemoteStreamError: the remote publisher signalled ``onError`` (e.g. unknown name).
+            LookupError: it completed without an element.
+            ConnectionBrokenError / ResourceClosedError: the connection ended first.
+            TimeoutError: no element within ``timeout`` seconds (the stream is cancelled).
+        """
+        future: asyncio.Future[T] = self._loop.create_future()
+        subscriber = ScalarSubscriber(future, name)
+        self.publisher(name, codec=codec).subscribe(subscriber)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except (asyncio.CancelledError, TimeoutError):
+            subscriber.cancel()
+            raise
+
+    async def aclose(self, reason: str = "", *, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Say goodbye, wait (up to ``timeout`` s) for the peer's goodbye, close the transport.
+
+        Open streams end: local Subscribers get ``on_error(ResourceClosedError)``, local
+        Publishers serving the peer are cancelled. Idempotent.
+        """
+        if not self._closing and self._ended is None:
+            self._closing = True
+            with contextlib.suppress(wire.LocalProtocolError, ConnectionBrokenError):
+                self._core.send(wire.Goodbye(reason=reason))
+            self._end_streams(ResourceClosedError("the connection was closed by this side"))
+            self._flush()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ended_event.wait(), timeout)
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._lost), timeout)
+        except TimeoutError:
+            if transport is not None:
+                transport.abort()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._lost), timeout)
+
+    async def wait_closed(self) -> None:
+        """Wait until the transport is closed."""
+        await asyncio.shield(self._lost)
+
+    @property
+    def closed(self) -> bool:
+        """Whether streams can no longer run on this connection (goodbye or transport lost)."""
+        return self._ended is not None
+
+    @property
+    def writable(self) -> bool:
+        """Whether the transport is below its high-water mark (production may continue)."""
+        return self._writable
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        """Transport details: ``peername``, ``sockname``, ``ssl_object``..."""
+        transport = self._transport
+        return transport.get_extra_info(name, default) if transport is not None else default
+
+    def __repr__(self) -> str:
+        state = "closed" if self._ended is not None else "open"
+        return f"<rstreams.net.Connection {self.get_extra_info('peername')!r} {state}>"
+
+    # -- TransportHandler ---------------------------------------------------------------
+    def connection_made(self, transport: Transport) -> None:
+        self._transport = transport
+        self._flush()  # our hello (the core queued it when it was made)
+
+    def data_received(self, data: memoryview) -> None:
+        core = self._core
+        core.receive_data(data)
+        self._dispatch(core.events_received())
+        if not self._flush_scheduled:
+            self._schedule_flush()
+
+    def eof_received(self) -> None:
+        core = self._core
+        core.receive_eof()
+        self._dispatch(core.events_received())
+        self._flush()
+
+    def connection_lost(self, error: BaseException | None) -> None:
+        if self._ended is None:
+            if error is None:
+                broken = ConnectionBrokenError("the peer closed the connection without a goodbye")
+            else:
+                broken = ConnectionBrokenError(f"the connection failed: {error}")
+                broken.__cause__ = error
+            self._end_streams(broken)
+        self._ended_event.set()
+        if not self._lost.done():
+            self._lost.set_result(None)
+        self._transport = None
+
+    def pause_writing(self) -> None:
+        self._writable = False
+
+    def resume_writing(self) -> None:
+        self._writable = True
+        if self._refill and not self._flush_scheduled:
+            self._schedule_flush()
+
+    # -- events from the core ------------------------------------------------------------
+    def _dispatch(self, events: list[wire.Event]) -> None:
+        """Route each event; ``onNext`` first, as the hot path."""
+        consuming = self._consuming
+        for event in events:
+            kind = type(event)
+            if kind is wire.OnNext:
+                subscription = consuming.get(event.subscriber)  # type: ignore[union-attr]
+                if subscription is not None:
+                    subscription.deliver(event.element)  # type: ignore[union-attr]
+            else:
+                self._other_event(event)
+
+    def _other_event(self, event: wire.Event) -> None:
+        if isinstance(event, wire.OnNextPacked):
+            subscription = self._consuming.get(event.subscriber)
+            if subscription is not None:
+                for element in event.elements:
+                    subscription.deliver(element)
+        elif isinstance(event, wire.Subscribe):
+            self._serve(event.publisher, event.subscriber, event.initial_demand)
+        elif isinstance(event, wire.Request):
+            stream = self._serving.get(event.subscriber)
+            if stream is not None:
+                stream.add_demand(event.demand)
+        elif isinstance(event, wire.Cancel):
+            stream = self._serving.pop(event.subscriber, None)
+            if stream is not None:
+                self._refill.pop(stream, None)
+                stream.stop()
+        elif isinstance(event, wire.OnComplete):
+            subscription = self._consuming.pop(event.subscriber, None)
+            self._names.pop(event.subscriber, None)
+            if subscription is not None:
+                subscription.complete()
+        elif isinstance(event, wire.OnError):
+            subscription = self._consuming.pop(event.subscriber, None)
+            name = self._names.pop(event.subscriber, "?")
+            if subscription is not None:
+                subscription.error(
+                    RemoteStreamError(event.error, publisher=name, subscriber=event.subscriber)
+                )
+        elif isinstance(event, wire.ConnectionClosed):
+            self._conversation_over(event.error)
+        # Hello, OnSubscribe and Goodbye need nothing here: the core keeps their state.
+
+    def _conversation_over(self, error: BaseException | None) -> None:
+        """The core says the protocol conversation ended (goodbye exchanged, or a violation)."""
+        if self._ended is None:
+            if error is None:
+                broken = ConnectionBrokenError("the peer said goodbye")
+            else:
+                broken = ConnectionBrokenError(f"the peer broke the protocol: {error}")
+                broken.__cause__ = error
+            self._end_streams(broken)
+        self._ended_event.set()
+        self._flush()
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
+    def _end_streams(self, error: BaseException) -> None:
+        self._ended = error
+        serving, self._serving = self._serving, {}
+        consuming, self._consuming = self._consuming, {}
+        self._refill.clear()
+        self._requests.clear()
+        for stream in serving.values():
+            stream.stop()
+        for subscription in consuming.values():
+            subscription.error(error)
+
+    # -- serving local publishers ----------------------------------------------------------
+    def _serve(self, name: str, sid: int, initial_demand: int) -> None:
+        try:
+            publisher = self._router.resolve(name)
+        except UnknownPublisherError as unknown:
+            self._refuse(sid, str(unknown))
+            return
+        except Exception as error:
+            report_unhandled(error, f"the publisher factory for {name!r}")
+            self._refuse(sid, f"publisher {name!r} could not be created ({type(error).__name__})")
+            return
+        stream = ServingStream(self, sid, initial_demand, self._encode)
+        self._serving[sid] = stream
+        try:
+            publisher.subscribe(stream)
+        except Exception as error:
+            report_unhandled(error, f"{type(publisher).__name__}.subscribe")
+            if not stream.done:
+                stream.on_error(error)
+
+    def _refuse(self, sid: int, message: str) -> None:
+        core = self._core
+        core.send(wire.OnSubscribe(subscriber=sid))
+        core.send(wire.OnError(subscriber=sid, error=message))
+        self._mark_dirty()
+
+    def send_on_subscribe(self, sid: int) -> None:
+        self._core.send(wire.OnSubscribe(subscriber=sid))
+        self._mark_dirty()
+
+    def send_on_next(self, sid: int, data: bytes, size: int) -> None:
+        """Queue one element (the serving hot path); ``size`` is its estimated wire size."""
+        self._core.send(wire.OnNext(subscriber=sid, element=data))
+        self._turn_bytes += size
+        if not self._flush_scheduled:
+            self._schedule_flush()
+
+    def send_on_complete(self, sid: int) -> None:
+        if self._serving.pop(sid, None) is not None:
+            self._core.send(wire.OnComplete(subscriber=sid))
+            self._mark_dirty()
+
+    def send_on_error(self, sid: int, error: BaseException) -> None:
+        if self._serving.pop(sid, None) is not None:
+            # The peer sees the error's type and text: what a Publisher signals is its
+            # public outcome. Internal failures (factories) are summarised in _serve.
+            self._core.send(wire.OnError(subscriber=sid, error=f"{type(error).__name__}: {error}"))
+            self._mark_dirty()
+
+    def want_refill(self, stream: ServingStream) -> None:
+        self._refill[stream] = None
+        if not self._flush_scheduled:
+            self._schedule_flush()
+
+    # -- consuming remote publishers -----------------------------------------------------
+    def open_subscription(
+        self, name: str, subscriber: Subscriber[T], decode: Callable[[bytes], T] | None
+    ) -> None:
+        """Subscribe ``subscriber`` to the peer's ``name`` (loop thread)."""
+        sid = next(self._ids)
+        subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode)
+        try:
+            subscriber.on_subscribe(subscription)
+        except Exception as error:
+            subscription.done = True
+            report_unhandled(error, f"{type(subscriber).__name__}.on_subscribe")
+            return
+        if subscription.done:
+            return  # cancelled (or failed rule 3.9) inside on_subscribe: nothing to send
+        if self._ended is not None or self._closing:
+            subscription.error(self._ended or ResourceClosedError("the connection is closing"))
+            return
+        self._consuming[sid] = subscription
+        self._names[sid] = name
+        subscription.started = True
+        self._core.send(
+            wire.Subscribe(publisher=name, subscriber=sid, initial_demand=subscription.take_pending())
+        )
+        self._mark_dirty()
+
+    def want_request(self, subscription: RemoteSubscription[Any]) -> None:
+        self._requests[subscription] = None
+        if not self._flush_scheduled:
+            self._schedule_flush()
+
+    def cancel_subscription(self, subscription: RemoteSubscription[Any]) -> None:
+        sid = subscription.sid
+        self._requests.pop(subscription, None)
+        if self._consuming.pop(sid, None) is not None and self._ended is None:
+            self._names.pop(sid, None)
+            self._core.send(wire.Cancel(subscriber=sid))
+            self._mark_dirty()
+
+    # -- loop plumbing ---------------------------------------------------------------------
+    def run_on_loop(self, fn: Callable[..., object], *args: Any) -> None:
+        """Call ``fn(*args)`` now when on the loop's thread, else hand it over."""
+        if threading.get_ident() == self._loop_thread:
+            fn(*args)
+        else:
+            self._loop.call_soon_threadsafe(fn, *args)
+
+    def call_soon_threadsafe(self, fn: Callable[..., object], *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the connection is gone
+            self._loop.call_soon_threadsafe(fn, *args)
+
+    def _mark_dirty(self) -> None:
+        if not self._flush_scheduled:
+            self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        self._flush_scheduled = True
+        self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Once per loop turn: send coalesced requests, refill local publishers, write."""
+        self._flush_scheduled = False
+        core = self._core
+        if self._requests:
+            pending, self._requests = self._requests, {}
+            for subscription in pending:
+                n = subscription.take_pending()
+                if n and not subscription.done:
+                    core.send(wire.Request(subscriber=subscription.sid, demand=n))
+        transport = self._transport
+        if transport is None:
+            return
+        if self._refill and self._writable:
+            self._flush_scheduled = True  # elements produced now go out in this very write
+            self._refill_streams(transport)
+            self._flush_scheduled = False
+        data = core.data_to_send()
+        self._turn_bytes = 0
+        if data:
+            transport.writelines(data)
+        if self._refill and self._writable and not self._flush_scheduled:
+            self._schedule_flush()  # room was used up this turn: continue next turn
+
+    def _refill_streams(self, transport: Transport) -> None:
+        high = self._high
+        buffered = transport.get_write_buffer_size()
+        streams = list(self._refill)
+        self._refill.clear()
+        for index, stream in enumerate(streams):
+            room = high - buffered - self._turn_bytes
+            if room <= 0 or not self._writable:
+                for rest in streams[index:]:
+                    self._refill[rest] = None
+                return
+            stream.refill(room)

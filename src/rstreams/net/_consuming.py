@@ -1,0 +1,193 @@
+"""The subscribing side of one stream: a remote publisher seen as a local :class:`Flow`.
+
+Theory of operation. ``conn.publisher(name)`` returns a :class:`RemotePublisher`, a cold
+Flow: each ``subscribe`` opens a new remote subscription with a fresh subscriber id.
+The local Subscriber gets its :class:`RemoteSubscription` in ``on_subscribe`` *before*
+the ``subscribe`` frame is queued, so whatever it requests there travels as the frame's
+``initialDemand`` (no extra round trip; a request/response is one frame each way).
+
+* ``request(n)`` is checked here first (rule 3.9): an illegal ``n`` ends the stream
+  locally with ``on_error(InvalidDemandError)``; no ``request`` frame is sent (only a
+  ``cancel``, so the peer frees its side). Legal requests are summed (saturating at
+  ``2**63 - 1``, rule 3.17) and sent as one ``request`` frame per subscription per
+  event-loop turn, however many ``request`` calls were made.
+* ``cancel()`` queues a ``cancel`` frame; elements already in flight are dropped (3.12).
+* Incoming ``onNext`` frames are delivered straight from the connection's read callback
+  to ``on_next`` (decoded by the codec, if any): no queue, no task hop.
+* A Subscriber whose method raises is treated as having cancelled (rule 2.13), and the
+  error goes to :func:`rstreams.errors.report_unhandled`.
+
+Both ``request`` and ``cancel`` may be called from any thread; off the loop's thread
+they are handed over with ``call_soon_threadsafe`` (one call per ``request``, never per
+element).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from rstreams import demand
+from rstreams.api import Subscriber, Subscription
+from rstreams.errors import report_unhandled
+from rstreams.flow._flow import Flow
+from rstreams.rules import check_subscriber
+
+if TYPE_CHECKING:
+    from rstreams.net._connection import Connection
+
+__all__ = ["RemotePublisher", "RemoteSubscription"]
+
+T = TypeVar("T")
+
+
+class RemotePublisher(Flow[T]):
+    """The publisher named ``name`` on the other side of ``conn``; made by ``conn.publisher``."""
+
+    __slots__ = ("_conn", "_decode", "name")
+
+    def __init__(self, conn: Connection, name: str, decode: Callable[[bytes], T] | None) -> None:
+        self._conn = conn
+        self.name = name
+        self._decode = decode
+
+    def subscribe(self, subscriber: Subscriber[T]) -> None:
+        check_subscriber(subscriber)
+        self._conn.run_on_loop(self._conn.open_subscription, self.name, subscriber, self._decode)
+
+    def __repr__(self) -> str:
+        return f"<RemotePublisher {self.name!r} on {self._conn!r}>"
+
+
+class RemoteSubscription(Subscription, Generic[T]):
+    """The local half of one remote subscription, identified by ``sid`` on the wire."""
+
+    __slots__ = ("_conn", "_decode", "_loop_thread", "done", "pending", "sid", "started", "subscriber")
+
+    def __init__(
+        self, conn: Connection, sid: int, subscriber: Subscriber[T], decode: Callable[[bytes], T] | None
+    ) -> None:
+        self._conn = conn
+        self.sid = sid
+        self.subscriber: Subscriber[T] | None = subscriber
+        self._decode = decode
+        self.pending = 0  # demand requested locally, not yet sent
+        self.started = False  # the subscribe frame was queued
+        self.done = False  # cancelled or terminated: deliver nothing more
+        self._loop_thread = threading.get_ident()
+
+    # -- Subscription (the local Subscriber calls these, from any thread) ----------------
+    def request(self, n: int) -> None:
+        if self.done:
+            return  # rule 3.6
+        if threading.get_ident() != self._loop_thread:
+            self._conn.call_soon_threadsafe(self.request, n)
+            return
+        problem = demand.invalid(n)
+        if problem is not None:
+            self.fail_locally(problem)
+            return
+        first = self.pending == 0
+        self.pending = demand.add(self.pending, n)
+        if first and self.started:
+            self._conn.want_request(self)
+
+    def cancel(self) -> None:
+        if self.done:
+            return  # rule 3.7
+        if threading.get_ident() != self._loop_thread:
+            self._conn.call_soon_threadsafe(self.cancel)
+            return
+        self.done = True
+        self.subscriber = None  # rule 3.13
+        self._conn.cancel_subscription(self)
+
+    # -- driven by the connection (loop thread) ------------------------------------------
+    def take_pending(self) -> int:
+        """The demand to put in the next ``request`` frame; resets it."""
+        n, self.pending = self.pending, 0
+        return n
+
+    def deliver(self, element: bytes) -> None:
+        """An ``onNext`` for this subscription: the hot path."""
+        subscriber = self.subscriber
+        if subscriber is None:
+            return  # cancelled: late elements are dropped (3.12)
+        try:
+            decode = self._decode
+            subscriber.on_next(element if decode is None else decode(element))
+        except Exception as error:
+            self._broken(error, "on_next")
+
+    def complete(self) -> None:
+        subscriber = self._finish()
+        if subscriber is not None:
+            try:
+                subscriber.on_complete()
+            except Exception as error:
+                report_unhandled(error, f"{type(subscriber).__name__}.on_complete")
+
+    def error(self, error: BaseException) -> None:
+        subscriber = self._finish()
+        if subscriber is not None:
+            try:
+                subscriber.on_error(error)
+            except Exception as exc:
+                report_unhandled(exc, f"{type(subscriber).__name__}.on_error")
+
+    def fail_locally(self, error: BaseException) -> None:
+        """End the stream here with ``error`` and cancel it on the wire."""
+        if self.done:
+            return
+        self.done = True
+        self._conn.cancel_subscription(self)
+        subscriber, self.subscriber = self.subscriber, None
+        if subscriber is not None:
+            try:
+                subscriber.on_error(error)
+            except Exception as exc:
+                report_unhandled(exc, f"{type(subscriber).__name__}.on_error")
+
+    def _finish(self) -> Subscriber[T] | None:
+        self.done = True
+        subscriber, self.subscriber = self.subscriber, None
+        return subscriber
+
+    def _broken(self, error: Exception, method: str) -> None:
+        """Rule 2.13: a Subscriber that raised is considered to have cancelled."""
+        subscriber = self.subscriber
+        self.cancel()
+        report_unhandled(error, f"{type(subscriber).__name__}.{method}")
+
+
+class ScalarSubscriber(Subscriber[Any]):
+    """Request/response: takes the single element of a stream into a future."""
+
+    __slots__ = ("_future", "_name", "_subscription")
+
+    def __init__(self, future: Any, name: str) -> None:
+        self._future = future  # asyncio.Future, resolved on the loop's thread
+        self._name = name
+        self._subscription: Subscription | None = None
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if demand.accept_subscription(self._subscription, subscription):
+            self._subscription = subscription
+            subscription.request(1)
+
+    def on_next(self, item: Any) -> None:
+        if not self._future.done():
+            self._future.set_result(item)
+
+    def on_error(self, error: BaseException) -> None:
+        if not self._future.done():
+            self._future.set_exception(error)
+
+    def on_complete(self) -> None:
+        if not self._future.done():
+            self._future.set_exception(LookupError(f"publisher {self._name!r} completed without an element"))
+
+    def cancel(self) -> None:
+        if self._subscription is not None:
+            self._subscription.cancel()

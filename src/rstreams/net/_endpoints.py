@@ -1,0 +1,158 @@
+"""Opening transports for an :class:`~rstreams.net._url.Endpoint`: connect and listen.
+
+One function per direction, switching on the URL scheme once; what they produce is a
+:class:`~rstreams.net._transport.Transport` driving a handler. The RS.io layers above
+never see which transport they run on.
+
+TLS: ``tls://`` and ``wss://`` need an :class:`ssl.SSLContext` on the server side; a
+client without one gets :func:`ssl.create_default_context` (certificate and host name
+verified). Passing ``ssl=`` with a plain scheme is refused, so a URL never lies about
+whether the connection is encrypted.
+
+WebSocket clients never use an HTTP proxy from the environment: an RS.io URL names the
+peer to connect to, and nothing else is contacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl as _ssl
+from collections.abc import Callable
+from typing import Any
+
+from rstreams.net._stream import StreamProtocol
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler
+from rstreams.net._url import Endpoint
+
+__all__ = ["Listener", "connect_endpoint", "listen_endpoint"]
+
+HandlerFactory = Callable[[], TransportHandler]
+
+
+def _check_ssl(
+    endpoint: Endpoint, context: _ssl.SSLContext | None, *, server: bool
+) -> _ssl.SSLContext | None:
+    if context is not None and not isinstance(context, _ssl.SSLContext):
+        raise TypeError(f"ssl= needs an ssl.SSLContext, got {context!r}")
+    if not endpoint.secure:
+        if context is not None:
+            secure = {"tcp": "tls", "ws": "wss"}.get(endpoint.scheme, "tls")
+            raise ValueError(f"ssl= was given for {endpoint.url!r}; use a {secure}:// URL for TLS")
+        return None
+    if context is None:
+        if server:
+            raise ValueError(f"serving {endpoint.url!r} needs ssl=an ssl.SSLContext with a certificate")
+        return _ssl.create_default_context()
+    return context
+
+
+async def connect_endpoint(
+    endpoint: Endpoint,
+    handler: TransportHandler,
+    *,
+    ssl: _ssl.SSLContext | None = None,
+    high: int = DEFAULT_HIGH_WATER,
+    low: int = DEFAULT_LOW_WATER,
+) -> asyncio.Task[None] | None:
+    """Connect and call ``handler.connection_made``; returns the WebSocket's task, if any.
+
+    Raises:
+        OSError: the connection could not be made (refused, unreachable, TLS failure).
+    """
+    loop = asyncio.get_running_loop()
+    context = _check_ssl(endpoint, ssl, server=False)
+    scheme = endpoint.scheme
+    if scheme in ("tcp", "tls"):
+        await loop.create_connection(
+            lambda: StreamProtocol(handler, high=high, low=low),
+            endpoint.host,
+            endpoint.port,
+            ssl=context,
+            server_hostname=endpoint.host if context is not None else None,
+        )
+        return None
+    if scheme == "unix":
+        await loop.create_unix_connection(lambda: StreamProtocol(handler, high=high, low=low), endpoint.path)
+        return None
+    from websockets.asyncio.client import connect as ws_connect
+    from websockets.exceptions import InvalidHandshake
+
+    from rstreams.net._websocket import SUBPROTOCOL, WebSocketTransport
+
+    try:
+        ws = await ws_connect(
+            endpoint.url,
+            ssl=context,
+            proxy=None,
+            compression=None,
+            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            ping_interval=None,
+        )
+    except InvalidHandshake as error:
+        raise ConnectionRefusedError(f"WebSocket handshake with {endpoint.url} failed: {error}") from error
+    transport = WebSocketTransport(ws, handler, high=high, low=low)
+    return asyncio.create_task(transport.run(), name=f"rstreams-ws {endpoint.url}")
+
+
+class Listener:
+    """A listening socket (any scheme); :meth:`close` stops accepting new connections."""
+
+    def __init__(self, endpoint: Endpoint, server: Any) -> None:
+        self.endpoint = endpoint
+        self._server = server
+
+    def close(self) -> None:
+        self._server.close()
+
+    async def wait_closed(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._server.wait_closed()
+
+
+async def listen_endpoint(
+    endpoint: Endpoint,
+    handler_factory: HandlerFactory,
+    *,
+    ssl: _ssl.SSLContext | None = None,
+    high: int = DEFAULT_HIGH_WATER,
+    low: int = DEFAULT_LOW_WATER,
+) -> Listener:
+    """Start listening; each accepted connection gets ``handler_factory()`` as its handler.
+
+    The returned Listener's ``endpoint`` carries the bound port (when 0 was asked for).
+    """
+    loop = asyncio.get_running_loop()
+    context = _check_ssl(endpoint, ssl, server=True)
+    scheme = endpoint.scheme
+    if scheme in ("tcp", "tls"):
+        server = await loop.create_server(
+            lambda: StreamProtocol(handler_factory(), high=high, low=low),
+            endpoint.host,
+            endpoint.port,
+            ssl=context,
+        )
+        return Listener(endpoint.with_port(server.sockets[0].getsockname()[1]), server)
+    if scheme == "unix":
+        server = await loop.create_unix_server(
+            lambda: StreamProtocol(handler_factory(), high=high, low=low), endpoint.path
+        )
+        return Listener(endpoint, server)
+    from websockets.asyncio.server import ServerConnection
+    from websockets.asyncio.server import serve as ws_serve
+
+    from rstreams.net._websocket import SUBPROTOCOL, WebSocketTransport
+
+    async def handle(ws: ServerConnection) -> None:
+        await WebSocketTransport(ws, handler_factory(), high=high, low=low).run()
+
+    server = await ws_serve(
+        handle,
+        endpoint.host,
+        endpoint.port,
+        ssl=context,
+        compression=None,
+        subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+        ping_interval=None,
+    )
+    return Listener(endpoint.with_port(server.sockets[0].getsockname()[1]), server)

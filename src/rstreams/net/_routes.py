@@ -1,0 +1,110 @@
+"""Publisher names and how a serving side finds the Publisher for one.
+
+A publisher name is a path plus optional query parameters, like a URL without a
+scheme: ``sensors/temp?from=100`` is path ``sensors/temp`` with ``{"from": "100"}``.
+The draft leaves names opaque; this convention is ours (PROTOCOL.md states it).
+
+What a side offers (``serve(url, publishers)``, ``connect(url, publishers=...)``) is either
+
+* a mapping from a name or a pattern to a Publisher or to a factory ``(params) ->
+  Publisher``. A pattern has ``{field}`` placeholders, each matching one path segment
+  (``sensors/{id}``); the matched fields join the query parameters in ``params``.
+  Exact names are tried first, then patterns in the order given; or
+* a callable ``(path, params) -> Publisher | None``; ``None`` means "no such publisher".
+
+An unknown name becomes that subscription's ``onError`` (the connection stays up); so
+does a factory that raises (its message is not sent to the peer, only its type, so no
+internals leak).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+from rstreams.api import Publisher
+
+__all__ = ["Offer", "PublisherFactory", "Router", "UnknownPublisherError", "split_name"]
+
+PublisherFactory: TypeAlias = Callable[[dict[str, str]], Publisher[Any]]
+Offer: TypeAlias = (
+    Mapping[str, "Publisher[Any] | PublisherFactory"]
+    | Callable[[str, dict[str, str]], "Publisher[Any] | None"]
+)
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class UnknownPublisherError(LookupError):
+    """No publisher is offered under the requested name."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no publisher named {name!r}")
+        self.name = name
+
+
+def split_name(name: str) -> tuple[str, dict[str, str]]:
+    """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded."""
+    path, _, query = name.partition("?")
+    params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True)) if query else {}
+    return urllib.parse.unquote(path), params
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    parts: list[str] = []
+    last = 0
+    for match in _PLACEHOLDER.finditer(pattern):
+        parts.append(re.escape(pattern[last : match.start()]))
+        parts.append(f"(?P<{match.group(1)}>[^/]+)")
+        last = match.end()
+    parts.append(re.escape(pattern[last:]))
+    return re.compile("".join(parts))
+
+
+class Router:
+    """Resolves publisher names against what one side offers."""
+
+    def __init__(self, offer: Offer | None) -> None:
+        self._exact: dict[str, Publisher[Any] | PublisherFactory] = {}
+        self._patterns: list[tuple[re.Pattern[str], Publisher[Any] | PublisherFactory]] = []
+        self._function: Callable[[str, dict[str, str]], Publisher[Any] | None] | None = None
+        if offer is None:
+            return
+        if isinstance(offer, Mapping):
+            for key, target in offer.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"publisher names are str, got {key!r}")
+                if not (callable(getattr(target, "subscribe", None)) or callable(target)):
+                    raise TypeError(f"publisher {key!r} must map to a Publisher or a factory, got {target!r}")
+                if _PLACEHOLDER.search(key):
+                    self._patterns.append((_compile(key), target))
+                else:
+                    self._exact[key] = target
+        elif callable(offer):
+            self._function = offer
+        else:
+            raise TypeError(f"publishers must be a mapping or a callable (path, params), got {offer!r}")
+
+    def resolve(self, name: str) -> Publisher[Any]:
+        """The Publisher for ``name``; raises :class:`UnknownPublisherError` or the factory's error."""
+        path, params = split_name(name)
+        if self._function is not None:
+            found = self._function(path, params)
+            if found is None:
+                raise UnknownPublisherError(path)
+            return found
+        target = self._exact.get(path)
+        if target is None:
+            for pattern, candidate in self._patterns:
+                match = pattern.fullmatch(path)
+                if match is not None:
+                    params = {**params, **match.groupdict()}
+                    target = candidate
+                    break
+            else:
+                raise UnknownPublisherError(path)
+        if callable(getattr(target, "subscribe", None)):
+            return target  # type: ignore[return-value]
+        return target(params)  # type: ignore[operator]

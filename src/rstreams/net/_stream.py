@@ -1,0 +1,212 @@
+"""Byte-stream transports on asyncio: TCP, TLS and Unix sockets, and pipes.
+
+Sockets: asyncio's own socket transports already have the shape of
+:class:`~rstreams.net._transport.Transport` (``writelines``, write-buffer limits,
+pause/resume reading), so only the protocol side needs adapting. :class:`StreamProtocol`
+is an :class:`asyncio.BufferedProtocol`: the loop ``recv_into``s one preallocated 64 KiB
+buffer and the handler gets a memoryview of the filled part, so no ``bytes`` object is made
+per read and the default loop's 256 KiB ``recv`` pitfall is avoided
+(notes/machine-limits.md). TLS is the same transport with ``ssl=``: asyncio's SSL layer
+honours BufferedProtocol too.
+
+Pipes: a pipe pair is two asyncio transports (one read, one write), which
+:class:`PipeTransport` joins into one. The read-pipe transport calls ``data_received(bytes)``
+(no BufferedProtocol support there), so its read size is lowered to the same 64 KiB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import IO, Any
+
+from rstreams.net._transport import (
+    DEFAULT_HIGH_WATER,
+    DEFAULT_LOW_WATER,
+    READ_BUFFER_SIZE,
+    Transport,
+    TransportHandler,
+)
+
+__all__ = ["PipeTransport", "StreamProtocol", "open_pipe_transport"]
+
+
+class StreamProtocol(asyncio.BufferedProtocol):
+    """Adapts an asyncio socket (or pipe) transport to a :class:`TransportHandler`."""
+
+    __slots__ = ("_buffer", "_handler", "_high", "_low", "_view")
+
+    def __init__(
+        self, handler: TransportHandler, *, high: int = DEFAULT_HIGH_WATER, low: int = DEFAULT_LOW_WATER
+    ) -> None:
+        self._handler = handler
+        self._high = high
+        self._low = low
+        self._buffer = bytearray(READ_BUFFER_SIZE)
+        self._view = memoryview(self._buffer)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if isinstance(transport, asyncio.WriteTransport):
+            transport.set_write_buffer_limits(self._high, self._low)
+        self._handler.connection_made(transport)  # type: ignore[arg-type]  # asyncio's Transport fits the seam
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._handler.data_received(self._view[:nbytes])
+
+    def data_received(self, data: bytes) -> None:
+        """For transports that ignore BufferedProtocol (read pipes)."""
+        self._handler.data_received(memoryview(data))
+
+    def eof_received(self) -> bool:
+        self._handler.eof_received()
+        return True  # keep the write side open: the driver closes after its goodbye
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._handler.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self._handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._handler.resume_writing()
+
+
+class _Half(asyncio.BufferedProtocol):
+    """The protocol of one half of a pipe pair; reports to the :class:`PipeTransport`."""
+
+    def __init__(self, owner: PipeTransport, *, reader: bool) -> None:
+        self._owner = owner
+        self._reader = reader
+
+    def get_buffer(self, sizehint: int) -> memoryview:  # pragma: no cover - pipes call data_received
+        return memoryview(bytearray(sizehint))
+
+    def buffer_updated(self, nbytes: int) -> None:  # pragma: no cover
+        raise AssertionError("pipe transports deliver data_received")
+
+    def data_received(self, data: bytes) -> None:
+        self._owner.handler.data_received(memoryview(data))
+
+    def eof_received(self) -> bool:
+        self._owner.handler.eof_received()
+        return True
+
+    def pause_writing(self) -> None:
+        self._owner.handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._owner.handler.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._owner.half_lost(self._reader, exc)
+
+
+class PipeTransport(Transport):
+    """A read pipe and a write pipe used as one full-duplex transport."""
+
+    def __init__(self, handler: TransportHandler) -> None:
+        self.handler = handler
+        self._reader: asyncio.ReadTransport | None = None
+        self._writer: asyncio.WriteTransport | None = None
+        self._open_halves = 2
+        self._error: BaseException | None = None
+        self._closing = False
+
+    def attach(
+        self, reader: asyncio.ReadTransport, writer: asyncio.WriteTransport, high: int, low: int
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        if hasattr(reader, "max_size"):  # asyncio reads 256 KiB per os.read otherwise (pitfall 1)
+            reader.max_size = READ_BUFFER_SIZE
+        writer.set_write_buffer_limits(high, low)
+
+    def half_lost(self, reader: bool, exc: Exception | None) -> None:
+        if exc is not None and self._error is None:
+            self._error = exc
+        self._open_halves -= 1
+        if self._open_halves == 1:
+            # One direction ended. A write side that broke (the peer's reader went away)
+            # ends the whole pipe; a reader at EOF waits for the driver's close.
+            if not reader or exc is not None:
+                self.abort()
+            return
+        self.handler.connection_lost(self._error)
+
+    # -- Transport -----------------------------------------------------------------
+    def writelines(self, chunks: list[bytes]) -> None:
+        if self._writer is not None and not self._writer.is_closing():
+            self._writer.writelines(chunks)
+
+    def get_write_buffer_size(self) -> int:
+        return self._writer.get_write_buffer_size() if self._writer is not None else 0
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        if self._writer is not None:
+            self._writer.set_write_buffer_limits(high, low)
+
+    def pause_reading(self) -> None:
+        if self._reader is not None and self._reader.is_reading():
+            self._reader.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self._reader is not None and not self._reader.is_closing() and not self._reader.is_reading():
+            self._reader.resume_reading()
+
+    def close(self) -> None:
+        self._closing = True
+        if self._writer is not None:
+            self._writer.close()
+        if self._reader is not None:
+            self._reader.close()
+
+    def abort(self) -> None:
+        self._closing = True
+        if self._writer is not None:
+            self._writer.abort()
+        if self._reader is not None:
+            self._reader.close()
+
+    def is_closing(self) -> bool:
+        return self._closing or self._open_halves < 2
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if name == "pipe":
+            return (self._reader.get_extra_info("pipe") if self._reader else None,) + (
+                self._writer.get_extra_info("pipe") if self._writer else None,
+            )
+        return default
+
+
+async def open_pipe_transport(
+    handler: TransportHandler,
+    reader: IO[bytes] | int,
+    writer: IO[bytes] | int,
+    *,
+    high: int = DEFAULT_HIGH_WATER,
+    low: int = DEFAULT_LOW_WATER,
+) -> PipeTransport:
+    """Join a readable and a writable pipe (file objects or descriptors) into one transport.
+
+    Descriptors are wrapped in file objects that own them: closing the transport closes
+    them. ``handler.connection_made`` is called before this returns.
+    """
+    loop = asyncio.get_running_loop()
+    read_file = os.fdopen(reader, "rb", buffering=0) if isinstance(reader, int) else reader
+    write_file = os.fdopen(writer, "wb", buffering=0) if isinstance(writer, int) else writer
+    transport = PipeTransport(handler)
+    try:
+        write_transport, _ = await loop.connect_write_pipe(lambda: _Half(transport, reader=False), write_file)
+        read_transport, _ = await loop.connect_read_pipe(lambda: _Half(transport, reader=True), read_file)
+    except OSError:
+        read_file.close()
+        write_file.close()
+        raise
+    # connect_read_pipe starts reading on the next loop turn, so connection_made below
+    # still comes before any data_received.
+    transport.attach(read_transport, write_transport, high, low)
+    handler.connection_made(transport)
+    return transport

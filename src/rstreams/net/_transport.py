@@ -1,0 +1,96 @@
+"""The transport seam: what the connection driver needs from a byte pipe, and what it offers back.
+
+Theory of operation. A *transport* moves bytes; a *handler* (the connection driver,
+:class:`rstreams.net.Connection`) runs the protocol. They meet through two small
+interfaces, shaped like asyncio's own Transport/Protocol pair so that the TCP, TLS and
+Unix transports are thin adapters over asyncio's, and the pipe and WebSocket transports
+follow the same contract:
+
+* reading: the transport calls ``handler.data_received(view)`` with a memoryview that is
+  only valid during the call (it points into a reused, preallocated buffer: the handler
+  copies what it keeps); ``eof_received()`` once at end of input; ``connection_lost(exc)``
+  exactly once at the very end (``exc`` is ``None`` for an orderly close);
+* writing: ``transport.write(chunks)`` takes a list of byte chunks and never blocks; the
+  driver calls it at most once per event-loop turn (write coalescing: one syscall for
+  everything that turn produced). ``get_write_buffer_size()`` tells what is still
+  unsent; when it passes the high-water mark the transport calls
+  ``handler.pause_writing()``, and ``resume_writing()`` once it drains below the low mark.
+  That "writable" state is what ties demand to the socket.
+
+Every transport translates its lower layer's exceptions (OSError, ssl.SSLError,
+websockets.ConnectionClosed) into the ``exc`` it passes to ``connection_lost``; the driver
+turns that, once, into :class:`~rstreams.errors.ConnectionBrokenError` with ``__cause__``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+__all__ = ["DEFAULT_HIGH_WATER", "DEFAULT_LOW_WATER", "READ_BUFFER_SIZE", "Transport", "TransportHandler"]
+
+READ_BUFFER_SIZE = 64 * 1024
+"""Size of the preallocated read buffer. Below 128 KiB on purpose: asyncio's default 256 KiB
+``recv`` makes glibc map and unmap a block on every read on this class of machine
+(notes/machine-limits.md, pitfall 1); ``recv_into`` a reused 64 KiB buffer avoids it."""
+
+DEFAULT_HIGH_WATER = 1024 * 1024
+"""Unsent bytes above which the transport reports "not writable" and local publishers stop
+being asked for more. 1 MiB keeps loopback saturated (64 KiB writes reach the
+3 GB/s ceiling) while bounding memory per connection."""
+
+DEFAULT_LOW_WATER = 256 * 1024
+"""Unsent bytes below which production resumes (a quarter of the high mark: hysteresis
+so that pause/resume does not flap on every write)."""
+
+
+class TransportHandler(Protocol):
+    """The receiving end of a transport: the connection driver implements it."""
+
+    def connection_made(self, transport: Transport) -> None:
+        """The transport is ready; called once, before anything else."""
+
+    def data_received(self, data: memoryview) -> None:
+        """Bytes arrived; ``data`` is valid only during this call."""
+
+    def eof_received(self) -> None:
+        """The peer will send nothing more."""
+
+    def connection_lost(self, error: BaseException | None) -> None:
+        """The transport is closed; called once, last. ``error`` is the lower layer's reason."""
+
+    def pause_writing(self) -> None:
+        """Unsent bytes passed the high-water mark: stop producing."""
+
+    def resume_writing(self) -> None:
+        """Unsent bytes fell below the low-water mark: produce again."""
+
+
+class Transport(Protocol):
+    """A full-duplex, ordered byte pipe (the draft's requirements for a transport)."""
+
+    def write(self, chunks: list[bytes]) -> None:
+        """Queue ``chunks`` for sending, in order; never blocks, never raises for a closed pipe."""
+
+    def get_write_buffer_size(self) -> int:
+        """Bytes queued but not yet handed to the operating system (or the peer library)."""
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        """Set the marks at which ``pause_writing``/``resume_writing`` are signalled."""
+
+    def pause_reading(self) -> None:
+        """Stop calling ``data_received`` until :meth:`resume_reading`."""
+
+    def resume_reading(self) -> None:
+        """Undo :meth:`pause_reading`."""
+
+    def close(self) -> None:
+        """Send what is queued, then close; ``connection_lost`` follows."""
+
+    def abort(self) -> None:
+        """Close at once, dropping anything queued; ``connection_lost`` follows."""
+
+    def is_closing(self) -> bool:
+        """Whether :meth:`close` or :meth:`abort` was called or the pipe broke."""
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        """Lower-layer details: ``peername``, ``sockname``, ``ssl_object``, ``path``..."""

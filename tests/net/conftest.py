@@ -1,0 +1,45 @@
+"""Fixtures for the net tests: TLS material made on the spot, loopback only."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# tests/net/netsupport.py is imported as `netsupport` by the test modules here
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1/localhost, made with the ``openssl`` command."""
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.fixture
+def server_ssl(tls_files: tuple[Path, Path]) -> ssl.SSLContext:
+    cert, key = tls_files
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+@pytest.fixture
+def client_ssl(tls_files: tuple[Path, Path]) -> ssl.SSLContext:
+    cert, _ = tls_files
+    return ssl.create_default_context(cafile=str(cert))
