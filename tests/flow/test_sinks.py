@@ -276,3 +276,16 @@ def test_sink_subscribers_pass_the_tck(make: Callable[[], Subscriber[Any]]) -> N
     """The TCK's blackbox Subscriber verification passes for every sink subscriber."""
     report = verify_subscriber_blackbox(make)
     assert report.ok, str(report)
+
+
+@pytest.mark.asyncio
+async def test_awaiting_a_finished_or_cancelled_result() -> None:
+    """A finished result is returned without a loop round trip; a cancelled one raises."""
+    publisher = ManualPublisher()
+    result = collect(publisher)
+    result.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await result
+    failed: rstreams.Flow[int] = rstreams.error(KeyError("k"))
+    with pytest.raises(KeyError):
+        await failed.count()

@@ -90,7 +90,12 @@ class SinkResult(Generic[T]):
         return self._future.cancel()
 
     def __await__(self) -> Generator[Any, None, T]:
-        return asyncio.wrap_future(self._future).__await__()
+        future = self._future
+        if future.done():  # a synchronous source already finished: no trip through the loop
+            if future.cancelled():
+                raise asyncio.CancelledError("the sink's subscription was cancelled")
+            return future.result()
+        return (yield from asyncio.wrap_future(future).__await__())
 
     def __repr__(self) -> str:
         future = self._future
