@@ -27,7 +27,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Result", "Scenario", "machine_info", "pin_cpu", "render_markdown", "run_rounds", "version_of"]
+__all__ = [
+    "Result",
+    "Scenario",
+    "load_average",
+    "machine_info",
+    "pin_cpu",
+    "render_markdown",
+    "run_rounds",
+    "version_of",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,7 +141,7 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_info(pinning: str, packages: Sequence[str]) -> dict[str, str]:
+def machine_info(pinning: str, packages: Sequence[str], load_before: str) -> dict[str, str]:
     """What a reader needs to compare numbers across machines."""
     versions = ", ".join(f"{p} {version_of(p) or 'not installed'}" for p in packages)
     return {
@@ -142,7 +151,15 @@ def machine_info(pinning: str, packages: Sequence[str]) -> dict[str, str]:
         "python": f"{platform.python_implementation()} {sys.version.split()[0]}",
         "packages": versions,
         "cpu": pinning,
+        "load": f"before {load_before}; after {load_average()} (1/5/15 min)",
     }
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages: other work on the machine skews every number."""
+    if not hasattr(os, "getloadavg"):
+        return "unknown"
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _fmt(rate: float) -> str:

@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import (
     Scenario,
+    load_average,
     machine_info,
     paired_ratio,
     pin_cpu,
@@ -170,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.n, args.repeats, args.warmup = 10_000, 1, 0
 
+    load_before = load_average()
     pinning = pin_cpu(args.cpu)
     chosen = scenarios()
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         chosen, args.n, expected(args.n), repeats=args.repeats, warmup=args.warmup, progress=say
     )
 
-    info = machine_info(pinning, ["rstreams", "reactivex"])
+    info = machine_info(pinning, ["rstreams", "reactivex"], load_before)
     settings = (
         f"n={args.n:,}, {args.repeats} measured rounds after {args.warmup} warm-up, scenarios alternate"
     )
