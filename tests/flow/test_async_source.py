@@ -354,3 +354,26 @@ def test_a_closed_loop_is_reported_not_raised() -> None:
     s: RecordingSubscriber[int] = RecordingSubscriber(initial=1)
     from_async_iterable(Probe(), loop=loop).subscribe(s)
     assert s.signals == ["on_subscribe", "on_error"] and "loop" in str(s.error)
+
+
+def test_loop_shutdown_ends_the_stream_with_an_error() -> None:
+    """Rule 1.4: when asyncio.run() cancels the pulling task at exit, the subscriber hears why."""
+    closed: list[bool] = []
+
+    async def forever() -> AsyncIterator[int]:
+        try:
+            yield 0
+            await asyncio.Event().wait()
+            yield 1
+        finally:
+            closed.append(True)
+
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=2)
+
+    async def main() -> None:
+        from_async_iterable(forever).subscribe(s)
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert s.items == [0] and isinstance(s.error, RuntimeError) and "cancelled" in str(s.error)
+    assert closed == [True]

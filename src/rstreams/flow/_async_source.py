@@ -227,37 +227,46 @@ class _AsyncIterSubscription(Subscription, Generic[T]):
             )
 
     async def _pull(self) -> None:
-        """The pulling task: one ``__anext__`` per unit of demand, then ``aclose`` on the way out."""
+        """The pulling task: ``async for`` while there is demand, ``aclose`` on the way out.
+
+        Leaving an ``async for`` with ``break`` does not close the iterator, so the task
+        breaks out when demand runs out, waits, and enters a new ``async for`` over the same
+        iterator; ``async for`` is about twice as fast as awaiting ``__anext__()`` by hand.
+        """
         iterator = self._iterator
         assert iterator is not None
-        anext_ = iterator.__anext__
+        unbounded = demand.UNBOUNDED
+        subscriber: Subscriber[T] | None = None
         try:
             while not self._stopped:
                 if not self._requested:
+                    subscriber = None  # hold no reference while idle (rule 3.13)
                     self._waiter = self._loop.create_future()
                     await self._waiter
                     self._waiter = None
                     continue
-                try:
-                    item = await anext_()
-                except StopAsyncIteration:
+                async for item in iterator:  # entered only with demand: never pulls ahead
+                    subscriber = self._subscriber
+                    if subscriber is None:
+                        return  # cancelled while waiting for the element (rule 3.12)
+                    if item is None:  # type: ignore[comparison-overlap, unused-ignore]
+                        raise TypeError(
+                            "rule 2.13: the async iterable produced None; None is never an element"
+                        )
+                    requested = self._requested
+                    if requested != unbounded:
+                        self._requested = requested - 1
+                    try:
+                        subscriber.on_next(item)
+                    except Exception as exc:  # rule 2.13: consider the subscription cancelled
+                        self._stopped = True
+                        self._subscriber = None
+                        report_unhandled(exc, f"{type(subscriber).__name__}.on_next")
+                        return
+                    if not self._requested:
+                        break
+                else:
                     self._end(None)
-                    return
-                subscriber = self._subscriber
-                if subscriber is None:
-                    return  # cancelled while waiting for the element (rule 3.12)
-                if item is None:  # type: ignore[comparison-overlap, unused-ignore]
-                    raise TypeError(
-                        "rule 2.13: the async iterable produced None; None is never a stream element"
-                    )
-                if self._requested != demand.UNBOUNDED:
-                    self._requested -= 1
-                try:
-                    subscriber.on_next(item)
-                except Exception as exc:  # rule 2.13: consider the subscription cancelled
-                    self._stopped = True
-                    self._subscriber = None
-                    report_unhandled(exc, f"{type(subscriber).__name__}.on_next")
                     return
         except asyncio.CancelledError as exc:
             if not self._stopped:  # cancelled by someone else, e.g. the loop shutting down

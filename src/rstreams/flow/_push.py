@@ -257,8 +257,11 @@ class BufferedSubscription(Subscription, Generic[T]):
 
     def _release(self) -> None:
         """Give up the drainer role, unless work arrived while it was held."""
-        with self._lock:
-            if self._stopped or not self._has_work():
+        with self._lock:  # the common case inline: nothing queued, nothing pending
+            if self._stopped or (not self._queue and self._error is None and not self._finished):
+                self._draining = False
+                return
+            if not self._has_work():
                 self._draining = False
                 return
         self._drain()
@@ -382,7 +385,8 @@ class PushSource(Flow[T]):
     def push(self, item: T) -> None:
         """Offer ``item`` to every subscriber; raises ``TypeError`` for ``None`` (rule 2.13)
         and :class:`~rstreams.errors.ResourceClosedError` after ``complete``/``fail``."""
-        check_item(item)
+        if item is None:
+            check_item(item)  # raises the rule 2.13 TypeError
         if self._closed:
             raise ResourceClosedError(
                 f"PushSource.push({item!r}) after complete() or fail(); the stream has ended"
