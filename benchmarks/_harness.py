@@ -32,10 +32,12 @@ __all__ = [
     "Scenario",
     "load_average",
     "machine_info",
+    "paired_ratio",
     "pin_cpu",
     "render_markdown",
     "run_rounds",
     "version_of",
+    "write_report",
 ]
 
 
