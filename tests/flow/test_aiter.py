@@ -265,3 +265,33 @@ def test_receiver_passes_the_tck() -> None:
     finally:
         loop.close()
     assert report.ok, str(report)
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(10)
+async def test_aclose_wakes_a_parked_consumer() -> None:
+    """aclose() from elsewhere ends an __anext__ that is waiting for an element."""
+    iterator: Any = iter_async(_Silent(), window=4)
+    waiting = asyncio.ensure_future(iterator.__anext__())
+    for _ in range(10):  # a bounded number of loop steps until the consumer is parked
+        if iterator._receiver is not None and iterator._receiver.waiter is not None:
+            break
+        await asyncio.sleep(0)
+    assert iterator._receiver.waiter is not None and not waiting.done()
+    await iterator.aclose()
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(waiting, WAIT)
+
+
+class _Silent(rstreams.Flow[int]):
+    """Accepts requests and never signals anything."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        class _Subscription(Subscription):
+            def request(self, n: int) -> None:
+                pass
+
+            def cancel(self) -> None:
+                pass
+
+        subscriber.on_subscribe(_Subscription())

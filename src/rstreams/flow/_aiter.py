@@ -93,7 +93,7 @@ class _Receiver(Subscriber[T], Generic[T]):
         if item is None:
             raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
         if self.cancelled:
-            return  # rule 3.12: late elements after a cancel
+            return  # rule 3.12: late elements after a cancel (one that races past is dropped in fill)
         self.buffer.append(item)
         if self.waiter is not None:
             self._wake()
@@ -121,7 +121,7 @@ class _Receiver(Subscriber[T], Generic[T]):
             try:
                 self.loop.call_soon_threadsafe(self._resolve)
             except RuntimeError as error:  # the loop is closed: nobody will ever consume
-                self.cancel()
+                self._stop()
                 report_unhandled(error, "iter_async: waking a consumer whose event loop is closed")
 
     def _resolve(self) -> None:
@@ -141,11 +141,12 @@ class _Receiver(Subscriber[T], Generic[T]):
     async def fill(self) -> bool:
         """Wait until the buffer has an element (``True``) or the stream is over (``False``)."""
         while True:
+            if self.cancelled:  # closed (a late element may have slipped in: drop it) or exhausted
+                self.buffer.clear()
+                return False
             terminal = self.terminal  # read before the buffer: see the module docstring
             if self.buffer:
                 return True
-            if self.cancelled:
-                return False
             if terminal is not None:
                 self.cancelled = True  # exhausted: later calls stop at once
                 self.upstream = None
@@ -164,6 +165,11 @@ class _Receiver(Subscriber[T], Generic[T]):
                 self.waiter = None
 
     def cancel(self) -> None:
+        """Cancel (rule 3.5) and wake a consumer parked in :meth:`fill`; from any thread."""
+        self._stop()
+        self._wake()
+
+    def _stop(self) -> None:
         self.cancelled = True
         self.buffer.clear()
         upstream, self.upstream = self.upstream, None
@@ -189,7 +195,7 @@ class _AsyncFlowIterator(AsyncIterator[T], Generic[T]):
         if receiver is None:
             receiver = self._subscribe()
         buffer = receiver.buffer
-        if not buffer and not await receiver.fill():
+        if (not buffer or receiver.cancelled) and not await receiver.fill():
             raise StopAsyncIteration
         item = buffer.popleft()
         receiver.taken += 1
