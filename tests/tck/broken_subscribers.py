@@ -9,7 +9,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from rstreams.api import Subscriber, Subscription
+from rstreams.api import Processor, Subscriber, Subscription
+from rstreams.flow._multicast import MulticastProcessor
 from rstreams.rules import check_error, check_item
 from rstreams.tck._subscriber_support import SubscriberPuppet, WhiteboxSubscriberProbe
 
@@ -268,3 +269,104 @@ class IgnoresCancelSignal(ReferenceSubscriber):
 
     def cancel(self) -> None:
         self.done = True
+
+
+# -- processors: rstreams' MulticastProcessor is the correct twin ---------------------------
+
+
+class WrappedProcessor(Processor[Any, Any]):
+    """A correct identity processor: a MulticastProcessor behind hooks the broken twins override."""
+
+    def __init__(self, buffer_size: int) -> None:
+        self.inner: MulticastProcessor[Any] = MulticastProcessor(buffer_size=buffer_size)
+        self.upstream: Subscription | None = None
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        self.inner.subscribe(self.wrap_downstream(subscriber))
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is not None and self.upstream is None:
+            self.upstream = subscription
+        self.inner.on_subscribe(subscription)
+
+    def on_next(self, item: Any) -> None:
+        self.inner.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        self.inner.on_error(error)
+
+    def on_complete(self) -> None:
+        self.inner.on_complete()
+
+    def wrap_downstream(self, subscriber: Subscriber[Any]) -> Subscriber[Any]:
+        return subscriber
+
+
+class KeepsUpstreamWhenDownstreamCancels(WrappedProcessor):
+    """Breaks the IPV whitebox wiring (2.8, happy path): never cancels upstream."""
+
+    def __init__(self, buffer_size: int) -> None:
+        self.inner = MulticastProcessor(buffer_size=buffer_size, auto_cancel=False)
+        self.upstream = None
+
+
+class KeepsSecondUpstream(WrappedProcessor):
+    """Breaks 2.5 as a subscriber: a second upstream subscription is neither used nor cancelled."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is not None and self.upstream is not None:
+            return
+        super().on_subscribe(subscription)
+
+
+class CancelsUpstreamInOnError(WrappedProcessor):
+    """Breaks 2.3 as a subscriber: cancels its upstream inside on_error."""
+
+    def on_error(self, error: BaseException) -> None:
+        if self.upstream is not None:
+            self.upstream.cancel()
+        super().on_error(error)
+
+
+class WithholdsErrorWithoutDemand(WrappedProcessor):
+    """Breaks 4.2 (and 1.4): a downstream with no demand gets the error only once it requests."""
+
+    def wrap_downstream(self, subscriber: Subscriber[Any]) -> Subscriber[Any]:
+        return _ErrorWaitsForDemand(subscriber)
+
+
+class _ErrorWaitsForDemand(Subscriber[Any], Subscription):
+    def __init__(self, downstream: Subscriber[Any]) -> None:
+        self.downstream = downstream
+        self.upstream: Subscription | None = None
+        self.requested = False
+        self.pending: BaseException | None = None
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.upstream = subscription
+        self.downstream.on_subscribe(self)
+
+    def on_next(self, item: Any) -> None:
+        self.downstream.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        if self.requested:
+            self.downstream.on_error(error)
+        else:
+            self.pending = error
+
+    def on_complete(self) -> None:
+        self.downstream.on_complete()
+
+    def request(self, n: int) -> None:
+        self.requested = True
+        if self.pending is not None:
+            error, self.pending = self.pending, None
+            self.downstream.on_error(error)
+            return
+        assert self.upstream is not None
+        self.upstream.request(n)
+
+    def cancel(self) -> None:
+        assert self.upstream is not None
+        self.upstream.cancel()

@@ -29,6 +29,7 @@ from rstreams.api import Processor, Publisher, Subscriber, Subscription
 from rstreams.rules import check_error, check_item
 from rstreams.tck._env import TEST_BUFFER_SIZE, TestEnvironment
 from rstreams.tck._jvm_names import PUBLISHER_VERIFICATION_RULES, snake
+from rstreams.tck._publisher import PublisherVerification
 from rstreams.tck._registry import CaseInfo, Report, SkipTest, TCKFailure, Verification, run_cases, tck_test
 from rstreams.tck._subscriber import SubscriberWhiteboxVerification, _HelperPublisherMixin
 from rstreams.tck._subscriber_names import SWV_CASES
@@ -39,9 +40,6 @@ from rstreams.tck._subscriber_support import (
     ManualPublisher,
     WhiteboxSubscriberProbe,
 )
-
-if TYPE_CHECKING:
-    from rstreams.tck._publisher import PublisherVerification
 
 __all__ = ["IdentityProcessorVerification", "verify_processor"]
 
@@ -112,42 +110,35 @@ class _ProcessorAsSubscriber(SubscriberWhiteboxVerification):
 
 # -- the processor as Publisher -------------------------------------------------------------
 
-_publisher_side_class: type[Any] | None = None
 
+class _ProcessorAsPublisher(PublisherVerification):
+    """A PublisherVerification over ``helper -> processor``, sharing the outer case's environment."""
 
-def _processor_as_publisher(outer: IdentityProcessorVerification) -> PublisherVerification[Any]:
-    """A PublisherVerification over ``helper -> processor``, sharing ``outer``'s environment."""
-    global _publisher_side_class
-    if _publisher_side_class is None:
-        from rstreams.tck._publisher import PublisherVerification
+    def __init__(self, outer: IdentityProcessorVerification) -> None:
+        self._outer = outer
 
-        class _ProcessorAsPublisher(PublisherVerification[Any]):
-            def __init__(self, outer: IdentityProcessorVerification) -> None:
-                self._outer = outer
+    def create_env(self) -> TestEnvironment:
+        return self._outer.env
 
-            def create_env(self) -> TestEnvironment:
-                return self._outer.env
+    def create_publisher(self, elements: int) -> Publisher[Any]:
+        processor = self._outer.create_processor(self._outer.processor_buffer_size())
+        self._outer.create_helper_publisher(elements).subscribe(processor)
+        return processor
 
-            def create_publisher(self, elements: int) -> Publisher[Any]:
-                processor = self._outer.create_processor(self._outer.processor_buffer_size())
-                self._outer.create_helper_publisher(elements).subscribe(processor)
-                return processor
+    def create_failed_publisher(self) -> Publisher[Any] | None:
+        return self._outer.create_failed_publisher()
 
-            def create_failed_publisher(self) -> Publisher[Any] | None:
-                return self._outer.create_failed_publisher()
+    def max_elements_from_publisher(self) -> int:
+        return self._outer.max_elements_from_publisher()
 
-            def max_elements_from_publisher(self) -> int:
-                return self._outer.max_elements_from_publisher()
+    def bounded_depth_of_on_next_and_request_recursion(self) -> int:
+        return self._outer.bounded_depth_of_on_next_and_request_recursion()
 
-            def bounded_depth_of_on_next_and_request_recursion(self) -> int:
-                return self._outer.bounded_depth_of_on_next_and_request_recursion()
+    def skip_stochastic_tests(self) -> bool:
+        return self._outer.skip_stochastic_tests()
 
-            def skip_stochastic_tests(self) -> bool:
-                return self._outer.skip_stochastic_tests()
-
-        _publisher_side_class = _ProcessorAsPublisher
-    side: PublisherVerification[Any] = _publisher_side_class(outer)
-    return side
+    def publisher_reference_gc_timeout(self) -> float:
+        return self._outer.publisher_reference_gc_timeout()
 
 
 def _delegate(
@@ -164,15 +155,10 @@ def _delegate(
 
 def _delegates() -> dict[str, Any]:
     namespace: dict[str, Any] = {}
-    for jvm, rule, category in PUBLISHER_VERIFICATION_RULES:
-        info = CaseInfo(
-            name=snake(jvm),
-            jvm_name=jvm,
-            rule=rule,
-            category=category,  # type: ignore[arg-type]
-            doc=f"Delegated: PublisherVerification.{snake(jvm)} with the processor as publisher.",
-        )
-        namespace[info.name] = _delegate(info, _processor_as_publisher)
+    pv = {info.name: info for info in PublisherVerification.tck_cases}
+    for jvm, _rule, _category in PUBLISHER_VERIFICATION_RULES:
+        info = pv[snake(jvm)]
+        namespace[info.name] = _delegate(info, _ProcessorAsPublisher)
     swv = {info.name: info for info in SubscriberWhiteboxVerification.tck_cases}
     for jvm, _rule, _category in SWV_CASES:
         info = swv[snake(jvm)]
@@ -317,6 +303,10 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
     def skip_stochastic_tests(self) -> bool:
         """Skip the stochastic case (rule 1.3)."""
         return False
+
+    def publisher_reference_gc_timeout(self) -> float:
+        """Seconds the rule-3.13 case waits for a cancelled subscriber to be collected."""
+        return PublisherVerification.publisher_reference_gc_timeout(self)  # type: ignore[arg-type]
 
     def max_supported_subscribers(self) -> int:
         """How many downstream subscribers the processor takes at once; below 2 skips two cases."""
