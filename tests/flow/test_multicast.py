@@ -366,3 +366,22 @@ def test_serial_delivery_with_upstream_and_requests_on_other_threads() -> None:
     assert violations == 0
     for s in subscribers:
         assert s.items == list(range(n)) and s.completed
+
+
+@pytest.mark.timeout(60)
+def test_passes_the_identity_processor_tck() -> None:
+    """The whole IdentityProcessorVerification: subscriber side, publisher side, rules 4.x."""
+    from rstreams.tck import verify_processor
+
+    def create_failed() -> MulticastProcessor[int]:
+        processor: MulticastProcessor[int] = MulticastProcessor()
+        rstreams.error(RuntimeError("failed upstream")).subscribe(processor)
+        return processor
+
+    report = verify_processor(
+        lambda buffer_size: MulticastProcessor(buffer_size=buffer_size),
+        does_coordinated_emission=False,
+        create_failed_publisher=create_failed,
+    )
+    assert report.ok, str(report)
+    assert len(report.passed) >= 45

@@ -361,3 +361,32 @@ def test_second_on_subscribe_is_cancelled_and_none_items_raise() -> None:
         inner.on_next(None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"2\.13"):
         inner.on_error(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["executor", "loop"])
+def test_passes_the_publisher_tck(kind: str) -> None:
+    """The whole PublisherVerification (rules 1.x, 3.x) on observe_on over a pool and over a loop."""
+    from rstreams.tck import verify_publisher
+
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    target: asyncio.AbstractEventLoop | concurrent.futures.Executor = pool if kind == "executor" else loop
+
+    def create(n: int) -> rstreams.Flow[int]:
+        return ObserveOnFlow(rstreams.range(0, n), target, buffer_size=16)  # lazy even for 2**63-1
+
+    def create_failed() -> rstreams.Flow[int]:
+        return ObserveOnFlow(rstreams.error(RuntimeError("failed publisher")), target)
+
+    try:
+        report = verify_publisher(create, create_failed_publisher=create_failed)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(WAIT)
+        loop.close()
+        pool.shutdown()
+    assert report.ok, str(report)
+    assert len(report.passed) >= 30
