@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
@@ -13,6 +14,7 @@ import rstreams
 from rstreams.api import Subscription
 from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
 from rstreams.flow._async_source import from_async_iterable
+from rstreams.flow._flow import Flow
 from support import WAIT, RecordingSubscriber
 
 T = TypeVar("T")
@@ -377,3 +379,26 @@ def test_loop_shutdown_ends_the_stream_with_an_error() -> None:
     asyncio.run(main())
     assert s.items == [0] and isinstance(s.error, RuntimeError) and "cancelled" in str(s.error)
     assert closed == [True]
+
+
+@pytest.mark.timeout(60)
+def test_passes_the_publisher_tck(loop_thread: asyncio.AbstractEventLoop) -> None:
+    """Every PublisherVerification case (rules 1.x, 3.x), driven from this thread."""
+    from rstreams.tck import verify_publisher
+
+    def numbers(n: int) -> Flow[int]:
+        async def gen() -> AsyncIterator[int]:
+            for i in itertools.count() if n == rstreams.UNBOUNDED else range(n):
+                yield i
+
+        return from_async_iterable(gen, loop=loop_thread)
+
+    def failed() -> Flow[int]:
+        def factory() -> AsyncIterator[int]:
+            raise RuntimeError("cannot open the source")
+
+        return from_async_iterable(factory, loop=loop_thread)
+
+    report = verify_publisher(numbers, create_failed_publisher=failed)
+    assert report.ok, str(report)
+    assert len(report.passed) >= 30

@@ -15,6 +15,7 @@ from rstreams.errors import (
     ResourceClosedError,
     set_unhandled_error_hook,
 )
+from rstreams.flow._flow import Flow
 from rstreams.flow._push import OverflowStrategy, PushSource, from_push
 from support import RecordingSubscriber
 
@@ -377,3 +378,28 @@ def test_from_push_register_failure_and_early_cancel() -> None:
     assert cleaned == ["done"]
     with pytest.raises(TypeError, match="callable"):
         from_push(42, overflow=DROP)  # type: ignore[arg-type]
+
+
+@pytest.mark.timeout(60)
+def test_from_push_passes_the_publisher_tck() -> None:
+    """Every PublisherVerification case, with a producer that pushes everything at once
+    into a buffer as large as the stream (rules 1.x, 3.x)."""
+    from rstreams.tck import verify_publisher
+
+    def numbers(n: int) -> Flow[int]:
+        def register(source: PushSource[int]) -> None:
+            for i in range(n):
+                source.push(i)
+            source.complete()
+
+        return from_push(register, overflow=BUFFER, capacity=max(n, 1))
+
+    def failed() -> Flow[int]:
+        def register(source: PushSource[int]) -> None:
+            source.fail(RuntimeError("device gone"))
+
+        return from_push(register, overflow=DROP)
+
+    report = verify_publisher(numbers, create_failed_publisher=failed, max_elements=100_000)
+    assert report.ok, str(report)
+    assert len(report.passed) >= 30

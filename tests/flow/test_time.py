@@ -12,6 +12,7 @@ from typing import Any, cast
 import pytest
 
 from rstreams.api import Subscription
+from rstreams.demand import UNBOUNDED
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
 from rstreams.flow._flow import Flow
 from rstreams.flow._push import OverflowStrategy
@@ -321,6 +322,38 @@ def test_cancel_from_a_foreign_thread_stops_a_clock_on_a_loop_thread() -> None:
 
         assert asyncio.run_coroutine_threadsafe(timers(), loop).result(WAIT) == 0
         assert len(s.items) == 3 and not s.done
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(WAIT)
+        loop.close()
+
+
+@pytest.mark.timeout(60)
+def test_interval_and_timer_pass_the_publisher_tck() -> None:
+    """PublisherVerification on a loop thread: interval(...).take(n) with a buffer, and timer
+    (one element), requested and cancelled from this thread (rules 1.x, 3.x)."""
+    from rstreams.tck import verify_publisher
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever)
+    thread.start()
+    try:
+
+        def clock(n: int) -> Flow[int]:
+            endless = interval(
+                0.0005, initial_delay=0, loop=loop, overflow=OverflowStrategy.BUFFER, capacity=1 << 16
+            )
+            return endless if n == UNBOUNDED else endless.take(n)
+
+        report = verify_publisher(clock, max_elements=1000)
+        assert report.ok, str(report)
+        assert len(report.passed) >= 28
+
+        def one(n: int) -> Flow[int]:
+            return timer(0.0005, loop=loop, overflow=OverflowStrategy.BUFFER)
+
+        report = verify_publisher(one, max_elements=1)
+        assert report.ok, str(report)
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(WAIT)
