@@ -27,6 +27,7 @@ out; everyone else only updates the bookkeeping and returns. So signals are seri
 from __future__ import annotations
 
 import enum
+import reprlib
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -228,8 +229,12 @@ class BufferedSubscription(Subscription, Generic[T]):
     # -- internals ------------------------------------------------------------------
 
     def _overflow_error(self, item: T) -> OverflowStrategyError:
+        try:
+            shown = reprlib.repr(item)  # bounded: the element may be large
+        except Exception:
+            shown = f"<{type(item).__name__}>"
         return OverflowStrategyError(
-            f"{self._name}: {self._what} {item!r} arrived without demand and the buffer is full "
+            f"{self._name}: {self._what} {shown} arrived without demand and the buffer is full "
             f"(capacity={self._capacity}); rule 1.1 forbids sending it and "
             f"overflow={self._strategy.name} fails the stream. Request sooner, or pass "
             "overflow=OverflowStrategy.DROP or LATEST, or a larger capacity"
