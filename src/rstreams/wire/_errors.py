@@ -1,0 +1,100 @@
+"""The wire core's remote-violation errors, each tied to the PROTOCOL.md section it breaks.
+
+::
+
+    RemoteProtocolError (rstreams.errors)      the peer broke the protocol
+    ├── FrameError                             malformed bytes: unknown type, bad varint, truncation
+    ├── HandshakeError                         hello missing, duplicated or from the wrong side
+    │   └── UnsupportedVersionError            a hello with a version other than 0
+    ├── StreamStateError                       a signal for an unknown id or in the wrong state
+    │   └── DemandExceededError                elements beyond the demand we granted
+    ├── InvalidDemandError                     request(n) with n == 0 or n >= 2**63 (rule 3.9)
+    ├── LimitExceededError                     a configured limit (sizes, parts in flight) exceeded
+    └── AbruptCloseError                       end of input without a goodbye
+
+Every class names the PROTOCOL.md section (``section``) that the goodbye reason cites.
+Local misuse raises :class:`rstreams.errors.LocalProtocolError` (or ``ValueError``/
+``TypeError`` for bad arguments) and is not listed here.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rstreams.errors import RemoteProtocolError
+
+__all__ = [
+    "AbruptCloseError",
+    "DemandExceededError",
+    "FrameError",
+    "HandshakeError",
+    "InvalidDemandError",
+    "LimitExceededError",
+    "StreamStateError",
+    "UnsupportedVersionError",
+]
+
+
+class _WireError(RemoteProtocolError):
+    section: ClassVar[str] = "10"
+
+    @property
+    def reason(self) -> str:
+        """The goodbye/onError text for the peer: what failed and which section it breaks."""
+        return f"{self} (PROTOCOL.md §{self.section})"
+
+
+class FrameError(_WireError):
+    """The bytes do not form a valid frame (§2, §3); always ends the connection."""
+
+    section = "3"
+
+
+class HandshakeError(_WireError):
+    """The first frame was not the peer's hello, or a hello came twice (§4.1)."""
+
+    section = "4.1"
+
+
+class UnsupportedVersionError(HandshakeError):
+    """The peer's hello names a protocol version this endpoint does not speak (§4.2)."""
+
+    section = "4.2"
+
+    def __init__(self, version: int) -> None:
+        super().__init__(f"unsupported protocol version {version}; this endpoint speaks version 0")
+        self.version = version
+
+
+class StreamStateError(_WireError):
+    """A signal for an unknown subscriber id, or not allowed in the subscription's state (§5)."""
+
+    section = "5.2"
+
+
+class DemandExceededError(StreamStateError):
+    """The publisher sent more elements than the subscriber requested (§6.3)."""
+
+    section = "6.3"
+
+
+class InvalidDemandError(_WireError):
+    """``request(n)`` with ``n == 0`` or ``n >= 2**63`` (§6.2, rule 3.9); ends that stream only."""
+
+    section = "6.2"
+
+
+class LimitExceededError(_WireError):
+    """A size or count above the receiver's configured limit (§11); ``limit`` names it."""
+
+    section = "11"
+
+    def __init__(self, message: str, *, limit: str, subscriber: int | None = None) -> None:
+        super().__init__(message, subscriber=subscriber)
+        self.limit = limit
+
+
+class AbruptCloseError(_WireError):
+    """The input ended without a goodbye (§9.3)."""
+
+    section = "9.3"

@@ -1,0 +1,258 @@
+"""Incremental frame parser: bytes in, complete frames out (PROTOCOL.md §2, §3).
+
+Theory of operation:
+
+* :meth:`FrameParser.feed` takes whatever the transport read. When nothing is buffered
+  the chunk is parsed in place (``bytes`` slicing gives each element its own ``bytes``
+  with one copy); otherwise the chunk is appended to the remainder and parsed once the
+  remainder has reached the length the pending frame declared (``_need``), so a large
+  element arriving in many small reads is copied once, not once per read.
+* Frames are committed only when complete; a partial frame at the end stays buffered.
+* Every length prefix is checked against its limit the moment it is read, before its
+  bytes arrive, so a hostile prefix cannot make the parser wait for (and buffer) more
+  than ``max_element_size`` / ``max_string_length`` bytes.
+* ``OnNext`` has an inlined fast path: one-byte varints for the id and the length.
+* The parser knows one piece of subscription state because the framing depends on it:
+  ``element_sizes`` maps our subscriber ids to their ``OnSubscribe.element_size``
+  (§7). It records it when it parses an ``OnSubscribe`` and forgets it at
+  ``OnComplete``/``OnError``, so frames later in the same chunk parse correctly.
+* Malformed input stops parsing: the frames before the bad one are returned and
+  :attr:`FrameParser.error` holds the :class:`~rstreams.errors.RemoteProtocolError`.
+  The parser raises nothing for bad input.
+"""
+
+from __future__ import annotations
+
+from rstreams.errors import RemoteProtocolError
+from rstreams.wire._errors import FrameError, LimitExceededError
+from rstreams.wire._varint import Incomplete, decode_varint
+from rstreams.wire.frames import (
+    FIRST_EXTENSION_TYPE,
+    Cancel,
+    ClientHello,
+    Frame,
+    FrameType,
+    Goodbye,
+    OnComplete,
+    OnError,
+    OnNextLastPart,
+    OnNextPacked,
+    OnNextPart,
+    OnSubscribe,
+    Request,
+    ServerHello,
+    Subscribe,
+    make_on_next,
+)
+
+__all__ = ["FrameParser"]
+
+_ON_NEXT = int(FrameType.ON_NEXT)
+_CANCEL = int(FrameType.CANCEL)
+_CLIENT_HELLO = int(FrameType.CLIENT_HELLO)
+_GOODBYE = int(FrameType.GOODBYE)
+_ON_COMPLETE = int(FrameType.ON_COMPLETE)
+_ON_ERROR = int(FrameType.ON_ERROR)
+_ON_NEXT_LAST_PART = int(FrameType.ON_NEXT_LAST_PART)
+_ON_NEXT_PACKED = int(FrameType.ON_NEXT_PACKED)
+_ON_NEXT_PART = int(FrameType.ON_NEXT_PART)
+_ON_SUBSCRIBE = int(FrameType.ON_SUBSCRIBE)
+_REQUEST = int(FrameType.REQUEST)
+_SERVER_HELLO = int(FrameType.SERVER_HELLO)
+_SUBSCRIBE = int(FrameType.SUBSCRIBE)
+
+
+class FrameParser:
+    """Turns a byte stream into frames; see the module docstring."""
+
+    __slots__ = ("_buf", "_max_element", "_max_extensions", "_max_string", "_need", "element_sizes", "error")
+
+    def __init__(self, *, max_element_size: int, max_string_length: int, max_extensions: int) -> None:
+        self._buf = bytearray()
+        self._need = 0
+        self._max_element = max_element_size
+        self._max_string = max_string_length
+        self._max_extensions = max_extensions
+        self.element_sizes: dict[int, int] = {}
+        """Our subscriber id -> fixed element size, for subscriptions with ``element_size != 0``."""
+        self.error: RemoteProtocolError | None = None
+        """The first malformed-input error; once set, :meth:`feed` returns nothing more."""
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held back because they do not yet form a complete frame."""
+        return len(self._buf)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
+        """Parse ``data`` (after any buffered remainder); return the complete frames in it."""
+        if self.error is not None:
+            return []
+        if self._buf:
+            self._buf += data
+            if len(self._buf) < self._need:
+                return []
+            chunk = bytes(self._buf)
+        else:
+            chunk = data if type(data) is bytes else bytes(data)
+        frames: list[Frame] = []
+        pos = self._parse(chunk, frames)
+        if pos < len(chunk) and self.error is None:
+            self._buf = bytearray(chunk[pos:]) if pos else bytearray(chunk)
+        else:
+            self._buf = bytearray()
+        return frames
+
+    def eof(self) -> FrameError | None:
+        """The error to report if the input ends now (a truncated frame), else ``None``."""
+        if self._buf and self.error is None:
+            return FrameError(f"input ended inside a frame ({len(self._buf)} bytes of an incomplete frame)")
+        return None
+
+    # -- the loop --------------------------------------------------------------------------
+    def _parse(self, data: bytes, frames: list[Frame]) -> int:
+        """Append every complete frame of ``data`` to ``frames``; return where parsing stopped."""
+        n = len(data)
+        pos = 0
+        append = frames.append
+        sizes = self.element_sizes
+        max_element = self._max_element
+        make = make_on_next
+        try:
+            while pos < n:
+                if data[pos] == _ON_NEXT:  # the hot path, inlined
+                    p = pos + 1
+                    if p < n and data[p] < 0x80:
+                        sid = data[p]
+                        p += 1
+                    else:
+                        sid, p = decode_varint(data, p, n)
+                    size = sizes.get(sid, 0) if sizes else 0
+                    if size:
+                        length = size
+                    elif p < n and data[p] < 0x80:
+                        length = data[p]
+                        p += 1
+                    else:
+                        length, p = decode_varint(data, p, n)
+                        if length > max_element:
+                            raise _too_big("onNext element", length, max_element, sid)
+                    end = p + length
+                    if end > n:
+                        raise Incomplete(end)
+                    append(make(sid, data[p:end]))
+                    pos = end
+                else:
+                    frame, pos = self._decode_other(data, pos, n)
+                    append(frame)
+        except Incomplete as inc:
+            self._need = (inc.end - pos) if inc.end else (n - pos + 1)
+        except RemoteProtocolError as exc:
+            self.error = exc
+        return pos
+
+    def _decode_other(self, data: bytes, pos: int, n: int) -> tuple[Frame, int]:
+        """Decode one frame other than onNext: one branch per type (§3), commonest first."""
+        t = data[pos]
+        p = pos + 1
+        if t == _REQUEST:
+            sid, p = decode_varint(data, p, n)
+            demand, p = decode_varint(data, p, n)
+            return Request(subscriber=sid, demand=demand), p
+        if t == _CANCEL:
+            sid, p = decode_varint(data, p, n)
+            return Cancel(subscriber=sid), p
+        if t == _ON_COMPLETE:
+            sid, p = decode_varint(data, p, n)
+            self.element_sizes.pop(sid, None)
+            return OnComplete(subscriber=sid), p
+        if t == _ON_NEXT_PACKED:
+            sid, p = decode_varint(data, p, n)
+            count, p = decode_varint(data, p, n)
+            size = self.element_sizes.get(sid, 0)
+            if not size:
+                raise FrameError(f"onNextPacked for subscriber {sid}, whose onSubscribe had elementSize 0")
+            if count == 0:
+                raise FrameError(f"onNextPacked for subscriber {sid} with count 0")
+            total = count * size
+            if total > self._max_element:
+                raise _too_big("onNextPacked payload", total, self._max_element, sid)
+            return OnNextPacked(
+                subscriber=sid, count=count, elements=self._take(data, p, total, n)
+            ), p + total
+        if t in (_ON_NEXT_PART, _ON_NEXT_LAST_PART):
+            sid, p = decode_varint(data, p, n)
+            element_id, p = decode_varint(data, p, n)
+            length, p = decode_varint(data, p, n)
+            if length > self._max_element:
+                raise _too_big("onNextPart data", length, self._max_element, sid)
+            cls = OnNextPart if t == _ON_NEXT_PART else OnNextLastPart
+            return cls(subscriber=sid, element_id=element_id, data=self._take(data, p, length, n)), p + length
+        if t == _ON_SUBSCRIBE:
+            sid, p = decode_varint(data, p, n)
+            size, p = decode_varint(data, p, n)
+            if size > self._max_element:
+                raise _too_big("onSubscribe elementSize", size, self._max_element, sid)
+            if size:
+                self.element_sizes[sid] = size
+            else:
+                self.element_sizes.pop(sid, None)
+            return OnSubscribe(subscriber=sid, element_size=size), p
+        if t == _ON_ERROR:
+            sid, p = decode_varint(data, p, n)
+            text, p = self._string(data, p, n, "onError error")
+            self.element_sizes.pop(sid, None)
+            return OnError(subscriber=sid, error=text), p
+        if t == _SUBSCRIBE:
+            name, p = self._string(data, p, n, "subscribe publisher name")
+            sid, p = decode_varint(data, p, n)
+            demand, p = decode_varint(data, p, n)
+            return Subscribe(publisher=name, subscriber=sid, initial_demand=demand), p
+        if t == _GOODBYE:
+            reason, p = self._string(data, p, n, "goodbye reason")
+            return Goodbye(reason=reason), p
+        if t in (_CLIENT_HELLO, _SERVER_HELLO):
+            if p >= n:
+                raise Incomplete
+            version = data[p]
+            count, p = decode_varint(data, p + 1, n)
+            if count > self._max_extensions:
+                raise LimitExceededError(
+                    f"hello lists {count} extensions, more than max_extensions={self._max_extensions}",
+                    limit="max_extensions",
+                )
+            extensions = []
+            for _ in range(count):
+                ext, p = decode_varint(data, p, n)
+                extensions.append(ext)
+            hello = ClientHello if t == _CLIENT_HELLO else ServerHello
+            return hello(version=version, extensions=tuple(extensions)), p
+        if t >= FIRST_EXTENSION_TYPE:
+            raise FrameError(f"message type 0x{t:02x} belongs to an extension that was not negotiated")
+        raise FrameError(f"unknown message type 0x{t:02x}")
+
+    def _take(self, data: bytes, p: int, length: int, n: int) -> bytes:
+        end = p + length
+        if end > n:
+            raise Incomplete(end)
+        return data[p:end]
+
+    def _string(self, data: bytes, p: int, n: int, what: str) -> tuple[str, int]:
+        length, p = decode_varint(data, p, n)
+        if length > self._max_string:
+            raise LimitExceededError(
+                f"{what} of {length} bytes exceeds max_string_length={self._max_string}",
+                limit="max_string_length",
+            )
+        raw = self._take(data, p, length, n)
+        try:
+            return raw.decode(), p + length
+        except UnicodeDecodeError:
+            raise FrameError(f"{what} is not valid UTF-8") from None
+
+
+def _too_big(what: str, size: int, limit: int, sid: int) -> LimitExceededError:
+    return LimitExceededError(
+        f"{what} of {size} bytes for subscriber {sid} exceeds max_element_size={limit}",
+        limit="max_element_size",
+        subscriber=sid,
+    )
