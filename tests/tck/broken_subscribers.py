@@ -241,8 +241,8 @@ class AcceptsNoneElement(ReferenceSubscriber):
 class AcceptsNoneError(ReferenceSubscriber):
     """Breaks 2.13: accepts on_error(None) silently."""
 
-    def on_error(self, error: BaseException) -> None:
-        if error is None:  # type: ignore[comparison-overlap]
+    def on_error(self, error: BaseException | None) -> None:
+        if error is None:
             return
         super().on_error(error)
 
@@ -284,10 +284,10 @@ class WrappedProcessor(Processor[Any, Any]):
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         self.inner.subscribe(self.wrap_downstream(subscriber))
 
-    def on_subscribe(self, subscription: Subscription) -> None:
+    def on_subscribe(self, subscription: Subscription | None) -> None:
         if subscription is not None and self.upstream is None:
             self.upstream = subscription
-        self.inner.on_subscribe(subscription)
+        self.inner.on_subscribe(subscription)  # type: ignore[arg-type]  # None: 2.13 is the inner's job
 
     def on_next(self, item: Any) -> None:
         self.inner.on_next(item)
@@ -313,7 +313,7 @@ class KeepsUpstreamWhenDownstreamCancels(WrappedProcessor):
 class KeepsSecondUpstream(WrappedProcessor):
     """Breaks 2.5 as a subscriber: a second upstream subscription is neither used nor cancelled."""
 
-    def on_subscribe(self, subscription: Subscription) -> None:
+    def on_subscribe(self, subscription: Subscription | None) -> None:
         if subscription is not None and self.upstream is not None:
             return
         super().on_subscribe(subscription)
