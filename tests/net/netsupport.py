@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from rstreams.net._transport import Transport
 
@@ -66,3 +67,66 @@ class RecordingHandler:
     async def wait_bytes(self, n: int) -> bytes:
         await self.wait_for(lambda: len(self.data) >= n or self.lost.done(), f"{n} bytes")
         return bytes(self.data)
+
+
+class CountingSource:
+    """A Publisher of ``size``-byte elements (big-endian counters), ``limit`` of them or endless.
+
+    Records how many elements were pulled and whether a subscription was cancelled, so
+    tests can check what the serving side asked its local Publisher for.
+    """
+
+    def __init__(self, *, size: int = 8, limit: int | None = None) -> None:
+        self.size = size
+        self.limit = limit
+        self.pulled = 0
+        self.requests: list[int] = []
+        self.cancelled = asyncio.Event()
+        self.subscribed = asyncio.Event()
+
+    def subscribe(self, subscriber: Any) -> None:
+        subscription = _CountingSubscription(self, subscriber)
+        self.subscribed.set()
+        subscriber.on_subscribe(subscription)
+
+
+class _CountingSubscription:
+    def __init__(self, source: CountingSource, subscriber: Any) -> None:
+        self.source = source
+        self.subscriber = subscriber
+        self.demand = 0
+        self.sent = 0
+        self.emitting = False
+        self.stopped = False
+
+    def request(self, n: int) -> None:
+        if self.stopped:
+            return
+        if n <= 0:
+            self.stopped = True
+            self.subscriber.on_error(ValueError(f"rule 3.9: got {n}"))
+            return
+        self.source.requests.append(n)
+        self.demand = min(self.demand + n, 2**63 - 1)
+        if self.emitting:
+            return
+        self.emitting = True
+        source = self.source
+        while self.demand > 0 and not self.stopped:
+            if source.limit is not None and self.sent >= source.limit:
+                self.stopped = True
+                self.subscriber.on_complete()
+                break
+            self.demand -= 1
+            self.sent += 1
+            source.pulled += 1
+            self.subscriber.on_next(self.sent.to_bytes(source.size, "big"))
+        else:
+            if source.limit is not None and self.sent >= source.limit and not self.stopped:
+                self.stopped = True
+                self.subscriber.on_complete()
+        self.emitting = False
+
+    def cancel(self) -> None:
+        self.stopped = True
+        self.source.cancelled.set()

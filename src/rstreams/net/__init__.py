@@ -1,1 +1,45 @@
-"""rstreams.net: RS.io over asyncio (public names are added once the wire core lands)."""
+"""RS.io over asyncio: serve local publishers, subscribe to remote ones.
+
+::
+
+    server = await rstreams.net.serve("tcp://127.0.0.1:0", {"numbers": rstreams.range(10).map(encode)})
+    conn = await rstreams.net.connect(server.url)
+    async for element in conn.publisher("numbers"):
+        ...
+
+URLs: ``tcp://host:port``, ``tls://host:port``, ``unix:///path``, ``ws://host:port/path``,
+``wss://host:port/path``; pipes (a subprocess's stdin/stdout) via :func:`connect_pipe`.
+The sans-I/O protocol itself is :mod:`rstreams.wire`; this package is the I/O around it.
+"""
+
+from __future__ import annotations
+
+from rstreams.net._client import connect as connect
+from rstreams.net._client import connect_pipe as connect_pipe
+from rstreams.net._codec import JSON as JSON
+from rstreams.net._codec import UTF8 as UTF8
+from rstreams.net._codec import Codec as Codec
+from rstreams.net._connection import Connection as Connection
+from rstreams.net._connection import RemoteStreamError as RemoteStreamError
+from rstreams.net._routes import UnknownPublisherError as UnknownPublisherError
+from rstreams.net._routes import split_name as split_name
+from rstreams.net._server import Server as Server
+from rstreams.net._server import serve as serve
+from rstreams.net._url import Endpoint as Endpoint
+from rstreams.net._url import parse_url as parse_url
+
+__all__ = [
+    "JSON",
+    "UTF8",
+    "Codec",
+    "Connection",
+    "Endpoint",
+    "RemoteStreamError",
+    "Server",
+    "UnknownPublisherError",
+    "connect",
+    "connect_pipe",
+    "parse_url",
+    "serve",
+    "split_name",
+]

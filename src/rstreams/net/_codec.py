@@ -26,8 +26,9 @@ class Codec(Generic[T]):
     decode: Callable[[bytes], T]
 
     def __post_init__(self) -> None:
-        if not callable(self.encode) or not callable(self.decode):
-            raise TypeError("Codec(encode, decode) needs two callables")
+        for name in ("encode", "decode"):
+            if not callable(getattr(self, name)):
+                raise TypeError(f"Codec(encode, decode) needs two callables; {name} is not")
 
 
 def _json_encode(item: Any) -> bytes:

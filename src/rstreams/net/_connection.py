@@ -34,17 +34,32 @@ import contextlib
 import itertools
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
-from rstreams import wire
-from rstreams.api import Publisher, Subscriber
-from rstreams.errors import ConnectionBrokenError, ResourceClosedError, report_unhandled
+from rstreams.api import Subscriber
+from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import RemotePublisher, RemoteSubscription, ScalarSubscriber
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.net._serving import ServingStream
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport
+from rstreams.wire._state import ConnectionState
+from rstreams.wire.config import ConnectionConfig
+from rstreams.wire.connection import Connection as Core
+from rstreams.wire.connection import Side
+from rstreams.wire.events import ConnectionClosed, Event, StreamError
+from rstreams.wire.frames import (
+    Cancel,
+    Goodbye,
+    OnComplete,
+    OnError,
+    OnNext,
+    OnNextPacked,
+    OnSubscribe,
+    Request,
+    Subscribe,
+)
 
 __all__ = ["Connection", "RemoteStreamError"]
 
@@ -77,14 +92,13 @@ class Connection:
         client: bool,
         offer: Offer | None = None,
         codec: Codec[Any] | None = None,
-        config: wire.ConnectionConfig | None = None,
+        config: ConnectionConfig | None = None,
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        side = wire.Side.CLIENT if client else wire.Side.SERVER
-        self._core = wire.Connection(side, config) if config is not None else wire.Connection(side)
+        self._core = Core(Side.CLIENT if client else Side.SERVER, config)
         self._router = Router(offer)
         self._encode = codec.encode if codec is not None else None
         self._high = high_water
@@ -103,7 +117,8 @@ class Connection:
         self._ended_event = asyncio.Event()  # the protocol conversation is over
         self._lost = self._loop.create_future()  # the transport is closed
         self._closing = False
-        self.stats_elements_sent = 0
+        self._close_callbacks: list[Callable[[Connection], object]] = []
+        self._task: asyncio.Task[None] | None = None  # a transport's own task (WebSocket)
 
     # -- public API ----------------------------------------------------------------------
     def publisher(self, name: str, *, codec: Codec[T] | None = None) -> Flow[T]:
@@ -116,7 +131,9 @@ class Connection:
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
         return RemotePublisher(self, name, codec.decode if codec is not None else None)
 
-    async def request(self, name: str, *, codec: Codec[T] | None = None, timeout: float | None = None) -> T:
+    async def request(
+        self, name: str, *, codec: Codec[T] | None = None, timeout: float | None = None
+    ) -> T:
         """Request/response: subscribe with demand 1 and return the single element.
 
         Raises:
@@ -134,7 +151,7 @@ class Connection:
             subscriber.cancel()
             raise
 
-    async def aclose(self, reason: str = "", *, timeout: float = CLOSE_TIMEOUT) -> None:
+    async def aclose(self, reason: str = "", *, timeout: float = CLOSE_TIMEOUT) -> None:  # noqa: ASYNC109
         """Say goodbye, wait (up to ``timeout`` s) for the peer's goodbye, close the transport.
 
         Open streams end: local Subscribers get ``on_error(ResourceClosedError)``, local
@@ -142,8 +159,8 @@ class Connection:
         """
         if not self._closing and self._ended is None:
             self._closing = True
-            with contextlib.suppress(wire.LocalProtocolError, ConnectionBrokenError):
-                self._core.send(wire.Goodbye(reason=reason))
+            with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
+                self._core.send(Goodbye(reason=reason))
             self._end_streams(ResourceClosedError("the connection was closed by this side"))
             self._flush()
             with contextlib.suppress(TimeoutError):
@@ -158,6 +175,23 @@ class Connection:
                 transport.abort()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._lost), timeout)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def add_close_callback(self, callback: Callable[[Connection], object]) -> None:
+        """Call ``callback(self)`` once the transport is closed."""
+        if self._lost.done():
+            callback(self)
+        else:
+            self._close_callbacks.append(callback)
+
+    def keep(self, task: asyncio.Task[None] | None) -> None:
+        """Hold a reference to the transport's task so that it is not garbage-collected."""
+        self._task = task
 
     async def wait_closed(self) -> None:
         """Wait until the transport is closed."""
@@ -189,6 +223,8 @@ class Connection:
 
     def data_received(self, data: memoryview) -> None:
         core = self._core
+        if core.state is ConnectionState.CLOSED:
+            return  # after the goodbyes: nothing more is read
         core.receive_data(data)
         self._dispatch(core.events_received())
         if not self._flush_scheduled:
@@ -212,66 +248,80 @@ class Connection:
         if not self._lost.done():
             self._lost.set_result(None)
         self._transport = None
+        callbacks, self._close_callbacks = self._close_callbacks, []
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception as exc:
+                report_unhandled(exc, "a connection close callback")
 
     def pause_writing(self) -> None:
         self._writable = False
 
     def resume_writing(self) -> None:
         self._writable = True
-        if self._refill and not self._flush_scheduled:
+        if (self._refill or self._core.has_data_to_send) and not self._flush_scheduled:
             self._schedule_flush()
 
     # -- events from the core ------------------------------------------------------------
-    def _dispatch(self, events: list[wire.Event]) -> None:
+    def _dispatch(self, events: list[Event]) -> None:
         """Route each event; ``onNext`` first, as the hot path."""
         consuming = self._consuming
         for event in events:
-            kind = type(event)
-            if kind is wire.OnNext:
-                subscription = consuming.get(event.subscriber)  # type: ignore[union-attr]
+            if event.__class__ is OnNext:
+                subscription = consuming.get(event.subscriber)
                 if subscription is not None:
-                    subscription.deliver(event.element)  # type: ignore[union-attr]
+                    subscription.deliver(event.element)
             else:
                 self._other_event(event)
 
-    def _other_event(self, event: wire.Event) -> None:
-        if isinstance(event, wire.OnNextPacked):
+    def _other_event(self, event: Event) -> None:
+        if isinstance(event, OnNextPacked):
             subscription = self._consuming.get(event.subscriber)
             if subscription is not None:
-                for element in event.elements:
+                for element in event.split():
                     subscription.deliver(element)
-        elif isinstance(event, wire.Subscribe):
+        elif isinstance(event, Subscribe):
             self._serve(event.publisher, event.subscriber, event.initial_demand)
-        elif isinstance(event, wire.Request):
+        elif isinstance(event, Request):
             stream = self._serving.get(event.subscriber)
             if stream is not None:
                 stream.add_demand(event.demand)
-        elif isinstance(event, wire.Cancel):
-            stream = self._serving.pop(event.subscriber, None)
-            if stream is not None:
-                self._refill.pop(stream, None)
-                stream.stop()
-        elif isinstance(event, wire.OnComplete):
+        elif isinstance(event, Cancel):  # the core has already acknowledged it (§5.4)
+            self._stop_serving(event.subscriber)
+        elif isinstance(event, OnComplete):
             subscription = self._consuming.pop(event.subscriber, None)
             self._names.pop(event.subscriber, None)
             if subscription is not None:
                 subscription.complete()
-        elif isinstance(event, wire.OnError):
+        elif isinstance(event, OnError):
             subscription = self._consuming.pop(event.subscriber, None)
             name = self._names.pop(event.subscriber, "?")
             if subscription is not None:
-                subscription.error(
-                    RemoteStreamError(event.error, publisher=name, subscriber=event.subscriber)
-                )
-        elif isinstance(event, wire.ConnectionClosed):
-            self._conversation_over(event.error)
-        # Hello, OnSubscribe and Goodbye need nothing here: the core keeps their state.
+                subscription.error(RemoteStreamError(event.error, publisher=name, subscriber=event.subscriber))
+        elif isinstance(event, StreamError):  # the core already sent onError / cancel for it
+            if event.publishing:
+                self._stop_serving(event.subscriber)
+            else:
+                subscription = self._consuming.pop(event.subscriber, None)
+                self._names.pop(event.subscriber, None)
+                if subscription is not None:
+                    subscription.error(event.error)
+        elif isinstance(event, ConnectionClosed):
+            self._conversation_over(event.error, event.reason)
+        # Hellos, OnSubscribe and Goodbye need nothing here: the core keeps their state.
 
-    def _conversation_over(self, error: BaseException | None) -> None:
+    def _stop_serving(self, sid: int) -> None:
+        stream = self._serving.pop(sid, None)
+        if stream is not None:
+            self._refill.pop(stream, None)
+            stream.stop()
+
+    def _conversation_over(self, error: BaseException | None, reason: str) -> None:
         """The core says the protocol conversation ended (goodbye exchanged, or a violation)."""
         if self._ended is None:
             if error is None:
-                broken = ConnectionBrokenError("the peer said goodbye")
+                broken = ConnectionBrokenError(f"the peer said goodbye: {reason!r}")
             else:
                 broken = ConnectionBrokenError(f"the peer broke the protocol: {error}")
                 broken.__cause__ = error
@@ -314,32 +364,31 @@ class Connection:
                 stream.on_error(error)
 
     def _refuse(self, sid: int, message: str) -> None:
-        core = self._core
-        core.send(wire.OnSubscribe(subscriber=sid))
-        core.send(wire.OnError(subscriber=sid, error=message))
+        """Refuse a subscribe: onError without onSubscribe (PROTOCOL.md §5.2)."""
+        self._core.send(OnError(subscriber=sid, error=message))
         self._mark_dirty()
 
     def send_on_subscribe(self, sid: int) -> None:
-        self._core.send(wire.OnSubscribe(subscriber=sid))
+        self._core.send(OnSubscribe(subscriber=sid))
         self._mark_dirty()
 
     def send_on_next(self, sid: int, data: bytes, size: int) -> None:
         """Queue one element (the serving hot path); ``size`` is its estimated wire size."""
-        self._core.send(wire.OnNext(subscriber=sid, element=data))
+        self._core.send_on_next(sid, data)
         self._turn_bytes += size
         if not self._flush_scheduled:
             self._schedule_flush()
 
     def send_on_complete(self, sid: int) -> None:
         if self._serving.pop(sid, None) is not None:
-            self._core.send(wire.OnComplete(subscriber=sid))
+            self._core.send(OnComplete(subscriber=sid))
             self._mark_dirty()
 
     def send_on_error(self, sid: int, error: BaseException) -> None:
         if self._serving.pop(sid, None) is not None:
             # The peer sees the error's type and text: what a Publisher signals is its
             # public outcome. Internal failures (factories) are summarised in _serve.
-            self._core.send(wire.OnError(subscriber=sid, error=f"{type(error).__name__}: {error}"))
+            self._core.send(OnError(subscriber=sid, error=f"{type(error).__name__}: {error}"))
             self._mark_dirty()
 
     def want_refill(self, stream: ServingStream) -> None:
@@ -368,9 +417,7 @@ class Connection:
         self._consuming[sid] = subscription
         self._names[sid] = name
         subscription.started = True
-        self._core.send(
-            wire.Subscribe(publisher=name, subscriber=sid, initial_demand=subscription.take_pending())
-        )
+        self._core.send(Subscribe(publisher=name, subscriber=sid, initial_demand=subscription.take_pending()))
         self._mark_dirty()
 
     def want_request(self, subscription: RemoteSubscription[Any]) -> None:
@@ -383,7 +430,7 @@ class Connection:
         self._requests.pop(subscription, None)
         if self._consuming.pop(sid, None) is not None and self._ended is None:
             self._names.pop(sid, None)
-            self._core.send(wire.Cancel(subscriber=sid))
+            self._core.send(Cancel(subscriber=sid))
             self._mark_dirty()
 
     # -- loop plumbing ---------------------------------------------------------------------
@@ -415,7 +462,7 @@ class Connection:
             for subscription in pending:
                 n = subscription.take_pending()
                 if n and not subscription.done:
-                    core.send(wire.Request(subscriber=subscription.sid, demand=n))
+                    core.send_request(subscription.sid, n)
         transport = self._transport
         if transport is None:
             return
@@ -427,8 +474,8 @@ class Connection:
         self._turn_bytes = 0
         if data:
             transport.writelines(data)
-        if self._refill and self._writable and not self._flush_scheduled:
-            self._schedule_flush()  # room was used up this turn: continue next turn
+        if (self._refill or core.has_data_to_send) and self._writable and not self._flush_scheduled:
+            self._schedule_flush()  # room or the write limit was used up this turn: go on next turn
 
     def _refill_streams(self, transport: Transport) -> None:
         high = self._high

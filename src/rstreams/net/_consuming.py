@@ -116,7 +116,7 @@ class RemoteSubscription(Subscription, Generic[T]):
             return  # cancelled: late elements are dropped (3.12)
         try:
             decode = self._decode
-            subscriber.on_next(element if decode is None else decode(element))
+            subscriber.on_next(element if decode is None else decode(element))  # type: ignore[arg-type]
         except Exception as error:
             self._broken(error, "on_next")
 

@@ -146,7 +146,7 @@ async def listen_endpoint(
     async def handle(ws: ServerConnection) -> None:
         await WebSocketTransport(ws, handler_factory(), high=high, low=low).run()
 
-    server = await ws_serve(
+    ws_server = await ws_serve(
         handle,
         endpoint.host,
         endpoint.port,
@@ -155,4 +155,4 @@ async def listen_endpoint(
         subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
         ping_interval=None,
     )
-    return Listener(endpoint.with_port(server.sockets[0].getsockname()[1]), server)
+    return Listener(endpoint.with_port(ws_server.sockets[0].getsockname()[1]), ws_server)

@@ -116,7 +116,7 @@ class ServingStream(Subscriber[Any]):
 
     # -- Subscriber (the local Publisher calls these, from any thread) --------------------
     def on_subscribe(self, subscription: Subscription) -> None:
-        if subscription is None:  # type: ignore[comparison-overlap]
+        if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None) is illegal; pass a Subscription")
         if self._inbox is not None or threading.get_ident() != self._loop_thread:
             self._enqueue(_SUBSCRIBE, subscription)
@@ -124,9 +124,9 @@ class ServingStream(Subscriber[Any]):
         self._subscribed(subscription)
 
     def on_next(self, item: Any) -> None:
+        if item is None:
+            raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
         if self._inbox is not None or threading.get_ident() != self._loop_thread:
-            if item is None:
-                raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
             self._enqueue(_NEXT, item)
             return
         self._emit(item)
@@ -212,16 +212,13 @@ class ServingStream(Subscriber[Any]):
         if self.done:
             return  # rule 3.12: after cancel, late elements are dropped
         encode = self._encode
-        if encode is None:
-            if item is None:
-                raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
-            data = item
-        else:
-            try:
-                data = encode(item)
-            except Exception as error:
-                self._fail_locally(error)
-                return
+        try:
+            data = item if encode is None else encode(item)
+            if type(data) is not bytes:
+                data = _to_bytes(data)
+        except Exception as error:
+            self._fail_locally(error)
+            return
         if self.remote_demand != demand.UNBOUNDED:
             self.remote_demand -= 1
         self.outstanding -= 1
@@ -230,3 +227,13 @@ class ServingStream(Subscriber[Any]):
         conn.send_on_next(self.sid, data, size)
         if self.outstanding <= (MAX_BATCH >> 1) and self.remote_demand > self.outstanding:
             conn.want_refill(self)
+
+
+def _to_bytes(data: object) -> bytes:
+    """``bytearray``/``memoryview``/any buffer as ``bytes``; anything else is a ``TypeError``."""
+    if isinstance(data, str | int):
+        raise TypeError(
+            f"elements are bytes on the wire, got {type(data).__name__}; pass codec=rstreams.net.JSON "
+            "(or another Codec) to send Python objects"
+        )
+    return memoryview(data).tobytes()  # type: ignore[arg-type]

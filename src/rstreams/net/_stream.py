@@ -175,9 +175,9 @@ class PipeTransport(Transport):
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         if name == "pipe":
-            return (self._reader.get_extra_info("pipe") if self._reader else None,) + (
-                self._writer.get_extra_info("pipe") if self._writer else None,
-            )
+            read_pipe = self._reader.get_extra_info("pipe") if self._reader else None
+            write_pipe = self._writer.get_extra_info("pipe") if self._writer else None
+            return (read_pipe, write_pipe)
         return default
 
 

@@ -10,7 +10,7 @@ follow the same contract:
   only valid during the call (it points into a reused, preallocated buffer: the handler
   copies what it keeps); ``eof_received()`` once at end of input; ``connection_lost(exc)``
   exactly once at the very end (``exc`` is ``None`` for an orderly close);
-* writing: ``transport.write(chunks)`` takes a list of byte chunks and never blocks; the
+* writing: ``transport.writelines(chunks)`` takes a list of byte chunks and never blocks; the
   driver calls it at most once per event-loop turn (write coalescing: one syscall for
   everything that turn produced). ``get_write_buffer_size()`` tells what is still
   unsent; when it passes the high-water mark the transport calls
@@ -68,7 +68,7 @@ class TransportHandler(Protocol):
 class Transport(Protocol):
     """A full-duplex, ordered byte pipe (the draft's requirements for a transport)."""
 
-    def write(self, chunks: list[bytes]) -> None:
+    def writelines(self, chunks: list[bytes]) -> None:
         """Queue ``chunks`` for sending, in order; never blocks, never raises for a closed pipe."""
 
     def get_write_buffer_size(self) -> int:

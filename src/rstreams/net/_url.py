@@ -17,6 +17,7 @@ __all__ = ["SCHEMES", "Endpoint", "parse_url"]
 Scheme = Literal["tcp", "tls", "unix", "ws", "wss"]
 SCHEMES: tuple[Scheme, ...] = ("tcp", "tls", "unix", "ws", "wss")
 
+_SCHEME_NAMES: dict[str, Scheme] = {name: name for name in SCHEMES}
 _DEFAULT_PORTS = {"ws": 80, "wss": 443}  # RFC 6455 section 3
 
 
@@ -61,7 +62,7 @@ def parse_url(url: str) -> Endpoint:
         raise TypeError(f"an RS.io URL is a str such as 'tcp://127.0.0.1:5000', got {url!r}")
     parts = urllib.parse.urlsplit(url)
     scheme = parts.scheme.lower()
-    if scheme not in SCHEMES:
+    if scheme not in _SCHEME_NAMES:
         raise ValueError(
             f"unsupported URL scheme {parts.scheme!r} in {url!r}; use one of "
             "tcp://host:port, tls://host:port, unix:///path, ws://host:port/path, wss://host:port/path"
@@ -91,4 +92,4 @@ def parse_url(url: str) -> Endpoint:
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
-    return Endpoint(scheme=scheme, host=host, port=port, path=path)  # type: ignore[arg-type]
+    return Endpoint(scheme=_SCHEME_NAMES[scheme], host=host, port=port, path=path)

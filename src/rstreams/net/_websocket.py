@@ -145,9 +145,7 @@ class WebSocketTransport(Transport):
         self._closing = True
         self._out.clear()
         self._reading.set()
-        transport = self._ws.transport
-        if transport is not None:
-            transport.abort()
+        self._ws.transport.abort()
 
     def is_closing(self) -> bool:
         return self._closing
@@ -155,5 +153,4 @@ class WebSocketTransport(Transport):
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         if name == "websocket":
             return self._ws
-        transport = self._ws.transport
-        return transport.get_extra_info(name, default) if transport is not None else default
+        return self._ws.transport.get_extra_info(name, default)

@@ -1,0 +1,81 @@
+"""``connect`` and ``connect_pipe``: open one RS.io connection as the client side."""
+
+from __future__ import annotations
+
+import ssl as _ssl
+from typing import IO, Any
+
+from rstreams.errors import ConnectionBrokenError
+from rstreams.net._codec import Codec
+from rstreams.net._connection import Connection
+from rstreams.net._endpoints import connect_endpoint
+from rstreams.net._routes import Offer, Router
+from rstreams.net._stream import open_pipe_transport
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER
+from rstreams.net._url import parse_url
+from rstreams.wire.config import ConnectionConfig
+
+__all__ = ["connect", "connect_pipe"]
+
+
+async def connect(
+    url: str,
+    *,
+    publishers: Offer | None = None,
+    codec: Codec[Any] | None = None,
+    config: ConnectionConfig | None = None,
+    ssl: _ssl.SSLContext | None = None,
+    high_water: int = DEFAULT_HIGH_WATER,
+    low_water: int = DEFAULT_LOW_WATER,
+) -> Connection:
+    """Connect to the RS.io server at ``url``; ``conn.publisher(name)`` then reads its streams.
+
+    ``publishers`` (same forms as in :func:`serve`) is what this side offers to the
+    server. The hello exchange runs in the background: frames may be sent at once
+    (the draft's optimistic sending). Close with ``await conn.aclose()`` or ``async with``.
+
+    Raises:
+        ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
+        ConnectionBrokenError: the connection could not be made; ``__cause__`` says why.
+    """
+    endpoint = parse_url(url)
+    Router(publishers)
+    conn = Connection(
+        client=True, offer=publishers, codec=codec, config=config, high_water=high_water, low_water=low_water
+    )
+    try:
+        task = await connect_endpoint(endpoint, conn, ssl=ssl, high=high_water, low=low_water)
+    except OSError as error:
+        raise ConnectionBrokenError(f"could not connect to {endpoint.url}: {error}") from error
+    conn.keep(task)
+    return conn
+
+
+async def connect_pipe(
+    reader: IO[bytes] | int,
+    writer: IO[bytes] | int,
+    *,
+    server: bool = False,
+    publishers: Offer | None = None,
+    codec: Codec[Any] | None = None,
+    config: ConnectionConfig | None = None,
+    high_water: int = DEFAULT_HIGH_WATER,
+    low_water: int = DEFAULT_LOW_WATER,
+) -> Connection:
+    """An RS.io connection over a pair of pipes (file objects or descriptors).
+
+    For a subprocess: the parent uses ``connect_pipe(proc.stdout, proc.stdin)``; the child
+    ``connect_pipe(0, 1, server=True, publishers=...)`` (``server=True`` on exactly one
+    end: it decides who sends which hello and whose ids are even).
+    """
+    Router(publishers)
+    conn = Connection(
+        client=not server,
+        offer=publishers,
+        codec=codec,
+        config=config,
+        high_water=high_water,
+        low_water=low_water,
+    )
+    await open_pipe_transport(conn, reader, writer, high=high_water, low=low_water)
+    return conn

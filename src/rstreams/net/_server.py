@@ -1,0 +1,142 @@
+"""``serve``: accept RS.io connections and serve named publishers on each.
+
+Every accepted connection gets its own :class:`~rstreams.net.Connection` with the same
+offer of publishers; a connection failing (bad bytes, a peer vanishing) ends only that
+connection. ``on_connection(conn)`` is called for each new connection before any of its
+bytes are read, which is where a server subscribes to what its *clients* offer
+(``conn.publisher(name)``): RS.io is bidirectional.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl as _ssl
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Self
+
+from rstreams.errors import report_unhandled
+from rstreams.net._codec import Codec
+from rstreams.net._connection import CLOSE_TIMEOUT, Connection
+from rstreams.net._endpoints import Listener, listen_endpoint
+from rstreams.net._routes import Offer, Router
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER
+from rstreams.net._url import parse_url
+from rstreams.wire.config import ConnectionConfig
+
+__all__ = ["Server", "serve"]
+
+
+class Server:
+    """A listening RS.io server; made by :func:`serve`. Use ``async with`` or :meth:`close`."""
+
+    def __init__(self) -> None:
+        self._listener: Listener | None = None
+        self._connections: set[Connection] = set()
+        self._shutdown: asyncio.Task[None] | None = None
+
+    @property
+    def url(self) -> str:
+        """The address clients connect to, with the real port when port 0 was asked for."""
+        assert self._listener is not None
+        return self._listener.endpoint.url
+
+    @property
+    def connections(self) -> frozenset[Connection]:
+        """The connections open right now."""
+        return frozenset(self._connections)
+
+    def close(self, reason: str = "server closing") -> None:
+        """Stop accepting; say goodbye on every connection. :meth:`wait_closed` waits for the end."""
+        if self._shutdown is None:
+            self._shutdown = asyncio.get_running_loop().create_task(self._close(reason))
+
+    async def wait_closed(self) -> None:
+        """Wait until :meth:`close` has finished: every connection closed, the socket too."""
+        if self._shutdown is not None:
+            await asyncio.shield(self._shutdown)
+
+    async def aclose(self, reason: str = "server closing") -> None:
+        """:meth:`close` and :meth:`wait_closed`."""
+        self.close(reason)
+        await self.wait_closed()
+
+    async def _close(self, reason: str) -> None:
+        listener = self._listener
+        if listener is not None and listener.endpoint.scheme not in ("ws", "wss"):
+            listener.close()  # stop accepting (asyncio leaves accepted connections alone)
+        closing = [conn.aclose(reason, timeout=CLOSE_TIMEOUT) for conn in list(self._connections)]
+        await asyncio.gather(*closing, return_exceptions=True)
+        if listener is not None:
+            listener.close()  # websockets closes its connections here: after our goodbyes
+            await listener.wait_closed()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def _track(self, conn: Connection) -> None:
+        self._connections.add(conn)
+        conn.add_close_callback(self._connections.discard)
+
+
+async def serve(
+    url: str,
+    publishers: Offer | None = None,
+    *,
+    codec: Codec[Any] | None = None,
+    config: ConnectionConfig | None = None,
+    ssl: _ssl.SSLContext | None = None,
+    on_connection: Callable[[Connection], object] | None = None,
+    high_water: int = DEFAULT_HIGH_WATER,
+    low_water: int = DEFAULT_LOW_WATER,
+) -> Server:
+    """Listen on ``url`` and serve ``publishers`` to every client.
+
+    Args:
+        url: ``tcp://host:port``, ``tls://host:port``, ``unix:///path``, ``ws://host:port/path``
+            or ``wss://...``; port 0 picks a free port (see :attr:`Server.url`).
+        publishers: a mapping from names or ``{field}`` patterns to Publishers or
+            factories ``(params) -> Publisher``, or a callable ``(path, params) ->
+            Publisher | None`` (see :mod:`rstreams.net._routes`).
+        codec: encodes each published element to bytes (default: elements are bytes).
+        config: limits for the protocol core (:class:`rstreams.ConnectionConfig`).
+        ssl: the server's :class:`ssl.SSLContext`; required for ``tls``/``wss``.
+        on_connection: called with each new :class:`Connection` (to subscribe to what
+            the client offers); exceptions are reported, not raised.
+        high_water, low_water: per-connection output budget in bytes; production from
+            local publishers stops above ``high_water`` and resumes below ``low_water``.
+
+    Raises:
+        ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
+        OSError: the address cannot be bound.
+    """
+    endpoint = parse_url(url)
+    Router(publishers)  # check the offer now, where the caller made the mistake
+    server = Server()
+
+    def make_connection() -> Connection:
+        conn = Connection(
+            client=False,
+            offer=publishers,
+            codec=codec,
+            config=config,
+            high_water=high_water,
+            low_water=low_water,
+        )
+        server._track(conn)
+        if on_connection is not None:
+            try:
+                on_connection(conn)
+            except Exception as error:
+                report_unhandled(error, "serve(on_connection=...)")
+        return conn
+
+    server._listener = await listen_endpoint(
+        endpoint, make_connection, ssl=ssl, high=high_water, low=low_water
+    )
+    return server

@@ -1,0 +1,358 @@
+"""RS.io end to end over loopback: streams, multiplexing, both directions, errors, demand."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from netsupport import WAIT, CountingSource
+
+import rstreams
+from rstreams import UNBOUNDED, InvalidDemandError
+from rstreams.errors import ConnectionBrokenError, ResourceClosedError
+from rstreams.net import JSON, Connection, RemoteStreamError, Server, connect, connect_pipe, serve
+from support import RecordingSubscriber
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+
+def numbers(params: dict[str, str]) -> rstreams.Flow[bytes]:
+    """``numbers?n=5``: 0..n-1 as 4-byte big-endian elements."""
+    n = int(params.get("n", "100"))
+    return rstreams.range(n).map(lambda i: i.to_bytes(4, "big"))
+
+
+def decode_all(items: list[bytes]) -> list[int]:
+    return [int.from_bytes(item, "big") for item in items]
+
+
+OFFER: dict[str, Any] = {
+    "numbers": numbers,
+    "greeting": rstreams.just(b"hello"),
+    "echo/{word}": lambda params: rstreams.just(params["word"].encode()),
+    "fails": lambda params: rstreams.error(RuntimeError("boom")),
+}
+
+
+async def _served(url: str, *, ssl_server: ssl.SSLContext | None = None, **kwargs: Any) -> Server:
+    return await serve(url, OFFER, ssl=ssl_server, **kwargs)
+
+
+async def within(awaitable: Awaitable[Any]) -> Any:
+    return await asyncio.wait_for(awaitable, WAIT)
+
+
+# -- each transport carries a stream end to end ---------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["tcp", "tls", "unix", "ws", "wss"])
+async def test_stream_over_each_transport(
+    scheme: str, tmp_path: Path, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+) -> None:
+    """10 000 elements arrive in order, then on_complete, over every socket transport."""
+    url = {
+        "tcp": "tcp://127.0.0.1:0",
+        "tls": "tls://127.0.0.1:0",
+        "unix": f"unix://{tmp_path / 'rs.sock'}",
+        "ws": "ws://127.0.0.1:0/rs",
+        "wss": "wss://127.0.0.1:0/rs",
+    }[scheme]
+    secure = scheme in ("tls", "wss")
+    async with await _served(url, ssl_server=server_ssl if secure else None) as server:
+        conn = await connect(server.url, ssl=client_ssl if secure else None)
+        items = await within(conn.publisher("numbers?n=10000").collect())
+        assert decode_all(items) == list(range(10000))
+        await within(conn.aclose())
+        assert conn.closed
+
+
+async def test_stream_over_pipes() -> None:
+    """Two os.pipe pairs carry a stream (the shape of a subprocess's stdin/stdout)."""
+    c_read, s_write = os.pipe()
+    s_read, c_write = os.pipe()
+    server_conn = await connect_pipe(s_read, s_write, server=True, publishers=OFFER)
+    client = await connect_pipe(c_read, c_write)
+    items = await within(client.publisher("numbers?n=5000").collect())
+    assert decode_all(items) == list(range(5000))
+    await within(client.aclose())
+    await within(server_conn.wait_closed())
+
+
+CHILD = """
+import asyncio, rstreams
+from rstreams.net import connect_pipe
+
+async def main():
+    offer = {"squares": lambda p: rstreams.range(int(p["n"])).map(lambda i: str(i * i).encode())}
+    conn = await connect_pipe(0, 1, server=True, publishers=offer)
+    await conn.wait_closed()
+
+asyncio.run(main())
+"""
+
+
+async def test_stream_from_a_subprocess_over_stdin_stdout() -> None:
+    """A child process serves on its stdin/stdout; the parent subscribes through the pipes."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CHILD, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        stdout_fd = os.dup(proc.stdout._transport.get_extra_info("pipe").fileno())  # type: ignore[attr-defined]
+        stdin_fd = os.dup(proc.stdin.transport.get_extra_info("pipe").fileno())
+        proc.stdout._transport.close()  # type: ignore[attr-defined]
+        proc.stdin.transport.close()
+        conn = await connect_pipe(stdout_fd, stdin_fd)
+        items = await within(conn.publisher("squares?n=100").collect())
+        assert [int(x) for x in items] == [i * i for i in range(100)]
+        await within(conn.aclose())
+        assert await within(proc.wait()) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+# -- multiplexing, both directions, request/response -----------------------------------------
+
+
+async def test_many_subscriptions_multiplexed_on_one_connection() -> None:
+    """50 concurrent subscriptions with different names share one connection, none mixed up."""
+    async with await _served("tcp://127.0.0.1:0") as server, await connect(server.url) as conn:
+
+        async def one(n: int) -> list[int]:
+            return decode_all([x async for x in conn.publisher(f"numbers?n={n}")])
+
+        results = await within(asyncio.gather(*(one(n) for n in range(50))))
+        assert results == [list(range(n)) for n in range(50)]
+        assert len(server.connections) == 1
+
+
+async def test_bidirectional_server_subscribes_to_client() -> None:
+    """The client offers a publisher; the server subscribes to it through on_connection."""
+    received: asyncio.Future[list[bytes]] = asyncio.get_running_loop().create_future()
+
+    def on_connection(conn: Connection) -> None:
+        async def pull() -> None:
+            received.set_result(await conn.publisher("client/data").collect())
+
+        asyncio.get_running_loop().create_task(pull())
+
+    async with await serve("tcp://127.0.0.1:0", OFFER, on_connection=on_connection) as server:
+        offer = {"client/data": rstreams.just(b"a", b"b", b"c")}
+        async with await connect(server.url, publishers=offer) as conn:
+            assert await within(received) == [b"a", b"b", b"c"]
+            # and the other direction at the same time
+            assert await within(conn.request("greeting")) == b"hello"
+
+
+async def test_request_response() -> None:
+    """``conn.request`` = subscribe with demand 1, one onNext, onComplete; many in sequence."""
+    async with await _served("tcp://127.0.0.1:0") as server, await connect(server.url) as conn:
+        for word in ("alpha", "beta", "gamma"):
+            assert await within(conn.request(f"echo/{word}")) == word.encode()
+
+
+async def test_codec_json_both_sides() -> None:
+    """With a codec, Python objects travel: encode on the serving side, decode on the subscriber."""
+    offer = {"objects": rstreams.just({"a": 1}, [1, 2], "text")}
+    async with await serve("tcp://127.0.0.1:0", offer, codec=JSON) as server:
+        async with await connect(server.url) as conn:
+            assert await within(conn.publisher("objects", codec=JSON).collect()) == [{"a": 1}, [1, 2], "text"]
+
+
+async def test_publisher_signalling_from_another_thread() -> None:
+    """A local Publisher that emits on a worker thread is handed over in order."""
+    offer = {"threaded": lambda p: rstreams.range(2000).map(lambda i: i.to_bytes(4, "big")).observe_on(_EXECUTOR)}
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        items = await within(conn.publisher("threaded").collect())
+        assert decode_all(items) == list(range(2000))
+
+
+class _ThreadExecutor:
+    """A tiny executor: one worker thread, enough for observe_on."""
+
+    def __init__(self) -> None:
+        import concurrent.futures
+
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return self.pool.submit(fn, *args)
+
+
+import concurrent.futures  # noqa: E402
+
+_EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+async def test_unknown_publisher_is_a_stream_error_and_the_connection_stays_up() -> None:
+    """An unknown name fails that subscription only, with a message naming it."""
+    async with await _served("tcp://127.0.0.1:0") as server, await connect(server.url) as conn:
+        with pytest.raises(RemoteStreamError, match="nope"):
+            await within(conn.request("nope"))
+        assert not conn.closed
+        assert await within(conn.request("greeting")) == b"hello"
+
+
+async def test_publisher_error_reaches_the_subscriber() -> None:
+    """A remote onError arrives as RemoteStreamError with the publisher's message."""
+    async with await _served("tcp://127.0.0.1:0") as server, await connect(server.url) as conn:
+        subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=10)
+        conn.publisher("fails").subscribe(subscriber)
+        await within(asyncio.to_thread(subscriber.await_done))
+        assert isinstance(subscriber.error, RemoteStreamError)
+        assert "boom" in str(subscriber.error)
+
+
+async def test_bad_bytes_get_a_goodbye_and_the_server_keeps_serving() -> None:
+    """A raw socket sending garbage gets a goodbye stating a reason and EOF; others are unaffected."""
+    async with await _served("tcp://127.0.0.1:0") as server:
+        good = await connect(server.url)
+        host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"\x01\x00\x00" + b"\xee\xff\x00garbage")  # clientHello v0, then an unknown type
+        data = await within(reader.read())  # until EOF: the server closed
+        writer.close()
+        assert data.startswith(b"\x02\x00\x00")  # serverHello v0
+        assert b"\x03" in data[3:4]  # then goodbye
+        assert b"0xee" in data.lower() or b"unknown" in data.lower()
+        assert await within(good.request("greeting")) == b"hello"
+        await within(good.aclose())
+
+
+async def test_connect_refused_is_connection_broken() -> None:
+    """Nobody listening: ConnectionBrokenError with the OSError as cause."""
+    server = await serve("tcp://127.0.0.1:0", OFFER)
+    url = server.url
+    await server.aclose()
+    with pytest.raises(ConnectionBrokenError) as caught:
+        await connect(url)
+    assert isinstance(caught.value.__cause__, OSError)
+
+
+async def test_server_close_ends_client_streams() -> None:
+    """The server's goodbye ends open streams with ConnectionBrokenError."""
+    source = CountingSource()
+    server = await serve("tcp://127.0.0.1:0", {"endless": source})
+    conn = await connect(server.url)
+    subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=1)
+    conn.publisher("endless").subscribe(subscriber)
+    await within(source.subscribed.wait())
+    await within(server.aclose())
+    await within(asyncio.to_thread(subscriber.await_done))
+    assert isinstance(subscriber.error, ConnectionBrokenError)
+    await within(conn.wait_closed())
+
+
+async def test_aclose_ends_local_streams_with_resource_closed() -> None:
+    """Closing our side fails our open subscribers with ResourceClosedError; later ones too."""
+    async with await serve("tcp://127.0.0.1:0", {"endless": CountingSource()}) as server:
+        conn = await connect(server.url)
+        subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=1)
+        conn.publisher("endless").subscribe(subscriber)
+        await within(asyncio.to_thread(subscriber.await_items, 1))
+        await within(conn.aclose())
+        assert isinstance(subscriber.error, ResourceClosedError)
+        late: RecordingSubscriber[bytes] = RecordingSubscriber(initial=1)
+        conn.publisher("endless").subscribe(late)
+        assert isinstance(late.error, ResourceClosedError)
+
+
+# -- demand ---------------------------------------------------------------------------------------
+
+
+async def test_rule_3_9_is_checked_locally() -> None:
+    """request(0) fails the subscriber with InvalidDemandError; no request frame reaches the peer."""
+    source = CountingSource()
+    async with await serve("tcp://127.0.0.1:0", {"endless": source}) as server:
+        async with await connect(server.url) as conn:
+            subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
+            conn.publisher("endless").subscribe(subscriber)
+            subscriber.request(0)
+            assert isinstance(subscriber.error, InvalidDemandError)
+            await within(source.cancelled.wait())  # the remote side was released with a cancel
+            assert source.requests == []  # never asked for anything, so nothing illegal either
+            assert await within(conn.request("endless")) == (1).to_bytes(8, "big")
+            assert not conn.closed
+
+
+async def test_cancel_from_the_client_stops_the_servers_publisher() -> None:
+    """Leaving ``async for`` cancels; the serving side cancels its local Publisher."""
+    source = CountingSource()
+    async with await serve("tcp://127.0.0.1:0", {"endless": source}) as server:
+        async with await connect(server.url) as conn:
+            taken = 0
+            async for _ in conn.publisher("endless"):
+                taken += 1
+                if taken == 100:
+                    break
+            await within(source.cancelled.wait())
+
+
+async def test_demand_is_respected_end_to_end() -> None:
+    """The server sends exactly what the subscriber requested, no more."""
+    source = CountingSource()
+    async with await serve("tcp://127.0.0.1:0", {"endless": source}) as server:
+        async with await connect(server.url) as conn:
+            subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
+            conn.publisher("endless").subscribe(subscriber)
+            await within(asyncio.to_thread(subscriber.await_subscribed))
+            subscriber.request(3)
+            await within(asyncio.to_thread(subscriber.await_items, 3))
+            assert await within(conn.request("endless")) == (1).to_bytes(8, "big")  # a round trip later
+            assert len(subscriber.items) == 3
+            assert source.pulled == 3 + 1
+
+
+async def test_unbounded_demand_from_a_non_reading_peer_keeps_memory_bounded() -> None:
+    """The peer requests 2**63-1 and stops reading: production stalls near the high-water mark."""
+    source = CountingSource(size=1024)
+    connections: list[Connection] = []
+    high = 64 * 1024
+    async with await serve(
+        "tcp://127.0.0.1:0", {"endless": source}, on_connection=connections.append, high_water=high, low_water=high // 4
+    ) as server:
+        conn = await connect(server.url)
+        subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
+        conn.publisher("endless").subscribe(subscriber)
+        await within(asyncio.to_thread(subscriber.await_subscribed))
+        transport = conn._transport
+        assert transport is not None
+        transport.pause_reading()  # the client's application is stuck: its socket fills up
+        subscriber.request(UNBOUNDED)
+        served = connections[0]
+        await within(_until(lambda: not served.writable))
+        stalled_at = source.pulled
+        for _ in range(200):  # many loop turns: nothing more may be produced while not writable
+            await asyncio.sleep(0)
+        assert source.pulled == stalled_at
+        # bounded: the kernel's socket buffers + the high-water mark + one batch, far below "unbounded"
+        assert stalled_at * 1024 < 64 * 1024 * 1024
+        transport.resume_reading()
+        await within(_until(lambda: source.pulled > stalled_at + 1000))
+        await within(conn.aclose())
+
+
+async def _until(predicate: Callable[[], bool]) -> None:
+    """Wait for a condition that loop callbacks make true (checked once per loop turn)."""
+    while not predicate():
+        await asyncio.sleep(0)
+
+
+async def _aiter_to_list(iterator: AsyncIterator[bytes]) -> list[bytes]:
+    return [item async for item in iterator]
+
+
+def _thread_name() -> str:
+    return threading.current_thread().name
