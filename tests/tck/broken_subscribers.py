@@ -32,7 +32,7 @@ class ReferenceSubscriber(Subscriber[Any]):
 
     # -- Subscriber ---------------------------------------------------------------------
     def on_subscribe(self, subscription: Subscription) -> None:
-        if subscription is None:  # type: ignore[comparison-overlap]  # rule 2.13, checked first
+        if subscription is None:  # rule 2.13, checked first
             raise TypeError("rule 2.13: on_subscribe(None)")
         if self.subscription is not None:  # rule 2.5
             self.reject_second(subscription)
