@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/_setup.sh
-setup_venv .venv-test "test"
+setup_venv .venv-test "test" websockets spark
 echo "== lint: ruff, mypy --strict"
 "$VENV/bin/ruff" check src tests
 "$VENV/bin/mypy"

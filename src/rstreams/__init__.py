@@ -16,6 +16,7 @@ from rstreams.errors import InvalidDemandError as InvalidDemandError
 from rstreams.errors import OverflowStrategyError as OverflowStrategyError
 from rstreams.errors import ReactiveStreamsError as ReactiveStreamsError
 from rstreams.errors import set_unhandled_error_hook as set_unhandled_error_hook
+from rstreams.flow._async_source import from_async_iterable as from_async_iterable
 from rstreams.flow._flow import Flow as Flow
 from rstreams.flow._flow import from_publisher as from_publisher
 from rstreams.flow._iterable import empty as empty
@@ -23,6 +24,11 @@ from rstreams.flow._iterable import error as error
 from rstreams.flow._iterable import from_iterable as from_iterable
 from rstreams.flow._iterable import just as just
 from rstreams.flow._iterable import range_ as range  # noqa: A004 - mirrors the builtin on purpose
+from rstreams.flow._push import OverflowStrategy as OverflowStrategy
+from rstreams.flow._push import PushSource as PushSource
+from rstreams.flow._push import from_push as from_push
+from rstreams.flow._time import interval as interval
+from rstreams.flow._time import timer as timer
 
 __version__ = "0.1.0"
 
@@ -30,17 +36,23 @@ __all__ = [
     "UNBOUNDED",
     "Flow",
     "InvalidDemandError",
+    "OverflowStrategy",
     "OverflowStrategyError",
     "Processor",
     "Publisher",
+    "PushSource",
     "ReactiveStreamsError",
     "Subscriber",
     "Subscription",
     "empty",
     "error",
+    "from_async_iterable",
     "from_iterable",
     "from_publisher",
+    "from_push",
+    "interval",
     "just",
     "range",
     "set_unhandled_error_hook",
+    "timer",
 ]
