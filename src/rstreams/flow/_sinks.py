@@ -19,6 +19,7 @@ exception, never swallowing it.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import concurrent.futures
 import operator
@@ -135,8 +136,9 @@ class SinkSubscriber(Subscriber[T], Generic[T, A]):
             return
         subscription.request(self.initial_demand())
 
-    def on_next(self, item: T) -> None:  # pragma: no cover - every subclass overrides it
-        raise NotImplementedError
+    @abc.abstractmethod
+    def on_next(self, item: T) -> None:
+        """One element: check ``None`` (2.13), ignore after ``done`` (3.12), then fold it in."""
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
@@ -159,8 +161,9 @@ class SinkSubscriber(Subscriber[T], Generic[T, A]):
         """What ``on_subscribe`` requests; unbounded unless a subclass windows it."""
         return demand.UNBOUNDED
 
-    def value(self) -> A:  # pragma: no cover - every subclass overrides it
-        raise NotImplementedError
+    @abc.abstractmethod
+    def value(self) -> A:
+        """The result once the stream completed."""
 
     def fail(self, error: BaseException) -> None:
         """User code raised inside ``on_next``: cancel upstream, fail the result."""
