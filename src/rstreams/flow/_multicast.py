@@ -137,27 +137,31 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
             self._drain()
 
     def on_next(self, item: T) -> None:
-        check_item(item)
-        with self._lock:
+        if item is None:
+            check_item(item)  # raises TypeError naming rule 2.13
+        lock = self._lock
+        lock.acquire()  # the hot path: acquire/release cost half of a with-block here
+        try:
             if self._done:
                 return  # late element after a cancel (3.12) or a terminal
-            if self._outstanding == 0:
-                overflow = True
-            else:
-                overflow = False
-                self._outstanding -= 1
+            outstanding = self._outstanding
+            if outstanding:
+                self._outstanding = outstanding - 1
                 self._buffer.append(item)
-                if not self._enter():
+                self._wip += 1
+                if self._wip != 1:
                     return
-        if overflow:
-            self._terminate(
-                OverflowStrategyError(
-                    f"rule 1.1: MulticastProcessor's upstream sent {item!r} without outstanding demand"
-                ),
-                cancel_upstream=True,
-            )
-        else:
+        finally:
+            lock.release()
+        if outstanding:
             self._drain()
+            return
+        self._terminate(
+            OverflowStrategyError(
+                f"rule 1.1: MulticastProcessor's upstream sent {item!r} without outstanding demand"
+            ),
+            cancel_upstream=True,
+        )
 
     def on_error(self, error: BaseException) -> None:
         self._terminate(check_error(error), cancel_upstream=False)
@@ -206,13 +210,27 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
             self._drain()
 
     def _drain(self) -> None:
-        """Deliver, trim the buffer, request upstream; repeat while events were missed."""
+        """Deliver, trim the buffer, request upstream; repeat while events were missed.
+
+        The upstream is asked while this thread still owns ``_wip``: elements it sends
+        synchronously from ``request`` are only queued, and the next pass delivers them (3.3).
+        """
         missed = 1
+        acquire, release = self._lock.acquire, self._lock.release
         while True:
             self._deliver()
-            upstream, n = self._replenish()
-            if upstream is not None:
-                upstream.request(n)  # a synchronous on_next from here only bumps _wip
+            acquire()
+            try:
+                upstream, n = self._trim_and_plan()
+                if upstream is None:
+                    self._wip -= missed
+                    missed = self._wip
+                    if missed == 0:
+                        return
+                    continue
+            finally:
+                release()
+            upstream.request(n)
             with self._lock:
                 self._wip -= missed
                 missed = self._wip
@@ -263,23 +281,28 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
                 self._remove(inner, cancelled=False)
                 _deliver_terminal(downstream, None)
 
-    def _replenish(self) -> tuple[Subscription | None, int]:
-        """Drop what every subscriber has taken; return how much to request upstream."""
-        with self._lock:
-            subscribers = self._subscribers
-            tail = self._head + len(self._buffer)
-            low = min((s.position for s in subscribers), default=tail)
-            if low > self._head:
-                del self._buffer[: low - self._head]
-                self._head = low
-            upstream = self._upstream
-            if upstream is None or self._done or not subscribers:
-                return None, 0
-            free = self._buffer_size - len(self._buffer) - self._outstanding
-            if free < self._limit or not any(s.requested > s.emitted for s in subscribers):
-                return None, 0
-            self._outstanding += free
-            return upstream, free
+    def _trim_and_plan(self) -> tuple[Subscription | None, int]:
+        """Under the lock: drop what every subscriber has taken; say what to request upstream."""
+        subscribers = self._subscribers
+        buffer = self._buffer
+        head = self._head
+        if not subscribers:
+            low = head + len(buffer)
+        elif len(subscribers) == 1:
+            low = subscribers[0].position
+        else:
+            low = min([s.position for s in subscribers])
+        if low > head:
+            del buffer[: low - head]
+            self._head = low
+        free = self._buffer_size - len(buffer) - self._outstanding
+        upstream = self._upstream
+        if free < self._limit or upstream is None or self._done or not subscribers:
+            return None, 0
+        if not any(s.requested > s.emitted for s in subscribers):
+            return None, 0  # nobody wants anything yet: do not prefetch for nobody
+        self._outstanding += free
+        return upstream, free
 
 
 def _deliver_terminal(downstream: Subscriber[T], error: BaseException | None) -> None:

@@ -118,6 +118,7 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
         "_done",
         "_downstream",
         "_error",
+        "_halt",
         "_limit",
         "_lock",
         "_queue",
@@ -144,6 +145,7 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
         self._error: BaseException | None = None
         self._bad_request: BaseException | None = None  # rule 3.9, for the drain to deliver
         self._stopped = False  # cancelled or terminal delivered: every method is a no-op
+        self._halt = False  # stopped or a bad request waits: the drain must stop delivering
 
     # -- upstream -> this -----------------------------------------------------------
 
@@ -177,7 +179,8 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
         self._submit()
 
     def on_next(self, item: T) -> None:
-        check_item(item)
+        if item is None:
+            check_item(item)  # raises TypeError naming rule 2.13
         if self._done or self._stopped:
             return  # late signal after cancel (3.12) or after a terminal
         queue = self._queue
@@ -185,11 +188,12 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
         if len(queue) > self._buffer_size:
             self._overflow()
             return
-        with self._lock:
-            self._wip += 1
-            if self._wip != 1:
-                return
-        self._submit()
+        lock = self._lock
+        lock.acquire()  # the hot path: acquire/release cost half of a with-block here
+        wip = self._wip = self._wip + 1
+        lock.release()
+        if wip == 1:
+            self._submit()
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
@@ -216,6 +220,7 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
                 self._requested = demand.add(self._requested, n)
             elif self._bad_request is None:
                 self._bad_request = problem
+                self._halt = True
             self._wip += 1
             if self._wip != 1:
                 return
@@ -255,15 +260,12 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
     def _stop(self) -> None:
         """Cancelled or finished: cancel upstream, drop both references (rule 3.13)."""
         self._stopped = True
+        self._halt = True
         upstream = self._upstream
         self._downstream = None
         self._upstream = None
         if upstream is not None and not self._done:
             upstream.cancel()
-
-    def _halted(self) -> bool:
-        """Cancelled, finished, or a bad request waits: stop delivering elements."""
-        return self._stopped or self._bad_request is not None
 
     def _overflow(self) -> None:
         self._error = OverflowStrategyError(
@@ -285,6 +287,7 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
         queue = self._queue
         emitted = 0  # delivered since the last demand bookkeeping
         consumed = self._consumed  # delivered since the last upstream replenish
+        limit = self._limit
         while True:
             downstream = self._downstream
             if self._stopped or downstream is None:
@@ -311,13 +314,13 @@ class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
                     return
                 emitted += 1
                 consumed += 1
-                if consumed == self._limit:
+                if consumed == limit:
                     consumed = 0
                     upstream = self._upstream
                     if upstream is not None and not self._done:
-                        upstream.request(self._limit)
-                if self._halted():
-                    break
+                        upstream.request(limit)
+                if self._halt:
+                    break  # cancelled, or a bad request to report: see the loop's top
             if self._done and not queue and not self._stopped:
                 self._finish(downstream)
                 return
