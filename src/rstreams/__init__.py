@@ -27,6 +27,9 @@ from rstreams.flow._iterable import range_ as range  # noqa: A004 - mirrors the 
 from rstreams.flow._push import OverflowStrategy as OverflowStrategy
 from rstreams.flow._push import PushSource as PushSource
 from rstreams.flow._push import from_push as from_push
+from rstreams.flow._rx import from_observable as from_observable
+from rstreams.flow._rx import to_observable as to_observable
+from rstreams.flow._sinks import SinkResult as SinkResult
 from rstreams.flow._time import interval as interval
 from rstreams.flow._time import timer as timer
 
@@ -42,12 +45,14 @@ __all__ = [
     "Publisher",
     "PushSource",
     "ReactiveStreamsError",
+    "SinkResult",
     "Subscriber",
     "Subscription",
     "empty",
     "error",
     "from_async_iterable",
     "from_iterable",
+    "from_observable",
     "from_publisher",
     "from_push",
     "interval",
@@ -55,4 +60,5 @@ __all__ = [
     "range",
     "set_unhandled_error_hook",
     "timer",
+    "to_observable",
 ]

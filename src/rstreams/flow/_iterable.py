@@ -138,9 +138,12 @@ class _IterableSubscription(Subscription, Generic[T]):
         """
         subscriber = self._subscriber
         iterator = self.iterator
+        if subscriber is None:
+            return
+        on_next = subscriber.on_next  # bound once: the loop below is the hot path
         emitted = 0
         while True:
-            if self._stopped or subscriber is None:
+            if self._stopped:
                 return
             if self._error is not None:
                 error = self._error
@@ -164,7 +167,7 @@ class _IterableSubscription(Subscription, Generic[T]):
                     if item is None:  # type: ignore[comparison-overlap, unused-ignore]
                         raise TypeError("rule 2.13: the source produced None; None is never a stream element")
                     try:
-                        subscriber.on_next(item)
+                        on_next(item)
                     except Exception as exc:  # rule 2.13: consider the subscription cancelled
                         self._stop()
                         report_unhandled(exc, f"{type(subscriber).__name__}.on_next")
