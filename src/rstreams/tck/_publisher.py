@@ -492,7 +492,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe(self) -> None:
         """Rule 3.2: request() called synchronously in on_subscribe and on_next works."""
         with self.active_publisher(6, completion_required=False) as publisher:
-            sub = ReentrantRequester(self.env)
+            sub = ReentrantRequester(self.env, 6)
             self.env.subscribe(publisher, sub)
             sub.next_elements(
                 6, error_msg="rule 3.2: requests made inside on_subscribe/on_next must be served"

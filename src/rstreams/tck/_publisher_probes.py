@@ -158,8 +158,8 @@ class RecursionProbe(TestSubscriber[Any]):
     """Rule 3.3: counts how deeply ``on_next`` nests on one thread via ``request`` inside it.
 
     The depth is thread-local, so a publisher that delivers from another thread or from an
-    event loop never nests. Requests 1 at the start and 1 inside every ``on_next``;
-    ``finished`` closes after ``elements`` elements or a terminal signal.
+    event loop never nests. Requests 1 at the start and 1 inside each ``on_next`` until
+    ``elements`` have arrived; ``finished`` closes then, or at a terminal signal.
     """
 
     def __init__(self, env: TestEnvironment, bound: int, elements: int) -> None:
@@ -186,7 +186,8 @@ class RecursionProbe(TestSubscriber[Any]):
             self.received += 1
             if self.received >= self.elements:
                 self.finished.close()
-            self.subscription.value.request(1)
+            else:
+                self.subscription.value.request(1)
         finally:
             self._depth.value = depth - 1
 
@@ -199,7 +200,12 @@ class RecursionProbe(TestSubscriber[Any]):
 
 
 class ReentrantRequester(ManualSubscriber[Any]):
-    """Rule 3.2: requests 1 three times inside ``on_subscribe`` and 1 inside every ``on_next``."""
+    """Rule 3.2: requests 1 three times inside ``on_subscribe``, then 1 inside each ``on_next``
+    until ``elements`` have been requested (so an endless publisher also stops)."""
+
+    def __init__(self, env: TestEnvironment, elements: int) -> None:
+        super().__init__(env)
+        self.elements = elements
 
     def _request_inside(self, where: str) -> None:
         try:
@@ -216,7 +222,8 @@ class ReentrantRequester(ManualSubscriber[Any]):
 
     def on_next(self, item: Any) -> None:
         super().on_next(item)
-        self._request_inside("on_next")
+        if self.requested < self.elements:
+            self._request_inside("on_next")
 
 
 class DemandFlooder(BlackholeSubscriber[Any]):

@@ -256,7 +256,7 @@ class Verification:
 
 def _with_recorded_errors(exc: Exception, recorded: list[BaseException]) -> Exception:
     """``exc``, or a failure of the same kind whose message also lists the other recorded errors."""
-    others = [e for e in recorded if e is not exc and str(e) != str(exc)]
+    others = [e for e in recorded if e is not exc and str(e) not in str(exc)]
     if not others:
         return exc
     lines = "".join(f"\n  also recorded: {_describe(e)}" for e in others[:5])

@@ -1,0 +1,671 @@
+"""Publishers for testing the TCK itself: correct twins, and ones broken on purpose.
+
+:class:`SyncPublisher` is a small correct synchronous publisher (a trampolined drain loop).
+Each ``Broken*`` class changes exactly one thing in it so that one rule breaks; the
+tests in ``test_publisher_verification.py`` check that the named TCK case fails for it
+while it passes for the twin. :class:`ThreadedPublisher` and :class:`LoopPublisher` are
+correct *asynchronous* publishers (an executor; an asyncio loop in another thread), to
+show the TCK never assumes synchronous delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections import deque
+from typing import Any
+
+from rstreams.api import Publisher, Subscriber, Subscription
+
+MAX = 2**63 - 1
+
+
+def _illegal(n: object) -> bool:
+    return not isinstance(n, int) or isinstance(n, bool) or n <= 0
+
+
+class SyncPublisher(Publisher[int]):
+    """Correct: emits 0..elements-1 lazily on the caller's thread; ``elements == MAX`` is endless."""
+
+    def __init__(self, elements: int) -> None:
+        self.elements = elements
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        self.subscription_type(self, subscriber).start()
+
+    @property
+    def subscription_type(self) -> type[SyncSubscription]:
+        return SyncSubscription
+
+
+class SyncSubscription(Subscription):
+    """One subscription of a :class:`SyncPublisher`; each method is a hook a broken twin overrides."""
+
+    def __init__(self, publisher: SyncPublisher, subscriber: Subscriber[int]) -> None:
+        self.publisher = publisher
+        self.subscriber: Subscriber[int] | None = subscriber
+        self.next = 0
+        self.demand = 0
+        self.draining = False
+        self.done = False
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        assert self.subscriber is not None
+        self.subscriber.on_subscribe(self)
+        if self.publisher.elements == 0 and not self.done:
+            self.complete()
+
+    def add_demand(self, n: int) -> None:
+        self.demand = min(self.demand + n, MAX)
+
+    def request(self, n: int) -> None:
+        if self.done:
+            return
+        if _illegal(n):
+            self.error = ValueError(f"rule 3.9: non-positive subscription request: {n}")
+        else:
+            self.add_demand(n)
+        if not self.draining:
+            self.drain()
+
+    def drain(self) -> None:
+        self.draining = True
+        try:
+            while not self.done:
+                if self.error is not None:
+                    self.fail(self.error)
+                    return
+                if self.demand == 0:
+                    return
+                if self.demand != MAX:
+                    self.demand -= 1
+                self.emit()
+        finally:
+            self.draining = False
+
+    def emit(self) -> None:
+        item, self.next = self.next, self.next + 1
+        assert self.subscriber is not None
+        self.subscriber.on_next(item)
+        if self.next == self.publisher.elements and not self.done:
+            self.complete()
+
+    def complete(self) -> None:
+        subscriber, self.subscriber, self.done = self.subscriber, None, True
+        if subscriber is not None:
+            subscriber.on_complete()
+
+    def fail(self, error: BaseException) -> None:
+        subscriber, self.subscriber, self.done = self.subscriber, None, True
+        if subscriber is not None:
+            subscriber.on_error(error)
+
+    def cancel(self) -> None:
+        self.done = True
+        self.subscriber = None
+
+
+class FailedPublisher(Publisher[int]):
+    """Correct failed publisher: ``on_subscribe``, then ``on_error``."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscription = SyncSubscription(SyncPublisher(0), subscriber)
+        subscriber.on_subscribe(subscription)
+        subscription.fail(RuntimeError("this publisher always fails"))
+
+
+# -- broken on purpose, one rule each ------------------------------------------------------
+
+
+def _publisher_with(subscription: type[SyncSubscription]) -> type[SyncPublisher]:
+    class Broken(SyncPublisher):
+        @property
+        def subscription_type(self) -> type[SyncSubscription]:
+            return subscription
+
+    Broken.__name__ = Broken.__qualname__ = subscription.__name__.replace("Subscription", "Publisher")
+    return Broken
+
+
+class OverDeliveringSubscription(SyncSubscription):
+    """Rule 1.1: sends one element more than requested."""
+
+    def add_demand(self, n: int) -> None:
+        super().add_demand(n + 1)
+
+
+class EagerSubscription(SyncSubscription):
+    """Rule 1.1: sends an element as soon as it subscribes, without a request."""
+
+    def start(self) -> None:
+        super().start()
+        if not self.done:
+            self.emit()
+
+
+class SignalsAfterCompleteSubscription(SyncSubscription):
+    """Rule 1.7: a request after on_complete signals on_complete again."""
+
+    def complete(self) -> None:
+        self.done = True
+        if self.subscriber is not None:
+            self.subscriber.on_complete()  # keeps the subscriber
+
+    def request(self, n: int) -> None:
+        if self.done and self.subscriber is not None:
+            self.subscriber.on_complete()
+            return
+        super().request(n)
+
+
+class NeverCompletesSubscription(SyncSubscription):
+    """Rules 1.2/1.5: after the last element it goes quiet instead of signalling on_complete."""
+
+    def emit(self) -> None:
+        if self.next >= self.publisher.elements:
+            self.demand = 0
+        else:
+            super().emit()
+
+    def complete(self) -> None:
+        pass
+
+
+class AcceptsZeroSubscription(SyncSubscription):
+    """Rule 3.9: ignores request(0) and negative requests."""
+
+    def request(self, n: int) -> None:
+        if not _illegal(n):
+            super().request(n)
+
+
+class RaisesOnBadRequestSubscription(SyncSubscription):
+    """Rules 3.9/3.16: raises from request(0) instead of signalling on_error."""
+
+    def request(self, n: int) -> None:
+        if _illegal(n):
+            raise ValueError("rule 3.9: non-positive subscription request")
+        super().request(n)
+
+
+class WrongErrorTypeSubscription(SyncSubscription):
+    """Rule 3.9: signals RuntimeError instead of ValueError for request(0)."""
+
+    def request(self, n: int) -> None:
+        if _illegal(n) and not self.done:
+            self.fail(RuntimeError("bad request"))
+            return
+        super().request(n)
+
+
+class UnhelpfulMessageSubscription(SyncSubscription):
+    """Rule 3.9 (optional part): a ValueError whose message does not say what was wrong."""
+
+    def request(self, n: int) -> None:
+        if _illegal(n) and not self.done:
+            self.fail(ValueError("nope"))
+            return
+        super().request(n)
+
+
+class RecursiveSubscription(SyncSubscription):
+    """Rule 3.3: no trampoline; request() inside on_next emits recursively."""
+
+    def request(self, n: int) -> None:
+        if self.done:
+            return
+        self.add_demand(n)
+        while self.demand > 0 and not self.done:
+            self.demand -= 1
+            self.emit()
+
+
+class RejectsReentrantRequestSubscription(SyncSubscription):
+    """Rule 3.2: request() from inside a signal raises."""
+
+    def request(self, n: int) -> None:
+        if self.draining:
+            raise RuntimeError("re-entrant request() is not supported")
+        super().request(n)
+
+
+class OverflowErrorSubscription(SyncSubscription):
+    """Rule 3.17: demand adding up beyond 2**63 - 1 is an error instead of saturating.
+
+    (It sums every request ever made, so the sum grows whether or not a synchronous
+    publisher has already delivered.)
+    """
+
+    total = 0
+
+    def overflows(self, total: int) -> bool:
+        return total > MAX
+
+    def add_demand(self, n: int) -> None:
+        self.total += n
+        if self.overflows(self.total):
+            self.error = ArithmeticError(f"demand overflow: {self.total} requested in total")
+        else:
+            super().add_demand(n)
+
+
+class OffByOneCapSubscription(OverflowErrorSubscription):
+    """Rule 3.17: demand adding up to exactly 2**63 - 1 is taken as an overflow."""
+
+    def overflows(self, total: int) -> bool:
+        return total >= MAX
+
+
+class IgnoresCancelSubscription(SyncSubscription):
+    """Rule 3.6: cancel() does nothing; later requests still deliver."""
+
+    def cancel(self) -> None:
+        pass
+
+
+class FlushesOnCancelSubscription(SyncSubscription):
+    """Rule 3.12: cancel() sends all remaining elements, regardless of demand."""
+
+    def cancel(self) -> None:
+        while not self.done and self.next < self.publisher.elements:
+            self.emit()
+        super().cancel()
+
+
+class CancelTwiceRaisesSubscription(SyncSubscription):
+    """Rule 3.7: a second cancel() raises."""
+
+    def cancel(self) -> None:
+        if getattr(self, "cancelled", False):
+            raise RuntimeError("already cancelled")
+        self.cancelled = True
+        super().cancel()
+
+
+class DoubleOnSubscribeSubscription(SyncSubscription):
+    """Rule 1.9: calls on_subscribe twice."""
+
+    def start(self) -> None:
+        assert self.subscriber is not None
+        self.subscriber.on_subscribe(self)
+        super().start()
+
+
+class CompletesFirstSubscription(SyncSubscription):
+    """Rule 1.9: an empty stream signals on_complete before on_subscribe."""
+
+    def start(self) -> None:
+        subscriber = self.subscriber
+        assert subscriber is not None
+        if self.publisher.elements == 0:
+            subscriber.on_complete()
+        self.done = True
+        subscriber.on_subscribe(self)
+
+
+OverDeliveringPublisher = _publisher_with(OverDeliveringSubscription)
+EagerPublisher = _publisher_with(EagerSubscription)
+SignalsAfterCompletePublisher = _publisher_with(SignalsAfterCompleteSubscription)
+NeverCompletesPublisher = _publisher_with(NeverCompletesSubscription)
+AcceptsZeroPublisher = _publisher_with(AcceptsZeroSubscription)
+RaisesOnBadRequestPublisher = _publisher_with(RaisesOnBadRequestSubscription)
+WrongErrorTypePublisher = _publisher_with(WrongErrorTypeSubscription)
+UnhelpfulMessagePublisher = _publisher_with(UnhelpfulMessageSubscription)
+RecursivePublisher = _publisher_with(RecursiveSubscription)
+RejectsReentrantRequestPublisher = _publisher_with(RejectsReentrantRequestSubscription)
+OverflowErrorPublisher = _publisher_with(OverflowErrorSubscription)
+OffByOneCapPublisher = _publisher_with(OffByOneCapSubscription)
+IgnoresCancelPublisher = _publisher_with(IgnoresCancelSubscription)
+FlushesOnCancelPublisher = _publisher_with(FlushesOnCancelSubscription)
+CancelTwiceRaisesPublisher = _publisher_with(CancelTwiceRaisesSubscription)
+DoubleOnSubscribePublisher = _publisher_with(DoubleOnSubscribeSubscription)
+CompletesFirstPublisher = _publisher_with(CompletesFirstSubscription)
+
+
+class AcceptsNonePublisher(SyncPublisher):
+    """Rule 1.9: subscribe(None) returns normally."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is not None:
+            super().subscribe(subscriber)
+
+
+class AttributeErrorOnNonePublisher(SyncPublisher):
+    """Rule 1.9: subscribe(None) fails with AttributeError instead of TypeError."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        subscriber.on_subscribe(SyncSubscription(self, subscriber))
+
+
+class KeepsSubscribersPublisher(SyncPublisher):
+    """Rule 3.13: remembers every subscriber forever."""
+
+    def __init__(self, elements: int) -> None:
+        super().__init__(elements)
+        self.seen: list[Subscriber[int]] = []
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        self.seen.append(subscriber)
+        super().subscribe(subscriber)
+
+
+class ErrorWithoutOnSubscribePublisher(Publisher[int]):
+    """Rules 1.9/1.4: a failed publisher that calls on_error without on_subscribe."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscriber.on_error(RuntimeError("this publisher always fails"))
+
+
+class RaisingFailedPublisher(Publisher[int]):
+    """Rules 1.9/1.4: a failed publisher that raises from subscribe()."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        raise RuntimeError("this publisher always fails, loudly")
+
+
+class SilentFailedPublisher(Publisher[int]):
+    """Rule 1.4: a failed publisher that calls on_subscribe and then never on_error."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscriber.on_subscribe(SyncSubscription(SyncPublisher(0), subscriber))
+
+
+class ConcurrentPublisher(Publisher[int]):
+    """Rule 1.3: every requested element is delivered from a new thread, which request()
+    joins, so the next on_next runs while the previous one is still on the stack."""
+
+    def __init__(self, elements: int) -> None:
+        self.elements = elements
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        state = {"next": 0}
+        elements = self.elements
+
+        class _Subscription(Subscription):
+            def request(self, n: int) -> None:
+                def deliver() -> None:
+                    if state["next"] < elements:
+                        state["next"] += 1
+                        subscriber.on_next(state["next"] - 1)
+                    elif state["next"] == elements:
+                        state["next"] += 1
+                        subscriber.on_complete()
+
+                worker = threading.Thread(target=deliver)
+                worker.start()
+                worker.join()
+
+            def cancel(self) -> None:
+                state["next"] = elements + 1
+
+        subscriber.on_subscribe(_Subscription())
+
+
+# -- correct asynchronous twins --------------------------------------------------------------
+
+
+class ThreadedPublisher(Publisher[int]):
+    """Correct and asynchronous: each subscription is an actor run by an executor's threads.
+
+    Signals go into a queue; one executor task at a time processes it (rule 1.3), so
+    ``request`` from inside ``on_next`` never recurses (3.3).
+    """
+
+    def __init__(self, elements: int, executor: concurrent.futures.Executor) -> None:
+        self.elements = elements
+        self.executor = executor
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        _Actor(self.elements, self.executor, subscriber).post(("subscribe", 0))
+
+
+class _Actor(Subscription):
+    def __init__(
+        self, elements: int, executor: concurrent.futures.Executor, subscriber: Subscriber[int]
+    ) -> None:
+        self.elements = elements
+        self.executor = executor
+        self.subscriber: Subscriber[int] | None = subscriber
+        self.inbox: deque[tuple[str, Any]] = deque()
+        self.lock = threading.Lock()
+        self.running = False
+        self.done = False
+        self.demand = 0
+        self.next = 0
+
+    def post(self, signal: tuple[str, Any]) -> None:
+        with self.lock:
+            self.inbox.append(signal)
+            if self.running:
+                return
+            self.running = True
+        self.executor.submit(self.run)
+
+    def request(self, n: int) -> None:
+        self.post(("request", n))
+
+    def cancel(self) -> None:
+        self.done = True
+        self.post(("cancel", None))
+
+    def run(self) -> None:
+        while True:
+            with self.lock:
+                if not self.inbox:
+                    self.running = False
+                    return
+                kind, value = self.inbox.popleft()
+            self.handle(kind, value)
+
+    def handle(self, kind: str, value: Any) -> None:
+        subscriber = self.subscriber
+        if subscriber is None:
+            return
+        if kind == "cancel":
+            self.subscriber = None
+        elif kind == "subscribe":
+            subscriber.on_subscribe(self)
+            if self.elements == 0:
+                self.terminate(None)
+        elif not self.done:
+            if _illegal(value):
+                self.terminate(ValueError(f"rule 3.9: non-positive subscription request: {value}"))
+                return
+            self.demand = min(self.demand + value, MAX)
+            while self.demand > 0 and not self.done:
+                self.demand -= 1
+                self.next += 1
+                subscriber.on_next(self.next - 1)
+                if self.next == self.elements:
+                    self.terminate(None)
+
+    def terminate(self, error: BaseException | None) -> None:
+        subscriber, self.subscriber, self.done = self.subscriber, None, True
+        if subscriber is None:
+            return
+        if error is None:
+            subscriber.on_complete()
+        else:
+            subscriber.on_error(error)
+
+
+class LoopThread:
+    """An asyncio event loop running in a daemon thread, for :class:`LoopPublisher`."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="tck-loop", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+class LoopPublisher(Publisher[int]):
+    """Correct and asynchronous: every signal is sent from an asyncio loop in another thread."""
+
+    def __init__(self, elements: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.elements = elements
+        self.loop = loop
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscription = _LoopSubscription(self.elements, self.loop, subscriber)
+        self.loop.call_soon_threadsafe(subscription.start)
+
+
+class _LoopSubscription(Subscription):
+    def __init__(self, elements: int, loop: asyncio.AbstractEventLoop, subscriber: Subscriber[int]) -> None:
+        self.elements = elements
+        self.loop = loop
+        self.subscriber: Subscriber[int] | None = subscriber
+        self.demand = 0
+        self.next = 0
+
+    def start(self) -> None:
+        if self.subscriber is not None:
+            self.subscriber.on_subscribe(self)
+            if self.elements == 0:
+                self.terminate(None)
+
+    def request(self, n: int) -> None:
+        self.loop.call_soon_threadsafe(self._request, n)
+
+    def cancel(self) -> None:
+        self.subscriber = None  # dropped at once; pending callbacks find nobody (rule 3.13)
+
+    def _request(self, n: int) -> None:
+        if self.subscriber is None:
+            return
+        if _illegal(n):
+            self.terminate(ValueError(f"rule 3.9: non-positive subscription request: {n}"))
+            return
+        self.demand = min(self.demand + n, MAX)
+        self._emit()
+
+    def _emit(self) -> None:
+        budget = 64  # then yield to the loop, so one endless stream cannot starve others
+        while self.demand > 0 and self.subscriber is not None and budget:
+            budget -= 1
+            self.demand -= 1
+            self.next += 1
+            self.subscriber.on_next(self.next - 1)
+            if self.next == self.elements:
+                self.terminate(None)
+        if self.demand > 0 and self.subscriber is not None:
+            self.loop.call_soon(self._emit)
+
+    def terminate(self, error: BaseException | None) -> None:
+        subscriber, self.subscriber = self.subscriber, None
+        if subscriber is None:
+            return
+        if error is None:
+            subscriber.on_complete()
+        else:
+            subscriber.on_error(error)
+
+
+class DelayedPublisher(Publisher[int]):
+    """Correct: adds demand on the caller's thread and delivers 20 ms later from a timer thread.
+
+    Requests made in quick succession therefore accumulate before anything is delivered,
+    which is what the rule-3.17 cumulative case needs to see a broken demand counter.
+    """
+
+    delay = 0.02
+
+    def __init__(self, elements: int) -> None:
+        self.elements = elements
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscription = _DelayedSubscription(self, subscriber)
+        subscriber.on_subscribe(subscription)
+        if self.elements == 0:
+            subscription.schedule()
+
+    def overflows(self, demand: int) -> bool:
+        return False
+
+
+class _DelayedSubscription(Subscription):
+    def __init__(self, publisher: DelayedPublisher, subscriber: Subscriber[int]) -> None:
+        self.publisher = publisher
+        self.subscriber: Subscriber[int] | None = subscriber
+        self.lock = threading.Lock()
+        self.demand = 0
+        self.next = 0
+        self.error: BaseException | None = None
+        self.scheduled = False
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            if self.subscriber is None:
+                return
+            if _illegal(n):
+                self.error = ValueError(f"rule 3.9: non-positive subscription request: {n}")
+            elif self.publisher.overflows(self.demand + n):
+                self.error = ArithmeticError(f"demand overflow: {self.demand} + {n}")
+            else:
+                self.demand = min(self.demand + n, MAX)
+        self.schedule()
+
+    def schedule(self) -> None:
+        with self.lock:
+            if self.scheduled:
+                return
+            self.scheduled = True
+        timer = threading.Timer(self.publisher.delay, self.deliver)
+        timer.daemon = True
+        timer.start()
+
+    def cancel(self) -> None:
+        with self.lock:
+            self.subscriber = None
+
+    def deliver(self) -> None:
+        while True:
+            with self.lock:
+                subscriber = self.subscriber
+                if subscriber is None:
+                    return
+                if self.error is not None or self.next == self.publisher.elements:
+                    self.subscriber = None
+                elif self.demand == 0:
+                    self.scheduled = False
+                    return
+                else:
+                    self.demand -= 1
+                    self.next += 1
+            if self.subscriber is None:
+                if self.error is not None:
+                    subscriber.on_error(self.error)
+                else:
+                    subscriber.on_complete()
+                return
+            subscriber.on_next(self.next - 1)
+
+
+class DelayedOffByOnePublisher(DelayedPublisher):
+    """Rule 3.17: outstanding demand reaching exactly 2**63 - 1 is taken as an overflow."""
+
+    def overflows(self, demand: int) -> bool:
+        return demand >= MAX
