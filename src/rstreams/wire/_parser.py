@@ -35,6 +35,7 @@ from rstreams.wire.frames import (
     Goodbye,
     OnComplete,
     OnError,
+    OnNext,
     OnNextLastPart,
     OnNextPacked,
     OnNextPart,
@@ -46,6 +47,10 @@ from rstreams.wire.frames import (
 )
 
 __all__ = ["FrameParser"]
+
+_new = object.__new__
+_set_subscriber = OnNext.__dict__["subscriber"].__set__  # slot descriptors skip the frozen check
+_set_element = OnNext.__dict__["element"].__set__
 
 _ON_NEXT = int(FrameType.ON_NEXT)
 _CANCEL = int(FrameType.CANCEL)
@@ -116,10 +121,23 @@ class FrameParser:
         append = frames.append
         sizes = self.element_sizes
         max_element = self._max_element
-        make = make_on_next
+        new, set_subscriber, set_element = _new, _set_subscriber, _set_element
         try:
             while pos < n:
                 if data[pos] == _ON_NEXT:  # the hot path, inlined
+                    if pos + 2 < n and not sizes:  # commonest: one-byte id and length
+                        sid = data[pos + 1]
+                        length = data[pos + 2]
+                        if sid < 0x80 and length < 0x80:
+                            end = pos + 3 + length
+                            if end > n:
+                                raise Incomplete(end)
+                            frame = new(OnNext)
+                            set_subscriber(frame, sid)
+                            set_element(frame, data[pos + 3 : end])
+                            append(frame)
+                            pos = end
+                            continue
                     p = pos + 1
                     if p < n and data[p] < 0x80:
                         sid = data[p]
@@ -139,7 +157,7 @@ class FrameParser:
                     end = p + length
                     if end > n:
                         raise Incomplete(end)
-                    append(make(sid, data[p:end]))
+                    append(make_on_next(sid, data[p:end]))
                     pos = end
                 else:
                     frame, pos = self._decode_other(data, pos, n)

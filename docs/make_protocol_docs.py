@@ -1,0 +1,239 @@
+"""Generate PROTOCOL.md's tables and examples, and docs/protocol-vectors.json, from the code.
+
+Run ``python docs/make_protocol_docs.py`` after changing frames or state tables; ``--check``
+exits with status 1 (and changes nothing) when the files are out of date. The test suite
+runs the same check (tests/wire/test_docs.py), so the document cannot drift from the code.
+
+Blocks between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` in PROTOCOL.md
+are owned by this script; everything else in PROTOCOL.md is written by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from rstreams.wire import frames as F
+from rstreams.wire._state import CONNECTION_TRANSITIONS, STREAM_TRANSITIONS, ConnectionInput, Signal
+from rstreams.wire._state import ConnectionState, StreamState
+
+ROOT = Path(__file__).resolve().parent.parent
+PROTOCOL_MD = ROOT / "PROTOCOL.md"
+VECTORS_JSON = ROOT / "docs" / "protocol-vectors.json"
+
+WIRE_NAMES: dict[type[F.Frame], str] = {
+    F.ClientHello: "clientHello",
+    F.ServerHello: "serverHello",
+    F.Goodbye: "goodbye",
+    F.Subscribe: "subscribe",
+    F.Request: "request",
+    F.Cancel: "cancel",
+    F.OnSubscribe: "onSubscribe",
+    F.OnNext: "onNext",
+    F.OnNextPacked: "onNextPacked",
+    F.OnNextPart: "onNextPart",
+    F.OnNextLastPart: "onNextLastPart",
+    F.OnComplete: "onComplete",
+    F.OnError: "onError",
+}
+
+LAYOUTS: dict[type[F.Frame], str] = {
+    F.ClientHello: "version: u8, extensions: varint count + count × varint",
+    F.ServerHello: "version: u8, extensions: varint count + count × varint",
+    F.Goodbye: "reason: string",
+    F.Subscribe: "publisher: string, subscriber: varint, initialDemand: varint",
+    F.Request: "subscriber: varint, demand: varint",
+    F.Cancel: "subscriber: varint",
+    F.OnSubscribe: "subscriber: varint, elementSize: varint",
+    F.OnNext: "subscriber: varint, element: bytes (elementSize = 0) or elementSize raw bytes",
+    F.OnNextPacked: "subscriber: varint, count: varint, count × elementSize raw bytes",
+    F.OnNextPart: "subscriber: varint, element: varint, data: bytes",
+    F.OnNextLastPart: "subscriber: varint, element: varint, data: bytes",
+    F.OnComplete: "subscriber: varint",
+    F.OnError: "subscriber: varint, error: string",
+}
+
+DIRECTIONS: dict[type[F.Frame], str] = {
+    F.ClientHello: "client → server",
+    F.ServerHello: "server → client",
+    F.Goodbye: "either",
+    F.Subscribe: "subscriber → publisher",
+    F.Request: "subscriber → publisher",
+    F.Cancel: "subscriber → publisher",
+}
+
+# (frame, element_size context, note)
+EXAMPLES: list[tuple[F.Frame, int, str]] = [
+    (F.ClientHello(), 0, "version 0, no extensions"),
+    (F.ClientHello(version=0, extensions=(1, 300)), 0, "offers extensions 1 and 300"),
+    (F.ServerHello(), 0, "version 0, no extensions"),
+    (F.Goodbye(reason=""), 0, "no reason"),
+    (F.Goodbye(reason="bye"), 0, ""),
+    (F.Subscribe(publisher="sensors/temp?from=100", subscriber=1, initial_demand=16), 0, ""),
+    (F.Subscribe(publisher="ticks", subscriber=2, initial_demand=2**63 - 1), 0, "unbounded demand"),
+    (F.Request(subscriber=1, demand=1), 0, ""),
+    (F.Request(subscriber=300, demand=2**63 - 1), 0, "2**63-1: effectively unbounded"),
+    (F.Cancel(subscriber=1), 0, ""),
+    (F.OnSubscribe(subscriber=1), 0, "variable-size elements"),
+    (F.OnSubscribe(subscriber=1, element_size=8), 0, "8-byte elements"),
+    (F.OnNext(subscriber=1, element=b"hi"), 0, "length-prefixed element"),
+    (F.OnNext(subscriber=1, element=bytes(range(8))), 8, "on a stream with elementSize 8"),
+    (F.OnNextPacked(subscriber=1, count=2, elements=bytes(range(16))), 8, "two 8-byte elements"),
+    (F.OnNextPart(subscriber=1, element_id=0, data=b"abc"), 0, ""),
+    (F.OnNextLastPart(subscriber=1, element_id=0, data=b"de"), 0, "completes element 0: b'abcde'"),
+    (F.OnComplete(subscriber=1), 0, ""),
+    (F.OnError(subscriber=1, error="boom"), 0, ""),
+]
+
+
+# -- vectors -------------------------------------------------------------------------------
+def _field_json(value: object) -> object:
+    if isinstance(value, bytes):
+        return {"hex": value.hex()}
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def frame_to_json(frame: F.Frame) -> dict[str, Any]:
+    """The fields of ``frame`` as JSON values (bytes as ``{"hex": ...}``, tuples as lists)."""
+    return {name: _field_json(getattr(frame, name)) for name in frame.__dataclass_fields__}
+
+
+def frame_from_json(type_name: str, fields: dict[str, Any]) -> F.Frame:
+    """Inverse of :func:`frame_to_json`, by the message's wire name."""
+    cls = {name: cls for cls, name in WIRE_NAMES.items()}[type_name]
+    kwargs: dict[str, Any] = {}
+    for key, value in fields.items():
+        if isinstance(value, dict):
+            kwargs[key] = bytes.fromhex(value["hex"])
+        elif isinstance(value, list):
+            kwargs[key] = tuple(value)
+        else:
+            kwargs[key] = value
+    return cls(**kwargs)
+
+
+def vectors() -> list[dict[str, Any]]:
+    """Every example as a JSON-able test vector."""
+    out = []
+    for frame, element_size, note in EXAMPLES:
+        cls = type(frame)
+        out.append(
+            {
+                "type": WIRE_NAMES[cls],
+                "code": F.FRAME_TYPES[cls].value,
+                "fields": frame_to_json(frame),
+                "element_size": element_size,
+                "hex": F.encode(frame, element_size=element_size).hex(" "),
+                "note": note,
+            }
+        )
+    return out
+
+
+def vectors_text() -> str:
+    header = {
+        "description": "RS.io wire-protocol test vectors (PROTOCOL.md §13). Each 'hex' is the exact "
+        "encoding of 'fields'; 'element_size' is the subscription's onSubscribe.elementSize, "
+        "which onNext and onNextPacked depend on. Generated by docs/make_protocol_docs.py.",
+        "version": F.PROTOCOL_VERSION,
+        "vectors": vectors(),
+    }
+    return json.dumps(header, indent=2, ensure_ascii=False) + "\n"
+
+
+# -- markdown blocks -----------------------------------------------------------------------
+def _types_table() -> str:
+    rows = ["| code | message | direction | fields, in order |", "|---|---|---|---|"]
+    rows.append("| `0x00` | *(reserved, never valid)* | | |")
+    for code, cls in F.FRAME_CLASSES.items():
+        direction = DIRECTIONS.get(cls, "publisher → subscriber")
+        rows.append(f"| `0x{code.value:02X}` | {WIRE_NAMES[cls]} | {direction} | {LAYOUTS[cls]} |")
+    rows.append(
+        f"| `0x{F.FIRST_RESERVED_CORE_TYPE:02X}`–`0x7F` | *(reserved for later core versions)* | | |"
+    )
+    rows.append(f"| `0x{F.FIRST_EXTENSION_TYPE:02X}`–`0xFF` | *(extension messages, §4.4)* | | |")
+    return "\n".join(rows)
+
+
+def _examples_table() -> str:
+    rows = ["| message | fields | elementSize | bytes (hex) | note |", "|---|---|---|---|---|"]
+    for v in vectors():
+        fields = ", ".join(f"{k}={_show(val)}" for k, val in v["fields"].items())
+        rows.append(f"| {v['type']} | {fields} | {v['element_size']} | `{v['hex']}` | {v['note']} |")
+    return "\n".join(rows)
+
+
+def _show(value: object) -> str:
+    if isinstance(value, dict):
+        return f"0x{value['hex']}" if value["hex"] else "(empty)"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _stream_table() -> str:
+    signals = list(Signal)
+    rows = ["| state \\ signal | " + " | ".join(s.value for s in signals) + " |"]
+    rows.append("|---" * (len(signals) + 1) + "|")
+    for state in StreamState:
+        cells = []
+        for sig in signals:
+            new = STREAM_TRANSITIONS.get((state, sig))
+            cells.append(new.name if new is not None else "✗")
+        rows.append(f"| **{state.name}** | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _connection_table() -> str:
+    inputs = list(ConnectionInput)
+    rows = ["| state \\ input | " + " | ".join(i.value for i in inputs) + " |"]
+    rows.append("|---" * (len(inputs) + 1) + "|")
+    for state in ConnectionState:
+        cells = []
+        for inp in inputs:
+            new = CONNECTION_TRANSITIONS.get((state, inp))
+            cells.append(new.name if new is not None else "✗")
+        rows.append(f"| **{state.name}** | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+BLOCKS = {
+    "types": _types_table,
+    "examples": _examples_table,
+    "stream-states": _stream_table,
+    "connection-states": _connection_table,
+}
+
+
+def render(markdown: str) -> str:
+    """``markdown`` with every generated block replaced by its current content."""
+    for name, make in BLOCKS.items():
+        pattern = re.compile(rf"(<!-- generated:{name} -->\n).*?(<!-- /generated:{name} -->)", re.DOTALL)
+        if not pattern.search(markdown):
+            raise ValueError(f"PROTOCOL.md lacks the generated:{name} block")
+        markdown = pattern.sub(lambda m, make=make: m.group(1) + make() + "\n" + m.group(2), markdown)
+    return markdown
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    current_md = PROTOCOL_MD.read_text()
+    wanted = {PROTOCOL_MD: render(current_md), VECTORS_JSON: vectors_text()}
+    stale = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
+    if check:
+        for path in stale:
+            print(f"out of date: {path.relative_to(ROOT)} (run python docs/make_protocol_docs.py)")
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(wanted[path])
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
