@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import gc
 import itertools
@@ -385,3 +386,38 @@ def test_passes_the_identity_processor_tck() -> None:
     )
     assert report.ok, str(report)
     assert len(report.passed) >= 45
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(10)
+async def test_subscribers_on_an_event_loop_through_observe_on() -> None:
+    """A processor fed from a thread, consumed on the loop: both subscribers get everything there."""
+    loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
+    processor: MulticastProcessor[int] = MulticastProcessor(buffer_size=16)
+    finished = [loop.create_future() for _ in range(2)]
+    threads_seen: set[int] = set()
+
+    class OnLoop(RecordingSubscriber[int]):
+        def __init__(self, done: asyncio.Future[None]) -> None:
+            super().__init__(initial=rstreams.UNBOUNDED)
+            self.finished = done
+
+        def on_next(self, item: int) -> None:
+            threads_seen.add(threading.get_ident())
+            super().on_next(item)
+
+        def on_complete(self) -> None:
+            super().on_complete()
+            self.finished.set_result(None)
+
+    subscribers = [OnLoop(done) for done in finished]
+    for s in subscribers:
+        processor.observe_on(loop, buffer_size=8).subscribe(s)
+    feeder = threading.Thread(target=rstreams.range(0, 2000).subscribe, args=(processor,))
+    feeder.start()
+    await asyncio.wait_for(asyncio.gather(*finished), WAIT)
+    feeder.join(WAIT)
+    assert threads_seen == {loop_thread}
+    for s in subscribers:
+        assert s.items == list(range(2000))
