@@ -23,6 +23,7 @@ first one cancels everything else and is signalled once (rule 4.2); later ones g
 
 from __future__ import annotations
 
+import abc
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -35,10 +36,27 @@ from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.rules import check_error, check_subscriber
 
-__all__ = ["ConcatMapFlow", "as_publisher", "check_prefetch", "signal_terminal"]
+__all__ = [
+    "DRAIN",
+    "EMIT",
+    "OUTER",
+    "QUEUED",
+    "ConcatMapFlow",
+    "DrainSubscriber",
+    "as_publisher",
+    "check_prefetch",
+    "signal_terminal",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+_A = TypeVar("_A")
+
+EMIT, QUEUED, DRAIN = 2, 0, 1
+"""What :meth:`DrainSubscriber.offer` did with an element."""
+OUTER = object()
+"""``DrainSubscriber.calling`` while the drain loop calls the upstream's Subscription."""
 
 _NONE_ITEM = "rule 2.13: on_next(None) is illegal; None is never a stream element"
 
@@ -99,15 +117,25 @@ class _Inner(Subscriber[R]):
         if self.cancelled:  # the parent ended while this inner was being subscribed
             subscription.cancel()
             return
-        self.parent.drain()
+        if self.parent.calling is not self:
+            self.parent.drain()
 
     def on_next(self, item: R) -> None:
         if item is None:
             raise TypeError(_NONE_ITEM)
         if self.done:
             return
-        self.parent.items.append(item)
-        self.parent.drain()
+        parent = self.parent
+        if parent.calling is self:  # see DrainSubscriber.call
+            parent.items.append(item)
+            return
+        how = parent.offer(item, parent.items)
+        if how == EMIT:
+            self.taken += 1
+            parent.emit(item)
+            parent.after_fast()
+        elif how == DRAIN:
+            parent.drain_loop()
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
@@ -121,7 +149,8 @@ class _Inner(Subscriber[R]):
         if self.done:
             return
         self.done = True
-        self.parent.drain()
+        if self.parent.calling is not self:
+            self.parent.drain()
 
     def cancel(self) -> None:
         was_done, self.done = self.done, True
@@ -131,45 +160,43 @@ class _Inner(Subscriber[R]):
             subscription.cancel()
 
 
-class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
+class DrainSubscriber(Subscriber[T], Subscription, Generic[T, R]):
+    """The drain machinery ``concat_map`` and ``flat_map`` share (see the module docstring).
+
+    It is the upstream's Subscriber and the downstream's Subscription. Subclasses write
+    ``on_next`` (record, then :meth:`drain`), :meth:`_pass` (all the work, run only by
+    the drain loop) and :meth:`_clear` (cancel and drop everything).
+    """
+
     __slots__ = (
         "_cancelled",
-        "_consumed",
         "_downstream",
         "_error",
-        "_fn",
-        "_inner",
-        "_limit",
         "_lock",
-        "_outer",
         "_outer_done",
-        "_prefetch",
         "_requested",
         "_started",
         "_upstream",
         "_upstream_cancelled",
         "_wip",
-        "items",
+        "calling",
     )
 
-    def __init__(self, downstream: Subscriber[R], fn: Callable[[T], Publisher[R]], prefetch: int) -> None:
+    name = "concat_map"
+    """The operator, for error reports."""
+
+    def __init__(self, downstream: Subscriber[R]) -> None:
         self._downstream = downstream
-        self._fn = fn
-        self._prefetch = prefetch
-        self._limit = prefetch - (prefetch >> 2)
         self._upstream: Subscription | None = None
         self._lock = threading.Lock()
-        self._wip = 0
-        self._requested = 0
-        self._outer: deque[T] = deque()
-        self.items: deque[R] = deque()
-        self._inner: _Inner[R] | None = None
+        self._wip = 0  # work in progress: > 0 while a thread runs the drain loop
+        self._requested = 0  # outstanding downstream demand, minus what the loop emitted
         self._outer_done = False
-        self._error: BaseException | None = None
+        self._error: BaseException | None = None  # the first error, for the loop to signal
         self._cancelled = False  # cancelled or terminated: the drain loop only cleans up
         self._upstream_cancelled = False
-        self._started = False
-        self._consumed = 0
+        self._started = False  # the first request upstream is made
+        self.calling: object | None = None  # see call()
 
     # -- upstream -> this -------------------------------------------------------------
 
@@ -178,20 +205,12 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
             return
         self._upstream = subscription
         self._downstream.on_subscribe(self)
-        self.drain()  # the prefetch request is made from the drain loop (rule 2.7)
-
-    def on_next(self, item: T) -> None:
-        if item is None:
-            raise TypeError(_NONE_ITEM)
-        if self._cancelled or self._outer_done:
-            return  # rule 3.12: late signals after cancel
-        self._outer.append(item)
-        self.drain()
+        self.drain()  # the first request upstream is made from the drain loop (rule 2.7)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
         if self._outer_done:  # a second terminal signal (rule 1.7): nobody can receive it
-            report_unhandled(error, "concat_map: an error after the upstream had terminated")
+            report_unhandled(error, f"{self.name}: an error after the upstream had terminated")
             return
         self._outer_done = True
         self.fail(error)
@@ -200,7 +219,8 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         if self._outer_done:
             return
         self._outer_done = True
-        self.drain()
+        if self.calling is not OUTER:
+            self.drain()
 
     # -- downstream -> this -----------------------------------------------------------
 
@@ -217,7 +237,7 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
             self._wip += 1
             if self._wip != 1:
                 return
-        self._drain_loop()
+        self.drain_loop()
 
     def cancel(self) -> None:
         if self._cancelled:
@@ -236,17 +256,61 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         if first:
             self.drain()
         else:
-            report_unhandled(error, "concat_map: an error after the stream had ended")
+            report_unhandled(error, f"{self.name}: an error after the stream had ended")
+
+    def call(self, who: object, method: Callable[[_A], object], arg: _A) -> None:
+        """``method(arg)`` from the drain loop, ``who`` being the source it calls.
+
+        A synchronous source signals from inside that call; ``who``'s signals then only
+        record their news and skip :meth:`drain` (a lock round trip), because the loop
+        looks at everything ``who`` can change right after the call returns. The
+        signaller writes before it reads ``calling``; the loop clears ``calling`` before
+        it looks, so a signal from another thread is never missed.
+        """
+        self.calling = who
+        try:
+            method(arg)
+        finally:
+            self.calling = None
 
     def drain(self) -> None:
+        """Note new work; run the drain loop unless another thread already does."""
         with self._lock:
             self._wip += 1
             if self._wip != 1:
                 return
-        self._drain_loop()
+        self.drain_loop()
 
-    def _drain_loop(self) -> None:
-        missed = 1
+    def offer(self, item: R, queue: deque[R]) -> int:
+        """An inner's element: :data:`EMIT` it now, or queue it (:data:`QUEUED`, :data:`DRAIN`).
+
+        The fast path (reactor's ``tryEmit``): when nobody drains, nothing is queued before
+        it and there is demand, the signalling thread takes the drain and emits at once,
+        then calls :meth:`after_fast`. Otherwise the element joins ``queue`` under the
+        lock, so a drainer about to leave cannot miss it; :data:`DRAIN` means nobody was
+        draining and the caller must run :meth:`drain_loop`.
+        """
+        with self._lock:
+            wip = self._wip
+            self._wip = wip + 1
+            if not wip and not queue and self._requested > 0 and not self._cancelled and self._error is None:
+                return EMIT
+            queue.append(item)
+            return QUEUED if wip else DRAIN
+
+    def after_fast(self, *, loop: bool = False) -> None:
+        """Leave the drain after one direct emission; run the loop if work was missed (or ``loop``)."""
+        with self._lock:
+            if self._requested != demand.UNBOUNDED:
+                self._requested -= 1
+            if not loop:
+                self._wip -= 1
+                if self._wip == 0:
+                    return
+            missed = self._wip
+        self.drain_loop(missed)
+
+    def drain_loop(self, missed: int = 1) -> None:
         emitted = 0
         while True:
             emitted = self._pass(emitted)
@@ -259,6 +323,78 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
                 if missed == 0:
                     return
 
+    def emit(self, item: R) -> None:
+        """``on_next`` downstream; a Subscriber that raises is cancelled and reported (rule 2.13)."""
+        try:
+            self._downstream.on_next(item)
+        except Exception as exc:
+            self._cancelled = True
+            report_unhandled(exc, f"{type(self._downstream).__name__}.on_next")
+            self.drain()  # counted as missed work: the loop runs and cleans up
+
+    def _stopping(self) -> bool:
+        """Clean up after a cancel, or signal the first error; true if the pass must end."""
+        if self._cancelled:
+            self._clear()
+            return True
+        error = self._error
+        if error is not None:
+            self._cancelled = True
+            self._clear()
+            signal_terminal(self._downstream, error)
+            return True
+        return False
+
+    def _start(self, n: int) -> bool:
+        """Make the first request upstream, once; true if it was made now."""
+        upstream = self._upstream
+        if self._started or upstream is None:
+            return False
+        self._started = True
+        self.call(OUTER, upstream.request, n)
+        return True
+
+    def _complete(self) -> None:
+        self._cancelled = True
+        signal_terminal(self._downstream, None)
+
+    def _cancel_upstream(self) -> None:
+        if not self._upstream_cancelled:
+            self._upstream_cancelled = True
+            if not self._outer_done and self._upstream is not None:
+                self._upstream.cancel()
+
+    @abc.abstractmethod
+    def _pass(self, emitted: int) -> int:
+        """Do all the work there is; return the number of elements emitted so far."""
+
+    @abc.abstractmethod
+    def _clear(self) -> None:
+        """Cancel the upstream and the inners, drop what is queued (rules 3.13, 4.2)."""
+
+
+class _ConcatMapSubscriber(DrainSubscriber[T, R]):
+    __slots__ = ("_consumed", "_fn", "_inner", "_limit", "_outer", "_prefetch", "items")
+
+    def __init__(self, downstream: Subscriber[R], fn: Callable[[T], Publisher[R]], prefetch: int) -> None:
+        super().__init__(downstream)
+        self._fn = fn
+        self._prefetch = prefetch
+        self._limit = prefetch - (prefetch >> 2)
+        self._consumed = 0  # upstream elements used since the last replenishing request
+        self._outer: deque[T] = deque()
+        self.items: deque[R] = deque()
+        self._inner: _Inner[R] | None = None
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(_NONE_ITEM)
+        if self._cancelled or self._outer_done:
+            return  # rule 3.12: late signals after cancel
+        self._outer.append(item)
+        if self.calling is not OUTER:
+            self.drain()
+
     def _pass(self, emitted: int) -> int:
         """Do all the work there is; return the number of elements emitted so far.
 
@@ -267,19 +403,9 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         downstream = self._downstream
         items = self.items
         while True:
-            if self._cancelled:
-                self._clear()
+            if self._stopping():
                 return emitted
-            error = self._error
-            if error is not None:
-                self._cancelled = True
-                self._clear()
-                signal_terminal(downstream, error)
-                return emitted
-            upstream = self._upstream
-            if not self._started and upstream is not None:
-                self._started = True
-                upstream.request(self._prefetch)
+            if self._start(self._prefetch):
                 continue
             inner = self._inner
             if inner is None:
@@ -288,8 +414,7 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
                     self._subscribe_next()
                     continue
                 if outer_done:
-                    self._cancelled = True
-                    signal_terminal(downstream, None)
+                    self._complete()
                 return emitted
             requested = self._requested
             if items and (emitted < requested or requested == demand.UNBOUNDED):
@@ -311,12 +436,12 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
             if subscription is not None and inner.asked != demand.UNBOUNDED:
                 if requested == demand.UNBOUNDED:
                     inner.asked = demand.UNBOUNDED
-                    subscription.request(demand.UNBOUNDED)
+                    self.call(inner, subscription.request, demand.UNBOUNDED)
                     continue
                 want = requested - emitted - (inner.asked - inner.taken)
                 if want > 0:
                     inner.asked += want
-                    subscription.request(want)
+                    self.call(inner, subscription.request, want)
                     continue
             return emitted
 
@@ -326,7 +451,7 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         self._consumed += 1
         if self._consumed == self._limit and not self._outer_done and self._upstream is not None:
             self._consumed = 0
-            self._upstream.request(self._limit)
+            self.call(OUTER, self._upstream.request, self._limit)
         try:
             publisher: Publisher[R] = as_publisher("concat_map", self._fn(value), value)
         except Exception as exc:
@@ -335,7 +460,7 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         inner: _Inner[R] = _Inner(self)
         self._inner = inner
         try:
-            publisher.subscribe(inner)
+            self.call(inner, publisher.subscribe, inner)
         except Exception as exc:  # a Publisher that raises instead of signalling (rule 1.9)
             self.fail(exc)
 
@@ -346,10 +471,7 @@ class _ConcatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         inner, self._inner = self._inner, None
         if inner is not None:
             inner.cancel()
-        if not self._upstream_cancelled:
-            self._upstream_cancelled = True
-            if not self._outer_done and self._upstream is not None:
-                self._upstream.cancel()
+        self._cancel_upstream()
 
 
 def signal_terminal(subscriber: Subscriber[Any], error: BaseException | None) -> None:

@@ -22,16 +22,23 @@ A ``request`` made inside ``on_next`` only adds demand (rule 3.3).
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
 from rstreams.errors import OverflowStrategyError, report_unhandled
-from rstreams.flow._concat_map import as_publisher, check_prefetch, signal_terminal
+from rstreams.flow._concat_map import (
+    DRAIN,
+    EMIT,
+    OUTER,
+    QUEUED,
+    DrainSubscriber,
+    as_publisher,
+    check_prefetch,
+)
 from rstreams.flow._flow import Flow
 from rstreams.flow._iterable import empty, from_iterable
 from rstreams.rules import check_error, check_subscriber
@@ -115,25 +122,38 @@ class _Inner(Subscriber[R]):
         if self.cancelled:  # the parent ended while this inner was being subscribed
             subscription.cancel()
             return
-        self.parent.drain()
+        calling = self.parent.calling
+        if calling is not self and calling is not OUTER:  # see DrainSubscriber.call
+            self.parent.drain()
 
     def on_next(self, item: R) -> None:
         if item is None:
             raise TypeError(_NONE_ITEM)
         if self.done:
             return
+        parent = self.parent
         queue = self.queue
-        queue.append(item)
-        if len(queue) > self.parent.prefetch:
+        calling = parent.calling
+        if calling is self or calling is OUTER:  # see DrainSubscriber.call
+            queue.append(item)
+            how = QUEUED
+        else:
+            how = parent.offer(item, queue)
+            if how == EMIT:
+                parent.emit(item)
+                self.consumed += 1
+                parent.after_fast(loop=self.consumed >= parent.limit)  # the loop replenishes
+                return
+        if len(queue) > parent.prefetch:
             self.done = True
-            self.parent.fail(
+            parent.fail(
                 OverflowStrategyError(
-                    f"rule 1.1: an inner Publisher sent more than the {self.parent.prefetch} "
+                    f"rule 1.1: an inner Publisher sent more than the {parent.prefetch} "
                     f"elements requested of it ({type(self.subscription).__name__})"
                 )
             )
-            return
-        self.parent.drain()
+        if how == DRAIN:
+            parent.drain_loop()
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
@@ -147,7 +167,9 @@ class _Inner(Subscriber[R]):
         if self.done:
             return
         self.done = True
-        self.parent.drain()
+        calling = self.parent.calling
+        if calling is not self and calling is not OUTER:
+            self.parent.drain()
 
     def cancel(self) -> None:
         was_done, self.done = self.done, True
@@ -158,54 +180,21 @@ class _Inner(Subscriber[R]):
             subscription.cancel()
 
 
-class _FlatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
-    __slots__ = (
-        "_cancelled",
-        "_downstream",
-        "_error",
-        "_fn",
-        "_index",
-        "_inners",
-        "_limit",
-        "_lock",
-        "_max_concurrency",
-        "_outer_done",
-        "_requested",
-        "_started",
-        "_upstream",
-        "_upstream_cancelled",
-        "_wip",
-        "prefetch",
-    )
+class _FlatMapSubscriber(DrainSubscriber[T, R]):
+    __slots__ = ("_fn", "_index", "_inners", "_max_concurrency", "limit", "prefetch")
+
+    name = "flat_map/merge"
 
     def __init__(
         self, downstream: Subscriber[R], fn: Callable[[T], Publisher[R]], max_concurrency: int, prefetch: int
     ) -> None:
-        self._downstream = downstream
+        super().__init__(downstream)
         self._fn = fn
         self._max_concurrency = max_concurrency
         self.prefetch = prefetch
-        self._limit = prefetch - (prefetch >> 2)
-        self._upstream: Subscription | None = None
-        self._lock = threading.Lock()
-        self._wip = 0
-        self._requested = 0
+        self.limit = prefetch - (prefetch >> 2)
         self._inners: tuple[_Inner[R], ...] = ()  # copy-on-write, replaced under the lock
-        self._index = 0  # where the next pass starts, so no inner is always served last
-        self._outer_done = False
-        self._error: BaseException | None = None
-        self._cancelled = False  # cancelled or terminated: the drain loop only cleans up
-        self._upstream_cancelled = False
-        self._started = False
-
-    # -- upstream -> this -------------------------------------------------------------
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        if not accept_subscription(self._upstream, subscription):
-            return
-        self._upstream = subscription
-        self._downstream.on_subscribe(self)
-        self.drain()  # the first request upstream is made from the drain loop (rule 2.7)
+        self._index = 0  # where the next round starts, so no inner is always served last
 
     def on_next(self, item: T) -> None:
         if item is None:
@@ -225,106 +214,25 @@ class _FlatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         except Exception as exc:  # a Publisher that raises instead of signalling (rule 1.9)
             self.fail(exc)
 
-    def on_error(self, error: BaseException) -> None:
-        check_error(error)
-        if self._outer_done:  # a second terminal signal (rule 1.7): nobody can receive it
-            report_unhandled(error, "flat_map/merge: an error after the upstream had terminated")
-            return
-        self._outer_done = True
-        self.fail(error)
-
-    def on_complete(self) -> None:
-        if self._outer_done:
-            return
-        self._outer_done = True
-        self.drain()
-
-    # -- downstream -> this -----------------------------------------------------------
-
-    def request(self, n: int) -> None:
-        if self._cancelled:
-            return  # rule 3.6
-        problem = demand.invalid(n)
-        with self._lock:
-            if problem is not None:
-                if self._error is None:
-                    self._error = problem  # signalled by the drain loop (rules 3.9, 1.3)
-            else:
-                self._requested = demand.add(self._requested, n)
-            self._wip += 1
-            if self._wip != 1:
-                return
-        self._drain_loop()
-
-    def cancel(self) -> None:
-        if self._cancelled:
-            return  # rule 3.7
-        self._cancelled = True
-        self.drain()
-
-    # -- the drain loop ---------------------------------------------------------------
-
-    def fail(self, error: BaseException) -> None:
-        """Record the first error for the drain loop; report any later one."""
-        with self._lock:
-            first = self._error is None and not self._cancelled
-            if first:
-                self._error = error
-        if first:
-            self.drain()
-        else:
-            report_unhandled(error, "flat_map/merge: an error after the stream had ended")
-
-    def drain(self) -> None:
-        with self._lock:
-            self._wip += 1
-            if self._wip != 1:
-                return
-        self._drain_loop()
-
-    def _drain_loop(self) -> None:
-        missed = 1
-        emitted = 0
-        while True:
-            emitted = self._pass(emitted)
-            with self._lock:
-                if emitted and self._requested != demand.UNBOUNDED:
-                    self._requested -= emitted
-                emitted = 0
-                self._wip -= missed
-                missed = self._wip
-                if missed == 0:
-                    return
-
     def _pass(self, emitted: int) -> int:
         """Do all the work there is; return the number of elements emitted so far."""
         while True:
-            if self._cancelled:
-                self._clear()
+            if self._stopping():
                 return emitted
-            error = self._error
-            if error is not None:
-                self._cancelled = True
-                self._clear()
-                signal_terminal(self._downstream, error)
-                return emitted
-            if not self._started and self._upstream is not None:
-                self._started = True
-                self._upstream.request(self._max_concurrency)
+            if self._start(self._max_concurrency):
                 continue
             outer_done = self._outer_done  # read before the inners: on_next comes before on_complete
             inners = self._inners
             if not inners:
                 if outer_done:
-                    self._cancelled = True
-                    signal_terminal(self._downstream, None)
+                    self._complete()
                 return emitted
             emitted, finished = self._serve(inners, emitted)
             if finished:
                 with self._lock:
                     self._inners = tuple(inner for inner in self._inners if inner not in finished)
                 if not self._outer_done and self._upstream is not None:
-                    self._upstream.request(len(finished))  # room for more inners
+                    self.call(OUTER, self._upstream.request, len(finished))  # room for more inners
                 continue
             return emitted
 
@@ -334,7 +242,7 @@ class _FlatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         The hot path: kept in one function so that an element costs no extra call.
         """
         downstream = self._downstream
-        limit = self._limit
+        limit = self.limit
         finished: list[_Inner[R]] = []
         count = len(inners)
         start = self._index % count
@@ -346,26 +254,28 @@ class _FlatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
                 continue
             if not inner.started:
                 inner.started = True
-                subscription.request(self.prefetch)
+                self.call(inner, subscription.request, self.prefetch)
             queue = inner.queue
-            while queue:
-                requested = self._requested
-                if emitted >= requested and requested != demand.UNBOUNDED:
-                    break
-                item = queue.popleft()
-                emitted += 1
-                try:
-                    downstream.on_next(item)
-                except Exception as exc:  # rule 2.13: consider the subscription cancelled
-                    self._cancelled = True
-                    report_unhandled(exc, f"{type(downstream).__name__}.on_next")
-                    return emitted, finished
-                if self._cancelled or self._error is not None:
-                    return emitted, finished
-                inner.consumed += 1
-                if inner.consumed == limit and not inner.done:
-                    inner.consumed = 0
-                    subscription.request(limit)
+            while True:
+                while queue:
+                    requested = self._requested
+                    if emitted >= requested and requested != demand.UNBOUNDED:
+                        break
+                    item = queue.popleft()
+                    emitted += 1
+                    try:
+                        downstream.on_next(item)
+                    except Exception as exc:  # rule 2.13: consider the subscription cancelled
+                        self._cancelled = True
+                        report_unhandled(exc, f"{type(downstream).__name__}.on_next")
+                    if self._cancelled or self._error is not None:
+                        return emitted, finished
+                    inner.consumed += 1
+                if inner.consumed >= limit and not inner.done:  # replenish what was used
+                    used, inner.consumed = inner.consumed, 0
+                    self.call(inner, subscription.request, used)
+                    continue  # a synchronous inner has delivered into the queue
+                break
             if inner.done and not queue:  # done first: every element came before on_complete
                 finished.append(inner)
         return emitted, finished
@@ -376,7 +286,4 @@ class _FlatMapSubscriber(Subscriber[T], Subscription, Generic[T, R]):
             inners, self._inners = self._inners, ()
         for inner in inners:
             inner.cancel()
-        if not self._upstream_cancelled:
-            self._upstream_cancelled = True
-            if not self._outer_done and self._upstream is not None:
-                self._upstream.cancel()
+        self._cancel_upstream()
