@@ -107,3 +107,15 @@ def test_buffer_equals_list_chunking_under_any_request_pattern(
     """Property: the lists are the chunks of size ``size``; never more lists than requested (1.1)."""
     s = drive(rstreams.from_iterable(items).buffer(size), requests)
     assert s.items == [items[i : i + size] for i in range(0, len(items), size)] and s.completed
+
+
+def test_buffer_passes_the_publisher_tck() -> None:
+    """Every PublisherVerification case (rules 1.x-3.x), lists of two as elements."""
+    from rstreams.tck import verify_publisher
+
+    report = verify_publisher(
+        lambda n: rstreams.from_iterable(range(2 * n)).buffer(2),
+        create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).buffer(2),
+    )
+    assert report.ok, str(report)
+    assert len(report.passed) >= 30

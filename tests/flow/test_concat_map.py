@@ -254,3 +254,15 @@ def test_concat_map_equals_list_concatenation_under_any_request_pattern(
     flow = rstreams.from_iterable(sizes).concat_map(lambda n: rstreams.range(0, n), prefetch=prefetch)
     s = drive(flow, requests)
     assert s.items == [k for n in sizes for k in range(n)] and s.completed
+
+
+def test_concat_map_passes_the_publisher_tck() -> None:
+    """Every PublisherVerification case (rules 1.x-3.x), one single-element inner per element."""
+    from rstreams.tck import verify_publisher
+
+    report = verify_publisher(
+        lambda n: rstreams.from_iterable(range(n)).concat_map(lambda x: rstreams.just(x)),
+        create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).concat_map(rstreams.just),
+    )
+    assert report.ok, str(report)
+    assert len(report.passed) >= 30

@@ -112,3 +112,15 @@ def test_filter_equals_the_list_equivalent_under_any_request_pattern(
     """Property: same elements as the builtin filter; never more than requested (rule 1.1)."""
     s = drive(FilterFlow(rstreams.from_iterable(items), lambda x: x % 3 != 0), requests)
     assert s.items == [x for x in items if x % 3 != 0] and s.completed
+
+
+def test_filter_passes_the_publisher_tck() -> None:
+    """Every PublisherVerification case (rules 1.x-3.x), with half the elements dropped."""
+    from rstreams.tck import verify_publisher
+
+    report = verify_publisher(
+        lambda n: FilterFlow(rstreams.from_iterable(range(2 * n)), lambda x: x % 2 == 0),
+        create_failed_publisher=lambda: FilterFlow(rstreams.error(RuntimeError("failed")), bool),
+    )
+    assert report.ok, str(report)
+    assert len(report.passed) >= 30

@@ -285,3 +285,20 @@ def test_flat_map_delivers_every_inner_element_in_inner_order_under_any_request_
     assert Counter(s.items) == Counter((i, k) for i, n in enumerate(sizes) for k in range(n))
     for i, n in enumerate(sizes):
         assert [k for j, k in s.items if j == i] == list(range(n))
+
+
+def test_flat_map_and_merge_pass_the_publisher_tck() -> None:
+    """Every PublisherVerification case (rules 1.x-3.x) for both entry points."""
+    from rstreams.tck import verify_publisher
+
+    flat = verify_publisher(
+        lambda n: rstreams.from_iterable(range(n)).flat_map(lambda x: rstreams.just(x)),
+        create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).flat_map(rstreams.just),
+    )
+    assert flat.ok, str(flat)
+    merged = verify_publisher(
+        lambda n: merge(rstreams.from_iterable(range(n // 2)), rstreams.from_iterable(range(n - n // 2))),
+        create_failed_publisher=lambda: merge(rstreams.just(1), rstreams.error(RuntimeError("failed"))),
+    )
+    assert merged.ok, str(merged)
+    assert len(flat.passed) >= 29 and len(merged.passed) >= 29

@@ -141,3 +141,22 @@ def test_take_and_skip_equal_slicing_under_any_request_pattern(
     assert taken.items == items[:n] and taken.completed
     skipped = drive(rstreams.from_iterable(items).skip(n), requests)
     assert skipped.items == items[n:] and skipped.completed
+
+
+def test_take_and_skip_pass_the_publisher_tck() -> None:
+    """Every PublisherVerification case (rules 1.x-3.x); take cuts an infinite source."""
+    import itertools
+
+    from rstreams.tck import verify_publisher
+
+    taken = verify_publisher(
+        lambda n: rstreams.from_iterable(itertools.count()).take(n),
+        create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).take(3),
+    )
+    assert taken.ok, str(taken)
+    skipped = verify_publisher(
+        lambda n: rstreams.from_iterable(range(n + 3)).skip(3),
+        create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).skip(3),
+    )
+    assert skipped.ok, str(skipped)
+    assert len(taken.passed) >= 25 and len(skipped.passed) >= 30
