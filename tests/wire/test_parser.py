@@ -1,0 +1,146 @@
+"""The incremental parser (PROTOCOL.md §2, §3, §11): errors, limits, buffering."""
+
+from __future__ import annotations
+
+import pytest
+from wiresupport import parser, wire
+
+from rstreams.wire import (
+    FrameError,
+    FrameType,
+    LimitExceededError,
+    OnComplete,
+    OnNext,
+    OnNextPacked,
+    OnSubscribe,
+    Request,
+)
+from rstreams.wire._varint import encode_varint
+
+
+@pytest.mark.parametrize("code", [0x00, 0x0E, 0x42, 0x7F])
+def test_unknown_and_reserved_types_are_framing_errors(code: int) -> None:
+    """Reserved and unknown type bytes stop parsing with a FrameError (§3)."""
+    p = parser()
+    frames = p.feed(wire(Request(subscriber=1, demand=1)) + bytes([code, 1, 2, 3]))
+    assert frames == [Request(subscriber=1, demand=1)]
+    assert isinstance(p.error, FrameError) and "unknown message type" in str(p.error)
+    assert p.feed(b"\x05\x01\x01") == []  # nothing more once broken
+
+
+def test_extension_types_are_refused() -> None:
+    """0x80..0xFF belong to extensions; none is negotiated in version 0."""
+    p = parser()
+    assert p.feed(b"\x80\x00") == []
+    assert isinstance(p.error, FrameError) and "extension" in str(p.error)
+
+
+def test_overlong_varint_in_a_frame() -> None:
+    """An 11-byte varint is a framing error, reported without waiting for more."""
+    p = parser()
+    p.feed(bytes([FrameType.CANCEL]) + b"\xff" * 10)
+    assert isinstance(p.error, FrameError)
+
+
+def test_hostile_length_prefix_is_rejected_at_once() -> None:
+    """A declared element length above the limit fails on the header alone (nothing buffered)."""
+    p = parser(max_element_size=1000)
+    p.feed(bytes([FrameType.ON_NEXT, 1]) + encode_varint(2**40))
+    assert isinstance(p.error, LimitExceededError) and p.error.limit == "max_element_size"
+    assert p.error.subscriber == 1 and p.buffered == 0
+
+
+@pytest.mark.parametrize(
+    ("data", "limit"),
+    [
+        (bytes([FrameType.SUBSCRIBE]) + encode_varint(70_000), "max_string_length"),
+        (bytes([FrameType.GOODBYE]) + encode_varint(70_000), "max_string_length"),
+        (bytes([FrameType.ON_ERROR, 1]) + encode_varint(70_000), "max_string_length"),
+        (bytes([FrameType.ON_NEXT_PART, 1, 0]) + encode_varint(2**21), "max_element_size"),
+        (bytes([FrameType.ON_SUBSCRIBE, 1]) + encode_varint(2**21), "max_element_size"),
+        (bytes([FrameType.CLIENT_HELLO, 0, 65]), "max_extensions"),
+    ],
+)
+def test_every_length_has_a_limit(data: bytes, limit: str) -> None:
+    """Strings, parts, element sizes and extension lists are all capped when their length is read."""
+    p = parser()
+    p.feed(data)
+    assert isinstance(p.error, LimitExceededError) and p.error.limit == limit
+
+
+def test_packed_count_times_size_is_capped() -> None:
+    """onNextPacked's count × elementSize counts against max_element_size."""
+    p = parser(max_element_size=64)
+    p.feed(wire(OnSubscribe(subscriber=1, element_size=8)) + bytes([FrameType.ON_NEXT_PACKED, 1, 9]))
+    assert isinstance(p.error, LimitExceededError)
+
+
+def test_packed_needs_an_element_size() -> None:
+    """onNextPacked on a subscription without elementSize is a framing error (§7)."""
+    p = parser()
+    p.feed(bytes([FrameType.ON_NEXT_PACKED, 1, 1, 0]))
+    assert isinstance(p.error, FrameError)
+
+
+def test_packed_count_zero() -> None:
+    """count 0 is a framing error."""
+    p = parser()
+    p.feed(wire(OnSubscribe(subscriber=1, element_size=2)) + bytes([FrameType.ON_NEXT_PACKED, 1, 0]))
+    assert isinstance(p.error, FrameError)
+
+
+def test_invalid_utf8() -> None:
+    """Strings must be valid UTF-8."""
+    p = parser()
+    p.feed(bytes([FrameType.GOODBYE, 2, 0xC3, 0x28]))
+    assert isinstance(p.error, FrameError) and "UTF-8" in str(p.error)
+
+
+def test_truncated_frame_at_eof() -> None:
+    """A frame cut by the end of input is reported by eof()."""
+    p = parser()
+    assert p.feed(wire(OnNext(subscriber=1, element=b"hello"))[:-1]) == []
+    error = p.eof()
+    assert isinstance(error, FrameError) and "incomplete" in str(error)
+
+
+def test_element_size_is_tracked_across_frames_in_one_chunk() -> None:
+    """onSubscribe(elementSize) switches the framing of the onNext right behind it, and terminals reset it."""
+    data = (
+        wire(OnSubscribe(subscriber=3, element_size=4))
+        + wire(OnNext(subscriber=3, element=b"abcd"), element_size=4)
+        + wire(OnNextPacked(subscriber=3, count=2, elements=b"12345678"))
+        + wire(OnComplete(subscriber=3))
+        + wire(OnNext(subscriber=3, element=b"xy"))
+    )
+    p = parser()
+    assert p.feed(data) == [
+        OnSubscribe(subscriber=3, element_size=4),
+        OnNext(subscriber=3, element=b"abcd"),
+        OnNextPacked(subscriber=3, count=2, elements=b"12345678"),
+        OnComplete(subscriber=3),
+        OnNext(subscriber=3, element=b"xy"),
+    ]
+    assert p.element_sizes == {}
+
+
+def test_large_element_in_small_reads_is_not_reparsed_each_time() -> None:
+    """While a declared frame is incomplete, reads only append (no quadratic re-parsing)."""
+    element = bytes(range(256)) * 1000
+    data = wire(OnNext(subscriber=1, element=element))
+    p = parser()
+    frames = []
+    for i in range(0, len(data), 1000):
+        frames += p.feed(data[i : i + 1000])
+        if i + 1000 < len(data):
+            assert p._need == len(data)
+    assert frames == [OnNext(subscriber=1, element=element)]
+
+
+def test_accepts_bytearray_and_memoryview() -> None:
+    """Any bytes-like input works; elements come out as bytes."""
+    data = wire(OnNext(subscriber=200, element=b"z" * 200))
+    for chunk in (bytearray(data), memoryview(data)):
+        frames = parser().feed(chunk)
+        assert frames == [OnNext(subscriber=200, element=b"z" * 200)]
+        assert type(frames[0].element) is bytes  # type: ignore[union-attr]
