@@ -14,12 +14,13 @@ import asyncio
 import time
 
 import rstreams
-from rstreams.net import connect, serve
+from rstreams.net import connect, fixed_size, serve, with_codec
 
 
-async def run(count: int, size: int, window: int, url: str) -> float:
+async def run(count: int, size: int, window: int, url: str, packed: bool = False) -> float:
     element = b"\x00" * size
-    offer = {"bench": lambda params: rstreams.from_iterable(_repeat(element, int(params["n"])))}
+    target = lambda params: rstreams.from_iterable(_repeat(element, int(params["n"])))  # noqa: E731
+    offer = {"bench": with_codec(target, fixed_size(size)) if packed else target}
     async with await serve(url, offer) as server, await connect(server.url) as conn:
         flow = conn.publisher(f"bench?n={count}")
         await _consume(flow, 1000, window)  # warm-up
@@ -52,16 +53,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--url", default="tcp://127.0.0.1:0")
     parser.add_argument("--uvloop", action="store_true")
+    parser.add_argument("--packed", action="store_true", help="declare fixed-size elements: onNextPacked")
     args = parser.parse_args()
     if args.uvloop:
         import uvloop
 
         uvloop.install()
     for _ in range(args.repeat):
-        elapsed = asyncio.run(run(args.count, args.size, args.window, args.url))
+        cpu = time.process_time()
+        elapsed = asyncio.run(run(args.count, args.size, args.window, args.url, args.packed))
+        cpu = time.process_time() - cpu
         rate = args.count / elapsed
         print(
-            f"{args.count} x {args.size} B, window {args.window or 'unbounded'}: "
+            f"{args.count} x {args.size} B{' packed' if args.packed else ''}, "
+            f"window {args.window or 'unbounded'}: (process cpu {cpu:.2f} s) "
             f"{rate:,.0f} elements/s, {rate * args.size / 1e6:,.1f} MB/s payload ({elapsed:.3f} s)"
         )
 

@@ -170,7 +170,9 @@ async def test_codec_json_both_sides() -> None:
 
 async def test_publisher_signalling_from_another_thread() -> None:
     """A local Publisher that emits on a worker thread is handed over in order."""
-    offer = {"threaded": lambda p: rstreams.range(2000).map(lambda i: i.to_bytes(4, "big")).observe_on(_EXECUTOR)}
+    offer = {
+        "threaded": lambda p: rstreams.range(2000).map(lambda i: i.to_bytes(4, "big")).observe_on(_EXECUTOR)
+    }
     async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
         items = await within(conn.publisher("threaded").collect())
         assert decode_all(items) == list(range(2000))
@@ -321,7 +323,11 @@ async def test_unbounded_demand_from_a_non_reading_peer_keeps_memory_bounded() -
     connections: list[Connection] = []
     high = 64 * 1024
     async with await serve(
-        "tcp://127.0.0.1:0", {"endless": source}, on_connection=connections.append, high_water=high, low_water=high // 4
+        "tcp://127.0.0.1:0",
+        {"endless": source},
+        on_connection=connections.append,
+        high_water=high,
+        low_water=high // 4,
     ) as server:
         conn = await connect(server.url)
         subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()

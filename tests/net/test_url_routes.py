@@ -66,7 +66,7 @@ def test_router_exact_pattern_and_factory() -> None:
 
     fixed = just(b"fixed")
     router = Router({"sensors/all": fixed, "sensors/{id}": factory})
-    assert router.resolve("sensors/all") is fixed
+    assert router.resolve("sensors/all") == (fixed, None)
     router.resolve("sensors/t1?from=3")
     assert seen == [{"from": "3", "id": "t1"}]
     with pytest.raises(UnknownPublisherError):

@@ -16,19 +16,25 @@ from __future__ import annotations
 
 from rstreams.net._client import connect as connect
 from rstreams.net._client import connect_pipe as connect_pipe
+from rstreams.net._codec import FLOAT64 as FLOAT64
+from rstreams.net._codec import INT64 as INT64
 from rstreams.net._codec import JSON as JSON
 from rstreams.net._codec import UTF8 as UTF8
 from rstreams.net._codec import Codec as Codec
+from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
 from rstreams.net._connection import RemoteStreamError as RemoteStreamError
 from rstreams.net._routes import UnknownPublisherError as UnknownPublisherError
 from rstreams.net._routes import split_name as split_name
+from rstreams.net._routes import with_codec as with_codec
 from rstreams.net._server import Server as Server
 from rstreams.net._server import serve as serve
 from rstreams.net._url import Endpoint as Endpoint
 from rstreams.net._url import parse_url as parse_url
 
 __all__ = [
+    "FLOAT64",
+    "INT64",
     "JSON",
     "UTF8",
     "Codec",
@@ -39,7 +45,9 @@ __all__ = [
     "UnknownPublisherError",
     "connect",
     "connect_pipe",
+    "fixed_size",
     "parse_url",
     "serve",
     "split_name",
+    "with_codec",
 ]

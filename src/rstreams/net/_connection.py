@@ -99,8 +99,7 @@ class Connection:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._core = Core(Side.CLIENT if client else Side.SERVER, config)
-        self._router = Router(offer)
-        self._encode = codec.encode if codec is not None else None
+        self._router = Router(offer, codec)
         self._high = high_water
         self._low = low_water
         self._transport: Transport | None = None
@@ -108,6 +107,7 @@ class Connection:
         self._serving: dict[int, ServingStream] = {}
         self._names: dict[int, str] = {}
         self._refill: dict[ServingStream, None] = {}
+        self._packs: list[ServingStream] = []
         self._requests: dict[RemoteSubscription[Any], None] = {}
         self._flush_scheduled = False
         self._writable = True
@@ -131,9 +131,7 @@ class Connection:
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
         return RemotePublisher(self, name, codec.decode if codec is not None else None)
 
-    async def request(
-        self, name: str, *, codec: Codec[T] | None = None, timeout: float | None = None
-    ) -> T:
+    async def request(self, name: str, *, codec: Codec[T] | None = None, timeout: float | None = None) -> T:
         """Request/response: subscribe with demand 1 and return the single element.
 
         Raises:
@@ -279,8 +277,7 @@ class Connection:
         if isinstance(event, OnNextPacked):
             subscription = self._consuming.get(event.subscriber)
             if subscription is not None:
-                for element in event.split():
-                    subscription.deliver(element)
+                subscription.deliver_many(event.split())
         elif isinstance(event, Subscribe):
             self._serve(event.publisher, event.subscriber, event.initial_demand)
         elif isinstance(event, Request):
@@ -298,7 +295,9 @@ class Connection:
             subscription = self._consuming.pop(event.subscriber, None)
             name = self._names.pop(event.subscriber, "?")
             if subscription is not None:
-                subscription.error(RemoteStreamError(event.error, publisher=name, subscriber=event.subscriber))
+                subscription.error(
+                    RemoteStreamError(event.error, publisher=name, subscriber=event.subscriber)
+                )
         elif isinstance(event, StreamError):  # the core already sent onError / cancel for it
             if event.publishing:
                 self._stop_serving(event.subscriber)
@@ -315,6 +314,7 @@ class Connection:
         stream = self._serving.pop(sid, None)
         if stream is not None:
             self._refill.pop(stream, None)
+            stream.queued = False
             stream.stop()
 
     def _conversation_over(self, error: BaseException | None, reason: str) -> None:
@@ -338,6 +338,7 @@ class Connection:
         consuming, self._consuming = self._consuming, {}
         self._refill.clear()
         self._requests.clear()
+        self._packs.clear()
         for stream in serving.values():
             stream.stop()
         for subscription in consuming.values():
@@ -346,7 +347,7 @@ class Connection:
     # -- serving local publishers ----------------------------------------------------------
     def _serve(self, name: str, sid: int, initial_demand: int) -> None:
         try:
-            publisher = self._router.resolve(name)
+            publisher, codec = self._router.resolve(name)
         except UnknownPublisherError as unknown:
             self._refuse(sid, str(unknown))
             return
@@ -354,7 +355,7 @@ class Connection:
             report_unhandled(error, f"the publisher factory for {name!r}")
             self._refuse(sid, f"publisher {name!r} could not be created ({type(error).__name__})")
             return
-        stream = ServingStream(self, sid, initial_demand, self._encode)
+        stream = ServingStream(self, sid, initial_demand, codec)
         self._serving[sid] = stream
         try:
             publisher.subscribe(stream)
@@ -368,14 +369,26 @@ class Connection:
         self._core.send(OnError(subscriber=sid, error=message))
         self._mark_dirty()
 
-    def send_on_subscribe(self, sid: int) -> None:
-        self._core.send(OnSubscribe(subscriber=sid))
+    def send_on_subscribe(self, sid: int, element_size: int) -> None:
+        self._core.send(OnSubscribe(subscriber=sid, element_size=element_size))
         self._mark_dirty()
 
-    def send_on_next(self, sid: int, data: bytes, size: int) -> None:
-        """Queue one element (the serving hot path); ``size`` is its estimated wire size."""
+    def send_packed(self, sid: int, elements: list[bytes]) -> None:
+        """Queue a batch of fixed-size elements as one ``onNextPacked`` frame."""
+        if len(elements) == 1:
+            self._core.send_on_next(sid, elements[0])
+        else:
+            self._core.send(OnNextPacked(subscriber=sid, count=len(elements), elements=b"".join(elements)))
+
+    def want_pack(self, stream: ServingStream) -> None:
+        """``stream`` holds packed elements to send in this turn's write."""
+        self._packs.append(stream)
+        if not self._flush_scheduled:
+            self._schedule_flush()
+
+    def send_on_next(self, sid: int, data: bytes) -> None:
+        """Queue one element (the serving hot path)."""
         self._core.send_on_next(sid, data)
-        self._turn_bytes += size
         if not self._flush_scheduled:
             self._schedule_flush()
 
@@ -392,6 +405,7 @@ class Connection:
             self._mark_dirty()
 
     def want_refill(self, stream: ServingStream) -> None:
+        stream.queued = True
         self._refill[stream] = None
         if not self._flush_scheduled:
             self._schedule_flush()
@@ -470,6 +484,10 @@ class Connection:
             self._flush_scheduled = True  # elements produced now go out in this very write
             self._refill_streams(transport)
             self._flush_scheduled = False
+        if self._packs:
+            packs, self._packs = self._packs, []
+            for stream in packs:
+                stream.flush_pack()
         data = core.data_to_send()
         self._turn_bytes = 0
         if data:
@@ -488,4 +506,4 @@ class Connection:
                 for rest in streams[index:]:
                     self._refill[rest] = None
                 return
-            stream.refill(room)
+            self._turn_bytes += stream.refill(room)

@@ -120,6 +120,19 @@ class RemoteSubscription(Subscription, Generic[T]):
         except Exception as error:
             self._broken(error, "on_next")
 
+    def deliver_many(self, elements: list[bytes]) -> None:
+        """The elements of an ``onNextPacked`` frame, in order."""
+        decode = self._decode
+        for element in elements:
+            subscriber = self.subscriber
+            if subscriber is None:
+                return  # cancelled meanwhile, possibly by on_next itself
+            try:
+                subscriber.on_next(element if decode is None else decode(element))  # type: ignore[arg-type]
+            except Exception as error:
+                self._broken(error, "on_next")
+                return
+
     def complete(self) -> None:
         subscriber = self._finish()
         if subscriber is not None:

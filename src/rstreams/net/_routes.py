@@ -12,6 +12,9 @@ What a side offers (``serve(url, publishers)``, ``connect(url, publishers=...)``
   Exact names are tried first, then patterns in the order given; or
 * a callable ``(path, params) -> Publisher | None``; ``None`` means "no such publisher".
 
+Any of those targets may be wrapped as ``with_codec(target, codec)`` to give that
+publisher its own element codec instead of the connection's.
+
 An unknown name becomes that subscription's ``onError`` (the connection stays up); so
 does a factory that raises (its message is not sent to the peer, only its type, so no
 internals leak).
@@ -19,20 +22,48 @@ internals leak).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 from rstreams.api import Publisher
+from rstreams.net._codec import Codec
 
-__all__ = ["Offer", "PublisherFactory", "Router", "UnknownPublisherError", "split_name"]
+__all__ = [
+    "Offer",
+    "PublisherFactory",
+    "Router",
+    "UnknownPublisherError",
+    "WithCodec",
+    "split_name",
+    "with_codec",
+]
 
 PublisherFactory: TypeAlias = Callable[[dict[str, str]], Publisher[Any]]
-Offer: TypeAlias = (
-    Mapping[str, "Publisher[Any] | PublisherFactory"]
-    | Callable[[str, dict[str, str]], "Publisher[Any] | None"]
-)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WithCodec:
+    """A Publisher or factory served with its own codec; made by :func:`with_codec`."""
+
+    target: Publisher[Any] | PublisherFactory
+    codec: Codec[Any] | None
+
+
+def with_codec(target: Publisher[Any] | PublisherFactory, codec: Codec[Any] | None) -> WithCodec:
+    """Serve ``target`` (a Publisher or a factory) with ``codec`` (``None``: raw bytes)."""
+    if not (callable(getattr(target, "subscribe", None)) or callable(target)):
+        raise TypeError(f"with_codec() needs a Publisher or a factory, got {target!r}")
+    if codec is not None and not isinstance(codec, Codec):
+        raise TypeError(f"with_codec() needs a Codec or None, got {codec!r}")
+    return WithCodec(target, codec)
+
+
+Target: TypeAlias = "Publisher[Any] | PublisherFactory | WithCodec"
+Offer: TypeAlias = Mapping[str, Target] | Callable[[str, dict[str, str]], "Publisher[Any] | WithCodec | None"]
+_UNSET: Any = object()
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -66,17 +97,22 @@ def _compile(pattern: str) -> re.Pattern[str]:
 class Router:
     """Resolves publisher names against what one side offers."""
 
-    def __init__(self, offer: Offer | None) -> None:
-        self._exact: dict[str, Publisher[Any] | PublisherFactory] = {}
-        self._patterns: list[tuple[re.Pattern[str], Publisher[Any] | PublisherFactory]] = []
-        self._function: Callable[[str, dict[str, str]], Publisher[Any] | None] | None = None
+    def __init__(self, offer: Offer | None, codec: Codec[Any] | None = None) -> None:
+        self._codec = codec
+        self._exact: dict[str, Target] = {}
+        self._patterns: list[tuple[re.Pattern[str], Target]] = []
+        self._function: Callable[[str, dict[str, str]], Publisher[Any] | WithCodec | None] | None = None
         if offer is None:
             return
         if isinstance(offer, Mapping):
             for key, target in offer.items():
                 if not isinstance(key, str):
                     raise TypeError(f"publisher names are str, got {key!r}")
-                if not (callable(getattr(target, "subscribe", None)) or callable(target)):
+                if not (
+                    isinstance(target, WithCodec)
+                    or callable(getattr(target, "subscribe", None))
+                    or callable(target)
+                ):
                     raise TypeError(f"publisher {key!r} must map to a Publisher or a factory, got {target!r}")
                 if _PLACEHOLDER.search(key):
                     self._patterns.append((_compile(key), target))
@@ -87,24 +123,32 @@ class Router:
         else:
             raise TypeError(f"publishers must be a mapping or a callable (path, params), got {offer!r}")
 
-    def resolve(self, name: str) -> Publisher[Any]:
-        """The Publisher for ``name``; raises :class:`UnknownPublisherError` or the factory's error."""
+    def resolve(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None]:
+        """The Publisher for ``name`` and its codec; raises :class:`UnknownPublisherError` or
+        whatever the factory raised."""
         path, params = split_name(name)
+        target: Target | None
         if self._function is not None:
-            found = self._function(path, params)
-            if found is None:
+            target = self._function(path, params)
+            if target is None:
                 raise UnknownPublisherError(path)
-            return found
+        else:
+            target = self._lookup(path, params)
+        codec = self._codec
+        if isinstance(target, WithCodec):
+            codec = target.codec
+            target = target.target
+        if callable(getattr(target, "subscribe", None)):
+            return target, codec  # type: ignore[return-value]
+        return target(params), codec  # type: ignore[operator]
+
+    def _lookup(self, path: str, params: dict[str, str]) -> Target:
         target = self._exact.get(path)
         if target is None:
             for pattern, candidate in self._patterns:
                 match = pattern.fullmatch(path)
                 if match is not None:
-                    params = {**params, **match.groupdict()}
-                    target = candidate
-                    break
-            else:
-                raise UnknownPublisherError(path)
-        if callable(getattr(target, "subscribe", None)):
-            return target  # type: ignore[return-value]
-        return target(params)  # type: ignore[operator]
+                    params.update(match.groupdict())
+                    return candidate
+            raise UnknownPublisherError(path)
+        return target

@@ -3,7 +3,9 @@
 Theory of operation. When the peer sends ``subscribe(name, id, initialDemand)``, the
 connection resolves ``name`` to a local Publisher and subscribes a :class:`ServingStream`
 to it. The stream is the local Publisher's Subscriber; every element it receives is
-encoded and handed to the connection, which queues an ``onNext`` frame.
+encoded and handed to the protocol core as an ``onNext`` frame, or, when the codec
+declares a fixed ``element_size``, collected and sent once per event-loop turn as
+``onNextPacked`` frames (at most :data:`PACK_BYTES` each).
 
 Demand, and why memory stays bounded: the peer's demand (``remote_demand``, up to
 ``2**63 - 1``) is a *permission*, not what we ask the local Publisher for. What we
@@ -30,22 +32,31 @@ from typing import TYPE_CHECKING, Any
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
+from rstreams.net._codec import Codec, identity
 from rstreams.rules import check_error
 
 if TYPE_CHECKING:
     from rstreams.net._connection import Connection
 
-__all__ = ["MAX_BATCH", "ServingStream"]
+__all__ = ["MAX_BATCH", "PACK_BYTES", "ServingStream"]
 
 MAX_BATCH = 1024
 """Most elements requested from a local Publisher in one refill. 1024 amortises the
 per-turn cost (a loop iteration, a write) over many elements (notes/machine-limits.md:
-per-element cost stays near the minimal RS hop) and bounds one turn's output."""
+batches of 1024 make the hop nearly free) and bounds one turn's output."""
+
+PACK_BYTES = 64 * 1024
+"""Largest ``onNextPacked`` payload: the core's split threshold, so a packed frame delays
+other streams no longer than one part of a split element would. Fixed-size elements
+larger than half of it are sent as separate ``onNext`` frames."""
 
 _FRAME_OVERHEAD = 8
 """Rough per-element frame overhead (type byte, id and length varints) for the byte budget."""
 
+_HALF_BATCH = MAX_BATCH >> 1
+UNBOUNDED = demand.UNBOUNDED
 _NEXT, _COMPLETE, _ERROR, _SUBSCRIBE = range(4)
+_ident = threading.get_ident
 
 
 class ServingStream(Subscriber[Any]):
@@ -57,31 +68,36 @@ class ServingStream(Subscriber[Any]):
         "_inbox",
         "_lock",
         "_loop_thread",
+        "_pack",
+        "_pack_limit",
         "_scheduled",
         "done",
+        "element_size",
         "estimate",
         "outstanding",
+        "queued",
         "remote_demand",
         "sid",
         "upstream",
     )
 
-    def __init__(
-        self,
-        conn: Connection,
-        sid: int,
-        initial_demand: int,
-        encode: Callable[[Any], bytes] | None,
-    ) -> None:
+    def __init__(self, conn: Connection, sid: int, initial_demand: int, codec: Codec[Any] | None) -> None:
         self._conn = conn
         self.sid = sid
-        self._encode = encode
+        encode = codec.encode if codec is not None else None
+        self._encode: Callable[[Any], bytes] | None = None if encode is identity else encode
+        size = codec.element_size if codec is not None else 0
+        self.element_size = size
+        # Packing: elements of this turn wait here; None = send each as its own onNext.
+        self._pack: list[bytes] | None = [] if 0 < size <= PACK_BYTES // 2 else None
+        self._pack_limit = PACK_BYTES // size if size else 0
         self.remote_demand = initial_demand  # elements the peer still allows us to send
         self.outstanding = 0  # requested from the local Publisher, not yet received
-        self.estimate = 64  # bytes per element on the wire, from the last element seen
+        self.queued = False  # waiting in the connection's refill set
+        self.estimate = size + _FRAME_OVERHEAD if size else 64  # wire bytes per element
         self.upstream: Subscription | None = None
         self.done = False  # a terminal signal was sent, or the peer cancelled
-        self._loop_thread = threading.get_ident()
+        self._loop_thread = _ident()
         self._inbox: list[tuple[int, Any]] | None = None
         self._scheduled = False
         self._lock = threading.Lock()
@@ -93,23 +109,41 @@ class ServingStream(Subscriber[Any]):
         if not self.done:
             self._conn.want_refill(self)
 
-    def refill(self, room: int) -> None:
-        """Request more from the local Publisher, within the peer's demand and ``room`` bytes."""
+    def refill(self, room: int) -> int:
+        """Request more from the local Publisher, within the peer's demand and ``room`` bytes.
+
+        Returns the bytes this may produce (requested elements x estimated size), which
+        the connection takes off its room for the other streams of this turn.
+        """
+        self.queued = False
         upstream = self.upstream
         if upstream is None or self.done:
-            return
+            return 0
         want = min(self.remote_demand, MAX_BATCH) - self.outstanding
         if want <= 0:
-            return
+            return 0
         n = min(want, max(1, room // self.estimate))
         self.outstanding += n
         upstream.request(n)
+        return n * self.estimate
+
+    def flush_pack(self) -> None:
+        """Send the elements packed this turn (called by the connection before it writes)."""
+        pack = self._pack
+        if not pack or self.done:
+            return
+        self._pack = []
+        limit = self._pack_limit
+        for start in range(0, len(pack), limit):
+            self._conn.send_packed(self.sid, pack[start : start + limit])
 
     def stop(self) -> None:
         """The peer cancelled, or the connection ended: cancel upstream, send nothing more."""
         if self.done:
             return
         self.done = True
+        if self._pack:
+            self._pack.clear()
         upstream, self.upstream = self.upstream, None
         if upstream is not None:
             upstream.cancel()
@@ -118,7 +152,7 @@ class ServingStream(Subscriber[Any]):
     def on_subscribe(self, subscription: Subscription) -> None:
         if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None) is illegal; pass a Subscription")
-        if self._inbox is not None or threading.get_ident() != self._loop_thread:
+        if self._inbox is not None or _ident() != self._loop_thread:
             self._enqueue(_SUBSCRIBE, subscription)
             return
         self._subscribed(subscription)
@@ -126,25 +160,57 @@ class ServingStream(Subscriber[Any]):
     def on_next(self, item: Any) -> None:
         if item is None:
             raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
-        if self._inbox is not None or threading.get_ident() != self._loop_thread:
+        if self._inbox is not None or _ident() != self._loop_thread:
             self._enqueue(_NEXT, item)
             return
         self._emit(item)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        if self._inbox is not None or threading.get_ident() != self._loop_thread:
+        if self._inbox is not None or _ident() != self._loop_thread:
             self._enqueue(_ERROR, error)
             return
         self._errored(error)
 
     def on_complete(self) -> None:
-        if self._inbox is not None or threading.get_ident() != self._loop_thread:
+        if self._inbox is not None or _ident() != self._loop_thread:
             self._enqueue(_COMPLETE, None)
             return
         self._completed()
 
     # -- the work behind the signals (loop thread) -------------------------------------
+    def _emit(self, item: Any) -> None:
+        """Send one element (loop thread): the hot path."""
+        if self.done:
+            return  # rule 3.12: after cancel, late elements are dropped
+        encode = self._encode
+        if encode is None and item.__class__ is bytes:
+            data = item
+        else:
+            try:
+                data = item if encode is None else encode(item)
+                if data.__class__ is not bytes:
+                    data = _to_bytes(data)
+            except Exception as error:
+                self._fail_locally(error)
+                return
+        if self.remote_demand != UNBOUNDED:
+            self.remote_demand -= 1
+        self.outstanding -= 1
+        pack = self._pack
+        if pack is not None:
+            if len(data) != self.element_size:
+                self._fail_locally(_wrong_size(len(data), self.element_size))
+                return
+            if not pack:
+                self._conn.want_pack(self)
+            pack.append(data)
+        else:
+            self.estimate = len(data) + _FRAME_OVERHEAD
+            self._conn.send_on_next(self.sid, data)
+        if self.outstanding <= _HALF_BATCH and not self.queued and self.remote_demand > self.outstanding:
+            self._conn.want_refill(self)
+
     def _subscribed(self, subscription: Subscription) -> None:
         if not demand.accept_subscription(self.upstream, subscription):
             return
@@ -152,12 +218,13 @@ class ServingStream(Subscriber[Any]):
             subscription.cancel()  # the peer cancelled before the Publisher answered
             return
         self.upstream = subscription
-        self._conn.send_on_subscribe(self.sid)
+        self._conn.send_on_subscribe(self.sid, self.element_size)
         self._conn.want_refill(self)
 
     def _completed(self) -> None:
         if self.done:
             return
+        self.flush_pack()
         self.done = True
         self.upstream = None
         self._conn.send_on_complete(self.sid)
@@ -165,6 +232,7 @@ class ServingStream(Subscriber[Any]):
     def _errored(self, error: BaseException) -> None:
         if self.done:
             return
+        self.flush_pack()
         self.done = True
         self.upstream = None
         self._conn.send_on_error(self.sid, error)
@@ -207,27 +275,6 @@ class ServingStream(Subscriber[Any]):
                 else:
                     self._errored(value)
 
-    def _emit(self, item: Any) -> None:
-        """Send one element as ``onNext`` (loop thread): the hot path."""
-        if self.done:
-            return  # rule 3.12: after cancel, late elements are dropped
-        encode = self._encode
-        try:
-            data = item if encode is None else encode(item)
-            if type(data) is not bytes:
-                data = _to_bytes(data)
-        except Exception as error:
-            self._fail_locally(error)
-            return
-        if self.remote_demand != demand.UNBOUNDED:
-            self.remote_demand -= 1
-        self.outstanding -= 1
-        self.estimate = size = len(data) + _FRAME_OVERHEAD
-        conn = self._conn
-        conn.send_on_next(self.sid, data, size)
-        if self.outstanding <= (MAX_BATCH >> 1) and self.remote_demand > self.outstanding:
-            conn.want_refill(self)
-
 
 def _to_bytes(data: object) -> bytes:
     """``bytearray``/``memoryview``/any buffer as ``bytes``; anything else is a ``TypeError``."""
@@ -237,3 +284,7 @@ def _to_bytes(data: object) -> bytes:
             "(or another Codec) to send Python objects"
         )
     return memoryview(data).tobytes()  # type: ignore[arg-type]
+
+
+def _wrong_size(size: int, expected: int) -> ValueError:
+    return ValueError(f"the codec promised {expected}-byte elements (element_size), got {size} bytes")
