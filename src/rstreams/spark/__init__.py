@@ -1,0 +1,65 @@
+"""rstreams for Apache Spark: the ``rstreams`` data source and sink, and replay logs.
+
+::
+
+    from rstreams.spark import ReplayLog, ReplayServer, register
+
+    log = ReplayLog("sensors", capacity=100_000).feed(sensor_flow)   # any Publisher
+    server = ReplayServer({"sensors": log}, sinks={"results": ReplayLog("results", evict=True)}).start()
+    register(spark)
+    df = (spark.readStream.format("rstreams").option("url", server.url)
+          .option("publisher", "sensors").option("schema", "sensor string, value double").load())
+    df.writeStream.format("rstreams").option("url", server.url).option("publisher", "results")...
+
+Offsets are positions in the server's :class:`ReplayLog`, so a query restarted from its
+checkpoint re-reads exactly the batch it had not finished (nothing lost, nothing
+duplicated), and the log asks its producer for more only as Spark commits (Spark's pace
+sets the demand). A live publisher read *without* a replay log in front of it cannot be
+replayed: a restart then loses what was in flight (at-most-once), like Spark's socket source.
+
+Needs the ``spark`` extra: ``pip install 'rstreams[spark]'`` (pyspark, pyarrow, pandas<3, msgpack)
+and Java 17+.
+"""
+
+from __future__ import annotations
+
+try:
+    import pyarrow as _pyarrow  # noqa: F401
+    import pyspark as _pyspark  # noqa: F401
+except ImportError as _missing:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        f"rstreams.spark needs PySpark and pyarrow ({_missing.name} is missing): "
+        "pip install 'rstreams[spark]'"
+    ) from _missing
+
+from typing import Any
+
+from rstreams.spark._codecs import ElementError as ElementError
+from rstreams.spark._codecs import arrow_ipc as arrow_ipc
+from rstreams.spark._java import JavaMissingError as JavaMissingError
+from rstreams.spark._java import check_java as check_java
+from rstreams.spark._remote import RemoteLogError as RemoteLogError
+from rstreams.spark._replay import ReplayLog as ReplayLog
+from rstreams.spark._replay import TrimmedError as TrimmedError
+from rstreams.spark._serve import ReplayServer as ReplayServer
+from rstreams.spark._serve import replay_offer as replay_offer
+from rstreams.spark._source import RStreamsDataSource as RStreamsDataSource
+
+__all__ = [
+    "ElementError",
+    "JavaMissingError",
+    "RStreamsDataSource",
+    "RemoteLogError",
+    "ReplayLog",
+    "ReplayServer",
+    "TrimmedError",
+    "arrow_ipc",
+    "check_java",
+    "register",
+    "replay_offer",
+]
+
+
+def register(spark: Any) -> None:
+    """Register the ``rstreams`` format on ``spark`` (a SparkSession); registration is per session."""
+    spark.dataSource.register(RStreamsDataSource)

@@ -1,0 +1,357 @@
+"""``ReplayLog``: elements with positions, kept until a reader commits them.
+
+Spark's exactly-once needs a *replayable* source: after a restart it re-reads the batch
+``[start, end)`` it had logged but not committed, and it must get the same elements.
+A Reactive Streams publisher only goes forward, so this log sits in front of one:
+
+* **producer side**: the log subscribes to an upstream Publisher and requests from it
+  only while it has room (``capacity`` minus what it holds and has asked for). A log
+  that nobody commits from therefore stops its upstream: a slow Spark query slows the
+  producer, end to end, instead of filling memory. Each element gets the next position
+  (0, 1, 2, ...). Elements are stored already encoded (bytes), so serving is a copy-free
+  hand-over to the connection.
+* **reader side**: :meth:`ReplayLog.cursor` is a Publisher of the positions
+  ``[start, stop)`` (``stop=None``: follow the tail). It serves what is there under the
+  subscriber's demand and waits for the rest. Asking for a position already trimmed is
+  an ``onError`` naming the position and the oldest one still held
+  (:class:`TrimmedError`).
+* **commit(n)**: positions below ``n`` may go; the room they free is requested upstream.
+* ``evict=True`` turns the log into a ring (the sink's result logs): when full, the
+  oldest element is dropped instead of pausing the producer.
+
+Threads: the upstream may signal from any thread, readers request from the server's
+loop. One lock guards the deque and the counters; no Subscriber method and no
+``request`` upstream is ever called under it. Each cursor is a drain loop (rules 1.3,
+3.3): whoever finds it idle emits, the others only add work.
+
+This module is server side and does not import pyspark; conceptually it belongs below
+``rstreams.spark`` (it is a replayable publisher for any RS.io reader).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from itertools import islice
+from typing import Any
+
+from rstreams import demand
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import report_unhandled
+from rstreams.flow._flow import Flow
+from rstreams.rules import check_error, check_subscriber
+
+__all__ = ["ReplayLog", "TrimmedError"]
+
+_CHUNK = 4096
+"""Most elements a cursor takes from the log per lock acquisition."""
+
+
+class TrimmedError(LookupError):
+    """A reader asked for a position the log no longer holds."""
+
+    def __init__(self, name: str, position: int, first: int) -> None:
+        super().__init__(
+            f"replay log {name!r}: position {position} was already trimmed "
+            f"(committed or evicted); the oldest position held is {first}"
+        )
+        self.position = position
+        self.first = first
+
+
+class ReplayLog(Subscriber[Any]):
+    """A bounded, replayable log of encoded elements; see the module docstring.
+
+    Args:
+        name: used in error messages.
+        capacity: most elements held (and requested upstream but not yet received).
+        evict: when full, drop the oldest element (ring) instead of pausing upstream.
+        encode: applied to each upstream element (default: elements must be bytes).
+    """
+
+    def __init__(
+        self,
+        name: str = "log",
+        *,
+        capacity: int = 100_000,
+        evict: bool = False,
+        encode: Callable[[Any], bytes] | None = None,
+    ) -> None:
+        if type(capacity) is not int or capacity < 1:
+            raise ValueError(f"capacity= needs an int >= 1, got {capacity!r}")
+        self.name = name
+        self.capacity = capacity
+        self.evict = evict
+        self._encode = encode
+        self._lock = threading.Lock()
+        self._items: deque[bytes] = deque()
+        self._first = 0  # position of _items[0]
+        self._outstanding = 0  # requested upstream, not yet received
+        self._upstream: Subscription | None = None
+        self._complete = False
+        self._error: BaseException | None = None
+        self._cursors: set[_Cursor] = set()
+        self.produced = 0  # elements received from upstream (for tests and figures)
+        self.max_held = 0  # the most elements ever held at once
+
+    # -- state ---------------------------------------------------------------------------
+    @property
+    def first(self) -> int:
+        """The oldest position still held."""
+        return self._first
+
+    @property
+    def end(self) -> int:
+        """One past the newest position (the next element gets this position)."""
+        with self._lock:
+            return self._first + len(self._items)
+
+    def info(self) -> dict[str, Any]:
+        """``{"first", "end", "complete", "error"}``: what ``name?latest`` answers."""
+        with self._lock:
+            error = self._error
+            return {
+                "first": self._first,
+                "end": self._first + len(self._items),
+                "complete": self._complete or error is not None,
+                "error": None if error is None else f"{type(error).__name__}: {error}",
+            }
+
+    # -- producer side -------------------------------------------------------------------
+    def feed(self, upstream: Publisher[Any]) -> ReplayLog:
+        """Subscribe to ``upstream`` (once); returns ``self``."""
+        upstream.subscribe(self)
+        return self
+
+    def append(self, items: list[bytes]) -> None:
+        """Append ``items`` directly (no upstream; used by the sink's commit)."""
+        with self._lock:
+            for item in items:
+                self._add(item)
+        self._wake()
+
+    def commit(self, position: int) -> None:
+        """Positions below ``position`` are no longer needed: trim them, ask upstream for more."""
+        if type(position) is not int or position < 0:
+            raise ValueError(f"commit needs a position >= 0, got {position!r}")
+        with self._lock:
+            drop = min(position - self._first, len(self._items))
+            for _ in range(drop):
+                self._items.popleft()
+            if drop > 0:
+                self._first += drop
+        self._refill()
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if not demand.accept_subscription(self._upstream, subscription):
+            return
+        self._upstream = subscription
+        self._refill()
+
+    def on_next(self, item: Any) -> None:
+        if item is None:
+            raise TypeError("rule 2.13: on_next(None) is illegal")
+        data = item if self._encode is None else self._encode(item)
+        if type(data) is not bytes:
+            data = bytes(data)
+        with self._lock:
+            self._outstanding -= 1
+            self.produced += 1
+            self._add(data)
+        self._wake()
+        if self._outstanding <= self.capacity // 4:
+            self._refill()
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        with self._lock:
+            self._error = error
+            self._upstream = None
+        self._wake()
+
+    def on_complete(self) -> None:
+        with self._lock:
+            self._complete = True
+            self._upstream = None
+        self._wake()
+
+    def close(self) -> None:
+        """Cancel the upstream subscription (the log keeps what it holds)."""
+        upstream, self._upstream = self._upstream, None
+        if upstream is not None:
+            upstream.cancel()
+
+    def _add(self, data: bytes) -> None:  # under the lock
+        items = self._items
+        items.append(data)
+        if len(items) > self.capacity and self.evict:
+            items.popleft()
+            self._first += 1
+        if len(items) > self.max_held:
+            self.max_held = len(items)
+
+    def _refill(self) -> None:
+        with self._lock:
+            upstream = self._upstream
+            if upstream is None:
+                return
+            if self.evict:
+                room = self.capacity - self._outstanding
+            else:
+                room = self.capacity - len(self._items) - self._outstanding
+            # Ask in chunks of at least a quarter of the capacity: fewer, larger requests.
+            if room <= 0 or (room < self.capacity // 4 and self._outstanding > 0):
+                return
+            self._outstanding += room
+        upstream.request(room)
+
+    def _wake(self) -> None:
+        with self._lock:
+            cursors = list(self._cursors)
+        for cursor in cursors:
+            cursor.drain()
+
+    # -- reader side ---------------------------------------------------------------------
+    def cursor(self, start: int | None = None, stop: int | None = None) -> Flow[bytes]:
+        """A Publisher of positions ``[start, stop)``; ``start=None`` is the oldest held,
+        ``stop=None`` follows the tail until the upstream completes."""
+        return _Range(self, start, stop)
+
+    def _read(self, position: int, count: int) -> list[bytes]:
+        """Up to ``count`` elements from ``position`` (fewer if not there yet)."""
+        with self._lock:
+            offset = position - self._first
+            if offset < 0:
+                raise TrimmedError(self.name, position, self._first)
+            return list(islice(self._items, offset, offset + count))
+
+    def _ended_at(self, position: int) -> tuple[bool, BaseException | None]:
+        """Whether a reader at ``position`` has seen everything there will ever be."""
+        with self._lock:
+            at_end = position >= self._first + len(self._items)
+            return at_end and (self._complete or self._error is not None), self._error
+
+    def _attach(self, cursor: _Cursor) -> None:
+        with self._lock:
+            self._cursors.add(cursor)
+
+    def _detach(self, cursor: _Cursor) -> None:
+        with self._lock:
+            self._cursors.discard(cursor)
+
+
+class _Range(Flow[bytes]):
+    __slots__ = ("_log", "_start", "_stop")
+
+    def __init__(self, log: ReplayLog, start: int | None, stop: int | None) -> None:
+        self._log = log
+        self._start = start
+        self._stop = stop
+
+    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
+        check_subscriber(subscriber)
+        start = self._log.first if self._start is None else self._start
+        cursor = _Cursor(self._log, subscriber, start, self._stop)
+        try:
+            subscriber.on_subscribe(cursor)
+        except Exception as error:
+            cursor.done = True
+            report_unhandled(error, f"{type(subscriber).__name__}.on_subscribe")
+            return
+        self._log._attach(cursor)
+        cursor.drain()
+
+
+class _Cursor(Subscription):
+    """One reader's position in the log: a drain loop over what the log holds."""
+
+    def __init__(self, log: ReplayLog, subscriber: Subscriber[bytes], start: int, stop: int | None) -> None:
+        self._log = log
+        self._subscriber = subscriber
+        self.position = start
+        self._stop = stop
+        self._demand = 0
+        self._wip = 0
+        self._lock = threading.Lock()
+        self._invalid: BaseException | None = None
+        self.done = False
+
+    def request(self, n: int) -> None:
+        problem = demand.invalid(n)
+        with self._lock:
+            if problem is not None:
+                self._invalid = problem
+            else:
+                self._demand = demand.add(self._demand, n)
+        self.drain()
+
+    def cancel(self) -> None:
+        self.done = True
+        self._log._detach(self)
+
+    def drain(self) -> None:
+        with self._lock:
+            self._wip += 1
+            if self._wip > 1:
+                return
+        missed = 1
+        while True:
+            self._work()
+            with self._lock:
+                self._wip -= missed
+                missed = self._wip
+                if missed == 0:
+                    return
+
+    def _work(self) -> None:
+        subscriber = self._subscriber
+        while not self.done:
+            if self._invalid is not None:
+                self._finish(self._invalid)
+                return
+            stop = self._stop
+            if stop is not None and self.position >= stop:
+                self._finish(None)
+                return
+            want = self._demand
+            if stop is not None:
+                want = min(want, stop - self.position)
+            if want <= 0:
+                return
+            try:
+                chunk = self._log._read(self.position, min(want, _CHUNK))
+            except TrimmedError as trimmed:
+                self._finish(trimmed)
+                return
+            if not chunk:
+                ended, failure = self._log._ended_at(self.position)
+                if ended:
+                    self._finish(failure)
+                return
+            with self._lock:
+                self._demand = demand.sub(self._demand, len(chunk))
+            for item in chunk:
+                if self._cancelled():
+                    return
+                self.position += 1
+                try:
+                    subscriber.on_next(item)
+                except Exception as error:
+                    self.cancel()
+                    report_unhandled(error, f"{type(subscriber).__name__}.on_next")
+                    return
+
+    def _cancelled(self) -> bool:
+        return self.done  # set by cancel(), possibly from another thread
+
+    def _finish(self, error: BaseException | None) -> None:
+        self.done = True
+        self._log._detach(self)
+        try:
+            if error is None:
+                self._subscriber.on_complete()
+            else:
+                self._subscriber.on_error(error)
+        except Exception as exc:
+            report_unhandled(exc, f"{type(self._subscriber).__name__}.on_complete/on_error")

@@ -1,0 +1,225 @@
+"""The ``rstreams`` Spark data source: streaming and batch reads from an RS.io replay log.
+
+Where each method runs (../shared/notes/spark-python-datasource.md, measured on 4.3):
+
+* ``initialOffset``, ``getDefaultReadLimit``, ``latestOffset``, ``partitions``,
+  ``commit``: on the driver, in one long-lived Python process per query run. Each
+  remote call is one short request/response (``log?latest``, ``log?commit=N``).
+* ``read(partition)``: on executors, from a pickled reader. The partition carries the
+  URL, the log name and its range; ``read`` opens its own connection, fetches exactly
+  ``[start, end)`` and yields Arrow record batches.
+
+Offsets are ``{"position": N}``: the next position to read. A micro-batch reads
+``[start, end)``; Spark logs both before it runs, replays exactly that range after a
+restart, and calls ``commit(end)`` once the batch is done, which lets the server trim.
+``maxRecordsPerBatch`` becomes ``ReadMaxRows`` (admission control, Spark 4.2+), and
+``trigger(availableNow=True)`` reads up to the log's end at query start.
+
+The demand chain: the server's log requests from its producer only while it has room,
+room is made by ``commit``, and Spark commits only what it processed. So Spark's pace
+sets how fast the producer may go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from rstreams.spark._codecs import check_codec, decode_batches
+from rstreams.spark._remote import fetch_range, request_json
+
+__all__ = ["RStreamsDataSource", "RangePartition"]
+
+
+class RangePartition(InputPartition):
+    """Positions ``[start, end)`` of the log ``publisher`` at ``url`` (small and picklable)."""
+
+    def __init__(self, url: str, publisher: str, start: int, end: int) -> None:
+        self.url = url
+        self.publisher = publisher
+        self.start = start
+        self.end = end
+
+    def __repr__(self) -> str:
+        return f"RangePartition({self.url!r}, {self.publisher!r}, {self.start}, {self.end})"
+
+
+class _Options:
+    """The reader's options, checked once where the user set them."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        for required in ("url", "publisher"):
+            if not options.get(required):
+                raise ValueError(
+                    f"the rstreams source needs .option({required!r}, ...): "
+                    'e.g. .option("url", "tcp://host:port").option("publisher", "sensors")'
+                )
+        self.url = str(options["url"])
+        self.publisher = str(options["publisher"])
+        self.codec = check_codec(str(options.get("codec", "json")))
+        self.partitions = _positive(options, "numPartitions", 2)
+        self.max_rows = _positive(options, "maxRecordsPerBatch", 0) or None
+        self.timeout = float(options.get("timeout", 60))
+        self.starting = str(options.get("startingPosition", "earliest"))
+        self.ending = str(options.get("endingPosition", "latest"))
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+
+    def info(self) -> dict[str, Any]:
+        return request_json(self.url, f"{self.publisher}?latest", self.timeout)
+
+    def position(self, text: str, info: dict[str, Any]) -> int:
+        if text == "earliest":
+            return int(info["first"])
+        if text == "latest":
+            return int(info["end"])
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"positions are 'earliest', 'latest' or an int; got {text!r}") from None
+
+    def split(self, start: int, end: int) -> list[InputPartition]:
+        total = end - start
+        if total <= 0:
+            return []
+        step = -(-total // self.partitions)
+        return [
+            RangePartition(self.url, self.publisher, s, min(s + step, end)) for s in range(start, end, step)
+        ]
+
+    def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+        elements = fetch_range(
+            partition.url, partition.publisher, partition.start, partition.end, self.timeout
+        )
+        return decode_batches(elements, partition.start, self.codec, self.arrow_schema, partition.publisher)
+
+
+def _positive(options: Mapping[str, str], name: str, default: int) -> int:
+    text = options.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise ValueError(f"option {name} must be an int >= 1, got {text!r}")
+    return value
+
+
+class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reads of a replay log; see the module docstring."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self._opts = _Options(options, schema)
+        self._target: int | None = None  # trigger(availableNow=True): the end fixed at start
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"position": self._opts.position(self._opts.starting, self._opts.info())}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        max_rows = self._opts.max_rows
+        return ReadAllAvailable() if max_rows is None else ReadMaxRows(max_rows)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = int(self._opts.info()["end"])
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        begin = int(start["position"])
+        info = self._opts.info()
+        end = int(info["end"])
+        if self._target is not None:
+            end = min(end, self._target)
+        if isinstance(limit, ReadMaxRows):
+            end = min(end, begin + limit.max_rows)
+        if end <= begin and info["error"] is not None:
+            raise RuntimeError(f"replay log {self._opts.publisher!r} failed upstream: {info['error']}")
+        return {"position": max(end, begin)}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        return self._opts.split(int(start["position"]), int(end["position"]))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        return self._opts.read(partition)
+
+    def commit(self, end: dict[str, int]) -> None:
+        request_json(
+            self._opts.url, f"{self._opts.publisher}?commit={int(end['position'])}", self._opts.timeout
+        )
+
+    def stop(self) -> None:
+        """Nothing to release: every call used its own connection (Spark may skip stop())."""
+
+
+class RStreamsBatchReader(DataSourceReader):
+    """``spark.read``: positions ``[startingPosition, endingPosition)`` as they are now."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self._opts = _Options(options, schema)
+
+    def partitions(self) -> list[InputPartition]:
+        info = self._opts.info()
+        start = self._opts.position(self._opts.starting, info)
+        end = min(self._opts.position(self._opts.ending, info), int(info["end"]))
+        return self._opts.split(start, end)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RangePartition)
+        return self._opts.read(partition)
+
+
+class RStreamsDataSource(DataSource):
+    """Spark data source ``rstreams``: read from and write to RS.io replay logs.
+
+    Options: ``url`` (``tcp://host:port``), ``publisher`` (the log's name), ``schema``
+    (DDL, e.g. ``"sensor string, ts timestamp, value double"``), ``codec`` (``json``,
+    ``msgpack``, ``arrow``), ``maxRecordsPerBatch``, ``numPartitions`` (default 2),
+    ``startingPosition``/``endingPosition`` (``earliest``, ``latest`` or an int),
+    ``timeout`` (seconds per remote call, default 60).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "rstreams"
+
+    def schema(self) -> str:
+        schema = self.options.get("schema")
+        if not schema:
+            raise ValueError(
+                'the rstreams source needs .option("schema", DDL), e.g. "sensor string, value double"'
+            )
+        return str(schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return RStreamsStreamReader(self.options, schema)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return RStreamsBatchReader(self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from rstreams.spark._sink import RStreamsStreamWriter
+
+        return RStreamsStreamWriter(self.options, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from rstreams.spark._sink import RStreamsBatchWriter
+
+        return RStreamsBatchWriter(self.options, schema)
