@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import ssl
 import sys
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,18 @@ from netsupport import WAIT, CountingSource
 import rstreams
 from rstreams import UNBOUNDED, InvalidDemandError
 from rstreams.errors import ConnectionBrokenError, ResourceClosedError
-from rstreams.net import JSON, Connection, RemoteStreamError, Server, connect, connect_pipe, serve
+from rstreams.net import (
+    INT64,
+    JSON,
+    Connection,
+    RemoteStreamError,
+    Server,
+    connect,
+    connect_pipe,
+    fixed_size,
+    serve,
+    with_codec,
+)
 from support import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -177,20 +188,6 @@ async def test_publisher_signalling_from_another_thread() -> None:
         items = await within(conn.publisher("threaded").collect())
         assert decode_all(items) == list(range(2000))
 
-
-class _ThreadExecutor:
-    """A tiny executor: one worker thread, enough for observe_on."""
-
-    def __init__(self) -> None:
-        import concurrent.futures
-
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return self.pool.submit(fn, *args)
-
-
-import concurrent.futures  # noqa: E402
 
 _EXECUTOR = concurrent.futures.ThreadPoolExecutor(max_workers=1)
 
@@ -356,9 +353,64 @@ async def _until(predicate: Callable[[], bool]) -> None:
         await asyncio.sleep(0)
 
 
-async def _aiter_to_list(iterator: AsyncIterator[bytes]) -> list[bytes]:
-    return [item async for item in iterator]
+# -- packed and split elements ---------------------------------------------------------------------
 
 
-def _thread_name() -> str:
-    return threading.current_thread().name
+async def test_fixed_size_codec_sends_packed_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A codec with element_size sends onNextPacked batches; the subscriber still gets single ints."""
+    batches: list[int] = []
+    original = Connection.send_packed
+
+    def spy(self: Connection, sid: int, elements: list[bytes]) -> None:
+        batches.append(len(elements))
+        original(self, sid, elements)
+
+    monkeypatch.setattr(Connection, "send_packed", spy)
+    offer = {"ints": with_codec(lambda p: rstreams.range(-500, 50_000), INT64)}
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        items = await within(conn.publisher("ints", codec=INT64).collect())
+        assert items == list(range(-500, 50_000))
+        assert sum(batches) == len(items)
+        assert max(batches) > 100  # many elements per frame
+
+
+async def test_fixed_size_respects_small_demand() -> None:
+    """Packing never sends more than requested: request(3) gets exactly 3, then 2 more."""
+    offer = {"raw": with_codec(CountingSource(size=4), fixed_size(4))}
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=3)
+        conn.publisher("raw").subscribe(subscriber)
+        await within(asyncio.to_thread(subscriber.await_items, 3))
+        subscriber.request(2)
+        await within(asyncio.to_thread(subscriber.await_items, 5))
+        assert decode_all(subscriber.items) == [1, 2, 3, 4, 5]
+        assert subscriber.error is None
+
+
+async def test_wrong_size_element_fails_the_stream() -> None:
+    """An element that breaks the codec's element_size ends that stream with an error, nothing else."""
+    offer = {
+        "bad": with_codec(rstreams.just(b"1234", b"12345"), fixed_size(4)),
+        "greeting": rstreams.just(b"hi"),
+    }
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=10)
+        conn.publisher("bad").subscribe(subscriber)
+        await within(asyncio.to_thread(subscriber.await_done))
+        assert subscriber.items == [b"1234"]
+        assert isinstance(subscriber.error, RemoteStreamError)
+        assert "element_size" in str(subscriber.error)
+        assert await within(conn.request("greeting")) == b"hi"
+
+
+@pytest.mark.parametrize("url", ["tcp://127.0.0.1:0", "ws://127.0.0.1:0/"])
+async def test_large_elements_are_split_and_joined_while_other_streams_flow(url: str) -> None:
+    """1 MiB elements travel as parts; a small stream on the same connection is not starved."""
+    big = [bytes([i]) * (1024 * 1024) for i in range(8)]
+    offer = {"big": rstreams.from_iterable(big), "numbers": numbers}
+    async with await serve(url, offer) as server, await connect(server.url) as conn:
+        large, small = await within(
+            asyncio.gather(conn.publisher("big").collect(), conn.publisher("numbers?n=1000").collect())
+        )
+        assert large == big
+        assert decode_all(small) == list(range(1000))

@@ -131,21 +131,22 @@ class Connection:
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
         return RemotePublisher(self, name, codec.decode if codec is not None else None)
 
-    async def request(self, name: str, *, codec: Codec[T] | None = None, timeout: float | None = None) -> T:
+    async def request(self, name: str, *, codec: Codec[T] | None = None) -> T:
         """Request/response: subscribe with demand 1 and return the single element.
 
         Raises:
             RemoteStreamError: the remote publisher signalled ``onError`` (e.g. unknown name).
             LookupError: it completed without an element.
             ConnectionBrokenError / ResourceClosedError: the connection ended first.
-            TimeoutError: no element within ``timeout`` seconds (the stream is cancelled).
+
+        Wrap it in ``asyncio.timeout(...)`` for a deadline: cancelling the call cancels the stream.
         """
         future: asyncio.Future[T] = self._loop.create_future()
         subscriber = ScalarSubscriber(future, name)
         self.publisher(name, codec=codec).subscribe(subscriber)
         try:
-            return await asyncio.wait_for(future, timeout)
-        except (asyncio.CancelledError, TimeoutError):
+            return await future
+        except asyncio.CancelledError:
             subscriber.cancel()
             raise
 
