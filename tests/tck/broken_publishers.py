@@ -309,7 +309,18 @@ class CompletesFirstSubscription(SyncSubscription):
         subscriber.on_subscribe(self)
 
 
+class BlockingSubscription(SyncSubscription):
+    """Rule 3.4 gone wrong: request() blocks (a deadlock) until ``release`` is set."""
+
+    release = threading.Event()
+
+    def request(self, n: int) -> None:
+        self.release.wait()
+        super().request(n)
+
+
 OverDeliveringPublisher = _publisher_with(OverDeliveringSubscription)
+BlockingPublisher = _publisher_with(BlockingSubscription)
 EagerPublisher = _publisher_with(EagerSubscription)
 SignalsAfterCompletePublisher = _publisher_with(SignalsAfterCompleteSubscription)
 NeverCompletesPublisher = _publisher_with(NeverCompletesSubscription)

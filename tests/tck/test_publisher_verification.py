@@ -444,3 +444,17 @@ def test_manual_subscriber_timeouts_fail_with_the_state() -> None:
         sub.expect_none()
     with pytest.raises(TCKFailure, match="expected on_complete, but got the element 0"):
         sub.expect_completion()
+
+
+def test_a_blocking_publisher_fails_by_case_timeout_instead_of_hanging() -> None:
+    verification = type(
+        "BlockingCase", (Broken,), {"publisher_type": staticmethod(bp.BlockingPublisher), "case_timeout": 0.3}
+    )()
+    try:
+        report = run_cases(
+            verification, ["required_spec102_may_signal_less_than_requested_and_terminate_subscription"]
+        )
+    finally:
+        bp.BlockingSubscription.release.set()  # let the abandoned thread finish
+    result = report.results[0]
+    assert result.outcome == "failed" and "did not finish within 0.3 s" in result.message, result

@@ -27,6 +27,7 @@ Nothing here imports pytest: a skip is :class:`SkipTest`, a subclass of
 
 from __future__ import annotations
 
+import threading
 import time
 import unittest
 from collections.abc import Callable, Iterable
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from rstreams.tck._env import TestEnvironment
 
 __all__ = [
+    "CaseHung",
     "CaseInfo",
     "CaseResult",
     "Category",
@@ -70,6 +72,10 @@ class TCKFailure(AssertionError):
 
 class HardFailure(TCKFailure):
     """A failure that fails even an optional case (the JVM TCK's ``optional_spec104`` does)."""
+
+
+class CaseHung(HardFailure):
+    """A case ran past ``case_timeout``: the implementation under test blocked."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +189,8 @@ class Verification:
 
     tck_cases: ClassVar[tuple[CaseInfo, ...]] = ()
     not_verified_message: ClassVar[str] = NOT_VERIFIED
+    case_timeout: ClassVar[float | None] = 120.0
+    """Seconds one case may run before it fails as hung; ``None`` runs it on the caller's thread."""
     _tck_env: TestEnvironment | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -232,14 +240,16 @@ class Verification:
         self._tck_env = None
         env = self.env
         env.clear_async_errors()
+        hung = False
         try:
             if info.category == "untested":
                 raise SkipTest(self.not_verified_message)
             try:
-                getattr(self, info.name)()
+                self._run_body(getattr(self, info.name))
             except unittest.SkipTest:
                 raise
             except Exception as exc:
+                hung = isinstance(exc, CaseHung)
                 failure = _with_recorded_errors(exc, env.async_errors)
                 if info.category == "optional" and not isinstance(exc, HardFailure):
                     raise SkipTest(
@@ -251,7 +261,39 @@ class Verification:
                 raise failure from exc
         finally:
             self._tck_env = None
-            env.close()
+            if not hung:  # after a hang, cancelling could block this thread too
+                env.close()
+
+    def _run_body(self, body: Callable[[], None]) -> None:
+        """Run ``body`` in a worker thread, waiting at most :attr:`case_timeout` seconds.
+
+        A publisher that deadlocks inside ``subscribe``/``request``/``cancel`` must not hang
+        the whole run: after the limit the case fails and the stuck (daemon) thread is
+        abandoned.
+        """
+        limit = self.case_timeout
+        if limit is None:
+            body()
+            return
+        raised: list[BaseException] = []
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                body()
+            except BaseException as exc:  # handed to the waiting thread, which re-raises it
+                raised.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=work, name=f"rstreams-tck-{body.__name__[:48]}", daemon=True).start()
+        if not done.wait(limit):
+            raise CaseHung(
+                f"the case did not finish within {limit:g} s (case_timeout): the implementation under test"
+                " probably blocks, e.g. a deadlock in subscribe(), request() or cancel()"
+            )
+        if raised:
+            raise raised.pop()
 
 
 def _with_recorded_errors(exc: Exception, recorded: list[BaseException]) -> Exception:
