@@ -83,6 +83,17 @@ class CountingSource:
         self.requests: list[int] = []
         self.cancelled = asyncio.Event()
         self.subscribed = asyncio.Event()
+        self.progress = asyncio.Event()  # set after every request that produced elements
+
+    async def wait_pulled(self, n: int) -> None:
+        """Wait (bounded) until more than ``n`` elements were pulled in total."""
+
+        async def loop() -> None:
+            while self.pulled <= n:
+                self.progress.clear()
+                await self.progress.wait()
+
+        await asyncio.wait_for(loop(), WAIT)
 
     def subscribe(self, subscriber: Any) -> None:
         subscription = _CountingSubscription(self, subscriber)
@@ -126,6 +137,7 @@ class _CountingSubscription:
                 self.stopped = True
                 self.subscriber.on_complete()
         self.emitting = False
+        source.progress.set()
 
     def cancel(self) -> None:
         self.stopped = True

@@ -7,7 +7,7 @@ import concurrent.futures
 import os
 import ssl
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -174,9 +174,11 @@ async def test_request_response() -> None:
 async def test_codec_json_both_sides() -> None:
     """With a codec, Python objects travel: encode on the serving side, decode on the subscriber."""
     offer = {"objects": rstreams.just({"a": 1}, [1, 2], "text")}
-    async with await serve("tcp://127.0.0.1:0", offer, codec=JSON) as server:
-        async with await connect(server.url) as conn:
-            assert await within(conn.publisher("objects", codec=JSON).collect()) == [{"a": 1}, [1, 2], "text"]
+    async with (
+        await serve("tcp://127.0.0.1:0", offer, codec=JSON) as server,
+        await connect(server.url) as conn,
+    ):
+        assert await within(conn.publisher("objects", codec=JSON).collect()) == [{"a": 1}, [1, 2], "text"]
 
 
 async def test_publisher_signalling_from_another_thread() -> None:
@@ -274,44 +276,50 @@ async def test_aclose_ends_local_streams_with_resource_closed() -> None:
 async def test_rule_3_9_is_checked_locally() -> None:
     """request(0) fails the subscriber with InvalidDemandError; no request frame reaches the peer."""
     source = CountingSource()
-    async with await serve("tcp://127.0.0.1:0", {"endless": source}) as server:
-        async with await connect(server.url) as conn:
-            subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
-            conn.publisher("endless").subscribe(subscriber)
-            subscriber.request(0)
-            assert isinstance(subscriber.error, InvalidDemandError)
-            await within(source.cancelled.wait())  # the remote side was released with a cancel
-            assert source.requests == []  # never asked for anything, so nothing illegal either
-            assert await within(conn.request("endless")) == (1).to_bytes(8, "big")
-            assert not conn.closed
+    async with (
+        await serve("tcp://127.0.0.1:0", {"endless": source}) as server,
+        await connect(server.url) as conn,
+    ):
+        subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
+        conn.publisher("endless").subscribe(subscriber)
+        subscriber.request(0)
+        assert isinstance(subscriber.error, InvalidDemandError)
+        await within(source.cancelled.wait())  # the remote side was released with a cancel
+        assert source.requests == []  # never asked for anything, so nothing illegal either
+        assert await within(conn.request("endless")) == (1).to_bytes(8, "big")
+        assert not conn.closed
 
 
 async def test_cancel_from_the_client_stops_the_servers_publisher() -> None:
     """Leaving ``async for`` cancels; the serving side cancels its local Publisher."""
     source = CountingSource()
-    async with await serve("tcp://127.0.0.1:0", {"endless": source}) as server:
-        async with await connect(server.url) as conn:
-            taken = 0
-            async for _ in conn.publisher("endless"):
-                taken += 1
-                if taken == 100:
-                    break
-            await within(source.cancelled.wait())
+    async with (
+        await serve("tcp://127.0.0.1:0", {"endless": source}) as server,
+        await connect(server.url) as conn,
+    ):
+        taken = 0
+        async for _ in conn.publisher("endless"):
+            taken += 1
+            if taken == 100:
+                break
+        await within(source.cancelled.wait())
 
 
 async def test_demand_is_respected_end_to_end() -> None:
     """The server sends exactly what the subscriber requested, no more."""
     source = CountingSource()
-    async with await serve("tcp://127.0.0.1:0", {"endless": source}) as server:
-        async with await connect(server.url) as conn:
-            subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
-            conn.publisher("endless").subscribe(subscriber)
-            await within(asyncio.to_thread(subscriber.await_subscribed))
-            subscriber.request(3)
-            await within(asyncio.to_thread(subscriber.await_items, 3))
-            assert await within(conn.request("endless")) == (1).to_bytes(8, "big")  # a round trip later
-            assert len(subscriber.items) == 3
-            assert source.pulled == 3 + 1
+    async with (
+        await serve("tcp://127.0.0.1:0", {"endless": source}) as server,
+        await connect(server.url) as conn,
+    ):
+        subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
+        conn.publisher("endless").subscribe(subscriber)
+        await within(asyncio.to_thread(subscriber.await_subscribed))
+        subscriber.request(3)
+        await within(asyncio.to_thread(subscriber.await_items, 3))
+        assert await within(conn.request("endless")) == (1).to_bytes(8, "big")  # a round trip later
+        assert len(subscriber.items) == 3
+        assert source.pulled == 3 + 1
 
 
 async def test_unbounded_demand_from_a_non_reading_peer_keeps_memory_bounded() -> None:
@@ -335,7 +343,16 @@ async def test_unbounded_demand_from_a_non_reading_peer_keeps_memory_bounded() -
         transport.pause_reading()  # the client's application is stuck: its socket fills up
         subscriber.request(UNBOUNDED)
         served = connections[0]
-        await within(_until(lambda: not served.writable))
+        paused = asyncio.Event()
+        pause_writing = served.pause_writing
+
+        def spy() -> None:  # the transport calls this when the unsent bytes pass the high mark
+            pause_writing()
+            paused.set()
+
+        served.pause_writing = spy  # type: ignore[method-assign]
+        await within(paused.wait())
+        assert not served.writable
         stalled_at = source.pulled
         for _ in range(200):  # many loop turns: nothing more may be produced while not writable
             await asyncio.sleep(0)
@@ -343,14 +360,8 @@ async def test_unbounded_demand_from_a_non_reading_peer_keeps_memory_bounded() -
         # bounded: the kernel's socket buffers + the high-water mark + one batch, far below "unbounded"
         assert stalled_at * 1024 < 64 * 1024 * 1024
         transport.resume_reading()
-        await within(_until(lambda: source.pulled > stalled_at + 1000))
+        await source.wait_pulled(stalled_at + 1000)
         await within(conn.aclose())
-
-
-async def _until(predicate: Callable[[], bool]) -> None:
-    """Wait for a condition that loop callbacks make true (checked once per loop turn)."""
-    while not predicate():
-        await asyncio.sleep(0)
 
 
 # -- packed and split elements ---------------------------------------------------------------------

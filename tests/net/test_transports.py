@@ -127,10 +127,12 @@ async def test_pipes_both_ways() -> None:
 async def test_pause_writing_when_the_peer_does_not_read(url: str) -> None:
     """Unsent bytes above the high mark pause writing; reading again resumes it."""
     servers: list[RecordingHandler] = []
+    accepted = asyncio.Event()
 
     def make() -> RecordingHandler:
         handler = RecordingHandler()
         servers.append(handler)
+        accepted.set()
         return handler
 
     listener = await listen_endpoint(parse_url(url), make)
@@ -138,9 +140,9 @@ async def test_pause_writing_when_the_peer_does_not_read(url: str) -> None:
         client = RecordingHandler()
         await connect_endpoint(listener.endpoint, client, high=64 * 1024, low=16 * 1024)
         await asyncio.wait_for(client.made.wait(), WAIT)
-        await asyncio.wait_for(asyncio.shield(asyncio.ensure_future(_until(lambda: bool(servers)))), WAIT)
+        await asyncio.wait_for(accepted.wait(), WAIT)
         server = servers[0]
-        await server.wait_for(lambda: server.transport is not None, "server transport")
+        await asyncio.wait_for(server.made.wait(), WAIT)
         assert server.transport is not None and client.transport is not None
         server.transport.pause_reading()
         block = b"x" * 65536
@@ -158,8 +160,3 @@ async def test_pause_writing_when_the_peer_does_not_read(url: str) -> None:
     finally:
         listener.close()
         await listener.wait_closed()
-
-
-async def _until(predicate: object) -> None:
-    while not predicate():  # type: ignore[operator]
-        await asyncio.sleep(0)
