@@ -8,6 +8,7 @@ Blocks between ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->`` in P
 are owned by this script; everything else in PROTOCOL.md is written by hand.
 """
 
+# ruff: noqa: RUF001  (the generated Markdown uses the multiplication sign, en dash and arrows on purpose)
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from rstreams.wire import frames as F
-from rstreams.wire._state import CONNECTION_TRANSITIONS, STREAM_TRANSITIONS, ConnectionInput, Signal
-from rstreams.wire._state import ConnectionState, StreamState
+from rstreams.wire._state import (
+    CONNECTION_TRANSITIONS,
+    STREAM_TRANSITIONS,
+    ConnectionInput,
+    ConnectionState,
+    Signal,
+    StreamState,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTOCOL_MD = ROOT / "PROTOCOL.md"
@@ -153,9 +160,7 @@ def _types_table() -> str:
     for code, cls in F.FRAME_CLASSES.items():
         direction = DIRECTIONS.get(cls, "publisher → subscriber")
         rows.append(f"| `0x{code.value:02X}` | {WIRE_NAMES[cls]} | {direction} | {LAYOUTS[cls]} |")
-    rows.append(
-        f"| `0x{F.FIRST_RESERVED_CORE_TYPE:02X}`–`0x7F` | *(reserved for later core versions)* | | |"
-    )
+    rows.append(f"| `0x{F.FIRST_RESERVED_CORE_TYPE:02X}`–`0x7F` | *(reserved for later core versions)* | | |")
     rows.append(f"| `0x{F.FIRST_EXTENSION_TYPE:02X}`–`0xFF` | *(extension messages, §4.4)* | | |")
     return "\n".join(rows)
 
@@ -216,7 +221,9 @@ def render(markdown: str) -> str:
         pattern = re.compile(rf"(<!-- generated:{name} -->\n).*?(<!-- /generated:{name} -->)", re.DOTALL)
         if not pattern.search(markdown):
             raise ValueError(f"PROTOCOL.md lacks the generated:{name} block")
-        markdown = pattern.sub(lambda m, make=make: m.group(1) + make() + "\n" + m.group(2), markdown)
+        start, end = pattern.search(markdown).span()  # type: ignore[union-attr]  # checked just above
+        opening, closing = f"<!-- generated:{name} -->\n", f"<!-- /generated:{name} -->"
+        markdown = markdown[:start] + opening + make() + "\n" + closing + markdown[end:]
     return markdown
 
 

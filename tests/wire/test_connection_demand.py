@@ -67,7 +67,7 @@ def test_local_request_must_be_positive(n: int) -> None:
     """request(n <= 0) is the local subscriber's rule-3.9 error, never sent."""
     pair = ConnectionPair()
     pair.open(1)
-    with pytest.raises(ValueError, match="3.9"):
+    with pytest.raises(ValueError, match=r"3\.9"):
         pair.client.send_request(1, n)
 
 
@@ -102,7 +102,11 @@ def test_on_next_beyond_demand_is_a_connection_error() -> None:
     client = connected(Side.CLIENT)
     client.send(Subscribe(publisher="p", subscriber=1, initial_demand=1))
     client.data_to_send()
-    client.receive_data(wire(OnSubscribe(subscriber=1), OnNext(subscriber=1, element=b"a"), OnNext(subscriber=1, element=b"b")))
+    client.receive_data(
+        wire(
+            OnSubscribe(subscriber=1), OnNext(subscriber=1, element=b"a"), OnNext(subscriber=1, element=b"b")
+        )
+    )
     events = client.events_received()
     assert events[:2] == [OnSubscribe(subscriber=1), OnNext(subscriber=1, element=b"a")]
     closed = events[2]
@@ -129,7 +133,10 @@ def test_packed_within_demand() -> None:
     pair.server.send(OnNextPacked(subscriber=1, count=2, elements=b"aabb"))
     assert pair.server.credit(1) == 3
     pair.server.send(OnNext(subscriber=1, element=b"cc"))
-    assert pair.events()[0] == [OnNextPacked(subscriber=1, count=2, elements=b"aabb"), OnNext(subscriber=1, element=b"cc")]
+    assert pair.events()[0] == [
+        OnNextPacked(subscriber=1, count=2, elements=b"aabb"),
+        OnNext(subscriber=1, element=b"cc"),
+    ]
     with pytest.raises(LocalProtocolError):
         pair.server.send(OnNextPacked(subscriber=1, count=3, elements=b"xxyyzz"))  # 2 left
     with pytest.raises(LocalProtocolError):

@@ -5,8 +5,10 @@ from __future__ import annotations
 from wiresupport import ConnectionPair, connected, wire
 
 from rstreams.wire import (
+    Cancel,
     ConnectionClosed,
     ConnectionConfig,
+    DemandExceededError,
     LimitExceededError,
     OnComplete,
     OnNext,
@@ -20,7 +22,9 @@ from rstreams.wire import (
 )
 from rstreams.wire.connection import Connection
 
-SMALL = ConnectionConfig(split_threshold=10, max_element_size=100, max_reassembly_bytes=150, max_parts_in_flight=2)
+SMALL = ConnectionConfig(
+    split_threshold=10, max_element_size=100, max_reassembly_bytes=150, max_parts_in_flight=2
+)
 
 
 def test_large_elements_are_split_and_joined() -> None:
@@ -56,7 +60,11 @@ def test_parts_of_two_streams_interleave_and_order_is_kept() -> None:
             pair.client.receive_data(chunk)
         events += pair.client.events_received()
     stream1 = [e for e in events if getattr(e, "subscriber", None) == 1]
-    assert stream1 == [OnNext(subscriber=1, element=big1), OnNext(subscriber=1, element=b"small after"), OnComplete(subscriber=1)]
+    assert stream1 == [
+        OnNext(subscriber=1, element=big1),
+        OnNext(subscriber=1, element=b"small after"),
+        OnComplete(subscriber=1),
+    ]
     assert OnNext(subscriber=2, element=big2) in events
 
 
@@ -119,7 +127,9 @@ def test_joined_element_above_max_element_size_cancels_that_stream() -> None:
     assert isinstance(event.error, LimitExceededError) and event.error.limit == "max_element_size"
     assert client.data_to_send() == [b"\x06\x01"]  # cancel 1
     # late parts of the cancelled stream are dropped; stream 2 still works
-    client.receive_data(wire(OnNextLastPart(subscriber=1, element_id=0, data=b"x"), OnNext(subscriber=2, element=b"ok")))
+    client.receive_data(
+        wire(OnNextLastPart(subscriber=1, element_id=0, data=b"x"), OnNext(subscriber=2, element=b"ok"))
+    )
     assert client.events_received() == [OnNext(subscriber=2, element=b"ok")]
 
 
@@ -149,9 +159,14 @@ def test_reassembly_bytes_cap() -> None:
 def test_first_part_takes_demand() -> None:
     """A split element costs one demand, taken at its first part."""
     client = _client(demand=1)
-    client.receive_data(wire(OnNextPart(subscriber=1, element_id=0, data=b"a"), OnNextPart(subscriber=1, element_id=1, data=b"b")))
+    client.receive_data(
+        wire(
+            OnNextPart(subscriber=1, element_id=0, data=b"a"),
+            OnNextPart(subscriber=1, element_id=1, data=b"b"),
+        )
+    )
     [closed] = client.events_received()
-    assert isinstance(closed, ConnectionClosed) and closed.error is not None and closed.error.section == "6.3"
+    assert isinstance(closed, ConnectionClosed) and isinstance(closed.error, DemandExceededError)
 
 
 def test_cancel_frees_partial_elements() -> None:
@@ -160,7 +175,5 @@ def test_cancel_frees_partial_elements() -> None:
     client.receive_data(wire(OnNextPart(subscriber=1, element_id=0, data=b"x" * 50)))
     assert client._partial_bytes == 50
     client.send_request(1, 1)
-    from rstreams.wire import Cancel
-
     client.send(Cancel(subscriber=1))
     assert client._partial_bytes == 0 and client._partial_count == 0

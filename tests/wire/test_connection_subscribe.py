@@ -74,7 +74,9 @@ def test_second_on_subscribe() -> None:
 
 def test_signals_after_terminal() -> None:
     """After onComplete the id is gone: a further onNext is a violation."""
-    closed = _violation(wire(OnSubscribe(subscriber=1), OnComplete(subscriber=1), OnNext(subscriber=1, element=b"")))
+    closed = _violation(
+        wire(OnSubscribe(subscriber=1), OnComplete(subscriber=1), OnNext(subscriber=1, element=b""))
+    )
     assert isinstance(closed.error, StreamStateError)
 
 

@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_docs_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_protocol_docs", ROOT / "docs" / "make_protocol_docs.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_protocol_docs", ROOT / "docs" / "make_protocol_docs.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -135,7 +137,7 @@ def test_frames_are_frozen_and_keyword_only() -> None:
     with pytest.raises(AttributeError):
         frame.subscriber = 2  # type: ignore[misc]
     with pytest.raises(TypeError):
-        Cancel(1)  # type: ignore[misc]
+        Cancel(1)  # type: ignore[call-arg]
     assert Cancel(subscriber=1) == frame and hash(Cancel(subscriber=1)) == hash(frame)
 
 

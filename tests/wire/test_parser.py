@@ -69,7 +69,7 @@ def test_every_length_has_a_limit(data: bytes, limit: str) -> None:
 
 
 def test_packed_count_times_size_is_capped() -> None:
-    """onNextPacked's count × elementSize counts against max_element_size."""
+    """onNextPacked's count x elementSize counts against max_element_size."""
     p = parser(max_element_size=64)
     p.feed(wire(OnSubscribe(subscriber=1, element_size=8)) + bytes([FrameType.ON_NEXT_PACKED, 1, 9]))
     assert isinstance(p.error, LimitExceededError)

@@ -98,7 +98,9 @@ class ConnectionPair:
         """Client subscribes with ``sid``; server accepts with onSubscribe."""
         self.client.send(Subscribe(publisher=name, subscriber=sid, initial_demand=demand))
         self.pump()
-        assert self.server.events_received() == [Subscribe(publisher=name, subscriber=sid, initial_demand=demand)]
+        assert self.server.events_received() == [
+            Subscribe(publisher=name, subscriber=sid, initial_demand=demand)
+        ]
         self.server.send(OnSubscribe(subscriber=sid, element_size=element_size))
         self.pump()
         assert self.client.events_received() == [OnSubscribe(subscriber=sid, element_size=element_size)]
@@ -130,7 +132,9 @@ def packed(draw: st.DrawFn) -> OnNextPacked:
     size = draw(st.integers(1, 16))
     count = draw(st.integers(1, 8))
     return OnNextPacked(
-        subscriber=draw(ids), count=count, elements=draw(st.binary(min_size=size * count, max_size=size * count))
+        subscriber=draw(ids),
+        count=count,
+        elements=draw(st.binary(min_size=size * count, max_size=size * count)),
     )
 
 

@@ -160,8 +160,8 @@ class FrameParser:
                     append(make_on_next(sid, data[p:end]))
                     pos = end
                 else:
-                    frame, pos = self._decode_other(data, pos, n)
-                    append(frame)
+                    other, pos = self._decode_other(data, pos, n)
+                    append(other)
         except Incomplete as inc:
             self._need = (inc.end - pos) if inc.end else (n - pos + 1)
         except RemoteProtocolError as exc:

@@ -1,0 +1,53 @@
+"""The public surface of rstreams.wire is pinned."""
+
+from __future__ import annotations
+
+import rstreams.wire as wire
+
+EXPECTED = {
+    "PROTOCOL_VERSION",
+    "AbruptCloseError",
+    "Cancel",
+    "ClientHello",
+    "Connection",
+    "ConnectionBrokenError",
+    "ConnectionClosed",
+    "ConnectionConfig",
+    "ConnectionState",
+    "DemandExceededError",
+    "Event",
+    "Frame",
+    "FrameError",
+    "FrameParser",
+    "FrameType",
+    "Goodbye",
+    "HandshakeError",
+    "InvalidDemandError",
+    "LimitExceededError",
+    "LocalProtocolError",
+    "OnComplete",
+    "OnError",
+    "OnNext",
+    "OnNextLastPart",
+    "OnNextPacked",
+    "OnNextPart",
+    "OnSubscribe",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "Request",
+    "ServerHello",
+    "Side",
+    "StreamError",
+    "StreamState",
+    "StreamStateError",
+    "Subscribe",
+    "UnsupportedVersionError",
+    "encode",
+}
+
+
+def test_all_is_pinned() -> None:
+    """__all__ lists exactly the documented names, and each exists."""
+    assert set(wire.__all__) == EXPECTED
+    for name in wire.__all__:
+        assert hasattr(wire, name)
