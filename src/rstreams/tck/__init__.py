@@ -19,7 +19,10 @@ This package does not import pytest. A skipped case raises :class:`SkipTest` (a
 :class:`unittest.SkipTest`), a failed one :class:`TCKFailure` (an AssertionError).
 Timeouts come from :class:`TestEnvironment` (environment variables
 ``RSTREAMS_TCK_DEFAULT_TIMEOUT_MS``, ``RSTREAMS_TCK_DEFAULT_NO_SIGNALS_TIMEOUT_MS``,
-``RSTREAMS_TCK_DEFAULT_POLL_TIMEOUT_MS``, ``RSTREAMS_TCK_PUBLISHER_REFERENCE_GC_TIMEOUT_MS``).
+``RSTREAMS_TCK_DEFAULT_POLL_TIMEOUT_MS``, ``RSTREAMS_TCK_PUBLISHER_REFERENCE_GC_TIMEOUT_MS``);
+a verification's ``create_env()`` may return one with other values. Each case runs in a
+worker thread for at most ``case_timeout`` seconds (120 by default), so an implementation
+that blocks fails its case instead of hanging the run.
 """
 
 from __future__ import annotations
