@@ -1,12 +1,11 @@
 """``merge(*publishers)`` and ``flat_map(fn)``: elements of many Publishers, as they arrive.
 
-Theory of operation: the WIP/drain pattern of :mod:`rstreams.flow._concat_map`, with
-many inner Publishers at once. Inners may signal from different threads at the same
-time; each only appends to its own deque (at most ``prefetch`` elements, since that is
-all it is ever asked for) and calls :meth:`_FlatMapSubscriber.drain`. The one thread
-that wins the lock-protected work counter runs the drain loop, which alone signals the
-downstream and calls ``request``/``cancel`` on every Subscription (rules 1.3 and 2.7).
-A ``request`` made inside ``on_next`` only adds demand (rule 3.3).
+Built on :class:`rstreams.flow._drain.DrainSubscriber` (the drain loop; its module tells
+the theory of operation), with many inner Publishers at once. Inners may signal from
+different threads at the same time; each has its own deque (at most ``prefetch``
+elements, since that is all it is ever asked for), and only the thread holding the
+drain signals the downstream or calls ``request``/``cancel`` on any Subscription
+(rules 1.3 and 2.7). ``fn`` runs in the upstream's ``on_next``, on its thread.
 
 * Demand: the downstream's outstanding demand is honoured exactly (rule 1.1). Each inner
   is asked for ``prefetch`` elements once subscribed and replenished in batches of
@@ -30,9 +29,10 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
 from rstreams.errors import OverflowStrategyError, report_unhandled
-from rstreams.flow._concat_map import (
+from rstreams.flow._drain import (
     DRAIN,
     EMIT,
+    NONE_ITEM,
     OUTER,
     QUEUED,
     DrainSubscriber,
@@ -47,8 +47,6 @@ __all__ = ["FlatMapFlow", "merge"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-_NONE_ITEM = "rule 2.13: on_next(None) is illegal; None is never a stream element"
 
 
 class FlatMapFlow(Flow[R]):
@@ -128,7 +126,7 @@ class _Inner(Subscriber[R]):
 
     def on_next(self, item: R) -> None:
         if item is None:
-            raise TypeError(_NONE_ITEM)
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
         parent = self.parent
@@ -198,7 +196,7 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError(_NONE_ITEM)
+            raise TypeError(NONE_ITEM)
         if self._cancelled or self._outer_done or self._error is not None:
             return  # rule 3.12: late signals after cancel
         try:
