@@ -425,3 +425,40 @@ async def test_large_elements_are_split_and_joined_while_other_streams_flow(url:
         )
         assert large == big
         assert decode_all(small) == list(range(1000))
+
+
+class _Flooding:
+    """A broken Publisher: three elements right after on_subscribe, with nothing requested."""
+
+    def subscribe(self, subscriber: Any) -> None:
+        subscriber.on_subscribe(_NoSubscription())
+        for item in (b"a", b"b", b"c"):
+            subscriber.on_next(item)
+
+
+class _NoSubscription:
+    def request(self, n: int) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
+async def test_local_publisher_breaking_rule_1_1_fails_only_its_stream() -> None:
+    """Elements nobody asked for are not sent: the remote subscriber gets an error naming rule 1.1."""
+    async with (
+        await serve("tcp://127.0.0.1:0", {"flood": _Flooding(), **OFFER}) as server,
+        await connect(server.url) as conn,
+    ):
+        with pytest.raises(RemoteStreamError, match="1.1"):
+            await within(conn.publisher("flood").collect())
+        assert await within(conn.request("greeting")) == b"hello"
+
+
+async def test_unix_socket_file_is_removed_on_close(tmp_path: Path) -> None:
+    """Closing a unix:// server removes its socket file."""
+    path = tmp_path / "rs.sock"
+    server = await serve(f"unix://{path}", OFFER)
+    assert path.exists()
+    await within(server.aclose())
+    assert not path.exists()

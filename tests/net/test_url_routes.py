@@ -86,6 +86,6 @@ def test_router_callable() -> None:
 def test_router_rejects_bad_offers() -> None:
     """Offers are checked where they are made."""
     with pytest.raises(TypeError):
-        Router({"x": 42})  # type: ignore[dict-item]
+        Router({"x": 42})
     with pytest.raises(TypeError):
         Router(42)  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ import contextlib
 import itertools
 import threading
 from collections.abc import Callable
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, overload
 
 from rstreams.api import Subscriber
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
@@ -121,7 +121,11 @@ class Connection:
         self._task: asyncio.Task[None] | None = None  # a transport's own task (WebSocket)
 
     # -- public API ----------------------------------------------------------------------
-    def publisher(self, name: str, *, codec: Codec[T] | None = None) -> Flow[T]:
+    @overload
+    def publisher(self, name: str) -> Flow[bytes]: ...
+    @overload
+    def publisher(self, name: str, *, codec: Codec[T]) -> Flow[T]: ...
+    def publisher(self, name: str, *, codec: Codec[Any] | None = None) -> Flow[Any]:
         """The peer's publisher ``name`` (``path?param=value``) as a cold :class:`Flow`.
 
         Each ``subscribe`` opens a new remote subscription. Elements are ``bytes``, or
@@ -131,7 +135,11 @@ class Connection:
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
         return RemotePublisher(self, name, codec.decode if codec is not None else None)
 
-    async def request(self, name: str, *, codec: Codec[T] | None = None) -> T:
+    @overload
+    async def request(self, name: str) -> bytes: ...
+    @overload
+    async def request(self, name: str, *, codec: Codec[T]) -> T: ...
+    async def request(self, name: str, *, codec: Codec[Any] | None = None) -> Any:
         """Request/response: subscribe with demand 1 and return the single element.
 
         Raises:
@@ -141,9 +149,9 @@ class Connection:
 
         Wrap it in ``asyncio.timeout(...)`` for a deadline: cancelling the call cancels the stream.
         """
-        future: asyncio.Future[T] = self._loop.create_future()
+        future: asyncio.Future[Any] = self._loop.create_future()
         subscriber = ScalarSubscriber(future, name)
-        self.publisher(name, codec=codec).subscribe(subscriber)
+        RemotePublisher(self, name, codec.decode if codec is not None else None).subscribe(subscriber)
         try:
             return await future
         except asyncio.CancelledError:
@@ -491,7 +499,7 @@ class Connection:
                 stream.flush_pack()
         data = core.data_to_send()
         self._turn_bytes = 0
-        if data:
+        if data and not transport.is_closing():
             transport.writelines(data)
         if (self._refill or core.has_data_to_send) and self._writable and not self._flush_scheduled:
             self._schedule_flush()  # room or the write limit was used up this turn: go on next turn

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import ssl as _ssl
 from collections.abc import Callable
 from typing import Any
@@ -101,9 +102,14 @@ class Listener:
     def __init__(self, endpoint: Endpoint, server: Any) -> None:
         self.endpoint = endpoint
         self._server = server
+        self._unlinked = False
 
     def close(self) -> None:
         self._server.close()
+        if self.endpoint.scheme == "unix" and not self._unlinked:
+            self._unlinked = True  # asyncio (before 3.13) leaves the socket file behind
+            with contextlib.suppress(OSError):
+                os.unlink(self.endpoint.path)
 
     async def wait_closed(self) -> None:
         with contextlib.suppress(Exception):

@@ -62,8 +62,10 @@ def with_codec(target: Publisher[Any] | PublisherFactory, codec: Codec[Any] | No
 
 
 Target: TypeAlias = "Publisher[Any] | PublisherFactory | WithCodec"
-Offer: TypeAlias = Mapping[str, Target] | Callable[[str, dict[str, str]], "Publisher[Any] | WithCodec | None"]
-_UNSET: Any = object()
+Offer: TypeAlias = Mapping[str, Any] | Callable[[str, dict[str, str]], Any]
+"""A mapping of names/patterns to :data:`Target` values, or a callable ``(path, params)``
+returning a Publisher, a :class:`WithCodec` or ``None``. Values are typed ``Any`` so that
+a dict mixing Publishers and factories type-checks; they are checked when the offer is made."""
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

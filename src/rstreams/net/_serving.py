@@ -183,6 +183,9 @@ class ServingStream(Subscriber[Any]):
         """Send one element (loop thread): the hot path."""
         if self.done:
             return  # rule 3.12: after cancel, late elements are dropped
+        if self.outstanding <= 0:
+            self._fail_locally(RuntimeError("rule 1.1: the publisher sent more elements than were requested"))
+            return
         encode = self._encode
         if encode is None and item.__class__ is bytes:
             data = item
