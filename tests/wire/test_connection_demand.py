@@ -10,7 +10,7 @@ from rstreams.errors import LocalProtocolError
 from rstreams.wire import (
     ConnectionClosed,
     DemandExceededError,
-    InvalidDemandError,
+    RemoteInvalidDemandError,
     OnError,
     OnNext,
     OnNextPacked,
@@ -80,7 +80,7 @@ def test_request_zero_or_negative_is_a_stream_error(demand: int) -> None:
     server.receive_data(wire(Request(subscriber=1, demand=demand)))
     [event] = server.events_received()
     assert isinstance(event, StreamError) and event.publishing and event.subscriber == 1
-    assert isinstance(event.error, InvalidDemandError)
+    assert isinstance(event.error, RemoteInvalidDemandError)
     [out] = server.data_to_send()
     assert out[:2] == b"\x0d\x01" and b"rule 3.9" in out
     server.receive_data(wire(Request(subscriber=2, demand=1)))

@@ -22,7 +22,7 @@ EXPECTED = {
     "FrameType",
     "Goodbye",
     "HandshakeError",
-    "InvalidDemandError",
+    "RemoteInvalidDemandError",
     "LimitExceededError",
     "LocalProtocolError",
     "OnComplete",

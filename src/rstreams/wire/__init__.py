@@ -19,7 +19,7 @@ from rstreams.wire._errors import AbruptCloseError as AbruptCloseError
 from rstreams.wire._errors import DemandExceededError as DemandExceededError
 from rstreams.wire._errors import FrameError as FrameError
 from rstreams.wire._errors import HandshakeError as HandshakeError
-from rstreams.wire._errors import InvalidDemandError as InvalidDemandError
+from rstreams.wire._errors import RemoteInvalidDemandError as RemoteInvalidDemandError
 from rstreams.wire._errors import LimitExceededError as LimitExceededError
 from rstreams.wire._errors import StreamStateError as StreamStateError
 from rstreams.wire._errors import UnsupportedVersionError as UnsupportedVersionError
@@ -68,7 +68,7 @@ __all__ = [
     "FrameType",
     "Goodbye",
     "HandshakeError",
-    "InvalidDemandError",
+    "RemoteInvalidDemandError",
     "LimitExceededError",
     "LocalProtocolError",
     "OnComplete",

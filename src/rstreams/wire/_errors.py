@@ -8,7 +8,7 @@
     │   └── UnsupportedVersionError            a hello with a version other than 0
     ├── StreamStateError                       a signal for an unknown id or in the wrong state
     │   └── DemandExceededError                elements beyond the demand we granted
-    ├── InvalidDemandError                     request(n) with n == 0 or n >= 2**63 (rule 3.9)
+    ├── RemoteInvalidDemandError                     request(n) with n == 0 or n >= 2**63 (rule 3.9)
     ├── LimitExceededError                     a configured limit (sizes, parts in flight) exceeded
     └── AbruptCloseError                       end of input without a goodbye
 
@@ -28,7 +28,7 @@ __all__ = [
     "DemandExceededError",
     "FrameError",
     "HandshakeError",
-    "InvalidDemandError",
+    "RemoteInvalidDemandError",
     "LimitExceededError",
     "StreamStateError",
     "UnsupportedVersionError",
@@ -78,7 +78,7 @@ class DemandExceededError(StreamStateError):
     section = "6.3"
 
 
-class InvalidDemandError(_WireError):
+class RemoteInvalidDemandError(_WireError):
     """``request(n)`` with ``n == 0`` or ``n >= 2**63`` (§6.2, rule 3.9); ends that stream only."""
 
     section = "6.2"

@@ -34,7 +34,7 @@ from rstreams.wire._errors import (
     AbruptCloseError,
     DemandExceededError,
     HandshakeError,
-    InvalidDemandError,
+    RemoteInvalidDemandError,
     LimitExceededError,
     StreamStateError,
     UnsupportedVersionError,
@@ -575,7 +575,9 @@ class Connection:
         elif len(f.publisher.encode()) > config.max_name_length:
             refusal = f"refused: publisher name longer than {config.max_name_length} bytes (§11)"
         elif f.initial_demand > UNBOUNDED:
-            refusal = InvalidDemandError(f"rule 3.9: initialDemand {f.initial_demand} is negative").reason
+            refusal = RemoteInvalidDemandError(
+                f"rule 3.9: initialDemand {f.initial_demand} is negative"
+            ).reason
         if refusal is not None:
             encode_into(self._out, OnError(subscriber=sid, error=refusal))
             self._remember_closed(True, sid)
@@ -590,7 +592,7 @@ class Connection:
         n = f.demand
         if n == 0 or n > UNBOUNDED:
             what = "0" if n == 0 else f"{n} (a negative 64-bit number)"
-            error = InvalidDemandError(f"rule 3.9: request({what}) is illegal", subscriber=f.subscriber)
+            error = RemoteInvalidDemandError(f"rule 3.9: request({what}) is illegal", subscriber=f.subscriber)
             self._stream_error(f.subscriber, st, error)
             return
         st.credit = add(st.credit, n)
