@@ -10,11 +10,11 @@ from rstreams.errors import LocalProtocolError
 from rstreams.wire import (
     ConnectionClosed,
     DemandExceededError,
-    RemoteInvalidDemandError,
     OnError,
     OnNext,
     OnNextPacked,
     OnSubscribe,
+    RemoteInvalidDemandError,
     Request,
     Side,
     StreamError,

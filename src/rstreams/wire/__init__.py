@@ -19,8 +19,8 @@ from rstreams.wire._errors import AbruptCloseError as AbruptCloseError
 from rstreams.wire._errors import DemandExceededError as DemandExceededError
 from rstreams.wire._errors import FrameError as FrameError
 from rstreams.wire._errors import HandshakeError as HandshakeError
-from rstreams.wire._errors import RemoteInvalidDemandError as RemoteInvalidDemandError
 from rstreams.wire._errors import LimitExceededError as LimitExceededError
+from rstreams.wire._errors import RemoteInvalidDemandError as RemoteInvalidDemandError
 from rstreams.wire._errors import StreamStateError as StreamStateError
 from rstreams.wire._errors import UnsupportedVersionError as UnsupportedVersionError
 from rstreams.wire._parser import FrameParser as FrameParser
@@ -68,7 +68,6 @@ __all__ = [
     "FrameType",
     "Goodbye",
     "HandshakeError",
-    "RemoteInvalidDemandError",
     "LimitExceededError",
     "LocalProtocolError",
     "OnComplete",
@@ -79,6 +78,7 @@ __all__ = [
     "OnNextPart",
     "OnSubscribe",
     "ProtocolError",
+    "RemoteInvalidDemandError",
     "RemoteProtocolError",
     "Request",
     "ServerHello",

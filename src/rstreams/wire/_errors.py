@@ -28,8 +28,8 @@ __all__ = [
     "DemandExceededError",
     "FrameError",
     "HandshakeError",
-    "RemoteInvalidDemandError",
     "LimitExceededError",
+    "RemoteInvalidDemandError",
     "StreamStateError",
     "UnsupportedVersionError",
 ]

@@ -34,8 +34,8 @@ from rstreams.wire._errors import (
     AbruptCloseError,
     DemandExceededError,
     HandshakeError,
-    RemoteInvalidDemandError,
     LimitExceededError,
+    RemoteInvalidDemandError,
     StreamStateError,
     UnsupportedVersionError,
 )
