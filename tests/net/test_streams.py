@@ -112,7 +112,12 @@ asyncio.run(main())
 async def test_stream_from_a_subprocess_over_stdin_stdout() -> None:
     """A child process serves on its stdin/stdout; the parent subscribes through the pipes."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", CHILD, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        sys.executable,
+        "-c",
+        CHILD,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert proc.stdout is not None and proc.stdin is not None
@@ -124,7 +129,10 @@ async def test_stream_from_a_subprocess_over_stdin_stdout() -> None:
         items = await within(conn.publisher("squares?n=100").collect())
         assert [int(x) for x in items] == [i * i for i in range(100)]
         await within(conn.aclose())
+        assert proc.stderr is not None
+        errors = await within(proc.stderr.read())
         assert await within(proc.wait()) == 0
+        assert errors == b""  # the child closed its pipes cleanly: no tracebacks from asyncio
     finally:
         if proc.returncode is None:
             proc.kill()

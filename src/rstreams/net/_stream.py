@@ -158,16 +158,18 @@ class PipeTransport(Transport):
 
     def close(self) -> None:
         self._closing = True
-        if self._writer is not None:
+        # asyncio's pipe transports report connection_lost once per close/abort call, so
+        # each half is closed at most once.
+        if self._writer is not None and not self._writer.is_closing():
             self._writer.close()
-        if self._reader is not None:
+        if self._reader is not None and not self._reader.is_closing():
             self._reader.close()
 
     def abort(self) -> None:
         self._closing = True
-        if self._writer is not None:
+        if self._writer is not None and not self._writer.is_closing():
             self._writer.abort()
-        if self._reader is not None:
+        if self._reader is not None and not self._reader.is_closing():
             self._reader.close()
 
     def is_closing(self) -> bool:
