@@ -201,7 +201,7 @@ class ReplayLog(Subscriber[Any]):
             else:
                 room = self.capacity - len(self._items) - self._outstanding
             # Ask in chunks of at least a quarter of the capacity: fewer, larger requests.
-            if room <= 0 or (room < self.capacity // 4 and self._outstanding > 0):
+            if room <= 0 or room < self.capacity // 4:
                 return
             self._outstanding += room
         upstream.request(room)

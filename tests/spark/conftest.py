@@ -1,0 +1,60 @@
+"""One local[2] SparkSession for every Spark test, plus a replay server per test.
+
+Spark needs Java 17+: without it these tests fail at once with what to install, rather
+than with a JVM launch error 20 s later.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rstreams.spark import JavaMissingError, ReplayServer, check_java, register
+
+# tests/spark/sparksupport.py is imported as `sparksupport` by the test modules here
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The shared SparkSession (local[2], UI off, 2 shuffle partitions, rstreams registered)."""
+    try:
+        check_java()
+    except JavaMissingError as error:
+        pytest.fail(f"the Spark tests need Java: {error}", pytrace=False)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("rstreams-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    """``serve(logs, sinks=..., offer=...)`` starts a ReplayServer, stopped after the test."""
+    servers: list[ReplayServer] = []
+
+    def start(logs: Any, **kwargs: Any) -> ReplayServer:
+        server = ReplayServer(logs, **kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

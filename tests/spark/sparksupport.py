@@ -1,0 +1,50 @@
+"""Helpers for the Spark tests: records, readers, bounded waits on query progress."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+SCHEMA = "sensor string, seq bigint, value double"
+
+
+def record(i: int) -> bytes:
+    return json.dumps({"sensor": f"s{i % 3}", "seq": i, "value": i * 0.5}).encode()
+
+
+def records(n: int, start: int = 0) -> list[bytes]:
+    return [record(i) for i in range(start, start + n)]
+
+
+def read_stream(spark: Any, url: str, publisher: str, schema: str = SCHEMA, **options: Any) -> Any:
+    reader = (
+        spark.readStream.format("rstreams")
+        .option("url", url)
+        .option("publisher", publisher)
+        .option("schema", schema)
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+def wait_until(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Poll ``condition`` (cheap: query status or progress) until true; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def end_position(query: Any) -> int:
+    """The end offset of the query's last completed micro-batch (-1 before the first)."""
+    progress = query.lastProgress
+    if not progress or not progress["sources"]:
+        return -1
+    end = progress["sources"][0]["endOffset"]
+    if isinstance(end, str):
+        end = json.loads(end)
+    return int(end["position"]) if end else -1

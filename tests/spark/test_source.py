@@ -1,0 +1,141 @@
+"""The rstreams data source on real PySpark (local[2]): batch, streaming, limits, codecs, errors."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from sparksupport import SCHEMA, read_stream, records, wait_until
+
+import rstreams
+from rstreams.spark import ReplayLog, arrow_ipc
+
+pytestmark = pytest.mark.spark
+
+
+def full_log(name: str, items: list[bytes]) -> ReplayLog:
+    log = ReplayLog(name, capacity=max(1, len(items)))
+    log.append(items)
+    return log
+
+
+@pytest.mark.timeout(240)
+def test_batch_read_of_a_range(spark: Any, serve: Any) -> None:
+    """spark.read: the whole log, then [startingPosition, endingPosition)."""
+    server = serve({"nums": full_log("nums", records(100))})
+    load = spark.read.format("rstreams").option("url", server.url).option("publisher", "nums")
+    rows = load.option("schema", SCHEMA).load().collect()
+    assert sorted(r.seq for r in rows) == list(range(100))
+    part = load.option("schema", SCHEMA).option("startingPosition", 10).option("endingPosition", 20).load()
+    assert sorted(r.seq for r in part.collect()) == list(range(10, 20))
+    assert rows[0].sensor in {"s0", "s1", "s2"}
+
+
+@pytest.mark.timeout(120)
+def test_stream_available_now_in_batches_of_max_records(spark: Any, serve: Any) -> None:
+    """maxRecordsPerBatch becomes ReadMaxRows; availableNow reads to the end fixed at start and stops."""
+    server = serve({"nums": full_log("nums", records(250))})
+    query = (
+        read_stream(spark, server.url, "nums", maxRecordsPerBatch=100)
+        .writeStream.format("memory")
+        .queryName("available_now")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(90)
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [100, 100, 50]
+    got = spark.sql("select seq from available_now").collect()
+    assert sorted(r.seq for r in got) == list(range(250))
+
+
+@pytest.mark.timeout(120)
+def test_spark_pace_sets_the_producer_demand(spark: Any, serve: Any) -> None:
+    """A slow query: the producer never gets more than `capacity` ahead of what Spark consumed."""
+    produced: list[int] = []
+
+    def source() -> Iterator[bytes]:
+        for i in range(300):
+            produced.append(i)
+            yield records(1, i)[0]
+
+    capacity, total = 60, 300
+    log = ReplayLog("slow", capacity=capacity).feed(rstreams.from_iterable(source()))
+    server = serve({"slow": log})
+    consumed = [0]
+    ahead: list[int] = []
+    sizes: list[int] = []
+
+    def slow_batch(df: Any, batch_id: int) -> None:
+        n = df.count()
+        sizes.append(n)
+        consumed[0] += n
+        ahead.append(len(produced) - consumed[0])
+        time.sleep(0.3)  # a slow consumer: the producer must wait for Spark, not run ahead
+        ahead.append(len(produced) - consumed[0])
+
+    query = (
+        read_stream(spark, server.url, "slow", maxRecordsPerBatch=40)
+        .writeStream.foreachBatch(slow_batch)
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
+    try:
+        wait_until(lambda: consumed[0] >= total or not query.isActive, 90, "all rows through the slow query")
+    finally:
+        query.stop()
+    assert consumed[0] == total and sum(sizes) == total
+    assert max(sizes) <= 40
+    assert max(ahead) <= capacity, ahead
+    assert log.max_held <= capacity
+
+
+@pytest.mark.timeout(120)
+def test_arrow_codec_elements_are_record_batches(spark: Any, serve: Any) -> None:
+    """codec=arrow: each element is an Arrow IPC stream; its columns are cast to the schema."""
+    elements = [
+        arrow_ipc(pa.record_batch({"seq": pa.array(range(k * 10, k * 10 + 10)), "extra": pa.array(["x"] * 10)}))
+        for k in range(5)
+    ]
+    server = serve({"arrow": full_log("arrow", elements)})
+    query = (
+        read_stream(spark, server.url, "arrow", schema="seq int", codec="arrow")
+        .writeStream.format("memory")
+        .queryName("arrow_codec")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(90)
+    assert sorted(r.seq for r in spark.sql("select seq from arrow_codec").collect()) == list(range(50))
+
+
+@pytest.mark.timeout(120)
+def test_undecodable_element_fails_the_query_naming_its_position(spark: Any, serve: Any) -> None:
+    """A non-JSON element at position 7 fails the streaming query with that position."""
+    items = records(10)
+    items[7] = b"{not json"
+    server = serve({"bad": full_log("bad", items)})
+    query = (
+        read_stream(spark, server.url, "bad")
+        .writeStream.format("memory")
+        .queryName("bad_element")
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match=r"element at position 7 is not valid json") as failure:
+        query.awaitTermination(90)
+    assert "'bad'" in str(failure.value)
+
+
+@pytest.mark.timeout(120)
+def test_element_not_fitting_the_schema_names_position_and_field(spark: Any, serve: Any) -> None:
+    """{"seq": "abc"} at position 4 against `seq bigint`: the error names position 4 and field seq."""
+    items = records(6)
+    items[4] = json.dumps({"sensor": "s1", "seq": "abc", "value": 1.0}).encode()
+    server = serve({"mismatch": full_log("mismatch", items)})
+    df = spark.read.format("rstreams").option("url", server.url).option("publisher", "mismatch")
+    with pytest.raises(Exception, match=r"element at position 4 does not fit the schema: field 'seq'"):
+        df.option("schema", SCHEMA).load().collect()
