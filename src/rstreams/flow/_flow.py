@@ -120,15 +120,18 @@ class Flow(Publisher[T], abc.ABC):
         target: asyncio.AbstractEventLoop | concurrent.futures.Executor,
         *,
         buffer_size: int = DEFAULT_WINDOW,
+        delay_error: bool = False,
     ) -> Flow[T]:
         """Deliver signals downstream on an asyncio loop or an executor's thread.
 
         An asynchronous boundary: at most ``buffer_size`` elements are requested ahead
         and queued (replenished at three quarters used), so the queue never grows beyond it.
+        An upstream error is passed on at once, dropping queued elements, unless
+        ``delay_error`` is true, in which case the queued elements are delivered first.
         """
         from rstreams.flow._observe_on import ObserveOnFlow
 
-        return ObserveOnFlow(self, target, buffer_size=buffer_size)
+        return ObserveOnFlow(self, target, buffer_size=buffer_size, delay_error=delay_error)
 
     # -- sinks ----------------------------------------------------------------------
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from rstreams.tck._env import ManualSubscriber as ManualSubscriber
 from rstreams.tck._env import TestEnvironment as TestEnvironment
+from rstreams.tck._processor import IdentityProcessorVerification as IdentityProcessorVerification
+from rstreams.tck._processor import verify_processor as verify_processor
 from rstreams.tck._publisher import PublisherVerification as PublisherVerification
 from rstreams.tck._publisher import verify_publisher as verify_publisher
 from rstreams.tck._registry import CaseResult as CaseResult
@@ -36,40 +38,25 @@ from rstreams.tck._registry import Report as Report
 from rstreams.tck._registry import SkipTest as SkipTest
 from rstreams.tck._registry import TCKFailure as TCKFailure
 from rstreams.tck._registry import run_cases as run_cases
+from rstreams.tck._subscriber import SubscriberBlackboxVerification as SubscriberBlackboxVerification
+from rstreams.tck._subscriber import SubscriberWhiteboxVerification as SubscriberWhiteboxVerification
+from rstreams.tck._subscriber import verify_subscriber_blackbox as verify_subscriber_blackbox
+from rstreams.tck._subscriber import verify_subscriber_whitebox as verify_subscriber_whitebox
 
 __all__ = [
     "CaseResult",
+    "IdentityProcessorVerification",
     "ManualSubscriber",
     "PublisherVerification",
     "Report",
     "SkipTest",
+    "SubscriberBlackboxVerification",
+    "SubscriberWhiteboxVerification",
     "TCKFailure",
     "TestEnvironment",
     "run_cases",
+    "verify_processor",
     "verify_publisher",
+    "verify_subscriber_blackbox",
+    "verify_subscriber_whitebox",
 ]
-
-# The subscriber and processor verifications are written in parallel; until integration
-# they are imported only when their modules exist.
-try:
-    from rstreams.tck._subscriber import SubscriberBlackboxVerification as SubscriberBlackboxVerification
-    from rstreams.tck._subscriber import SubscriberWhiteboxVerification as SubscriberWhiteboxVerification
-    from rstreams.tck._subscriber import verify_subscriber_blackbox as verify_subscriber_blackbox
-    from rstreams.tck._subscriber import verify_subscriber_whitebox as verify_subscriber_whitebox
-except ImportError:  # pragma: no cover - before integration
-    pass
-else:
-    __all__ += [
-        "SubscriberBlackboxVerification",
-        "SubscriberWhiteboxVerification",
-        "verify_subscriber_blackbox",
-        "verify_subscriber_whitebox",
-    ]
-
-try:
-    from rstreams.tck._processor import IdentityProcessorVerification as IdentityProcessorVerification
-    from rstreams.tck._processor import verify_processor as verify_processor
-except ImportError:  # pragma: no cover - before integration
-    pass
-else:
-    __all__ += ["IdentityProcessorVerification", "verify_processor"]
