@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support import RecordingSubscriber
 
 import rstreams
 from rstreams.spark import RemoteLogError, ReplayLog, TrimmedError
 from rstreams.spark._remote import fetch_range, request_json, upload
+from support import RecordingSubscriber
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -65,7 +65,9 @@ def test_evicting_log_keeps_the_newest() -> None:
 
 def test_upstream_error_reaches_readers_at_the_end() -> None:
     """An upstream onError ends tail readers once they have read everything before it."""
-    log = ReplayLog("n", capacity=10).feed(rstreams.from_iterable([b"a"]).concat_map(lambda x: rstreams.error(OSError("gone"))))
+    log = ReplayLog("n", capacity=10).feed(
+        rstreams.from_iterable([b"a"]).concat_map(lambda x: rstreams.error(OSError("gone")))
+    )
     sub: RecordingSubscriber[bytes] = RecordingSubscriber(initial=5)
     log.cursor().subscribe(sub)
     assert isinstance(sub.error, OSError) and log.info()["error"] == "OSError: gone"
@@ -76,7 +78,12 @@ def test_naming_convention_over_rs_io(serve: Any) -> None:
     produced: list[int] = []
     log = ReplayLog("nums", capacity=50).feed(rstreams.from_iterable(counting(200, produced)))
     server = serve({"nums": log})
-    assert request_json(server.url, "nums?latest") == {"first": 0, "end": 50, "complete": False, "error": None}
+    assert request_json(server.url, "nums?latest") == {
+        "first": 0,
+        "end": 50,
+        "complete": False,
+        "error": None,
+    }
     assert fetch_range(server.url, "nums", 10, 13) == [b"10", b"11", b"12"]
     assert request_json(server.url, "nums?commit=40")["end"] == 90
     with pytest.raises(RemoteLogError, match="position 10 was already trimmed"):

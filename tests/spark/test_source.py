@@ -97,7 +97,9 @@ def test_spark_pace_sets_the_producer_demand(spark: Any, serve: Any) -> None:
 def test_arrow_codec_elements_are_record_batches(spark: Any, serve: Any) -> None:
     """codec=arrow: each element is an Arrow IPC stream; its columns are cast to the schema."""
     elements = [
-        arrow_ipc(pa.record_batch({"seq": pa.array(range(k * 10, k * 10 + 10)), "extra": pa.array(["x"] * 10)}))
+        arrow_ipc(
+            pa.record_batch({"seq": pa.array(range(k * 10, k * 10 + 10)), "extra": pa.array(["x"] * 10)})
+        )
         for k in range(5)
     ]
     server = serve({"arrow": full_log("arrow", elements)})
