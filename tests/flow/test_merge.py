@@ -141,6 +141,39 @@ def test_an_error_cancels_all_siblings_and_the_upstream_and_is_signalled_once() 
         set_unhandled_error_hook(previous)
 
 
+@pytest.mark.timeout(20)
+def test_an_error_on_one_thread_cancels_the_siblings_on_theirs() -> None:
+    """Rule 4.2 across threads: the failing source's error arrives once, the others are cancelled."""
+    boom = RuntimeError("source 0 failed")
+    release = threading.Event()
+    failing = ThreadPublisher(range(10), fail=boom, hold=release)  # starts once all are subscribed
+    endless = [ThreadPublisher(range(100_000)) for _ in range(3)]
+    recorder: RecordingSubscriber[int] = RecordingSubscriber(initial=rstreams.UNBOUNDED)
+    checker = SerialChecker(recorder)
+    merge(failing, *endless).subscribe(checker)
+    release.set()
+    recorder.await_done()
+    assert recorder.error is boom and recorder.signals.count("on_error") == 1
+    for source in endless:
+        assert source.cancelled.wait(WAIT)
+    assert checker.overlaps == 0
+
+
+@pytest.mark.timeout(20)
+def test_cancel_from_another_thread_cancels_every_threaded_source() -> None:
+    """Rules 3.5, 3.13: a cancel racing with emissions reaches every source."""
+    sources = [ThreadPublisher(range(100_000)) for _ in range(4)]
+    recorder: RecordingSubscriber[int] = RecordingSubscriber(initial=rstreams.UNBOUNDED)
+    rstreams.from_iterable(sources).flat_map(lambda p: p, max_concurrency=4).subscribe(recorder)
+    recorder.await_items(1000)
+    canceller = threading.Thread(target=recorder.cancel)
+    canceller.start()
+    canceller.join(WAIT)
+    for source in sources:
+        assert source.cancelled.wait(WAIT)
+    assert not recorder.done
+
+
 def test_upstream_error_cancels_the_inners() -> None:
     outer: ManualPublisher[int] = ManualPublisher()
     inner: ManualPublisher[int] = ManualPublisher()
