@@ -95,8 +95,11 @@ class Connection:
         config: ConnectionConfig | None = None,
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
+        on_made: Callable[[Connection], object] | None = None,
     ) -> None:
         self._loop = asyncio.get_running_loop()
+        self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
+        self._made = False
         self._loop_thread = threading.get_ident()
         self._core = Core(Side.CLIENT if client else Side.SERVER, config)
         self._router = Router(offer, codec)
@@ -164,6 +167,11 @@ class Connection:
         Open streams end: local Subscribers get ``on_error(ResourceClosedError)``, local
         Publishers serving the peer are cancelled. Idempotent.
         """
+        if not self._made:
+            # The transport never came up (e.g. a failed TLS handshake): nothing to say goodbye on.
+            self._closing = True
+            self._end_streams(ResourceClosedError("the connection was closed by this side"))
+            return
         if not self._closing and self._ended is None:
             self._closing = True
             with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
@@ -226,7 +234,14 @@ class Connection:
     # -- TransportHandler ---------------------------------------------------------------
     def connection_made(self, transport: Transport) -> None:
         self._transport = transport
-        self._flush()  # our hello (the core queued it when it was made)
+        self._made = True
+        on_made, self._on_made = self._on_made, None
+        if on_made is not None:
+            try:
+                on_made(self)
+            except Exception as error:
+                report_unhandled(error, "a connection's on_connection callback")
+        self._flush()  # our hello (the core queued it when it was made), and whatever on_made sent
 
     def data_received(self, data: memoryview) -> None:
         core = self._core

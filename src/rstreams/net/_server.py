@@ -15,7 +15,6 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
-from rstreams.errors import report_unhandled
 from rstreams.net._codec import Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
@@ -119,22 +118,23 @@ async def serve(
     Router(publishers)  # check the offer now, where the caller made the mistake
     server = Server()
 
+    def made(conn: Connection) -> None:
+        server._track(conn)
+        if on_connection is not None:
+            on_connection(conn)
+
     def make_connection() -> Connection:
-        conn = Connection(
+        # Made per accepted socket; it joins the server (and on_connection hears of it) only
+        # once its transport is up, so a failed TLS handshake leaves nothing behind.
+        return Connection(
             client=False,
             offer=publishers,
             codec=codec,
             config=config,
             high_water=high_water,
             low_water=low_water,
+            on_made=made,
         )
-        server._track(conn)
-        if on_connection is not None:
-            try:
-                on_connection(conn)
-            except Exception as error:
-                report_unhandled(error, "serve(on_connection=...)")
-        return conn
 
     server._listener = await listen_endpoint(
         endpoint, make_connection, ssl=ssl, high=high_water, low=low_water
