@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
@@ -280,3 +280,13 @@ def drive(flow: Publisher[T], requests: Sequence[int]) -> RecordingSubscriber[T]
         subscriber.request(demand.UNBOUNDED)
     subscriber.await_done()
     return subscriber
+
+
+def requesting(subscriber: RecordingSubscriber[Any], n: int, times: int) -> Callable[[], None]:
+    """A thread target that calls ``subscriber.request(n)`` ``times`` times."""
+
+    def run() -> None:
+        for _ in range(times):
+            subscriber.request(n)
+
+    return run

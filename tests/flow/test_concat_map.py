@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, SerialChecker, ThreadPublisher, drive
+from flow.operator_support import ManualPublisher, SerialChecker, ThreadPublisher, drive, requesting
 from rstreams.api import Publisher, Subscriber
 from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
 from support import RecordingSubscriber
@@ -95,7 +95,7 @@ def test_inners_on_other_threads_keep_order_and_signals_serial() -> None:
     rstreams.range(0, 20).concat_map(lambda x: ThreadPublisher(range(x * 100, x * 100 + 50))).subscribe(
         checker
     )
-    requester = threading.Thread(target=lambda: [recorder.request(7) for _ in range(200)])
+    requester = threading.Thread(target=requesting(recorder, 7, 200))
     requester.start()
     requester.join(10)
     recorder.await_done()

@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ActivityProbe, ManualPublisher, SerialChecker, ThreadPublisher, drive
+from flow.operator_support import (
+    ActivityProbe,
+    ManualPublisher,
+    SerialChecker,
+    ThreadPublisher,
+    drive,
+    requesting,
+)
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import InvalidDemandError, OverflowStrategyError, set_unhandled_error_hook
 from rstreams.flow._merge import FlatMapFlow, merge
@@ -98,9 +105,7 @@ def test_merge_of_sources_on_different_threads_never_overlaps_signals() -> None:
     checker = SerialChecker(recorder)
     merge(*sources, prefetch=8).subscribe(checker)
     release.set()  # all threads start emitting together
-    requesters = [
-        threading.Thread(target=lambda: [recorder.request(3) for _ in range(500)]) for _ in range(2)
-    ]
+    requesters = [threading.Thread(target=requesting(recorder, 3, 500)) for _ in range(2)]
     for t in requesters:
         t.start()
     for t in requesters:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 import rstreams
 from flow.operator_support import ManualPublisher, drive
 from rstreams.errors import InvalidDemandError
+from rstreams.flow._flow import Flow
 from support import RecordingSubscriber
 
 
@@ -72,7 +75,7 @@ def test_take_and_skip_refuse_bad_counts_at_build_time() -> None:
         with pytest.raises(ValueError, match="n >= 0, got -1"):
             op(-1)
         with pytest.raises(TypeError, match="needs an int"):
-            op(True)  # type: ignore[arg-type]
+            op(True)
         with pytest.raises(TypeError, match="needs an int"):
             op(1.5)  # type: ignore[arg-type]
 
@@ -100,7 +103,8 @@ def test_skip_adds_the_skipped_count_to_the_first_request_only() -> None:
 
 def test_cancel_passes_upstream_for_both() -> None:
     """Rule 3.5: the operator cancels its upstream when its downstream cancels."""
-    for build in (lambda p: p.take(5), lambda p: p.skip(1)):
+    builds: list[Callable[[Flow[int]], Flow[int]]] = [lambda p: p.take(5), lambda p: p.skip(1)]
+    for build in builds:
         source: ManualPublisher[int] = ManualPublisher()
         s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
         build(source).subscribe(s)
@@ -111,7 +115,8 @@ def test_cancel_passes_upstream_for_both() -> None:
 
 def test_errors_pass_through() -> None:
     boom = RuntimeError("upstream failed")
-    for build in (lambda p: p.take(5), lambda p: p.skip(1)):
+    builds: list[Callable[[Flow[int]], Flow[int]]] = [lambda p: p.take(5), lambda p: p.skip(1)]
+    for build in builds:
         source: ManualPublisher[int] = ManualPublisher()
         s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
         build(source).subscribe(s)
