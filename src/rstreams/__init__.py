@@ -24,6 +24,7 @@ from rstreams.flow._iterable import error as error
 from rstreams.flow._iterable import from_iterable as from_iterable
 from rstreams.flow._iterable import just as just
 from rstreams.flow._iterable import range_ as range  # noqa: A004 - mirrors the builtin on purpose
+from rstreams.flow._merge import merge as merge
 from rstreams.flow._multicast import MulticastProcessor as MulticastProcessor
 from rstreams.flow._push import OverflowStrategy as OverflowStrategy
 from rstreams.flow._push import PushSource as PushSource
@@ -59,6 +60,7 @@ __all__ = [
     "from_push",
     "interval",
     "just",
+    "merge",
     "range",
     "set_unhandled_error_hook",
     "timer",
