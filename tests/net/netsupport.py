@@ -142,3 +142,97 @@ class _CountingSubscription:
     def cancel(self) -> None:
         self.stopped = True
         self.source.cancelled.set()
+
+
+class MemoryTransport:
+    """One end of an in-memory transport pair: the driver's code without sockets.
+
+    Writes are delivered to the peer on the next loop turn (like a network would), as long
+    as the peer reads; while it does not (``pause_reading``), bytes stay buffered here and
+    count towards ``get_write_buffer_size``, with the same high/low-water signals as
+    asyncio's transports. ``writes`` counts ``writelines`` calls.
+    """
+
+    def __init__(self, handler: Any, *, high: int = 1024 * 1024, low: int = 256 * 1024) -> None:
+        self.handler = handler
+        self.peer: MemoryTransport | None = None
+        self.high, self.low = high, low
+        self.buffer: list[bytes] = []
+        self.size = 0
+        self.paused = False
+        self.reading = True
+        self.closing = False
+        self.lost = False
+        self.writes = 0
+        self.loop = asyncio.get_running_loop()
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        if self.closing:
+            return
+        self.writes += 1
+        data = b"".join(chunks)
+        self.buffer.append(data)
+        self.size += len(data)
+        if not self.paused and self.size > self.high:
+            self.paused = True
+            self.handler.pause_writing()
+        self.loop.call_soon(self.deliver)
+
+    def deliver(self) -> None:
+        peer = self.peer
+        if peer is None or peer.lost:
+            return
+        while self.buffer and peer.reading:
+            data = self.buffer.pop(0)
+            self.size -= len(data)
+            peer.handler.data_received(memoryview(data))
+        if self.paused and self.size <= self.low:
+            self.paused = False
+            self.handler.resume_writing()
+        if self.closing and not self.buffer:
+            self._lose()
+
+    def _lose(self) -> None:
+        for end in (self, self.peer):
+            if end is not None and not end.lost:
+                end.lost = True
+                end.closing = True
+                end.handler.connection_lost(None)
+
+    def get_write_buffer_size(self) -> int:
+        return self.size
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        self.high, self.low = high, low
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+        if self.peer is not None:
+            self.loop.call_soon(self.peer.deliver)
+
+    def close(self) -> None:
+        self.closing = True
+        self.loop.call_soon(self.deliver)
+
+    def abort(self) -> None:
+        self.buffer.clear()
+        self.size = 0
+        self._lose()
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return "memory" if name == "peername" else default
+
+
+def memory_pair(a: Any, b: Any, **limits: int) -> tuple[MemoryTransport, MemoryTransport]:
+    """Connect two handlers in memory; both get ``connection_made``."""
+    ta, tb = MemoryTransport(a, **limits), MemoryTransport(b, **limits)
+    ta.peer, tb.peer = tb, ta
+    a.connection_made(ta)
+    b.connection_made(tb)
+    return ta, tb

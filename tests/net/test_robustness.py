@@ -12,8 +12,7 @@ import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, RemoteStreamError, connect, serve
 from rstreams.net._websocket import SUBPROTOCOL
-from rstreams.wire.config import ConnectionConfig
-from rstreams.wire.frames import ClientHello, Subscribe, encode
+from rstreams.wire import ClientHello, ConnectionConfig, Subscribe, encode
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

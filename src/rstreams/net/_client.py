@@ -13,7 +13,7 @@ from rstreams.net._routes import Offer, Router
 from rstreams.net._stream import open_pipe_transport
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER
 from rstreams.net._url import parse_url
-from rstreams.wire.config import ConnectionConfig
+from rstreams.wire import ConnectionConfig
 
 __all__ = ["connect", "connect_pipe"]
 

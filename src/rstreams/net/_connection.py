@@ -44,13 +44,12 @@ from rstreams.net._consuming import RemotePublisher, RemoteSubscription, ScalarS
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.net._serving import ServingStream
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport
-from rstreams.wire._state import ConnectionState
-from rstreams.wire.config import ConnectionConfig
-from rstreams.wire.connection import Connection as Core
-from rstreams.wire.connection import Side
-from rstreams.wire.events import ConnectionClosed, Event, StreamError
-from rstreams.wire.frames import (
+from rstreams.wire import (
     Cancel,
+    ConnectionClosed,
+    ConnectionConfig,
+    ConnectionState,
+    Event,
     Goodbye,
     OnComplete,
     OnError,
@@ -58,8 +57,11 @@ from rstreams.wire.frames import (
     OnNextPacked,
     OnSubscribe,
     Request,
+    Side,
+    StreamError,
     Subscribe,
 )
+from rstreams.wire import Connection as Core
 
 __all__ = ["Connection", "RemoteStreamError"]
 

@@ -38,7 +38,7 @@ from rstreams.rules import check_error
 if TYPE_CHECKING:
     from rstreams.net._connection import Connection
 
-__all__ = ["MAX_BATCH", "PACK_BYTES", "ServingStream"]
+__all__ = ["FIRST_BATCH", "MAX_BATCH", "PACK_BYTES", "ServingStream"]
 
 MAX_BATCH = 1024
 """Most elements requested from a local Publisher in one refill. 1024 amortises the
@@ -49,6 +49,10 @@ PACK_BYTES = 64 * 1024
 """Largest ``onNextPacked`` payload: the core's split threshold, so a packed frame delays
 other streams no longer than one part of a split element would. Fixed-size elements
 larger than half of it are sent as separate ``onNext`` frames."""
+
+FIRST_BATCH = 16
+"""Elements requested before any element size is known (variable-size streams): bounds the
+first turn's output while the size estimate is learned."""
 
 _FRAME_OVERHEAD = 8
 """Rough per-element frame overhead (type byte, id and length varints) for the byte budget."""
@@ -94,7 +98,8 @@ class ServingStream(Subscriber[Any]):
         self.remote_demand = initial_demand  # elements the peer still allows us to send
         self.outstanding = 0  # requested from the local Publisher, not yet received
         self.queued = False  # waiting in the connection's refill set
-        self.estimate = size + _FRAME_OVERHEAD if size else 64  # wire bytes per element
+        # Wire bytes per element: a decaying maximum of what was seen; unknown (0) at first.
+        self.estimate = size + _FRAME_OVERHEAD if size else 0
         self.upstream: Subscription | None = None
         self.done = False  # a terminal signal was sent, or the peer cancelled
         self._loop_thread = _ident()
@@ -122,10 +127,15 @@ class ServingStream(Subscriber[Any]):
         want = min(self.remote_demand, MAX_BATCH) - self.outstanding
         if want <= 0:
             return 0
-        n = min(want, max(1, room // self.estimate))
+        estimate = self.estimate
+        if estimate:
+            n = min(want, max(1, room // estimate))
+        else:  # element sizes unknown yet: a small first batch to learn them
+            n = min(want, FIRST_BATCH)
+            estimate = room // FIRST_BATCH  # assume the worst for this turn's budget
         self.outstanding += n
         upstream.request(n)
-        return n * self.estimate
+        return n * estimate
 
     def flush_pack(self) -> None:
         """Send the elements packed this turn (called by the connection before it writes)."""
@@ -209,7 +219,10 @@ class ServingStream(Subscriber[Any]):
                 self._conn.want_pack(self)
             pack.append(data)
         else:
-            self.estimate = len(data) + _FRAME_OVERHEAD
+            size = len(data) + _FRAME_OVERHEAD
+            estimate = self.estimate
+            # decaying maximum: a jump up counts at once, a drop slowly (1/8 per element)
+            self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
             self._conn.send_on_next(self.sid, data)
         if self.outstanding <= _HALF_BATCH and not self.queued and self.remote_demand > self.outstanding:
             self._conn.want_refill(self)
