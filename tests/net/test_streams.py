@@ -470,3 +470,24 @@ async def test_unix_socket_file_is_removed_on_close(tmp_path: Path) -> None:
     assert path.exists()
     await within(server.aclose())
     assert not path.exists()
+
+
+async def test_request_on_a_longer_stream_takes_one_element_and_cancels_the_rest() -> None:
+    """request() on a publisher with more elements returns the first and cancels the subscription."""
+    source = CountingSource()
+    async with (
+        await serve("tcp://127.0.0.1:0", {"endless": source}) as server,
+        await connect(server.url) as conn,
+    ):
+        assert await within(conn.request("endless")) == (1).to_bytes(8, "big")
+        await within(source.cancelled.wait())
+        assert source.pulled == 1
+
+
+async def test_undecodable_element_fails_the_subscriber_not_the_connection() -> None:
+    """A codec that cannot decode an element ends that stream with the decoder's error."""
+    offer = {"text": rstreams.just(b"not json"), "greeting": rstreams.just(b"hello")}
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        with pytest.raises(ValueError, match="Expecting value"):
+            await within(conn.request("text", codec=JSON))
+        assert await within(conn.request("greeting")) == b"hello"

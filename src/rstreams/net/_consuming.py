@@ -114,21 +114,30 @@ class RemoteSubscription(Subscription, Generic[T]):
         subscriber = self.subscriber
         if subscriber is None:
             return  # cancelled: late elements are dropped (3.12)
+        decode = self._decode
+        if decode is not None:
+            try:
+                element = decode(element)  # type: ignore[assignment]
+            except Exception as error:  # bad data, not the Subscriber's fault: tell it
+                self.fail_locally(error)
+                return
         try:
-            decode = self._decode
-            subscriber.on_next(element if decode is None else decode(element))  # type: ignore[arg-type]
+            subscriber.on_next(element)  # type: ignore[arg-type]
         except Exception as error:
             self._broken(error, "on_next")
 
     def deliver_many(self, elements: list[bytes]) -> None:
         """The elements of an ``onNextPacked`` frame, in order."""
-        decode = self._decode
+        if self._decode is not None:
+            for element in elements:
+                self.deliver(element)
+            return
         for element in elements:
             subscriber = self.subscriber
             if subscriber is None:
                 return  # cancelled meanwhile, possibly by on_next itself
             try:
-                subscriber.on_next(element if decode is None else decode(element))  # type: ignore[arg-type]
+                subscriber.on_next(element)  # type: ignore[arg-type]
             except Exception as error:
                 self._broken(error, "on_next")
                 return
@@ -175,14 +184,20 @@ class RemoteSubscription(Subscription, Generic[T]):
 
 
 class ScalarSubscriber(Subscriber[Any]):
-    """Request/response: takes the single element of a stream into a future."""
+    """Request/response: takes the single element of a stream into a future.
 
-    __slots__ = ("_future", "_name", "_subscription")
+    The answer is normally followed by ``onComplete`` in the same read. If the publisher
+    has more to say, the subscription is cancelled on the next loop turn, so a
+    request/response never leaves a subscription open on the peer.
+    """
+
+    __slots__ = ("_done", "_future", "_name", "_subscription")
 
     def __init__(self, future: Any, name: str) -> None:
         self._future = future  # asyncio.Future, resolved on the loop's thread
         self._name = name
         self._subscription: Subscription | None = None
+        self._done = False
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if demand.accept_subscription(self._subscription, subscription):
@@ -192,12 +207,19 @@ class ScalarSubscriber(Subscriber[Any]):
     def on_next(self, item: Any) -> None:
         if not self._future.done():
             self._future.set_result(item)
+            self._future.get_loop().call_soon(self._cancel_if_open)
+
+    def _cancel_if_open(self) -> None:
+        if not self._done:
+            self.cancel()
 
     def on_error(self, error: BaseException) -> None:
+        self._done = True
         if not self._future.done():
             self._future.set_exception(error)
 
     def on_complete(self) -> None:
+        self._done = True
         if not self._future.done():
             self._future.set_exception(LookupError(f"publisher {self._name!r} completed without an element"))
 
