@@ -152,6 +152,8 @@ async def test_many_subscriptions_multiplexed_on_one_connection() -> None:
         results = await within(asyncio.gather(*(one(n) for n in range(50))))
         assert results == [list(range(n)) for n in range(50)]
         assert len(server.connections) == 1
+        stats = conn.statistics()
+        assert (stats.subscribing, stats.publishing, stats.closed) == (0, 0, False)
 
 
 async def test_bidirectional_server_subscribes_to_client() -> None:

@@ -23,6 +23,7 @@ from rstreams.net._codec import UTF8 as UTF8
 from rstreams.net._codec import Codec as Codec
 from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
+from rstreams.net._connection import ConnectionStatistics as ConnectionStatistics
 from rstreams.net._connection import RemoteStreamError as RemoteStreamError
 from rstreams.net._routes import UnknownPublisherError as UnknownPublisherError
 from rstreams.net._routes import split_name as split_name
@@ -39,6 +40,7 @@ __all__ = [
     "UTF8",
     "Codec",
     "Connection",
+    "ConnectionStatistics",
     "Endpoint",
     "RemoteStreamError",
     "Server",

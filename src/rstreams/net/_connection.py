@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import itertools
 import threading
 from collections.abc import Callable
@@ -63,12 +64,28 @@ from rstreams.wire import (
 )
 from rstreams.wire import Connection as Core
 
-__all__ = ["Connection", "RemoteStreamError"]
+__all__ = ["Connection", "ConnectionStatistics", "RemoteStreamError"]
 
 T = TypeVar("T")
 
 CLOSE_TIMEOUT = 5.0
 """Seconds :meth:`Connection.aclose` waits for the peer's goodbye, then for the transport."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionStatistics:
+    """What :meth:`Connection.statistics` returns."""
+
+    subscribing: int
+    """Open subscriptions of ours on the peer's publishers."""
+    publishing: int
+    """Open subscriptions of the peer on our publishers."""
+    write_buffer_size: int
+    """Bytes written but not yet sent by the transport."""
+    writable: bool
+    """Whether the transport is below its high-water mark (local publishers are asked for more)."""
+    closed: bool
+    """Whether the connection has ended."""
 
 
 class RemoteStreamError(Exception):
@@ -223,6 +240,17 @@ class Connection:
     def writable(self) -> bool:
         """Whether the transport is below its high-water mark (production may continue)."""
         return self._writable
+
+    def statistics(self) -> ConnectionStatistics:
+        """A snapshot of this connection's state (for monitoring and tests)."""
+        transport = self._transport
+        return ConnectionStatistics(
+            subscribing=len(self._consuming),
+            publishing=len(self._serving),
+            write_buffer_size=transport.get_write_buffer_size() if transport is not None else 0,
+            writable=self._writable,
+            closed=self._ended is not None,
+        )
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         """Transport details: ``peername``, ``sockname``, ``ssl_object``..."""

@@ -1,0 +1,44 @@
+"""The public surface of rstreams.net is pinned: changing it is a deliberate act."""
+
+from __future__ import annotations
+
+import rstreams.net
+
+
+def test_net_all_is_pinned() -> None:
+    assert sorted(rstreams.net.__all__) == sorted(
+        [
+            "FLOAT64",
+            "INT64",
+            "JSON",
+            "UTF8",
+            "Codec",
+            "Connection",
+            "ConnectionStatistics",
+            "Endpoint",
+            "RemoteStreamError",
+            "Server",
+            "UnknownPublisherError",
+            "connect",
+            "connect_pipe",
+            "fixed_size",
+            "parse_url",
+            "serve",
+            "split_name",
+            "with_codec",
+        ]
+    )
+    for name in rstreams.net.__all__:
+        assert getattr(rstreams.net, name) is not None
+
+
+def test_net_imports_without_websockets_installed_lazily() -> None:
+    """websockets is imported only when a ws:// or wss:// URL is used (it is an optional extra)."""
+    import subprocess
+    import sys
+
+    code = "import sys, rstreams.net; print('websockets' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"
