@@ -33,3 +33,19 @@ def test_pipeline_example_never_pulls_beyond_its_window(capsys: pytest.CaptureFi
     # 64 lines of window + one batch in flight inside concat_map + filter/buffer prefetch
     batches_needed = lines // 4 + 64 // 4 + 2
     assert example.pulled <= (batches_needed + 2) * 40 * 2
+
+
+@pytest.mark.timeout(120)
+def test_tck_example_runs_programmatically() -> None:
+    """examples/tck_example.py verifies its publisher without pytest and exits 0."""
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "tck_example.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=110,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "0 failed" in result.stdout

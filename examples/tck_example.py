@@ -1,0 +1,101 @@
+"""Run the rstreams TCK against your own Publisher, two ways.
+
+    python examples/tck_example.py          # programmatic: prints the report
+    pytest examples/tck_example.py          # pytest: one test per TCK case
+
+The publisher below is a deliberately small, correct, hand-written one: a countdown
+that emits from the caller's thread, trampolines re-entrant requests (rule 3.3),
+signals request(n <= 0) as on_error (3.9) and saturates demand at 2**63-1 (3.17).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from rstreams.api import Subscriber
+from rstreams.tck import PublisherVerification, verify_publisher
+
+UNBOUNDED = 2**63 - 1
+
+
+class Countdown:
+    """Publishes n, n-1, ..., 1 and completes; each subscriber gets its own countdown."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        _CountdownSubscription(subscriber, self.n).start()
+
+
+class _CountdownSubscription:
+    def __init__(self, subscriber: Subscriber[int], n: int) -> None:
+        self.subscriber: Subscriber[int] | None = subscriber
+        self.left = n
+        self.demand = 0
+        self.busy = True  # no emission before on_subscribe has returned
+        self.lock = threading.Lock()
+
+    def start(self) -> None:
+        assert self.subscriber is not None
+        self.subscriber.on_subscribe(self)
+        if self.left == 0:
+            self.finish()
+            return
+        self.drain()
+
+    def request(self, n: int) -> None:
+        if self.subscriber is None:
+            return  # after cancel or the end: a no-op (3.6)
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            subscriber, self.subscriber = self.subscriber, None
+            subscriber.on_error(ValueError(f"rule 3.9: request({n!r}) needs n > 0"))
+            return
+        with self.lock:
+            self.demand = min(self.demand + n, UNBOUNDED)
+            if self.busy:
+                return  # the drain loop in progress will see the new demand
+            self.busy = True
+        self.drain()
+
+    def cancel(self) -> None:
+        self.subscriber = None  # stop, and drop the reference (3.13)
+
+    def drain(self) -> None:
+        while True:
+            with self.lock:
+                if self.demand == 0 or self.subscriber is None:
+                    self.busy = False
+                    return
+                self.demand -= 1
+            subscriber = self.subscriber
+            if subscriber is None:
+                return
+            subscriber.on_next(self.left)
+            self.left -= 1
+            if self.left == 0:
+                self.finish()
+                return
+
+    def finish(self) -> None:
+        subscriber, self.subscriber = self.subscriber, None
+        if subscriber is not None:
+            subscriber.on_complete()
+
+
+class TestCountdown(PublisherVerification):
+    """What pytest collects: every PublisherVerification case against Countdown."""
+
+    def create_publisher(self, elements: int) -> Countdown:
+        return Countdown(elements)
+
+    def max_elements_from_publisher(self) -> int:
+        return UNBOUNDED - 1
+
+
+if __name__ == "__main__":
+    report = verify_publisher(Countdown)
+    print(report)
+    raise SystemExit(0 if report.ok else 1)
