@@ -1,0 +1,208 @@
+"""The protocol monitor: checks every frame the endpoint under test sends, in every case.
+
+The driver is the client and the subscriber, so the monitor knows what the server may
+send: it tracks each subscription the driver opened (the demand it granted, whether it
+cancelled) and records a *violation*, with the PROTOCOL.md section it breaks, when the
+server
+
+* sends anything but serverHello (or goodbye) first, or a hello twice (§4.1, §4.2);
+* sends anything after its goodbye (§9.1);
+* signals an id the driver has not subscribed, or out of order: onNext before
+  onSubscribe, a second onSubscribe, anything after onComplete/onError (§5.2, §5.4);
+* sends more elements than the driver asked for: onNext, the first part of a split
+  element, or onNextPacked's count (§6.3); saturation at 2**63 - 1 is honoured (§6.1);
+* completes with a split element unfinished, or joins one to the wrong size (§7, §8);
+* sends malformed bytes (§2, §3).
+
+Cases add their own expectations; a case passes only if the monitor saw no violation.
+The monitor also joins split elements, so cases read whole elements per subscription.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rstreams.demand import UNBOUNDED, add
+from rstreams.wire import (
+    Cancel,
+    ClientHello,
+    Frame,
+    Goodbye,
+    OnComplete,
+    OnError,
+    OnNext,
+    OnNextLastPart,
+    OnNextPacked,
+    OnNextPart,
+    OnSubscribe,
+    Request,
+    ServerHello,
+    Subscribe,
+)
+
+__all__ = ["Monitor", "StreamView"]
+
+
+@dataclass
+class StreamView:
+    """One subscription the driver opened, as the server has answered it so far."""
+
+    sid: int
+    publisher: str
+    granted: int
+    """Outstanding demand: granted minus elements received, saturating at 2**63 - 1 (§6.1)."""
+    invalid_demand: bool = False
+    """The driver sent request(0) or request(>= 2**63) (or such an initialDemand): onError is due."""
+    subscribed: bool = False
+    element_size: int = 0
+    cancelled: bool = False
+    elements: list[bytes] = field(default_factory=list)
+    """Whole elements: onNext, unpacked onNextPacked, joined parts."""
+    frames: list[Frame] = field(default_factory=list)
+    """Every frame the server sent for this subscription, as sent (parts and packs too)."""
+    parts: dict[int, bytearray] = field(default_factory=dict)
+    terminal: OnComplete | OnError | None = None
+
+    @property
+    def open(self) -> bool:
+        """Whether the subscription has not received its terminal signal yet."""
+        return self.terminal is None
+
+    @property
+    def error(self) -> str | None:
+        """The onError text, if it ended with onError."""
+        return self.terminal.error if isinstance(self.terminal, OnError) else None
+
+
+class Monitor:
+    """Checks the server's frames against the driver's own (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.violations: list[str] = []
+        self.streams: dict[int, StreamView] = {}
+        self.history: list[StreamView] = []
+        """Every subscription ever opened, in order (ids may be reused)."""
+        self.server_hello: ServerHello | None = None
+        self.goodbye: Goodbye | None = None
+        self.sent_goodbye = False
+        self.server_subscriptions: dict[int, Subscribe] = {}
+        """Subscriptions the server opened on the driver (it offers nothing: they are refused)."""
+        self._first = True
+
+    def violation(self, text: str) -> None:
+        """Record a broken rule; ``text`` names it and its section."""
+        self.violations.append(text)
+
+    # -- what the driver sends -------------------------------------------------------------
+    def sent(self, frame: Frame) -> None:
+        """Account for a frame the driver sent (raw bytes are not accounted)."""
+        if isinstance(frame, Subscribe):
+            view = self.streams.get(frame.subscriber)
+            if view is not None and view.open:
+                return  # a deliberate duplicate: the server must answer with goodbye (§5.3)
+            invalid = frame.initial_demand > UNBOUNDED
+            view = StreamView(frame.subscriber, frame.publisher, 0 if invalid else frame.initial_demand)
+            view.invalid_demand = invalid
+            self.streams[frame.subscriber] = view
+            self.history.append(view)
+        elif isinstance(frame, Request):
+            view = self.streams.get(frame.subscriber)
+            if view is None or not view.open:
+                return
+            if 0 < frame.demand <= UNBOUNDED:
+                view.granted = add(view.granted, frame.demand)
+            else:
+                view.invalid_demand = True
+        elif isinstance(frame, Cancel):
+            view = self.streams.get(frame.subscriber)
+            if view is not None:
+                view.cancelled = True
+        elif isinstance(frame, Goodbye):
+            self.sent_goodbye = True
+
+    # -- what the server sends -------------------------------------------------------------
+    def received(self, frame: Frame) -> None:
+        """Check one frame from the server."""
+        if self._first:
+            self._first = False
+            if not isinstance(frame, ServerHello | Goodbye):
+                self.violation(f"§4.1: the first message must be serverHello, got {type(frame).__name__}")
+        if self.goodbye is not None:
+            self.violation(f"§9.1: {type(frame).__name__} after the server's goodbye")
+            return
+        if isinstance(frame, ServerHello):
+            if self.server_hello is not None:
+                self.violation("§4.1: a second serverHello")
+            elif frame.version != 0:
+                self.violation(f"§4.2: serverHello version {frame.version}, expected 0")
+            self.server_hello = frame
+        elif isinstance(frame, ClientHello):
+            self.violation("§4.1: the server sent a clientHello")
+        elif isinstance(frame, Goodbye):
+            self.goodbye = frame
+        elif isinstance(frame, Subscribe):
+            self.server_subscriptions[frame.subscriber] = frame
+        elif isinstance(frame, Request | Cancel):
+            pass  # for subscriptions the server made on us; we refused them, these may cross
+        else:
+            self._stream_frame(frame)
+
+    def _stream_frame(
+        self, frame: OnSubscribe | OnNext | OnNextPacked | OnNextPart | OnNextLastPart | OnComplete | OnError
+    ) -> None:
+        name = type(frame).__name__
+        view = self.streams.get(frame.subscriber)
+        if view is None or not view.open:
+            state = "an id the driver never subscribed" if view is None else "a subscription that ended"
+            self.violation(f"§5.2: {name} for subscriber {frame.subscriber}, {state}")
+            return
+        view.frames.append(frame)
+        if isinstance(frame, OnSubscribe):
+            if view.subscribed:
+                self.violation(f"§5.2: a second onSubscribe for subscriber {view.sid}")
+            view.subscribed = True
+            view.element_size = frame.element_size
+        elif isinstance(frame, OnComplete | OnError):
+            if view.parts and isinstance(frame, OnComplete) and not view.cancelled:
+                self.violation(f"§8: onComplete for subscriber {view.sid} with an unfinished split element")
+            view.parts.clear()
+            view.terminal = frame
+        elif isinstance(frame, OnNext):
+            if self._take(view, 1, name):
+                view.elements.append(frame.element)
+        elif isinstance(frame, OnNextPacked):
+            if self._take(view, frame.count, name):
+                view.elements.extend(frame.split())
+        else:
+            self._part(view, frame)
+
+    def _take(self, view: StreamView, count: int, name: str) -> bool:
+        if not view.subscribed:
+            self.violation(f"§5.2: {name} for subscriber {view.sid} before its onSubscribe")
+            return False
+        if count > view.granted:
+            self.violation(
+                f"§6.3: {name} with {count} element(s) for subscriber {view.sid} exceeds "
+                f"the outstanding demand of {view.granted}"
+            )
+            view.granted = 0
+            return True
+        if view.granted != UNBOUNDED:
+            view.granted -= count
+        return True
+
+    def _part(self, view: StreamView, frame: OnNextPart | OnNextLastPart) -> None:
+        buf = view.parts.get(frame.element_id)
+        if buf is None:
+            if not self._take(view, 1, "the first part of a split element"):
+                return
+            buf = view.parts[frame.element_id] = bytearray()
+        buf += frame.data
+        if isinstance(frame, OnNextLastPart):
+            del view.parts[frame.element_id]
+            if view.element_size and len(buf) != view.element_size:
+                self.violation(
+                    f"§7: split element of {len(buf)} bytes for subscriber {view.sid}, "
+                    f"whose elementSize is {view.element_size}"
+                )
+            view.elements.append(bytes(buf))

@@ -1,0 +1,227 @@
+"""A scripted client connection: send frames or raw bytes, read frames with deadlines.
+
+:class:`Peer` wraps a :class:`~rstreams.conformance._transport.RawTransport`. What it
+sends may be frames (encoded with :func:`rstreams.wire.encode` and accounted by the
+:class:`~rstreams.conformance._monitor.Monitor`) or raw bytes (malformed input, not
+accounted). What it reads is decoded with :class:`rstreams.wire.FrameParser` and checked
+by the monitor before any case sees it. Every wait has a deadline; running into it fails
+the case with a message saying what was awaited (a hang is a failure, never a stall).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+
+from rstreams.conformance._monitor import Monitor, StreamView
+from rstreams.conformance._transport import RawTransport
+from rstreams.wire import Frame, FrameParser, Goodbye, OnError, Subscribe, encode
+
+__all__ = ["CaseFailure", "Peer"]
+
+
+class CaseFailure(AssertionError):
+    """A case's expectation was not met; the message says what and where."""
+
+
+class Peer:
+    """One connection to the endpoint under test; made by ``Context.open``."""
+
+    def __init__(self, raw: RawTransport, *, timeout: float, quiet: float) -> None:
+        self.raw = raw
+        self.timeout = timeout
+        """Default deadline, in seconds, of every wait."""
+        self.quiet_window = quiet
+        """How long "nothing more arrives" is watched for."""
+        self.monitor = Monitor()
+        self.received: list[Frame] = []
+        """Every frame read so far, in order."""
+        self.eof = False
+        """The input ended."""
+        self.eof_sent = False
+        self.malformed: str | None = None
+        self._parser = FrameParser(max_element_size=1 << 27, max_string_length=1 << 20, max_extensions=1 << 16)
+        self._pending: deque[Frame] = deque()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- sending ---------------------------------------------------------------------------
+    async def send(self, *items: Frame | bytes) -> None:
+        """Send frames and raw byte strings, concatenated, in one write."""
+        out = bytearray()
+        for item in items:
+            if isinstance(item, bytes | bytearray):
+                out += item
+            else:
+                self.monitor.sent(item)
+                out += encode(item)
+        await self.raw.write(bytes(out))
+
+    async def send_in_pieces(self, data: bytes, size: int = 1) -> None:
+        """Send ``data`` as separate writes of ``size`` bytes (one byte at a time by default)."""
+        for start in range(0, len(data), size):
+            await self.raw.write(data[start : start + size])
+
+    async def write_eof(self) -> None:
+        """End our output without a goodbye (TCP half-close; WebSocket close)."""
+        self.eof_sent = True
+        await self.raw.write_eof()
+
+    def abort(self) -> None:
+        """Drop the connection (a crash, as the server sees it)."""
+        self.raw.abort()
+
+    # -- reading ---------------------------------------------------------------------------
+    async def read_frame(self, timeout: float | None = None, what: str = "a frame") -> Frame | None:  # noqa: ASYNC109
+        """The next frame, or ``None`` at end of input. Fails after ``timeout`` seconds."""
+        deadline = asyncio.get_running_loop().time() + (self.timeout if timeout is None else timeout)
+        frame = await self._next(deadline)
+        if frame is _TIMEOUT:
+            raise CaseFailure(f"timed out waiting for {what}")
+        return frame  # type: ignore[return-value]
+
+    async def _next(self, deadline: float) -> Frame | None | object:
+        loop = asyncio.get_running_loop()
+        while not self._pending:
+            if self.eof:
+                return None
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return _TIMEOUT
+            try:
+                data = await asyncio.wait_for(self.raw.read(), remaining)
+            except TimeoutError:
+                return _TIMEOUT
+            self._feed(data)
+        return self._pending.popleft()
+
+    def _feed(self, data: bytes) -> None:
+        if not data:
+            self.eof = True
+            if self._parser.eof() is not None and self.malformed is None:
+                self.monitor.violation("§9.3: the server's output ended inside a frame")
+            return
+        if self.malformed is not None:
+            return
+        for frame in self._parser.feed(data):
+            self.monitor.received(frame)
+            self.received.append(frame)
+            self._pending.append(frame)
+            if isinstance(frame, Subscribe):
+                self._refuse(frame)
+        if self._parser.error is not None:
+            self.malformed = str(self._parser.error)
+            self.monitor.violation(f"§3: the server sent malformed bytes: {self.malformed}")
+
+    def _refuse(self, frame: Subscribe) -> None:
+        """The driver offers no publishers: refuse whatever the server subscribes to (§5.5)."""
+        refusal = OnError(subscriber=frame.subscriber, error=f"no publisher named {frame.publisher!r}")
+        task = asyncio.get_running_loop().create_task(self.raw.write(encode(refusal)))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def until(self, predicate: Callable[[], bool], what: str, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Read frames until ``predicate()`` holds; fail at end of input or after ``timeout``."""
+        deadline = asyncio.get_running_loop().time() + (self.timeout if timeout is None else timeout)
+        while not predicate():
+            frame = await self._next(deadline)
+            if frame is _TIMEOUT:
+                raise CaseFailure(f"timed out waiting for {what}")
+            if frame is None and not predicate():
+                raise CaseFailure(f"the connection ended while waiting for {what}{self._why()}")
+
+    async def quiet(self, seconds: float | None = None) -> list[Frame]:
+        """Read for ``seconds`` (the quiet window); return the frames that arrived (EOF ends early)."""
+        deadline = asyncio.get_running_loop().time() + (self.quiet_window if seconds is None else seconds)
+        frames: list[Frame] = []
+        while True:
+            frame = await self._next(deadline)
+            if frame is _TIMEOUT or frame is None:
+                return frames
+            frames.append(frame)  # type: ignore[arg-type]
+
+    async def hello(self) -> None:
+        """Wait for the serverHello (the monitor checks it comes first)."""
+        await self.until(lambda: self.monitor.server_hello is not None, "serverHello")
+
+    # -- per-subscription helpers -------------------------------------------------------------
+    def view(self, sid: int) -> StreamView:
+        """The driver's subscription ``sid`` (the latest one with that id)."""
+        view = self.monitor.streams.get(sid)
+        if view is None:
+            raise CaseFailure(f"the case never subscribed with id {sid}")
+        return view
+
+    async def subscribed(self, sid: int, timeout: float | None = None) -> StreamView:  # noqa: ASYNC109
+        """Wait for onSubscribe (or a refusal) on ``sid``."""
+        view = self.view(sid)
+        await self.until(lambda: view.subscribed or not view.open, f"onSubscribe for subscriber {sid}", timeout)
+        return view
+
+    async def elements(self, sid: int, count: int, timeout: float | None = None) -> StreamView:  # noqa: ASYNC109
+        """Wait until subscriber ``sid`` has ``count`` elements (or ended)."""
+        view = self.view(sid)
+        await self.until(
+            lambda: len(view.elements) >= count or not view.open, f"{count} elements on subscriber {sid}", timeout
+        )
+        if len(view.elements) < count:
+            raise CaseFailure(
+                f"subscriber {sid} ended with {type(view.terminal).__name__} after "
+                f"{len(view.elements)} of {count} elements{_text(view)}"
+            )
+        return view
+
+    async def terminal(self, sid: int, timeout: float | None = None) -> StreamView:  # noqa: ASYNC109
+        """Wait for onComplete or onError on ``sid``."""
+        view = self.view(sid)
+        await self.until(lambda: not view.open, f"onComplete/onError for subscriber {sid}", timeout)
+        return view
+
+    async def completed(self, sid: int, timeout: float | None = None) -> StreamView:  # noqa: ASYNC109
+        """Wait for the terminal signal on ``sid`` and require it to be onComplete."""
+        view = await self.terminal(sid, timeout)
+        if view.error is not None:
+            raise CaseFailure(f"subscriber {sid} failed with onError({view.error!r}), expected onComplete")
+        return view
+
+    async def failed(self, sid: int, timeout: float | None = None) -> StreamView:  # noqa: ASYNC109
+        """Wait for the terminal signal on ``sid`` and require it to be onError."""
+        view = await self.terminal(sid, timeout)
+        if view.error is None:
+            raise CaseFailure(f"subscriber {sid} completed, expected onError")
+        return view
+
+    # -- endings -------------------------------------------------------------------------------
+    async def goodbye(self, timeout: float | None = None) -> Goodbye:  # noqa: ASYNC109
+        """Wait for the server's goodbye; fail if the input ends without one."""
+        await self.until(lambda: self.monitor.goodbye is not None, "the server's goodbye", timeout)
+        assert self.monitor.goodbye is not None
+        return self.monitor.goodbye
+
+    async def closed(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Wait for the end of input (frames before it are checked by the monitor)."""
+        await self.until(lambda: self.eof, "the server to close the connection", timeout)
+
+    async def goodbye_then_close(self, timeout: float | None = None) -> Goodbye | None:  # noqa: ASYNC109
+        """The server's answer to a violation: goodbye, then the end of input (§10).
+
+        After our own end of input on a transport that cannot half-close (WebSocket), the
+        goodbye cannot be seen; then only the close is required.
+        """
+        if self.eof_sent and not self.raw.half_close:
+            await self.closed(timeout)
+            return self.monitor.goodbye
+        bye = await self.goodbye(timeout)
+        await self.closed(timeout)
+        return bye
+
+    def _why(self) -> str:
+        bye = self.monitor.goodbye
+        return f" (the server said goodbye: {bye.reason!r})" if bye is not None else ""
+
+
+_TIMEOUT = object()
+
+
+def _text(view: StreamView) -> str:
+    return f": {view.error!r}" if view.error is not None else ""

@@ -1,0 +1,261 @@
+"""Running the cases: probing the endpoint, deadlines, the terminal table, JUnit XML, ``main``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fnmatch
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import TextIO
+
+from rstreams.conformance._case import AREAS, CASES, Case, CaseFailure, Context, Options, Skip
+from rstreams.wire import Subscribe
+
+__all__ = ["KINDS", "CaseResult", "Outcome", "main", "probe", "run", "select", "write_junit"]
+
+KINDS: dict[str, str] = {
+    "range": "range?n=0",
+    "fixed": "fixed?n=0",
+    "large": "large?n=0&size=16",
+    "error": "error?after=0",
+    "never": "never",
+    "infinite": "infinite?tag=probe",
+    "stats": "stats?tag=probe",
+}
+"""The conformance publishers, with the cheap name the probe subscribes to."""
+
+
+class Outcome(Enum):
+    """What became of a case."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True, slots=True)
+class CaseResult:
+    """A case's outcome, why (for fail and skip), and how long it took."""
+
+    case: Case
+    outcome: Outcome
+    message: str = ""
+    seconds: float = 0.0
+
+
+def select(pattern: str | None, cases: Iterable[Case] = CASES) -> list[Case]:
+    """Cases whose id contains ``pattern`` (or matches it as a glob when it has ``*?[``)."""
+    chosen = list(cases)
+    if not pattern:
+        return chosen
+    if any(ch in pattern for ch in "*?["):
+        return [c for c in chosen if fnmatch.fnmatchcase(c.id, pattern)]
+    return [c for c in chosen if pattern in c.id]
+
+
+async def probe(url: str, options: Options) -> frozenset[str]:
+    """Which conformance publishers the endpoint offers: subscribe to each with demand 0.
+
+    onSubscribe means offered; onError without onSubscribe means not offered.
+    """
+    ctx = Context(url, options, frozenset(KINDS))
+    try:
+        peer = await ctx.open()
+        kinds = list(KINDS)
+        await peer.send(
+            *(
+                Subscribe(publisher=options.prefix + KINDS[kind], subscriber=index + 1)
+                for index, kind in enumerate(kinds)
+            )
+        )
+        found: set[str] = set()
+        for index, kind in enumerate(kinds):
+            view = await peer.subscribed(index + 1)
+            if view.subscribed:
+                found.add(kind)
+        return frozenset(found)
+    finally:
+        ctx.close()
+
+
+async def run_case(case: Case, url: str, options: Options, available: frozenset[str]) -> CaseResult:
+    """Run one case with its deadline; never raises for what the endpoint does."""
+    missing = [kind for kind in case.needs if kind not in available]
+    if missing:
+        return CaseResult(case, Outcome.SKIP, "the endpoint does not offer " + ", ".join(missing))
+    ctx = Context(url, options, available)
+    start = time.monotonic()
+    deadline = case.timeout or options.case_timeout
+    outcome, message = Outcome.PASS, ""
+    try:
+        async with asyncio.timeout(deadline):
+            await case.fn(ctx)
+    except Skip as skip:
+        outcome, message = Outcome.SKIP, str(skip)
+    except CaseFailure as failure:
+        outcome, message = Outcome.FAIL, str(failure)
+    except TimeoutError:
+        outcome, message = Outcome.FAIL, f"the case did not finish within {deadline:g} s (a hang)"
+    except OSError as error:
+        outcome, message = Outcome.FAIL, f"connection error: {type(error).__name__}: {error}"
+    except Exception as error:  # a case must report, not crash the run
+        outcome, message = Outcome.FAIL, f"unexpected {type(error).__name__}: {error}"
+    finally:
+        ctx.close()
+    if outcome is not Outcome.SKIP:
+        violations = [v for peer in ctx.peers for v in peer.monitor.violations]
+        if violations:
+            outcome = Outcome.FAIL
+            message = "; ".join(filter(None, [message, *violations]))
+    return CaseResult(case, outcome, message, time.monotonic() - start)
+
+
+async def run(
+    url: str,
+    options: Options | None = None,
+    *,
+    cases: Sequence[Case] | None = None,
+    available: frozenset[str] | None = None,
+) -> list[CaseResult]:
+    """Run ``cases`` (default: all) against ``url``; results in the order of the cases.
+
+    ``available`` names the conformance publishers the endpoint offers (default: probed).
+
+    Raises:
+        OSError: the endpoint cannot be reached at all (the probe failed to connect).
+    """
+    options = options or Options()
+    chosen = list(CASES if cases is None else cases)
+    if available is None:
+        available = await probe(url, options)
+    limit = asyncio.Semaphore(max(1, options.jobs))
+
+    async def one(case: Case) -> CaseResult:
+        async with limit:
+            return await run_case(case, url, options, available)
+
+    return list(await asyncio.gather(*(one(c) for c in chosen)))
+
+
+# -- reporting ---------------------------------------------------------------------------------
+_MARK = {Outcome.PASS: "PASS", Outcome.FAIL: "FAIL", Outcome.SKIP: "skip"}
+
+
+def report(results: Sequence[CaseResult], url: str, out: TextIO, *, verbose: bool = False) -> None:
+    """Print one line per case (failures with their reason) and a table per area."""
+    out.write(f"RS.io conformance against {url}: {len(results)} cases\n\n")
+    width = max((len(r.case.id) for r in results), default=10)
+    for r in results:
+        if r.outcome is Outcome.PASS and not verbose:
+            continue
+        out.write(f"{_MARK[r.outcome]}  {r.case.id:<{width}}  {r.seconds:5.2f}s  {r.case.cite}\n")
+        if r.outcome is Outcome.FAIL:
+            out.write(f"      rule: {r.case.text}\n      why:  {r.message}\n")
+        elif r.outcome is Outcome.SKIP:
+            out.write(f"      {r.message}\n")
+    out.write(f"\n{'area':<28} {'pass':>5} {'fail':>5} {'skip':>5}\n")
+    totals = dict.fromkeys(Outcome, 0)
+    for area, title in AREAS.items():
+        counts = dict.fromkeys(Outcome, 0)
+        for r in results:
+            if r.case.area == area:
+                counts[r.outcome] += 1
+        if sum(counts.values()):
+            out.write(f"{title:<28} {counts[Outcome.PASS]:>5} {counts[Outcome.FAIL]:>5} {counts[Outcome.SKIP]:>5}\n")
+        for key, value in counts.items():
+            totals[key] += value
+    out.write(f"{'total':<28} {totals[Outcome.PASS]:>5} {totals[Outcome.FAIL]:>5} {totals[Outcome.SKIP]:>5}\n")
+
+
+def write_junit(results: Sequence[CaseResult], path: str, *, suite: str = "rstreams.conformance") -> None:
+    """Write JUnit XML: one testcase per case, its citation as a property and in failures."""
+    root = ET.Element("testsuites")
+    failures = sum(r.outcome is Outcome.FAIL for r in results)
+    skipped = sum(r.outcome is Outcome.SKIP for r in results)
+    element = ET.SubElement(
+        root,
+        "testsuite",
+        name=suite,
+        tests=str(len(results)),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+        time=f"{sum(r.seconds for r in results):.3f}",
+    )
+    for r in results:
+        testcase = ET.SubElement(
+            element, "testcase", classname=f"conformance.{r.case.area}", name=r.case.id, time=f"{r.seconds:.3f}"
+        )
+        properties = ET.SubElement(testcase, "properties")
+        ET.SubElement(properties, "property", name="cite", value=r.case.cite)
+        ET.SubElement(properties, "property", name="rule", value=r.case.text)
+        if r.outcome is Outcome.FAIL:
+            failure = ET.SubElement(testcase, "failure", message=r.message, type="ConformanceFailure")
+            failure.text = f"{r.case.cite}: {r.case.text}\n{r.message}"
+        elif r.outcome is Outcome.SKIP:
+            ET.SubElement(testcase, "skipped", message=r.message)
+    ET.indent(root)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+# -- command line ------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m rstreams.conformance",
+        description="Run the RS.io conformance suite against an endpoint (docs/conformance.md).",
+    )
+    parser.add_argument("url", help="tcp://host:port, unix:///path or ws://host:port/path")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
+    parser.add_argument("-k", metavar="PATTERN", dest="pattern", help="run cases whose id contains PATTERN (or glob)")
+    parser.add_argument(
+        "--publisher",
+        metavar="NAME",
+        action="append",
+        choices=sorted(KINDS),
+        help="the endpoint offers this conformance publisher (repeat; default: probe the endpoint)",
+    )
+    parser.add_argument("--prefix", default=Options.prefix, help="where the conformance publishers live")
+    parser.add_argument("--timeout", type=float, default=Options.timeout, help="seconds per wait")
+    parser.add_argument("--quiet", type=float, default=Options.quiet, help="seconds to watch for unwanted frames")
+    parser.add_argument("--case-timeout", type=float, default=Options.case_timeout, help="seconds per case")
+    parser.add_argument("--jobs", type=int, default=Options.jobs, help="cases run at once")
+    parser.add_argument("--max-subscriptions", type=int, default=Options.max_subscriptions)
+    parser.add_argument("--max-element-size", type=int, default=Options.max_element_size)
+    parser.add_argument("--list", action="store_true", help="list the cases and their rules, run nothing")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also list the cases that passed")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; returns 0 if no case failed, 1 if one did, 2 if the endpoint is unreachable."""
+    args = _parser().parse_args(argv)
+    cases = select(args.pattern)
+    if args.list:
+        for c in cases:
+            sys.stdout.write(f"{c.id:<40} {c.cite:<22} {c.text}\n")
+        return 0
+    options = Options(
+        timeout=args.timeout,
+        quiet=args.quiet,
+        case_timeout=args.case_timeout,
+        prefix=args.prefix,
+        jobs=args.jobs,
+        max_subscriptions=args.max_subscriptions,
+        max_element_size=args.max_element_size,
+    )
+    available = frozenset(args.publisher) if args.publisher else None
+    try:
+        results = asyncio.run(run(args.url, options, cases=cases, available=available))
+    except (OSError, CaseFailure) as error:
+        sys.stderr.write(f"cannot run the suite against {args.url}: {error}\n")
+        return 2
+    report(results, args.url, sys.stdout, verbose=args.verbose)
+    if args.junit:
+        write_junit(results, args.junit)
+    return 1 if any(r.outcome is Outcome.FAIL for r in results) else 0
+

@@ -1,0 +1,80 @@
+"""Small steps the cases share: expecting a connection error, checking the server still serves."""
+
+from __future__ import annotations
+
+from rstreams.conformance._case import Context, check
+from rstreams.conformance._peer import Peer
+from rstreams.conformance._publishers import element_bytes
+from rstreams.wire import Frame, Goodbye, Subscribe
+
+__all__ = [
+    "DRAFT",
+    "UNBOUNDED",
+    "expect_violation",
+    "range_elements",
+    "still_serving",
+    "subscribe",
+    "varint",
+]
+
+UNBOUNDED = 2**63 - 1
+DRAFT = "draft (spec/003)"
+
+
+def varint(value: int) -> bytes:
+    """The minimal unsigned varint of ``value`` (PROTOCOL.md §2.1), for hand-made bytes."""
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def range_elements(n: int, start: int = 0, size: int = 8) -> list[bytes]:
+    """What ``conformance/range`` (or ``fixed``/``large`` with ``size``) sends as elements start..start+n-1."""
+    return [element_bytes(i, size) for i in range(start, start + n)]
+
+
+def subscribe(name: str, sid: int = 1, demand: int = 0) -> Subscribe:
+    """A subscribe frame (keyword arguments are noisy in a script)."""
+    return Subscribe(publisher=name, subscriber=sid, initial_demand=demand)
+
+
+async def still_serving(ctx: Context) -> None:
+    """The server serves a new connection normally (after another one misbehaved)."""
+    if "range" not in ctx.available:
+        return
+    peer = await ctx.open()
+    await peer.send(subscribe(ctx.name("range", n=3), 1, 3))
+    view = await peer.completed(1)
+    check(view.elements == range_elements(3), "a new connection was not served normally after the violation")
+    peer.abort()
+
+
+async def expect_violation(
+    ctx: Context, *items: Frame | bytes, hello: bool = True, eof: bool = False, wait_hello: bool = False
+) -> Goodbye | None:
+    """Send ``items`` (then end the input with ``eof``): the server must say goodbye with a
+    reason and close (PROTOCOL.md §10), and keep serving other connections."""
+    peer = await ctx.open(hello=hello)
+    if wait_hello:
+        await peer.hello()
+    await peer.send(*items)
+    if eof:
+        await peer.write_eof()
+    bye = await peer.goodbye_then_close()
+    if bye is not None:
+        check(bye.reason, "the goodbye for a protocol violation gives no reason (PROTOCOL.md §10)")
+    await still_serving(ctx)
+    return bye
+
+
+async def open_with(ctx: Context, *items: Frame | bytes) -> Peer:
+    """A connection that has sent its hello and ``items``."""
+    peer = await ctx.open()
+    await peer.send(*items)
+    return peer
