@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import ssl
 import subprocess
 import sys
@@ -16,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 @pytest.fixture(scope="session")
 def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1/localhost, made with the ``openssl`` command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
     directory = tmp_path_factory.mktemp("tls")
     cert, key = directory / "cert.pem", directory / "key.pem"
     subprocess.run(

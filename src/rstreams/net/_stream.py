@@ -10,8 +10,9 @@ per read and the default loop's 256 KiB ``recv`` pitfall is avoided
 honours BufferedProtocol too.
 
 Pipes: a pipe pair is two asyncio transports (one read, one write), which
-:class:`PipeTransport` joins into one. The read-pipe transport calls ``data_received(bytes)``
-(no BufferedProtocol support there), so its read size is lowered to the same 64 KiB.
+:class:`PipeTransport` joins into one. The default loop's read-pipe transport calls
+``data_received(bytes)`` (no BufferedProtocol support there), so its read size is lowered
+to the same 64 KiB; uvloop's reads into our buffer, as for sockets. Both are handled.
 """
 
 from __future__ import annotations
@@ -80,12 +81,17 @@ class _Half(asyncio.BufferedProtocol):
     def __init__(self, owner: PipeTransport, *, reader: bool) -> None:
         self._owner = owner
         self._reader = reader
+        self._view: memoryview | None = None
 
-    def get_buffer(self, sizehint: int) -> memoryview:  # pragma: no cover - pipes call data_received
-        return memoryview(bytearray(sizehint))
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """uvloop reads pipes into a buffer, like sockets; made on first use (readers only)."""
+        if self._view is None:
+            self._view = memoryview(bytearray(READ_BUFFER_SIZE))
+        return self._view
 
-    def buffer_updated(self, nbytes: int) -> None:  # pragma: no cover
-        raise AssertionError("pipe transports deliver data_received")
+    def buffer_updated(self, nbytes: int) -> None:
+        assert self._view is not None
+        self._owner.handler.data_received(self._view[:nbytes])
 
     def data_received(self, data: bytes) -> None:
         self._owner.handler.data_received(memoryview(data))
