@@ -117,6 +117,7 @@ class _Staging:
         self._uploads: dict[str, list[bytes]] = {}
         self._done: dict[str, concurrent.futures.Future[int]] = {}
         self._published: set[tuple[str, int]] = set()
+        self.refused = 0  # publishes of a batch already published (a re-run batch)
 
     def future(self, token: str) -> concurrent.futures.Future[int]:
         with self._lock:
@@ -133,6 +134,7 @@ class _Staging:
                 items.extend(self._uploads.pop(token, []))
                 self._done.pop(token, None)
             if (writer, batch) in self._published:
+                self.refused += 1
                 return {"published": False, "count": 0}
             self._published.add((writer, batch))
         self.log.append(items)
@@ -279,6 +281,11 @@ class ReplayServer:
 
     def _ask_for_uploads(self, conn: Any) -> None:
         conn.publisher(UPLOAD_NAME).subscribe(_UploadSubscriber(self._stagings))
+
+    def sink_statistics(self, name: str) -> dict[str, int]:
+        """``{"published", "refused"}``: batches published on sink log ``name``, re-runs refused."""
+        staging = self._stagings[name]
+        return {"published": len(staging._published), "refused": staging.refused}
 
     def stop(self) -> None:
         """Close every connection and the listening socket; stop the loop thread."""
