@@ -154,3 +154,12 @@ async def test_ssl_with_a_plain_scheme_is_refused(client_ssl: Any) -> None:
     """ssl= with tcp:// is a mistake: the URL would lie about encryption."""
     with pytest.raises(ValueError, match="tls://"):
         await connect("tcp://127.0.0.1:1", ssl=client_ssl)
+
+
+async def test_websocket_server_answers_only_at_its_path() -> None:
+    """ws://host:port/rs serves /rs; another path is a failed connect."""
+    async with await serve("ws://127.0.0.1:0/rs", OFFER) as server:
+        with pytest.raises(ConnectionBrokenError):
+            await connect(server.url.replace("/rs", "/other"))
+        async with await connect(server.url + "?token=x") as conn:  # a query string is fine
+            assert await within(conn.request("greeting")) == b"hello"

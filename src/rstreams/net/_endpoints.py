@@ -9,8 +9,10 @@ client without one gets :func:`ssl.create_default_context` (certificate and host
 verified). Passing ``ssl=`` with a plain scheme is refused, so a URL never lies about
 whether the connection is encrypted.
 
-WebSocket clients never use an HTTP proxy from the environment: an RS.io URL names the
-peer to connect to, and nothing else is contacted.
+A WebSocket server answers only at its URL's path (404 elsewhere) and only to clients that
+offer the ``rsio.v0`` subprotocol (the draft asks transports to signal the protocol
+version where they can). WebSocket clients never use an HTTP proxy from the environment:
+an RS.io URL names the peer to connect to, and nothing else is contacted.
 """
 
 from __future__ import annotations
@@ -144,10 +146,20 @@ async def listen_endpoint(
             lambda: StreamProtocol(handler_factory(), high=high, low=low), endpoint.path
         )
         return Listener(endpoint, server)
+    from http import HTTPStatus
+
     from websockets.asyncio.server import ServerConnection
     from websockets.asyncio.server import serve as ws_serve
+    from websockets.http11 import Request, Response
 
     from rstreams.net._websocket import SUBPROTOCOL, WebSocketTransport
+
+    served_path = endpoint.path.partition("?")[0]
+
+    def check_path(ws: ServerConnection, request: Request) -> Response | None:
+        if request.path.partition("?")[0] != served_path:
+            return ws.respond(HTTPStatus.NOT_FOUND, f"RS.io is served at {served_path}\n")
+        return None
 
     async def handle(ws: ServerConnection) -> None:
         await WebSocketTransport(ws, handler_factory(), high=high, low=low).run()
@@ -160,5 +172,6 @@ async def listen_endpoint(
         compression=None,
         subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
         ping_interval=None,
+        process_request=check_path,
     )
     return Listener(endpoint.with_port(ws_server.sockets[0].getsockname()[1]), ws_server)
