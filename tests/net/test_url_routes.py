@@ -89,3 +89,19 @@ def test_router_rejects_bad_offers() -> None:
         Router({"x": 42})
     with pytest.raises(TypeError):
         Router(42)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(10)
+async def test_serve_and_connect_check_their_arguments_first() -> None:
+    """Bad water marks, offers or URLs raise at the call, before any socket is opened."""
+    from rstreams.net import connect, serve
+
+    with pytest.raises(ValueError, match="low_water"):
+        await serve("tcp://127.0.0.1:0", {}, high_water=10, low_water=20)
+    with pytest.raises(TypeError):
+        await serve("tcp://127.0.0.1:0", 42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="low_water"):
+        await connect("tcp://127.0.0.1:1", high_water=0)
+    with pytest.raises(ValueError, match="scheme"):
+        await connect("ftp://127.0.0.1:1")

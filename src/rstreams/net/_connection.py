@@ -44,7 +44,7 @@ from rstreams.net._codec import Codec
 from rstreams.net._consuming import RemotePublisher, RemoteSubscription, ScalarSubscriber
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.net._serving import ServingStream
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, check_water_marks
 from rstreams.wire import (
     Cancel,
     ConnectionClosed,
@@ -116,6 +116,7 @@ class Connection:
         low_water: int = DEFAULT_LOW_WATER,
         on_made: Callable[[Connection], object] | None = None,
     ) -> None:
+        check_water_marks(high_water, low_water)
         self._loop = asyncio.get_running_loop()
         self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
         self._made = False
@@ -123,7 +124,6 @@ class Connection:
         self._core = Core(Side.CLIENT if client else Side.SERVER, config)
         self._router = Router(offer, codec)
         self._high = high_water
-        self._low = low_water
         self._transport: Transport | None = None
         self._consuming: dict[int, RemoteSubscription[Any]] = {}
         self._serving: dict[int, ServingStream] = {}
@@ -134,7 +134,7 @@ class Connection:
         self._flush_scheduled = False
         self._writable = True
         self._turn_bytes = 0
-        self._ids = itertools.count(1 if client else 2, 2)
+        self._ids = itertools.count(1)  # our subscriber ids: a namespace of our own (PROTOCOL.md §5.1)
         self._ended: BaseException | None = None  # why streams can no longer run
         self._ended_event = asyncio.Event()  # the protocol conversation is over
         self._lost = self._loop.create_future()  # the transport is closed
@@ -189,7 +189,9 @@ class Connection:
         if not self._made:
             # The transport never came up (e.g. a failed TLS handshake): nothing to say goodbye on.
             self._closing = True
-            self._end_streams(ResourceClosedError("the connection was closed by this side"))
+            if self._ended is None:
+                self._end_streams(ResourceClosedError("the connection was closed by this side"))
+            self.connection_lost(None)
             return
         if not self._closing and self._ended is None:
             self._closing = True

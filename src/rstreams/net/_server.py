@@ -19,7 +19,7 @@ from rstreams.net._codec import Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
 from rstreams.net._routes import Offer, Router
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, check_water_marks
 from rstreams.net._url import parse_url
 from rstreams.wire import ConnectionConfig
 
@@ -115,7 +115,8 @@ async def serve(
         OSError: the address cannot be bound.
     """
     endpoint = parse_url(url)
-    Router(publishers)  # check the offer now, where the caller made the mistake
+    Router(publishers)  # check the offer and the limits now, where the caller made the mistake
+    check_water_marks(high_water, low_water)
     server = Server()
 
     def made(conn: Connection) -> None:

@@ -26,7 +26,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["DEFAULT_HIGH_WATER", "DEFAULT_LOW_WATER", "READ_BUFFER_SIZE", "Transport", "TransportHandler"]
+__all__ = [
+    "DEFAULT_HIGH_WATER",
+    "DEFAULT_LOW_WATER",
+    "READ_BUFFER_SIZE",
+    "Transport",
+    "TransportHandler",
+    "check_water_marks",
+]
 
 READ_BUFFER_SIZE = 64 * 1024
 """Size of the preallocated read buffer. Below 128 KiB on purpose: asyncio's default 256 KiB
@@ -41,6 +48,12 @@ being asked for more. 1 MiB keeps loopback saturated (64 KiB writes reach the
 DEFAULT_LOW_WATER = 256 * 1024
 """Unsent bytes below which production resumes (a quarter of the high mark: hysteresis
 so that pause/resume does not flap on every write)."""
+
+
+def check_water_marks(high: int, low: int) -> None:
+    """Raise ``ValueError`` unless ``0 <= low < high`` (ints)."""
+    if type(high) is not int or type(low) is not int or not 0 <= low < high:
+        raise ValueError(f"need ints 0 <= low_water < high_water, got low_water={low!r}, high_water={high!r}")
 
 
 class TransportHandler(Protocol):
