@@ -493,3 +493,15 @@ async def test_undecodable_element_fails_the_subscriber_not_the_connection() -> 
         with pytest.raises(ValueError, match="Expecting value"):
             await within(conn.request("text", codec=JSON))
         assert await within(conn.request("greeting")) == b"hello"
+
+
+async def test_many_connections_at_once() -> None:
+    """20 clients, each with its own connection and streams, served concurrently."""
+    async with await _served("tcp://127.0.0.1:0") as server:
+
+        async def client(i: int) -> list[int]:
+            async with await connect(server.url) as conn:
+                return decode_all(await conn.publisher(f"numbers?n={i * 10}").collect())
+
+        results = await within(asyncio.gather(*(client(i) for i in range(20))))
+        assert results == [list(range(i * 10)) for i in range(20)]
