@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from rstreams.conformance._monitor import Monitor, StreamView
 from rstreams.conformance._transport import RawTransport
-from rstreams.wire import Frame, FrameParser, Goodbye, OnError, Subscribe, encode
+from rstreams.wire import Frame, FrameParser, Goodbye, OnError, ServerHello, Subscribe, encode
 
 __all__ = ["CaseFailure", "Peer"]
 
@@ -48,6 +48,16 @@ class Peer:
     # -- sending ---------------------------------------------------------------------------
     async def send(self, *items: Frame | bytes) -> None:
         """Send frames and raw byte strings, concatenated, in one write."""
+        await self.raw.write(self.prepare(*items))
+
+    async def send_in_pieces(self, *items: Frame | bytes, size: int = 1) -> None:
+        """Send like :meth:`send`, but as separate writes of ``size`` bytes (one byte by default)."""
+        data = self.prepare(*items)
+        for start in range(0, len(data), size):
+            await self.raw.write(data[start : start + size])
+
+    def prepare(self, *items: Frame | bytes) -> bytes:
+        """Encode ``items`` for sending by hand, accounting the frames in the monitor."""
         out = bytearray()
         for item in items:
             if isinstance(item, bytes | bytearray):
@@ -55,12 +65,7 @@ class Peer:
             else:
                 self.monitor.sent(item)
                 out += encode(item)
-        await self.raw.write(bytes(out))
-
-    async def send_in_pieces(self, data: bytes, size: int = 1) -> None:
-        """Send ``data`` as separate writes of ``size`` bytes (one byte at a time by default)."""
-        for start in range(0, len(data), size):
-            await self.raw.write(data[start : start + size])
+        return bytes(out)
 
     async def write_eof(self) -> None:
         """End our output without a goodbye (TCP half-close; WebSocket close)."""
@@ -131,14 +136,19 @@ class Peer:
                 raise CaseFailure(f"the connection ended while waiting for {what}{self._why()}")
 
     async def quiet(self, seconds: float | None = None) -> list[Frame]:
-        """Read for ``seconds`` (the quiet window); return the frames that arrived (EOF ends early)."""
+        """Read for ``seconds`` (the quiet window); return the frames that *arrived* in it.
+
+        Frames that arrived earlier (in the same read as what a previous wait was waiting
+        for) are consumed but not returned: the monitor has already judged them. So is the
+        serverHello, whose place the monitor checks.
+        """
         deadline = asyncio.get_running_loop().time() + (self.quiet_window if seconds is None else seconds)
-        frames: list[Frame] = []
+        self._pending.clear()
+        start = len(self.received)
         while True:
             frame = await self._next(deadline)
             if frame is _TIMEOUT or frame is None:
-                return frames
-            frames.append(frame)  # type: ignore[arg-type]
+                return [f for f in self.received[start:] if not isinstance(f, ServerHello)]
 
     async def hello(self) -> None:
         """Wait for the serverHello (the monitor checks it comes first)."""

@@ -223,9 +223,7 @@ async def _extension_count_over_limit(ctx: Context) -> None:
 )
 async def _hello_byte_at_a_time(ctx: Context) -> None:
     peer = await ctx.open(hello=False)
-    script = encode(ClientHello(extensions=(300,))) + encode(subscribe(ctx.name("range", n=2), 1, 2))
-    peer.monitor.sent(subscribe(ctx.name("range", n=2), 1, 2))
-    await peer.send_in_pieces(script)
+    await peer.send_in_pieces(ClientHello(extensions=(300,)), subscribe(ctx.name("range", n=2), 1, 2))
     await peer.completed(1)
 
 
