@@ -39,6 +39,10 @@ PUBLIC = {
     "MulticastProcessor",
     "SinkResult",
     "to_observable",
+    # RS.io: the network (rstreams.net holds the rest: codecs, Server, Connection)
+    "serve",
+    "connect",
+    "connect_pipe",
 }
 
 

@@ -34,6 +34,9 @@ from rstreams.flow._rx import to_observable as to_observable
 from rstreams.flow._sinks import SinkResult as SinkResult
 from rstreams.flow._time import interval as interval
 from rstreams.flow._time import timer as timer
+from rstreams.net import connect as connect
+from rstreams.net import connect_pipe as connect_pipe
+from rstreams.net import serve as serve
 
 __version__ = "0.1.0"
 
@@ -51,6 +54,8 @@ __all__ = [
     "SinkResult",
     "Subscriber",
     "Subscription",
+    "connect",
+    "connect_pipe",
     "empty",
     "error",
     "from_async_iterable",
@@ -62,6 +67,7 @@ __all__ = [
     "just",
     "merge",
     "range",
+    "serve",
     "set_unhandled_error_hook",
     "timer",
     "to_observable",
