@@ -31,7 +31,7 @@ from rstreams.wire import ClientHello, Subscribe
 __all__ = ["CASES", "Case", "CaseFailure", "Context", "Options", "Skip", "case", "check"]
 
 
-class Skip(Exception):  # noqa: N818 - named like pytest's skip, which it mirrors
+class Skip(Exception):
     """The case cannot run against this endpoint (a missing publisher, a transport limit)."""
 
 

@@ -41,7 +41,9 @@ class Peer:
         """The input ended."""
         self.eof_sent = False
         self.malformed: str | None = None
-        self._parser = FrameParser(max_element_size=1 << 27, max_string_length=1 << 20, max_extensions=1 << 16)
+        self._parser = FrameParser(
+            max_element_size=1 << 27, max_string_length=1 << 20, max_extensions=1 << 16
+        )
         self._pending: deque[Frame] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -85,7 +87,7 @@ class Peer:
             raise CaseFailure(f"timed out waiting for {what}")
         return frame  # type: ignore[return-value]
 
-    async def _next(self, deadline: float) -> Frame | None | object:
+    async def _next(self, deadline: float) -> Frame | object | None:
         loop = asyncio.get_running_loop()
         while not self._pending:
             if self.eof:
@@ -165,14 +167,18 @@ class Peer:
     async def subscribed(self, sid: int, timeout: float | None = None) -> StreamView:  # noqa: ASYNC109
         """Wait for onSubscribe (or a refusal) on ``sid``."""
         view = self.view(sid)
-        await self.until(lambda: view.subscribed or not view.open, f"onSubscribe for subscriber {sid}", timeout)
+        await self.until(
+            lambda: view.subscribed or not view.open, f"onSubscribe for subscriber {sid}", timeout
+        )
         return view
 
     async def elements(self, sid: int, count: int, timeout: float | None = None) -> StreamView:  # noqa: ASYNC109
         """Wait until subscriber ``sid`` has ``count`` elements (or ended)."""
         view = self.view(sid)
         await self.until(
-            lambda: len(view.elements) >= count or not view.open, f"{count} elements on subscriber {sid}", timeout
+            lambda: len(view.elements) >= count or not view.open,
+            f"{count} elements on subscriber {sid}",
+            timeout,
         )
         if len(view.elements) < count:
             raise CaseFailure(

@@ -166,10 +166,14 @@ def report(results: Sequence[CaseResult], url: str, out: TextIO, *, verbose: boo
             if r.case.area == area:
                 counts[r.outcome] += 1
         if sum(counts.values()):
-            out.write(f"{title:<28} {counts[Outcome.PASS]:>5} {counts[Outcome.FAIL]:>5} {counts[Outcome.SKIP]:>5}\n")
+            out.write(
+                f"{title:<28} {counts[Outcome.PASS]:>5} {counts[Outcome.FAIL]:>5} {counts[Outcome.SKIP]:>5}\n"
+            )
         for key, value in counts.items():
             totals[key] += value
-    out.write(f"{'total':<28} {totals[Outcome.PASS]:>5} {totals[Outcome.FAIL]:>5} {totals[Outcome.SKIP]:>5}\n")
+    out.write(
+        f"{'total':<28} {totals[Outcome.PASS]:>5} {totals[Outcome.FAIL]:>5} {totals[Outcome.SKIP]:>5}\n"
+    )
 
 
 def write_junit(results: Sequence[CaseResult], path: str, *, suite: str = "rstreams.conformance") -> None:
@@ -189,7 +193,11 @@ def write_junit(results: Sequence[CaseResult], path: str, *, suite: str = "rstre
     )
     for r in results:
         testcase = ET.SubElement(
-            element, "testcase", classname=f"conformance.{r.case.area}", name=r.case.id, time=f"{r.seconds:.3f}"
+            element,
+            "testcase",
+            classname=f"conformance.{r.case.area}",
+            name=r.case.id,
+            time=f"{r.seconds:.3f}",
         )
         properties = ET.SubElement(testcase, "properties")
         ET.SubElement(properties, "property", name="cite", value=r.case.cite)
@@ -211,7 +219,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("url", help="tcp://host:port, unix:///path or ws://host:port/path")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
-    parser.add_argument("-k", metavar="PATTERN", dest="pattern", help="run cases whose id contains PATTERN (or glob)")
+    parser.add_argument(
+        "-k", metavar="PATTERN", dest="pattern", help="run cases whose id contains PATTERN (or glob)"
+    )
     parser.add_argument(
         "--publisher",
         metavar="NAME",
@@ -221,7 +231,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--prefix", default=Options.prefix, help="where the conformance publishers live")
     parser.add_argument("--timeout", type=float, default=Options.timeout, help="seconds per wait")
-    parser.add_argument("--quiet", type=float, default=Options.quiet, help="seconds to watch for unwanted frames")
+    parser.add_argument(
+        "--quiet", type=float, default=Options.quiet, help="seconds to watch for unwanted frames"
+    )
     parser.add_argument("--case-timeout", type=float, default=Options.case_timeout, help="seconds per case")
     parser.add_argument("--jobs", type=int, default=Options.jobs, help="cases run at once")
     parser.add_argument("--max-subscriptions", type=int, default=Options.max_subscriptions)
@@ -258,4 +270,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.junit:
         write_junit(results, args.junit)
     return 1 if any(r.outcome is Outcome.FAIL for r in results) else 0
-

@@ -35,7 +35,7 @@ def varint(value: int) -> bytes:
 
 
 def range_elements(n: int, start: int = 0, size: int = 8) -> list[bytes]:
-    """What ``conformance/range`` (or ``fixed``/``large`` with ``size``) sends as elements start..start+n-1."""
+    """Elements start..start+n-1 of ``conformance/range`` (or ``fixed``/``large`` with ``size``)."""
     return [element_bytes(i, size) for i in range(start, start + n)]
 
 

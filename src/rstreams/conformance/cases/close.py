@@ -72,7 +72,7 @@ async def _ends_all(ctx: Context) -> None:
 
 @case("cl.goodbye_while_flowing", S91, ANSWER + " (here: while an endless stream flows)", needs=("infinite",))
 async def _while_flowing(ctx: Context) -> None:
-    peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=ctx.tag()), 1, UNBOUNDED))
+    peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=ctx.tag(), size=1024), 1, UNBOUNDED))
     await peer.elements(1, 100)
     await peer.send(Goodbye(reason="enough"))
     await peer.goodbye_then_close()
@@ -135,8 +135,11 @@ async def _eof(ctx: Context) -> None:
     await still_serving(ctx)
 
 
-@case("cl.eof_after_hello", S93, "The transport ending without a goodbye is an abrupt close (here: right after "
-      "the hello).")
+@case(
+    "cl.eof_after_hello",
+    S93,
+    "The transport ending without a goodbye is an abrupt close (here: right after the hello).",
+)
 async def _eof_hello(ctx: Context) -> None:
     peer = await ctx.open()
     await peer.write_eof()
@@ -144,8 +147,11 @@ async def _eof_hello(ctx: Context) -> None:
     await still_serving(ctx)
 
 
-@case("cl.abort_before_hello", S93, "The transport ending without a goodbye is an abrupt close (here: a "
-      "connection reset before any byte).")
+@case(
+    "cl.abort_before_hello",
+    S93,
+    "The transport ending without a goodbye is an abrupt close (here: a connection reset before any byte).",
+)
 async def _abort_early(ctx: Context) -> None:
     peer = await ctx.open(hello=False)
     peer.abort()
@@ -153,11 +159,15 @@ async def _abort_early(ctx: Context) -> None:
 
 
 def _register_release(name: str, how: str) -> None:
-    @case(f"cl.{name}_releases_publisher", DRAFT, f"{RELEASE} (here: {how}; checked with conformance/stats)",
-          needs=("infinite", "stats"))
+    @case(
+        f"cl.{name}_releases_publisher",
+        DRAFT,
+        f"{RELEASE} (here: {how}; checked with conformance/stats)",
+        needs=("infinite", "stats"),
+    )
     async def _release(ctx: Context) -> None:
         tag = ctx.tag()
-        peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=tag), 1, UNBOUNDED))
+        peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=tag, size=1024), 1, UNBOUNDED))
         await peer.elements(1, 10)
         if name == "goodbye":
             await peer.send(Goodbye(reason="bye"))
@@ -198,7 +208,7 @@ async def _reason(ctx: Context) -> None:
     needs=("infinite",),
 )
 async def _reset(ctx: Context) -> None:
-    peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=ctx.tag()), 1, UNBOUNDED))
+    peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=ctx.tag(), size=1024), 1, UNBOUNDED))
     await peer.elements(1, 1000)
     peer.abort()
     await still_serving(ctx)

@@ -168,7 +168,8 @@ async def _saturating_sum(ctx: Context) -> None:
 @case(
     "dm.saturating_initial_plus_request",
     S61,
-    "A subscriber MAY send any demand up to 2**63 - 1 (here: initialDemand 2**63 - 1 plus request(2**63 - 1)).",
+    "A subscriber MAY send any demand up to 2**63 - 1 (here: initialDemand 2**63 - 1 plus "
+    "request(2**63 - 1)).",
     needs=("range",),
 )
 async def _saturating_initial(ctx: Context) -> None:
@@ -207,7 +208,9 @@ async def _infinite_exact(ctx: Context) -> None:
     peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=ctx.tag()), 1, 5000))
     view = await peer.elements(1, 5000)
     await peer.quiet()
-    check(len(view.elements) == 5000 and view.open, f"expected exactly 5000 elements, got {len(view.elements)}")
+    check(
+        len(view.elements) == 5000 and view.open, f"expected exactly 5000 elements, got {len(view.elements)}"
+    )
 
 
 @case(
@@ -240,7 +243,9 @@ async def _packed_uneven(ctx: Context) -> None:
         await peer.elements(1, total)
     await peer.quiet()
     view = peer.view(1)
-    check(view.elements == range_elements(55, size=4), f"expected exactly 55 elements, got {len(view.elements)}")
+    check(
+        view.elements == range_elements(55, size=4), f"expected exactly 55 elements, got {len(view.elements)}"
+    )
 
 
 @case(
@@ -294,7 +299,10 @@ async def _split_one(ctx: Context) -> None:
     peer = await open_with(ctx, subscribe(ctx.name("large", n=5, size=200_000), 1, 2))
     view = await peer.elements(1, 2)
     await peer.quiet()
-    check(len(view.elements) == 2 and not view.parts, f"expected exactly 2 whole elements, got {len(view.elements)}")
+    check(
+        len(view.elements) == 2 and not view.parts,
+        f"expected exactly 2 whole elements, got {len(view.elements)}",
+    )
     check(view.elements == range_elements(2, size=200_000), "the joined elements are wrong")
 
 
@@ -310,4 +318,6 @@ async def _error_demand(ctx: Context) -> None:
     await peer.quiet()
     await peer.send(Request(subscriber=1, demand=10))
     view = await peer.failed(1)
-    check(view.elements == range_elements(5), f"expected elements 0..4 before onError, got {len(view.elements)}")
+    check(
+        view.elements == range_elements(5), f"expected elements 0..4 before onError, got {len(view.elements)}"
+    )

@@ -28,7 +28,9 @@ MINIMAL = (
     "Encodings MUST be minimal: a multi-byte varint whose last byte is 0x00 (e.g. 80 00 for 0) is a "
     "framing error."
 )
-OVERLONG = "A varint longer than 10 bytes, or a 10th byte greater than 0x01 (a value >= 2**64), is a framing error."
+OVERLONG = (
+    "A varint longer than 10 bytes, or a 10th byte greater than 0x01 (a value >= 2**64), is a framing error."
+)
 CHECKED_AT_ONCE = (
     "The receiver checks every length against its limits (§11) as soon as it has read the length, "
     "before the bytes arrive."
@@ -51,7 +53,9 @@ for _code, _label in (
     _register_type_byte(_code, _label)
 
 
-@case("fr.unknown_type_after_valid_frames", S3, UNKNOWN_TYPE + " (here: after valid frames in the same write)")
+@case(
+    "fr.unknown_type_after_valid_frames", S3, UNKNOWN_TYPE + " (here: after valid frames in the same write)"
+)
 async def _after_valid(ctx: Context) -> None:
     await expect_violation(ctx, encode(Request(subscriber=9, demand=1)), b"\x0e\x00")
 
@@ -177,8 +181,7 @@ async def _one_byte(ctx: Context) -> None:
 @case(
     "fr.random_chunks",
     "PROTOCOL.md §1",
-    "Frame boundaries need not line up with WebSocket message boundaries (here: random chunk sizes, "
-    "seeded).",
+    "Frame boundaries need not line up with WebSocket message boundaries (here: random chunk sizes, seeded).",
     needs=("range",),
 )
 async def _random_chunks(ctx: Context) -> None:

@@ -187,7 +187,9 @@ async def _optimistic_pipeline(ctx: Context) -> None:
 )
 async def _unknown_extensions(ctx: Context) -> None:
     peer = await ctx.open(hello=False)
-    await peer.send(ClientHello(extensions=(1, 300, 2**40, 2**64 - 1)), subscribe(ctx.name("range", n=2), 1, 2))
+    await peer.send(
+        ClientHello(extensions=(1, 300, 2**40, 2**64 - 1)), subscribe(ctx.name("range", n=2), 1, 2)
+    )
     await peer.completed(1)
 
 

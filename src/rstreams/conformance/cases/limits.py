@@ -96,8 +96,12 @@ for _label, _size in (("1mib", 1 << 20), ("8mib", 8 << 20), ("15mib", 15 << 20))
     _register_big(_label, _size)
 
 
-@case("lm.many_large", S11, "Publishers SHOULD split elements above 64 KiB (here: 16 elements of 256 KiB).",
-      needs=("large",))
+@case(
+    "lm.many_large",
+    S11,
+    "Publishers SHOULD split elements above 64 KiB (here: 16 elements of 256 KiB).",
+    needs=("large",),
+)
 async def _many_large(ctx: Context) -> None:
     peer = await open_with(ctx, subscribe(ctx.name("large", n=16, size=256 << 10), 1, 16))
     view = await peer.completed(1)
@@ -172,12 +176,13 @@ async def _hostile_length(ctx: Context) -> None:
 
 @case(
     "lm.unbounded_many_streams",
-    S63,
-    BOUNDED + " (here: 50 endless streams under unbounded demand on one connection, then goodbye)",
+    "PROTOCOL.md §1",
+    "Any number of subscriptions multiplexed by subscriber id (here: 50 endless streams of 1 KiB elements "
+    "under unbounded demand on one connection; every one must progress, then goodbye).",
     needs=("infinite",),
 )
 async def _unbounded_many(ctx: Context) -> None:
-    name = ctx.name("infinite", tag=ctx.tag())
+    name = ctx.name("infinite", tag=ctx.tag(), size=1024)
     peer = await open_with(ctx, *(subscribe(name, sid, UNBOUNDED) for sid in range(1, 51)))
     for sid in range(1, 51):
         await peer.elements(sid, 100)

@@ -114,8 +114,13 @@ async def _cancel_mid(ctx: Context) -> None:
     check(reused.elements == range_elements(2), "the reused id got stale parts")
 
 
-@case("sp.fixed_declares_size", S7, "When onSubscribe carries elementSize n > 0, every element of that "
-      "subscription is exactly n bytes (docs/conformance.md: conformance/fixed declares its size).", needs=("fixed",))
+@case(
+    "sp.fixed_declares_size",
+    S7,
+    "When onSubscribe carries elementSize n > 0, every element of that "
+    "subscription is exactly n bytes (docs/conformance.md: conformance/fixed declares its size).",
+    needs=("fixed",),
+)
 async def _fixed_declares(ctx: Context) -> None:
     peer = await open_with(ctx, subscribe(ctx.name("fixed", n=5, size=12), 1, 5))
     view = await peer.completed(1)
@@ -139,8 +144,12 @@ async def _packed(ctx: Context) -> None:
 
 
 def _register_fixed(size: int, n: int, label: str) -> None:
-    @case(f"sp.fixed_{size}_x{n}", S7, f"A split fixed-size element (§8) must join to exactly n bytes ({label}).",
-          needs=("fixed",))
+    @case(
+        f"sp.fixed_{size}_x{n}",
+        S7,
+        f"A split fixed-size element (§8) must join to exactly n bytes ({label}).",
+        needs=("fixed",),
+    )
     async def _fixed(ctx: Context) -> None:
         peer = await open_with(ctx, subscribe(ctx.name("fixed", n=n, size=size), 1, n))
         view = await peer.completed(1)
@@ -149,14 +158,20 @@ def _register_fixed(size: int, n: int, label: str) -> None:
     _ = _fixed
 
 
-for _size, _n, _label in ((1, 300, "1-byte elements"), (40_000, 3, "larger than half a pack"),
-                          (100_000, 2, "larger than the split threshold")):
+for _size, _n, _label in (
+    (1, 300, "1-byte elements"),
+    (40_000, 3, "larger than half a pack"),
+    (100_000, 2, "larger than the split threshold"),
+):
     _register_fixed(_size, _n, _label)
 
 
 def _register_foreign_part(name: str, data: bytes, label: str) -> None:
-    @case(f"sp.client_{name}", "PROTOCOL.md §10", f"onNext* ... for an id we do not have open is a connection "
-          f"error (here: the client sends {label})")
+    @case(
+        f"sp.client_{name}",
+        "PROTOCOL.md §10",
+        f"onNext* ... for an id we do not have open is a connection error (here: the client sends {label})",
+    )
     async def _foreign(ctx: Context) -> None:
         await expect_violation(ctx, data)
 
@@ -165,7 +180,11 @@ def _register_foreign_part(name: str, data: bytes, label: str) -> None:
 
 for _name, _data, _label in (
     ("part_unknown", encode(OnNextPart(subscriber=3, element_id=0, data=b"ab")), "an onNextPart"),
-    ("last_part_unknown", encode(OnNextLastPart(subscriber=3, element_id=0, data=b"ab")), "an onNextLastPart"),
+    (
+        "last_part_unknown",
+        encode(OnNextLastPart(subscriber=3, element_id=0, data=b"ab")),
+        "an onNextLastPart",
+    ),
     ("packed_unknown", b"\x09\x03\x01\x00", "an onNextPacked"),
 ):
     _register_foreign_part(_name, _data, _label)

@@ -35,7 +35,8 @@ IGNORED = (
 )
 ACK = (
     "A publisher that receives cancel for an open subscription stops it and answers with onComplete for "
-    "that id; that onComplete is the acknowledgement, after which the publisher sends nothing more for the id."
+    "that id; that onComplete is the acknowledgement, after which the publisher sends nothing more for "
+    "the id."
 )
 REUSE = "After the terminal signal the id MAY be reused at once."
 NOT_OURS = (
@@ -154,13 +155,13 @@ async def _cancel_with_subscribe(ctx: Context) -> None:
     needs=("infinite",),
 )
 async def _cancel_stops(ctx: Context) -> None:
-    peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=ctx.tag()), 1, UNBOUNDED))
+    peer = await open_with(ctx, subscribe(ctx.name("infinite", tag=ctx.tag(), size=1024), 1, UNBOUNDED))
     await peer.elements(1, 100)
     await peer.send(Cancel(subscriber=1))
     view = await peer.completed(1)
     count = len(view.elements)
     await peer.quiet()
-    check(view.elements == range_elements(count), "elements before the acknowledgement are out of order")
+    check(view.elements == range_elements(count, size=1024), "elements before the acknowledgement are wrong")
 
 
 @case(
@@ -268,7 +269,9 @@ async def _interleaved(ctx: Context) -> None:
     name = ctx.name("range", n=6)
     peer = await open_with(ctx, subscribe(name, 1, 0), subscribe(name, 2, 0))
     for step in range(1, 7):
-        await peer.send(Request(subscriber=1 + step % 2, demand=1), Request(subscriber=2 - step % 2, demand=1))
+        await peer.send(
+            Request(subscriber=1 + step % 2, demand=1), Request(subscriber=2 - step % 2, demand=1)
+        )
         await peer.elements(1, step)
         await peer.elements(2, step)
     for sid in (1, 2):
@@ -324,7 +327,9 @@ async def _one_terminal(ctx: Context) -> None:
     peer = await open_with(ctx, subscribe(ctx.name("range", n=3), 1, 10))
     view = await peer.completed(1)
     await peer.quiet()
-    check(isinstance(view.frames[0], OnSubscribe), f"the first signal was {view.frames[0]!r}, not onSubscribe")
+    check(
+        isinstance(view.frames[0], OnSubscribe), f"the first signal was {view.frames[0]!r}, not onSubscribe"
+    )
 
 
 @case(
