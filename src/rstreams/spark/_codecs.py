@@ -71,6 +71,10 @@ def decode_batches(
     loads = _loads(codec)
     for start in range(0, len(elements), BATCH_ROWS):
         chunk = elements[start : start + BATCH_ROWS]
+        fast = _fast_json(chunk, schema) if codec == "json" else None
+        if fast is not None:
+            yield fast
+            continue
         records: list[Any] = []
         for index, data in enumerate(chunk):
             try:
@@ -80,6 +84,50 @@ def decode_batches(
                     publisher, first + start + index, f"is not valid {codec}: {error}"
                 ) from None
         yield _records_to_batch(records, first + start, schema, publisher)
+
+
+def _fast_json(chunk: list[bytes], schema: pa.Schema) -> pa.RecordBatch | None:
+    """Arrow's C++ JSON reader over the chunk as JSON lines; ``None`` when it does not apply.
+
+    Timestamps are first read as numbers (seconds since the epoch) and converted, then
+    as ISO strings. Anything unusual (arrays as records, a newline inside an element,
+    a value that does not fit, a null in a non-null field) returns ``None``, and the
+    element-by-element path decodes the chunk and names the element at fault.
+    """
+    import pyarrow.compute as pc
+    from pyarrow import json as pa_json
+
+    data = b"\n".join(chunk)
+    times = [i for i, field in enumerate(schema) if pa.types.is_timestamp(field.type)]
+    attempts = [schema]
+    if times:
+        numeric = schema
+        for i in times:
+            numeric = numeric.set(i, pa.field(schema[i].name, pa.float64(), nullable=True))
+        attempts.insert(0, numeric)
+    for parse in attempts:
+        options = pa_json.ParseOptions(explicit_schema=_nullable(parse), unexpected_field_behavior="ignore")
+        try:
+            table = pa_json.read_json(pa.py_buffer(data), parse_options=options)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            continue
+        if table.num_rows != len(chunk):
+            return None
+        columns = []
+        for i, field in enumerate(schema):
+            column = table.column(field.name).combine_chunks()
+            if parse is not schema and i in times:
+                micros = pc.multiply(column, 1_000_000.0).cast(pa.int64(), safe=False)
+                column = micros.cast(field.type)
+            if not field.nullable and column.null_count:
+                return None
+            columns.append(column)
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return None
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([pa.field(f.name, f.type, nullable=True) for f in schema])
 
 
 def _records_to_batch(records: list[Any], first: int, schema: pa.Schema, publisher: str) -> pa.RecordBatch:

@@ -20,7 +20,7 @@ A Reactive Streams publisher only goes forward, so this log sits in front of one
   oldest element is dropped instead of pausing the producer.
 
 Threads: the upstream may signal from any thread, readers request from the server's
-loop. One lock guards the deque and the counters; no Subscriber method and no
+loop. One lock guards the element list and the counters; no Subscriber method and no
 ``request`` upstream is ever called under it. Each cursor is a drain loop (rules 1.3,
 3.3): whoever finds it idle emits, the others only add work.
 
@@ -31,9 +31,7 @@ This module is server side and does not import pyspark; conceptually it belongs 
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable
-from itertools import islice
 from typing import Any
 
 from rstreams import demand
@@ -85,8 +83,11 @@ class ReplayLog(Subscriber[Any]):
         self.evict = evict
         self._encode = encode
         self._lock = threading.Lock()
-        self._items: deque[bytes] = deque()
-        self._first = 0  # position of _items[0]
+        # Held elements are _items[_head:]; trimming moves _head and compacts now and then,
+        # so reading any position is a list slice (O(count), not O(offset) as in a deque).
+        self._items: list[bytes] = []
+        self._head = 0
+        self._first = 0  # position of _items[_head]
         self._outstanding = 0  # requested upstream, not yet received
         self._upstream: Subscription | None = None
         self._complete = False
@@ -105,7 +106,7 @@ class ReplayLog(Subscriber[Any]):
     def end(self) -> int:
         """One past the newest position (the next element gets this position)."""
         with self._lock:
-            return self._first + len(self._items)
+            return self._first + len(self._items) - self._head
 
     def info(self) -> dict[str, Any]:
         """``{"first", "end", "complete", "error"}``: what ``name?latest`` answers."""
@@ -113,7 +114,7 @@ class ReplayLog(Subscriber[Any]):
             error = self._error
             return {
                 "first": self._first,
-                "end": self._first + len(self._items),
+                "end": self._first + len(self._items) - self._head,
                 "complete": self._complete or error is not None,
                 "error": None if error is None else f"{type(error).__name__}: {error}",
             }
@@ -136,11 +137,9 @@ class ReplayLog(Subscriber[Any]):
         if type(position) is not int or position < 0:
             raise ValueError(f"commit needs a position >= 0, got {position!r}")
         with self._lock:
-            drop = min(position - self._first, len(self._items))
-            for _ in range(drop):
-                self._items.popleft()
+            drop = min(position - self._first, len(self._items) - self._head)
             if drop > 0:
-                self._first += drop
+                self._drop(drop)
         self._refill()
 
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -185,11 +184,19 @@ class ReplayLog(Subscriber[Any]):
     def _add(self, data: bytes) -> None:  # under the lock
         items = self._items
         items.append(data)
-        if len(items) > self.capacity and self.evict:
-            items.popleft()
-            self._first += 1
-        if len(items) > self.max_held:
-            self.max_held = len(items)
+        held = len(items) - self._head
+        if held > self.capacity and self.evict:
+            self._drop(1)
+            held -= 1
+        if held > self.max_held:
+            self.max_held = held
+
+    def _drop(self, count: int) -> None:  # under the lock
+        self._head += count
+        self._first += count
+        if self._head > 4096 and self._head * 2 > len(self._items):
+            del self._items[: self._head]
+            self._head = 0
 
     def _refill(self) -> None:
         with self._lock:
@@ -199,7 +206,7 @@ class ReplayLog(Subscriber[Any]):
             if self.evict:
                 room = self.capacity - self._outstanding
             else:
-                room = self.capacity - len(self._items) - self._outstanding
+                room = self.capacity - (len(self._items) - self._head) - self._outstanding
             # Ask in chunks of at least a quarter of the capacity: fewer, larger requests.
             if room <= 0 or room < self.capacity // 4:
                 return
@@ -224,12 +231,13 @@ class ReplayLog(Subscriber[Any]):
             offset = position - self._first
             if offset < 0:
                 raise TrimmedError(self.name, position, self._first)
-            return list(islice(self._items, offset, offset + count))
+            start = self._head + offset
+            return self._items[start : start + count]
 
     def _ended_at(self, position: int) -> tuple[bool, BaseException | None]:
         """Whether a reader at ``position`` has seen everything there will ever be."""
         with self._lock:
-            at_end = position >= self._first + len(self._items)
+            at_end = position >= self._first + len(self._items) - self._head
             return at_end and (self._complete or self._error is not None), self._error
 
     def _attach(self, cursor: _Cursor) -> None:

@@ -157,7 +157,8 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._opts.split(int(start["position"]), int(end["position"]))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return iter(())  # Spark's single empty partition when partitions() returned none
         return self._opts.read(partition)
 
     def commit(self, end: dict[str, int]) -> None:
@@ -182,7 +183,8 @@ class RStreamsBatchReader(DataSourceReader):
         return self._opts.split(start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
+        if not isinstance(partition, RangePartition):
+            return iter(())  # Spark's single empty partition when partitions() returned none
         return self._opts.read(partition)
 
 

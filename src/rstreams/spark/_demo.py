@@ -1,0 +1,322 @@
+"""``rstreams demo``: simulated IoT sensors -> RS.io -> Spark Structured Streaming -> RS.io -> terminal.
+
+What runs, all on this machine:
+
+1. An RS.io server (:class:`ReplayServer`) with two logs: ``sensors``, a replay log fed by
+   simulated sensors that produce only when the log asks (backpressure), and
+   ``results``, the sink log Spark writes to.
+2. A Spark pipeline (local mode, or ``--master``): the ``rstreams`` source reads
+   ``sensors``; per-sensor averages over event-time windows with a 1 s watermark; the
+   ``rstreams`` sink publishes each window once it is final (append mode: Python sinks
+   take no update mode in Spark 4.3).
+3. A live view: an RS.io client subscribed to ``results`` prints the newest window per
+   sensor, with the rate into Spark, the micro-batch latency and the producer's demand.
+
+After ``--seconds`` it stops by itself, saves the results to Parquet (a batch read of the
+``results`` log through the same source) and prints where the outputs are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, TextIO
+
+from rstreams import demand
+from rstreams.api import Subscriber, Subscription
+from rstreams.flow._flow import Flow
+from rstreams.rules import check_subscriber
+from rstreams.spark._replay import ReplayLog
+from rstreams.spark._serve import ReplayServer
+
+__all__ = ["SensorSource", "run_demo"]
+
+SCHEMA = "sensor string, ts timestamp, value double"
+FIRST_BATCH_TIMEOUT = 180.0
+"""Seconds to wait for the first micro-batch (cold Python workers on a slow machine)."""
+
+
+class SensorSource(Flow[bytes]):
+    """Simulated sensors: JSON readings ``{"sensor", "ts", "value"}``, made only on demand.
+
+    A producer thread per subscription makes readings while there is demand and waits
+    otherwise; ``rate`` (readings/s, 0 = as fast as demanded) paces it. ``waiting`` is the
+    time it spent blocked on demand: backpressure made visible.
+    """
+
+    def __init__(self, sensors: int = 8, rate: float = 0.0) -> None:
+        self.sensors = sensors
+        self.rate = rate
+        self.produced = 0
+        self.waiting = 0.0
+        self.demanded = 0
+
+    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
+        check_subscriber(subscriber)
+        subscription = _SensorSubscription(self, subscriber)
+        subscriber.on_subscribe(subscription)
+        threading.Thread(target=subscription.run, name="rstreams-demo-sensors", daemon=True).start()
+
+
+class _SensorSubscription(Subscription):
+    def __init__(self, source: SensorSource, subscriber: Subscriber[bytes]) -> None:
+        self._source = source
+        self._subscriber = subscriber
+        self._demand = 0
+        self._cancelled = False
+        self._cond = threading.Condition()
+
+    def request(self, n: int) -> None:
+        problem = demand.invalid(n)
+        with self._cond:
+            if problem is not None:
+                self._cancelled = True
+            else:
+                self._demand = demand.add(self._demand, n)
+                self._source.demanded += n
+            self._cond.notify()
+        if problem is not None:
+            self._subscriber.on_error(problem)
+
+    def cancel(self) -> None:
+        with self._cond:
+            self._cancelled = True
+            self._cond.notify()
+
+    def run(self) -> None:
+        source = self._source
+        rng = random.Random(7)
+        base = [18.0 + 4 * rng.random() for _ in range(source.sensors)]
+        started = time.monotonic()
+        while True:
+            with self._cond:
+                if self._demand == 0 and not self._cancelled:
+                    waited = time.monotonic()
+                    self._cond.wait_for(lambda: self._demand > 0 or self._cancelled)
+                    source.waiting += time.monotonic() - waited
+                if self._cancelled:
+                    return
+                take = min(self._demand, 1024)
+                self._demand -= take
+            now = time.time()
+            for _ in range(take):
+                i = source.produced % source.sensors
+                value = base[i] + 2 * math.sin(now / 10 + i) + rng.gauss(0, 0.3)
+                self._subscriber.on_next(
+                    json.dumps({"sensor": f"sensor-{i}", "ts": now, "value": round(value, 3)}).encode()
+                )
+                source.produced += 1
+            if source.rate > 0:
+                ahead = source.produced / source.rate - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+
+
+class _LiveView(Subscriber[bytes]):
+    """Keeps the newest window per sensor from the ``results`` stream."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, dict[str, Any]] = {}
+        self.received = 0
+        self._lock = threading.Lock()
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        subscription.request(demand.UNBOUNDED)
+
+    def on_next(self, item: bytes) -> None:
+        row = json.loads(item)
+        with self._lock:
+            self.received += 1
+            old = self.latest.get(row["sensor"])
+            if old is None or row["window"]["start"] >= old["window"]["start"]:
+                self.latest[row["sensor"]] = row
+
+    def on_error(self, error: BaseException) -> None:
+        print(f"  (results stream ended: {error})")
+
+    def on_complete(self) -> None:
+        pass
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [self.latest[k] for k in sorted(self.latest)]
+
+
+def _watch_results(url: str, view: _LiveView, stop: threading.Event) -> None:
+    async def main() -> None:
+        from rstreams.net import connect
+
+        conn = await connect(url)
+        conn.publisher("results").subscribe(view)
+        await asyncio.get_running_loop().run_in_executor(None, stop.wait)
+        await conn.aclose()
+
+    asyncio.run(main())
+
+
+def _session(master: str) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("rstreams-demo")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    from rstreams.spark import register
+
+    register(spark)
+    return spark
+
+
+def run_demo(
+    *,
+    seconds: float = 30.0,
+    sensors: int = 8,
+    rate: float = 0.0,
+    batch: int = 50_000,
+    window: int = 2,
+    master: str = "local[2]",
+    out: str | None = None,
+    stream: TextIO = sys.stdout,
+) -> dict[str, Any]:
+    """Run the demo for ``seconds`` once the pipeline is up; returns the measured figures."""
+
+    def say(text: str) -> None:
+        print(text, file=stream, flush=True)
+
+    out = out or tempfile.mkdtemp(prefix="rstreams-demo-")
+    source = SensorSource(sensors, rate)
+    log = ReplayLog("sensors", capacity=max(4 * batch, 10_000)).feed(source)
+    results = ReplayLog("results", capacity=100_000, evict=True)
+    server = ReplayServer({"sensors": log}, sinks={"results": results}, url="tcp://127.0.0.1:0").start()
+    say(f"RS.io server on {server.url}: publishers 'sensors' (replay log, {sensors} sensors) and 'results'")
+    say(f"starting Spark ({master}); the first start takes 20-40 s (JVM, Python workers)...")
+    t0 = time.monotonic()
+    spark = _session(master)
+    from pyspark.sql import functions as F
+
+    readings = (
+        spark.readStream.format("rstreams")
+        .option("url", server.url)
+        .option("publisher", "sensors")
+        .option("schema", SCHEMA)
+        .option("maxRecordsPerBatch", batch)
+        .load()
+    )
+    aggregates = (
+        readings.withWatermark("ts", "1 second")
+        .groupBy(F.window("ts", f"{window} seconds"), "sensor")
+        .agg(F.round(F.avg("value"), 3).alias("avg"), F.count("*").alias("n"), F.max("value").alias("max"))
+    )
+    query = (
+        aggregates.writeStream.format("rstreams")
+        .option("url", server.url)
+        .option("publisher", "results")
+        .option("checkpointLocation", os.path.join(out, "checkpoint"))
+        .outputMode("append")
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
+    view = _LiveView()
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch_results, args=(server.url, view, stop), daemon=True)
+    watcher.start()
+    say(f"pipeline started after {time.monotonic() - t0:.0f} s; running for {seconds:.0f} s\n")
+    figures: dict[str, Any] = _watch(query, log, source, view, seconds, say)
+    spark.sparkContext.setLogLevel("OFF")  # stopping aborts the running batch: expected, not news
+    query.stop()
+    stop.set()
+    watcher.join(10)
+    parquet = os.path.join(out, "results.parquet")
+    saved = (
+        spark.read.format("rstreams")
+        .option("url", server.url)
+        .option("publisher", "results")
+        .option(
+            "schema", "window struct<start: timestamp, end: timestamp>, sensor string, avg double, n bigint"
+        )
+    )
+    saved.load().write.mode("overwrite").parquet(parquet)
+    spark.stop()
+    server.stop()
+    say(f"\nresults: {view.received} window updates published on 'results'; saved to {parquet}")
+    say(f"checkpoint: {os.path.join(out, 'checkpoint')}")
+    return figures
+
+
+def _watch(
+    query: Any, log: ReplayLog, source: SensorSource, view: _LiveView, seconds: float, say: Any
+) -> Any:
+    """Print progress every 2 s until ``seconds`` have passed; return the figures.
+
+    The clock starts at the first finished micro-batch: the first one pays for starting
+    Spark's Python workers (seconds on a small machine), which is not the pipeline's pace.
+    """
+    waited = time.monotonic()
+    while query.isActive and not any(p["numInputRows"] for p in query.recentProgress):
+        if time.monotonic() - waited > FIRST_BATCH_TIMEOUT:
+            raise RuntimeError(f"no micro-batch finished within {FIRST_BATCH_TIMEOUT} s")
+        time.sleep(0.2)
+    say(f"first micro-batch done after {time.monotonic() - waited:.0f} s (Python workers started)")
+    deadline = time.monotonic() + seconds
+    seen: set[int] = set()
+    rows = 0
+    latencies: list[float] = []
+    steady_rows = 0
+    shown: str | None = None
+    started = time.monotonic()
+    next_print = started
+    while time.monotonic() < deadline and query.isActive:
+        for progress in query.recentProgress:
+            if progress["batchId"] not in seen and progress["numInputRows"]:
+                seen.add(progress["batchId"])
+                rows += progress["numInputRows"]
+                latencies.append(progress["durationMs"].get("triggerExecution", 0) / 1000)
+                if len(seen) > 1:
+                    steady_rows += progress["numInputRows"]
+        if time.monotonic() >= next_print:
+            next_print += 2
+            elapsed = time.monotonic() - started
+            info = log.info()
+            median = statistics.median(latencies) if latencies else 0.0
+            say(
+                f"[{elapsed:5.1f} s] into Spark {rows:>9,} rows ({rows / elapsed:>9,.0f}/s) | "
+                f"{len(seen)} batches, median {median * 1000:.0f} ms | "
+                f"log holds {info['end'] - info['first']:,} | "
+                f"sensors produced {source.produced:,}, waited {source.waiting:.1f} s for demand"
+            )
+            rows_now = view.snapshot()
+            newest = max((row["window"]["start"] for row in rows_now), default=None)
+            if newest != shown:  # a new window closed: show the newest average per sensor
+                shown = newest
+                for row in rows_now[:8]:
+                    start = row["window"]["start"][11:19]
+                    say(f"      {row['sensor']:<10} window {start}  avg {row['avg']:7.3f}  n {row['n']:>7,}")
+        time.sleep(0.2)
+    if query.exception() is not None:
+        raise RuntimeError(f"the Spark query failed: {query.exception()}")
+    elapsed = time.monotonic() - started
+    return {
+        "rows": rows,
+        "rows_per_s": rows / elapsed if elapsed else 0.0,
+        "batches": len(seen),
+        "median_batch_s": statistics.median(latencies) if latencies else None,
+        "steady_rows_per_s": steady_rows / sum(latencies[1:]) if len(latencies) > 1 else 0.0,
+        "produced": source.produced,
+        "waited_s": source.waiting,
+        "results": view.received,
+    }
