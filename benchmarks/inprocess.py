@@ -11,6 +11,11 @@ The scenario of /work/shared/notes/python-peers.md section 2, side by side:
   rstreams_async_for the fused chain consumed with ``async for`` (window 256) in asyncio.run
   reactivex          reactivex.from_iterable(range(N)).pipe(ops.map, ops.filter, ops.sum())
 
+``benchmarks/run.py inprocess`` runs this file with ``--one NAME`` (one warm-up at N/10 and
+one timed run in a fresh process, printed as JSON), alternating with the peers of
+``inproc_peers.py`` (reactivex, aiostream, generators) in the peers' venv.
+
+Standalone, all in this process (reactivex from this venv, if installed):
 Usage: python benchmarks/inprocess.py [--n 1000000] [--repeats 7] [--warmup 1] [--cpu K]
        python benchmarks/inprocess.py --quick      # tiny N, one round, no report file (CI smoke)
        add --check to exit 1 when rstreams_fused is not at least --target times reactivex.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import operator
 import sys
 from collections.abc import Callable
@@ -40,6 +46,7 @@ from _harness import (
     version_of,
     write_report,
 )
+from inproc_peers import timed
 
 import rstreams
 from rstreams.api import Subscriber
@@ -167,7 +174,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help=f"report path (default {RESULTS})")
     parser.add_argument("--check", action="store_true", help="exit 1 if rstreams_fused < target x reactivex")
     parser.add_argument("--target", type=float, default=TARGET, help=f"ratio for --check (default {TARGET})")
+    parser.add_argument(
+        "--one", default=None, help="run only this scenario once (after a warm-up); print JSON"
+    )
     args = parser.parse_args(argv)
+    if args.one is not None:
+        one = {s.name: s for s in scenarios()}[args.one]
+        print(json.dumps({"rate": timed(one.run, args.n), "impl": one.name, "version": one.version}))
+        return 0
     if args.quick:
         args.n, args.repeats, args.warmup = 10_000, 1, 0
 

@@ -1,0 +1,535 @@
+"""The scenarios: who runs against whom, with what sizes, and which ratios the tables show.
+
+A scenario is made by a factory ``(quick) -> ScenarioDef``; ``quick`` shrinks every size so
+that all scenarios together run in well under a minute (a smoke test, not a measurement).
+Contestant names say the implementation first: ``rstreams-...``, ``rsocket-py-...``,
+``ceiling-...`` (plain asyncio framing), then the variant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+__all__ = ["SCENARIOS", "Contestant", "ScenarioDef"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Contestant:
+    name: str
+    label: str
+    env: str  # "rs": rstreams' venv; "peers": benchmarks/.peers-venv
+    script: str
+    args: list[str]
+    needs: str = ""  # a module that must import in its venv (e.g. uvloop), else skipped
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ScenarioDef:
+    name: str
+    title: str
+    description: str
+    metric: str  # key in each run's JSON
+    unit: str
+    contestants: list[Contestant]
+    higher_is_better: bool = True
+    ratios: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    extras: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)  # key, header, unit
+    repeats: int | None = None  # overrides --repeats (e.g. one long memory run)
+    warmup: int | None = None
+    timeout: float = 600.0
+    plot: str = "bar"  # bar | latency | memory | scale
+
+
+def _rs(name: str, label: str, script: str, *args: str, needs: str = "") -> Contestant:
+    return Contestant(name=name, label=label, env="rs", script=script, args=list(args), needs=needs)
+
+
+def _peer(name: str, label: str, script: str, *args: str) -> Contestant:
+    return Contestant(name=name, label=label, env="peers", script=script, args=list(args))
+
+
+def inprocess(quick: bool) -> ScenarioDef:
+    n = "10000" if quick else "1000000"
+    return ScenarioDef(
+        name="inprocess",
+        title="In-process pipeline: range(N) -> map(x + 1) -> filter(even) -> sum",
+        description=(
+            f"N = {int(n):,} input elements; throughput is N / wall time of one run in a fresh "
+            "process after a warm-up run of N/10. rstreams in its venv, the peers in the peers venv."
+        ),
+        metric="rate",
+        unit="el/s",
+        contestants=[
+            _rs(
+                "rstreams-fused",
+                "default chain (map/filter fused into the source)",
+                "inprocess.py",
+                "--one",
+                "rstreams_fused",
+                "--n",
+                n,
+            ),
+            _rs(
+                "rstreams-unfused",
+                "MapFlow + FilterFlow as real operators",
+                "inprocess.py",
+                "--one",
+                "rstreams_unfused",
+                "--n",
+                n,
+            ),
+            _rs(
+                "rstreams-async-for",
+                "async for, window 256",
+                "inprocess.py",
+                "--one",
+                "rstreams_async_for",
+                "--n",
+                n,
+            ),
+            _peer(
+                "gen-plain",
+                "generator expressions, no library",
+                "inproc_peers.py",
+                "--one",
+                "gen_plain",
+                "--n",
+                n,
+            ),
+            _peer(
+                "reactivex",
+                "from_iterable + ops.map/filter/sum",
+                "inproc_peers.py",
+                "--one",
+                "reactivex",
+                "--n",
+                n,
+            ),
+            _peer(
+                "aiostream",
+                "stream.iterate | pipe.map/filter/reduce",
+                "inproc_peers.py",
+                "--one",
+                "aiostream",
+                "--n",
+                n,
+            ),
+        ],
+        ratios=[
+            ("rstreams-fused", "reactivex"),
+            ("rstreams-unfused", "reactivex"),
+            ("rstreams-async-for", "aiostream"),
+            ("gen-plain", "rstreams-fused"),
+        ],
+    )
+
+
+def _net(quick: bool, small: int, large: int) -> str:
+    return str(large if not quick else small)
+
+
+def stream_small(quick: bool) -> ScenarioDef:
+    n = _net(quick, 2_000, 200_000)
+    n_rsocket = _net(quick, 2_000, 50_000)
+    common = ["client", "--mode", "stream", "--size", "8"]
+    return ScenarioDef(
+        name="stream-small",
+        title="Stream of small elements: 8-byte elements over loopback TCP",
+        description=(
+            f"{int(n):,} elements (rsocket-py: {int(n_rsocket):,}, it is slow; the rate is per element) "
+            "from a server process on CPU0 to a client on CPU1. Window 256: the client's "
+            "Subscriber requests 256, then 128 every 128 elements (never more than 256 "
+            "outstanding), like the notes' rsocket-py runs. One warm-up stream of N/10 on the "
+            "same connection before the measured one."
+        ),
+        metric="rate",
+        unit="el/s",
+        contestants=[
+            _rs(
+                "rstreams-w256",
+                "RS.io, window 256",
+                "net_rstreams.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "256",
+            ),
+            _rs(
+                "rstreams-w256-uvloop",
+                "RS.io, window 256, uvloop",
+                "net_rstreams.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "256",
+                "--uvloop",
+                needs="uvloop",
+            ),
+            _rs(
+                "rstreams-w4096",
+                "RS.io, window 4096",
+                "net_rstreams.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "4096",
+            ),
+            _rs(
+                "rstreams-packed-w4096",
+                "RS.io, fixed_size(8): onNextPacked, window 4096",
+                "net_rstreams.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "4096",
+                "--packed",
+            ),
+            _peer(
+                "rsocket-py-w256",
+                "request_stream, sync publisher, window 256",
+                "net_rsocket.py",
+                *common,
+                "--count",
+                n_rsocket,
+                "--window",
+                "256",
+            ),
+            _peer(
+                "ceiling-perwrite-w256",
+                "plain asyncio, one write() per frame, window 256",
+                "net_ceiling.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "256",
+                "--style",
+                "perwrite",
+            ),
+            _peer(
+                "ceiling-batched-w256",
+                "plain asyncio, one write per grant, window 256",
+                "net_ceiling.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "256",
+                "--style",
+                "batched",
+            ),
+            _peer(
+                "ceiling-batched-w4096",
+                "plain asyncio, one write per grant, window 4096",
+                "net_ceiling.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "4096",
+                "--style",
+                "batched",
+            ),
+        ],
+        ratios=[
+            ("rstreams-w256", "rsocket-py-w256"),
+            ("rstreams-w256-uvloop", "rsocket-py-w256"),
+            ("rstreams-w256", "ceiling-perwrite-w256"),
+            ("rstreams-w256", "ceiling-batched-w256"),
+            ("rstreams-w4096", "ceiling-batched-w4096"),
+            ("rstreams-packed-w4096", "rstreams-w4096"),
+        ],
+        extras=[("mbps", "MB/s", "MB/s")],
+    )
+
+
+def stream_large(quick: bool) -> ScenarioDef:
+    n = _net(quick, 50, 2_000)
+    common = ["client", "--mode", "stream", "--size", "65536", "--count", n, "--window", "256"]
+    return ScenarioDef(
+        name="stream-large",
+        title="Stream of large elements: 64 KiB elements over loopback TCP",
+        description=(
+            f"{int(n):,} x 64 KiB, window 256 (replenished at 128), server on CPU0, client on CPU1. "
+            "MB/s = payload bytes / 1e6 per second."
+        ),
+        metric="mbps",
+        unit="MB/s",
+        contestants=[
+            _rs(
+                "rstreams",
+                "RS.io (elements split into parts above the core's threshold)",
+                "net_rstreams.py",
+                *common,
+            ),
+            _rs("rstreams-uvloop", "RS.io, uvloop", "net_rstreams.py", *common, "--uvloop", needs="uvloop"),
+            _peer("rsocket-py", "request_stream, sync publisher, 256 KiB reads", "net_rsocket.py", *common),
+            _peer(
+                "ceiling",
+                "plain asyncio, BufferedProtocol receiver",
+                "net_ceiling.py",
+                *common,
+                "--style",
+                "batched",
+            ),
+        ],
+        ratios=[("rstreams", "rsocket-py"), ("rstreams-uvloop", "rsocket-py"), ("rstreams", "ceiling")],
+    )
+
+
+def request_response(quick: bool) -> ScenarioDef:
+    n = _net(quick, 100, 5_000)
+    common = ["client", "--mode", "rr", "--count", n]
+    return ScenarioDef(
+        name="request-response",
+        title="Sequential request/response over loopback TCP",
+        description=(
+            f"{int(n):,} sequential round trips of 8 bytes after 200 warm-up ones. rstreams: "
+            "`await conn.request(name)` (subscribe with demand 1, one onNext, onComplete); "
+            "rsocket-py: `request_response` (echo); ceiling: an 8-byte framed echo."
+        ),
+        metric="rate",
+        unit="rt/s",
+        contestants=[
+            _rs("rstreams", "conn.request()", "net_rstreams.py", *common),
+            _rs(
+                "rstreams-uvloop",
+                "conn.request(), uvloop",
+                "net_rstreams.py",
+                *common,
+                "--uvloop",
+                needs="uvloop",
+            ),
+            _peer("rsocket-py", "request_response", "net_rsocket.py", *common),
+            _peer("ceiling", "plain asyncio ping-pong", "net_ceiling.py", *common),
+            _peer("ceiling-uvloop", "plain asyncio ping-pong, uvloop", "net_ceiling.py", *common, "--uvloop"),
+        ],
+        ratios=[
+            ("rstreams", "rsocket-py"),
+            ("rstreams-uvloop", "rsocket-py"),
+            ("rstreams", "ceiling"),
+            ("rstreams-uvloop", "ceiling-uvloop"),
+        ],
+        extras=[("p50_us", "p50", "µs"), ("p99_us", "p99", "µs")],
+    )
+
+
+def latency(quick: bool) -> ScenarioDef:
+    n = _net(quick, 100, 5_000)
+    return ScenarioDef(
+        name="latency",
+        title="Latency of one element over loopback TCP",
+        description=(
+            f"{int(n):,} samples after 200 warm-up ones. rstreams-stream: on an open stream, "
+            "`request(1)` and wait for the `on_next`; rstreams-request: `conn.request()`; the "
+            "ceiling: a framed 8-byte ping-pong; rsocket-py: `request_response`. Lower is better."
+        ),
+        metric="p50_us",
+        unit="µs",
+        higher_is_better=False,
+        contestants=[
+            _rs(
+                "rstreams-stream",
+                "request(1) -> on_next on an open stream",
+                "net_rstreams.py",
+                "client",
+                "--mode",
+                "latency",
+                "--count",
+                n,
+            ),
+            _rs(
+                "rstreams-stream-uvloop",
+                "same, uvloop",
+                "net_rstreams.py",
+                "client",
+                "--mode",
+                "latency",
+                "--count",
+                n,
+                "--uvloop",
+                needs="uvloop",
+            ),
+            _rs(
+                "rstreams-request",
+                "conn.request() round trip",
+                "net_rstreams.py",
+                "client",
+                "--mode",
+                "rr",
+                "--count",
+                n,
+            ),
+            _peer(
+                "rsocket-py",
+                "request_response round trip",
+                "net_rsocket.py",
+                "client",
+                "--mode",
+                "rr",
+                "--count",
+                n,
+            ),
+            _peer(
+                "ceiling", "plain asyncio ping-pong", "net_ceiling.py", "client", "--mode", "rr", "--count", n
+            ),
+            _peer(
+                "ceiling-uvloop",
+                "plain asyncio ping-pong, uvloop",
+                "net_ceiling.py",
+                "client",
+                "--mode",
+                "rr",
+                "--count",
+                n,
+                "--uvloop",
+            ),
+        ],
+        ratios=[
+            ("rstreams-stream", "ceiling"),
+            ("rstreams-stream-uvloop", "ceiling-uvloop"),
+            ("rstreams-request", "rsocket-py"),
+        ],
+        extras=[("p90_us", "p90", "µs"), ("p99_us", "p99", "µs")],
+        plot="latency",
+    )
+
+
+def memory(quick: bool) -> ScenarioDef:
+    duration = "2" if quick else "60"
+    common = ["client", "--mode", "memory", "--size", "1024", "--duration", duration]
+    return ScenarioDef(
+        name="memory-slow-consumer",
+        title="Memory under a slow consumer that requested everything",
+        description=(
+            "1 KiB elements. First an unthrottled run (up to 5 s) measures how fast this pair "
+            "moves them; then the client requests 2**63-1 (rsocket-py: 2**31-1, its maximum) "
+            f"and reads at a tenth of that rate for {duration} s while the server's RSS is "
+            "sampled every 0.25 s from /proc/<pid>/status (VmRSS). Growth = peak RSS minus RSS "
+            "just before subscribing. Target for rstreams: <= 32 MiB. rsocket-py serves with "
+            "its StreamFromGenerator, capped at 400,000 elements (~430 MB) so that it cannot "
+            "exhaust the machine. Lower is better."
+        ),
+        metric="growth_mib",
+        unit="MiB",
+        higher_is_better=False,
+        contestants=[
+            _rs("rstreams", "RS.io, demand 2**63-1", "net_rstreams.py", *common, "--count", str(10**12)),
+            _peer(
+                "rsocket-py",
+                "request_stream(n=2**31-1), StreamFromGenerator",
+                "net_rsocket.py",
+                *common,
+                "--count",
+                "400000",
+            ),
+        ],
+        extras=[
+            ("peak_mib", "peak RSS", "MiB"),
+            ("slowdown", "production / reading", "x"),
+            ("received", "received", "el"),
+        ],
+        repeats=1,
+        warmup=0,
+        timeout=400.0,
+        plot="memory",
+    )
+
+
+def scale(quick: bool) -> ScenarioDef:
+    count = _net(quick, 2_000, 200_000)
+    subs = ["1", "10"] if quick else ["1", "100", "10000"]
+    conns = ["1", "10"] if quick else ["1", "100", "1000"]
+    contestants = [
+        _rs(
+            f"rstreams-subs-{k}",
+            f"{int(k):,} subscriptions on one connection",
+            "net_rstreams.py",
+            "client",
+            "--mode",
+            "subs",
+            "--fanout",
+            k,
+            "--count",
+            count,
+        )
+        for k in subs
+    ] + [
+        _rs(
+            f"rstreams-conns-{k}",
+            f"{int(k):,} connections",
+            "net_rstreams.py",
+            "client",
+            "--mode",
+            "conns",
+            "--fanout",
+            k,
+            "--count",
+            count,
+        )
+        for k in conns
+    ]
+    return ScenarioDef(
+        name="scale",
+        title="Scale: many subscriptions on one connection, many connections",
+        description=(
+            "subs-K: K idle subscriptions (subscribed, nothing requested) on one connection; "
+            "RSS per subscription on the server and on the client (target <= 2 KiB on the "
+            f"server); then `el/s` = one {int(count):,} x 8 B stream, window 256, beside the K idle "
+            f"ones (target: <= 20% loss at 10,000); `parallel` = K streams at once sharing {int(count):,} "
+            "elements. conns-K: K connections from one client process; RSS per connection on "
+            f"the server; `el/s` = {int(count):,} elements shared among one stream per connection, all "
+            "at once. RSS is read from /proc (4 KiB pages: per-item figures at K = 1 are noise)."
+        ),
+        metric="rate",
+        unit="el/s",
+        contestants=contestants,
+        ratios=[
+            (f"rstreams-subs-{subs[-1]}", "rstreams-subs-1"),
+            (f"rstreams-conns-{conns[-1]}", "rstreams-conns-1"),
+        ],
+        extras=[
+            ("parallel_rate", "parallel", "el/s"),
+            ("server_b_per_sub", "server B/sub", "B"),
+            ("client_b_per_sub", "client B/sub", "B"),
+            ("server_b_per_conn", "server B/conn", "B"),
+        ],
+        warmup=0,
+        plot="scale",
+    )
+
+
+def loop(quick: bool) -> ScenarioDef:
+    n = _net(quick, 2_000, 200_000)
+    common = ["client", "--mode", "stream", "--size", "8", "--count", n, "--window", "256"]
+    return ScenarioDef(
+        name="loop",
+        title="Event loop: uvloop vs asyncio's default loop (stream-small, window 256)",
+        description=f"{int(n):,} x 8 B, window 256, both processes on the named loop.",
+        metric="rate",
+        unit="el/s",
+        contestants=[
+            _rs("rstreams-asyncio", "RS.io, default loop", "net_rstreams.py", *common),
+            _rs("rstreams-uvloop", "RS.io, uvloop", "net_rstreams.py", *common, "--uvloop", needs="uvloop"),
+            _peer("ceiling-asyncio", "plain asyncio, batched, default loop", "net_ceiling.py", *common),
+            _peer("ceiling-uvloop", "plain asyncio, batched, uvloop", "net_ceiling.py", *common, "--uvloop"),
+        ],
+        ratios=[("rstreams-uvloop", "rstreams-asyncio"), ("ceiling-uvloop", "ceiling-asyncio")],
+    )
+
+
+SCENARIOS: dict[str, Callable[[bool], ScenarioDef]] = {
+    "inprocess": inprocess,
+    "stream-small": stream_small,
+    "stream-large": stream_large,
+    "request-response": request_response,
+    "latency": latency,
+    "memory-slow-consumer": memory,
+    "scale": scale,
+    "loop": loop,
+}

@@ -1,0 +1,227 @@
+"""Run the benchmarks: rstreams and its peers alternately, tables, ratios and plots.
+
+    python benchmarks/run.py                      # every scenario, 3 measured rounds each
+    python benchmarks/run.py stream-small latency --repeats 5
+    python benchmarks/run.py --quick              # every scenario tiny (CI smoke, < 60 s)
+    python benchmarks/run.py --quick --no-peers inprocess scale   # no peers venv needed
+
+How it measures (see benchmarks/README.md):
+
+* Every contestant is a fresh process (client pinned to CPU1 with ``taskset``; network
+  servers are its child pinned to CPU0), which does its own warm-up run and then one
+  measured run, and prints one JSON line.
+* A scenario's contestants run in rounds, A B C A B C ...: the first ``--warmup`` rounds
+  are discarded, then ``--repeats`` rounds are kept. The table shows median, min and max;
+  a ratio A / B is the median (min, max) of the per-round ratios A_i / B_i, so the two
+  numbers of every pair were measured back to back, in the same load.
+* rstreams runs in rstreams' own venv (the interpreter running this script); the peers
+  (rsocket-py 0.4.20, reactivex, aiostream, uvloop, matplotlib) in benchmarks/.peers-venv,
+  which this script creates and fills on first use (see ``_peers.py``).
+
+Writes benchmarks/results/<scenario>.md and .json, benchmarks/results/README.md (all
+tables, the machine, versions, date, load) and PNG plots (made with matplotlib in the peers
+venv). ``--quick`` writes to benchmarks/results/quick/ instead (or ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _harness import load_average, machine_info, write_report  # noqa: E402
+from _peers import PEERS_VENV, ensure_peers_venv  # noqa: E402
+from _scenarios import SCENARIOS, Contestant, ScenarioDef  # noqa: E402
+from _tables import render_readme, render_scenario  # noqa: E402
+
+RESULTS = HERE / "results"
+
+
+def _python(env: str, peers: Path | None) -> str | None:
+    if env == "rs":
+        return sys.executable
+    return str(peers) if peers is not None else None
+
+
+def _command(contestant: Contestant, python: str, cpu: int) -> list[str]:
+    command = [python, str(HERE / contestant.script), *contestant.args]
+    if cpu >= 0 and shutil.which("taskset"):
+        command = ["taskset", "-c", str(cpu), *command]
+    return command
+
+
+def run_one(contestant: Contestant, python: str, cpu: int, timeout: float) -> dict[str, Any]:
+    """One fresh process; its last stdout line is the JSON result. Errors become ``{"error": ...}``."""
+    command = _command(contestant, python, cpu)
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=HERE)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        return {"error": f"exit {done.returncode}: {tail[:300]}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    result["wall_s"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def run_scenario(
+    scenario: ScenarioDef,
+    *,
+    repeats: int,
+    warmup: int,
+    peers: Path | None,
+    cpu: int,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Alternate the contestants for ``warmup + repeats`` rounds; the kept rounds per contestant."""
+    repeats = scenario.repeats if scenario.repeats is not None else repeats
+    warmup = scenario.warmup if scenario.warmup is not None else warmup
+    runs: dict[str, list[dict[str, Any]]] = {c.name: [] for c in scenario.contestants}
+    skipped: dict[str, str] = {}
+    for contestant in scenario.contestants:
+        if _python(contestant.env, peers) is None:
+            skipped[contestant.name] = "peers venv not used (--no-peers)"
+        elif contestant.needs and not _importable(_python(contestant.env, peers), contestant.needs):
+            skipped[contestant.name] = f"{contestant.needs} is not installed in its venv"
+    active = [c for c in scenario.contestants if c.name not in skipped]
+    for round_no in range(warmup + repeats):
+        kept = round_no >= warmup
+        for contestant in active:
+            python = _python(contestant.env, peers)
+            assert python is not None
+            result = run_one(contestant, python, cpu, scenario.timeout)
+            if "error" in result:
+                say(f"  {scenario.name}/{contestant.name}: {result['error']}")
+            if kept:
+                runs[contestant.name].append(result)
+        say(f"{scenario.name}: {'round' if kept else 'warm-up'} {round_no + 1}/{warmup + repeats} done")
+    return {
+        "scenario": scenario.name,
+        "repeats": repeats,
+        "warmup": warmup,
+        "contestants": [
+            {"name": c.name, "label": c.label, "env": c.env, "args": c.args, "runs": runs[c.name]}
+            for c in scenario.contestants
+        ],
+        "skipped": skipped,
+    }
+
+
+_import_cache: dict[tuple[str, str], bool] = {}
+
+
+def _importable(python: str | None, module: str) -> bool:
+    key = (str(python), module)
+    if key not in _import_cache:
+        done = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, timeout=60)
+        _import_cache[key] = done.returncode == 0
+    return _import_cache[key]
+
+
+def _peer_versions(peers: Path | None) -> str:
+    if peers is None:
+        return "peers venv not used"
+    code = (
+        "import importlib.metadata as m, sys\n"
+        "names = ['rsocket', 'reactivex', 'aiostream', 'uvloop', 'matplotlib']\n"
+        "print(f'Python {sys.version.split()[0]}; ' + ', '.join(f'{n} {m.version(n)}' for n in names))"
+    )
+    done = subprocess.run([str(peers), "-c", code], capture_output=True, text=True, timeout=60)
+    return done.stdout.strip() or done.stderr.strip()[-200:]
+
+
+def make_plots(out: Path, peers: Path | None, say: Callable[[str], None]) -> None:
+    """PNG plots with matplotlib, run in the peers venv (where matplotlib lives)."""
+    python = str(peers) if peers is not None else sys.executable
+    if not _importable(python, "matplotlib"):
+        say("plots skipped: matplotlib is not installed where the plots would run")
+        return
+    done = subprocess.run(
+        [python, str(HERE / "_plots.py"), str(out)], capture_output=True, text=True, timeout=300
+    )
+    if done.returncode != 0:
+        say(f"plots failed: {done.stderr.strip()[-500:]}")
+    elif done.stdout.strip():
+        say(done.stdout.strip())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    names = list(SCENARIOS)
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="scenarios: " + ", ".join(names),
+    )
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO", help="default: all")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 round, no warm-up (CI smoke)")
+    parser.add_argument("--repeats", type=int, default=3, help="measured rounds (default 3)")
+    parser.add_argument("--warmup", type=int, default=1, help="discarded rounds first (default 1)")
+    parser.add_argument("--no-peers", action="store_true", help="run only what needs no peers venv")
+    parser.add_argument("--no-plots", action="store_true")
+    parser.add_argument(
+        "--cpu", type=int, default=1, help="CPU for the client/in-process side; -1: no pinning"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="results directory")
+    args = parser.parse_args(argv)
+    unknown = [s for s in args.scenarios if s not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s) {unknown}; choose from {names}")
+    chosen = args.scenarios or names
+    out = args.out or (RESULTS / "quick" if args.quick else RESULTS)
+    if args.quick:
+        args.repeats, args.warmup = 1, 0
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    peers = None if args.no_peers else ensure_peers_venv(say)
+    load_before = load_average()
+    pinning = (
+        "not pinned"
+        if args.cpu < 0
+        else f"client/in-process side: taskset -c {args.cpu}; network servers: taskset -c 0"
+    )
+    say(f"results go to {out}; {pinning}; peers venv: {PEERS_VENV if peers else 'not used'}")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in chosen:
+        scenario = SCENARIOS[name](args.quick)
+        started = time.perf_counter()
+        data = run_scenario(
+            scenario, repeats=args.repeats, warmup=args.warmup, peers=peers, cpu=args.cpu, say=say
+        )
+        data["seconds"] = round(time.perf_counter() - started, 1)
+        data["quick"] = args.quick
+        (out / f"{name}.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
+        table = render_scenario(scenario, data)
+        write_report(out / f"{name}.md", table)
+        print(table, flush=True)
+    info = machine_info(pinning, ["rstreams", "uvloop"], load_before)
+    info["peers venv"] = _peer_versions(peers)
+    command = "python benchmarks/run.py" + (" --quick" if args.quick else "")
+    readme = render_readme(out, info, command, [s for s in SCENARIOS if (out / f"{s}.json").exists()])
+    write_report(out / "README.md", readme)
+    if not args.no_plots:
+        make_plots(out, peers, say)
+        # the README lists the plots that exist; render again now that they do
+        write_report(
+            out / "README.md",
+            render_readme(out, info, command, [s for s in SCENARIOS if (out / f"{s}.json").exists()]),
+        )
+    say(f"wrote {out / 'README.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Smoke test: the benchmarks still run (``run.py --quick --no-peers``). No speed assertions.
+
+Only scenarios and contestants that need no peers venv run here, so CI never downloads
+rsocket-py; the network ones start real loopback servers in child processes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(60)
+def test_quick_run_without_peers(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    command = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--no-peers", "--no-plots"]
+    command += ["--out", str(out), "inprocess", "stream-small", "request-response", "scale"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=55, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    for name in ("inprocess", "stream-small", "request-response", "scale"):
+        data = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
+        measured = [c for c in data["contestants"] if c["env"] == "rs" and c["name"] not in data["skipped"]]
+        assert measured, name
+        for contestant in measured:
+            errors = [run["error"] for run in contestant["runs"] if "error" in run]
+            assert not errors, (name, contestant["name"], errors)
+            assert contestant["runs"], (name, contestant["name"])
+        assert f"{name}" in readme or data["scenario"] == name
+    assert "peers venv not used" in readme
