@@ -50,11 +50,12 @@ def test_restarts_with_faults_lose_and_duplicate_nothing(spark: Any, serve: Any,
             .trigger(processingTime="0 seconds")
             .start()
         )
-        wait_until(
-            lambda q=query, f=reached: not q.isActive or end_position(q) >= min(TOTAL, f + 150),
-            120,
-            "progress, a failure or the end",
-        )
+        goal = min(TOTAL, reached + 150)
+
+        def moved(q: Any = query, goal: int = goal) -> bool:
+            return not q.isActive or end_position(q) >= goal
+
+        wait_until(moved, 120, "progress, a failure or the end")
         reached = max(reached, end_position(query))
         if query.exception() is not None:
             outcomes.append("failed")
