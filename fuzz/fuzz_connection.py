@@ -118,7 +118,7 @@ def one_input(data: bytes) -> None:
     closed = 0
     sizes: dict[int, int] = {}
     for step, chunk in enumerate(chunks):
-        if conn.state is ConnectionState.CLOSED:
+        if _closed(conn):
             break
         if chunk is None:
             _act(conn, step, sizes)
@@ -136,13 +136,17 @@ def one_input(data: bytes) -> None:
             elif isinstance(event, StreamError):
                 assert isinstance(event.error, RemoteProtocolError), event
         if closed:
-            assert conn.state is ConnectionState.CLOSED, f"ConnectionClosed but state {conn.state}"
-    if conn.state is not ConnectionState.CLOSED:
+            assert _closed(conn), f"ConnectionClosed but state {conn.state}"
+    if not _closed(conn):
         conn.receive_eof()
         out.check(conn.data_to_send())
         events = conn.events_received()
         assert events and isinstance(events[-1], ConnectionClosed), f"no ConnectionClosed at EOF: {events!r}"
-        assert conn.state is ConnectionState.CLOSED
+        assert _closed(conn)
+
+
+def _closed(conn: Connection) -> bool:
+    return conn.state is ConnectionState.CLOSED
 
 
 # -- drivers ---------------------------------------------------------------------------------------
@@ -211,7 +215,7 @@ def main() -> None:
         runs = pure(int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 0)
         print(f"done: {runs} inputs, 0 crashes, 0 hangs")
         return
-    import atheris
+    import atheris  # type: ignore[import-untyped,unused-ignore]
 
     atheris.instrument_all()  # coverage feedback from every loaded module (rstreams.wire included)
     atheris.Setup(sys.argv, one_input)

@@ -86,7 +86,9 @@ async def test_flood_goodbye_not_lost() -> None:
         (b"\x01\x00\x80\x80\x80\x80\x10", "max_extensions"),  # a hello with 2**32 extension ids
     ],
 )
-async def test_huge_declared_length(served: tuple[Server, ConformancePublishers], data: bytes, limit: str) -> None:
+async def test_huge_declared_length(
+    served: tuple[Server, ConformancePublishers], data: bytes, limit: str
+) -> None:
     """A length prefix above a limit is refused when read, naming the limit (nothing is buffered)."""
     server, _ = served
     ctx = Context(server.url, Options(timeout=10.0), ALL)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from rstreams.conformance._monitor import Monitor, StreamView
 from rstreams.conformance._transport import RawTransport
 from rstreams.wire import Frame, FrameParser, Goodbye, OnError, ServerHello, Subscribe, encode
+from rstreams.wire.events import OnNextBatch
 
 __all__ = ["CaseFailure", "Peer"]
 
@@ -111,6 +112,7 @@ class Peer:
         if self.malformed is not None:
             return
         for frame in self._parser.feed(data):
+            assert not isinstance(frame, OnNextBatch)  # only with batch_on_next=True
             self.monitor.received(frame)
             self.received.append(frame)
             self._pending.append(frame)

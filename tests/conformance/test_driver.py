@@ -1,0 +1,178 @@
+"""The driver itself: the catalogue, its citations, the command line, JUnit XML, probing, and that
+cases fail against a deliberately broken endpoint (a suite that cannot fail proves nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from rstreams.conformance import (
+    AREAS,
+    CASES,
+    KINDS,
+    Options,
+    Outcome,
+    conformance_publishers,
+    main,
+    run,
+    run_case,
+    select,
+)
+from rstreams.net import serve
+from rstreams.wire import Connection, Frame, OnComplete, OnNext, OnSubscribe, Side, Subscribe, encode
+
+PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
+ALL = frozenset(KINDS)
+
+
+def test_catalogue() -> None:
+    """At least 100 cases, unique ids, every area covered, each with a citation and its sentence."""
+    assert len(CASES) >= 100
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert {c.area for c in CASES} == set(AREAS)
+    for c in CASES:
+        assert c.cite.startswith(("PROTOCOL.md §", "draft (spec/003)")), c.id
+        assert len(c.text) > 20, c.id
+        assert set(c.needs) <= ALL, c.id
+
+
+def test_cited_sections_exist() -> None:
+    """Every PROTOCOL.md section a case cites is a heading of PROTOCOL.md."""
+    headings = set(re.findall(r"^#+ (\d+(?:\.\d+)?)\. ", PROTOCOL, re.MULTILINE)) | set(
+        re.findall(r"^### (\d+\.\d+) ", PROTOCOL, re.MULTILINE)
+    )
+    for c in CASES:
+        match = re.fullmatch(r"PROTOCOL\.md §(\d+(?:\.\d+)?)", c.cite)
+        if match:
+            assert match.group(1) in headings, f"{c.id} cites §{match.group(1)}, which PROTOCOL.md lacks"
+
+
+def test_select() -> None:
+    """-k selects by substring or by glob."""
+    assert {c.area for c in select("hs.")} == {"hs"}
+    assert next(c.id for c in select("dm.request_zero")) == "dm.request_zero"
+    assert all(c.id.endswith("_refused") for c in select("*_refused"))
+
+
+def test_list(capsys: pytest.CaptureFixture[str]) -> None:
+    """--list prints one line per case with its citation."""
+    assert main(["tcp://127.0.0.1:1", "--list"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(CASES)
+
+
+def test_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
+    """An endpoint that refuses connections is exit code 2, not a crash."""
+    assert main(["tcp://127.0.0.1:1", "--timeout", "1"]) == 2
+    assert "cannot run the suite" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_main_partial_offer_and_junit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Against a server offering only range: cases needing others skip; exit 0; JUnit XML written."""
+    full = conformance_publishers()
+
+    def only_range(path: str, params: dict[str, str]) -> object:
+        return full(path, params) if path == "conformance/range" else None
+
+    server = await serve("tcp://127.0.0.1:0", only_range)
+    try:
+        junit = tmp_path / "out.xml"
+        code = await asyncio.to_thread(
+            main, [server.url, "-k", "st.", "--junit", str(junit), "--quiet", "0.1"]
+        )
+    finally:
+        await server.aclose()
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "order and state" in out and "skip" in out
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert int(suite.get("tests", "0")) == len(select("st."))
+    assert int(suite.get("failures", "1")) == 0
+    assert int(suite.get("skipped", "0")) > 0
+    case = suite.find("testcase")
+    assert case is not None and case.find("properties/property[@name='cite']") is not None
+
+
+# -- a deliberately broken endpoint ---------------------------------------------------------------
+class _Sloppy:
+    """A server that ignores demand and cancel: onSubscribe, three onNext, onComplete, always."""
+
+    def __init__(self) -> None:
+        self.writers: list[asyncio.StreamWriter] = []
+        self.tasks: list[asyncio.Task[object]] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.append(task)
+        self.writers.append(writer)
+        core = Connection(Side.SERVER)
+        writer.writelines(core.data_to_send())
+        raw = bytearray()
+        while data := await reader.read(65536):
+            core.receive_data(data)
+            for event in core.events_received():
+                if isinstance(event, Subscribe):
+                    sid = event.subscriber
+                    frames: list[Frame] = [OnSubscribe(subscriber=sid)]
+                    frames += [OnNext(subscriber=sid, element=bytes(8)) for _ in range(3)]
+                    frames.append(OnComplete(subscriber=sid))
+                    raw += b"".join(encode(f) for f in frames)
+            writer.writelines(core.data_to_send())  # hello, goodbye answers
+            writer.write(bytes(raw))
+            raw.clear()
+            if core.state.name == "CLOSED":
+                break
+        writer.close()
+
+
+@pytest_asyncio.fixture
+async def sloppy_url() -> AsyncIterator[str]:
+    sloppy = _Sloppy()
+    server = await asyncio.start_server(sloppy.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    yield f"tcp://127.0.0.1:{port}"
+    server.close()
+    for writer in sloppy.writers:
+        writer.close()
+    await asyncio.gather(*sloppy.tasks, return_exceptions=True)
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("case_id", "expected"),
+    [
+        ("dm.initial_zero", "§6.3"),
+        ("dm.initial_exact", "exactly 3 elements"),
+        ("dm.request_zero", "expected onError"),
+        ("st.unknown_publisher", "expected onError"),
+        ("sp.fixed_declares_size", "elementSize"),
+    ],
+)
+async def test_broken_endpoint_fails(sloppy_url: str, case_id: str, expected: str) -> None:
+    """Each case fails against an endpoint that breaks its rule, and says which rule."""
+    (case,) = [c for c in CASES if c.id == case_id]
+    result = await run_case(case, sloppy_url, Options(quiet=0.1, timeout=2.0), ALL)
+    assert result.outcome is Outcome.FAIL
+    assert expected in result.message
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_run_against_unix_socket(tmp_path: Path) -> None:
+    """The driver also speaks unix:// (a handful of cases)."""
+    server = await serve(f"unix://{tmp_path}/rs.sock", conformance_publishers())
+    try:
+        results = await run(server.url, Options(quiet=0.1), cases=select("hs."))
+    finally:
+        await server.aclose()
+    assert {r.outcome for r in results} == {Outcome.PASS}
