@@ -1,108 +1,195 @@
-"""RS.io throughput over TCP loopback: N elements of S bytes from a server to a client.
+"""RS.io over TCP loopback: the issue-5 scenarios, quick to run by hand (for A/B comparisons).
 
 Usage::
 
-    python benchmarks/rsio_throughput.py [--count 200000] [--size 8] [--window 0]
-                                         [--packed] [--two-process] [--uvloop]
+    python benchmarks/rsio_throughput.py SCENARIO [--count N] [--size S] [--window W]
+                                         [--repeat R] [--uvloop] [--one-process]
 
-``--window 0`` means the subscriber requests 2**63-1 once (``count()``); a positive window
-keeps that many elements requested (``async for`` style, re-requested at half).
-``--packed`` declares fixed-size elements (``fixed_size(S)``), so they travel in
-``onNextPacked`` frames. ``--two-process`` runs the server in a child process (one core
-each); otherwise client and server share one event loop. Prints elements/s, MB/s of
-payload, and the CPU seconds of this process.
+Scenarios (the server runs in a child process pinned to CPU 0, the client on CPU 1,
+unless ``--one-process``):
+
+* ``window``: ``count`` elements of ``size`` bytes (default 8); the subscriber requests
+  ``window`` (default 256) and then ``window/2`` each time that many arrived.
+* ``packed``: the same with 8-byte elements served with ``fixed_size(8)``: they travel in
+  ``onNextPacked`` frames, but each reaches the subscriber in its own ``on_next``.
+* ``batched``: 8-byte ints served by a batched publisher (``with_codec(..., INT64,
+  batched=True)`` emitting lists of ints) and read with
+  ``conn.publisher(name, codec=INT64, batched=True)``: one ``on_next(list)`` per frame;
+  demand counted in elements (``--window``, default 1 Mi).
+* ``big``: 64 KiB elements (``--size``), window 256 (``--window``): MB/s.
+* ``rr``: ``count`` sequential ``await conn.request(name)`` round trips.
+
+Prints one line per repeat: elements (or round trips) per second, payload MB/s and the
+client's CPU seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import rstreams
-from rstreams.net import connect, fixed_size, serve, with_codec
+from rstreams.api import Subscription
+from rstreams.net import INT64, Connection, connect, fixed_size, serve, with_codec
+
+HOST = "127.0.0.1"
+UNBOUNDED = 2**63 - 1
 
 
-def offer(size: int, packed: bool) -> dict[str, object]:
-    element = b"\x00" * size
-
+# -- server -----------------------------------------------------------------------------
+def offer() -> dict[str, Any]:
     def bench(params: dict[str, str]) -> rstreams.Flow[bytes]:
+        element = b"\x01" * int(params.get("size", "8"))
         return rstreams.from_iterable([element] * int(params["n"]))
 
-    return {"bench": with_codec(bench, fixed_size(size)) if packed else bench}
+    def ints(params: dict[str, str]) -> rstreams.Flow[list[int]]:
+        n, chunk = int(params["n"]), 8192
+        block = list(range(chunk))
+        return rstreams.from_iterable([block] * (n // chunk) + ([block[: n % chunk]] if n % chunk else []))
+
+    def echo(params: dict[str, str]) -> rstreams.Flow[bytes]:
+        return rstreams.just(params.get("d", "x").encode())
+
+    out: dict[str, Any] = {"bench": bench, "packed": with_codec(bench, fixed_size(8)), "echo": echo}
+    try:
+        out["ints"] = with_codec(ints, INT64, batched=True)  # type: ignore[call-arg]
+    except TypeError:  # an older rstreams without batched publishers
+        pass
+    return out
 
 
-async def measure(url: str, count: int, window: int) -> float:
-    async with await connect(url) as conn:
-        await _consume(conn.publisher("bench?n=1000"), window)  # warm-up
-        start = time.perf_counter()
-        received = await _consume(conn.publisher(f"bench?n={count}"), window)
-        elapsed = time.perf_counter() - start
-    assert received == count, (received, count)
-    return elapsed
-
-
-async def one_process(count: int, size: int, window: int, packed: bool) -> float:
-    async with await serve("tcp://127.0.0.1:0", offer(size, packed)) as server:
-        return await measure(server.url, count, window)
-
-
-async def serve_forever(size: int, packed: bool) -> None:
-    async with await serve("tcp://127.0.0.1:0", offer(size, packed)) as server:
+async def serve_forever() -> None:
+    async with await serve(f"tcp://{HOST}:0", offer()) as server:
         print(server.url, flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent ends
 
 
-async def _consume(flow: rstreams.Flow[bytes], window: int) -> int:
-    if window == 0:
-        return int(await flow.count())
-    received = 0
-    async for _ in flow.iter_async(window=window):
-        received += 1
-    return received
+# -- client -------------------------------------------------------------------------------
+class WindowSubscriber:
+    """Requests ``window``, then ``window // 2`` each time that many arrived (counted in elements)."""
+
+    def __init__(self, window: int, done: asyncio.Future[None], batched: bool = False) -> None:
+        self.window = window
+        self.half = max(1, window // 2)
+        self.since = 0
+        self.count = 0
+        self.nbytes = 0
+        self.batched = batched
+        self.done = done
+        self.subscription: Subscription | None = None
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.subscription = subscription
+        subscription.request(self.window)
+
+    def on_next(self, item: Any) -> None:
+        n = len(item) if self.batched else 1
+        self.count += n
+        self.nbytes += 8 * n if self.batched else len(item)
+        self.since += n
+        if self.since >= self.half:
+            self.subscription.request(self.since)  # type: ignore[union-attr]
+            self.since = 0
+
+    def on_error(self, error: BaseException) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
+
+    def on_complete(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def stream(conn: Connection, args: argparse.Namespace, count: int) -> tuple[int, int]:
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    batched = args.scenario == "batched"
+    subscriber = WindowSubscriber(args.window, done, batched)
+    if batched:
+        conn.publisher(f"ints?n={count}", codec=INT64, batched=True).subscribe(subscriber)  # type: ignore[call-overload]
+    else:
+        source = "packed" if args.scenario == "packed" else "bench"
+        conn.publisher(f"{source}?n={count}&size={args.size}").subscribe(subscriber)
+    await done
+    return subscriber.count, subscriber.nbytes
+
+
+async def measure(url: str, args: argparse.Namespace) -> tuple[float, int, int]:
+    async with await connect(url) as conn:
+        if args.scenario == "rr":
+            for _ in range(200):
+                await conn.request("echo?d=12345678")
+            start = time.perf_counter()
+            for _ in range(args.count):
+                await conn.request("echo?d=12345678")
+            return time.perf_counter() - start, args.count, 0
+        await stream(conn, args, max(1, args.count // 10))  # warm-up
+        start = time.perf_counter()
+        received, nbytes = await stream(conn, args, args.count)
+        elapsed = time.perf_counter() - start
+    assert received == args.count, (received, args.count)
+    return elapsed, received, nbytes
+
+
+async def one_process(args: argparse.Namespace) -> tuple[float, int, int]:
+    async with await serve(f"tcp://{HOST}:0", offer()) as server:
+        return await measure(server.url, args)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--count", type=int, default=200_000)
-    parser.add_argument("--size", type=int, default=8)
+    parser.add_argument("scenario", choices=["window", "packed", "batched", "big", "rr"])
+    parser.add_argument("--count", type=int, default=0)
+    parser.add_argument("--size", type=int, default=0)
     parser.add_argument("--window", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--uvloop", action="store_true")
-    parser.add_argument("--packed", action="store_true", help="declare fixed-size elements: onNextPacked")
-    parser.add_argument("--two-process", action="store_true", help="run the server in a child process")
+    parser.add_argument("--one-process", action="store_true", help="client and server share one loop")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # the child's role
     args = parser.parse_args()
+    defaults = {
+        "window": (200_000, 8, 256),
+        "packed": (1_000_000, 8, 256),
+        "batched": (10_000_000, 8, 1 << 20),
+    }
+    count, size, window = defaults.get(
+        args.scenario, (20_000, 65536, 256) if args.scenario == "big" else (5000, 8, 1)
+    )
+    args.count, args.size, args.window = args.count or count, args.size or size, args.window or window
     if args.uvloop:
         import uvloop
 
         uvloop.install()
     if args.serve:
-        asyncio.run(serve_forever(args.size, args.packed))
+        asyncio.run(serve_forever())
         return
     child = None
-    if args.two_process:
-        command = [sys.executable, __file__, "--serve", "--size", str(args.size)]
-        command += ["--packed"] * args.packed + ["--uvloop"] * args.uvloop
+    if not args.one_process:
+        command = ["taskset", "-c", "0", sys.executable, __file__, args.scenario, "--serve"]
+        command += ["--uvloop"] * args.uvloop
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert child.stdout is not None
         url = child.stdout.readline().strip()
+        os.sched_setaffinity(0, {1})
     try:
         for _ in range(args.repeat):
             cpu = time.process_time()
             if child is None:
-                elapsed = asyncio.run(one_process(args.count, args.size, args.window, args.packed))
+                elapsed, n, nbytes = asyncio.run(one_process(args))
             else:
-                elapsed = asyncio.run(measure(url, args.count, args.window))
+                elapsed, n, nbytes = asyncio.run(measure(url, args))
             cpu = time.process_time() - cpu
-            rate = args.count / elapsed
+            what = "round trips" if args.scenario == "rr" else "elements"
             print(
-                f"{args.count} x {args.size} B{' packed' if args.packed else ''}, "
-                f"window {args.window or 'unbounded'}, {'2 processes' if child else '1 process'}"
-                f"{', uvloop' if args.uvloop else ''}: {rate:,.0f} elements/s, "
-                f"{rate * args.size / 1e6:,.1f} MB/s payload ({elapsed:.3f} s; client cpu {cpu:.2f} s)"
+                f"{args.scenario} {args.count} x {args.size} B window {args.window}, "
+                f"{'2 processes' if child else '1 process'}{', uvloop' if args.uvloop else ''}: "
+                f"{n / elapsed:,.0f} {what}/s, {nbytes / elapsed / 1e6:,.1f} MB/s "
+                f"({elapsed:.3f} s; client cpu {cpu:.2f} s)",
+                flush=True,
             )
     finally:
         if child is not None:

@@ -28,6 +28,7 @@ EXPECTED = {
     "OnComplete",
     "OnError",
     "OnNext",
+    "OnNextBatch",
     "OnNextLastPart",
     "OnNextPacked",
     "OnNextPart",

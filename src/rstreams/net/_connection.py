@@ -55,6 +55,7 @@ from rstreams.wire import (
     OnComplete,
     OnError,
     OnNext,
+    OnNextBatch,
     OnNextPacked,
     OnSubscribe,
     Request,
@@ -121,7 +122,7 @@ class Connection:
         self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
         self._made = False
         self._loop_thread = threading.get_ident()
-        self._core = Core(Side.CLIENT if client else Side.SERVER, config)
+        self._core = Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True)
         self._router = Router(offer, codec)
         self._high = high_water
         self._transport: Transport | None = None
@@ -322,10 +323,15 @@ class Connection:
         """Route each event; ``onNext`` first, as the hot path."""
         consuming = self._consuming
         for event in events:
-            if event.__class__ is OnNext:
-                subscription = consuming.get(event.subscriber)
+            cls = event.__class__
+            if cls is OnNextBatch:
+                subscription = consuming.get(event.subscriber)  # type: ignore[union-attr]
                 if subscription is not None:
-                    subscription.deliver(event.element)
+                    subscription.deliver_many(event.elements)  # type: ignore[union-attr,arg-type]
+            elif cls is OnNext:
+                subscription = consuming.get(event.subscriber)  # type: ignore[union-attr]
+                if subscription is not None:
+                    subscription.deliver(event.element)  # type: ignore[union-attr]
             else:
                 self._other_event(event)
 
@@ -435,6 +441,10 @@ class Connection:
             self._core.send_on_next(sid, elements[0])
         else:
             self._core.send(OnNextPacked(subscriber=sid, count=len(elements), elements=b"".join(elements)))
+
+    def send_batch(self, sid: int, elements: list[bytes]) -> None:
+        """Queue the elements one stream produced this turn as ``onNext`` frames."""
+        self._core.send_on_next_many(sid, elements)
 
     def want_pack(self, stream: ServingStream) -> None:
         """``stream`` holds packed elements to send in this turn's write."""

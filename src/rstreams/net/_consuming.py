@@ -127,20 +127,22 @@ class RemoteSubscription(Subscription, Generic[T]):
             self._broken(error, "on_next")
 
     def deliver_many(self, elements: list[bytes]) -> None:
-        """The elements of an ``onNextPacked`` frame, in order."""
+        """Several elements in order (an ``onNextPacked`` frame, or a run of ``onNext``)."""
+        subscriber = self.subscriber
+        if subscriber is None:
+            return
         if self._decode is not None:
             for element in elements:
                 self.deliver(element)
             return
-        for element in elements:
-            subscriber = self.subscriber
-            if subscriber is None:
-                return  # cancelled meanwhile, possibly by on_next itself
-            try:
-                subscriber.on_next(element)  # type: ignore[arg-type]
-            except Exception as error:
-                self._broken(error, "on_next")
-                return
+        on_next = subscriber.on_next
+        try:
+            for element in elements:
+                on_next(element)  # type: ignore[arg-type]
+                if self.subscriber is not subscriber:
+                    return  # cancelled meanwhile, possibly by on_next itself (3.12)
+        except Exception as error:
+            self._broken(error, "on_next")
 
     def complete(self) -> None:
         subscriber = self._finish()

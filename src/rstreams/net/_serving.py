@@ -92,9 +92,11 @@ class ServingStream(Subscriber[Any]):
         self._encode: Callable[[Any], bytes] | None = None if encode is identity else encode
         size = codec.element_size if codec is not None else 0
         self.element_size = size
-        # Packing: elements of this turn wait here; None = send each as its own onNext.
-        self._pack: list[bytes] | None = [] if 0 < size <= PACK_BYTES // 2 else None
-        self._pack_limit = PACK_BYTES // size if size else 0
+        # The encoded elements of this event-loop turn wait here and go out together when
+        # the connection writes: packed in onNextPacked frames (fixed sizes up to
+        # PACK_BYTES / 2), else as onNext frames encoded by one send_on_next_many call.
+        self._pack: list[bytes] = []
+        self._pack_limit = PACK_BYTES // size if 0 < size <= PACK_BYTES // 2 else 0
         self.remote_demand = initial_demand  # elements the peer still allows us to send
         self.outstanding = 0  # requested from the local Publisher, not yet received
         self.queued = False  # waiting in the connection's refill set
@@ -138,14 +140,21 @@ class ServingStream(Subscriber[Any]):
         return n * estimate
 
     def flush_pack(self) -> None:
-        """Send the elements packed this turn (called by the connection before it writes)."""
+        """Send the elements of this turn (called by the connection before it writes)."""
         pack = self._pack
         if not pack or self.done:
             return
         self._pack = []
         limit = self._pack_limit
-        for start in range(0, len(pack), limit):
-            self._conn.send_packed(self.sid, pack[start : start + limit])
+        if limit:
+            for start in range(0, len(pack), limit):
+                self._conn.send_packed(self.sid, pack[start : start + limit])
+            return
+        size = max(map(len, pack)) + _FRAME_OVERHEAD
+        estimate = self.estimate
+        # decaying maximum: a jump up counts at once, a drop slowly (1/8 per batch)
+        self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
+        self._conn.send_batch(self.sid, pack)
 
     def stop(self) -> None:
         """The peer cancelled, or the connection ended: cancel upstream, send nothing more."""
@@ -173,7 +182,23 @@ class ServingStream(Subscriber[Any]):
         if self._inbox is not None or _ident() != self._loop_thread:
             self._enqueue(_NEXT, item)
             return
-        self._emit(item)
+        if item.__class__ is not bytes or self._encode is not None or self.element_size or self.done:
+            self._emit(item)
+            return
+        # _emit inlined for raw bytes of any size: the serving hot path
+        outstanding = self.outstanding - 1
+        if outstanding < 0:
+            self._emit(item)  # fails the stream (rule 1.1)
+            return
+        self.outstanding = outstanding
+        if self.remote_demand != UNBOUNDED:
+            self.remote_demand -= 1
+        pack = self._pack
+        if not pack:
+            self._conn.want_pack(self)
+        pack.append(item)
+        if outstanding <= _HALF_BATCH and not self.queued and self.remote_demand > outstanding:
+            self._conn.want_refill(self)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
@@ -207,24 +232,17 @@ class ServingStream(Subscriber[Any]):
             except Exception as error:
                 self._fail_locally(error)
                 return
+        if self.element_size and len(data) != self.element_size:
+            self._fail_locally(_wrong_size(len(data), self.element_size))
+            return
         if self.remote_demand != UNBOUNDED:
             self.remote_demand -= 1
-        self.outstanding -= 1
+        outstanding = self.outstanding = self.outstanding - 1
         pack = self._pack
-        if pack is not None:
-            if len(data) != self.element_size:
-                self._fail_locally(_wrong_size(len(data), self.element_size))
-                return
-            if not pack:
-                self._conn.want_pack(self)
-            pack.append(data)
-        else:
-            size = len(data) + _FRAME_OVERHEAD
-            estimate = self.estimate
-            # decaying maximum: a jump up counts at once, a drop slowly (1/8 per element)
-            self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
-            self._conn.send_on_next(self.sid, data)
-        if self.outstanding <= _HALF_BATCH and not self.queued and self.remote_demand > self.outstanding:
+        if not pack:
+            self._conn.want_pack(self)
+        pack.append(data)
+        if outstanding <= _HALF_BATCH and not self.queued and self.remote_demand > outstanding:
             self._conn.want_refill(self)
 
     def _subscribed(self, subscription: Subscription) -> None:

@@ -31,6 +31,7 @@ from rstreams.wire.connection import Connection as Connection
 from rstreams.wire.connection import Side as Side
 from rstreams.wire.events import ConnectionClosed as ConnectionClosed
 from rstreams.wire.events import Event as Event
+from rstreams.wire.events import OnNextBatch as OnNextBatch
 from rstreams.wire.events import StreamError as StreamError
 from rstreams.wire.frames import PROTOCOL_VERSION as PROTOCOL_VERSION
 from rstreams.wire.frames import Cancel as Cancel
@@ -73,6 +74,7 @@ __all__ = [
     "OnComplete",
     "OnError",
     "OnNext",
+    "OnNextBatch",
     "OnNextLastPart",
     "OnNextPacked",
     "OnNextPart",

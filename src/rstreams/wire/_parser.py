@@ -12,6 +12,10 @@ Theory of operation:
   bytes arrive, so a hostile prefix cannot make the parser wait for (and buffer) more
   than ``max_element_size`` / ``max_string_length`` bytes.
 * ``OnNext`` has an inlined fast path: one-byte varints for the id and the length.
+  With ``batch_on_next=True`` consecutive such frames for one subscriber become one
+  :class:`~rstreams.wire.events.OnNextBatch`; runs of frames of equal length are found
+  with strided slices (``data[pos:stop:stride]`` must repeat the 3-byte header) and cut
+  with one list comprehension, so no Python object is made per element but its bytes.
 * The parser knows one piece of subscription state because the framing depends on it:
   ``element_sizes`` maps our subscriber ids to their ``OnSubscribe.element_size``
   (§7). It records it when it parses an ``OnSubscribe`` and forgets it at
@@ -26,6 +30,7 @@ from __future__ import annotations
 from rstreams.errors import RemoteProtocolError
 from rstreams.wire._errors import FrameError, LimitExceededError
 from rstreams.wire._varint import Incomplete, decode_varint
+from rstreams.wire.events import OnNextBatch
 from rstreams.wire.frames import (
     FIRST_EXTENSION_TYPE,
     Cancel,
@@ -65,14 +70,36 @@ _ON_SUBSCRIBE = int(FrameType.ON_SUBSCRIBE)
 _REQUEST = int(FrameType.REQUEST)
 _SERVER_HELLO = int(FrameType.SERVER_HELLO)
 _SUBSCRIBE = int(FrameType.SUBSCRIBE)
+_BYTE = [bytes((i,)) for i in range(256)]
+_ON_NEXT_BYTE = _BYTE[_ON_NEXT]
+_RUN_MIN, _RUN_MAX = 8, 4096
+"""Bounds of how many equal frames one strided probe looks at: it grows while runs go on
+and shrinks back when they break, so interleaved streams do not pay for long probes."""
 
 
 class FrameParser:
     """Turns a byte stream into frames; see the module docstring."""
 
-    __slots__ = ("_buf", "_max_element", "_max_extensions", "_max_string", "_need", "element_sizes", "error")
+    __slots__ = (
+        "_batch",
+        "_buf",
+        "_max_element",
+        "_max_extensions",
+        "_max_string",
+        "_need",
+        "element_sizes",
+        "error",
+    )
 
-    def __init__(self, *, max_element_size: int, max_string_length: int, max_extensions: int) -> None:
+    def __init__(
+        self,
+        *,
+        max_element_size: int,
+        max_string_length: int,
+        max_extensions: int,
+        batch_on_next: bool = False,
+    ) -> None:
+        self._batch = batch_on_next
         self._buf = bytearray()
         self._need = 0
         self._max_element = max_element_size
@@ -88,7 +115,7 @@ class FrameParser:
         """Bytes held back because they do not yet form a complete frame."""
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame | OnNextBatch]:
         """Parse ``data`` (after any buffered remainder); return the complete frames in it."""
         if self.error is not None:
             return []
@@ -99,7 +126,7 @@ class FrameParser:
             chunk = bytes(self._buf)
         else:
             chunk = data if type(data) is bytes else bytes(data)
-        frames: list[Frame] = []
+        frames: list[Frame | OnNextBatch] = []
         pos = self._parse(chunk, frames)
         if pos < len(chunk) and self.error is None:
             self._buf = bytearray(chunk[pos:]) if pos else bytearray(chunk)
@@ -114,7 +141,7 @@ class FrameParser:
         return None
 
     # -- the loop --------------------------------------------------------------------------
-    def _parse(self, data: bytes, frames: list[Frame]) -> int:
+    def _parse(self, data: bytes, frames: list[Frame | OnNextBatch]) -> int:
         """Append every complete frame of ``data`` to ``frames``; return where parsing stopped."""
         n = len(data)
         pos = 0
@@ -122,6 +149,11 @@ class FrameParser:
         sizes = self.element_sizes
         max_element = self._max_element
         new, set_subscriber, set_element = _new, _set_subscriber, _set_element
+        batch = self._batch
+        run: list[bytes] | None = None  # the elements of the OnNextBatch being extended
+        run_sid = -1
+        probe = _RUN_MIN
+        byte = _BYTE
         try:
             while pos < n:
                 if data[pos] == _ON_NEXT:  # the hot path, inlined
@@ -132,6 +164,30 @@ class FrameParser:
                             end = pos + 3 + length
                             if end > n:
                                 raise Incomplete(end)
+                            if batch:
+                                stride = 3 + length
+                                k = min((n - pos) // stride, probe)  # complete frames that may repeat it
+                                if k > 1:
+                                    stop = pos + k * stride
+                                    for offset, b in ((0, _ON_NEXT_BYTE), (1, byte[sid]), (2, byte[length])):
+                                        column = data[pos + offset : stop : stride]
+                                        same = k - len(column.lstrip(b))
+                                        if same < k:
+                                            k = same
+                                            stop = pos + k * stride
+                                    probe = min(probe << 2, _RUN_MAX) if k == probe else _RUN_MIN
+                                    elements = [data[p : p + length] for p in range(pos + 3, stop, stride)]
+                                else:
+                                    stop = end
+                                    elements = [data[pos + 3 : end]]
+                                if sid == run_sid and run is not None:
+                                    run += elements
+                                else:
+                                    run = elements
+                                    run_sid = sid
+                                    append(OnNextBatch(sid, run))
+                                pos = stop
+                                continue
                             frame = new(OnNext)
                             set_subscriber(frame, sid)
                             set_element(frame, data[pos + 3 : end])
@@ -159,9 +215,11 @@ class FrameParser:
                         raise Incomplete(end)
                     append(make_on_next(sid, data[p:end]))
                     pos = end
+                    run_sid = -1
                 else:
                     other, pos = self._decode_other(data, pos, n)
                     append(other)
+                    run_sid = -1
         except Incomplete as inc:
             self._need = (inc.end - pos) if inc.end else (n - pos + 1)
         except RemoteProtocolError as exc:

@@ -29,7 +29,33 @@ from rstreams.wire.frames import (
     Subscribe,
 )
 
-__all__ = ["ConnectionClosed", "Event", "StreamError"]
+__all__ = ["ConnectionClosed", "Event", "OnNextBatch", "StreamError"]
+
+
+class OnNextBatch:
+    """Consecutive ``onNext`` elements for one subscriber, received in one read.
+
+    Only emitted by a :class:`~rstreams.wire.Connection` made with ``batch_on_next=True``
+    (the asyncio driver does, to skip building one :class:`OnNext` per element); it then
+    stands for ``len(elements)`` ``OnNext`` events, in order, whose demand the core has
+    already checked and taken. Not a frame: nothing sends it, and it is never empty.
+    """
+
+    __slots__ = ("elements", "subscriber")
+
+    def __init__(self, subscriber: int, elements: list[bytes]) -> None:
+        self.subscriber = subscriber
+        self.elements = elements
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OnNextBatch):
+            return NotImplemented
+        return self.subscriber == other.subscriber and self.elements == other.elements
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"OnNextBatch(subscriber={self.subscriber}, elements=<{len(self.elements)} elements>)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +95,7 @@ Event: TypeAlias = (
     | OnSubscribe
     | OnNext
     | OnNextPacked
+    | OnNextBatch
     | OnComplete
     | OnError
     | StreamError
