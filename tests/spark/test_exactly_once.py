@@ -43,14 +43,14 @@ def test_restarts_with_faults_lose_and_duplicate_nothing(spark: Any, serve: Any,
     reached = 0
     for _run in range(8):
         query = (
-            read_stream(spark, server.url, "nums", maxRecordsPerBatch=50)
+            read_stream(spark, server.url, "nums", maxRecordsPerBatch=100)
             .writeStream.format("parquet")
             .option("path", str(output))
             .option("checkpointLocation", str(checkpoint))
             .trigger(processingTime="0 seconds")
             .start()
         )
-        goal = min(TOTAL, reached + 150)
+        goal = min(TOTAL, reached + 200)
 
         def moved(q: Any = query, goal: int = goal) -> bool:
             return not q.isActive or end_position(q) >= goal
