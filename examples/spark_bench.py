@@ -98,10 +98,10 @@ def main() -> None:
     with ReplayServer(logs) as server:
         run(spark, server.url, "arrow", 2, "warm-up")  # Python workers, imports
         for codec, per_batch in (("arrow", max(1, args.batch_rows // ARROW_ROWS)), ("json", 50_000)):
-            figures = run(spark, server.url, codec, per_batch)
+            got = run(spark, server.url, codec, per_batch)
             print(
-                f"{codec:>5}: {figures['rows']:>10,} rows  steady {figures['steady_rows_per_s']:>12,.0f} rows/s  "
-                f"e2e {figures['e2e_rows_per_s']:>12,.0f} rows/s  median batch {figures['median_batch_ms']:.0f} ms"
+                f"{codec:>5}: {got['rows']:>10,} rows  steady {got['steady_rows_per_s']:>12,.0f} rows/s  "
+                f"e2e {got['e2e_rows_per_s']:>12,.0f} rows/s  median batch {got['median_batch_ms']:.0f} ms"
             )
     spark.stop()
 
