@@ -273,21 +273,18 @@ def _watch(
         time.sleep(0.2)
     say(f"first micro-batch done after {time.monotonic() - waited:.0f} s (Python workers started)")
     deadline = time.monotonic() + seconds
-    seen: set[int] = set()
-    rows = 0
+    seen = {p["batchId"] for p in query.recentProgress if p["numInputRows"]}  # the cold start
+    rows = 0  # rows of the micro-batches finished since the clock started
     latencies: list[float] = []
-    steady_rows = 0
     shown: str | None = None
     started = time.monotonic()
-    next_print = started
+    next_print = started + 2
     while time.monotonic() < deadline and query.isActive:
         for progress in query.recentProgress:
             if progress["batchId"] not in seen and progress["numInputRows"]:
                 seen.add(progress["batchId"])
                 rows += progress["numInputRows"]
                 latencies.append(progress["durationMs"].get("triggerExecution", 0) / 1000)
-                if len(seen) > 1:
-                    steady_rows += progress["numInputRows"]
         if time.monotonic() >= next_print:
             next_print += 2
             elapsed = time.monotonic() - started
@@ -295,7 +292,7 @@ def _watch(
             median = statistics.median(latencies) if latencies else 0.0
             say(
                 f"[{elapsed:5.1f} s] into Spark {rows:>9,} rows ({rows / elapsed:>9,.0f}/s) | "
-                f"{len(seen)} batches, median {median * 1000:.0f} ms | "
+                f"{len(latencies)} batches, median {median * 1000:.0f} ms | "
                 f"log holds {info['end'] - info['first']:,} | "
                 f"sensors produced {source.produced:,}, waited {source.waiting:.1f} s for demand"
             )
@@ -313,9 +310,9 @@ def _watch(
     return {
         "rows": rows,
         "rows_per_s": rows / elapsed if elapsed else 0.0,
-        "batches": len(seen),
+        "batches": len(latencies),
         "median_batch_s": statistics.median(latencies) if latencies else None,
-        "steady_rows_per_s": steady_rows / sum(latencies[1:]) if len(latencies) > 1 else 0.0,
+        "steady_rows_per_s": rows / sum(latencies) if latencies else 0.0,
         "produced": source.produced,
         "waited_s": source.waiting,
         "results": view.received,
