@@ -3,7 +3,7 @@
 Sockets: asyncio's own socket transports already have the shape of
 :class:`~rstreams.net._transport.Transport` (``writelines``, write-buffer limits,
 pause/resume reading), so only the protocol side needs adapting. :class:`StreamProtocol`
-is an :class:`asyncio.BufferedProtocol`: the loop ``recv_into``s one preallocated 64 KiB
+is an :class:`asyncio.BufferedProtocol`: the loop ``recv_into``s one preallocated 256 KiB
 buffer and the handler gets a memoryview of the filled part, so no ``bytes`` object is made
 per read and the default loop's 256 KiB ``recv`` pitfall is avoided
 (notes/machine-limits.md). TLS is the same transport with ``ssl=``: asyncio's SSL layer
@@ -25,6 +25,7 @@ from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
     DEFAULT_LOW_WATER,
     READ_BUFFER_SIZE,
+    SOCKET_READ_SIZE,
     Transport,
     TransportHandler,
 )
@@ -43,7 +44,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._handler = handler
         self._high = high
         self._low = low
-        self._buffer = bytearray(READ_BUFFER_SIZE)
+        self._buffer = bytearray(SOCKET_READ_SIZE)
         self._view = memoryview(self._buffer)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_HIGH_WATER",
     "DEFAULT_LOW_WATER",
     "READ_BUFFER_SIZE",
+    "SOCKET_READ_SIZE",
     "Transport",
     "TransportHandler",
     "check_water_marks",
@@ -39,6 +40,11 @@ READ_BUFFER_SIZE = 64 * 1024
 """Size of the preallocated read buffer. Below 128 KiB on purpose: asyncio's default 256 KiB
 ``recv`` makes glibc map and unmap a block on every read on this class of machine
 (notes/machine-limits.md, pitfall 1); ``recv_into`` a reused 64 KiB buffer avoids it."""
+
+SOCKET_READ_SIZE = 256 * 1024
+"""Size of a socket connection's preallocated ``recv_into`` buffer. Reading into a reused
+buffer never allocates, so the 256 KiB pitfall above does not apply; large reads mean
+fewer syscalls and loop turns for large elements."""
 
 DEFAULT_HIGH_WATER = 1024 * 1024
 """Unsent bytes above which the transport reports "not writable" and local publishers stop

@@ -72,6 +72,8 @@ _SERVER_HELLO = int(FrameType.SERVER_HELLO)
 _SUBSCRIBE = int(FrameType.SUBSCRIBE)
 _BYTE = [bytes((i,)) for i in range(256)]
 _ON_NEXT_BYTE = _BYTE[_ON_NEXT]
+_PENDING_MIN = 16 * 1024
+"""An incomplete onNext at least this big is collected as pieces and joined once."""
 _RUN_MIN, _RUN_MAX = 8, 4096
 """Bounds of how many equal frames one strided probe looks at: it grows while runs go on
 and shrinks back when they break, so interleaved streams do not pay for long probes."""
@@ -86,7 +88,10 @@ class FrameParser:
         "_max_element",
         "_max_extensions",
         "_max_string",
+        "_missing",
         "_need",
+        "_pending_sid",
+        "_pieces",
         "element_sizes",
         "error",
     )
@@ -102,6 +107,9 @@ class FrameParser:
         self._batch = batch_on_next
         self._buf = bytearray()
         self._need = 0
+        self._pieces: list[bytes | memoryview] | None = None  # a large onNext payload, arriving
+        self._missing = 0  # bytes of that payload still to come
+        self._pending_sid = 0
         self._max_element = max_element_size
         self._max_string = max_string_length
         self._max_extensions = max_extensions
@@ -113,31 +121,94 @@ class FrameParser:
     @property
     def buffered(self) -> int:
         """Bytes held back because they do not yet form a complete frame."""
+        if self._pieces is not None:
+            return sum(map(len, self._pieces)) + 1  # + 1: the header, roughly
         return len(self._buf)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame | OnNextBatch]:
         """Parse ``data`` (after any buffered remainder); return the complete frames in it."""
         if self.error is not None:
             return []
+        frames: list[Frame | OnNextBatch] = []
+        if self._pieces is not None:  # the rest of a large onNext payload
+            missing = self._missing
+            if len(data) < missing:
+                self._pieces.append(bytes(data))
+                self._missing = missing - len(data)
+                return frames
+            self._pieces.append(bytes(data[:missing]))
+            frames.append(make_on_next(self._pending_sid, b"".join(self._pieces)))
+            self._pieces = None
+            data = data[missing:]
+            if not data:
+                return frames
+        if not self._buf and len(data) >= _PENDING_MIN and data[0] == _ON_NEXT and not self.element_sizes:
+            pos = self._large_frames(data, frames)  # copied once each, straight from the read
+            if pos:
+                data = data[pos:]
+                if not data:
+                    return frames
         if self._buf:
             self._buf += data
             if len(self._buf) < self._need:
-                return []
+                return frames
             chunk = bytes(self._buf)
         else:
             chunk = data if type(data) is bytes else bytes(data)
-        frames: list[Frame | OnNextBatch] = []
         pos = self._parse(chunk, frames)
-        if pos < len(chunk) and self.error is None:
+        self._buf = bytearray()
+        failed = self.error is not None  # _parse may have set it
+        if pos < len(chunk) and not failed and not self._start_pending(chunk, pos):
             self._buf = bytearray(chunk[pos:]) if pos else bytearray(chunk)
-        else:
-            self._buf = bytearray()
         return frames
+
+    def _large_frames(self, data: bytes | bytearray | memoryview, frames: list[Frame | OnNextBatch]) -> int:
+        """Take the large onNext frames at the start of ``data``; return the bytes consumed.
+
+        Each element is copied once, from ``data`` into its ``bytes``, rather than first
+        copying the whole read into one ``bytes`` and slicing it. An incomplete last one
+        becomes the pending payload. Anything else (small or malformed) is left to _parse.
+        """
+        n = len(data)
+        pos = 0
+        max_element = self._max_element
+        try:
+            while pos < n and data[pos] == _ON_NEXT:
+                sid, p = decode_varint(data, pos + 1, n)  # type: ignore[arg-type]  # any buffer indexes to ints
+                length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
+                if length < _PENDING_MIN or length > max_element:
+                    break
+                end = p + length
+                if end > n:
+                    self._pending_sid = sid
+                    self._pieces = [bytes(data[p:])]
+                    self._missing = end - n
+                    return n
+                frames.append(make_on_next(sid, bytes(data[p:end])))
+                pos = end
+        except (Incomplete, FrameError):
+            pass
+        return pos
+
+    def _start_pending(self, chunk: bytes, pos: int) -> bool:
+        """If ``chunk[pos:]`` starts a large onNext, keep its payload as pieces (no re-copying)."""
+        n = len(chunk)
+        if self._need < _PENDING_MIN or chunk[pos] != _ON_NEXT or self.element_sizes:
+            return False
+        try:
+            sid, p = decode_varint(chunk, pos + 1, n)
+            length, p = decode_varint(chunk, p, n)  # checked against max_element_size by _parse
+        except Incomplete:
+            return False
+        self._pending_sid = sid
+        self._pieces = [memoryview(chunk)[p:]]  # chunk is immutable bytes: a view is safe to keep
+        self._missing = length - (n - p)
+        return True
 
     def eof(self) -> FrameError | None:
         """The error to report if the input ends now (a truncated frame), else ``None``."""
-        if self._buf and self.error is None:
-            return FrameError(f"input ended inside a frame ({len(self._buf)} bytes of an incomplete frame)")
+        if (self._buf or self._pieces is not None) and self.error is None:
+            return FrameError(f"input ended inside a frame ({self.buffered} bytes of an incomplete frame)")
         return None
 
     # -- the loop --------------------------------------------------------------------------
@@ -176,7 +247,9 @@ class FrameParser:
                                             k = same
                                             stop = pos + k * stride
                                     probe = min(probe << 2, _RUN_MAX) if k == probe else _RUN_MIN
-                                    elements = [data[p : p + length] for p in range(pos + 3, stop, stride)]
+                                    elements = [
+                                        data[p : p + length] for p in range(pos + 3, stop + 3, stride)
+                                    ]
                                 else:
                                     stop = end
                                     elements = [data[pos + 3 : end]]

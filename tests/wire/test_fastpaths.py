@@ -1,0 +1,163 @@
+"""The parser's and the core's fast paths give the same results as the plain ones.
+
+* ``batch_on_next=True`` turns runs of onNext into :class:`OnNextBatch`; flattened, the
+  frames are the same as without it, however the bytes are split into reads.
+* Large onNext payloads are taken straight from the read or collected as pieces across
+  reads; the elements are the same bytes.
+* ``send_on_next_many`` writes the same bytes as ``send_on_next`` per element.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rstreams.errors import LocalProtocolError
+from rstreams.wire import (
+    Connection,
+    ConnectionClosed,
+    DemandExceededError,
+    Frame,
+    OnNext,
+    OnNextBatch,
+    OnSubscribe,
+    Request,
+    Side,
+    Subscribe,
+    encode,
+)
+from rstreams.wire._parser import FrameParser
+
+
+def make_parser(batch: bool = False) -> FrameParser:
+    return FrameParser(
+        max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
+    )
+
+
+def flatten(frames: list[Frame | OnNextBatch]) -> list[Frame]:
+    out: list[Frame] = []
+    for f in frames:
+        if isinstance(f, OnNextBatch):
+            assert f.elements, "an OnNextBatch is never empty"
+            out += [OnNext(subscriber=f.subscriber, element=e) for e in f.elements]
+        else:
+            out.append(f)
+    return out
+
+
+def feed_in(data: bytes, cuts: list[int], *, batch: bool) -> list[Frame | OnNextBatch]:
+    parser = make_parser(batch)
+    got: list[Frame | OnNextBatch] = []
+    start = 0
+    for cut in [*sorted(set(cuts)), len(data)]:
+        if start < cut <= len(data):
+            got += parser.feed(memoryview(bytearray(data[start:cut])))  # a reused-buffer-like view
+            start = cut
+    assert parser.error is None and parser.buffered == 0 and parser.eof() is None
+    return got
+
+
+_frame = st.one_of(
+    st.builds(
+        lambda sid, n, fill: OnNext(subscriber=sid, element=bytes([fill]) * n),
+        st.sampled_from([1, 2, 200]),
+        st.sampled_from([0, 1, 8, 127, 128, 300, 20_000, 70_000]),
+        st.integers(0, 255),
+    ),
+    st.builds(
+        lambda sid, d: Request(subscriber=sid, demand=d), st.integers(1, 300), st.integers(1, 2**63 - 1)
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_frame, max_size=40), st.lists(st.integers(0, 400_000), max_size=12))
+def test_batched_and_large_parsing_match_plain(frames: list[Frame], cuts: list[int]) -> None:
+    data = b"".join(encode(f) for f in frames)
+    assert flatten(feed_in(data, [], batch=False)) == frames
+    assert flatten(feed_in(data, cuts, batch=False)) == frames
+    assert flatten(feed_in(data, cuts, batch=True)) == frames
+
+
+def test_runs_of_equal_frames_become_one_batch() -> None:
+    data = b"".join(encode(OnNext(subscriber=3, element=bytes([i % 256]) * 8)) for i in range(5000))
+    data += encode(OnNext(subscriber=3, element=b"odd"))  # another length: the same batch goes on
+    data += encode(OnNext(subscriber=4, element=b"x"))
+    got = make_parser(True).feed(data)
+    assert got == [
+        OnNextBatch(3, [bytes([i % 256]) * 8 for i in range(5000)] + [b"odd"]),
+        OnNextBatch(4, [b"x"]),
+    ]
+
+
+def test_large_element_arriving_byte_chunks() -> None:
+    element = bytes(range(256)) * 300  # 76,800 bytes
+    data = encode(OnNext(subscriber=1, element=element)) * 3
+    for step in (1000, 4096, 65536, 70000, len(data)):
+        parser = make_parser()
+        got = []
+        for i in range(0, len(data), step):
+            got += parser.feed(memoryview(data)[i : i + step])
+        assert got == [OnNext(subscriber=1, element=element)] * 3
+        assert all(type(f.element) is bytes for f in got)  # type: ignore[union-attr]
+    truncated = make_parser()
+    assert truncated.feed(data[:30_000]) == []
+    assert truncated.buffered > 0 and truncated.eof() is not None
+
+
+def _pair() -> tuple[Connection, Connection]:
+    client, server = Connection(Side.CLIENT, batch_on_next=True), Connection(Side.SERVER)
+    server.receive_data(b"".join(client.data_to_send()))
+    client.receive_data(b"".join(server.data_to_send()))
+    client.events_received()
+    server.events_received()
+    return client, server
+
+
+def test_send_on_next_many_is_send_on_next_per_element() -> None:
+    for elements in ([b"a" * 8] * 100, [b"x" * 200] * 3, [b"a", b"bb", b"" * 0], [b"z" * 20_000] * 2):
+        a, b = _pair()[1], _pair()[1]
+        for server in (a, b):
+            server.receive_data(encode(Subscribe(publisher="p", subscriber=1, initial_demand=1000)))
+            server.send(OnSubscribe(subscriber=1))
+            server.data_to_send()
+        a.send_on_next_many(1, elements)
+        for element in elements:
+            b.send_on_next(1, element)
+        assert b"".join(a.data_to_send()) == b"".join(b.data_to_send())
+        assert a.credit(1) == b.credit(1) == 1000 - len(elements)
+
+
+def test_send_on_next_many_checks_demand_for_the_batch() -> None:
+    _, server = _pair()
+    server.receive_data(encode(Subscribe(publisher="p", subscriber=1, initial_demand=2)))
+    server.send(OnSubscribe(subscriber=1))
+    server.data_to_send()
+    with pytest.raises(LocalProtocolError):
+        server.send_on_next_many(1, [b"a", b"b", b"c"])
+    assert server.data_to_send() == [] and server.credit(1) == 2
+
+
+def test_batch_beyond_demand_delivers_what_was_granted_then_fails() -> None:
+    client, server = _pair()
+    client.send(Subscribe(publisher="p", subscriber=1, initial_demand=3))
+    server.receive_data(b"".join(client.data_to_send()))
+    server.send(OnSubscribe(subscriber=1))
+    client.receive_data(b"".join(server.data_to_send()))
+    client.events_received()
+    client.receive_data(b"".join(encode(OnNext(subscriber=1, element=b"e")) for _ in range(5)))
+    events = client.events_received()
+    assert events[:3] == [OnNext(subscriber=1, element=b"e")] * 3
+    assert isinstance(events[-1], ConnectionClosed) and isinstance(events[-1].error, DemandExceededError)
+
+
+def test_batch_within_demand_is_one_event() -> None:
+    client, server = _pair()
+    client.send(Subscribe(publisher="p", subscriber=1, initial_demand=10))
+    server.receive_data(b"".join(client.data_to_send()))
+    server.send(OnSubscribe(subscriber=1))
+    server.send_on_next_many(1, [b"e"] * 10)
+    client.receive_data(b"".join(server.data_to_send()))
+    assert client.events_received() == [OnSubscribe(subscriber=1), OnNextBatch(1, [b"e"] * 10)]
