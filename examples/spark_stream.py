@@ -9,7 +9,8 @@
    log ``squares`` that the ``rstreams`` sink writes to.
 3. Spark reads with ``format("rstreams")`` in micro-batches of at most 1000 rows
    (``maxRecordsPerBatch``), computes, and writes with ``format("rstreams")``; restarting
-   the query from its checkpoint would neither lose nor repeat a row.
+   the query from its checkpoint would neither lose nor repeat a row. The log holds at
+   most 2000 numbers at a time, so the 5000 go through as Spark commits batches.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 
 import rstreams
 from rstreams.spark import ReplayLog, ReplayServer, register
@@ -31,7 +33,12 @@ def main() -> None:
     log = ReplayLog("numbers", capacity=2000).feed(numbers)
     squares = ReplayLog("squares", capacity=10_000, evict=True)
     with ReplayServer({"numbers": log}, sinks={"squares": squares}) as server:
-        spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )
         spark.sparkContext.setLogLevel("ERROR")
         register(spark)
         query = (
@@ -46,10 +53,13 @@ def main() -> None:
             .option("url", server.url)
             .option("publisher", "squares")
             .option("checkpointLocation", tempfile.mkdtemp())
-            .trigger(availableNow=True)  # up to the log's end at start, then stop
             .start()
         )
-        query.awaitTermination()
+        # The log holds at most 2000 numbers; it gets the rest from upstream as Spark commits.
+        deadline = time.monotonic() + 300
+        while squares.info()["end"] < 5000 and query.isActive and time.monotonic() < deadline:
+            time.sleep(0.2)
+        query.stop()
         print("micro-batches:", [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]])
         print("published on 'squares':", squares.info())
         spark.stop()
