@@ -20,7 +20,7 @@ def fmt(value: float, unit: str) -> str:
             return f"{value / 1e3:.1f} k"
         return f"{value:.0f}"
     if unit in ("MB/s", "µs", "B", "el"):
-        return f"{value:,.0f}"
+        return f"{value:,.0f}" if value >= 10 else f"{value:.2f}"
     return f"{value:.1f}"
 
 
@@ -60,8 +60,9 @@ def render_scenario(scenario: ScenarioDef, data: dict[str, Any], heading: str = 
             missing.append(f"- `{name}`: not measured ({why})")
             continue
         first = next(r for r in contestant["runs"] if "error" not in r)
+        label = contestant["label"].replace("|", "&#124;")
         row = (
-            f"| {name} | {contestant['label']} | {first.get('loop', '')} | {first.get('version', '')} "
+            f"| {name} | {label} | {first.get('loop', '')} | {first.get('version', '')} "
             f"| {fmt(statistics.median(values), scenario.unit)} | {fmt(min(values), scenario.unit)} "
             f"| {fmt(max(values), scenario.unit)} |"
         )

@@ -174,6 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cpu", type=int, default=1, help="CPU for the client/in-process side; -1: no pinning"
     )
     parser.add_argument("--out", type=Path, default=None, help="results directory")
+    parser.add_argument(
+        "--render-only", action="store_true", help="rewrite tables, README and plots from the saved JSON"
+    )
     args = parser.parse_args(argv)
     unknown = [s for s in args.scenarios if s not in SCENARIOS]
     if unknown:
@@ -186,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    if args.render_only:
+        return render_only(out, None if args.no_peers else ensure_peers_venv(say), args.no_plots, say)
     peers = None if args.no_peers else ensure_peers_venv(say)
     load_before = load_average()
     pinning = (
@@ -209,16 +214,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table, flush=True)
     info = machine_info(pinning, ["rstreams", "uvloop"], load_before)
     info["peers venv"] = _peer_versions(peers)
-    command = "python benchmarks/run.py" + (" --quick" if args.quick else "")
-    readme = render_readme(out, info, command, [s for s in SCENARIOS if (out / f"{s}.json").exists()])
-    write_report(out / "README.md", readme)
-    if not args.no_plots:
+    info["command"] = "python benchmarks/run.py" + (" --quick" if args.quick else "")
+    info["scenarios run"] = ", ".join(chosen)
+    (out / "machine.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    return render_only(out, peers, args.no_plots, say)
+
+
+def render_only(out: Path, peers: Path | None, no_plots: bool, say: Callable[[str], None]) -> int:
+    """Tables, README and plots from ``out``'s JSON files (what a run saved)."""
+    info: dict[str, str] = json.loads((out / "machine.json").read_text(encoding="utf-8"))
+    command = info.pop("command", "python benchmarks/run.py")
+    names = [s for s in SCENARIOS if (out / f"{s}.json").exists()]
+    for name in names:
+        data = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
+        write_report(out / f"{name}.md", render_scenario(SCENARIOS[name](bool(data.get("quick"))), data))
+    if not no_plots:
         make_plots(out, peers, say)
-        # the README lists the plots that exist; render again now that they do
-        write_report(
-            out / "README.md",
-            render_readme(out, info, command, [s for s in SCENARIOS if (out / f"{s}.json").exists()]),
-        )
+    write_report(out / "README.md", render_readme(out, info, command, names))
     say(f"wrote {out / 'README.md'}")
     return 0
 
