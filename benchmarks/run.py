@@ -142,6 +142,20 @@ def _peer_versions(peers: Path | None) -> str:
     return done.stdout.strip() or done.stderr.strip()[-200:]
 
 
+def _rstreams_commit() -> str:
+    """The commit the rstreams side ran from (rstreams is changing while we measure)."""
+    root = HERE.parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10, cwd=root
+        ).stdout.strip()
+        status = ["git", "status", "--porcelain", "--", "src"]
+        dirty = subprocess.run(status, capture_output=True, text=True, timeout=10, cwd=root).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{head}{' + uncommitted changes in src/' if dirty else ''}" if head else "unknown"
+
+
 def make_plots(out: Path, peers: Path | None, say: Callable[[str], None]) -> None:
     """PNG plots with matplotlib, run in the peers venv (where matplotlib lives)."""
     python = str(peers) if peers is not None else sys.executable
@@ -200,6 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     say(f"results go to {out}; {pinning}; peers venv: {PEERS_VENV if peers else 'not used'}")
     out.mkdir(parents=True, exist_ok=True)
+    commit = _rstreams_commit()
     for name in chosen:
         scenario = SCENARIOS[name](args.quick)
         started = time.perf_counter()
@@ -214,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(table, flush=True)
     info = machine_info(pinning, ["rstreams", "uvloop"], load_before)
     info["peers venv"] = _peer_versions(peers)
+    info["rstreams commit"] = commit
     info["command"] = "python benchmarks/run.py" + (" --quick" if args.quick else "")
     info["scenarios run"] = ", ".join(chosen)
     (out / "machine.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
