@@ -30,6 +30,7 @@ This module is server side and does not import pyspark; conceptually it belongs 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.rules import check_error, check_subscriber
+from rstreams.spark._store import FileStore, MemoryStore, Store
 
 __all__ = ["ReplayLog", "TrimmedError"]
 
@@ -66,6 +68,8 @@ class ReplayLog(Subscriber[Any]):
         capacity: most elements held (and requested upstream but not yet received).
         evict: when full, drop the oldest element (ring) instead of pausing upstream.
         encode: applied to each upstream element (default: elements must be bytes).
+        path: a directory to keep the elements in (:class:`FileStore`): positions and
+            uncommitted elements survive a restart of the server. Default: memory.
     """
 
     def __init__(
@@ -75,6 +79,7 @@ class ReplayLog(Subscriber[Any]):
         capacity: int = 100_000,
         evict: bool = False,
         encode: Callable[[Any], bytes] | None = None,
+        path: str | os.PathLike[str] | None = None,
     ) -> None:
         if type(capacity) is not int or capacity < 1:
             raise ValueError(f"capacity= needs an int >= 1, got {capacity!r}")
@@ -83,11 +88,7 @@ class ReplayLog(Subscriber[Any]):
         self.evict = evict
         self._encode = encode
         self._lock = threading.Lock()
-        # Held elements are _items[_head:]; trimming moves _head and compacts now and then,
-        # so reading any position is a list slice (O(count), not O(offset) as in a deque).
-        self._items: list[bytes] = []
-        self._head = 0
-        self._first = 0  # position of _items[_head]
+        self._store: Store = MemoryStore() if path is None else FileStore(path)
         self._outstanding = 0  # requested upstream, not yet received
         self._upstream: Subscription | None = None
         self._complete = False
@@ -100,21 +101,21 @@ class ReplayLog(Subscriber[Any]):
     @property
     def first(self) -> int:
         """The oldest position still held."""
-        return self._first
+        return self._store.first
 
     @property
     def end(self) -> int:
         """One past the newest position (the next element gets this position)."""
         with self._lock:
-            return self._first + len(self._items) - self._head
+            return self._store.end
 
     def info(self) -> dict[str, Any]:
         """``{"first", "end", "complete", "error"}``: what ``name?latest`` answers."""
         with self._lock:
             error = self._error
             return {
-                "first": self._first,
-                "end": self._first + len(self._items) - self._head,
+                "first": self._store.first,
+                "end": self._store.end,
                 "complete": self._complete or error is not None,
                 "error": None if error is None else f"{type(error).__name__}: {error}",
             }
@@ -137,9 +138,10 @@ class ReplayLog(Subscriber[Any]):
         if type(position) is not int or position < 0:
             raise ValueError(f"commit needs a position >= 0, got {position!r}")
         with self._lock:
-            drop = min(position - self._first, len(self._items) - self._head)
+            store = self._store
+            drop = min(position, store.end) - store.first
             if drop > 0:
-                self._drop(drop)
+                store.drop(drop)
         self._refill()
 
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -176,27 +178,22 @@ class ReplayLog(Subscriber[Any]):
         self._wake()
 
     def close(self) -> None:
-        """Cancel the upstream subscription (the log keeps what it holds)."""
+        """Cancel the upstream subscription; a file-backed log syncs and closes its file."""
         upstream, self._upstream = self._upstream, None
         if upstream is not None:
             upstream.cancel()
+        with self._lock:
+            self._store.close()
 
     def _add(self, data: bytes) -> None:  # under the lock
-        items = self._items
-        items.append(data)
-        held = len(items) - self._head
+        store = self._store
+        store.append(data)
+        held = store.end - store.first
         if held > self.capacity and self.evict:
-            self._drop(1)
+            store.drop(1)
             held -= 1
         if held > self.max_held:
             self.max_held = held
-
-    def _drop(self, count: int) -> None:  # under the lock
-        self._head += count
-        self._first += count
-        if self._head > 4096 and self._head * 2 > len(self._items):
-            del self._items[: self._head]
-            self._head = 0
 
     def _refill(self) -> None:
         with self._lock:
@@ -206,7 +203,7 @@ class ReplayLog(Subscriber[Any]):
             if self.evict:
                 room = self.capacity - self._outstanding
             else:
-                room = self.capacity - (len(self._items) - self._head) - self._outstanding
+                room = self.capacity - (self._store.end - self._store.first) - self._outstanding
             # Ask in chunks of at least a quarter of the capacity: fewer, larger requests.
             if room <= 0 or room < self.capacity // 4:
                 return
@@ -228,16 +225,15 @@ class ReplayLog(Subscriber[Any]):
     def _read(self, position: int, count: int) -> list[bytes]:
         """Up to ``count`` elements from ``position`` (fewer if not there yet)."""
         with self._lock:
-            offset = position - self._first
-            if offset < 0:
-                raise TrimmedError(self.name, position, self._first)
-            start = self._head + offset
-            return self._items[start : start + count]
+            store = self._store
+            if position < store.first:
+                raise TrimmedError(self.name, position, store.first)
+            return store.read(position, min(count, store.end - position))
 
     def _ended_at(self, position: int) -> tuple[bool, BaseException | None]:
         """Whether a reader at ``position`` has seen everything there will ever be."""
         with self._lock:
-            at_end = position >= self._first + len(self._items) - self._head
+            at_end = position >= self._store.end
             return at_end and (self._complete or self._error is not None), self._error
 
     def _attach(self, cursor: _Cursor) -> None:

@@ -1,0 +1,171 @@
+"""Where a :class:`~rstreams.spark.ReplayLog` keeps its elements: in memory or in a file.
+
+Both stores hold the positions ``[first, end)``; ``append`` adds at ``end``, ``drop(k)``
+forgets the ``k`` oldest, ``read(position, count)`` returns up to ``count`` elements from
+``position`` (which the caller has checked is held). Neither is thread-safe: the log
+calls them under its lock.
+
+:class:`FileStore` makes a log survive a restart of the *server*: positions, and the
+elements not yet committed, are on disk. Layout in its directory:
+
+* ``elements-P``: records ``[4-byte big-endian length][bytes]``, the first one at position
+  ``P``; a torn last record (a crash mid-append) is cut off when the log opens.
+* ``state.json``: ``{"file_first": P, "first": F}``, replaced atomically on every trim.
+  Trimmed records stay in the file until more than half of it is trimmed; then the held
+  records are written to a new ``elements-F``, the state is switched to it, and the old
+  file is deleted (a crash at any point leaves a state that names a complete file).
+
+Appends are flushed to the OS at once and ``fsync``-ed when the log is trimmed or closed:
+a crashed *process* loses nothing; a crashed *machine* may lose the latest appends.
+Memory use is one int (the record's file offset) per held element.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+__all__ = ["FileStore", "MemoryStore", "Store"]
+
+_LENGTH = struct.Struct(">I")
+_COMPACT_MIN = 4096
+"""Trimmed elements before a store compacts (memory: list slice; file: rewrite)."""
+
+
+class MemoryStore:
+    """Elements in a list; trimming moves a head index and compacts now and then, so
+    reading any position is a list slice (O(count), not O(offset) as in a deque)."""
+
+    def __init__(self) -> None:
+        self._items: list[bytes] = []
+        self._head = 0
+        self.first = 0  # position of _items[_head]
+
+    @property
+    def end(self) -> int:
+        return self.first + len(self._items) - self._head
+
+    def append(self, data: bytes) -> None:
+        self._items.append(data)
+
+    def drop(self, count: int) -> None:
+        self._head += count
+        self.first += count
+        if self._head > _COMPACT_MIN and self._head * 2 > len(self._items):
+            del self._items[: self._head]
+            self._head = 0
+
+    def read(self, position: int, count: int) -> list[bytes]:
+        start = self._head + position - self.first
+        return self._items[start : start + count]
+
+    def close(self) -> None:
+        pass
+
+
+class FileStore:
+    """Elements in an append-only file in ``directory`` (created if missing); see the module docstring."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self._dir = Path(directory)
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._state = self._dir / "state.json"
+        state = json.loads(self._state.read_text()) if self._state.exists() else {"file_first": 0, "first": 0}
+        self._file_first = int(state["file_first"])
+        self._path = self._dir / f"elements-{self._file_first}"
+        self._offsets: list[int] = []  # file offset of each record, from file_first on
+        self._size = self._scan()
+        self.first = max(int(state["first"]), self._file_first)
+        self.first = min(self.first, self._file_first + len(self._offsets))
+        self._file = open(self._path, "ab")  # noqa: SIM115 - held open for the store's life
+
+    def _scan(self) -> int:
+        """Index the records; cut off a torn last record. Returns the valid size."""
+        if not self._path.exists():
+            return 0
+        data = self._path.read_bytes()
+        offset = 0
+        while offset + _LENGTH.size <= len(data):
+            (length,) = _LENGTH.unpack_from(data, offset)
+            if offset + _LENGTH.size + length > len(data):
+                break
+            self._offsets.append(offset)
+            offset += _LENGTH.size + length
+        if offset != len(data):
+            with open(self._path, "r+b") as file:
+                file.truncate(offset)
+        return offset
+
+    @property
+    def end(self) -> int:
+        return self._file_first + len(self._offsets)
+
+    def append(self, data: bytes) -> None:
+        self._offsets.append(self._size)
+        self._file.write(_LENGTH.pack(len(data)))
+        self._file.write(data)
+        self._file.flush()
+        self._size += _LENGTH.size + len(data)
+
+    def drop(self, count: int) -> None:
+        self.first += count
+        trimmed = self.first - self._file_first
+        if trimmed > _COMPACT_MIN and trimmed * 2 > len(self._offsets):
+            self._compact()
+        else:
+            os.fsync(self._file.fileno())
+            self._save_state()
+
+    def read(self, position: int, count: int) -> list[bytes]:
+        index = position - self._file_first
+        offsets = self._offsets[index : index + count + 1]
+        if not offsets:
+            return []
+        stop = offsets[-1] if len(offsets) > count else self._size
+        with open(self._path, "rb") as file:
+            file.seek(offsets[0])
+            block = file.read(stop - offsets[0])
+        base = offsets[0]
+        out: list[bytes] = []
+        for offset in offsets[:count]:
+            start = offset - base + _LENGTH.size
+            (length,) = _LENGTH.unpack_from(block, offset - base)
+            out.append(block[start : start + length])
+        return out
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+
+    def _save_state(self) -> None:
+        scratch = self._state.with_suffix(".tmp")
+        scratch.write_text(json.dumps({"file_first": self._file_first, "first": self.first}))
+        os.replace(scratch, self._state)
+
+    def _compact(self) -> None:
+        """Rewrite the file with the held records only; the state names the new first record."""
+        held = self.read(self.first, self.end - self.first)
+        new_path = self._dir / f"elements-{self.first}"
+        offsets: list[int] = []
+        size = 0
+        with open(new_path, "wb") as out:
+            for data in held:
+                offsets.append(size)
+                out.write(_LENGTH.pack(len(data)))
+                out.write(data)
+                size += _LENGTH.size + len(data)
+            out.flush()
+            os.fsync(out.fileno())
+        self._file.close()
+        old_path = self._path
+        self._path, self._file_first, self._offsets, self._size = new_path, self.first, offsets, size
+        self._save_state()
+        old_path.unlink(missing_ok=True)
+        self._file = open(self._path, "ab")  # noqa: SIM115 - held open for the store's life
+
+
+Store = MemoryStore | FileStore
