@@ -20,7 +20,8 @@ unless ``--one-process``):
 * ``rr``: ``count`` sequential ``await conn.request(name)`` round trips.
 
 Prints one line per repeat: elements (or round trips) per second, payload MB/s and the
-client's CPU seconds.
+CPU seconds each process spent (the machine may be shared: CPU seconds per element are
+steadier than wall-clock rates).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def offer() -> dict[str, Any]:
 
     out: dict[str, Any] = {"bench": bench, "packed": with_codec(bench, fixed_size(8)), "echo": echo}
     try:
-        out["ints"] = with_codec(ints, INT64, batched=True)  # type: ignore[call-arg]
+        out["ints"] = with_codec(ints, INT64, batched=True)
     except TypeError:  # an older rstreams without batched publishers
         pass
     return out
@@ -66,7 +67,9 @@ def offer() -> dict[str, Any]:
 async def serve_forever() -> None:
     async with await serve(f"tcp://{HOST}:0", offer()) as server:
         print(server.url, flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent ends
+        loop = asyncio.get_running_loop()
+        while await loop.run_in_executor(None, sys.stdin.readline):  # a line per repeat, until EOF
+            print(f"{time.process_time():.2f}", flush=True)  # CPU seconds so far
 
 
 # -- client -------------------------------------------------------------------------------
@@ -110,7 +113,7 @@ async def stream(conn: Connection, args: argparse.Namespace, count: int) -> tupl
     batched = args.scenario == "batched"
     subscriber = WindowSubscriber(args.window, done, batched)
     if batched:
-        conn.publisher(f"ints?n={count}", codec=INT64, batched=True).subscribe(subscriber)  # type: ignore[call-overload]
+        conn.publisher(f"ints?n={count}", codec=INT64, batched=True).subscribe(subscriber)
     else:
         source = "packed" if args.scenario == "packed" else "bench"
         conn.publisher(f"{source}?n={count}&size={args.size}").subscribe(subscriber)
@@ -138,6 +141,15 @@ async def measure(url: str, args: argparse.Namespace) -> tuple[float, int, int]:
 async def one_process(args: argparse.Namespace) -> tuple[float, int, int]:
     async with await serve(f"tcp://{HOST}:0", offer()) as server:
         return await measure(server.url, args)
+
+
+def _server_cpu(child: subprocess.Popen[str] | None) -> float:
+    if child is None:
+        return 0.0
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write("\n")
+    child.stdin.flush()
+    return float(child.stdout.readline())
 
 
 def main() -> None:
@@ -177,18 +189,21 @@ def main() -> None:
         os.sched_setaffinity(0, {1})
     try:
         for _ in range(args.repeat):
+            server_cpu = _server_cpu(child)
             cpu = time.process_time()
             if child is None:
                 elapsed, n, nbytes = asyncio.run(one_process(args))
             else:
                 elapsed, n, nbytes = asyncio.run(measure(url, args))
             cpu = time.process_time() - cpu
+            server_cpu = _server_cpu(child) - server_cpu
             what = "round trips" if args.scenario == "rr" else "elements"
             print(
                 f"{args.scenario} {args.count} x {args.size} B window {args.window}, "
                 f"{'2 processes' if child else '1 process'}{', uvloop' if args.uvloop else ''}: "
                 f"{n / elapsed:,.0f} {what}/s, {nbytes / elapsed / 1e6:,.1f} MB/s "
-                f"({elapsed:.3f} s; client cpu {cpu:.2f} s)",
+                f"({elapsed:.3f} s; cpu: client {cpu:.2f} s"
+                + (f", server {server_cpu:.2f} s)" if child else ", both sides, incl. warm-up)"),
                 flush=True,
             )
     finally:

@@ -35,15 +35,15 @@ import dataclasses
 import itertools
 import threading
 from collections.abc import Callable
-from typing import Any, Self, TypeVar, overload
+from typing import Any, Literal, Self, TypeVar, overload
 
 from rstreams.api import Subscriber
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec
-from rstreams.net._consuming import RemotePublisher, RemoteSubscription, ScalarSubscriber
+from rstreams.net._consuming import Batching, RemotePublisher, RemoteSubscription, ScalarSubscriber
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
-from rstreams.net._serving import ServingStream
+from rstreams.net._serving import BatchServingStream, ServingStream
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, check_water_marks
 from rstreams.wire import (
     Cancel,
@@ -145,17 +145,30 @@ class Connection:
 
     # -- public API ----------------------------------------------------------------------
     @overload
-    def publisher(self, name: str) -> Flow[bytes]: ...
+    def publisher(self, name: str, *, batched: Literal[False] = False) -> Flow[bytes]: ...
     @overload
-    def publisher(self, name: str, *, codec: Codec[T]) -> Flow[T]: ...
-    def publisher(self, name: str, *, codec: Codec[Any] | None = None) -> Flow[Any]:
+    def publisher(self, name: str, *, codec: Codec[T], batched: Literal[False] = False) -> Flow[T]: ...
+    @overload
+    def publisher(self, name: str, *, batched: Literal[True]) -> Flow[list[bytes]]: ...
+    @overload
+    def publisher(self, name: str, *, codec: Codec[T], batched: Literal[True]) -> Flow[list[T]]: ...
+    def publisher(self, name: str, *, codec: Codec[Any] | None = None, batched: bool = False) -> Flow[Any]:
         """The peer's publisher ``name`` (``path?param=value``) as a cold :class:`Flow`.
 
         Each ``subscribe`` opens a new remote subscription. Elements are ``bytes``, or
         ``codec.decode(bytes)`` when a codec is given.
+
+        ``batched=True``: ``on_next`` receives a non-empty ``list`` of elements at a time
+        (the elements of one packed frame, decoded with one ``codec.decode_many`` call,
+        or the run of elements one read brought), while demand still counts elements:
+        ``request(n)`` lets ``n`` more *elements* arrive, in as many lists as it takes.
+        The way to take fixed-size elements (``INT64``, ``FLOAT64``, ``fixed_size(n)``)
+        at tens of millions per second.
         """
         if not isinstance(name, str):
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
+        if batched:
+            return RemotePublisher(self, name, None, Batching(codec))
         return RemotePublisher(self, name, codec.decode if codec is not None else None)
 
     @overload
@@ -339,7 +352,7 @@ class Connection:
         if isinstance(event, OnNextPacked):
             subscription = self._consuming.get(event.subscriber)
             if subscription is not None:
-                subscription.deliver_many(event.split())
+                subscription.deliver_packed(event.elements, event.count)
         elif isinstance(event, Subscribe):
             self._serve(event.publisher, event.subscriber, event.initial_demand)
         elif isinstance(event, Request):
@@ -409,7 +422,7 @@ class Connection:
     # -- serving local publishers ----------------------------------------------------------
     def _serve(self, name: str, sid: int, initial_demand: int) -> None:
         try:
-            publisher, codec = self._router.resolve(name)
+            publisher, codec, batched = self._router.resolve_batched(name)
         except UnknownPublisherError as unknown:
             self._refuse(sid, str(unknown))
             return
@@ -417,7 +430,10 @@ class Connection:
             report_unhandled(error, f"the publisher factory for {name!r}")
             self._refuse(sid, f"publisher {name!r} could not be created ({type(error).__name__})")
             return
-        stream = ServingStream(self, sid, initial_demand, codec)
+        if batched and codec is not None:
+            stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
+        else:
+            stream = ServingStream(self, sid, initial_demand, codec)
         self._serving[sid] = stream
         try:
             publisher.subscribe(stream)
@@ -441,6 +457,11 @@ class Connection:
             self._core.send_on_next(sid, elements[0])
         else:
             self._core.send(OnNextPacked(subscriber=sid, count=len(elements), elements=b"".join(elements)))
+
+    def send_packed_payload(self, sid: int, count: int, payload: bytes) -> None:
+        """Queue ``count`` fixed-size elements, already back to back, as one ``onNextPacked``."""
+        self._core.send_on_next_packed(sid, count, payload)
+        self._mark_dirty()
 
     def send_batch(self, sid: int, elements: list[bytes]) -> None:
         """Queue the elements one stream produced this turn as ``onNext`` frames."""
@@ -478,11 +499,15 @@ class Connection:
 
     # -- consuming remote publishers -----------------------------------------------------
     def open_subscription(
-        self, name: str, subscriber: Subscriber[T], decode: Callable[[bytes], T] | None
+        self,
+        name: str,
+        subscriber: Subscriber[T],
+        decode: Callable[[bytes], T] | None,
+        batch: Batching | None = None,
     ) -> None:
         """Subscribe ``subscriber`` to the peer's ``name`` (loop thread)."""
         sid = next(self._ids)
-        subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode)
+        subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode, batch)
         try:
             subscriber.on_subscribe(subscription)
         except Exception as error:

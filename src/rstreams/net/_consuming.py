@@ -32,46 +32,91 @@ from rstreams import demand
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
+from rstreams.net._codec import Codec, identity
 from rstreams.rules import check_subscriber
 
 if TYPE_CHECKING:
     from rstreams.net._connection import Connection
 
-__all__ = ["RemotePublisher", "RemoteSubscription"]
+__all__ = ["Batching", "RemotePublisher", "RemoteSubscription", "ScalarSubscriber"]
 
 T = TypeVar("T")
 
 
 class RemotePublisher(Flow[T]):
-    """The publisher named ``name`` on the other side of ``conn``; made by ``conn.publisher``."""
+    """The publisher named ``name`` on the other side of ``conn``; made by ``conn.publisher``.
 
-    __slots__ = ("_conn", "_decode", "name")
+    With ``batch`` (a :class:`Batching`), ``T`` is a list of elements: see :class:`Batching`.
+    """
 
-    def __init__(self, conn: Connection, name: str, decode: Callable[[bytes], T] | None) -> None:
+    __slots__ = ("_batch", "_conn", "_decode", "name")
+
+    def __init__(
+        self,
+        conn: Connection,
+        name: str,
+        decode: Callable[[bytes], Any] | None,
+        batch: Batching | None = None,
+    ) -> None:
         self._conn = conn
         self.name = name
         self._decode = decode
+        self._batch = batch
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
-        self._conn.run_on_loop(self._conn.open_subscription, self.name, subscriber, self._decode)
+        self._conn.run_on_loop(self._conn.open_subscription, self.name, subscriber, self._decode, self._batch)
 
     def __repr__(self) -> str:
         return f"<RemotePublisher {self.name!r} on {self._conn!r}>"
 
 
+class Batching:
+    """How a batched remote subscription turns received elements into lists.
+
+    ``conn.publisher(name, codec=..., batched=True)``: the local Subscriber's ``on_next``
+    gets a non-empty ``list`` of elements: the decoded elements of one ``onNextPacked``
+    frame (one ``decode_many`` call), or the run of ``onNext`` elements one read brought
+    (each decoded). Demand is counted in *elements*, not in lists: ``request(n)`` lets
+    ``n`` more elements arrive, so the lists of one subscription add up to at most the
+    elements requested, and a list never holds more than the demand outstanding.
+    """
+
+    __slots__ = ("decode", "decode_packed")
+
+    def __init__(self, codec: Codec[Any] | None) -> None:
+        self.decode = codec.decode if codec is not None and codec.decode is not identity else None
+        self.decode_packed = codec.decode_batch if codec is not None and codec.element_size else None
+
+
 class RemoteSubscription(Subscription, Generic[T]):
     """The local half of one remote subscription, identified by ``sid`` on the wire."""
 
-    __slots__ = ("_conn", "_decode", "_loop_thread", "done", "pending", "sid", "started", "subscriber")
+    __slots__ = (
+        "_batch",
+        "_conn",
+        "_decode",
+        "_loop_thread",
+        "done",
+        "pending",
+        "sid",
+        "started",
+        "subscriber",
+    )
 
     def __init__(
-        self, conn: Connection, sid: int, subscriber: Subscriber[T], decode: Callable[[bytes], T] | None
+        self,
+        conn: Connection,
+        sid: int,
+        subscriber: Subscriber[T],
+        decode: Callable[[bytes], T] | None,
+        batch: Batching | None = None,
     ) -> None:
         self._conn = conn
         self.sid = sid
         self.subscriber: Subscriber[T] | None = subscriber
         self._decode = decode
+        self._batch = batch
         self.pending = 0  # demand requested locally, not yet sent
         self.started = False  # the subscribe frame was queued
         self.done = False  # cancelled or terminated: deliver nothing more
@@ -114,6 +159,9 @@ class RemoteSubscription(Subscription, Generic[T]):
         subscriber = self.subscriber
         if subscriber is None:
             return  # cancelled: late elements are dropped (3.12)
+        if self._batch is not None:
+            self._deliver_list([element], self._batch.decode)
+            return
         decode = self._decode
         if decode is not None:
             try:
@@ -131,6 +179,9 @@ class RemoteSubscription(Subscription, Generic[T]):
         subscriber = self.subscriber
         if subscriber is None:
             return
+        if self._batch is not None:
+            self._deliver_list(elements, self._batch.decode)
+            return
         if self._decode is not None:
             for element in elements:
                 self.deliver(element)
@@ -141,6 +192,38 @@ class RemoteSubscription(Subscription, Generic[T]):
                 on_next(element)  # type: ignore[arg-type]
                 if self.subscriber is not subscriber:
                     return  # cancelled meanwhile, possibly by on_next itself (3.12)
+        except Exception as error:
+            self._broken(error, "on_next")
+
+    def deliver_packed(self, payload: bytes, count: int) -> None:
+        """The ``count`` fixed-size elements of an ``onNextPacked`` frame."""
+        batch = self._batch
+        if batch is None or batch.decode_packed is None:
+            size = len(payload) // count
+            self.deliver_many([payload[i : i + size] for i in range(0, len(payload), size)])
+            return
+        if self.subscriber is None:
+            return
+        try:
+            elements = batch.decode_packed(payload)
+        except Exception as error:
+            self.fail_locally(error)
+            return
+        self._deliver_list(elements, None)
+
+    def _deliver_list(self, elements: list[Any], decode: Callable[[bytes], Any] | None) -> None:
+        """Batched mode: one ``on_next(list)``."""
+        subscriber = self.subscriber
+        if subscriber is None:
+            return
+        if decode is not None:
+            try:
+                elements = [decode(e) for e in elements]
+            except Exception as error:
+                self.fail_locally(error)
+                return
+        try:
+            subscriber.on_next(elements)  # type: ignore[arg-type]
         except Exception as error:
             self._broken(error, "on_next")
 

@@ -50,15 +50,27 @@ class WithCodec:
 
     target: Publisher[Any] | PublisherFactory
     codec: Codec[Any] | None
+    batched: bool = False
 
 
-def with_codec(target: Publisher[Any] | PublisherFactory, codec: Codec[Any] | None) -> WithCodec:
-    """Serve ``target`` (a Publisher or a factory) with ``codec`` (``None``: raw bytes)."""
+def with_codec(
+    target: Publisher[Any] | PublisherFactory, codec: Codec[Any] | None, *, batched: bool = False
+) -> WithCodec:
+    """Serve ``target`` (a Publisher or a factory) with ``codec`` (``None``: raw bytes).
+
+    ``batched=True`` (fixed-size codecs only): the Publisher emits *lists* of elements;
+    each list is encoded in one ``codec.encode_many`` call and sent packed. The serving
+    side requests one list at a time from it (its demand counts lists) and sends the
+    elements as far as the peer's demand (counted in elements) allows, holding the rest
+    of a list until the peer asks for more.
+    """
     if not (callable(getattr(target, "subscribe", None)) or callable(target)):
         raise TypeError(f"with_codec() needs a Publisher or a factory, got {target!r}")
     if codec is not None and not isinstance(codec, Codec):
         raise TypeError(f"with_codec() needs a Codec or None, got {codec!r}")
-    return WithCodec(target, codec)
+    if batched and (codec is None or not codec.element_size):
+        raise ValueError("with_codec(batched=True) needs a fixed-size codec (element_size > 0), e.g. INT64")
+    return WithCodec(target, codec, batched)
 
 
 Target: TypeAlias = "Publisher[Any] | PublisherFactory | WithCodec"
@@ -128,6 +140,11 @@ class Router:
     def resolve(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None]:
         """The Publisher for ``name`` and its codec; raises :class:`UnknownPublisherError` or
         whatever the factory raised."""
+        publisher, codec, _ = self.resolve_batched(name)
+        return publisher, codec
+
+    def resolve_batched(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None, bool]:
+        """Like :meth:`resolve`, plus whether the Publisher emits batches (``with_codec(batched=True)``)."""
         path, params = split_name(name)
         target: Target | None
         if self._function is not None:
@@ -137,12 +154,14 @@ class Router:
         else:
             target = self._lookup(path, params)
         codec = self._codec
+        batched = False
         if isinstance(target, WithCodec):
             codec = target.codec
+            batched = target.batched
             target = target.target
         if callable(getattr(target, "subscribe", None)):
-            return target, codec  # type: ignore[return-value]
-        return target(params), codec  # type: ignore[operator]
+            return target, codec, batched  # type: ignore[return-value]
+        return target(params), codec, batched  # type: ignore[operator]
 
     def _lookup(self, path: str, params: dict[str, str]) -> Target:
         target = self._exact.get(path)

@@ -38,7 +38,7 @@ from rstreams.rules import check_error
 if TYPE_CHECKING:
     from rstreams.net._connection import Connection
 
-__all__ = ["FIRST_BATCH", "MAX_BATCH", "PACK_BYTES", "ServingStream"]
+__all__ = ["FIRST_BATCH", "MAX_BATCH", "PACK_BYTES", "BatchServingStream", "ServingStream"]
 
 MAX_BATCH = 1024
 """Most elements requested from a local Publisher in one refill. 1024 amortises the
@@ -322,3 +322,114 @@ def _to_bytes(data: object) -> bytes:
 
 def _wrong_size(size: int, expected: int) -> ValueError:
     return ValueError(f"the codec promised {expected}-byte elements (element_size), got {size} bytes")
+
+
+class BatchServingStream(ServingStream):
+    """Serves a *batched* local Publisher: each ``on_next`` carries a list of elements.
+
+    Made for ``with_codec(target, codec, batched=True)`` with a fixed-size codec. Upstream
+    demand counts batches: :meth:`refill` requests one batch at a time, and only when the
+    previous one has been sent, so at most one batch is held beyond what the transport
+    holds. A batch is encoded with one ``codec.encode_batch`` call and sent as
+    ``onNextPacked`` frames of at most :data:`PACK_BYTES`, as far as the peer's demand
+    (counted in elements) allows; the rest is held until the peer requests more. An
+    ``on_complete`` waits for the held elements to go out first; ``on_error`` does not.
+    """
+
+    __slots__ = ("_codec", "_complete_after", "_held", "_held_at")
+
+    def __init__(self, conn: Connection, sid: int, initial_demand: int, codec: Codec[Any]) -> None:
+        super().__init__(conn, sid, initial_demand, codec)
+        self._codec = codec
+        self._held = b""  # encoded elements not yet sent (for want of demand)
+        self._held_at = 0  # how much of _held was sent
+        self._complete_after = False  # upstream completed; complete once _held is sent
+        self._pack_limit = max(1, PACK_BYTES // codec.element_size)
+        self.estimate = 0  # bytes of the last batch
+
+    def refill(self, room: int) -> int:
+        self.queued = False
+        if self.done:
+            return 0
+        produced = self._send_held()
+        # A synchronous publisher emits inside request(1): keep asking while there is room.
+        while (
+            not self._held
+            and self.upstream is not None
+            and self.outstanding == 0
+            and self.remote_demand > 0
+            and produced < room
+            and not self.done
+        ):
+            self.outstanding = 1
+            self.upstream.request(1)
+            produced += self.estimate
+        return produced
+
+    def _emit(self, item: Any) -> None:
+        if self.done:
+            return
+        if self.outstanding <= 0:
+            self._fail_locally(RuntimeError("rule 1.1: the publisher sent more batches than were requested"))
+            return
+        size = self.element_size
+        try:
+            payload = self._codec.encode_batch(item)
+            if payload.__class__ is not bytes:
+                payload = _to_bytes(payload)
+            if len(payload) % size:
+                raise _wrong_size(len(payload) % size, size)
+        except Exception as error:
+            self._fail_locally(error)
+            return
+        self.outstanding -= 1
+        self.estimate = len(payload)
+        if self._held:
+            self._held = self._held[self._held_at :] + payload
+        else:
+            self._held = payload
+        self._held_at = 0
+        self._send_held()
+        if not self._held and not self.queued and self.remote_demand > 0:
+            self._conn.want_refill(self)
+
+    def _send_held(self) -> int:
+        """Send what the peer's demand allows of the held elements; return the bytes sent."""
+        held, at = self._held, self._held_at
+        if not held:
+            return 0
+        size = self.element_size
+        count = min((len(held) - at) // size, self.remote_demand)
+        if count <= 0:
+            return 0
+        if self.remote_demand != UNBOUNDED:
+            self.remote_demand -= count
+        limit = self._pack_limit
+        conn, sid = self._conn, self.sid
+        end = at + count * size
+        while at < end:
+            n = min(limit, (end - at) // size)
+            stop = at + n * size
+            conn.send_packed_payload(sid, n, held if at == 0 and stop == len(held) else held[at:stop])
+            at = stop
+        if at >= len(held):
+            self._held, self._held_at = b"", 0
+            if self._complete_after:
+                self._complete_after = False
+                super()._completed()
+        else:
+            self._held_at = at
+        return count * size
+
+    def _completed(self) -> None:
+        if self.done:
+            return
+        if self._held:
+            self.upstream = None
+            self._complete_after = True  # after the held elements (rule 1.3 order)
+            return
+        super()._completed()
+
+    def stop(self) -> None:
+        self._held, self._held_at, self._complete_after = b"", 0, False
+        super().stop()

@@ -81,6 +81,7 @@ _ACTIVE = StreamState.ACTIVE
 _CANCELLED = StreamState.CANCELLED
 _V = encode_varint
 _BYTE = [bytes((i,)) for i in range(256)]
+_PACKED = bytes((FrameType.ON_NEXT_PACKED,))
 _LARGE = 16 * 1024
 """Payloads at least this big are handed to the transport as their own chunk (no copy)."""
 
@@ -500,22 +501,42 @@ class Connection:
         encode_into(self._out, f)
 
     def _send_on_next_packed(self, f: OnNextPacked) -> None:
-        sid = f.subscriber
-        st = self._publishing.get(sid)
-        if not self._on_next_allowed(sid, st, f.count):
-            return
-        assert st is not None
-        if st.element_size != f.element_size:
+        self.send_on_next_packed(f.subscriber, f.count, f.elements)
+
+    def send_on_next_packed(self, subscriber: int, count: int, elements: bytes) -> None:
+        """Send ``count`` fixed-size elements, back to back in ``elements``, as one onNextPacked.
+
+        The same as ``send(OnNextPacked(...))`` without building the frame object; a large
+        payload is handed to the transport as its own chunk (not copied). Raises like
+        :meth:`send`.
+        """
+        st = self._publishing.get(subscriber)
+        if st is None or st.state is not _ACTIVE or st.credit < count or self._state is not _OPEN:
+            if not self._on_next_allowed(subscriber, st, count):
+                return
+            assert st is not None
+        size = st.element_size
+        if type(count) is not int or count < 1 or not size or len(elements) != count * size:
             raise LocalProtocolError(
-                f"can't send OnNextPacked on subscriber {sid}: its elementSize is {st.element_size}, "
-                f"the frame packs {f.element_size}-byte elements",
-                subscriber=sid,
+                f"can't send OnNextPacked on subscriber {subscriber}: its elementSize is {size}, "
+                f"the frame has {len(elements)} bytes for {count} element(s)",
+                subscriber=subscriber,
             )
         if st.credit != UNBOUNDED:
-            st.credit -= f.count
-        out = bytearray()
-        encode_into(out, f)
-        self._emit(sid, bytes(out))
+            st.credit -= count
+        header = _PACKED + _V(subscriber) + _V(count)
+        backlog = self._backlogs.get(subscriber)
+        if backlog is not None:
+            backlog.append(header + bytes(elements))
+            return
+        out = self._out
+        out += header
+        if len(elements) >= _LARGE:
+            self._chunks.append(bytes(out))
+            out.clear()
+            self._chunks.append(bytes(elements))  # no copy for bytes
+        else:
+            out += elements
 
     def _send_terminal(self, f: OnComplete | OnError) -> None:
         sid = f.subscriber
