@@ -104,34 +104,32 @@ def memory(data: dict[str, Any], title: str, path: Path) -> None:
 
 
 def scale(data: dict[str, Any], title: str, path: Path) -> None:
-    groups: dict[str, list[tuple[int, dict[str, Any]]]] = {"subs": [], "conns": []}
+    # names are <impl>-<subs|conns>-<K>
+    groups: dict[str, dict[str, list[tuple[int, dict[str, Any]]]]] = {"subs": {}, "conns": {}}
     for contestant in data["contestants"]:
-        kind, k = contestant["name"].split("-")[1:3]
-        groups[kind].append((int(k), contestant))
+        impl, kind, k = contestant["name"].rsplit("-", 2)
+        if _values(contestant, "rate"):
+            groups[kind].setdefault(impl, []).append((int(k), contestant))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, (kind, rows) in zip(axes, groups.items(), strict=True):
-        rows = [(k, c) for k, c in rows if _values(c, "rate")]
-        if not rows:
-            continue
-        ks = [k for k, _ in rows]
-        ax.plot(
-            ks,
-            [statistics.median(_values(c, "rate")) for _, c in rows],
-            "o-",
-            label="one stream / shared stream",
-        )
-        if kind == "subs":
-            par = [statistics.median(_values(c, "parallel_rate") or [0]) for _, c in rows]
-            ax.plot(ks, par, "s--", label="K streams at once")
-        ax.set_xscale("log")
-        ax.set_xlabel(f"K ({'subscriptions on one connection' if kind == 'subs' else 'connections'})")
-        ax.set_ylabel("elements/s (median)")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8)
+    for ax, (kind, impls) in zip(axes, groups.items(), strict=True):
         twin = ax.twinx()
         key = "server_b_per_sub" if kind == "subs" else "server_b_per_conn"
-        mem = [statistics.median(_values(c, key) or [0]) / 1024 for _, c in rows]
-        twin.bar(ks, mem, width=[k * 0.3 for k in ks], alpha=0.3, color="grey")
+        for offset, (impl, rows) in enumerate(impls.items()):
+            ks = [k for k, _ in rows]
+            colour = _colour(impl)
+            rates = [statistics.median(_values(c, "rate")) for _, c in rows]
+            ax.plot(ks, rates, "o-", color=colour, label=f"{impl}: el/s")
+            if kind == "subs":
+                par = [statistics.median(_values(c, "parallel_rate") or [0]) for _, c in rows]
+                ax.plot(ks, par, "s--", color=colour, alpha=0.6, label=f"{impl}: K streams at once")
+            mem = [statistics.median(_values(c, key) or [0]) / 1024 for _, c in rows]
+            shift = 1.25 if offset else 0.8
+            twin.bar([k * shift for k in ks], mem, width=[k * 0.3 for k in ks], alpha=0.3, color=colour)
+        ax.set_xscale("log")
+        ax.set_xlabel(f"K ({'subscriptions on one connection' if kind == 'subs' else 'connections'})")
+        ax.set_ylabel("elements/s (median; lines)")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7, loc="upper right")
         twin.set_ylabel(f"server KiB per {'subscription' if kind == 'subs' else 'connection'} (bars)")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

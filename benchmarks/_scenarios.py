@@ -443,6 +443,7 @@ def memory(quick: bool) -> ScenarioDef:
 
 def scale(quick: bool) -> ScenarioDef:
     count = _net(quick, 2_000, 200_000)
+    count_rsocket = _net(quick, 2_000, 50_000)
     subs = ["1", "10"] if quick else ["1", "100", "10000"]
     conns = ["1", "10"] if quick else ["1", "100", "1000"]
     contestants = [
@@ -474,6 +475,21 @@ def scale(quick: bool) -> ScenarioDef:
         )
         for k in conns
     ]
+    contestants += [
+        _peer(
+            f"rsocket-py-conns-{k}",
+            f"{int(k):,} connections",
+            "net_rsocket.py",
+            "client",
+            "--mode",
+            "conns",
+            "--fanout",
+            k,
+            "--count",
+            count_rsocket,
+        )
+        for k in conns
+    ]
     return ScenarioDef(
         name="scale",
         title="Scale: many subscriptions on one connection, many connections",
@@ -484,7 +500,8 @@ def scale(quick: bool) -> ScenarioDef:
             f"ones (target: <= 20% loss at 10,000); `parallel` = K streams at once sharing {int(count):,} "
             "elements. conns-K: K connections from one client process; RSS per connection on "
             f"the server; `el/s` = {int(count):,} elements shared among one stream per connection, all "
-            "at once. RSS is read from /proc (4 KiB pages: per-item figures at K = 1 are noise)."
+            f"at once (rsocket-py: {int(count_rsocket):,} elements, window 256, its own connections). "
+            "RSS is read from /proc (4 KiB pages: per-item figures at K = 1 are noise)."
         ),
         metric="rate",
         unit="el/s",
@@ -492,6 +509,8 @@ def scale(quick: bool) -> ScenarioDef:
         ratios=[
             (f"rstreams-subs-{subs[-1]}", "rstreams-subs-1"),
             (f"rstreams-conns-{conns[-1]}", "rstreams-conns-1"),
+            (f"rsocket-py-conns-{conns[-1]}", "rsocket-py-conns-1"),
+            *((f"rstreams-conns-{k}", f"rsocket-py-conns-{k}") for k in conns),
         ],
         extras=[
             ("parallel_rate", "parallel", "el/s"),

@@ -19,7 +19,9 @@ def fmt(value: float, unit: str) -> str:
         if value >= 1e3:
             return f"{value / 1e3:.1f} k"
         return f"{value:.0f}"
-    if unit in ("MB/s", "µs", "B", "el"):
+    if unit in ("B", "el"):
+        return f"{value:,.0f}"
+    if unit in ("MB/s", "µs"):
         return f"{value:,.0f}" if value >= 10 else f"{value:.2f}"
     return f"{value:.1f}"
 

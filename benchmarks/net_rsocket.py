@@ -12,6 +12,8 @@ Same shapes as ``net_rstreams.py`` and as /work/shared/notes/python-peers.md:
            see the notes) and reads 10x slower than it could; the server streams with the
            library's ``StreamFromGenerator``; its RSS is sampled from /proc. "10x slower":
            a tenth of the rate an unthrottled run (up to 5 s) measured just before.
+  conns    ``fanout`` connections (server RSS per connection), then ``count`` elements
+           shared among one stream per connection, all at once.
 
 Usage: benchmarks/.peers-venv/bin/python benchmarks/net_rsocket.py client --mode stream
 """
@@ -305,7 +307,34 @@ async def mode_memory(port: int, args: argparse.Namespace, server_pid: int) -> d
     }
 
 
+async def mode_conns(port: int, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
+    """``fanout`` connections: server RSS per connection, then ``count`` elements shared among them."""
+    k = args.fanout
+    clients = [await _connect(port)]
+    try:
+        await _stream(clients[0], 2_000, 8, 256)  # warm-up
+        gc.collect()
+        await asyncio.sleep(0.2)
+        srv0 = rss_kib(server_pid)
+        while len(clients) < k:
+            batch = min(50, k - len(clients))
+            clients += await asyncio.gather(*(_connect(port) for _ in range(batch)))
+        await asyncio.gather(*(c.request_response(Payload(b"x")) for c in clients))
+        await asyncio.sleep(0.3)
+        srv1 = rss_kib(server_pid)
+        per = max(1, args.count // k)
+        gc.collect()
+        start = time.perf_counter()
+        got = await asyncio.gather(*(_stream(c, per, 8, min(args.window, per)) for c in clients))
+        rate = sum(s.count for s in got) / (time.perf_counter() - start)
+    finally:
+        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+    return {"rate": rate, "server_b_per_conn": (srv1 - srv0) * 1024 / max(1, k - 1) if k > 1 else 0.0}
+
+
 async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> dict[str, Any]:
+    if args.mode == "conns":
+        return await mode_conns(port, args, server_pid)
     if args.mode == "stream":
         return await mode_stream(port, args)
     if args.mode == "rr":
@@ -316,7 +345,8 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     add_common_args(parser)
-    parser.add_argument("--mode", default="stream", choices=["stream", "rr", "memory"])
+    parser.add_argument("--mode", default="stream", choices=["stream", "rr", "memory", "conns"])
+    parser.add_argument("--fanout", type=int, default=1)
     parser.add_argument("--count", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=8)
     parser.add_argument("--window", type=int, default=256)
