@@ -132,6 +132,7 @@ def _net(quick: bool, small: int, large: int) -> str:
 def stream_small(quick: bool) -> ScenarioDef:
     n = _net(quick, 2_000, 200_000)
     n_rsocket = _net(quick, 2_000, 50_000)
+    n_packed = _net(quick, 20_000, 2_000_000)
     common = ["client", "--mode", "stream", "--size", "8"]
     return ScenarioDef(
         name="stream-small",
@@ -189,6 +190,28 @@ def stream_small(quick: bool) -> ScenarioDef:
                 "4096",
                 "--packed",
             ),
+            _rs(
+                "rstreams-async-for-w256",
+                "RS.io, async for over iter_async(window=256)",
+                "net_rstreams.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "256",
+                "--async-for",
+            ),
+            _rs(
+                "rstreams-packed-unbounded",
+                f"RS.io, fixed_size(8), request(2**63-1), {int(n_packed):,} elements",
+                "net_rstreams.py",
+                *common,
+                "--count",
+                n_packed,
+                "--window",
+                "0",
+                "--packed",
+            ),
             _peer(
                 "rsocket-py-w256",
                 "request_stream, sync publisher, window 256",
@@ -243,6 +266,7 @@ def stream_small(quick: bool) -> ScenarioDef:
             ("rstreams-w256", "ceiling-batched-w256"),
             ("rstreams-w4096", "ceiling-batched-w4096"),
             ("rstreams-packed-w4096", "rstreams-w4096"),
+            ("rstreams-async-for-w256", "rstreams-w256"),
         ],
         extras=[("mbps", "MB/s", "MB/s")],
     )

@@ -15,6 +15,7 @@ does one warm-up run on the connection, then the measured run, and prints one JS
 
 Modes:
   stream   ``count`` elements of ``size`` bytes; the client's Subscriber requests ``window``
+           (``0``: 2**63-1 once; ``--async-for``: ``async for`` over ``iter_async(window)``)
            and then ``window/2`` every ``window/2`` elements (at most ``window`` outstanding:
            the shape the notes used for rsocket-py). ``--packed`` serves them with a
            fixed-size codec, so they travel in onNextPacked frames.
@@ -202,22 +203,39 @@ async def _stream(conn: Connection, name: str, window: int, limit: float) -> Win
     return subscriber
 
 
+async def _async_for(conn: Connection, name: str, window: int) -> tuple[int, int]:
+    count = nbytes = 0
+    async for element in conn.publisher(name).iter_async(window=window):
+        count += 1
+        nbytes += len(element)
+    return count, nbytes
+
+
 async def mode_stream(conn: Connection, args: argparse.Namespace) -> dict[str, Any]:
     source = "packed8" if args.packed else "bench"
     if args.packed and args.size != 8:
         raise SystemExit("--packed is served for 8-byte elements only")
-    await _stream(conn, f"{source}?n={max(1, args.count // 10)}&size={args.size}", args.window, args.timeout)
+    window = args.window if args.window > 0 else UNBOUNDED
+
+    async def once(n: int) -> tuple[int, int]:
+        name = f"{source}?n={n}&size={args.size}"
+        if args.async_for:
+            return await asyncio.wait_for(_async_for(conn, name, window), args.timeout)
+        got = await _stream(conn, name, window, args.timeout)
+        return got.count, got.nbytes
+
+    await once(max(1, args.count // 10))
     gc.collect()
     start = time.perf_counter()
     cpu = time.process_time()
-    got = await _stream(conn, f"{source}?n={args.count}&size={args.size}", args.window, args.timeout)
+    count, nbytes = await once(args.count)
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu
-    if got.count != args.count:
-        raise AssertionError(f"received {got.count} of {args.count}")
+    if count != args.count:
+        raise AssertionError(f"received {count} of {args.count}")
     return {
         "rate": args.count / seconds,
-        "mbps": got.nbytes / seconds / 1e6,
+        "mbps": nbytes / seconds / 1e6,
         "seconds": seconds,
         "client_cpu_s": cpu,
     }
@@ -424,6 +442,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=8)
     parser.add_argument("--window", type=int, default=256)
     parser.add_argument("--packed", action="store_true")
+    parser.add_argument("--async-for", action="store_true", help="stream mode: consume with async for")
     parser.add_argument("--fanout", type=int, default=1)
     parser.add_argument("--duration", type=float, default=60.0, help="memory mode: seconds of slow reading")
     parser.add_argument("--slow-factor", type=float, default=10.0)
