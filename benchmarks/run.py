@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -52,9 +53,16 @@ def _python(env: str, peers: Path | None) -> str | None:
     return str(peers) if peers is not None else None
 
 
+def _can_pin(cpu: int) -> bool:
+    """``taskset -c cpu`` works here: the CPU exists and this process may use it."""
+    if cpu < 0 or not shutil.which("taskset") or not hasattr(os, "sched_getaffinity"):
+        return False
+    return cpu in os.sched_getaffinity(0)
+
+
 def _command(contestant: Contestant, python: str, cpu: int) -> list[str]:
     command = [python, str(HERE / contestant.script), *contestant.args]
-    if cpu >= 0 and shutil.which("taskset"):
+    if _can_pin(cpu):
         command = ["taskset", "-c", str(cpu), *command]
     return command
 
@@ -208,9 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     peers = None if args.no_peers else ensure_peers_venv(say)
     load_before = load_average()
     pinning = (
-        "not pinned"
-        if args.cpu < 0
-        else f"client/in-process side: taskset -c {args.cpu}; network servers: taskset -c 0"
+        f"client/in-process side: taskset -c {args.cpu}; network servers: taskset -c 0"
+        if _can_pin(args.cpu) and _can_pin(0)
+        else "not pinned (fewer than 2 usable CPUs, no taskset, or --cpu -1)"
     )
     say(f"results go to {out}; {pinning}; peers venv: {PEERS_VENV if peers else 'not used'}")
     out.mkdir(parents=True, exist_ok=True)
