@@ -121,26 +121,53 @@ async def stream(conn: Connection, args: argparse.Namespace, count: int) -> tupl
     return subscriber.count, subscriber.nbytes
 
 
-async def measure(url: str, args: argparse.Namespace) -> tuple[float, int, int]:
+async def measure(url: str, args: argparse.Namespace) -> tuple[float, int, int, float]:
+    """Returns wall seconds, elements, payload bytes and CPU seconds of the measured run."""
     async with await connect(url) as conn:
         if args.scenario == "rr":
             for _ in range(200):
                 await conn.request("echo?d=12345678")
+            cpu = time.process_time()
             start = time.perf_counter()
             for _ in range(args.count):
                 await conn.request("echo?d=12345678")
-            return time.perf_counter() - start, args.count, 0
+            return time.perf_counter() - start, args.count, 0, time.process_time() - cpu
         await stream(conn, args, max(1, args.count // 10))  # warm-up
+        cpu = time.process_time()
         start = time.perf_counter()
         received, nbytes = await stream(conn, args, args.count)
         elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu
     assert received == args.count, (received, args.count)
-    return elapsed, received, nbytes
+    return elapsed, received, nbytes, cpu
 
 
-async def one_process(args: argparse.Namespace) -> tuple[float, int, int]:
+async def one_process(args: argparse.Namespace) -> tuple[float, int, int, float]:
     async with await serve(f"tcp://{HOST}:0", offer()) as server:
         return await measure(server.url, args)
+
+
+class _Counter:
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_next(self, item: object) -> None:
+        self.count += 1
+
+
+def calibrate() -> float:
+    """ns per pre-bound ``on_next`` call doing ``self.count += 1``: 60.7 ns on this machine when
+    idle (notes/machine-limits.md); a larger value means a loaded machine (scale rates by it)."""
+    on_next = _Counter().on_next
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        for _ in range(300_000):
+            on_next(None)
+        best = min(best, (time.process_time() - start) / 300_000 * 1e9)
+    return best
 
 
 def _server_cpu(child: subprocess.Popen[str] | None) -> float:
@@ -179,6 +206,7 @@ def main() -> None:
     if args.serve:
         asyncio.run(serve_forever())
         return
+    print(f"calibration: {calibrate():.1f} ns per on_next call (60.7 on an idle machine)", flush=True)
     child = None
     if not args.one_process:
         command = ["taskset", "-c", "0", sys.executable, __file__, args.scenario, "--serve"]
@@ -190,20 +218,21 @@ def main() -> None:
     try:
         for _ in range(args.repeat):
             server_cpu = _server_cpu(child)
-            cpu = time.process_time()
             if child is None:
-                elapsed, n, nbytes = asyncio.run(one_process(args))
+                elapsed, n, nbytes, cpu = asyncio.run(one_process(args))
             else:
-                elapsed, n, nbytes = asyncio.run(measure(url, args))
-            cpu = time.process_time() - cpu
+                elapsed, n, nbytes, cpu = asyncio.run(measure(url, args))
             server_cpu = _server_cpu(child) - server_cpu
             what = "round trips" if args.scenario == "rr" else "elements"
             print(
                 f"{args.scenario} {args.count} x {args.size} B window {args.window}, "
                 f"{'2 processes' if child else '1 process'}{', uvloop' if args.uvloop else ''}: "
-                f"{n / elapsed:,.0f} {what}/s, {nbytes / elapsed / 1e6:,.1f} MB/s "
-                f"({elapsed:.3f} s; cpu: client {cpu:.2f} s"
-                + (f", server {server_cpu:.2f} s)" if child else ", both sides, incl. warm-up)"),
+                f"{n / elapsed:,.0f} {what}/s, {nbytes / elapsed / 1e6:,.1f} MB/s ({elapsed:.3f} s); "
+                + (
+                    f"cpu: client {cpu * 1e6 / n:.2f} us/{what[:-1]}, server {server_cpu:.2f} s incl. warm-up"
+                    if child
+                    else f"cpu: {cpu * 1e6 / n:.2f} us/{what[:-1]} (both sides)"
+                ),
                 flush=True,
             )
     finally:

@@ -182,14 +182,18 @@ class ServingStream(Subscriber[Any]):
         if self._inbox is not None or _ident() != self._loop_thread:
             self._enqueue(_NEXT, item)
             return
-        if item.__class__ is not bytes or self._encode is not None or self.element_size or self.done:
-            self._emit(item)
-            return
-        # _emit inlined for raw bytes of any size: the serving hot path
+        size = self.element_size
         outstanding = self.outstanding - 1
-        if outstanding < 0:
-            self._emit(item)  # fails the stream (rule 1.1)
+        if (
+            item.__class__ is not bytes
+            or self._encode is not None
+            or (size and len(item) != size)
+            or outstanding < 0
+            or self.done
+        ):
+            self._emit(item)  # encodes, or fails the stream (wrong size, rule 1.1), or drops
             return
+        # _emit inlined for raw bytes: the serving hot path
         self.outstanding = outstanding
         if self.remote_demand != UNBOUNDED:
             self.remote_demand -= 1
