@@ -6,7 +6,7 @@ What runs, all on this machine:
    simulated sensors that produce only when the log asks (backpressure), and
    ``results``, the sink log Spark writes to.
 2. A Spark pipeline (local mode, or ``--master``): the ``rstreams`` source reads
-   ``sensors``; per-sensor averages over event-time windows with a 1 s watermark; the
+   ``sensors``; per-sensor averages over event-time windows with a watermark; the
    ``rstreams`` sink publishes each window once it is final (append mode: Python sinks
    take no update mode in Spark 4.3).
 3. A live view: an RS.io client subscribed to ``results`` prints the newest window per
@@ -50,11 +50,16 @@ class SensorSource(Flow[bytes]):
     A producer thread per subscription makes readings while there is demand and waits
     otherwise; ``rate`` (readings/s, 0 = as fast as demanded) paces it. ``waiting`` is the
     time it spent blocked on demand: backpressure made visible.
+
+    Event time: with a ``rate``, the wall clock. Unpaced, a simulated clock: each sensor
+    samples ``hz`` times a second from the start, so event time advances with the data
+    (windows close as fast as Spark gets through them) rather than with the wall clock.
     """
 
-    def __init__(self, sensors: int = 8, rate: float = 0.0) -> None:
+    def __init__(self, sensors: int = 8, rate: float = 0.0, hz: float = 1000.0) -> None:
         self.sensors = sensors
         self.rate = rate
+        self.hz = hz
         self.produced = 0
         self.waiting = 0.0
         self.demanded = 0
@@ -96,6 +101,8 @@ class _SensorSubscription(Subscription):
         rng = random.Random(7)
         base = [18.0 + 4 * rng.random() for _ in range(source.sensors)]
         started = time.monotonic()
+        epoch = time.time()
+        step = 1 / (source.hz * source.sensors)
         while True:
             with self._cond:
                 if self._demand == 0 and not self._cancelled:
@@ -106,9 +113,10 @@ class _SensorSubscription(Subscription):
                     return
                 take = min(self._demand, 1024)
                 self._demand -= take
-            now = time.time()
+            wall = time.time()
             for _ in range(take):
                 i = source.produced % source.sensors
+                now = wall if source.rate > 0 else epoch + source.produced * step
                 value = base[i] + 2 * math.sin(now / 10 + i) + rng.gauss(0, 0.3)
                 self._subscriber.on_next(
                     json.dumps({"sensor": f"sensor-{i}", "ts": now, "value": round(value, 3)}).encode()
@@ -192,8 +200,13 @@ def run_demo(
     master: str = "local[2]",
     out: str | None = None,
     stream: TextIO = sys.stdout,
+    spark: Any = None,
 ) -> dict[str, Any]:
-    """Run the demo for ``seconds`` once the pipeline is up; returns the measured figures."""
+    """Run the demo for ``seconds`` once the pipeline is up; returns the measured figures.
+
+    ``spark``: an existing SparkSession to use (left running); by default one is started
+    on ``master`` and stopped at the end.
+    """
 
     def say(text: str) -> None:
         print(text, file=stream, flush=True)
@@ -206,7 +219,13 @@ def run_demo(
     say(f"RS.io server on {server.url}: publishers 'sensors' (replay log, {sensors} sensors) and 'results'")
     say(f"starting Spark ({master}); the first start takes 20-40 s (JVM, Python workers)...")
     t0 = time.monotonic()
-    spark = _session(master)
+    own_session = spark is None
+    if spark is None:
+        spark = _session(master)
+    else:
+        from rstreams.spark import register
+
+        register(spark)
     from pyspark.sql import functions as F
 
     readings = (
@@ -218,7 +237,7 @@ def run_demo(
         .load()
     )
     aggregates = (
-        readings.withWatermark("ts", "1 second")
+        readings.withWatermark("ts", f"{window} seconds")
         .groupBy(F.window("ts", f"{window} seconds"), "sensor")
         .agg(F.round(F.avg("value"), 3).alias("avg"), F.count("*").alias("n"), F.max("value").alias("max"))
     )
@@ -251,10 +270,14 @@ def run_demo(
         )
     )
     saved.load().write.mode("overwrite").parquet(parquet)
-    spark.stop()
+    if own_session:
+        spark.stop()
+    else:
+        spark.sparkContext.setLogLevel("ERROR")
     server.stop()
     say(f"\nresults: {view.received} window updates published on 'results'; saved to {parquet}")
     say(f"checkpoint: {os.path.join(out, 'checkpoint')}")
+    figures.update(results=view.received, parquet=parquet)
     return figures
 
 
