@@ -2,6 +2,9 @@
 
 * ``rstreams demo``: simulated sensors -> RS.io -> Spark -> RS.io -> live terminal view
   (needs the ``spark`` extra and Java 17+).
+* ``rstreams serve URL NAME``: serve the lines of standard input as a replay log ``NAME``
+  (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
+  reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to.
 * ``rstreams subscribe URL NAME``: print the elements of a remote publisher.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import threading
 from collections.abc import Sequence
 
 __all__ = ["main"]
@@ -70,6 +74,25 @@ def _subscribe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from rstreams.spark._demo import LineSource
+    from rstreams.spark._replay import ReplayLog
+    from rstreams.spark._serve import ReplayServer
+
+    log = ReplayLog(args.name, capacity=args.capacity, path=args.path).feed(LineSource(sys.stdin.buffer))
+    sinks = {name: ReplayLog(name, capacity=args.capacity, evict=True) for name in args.sink}
+    server = ReplayServer({args.name: log}, sinks=sinks, url=args.url).start()
+    print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        log.close()
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rstreams", description="Reactive Streams for Python")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -82,6 +105,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--master", default="local[2]", help="Spark master (local[2]; or spark://host:7077)")
     demo.add_argument("--out", default=None, help="directory for the checkpoint and Parquet (a temp dir)")
     demo.set_defaults(run=_demo)
+    serve = commands.add_parser("serve", help="serve standard input's lines as a replay log")
+    serve.add_argument("url", help="where to listen, e.g. tcp://127.0.0.1:9000 (port 0: any)")
+    serve.add_argument("name", help="the log's publisher name")
+    serve.add_argument("--capacity", type=int, default=100_000, help="elements held (100000)")
+    serve.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
+    serve.add_argument("--sink", action="append", default=[], help="also offer a sink log with this name")
+    serve.set_defaults(run=_serve)
     subscribe = commands.add_parser("subscribe", help="print a remote publisher's elements")
     subscribe.add_argument("url", help="tcp://host:port")
     subscribe.add_argument("name", help="publisher name, e.g. results or sensors?from=0&to=10")

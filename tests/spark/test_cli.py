@@ -11,6 +11,7 @@ import pytest
 
 from rstreams.cli import main
 from rstreams.spark import JavaMissingError, ReplayLog, check_java
+from rstreams.spark._remote import fetch_range, request_json
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,3 +44,28 @@ def test_subscribe_prints_elements(serve: Any, capsys: pytest.CaptureFixture[str
     server = serve({"words": log})
     assert main(["subscribe", server.url, "words?from=1", "--limit", "2"]) == 0
     assert capsys.readouterr().out == "beta\ngamma\n"
+
+
+def test_serve_reads_standard_input_only_as_the_log_has_room() -> None:
+    """rstreams serve: lines become positions; a 5-element log reads 5 lines until a commit."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0", "lines", "--capacity", "5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=False,
+    )
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(b"".join(b"line %d\n" % i for i in range(20)))
+        server.stdin.flush()
+        url = server.stdout.readline().decode().split(" on ")[-1].strip()
+        assert fetch_range(url, "lines", 0, 2) == [b"line 0", b"line 1"]
+        assert request_json(url, "lines?latest")["end"] == 5  # room for 5: no more was read
+        request_json(url, "lines?commit=5")
+        assert fetch_range(url, "lines", 5, 10, timeout=10) == [b"line %d" % i for i in range(5, 10)]
+    finally:
+        server.terminate()
+        server.wait(20)
+        for pipe in (server.stdin, server.stdout):
+            if pipe is not None:
+                pipe.close()
