@@ -57,7 +57,6 @@ from rstreams.wire import (
     OnNext,
     OnNextBatch,
     OnNextPacked,
-    OnSubscribe,
     Request,
     Side,
     StreamError,
@@ -133,6 +132,7 @@ class Connection:
         self._packs: list[ServingStream] = []
         self._requests: dict[RemoteSubscription[Any], None] = {}
         self._flush_scheduled = False
+        self._flush_handle: asyncio.Handle | None = None
         self._writable = True
         self._turn_bytes = 0
         self._ids = itertools.count(1)  # our subscriber ids: a namespace of our own (PROTOCOL.md §5.1)
@@ -142,6 +142,7 @@ class Connection:
         self._closing = False
         self._close_callbacks: list[Callable[[Connection], object]] = []
         self._task: asyncio.Task[None] | None = None  # a transport's own task (WebSocket)
+        self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
 
     # -- public API ----------------------------------------------------------------------
     @overload
@@ -186,7 +187,7 @@ class Connection:
         Wrap it in ``asyncio.timeout(...)`` for a deadline: cancelling the call cancels the stream.
         """
         future: asyncio.Future[Any] = self._loop.create_future()
-        subscriber = ScalarSubscriber(future, name)
+        subscriber = ScalarSubscriber(future, name, self._after_dispatch.append)
         RemotePublisher(self, name, codec.decode if codec is not None else None).subscribe(subscriber)
         try:
             return await future
@@ -295,8 +296,15 @@ class Connection:
             return  # after the goodbyes: nothing more is read
         core.receive_data(data)
         self._dispatch(core.events_received())
-        if not self._flush_scheduled:
-            self._schedule_flush()
+        # Everything this read caused goes out now, in one write, rather than on the next
+        # loop turn: a turn (an epoll_wait) less per request/response. What the events made
+        # us send scheduled a flush (_mark_dirty & co.); the core may also have answered by
+        # itself (a cancel's acknowledgement, a goodbye).
+        if self._flush_scheduled or core.has_data_to_send:
+            handle = self._flush_handle
+            if handle is not None:
+                handle.cancel()
+            self._flush()
 
     def eof_received(self) -> None:
         core = self._core
@@ -333,7 +341,17 @@ class Connection:
 
     # -- events from the core ------------------------------------------------------------
     def _dispatch(self, events: list[Event]) -> None:
-        """Route each event; ``onNext`` first, as the hot path."""
+        """Route each event; ``onNext`` first, as the hot path. Then the after-dispatch calls."""
+        self._route(events)
+        while self._after_dispatch:
+            calls, self._after_dispatch = self._after_dispatch, []
+            for call in calls:
+                try:
+                    call()
+                except Exception as error:
+                    report_unhandled(error, "a call after handling a read")
+
+    def _route(self, events: list[Event]) -> None:
         consuming = self._consuming
         for event in events:
             cls = event.__class__
@@ -448,7 +466,7 @@ class Connection:
         self._mark_dirty()
 
     def send_on_subscribe(self, sid: int, element_size: int) -> None:
-        self._core.send(OnSubscribe(subscriber=sid, element_size=element_size))
+        self._core.send_on_subscribe(sid, element_size)
         self._mark_dirty()
 
     def send_packed(self, sid: int, elements: list[bytes]) -> None:
@@ -481,7 +499,7 @@ class Connection:
 
     def send_on_complete(self, sid: int) -> None:
         if self._serving.pop(sid, None) is not None:
-            self._core.send(OnComplete(subscriber=sid))
+            self._core.send_on_complete(sid)
             self._mark_dirty()
 
     def send_on_error(self, sid: int, error: BaseException) -> None:
@@ -522,7 +540,7 @@ class Connection:
         self._consuming[sid] = subscription
         self._names[sid] = name
         subscription.started = True
-        self._core.send(Subscribe(publisher=name, subscriber=sid, initial_demand=subscription.take_pending()))
+        self._core.send_subscribe(name, sid, subscription.take_pending())
         self._mark_dirty()
 
     def want_request(self, subscription: RemoteSubscription[Any]) -> None:
@@ -556,11 +574,12 @@ class Connection:
 
     def _schedule_flush(self) -> None:
         self._flush_scheduled = True
-        self._loop.call_soon(self._flush)
+        self._flush_handle = self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         """Once per loop turn: send coalesced requests, refill local publishers, write."""
         self._flush_scheduled = False
+        self._flush_handle = None
         core = self._core
         if self._requests:
             pending, self._requests = self._requests, {}

@@ -272,17 +272,22 @@ class ScalarSubscriber(Subscriber[Any]):
     """Request/response: takes the single element of a stream into a future.
 
     The answer is normally followed by ``onComplete`` in the same read. If the publisher
-    has more to say, the subscription is cancelled on the next loop turn, so a
+    has more to say, the subscription is cancelled once that read has been handled, so a
     request/response never leaves a subscription open on the peer.
     """
 
-    __slots__ = ("_done", "_future", "_name", "_subscription")
+    __slots__ = ("_defer", "_done", "_future", "_name", "_subscription")
 
-    def __init__(self, future: Any, name: str) -> None:
+    def __init__(
+        self, future: Any, name: str, defer: Callable[[Callable[[], None]], object] | None = None
+    ) -> None:
         self._future = future  # asyncio.Future, resolved on the loop's thread
         self._name = name
         self._subscription: Subscription | None = None
         self._done = False
+        # How to run the check after the rest of the read: the connection's after-dispatch
+        # list (no loop callback per request), else the loop's call_soon.
+        self._defer = defer if defer is not None else future.get_loop().call_soon
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if demand.accept_subscription(self._subscription, subscription):
@@ -292,7 +297,7 @@ class ScalarSubscriber(Subscriber[Any]):
     def on_next(self, item: Any) -> None:
         if not self._future.done():
             self._future.set_result(item)
-            self._future.get_loop().call_soon(self._cancel_if_open)
+            self._defer(self._cancel_if_open)
 
     def _cancel_if_open(self) -> None:
         if not self._done:

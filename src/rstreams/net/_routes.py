@@ -92,9 +92,21 @@ class UnknownPublisherError(LookupError):
 
 def split_name(name: str) -> tuple[str, dict[str, str]]:
     """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded."""
-    path, _, query = name.partition("?")
-    params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True)) if query else {}
-    return urllib.parse.unquote(path), params
+    cached = _split_cache.get(name)
+    if cached is None:
+        path, _, query = name.partition("?")
+        params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True)) if query else {}
+        cached = urllib.parse.unquote(path), params
+        if len(_split_cache) >= _SPLIT_CACHE_SIZE:
+            _split_cache.clear()
+        _split_cache[name] = cached
+    return cached[0], dict(cached[1])  # a fresh dict: callers may change it
+
+
+_SPLIT_CACHE_SIZE = 1024
+_split_cache: dict[str, tuple[str, dict[str, str]]] = {}
+"""Names seen recently (request/response repeats the same few names): parsing a query costs more
+than the rest of serving a request."""
 
 
 def _compile(pattern: str) -> re.Pattern[str]:

@@ -33,22 +33,22 @@ from rstreams.wire._varint import Incomplete, decode_varint
 from rstreams.wire.events import OnNextBatch
 from rstreams.wire.frames import (
     FIRST_EXTENSION_TYPE,
-    Cancel,
     ClientHello,
     Frame,
     FrameType,
     Goodbye,
-    OnComplete,
     OnError,
     OnNext,
     OnNextLastPart,
     OnNextPacked,
     OnNextPart,
-    OnSubscribe,
-    Request,
     ServerHello,
-    Subscribe,
+    make_cancel,
+    make_on_complete,
     make_on_next,
+    make_on_subscribe,
+    make_request,
+    make_subscribe,
 )
 
 __all__ = ["FrameParser"]
@@ -306,14 +306,14 @@ class FrameParser:
         if t == _REQUEST:
             sid, p = decode_varint(data, p, n)
             demand, p = decode_varint(data, p, n)
-            return Request(subscriber=sid, demand=demand), p
+            return make_request(sid, demand), p
         if t == _CANCEL:
             sid, p = decode_varint(data, p, n)
-            return Cancel(subscriber=sid), p
+            return make_cancel(sid), p
         if t == _ON_COMPLETE:
             sid, p = decode_varint(data, p, n)
             self.element_sizes.pop(sid, None)
-            return OnComplete(subscriber=sid), p
+            return make_on_complete(sid), p
         if t == _ON_NEXT_PACKED:
             sid, p = decode_varint(data, p, n)
             count, p = decode_varint(data, p, n)
@@ -345,7 +345,7 @@ class FrameParser:
                 self.element_sizes[sid] = size
             else:
                 self.element_sizes.pop(sid, None)
-            return OnSubscribe(subscriber=sid, element_size=size), p
+            return make_on_subscribe(sid, size), p
         if t == _ON_ERROR:
             sid, p = decode_varint(data, p, n)
             text, p = self._string(data, p, n, "onError error")
@@ -355,7 +355,7 @@ class FrameParser:
             name, p = self._string(data, p, n, "subscribe publisher name")
             sid, p = decode_varint(data, p, n)
             demand, p = decode_varint(data, p, n)
-            return Subscribe(publisher=name, subscriber=sid, initial_demand=demand), p
+            return make_subscribe(name, sid, demand), p
         if t == _GOODBYE:
             reason, p = self._string(data, p, n, "goodbye reason")
             return Goodbye(reason=reason), p

@@ -48,6 +48,8 @@ __all__ = [
 class ConnectionState(Enum):
     """Where a connection is in its life (§12)."""
 
+    __hash__ = object.__hash__  # members are singletons; Enum's own __hash__ is Python code (hot tables)
+
     AWAITING_HELLO = "awaiting hello"
     OPEN = "open"
     CLOSING = "closing"
@@ -56,6 +58,8 @@ class ConnectionState(Enum):
 
 class ConnectionInput(Enum):
     """What happens to a connection."""
+
+    __hash__ = object.__hash__  # members are singletons; Enum's own __hash__ is Python code (hot tables)
 
     SEND_FRAME = "send a frame"
     RECV_HELLO = "receive the peer's hello"
@@ -95,6 +99,8 @@ violations; (CLOSING, SEND_*) is local misuse; nothing leaves CLOSED."""
 class StreamState(Enum):
     """Where a subscription is; IDLE means the id has no subscription (§5.2)."""
 
+    __hash__ = object.__hash__  # members are singletons; Enum's own __hash__ is Python code (hot tables)
+
     IDLE = "idle"
     SUBSCRIBED = "subscribed"
     ACTIVE = "active"
@@ -104,6 +110,8 @@ class StreamState(Enum):
 
 class Signal(Enum):
     """The signals of a subscription; parts count as ON_NEXT."""
+
+    __hash__ = object.__hash__  # members are singletons; Enum's own __hash__ is Python code (hot tables)
 
     SUBSCRIBE = "subscribe"
     REQUEST = "request"

@@ -49,7 +49,7 @@ from rstreams.wire._state import (
     Signal,
     StreamState,
 )
-from rstreams.wire._varint import encode_varint
+from rstreams.wire._varint import MAX_U64, encode_varint
 from rstreams.wire.config import ConnectionConfig
 from rstreams.wire.events import ConnectionClosed, Event, OnNextBatch, StreamError
 from rstreams.wire.frames import (
@@ -82,6 +82,7 @@ _CANCELLED = StreamState.CANCELLED
 _V = encode_varint
 _BYTE = [bytes((i,)) for i in range(256)]
 _PACKED = bytes((FrameType.ON_NEXT_PACKED,))
+_COMPLETE = bytes((FrameType.ON_COMPLETE,))
 _LARGE = 16 * 1024
 """Payloads at least this big are handed to the transport as their own chunk (no copy)."""
 
@@ -389,6 +390,59 @@ class Connection:
                     return
         for element in elements:
             self.send_on_next(subscriber, element)
+
+    def send_subscribe(self, publisher: str, subscriber: int, initial_demand: int) -> None:
+        """``send(Subscribe(...))`` without building the frame (request/response's hot path)."""
+        if (
+            self._state is not _OPEN
+            or type(publisher) is not str
+            or type(subscriber) is not int
+            or type(initial_demand) is not int
+            or not 0 <= subscriber <= MAX_U64
+            or not 0 <= initial_demand <= MAX_U64
+            or subscriber in self._subscribing
+        ):
+            self.send(Subscribe(publisher=publisher, subscriber=subscriber, initial_demand=initial_demand))
+            return
+        name = publisher.encode()  # a lone surrogate raises here, as Subscribe() would
+        demand = min(initial_demand, UNBOUNDED)
+        self._closed.pop((False, subscriber), None)
+        self._subscribing[subscriber] = _Stream(subscriber, False, demand)
+        out = self._out
+        out.append(FrameType.SUBSCRIBE)
+        out += _V(len(name))
+        out += name
+        out += _V(subscriber)
+        out += _V(demand)
+
+    def send_on_subscribe(self, subscriber: int, element_size: int = 0) -> None:
+        """``send(OnSubscribe(...))`` without building the frame."""
+        st = self._publishing.get(subscriber)
+        if (
+            self._state is not _OPEN
+            or st is None
+            or st.state is not StreamState.SUBSCRIBED
+            or type(element_size) is not int
+            or not 0 <= element_size <= MAX_U64
+        ):
+            self.send(OnSubscribe(subscriber=subscriber, element_size=element_size))
+            return
+        st.state = STREAM_TRANSITIONS[st.state, Signal.ON_SUBSCRIBE]
+        st.element_size = element_size
+        out = self._out
+        out.append(FrameType.ON_SUBSCRIBE)
+        out += _V(subscriber)
+        out += _V(element_size)
+
+    def send_on_complete(self, subscriber: int) -> None:
+        """``send(OnComplete(...))`` without building the frame."""
+        st = self._publishing.get(subscriber)
+        if self._state is not _OPEN or st is None:
+            self.send(OnComplete(subscriber=subscriber))
+            return
+        st.state = STREAM_TRANSITIONS[st.state, Signal.ON_COMPLETE]
+        self._forget(True, subscriber)
+        self._emit(subscriber, _COMPLETE + _V(subscriber))
 
     def send_request(self, subscriber: int, demand: int) -> None:
         """Ask for ``demand`` more elements on our subscription; above 2**63-1 saturates (§6.1).

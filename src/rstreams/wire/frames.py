@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from rstreams.wire._varint import MAX_U64, encode_varint
 
@@ -314,6 +314,55 @@ def make_on_next(subscriber: int, element: bytes) -> OnNext:
     frame: OnNext = _new(OnNext)
     _set_subscriber(frame, subscriber)
     _set_element(frame, element)
+    return frame
+
+
+def _setters(cls: type, *names: str) -> list[Any]:
+    return [cls.__dict__[name].__set__ for name in names]
+
+
+_req_sid, _req_demand = _setters(Request, "subscriber", "demand")
+_cancel_sid, _complete_sid = _setters(Cancel, "subscriber")[0], _setters(OnComplete, "subscriber")[0]
+_onsub_sid, _onsub_size = _setters(OnSubscribe, "subscriber", "element_size")
+_sub_name, _sub_sid, _sub_demand = _setters(Subscribe, "publisher", "subscriber", "initial_demand")
+
+
+def make_request(subscriber: int, demand: int) -> Request:
+    """Build a :class:`Request` from decoded fields without re-validating."""
+    frame: Request = _new(Request)
+    _req_sid(frame, subscriber)
+    _req_demand(frame, demand)
+    return frame
+
+
+def make_cancel(subscriber: int) -> Cancel:
+    """Build a :class:`Cancel` from a decoded field without re-validating."""
+    frame: Cancel = _new(Cancel)
+    _cancel_sid(frame, subscriber)
+    return frame
+
+
+def make_on_complete(subscriber: int) -> OnComplete:
+    """Build an :class:`OnComplete` from a decoded field without re-validating."""
+    frame: OnComplete = _new(OnComplete)
+    _complete_sid(frame, subscriber)
+    return frame
+
+
+def make_on_subscribe(subscriber: int, element_size: int) -> OnSubscribe:
+    """Build an :class:`OnSubscribe` from decoded fields without re-validating."""
+    frame: OnSubscribe = _new(OnSubscribe)
+    _onsub_sid(frame, subscriber)
+    _onsub_size(frame, element_size)
+    return frame
+
+
+def make_subscribe(publisher: str, subscriber: int, initial_demand: int) -> Subscribe:
+    """Build a :class:`Subscribe` from decoded fields without re-validating."""
+    frame: Subscribe = _new(Subscribe)
+    _sub_name(frame, publisher)
+    _sub_sid(frame, subscriber)
+    _sub_demand(frame, initial_demand)
     return frame
 
 
