@@ -133,6 +133,7 @@ class Connection:
         self._requests: dict[RemoteSubscription[Any], None] = {}
         self._flush_scheduled = False
         self._flush_handle: asyncio.Handle | None = None
+        self._joins = False  # the transport's writelines joins everything into one bytes
         self._writable = True
         self._turn_bytes = 0
         self._ids = itertools.count(1)  # our subscriber ids: a namespace of our own (PROTOCOL.md §5.1)
@@ -281,6 +282,7 @@ class Connection:
     # -- TransportHandler ---------------------------------------------------------------
     def connection_made(self, transport: Transport) -> None:
         self._transport = transport
+        self._joins = getattr(type(transport), "writelines", None) is asyncio.WriteTransport.writelines
         self._made = True
         on_made, self._on_made = self._on_made, None
         if on_made is not None:
@@ -601,7 +603,10 @@ class Connection:
         data = core.data_to_send()
         self._turn_bytes = 0
         if data and not transport.is_closing():
-            transport.writelines(data)
+            if self._joins and len(data) > 1:
+                _write_grouped(transport, data)
+            else:
+                transport.writelines(data)
         if (self._refill or core.has_data_to_send) and self._writable and not self._flush_scheduled:
             self._schedule_flush()  # room or the write limit was used up this turn: go on next turn
 
@@ -617,3 +622,25 @@ class Connection:
                     self._refill[rest] = None
                 return
             self._turn_bytes += stream.refill(room)
+
+
+_DIRECT = 32 * 1024
+"""Chunks at least this big are written on their own (see :func:`_write_grouped`)."""
+
+
+def _write_grouped(transport: Transport, chunks: list[bytes]) -> None:
+    """``writelines`` for transports whose ``writelines`` is ``write(b"".join(chunks))`` (asyncio's
+    socket transports before Python 3.12): a large element is written on its own, not copied
+    into the join (``b"".join`` of one ``bytes`` is that object); small chunks are still joined,
+    so small frames still cost one ``send`` per turn."""
+    small: list[bytes] = []
+    for chunk in chunks:
+        if len(chunk) >= _DIRECT:
+            if small:
+                transport.writelines(small)
+                small = []
+            transport.writelines([chunk])
+        else:
+            small.append(chunk)
+    if small:
+        transport.writelines(small)
