@@ -104,3 +104,21 @@ def test_sink_uploads_publish_once_per_batch(serve: Any) -> None:
     assert request_json(server.url, "out?publish=0&writer=q&tokens=t3") == {"published": False, "count": 0}
     assert request_json(server.url, "out?discard=t3") == {"discarded": 1}
     assert fetch_range(server.url, "out", 0, 3) == [b"a", b"b", b"c"]
+
+
+def test_bounded_log_appends_wait_for_commits() -> None:
+    """append() to a full bounded log waits (in order) until readers commit; done() says when."""
+    log = ReplayLog("out", capacity=4)
+    done: list[str] = []
+    log.append([b"a", b"b", b"c"], lambda: done.append("first"))
+    log.append([b"d", b"e"], lambda: done.append("second"))
+    log.append([b"f"], lambda: done.append("third"))
+    assert done == ["first"] and log.info()["end"] == 3
+    log.commit(2)
+    assert done == ["first", "second", "third"] and log.info() == {
+        "first": 2,
+        "end": 6,
+        "complete": False,
+        "error": None,
+    }
+    assert log.max_held == 4

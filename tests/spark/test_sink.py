@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ import pytest
 from sparksupport import read_stream, records
 
 from rstreams.spark import ReplayLog
-from rstreams.spark._remote import fetch_range
+from rstreams.spark._remote import fetch_range, request_json
 
 pytestmark = pytest.mark.spark
 
@@ -64,3 +66,42 @@ def test_batch_write(spark: Any, serve: Any) -> None:
     df.write.format("rstreams").option("url", server.url).option("publisher", "results").mode("append").save()
     rows = published(server, results)
     assert sorted(r["id"] for r in rows) == list(range(20)) and rows[0]["name"].startswith("n")
+
+
+@pytest.mark.timeout(180)
+def test_slow_reader_of_a_bounded_sink_log_holds_spark_back(spark: Any, serve: Any, tmp_path: Path) -> None:
+    """A bounded sink log: Spark's commit waits for the reader; the log never holds more than its bound."""
+    source = ReplayLog("nums", capacity=1000)
+    source.append(records(300))
+    results = ReplayLog("results", capacity=100)  # not evicting: readers must commit
+    server = serve({"nums": source}, sinks={"results": results})
+    got: list[dict[str, Any]] = []
+    stop = threading.Event()
+
+    def slow_reader() -> None:
+        while len(got) < 300 and not stop.is_set():
+            info = results.info()
+            if info["end"] > info["first"]:
+                got.extend(published(server, results))
+                time.sleep(0.5)  # a slow subscriber
+                request_json(server.url, f"results?commit={info['end']}")
+            stop.wait(0.05)
+
+    reader = threading.Thread(target=slow_reader, daemon=True)
+    reader.start()
+    query = (
+        read_stream(spark, server.url, "nums", maxRecordsPerBatch=100)
+        .writeStream.format("rstreams")
+        .option("url", server.url)
+        .option("publisher", "results")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(120)
+        reader.join(30)
+    finally:
+        stop.set()
+    assert sorted(r["seq"] for r in got) == list(range(300))
+    assert results.max_held <= 100

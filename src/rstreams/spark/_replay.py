@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -89,6 +90,7 @@ class ReplayLog(Subscriber[Any]):
         self._encode = encode
         self._lock = threading.Lock()
         self._store: Store = MemoryStore() if path is None else FileStore(path)
+        self._waiting: deque[tuple[list[bytes], Callable[[], object] | None]] = deque()
         self._outstanding = 0  # requested upstream, not yet received
         self._upstream: Subscription | None = None
         self._complete = False
@@ -126,12 +128,18 @@ class ReplayLog(Subscriber[Any]):
         upstream.subscribe(self)
         return self
 
-    def append(self, items: list[bytes]) -> None:
-        """Append ``items`` directly (no upstream; used by the sink's commit)."""
+    def append(self, items: list[bytes], done: Callable[[], object] | None = None) -> None:
+        """Append ``items`` directly (no upstream; the sink's publish), all together.
+
+        An evicting log appends at once. A bounded one appends when the items fit beside
+        what it holds (or it is empty), in the order of the calls; until then they wait
+        for readers to commit, and ``done()`` is called once they are in. This is how slow
+        readers of a sink log hold back Spark: its commit waits for ``done``.
+        """
         with self._lock:
-            for item in items:
-                self._add(item)
-        self._wake()
+            self._waiting.append((items, done))
+            ready = self._take_waiting()
+        self._appended(ready)
 
     def commit(self, position: int) -> None:
         """Positions below ``position`` are no longer needed: trim them, ask upstream for more."""
@@ -142,7 +150,33 @@ class ReplayLog(Subscriber[Any]):
             drop = min(position, store.end) - store.first
             if drop > 0:
                 store.drop(drop)
+            ready = self._take_waiting()
+        self._appended(ready)
         self._refill()
+
+    def _take_waiting(self) -> list[Callable[[], object] | None]:  # under the lock
+        """Append the waiting item lists that fit now, in order; their callbacks."""
+        ready: list[Callable[[], object] | None] = []
+        while self._waiting:
+            items, done = self._waiting[0]
+            held = self._store.end - self._store.first
+            if not self.evict and held and held + len(items) > self.capacity:
+                break
+            self._waiting.popleft()
+            for item in items:
+                self._add(item)
+            ready.append(done)
+        return ready
+
+    def _appended(self, ready: list[Callable[[], object] | None]) -> None:
+        if ready:
+            self._wake()
+        for done in ready:
+            if done is not None:
+                try:
+                    done()
+                except Exception as error:
+                    report_unhandled(error, "ReplayLog.append(done=...)")
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if not demand.accept_subscription(self._upstream, subscription):

@@ -127,7 +127,10 @@ class _Staging:
         with self._lock:
             return self._uploads.setdefault(token, [])
 
-    def publish(self, writer: str, batch: int, tokens: list[str]) -> dict[str, Any]:
+    def publish(self, writer: str, batch: int, tokens: list[str]) -> concurrent.futures.Future[Any]:
+        """Append the staged rows as one batch, once per ``(writer, batch)``; resolves when appended
+        (a bounded sink log may first wait for its readers to commit)."""
+        answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
             items: list[bytes] = []
             for token in tokens:
@@ -135,10 +138,11 @@ class _Staging:
                 self._done.pop(token, None)
             if (writer, batch) in self._published:
                 self.refused += 1
-                return {"published": False, "count": 0}
+                answer.set_result({"published": False, "count": 0})
+                return answer
             self._published.add((writer, batch))
-        self.log.append(items)
-        return {"published": True, "count": len(items)}
+        self.log.append(items, lambda: answer.set_result({"published": True, "count": len(items)}))
+        return answer
 
     def discard(self, tokens: list[str]) -> dict[str, Any]:
         with self._lock:
@@ -224,7 +228,7 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
             return _Answer(counted)
         if "publish" in params:
             tokens = [t for t in params.get("tokens", "").split(",") if t]
-            return _answer(staging.publish(params.get("writer", ""), int(params["publish"]), tokens))
+            return _Answer(staging.publish(params.get("writer", ""), int(params["publish"]), tokens))
         if "discard" in params:
             return _answer(staging.discard([t for t in params["discard"].split(",") if t]))
     start = int(params["from"]) if "from" in params else None
