@@ -134,6 +134,7 @@ class Connection:
         self._flush_scheduled = False
         self._flush_handle: asyncio.Handle | None = None
         self._joins = False  # the transport's writelines joins everything into one bytes
+        self.reading = False  # a read's events are being delivered
         self._writable = True
         self._turn_bytes = 0
         self._ids = itertools.count(1)  # our subscriber ids: a namespace of our own (PROTOCOL.md §5.1)
@@ -297,7 +298,11 @@ class Connection:
         if core.state is ConnectionState.CLOSED:
             return  # after the goodbyes: nothing more is read
         core.receive_data(data)
-        self._dispatch(core.events_received())
+        self.reading = True
+        try:
+            self._dispatch(core.events_received())
+        finally:
+            self.reading = False
         # Everything this read caused goes out now, in one write, rather than on the next
         # loop turn: a turn (an epoll_wait) less per request/response. What the events made
         # us send scheduled a flush (_mark_dirty & co.); the core may also have answered by
@@ -544,6 +549,18 @@ class Connection:
         subscription.started = True
         self._core.send_subscribe(name, sid, subscription.take_pending())
         self._mark_dirty()
+
+    def request_now(self, subscription: RemoteSubscription[Any]) -> None:
+        """Send ``subscription``'s pending demand, and anything else queued, in a write of its own."""
+        self._requests.pop(subscription, None)
+        n = subscription.take_pending()
+        transport = self._transport
+        if not n or subscription.done or transport is None or self._ended is not None:
+            return
+        self._core.send_request(subscription.sid, n)
+        data = self._core.data_to_send()
+        if data and not transport.is_closing():
+            transport.writelines(data)
 
     def want_request(self, subscription: RemoteSubscription[Any]) -> None:
         self._requests[subscription] = None

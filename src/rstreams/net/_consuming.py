@@ -43,6 +43,13 @@ __all__ = ["Batching", "RemotePublisher", "RemoteSubscription", "ScalarSubscribe
 T = TypeVar("T")
 
 
+EARLY_REQUEST = 64
+"""Demand that is written at once when requested while a read is being delivered, instead of
+with everything else at the end of that read. A subscriber that re-requests half its window
+as it consumes then has the next elements produced while it works through the rest of the
+read (the two sides overlap instead of taking turns); smaller requests are coalesced."""
+
+
 class RemotePublisher(Flow[T]):
     """The publisher named ``name`` on the other side of ``conn``; made by ``conn.publisher``.
 
@@ -134,8 +141,12 @@ class RemoteSubscription(Subscription, Generic[T]):
             self.fail_locally(problem)
             return
         first = self.pending == 0
-        self.pending = demand.add(self.pending, n)
-        if first and self.started:
+        pending = self.pending = demand.add(self.pending, n)
+        if not self.started:
+            return
+        if pending >= EARLY_REQUEST and self._conn.reading:
+            self._conn.request_now(self)  # mid-read: let the peer produce while we consume
+        elif first:
             self._conn.want_request(self)
 
     def cancel(self) -> None:
