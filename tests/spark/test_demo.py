@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 def test_demo_pipeline_publishes_windows_and_saves_them(spark: Any, tmp_path: Path) -> None:
     """Sensors -> replay log -> Spark windowed averages -> rstreams sink -> live view and Parquet."""
     out = io.StringIO()
-    figures = run_demo(seconds=8, batch=20_000, window=1, out=str(tmp_path), stream=out, spark=spark)
+    figures = run_demo(seconds=6, batch=20_000, window=1, out=str(tmp_path), stream=out, spark=spark)
     text = out.getvalue()
     assert figures["rows"] > 0 and figures["batches"] > 0, text
     assert figures["results"] > 0, text  # window averages came back over RS.io

@@ -10,6 +10,7 @@ import pytest
 import rstreams
 from rstreams.spark import RemoteLogError, ReplayLog, TrimmedError
 from rstreams.spark._remote import fetch_range, request_json, upload
+from rstreams.spark._replay import pack, unpack
 from support import RecordingSubscriber
 
 pytestmark = pytest.mark.timeout(30)
@@ -122,3 +123,12 @@ def test_bounded_log_appends_wait_for_commits() -> None:
         "error": None,
     }
     assert log.max_held == 4
+
+
+def test_packed_ranges_round_trip(serve: Any) -> None:
+    """?pack=N carries up to N elements per wire element, split by bytes; unpack restores them exactly."""
+    log = ReplayLog("big", capacity=2000)
+    log.append([b"x" * (i % 700) for i in range(2000)])  # ~700 KB: several byte-bounded packs
+    server = serve({"big": log})
+    assert fetch_range(server.url, "big", 5, 1995, pack=1024) == [b"x" * (i % 700) for i in range(5, 1995)]
+    assert unpack(pack([b"", b"ab", b"c"])) == [b"", b"ab", b"c"]

@@ -17,7 +17,11 @@ from typing import Any
 
 from rstreams.flow._iterable import from_iterable
 from rstreams.net import RemoteStreamError, connect
+from rstreams.spark._replay import unpack
 from rstreams.spark._serve import UPLOAD_NAME
+
+PACK = 1024
+"""Elements per wire element when fetching ranges (bounded by bytes on the server too)."""
 
 __all__ = ["RemoteLogError", "fetch_range", "request_json", "upload"]
 
@@ -57,15 +61,20 @@ async def _fetch(url: str, name: str) -> list[bytes]:
     return elements
 
 
-def fetch_range(url: str, log: str, start: int, end: int, timeout: float = 60.0) -> list[bytes]:
-    """Exactly the elements at positions ``[start, end)`` of ``log``.
+def fetch_range(
+    url: str, log: str, start: int, end: int, timeout: float = 60.0, *, pack: int = PACK
+) -> list[bytes]:
+    """Exactly the elements at positions ``[start, end)`` of ``log``, ``pack`` per wire element.
 
     Raises:
         RemoteLogError: the server refused (for example positions already trimmed).
         RuntimeError: fewer elements than asked for arrived (the log ended early).
         TimeoutError: the range did not arrive within ``timeout`` seconds.
     """
-    elements = _run(_fetch(url, f"{log}?from={start}&to={end}"), timeout)
+    name = f"{log}?from={start}&to={end}" + (f"&pack={pack}" if pack else "")
+    elements = _run(_fetch(url, name), timeout)
+    if pack:
+        elements = [element for packed in elements for element in unpack(packed)]
     if len(elements) != end - start:
         raise RuntimeError(
             f"replay log {log!r} at {url} ended after {len(elements)} of the {end - start} "

@@ -6,7 +6,8 @@ request/response is one JSON element (UTF-8 bytes):
 =============================  ===============================================================
 ``NAME``                       the elements from the oldest held, following the tail
 ``NAME?from=A&to=B``           exactly the positions ``[A, B)`` (either bound optional);
-                               ``onError`` naming the position if ``A`` was already trimmed
+                               ``onError`` naming the position if ``A`` was already trimmed;
+                               ``&pack=N``: up to N elements per wire element (``unpack``)
 ``NAME?latest``                ``{"first", "end", "complete", "error"}`` of the log
 ``NAME?commit=N``              trim positions ``< N`` (the reader will not ask again); answers
                                like ``latest``
@@ -233,7 +234,7 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
             return _answer(staging.discard([t for t in params["discard"].split(",") if t]))
     start = int(params["from"]) if "from" in params else None
     stop = int(params["to"]) if "to" in params else None
-    return log.cursor(start, stop)
+    return log.cursor(start, stop, pack=int(params.get("pack", 0)))
 
 
 def _chain_count(source: concurrent.futures.Future[int], target: concurrent.futures.Future[Any]) -> None:
