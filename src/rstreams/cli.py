@@ -6,6 +6,8 @@
   (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
   reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to.
 * ``rstreams subscribe URL NAME``: print the elements of a remote publisher.
+* ``rstreams publish URL NAME``: publish standard input's lines on a server's sink log
+  ``NAME`` (staged, then published as one batch, like the Spark sink does).
 """
 
 from __future__ import annotations
@@ -93,6 +95,19 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _publish(args: argparse.Namespace) -> int:
+    import uuid
+
+    from rstreams.spark._remote import request_json, upload
+
+    token = uuid.uuid4().hex
+    lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)
+    count = upload(args.url, args.name, token, lines)
+    answer = request_json(args.url, f"{args.name}?publish=0&writer=cli-{token}&tokens={token}")
+    print(f"published {answer['count']} of {count} lines on {args.name!r}", file=sys.stderr)
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rstreams", description="Reactive Streams for Python")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -117,6 +132,10 @@ def _parser() -> argparse.ArgumentParser:
     subscribe.add_argument("name", help="publisher name, e.g. results or sensors?from=0&to=10")
     subscribe.add_argument("--limit", type=int, default=0, help="stop after this many elements")
     subscribe.set_defaults(run=_subscribe)
+    publish = commands.add_parser("publish", help="publish standard input's lines on a server's sink log")
+    publish.add_argument("url", help="tcp://host:port of a server with sink logs (rstreams serve --sink)")
+    publish.add_argument("name", help="the sink log's name")
+    publish.set_defaults(run=_publish)
     return parser
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -69,3 +70,25 @@ def test_serve_reads_standard_input_only_as_the_log_has_room() -> None:
         for pipe in (server.stdin, server.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+def test_publish_stages_then_publishes_standard_input(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rstreams publish URL NAME: every line of standard input, once, in order."""
+    out = ReplayLog("out", capacity=10, evict=True)
+    server = serve({}, sinks={"out": out})
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\nthree\n")))
+    assert main(["publish", server.url, "out"]) == 0
+    assert fetch_range(server.url, "out", 0, 3) == [b"one", b"two", b"three"]
+
+
+def test_core_never_imports_spark_and_the_guard_names_the_extra() -> None:
+    """`import rstreams` (and the CLI) work without PySpark; rstreams.spark says what to install."""
+    code = (
+        "import sys; sys.modules['pyspark'] = None\n"
+        "import rstreams, rstreams.net, rstreams.cli\n"
+        "try:\n    import rstreams.spark\nexcept ImportError as e:\n    print(e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=50, check=True
+    )
+    assert "pip install 'rstreams[spark]'" in done.stdout
