@@ -74,6 +74,7 @@ class ServingStream(Subscriber[Any]):
         "_loop_thread",
         "_pack",
         "_pack_limit",
+        "_raw",
         "_scheduled",
         "done",
         "element_size",
@@ -90,6 +91,7 @@ class ServingStream(Subscriber[Any]):
         self.sid = sid
         encode = codec.encode if codec is not None else None
         self._encode: Callable[[Any], bytes] | None = None if encode is identity else encode
+        self._raw = self._encode is None  # elements are sent as they are; False once done
         size = codec.element_size if codec is not None else 0
         self.element_size = size
         # The encoded elements of this event-loop turn wait here and go out together when
@@ -161,6 +163,7 @@ class ServingStream(Subscriber[Any]):
         if self.done:
             return
         self.done = True
+        self._raw = False
         if self._pack:
             self._pack.clear()
         upstream, self.upstream = self.upstream, None
@@ -177,32 +180,33 @@ class ServingStream(Subscriber[Any]):
         self._subscribed(subscription)
 
     def on_next(self, item: Any) -> None:
+        # The serving hot path, for raw bytes on the loop's thread: _emit inlined.
+        outstanding = self.outstanding - 1
+        if (
+            item.__class__ is bytes
+            and self._raw
+            and outstanding >= 0
+            and self._inbox is None
+            and _ident() == self._loop_thread
+            and (not self.element_size or len(item) == self.element_size)
+        ):
+            self.outstanding = outstanding
+            remote = self.remote_demand
+            if remote != UNBOUNDED:
+                remote = self.remote_demand = remote - 1
+            pack = self._pack
+            if not pack:
+                self._conn.want_pack(self)
+            pack.append(item)
+            if outstanding <= _HALF_BATCH and remote > outstanding and not self.queued:
+                self._conn.want_refill(self)
+            return
         if item is None:
             raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
         if self._inbox is not None or _ident() != self._loop_thread:
             self._enqueue(_NEXT, item)
             return
-        size = self.element_size
-        outstanding = self.outstanding - 1
-        if (
-            item.__class__ is not bytes
-            or self._encode is not None
-            or (size and len(item) != size)
-            or outstanding < 0
-            or self.done
-        ):
-            self._emit(item)  # encodes, or fails the stream (wrong size, rule 1.1), or drops
-            return
-        # _emit inlined for raw bytes: the serving hot path
-        self.outstanding = outstanding
-        if self.remote_demand != UNBOUNDED:
-            self.remote_demand -= 1
-        pack = self._pack
-        if not pack:
-            self._conn.want_pack(self)
-        pack.append(item)
-        if outstanding <= _HALF_BATCH and not self.queued and self.remote_demand > outstanding:
-            self._conn.want_refill(self)
+        self._emit(item)  # encodes, or fails the stream (wrong size, rule 1.1), or drops (done)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
@@ -264,6 +268,7 @@ class ServingStream(Subscriber[Any]):
             return
         self.flush_pack()
         self.done = True
+        self._raw = False
         self.upstream = None
         self._conn.send_on_complete(self.sid)
 
@@ -272,6 +277,7 @@ class ServingStream(Subscriber[Any]):
             return
         self.flush_pack()
         self.done = True
+        self._raw = False
         self.upstream = None
         self._conn.send_on_error(self.sid, error)
 
@@ -348,6 +354,7 @@ class BatchServingStream(ServingStream):
         self._held = b""  # encoded elements not yet sent (for want of demand)
         self._held_at = 0  # how much of _held was sent
         self._complete_after = False  # upstream completed; complete once _held is sent
+        self._raw = False  # elements are lists: always through _emit
         self._pack_limit = max(1, PACK_BYTES // codec.element_size)
         self.estimate = 0  # bytes of the last batch
 
