@@ -161,3 +161,20 @@ def test_batch_within_demand_is_one_event() -> None:
     server.send_on_next_many(1, [b"e"] * 10)
     client.receive_data(b"".join(server.data_to_send()))
     assert client.events_received() == [OnSubscribe(subscriber=1), OnNextBatch(1, [b"e"] * 10)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"\x07\x01\x08", b"\x07\x01\x88\x00", b"\x07\x01\x81\x01", b"\x07\x02\x02", b"xy"])
+    ).map(b"".join),
+    st.binary(max_size=40),
+)
+def test_batched_parser_agrees_with_plain_on_any_input(prefix: bytes, tail: bytes) -> None:
+    """Whatever the bytes (valid or not), batching changes the grouping of frames, nothing else."""
+    data = prefix + tail
+    plain, batched = make_parser(), make_parser(True)
+    assert flatten(batched.feed(data)) == flatten(plain.feed(data))
+    assert (plain.error is None) == (batched.error is None)
+    assert type(plain.error) is type(batched.error)
+    assert plain.buffered == batched.buffered

@@ -82,28 +82,32 @@ and shrinks back when they break, so interleaved streams do not pay for long pro
 
 
 _CUT = 64
-_cutters: dict[tuple[int, int], Struct] = {}
+_CUTTERS_MAX = 4096
+_cutters: dict[int, Struct] = {}
 
 
-def _cut(data: bytes, pos: int, count: int, length: int) -> list[bytes]:
-    """The elements of ``count`` onNext frames with 3-byte headers and ``length``-byte elements
-    at ``data[pos:]``: ``Struct("3x8s3x8s...").unpack_from`` makes them in C, 4-5x faster than
-    slicing in a Python loop."""
+def _cut(data: bytes, pos: int, count: int, hdr: int, length: int) -> list[bytes]:
+    """The elements of ``count`` onNext frames with ``hdr``-byte headers and ``length``-byte
+    elements at ``data[pos:]``: ``Struct("3x8s3x8s...").unpack_from`` makes them in C, 4-5x
+    faster than slicing in a Python loop."""
     out: list[bytes] = []
-    stride = 3 + length
+    stride = hdr + length
     while count >= _CUT:
-        out += _cutter(length, _CUT).unpack_from(data, pos)
+        out += _cutter(hdr, length, _CUT).unpack_from(data, pos)
         pos += _CUT * stride
         count -= _CUT
     if count:
-        out += _cutter(length, count).unpack_from(data, pos)
+        out += _cutter(hdr, length, count).unpack_from(data, pos)
     return out
 
 
-def _cutter(length: int, count: int) -> Struct:
-    cutter = _cutters.get((length, count))
+def _cutter(hdr: int, length: int, count: int) -> Struct:
+    key = (hdr << 24) | (length << 8) | count
+    cutter = _cutters.get(key)
     if cutter is None:
-        cutter = _cutters[length, count] = Struct(f"3x{length}s" * count)
+        if len(_cutters) >= _CUTTERS_MAX:  # many distinct lengths: start over, stay small
+            _cutters.clear()
+        cutter = _cutters[key] = Struct(f"{hdr}x{length}s" * count)
     return cutter
 
 
@@ -259,26 +263,30 @@ class FrameParser:
                     if pos + 2 < n and not sizes:  # commonest: one-byte id and length
                         sid = data[pos + 1]
                         length = data[pos + 2]
-                        if sid < 0x80 and length < 0x80:
-                            end = pos + 3 + length
+                        hdr = 3
+                        if batch and length >= 0x80 and pos + 3 < n and 0 < data[pos + 3] < 0x80:
+                            length = (length & 0x7F) | (data[pos + 3] << 7)  # a two-byte length
+                            hdr = 4
+                        if sid < 0x80 and (length < 0x80 if hdr == 3 else length <= max_element):
+                            end = pos + hdr + length
                             if end > n:
                                 raise Incomplete(end)
                             if batch:
-                                stride = 3 + length
+                                stride = hdr + length
                                 k = min((n - pos) // stride, probe)  # complete frames that may repeat it
                                 if k > 1:
                                     stop = pos + k * stride
-                                    for offset, b in ((0, _ON_NEXT_BYTE), (1, byte[sid]), (2, byte[length])):
+                                    for offset in range(hdr):
                                         column = data[pos + offset : stop : stride]
-                                        same = k - len(column.lstrip(b))
+                                        same = k - len(column.lstrip(byte[data[pos + offset]]))
                                         if same < k:
                                             k = same
                                             stop = pos + k * stride
                                     probe = min(probe << 2, _RUN_MAX) if k == probe else _RUN_MIN
-                                    elements = _cut(data, pos, k, length)
+                                    elements = _cut(data, pos, k, hdr, length)
                                 else:
                                     stop = end
-                                    elements = [data[pos + 3 : end]]
+                                    elements = [data[pos + hdr : end]]
                                 if sid == run_sid and run is not None:
                                     run += elements
                                 else:
