@@ -186,6 +186,7 @@ class _LiveView(Subscriber[bytes]):
     def __init__(self) -> None:
         self.latest: dict[str, dict[str, Any]] = {}
         self.received = 0
+        self.closing = False
         self._lock = threading.Lock()
 
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -200,7 +201,8 @@ class _LiveView(Subscriber[bytes]):
                 self.latest[row["sensor"]] = row
 
     def on_error(self, error: BaseException) -> None:
-        print(f"  (results stream ended: {error})")
+        if not self.closing:  # closing the connection at the end ends the stream: not news
+            print(f"  (results stream ended: {error})")
 
     def on_complete(self) -> None:
         pass
@@ -310,6 +312,7 @@ def run_demo(
     figures: dict[str, Any] = _watch(query, log, source, view, seconds, say)
     spark.sparkContext.setLogLevel("OFF")  # stopping aborts the running batch: expected, not news
     query.stop()
+    view.closing = True
     stop.set()
     watcher.join(10)
     parquet = os.path.join(out, "results.parquet")
