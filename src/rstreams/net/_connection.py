@@ -548,7 +548,7 @@ class Connection:
         self._names[sid] = name
         subscription.started = True
         self._core.send_subscribe(name, sid, subscription.take_pending())
-        self._mark_dirty()
+        self._write_now_or_soon()
 
     def request_now(self, subscription: RemoteSubscription[Any]) -> None:
         """Send ``subscription``'s pending demand, and anything else queued, in a write of its own."""
@@ -586,6 +586,37 @@ class Connection:
     def call_soon_threadsafe(self, fn: Callable[..., object], *args: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the connection is gone
             self._loop.call_soon_threadsafe(fn, *args)
+
+    def _write_now_or_soon(self) -> None:
+        """Write the core's output now if that loses no coalescing, else schedule the flush.
+
+        No coalescing is lost when this loop turn has nothing else to run (the default loop's
+        ready queue is empty): the scheduled flush would be alone on the next turn, after an
+        extra ``epoll_wait``. That turn is one of three per request/response round trip.
+        Only plain writes are done here (nothing else waits to be flushed), so no local
+        publisher is called from inside the caller's ``subscribe``/``request``.
+        """
+        ready = getattr(self._loop, "_ready", None)  # asyncio's; uvloop has none: schedule
+        transport = self._transport
+        if (
+            ready is None
+            or ready
+            or self._flush_scheduled
+            or self.reading
+            or self._refill
+            or self._packs
+            or self._requests
+            or not self._writable
+            or transport is None
+            or transport.is_closing()
+        ):
+            self._mark_dirty()
+            return
+        data = self._core.data_to_send()
+        if data:
+            transport.writelines(data)
+        if self._core.has_data_to_send:
+            self._mark_dirty()
 
     def _mark_dirty(self) -> None:
         if not self._flush_scheduled:
