@@ -425,7 +425,7 @@ def latency(quick: bool) -> ScenarioDef:
 
 
 def memory(quick: bool) -> ScenarioDef:
-    duration = "2" if quick else "60"
+    duration = "1" if quick else "60"
     common = ["client", "--mode", "memory", "--size", "1024", "--duration", duration]
     return ScenarioDef(
         name="memory-slow-consumer",
