@@ -1,5 +1,5 @@
 # Shared by scripts/*.sh: create a virtual environment and install rstreams with a dependency group.
-# setup_venv DIR GROUP [EXTRA...]  -> sets VENV=DIR
+# setup_venv DIR GROUP [EXTRA...]  -> sets VENV=DIR (GROUP "-" installs no dependency group)
 setup_venv() {
   local dir=$1 group=$2; shift 2
   local python=${PYTHON:-python3}
@@ -15,7 +15,9 @@ setup_venv() {
   "$VENV/bin/python" -m pip install -q --upgrade "pip>=25.1" 2>&1 | grep -v '^WARNING: Location' || true
   local extras=""
   if [ $# -gt 0 ]; then extras="[$(IFS=,; echo "$*")]"; fi
-  echo "== installing rstreams$extras with the '$group' group into $dir"
-  "$VENV/bin/python" -m pip install -q -e ".$extras" --group "$group" 2>&1 | grep -v '^WARNING: Location' || true
+  local group_args=()
+  if [ "$group" != "-" ]; then group_args=(--group "$group"); fi
+  echo "== installing rstreams$extras ${group_args[*]:-} into $dir"
+  "$VENV/bin/python" -m pip install -q -e ".$extras" "${group_args[@]}" 2>&1 | grep -v '^WARNING: Location' || true
   "$VENV/bin/python" -c 'import rstreams' || { echo "installing rstreams failed" >&2; exit 1; }
 }

@@ -108,6 +108,27 @@ def _publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def _conformance(args: argparse.Namespace) -> int:
+    from rstreams.conformance import main as conformance_main
+
+    return conformance_main(args.rest)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
+    if not script.exists():
+        print(
+            "rstreams bench runs the scripts in benchmarks/ of a source checkout "
+            f"(looked for {script}); clone the repository and run it there",
+            file=sys.stderr,
+        )
+        return 2
+    return subprocess.call([sys.executable, str(script), *args.rest])
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rstreams", description="Reactive Streams for Python")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -136,14 +157,36 @@ def _parser() -> argparse.ArgumentParser:
     publish.add_argument("url", help="tcp://host:port of a server with sink logs (rstreams serve --sink)")
     publish.add_argument("name", help="the sink log's name")
     publish.set_defaults(run=_publish)
+    conformance = commands.add_parser(
+        "conformance",
+        help="run the RS.io conformance suite against an endpoint (see --help after the URL)",
+        add_help=False,
+    )
+    conformance.add_argument(
+        "rest", nargs=argparse.REMAINDER, help="URL and options, as for -m rstreams.conformance"
+    )
+    conformance.set_defaults(run=_conformance)
+    bench = commands.add_parser(
+        "bench", help="run benchmarks/ side by side with the peers (source checkout)", add_help=False
+    )
+    bench.add_argument(
+        "rest", nargs=argparse.REMAINDER, help="scenarios and options, as for benchmarks/run.py"
+    )
+    bench.set_defaults(run=_bench)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rstreams`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _PASS_THROUGH:  # their own parsers take every argument after the name
+        return _PASS_THROUGH[argv[0]](argparse.Namespace(rest=argv[1:]))
     args = _parser().parse_args(argv)
     status: int = args.run(args)
     return status
+
+
+_PASS_THROUGH = {"conformance": _conformance, "bench": _bench}
 
 
 if __name__ == "__main__":
