@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["FLOAT64", "INT64", "JSON", "UTF8", "Codec", "fixed_size"]
+__all__ = ["FLOAT64", "INT64", "JSON", "UTF8", "Codec", "fixed_size", "split_packed"]
 
 T = TypeVar("T")
 
@@ -92,9 +92,31 @@ def fixed_size(n: int) -> Codec[bytes]:
         raise ValueError(f"fixed_size(n) needs an int n >= 1, got {n!r}")
 
     def split(data: bytes) -> list[bytes]:
-        return [data[i : i + n] for i in range(0, len(data), n)]
+        return split_packed(data, n)
 
     return Codec(identity, identity, n, b"".join, split)
+
+
+_SPLIT = 64
+_splitters: dict[tuple[int, int], struct.Struct] = {}
+
+
+def split_packed(data: bytes, size: int) -> list[bytes]:
+    """``data`` cut into ``size``-byte elements, by ``struct`` in C (``"8s8s..."``), 64 at a time."""
+    out: list[bytes] = []
+    count = len(data) // size
+    pos = 0
+    while count:
+        k = min(count, _SPLIT)
+        splitter = _splitters.get((size, k))
+        if splitter is None:
+            if len(_splitters) >= 1024:
+                _splitters.clear()
+            splitter = _splitters[size, k] = struct.Struct(f"{size}s" * k)
+        out += splitter.unpack_from(data, pos)
+        pos += k * size
+        count -= k
+    return out
 
 
 _INT64 = struct.Struct("<q")

@@ -172,6 +172,9 @@ class Connection:
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
         if batched:
             return RemotePublisher(self, name, None, Batching(codec))
+        if codec is not None and codec.element_size and codec.decode_many is not None:
+            # one element per on_next, but packed frames are decoded in one call
+            return RemotePublisher(self, name, codec.decode, Batching(codec, lists=False))
         return RemotePublisher(self, name, codec.decode if codec is not None else None)
 
     @overload

@@ -32,7 +32,7 @@ from rstreams import demand
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
-from rstreams.net._codec import Codec, identity
+from rstreams.net._codec import Codec, identity, split_packed
 from rstreams.rules import check_subscriber
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class RemotePublisher(Flow[T]):
         self.name = name
         self._decode = decode
         self._batch = batch
+        self._lists = batch is not None and batch.lists
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
@@ -89,9 +90,11 @@ class Batching:
     elements requested, and a list never holds more than the demand outstanding.
     """
 
-    __slots__ = ("decode", "decode_packed")
+    __slots__ = ("decode", "decode_packed", "lists")
 
-    def __init__(self, codec: Codec[Any] | None) -> None:
+    def __init__(self, codec: Codec[Any] | None, *, lists: bool = True) -> None:
+        self.lists = lists
+        """False: elements are still delivered one by one; only packed frames are decoded at once."""
         self.decode = codec.decode if codec is not None and codec.decode is not identity else None
         self.decode_packed = codec.decode_batch if codec is not None and codec.element_size else None
 
@@ -103,6 +106,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         "_batch",
         "_conn",
         "_decode",
+        "_lists",
         "_loop_thread",
         "done",
         "pending",
@@ -124,6 +128,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         self.subscriber: Subscriber[T] | None = subscriber
         self._decode = decode
         self._batch = batch
+        self._lists = batch is not None and batch.lists
         self.pending = 0  # demand requested locally, not yet sent
         self.started = False  # the subscribe frame was queued
         self.done = False  # cancelled or terminated: deliver nothing more
@@ -170,8 +175,8 @@ class RemoteSubscription(Subscription, Generic[T]):
         subscriber = self.subscriber
         if subscriber is None:
             return  # cancelled: late elements are dropped (3.12)
-        if self._batch is not None:
-            self._deliver_list([element], self._batch.decode)
+        if self._lists:
+            self._deliver_list([element], self._batch.decode)  # type: ignore[union-attr]
             return
         decode = self._decode
         if decode is not None:
@@ -190,17 +195,20 @@ class RemoteSubscription(Subscription, Generic[T]):
         subscriber = self.subscriber
         if subscriber is None:
             return
-        if self._batch is not None:
-            self._deliver_list(elements, self._batch.decode)
+        if self._lists:
+            self._deliver_list(elements, self._batch.decode)  # type: ignore[union-attr]
             return
         if self._decode is not None:
             for element in elements:
                 self.deliver(element)
             return
+        self._deliver_each(subscriber, elements)
+
+    def _deliver_each(self, subscriber: Subscriber[T], elements: list[Any]) -> None:
         on_next = subscriber.on_next
         try:
             for element in elements:
-                on_next(element)  # type: ignore[arg-type]
+                on_next(element)
                 if self.subscriber is not subscriber:
                     return  # cancelled meanwhile, possibly by on_next itself (3.12)
         except Exception as error:
@@ -210,8 +218,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         """The ``count`` fixed-size elements of an ``onNextPacked`` frame."""
         batch = self._batch
         if batch is None or batch.decode_packed is None:
-            size = len(payload) // count
-            self.deliver_many([payload[i : i + size] for i in range(0, len(payload), size)])
+            self.deliver_many(split_packed(payload, len(payload) // count))
             return
         if self.subscriber is None:
             return
@@ -220,7 +227,10 @@ class RemoteSubscription(Subscription, Generic[T]):
         except Exception as error:
             self.fail_locally(error)
             return
-        self._deliver_list(elements, None)
+        if self._lists:
+            self._deliver_list(elements, None)
+            return
+        self._deliver_each(self.subscriber, elements)  # decoded already
 
     def _deliver_list(self, elements: list[Any], decode: Callable[[bytes], Any] | None) -> None:
         """Batched mode: one ``on_next(list)``."""
