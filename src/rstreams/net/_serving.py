@@ -3,9 +3,11 @@
 Theory of operation. When the peer sends ``subscribe(name, id, initialDemand)``, the
 connection resolves ``name`` to a local Publisher and subscribes a :class:`ServingStream`
 to it. The stream is the local Publisher's Subscriber; every element it receives is
-encoded and handed to the protocol core as an ``onNext`` frame, or, when the codec
-declares a fixed ``element_size``, collected and sent once per event-loop turn as
-``onNextPacked`` frames (at most :data:`PACK_BYTES` each).
+encoded and collected; once per event-loop turn, just before the connection writes, the
+turn's elements go to the protocol core in one call: ``onNext`` frames encoded together
+(``send_on_next_many``), or, when the codec declares a fixed ``element_size``,
+``onNextPacked`` frames (at most :data:`PACK_BYTES` each). :class:`BatchServingStream`
+serves publishers whose elements are lists (``with_codec(..., batched=True)``).
 
 Demand, and why memory stays bounded: the peer's demand (``remote_demand``, up to
 ``2**63 - 1``) is a *permission*, not what we ask the local Publisher for. What we
