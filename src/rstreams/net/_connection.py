@@ -193,7 +193,10 @@ class Connection:
         """
         future: asyncio.Future[Any] = self._loop.create_future()
         subscriber = ScalarSubscriber(future, name, self._after_dispatch.append)
-        RemotePublisher(self, name, codec.decode if codec is not None else None).subscribe(subscriber)
+        if not isinstance(name, str):
+            raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
+        # on the loop's thread already (a coroutine): open the subscription directly
+        self.open_subscription(name, subscriber, codec.decode if codec is not None else None)
         try:
             return await future
         except asyncio.CancelledError:
