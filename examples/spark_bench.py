@@ -27,7 +27,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from rstreams.spark import ReplayLog, ReplayServer, arrow_ipc, register
+from rstreams.replay import ReplayLog, ReplayServer
+from rstreams.spark import arrow_ipc, register
 
 ARROW_ROWS = 65_536
 

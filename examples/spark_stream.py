@@ -22,7 +22,8 @@ import tempfile
 import time
 
 import rstreams
-from rstreams.spark import ReplayLog, ReplayServer, register
+from rstreams.replay import ReplayLog, ReplayServer
+from rstreams.spark import register
 
 
 def main() -> None:

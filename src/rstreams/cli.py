@@ -1,7 +1,7 @@
 """The ``rstreams`` command.
 
 * ``rstreams demo``: simulated sensors -> RS.io -> Spark -> RS.io -> live terminal view
-  (needs the ``spark`` extra and Java 17+).
+  (needs the ``spark`` extra and Java 17+; the only command that imports :mod:`rstreams.spark`).
 * ``rstreams serve URL NAME``: serve the lines of standard input as a replay log ``NAME``
   (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
   reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to.
@@ -77,9 +77,8 @@ def _subscribe(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from rstreams.spark._demo import LineSource
-    from rstreams.spark._replay import ReplayLog
-    from rstreams.spark._serve import ReplayServer
+    from rstreams.replay import ReplayLog, ReplayServer
+    from rstreams.replay._lines import LineSource
 
     log = ReplayLog(args.name, capacity=args.capacity, path=args.path).feed(LineSource(sys.stdin.buffer))
     sinks = {name: ReplayLog(name, capacity=args.capacity, evict=True) for name in args.sink}
@@ -98,7 +97,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _publish(args: argparse.Namespace) -> int:
     import uuid
 
-    from rstreams.spark._remote import request_json, upload
+    from rstreams.replay import request_json, upload
 
     token = uuid.uuid4().hex
     lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from rstreams.spark import JavaMissingError, ReplayServer, check_java, register
+from rstreams.replay import ReplayServer
+from rstreams.spark import JavaMissingError, check_java, register
 
 # tests/spark/sparksupport.py is imported as `sparksupport` by the test modules here
 sys.path.insert(0, str(Path(__file__).parent))

@@ -10,7 +10,7 @@ from sparksupport import SCHEMA, end_position, read_stream, records, wait_until
 
 import rstreams
 from rstreams.api import Publisher
-from rstreams.spark import ReplayLog, replay_offer
+from rstreams.replay import ReplayLog, replay_offer
 
 pytestmark = pytest.mark.spark
 

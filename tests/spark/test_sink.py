@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from sparksupport import read_stream, records
 
-from rstreams.spark import ReplayLog
-from rstreams.spark._remote import fetch_range, request_json
+from rstreams.replay import ReplayLog, fetch_range, request_json
 
 pytestmark = pytest.mark.spark
 

@@ -12,7 +12,8 @@ import pytest
 from sparksupport import SCHEMA, read_stream, records, wait_until
 
 import rstreams
-from rstreams.spark import ReplayLog, arrow_ipc
+from rstreams.replay import ReplayLog
+from rstreams.spark import arrow_ipc
 
 pytestmark = pytest.mark.spark
 

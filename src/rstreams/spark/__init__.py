@@ -1,4 +1,4 @@
-"""rstreams for Apache Spark: the ``rstreams`` data source and sink, and replay logs.
+"""rstreams for Apache Spark: the ``rstreams`` data source and sink, reading and writing replay logs.
 
 ::
 
@@ -17,6 +17,10 @@ duplicated), and the log asks its producer for more only as Spark commits (Spark
 sets the demand). A live publisher read *without* a replay log in front of it cannot be
 replayed: a restart then loses what was in flight (at-most-once), like Spark's socket source.
 
+Replay logs themselves live in :mod:`rstreams.replay` (no PySpark needed); ``ReplayLog``,
+``ReplayServer``, ``TrimmedError``, ``RemoteLogError`` and ``replay_offer`` are re-exported here
+for compatibility.
+
 Needs the ``spark`` extra: ``pip install 'rstreams[spark]'`` (pyspark, pyarrow, pandas<3, msgpack)
 and Java 17+.
 """
@@ -34,15 +38,15 @@ except ImportError as _missing:  # pragma: no cover - exercised without the extr
 
 from typing import Any
 
+from rstreams.replay import RemoteLogError as RemoteLogError
+from rstreams.replay import ReplayLog as ReplayLog
+from rstreams.replay import ReplayServer as ReplayServer
+from rstreams.replay import TrimmedError as TrimmedError
+from rstreams.replay import replay_offer as replay_offer
 from rstreams.spark._codecs import ElementError as ElementError
 from rstreams.spark._codecs import arrow_ipc as arrow_ipc
 from rstreams.spark._java import JavaMissingError as JavaMissingError
 from rstreams.spark._java import check_java as check_java
-from rstreams.spark._remote import RemoteLogError as RemoteLogError
-from rstreams.spark._replay import ReplayLog as ReplayLog
-from rstreams.spark._replay import TrimmedError as TrimmedError
-from rstreams.spark._serve import ReplayServer as ReplayServer
-from rstreams.spark._serve import replay_offer as replay_offer
 from rstreams.spark._source import RStreamsDataSource as RStreamsDataSource
 
 __all__ = [

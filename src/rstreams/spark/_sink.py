@@ -27,8 +27,8 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from rstreams.replay._client import request_json, upload
 from rstreams.spark._codecs import row_encoder
-from rstreams.spark._remote import request_json, upload
 
 __all__ = ["RStreamsBatchWriter", "RStreamsStreamWriter", "StagedUpload"]
 

@@ -43,8 +43,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from rstreams.replay._client import fetch_range, request_json
 from rstreams.spark._codecs import check_codec, decode_batches
-from rstreams.spark._remote import fetch_range, request_json
 
 __all__ = ["RStreamsDataSource", "RangePartition"]
 

@@ -1,16 +1,13 @@
-"""ReplayLog and its RS.io naming convention, without Spark (fast)."""
+"""ReplayLog: bounded upstream demand, cursors, trims, eviction, appends (no network)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 import rstreams
-from rstreams.spark import RemoteLogError, ReplayLog, TrimmedError
-from rstreams.spark._remote import fetch_range, request_json, upload
-from rstreams.spark._replay import pack, unpack
+from rstreams.replay import ReplayLog, TrimmedError, pack, unpack
 from support import RecordingSubscriber
 
 pytestmark = pytest.mark.timeout(30)
@@ -74,39 +71,6 @@ def test_upstream_error_reaches_readers_at_the_end() -> None:
     assert isinstance(sub.error, OSError) and log.info()["error"] == "OSError: gone"
 
 
-def test_naming_convention_over_rs_io(serve: Any) -> None:
-    """latest, from/to, commit and the trimmed error, through a real server."""
-    produced: list[int] = []
-    log = ReplayLog("nums", capacity=50).feed(rstreams.from_iterable(counting(200, produced)))
-    server = serve({"nums": log})
-    assert request_json(server.url, "nums?latest") == {
-        "first": 0,
-        "end": 50,
-        "complete": False,
-        "error": None,
-    }
-    assert fetch_range(server.url, "nums", 10, 13) == [b"10", b"11", b"12"]
-    assert request_json(server.url, "nums?commit=40")["end"] == 90
-    with pytest.raises(RemoteLogError, match="position 10 was already trimmed"):
-        fetch_range(server.url, "nums", 10, 13)
-    with pytest.raises(RemoteLogError, match="no publisher named 'other'"):
-        request_json(server.url, "other?latest")
-
-
-def test_sink_uploads_publish_once_per_batch(serve: Any) -> None:
-    """Staged uploads become visible on publish, once per (writer, batch); discard drops them."""
-    out = ReplayLog("out", capacity=100, evict=True)
-    server = serve({}, sinks={"out": out})
-    assert upload(server.url, "out", "t1", [b"a", b"b"]) == 2
-    assert upload(server.url, "out", "t2", [b"c"]) == 1
-    assert upload(server.url, "out", "t3", [b"x"]) == 1
-    assert out.info()["end"] == 0  # staged, not published
-    assert request_json(server.url, "out?publish=0&writer=q&tokens=t1,t2") == {"published": True, "count": 3}
-    assert request_json(server.url, "out?publish=0&writer=q&tokens=t3") == {"published": False, "count": 0}
-    assert request_json(server.url, "out?discard=t3") == {"discarded": 1}
-    assert fetch_range(server.url, "out", 0, 3) == [b"a", b"b", b"c"]
-
-
 def test_bounded_log_appends_wait_for_commits() -> None:
     """append() to a full bounded log waits (in order) until readers commit; done() says when."""
     log = ReplayLog("out", capacity=4)
@@ -125,10 +89,7 @@ def test_bounded_log_appends_wait_for_commits() -> None:
     assert log.max_held == 4
 
 
-def test_packed_ranges_round_trip(serve: Any) -> None:
-    """?pack=N carries up to N elements per wire element, split by bytes; unpack restores them exactly."""
-    log = ReplayLog("big", capacity=2000)
-    log.append([b"x" * (i % 700) for i in range(2000)])  # ~700 KB: several byte-bounded packs
-    server = serve({"big": log})
-    assert fetch_range(server.url, "big", 5, 1995, pack=1024) == [b"x" * (i % 700) for i in range(5, 1995)]
+def test_pack_format_is_count_lengths_then_bytes() -> None:
+    """pack: a 4-byte count, that many 4-byte big-endian lengths, then the bytes; unpack inverts it."""
+    assert pack([b"", b"ab", b"c"]) == b"\0\0\0\3\0\0\0\0\0\0\0\2\0\0\0\1abc"
     assert unpack(pack([b"", b"ab", b"c"])) == [b"", b"ab", b"c"]

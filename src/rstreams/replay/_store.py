@@ -1,4 +1,4 @@
-"""Where a :class:`~rstreams.spark.ReplayLog` keeps its elements: in memory or in a file.
+"""Where a :class:`~rstreams.replay.ReplayLog` keeps its elements: in memory or in a file.
 
 Both stores hold the positions ``[first, end)``; ``append`` adds at ``end``, ``drop(k)``
 forgets the ``k`` oldest, ``read(position, count)`` returns up to ``count`` elements from

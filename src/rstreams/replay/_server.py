@@ -1,21 +1,23 @@
 """Serving replay logs over RS.io: the publisher-name convention and a background server.
 
-Names (PROTOCOL.md, "replay logs"); ``NAME`` is a log's name, every answer of a
+Names (docs/replay.md has them with examples, tested); ``NAME`` is a log's name, every answer of a
 request/response is one JSON element (UTF-8 bytes):
 
-=============================  ===============================================================
-``NAME``                       the elements from the oldest held, following the tail
-``NAME?from=A&to=B``           exactly the positions ``[A, B)`` (either bound optional);
-                               ``onError`` naming the position if ``A`` was already trimmed;
-                               ``&pack=N``: up to N elements per wire element (``unpack``)
-``NAME?latest``                ``{"first", "end", "complete", "error"}`` of the log
-``NAME?commit=N``              trim positions ``< N`` (the reader will not ask again); answers
-                               like ``latest``
-``NAME?staged=T``              (sink) waits until the upload ``T`` is complete; ``{"count"}``
-``NAME?publish=B&tokens=T,..`` (sink) append the staged uploads to the log as batch ``B``,
-                               once per ``(writer, B)``: ``{"published": bool, "count"}``
-``NAME?discard=T,..``          (sink) drop staged uploads (Spark's ``abort``)
-=============================  ===============================================================
+======================================  ======================================================
+``NAME``                                the elements from the oldest held, following the tail
+``NAME?from=A&to=B``                    exactly the positions ``[A, B)`` (either bound
+                                        optional); ``onError`` naming the position if ``A``
+                                        was already trimmed; ``&pack=N``: up to N elements
+                                        per wire element (``unpack``)
+``NAME?latest``                         ``{"first", "end", "complete", "error"}`` of the log
+``NAME?commit=N``                       trim positions ``< N`` (the reader will not ask
+                                        again); answers like ``latest``
+``NAME?staged=T``                       (sink) waits until the upload ``T`` is complete;
+                                        ``{"count"}``
+``NAME?publish=B&writer=W&tokens=T,..`` (sink) append the staged uploads to the log as batch
+                                        ``B``, once per ``(W, B)``: ``{"published", "count"}``
+``NAME?discard=T,..``                   (sink) drop staged uploads (Spark's ``abort``)
+======================================  ======================================================
 
 Uploads travel the other way: RS.io is bidirectional, so the server asks each client
 for its publisher ``rstreams/upload`` (clients that have none refuse, which ends only
@@ -37,12 +39,14 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.flow._iterable import error as error_flow
+from rstreams.replay._log import ReplayLog
 from rstreams.rules import check_subscriber
-from rstreams.spark._replay import ReplayLog
 
-__all__ = ["UPLOAD_NAME", "ReplayServer", "replay_offer"]
+__all__ = ["QUERY_KEYS", "UPLOAD_NAME", "ReplayServer", "replay_offer"]
 
 UPLOAD_NAME = "rstreams/upload"
+QUERY_KEYS = ("from", "to", "pack", "latest", "commit", "staged", "publish", "writer", "tokens", "discard")
+"""Every query parameter a log's name may carry; any other is refused (a typo is not a full read)."""
 _UPLOAD_WINDOW = 1024
 """Elements an upload may have in flight to the server; paced by staging."""
 
@@ -214,6 +218,11 @@ def replay_offer(logs: Mapping[str, ReplayLog], sinks: Mapping[str, ReplayLog] |
 
 
 def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> Publisher[Any]:
+    unknown = sorted(params.keys() - set(QUERY_KEYS))
+    if unknown:
+        raise ValueError(
+            f"log {log.name!r}: unknown parameter {unknown[0]!r}; a log's name takes {', '.join(QUERY_KEYS)}"
+        )
     if "latest" in params:
         return _answer(log.info())
     if "commit" in params:

@@ -24,8 +24,8 @@ loop. One lock guards the element list and the counters; no Subscriber method an
 ``request`` upstream is ever called under it. Each cursor is a drain loop (rules 1.3,
 3.3): whoever finds it idle emits, the others only add work.
 
-This module is server side and does not import pyspark; conceptually it belongs below
-``rstreams.spark`` (it is a replayable publisher for any RS.io reader).
+The log knows nothing of Spark or of the network: :mod:`rstreams.replay._server` serves it
+over RS.io, and Spark's ``rstreams`` source is one of its readers.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
+from rstreams.replay._store import FileStore, MemoryStore, Store
 from rstreams.rules import check_error, check_subscriber
-from rstreams.spark._store import FileStore, MemoryStore, Store
 
 __all__ = ["PACK_BYTES", "ReplayLog", "TrimmedError", "pack", "unpack"]
 

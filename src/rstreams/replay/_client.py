@@ -1,9 +1,9 @@
-"""Blocking RS.io calls for Spark's Python processes: one short-lived event loop per call.
+"""Blocking calls to a replay server: one short-lived event loop per call.
 
-Spark calls the connector from plain (non-async) Python: the driver's streaming-source
-runner, executor workers, and the sink's commit worker. Each call here opens its own
-connection inside ``asyncio.run`` and closes it before returning, so nothing lives on
-between calls (Spark may pickle, fork or discard the objects that make them), and a
+Callers are plain (non-async) Python: ``rstreams publish``, and Spark's connector (the
+driver's streaming-source runner, executor workers, and the sink's commit worker). Each call
+opens its own connection inside ``asyncio.run`` and closes it before returning, so nothing
+lives on between calls (Spark may pickle, fork or discard the objects that make them), and a
 partition's ``read()`` holds one connection for exactly as long as it fetches its range.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 from rstreams.flow._iterable import from_iterable
 from rstreams.net import RemoteStreamError, connect
-from rstreams.spark._replay import unpack
-from rstreams.spark._serve import UPLOAD_NAME
+from rstreams.replay._log import unpack
+from rstreams.replay._server import UPLOAD_NAME
 
 PACK = 1024
 """Elements per wire element when fetching ranges (bounded by bytes on the server too)."""

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rstreams.spark import ReplayLog
-from rstreams.spark._store import FileStore, MemoryStore, Store
+from rstreams.replay import ReplayLog
+from rstreams.replay._store import FileStore, MemoryStore, Store
 from support import RecordingSubscriber
 
 pytestmark = pytest.mark.timeout(30)

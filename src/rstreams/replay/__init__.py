@@ -1,0 +1,51 @@
+"""Replay logs: a bounded, positioned, replayable log in front of any Publisher, served over RS.io.
+
+::
+
+    from rstreams.replay import ReplayLog, ReplayServer
+
+    log = ReplayLog("sensors", capacity=100_000).feed(sensor_flow)   # any Publisher of bytes
+    with ReplayServer({"sensors": log}, sinks={"results": ReplayLog("results", evict=True)}) as server:
+        ...   # any RS.io reader: "sensors?from=0&to=100", "sensors?latest", "sensors?commit=100"
+
+A Reactive Streams publisher only goes forward; a :class:`ReplayLog` gives its elements
+positions and keeps them until a reader commits, so a reader that restarts re-reads exactly
+what it had not finished (exactly-once), and the producer is asked for more only as readers
+commit (backpressure end to end). :class:`ReplayServer` serves logs by name; the naming
+convention, the upload convention of sink logs and the guarantees are in ``docs/replay.md``.
+
+Needs no extra: this package uses api, flow and net only. Spark's ``rstreams`` source and sink
+(:mod:`rstreams.spark`) are clients of it.
+"""
+
+from __future__ import annotations
+
+from rstreams.replay._client import RemoteLogError as RemoteLogError
+from rstreams.replay._client import fetch_range as fetch_range
+from rstreams.replay._client import request_json as request_json
+from rstreams.replay._client import upload as upload
+from rstreams.replay._log import PACK_BYTES as PACK_BYTES
+from rstreams.replay._log import ReplayLog as ReplayLog
+from rstreams.replay._log import TrimmedError as TrimmedError
+from rstreams.replay._log import pack as pack
+from rstreams.replay._log import unpack as unpack
+from rstreams.replay._server import QUERY_KEYS as QUERY_KEYS
+from rstreams.replay._server import UPLOAD_NAME as UPLOAD_NAME
+from rstreams.replay._server import ReplayServer as ReplayServer
+from rstreams.replay._server import replay_offer as replay_offer
+
+__all__ = [
+    "PACK_BYTES",
+    "QUERY_KEYS",
+    "UPLOAD_NAME",
+    "RemoteLogError",
+    "ReplayLog",
+    "ReplayServer",
+    "TrimmedError",
+    "fetch_range",
+    "pack",
+    "replay_offer",
+    "request_json",
+    "unpack",
+    "upload",
+]

@@ -1,0 +1,62 @@
+"""``rstreams serve | subscribe | publish``: replay logs from the command line, without PySpark."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from rstreams.cli import main
+from rstreams.replay import ReplayLog, fetch_range, request_json
+
+pytestmark = pytest.mark.timeout(60)
+
+NO_SPARK = "import sys; sys.modules['pyspark'] = sys.modules['pyarrow'] = None\n"
+"""Prefix for a subprocess: importing pyspark or pyarrow then fails."""
+SERVE = ["serve", "tcp://127.0.0.1:0", "lines", "--capacity", "5"]
+
+
+def test_subscribe_prints_elements(serve: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """rstreams subscribe URL NAME --limit N prints N elements, one per line."""
+    log = ReplayLog("words", capacity=10)
+    log.append([b"alpha", b"beta", b"gamma"])
+    server = serve({"words": log})
+    assert main(["subscribe", server.url, "words?from=1", "--limit", "2"]) == 0
+    assert capsys.readouterr().out == "beta\ngamma\n"
+
+
+def test_serve_reads_standard_input_only_as_the_log_has_room() -> None:
+    """rstreams serve (PySpark blocked): lines become positions; a 5-element log reads 5 until a commit."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", NO_SPARK + "from rstreams.cli import main; sys.exit(main())", *SERVE],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=False,
+    )
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(b"".join(b"line %d\n" % i for i in range(20)))
+        server.stdin.flush()
+        url = server.stdout.readline().decode().split(" on ")[-1].strip()
+        assert fetch_range(url, "lines", 0, 2) == [b"line 0", b"line 1"]
+        assert request_json(url, "lines?latest")["end"] == 5  # room for 5: no more was read
+        request_json(url, "lines?commit=5")
+        assert fetch_range(url, "lines", 5, 10, timeout=10) == [b"line %d" % i for i in range(5, 10)]
+    finally:
+        server.terminate()
+        server.wait(20)
+        for pipe in (server.stdin, server.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+def test_publish_stages_then_publishes_standard_input(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rstreams publish URL NAME: every line of standard input, once, in order."""
+    out = ReplayLog("out", capacity=10, evict=True)
+    server = serve({}, sinks={"out": out})
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\nthree\n")))
+    assert main(["publish", server.url, "out"]) == 0
+    assert fetch_range(server.url, "out", 0, 3) == [b"one", b"two", b"three"]

@@ -1,0 +1,71 @@
+"""ReplayServer: the naming convention and the sink uploads, through a real RS.io server (no Spark)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import rstreams
+from rstreams.replay import RemoteLogError, ReplayLog, fetch_range, request_json, upload
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def counting(n: int, produced: list[int]) -> Iterator[bytes]:
+    for i in range(n):
+        produced.append(i)
+        yield str(i).encode()
+
+
+def test_naming_convention_over_rs_io(serve: Any) -> None:
+    """latest, from/to, commit and the trimmed error, through a real server."""
+    produced: list[int] = []
+    log = ReplayLog("nums", capacity=50).feed(rstreams.from_iterable(counting(200, produced)))
+    server = serve({"nums": log})
+    assert request_json(server.url, "nums?latest") == {
+        "first": 0,
+        "end": 50,
+        "complete": False,
+        "error": None,
+    }
+    assert fetch_range(server.url, "nums", 10, 13) == [b"10", b"11", b"12"]
+    assert request_json(server.url, "nums?commit=40")["end"] == 90
+    with pytest.raises(RemoteLogError, match="position 10 was already trimmed"):
+        fetch_range(server.url, "nums", 10, 13)
+    with pytest.raises(RemoteLogError, match="no publisher named 'other'"):
+        request_json(server.url, "other?latest")
+
+
+def test_sink_uploads_publish_once_per_batch(serve: Any) -> None:
+    """Staged uploads become visible on publish, once per (writer, batch); discard drops them."""
+    out = ReplayLog("out", capacity=100, evict=True)
+    server = serve({}, sinks={"out": out})
+    assert upload(server.url, "out", "t1", [b"a", b"b"]) == 2
+    assert upload(server.url, "out", "t2", [b"c"]) == 1
+    assert upload(server.url, "out", "t3", [b"x"]) == 1
+    assert out.info()["end"] == 0  # staged, not published
+    assert request_json(server.url, "out?publish=0&writer=q&tokens=t1,t2") == {"published": True, "count": 3}
+    assert request_json(server.url, "out?publish=0&writer=q&tokens=t3") == {"published": False, "count": 0}
+    assert request_json(server.url, "out?discard=t3") == {"discarded": 1}
+    assert fetch_range(server.url, "out", 0, 3) == [b"a", b"b", b"c"]
+
+
+def test_packed_ranges_round_trip(serve: Any) -> None:
+    """?pack=N carries up to N elements per wire element, split by bytes; unpack restores them exactly."""
+    log = ReplayLog("big", capacity=2000)
+    log.append([b"x" * (i % 700) for i in range(2000)])  # ~700 KB: several byte-bounded packs
+    server = serve({"big": log})
+    assert fetch_range(server.url, "big", 5, 1995, pack=1024) == [b"x" * (i % 700) for i in range(5, 1995)]
+
+
+def test_unknown_parameters_and_uploads_to_a_source_log_are_refused(serve: Any) -> None:
+    """A typo in a query is an error naming it (not a read of the whole log); only sink logs take uploads."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"0", b"1"])
+    server = serve({"nums": log})
+    with pytest.raises(RemoteLogError, match="unknown parameter 'form'"):
+        request_json(server.url, "nums?form=0")
+    with pytest.raises(RemoteLogError, match="not a sink log"):
+        request_json(server.url, "nums?discard=t1")
