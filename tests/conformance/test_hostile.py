@@ -58,12 +58,6 @@ async def test_garbage_burst(served: tuple[Server, ConformancePublishers]) -> No
     ctx.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="net: after an error goodbye the server closes the socket with unread input, so the kernel "
-    "sends RST and the peer loses the goodbye (and even the serverHello); a lingering close (write_eof, "
-    "then discard input for a bounded time) would deliver the reason",
-)
 async def test_flood_goodbye_not_lost() -> None:
     """A peer that keeps sending after its error still receives the goodbye naming it (§10)."""
     server = await serve("tcp://127.0.0.1:0", conformance_publishers())

@@ -16,19 +16,7 @@ from rstreams.net import serve
 OPTIONS = Options(quiet=0.1, timeout=5.0, case_timeout=30.0)
 ALL_KINDS = frozenset({"range", "fixed", "large", "error", "never", "infinite", "stats"})
 
-KNOWN_BUGS: dict[str, str] = {
-    "st.id_reuse_while_open": (
-        "net: a subscribe and a violating frame in one read: the core closes the connection, then the "
-        "driver dispatches the earlier Subscribe event, core.send(OnSubscribe) raises ConnectionBrokenError "
-        "out of data_received, and the transport is torn down before the goodbye is written"
-    ),
-    "lm.unbounded_many_streams": (
-        "net: starvation in Connection._refill_streams: a stream whose elements are large enough that one "
-        "refill fills the high-water room re-queues itself during its own refill (synchronous emission), "
-        "ahead of the streams put back after it, so it is served first every turn and the others starve "
-        "(1 KiB elements, 3 unbounded streams: 71592 / 143 / 0 elements in 1 s)"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 URLS = {"tcp": "tcp://127.0.0.1:0", "ws": "ws://127.0.0.1:0/rsio"}
 

@@ -51,3 +51,22 @@ async def test_output_budget_stops_production_for_a_non_reading_peer() -> None:
     client_transport.resume_reading()
     await source.wait_pulled(stalled_at + 500)
     assert len(subscriber.items) > stalled_at
+
+
+async def test_refills_are_round_robin() -> None:
+    """Three endless streams of 1 KiB elements on one connection: every one progresses (no starvation)."""
+    high = 64 * 1024
+    sources = {name: CountingSource(size=1024) for name in "abc"}
+    server = Connection(client=False, offer=dict(sources), high_water=high, low_water=high // 4)
+    client = Connection(client=True)
+    memory_pair(server, client, high=high, low=high // 4)
+    subscribers: list[RecordingSubscriber[bytes]] = []
+    for name in sources:
+        subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=UNBOUNDED)
+        client.publisher(name).subscribe(subscriber)
+        subscribers.append(subscriber)
+    for source in sources.values():
+        await source.wait_pulled(2000)
+    counts = [source.pulled for source in sources.values()]
+    assert min(counts) * 4 > max(counts), counts
+    await client.aclose()

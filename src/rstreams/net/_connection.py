@@ -71,6 +71,12 @@ T = TypeVar("T")
 CLOSE_TIMEOUT = 5.0
 """Seconds :meth:`Connection.aclose` waits for the peer's goodbye, then for the transport."""
 
+LINGER_SECONDS = 2.0
+"""After an error goodbye, how long input is still read (and discarded) before closing."""
+
+LINGER_BYTES = 4 * 1024 * 1024
+"""After an error goodbye, how many bytes of input are discarded at most before closing."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionStatistics:
@@ -145,6 +151,8 @@ class Connection:
         self._close_callbacks: list[Callable[[Connection], object]] = []
         self._task: asyncio.Task[None] | None = None  # a transport's own task (WebSocket)
         self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
+        self._linger: asyncio.TimerHandle | None = None  # set while discarding input after an error
+        self._linger_left = 0  # bytes still to discard before closing anyway
 
     # -- public API ----------------------------------------------------------------------
     @overload
@@ -302,7 +310,12 @@ class Connection:
     def data_received(self, data: memoryview) -> None:
         core = self._core
         if core.state is ConnectionState.CLOSED:
-            return  # after the goodbyes: nothing more is read
+            # after the goodbyes: nothing more is read (a lingering close discards it, bounded)
+            if self._linger is not None:
+                self._linger_left -= len(data)
+                if self._linger_left <= 0:
+                    self._end_linger()
+            return
         core.receive_data(data)
         self.reading = True
         try:
@@ -320,12 +333,18 @@ class Connection:
             self._flush()
 
     def eof_received(self) -> None:
+        if self._linger is not None:
+            self._end_linger()  # the peer has stopped sending: nothing can reset the goodbye now
+            return
         core = self._core
         core.receive_eof()
         self._dispatch(core.events_received())
         self._flush()
 
     def connection_lost(self, error: BaseException | None) -> None:
+        if self._linger is not None:
+            self._linger.cancel()
+            self._linger = None
         if self._ended is None:
             if error is None:
                 broken = ConnectionBrokenError("the peer closed the connection without a goodbye")
@@ -385,7 +404,10 @@ class Connection:
             if subscription is not None:
                 subscription.deliver_packed(event.elements, event.count)
         elif isinstance(event, Subscribe):
-            self._serve(event.publisher, event.subscriber, event.initial_demand)
+            if self._core.state is not ConnectionState.CLOSED:
+                # A violation later in the same read closed the core: the goodbye already
+                # ended this subscription, so no local publisher is started for it.
+                self._serve(event.publisher, event.subscriber, event.initial_demand)
         elif isinstance(event, Request):
             stream = self._serving.get(event.subscriber)
             if stream is not None:
@@ -435,6 +457,36 @@ class Connection:
         self._ended_event.set()
         self._flush()
         transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if error is not None and self._start_linger(transport):
+            return
+        transport.close()
+
+    def _start_linger(self, transport: Transport) -> bool:
+        """After an error goodbye: close our side of the stream, go on reading for a while.
+
+        Closing a socket with unread input makes the kernel send RST, and an RST can make
+        the peer lose the goodbye that explains the close (the peer keeps sending because
+        it has not read it yet). So the goodbye is followed by ``write_eof`` (the peer sees
+        goodbye, then end of input), and input is discarded until the peer's end of input,
+        :data:`LINGER_BYTES` or :data:`LINGER_SECONDS`, whichever comes first. Only for
+        transports that can half-close (TCP, Unix); the others close at once (a
+        WebSocket's own close handshake is orderly). Returns whether it lingers.
+        """
+        can_write_eof = getattr(transport, "can_write_eof", None)  # not part of the Transport seam
+        if can_write_eof is None or not can_write_eof():
+            return False
+        transport.write_eof()  # type: ignore[attr-defined]  # asyncio sends the queued goodbye first
+        self._linger_left = LINGER_BYTES
+        self._linger = self._loop.call_later(LINGER_SECONDS, self._end_linger)
+        return True
+
+    def _end_linger(self) -> None:
+        linger, self._linger = self._linger, None
+        if linger is not None:
+            linger.cancel()
+        transport = self._transport
         if transport is not None and not transport.is_closing():
             transport.close()
 
@@ -475,12 +527,14 @@ class Connection:
 
     def _refuse(self, sid: int, message: str) -> None:
         """Refuse a subscribe: onError without onSubscribe (PROTOCOL.md §5.2)."""
-        self._core.send(OnError(subscriber=sid, error=message))
-        self._mark_dirty()
+        if self._core.state is not ConnectionState.CLOSED:
+            self._core.send(OnError(subscriber=sid, error=message))
+            self._mark_dirty()
 
     def send_on_subscribe(self, sid: int, element_size: int) -> None:
-        self._core.send_on_subscribe(sid, element_size)
-        self._mark_dirty()
+        if sid in self._serving and self._core.state is not ConnectionState.CLOSED:
+            self._core.send_on_subscribe(sid, element_size)
+            self._mark_dirty()
 
     def send_packed(self, sid: int, elements: list[bytes]) -> None:
         """Queue a batch of fixed-size elements as one ``onNextPacked`` frame."""
@@ -511,12 +565,12 @@ class Connection:
             self._schedule_flush()
 
     def send_on_complete(self, sid: int) -> None:
-        if self._serving.pop(sid, None) is not None:
+        if self._serving.pop(sid, None) is not None and self._core.state is not ConnectionState.CLOSED:
             self._core.send_on_complete(sid)
             self._mark_dirty()
 
     def send_on_error(self, sid: int, error: BaseException) -> None:
-        if self._serving.pop(sid, None) is not None:
+        if self._serving.pop(sid, None) is not None and self._core.state is not ConnectionState.CLOSED:
             # The peer sees the error's type and text: what a Publisher signals is its
             # public outcome. Internal failures (factories) are summarised in _serve.
             self._core.send(OnError(subscriber=sid, error=f"{type(error).__name__}: {error}"))
@@ -665,18 +719,32 @@ class Connection:
             self._schedule_flush()  # room or the write limit was used up this turn: go on next turn
 
     def _refill_streams(self, transport: Transport) -> None:
+        """Ask the waiting streams for more, in order, while this turn's room lasts.
+
+        Fair in two ways. Each stream is offered an equal share of the room (at least
+        :data:`_MIN_SHARE`), so many streams progress at the same rate rather than one
+        per turn. And round robin: a stream re-queues itself while it is being refilled
+        (its elements arrive synchronously), so streams left without room are put back
+        *ahead* of it and of any other that re-queued this turn; otherwise the first
+        stream would be served first every turn and starve the rest.
+        """
         high = self._high
         buffered = transport.get_write_buffer_size()
         streams = list(self._refill)
         self._refill.clear()
+        share = max((high - buffered - self._turn_bytes) // len(streams), _MIN_SHARE)
         for index, stream in enumerate(streams):
             room = high - buffered - self._turn_bytes
             if room <= 0 or not self._writable:
-                for rest in streams[index:]:
-                    self._refill[rest] = None
+                requeued = self._refill
+                self._refill = dict.fromkeys(streams[index:])
+                self._refill.update(requeued)
                 return
-            self._turn_bytes += stream.refill(room)
+            self._turn_bytes += stream.refill(min(room, share))
 
+
+_MIN_SHARE = 16 * 1024
+"""Least room offered to one stream in a refill, however many wait: keeps batches worth a turn."""
 
 _DIRECT = 32 * 1024
 """Chunks at least this big are written on their own (see :func:`_write_grouped`)."""
