@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
-from netsupport import WAIT, RecordingHandler, memory_pair
+from netsupport import WAIT, CountingSource, RecordingHandler, memory_pair
 
 from rstreams.api import Subscriber, Subscription
-from rstreams.net import Connection
+from rstreams.errors import set_unhandled_error_hook
+from rstreams.net import Connection, RemoteStreamError, connect, serve
 from rstreams.wire import ClientHello, ConnectionClosed, Side, Subscribe, encode
 from rstreams.wire import Connection as Core
 
@@ -56,3 +58,55 @@ async def test_violation_after_a_subscribe_in_one_read_still_says_goodbye() -> N
     await asyncio.wait_for(peer.lost, WAIT)
     assert "§5" in goodbye_in(bytes(peer.data))
     assert server.closed
+
+
+class RaisingSource:
+    """A Publisher whose Subscription emits ``before`` elements, then raises from request()/cancel()."""
+
+    def __init__(self, *, before: int = 3, cancel_raises: bool = False) -> None:
+        self.before = before
+        self.cancel_raises = cancel_raises
+
+    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
+        subscriber.on_subscribe(_Raising(self, subscriber))
+
+
+class _Raising(Subscription):
+    def __init__(self, source: RaisingSource, subscriber: Subscriber[bytes]) -> None:
+        self.source = source
+        self.subscriber = subscriber
+
+    def request(self, n: int) -> None:
+        for i in range(min(n, self.source.before)):
+            self.subscriber.on_next(bytes([i]))
+        raise ValueError("boom in request")
+
+    def cancel(self) -> None:
+        if self.source.cancel_raises:
+            raise ValueError("boom in cancel")
+
+
+@pytest.fixture
+def unhandled() -> Iterator[list[tuple[BaseException, str]]]:
+    reported: list[tuple[BaseException, str]] = []
+    previous = set_unhandled_error_hook(lambda error, context: reported.append((error, context)))
+    yield reported
+    set_unhandled_error_hook(previous)
+
+
+@pytest.mark.parametrize("cancel_raises", [False, True])
+async def test_a_raising_request_fails_only_its_stream(
+    unhandled: list[tuple[BaseException, str]], cancel_raises: bool
+) -> None:
+    """Subscription.request raising (rule 3.16) ends that stream with onError; the connection lives on."""
+    offer = {"bad": RaisingSource(cancel_raises=cancel_raises), "good": CountingSource(limit=100)}
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        with pytest.raises(RemoteStreamError) as raised:
+            await asyncio.wait_for(conn.publisher("bad").collect(), WAIT)
+        assert "rule 3.16" in raised.value.message and "boom in request" in raised.value.message
+        good = await asyncio.wait_for(conn.publisher("good").collect(), WAIT)
+        assert len(good) == 100
+        assert not conn.closed
+    contexts = [context for _, context in unhandled]
+    assert "_Raising.request" in contexts
+    assert ("_Raising.cancel" in contexts) is cancel_raises

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
+from rstreams.errors import report_unhandled
 from rstreams.net._codec import Codec, identity
 from rstreams.rules import check_error
 
@@ -140,7 +141,7 @@ class ServingStream(Subscriber[Any]):
             n = min(want, FIRST_BATCH)
             estimate = room // FIRST_BATCH  # assume the worst for this turn's budget
         self.outstanding += n
-        upstream.request(n)
+        self._request(upstream, n)
         return n * estimate
 
     def flush_pack(self) -> None:
@@ -170,7 +171,20 @@ class ServingStream(Subscriber[Any]):
             self._pack.clear()
         upstream, self.upstream = self.upstream, None
         if upstream is not None:
-            upstream.cancel()
+            _cancel(upstream)
+
+    # -- user code, guarded: a Subscription that raises fails only its stream -----------------
+    def _request(self, upstream: Subscription, n: int) -> None:
+        """``upstream.request(n)``; if it raises (rule 3.16), end this stream with onError."""
+        try:
+            upstream.request(n)
+        except Exception as error:
+            what = f"{type(upstream).__name__}.request"
+            report_unhandled(error, what)
+            if not self.done:
+                self._fail_locally(
+                    RuntimeError(f"rule 3.16: {what}({n}) must return normally, it raised {error!r}")
+                )
 
     # -- Subscriber (the local Publisher calls these, from any thread) --------------------
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -259,7 +273,7 @@ class ServingStream(Subscriber[Any]):
         if not demand.accept_subscription(self.upstream, subscription):
             return
         if self.done:
-            subscription.cancel()  # the peer cancelled before the Publisher answered
+            _cancel(subscription)  # the peer cancelled before the Publisher answered
             return
         self.upstream = subscription
         self._conn.send_on_subscribe(self.sid, self.element_size)
@@ -288,7 +302,7 @@ class ServingStream(Subscriber[Any]):
         upstream = self.upstream
         self._errored(error)
         if upstream is not None:
-            upstream.cancel()
+            _cancel(upstream)
 
     # -- cross-thread hand-over ------------------------------------------------------------
     def _enqueue(self, kind: int, value: Any) -> None:
@@ -320,6 +334,14 @@ class ServingStream(Subscriber[Any]):
                     self._completed()
                 else:
                     self._errored(value)
+
+
+def _cancel(subscription: Subscription) -> None:
+    """``subscription.cancel()``; if it raises (rule 3.15), report it: the stream is over anyway."""
+    try:
+        subscription.cancel()
+    except Exception as error:
+        report_unhandled(error, f"{type(subscription).__name__}.cancel")
 
 
 def _to_bytes(data: object) -> bytes:
@@ -375,7 +397,7 @@ class BatchServingStream(ServingStream):
             and not self.done
         ):
             self.outstanding = 1
-            self.upstream.request(1)
+            self._request(self.upstream, 1)
             produced += self.estimate
         return produced
 
