@@ -39,6 +39,13 @@ class ScenarioDef:
     warmup: int | None = None
     timeout: float = 600.0
     plot: str = "bar"  # bar | latency | memory | scale
+    pin: bool = True  # False: contestants run unpinned (Spark's local[2] needs both CPUs)
+    # a script (and args) run first with rstreams' interpreter: a non-zero exit skips the whole
+    # scenario, its last stderr line saying why (e.g. pyspark or Java 17+ missing)
+    check: list[str] = dataclasses.field(default_factory=list)
+    # (a, b, at_least): the paired ratio a / b of `metric` should be >= at_least; b == "": the
+    # median of a's `metric` itself should be >= at_least
+    targets: list[tuple[str, str, float]] = dataclasses.field(default_factory=list)
 
 
 def _rs(name: str, label: str, script: str, *args: str, needs: str = "") -> Contestant:
@@ -566,6 +573,71 @@ def loop(quick: bool) -> ScenarioDef:
     )
 
 
+def spark(quick: bool) -> ScenarioDef:
+    rows = "131072" if quick else "6000000"
+    batch = "65536" if quick else "1000000"
+    json_rows = "2000" if quick else "300000"
+    json_batch = "1000" if quick else "50000"
+    warm = ["--warmup-rows", "0"] if quick else []
+    big = ["--rows", rows, "--batch-rows", batch, *warm]
+
+    def one(name: str, label: str, *args: str) -> Contestant:
+        return _rs(name, label, "spark_sources.py", "--one", name, *args, needs="pyspark")
+
+    return ScenarioDef(
+        name="spark",
+        title="Spark Structured Streaming: rows/s from a source into the noop sink (local[2])",
+        description=(
+            f"Each contestant is a fresh process with its own Spark session (local[2], not pinned: "
+            f"Spark uses both CPUs), a warm-up query of the same source{'' if not quick else ' (skipped)'}, "
+            f"then one measured query of {int(rows):,} rows in micro-batches of about {int(batch):,} rows "
+            f"(rstreams-json: {int(json_rows):,} rows, {int(json_batch):,} per batch). `rows/s` is "
+            "steady: rows over the summed `triggerExecution` time, the first batch excluded "
+            "(../shared/notes/spark-python-datasource.md); e2e = rows / wall time from `start()` "
+            "until every row was reported (query start and first batch included). rstreams: the "
+            "`rstreams` data source reading a replay log that a `ReplayServer` in the driver "
+            "process serves over loopback TCP; arrow elements are Arrow IPC batches of 64 Ki rows. "
+            "python-inprocess: a Python data source yielding the same Arrow batches from memory, "
+            "no network (the ceiling for a Python source). rate-micro-batch: Spark's JVM source. "
+            "Targets (issue 7): rstreams-arrow >= 70% of python-inprocess and >= 2 M rows/s steady."
+        ),
+        metric="steady_rows_per_s",
+        unit="rows/s",
+        contestants=[
+            one("rstreams-arrow", "RS.io replay log over TCP, Arrow IPC elements", *big),
+            one("python-inprocess", "in-process Python source, Arrow batches (ceiling)", *big),
+            one("rate-micro-batch", "Spark's JVM rate-micro-batch source", *big),
+            one(
+                "rstreams-json",
+                "RS.io replay log over TCP, one JSON row per element",
+                "--rows",
+                json_rows,
+                "--batch-rows",
+                json_batch,
+                "--warmup-rows",
+                "0" if quick else "20000",
+            ),
+        ],
+        ratios=[
+            ("rstreams-arrow", "python-inprocess"),
+            ("rstreams-arrow", "rate-micro-batch"),
+            ("python-inprocess", "rate-micro-batch"),
+            ("rstreams-json", "rstreams-arrow"),
+        ],
+        targets=[("rstreams-arrow", "python-inprocess", 0.70), ("rstreams-arrow", "", 2e6)],
+        extras=[
+            ("e2e_rows_per_s", "e2e", "rows/s"),
+            ("median_batch_ms", "median batch", "ms"),
+            ("rows_per_batch", "rows/batch", "el"),
+            ("session_s", "session start", "s"),
+        ],
+        warmup=0,  # each process runs its own warm-up query; a round costs ~4 Spark starts
+        timeout=600.0,
+        pin=False,
+        check=["spark_sources.py", "--check"],
+    )
+
+
 SCENARIOS: dict[str, Callable[[bool], ScenarioDef]] = {
     "inprocess": inprocess,
     "stream-small": stream_small,
@@ -575,4 +647,5 @@ SCENARIOS: dict[str, Callable[[bool], ScenarioDef]] = {
     "memory-slow-consumer": memory,
     "scale": scale,
     "loop": loop,
+    "spark": spark,
 }

@@ -13,7 +13,7 @@ __all__ = ["fmt", "paired", "render_readme", "render_scenario"]
 
 
 def fmt(value: float, unit: str) -> str:
-    if unit in ("el/s", "rt/s"):
+    if unit in ("el/s", "rt/s", "rows/s"):
         if value >= 1e6:
             return f"{value / 1e6:.2f} M"
         if value >= 1e3:
@@ -21,7 +21,7 @@ def fmt(value: float, unit: str) -> str:
         return f"{value:.0f}"
     if unit in ("B", "el"):
         return f"{value:,.0f}"
-    if unit in ("MB/s", "µs"):
+    if unit in ("MB/s", "µs", "ms"):
         return f"{value:,.0f}" if value >= 10 else f"{value:.2f}"
     return f"{value:.1f}"
 
@@ -44,7 +44,8 @@ def render_scenario(scenario: ScenarioDef, data: dict[str, Any], heading: str = 
         scenario.description,
         "",
         f"Measured rounds: {data['repeats']} after {data['warmup']} discarded; contestants alternate "
-        f"within each round; {data.get('seconds', '?')} s in all. Column `{scenario.unit}`: {better}.",
+        f"within each round; {data.get('seconds', '?')} s in all. Column `{scenario.unit}`: {better}."
+        + (f" Measured {data['measured']}." if data.get("measured") else ""),
         "",
     ]
     extras = [(k, h, u) for k, h, u in scenario.extras if any(_has(c, k) for c in data["contestants"])]
@@ -85,9 +86,37 @@ def render_scenario(scenario: ScenarioDef, data: dict[str, Any], heading: str = 
     if ratio_rows:
         lines += ["", f"| ratio of `{scenario.metric}`, paired by round | median | min | max |"]
         lines += ["|---|---:|---:|---:|", *ratio_rows]
+    lines += _targets(scenario, by_name)
     if missing:
         lines += ["", *missing]
     return "\n".join(lines) + "\n"
+
+
+def _targets(scenario: ScenarioDef, by_name: dict[str, Any]) -> list[str]:
+    """Rows saying whether each target was met (by the median)."""
+    rows = []
+    for a, b, at_least in scenario.targets:
+        if a not in by_name or (b and b not in by_name):
+            continue
+        if b:
+            got = paired(by_name[a], by_name[b], scenario.metric)
+            what, shown = f"{a} / {b} >= {at_least:.2f}x", [f"{v:.2f}x" for v in _spread(got)]
+        else:
+            got = [v for v in _values(by_name[a], scenario.metric) if v is not None]
+            unit = scenario.unit
+            what = f"{a} >= {fmt(at_least, unit)} {unit}"
+            shown = [fmt(v, unit) for v in _spread(got)]
+        if got:
+            met = "yes" if statistics.median(got) >= at_least else "**no**"
+            rows.append(f"| {what} | {' | '.join(shown)} | {met} |")
+    if not rows:
+        return []
+    header = f"| target (`{scenario.metric}`) | median | min | max | met (median) |"
+    return ["", header, "|---|---:|---:|---:|---|", *rows]
+
+
+def _spread(values: list[float]) -> list[float]:
+    return [statistics.median(values), min(values), max(values)] if values else []
 
 
 def _has(contestant: dict[str, Any], key: str) -> bool:

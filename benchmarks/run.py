@@ -103,6 +103,12 @@ def run_scenario(
             skipped[contestant.name] = "peers venv not used (--no-peers)"
         elif contestant.needs and not _importable(_python(contestant.env, peers), contestant.needs):
             skipped[contestant.name] = f"{contestant.needs} is not installed in its venv"
+    why = _preflight(scenario)
+    if why:
+        say(f"{scenario.name}: skipped: {why}")
+        skipped.update({c.name: why for c in scenario.contestants if c.name not in skipped})
+    if not scenario.pin:
+        cpu = -1
     active = [c for c in scenario.contestants if c.name not in skipped]
     for round_no in range(warmup + repeats):
         kept = round_no >= warmup
@@ -125,6 +131,20 @@ def run_scenario(
         ],
         "skipped": skipped,
     }
+
+
+def _preflight(scenario: ScenarioDef) -> str:
+    """Why ``scenario`` cannot run here ("" if it can): its ``check`` script, in rstreams' venv."""
+    if not scenario.check:
+        return ""
+    command = [sys.executable, str(HERE / scenario.check[0]), *scenario.check[1:]]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=HERE)
+    except subprocess.TimeoutExpired:
+        return f"{scenario.check[0]} --check timed out"
+    if done.returncode == 0:
+        return ""
+    return (done.stderr.strip().splitlines() or [f"{scenario.check[0]} exited {done.returncode}"])[-1]
 
 
 _import_cache: dict[tuple[str, str], bool] = {}
@@ -231,17 +251,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         data["seconds"] = round(time.perf_counter() - started, 1)
         data["quick"] = args.quick
+        data["measured"] = (
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load after {load_average()} "
+            f"(1/5/15 min); rstreams commit {commit}"
+        )
         (out / f"{name}.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
         table = render_scenario(scenario, data)
         write_report(out / f"{name}.md", table)
         print(table, flush=True)
-    info = machine_info(pinning, ["rstreams", "uvloop"], load_before)
+    if any(not SCENARIOS[name](args.quick).pin for name in chosen):
+        pinning += "; spark: not pinned (Spark's local[2] uses both CPUs)"
+    info = machine_info(pinning, ["rstreams", "uvloop", "pyspark", "pyarrow"], load_before)
     info["peers venv"] = _peer_versions(peers)
     info["rstreams commit"] = commit
     info["command"] = "python benchmarks/run.py" + (" --quick" if args.quick else "")
     info["scenarios run"] = ", ".join(chosen)
+    info = _merge_machine(out / "machine.json", info, chosen)
     (out / "machine.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     return render_only(out, peers, args.no_plots, say)
+
+
+def _merge_machine(path: Path, info: dict[str, str], chosen: Sequence[str]) -> dict[str, str]:
+    """A run of some scenarios keeps the earlier run's date and load for the others.
+
+    The earlier info stays; this run is added under "later runs" (each scenario's own
+    section also says when it was measured), and the machine, versions and pinning are this run's.
+    """
+    if set(chosen) == set(SCENARIOS) or not path.exists():
+        return info
+    old: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+    earlier = [s.strip() for s in old.get("scenarios run", "").split(",") if s.strip() not in chosen]
+    if not earlier:
+        return info
+    merged = dict(old)
+    merged["scenarios run"] = ", ".join(earlier)
+    later = [
+        r for r in old.get("later runs", "").split(" | ") if r and r.split(":")[0] != info["scenarios run"]
+    ]
+    later.append(
+        f"{info['scenarios run']}: {info['date']}, load {info['load']}, rstreams commit "
+        f"{info['rstreams commit']}, packages {info['packages']}, cpu {info['cpu']}"
+    )
+    merged["later runs"] = " | ".join(later)
+    merged["command"] = info["command"]
+    return merged
 
 
 def render_only(out: Path, peers: Path | None, no_plots: bool, say: Callable[[str], None]) -> int:

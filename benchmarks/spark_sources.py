@@ -1,0 +1,283 @@
+"""Rows/s into Spark's noop sink for one source, in a fresh process (run by run.py's ``spark`` scenario).
+
+    python benchmarks/spark_sources.py --one rstreams-arrow --rows 6000000 --batch-rows 1000000
+    python benchmarks/spark_sources.py --check      # exit 1 with the reason if pyspark or Java 17+ is missing
+
+Sources (``--one``):
+
+* ``rstreams-arrow``: the ``rstreams`` data source reading a replay log served over loopback TCP
+  by a ``ReplayServer`` in this process; each element is an Arrow IPC batch of 64 Ki rows;
+  micro-batches of about ``--batch-rows`` rows (``maxRecordsPerBatch`` in elements).
+* ``rstreams-json``: the same, one JSON object per element, micro-batches of ``--batch-rows`` rows.
+* ``python-inprocess``: an in-process Python data source yielding Arrow batches, no network
+  (the ceiling for a Python source, as in ../shared/notes/spark-python-datasource.md).
+* ``rate-micro-batch``: Spark's JVM source (``select("value")``).
+
+One Spark session (local[2]) per process. First a small warm-up query of the same source
+(Python workers start, the JIT warms), then the measured query. Printed, as one JSON line:
+steady rows/s (rows over the summed ``triggerExecution`` time, the first batch excluded, as in
+the notes), end-to-end rows/s (rows over the wall time from ``start()`` until every row was
+reported), the median batch time, and the rows and batches seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+ARROW_ROWS = 65_536
+SOURCES = ("rstreams-arrow", "rstreams-json", "python-inprocess", "rate-micro-batch")
+
+
+def check() -> str | None:
+    """Why this interpreter cannot run the Spark sources, or None if it can."""
+    try:
+        import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as error:
+        return f"pyspark/pyarrow not installed in {sys.executable} ({error}); pip install 'rstreams[spark]'"
+    try:
+        from rstreams.spark import JavaMissingError, check_java
+    except ImportError as error:
+        return f"rstreams.spark does not import ({error})"
+    try:
+        check_java()
+    except JavaMissingError as error:
+        return str(error)
+    return None
+
+
+def arrow_elements(rows: int) -> list[bytes]:
+    import pyarrow as pa
+
+    from rstreams.spark import arrow_ipc
+
+    out = []
+    for start in range(0, rows, ARROW_ROWS):
+        n = min(ARROW_ROWS, rows - start)
+        out.append(arrow_ipc(pa.record_batch({"value": pa.array(range(start, start + n), pa.int64())})))
+    return out
+
+
+def json_elements(rows: int) -> list[bytes]:
+    return [json.dumps({"value": i}).encode() for i in range(rows)]
+
+
+def gen_source() -> type:
+    """The ceiling: a Python data source yielding Arrow batches from memory (no network)."""
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+    from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
+
+    class GenReader(DataSourceStreamReader):
+        def __init__(self, rows: int, per_batch: int) -> None:
+            self.rows = rows
+            self.per_batch = per_batch
+
+        def initialOffset(self) -> dict[str, int]:
+            return {"position": 0}
+
+        def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+            end = self.rows
+            if isinstance(limit, ReadMaxRows):
+                end = min(end, start["position"] + limit.max_rows)
+            return {"position": end}
+
+        def getDefaultReadLimit(self) -> ReadLimit:
+            return ReadMaxRows(self.per_batch)
+
+        def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+            a, b = start["position"], end["position"]
+            middle = (a + b) // 2
+            return [InputPartition((a, middle)), InputPartition((middle, b))]
+
+        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+            import numpy as np
+
+            a, b = partition.value
+            for s in range(a, b, ARROW_ROWS):
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(np.arange(s, min(s + ARROW_ROWS, b)))], names=["value"]
+                )
+
+    class GenSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_gen"
+
+        def schema(self) -> str:
+            return "value bigint"
+
+        def streamReader(self, schema: Any) -> DataSourceStreamReader:
+            return GenReader(int(self.options["rows"]), int(self.options["perBatch"]))
+
+    return GenSource
+
+
+def measure(stream: Any, total: int, checkpoints: str, timeout: float) -> dict[str, float]:
+    """Run ``stream`` into the noop sink until ``total`` rows went through; the figures."""
+    query = (
+        stream.writeStream.format("noop")
+        .option("checkpointLocation", tempfile.mkdtemp(dir=checkpoints))
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
+    started = time.perf_counter()
+    while query.isActive and sum(p["numInputRows"] for p in query.recentProgress) < total:
+        if time.perf_counter() - started > timeout:
+            query.stop()
+            raise TimeoutError(f"{total:,} rows not seen within {timeout:.0f} s")
+        time.sleep(0.02)
+    wall = time.perf_counter() - started
+    error = query.exception()
+    query.stop()
+    if error is not None:
+        raise RuntimeError(f"the query failed: {str(error).splitlines()[0][:300]}")
+    batches = [p for p in query.recentProgress if p["numInputRows"]]
+    rows = sum(p["numInputRows"] for p in batches)
+    if rows < total:
+        raise RuntimeError(f"the query ended after {rows:,} of {total:,} rows")
+    steady = batches[1:] or batches
+    steady_s = sum(p["durationMs"]["triggerExecution"] for p in steady) / 1000
+    return {
+        "rows": rows,
+        "batches": len(batches),
+        "steady_rows_per_s": sum(p["numInputRows"] for p in steady) / steady_s,
+        "e2e_rows_per_s": rows / wall,
+        "median_batch_ms": statistics.median(p["durationMs"]["triggerExecution"] for p in batches),
+        "first_batch_ms": batches[0]["durationMs"]["triggerExecution"],
+    }
+
+
+def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: float) -> dict[str, Any]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import pyspark
+    from pyspark.sql import SparkSession
+
+    from rstreams.spark import ReplayLog, ReplayServer, check_java, register
+
+    scratch = tempfile.mkdtemp(prefix="rstreams-spark-bench-")
+    began = time.perf_counter()
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "4g")
+        .config("spark.sql.warehouse.dir", os.path.join(scratch, "warehouse"))
+        .config("spark.local.dir", scratch)
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("OFF")  # stopping a query mid-batch logs expected errors
+    session_s = time.perf_counter() - began
+    server = None
+    try:
+        if source.startswith("rstreams-"):
+            register(spark)
+            codec = source.removeprefix("rstreams-")
+            make = arrow_elements if codec == "arrow" else json_elements
+            rows_per_element = ARROW_ROWS if codec == "arrow" else 1
+            warm, measured = make(warmup_rows), make(rows)
+            logs = {"measured": ReplayLog("measured", capacity=len(measured))}
+            logs["measured"].append(measured)
+            if warm:  # a query's commits trim its log: each query reads its own
+                logs["warm-up"] = ReplayLog("warm-up", capacity=len(warm))
+                logs["warm-up"].append(warm)
+            server = ReplayServer(logs).start()
+            per_batch = max(1, batch_rows // rows_per_element)
+
+            def stream(log: str, total: int) -> Any:
+                del total
+                return (
+                    spark.readStream.format("rstreams")
+                    .option("url", server.url)
+                    .option("publisher", log)
+                    .option("schema", "value bigint")
+                    .option("codec", codec)
+                    .option("maxRecordsPerBatch", per_batch)
+                    .load()
+                )
+
+            warm_stream = stream("warm-up", warmup_rows) if warmup_rows else None
+            measured_stream = stream("measured", rows)
+            label = f"RS.io replay log over loopback TCP, codec {codec}"
+        elif source == "python-inprocess":
+            spark.dataSource.register(gen_source())
+            per_batch = max(1, batch_rows // ARROW_ROWS) * ARROW_ROWS
+
+            def stream(log: str, total: int) -> Any:
+                return (
+                    spark.readStream.format("bench_gen")
+                    .option("rows", total)
+                    .option("perBatch", per_batch)
+                    .load()
+                )
+
+            warm_stream, measured_stream = stream("", warmup_rows), stream("", rows)
+            label = "in-process Python source, Arrow batches"
+        elif source == "rate-micro-batch":
+            per_batch = max(1, batch_rows // ARROW_ROWS) * ARROW_ROWS
+
+            def rate(per: int) -> Any:
+                return (
+                    spark.readStream.format("rate-micro-batch")
+                    .option("rowsPerBatch", per)
+                    .option("numPartitions", 2)
+                    .load()
+                    .select("value")
+                )
+
+            warm_stream, measured_stream = rate(max(1, warmup_rows // 2)), rate(per_batch)
+            label = "Spark's JVM rate-micro-batch source"
+        else:
+            raise SystemExit(f"unknown source {source!r}; choose from {SOURCES}")
+        if warmup_rows > 0:
+            measure(warm_stream, warmup_rows, scratch, timeout)  # Python workers start; discarded
+        got = measure(measured_stream, rows, scratch, timeout)
+    finally:
+        if server is not None:
+            server.stop()
+        spark.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+    got.update(
+        source=source,
+        what=label,
+        rows_per_batch=per_batch * (ARROW_ROWS if source == "rstreams-arrow" else 1),
+        session_s=round(session_s, 2),
+        loop="local[2]",
+        version=f"pyspark {pyspark.__version__}, Java {check_java()}",
+    )
+    return got
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--one", choices=SOURCES)
+    parser.add_argument("--check", action="store_true", help="exit 1 with the reason if Spark cannot run")
+    parser.add_argument("--rows", type=int, default=6_000_000, help="rows in the measured query")
+    parser.add_argument("--batch-rows", type=int, default=1_000_000, help="rows per micro-batch (about)")
+    parser.add_argument("--warmup-rows", type=int, default=4 * ARROW_ROWS)
+    parser.add_argument("--timeout", type=float, default=240.0, help="per query, seconds")
+    args = parser.parse_args()
+    if args.check:
+        why = check()
+        if why:
+            print(why, file=sys.stderr)
+            raise SystemExit(1)
+        print(json.dumps({"ok": True}))
+        return
+    if args.one is None:
+        parser.error("--one SOURCE or --check")
+    print(json.dumps(run(args.one, args.rows, args.batch_rows, args.warmup_rows, args.timeout)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
