@@ -19,7 +19,13 @@ import matplotlib.pyplot as plt
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _scenarios import SCENARIOS
 
-COLOURS = {"rstreams": "#1f77b4", "rsocket-py": "#d62728", "ceiling": "#7f7f7f"}
+COLOURS = {
+    "rstreams": "#1f77b4",
+    "rsocket-py": "#d62728",
+    "ceiling": "#7f7f7f",
+    "python-inprocess": "#7f7f7f",
+    "rate-micro-batch": "#9467bd",
+}
 
 
 def _colour(name: str) -> str:
