@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from netsupport import WAIT, CountingSource, memory_pair
@@ -70,3 +72,64 @@ async def test_refills_are_round_robin() -> None:
     counts = [source.pulled for source in sources.values()]
     assert min(counts) * 4 > max(counts), counts
     await client.aclose()
+
+
+async def test_subscriber_ids_are_reused_lowest_first() -> None:
+    """Ids come back once their terminal is received, so hundreds of streams keep one-byte ids (§5.3)."""
+    server = Connection(client=False, offer={"one": CountingSource(limit=1), "never": Never()})
+    client = Connection(client=True)
+    memory_pair(server, client)
+    for _ in range(300):
+        assert await asyncio.wait_for(client.request("one"), WAIT) == (1).to_bytes(8, "big")
+    open_ids = await _open_never(client)
+    assert open_ids == {1}
+    await client.aclose()
+
+
+async def test_a_cancelled_id_is_reused_only_after_the_acknowledgement() -> None:
+    """After cancel, the id stays in use until the publisher's onComplete arrives (§5.3, §5.4)."""
+    server = Connection(client=False, offer={"never": Never()})
+    client = Connection(client=True)
+    memory_pair(server, client)
+    first: RecordingSubscriber[bytes] = RecordingSubscriber()
+    client.publisher("never").subscribe(first)
+    await _turns(lambda: 1 in server._core.subscriptions(publishing=True))
+    assert first.subscription is not None
+    first.subscription.cancel()  # the acknowledgement is at least a loop turn away
+    second: RecordingSubscriber[bytes] = RecordingSubscriber()
+    client.publisher("never").subscribe(second)
+    assert set(client._core.subscriptions(publishing=False)) == {1, 2}
+    await _turns(lambda: not client._core.id_in_use(1))
+    assert await _open_never(client) == {1, 2}
+    await client.aclose()
+
+
+class Never:
+    """A Publisher that subscribes and then sends nothing until cancelled."""
+
+    def subscribe(self, subscriber: Any) -> None:
+        subscriber.on_subscribe(_Idle())
+
+
+class _Idle:
+    def request(self, n: int) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
+async def _turns(done: Callable[[], bool], limit: int = 100) -> None:
+    """Run loop turns until ``done()`` (the in-memory transport delivers one hop per turn)."""
+    for _ in range(limit):
+        if done():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"not done after {limit} loop turns")
+
+
+async def _open_never(client: Connection) -> set[int]:
+    """Subscribe to ``never`` once more; return our open subscription ids."""
+    subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
+    client.publisher("never").subscribe(subscriber)
+    return set(client._core.subscriptions(publishing=False))

@@ -62,8 +62,8 @@ def feed_in(data: bytes, cuts: list[int], *, batch: bool) -> list[Frame | OnNext
 _frame = st.one_of(
     st.builds(
         lambda sid, n, fill: OnNext(subscriber=sid, element=bytes([fill]) * n),
-        st.sampled_from([1, 2, 200]),
-        st.sampled_from([0, 1, 8, 127, 128, 300, 20_000, 70_000]),
+        st.sampled_from([1, 2, 127, 128, 200, 16383, 16384]),
+        st.sampled_from([0, 1, 8, 127, 128, 300, 16383, 16384, 20_000, 70_000]),
         st.integers(0, 255),
     ),
     st.builds(
@@ -178,3 +178,34 @@ def test_batched_parser_agrees_with_plain_on_any_input(prefix: bytes, tail: byte
     assert (plain.error is None) == (batched.error is None)
     assert type(plain.error) is type(batched.error)
     assert plain.buffered == batched.buffered
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize("sid", [1, 127, 128, 300, 1000, 16383, 16384, 2**21])
+@pytest.mark.parametrize("length", [0, 1, 127, 128, 300, 16383, 16384])
+def test_two_byte_ids_and_lengths_parse_whole_and_bytewise(batch: bool, sid: int, length: int) -> None:
+    """Ids and lengths of one, two (the fast path) and three bytes give the same frames, whole or bytewise."""
+    frames = [OnNext(subscriber=sid, element=bytes([i]) * length) for i in range(5)]
+    data = b"".join(encode(f) for f in frames)
+    assert flatten(feed_in(data, [], batch=batch)) == frames
+    assert flatten(feed_in(data, list(range(len(data))) if length < 400 else [], batch=batch)) == frames
+    parser = make_parser(batch)  # with trailing bytes of an incomplete frame
+    tail = encode(frames[0])[:-1]
+    assert flatten(parser.feed(data + tail)) == frames
+    assert parser.error is None and parser.buffered > 0 and parser.eof() is not None
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x08\x80\x00\x01x",  # id 0 in two bytes
+        b"\x08\x81\x00\x01x",  # id 1 in two bytes
+        b"\x08\x01\x80\x00",  # length 0 in two bytes
+        b"\x08\x81\x01\x81\x00x",  # a two-byte id, then length 1 in two bytes
+    ],
+)
+def test_non_minimal_two_byte_varints_are_framing_errors(batch: bool, data: bytes) -> None:
+    parser = make_parser(batch)
+    assert parser.feed(data + b"\x0c\x01") == []
+    assert parser.error is not None and "minimal" in str(parser.error).lower()

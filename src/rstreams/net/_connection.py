@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import itertools
+import heapq
 import threading
 from collections.abc import Callable
 from typing import Any, Literal, Self, TypeVar, overload
@@ -143,7 +143,11 @@ class Connection:
         self.reading = False  # a read's events are being delivered
         self._writable = True
         self._turn_bytes = 0
-        self._ids = itertools.count(1)  # our subscriber ids: a namespace of our own (PROTOCOL.md §5.1)
+        # Our subscriber ids, a namespace of our own (PROTOCOL.md §5.1), reused lowest first so
+        # that they stay small (one or two bytes on the wire, the parser's fast path; §5.3).
+        self._next_id = 1  # the lowest id never used
+        self._free_ids: list[int] = []  # a heap: ids whose terminal signal was received
+        self._unacked: set[int] = set()  # cancelled ids, in use until the publisher's onComplete
         self._ended: BaseException | None = None  # why streams can no longer run
         self._ended_event = asyncio.Event()  # the protocol conversation is over
         self._lost = self._loop.create_future()  # the transport is closed
@@ -417,11 +421,13 @@ class Connection:
         elif isinstance(event, OnComplete):
             subscription = self._consuming.pop(event.subscriber, None)
             self._names.pop(event.subscriber, None)
+            self._free_id(event.subscriber)
             if subscription is not None:
                 subscription.complete()
         elif isinstance(event, OnError):
             subscription = self._consuming.pop(event.subscriber, None)
             name = self._names.pop(event.subscriber, "?")
+            self._free_id(event.subscriber)
             if subscription is not None:
                 subscription.error(
                     RemoteStreamError(event.error, publisher=name, subscriber=event.subscriber)
@@ -432,6 +438,7 @@ class Connection:
             else:
                 subscription = self._consuming.pop(event.subscriber, None)
                 self._names.pop(event.subscriber, None)
+                self._unacked.add(event.subscriber)  # the core cancelled it: wait for the ack
                 if subscription is not None:
                     subscription.error(event.error)
         elif isinstance(event, ConnectionClosed):
@@ -591,15 +598,17 @@ class Connection:
         batch: Batching | None = None,
     ) -> None:
         """Subscribe ``subscriber`` to the peer's ``name`` (loop thread)."""
-        sid = next(self._ids)
+        sid = self._take_id()
         subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode, batch)
         try:
             subscriber.on_subscribe(subscription)
         except Exception as error:
             subscription.done = True
+            heapq.heappush(self._free_ids, sid)
             report_unhandled(error, f"{type(subscriber).__name__}.on_subscribe")
             return
         if subscription.done:
+            heapq.heappush(self._free_ids, sid)
             return  # cancelled (or failed rule 3.9) inside on_subscribe: nothing to send
         if self._ended is not None or self._closing:
             subscription.error(self._ended or ResourceClosedError("the connection is closing"))
@@ -609,6 +618,26 @@ class Connection:
         subscription.started = True
         self._core.send_subscribe(name, sid, subscription.take_pending())
         self._write_now_or_soon()
+
+    def _take_id(self) -> int:
+        """The lowest free subscriber id. An id is free once its onComplete/onError was received
+        (PROTOCOL.md §5.3); a cancelled id only once the publisher acknowledged the cancel."""
+        if self._unacked:
+            core = self._core
+            acked = [sid for sid in self._unacked if not core.id_in_use(sid)]
+            for sid in acked:
+                self._unacked.discard(sid)
+                heapq.heappush(self._free_ids, sid)
+        if self._free_ids:
+            return heapq.heappop(self._free_ids)
+        sid = self._next_id
+        self._next_id = sid + 1
+        return sid
+
+    def _free_id(self, sid: int) -> None:
+        """The terminal signal for our ``sid`` was received: the id may be reused."""
+        self._unacked.discard(sid)  # a cancel that crossed the terminal: freed once, here
+        heapq.heappush(self._free_ids, sid)
 
     def request_now(self, subscription: RemoteSubscription[Any]) -> None:
         """Send ``subscription``'s pending demand, and anything else queued, in a write of its own."""
@@ -630,9 +659,11 @@ class Connection:
     def cancel_subscription(self, subscription: RemoteSubscription[Any]) -> None:
         sid = subscription.sid
         self._requests.pop(subscription, None)
-        if self._consuming.pop(sid, None) is not None and self._ended is None:
+        if self._consuming.get(sid) is subscription and self._ended is None:
+            del self._consuming[sid]
             self._names.pop(sid, None)
             self._core.send(Cancel(subscriber=sid))
+            self._unacked.add(sid)  # in use until the publisher's acknowledgement (§5.4)
             self._mark_dirty()
 
     # -- loop plumbing ---------------------------------------------------------------------

@@ -11,7 +11,9 @@ Theory of operation:
 * Every length prefix is checked against its limit the moment it is read, before its
   bytes arrive, so a hostile prefix cannot make the parser wait for (and buffer) more
   than ``max_element_size`` / ``max_string_length`` bytes.
-* ``OnNext`` has an inlined fast path: one-byte varints for the id and the length.
+* ``OnNext`` has an inlined fast path: one- or two-byte varints for the id and the
+  length (ids below 16384, elements below 16 KiB; anything else goes through
+  ``decode_varint``, which also reports non-minimal encodings).
   With ``batch_on_next=True`` consecutive such frames for one subscriber become one
   :class:`~rstreams.wire.events.OnNextBatch`; runs of frames of equal length are found
   with strided slices (``data[pos:stop:stride]`` must repeat the 3-byte header) and cut
@@ -260,14 +262,22 @@ class FrameParser:
         try:
             while pos < n:
                 if data[pos] == _ON_NEXT:  # the hot path, inlined
-                    if pos + 2 < n and not sizes:  # commonest: one-byte id and length
+                    if pos + 2 < n and not sizes:  # an id and a length of one or two bytes each
                         sid = data[pos + 1]
-                        length = data[pos + 2]
-                        hdr = 3
-                        if batch and length >= 0x80 and pos + 3 < n and 0 < data[pos + 3] < 0x80:
-                            length = (length & 0x7F) | (data[pos + 3] << 7)  # a two-byte length
-                            hdr = 4
-                        if sid < 0x80 and (length < 0x80 if hdr == 3 else length <= max_element):
+                        q = pos + 2  # where the length starts
+                        if sid >= 0x80:  # a two-byte id (128 ... 16383); -1: leave it to decode_varint
+                            second = data[q]
+                            sid = (sid & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
+                            q += 1
+                        length = data[q] if q < n else -1
+                        hdr = q + 1 - pos
+                        if length >= 0x80:  # a two-byte length (128 ... 16383)
+                            second = data[q + 1] if q + 1 < n else 0
+                            length = (length & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
+                            hdr += 1
+                            if length > max_element:
+                                length = -1
+                        if sid >= 0 and length >= 0:
                             end = pos + hdr + length
                             if end > n:
                                 raise Incomplete(end)
@@ -297,7 +307,7 @@ class FrameParser:
                                 continue
                             frame = new(OnNext)
                             set_subscriber(frame, sid)
-                            set_element(frame, data[pos + 3 : end])
+                            set_element(frame, data[pos + hdr : end])
                             append(frame)
                             pos = end
                             continue

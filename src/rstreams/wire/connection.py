@@ -192,6 +192,11 @@ class Connection:
         st = self._publishing.get(subscriber)
         return st.credit if st is not None and st.state is _ACTIVE else 0
 
+    def id_in_use(self, subscriber: int) -> bool:
+        """Whether our subscriber id is still in use (§5.3): subscribed, and its onComplete or
+        onError not yet received (after our cancel, until the publisher's acknowledgement)."""
+        return subscriber in self._subscribing
+
     def subscriptions(self, *, publishing: bool) -> dict[int, StreamState]:
         """Open subscriptions: the peer's on us (``publishing=True``) or ours on the peer."""
         table = self._publishing if publishing else self._subscribing
