@@ -3,11 +3,14 @@
 Sockets: asyncio's own socket transports already have the shape of
 :class:`~rstreams.net._transport.Transport` (``writelines``, write-buffer limits,
 pause/resume reading), so only the protocol side needs adapting. :class:`StreamProtocol`
-is an :class:`asyncio.BufferedProtocol`: the loop ``recv_into``s one preallocated 256 KiB
-buffer and the handler gets a memoryview of the filled part, so no ``bytes`` object is made
-per read and the default loop's 256 KiB ``recv`` pitfall is avoided
-(notes/machine-limits.md). TLS is the same transport with ``ssl=``: asyncio's SSL layer
-honours BufferedProtocol too.
+is an :class:`asyncio.BufferedProtocol`: the loop ``recv_into``s a reused buffer and the
+handler gets a memoryview of the filled part, so no ``bytes`` object is made per read and the
+default loop's 256 KiB ``recv`` pitfall is avoided (notes/machine-limits.md). The buffer is
+small (:data:`SMALL_READ_SIZE`) while reads are small, so an idle or chatty connection costs
+little memory (a server holds thousands), and grows to ``SOCKET_READ_SIZE`` as soon as a
+read fills it (bulk transfer: fewer syscalls and loop turns); after :data:`SHRINK_AFTER`
+reads in a row that would have fitted the small buffer it goes back to small. TLS is the
+same transport with ``ssl=``: asyncio's SSL layer honours BufferedProtocol too.
 
 Pipes: a pipe pair is two asyncio transports (one read, one write), which
 :class:`PipeTransport` joins into one. The default loop's read-pipe transport calls
@@ -30,13 +33,19 @@ from rstreams.net._transport import (
     TransportHandler,
 )
 
-__all__ = ["PipeTransport", "StreamProtocol", "open_pipe_transport"]
+__all__ = ["SHRINK_AFTER", "SMALL_READ_SIZE", "PipeTransport", "StreamProtocol", "open_pipe_transport"]
+
+SMALL_READ_SIZE = 16 * 1024
+"""A socket connection's read buffer while its reads are small (most connections, most of the time)."""
+
+SHRINK_AFTER = 64
+"""Reads in a row of at most :data:`SMALL_READ_SIZE` bytes after which a grown buffer is dropped."""
 
 
 class StreamProtocol(asyncio.BufferedProtocol):
     """Adapts an asyncio socket (or pipe) transport to a :class:`TransportHandler`."""
 
-    __slots__ = ("_buffer", "_handler", "_high", "_low", "_view")
+    __slots__ = ("_handler", "_high", "_low", "_small_reads", "_view")
 
     def __init__(
         self, handler: TransportHandler, *, high: int = DEFAULT_HIGH_WATER, low: int = DEFAULT_LOW_WATER
@@ -44,8 +53,8 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._handler = handler
         self._high = high
         self._low = low
-        self._buffer = bytearray(SOCKET_READ_SIZE)
-        self._view = memoryview(self._buffer)
+        self._view = memoryview(bytearray(SMALL_READ_SIZE))
+        self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if isinstance(transport, asyncio.WriteTransport):
@@ -56,7 +65,20 @@ class StreamProtocol(asyncio.BufferedProtocol):
         return self._view
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._handler.data_received(self._view[:nbytes])
+        view = self._view
+        self._handler.data_received(view[:nbytes])
+        # Resize only after the handler returned: the view it got is valid during its call only.
+        size = len(view)
+        if size == SMALL_READ_SIZE:
+            if nbytes == size:  # more was probably waiting: bulk transfer, read big
+                self._view = memoryview(bytearray(SOCKET_READ_SIZE))
+        elif nbytes > SMALL_READ_SIZE:
+            self._small_reads = 0
+        else:
+            self._small_reads += 1
+            if self._small_reads >= SHRINK_AFTER:
+                self._small_reads = 0
+                self._view = memoryview(bytearray(SMALL_READ_SIZE))
 
     def data_received(self, data: bytes) -> None:
         """For transports that ignore BufferedProtocol (read pipes)."""

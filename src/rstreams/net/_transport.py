@@ -42,9 +42,10 @@ READ_BUFFER_SIZE = 64 * 1024
 (notes/machine-limits.md, pitfall 1); ``recv_into`` a reused 64 KiB buffer avoids it."""
 
 SOCKET_READ_SIZE = 256 * 1024
-"""Size of a socket connection's preallocated ``recv_into`` buffer. Reading into a reused
-buffer never allocates, so the 256 KiB pitfall above does not apply; large reads mean
-fewer syscalls and loop turns for large elements."""
+"""Size of a socket connection's ``recv_into`` buffer during bulk transfer (it starts small and
+grows when a read fills it, see :mod:`rstreams.net._stream`). Reading into a reused buffer
+never allocates, so the 256 KiB pitfall above does not apply; large reads mean fewer
+syscalls and loop turns for large elements."""
 
 DEFAULT_HIGH_WATER = 1024 * 1024
 """Unsent bytes above which the transport reports "not writable" and local publishers stop
