@@ -262,6 +262,8 @@ def run_demo(
     view.closing = True
     stop.set()
     watcher.join(10)
+    say("\nlatest windows:")
+    _show_windows(view, None, say)
     parquet = os.path.join(out, "results.parquet")
     saved = (
         spark.read.format("rstreams")
@@ -281,6 +283,17 @@ def run_demo(
     say(f"checkpoint: {os.path.join(out, 'checkpoint')}")
     figures.update(results=view.received, parquet=parquet)
     return figures
+
+
+def _show_windows(view: _LiveView, shown: str | None, say: Any) -> str | None:
+    """Print the newest average per sensor if a newer window closed since ``shown``."""
+    rows_now = view.snapshot()
+    newest = max((row["window"]["start"] for row in rows_now), default=None)
+    if newest != shown:
+        for row in rows_now[:8]:
+            start = row["window"]["start"][11:19]
+            say(f"      {row['sensor']:<10} window {start}  avg {row['avg']:7.3f}  n {row['n']:>7,}")
+    return newest
 
 
 def _watch(
@@ -321,13 +334,7 @@ def _watch(
                 f"log holds {info['end'] - info['first']:,} | "
                 f"sensors produced {source.produced:,}, waited {source.waiting:.1f} s for demand"
             )
-            rows_now = view.snapshot()
-            newest = max((row["window"]["start"] for row in rows_now), default=None)
-            if newest != shown:  # a new window closed: show the newest average per sensor
-                shown = newest
-                for row in rows_now[:8]:
-                    start = row["window"]["start"][11:19]
-                    say(f"      {row['sensor']:<10} window {start}  avg {row['avg']:7.3f}  n {row['n']:>7,}")
+            shown = _show_windows(view, shown, say)
         time.sleep(0.2)
     if query.exception() is not None:
         raise RuntimeError(f"the Spark query failed: {query.exception()}")
