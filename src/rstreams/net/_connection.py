@@ -47,6 +47,7 @@ from rstreams.net._serving import BatchServingStream, ServingStream
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, check_water_marks
 from rstreams.wire import (
     Cancel,
+    ClientHello,
     ConnectionClosed,
     ConnectionConfig,
     ConnectionState,
@@ -58,6 +59,7 @@ from rstreams.wire import (
     OnNextBatch,
     OnNextPacked,
     Request,
+    ServerHello,
     Side,
     StreamError,
     Subscribe,
@@ -121,8 +123,11 @@ class Connection:
         high_water: int = DEFAULT_HIGH_WATER,
         low_water: int = DEFAULT_LOW_WATER,
         on_made: Callable[[Connection], object] | None = None,
+        handshake_timeout: float | None = None,
     ) -> None:
         check_water_marks(high_water, low_water)
+        self._handshake_timeout = handshake_timeout  # seconds for the peer's hello, from connection_made
+        self._handshake_timer: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
         self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
         self._made = False
@@ -303,6 +308,8 @@ class Connection:
         self._transport = transport
         self._joins = getattr(type(transport), "writelines", None) is asyncio.WriteTransport.writelines
         self._made = True
+        if self._handshake_timeout is not None:
+            self._handshake_timer = self._loop.call_later(self._handshake_timeout, self._handshake_expired)
         on_made, self._on_made = self._on_made, None
         if on_made is not None:
             try:
@@ -313,7 +320,7 @@ class Connection:
 
     def data_received(self, data: memoryview) -> None:
         core = self._core
-        if core.state is ConnectionState.CLOSED:
+        if core.state is ConnectionState.CLOSED or self._linger is not None:
             # after the goodbyes: nothing more is read (a lingering close discards it, bounded)
             if self._linger is not None:
                 self._linger_left -= len(data)
@@ -349,6 +356,9 @@ class Connection:
         if self._linger is not None:
             self._linger.cancel()
             self._linger = None
+        if self._handshake_timer is not None:
+            self._handshake_timer.cancel()
+            self._handshake_timer = None
         if self._ended is None:
             if error is None:
                 broken = ConnectionBrokenError("the peer closed the connection without a goodbye")
@@ -443,7 +453,11 @@ class Connection:
                     subscription.error(event.error)
         elif isinstance(event, ConnectionClosed):
             self._conversation_over(event.error, event.reason)
-        # Hellos, OnSubscribe and Goodbye need nothing here: the core keeps their state.
+        elif isinstance(event, ClientHello | ServerHello):
+            timer, self._handshake_timer = self._handshake_timer, None
+            if timer is not None:
+                timer.cancel()
+        # OnSubscribe and Goodbye need nothing here: the core keeps their state.
 
     def _stop_serving(self, sid: int) -> None:
         stream = self._serving.pop(sid, None)
@@ -469,6 +483,33 @@ class Connection:
         if error is not None and self._start_linger(transport):
             return
         transport.close()
+
+    def close_now(self, reason: str) -> None:
+        """Say goodbye and close without waiting for the peer's answer (a server limit refusing it).
+
+        Open streams end as in :meth:`aclose`; the transport closes as after an error goodbye
+        (:meth:`_start_linger`): the goodbye goes out, then input is discarded for a bounded
+        while, so that the peer reads why it was closed. Idempotent; no-op once ending.
+        """
+        if self._closing or self._ended is not None:
+            return
+        self._closing = True
+        with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
+            self._core.send(Goodbye(reason=reason))
+        self._end_streams(ResourceClosedError(f"the connection was closed by this side: {reason}"))
+        self._ended_event.set()  # no answer is awaited: aclose() goes straight to the transport
+        self._flush()
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if not self._start_linger(transport):
+            transport.close()
+
+    def _handshake_expired(self) -> None:
+        self._handshake_timer = None
+        if self._core.state is ConnectionState.AWAITING_HELLO:
+            hello = "serverHello" if self._core.side is Side.CLIENT else "clientHello"
+            self.close_now(f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)")
 
     def _start_linger(self, transport: Transport) -> bool:
         """After an error goodbye: close our side of the stream, go on reading for a while.

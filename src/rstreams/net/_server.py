@@ -23,7 +23,13 @@ from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, check
 from rstreams.net._url import parse_url
 from rstreams.wire import ConnectionConfig
 
-__all__ = ["Server", "serve"]
+__all__ = ["DEFAULT_HANDSHAKE_TIMEOUT", "DEFAULT_MAX_CONNECTIONS", "Server", "serve"]
+
+DEFAULT_HANDSHAKE_TIMEOUT = 10.0
+"""Seconds an accepted connection has to send its clientHello (see :func:`serve`)."""
+
+DEFAULT_MAX_CONNECTIONS = 10_000
+"""Connections a server keeps open at once (see :func:`serve`)."""
 
 
 class Server:
@@ -32,6 +38,7 @@ class Server:
     def __init__(self) -> None:
         self._listener: Listener | None = None
         self._connections: set[Connection] = set()
+        self._refused: set[Connection] = set()  # over max_connections: closing on their own
         self._shutdown: asyncio.Task[None] | None = None
 
     @property
@@ -64,7 +71,8 @@ class Server:
         listener = self._listener
         if listener is not None and listener.endpoint.scheme not in ("ws", "wss"):
             listener.close()  # stop accepting (asyncio leaves accepted connections alone)
-        closing = [conn.aclose(reason, timeout=CLOSE_TIMEOUT) for conn in list(self._connections)]
+        conns = [*self._connections, *self._refused]
+        closing = [conn.aclose(reason, timeout=CLOSE_TIMEOUT) for conn in conns]
         await asyncio.gather(*closing, return_exceptions=True)
         if listener is not None:
             listener.close()  # websockets closes its connections here: after our goodbyes
@@ -82,6 +90,11 @@ class Server:
         self._connections.add(conn)
         conn.add_close_callback(self._connections.discard)
 
+    def _refuse(self, conn: Connection, reason: str) -> None:
+        self._refused.add(conn)
+        conn.add_close_callback(self._refused.discard)
+        conn.close_now(reason)
+
 
 async def serve(
     url: str,
@@ -93,6 +106,8 @@ async def serve(
     on_connection: Callable[[Connection], object] | None = None,
     high_water: int = DEFAULT_HIGH_WATER,
     low_water: int = DEFAULT_LOW_WATER,
+    handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
 ) -> Server:
     """Listen on ``url`` and serve ``publishers`` to every client.
 
@@ -109,6 +124,14 @@ async def serve(
             the client offers); exceptions are reported, not raised.
         high_water, low_water: per-connection output budget in bytes; production from
             local publishers stops above ``high_water`` and resumes below ``low_water``.
+        handshake_timeout: seconds (default 10) a new connection has to send its
+            clientHello, counted from when its transport is up (for ``tls``/``wss``, after
+            the TLS handshake, which asyncio bounds on its own). A connection that stays
+            silent is sent a goodbye ``"handshake timeout (...)"`` and closed. ``None``:
+            no limit.
+        max_connections: most connections open at once (default 10 000). A connection
+            beyond it is sent a goodbye naming the limit and closed, before ``on_connection``
+            would hear of it; it does not count towards the limit while it closes.
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
@@ -117,9 +140,18 @@ async def serve(
     endpoint = parse_url(url)
     Router(publishers)  # check the offer and the limits now, where the caller made the mistake
     check_water_marks(high_water, low_water)
+    if handshake_timeout is not None and not handshake_timeout > 0:
+        raise ValueError(f"handshake_timeout must be > 0 seconds or None, got {handshake_timeout!r}")
+    if type(max_connections) is not int or max_connections < 1:
+        raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
     server = Server()
 
     def made(conn: Connection) -> None:
+        if len(server._connections) >= max_connections:
+            server._refuse(
+                conn, f"too many connections: this server accepts at most {max_connections} (max_connections)"
+            )
+            return
         server._track(conn)
         if on_connection is not None:
             on_connection(conn)
@@ -135,6 +167,7 @@ async def serve(
             high_water=high_water,
             low_water=low_water,
             on_made=made,
+            handshake_timeout=handshake_timeout,
         )
 
     server._listener = await listen_endpoint(

@@ -1,0 +1,120 @@
+"""serve()'s limits: handshake_timeout and max_connections; each refusal is a goodbye, then a close."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from netsupport import WAIT
+
+import rstreams
+from rstreams.errors import ConnectionBrokenError
+from rstreams.net import Connection, connect, serve
+from rstreams.wire import ClientHello, ConnectionClosed, Side, encode
+from rstreams.wire import Connection as Core
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+OFFER: dict[str, Any] = {"greeting": rstreams.just(b"hello")}
+
+
+async def within(awaitable: Any) -> Any:
+    return await asyncio.wait_for(awaitable, WAIT)
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, port = url.split("://", 1)[1].rsplit(":", 1)
+    return host, int(port)
+
+
+def goodbye_in(data: bytes) -> str:
+    """The reason of the goodbye a client core reads in ``data`` (fails if there is none)."""
+    core = Core(Side.CLIENT)
+    core.receive_data(data)
+    closed = [event for event in core.events_received() if isinstance(event, ConnectionClosed)]
+    assert closed, f"no goodbye in {data.hex(' ')}"
+    return closed[0].reason
+
+
+class Accepted:
+    """``on_connection``: the server's connections, in order."""
+
+    def __init__(self) -> None:
+        self.conns: list[Connection] = []
+
+    def __call__(self, conn: Connection) -> None:
+        self.conns.append(conn)
+
+
+async def test_a_silent_connection_gets_a_handshake_timeout_goodbye() -> None:
+    """No clientHello within handshake_timeout: goodbye "handshake timeout (...)", then EOF and close."""
+    accepted = Accepted()
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, handshake_timeout=0.2, on_connection=accepted
+    ) as server:
+        reader, writer = await asyncio.open_connection(*_host_port(server.url))
+        data = await within(reader.read())  # sends nothing; reads to the server's EOF
+        writer.close()
+        reason = goodbye_in(data)
+        assert reason.startswith("handshake timeout") and "clientHello" in reason and "0.2 s" in reason
+        (conn,) = accepted.conns
+        await within(conn.wait_closed())
+        assert conn.closed and not server.connections
+
+
+async def test_a_client_that_says_hello_is_not_timed_out() -> None:
+    """The hello cancels the timer: the connection outlives the timeout and keeps serving."""
+    accepted = Accepted()
+    async with (
+        await serve("tcp://127.0.0.1:0", OFFER, handshake_timeout=0.1, on_connection=accepted) as server,
+        await connect(server.url) as conn,
+    ):
+        assert await within(conn.request("greeting")) == b"hello"
+        # loop timers fire in deadline order: the server's 0.1 s timer, started before this
+        # sleep, would have fired by the time the sleep ends
+        await asyncio.sleep(0.3)
+        assert await within(conn.request("greeting")) == b"hello"
+        assert not conn.closed and server.connections == frozenset(accepted.conns)
+
+
+async def test_connections_beyond_max_connections_get_a_goodbye() -> None:
+    """The third connection to a max_connections=2 server is refused with a goodbye naming the limit."""
+    accepted = Accepted()
+    async with await serve("tcp://127.0.0.1:0", OFFER, max_connections=2, on_connection=accepted) as server:
+        first, second = await connect(server.url), await connect(server.url)
+        for conn in (first, second):
+            assert await within(conn.request("greeting")) == b"hello"
+        assert len(server.connections) == 2
+
+        # a raw peer reads the server's hello, the goodbye, then EOF
+        reader, writer = await asyncio.open_connection(*_host_port(server.url))
+        writer.write(encode(ClientHello()))
+        data = await within(reader.read())
+        writer.close()
+        reason = goodbye_in(data)
+        assert "at most 2" in reason and "max_connections" in reason
+
+        # a client sees the reason in its streams' error
+        third = await connect(server.url)
+        with pytest.raises(ConnectionBrokenError, match="max_connections"):
+            await within(third.request("greeting"))
+        await within(third.wait_closed())
+        assert len(accepted.conns) == 2  # on_connection never heard of the refused ones
+        assert len(server.connections) == 2
+
+        # below the limit again, a new connection is served
+        await first.aclose()
+        await within(accepted.conns[0].wait_closed())
+        async with await connect(server.url) as fourth:
+            assert await within(fourth.request("greeting")) == b"hello"
+        assert len(accepted.conns) == 3
+        await second.aclose()
+
+
+@pytest.mark.parametrize(
+    "limits", [{"handshake_timeout": 0}, {"handshake_timeout": -1.0}, {"max_connections": 0}]
+)
+async def test_bad_limits_are_refused(limits: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=next(iter(limits))):
+        await serve("tcp://127.0.0.1:0", OFFER, **limits)
