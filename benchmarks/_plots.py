@@ -39,7 +39,15 @@ def _values(contestant: dict[str, Any], key: str) -> list[float]:
     return [run[key] for run in contestant["runs"] if "error" not in run and key in run]
 
 
-def bars(data: dict[str, Any], key: str, unit: str, title: str, path: Path, higher: bool) -> None:
+def bars(
+    data: dict[str, Any],
+    key: str,
+    unit: str,
+    title: str,
+    path: Path,
+    higher: bool,
+    lines: list[tuple[float, str]] | None = None,
+) -> None:
     rows = [(c["name"], _values(c, key)) for c in data["contestants"]]
     rows = [(n, v) for n, v in rows if v]
     if not rows:
@@ -59,6 +67,10 @@ def bars(data: dict[str, Any], key: str, unit: str, title: str, path: Path, high
         f"{unit} (median, whiskers min..max{', log scale' if log else ''}; "
         f"{'higher' if higher else 'lower'} is better)"
     )
+    for value, text in lines or []:
+        ax.axvline(value, color="black", linestyle="--", linewidth=0.8, label=text)
+    if lines:
+        ax.legend(fontsize=8, loc="upper right")
     ax.set_title(title, fontsize=10)
     for y, m in enumerate(med):
         ax.text(m, y, f" {m:,.0f}" if m >= 10 else f" {m:.2f}", va="center", fontsize=8)
@@ -159,7 +171,12 @@ def main(out: Path) -> None:
         elif scenario.plot == "scale":
             scale(data, scenario.title, path)
         else:
-            bars(data, scenario.metric, scenario.unit, scenario.title, path, scenario.higher_is_better)
+            targets = [
+                (v, f"target: {a} >= {v:,.0f} {scenario.unit}") for a, b, v in scenario.targets if not b
+            ]
+            bars(
+                data, scenario.metric, scenario.unit, scenario.title, path, scenario.higher_is_better, targets
+            )
         if path.exists():
             made.append(path.name)
     print(f"plots: {', '.join(made) or 'none'}")
