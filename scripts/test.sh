@@ -3,6 +3,13 @@
 # Usage: bash scripts/test.sh [extra pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  echo "The Spark tests need Java 17 or newer and none was found." >&2
+  echo "  Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless" >&2
+  echo "  macOS:         brew install openjdk@17" >&2
+  echo "  or set JAVA_HOME to an existing Java 17+ installation." >&2
+  exit 2
+fi
 source scripts/_setup.sh
 setup_venv .venv-test "test" websockets spark
 echo "== lint: ruff, mypy --strict"
