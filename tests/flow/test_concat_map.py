@@ -165,18 +165,30 @@ def test_fn_raising_or_returning_a_non_publisher_fails_the_stream() -> None:
 
 
 def test_cancel_stops_upstream_and_inner() -> None:
-    """Rules 3.5, 3.13: cancel cancels both Subscriptions; late signals are dropped."""
-    outer: ManualPublisher[int] = ManualPublisher()
-    inners = Inners()
-    s: RecordingSubscriber[str] = RecordingSubscriber(initial=5)
-    outer.concat_map(inners).subscribe(s)
-    outer.emit(1)
-    s.cancel()
-    s.cancel()
-    s.request(3)  # rule 3.6: a no-op
-    inners.made[0].emit("late")
-    assert outer.cancelled == 1 and inners.made[0].cancelled == 1
-    assert s.items == [] and not s.done
+    """Rules 3.5, 3.13: cancel cancels both Subscriptions; late signals are dropped.
+
+    A late error cannot reach anybody (rule 3.12): it is reported, naming the operator.
+    """
+    reported: list[tuple[BaseException, str]] = []
+    previous = set_unhandled_error_hook(lambda e, where: reported.append((e, where)))
+    try:
+        outer: ManualPublisher[int] = ManualPublisher()
+        inners = Inners()
+        s: RecordingSubscriber[str] = RecordingSubscriber(initial=5)
+        outer.concat_map(inners).subscribe(s)
+        outer.emit(1)
+        s.cancel()
+        s.cancel()
+        s.request(3)  # rule 3.6: a no-op
+        inners.made[0].emit("late")
+        assert outer.cancelled == 1 and inners.made[0].cancelled == 1
+        late = RuntimeError("late")
+        inners.made[0].fail(late)
+        inners.made[0].complete()
+        assert s.items == [] and not s.done
+        assert reported == [(late, "concat_map: an inner Publisher's error after it was cancelled")]
+    finally:
+        set_unhandled_error_hook(previous)
 
 
 def test_invalid_request_signals_error_and_cancels_everything() -> None:

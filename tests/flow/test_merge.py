@@ -340,3 +340,24 @@ def test_flat_map_and_merge_pass_the_publisher_tck() -> None:
     )
     assert merged.ok, str(merged)
     assert len(flat.passed) >= 29 and len(merged.passed) >= 29
+
+
+def test_an_inner_error_after_cancel_is_reported_naming_flat_map() -> None:
+    """Rule 3.12: a cancelled inner may still fail; nobody can receive it, so it is reported."""
+    reported: list[tuple[BaseException, str]] = []
+    previous = set_unhandled_error_hook(lambda e, where: reported.append((e, where)))
+    try:
+        first: ManualPublisher[int] = ManualPublisher()
+        second: ManualPublisher[int] = ManualPublisher()
+        s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+        rstreams.merge(first, second).subscribe(s)
+        first.emit(1)
+        s.cancel()
+        assert first.cancelled == 1 and second.cancelled == 1
+        late = RuntimeError("late")
+        second.fail(late)
+        second.complete()  # ignored: the inner is done
+        assert s.items == [1] and s.signals == ["on_subscribe", "on_next"]
+        assert reported == [(late, "flat_map/merge: an inner Publisher's error after it was cancelled")]
+    finally:
+        set_unhandled_error_hook(previous)

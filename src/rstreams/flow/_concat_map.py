@@ -19,8 +19,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rstreams import demand
-from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.demand import accept_subscription
+from rstreams.api import Publisher, Subscriber
 from rstreams.errors import report_unhandled
 from rstreams.flow._drain import (
     DRAIN,
@@ -28,11 +27,12 @@ from rstreams.flow._drain import (
     NONE_ITEM,
     OUTER,
     DrainSubscriber,
+    InnerSubscriber,
     as_publisher,
     check_prefetch,
 )
 from rstreams.flow._flow import Flow
-from rstreams.rules import check_error, check_subscriber
+from rstreams.rules import check_subscriber
 
 __all__ = ["ConcatMapFlow"]
 
@@ -56,32 +56,19 @@ class ConcatMapFlow(Flow[R]):
         self._source.subscribe(_ConcatMapSubscriber(check_subscriber(subscriber), self._fn, self._prefetch))
 
 
-class _Inner(Subscriber[R]):
-    """Subscriber to one inner Publisher; records signals for the parent's drain loop.
+class _Inner(InnerSubscriber[R, "_ConcatMapSubscriber[Any, R]"]):
+    """Subscriber to the one current inner Publisher; its elements join the parent's ``items``.
 
     ``asked``/``taken`` count what was requested from this inner and what the drain
     loop has passed on from it; only the drain loop touches them.
     """
 
-    __slots__ = ("asked", "cancelled", "done", "parent", "subscription", "taken")
+    __slots__ = ("asked", "taken")
 
     def __init__(self, parent: _ConcatMapSubscriber[Any, R]) -> None:
-        self.parent = parent
-        self.subscription: Subscription | None = None
-        self.done = False
-        self.cancelled = False
+        super().__init__(parent)
         self.asked = 0
         self.taken = 0
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        if not accept_subscription(self.subscription, subscription):
-            return
-        self.subscription = subscription
-        if self.cancelled:  # the parent ended while this inner was being subscribed
-            subscription.cancel()
-            return
-        if self.parent.calling is not self:
-            self.parent.drain()
 
     def on_next(self, item: R) -> None:
         if item is None:
@@ -99,28 +86,6 @@ class _Inner(Subscriber[R]):
             parent.after_fast()
         elif how == DRAIN:
             parent.drain_loop()
-
-    def on_error(self, error: BaseException) -> None:
-        check_error(error)
-        if self.done:  # late, after a cancel (rule 3.12): nobody can receive it
-            report_unhandled(error, "concat_map: an inner Publisher's error after it was cancelled")
-            return
-        self.done = True
-        self.parent.fail(error)
-
-    def on_complete(self) -> None:
-        if self.done:
-            return
-        self.done = True
-        if self.parent.calling is not self:
-            self.parent.drain()
-
-    def cancel(self) -> None:
-        was_done, self.done = self.done, True
-        self.cancelled = True
-        subscription = self.subscription
-        if subscription is not None and not was_done:
-            subscription.cancel()
 
 
 class _ConcatMapSubscriber(DrainSubscriber[T, R]):

@@ -22,6 +22,9 @@ Two shortcuts keep an element from paying for a whole loop pass:
 * :meth:`DrainSubscriber.offer` (reactor's ``tryEmit``): an element that arrives when
   nobody drains, nothing is queued before it and there is demand, is emitted at once by
   the thread that brought it, holding the work counter like the loop would.
+
+Each inner Publisher's Subscriber is an :class:`InnerSubscriber`: it records its signals
+for the loop and wakes it, except from inside a call the loop makes (see ``call``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ __all__ = [
     "OUTER",
     "QUEUED",
     "DrainSubscriber",
+    "InnerSubscriber",
     "as_publisher",
     "check_prefetch",
     "signal_terminal",
@@ -53,6 +57,7 @@ __all__ = [
 T = TypeVar("T")
 R = TypeVar("R")
 _A = TypeVar("_A")
+P = TypeVar("P", bound="DrainSubscriber[Any, Any]")
 
 QUEUED, DRAIN, EMIT = 0, 1, 2
 """What :meth:`DrainSubscriber.offer` did with an element."""
@@ -289,6 +294,64 @@ class DrainSubscriber(Subscriber[T], Subscription, Generic[T, R]):
     @abc.abstractmethod
     def _clear(self) -> None:
         """Cancel the upstream and the inners, drop what is queued (rules 3.13, 4.2)."""
+
+
+class InnerSubscriber(Subscriber[R], Generic[R, P]):
+    """Subscriber to one inner Publisher of a drain operator (``concat_map``, ``flat_map``).
+
+    It records signals for the ``parent``'s drain loop. What every such inner does the
+    same way lives here: ``on_subscribe``, ``on_error``, ``on_complete`` and ``cancel``.
+    Subclasses write ``on_next``: how an element is queued or emitted.
+    """
+
+    __slots__ = ("cancelled", "done", "parent", "subscription")
+
+    def __init__(self, parent: P) -> None:
+        self.parent = parent
+        self.subscription: Subscription | None = None
+        self.done = False
+        self.cancelled = False
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if not accept_subscription(self.subscription, subscription):
+            return
+        self.subscription = subscription
+        if self.cancelled:  # the parent ended while this inner was being subscribed
+            subscription.cancel()
+            return
+        self._wake()
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        if self.done:  # late, after a cancel (rule 3.12): nobody can receive it
+            report_unhandled(error, f"{self.parent.name}: an inner Publisher's error after it was cancelled")
+            return
+        self.done = True
+        self.parent.fail(error)
+
+    def on_complete(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        self._wake()
+
+    def cancel(self) -> None:
+        """Called by the parent's drain loop: stop this inner, once."""
+        was_done, self.done = self.done, True
+        self.cancelled = True
+        subscription = self.subscription
+        if subscription is not None and not was_done:
+            subscription.cancel()
+
+    def _wake(self) -> None:
+        """Have the parent's drain loop look at this inner, unless it is about to anyway.
+
+        The loop looks at everything right after a call it makes returns, so a signal
+        from inside such a call only records (see :meth:`DrainSubscriber.call`).
+        """
+        calling = self.parent.calling
+        if calling is not self and calling is not OUTER:
+            self.parent.drain()
 
 
 def signal_terminal(subscriber: Subscriber[Any], error: BaseException | None) -> None:

@@ -26,8 +26,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rstreams import demand
-from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.demand import accept_subscription
+from rstreams.api import Publisher, Subscriber
 from rstreams.errors import OverflowStrategyError, report_unhandled
 from rstreams.flow._drain import (
     DRAIN,
@@ -36,12 +35,13 @@ from rstreams.flow._drain import (
     OUTER,
     QUEUED,
     DrainSubscriber,
+    InnerSubscriber,
     as_publisher,
     check_prefetch,
 )
 from rstreams.flow._flow import Flow
 from rstreams.flow._iterable import empty, from_iterable
-from rstreams.rules import check_error, check_subscriber
+from rstreams.rules import check_subscriber
 
 __all__ = ["FlatMapFlow", "merge"]
 
@@ -95,34 +95,20 @@ def merge(*publishers: Publisher[T], prefetch: int = 32) -> Flow[T]:
     )
 
 
-class _Inner(Subscriber[R]):
+class _Inner(InnerSubscriber[R, "_FlatMapSubscriber[Any, R]"]):
     """Subscriber to one inner Publisher: a bounded queue the parent's drain loop empties.
 
     ``started`` and ``consumed`` (elements passed on since the last replenishing
     request) belong to the drain loop.
     """
 
-    __slots__ = ("cancelled", "consumed", "done", "parent", "queue", "started", "subscription")
+    __slots__ = ("consumed", "queue", "started")
 
     def __init__(self, parent: _FlatMapSubscriber[Any, R]) -> None:
-        self.parent = parent
+        super().__init__(parent)
         self.queue: deque[R] = deque()
-        self.subscription: Subscription | None = None
-        self.done = False
-        self.cancelled = False
         self.started = False
         self.consumed = 0
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        if not accept_subscription(self.subscription, subscription):
-            return
-        self.subscription = subscription
-        if self.cancelled:  # the parent ended while this inner was being subscribed
-            subscription.cancel()
-            return
-        calling = self.parent.calling
-        if calling is not self and calling is not OUTER:  # see DrainSubscriber.call
-            self.parent.drain()
 
     def on_next(self, item: R) -> None:
         if item is None:
@@ -153,29 +139,9 @@ class _Inner(Subscriber[R]):
         if how == DRAIN:
             parent.drain_loop()
 
-    def on_error(self, error: BaseException) -> None:
-        check_error(error)
-        if self.done:  # late, after a cancel (rule 3.12): nobody can receive it
-            report_unhandled(error, "flat_map/merge: an inner Publisher's error after it was cancelled")
-            return
-        self.done = True
-        self.parent.fail(error)
-
-    def on_complete(self) -> None:
-        if self.done:
-            return
-        self.done = True
-        calling = self.parent.calling
-        if calling is not self and calling is not OUTER:
-            self.parent.drain()
-
     def cancel(self) -> None:
-        was_done, self.done = self.done, True
-        self.cancelled = True
+        super().cancel()
         self.queue.clear()
-        subscription = self.subscription
-        if subscription is not None and not was_done:
-            subscription.cancel()
 
 
 class _FlatMapSubscriber(DrainSubscriber[T, R]):
