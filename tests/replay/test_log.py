@@ -93,3 +93,30 @@ def test_pack_format_is_count_lengths_then_bytes() -> None:
     """pack: a 4-byte count, that many 4-byte big-endian lengths, then the bytes; unpack inverts it."""
     assert pack([b"", b"ab", b"c"]) == b"\0\0\0\3\0\0\0\0\0\0\0\2\0\0\0\1abc"
     assert unpack(pack([b"", b"ab", b"c"])) == [b"", b"ab", b"c"]
+
+
+def test_named_readers_trim_only_what_every_reader_committed() -> None:
+    """Two readers: the faster one's commits trim nothing the slower one still needs."""
+    produced: list[int] = []
+    log = ReplayLog("n", capacity=10).feed(rstreams.from_iterable(counting(100, produced)))
+    assert log.join("slow") == 0 and log.join("fast", 3) == 3
+    log.commit(8, "fast")
+    assert log.first == 0 and log.readers() == {"slow": 0, "fast": 8}
+    sub: RecordingSubscriber[bytes] = RecordingSubscriber(initial=10)
+    log.cursor(0, 5).subscribe(sub)
+    assert sub.items == [b"0", b"1", b"2", b"3", b"4"]
+    log.commit(5, "slow")
+    assert log.first == 5 and len(produced) == 15
+    log.commit(2, "fast")  # commits never go backwards
+    assert log.readers()["fast"] == 8
+    log.leave("slow")
+    assert log.first == 8 and log.readers() == {"fast": 8}
+
+
+def test_unnamed_commits_keep_the_single_reader_behaviour() -> None:
+    """Only unnamed commits: each one trims, as with one reader."""
+    log = ReplayLog("n", capacity=100)
+    log.append([str(i).encode() for i in range(10)])
+    log.commit(4)
+    log.commit(7)
+    assert log.first == 7 and log.readers() == {"": 7}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,3 +70,39 @@ def test_unknown_parameters_and_uploads_to_a_source_log_are_refused(serve: Any) 
         request_json(server.url, "nums?form=0")
     with pytest.raises(RemoteLogError, match="not a sink log"):
         request_json(server.url, "nums?discard=t1")
+
+
+def test_readers_over_rs_io(serve: Any) -> None:
+    """commit&reader registers a named reader; readers lists them; leave releases one."""
+    log = ReplayLog("nums", capacity=100)
+    log.append([str(i).encode() for i in range(10)])
+    server = serve({"nums": log})
+    assert request_json(server.url, "nums?commit=2&reader=q1")["first"] == 2
+    assert request_json(server.url, "nums?commit=9&reader=q2")["first"] == 2
+    assert request_json(server.url, "nums?readers") == {"readers": {"q1": 2, "q2": 9}}
+    assert fetch_range(server.url, "nums", 2, 4) == [b"2", b"3"]
+    assert request_json(server.url, "nums?leave=q1") == {"readers": {"q2": 9}}
+    assert log.first == 9
+
+
+@pytest.mark.parametrize("name", ["nosuch", "src"])
+def test_upload_to_a_log_that_is_no_sink_fails_at_once(serve: Any, name: str) -> None:
+    """Not a wait for the timeout: the error comes at once and names the log."""
+    server = serve({"src": ReplayLog("src", capacity=10)}, sinks={"out": ReplayLog("out", capacity=10)})
+    started = time.monotonic()
+    with pytest.raises(RemoteLogError, match=rf"no publisher named {name!r}|log {name!r} is not a sink log"):
+        upload(server.url, name, "t1", [b"a", b"b"], timeout=25)
+    assert time.monotonic() - started < 5
+
+
+def test_staging_area_is_bounded_with_an_error_naming_the_bound(serve: Any) -> None:
+    """An upload that would pass staging_bytes fails with StagingFullError; what was staged stays."""
+    out = ReplayLog("out", capacity=10_000)
+    server = serve({}, sinks={"out": out}, staging_bytes=10_000)
+    assert upload(server.url, "out", "t1", [b"x" * 100] * 60) == 60  # 6,000 bytes staged
+    rows = (b"y" * 100 for _ in range(5_000))  # 500 kB: far past the bound
+    with pytest.raises(RemoteLogError, match=r"StagingFullError: sink log 'out': staging area full.*10,000"):
+        upload(server.url, "out", "t2", rows, timeout=25)
+    assert server.sink_statistics("out")["published"] == 0
+    assert request_json(server.url, "out?publish=0&writer=w&tokens=t1,t2") == {"published": True, "count": 60}
+    assert upload(server.url, "out", "t3", [b"z" * 100] * 90) == 90  # room again after the publish

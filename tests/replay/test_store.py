@@ -72,3 +72,17 @@ def test_file_backed_log_survives_a_server_restart(tmp_path: Path) -> None:
     restarted.cursor(30, 100).subscribe(reader)
     assert reader.completed and reader.items == [str(i).encode() for i in range(30, 100)]
     restarted.close()
+
+
+def test_file_backed_log_keeps_its_readers_across_a_restart(tmp_path: Path) -> None:
+    """Readers and their commits survive a server restart: the slow reader still holds its data."""
+    log = ReplayLog("n", capacity=100, path=tmp_path / "log")
+    log.append([str(i).encode() for i in range(20)])
+    log.join("slow", 2)
+    log.commit(15, "fast")
+    log.close()
+    again = ReplayLog("n", capacity=100, path=tmp_path / "log")
+    assert again.readers() == {"slow": 2, "fast": 15} and again.first == 2
+    again.commit(18, "fast")
+    assert again.first == 2
+    again.close()

@@ -30,17 +30,21 @@ from rstreams.replay._log import TrimmedError as TrimmedError
 from rstreams.replay._log import pack as pack
 from rstreams.replay._log import unpack as unpack
 from rstreams.replay._server import QUERY_KEYS as QUERY_KEYS
+from rstreams.replay._server import STAGING_BYTES as STAGING_BYTES
 from rstreams.replay._server import UPLOAD_NAME as UPLOAD_NAME
 from rstreams.replay._server import ReplayServer as ReplayServer
+from rstreams.replay._server import StagingFullError as StagingFullError
 from rstreams.replay._server import replay_offer as replay_offer
 
 __all__ = [
     "PACK_BYTES",
     "QUERY_KEYS",
+    "STAGING_BYTES",
     "UPLOAD_NAME",
     "RemoteLogError",
     "ReplayLog",
     "ReplayServer",
+    "StagingFullError",
     "TrimmedError",
     "fetch_range",
     "pack",

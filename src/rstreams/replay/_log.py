@@ -15,7 +15,11 @@ A Reactive Streams publisher only goes forward, so this log sits in front of one
   subscriber's demand and waits for the rest. Asking for a position already trimmed is
   an ``onError`` naming the position and the oldest one still held
   (:class:`TrimmedError`).
-* **commit(n)**: positions below ``n`` may go; the room they free is requested upstream.
+* **commit(n, reader)**: ``reader`` is done with the positions below ``n``. Each named
+  reader (a Spark query, by its checkpoint) has its own committed position; positions
+  below the smallest of them go, and the room they free is requested upstream. So two
+  queries on one log each read all of it; the slower one holds the producer back.
+  A reader that will never come back must :meth:`~ReplayLog.leave`, or it holds the log.
 * ``evict=True`` turns the log into a ring (the sink's result logs): when full, the
   oldest element is dropped instead of pausing the producer.
 
@@ -168,18 +172,65 @@ class ReplayLog(Subscriber[Any]):
             ready = self._take_waiting()
         self._appended(ready)
 
-    def commit(self, position: int) -> None:
-        """Positions below ``position`` are no longer needed: trim them, ask upstream for more."""
+    def commit(self, position: int, reader: str = "") -> None:
+        """``reader`` will not ask for positions below ``position`` again; trim what no reader needs.
+
+        Each reader name has its own committed position (``""`` is the unnamed reader); a
+        name commits for the first time by joining. The log trims below the *smallest*
+        committed position of all its readers, and asks upstream for the room freed, so
+        independent readers never trim each other's data. Commits never go backwards.
+        """
         if type(position) is not int or position < 0:
             raise ValueError(f"commit needs a position >= 0, got {position!r}")
         with self._lock:
             store = self._store
-            drop = min(position, store.end) - store.first
-            if drop > 0:
-                store.drop(drop)
+            readers = store.readers
+            known = reader in readers
+            readers[reader] = max(readers.get(reader, 0), min(position, store.end))
+            self._trim()
+            if not known:
+                store.save_readers()
             ready = self._take_waiting()
         self._appended(ready)
         self._refill()
+
+    def join(self, reader: str, position: int | None = None) -> int:
+        """Register ``reader`` at ``position`` (default and at least: the oldest held) unless it
+        is already registered; its committed position. From now on the log keeps every
+        position from there on until ``reader`` commits past it (or :meth:`leave` s)."""
+        if position is not None and (type(position) is not int or position < 0):
+            raise ValueError(f"join needs a position >= 0, got {position!r}")
+        with self._lock:
+            store = self._store
+            readers = store.readers
+            if reader not in readers:
+                at = store.first if position is None else position
+                readers[reader] = max(store.first, min(at, store.end))
+                store.save_readers()
+            return readers[reader]
+
+    def leave(self, reader: str) -> None:
+        """Forget ``reader`` (an abandoned query): it no longer holds positions back."""
+        with self._lock:
+            if self._store.readers.pop(reader, None) is None:
+                return
+            self._store.save_readers()
+            self._trim()
+            ready = self._take_waiting()
+        self._appended(ready)
+        self._refill()
+
+    def readers(self) -> dict[str, int]:
+        """Each registered reader's committed position (``""``: the unnamed reader)."""
+        with self._lock:
+            return dict(self._store.readers)
+
+    def _trim(self) -> None:  # under the lock
+        store = self._store
+        if store.readers:
+            drop = min(store.readers.values()) - store.first
+            if drop > 0:
+                store.drop(drop)
 
     def _take_waiting(self) -> list[Callable[[], object] | None]:  # under the lock
         """Append the waiting item lists that fit now, in order; their callbacks."""

@@ -10,8 +10,12 @@ request/response is one JSON element (UTF-8 bytes):
                                         was already trimmed; ``&pack=N``: up to N elements
                                         per wire element (``unpack``)
 ``NAME?latest``                         ``{"first", "end", "complete", "error"}`` of the log
-``NAME?commit=N``                       trim positions ``< N`` (the reader will not ask
-                                        again); answers like ``latest``
+``NAME?commit=N``                       the reader will not ask for positions ``< N``
+                                        again; answers like ``latest``. ``&reader=R``:
+                                        commit as the named reader ``R`` (registering it);
+                                        the log trims below the least commit of its readers
+``NAME?readers``                        ``{"readers": {R: N}}``: each reader's commit
+``NAME?leave=R``                        forget reader ``R``; answers like ``readers``
 ``NAME?staged=T``                       (sink) waits until the upload ``T`` is complete;
                                         ``{"count"}``
 ``NAME?publish=B&writer=W&tokens=T,..`` (sink) append the staged uploads to the log as batch
@@ -42,13 +46,29 @@ from rstreams.flow._iterable import error as error_flow
 from rstreams.replay._log import ReplayLog
 from rstreams.rules import check_subscriber
 
-__all__ = ["QUERY_KEYS", "UPLOAD_NAME", "ReplayServer", "replay_offer"]
+__all__ = ["QUERY_KEYS", "STAGING_BYTES", "UPLOAD_NAME", "ReplayServer", "StagingFullError", "replay_offer"]
 
 UPLOAD_NAME = "rstreams/upload"
-QUERY_KEYS = ("from", "to", "pack", "latest", "commit", "staged", "publish", "writer", "tokens", "discard")
+QUERY_KEYS = (
+    "from",
+    "to",
+    "pack",
+    "latest",
+    "commit",
+    "reader",
+    "readers",
+    "leave",
+    "staged",
+    "publish",
+    "writer",
+    "tokens",
+    "discard",
+)
 """Every query parameter a log's name may carry; any other is refused (a typo is not a full read)."""
 _UPLOAD_WINDOW = 1024
 """Elements an upload may have in flight to the server; paced by staging."""
+STAGING_BYTES = 256 * 1024 * 1024
+"""Default bound of a sink log's staged (uploaded, not yet published) rows, in bytes."""
 
 
 class _Answer(Flow[bytes]):
@@ -113,13 +133,27 @@ def _answer(value: Any) -> Flow[bytes]:
     return _Answer(future)
 
 
-class _Staging:
-    """Uploads of one sink log, staged by token until Spark's commit (or abort)."""
+class StagingFullError(RuntimeError):
+    """An upload would take a sink log's staging area past its bound (``staging_bytes``)."""
 
-    def __init__(self, log: ReplayLog) -> None:
+
+class _Staging:
+    """Uploads of one sink log, staged by token until Spark's commit (or abort).
+
+    At most ``limit`` bytes of rows are staged at once (all tokens together). Uploads are
+    not held back when it is reached, because all the uploads of one Spark batch are
+    published together only after every one of them has completed: waiting for room
+    could wait forever. The upload that would pass the bound fails instead, with a
+    :class:`StagingFullError` that says what to change; its rows are dropped.
+    """
+
+    def __init__(self, log: ReplayLog, limit: int) -> None:
         self.log = log
+        self.limit = limit
         self._lock = threading.Lock()
         self._uploads: dict[str, list[bytes]] = {}
+        self._sizes: dict[str, int] = {}
+        self.staged_bytes = 0
         self._done: dict[str, concurrent.futures.Future[int]] = {}
         self._published: set[tuple[str, int]] = set()
         self.refused = 0  # publishes of a batch already published (a re-run batch)
@@ -128,9 +162,30 @@ class _Staging:
         with self._lock:
             return self._done.setdefault(token, concurrent.futures.Future())
 
-    def begin(self, token: str) -> list[bytes]:
+    def add(self, token: str, rows: list[bytes]) -> None:
+        """Stage ``rows`` under ``token``.
+
+        Raises:
+            StagingFullError: they do not fit (nothing of ``token`` stays staged).
+        """
+        size = sum(map(len, rows))
         with self._lock:
-            return self._uploads.setdefault(token, [])
+            if self.staged_bytes + size > self.limit:
+                staged, uploads = self.staged_bytes, len(self._uploads)
+                self._forget(token)
+                raise StagingFullError(
+                    f"sink log {self.log.name!r}: staging area full: {staged + size:,} bytes would be "
+                    f"staged by {uploads} uploads, the bound is {self.limit:,} (staging_bytes=); "
+                    "the rows of one Spark micro-batch must fit: make batches smaller "
+                    "(maxRecordsPerBatch on the source) or serve with a larger staging_bytes"
+                )
+            self._uploads.setdefault(token, []).extend(rows)
+            self._sizes[token] = self._sizes.get(token, 0) + size
+            self.staged_bytes += size
+
+    def _forget(self, token: str) -> list[bytes]:  # under the lock
+        self.staged_bytes -= self._sizes.pop(token, 0)
+        return self._uploads.pop(token, [])
 
     def publish(self, writer: str, batch: int, tokens: list[str]) -> concurrent.futures.Future[Any]:
         """Append the staged rows as one batch, once per ``(writer, batch)``; resolves when appended
@@ -139,7 +194,7 @@ class _Staging:
         with self._lock:
             items: list[bytes] = []
             for token in tokens:
-                items.extend(self._uploads.pop(token, []))
+                items.extend(self._forget(token))
                 self._done.pop(token, None)
             if (writer, batch) in self._published:
                 self.refused += 1
@@ -152,20 +207,30 @@ class _Staging:
     def discard(self, tokens: list[str]) -> dict[str, Any]:
         with self._lock:
             for token in tokens:
-                self._uploads.pop(token, None)
+                self._forget(token)
                 self._done.pop(token, None)
         return {"discarded": len(tokens)}
 
 
 class _UploadSubscriber(Subscriber[bytes]):
-    """Takes one client's ``rstreams/upload`` stream into a log's staging area."""
+    """Takes one client's ``rstreams/upload`` stream into a log's staging area.
+
+    Rows are staged in runs of half the window, each run as demand is renewed. A header
+    that names no sink log, or a staging area that is full, cancels the upload; the
+    client's ``NAME?staged=T`` request carries the reason (its own name is checked by
+    the route, so it fails at once too).
+    """
 
     def __init__(self, stagings: Mapping[str, _Staging]) -> None:
         self._stagings = stagings
         self._subscription: Subscription | None = None
-        self._rows: list[bytes] | None = None
+        self._staging: _Staging | None = None
+        self._token = ""
+        self._rows: list[bytes] = []
+        self._count = 0
         self._future: concurrent.futures.Future[int] | None = None
         self._received = 0
+        self._done = False
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if demand.accept_subscription(self._subscription, subscription):
@@ -173,36 +238,78 @@ class _UploadSubscriber(Subscriber[bytes]):
             subscription.request(_UPLOAD_WINDOW)
 
     def on_next(self, item: bytes) -> None:
+        if self._done:
+            return
         self._received += 1
-        if self._rows is None:
-            header = json.loads(item)
-            staging = self._stagings.get(header["log"])
-            if staging is None:
-                raise LookupError(f"no sink log named {header['log']!r}")
-            self._rows = staging.begin(header["token"])
-            self._future = staging.future(header["token"])
-        else:
-            self._rows.append(item)
-        if self._received % (_UPLOAD_WINDOW // 2) == 0 and self._subscription is not None:
+        if self._received == 1:
+            self._begin(item)
+            return
+        self._rows.append(item)
+        renew = self._received % (_UPLOAD_WINDOW // 2) == 0
+        if renew and self._flush() and self._subscription is not None:
             self._subscription.request(_UPLOAD_WINDOW // 2)
+
+    def _begin(self, header: bytes) -> None:
+        try:
+            fields = json.loads(header)
+            name, token = str(fields["log"]), str(fields["token"])
+        except (ValueError, TypeError, KeyError):
+            self._fail(None, f'an upload starts with a JSON header {{"log", "token"}}; got {header[:80]!r}')
+            return
+        self._staging = self._stagings.get(name)
+        self._token = token
+        if self._staging is None:
+            self._fail(None, f"no sink log named {name!r} (uploads go to sink logs)")
+            return
+        self._future = self._staging.future(token)
+
+    def _flush(self) -> bool:
+        """Stage the rows received since the last flush; False if the upload failed."""
+        if self._staging is None or self._done:
+            return False
+        rows, self._rows = self._rows, []
+        try:
+            self._staging.add(self._token, rows)
+        except StagingFullError as full:
+            self._fail(full, str(full))
+            return False
+        self._count += len(rows)
+        return True
+
+    def _fail(self, error: BaseException | None, reason: str) -> None:
+        self._done = True
+        if self._subscription is not None:
+            self._subscription.cancel()
+        if self._future is not None and not self._future.done():
+            self._future.set_exception(error if error is not None else LookupError(reason))
 
     def on_error(self, error: BaseException) -> None:
         if self._future is not None and not self._future.done():
             self._future.set_exception(error)
 
     def on_complete(self) -> None:
-        if self._future is not None and not self._future.done() and self._rows is not None:
-            self._future.set_result(len(self._rows))
+        if self._done or self._future is None:
+            return
+        if self._flush() and not self._future.done():
+            self._future.set_result(self._count)
 
 
-def replay_offer(logs: Mapping[str, ReplayLog], sinks: Mapping[str, ReplayLog] | None = None) -> Any:
+def replay_offer(
+    logs: Mapping[str, ReplayLog],
+    sinks: Mapping[str, ReplayLog] | None = None,
+    *,
+    staging_bytes: int = STAGING_BYTES,
+) -> Any:
     """The offer (a ``(path, params) -> Publisher`` callable) serving ``logs`` by name.
 
-    ``sinks`` are logs that Spark's ``rstreams`` sink writes to (they also serve readers).
+    ``sinks`` are logs that Spark's ``rstreams`` sink writes to (they also serve readers);
+    each stages at most ``staging_bytes`` of uploaded rows at once.
     Returns the callable; its ``stagings`` attribute holds the sink staging areas.
     """
+    if type(staging_bytes) is not int or staging_bytes < 1:
+        raise ValueError(f"staging_bytes= needs an int >= 1, got {staging_bytes!r}")
     all_logs = {**logs, **(sinks or {})}
-    stagings = {name: _Staging(log) for name, log in (sinks or {}).items()}
+    stagings = {name: _Staging(log, staging_bytes) for name, log in (sinks or {}).items()}
 
     def route(path: str, params: dict[str, str]) -> Publisher[Any] | None:
         log = all_logs.get(path)
@@ -226,8 +333,13 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
     if "latest" in params:
         return _answer(log.info())
     if "commit" in params:
-        log.commit(int(params["commit"]))
+        log.commit(int(params["commit"]), params.get("reader", ""))
         return _answer(log.info())
+    if "readers" in params:
+        return _answer({"readers": log.readers()})
+    if "leave" in params:
+        log.leave(params["leave"])
+        return _answer({"readers": log.readers()})
     if staging is None and ({"staged", "publish", "discard"} & params.keys()):
         raise LookupError(f"log {log.name!r} is not a sink log: it takes no uploads")
     if staging is not None:
@@ -258,7 +370,8 @@ class ReplayServer:
     """An RS.io server for replay logs, running its own event loop in a daemon thread.
 
     ``ReplayServer({"sensors": log}, sinks={"results": out}).start()``; ``.url`` is where
-    Spark connects; :meth:`stop` closes it. Also a context manager.
+    Spark connects; :meth:`stop` closes it. Also a context manager. ``staging_bytes``
+    bounds each sink log's uploaded-but-unpublished rows (:class:`StagingFullError`).
     """
 
     def __init__(
@@ -268,8 +381,9 @@ class ReplayServer:
         sinks: Mapping[str, ReplayLog] | None = None,
         url: str = "tcp://127.0.0.1:0",
         offer: Any = None,
+        staging_bytes: int = STAGING_BYTES,
     ) -> None:
-        self._route = replay_offer(logs, sinks)
+        self._route = replay_offer(logs, sinks, staging_bytes=staging_bytes)
         self._offer = offer if offer is not None else self._route
         self._stagings: Mapping[str, _Staging] = self._route.stagings
         self._bind = url

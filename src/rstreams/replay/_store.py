@@ -2,15 +2,17 @@
 
 Both stores hold the positions ``[first, end)``; ``append`` adds at ``end``, ``drop(k)``
 forgets the ``k`` oldest, ``read(position, count)`` returns up to ``count`` elements from
-``position`` (which the caller has checked is held). Neither is thread-safe: the log
-calls them under its lock.
+``position`` (which the caller has checked is held). ``readers`` maps each named reader to
+the position it committed; the log changes it and calls ``save_readers()``. Neither store
+is thread-safe: the log calls them under its lock.
 
 :class:`FileStore` makes a log survive a restart of the *server*: positions, and the
 elements not yet committed, are on disk. Layout in its directory:
 
 * ``elements-P``: records ``[4-byte big-endian length][bytes]``, the first one at position
   ``P``; a torn last record (a crash mid-append) is cut off when the log opens.
-* ``state.json``: ``{"file_first": P, "first": F}``, replaced atomically on every trim.
+* ``state.json``: ``{"file_first": P, "first": F, "readers": {NAME: POSITION}}``, replaced
+  atomically on every trim and whenever a reader joins or leaves.
   Trimmed records stay in the file until more than half of it is trimmed; then the held
   records are written to a new ``elements-F``, the state is switched to it, and the old
   file is deleted (a crash at any point leaves a state that names a complete file).
@@ -26,6 +28,7 @@ import json
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 __all__ = ["FileStore", "MemoryStore", "Store"]
 
@@ -42,6 +45,7 @@ class MemoryStore:
         self._items: list[bytes] = []
         self._head = 0
         self.first = 0  # position of _items[_head]
+        self.readers: dict[str, int] = {}
 
     @property
     def end(self) -> int:
@@ -61,6 +65,9 @@ class MemoryStore:
         start = self._head + position - self.first
         return self._items[start : start + count]
 
+    def save_readers(self) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
@@ -72,13 +79,16 @@ class FileStore:
         self._dir = Path(directory)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._state = self._dir / "state.json"
-        state = json.loads(self._state.read_text()) if self._state.exists() else {"file_first": 0, "first": 0}
+        state: dict[str, Any] = {"file_first": 0, "first": 0, "readers": {}}
+        if self._state.exists():
+            state.update(json.loads(self._state.read_text()))
         self._file_first = int(state["file_first"])
         self._path = self._dir / f"elements-{self._file_first}"
         self._offsets: list[int] = []  # file offset of each record, from file_first on
         self._size = self._scan()
         self.first = max(int(state["first"]), self._file_first)
         self.first = min(self.first, self._file_first + len(self._offsets))
+        self.readers: dict[str, int] = {str(k): int(v) for k, v in state["readers"].items()}
         self._file = open(self._path, "ab")  # noqa: SIM115 - held open for the store's life
 
     def _scan(self) -> int:
@@ -135,6 +145,9 @@ class FileStore:
             out.append(block[start : start + length])
         return out
 
+    def save_readers(self) -> None:
+        self._save_state()
+
     def close(self) -> None:
         if not self._file.closed:
             self._file.flush()
@@ -143,7 +156,8 @@ class FileStore:
 
     def _save_state(self) -> None:
         scratch = self._state.with_suffix(".tmp")
-        scratch.write_text(json.dumps({"file_first": self._file_first, "first": self.first}))
+        state = {"file_first": self._file_first, "first": self.first, "readers": self.readers}
+        scratch.write_text(json.dumps(state))
         os.replace(scratch, self._state)
 
     def _compact(self) -> None:
