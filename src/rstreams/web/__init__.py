@@ -1,0 +1,16 @@
+"""The browser side of RS.io: a JavaScript client (``static/rsio.js``) and a live page.
+
+* ``static/rsio.js`` (with ``static/rsio-wire.js``): an ES module speaking RS.io over the
+  browser's WebSocket, with Reactive Streams demand (docs/web.md has its API).
+* :class:`LivePage`: serves the page (``static/index.html``, ``live.js``) over HTTP and
+  the publishers it charts over ``ws://``; ``rstreams serve --web`` and ``rstreams demo``
+  use it. Needs the ``websockets`` extra.
+"""
+
+from __future__ import annotations
+
+from rstreams.web._http import STATIC_FILES as STATIC_FILES
+from rstreams.web._http import static_file as static_file
+from rstreams.web._page import LivePage as LivePage
+
+__all__ = ["STATIC_FILES", "LivePage", "static_file"]

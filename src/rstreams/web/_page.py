@@ -1,0 +1,120 @@
+"""The live page: an HTTP server for the page and an RS.io WebSocket server for its data.
+
+``LivePage(offer, publisher="results").start()`` runs both on one event loop in a daemon
+thread (like :class:`~rstreams.replay.ReplayServer`), on two ports of ``host``: the page
+at :attr:`LivePage.url`, RS.io at :attr:`LivePage.ws_url` (``ws://host:port/rsio``). The
+page reads ``/config.json`` to learn the WebSocket URL and the publisher to chart, so one
+page works for any server; ``?url=...&publisher=...`` on the page's address overrides them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Self
+
+from rstreams.errors import report_unhandled
+from rstreams.net import Server, serve
+from rstreams.net._routes import Offer
+from rstreams.web._http import HttpServer
+
+__all__ = ["WS_PATH", "LivePage"]
+
+WS_PATH = "/rsio"
+"""Where the page's WebSocket server answers."""
+
+START_TIMEOUT = 30.0
+
+
+class LivePage:
+    """Serve the live page for ``publisher`` (elements: JSON objects) from ``offer``'s publishers.
+
+    Args:
+        offer: what the WebSocket server offers (as for :func:`rstreams.net.serve`).
+        publisher: the name the page subscribes to.
+        host: the interface both servers listen on.
+        port: the page's HTTP port (0: any free one); the WebSocket server takes any free port.
+        title: the page's heading.
+        window: the demand window the page keeps (elements requested and not yet drawn).
+    """
+
+    def __init__(
+        self,
+        offer: Offer,
+        *,
+        publisher: str = "results",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        title: str = "rstreams live",
+        window: int = 64,
+    ) -> None:
+        if type(window) is not int or window < 1:
+            raise ValueError(f"window must be an int >= 1, got {window!r}")
+        self._offer = offer
+        self._host = host
+        self._port = port
+        self.publisher = publisher
+        self.title = title
+        self.window = window
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="rstreams-live-page", daemon=True)
+        self._ws: Server | None = None
+        self._http = HttpServer(self.config)
+        self._http_port = 0
+
+    @property
+    def url(self) -> str:
+        """The page's address, e.g. ``http://127.0.0.1:8000/``."""
+        return f"http://{_host_in_url(self._host)}:{self._http_port}/"
+
+    @property
+    def ws_url(self) -> str:
+        """Where RS.io is served over WebSocket."""
+        assert self._ws is not None, "LivePage.start() first"
+        return self._ws.url
+
+    @property
+    def connections(self) -> int:
+        """RS.io connections open right now (one per open page)."""
+        return 0 if self._ws is None else len(self._ws.connections)
+
+    def config(self) -> dict[str, Any]:
+        """What ``/config.json`` answers."""
+        return {"url": self.ws_url, "publisher": self.publisher, "title": self.title, "window": self.window}
+
+    def start(self) -> Self:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(self._start(), self.loop)
+        future.result(START_TIMEOUT)
+        return self
+
+    async def _start(self) -> None:
+        self._ws = await serve(f"ws://{_host_in_url(self._host)}:0{WS_PATH}", self._offer)
+        self._http_port = await self._http.start(self._host, self._port)
+
+    def stop(self) -> None:
+        """Close both servers (every page's connection gets a goodbye) and the loop thread."""
+        if self._thread.is_alive():
+            future = asyncio.run_coroutine_threadsafe(self._stop(), self.loop)
+            try:
+                future.result(10)
+            except Exception as error:
+                report_unhandled(error, "LivePage.stop")
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+            self.loop.close()
+
+    async def _stop(self) -> None:
+        await self._http.aclose()
+        if self._ws is not None:
+            await self._ws.aclose("the live page is closing")
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _host_in_url(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,145 @@
+// The live page: subscribe to one publisher (JSON rows) and draw a chart per sensor.
+//
+// A row is charted when it has a series key (`sensor`, else `key`, else the publisher's name)
+// and a number (`avg`, else `value`); a bare number is charted under the publisher's name.
+// Demand follows what is drawn: conn.stream() keeps at most `window` elements requested and not
+// yet taken by this loop, and the loop takes the next one only after handing the previous one to
+// the chart. What the page knows is also in window.rsioLive (tests read it).
+
+import { connect } from "./rsio.js";
+
+const POINTS = 120; // points kept per chart
+const params = new URLSearchParams(location.search);
+const state = {
+  status: "loading", error: null, received: 0, rate: 0, outstanding: 0, window: 0, series: {},
+};
+window.rsioLive = state;
+
+const $ = (id) => document.getElementById(id);
+const series = new Map(); // key -> {points: number[], last, note, figure}
+
+function setStatus(status, error = null) {
+  state.status = status;
+  state.error = error === null ? null : String(error.message ?? error);
+  document.body.dataset.status = status;
+  $("status").textContent = error === null ? status : `${status}: ${state.error}`;
+}
+
+async function loadConfig() {
+  const config = await (await fetch("config.json")).json().catch(() => ({}));
+  return {
+    url: params.get("url") ?? config.url,
+    publisher: params.get("publisher") ?? config.publisher ?? "results",
+    title: params.get("title") ?? config.title ?? "rstreams live",
+    window: Number(params.get("window") ?? config.window ?? 64),
+  };
+}
+
+function rowOf(element, publisher) {
+  let row;
+  try {
+    row = JSON.parse(element);
+  } catch {
+    return null;
+  }
+  if (typeof row === "number") return { key: publisher, value: row, note: "" };
+  if (row === null || typeof row !== "object") return null;
+  const value = typeof row.avg === "number" ? row.avg : row.value;
+  if (typeof value !== "number") return null;
+  const key = String(row.sensor ?? row.key ?? publisher);
+  const when = row.window?.start ?? (typeof row.ts === "number" ? new Date(row.ts * 1000).toISOString() : "");
+  const note = `${when ? `window ${String(when).slice(11, 19)}` : ""}${row.n !== undefined ? `, n ${row.n}` : ""}`;
+  return { key, value, note };
+}
+
+function add(row) {
+  let s = series.get(row.key);
+  if (s === undefined) {
+    s = { points: [], last: 0, note: "", figure: newFigure(row.key), dirty: true };
+    series.set(row.key, s);
+  }
+  s.points.push(row.value);
+  if (s.points.length > POINTS) s.points.shift();
+  s.last = row.value;
+  s.note = row.note;
+  s.dirty = true;
+  state.series[row.key] = (state.series[row.key] ?? 0) + 1;
+}
+
+function newFigure(key) {
+  const figure = document.createElement("figure");
+  figure.dataset.sensor = key;
+  figure.innerHTML = `<figcaption><span class="name"></span><span class="value"></span></figcaption>
+    <svg viewBox="0 0 ${POINTS - 1} 100" preserveAspectRatio="none"><polyline points=""/></svg>
+    <div class="note"></div>`;
+  figure.querySelector(".name").textContent = key;
+  const charts = $("charts");
+  const after = [...charts.children].find((f) => f.dataset.sensor.localeCompare(key, undefined, { numeric: true }) > 0);
+  charts.insertBefore(figure, after ?? null);
+  return figure;
+}
+
+function draw() {
+  for (const s of series.values()) {
+    if (!s.dirty) continue;
+    s.dirty = false;
+    const low = Math.min(...s.points);
+    const high = Math.max(...s.points);
+    const span = high - low || 1;
+    const offset = POINTS - s.points.length;
+    const points = s.points.map((v, i) => `${offset + i},${(95 - ((v - low) / span) * 90).toFixed(2)}`);
+    s.figure.querySelector("polyline").setAttribute("points", points.join(" "));
+    s.figure.querySelector(".value").textContent = s.last.toFixed(3);
+    s.figure.querySelector(".note").textContent = `${s.note} · ${s.points.length} points, ${low.toFixed(2)}–${high.toFixed(2)}`;
+    s.figure.dataset.points = String(s.points.length);
+  }
+}
+
+function showStats(subscription, times) {
+  const now = performance.now();
+  while (times.length && now - times[0] > 2000) times.shift();
+  state.rate = times.length / 2;
+  state.outstanding = subscription === null ? 0 : Number(subscription.outstanding);
+  $("received").textContent = state.received.toLocaleString("en");
+  $("rate").textContent = state.rate.toLocaleString("en", { maximumFractionDigits: 1 });
+  $("outstanding").textContent = String(state.outstanding);
+  document.body.dataset.received = String(state.received);
+  draw();
+}
+
+async function main() {
+  const config = await loadConfig();
+  document.title = $("title").textContent = config.title;
+  $("publisher").textContent = config.publisher;
+  $("window").textContent = String(config.window);
+  $("url").textContent = config.url ?? "–";
+  state.window = config.window;
+  if (!config.url) throw new Error("no RS.io URL: config.json has none and the page's address has no ?url=");
+  setStatus("connecting");
+  const conn = await connect(config.url);
+  state.connection = conn;
+  const times = []; // arrival times of the last 2 s, for the rate
+  const stream = conn.stream(config.publisher, { window: config.window, decode: "text" });
+  const iterator = stream[Symbol.asyncIterator]();
+  const timer = setInterval(() => showStats(iterator.subscription, times), 250);
+  setStatus("live");
+  try {
+    for (;;) {
+      const { done, value } = await iterator.next();
+      if (done) break;
+      state.received += 1;
+      times.push(performance.now());
+      const row = rowOf(value, config.publisher);
+      if (row !== null) add(row);
+    }
+    setStatus("complete");
+  } finally {
+    clearInterval(timer);
+    showStats(null, times);
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  setStatus(state.status === "live" ? "closed" : "error", error);
+});

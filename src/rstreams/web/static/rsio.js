@@ -1,0 +1,560 @@
+// RS.io client for browsers (and Node 20+ with a global WebSocket): subscribe to the publishers of
+// an RS.io server over a WebSocket, with Reactive Streams demand. No framework, no build step.
+//
+//   import { connect } from "./rsio.js";
+//   const conn = await connect("ws://127.0.0.1:8765/rsio");
+//   conn.subscribe("results", {
+//     onSubscribe(s) { this.s = s; s.request(16); },
+//     onNext(bytes) { ...; this.s.request(1); },
+//     onError(error) {}, onComplete() {},
+//   });
+//   for await (const row of conn.stream("results", { window: 32, decode: "json" })) { ... }
+//
+// Theory of operation. The byte stream is RS.io exactly as over TCP: frames are concatenated into
+// binary WebSocket messages with no relation between the two framings (PROTOCOL.md §1); frames
+// queued in one turn of the event loop go out as one message. Each subscription follows the
+// state table of §5.2 (SUBSCRIBED -> ACTIVE -> CLOSED, or CANCELLED until the publisher's
+// acknowledging onComplete, §5.4) and keeps its outstanding demand as a BigInt saturating at
+// 2**63 - 1 (§6.1). Whatever the server does wrong (§10) ends the connection with a goodbye
+// naming the rule and its PROTOCOL.md section, and every subscriber gets onError.
+//
+// This client publishes nothing: a subscribe from the server is refused with onError (§5.5).
+
+import {
+  FrameDecoder, ProtocolError, UNBOUNDED, VERSION, concat, encodeFrame, DEFAULT_LIMITS,
+} from "./rsio-wire.js";
+
+export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
+
+export const SUBPROTOCOL = "rsio.v0";
+
+/** The publisher ended a subscription with onError; `message` is the publisher's text. */
+export class RemoteStreamError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "RemoteStreamError";
+  }
+}
+
+/** The connection ended (goodbye, close, or a protocol error in `cause`) before the stream did. */
+export class ConnectionClosedError extends Error {
+  constructor(message, cause) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "ConnectionClosedError";
+  }
+}
+
+const GOODBYE_TIMEOUT_MS = 2000;
+
+/** Open a connection; resolves once the WebSocket is open and our clientHello is sent. */
+export function connect(url, options = {}) {
+  const WS = options.WebSocket ?? globalThis.WebSocket;
+  if (WS === undefined) {
+    throw new TypeError("no WebSocket here: pass options.WebSocket (Node 20: run with --experimental-websocket)");
+  }
+  const ws = new WS(url, SUBPROTOCOL);
+  ws.binaryType = "arraybuffer";
+  return new Promise((resolve, reject) => {
+    ws.onopen = () => resolve(new Connection(ws, options));
+    ws.onerror = () => reject(new ConnectionClosedError(`cannot open a WebSocket to ${url}`));
+    ws.onclose = (event) => reject(new ConnectionClosedError(
+      `the WebSocket to ${url} closed during the handshake (code ${event.code})`));
+  });
+}
+
+function toDemand(n) {
+  if (typeof n === "bigint") return n;
+  if (typeof n === "number" && Number.isInteger(n)) return BigInt(n);
+  if (n === Infinity) return UNBOUNDED;
+  return null;
+}
+
+class Subscription {
+  constructor(conn, id, name, subscriber) {
+    this._conn = conn;
+    this.id = id;
+    this.name = name;
+    this._subscriber = subscriber;
+    this.state = "SUBSCRIBED"; // §5.2: SUBSCRIBED, ACTIVE, CANCELLED, CLOSED
+    this.elementSize = 0;
+    this.outstanding = 0n; // demand granted and not yet used (§6.1)
+    this.received = 0; // elements delivered
+    this._sent = false; // the subscribe frame went out (before: requests add to initialDemand)
+  }
+
+  /** Reactive Streams rule 3.9: n > 0; Number, BigInt or Infinity (= unbounded). */
+  request(n) {
+    if (this.state === "CLOSED" || this.state === "CANCELLED") return; // rule 3.6
+    const demand = toDemand(n);
+    if (demand === null || demand <= 0n) {
+      this.cancel();
+      this._finish(() => this._subscriber.onError?.(new RangeError(
+        `rule 3.9: request(n) needs n > 0, got ${n}`)));
+      return;
+    }
+    const before = this.outstanding;
+    this.outstanding = before + demand >= UNBOUNDED ? UNBOUNDED : before + demand;
+    if (this._sent && before !== UNBOUNDED) {
+      this._conn._send({ type: "request", subscriber: this.id, demand: demand >= UNBOUNDED ? UNBOUNDED : demand });
+    }
+  }
+
+  /** Rule 3.5/3.7: idempotent. Elements still in flight are dropped quietly (§5.4). */
+  cancel() {
+    if (this.state !== "SUBSCRIBED" && this.state !== "ACTIVE") return;
+    this.state = "CANCELLED";
+    this._conn._dropParts(this.id);
+    if (this._sent) this._conn._send({ type: "cancel", subscriber: this.id });
+  }
+
+  _finish(signal) {
+    const subscriber = this._subscriber;
+    if (subscriber === null) return;
+    this._subscriber = null;
+    try {
+      signal.call(null, subscriber);
+    } catch (error) {
+      this._conn._report(error);
+    }
+  }
+
+  _deliver(element) {
+    if (this.outstanding !== UNBOUNDED) this.outstanding -= 1n;
+    this.received += 1;
+    this._conn.elementsReceived += 1;
+    try {
+      this._subscriber?.onNext?.(element);
+    } catch (error) { // rule 2.13: a throwing subscriber is cancelled
+      this._conn._report(error);
+      this.cancel();
+      this._finish((s) => s.onError?.(error));
+    }
+  }
+}
+
+export class Connection {
+  constructor(ws, options = {}) {
+    this._ws = ws;
+    this._limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
+    this._subs = new Map(); // our ids -> Subscription
+    this._peerOpen = new Set(); // ids the server subscribed with (refused at once, kept for §5.3 checks)
+    this._parts = new Map(); // "sub:elementId" -> {chunks, size}
+    this._partBytes = 0;
+    this._out = [];
+    this._flushQueued = false;
+    this.state = "AWAITING_HELLO"; // §12: AWAITING_HELLO, OPEN, CLOSING, CLOSED
+    this.closeReason = null; // why the connection ended (an Error), once it has
+    this.bytesReceived = 0;
+    this.elementsReceived = 0;
+    this.onclose = options.onclose ?? null;
+    this.onerror = options.onerror ?? ((error) => console.error("rsio:", error));
+    this._decoder = new FrameDecoder((id) => this._subs.get(id)?.elementSize ?? 0, this._limits);
+    this.closed = new Promise((resolve) => { this._resolveClosed = resolve; });
+    ws.onmessage = (event) => this._receive(event.data);
+    ws.onclose = () => this._transportClosed();
+    ws.onerror = () => {};
+    this._send({ type: "clientHello", version: VERSION, extensions: [] });
+  }
+
+  /** Subscribe `subscriber` ({onSubscribe, onNext, onError, onComplete}) to the publisher `name`. */
+  subscribe(name, subscriber) {
+    if (subscriber === null || typeof subscriber !== "object") {
+      throw new TypeError(`rule 1.9: subscribe needs a subscriber object, got ${subscriber}`);
+    }
+    let id = 1;
+    while (this._subs.has(id)) id++; // §5.3: reuse small ids
+    const sub = new Subscription(this, id, name, subscriber);
+    try {
+      subscriber.onSubscribe?.(sub);
+    } catch (error) {
+      this._report(error);
+      sub.state = "CLOSED";
+      return sub;
+    }
+    if (this.state === "CLOSING" || this.state === "CLOSED") {
+      sub.state = "CLOSED";
+      sub._finish((s) => s.onError?.(this._closedError()));
+      return sub;
+    }
+    if (sub.state === "CANCELLED") return sub; // cancelled inside onSubscribe: nothing to send
+    this._subs.set(id, sub);
+    sub._sent = true;
+    this._send({ type: "subscribe", publisher: name, subscriber: id, initial_demand: sub.outstanding });
+    return sub;
+  }
+
+  /**
+   * An async iterable of `name`'s elements whose demand follows consumption: at most `window`
+   * elements are requested and not yet consumed; more are asked for (in batches of half the
+   * window) as the loop takes them. Leaving the loop cancels. `decode`: "bytes" (Uint8Array),
+   * "text", "json", or a function of the bytes.
+   */
+  stream(name, { window = 16, decode = "bytes" } = {}) {
+    if (!Number.isInteger(window) || window < 1) throw new RangeError(`window must be an integer >= 1, got ${window}`);
+    const conn = this;
+    const convert = decoderFor(decode);
+    return {
+      [Symbol.asyncIterator]() {
+        const iterator = new DemandIterator(window, convert);
+        iterator.subscription = conn.subscribe(name, iterator);
+        return iterator;
+      },
+    };
+  }
+
+  /** Say goodbye (§9.1); resolves when the transport has closed. */
+  close(reason = "") {
+    if (this.state === "AWAITING_HELLO" || this.state === "OPEN") {
+      this._send({ type: "goodbye", reason });
+      this.state = "CLOSING";
+      this._failAll(new ConnectionClosedError(`connection closed by this client: ${reason || "goodbye"}`));
+      this._closeTimer = setTimeout(() => this._ws.close(), GOODBYE_TIMEOUT_MS);
+    }
+    return this.closed;
+  }
+
+  /** Subscriptions open right now (id -> {name, state, outstanding, received}). */
+  get subscriptions() {
+    return [...this._subs.values()];
+  }
+
+  // -- sending ----------------------------------------------------------------------------------
+  _send(frame) {
+    const sub = frame.type === "onNext" ? this._subs.get(frame.subscriber) : undefined;
+    this._out.push(encodeFrame(frame, sub?.elementSize ?? 0));
+    if (!this._flushQueued) {
+      this._flushQueued = true;
+      queueMicrotask(() => this._flush());
+    }
+  }
+
+  _flush() {
+    this._flushQueued = false;
+    if (this._out.length === 0 || this._ws.readyState !== 1) return;
+    const data = concat(this._out);
+    this._out = [];
+    this._ws.send(data);
+  }
+
+  // -- receiving --------------------------------------------------------------------------------
+  _receive(data) {
+    if (this.state === "CLOSED") return;
+    if (typeof data === "string") {
+      this._violation(new ProtocolError("the server sent a text WebSocket message; RS.io uses binary messages", "§1"));
+      return;
+    }
+    this.bytesReceived += data.byteLength;
+    this._decoder.push(data);
+    try {
+      for (let frame = this._decoder.next(); frame !== null && this.state !== "CLOSED"; frame = this._decoder.next()) {
+        this._handle(frame);
+      }
+    } catch (error) {
+      if (!(error instanceof ProtocolError)) throw error;
+      this._violation(error);
+    }
+  }
+
+  _handle(frame) {
+    if (this.state === "AWAITING_HELLO") {
+      if (frame.type === "serverHello") {
+        if (frame.version !== VERSION) {
+          throw new ProtocolError(`serverHello with version ${frame.version}; this client speaks version 0`, "§4.2");
+        }
+        this.state = "OPEN";
+        return;
+      }
+      if (frame.type !== "goodbye") {
+        throw new ProtocolError(`the first message must be serverHello, got ${frame.type}`, "§4.1");
+      }
+    }
+    if (this.state === "CLOSING" && frame.type !== "goodbye") return; // §9.1: discard all but goodbye
+    const handler = HANDLERS[frame.type];
+    if (handler === undefined) throw new ProtocolError(`unexpected ${frame.type} from the server`, "§4.1");
+    handler(this, frame);
+  }
+
+  _open(frame) {
+    const sub = this._subs.get(frame.subscriber);
+    if (sub === undefined) {
+      throw new ProtocolError(`${frame.type} for subscriber ${frame.subscriber}, which has no open subscription`, "§5.2");
+    }
+    return sub;
+  }
+
+  _element(sub, frame, count) {
+    if (sub.state === "CANCELLED") return false; // in flight when we cancelled (§5.2)
+    if (sub.state !== "ACTIVE") {
+      throw new ProtocolError(`${frame.type} for subscriber ${sub.id} before its onSubscribe`, "§5.2");
+    }
+    if (sub.outstanding !== UNBOUNDED && BigInt(count) > sub.outstanding) {
+      throw new ProtocolError(
+        `${frame.type} for subscriber ${sub.id} exceeds the outstanding demand of ${sub.outstanding}`, "§6.3");
+    }
+    return true;
+  }
+
+  _part(frame, last) {
+    const sub = this._open(frame);
+    const key = `${sub.id}:${frame.element_id}`;
+    let partial = this._parts.get(key);
+    if (partial === undefined) {
+      if (!this._element(sub, frame, 1)) return;
+      if (last) {
+        this._checkSize(sub, frame.data.length) && sub._deliver(frame.data.slice());
+        return;
+      }
+      if (this._parts.size >= this._limits.maxPartsInFlight) {
+        throw new ProtocolError(`more than ${this._limits.maxPartsInFlight} partial elements`, "§11");
+      }
+      if (sub.outstanding !== UNBOUNDED) sub.outstanding -= 1n; // the first part takes the demand (§8)
+      partial = { sub: sub.id, chunks: [], size: 0 };
+      this._parts.set(key, partial);
+    }
+    partial.chunks.push(frame.data.slice());
+    partial.size += frame.data.length;
+    this._partBytes += frame.data.length;
+    if (this._partBytes > this._limits.maxReassemblyBytes) {
+      throw new ProtocolError(`more than ${this._limits.maxReassemblyBytes} bytes in partial elements`, "§11");
+    }
+    if (partial.size > this._limits.maxElementSize) {
+      this._dropParts(sub.id);
+      sub.cancel();
+      sub._finish((s) => s.onError?.(new RangeError(
+        `a split element of subscriber ${sub.id} is above max_element_size ${this._limits.maxElementSize} (PROTOCOL.md §8)`)));
+      return;
+    }
+    if (last) {
+      this._parts.delete(key);
+      this._partBytes -= partial.size;
+      if (!this._checkSize(sub, partial.size)) return;
+      if (sub.outstanding !== UNBOUNDED) sub.outstanding += 1n; // _deliver takes it again
+      sub._deliver(concat(partial.chunks));
+    }
+  }
+
+  _checkSize(sub, size) {
+    if (sub.elementSize && size !== sub.elementSize) {
+      throw new ProtocolError(
+        `a split element of ${size} bytes for subscriber ${sub.id}, whose elementSize is ${sub.elementSize}`, "§7");
+    }
+    return true;
+  }
+
+  _dropParts(id) {
+    for (const [key, partial] of this._parts) {
+      if (partial.sub === id) {
+        this._parts.delete(key);
+        this._partBytes -= partial.size;
+      }
+    }
+  }
+
+  _terminal(frame) {
+    const sub = this._open(frame);
+    if (frame.type === "onComplete") {
+      for (const partial of this._parts.values()) {
+        if (partial.sub === sub.id && sub.state !== "CANCELLED") {
+          throw new ProtocolError(`onComplete for subscriber ${sub.id} with an unfinished split element`, "§5.2");
+        }
+      }
+    }
+    this._dropParts(sub.id);
+    this._subs.delete(sub.id); // §5.3: the id is free again
+    const cancelled = sub.state === "CANCELLED";
+    sub.state = "CLOSED";
+    if (cancelled) return sub._finish(() => {}); // the acknowledgement (§5.4)
+    if (frame.type === "onComplete") sub._finish((s) => s.onComplete?.());
+    else sub._finish((s) => s.onError?.(new RemoteStreamError(frame.error)));
+  }
+
+  // -- ending -----------------------------------------------------------------------------------
+  _violation(error) {
+    if (this.state === "CLOSED") return;
+    if (this.state !== "CLOSING") this._send({ type: "goodbye", reason: error.message });
+    this._flush();
+    this._end(error);
+    this._ws.close();
+  }
+
+  _transportClosed() {
+    if (this.state === "CLOSED") return;
+    const error = this.state === "CLOSING" ? null
+      : this._decoder.pending ? new ProtocolError("the input ended inside a message", "§9.3")
+      : new ConnectionClosedError("the connection ended without a goodbye (PROTOCOL.md §9.3)");
+    this._end(error);
+  }
+
+  _end(error) {
+    clearTimeout(this._closeTimer);
+    this.state = "CLOSED";
+    this.closeReason = error;
+    this._failAll(error ?? this._closedError());
+    this._resolveClosed(error);
+    this.onclose?.(error);
+  }
+
+  _closedError() {
+    return new ConnectionClosedError("the connection is closed", this.closeReason ?? undefined);
+  }
+
+  _failAll(error) {
+    const subs = [...this._subs.values()];
+    this._subs.clear();
+    this._parts.clear();
+    this._partBytes = 0;
+    for (const sub of subs) {
+      const quiet = sub.state === "CANCELLED";
+      sub.state = "CLOSED";
+      sub._finish(quiet ? () => {} : (s) => s.onError?.(error));
+    }
+  }
+
+  _report(error) {
+    try {
+      this.onerror?.(error);
+    } catch {
+      // an error handler that throws has nowhere left to report to
+    }
+  }
+}
+
+const HANDLERS = {
+  goodbye(conn, frame) {
+    if (conn.state !== "CLOSING") conn._send({ type: "goodbye", reason: "" }); // §9.1, §9.2
+    conn._flush();
+    conn._end(conn.state === "CLOSING" ? null
+      : new ConnectionClosedError(`the server said goodbye: ${frame.reason || "(no reason)"}`));
+    conn._ws.close();
+  },
+  serverHello() {
+    throw new ProtocolError("a second serverHello", "§4.1");
+  },
+  clientHello() {
+    throw new ProtocolError("clientHello from the server", "§4.1");
+  },
+  subscribe(conn, frame) {
+    if (conn._peerOpen.has(frame.subscriber)) {
+      throw new ProtocolError(`subscribe with subscriber ${frame.subscriber}, which is still open`, "§5.2");
+    }
+    conn._send({ type: "onError", subscriber: frame.subscriber,
+      error: `unknown publisher ${JSON.stringify(frame.publisher)}: this browser client publishes nothing` });
+  },
+  request() {}, // §5.4: the server's subscriptions on us are all refused, so every id is closed
+  cancel() {},
+  onSubscribe(conn, frame) {
+    const sub = conn._open(frame);
+    if (sub.state === "SUBSCRIBED") sub.state = "ACTIVE";
+    else if (sub.state !== "CANCELLED") {
+      throw new ProtocolError(`a second onSubscribe for subscriber ${sub.id}`, "§5.2");
+    }
+    sub.elementSize = frame.element_size;
+  },
+  onNext(conn, frame) {
+    const sub = conn._open(frame);
+    if (conn._element(sub, frame, 1)) sub._deliver(frame.element.slice());
+  },
+  onNextPacked(conn, frame) {
+    const sub = conn._open(frame);
+    if (!conn._element(sub, frame, frame.count)) return;
+    const size = sub.elementSize;
+    for (let i = 0; i < frame.count && sub.state === "ACTIVE"; i++) {
+      sub._deliver(frame.elements.slice(i * size, (i + 1) * size));
+    }
+  },
+  onNextPart(conn, frame) {
+    conn._part(frame, false);
+  },
+  onNextLastPart(conn, frame) {
+    conn._part(frame, true);
+  },
+  onComplete(conn, frame) {
+    conn._terminal(frame);
+  },
+  onError(conn, frame) {
+    conn._terminal(frame);
+  },
+};
+
+// -- the async iterator -----------------------------------------------------------------------
+
+const textDecoder = new TextDecoder();
+
+function decoderFor(decode) {
+  if (typeof decode === "function") return decode;
+  if (decode === "bytes") return (bytes) => bytes;
+  if (decode === "text") return (bytes) => textDecoder.decode(bytes);
+  if (decode === "json") return (bytes) => JSON.parse(textDecoder.decode(bytes));
+  throw new TypeError(`decode must be "bytes", "text", "json" or a function, got ${decode}`);
+}
+
+/** Subscriber and async iterator: buffers what arrives, requests as the loop consumes. */
+class DemandIterator {
+  constructor(window, convert) {
+    this.window = window;
+    this.convert = convert;
+    this.buffer = [];
+    this.done = false;
+    this.error = null;
+    this.waiter = null;
+    this.subscription = null;
+  }
+
+  onSubscribe(subscription) {
+    subscription.request(this.window);
+  }
+
+  onNext(bytes) {
+    this.buffer.push(bytes);
+    this._wake();
+  }
+
+  onError(error) {
+    this.error = error;
+    this.done = true;
+    this._wake();
+  }
+
+  onComplete() {
+    this.done = true;
+    this._wake();
+  }
+
+  _wake() {
+    const waiter = this.waiter;
+    this.waiter = null;
+    waiter?.();
+  }
+
+  async next() {
+    while (this.buffer.length === 0) {
+      if (this.done) {
+        if (this.error !== null) {
+          const error = this.error;
+          this.error = null;
+          throw error;
+        }
+        return { done: true, value: undefined };
+      }
+      await new Promise((resolve) => { this.waiter = resolve; });
+    }
+    const bytes = this.buffer.shift();
+    this._refill();
+    return { done: false, value: this.convert(bytes) };
+  }
+
+  _refill() {
+    const sub = this.subscription;
+    if (sub === null || this.done) return;
+    const held = sub.outstanding + BigInt(this.buffer.length);
+    const window = BigInt(this.window);
+    if (held * 2n <= window) sub.request(window - held);
+  }
+
+  async return() {
+    this.done = true;
+    this.subscription?.cancel();
+    this.buffer = [];
+    return { done: true, value: undefined };
+  }
+}
