@@ -26,6 +26,7 @@ from rstreams.conformance import (
 )
 from rstreams.net import serve
 from rstreams.wire import Connection, Frame, OnComplete, OnNext, OnSubscribe, Side, Subscribe, encode
+from support_tls import TestCA, server_context
 
 PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
 ALL = frozenset(KINDS)
@@ -176,3 +177,81 @@ async def test_run_against_unix_socket(tmp_path: Path) -> None:
     finally:
         await server.aclose()
     assert {r.outcome for r in results} == {Outcome.PASS}
+
+
+# -- TLS options ---------------------------------------------------------------------------------
+@pytest_asyncio.fixture
+async def tls_server(tmp_path: Path) -> AsyncIterator[tuple[str, TestCA]]:
+    """Our server over tls:// with a certificate from a CA made for the test."""
+    ca = TestCA.make(tmp_path, "driver CA")
+    issued = ca.issue("driver server", san=("127.0.0.1",))
+    server = await serve("tls://127.0.0.1:0", conformance_publishers(), ssl=server_context(issued))
+    yield server.url, ca
+    await server.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_main_over_tls_with_cafile(tls_server: tuple[str, TestCA]) -> None:
+    """--cafile verifies the server's certificate; the handshake cases pass over tls://."""
+    url, ca = tls_server
+    code = await asyncio.to_thread(main, [url, "-k", "hs.", "--cafile", str(ca.cert), "--quiet", "0.1"])
+    assert code == 0
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_main_over_tls_unverified_is_refused(
+    tls_server: tuple[str, TestCA], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --cafile the test CA is unknown: exit 2 saying the certificate failed verification."""
+    url, _ = tls_server
+    code = await asyncio.to_thread(main, [url, "-k", "hs.", "--timeout", "2"])
+    assert code == 2
+    assert "CERTIFICATE_VERIFY_FAILED" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_main_over_tls_wrong_server_name(
+    tls_server: tuple[str, TestCA], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--server-name is checked against the certificate (it names 127.0.0.1 only)."""
+    url, ca = tls_server
+    argv = [url, "-k", "hs.", "--cafile", str(ca.cert), "--server-name", "example.org", "--timeout", "2"]
+    code = await asyncio.to_thread(main, argv)
+    assert code == 2
+    assert "example.org" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_main_over_tls_insecure(
+    tls_server: tuple[str, TestCA], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--insecure connects without verifying anything, and says so on stderr."""
+    url, _ = tls_server
+    code = await asyncio.to_thread(main, [url, "-k", "hs.", "--insecure", "--quiet", "0.1"])
+    assert code == 0
+    assert "NOT verified" in capsys.readouterr().err
+
+
+def test_tls_options_need_a_tls_url(capsys: pytest.CaptureFixture[str]) -> None:
+    """TLS options with tcp:// are a mistake, not silently ignored."""
+    assert main(["tcp://127.0.0.1:1", "--insecure"]) == 2
+    assert "tls://" in capsys.readouterr().err
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_run_over_wss_with_options(tmp_path: Path) -> None:
+    """The Python API takes the same options (Options.cafile ...) over wss://."""
+    ca = TestCA.make(tmp_path, "wss CA")
+    issued = ca.issue("wss server", san=("localhost",))
+    server = await serve("wss://127.0.0.1:0/rsio", conformance_publishers(), ssl=server_context(issued))
+    try:
+        options = Options(quiet=0.1, cafile=str(ca.cert), server_name="localhost")
+        results = await run(server.url, options, cases=select("cl."))
+    finally:
+        await server.aclose()
+    assert {r.outcome for r in results} == {Outcome.PASS}, [r.message for r in results if r.message]

@@ -1,24 +1,49 @@
-"""The conformance suite against our own server, over TCP and WebSocket: every case must pass.
+"""The conformance suite against our own server, over TCP, TLS, WebSocket and WSS: every case must pass.
 
 Each case is one test per transport, so a failure names its case and rule. A case that
 fails because of a real bug in rstreams.net/wire is kept and marked ``xfail(strict=True)``
 in :data:`KNOWN_BUGS` with the bug described; fixing the bug turns it into an XPASS, which
-fails the run until the mark is removed.
+fails the run until the mark is removed. Over ``tls``/``wss`` the driver verifies the
+server's certificate against a CA made for the test session (tests/support_tls.py).
 """
 
 from __future__ import annotations
+
+import dataclasses
+import ssl
+from pathlib import Path
 
 import pytest
 
 from rstreams.conformance import CASES, Case, Options, Outcome, conformance_publishers, run_case
 from rstreams.net import serve
+from support_tls import TestCA, server_context
 
 OPTIONS = Options(quiet=0.1, timeout=5.0, case_timeout=30.0)
 ALL_KINDS = frozenset({"range", "fixed", "large", "error", "never", "infinite", "stats"})
 
 KNOWN_BUGS: dict[str, str] = {}
 
-URLS = {"tcp": "tcp://127.0.0.1:0", "ws": "ws://127.0.0.1:0/rsio"}
+URLS = {
+    "tcp": "tcp://127.0.0.1:0",
+    "tls": "tls://127.0.0.1:0",
+    "ws": "ws://127.0.0.1:0/rsio",
+    "wss": "wss://127.0.0.1:0/rsio",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tls:
+    server: ssl.SSLContext
+    options: Options
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> _Tls:
+    directory: Path = tmp_path_factory.mktemp("conformance-tls")
+    ca = TestCA.make(directory, "conformance CA")
+    server = ca.issue("rstreams conformance server", san=("127.0.0.1", "localhost"))
+    return _Tls(server_context(server), dataclasses.replace(OPTIONS, cafile=str(ca.cert)))
 
 
 def _params() -> list[object]:
@@ -35,11 +60,12 @@ def _params() -> list[object]:
 @pytest.mark.asyncio
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(("transport", "case"), _params())
-async def test_case(transport: str, case: Case) -> None:
+async def test_case(transport: str, case: Case, tls: _Tls) -> None:
     """The case passes against rstreams.net.serve offering the conformance publishers."""
-    server = await serve(URLS[transport], conformance_publishers())
+    secure = transport in ("tls", "wss")
+    server = await serve(URLS[transport], conformance_publishers(), ssl=tls.server if secure else None)
     try:
-        result = await run_case(case, server.url, OPTIONS, ALL_KINDS)
+        result = await run_case(case, server.url, tls.options if secure else OPTIONS, ALL_KINDS)
     finally:
         await server.aclose()
     assert result.outcome is Outcome.PASS, f"{case.cite}: {case.text}\n{result.message}"

@@ -25,7 +25,7 @@ from typing import Any
 
 from rstreams.conformance._peer import CaseFailure, Peer
 from rstreams.conformance._publishers import stats_from_json
-from rstreams.conformance._transport import open_raw
+from rstreams.conformance._transport import client_ssl_context, open_raw
 from rstreams.wire import ClientHello, Subscribe
 
 __all__ = ["CASES", "Case", "CaseFailure", "Context", "Options", "Skip", "case", "check"]
@@ -114,7 +114,22 @@ class Options:
     """The endpoint's max_element_size (PROTOCOL.md §11)."""
     jobs: int = 4
     """Cases run at once (each on its own connections)."""
+    cafile: str | None = None
+    """``tls``/``wss``: PEM CA certificates that verify the endpoint (default: the system's)."""
+    certfile: str | None = None
+    """``tls``/``wss``: the client certificate (PEM) presented for mutual TLS."""
+    keyfile: str | None = None
+    """``tls``/``wss``: the client certificate's key (default: in ``certfile``)."""
+    insecure: bool = False
+    """``tls``/``wss``: check neither the certificate nor the name (encrypted, unauthenticated)."""
+    server_name: str | None = None
+    """``tls``/``wss``: the name the endpoint's certificate must carry (default: the URL's host)."""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def uses_tls(self) -> bool:
+        """Whether any TLS option is set."""
+        return bool(self.cafile or self.certfile or self.keyfile or self.insecure or self.server_name)
 
 
 _tags = itertools.count()
@@ -131,7 +146,15 @@ class Context:
 
     async def open(self, *, hello: bool = True, rcvbuf: int | None = None) -> Peer:
         """A new connection; with ``hello`` the clientHello is sent at once (a loose handshake)."""
-        raw = await open_raw(self.url, rcvbuf=rcvbuf, timeout=self.options.timeout)
+        o = self.options
+        secure = self.url.startswith(("tls:", "wss:"))
+        raw = await open_raw(
+            self.url,
+            rcvbuf=rcvbuf,
+            timeout=o.timeout,
+            ssl=client_ssl_context(o.cafile, o.certfile, o.keyfile, insecure=o.insecure) if secure else None,
+            server_name=o.server_name,
+        )
         peer = Peer(raw, timeout=self.options.timeout, quiet=self.options.quiet)
         self.peers.append(peer)
         if hello:

@@ -21,6 +21,7 @@ The monitor also joins split elements, so cases read whole elements per subscrip
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeAlias, cast
 
 from rstreams.demand import UNBOUNDED, add
 from rstreams.wire import (
@@ -41,6 +42,13 @@ from rstreams.wire import (
 )
 
 __all__ = ["Monitor", "StreamView"]
+
+_StreamFrame: TypeAlias = (
+    OnSubscribe | OnNext | OnNextPacked | OnNextPart | OnNextLastPart | OnComplete | OnError
+)
+_STREAM_FRAMES = frozenset(
+    {OnSubscribe, OnNext, OnNextPacked, OnNextPart, OnNextLastPart, OnComplete, OnError}
+)
 
 
 @dataclass
@@ -87,6 +95,8 @@ class Monitor:
         self.sent_goodbye = False
         self.server_subscriptions: dict[int, Subscribe] = {}
         """Subscriptions the server opened on the driver (it offers nothing: they are refused)."""
+        self.other: list[Frame] = []
+        """Frames the server sent that belong to no subscription: extension messages."""
         self._first = True
 
     def violation(self, text: str) -> None:
@@ -144,12 +154,12 @@ class Monitor:
             self.server_subscriptions[frame.subscriber] = frame
         elif isinstance(frame, Request | Cancel):
             pass  # for subscriptions the server made on us; we refused them, these may cross
+        elif type(frame) in _STREAM_FRAMES:
+            self._stream_frame(cast(_StreamFrame, frame))
         else:
-            self._stream_frame(frame)
+            self.other.append(frame)  # an extension message (§4.4): the cases that use one judge it
 
-    def _stream_frame(
-        self, frame: OnSubscribe | OnNext | OnNextPacked | OnNextPart | OnNextLastPart | OnComplete | OnError
-    ) -> None:
+    def _stream_frame(self, frame: _StreamFrame) -> None:
         name = type(frame).__name__
         view = self.streams.get(frame.subscriber)
         if view is None or not view.open:

@@ -106,7 +106,8 @@ class Peer:
     def _feed(self, data: bytes) -> None:
         if not data:
             self.eof = True
-            if self._parser.eof() is not None and self.malformed is None:
+            cut_by_us = self.eof_sent and not self.raw.half_close  # we closed both directions (TLS)
+            if self._parser.eof() is not None and self.malformed is None and not cut_by_us:
                 self.monitor.violation("§9.3: the server's output ended inside a frame")
             return
         if self.malformed is not None:

@@ -217,7 +217,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m rstreams.conformance",
         description="Run the RS.io conformance suite against an endpoint (docs/conformance.md).",
     )
-    parser.add_argument("url", help="tcp://host:port, unix:///path or ws://host:port/path")
+    parser.add_argument(
+        "url",
+        help="tcp://host:port, tls://host:port, unix:///path, ws://host:port/path or wss://host:port/path",
+    )
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
     parser.add_argument(
         "-k", metavar="PATTERN", dest="pattern", help="run cases whose id contains PATTERN (or glob)"
@@ -238,6 +241,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=Options.jobs, help="cases run at once")
     parser.add_argument("--max-subscriptions", type=int, default=Options.max_subscriptions)
     parser.add_argument("--max-element-size", type=int, default=Options.max_element_size)
+    tls = parser.add_argument_group("TLS (tls://, wss://)")
+    tls.add_argument("--cafile", metavar="PEM", help="CA certificates that verify the endpoint")
+    tls.add_argument("--certfile", metavar="PEM", help="client certificate for mutual TLS")
+    tls.add_argument("--keyfile", metavar="PEM", help="the client certificate's key (default: in --certfile)")
+    tls.add_argument(
+        "--insecure",
+        action="store_true",
+        help="INSECURE: do not verify the endpoint's certificate or name (self-signed test endpoints only)",
+    )
+    tls.add_argument(
+        "--server-name", metavar="NAME", help="name the certificate must carry (default: URL host)"
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and their rules, run nothing")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list the cases that passed")
     return parser
@@ -259,11 +274,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         jobs=args.jobs,
         max_subscriptions=args.max_subscriptions,
         max_element_size=args.max_element_size,
+        cafile=args.cafile,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+        insecure=args.insecure,
+        server_name=args.server_name,
     )
+    if options.uses_tls and not args.url.startswith(("tls://", "wss://")):
+        sys.stderr.write(f"TLS options need a tls:// or wss:// URL, not {args.url}\n")
+        return 2
+    if options.insecure:
+        sys.stderr.write("warning: --insecure: the endpoint's certificate is NOT verified\n")
     available = frozenset(args.publisher) if args.publisher else None
     try:
         results = asyncio.run(run(args.url, options, cases=cases, available=available))
-    except (OSError, CaseFailure) as error:
+    except (OSError, ValueError, CaseFailure) as error:
         sys.stderr.write(f"cannot run the suite against {args.url}: {error}\n")
         return 2
     report(results, args.url, sys.stdout, verbose=args.verbose)

@@ -1,23 +1,31 @@
-"""Raw byte pipes to the endpoint under test: TCP, Unix sockets and WebSocket.
+"""Raw byte pipes to the endpoint under test: TCP, TLS, Unix sockets and WebSocket (plain or TLS).
 
 The driver speaks bytes, not frames, so that it can send anything (malformed input
 included) and see exactly what comes back. Each :class:`RawTransport` writes bytes,
 reads whatever arrived (``b""`` at end of input), half-closes if the transport can,
 and aborts. A WebSocket carries the bytes in binary messages (PROTOCOL.md §1: frame
 boundaries need not line up with message boundaries); it cannot half-close, so the
-end of our input is its close handshake, after which nothing more can be read.
+end of our input is its close handshake, after which nothing more can be read. TLS
+cannot half-close either (asyncio's TLS transport has no ``write_eof``): there the end
+of our input is TLS close_notify and the close of the socket.
+
+:func:`client_ssl_context` builds the client side's :class:`ssl.SSLContext` from the
+driver's options: a CA file to verify the server, a client certificate for mutual TLS,
+or ``insecure`` (no verification at all, for self-signed test endpoints).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
+import ssl as _ssl
 from typing import Any, Protocol
 
 from rstreams.net import parse_url
 
-__all__ = ["RawTransport", "open_raw"]
+__all__ = ["RawTransport", "client_ssl_context", "open_raw"]
 
 READ_SIZE = 64 * 1024
 WS_SUBPROTOCOL = "rsio.v0"  # rstreams.net offers it; a server without subprotocols ignores it
@@ -43,11 +51,10 @@ class RawTransport(Protocol):
 
 
 class _StreamTransport:
-    half_close = True
-
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
         self._writer = writer
+        self.half_close = writer.can_write_eof()  # False over TLS
 
     async def write(self, data: bytes) -> None:
         if data and not self._writer.is_closing():
@@ -58,13 +65,19 @@ class _StreamTransport:
     async def read(self) -> bytes:
         try:
             return await self._reader.read(READ_SIZE)
-        except ConnectionError:
+        except OSError:  # a reset; over TLS also ssl.SSLError, e.g. data after our close_notify
             return b""
 
     async def write_eof(self) -> None:
-        if not self._writer.is_closing() and self._writer.can_write_eof():
+        if self._writer.is_closing():
+            return
+        if self.half_close:
             with contextlib.suppress(OSError):
                 self._writer.write_eof()
+        else:  # TLS: close_notify, then the socket; nothing more can be read
+            self._writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._writer.wait_closed(), 2.0)
 
     def abort(self) -> None:
         sock = self._writer.get_extra_info("socket")
@@ -105,18 +118,32 @@ class _WebSocketTransport:
         self._ws.transport.abort()
 
 
-async def open_raw(url: str, *, rcvbuf: int | None = None, timeout: float = 5.0) -> RawTransport:  # noqa: ASYNC109
-    """Connect to ``url`` (``tcp://``, ``unix://``, ``ws://``).
+async def open_raw(
+    url: str,
+    *,
+    rcvbuf: int | None = None,
+    timeout: float = 5.0,  # noqa: ASYNC109
+    ssl: _ssl.SSLContext | None = None,
+    server_name: str | None = None,
+) -> RawTransport:
+    """Connect to ``url`` (``tcp://``, ``tls://``, ``unix://``, ``ws://``, ``wss://``).
 
-    ``rcvbuf`` sets a small socket receive buffer (TCP/Unix) before connecting, so that a
-    case that stops reading stalls the server quickly.
+    ``rcvbuf`` sets a small socket receive buffer (TCP/TLS/Unix) before connecting, so that
+    a case that stops reading stalls the server quickly. ``ssl`` is the client context for
+    ``tls``/``wss`` (default: :func:`client_ssl_context` with the system's CAs);
+    ``server_name`` the name the certificate must carry (default: the URL's host).
 
     Raises:
-        ValueError: an unsupported URL (``tls``/``wss`` are not supported by the driver yet).
-        OSError: the connection failed.
+        ValueError: an unsupported URL, or ``ssl`` with a plain scheme.
+        OSError: the connection failed (``ssl.SSLError``, a subclass, when TLS did).
     """
     endpoint = parse_url(url)
-    if endpoint.scheme in ("tcp", "unix"):
+    secure = endpoint.scheme in ("tls", "wss")
+    if ssl is not None and not secure:
+        raise ValueError(f"TLS options were given for {url!r}; use a tls:// or wss:// URL for TLS")
+    context = (ssl or client_ssl_context()) if secure else None
+    hostname = server_name or endpoint.host  # checked against the certificate unless insecure
+    if endpoint.scheme in ("tcp", "tls", "unix"):
         family = socket.AF_UNIX if endpoint.scheme == "unix" else _family(endpoint.host)
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -131,12 +158,24 @@ async def open_raw(url: str, *, rcvbuf: int | None = None, timeout: float = 5.0)
             raise
         if endpoint.scheme == "unix":
             reader, writer = await asyncio.open_unix_connection(sock=sock, limit=READ_SIZE)
-        else:
+        elif context is None:
             reader, writer = await asyncio.open_connection(sock=sock, limit=READ_SIZE)
+        else:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    sock=sock,
+                    limit=READ_SIZE,
+                    ssl=context,
+                    server_hostname=hostname,
+                    ssl_handshake_timeout=timeout,
+                ),
+                timeout,
+            )
         return _StreamTransport(reader, writer)
-    if endpoint.scheme == "ws":
+    if endpoint.scheme in ("ws", "wss"):
         from websockets.asyncio.client import connect
 
+        tls: dict[str, Any] = {} if context is None else {"ssl": context, "server_hostname": hostname}
         ws = await asyncio.wait_for(
             connect(
                 endpoint.url,
@@ -147,11 +186,45 @@ async def open_raw(url: str, *, rcvbuf: int | None = None, timeout: float = 5.0)
                 max_size=None,
                 max_queue=4,
                 open_timeout=timeout,
+                **tls,
             ),
             timeout,
         )
         return _WebSocketTransport(ws)
-    raise ValueError(f"the conformance driver speaks tcp://, unix:// and ws://, not {endpoint.scheme}://")
+    raise ValueError(
+        f"the conformance driver speaks tcp://, tls://, unix://, ws:// and wss://, not {endpoint.scheme}://"
+    )
+
+
+@functools.cache
+def client_ssl_context(
+    cafile: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    *,
+    insecure: bool = False,
+) -> _ssl.SSLContext:
+    """The driver's TLS client context (made once per set of arguments).
+
+    ``cafile``: PEM CA certificates that verify the server (default: the system's).
+    ``certfile``/``keyfile``: the client certificate and key presented for mutual TLS
+    (``keyfile`` may be omitted when ``certfile`` holds both). ``insecure``: verify
+    nothing, neither the chain nor the name (test endpoints with self-signed certificates
+    only; the connection is encrypted but not authenticated).
+
+    Raises:
+        OSError: a file cannot be read. ssl.SSLError: a file holds no usable certificate or key.
+        ValueError: ``keyfile`` without ``certfile``.
+    """
+    if keyfile is not None and certfile is None:
+        raise ValueError("a client key (--keyfile) needs its certificate (--certfile)")
+    context = _ssl.create_default_context(_ssl.Purpose.SERVER_AUTH, cafile=cafile)
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = _ssl.CERT_NONE
+    if certfile is not None:
+        context.load_cert_chain(certfile, keyfile)
+    return context
 
 
 def _family(host: str) -> socket.AddressFamily:
