@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rstreams.wire import extensions as X
 from rstreams.wire import frames as F
 from rstreams.wire._state import (
     CONNECTION_TRANSITIONS,
@@ -72,6 +73,22 @@ DIRECTIONS: dict[type[F.Frame], str] = {
     F.Cancel: "subscriber → publisher",
 }
 
+# Extension messages (§4.4): type -> (wire name, direction, payload layout, section). Every one
+# is framed as type byte, varint payload length, payload; the layout says what the payload holds.
+EXTENSION_MESSAGES: dict[int, tuple[str, str, str, str]] = {
+    X.PING: ("ping", "either", "8 opaque bytes", "§14"),
+    X.PONG: ("pong", "either", "the 8 bytes of the ping it answers", "§14"),
+    X.AUTH_AUTHENTICATE: ("authenticate", "client → server", "credentials", "§15"),
+    X.AUTH_OK: ("authenticated", "server → client", "empty", "§15"),
+    X.AUTH_SUBSCRIBE_CREDENTIALS: (
+        "subscribeCredentials",
+        "client → server",
+        "subscriber: varint, credentials",
+        "§15",
+    ),
+}
+EXTENSION_NAMES = {name: code for code, (name, *_) in EXTENSION_MESSAGES.items()}
+
 # (frame, element_size context, note)
 EXAMPLES: list[tuple[F.Frame, int, str]] = [
     (F.ClientHello(), 0, "version 0, no extensions"),
@@ -93,7 +110,38 @@ EXAMPLES: list[tuple[F.Frame, int, str]] = [
     (F.OnNextLastPart(subscriber=1, element_id=0, data=b"de"), 0, "completes element 0: b'abcde'"),
     (F.OnComplete(subscriber=1), 0, ""),
     (F.OnError(subscriber=1, error="boom"), 0, ""),
+    (F.ExtensionMessage(type=X.PING, payload=bytes(range(1, 9))), 0, "keepalive ping (§14)"),
+    (F.ExtensionMessage(type=X.PONG, payload=bytes(range(1, 9))), 0, "its pong"),
+    (
+        F.ExtensionMessage(type=X.AUTH_AUTHENTICATE, payload=b"\x01\x05token"),
+        0,
+        'credentials: kind 1 (token), "token" (§15)',
+    ),
+    (
+        F.ExtensionMessage(type=X.AUTH_AUTHENTICATE, payload=b"\x02\x03ann\x02pw"),
+        0,
+        'credentials: kind 2 (user, password), "ann", "pw"',
+    ),
+    (F.ExtensionMessage(type=X.AUTH_OK), 0, "empty payload"),
+    (
+        F.ExtensionMessage(type=X.AUTH_SUBSCRIBE_CREDENTIALS, payload=b"\x07\x01\x01t"),
+        0,
+        'credentials for subscriber 7: token "t"',
+    ),
 ]
+
+
+def wire_name(frame: F.Frame) -> str:
+    """The message's name in PROTOCOL.md (an extension message's is its type's)."""
+    if isinstance(frame, F.ExtensionMessage):
+        return EXTENSION_MESSAGES[frame.type][0]
+    return WIRE_NAMES[type(frame)]
+
+
+def type_code(frame: F.Frame) -> int:
+    if isinstance(frame, F.ExtensionMessage):
+        return frame.type
+    return F.FRAME_TYPES[type(frame)].value
 
 
 # -- vectors -------------------------------------------------------------------------------
@@ -112,7 +160,11 @@ def frame_to_json(frame: F.Frame) -> dict[str, Any]:
 
 def frame_from_json(type_name: str, fields: dict[str, Any]) -> F.Frame:
     """Inverse of :func:`frame_to_json`, by the message's wire name."""
-    cls = {name: cls for cls, name in WIRE_NAMES.items()}[type_name]
+    cls: type[F.Frame]
+    if type_name in EXTENSION_NAMES:
+        cls = F.ExtensionMessage
+    else:
+        cls = {name: cls for cls, name in WIRE_NAMES.items()}[type_name]
     kwargs: dict[str, Any] = {}
     for key, value in fields.items():
         if isinstance(value, dict):
@@ -128,11 +180,10 @@ def vectors() -> list[dict[str, Any]]:
     """Every example as a JSON-able test vector."""
     out = []
     for frame, element_size, note in EXAMPLES:
-        cls = type(frame)
         out.append(
             {
-                "type": WIRE_NAMES[cls],
-                "code": F.FRAME_TYPES[cls].value,
+                "type": wire_name(frame),
+                "code": type_code(frame),
                 "fields": frame_to_json(frame),
                 "element_size": element_size,
                 "hex": F.encode(frame, element_size=element_size).hex(" "),
@@ -161,7 +212,29 @@ def _types_table() -> str:
         direction = DIRECTIONS.get(cls, "publisher → subscriber")
         rows.append(f"| `0x{code.value:02X}` | {WIRE_NAMES[cls]} | {direction} | {LAYOUTS[cls]} |")
     rows.append(f"| `0x{F.FIRST_RESERVED_CORE_TYPE:02X}`–`0x7F` | *(reserved for later core versions)* | | |")
-    rows.append(f"| `0x{F.FIRST_EXTENSION_TYPE:02X}`–`0xFF` | *(extension messages, §4.4)* | | |")
+    for ext in X.REGISTERED:
+        codes = sorted(ext.message_types)
+        named = [t for t in codes if t in EXTENSION_MESSAGES]
+        for t in named:
+            name, direction, layout, section = EXTENSION_MESSAGES[t]
+            rows.append(
+                f"| `0x{t:02X}` | {name} ({ext.name}, {section}) | {direction} | "
+                f"length: varint, payload: {layout} |"
+            )
+        rest = [t for t in codes if t not in named]
+        if rest:
+            span = f"`0x{rest[0]:02X}`" + (f"–`0x{rest[-1]:02X}`" if len(rest) > 1 else "")
+            reserved = "reserved" if named else "its messages"
+            rows.append(
+                f"| {span} | *(extension {ext.name}, id {ext.id}: {reserved})* | | length: varint, payload |"
+            )
+    owned = set(X.BY_TYPE)
+    free = [t for t in range(F.FIRST_EXTENSION_TYPE, 0x100) if t not in owned]
+    rows.append(
+        f"| `0x{free[0]:02X}`–`0xFF` | *(no extension yet: a connection error, §4.4)* | | |"
+        if free == list(range(free[0], 0x100))
+        else "| (other types in `0x80`–`0xFF`) | *(no extension yet: a connection error, §4.4)* | | |"
+    )
     return "\n".join(rows)
 
 

@@ -16,6 +16,9 @@ EXPECTED = {
     "ConnectionState",
     "DemandExceededError",
     "Event",
+    "ExtensionError",
+    "ExtensionMessage",
+    "ExtensionReceived",
     "Frame",
     "FrameError",
     "FrameParser",
@@ -44,6 +47,7 @@ EXPECTED = {
     "Subscribe",
     "UnsupportedVersionError",
     "encode",
+    "extensions",
 }
 
 

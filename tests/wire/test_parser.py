@@ -6,6 +6,8 @@ import pytest
 from wiresupport import parser, wire
 
 from rstreams.wire import (
+    ExtensionError,
+    ExtensionMessage,
     FrameError,
     FrameType,
     LimitExceededError,
@@ -28,11 +30,27 @@ def test_unknown_and_reserved_types_are_framing_errors(code: int) -> None:
     assert p.feed(b"\x05\x01\x01") == []  # nothing more once broken
 
 
-def test_extension_types_are_refused() -> None:
-    """0x80..0xFF belong to extensions; none is negotiated in version 0."""
+def test_extension_messages_are_framed_generically() -> None:
+    """0x80..0xFF: type, varint length, payload, whatever the extension (§4.4); whether the
+    extension is active is the connection's business, not the parser's."""
     p = parser()
-    assert p.feed(b"\x80\x00") == []
-    assert isinstance(p.error, FrameError) and "extension" in str(p.error)
+    frames = p.feed(b"\x80\x08" + bytes(8) + b"\x05\x01\x01")
+    assert frames == [ExtensionMessage(type=0x80, payload=bytes(8)), Request(subscriber=1, demand=1)]
+    assert p.error is None
+
+
+def test_extension_types_no_extension_owns_are_refused_at_once() -> None:
+    """A type no registered extension owns is refused at its type byte (§4.4)."""
+    p = parser()
+    assert p.feed(b"\xff") == []
+    assert isinstance(p.error, ExtensionError) and "0xff" in str(p.error) and "§4.4" in p.error.reason
+
+
+def test_extension_payload_is_capped_when_its_length_is_read() -> None:
+    """An extension payload is capped by max_string_length like any other field (§11)."""
+    p = parser()
+    assert p.feed(b"\x80\xff\xff\x7f") == []
+    assert isinstance(p.error, LimitExceededError)
 
 
 def test_overlong_varint_in_a_frame() -> None:

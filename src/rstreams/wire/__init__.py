@@ -15,8 +15,10 @@ from rstreams.errors import ConnectionBrokenError as ConnectionBrokenError
 from rstreams.errors import LocalProtocolError as LocalProtocolError
 from rstreams.errors import ProtocolError as ProtocolError
 from rstreams.errors import RemoteProtocolError as RemoteProtocolError
+from rstreams.wire import extensions as extensions
 from rstreams.wire._errors import AbruptCloseError as AbruptCloseError
 from rstreams.wire._errors import DemandExceededError as DemandExceededError
+from rstreams.wire._errors import ExtensionError as ExtensionError
 from rstreams.wire._errors import FrameError as FrameError
 from rstreams.wire._errors import HandshakeError as HandshakeError
 from rstreams.wire._errors import LimitExceededError as LimitExceededError
@@ -31,11 +33,13 @@ from rstreams.wire.connection import Connection as Connection
 from rstreams.wire.connection import Side as Side
 from rstreams.wire.events import ConnectionClosed as ConnectionClosed
 from rstreams.wire.events import Event as Event
+from rstreams.wire.events import ExtensionReceived as ExtensionReceived
 from rstreams.wire.events import OnNextBatch as OnNextBatch
 from rstreams.wire.events import StreamError as StreamError
 from rstreams.wire.frames import PROTOCOL_VERSION as PROTOCOL_VERSION
 from rstreams.wire.frames import Cancel as Cancel
 from rstreams.wire.frames import ClientHello as ClientHello
+from rstreams.wire.frames import ExtensionMessage as ExtensionMessage
 from rstreams.wire.frames import Frame as Frame
 from rstreams.wire.frames import FrameType as FrameType
 from rstreams.wire.frames import Goodbye as Goodbye
@@ -63,6 +67,9 @@ __all__ = [
     "ConnectionState",
     "DemandExceededError",
     "Event",
+    "ExtensionError",
+    "ExtensionMessage",
+    "ExtensionReceived",
     "Frame",
     "FrameError",
     "FrameParser",
@@ -91,4 +98,5 @@ __all__ = [
     "Subscribe",
     "UnsupportedVersionError",
     "encode",
+    "extensions",
 ]

@@ -10,6 +10,7 @@
     │   └── DemandExceededError                elements beyond the demand we granted
     ├── RemoteInvalidDemandError                     request(n) with n == 0 or n >= 2**63 (rule 3.9)
     ├── LimitExceededError                     a configured limit (sizes, parts in flight) exceeded
+    ├── ExtensionError                         an extension message that is not allowed (§4.4, §14, §15)
     └── AbruptCloseError                       end of input without a goodbye
 
 Every class names the PROTOCOL.md section (``section``) that the goodbye reason cites.
@@ -26,6 +27,7 @@ from rstreams.errors import RemoteProtocolError
 __all__ = [
     "AbruptCloseError",
     "DemandExceededError",
+    "ExtensionError",
     "FrameError",
     "HandshakeError",
     "LimitExceededError",
@@ -92,6 +94,24 @@ class LimitExceededError(_WireError):
     def __init__(self, message: str, *, limit: str, subscriber: int | None = None) -> None:
         super().__init__(message, subscriber=subscriber)
         self.limit = limit
+
+
+class ExtensionError(_WireError):
+    """An extension message of an inactive or unknown extension, or one its extension forbids.
+
+    ``section`` defaults to §4.4 (negotiation); an extension's own rules cite its section.
+    """
+
+    section = "4.4"
+
+    def __init__(self, message: str, *, section: str = "4.4") -> None:
+        super().__init__(message)
+        self.cited = section
+        """The section the goodbye cites: §4.4, or the section of the extension's own rule."""
+
+    @property
+    def reason(self) -> str:
+        return f"{self} (PROTOCOL.md §{self.cited})"
 
 
 class AbruptCloseError(_WireError):

@@ -32,12 +32,14 @@ from __future__ import annotations
 from struct import Struct
 
 from rstreams.errors import RemoteProtocolError
-from rstreams.wire._errors import FrameError, LimitExceededError
+from rstreams.wire._errors import ExtensionError, FrameError, LimitExceededError
 from rstreams.wire._varint import Incomplete, decode_varint
 from rstreams.wire.events import OnNextBatch
+from rstreams.wire.extensions import BY_TYPE
 from rstreams.wire.frames import (
     FIRST_EXTENSION_TYPE,
     ClientHello,
+    ExtensionMessage,
     Frame,
     FrameType,
     Goodbye,
@@ -420,7 +422,16 @@ class FrameParser:
             hello = ClientHello if t == _CLIENT_HELLO else ServerHello
             return hello(version=version, extensions=tuple(extensions)), p
         if t >= FIRST_EXTENSION_TYPE:
-            raise FrameError(f"message type 0x{t:02x} belongs to an extension that was not negotiated")
+            if t not in BY_TYPE:  # no extension owns it: refused at the type byte
+                raise ExtensionError(f"message type 0x{t:02x} belongs to no extension this endpoint knows")
+            length, p = decode_varint(data, p, n)
+            if length > self._max_string:
+                raise LimitExceededError(
+                    f"extension message 0x{t:02x} payload of {length} bytes exceeds "
+                    f"max_string_length={self._max_string}",
+                    limit="max_string_length",
+                )
+            return ExtensionMessage(type=t, payload=self._take(data, p, length, n)), p + length
         raise FrameError(f"unknown message type 0x{t:02x}")
 
     def _take(self, data: bytes, p: int, length: int, n: int) -> bytes:

@@ -33,6 +33,7 @@ from rstreams.errors import ConnectionBrokenError, LocalProtocolError, RemotePro
 from rstreams.wire._errors import (
     AbruptCloseError,
     DemandExceededError,
+    ExtensionError,
     HandshakeError,
     LimitExceededError,
     RemoteInvalidDemandError,
@@ -51,11 +52,13 @@ from rstreams.wire._state import (
 )
 from rstreams.wire._varint import MAX_U64, encode_varint
 from rstreams.wire.config import ConnectionConfig
-from rstreams.wire.events import ConnectionClosed, Event, OnNextBatch, StreamError
+from rstreams.wire.events import ConnectionClosed, Event, ExtensionReceived, OnNextBatch, StreamError
+from rstreams.wire.extensions import BY_TYPE, KEEPALIVE_PAYLOAD_SIZE, PING, PONG
 from rstreams.wire.frames import (
     PROTOCOL_VERSION,
     Cancel,
     ClientHello,
+    ExtensionMessage,
     Frame,
     FrameType,
     Goodbye,
@@ -174,6 +177,7 @@ class Connection:
             OnNextLastPart: self._recv_part,
             OnComplete: self._recv_terminal,
             OnError: self._recv_terminal,
+            ExtensionMessage: self._recv_extension,
         }
 
     # -- state ---------------------------------------------------------------------------------
@@ -326,6 +330,8 @@ class Connection:
             self._send_terminal(frame)
         elif type(frame) is Goodbye:
             self._send_goodbye(frame)
+        elif type(frame) is ExtensionMessage:
+            self.send_extension(frame.type, frame.payload)
         else:
             raise LocalProtocolError(
                 f"{type(frame).__name__} is not sent by hand: hellos go out automatically and parts are "
@@ -335,6 +341,31 @@ class Connection:
     def close(self, reason: str = "") -> None:
         """Say goodbye (§9.1): ends every subscription; the peer answers with its goodbye."""
         self.send(Goodbye(reason=reason))
+
+    def send_extension(self, type: int, payload: bytes = b"") -> None:  # noqa: A002  # the field's name
+        """Send a message of an extension (§4.4): ``type`` in 0x80..0xFF, ``payload`` its bytes.
+
+        Raises:
+            LocalProtocolError: the extension owning ``type`` is not active on this
+                connection (both hellos must list it; nothing is active before the peer's
+                hello), or no extension owns ``type``; nothing was queued.
+            ValueError / TypeError: ``type`` or ``payload`` is malformed.
+            ConnectionBrokenError: the connection is closed.
+        """
+        message = ExtensionMessage(type=type, payload=payload)  # validates
+        self._check_can_send()
+        owner = BY_TYPE.get(type)
+        if owner is None:
+            raise LocalProtocolError(
+                f"can't send message type 0x{type:02x}: no extension owns it (PROTOCOL.md §4.4)"
+            )
+        if owner.id not in self.extensions:
+            when = "" if self._state is _OPEN else " (the peer's hello has not arrived yet)"
+            raise LocalProtocolError(
+                f"can't send message type 0x{type:02x}: extension {owner} is not active on this "
+                f"connection{when}; it is active only when both hellos list it (PROTOCOL.md §4.4)"
+            )
+        encode_into(self._out, message)
 
     def send_on_next(self, subscriber: int, element: bytes) -> None:
         """Send one element on the peer's subscription ``subscriber``; consumes one credit.
@@ -694,6 +725,27 @@ class Connection:
         self.peer_hello = f
         self.extensions = self.config.extensions & frozenset(f.extensions)
         self._events.append(f)
+
+    def _recv_extension(self, f: ExtensionMessage) -> None:
+        owner = BY_TYPE.get(f.type)
+        if owner is None or owner.id not in self.extensions:
+            whose = "no extension" if owner is None else f"extension {owner}, which is not active"
+            self._fail(ExtensionError(f"message type 0x{f.type:02x} belongs to {whose} on this connection"))
+            return
+        if f.type == PING or f.type == PONG:
+            if len(f.payload) != KEEPALIVE_PAYLOAD_SIZE:
+                what = "ping" if f.type == PING else "pong"
+                self._fail(
+                    ExtensionError(
+                        f"keepalive {what} payload must be {KEEPALIVE_PAYLOAD_SIZE} bytes, "
+                        f"got {len(f.payload)}",
+                        section="14",
+                    )
+                )
+                return
+            if f.type == PING:
+                encode_into(self._out, ExtensionMessage(type=PONG, payload=f.payload))
+        self._events.append(ExtensionReceived(type=f.type, payload=f.payload))
 
     def _recv_goodbye(self, f: Goodbye) -> None:
         self._events.append(f)

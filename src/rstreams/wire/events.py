@@ -6,6 +6,7 @@ that were in flight after our cancel are dropped (PROTOCOL.md §5.4). The synthe
 
 * :class:`StreamError`: the core ended one subscription because the peer broke a
   per-stream rule; it already sent onError (we publish) or cancel (we subscribe).
+* :class:`ExtensionReceived`: a message of an active extension (§4.4).
 * :class:`ConnectionClosed`: always the last event of a connection.
 """
 
@@ -29,7 +30,7 @@ from rstreams.wire.frames import (
     Subscribe,
 )
 
-__all__ = ["ConnectionClosed", "Event", "OnNextBatch", "StreamError"]
+__all__ = ["ConnectionClosed", "Event", "ExtensionReceived", "OnNextBatch", "StreamError"]
 
 
 class OnNextBatch:
@@ -73,6 +74,18 @@ class StreamError:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ExtensionReceived:
+    """A message of an active extension arrived (PROTOCOL.md §4.4); ``payload`` is its bytes.
+
+    The core has already checked that the owning extension is active and done what the
+    extension itself requires of it (it answers a keepalive ping with a pong, §14).
+    """
+
+    type: int
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionClosed:
     """The connection is over; every subscription on it ended (PROTOCOL.md §9).
 
@@ -99,5 +112,6 @@ Event: TypeAlias = (
     | OnComplete
     | OnError
     | StreamError
+    | ExtensionReceived
     | ConnectionClosed
 )

@@ -267,6 +267,24 @@ class OnError:
         _check_str("error", self.error)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExtensionMessage:
+    """A message of a negotiated extension (§4.4): ``type`` in 0x80..0xFF and an opaque payload.
+
+    Its wire form is the same for every extension: the type byte, a varint payload length,
+    the payload. Which extension owns ``type`` is :mod:`rstreams.wire.extensions`' table.
+    """
+
+    type: int
+    payload: bytes = b""
+
+    def __post_init__(self) -> None:
+        _check_uint("type", self.type, 0xFF)
+        if self.type < FIRST_EXTENSION_TYPE:
+            raise ValueError(f"extension message types are 0x80..0xFF, got 0x{self.type:02x}")
+        _check_bytes("payload", self.payload)
+
+
 Frame: TypeAlias = (
     ClientHello
     | ServerHello
@@ -281,6 +299,7 @@ Frame: TypeAlias = (
     | OnNextLastPart
     | OnComplete
     | OnError
+    | ExtensionMessage
 )
 
 FRAME_CLASSES: dict[FrameType, type[Frame]] = {
@@ -301,6 +320,7 @@ FRAME_CLASSES: dict[FrameType, type[Frame]] = {
 """The one table mapping type codes to message classes."""
 
 FRAME_TYPES: dict[type[Frame], FrameType] = {cls: code for code, cls in FRAME_CLASSES.items()}
+"""Core message classes -> type code (:class:`ExtensionMessage` carries its own code)."""
 
 
 # -- fast construction for the parser: fields already validated by decoding ----------------
@@ -457,6 +477,11 @@ _ENCODERS: dict[type[Frame], _Encoder] = {
 
 def encode_into(out: bytearray, frame: Frame, element_size: int = 0) -> None:
     """Append ``frame``'s bytes to ``out`` (see :func:`encode`)."""
+    if type(frame) is ExtensionMessage:
+        out.append(frame.type)
+        out += _V(len(frame.payload))
+        out += frame.payload
+        return
     out.append(FRAME_TYPES[type(frame)])
     _ENCODERS[type(frame)](out, frame, element_size)
 
