@@ -255,3 +255,25 @@ async def test_run_over_wss_with_options(tmp_path: Path) -> None:
     finally:
         await server.aclose()
     assert {r.outcome for r in results} == {Outcome.PASS}, [r.message for r in results if r.message]
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("url", ["tls://127.0.0.1:0", "wss://127.0.0.1:0/rsio"])
+async def test_main_with_a_client_certificate(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--certfile/--keyfile: an endpoint requiring client certificates (mutual TLS) is tested;
+    without them the run stops at once with exit 2 and a hint about the certificate."""
+    ca = TestCA.make(tmp_path, "mtls CA")
+    context = server_context(ca.issue("mtls server", san=("127.0.0.1",)), client_ca=ca)
+    client = ca.issue("conformance driver", client=True)
+    server = await serve(url, conformance_publishers(), ssl=context)
+    try:
+        base = [server.url, "-k", "hs.", "--cafile", str(ca.cert), "--quiet", "0.1", "--timeout", "2"]
+        with_cert = [*base, "--certfile", str(client.cert), "--keyfile", str(client.key)]
+        assert await asyncio.to_thread(main, with_cert) == 0
+        assert await asyncio.to_thread(main, base) == 2
+    finally:
+        await server.aclose()
+    assert "client certificate (--certfile)" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fnmatch
+import ssl
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -62,8 +63,12 @@ async def probe(url: str, options: Options) -> frozenset[str]:
     """Which conformance publishers the endpoint offers: subscribe to each with demand 0.
 
     onSubscribe means offered; onError without onSubscribe means not offered.
+
+    Raises:
+        OSError: the endpoint cannot be reached. CaseFailure: it did not answer the probe.
     """
     ctx = Context(url, options, frozenset(KINDS))
+    peer = None
     try:
         peer = await ctx.open()
         kinds = list(KINDS)
@@ -79,6 +84,17 @@ async def probe(url: str, options: Options) -> frozenset[str]:
             if view.subscribed:
                 found.add(kind)
         return frozenset(found)
+    except (OSError, CaseFailure) as error:
+        secure = url.startswith(("tls:", "wss:"))
+        if (
+            secure
+            and options.certfile is None
+            and not isinstance(error, ssl.SSLError)  # our side refused the endpoint: says why already
+            and (peer is None or peer.monitor.server_hello is None)
+        ):
+            hint = "the endpoint closed before its hello: does it require a client certificate (--certfile)?"
+            raise CaseFailure(f"{error}; {hint}") from error
+        raise
     finally:
         ctx.close()
 

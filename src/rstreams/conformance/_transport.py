@@ -174,22 +174,28 @@ async def open_raw(
         return _StreamTransport(reader, writer)
     if endpoint.scheme in ("ws", "wss"):
         from websockets.asyncio.client import connect
+        from websockets.exceptions import InvalidHandshake
 
         tls: dict[str, Any] = {} if context is None else {"ssl": context, "server_hostname": hostname}
-        ws = await asyncio.wait_for(
-            connect(
-                endpoint.url,
-                subprotocols=[WS_SUBPROTOCOL],  # type: ignore[list-item]
-                compression=None,
-                proxy=None,
-                ping_interval=None,
-                max_size=None,
-                max_queue=4,
-                open_timeout=timeout,
-                **tls,
-            ),
-            timeout,
-        )
+        try:
+            ws = await asyncio.wait_for(
+                connect(
+                    endpoint.url,
+                    subprotocols=[WS_SUBPROTOCOL],  # type: ignore[list-item]
+                    compression=None,
+                    proxy=None,
+                    ping_interval=None,
+                    max_size=None,
+                    max_queue=4,
+                    open_timeout=timeout,
+                    **tls,
+                ),
+                timeout,
+            )
+        except InvalidHandshake as error:  # an HTTP-level refusal: the endpoint is not reachable as RS.io
+            raise ConnectionRefusedError(
+                f"WebSocket handshake with {endpoint.url} failed: {error}"
+            ) from error
         return _WebSocketTransport(ws)
     raise ValueError(
         f"the conformance driver speaks tcp://, tls://, unix://, ws:// and wss://, not {endpoint.scheme}://"
