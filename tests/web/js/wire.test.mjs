@@ -17,6 +17,7 @@ const unhex = (h) => Uint8Array.from(h.replace(/\s+/g, "").match(/../g) ?? [], (
 
 /** The vector's fields as the JS codec spells them: bytes as Uint8Array, demands as BigInt. */
 function jsFrame(vector) {
+  if (vector.code >= 0x80) return { type: "extension", code: vector.code, payload: unhex(vector.fields.payload.hex) };
   const frame = { type: vector.type };
   for (const [key, value] of Object.entries(vector.fields)) {
     if (value !== null && typeof value === "object" && "hex" in value) frame[key] = unhex(value.hex);
@@ -71,7 +72,8 @@ test("varints: §2.1's examples, minimal and at most 10 bytes", () => {
 
 test("framing errors name their section", () => {
   const cases = [
-    ["00", "§3"], ["0e", "§3"], ["80", "§3"], // reserved and extension type bytes
+    ["00", "§3"], ["0e", "§3"], ["7f", "§3"], // reserved type bytes
+    ["80 ff ff 7f", "§11"], // an extension message's length above max_string_length
     ["03 02 c3 28", "§2.2"], // invalid UTF-8 in a goodbye
     ["08 01 ff ff ff 7f", "§11"], // a length far above max_element_size
     ["09 01 01 00", "§7"], // onNextPacked on a subscription whose elementSize is 0

@@ -2,7 +2,8 @@
 //
 // Sans-I/O like the Python core: no WebSocket, no timers. A frame is a plain object whose
 // `type` is the message name of PROTOCOL.md §3 and whose fields are the same snake_case
-// names as docs/protocol-vectors.json ({type: "request", subscriber: 1, demand: 5n}).
+// names as docs/protocol-vectors.json ({type: "request", subscriber: 1, demand: 5n}). Extension
+// messages (0x80-0xff, §4.4) are framed generically: {type: "extension", code, payload}.
 //
 // Integers: ids, counts, lengths and sizes are Numbers (anything above 2**53 - 1 is a limit
 // error long before); demand and extension ids are BigInts when they do not fit a Number
@@ -99,6 +100,7 @@ const ENCODERS = {
   onNextLastPart: (f) => [encodeVarint(f.subscriber), encodeVarint(f.element_id), ...bytesField(f.data)],
   onComplete: (f) => [encodeVarint(f.subscriber)],
   onError: (f) => [encodeVarint(f.subscriber), ...bytesField(utf8.encode(f.error))],
+  extension: (f) => bytesField(f.payload),
 };
 
 function extensions(ids) {
@@ -114,7 +116,15 @@ function fixed(data, size) {
 export function encodeFrame(frame, elementSize = 0) {
   const encoder = ENCODERS[frame.type];
   if (encoder === undefined) throw new TypeError(`unknown frame type ${JSON.stringify(frame.type)}`);
-  return concat([Uint8Array.of(CODES[frame.type]), ...encoder(frame, elementSize)]);
+  const code = frame.type === "extension" ? extensionCode(frame.code) : CODES[frame.type];
+  return concat([Uint8Array.of(code), ...encoder(frame, elementSize)]);
+}
+
+function extensionCode(code) {
+  if (!Number.isInteger(code) || code < 0x80 || code > 0xff) {
+    throw new RangeError(`an extension message type is 0x80 ... 0xff, got ${code}`);
+  }
+  return code;
 }
 
 export function concat(chunks) {
@@ -227,6 +237,11 @@ const DECODERS = {
   [CODES.onError]: (r) => ({ type: "onError", subscriber: r.id(), error: r.string() }),
 };
 
+/** Every extension message has one wire form, whatever the extension (§4.4): type, length, payload. */
+function decodeExtension(r) {
+  return { type: "extension", code: r.bytes[0], payload: r.bytesField(r.limits.maxStringLength) };
+}
+
 /**
  * Incremental decoder. `elementSizeOf(subscriber)` gives a subscription's elementSize (§7); the
  * decoder asks it while parsing, so the caller must apply each onSubscribe before the next frame
@@ -254,10 +269,9 @@ export class FrameDecoder {
   next() {
     if (this.size < this.need) return null;
     const bytes = this.chunks.length === 1 ? this.chunks[0] : concat(this.chunks);
-    const decode = DECODERS[bytes[0]];
+    const decode = bytes[0] >= 0x80 ? decodeExtension : DECODERS[bytes[0]];
     if (decode === undefined) {
-      const kind = bytes[0] >= 0x80 ? "a non-negotiated extension" : "an unknown or reserved";
-      throw new ProtocolError(`${kind} message type 0x${bytes[0].toString(16).padStart(2, "0")}`, "§3");
+      throw new ProtocolError(`unknown or reserved message type 0x${bytes[0].toString(16).padStart(2, "0")}`, "§3");
     }
     const reader = new Reader(bytes, 1, this.limits);
     let frame;

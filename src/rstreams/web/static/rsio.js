@@ -88,7 +88,7 @@ class Subscription {
     const demand = toDemand(n);
     if (demand === null || demand <= 0n) {
       this.cancel();
-      this._finish(() => this._subscriber.onError?.(new RangeError(
+      this._finish((s) => s.onError?.(new RangeError(
         `rule 3.9: request(n) needs n > 0, got ${n}`)));
       return;
     }
@@ -112,7 +112,7 @@ class Subscription {
     if (subscriber === null) return;
     this._subscriber = null;
     try {
-      signal.call(null, subscriber);
+      signal(subscriber);
     } catch (error) {
       this._conn._report(error);
     }
@@ -439,6 +439,10 @@ const HANDLERS = {
     }
     conn._send({ type: "onError", subscriber: frame.subscriber,
       error: `unknown publisher ${JSON.stringify(frame.publisher)}: this browser client publishes nothing` });
+  },
+  extension(conn, frame) {
+    const code = `0x${frame.code.toString(16)}`;
+    throw new ProtocolError(`message type ${code} belongs to an extension, and this client activates none`, "§4.4");
   },
   request() {}, // §5.4: the server's subscriptions on us are all refused, so every id is closed
   cancel() {},
