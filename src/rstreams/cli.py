@@ -4,7 +4,9 @@
   (needs the ``spark`` extra and Java 17+; the only command that imports :mod:`rstreams.spark`).
 * ``rstreams serve URL NAME``: serve the lines of standard input as a replay log ``NAME``
   (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
-  reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to.
+  reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to;
+  ``--web [HOST:PORT]`` also serves the live page (charts of the log's JSON lines, or of a sink's
+  with ``--web-publisher``) and RS.io over WebSocket for it (needs the ``websockets`` extra).
 * ``rstreams subscribe URL NAME``: print the elements of a remote publisher.
 * ``rstreams publish URL NAME``: publish standard input's lines on a server's sink log
   ``NAME`` (staged, then published as one batch, like the Spark sink does).
@@ -43,6 +45,7 @@ def _demo(args: argparse.Namespace) -> int:
         window=args.window,
         master=args.master,
         out=args.out,
+        web=None if args.no_web else args.web,
     )
     median = figures["median_batch_s"]
     rate = figures["rows_per_s"]
@@ -84,11 +87,21 @@ def _serve(args: argparse.Namespace) -> int:
     sinks = {name: ReplayLog(name, capacity=args.capacity, evict=True) for name in args.sink}
     server = ReplayServer({args.name: log}, sinks=sinks, url=args.url).start()
     print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
+    page = None
     try:
+        if args.web is not None:
+            from rstreams.web import page_for_logs
+
+            page = page_for_logs(
+                args.web, {args.name: log, **sinks}, publisher=args.web_publisher or args.name
+            )
+            print(f"live page: {page.url} (charts {page.publisher!r}; RS.io on {page.ws_url})", flush=True)
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
+        if page is not None:
+            page.stop()
         server.stop()
         log.close()
     return 0
@@ -139,6 +152,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--window", type=int, default=2, help="window length in seconds (2)")
     demo.add_argument("--master", default="local[2]", help="Spark master (local[2]; or spark://host:7077)")
     demo.add_argument("--out", default=None, help="directory for the checkpoint and Parquet (a temp dir)")
+    demo.add_argument(
+        "--web",
+        default="127.0.0.1:8000",
+        metavar="HOST:PORT",
+        help="the live page's address (127.0.0.1:8000)",
+    )
+    demo.add_argument("--no-web", action="store_true", help="no live page, only the terminal view")
     demo.set_defaults(run=_demo)
     serve = commands.add_parser("serve", help="serve standard input's lines as a replay log")
     serve.add_argument("url", help="where to listen, e.g. tcp://127.0.0.1:9000 (port 0: any)")
@@ -146,6 +166,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--capacity", type=int, default=100_000, help="elements held (100000)")
     serve.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
     serve.add_argument("--sink", action="append", default=[], help="also offer a sink log with this name")
+    serve.add_argument(
+        "--web",
+        nargs="?",
+        const="127.0.0.1:8000",
+        default=None,
+        metavar="HOST:PORT",
+        help="also serve the live page (default address 127.0.0.1:8000; port 0: any)",
+    )
+    serve.add_argument("--web-publisher", default=None, help="the log the page charts (the served log)")
     serve.set_defaults(run=_serve)
     subscribe = commands.add_parser("subscribe", help="print a remote publisher's elements")
     subscribe.add_argument("url", help="tcp://host:port")

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import threading
+from collections.abc import Callable
 from typing import Any, Self
 
 from websockets.exceptions import ConnectionClosed
@@ -25,15 +26,17 @@ BIG = 200_000
 
 
 class CountingPublisher(Publisher[bytes]):
-    """Emits ``b"0"``, ``b"1"``, ... up to ``n`` inside ``request``; records the demand it was given.
+    """Emits ``element(0)``, ``element(1)``, ... (default ``b"0"``, ``b"1"``, ...) up to ``n``,
+    inside ``request``; records the demand it was given.
 
     ``stats`` holds ``max_outstanding`` (the most demand it ever held at once, i.e. what the
     serving side asked of it, which follows the remote subscriber's demand), ``requested`` and
     ``emitted``.
     """
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, element: Callable[[int], bytes] = lambda i: str(i).encode()) -> None:
         self.n = n
+        self.element = element
         self.stats = {"max_outstanding": 0, "requested": 0, "emitted": 0, "cancelled": False}
 
     def subscribe(self, subscriber: Subscriber[bytes]) -> None:
@@ -66,7 +69,7 @@ class _Counting(Subscription):
                 break
             self._outstanding -= 1
             stats["emitted"] += 1
-            self._subscriber.on_next(str(stats["emitted"] - 1).encode())
+            self._subscriber.on_next(self._source.element(stats["emitted"] - 1))
         self._emitting = False
 
     def cancel(self) -> None:

@@ -11,6 +11,8 @@ What runs, all on this machine:
    take no update mode in Spark 4.3).
 3. A live view: an RS.io client subscribed to ``results`` prints the newest window per
    sensor, with the rate into Spark, the micro-batch latency and the producer's demand.
+4. With ``web="HOST:PORT"``, the live page (:class:`rstreams.web.LivePage`): a browser
+   subscribes to ``results`` over RS.io on a WebSocket and draws a chart per sensor.
 
 After ``--seconds`` it stops by itself, saves the results to Parquet (a batch read of the
 ``results`` log through the same source) and prints where the outputs are.
@@ -202,11 +204,13 @@ def run_demo(
     out: str | None = None,
     stream: TextIO = sys.stdout,
     spark: Any = None,
+    web: str | None = None,
 ) -> dict[str, Any]:
     """Run the demo for ``seconds`` once the pipeline is up; returns the measured figures.
 
     ``spark``: an existing SparkSession to use (left running); by default one is started
-    on ``master`` and stopped at the end.
+    on ``master`` and stopped at the end. ``web``: ``HOST:PORT`` (port 0: any) to serve
+    the live page on while the demo runs; its address is printed (``live page: URL``).
     """
 
     def say(text: str) -> None:
@@ -218,6 +222,14 @@ def run_demo(
     results = ReplayLog("results", capacity=100_000, evict=True)
     server = ReplayServer({"sensors": log}, sinks={"results": results}, url="tcp://127.0.0.1:0").start()
     say(f"RS.io server on {server.url}: publishers 'sensors' (replay log, {sensors} sensors) and 'results'")
+    page = None
+    if web is not None:
+        from rstreams.web import page_for_logs
+
+        page = page_for_logs(
+            web, {"sensors": log, "results": results}, publisher="results", title="rstreams demo"
+        )
+        say(f"live page: {page.url} (charts of 'results' per sensor; RS.io for it on {page.ws_url})")
     say(f"starting Spark ({master}); the first start takes 20-40 s (JVM, Python workers)...")
     t0 = time.monotonic()
     own_session = spark is None
@@ -278,6 +290,8 @@ def run_demo(
         spark.stop()
     else:
         spark.sparkContext.setLogLevel("ERROR")
+    if page is not None:
+        page.stop()
     server.stop()
     say(f"\nresults: {view.received} window updates published on 'results'; saved to {parquet}")
     say(f"checkpoint: {os.path.join(out, 'checkpoint')}")

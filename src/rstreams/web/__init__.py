@@ -12,5 +12,6 @@ from __future__ import annotations
 from rstreams.web._http import STATIC_FILES as STATIC_FILES
 from rstreams.web._http import static_file as static_file
 from rstreams.web._page import LivePage as LivePage
+from rstreams.web._page import page_for_logs as page_for_logs
 
-__all__ = ["STATIC_FILES", "LivePage", "static_file"]
+__all__ = ["STATIC_FILES", "LivePage", "page_for_logs", "static_file"]

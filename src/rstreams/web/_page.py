@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Mapping
 from typing import Any, Self
 
 from rstreams.errors import report_unhandled
 from rstreams.net import Server, serve
 from rstreams.net._routes import Offer
+from rstreams.replay import ReplayLog, replay_offer
 from rstreams.web._http import HttpServer
 
-__all__ = ["WS_PATH", "LivePage"]
+__all__ = ["WS_PATH", "LivePage", "page_for_logs"]
 
 WS_PATH = "/rsio"
 """Where the page's WebSocket server answers."""
@@ -114,6 +116,25 @@ class LivePage:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def page_for_logs(
+    address: str, logs: Mapping[str, ReplayLog], *, publisher: str, title: str = "rstreams live"
+) -> LivePage:
+    """Start a :class:`LivePage` on ``HOST:PORT`` (port 0: any) serving ``logs`` read-only.
+
+    What ``rstreams serve --web`` and ``rstreams demo`` run: the page charts ``publisher``,
+    one of the logs; a sink log is served for reading only (uploads go to the main server).
+    """
+    host, colon, port = address.rpartition(":")
+    if not colon or not port.isdigit():
+        raise ValueError(f"the page's address is HOST:PORT, e.g. 127.0.0.1:8000, got {address!r}")
+    if publisher not in logs:
+        raise ValueError(f"the page charts one of the logs {sorted(logs)}, got {publisher!r}")
+    page = LivePage(
+        replay_offer(logs), publisher=publisher, host=host or "127.0.0.1", port=int(port), title=title
+    )
+    return page.start()
 
 
 def _host_in_url(host: str) -> str:

@@ -1,0 +1,119 @@
+"""The live page in a real headless Chromium: it connects, receives, draws; a screenshot is kept.
+
+Needs Debian's ``chromium`` (scripts/test.sh installs it when apt-get can); skips, saying
+so, when it is absent. The screenshot goes to the test's tmp dir and to
+``test-artifacts/live-page.png`` at the repository root (git-ignored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from cdp import Page, chromium, find_chromium
+from websupport import CountingPublisher
+
+from rstreams.web import LivePage
+
+CHROMIUM = find_chromium()
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+SENSORS = 4
+WINDOW = 32
+DEADLINE = 20.0
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does it)",
+)
+
+
+def row(i: int) -> bytes:
+    """A row shaped like the demo's results: a window average per sensor."""
+    sensor = i % SENSORS
+    second = i // SENSORS
+    value = 20 + 3 * math.sin(second / 8 + sensor) + sensor
+    start = f"2026-01-01T00:{second // 60 % 60:02d}:{second % 60:02d}"
+    return json.dumps(
+        {"sensor": f"sensor-{sensor}", "window": {"start": start}, "avg": value, "n": 100}
+    ).encode()
+
+
+STATE = """(() => {
+  const s = window.rsioLive;
+  if (s === undefined) return null;
+  const figures = [...document.querySelectorAll("figure")].map((f) => ({
+    sensor: f.dataset.sensor,
+    points: Number(f.dataset.points ?? 0),
+    polyline: f.querySelector("polyline").getAttribute("points").split(" ").filter(Boolean).length,
+  }));
+  const shown = Number(document.getElementById("received").textContent.replace(/,/g, ""));
+  return { status: s.status, error: s.error, received: s.received, outstanding: s.outstanding,
+    window: s.window, rate: s.rate, shownReceived: shown, figures };
+})()"""
+
+
+async def wait_for_state(page: Page, done: Any, what: str) -> dict[str, Any]:
+    """Poll the page's state until ``done(state)``, for at most DEADLINE seconds."""
+    state = None
+    try:
+        async with asyncio.timeout(DEADLINE):
+            while True:
+                state = await page.evaluate(STATE)
+                if state is not None and done(state):
+                    return dict(state)
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise AssertionError(
+            f"the page did not reach {what} within {DEADLINE} s; last state: {state}"
+        ) from None
+
+
+@pytest.mark.timeout(60)
+def test_live_page_connects_receives_and_draws(tmp_path: Path) -> None:
+    """Chromium loads the page, which subscribes over RS.io and draws a chart per sensor within its window."""
+    assert CHROMIUM is not None
+    source = CountingPublisher(10**9, row)
+    with LivePage({"results": source}, publisher="results", window=WINDOW) as live:
+
+        async def drive() -> tuple[dict[str, Any], dict[str, Any], bytes, list[str]]:
+            async with chromium(CHROMIUM, tmp_path / "profile") as browser:
+                page = await browser.open(live.url)
+                drawn = await wait_for_state(
+                    page,
+                    lambda s: (
+                        s["received"] >= 2000
+                        and len(s["figures"]) == SENSORS
+                        and all(f["polyline"] >= 50 for f in s["figures"])
+                        and s["shownReceived"] > 0
+                    ),
+                    "charts for every sensor",
+                )
+                png = await page.screenshot()
+                live.stop()  # the server says goodbye: the page shows it
+                closed = await wait_for_state(page, lambda s: s["status"] == "closed", "the closed status")
+                return drawn, closed, png, browser.console
+
+        drawn, closed, png, console = asyncio.run(drive())
+    (tmp_path / "live-page.png").write_bytes(png)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(tmp_path / "live-page.png", ARTIFACTS / "live-page.png")
+    print(f"screenshot: {ARTIFACTS / 'live-page.png'} ({len(png):,} bytes); page state: {drawn}")
+
+    assert drawn["status"] == "live" and drawn["window"] == WINDOW
+    assert sorted(f["sensor"] for f in drawn["figures"]) == [f"sensor-{i}" for i in range(SENSORS)]
+    assert 0 <= drawn["outstanding"] <= WINDOW
+    assert drawn["rate"] > 0
+    # backpressure end to end: the server's publisher never held more demand than the page's window
+    assert 0 < source.stats["max_outstanding"] <= WINDOW, source.stats
+    assert source.stats["emitted"] <= closed["received"] + WINDOW, (source.stats, closed)
+    assert "goodbye" in (closed["error"] or ""), closed
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+    assert not [line for line in console if "rror" in line and "goodbye" not in line], console
