@@ -76,3 +76,20 @@ def test_arrow_element_that_does_not_fit() -> None:
     """An Arrow element without a schema column is named by position."""
     with pytest.raises(ElementError, match="position 7 does not fit the schema"):
         decode([arrow_ipc(pa.record_batch({"other": [1]}))], "arrow", first=7)
+
+
+def test_max_records_with_the_arrow_codec_is_refused_naming_the_right_option() -> None:
+    """codec=arrow: a position is a whole batch, so a row bound cannot hold; the error says what to use."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from rstreams.spark._source import RStreamsStreamReader
+
+    schema = StructType([StructField("seq", LongType())])
+    options = {"url": "tcp://127.0.0.1:1", "publisher": "p", "codec": "arrow"}
+    wanted = r'maxRecordsPerBatch counts rows.*option\("maxElementsPerBatch", N\)'
+    with pytest.raises(ValueError, match=wanted):
+        RStreamsStreamReader({**options, "maxRecordsPerBatch": "1000000"}, schema)
+    reader = RStreamsStreamReader({**options, "maxElementsPerBatch": "15"}, schema)
+    assert reader.getDefaultReadLimit().max_rows == 15  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="not both"):
+        RStreamsStreamReader({**options, "maxElementsPerBatch": "1", "maxRecordsPerBatch": "1"}, schema)

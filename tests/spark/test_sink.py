@@ -104,3 +104,19 @@ def test_slow_reader_of_a_bounded_sink_log_holds_spark_back(spark: Any, serve: A
         stop.set()
     assert sorted(r["seq"] for r in got) == list(range(300))
     assert results.max_held <= 100
+
+
+@pytest.mark.timeout(120)
+def test_a_batch_past_the_staging_bound_fails_with_what_to_change(spark: Any, serve: Any) -> None:
+    """Rows beyond the server's staging_bytes: the write fails naming the bound; nothing is published."""
+    results = ReplayLog("results", capacity=10_000)
+    server = serve({}, sinks={"results": results}, staging_bytes=20_000)
+    df = spark.createDataFrame([(i, "x" * 100) for i in range(2_000)], "id int, pad string")
+    write = df.write.format("rstreams").option("url", server.url).option("publisher", "results")
+    with pytest.raises(Exception, match=r"staging area full.*the bound is 20,000"):
+        write.mode("append").save()
+    assert results.info()["end"] == 0
+    small = spark.createDataFrame([(i, "x") for i in range(20)], "id int, pad string")
+    write = small.write.format("rstreams").option("url", server.url).option("publisher", "results")
+    write.mode("append").save()
+    assert results.info()["end"] == 20

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sparksupport import SCHEMA, read_stream, records, wait_until
+from sparksupport import SCHEMA, end_position, read_stream, records, wait_until
 
 import rstreams
 from rstreams.replay import ReplayLog
@@ -96,7 +96,7 @@ def test_spark_pace_sets_the_producer_demand(spark: Any, serve: Any) -> None:
 
 @pytest.mark.timeout(120)
 def test_arrow_codec_elements_are_record_batches(spark: Any, serve: Any) -> None:
-    """codec=arrow: each element is an Arrow IPC stream; its columns are cast to the schema."""
+    """codec=arrow: an element is an Arrow IPC stream, cast to the schema; maxElementsPerBatch counts them."""
     elements = [
         arrow_ipc(
             pa.record_batch({"seq": pa.array(range(k * 10, k * 10 + 10)), "extra": pa.array(["x"] * 10)})
@@ -105,14 +105,44 @@ def test_arrow_codec_elements_are_record_batches(spark: Any, serve: Any) -> None
     ]
     server = serve({"arrow": full_log("arrow", elements)})
     query = (
-        read_stream(spark, server.url, "arrow", schema="seq int", codec="arrow")
+        read_stream(spark, server.url, "arrow", schema="seq int", codec="arrow", maxElementsPerBatch=2)
         .writeStream.format("memory")
         .queryName("arrow_codec")
         .trigger(availableNow=True)
         .start()
     )
     assert query.awaitTermination(90)
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [20, 20, 10]
     assert sorted(r.seq for r in spark.sql("select seq from arrow_codec").collect()) == list(range(50))
+
+
+@pytest.mark.timeout(150)
+def test_two_queries_on_one_log_each_read_all_of_it(spark: Any, serve: Any) -> None:
+    """Each query is its own reader: a commit of one never trims what the other still needs."""
+    log = ReplayLog("shared", capacity=100).feed(rstreams.from_iterable(records(400)))
+    server = serve({"shared": log})
+    queries = [
+        read_stream(spark, server.url, "shared", maxRecordsPerBatch=rows)
+        .writeStream.format("memory")
+        .queryName(name)
+        .trigger(processingTime="0 seconds")
+        .start()
+        for name, rows in (("shared_fast", 90), ("shared_slow", 30))
+    ]
+
+    def both_done() -> bool:
+        for query in queries:
+            assert query.exception() is None, query.exception()
+        return all(end_position(q) >= 400 for q in queries)
+
+    try:
+        wait_until(both_done, 120, "both queries to read the whole log")
+    finally:
+        for query in queries:
+            query.stop()
+    for name in ("shared_fast", "shared_slow"):
+        assert sorted(r.seq for r in spark.sql(f"select seq from {name}").collect()) == list(range(400))
+    assert len(log.readers()) == 2 and log.max_held <= 100
 
 
 @pytest.mark.timeout(120)

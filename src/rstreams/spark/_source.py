@@ -9,11 +9,23 @@ Where each method runs (../shared/notes/spark-python-datasource.md, measured on 
   URL, the log name and its range; ``read`` opens its own connection, fetches exactly
   ``[start, end)`` and yields Arrow record batches.
 
-Offsets are ``{"position": N}``: the next position to read. A micro-batch reads
-``[start, end)``; Spark logs both before it runs, replays exactly that range after a
-restart, and calls ``commit(end)`` once the batch is done, which lets the server trim.
-``maxRecordsPerBatch`` becomes ``ReadMaxRows`` (admission control, Spark 4.2+), and
-``trigger(availableNow=True)`` reads up to the log's end at query start.
+Offsets are ``{"position": N, "reader": R}``: the next position to read, and the name
+under which this query commits on the log. ``R`` is made once, when the query starts
+fresh (``initialOffset``: option ``readerName``, else a new random name), and lives on in
+the checkpoint, so a restarted query is the same reader and two queries on one log are
+two readers: the log trims only below the least commit of its readers (docs/replay.md).
+A micro-batch reads ``[start, end)``; Spark logs both before it runs, replays exactly
+that range after a restart, and calls ``commit(end)`` once the batch is done, which lets
+the server trim. (Offsets of checkpoints written before readers had names lack ``R``;
+they commit as the unnamed reader.)
+
+Admission control (Spark 4.2+) counts *positions*, that is elements: with ``json`` and
+``msgpack`` one element is one row, so ``maxRecordsPerBatch`` (rows) becomes
+``ReadMaxRows``. With ``arrow`` one element is a whole record batch of any size, which
+the driver cannot count without fetching it; there ``maxRecordsPerBatch`` is refused
+with an error, and ``maxElementsPerBatch`` bounds the elements (positions) per
+micro-batch, for any codec. ``trigger(availableNow=True)`` reads up to the log's end at
+query start.
 
 The demand chain: the server's log requests from its producer only while it has room,
 room is made by ``commit``, and Spark commits only what it processed. So Spark's pace
@@ -22,8 +34,10 @@ sets how fast the producer may go.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -77,6 +91,17 @@ class _Options:
         self.codec = check_codec(str(options.get("codec", "json")))
         self.partitions = _positive(options, "numPartitions", 2)
         self.max_rows = _positive(options, "maxRecordsPerBatch", 0) or None
+        self.max_elements = _positive(options, "maxElementsPerBatch", 0) or None
+        if self.max_rows is not None and self.max_elements is not None:
+            raise ValueError("set one of the options maxRecordsPerBatch and maxElementsPerBatch, not both")
+        if self.max_rows is not None and self.codec == "arrow":
+            raise ValueError(
+                "option maxRecordsPerBatch counts rows, but with codec 'arrow' one element is a whole "
+                "Arrow record batch whose rows the driver cannot count without fetching it: use "
+                f'.option("maxElementsPerBatch", N) (N elements per micro-batch; e.g. '
+                f"{max(1, self.max_rows // 65_536)} for {self.max_rows:,} rows in elements of 64 Ki rows)"
+            )
+        self.reader_name = str(options.get("readerName") or "")
         self.timeout = float(options.get("timeout", 60))
         self.starting = str(options.get("startingPosition", "earliest"))
         self.ending = str(options.get("endingPosition", "latest"))
@@ -84,6 +109,12 @@ class _Options:
 
     def info(self) -> dict[str, Any]:
         return request_json(self.url, f"{self.publisher}?latest", self.timeout)
+
+    def commit(self, position: int, reader: str | None) -> None:
+        name = f"{self.publisher}?commit={position}"
+        if reader is not None:
+            name += f"&reader={quote(reader, safe='')}"
+        request_json(self.url, name, self.timeout)
 
     def position(self, text: str, info: dict[str, Any]) -> int:
         if text == "earliest":
@@ -124,24 +155,43 @@ def _positive(options: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+Offset = dict[str, Any]
+"""``{"position": int, "reader": str}`` (JSON-able, in this key order: Spark compares the text)."""
+
+
+def _offset(position: int, like: Offset) -> Offset:
+    """An offset at ``position`` for the same reader as ``like``."""
+    if "reader" not in like:
+        return {"position": position}
+    return {"position": position, "reader": like["reader"]}
+
+
 class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batch reads of a replay log; see the module docstring."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self._opts = _Options(options, schema)
         self._target: int | None = None  # trigger(availableNow=True): the end fixed at start
+        self._initial: Offset | None = None  # Spark asks twice; the reader registers once
 
-    def initialOffset(self) -> dict[str, int]:
-        return {"position": self._opts.position(self._opts.starting, self._opts.info())}
+    def initialOffset(self) -> Offset:
+        """A fresh query: register its reader name on the log at the starting position."""
+        if self._initial is None:
+            opts = self._opts
+            reader = opts.reader_name or f"spark-{uuid.uuid4().hex}"
+            position = opts.position(opts.starting, opts.info())
+            opts.commit(position, reader)  # joins the log's readers: from now on it keeps our data
+            self._initial = {"position": position, "reader": reader}
+        return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        max_rows = self._opts.max_rows
-        return ReadAllAvailable() if max_rows is None else ReadMaxRows(max_rows)
+        bound = self._opts.max_rows or self._opts.max_elements
+        return ReadAllAvailable() if bound is None else ReadMaxRows(bound)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._target = int(self._opts.info()["end"])
 
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+    def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
         begin = int(start["position"])
         info = self._opts.info()
         end = int(info["end"])
@@ -151,9 +201,9 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = min(end, begin + limit.max_rows)
         if end <= begin and info["error"] is not None:
             raise RuntimeError(f"replay log {self._opts.publisher!r} failed upstream: {info['error']}")
-        return {"position": max(end, begin)}
+        return _offset(max(end, begin), start)
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+    def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
         return self._opts.split(int(start["position"]), int(end["position"]))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -161,10 +211,9 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return iter(())  # Spark's single empty partition when partitions() returned none
         return self._opts.read(partition)
 
-    def commit(self, end: dict[str, int]) -> None:
-        request_json(
-            self._opts.url, f"{self._opts.publisher}?commit={int(end['position'])}", self._opts.timeout
-        )
+    def commit(self, end: Offset) -> None:
+        reader = end.get("reader")
+        self._opts.commit(int(end["position"]), None if reader is None else str(reader))
 
     def stop(self) -> None:
         """Nothing to release: every call used its own connection (Spark may skip stop())."""
@@ -193,7 +242,9 @@ class RStreamsDataSource(DataSource):
 
     Options: ``url`` (``tcp://host:port``), ``publisher`` (the log's name), ``schema``
     (DDL, e.g. ``"sensor string, ts timestamp, value double"``), ``codec`` (``json``,
-    ``msgpack``, ``arrow``), ``maxRecordsPerBatch``, ``numPartitions`` (default 2),
+    ``msgpack``, ``arrow``), ``maxRecordsPerBatch`` (rows; not with ``arrow``) or
+    ``maxElementsPerBatch`` (elements), ``readerName`` (the name the query commits
+    under; default: a new one per fresh query), ``numPartitions`` (default 2),
     ``startingPosition``/``endingPosition`` (``earliest``, ``latest`` or an int),
     ``timeout`` (seconds per remote call, default 60).
     """

@@ -1,0 +1,92 @@
+"""kill -9 of the Spark driver mid-stream, then a restart from its checkpoint: exactly the input comes out."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sparksupport import records, wait_until
+
+from rstreams.replay import ReplayLog, fetch_range
+
+pytestmark = pytest.mark.spark
+
+TOTAL = 1_000
+SCRIPT = Path(__file__).with_name("killed_query.py")
+
+
+def start_query(url: str, checkpoint: Path, mode: str, log: Path) -> subprocess.Popen[bytes]:
+    """The query in a new process group (its JVM included), its output in ``log``."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, str(SCRIPT), url, str(checkpoint), mode],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(30)
+
+
+@pytest.mark.timeout(180)
+def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
+    serve: Any, tmp_path: Path
+) -> None:
+    """SIGKILL to the driver (Python and JVM) mid-stream, then a restart: `out` is the input, once.
+
+    The source log holds fewer elements than the input, so the killed run's commits have
+    trimmed it: the restart must resume from its checkpoint, not from the start.
+    """
+    source = ReplayLog("nums", capacity=400)
+    source.append(records(400))
+    rest = iter(records(TOTAL - 400, 400))
+    out = ReplayLog("out", capacity=10 * TOTAL)
+    server = serve({"nums": source}, sinks={"out": out})
+    checkpoint, output = tmp_path / "checkpoint", tmp_path / "query.log"
+
+    def feed() -> None:  # the producer: more input as the query commits
+        room = source.capacity - (source.end - source.first)
+        batch = [item for _, item in zip(range(room), rest, strict=False)]
+        if batch:
+            source.append(batch)
+
+    first = start_query(server.url, checkpoint, "forever", output)
+    try:
+
+        def published_a_few() -> bool:
+            feed()
+            assert first.poll() is None, output.read_text()[-3000:]
+            return server.sink_statistics("out")["published"] >= 4
+
+        wait_until(published_a_few, 90, "the first run to publish 4 batches")
+    finally:
+        kill_group(first)
+    assert first.returncode == -signal.SIGKILL
+    killed_at = out.end
+    assert 0 < killed_at < TOTAL
+    feed()
+    source.capacity = TOTAL  # all input in place, so an availableNow run reads to the end
+    feed()
+    assert source.end == TOTAL
+    second = start_query(server.url, checkpoint, "available-now", output)
+    try:
+        assert second.wait(90) == 0, output.read_text()[-3000:]
+    finally:
+        kill_group(second)
+    rows = [json.loads(item) for item in fetch_range(server.url, "out", 0, out.end)]
+    assert sorted(row["seq"] for row in rows) == list(range(TOTAL))
+    assert len(source.readers()) == 1  # the restarted query committed as the same reader
