@@ -10,6 +10,19 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
   echo "  or set JAVA_HOME to an existing Java 17+ installation." >&2
   exit 2
 fi
+# The browser test (tests/web/test_browser.py) drives Debian's chromium: install it when absent and
+# apt-get is usable (as root); otherwise that test skips, saying why.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "== installing chromium for the browser test (apt-get)"
+    if ! { apt-get install -y -q chromium >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }; }; then
+      echo "   could not install chromium: tests/web/test_browser.py will skip"
+    fi
+  else
+    echo "== no chromium (sudo apt-get install chromium): tests/web/test_browser.py will skip"
+  fi
+fi
 source scripts/_setup.sh
 setup_venv .venv-test "test" websockets spark
 echo "== lint: ruff, mypy --strict"
