@@ -47,7 +47,7 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> int:
         """Listen; returns the port (the real one when ``port`` is 0)."""
-        self._server = await asyncio.start_server(self._serve, host, port)
+        self._server = await asyncio.start_server(self._serve, host, port, limit=MAX_HEAD)
         port_now: int = self._server.sockets[0].getsockname()[1]
         return port_now
 

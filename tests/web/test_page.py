@@ -1,0 +1,139 @@
+"""LivePage's HTTP side and `rstreams serve --web`: the files, config.json, bad requests, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import rstreams
+from rstreams.net import connect
+from rstreams.replay import ReplayLog
+from rstreams.web import STATIC_FILES, LivePage, page_for_logs, static_file
+
+STATIC = Path(rstreams.__file__).parent / "web" / "static"
+
+
+@pytest.fixture
+def page() -> Iterator[LivePage]:
+    offer = {"results": rstreams.range(3).map(lambda i: json.dumps({"sensor": "s", "avg": i}).encode())}
+    with LivePage(offer, publisher="results", title="t", window=8) as live:
+        yield live
+
+
+def get(url: str, method: str = "GET") -> tuple[int, str, bytes]:
+    request = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, answer.headers["Content-Type"], answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read()
+
+
+def raw(page: LivePage, data: bytes) -> bytes:
+    """Send ``data`` as the request and read the whole answer."""
+    host, port = page.url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(data)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.timeout(30)
+def test_files_and_config(page: LivePage) -> None:
+    """Every static file is served with its type; / is the page; config.json says where RS.io is."""
+    kinds = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+    for name in STATIC_FILES:
+        status, kind, body = get(page.url + name)
+        assert status == 200 and kind.startswith(kinds[name[name.rfind(".") :]])
+        assert body == (STATIC / name).read_bytes() == static_file(name)
+    assert get(page.url)[2] == static_file("index.html")
+    status, kind, body = get(page.url + "config.json")
+    assert status == 200 and kind.startswith("application/json")
+    assert json.loads(body) == {"url": page.ws_url, "publisher": "results", "title": "t", "window": 8}
+    assert page.ws_url.startswith("ws://127.0.0.1:") and page.ws_url.endswith("/rsio")
+
+
+@pytest.mark.timeout(30)
+def test_bad_requests_get_their_status(page: LivePage) -> None:
+    """Unknown paths 404, other methods 405, a garbled line 400, a huge head 431; HEAD has no body."""
+    assert get(page.url + "secret.py")[0] == 404
+    assert get(page.url + "../pyproject.toml")[0] == 404
+    assert get(page.url, method="POST")[0] == 405
+    assert raw(page, b"NONSENSE\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    assert raw(page, b"GET / HTTP/1.1\r\nX: " + b"a" * 20_000 + b"\r\n\r\n").startswith(b"HTTP/1.1 431 ")
+    head = raw(page, b"HEAD /rsio.js HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ") and head.endswith(b"\r\n\r\n")
+
+
+@pytest.mark.timeout(30)
+def test_page_data_path_is_rsio_over_websocket(page: LivePage) -> None:
+    """What the page subscribes to is reachable at config.json's URL with the Python client."""
+
+    async def read() -> list[bytes]:
+        conn = await connect(page.ws_url)
+        try:
+            return [item async for item in conn.publisher("results")]
+        finally:
+            await conn.aclose()
+
+    rows = asyncio.run(read())
+    assert [json.loads(row)["avg"] for row in rows] == [0, 1, 2]
+
+
+@pytest.mark.timeout(30)
+def test_page_for_logs_checks_its_arguments() -> None:
+    """The address is HOST:PORT and the charted publisher must be one of the logs."""
+    log = ReplayLog("a", capacity=10)
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        page_for_logs("localhost", {"a": log}, publisher="a")
+    with pytest.raises(ValueError, match="one of the logs"):
+        page_for_logs("127.0.0.1:0", {"a": log}, publisher="b")
+    with pytest.raises(ValueError, match="window"):
+        LivePage({}, window=0)
+
+
+@pytest.mark.timeout(60)
+def test_cli_serve_web_serves_the_page_for_the_log() -> None:
+    """`rstreams serve URL NAME --web HOST:0` prints the page's URL; the page's server replays the lines."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0", "lines", "--web", "127.0.0.1:0"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(b'{"sensor": "a", "value": 1.5}\n{"sensor": "b", "value": 2.5}\n')
+        process.stdin.flush()
+        first = process.stdout.readline().decode()
+        second = process.stdout.readline().decode()
+        assert first.startswith("serving 'lines'"), first
+        assert second.startswith("live page: http://127.0.0.1:"), second
+        url = second.split()[2]
+        config = json.loads(get(url + "config.json")[2])
+        assert config["publisher"] == "lines"
+
+        async def read() -> list[bytes]:
+            conn = await connect(config["url"])
+            try:
+                return [item async for item in conn.publisher("lines?from=0&to=2")]
+            finally:
+                await conn.aclose()
+
+        assert [json.loads(row)["value"] for row in asyncio.run(read())] == [1.5, 2.5]
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
