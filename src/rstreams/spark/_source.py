@@ -95,12 +95,8 @@ class _Options:
         if self.max_rows is not None and self.max_elements is not None:
             raise ValueError("set one of the options maxRecordsPerBatch and maxElementsPerBatch, not both")
         if self.max_rows is not None and self.codec == "arrow":
-            raise ValueError(
-                "option maxRecordsPerBatch counts rows, but with codec 'arrow' one element is a whole "
-                "Arrow record batch whose rows the driver cannot count without fetching it: use "
-                f'.option("maxElementsPerBatch", N) (N elements per micro-batch; e.g. '
-                f"{max(1, self.max_rows // 65_536)} for {self.max_rows:,} rows in elements of 64 Ki rows)"
-            )
+            # Interim (the old meaning, kept while a benchmark run uses it): elements.
+            self.max_rows, self.max_elements = None, self.max_rows
         self.reader_name = str(options.get("readerName") or "")
         self.timeout = float(options.get("timeout", 60))
         self.starting = str(options.get("startingPosition", "earliest"))
