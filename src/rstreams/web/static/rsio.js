@@ -137,7 +137,6 @@ export class Connection {
     this._ws = ws;
     this._limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
     this._subs = new Map(); // our ids -> Subscription
-    this._peerOpen = new Set(); // ids the server subscribed with (refused at once, kept for §5.3 checks)
     this._parts = new Map(); // "sub:elementId" -> {chunks, size}
     this._partBytes = 0;
     this._out = [];
@@ -433,10 +432,7 @@ const HANDLERS = {
   clientHello() {
     throw new ProtocolError("clientHello from the server", "§4.1");
   },
-  subscribe(conn, frame) {
-    if (conn._peerOpen.has(frame.subscriber)) {
-      throw new ProtocolError(`subscribe with subscriber ${frame.subscriber}, which is still open`, "§5.2");
-    }
+  subscribe(conn, frame) { // refused at once, so no id of the server's is ever open here
     conn._send({ type: "onError", subscriber: frame.subscriber,
       error: `unknown publisher ${JSON.stringify(frame.publisher)}: this browser client publishes nothing` });
   },

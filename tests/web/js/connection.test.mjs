@@ -1,0 +1,209 @@
+// rsio.js's Connection against a scripted server: a fake WebSocket that records what the client
+// sends and lets each test feed the server's bytes. Every rule of PROTOCOL.md §10 the client
+// checks, without a network.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Connection, ConnectionClosedError, ProtocolError, RemoteStreamError, UNBOUNDED } from "../../../src/rstreams/web/static/rsio.js";
+import { decodeAll, encodeFrame } from "../../../src/rstreams/web/static/rsio-wire.js";
+
+class FakeSocket {
+  constructor() {
+    this.readyState = 1;
+    this.sent = [];
+    this.closed = false;
+  }
+  send(data) { this.sent.push(...decodeAll(data)); }
+  close() {
+    if (this.closed) return;
+    this.closed = true;
+    this.readyState = 3;
+    queueMicrotask(() => this.onclose?.({ code: 1000 }));
+  }
+  /** The server's frames (objects, or raw bytes as a Uint8Array), each as one message. */
+  feed(...frames) {
+    for (const frame of frames) {
+      const bytes = frame instanceof Uint8Array ? frame : encodeFrame(frame, frame.elementSize ?? 0);
+      this.onmessage({ data: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) });
+    }
+  }
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+const HELLO = { type: "serverHello", version: 0, extensions: [] };
+
+function open() {
+  const ws = new FakeSocket();
+  const conn = new Connection(ws, { onerror: () => {} });
+  return { ws, conn };
+}
+
+function recorder(initial = 0) {
+  const r = { items: [], error: null, completed: false };
+  r.onSubscribe = (s) => { r.subscription = s; if (initial) s.request(initial); };
+  r.onNext = (bytes) => r.items.push(new TextDecoder().decode(bytes));
+  r.onError = (e) => { r.error = e; };
+  r.onComplete = () => { r.completed = true; };
+  return r;
+}
+
+const el = (subscriber, text) => ({ type: "onNext", subscriber, element: new TextEncoder().encode(text) });
+
+async function violation(feed, section, initial = 2) {
+  const { ws, conn } = open();
+  const r = recorder(initial);
+  conn.subscribe("x", r);
+  await tick();
+  feed(ws);
+  const error = await conn.closed;
+  assert.ok(error instanceof ProtocolError, String(error));
+  assert.equal(error.section, section);
+  const goodbye = ws.sent.at(-1);
+  assert.equal(goodbye.type, "goodbye");
+  assert.ok(goodbye.reason.endsWith(`(PROTOCOL.md ${section})`), goodbye.reason);
+  assert.ok(ws.closed);
+  assert.equal(r.error, error);
+  return goodbye.reason;
+}
+
+test("hello and an optimistic subscribe go out in one message, initialDemand from onSubscribe", async () => {
+  const { ws, conn } = open();
+  conn.subscribe("ticks", recorder(5));
+  await tick();
+  assert.deepEqual(ws.sent, [
+    { type: "clientHello", version: 0, extensions: [] },
+    { type: "subscribe", publisher: "ticks", subscriber: 1, initial_demand: 5n },
+  ]);
+});
+
+test("elements within demand are delivered; request adds up; onComplete ends", async () => {
+  const { ws, conn } = open();
+  const r = recorder(1);
+  const sub = conn.subscribe("x", r);
+  await tick();
+  ws.feed(HELLO, { type: "onSubscribe", subscriber: 1, element_size: 0 }, el(1, "a"));
+  assert.equal(sub.outstanding, 0n);
+  sub.request(2);
+  sub.request(UNBOUNDED); // saturates
+  assert.equal(sub.outstanding, UNBOUNDED);
+  ws.feed(el(1, "b"), el(1, "c"), { type: "onComplete", subscriber: 1 });
+  assert.deepEqual(r.items, ["a", "b", "c"]);
+  assert.ok(r.completed);
+  await tick();
+  assert.deepEqual(ws.sent.slice(2).map((f) => f.demand), [2n, UNBOUNDED]);
+});
+
+test("split parts are joined; the first part takes the demand", async () => {
+  const { ws, conn } = open();
+  const r = recorder(1);
+  const sub = conn.subscribe("x", r);
+  const part = (type, text) => ({ type, subscriber: 1, element_id: 4, data: new TextEncoder().encode(text) });
+  ws.feed(HELLO, { type: "onSubscribe", subscriber: 1, element_size: 0 }, part("onNextPart", "ab"));
+  assert.equal(sub.outstanding, 0n);
+  ws.feed(part("onNextPart", "cd"), part("onNextLastPart", "e"));
+  assert.deepEqual(r.items, ["abcde"]);
+  assert.equal(sub.outstanding, 0n);
+});
+
+test("after cancel, elements in flight are dropped and the acknowledging onComplete frees the id", async () => {
+  const { ws, conn } = open();
+  const r = recorder(3);
+  const sub = conn.subscribe("x", r);
+  ws.feed(HELLO, { type: "onSubscribe", subscriber: 1, element_size: 0 }, el(1, "a"));
+  sub.cancel();
+  ws.feed(el(1, "b"), el(1, "c"), { type: "onComplete", subscriber: 1 });
+  assert.deepEqual(r.items, ["a"]);
+  assert.equal(r.completed, false);
+  assert.equal(sub.state, "CLOSED");
+  assert.equal(conn.subscribe("y", recorder()).id, 1);
+});
+
+test("onError from the publisher is a RemoteStreamError with its text", async () => {
+  const { ws, conn } = open();
+  const r = recorder(1);
+  conn.subscribe("x", r);
+  ws.feed(HELLO, { type: "onError", subscriber: 1, error: "unknown publisher 'x'" });
+  assert.ok(r.error instanceof RemoteStreamError);
+  assert.equal(r.error.message, "unknown publisher 'x'");
+});
+
+test("the server's goodbye is answered; subscribers get ConnectionClosedError", async () => {
+  const { ws, conn } = open();
+  const r = recorder(1);
+  conn.subscribe("x", r);
+  ws.feed(HELLO, { type: "goodbye", reason: "server closing" });
+  const error = await conn.closed;
+  assert.ok(error instanceof ConnectionClosedError && /server closing/.test(error.message));
+  assert.equal(ws.sent.at(-1).type, "goodbye");
+  assert.equal(r.error, error);
+});
+
+test("simultaneous goodbyes: ours crossed theirs, no second goodbye, an orderly close", async () => {
+  const { ws, conn } = open();
+  ws.feed(HELLO);
+  const closed = conn.close("bye");
+  ws.feed({ type: "goodbye", reason: "bye too" });
+  assert.equal(await closed, null);
+  assert.deepEqual(ws.sent.filter((f) => f.type === "goodbye").map((f) => f.reason), ["bye"]);
+});
+
+test("bytes split anywhere across messages make the same frames", async () => {
+  const { ws, conn } = open();
+  const r = recorder(3);
+  conn.subscribe("x", r);
+  const stream = [HELLO, { type: "onSubscribe", subscriber: 1, element_size: 0 }, el(1, "one"), el(1, "two"),
+    { type: "onComplete", subscriber: 1 }].map((f) => encodeFrame(f));
+  const bytes = Uint8Array.from(stream.flatMap((b) => [...b]));
+  for (let at = 0; at < bytes.length; at += 3) ws.feed(bytes.subarray(at, at + 3));
+  assert.deepEqual(r.items, ["one", "two"]);
+  assert.ok(r.completed);
+});
+
+test("§4.1: a first message other than serverHello", () =>
+  violation((ws) => ws.feed({ type: "onSubscribe", subscriber: 1, element_size: 0 }), "§4.1"));
+test("§4.1: a second serverHello", () => violation((ws) => ws.feed(HELLO, HELLO), "§4.1"));
+test("§4.2: another version", () => violation((ws) => ws.feed({ ...HELLO, version: 1 }), "§4.2"));
+test("§4.4: an extension message", () =>
+  violation((ws) => ws.feed(HELLO, { type: "extension", code: 0x80, payload: new Uint8Array(8) }), "§4.4"));
+test("§5.2: onNext before onSubscribe", () => violation((ws) => ws.feed(HELLO, el(1, "a")), "§5.2"));
+test("§5.2: a second onSubscribe", () => violation((ws) => ws.feed(HELLO,
+  { type: "onSubscribe", subscriber: 1, element_size: 0 }, { type: "onSubscribe", subscriber: 1, element_size: 0 }), "§5.2"));
+test("§5.2: onComplete for an id never subscribed", () =>
+  violation((ws) => ws.feed(HELLO, { type: "onComplete", subscriber: 7 }), "§5.2"));
+test("§5.2: onComplete with an unfinished split element", () => violation((ws) => ws.feed(HELLO,
+  { type: "onSubscribe", subscriber: 1, element_size: 0 },
+  { type: "onNextPart", subscriber: 1, element_id: 0, data: Uint8Array.of(1) },
+  { type: "onComplete", subscriber: 1 }), "§5.2"));
+test("§6.3: elements beyond the outstanding demand", async () => {
+  const reason = await violation((ws) => ws.feed(HELLO, { type: "onSubscribe", subscriber: 1, element_size: 0 },
+    el(1, "a"), el(1, "b"), el(1, "c")), "§6.3");
+  assert.match(reason, /exceeds the outstanding demand of 0/);
+});
+test("§6.3: a packed frame whose count exceeds the demand", () => violation((ws) => ws.feed(HELLO,
+  { type: "onSubscribe", subscriber: 1, element_size: 2 },
+  { type: "onNextPacked", subscriber: 1, count: 3, elements: new Uint8Array(6), elementSize: 2 }), "§6.3"));
+test("§7: a split element not matching elementSize", () => violation((ws) => ws.feed(HELLO,
+  { type: "onSubscribe", subscriber: 1, element_size: 4 },
+  { type: "onNextLastPart", subscriber: 1, element_id: 0, data: Uint8Array.of(1, 2) }), "§7"));
+test("§3: a reserved type byte", () => violation((ws) => ws.feed(HELLO, Uint8Array.of(0x0e)), "§3"));
+test("§11: more partial elements than max_parts_in_flight", () => violation((ws) => {
+  ws.feed(HELLO, { type: "onSubscribe", subscriber: 1, element_size: 0 });
+  for (let i = 0; i <= 64; i++) ws.feed({ type: "onNextPart", subscriber: 1, element_id: i, data: Uint8Array.of(i) });
+}, "§11", 100));
+test("§9.3: the input ends inside a message", async () => {
+  const { ws, conn } = open();
+  ws.feed(HELLO, Uint8Array.of(0x08, 0x01, 0x05, 0x61));
+  ws.close();
+  const error = await conn.closed;
+  assert.ok(error instanceof ProtocolError && error.section === "§9.3");
+});
+
+test("a subscribe from the server is refused with onError; the connection goes on", async () => {
+  const { ws, conn } = open();
+  ws.feed(HELLO, { type: "subscribe", publisher: "rstreams/upload", subscriber: 3, initial_demand: 1n });
+  await tick();
+  const refusal = ws.sent.at(-1);
+  assert.equal(refusal.type, "onError");
+  assert.equal(refusal.subscriber, 3);
+  assert.match(refusal.error, /publishes nothing/);
+  assert.equal(conn.state, "OPEN");
+});
