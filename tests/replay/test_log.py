@@ -120,3 +120,18 @@ def test_unnamed_commits_keep_the_single_reader_behaviour() -> None:
     log.commit(4)
     log.commit(7)
     assert log.first == 7 and log.readers() == {"": 7}
+
+
+def test_row_counting_log_bounds_a_range_by_rows() -> None:
+    """rows=: each element's rows are counted; end_within gives the furthest end within a row bound."""
+    log = ReplayLog("n", capacity=4, evict=True, rows=len)
+    log.append([b"x" * n for n in (5, 1, 1, 7, 3, 2)])  # a ring of 4: positions 2..5 held (1, 7, 3, 2)
+    assert log.first == 2
+    assert log.end_within(2, 8) == {"end": 4, "rows": 8}
+    assert log.end_within(3, 5) == {"end": 4, "rows": 7}  # at least one element, even past the bound
+    assert log.end_within(4, 100) == {"end": 6, "rows": 5}
+    assert log.end_within(6, 10) == {"end": 6, "rows": 0}
+    with pytest.raises(TrimmedError):
+        log.end_within(1, 10)
+    with pytest.raises(LookupError, match="counts no rows"):
+        ReplayLog("plain").end_within(0, 10)

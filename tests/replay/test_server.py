@@ -106,3 +106,16 @@ def test_staging_area_is_bounded_with_an_error_naming_the_bound(serve: Any) -> N
     assert server.sink_statistics("out")["published"] == 0
     assert request_json(server.url, "out?publish=0&writer=w&tokens=t1,t2") == {"published": True, "count": 60}
     assert upload(server.url, "out", "t3", [b"z" * 100] * 90) == 90  # room again after the publish
+
+
+def test_rows_bounded_range_over_rs_io(serve: Any) -> None:
+    """NAME?rows=R&from=A on a row-counting log; a plain log says it counts no rows."""
+    counted = ReplayLog("counted", capacity=10, rows=len)
+    counted.append([b"aa", b"bbb", b"c", b"dddd"])
+    plain = ReplayLog("plain", capacity=10)
+    server = serve({"counted": counted, "plain": plain})
+    assert request_json(server.url, "counted?rows=4&from=1") == {"end": 3, "rows": 4}
+    with pytest.raises(RemoteLogError, match="rows=R needs from=A"):
+        request_json(server.url, "counted?rows=4")
+    with pytest.raises(RemoteLogError, match="'plain' counts no rows"):
+        request_json(server.url, "plain?rows=4&from=0")

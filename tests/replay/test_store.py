@@ -86,3 +86,14 @@ def test_file_backed_log_keeps_its_readers_across_a_restart(tmp_path: Path) -> N
     again.commit(18, "fast")
     assert again.first == 2
     again.close()
+
+
+def test_file_backed_row_counting_log_recounts_on_open(tmp_path: Path) -> None:
+    """A reopened file log counts the rows of the elements it still holds."""
+    log = ReplayLog("n", capacity=100, path=tmp_path / "log", rows=len)
+    log.append([b"x" * n for n in range(1, 11)])
+    log.commit(4)
+    log.close()
+    again = ReplayLog("n", capacity=100, path=tmp_path / "log", rows=len)
+    assert again.end_within(4, 11) == {"end": 6, "rows": 11}  # 5 + 6
+    again.close()

@@ -46,6 +46,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
+from rstreams.replay._rows import RowIndex
 from rstreams.replay._store import FileStore, MemoryStore, Store
 from rstreams.rules import check_error, check_subscriber
 
@@ -102,6 +103,9 @@ class ReplayLog(Subscriber[Any]):
         encode: applied to each upstream element (default: elements must be bytes).
         path: a directory to keep the elements in (:class:`FileStore`): positions and
             uncommitted elements survive a restart of the server. Default: memory.
+        rows: how many rows an element carries (``bytes -> int``; for Arrow IPC elements,
+            ``rstreams.spark.arrow_rows``). Lets readers bound a range by rows
+            (:meth:`end_within`, ``NAME?rows=R&from=A``). Default: not counted.
     """
 
     def __init__(
@@ -112,6 +116,7 @@ class ReplayLog(Subscriber[Any]):
         evict: bool = False,
         encode: Callable[[Any], bytes] | None = None,
         path: str | os.PathLike[str] | None = None,
+        rows: Callable[[bytes], int] | None = None,
     ) -> None:
         if type(capacity) is not int or capacity < 1:
             raise ValueError(f"capacity= needs an int >= 1, got {capacity!r}")
@@ -121,6 +126,13 @@ class ReplayLog(Subscriber[Any]):
         self._encode = encode
         self._lock = threading.Lock()
         self._store: Store = MemoryStore() if path is None else FileStore(path)
+        self._rows = rows
+        self._index: RowIndex | None = None
+        if rows is not None:
+            store = self._store
+            self._index = RowIndex(store.first)
+            for data in store.read(store.first, store.end - store.first):  # a file log's held elements
+                self._index.add(rows(data))
         self._waiting: deque[tuple[list[bytes], Callable[[], object] | None]] = deque()
         self._outstanding = 0  # requested upstream, not yet received
         self._upstream: Subscription | None = None
@@ -141,6 +153,31 @@ class ReplayLog(Subscriber[Any]):
         """One past the newest position (the next element gets this position)."""
         with self._lock:
             return self._store.end
+
+    def end_within(self, start: int, max_rows: int) -> dict[str, int]:
+        """``{"end", "rows"}``: how far a reader at ``start`` may read with at most ``max_rows``
+        rows (at least one element, if one is held past ``start``), and the rows up to there.
+
+        Raises:
+            LookupError: the log counts no rows (made without ``rows=``).
+            TrimmedError: ``start`` is below the oldest position held.
+            ValueError: ``start`` is past the end or ``max_rows`` is below 1.
+        """
+        if type(max_rows) is not int or max_rows < 1:
+            raise ValueError(f"a row bound needs an int >= 1, got {max_rows!r}")
+        with self._lock:
+            if self._index is None:
+                raise LookupError(
+                    f"replay log {self.name!r} counts no rows (made without rows=): bound reads by "
+                    "elements, or serve it as ReplayLog(..., rows=...)"
+                )
+            store = self._store
+            if start < store.first:
+                raise TrimmedError(self.name, start, store.first)
+            if start > store.end:
+                raise ValueError(f"replay log {self.name!r}: position {start} is past the end {store.end}")
+            end, rows = self._index.end_within(start, max_rows)
+            return {"end": end, "rows": rows}
 
     def info(self) -> dict[str, Any]:
         """``{"first", "end", "complete", "error"}``: what ``name?latest`` answers."""
@@ -231,6 +268,8 @@ class ReplayLog(Subscriber[Any]):
             drop = min(store.readers.values()) - store.first
             if drop > 0:
                 store.drop(drop)
+                if self._index is not None:
+                    self._index.trim(store.first)
 
     def _take_waiting(self) -> list[Callable[[], object] | None]:  # under the lock
         """Append the waiting item lists that fit now, in order; their callbacks."""
@@ -300,10 +339,14 @@ class ReplayLog(Subscriber[Any]):
     def _add(self, data: bytes) -> None:  # under the lock
         store = self._store
         store.append(data)
+        if self._index is not None and self._rows is not None:
+            self._index.add(self._rows(data))
         held = store.end - store.first
         if held > self.capacity and self.evict:
             store.drop(1)
             held -= 1
+            if self._index is not None:
+                self._index.trim(store.first)
         if held > self.max_held:
             self.max_held = held
 

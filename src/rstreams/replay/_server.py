@@ -10,6 +10,8 @@ request/response is one JSON element (UTF-8 bytes):
                                         was already trimmed; ``&pack=N``: up to N elements
                                         per wire element (``unpack``)
 ``NAME?latest``                         ``{"first", "end", "complete", "error"}`` of the log
+``NAME?rows=R&from=A``                  ``{"end", "rows"}``: how far a reader at ``A`` may
+                                        go with at most ``R`` rows (logs made with ``rows=``)
 ``NAME?commit=N``                       the reader will not ask for positions ``< N``
                                         again; answers like ``latest``. ``&reader=R``:
                                         commit as the named reader ``R`` (registering it);
@@ -54,6 +56,7 @@ QUERY_KEYS = (
     "to",
     "pack",
     "latest",
+    "rows",
     "commit",
     "reader",
     "readers",
@@ -332,6 +335,10 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
         )
     if "latest" in params:
         return _answer(log.info())
+    if "rows" in params:
+        if "from" not in params:
+            raise ValueError(f"log {log.name!r}: rows=R needs from=A (the reader's position)")
+        return _answer(log.end_within(int(params["from"]), int(params["rows"])))
     if "commit" in params:
         log.commit(int(params["commit"]), params.get("reader", ""))
         return _answer(log.info())

@@ -45,6 +45,7 @@ from rstreams.replay import TrimmedError as TrimmedError
 from rstreams.replay import replay_offer as replay_offer
 from rstreams.spark._codecs import ElementError as ElementError
 from rstreams.spark._codecs import arrow_ipc as arrow_ipc
+from rstreams.spark._codecs import arrow_rows as arrow_rows
 from rstreams.spark._java import JavaMissingError as JavaMissingError
 from rstreams.spark._java import check_java as check_java
 from rstreams.spark._source import RStreamsDataSource as RStreamsDataSource
@@ -58,6 +59,7 @@ __all__ = [
     "ReplayServer",
     "TrimmedError",
     "arrow_ipc",
+    "arrow_rows",
     "check_java",
     "register",
     "replay_offer",

@@ -7,8 +7,9 @@ Codecs (the ``codec`` option):
   Timestamps may be numbers (seconds since the epoch) or ISO-8601 strings; dates ISO
   strings.
 * ``arrow``: one element is an Arrow IPC *stream* (a schema and record batches); its
-  columns are selected by name and cast to the schema. Positions count elements, so
-  ``maxRecordsPerBatch`` counts Arrow batches with this codec.
+  columns are selected by name and cast to the schema. Positions count elements; for
+  ``maxRecordsPerBatch`` (rows) the log must count each element's rows: serve it as
+  ``ReplayLog(..., rows=arrow_rows)``.
 
 Decoding is columnar: elements are parsed, values gathered per column, and each column
 converted by pyarrow at once (the fast path into Spark). When a column does not
@@ -25,7 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["CODECS", "ElementError", "decode_batches", "row_encoder"]
+__all__ = ["CODECS", "ElementError", "arrow_ipc", "arrow_rows", "decode_batches", "row_encoder"]
 
 CODECS = ("json", "msgpack", "arrow")
 BATCH_ROWS = 65_536
@@ -238,6 +239,17 @@ def _plain(value: Any) -> Any:
     if isinstance(value, datetime.datetime | datetime.date):
         return value.isoformat()
     return str(value)
+
+
+def arrow_rows(data: bytes) -> int:
+    """The rows of one ``arrow`` element (``ReplayLog(rows=arrow_rows)``); 0 if it is not Arrow IPC.
+
+    Reads only the batches' headers: the column buffers are not copied.
+    """
+    try:
+        return sum(batch.num_rows for batch in pa.ipc.open_stream(pa.py_buffer(data)))
+    except (pa.ArrowInvalid, OSError):
+        return 0  # the reader that decodes it reports the element and its position
 
 
 def arrow_ipc(batch: pa.RecordBatch) -> bytes:

@@ -19,13 +19,14 @@ that range after a restart, and calls ``commit(end)`` once the batch is done, wh
 the server trim. (Offsets of checkpoints written before readers had names lack ``R``;
 they commit as the unnamed reader.)
 
-Admission control (Spark 4.2+) counts *positions*, that is elements: with ``json`` and
-``msgpack`` one element is one row, so ``maxRecordsPerBatch`` (rows) becomes
-``ReadMaxRows``. With ``arrow`` one element is a whole record batch of any size, which
-the driver cannot count without fetching it; there ``maxRecordsPerBatch`` is refused
-with an error, and ``maxElementsPerBatch`` bounds the elements (positions) per
-micro-batch, for any codec. ``trigger(availableNow=True)`` reads up to the log's end at
-query start.
+Admission control (Spark 4.2+): ``maxRecordsPerBatch`` (rows) becomes ``ReadMaxRows``.
+With ``json`` and ``msgpack`` one element is one row, so a batch ends ``max`` positions
+on. With ``arrow`` one element is a whole record batch of any size, which the driver
+cannot count without fetching it, so the log counts rows as elements arrive
+(``ReplayLog(rows=arrow_rows)``) and ``latestOffset`` asks it where ``max`` rows end
+(``NAME?rows=R&from=A``; a batch holds at least one element). A log that counts no rows
+fails the query with what to do. ``maxElementsPerBatch`` bounds elements instead, for
+any codec. ``trigger(availableNow=True)`` reads up to the log's end at query start.
 
 The demand chain: the server's log requests from its producer only while it has room,
 room is made by ``commit``, and Spark commits only what it processed. So Spark's pace
@@ -57,7 +58,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from rstreams.replay._client import fetch_range, request_json
+from rstreams.replay._client import RemoteLogError, fetch_range, request_json
 from rstreams.spark._codecs import check_codec, decode_batches
 
 __all__ = ["RStreamsDataSource", "RangePartition"]
@@ -94,9 +95,8 @@ class _Options:
         self.max_elements = _positive(options, "maxElementsPerBatch", 0) or None
         if self.max_rows is not None and self.max_elements is not None:
             raise ValueError("set one of the options maxRecordsPerBatch and maxElementsPerBatch, not both")
-        if self.max_rows is not None and self.codec == "arrow":
-            # Interim (the old meaning, kept while a benchmark run uses it): elements.
-            self.max_rows, self.max_elements = None, self.max_rows
+        # With codec arrow an element carries many rows: the log counts them (ReplayLog(rows=)).
+        self.count_rows = self.max_rows is not None and self.codec == "arrow"
         self.reader_name = str(options.get("readerName") or "")
         self.timeout = float(options.get("timeout", 60))
         self.starting = str(options.get("startingPosition", "earliest"))
@@ -105,6 +105,23 @@ class _Options:
 
     def info(self) -> dict[str, Any]:
         return request_json(self.url, f"{self.publisher}?latest", self.timeout)
+
+    def end_within(self, start: int, max_rows: int) -> int:
+        """The end of the longest range from ``start`` with at most ``max_rows`` rows (the log counts)."""
+        try:
+            answer = request_json(self.url, f"{self.publisher}?rows={max_rows}&from={start}", self.timeout)
+        except RemoteLogError as error:
+            if "counts no rows" not in str(error):
+                raise
+            if _INTERIM_ELEMENTS:
+                return start + max_rows
+            raise ValueError(
+                f"option maxRecordsPerBatch counts rows, but with codec 'arrow' an element of log "
+                f"{self.publisher!r} is a whole record batch and the log does not count its rows: "
+                "serve it as ReplayLog(..., rows=rstreams.spark.arrow_rows), or bound micro-batches "
+                'in elements with .option("maxElementsPerBatch", N)'
+            ) from None
+        return int(answer["end"])
 
     def commit(self, position: int, reader: str | None) -> None:
         name = f"{self.publisher}?commit={position}"
@@ -151,6 +168,8 @@ def _positive(options: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
+_INTERIM_ELEMENTS = True  # until benchmarks/spark_sources.py serves row-counting logs (04:25 UTC)
+
 Offset = dict[str, Any]
 """``{"position": int, "reader": str}`` (JSON-able, in this key order: Spark compares the text)."""
 
@@ -193,8 +212,11 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = int(info["end"])
         if self._target is not None:
             end = min(end, self._target)
-        if isinstance(limit, ReadMaxRows):
-            end = min(end, begin + limit.max_rows)
+        if isinstance(limit, ReadMaxRows) and end > begin:
+            if self._opts.count_rows:
+                end = min(end, self._opts.end_within(begin, limit.max_rows))
+            else:
+                end = min(end, begin + limit.max_rows)
         if end <= begin and info["error"] is not None:
             raise RuntimeError(f"replay log {self._opts.publisher!r} failed upstream: {info['error']}")
         return _offset(max(end, begin), start)
