@@ -137,3 +137,19 @@ def test_cli_serve_web_serves_the_page_for_the_log() -> None:
     finally:
         process.terminate()
         process.communicate(timeout=20)
+
+
+@pytest.mark.timeout(60)
+def test_web_needs_no_pyspark_and_imports_websockets_only_when_serving() -> None:
+    """`import rstreams.web` works with pyspark and pyarrow blocked, and leaves websockets unimported."""
+    code = (
+        "import sys\n"
+        "sys.modules['pyspark'] = sys.modules['pyarrow'] = None\n"
+        "import rstreams.web\n"
+        "print('websockets' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=50, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
