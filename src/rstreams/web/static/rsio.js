@@ -118,8 +118,9 @@ class Subscription {
     }
   }
 
-  _deliver(element) {
-    if (this.outstanding !== UNBOUNDED) this.outstanding -= 1n;
+  /** Hand one element to the subscriber; `taken`: its demand was already counted (split, §8). */
+  _deliver(element, taken = false) {
+    if (!taken && this.outstanding !== UNBOUNDED) this.outstanding -= 1n;
     this.received += 1;
     this._conn.elementsReceived += 1;
     try {
@@ -175,7 +176,10 @@ export class Connection {
       sub._finish((s) => s.onError?.(this._closedError()));
       return sub;
     }
-    if (sub.state === "CANCELLED") return sub; // cancelled inside onSubscribe: nothing to send
+    if (sub.state === "CANCELLED") { // cancelled inside onSubscribe: nothing to send
+      sub.state = "CLOSED";
+      return sub;
+    }
     this._subs.set(id, sub);
     sub._sent = true;
     this._send({ type: "subscribe", publisher: name, subscriber: id, initial_demand: sub.outstanding });
@@ -299,8 +303,9 @@ export class Connection {
     let partial = this._parts.get(key);
     if (partial === undefined) {
       if (!this._element(sub, frame, 1)) return;
-      if (last) {
-        this._checkSize(sub, frame.data.length) && sub._deliver(frame.data.slice());
+      if (last) { // a complete element in one part
+        this._checkSize(sub, frame.data.length);
+        sub._deliver(frame.data.slice());
         return;
       }
       if (this._parts.size >= this._limits.maxPartsInFlight) {
@@ -326,9 +331,8 @@ export class Connection {
     if (last) {
       this._parts.delete(key);
       this._partBytes -= partial.size;
-      if (!this._checkSize(sub, partial.size)) return;
-      if (sub.outstanding !== UNBOUNDED) sub.outstanding += 1n; // _deliver takes it again
-      sub._deliver(concat(partial.chunks));
+      this._checkSize(sub, partial.size);
+      sub._deliver(concat(partial.chunks), true);
     }
   }
 
@@ -337,7 +341,6 @@ export class Connection {
       throw new ProtocolError(
         `a split element of ${size} bytes for subscriber ${sub.id}, whose elementSize is ${sub.elementSize}`, "§7");
     }
-    return true;
   }
 
   _dropParts(id) {
