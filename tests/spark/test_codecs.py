@@ -9,7 +9,7 @@ import msgpack
 import pyarrow as pa
 import pytest
 
-from rstreams.spark import ElementError, arrow_ipc
+from rstreams.spark import ElementError, arrow_ipc, arrow_rows
 from rstreams.spark._codecs import decode_batches
 
 pytestmark = pytest.mark.timeout(30)
@@ -78,18 +78,8 @@ def test_arrow_element_that_does_not_fit() -> None:
         decode([arrow_ipc(pa.record_batch({"other": [1]}))], "arrow", first=7)
 
 
-def test_max_records_with_the_arrow_codec_is_refused_naming_the_right_option() -> None:
-    """codec=arrow: a position is a whole batch, so a row bound cannot hold; the error says what to use."""
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    from rstreams.spark._source import RStreamsStreamReader
-
-    schema = StructType([StructField("seq", LongType())])
-    options = {"url": "tcp://127.0.0.1:1", "publisher": "p", "codec": "arrow"}
-    wanted = r'maxRecordsPerBatch counts rows.*option\("maxElementsPerBatch", N\)'
-    with pytest.raises(ValueError, match=wanted):
-        RStreamsStreamReader({**options, "maxRecordsPerBatch": "1000000"}, schema)
-    reader = RStreamsStreamReader({**options, "maxElementsPerBatch": "15"}, schema)
-    assert reader.getDefaultReadLimit().max_rows == 15  # type: ignore[attr-defined]
-    with pytest.raises(ValueError, match="not both"):
-        RStreamsStreamReader({**options, "maxElementsPerBatch": "1", "maxRecordsPerBatch": "1"}, schema)
+def test_arrow_rows_counts_without_decoding() -> None:
+    """arrow_rows: the rows of an Arrow IPC element (all its batches); 0 for bytes that are not one."""
+    batch = pa.record_batch({"seq": pa.array(range(7))})
+    assert arrow_rows(arrow_ipc(batch)) == 7
+    assert arrow_rows(b"not arrow") == 0

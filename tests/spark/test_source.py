@@ -13,7 +13,7 @@ from sparksupport import SCHEMA, end_position, read_stream, records, wait_until
 
 import rstreams
 from rstreams.replay import ReplayLog
-from rstreams.spark import arrow_ipc
+from rstreams.spark import arrow_ipc, arrow_rows
 
 pytestmark = pytest.mark.spark
 
@@ -96,16 +96,18 @@ def test_spark_pace_sets_the_producer_demand(spark: Any, serve: Any) -> None:
 
 @pytest.mark.timeout(120)
 def test_arrow_codec_elements_are_record_batches(spark: Any, serve: Any) -> None:
-    """codec=arrow: an element is an Arrow IPC stream, cast to the schema; maxElementsPerBatch counts them."""
+    """codec=arrow: an element is an Arrow IPC stream, cast to the schema; maxRecordsPerBatch counts rows."""
     elements = [
         arrow_ipc(
             pa.record_batch({"seq": pa.array(range(k * 10, k * 10 + 10)), "extra": pa.array(["x"] * 10)})
         )
         for k in range(5)
     ]
-    server = serve({"arrow": full_log("arrow", elements)})
+    log = ReplayLog("arrow", capacity=len(elements), rows=arrow_rows)
+    log.append(elements)
+    server = serve({"arrow": log})
     query = (
-        read_stream(spark, server.url, "arrow", schema="seq int", codec="arrow", maxElementsPerBatch=2)
+        read_stream(spark, server.url, "arrow", schema="seq int", codec="arrow", maxRecordsPerBatch=25)
         .writeStream.format("memory")
         .queryName("arrow_codec")
         .trigger(availableNow=True)
