@@ -153,3 +153,13 @@ def test_web_needs_no_pyspark_and_imports_websockets_only_when_serving() -> None
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.timeout(30)
+def test_a_taken_port_is_an_oserror_and_leaves_nothing_running(page: LivePage) -> None:
+    """Starting a second page on a port in use raises OSError; its loop thread is gone."""
+    port = int(page.url.rstrip("/").rsplit(":", 1)[1])
+    second = LivePage({}, port=port)
+    with pytest.raises(OSError, match="address already in use"):
+        second.start()
+    assert not second._thread.is_alive() and second.loop.is_closed()

@@ -226,10 +226,13 @@ def run_demo(
     if web is not None:
         from rstreams.web import page_for_logs
 
-        page = page_for_logs(
-            web, {"sensors": log, "results": results}, publisher="results", title="rstreams demo"
-        )
-        say(f"live page: {page.url} (charts of 'results' per sensor; RS.io for it on {page.ws_url})")
+        try:
+            page = page_for_logs(
+                web, {"sensors": log, "results": results}, publisher="results", title="rstreams demo"
+            )
+            say(f"live page: {page.url} (charts of 'results' per sensor; RS.io for it on {page.ws_url})")
+        except OSError as error:  # the address is taken: the demo runs on without its page
+            say(f"live page not started on {web}: {error} (choose another with --web HOST:PORT)")
     say(f"starting Spark ({master}); the first start takes 20-40 s (JVM, Python workers)...")
     t0 = time.monotonic()
     own_session = spark is None

@@ -85,9 +85,14 @@ class LivePage:
         return {"url": self.ws_url, "publisher": self.publisher, "title": self.title, "window": self.window}
 
     def start(self) -> Self:
+        """Start both servers; raises ``OSError`` (address in use, ...) after cleaning up."""
         self._thread.start()
         future = asyncio.run_coroutine_threadsafe(self._start(), self.loop)
-        future.result(START_TIMEOUT)
+        try:
+            future.result(START_TIMEOUT)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     async def _start(self) -> None:
