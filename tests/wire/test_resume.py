@@ -123,7 +123,7 @@ def test_reply_parser_rejects(data: bytes) -> None:
     """Anything but serverHello + an answer is a ResumeError."""
     with pytest.raises(ResumeError) as info:
         ResumeReplyParser().feed(data)
-    assert "docs/resumption.md" in info.value.reason
+    assert "PROTOCOL.md §16.3" in info.value.reason
 
 
 def test_parse_resume_request() -> None:

@@ -9,6 +9,7 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
+from rstreams.net._resume import Resume, check_resume, connect_resumable, resume_config
 from rstreams.net._routes import Offer, Router
 from rstreams.net._stream import open_pipe_transport
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER
@@ -27,6 +28,7 @@ async def connect(
     ssl: _ssl.SSLContext | None = None,
     high_water: int = DEFAULT_HIGH_WATER,
     low_water: int = DEFAULT_LOW_WATER,
+    resume: Resume | bool | None = None,
 ) -> Connection:
     """Connect to the RS.io server at ``url``; ``conn.publisher(name)`` then reads its streams.
 
@@ -34,16 +36,28 @@ async def connect(
     server. The hello exchange runs in the background: frames may be sent at once
     (the draft's optimistic sending). Close with ``await conn.aclose()`` or ``async with``.
 
+    ``resume=Resume(...)`` (or ``True`` for the defaults): if the server agrees, the
+    connection survives its transport breaking: it reconnects by itself and the streams
+    only pause (PROTOCOL.md §16; TCP, TLS and Unix sockets).
+
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
         ConnectionBrokenError: the connection could not be made; ``__cause__`` says why.
     """
     endpoint = parse_url(url)
     Router(publishers)
+    resuming = check_resume(resume)
+    if resuming is not None:  # -- resumption (rstreams.net._resume) --
+        if endpoint.scheme in ("ws", "wss"):
+            raise ValueError("resume= works over tcp://, tls:// and unix:// (not WebSocket yet)")
+        config = resume_config(config)
     conn = Connection(
         client=True, offer=publishers, codec=codec, config=config, high_water=high_water, low_water=low_water
     )
     try:
+        if resuming is not None:
+            await connect_resumable(endpoint, conn, resuming, ssl=ssl, high=high_water, low=low_water)
+            return conn
         task = await connect_endpoint(endpoint, conn, ssl=ssl, high=high_water, low=low_water)
     except OSError as error:
         raise ConnectionBrokenError(f"could not connect to {endpoint.url}: {error}") from error

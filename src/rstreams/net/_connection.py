@@ -52,6 +52,7 @@ from rstreams.wire import (
     ConnectionConfig,
     ConnectionState,
     Event,
+    ExtensionReceived,
     Goodbye,
     OnComplete,
     OnError,
@@ -160,6 +161,10 @@ class Connection:
         self._close_callbacks: list[Callable[[Connection], object]] = []
         self._task: asyncio.Task[None] | None = None  # a transport's own task (WebSocket)
         self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
+        # -- hooks for extensions layered on the driver (resumption: rstreams.net._resume) --
+        self.extension_handlers: dict[int, Callable[[int, bytes], object]] = {}
+        """Extension message type -> ``handler(type, payload)``, called for each one received."""
+        self.resume_session: Any = None  # the resumable session this driver runs over, if any
         self._linger: asyncio.TimerHandle | None = None  # set while discarding input after an error
         self._linger_left = 0  # bytes still to discard before closing anyway
 
@@ -282,6 +287,16 @@ class Connection:
     def writable(self) -> bool:
         """Whether the transport is below its high-water mark (production may continue)."""
         return self._writable
+
+    @property
+    def core(self) -> Core:
+        """The sans-I/O protocol core (for extensions layered on this driver; read, don't feed)."""
+        return self._core
+
+    def send_extension(self, message_type: int, payload: bytes) -> None:
+        """Send a message of an active extension (PROTOCOL.md §4.4) with the next write."""
+        self._core.send_extension(message_type, payload)
+        self._mark_dirty()
 
     def statistics(self) -> ConnectionStatistics:
         """A snapshot of this connection's state (for monitoring and tests)."""
@@ -453,6 +468,10 @@ class Connection:
                     subscription.error(event.error)
         elif isinstance(event, ConnectionClosed):
             self._conversation_over(event.error, event.reason)
+        elif isinstance(event, ExtensionReceived):
+            handler = self.extension_handlers.get(event.type)
+            if handler is not None:
+                handler(event.type, event.payload)
         elif isinstance(event, ClientHello | ServerHello):
             timer, self._handshake_timer = self._handshake_timer, None
             if timer is not None:

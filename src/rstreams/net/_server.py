@@ -18,8 +18,9 @@ from typing import Any, Self
 from rstreams.net._codec import Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
+from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
 from rstreams.net._routes import Offer, Router
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, check_water_marks
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler, check_water_marks
 from rstreams.net._url import parse_url
 from rstreams.wire import ConnectionConfig
 
@@ -108,6 +109,7 @@ async def serve(
     low_water: int = DEFAULT_LOW_WATER,
     handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    resume: Resume | bool | None = None,
 ) -> Server:
     """Listen on ``url`` and serve ``publishers`` to every client.
 
@@ -132,6 +134,10 @@ async def serve(
         max_connections: most connections open at once (default 10 000). A connection
             beyond it is sent a goodbye naming the limit and closed, before ``on_connection``
             would hear of it; it does not count towards the limit while it closes.
+
+        resume: ``Resume(...)`` (or ``True``): clients that also ask for it keep their
+            session when their transport breaks; the server keeps it ``session_timeout``
+            seconds for them to resume (PROTOCOL.md §16; TCP, TLS and Unix sockets).
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
@@ -170,7 +176,15 @@ async def serve(
             handshake_timeout=handshake_timeout,
         )
 
-    server._listener = await listen_endpoint(
-        endpoint, make_connection, ssl=ssl, high=high_water, low=low_water
-    )
+    factory: Callable[[], TransportHandler] = make_connection
+    resuming = check_resume(resume)
+    if resuming is not None:  # -- resumption (rstreams.net._resume) --
+        if endpoint.scheme in ("ws", "wss"):
+            raise ValueError("resume= works over tcp://, tls:// and unix:// (not WebSocket yet)")
+        config = resume_config(config)
+        registry = ResumeRegistry(
+            resuming, make_connection, high=high_water, handshake_timeout=handshake_timeout
+        )
+        factory = registry.make_link
+    server._listener = await listen_endpoint(endpoint, factory, ssl=ssl, high=high_water, low=low_water)
     return server

@@ -1,6 +1,6 @@
 """Session resumption (extension 3), sans I/O: positions, the replay buffer, the resume messages.
 
-Theory of operation (the specification is docs/resumption.md; §R numbers below refer to it).
+Theory of operation (specified in PROTOCOL.md §16, drafted in docs/resumption.md).
 A *session* is one RS.io conversation: one :class:`~rstreams.wire.Connection` core on each
 side, which outlives the transports it runs over. Each direction of the session is one byte
 stream, the bytes that core wrote, counted from 0 (its hello's first byte); a *position*
@@ -71,7 +71,7 @@ a token, a position and a short reason fit; a hostile length prefix is refused a
 
 
 class ResumeError(RemoteProtocolError):
-    """The peer broke a rule of the resumption extension; ``section`` names the rule (docs/resumption.md)."""
+    """The peer broke a rule of the resumption extension; ``section`` is its subsection of PROTOCOL.md §16."""
 
     def __init__(self, message: str, *, section: str) -> None:
         super().__init__(message)
@@ -80,12 +80,7 @@ class ResumeError(RemoteProtocolError):
     @property
     def reason(self) -> str:
         """The text for the peer (goodbye, resumeRefused) and for the local error."""
-        return f"{self} (docs/resumption.md §{section_label(self.section)})"
-
-
-def section_label(section: str) -> str:
-    """How a section of docs/resumption.md is cited: ``R.4``."""
-    return f"R.{section}"
+        return f"{self} (PROTOCOL.md §16.{self.section})"
 
 
 # -- payloads --------------------------------------------------------------------------------
@@ -186,7 +181,7 @@ def _read_message(buf: bytearray, pos: int) -> tuple[int, bytes, int] | None:
     return buf[pos], data[start : start + size], start + size
 
 
-# -- the exchange on a new transport (§R.3) ---------------------------------------------------
+# -- the exchange on a new transport (§16.3) ---------------------------------------------------
 def parse_resume_request(buf: bytearray) -> tuple[ResumeRequest, int] | None:
     """The server's reading of a new transport that starts with ``resume`` (type byte 0x89).
 
@@ -356,7 +351,7 @@ class ReplayBuffer:
 
 
 class ReceiveCounter:
-    """How much of the peer's stream we fed our core, and when to acknowledge it (§R.4).
+    """How much of the peer's stream we fed our core, and when to acknowledge it (§16.4).
 
     An acknowledgement is due once ``ack_bytes`` arrived since the last one, or (the
     driver's timer) a short while after anything arrived. Bytes that were only the peer's

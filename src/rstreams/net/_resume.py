@@ -1,0 +1,762 @@
+"""Session resumption on asyncio: a session outlives its TCP connections (PROTOCOL.md §16).
+
+Theory of operation. Without resumption the driver (:class:`~rstreams.net.Connection`)
+talks to a transport directly. With it, a :class:`_Session` sits in between: to the
+driver it *is* the transport (it implements the transport seam), and it in turn runs
+over a succession of real transports, each wrapped in a :class:`_Link` (the handler the
+real transport calls). The driver and its core never learn that a transport broke; the
+session
+
+* records every byte the driver writes in a :class:`~rstreams.wire._resume.ReplayBuffer`
+  and counts every byte it hands the driver (:class:`~rstreams.wire._resume.ReceiveCounter`);
+* sends ``resumeAck`` through the core when enough arrived (or shortly after anything
+  arrived), and drops its own buffer's head when the peer's ack comes;
+* bounds the buffer: the driver's room to produce is the smaller of the transport's room
+  and the buffer's (:meth:`_Session.get_write_buffer_size`), and the driver is told "not
+  writable" while the buffer is full. Nothing is dropped, nothing grows past the bound
+  (one element or control message at most);
+* when its transport breaks with the session open: the client reconnects with backoff,
+  a bounded number of times, sends ``resume(token, position)`` and, on ``resumed``,
+  writes what the server has not seen; the server keeps the session for
+  ``session_timeout`` seconds, waiting for that resume. Otherwise the driver hears that its
+  transport was lost, and every stream ends with ``on_error`` as usual.
+
+Resumption applies when both hellos list extension 3; otherwise a session passes bytes
+through and keeps nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import secrets
+import ssl as _ssl
+from collections.abc import Callable
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from rstreams.errors import ConnectionBrokenError
+from rstreams.net._endpoints import connect_endpoint
+from rstreams.net._transport import Transport
+from rstreams.net._url import Endpoint
+from rstreams.wire import ConnectionConfig, ConnectionState
+from rstreams.wire._resume import (
+    RESUME,
+    RESUME_ACK,
+    RESUME_REFUSED,
+    RESUME_TOKEN,
+    RESUMED,
+    ReceiveCounter,
+    Refused,
+    ReplayBuffer,
+    Resumed,
+    ResumeError,
+    ResumeReplyParser,
+    ResumeRequest,
+    decode_position,
+    decode_token,
+    encode_message,
+    encode_position,
+    encode_resume,
+    parse_resume_request,
+)
+from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
+
+if TYPE_CHECKING:
+    from rstreams.net._connection import Connection
+
+__all__ = ["Resume", "ResumeRegistry", "connect_resumable", "resume_config"]
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Resume:
+    """How a connection survives a broken transport; pass it to ``connect``/``serve`` as ``resume=``.
+
+    Both sides must ask for it (extension 3 in both hellos), else the connection runs as
+    without it. The client uses ``attempts``, ``backoff``, ``max_backoff`` and
+    ``attempt_timeout``; the server uses ``session_timeout``; both use ``buffer_bytes``.
+    """
+
+    attempts: int = 8
+    """Reconnections tried after a transport breaks, before the streams fail."""
+    backoff: float = 0.05
+    """Seconds before the first attempt; doubled after each failed one (up to max_backoff)."""
+    max_backoff: float = 2.0
+    """Longest wait between attempts, in seconds."""
+    attempt_timeout: float = 5.0
+    """Seconds one attempt may take: connect, send resume, read the answer."""
+    buffer_bytes: int = 4 * MiB
+    """Most bytes kept for replay (sent, not yet acknowledged); production stops there.
+    4 MiB: four times the default high-water mark, so acks every quarter keep it flowing."""
+    session_timeout: float = 30.0
+    """Seconds a server keeps a session whose transport broke, waiting for a resume."""
+    ack_delay: float = 0.02
+    """Seconds after receiving something until it is acknowledged, if no ack went out before."""
+
+    def __post_init__(self) -> None:
+        if type(self.attempts) is not int or self.attempts < 0:
+            raise ValueError(f"attempts must be an int >= 0, got {self.attempts!r}")
+        if type(self.buffer_bytes) is not int or self.buffer_bytes < 4 * KiB:
+            raise ValueError(f"buffer_bytes must be an int >= 4096, got {self.buffer_bytes!r}")
+        for name in ("backoff", "max_backoff", "attempt_timeout", "session_timeout", "ack_delay"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value >= 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+
+    @property
+    def ack_bytes(self) -> int:
+        """Acknowledge after this many bytes: a quarter of the buffer (the peer's, if it uses ours)."""
+        return max(self.buffer_bytes // 4, 1)
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before attempt number ``attempt`` (0-based)."""
+        return float(min(self.backoff * 2**attempt, self.max_backoff))
+
+
+def resume_config(config: ConnectionConfig | None) -> ConnectionConfig:
+    """``config`` with extension 3 (resume) offered in the hello."""
+    config = config or ConnectionConfig()
+    return dataclasses.replace(config, extensions=config.extensions | {RESUME_EXTENSION.id})
+
+
+class _Mode(Enum):
+    UNDECIDED = "undecided"  # the peer's hello has not arrived: record, in case
+    RESUMABLE = "resumable"
+    PASSTHROUGH = "passthrough"  # the peer does not do resumption: keep nothing
+
+
+class _Session:
+    """The driver's transport for one resumable conversation; see the module docstring."""
+
+    def __init__(self, resume: Resume, *, client: bool, high: int) -> None:
+        self.resume = resume
+        self.client = client
+        self.driver: Connection | None = None
+        self.mode = _Mode.UNDECIDED
+        self.out = ReplayBuffer()
+        self.counter = ReceiveCounter(resume.ack_bytes)
+        self.token: bytes | None = None
+        self.link: _Link | None = None
+        self._loop = asyncio.get_running_loop()
+        self._high = high
+        self._written = 0  # our stream's position up to which the current link has it
+        self._link_paused = False
+        self._buffer_full = False
+        self._driver_paused = False
+        self._reading_paused = False
+        self._closing = False
+        self._finished = False
+        self._extra: dict[str, Any] = {}
+        self._ack_timer: asyncio.TimerHandle | None = None
+        self._expiry: asyncio.TimerHandle | None = None
+        self._reconnect: asyncio.Task[None] | None = None
+        self.on_token: Callable[[_Session], object] | None = None  # the server registers the session
+        self.on_finished: Callable[[_Session], object] | None = None
+        self.reconnect: Callable[[_Session], asyncio.Task[None]] | None = None  # the client's
+        self.resumes = 0
+        """How many times a new transport was attached (for tests and statistics)."""
+
+    def bind(self, driver: Connection) -> None:
+        """Become ``driver``'s session: it hands us the resume messages it receives."""
+        self.driver = driver
+        driver.resume_session = self
+        for message_type in RESUME_EXTENSION.message_types:
+            driver.extension_handlers[message_type] = self.extension_received
+
+    # -- the transport seam, as the driver sees it --------------------------------------
+    def writelines(self, chunks: list[bytes]) -> None:
+        out = self.out
+        before = out.end
+        recording = self.mode is not _Mode.PASSTHROUGH
+        if recording:
+            for chunk in chunks:
+                out.append(chunk)
+        link = self.link
+        if link is None:
+            return
+        if not recording:
+            link.transport.writelines(chunks)
+            return
+        end = out.end
+        if self._written < end:
+            if self._written > before:  # the start of this write went out already (a pre-sent hello)
+                chunks = [b"".join(chunks)[self._written - before :]]
+            link.transport.writelines(chunks)
+            self._written = end
+        self._check_full()
+
+    def get_write_buffer_size(self) -> int:
+        link = self.link
+        size = link.transport.get_write_buffer_size() if link is not None else 0
+        if self.mode is _Mode.PASSTHROUGH:
+            return size
+        # The driver's room is high - size: make it no more than the buffer's room.
+        return max(size, self.out.held + self._high - self.resume.buffer_bytes)
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        if self.link is not None:
+            self.link.transport.set_write_buffer_limits(high, low)
+
+    def pause_reading(self) -> None:
+        self._reading_paused = True
+        if self.link is not None:
+            self.link.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._reading_paused = False
+        if self.link is not None:
+            self.link.transport.resume_reading()
+
+    def close(self) -> None:
+        self._end_transport(abort=False)
+
+    def abort(self) -> None:
+        self._end_transport(abort=True)
+
+    def is_closing(self) -> bool:
+        return self._closing or self._finished
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if self.link is not None:
+            return self.link.transport.get_extra_info(name, default)
+        return self._extra.get(name, default)
+
+    def _end_transport(self, *, abort: bool) -> None:
+        self._closing = True
+        self._cancel_recovery()
+        link = self.link
+        if link is None:
+            self._loop.call_soon(self._finish, None)
+        elif abort:
+            link.transport.abort()
+        else:
+            link.transport.close()
+
+    # -- attaching transports ------------------------------------------------------------
+    def attach(self, link: _Link, replay: list[bytes], *, presented: int = 0) -> None:
+        """Run the session over ``link`` from now on; write ``replay`` (what the peer lacks).
+
+        ``presented``: bytes of our stream already written to this link by someone else
+        (the server's hello, written before it knew whether this is a new session).
+        """
+        self.link = link
+        link.session = self
+        self._extra = {
+            name: link.transport.get_extra_info(name) for name in ("peername", "sockname", "ssl_object")
+        }
+        self._link_paused = False
+        if self._reading_paused:
+            link.transport.pause_reading()
+        if replay:
+            link.transport.writelines(replay)
+        self._written = max(self.out.end, presented)
+        self._check_full()
+
+    def link_data(self, link: _Link, data: bytes | memoryview) -> None:
+        if link is not self.link or self.driver is None:
+            return
+        self.counter.received(len(data))
+        self.driver.data_received(data if isinstance(data, memoryview) else memoryview(data))
+        self._after_read()
+
+    def link_eof(self, link: _Link) -> None:
+        if link is not self.link or self.driver is None:
+            return
+        if self._resumable():
+            self._broken(link)
+        else:
+            self.driver.eof_received()
+
+    def link_lost(self, link: _Link, error: BaseException | None) -> None:
+        if link is not self.link:
+            return
+        if self._resumable():
+            self._broken(link)
+        else:
+            self.link = None
+            self._finish(error)
+
+    def link_writable(self, link: _Link, writable: bool) -> None:
+        if link is self.link:
+            self._link_paused = not writable
+            self._update_driver_writable()
+
+    def _resumable(self) -> bool:
+        driver = self.driver
+        return (
+            self.mode is _Mode.RESUMABLE
+            and not self._closing
+            and not self._finished
+            and driver is not None
+            and driver.core.state is ConnectionState.OPEN
+            and (self.token is not None)
+        )
+
+    def _broken(self, link: _Link) -> None:
+        """The transport under an open session broke: detach it and recover."""
+        self.link = None
+        link.session = None
+        if not link.transport.is_closing():
+            link.transport.abort()
+        self._link_paused = False
+        self._update_driver_writable()
+        if self.client:
+            if self._reconnect is None and self.reconnect is not None:
+                self._reconnect = self.reconnect(self)
+        elif self._expiry is None:
+            self._expiry = self._loop.call_later(self.resume.session_timeout, self._expired)
+
+    def _expired(self) -> None:
+        self._expiry = None
+        self.fail(
+            ConnectionBrokenError(
+                f"the session expired: its client did not resume within {self.resume.session_timeout:g} s"
+            )
+        )
+
+    def resume_from(self, link: _Link, request: ResumeRequest) -> None:
+        """Server: a new transport asks to continue this session (§16.3).
+
+        Raises ResumeError (after failing the session) when the positions do not match.
+        """
+        old = self.link
+        if old is not None:  # the old transport is half-open (a stalled link): replace it
+            self.link = None
+            old.session = None
+            old.transport.abort()
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        try:
+            replay = self.out.replay_from(request.position)
+        except ResumeError as error:
+            self.fail(ConnectionBrokenError(f"the session could not be resumed: {error.reason}"))
+            raise
+        link.transport.writelines([encode_message(RESUMED, encode_position(self.counter.position))])
+        self.attach(link, replay)
+        self.resumes += 1
+
+    def reattach(self, link: _Link, position: int) -> None:
+        """Client: the server resumed at ``position`` of our stream; raises ResumeError if impossible."""
+        replay = self.out.replay_from(position)
+        self._reconnect = None
+        self.attach(link, replay)
+        self.resumes += 1
+
+    # -- acknowledgements, the token and extension messages ------------------------------
+    def _after_read(self) -> None:
+        driver = self.driver
+        if driver is None:
+            return
+        if self.mode is _Mode.UNDECIDED:
+            core = driver.core
+            if core.peer_hello is None:
+                return
+            if RESUME_EXTENSION.id not in core.extensions:
+                self._pass_through()
+                return
+            self.mode = _Mode.RESUMABLE
+            if not self.client:
+                self.token = secrets.token_bytes(16)
+                driver.send_extension(RESUME_TOKEN, self.token)
+                if self.on_token is not None:
+                    self.on_token(self)
+        if self.mode is not _Mode.RESUMABLE:
+            return
+        if self.counter.ack_due_now:
+            self._send_ack()
+        elif self.counter.unacknowledged > 0 and self._ack_timer is None:
+            self._ack_timer = self._loop.call_later(self.resume.ack_delay, self._ack_timer_fired)
+
+    def _pass_through(self) -> None:
+        self.mode = _Mode.PASSTHROUGH
+        self.out = ReplayBuffer()
+        self._buffer_full = False
+        self._update_driver_writable()
+
+    def _ack_timer_fired(self) -> None:
+        self._ack_timer = None
+        if self.counter.unacknowledged > 0:
+            self._send_ack()
+
+    def _send_ack(self) -> None:
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+        driver = self.driver
+        if driver is not None and driver.core.state is ConnectionState.OPEN:
+            driver.send_extension(RESUME_ACK, self.counter.take_ack())
+
+    def extension_received(self, message_type: int, payload: bytes) -> None:
+        """A resume message arrived inside the session (the driver routes them here)."""
+        try:
+            if message_type == RESUME_ACK:
+                self.counter.saw_ack(len(payload))
+                self.out.acknowledge(decode_position(payload, "resumeAck"))
+                self._check_full()
+            elif message_type == RESUME_TOKEN and self.client and self.token is None:
+                self.token = decode_token(payload)
+            else:
+                raise ResumeError(
+                    f"message type 0x{message_type:02x} is not allowed inside a session", section="4"
+                )
+        except ResumeError as error:
+            if self.driver is not None:
+                self.driver.close_now(error.reason)
+
+    # -- the bound -------------------------------------------------------------------------
+    def _check_full(self) -> None:
+        if self.mode is _Mode.PASSTHROUGH:
+            return
+        held = self.out.held
+        limit = self.resume.buffer_bytes
+        if not self._buffer_full and held >= limit:
+            self._buffer_full = True
+        elif self._buffer_full and held <= limit // 2:
+            self._buffer_full = False
+        self._update_driver_writable()
+
+    def _update_driver_writable(self) -> None:
+        paused = self._link_paused or self._buffer_full
+        driver = self.driver
+        if driver is None or paused == self._driver_paused:
+            return
+        self._driver_paused = paused
+        if paused:
+            driver.pause_writing()
+        else:
+            driver.resume_writing()
+
+    # -- the end -----------------------------------------------------------------------------
+    def fail(self, error: BaseException) -> None:
+        """The session cannot go on: its streams end with ``on_error`` (via the driver)."""
+        link = self.link
+        if link is not None:
+            self.link = None
+            link.session = None
+            link.transport.abort()
+        self._finish(error)
+
+    def _cancel_recovery(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        if self._ack_timer is not None:
+            self._ack_timer.cancel()
+            self._ack_timer = None
+        task, self._reconnect = self._reconnect, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+
+    def _finish(self, error: BaseException | None) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self._cancel_recovery()
+        self.out = ReplayBuffer()
+        if self.on_finished is not None:
+            self.on_finished(self)
+        if self.driver is not None:
+            self.driver.connection_lost(error)
+
+
+class _Link:
+    """The handler of one real transport under a session (or on its way to one).
+
+    Client links either start a session (:attr:`session` set before ``connection_made``)
+    or resume one (they send ``resume`` and read the answer into :attr:`answer`). Server
+    links start by writing the hello, then look at the first byte: ``resume`` continues a
+    known session, anything else starts a new one (:class:`ResumeRegistry`).
+    """
+
+    def __init__(self) -> None:
+        self.transport: Transport = _NO_TRANSPORT
+        self.session: _Session | None = None
+        self.on_made: Callable[[_Link], object] | None = None
+        self.on_first_bytes: Callable[[_Link, bytearray], bool] | None = None  # server: decide
+        self.resume_token: bytes | None = None  # client resume: what to send
+        self.resume_position = 0
+        self.parser: ResumeReplyParser | None = None
+        self.answer: asyncio.Future[Resumed | Refused] | None = None
+        self.pending = bytearray()  # bytes after the answer, until the session attaches
+        self._deciding = bytearray()
+        self.task: asyncio.Task[None] | None = None
+        self.lost = False  # the transport ended before a session took it
+
+    def connection_made(self, transport: Transport) -> None:
+        self.transport = transport
+        if self.resume_token is not None:
+            self.parser = ResumeReplyParser()
+            self.answer = asyncio.get_running_loop().create_future()
+            transport.writelines(
+                [encode_message(RESUME, encode_resume(self.resume_token, self.resume_position))]
+            )
+        if self.on_made is not None:
+            self.on_made(self)
+
+    def data_received(self, data: memoryview) -> None:
+        session = self.session
+        if session is not None:
+            session.link_data(self, data)
+            return
+        if self.parser is not None and self.answer is not None:
+            if self.answer.done():
+                self.pending += data
+                return
+            try:
+                outcome = self.parser.feed(data)
+            except ResumeError as error:
+                self.answer.set_exception(error)
+                self.transport.abort()
+                return
+            if outcome is not None:
+                self.pending += self.parser.rest
+                self.answer.set_result(outcome)
+            return
+        if self.on_first_bytes is not None:
+            self._deciding += data
+            if self.on_first_bytes(self, self._deciding):
+                self.on_first_bytes = None
+                self._deciding = bytearray()
+
+    def eof_received(self) -> None:
+        if self.session is not None:
+            self.session.link_eof(self)
+        else:
+            self._no_answer(ConnectionResetError("the connection ended during the resume exchange"))
+
+    def connection_lost(self, error: BaseException | None) -> None:
+        if self.session is not None:
+            self.session.link_lost(self, error)
+        else:
+            self._no_answer(error or ConnectionResetError("the connection closed during the resume exchange"))
+
+    def pause_writing(self) -> None:
+        if self.session is not None:
+            self.session.link_writable(self, False)
+
+    def resume_writing(self) -> None:
+        if self.session is not None:
+            self.session.link_writable(self, True)
+
+    def _no_answer(self, error: BaseException) -> None:
+        self.lost = True
+        if self.answer is not None and not self.answer.done():
+            self.answer.set_exception(error)
+
+
+class _NoTransport:
+    """Stands in for a link's transport before ``connection_made``."""
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        raise RuntimeError("no transport yet")
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+
+_NO_TRANSPORT = _NoTransport()
+
+
+# -- the client ------------------------------------------------------------------------------
+async def connect_resumable(
+    endpoint: Endpoint,
+    driver: Connection,
+    resume: Resume,
+    *,
+    ssl: _ssl.SSLContext | None,
+    high: int,
+    low: int,
+) -> None:
+    """Open the first transport of a resumable client session for ``driver``.
+
+    Raises OSError like :func:`connect_endpoint` when that first connection fails.
+    """
+    session = _Session(resume, client=True, high=high)
+    session.bind(driver)
+
+    def reconnect(session: _Session) -> asyncio.Task[None]:
+        return asyncio.get_running_loop().create_task(
+            _reconnect(session, endpoint, ssl=ssl, high=high, low=low), name=f"rstreams-resume {endpoint.url}"
+        )
+
+    session.reconnect = reconnect
+    link = _Link()
+
+    def made(link: _Link) -> None:
+        session.attach(link, [])
+        driver.connection_made(session)
+
+    link.on_made = made
+    link.task = await connect_endpoint(endpoint, link, ssl=ssl, high=high, low=low)
+
+
+async def _reconnect(
+    session: _Session, endpoint: Endpoint, *, ssl: _ssl.SSLContext | None, high: int, low: int
+) -> None:
+    """Try to resume ``session`` over new transports; fail it once the attempts are used up."""
+    resume = session.resume
+    last: BaseException | None = None
+    for attempt in range(resume.attempts):
+        await asyncio.sleep(resume.delay(attempt))
+        link = _Link()
+        assert session.token is not None
+        link.resume_token = session.token
+        link.resume_position = session.counter.position
+        try:
+            async with asyncio.timeout(resume.attempt_timeout):
+                link.task = await connect_endpoint(endpoint, link, ssl=ssl, high=high, low=low)
+                assert link.answer is not None
+                outcome = await link.answer
+        except (OSError, TimeoutError, ResumeError) as error:
+            last = error
+            link.answer = None  # nobody waits for it any more
+            link.transport.abort()
+            continue
+        if link.lost:  # answered, then gone before we got here: try again
+            last = ConnectionResetError("the connection ended right after the resume was answered")
+            continue
+        if isinstance(outcome, Refused):
+            link.transport.abort()
+            session.fail(ConnectionBrokenError(f"the server refused to resume the session: {outcome.reason}"))
+            return
+        try:
+            session.reattach(link, outcome.position)
+        except ResumeError as error:
+            link.transport.abort()
+            session.fail(ConnectionBrokenError(f"the session could not be resumed: {error.reason}"))
+            return
+        if link.pending:
+            pending, link.pending = bytes(link.pending), bytearray()
+            session.link_data(link, pending)
+        return
+    gave_up = ConnectionBrokenError(f"could not resume the session in {resume.attempts} attempt(s): {last}")
+    gave_up.__cause__ = last
+    session.fail(gave_up)
+
+
+# -- the server --------------------------------------------------------------------------------
+class ResumeRegistry:
+    """A server's resumable sessions by token, and the handler factory for its listener."""
+
+    def __init__(
+        self,
+        resume: Resume,
+        make_driver: Callable[[], Connection],
+        *,
+        high: int,
+        handshake_timeout: float | None,
+    ) -> None:
+        self.resume = resume
+        self._make_driver = make_driver
+        self._high = high
+        self._handshake_timeout = handshake_timeout
+        # The hello a new driver writes first (its extensions are the driver's business):
+        # written at once on every accepted transport, before we know what the client wants.
+        self._hello = b"".join(make_driver().core.data_to_send())
+        self.sessions: dict[bytes, _Session] = {}
+
+    def make_link(self) -> _Link:
+        """A handler for one accepted transport (the listener's handler factory)."""
+        link = _Link()
+        timer: list[asyncio.TimerHandle] = []
+
+        def made(link: _Link) -> None:
+            link.transport.writelines([self._hello])  # §4.1: the hello goes out at once
+            if self._handshake_timeout is not None:
+                timer.append(
+                    asyncio.get_running_loop().call_later(self._handshake_timeout, link.transport.abort)
+                )
+
+        def first_bytes(link: _Link, buf: bytearray) -> bool:
+            decided = self._first_bytes(link, buf)
+            if decided and timer:
+                timer.pop().cancel()
+            return decided
+
+        link.on_made = made
+        link.on_first_bytes = first_bytes
+        return link
+
+    def _first_bytes(self, link: _Link, buf: bytearray) -> bool:
+        if buf[0] != RESUME:
+            self._new_session(link, bytes(buf))
+            return True
+        try:
+            parsed = parse_resume_request(buf)
+        except ResumeError as error:
+            self._refuse(link, error.reason)
+            return True
+        if parsed is None:
+            return False
+        request, end = parsed
+        session = self.sessions.get(request.token)
+        if session is None:
+            self._refuse(link, "unknown or expired session token (PROTOCOL.md §16.3)")
+        elif end != len(buf):
+            session.fail(ConnectionBrokenError("the client sent bytes before the resume was answered"))
+            self._refuse(link, "bytes after resume, before resumed (PROTOCOL.md §16.3)")
+        else:
+            try:
+                session.resume_from(link, request)
+            except ResumeError as error:
+                self._refuse(link, error.reason)
+        return True
+
+    def _new_session(self, link: _Link, first: bytes) -> None:
+        driver = self._make_driver()
+        session = _Session(self.resume, client=False, high=self._high)
+        session.bind(driver)
+        session.on_token = self._register
+        session.on_finished = self._forget
+        session.attach(link, [], presented=len(self._hello))
+        driver.connection_made(session)
+        session.link_data(link, first)
+
+    def _register(self, session: _Session) -> None:
+        assert session.token is not None
+        self.sessions[session.token] = session
+
+    def _forget(self, session: _Session) -> None:
+        if session.token is not None and self.sessions.get(session.token) is session:
+            del self.sessions[session.token]
+
+    @staticmethod
+    def _refuse(link: _Link, reason: str) -> None:
+        link.transport.writelines([encode_message(RESUME_REFUSED, reason.encode()[:200])])
+        link.transport.close()
+
+
+def check_resume(resume: object) -> Resume | None:
+    """``resume=`` as given to connect/serve: a :class:`Resume`, ``True`` (defaults) or None."""
+    if resume is None or resume is False:
+        return None
+    if resume is True:
+        return Resume()
+    if not isinstance(resume, Resume):
+        raise TypeError(f"resume= takes an rstreams.net.Resume(...), True or None, got {resume!r}")
+    return resume

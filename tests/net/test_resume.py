@@ -1,0 +1,254 @@
+"""Session resumption end to end, through a proxy that cuts and stalls the TCP link."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Self
+
+import pytest
+from chaos_proxy import ChaosProxy
+from netsupport import WAIT, CountingSource
+
+import rstreams
+from rstreams.api import Subscriber, Subscription
+from rstreams.errors import ConnectionBrokenError
+from rstreams.net import Connection, connect, serve
+from rstreams.net._resume import Resume, _Session
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+
+SIZE = 64
+"""Bytes per test element: an 8-byte counter padded, so that cuts land inside frames."""
+
+
+def counted(n: int) -> rstreams.Flow[bytes]:
+    return rstreams.range(n).map(lambda i: i.to_bytes(8, "big") * (SIZE // 8))
+
+
+def offer(n: int) -> dict[str, Any]:
+    return {"count": lambda params: counted(int(params.get("n", n)))}
+
+
+class Collector(Subscriber[bytes]):
+    """Requests in batches of ``batch`` (so request frames cross the cuts too); checks order as it goes."""
+
+    def __init__(self, batch: int = 256, *, pattern: bool = True) -> None:
+        self.batch = batch
+        self.pattern = pattern
+        self.items: list[int] = []
+        self.error: BaseException | None = None
+        self.completed = False
+        self.done = asyncio.Event()
+        self.progress = asyncio.Event()
+        self.subscription: Subscription | None = None
+        self._outstanding = 0
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.subscription = subscription
+        self._outstanding = self.batch
+        subscription.request(self.batch)
+
+    def on_next(self, item: bytes) -> None:
+        if self.pattern:
+            value = int.from_bytes(item[:8], "big")
+            assert item == value.to_bytes(8, "big") * (SIZE // 8), "element corrupted"
+        else:
+            value = int.from_bytes(item, "big")
+        self.items.append(value)
+        self.progress.set()
+        self._outstanding -= 1
+        if self._outstanding == self.batch // 2 and self.subscription is not None:
+            self._outstanding += self.batch
+            self.subscription.request(self.batch)
+
+    def on_error(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
+
+    def on_complete(self) -> None:
+        self.completed = True
+        self.done.set()
+
+    async def wait_items(self, n: int) -> None:
+        async def loop() -> None:
+            while len(self.items) < n and not self.done.is_set():
+                self.progress.clear()
+                await self.progress.wait()
+
+        await asyncio.wait_for(loop(), WAIT)
+
+    async def finished(self, timeout: float = WAIT) -> None:  # noqa: ASYNC109
+        await asyncio.wait_for(self.done.wait(), timeout)
+
+
+def session_of(conn: Connection) -> _Session:
+    session = conn.resume_session
+    assert isinstance(session, _Session)
+    return session
+
+
+class Pair:
+    """A resumable server, a proxy in front of it, and a client through the proxy, both ways."""
+
+    def __init__(self, n: int, *, seed: int = 1, client_resume: Resume | None, server_resume: Resume | None):
+        self.n = n
+        self.seed = seed
+        self.client_resume = client_resume
+        self.server_resume = server_resume
+        self.from_server = Collector()
+        self.from_client = Collector()
+        self.server_conns: list[Connection] = []
+
+    async def __aenter__(self) -> Self:
+        def on_connection(conn: Connection) -> None:
+            self.server_conns.append(conn)
+            conn.publisher(f"count?n={self.n}").subscribe(self.from_client)
+
+        self.server = await serve(
+            "tcp://127.0.0.1:0", offer(self.n), on_connection=on_connection, resume=self.server_resume
+        )
+        port = int(self.server.url.rsplit(":", 1)[1])
+        self.proxy = await ChaosProxy("127.0.0.1", port, seed=self.seed).start()
+        self.client = await connect(self.proxy.url, publishers=offer(self.n), resume=self.client_resume)
+        self.client.publisher(f"count?n={self.n}").subscribe(self.from_server)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.client.aclose(timeout=1.0)
+        await self.proxy.aclose()
+        await self.server.aclose()
+
+
+FAST = Resume(attempts=20, backoff=0.01, max_backoff=0.1, attempt_timeout=2.0, buffer_bytes=256 * 1024)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_streams_both_ways_survive_random_cuts(seed: int) -> None:
+    """Five cuts at seeded random points: every element arrives exactly once, in order, both ways."""
+    n = 30_000
+    async with Pair(n, seed=seed, client_resume=FAST, server_resume=FAST) as pair:
+        await pair.from_server.wait_items(1)
+        await pair.from_client.wait_items(1)
+        for cut in range(5):
+            links = pair.proxy.links_made
+            pair.proxy.random_cut(2_000, 200_000)
+            await pair.proxy.wait_links(links + 1, timeout=WAIT)  # the client reconnected
+            assert pair.proxy.cuts == cut + 1
+        await pair.from_server.finished()
+        await pair.from_client.finished()
+        for collector in (pair.from_server, pair.from_client):
+            assert collector.error is None
+            assert collector.completed
+            assert collector.items == list(range(n))
+        assert session_of(pair.client).resumes == 5
+        assert session_of(pair.server_conns[0]).resumes == 5
+        assert len(pair.server_conns) == 1  # one session, not one per TCP connection
+
+
+async def test_a_stalled_link_bounds_the_replay_buffer() -> None:
+    """While the link is stalled production stops at buffer_bytes; afterwards nothing is lost."""
+    resume = Resume(attempts=5, backoff=0.01, buffer_bytes=64 * 1024)
+    source = CountingSource(size=SIZE)
+    received = Collector(batch=1 << 20, pattern=False)
+
+    server = await serve("tcp://127.0.0.1:0", {"endless": source}, resume=resume)
+    port = int(server.url.rsplit(":", 1)[1])
+    async with server, ChaosProxy("127.0.0.1", port) as proxy:
+        client = await connect(proxy.url, resume=resume)
+        try:
+            client.publisher("endless").subscribe(received)
+            await received.wait_items(1000)
+            conns = list(server.connections)
+            assert len(conns) == 1
+            session = session_of(conns[0])
+            proxy.stall()
+            for _ in range(100):  # wait until production stops: 0.3 s without pulling anything
+                source.progress.clear()
+                try:
+                    await asyncio.wait_for(source.progress.wait(), 0.3)
+                except TimeoutError:
+                    break
+            else:
+                pytest.fail("production never stopped while the link was stalled")
+            # The bound holds: at most the last batch's element beyond buffer_bytes.
+            assert session._driver_paused
+            assert session.out.held <= resume.buffer_bytes + SIZE + 16, session.out.held
+            proxy.resume()
+            await received.wait_items(len(received.items) + 5000)
+        finally:
+            await client.aclose(timeout=1.0)
+    assert received.items[:5000] == list(range(1, 5001))
+    assert received.items == list(range(1, len(received.items) + 1))
+
+
+async def test_expired_session_fails_with_on_error_on_both_sides() -> None:
+    """A resume after the server dropped the session is refused: every subscriber gets on_error."""
+    client_resume = Resume(attempts=50, backoff=0.05, max_backoff=0.05)
+    server_resume = Resume(session_timeout=0.2)
+    async with Pair(10**9, client_resume=client_resume, server_resume=server_resume) as pair:
+        await pair.from_server.wait_items(100)
+        await pair.from_client.wait_items(100)
+        pair.proxy.refuse()
+        pair.proxy.cut()
+        await pair.from_client.finished()  # the server's session expired
+        assert isinstance(pair.from_client.error, ConnectionBrokenError)
+        assert "expired" in str(pair.from_client.error.__cause__)
+        pair.proxy.refuse(False)
+        await pair.from_server.finished()
+        error = pair.from_server.error
+        assert isinstance(error, ConnectionBrokenError)
+        assert "refused" in str(error.__cause__)
+        assert "unknown or expired session" in str(error.__cause__)
+        assert pair.client.closed
+
+
+async def test_attempts_exhausted_fails_subscribers() -> None:
+    """With every reconnection refused, the client gives up after `attempts` and fails its streams."""
+    client_resume = Resume(attempts=3, backoff=0.01, max_backoff=0.02)
+    async with Pair(10**9, client_resume=client_resume, server_resume=Resume(session_timeout=1.0)) as pair:
+        await pair.from_server.wait_items(100)
+        pair.proxy.refuse()
+        links = pair.proxy.links_made
+        pair.proxy.cut()
+        await pair.from_server.finished()
+        error = pair.from_server.error
+        assert isinstance(error, ConnectionBrokenError)
+        assert "3 attempt(s)" in str(error.__cause__)
+        assert pair.proxy.links_made == links  # refused ones are not counted as links
+        await pair.from_client.finished(timeout=5.0)  # the server's session expires in turn
+        assert isinstance(pair.from_client.error, ConnectionBrokenError)
+
+
+async def test_plain_client_on_a_resumable_server() -> None:
+    """A client without resume= gets a normal connection; the server keeps no replay buffer."""
+    async with Pair(5000, client_resume=None, server_resume=FAST) as pair:
+        await pair.from_server.finished()
+        await pair.from_client.finished()
+        assert pair.from_server.items == list(range(5000))
+        assert pair.from_client.items == list(range(5000))
+        assert session_of(pair.server_conns[0]).out.held == 0
+        assert pair.client.resume_session is None
+
+
+async def test_resumable_client_on_a_plain_server_fails_on_a_cut() -> None:
+    """Without the server's agreement a cut ends the streams at once, as without resumption."""
+    async with Pair(10**9, client_resume=FAST, server_resume=None) as pair:
+        await pair.from_server.wait_items(100)
+        assert session_of(pair.client).out.held == 0
+        links = pair.proxy.links_made
+        pair.proxy.cut()
+        await pair.from_server.finished()
+        assert isinstance(pair.from_server.error, ConnectionBrokenError)
+        assert pair.proxy.links_made == links
+
+
+async def test_resume_settings_are_checked() -> None:
+    """Bad Resume(...) values are refused when built."""
+    with pytest.raises(ValueError, match="attempts"):
+        Resume(attempts=-1)
+    with pytest.raises(ValueError, match="buffer_bytes"):
+        Resume(buffer_bytes=10)
+    with pytest.raises(ValueError, match="backoff"):
+        Resume(backoff=-1.0)
+    assert [Resume(backoff=0.1, max_backoff=0.3).delay(i) for i in range(4)] == [0.1, 0.2, 0.3, 0.3]
