@@ -8,6 +8,10 @@ import rstreams.net
 def test_net_all_is_pinned() -> None:
     assert sorted(rstreams.net.__all__) == sorted(
         [
+            "DEFAULT_HANDSHAKE_TIMEOUT",
+            "DEFAULT_IDLE_TIMEOUT",
+            "DEFAULT_KEEPALIVE",
+            "DEFAULT_MAX_CONNECTIONS",
             "FLOAT64",
             "INT64",
             "JSON",
@@ -15,10 +19,13 @@ def test_net_all_is_pinned() -> None:
             "Codec",
             "Connection",
             "ConnectionStatistics",
+            "Credentials",
             "Endpoint",
             "RemoteStreamError",
             "Server",
+            "Token",
             "UnknownPublisherError",
+            "UserPassword",
             "connect",
             "connect_pipe",
             "fixed_size",

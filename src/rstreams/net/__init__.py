@@ -32,15 +32,26 @@ from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
 from rstreams.net._connection import ConnectionStatistics as ConnectionStatistics
 from rstreams.net._connection import RemoteStreamError as RemoteStreamError
+from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
+from rstreams.net._keepalive import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
 from rstreams.net._routes import UnknownPublisherError as UnknownPublisherError
 from rstreams.net._routes import split_name as split_name
 from rstreams.net._routes import with_codec as with_codec
+from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT as DEFAULT_HANDSHAKE_TIMEOUT
+from rstreams.net._server import DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_CONNECTIONS
 from rstreams.net._server import Server as Server
 from rstreams.net._server import serve as serve
 from rstreams.net._url import Endpoint as Endpoint
 from rstreams.net._url import parse_url as parse_url
+from rstreams.wire._auth import Credentials as Credentials
+from rstreams.wire._auth import Token as Token
+from rstreams.wire._auth import UserPassword as UserPassword
 
 __all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_KEEPALIVE",
+    "DEFAULT_MAX_CONNECTIONS",
     "FLOAT64",
     "INT64",
     "JSON",
@@ -48,10 +59,13 @@ __all__ = [
     "Codec",
     "Connection",
     "ConnectionStatistics",
+    "Credentials",
     "Endpoint",
     "RemoteStreamError",
     "Server",
+    "Token",
     "UnknownPublisherError",
+    "UserPassword",
     "connect",
     "connect_pipe",
     "fixed_size",

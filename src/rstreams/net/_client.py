@@ -9,12 +9,14 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
+from rstreams.net._keepalive import DEFAULT_KEEPALIVE
 from rstreams.net._resume import Resume, check_resume, connect_resumable, resume_config
 from rstreams.net._routes import Offer, Router
 from rstreams.net._stream import open_pipe_transport
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER
 from rstreams.net._url import parse_url
 from rstreams.wire import ConnectionConfig
+from rstreams.wire._auth import as_credentials
 
 __all__ = ["connect", "connect_pipe"]
 
@@ -29,6 +31,9 @@ async def connect(
     high_water: int = DEFAULT_HIGH_WATER,
     low_water: int = DEFAULT_LOW_WATER,
     resume: Resume | bool | None = None,
+    keepalive: float | None = DEFAULT_KEEPALIVE,
+    idle_timeout: float | None = None,
+    auth: object = None,
 ) -> Connection:
     """Connect to the RS.io server at ``url``; ``conn.publisher(name)`` then reads its streams.
 
@@ -40,19 +45,39 @@ async def connect(
     connection survives its transport breaking: it reconnects by itself and the streams
     only pause (PROTOCOL.md §16; TCP, TLS and Unix sockets).
 
+    ``keepalive``: seconds (default 15) without receiving anything after which a ping is
+    sent, if the server offers extension keepalive (PROTOCOL.md §14); ``None``: never.
+    ``idle_timeout``: seconds without receiving anything after which this side says
+    goodbye ``"idle timeout ..."`` (default ``None``: never; a server's pings keep an idle
+    connection alive). ``auth``: credentials presented to the server (PROTOCOL.md §15),
+    a token ``str`` or a ``(user, password)`` tuple (or ``Token``/``UserPassword``). If
+    the server refuses them it says goodbye and every stream fails with
+    ``ConnectionBrokenError("... authentication failed ...")``; ``conn.authenticated``
+    tells when they were accepted. Per subscription: ``conn.publisher(name, auth=...)``.
+
     Raises:
-        ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
+        ValueError / TypeError: a bad URL, ``publishers``, ``ssl`` or ``auth`` (the message
+            never shows the credentials).
         ConnectionBrokenError: the connection could not be made; ``__cause__`` says why.
     """
     endpoint = parse_url(url)
     Router(publishers)
+    credentials = as_credentials(auth) if auth is not None else None
     resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
         if endpoint.scheme in ("ws", "wss"):
             raise ValueError("resume= works over tcp://, tls:// and unix:// (not WebSocket yet)")
         config = resume_config(config)
     conn = Connection(
-        client=True, offer=publishers, codec=codec, config=config, high_water=high_water, low_water=low_water
+        client=True,
+        offer=publishers,
+        codec=codec,
+        config=config,
+        high_water=high_water,
+        low_water=low_water,
+        keepalive=keepalive,
+        idle_timeout=idle_timeout,
+        credentials=credentials,
     )
     try:
         if resuming is not None:
@@ -75,6 +100,8 @@ async def connect_pipe(
     config: ConnectionConfig | None = None,
     high_water: int = DEFAULT_HIGH_WATER,
     low_water: int = DEFAULT_LOW_WATER,
+    keepalive: float | None = DEFAULT_KEEPALIVE,
+    idle_timeout: float | None = None,
 ) -> Connection:
     """An RS.io connection over a pair of pipes (file objects or descriptors).
 
@@ -90,6 +117,8 @@ async def connect_pipe(
         config=config,
         high_water=high_water,
         low_water=low_water,
+        keepalive=keepalive,
+        idle_timeout=idle_timeout,
     )
     await open_pipe_transport(conn, reader, writer, high=high_water, low=low_water)
     return conn

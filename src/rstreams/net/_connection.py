@@ -40,8 +40,10 @@ from typing import Any, Literal, Self, TypeVar, overload
 from rstreams.api import Subscriber
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
+from rstreams.net._auth import AuthGate, ServerAuth, WithCredentials
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import Batching, RemotePublisher, RemoteSubscription, ScalarSubscriber
+from rstreams.net._keepalive import Keepalive, check_interval
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.net._serving import BatchServingStream, ServingStream
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, check_water_marks
@@ -66,6 +68,8 @@ from rstreams.wire import (
     Subscribe,
 )
 from rstreams.wire import Connection as Core
+from rstreams.wire._auth import Credentials, as_credentials, encode_credentials, encode_subscribe_credentials
+from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS, KEEPALIVE
 
 __all__ = ["Connection", "ConnectionStatistics", "RemoteStreamError"]
 
@@ -125,15 +129,39 @@ class Connection:
         low_water: int = DEFAULT_LOW_WATER,
         on_made: Callable[[Connection], object] | None = None,
         handshake_timeout: float | None = None,
+        keepalive: float | None = None,
+        idle_timeout: float | None = None,
+        credentials: Credentials | None = None,
+        server_auth: ServerAuth | None = None,
     ) -> None:
         check_water_marks(high_water, low_water)
+        check_interval("keepalive", keepalive)
+        check_interval("idle_timeout", idle_timeout)
         self._handshake_timeout = handshake_timeout  # seconds for the peer's hello, from connection_made
         self._handshake_timer: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
         self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
         self._made = False
         self._loop_thread = threading.get_ident()
+        # Extensions (PROTOCOL.md §14, §15): keepalive is always listed (the core answers pings;
+        # ``keepalive`` only decides whether we send them); auth when there is something to do.
+        ids = {KEEPALIVE.id}
+        if credentials is not None or (server_auth is not None and server_auth.authenticate is not None):
+            ids.add(AUTH.id)
+        config = config or ConnectionConfig()
+        if not ids <= config.extensions:
+            config = dataclasses.replace(config, extensions=config.extensions | ids)
         self._core = Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True)
+        self.heard_at = 0.0
+        """Loop time of the last read (the keepalive timer's clock, :mod:`rstreams.net._keepalive`)."""
+        self._keepalive = (
+            Keepalive(self, keepalive, idle_timeout)
+            if keepalive is not None or idle_timeout is not None
+            else None
+        )
+        self._credentials = credentials  # the client's, sent once the serverHello lists auth (§15.2)
+        self._authenticated = False
+        self._deferred: list[tuple[Any, ...]] = []  # subscribes with credentials, awaiting the serverHello
         self._router = Router(offer, codec)
         self._high = high_water
         self._transport: Transport | None = None
@@ -167,17 +195,29 @@ class Connection:
         self.resume_session: Any = None  # the resumable session this driver runs over, if any
         self._linger: asyncio.TimerHandle | None = None  # set while discarding input after an error
         self._linger_left = 0  # bytes still to discard before closing anyway
+        self._gate = AuthGate(self, server_auth) if server_auth is not None and not client else None
+        if client:
+            for message_type in (AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS):
+                self.extension_handlers[message_type] = self._client_auth_message
 
     # -- public API ----------------------------------------------------------------------
     @overload
-    def publisher(self, name: str, *, batched: Literal[False] = False) -> Flow[bytes]: ...
+    def publisher(
+        self, name: str, *, batched: Literal[False] = False, auth: object = None
+    ) -> Flow[bytes]: ...
     @overload
-    def publisher(self, name: str, *, codec: Codec[T], batched: Literal[False] = False) -> Flow[T]: ...
+    def publisher(
+        self, name: str, *, codec: Codec[T], batched: Literal[False] = False, auth: object = None
+    ) -> Flow[T]: ...
     @overload
-    def publisher(self, name: str, *, batched: Literal[True]) -> Flow[list[bytes]]: ...
+    def publisher(self, name: str, *, batched: Literal[True], auth: object = None) -> Flow[list[bytes]]: ...
     @overload
-    def publisher(self, name: str, *, codec: Codec[T], batched: Literal[True]) -> Flow[list[T]]: ...
-    def publisher(self, name: str, *, codec: Codec[Any] | None = None, batched: bool = False) -> Flow[Any]:
+    def publisher(
+        self, name: str, *, codec: Codec[T], batched: Literal[True], auth: object = None
+    ) -> Flow[list[T]]: ...
+    def publisher(
+        self, name: str, *, codec: Codec[Any] | None = None, batched: bool = False, auth: object = None
+    ) -> Flow[Any]:
         """The peer's publisher ``name`` (``path?param=value``) as a cold :class:`Flow`.
 
         Each ``subscribe`` opens a new remote subscription. Elements are ``bytes``, or
@@ -189,15 +229,21 @@ class Connection:
         ``request(n)`` lets ``n`` more *elements* arrive, in as many lists as it takes.
         The way to take fixed-size elements (``INT64``, ``FLOAT64``, ``fixed_size(n)``)
         at tens of millions per second.
+
+        ``auth``: credentials for these subscriptions only (a token ``str``, a ``(user,
+        password)`` tuple, :class:`Token` or :class:`UserPassword`), checked by the server
+        instead of the connection's (PROTOCOL.md §15.4). Needs a server that offers
+        extension auth; each subscribe then waits for the server's hello.
         """
         if not isinstance(name, str):
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
+        conn: Any = self if auth is None else WithCredentials(self, as_credentials(auth))
         if batched:
-            return RemotePublisher(self, name, None, Batching(codec))
+            return RemotePublisher(conn, name, None, Batching(codec))
         if codec is not None and codec.element_size and codec.decode_many is not None:
             # one element per on_next, but packed frames are decoded in one call
-            return RemotePublisher(self, name, codec.decode, Batching(codec, lists=False))
-        return RemotePublisher(self, name, codec.decode if codec is not None else None)
+            return RemotePublisher(conn, name, codec.decode, Batching(codec, lists=False))
+        return RemotePublisher(conn, name, codec.decode if codec is not None else None)
 
     @overload
     async def request(self, name: str) -> bytes: ...
@@ -323,6 +369,9 @@ class Connection:
         self._transport = transport
         self._joins = getattr(type(transport), "writelines", None) is asyncio.WriteTransport.writelines
         self._made = True
+        self.heard_at = self._loop.time()
+        if self._keepalive is not None:
+            self._keepalive.start()
         if self._handshake_timeout is not None:
             self._handshake_timer = self._loop.call_later(self._handshake_timeout, self._handshake_expired)
         on_made, self._on_made = self._on_made, None
@@ -342,6 +391,7 @@ class Connection:
                 if self._linger_left <= 0:
                     self._end_linger()
             return
+        self.heard_at = self._loop.time()
         core.receive_data(data)
         self.reading = True
         try:
@@ -368,6 +418,8 @@ class Connection:
         self._flush()
 
     def connection_lost(self, error: BaseException | None) -> None:
+        if self._keepalive is not None:
+            self._keepalive.stop()
         if self._linger is not None:
             self._linger.cancel()
             self._linger = None
@@ -433,16 +485,23 @@ class Connection:
             if subscription is not None:
                 subscription.deliver_packed(event.elements, event.count)
         elif isinstance(event, Subscribe):
-            if self._core.state is not ConnectionState.CLOSED:
+            if self._core.state is not ConnectionState.CLOSED and not self._closing:
                 # A violation later in the same read closed the core: the goodbye already
                 # ended this subscription, so no local publisher is started for it.
-                self._serve(event.publisher, event.subscriber, event.initial_demand)
+                if self._gate is not None:
+                    self._gate.subscribe(event.publisher, event.subscriber, event.initial_demand)
+                else:
+                    self._serve(event.publisher, event.subscriber, event.initial_demand)
         elif isinstance(event, Request):
             stream = self._serving.get(event.subscriber)
             if stream is not None:
                 stream.add_demand(event.demand)
+            elif self._gate is not None:
+                self._gate.request(event.subscriber, event.demand)
         elif isinstance(event, Cancel):  # the core has already acknowledged it (§5.4)
             self._stop_serving(event.subscriber)
+            if self._gate is not None:
+                self._gate.cancel(event.subscriber)
         elif isinstance(event, OnComplete):
             subscription = self._consuming.pop(event.subscriber, None)
             self._names.pop(event.subscriber, None)
@@ -476,6 +535,7 @@ class Connection:
             timer, self._handshake_timer = self._handshake_timer, None
             if timer is not None:
                 timer.cancel()
+            self._hello_received()
         # OnSubscribe and Goodbye need nothing here: the core keeps their state.
 
     def _stop_serving(self, sid: int) -> None:
@@ -524,6 +584,76 @@ class Connection:
         if not self._start_linger(transport):
             transport.close()
 
+    # -- authentication (PROTOCOL.md §15; the server's side is rstreams.net._auth) ---------------
+    @property
+    def principal(self) -> Any:
+        """Server side: what the ``authenticate`` hook returned for this client (``None``: none)."""
+        return self._gate.principal if self._gate is not None else None
+
+    @property
+    def authenticated(self) -> bool:
+        """Client side: whether the server accepted this connection's credentials (§15.3)."""
+        return self._authenticated
+
+    def _hello_received(self) -> None:
+        offered = AUTH.id in self._core.extensions
+        if self._gate is not None:
+            reason = self._gate.hello(offered)
+            if reason is not None:
+                self.close_now(reason)
+            elif self._gate.pending and self._handshake_timeout is not None:
+                self._handshake_timer = self._loop.call_later(self._handshake_timeout, self._auth_expired)
+            return
+        if self._credentials is not None:
+            if not offered:
+                self.close_now(
+                    "authentication not possible: the server does not offer extension auth (id 2) "
+                    "(PROTOCOL.md §15.2)"
+                )
+                return
+            self.send_extension(AUTH_AUTHENTICATE, encode_credentials(self._credentials))
+        deferred, self._deferred = self._deferred, []
+        for args in deferred:
+            self.open_subscription(*args[:4], credentials=args[4])
+
+    def _client_auth_message(self, message_type: int, payload: bytes) -> None:
+        if message_type == AUTH_OK and self._credentials is not None and not self._authenticated:
+            self._authenticated = True
+            return
+        what = (
+            "authenticated (0x85) without an authenticate"
+            if message_type == AUTH_OK
+            else (f"message type 0x{message_type:02x}, which only a client sends,")
+        )
+        self.close_now(f"{what} received by the client (PROTOCOL.md §15.5)")
+
+    def cancel_auth_timer(self) -> None:
+        timer, self._handshake_timer = self._handshake_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _auth_expired(self) -> None:
+        self._handshake_timer = None
+        if self._gate is not None and self._gate.pending:
+            self.close_now(
+                f"authentication timeout (no authenticate within {self._handshake_timeout:g} s) "
+                "(PROTOCOL.md §15.3)"
+            )
+
+    def refuse(self, sid: int, message: str) -> None:
+        """Refuse the peer's subscribe ``sid`` with onError ``message`` (the auth gate's verdict)."""
+        self._refuse(sid, message)
+
+    def serve_now(self, name: str, sid: int, demand: int) -> None:
+        """Start serving the peer's subscribe ``sid`` (the auth gate let it through)."""
+        if self._core.state is not ConnectionState.CLOSED and not self._closing:
+            self._serve(name, sid, demand)
+            self._mark_dirty()
+
+    def flush_soon(self) -> None:
+        """Write what the core holds on the next loop turn."""
+        self._mark_dirty()
+
     def _handshake_expired(self) -> None:
         self._handshake_timer = None
         if self._core.state is ConnectionState.AWAITING_HELLO:
@@ -559,6 +689,11 @@ class Connection:
 
     def _end_streams(self, error: BaseException) -> None:
         self._ended = error
+        if self._gate is not None:
+            self._gate.close()
+        deferred, self._deferred = self._deferred, []
+        for args in deferred:  # they fail at once: _ended is set
+            self.open_subscription(*args[:4], credentials=args[4])
         serving, self._serving = self._serving, {}
         consuming, self._consuming = self._consuming, {}
         self._refill.clear()
@@ -656,8 +791,18 @@ class Connection:
         subscriber: Subscriber[T],
         decode: Callable[[bytes], T] | None,
         batch: Batching | None = None,
+        *,
+        credentials: Credentials | None = None,
     ) -> None:
-        """Subscribe ``subscriber`` to the peer's ``name`` (loop thread)."""
+        """Subscribe ``subscriber`` to the peer's ``name`` (loop thread); ``credentials``: its own (§15.4)."""
+        if (
+            credentials is not None
+            and self._core.state is ConnectionState.AWAITING_HELLO
+            and self._ended is None
+        ):
+            # subscribeCredentials is an extension message: never before the serverHello (§4.4)
+            self._deferred.append((name, subscriber, decode, batch, credentials))
+            return
         sid = self._take_id()
         subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode, batch)
         try:
@@ -673,9 +818,22 @@ class Connection:
         if self._ended is not None or self._closing:
             subscription.error(self._ended or ResourceClosedError("the connection is closing"))
             return
+        if credentials is not None and AUTH.id not in self._core.extensions:
+            heapq.heappush(self._free_ids, sid)
+            subscription.error(
+                LocalProtocolError(
+                    f"can't subscribe to {name!r} with credentials: the peer does not offer "
+                    f"extension auth (id 2) (PROTOCOL.md §15.2)"
+                )
+            )
+            return
         self._consuming[sid] = subscription
         self._names[sid] = name
         subscription.started = True
+        if credentials is not None:
+            self._core.send_extension(
+                AUTH_SUBSCRIBE_CREDENTIALS, encode_subscribe_credentials(sid, credentials)
+            )
         self._core.send_subscribe(name, sid, subscription.take_pending())
         self._write_now_or_soon()
 

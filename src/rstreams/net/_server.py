@@ -15,9 +15,11 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
+from rstreams.net._auth import Authenticate, Authorize, ServerAuth
 from rstreams.net._codec import Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
+from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, check_interval
 from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
 from rstreams.net._routes import Offer, Router
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler, check_water_marks
@@ -109,6 +111,11 @@ async def serve(
     low_water: int = DEFAULT_LOW_WATER,
     handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    keepalive: float | None = DEFAULT_KEEPALIVE,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    authenticate: Authenticate | None = None,
+    authorize: Authorize | None = None,
+    auth_required: bool | None = None,
     resume: Resume | bool | None = None,
 ) -> Server:
     """Listen on ``url`` and serve ``publishers`` to every client.
@@ -134,6 +141,23 @@ async def serve(
         max_connections: most connections open at once (default 10 000). A connection
             beyond it is sent a goodbye naming the limit and closed, before ``on_connection``
             would hear of it; it does not count towards the limit while it closes.
+        keepalive: seconds (default 15) without receiving anything from a client after
+            which the server pings it, when the client offers extension keepalive
+            (PROTOCOL.md §14). ``None``: never ping (pings are still answered).
+        idle_timeout: seconds (default 60) without receiving anything after which a
+            connection is sent goodbye ``"idle timeout ..."`` and closed, whether or not
+            the client offers keepalive (§14.2). ``None``: no limit.
+        authenticate: ``authenticate(credentials) -> principal`` (or a coroutine
+            function): checks the ``Token``/``UserPassword`` a client presents (§15).
+            Returning ``None`` or raising refuses; a refused connection is sent goodbye
+            ``"authentication failed"``. Secrets are never logged or echoed.
+        authorize: ``authorize(principal, publisher_name) -> bool``, called for every
+            subscribe (``principal`` is ``None`` for an unauthenticated client when auth
+            is optional); ``False`` refuses that subscribe with onError ``"unauthorized:
+            ..."``. Synchronous.
+        auth_required: whether clients must authenticate (default: ``True`` when
+            ``authenticate`` is given). A client that does not offer extension auth is
+            then sent goodbye ``"authentication required ..."``.
 
         resume: ``Resume(...)`` (or ``True``): clients that also ask for it keep their
             session when their transport breaks; the server keeps it ``session_timeout``
@@ -150,6 +174,9 @@ async def serve(
         raise ValueError(f"handshake_timeout must be > 0 seconds or None, got {handshake_timeout!r}")
     if type(max_connections) is not int or max_connections < 1:
         raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
+    check_interval("keepalive", keepalive)
+    check_interval("idle_timeout", idle_timeout)
+    server_auth = _server_auth(authenticate, authorize, auth_required)
     server = Server()
 
     def made(conn: Connection) -> None:
@@ -174,6 +201,9 @@ async def serve(
             low_water=low_water,
             on_made=made,
             handshake_timeout=handshake_timeout,
+            keepalive=keepalive,
+            idle_timeout=idle_timeout,
+            server_auth=server_auth,
         )
 
     factory: Callable[[], TransportHandler] = make_connection
@@ -188,3 +218,18 @@ async def serve(
         factory = registry.make_link
     server._listener = await listen_endpoint(endpoint, factory, ssl=ssl, high=high_water, low=low_water)
     return server
+
+
+def _server_auth(
+    authenticate: Authenticate | None, authorize: Authorize | None, required: bool | None
+) -> ServerAuth | None:
+    for name, hook in (("authenticate", authenticate), ("authorize", authorize)):
+        if hook is not None and not callable(hook):
+            raise TypeError(f"{name} must be callable, got a {type(hook).__name__}")
+    if required is None:
+        required = authenticate is not None
+    if required and authenticate is None:
+        raise ValueError("auth_required=True needs an authenticate hook to check the credentials")
+    if authenticate is None and authorize is None:
+        return None
+    return ServerAuth(authenticate, authorize, bool(required))

@@ -1,0 +1,252 @@
+"""The auth extension on asyncio (PROTOCOL.md §15): the server's gate and the client's part.
+
+Theory of operation (server). A :class:`ServerAuth` holds the application's hooks:
+``authenticate(credentials) -> principal`` (sync or async; ``None`` or an exception
+refuses) and ``authorize(principal, publisher_name) -> bool`` (sync). Each connection gets
+an :class:`AuthGate`, through which every subscribe passes:
+
+* every subscribe is appended to ``held`` (in arrival order) and the gate drains it while it
+  is *open*: not waiting for the connection's authenticate (``pending``) and not waiting for
+  an async check (``busy``). Draining checks one subscribe at a time, so an async check
+  holds back the later subscribes and the order of answers is the order of arrival (§15.3);
+* a held subscribe keeps collecting demand (request) and is dropped by a cancel, which the
+  core has already acknowledged (§5.4);
+* the connection's authenticate settles ``pending``: accepted -> ``authenticated`` is sent,
+  then the held subscribes are checked with its principal; refused -> goodbye.
+
+Nothing secret is ever formatted: refusals name the publisher, hook failures are reported by
+exception type only (an exception's text could quote the credentials).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from rstreams.demand import add
+from rstreams.wire import ExtensionError
+from rstreams.wire._auth import Credentials, decode_credentials, decode_subscribe_credentials
+from rstreams.wire.extensions import AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
+
+if TYPE_CHECKING:
+    from rstreams.net._connection import Connection
+
+__all__ = ["AuthGate", "Authenticate", "Authorize", "ServerAuth"]
+
+_log = logging.getLogger("rstreams.net.auth")
+
+Authenticate = Callable[[Credentials], Any]
+"""``authenticate(credentials) -> principal``, or an awaitable of it; ``None`` or raising refuses."""
+Authorize = Callable[[Any, str], bool]
+"""``authorize(principal, publisher_name) -> bool``; ``principal`` is ``None`` when unauthenticated."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerAuth:
+    """A server's authentication settings (from ``serve(authenticate=..., authorize=...)``)."""
+
+    authenticate: Authenticate | None
+    authorize: Authorize | None
+    required: bool
+
+
+class _Held:
+    __slots__ = ("demand", "name")
+
+    def __init__(self, name: str, demand: int) -> None:
+        self.name = name
+        self.demand = demand
+
+
+class AuthGate:
+    """One server connection's authentication state; see the module docstring."""
+
+    def __init__(self, conn: Connection, auth: ServerAuth) -> None:
+        self._conn = conn
+        self._auth = auth
+        self.principal: Any = None
+        """What ``authenticate`` returned for the connection's credentials (``None``: none)."""
+        self.pending = False  # the clientHello listed auth; its authenticate is not settled yet
+        self._authenticated = False
+        self._busy = False  # an async check is running
+        self._held: dict[int, _Held] = {}
+        self._credentials: dict[int, Credentials] = {}  # per-subscribe credentials, by subscriber id
+        self._tasks: set[asyncio.Task[None]] = set()
+        for message_type in (AUTH_AUTHENTICATE, AUTH_SUBSCRIBE_CREDENTIALS, AUTH_OK):
+            conn.extension_handlers[message_type] = self._received
+
+    # -- the hello -----------------------------------------------------------------------
+    def hello(self, offered: bool) -> str | None:
+        """The clientHello arrived; ``offered``: both hellos list auth. Returns a goodbye reason or None."""
+        if offered:
+            self.pending = True
+            return None
+        if self._auth.required:
+            return (
+                "authentication required: this server needs extension auth (id 2), which the "
+                "clientHello does not list (PROTOCOL.md §15.2)"
+            )
+        return None
+
+    # -- subscribes ---------------------------------------------------------------------
+    def subscribe(self, name: str, sid: int, demand: int) -> None:
+        self._held[sid] = _Held(name, demand)
+        self._drain()
+
+    def request(self, sid: int, demand: int) -> bool:
+        """Add demand to a held subscribe; ``False`` if ``sid`` is not held."""
+        held = self._held.get(sid)
+        if held is None:
+            return False
+        held.demand = add(held.demand, demand)
+        return True
+
+    def cancel(self, sid: int) -> None:
+        self._held.pop(sid, None)
+        self._credentials.pop(sid, None)
+
+    def _drain(self) -> None:
+        while self._held and not self.pending and not self._busy and not self._conn.closed:
+            sid = next(iter(self._held))
+            credentials = self._credentials.pop(sid, None)
+            if credentials is None:
+                self._decide(sid, self.principal, refused=False)
+            else:
+                self._check(credentials, self._decider(sid))
+
+    def _decider(self, sid: int) -> Callable[[Any], None]:
+        def decide(principal: Any) -> None:
+            self._decide(sid, principal, refused=principal is None)
+
+        return decide
+
+    def _decide(self, sid: int, principal: Any, *, refused: bool) -> None:
+        held = self._held.pop(sid, None)
+        if held is None or self._conn.closed:
+            return  # cancelled while its credentials were checked
+        name = held.name
+        if refused or (principal is None and self._auth.required):
+            self._conn.refuse(
+                sid, f"unauthenticated: subscribe to {name!r} needs valid credentials (PROTOCOL.md §15.4)"
+            )
+            return
+        authorize = self._auth.authorize
+        if authorize is not None:
+            try:
+                allowed = authorize(principal, name) is True
+            except Exception as error:
+                _log.error(
+                    "the authorize hook raised %s; subscribe to %r refused", type(error).__name__, name
+                )
+                allowed = False
+            if not allowed:
+                self._conn.refuse(
+                    sid,
+                    f"unauthorized: subscribe to {name!r} is not allowed for this principal "
+                    "(PROTOCOL.md §15.4)",
+                )
+                return
+        self._conn.serve_now(name, sid, held.demand)
+
+    # -- extension messages ---------------------------------------------------------------
+    def _received(self, message_type: int, payload: bytes) -> None:
+        try:
+            if message_type == AUTH_AUTHENTICATE:
+                self._authenticate(decode_credentials(payload))
+            elif message_type == AUTH_SUBSCRIBE_CREDENTIALS:
+                sid, credentials = decode_subscribe_credentials(payload)
+                if (
+                    sid not in self._credentials
+                    and len(self._credentials) >= self._conn.core.config.max_subscriptions
+                ):
+                    raise ExtensionError(
+                        "more subscribeCredentials held than max_subscriptions", section="15.4"
+                    )
+                self._credentials[sid] = credentials
+            else:
+                raise ExtensionError("authenticated (0x85) sent to a server", section="15.5")
+        except ExtensionError as error:
+            self._conn.close_now(error.reason)
+
+    def _authenticate(self, credentials: Credentials) -> None:
+        if not self.pending or self._authenticated:
+            raise ExtensionError("authenticate sent twice", section="15.5")
+        self._authenticated = True
+        self._conn.cancel_auth_timer()
+        self._check(credentials, self._settled)
+
+    def _settled(self, principal: Any) -> None:
+        if principal is None:
+            self._held.clear()
+            self._conn.close_now("authentication failed (PROTOCOL.md §15.3)")
+            return
+        self.principal = principal
+        self.pending = False
+        self._conn.send_extension(AUTH_OK, b"")
+        self._drain()
+
+    # -- running the hook -------------------------------------------------------------------
+    def _check(self, credentials: Credentials, then: Callable[[Any], None]) -> None:
+        """Run ``authenticate(credentials)``; call ``then(principal or None)``, now or when it is done."""
+        hook = self._auth.authenticate
+        if hook is None:
+            then(None)
+            return
+        try:
+            result = hook(credentials)
+        except Exception as error:
+            _log.error("the authenticate hook raised %s; credentials refused", type(error).__name__)
+            then(None)
+            return
+        if not inspect.isawaitable(result):
+            then(result)
+            return
+        self._busy = True
+        task = asyncio.get_running_loop().create_task(self._await(result, then))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _await(self, result: Awaitable[Any], then: Callable[[Any], None]) -> None:
+        try:
+            principal = await result
+        except Exception as error:
+            _log.error("the authenticate hook raised %s; credentials refused", type(error).__name__)
+            principal = None
+        finally:
+            self._busy = False
+        if self._conn.closed:
+            return
+        then(principal)
+        self._drain()
+        self._conn.flush_soon()
+
+    def close(self) -> None:
+        """The connection ended: drop what is held, stop running checks."""
+        self._held.clear()
+        self._credentials.clear()
+        for task in self._tasks:
+            task.cancel()
+
+
+class WithCredentials:
+    """Stands for a connection in a :class:`~rstreams.net._consuming.RemotePublisher` made by
+    ``conn.publisher(name, auth=...)``: its subscribes carry those credentials (§15.4)."""
+
+    __slots__ = ("_conn", "_credentials")
+
+    def __init__(self, conn: Connection, credentials: Credentials) -> None:
+        self._conn = conn
+        self._credentials = credentials
+
+    def run_on_loop(self, fn: Callable[..., object], *args: Any) -> None:
+        self._conn.run_on_loop(fn, *args)
+
+    def open_subscription(self, name: str, subscriber: Any, decode: Any, batch: Any = None) -> None:
+        self._conn.open_subscription(name, subscriber, decode, batch, credentials=self._credentials)
+
+    def __repr__(self) -> str:
+        return repr(self._conn)  # never the credentials

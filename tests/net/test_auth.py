@@ -1,0 +1,304 @@
+"""Extension auth on real sockets (PROTOCOL.md §15): hooks, refusals, ordering, and no leaked secrets."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from test_keepalive import RawPeer
+
+import rstreams
+from rstreams.errors import ConnectionBrokenError, LocalProtocolError
+from rstreams.net import Credentials, RemoteStreamError, Token, UserPassword, connect, serve
+from rstreams.wire import (
+    ConnectionClosed,
+    ExtensionMessage,
+    ExtensionReceived,
+    OnError,
+    OnNext,
+    OnSubscribe,
+    Request,
+    ServerHello,
+    Subscribe,
+    encode,
+)
+from rstreams.wire._auth import encode_credentials, encode_subscribe_credentials
+from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+SECRET = "Zebra-Secret-9137"
+ADMIN = "Admin-Key-4411"
+OFFER: dict[str, Any] = {"greeting": rstreams.just(b"hello"), "vault": rstreams.just(b"gold")}
+WAIT = 10.0
+
+
+async def within(awaitable: Any) -> Any:
+    return await asyncio.wait_for(awaitable, WAIT)
+
+
+def check(credentials: Credentials) -> str | None:
+    """Tokens SECRET -> "alice", ADMIN -> "admin"; ("bob", SECRET) -> "bob"; else refused."""
+    if credentials == Token(SECRET):
+        return "alice"
+    if credentials == Token(ADMIN):
+        return "admin"
+    if credentials == UserPassword("bob", SECRET):
+        return "bob"
+    return None
+
+
+def only_admin_in_vault(principal: Any, name: str) -> bool:
+    return name != "vault" or principal == "admin"
+
+
+async def test_token_accepted_and_principal_known() -> None:
+    seen: list[Any] = []
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, authenticate=check, on_connection=seen.append
+    ) as server:
+        conn = await connect(server.url, auth=SECRET)
+        assert await within(conn.request("greeting")) == b"hello"  # sent optimistically, held, then served
+        assert conn.authenticated
+        assert seen[0].principal == "alice"
+        await within(conn.aclose())
+
+
+async def test_user_password_with_an_async_hook() -> None:
+    async def slow_check(credentials: Credentials) -> str | None:
+        await asyncio.sleep(0.05)
+        return check(credentials)
+
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=slow_check) as server:
+        conn = await connect(server.url, auth=("bob", SECRET))
+        results = await within(asyncio.gather(*(conn.request("greeting") for _ in range(5))))
+        assert results == [b"hello"] * 5
+        await within(conn.aclose())
+
+
+@pytest.mark.parametrize("auth", ["wrong-token", ("bob", "wrong"), ("mallory", SECRET)])
+async def test_refused_credentials_end_the_connection(auth: Any) -> None:
+    """Goodbye "authentication failed"; other clients go on."""
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check) as server:
+        good = await connect(server.url, auth=SECRET)
+        conn = await connect(server.url, auth=auth)
+        with pytest.raises(ConnectionBrokenError, match=r"authentication failed \(PROTOCOL.md §15.3\)"):
+            await within(conn.request("greeting"))
+        assert not conn.authenticated
+        assert await within(good.request("greeting")) == b"hello"
+        await within(good.aclose())
+        await within(conn.aclose())
+
+
+async def test_a_server_requiring_auth_refuses_a_client_without_it() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check) as server:
+        conn = await connect(server.url)
+        with pytest.raises(ConnectionBrokenError, match=r"authentication required.*extension auth \(id 2\)"):
+            await within(conn.request("greeting"))
+
+
+async def test_a_client_with_credentials_refuses_a_server_without_auth() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER) as server:
+        conn = await connect(server.url, auth=SECRET)
+        with pytest.raises(Exception, match=r"does not offer extension auth \(id 2\)"):
+            await within(conn.request("greeting"))
+        await within(conn.aclose())
+
+
+async def test_authorize_refuses_per_publisher_and_the_connection_goes_on() -> None:
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, authenticate=check, authorize=only_admin_in_vault
+    ) as server:
+        conn = await connect(server.url, auth=SECRET)
+        with pytest.raises(RemoteStreamError) as refused:
+            await within(conn.request("vault"))
+        assert refused.value.message == (
+            "unauthorized: subscribe to 'vault' is not allowed for this principal (PROTOCOL.md §15.4)"
+        )
+        assert await within(conn.request("greeting")) == b"hello"
+        admin = await connect(server.url, auth=ADMIN)
+        assert await within(admin.request("vault")) == b"gold"
+        await within(conn.aclose())
+        await within(admin.aclose())
+
+
+async def test_optional_auth_serves_unauthenticated_clients_as_principal_none() -> None:
+    principals: list[Any] = []
+
+    def authorize(principal: Any, name: str) -> bool:
+        principals.append(principal)
+        return only_admin_in_vault(principal, name)
+
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, authenticate=check, authorize=authorize, auth_required=False
+    ) as server:
+        anonymous = await connect(server.url)
+        assert await within(anonymous.request("greeting")) == b"hello"
+        with pytest.raises(RemoteStreamError, match="unauthorized: subscribe to 'vault'"):
+            await within(anonymous.request("vault"))
+        assert principals == [None, None]
+        await within(anonymous.aclose())
+
+
+async def test_per_subscription_credentials() -> None:
+    """conn.publisher(name, auth=...): that subscription is checked with its own credentials."""
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, authenticate=check, authorize=only_admin_in_vault
+    ) as server:
+        conn = await connect(server.url, auth=SECRET)
+        vault = conn.publisher("vault", auth=ADMIN)  # subscribed before the serverHello arrived
+        assert await within(vault.collect()) == [b"gold"]
+        with pytest.raises(RemoteStreamError, match="unauthenticated: subscribe to 'vault' needs valid"):
+            await within(conn.publisher("vault", auth="nonsense").collect())
+        with pytest.raises(RemoteStreamError, match="unauthorized"):
+            await within(conn.publisher("vault").collect())
+        assert repr(vault).count(ADMIN) == 0
+        await within(conn.aclose())
+
+
+async def test_per_subscription_credentials_need_the_extension() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER) as server:
+        conn = await connect(server.url)
+        with pytest.raises(LocalProtocolError, match=r"does not offer extension auth"):
+            await within(conn.publisher("greeting", auth=ADMIN).collect())
+        assert await within(conn.request("greeting")) == b"hello"
+        await within(conn.aclose())
+
+
+async def test_optimistic_subscribes_are_held_until_authentication_is_settled() -> None:
+    """A raw client sends subscribe before authenticate: the server answers it only after
+    `authenticated` (§15.3), even while an async hook runs."""
+    release = asyncio.Event()
+
+    async def gated(credentials: Credentials) -> str | None:
+        await release.wait()
+        return check(credentials)
+
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=gated) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        peer.send(
+            Subscribe(publisher="greeting", subscriber=1, initial_demand=1),
+            ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token(SECRET))),
+            Request(subscriber=1, demand=5),  # demand for the held subscribe adds up
+        )
+        await peer.read_until(ServerHello)
+        with pytest.raises(TimeoutError):  # nothing is answered while the hook runs
+            await peer.read_until(OnSubscribe, deadline=0.2)
+        release.set()
+        await peer.read_until(OnNext)
+        kinds = [hex(e.type) if isinstance(e, ExtensionReceived) else type(e).__name__ for e in peer.seen]
+        assert kinds[:4] == ["ServerHello", hex(AUTH_OK), "OnSubscribe", "OnNext"]
+        peer.close()
+
+
+async def test_held_subscribes_end_with_a_refused_authentication() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        peer.send(
+            Subscribe(publisher="greeting", subscriber=1, initial_demand=1),
+            ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token("bad"))),
+        )
+        closed = await peer.read_until(ConnectionClosed)
+        assert closed.reason == "authentication failed (PROTOCOL.md §15.3)"
+        assert not [e for e in peer.events if isinstance(e, OnSubscribe | OnNext | OnError)]
+        peer.close()
+
+
+async def test_authenticate_must_come_in_time() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check, handshake_timeout=0.2) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        closed = await peer.read_until(ConnectionClosed)
+        assert closed.reason.startswith("authentication timeout") and "§15.3" in closed.reason
+        peer.close()
+
+
+@pytest.mark.parametrize(
+    ("payload", "why"),
+    [
+        (b"", "empty"),
+        (b"\x03\x01x", "unknown kind 3"),
+        (b"\x01\x05ab", "truncated"),
+        (b"\x01\x01ab", "trailing"),
+        (b"\x02\x01a", "truncated"),
+        (b"\x01\x02\xff\xfe", "not UTF-8"),
+    ],
+)
+async def test_malformed_credentials_get_a_goodbye(payload: bytes, why: str) -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        peer.writer.write(encode(ExtensionMessage(type=AUTH_AUTHENTICATE, payload=payload)))
+        closed = await peer.read_until(ConnectionClosed)
+        assert "malformed" in closed.reason and why in closed.reason and "§15.5" in closed.reason
+        peer.close()
+
+
+async def test_authenticate_twice_and_wrong_directions_get_a_goodbye() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        message = encode(ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token(SECRET))))
+        peer.writer.write(message + message)
+        closed = await peer.read_until(ConnectionClosed)
+        assert closed.reason == "authenticate sent twice (PROTOCOL.md §15.5)"
+        peer.close()
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        peer.writer.write(encode(ExtensionMessage(type=AUTH_OK)))
+        closed = await peer.read_until(ConnectionClosed)
+        assert "sent to a server" in closed.reason
+        peer.close()
+
+
+async def test_subscribe_credentials_from_a_raw_client() -> None:
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, authenticate=check, authorize=only_admin_in_vault
+    ) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        peer.send(
+            ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token(SECRET))),
+            ExtensionMessage(
+                type=AUTH_SUBSCRIBE_CREDENTIALS, payload=encode_subscribe_credentials(4, Token(ADMIN))
+            ),
+            Subscribe(publisher="vault", subscriber=4, initial_demand=1),
+        )
+        element = await peer.read_until(OnNext)
+        assert element == OnNext(subscriber=4, element=b"gold")
+        peer.close()
+
+
+async def test_secrets_never_appear_in_logs_reprs_errors_or_reasons(caplog: pytest.LogCaptureFixture) -> None:
+    """A hook that raises with the secret in its message is logged by exception type only."""
+
+    def leaky(credentials: Credentials) -> str:
+        raise RuntimeError(f"cannot check {credentials!r} / {getattr(credentials, 'token', '')}")
+
+    texts: list[str] = []
+    caplog.set_level(logging.DEBUG)
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=leaky) as server:
+        for auth in (SECRET, ("bob", SECRET), Token(SECRET), UserPassword("bob", SECRET)):
+            conn = await connect(server.url, auth=auth)
+            texts += [repr(conn), repr(conn.publisher("greeting")), repr(conn.publisher("vault", auth=auth))]
+            with pytest.raises(ConnectionBrokenError) as failed:
+                await within(conn.request("greeting"))
+            texts += [str(failed.value), repr(failed.value), str(failed.value.__cause__)]
+            await within(conn.aclose())
+    texts += [
+        repr(Token(SECRET)),
+        str(Token(SECRET)),
+        repr(UserPassword("bob", SECRET)),
+        str(UserPassword("u", SECRET)),
+    ]
+    with pytest.raises(TypeError) as bad:
+        await connect("tcp://127.0.0.1:1", auth=[SECRET])
+    texts.append(str(bad.value))
+    texts.append(caplog.text)
+    assert "RuntimeError" in caplog.text  # the hook's failure is reported...
+    for text in texts:
+        assert SECRET not in text  # ...but never with the secret
+
+
+async def test_bad_hooks_are_refused_early() -> None:
+    with pytest.raises(TypeError, match="authenticate must be callable"):
+        await serve("tcp://127.0.0.1:0", OFFER, authenticate="nope")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="needs an authenticate hook"):
+        await serve("tcp://127.0.0.1:0", OFFER, auth_required=True)
