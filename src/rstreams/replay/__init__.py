@@ -23,6 +23,7 @@ from __future__ import annotations
 from rstreams.replay._client import RemoteLogError as RemoteLogError
 from rstreams.replay._client import fetch_range as fetch_range
 from rstreams.replay._client import request_json as request_json
+from rstreams.replay._client import stream_range as stream_range
 from rstreams.replay._client import upload as upload
 from rstreams.replay._log import PACK_BYTES as PACK_BYTES
 from rstreams.replay._log import ReplayLog as ReplayLog
@@ -50,6 +51,7 @@ __all__ = [
     "pack",
     "replay_offer",
     "request_json",
+    "stream_range",
     "unpack",
     "upload",
 ]

@@ -6,8 +6,9 @@ Where each method runs (../shared/notes/spark-python-datasource.md, measured on 
   ``commit``: on the driver, in one long-lived Python process per query run. Each
   remote call is one short request/response (``log?latest``, ``log?commit=N``).
 * ``read(partition)``: on executors, from a pickled reader. The partition carries the
-  URL, the log name and its range; ``read`` opens its own connection, fetches exactly
-  ``[start, end)`` and yields Arrow record batches.
+  URL, the log name and its range; ``read`` fetches exactly ``[start, end)`` over its
+  process's own connection (kept across tasks by reused Python workers) and yields Arrow
+  record batches as the elements arrive.
 
 Offsets are ``{"position": N, "reader": R}``: the next position to read, and the name
 under which this query commits on the log. ``R`` is made once, when the query starts
@@ -58,8 +59,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from rstreams.replay._client import RemoteLogError, fetch_range, request_json
-from rstreams.spark._codecs import check_codec, decode_batches
+from rstreams.replay._client import RemoteLogError, request_json, stream_range
+from rstreams.spark._codecs import check_codec, decode_stream
 
 __all__ = ["RStreamsDataSource", "RangePartition"]
 
@@ -149,10 +150,10 @@ class _Options:
         ]
 
     def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
-        elements = fetch_range(
+        elements = stream_range(
             partition.url, partition.publisher, partition.start, partition.end, self.timeout
         )
-        return decode_batches(elements, partition.start, self.codec, self.arrow_schema, partition.publisher)
+        return decode_stream(elements, partition.start, self.codec, self.arrow_schema, partition.publisher)
 
 
 def _positive(options: Mapping[str, str], name: str, default: int) -> int:
@@ -234,7 +235,8 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._opts.commit(int(end["position"]), None if reader is None else str(reader))
 
     def stop(self) -> None:
-        """Nothing to release: every call used its own connection (Spark may skip stop())."""
+        """Nothing to release: the process's kept connection serves its next calls, and ends
+        with the process (Spark may skip stop())."""
 
 
 class RStreamsBatchReader(DataSourceReader):
