@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.replay import RemoteLogError, ReplayLog, fetch_range, request_json, upload
+from rstreams.replay import RemoteLogError, ReplayLog, fetch_range, request_json, stream_range, upload
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -119,3 +119,31 @@ def test_rows_bounded_range_over_rs_io(serve: Any) -> None:
         request_json(server.url, "counted?rows=4")
     with pytest.raises(RemoteLogError, match="'plain' counts no rows"):
         request_json(server.url, "plain?rows=4&from=0")
+
+
+def test_a_kept_connection_that_broke_is_replaced(serve: Any) -> None:
+    """Calls share one connection per server; after the server restarts, the next call reconnects."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"0", b"1"])
+    first = serve({"nums": log})
+    assert request_json(first.url, "nums?latest")["end"] == 2
+    url = first.url
+    first.stop()
+    again = serve({"nums": log}, url=url)
+    assert again.url == url
+    assert request_json(url, "nums?latest")["end"] == 2
+    assert fetch_range(url, "nums", 0, 2) == [b"0", b"1"]
+
+
+def test_closing_a_range_stream_early_cancels_it_on_the_server(serve: Any) -> None:
+    """stream_range: the caller takes a few elements and stops; the server's cursor goes away."""
+    log = ReplayLog("nums", capacity=5_000)
+    log.append([str(i).encode() for i in range(5_000)])
+    server = serve({"nums": log})
+    elements = stream_range(server.url, "nums", 0, 5_000, pack=0)
+    assert [next(elements) for _ in range(3)] == [b"0", b"1", b"2"]
+    elements.close()
+    deadline = time.monotonic() + 10
+    while log._cursors and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not log._cursors
