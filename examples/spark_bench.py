@@ -1,119 +1,83 @@
-"""Rows/s into Spark's noop sink: an RS.io replay log (per codec) beside the ceilings; local[2].
+"""Rows/s into Spark's noop sink: an RS.io replay log (per codec) beside the ceilings, in one session.
 
-    python examples/spark_bench.py [--rows 2000000] [--batch-rows 1000000]
+    python examples/spark_bench.py [--rows 2000000] [--batch-rows 1000000] [--remote]
 
-In one run, on one session: the ``rstreams`` source reading a replay log served over TCP
-(``arrow``: elements of 64 Ki rows; ``json``: one row per element), an in-process Python
-source yielding Arrow batches (no network: the ceiling for a Python source), and Spark's
-JVM ``rate-micro-batch`` source, each in micro-batches of about ``--batch-rows`` rows.
-Printed: steady rows/s (rows over the summed trigger time, first batch excluded, as in
-../shared/notes/spark-python-datasource.md), end-to-end rows/s and the median batch time.
+In one run, on one Spark session (local[2]): the ``rstreams`` source reading a replay log
+served over TCP (``arrow``: elements of 64 Ki rows, the log counting rows so that
+``maxRecordsPerBatch`` is rows; ``json``: one row per element), an in-process Python source
+yielding Arrow batches (no network: the ceiling for a Python source), and Spark's JVM
+``rate-micro-batch`` source, each in micro-batches of about ``--batch-rows`` rows.
+``--remote`` serves the logs from a separate process (a remote publisher) instead of a
+thread of the driver. Printed: steady rows/s (rows over the summed trigger time, first
+batch excluded, as in ../shared/notes/spark-python-datasource.md), end-to-end rows/s and
+the median batch time.
+
+The sources and the measurement are benchmarks/spark_sources.py's (the harness's ``spark``
+scenario runs each in a fresh process); this script puts them side by side in one session.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
+import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
-from pyspark.sql.types import StructType
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+from spark_sources import ARROW_ROWS, arrow_elements, gen_source, json_elements, measure
+
+SERVE = """
+import sys, time
 from rstreams.replay import ReplayLog, ReplayServer
-from rstreams.spark import arrow_ipc, register
-
-ARROW_ROWS = 65_536
-
-
-def arrow_elements(rows: int) -> list[bytes]:
-    out = []
-    for start in range(0, rows, ARROW_ROWS):
-        n = min(ARROW_ROWS, rows - start)
-        out.append(arrow_ipc(pa.record_batch({"value": pa.array(range(start, start + n), pa.int64())})))
-    return out
-
-
-def json_elements(rows: int) -> list[bytes]:
-    return [json.dumps({"value": i}).encode() for i in range(rows)]
-
-
-class GenSource(DataSource):
-    """The ceiling: an in-process Python source yielding Arrow batches (no network), as in the notes."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "bench_gen"
-
-    def schema(self) -> str:
-        return "value bigint"
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return GenReader(int(self.options["rows"]))
+from rstreams.spark import arrow_rows
+sys.path.insert(0, sys.argv[1])
+from spark_sources import arrow_elements, json_elements
+rows, json_rows = int(sys.argv[2]), int(sys.argv[3])
+logs = {}
+for name, elements, count in (("warm-up", arrow_elements(4 * 65_536), arrow_rows),
+                              ("arrow", arrow_elements(rows), arrow_rows),
+                              ("json", json_elements(json_rows), None)):
+    logs[name] = ReplayLog(name, capacity=max(1, len(elements)), rows=count)
+    logs[name].append(elements)
+server = ReplayServer(logs).start()
+print(server.url, flush=True)
+sys.stdin.read()  # until the parent closes our stdin
+server.stop()
+"""
 
 
-class GenReader(DataSourceStreamReader):
-    def __init__(self, rows: int) -> None:
-        self.rows = rows
-
-    def initialOffset(self) -> dict[str, int]:
-        return {"position": 0}
-
-    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
-        end = self.rows
-        if isinstance(limit, ReadMaxRows):
-            end = min(end, start["position"] + limit.max_rows)
-        return {"position": end}
-
-    def getDefaultReadLimit(self) -> ReadLimit:
-        return ReadMaxRows(ARROW_ROWS * 15)
-
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        a, b = start["position"], end["position"]
-        middle = (a + b) // 2
-        return [InputPartition((a, middle)), InputPartition((middle, b))]
-
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        import numpy as np
-
-        a, b = partition.value
-        for s in range(a, b, ARROW_ROWS):
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(np.arange(s, min(s + ARROW_ROWS, b)))], names=["value"]
-            )
-
-
-def measure(stream: Any, total: int) -> dict[str, float]:
-    """Run ``stream`` into the noop sink until ``total`` rows went through; the figures."""
-    query = (
-        stream.writeStream.format("noop")
-        .option("checkpointLocation", tempfile.mkdtemp())
-        .trigger(processingTime="0 seconds")
-        .start()
+def serve_elsewhere(rows: int, json_rows: int) -> tuple[str, subprocess.Popen[str]]:
+    """A replay server in another process: the remote publisher."""
+    benchmarks = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVE, benchmarks, str(rows), str(json_rows)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
-    started = time.perf_counter()
-    while query.isActive and sum(p["numInputRows"] for p in query.recentProgress) < total:
-        time.sleep(0.05)
-    wall = time.perf_counter() - started
-    query.stop()
-    batches = [p for p in query.recentProgress if p["numInputRows"]]
-    rows = sum(p["numInputRows"] for p in batches)
-    steady = batches[1:] or batches
-    steady_rows = sum(p["numInputRows"] for p in steady)
-    steady_s = sum(p["durationMs"]["triggerExecution"] for p in steady) / 1000
-    return {
-        "rows": rows,
-        "e2e_rows_per_s": rows / wall,
-        "steady_rows_per_s": steady_rows / steady_s,
-        "median_batch_ms": statistics.median(p["durationMs"]["triggerExecution"] for p in batches),
-    }
+    assert process.stdout is not None
+    return process.stdout.readline().strip(), process
+
+
+def serve_here(rows: int, json_rows: int) -> tuple[str, Any]:
+    """A replay server in a thread of this (the driver's) process."""
+    from rstreams.replay import ReplayLog, ReplayServer
+    from rstreams.spark import arrow_rows
+
+    logs = {}
+    for name, elements, count in (
+        ("warm-up", arrow_elements(4 * ARROW_ROWS), arrow_rows),
+        ("arrow", arrow_elements(rows), arrow_rows),
+        ("json", json_elements(json_rows), None),
+    ):
+        logs[name] = ReplayLog(name, capacity=max(1, len(elements)), rows=count)
+        logs[name].append(elements)
+    server = ReplayServer(logs).start()
+    return server.url, server
 
 
 def rstreams_stream(spark: Any, url: str, log: str, codec: str, per_batch: int) -> Any:
@@ -133,9 +97,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--batch-rows", type=int, default=1_000_000)
     parser.add_argument("--json-rows", type=int, default=300_000)
+    parser.add_argument("--remote", action="store_true", help="serve the logs from another process")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
+
+    from rstreams.spark import register
 
     spark = (
         SparkSession.builder.master("local[2]")
@@ -146,49 +113,45 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("OFF")  # stopping a query mid-batch logs expected errors
     register(spark)
-    arrow = arrow_elements(args.rows)
-    logs = {
-        "warm-up": ReplayLog("warm-up", capacity=len(arrow)),
-        "arrow": ReplayLog("arrow", capacity=len(arrow)),
-        "json": ReplayLog("json", capacity=args.json_rows),
-    }
-    logs["arrow"].append(arrow)
-    logs["warm-up"].append(arrow[:4])  # a query's commits trim its log: each run reads its own
-    logs["json"].append(json_elements(args.json_rows))
-    spark.dataSource.register(GenSource)
-    per_arrow = max(1, args.batch_rows // ARROW_ROWS)
-    with ReplayServer(logs) as server:
-        measure(rstreams_stream(spark, server.url, "warm-up", "arrow", 2), 4 * ARROW_ROWS)  # workers start
+    spark.dataSource.register(gen_source())
+    url, server = (serve_elsewhere if args.remote else serve_here)(args.rows, args.json_rows)
+    per_batch = max(1, args.batch_rows // ARROW_ROWS) * ARROW_ROWS
+    scratch = tempfile.mkdtemp(prefix="rstreams-spark-bench-")
+    try:
+        measure(rstreams_stream(spark, url, "warm-up", "arrow", 2 * ARROW_ROWS), 4 * ARROW_ROWS, scratch, 240)
         cases = {
-            "rstreams, arrow codec": (
-                rstreams_stream(spark, server.url, "arrow", "arrow", per_arrow),
-                args.rows,
-            ),
+            "rstreams, arrow codec": (rstreams_stream(spark, url, "arrow", "arrow", per_batch), args.rows),
             "in-process Python source (ceiling)": (
-                spark.readStream.format("bench_gen").option("rows", args.rows).load(),
+                spark.readStream.format("bench_gen")
+                .option("rows", args.rows)
+                .option("perBatch", per_batch)
+                .load(),
                 args.rows,
             ),
             "rate-micro-batch (JVM)": (
                 spark.readStream.format("rate-micro-batch")
-                .option("rowsPerBatch", per_arrow * ARROW_ROWS)
+                .option("rowsPerBatch", per_batch)
                 .option("numPartitions", 2)
                 .load()
                 .select("value"),
                 args.rows,
             ),
-            "rstreams, json codec": (
-                rstreams_stream(spark, server.url, "json", "json", 50_000),
-                args.json_rows,
-            ),
+            "rstreams, json codec": (rstreams_stream(spark, url, "json", "json", 50_000), args.json_rows),
         }
         for name, (stream, total) in cases.items():
-            got = measure(stream, total)
+            got = measure(stream, total, scratch, 600)
             print(
                 f"{name:<36} {got['rows']:>10,} rows  steady {got['steady_rows_per_s']:>11,.0f} rows/s  "
                 f"e2e {got['e2e_rows_per_s']:>11,.0f} rows/s  median batch {got['median_batch_ms']:.0f} ms",
                 flush=True,
             )
-    spark.stop()
+    finally:
+        if args.remote:
+            server.stdin.close()
+            server.wait(30)
+        else:
+            server.stop()
+        spark.stop()
 
 
 if __name__ == "__main__":
