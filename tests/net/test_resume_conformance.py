@@ -1,0 +1,37 @@
+"""The conformance cases for resumption (rs.*) against our server: pass with resume=, skip without."""
+
+from __future__ import annotations
+
+import pytest
+
+from rstreams.conformance import CASES, KINDS, Options, Outcome, conformance_publishers, run_case
+from rstreams.net import serve
+from rstreams.net._resume import Resume
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+
+OPTIONS = Options(quiet=0.1, timeout=5.0, case_timeout=30.0)
+RESUME_CASES = [c for c in CASES if c.area == "rs"]
+
+
+async def test_there_are_resumption_cases() -> None:
+    """The rs area is registered with its cases."""
+    assert {c.id for c in RESUME_CASES} >= {"rs.token", "rs.unknown_token", "rs.replay_continues"}
+
+
+@pytest.mark.parametrize("case", RESUME_CASES, ids=lambda c: c.id)
+async def test_case_passes_on_a_resumable_server(case: object) -> None:
+    """Each rs.* case passes against serve(..., resume=Resume(...))."""
+    async with await serve(
+        "tcp://127.0.0.1:0", conformance_publishers(), resume=Resume(session_timeout=5.0)
+    ) as server:
+        result = await run_case(case, server.url, OPTIONS, frozenset(KINDS))  # type: ignore[arg-type]
+    assert result.outcome is Outcome.PASS, result.message
+
+
+@pytest.mark.parametrize("case", RESUME_CASES, ids=lambda c: c.id)
+async def test_case_skips_without_resumption(case: object) -> None:
+    """Against a server without resume= each rs.* case is skipped, not failed."""
+    async with await serve("tcp://127.0.0.1:0", conformance_publishers()) as server:
+        result = await run_case(case, server.url, OPTIONS, frozenset(KINDS))  # type: ignore[arg-type]
+    assert result.outcome is Outcome.SKIP, result.message
