@@ -24,8 +24,20 @@ from rstreams.conformance import (
     run_case,
     select,
 )
+from rstreams.conformance._monitor import Monitor
 from rstreams.net import serve
-from rstreams.wire import Connection, Frame, OnComplete, OnNext, OnSubscribe, Side, Subscribe, encode
+from rstreams.wire import (
+    Connection,
+    Frame,
+    OnComplete,
+    OnNext,
+    OnSubscribe,
+    Request,
+    ServerHello,
+    Side,
+    Subscribe,
+    encode,
+)
 from support_tls import TestCA, server_context
 
 PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
@@ -170,10 +182,13 @@ async def test_broken_endpoint_fails(sloppy_url: str, case_id: str, expected: st
 @pytest.mark.asyncio
 @pytest.mark.timeout(60)
 async def test_run_against_unix_socket(tmp_path: Path) -> None:
-    """The driver also speaks unix:// (a handful of cases)."""
-    server = await serve(f"unix://{tmp_path}/rs.sock", conformance_publishers())
+    """The driver also speaks unix:// (a handful of cases; echo finds the driver by its abstract name)."""
+    publishers = conformance_publishers()
+    server = await serve(f"unix://{tmp_path}/rs.sock", publishers, on_connection=publishers.on_connection)
+    relay = ("rv.server_subscribes", "rv.refusal_is_not_fatal", "rv.cancel_reaches_the_publisher")
+    cases = select("hs.") + [c for c in CASES if c.id in relay]
     try:
-        results = await run(server.url, Options(quiet=0.1), cases=select("hs."))
+        results = await run(server.url, Options(quiet=0.1), cases=cases)
     finally:
         await server.aclose()
     assert {r.outcome for r in results} == {Outcome.PASS}
@@ -270,10 +285,33 @@ async def test_main_with_a_client_certificate(
     client = ca.issue("conformance driver", client=True)
     server = await serve(url, conformance_publishers(), ssl=context)
     try:
-        base = [server.url, "-k", "hs.", "--cafile", str(ca.cert), "--quiet", "0.1", "--timeout", "2"]
+        base = [server.url, "-k", "hs.", "--cafile", str(ca.cert), "--quiet", "0.1"]
         with_cert = [*base, "--certfile", str(client.cert), "--keyfile", str(client.key)]
         assert await asyncio.to_thread(main, with_cert) == 0
         assert await asyncio.to_thread(main, base) == 2
     finally:
         await server.aclose()
     assert "client certificate (--certfile)" in capsys.readouterr().err
+
+
+def test_monitor_checks_the_server_as_subscriber() -> None:
+    """The monitor flags the endpoint's own subscriptions breaking §5.3, §5.2 and §6.2."""
+    monitor = Monitor()
+    monitor.received(ServerHello())
+    monitor.received(Subscribe(publisher="driver/a", subscriber=4, initial_demand=0))
+    monitor.received(Request(subscriber=4, demand=2))
+    assert monitor.violations == []
+    assert monitor.served[4].granted == 2
+    monitor.sent(OnSubscribe(subscriber=4))
+    monitor.sent(OnNext(subscriber=4, element=b"x"))
+    assert monitor.served[4].granted == 1
+    monitor.received(Subscribe(publisher="driver/b", subscriber=4))  # 4 is still open on our side
+    assert "§5.3" in monitor.violations[-1]
+    monitor.received(Request(subscriber=9, demand=1))  # never subscribed
+    assert "§5.2" in monitor.violations[-1]
+    monitor.received(Request(subscriber=4, demand=0))
+    assert "§6.2" in monitor.violations[-1]
+    monitor.sent(OnComplete(subscriber=4))
+    count = len(monitor.violations)
+    monitor.received(Subscribe(publisher="driver/c", subscriber=4))  # reuse after our terminal: fine
+    assert len(monitor.violations) == count

@@ -74,7 +74,7 @@ AREAS: dict[str, str] = {
     "sp": "packed and split elements",
     "cl": "close",
     "lm": "limits",
-    "rs": "session resumption (extension 3)",
+    "rv": "server as subscriber",
 }
 
 CASES: list[Case] = []
@@ -168,6 +168,10 @@ class Context:
             raise Skip(f"the endpoint does not offer {self.options.prefix}{kind}")
         query = "&".join(f"{key}={value}" for key, value in params.items())
         return f"{self.options.prefix}{kind}" + (f"?{query}" if query else "")
+
+    def echo(self, peer: Peer, publisher: str) -> str:
+        """The name of ``conformance/echo`` relaying the driver's ``publisher`` on ``peer``'s connection."""
+        return self.name("echo", name=publisher, peer=peer.raw.local_address)
 
     @staticmethod
     def tag() -> str:

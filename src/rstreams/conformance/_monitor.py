@@ -14,6 +14,14 @@ server
 * completes with a split element unfinished, or joins one to the wrong size (§7, §8);
 * sends malformed bytes (§2, §3).
 
+When the server subscribes to the driver (the ``rv`` cases, through ``conformance/echo``),
+the monitor also tracks each subscription the server opened (a :class:`ServedView`) and
+records a violation when the server, as a subscriber,
+
+* subscribes with an id still open on the driver's side (§5.3);
+* sends request or cancel for an id it never subscribed with (§5.2);
+* requests 0 or 2**63 or more (§6.2).
+
 Cases add their own expectations; a case passes only if the monitor saw no violation.
 The monitor also joins split elements, so cases read whole elements per subscription.
 """
@@ -41,7 +49,7 @@ from rstreams.wire import (
     Subscribe,
 )
 
-__all__ = ["Monitor", "StreamView"]
+__all__ = ["Monitor", "ServedView", "StreamView"]
 
 _StreamFrame: TypeAlias = (
     OnSubscribe | OnNext | OnNextPacked | OnNextPart | OnNextLastPart | OnComplete | OnError
@@ -82,6 +90,27 @@ class StreamView:
         return self.terminal.error if isinstance(self.terminal, OnError) else None
 
 
+@dataclass
+class ServedView:
+    """One subscription the server opened on the driver, as the driver has served it so far."""
+
+    sid: int
+    """The server's id (its own namespace, §5.1)."""
+    publisher: str
+    granted: int
+    """Outstanding demand the server granted: initialDemand plus requests minus elements sent."""
+    requests: list[int] = field(default_factory=list)
+    """Every demand the server signalled, initialDemand first."""
+    cancelled: bool = False
+    """The server sent cancel."""
+    subscribed: bool = False
+    """The driver sent onSubscribe."""
+    ended: bool = False
+    """The driver sent onComplete or onError (a cancel's acknowledgement included)."""
+    sent: int = 0
+    """Elements the driver sent."""
+
+
 class Monitor:
     """Checks the server's frames against the driver's own (see the module docstring)."""
 
@@ -94,7 +123,10 @@ class Monitor:
         self.goodbye: Goodbye | None = None
         self.sent_goodbye = False
         self.server_subscriptions: dict[int, Subscribe] = {}
-        """Subscriptions the server opened on the driver (it offers nothing: they are refused)."""
+        """The latest subscribe the server sent for each of its ids."""
+        self.served: dict[int, ServedView] = {}
+        """Subscriptions the server opened on the driver, by the server's id (the latest per id)."""
+        self.served_history: list[ServedView] = []
         self.other: list[Frame] = []
         """Frames the server sent that belong to no subscription: extension messages."""
         self._first = True
@@ -129,6 +161,23 @@ class Monitor:
                 view.cancelled = True
         elif isinstance(frame, Goodbye):
             self.sent_goodbye = True
+        elif type(frame) in _STREAM_FRAMES:
+            self._served_frame(cast(_StreamFrame, frame))
+
+    def _served_frame(self, frame: _StreamFrame) -> None:
+        served = self.served.get(frame.subscriber)
+        if served is None or served.ended:
+            return  # deliberately wrong ids are the case's business
+        if isinstance(frame, OnSubscribe):
+            served.subscribed = True
+        elif isinstance(frame, OnComplete | OnError):
+            served.ended = True
+        else:
+            # a split element counts once, at its last part
+            count = frame.count if isinstance(frame, OnNextPacked) else int(not isinstance(frame, OnNextPart))
+            served.sent += count
+            if served.granted != UNBOUNDED:
+                served.granted = max(0, served.granted - count)
 
     # -- what the server sends -------------------------------------------------------------
     def received(self, frame: Frame) -> None:
@@ -151,13 +200,45 @@ class Monitor:
         elif isinstance(frame, Goodbye):
             self.goodbye = frame
         elif isinstance(frame, Subscribe):
-            self.server_subscriptions[frame.subscriber] = frame
+            self._server_subscribe(frame)
         elif isinstance(frame, Request | Cancel):
-            pass  # for subscriptions the server made on us; we refused them, these may cross
+            self._server_signal(frame)
         elif type(frame) in _STREAM_FRAMES:
             self._stream_frame(cast(_StreamFrame, frame))
         else:
             self.other.append(frame)  # an extension message (§4.4): the cases that use one judge it
+
+    def _server_subscribe(self, frame: Subscribe) -> None:
+        self.server_subscriptions[frame.subscriber] = frame
+        old = self.served.get(frame.subscriber)
+        if old is not None and not old.ended:
+            self.violation(
+                f"§5.3: the server subscribed with id {frame.subscriber}, still open on the driver's side "
+                f"(the driver has not sent onComplete/onError for it)"
+            )
+        view = ServedView(frame.subscriber, frame.publisher, 0, [frame.initial_demand])
+        self._server_demand(view, frame.initial_demand, allow_zero=True)
+        self.served[frame.subscriber] = view
+        self.served_history.append(view)
+
+    def _server_signal(self, frame: Request | Cancel) -> None:
+        view = self.served.get(frame.subscriber)
+        if view is None:
+            self.violation(
+                f"§5.2: {type(frame).__name__} for id {frame.subscriber}, which the server never subscribed"
+            )
+            return
+        if isinstance(frame, Cancel):
+            view.cancelled = True
+        elif not view.ended:
+            view.requests.append(frame.demand)
+            self._server_demand(view, frame.demand, allow_zero=False)
+
+    def _server_demand(self, view: ServedView, n: int, *, allow_zero: bool) -> None:
+        if n > UNBOUNDED or (n == 0 and not allow_zero):
+            self.violation(f"§6.2: the server requested {n} on its subscription {view.sid} (rule 3.9)")
+            return
+        view.granted = add(view.granted, n)
 
     def _stream_frame(self, frame: _StreamFrame) -> None:
         name = type(frame).__name__

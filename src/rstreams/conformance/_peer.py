@@ -14,7 +14,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable
 
-from rstreams.conformance._monitor import Monitor, StreamView
+from rstreams.conformance._monitor import Monitor, ServedView, StreamView
 from rstreams.conformance._transport import RawTransport
 from rstreams.wire import Frame, FrameParser, Goodbye, OnError, ServerHello, Subscribe, encode
 from rstreams.wire.events import OnNextBatch
@@ -47,6 +47,9 @@ class Peer:
         )
         self._pending: deque[Frame] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
+        self.offered: set[str] = set()
+        """Publisher names the case serves by hand when the server subscribes (see :meth:`offer`)."""
+        self._claimed: set[int] = set()
 
     # -- sending ---------------------------------------------------------------------------
     async def send(self, *items: Frame | bytes) -> None:
@@ -117,16 +120,16 @@ class Peer:
             self.monitor.received(frame)
             self.received.append(frame)
             self._pending.append(frame)
-            if isinstance(frame, Subscribe):
+            if isinstance(frame, Subscribe) and frame.publisher not in self.offered:
                 self._refuse(frame)
         if self._parser.error is not None:
             self.malformed = str(self._parser.error)
             self.monitor.violation(f"§3: the server sent malformed bytes: {self.malformed}")
 
     def _refuse(self, frame: Subscribe) -> None:
-        """The driver offers no publishers: refuse whatever the server subscribes to (§5.5)."""
+        """Refuse a subscribe to a name the case does not offer (§5.5)."""
         refusal = OnError(subscriber=frame.subscriber, error=f"no publisher named {frame.publisher!r}")
-        task = asyncio.get_running_loop().create_task(self.raw.write(encode(refusal)))
+        task = asyncio.get_running_loop().create_task(self.raw.write(self.prepare(refusal)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -209,6 +212,38 @@ class Peer:
         if view.error is None:
             raise CaseFailure(f"subscriber {sid} completed, expected onError")
         return view
+
+    # -- the server as subscriber (conformance/echo) -------------------------------------------
+    def offer(self, *names: str) -> None:
+        """Let the case answer the server's subscribes to ``names``; others are refused at once."""
+        self.offered.update(names)
+
+    async def server_subscribe(self, publisher: str, timeout: float | None = None) -> ServedView:  # noqa: ASYNC109
+        """Wait for the next subscribe the server sends to our ``publisher`` (one not returned before)."""
+        found: list[ServedView] = []
+
+        def arrived() -> bool:
+            for index, view in enumerate(self.monitor.served_history):
+                if view.publisher == publisher and index not in self._claimed:
+                    self._claimed.add(index)
+                    found.append(view)
+                    return True
+            return False
+
+        await self.until(arrived, f"the server's subscribe to {publisher!r}", timeout)
+        return found[0]
+
+    async def demand(self, view: ServedView, n: int, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Wait until the server's outstanding demand on ``view`` is at least ``n``."""
+        await self.until(
+            lambda: view.granted >= n,
+            f"the server to request {n} on its subscription {view.sid} (it has {view.granted})",
+            timeout,
+        )
+
+    async def server_cancel(self, view: ServedView, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        """Wait for the server's cancel on ``view``."""
+        await self.until(lambda: view.cancelled, f"the server to cancel its subscription {view.sid}", timeout)
 
     # -- endings -------------------------------------------------------------------------------
     async def goodbye(self, timeout: float | None = None) -> Goodbye:  # noqa: ASYNC109

@@ -16,12 +16,26 @@ A server that wants the whole suite run against it offers these names (the prefi
 ``conformance/stats?tag=T``            one JSON element: what the infinite sources tagged T
                                        did so far (``subscribed``, ``requested``,
                                        ``pulled``, ``cancelled``), then onComplete
+``conformance/echo?name=P&peer=A``     the *server subscribes to the driver*: it subscribes,
+                                       on the same connection, to the driver's publisher P
+                                       and relays it: demand and cancel of this stream go
+                                       to P, P's elements and terminal signal come back
 =====================================  ======================================================
+
+``echo`` is how the cases of the ``rv`` area make the endpoint a subscriber (PROTOCOL.md §1:
+either endpoint may subscribe). ``peer`` is the driver's own address on that connection
+(:func:`address_text` of its socket's local address): rstreams' offer callables do not
+learn which connection a subscribe came on, so :class:`ConformancePublishers` finds the
+connection by its peer address, from the connections its ``on_connection`` hook saw. An
+endpoint that knows the connection may ignore ``peer``.
 
 ``stats`` is the server-side hook that lets a remote driver see whether a slow consumer
 stops production (PROTOCOL.md §6.3, "a publisher writes only as fast as its transport
 drains"). :func:`conformance_publishers` builds all of them as an offer for
-:func:`rstreams.net.serve`.
+:func:`rstreams.net.serve`; ``echo`` also needs its ``on_connection`` hook::
+
+    publishers = conformance_publishers()
+    server = await serve(url, publishers, on_connection=publishers.on_connection)
 """
 
 from __future__ import annotations
@@ -33,10 +47,16 @@ from typing import Any
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.net import fixed_size, with_codec
+from rstreams.net import Connection, fixed_size, with_codec
 from rstreams.net._routes import WithCodec
 
-__all__ = ["ConformancePublishers", "SourceStats", "conformance_publishers", "element_bytes"]
+__all__ = [
+    "ConformancePublishers",
+    "SourceStats",
+    "address_text",
+    "conformance_publishers",
+    "element_bytes",
+]
 
 MAX_SIZE = 64 * 1024 * 1024
 """Largest ``size`` parameter honoured: a conformance server must not be a memory bomb."""
@@ -175,6 +195,17 @@ class ConformancePublishers:
     def __init__(self, prefix: str = "conformance/") -> None:
         self.prefix = prefix
         self.stats: dict[str, SourceStats] = {}
+        self._connections: dict[str, Connection] = {}
+
+    def on_connection(self, conn: Connection) -> None:
+        """``serve(..., on_connection=publishers.on_connection)``: lets ``echo`` find its connection."""
+        key = address_text(conn.get_extra_info("peername"))
+        self._connections[key] = conn
+        conn.add_close_callback(lambda closed: self._forget(key, closed))
+
+    def _forget(self, key: str, conn: Connection) -> None:
+        if self._connections.get(key) is conn:
+            del self._connections[key]
 
     def __call__(self, path: str, params: dict[str, str]) -> Publisher[bytes] | WithCodec | None:
         if not path.startswith(self.prefix):
@@ -183,7 +214,7 @@ class ConformancePublishers:
         builder = getattr(self, f"_{kind}", None) if kind.isidentifier() else None
         if builder is None:
             return None
-        result: Publisher[bytes] | WithCodec = builder(params)
+        result: Publisher[bytes] | WithCodec | None = builder(params)
         return result
 
     def _range(self, params: dict[str, str]) -> Publisher[bytes]:
@@ -212,6 +243,13 @@ class ConformancePublishers:
         stats = self.stats.setdefault(params.get("tag", ""), SourceStats())
         return _Source(lambda i: element_bytes(i, size), count=None, stats=stats)
 
+    def _echo(self, params: dict[str, str]) -> Publisher[bytes] | None:
+        name, peer = params.get("name"), params.get("peer")
+        conn = self._connections.get(peer) if peer else None
+        if not name or conn is None or conn.closed:
+            return None  # no such publisher: refused with onError
+        return conn.publisher(name)
+
     def _stats(self, params: dict[str, str]) -> Publisher[bytes]:
         snapshot = asdict(self.stats.get(params.get("tag", ""), SourceStats()))
         payload = json.dumps(snapshot, separators=(",", ":")).encode()
@@ -221,6 +259,19 @@ class ConformancePublishers:
 def conformance_publishers(prefix: str = "conformance/") -> ConformancePublishers:
     """The conformance publishers, ready for ``rstreams.net.serve(url, conformance_publishers())``."""
     return ConformancePublishers(prefix)
+
+
+def address_text(address: object) -> str:
+    """A socket address as ``echo``'s ``peer`` parameter spells it: ``host:port``,
+    ``[v6host]:port``, a Unix socket's path, or ``@name`` for a Linux abstract socket."""
+    if isinstance(address, tuple) and len(address) >= 2:
+        host, port = address[0], address[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    if isinstance(address, bytes):
+        return (
+            "@" + address[1:].decode("utf-8", "backslashreplace") if address[:1] == b"\0" else repr(address)
+        )
+    return str(address)
 
 
 def stats_from_json(data: bytes) -> dict[str, Any]:

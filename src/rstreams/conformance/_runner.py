@@ -27,6 +27,7 @@ KINDS: dict[str, str] = {
     "never": "never",
     "infinite": "infinite?tag=probe",
     "stats": "stats?tag=probe",
+    "echo": "echo?name=conformance-probe",
 }
 """The conformance publishers, with the cheap name the probe subscribes to."""
 
@@ -72,11 +73,10 @@ async def probe(url: str, options: Options) -> frozenset[str]:
     try:
         peer = await ctx.open()
         kinds = list(KINDS)
+        names = {kind: options.prefix + KINDS[kind] for kind in kinds}
+        names["echo"] += f"&peer={peer.raw.local_address}"  # the server then subscribes to us: refused
         await peer.send(
-            *(
-                Subscribe(publisher=options.prefix + KINDS[kind], subscriber=index + 1)
-                for index, kind in enumerate(kinds)
-            )
+            *(Subscribe(publisher=names[kind], subscriber=index + 1) for index, kind in enumerate(kinds))
         )
         found: set[str] = set()
         for index, kind in enumerate(kinds):

@@ -19,15 +19,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
+import os
 import socket
 import ssl as _ssl
+import sys
 from typing import Any, Protocol
 
+from rstreams.conformance._publishers import address_text
 from rstreams.net import parse_url
 
 __all__ = ["RawTransport", "client_ssl_context", "open_raw"]
 
 READ_SIZE = 64 * 1024
+_unix_names = itertools.count()
 WS_SUBPROTOCOL = "rsio.v0"  # rstreams.net offers it; a server without subprotocols ignores it
 
 
@@ -35,7 +40,9 @@ class RawTransport(Protocol):
     """A byte pipe to the endpoint under test."""
 
     half_close: bool
-    """Whether :meth:`write_eof` leaves the read side open (TCP, Unix: yes; WebSocket: no)."""
+    """Whether :meth:`write_eof` leaves the read side open (TCP, Unix: yes; TLS, WebSocket: no)."""
+    local_address: str
+    """Our end's address as the endpoint sees it (:func:`address_text`), for ``conformance/echo``."""
 
     async def write(self, data: bytes) -> None:
         """Send ``data`` (one WebSocket message per call)."""
@@ -55,6 +62,7 @@ class _StreamTransport:
         self._reader = reader
         self._writer = writer
         self.half_close = writer.can_write_eof()  # False over TLS
+        self.local_address = address_text(writer.get_extra_info("sockname"))
 
     async def write(self, data: bytes) -> None:
         if data and not self._writer.is_closing():
@@ -92,6 +100,7 @@ class _WebSocketTransport:
 
     def __init__(self, ws: Any) -> None:
         self._ws = ws
+        self.local_address = address_text(ws.transport.get_extra_info("sockname"))
 
     async def write(self, data: bytes) -> None:
         from websockets.exceptions import ConnectionClosed
@@ -149,6 +158,8 @@ async def open_raw(
         try:
             if rcvbuf is not None:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            if family == socket.AF_UNIX and sys.platform == "linux":
+                sock.bind(f"\0rsio-conformance-{os.getpid()}-{next(_unix_names)}")  # a name for echo's peer
             sock.setblocking(False)
             loop = asyncio.get_running_loop()
             address: Any = endpoint.path if endpoint.scheme == "unix" else (endpoint.host, endpoint.port)
