@@ -74,6 +74,7 @@ AREAS: dict[str, str] = {
     "sp": "packed and split elements",
     "cl": "close",
     "lm": "limits",
+    "rs": "session resumption (extension 3)",
     "rv": "server as subscriber",
 }
 

@@ -8,7 +8,8 @@ from rstreams.conformance.cases import framing as framing
 from rstreams.conformance.cases import handshake as handshake
 from rstreams.conformance.cases import limits as limits
 from rstreams.conformance.cases import reverse as reverse
+from rstreams.conformance.cases import resumption as resumption
 from rstreams.conformance.cases import split as split
 from rstreams.conformance.cases import state as state
 
-__all__ = ["close", "demand", "framing", "handshake", "limits", "reverse", "split", "state"]
+__all__ = ["close", "demand", "framing", "handshake", "limits", "reverse", "resumption", "split", "state"]
