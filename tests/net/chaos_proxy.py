@@ -4,7 +4,9 @@
 and joins every accepted connection to a new one to the upstream server, forwarding bytes
 both ways. Then a test can:
 
-* :meth:`cut` every link now (both sockets aborted: the ends see a reset or an end of input);
+* :meth:`cut` every link now (both sockets aborted: the ends see a reset or an end of input),
+  or only its client side (``half_open=True``: the server's socket stays open and hears
+  nothing, like a link whose far end vanished);
 * :meth:`cut_after` a number of forwarded bytes: the chunk that crosses the mark is forwarded
   only up to it, then the link is cut, so cuts land inside frames. ``seed`` makes
   :meth:`random_cut` reproducible;
@@ -37,13 +39,18 @@ class _Link:
         self.upstream = upstream
         self.tasks: list[asyncio.Task[None]] = []
         self.cut = False
+        self.half_open = False  # cut on the client's side only: the upstream socket stays, silent
 
     def abort(self) -> None:
         self.cut = True
-        for writer in (self.client, self.upstream):
+        for writer in (self.client,) if self.half_open else (self.client, self.upstream):
             transport = writer.transport
             if not transport.is_closing():
                 transport.abort()
+
+    def close_upstream(self) -> None:
+        if not self.upstream.transport.is_closing():
+            self.upstream.transport.abort()
 
 
 class ChaosProxy:
@@ -59,6 +66,7 @@ class ChaosProxy:
         self._flowing.set()
         self._changed = asyncio.Condition()
         self._cut_at: int | None = None  # cut once forwarded reaches this
+        self._half_open: list[_Link] = []  # links cut on the client's side, upstream still open
         self.refusing = False
         self.forwarded = 0
         """Bytes forwarded, both directions, all links."""
@@ -80,13 +88,14 @@ class ChaosProxy:
         return f"tcp://127.0.0.1:{self.port}"
 
     # -- chaos ---------------------------------------------------------------------------
-    def cut(self) -> None:
-        """Abort every link now."""
+    def cut(self, *, half_open: bool = False) -> None:
+        """Abort every link now (``half_open``: only the client's socket)."""
         self._cut_at = None
         links = list(self._links)
         if links:
             self.cuts += 1
         for link in links:
+            link.half_open = half_open
             link.abort()
 
     def cut_after(self, n: int) -> None:
@@ -142,6 +151,8 @@ class ChaosProxy:
         await asyncio.gather(*link.tasks, return_exceptions=True)
         link.abort()
         self._links.discard(link)
+        if link.half_open:
+            self._half_open.append(link)
 
     async def _pump(self, link: _Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -149,7 +160,7 @@ class ChaosProxy:
                 await self._flowing.wait()
                 data = await reader.read(CHUNK)
                 if not data:
-                    if writer.can_write_eof() and not writer.transport.is_closing():
+                    if not link.cut and writer.can_write_eof() and not writer.transport.is_closing():
                         writer.write_eof()
                     return
                 await self._flowing.wait()
@@ -182,6 +193,8 @@ class ChaosProxy:
             self._server.close()
         self.cut()
         self._flowing.set()
+        for link in self._half_open:
+            link.close_upstream()
         for link in list(self._links):
             for task in link.tasks:
                 task.cancel()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any, Self
 
 import pytest
@@ -252,3 +253,90 @@ async def test_resume_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="backoff"):
         Resume(backoff=-1.0)
     assert [Resume(backoff=0.1, max_backoff=0.3).delay(i) for i in range(4)] == [0.1, 0.2, 0.3, 0.3]
+
+
+async def test_a_half_open_link_is_replaced_by_the_resume() -> None:
+    """The client's side breaks while the server's socket stays open: the resume takes over the session."""
+    n = 20_000
+    async with Pair(n, client_resume=FAST, server_resume=FAST) as pair:
+        await pair.from_server.wait_items(1000)
+        await pair.from_client.wait_items(1000)
+        links = pair.proxy.links_made
+        pair.proxy.cut(half_open=True)
+        await pair.proxy.wait_links(links + 1)
+        await pair.from_server.finished()
+        await pair.from_client.finished()
+        assert pair.from_server.items == list(range(n))
+        assert pair.from_client.items == list(range(n))
+        assert session_of(pair.server_conns[0]).resumes == 1
+
+
+BIG = 150 * 1024
+"""Larger than split_threshold (64 KiB): elements travel as parts, and cuts land inside them."""
+
+
+def big_offer(n: int) -> dict[str, Any]:
+    return {"big": lambda params: rstreams.range(n).map(lambda i: i.to_bytes(8, "big") * (BIG // 8))}
+
+
+@pytest.mark.timeout(90)
+async def test_split_elements_survive_cuts() -> None:
+    """150 KiB elements (split into parts) arrive whole, once and in order across cuts."""
+    n = 80
+    got: list[int] = []
+    done = asyncio.Event()
+    errors: list[BaseException] = []
+
+    class Big(Collector):
+        def on_next(self, item: bytes) -> None:
+            assert len(item) == BIG and item == item[:8] * (BIG // 8), "element corrupted"
+            got.append(int.from_bytes(item[:8], "big"))
+            self.progress.set()
+            if self.subscription is not None:
+                self.subscription.request(1)
+
+        def on_error(self, error: BaseException) -> None:
+            errors.append(error)
+            done.set()
+
+        def on_complete(self) -> None:
+            done.set()
+
+    server = await serve("tcp://127.0.0.1:0", big_offer(n), resume=FAST)
+    port = int(server.url.rsplit(":", 1)[1])
+    async with server, ChaosProxy("127.0.0.1", port, seed=7) as proxy:
+        client = await connect(proxy.url, resume=FAST)
+        try:
+            client.publisher("big").subscribe(Big(batch=4))
+            await proxy.wait_links(1)
+            for _ in range(3):
+                links = proxy.links_made
+                proxy.random_cut(100_000, 1_500_000)
+                await proxy.wait_links(links + 1)
+            await asyncio.wait_for(done.wait(), WAIT * 3)
+        finally:
+            await client.aclose(timeout=1.0)
+    assert not errors, errors
+    assert got == list(range(n))
+
+
+async def test_resume_over_tls(server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext) -> None:
+    """Over TLS a cut costs a new TLS handshake, and the streams still arrive exactly once."""
+    n = 20_000
+    received = Collector()
+    server = await serve("tls://127.0.0.1:0", offer(n), ssl=server_ssl, resume=FAST)
+    port = int(server.url.rsplit(":", 1)[1])
+    async with server, ChaosProxy("127.0.0.1", port, seed=3) as proxy:
+        client = await connect(proxy.url.replace("tcp://", "tls://"), ssl=client_ssl, resume=FAST)
+        try:
+            client.publisher("count").subscribe(received)
+            await proxy.wait_links(1)
+            for _ in range(3):
+                links = proxy.links_made
+                proxy.random_cut(5_000, 300_000)
+                await proxy.wait_links(links + 1)
+            await received.finished()
+        finally:
+            await client.aclose(timeout=1.0)
+    assert received.error is None
+    assert received.items == list(range(n))

@@ -39,7 +39,7 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net._endpoints import connect_endpoint
 from rstreams.net._transport import Transport
 from rstreams.net._url import Endpoint
-from rstreams.wire import ConnectionConfig, ConnectionState
+from rstreams.wire import ConnectionConfig, ConnectionState, FrameType
 from rstreams.wire._resume import (
     RESUME,
     RESUME_ACK,
@@ -58,6 +58,7 @@ from rstreams.wire._resume import (
     encode_message,
     encode_position,
     encode_resume,
+    hello_end,
     parse_resume_request,
 )
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
@@ -150,6 +151,7 @@ class _Session:
         self._closing = False
         self._finished = False
         self._extra: dict[str, Any] = {}
+        self._hello_scan: bytearray | None = bytearray()  # the peer's first bytes, until its hello ends
         self._ack_timer: asyncio.TimerHandle | None = None
         self._expiry: asyncio.TimerHandle | None = None
         self._reconnect: asyncio.Task[None] | None = None
@@ -258,9 +260,38 @@ class _Session:
     def link_data(self, link: _Link, data: bytes | memoryview) -> None:
         if link is not self.link or self.driver is None:
             return
-        self.counter.received(len(data))
-        self.driver.data_received(data if isinstance(data, memoryview) else memoryview(data))
+        view = data if isinstance(data, memoryview) else memoryview(data)
+        if self._hello_scan is not None:
+            # Feed the peer's hello on its own, so that the token (or the decision to keep
+            # nothing) is queued before whatever the rest of this read makes us send.
+            split = self._scan_hello(view)
+            if split and split < len(view):
+                self._feed(view[:split])
+                if link is not self.link or self.driver is None:
+                    return
+                view = view[split:]
+        self._feed(view)
+
+    def _feed(self, view: memoryview) -> None:
+        assert self.driver is not None
+        self.counter.received(len(view))
+        self.driver.data_received(view)
         self._after_read()
+
+    def _scan_hello(self, view: memoryview) -> int | None:
+        """Offset in ``view`` where the peer's hello ends, once it is known; None until then."""
+        scan = self._hello_scan
+        assert scan is not None
+        start = len(scan)
+        scan += view
+        try:
+            end = hello_end(scan, FrameType.SERVER_HELLO if self.client else FrameType.CLIENT_HELLO)
+        except ResumeError:  # not a hello: the core will say so; stop looking
+            end = start
+        if end is None:
+            return None
+        self._hello_scan = None
+        return end - start
 
     def link_eof(self, link: _Link) -> None:
         if link is not self.link or self.driver is None:
@@ -634,9 +665,11 @@ async def _reconnect(
                 outcome = await link.answer
         except (OSError, TimeoutError, ResumeError) as error:
             last = error
-            link.answer = None  # nobody waits for it any more
-            link.transport.abort()
+            _drop(link)
             continue
+        except BaseException:  # cancelled: the session was closed meanwhile
+            _drop(link)
+            raise
         if link.lost:  # answered, then gone before we got here: try again
             last = ConnectionResetError("the connection ended right after the resume was answered")
             continue
@@ -657,6 +690,12 @@ async def _reconnect(
     gave_up = ConnectionBrokenError(f"could not resume the session in {resume.attempts} attempt(s): {last}")
     gave_up.__cause__ = last
     session.fail(gave_up)
+
+
+def _drop(link: _Link) -> None:
+    """Give up on a resume attempt's transport."""
+    link.answer = None  # nobody waits for it any more
+    link.transport.abort()
 
 
 # -- the server --------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ __all__ = [
     "encode_message",
     "encode_position",
     "encode_resume",
+    "hello_end",
     "parse_resume_request",
 ]
 
@@ -228,7 +229,7 @@ class ResumeReplyParser:
         buf = self._buf
         buf += data
         if not self._hello_seen:
-            end = _hello_end(buf)
+            end = hello_end(buf)
             if end is None:
                 return None
             del buf[:end]
@@ -259,18 +260,21 @@ class ResumeReplyParser:
         return Refused(data[start : start + size].decode("utf-8", "replace"))
 
 
-def _hello_end(buf: bytearray) -> int | None:
-    """Where the serverHello at the start of ``buf`` ends (None: not whole yet)."""
+def hello_end(buf: bytearray, hello_type: int = FrameType.SERVER_HELLO) -> int | None:
+    """Where the hello (of ``hello_type``) at the start of ``buf`` ends (None: not whole yet).
+
+    Raises :class:`ResumeError` when ``buf`` does not start with such a version-0 hello.
+    """
     if not buf:
         return None
-    if buf[0] != FrameType.SERVER_HELLO:
+    if buf[0] != hello_type:
         raise ResumeError(
-            f"a resumed transport starts with serverHello, got type 0x{buf[0]:02x}", section="3"
+            f"expected a hello of type 0x{hello_type:02x}, got type 0x{buf[0]:02x}", section="3"
         )
     if len(buf) < 2:
         return None
     if buf[1] != PROTOCOL_VERSION:
-        raise ResumeError(f"serverHello with version {buf[1]} on a version-0 session", section="3")
+        raise ResumeError(f"a hello with version {buf[1]} on a version-0 session", section="3")
     data = bytes(buf)
     decoded = _try_varint(data, 2, "serverHello")
     if decoded is None:
