@@ -250,6 +250,8 @@ async def test_resume_settings_are_checked() -> None:
         Resume(attempts=-1)
     with pytest.raises(ValueError, match="buffer_bytes"):
         Resume(buffer_bytes=10)
+    with pytest.raises(ValueError, match="stall_timeout"):
+        Resume(stall_timeout=0)
     with pytest.raises(ValueError, match="backoff"):
         Resume(backoff=-1.0)
     assert [Resume(backoff=0.1, max_backoff=0.3).delay(i) for i in range(4)] == [0.1, 0.2, 0.3, 0.3]
@@ -340,3 +342,37 @@ async def test_resume_over_tls(server_ssl: ssl.SSLContext, client_ssl: ssl.SSLCo
             await client.aclose(timeout=1.0)
     assert received.error is None
     assert received.items == list(range(n))
+
+
+async def test_closing_during_an_outage_ends_cleanly() -> None:
+    """aclose() while the client is reconnecting ends its streams and returns, without a hang."""
+    client_resume = Resume(attempts=1000, backoff=0.01, max_backoff=0.01)
+    async with Pair(10**9, client_resume=client_resume, server_resume=Resume(session_timeout=0.5)) as pair:
+        await pair.from_server.wait_items(100)
+        pair.proxy.refuse()
+        pair.proxy.cut()
+        await asyncio.wait_for(pair.client.aclose(timeout=0.5), WAIT)
+        await pair.from_server.finished()
+        assert pair.from_server.error is not None
+        assert pair.client.closed
+        session = session_of(pair.client)
+        assert session.link is None
+        assert session._reconnect is None  # the reconnecting task was stopped
+
+
+async def test_a_silent_link_is_replaced_after_stall_timeout() -> None:
+    """A link that goes silent without a reset is dropped after stall_timeout and the session resumed."""
+    resume = Resume(attempts=100, backoff=0.01, max_backoff=0.05, attempt_timeout=0.3, stall_timeout=0.3)
+    n = 20_000
+    async with Pair(n, client_resume=resume, server_resume=resume) as pair:
+        await pair.from_server.wait_items(1000)
+        await pair.from_client.wait_items(1000)
+        links = pair.proxy.links_made
+        pair.proxy.stall()
+        await pair.proxy.wait_links(links + 1)  # the client gave up on the silent link
+        pair.proxy.resume()
+        await pair.from_server.finished()
+        await pair.from_client.finished()
+        assert pair.from_server.items == list(range(n))
+        assert pair.from_client.items == list(range(n))
+        assert session_of(pair.client).resumes >= 1

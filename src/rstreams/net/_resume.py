@@ -96,6 +96,11 @@ class Resume:
     """Seconds a server keeps a session whose transport broke, waiting for a resume."""
     ack_delay: float = 0.02
     """Seconds after receiving something until it is acknowledged, if no ack went out before."""
+    stall_timeout: float | None = 45.0
+    """Seconds without reading anything after which the transport is taken for dead (a link
+    that vanished without a reset): the client replaces it, the server drops it and waits for
+    the resume. Keepalive pings (PROTOCOL.md §14, every 15 s by default) keep an idle but
+    live link from looking dead. ``None``: only errors and resets break a transport."""
 
     def __post_init__(self) -> None:
         if type(self.attempts) is not int or self.attempts < 0:
@@ -106,6 +111,9 @@ class Resume:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value >= 0:
                 raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        stall: Any = self.stall_timeout
+        if stall is not None and (not isinstance(stall, int | float) or not stall > 0):
+            raise ValueError(f"stall_timeout must be a number of seconds > 0, or None; got {stall!r}")
 
     @property
     def ack_bytes(self) -> int:
@@ -152,6 +160,8 @@ class _Session:
         self._finished = False
         self._extra: dict[str, Any] = {}
         self._hello_scan: bytearray | None = bytearray()  # the peer's first bytes, until its hello ends
+        self._heard = 0.0  # loop time of the last read from the current transport
+        self._stall_timer: asyncio.TimerHandle | None = None
         self._ack_timer: asyncio.TimerHandle | None = None
         self._expiry: asyncio.TimerHandle | None = None
         self._reconnect: asyncio.Task[None] | None = None
@@ -255,6 +265,8 @@ class _Session:
         if replay:
             link.transport.writelines(replay)
         self._written = max(self.out.end, presented)
+        self._heard = self._loop.time()
+        self._watch_stall()
         self._check_full()
 
     def link_data(self, link: _Link, data: bytes | memoryview) -> None:
@@ -274,6 +286,7 @@ class _Session:
 
     def _feed(self, view: memoryview) -> None:
         assert self.driver is not None
+        self._heard = self._loop.time()
         self.counter.received(len(view))
         self.driver.data_received(view)
         self._after_read()
@@ -397,6 +410,8 @@ class _Session:
                     self.on_token(self)
         if self.mode is not _Mode.RESUMABLE:
             return
+        if self._stall_timer is None:
+            self._watch_stall()
         if self.counter.ack_due_now:
             self._send_ack()
         elif self.counter.unacknowledged > 0 and self._ack_timer is None:
@@ -471,7 +486,30 @@ class _Session:
             link.transport.abort()
         self._finish(error)
 
+    def _watch_stall(self) -> None:
+        """Arm the stall timer for the current transport (one timer, re-armed when it fires)."""
+        timeout = self.resume.stall_timeout
+        if timeout is None or self.mode is not _Mode.RESUMABLE or self.link is None:
+            return
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+        self._stall_timer = self._loop.call_at(self._heard + timeout, self._stall_check)
+
+    def _stall_check(self) -> None:
+        self._stall_timer = None
+        link = self.link
+        timeout = self.resume.stall_timeout
+        if link is None or timeout is None or not self._resumable():
+            return
+        if self._loop.time() < self._heard + timeout:  # heard from it since: look again later
+            self._watch_stall()
+            return
+        self._broken(link)
+
     def _cancel_recovery(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
