@@ -15,6 +15,7 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume, _Session
+from rstreams.wire._resume import Refused, ResumeReplyParser
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -376,3 +377,28 @@ async def test_a_silent_link_is_replaced_after_stall_timeout() -> None:
         assert pair.from_server.items == list(range(n))
         assert pair.from_client.items == list(range(n))
         assert session_of(pair.client).resumes >= 1
+
+
+@pytest.mark.parametrize(
+    "first",
+    [b"\x89\xff\xff\xff\xff\x0f", b"\x89\x02\x00\x00", b"\x89\x03\x10\x00\x00", b"\x89\x01\x01\x00"],
+    ids=["huge-length", "empty-token", "short-token", "trailing-bytes"],
+)
+async def test_malformed_resume_is_refused_and_the_server_goes_on(first: bytes) -> None:
+    """A malformed resume gets serverHello + resumeRefused naming §16, then the close; others are served."""
+    async with await serve("tcp://127.0.0.1:0", offer(3), resume=FAST) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(first)
+        data = await asyncio.wait_for(reader.read(), WAIT)  # until the server closes
+        writer.close()
+        parser = ResumeReplyParser()
+        outcome = parser.feed(data)
+        assert isinstance(outcome, Refused), data
+        assert "§16" in outcome.reason
+        received = Collector()
+        client = await connect(server.url, resume=FAST)
+        client.publisher("count").subscribe(received)
+        await received.finished()
+        await client.aclose()
+        assert received.items == [0, 1, 2]
