@@ -99,6 +99,9 @@ def _serve(args: argparse.Namespace) -> int:
         threading.Event().wait()
     except KeyboardInterrupt:
         pass
+    except OSError as error:  # the page's address is taken
+        print(f"rstreams serve: cannot serve the live page on {args.web}: {error}", file=sys.stderr)
+        return 2
     finally:
         if page is not None:
             page.stop()
