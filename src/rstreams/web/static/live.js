@@ -27,8 +27,14 @@ function setStatus(status, error = null) {
 
 async function loadConfig() {
   const config = await (await fetch("config.json")).json().catch(() => ({}));
+  let url = params.get("url") ?? config.url;
+  if (url) { // a server listening on every interface: reach it where this page came from
+    const ws = new URL(url);
+    if (ws.hostname === "0.0.0.0" || ws.hostname === "[::]") ws.hostname = location.hostname;
+    url = ws.href;
+  }
   return {
-    url: params.get("url") ?? config.url,
+    url,
     publisher: params.get("publisher") ?? config.publisher ?? "results",
     title: params.get("title") ?? config.title ?? "rstreams live",
     window: Number(params.get("window") ?? config.window ?? 64),
