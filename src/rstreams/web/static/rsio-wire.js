@@ -22,7 +22,6 @@ export const CODES = Object.freeze({
   cancel: 0x06, onSubscribe: 0x07, onNext: 0x08, onNextPacked: 0x09, onNextPart: 0x0a,
   onNextLastPart: 0x0b, onComplete: 0x0c, onError: 0x0d,
 });
-const NAMES = Object.fromEntries(Object.entries(CODES).map(([name, code]) => [code, name]));
 
 export const DEFAULT_LIMITS = Object.freeze({
   maxElementSize: 16 * 1024 * 1024,   // §11, as rstreams.wire.ConnectionConfig
@@ -243,10 +242,10 @@ function decodeExtension(r) {
 }
 
 /**
- * Incremental decoder. `elementSizeOf(subscriber)` gives a subscription's elementSize (§7); the
- * decoder asks it while parsing, so the caller must apply each onSubscribe before the next frame
- * is parsed: use next() in a loop, or feed() whose frames come back in order with sizes applied
- * through `elementSizeOf` as the caller handles them (decodeAll for tests).
+ * Incremental decoder: push() bytes, then call next() until it returns null. next() asks
+ * `elementSizeOf(subscriber)` for a subscription's elementSize (§7) when it parses onNext or
+ * onNextPacked, so the caller handles each frame (an onSubscribe sets the size) before asking
+ * for the next one.
  */
 export class FrameDecoder {
   constructor(elementSizeOf = () => 0, limits = {}) {
@@ -304,8 +303,4 @@ export function decodeAll(bytes, elementSize = 0) {
   for (let frame = decoder.next(); frame !== null; frame = decoder.next()) frames.push(frame);
   if (decoder.pending) throw new ProtocolError(`input ends inside a message (${decoder.pending} bytes)`, "§3");
   return frames;
-}
-
-export function frameName(code) {
-  return NAMES[code];
 }
