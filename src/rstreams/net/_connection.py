@@ -661,20 +661,24 @@ class Connection:
             self.close_now(f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)")
 
     def _start_linger(self, transport: Transport) -> bool:
-        """After an error goodbye: close our side of the stream, go on reading for a while.
+        """After an error goodbye: stop writing, go on reading (and discarding) for a while.
 
-        Closing a socket with unread input makes the kernel send RST, and an RST can make
-        the peer lose the goodbye that explains the close (the peer keeps sending because
-        it has not read it yet). So the goodbye is followed by ``write_eof`` (the peer sees
-        goodbye, then end of input), and input is discarded until the peer's end of input,
-        :data:`LINGER_BYTES` or :data:`LINGER_SECONDS`, whichever comes first. Only for
-        transports that can half-close (TCP, Unix); the others close at once (a
-        WebSocket's own close handshake is orderly). Returns whether it lingers.
+        Closing a socket with unread input makes the kernel send RST, and an RST makes the
+        peer's kernel drop what the peer has not read yet, the goodbye that explains the
+        close among it (a flooding peer keeps sending because it has not read it). So the
+        transport stays open after the goodbye and input is discarded until the peer's end of
+        input, :data:`LINGER_BYTES` or :data:`LINGER_SECONDS`, whichever comes first; an
+        rstreams peer ends its input as soon as it has read the goodbye. Where the transport
+        can half-close (TCP, Unix) the goodbye is also followed by ``write_eof``, so the peer
+        sees goodbye, then end of input. TLS and WebSocket cannot half-close: there the
+        goodbye simply goes out first and the transport is closed only when the lingering
+        ends. Returns whether it lingers (always, unless the transport is already closing).
         """
-        can_write_eof = getattr(transport, "can_write_eof", None)  # not part of the Transport seam
-        if can_write_eof is None or not can_write_eof():
+        if transport.is_closing():
             return False
-        transport.write_eof()  # type: ignore[attr-defined]  # asyncio sends the queued goodbye first
+        can_write_eof = getattr(transport, "can_write_eof", None)  # not part of the Transport seam
+        if can_write_eof is not None and can_write_eof():
+            transport.write_eof()  # type: ignore[attr-defined]  # asyncio sends the queued goodbye first
         self._linger_left = LINGER_BYTES
         self._linger = self._loop.call_later(LINGER_SECONDS, self._end_linger)
         return True
