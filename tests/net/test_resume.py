@@ -402,3 +402,26 @@ async def test_malformed_resume_is_refused_and_the_server_goes_on(first: bytes) 
         await received.finished()
         await client.aclose()
         assert received.items == [0, 1, 2]
+
+
+async def test_resume_over_websocket() -> None:
+    """Over ws:// the same: a cut costs a new WebSocket handshake, nothing is lost or repeated."""
+    n = 20_000
+    received = Collector()
+    server = await serve("ws://127.0.0.1:0/rs", offer(n), resume=FAST)
+    port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+    async with server, ChaosProxy("127.0.0.1", port, seed=5) as proxy:
+        client = await connect(proxy.url.replace("tcp://", "ws://") + "/rs", resume=FAST)
+        try:
+            client.publisher("count").subscribe(received)
+            await proxy.wait_links(1)
+            for _ in range(3):
+                links = proxy.links_made
+                proxy.random_cut(5_000, 300_000)
+                await proxy.wait_links(links + 1)
+            await received.finished()
+        finally:
+            await client.aclose(timeout=1.0)
+    assert received.error is None
+    assert received.items == list(range(n))
+    assert session_of(client).resumes == 3

@@ -43,7 +43,7 @@ async def connect(
 
     ``resume=Resume(...)`` (or ``True`` for the defaults): if the server agrees, the
     connection survives its transport breaking: it reconnects by itself and the streams
-    only pause (PROTOCOL.md §16; TCP, TLS and Unix sockets).
+    only pause (PROTOCOL.md §16).
 
     ``keepalive``: seconds (default 15) without receiving anything after which a ping is
     sent, if the server offers extension keepalive (PROTOCOL.md §14); ``None``: never.
@@ -65,8 +65,6 @@ async def connect(
     credentials = as_credentials(auth) if auth is not None else None
     resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
-        if endpoint.scheme in ("ws", "wss"):
-            raise ValueError("resume= works over tcp://, tls:// and unix:// (not WebSocket yet)")
         config = resume_config(config)
     conn = Connection(
         client=True,

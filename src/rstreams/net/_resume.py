@@ -554,12 +554,14 @@ class _Link:
         self._deciding = bytearray()
         self.task: asyncio.Task[None] | None = None
         self.lost = False  # the transport ended before a session took it
+        self.dropped = False  # given up on: abort the transport as soon as there is one
 
     def connection_made(self, transport: Transport) -> None:
         self.transport = transport
+        if self.dropped:  # a resume attempt given up before its transport came up (WebSocket)
+            transport.abort()
+            return
         if self.resume_token is not None:
-            self.parser = ResumeReplyParser()
-            self.answer = asyncio.get_running_loop().create_future()
             transport.writelines(
                 [encode_message(RESUME, encode_resume(self.resume_token, self.resume_position))]
             )
@@ -696,10 +698,11 @@ async def _reconnect(
         assert session.token is not None
         link.resume_token = session.token
         link.resume_position = session.counter.position
+        link.parser = ResumeReplyParser()
+        link.answer = asyncio.get_running_loop().create_future()  # set before a WebSocket's task runs
         try:
             async with asyncio.timeout(resume.attempt_timeout):
                 link.task = await connect_endpoint(endpoint, link, ssl=ssl, high=high, low=low)
-                assert link.answer is not None
                 outcome = await link.answer
         except (OSError, TimeoutError, ResumeError) as error:
             last = error
@@ -733,6 +736,7 @@ async def _reconnect(
 def _drop(link: _Link) -> None:
     """Give up on a resume attempt's transport."""
     link.answer = None  # nobody waits for it any more
+    link.dropped = True
     link.transport.abort()
 
 

@@ -161,7 +161,7 @@ async def serve(
 
         resume: ``Resume(...)`` (or ``True``): clients that also ask for it keep their
             session when their transport breaks; the server keeps it ``session_timeout``
-            seconds for them to resume (PROTOCOL.md §16; TCP, TLS and Unix sockets).
+            seconds for them to resume (PROTOCOL.md §16).
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
@@ -209,8 +209,6 @@ async def serve(
     factory: Callable[[], TransportHandler] = make_connection
     resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
-        if endpoint.scheme in ("ws", "wss"):
-            raise ValueError("resume= works over tcp://, tls:// and unix:// (not WebSocket yet)")
         config = resume_config(config)
         registry = ResumeRegistry(
             resuming, make_connection, high=high_water, handshake_timeout=handshake_timeout
