@@ -192,3 +192,18 @@ def test_receive_counter_ignores_ack_only_traffic() -> None:
     counter.received(len(encode_message(RESUME_ACK, ack)))
     counter.saw_ack(len(ack))
     assert counter.unacknowledged == 0
+
+
+@given(st.binary(max_size=64), st.binary(max_size=64))
+def test_exchange_parsers_take_any_bytes(first: bytes, second: bytes) -> None:
+    """Arbitrary input gives an answer, "need more", or ResumeError: nothing else, in any chunking."""
+    parser = ResumeReplyParser()
+    try:
+        parser.feed(first)
+        parser.feed(second)
+    except ResumeError:
+        pass
+    try:
+        parse_resume_request(bytearray(first + second))
+    except ResumeError:
+        pass
