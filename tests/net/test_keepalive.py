@@ -186,3 +186,28 @@ async def test_bad_intervals_are_refused() -> None:
             await serve("tcp://127.0.0.1:0", OFFER, keepalive=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="idle_timeout"):
             await connect("tcp://127.0.0.1:1", idle_timeout=bad)  # type: ignore[arg-type]
+
+
+async def test_one_timer_callback_per_interval_however_busy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection that receives all the time costs one timer callback per interval, not per read:
+    the timer is armed for the next deadline and finds recent traffic when it fires."""
+    from rstreams.net._keepalive import Keepalive
+
+    fired: list[float] = []
+    original = Keepalive._fire
+
+    def counting(self: Keepalive) -> None:
+        fired.append(time.monotonic())
+        original(self)
+
+    monkeypatch.setattr(Keepalive, "_fire", counting)
+    async with await serve("tcp://127.0.0.1:0", OFFER, keepalive=0.1, idle_timeout=None) as server:
+        conn = await connect(server.url, keepalive=None)
+        started = time.monotonic()
+        requests = 0
+        while time.monotonic() - started < 0.6:  # hundreds of reads on both sides
+            assert await within(conn.request("greeting")) == b"hello"
+            requests += 1
+        await within(conn.aclose())
+    assert requests > 50
+    assert 3 <= len(fired) <= 10, fired  # about 0.6 / 0.1 on the server; none on the client

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from wiresupport import ConnectionPair, connected, feed_three_ways, wire
 
 from rstreams.wire import (
@@ -154,3 +156,34 @@ def test_extension_messages_after_our_goodbye_are_discarded() -> None:
 
 def test_hello_lists_the_configured_extensions() -> None:
     assert Connection(Side.SERVER, BOTH).data_to_send() == [encode(ServerHello(extensions=(1, 2)))]
+
+
+extension_messages = st.builds(ExtensionMessage, type=st.integers(0x80, 0xFF), payload=st.binary(max_size=40))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(extension_messages, max_size=8),
+    st.sampled_from([frozenset(), frozenset({1}), frozenset({1, 2, 3})]),
+)
+def test_any_extension_traffic_gives_events_or_our_error(
+    messages: list[ExtensionMessage], ids: frozenset[int]
+) -> None:
+    """Whatever extension messages arrive, fed whole or byte by byte: the same events, and a
+    connection that closes does so with our ExtensionError (never another exception)."""
+    data = encode(ClientHello(extensions=tuple(sorted(ids)))) + wire(*messages)
+    results = []
+    for step in (len(data), 1):
+        server = Connection(Side.SERVER, ConnectionConfig(extensions=frozenset({1, 2, 3})))
+        events = []
+        for i in range(0, len(data), step):
+            if server.state is ConnectionState.CLOSED:
+                break
+            server.receive_data(data[i : i + step])
+            events += server.events_received()
+        results.append([repr(event) for event in events])  # exceptions compare by identity
+        for event in events:
+            assert isinstance(event, ClientHello | ExtensionReceived | ConnectionClosed)
+            if isinstance(event, ConnectionClosed):
+                assert isinstance(event.error, ExtensionError) and "§" in event.reason
+    assert results[0] == results[1]
