@@ -20,6 +20,7 @@ from rstreams.wire import (
     Goodbye,
     OnError,
     OnNext,
+    OnNextBatch,
     OnNextPacked,
     OnSubscribe,
     Request,
@@ -99,7 +100,7 @@ def test_any_chunking_gives_the_same_frames(frames: list[Frame], data: st.DataOb
     raw = b"".join(encode(f) for f in frames)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=10)))
     p = parser()
-    got: list[Frame] = []
+    got: list[Frame | OnNextBatch] = []
     start = 0
     for cut in [*cuts, len(raw)]:
         got += p.feed(raw[start:cut])

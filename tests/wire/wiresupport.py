@@ -15,6 +15,7 @@ from rstreams.wire import (
     OnComplete,
     OnError,
     OnNext,
+    OnNextBatch,
     OnNextLastPart,
     OnNextPacked,
     OnNextPart,
@@ -34,7 +35,11 @@ def parser(**limits: int) -> FrameParser:
     """A parser with generous default limits."""
     args = {"max_element_size": 1 << 20, "max_string_length": 1 << 16, "max_extensions": 64}
     args.update(limits)
-    return FrameParser(**args)
+    return FrameParser(
+        max_element_size=args["max_element_size"],
+        max_string_length=args["max_string_length"],
+        max_extensions=args["max_extensions"],
+    )
 
 
 def feed_three_ways(data: bytes, expected: list[Frame], sizes: dict[int, int] | None = None) -> None:
@@ -46,7 +51,7 @@ def feed_three_ways(data: bytes, expected: list[Frame], sizes: dict[int, int] | 
 
     bytewise = parser()
     bytewise.element_sizes.update(sizes or {})
-    got: list[Frame] = []
+    got: list[Frame | OnNextBatch] = []
     for i in range(len(data)):
         got += bytewise.feed(data[i : i + 1])
     assert got == expected
