@@ -10,7 +10,7 @@ import pytest
 from test_keepalive import RawPeer
 
 import rstreams
-from rstreams.errors import ConnectionBrokenError, LocalProtocolError
+from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Credentials, RemoteStreamError, Token, UserPassword, connect, serve
 from rstreams.wire import (
     ConnectionClosed,
@@ -158,11 +158,12 @@ async def test_per_subscription_credentials() -> None:
         await within(conn.aclose())
 
 
-async def test_per_subscription_credentials_need_the_extension() -> None:
+async def test_per_subscription_credentials_need_an_authenticating_connection() -> None:
     async with await serve("tcp://127.0.0.1:0", OFFER) as server:
         conn = await connect(server.url)
-        with pytest.raises(LocalProtocolError, match=r"does not offer extension auth"):
-            await within(conn.publisher("greeting", auth=ADMIN).collect())
+        with pytest.raises(ValueError, match=r"connect\(url, auth=...\)") as refused:
+            conn.publisher("greeting", auth=ADMIN)
+        assert ADMIN not in str(refused.value)
         assert await within(conn.request("greeting")) == b"hello"
         await within(conn.aclose())
 

@@ -232,12 +232,22 @@ class Connection:
 
         ``auth``: credentials for these subscriptions only (a token ``str``, a ``(user,
         password)`` tuple, :class:`Token` or :class:`UserPassword`), checked by the server
-        instead of the connection's (PROTOCOL.md §15.4). Needs a server that offers
+        instead of the connection's (PROTOCOL.md §15.4). Needs a connection made with
+        ``connect(url, auth=...)`` (``ValueError`` otherwise) to a server that offers
         extension auth; each subscribe then waits for the server's hello.
         """
         if not isinstance(name, str):
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
-        conn: Any = self if auth is None else WithCredentials(self, as_credentials(auth))
+        conn: Any = self
+        if auth is not None:
+            credentials = as_credentials(auth)
+            if self._core.side is not Side.CLIENT or self._credentials is None:
+                raise ValueError(
+                    "per-subscription credentials need a client connection that authenticates itself: "
+                    "connect(url, auth=...) (extension auth is listed only by a client that presents "
+                    "credentials, PROTOCOL.md §15.2)"
+                )
+            conn = WithCredentials(self, credentials)
         if batched:
             return RemotePublisher(conn, name, None, Batching(codec))
         if codec is not None and codec.element_size and codec.decode_many is not None:
