@@ -1,10 +1,10 @@
 """A streaming query in its own process, for tests/spark/test_kill.py to kill with SIGKILL.
 
-    python killed_query.py URL CHECKPOINT (forever|available-now)
+    python killed_query.py URL CHECKPOINT
 
 Reads the replay log ``nums`` at URL in micro-batches of 50 rows and writes them with the
-``rstreams`` sink to the sink log ``out``. ``forever`` runs until killed; ``available-now``
-reads to the log's end and exits.
+``rstreams`` sink to the sink log ``out`` (test_kill.py restarts the same query from the
+same checkpoint). It runs until killed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from rstreams.spark import register
 
 
 def main() -> None:
-    url, checkpoint, mode = sys.argv[1:4]
+    url, checkpoint = sys.argv[1:3]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
@@ -30,7 +30,7 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    stream = (
+    query = (
         spark.readStream.format("rstreams")
         .option("url", url)
         .option("publisher", "nums")
@@ -41,11 +41,9 @@ def main() -> None:
         .option("url", url)
         .option("publisher", "out")
         .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="0 seconds")
+        .start()
     )
-    if mode == "available-now":
-        query = stream.trigger(availableNow=True).start()
-    else:
-        query = stream.trigger(processingTime="0 seconds").start()
     query.awaitTermination()
     spark.stop()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sparksupport import records, wait_until
+from sparksupport import read_stream, records, wait_until
 
 from rstreams.replay import ReplayLog, fetch_range
 
@@ -21,12 +21,12 @@ TOTAL = 1_000
 SCRIPT = Path(__file__).with_name("killed_query.py")
 
 
-def start_query(url: str, checkpoint: Path, mode: str, log: Path) -> subprocess.Popen[bytes]:
+def start_query(url: str, checkpoint: Path, log: Path) -> subprocess.Popen[bytes]:
     """The query in a new process group (its JVM included), its output in ``log``."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, str(SCRIPT), url, str(checkpoint), mode],
+            [sys.executable, str(SCRIPT), url, str(checkpoint)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -44,9 +44,12 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
 
 @pytest.mark.timeout(180)
 def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
-    serve: Any, tmp_path: Path
+    spark: Any, serve: Any, tmp_path: Path
 ) -> None:
     """SIGKILL to the driver (Python and JVM) mid-stream, then a restart: `out` is the input, once.
+
+    The killed query runs in a subprocess (its own driver); the restart runs in this
+    process's Spark session from the same checkpoint, as a new driver would.
 
     The source log holds fewer elements than the input, so the killed run's commits have
     trimmed it: the restart must resume from its checkpoint, not from the start.
@@ -64,15 +67,15 @@ def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
         if batch:
             source.append(batch)
 
-    first = start_query(server.url, checkpoint, "forever", output)
+    first = start_query(server.url, checkpoint, output)
     try:
 
         def published_a_few() -> bool:
             feed()
             assert first.poll() is None, output.read_text()[-3000:]
-            return server.sink_statistics("out")["published"] >= 4
+            return server.sink_statistics("out")["published"] >= 3
 
-        wait_until(published_a_few, 90, "the first run to publish 4 batches")
+        wait_until(published_a_few, 90, "the first run to publish 3 batches")
     finally:
         kill_group(first)
     assert first.returncode == -signal.SIGKILL
@@ -82,11 +85,17 @@ def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
     source.capacity = TOTAL  # all input in place, so an availableNow run reads to the end
     feed()
     assert source.end == TOTAL
-    second = start_query(server.url, checkpoint, "available-now", output)
-    try:
-        assert second.wait(90) == 0, output.read_text()[-3000:]
-    finally:
-        kill_group(second)
+    restarted = (  # in this process's warm session: a new driver, the same checkpoint
+        read_stream(spark, server.url, "nums", maxRecordsPerBatch=400)  # fewer, larger batches now
+        .writeStream.format("rstreams")
+        .option("url", server.url)
+        .option("publisher", "out")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert restarted.awaitTermination(90)
+    assert restarted.exception() is None
     rows = [json.loads(item) for item in fetch_range(server.url, "out", 0, out.end)]
     assert sorted(row["seq"] for row in rows) == list(range(TOTAL))
     assert len(source.readers()) == 1  # the restarted query committed as the same reader

@@ -59,7 +59,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from rstreams.replay._client import RemoteLogError, request_json, stream_range
+from rstreams.replay._client import PACK, RemoteLogError, request_json, stream_range
 from rstreams.spark._codecs import check_codec, decode_stream
 
 __all__ = ["RStreamsDataSource", "RangePartition"]
@@ -150,8 +150,10 @@ class _Options:
         ]
 
     def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
+        # Arrow elements are big: one wire element each (packing would copy them twice).
+        pack = 0 if self.codec == "arrow" else PACK
         elements = stream_range(
-            partition.url, partition.publisher, partition.start, partition.end, self.timeout
+            partition.url, partition.publisher, partition.start, partition.end, self.timeout, pack=pack
         )
         return decode_stream(elements, partition.start, self.codec, self.arrow_schema, partition.publisher)
 
