@@ -36,6 +36,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from rstreams.errors import ConnectionBrokenError
+from rstreams.net._connection import _write_grouped
 from rstreams.net._endpoints import connect_endpoint
 from rstreams.net._transport import Transport
 from rstreams.net._url import Endpoint
@@ -190,15 +191,22 @@ class _Session:
         if link is None:
             return
         if not recording:
-            link.transport.writelines(chunks)
+            self._write(link, chunks)
             return
         end = out.end
         if self._written < end:
             if self._written > before:  # the start of this write went out already (a pre-sent hello)
                 chunks = [b"".join(chunks)[self._written - before :]]
-            link.transport.writelines(chunks)
+            self._write(link, chunks)
             self._written = end
         self._check_full()
+
+    @staticmethod
+    def _write(link: _Link, chunks: list[bytes]) -> None:
+        if link.joins and len(chunks) > 1:
+            _write_grouped(link.transport, chunks)  # no copy of large elements into a join
+        else:
+            link.transport.writelines(chunks)
 
     def get_write_buffer_size(self) -> int:
         link = self.link
@@ -263,7 +271,7 @@ class _Session:
         if self._reading_paused:
             link.transport.pause_reading()
         if replay:
-            link.transport.writelines(replay)
+            self._write(link, replay)
         self._written = max(self.out.end, presented)
         self._heard = self._loop.time()
         self._watch_stall()
@@ -555,9 +563,11 @@ class _Link:
         self.task: asyncio.Task[None] | None = None
         self.lost = False  # the transport ended before a session took it
         self.dropped = False  # given up on: abort the transport as soon as there is one
+        self.joins = False  # the transport's writelines joins its chunks (asyncio before 3.12)
 
     def connection_made(self, transport: Transport) -> None:
         self.transport = transport
+        self.joins = getattr(type(transport), "writelines", None) is asyncio.WriteTransport.writelines
         if self.dropped:  # a resume attempt given up before its transport came up (WebSocket)
             transport.abort()
             return
