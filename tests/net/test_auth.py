@@ -303,3 +303,15 @@ async def test_bad_hooks_are_refused_early() -> None:
         await serve("tcp://127.0.0.1:0", OFFER, authenticate="nope")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="needs an authenticate hook"):
         await serve("tcp://127.0.0.1:0", OFFER, auth_required=True)
+
+
+async def test_a_hook_that_never_answers_is_bounded_by_the_handshake_timeout() -> None:
+    async def hangs(credentials: Credentials) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=hangs, handshake_timeout=0.2) as server:
+        conn = await connect(server.url, auth=SECRET)
+        with pytest.raises(ConnectionBrokenError, match=r"authentication timeout \(not settled within 0.2 s"):
+            await within(conn.request("greeting"))
+        await within(conn.aclose())

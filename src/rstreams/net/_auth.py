@@ -176,10 +176,10 @@ class AuthGate:
         if not self.pending or self._authenticated:
             raise ExtensionError("authenticate sent twice", section="15.5")
         self._authenticated = True
-        self._conn.cancel_auth_timer()
         self._check(credentials, self._settled)
 
     def _settled(self, principal: Any) -> None:
+        self._conn.cancel_auth_timer()  # the timer bounds the hook too, not only the client
         if principal is None:
             self._held.clear()
             self._conn.close_now("authentication failed (PROTOCOL.md §15.3)")

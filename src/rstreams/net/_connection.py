@@ -646,7 +646,7 @@ class Connection:
         self._handshake_timer = None
         if self._gate is not None and self._gate.pending:
             self.close_now(
-                f"authentication timeout (no authenticate within {self._handshake_timeout:g} s) "
+                f"authentication timeout (not settled within {self._handshake_timeout:g} s of the hello) "
                 "(PROTOCOL.md §15.3)"
             )
 
