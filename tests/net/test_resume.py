@@ -14,7 +14,8 @@ import rstreams
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
-from rstreams.net._resume import Resume, _Session
+from rstreams.net._resume import Resume
+from rstreams.net._resume_session import _Session
 from rstreams.wire._resume import Refused, ResumeReplyParser
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
