@@ -211,3 +211,25 @@ async def test_one_timer_callback_per_interval_however_busy(monkeypatch: pytest.
         await within(conn.aclose())
     assert requests > 50
     assert 3 <= len(fired) <= 10, fired  # about 0.6 / 0.1 on the server; none on the client
+
+
+async def test_a_client_idle_timeout_ends_a_silent_server() -> None:
+    """connect(idle_timeout=...): a server that sends its hello and then nothing is said goodbye to."""
+    received = bytearray()
+    done = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"\x02\x00\x00")  # serverHello, no extensions: no pings will come
+        while data := await reader.read(65536):
+            received.extend(data)
+        done.set()
+        writer.close()
+
+    listener = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    async with listener:
+        conn = await connect(f"tcp://127.0.0.1:{port}", idle_timeout=0.2, keepalive=0.05)
+        await within(done.wait())  # the client wrote its goodbye and ended its output
+        assert conn.closed
+        assert b"idle timeout: nothing received for 0.2 s" in received
+        await within(conn.aclose())
