@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable
 from typing import Any, Self
 
 import pytest
@@ -149,8 +150,8 @@ async def test_streams_both_ways_survive_random_cuts(seed: int) -> None:
         assert len(pair.server_conns) == 1  # one session, not one per TCP connection
 
 
-async def quiescent(*sources: CountingSource, quiet: float = 0.3) -> None:
-    """Wait until none of ``sources`` is asked for elements for ``quiet`` seconds (bounded)."""
+async def quiescent(*sources: CountingSource, until: Callable[[], bool], quiet: float = 0.3) -> None:
+    """Wait until ``until()`` holds and none of ``sources`` was asked for elements for ``quiet`` s (bounded)."""
     for _ in range(100):
         for source in sources:
             source.progress.clear()
@@ -158,7 +159,7 @@ async def quiescent(*sources: CountingSource, quiet: float = 0.3) -> None:
         done, pending = await asyncio.wait(waits, timeout=quiet)
         for waiting in pending:
             waiting.cancel()
-        if not done:
+        if not done and until():
             return
     pytest.fail("production never stopped while the link was stalled")
 
@@ -188,7 +189,9 @@ async def test_a_stalled_link_bounds_the_replay_buffers() -> None:
             assert len(conns) == 1
             sessions = [session_of(conns[0]), session_of(client)]
             proxy.stall()
-            await quiescent(server_source, client_source)
+            await quiescent(
+                server_source, client_source, until=lambda: all(s._driver_paused for s in sessions)
+            )
             # The bound holds on both sides: at most the last batch's element beyond buffer_bytes.
             for session in sessions:
                 assert session._driver_paused
