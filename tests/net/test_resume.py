@@ -151,7 +151,7 @@ async def test_streams_both_ways_survive_random_cuts(seed: int) -> None:
 
 
 async def quiescent(*sources: CountingSource, until: Callable[[], bool], quiet: float = 0.3) -> None:
-    """Wait until ``until()`` holds and none of ``sources`` was asked for elements for ``quiet`` s (bounded)."""
+    """Wait until ``until()`` holds and no source was asked for elements for ``quiet`` s (bounded)."""
     for _ in range(100):
         for source in sources:
             source.progress.clear()
