@@ -315,3 +315,34 @@ async def test_a_hook_that_never_answers_is_bounded_by_the_handshake_timeout() -
         with pytest.raises(ConnectionBrokenError, match=r"authentication timeout \(not settled within 0.2 s"):
             await within(conn.request("greeting"))
         await within(conn.aclose())
+
+
+async def test_subscribes_are_answered_in_arrival_order_while_a_check_runs() -> None:
+    """A subscribe whose own credentials take long to check holds back the later ones (§15.3)."""
+
+    async def slow_for_admin(credentials: Credentials) -> str | None:
+        if credentials == Token(ADMIN):
+            await asyncio.sleep(0.2)
+        return check(credentials)
+
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, authenticate=slow_for_admin, authorize=only_admin_in_vault
+    ) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        peer.send(
+            ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token(SECRET))),
+            ExtensionMessage(
+                type=AUTH_SUBSCRIBE_CREDENTIALS, payload=encode_subscribe_credentials(1, Token(ADMIN))
+            ),
+            Subscribe(publisher="vault", subscriber=1, initial_demand=1),
+            Subscribe(publisher="greeting", subscriber=2, initial_demand=1),
+            Subscribe(
+                publisher="vault", subscriber=3, initial_demand=1
+            ),  # the connection's principal: refused
+        )
+        answers: list[tuple[str, int]] = []
+        while len(answers) < 3:
+            event = await peer.read_until(OnSubscribe | OnError)
+            answers.append((type(event).__name__, event.subscriber))
+        assert answers == [("OnSubscribe", 1), ("OnSubscribe", 2), ("OnError", 3)]
+        peer.close()

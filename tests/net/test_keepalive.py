@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import UnionType
 from typing import Any
 
 import pytest
@@ -55,7 +56,7 @@ class RawPeer:
             writer.write(encode(ClientHello(extensions=extensions)))
         return cls(reader, writer, set(extensions))
 
-    async def read_until(self, wanted: type, *, deadline: float = WAIT) -> Any:
+    async def read_until(self, wanted: type | UnionType, *, deadline: float = WAIT) -> Any:
         """Read until an event of type ``wanted`` (or the end); returns it or fails."""
 
         async def loop() -> Any:
@@ -71,7 +72,7 @@ class RawPeer:
                     for event in self.events:
                         if isinstance(event, wanted):
                             return event
-                    raise AssertionError(f"EOF before {wanted.__name__}: {self.events}")
+                    raise AssertionError(f"EOF before {wanted}: {self.events}")
                 self.core.receive_data(data)
                 self._take()
 
