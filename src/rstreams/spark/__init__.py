@@ -14,8 +14,12 @@
 Offsets are positions in the server's :class:`ReplayLog`, so a query restarted from its
 checkpoint re-reads exactly the batch it had not finished (nothing lost, nothing
 duplicated), and the log asks its producer for more only as Spark commits (Spark's pace
-sets the demand). A live publisher read *without* a replay log in front of it cannot be
-replayed: a restart then loses what was in flight (at-most-once), like Spark's socket source.
+sets the demand). Each query commits as its own named reader (kept in its checkpoint), so
+several queries may read one log: it trims only what all of them have committed. With
+``codec="arrow"`` (an element is a record batch) serve the log as
+``ReplayLog(..., rows=arrow_rows)`` so that ``maxRecordsPerBatch`` counts rows. A live
+publisher read *without* a replay log in front of it cannot be replayed: a restart then
+loses what was in flight (at-most-once), like Spark's socket source.
 
 Replay logs themselves live in :mod:`rstreams.replay` (no PySpark needed); ``ReplayLog``,
 ``ReplayServer``, ``TrimmedError``, ``RemoteLogError`` and ``replay_offer`` are re-exported here
