@@ -1,8 +1,12 @@
-"""`rstreams demo`'s pipeline, short, on the shared session: rows, windows back, Parquet."""
+"""`rstreams demo`'s pipeline, short, on the shared session: rows, windows back, Parquet, the live page."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
+import threading
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +17,64 @@ from rstreams.spark._demo import run_demo
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
+class _Output(io.StringIO):
+    """The demo's output; ``page`` is set when it prints the live page's address."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.page = threading.Event()
+        self.page_url = ""
+
+    def write(self, text: str) -> int:
+        if text.startswith("live page: "):
+            self.page_url = text.split()[2]
+            self.page.set()
+        return super().write(text)
+
+
+def _watch_page(out: _Output, seen: dict[str, Any]) -> None:
+    """What a browser does: read config.json, subscribe over RS.io on its WebSocket, take a row."""
+    if not out.page.wait(60):
+        return
+    with urllib.request.urlopen(out.page_url + "config.json", timeout=10) as answer:
+        config = json.loads(answer.read())
+    seen["config"] = config
+
+    async def first_row() -> None:
+        from rstreams.net import connect
+
+        conn = await connect(config["url"])
+        try:
+            async for element in conn.publisher(config["publisher"]):
+                seen["row"] = json.loads(element)
+                break
+        finally:
+            await conn.aclose()
+
+    try:
+        asyncio.run(asyncio.wait_for(first_row(), 200))
+    except Exception as error:  # reported by the assertions below, with the demo's output
+        seen["error"] = repr(error)
+
+
 @pytest.mark.timeout(240)
 def test_demo_pipeline_publishes_windows_and_saves_them(spark: Any, tmp_path: Path) -> None:
-    """Sensors -> replay log -> Spark windowed averages -> rstreams sink -> live view and Parquet."""
-    out = io.StringIO()
-    figures = run_demo(seconds=6, batch=20_000, window=1, out=str(tmp_path), stream=out, spark=spark)
+    """Sensors -> replay log -> Spark windowed averages -> rstreams sink -> live view, page and Parquet."""
+    out = _Output()
+    seen: dict[str, Any] = {}
+    watcher = threading.Thread(target=_watch_page, args=(out, seen), daemon=True)
+    watcher.start()
+    figures = run_demo(
+        seconds=6, batch=20_000, window=1, out=str(tmp_path), stream=out, spark=spark, web="127.0.0.1:0"
+    )
+    watcher.join(30)
     text = out.getvalue()
     assert figures["rows"] > 0 and figures["batches"] > 0, text
     assert figures["results"] > 0, text  # window averages came back over RS.io
     assert "sensor-0" in text and "window" in text
     saved = spark.read.parquet(figures["parquet"]).collect()
     assert saved and {"sensor", "avg", "n"} <= set(saved[0].asDict())
+    # the live page: its address printed, its config naming results, a row over its WebSocket
+    assert out.page_url.startswith("http://127.0.0.1:"), text
+    assert seen.get("config", {}).get("publisher") == "results", (seen, text)
+    assert {"sensor", "avg", "window"} <= set(seen.get("row", {})), (seen, text)
