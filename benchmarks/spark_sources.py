@@ -6,8 +6,9 @@
 Sources (``--one``):
 
 * ``rstreams-arrow``: the ``rstreams`` data source reading a replay log served over loopback TCP
-  by a ``ReplayServer`` in this process; each element is an Arrow IPC batch of 64 Ki rows;
-  micro-batches of about ``--batch-rows`` rows (``maxRecordsPerBatch`` in elements).
+  by a ``ReplayServer`` in this process; each element is an Arrow IPC batch of 64 Ki rows, and
+  the log counts them (``rows=arrow_rows``), so ``maxRecordsPerBatch`` is rows: micro-batches
+  of about ``--batch-rows`` rows (a whole number of elements).
 * ``rstreams-json``: the same, one JSON object per element, micro-batches of ``--batch-rows`` rows.
 * ``python-inprocess``: an in-process Python data source yielding Arrow batches, no network
   (the ceiling for a Python source, as in ../shared/notes/spark-python-datasource.md).
@@ -162,7 +163,7 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
     import pyspark
     from pyspark.sql import SparkSession
 
-    from rstreams.spark import ReplayLog, ReplayServer, check_java, register
+    from rstreams.spark import ReplayLog, ReplayServer, arrow_rows, check_java, register
 
     scratch = tempfile.mkdtemp(prefix="rstreams-spark-bench-")
     began = time.perf_counter()
@@ -184,15 +185,16 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
             register(spark)
             codec = source.removeprefix("rstreams-")
             make = arrow_elements if codec == "arrow" else json_elements
+            count = arrow_rows if codec == "arrow" else None
             rows_per_element = ARROW_ROWS if codec == "arrow" else 1
             warm, measured = make(warmup_rows), make(rows)
-            logs = {"measured": ReplayLog("measured", capacity=len(measured))}
+            logs = {"measured": ReplayLog("measured", capacity=len(measured), rows=count)}
             logs["measured"].append(measured)
-            if warm:  # a query's commits trim its log: each query reads its own
-                logs["warm-up"] = ReplayLog("warm-up", capacity=len(warm))
+            if warm:  # each query reads its own log
+                logs["warm-up"] = ReplayLog("warm-up", capacity=len(warm), rows=count)
                 logs["warm-up"].append(warm)
             server = ReplayServer(logs).start()
-            per_batch = max(1, batch_rows // rows_per_element)
+            per_batch = max(1, batch_rows // rows_per_element) * rows_per_element  # rows
 
             def stream(log: str, total: int) -> Any:
                 del total
@@ -250,7 +252,7 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
     got.update(
         source=source,
         what=label,
-        rows_per_batch=per_batch * (ARROW_ROWS if source == "rstreams-arrow" else 1),
+        rows_per_batch=per_batch,
         session_s=round(session_s, 2),
         loop="local[2]",
         version=f"pyspark {pyspark.__version__}, Java {check_java()}",

@@ -75,3 +75,13 @@ def test_element_and_row_bounds_are_exclusive() -> None:
     with pytest.raises(ValueError, match="not both"):
         reader("tcp://127.0.0.1:1", "p", maxElementsPerBatch=1, maxRecordsPerBatch=1)
     assert reader("tcp://127.0.0.1:1", "p", maxElementsPerBatch=15).getDefaultReadLimit().max_rows == 15  # type: ignore[attr-defined]
+
+
+def test_max_records_on_an_arrow_log_that_counts_no_rows_says_what_to_do(serve: Any) -> None:
+    """A row bound needs the log's row count: without it the error names both ways out."""
+    log = ReplayLog("plain", capacity=10)
+    log.append(batches(10, 10))
+    server = serve({"plain": log})
+    source = reader(server.url, "plain", codec="arrow", maxRecordsPerBatch=25)
+    with pytest.raises(ValueError, match=r"rows=rstreams\.spark\.arrow_rows.*maxElementsPerBatch"):
+        source.latestOffset(source.initialOffset(), source.getDefaultReadLimit())

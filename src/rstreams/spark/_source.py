@@ -114,8 +114,6 @@ class _Options:
         except RemoteLogError as error:
             if "counts no rows" not in str(error):
                 raise
-            if _INTERIM_ELEMENTS:
-                return start + max_rows
             raise ValueError(
                 f"option maxRecordsPerBatch counts rows, but with codec 'arrow' an element of log "
                 f"{self.publisher!r} is a whole record batch and the log does not count its rows: "
@@ -170,8 +168,6 @@ def _positive(options: Mapping[str, str], name: str, default: int) -> int:
         raise ValueError(f"option {name} must be an int >= 1, got {text!r}")
     return value
 
-
-_INTERIM_ELEMENTS = True  # until benchmarks/spark_sources.py serves row-counting logs (04:25 UTC)
 
 Offset = dict[str, Any]
 """``{"position": int, "reader": str}`` (JSON-able, in this key order: Spark compares the text)."""
