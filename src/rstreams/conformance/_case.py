@@ -76,6 +76,7 @@ AREAS: dict[str, str] = {
     "lm": "limits",
     "rs": "session resumption (extension 3)",
     "rv": "server as subscriber",
+    "ex": "extensions (keepalive, auth)",
 }
 
 CASES: list[Case] = []
@@ -126,6 +127,10 @@ class Options:
     """``tls``/``wss``: check neither the certificate nor the name (encrypted, unauthenticated)."""
     server_name: str | None = None
     """``tls``/``wss``: the name the endpoint's certificate must carry (default: the URL's host)."""
+    idle_timeout: float | None = None
+    """The endpoint's idle timeout in seconds (§14.2), if short enough to wait for; unset: not checked."""
+    token: str | None = None
+    """A token the endpoint accepts (extension auth, §15); unset: the cases that need one are skipped."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -146,8 +151,10 @@ class Context:
         self.available = available
         self.peers: list[Peer] = []
 
-    async def open(self, *, hello: bool = True, rcvbuf: int | None = None) -> Peer:
-        """A new connection; with ``hello`` the clientHello is sent at once (a loose handshake)."""
+    async def open(
+        self, *, hello: bool = True, rcvbuf: int | None = None, extensions: tuple[int, ...] = ()
+    ) -> Peer:
+        """A new connection; with ``hello`` the clientHello (listing ``extensions``) is sent at once."""
         o = self.options
         secure = self.url.startswith(("tls:", "wss:"))
         raw = await open_raw(
@@ -160,7 +167,7 @@ class Context:
         peer = Peer(raw, timeout=self.options.timeout, quiet=self.options.quiet)
         self.peers.append(peer)
         if hello:
-            await peer.send(ClientHello())
+            await peer.send(ClientHello(extensions=extensions))
         return peer
 
     def name(self, kind: str, **params: object) -> str:

@@ -259,13 +259,20 @@ class Peer:
     async def goodbye_then_close(self, timeout: float | None = None) -> Goodbye | None:  # noqa: ASYNC109
         """The server's answer to a violation: goodbye, then the end of input (§10).
 
-        After our own end of input on a transport that cannot half-close (WebSocket), the
-        goodbye cannot be seen; then only the close is required.
+        Once the goodbye is in, the driver ends its own output, as an endpoint that received
+        a goodbye closes its transport (§9.1): a server lingering after its error goodbye
+        (§10: it may discard input until the peer's end of input, for a bounded time) then
+        closes at once rather than after its bound. Over TCP the server's close is still
+        seen; over TLS and WebSocket, which cannot half-close, ending our output ends the
+        connection, so there only the goodbye is checked. After our own end of input on
+        such a transport the goodbye cannot be seen; then only the close is required.
         """
         if self.eof_sent and not self.raw.half_close:
             await self.closed(timeout)
             return self.monitor.goodbye
         bye = await self.goodbye(timeout)
+        if not self.eof_sent:
+            await self.write_eof()
         await self.closed(timeout)
         return bye
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fnmatch
+import os
 import ssl
 import sys
 import time
@@ -269,6 +270,17 @@ def _parser() -> argparse.ArgumentParser:
     tls.add_argument(
         "--server-name", metavar="NAME", help="name the certificate must carry (default: URL host)"
     )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="the endpoint's idle timeout (§14.2), to check that it closes idle connections",
+    )
+    parser.add_argument(
+        "--token",
+        help="a token the endpoint accepts (extension auth, §15; default: $RSIO_CONFORMANCE_TOKEN)",
+        default=os.environ.get("RSIO_CONFORMANCE_TOKEN"),
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and their rules, run nothing")
     parser.add_argument("-v", "--verbose", action="store_true", help="also list the cases that passed")
     return parser
@@ -295,6 +307,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         keyfile=args.keyfile,
         insecure=args.insecure,
         server_name=args.server_name,
+        idle_timeout=args.idle_timeout,
+        token=args.token,
     )
     if options.uses_tls and not args.url.startswith(("tls://", "wss://")):
         sys.stderr.write(f"TLS options need a tls:// or wss:// URL, not {args.url}\n")

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from rstreams.conformance.cases import close as close
 from rstreams.conformance.cases import demand as demand
+from rstreams.conformance.cases import extensions as extensions
 from rstreams.conformance.cases import framing as framing
 from rstreams.conformance.cases import handshake as handshake
 from rstreams.conformance.cases import limits as limits
-from rstreams.conformance.cases import reverse as reverse
 from rstreams.conformance.cases import resumption as resumption
+from rstreams.conformance.cases import reverse as reverse
 from rstreams.conformance.cases import split as split
 from rstreams.conformance.cases import state as state
 
-__all__ = ["close", "demand", "framing", "handshake", "limits", "reverse", "resumption", "split", "state"]
+__all__ = [
+    "close",
+    "demand",
+    "extensions",
+    "framing",
+    "handshake",
+    "limits",
+    "resumption",
+    "reverse",
+    "split",
+    "state",
+]
