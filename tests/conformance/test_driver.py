@@ -315,3 +315,36 @@ def test_monitor_checks_the_server_as_subscriber() -> None:
     count = len(monitor.violations)
     monitor.received(Subscribe(publisher="driver/c", subscriber=4))  # reuse after our terminal: fine
     assert len(monitor.violations) == count
+
+
+# -- extension cases: skipped without what they need, failing when the endpoint breaks the rule ------
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_extension_cases_skip_with_reasons() -> None:
+    """Against a server without auth and without the driver knowing its idle timeout, the auth and idle
+    cases are skipped (with the reason), the keepalive ones pass."""
+    server = await serve("tcp://127.0.0.1:0", conformance_publishers())
+    try:
+        results = await run(server.url, Options(quiet=0.1), cases=select("ex."), available=ALL)
+    finally:
+        await server.aclose()
+    outcome = {r.case.id: r for r in results}
+    assert {r.outcome for r in results} == {Outcome.PASS, Outcome.SKIP}
+    assert outcome["ex.ping_answered"].outcome is Outcome.PASS
+    assert "auth (id 2)" in outcome["ex.auth_malformed_credentials"].message
+    assert "--idle-timeout" in outcome["ex.idle_timeout"].message
+    assert "--token" in outcome["ex.auth_accepted_before_answers"].message
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_idle_case_fails_when_the_endpoint_keeps_idle_peers() -> None:
+    """--idle-timeout 0.3 against a server that waits 60 s: the case fails, saying what it waited for."""
+    server = await serve("tcp://127.0.0.1:0", conformance_publishers())
+    try:
+        (case,) = select("ex.idle_timeout")
+        result = await run_case(case, server.url, Options(quiet=0.1, timeout=0.5, idle_timeout=0.3), ALL)
+    finally:
+        await server.aclose()
+    assert result.outcome is Outcome.FAIL
+    assert "goodbye" in result.message
