@@ -18,6 +18,7 @@ from rstreams.conformance import (
     KINDS,
     Options,
     Outcome,
+    catalogue_markdown,
     conformance_publishers,
     main,
     run,
@@ -64,6 +65,19 @@ def test_cited_sections_exist() -> None:
         match = re.fullmatch(r"PROTOCOL\.md §(\d+(?:\.\d+)?)", c.cite)
         if match:
             assert match.group(1) in headings, f"{c.id} cites §{match.group(1)}, which PROTOCOL.md lacks"
+
+
+def test_docs_catalogue_is_current() -> None:
+    """docs/conformance.md's generated tables match the cases (regenerate: --list --markdown)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text()
+    start, end = "<!-- generated:conformance-cases -->\n", "<!-- /generated:conformance-cases -->"
+    generated = docs[docs.index(start) + len(start) : docs.index(end)]
+    assert generated == catalogue_markdown(), "docs/conformance.md is stale: paste in `--list --markdown`"
+
+
+def test_list_markdown(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-", "--list", "--markdown"]) == 0
+    assert capsys.readouterr().out == catalogue_markdown()
 
 
 def test_select() -> None:

@@ -29,6 +29,7 @@ from rstreams.conformance._publishers import element_bytes as element_bytes
 from rstreams.conformance._runner import KINDS as KINDS
 from rstreams.conformance._runner import CaseResult as CaseResult
 from rstreams.conformance._runner import Outcome as Outcome
+from rstreams.conformance._runner import catalogue_markdown as catalogue_markdown
 from rstreams.conformance._runner import main as main
 from rstreams.conformance._runner import probe as probe
 from rstreams.conformance._runner import run as run
@@ -49,6 +50,7 @@ __all__ = [
     "Outcome",
     "Skip",
     "SourceStats",
+    "catalogue_markdown",
     "conformance_publishers",
     "element_bytes",
     "main",

@@ -18,7 +18,17 @@ from typing import TextIO
 from rstreams.conformance._case import AREAS, CASES, Case, CaseFailure, Context, Options, Skip
 from rstreams.wire import Subscribe
 
-__all__ = ["KINDS", "CaseResult", "Outcome", "main", "probe", "run", "select", "write_junit"]
+__all__ = [
+    "KINDS",
+    "CaseResult",
+    "Outcome",
+    "catalogue_markdown",
+    "main",
+    "probe",
+    "run",
+    "select",
+    "write_junit",
+]
 
 KINDS: dict[str, str] = {
     "range": "range?n=0",
@@ -228,6 +238,24 @@ def write_junit(results: Sequence[CaseResult], path: str, *, suite: str = "rstre
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def catalogue_markdown(cases: Sequence[Case] = CASES) -> str:
+    """The catalogue as Markdown: cases per area, then every case with its citation and rule.
+
+    docs/conformance.md holds this between ``<!-- generated:conformance-cases -->`` markers
+    (``python -m rstreams.conformance URL --list --markdown`` prints it; a test compares).
+    """
+    lines = [f"{len(cases)} cases.", "", "| area | cases |", "|---|---|"]
+    for area, title in AREAS.items():
+        count = sum(c.area == area for c in cases)
+        if count:
+            lines.append(f"| `{area}` {title} | {count} |")
+    lines += ["", "| case | citation | rule |", "|---|---|---|"]
+    for c in cases:
+        rule = c.text.replace("|", "\\|")
+        lines.append(f"| `{c.id}` | {c.cite} | {rule} |")
+    return "\n".join(lines) + "\n"
+
+
 # -- command line ------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -282,6 +310,9 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("RSIO_CONFORMANCE_TOKEN"),
     )
     parser.add_argument("--list", action="store_true", help="list the cases and their rules, run nothing")
+    parser.add_argument(
+        "--markdown", action="store_true", help="with --list: as docs/conformance.md's tables"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="also list the cases that passed")
     return parser
 
@@ -290,6 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line; returns 0 if no case failed, 1 if one did, 2 if the endpoint is unreachable."""
     args = _parser().parse_args(argv)
     cases = select(args.pattern)
+    if args.list and args.markdown:
+        sys.stdout.write(catalogue_markdown(cases))
+        return 0
     if args.list:
         for c in cases:
             sys.stdout.write(f"{c.id:<40} {c.cite:<22} {c.text}\n")
