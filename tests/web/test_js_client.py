@@ -54,7 +54,9 @@ def summary(output: str) -> dict[str, int]:
 @pytest.mark.timeout(60)
 def test_js_client_against_a_python_server(server: JsTestServer) -> None:
     """Every Node test passes, none skipped: codec vectors, streams, split, packed, backpressure, errors."""
-    done = run_node({"RSIO_URL": server.url, "RSIO_BAD_URL": server.bad_url})
+    done = run_node(
+        {"RSIO_URL": server.url, "RSIO_BAD_URL": server.bad_url, "RSIO_IDLE_URL": server.idle_url}
+    )
     counts = summary(done.stdout)
     assert done.returncode == 0 and counts.get("fail") == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert counts["skipped"] == 0 and counts["pass"] >= 50, counts

@@ -21,6 +21,8 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.net import INT64, Connection, serve, with_codec
 from rstreams.rules import check_subscriber
 
+IDLE_TIMEOUT = 1.0
+"""Seconds the ``idle_url`` server waits for anything from a client before its goodbye (§14.2)."""
 BIG = 200_000
 """Bytes of the ``big`` publisher's one element: above the 64 KiB split threshold (§8)."""
 
@@ -88,6 +90,7 @@ class JsTestServer:
         self.bad_received: list[bytes] = []  # what clients sent the misbehaving server
         self.url = ""
         self.bad_url = ""
+        self.idle_url = ""  # the same offer; idle timeout 1 s, the server never pings (§14.2)
         self._servers: list[Any] = []
 
     def offer(self) -> dict[str, Any]:
@@ -148,13 +151,16 @@ class JsTestServer:
 
         good = await serve("ws://127.0.0.1:0/rsio", self.offer(), on_connection=self._on_connection)
         bad = await ws_serve(self._bad, "127.0.0.1", 0, subprotocols=["rsio.v0"])  # type: ignore[list-item]
-        self._servers = [good, bad]
+        idle = await serve("ws://127.0.0.1:0/rsio", self.offer(), keepalive=None, idle_timeout=IDLE_TIMEOUT)
+        self._servers = [good, bad, idle]
         self.url = good.url
+        self.idle_url = idle.url
         self.bad_url = f"ws://127.0.0.1:{bad.sockets[0].getsockname()[1]}/"
 
     async def _stop(self) -> None:
-        good, bad = self._servers
+        good, bad, idle = self._servers
         await good.aclose()
+        await idle.aclose()
         bad.close()
         await bad.wait_closed()
 

@@ -8,6 +8,7 @@ import {
 
 const URL_ = process.env.RSIO_URL;
 const BAD_URL = process.env.RSIO_BAD_URL;
+const IDLE_URL = process.env.RSIO_IDLE_URL; // idle timeout 1 s, and the server never pings
 const skip = URL_ === undefined ? "RSIO_URL is not set: run through tests/web/test_js_client.py" : false;
 const text = new TextDecoder();
 
@@ -171,6 +172,21 @@ for (const [section, what] of [["§5.2", "an onNext for an id nobody subscribed"
     assert.equal(c.error, error);
   });
 }
+
+test("keepalive: a waiting client pings and outlives the server's idle timeout; one that never pings does not", { skip }, async () => {
+  const pinging = await connect(IDLE_URL, { keepalive: 0.25 });
+  const silent = await connect(IDLE_URL, { keepalive: null });
+  const waiting = collector(1);
+  pinging.subscribe("counted?n=0", { onSubscribe() {}, onError: (e) => { waiting.error = e; } }); // no demand: silence
+  const silentError = await silent.closed; // the server's idle goodbye after 1 s
+  assert.ok(silentError instanceof ConnectionClosedError && /idle timeout/.test(silentError.message), String(silentError));
+  await new Promise((resolve) => setTimeout(resolve, 1500)); // well past the idle timeout
+  assert.equal(pinging.state, "OPEN");
+  assert.ok(pinging.extensions.has(1) && pinging.pingsSent >= 2 && pinging.pongsReceived >= 2,
+    `pings ${pinging.pingsSent}, pongs ${pinging.pongsReceived}`);
+  assert.equal(waiting.error, null);
+  assert.equal(await pinging.close(), null);
+});
 
 async function waitFor(condition, ms = 5000) {
   const deadline = Date.now() + ms;

@@ -31,11 +31,14 @@ class FakeSocket {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 const HELLO = { type: "serverHello", version: 0, extensions: [] };
 
-function open() {
+function open(options = {}) {
   const ws = new FakeSocket();
-  const conn = new Connection(ws, { onerror: () => {} });
+  const conn = new Connection(ws, { onerror: () => {}, ...options });
   return { ws, conn };
 }
+
+const KEEPALIVE_HELLO = { ...HELLO, extensions: [1, 2] };
+const ping = (payload) => ({ type: "extension", code: 0x80, payload });
 
 function recorder(initial = 0) {
   const r = { items: [], error: null, completed: false };
@@ -70,7 +73,7 @@ test("hello and an optimistic subscribe go out in one message, initialDemand fro
   conn.subscribe("ticks", recorder(5));
   await tick();
   assert.deepEqual(ws.sent, [
-    { type: "clientHello", version: 0, extensions: [] },
+    { type: "clientHello", version: 0, extensions: [1] }, // keepalive (§14)
     { type: "subscribe", publisher: "ticks", subscriber: 1, initial_demand: 5n },
   ]);
 });
@@ -207,3 +210,39 @@ test("a subscribe from the server is refused with onError; the connection goes o
   assert.match(refusal.error, /publishes nothing/);
   assert.equal(conn.state, "OPEN");
 });
+
+test("keepalive active: a ping is answered with a pong carrying its 8 bytes; pongs are counted", async () => {
+  const { ws, conn } = open({ keepalive: null });
+  ws.feed(KEEPALIVE_HELLO, ping(Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8)));
+  ws.feed({ type: "extension", code: 0x81, payload: new Uint8Array(8) });
+  await tick();
+  assert.deepEqual([...conn.extensions], [1]); // 2 (auth) was not offered
+  assert.deepEqual(ws.sent.at(-1), { type: "extension", code: 0x81, payload: Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8) });
+  assert.equal(conn.pongsReceived, 1);
+  assert.equal(conn.state, "OPEN");
+});
+
+test("keepalive active: the client pings when it has received nothing for the interval", async () => {
+  const { ws, conn } = open({ keepalive: 0.02 });
+  ws.feed(KEEPALIVE_HELLO);
+  await waitFor(() => ws.sent.some((f) => f.type === "extension" && f.code === 0x80));
+  const sent = ws.sent.find((f) => f.code === 0x80);
+  assert.equal(sent.payload.length, 8);
+  assert.ok(conn.pingsSent >= 1);
+  const closed = conn.close();
+  ws.feed({ type: "goodbye", reason: "" });
+  assert.equal(await closed, null);
+});
+
+test("§14: a ping whose payload is not 8 bytes", () =>
+  violation((ws) => ws.feed(KEEPALIVE_HELLO, ping(new Uint8Array(7))), "§14"));
+test("§4.4: an extension type nobody owns, even with keepalive active", () =>
+  violation((ws) => ws.feed(KEEPALIVE_HELLO, { type: "extension", code: 0x90, payload: new Uint8Array(0) }), "§4.4"));
+
+async function waitFor(condition, ms = 5000) {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms: ${condition}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

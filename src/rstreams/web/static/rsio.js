@@ -19,6 +19,10 @@
 // naming the rule and its PROTOCOL.md section, and every subscriber gets onError.
 //
 // This client publishes nothing: a subscribe from the server is refused with onError (§5.5).
+//
+// Extensions: the client offers keepalive (id 1, §14) and no other. With it active, it answers
+// every ping with a pong, and pings when it has received nothing for `keepalive` seconds, so
+// that a server's idle timeout (§14.2) never closes a page that is only waiting for data.
 
 import {
   FrameDecoder, ProtocolError, UNBOUNDED, VERSION, concat, encodeFrame, DEFAULT_LIMITS,
@@ -45,6 +49,11 @@ export class ConnectionClosedError extends Error {
 }
 
 const GOODBYE_TIMEOUT_MS = 2000;
+const KEEPALIVE = 1; // extension id (§14)
+const PING = 0x80;
+const PONG = 0x81;
+const EXTENSION_NAMES = { [PING]: "keepalive (id 1)", [PONG]: "keepalive (id 1)" };
+const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything
 
 /** Open a connection; resolves once the WebSocket is open and our clientHello is sent. */
 export function connect(url, options = {}) {
@@ -134,6 +143,7 @@ class Subscription {
 }
 
 export class Connection {
+  /** Made by connect(); `options`: {limits, keepalive (seconds, null: never ping), onclose, onerror}. */
   constructor(ws, options = {}) {
     this._ws = ws;
     this._limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
@@ -146,6 +156,12 @@ export class Connection {
     this.closeReason = null; // why the connection ended (an Error), once it has
     this.bytesReceived = 0;
     this.elementsReceived = 0;
+    this.extensions = new Set(); // active extension ids, once the serverHello is in (§4.4)
+    this.pingsSent = 0;
+    this.pongsReceived = 0;
+    this._keepalive = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S : options.keepalive;
+    this._lastReceived = Date.now();
+    this._pingTimer = null;
     this.onclose = options.onclose ?? null;
     this.onerror = options.onerror ?? ((error) => console.error("rsio:", error));
     this._decoder = new FrameDecoder((id) => this._subs.get(id)?.elementSize ?? 0, this._limits);
@@ -153,7 +169,7 @@ export class Connection {
     ws.onmessage = (event) => this._receive(event.data);
     ws.onclose = () => this._transportClosed();
     ws.onerror = () => {};
-    this._send({ type: "clientHello", version: VERSION, extensions: [] });
+    this._send({ type: "clientHello", version: VERSION, extensions: [KEEPALIVE] });
   }
 
   /** Subscribe `subscriber` ({onSubscribe, onNext, onError, onComplete}) to the publisher `name`. */
@@ -247,6 +263,7 @@ export class Connection {
       return;
     }
     this.bytesReceived += data.byteLength;
+    this._lastReceived = Date.now();
     this._decoder.push(data);
     try {
       for (let frame = this._decoder.next(); frame !== null && this.state !== "CLOSED"; frame = this._decoder.next()) {
@@ -265,6 +282,7 @@ export class Connection {
           throw new ProtocolError(`serverHello with version ${frame.version}; this client speaks version 0`, "§4.2");
         }
         this.state = "OPEN";
+        if (frame.extensions.some((id) => id === KEEPALIVE)) this._startKeepalive();
         return;
       }
       if (frame.type !== "goodbye") {
@@ -387,8 +405,38 @@ export class Connection {
     this._end(error);
   }
 
+  _startKeepalive() {
+    this.extensions.add(KEEPALIVE);
+    if (this._keepalive === null) return; // answer pings, send none
+    const interval = this._keepalive * 1000;
+    this._pingTimer = setInterval(() => {
+      if (this.state !== "OPEN" || Date.now() - this._lastReceived < interval) return;
+      const payload = new Uint8Array(8);
+      crypto.getRandomValues(payload);
+      this._send({ type: "extension", code: PING, payload });
+      this.pingsSent += 1;
+    }, interval);
+    this._pingTimer.unref?.(); // Node: a connection alone does not keep the process running
+  }
+
+  _extension(frame) {
+    const code = `0x${frame.code.toString(16)}`;
+    if ((frame.code !== PING && frame.code !== PONG) || !this.extensions.has(KEEPALIVE)) {
+      const owner = EXTENSION_NAMES[frame.code];
+      throw new ProtocolError(owner === undefined
+        ? `message type ${code} belongs to no extension this client knows`
+        : `message type ${code} belongs to extension ${owner}, which is not active on this connection`, "§4.4");
+    }
+    if (frame.payload.length !== 8) {
+      throw new ProtocolError(`keepalive ${code} with a ${frame.payload.length}-byte payload; it carries 8`, "§14");
+    }
+    if (frame.code === PING) this._send({ type: "extension", code: PONG, payload: frame.payload.slice() });
+    else this.pongsReceived += 1;
+  }
+
   _end(error) {
     clearTimeout(this._closeTimer);
+    clearInterval(this._pingTimer);
     this.state = "CLOSED";
     this.closeReason = error;
     this._failAll(error ?? this._closedError());
@@ -440,8 +488,7 @@ const HANDLERS = {
       error: `unknown publisher ${JSON.stringify(frame.publisher)}: this browser client publishes nothing` });
   },
   extension(conn, frame) {
-    const code = `0x${frame.code.toString(16)}`;
-    throw new ProtocolError(`message type ${code} belongs to an extension, and this client activates none`, "§4.4");
+    conn._extension(frame);
   },
   request() {}, // §5.4: the server's subscriptions on us are all refused, so every id is closed
   cancel() {},
