@@ -262,7 +262,9 @@ async def test_main_over_tls_insecure(
     url, _ = tls_server
     code = await asyncio.to_thread(main, [url, "-k", "hs.", "--insecure", "--quiet", "0.1"])
     assert code == 0
-    assert "NOT verified" in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "NOT verified" in out.err
+    assert "NOT verified" in out.out.splitlines()[0]
 
 
 def test_tls_options_need_a_tls_url(capsys: pytest.CaptureFixture[str]) -> None:

@@ -355,7 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError, CaseFailure) as error:
         sys.stderr.write(f"cannot run the suite against {args.url}: {error}\n")
         return 2
-    report(results, args.url, sys.stdout, verbose=args.verbose)
+    label = args.url + (" [--insecure: its certificate was NOT verified]" if options.insecure else "")
+    report(results, label, sys.stdout, verbose=args.verbose)
     if args.junit:
         write_junit(results, args.junit)
     return 1 if any(r.outcome is Outcome.FAIL for r in results) else 0
