@@ -53,6 +53,8 @@ STATE = """(() => {
     sensor: f.dataset.sensor,
     points: Number(f.dataset.points ?? 0),
     polyline: f.querySelector("polyline").getAttribute("points").split(" ").filter(Boolean).length,
+    drawn: f.querySelector("polyline").getAttribute("points"),
+    last: Number(f.dataset.last),
   }));
   const shown = Number(document.getElementById("received").textContent.replace(/,/g, ""));
   return { status: s.status, error: s.error, received: s.received, outstanding: s.outstanding,
@@ -95,6 +97,15 @@ def test_live_page_connects_receives_and_draws(tmp_path: Path) -> None:
                         and s["shownReceived"] > 0
                     ),
                     "charts for every sensor",
+                )
+                first = drawn["figures"][0]
+                await wait_for_state(  # the chart keeps updating: the line and its newest value move
+                    page,
+                    lambda s: (
+                        s["figures"][0]["drawn"] != first["drawn"]
+                        and s["figures"][0]["last"] != first["last"]
+                    ),
+                    "a redrawn chart",
                 )
                 png = await page.screenshot()
                 live.stop()  # the server says goodbye: the page shows it

@@ -16,7 +16,7 @@ const state = {
 window.rsioLive = state;
 
 const $ = (id) => document.getElementById(id);
-const series = new Map(); // key -> {points: number[], last, note, figure}
+const series = new Map(); // key -> {points: [{order, value}], last, note, figure, dirty}
 
 function setStatus(status, error = null) {
   state.status = status;
@@ -48,14 +48,14 @@ function rowOf(element, publisher) {
   } catch {
     return null;
   }
-  if (typeof row === "number") return { key: publisher, value: row, note: "" };
+  if (typeof row === "number") return { key: publisher, value: row, note: "", order: state.received };
   if (row === null || typeof row !== "object") return null;
   const value = typeof row.avg === "number" ? row.avg : row.value;
   if (typeof value !== "number") return null;
   const key = String(row.sensor ?? row.key ?? publisher);
   const when = row.window?.start ?? (typeof row.ts === "number" ? new Date(row.ts * 1000).toISOString() : "");
   const note = `${when ? `window ${String(when).slice(11, 19)}` : ""}${row.n !== undefined ? `, n ${row.n}` : ""}`;
-  return { key, value, note };
+  return { key, value, note, order: row.window?.start ?? row.ts ?? state.received };
 }
 
 function add(row) {
@@ -64,12 +64,19 @@ function add(row) {
     s = { points: [], last: 0, note: "", figure: newFigure(row.key), dirty: true };
     series.set(row.key, s);
   }
-  s.points.push(row.value);
-  if (s.points.length > POINTS) s.points.shift();
-  s.last = row.value;
-  s.note = row.note;
-  s.dirty = true;
+  // Keep a series in its rows' order (window start, else timestamp, else arrival): a batch may
+  // publish windows out of order. Usually this appends.
   state.series[row.key] = (state.series[row.key] ?? 0) + 1;
+  let at = s.points.length;
+  while (at > 0 && s.points[at - 1].order > row.order) at--;
+  if (at === 0 && s.points.length >= POINTS) return; // older than everything kept
+  if (at === s.points.length) { // the newest: its value and note are shown
+    s.last = row.value;
+    s.note = row.note;
+  }
+  s.points.splice(at, 0, { order: row.order, value: row.value });
+  if (s.points.length > POINTS) s.points.shift();
+  s.dirty = true;
 }
 
 function newFigure(key) {
@@ -89,15 +96,17 @@ function draw() {
   for (const s of series.values()) {
     if (!s.dirty) continue;
     s.dirty = false;
-    const low = Math.min(...s.points);
-    const high = Math.max(...s.points);
+    const values = s.points.map((p) => p.value);
+    const low = Math.min(...values);
+    const high = Math.max(...values);
     const span = high - low || 1;
-    const offset = POINTS - s.points.length;
-    const points = s.points.map((v, i) => `${offset + i},${(95 - ((v - low) / span) * 90).toFixed(2)}`);
+    const offset = POINTS - values.length;
+    const points = values.map((v, i) => `${offset + i},${(95 - ((v - low) / span) * 90).toFixed(2)}`);
     s.figure.querySelector("polyline").setAttribute("points", points.join(" "));
     s.figure.querySelector(".value").textContent = s.last.toFixed(3);
     s.figure.querySelector(".note").textContent = `${s.note} · ${s.points.length} points, ${low.toFixed(2)}–${high.toFixed(2)}`;
     s.figure.dataset.points = String(s.points.length);
+    s.figure.dataset.last = String(s.last);
   }
 }
 
