@@ -66,7 +66,7 @@ class _Inner(InnerSubscriber[R, "_ConcatMapSubscriber[Any, R]"]):
     __slots__ = ("asked", "taken")
 
     def __init__(self, parent: _ConcatMapSubscriber[Any, R]) -> None:
-        super().__init__(parent)
+        InnerSubscriber.__init__(self, parent)  # not super(): 0.1 µs more, per inner
         self.asked = 0
         self.taken = 0
 

@@ -299,9 +299,11 @@ class DrainSubscriber(Subscriber[T], Subscription, Generic[T, R]):
 class InnerSubscriber(Subscriber[R], Generic[R, P]):
     """Subscriber to one inner Publisher of a drain operator (``concat_map``, ``flat_map``).
 
-    It records signals for the ``parent``'s drain loop. What every such inner does the
-    same way lives here: ``on_subscribe``, ``on_error``, ``on_complete`` and ``cancel``.
-    Subclasses write ``on_next``: how an element is queued or emitted.
+    It records signals for the ``parent``'s drain loop and wakes the loop, except from
+    inside a call the loop makes: the loop looks at everything right after such a call
+    returns (see :meth:`DrainSubscriber.call`). What every such inner does the same way
+    lives here: ``on_subscribe``, ``on_error``, ``on_complete`` and ``cancel``. Subclasses
+    write ``on_next``: how an element is queued or emitted.
     """
 
     __slots__ = ("cancelled", "done", "parent", "subscription")
@@ -319,7 +321,9 @@ class InnerSubscriber(Subscriber[R], Generic[R, P]):
         if self.cancelled:  # the parent ended while this inner was being subscribed
             subscription.cancel()
             return
-        self._wake()
+        calling = self.parent.calling
+        if calling is not self and calling is not OUTER:  # see DrainSubscriber.call
+            self.parent.drain()
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
@@ -333,7 +337,9 @@ class InnerSubscriber(Subscriber[R], Generic[R, P]):
         if self.done:
             return
         self.done = True
-        self._wake()
+        calling = self.parent.calling
+        if calling is not self and calling is not OUTER:
+            self.parent.drain()
 
     def cancel(self) -> None:
         """Called by the parent's drain loop: stop this inner, once."""
@@ -342,16 +348,6 @@ class InnerSubscriber(Subscriber[R], Generic[R, P]):
         subscription = self.subscription
         if subscription is not None and not was_done:
             subscription.cancel()
-
-    def _wake(self) -> None:
-        """Have the parent's drain loop look at this inner, unless it is about to anyway.
-
-        The loop looks at everything right after a call it makes returns, so a signal
-        from inside such a call only records (see :meth:`DrainSubscriber.call`).
-        """
-        calling = self.parent.calling
-        if calling is not self and calling is not OUTER:
-            self.parent.drain()
 
 
 def signal_terminal(subscriber: Subscriber[Any], error: BaseException | None) -> None:

@@ -105,7 +105,7 @@ class _Inner(InnerSubscriber[R, "_FlatMapSubscriber[Any, R]"]):
     __slots__ = ("consumed", "queue", "started")
 
     def __init__(self, parent: _FlatMapSubscriber[Any, R]) -> None:
-        super().__init__(parent)
+        InnerSubscriber.__init__(self, parent)  # not super(): 0.1 µs more, per inner
         self.queue: deque[R] = deque()
         self.started = False
         self.consumed = 0
