@@ -11,6 +11,7 @@ import pytest
 from netsupport import WAIT
 
 import rstreams
+from rstreams import UNBOUNDED
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, connect, serve
 from rstreams.wire import (
@@ -21,7 +22,9 @@ from rstreams.wire import (
     ExtensionMessage,
     ExtensionReceived,
     Frame,
+    OnNext,
     Side,
+    Subscribe,
     encode,
 )
 from rstreams.wire import Connection as Core
@@ -234,3 +237,33 @@ async def test_a_client_idle_timeout_ends_a_silent_server() -> None:
         assert conn.closed
         assert b"idle timeout: nothing received for 0.2 s" in received
         await within(conn.aclose())
+
+
+async def test_a_peer_that_only_receives_is_not_idle() -> None:
+    """A peer without keepalive that subscribed with unbounded demand sends nothing more, yet
+    its stream flows: what the server writes counts as activity (§14.2)."""
+    offer: dict[str, Any] = {
+        "ticks": lambda params: rstreams.interval(0.02).map(lambda i: i.to_bytes(8, "big"))
+    }
+    async with await serve("tcp://127.0.0.1:0", offer, idle_timeout=0.3, keepalive=None) as server:
+        peer = await RawPeer.open(server.url, extensions=())
+        peer.send(Subscribe(publisher="ticks", subscriber=1, initial_demand=UNBOUNDED))
+        started = time.monotonic()
+        elements = 0
+        while time.monotonic() - started < 1.0:  # three idle timeouts without a byte from the peer
+            await peer.read_until(OnNext)
+            elements += 1
+        assert elements > 20 and not [e for e in peer.seen if isinstance(e, ConnectionClosed)]
+        peer.close()
+
+
+async def test_pings_are_not_activity() -> None:
+    """A silent peer that lists keepalive (and never answers) is closed although the server pings it."""
+    async with await serve("tcp://127.0.0.1:0", OFFER, idle_timeout=0.4, keepalive=0.05) as server:
+        peer = await RawPeer.open(
+            server.url, extensions=(KEEPALIVE.id,)
+        )  # its core's pongs are never written
+        closed = await peer.read_until(ConnectionClosed)
+        pings = [e for e in peer.seen if isinstance(e, ExtensionReceived) and e.type == PING]
+        assert len(pings) >= 3 and closed.reason.startswith("idle timeout")
+        peer.close()

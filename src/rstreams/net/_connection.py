@@ -154,6 +154,8 @@ class Connection:
         self._core = Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True)
         self.heard_at = 0.0
         """Loop time of the last read (the keepalive timer's clock, :mod:`rstreams.net._keepalive`)."""
+        self.sent_at = 0.0
+        """Loop time of the last write handed to the transport (idle means neither, §14.2)."""
         self._keepalive = (
             Keepalive(self, keepalive, idle_timeout)
             if keepalive is not None or idle_timeout is not None
@@ -660,6 +662,19 @@ class Connection:
             self._serve(name, sid, demand)
             self._mark_dirty()
 
+    def send_ping(self, message_type: int, payload: bytes) -> None:
+        """Write an extension message at once, in a write that is not activity: a keepalive ping
+        must not make a silent peer look alive to the idle timeout (``sent_at`` is untouched)."""
+        self._core.send_extension(message_type, payload)
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        data = self._core.data_to_send()
+        if data:
+            transport.writelines(data)
+        if self._core.has_data_to_send:
+            self._mark_dirty()
+
     def flush_soon(self) -> None:
         """Write what the core holds on the next loop turn."""
         self._mark_dirty()
@@ -882,6 +897,7 @@ class Connection:
         data = self._core.data_to_send()
         if data and not transport.is_closing():
             transport.writelines(data)
+            self.sent_at = self._loop.time()
 
     def want_request(self, subscription: RemoteSubscription[Any]) -> None:
         self._requests[subscription] = None
@@ -938,6 +954,7 @@ class Connection:
         data = self._core.data_to_send()
         if data:
             transport.writelines(data)
+            self.sent_at = self._loop.time()
         if self._core.has_data_to_send:
             self._mark_dirty()
 
@@ -978,6 +995,7 @@ class Connection:
                 _write_grouped(transport, data)
             else:
                 transport.writelines(data)
+            self.sent_at = self._loop.time()
         if (self._refill or core.has_data_to_send) and self._writable and not self._flush_scheduled:
             self._schedule_flush()  # room or the write limit was used up this turn: go on next turn
 

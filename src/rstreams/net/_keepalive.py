@@ -1,12 +1,17 @@
 """Keepalive pings and the idle timeout for one connection (PROTOCOL.md §14), on one loop timer.
 
 Theory of operation. The driver records the loop time of every read in
-``conn.heard_at`` (one ``loop.time()`` per read, nothing else on the hot path). A
-:class:`Keepalive` owns a single ``loop.call_at`` timer per connection, armed for the
-*next moment something could be due*, never periodically:
+``conn.heard_at`` and of every write in ``conn.sent_at`` (one ``loop.time()`` per read or
+write, nothing else on the hot path). A :class:`Keepalive` owns a single ``loop.call_at``
+timer per connection, armed for the *next moment something could be due*, never
+periodically:
 
-* the idle deadline, ``heard_at + idle_timeout``: if nothing was heard since, the
-  connection ends with goodbye ``idle timeout ...`` (§14.2);
+* the idle deadline, ``max(heard_at, sent_at) + idle_timeout``: if nothing was read and
+  nothing could be written since, the connection ends with goodbye ``idle timeout ...``
+  (§14.2). Writes count so that a peer that only receives (a subscriber with unbounded
+  demand, on an implementation without keepalive) is not cut off while its stream flows;
+  a dead or non-reading peer stops taking writes once the buffers are full (high water),
+  and is then idle like a silent one;
 * the ping deadline, ``max(heard_at, pinged_at) + interval``: if nothing was heard for
   ``interval`` and no ping went out in that time, a ping goes out (only once extension
   keepalive is active: the peer's hello listed it).
@@ -72,7 +77,7 @@ class Keepalive:
         deadlines = []
         heard = self._conn.heard_at
         if self._idle_timeout is not None:
-            deadlines.append(heard + self._idle_timeout)
+            deadlines.append(max(heard, self._conn.sent_at) + self._idle_timeout)
         interval = self._interval
         if interval is not None:
             state = self._conn.core.state
@@ -90,7 +95,7 @@ class Keepalive:
             return
         now = self._loop.time()
         idle = now - conn.heard_at
-        if self._idle_timeout is not None and idle >= self._idle_timeout:
+        if self._idle_timeout is not None and now - max(conn.heard_at, conn.sent_at) >= self._idle_timeout:
             conn.close_now(f"idle timeout: nothing received for {self._idle_timeout:g} s (PROTOCOL.md §14.2)")
             return
         interval = self._interval
@@ -102,6 +107,6 @@ class Keepalive:
             and KEEPALIVE.id in conn.core.extensions
         ):
             self._pings += 1
-            conn.send_extension(PING, self._pings.to_bytes(KEEPALIVE_PAYLOAD_SIZE, "big"))
+            conn.send_ping(PING, self._pings.to_bytes(KEEPALIVE_PAYLOAD_SIZE, "big"))
             self._pinged_at = now
         self._arm(now)
