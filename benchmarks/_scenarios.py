@@ -508,18 +508,22 @@ def scale(quick: bool) -> ScenarioDef:
     ]
     contestants += [
         _peer(
-            f"rsocket-py-conns-{k}",
-            f"{int(k):,} connections",
+            f"rsocket-py-{mode}-{k}",
+            f"{int(k):,} {what}",
             "net_rsocket.py",
             "client",
             "--mode",
-            "conns",
+            mode,
             "--fanout",
             k,
             "--count",
             count_rsocket,
         )
-        for k in conns
+        for mode, what, ks in (
+            ("subs", "idle request-streams on one connection", subs),
+            ("conns", "connections", conns),
+        )
+        for k in ks
     ]
     return ScenarioDef(
         name="scale",
@@ -529,8 +533,11 @@ def scale(quick: bool) -> ScenarioDef:
             "RSS per subscription on the server and on the client (target <= 2 KiB on the "
             f"server); then `el/s` = one {int(count):,} x 8 B stream, window 256, beside the K idle "
             f"ones (target: <= 20% loss at 10,000); `parallel` = K streams at once sharing {int(count):,} "
-            "elements. conns-K: K connections from one client process; RSS per connection on "
-            f"the server; `el/s` = {int(count):,} elements shared among one stream per connection, all "
+            "elements. rsocket-py's idle ones are request-streams asking for 1 element (its "
+            "REQUEST_STREAM must carry demand) of a server Publisher that never emits; its stream "
+            f"beside them and its K streams share {int(count_rsocket):,} elements. conns-K: K "
+            "connections from one client process; RSS per connection on the server; "
+            f"`el/s` = {int(count):,} elements shared among one stream per connection, all "
             f"at once (rsocket-py: {int(count_rsocket):,} elements, window 256, its own connections). "
             "RSS is read from /proc (4 KiB pages: per-item figures at K = 1 are noise)."
         ),
@@ -540,7 +547,9 @@ def scale(quick: bool) -> ScenarioDef:
         ratios=[
             (f"rstreams-subs-{subs[-1]}", "rstreams-subs-1"),
             (f"rstreams-conns-{conns[-1]}", "rstreams-conns-1"),
+            (f"rsocket-py-subs-{subs[-1]}", "rsocket-py-subs-1"),
             (f"rsocket-py-conns-{conns[-1]}", "rsocket-py-conns-1"),
+            *((f"rstreams-subs-{k}", f"rsocket-py-subs-{k}") for k in subs),
             *((f"rstreams-conns-{k}", f"rsocket-py-conns-{k}") for k in conns),
         ],
         extras=[

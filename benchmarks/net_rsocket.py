@@ -12,6 +12,11 @@ Same shapes as ``net_rstreams.py`` and as /work/shared/notes/python-peers.md:
            see the notes) and reads 10x slower than it could; the server streams with the
            library's ``StreamFromGenerator``; its RSS is sampled from /proc. "10x slower":
            a tenth of the rate an unthrottled run (up to 5 s) measured just before.
+  subs     ``fanout`` idle request-streams on one connection: each asks for 1 element
+           (rsocket-py's REQUEST_STREAM carries initial demand, at least 1) of a server
+           Publisher that never emits, so nothing flows. Server and client RSS per
+           subscription, a ``count`` x 8 B stream beside them, then ``fanout`` streams at
+           once sharing ``count`` elements (as ``net_rstreams.py --mode subs``).
   conns    ``fanout`` connections (server RSS per connection), then ``count`` elements
            shared among one stream per connection, all at once.
 
@@ -35,20 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _netcommon import (
-    HOST,
-    RssSampler,
-    add_common_args,
-    announce_port,
-    emit,
-    install_loop,
-    percentiles,
-    pin_self,
-    rss_kib,
-    run_with_timeout,
-    server_child,
-    wait_for_stdin_eof,
-)
+import _netcommon as common
 from reactivestreams.publisher import Publisher
 from reactivestreams.subscriber import Subscriber
 from reactivestreams.subscription import Subscription
@@ -102,6 +94,19 @@ class CountingPublisher(Publisher, Subscription):  # type: ignore[misc]
         self.finished = True
 
 
+class IdlePublisher(Publisher, Subscription):  # type: ignore[misc]
+    """Takes a subscriber and its demand, and never emits: an idle subscription."""
+
+    def subscribe(self, subscriber: Any) -> None:
+        subscriber.on_subscribe(self)
+
+    def request(self, n: int) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
 class Handler(BaseRequestHandler):  # type: ignore[misc]
     async def request_response(self, payload: Payload) -> Any:
         return create_future(Payload(payload.data))
@@ -110,6 +115,8 @@ class Handler(BaseRequestHandler):  # type: ignore[misc]
         spec = json.loads(payload.data)
         body = os.urandom(spec["size"])
         count = spec["count"]
+        if spec.get("publisher") == "idle":
+            return IdlePublisher()
         if spec.get("publisher") == "gen":
 
             def generate() -> Any:
@@ -124,14 +131,12 @@ async def serve_main() -> None:
     def session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         RSocketServer(TransportTCP(reader, writer, read_buffer_size=READ_BUFFER), handler_factory=Handler)
 
-    server = await asyncio.start_server(session, HOST, 0, limit=READ_BUFFER * 4)
-    announce_port(server.sockets[0].getsockname()[1])
-    wait_for_stdin_eof()
-    await asyncio.Event().wait()
+    server = await asyncio.start_server(session, common.HOST, 0, limit=READ_BUFFER * 4)
+    await common.serve_until_stdin_closes(server.sockets[0].getsockname()[1])
 
 
 # ------------------------------------------------------------------------------ client
-class WindowSubscriber(Subscriber):  # type: ignore[misc]
+class WindowSubscriber(common.Settles, Subscriber):  # type: ignore[misc]
     def __init__(self, window: int, done: asyncio.Future[None]) -> None:
         self.half = max(1, window // 2)
         self.since = 0
@@ -154,61 +159,44 @@ class WindowSubscriber(Subscriber):  # type: ignore[misc]
             self.since = 0
             self.subscription.request(self.half)
 
-    def on_error(self, exception: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(exception)
 
-    def on_complete(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
-
-
-class SlowSubscriber(Subscriber):  # type: ignore[misc]
-    """Reads at ``rate`` elements/s (``0``: unthrottled): every 64 elements it sleeps until it is
-    back on schedule, blocking the loop, so the socket is read no faster than that."""
-
-    def __init__(self, rate: float, deadline: float, done: asyncio.Future[None]) -> None:
-        self.rate = rate
-        self.deadline = deadline
-        self.done = done
-        self.count = 0
-        self.slept = 0.0
-        self.mark = time.perf_counter()
-        self.subscription: Any = None
+class SlowSubscriber(common.SlowReader, Subscriber):  # type: ignore[misc]
+    """Reads at ``rate`` elements/s (``0``: unthrottled) what it asked for up front."""
 
     def on_subscribe(self, subscription: Any) -> None:
         self.subscription = subscription
         self.mark = time.perf_counter()
 
     def on_next(self, value: Payload, is_complete: bool = False) -> None:
-        self.count += 1
         if is_complete:
+            self.count += 1
             self.on_complete()
-            return
-        if self.count % 64:
-            return
-        now = time.perf_counter()
-        if now >= self.deadline:
+        elif self.tick():
             self.subscription.cancel()
             self.on_complete()
-            return
-        if self.rate > 0:
-            pause = self.mark + self.count / self.rate - now
-            if pause > 0:
-                time.sleep(pause)
-                self.slept += pause
+
+
+class IdleSubscriber(Subscriber):  # type: ignore[misc]
+    """Keeps its subscription and nothing else: nothing is sent to it."""
+
+    def __init__(self) -> None:
+        self.subscription: Any = None
+
+    def on_subscribe(self, subscription: Any) -> None:
+        self.subscription = subscription
+
+    def on_next(self, value: Payload, is_complete: bool = False) -> None:
+        pass
 
     def on_error(self, exception: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(exception)
+        pass
 
     def on_complete(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
+        pass
 
 
 async def _connect(port: int) -> Any:
-    reader, writer = await asyncio.open_connection(HOST, port, limit=READ_BUFFER * 4)
+    reader, writer = await asyncio.open_connection(common.HOST, port, limit=READ_BUFFER * 4)
     writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     client = RSocketClient(
         single_transport_provider(TransportTCP(reader, writer, read_buffer_size=READ_BUFFER))
@@ -229,146 +217,81 @@ async def _stream(client: Any, count: int, size: int, window: int) -> WindowSubs
     return subscriber
 
 
-async def mode_stream(port: int, args: argparse.Namespace) -> dict[str, Any]:
-    client = await _connect(port)
-    try:
-        await _stream(client, max(1, args.count // 10), args.size, args.window)
-        gc.collect()
-        start = time.perf_counter()
-        got = await _stream(client, args.count, args.size, args.window)
-        seconds = time.perf_counter() - start
-    finally:
-        await client.close()
+async def mode_stream(client: Any, args: argparse.Namespace) -> dict[str, Any]:
+    await _stream(client, max(1, args.count // 10), args.size, args.window)
+    gc.collect()
+    start = time.perf_counter()
+    got = await _stream(client, args.count, args.size, args.window)
+    seconds = time.perf_counter() - start
     if got.count != args.count:
         raise AssertionError(f"received {got.count} of {args.count}")
     return {"rate": args.count / seconds, "mbps": got.nbytes / seconds / 1e6, "seconds": seconds}
 
 
-async def mode_rr(port: int, args: argparse.Namespace) -> dict[str, Any]:
-    client = await _connect(port)
-    try:
-        body = b"12345678"
-        for _ in range(min(200, args.count)):
-            await client.request_response(Payload(body))
-        gc.collect()
-        times: list[float] = []
-        clock = time.perf_counter
-        start = clock()
-        for _ in range(args.count):
-            t0 = clock()
-            answer = await client.request_response(Payload(body))
-            times.append(clock() - t0)
-        seconds = clock() - start
-    finally:
-        await client.close()
-    if answer.data != body:
-        raise AssertionError(f"echo answered {answer.data!r}")
-    return {"rate": args.count / seconds, "seconds": seconds, **percentiles(times)}
+async def mode_rr(client: Any, args: argparse.Namespace) -> dict[str, Any]:
+    body = b"12345678"
+
+    async def echo() -> bytes:
+        answer = await client.request_response(Payload(body))
+        return answer.data  # type: ignore[no-any-return]
+
+    return await common.round_trips(echo, body, args.count)
 
 
-async def mode_memory(port: int, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    client = await _connect(port)
-    try:
-        done: asyncio.Future[None] = loop.create_future()
-        fast = SlowSubscriber(0, time.perf_counter() + min(5.0, args.duration), done)
-        start = time.perf_counter()
-        request = client.request_stream(_spec(min(args.count, 100_000), args.size, "gen"))
-        request.initial_request_n(MAX_N).subscribe(fast)
-        await asyncio.wait_for(done, args.timeout)
-        fast_rate = fast.count / (time.perf_counter() - start)
-        await asyncio.sleep(0.5)
-        gc.collect()
-        sampler = RssSampler(server_pid, args.sample_interval).start()
-        await asyncio.sleep(0.3)
-        baseline = rss_kib(server_pid)
-        done = loop.create_future()
-        slow = SlowSubscriber(fast_rate / args.slow_factor, time.perf_counter() + args.duration, done)
-        start = time.perf_counter()
-        client.request_stream(_spec(args.count, args.size, "gen")).initial_request_n(MAX_N).subscribe(slow)
-        await asyncio.wait_for(done, args.duration + args.timeout)
-        seconds = time.perf_counter() - start
-        samples = sampler.stop()
-    finally:
-        await client.close()
-    peak = max(kib for _, kib in samples)
-    step = max(1, len(samples) // 300)
-    return {
-        "growth_mib": (peak - baseline) / 1024,
-        "baseline_mib": baseline / 1024,
-        "peak_mib": peak / 1024,
-        "final_growth_mib": (samples[-1][1] - baseline) / 1024,
-        "received": slow.count,
-        "slow_rate": slow.count / seconds,
-        "fast_rate": fast_rate,
-        "slowdown": fast_rate / max(1e-9, slow.count / seconds),
-        "slept_fraction": slow.slept / seconds,
-        "series": [[t, kib / 1024] for t, kib in samples[::step]],
-    }
+async def mode_memory(client: Any, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
+    def subscribe(reader: common.SlowReader, count: int) -> None:
+        client.request_stream(_spec(count, args.size, "gen")).initial_request_n(MAX_N).subscribe(reader)
+
+    warm = min(args.count, 100_000)
+    return await common.slow_consumer_memory(SlowSubscriber, subscribe, warm, server_pid, args)
 
 
-async def mode_conns(port: int, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
-    """``fanout`` connections: server RSS per connection, then ``count`` elements shared among them."""
-    k = args.fanout
-    clients = [await _connect(port)]
-    try:
-        await _stream(clients[0], 2_000, 8, 256)  # warm-up
-        gc.collect()
-        await asyncio.sleep(0.2)
-        srv0 = rss_kib(server_pid)
-        while len(clients) < k:
-            batch = min(50, k - len(clients))
-            clients += await asyncio.gather(*(_connect(port) for _ in range(batch)))
-        await asyncio.gather(*(c.request_response(Payload(b"x")) for c in clients))
-        await asyncio.sleep(0.3)
-        srv1 = rss_kib(server_pid)
-        per = max(1, args.count // k)
-        gc.collect()
-        start = time.perf_counter()
-        got = await asyncio.gather(*(_stream(c, per, 8, min(args.window, per)) for c in clients))
-        rate = sum(s.count for s in got) / (time.perf_counter() - start)
-    finally:
-        await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
-    return {"rate": rate, "server_b_per_conn": (srv1 - srv0) * 1024 / max(1, k - 1) if k > 1 else 0.0}
+def _streams(port: int) -> common.Streams[Any]:
+    async def stream(client: Any, count: int, window: int) -> int:
+        return (await _stream(client, count, 8, window)).count
+
+    return common.Streams(
+        connect=lambda: _connect(port),
+        stream=stream,
+        barrier=lambda client: client.request_response(Payload(b"x")),
+        close=lambda client: client.close(),
+        warm_count=2_000,
+    )
+
+
+async def mode_subs(client: Any, port: int, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
+    def open_idle(client: Any) -> IdleSubscriber:
+        subscriber = IdleSubscriber()
+        client.request_stream(_spec(1, 8, "idle")).initial_request_n(1).subscribe(subscriber)
+        return subscriber
+
+    def cancel(subscriber: IdleSubscriber) -> None:
+        subscriber.subscription.cancel()
+
+    return await common.idle_subscriptions(_streams(port), client, open_idle, cancel, server_pid, args)
 
 
 async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> dict[str, Any]:
     if args.mode == "conns":
-        return await mode_conns(port, args, server_pid)
-    if args.mode == "stream":
-        return await mode_stream(port, args)
-    if args.mode == "rr":
-        return await mode_rr(port, args)
-    return await mode_memory(port, args, server_pid)
+        return await common.connections_memory(_streams(port), server_pid, args)
+    client = await _connect(port)
+    try:
+        if args.mode == "stream":
+            return await mode_stream(client, args)
+        if args.mode == "rr":
+            return await mode_rr(client, args)
+        if args.mode == "subs":
+            return await mode_subs(client, port, args, server_pid)
+        return await mode_memory(client, args, server_pid)
+    finally:
+        await client.close()
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    add_common_args(parser)
-    parser.add_argument("--mode", default="stream", choices=["stream", "rr", "memory", "conns"])
-    parser.add_argument("--fanout", type=int, default=1)
-    parser.add_argument("--count", type=int, default=200_000)
-    parser.add_argument("--size", type=int, default=8)
-    parser.add_argument("--window", type=int, default=256)
-    parser.add_argument("--duration", type=float, default=60.0)
-    parser.add_argument("--slow-factor", type=float, default=10.0)
-    parser.add_argument("--sample-interval", type=float, default=0.25)
+    parser = common.make_parser(__doc__, ["stream", "rr", "memory", "subs", "conns"])
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)  # rsocket-py logs every unknown-stream frame
-    loop_name = install_loop(args.uvloop)
-    if args.role == "server":
-        pin_self(args.server_cpu)
-        asyncio.run(serve_main())
-        return
-    pin_self(args.client_cpu)
-
-    def run() -> None:
-        with server_child(__file__, ["--uvloop"] if args.uvloop else [], args.server_cpu) as (port, pid):
-            result = asyncio.run(client_main(args, port, pid))
-        result.update(impl="rsocket-py", loop=loop_name, version=version("rsocket"))
-        emit(result)
-
-    run_with_timeout(run, args.timeout + args.duration + 60)
+    common.run_roles(args, __file__, serve_main, client_main, impl="rsocket-py", version=version("rsocket"))
 
 
 if __name__ == "__main__":

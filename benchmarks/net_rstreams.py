@@ -41,6 +41,7 @@ import itertools
 import os
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +49,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _netcommon import (
     HOST,
-    RssSampler,
-    add_common_args,
-    announce_port,
-    emit,
-    install_loop,
+    Settles,
+    SlowReader,
+    Streams,
+    connections_memory,
+    idle_subscriptions,
+    make_parser,
     percentiles,
-    pin_self,
-    rss_kib,
-    run_with_timeout,
-    server_child,
-    wait_for_stdin_eof,
+    round_trips,
+    run_roles,
+    serve_until_stdin_closes,
+    slow_consumer_memory,
 )
 
 import rstreams
@@ -84,13 +85,11 @@ def _echo(params: dict[str, str]) -> rstreams.Flow[bytes]:
 async def serve_main() -> None:
     offer: dict[str, Any] = {"bench": _bench, "packed8": with_codec(_bench, fixed_size(8)), "echo": _echo}
     server = await serve(f"tcp://{HOST}:0", offer, config=CONFIG)
-    announce_port(int(server.url.rsplit(":", 1)[1]))
-    wait_for_stdin_eof()
-    await asyncio.Event().wait()
+    await serve_until_stdin_closes(int(server.url.rsplit(":", 1)[1]))
 
 
 # ------------------------------------------------------------------------------ client
-class WindowSubscriber:
+class WindowSubscriber(Settles):
     """Requests ``window``, then ``window // 2`` each time that many arrived; counts bytes."""
 
     __slots__ = ("count", "done", "half", "nbytes", "since", "subscription", "window")
@@ -116,14 +115,6 @@ class WindowSubscriber:
             self.since = 0
             self.subscription.request(self.half)  # type: ignore[union-attr]
 
-    def on_error(self, error: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(error)
-
-    def on_complete(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
-
 
 class IdleSubscriber:
     """Subscribes and never requests: an idle subscription."""
@@ -146,24 +137,8 @@ class IdleSubscriber:
         pass
 
 
-class SlowSubscriber:
-    """Requests 2**63-1, then reads at ``rate`` elements/s (``0``: as fast as it can).
-
-    Every ``every`` elements it sleeps until it is back on schedule; the sleep blocks the
-    event loop, so the socket is read no faster than ``rate``: a slow consumer that asked
-    for everything.
-    """
-
-    def __init__(self, rate: float, deadline: float, done: asyncio.Future[None], every: int = 64) -> None:
-        self.rate = rate
-        self.deadline = deadline
-        self.done = done
-        self.every = every
-        self.count = 0
-        self.nbytes = 0
-        self.slept = 0.0
-        self.mark = time.perf_counter()
-        self.subscription: Subscription | None = None
+class SlowSubscriber(SlowReader):
+    """Requests 2**63-1, then reads at ``rate`` elements/s: a slow consumer that asked for everything."""
 
     def on_subscribe(self, subscription: Subscription) -> None:
         self.subscription = subscription
@@ -171,28 +146,9 @@ class SlowSubscriber:
         subscription.request(UNBOUNDED)
 
     def on_next(self, item: bytes) -> None:
-        self.count += 1
-        self.nbytes += len(item)
-        if self.count % self.every:
-            return
-        now = time.perf_counter()
-        if now >= self.deadline:
-            self.subscription.cancel()  # type: ignore[union-attr]
+        if self.tick():
+            self.subscription.cancel()
             self.on_complete()
-            return
-        if self.rate > 0:
-            pause = self.mark + self.count / self.rate - now
-            if pause > 0:
-                time.sleep(pause)
-                self.slept += pause
-
-    def on_error(self, error: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(error)
-
-    def on_complete(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
 
 
 async def _stream(conn: Connection, name: str, window: int, limit: float) -> WindowSubscriber:
@@ -242,21 +198,7 @@ async def mode_stream(conn: Connection, args: argparse.Namespace) -> dict[str, A
 
 
 async def mode_rr(conn: Connection, args: argparse.Namespace) -> dict[str, Any]:
-    name = "echo?d=12345678"
-    for _ in range(min(200, args.count)):
-        await conn.request(name)
-    gc.collect()
-    times: list[float] = []
-    clock = time.perf_counter
-    start = clock()
-    for _ in range(args.count):
-        t0 = clock()
-        answer = await conn.request(name)
-        times.append(clock() - t0)
-    seconds = clock() - start
-    if answer != b"12345678":
-        raise AssertionError(f"echo answered {answer!r}")
-    return {"rate": args.count / seconds, "seconds": seconds, **percentiles(times)}
+    return await round_trips(lambda: conn.request("echo?d=12345678"), b"12345678", args.count)
 
 
 class OneAtATime:
@@ -309,115 +251,41 @@ async def mode_latency(conn: Connection, args: argparse.Namespace) -> dict[str, 
 
 
 async def mode_memory(conn: Connection, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
-    loop = asyncio.get_running_loop()
-    name = f"bench?n={args.count}&size={args.size}"
-    # Unthrottled reference: how fast this pair moves these elements when the consumer keeps up.
-    done: asyncio.Future[None] = loop.create_future()
-    fast = SlowSubscriber(0, time.perf_counter() + min(5.0, args.duration), done)
-    start = time.perf_counter()
-    conn.publisher(name).subscribe(fast)
-    await asyncio.wait_for(done, args.timeout)
-    fast_rate = fast.count / (time.perf_counter() - start)
-    await asyncio.sleep(0.5)
-    gc.collect()
-    sampler = RssSampler(server_pid, args.sample_interval).start()
-    await asyncio.sleep(0.3)
-    baseline = rss_kib(server_pid)
-    done = loop.create_future()
-    slow = SlowSubscriber(fast_rate / args.slow_factor, time.perf_counter() + args.duration, done)
-    start = time.perf_counter()
-    conn.publisher(name).subscribe(slow)
-    await asyncio.wait_for(done, args.duration + args.timeout)
-    seconds = time.perf_counter() - start
-    samples = sampler.stop()
-    peak = max(kib for _, kib in samples)
-    return {
-        "growth_mib": (peak - baseline) / 1024,
-        "baseline_mib": baseline / 1024,
-        "peak_mib": peak / 1024,
-        "final_growth_mib": (samples[-1][1] - baseline) / 1024,
-        "received": slow.count,
-        "slow_rate": slow.count / seconds,
-        "fast_rate": fast_rate,
-        "slowdown": fast_rate / max(1e-9, slow.count / seconds),
-        "slept_fraction": slow.slept / seconds,
-        "series": _thin(samples),
-    }
+    def subscribe(reader: SlowReader, count: int) -> None:
+        conn.publisher(f"bench?n={count}&size={args.size}").subscribe(reader)  # type: ignore[arg-type]
+
+    return await slow_consumer_memory(SlowSubscriber, subscribe, args.count, server_pid, args)
 
 
-def _thin(samples: list[tuple[float, int]], keep: int = 300) -> list[list[float]]:
-    step = max(1, len(samples) // keep)
-    return [[t, kib / 1024] for t, kib in samples[::step]]
+def _streams(port: int, args: argparse.Namespace) -> Streams[Connection]:
+    async def stream(conn: Connection, count: int, window: int) -> int:
+        return (await _stream(conn, f"bench?n={count}&size=8", window, args.timeout)).count
 
-
-async def _barrier(conn: Connection) -> None:
-    """One round trip: every frame sent before it has been handled by the server."""
-    await conn.request("echo?d=barrier")
-
-
-async def mode_subs(conn: Connection, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
-    k = args.fanout
-    await _stream(conn, "bench?n=20000&size=8", 256, args.timeout)  # warm-up
-    gc.collect()
-    await asyncio.sleep(0.2)
-    srv0, cli0 = rss_kib(server_pid), rss_kib(os.getpid())
-    idle = [IdleSubscriber() for _ in range(k)]
-    idle_flow = conn.publisher("bench?n=1000000&size=8")
-    for subscriber in idle:
-        idle_flow.subscribe(subscriber)
-    await _barrier(conn)
-    await asyncio.sleep(0.3)
-    srv1, cli1 = rss_kib(server_pid), rss_kib(os.getpid())
-    gc.collect()
-    start = time.perf_counter()
-    got = await _stream(conn, f"bench?n={args.count}&size=8", args.window, args.timeout)
-    beside_rate = got.count / (time.perf_counter() - start)
-    for subscriber in idle:
-        subscriber.subscription.cancel()  # type: ignore[union-attr]
-    await _barrier(conn)
-    # k streams at once, sharing args.count elements
-    per = max(1, args.count // k)
-    start = time.perf_counter()
-    subs = [_stream(conn, f"bench?n={per}&size=8", min(args.window, per), args.timeout) for _ in range(k)]
-    total = sum(s.count for s in await asyncio.gather(*subs))
-    parallel_rate = total / (time.perf_counter() - start)
-    return {
-        "rate": beside_rate,
-        "parallel_rate": parallel_rate,
-        "server_b_per_sub": (srv1 - srv0) * 1024 / k,
-        "client_b_per_sub": (cli1 - cli0) * 1024 / k,
-    }
-
-
-async def mode_conns(port: int, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
-    k = args.fanout
-    url = f"tcp://{HOST}:{port}"
-    first = await connect(url, config=CONFIG)
-    await _stream(first, "bench?n=20000&size=8", 256, args.timeout)  # warm-up
-    gc.collect()
-    await asyncio.sleep(0.2)
-    srv0 = rss_kib(server_pid)
-    conns = [first]
-    for _ in range(0, k - 1, 50):
-        batch = min(50, k - len(conns))
-        conns += await asyncio.gather(*(connect(url, config=CONFIG) for _ in range(batch)))
-    await asyncio.gather(*(_barrier(c) for c in conns))
-    await asyncio.sleep(0.3)
-    srv1 = rss_kib(server_pid)
-    per = max(1, args.count // k)
-    gc.collect()
-    start = time.perf_counter()
-    got = await asyncio.gather(
-        *(_stream(c, f"bench?n={per}&size=8", min(args.window, per), args.timeout) for c in conns)
+    return Streams(
+        connect=lambda: connect(f"tcp://{HOST}:{port}", config=CONFIG),
+        stream=stream,
+        barrier=lambda conn: conn.request("echo?d=barrier"),
+        close=lambda conn: conn.aclose(),
     )
-    rate = sum(s.count for s in got) / (time.perf_counter() - start)
-    await asyncio.gather(*(c.aclose() for c in conns), return_exceptions=True)
-    return {"rate": rate, "server_b_per_conn": (srv1 - srv0) * 1024 / max(1, k - 1) if k > 1 else 0.0}
+
+
+async def mode_subs(conn: Connection, port: int, args: argparse.Namespace, server_pid: int) -> dict[str, Any]:
+    idle_flow = conn.publisher("bench?n=1000000&size=8")
+
+    def open_idle(conn: Connection) -> IdleSubscriber:
+        subscriber = IdleSubscriber()
+        idle_flow.subscribe(subscriber)
+        return subscriber
+
+    def cancel(subscriber: IdleSubscriber) -> None:
+        subscriber.subscription.cancel()  # type: ignore[union-attr]
+
+    return await idle_subscriptions(_streams(port, args), conn, open_idle, cancel, server_pid, args)
 
 
 async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> dict[str, Any]:
     if args.mode == "conns":
-        return await mode_conns(port, args, server_pid)
+        return await connections_memory(_streams(port, args), server_pid, args)
     async with await connect(f"tcp://{HOST}:{port}", config=CONFIG) as conn:
         if args.mode == "stream":
             return await mode_stream(conn, args)
@@ -428,47 +296,16 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
         if args.mode == "memory":
             return await mode_memory(conn, args, server_pid)
         if args.mode == "subs":
-            return await mode_subs(conn, args, server_pid)
+            return await mode_subs(conn, port, args, server_pid)
     raise SystemExit(f"unknown mode {args.mode}")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    add_common_args(parser)
-    parser.add_argument(
-        "--mode", default="stream", choices=["stream", "rr", "latency", "memory", "subs", "conns"]
-    )
-    parser.add_argument("--count", type=int, default=200_000)
-    parser.add_argument("--size", type=int, default=8)
-    parser.add_argument("--window", type=int, default=256)
+    parser = make_parser(__doc__, ["stream", "rr", "latency", "memory", "subs", "conns"])
     parser.add_argument("--packed", action="store_true")
     parser.add_argument("--async-for", action="store_true", help="stream mode: consume with async for")
-    parser.add_argument("--fanout", type=int, default=1)
-    parser.add_argument("--duration", type=float, default=60.0, help="memory mode: seconds of slow reading")
-    parser.add_argument("--slow-factor", type=float, default=10.0)
-    parser.add_argument("--sample-interval", type=float, default=0.25)
     args = parser.parse_args(argv)
-    loop_name = install_loop(args.uvloop)
-    if args.role == "server":
-        pin_self(args.server_cpu)
-        asyncio.run(serve_main())
-        return
-    pin_self(args.client_cpu)
-    server_args = ["--uvloop"] if args.uvloop else []
-
-    def run() -> None:
-        with server_child(__file__, server_args, args.server_cpu) as (port, pid):
-            result = asyncio.run(client_main(args, port, pid))
-        result.update(impl="rstreams", loop=loop_name, version=rstreams_version())
-        emit(result)
-
-    run_with_timeout(run, args.timeout + args.duration + 60)
-
-
-def rstreams_version() -> str:
-    from importlib.metadata import version
-
-    return version("rstreams")
+    run_roles(args, __file__, serve_main, client_main, impl="rstreams", version=version("rstreams"))
 
 
 if __name__ == "__main__":
