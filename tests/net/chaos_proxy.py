@@ -48,6 +48,9 @@ class _Link:
             if not transport.is_closing():
                 transport.abort()
 
+    def is_cut(self) -> bool:
+        return self.cut
+
     def close_upstream(self) -> None:
         if not self.upstream.transport.is_closing():
             self.upstream.transport.abort()
@@ -156,15 +159,15 @@ class ChaosProxy:
 
     async def _pump(self, link: _Link, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while not link.cut:
+            while not link.is_cut():
                 await self._flowing.wait()
                 data = await reader.read(CHUNK)
                 if not data:
-                    if not link.cut and writer.can_write_eof() and not writer.transport.is_closing():
+                    if not link.is_cut() and writer.can_write_eof() and not writer.transport.is_closing():
                         writer.write_eof()
                     return
                 await self._flowing.wait()
-                if link.cut:
+                if link.is_cut():  # (cut while this read or the stall was awaited)
                     return
                 cut_at = self._cut_at
                 if cut_at is not None and self.forwarded + len(data) >= cut_at:

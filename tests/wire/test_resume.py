@@ -184,9 +184,10 @@ def test_receive_counter_ignores_ack_only_traffic() -> None:
     counter = ReceiveCounter(100)
     counter.received(60)
     assert counter.unacknowledged == 60
-    assert not counter.ack_due_now
+    due = [counter.ack_due_now]
     counter.received(40)
-    assert counter.ack_due_now
+    due.append(counter.ack_due_now)
+    assert due == [False, True]
     assert decode_position(counter.take_ack(), "resumeAck") == 100
     ack = encode_position(100)
     counter.received(len(encode_message(RESUME_ACK, ack)))
