@@ -447,3 +447,18 @@ async def test_resume_over_websocket() -> None:
     assert received.error is None
     assert received.items == list(range(n))
     assert session_of(client).resumes == 3
+
+
+async def test_error_goodbye_closes_promptly_on_a_resumable_server() -> None:
+    """After an error goodbye the session half-closes like a plain connection: no 2 s linger."""
+    async with await serve("tcp://127.0.0.1:0", offer(3), resume=FAST) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"\x01\x00\x00\x7f")  # clientHello, then a reserved type byte
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        data = await asyncio.wait_for(reader.read(), WAIT)  # goodbye, then the server's end of input
+        elapsed = loop.time() - start
+        writer.close()
+    assert b"0x7f" in data
+    assert elapsed < 1.0, elapsed  # LINGER_SECONDS is 2

@@ -147,6 +147,17 @@ class _Session:
         if self.link is not None:
             self.link.transport.resume_reading()
 
+    def can_write_eof(self) -> bool:
+        """Whether the current transport can half-close (the driver's lingering close uses it)."""
+        link = self.link
+        can = getattr(link.transport, "can_write_eof", None) if link is not None else None
+        return bool(can is not None and can())
+
+    def write_eof(self) -> None:
+        """Half-close the current transport (after an error goodbye: the session is ending)."""
+        if self.link is not None:
+            self.link.transport.write_eof()  # type: ignore[attr-defined]  # checked by can_write_eof
+
     def close(self) -> None:
         self._end_transport(abort=False)
 
