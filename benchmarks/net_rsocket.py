@@ -113,10 +113,10 @@ class Handler(BaseRequestHandler):  # type: ignore[misc]
 
     async def request_stream(self, payload: Payload) -> Any:
         spec = json.loads(payload.data)
-        body = os.urandom(spec["size"])
-        count = spec["count"]
         if spec.get("publisher") == "idle":
             return IdlePublisher()
+        body = os.urandom(spec["size"])
+        count = spec["count"]
         if spec.get("publisher") == "gen":
 
             def generate() -> Any:
