@@ -135,3 +135,12 @@ def test_row_counting_log_bounds_a_range_by_rows() -> None:
         log.end_within(1, 10)
     with pytest.raises(LookupError, match="counts no rows"):
         ReplayLog("plain").end_within(0, 10)
+
+
+def test_a_reader_joining_by_commit_starts_at_the_oldest_held() -> None:
+    """A first commit below `first` registers the reader at `first`, not below it."""
+    log = ReplayLog("n", capacity=100)
+    log.append([str(i).encode() for i in range(10)])
+    log.commit(6, "a")
+    log.commit(0, "b")
+    assert log.readers() == {"a": 6, "b": 6}

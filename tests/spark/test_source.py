@@ -120,11 +120,17 @@ def test_arrow_codec_elements_are_record_batches(spark: Any, serve: Any) -> None
 
 @pytest.mark.timeout(150)
 def test_two_queries_on_one_log_each_read_all_of_it(spark: Any, serve: Any) -> None:
-    """Each query is its own reader: a commit of one never trims what the other still needs."""
+    """Each query is its own reader: a commit of one never trims what the other still needs.
+
+    Both readers join before either query starts (a reader that joins later starts at the
+    oldest position still held), by the names the queries then commit under.
+    """
     log = ReplayLog("shared", capacity=100).feed(rstreams.from_iterable(records(400)))
+    log.join("shared_fast")
+    log.join("shared_slow")
     server = serve({"shared": log})
     queries = [
-        read_stream(spark, server.url, "shared", maxRecordsPerBatch=rows)
+        read_stream(spark, server.url, "shared", maxRecordsPerBatch=rows, readerName=name)
         .writeStream.format("memory")
         .queryName(name)
         .trigger(processingTime="0 seconds")

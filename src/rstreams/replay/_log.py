@@ -223,7 +223,8 @@ class ReplayLog(Subscriber[Any]):
             store = self._store
             readers = store.readers
             known = reader in readers
-            readers[reader] = max(readers.get(reader, 0), min(position, store.end))
+            floor = readers[reader] if known else store.first  # a new reader joins at >= first
+            readers[reader] = max(floor, min(position, store.end))
             self._trim()
             if not known:
                 store.save_readers()

@@ -122,11 +122,11 @@ class _Options:
             ) from None
         return int(answer["end"])
 
-    def commit(self, position: int, reader: str | None) -> None:
+    def commit(self, position: int, reader: str | None) -> dict[str, Any]:
         name = f"{self.publisher}?commit={position}"
         if reader is not None:
             name += f"&reader={quote(reader, safe='')}"
-        request_json(self.url, name, self.timeout)
+        return request_json(self.url, name, self.timeout)
 
     def position(self, text: str, info: dict[str, Any]) -> int:
         if text == "earliest":
@@ -193,8 +193,13 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._initial is None:
             opts = self._opts
             reader = opts.reader_name or f"spark-{uuid.uuid4().hex}"
-            position = opts.position(opts.starting, opts.info())
-            opts.commit(position, reader)  # joins the log's readers: from now on it keeps our data
+            if opts.starting == "earliest":
+                # Join at the oldest position held, in one step: another reader's commit
+                # cannot trim between our look and our joining.
+                position = int(opts.commit(0, reader)["first"])
+            else:
+                position = opts.position(opts.starting, opts.info())
+                opts.commit(position, reader)  # joins the log's readers: it keeps our data
             self._initial = {"position": position, "reader": reader}
         return self._initial
 
