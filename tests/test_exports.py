@@ -43,6 +43,9 @@ PUBLIC = {
     "serve",
     "connect",
     "connect_pipe",
+    "Resume",
+    "Token",
+    "UserPassword",
 }
 
 

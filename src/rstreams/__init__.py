@@ -34,6 +34,9 @@ from rstreams.flow._rx import to_observable as to_observable
 from rstreams.flow._sinks import SinkResult as SinkResult
 from rstreams.flow._time import interval as interval
 from rstreams.flow._time import timer as timer
+from rstreams.net import Resume as Resume
+from rstreams.net import Token as Token
+from rstreams.net import UserPassword as UserPassword
 from rstreams.net import connect as connect
 from rstreams.net import connect_pipe as connect_pipe
 from rstreams.net import serve as serve
@@ -51,9 +54,12 @@ __all__ = [
     "Publisher",
     "PushSource",
     "ReactiveStreamsError",
+    "Resume",
     "SinkResult",
     "Subscriber",
     "Subscription",
+    "Token",
+    "UserPassword",
     "connect",
     "connect_pipe",
     "empty",

@@ -22,6 +22,7 @@ def test_net_all_is_pinned() -> None:
             "Credentials",
             "Endpoint",
             "RemoteStreamError",
+            "Resume",
             "Server",
             "Token",
             "UnknownPublisherError",

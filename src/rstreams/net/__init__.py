@@ -34,6 +34,7 @@ from rstreams.net._connection import ConnectionStatistics as ConnectionStatistic
 from rstreams.net._connection import RemoteStreamError as RemoteStreamError
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
+from rstreams.net._resume import Resume as Resume
 from rstreams.net._routes import UnknownPublisherError as UnknownPublisherError
 from rstreams.net._routes import split_name as split_name
 from rstreams.net._routes import with_codec as with_codec
@@ -62,6 +63,7 @@ __all__ = [
     "Credentials",
     "Endpoint",
     "RemoteStreamError",
+    "Resume",
     "Server",
     "Token",
     "UnknownPublisherError",
