@@ -11,7 +11,11 @@ periodically:
   (§14.2). Writes count so that a peer that only receives (a subscriber with unbounded
   demand, on an implementation without keepalive) is not cut off while its stream flows;
   a dead or non-reading peer stops taking writes once the buffers are full (high water),
-  and is then idle like a silent one;
+  and is then idle like a silent one. On a *resumable* session (extension resume active,
+  its token known, §16) the idle link is taken for broken instead: its transport is
+  aborted, and the session's own recovery follows (the client resumes on a new transport,
+  the server waits ``session_timeout`` for that resume), exactly as after a stalled link;
+  the idle clock then restarts from the drop;
 * the ping deadline, ``max(heard_at, pinged_at) + interval``: if nothing was heard for
   ``interval`` and no ping went out in that time, a ping goes out (only once extension
   keepalive is active: the peer's hello listed it).
@@ -29,7 +33,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from rstreams.wire import ConnectionState
-from rstreams.wire.extensions import KEEPALIVE, KEEPALIVE_PAYLOAD_SIZE, PING
+from rstreams.wire.extensions import KEEPALIVE, KEEPALIVE_PAYLOAD_SIZE, PING, RESUME
 
 if TYPE_CHECKING:
     from rstreams.net._connection import Connection
@@ -53,7 +57,16 @@ def check_interval(name: str, value: object) -> None:
 class Keepalive:
     """The timer of one connection; made by the driver when ``keepalive`` or ``idle_timeout`` is set."""
 
-    __slots__ = ("_conn", "_idle_timeout", "_interval", "_loop", "_pinged_at", "_pings", "_timer")
+    __slots__ = (
+        "_conn",
+        "_idle_from",
+        "_idle_timeout",
+        "_interval",
+        "_loop",
+        "_pinged_at",
+        "_pings",
+        "_timer",
+    )
 
     def __init__(self, conn: Connection, interval: float | None, idle_timeout: float | None) -> None:
         self._conn = conn
@@ -61,6 +74,7 @@ class Keepalive:
         self._interval = interval
         self._idle_timeout = idle_timeout
         self._pinged_at = 0.0
+        self._idle_from = 0.0  # loop time a resumable session's idle link was dropped (§14.2)
         self._pings = 0
         self._timer: asyncio.TimerHandle | None = None
 
@@ -77,7 +91,7 @@ class Keepalive:
         deadlines = []
         heard = self._conn.heard_at
         if self._idle_timeout is not None:
-            deadlines.append(max(heard, self._conn.sent_at) + self._idle_timeout)
+            deadlines.append(max(heard, self._conn.sent_at, self._idle_from) + self._idle_timeout)
         interval = self._interval
         if interval is not None:
             state = self._conn.core.state
@@ -95,9 +109,14 @@ class Keepalive:
             return
         now = self._loop.time()
         idle = now - conn.heard_at
-        if self._idle_timeout is not None and now - max(conn.heard_at, conn.sent_at) >= self._idle_timeout:
-            conn.close_now(f"idle timeout: nothing received for {self._idle_timeout:g} s (PROTOCOL.md §14.2)")
-            return
+        idle_since = max(conn.heard_at, conn.sent_at, self._idle_from)
+        if self._idle_timeout is not None and now - idle_since >= self._idle_timeout:
+            if not self._drop_resumable_link():
+                conn.close_now(
+                    f"idle timeout: nothing received for {self._idle_timeout:g} s (PROTOCOL.md §14.2)"
+                )
+                return
+            self._idle_from = now
         interval = self._interval
         if (
             interval is not None
@@ -110,3 +129,27 @@ class Keepalive:
             conn.send_ping(PING, self._pings.to_bytes(KEEPALIVE_PAYLOAD_SIZE, "big"))
             self._pinged_at = now
         self._arm(now)
+
+    def _drop_resumable_link(self) -> bool:
+        """Idle on a resumable session: break its link, not the session (§14.2, §16.3).
+
+        Returns False when the session cannot be resumed (no resume extension, no token yet,
+        not open, closing): then the idle timeout ends it with a goodbye as usual. Aborting
+        the link's transport takes the session's ordinary broken-link path (its
+        ``connection_lost``): the client resumes, the server waits for the resume. While the
+        session is between links (already recovering) there is nothing to drop.
+        """
+        conn = self._conn
+        session = conn.resume_session
+        if (
+            session is None
+            or session.token is None
+            or session.is_closing()
+            or conn.core.state is not ConnectionState.OPEN
+            or RESUME.id not in conn.core.extensions
+        ):
+            return False
+        link = session.link
+        if link is not None and not link.transport.is_closing():
+            link.transport.abort()
+        return True
