@@ -96,10 +96,8 @@ async def test_case(transport: str, case: Case, tls: _Tls) -> None:
     secure = transport in ("tls", "wss")
     publishers = conformance_publishers()
     # Resumption (rs.* cases, PROTOCOL.md §16) over the transports that support it; skipped elsewhere.
-    # Only the rs.* cases run with resumption on: a resume-enabled server lingers its full 2 s after
-    # an error goodbye even once the peer's input has ended, which costs ~20 s per transport.
-    with_resume = transport in ("tcp", "tls") and case.area == "rs"
-    resume = Resume(session_timeout=5.0) if with_resume else None
+    # Every case runs with resumption on over tcp and tls: resume must not break the core protocol.
+    resume = Resume(session_timeout=5.0) if transport in ("tcp", "tls") else None
     server = await serve(
         URLS[transport],
         publishers,
