@@ -19,6 +19,15 @@ from typing import Any
 
 from rstreams.wire import extensions as X
 from rstreams.wire import frames as F
+from rstreams.wire._resume import (
+    RESUME,
+    RESUME_ACK,
+    RESUME_REFUSED,
+    RESUME_TOKEN,
+    RESUMED,
+    encode_position,
+    encode_resume,
+)
 from rstreams.wire._state import (
     CONNECTION_TRANSITIONS,
     STREAM_TRANSITIONS,
@@ -86,8 +95,16 @@ EXTENSION_MESSAGES: dict[int, tuple[str, str, str, str]] = {
         "subscriber: varint, credentials",
         "§15",
     ),
+    RESUME_TOKEN: ("resumeToken", "server → client", "the token: 1–64 raw bytes", "§16"),
+    RESUME: ("resume", "client → server", "token: bytes, position: varint", "§16"),
+    RESUMED: ("resumed", "server → client", "position: varint", "§16"),
+    RESUME_REFUSED: ("resumeRefused", "server → client", "reason: UTF-8 text, the whole payload", "§16"),
+    RESUME_ACK: ("resumeAck", "either", "position: varint", "§16"),
 }
 EXTENSION_NAMES = {name: code for code, (name, *_) in EXTENSION_MESSAGES.items()}
+
+_TOKEN = bytes(range(16))
+"""The session token of the resume examples (§16.2)."""
 
 # (frame, element_size context, note)
 EXAMPLES: list[tuple[F.Frame, int, str]] = [
@@ -128,6 +145,15 @@ EXAMPLES: list[tuple[F.Frame, int, str]] = [
         0,
         'credentials for subscriber 7: token "t"',
     ),
+    (F.ExtensionMessage(type=RESUME_TOKEN, payload=_TOKEN), 0, "session token 00 01 … 0f (§16)"),
+    (
+        F.ExtensionMessage(type=RESUME, payload=encode_resume(_TOKEN, 300)),
+        0,
+        "that token; 300 bytes of the server's stream received",
+    ),
+    (F.ExtensionMessage(type=RESUMED, payload=encode_position(0)), 0, "position 0"),
+    (F.ExtensionMessage(type=RESUME_REFUSED, payload=b"no"), 0, 'reason "no"'),
+    (F.ExtensionMessage(type=RESUME_ACK, payload=encode_position(65536)), 0, "position 65536"),
 ]
 
 
