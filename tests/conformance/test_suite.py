@@ -24,18 +24,7 @@ from support_tls import TestCA, server_context
 OPTIONS = Options(quiet=0.1, timeout=5.0, case_timeout=30.0)
 ALL_KINDS = frozenset(KINDS)
 
-_RELAY_REQUEST_BUG = (
-    "rstreams.net: a request made by a served Publisher while the connection refills (a relay such as "
-    "conformance/echo, whose Publisher is conn.publisher(name)) is queued in Connection._requests after "
-    "_flush has sent the queued requests, with _flush_scheduled still set, so it is not written until "
-    "some unrelated event flushes again: the server never signals demand to the driver's publisher. "
-    "Fix: in Connection._flush, send the queued requests after _refill_streams (or again after it)."
-)
-KNOWN_BUGS: dict[str, str] = {
-    "rv.requests_demand": _RELAY_REQUEST_BUG,
-    "rv.packed_accepted": _RELAY_REQUEST_BUG,
-    "rv.split_accepted": _RELAY_REQUEST_BUG,
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 URLS = {
     "tcp": "tcp://127.0.0.1:0",

@@ -972,11 +972,7 @@ class Connection:
         self._flush_handle = None
         core = self._core
         if self._requests:
-            pending, self._requests = self._requests, {}
-            for subscription in pending:
-                n = subscription.take_pending()
-                if n and not subscription.done:
-                    core.send_request(subscription.sid, n)
+            self._send_requests()
         transport = self._transport
         if transport is None:
             return
@@ -984,6 +980,8 @@ class Connection:
             self._flush_scheduled = True  # elements produced now go out in this very write
             self._refill_streams(transport)
             self._flush_scheduled = False
+            if self._requests:  # a local publisher that relays a remote one asked for more
+                self._send_requests()
         if self._packs:
             packs, self._packs = self._packs, []
             for stream in packs:
@@ -998,6 +996,14 @@ class Connection:
             self.sent_at = self._loop.time()
         if (self._refill or core.has_data_to_send) and self._writable and not self._flush_scheduled:
             self._schedule_flush()  # room or the write limit was used up this turn: go on next turn
+
+    def _send_requests(self) -> None:
+        pending, self._requests = self._requests, {}
+        core = self._core
+        for subscription in pending:
+            n = subscription.take_pending()
+            if n and not subscription.done:
+                core.send_request(subscription.sid, n)
 
     def _refill_streams(self, transport: Transport) -> None:
         """Ask the waiting streams for more, in order, while this turn's room lasts.
