@@ -119,15 +119,6 @@ async def test_clients_at_once_are_told_apart(scheme: str, pki: Pki) -> None:
 
 
 @pytest.mark.parametrize("scheme", list(URLS))
-@pytest.mark.xfail(
-    strict=True,
-    reason="rstreams.net cannot tell a certificate refusal apart: the server aborts right after the "
-    "handshake without a TLS alert, so over tls:// connect() succeeds and the first use fails with "
-    "'input ended without a goodbye', and over wss:// connect() fails with 'did not receive a valid "
-    "HTTP response'; neither mentions the client certificate (a hint is needed in rstreams.net's "
-    "connect: e.g. wait for the serverHello on tls/wss and say the server may require a client "
-    "certificate when the input ends before it)",
-)
 async def test_refusal_names_the_client_certificate(scheme: str, pki: Pki) -> None:
     subjects = Subjects()
     async with await _serve(scheme, pki, subjects) as server:

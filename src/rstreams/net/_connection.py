@@ -46,7 +46,13 @@ from rstreams.net._consuming import Batching, RemotePublisher, RemoteSubscriptio
 from rstreams.net._keepalive import Keepalive, check_interval
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.net._serving import BatchServingStream, ServingStream
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, check_water_marks
+from rstreams.net._transport import (
+    DEFAULT_HIGH_WATER,
+    DEFAULT_LOW_WATER,
+    TLS_REFUSAL_HINT,
+    Transport,
+    check_water_marks,
+)
 from rstreams.wire import (
     Cancel,
     ClientHello,
@@ -440,9 +446,13 @@ class Connection:
             self._handshake_timer = None
         if self._ended is None:
             if error is None:
-                broken = ConnectionBrokenError("the peer closed the connection without a goodbye")
+                message = "the peer closed the connection without a goodbye"
             else:
-                broken = ConnectionBrokenError(f"the connection failed: {error}")
+                message = f"the connection failed: {error}"
+            if self._core.state is ConnectionState.AWAITING_HELLO and self._over_tls():
+                message += f" before its hello; {TLS_REFUSAL_HINT}"
+            broken = ConnectionBrokenError(message)
+            if error is not None:
                 broken.__cause__ = error
             self._end_streams(broken)
         self._ended_event.set()
@@ -455,6 +465,10 @@ class Connection:
                 callback(self)
             except Exception as exc:
                 report_unhandled(exc, "a connection close callback")
+
+    def _over_tls(self) -> bool:
+        transport = self._transport
+        return transport is not None and transport.get_extra_info("ssl_object") is not None
 
     def pause_writing(self) -> None:
         self._writable = False

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rstreams.net._stream import StreamProtocol
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TLS_REFUSAL_HINT, TransportHandler
 from rstreams.net._url import Endpoint
 
 __all__ = ["Listener", "connect_endpoint", "listen_endpoint"]
@@ -93,7 +93,9 @@ async def connect_endpoint(
             ping_interval=None,
         )
     except InvalidHandshake as error:
-        raise ConnectionRefusedError(f"WebSocket handshake with {endpoint.url} failed: {error}") from error
+        hint = f" ({TLS_REFUSAL_HINT})" if context is not None else ""
+        message = f"WebSocket handshake with {endpoint.url} failed: {error}{hint}"
+        raise ConnectionRefusedError(message) from error
     transport = WebSocketTransport(ws, handler, high=high, low=low)
     return asyncio.create_task(transport.run(), name=f"rstreams-ws {endpoint.url}")
 

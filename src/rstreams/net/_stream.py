@@ -45,7 +45,7 @@ SHRINK_AFTER = 64
 class StreamProtocol(asyncio.BufferedProtocol):
     """Adapts an asyncio socket (or pipe) transport to a :class:`TransportHandler`."""
 
-    __slots__ = ("_handler", "_high", "_low", "_small_reads", "_view")
+    __slots__ = ("_handler", "_high", "_low", "_small_reads", "_tls", "_view")
 
     def __init__(
         self, handler: TransportHandler, *, high: int = DEFAULT_HIGH_WATER, low: int = DEFAULT_LOW_WATER
@@ -55,10 +55,12 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._low = low
         self._view = memoryview(bytearray(SMALL_READ_SIZE))
         self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
+        self._tls = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if isinstance(transport, asyncio.WriteTransport):
             transport.set_write_buffer_limits(self._high, self._low)
+        self._tls = transport.get_extra_info("sslcontext") is not None
         self._handler.connection_made(transport)  # type: ignore[arg-type]  # asyncio's Transport fits the seam
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -86,7 +88,9 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     def eof_received(self) -> bool:
         self._handler.eof_received()
-        return True  # keep the write side open: the driver closes after its goodbye
+        # Keep the write side open: the driver closes after its goodbye. TLS cannot half-close
+        # (asyncio warns if asked to), so there the driver's linger decides instead.
+        return not self._tls
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._handler.connection_lost(exc)

@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_LOW_WATER",
     "READ_BUFFER_SIZE",
     "SOCKET_READ_SIZE",
+    "TLS_REFUSAL_HINT",
     "Transport",
     "TransportHandler",
     "check_water_marks",
@@ -55,6 +56,15 @@ being asked for more. 1 MiB keeps loopback saturated (64 KiB writes reach the
 DEFAULT_LOW_WATER = 256 * 1024
 """Unsent bytes below which production resumes (a quarter of the high mark: hysteresis
 so that pause/resume does not flap on every write)."""
+
+
+TLS_REFUSAL_HINT = (
+    "a TLS server closes like this when it refuses the session, e.g. when it requires a client "
+    "certificate (mutual TLS) and none, or an untrusted one, was presented"
+)
+"""Added to the error of a TLS connection that ends before the peer's hello: with TLS 1.3 the
+server checks a client certificate after the client's handshake has completed, so the refusal
+reaches the client as an end of input, not as a handshake error."""
 
 
 def check_water_marks(high: int, low: int) -> None:
