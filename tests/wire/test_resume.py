@@ -33,7 +33,7 @@ TOKEN = bytes(range(16))
 
 
 def test_message_vectors() -> None:
-    """The examples of docs/resumption.md, byte for byte."""
+    """The examples of PROTOCOL.md §13 (docs/protocol-vectors.json), byte for byte."""
     assert encode_message(0x88, TOKEN).hex(" ") == "88 10 " + TOKEN.hex(" ")
     assert (
         encode_message(RESUME, encode_resume(TOKEN, 300)).hex(" ") == "89 13 10 " + TOKEN.hex(" ") + " ac 02"

@@ -49,8 +49,9 @@ async def connect(
     sent, if the server offers extension keepalive (PROTOCOL.md §14); ``None``: never.
     ``idle_timeout``: seconds without receiving anything after which this side says
     goodbye ``"idle timeout ..."`` (default ``None``: never; a server's pings keep an idle
-    connection alive). ``auth``: credentials presented to the server (PROTOCOL.md §15),
-    a token ``str`` or a ``(user, password)`` tuple (or ``Token``/``UserPassword``). If
+    connection alive); on a resumable session it reconnects and resumes instead (§16).
+    ``auth``: credentials presented to the server (PROTOCOL.md §15), a token ``str`` or a
+    ``(user, password)`` tuple (or ``Token``/``UserPassword``). If
     the server refuses them it says goodbye and every stream fails with
     ``ConnectionBrokenError("... authentication failed ...")``; ``conn.authenticated``
     tells when they were accepted. Per subscription: ``conn.publisher(name, auth=...)``.

@@ -146,7 +146,8 @@ async def serve(
             (PROTOCOL.md §14). ``None``: never ping (pings are still answered).
         idle_timeout: seconds (default 60) without receiving anything after which a
             connection is sent goodbye ``"idle timeout ..."`` and closed, whether or not
-            the client offers keepalive (§14.2). ``None``: no limit.
+            the client offers keepalive (§14.2); on a resumable session the link is dropped
+            instead and the session waits for a resume (§16). ``None``: no limit.
         authenticate: ``authenticate(credentials) -> principal`` (or a coroutine
             function): checks the ``Token``/``UserPassword`` a client presents (§15).
             Returning ``None`` or raising refuses; a refused connection is sent goodbye

@@ -1,6 +1,6 @@
 """Session resumption (extension 3), sans I/O: positions, the replay buffer, the resume messages.
 
-Theory of operation (specified in PROTOCOL.md §16, drafted in docs/resumption.md).
+Theory of operation (specified in PROTOCOL.md §16).
 A *session* is one RS.io conversation: one :class:`~rstreams.wire.Connection` core on each
 side, which outlives the transports it runs over. Each direction of the session is one byte
 stream, the bytes that core wrote, counted from 0 (its hello's first byte); a *position*

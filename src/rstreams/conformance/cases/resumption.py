@@ -30,9 +30,9 @@ from rstreams.wire._resume import (
 )
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
 
-S161 = "PROTOCOL.md §16"  # §16.1 once docs/resumption.md is merged
-S163 = "PROTOCOL.md §16"  # §16.3
-S164 = "PROTOCOL.md §16"  # §16.4
+S161 = "PROTOCOL.md §16.1"
+S163 = "PROTOCOL.md §16.3"
+S164 = "PROTOCOL.md §16.4"
 
 
 class _Counting:
