@@ -1,13 +1,25 @@
-"""The `rstreams` command dispatches the conformance suite and the benchmarks."""
+"""The `rstreams` command: serve and subscribe; it dispatches the conformance suite and the benchmarks."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import itertools
+import json
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rstreams import Subscriber
+from rstreams._cli_publishers import builtin_publishers, load_publishers
 from rstreams.cli import main
+from rstreams.net import serve
 
 
 @pytest.mark.timeout(30)
@@ -37,3 +49,279 @@ def test_bench_help_runs_the_benchmarks_script() -> None:
 def test_conformance_against_nothing_listening_exits_2() -> None:
     """An unreachable endpoint is reported as such (exit 2), not as failed cases."""
     assert main(["conformance", "tcp://127.0.0.1:9", "-k", "handshake", "--timeout", "2"]) == 2
+
+
+# -- rstreams serve / rstreams subscribe ---------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@contextlib.contextmanager
+def served(offer: Any, **options: Any) -> Iterator[str]:
+    """``rstreams.serve(offer)`` on a loop in a thread (so ``main()`` can run its own); yields the URL."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    urls: list[str] = []
+    stop: list[asyncio.Event] = []
+
+    async def run() -> None:
+        server = await serve("tcp://127.0.0.1:0", offer, **options)
+        stop.append(asyncio.Event())
+        urls.append(server.url)
+        ready.set()
+        await stop[0].wait()
+        await server.aclose()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(run(),))
+    thread.start()
+    try:
+        assert ready.wait(10), "the test server did not start"
+        yield urls[0]
+    finally:
+        if stop:
+            loop.call_soon_threadsafe(stop[0].set)
+        thread.join(10)
+        loop.close()
+
+
+@contextlib.contextmanager
+def cli_server(*options: str, url: str = "tcp://127.0.0.1:0") -> Iterator[str]:
+    """``rstreams serve URL OPTIONS`` as a process; yields the line it announces itself with."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", url, *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        announced = process.stdout.readline()  # ends at exit too: a crash cannot hang this
+        assert announced.startswith("serving "), announced + process.communicate(timeout=10)[1]
+        yield announced
+    finally:
+        process.terminate()  # SIGTERM: the server closes its connections and exits 0
+        _, err = process.communicate(timeout=10)
+        assert process.returncode == 0, err
+
+
+def url_of(announced: str) -> str:
+    return announced.strip().rsplit(" on ", 1)[1]
+
+
+def subscribe(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str], str]:
+    """``rstreams subscribe ARGV`` in this process: (exit status, stdout lines, stderr)."""
+    status = main(["subscribe", *argv])
+    out, err = capsys.readouterr()
+    return status, out.splitlines(), err
+
+
+@pytest.mark.timeout(60)
+def test_serve_builtins_then_subscribe(capsys: pytest.CaptureFixture[str]) -> None:
+    """`rstreams serve URL` names its built-ins; counter and sensors/{id} print line by line."""
+    with cli_server() as announced:
+        assert announced.startswith("serving counter, sensors/{id} on tcp://127.0.0.1:")
+        url = url_of(announced)
+        assert subscribe(capsys, url, "counter?from=3&to=8", "--demand", "2") == (
+            0,
+            ["3", "4", "5", "6", "7"],
+            "",
+        )
+        status, lines, _ = subscribe(capsys, url, "counter", "--count", "4")
+        assert (status, lines) == (0, ["0", "1", "2", "3"])
+        status, lines, _ = subscribe(capsys, url, "sensors/7?rate=0&count=3")
+        readings = [json.loads(line) for line in lines]
+        assert status == 0
+        assert [(r["sensor"], r["seq"]) for r in readings] == [("7", 0), ("7", 1), ("7", 2)]
+        assert all(isinstance(r["value"], float) and isinstance(r["ts"], float) for r in readings)
+        status, _, err = subscribe(capsys, url, "counter?rate=fast")
+        assert status == 1
+        assert "rate needs a number of elements per second >= 0, got 'fast'" in err
+
+
+@pytest.mark.timeout(30)
+def test_sensor_rate_paces_readings(capsys: pytest.CaptureFixture[str]) -> None:
+    """sensors/{id}?rate=20: readings are stamped about 50 ms apart, the same walk per id."""
+    with served(builtin_publishers()) as url:
+        first = [json.loads(line) for line in subscribe(capsys, url, "sensors/a?rate=20&count=4")[1]]
+        again = [json.loads(line) for line in subscribe(capsys, url, "sensors/a?rate=0&count=4")[1]]
+    gaps = [later["ts"] - earlier["ts"] for earlier, later in itertools.pairwise(first)]
+    assert all(gap >= 0.04 for gap in gaps), gaps
+    assert [r["value"] for r in first] == [r["value"] for r in again]
+
+
+class RecordingPublisher:
+    """0, 1, 2, ... as text; records the most ever outstanding (requested, not yet sent)."""
+
+    def __init__(self) -> None:
+        self.requested = 0
+        self.sent = 0
+        self.most_outstanding = 0
+        self.cancelled = threading.Event()
+
+    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
+        recorder = self
+
+        class Recording:
+            def request(self, n: int) -> None:
+                recorder.requested += n
+                recorder.most_outstanding = max(recorder.most_outstanding, recorder.requested - recorder.sent)
+                while recorder.sent < recorder.requested and not recorder.cancelled.is_set():
+                    recorder.sent += 1
+                    subscriber.on_next(str(recorder.sent - 1).encode())
+
+            def cancel(self) -> None:
+                recorder.cancelled.set()
+
+        subscriber.on_subscribe(Recording())
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("window", [1, 3, 8])
+def test_demand_is_a_window_and_count_cancels(capsys: pytest.CaptureFixture[str], window: int) -> None:
+    """--demand N: never more than N outstanding at the publisher; --count 10: 10 lines, then cancel."""
+    publisher = RecordingPublisher()
+    with served({"numbers": publisher}) as url:
+        status, lines, err = subscribe(capsys, url, "numbers", "--demand", str(window), "--count", "10")
+        assert publisher.cancelled.wait(10), "the subscription was not cancelled after --count"
+    assert (status, err) == (0, "")
+    assert lines == [str(n) for n in range(10)]
+    assert publisher.most_outstanding <= window
+    assert publisher.requested <= 10  # nothing asked for beyond --count
+
+
+@pytest.mark.timeout(30)
+def test_limit_is_still_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    """--limit N (the old spelling) is --count N."""
+    with served(builtin_publishers()) as url:
+        assert subscribe(capsys, url, "counter", "--limit", "2")[:2] == (0, ["0", "1"])
+
+
+@pytest.mark.timeout(30)
+def test_codecs_on_both_ends(capsys: pytest.CaptureFixture[str]) -> None:
+    """counter served as int64 (packed) or json reads back with the same --codec; raw shows hex."""
+    with served(builtin_publishers("int64")) as url:
+        assert subscribe(capsys, url, "counter?from=-2&to=2", "--codec", "int64")[:2] == (
+            0,
+            ["-2", "-1", "0", "1"],
+        )
+        status, _, err = subscribe(capsys, url, "counter", "--codec", "json")
+        assert status == 1
+        assert "element 1 is not json" in err
+    with served(builtin_publishers("json")) as url:
+        assert subscribe(capsys, url, "counter?to=2", "--codec", "json")[:2] == (0, ["0", "1"])
+        assert subscribe(capsys, url, "counter?to=2", "--codec", "raw")[:2] == (0, ["30", "31"])
+
+
+@pytest.mark.timeout(60)
+def test_publishers_from_a_users_file(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--publishers examples/my_publishers.py:PUBLISHERS` serves the names and patterns of that mapping."""
+    with cli_server("--publishers", f"{EXAMPLES / 'my_publishers.py'}:PUBLISHERS") as announced:
+        assert announced.startswith("serving squares, hello/{who}, planets on ")
+        url = url_of(announced)
+        assert subscribe(capsys, url, "squares?to=5")[:2] == (0, ["0", "1", "4", "9", "16"])
+        assert subscribe(capsys, url, "hello/ann")[:2] == (0, ["hello, ann"])
+        status, lines, _ = subscribe(capsys, url, "planets", "--codec", "json", "--count", "2")
+        assert (status, [json.loads(line)["name"] for line in lines]) == (0, ["Mercury", "Venus"])
+
+
+@pytest.mark.timeout(30)
+def test_publishers_from_a_module(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--publishers module:NAME` imports from the working directory; NAME defaults to PUBLISHERS."""
+    monkeypatch.chdir(EXAMPLES)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    offer = load_publishers("my_publishers")
+    assert isinstance(offer, Mapping)
+    assert list(offer) == ["squares", "hello/{who}", "planets"]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("no_such_module_h8:PUBLISHERS", "no module named 'no_such_module_h8'"),
+        ("missing/file.py:PUBLISHERS", "no such file 'missing/file.py'"),
+        (f"{EXAMPLES / 'my_publishers.py'}:NOPE", "has no attribute 'NOPE'"),
+        (f"{EXAMPLES / 'my_publishers.py'}:PLANETS", "must be a mapping of names to Publishers or factories"),
+        (f"{EXAMPLES / 'my_publishers.py'}:1x", "is not a Python name"),
+    ],
+)
+def test_bad_publishers_spec_exits_2(capsys: pytest.CaptureFixture[str], spec: str, says: str) -> None:
+    """A --publishers that names nothing usable is refused before anything listens."""
+    assert main(["serve", "tcp://127.0.0.1:0", "--publishers", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rstreams serve: --publishers ")
+    assert says in err
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "tcp://127.0.0.1:0", "--capacity", "5"],
+        ["serve", "tcp://127.0.0.1:0", "--sink", "results"],
+        ["serve", "tcp://127.0.0.1:0", "log", "--token", "t"],
+        ["serve", "tcp://127.0.0.1:0", "log", "--publishers", "x:Y"],
+    ],
+)
+def test_options_of_the_other_mode_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """Replay-log options without NAME, or publisher options with NAME, are refused by name."""
+    assert main(argv) == 2
+    assert "does not apply when serving" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(30)
+def test_unreachable_server_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing listening: one line naming the URL, exit 2, no traceback."""
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        url = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    status, lines, err = subscribe(capsys, url, "counter")
+    assert (status, lines) == (2, [])
+    assert err.startswith(f"rstreams subscribe: cannot connect to {url}: ")
+    assert "Traceback" not in err
+
+
+@pytest.mark.timeout(30)
+def test_unknown_name_exits_1_with_the_servers_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown name: the server's onError is printed, exit 1; the server goes on."""
+    with served(builtin_publishers()) as url:
+        status, lines, err = subscribe(capsys, url, "countr")
+        assert (status, lines) == (1, [])
+        assert err == f"rstreams subscribe: publisher 'countr' on {url} failed: no publisher named 'countr'\n"
+        assert subscribe(capsys, url, "counter?to=1")[:2] == (0, ["0"])
+
+
+@pytest.mark.timeout(60)
+def test_token_refusal(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`serve --token`: no or a wrong token ends the connection (exit 2); the right one reads."""
+    monkeypatch.delenv("RSTREAMS_TOKEN", raising=False)
+    with cli_server("--token", "s3cret-h8") as announced:
+        url = url_of(announced)
+        status, _, err = subscribe(capsys, url, "counter?to=2", "--token", "wrong")
+        assert status == 2
+        assert "authentication failed" in err
+        assert "wrong" not in err and "s3cret" not in err
+        status, _, err = subscribe(capsys, url, "counter?to=2")
+        assert (status, "authentication required" in err) == (2, True)
+        assert subscribe(capsys, url, "counter?to=2", "--token", "s3cret-h8")[:2] == (0, ["0", "1"])
+
+
+@pytest.mark.timeout(60)
+def test_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`serve --tls-cert/--tls-key` on tls://; `subscribe --cafile` trusts it; without it, exit 2."""
+    from support_tls import TestCA
+
+    ca = TestCA.make(tmp_path, "h8 CA")
+    issued = ca.issue("server", san=("127.0.0.1",))
+    with cli_server(
+        "--tls-cert", str(issued.cert), "--tls-key", str(issued.key), url="tls://127.0.0.1:0"
+    ) as line:
+        url = url_of(line)
+        assert url.startswith("tls://127.0.0.1:")
+        assert subscribe(capsys, url, "counter?to=2", "--cafile", str(ca.cert))[:2] == (0, ["0", "1"])
+        status, _, err = subscribe(capsys, url, "counter?to=2")
+        assert status == 2
+        assert err.startswith(f"rstreams subscribe: cannot connect to {url}: ")
+        assert "CERTIFICATE_VERIFY_FAILED" in err

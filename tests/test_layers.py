@@ -24,7 +24,7 @@ LAYERS: list[set[str]] = [
     {"replay"},
     {"web"},
     {"spark"},
-    {"cli", "__init__"},
+    {"cli", "_cli_publishers", "__init__"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

@@ -16,9 +16,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import hmac
+import json
+import os
+import signal
+import ssl
+import struct
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rstreams.api import Subscription
+    from rstreams.net import Connection, Credentials
 
 __all__ = ["main"]
 
@@ -57,34 +69,243 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _subscribe(args: argparse.Namespace) -> int:
-    from rstreams.net import connect
+class _Inbox:
+    """The subscriber of ``rstreams subscribe``: hands every signal to the printing loop,
+    which does all the requesting (so demand follows what has been printed)."""
 
-    async def run() -> None:
-        conn = await connect(args.url)
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.signals: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._loop = loop
+        self._thread = threading.get_ident()
+
+    def _put(self, kind: str, value: Any) -> None:
+        if threading.get_ident() == self._thread:
+            self.signals.put_nowait((kind, value))
+        else:
+            self._loop.call_soon_threadsafe(self.signals.put_nowait, (kind, value))
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self._put("subscribe", subscription)
+
+    def on_next(self, item: bytes) -> None:
+        self._put("next", item)
+
+    def on_error(self, error: BaseException) -> None:
+        self._put("error", error)
+
+    def on_complete(self) -> None:
+        self._put("complete", None)
+
+
+def _formatter(codec: str) -> Callable[[bytes], str]:
+    """How ``rstreams subscribe --codec`` prints one element's bytes (raises ValueError if it cannot)."""
+    if codec == "utf8":
+        return lambda data: bytes(data).decode(errors="replace")
+    if codec == "raw":
+        return lambda data: bytes(data).hex()
+    if codec == "json":
+        return lambda data: json.dumps(json.loads(bytes(data)), separators=(",", ":"), ensure_ascii=False)
+    size, kind = {"int64": (8, "<q"), "float64": (8, "<d")}[codec]
+
+    def number(data: bytes) -> str:
+        if len(data) != size:
+            raise ValueError(f"{len(data)} bytes, not the {size} of an {codec}")
+        return repr(struct.unpack(kind, data)[0])
+
+    return number
+
+
+async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
+    """Subscribe to ``args.name`` and print each element as it arrives.
+
+    Demand is a window of ``args.demand``: that many are requested first, then more as
+    elements are printed (every half window), so never more than ``args.demand`` are
+    outstanding; with ``args.count`` nothing beyond the count is ever requested, and the
+    subscription is cancelled once it is reached.
+    """
+    inbox = _Inbox(asyncio.get_running_loop())
+    conn.publisher(args.name).subscribe(inbox)
+    show = _formatter(args.codec)
+    window, count = args.demand, args.count
+    top_up = max(1, window // 2)
+    subscription: Subscription | None = None
+    requested = printed = unasked = 0
+    while True:
+        kind, value = await inbox.signals.get()
+        if kind == "subscribe":
+            subscription = value
+            requested = window if not count else min(window, count)
+            value.request(requested)
+        elif kind == "next":
+            assert subscription is not None
+            try:
+                line = show(value)
+            except ValueError as bad:
+                subscription.cancel()
+                raise _ElementError(f"element {printed + 1} is not {args.codec}: {bad}") from None
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+            printed += 1
+            if count and printed >= count:
+                subscription.cancel()
+                return
+            unasked += 1
+            if unasked >= top_up:
+                more = unasked if not count else min(unasked, count - requested)
+                unasked = 0
+                if more > 0:
+                    requested += more
+                    subscription.request(more)
+        elif kind == "error":
+            raise value
+        else:
+            return
+
+
+class _ElementError(Exception):
+    """An element that ``--codec`` cannot show."""
+
+
+def _client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    if args.cafile is None:
+        return None  # tls:// and wss:// then verify against the system's certificates
+    return ssl.create_default_context(cafile=args.cafile)
+
+
+def _subscribe(args: argparse.Namespace) -> int:
+    from rstreams.errors import ConnectionBrokenError
+    from rstreams.net import RemoteStreamError, connect
+
+    if args.demand < 1 or args.count < 0:
+        return _fail(
+            "subscribe", f"--demand needs an integer >= 1 and --count >= 0, got {args.demand}, {args.count}"
+        )
+
+    async def run() -> int:
         try:
-            count = 0
-            async for element in conn.publisher(args.name):
-                sys.stdout.write(element.decode(errors="replace") + "\n")
-                count += 1
-                if args.limit and count >= args.limit:
-                    break
+            context = _client_tls(args)
+            conn = await connect(args.url, ssl=context, auth=args.token)
+        except ConnectionBrokenError as broken:
+            return _fail("subscribe", f"cannot connect to {args.url}: {broken.__cause__ or broken}")
+        except (OSError, ssl.SSLError, ValueError, TypeError, ImportError) as bad:
+            return _fail("subscribe", f"cannot connect to {args.url}: {bad}")
+        try:
+            await _print_elements(conn, args)
+        except RemoteStreamError as failed:
+            return _fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {failed.message}", 1)
+        except ConnectionBrokenError as broken:
+            return _fail("subscribe", f"connection to {args.url} ended: {broken.__cause__ or broken}")
+        except _ElementError as bad:
+            return _fail("subscribe", str(bad), 1)
+        except BrokenPipeError:  # `rstreams subscribe ... | head`: the reader has had enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         finally:
             await conn.aclose()
+        return 0
 
     try:
-        asyncio.run(run())
+        return asyncio.run(run())
     except KeyboardInterrupt:
         return 130
-    return 0
+
+
+def _fail(command: str, message: str, status: int = 2) -> int:
+    print(f"rstreams {command}: {message}", file=sys.stderr)
+    return status
+
+
+_LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher")
+_PUBLISHER_OPTIONS = ("publishers", "codec", "tls_cert", "tls_key", "token", "resume")
 
 
 def _serve(args: argparse.Namespace) -> int:
+    """``serve URL NAME``: the replay log of standard input; ``serve URL``: publishers."""
+    other = _PUBLISHER_OPTIONS if args.name else _LOG_OPTIONS
+    stray = [name for name in other if getattr(args, name) not in (None, False, [])]
+    if stray:
+        option = "--" + stray[0].replace("_", "-")
+        which = "a replay log (rstreams serve URL NAME)" if args.name else "publishers (rstreams serve URL)"
+        return _fail("serve", f"{option} does not apply when serving {which}")
+    return _serve_log(args) if args.name else _serve_publishers(args)
+
+
+def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    if args.tls_cert is None and args.tls_key is None:
+        return None
+    if args.tls_cert is None:
+        raise ValueError("--tls-key needs --tls-cert too")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(args.tls_cert, args.tls_key)
+    return context
+
+
+def _token_check(token: str) -> Callable[[Credentials], str | None]:
+    from rstreams.net import Token
+
+    expected = token.encode()
+
+    def authenticate(credentials: Credentials) -> str | None:
+        if isinstance(credentials, Token) and hmac.compare_digest(credentials.token.encode(), expected):
+            return "token"
+        return None
+
+    return authenticate
+
+
+def _serve_publishers(args: argparse.Namespace) -> int:
+    from rstreams._cli_publishers import CODECS, PublishersSpecError, builtin_publishers, load_publishers
+    from rstreams.net import serve
+
+    offer: Any
+    try:
+        if args.publishers is not None:
+            offer = load_publishers(args.publishers)
+            names = list(offer) if isinstance(offer, Mapping) else [f"what {args.publishers} finds"]
+            codec = CODECS[args.codec or "raw"]
+        else:
+            offer = builtin_publishers(args.codec or "utf8")
+            names, codec = list(offer), None
+        context = _server_tls(args)
+    except PublishersSpecError as bad:
+        return _fail("serve", f"--publishers {bad}")
+    except (OSError, ssl.SSLError, ValueError) as bad:
+        return _fail("serve", f"cannot load the TLS certificate: {bad}")
+
+    async def run() -> int:
+        try:
+            server = await serve(
+                args.url,
+                offer,
+                codec=codec,
+                ssl=context,
+                authenticate=None if args.token is None else _token_check(args.token),
+                resume=True if args.resume else None,
+            )
+        except (OSError, ValueError, TypeError, ImportError) as bad:
+            return _fail("serve", f"cannot serve on {args.url}: {bad}")
+        print(f"serving {', '.join(names)} on {server.url}", flush=True)
+        stop = asyncio.Event()
+        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loops
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            await server.aclose()
+        return 0
+
+    try:
+        return asyncio.run(run())
+    except KeyboardInterrupt:
+        return 0
+
+
+def _serve_log(args: argparse.Namespace) -> int:
     from rstreams.replay import ReplayLog, ReplayServer
     from rstreams.replay._lines import LineSource
 
-    log = ReplayLog(args.name, capacity=args.capacity, path=args.path).feed(LineSource(sys.stdin.buffer))
-    sinks = {name: ReplayLog(name, capacity=args.capacity, evict=True) for name in args.sink}
+    capacity = args.capacity or 100_000
+    log = ReplayLog(args.name, capacity=capacity, path=args.path).feed(LineSource(sys.stdin.buffer))
+    sinks = {name: ReplayLog(name, capacity=capacity, evict=True) for name in args.sink}
     server = ReplayServer({args.name: log}, sinks=sinks, url=args.url).start()
     print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
     page = None
@@ -144,6 +365,20 @@ def _bench(args: argparse.Namespace) -> int:
     return subprocess.call([sys.executable, str(script), *args.rest])
 
 
+_SERVE_DESCRIPTION = """\
+rstreams serve URL                  the built-in demo publishers:
+    counter?from=0&to=10&rate=5     integers from..to-1 (to: none = endless), rate/s (0 = as asked)
+    sensors/{id}?rate=10&count=100  JSON readings {"sensor","seq","ts","value"}, value a random walk
+rstreams serve URL --publishers my_module:PUBLISHERS   (or path/to/file.py:PUBLISHERS)
+    the mapping of names or {field} patterns to Publishers or factories that
+    rstreams.serve(url, publishers) takes
+rstreams serve URL NAME             standard input's lines as the replay log NAME
+    (NAME?from=A&to=B, NAME?latest, NAME?commit=N: what the Spark source reads)
+
+Then: rstreams subscribe URL 'counter?to=5'   (Ctrl-C or SIGTERM stops the server)
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rstreams", description="Reactive Streams for Python")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -163,13 +398,40 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--no-web", action="store_true", help="no live page, only the terminal view")
     demo.set_defaults(run=_demo)
-    serve = commands.add_parser("serve", help="serve standard input's lines as a replay log")
-    serve.add_argument("url", help="where to listen, e.g. tcp://127.0.0.1:9000 (port 0: any)")
-    serve.add_argument("name", help="the log's publisher name")
-    serve.add_argument("--capacity", type=int, default=100_000, help="elements held (100000)")
-    serve.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
-    serve.add_argument("--sink", action="append", default=[], help="also offer a sink log with this name")
+    serve = commands.add_parser(
+        "serve",
+        help="serve the built-in demo publishers, a module's publishers, or standard input as a log",
+        description=_SERVE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve.add_argument(
+        "url", help="where to listen: tcp://127.0.0.1:9000 (port 0: any), tls://, unix://, ws://, wss://"
+    )
+    serve.add_argument("name", nargs="?", help="serve standard input's lines as the replay log NAME")
+    served = serve.add_argument_group("publishers (rstreams serve URL)")
+    served.add_argument(
+        "--publishers",
+        metavar="MODULE:NAME",
+        help="serve the mapping NAME of a module or of path/to/file.py (NAME defaults to PUBLISHERS)",
+    )
+    served.add_argument(
+        "--codec",
+        choices=("utf8", "json", "int64", "float64", "raw"),
+        help="how counter's numbers are encoded (utf8); with --publishers, the elements' codec (raw bytes)",
+    )
+    served.add_argument("--tls-cert", metavar="PEM", help="certificate chain for tls:// and wss://")
+    served.add_argument("--tls-key", metavar="PEM", help="its private key (if not in --tls-cert)")
+    served.add_argument(
+        "--token",
+        default=os.environ.get("RSTREAMS_TOKEN"),
+        help="accept only clients presenting this token (default: $RSTREAMS_TOKEN; none: no auth)",
+    )
+    served.add_argument("--resume", action="store_true", help="keep sessions of clients whose link breaks")
+    logged = serve.add_argument_group("a replay log of standard input (rstreams serve URL NAME)")
+    logged.add_argument("--capacity", type=int, default=None, help="elements held (100000)")
+    logged.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
+    logged.add_argument("--sink", action="append", default=[], help="also offer a sink log with this name")
+    logged.add_argument(
         "--web",
         nargs="?",
         const="127.0.0.1:8000",
@@ -177,12 +439,40 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="also serve the live page (default address 127.0.0.1:8000; port 0: any)",
     )
-    serve.add_argument("--web-publisher", default=None, help="the log the page charts (the served log)")
+    logged.add_argument("--web-publisher", default=None, help="the log the page charts (the served log)")
     serve.set_defaults(run=_serve)
-    subscribe = commands.add_parser("subscribe", help="print a remote publisher's elements")
-    subscribe.add_argument("url", help="tcp://host:port")
-    subscribe.add_argument("name", help="publisher name, e.g. results or sensors?from=0&to=10")
-    subscribe.add_argument("--limit", type=int, default=0, help="stop after this many elements")
+    subscribe = commands.add_parser(
+        "subscribe",
+        help="print a remote publisher's elements as they arrive",
+        description="Print the elements of publisher NAME at URL, one line each, as they arrive. "
+        "Exit status: 0 when the stream completes or --count is reached, 1 when the publisher "
+        "fails (its onError is printed, e.g. an unknown name), 2 when the server cannot be "
+        "reached or ends the connection (refused token, TLS failure).",
+    )
+    subscribe.add_argument("url", help="tcp://host:port, tls://, unix://, ws:// or wss://")
+    subscribe.add_argument(
+        "name", help="publisher name with parameters, e.g. counter?to=10 or sensors/7?rate=2"
+    )
+    subscribe.add_argument(
+        "--demand", type=int, default=64, metavar="N", help="at most N elements outstanding (64)"
+    )
+    subscribe.add_argument(
+        "--count", "--limit", type=int, default=0, metavar="N", help="stop (cancel) after N elements"
+    )
+    subscribe.add_argument(
+        "--codec",
+        choices=("utf8", "json", "int64", "float64", "raw"),
+        default="utf8",
+        help="how to show each element: utf8 text (default), json, int64/float64 numbers, raw as hex",
+    )
+    subscribe.add_argument(
+        "--token",
+        default=os.environ.get("RSTREAMS_TOKEN"),
+        help="present this token (default: $RSTREAMS_TOKEN)",
+    )
+    subscribe.add_argument(
+        "--cafile", metavar="PEM", help="trust these CA certificates for tls:// and wss://"
+    )
     subscribe.set_defaults(run=_subscribe)
     publish = commands.add_parser("publish", help="publish standard input's lines on a server's sink log")
     publish.add_argument("url", help="tcp://host:port of a server with sink logs (rstreams serve --sink)")
