@@ -140,6 +140,7 @@ def stream_small(quick: bool) -> ScenarioDef:
     n = _net(quick, 2_000, 200_000)
     n_rsocket = _net(quick, 2_000, 50_000)
     n_packed = _net(quick, 20_000, 2_000_000)
+    n_batched = _net(quick, 200_000, 20_000_000)
     common = ["client", "--mode", "stream", "--size", "8"]
     return ScenarioDef(
         name="stream-small",
@@ -219,6 +220,17 @@ def stream_small(quick: bool) -> ScenarioDef:
                 "0",
                 "--packed",
             ),
+            _rs(
+                "rstreams-batched-unbounded",
+                f"RS.io, INT64 lists both ends (batched=True), request(2**63-1), {int(n_batched):,} elements",
+                "net_rstreams.py",
+                *common,
+                "--count",
+                n_batched,
+                "--window",
+                "0",
+                "--batched",
+            ),
             _peer(
                 "rsocket-py-w256",
                 "request_stream, sync publisher, window 256",
@@ -274,6 +286,12 @@ def stream_small(quick: bool) -> ScenarioDef:
             ("rstreams-w4096", "ceiling-batched-w4096"),
             ("rstreams-packed-w4096", "rstreams-w4096"),
             ("rstreams-async-for-w256", "rstreams-w256"),
+            ("rstreams-batched-unbounded", "rstreams-packed-unbounded"),
+        ],
+        targets=[
+            ("rstreams-w256", "", 1e6),
+            ("rstreams-w256", "rsocket-py-w256", 35.0),
+            ("rstreams-batched-unbounded", "", 15e6),
         ],
         extras=[("mbps", "MB/s", "MB/s")],
     )
@@ -310,6 +328,7 @@ def stream_large(quick: bool) -> ScenarioDef:
             ),
         ],
         ratios=[("rstreams", "rsocket-py"), ("rstreams-uvloop", "rsocket-py"), ("rstreams", "ceiling")],
+        targets=[("rstreams", "", 2500.0), ("rstreams-uvloop", "", 2500.0)],
     )
 
 
@@ -346,6 +365,7 @@ def request_response(quick: bool) -> ScenarioDef:
             ("rstreams", "ceiling"),
             ("rstreams-uvloop", "ceiling-uvloop"),
         ],
+        targets=[("rstreams", "", 20_000.0), ("rstreams-uvloop", "", 20_000.0)],
         extras=[("p50_us", "p50", "µs"), ("p99_us", "p99", "µs")],
     )
 

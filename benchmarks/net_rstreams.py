@@ -4,6 +4,7 @@ Run by ``benchmarks/run.py`` in rstreams' own venv; by hand::
 
     python benchmarks/net_rstreams.py client --mode stream --count 200000 --size 8 --window 256
     python benchmarks/net_rstreams.py client --mode stream --count 200000 --size 8 --packed
+    python benchmarks/net_rstreams.py client --mode stream --count 20000000 --window 0 --batched
     python benchmarks/net_rstreams.py client --mode rr --count 5000
     python benchmarks/net_rstreams.py client --mode latency --count 5000
     python benchmarks/net_rstreams.py client --mode memory --duration 60 --size 1024
@@ -64,7 +65,7 @@ from _netcommon import (
 
 import rstreams
 from rstreams.api import Subscription
-from rstreams.net import Connection, connect, fixed_size, serve, with_codec
+from rstreams.net import INT64, Connection, connect, fixed_size, serve, with_codec
 from rstreams.wire import ConnectionConfig
 
 UNBOUNDED = 2**63 - 1
@@ -78,12 +79,24 @@ def _bench(params: dict[str, str]) -> rstreams.Flow[bytes]:
     return rstreams.from_iterable(itertools.repeat(element, int(params["n"])))
 
 
+def _ints(params: dict[str, str]) -> rstreams.Flow[list[int]]:
+    """``n`` ints as lists of up to 8,192: served with ``with_codec(..., INT64, batched=True)``."""
+    n, chunk = int(params["n"]), 8192
+    block = list(range(chunk))
+    return rstreams.from_iterable([block] * (n // chunk) + ([block[: n % chunk]] if n % chunk else []))
+
+
 def _echo(params: dict[str, str]) -> rstreams.Flow[bytes]:
     return rstreams.just(params.get("d", "x").encode())
 
 
 async def serve_main() -> None:
-    offer: dict[str, Any] = {"bench": _bench, "packed8": with_codec(_bench, fixed_size(8)), "echo": _echo}
+    offer: dict[str, Any] = {
+        "bench": _bench,
+        "packed8": with_codec(_bench, fixed_size(8)),
+        "ints": with_codec(_ints, INT64, batched=True),
+        "echo": _echo,
+    }
     server = await serve(f"tcp://{HOST}:0", offer, config=CONFIG)
     await serve_until_stdin_closes(int(server.url.rsplit(":", 1)[1]))
 
@@ -114,6 +127,32 @@ class WindowSubscriber(Settles):
         if self.since == self.half:
             self.since = 0
             self.subscription.request(self.half)  # type: ignore[union-attr]
+
+
+class BatchCounter(Settles):
+    """Requests everything and counts the ints of each packed frame (``batched=True``: a list)."""
+
+    __slots__ = ("count", "done", "nbytes")
+
+    def __init__(self, done: asyncio.Future[None]) -> None:
+        self.count = 0
+        self.nbytes = 0
+        self.done = done
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        subscription.request(UNBOUNDED)
+
+    def on_next(self, item: list[int]) -> None:
+        self.count += len(item)
+        self.nbytes += 8 * len(item)
+
+
+async def _stream_batched(conn: Connection, name: str, limit: float) -> BatchCounter:
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    subscriber = BatchCounter(done)
+    conn.publisher(name, codec=INT64, batched=True).subscribe(subscriber)
+    await asyncio.wait_for(done, limit)
+    return subscriber
 
 
 class IdleSubscriber:
@@ -168,13 +207,18 @@ async def _async_for(conn: Connection, name: str, window: int) -> tuple[int, int
 
 
 async def mode_stream(conn: Connection, args: argparse.Namespace) -> dict[str, Any]:
-    source = "packed8" if args.packed else "bench"
-    if args.packed and args.size != 8:
-        raise SystemExit("--packed is served for 8-byte elements only")
+    source = "ints" if args.batched else "packed8" if args.packed else "bench"
+    if (args.packed or args.batched) and args.size != 8:
+        raise SystemExit("--packed and --batched are served for 8-byte elements only")
+    if args.batched and args.window > 0:
+        raise SystemExit("--batched requests everything: use --window 0")
     window = args.window if args.window > 0 else UNBOUNDED
 
     async def once(n: int) -> tuple[int, int]:
         name = f"{source}?n={n}&size={args.size}"
+        if args.batched:
+            counted = await _stream_batched(conn, name, args.timeout)
+            return counted.count, counted.nbytes
         if args.async_for:
             return await asyncio.wait_for(_async_for(conn, name, window), args.timeout)
         got = await _stream(conn, name, window, args.timeout)
@@ -303,6 +347,9 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
 def main(argv: list[str] | None = None) -> None:
     parser = make_parser(__doc__, ["stream", "rr", "latency", "memory", "subs", "conns"])
     parser.add_argument("--packed", action="store_true")
+    parser.add_argument(
+        "--batched", action="store_true", help="stream mode: INT64 lists both ends (batched=True), --window 0"
+    )
     parser.add_argument("--async-for", action="store_true", help="stream mode: consume with async for")
     args = parser.parse_args(argv)
     run_roles(args, __file__, serve_main, client_main, impl="rstreams", version=version("rstreams"))
