@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import itertools
 import json
+import os
+import queue
 import socket
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from rstreams import Subscriber
+from rstreams import Subscriber, cli
 from rstreams._cli_publishers import builtin_publishers, load_publishers
 from rstreams.cli import main
 from rstreams.net import serve
@@ -325,3 +327,86 @@ def test_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         assert status == 2
         assert err.startswith(f"rstreams subscribe: cannot connect to {url}: ")
         assert "CERTIFICATE_VERIFY_FAILED" in err
+
+
+class ManualPublisher:
+    """One subscriber; the test emits to it (from its own thread) once demand has arrived."""
+
+    def __init__(self) -> None:
+        self.subscriber: Subscriber[bytes] | None = None
+        self.asked = threading.Event()
+
+    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
+        publisher = self
+
+        class Manual:
+            def request(self, n: int) -> None:
+                publisher.asked.set()
+
+            def cancel(self) -> None:
+                pass
+
+        self.subscriber = subscriber
+        subscriber.on_subscribe(Manual())
+
+
+@pytest.mark.timeout(60)
+def test_each_element_is_printed_as_it_arrives() -> None:
+    """The first line reaches a pipe while the stream is still open (a flush per line)."""
+    publisher = ManualPublisher()
+    lines: queue.Queue[str] = queue.Queue()
+    with served({"manual": publisher}) as url:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rstreams.cli", "subscribe", url, "manual"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"},
+        )
+        stdout = process.stdout
+        assert stdout is not None
+
+        def read() -> None:
+            for line in stdout:
+                lines.put(line)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            assert publisher.asked.wait(30), "the subscriber never asked"
+            assert publisher.subscriber is not None
+            publisher.subscriber.on_next(b"first")
+            assert lines.get(timeout=30) == "first\n"  # while the stream is still open
+            publisher.subscriber.on_next(b"second")
+            publisher.subscriber.on_complete()
+            assert lines.get(timeout=30) == "second\n"
+            assert process.wait(30) == 0
+        finally:
+            process.kill()
+            process.communicate(timeout=10)
+            reader.join(10)
+
+
+@pytest.mark.timeout(60)
+def test_serve_resume(capsys: pytest.CaptureFixture[str]) -> None:
+    """`serve --resume` still serves clients that do not resume."""
+    with cli_server("--resume") as announced:
+        assert subscribe(capsys, url_of(announced), "counter?to=3")[:2] == (0, ["0", "1", "2"])
+
+
+@pytest.mark.timeout(30)
+def test_a_token_for_a_server_without_auth_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """--token towards a server that does not do auth: the client refuses to go on, and says why."""
+    with served(builtin_publishers()) as url:
+        status, lines, err = subscribe(capsys, url, "counter?to=2", "--token", "t")
+    assert (status, lines) == (2, [])
+    assert err.startswith(f"rstreams subscribe: connection to {url} ended: ")
+    assert "does not offer extension auth" in err
+
+
+@pytest.mark.timeout(30)
+def test_the_token_variable_leaves_the_log_mode_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$RSTREAMS_TOKEN set does not make `serve URL NAME` refuse --token it was never given."""
+    monkeypatch.setenv("RSTREAMS_TOKEN", "t")
+    args = cli._parser().parse_args(["serve", "tcp://127.0.0.1:0", "log"])
+    assert args.token is None

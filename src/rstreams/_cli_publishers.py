@@ -220,15 +220,16 @@ def _load_module(where: str, spec: str) -> object:
         path = Path(where)
         if not path.is_file():
             raise PublishersSpecError(f"{spec!r}: no such file {where!r}")
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        name = f"_rstreams_publishers_{path.stem}"  # never shadows a real module (json.py...)
+        module_spec = importlib.util.spec_from_file_location(name, path)
         if module_spec is None or module_spec.loader is None:
             raise PublishersSpecError(f"{spec!r}: cannot load {where!r} as Python")
         module = importlib.util.module_from_spec(module_spec)
-        sys.modules[path.stem] = module  # dataclasses and pickling look modules up by name
+        sys.modules[name] = module  # dataclasses and pickling look modules up by name
         try:
             module_spec.loader.exec_module(module)
         except Exception as failed:
-            del sys.modules[path.stem]
+            del sys.modules[name]
             raise PublishersSpecError(
                 f"{spec!r}: loading {where} failed: {type(failed).__name__}: {failed}"
             ) from failed

@@ -2,12 +2,19 @@
 
 * ``rstreams demo``: simulated sensors -> RS.io -> Spark -> RS.io -> live terminal view
   (needs the ``spark`` extra and Java 17+; the only command that imports :mod:`rstreams.spark`).
+* ``rstreams serve URL``: serve the built-in demo publishers ``counter`` and
+  ``sensors/{id}`` (:mod:`rstreams._cli_publishers`), or with ``--publishers
+  module:NAME`` (or ``file.py:NAME``) a user's mapping, as ``rstreams.serve`` takes it;
+  ``--codec``, ``--tls-cert``/``--tls-key``, ``--token``, ``--resume``.
 * ``rstreams serve URL NAME``: serve the lines of standard input as a replay log ``NAME``
   (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
   reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to;
   ``--web [HOST:PORT]`` also serves the live page (charts of the log's JSON lines, or of a sink's
   with ``--web-publisher``) and RS.io over WebSocket for it (needs the ``websockets`` extra).
-* ``rstreams subscribe URL NAME``: print the elements of a remote publisher.
+* ``rstreams subscribe URL NAME``: print a remote publisher's elements as they arrive, with
+  a demand window (``--demand N``: never more than N outstanding) and ``--count N``; exit 1
+  when the publisher fails (an unknown name), 2 when the server cannot be reached or ends
+  the connection (a refused token, TLS).
 * ``rstreams publish URL NAME``: publish standard input's lines on a server's sink log
   ``NAME`` (staged, then published as one batch, like the Spark sink does).
 """
@@ -173,7 +180,7 @@ def _client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
 
 
 def _subscribe(args: argparse.Namespace) -> int:
-    from rstreams.errors import ConnectionBrokenError
+    from rstreams.errors import ConnectionBrokenError, ResourceClosedError
     from rstreams.net import RemoteStreamError, connect
 
     if args.demand < 1 or args.count < 0:
@@ -193,7 +200,8 @@ def _subscribe(args: argparse.Namespace) -> int:
             await _print_elements(conn, args)
         except RemoteStreamError as failed:
             return _fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {failed.message}", 1)
-        except ConnectionBrokenError as broken:
+        except (ConnectionBrokenError, ResourceClosedError) as broken:
+            # a refused token or TLS client certificate; our token towards a server without auth
             return _fail("subscribe", f"connection to {args.url} ended: {broken.__cause__ or broken}")
         except _ElementError as bad:
             return _fail("subscribe", str(bad), 1)
@@ -271,6 +279,8 @@ def _serve_publishers(args: argparse.Namespace) -> int:
     except (OSError, ssl.SSLError, ValueError) as bad:
         return _fail("serve", f"cannot load the TLS certificate: {bad}")
 
+    token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
+
     async def run() -> int:
         try:
             server = await serve(
@@ -278,7 +288,7 @@ def _serve_publishers(args: argparse.Namespace) -> int:
                 offer,
                 codec=codec,
                 ssl=context,
-                authenticate=None if args.token is None else _token_check(args.token),
+                authenticate=None if token is None else _token_check(token),
                 resume=True if args.resume else None,
             )
         except (OSError, ValueError, TypeError, ImportError) as bad:
@@ -423,7 +433,6 @@ def _parser() -> argparse.ArgumentParser:
     served.add_argument("--tls-key", metavar="PEM", help="its private key (if not in --tls-cert)")
     served.add_argument(
         "--token",
-        default=os.environ.get("RSTREAMS_TOKEN"),
         help="accept only clients presenting this token (default: $RSTREAMS_TOKEN; none: no auth)",
     )
     served.add_argument("--resume", action="store_true", help="keep sessions of clients whose link breaks")
@@ -468,7 +477,7 @@ def _parser() -> argparse.ArgumentParser:
     subscribe.add_argument(
         "--token",
         default=os.environ.get("RSTREAMS_TOKEN"),
-        help="present this token (default: $RSTREAMS_TOKEN)",
+        help="present this token (default: $RSTREAMS_TOKEN); only to servers that ask for one",
     )
     subscribe.add_argument(
         "--cafile", metavar="PEM", help="trust these CA certificates for tls:// and wss://"
