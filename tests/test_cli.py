@@ -410,3 +410,25 @@ def test_the_token_variable_leaves_the_log_mode_alone(monkeypatch: pytest.Monkey
     monkeypatch.setenv("RSTREAMS_TOKEN", "t")
     args = cli._parser().parse_args(["serve", "tcp://127.0.0.1:0", "log"])
     assert args.token is None
+
+
+@pytest.mark.timeout(30)
+def test_a_silent_server_is_given_up_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """Something that accepts but never speaks RS.io: exit 2 after --timeout, not a hang."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        status, lines, err = subscribe(capsys, url, "counter", "--timeout", "0.5")
+    assert (status, lines) == (2, [])
+    assert err.startswith(f"rstreams subscribe: connection to {url} ended: ")
+    assert "idle timeout" in err
+
+
+@pytest.mark.timeout(30)
+def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.CaptureFixture[str]) -> None:
+    """Readings 0.6 s apart with --timeout 0.4: the server's pings keep the connection alive."""
+    with served(builtin_publishers(), keepalive=0.1) as url:
+        status, lines, err = subscribe(capsys, url, "sensors/s?rate=1.6&count=3", "--timeout", "0.4")
+    assert (status, err) == (0, "")
+    assert len(lines) == 3

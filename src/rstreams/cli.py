@@ -12,7 +12,8 @@
   ``--web [HOST:PORT]`` also serves the live page (charts of the log's JSON lines, or of a sink's
   with ``--web-publisher``) and RS.io over WebSocket for it (needs the ``websockets`` extra).
 * ``rstreams subscribe URL NAME``: print a remote publisher's elements as they arrive, with
-  a demand window (``--demand N``: never more than N outstanding) and ``--count N``; exit 1
+  a demand window (``--demand N``: never more than N outstanding), ``--count N`` and
+  ``--timeout S`` (silence from the server); exit 1
   when the publisher fails (an unknown name), 2 when the server cannot be reached or ends
   the connection (a refused token, TLS).
 * ``rstreams publish URL NAME``: publish standard input's lines on a server's sink log
@@ -183,15 +184,17 @@ def _subscribe(args: argparse.Namespace) -> int:
     from rstreams.errors import ConnectionBrokenError, ResourceClosedError
     from rstreams.net import RemoteStreamError, connect
 
-    if args.demand < 1 or args.count < 0:
+    if args.demand < 1 or args.count < 0 or not args.timeout >= 0:
         return _fail(
-            "subscribe", f"--demand needs an integer >= 1 and --count >= 0, got {args.demand}, {args.count}"
+            "subscribe",
+            f"--demand needs an integer >= 1, --count and --timeout >= 0; "
+            f"got {args.demand}, {args.count}, {args.timeout}",
         )
 
     async def run() -> int:
         try:
             context = _client_tls(args)
-            conn = await connect(args.url, ssl=context, auth=args.token)
+            conn = await connect(args.url, ssl=context, auth=args.token, idle_timeout=args.timeout or None)
         except ConnectionBrokenError as broken:
             return _fail("subscribe", f"cannot connect to {args.url}: {broken.__cause__ or broken}")
         except (OSError, ssl.SSLError, ValueError, TypeError, ImportError) as bad:
@@ -478,6 +481,14 @@ def _parser() -> argparse.ArgumentParser:
         "--token",
         default=os.environ.get("RSTREAMS_TOKEN"),
         help="present this token (default: $RSTREAMS_TOKEN); only to servers that ask for one",
+    )
+    subscribe.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="give up after S seconds without hearing from the server (30; 0: never); "
+        "an RS.io server pings an idle client every 15 s",
     )
     subscribe.add_argument(
         "--cafile", metavar="PEM", help="trust these CA certificates for tls:// and wss://"
