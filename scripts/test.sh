@@ -15,6 +15,7 @@ fi
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "== installing chromium for the browser test (apt-get)"
+    export DEBIAN_FRONTEND=noninteractive
     if ! { apt-get install -y -q chromium >/dev/null 2>&1 \
         || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }; }; then
       echo "   could not install chromium: tests/web/test_browser.py will skip"
