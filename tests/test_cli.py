@@ -432,3 +432,35 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
         status, lines, err = subscribe(capsys, url, "sensors/s?rate=1.6&count=3", "--timeout", "0.4")
     assert (status, err) == (0, "")
     assert len(lines) == 3
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["serve", "tls://127.0.0.1:0"], "serving tls://127.0.0.1:0 needs --tls-cert PEM"),
+        (["serve", "tcp://127.0.0.1:0", "--tls-cert", "c.pem"], "--tls-cert is for tls:// and wss:// URLs"),
+        (["serve", "tls://127.0.0.1:0", "--tls-key", "k.pem"], "--tls-key needs --tls-cert too"),
+        (["serve", "tls://127.0.0.1:0", "--tls-cert", "missing.pem"], "cannot load --tls-cert missing.pem: "),
+        (
+            ["subscribe", "tls://127.0.0.1:1", "x", "--cafile", "missing.pem"],
+            "cannot load --cafile missing.pem: ",
+        ),
+        (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"], "--demand needs an integer >= 1"),
+        (["subscribe", "bogus://x", "x"], "unsupported URL scheme 'bogus'"),
+    ],
+)
+def test_bad_options_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    says: str,
+) -> None:
+    """A TLS option that does not fit the URL or a file that cannot be read: one line, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams {argv[0]}: ")
+    assert says in err
+    assert err.count("\n") == 1

@@ -177,7 +177,10 @@ class _ElementError(Exception):
 def _client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     if args.cafile is None:
         return None  # tls:// and wss:// then verify against the system's certificates
-    return ssl.create_default_context(cafile=args.cafile)
+    try:
+        return ssl.create_default_context(cafile=args.cafile)
+    except (OSError, ssl.SSLError) as bad:
+        raise ValueError(f"cannot load --cafile {args.cafile}: {bad}") from None
 
 
 def _subscribe(args: argparse.Namespace) -> int:
@@ -241,12 +244,24 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
-    if args.tls_cert is None and args.tls_key is None:
-        return None
+    """The server's TLS context from ``--tls-cert``/``--tls-key``; ValueError names a mismatch."""
+    secure = args.url.partition("://")[0] in ("tls", "wss")
     if args.tls_cert is None:
-        raise ValueError("--tls-key needs --tls-cert too")
+        if args.tls_key is not None:
+            raise ValueError("--tls-key needs --tls-cert too")
+        if secure:
+            raise ValueError(
+                f"serving {args.url} needs --tls-cert PEM (and --tls-key PEM if the key is apart)"
+            )
+        return None
+    if not secure:
+        raise ValueError(f"--tls-cert is for tls:// and wss:// URLs, not {args.url}")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(args.tls_cert, args.tls_key)
+    try:
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+    except (OSError, ssl.SSLError) as bad:
+        key = "" if args.tls_key is None else f" / --tls-key {args.tls_key}"
+        raise ValueError(f"cannot load --tls-cert {args.tls_cert}{key}: {bad}") from None
     return context
 
 
@@ -279,8 +294,8 @@ def _serve_publishers(args: argparse.Namespace) -> int:
         context = _server_tls(args)
     except PublishersSpecError as bad:
         return _fail("serve", f"--publishers {bad}")
-    except (OSError, ssl.SSLError, ValueError) as bad:
-        return _fail("serve", f"cannot load the TLS certificate: {bad}")
+    except ValueError as bad:  # the TLS options
+        return _fail("serve", str(bad))
 
     token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
 
