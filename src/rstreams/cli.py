@@ -184,7 +184,7 @@ def _client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
 
 
 def _subscribe(args: argparse.Namespace) -> int:
-    from rstreams.errors import ConnectionBrokenError, ResourceClosedError
+    from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, ResourceClosedError
     from rstreams.net import RemoteStreamError, connect
 
     if args.demand < 1 or args.count < 0 or not args.timeout >= 0:
@@ -211,6 +211,10 @@ def _subscribe(args: argparse.Namespace) -> int:
             return _fail("subscribe", f"connection to {args.url} ended: {broken.__cause__ or broken}")
         except _ElementError as bad:
             return _fail("subscribe", str(bad), 1)
+        except ReactiveStreamsError as failed:  # e.g. the server broke the protocol
+            return _fail(
+                "subscribe", f"{args.name!r} on {args.url} failed: {type(failed).__name__}: {failed}", 1
+            )
         except BrokenPipeError:  # `rstreams subscribe ... | head`: the reader has had enough
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         finally:
