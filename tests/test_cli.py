@@ -50,7 +50,18 @@ def test_bench_help_runs_the_benchmarks_script() -> None:
 @pytest.mark.timeout(30)
 def test_conformance_against_nothing_listening_exits_2() -> None:
     """An unreachable endpoint is reported as such (exit 2), not as failed cases."""
-    assert main(["conformance", "tcp://127.0.0.1:9", "-k", "handshake", "--timeout", "2"]) == 2
+    url = f"tcp://127.0.0.1:{_closed_port()}"
+    assert main(["conformance", url, "-k", "handshake", "--timeout", "2"]) == 2
+
+
+def _closed_port() -> int:
+    """A port nothing listens on: bound and released (a fixed low port may be in use)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 # -- rstreams serve / rstreams subscribe ---------------------------------------------------
