@@ -14,9 +14,9 @@ from typing import Any, Self
 import pytest
 from chaos_proxy import ChaosProxy
 from netsupport import WAIT
+from resumesupport import Collector
 
 import rstreams
-from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, ResourceClosedError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
@@ -32,49 +32,6 @@ SERVER_RESUME = Resume(session_timeout=20.0, stall_timeout=None)
 
 def offer() -> dict[str, Any]:
     return {"count": lambda params: rstreams.range(int(params["n"])).map(lambda i: i.to_bytes(8, "big"))}
-
-
-class Collector(Subscriber[bytes]):
-    """Requests in batches (so requests cross the breaks too) and records what arrives."""
-
-    def __init__(self, batch: int = 256) -> None:
-        self.batch = batch
-        self.items: list[int] = []
-        self.error: BaseException | None = None
-        self.completed = False
-        self.done = asyncio.Event()
-        self.progress = asyncio.Event()
-        self.subscription: Subscription | None = None
-        self._outstanding = 0
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        self.subscription = subscription
-        self._outstanding = self.batch
-        subscription.request(self.batch)
-
-    def on_next(self, item: bytes) -> None:
-        self.items.append(int.from_bytes(item, "big"))
-        self.progress.set()
-        self._outstanding -= 1
-        if self._outstanding == self.batch // 2 and self.subscription is not None:
-            self._outstanding += self.batch
-            self.subscription.request(self.batch)
-
-    def on_error(self, error: BaseException) -> None:
-        self.error = error
-        self.done.set()
-
-    def on_complete(self) -> None:
-        self.completed = True
-        self.done.set()
-
-    async def wait_items(self, n: int) -> None:
-        async def loop() -> None:
-            while len(self.items) < n and not self.done.is_set():
-                self.progress.clear()
-                await self.progress.wait()
-
-        await asyncio.wait_for(loop(), WAIT)
 
 
 def on_link_lost(session: _Session) -> asyncio.Event:
@@ -102,8 +59,8 @@ class Pair:
     def __init__(self, *, client_idle: float | None, server_idle: float | None) -> None:
         self.client_idle = client_idle
         self.server_idle = server_idle
-        self.from_server = Collector()
-        self.from_client = Collector()
+        self.from_server = Collector(pattern=False)
+        self.from_client = Collector(pattern=False)
         self.server_conns: list[Connection] = []
 
     async def __aenter__(self) -> Self:
@@ -177,7 +134,7 @@ async def test_server_idle_timeout_drops_the_link_and_waits_for_the_resume() -> 
 async def test_idle_session_waits_only_session_timeout_for_the_resume() -> None:
     """A server session whose idle link was dropped fails after session_timeout if nobody resumes."""
     server_conns: list[Connection] = []
-    received = Collector()
+    received = Collector(pattern=False)
     resume = Resume(session_timeout=0.3, stall_timeout=None)
     async with await serve(
         "tcp://127.0.0.1:0", offer(), on_connection=server_conns.append, resume=resume, idle_timeout=IDLE
@@ -188,7 +145,7 @@ async def test_idle_session_waits_only_session_timeout_for_the_resume() -> None:
             client.publisher(f"count?n={N}").subscribe(received)
             await received.wait_items(100)
             proxy.stall()
-            served = Collector()
+            served = Collector(pattern=False)
             server_conns[0].publisher(f"count?n={N}").subscribe(served)  # ends when the session does
             await asyncio.wait_for(served.done.wait(), WAIT)
             assert isinstance(served.error, ConnectionBrokenError), served.error
@@ -206,7 +163,7 @@ async def test_idle_timeout_without_resume_still_says_goodbye() -> None:
         async with ChaosProxy("127.0.0.1", port) as proxy:
             client = await connect(proxy.url, resume=CLIENT_RESUME, idle_timeout=IDLE)
             assert client.resume_session is None or session_of(client).token is None
-            received = Collector()
+            received = Collector(pattern=False)
             client.publisher(f"count?n={N}").subscribe(received)
             await received.wait_items(100)
             proxy.stall()

@@ -10,9 +10,9 @@ from typing import Any, Self
 import pytest
 from chaos_proxy import ChaosProxy
 from netsupport import WAIT, CountingSource
+from resumesupport import SIZE, Collector
 
 import rstreams
-from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
@@ -21,68 +21,12 @@ from rstreams.wire._resume import Refused, ResumeReplyParser
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
-SIZE = 64
-"""Bytes per test element: an 8-byte counter padded, so that cuts land inside frames."""
-
-
 def counted(n: int) -> rstreams.Flow[bytes]:
     return rstreams.range(n).map(lambda i: i.to_bytes(8, "big") * (SIZE // 8))
 
 
 def offer(n: int) -> dict[str, Any]:
     return {"count": lambda params: counted(int(params.get("n", n)))}
-
-
-class Collector(Subscriber[bytes]):
-    """Requests in batches of ``batch`` (so request frames cross the cuts too); checks order as it goes."""
-
-    def __init__(self, batch: int = 256, *, pattern: bool = True) -> None:
-        self.batch = batch
-        self.pattern = pattern
-        self.items: list[int] = []
-        self.error: BaseException | None = None
-        self.completed = False
-        self.done = asyncio.Event()
-        self.progress = asyncio.Event()
-        self.subscription: Subscription | None = None
-        self._outstanding = 0
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        self.subscription = subscription
-        self._outstanding = self.batch
-        subscription.request(self.batch)
-
-    def on_next(self, item: bytes) -> None:
-        if self.pattern:
-            value = int.from_bytes(item[:8], "big")
-            assert item == value.to_bytes(8, "big") * (SIZE // 8), "element corrupted"
-        else:
-            value = int.from_bytes(item, "big")
-        self.items.append(value)
-        self.progress.set()
-        self._outstanding -= 1
-        if self._outstanding == self.batch // 2 and self.subscription is not None:
-            self._outstanding += self.batch
-            self.subscription.request(self.batch)
-
-    def on_error(self, error: BaseException) -> None:
-        self.error = error
-        self.done.set()
-
-    def on_complete(self) -> None:
-        self.completed = True
-        self.done.set()
-
-    async def wait_items(self, n: int) -> None:
-        async def loop() -> None:
-            while len(self.items) < n and not self.done.is_set():
-                self.progress.clear()
-                await self.progress.wait()
-
-        await asyncio.wait_for(loop(), WAIT)
-
-    async def finished(self, timeout: float = WAIT) -> None:  # noqa: ASYNC109
-        await asyncio.wait_for(self.done.wait(), timeout)
 
 
 def session_of(conn: Connection) -> _Session:
