@@ -125,3 +125,14 @@ class TestBuiltinCounter(PublisherVerification):
 
     def create_env(self) -> TestEnvironment:
         return TestEnvironment(**ENV)
+
+
+class TestBuiltinSensors(TestBuiltinCounter):
+    """``rstreams serve URL``'s ``sensors/{id}``, unpaced (``rate=0``)."""
+
+    def create_publisher(self, elements: int) -> Publisher[Any]:
+        name = "sensors/7?rate=0" + ("" if elements == MAX else f"&count={elements}")
+        return remote("tcp://127.0.0.1:0", "builtin").conn.publisher(name)
+
+    def create_failed_publisher(self) -> Publisher[Any]:
+        return remote("tcp://127.0.0.1:0", "builtin").conn.publisher("sensors/7?rate=fast")
