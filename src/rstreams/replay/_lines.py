@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from typing import BinaryIO
 
-from rstreams import demand
-from rstreams.api import Subscriber, Subscription
+from rstreams.api import Subscriber
 from rstreams.flow._flow import Flow
+from rstreams.flow._threaded import ThreadedSubscription
 from rstreams.rules import check_subscriber
 
 __all__ = ["LineSource"]
@@ -25,41 +24,17 @@ class LineSource(Flow[bytes]):
 
     def subscribe(self, subscriber: Subscriber[bytes]) -> None:
         check_subscriber(subscriber)
-        subscription = _LineSubscription(self._file, subscriber)
-        subscriber.on_subscribe(subscription)
-        threading.Thread(target=subscription.run, name="rstreams-lines", daemon=True).start()
+        _LineSubscription(self._file, subscriber).begin("rstreams-lines")
 
 
-class _LineSubscription(Subscription):
+class _LineSubscription(ThreadedSubscription[bytes]):
     def __init__(self, file: BinaryIO, subscriber: Subscriber[bytes]) -> None:
+        super().__init__(subscriber)
         self._file = file
-        self._subscriber = subscriber
-        self._demand = 0
-        self._cancelled = False
-        self._cond = threading.Condition()
-
-    def request(self, n: int) -> None:
-        problem = demand.invalid(n)
-        with self._cond:
-            if problem is None:
-                self._demand = demand.add(self._demand, n)
-            else:
-                self._cancelled = True
-            self._cond.notify()
-        if problem is not None:
-            self._subscriber.on_error(problem)  # rule 3.9
-
-    def cancel(self) -> None:
-        with self._cond:
-            self._cancelled = True
-            self._cond.notify()
 
     def run(self) -> None:
         for line in self._file:
-            with self._cond:
-                self._cond.wait_for(lambda: self._demand > 0 or self._cancelled)
-                if self._cancelled:
-                    return
-                self._demand -= 1
-            self._subscriber.on_next(line.rstrip(b"\r\n"))
-        self._subscriber.on_complete()
+            if not self.take(1):
+                return
+            self.subscriber.on_next(line.rstrip(b"\r\n"))
+        self.subscriber.on_complete()

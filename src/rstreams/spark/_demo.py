@@ -35,6 +35,7 @@ from typing import Any, TextIO
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
 from rstreams.flow._flow import Flow
+from rstreams.flow._threaded import ThreadedSubscription
 from rstreams.replay import ReplayLog, ReplayServer
 from rstreams.rules import check_subscriber
 
@@ -63,39 +64,16 @@ class SensorSource(Flow[bytes]):
         self.hz = hz
         self.produced = 0
         self.waiting = 0.0
-        self.demanded = 0
 
     def subscribe(self, subscriber: Subscriber[bytes]) -> None:
         check_subscriber(subscriber)
-        subscription = _SensorSubscription(self, subscriber)
-        subscriber.on_subscribe(subscription)
-        threading.Thread(target=subscription.run, name="rstreams-demo-sensors", daemon=True).start()
+        _SensorSubscription(self, subscriber).begin("rstreams-demo-sensors")
 
 
-class _SensorSubscription(Subscription):
+class _SensorSubscription(ThreadedSubscription[bytes]):
     def __init__(self, source: SensorSource, subscriber: Subscriber[bytes]) -> None:
+        super().__init__(subscriber)
         self._source = source
-        self._subscriber = subscriber
-        self._demand = 0
-        self._cancelled = False
-        self._cond = threading.Condition()
-
-    def request(self, n: int) -> None:
-        problem = demand.invalid(n)
-        with self._cond:
-            if problem is not None:
-                self._cancelled = True
-            else:
-                self._demand = demand.add(self._demand, n)
-                self._source.demanded += n
-            self._cond.notify()
-        if problem is not None:
-            self._subscriber.on_error(problem)
-
-    def cancel(self) -> None:
-        with self._cond:
-            self._cancelled = True
-            self._cond.notify()
 
     def run(self) -> None:
         source = self._source
@@ -105,21 +83,17 @@ class _SensorSubscription(Subscription):
         epoch = time.time()
         step = 1 / (source.hz * source.sensors)
         while True:
-            with self._cond:
-                if self._demand == 0 and not self._cancelled:
-                    waited = time.monotonic()
-                    self._cond.wait_for(lambda: self._demand > 0 or self._cancelled)
-                    source.waiting += time.monotonic() - waited
-                if self._cancelled:
-                    return
-                take = min(self._demand, 1024)
-                self._demand -= take
+            waited = self.waited
+            take = self.take(1024)
+            source.waiting += self.waited - waited
+            if not take:
+                return
             wall = time.time()
             for _ in range(take):
                 i = source.produced % source.sensors
                 now = wall if source.rate > 0 else epoch + source.produced * step
                 value = base[i] + 2 * math.sin(now / 10 + i) + rng.gauss(0, 0.3)
-                self._subscriber.on_next(
+                self.subscriber.on_next(
                     json.dumps({"sensor": f"sensor-{i}", "ts": now, "value": round(value, 3)}).encode()
                 )
                 source.produced += 1
