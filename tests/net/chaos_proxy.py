@@ -133,6 +133,14 @@ class ChaosProxy:
         async with asyncio.timeout(timeout), self._changed:
             await self._changed.wait_for(lambda: self.links_made >= n)
 
+    async def cut_repeatedly(self, times: int, low: int, high: int) -> None:
+        """Once the first link is up, ``times`` times: :meth:`random_cut`, wait for the next link."""
+        await self.wait_links(1)
+        for _ in range(times):
+            links = self.links_made
+            self.random_cut(low, high)
+            await self.wait_links(links + 1)
+
     # -- plumbing --------------------------------------------------------------------------
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.refusing:

@@ -277,11 +277,7 @@ async def test_split_elements_survive_cuts() -> None:
         client = await connect(proxy.url, resume=FAST)
         try:
             client.publisher("big").subscribe(Big(batch=4))
-            await proxy.wait_links(1)
-            for _ in range(3):
-                links = proxy.links_made
-                proxy.random_cut(100_000, 1_500_000)
-                await proxy.wait_links(links + 1)
+            await proxy.cut_repeatedly(3, 100_000, 1_500_000)
             await asyncio.wait_for(done.wait(), WAIT * 3)
         finally:
             await client.aclose(timeout=1.0)
@@ -299,11 +295,7 @@ async def test_resume_over_tls(server_ssl: ssl.SSLContext, client_ssl: ssl.SSLCo
         client = await connect(proxy.url.replace("tcp://", "tls://"), ssl=client_ssl, resume=FAST)
         try:
             client.publisher("count").subscribe(received)
-            await proxy.wait_links(1)
-            for _ in range(3):
-                links = proxy.links_made
-                proxy.random_cut(5_000, 300_000)
-                await proxy.wait_links(links + 1)
+            await proxy.cut_repeatedly(3, 5_000, 300_000)
             await received.finished()
         finally:
             await client.aclose(timeout=1.0)
@@ -380,11 +372,7 @@ async def test_resume_over_websocket() -> None:
         client = await connect(proxy.url.replace("tcp://", "ws://") + "/rs", resume=FAST)
         try:
             client.publisher("count").subscribe(received)
-            await proxy.wait_links(1)
-            for _ in range(3):
-                links = proxy.links_made
-                proxy.random_cut(5_000, 300_000)
-                await proxy.wait_links(links + 1)
+            await proxy.cut_repeatedly(3, 5_000, 300_000)
             await received.finished()
         finally:
             await client.aclose(timeout=1.0)
