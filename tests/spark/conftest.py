@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rstreams.replay import ReplayServer
+from replay_support import serve as serve  # the per-test replay server fixture, shared with tests/replay
 from rstreams.spark import JavaMissingError, check_java, register
 
 # tests/spark/sparksupport.py is imported as `sparksupport` by the test modules here
@@ -44,18 +44,3 @@ def spark() -> Iterator[Any]:
     register(session)
     yield session
     session.stop()
-
-
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    """``serve(logs, sinks=..., offer=...)`` starts a ReplayServer, stopped after the test."""
-    servers: list[ReplayServer] = []
-
-    def start(logs: Any, **kwargs: Any) -> ReplayServer:
-        server = ReplayServer(logs, **kwargs).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
