@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import rstreams
 
 PUBLIC = {
@@ -68,3 +70,28 @@ def test_importing_rstreams_pulls_in_no_optional_dependency() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_importing_rstreams_is_light_and_names_load_on_first_use() -> None:
+    """`import rstreams` loads no asyncio, ssl or socket; touching `rstreams.connect` loads the net layer."""
+    code = (
+        "import sys, rstreams\n"
+        "heavy = ('asyncio', 'ssl', 'socket', 'rstreams.flow', 'rstreams.net')\n"
+        "before = [m for m in heavy if m in sys.modules]\n"
+        "rstreams.connect, rstreams.Flow\n"
+        "after = [m for m in heavy if m in sys.modules]\n"
+        "print(before, after)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    before, after = out.stdout.strip().split("] [")
+    assert before == "[", f"import rstreams loaded {before}]"
+    assert "'rstreams.net'" in after and "'rstreams.flow'" in after
+
+
+def test_an_unknown_attribute_is_an_attribute_error() -> None:
+    """The lazy loader keeps Python's usual error for a name rstreams does not have."""
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        _ = rstreams.nope  # type: ignore[attr-defined]

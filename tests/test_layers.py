@@ -1,72 +1,151 @@
 """The architecture's arrows point down only (README, "Architecture").
 
-Every ``import rstreams.X`` / ``from rstreams.X import`` inside ``src/rstreams`` is read with
-:mod:`ast` (function-level imports included) and checked against the layer order below: a
-module may import its own layer and the layers above it in this list, never one below.
+Every import of rstreams inside ``src/rstreams`` is read with :mod:`ast` (function-level and
+``TYPE_CHECKING`` imports included) and checked against :data:`ALLOWED`, a map of which
+package may import which. ``from rstreams import X`` is resolved to the module that defines
+``X`` (a submodule, or the module the root package re-exports it from), so the short form
+cannot hide an edge. The README's architecture section shows the same map; a test keeps the
+two equal.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "rstreams"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "rstreams"
 
-LAYERS: list[set[str]] = [
-    {"api", "errors", "demand", "rules"},
-    {"flow"},
-    {"tck"},
-    {"wire"},
-    {"net"},
-    {"conformance"},
-    {"replay"},
-    {"web"},
-    {"spark"},
-    {"cli", "_cli_publishers", "__init__"},
-]
-RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+BASE = frozenset({"api", "errors", "demand", "rules", "_exports"})
+
+# package -> the packages it may import (besides itself). flow, tck and wire are siblings on
+# the base: none of them may import another.
+ALLOWED: dict[str, frozenset[str]] = {
+    "api": frozenset(),
+    "errors": frozenset(),
+    "rules": frozenset(),
+    "_exports": frozenset(),
+    "demand": frozenset({"api", "errors"}),
+    "flow": BASE,
+    "tck": BASE,
+    "wire": BASE,
+    "net": BASE | {"flow", "wire"},
+    "conformance": BASE | {"wire", "net"},
+    "replay": BASE | {"flow", "net"},
+    "web": BASE | {"net", "replay"},
+    "spark": BASE | {"flow", "net", "replay", "web"},
+    "_cli_publishers": BASE | {"flow", "net"},
+    "cli": BASE | {"flow", "net", "conformance", "replay", "web", "spark", "_cli_publishers"},
+    "__init__": BASE | {"flow", "net"},
+}
 
 
-def _layer_of(path: Path) -> str:
-    part = path.relative_to(SRC).parts[0]
-    return part.removesuffix(".py")
+def _package_of(path: Path) -> str:
+    return path.relative_to(SRC).parts[0].removesuffix(".py")
 
 
-def _imported_layers(path: Path) -> list[tuple[int, str]]:
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
-        elif isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "rstreams" and len(parts) > 1:
-                found.append((node.lineno, parts[1]))
+def _root_reexports() -> dict[str, str]:
+    """Name -> the module the root package takes it from (eager imports and the lazy table)."""
+    tree = ast.parse((SRC / "__init__.py").read_text())
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rstreams."):
+            for alias in node.names:
+                found[alias.asname or alias.name] = node.module
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(value, ast.Tuple):
+                    module = value.elts[0]
+                    if isinstance(module, ast.Constant) and isinstance(module.value, str):
+                        found[str(key.value)] = module.value
     return found
 
 
-def test_every_top_level_package_has_a_layer() -> None:
-    tops = {_layer_of(p) for p in SRC.rglob("*.py")}
-    assert tops <= set(RANK), f"give these a layer in tests/test_layers.py: {sorted(tops - set(RANK))}"
+REEXPORTS = _root_reexports()
+
+
+def _resolve(module: str, name: str | None) -> str | None:
+    """The rstreams package an import reaches, or None for a non-rstreams import."""
+    parts = module.split(".")
+    if parts[0] != "rstreams":
+        return None
+    if len(parts) > 1:
+        return parts[1]
+    assert name is not None
+    if (SRC / name).is_dir() or (SRC / f"{name}.py").is_file():
+        return name
+    target = REEXPORTS.get(name)
+    assert target is not None, f"`from rstreams import {name}`: the root package does not export {name}"
+    return target.split(".")[1]
+
+
+def imported_packages(path: Path) -> list[tuple[int, str]]:
+    """(line, package) for every rstreams import in ``path``, wherever it sits in the file."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str | None] = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "rstreams":
+                targets = [_resolve("rstreams", alias.name) for alias in node.names]
+            else:
+                targets = [_resolve(node.module, None)]
+        elif isinstance(node, ast.Import):
+            targets = [_resolve(alias.name, None) if "." in alias.name else None for alias in node.names]
+        found.extend((node.lineno, t) for t in targets if t is not None)
+    return found
+
+
+def test_every_top_level_package_has_an_entry() -> None:
+    """A new package or top-level module must be placed in the map before it can land."""
+    tops = {_package_of(p) for p in SRC.rglob("*.py")}
+    assert tops <= set(ALLOWED), f"give these an entry in tests/test_layers.py: {sorted(tops - set(ALLOWED))}"
 
 
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
-def test_imports_point_down_only(path: Path) -> None:
-    own = RANK[_layer_of(path)]
-    upward = [
-        f"line {line}: rstreams.{layer}"
-        for line, layer in _imported_layers(path)
-        if RANK.get(layer, len(LAYERS)) > own
-    ]
-    assert not upward, f"{path.relative_to(SRC)} imports a lower layer: {upward}"
+def test_imports_follow_the_allowed_edges(path: Path) -> None:
+    """Each module imports only its own package and the packages the map allows."""
+    own = _package_of(path)
+    allowed = ALLOWED[own] | {own}
+    wrong = [f"line {line}: rstreams.{pkg}" for line, pkg in imported_packages(path) if pkg not in allowed]
+    assert not wrong, f"{path.relative_to(SRC)} ({own}) may not import: {wrong}"
+
+
+def test_the_map_has_no_cycle() -> None:
+    """The allowed edges form layers: following them never comes back to where it started."""
+    order: list[str] = []
+    pending = dict(ALLOWED)
+    while pending:
+        ready = sorted(p for p, deps in pending.items() if deps <= set(order))
+        assert ready, f"a cycle among {sorted(pending)}"
+        order.extend(ready)
+        for p in ready:
+            del pending[p]
+
+
+def test_readme_shows_the_same_map() -> None:
+    """The README's architecture section lists exactly this map (one line per package)."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- layers -->\n```\n(.*?)```", text, re.S)
+    assert block, "README.md: the architecture section lost its <!-- layers --> block"
+    shown: dict[str, frozenset[str]] = {}
+    for line in block.group(1).splitlines()[1:]:
+        name, _, deps = line.partition(" ")
+        shown[name] = frozenset(d for d in deps.split() if d != "-")
+    assert shown == ALLOWED
 
 
 def test_the_check_sees_a_violation(tmp_path: Path) -> None:
     """The reader finds an import inside a function, so a lazy upward import cannot hide."""
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from rstreams.spark import register\n")
-    assert _imported_layers(module) == [(2, "spark")]
+    assert imported_packages(module) == [(2, "spark")]
+
+
+def test_the_short_form_resolves_to_the_defining_package(tmp_path: Path) -> None:
+    """`from rstreams import connect` counts as an import of net, `import demand` as demand."""
+    module = tmp_path / "m.py"
+    module.write_text("from rstreams import connect, demand, Flow\n")
+    assert imported_packages(module) == [(1, "net"), (1, "demand"), (1, "flow")]

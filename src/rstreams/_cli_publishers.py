@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rstreams.errors import ReactiveStreamsError
 from rstreams.flow._async_source import from_async_iterable
 from rstreams.flow._flow import Flow
 from rstreams.flow._iterable import error, from_iterable
@@ -57,7 +58,7 @@ SENSOR_RATE = 10.0
 """Default readings per second of ``sensors/{id}``: enough to watch, few enough to read."""
 
 
-class PublishersSpecError(ValueError):
+class PublishersSpecError(ReactiveStreamsError, ValueError):
     """``--publishers`` names no usable offer (module, file or attribute missing, wrong type)."""
 
 

@@ -42,6 +42,8 @@ class Subscription(Protocol):
     when they do nothing (3.6, 3.7). Neither ever raises (3.16).
     """
 
+    __slots__ = ()
+
     def request(self, n: int) -> None:
         """Ask for ``n`` more elements (3.8); demand adds up and saturates at ``2**63 - 1``.
 
@@ -67,6 +69,8 @@ class Subscriber(Protocol[T_contra]):
     terminal signal never again (1.7). They must return quickly and must not raise,
     except :class:`TypeError` for a ``None`` argument (2.13).
     """
+
+    __slots__ = ()
 
     def on_subscribe(self, subscription: Subscription) -> None:
         """Called first, exactly once per ``subscribe`` call (1.9, 2.5).
@@ -105,6 +109,8 @@ class Publisher(Protocol[T_co]):
     and then sends at most as many elements as were requested (1.1).
     """
 
+    __slots__ = ()
+
     def subscribe(self, subscriber: Subscriber[T_co]) -> None:
         """Start a new subscription for ``subscriber``; raises ``TypeError`` for ``None`` (1.9).
 
@@ -122,3 +128,5 @@ class Processor(Subscriber[T_contra], Publisher[R_co], Protocol[T_contra, R_co])
     which case it must consider its upstream subscription cancelled; otherwise it
     passes the error on to its Subscribers at once (4.2).
     """
+
+    __slots__ = ()

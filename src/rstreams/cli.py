@@ -36,6 +36,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from rstreams.errors import ReactiveStreamsError
+
 if TYPE_CHECKING:
     from rstreams.api import Subscription
     from rstreams.net import Connection, Credentials
@@ -170,7 +172,7 @@ async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
             return
 
 
-class _ElementError(Exception):
+class _ElementError(ReactiveStreamsError):
     """An element that ``--codec`` cannot show."""
 
 

@@ -9,7 +9,18 @@
     │   ├── LocalProtocolError              you called the wire core wrong; raised at once
     │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
     ├── ResourceClosedError                 you closed it and then used it
-    └── ConnectionBrokenError               peer or network failure; __cause__ holds why
+    ├── ConnectionBrokenError               peer or network failure; __cause__ holds why
+    │
+    │   defined beside the code that raises them, all below this root:
+    ├── net: RemoteStreamError, UnknownPublisherError (LookupError); wire: the
+    │        RemoteProtocolError kinds (FrameError, HandshakeError, ...)
+    ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError)
+    ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError)
+    ├── tck: TCKFailure (AssertionError), SkipTest (unittest.SkipTest), InjectedError
+    └── cli: PublishersSpecError (ValueError); conformance: CaseFailure (AssertionError)
+
+``except ReactiveStreamsError`` catches everything rstreams raises or signals; each class
+keeps the stdlib base a caller would expect (tests/test_surface.py walks every class).
 
 Two kinds of failure are kept apart: *you called me wrong* raises at once, locally
 (``TypeError``/``ValueError``/``LocalProtocolError``); *something failed downstream of

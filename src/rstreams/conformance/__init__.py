@@ -60,3 +60,7 @@ __all__ = [
     "select",
     "write_junit",
 ]
+
+from rstreams._exports import claim as _claim
+
+_claim(__name__, __all__, globals())

@@ -26,12 +26,13 @@ from typing import Any
 from rstreams.conformance._peer import CaseFailure, Peer
 from rstreams.conformance._publishers import stats_from_json
 from rstreams.conformance._transport import client_ssl_context, open_raw
+from rstreams.errors import ReactiveStreamsError
 from rstreams.wire import ClientHello, Subscribe
 
 __all__ = ["CASES", "Case", "CaseFailure", "Context", "Options", "Skip", "case", "check"]
 
 
-class Skip(Exception):
+class Skip(ReactiveStreamsError):
     """The case cannot run against this endpoint (a missing publisher, a transport limit)."""
 
 

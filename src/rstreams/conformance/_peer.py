@@ -16,13 +16,14 @@ from collections.abc import Callable
 
 from rstreams.conformance._monitor import Monitor, ServedView, StreamView
 from rstreams.conformance._transport import RawTransport
+from rstreams.errors import ReactiveStreamsError
 from rstreams.wire import Frame, FrameParser, Goodbye, OnError, ServerHello, Subscribe, encode
 from rstreams.wire.events import OnNextBatch
 
 __all__ = ["CaseFailure", "Peer"]
 
 
-class CaseFailure(AssertionError):
+class CaseFailure(ReactiveStreamsError, AssertionError):
     """A case's expectation was not met; the message says what and where."""
 
 

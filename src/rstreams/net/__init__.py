@@ -76,3 +76,7 @@ __all__ = [
     "split_name",
     "with_codec",
 ]
+
+from rstreams._exports import claim as _claim
+
+_claim(__name__, __all__, globals())

@@ -38,7 +38,13 @@ from collections.abc import Callable
 from typing import Any, Literal, Self, TypeVar, overload
 
 from rstreams.api import Subscriber
-from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
+from rstreams.errors import (
+    ConnectionBrokenError,
+    LocalProtocolError,
+    ReactiveStreamsError,
+    ResourceClosedError,
+    report_unhandled,
+)
 from rstreams.flow._flow import Flow
 from rstreams.net._auth import AuthGate, ServerAuth, WithCredentials
 from rstreams.net._codec import Codec
@@ -107,7 +113,7 @@ class ConnectionStatistics:
     """Whether the connection has ended."""
 
 
-class RemoteStreamError(Exception):
+class RemoteStreamError(ReactiveStreamsError):
     """The remote publisher signalled ``onError``; ``message`` is the text it sent."""
 
     def __init__(self, message: str, *, publisher: str, subscriber: int) -> None:

@@ -69,7 +69,6 @@ class RemotePublisher(Flow[T]):
         self.name = name
         self._decode = decode
         self._batch = batch
-        self._lists = batch is not None and batch.lists
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)

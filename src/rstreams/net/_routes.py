@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
 from rstreams.api import Publisher
+from rstreams.errors import ReactiveStreamsError
 from rstreams.net._codec import Codec
 
 __all__ = [
@@ -82,7 +83,7 @@ a dict mixing Publishers and factories type-checks; they are checked when the of
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class UnknownPublisherError(LookupError):
+class UnknownPublisherError(ReactiveStreamsError, LookupError):
     """No publisher is offered under the requested name."""
 
     def __init__(self, name: str) -> None:

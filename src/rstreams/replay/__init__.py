@@ -55,3 +55,7 @@ __all__ = [
     "unpack",
     "upload",
 ]
+
+from rstreams._exports import claim as _claim
+
+_claim(__name__, __all__, globals())

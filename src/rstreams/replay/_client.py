@@ -28,6 +28,7 @@ from itertools import chain
 from typing import Any, TypeVar
 
 from rstreams.api import Subscriber, Subscription
+from rstreams.errors import ReactiveStreamsError
 from rstreams.flow._iterable import from_iterable
 from rstreams.net import Connection, RemoteStreamError, connect
 from rstreams.replay._log import unpack
@@ -44,7 +45,7 @@ or one bigger element)."""
 T = TypeVar("T")
 
 
-class RemoteLogError(RuntimeError):
+class RemoteLogError(ReactiveStreamsError, RuntimeError):
     """The replay log refused a request; the message is the server's."""
 
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import report_unhandled
+from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.replay._rows import RowIndex
 from rstreams.replay._store import FileStore, MemoryStore, Store
@@ -81,7 +81,7 @@ def unpack(data: bytes) -> list[bytes]:
     return [data[start:end] for start, end in pairwise(ends)]
 
 
-class TrimmedError(LookupError):
+class TrimmedError(ReactiveStreamsError, LookupError):
     """A reader asked for a position the log no longer holds."""
 
     def __init__(self, name: str, position: int, first: int) -> None:

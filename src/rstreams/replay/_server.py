@@ -42,7 +42,7 @@ from typing import Any, Self
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import report_unhandled
+from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.flow._iterable import error as error_flow
 from rstreams.replay._log import ReplayLog
@@ -136,7 +136,7 @@ def _answer(value: Any) -> Flow[bytes]:
     return _Answer(future)
 
 
-class StagingFullError(RuntimeError):
+class StagingFullError(ReactiveStreamsError, RuntimeError):
     """An upload would take a sink log's staging area past its bound (``staging_bytes``)."""
 
 

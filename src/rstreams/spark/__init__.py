@@ -42,6 +42,7 @@ except ImportError as _missing:  # pragma: no cover - exercised without the extr
 
 from typing import Any
 
+from rstreams._exports import claim as _claim
 from rstreams.replay import RemoteLogError as RemoteLogError
 from rstreams.replay import ReplayLog as ReplayLog
 from rstreams.replay import ReplayServer as ReplayServer
@@ -73,3 +74,6 @@ __all__ = [
 def register(spark: Any) -> None:
     """Register the ``rstreams`` format on ``spark`` (a SparkSession); registration is per session."""
     spark.dataSource.register(RStreamsDataSource)
+
+
+_claim(__name__, __all__, globals())

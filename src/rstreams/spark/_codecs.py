@@ -27,6 +27,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from rstreams.errors import ReactiveStreamsError
+
 __all__ = [
     "CODECS",
     "ElementError",
@@ -42,7 +44,7 @@ BATCH_ROWS = 65_536
 """Rows per Arrow batch handed to Spark (the notes' measured sweet spot, 64 Ki)."""
 
 
-class ElementError(ValueError):
+class ElementError(ReactiveStreamsError, ValueError):
     """An element could not be decoded or does not fit the schema."""
 
     def __init__(self, publisher: str, position: int, problem: str) -> None:

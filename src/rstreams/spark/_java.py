@@ -7,6 +7,8 @@ import re
 import shutil
 import subprocess
 
+from rstreams.errors import ReactiveStreamsError
+
 __all__ = ["MIN_JAVA", "JavaMissingError", "check_java"]
 
 MIN_JAVA = 17
@@ -18,7 +20,7 @@ _HOW = (
 )
 
 
-class JavaMissingError(RuntimeError):
+class JavaMissingError(ReactiveStreamsError, RuntimeError):
     """No usable Java (17+) was found; the message says what to install."""
 
 

@@ -60,3 +60,7 @@ __all__ = [
     "verify_subscriber_blackbox",
     "verify_subscriber_whitebox",
 ]
+
+from rstreams._exports import claim as _claim
+
+_claim(__name__, __all__, globals())

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
+from rstreams.errors import ReactiveStreamsError
 from rstreams.tck._jvm_names import snake
 
 if TYPE_CHECKING:
@@ -62,11 +63,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 NOT_VERIFIED: Final = "Not verified by this TCK."
 
 
-class SkipTest(unittest.SkipTest):
+class SkipTest(ReactiveStreamsError, unittest.SkipTest):
     """A TCK case does not apply (untested rule, missing capability, optional failure)."""
 
 
-class TCKFailure(AssertionError):
+class TCKFailure(ReactiveStreamsError, AssertionError):
     """A TCK case failed: the implementation under test broke the rule the message names."""
 
 

@@ -30,7 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import report_unhandled
+from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.rules import check_error, check_item, check_subscriber
 from rstreams.tck._env import TestEnvironment
 from rstreams.tck._registry import TCKFailure
@@ -54,7 +54,7 @@ T = TypeVar("T")
 T_contra = TypeVar("T_contra", contravariant=True)
 
 
-class InjectedError(Exception):
+class InjectedError(ReactiveStreamsError):
     """The error the TCK sends with ``on_error`` (the JVM's ``TestException``)."""
 
     def __init__(self) -> None:

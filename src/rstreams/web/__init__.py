@@ -15,3 +15,7 @@ from rstreams.web._page import LivePage as LivePage
 from rstreams.web._page import page_for_logs as page_for_logs
 
 __all__ = ["STATIC_FILES", "LivePage", "page_for_logs", "static_file"]
+
+from rstreams._exports import claim as _claim
+
+_claim(__name__, __all__, globals())

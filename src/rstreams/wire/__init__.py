@@ -100,3 +100,7 @@ __all__ = [
     "encode",
     "extensions",
 ]
+
+from rstreams._exports import claim as _claim
+
+_claim(__name__, __all__, globals())

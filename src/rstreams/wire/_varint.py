@@ -16,6 +16,7 @@ these functions are the general path.
 
 from __future__ import annotations
 
+from rstreams.errors import ReactiveStreamsError
 from rstreams.wire._errors import FrameError
 
 __all__ = ["MAX_U64", "MAX_VARINT_BYTES", "Incomplete", "decode_varint", "encode_varint", "varint_size"]
@@ -30,7 +31,7 @@ _SMALL = tuple(bytes((i,)) for i in range(128))
 """Pre-built encodings of 0..127, the common case (ids, short lengths)."""
 
 
-class Incomplete(Exception):
+class Incomplete(ReactiveStreamsError):
     """Raised by decoders when the buffer ends inside a field: "need more data".
 
     ``end`` is the buffer position the frame needs to reach when it is known (a length

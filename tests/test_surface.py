@@ -1,0 +1,111 @@
+"""The whole shipped package, walked class by class: one error tree, real slots, public modules.
+
+Every module under ``src/rstreams`` is imported (the optional extras are installed by the test
+command) and every class defined there is checked:
+
+- each exception derives from :class:`rstreams.ReactiveStreamsError`, keeping its stdlib base;
+- each class that declares ``__slots__`` really has no ``__dict__`` (a base without slots
+  would add one, and typos in attribute names would pass silently);
+- each class or function a public package exports reports a public module that has it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import rstreams
+from rstreams._exports import is_private_module
+
+PUBLIC_PACKAGES = [
+    "rstreams",
+    "rstreams.net",
+    "rstreams.wire",
+    "rstreams.tck",
+    "rstreams.replay",
+    "rstreams.spark",
+    "rstreams.conformance",
+    "rstreams.web",
+]
+
+
+def _modules() -> list[ModuleType]:
+    names = [i.name for i in pkgutil.walk_packages(rstreams.__path__, "rstreams.")]
+    return [rstreams, *(importlib.import_module(n) for n in names if not n.endswith("__main__"))]
+
+
+MODULES = _modules()
+CLASSES = sorted(
+    {
+        obj
+        for module in MODULES
+        for obj in vars(module).values()
+        if inspect.isclass(obj) and (obj.__module__ or "").startswith("rstreams")
+    },
+    key=lambda c: f"{c.__module__}.{c.__qualname__}",
+)
+EXCEPTIONS = [c for c in CLASSES if issubclass(c, BaseException)]
+SLOTTED = [c for c in CLASSES if "__slots__" in c.__dict__]
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def test_the_walk_sees_the_package() -> None:
+    """The walk is not empty: it finds the known exceptions and slotted classes."""
+    names = {c.__name__ for c in EXCEPTIONS}
+    assert {"RemoteStreamError", "TrimmedError", "ElementError", "FrameError"} <= names
+    assert len(SLOTTED) > 50
+
+
+@pytest.mark.parametrize("cls", EXCEPTIONS, ids=_name)
+def test_every_exception_is_in_the_tree(cls: type[BaseException]) -> None:
+    """`except rstreams.ReactiveStreamsError` catches everything rstreams raises or signals."""
+    assert issubclass(cls, rstreams.ReactiveStreamsError), f"{_name(cls)} is outside ReactiveStreamsError"
+
+
+@pytest.mark.parametrize(
+    ("name", "stdlib"),
+    [
+        ("RemoteLogError", RuntimeError),
+        ("TrimmedError", LookupError),
+        ("StagingFullError", RuntimeError),
+        ("ElementError", ValueError),
+        ("JavaMissingError", RuntimeError),
+        ("PublishersSpecError", ValueError),
+        ("UnknownPublisherError", LookupError),
+        ("InvalidDemandError", ValueError),
+        ("TCKFailure", AssertionError),
+    ],
+)
+def test_exceptions_keep_their_stdlib_base(name: str, stdlib: type[BaseException]) -> None:
+    """Callers that catch the stdlib type (LookupError, ValueError...) still catch these."""
+    (cls,) = [c for c in EXCEPTIONS if c.__name__ == name]
+    assert issubclass(cls, stdlib)
+
+
+@pytest.mark.parametrize("cls", SLOTTED, ids=_name)
+def test_slotted_classes_have_no_dict(cls: type) -> None:
+    """Every base of a slotted class declares slots too, so instances carry no __dict__."""
+    dicted = [b.__qualname__ for b in cls.__mro__ if b is not object and "__slots__" not in b.__dict__]
+    assert cls.__dictoffset__ == 0, f"{_name(cls)} has a __dict__ from {dicted}"
+
+
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
+def test_exported_names_report_their_public_module(package: str) -> None:
+    """`rstreams.net.Connection`, not `rstreams.net._connection.Connection`; and it is there."""
+    module = importlib.import_module(package)
+    wrong = []
+    for name in module.__all__:
+        obj = getattr(module, name)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)) or obj.__name__ != name:
+            continue
+        home = obj.__module__
+        if is_private_module(home) or getattr(importlib.import_module(home), name, None) is not obj:
+            wrong.append(f"{name}: {home}")
+    assert not wrong, f"{package} exports names that report a private or wrong module: {wrong}"
