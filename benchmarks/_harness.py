@@ -34,6 +34,7 @@ __all__ = [
     "machine_info",
     "paired_ratio",
     "pin_cpu",
+    "quiet_verdict",
     "render_markdown",
     "run_rounds",
     "version_of",
@@ -146,6 +147,7 @@ def _cpu_model() -> str:
 def machine_info(pinning: str, packages: Sequence[str], load_before: str) -> dict[str, str]:
     """What a reader needs to compare numbers across machines."""
     versions = ", ".join(f"{p} {version_of(p) or 'not installed'}" for p in packages)
+    load_after = load_average()
     return {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{_cpu_model()}, {os.cpu_count()} logical CPUs",
@@ -153,8 +155,31 @@ def machine_info(pinning: str, packages: Sequence[str], load_before: str) -> dic
         "python": f"{platform.python_implementation()} {sys.version.split()[0]}",
         "packages": versions,
         "cpu": pinning,
-        "load": f"before {load_before}; after {load_average()} (1/5/15 min)",
+        "load": f"before {load_before}; after {load_after} (1/5/15 min)",
+        "quiet": quiet_verdict(load_before, load_after),
     }
+
+
+QUIET_LOAD_PER_CPU = 1.0  # above this 1-minute load per CPU, other work skews every figure
+
+
+def quiet_verdict(load_before: str, load_after: str) -> str:
+    """Whether a run was taken on a quiet machine, judged by the 1-minute load before and after.
+
+    A run above :data:`QUIET_LOAD_PER_CPU` per CPU at either end is marked not fit for the
+    README: its ratios may still be read, but its figures must not be published.
+    """
+    cpus = os.cpu_count() or 1
+    worst = 0.0
+    for load in (load_before, load_after):
+        first = load.split("/")[0].strip()
+        try:
+            worst = max(worst, float(first))
+        except ValueError:
+            return "unknown (no load average on this platform)"
+    if worst > QUIET_LOAD_PER_CPU * cpus:
+        return f"NO - load {worst:.2f} > {QUIET_LOAD_PER_CPU:.1f} per CPU x {cpus}: not fit for the README"
+    return f"yes (1-minute load <= {worst:.2f}, {cpus} CPUs)"
 
 
 def load_average() -> str:

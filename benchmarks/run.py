@@ -39,7 +39,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _harness import load_average, machine_info, write_report  # noqa: E402
+from _harness import load_average, machine_info, quiet_verdict, write_report  # noqa: E402
 from _peers import PEERS_VENV, ensure_peers_venv  # noqa: E402
 from _scenarios import SCENARIOS, Contestant, ScenarioDef  # noqa: E402
 from _tables import render_readme, render_scenario  # noqa: E402
@@ -245,16 +245,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     commit = _rstreams_commit()
     for name in chosen:
         scenario = SCENARIOS[name](args.quick)
+        scenario_load_before = load_average()
         started = time.perf_counter()
         data = run_scenario(
             scenario, repeats=args.repeats, warmup=args.warmup, peers=peers, cpu=args.cpu, say=say
         )
         data["seconds"] = round(time.perf_counter() - started, 1)
         data["quick"] = args.quick
+        scenario_load_after = load_average()
+        data["quiet"] = quiet_verdict(scenario_load_before, scenario_load_after)
         data["measured"] = (
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load after {load_average()} "
-            f"(1/5/15 min); rstreams commit {commit}"
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load before {scenario_load_before}, "
+            f"after {scenario_load_after} (1/5/15 min); quiet: {data['quiet']}; rstreams commit {commit}"
         )
+        if data["quiet"].startswith("NO"):
+            say(f"{name}: {data['quiet']}")
         (out / f"{name}.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
         table = render_scenario(scenario, data)
         write_report(out / f"{name}.md", table)

@@ -7,6 +7,7 @@ rsocket-py; the network ones start real loopback servers in child processes.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,3 +35,16 @@ def test_quick_run_without_peers(tmp_path: Path) -> None:
             assert contestant["runs"], (name, contestant["name"])
         assert f"{name}" in readme or data["scenario"] == name
     assert "peers venv not used" in readme
+
+
+def test_a_loaded_run_is_marked_unfit_for_the_readme() -> None:
+    """The harness marks a run above 1.0 load per CPU (before or after) as not for publication."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _harness import QUIET_LOAD_PER_CPU, quiet_verdict
+
+    cpus = os.cpu_count() or 1
+    busy = f"{QUIET_LOAD_PER_CPU * cpus + 0.5:.2f} / 0.00 / 0.00"
+    calm = f"{QUIET_LOAD_PER_CPU * cpus - 0.5:.2f} / 0.00 / 0.00"
+    assert quiet_verdict(calm, calm).startswith("yes")
+    assert quiet_verdict(calm, busy).startswith("NO")
+    assert quiet_verdict(busy, calm).startswith("NO")
