@@ -1,0 +1,380 @@
+package io.rstreams.net;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.SocketChannel;
+import io.rstreams.wire.Connection;
+import io.rstreams.wire.Event;
+import io.rstreams.wire.FrameType;
+import io.rstreams.wire.Limits;
+import io.rstreams.wire.ProtocolException;
+import io.rstreams.wire.Varint;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ScheduledFuture;
+
+/**
+ * The I/O loop around one {@link Connection}: Netty reads feed it, its output is written once
+ * per event-loop turn, its events reach the streams. Everything here runs on the channel's
+ * event loop; other threads hand work over with {@link #execute}.
+ */
+final class Endpoint extends ChannelInboundHandlerAdapter {
+    private static final System.Logger LOG = System.getLogger("io.rstreams.net");
+    /** How long an endpoint that sent an error goodbye keeps reading before it closes (PROTOCOL.md §10). */
+    private static final long LINGER_MILLIS = 2000;
+
+    /** Options shared by client and server ends. */
+    record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, String token) {}
+
+    private final Options options;
+    private final Connection conn;
+    private final Map<Long, RemoteSubscription<?>> consuming = new HashMap<>();
+    private final Map<Long, ServingStream> serving = new HashMap<>();
+    private final CompletableFuture<Void> closed = new CompletableFuture<>();
+    private final RsioConnection facade = new RsioConnection(this);
+    private ChannelHandlerContext ctx;
+    private Channel channel;
+    private boolean flushQueued;
+    private boolean ended;
+    private boolean discarding;
+    private RuntimeException closedError;
+    private long lastRead = System.nanoTime();
+    private long pingCounter;
+    private long lastPing = System.nanoTime();
+    private ScheduledFuture<?> timer;
+
+    Endpoint(Connection.Side side, Options options) {
+        this.options = options;
+        Set<Long> extensions = new HashSet<>();
+        extensions.add(FrameType.KEEPALIVE);
+        if (options.token() != null) {
+            extensions.add(FrameType.AUTH);
+        }
+        this.conn = new Connection(side, options.limits(), extensions);
+    }
+
+    RsioConnection facade() {
+        return facade;
+    }
+
+    Connection connection() {
+        return conn;
+    }
+
+    Map<Long, RemoteSubscription<?>> consuming() {
+        return consuming;
+    }
+
+    Map<Long, ServingStream> serving() {
+        return serving;
+    }
+
+    CompletableFuture<Void> closedFuture() {
+        return closed;
+    }
+
+    /** Non-null once the connection is over: the error new streams fail with. */
+    RuntimeException closedError() {
+        return closedError;
+    }
+
+    boolean writable() {
+        return channel != null && channel.isWritable();
+    }
+
+    String describe() {
+        return channel == null ? "(unconnected)" : String.valueOf(channel.remoteAddress());
+    }
+
+    /** Runs {@code task} on the I/O thread, after what is already queued there. */
+    void execute(Runnable task) {
+        channel.eventLoop().execute(task);
+    }
+
+    /** Writes the connection's output at the end of this event-loop turn. */
+    void scheduleFlush() {
+        if (!flushQueued) {
+            flushQueued = true;
+            channel.eventLoop().execute(this::flushNow);
+        }
+    }
+
+    private void flushNow() {
+        flushQueued = false;
+        if (conn.pendingOutput() > 0 && channel.isActive()) {
+            ctx.writeAndFlush(Unpooled.wrappedBuffer(conn.dataToSend()));
+        }
+    }
+
+    // ---- Netty callbacks ------------------------------------------------------------------
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.channel = ctx.channel();
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        flushNow(); // our hello (§4.1)
+        long period = timerPeriodMillis();
+        if (period > 0) {
+            timer = ctx.executor().scheduleAtFixedRate(this::tick, period, period, TimeUnit.MILLISECONDS);
+        }
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf buf = (ByteBuf) msg;
+        try {
+            lastRead = System.nanoTime();
+            if (discarding || ended) {
+                return;
+            }
+            byte[] bytes = new byte[buf.readableBytes()];
+            buf.readBytes(bytes);
+            conn.receiveData(bytes, 0, bytes.length);
+        } finally {
+            buf.release();
+        }
+        process();
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        flushNow();
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        if (channel.isWritable()) {
+            for (ServingStream s : new ArrayList<>(serving.values())) {
+                s.refill();
+            }
+        }
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        conn.receiveEof();
+        process();
+        if (!ended) {
+            ended(null, new ConnectionClosedException("the transport closed"));
+        }
+        closed.complete(null);
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        LOG.log(System.Logger.Level.DEBUG, "transport error on " + describe(), cause);
+        ctx.close(); // channelInactive ends the connection (§9.3)
+    }
+
+    // ---- events ---------------------------------------------------------------------------
+
+    private void process() {
+        for (Event e : conn.events()) {
+            if (e instanceof Event.Element el) {
+                RemoteSubscription<?> s = consuming.get(el.id());
+                if (s != null) {
+                    s.deliver(el.data());
+                }
+            } else if (e instanceof Event.Packed p) {
+                RemoteSubscription<?> s = consuming.get(p.id());
+                if (s != null) {
+                    s.deliverPacked(p.count(), p.size(), p.data());
+                }
+            } else if (e instanceof Event.Demand d) {
+                ServingStream s = serving.get(d.id());
+                if (s != null) {
+                    s.refill();
+                }
+            } else if (e instanceof Event.Subscribed s) {
+                serve(s.id(), s.name());
+            } else if (e instanceof Event.Cancelled c) {
+                ServingStream s = serving.remove(c.id());
+                if (s != null) {
+                    s.cancelFromPeer();
+                }
+            } else if (e instanceof Event.Completed c) {
+                RemoteSubscription<?> s = consuming.remove(c.id());
+                if (s != null) {
+                    s.completed();
+                }
+            } else if (e instanceof Event.Failed f) {
+                RemoteSubscription<?> s = consuming.remove(f.id());
+                if (s != null) {
+                    s.failed(f.error());
+                }
+            } else if (e instanceof Event.PeerHello h) {
+                helloReceived(h);
+            } else if (e instanceof Event.Closed c) {
+                closedByProtocol(c);
+            }
+        }
+        scheduleFlush();
+    }
+
+    private void helloReceived(Event.PeerHello h) {
+        if (options.token() == null) {
+            return;
+        }
+        if (!h.active().contains(FrameType.AUTH)) {
+            goodbyeAndClose("a token was given, but the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)");
+            return;
+        }
+        byte[] token = options.token().getBytes(StandardCharsets.UTF_8);
+        byte[] payload = new byte[1 + Varint.size(token.length) + token.length];
+        payload[0] = 1; // credentials kind 1: a token (§15.1)
+        int p = Varint.write(token.length, payload, 1);
+        System.arraycopy(token, 0, payload, p, token.length);
+        conn.sendExtension(FrameType.AUTHENTICATE, payload);
+    }
+
+    private void serve(long id, String name) {
+        Routes.Match match = options.routes().resolve(name, facade);
+        Flow.Publisher<byte[]> publisher = null;
+        String refusal = "no publisher named '" + name + "'";
+        if (match != null) {
+            try {
+                publisher = match.route().factory().apply(match.request());
+            } catch (RuntimeException e) {
+                refusal = ServingStream.text(e);
+            }
+        }
+        if (publisher == null) {
+            conn.onError(id, refusal);
+            return;
+        }
+        ServingStream stream = new ServingStream(this, id, match.route().elementSize());
+        serving.put(id, stream);
+        try {
+            publisher.subscribe(stream);
+        } catch (RuntimeException e) {
+            serving.remove(id);
+            stream.cancelFromPeer();
+            conn.onError(id, ServingStream.text(e));
+        }
+    }
+
+    private void closedByProtocol(Event.Closed c) {
+        ProtocolException error = c.error();
+        RuntimeException why = error != null
+                ? new ConnectionClosedException(error.getMessage())
+                : new ConnectionClosedException(c.reason() == null ? "the connection closed"
+                        : "the peer said goodbye" + (c.reason().isEmpty() ? "" : ": " + c.reason()));
+        ended(c.reason(), why);
+        boolean weSentErrorGoodbye = error != null && conn.pendingOutput() > 0;
+        flushNow();
+        if (!channel.isActive()) {
+            return;
+        }
+        if (weSentErrorGoodbye && channel instanceof SocketChannel socket) {
+            // §10: close our sending side, keep reading (and discarding) for a while, then close.
+            discarding = true;
+            socket.shutdownOutput();
+            channel.eventLoop().schedule(() -> {
+                channel.close();
+            }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
+        } else {
+            ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+        }
+    }
+
+    /** Ends every stream in both directions; the connection is over. */
+    private void ended(String reason, RuntimeException why) {
+        if (ended) {
+            return;
+        }
+        ended = true;
+        closedError = why;
+        List<RemoteSubscription<?>> subs = new ArrayList<>(consuming.values());
+        consuming.clear();
+        for (RemoteSubscription<?> s : subs) {
+            s.finish(why);
+        }
+        List<ServingStream> streams = new ArrayList<>(serving.values());
+        serving.clear();
+        for (ServingStream s : streams) {
+            s.cancelFromPeer();
+        }
+    }
+
+    /** Orderly close from this end (§9.1): goodbye, then wait for the answer (at most the linger time). */
+    CompletableFuture<Void> closeAsync(String reason) {
+        execute(() -> goodbyeAndClose(reason));
+        return closed;
+    }
+
+    private void goodbyeAndClose(String reason) {
+        if (ended || conn.state() == Connection.State.CLOSED) {
+            if (channel.isActive() && conn.state() == Connection.State.CLOSED && !discarding) {
+                channel.close();
+            }
+            return;
+        }
+        conn.goodbye(reason);
+        ended(null, new ConnectionClosedException("the connection was closed by this end"));
+        flushNow();
+        channel.eventLoop().schedule(() -> {
+            channel.close();
+        }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    // ---- keepalive (§14) ------------------------------------------------------------------
+
+    private long timerPeriodMillis() {
+        long period = Long.MAX_VALUE;
+        if (options.keepalive() != null) {
+            period = Math.min(period, options.keepalive().toMillis() / 2);
+        }
+        if (options.idleTimeout() != null) {
+            period = Math.min(period, Math.max(10, options.idleTimeout().toMillis() / 4));
+        }
+        return period == Long.MAX_VALUE ? 0 : Math.max(10, period);
+    }
+
+    private void tick() {
+        if (ended || conn.state() != Connection.State.OPEN) {
+            return;
+        }
+        long idle = System.nanoTime() - lastRead;
+        if (options.idleTimeout() != null && idle >= options.idleTimeout().toNanos()) {
+            String seconds = String.valueOf(options.idleTimeout().toMillis() / 1000.0).replaceAll("\\.0$", "");
+            conn.abort("idle timeout: nothing received for " + seconds + " s (PROTOCOL.md §14.2)");
+            process();
+            return;
+        }
+        long now = System.nanoTime();
+        if (options.keepalive() != null && idle >= options.keepalive().toNanos()
+                && now - lastPing >= options.keepalive().toNanos()
+                && conn.activeExtensions().contains(FrameType.KEEPALIVE)) {
+            lastPing = now;
+            byte[] payload = new byte[8];
+            long n = ++pingCounter;
+            for (int i = 0; i < 8; i++) {
+                payload[i] = (byte) (n >>> (56 - 8 * i));
+            }
+            conn.sendExtension(FrameType.PING, payload);
+            flushNow();
+        }
+    }
+}

@@ -1,0 +1,53 @@
+package io.rstreams.net;
+
+import java.util.Objects;
+import java.util.concurrent.Flow;
+import org.reactivestreams.FlowAdapters;
+
+/**
+ * A publisher on the other end of an RS.io connection, by name. Each {@link #subscribe} opens
+ * one remote subscription (PROTOCOL.md §5): demand requested here travels to the peer, the
+ * peer's elements come back decoded by the codec, and cancel is acknowledged by the peer before
+ * the id is reused. Signals are delivered on the connection's I/O thread: a subscriber must not
+ * block in them.
+ *
+ * @param <T> the element type its codec decodes
+ */
+public final class RemotePublisher<T> implements Flow.Publisher<T> {
+    private final Endpoint endpoint;
+    private final String name;
+    private final Codec<T> codec;
+
+    RemotePublisher(Endpoint endpoint, String name, Codec<T> codec) {
+        this.endpoint = endpoint;
+        this.name = Objects.requireNonNull(name, "name");
+        this.codec = Objects.requireNonNull(codec, "codec");
+    }
+
+    /** The publisher name (with its parameters) subscribed to. */
+    public String name() {
+        return name;
+    }
+
+    /**
+     * Subscribes {@code subscriber} to the remote publisher (rules 1.9, 2.1: nothing arrives
+     * before it requests).
+     *
+     * @throws NullPointerException if {@code subscriber} is null (rule 1.9)
+     */
+    @Override
+    public void subscribe(Flow.Subscriber<? super T> subscriber) {
+        Objects.requireNonNull(subscriber, "rule 1.9: subscribe(null) is illegal; pass a Subscriber");
+        new RemoteSubscription<>(endpoint, name, codec, subscriber).start();
+    }
+
+    /** This publisher as an {@code org.reactivestreams.Publisher}. */
+    public org.reactivestreams.Publisher<T> toReactiveStreams() {
+        return FlowAdapters.toPublisher(this);
+    }
+
+    @Override
+    public String toString() {
+        return "RemotePublisher[" + name + " on " + endpoint.describe() + "]";
+    }
+}

@@ -1,0 +1,179 @@
+package io.rstreams.net;
+
+import io.rstreams.wire.Connection;
+import java.util.concurrent.Flow;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One subscription this end made on a peer's publisher. Calls from the subscriber (any thread)
+ * become tasks on the connection's I/O thread; everything else runs on that thread, so the
+ * subscriber's signals are serial (rule 1.3). A request made inside onNext only adds to the
+ * pending demand, which a task sends later: re-entrancy stays bounded (rule 3.3).
+ */
+final class RemoteSubscription<T> implements Flow.Subscription {
+    private static final System.Logger LOG = System.getLogger("io.rstreams.net");
+
+    private final Endpoint endpoint;
+    private final String name;
+    private final Codec<T> codec;
+    private final AtomicLong pending = new AtomicLong();
+    private final AtomicBoolean demandTaskQueued = new AtomicBoolean();
+    private volatile Flow.Subscriber<? super T> subscriber;
+    private volatile boolean cancelled;
+    // I/O thread only:
+    private long id = -1;
+    private boolean done;
+
+    RemoteSubscription(Endpoint endpoint, String name, Codec<T> codec, Flow.Subscriber<? super T> subscriber) {
+        this.endpoint = endpoint;
+        this.name = name;
+        this.codec = codec;
+        this.subscriber = subscriber;
+    }
+
+    void start() {
+        endpoint.execute(this::open);
+    }
+
+    private void open() {
+        Flow.Subscriber<? super T> s = subscriber;
+        try {
+            s.onSubscribe(this);
+        } catch (Throwable t) {
+            broken(s, t, "onSubscribe");
+            return;
+        }
+        if (cancelled || done) {
+            return;
+        }
+        RuntimeException closed = endpoint.closedError();
+        if (closed != null) {
+            finish(closed);
+            return;
+        }
+        id = endpoint.connection().subscribe(name, pending.getAndSet(0));
+        endpoint.consuming().put(id, this);
+        endpoint.scheduleFlush();
+    }
+
+    @Override
+    public void request(long n) {
+        if (n <= 0) {
+            endpoint.execute(() -> {
+                if (!done) {
+                    cancelRemote();
+                    finish(new IllegalArgumentException("rule 3.9: request(n) needs n > 0, got " + n));
+                }
+            });
+            return;
+        }
+        pending.accumulateAndGet(n, Connection::addDemand);
+        if (demandTaskQueued.compareAndSet(false, true)) {
+            endpoint.execute(this::sendDemand);
+        }
+    }
+
+    private void sendDemand() {
+        demandTaskQueued.set(false);
+        if (id < 0 || done) {
+            return; // open() sends what is pending as the initial demand
+        }
+        long n = pending.getAndSet(0);
+        if (n > 0) {
+            endpoint.connection().request(id, n);
+            endpoint.scheduleFlush();
+        }
+    }
+
+    @Override
+    public void cancel() {
+        cancelled = true;
+        endpoint.execute(() -> {
+            if (!done) {
+                done = true;
+                cancelRemote();
+                subscriber = null; // rule 3.13: drop the reference
+            }
+        });
+    }
+
+    private void cancelRemote() {
+        if (id >= 0) {
+            endpoint.connection().cancel(id);
+            endpoint.consuming().remove(id);
+            endpoint.scheduleFlush();
+        }
+    }
+
+    void deliver(byte[] data) {
+        Flow.Subscriber<? super T> s = subscriber;
+        if (done || s == null) {
+            return;
+        }
+        T element;
+        try {
+            element = codec.decode(data);
+        } catch (RuntimeException e) {
+            cancelRemote();
+            finish(new IllegalArgumentException("can't decode an element of '" + name + "': " + e.getMessage(), e));
+            return;
+        }
+        try {
+            s.onNext(element);
+        } catch (Throwable t) {
+            broken(s, t, "onNext");
+        }
+    }
+
+    void deliverPacked(long count, long size, byte[] data) {
+        for (int k = 0; k < count && !done; k++) {
+            byte[] one = new byte[(int) size];
+            System.arraycopy(data, (int) (k * size), one, 0, (int) size);
+            deliver(one);
+        }
+    }
+
+    void completed() {
+        Flow.Subscriber<? super T> s = subscriber;
+        if (done || s == null) {
+            return;
+        }
+        done = true;
+        subscriber = null;
+        try {
+            s.onComplete();
+        } catch (Throwable t) {
+            LOG.log(System.Logger.Level.WARNING, "a Subscriber of '" + name + "' threw from onComplete (rule 2.13)", t);
+        }
+    }
+
+    /** The stream ended with an error: the peer's onError, a local rule breach, or the connection's end. */
+    void finish(Throwable error) {
+        Flow.Subscriber<? super T> s = subscriber;
+        if (done || s == null) {
+            return;
+        }
+        done = true;
+        subscriber = null;
+        try {
+            s.onError(error);
+        } catch (Throwable t) {
+            LOG.log(System.Logger.Level.WARNING, "a Subscriber of '" + name + "' threw from onError (rule 2.13)", t);
+        }
+    }
+
+    void failed(String error) {
+        finish(new RemoteStreamException(name, error));
+    }
+
+    /** Rule 2.13: a subscriber that throws is broken; cancel its subscription and report it. */
+    private void broken(Flow.Subscriber<? super T> s, Throwable t, String method) {
+        LOG.log(System.Logger.Level.WARNING, "a Subscriber of '" + name + "' threw from " + method
+                + " (rule 2.13); its subscription is cancelled", t);
+        done = true;
+        cancelled = true;
+        cancelRemote();
+        subscriber = null;
+    }
+}

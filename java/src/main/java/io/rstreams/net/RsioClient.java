@@ -1,0 +1,147 @@
+package io.rstreams.net;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.rstreams.wire.Connection;
+import io.rstreams.wire.Limits;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * Connects to RS.io servers. One client owns its I/O threads (daemon threads) and any number
+ * of connections; closing it closes them all.
+ *
+ * <pre>{@code
+ * try (RsioClient client = RsioClient.builder().build();
+ *      RsioConnection conn = client.connect("tcp://127.0.0.1:9000").get()) {
+ *     Flow.Publisher<String> counter = conn.publisher("counter?from=1&to=6", Codec.UTF8);
+ *     counter.subscribe(mySubscriber);
+ * }
+ * }</pre>
+ */
+public final class RsioClient implements AutoCloseable {
+    private final EventLoopGroup group;
+    private final Endpoint.Options options;
+
+    private RsioClient(Builder b) {
+        this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
+                NioIoHandler.newFactory());
+        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.token);
+    }
+
+    /** A builder with the defaults: one I/O thread, PROTOCOL.md §11 limits, pings after 15 s of silence. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Opens a connection to {@code url} ({@code tcp://host:port}). The future completes once the
+     * transport is up; subscriptions may start at once (PROTOCOL.md §4.3).
+     *
+     * @throws IllegalArgumentException if the URL is malformed or its scheme is not supported
+     */
+    public CompletableFuture<RsioConnection> connect(String url) {
+        RsioUrl u = RsioUrl.parse(url);
+        Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, options);
+        CompletableFuture<RsioConnection> result = new CompletableFuture<>();
+        Bootstrap bootstrap = new Bootstrap()
+                .group(group)
+                .channel(NioSocketChannel.class)
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
+                .handler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline().addLast(endpoint);
+                    }
+                });
+        ChannelFuture f = bootstrap.connect(u.host(), u.port());
+        f.addListener(done -> {
+            if (done.isSuccess()) {
+                result.complete(endpoint.facade());
+            } else {
+                result.completeExceptionally(new java.io.IOException("can't connect to " + url + ": " + done.cause().getMessage(), done.cause()));
+            }
+        });
+        return result;
+    }
+
+    /** Closes every connection of this client (without goodbye) and stops its I/O threads. */
+    @Override
+    public void close() {
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    /** Options of a {@link RsioClient}. */
+    public static final class Builder {
+        private Limits limits = Limits.DEFAULT;
+        private final Routes routes = new Routes();
+        private Duration keepalive = Duration.ofSeconds(15);
+        private Duration idleTimeout;
+        private String token;
+        private int threads = 1;
+
+        private Builder() {}
+
+        /** What this end accepts from servers (PROTOCOL.md §11). */
+        public Builder limits(Limits limits) {
+            this.limits = Objects.requireNonNull(limits, "limits");
+            return this;
+        }
+
+        /** Ping after this much silence (PROTOCOL.md §14); null: never ping. Default 15 s. */
+        public Builder keepalive(Duration interval) {
+            this.keepalive = interval;
+            return this;
+        }
+
+        /** Close a connection on which nothing arrived for this long (§14.2); default: never. */
+        public Builder idleTimeout(Duration timeout) {
+            this.idleTimeout = timeout;
+            return this;
+        }
+
+        /** Authenticate every connection with this token (extension auth, PROTOCOL.md §15). */
+        public Builder token(String token) {
+            this.token = Objects.requireNonNull(token, "token");
+            return this;
+        }
+
+        /** I/O threads (default 1). */
+        public Builder threads(int threads) {
+            if (threads < 1) {
+                throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+            }
+            this.threads = threads;
+            return this;
+        }
+
+        /** Also serve {@code pattern} to the servers this client connects to (bidirectional, PROTOCOL.md §1). */
+        public Builder serve(String pattern, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {
+            routes.add(new Routes.Route(pattern, 0, factory));
+            return this;
+        }
+
+        /** Also serve {@code pattern}, elements encoded by {@code codec}. */
+        public <T> Builder serve(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
+            routes.add(Encoding.route(pattern, codec, factory));
+            return this;
+        }
+
+        public RsioClient build() {
+            return new RsioClient(this);
+        }
+    }
+}

@@ -1,0 +1,76 @@
+package io.rstreams.net;
+
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * One RS.io connection, from either end: subscribe to the peer's publishers by name with
+ * {@link #publisher}; the publishers this end serves (its routes) are available to the peer at
+ * the same time (PROTOCOL.md §1). Made by {@link RsioClient#connect} or handed to a server's
+ * publisher factories and {@code onConnection} hook; there is no public constructor.
+ */
+public final class RsioConnection implements AutoCloseable {
+    private final Endpoint endpoint;
+
+    RsioConnection(Endpoint endpoint) {
+        this.endpoint = endpoint;
+    }
+
+    /** The peer's publisher {@code name} (with parameters, e.g. {@code counter?to=5}), elements as raw bytes. */
+    public RemotePublisher<byte[]> publisher(String name) {
+        return new RemotePublisher<>(endpoint, name, Codec.BYTES);
+    }
+
+    /** The peer's publisher {@code name}, elements decoded by {@code codec}. */
+    public <T> RemotePublisher<T> publisher(String name, Codec<T> codec) {
+        return new RemotePublisher<>(endpoint, name, codec);
+    }
+
+    /** The extension ids active on this connection (empty until the peer's hello arrived), PROTOCOL.md §4.4. */
+    public Set<Long> activeExtensions() {
+        return endpoint.connection().activeExtensions();
+    }
+
+    /** The peer's address, for logs. */
+    public String remoteAddress() {
+        return endpoint.describe();
+    }
+
+    /** Whether the connection is still open (no goodbye, no error, transport up). */
+    public boolean isOpen() {
+        return endpoint.closedError() == null && !endpoint.closedFuture().isDone();
+    }
+
+    /** Completes when the transport has closed, however the connection ended. */
+    public CompletableFuture<Void> onClose() {
+        return endpoint.closedFuture();
+    }
+
+    /**
+     * Says goodbye (PROTOCOL.md §9.1): every stream in both directions ends, local subscribers
+     * with {@link ConnectionClosedException}; completes when the transport has closed.
+     */
+    public CompletableFuture<Void> closeAsync() {
+        return endpoint.closeAsync("");
+    }
+
+    /** {@link #closeAsync()} and waits (at most 5 s) for the transport to close. */
+    @Override
+    public void close() {
+        try {
+            closeAsync().get(5, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // closed as far as this end is concerned: the channel is closed at the linger timeout
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RsioConnection[" + remoteAddress() + "]";
+    }
+}

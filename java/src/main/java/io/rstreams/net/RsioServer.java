@@ -1,0 +1,182 @@
+package io.rstreams.net;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import io.rstreams.wire.Connection;
+import io.rstreams.wire.Limits;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Function;
+
+/**
+ * Serves named publishers over RS.io (PROTOCOL.md). Each peer's subscribe is matched against
+ * the routes (exact names, then patterns such as {@code sensors/{id}}), the factory makes a
+ * {@link Flow.Publisher} for it, and the server pumps it to the peer within the peer's demand
+ * and the socket's pace. A name that matches nothing is refused with onError.
+ *
+ * <pre>{@code
+ * try (RsioServer server = RsioServer.builder()
+ *         .route("counter", Codec.INT64, request -> new Counter(request.longParam("to", 10)))
+ *         .bind("tcp://127.0.0.1:0")) {
+ *     System.out.println("serving on " + server.url());
+ *     server.awaitClose();
+ * }
+ * }</pre>
+ */
+public final class RsioServer implements AutoCloseable {
+    private final EventLoopGroup boss;
+    private final EventLoopGroup workers;
+    private final Channel listener;
+    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+    private final String url;
+
+    private RsioServer(Builder b, RsioUrl where) throws InterruptedException {
+        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, null);
+        boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), NioIoHandler.newFactory());
+        workers = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-server", true),
+                NioIoHandler.newFactory());
+        Consumer<RsioConnection> hook = b.onConnection;
+        ServerBootstrap bootstrap = new ServerBootstrap()
+                .group(boss, workers)
+                .channel(NioServerSocketChannel.class)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        channels.add(ch);
+                        Endpoint endpoint = new Endpoint(Connection.Side.SERVER, options);
+                        ch.pipeline().addLast(endpoint);
+                        if (hook != null) {
+                            hook.accept(endpoint.facade());
+                        }
+                    }
+                });
+        try {
+            listener = bootstrap.bind(where.host(), where.port()).sync().channel();
+        } catch (RuntimeException | InterruptedException e) {
+            shutdownGroups();
+            throw e;
+        }
+        InetSocketAddress bound = (InetSocketAddress) listener.localAddress();
+        url = new RsioUrl(where.scheme(), where.host(), bound.getPort()).toString();
+    }
+
+    /** A builder with no routes yet. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Where the server listens, with the real port: {@code tcp://127.0.0.1:40123}. */
+    public String url() {
+        return url;
+    }
+
+    /** The port the server listens on. */
+    public int port() {
+        return ((InetSocketAddress) listener.localAddress()).getPort();
+    }
+
+    /** Blocks until {@link #close()} is called (from another thread). */
+    public void awaitClose() throws InterruptedException {
+        listener.closeFuture().sync();
+    }
+
+    /** Stops listening and closes every connection (transports closed, local publishers cancelled). */
+    @Override
+    public void close() {
+        listener.close().syncUninterruptibly();
+        channels.close().syncUninterruptibly();
+        shutdownGroups();
+    }
+
+    private void shutdownGroups() {
+        boss.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+        workers.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    /** Routes and options of a {@link RsioServer}. */
+    public static final class Builder {
+        private final Routes routes = new Routes();
+        private Limits limits = Limits.DEFAULT;
+        private Duration keepalive = Duration.ofSeconds(15);
+        private Duration idleTimeout = Duration.ofSeconds(60);
+        private Consumer<RsioConnection> onConnection;
+        private int threads = 1;
+
+        private Builder() {}
+
+        /**
+         * Serves {@code pattern} (an exact name, or segments like {@code sensors/{id}}): the
+         * factory makes a publisher of raw byte elements for each subscribe, or returns null to
+         * refuse it as unknown.
+         */
+        public Builder route(String pattern, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {
+            routes.add(new Routes.Route(Objects.requireNonNull(pattern, "pattern"), 0, Objects.requireNonNull(factory, "factory")));
+            return this;
+        }
+
+        /** Serves {@code pattern} with elements encoded by {@code codec} (fixed-size codecs travel packed, §7). */
+        public <T> Builder route(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
+            routes.add(Encoding.route(Objects.requireNonNull(pattern, "pattern"), codec, factory));
+            return this;
+        }
+
+        /** What the server accepts from each peer (PROTOCOL.md §11). */
+        public Builder limits(Limits limits) {
+            this.limits = Objects.requireNonNull(limits, "limits");
+            return this;
+        }
+
+        /** Ping a silent peer after this long (§14); null: never. Default 15 s. */
+        public Builder keepalive(Duration interval) {
+            this.keepalive = interval;
+            return this;
+        }
+
+        /** Close a peer from which nothing arrived for this long (§14.2); null: never. Default 60 s. */
+        public Builder idleTimeout(Duration timeout) {
+            this.idleTimeout = timeout;
+            return this;
+        }
+
+        /** Called (on the connection's I/O thread) for every accepted connection. */
+        public Builder onConnection(Consumer<RsioConnection> hook) {
+            this.onConnection = hook;
+            return this;
+        }
+
+        /** I/O threads for connections (default 1). */
+        public Builder threads(int threads) {
+            if (threads < 1) {
+                throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+            }
+            this.threads = threads;
+            return this;
+        }
+
+        /**
+         * Starts listening on {@code url} ({@code tcp://host:port}; port 0: any free port).
+         *
+         * @throws IllegalArgumentException if the URL is malformed or its scheme is not supported
+         * @throws InterruptedException if interrupted while binding
+         */
+        public RsioServer bind(String url) throws InterruptedException {
+            return new RsioServer(this, RsioUrl.parse(url));
+        }
+    }
+}

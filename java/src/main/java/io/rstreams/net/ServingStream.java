@@ -1,0 +1,192 @@
+package io.rstreams.net;
+
+import io.rstreams.wire.Connection;
+import java.io.ByteArrayOutputStream;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Flow;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The subscriber this end puts on a local publisher when the peer subscribes to it, and the
+ * pump from that publisher to the wire.
+ *
+ * <p>Demand never turns into memory: it asks the local publisher for at most {@link #WINDOW}
+ * elements beyond those written, never more than the peer's outstanding demand, and only while
+ * the channel is writable. A slow peer therefore stops production instead of filling a queue,
+ * whatever {@code request(n)} it sent (PROTOCOL.md §6.3). Signals from the publisher (any
+ * thread) go through a queue to the I/O thread, drained by one loop at a time.
+ */
+final class ServingStream implements Flow.Subscriber<byte[]> {
+    /** Elements asked of the local publisher and not yet written, at most. */
+    static final int WINDOW = 256;
+
+    private static final Object COMPLETE = new Object();
+
+    private record Failure(Throwable error) {}
+
+    private final Endpoint endpoint;
+    private final long id;
+    private final int elementSize;
+    private final ConcurrentLinkedQueue<Object> inbox = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger wip = new AtomicInteger();
+    private final AtomicReference<Flow.Subscription> upstream = new AtomicReference<>();
+    // I/O thread only:
+    private boolean started;
+    private boolean done;
+    private long asked;
+
+    ServingStream(Endpoint endpoint, long id, int elementSize) {
+        this.endpoint = endpoint;
+        this.id = id;
+        this.elementSize = elementSize;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription subscription) {
+        Objects.requireNonNull(subscription, "rule 2.13: onSubscribe(null)");
+        if (!upstream.compareAndSet(null, subscription)) {
+            subscription.cancel(); // rule 2.5: one subscription at a time
+            return;
+        }
+        schedule();
+    }
+
+    @Override
+    public void onNext(byte[] element) {
+        Objects.requireNonNull(element, "rule 2.13: onNext(null)");
+        inbox.add(element);
+        schedule();
+    }
+
+    @Override
+    public void onError(Throwable error) {
+        Objects.requireNonNull(error, "rule 2.13: onError(null)");
+        inbox.add(new Failure(error));
+        schedule();
+    }
+
+    @Override
+    public void onComplete() {
+        inbox.add(COMPLETE);
+        schedule();
+    }
+
+    private void schedule() {
+        if (wip.getAndIncrement() == 0) {
+            endpoint.execute(this::drain);
+        }
+    }
+
+    /** The peer cancelled, broke rule 3.9, or the connection ended: cancel the local publisher. */
+    void cancelFromPeer() {
+        if (!done) {
+            done = true;
+            Flow.Subscription s = upstream.get();
+            if (s != null) {
+                s.cancel();
+            }
+        }
+    }
+
+    /** Demand or writability changed: ask the local publisher for more if there is room. */
+    void refill() {
+        if (wip.getAndIncrement() == 0) {
+            drain();
+        }
+    }
+
+    private void drain() {
+        int missed = 1;
+        do {
+            Connection conn = endpoint.connection();
+            Flow.Subscription s = upstream.get();
+            if (!started && s != null) {
+                started = true;
+                if (done || !conn.onSubscribe(id, elementSize)) {
+                    done = true;
+                    s.cancel();
+                }
+            }
+            ByteArrayOutputStream pack = null;
+            int packed = 0;
+            for (Object signal = inbox.poll(); signal != null; signal = inbox.poll()) {
+                if (done) {
+                    continue; // dropped: the peer is gone (rule 3.12 lets signals arrive after cancel)
+                }
+                if (signal instanceof byte[] element) {
+                    asked--;
+                    if (elementSize > 0 && element.length == elementSize) {
+                        if (pack == null) {
+                            pack = new ByteArrayOutputStream();
+                        }
+                        pack.write(element, 0, element.length);
+                        if (++packed * (long) elementSize >= conn.limits().splitThreshold()) {
+                            send(conn, pack, packed);
+                            pack = null;
+                            packed = 0;
+                        }
+                    } else if (elementSize > 0) {
+                        fail(conn, s, "an element of " + element.length + " bytes on a stream of " + elementSize + "-byte elements");
+                    } else if (!conn.onNext(id, element)) {
+                        cancelFromPeer();
+                    }
+                    continue;
+                }
+                if (pack != null) {
+                    send(conn, pack, packed);
+                    pack = null;
+                    packed = 0;
+                }
+                if (signal instanceof Failure f) {
+                    done = true;
+                    conn.onError(id, text(f.error()));
+                } else if (signal == COMPLETE) {
+                    done = true;
+                    conn.onComplete(id);
+                }
+                endpoint.serving().remove(id, this);
+            }
+            if (pack != null) {
+                send(conn, pack, packed);
+            }
+            request(conn, s);
+            endpoint.scheduleFlush();
+            missed = wip.addAndGet(-missed);
+        } while (missed != 0);
+    }
+
+    private void send(Connection conn, ByteArrayOutputStream pack, int count) {
+        boolean open = count == 1 ? conn.onNext(id, pack.toByteArray()) : conn.onNextPacked(id, pack.toByteArray(), count);
+        if (!open) {
+            cancelFromPeer();
+        }
+    }
+
+    private void fail(Connection conn, Flow.Subscription s, String why) {
+        done = true;
+        if (s != null) {
+            s.cancel();
+        }
+        conn.onError(id, why);
+        endpoint.serving().remove(id, this);
+    }
+
+    private void request(Connection conn, Flow.Subscription s) {
+        if (done || !started || s == null || !endpoint.writable()) {
+            return;
+        }
+        long credit = conn.credit(id);
+        long room = Math.min(credit, WINDOW) - asked;
+        if (room > 0 && (room >= WINDOW / 2 || asked == 0 || room == credit - asked)) {
+            asked += room;
+            s.request(room);
+        }
+    }
+
+    static String text(Throwable error) {
+        String message = error.getMessage();
+        return message == null || message.isEmpty() ? error.getClass().getSimpleName() : message;
+    }
+}

@@ -1,0 +1,684 @@
+package io.rstreams.wire;
+
+import io.rstreams.wire.StreamState.Signal;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * One RS.io connection's protocol state, without I/O (PROTOCOL.md §4-§12).
+ *
+ * <p>Theory of operation: the transport feeds what it reads to {@link #receiveData} (and
+ * {@link #receiveEof} when the input ends), then takes {@link #dataToSend} and writes it, then
+ * handles {@link #events}. Calls such as {@link #subscribe}, {@link #request} or
+ * {@link #onNext} queue bytes too. Receiving produces output of its own (pongs, cancel
+ * acknowledgements, rule 3.9 refusals, the answering goodbye), so after any call: write
+ * {@code dataToSend()}, then handle {@code events()}.
+ *
+ * <p>Both directions live here (§1, §5.1): subscriptions we made on the peer's publishers
+ * ("ours", keyed by our ids, which this class allocates) and the peer's subscriptions on ours
+ * ("theirs", keyed by the peer's ids). Every signal goes through {@link StreamState}'s table.
+ * Demand is counted at both ends and saturates at {@link Long#MAX_VALUE} (§6.1).
+ *
+ * <p>Two kinds of error are kept apart: calling this object wrong throws
+ * {@link IllegalStateException} or {@link IllegalArgumentException} at once; the peer breaking
+ * the protocol queues a goodbye naming the rule and section, moves to {@link State#CLOSED} and
+ * ends with {@link Event.Closed} carrying the {@link ProtocolException}. Not thread-safe: one
+ * thread (an event loop) drives it.
+ */
+public final class Connection {
+    /** Which end opened the transport (§1). */
+    public enum Side { CLIENT, SERVER }
+
+    /** The connection's state (§12). */
+    public enum State { AWAITING_HELLO, OPEN, CLOSING, CLOSED }
+
+    /** Demand that means "unbounded" (§6.1, rule 3.17). */
+    public static final long UNBOUNDED = Long.MAX_VALUE;
+
+    private static final int PING_PAYLOAD = 8;
+
+    private final Side side;
+    private final Limits limits;
+    private final Set<Long> offered;
+    private final FrameParser parser;
+    private final FrameWriter out = new FrameWriter();
+    private final ArrayDeque<Event> events = new ArrayDeque<>();
+    private final Map<Long, Ours> ours = new HashMap<>();
+    private final Map<Long, Theirs> theirs = new HashMap<>();
+    private final Map<PartKey, ByteArrayOutputStream> partials = new HashMap<>();
+    private long partialBytes;
+    private State state = State.AWAITING_HELLO;
+    private boolean helloReceived;
+    private Set<Long> active = Set.of();
+    private long nextId = 1;
+
+    /** A subscription we made: its state, the demand we granted and not yet used, its elementSize. */
+    private static final class Ours {
+        StreamState state = StreamState.SUBSCRIBED;
+        long outstanding;
+        long elementSize;
+    }
+
+    /** A subscription the peer made on us: its state and the demand (credit) we may still use. */
+    private static final class Theirs {
+        StreamState state = StreamState.SUBSCRIBED;
+        long credit;
+        long elementSize;
+    }
+
+    private record PartKey(long id, long elementId) {}
+
+    /**
+     * A connection whose hello (offering {@code extensions}) is queued at once (§4.1).
+     *
+     * @param side which end opened the transport
+     * @param limits what this end accepts (§11)
+     * @param extensions the extension ids this end offers (§4.4)
+     */
+    public Connection(Side side, Limits limits, Set<Long> extensions) {
+        this.side = side;
+        this.limits = limits;
+        this.offered = Set.copyOf(extensions);
+        this.parser = new FrameParser(limits);
+        out.write(new Frame.Hello(side == Side.SERVER, 0, List.copyOf(new LinkedHashSet<>(extensions))), 0);
+    }
+
+    public State state() {
+        return state;
+    }
+
+    public Side side() {
+        return side;
+    }
+
+    public Limits limits() {
+        return limits;
+    }
+
+    /** The extensions both hellos list (empty until the peer's hello arrived), §4.4. */
+    public Set<Long> activeExtensions() {
+        return active;
+    }
+
+    /** Whether the peer's hello has been received. */
+    public boolean helloReceived() {
+        return helloReceived;
+    }
+
+    /** Bytes queued and not yet taken by {@link #dataToSend}. */
+    public int pendingOutput() {
+        return out.size();
+    }
+
+    /** The bytes to write to the transport, in order; empties the queue. */
+    public byte[] dataToSend() {
+        return out.take();
+    }
+
+    /** The events found since the last call, in order; empties the queue. */
+    public List<Event> events() {
+        List<Event> list = new ArrayList<>(events);
+        events.clear();
+        return list;
+    }
+
+    /** How many subscriptions the peer holds open on us. */
+    public int peerSubscriptions() {
+        return theirs.size();
+    }
+
+    // ---- receiving ------------------------------------------------------------------------
+
+    /** Feeds bytes read from the transport. Input after the connection closed is discarded. */
+    public void receiveData(byte[] data, int off, int len) {
+        if (state == State.CLOSED) {
+            return;
+        }
+        parser.feed(data, off, len);
+        try {
+            for (Frame f = parser.next(); f != null && state != State.CLOSED; f = state == State.CLOSED ? null : parser.next()) {
+                receive(f);
+            }
+        } catch (ProtocolException e) {
+            fail(e);
+        }
+    }
+
+    /** The transport's input ended (idempotent). */
+    public void receiveEof() {
+        if (state == State.CLOSED) {
+            return;
+        }
+        ProtocolException truncated = parser.eof();
+        if (state == State.CLOSING && truncated == null) {
+            close(null, null);
+        } else if (truncated != null) {
+            fail(truncated);
+        } else {
+            close(null, new ProtocolException(
+                    "the peer closed the connection without a goodbye (PROTOCOL.md §9.3)"));
+        }
+    }
+
+    private void receive(Frame f) throws ProtocolException {
+        if (!helloReceived) {
+            boolean peerKind = side == Side.CLIENT ? FrameType.SERVER_HELLO == f.type() : FrameType.CLIENT_HELLO == f.type();
+            if (f instanceof Frame.Hello h && peerKind) {
+                hello(h);
+            } else if (f instanceof Frame.Goodbye g) {
+                goodbyeReceived(g);
+            } else {
+                throw new ProtocolException(String.format(
+                        "the first message must be the peer's %s, got message type 0x%02x (PROTOCOL.md §4.1)",
+                        side == Side.CLIENT ? "serverHello" : "clientHello", f.type()));
+            }
+            return;
+        }
+        if (state == State.CLOSING) {
+            if (f instanceof Frame.Goodbye) {
+                close(null, null); // the answer, or a simultaneous goodbye (§9.2)
+            }
+            return; // anything else is discarded after our goodbye (§9.1)
+        }
+        if (f instanceof Frame.OnNext n) {
+            onNextReceived(n.subscriber(), n.element());
+        } else if (f instanceof Frame.Request r) {
+            requestReceived(r.subscriber(), r.demand());
+        } else if (f instanceof Frame.Subscribe s) {
+            subscribeReceived(s);
+        } else if (f instanceof Frame.Cancel c) {
+            cancelReceived(c.subscriber());
+        } else if (f instanceof Frame.OnSubscribe o) {
+            onSubscribeReceived(o.subscriber(), o.elementSize());
+        } else if (f instanceof Frame.OnNextPacked p) {
+            packedReceived(p);
+        } else if (f instanceof Frame.OnNextPart p) {
+            partReceived(p);
+        } else if (f instanceof Frame.OnComplete c) {
+            terminalReceived(c.subscriber(), null);
+        } else if (f instanceof Frame.OnError e) {
+            terminalReceived(e.subscriber(), e.error());
+        } else if (f instanceof Frame.Goodbye g) {
+            goodbyeReceived(g);
+        } else if (f instanceof Frame.Extension x) {
+            extensionReceived(x);
+        } else {
+            throw new ProtocolException("a second hello, or a hello of the wrong kind (PROTOCOL.md §4.1)");
+        }
+    }
+
+    private void hello(Frame.Hello h) throws ProtocolException {
+        if (h.version() != 0) {
+            throw new ProtocolException("unsupported version " + h.version()
+                    + ": this endpoint speaks version 0 only (PROTOCOL.md §4.2)");
+        }
+        helloReceived = true;
+        Set<Long> both = new LinkedHashSet<>();
+        for (long e : h.extensions()) {
+            if (offered.contains(e)) {
+                both.add(e);
+            }
+        }
+        active = Set.copyOf(both);
+        if (state == State.AWAITING_HELLO) {
+            state = State.OPEN;
+        }
+        events.add(new Event.PeerHello(h.extensions(), active));
+    }
+
+    private void goodbyeReceived(Frame.Goodbye g) {
+        if (state != State.CLOSING) {
+            out.write(new Frame.Goodbye(""), 0); // the answer (§9.1)
+        }
+        close(g.reason(), null);
+    }
+
+    private void extensionReceived(Frame.Extension x) throws ProtocolException {
+        long owner = FrameType.owner(x.type());
+        if (!active.contains(owner)) {
+            throw new ProtocolException(String.format(
+                    "message type 0x%02x belongs to extension %s (id %d), which is not active on this connection (PROTOCOL.md §4.4)",
+                    x.type(), FrameType.extensionName(owner), owner));
+        }
+        if (x.type() == FrameType.PING || x.type() == FrameType.PONG) {
+            if (x.payload().length != PING_PAYLOAD) {
+                throw new ProtocolException(String.format(
+                        "keepalive %s payload must be 8 bytes, got %d (PROTOCOL.md §14)",
+                        x.type() == FrameType.PING ? "ping" : "pong", x.payload().length));
+            }
+            if (x.type() == FrameType.PING) {
+                out.write(new Frame.Extension(FrameType.PONG, x.payload()), 0);
+            }
+            return; // a pong: the peer is alive, which any input already showed
+        }
+        events.add(new Event.ExtensionMessage(x.type(), x.payload()));
+    }
+
+    // -- the peer as subscriber (its ids) --
+
+    private void subscribeReceived(Frame.Subscribe s) throws ProtocolException {
+        long id = s.subscriber();
+        if (theirs.containsKey(id)) {
+            throw new ProtocolException("subscribe for subscriber " + Long.toUnsignedString(id)
+                    + ", whose subscription is still open (PROTOCOL.md §5.3)");
+        }
+        if (s.initialDemand() < 0) {
+            refuse(id, "rule 3.9: initialDemand must be < 2**63, got "
+                    + Long.toUnsignedString(s.initialDemand()) + " (PROTOCOL.md §6.2)");
+        } else if (s.publisher().getBytes(StandardCharsets.UTF_8).length > limits.maxNameLength()) {
+            refuse(id, "publisher name longer than max_name_length=" + limits.maxNameLength() + " bytes (PROTOCOL.md §11)");
+        } else if (theirs.size() >= limits.maxSubscriptions()) {
+            refuse(id, "too many subscriptions on this connection: max_subscriptions="
+                    + limits.maxSubscriptions() + " (PROTOCOL.md §11)");
+        } else {
+            Theirs t = new Theirs();
+            t.credit = s.initialDemand();
+            theirs.put(id, t);
+            events.add(new Event.Subscribed(id, s.publisher(), s.initialDemand()));
+        }
+    }
+
+    private void refuse(long id, String text) {
+        out.write(new Frame.OnError(id, text), 0);
+    }
+
+    private void requestReceived(long id, long n) {
+        Theirs t = theirs.get(id);
+        if (t == null) {
+            return; // crossed our terminal signal (§5.4)
+        }
+        if (n <= 0) {
+            theirs.remove(id);
+            String reason = "rule 3.9: request(n) needs 0 < n < 2**63, got " + Long.toUnsignedString(n) + " (PROTOCOL.md §6.2)";
+            out.write(new Frame.OnError(id, reason), 0);
+            events.add(new Event.Cancelled(id, reason));
+            return;
+        }
+        t.credit = addDemand(t.credit, n);
+        events.add(new Event.Demand(id, n));
+    }
+
+    private void cancelReceived(long id) {
+        if (theirs.remove(id) == null) {
+            return; // crossed our terminal signal, or never opened (§5.4)
+        }
+        out.write(new Frame.OnComplete(id), 0); // the acknowledgement (§5.4)
+        events.add(new Event.Cancelled(id, null));
+    }
+
+    // -- the peer as publisher (our ids) --
+
+    private Ours open(long id, Signal signal, String what) throws ProtocolException {
+        Ours o = ours.get(id);
+        StreamState next = o == null ? null : o.state.after(signal);
+        if (next == null) {
+            String why = o == null ? "which has no open subscription"
+                    : o.state == StreamState.SUBSCRIBED ? "before its onSubscribe"
+                    : signal == Signal.ON_SUBSCRIBE ? "which already had its onSubscribe" : "in state " + o.state;
+            throw new ProtocolException(what + " for subscriber " + Long.toUnsignedString(id) + ", " + why + " (PROTOCOL.md §5.2)");
+        }
+        return o;
+    }
+
+    private void onSubscribeReceived(long id, long elementSize) throws ProtocolException {
+        Ours o = open(id, Signal.ON_SUBSCRIBE, "onSubscribe");
+        if (o.state == StreamState.CANCELLED) {
+            return;
+        }
+        o.state = StreamState.ACTIVE;
+        o.elementSize = elementSize;
+        events.add(new Event.OnSubscribed(id, elementSize));
+    }
+
+    private void take(Ours o, long id, long count) throws ProtocolException {
+        if (o.outstanding == UNBOUNDED) {
+            return;
+        }
+        if (Long.compareUnsigned(count, o.outstanding) > 0) {
+            throw new ProtocolException((count == 1 ? "onNext" : "onNextPacked of " + Long.toUnsignedString(count) + " elements")
+                    + " for subscriber " + Long.toUnsignedString(id) + " exceeds the outstanding demand of "
+                    + o.outstanding + " (PROTOCOL.md §6.3)");
+        }
+        o.outstanding -= count;
+    }
+
+    private void onNextReceived(long id, byte[] element) throws ProtocolException {
+        Ours o = open(id, Signal.ON_NEXT, "onNext");
+        if (o.state == StreamState.CANCELLED) {
+            return;
+        }
+        take(o, id, 1);
+        events.add(new Event.Element(id, element));
+    }
+
+    private void packedReceived(Frame.OnNextPacked p) throws ProtocolException {
+        Ours o = open(p.subscriber(), Signal.ON_NEXT, "onNextPacked");
+        if (o.state == StreamState.CANCELLED) {
+            return;
+        }
+        take(o, p.subscriber(), p.count());
+        events.add(new Event.Packed(p.subscriber(), p.count(), o.elementSize, p.elements()));
+    }
+
+    private void partReceived(Frame.OnNextPart p) throws ProtocolException {
+        long id = p.subscriber();
+        Ours o = open(id, Signal.ON_NEXT, p.last() ? "onNextLastPart" : "onNextPart");
+        if (o.state == StreamState.CANCELLED) {
+            return;
+        }
+        PartKey key = new PartKey(id, p.elementId());
+        ByteArrayOutputStream joined = partials.get(key);
+        if (joined == null) {
+            take(o, id, 1); // the first part consumes the demand (§8)
+            if (p.last()) {
+                deliverJoined(o, id, p.data());
+                return;
+            }
+            if (partials.size() >= limits.maxPartsInFlight()) {
+                throw new ProtocolException("more than max_parts_in_flight=" + limits.maxPartsInFlight()
+                        + " partially received elements (PROTOCOL.md §11)");
+            }
+            joined = new ByteArrayOutputStream();
+            partials.put(key, joined);
+        }
+        partialBytes += p.data().length;
+        if (partialBytes > limits.maxReassemblyBytes()) {
+            throw new ProtocolException("more than max_reassembly_bytes=" + limits.maxReassemblyBytes()
+                    + " bytes in partially received elements (PROTOCOL.md §11)");
+        }
+        if ((long) joined.size() + p.data().length > limits.maxElementSize()) {
+            dropPartials(id);
+            o.state = StreamState.CANCELLED;
+            out.write(new Frame.Cancel(id), 0);
+            events.add(new Event.Failed(id, "a split element of subscriber " + Long.toUnsignedString(id)
+                    + " exceeds max_element_size=" + limits.maxElementSize() + " (PROTOCOL.md §8)", true));
+            return;
+        }
+        joined.write(p.data(), 0, p.data().length);
+        if (p.last()) {
+            partials.remove(key);
+            partialBytes -= joined.size();
+            deliverJoined(o, id, joined.toByteArray());
+        }
+    }
+
+    private void deliverJoined(Ours o, long id, byte[] element) throws ProtocolException {
+        if (o.elementSize != 0 && element.length != o.elementSize) {
+            throw new ProtocolException("a split element of " + element.length + " bytes for subscriber "
+                    + Long.toUnsignedString(id) + ", whose elementSize is " + o.elementSize + " (PROTOCOL.md §7)");
+        }
+        events.add(new Event.Element(id, element));
+    }
+
+    private void dropPartials(long id) {
+        partials.entrySet().removeIf(e -> {
+            if (e.getKey().id() == id) {
+                partialBytes -= e.getValue().size();
+                return true;
+            }
+            return false;
+        });
+    }
+
+    private boolean hasPartial(long id) {
+        for (PartKey k : partials.keySet()) {
+            if (k.id() == id) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void terminalReceived(long id, String error) throws ProtocolException {
+        Ours o = open(id, error == null ? Signal.ON_COMPLETE : Signal.ON_ERROR, error == null ? "onComplete" : "onError");
+        boolean quiet = o.state == StreamState.CANCELLED;
+        if (error == null && !quiet && !partials.isEmpty() && hasPartial(id)) {
+            throw new ProtocolException("onComplete for subscriber " + Long.toUnsignedString(id)
+                    + " while a split element is unfinished (PROTOCOL.md §8)");
+        }
+        if (!partials.isEmpty()) {
+            dropPartials(id);
+        }
+        ours.remove(id); // the id is free again (§5.3)
+        if (!quiet) {
+            events.add(error == null ? new Event.Completed(id) : new Event.Failed(id, error, false));
+        }
+    }
+
+    private void fail(ProtocolException e) {
+        if (state != State.CLOSED) {
+            out.write(new Frame.Goodbye(e.getMessage()), 0);
+            close(e.getMessage(), e);
+        }
+    }
+
+    private void close(String reason, ProtocolException error) {
+        state = State.CLOSED;
+        ours.clear();
+        theirs.clear();
+        partials.clear();
+        partialBytes = 0;
+        events.add(new Event.Closed(reason, error));
+    }
+
+    // ---- sending --------------------------------------------------------------------------
+
+    private void checkSending() {
+        if (state == State.CLOSING || state == State.CLOSED) {
+            throw new IllegalStateException("can't send on a connection that is " + state.name().toLowerCase()
+                    + " (PROTOCOL.md §9.1)");
+        }
+    }
+
+    /**
+     * Subscribes to the peer's publisher {@code name}: allocates the smallest free id (§5.3).
+     *
+     * @param initialDemand 0 .. {@link #UNBOUNDED}
+     * @return our subscriber id
+     */
+    public long subscribe(String name, long initialDemand) {
+        checkSending();
+        if (initialDemand < 0) {
+            throw new IllegalArgumentException("rule 3.9: initialDemand must be >= 0, got " + initialDemand);
+        }
+        long id = nextId;
+        while (ours.containsKey(id)) {
+            id++;
+        }
+        nextId = 1;
+        Ours o = new Ours();
+        o.outstanding = initialDemand;
+        ours.put(id, o);
+        out.write(new Frame.Subscribe(name, id, initialDemand), 0);
+        return id;
+    }
+
+    /** Adds {@code n} (1 .. {@link #UNBOUNDED}) to the demand of our subscription {@code id}; a no-op once it ended. */
+    public void request(long id, long n) {
+        if (n <= 0) {
+            throw new IllegalArgumentException("rule 3.9: request(n) needs n > 0, got " + n);
+        }
+        Ours o = ours.get(id);
+        if (o == null || o.state == StreamState.CANCELLED || state == State.CLOSING || state == State.CLOSED) {
+            return;
+        }
+        o.outstanding = addDemand(o.outstanding, n);
+        out.write(new Frame.Request(id, n), 0);
+    }
+
+    /** Cancels our subscription {@code id}; the id stays in use until the acknowledgement (§5.3, §5.4). */
+    public void cancel(long id) {
+        Ours o = ours.get(id);
+        if (o == null || o.state == StreamState.CANCELLED || state == State.CLOSING || state == State.CLOSED) {
+            return;
+        }
+        o.state = StreamState.CANCELLED;
+        if (!partials.isEmpty()) {
+            dropPartials(id);
+        }
+        out.write(new Frame.Cancel(id), 0);
+    }
+
+    /** The demand the peer granted on its subscription {@code id} and we have not used (0 if none is open). */
+    public long credit(long id) {
+        Theirs t = theirs.get(id);
+        return t == null ? 0 : t.credit;
+    }
+
+    /** Whether the peer's subscription {@code id} is open (subscribed and not ended). */
+    public boolean isOpen(long id) {
+        return theirs.containsKey(id);
+    }
+
+    /**
+     * Answers the peer's subscribe {@code id} with onSubscribe.
+     *
+     * @return false if that subscription is already over (cancelled by the peer)
+     */
+    public boolean onSubscribe(long id, long elementSize) {
+        Theirs t = theirs.get(id);
+        if (t == null || state == State.CLOSING || state == State.CLOSED) {
+            return false;
+        }
+        if (t.state != StreamState.SUBSCRIBED) {
+            throw new IllegalStateException("onSubscribe for subscriber " + id + " was already sent");
+        }
+        if (elementSize < 0 || elementSize > limits.maxElementSize()) {
+            throw new IllegalArgumentException("elementSize must be 0 .. " + limits.maxElementSize() + ", got " + elementSize);
+        }
+        t.state = StreamState.ACTIVE;
+        t.elementSize = elementSize;
+        out.write(new Frame.OnSubscribe(id, elementSize), 0);
+        return true;
+    }
+
+    private Theirs sendable(long id, long count) {
+        Theirs t = theirs.get(id);
+        if (t == null || state == State.CLOSING || state == State.CLOSED) {
+            return null;
+        }
+        if (t.state != StreamState.ACTIVE) {
+            throw new IllegalStateException("can't send onNext on subscriber " + id + " before onSubscribe");
+        }
+        if (t.credit != UNBOUNDED) {
+            if (count > t.credit) {
+                throw new IllegalStateException("can't send " + count + " element(s) on subscriber " + id
+                        + ": outstanding demand is " + t.credit + " (PROTOCOL.md §6.3)");
+            }
+            t.credit -= count;
+        }
+        return t;
+    }
+
+    /**
+     * Sends one element on the peer's subscription {@code id}, split into parts above the split
+     * threshold (§8); consumes one demand.
+     *
+     * @return false if that subscription is already over
+     * @throws IllegalStateException without outstanding demand
+     */
+    public boolean onNext(long id, byte[] element) {
+        Theirs t = sendable(id, 1);
+        if (t == null) {
+            return false;
+        }
+        if (t.elementSize != 0 && element.length != t.elementSize) {
+            throw new IllegalArgumentException("subscriber " + id + " takes elements of " + t.elementSize
+                    + " bytes (its elementSize), got " + element.length);
+        }
+        int chunk = limits.splitThreshold();
+        if (element.length <= chunk) {
+            out.onNext(id, element, 0, element.length, t.elementSize);
+            return true;
+        }
+        for (int off = 0; off < element.length; off += chunk) {
+            int len = Math.min(chunk, element.length - off);
+            out.part(off + len == element.length, id, 0, element, off, len);
+        }
+        return true;
+    }
+
+    /**
+     * Sends {@code count} fixed-size elements, back to back in {@code data}, as one onNextPacked (§7).
+     *
+     * @return false if that subscription is already over
+     */
+    public boolean onNextPacked(long id, byte[] data, int count) {
+        Theirs t = theirs.get(id);
+        if (t != null && (t.elementSize == 0 || (long) count * t.elementSize != data.length || count < 1)) {
+            throw new IllegalArgumentException("onNextPacked needs elementSize > 0 and count * elementSize bytes");
+        }
+        if (sendable(id, count) == null) {
+            return false;
+        }
+        out.write(new Frame.OnNextPacked(id, count, data), 0);
+        return true;
+    }
+
+    /** Completes the peer's subscription {@code id}; false if it is already over. */
+    public boolean onComplete(long id) {
+        if (theirs.remove(id) == null || state == State.CLOSING || state == State.CLOSED) {
+            return false;
+        }
+        out.write(new Frame.OnComplete(id), 0);
+        return true;
+    }
+
+    /** Fails the peer's subscription {@code id} with {@code error}; false if it is already over. */
+    public boolean onError(long id, String error) {
+        if (theirs.remove(id) == null || state == State.CLOSING || state == State.CLOSED) {
+            return false;
+        }
+        out.write(new Frame.OnError(id, error), 0);
+        return true;
+    }
+
+    /** Sends an extension message; its extension must be active (§4.4). */
+    public void sendExtension(int type, byte[] payload) {
+        checkSending();
+        long owner = FrameType.owner(type);
+        if (!active.contains(owner)) {
+            throw new IllegalStateException(String.format(
+                    "can't send message type 0x%02x: its extension is not active (PROTOCOL.md §4.4)", type));
+        }
+        out.write(new Frame.Extension(type, payload), 0);
+    }
+
+    /**
+     * Starts an orderly close (§9.1): queues goodbye, ends every subscription in both directions
+     * and waits in {@link State#CLOSING} for the answer. A no-op once closing or closed.
+     */
+    public void goodbye(String reason) {
+        if (state == State.CLOSING || state == State.CLOSED) {
+            return;
+        }
+        out.write(new Frame.Goodbye(reason), 0);
+        state = State.CLOSING;
+        ours.clear();
+        theirs.clear();
+        partials.clear();
+        partialBytes = 0;
+    }
+
+    /**
+     * Ends the connection for a reason of this end's own (an idle or authentication timeout):
+     * queues goodbye(reason) and closes without waiting for the answer, like after a protocol
+     * error (§10, §14.2); emits {@link Event.Closed} with the reason as its error.
+     */
+    public void abort(String reason) {
+        fail(new ProtocolException(reason));
+    }
+
+    /** Adds demand, saturating at {@link #UNBOUNDED} (§6.1). */
+    public static long addDemand(long a, long b) {
+        long sum = a + b;
+        return sum < 0 ? UNBOUNDED : sum;
+    }
+}

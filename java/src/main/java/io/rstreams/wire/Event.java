@@ -1,0 +1,55 @@
+package io.rstreams.wire;
+
+import java.util.List;
+import java.util.Set;
+
+/**
+ * What {@link Connection#receiveData} found, in order. Ids of {@link Subscribed}, {@link Demand}
+ * and {@link Cancelled} are the peer's (subscriptions the peer made on our publishers); the
+ * others carry our own ids (subscriptions we made), PROTOCOL.md §5.1.
+ */
+public sealed interface Event {
+
+    /** The peer's hello: what it offers, and the extensions now active on the connection (§4.4). */
+    record PeerHello(List<Long> extensions, Set<Long> active) implements Event {}
+
+    /** The peer subscribed to our publisher {@code name} (already checked against the limits). */
+    record Subscribed(long id, String name, long initialDemand) implements Event {}
+
+    /** The peer added {@code n} to its demand on subscription {@code id}. */
+    record Demand(long id, long n) implements Event {}
+
+    /**
+     * The peer's subscription {@code id} is over: it cancelled (reason null, already acknowledged),
+     * or its request broke rule 3.9 (the onError is already sent). Cancel the local publisher.
+     */
+    record Cancelled(long id, String reason) implements Event {}
+
+    /** Our subscription {@code id} received onSubscribe. */
+    record OnSubscribed(long id, long elementSize) implements Event {}
+
+    /** One element of our subscription {@code id} (an onNext, or a split element joined). */
+    record Element(long id, byte[] data) implements Event {}
+
+    /** {@code count} elements of {@code size} bytes back to back, from one onNextPacked (§7). */
+    record Packed(long id, long count, long size, byte[] data) implements Event {}
+
+    /** Our subscription {@code id} completed. */
+    record Completed(long id) implements Event {}
+
+    /**
+     * Our subscription {@code id} failed: the peer's onError ({@code local} false), or this end
+     * cancelled it because of what it received ({@code local} true, e.g. an element above the limit).
+     */
+    record Failed(long id, String error, boolean local) implements Event {}
+
+    /** An extension message this core does not handle itself (auth, resume): type and payload. */
+    record ExtensionMessage(int type, byte[] payload) implements Event {}
+
+    /**
+     * The connection is over. {@code error} is null for an orderly goodbye, else what broke:
+     * the peer's violation (a goodbye with its text was queued) or an end of input without goodbye.
+     * {@code reason} is the goodbye's reason, whoever sent it.
+     */
+    record Closed(String reason, ProtocolException error) implements Event {}
+}

@@ -1,0 +1,130 @@
+package io.rstreams.testing;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.testng.SkipException;
+
+/**
+ * The Python implementation, run as a real process from its virtual environment
+ * ({@code -Drstreams.python.venv=PATH}, which scripts/test.sh passes). Without the property the
+ * interop tests skip, saying why, except under CI ({@code CI=true}), where they fail; a
+ * property naming a directory without {@code bin/python} always fails.
+ */
+public final class PythonRstreams implements AutoCloseable {
+    private final Process process;
+    private final String url;
+    private final StringBuilder output;
+
+    private PythonRstreams(Process process, String url, StringBuilder output) {
+        this.process = process;
+        this.url = url;
+        this.output = output;
+    }
+
+    /** The venv's python, or a skip (a failure under CI) when no venv was given. */
+    public static Path python() {
+        String venv = System.getProperty("rstreams.python.venv", "");
+        if (venv.isBlank()) {
+            String why = "the Python interop tests need -Drstreams.python.venv=/path/to/.venv-test (scripts/test.sh passes it)";
+            if ("true".equalsIgnoreCase(System.getenv("CI"))) {
+                throw new IllegalStateException("CI=true but " + why);
+            }
+            throw new SkipException(why);
+        }
+        Path python = Path.of(venv).toAbsolutePath().resolve("bin/python");
+        if (!Files.isExecutable(python)) {
+            throw new IllegalStateException("-Drstreams.python.venv=" + venv + " has no bin/python: create it with "
+                    + "bash scripts/test.sh (or python3 -m venv " + venv + " && " + venv + "/bin/pip install -e .)");
+        }
+        return python;
+    }
+
+    private static ProcessBuilder command(List<String> args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(python().toString());
+        cmd.addAll(args);
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().put("PYTHONPATH", RepoPaths.root().resolve("src").toString());
+        pb.environment().remove("RSTREAMS_TOKEN");
+        return pb;
+    }
+
+    /** Starts {@code rstreams serve tcp://127.0.0.1:0 ARGS...} and waits for the URL it prints. */
+    public static PythonRstreams serve(String... args) throws IOException, InterruptedException {
+        List<String> all = new ArrayList<>(List.of("-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0"));
+        all.addAll(List.of(args));
+        Process p = command(all).start();
+        StringBuilder output = new StringBuilder();
+        CompletableFuture<String> url = new CompletableFuture<>();
+        Thread reader = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line = r.readLine(); line != null; line = r.readLine()) {
+                    synchronized (output) {
+                        output.append(line).append('\n');
+                    }
+                    int at = line.indexOf(" on tcp://");
+                    if (at >= 0) {
+                        url.complete(line.substring(at + 4).trim());
+                    }
+                }
+            } catch (IOException e) {
+                // the process ended
+            }
+            url.completeExceptionally(new IllegalStateException("rstreams serve ended without printing its URL:\n" + output));
+        }, "rstreams-serve-output");
+        reader.setDaemon(true);
+        reader.start();
+        try {
+            return new PythonRstreams(p, url.get(60, TimeUnit.SECONDS), output);
+        } catch (Exception e) {
+            p.destroyForcibly();
+            throw new IllegalStateException("rstreams serve did not start: " + e.getMessage(), e);
+        }
+    }
+
+    /** Runs {@code python ARGS...} to its end (at most {@code timeoutSeconds}); returns exit status and output. */
+    public static Result run(long timeoutSeconds, String... args) throws IOException, InterruptedException {
+        Process p = command(List.of(args)).start();
+        CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                return "";
+            }
+        });
+        if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IllegalStateException("python " + String.join(" ", args) + " did not finish in " + timeoutSeconds + " s");
+        }
+        return new Result(p.exitValue(), out.join());
+    }
+
+    /** Exit status and combined output of a finished process. */
+    public record Result(int status, String output) {}
+
+    public String url() {
+        return url;
+    }
+
+    public String output() {
+        synchronized (output) {
+            return output.toString();
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+        }
+    }
+}
