@@ -26,6 +26,7 @@ from rstreams import demand
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
+from rstreams.flow._signals import report_broken, signal_subscribe, signal_terminal
 from rstreams.rules import check_subscriber
 
 __all__ = ["AsyncIterableFlow", "from_async_iterable", "on_loop_thread", "resolve_loop"]
@@ -36,9 +37,17 @@ _TASKS: set[asyncio.Task[None]] = set()
 """Strong references to running pull tasks: the loop itself only keeps weak ones."""
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running on this thread, or ``None``."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether the caller runs inside ``loop`` (so it may touch loop-confined state)."""
-    return asyncio._get_running_loop() is loop
+    return _running_loop() is loop
 
 
 def resolve_loop(
@@ -47,7 +56,7 @@ def resolve_loop(
     """``loop``, else the running loop, else the error to signal through ``on_error``."""
     if loop is not None:
         return loop
-    running = asyncio._get_running_loop()
+    running = _running_loop()
     if running is not None:
         return running
     return RuntimeError(
@@ -95,11 +104,8 @@ class _Refused(Subscription):
 
 def _fail_now(subscriber: Subscriber[Any], error: BaseException) -> None:
     """Rule 1.9 then 1.4: ``on_subscribe`` and ``on_error`` on the caller's thread."""
-    try:
-        subscriber.on_subscribe(_Refused())
-        subscriber.on_error(error)
-    except Exception as exc:
-        report_unhandled(exc, f"{type(subscriber).__name__}.on_subscribe/on_error")
+    if signal_subscribe(subscriber, _Refused()):
+        signal_terminal(subscriber, error)
 
 
 class _AsyncIterSubscription(Subscription, Generic[T]):
@@ -164,12 +170,9 @@ class _AsyncIterSubscription(Subscription, Generic[T]):
         """Signal ``on_subscribe``, then make the iterator; its failure goes to ``on_error``."""
         subscriber = self._subscriber
         assert subscriber is not None
-        try:
-            subscriber.on_subscribe(self)
-        except Exception as exc:  # rule 2.13
+        if not signal_subscribe(subscriber, self):  # rule 2.13
             self._stopped = True
             self._subscriber = None
-            report_unhandled(exc, f"{type(subscriber).__name__}.on_subscribe")
             return
         if self._stopped:
             return  # cancelled inside on_subscribe: the iterator was never made
@@ -214,17 +217,8 @@ class _AsyncIterSubscription(Subscription, Generic[T]):
         subscriber = self._subscriber
         self._stopped = True
         self._subscriber = None
-        if subscriber is None:
-            return
-        try:
-            if error is None:
-                subscriber.on_complete()
-            else:
-                subscriber.on_error(error)
-        except Exception as exc:
-            report_unhandled(
-                exc, f"{type(subscriber).__name__}.{'on_complete' if error is None else 'on_error'}"
-            )
+        if subscriber is not None:
+            signal_terminal(subscriber, error)
 
     async def _pull(self) -> None:
         """The pulling task: ``async for`` while there is demand, ``aclose`` on the way out.
@@ -261,7 +255,7 @@ class _AsyncIterSubscription(Subscription, Generic[T]):
                     except Exception as exc:  # rule 2.13: consider the subscription cancelled
                         self._stopped = True
                         self._subscriber = None
-                        report_unhandled(exc, f"{type(subscriber).__name__}.on_next")
+                        report_broken(exc, subscriber, "on_next")
                         return
                     if not self._requested:
                         break

@@ -13,26 +13,26 @@ from typing import TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber
-from rstreams.flow._flow import Flow
-from rstreams.flow._operator import OperatorSubscriber
-from rstreams.rules import check_error, check_subscriber
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
+from rstreams.flow._signals import NONE_ITEM
+from rstreams.rules import check_error
 
 __all__ = ["BufferFlow"]
 
 T = TypeVar("T")
 
 
-class BufferFlow(Flow[list[T]]):
+class BufferFlow(OperatorFlow[T, list[T]]):
     """``source.buffer(size)``; see :meth:`rstreams.Flow.buffer`."""
 
-    __slots__ = ("_size", "_source")
+    __slots__ = ("size",)
 
     def __init__(self, source: Publisher[T], size: int) -> None:
-        self._size = _check_size(size)
-        self._source = source
+        super().__init__(source)
+        self.size = _check_size(size)
 
-    def subscribe(self, subscriber: Subscriber[list[T]]) -> None:
-        self._source.subscribe(_BufferSubscriber(check_subscriber(subscriber), self._size))
+    def subscriber(self, downstream: Subscriber[list[T]]) -> Subscriber[T]:
+        return _BufferSubscriber(downstream, self.size)
 
 
 def _check_size(size: object) -> int:
@@ -44,37 +44,37 @@ def _check_size(size: object) -> int:
 
 
 class _BufferSubscriber(OperatorSubscriber[T, list[T]]):
-    __slots__ = ("_buffer", "_size")
+    __slots__ = ("buffer", "size")
 
     def __init__(self, downstream: Subscriber[list[T]], size: int) -> None:
         super().__init__(downstream)
-        self._size = size
-        self._buffer: list[T] = []
+        self.size = size
+        self.buffer: list[T] = []
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
-        buffer = self._buffer
+        buffer = self.buffer
         buffer.append(item)
-        if len(buffer) == self._size:
-            self._buffer = []
+        if len(buffer) == self.size:
+            self.buffer = []
             self.downstream.on_next(buffer)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        self._buffer = []
+        self.buffer = []
         super().on_error(error)
 
     def on_complete(self) -> None:
-        buffer, self._buffer = self._buffer, []
+        buffer, self.buffer = self.buffer, []
         if buffer and not self.done:
             self.downstream.on_next(buffer)
         super().on_complete()  # a no-op if the downstream cancelled inside on_next (rule 3.6)
 
     def request(self, n: int) -> None:
         if demand.invalid(n) is None:
-            n = demand.add(0, n * self._size)
+            n = demand.add(0, n * self.size)
         # an illegal n goes upstream unchanged: upstream signals on_error (rule 3.9) serially
         super().request(n)

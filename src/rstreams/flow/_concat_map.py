@@ -20,19 +20,17 @@ from typing import Any, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber
-from rstreams.errors import report_unhandled
 from rstreams.flow._drain import (
     DRAIN,
     EMIT,
-    NONE_ITEM,
     OUTER,
     DrainSubscriber,
     InnerSubscriber,
     as_publisher,
     check_prefetch,
 )
-from rstreams.flow._flow import Flow
-from rstreams.rules import check_subscriber
+from rstreams.flow._operator import OperatorFlow, check_callable
+from rstreams.flow._signals import NONE_ITEM, report_broken
 
 __all__ = ["ConcatMapFlow"]
 
@@ -40,20 +38,18 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class ConcatMapFlow(Flow[R]):
+class ConcatMapFlow(OperatorFlow[T, R]):
     """``source.concat_map(fn, prefetch=2)``; see :meth:`rstreams.Flow.concat_map`."""
 
-    __slots__ = ("_fn", "_prefetch", "_source")
+    __slots__ = ("fn", "prefetch")
 
     def __init__(self, source: Publisher[T], fn: Callable[[T], Publisher[R]], prefetch: int = 2) -> None:
-        if not callable(fn):
-            raise TypeError(f"concat_map(fn) needs a callable, got {fn!r}")
-        self._prefetch = check_prefetch("concat_map", "prefetch", prefetch)
-        self._source = source
-        self._fn = fn
+        super().__init__(source)
+        self.fn = check_callable("concat_map", fn)
+        self.prefetch = check_prefetch("concat_map", "prefetch", prefetch)
 
-    def subscribe(self, subscriber: Subscriber[R]) -> None:
-        self._source.subscribe(_ConcatMapSubscriber(check_subscriber(subscriber), self._fn, self._prefetch))
+    def subscriber(self, downstream: Subscriber[R]) -> Subscriber[T]:
+        return _ConcatMapSubscriber(downstream, self.fn, self.prefetch)
 
 
 class _Inner(InnerSubscriber[R, "_ConcatMapSubscriber[Any, R]"]):
@@ -104,7 +100,7 @@ class _ConcatMapSubscriber(DrainSubscriber[T, R]):
     def on_next(self, item: T) -> None:
         if item is None:
             raise TypeError(NONE_ITEM)
-        if self._cancelled or self._outer_done:
+        if self.cancelled or self.done:
             return  # rule 3.12: late signals after cancel
         self._outer.append(item)
         if self.calling is not OUTER:
@@ -115,7 +111,7 @@ class _ConcatMapSubscriber(DrainSubscriber[T, R]):
 
         Each step either makes progress and loops, or finds nothing to do and returns.
         """
-        downstream = self._downstream
+        downstream = self.downstream
         items = self.items
         while True:
             if self._stopping():
@@ -124,14 +120,14 @@ class _ConcatMapSubscriber(DrainSubscriber[T, R]):
                 continue
             inner = self._inner
             if inner is None:
-                outer_done = self._outer_done  # read before the queue: on_next comes before on_complete
+                outer_done = self.done  # read before the queue: on_next comes before on_complete
                 if self._outer:
                     self._subscribe_next()
                     continue
                 if outer_done:
                     self._complete()
                 return emitted
-            requested = self._requested
+            requested = self.requested
             if items and (emitted < requested or requested == demand.UNBOUNDED):
                 item = items.popleft()
                 inner.taken += 1
@@ -139,8 +135,8 @@ class _ConcatMapSubscriber(DrainSubscriber[T, R]):
                 try:
                     downstream.on_next(item)
                 except Exception as exc:  # rule 2.13: consider the subscription cancelled
-                    self._cancelled = True
-                    report_unhandled(exc, f"{type(downstream).__name__}.on_next")
+                    self.cancelled = True
+                    report_broken(exc, downstream, "on_next")
                 continue
             if inner.done:  # read before the queue: every element came before on_complete
                 if not items:
@@ -164,9 +160,9 @@ class _ConcatMapSubscriber(DrainSubscriber[T, R]):
         """Map the next upstream element and subscribe to its Publisher; replenish upstream."""
         value = self._outer.popleft()
         self._consumed += 1
-        if self._consumed == self._limit and not self._outer_done and self._upstream is not None:
+        if self._consumed == self._limit and not self.done and self.upstream is not None:
             self._consumed = 0
-            self.call(OUTER, self._upstream.request, self._limit)
+            self.call(OUTER, self.upstream.request, self._limit)
         try:
             publisher: Publisher[R] = as_publisher("concat_map", self._fn(value), value)
         except Exception as exc:

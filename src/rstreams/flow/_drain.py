@@ -1,20 +1,34 @@
-"""The drain loop that ``concat_map``, ``flat_map`` and ``merge`` share (reactor's WIP/drain).
+"""The work-in-progress drain loop (reactor's WIP/drain), and the operators built on it.
 
-Theory of operation (rules 1.3, 2.7 and 3.3). Signals come from the upstream, from inner
-Publishers (possibly on other threads) and from the downstream's ``request``/``cancel``.
-Each only records what happened (an element into a deque, a flag, added demand) and
-calls :meth:`DrainSubscriber.drain`, which bumps a lock-protected work counter. Whoever
-moves the counter from 0 to 1 runs the drain loop; everybody else returns at once, and
-the loop repeats until the counter shows no missed work. So:
+:class:`DrainLoop` is the one loop every queueing source, boundary and operator in
+:mod:`rstreams.flow` runs: the iterable sources, ``from_push``'s subscriptions,
+``observe_on``, the multicast processor, and through :class:`DrainSubscriber`
+``concat_map``, ``flat_map`` and ``merge``.
 
-* every signal to the downstream and every call on the upstream's or an inner's
-  Subscription is made by the drain loop, serially (rules 1.3 and 2.7);
+Theory of operation (rules 1.3, 2.7 and 3.3). A signal, from whichever thread, only
+records what happened (an element into a queue, a flag, added demand) and calls
+:meth:`DrainLoop.drain`, which bumps a lock-protected work counter (``wip``). Whoever
+moves the counter from 0 to 1 runs the loop (:meth:`DrainLoop.drain_loop`, or on a
+target of its choice: :meth:`DrainLoop.start_drain`); everybody else returns at once.
+The loop makes a pass (:meth:`DrainLoop.drain_pass`: all the work there is), then, under
+the lock, settles its bookkeeping (:meth:`DrainLoop.settle`) and subtracts the work it
+saw; it repeats until no work was missed. So:
+
+* every signal downstream and every call on an upstream Subscription is made by the
+  thread that holds the loop, serially (rules 1.3 and 2.7);
 * a ``request`` made inside ``on_next`` only adds demand: no recursion (rule 3.3);
-* ``cancel``, an illegal ``request`` (rule 3.9) and errors are recorded too, and acted on
-  by the loop: the first error cancels everything else and is signalled once (rule 4.2);
-  later ones go to :func:`rstreams.errors.report_unhandled`.
+* a pass that ends the stream for good returns ``True``: the counter is then never
+  released, so nothing runs again (later signals only count);
+* a loop may be created *held* (``wip`` = 1) so that nothing is delivered before
+  ``on_subscribe`` has returned; :meth:`DrainLoop.leave` releases it, and also ends a
+  fast path that delivered outside the loop.
 
-Two shortcuts keep an element from paying for a whole loop pass:
+:class:`DrainSubscriber` adds the operator shape of :mod:`rstreams.flow._operator`
+(``downstream``, ``upstream``, ``done``) for operators with inner Publishers: ``cancel``,
+an illegal ``request`` (rule 3.9) and errors are recorded and acted on by the loop; the
+first error cancels everything else and is signalled once (rule 4.2); later ones go to
+:func:`rstreams.errors.report_unhandled`. Two shortcuts keep an element from paying for a
+whole loop pass:
 
 * :meth:`DrainSubscriber.call`: while the loop calls a source's ``request`` (or an inner
   Publisher's ``subscribe``), that source's synchronous signals only record; the loop
@@ -39,19 +53,19 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
 from rstreams.errors import report_unhandled
+from rstreams.flow._signals import report_broken, signal_terminal
 from rstreams.rules import check_error
 
 __all__ = [
     "DRAIN",
     "EMIT",
-    "NONE_ITEM",
     "OUTER",
     "QUEUED",
+    "DrainLoop",
     "DrainSubscriber",
     "InnerSubscriber",
     "as_publisher",
     "check_prefetch",
-    "signal_terminal",
 ]
 
 T = TypeVar("T")
@@ -63,8 +77,6 @@ QUEUED, DRAIN, EMIT = 0, 1, 2
 """What :meth:`DrainSubscriber.offer` did with an element."""
 OUTER = object()
 """``DrainSubscriber.calling`` while the drain loop calls the upstream's Subscription."""
-
-NONE_ITEM = "rule 2.13: on_next(None) is illegal; None is never a stream element"
 
 
 def check_prefetch(operator: str, name: str, value: object) -> int:
@@ -83,99 +95,155 @@ def as_publisher(operator: str, value: object, item: object) -> Publisher[R]:
     return value  # type: ignore[return-value]
 
 
-class DrainSubscriber(Subscriber[T], Subscription, Generic[T, R]):
-    """The drain machinery ``concat_map`` and ``flat_map`` share (see the module docstring).
+class DrainLoop:
+    """The work-in-progress counter and its loop (see the module docstring).
 
-    It is the upstream's Subscriber and the downstream's Subscription. Subclasses write
-    ``on_next`` (record, then :meth:`drain`), :meth:`_pass` (all the work, run only by
-    the drain loop) and :meth:`_clear` (cancel and drop everything).
+    A class using it calls :meth:`init_drain` from its ``__init__``, writes
+    :meth:`drain_pass`, and may override :meth:`settle` and :meth:`start_drain`.
+    """
+
+    __slots__ = ("lock", "wip")
+
+    def init_drain(self, *, held: bool = False) -> None:
+        """Set up the counter; ``held`` keeps the loop from running until :meth:`leave`."""
+        self.lock = threading.Lock()
+        self.wip = 1 if held else 0
+
+    def drain(self) -> None:
+        """Note new work; run the loop unless another thread already does."""
+        with self.lock:
+            self.wip += 1
+            if self.wip != 1:
+                return
+        self.start_drain()
+
+    def start_drain(self) -> None:
+        """Run the loop for work just noted; a boundary overrides it to run elsewhere."""
+        self.drain_loop()
+
+    def leave(self) -> None:
+        """Give up a loop held outside :meth:`drain_loop` (a hold, a fast path); loop if work was missed."""
+        with self.lock:
+            self.wip -= 1
+            if self.wip == 0:
+                return
+            self.wip = 1  # one pass sees everything that was missed
+        self.start_drain()
+
+    def drain_loop(self, missed: int = 1) -> None:
+        """Pass, settle, subtract what was seen; repeat until nothing was missed."""
+        while True:
+            if self.drain_pass():
+                return  # the stream ended for good: the loop stays held
+            with self.lock:
+                self.settle()
+                self.wip -= missed
+                missed = self.wip
+                if missed == 0:
+                    return
+
+    @abc.abstractmethod
+    def drain_pass(self) -> bool:
+        """Do all the work there is; ``True`` when the stream has ended for good."""
+
+    def settle(self) -> None:
+        """Bookkeeping after a pass, under the lock (e.g. subtract what was emitted)."""
+
+
+class DrainSubscriber(DrainLoop, Subscriber[T], Subscription, Generic[T, R]):
+    """The operator shape plus the drain loop, for ``concat_map``, ``flat_map`` and ``merge``.
+
+    It is the upstream's Subscriber and the downstream's Subscription. ``done`` means the
+    upstream has terminated; ``cancelled`` that the downstream's stream is over (cancelled,
+    failed or completed), after which the loop only cleans up. Subclasses write
+    ``on_next`` (record, then :meth:`drain`), :meth:`_pass` (all the work, run only by the
+    drain loop) and :meth:`_clear` (cancel and drop everything).
     """
 
     __slots__ = (
-        "_cancelled",
-        "_downstream",
-        "_error",
-        "_lock",
-        "_outer_done",
-        "_requested",
-        "_started",
-        "_upstream",
-        "_upstream_cancelled",
-        "_wip",
         "calling",
+        "cancelled",
+        "done",
+        "downstream",
+        "emitted",
+        "error",
+        "requested",
+        "started",
+        "upstream",
+        "upstream_cancelled",
     )
 
     name = "concat_map"
     """The operator, for error reports."""
 
     def __init__(self, downstream: Subscriber[R]) -> None:
-        self._downstream = downstream
-        self._upstream: Subscription | None = None
-        self._lock = threading.Lock()
-        self._wip = 0  # work in progress: > 0 while a thread runs the drain loop
-        self._requested = 0  # outstanding downstream demand, minus what the loop emitted
-        self._outer_done = False
-        self._error: BaseException | None = None  # the first error, for the loop to signal
-        self._cancelled = False  # cancelled or terminated: the drain loop only cleans up
-        self._upstream_cancelled = False
-        self._started = False  # the first request upstream is made
+        self.downstream = downstream
+        self.upstream: Subscription | None = None
+        self.done = False  # the upstream has terminated
+        self.init_drain()
+        self.requested = 0  # outstanding downstream demand, minus what the loop emitted
+        self.emitted = 0  # emitted by the current pass, settled under the lock
+        self.error: BaseException | None = None  # the first error, for the loop to signal
+        self.cancelled = False  # cancelled or terminated: the drain loop only cleans up
+        self.upstream_cancelled = False
+        self.started = False  # the first request upstream is made
         self.calling: object | None = None  # see call()
 
     # -- upstream -> this -------------------------------------------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
-        if not accept_subscription(self._upstream, subscription):
+        if not accept_subscription(self.upstream, subscription):
             return
-        self._upstream = subscription
-        self._downstream.on_subscribe(self)
+        self.upstream = subscription
+        self.downstream.on_subscribe(self)
         self.drain()  # the first request upstream is made from the drain loop (rule 2.7)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        if self._outer_done:  # a second terminal signal (rule 1.7): nobody can receive it
+        if self.done:  # a second terminal signal (rule 1.7): nobody can receive it
             report_unhandled(error, f"{self.name}: an error after the upstream had terminated")
             return
-        self._outer_done = True
+        self.done = True
         self.fail(error)
 
     def on_complete(self) -> None:
-        if self._outer_done:
+        if self.done:
             return
-        self._outer_done = True
+        self.done = True
         if self.calling is not OUTER:
             self.drain()
 
     # -- downstream -> this -----------------------------------------------------------
 
     def request(self, n: int) -> None:
-        if self._cancelled:
+        if self.cancelled:
             return  # rule 3.6
         problem = demand.invalid(n)
-        with self._lock:
+        with self.lock:
             if problem is not None:
-                if self._error is None:
-                    self._error = problem  # signalled by the drain loop (rules 3.9, 1.3)
+                if self.error is None:
+                    self.error = problem  # signalled by the drain loop (rules 3.9, 1.3)
             else:
-                self._requested = demand.add(self._requested, n)
-            self._wip += 1
-            if self._wip != 1:
+                self.requested = demand.add(self.requested, n)
+            self.wip += 1
+            if self.wip != 1:
                 return
         self.drain_loop()
 
     def cancel(self) -> None:
-        if self._cancelled:
+        if self.cancelled:
             return  # rule 3.7
-        self._cancelled = True
+        self.cancelled = True
         self.drain()
 
     # -- the drain loop ---------------------------------------------------------------
 
     def fail(self, error: BaseException) -> None:
         """Record the first error for the drain loop; report any later one."""
-        with self._lock:
-            first = self._error is None and not self._cancelled
+        with self.lock:
+            first = self.error is None and not self.cancelled
             if first:
-                self._error = error
+                self.error = error
         if first:
             self.drain()
         else:
@@ -196,14 +264,6 @@ class DrainSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         finally:
             self.calling = None
 
-    def drain(self) -> None:
-        """Note new work; run the drain loop unless another thread already does."""
-        with self._lock:
-            self._wip += 1
-            if self._wip != 1:
-                return
-        self.drain_loop()
-
     def offer(self, item: R, queue: deque[R]) -> int:
         """An inner's element: :data:`EMIT` it now, or queue it (:data:`QUEUED`, :data:`DRAIN`).
 
@@ -213,79 +273,75 @@ class DrainSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         lock, so a drainer about to leave cannot miss it; :data:`DRAIN` means nobody was
         draining and the caller must run :meth:`drain_loop`.
         """
-        with self._lock:
-            wip = self._wip
-            self._wip = wip + 1
-            if not wip and not queue and self._requested > 0 and not self._cancelled and self._error is None:
+        with self.lock:
+            wip = self.wip
+            self.wip = wip + 1
+            if not wip and not queue and self.requested > 0 and not self.cancelled and self.error is None:
                 return EMIT
             queue.append(item)
             return QUEUED if wip else DRAIN
 
     def after_fast(self, *, loop: bool = False) -> None:
         """Leave the drain after one direct emission; run the loop if work was missed (or ``loop``)."""
-        with self._lock:
-            if self._requested != demand.UNBOUNDED:
-                self._requested -= 1
+        with self.lock:
+            if self.requested != demand.UNBOUNDED:
+                self.requested -= 1
             if not loop:
-                self._wip -= 1
-                if self._wip == 0:
+                self.wip -= 1
+                if self.wip == 0:
                     return
-            missed = self._wip
+            missed = self.wip
         self.drain_loop(missed)
 
-    def drain_loop(self, missed: int = 1) -> None:
-        emitted = 0
-        while True:
-            emitted = self._pass(emitted)
-            with self._lock:
-                if emitted and self._requested != demand.UNBOUNDED:
-                    self._requested -= emitted
-                emitted = 0
-                self._wip -= missed
-                missed = self._wip
-                if missed == 0:
-                    return
+    def drain_pass(self) -> bool:
+        self.emitted = self._pass(self.emitted)
+        return False
+
+    def settle(self) -> None:
+        if self.emitted and self.requested != demand.UNBOUNDED:
+            self.requested -= self.emitted
+        self.emitted = 0
 
     def emit(self, item: R) -> None:
         """``on_next`` downstream; a Subscriber that raises is cancelled and reported (rule 2.13)."""
         try:
-            self._downstream.on_next(item)
+            self.downstream.on_next(item)
         except Exception as exc:
-            self._cancelled = True
-            report_unhandled(exc, f"{type(self._downstream).__name__}.on_next")
+            self.cancelled = True
+            report_broken(exc, self.downstream, "on_next")
             self.drain()  # counted as missed work: the loop runs and cleans up
 
     def _stopping(self) -> bool:
         """Clean up after a cancel, or signal the first error; true if the pass must end."""
-        if self._cancelled:
+        if self.cancelled:
             self._clear()
             return True
-        error = self._error
+        error = self.error
         if error is not None:
-            self._cancelled = True
+            self.cancelled = True
             self._clear()
-            signal_terminal(self._downstream, error)
+            signal_terminal(self.downstream, error)
             return True
         return False
 
     def _start(self, n: int) -> bool:
         """Make the first request upstream, once; true if it was made now."""
-        upstream = self._upstream
-        if self._started or upstream is None:
+        upstream = self.upstream
+        if self.started or upstream is None:
             return False
-        self._started = True
+        self.started = True
         self.call(OUTER, upstream.request, n)
         return True
 
     def _complete(self) -> None:
-        self._cancelled = True
-        signal_terminal(self._downstream, None)
+        self.cancelled = True
+        signal_terminal(self.downstream, None)
 
     def _cancel_upstream(self) -> None:
-        if not self._upstream_cancelled:
-            self._upstream_cancelled = True
-            if not self._outer_done and self._upstream is not None:
-                self._upstream.cancel()
+        if not self.upstream_cancelled:
+            self.upstream_cancelled = True
+            if not self.done and self.upstream is not None:
+                self.upstream.cancel()
 
     @abc.abstractmethod
     def _pass(self, emitted: int) -> int:
@@ -348,15 +404,3 @@ class InnerSubscriber(Subscriber[R], Generic[R, P]):
         subscription = self.subscription
         if subscription is not None and not was_done:
             subscription.cancel()
-
-
-def signal_terminal(subscriber: Subscriber[Any], error: BaseException | None) -> None:
-    """``on_error(error)``, or ``on_complete()`` for ``None``; a raise is reported (rule 2.13)."""
-    try:
-        if error is None:
-            subscriber.on_complete()
-        else:
-            subscriber.on_error(error)
-    except Exception as exc:
-        where = "on_complete" if error is None else "on_error"
-        report_unhandled(exc, f"{type(subscriber).__name__}.{where}")

@@ -3,40 +3,55 @@
 Each subscription pulls from its own iterator, lazily: ``from_iterable(itertools.count())``
 works, and nothing is read before it is requested.
 
-Theory of operation (the drain loop, rules 1.3 and 3.3): ``request(n)`` adds to the
-outstanding demand under a lock. The first caller that finds nobody draining becomes
-the drainer and emits until the demand is used up; any ``request`` that arrives
-meanwhile, from ``on_next`` on the same thread or from another thread, only adds demand
-and returns. So signals never overlap, and re-entrancy is bounded at depth 1.
-``cancel`` sets a flag the drainer checks before every element (3.5, 3.12), and an
-illegal ``request`` records its error for the drainer to deliver (3.9, serially).
+Theory of operation: the drain loop of :mod:`rstreams.flow._drain` (rules 1.3 and 3.3).
+``request(n)`` adds to the outstanding demand under the lock; whoever finds the loop idle
+runs it and emits until the demand is used up; a ``request`` that arrives meanwhile, from
+``on_next`` on the same thread or from another thread, only adds demand and returns. The
+loop starts held, so nothing is emitted before ``on_subscribe`` has returned. ``cancel``
+sets a flag the loop checks before every element (3.5, 3.12), and an illegal ``request``
+records its error for the loop to deliver (3.9, serially).
 
-Fusion: ``map`` and ``filter`` on these sources run inside the iterator itself (the
-builtins ``map``/``filter``), which gives the same signals for a fraction of the cost.
+Completion needs no spare demand (1.5): when the iterator's length is known
+(``range``, lists, tuples, strings: :data:`_EXACT`), ``on_complete`` follows the last
+element at once; any other iterator ends when a pull finds it exhausted.
+
+Batches: a Subscriber inside rstreams that offers ``on_next_many`` (see
+:mod:`rstreams.flow._signals`) is handed up to :data:`~rstreams.flow._signals.CHUNK`
+elements per call, within its demand, when the iterator is one of :data:`_EXACT` (pulling
+those ahead runs no user code and never blocks). Any other iterator, and any other
+Subscriber, gets one ``on_next`` per element.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
-from operator import length_hint
+from itertools import islice, repeat
+from operator import is_, length_hint
 from typing import Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
-from rstreams.errors import report_unhandled
+from rstreams.flow._drain import DrainLoop
 from rstreams.flow._flow import Flow
+from rstreams.flow._signals import (
+    CHUNK,
+    NextMany,
+    next_many,
+    report_broken,
+    signal_subscribe,
+    signal_terminal,
+)
 from rstreams.rules import check_subscriber
 
 __all__ = ["IterableFlow", "empty", "error", "from_iterable", "just", "range_"]
 
 T = TypeVar("T")
-R = TypeVar("R")
 
-# Iterators whose length_hint is exact: for these, completion is signalled right after
-# the last element instead of on the next request.
-_EXACT_LENGTH: tuple[type, ...] = (type(iter(range(0))), type(iter([])), type(iter(())), type(iter("")))
+_RANGE = type(iter(range(0)))
+_EXACT: frozenset[type] = frozenset({_RANGE, type(iter([])), type(iter(())), type(iter(""))})
+"""Iterators whose ``length_hint`` is exact and whose ``next`` runs no user code."""
+
+SOURCE_NONE = "rule 2.13: the source produced None; None is never a stream element"
 
 
 class IterableFlow(Flow[T]):
@@ -49,160 +64,175 @@ class IterableFlow(Flow[T]):
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
-        subscription: _IterableSubscription[T] = _IterableSubscription(subscriber)
         try:
-            subscription.iterator = self._factory()
-        except Exception as error:
-            subscription.start(error)
+            iterator = self._factory()
+        except Exception as exc:
+            _IterableSubscription(subscriber, None).start(exc)
         else:
-            subscription.start(None)
-
-    def map(self, fn: Callable[[T], R]) -> Flow[R]:
-        if not callable(fn):
-            raise TypeError(f"map(fn) needs a callable, got {fn!r}")
-        factory = self._factory
-        return IterableFlow(lambda: map(fn, factory()))
-
-    def filter(self, predicate: Callable[[T], object]) -> Flow[T]:
-        if not callable(predicate):
-            raise TypeError(f"filter(predicate) needs a callable, got {predicate!r}")
-        factory = self._factory
-        return IterableFlow(lambda: filter(predicate, factory()))
+            _IterableSubscription(subscriber, iterator).start(None)
 
 
-class _IterableSubscription(Subscription, Generic[T]):
-    __slots__ = ("_draining", "_error", "_halt", "_lock", "_requested", "_stopped", "_subscriber", "iterator")
+class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
+    __slots__ = (
+        "emitted",
+        "error",
+        "exact",
+        "halt",
+        "iterator",
+        "many",
+        "requested",
+        "stopped",
+        "subscriber",
+    )
 
-    def __init__(self, subscriber: Subscriber[T]) -> None:
-        self._subscriber: Subscriber[T] | None = subscriber
-        self.iterator: Iterator[T] | None = None
-        self._requested = 0
-        self._draining = True  # nobody may drain before on_subscribe has returned
-        self._stopped = False  # cancelled, failed or completed: emit nothing more
-        self._error: BaseException | None = None  # to deliver from the drain loop
-        self._halt = False  # stopped or an error is pending: the drain loop must look up
-        self._lock = threading.Lock()
+    def __init__(self, subscriber: Subscriber[T], iterator: Iterator[T] | None) -> None:
+        self.subscriber: Subscriber[T] | None = subscriber
+        self.iterator = iterator
+        self.exact = type(iterator) in _EXACT
+        self.many: NextMany | None = next_many(subscriber) if self.exact else None
+        self.init_drain(held=True)  # nothing is emitted before on_subscribe has returned
+        self.requested = 0
+        self.emitted = 0  # by the current pass; settled under the lock
+        self.stopped = False  # cancelled, failed or completed: emit nothing more
+        self.error: BaseException | None = None  # to deliver from the drain loop
+        self.halt = False  # stopped or an error is pending: the loop must look up
 
     def start(self, error: BaseException | None) -> None:
-        """Signal on_subscribe, then an immediate end if there is one, then drain."""
-        subscriber = self._subscriber
+        """Signal on_subscribe, then an immediate end if there is one, then release the loop."""
+        subscriber = self.subscriber
         assert subscriber is not None
-        try:
-            subscriber.on_subscribe(self)
-        except Exception as exc:  # rule 2.13: the subscriber broke the contract
+        if not signal_subscribe(subscriber, self):
             self._stop()
-            report_unhandled(exc, f"{type(subscriber).__name__}.on_subscribe")
             return
-        if error is None and type(self.iterator) in _EXACT_LENGTH and length_hint(self.iterator) == 0:
-            self._stop()
-            self._signal_complete(subscriber)
+        if error is not None or self._at_end():
+            if not self.stopped:
+                self._stop()
+                signal_terminal(subscriber, error)
             return
-        if error is not None:
-            self._error = error
-        with self._lock:  # requests made inside on_subscribe only added demand
-            if self._requested == 0 and self._error is None:
-                self._draining = False
-                return
-        self._drain()
+        self.leave()  # requests made inside on_subscribe only added demand: run them now
 
     def request(self, n: int) -> None:
-        if self._stopped:
+        if self.stopped:
             return  # rules 3.6 and 1.7: after cancel or a terminal signal, a no-op
         problem = demand.invalid(n)
-        with self._lock:
+        with self.lock:
             if problem is not None:
-                if self._error is None:
-                    self._error = problem
-                    self._halt = True
+                if self.error is None:
+                    self.error = problem
+                    self.halt = True
             else:
-                self._requested = demand.add(self._requested, n)
-            if self._draining:
+                self.requested = demand.add(self.requested, n)
+            self.wip += 1
+            if self.wip != 1:
                 return
-            self._draining = True
-        self._drain()
+        self.drain_loop()
 
     def cancel(self) -> None:
         self._stop()
 
     def _stop(self) -> None:
-        self._stopped = True
-        self._halt = True
-        self._subscriber = None  # rule 3.13: drop the reference
+        self.stopped = True
+        self.halt = True
+        self.subscriber = None  # rule 3.13: drop the reference
         self.iterator = None
 
-    def _drain(self) -> None:
-        """Emit while there is demand; the only place elements and terminals are sent.
+    def _at_end(self) -> bool:
+        return self.exact and length_hint(self.iterator) == 0
 
-        Longer than most functions here on purpose: one pass over an iterator segment is
-        the hot path, and splitting it up would cost a call per element.
-        """
-        subscriber = self._subscriber
+    def settle(self) -> None:
+        if self.requested != demand.UNBOUNDED:
+            self.requested -= self.emitted
+        self.emitted = 0
+
+    def drain_pass(self) -> bool:
+        """Emit within the demand; the only place elements and terminals are sent."""
+        subscriber = self.subscriber
         iterator = self.iterator
-        if subscriber is None:
-            return
-        on_next = subscriber.on_next  # bound once: the loop below is the hot path
-        emitted = 0
-        while True:
-            if self._stopped:
-                return
-            if self._error is not None:
-                error = self._error
-                self._stop()
-                subscriber.on_error(error)
-                return
-            if iterator is None:
-                return
-            requested = self._requested
-            if requested == demand.UNBOUNDED:
-                segment: Iterator[T] = iterator
-                want = -1
-            else:
-                want = requested - emitted
-                segment = islice(iterator, want)
-            count = 0
-            try:
-                for item in segment:
-                    if self._halt:
-                        break  # cancelled, or an illegal request to report: see the loop's top
-                    if item is None:  # type: ignore[comparison-overlap, unused-ignore]
-                        raise TypeError("rule 2.13: the source produced None; None is never a stream element")
-                    try:
-                        on_next(item)
-                    except Exception as exc:  # rule 2.13: consider the subscription cancelled
-                        self._stop()
-                        report_unhandled(exc, f"{type(subscriber).__name__}.on_next")
-                        return
-                    count += 1
-                else:
-                    if (
-                        want < 0
-                        or count < want
-                        or (type(iterator) in _EXACT_LENGTH and length_hint(iterator) == 0)
-                    ):
-                        if not self._stopped:
-                            self._stop()
-                            self._signal_complete(subscriber)
-                        return
-            except Exception as exc:  # the iterator (or a fused map/filter) failed
-                if not self._stopped:
-                    self._stop()
-                    subscriber.on_error(exc)
-                return
-            emitted += count
-            with self._lock:
-                if self._requested != demand.UNBOUNDED:
-                    self._requested -= emitted
-                    emitted = 0
-                if self._requested == 0 and self._error is None:
-                    self._draining = False
-                    return
-
-    @staticmethod
-    def _signal_complete(subscriber: Subscriber[T]) -> None:
+        if self.stopped or subscriber is None or iterator is None:
+            return True
+        error = self.error
+        if error is not None:
+            self._stop()
+            signal_terminal(subscriber, error)
+            return True
+        requested = self.requested
+        want = -1 if requested == demand.UNBOUNDED else requested
+        if want == 0:
+            return False
         try:
-            subscriber.on_complete()
-        except Exception as exc:
-            report_unhandled(exc, f"{type(subscriber).__name__}.on_complete")
+            if self.many is not None:
+                ended = self._emit_batches(subscriber, self.many, iterator, want)
+            else:
+                ended = self._emit_each(subscriber, iterator, want)
+        except Exception as exc:  # the iterator failed, or produced None
+            if not self.stopped:
+                self._stop()
+                signal_terminal(subscriber, exc)
+            return True
+        if ended and not self.stopped:
+            self._stop()
+            signal_terminal(subscriber, None)
+        return self.stopped
+
+    def _emit_each(self, subscriber: Subscriber[T], iterator: Iterator[T], want: int) -> bool:
+        """One ``on_next`` per element, up to ``want`` (-1: unbounded); true at the end.
+
+        The hot path for every Subscriber from outside: one pass over an iterator
+        segment, with nothing per element but the checks the rules require.
+        """
+        on_next = subscriber.on_next
+        count = 0
+        for item in iterator if want < 0 else islice(iterator, want):
+            if self.halt:
+                break  # cancelled, or an illegal request to report: see the loop's top
+            if item is None:  # type: ignore[comparison-overlap, unused-ignore]
+                raise TypeError(SOURCE_NONE)
+            try:
+                on_next(item)
+            except Exception as exc:  # rule 2.13: consider the subscription cancelled
+                self._stop()
+                report_broken(exc, subscriber, "on_next")
+                return False
+            count += 1
+        else:
+            self.emitted = count
+            return want < 0 or count < want or self._at_end()
+        self.emitted = count
+        return False
+
+    def _emit_batches(
+        self, subscriber: Subscriber[T], many: NextMany, iterator: Iterator[T], want: int
+    ) -> bool:
+        """Lists of up to :data:`CHUNK` elements, up to ``want`` in all; true at the end."""
+        check_none = type(iterator) is not _RANGE
+        count = 0
+        while count != want:
+            size = CHUNK if want < 0 or want - count > CHUNK else want - count
+            chunk = list(islice(iterator, size))
+            pulled = len(chunk)
+            failure = None
+            if check_none and any(map(is_, chunk, repeat(None))):
+                del chunk[[item is None for item in chunk].index(True) :]  # the elements before it go on
+                failure = TypeError(SOURCE_NONE)
+            if chunk:
+                try:
+                    many(chunk)
+                except Exception as exc:  # rule 2.13: consider the subscription cancelled
+                    self._stop()
+                    report_broken(exc, subscriber, "on_next")
+                    return False
+                count += len(chunk)
+            if failure is not None:
+                self.emitted = count
+                raise failure
+            if pulled < size:
+                self.emitted = count
+                return True
+            if self.halt:
+                self.emitted = count
+                return False
+        self.emitted = count
+        return self._at_end()
 
 
 class _OneShot(Iterator[T]):

@@ -1,4 +1,10 @@
-"""``map``: each element ``x`` becomes ``fn(x)``."""
+"""``map``: each element ``x`` becomes ``fn(x)``.
+
+One :class:`MapFlow` serves every Publisher; on the iterable sources the same function
+runs fused into the source's iterator (:mod:`rstreams.flow._iterable`), with the same
+errors: a raise from ``fn`` cancels upstream and goes downstream as ``on_error``, and a
+``None`` result fails the stream with the ``TypeError`` of :func:`none_result` (2.13).
+"""
 
 from __future__ import annotations
 
@@ -6,51 +12,70 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from rstreams.api import Publisher, Subscriber
-from rstreams.flow._flow import Flow
-from rstreams.flow._operator import OperatorSubscriber
-from rstreams.rules import check_subscriber
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
+from rstreams.flow._signals import NONE_ITEM
 
-__all__ = ["MapFlow"]
+__all__ = ["MapFlow", "none_result"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-class MapFlow(Flow[R]):
+def none_result(item: object) -> TypeError:
+    """The error for ``fn(item) is None``: None is never a stream element (rule 2.13)."""
+    return TypeError(f"map: fn returned None for {item!r}; None is never a stream element (rule 2.13)")
+
+
+class MapFlow(OperatorFlow[T, R]):
     """``source.map(fn)``; see :meth:`rstreams.Flow.map`."""
 
-    __slots__ = ("_fn", "_source")
+    __slots__ = ("fn",)
 
     def __init__(self, source: Publisher[T], fn: Callable[[T], R]) -> None:
-        if not callable(fn):
-            raise TypeError(f"map(fn) needs a callable, got {fn!r}")
-        self._source = source
-        self._fn = fn
+        super().__init__(source)
+        self.fn = check_callable("map", fn)
 
-    def subscribe(self, subscriber: Subscriber[R]) -> None:
-        self._source.subscribe(_MapSubscriber(check_subscriber(subscriber), self._fn))
+    def subscriber(self, downstream: Subscriber[R]) -> Subscriber[T]:
+        return _MapSubscriber(downstream, self.fn)
 
 
 class _MapSubscriber(OperatorSubscriber[T, R]):
-    __slots__ = ("_fn",)
+    __slots__ = ("fn",)
 
     def __init__(self, downstream: Subscriber[R], fn: Callable[[T], R]) -> None:
         super().__init__(downstream)
-        self._fn = fn
+        self.fn = fn
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
         try:
-            result = self._fn(item)
+            result = self.fn(item)
         except Exception as error:
             self.fail(error)
             return
         if result is None:
-            self.fail(
-                TypeError(f"map: fn returned None for {item!r}; None is never a stream element (rule 2.13)")
-            )
+            self.fail(none_result(item))
             return
         self.downstream.on_next(result)
+
+    def on_next_many(self, items: list[T]) -> None:
+        if self.done:
+            return
+        fn = self.fn
+        results: list[R] = []
+        append = results.append
+        try:
+            for item in items:
+                result = fn(item)
+                if result is None:
+                    raise none_result(item)
+                append(result)
+        except Exception as error:
+            if results:
+                self.emit_many(results)  # the elements before the failing one still go on
+            self.fail(error)
+            return
+        self.emit_many(results)

@@ -27,11 +27,10 @@ from typing import Any, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber
-from rstreams.errors import OverflowStrategyError, report_unhandled
+from rstreams.errors import OverflowStrategyError
 from rstreams.flow._drain import (
     DRAIN,
     EMIT,
-    NONE_ITEM,
     OUTER,
     QUEUED,
     DrainSubscriber,
@@ -41,7 +40,8 @@ from rstreams.flow._drain import (
 )
 from rstreams.flow._flow import Flow
 from rstreams.flow._iterable import empty, from_iterable
-from rstreams.rules import check_subscriber
+from rstreams.flow._operator import OperatorFlow, check_callable
+from rstreams.flow._signals import NONE_ITEM, report_broken
 
 __all__ = ["FlatMapFlow", "merge"]
 
@@ -49,10 +49,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class FlatMapFlow(Flow[R]):
+class FlatMapFlow(OperatorFlow[T, R]):
     """``source.flat_map(fn, ...)``; see :meth:`rstreams.Flow.flat_map`."""
 
-    __slots__ = ("_fn", "_max_concurrency", "_prefetch", "_source")
+    __slots__ = ("fn", "max_concurrency", "prefetch")
 
     def __init__(
         self,
@@ -61,17 +61,13 @@ class FlatMapFlow(Flow[R]):
         max_concurrency: int = 16,
         prefetch: int = 32,
     ) -> None:
-        if not callable(fn):
-            raise TypeError(f"flat_map(fn) needs a callable, got {fn!r}")
-        self._max_concurrency = check_prefetch("flat_map", "max_concurrency", max_concurrency)
-        self._prefetch = check_prefetch("flat_map", "prefetch", prefetch)
-        self._source = source
-        self._fn = fn
+        super().__init__(source)
+        self.fn = check_callable("flat_map", fn)
+        self.max_concurrency = check_prefetch("flat_map", "max_concurrency", max_concurrency)
+        self.prefetch = check_prefetch("flat_map", "prefetch", prefetch)
 
-    def subscribe(self, subscriber: Subscriber[R]) -> None:
-        self._source.subscribe(
-            _FlatMapSubscriber(check_subscriber(subscriber), self._fn, self._max_concurrency, self._prefetch)
-        )
+    def subscriber(self, downstream: Subscriber[R]) -> Subscriber[T]:
+        return _FlatMapSubscriber(downstream, self.fn, self.max_concurrency, self.prefetch)
 
 
 def _identity(publisher: Publisher[T]) -> Publisher[T]:
@@ -163,7 +159,7 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
     def on_next(self, item: T) -> None:
         if item is None:
             raise TypeError(NONE_ITEM)
-        if self._cancelled or self._outer_done or self._error is not None:
+        if self.cancelled or self.done or self.error is not None:
             return  # rule 3.12: late signals after cancel
         try:
             publisher: Publisher[R] = as_publisher("flat_map", self._fn(item), item)
@@ -171,7 +167,7 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
             self.fail(exc)
             return
         inner: _Inner[R] = _Inner(self)
-        with self._lock:
+        with self.lock:
             self._inners = (*self._inners, inner)
         try:
             publisher.subscribe(inner)
@@ -185,7 +181,7 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
                 return emitted
             if self._start(self._max_concurrency):
                 continue
-            outer_done = self._outer_done  # read before the inners: on_next comes before on_complete
+            outer_done = self.done  # read before the inners: on_next comes before on_complete
             inners = self._inners
             if not inners:
                 if outer_done:
@@ -193,10 +189,10 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
                 return emitted
             emitted, finished = self._serve(inners, emitted)
             if finished:
-                with self._lock:
+                with self.lock:
                     self._inners = tuple(inner for inner in self._inners if inner not in finished)
-                if not self._outer_done and self._upstream is not None:
-                    self.call(OUTER, self._upstream.request, len(finished))  # room for more inners
+                if not self.done and self.upstream is not None:
+                    self.call(OUTER, self.upstream.request, len(finished))  # room for more inners
                 continue
             return emitted
 
@@ -205,7 +201,7 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
 
         The hot path: kept in one function so that an element costs no extra call.
         """
-        downstream = self._downstream
+        downstream = self.downstream
         limit = self.limit
         finished: list[_Inner[R]] = []
         count = len(inners)
@@ -222,7 +218,7 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
             queue = inner.queue
             while True:
                 while queue:
-                    requested = self._requested
+                    requested = self.requested
                     if emitted >= requested and requested != demand.UNBOUNDED:
                         break
                     item = queue.popleft()
@@ -230,9 +226,9 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
                     try:
                         downstream.on_next(item)
                     except Exception as exc:  # rule 2.13: consider the subscription cancelled
-                        self._cancelled = True
-                        report_unhandled(exc, f"{type(downstream).__name__}.on_next")
-                    if self._cancelled or self._error is not None:
+                        self.cancelled = True
+                        report_broken(exc, downstream, "on_next")
+                    if self.cancelled or self.error is not None:
                         return emitted, finished
                     inner.consumed += 1
                 if inner.consumed >= limit and not inner.done:  # replenish what was used
@@ -246,7 +242,7 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
 
     def _clear(self) -> None:
         """Cancel the upstream and every inner, drop what is queued (rules 3.13, 4.2)."""
-        with self._lock:
+        with self.lock:
             inners, self._inners = self._inners, ()
         for inner in inners:
             inner.cancel()

@@ -26,30 +26,32 @@ Theory of operation:
   ``on_error(ResourceClosedError)``. With ``auto_cancel=False`` the upstream is kept;
   nothing more is requested until a subscriber with demand arrives, and elements that
   arrive meanwhile (at most ``buffer_size``) are dropped.
-* Serial signals (1.3) and bounded re-entrancy (3.3): every event (an element, a
-  terminal, a ``request``, a ``cancel``, a subscriber joining) is recorded under the
-  lock and increments ``_wip``; whoever moves it from 0 to 1 runs the drain loop on
-  its own thread, which delivers to all subscribers and repeats while events were
-  "missed". The lock guards only bookkeeping; no user code runs while it is held.
+* Serial signals (1.3) and bounded re-entrancy (3.3): the drain loop of
+  :mod:`rstreams.flow._drain`. Every event (an element, a terminal, a ``request``, a
+  ``cancel``, a subscriber joining) is recorded under the loop's lock and counted;
+  whoever finds the loop idle runs it on its own thread, which delivers to all
+  subscribers and repeats while events were missed. The lock guards only bookkeeping;
+  no user code runs while it is held.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Processor, Subscriber, Subscription
-from rstreams.errors import OverflowStrategyError, ResourceClosedError, report_unhandled
+from rstreams.errors import OverflowStrategyError, ResourceClosedError
+from rstreams.flow._drain import DrainLoop
 from rstreams.flow._flow import Flow
-from rstreams.rules import check_error, check_item, check_subscriber
+from rstreams.flow._signals import NONE_ITEM, report_broken, signal_subscribe, signal_terminal
+from rstreams.rules import check_error, check_subscriber
 
 __all__ = ["MulticastProcessor"]
 
 T = TypeVar("T")
 
 
-class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
+class MulticastProcessor(DrainLoop, Flow[T], Processor[T, T], Generic[T]):
     """A hot Processor: subscribe it to one Publisher, then subscribe any number of Subscribers.
 
     ``processor = MulticastProcessor(); source.subscribe(processor); processor.map(f)...``
@@ -70,12 +72,10 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
         "_error",
         "_head",
         "_limit",
-        "_lock",
         "_outstanding",
         "_subscribed",
         "_subscribers",
         "_upstream",
-        "_wip",
     )
 
     def __init__(self, *, buffer_size: int = 256, auto_cancel: bool = True) -> None:
@@ -84,8 +84,7 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
         self._buffer_size = buffer_size
         self._limit = buffer_size - buffer_size // 4
         self._auto_cancel = auto_cancel
-        self._lock = threading.Lock()
-        self._wip = 0
+        self.init_drain()
         self._upstream: Subscription | None = None
         self._subscribed = False  # an upstream subscription was ever accepted (2.5)
         self._outstanding = 0  # requested upstream, not yet received
@@ -105,27 +104,24 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
         inner = _MulticastSubscription(self, subscriber)
-        try:
-            subscriber.on_subscribe(inner)
-        except Exception as exc:  # rule 2.13: the subscriber broke the contract
+        if not signal_subscribe(subscriber, inner):  # rule 2.13: consider it cancelled
             inner.downstream = None
-            report_unhandled(exc, f"{type(subscriber).__name__}.on_subscribe")
             return
-        with self._lock:
+        with self.lock:
             if inner.downstream is None:
                 return  # cancelled inside on_subscribe
             inner.position = self._head + len(self._buffer)
             self._subscribers += (inner,)
             if not self._enter():
                 return
-        self._drain()
+        self.drain_loop()
 
     # -- Subscriber side (upstream -> this) -------------------------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None) is illegal; pass a Subscription")
-        with self._lock:
+        with self.lock:
             reject = self._subscribed or self._done
             self._subscribed = True
             if not reject:
@@ -134,12 +130,12 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
         if reject:
             subscription.cancel()  # rule 2.5, or the processor already ended (auto_cancel)
         elif owner:
-            self._drain()
+            self.drain_loop()
 
     def on_next(self, item: T) -> None:
         if item is None:
-            check_item(item)  # raises TypeError naming rule 2.13
-        lock = self._lock
+            raise TypeError(NONE_ITEM)
+        lock = self.lock
         lock.acquire()  # the hot path: acquire/release cost half of a with-block here
         try:
             if self._done:
@@ -148,13 +144,13 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
             if outstanding:
                 self._outstanding = outstanding - 1
                 self._buffer.append(item)
-                self._wip += 1
-                if self._wip != 1:
+                self.wip += 1
+                if self.wip != 1:
                     return
         finally:
             lock.release()
         if outstanding:
-            self._drain()
+            self.drain_loop()
             return
         self._terminate(
             OverflowStrategyError(
@@ -172,12 +168,12 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
     # -- internals --------------------------------------------------------------------
 
     def _enter(self) -> bool:
-        """Under the lock: count an event; True when the caller must run the drain."""
-        self._wip += 1
-        return self._wip == 1
+        """Under the lock: count an event; True when the caller must run the loop."""
+        self.wip += 1
+        return self.wip == 1
 
     def _terminate(self, error: BaseException | None, *, cancel_upstream: bool) -> None:
-        with self._lock:
+        with self.lock:
             if self._done:
                 return
             self._done = True
@@ -187,12 +183,12 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
         if cancel_upstream and upstream is not None:
             upstream.cancel()
         if owner:
-            self._drain()
+            self.drain_loop()
 
     def _remove(self, inner: _MulticastSubscription[T], *, cancelled: bool) -> None:
         """Detach ``inner``; if it cancelled and was the last one, apply auto_cancel."""
         upstream = None
-        with self._lock:
+        with self.lock:
             if inner not in self._subscribers:
                 return
             self._subscribers = tuple(s for s in self._subscribers if s is not inner)
@@ -207,35 +203,20 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
         if upstream is not None:
             upstream.cancel()
         if owner:
-            self._drain()
+            self.drain_loop()
 
-    def _drain(self) -> None:
-        """Deliver, trim the buffer, request upstream; repeat while events were missed.
+    def drain_pass(self) -> bool:
+        """Deliver, trim the buffer, request upstream.
 
-        The upstream is asked while this thread still owns ``_wip``: elements it sends
+        The upstream is asked while this thread still holds the loop: elements it sends
         synchronously from ``request`` are only queued, and the next pass delivers them (3.3).
         """
-        missed = 1
-        acquire, release = self._lock.acquire, self._lock.release
-        while True:
-            self._deliver()
-            acquire()
-            try:
-                upstream, n = self._trim_and_plan()
-                if upstream is None:
-                    self._wip -= missed
-                    missed = self._wip
-                    if missed == 0:
-                        return
-                    continue
-            finally:
-                release()
+        self._deliver()
+        with self.lock:
+            upstream, n = self._trim_and_plan()
+        if upstream is not None:
             upstream.request(n)
-            with self._lock:
-                self._wip -= missed
-                missed = self._wip
-                if missed == 0:
-                    return
+        return False
 
     def _deliver(self) -> None:
         """One pass over the subscribers. Reads the terminal state before the tail, so that
@@ -252,7 +233,7 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
             if bad is not None or (done and error is not None):
                 inner.downstream = None
                 self._remove(inner, cancelled=bad is not None)
-                _deliver_terminal(downstream, bad if bad is not None else error)
+                signal_terminal(downstream, bad if bad is not None else error)
                 continue
             position = inner.position
             if position < tail:
@@ -271,7 +252,7 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
                         except Exception as exc:  # rule 2.13: consider it cancelled
                             inner.downstream = None
                             self._remove(inner, cancelled=True)
-                            report_unhandled(exc, f"{type(downstream).__name__}.on_next")
+                            report_broken(exc, downstream, "on_next")
                             break
                         count += 1
                     inner.position = position = position + count
@@ -279,7 +260,7 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
             if done and position == tail and inner.downstream is not None:
                 inner.downstream = None
                 self._remove(inner, cancelled=False)
-                _deliver_terminal(downstream, None)
+                signal_terminal(downstream, None)
 
     def _trim_and_plan(self) -> tuple[Subscription | None, int]:
         """Under the lock: drop what every subscriber has taken; say what to request upstream."""
@@ -305,16 +286,6 @@ class MulticastProcessor(Flow[T], Processor[T, T], Generic[T]):
         return upstream, free
 
 
-def _deliver_terminal(downstream: Subscriber[T], error: BaseException | None) -> None:
-    try:
-        if error is None:
-            downstream.on_complete()
-        else:
-            downstream.on_error(error)
-    except Exception as exc:
-        report_unhandled(exc, f"{type(downstream).__name__}.{'on_complete' if error is None else 'on_error'}")
-
-
 class _MulticastSubscription(Subscription, Generic[T]):
     """One subscriber's link to the processor: its demand and its place in the buffer."""
 
@@ -333,14 +304,14 @@ class _MulticastSubscription(Subscription, Generic[T]):
             return  # rules 3.6 and 1.7: no-op after cancel or a terminal signal
         problem = demand.invalid(n)
         parent = self.parent
-        with parent._lock:
+        with parent.lock:
             if problem is None:
                 self.requested = demand.add(self.requested, n)
             elif self.bad_request is None:
                 self.bad_request = problem
             if not parent._enter():
                 return
-        parent._drain()
+        parent.drain_loop()
 
     def cancel(self) -> None:
         if self.downstream is None:

@@ -6,15 +6,15 @@ or ``call_soon`` when already on that loop's thread) or a
 :class:`concurrent.futures.Executor` (through ``submit``). ``on_subscribe`` is signalled
 on the thread that subscribed, before any other signal (rule 1.9).
 
-Theory of operation (the work-in-progress counter, rules 1.3 and 3.3):
+Theory of operation: the drain loop of :mod:`rstreams.flow._drain` (rules 1.3 and 3.3),
+run on the target instead of the signalling thread:
 
 * Every event (an element, a terminal signal, a ``request``, a bad ``request``) is
-  recorded, then increments ``_wip`` under a lock. Only the event that moves it from 0
-  to 1 schedules a drain; the drain delivers everything available within demand,
-  then subtracts what it saw ("missed") and loops until ``_wip`` is 0 again. So one
-  drain runs at a time, signals never overlap (1.3), and a burst costs one scheduled
-  callback, not one per element. A ``request`` made inside ``on_next`` only adds
-  demand: the running drain picks it up (3.3).
+  recorded, then counted under the lock. Only the event that finds the loop idle
+  schedules it on the target; the loop delivers everything available within demand and
+  repeats while events were missed. So one drain runs at a time, signals never overlap
+  (1.3), and a burst costs one scheduled callback, not one per element. A ``request``
+  made inside ``on_next`` only adds demand: the running drain picks it up (3.3).
 * Upstream demand is a window: ``buffer_size`` is requested first, then ``limit`` =
   ``buffer_size - buffer_size // 4`` more each time three quarters of the window has
   been delivered downstream. Received-but-undelivered elements therefore never exceed
@@ -29,7 +29,7 @@ Theory of operation (the work-in-progress counter, rules 1.3 and 3.3):
   With ``delay_error=True`` the queued elements are delivered first, as demand allows.
   ``on_complete`` always waits until the queue is empty, then needs no demand (1.5).
 * ``cancel`` cancels upstream, clears the queue, and drops the Subscriber and the
-  Subscription (3.13). After cancel or a terminal signal ``_wip`` is never released,
+  Subscription (3.13). After cancel or a terminal signal the loop is never released,
   so nothing is scheduled again.
 
 If the loop is closed or the executor shut down, the drain cannot be scheduled: the
@@ -41,16 +41,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import OverflowStrategyError, report_unhandled
-from rstreams.flow._flow import Flow
-from rstreams.rules import check_error, check_item, check_subscriber
+from rstreams.errors import OverflowStrategyError
+from rstreams.flow._async_source import on_loop_thread
+from rstreams.flow._drain import DrainLoop
+from rstreams.flow._operator import OperatorFlow
+from rstreams.flow._signals import NONE_ITEM, report_broken, signal_subscribe, signal_terminal
+from rstreams.rules import check_error
 
 __all__ = ["ObserveOnFlow"]
 
@@ -65,7 +67,7 @@ def _scheduler(target: asyncio.AbstractEventLoop | concurrent.futures.Executor) 
         loop = target
 
         def on_loop(callback: Callable[[], None]) -> None:
-            if asyncio._get_running_loop() is loop:  # already on the loop's thread: no wake-up needed
+            if on_loop_thread(loop):  # already on the loop's thread: no wake-up needed
                 loop.call_soon(callback)
             else:
                 loop.call_soon_threadsafe(callback)
@@ -83,10 +85,10 @@ def _scheduler(target: asyncio.AbstractEventLoop | concurrent.futures.Executor) 
     )
 
 
-class ObserveOnFlow(Flow[T]):
+class ObserveOnFlow(OperatorFlow[T, T]):
     """``source.observe_on(target)``; see :meth:`rstreams.Flow.observe_on` and the module docs."""
 
-    __slots__ = ("_buffer_size", "_delay_error", "_schedule", "_source")
+    __slots__ = ("buffer_size", "delay_error", "schedule")
 
     def __init__(
         self,
@@ -96,256 +98,227 @@ class ObserveOnFlow(Flow[T]):
         buffer_size: int = 256,
         delay_error: bool = False,
     ) -> None:
+        super().__init__(source)
         if type(buffer_size) is not int or buffer_size <= 0:
             raise ValueError(f"observe_on(buffer_size=...) needs an int > 0, got {buffer_size!r}")
-        self._schedule = _scheduler(target)
-        self._source = source
-        self._buffer_size = buffer_size
-        self._delay_error = delay_error
+        self.schedule = _scheduler(target)
+        self.buffer_size = buffer_size
+        self.delay_error = delay_error
 
-    def subscribe(self, subscriber: Subscriber[T]) -> None:
-        check_subscriber(subscriber)
-        inner = _ObserveOnSubscriber(subscriber, self._schedule, self._buffer_size, self._delay_error)
-        self._source.subscribe(inner)
+    def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
+        return _ObserveOnSubscriber(downstream, self.schedule, self.buffer_size, self.delay_error)
 
 
-class _ObserveOnSubscriber(Subscriber[T], Subscription, Generic[T]):
+class _ObserveOnSubscriber(DrainLoop, Subscriber[T], Subscription, Generic[T]):
+    """``done``: the upstream terminated (or broke rule 1.1); ``cancelled``: every method is a no-op."""
+
     __slots__ = (
-        "_bad_request",
-        "_buffer_size",
-        "_consumed",
-        "_delay_error",
-        "_done",
-        "_downstream",
-        "_error",
-        "_halt",
-        "_limit",
-        "_lock",
-        "_queue",
-        "_requested",
-        "_schedule",
-        "_stopped",
-        "_upstream",
-        "_wip",
+        "bad_request",
+        "buffer_size",
+        "cancelled",
+        "consumed",
+        "delay_error",
+        "done",
+        "downstream",
+        "emitted_pass",
+        "error",
+        "halt",
+        "limit",
+        "queue",
+        "requested",
+        "schedule",
+        "upstream",
     )
 
     def __init__(self, downstream: Subscriber[T], schedule: Schedule, buffer_size: int, delay: bool) -> None:
-        self._downstream: Subscriber[T] | None = downstream
-        self._upstream: Subscription | None = None
-        self._schedule = schedule
-        self._buffer_size = buffer_size
-        self._limit = buffer_size - buffer_size // 4  # replenish at three quarters delivered
-        self._consumed = 0  # delivered since the last replenish; only the drain touches it
-        self._delay_error = delay
-        self._queue: deque[T] = deque()
-        self._lock = threading.Lock()
-        self._wip = 1  # held until on_subscribe has returned: nothing is delivered before it
-        self._requested = 0  # downstream demand not yet met
-        self._done = False  # upstream signalled a terminal (or broke rule 1.1)
-        self._error: BaseException | None = None
-        self._bad_request: BaseException | None = None  # rule 3.9, for the drain to deliver
-        self._stopped = False  # cancelled or terminal delivered: every method is a no-op
-        self._halt = False  # stopped or a bad request waits: the drain must stop delivering
+        self.downstream: Subscriber[T] | None = downstream
+        self.upstream: Subscription | None = None
+        self.done = False
+        self.schedule = schedule
+        self.buffer_size = buffer_size
+        self.limit = buffer_size - buffer_size // 4  # replenish at three quarters delivered
+        self.consumed = 0  # delivered since the last replenish; only the drain touches it
+        self.delay_error = delay
+        self.queue: deque[T] = deque()
+        self.init_drain(held=True)  # nothing is delivered before on_subscribe has returned
+        self.requested = 0  # downstream demand not yet met
+        self.emitted_pass = 0  # delivered by the current pass; settled under the lock
+        self.error: BaseException | None = None
+        self.bad_request: BaseException | None = None  # rule 3.9, for the drain to deliver
+        self.cancelled = False  # cancelled or terminal delivered
+        self.halt = False  # cancelled or a bad request waits: the drain must stop delivering
 
     # -- upstream -> this -----------------------------------------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
-        if not demand.accept_subscription(self._upstream, subscription):
+        if not demand.accept_subscription(self.upstream, subscription):
             return  # rule 2.5: a second subscription was cancelled
-        if self._stopped:
+        if self.cancelled:
             subscription.cancel()
             return
-        self._upstream = subscription
-        downstream = self._downstream
+        self.upstream = subscription
+        downstream = self.downstream
         assert downstream is not None
-        try:
-            downstream.on_subscribe(self)
-        except Exception as exc:  # rule 2.13: the subscriber broke the contract
+        if not signal_subscribe(downstream, self):
             self.cancel()
-            report_unhandled(exc, f"{type(downstream).__name__}.on_subscribe")
             return
-        self._start(subscription)
+        self.on_start(subscription)
 
-    def _start(self, subscription: Subscription) -> None:
+    def on_start(self, subscription: Subscription) -> None:
         """After on_subscribe returned: open the upstream window, release the initial hold."""
-        if self._stopped:
-            return  # cancelled inside on_subscribe: keep _wip held, schedule nothing
-        subscription.request(self._buffer_size)
-        with self._lock:  # release the hold taken in __init__; schedule what arrived meanwhile
-            self._wip -= 1
-            if self._wip == 0:
-                return
-            self._wip = 1
-        self._submit()
+        if self.cancelled:
+            return  # cancelled inside on_subscribe: keep the loop held, schedule nothing
+        subscription.request(self.buffer_size)
+        self.leave()
 
     def on_next(self, item: T) -> None:
         if item is None:
-            check_item(item)  # raises TypeError naming rule 2.13
-        if self._done or self._stopped:
+            raise TypeError(NONE_ITEM)
+        if self.done or self.cancelled:
             return  # late signal after cancel (3.12) or after a terminal
-        queue = self._queue
+        queue = self.queue
         queue.append(item)
-        if len(queue) > self._buffer_size:
+        if len(queue) > self.buffer_size:
             self._overflow()
             return
-        lock = self._lock
+        lock = self.lock
         lock.acquire()  # the hot path: acquire/release cost half of a with-block here
-        wip = self._wip = self._wip + 1
+        wip = self.wip = self.wip + 1
         lock.release()
         if wip == 1:
-            self._submit()
+            self.start_drain()
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        if self._done or self._stopped:
+        if self.done or self.cancelled:
             return
-        self._error = error
-        self._done = True
-        self._signal()
+        self.error = error
+        self.done = True
+        self.drain()
 
     def on_complete(self) -> None:
-        if self._done or self._stopped:
+        if self.done or self.cancelled:
             return
-        self._done = True
-        self._signal()
+        self.done = True
+        self.drain()
 
     # -- downstream -> this ---------------------------------------------------------
 
     def request(self, n: int) -> None:
-        if self._stopped:
+        if self.cancelled:
             return  # rules 3.6 and 1.7: no-op after cancel or a terminal signal
         problem = demand.invalid(n)
-        with self._lock:
+        with self.lock:
             if problem is None:
-                self._requested = demand.add(self._requested, n)
-            elif self._bad_request is None:
-                self._bad_request = problem
-                self._halt = True
-            self._wip += 1
-            if self._wip != 1:
+                self.requested = demand.add(self.requested, n)
+            elif self.bad_request is None:
+                self.bad_request = problem
+                self.halt = True
+            self.wip += 1
+            if self.wip != 1:
                 return
-        self._submit()
+        self.start_drain()
 
     def cancel(self) -> None:
-        if self._stopped:
+        if self.cancelled:
             return
         self._stop()
-        with self._lock:  # if no drain runs, empty the queue here and never release _wip
-            self._wip += 1
-            if self._wip != 1:
-                return  # the running drain sees _stopped and clears the queue
-        self._queue.clear()
+        with self.lock:  # if no drain runs, empty the queue here and never release the loop
+            self.wip += 1
+            if self.wip != 1:
+                return  # the running drain sees ``cancelled`` and clears the queue
+        self.queue.clear()
 
     # -- the drain --------------------------------------------------------------------
 
-    def _signal(self) -> None:
-        with self._lock:
-            self._wip += 1
-            if self._wip != 1:
-                return
-        self._submit()
-
-    def _submit(self) -> None:
+    def start_drain(self) -> None:
+        """Run the loop on the target; if it cannot be scheduled, end the stream here."""
         try:
-            self._schedule(self._drain)
+            self.schedule(self.drain_loop)
         except Exception as exc:  # the loop is closed or the executor shut down
-            downstream = self._downstream
+            downstream = self.downstream
             self._stop()
-            self._queue.clear()
+            self.queue.clear()
             if downstream is not None:
                 error = RuntimeError(f"observe_on: could not schedule delivery on the target: {exc}")
                 error.__cause__ = exc
-                self._deliver_terminal(downstream, error)
+                signal_terminal(downstream, error)
 
     def _stop(self) -> None:
         """Cancelled or finished: cancel upstream, drop both references (rule 3.13)."""
-        self._stopped = True
-        self._halt = True
-        upstream = self._upstream
-        self._downstream = None
-        self._upstream = None
-        if upstream is not None and not self._done:
+        self.cancelled = True
+        self.halt = True
+        upstream = self.upstream
+        self.downstream = None
+        self.upstream = None
+        if upstream is not None and not self.done:
             upstream.cancel()
 
     def _overflow(self) -> None:
-        self._error = OverflowStrategyError(
-            f"rule 1.1: observe_on's upstream sent more elements than the {self._buffer_size} requested"
+        self.error = OverflowStrategyError(
+            f"rule 1.1: observe_on's upstream sent more elements than the {self.buffer_size} requested"
         )
-        self._done = True
-        self._delay_error = False
-        if self._upstream is not None:
-            self._upstream.cancel()
-        self._signal()
+        self.done = True
+        self.delay_error = False
+        if self.upstream is not None:
+            self.upstream.cancel()
+        self.drain()
 
-    def _drain(self) -> None:
+    def drain_pass(self) -> bool:
         """Deliver everything available within demand, then the terminal signal if it is due.
 
-        Runs on the target, never twice at once. One pass per burst: the inner loop is the
-        hot path and makes no call per element besides ``on_next`` and ``popleft``.
+        Runs on the target, never twice at once. The inner loop is the hot path and makes
+        no call per element besides ``on_next`` and ``popleft``.
         """
-        missed = 1
-        queue = self._queue
-        emitted = 0  # delivered since the last demand bookkeeping
-        consumed = self._consumed  # delivered since the last upstream replenish
-        limit = self._limit
-        while True:
-            downstream = self._downstream
-            if self._stopped or downstream is None:
-                queue.clear()
-                return
-            bad = self._bad_request
-            if bad is not None:
+        queue = self.queue
+        downstream = self.downstream
+        if self.cancelled or downstream is None:
+            queue.clear()
+            return True
+        bad = self.bad_request
+        if bad is not None:
+            self._stop()
+            queue.clear()
+            signal_terminal(downstream, bad)
+            return True
+        if self.done and self.error is not None and not self.delay_error:
+            self._finish(downstream)
+            return True
+        emitted = 0
+        consumed = self.consumed
+        limit = self.limit
+        requested = self.requested
+        while emitted != requested and queue:
+            item = queue.popleft()
+            try:
+                downstream.on_next(item)
+            except Exception as exc:  # rule 2.13: consider the subscription cancelled
                 self._stop()
                 queue.clear()
-                self._deliver_terminal(downstream, bad)
-                return
-            if self._done and self._error is not None and not self._delay_error:
-                self._finish(downstream)
-                return
-            requested = self._requested
-            while emitted != requested and queue:
-                item = queue.popleft()
-                try:
-                    downstream.on_next(item)
-                except Exception as exc:  # rule 2.13: consider the subscription cancelled
-                    self._stop()
-                    queue.clear()
-                    report_unhandled(exc, f"{type(downstream).__name__}.on_next")
-                    return
-                emitted += 1
-                consumed += 1
-                if consumed == limit:
-                    consumed = 0
-                    upstream = self._upstream
-                    if upstream is not None and not self._done:
-                        upstream.request(limit)
-                if self._halt:
-                    break  # cancelled, or a bad request to report: see the loop's top
-            if self._done and not queue and not self._stopped:
-                self._finish(downstream)
-                return
-            self._consumed = consumed
-            with self._lock:
-                self._requested = demand.sub(self._requested, emitted)
-                emitted = 0
-                self._wip -= missed
-                missed = self._wip
-                if missed == 0:
-                    return
+                report_broken(exc, downstream, "on_next")
+                return True
+            emitted += 1
+            consumed += 1
+            if consumed == limit:
+                consumed = 0
+                upstream = self.upstream
+                if upstream is not None and not self.done:
+                    upstream.request(limit)
+            if self.halt:
+                break  # cancelled, or a bad request to report: the next pass looks
+        self.consumed = consumed
+        if self.done and not queue and not self.cancelled:
+            self._finish(downstream)
+            return True
+        self.emitted_pass = emitted
+        return False
+
+    def settle(self) -> None:
+        self.requested = demand.sub(self.requested, self.emitted_pass)
+        self.emitted_pass = 0
 
     def _finish(self, downstream: Subscriber[T]) -> None:
-        error = self._error
+        error = self.error
         self._stop()
-        self._queue.clear()
-        self._deliver_terminal(downstream, error)
-
-    @staticmethod
-    def _deliver_terminal(downstream: Subscriber[T], error: BaseException | None) -> None:
-        try:
-            if error is None:
-                downstream.on_complete()
-            else:
-                downstream.on_error(error)
-        except Exception as exc:
-            where = "on_complete" if error is None else "on_error"
-            report_unhandled(exc, f"{type(downstream).__name__}.{where}")
+        self.queue.clear()
+        signal_terminal(downstream, error)

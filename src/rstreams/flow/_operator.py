@@ -1,52 +1,117 @@
-"""The shape every operator's inner subscriber shares: ``downstream``, ``upstream``, ``done``.
+"""The one shape of an operator: :class:`OperatorFlow` and :class:`OperatorSubscriber`.
 
-An operator sits between an upstream Publisher and a downstream Subscriber. Its inner
-subscriber is both the upstream's Subscriber and the downstream's Subscription. Each
-signal method follows the same steps in the same order:
+An operator is a :class:`OperatorFlow` (it holds ``source`` and the checked arguments,
+and makes one inner subscriber per subscription) and an inner subscriber that is both
+the upstream's Subscriber and the downstream's Subscription, with three fields:
+``downstream``, ``upstream`` and ``done`` (no more upstream signals are taken: the
+upstream terminated, or this operator cancelled it). Each signal method follows the same
+steps in the same order:
 
-* ``on_subscribe``: accept at most one subscription (2.5), then hand ``self`` downstream.
-* ``on_next``: reject ``None`` (2.13), ignore after ``done`` (late signals after a cancel,
-  3.12), transform, pass on. User code that raises ends the stream via :meth:`fail`.
-* ``on_error`` / ``on_complete``: reject ``None`` (2.13), mark ``done``, pass on once.
-* ``request`` / ``cancel``: pass upstream. Validation of ``n`` (3.9) is the upstream's job;
-  its ``on_error`` flows back down through this operator.
+* ``on_subscribe``: accept at most one subscription (2.5), keep it as ``upstream``, hand
+  ``self`` downstream, then :meth:`OperatorSubscriber.on_start` (a hook).
+* ``on_next``: reject ``None`` (2.13), ignore after ``done`` (late signals after a
+  cancel, 3.12), do the operator's work, pass on. User code that raises ends the stream
+  through :meth:`OperatorSubscriber.fail`: upstream cancelled, ``on_error`` downstream.
+* ``on_error`` / ``on_complete``: reject ``None`` (2.13), ignore after ``done``, mark
+  ``done``, pass on once.
+* ``request`` / ``cancel``: pass upstream. An illegal ``n`` (3.9) is passed on unchanged,
+  so the upstream signals the error in its own serial order; operators that change the
+  demand (filter, take, buffer, ...) override ``request`` and keep that rule.
 
-Operators that change the demand (filter, take, buffer, ...) override ``request``.
+Operators with queues or several upstreams (``concat_map``, ``flat_map``, ``merge``,
+``observe_on``) add the drain loop of :mod:`rstreams.flow._drain` to this shape.
+
+Operators may also offer the internal batch signal ``on_next_many(items)`` (see
+:mod:`rstreams.flow._signals`) and pass batches on with :meth:`OperatorSubscriber.emit_many`.
+
+Writing a new operator (``take_every(k)``)::
+
+    class TakeEveryFlow(OperatorFlow[T, T]):
+        def __init__(self, source: Publisher[T], k: int) -> None:
+            super().__init__(source)
+            self.k = check_count("take_every", k)
+
+        def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
+            return _TakeEvery(downstream, self.k)
+
+    class _TakeEvery(OperatorSubscriber[T, T]):
+        ...  # on_next: the two checks, then the work; request: k * n upstream
 """
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+import abc
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
-from rstreams.api import Subscriber, Subscription
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
-from rstreams.rules import check_error
+from rstreams.flow._flow import Flow
+from rstreams.flow._signals import NONE_ITEM, NextMany, next_many
+from rstreams.rules import check_error, check_subscriber
 
-__all__ = ["OperatorSubscriber"]
+__all__ = ["OperatorFlow", "OperatorSubscriber", "check_callable", "check_count"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-class OperatorSubscriber(Subscriber[T], Subscription, Generic[T, R]):
-    """Base for an operator's inner subscriber; subclasses override ``on_next``."""
+def check_callable(operator: str, fn: object, what: str = "fn") -> Callable[..., Any]:
+    """``fn`` if callable, else ``TypeError`` naming the operator: ``map(fn) needs a callable``."""
+    if not callable(fn):
+        raise TypeError(f"{operator}({what}) needs a callable, got {fn!r}")
+    return fn
 
-    __slots__ = ("done", "downstream", "upstream")
+
+def check_count(operator: str, n: object, name: str = "n") -> int:
+    """``n`` as an int >= 0, else ``TypeError``/``ValueError`` naming the operator."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"{operator}({name}) needs an int, got {n!r}")
+    if n < 0:
+        raise ValueError(f"{operator}({name}) needs {name} >= 0, got {n}; use {operator}(0) for none")
+    return n
+
+
+class OperatorFlow(Flow[R], Generic[T, R]):
+    """An operator's Flow: ``source`` plus checked arguments; one inner subscriber per subscribe."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: Publisher[T]) -> None:
+        self.source = source
+
+    def subscribe(self, subscriber: Subscriber[R]) -> None:
+        self.source.subscribe(self.subscriber(check_subscriber(subscriber)))
+
+    @abc.abstractmethod
+    def subscriber(self, downstream: Subscriber[R]) -> Subscriber[T]:
+        """The inner subscriber that serves ``downstream`` (built per subscription)."""
+
+
+class OperatorSubscriber(Subscriber[T], Subscription, Generic[T, R]):
+    """Base for an operator's inner subscriber; subclasses write ``on_next`` (see the module)."""
+
+    __slots__ = ("done", "downstream", "many", "upstream")
 
     def __init__(self, downstream: Subscriber[R]) -> None:
         self.downstream = downstream
         self.upstream: Subscription | None = None
         self.done = False
+        self.many: NextMany | None = next_many(downstream)
+        """``downstream.on_next_many`` when the downstream takes batches."""
 
-    # -- upstream -> this ---------------------------------------------------------
+    # -- upstream -> this -------------------------------------------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if not accept_subscription(self.upstream, subscription):
             return
         self.upstream = subscription
         self.downstream.on_subscribe(self)
+        self.on_start()
 
     def on_next(self, item: T) -> None:  # pragma: no cover - every subclass overrides it
+        if item is None:
+            raise TypeError(NONE_ITEM)
         raise NotImplementedError
 
     def on_error(self, error: BaseException) -> None:
@@ -62,7 +127,7 @@ class OperatorSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         self.done = True
         self.downstream.on_complete()
 
-    # -- downstream -> this -------------------------------------------------------
+    # -- downstream -> this -----------------------------------------------------------
 
     def request(self, n: int) -> None:
         if self.upstream is not None:
@@ -73,13 +138,28 @@ class OperatorSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         if self.upstream is not None:
             self.upstream.cancel()
 
-    # -- helpers ------------------------------------------------------------------
+    # -- for subclasses ---------------------------------------------------------------
+
+    def on_start(self) -> None:
+        """Called after the downstream's ``on_subscribe`` returned; nothing by default."""
 
     def fail(self, error: BaseException) -> None:
-        """User code in this operator raised: cancel upstream, signal ``error`` downstream."""
+        """User code in this operator raised: cancel upstream, signal ``error`` downstream once."""
         if self.done:
             return
+        self.done = True
         if self.upstream is not None:
             self.upstream.cancel()
-        self.done = True
         self.downstream.on_error(error)
+
+    def emit_many(self, items: list[R]) -> None:
+        """Pass a non-empty batch downstream: one ``on_next_many``, or ``on_next`` per element."""
+        many = self.many
+        if many is not None:
+            many(items)
+            return
+        on_next = self.downstream.on_next
+        for item in items:
+            if self.done:
+                return  # cancelled from inside on_next (3.12: stop soon)
+            on_next(item)

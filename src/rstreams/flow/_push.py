@@ -15,13 +15,14 @@ strategy throws away, including the one that overflowed, adds one to ``dropped``
 error (``fail`` or an overflow) and ``complete`` arrive after the elements buffered
 before them, so nothing accepted is lost; rule 1.4 lets them arrive without demand.
 
-Theory of operation (:class:`BufferedSubscription`, the drain loop of rules 1.3 and 3.3):
-one lock guards the queue, the demand and a ``draining`` flag. ``offer`` with demand and
-an empty queue delivers on the producer's thread at once (the fast path); otherwise it
-queues or applies the strategy. Whoever finds nobody draining (``offer``, ``request``,
-``finish``) becomes the drainer and emits outside the lock until demand or queue run
-out; everyone else only updates the bookkeeping and returns. So signals are serial,
-``request`` inside ``on_next`` never recurses, and the lock is never held in user code.
+Theory of operation (:class:`BufferedSubscription`): the drain loop of
+:mod:`rstreams.flow._drain` (rules 1.3 and 3.3); its lock guards the queue and the demand
+too. ``offer`` with demand, an empty queue and the loop idle delivers on the producer's
+thread at once, holding the loop (the fast path); otherwise it queues or applies the
+strategy. Whoever finds the loop idle with work to do (``offer``, ``request``,
+``finish``) runs it and emits outside the lock until demand or queue run out; everyone
+else only updates the bookkeeping and returns. So signals are serial, ``request``
+inside ``on_next`` never recurses, and the lock is never held in user code.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ from typing import Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import OverflowStrategyError, ResourceClosedError, report_unhandled
+from rstreams.flow._drain import DrainLoop
 from rstreams.flow._flow import Flow
+from rstreams.flow._signals import report_broken, signal_subscribe, signal_terminal
 from rstreams.rules import check_item, check_subscriber
 
 __all__ = ["BufferedSubscription", "OverflowStrategy", "PushSource", "from_push", "resolve_capacity"]
@@ -76,7 +79,7 @@ def resolve_capacity(overflow: OverflowStrategy, capacity: int | None) -> int:
     return capacity
 
 
-class BufferedSubscription(Subscription, Generic[T]):
+class BufferedSubscription(DrainLoop, Subscription, Generic[T]):
     """One subscriber's demand, buffer and overflow strategy; fed by ``offer``/``finish``.
 
     ``on_detach`` is called once, outside the lock, when this subscription stops accepting
@@ -87,10 +90,8 @@ class BufferedSubscription(Subscription, Generic[T]):
     __slots__ = (
         "_capacity",
         "_detached",
-        "_draining",
         "_error",
         "_finished",
-        "_lock",
         "_name",
         "_on_detach",
         "_queue",
@@ -119,10 +120,9 @@ class BufferedSubscription(Subscription, Generic[T]):
         self._name = name
         self._on_detach = on_detach
         self._detached = False
-        self._lock = threading.Lock()
+        self.init_drain(held=True)  # nobody may emit before on_subscribe has returned (1.3)
         self._queue: deque[T] = deque()
         self._requested = 0
-        self._draining = True  # nobody may emit before on_subscribe has returned (1.3)
         self._stopped = False  # cancelled or terminal signal sent: emit nothing more
         self._finished = False  # the producer ended; ``_terminal`` says how
         self._terminal: BaseException | None = None
@@ -135,32 +135,29 @@ class BufferedSubscription(Subscription, Generic[T]):
         """Signal ``on_subscribe`` (rule 1.9), then emit whatever is already due."""
         subscriber = self._subscriber
         assert subscriber is not None
-        try:
-            subscriber.on_subscribe(self)
-        except Exception as exc:  # rule 2.13: the subscriber broke the contract
-            self._broken(exc, subscriber, "on_subscribe")
+        if not signal_subscribe(subscriber, self):  # rule 2.13: consider it cancelled
+            self.cancel()
             return
-        self._release()
+        self.leave()
 
     def request(self, n: int) -> None:
         """Add demand (rule 3.17) or record a rule 3.9 error; emit if nobody is emitting."""
         if self._stopped:
             return  # rule 3.6: a no-op after cancel or a terminal signal
         problem = demand.invalid(n)
-        with self._lock:
+        with self.lock:
             if problem is not None:
                 if self._error is None:
                     self._error = problem
             else:
                 self._requested = demand.add(self._requested, n)
-            if self._draining or not self._has_work():
+            if not self._note_work():
                 return
-            self._draining = True
-        self._drain()
+        self.drain_loop()
 
     def cancel(self) -> None:
         """Stop, drop the subscriber (rule 3.13) and the buffer; idempotent (rule 3.7)."""
-        with self._lock:
+        with self.lock:
             if self._stopped:
                 return
             self._stop()
@@ -171,13 +168,13 @@ class BufferedSubscription(Subscription, Generic[T]):
     def offer(self, item: T) -> None:
         """One element from the producer: deliver, queue, or apply the overflow strategy."""
         overflowed = drain = False
-        with self._lock:
+        with self.lock:
             if self._finished or self._stopped:
                 return
             queue = self._queue
             requested = self._requested
-            if requested and not queue and not self._draining:  # the fast path: deliver here
-                self._draining = True
+            if requested and not queue and not self.wip:  # the fast path: deliver here
+                self.wip = 1
                 if requested != demand.UNBOUNDED:
                     self._requested = requested - 1
                 subscriber = self._subscriber
@@ -198,33 +195,31 @@ class BufferedSubscription(Subscription, Generic[T]):
                     self._finished = True
                     self._terminal = self._overflow_error(item)
                     overflowed = True
-                drain = not self._draining and self._has_work()
-                if drain:
-                    self._draining = True
+                drain = self._note_work()
         if subscriber is None:
             if overflowed:
                 self._detach()
             if drain:
-                self._drain()
+                self.drain_loop()
             return
         try:
             subscriber.on_next(item)
-        except Exception as exc:
-            self._broken(exc, subscriber, "on_next")
+        except Exception as exc:  # rule 2.13: consider the subscription cancelled
+            self.cancel()
+            report_broken(exc, subscriber, "on_next")
             return
-        self._release()
+        self.leave()
 
     def finish(self, error: BaseException | None) -> None:
         """The producer ended: ``complete`` (``None``) or ``error``, after the buffered elements."""
-        with self._lock:
+        with self.lock:
             if self._finished or self._stopped:
                 return
             self._finished = True
             self._terminal = error
-            if self._draining or not self._has_work():
+            if not self._note_work():
                 return
-            self._draining = True
-        self._drain()
+        self.drain_loop()
 
     # -- internals ------------------------------------------------------------------
 
@@ -247,39 +242,34 @@ class BufferedSubscription(Subscription, Generic[T]):
             or (self._finished and not self._queue)
         )
 
+    def _note_work(self) -> bool:  # call with the lock held; true: the caller runs the loop
+        if not self.wip and not self._has_work():
+            return False  # idle and nothing to do: no pass needed
+        self.wip += 1
+        return self.wip == 1
+
     def _stop(self) -> None:  # call with the lock held
         self._stopped = True
         self._subscriber = None  # rule 3.13
         self._queue.clear()
 
     def _detach(self) -> None:
-        with self._lock:
+        with self.lock:
             if self._detached:
                 return
             self._detached = True
         if self._on_detach is not None:
             self._on_detach(self)
 
-    def _release(self) -> None:
-        """Give up the drainer role, unless work arrived while it was held."""
-        with self._lock:  # the common case inline: nothing queued, nothing pending
-            if self._stopped or (not self._queue and self._error is None and not self._finished):
-                self._draining = False
-                return
-            if not self._has_work():
-                self._draining = False
-                return
-        self._drain()
-
-    def _drain(self) -> None:
+    def drain_pass(self) -> bool:
         """Emit while there is demand; the only place batches and terminal signals are sent."""
         subscriber = self._subscriber
         while subscriber is not None:
             terminal: BaseException | None = None
-            batch: list[T] = []
-            with self._lock:
+            batch: list[T] | None = None
+            with self.lock:
                 if self._stopped:
-                    return
+                    return True
                 if self._error is not None:
                     terminal = self._error
                     self._stop()
@@ -296,37 +286,22 @@ class BufferedSubscription(Subscription, Generic[T]):
                 elif self._finished and not self._queue:
                     terminal = self._terminal
                     self._stop()
-                    batch = []
                 else:
-                    self._draining = False
-                    return
-            if not batch:
+                    return False
+            if batch is None:
                 self._detach()
-                self._signal_terminal(subscriber, terminal)
-                return
+                signal_terminal(subscriber, terminal)
+                return True
             for item in batch:
                 if self._subscriber is None:
-                    return  # cancelled meanwhile (rule 3.12 allows stopping mid-batch)
+                    return True  # cancelled meanwhile (rule 3.12 allows stopping mid-batch)
                 try:
                     subscriber.on_next(item)
-                except Exception as exc:
-                    self._broken(exc, subscriber, "on_next")
-                    return
-
-    def _signal_terminal(self, subscriber: Subscriber[T], error: BaseException | None) -> None:
-        try:
-            if error is None:
-                subscriber.on_complete()
-            else:
-                subscriber.on_error(error)
-        except Exception as exc:
-            where = "on_complete" if error is None else "on_error"
-            report_unhandled(exc, f"{type(subscriber).__name__}.{where}")
-
-    def _broken(self, exc: Exception, subscriber: Subscriber[T], where: str) -> None:
-        """Rule 2.13: a subscriber that raised is considered cancelled; report the error."""
-        self.cancel()
-        report_unhandled(exc, f"{type(subscriber).__name__}.{where}")
+                except Exception as exc:  # rule 2.13: consider the subscription cancelled
+                    self.cancel()
+                    report_broken(exc, subscriber, "on_next")
+                    return True
+        return True
 
 
 class PushSource(Flow[T]):

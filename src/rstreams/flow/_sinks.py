@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.flow._signals import NONE_ITEM
 from rstreams.rules import check_error
 
 __all__ = [
@@ -43,8 +44,6 @@ __all__ = [
 
 T = TypeVar("T")
 A = TypeVar("A")
-
-_NONE_ITEM = "rule 2.13: on_next(None) is illegal; None is never a stream element"
 
 
 class SinkResult(Generic[T]):
@@ -70,10 +69,18 @@ class SinkResult(Generic[T]):
 
         Raises :class:`TimeoutError` after ``timeout`` seconds (the subscription stays
         active: call :meth:`cancel` to stop it), :class:`concurrent.futures.CancelledError`
-        after :meth:`cancel`. Do not call it on an event loop's thread when the source
-        needs that loop to make progress: ``await`` the result there instead.
+        after :meth:`cancel`. On the thread of a running event loop a result that is not
+        there yet raises :class:`RuntimeError` at once: blocking would stop the very loop
+        the stream may need; ``await`` the result there instead.
         """
-        return self._future.result(timeout)
+        future = self._future
+        if not future.done() and _loop_running_here():
+            raise RuntimeError(
+                "SinkResult.result() was called on the thread of a running asyncio event loop "
+                "before the stream ended; blocking here would stop that loop. Use "
+                "`await flow.collect()` (or `await result`) inside a coroutine instead"
+            )
+        return future.result(timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         """Block until the stream ends; the error it failed with, or ``None``."""
@@ -184,6 +191,15 @@ class SinkSubscriber(Subscriber[T], Generic[T, A]):
                 upstream.cancel()
 
 
+def _loop_running_here() -> bool:
+    """Whether this thread is running an asyncio event loop right now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _settle(
     future: concurrent.futures.Future[A], *, value: Any = None, error: BaseException | None = None
 ) -> None:
@@ -206,10 +222,14 @@ class _Collect(SinkSubscriber[T, list[T]]):
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError(_NONE_ITEM)
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
         self._items.append(item)
+
+    def on_next_many(self, items: list[T]) -> None:
+        if not self.done:
+            self._items.extend(items)
 
     def value(self) -> list[T]:
         return self._items
@@ -225,7 +245,7 @@ class _Reduce(SinkSubscriber[T, A]):
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError(_NONE_ITEM)
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
         try:
@@ -233,24 +253,56 @@ class _Reduce(SinkSubscriber[T, A]):
         except Exception as error:
             self.fail(error)
 
+    def on_next_many(self, items: list[T]) -> None:
+        if self.done:
+            return
+        fn = self._fn
+        acc = self._acc
+        try:
+            for item in items:
+                acc = fn(acc, item)
+        except Exception as error:
+            self._acc = acc
+            self.fail(error)
+            return
+        self._acc = acc
+
     def value(self) -> A:
         return self._acc
 
 
 class _Sum(_Reduce[T, A]):
-    """``reduce(operator.add, initial)``: the in-place ``+=`` saves a call per element."""
+    """``reduce(operator.add, initial)``: ``acc + item`` inline saves a call per element.
+
+    ``+`` is exactly ``operator.add``: the same types are accepted and the same errors
+    raised, and a new accumulator is made each time (never ``+=``, which would change
+    the caller's ``initial`` when it is a list).
+    """
 
     __slots__ = ()
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError(_NONE_ITEM)
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
         try:
-            self._acc += item  # type: ignore[operator]
+            self._acc = self._acc + item  # type: ignore[operator]
         except Exception as error:
             self.fail(error)
+
+    def on_next_many(self, items: list[T]) -> None:
+        if self.done:
+            return
+        acc: Any = self._acc
+        try:
+            for item in items:
+                acc = acc + item
+        except Exception as error:
+            self._acc = acc
+            self.fail(error)
+            return
+        self._acc = acc
 
 
 class _Count(SinkSubscriber[object, int]):
@@ -262,10 +314,14 @@ class _Count(SinkSubscriber[object, int]):
 
     def on_next(self, item: object) -> None:
         if item is None:
-            raise TypeError(_NONE_ITEM)
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
         self._n += 1
+
+    def on_next_many(self, items: list[object]) -> None:
+        if not self.done:
+            self._n += len(items)
 
     def value(self) -> int:
         return self._n
@@ -288,7 +344,7 @@ class _ForEach(SinkSubscriber[T, None]):
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError(_NONE_ITEM)
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
         try:

@@ -19,68 +19,53 @@ import threading
 from typing import TypeVar
 
 from rstreams import demand
-from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.demand import accept_subscription
-from rstreams.flow._flow import Flow
-from rstreams.flow._operator import OperatorSubscriber
-from rstreams.rules import check_subscriber
+from rstreams.api import Publisher, Subscriber
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_count
+from rstreams.flow._signals import NONE_ITEM
 
 __all__ = ["SkipFlow", "TakeFlow"]
 
 T = TypeVar("T")
 
 
-def _check_count(operator: str, n: object) -> int:
-    if not isinstance(n, int) or isinstance(n, bool):
-        raise TypeError(f"{operator}(n) needs an int, got {n!r}")
-    if n < 0:
-        raise ValueError(f"{operator}(n) needs n >= 0, got {n}; use {operator}(0) for no elements")
-    return n
-
-
-class TakeFlow(Flow[T]):
+class TakeFlow(OperatorFlow[T, T]):
     """``source.take(n)``; see :meth:`rstreams.Flow.take`."""
 
-    __slots__ = ("_n", "_source")
+    __slots__ = ("n",)
 
     def __init__(self, source: Publisher[T], n: int) -> None:
-        self._n = _check_count("take", n)
-        self._source = source
+        super().__init__(source)
+        self.n = check_count("take", n)
 
-    def subscribe(self, subscriber: Subscriber[T]) -> None:
-        self._source.subscribe(_TakeSubscriber(check_subscriber(subscriber), self._n))
+    def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
+        return _TakeSubscriber(downstream, self.n)
 
 
 class _TakeSubscriber(OperatorSubscriber[T, T]):
-    """``_remaining``: elements still to pass on; ``_budget``: elements not yet requested upstream."""
+    """``remaining``: elements still to pass on; ``budget``: elements not yet requested upstream."""
 
-    __slots__ = ("_budget", "_lock", "_remaining")
+    __slots__ = ("budget", "lock", "remaining")
 
     def __init__(self, downstream: Subscriber[T], n: int) -> None:
         super().__init__(downstream)
-        self._remaining = n
-        self._budget = n
-        self._lock = threading.Lock()
+        self.remaining = n
+        self.budget = n
+        self.lock = threading.Lock()
 
-    def on_subscribe(self, subscription: Subscription) -> None:
-        if not accept_subscription(self.upstream, subscription):
-            return
-        self.upstream = subscription
-        if self._remaining == 0:  # take(0): nothing will ever be wanted
+    def on_start(self) -> None:
+        if self.remaining == 0 and not self.done:  # take(0): nothing will ever be wanted
             self.done = True
-            subscription.cancel()
-            self.downstream.on_subscribe(self)
+            if self.upstream is not None:
+                self.upstream.cancel()
             self.downstream.on_complete()
-            return
-        self.downstream.on_subscribe(self)
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
+            raise TypeError(NONE_ITEM)
         if self.done:
             return  # rule 3.12: a late element after cancel
-        remaining = self._remaining - 1
-        self._remaining = remaining
+        remaining = self.remaining - 1
+        self.remaining = remaining
         self.downstream.on_next(item)
         if remaining == 0 and not self.done:  # the downstream may have cancelled inside on_next
             self.done = True
@@ -97,50 +82,50 @@ class _TakeSubscriber(OperatorSubscriber[T, T]):
         if demand.invalid(n) is not None:
             upstream.request(n)  # upstream signals on_error(InvalidDemandError), rule 3.9
             return
-        with self._lock:  # requests may come from any thread (rule 2.7 makes them serial)
-            grant = n if n < self._budget else self._budget
-            self._budget -= grant
+        with self.lock:  # requests may come from any thread (rule 2.7 makes them serial)
+            grant = n if n < self.budget else self.budget
+            self.budget -= grant
         if grant > 0:
             upstream.request(grant)
 
 
-class SkipFlow(Flow[T]):
+class SkipFlow(OperatorFlow[T, T]):
     """``source.skip(n)``; see :meth:`rstreams.Flow.skip`."""
 
-    __slots__ = ("_n", "_source")
+    __slots__ = ("n",)
 
     def __init__(self, source: Publisher[T], n: int) -> None:
-        self._n = _check_count("skip", n)
-        self._source = source
+        super().__init__(source)
+        self.n = check_count("skip", n)
 
-    def subscribe(self, subscriber: Subscriber[T]) -> None:
-        self._source.subscribe(_SkipSubscriber(check_subscriber(subscriber), self._n))
+    def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
+        return _SkipSubscriber(downstream, self.n)
 
 
 class _SkipSubscriber(OperatorSubscriber[T, T]):
-    """``_remaining``: elements still to drop; ``_extra``: drops not yet requested upstream."""
+    """``remaining``: elements still to drop; ``extra``: drops not yet requested upstream."""
 
-    __slots__ = ("_extra", "_lock", "_remaining")
+    __slots__ = ("extra", "lock", "remaining")
 
     def __init__(self, downstream: Subscriber[T], n: int) -> None:
         super().__init__(downstream)
-        self._remaining = n
-        self._extra = n
-        self._lock = threading.Lock()
+        self.remaining = n
+        self.extra = n
+        self.lock = threading.Lock()
 
     def on_next(self, item: T) -> None:
         if item is None:
-            raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
+            raise TypeError(NONE_ITEM)
         if self.done:
             return
-        if self._remaining:
-            self._remaining -= 1  # signals are serial (rule 1.3): no lock needed
+        if self.remaining:
+            self.remaining -= 1  # signals are serial (rule 1.3): no lock needed
             return
         self.downstream.on_next(item)
 
     def request(self, n: int) -> None:
-        if self._extra and demand.invalid(n) is None:
-            with self._lock:  # only until the first legal request has carried the skipped count
-                extra, self._extra = self._extra, 0
+        if self.extra and demand.invalid(n) is None:
+            with self.lock:  # only until the first legal request has carried the skipped count
+                extra, self.extra = self.extra, 0
             n = demand.add(n, extra)
         super().request(n)

@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
+from rstreams.flow._signals import signal_subscribe, signal_terminal
 
 __all__ = ["ThreadedSubscription"]
 
@@ -37,7 +38,9 @@ class ThreadedSubscription(Subscription, Generic[T]):
 
     def begin(self, name: str) -> None:
         """Signal ``on_subscribe``, then start the producer thread (``name``) running :meth:`run`."""
-        self.subscriber.on_subscribe(self)
+        if not signal_subscribe(self.subscriber, self):  # rule 2.13: consider it cancelled
+            self.cancel()
+            return
         threading.Thread(target=self._main, name=name, daemon=True).start()
 
     def _main(self) -> None:
@@ -47,7 +50,7 @@ class ThreadedSubscription(Subscription, Generic[T]):
             with self._cond:
                 cancelled, self._cancelled = self._cancelled, True
             if not cancelled:
-                self.subscriber.on_error(error)
+                signal_terminal(self.subscriber, error)
 
     def run(self) -> None:
         """The producer: loop on :meth:`take`, emit that many elements, stop when it returns 0."""
@@ -75,7 +78,7 @@ class ThreadedSubscription(Subscription, Generic[T]):
                 self._cancelled = True
             self._cond.notify()
         if problem is not None:
-            self.subscriber.on_error(problem)  # rule 3.9
+            signal_terminal(self.subscriber, problem)  # rule 3.9
 
     def cancel(self) -> None:
         with self._cond:
