@@ -289,3 +289,82 @@ async def test_awaiting_a_finished_or_cancelled_result() -> None:
     failed: rstreams.Flow[int] = rstreams.error(KeyError("k"))
     with pytest.raises(KeyError):
         await failed.count()
+
+
+def test_reduce_with_add_never_mutates_the_callers_initial() -> None:
+    """``reduce(operator.add, init)`` builds new accumulators: ``init`` is left as it was."""
+    initial = [0]
+    for flow in (rstreams.just([1], [2]), rstreams.from_publisher(rstreams.just([1], [2]))):
+        assert flow.reduce(operator.add, initial).result(WAIT) == [0, 1, 2]
+        assert initial == [0]
+
+
+@pytest.mark.parametrize("fn", [operator.add, lambda a, b: a + b])
+def test_reduce_with_add_refuses_what_operator_add_refuses(fn: Callable[[Any, Any], Any]) -> None:
+    """``[0] + (1,)`` is a TypeError (``+=`` would accept it): the result fails with it."""
+    result = rstreams.just((1,)).reduce(fn, [0])
+    with pytest.raises(TypeError):
+        result.result(WAIT)
+
+
+def test_result_on_the_running_loops_thread_raises_at_once() -> None:
+    """Blocking inside the loop would stop the stream's own source: the message says to await."""
+    never: rstreams.PushSource[int] = rstreams.PushSource(overflow=rstreams.OverflowStrategy.DROP)
+
+    async def main() -> str:
+        pending = never.collect()
+        try:
+            pending.result(WAIT)
+        except RuntimeError as error:
+            return str(error)
+        finally:
+            pending.cancel()
+        return "no error"
+
+    message = asyncio.run(main())
+    assert "await" in message and "event loop" in message
+
+
+def test_result_on_the_loops_thread_returns_a_value_that_is_already_there() -> None:
+    """A synchronous source has finished before ``result()``: nothing would block, so it returns."""
+
+    async def main() -> list[int]:
+        return rstreams.range(0, 3).collect().result()
+
+    assert asyncio.run(main()) == [0, 1, 2]
+
+
+def test_batched_and_per_element_delivery_give_the_same_reduce() -> None:
+    """The internal batch signal changes nothing visible: same fold, same order."""
+    items = [[i] for i in range(300)]
+    empty: list[int] = []
+    batched = rstreams.from_iterable(items).reduce(operator.add, empty).result(WAIT)
+    per_element = rstreams.from_publisher(ManualFlow(items)).reduce(operator.add, empty).result(WAIT)
+    assert batched == per_element == list(range(300))
+
+
+class ManualFlow(rstreams.Flow[Any]):
+    """A Publisher from outside rstreams' batch signal: per-element ``on_next`` only."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        rstreams.from_iterable(self.items).subscribe(_PerElement(subscriber))
+
+
+class _PerElement(Subscriber[Any]):
+    def __init__(self, inner: Subscriber[Any]) -> None:
+        self.inner = inner
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.inner.on_subscribe(subscription)
+
+    def on_next(self, item: Any) -> None:
+        self.inner.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        self.inner.on_error(error)
+
+    def on_complete(self) -> None:
+        self.inner.on_complete()

@@ -51,21 +51,21 @@ def _import_reactivex() -> Any:
 class _ObserverSubscriber(Subscriber[T], Generic[T]):
     """Subscribes to a Flow on behalf of one reactivex observer."""
 
-    __slots__ = ("_cancelled", "_done", "_half", "_observer", "_received", "_upstream", "_window")
+    __slots__ = ("_cancelled", "_half", "_observer", "_received", "_window", "done", "upstream")
 
     def __init__(self, observer: rx_abc.ObserverBase[T], window: int | None) -> None:
         self._observer = observer
         self._window = window
         self._half = 0 if window is None else (window + 1) // 2
         self._received = 0
-        self._upstream: Subscription | None = None
+        self.upstream: Subscription | None = None
         self._cancelled = False
-        self._done = False
+        self.done = False
 
     def on_subscribe(self, subscription: Subscription) -> None:
-        if not demand.accept_subscription(self._upstream, subscription):
+        if not demand.accept_subscription(self.upstream, subscription):
             return  # rule 2.5
-        self._upstream = subscription
+        self.upstream = subscription
         if self._cancelled:  # disposed before the publisher answered
             subscription.cancel()
             return
@@ -74,7 +74,7 @@ class _ObserverSubscriber(Subscriber[T], Generic[T]):
     def on_next(self, item: T) -> None:
         if item is None:
             raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
-        if self._done:
+        if self.done:
             return  # rule 3.12: late after a cancel
         try:
             self._observer.on_next(item)
@@ -86,26 +86,26 @@ class _ObserverSubscriber(Subscriber[T], Generic[T]):
             self._received += 1
             if self._received == self._half:
                 self._received = 0
-                upstream = self._upstream
+                upstream = self.upstream
                 if upstream is not None:
                     upstream.request(self._half)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
-        if self._done:
+        if self.done:
             return
-        self._done = True
-        self._upstream = None
+        self.done = True
+        self.upstream = None
         try:
             self._observer.on_error(error)  # type: ignore[arg-type]
         except Exception as exc:
             report_unhandled(exc, f"to_observable: {type(self._observer).__name__}.on_error")
 
     def on_complete(self) -> None:
-        if self._done:
+        if self.done:
             return
-        self._done = True
-        self._upstream = None
+        self.done = True
+        self.upstream = None
         try:
             self._observer.on_completed()
         except Exception as exc:
@@ -114,8 +114,8 @@ class _ObserverSubscriber(Subscriber[T], Generic[T]):
     def cancel(self) -> None:
         """Dispose: cancel the subscription (rules 3.5, 3.7); safe from any thread."""
         self._cancelled = True
-        self._done = True
-        upstream, self._upstream = self._upstream, None
+        self.done = True
+        upstream, self.upstream = self.upstream, None
         if upstream is not None:
             upstream.cancel()
 

@@ -118,10 +118,10 @@ class SinkSubscriber(Subscriber[T], Generic[T, A]):
     of rule 2.13 and the ``done`` check of rule 3.12) and :meth:`value`.
     """
 
-    __slots__ = ("_cancelled", "_upstream", "done", "future")
+    __slots__ = ("_cancelled", "done", "future", "upstream")
 
     def __init__(self) -> None:
-        self._upstream: Subscription | None = None
+        self.upstream: Subscription | None = None
         self._cancelled = False
         self.done = False
         self.future: concurrent.futures.Future[A] = concurrent.futures.Future()
@@ -135,9 +135,9 @@ class SinkSubscriber(Subscriber[T], Generic[T, A]):
     # -- Subscriber ----------------------------------------------------------------
 
     def on_subscribe(self, subscription: Subscription) -> None:
-        if not demand.accept_subscription(self._upstream, subscription):
+        if not demand.accept_subscription(self.upstream, subscription):
             return  # rule 2.5: a second subscription was cancelled
-        self._upstream = subscription
+        self.upstream = subscription
         if self._cancelled:  # SinkResult.cancel() came first
             subscription.cancel()
             return
@@ -152,14 +152,14 @@ class SinkSubscriber(Subscriber[T], Generic[T, A]):
         if self.done:
             return
         self.done = True
-        self._upstream = None  # rule 3.13 in reverse: drop what we no longer need
+        self.upstream = None  # rule 3.13 in reverse: drop what we no longer need
         _settle(self.future, error=error)
 
     def on_complete(self) -> None:
         if self.done:
             return
         self.done = True
-        self._upstream = None
+        self.upstream = None
         _settle(self.future, value=self.value())
 
     # -- for subclasses --------------------------------------------------------------
@@ -177,7 +177,7 @@ class SinkSubscriber(Subscriber[T], Generic[T, A]):
         if self.done:
             return
         self.done = True
-        upstream, self._upstream = self._upstream, None
+        upstream, self.upstream = self.upstream, None
         if upstream is not None:
             upstream.cancel()
         _settle(self.future, error=error)
@@ -186,7 +186,7 @@ class SinkSubscriber(Subscriber[T], Generic[T, A]):
         if future.cancelled():  # SinkResult.cancel(), or an awaiting task was cancelled
             self._cancelled = True
             self.done = True
-            upstream, self._upstream = self._upstream, None
+            upstream, self.upstream = self.upstream, None
             if upstream is not None:
                 upstream.cancel()
 
@@ -356,7 +356,7 @@ class _ForEach(SinkSubscriber[T, None]):
             self._received += 1
             if self._received == self._half:
                 self._received = 0
-                upstream = self._upstream
+                upstream = self.upstream
                 if upstream is not None:
                     upstream.request(self._half)
 
