@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from rstreams.conformance._peer import CaseFailure, Peer
 from rstreams.conformance._publishers import stats_from_json
@@ -29,7 +29,7 @@ from rstreams.conformance._transport import client_ssl_context, open_raw
 from rstreams.errors import ReactiveStreamsError
 from rstreams.wire import ClientHello, Subscribe
 
-__all__ = ["CASES", "Case", "CaseFailure", "Context", "Options", "Skip", "case", "check"]
+__all__ = ["CASES", "Case", "CaseFailure", "CitedCase", "Context", "Options", "Skip", "case", "check"]
 
 
 class Skip(ReactiveStreamsError):
@@ -43,6 +43,19 @@ def check(condition: object, message: str) -> None:
 
 
 CaseFunction = Callable[["Context"], Awaitable[None]]
+
+
+class CitedCase(Protocol):
+    """What reports need of a case, server suite or client suite: its id, citation and rule."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def cite(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def area(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)

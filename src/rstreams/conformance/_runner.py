@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TextIO
 
-from rstreams.conformance._case import AREAS, CASES, Case, CaseFailure, Context, Options, Skip
+from rstreams.conformance._case import AREAS, CASES, Case, CaseFailure, CitedCase, Context, Options, Skip
 from rstreams.wire import Subscribe
 
 __all__ = [
@@ -55,7 +55,7 @@ class Outcome(Enum):
 class CaseResult:
     """A case's outcome, why (for fail and skip), and how long it took."""
 
-    case: Case
+    case: CitedCase
     outcome: Outcome
     message: str = ""
     seconds: float = 0.0

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from rstreams.conformance._publishers import address_text
 from rstreams.net import parse_url
 
-__all__ = ["RawTransport", "client_ssl_context", "open_raw"]
+__all__ = ["RawListener", "RawTransport", "client_ssl_context", "open_raw"]
 
 READ_SIZE = 64 * 1024
 _unix_names = itertools.count()
@@ -246,3 +246,64 @@ def client_ssl_context(
 
 def _family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+class RawListener:
+    """A listening socket whose connections arrive as :class:`RawTransport` objects.
+
+    The client suite plays the server with it: :meth:`accept` waits for the next connection.
+    ``url`` is where clients connect (``tcp://127.0.0.1:PORT`` or ``ws://127.0.0.1:PORT/rsio``).
+    """
+
+    def __init__(self) -> None:
+        self.url = ""
+        self._queue: asyncio.Queue[RawTransport] = asyncio.Queue()
+        self._server: Any = None
+        self._ws_server: Any = None
+
+    async def start(self, scheme: str = "tcp") -> None:
+        """Listen on an ephemeral loopback port, speaking ``scheme`` (``tcp`` or ``ws``)."""
+        if scheme == "tcp":
+
+            async def on_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                await self._queue.put(_StreamTransport(reader, writer))
+
+            self._server = await asyncio.start_server(on_stream, "127.0.0.1", 0, limit=READ_SIZE)
+            port = self._server.sockets[0].getsockname()[1]
+            self.url = f"tcp://127.0.0.1:{port}"
+        elif scheme == "ws":
+            from websockets.asyncio.server import serve
+
+            async def on_ws(ws: Any) -> None:
+                transport = _WebSocketTransport(ws)
+                await self._queue.put(transport)
+                await ws.wait_closed()  # the handler's return would close the WebSocket
+
+            self._ws_server = await serve(
+                on_ws,
+                "127.0.0.1",
+                0,
+                subprotocols=[WS_SUBPROTOCOL],  # type: ignore[list-item]
+                compression=None,
+                ping_interval=None,
+                max_size=None,
+                max_queue=4,
+            )
+            port = next(iter(self._ws_server.sockets)).getsockname()[1]
+            self.url = f"ws://127.0.0.1:{port}/rsio"
+        else:
+            raise ValueError(f"the client suite listens on tcp or ws, not {scheme!r}")
+
+    async def accept(self, timeout: float) -> RawTransport:  # noqa: ASYNC109
+        """The next connection; :class:`TimeoutError` when none arrives within ``timeout``."""
+        return await asyncio.wait_for(self._queue.get(), timeout)
+
+    async def aclose(self) -> None:
+        """Stop listening and drop connections not yet accepted."""
+        for server in (self._server, self._ws_server):
+            if server is not None:
+                server.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(server.wait_closed(), 2)
+        while not self._queue.empty():
+            self._queue.get_nowait().abort()
