@@ -20,8 +20,18 @@ Theory of operation:
   list (:meth:`~TestEnvironment.verify_no_async_errors`) or pops an expected error from it
   (:meth:`~TestEnvironment.expect_error`). Checks made on the test thread record *and* raise
   (:meth:`~TestEnvironment.flop`), so a failure surfaces at once with its own message.
-* Every wait is bounded and sleeps on a condition variable that the signal methods notify;
-  nothing spins. Signals may arrive on any thread, or re-entrantly on the test thread.
+* Every wait is bounded and sleeps on the environment's one condition variable, which the
+  signal methods notify; nothing spins. Signals may arrive on any thread, or re-entrantly
+  on the test thread. A wait for progress also ends as soon as a failure is recorded, so
+  the rule that broke first is reported at once instead of after a timeout.
+* Containment: every subscriber the TCK makes counts the elements that reach it after the
+  TCK cancelled it. Past :data:`RUNAWAY_LIMIT` such elements the stream is a runaway: a
+  rule-3.12 failure with the count is recorded and ``on_next`` raises
+  :class:`~rstreams.tck._registry.StreamAbandoned` to unwind the publisher's loop. When a
+  case ends its subscribers are *closed* (later elements are only counted) and cancelled.
+* The calls the TCK makes into the implementation are checked to return normally:
+  ``subscribe`` (rule 1.9), ``request`` (3.16) and ``cancel`` (3.15); a raise is a failure
+  that names the rule, the exception's type and its text.
 
 :class:`ManualSubscriber` is the workhorse: it starts with no demand, requests only when the
 test says so, keeps received elements in a bounded queue, and records every rule breach it
@@ -30,22 +40,24 @@ can see by itself (signals before ``on_subscribe``, after a terminal signal, bey
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Generic, NoReturn, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.tck._registry import TCKFailure
+from rstreams.tck._registry import StreamAbandoned, TCKFailure
 
 __all__ = [
     "DEFAULT_NO_SIGNALS_TIMEOUT_MS",
     "DEFAULT_POLL_TIMEOUT_MS",
     "DEFAULT_TIMEOUT_MS",
+    "RUNAWAY_LIMIT",
     "TEST_BUFFER_SIZE",
     "BlackholeSubscriber",
     "BlackholeSubscriberWithSubscriptionSupport",
@@ -66,6 +78,12 @@ DEFAULT_NO_SIGNALS_TIMEOUT_MS: Final = 100
 DEFAULT_POLL_TIMEOUT_MS: Final = 10
 TEST_BUFFER_SIZE: Final = 16
 """Elements a ManualSubscriber queues is twice this (32), as in the JVM TCK."""
+RUNAWAY_LIMIT: Final = 10_000
+"""Elements after ``cancel()`` that make a stream a runaway (rule 3.12). A correct publisher
+may still deliver what was in flight when the cancel came (a batch, a socket read's worth);
+it does not keep going for ten thousand elements."""
+MAX_RECORDED: Final = 100
+"""Recorded errors kept per case; a flood of violations is counted beyond this, not stored."""
 
 
 def env_millis(name: str, default_ms: int) -> float:
@@ -122,9 +140,18 @@ class TestEnvironment:
         for name in ("default_timeout", "default_no_signals_timeout", "default_poll_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
-        self._cond = threading.Condition()
+        self.cond = threading.Condition()
+        """The case's one condition: every TCK object of the case waits and notifies on it."""
         self._errors: list[BaseException] = []
+        self._dropped = 0
+        self._failed = False
         self._tracked: list[weakref.ref[TestSubscriber[Any]]] = []
+        self.used = False
+        """Set when a case ran with this environment; the runner gives the next case a fresh one."""
+
+    def fresh(self) -> TestEnvironment:
+        """A new environment with the same timeouts and nothing recorded."""
+        return TestEnvironment(self.default_timeout, self.default_no_signals_timeout, self.default_poll_timeout)
 
     def __repr__(self) -> str:
         return (
@@ -135,10 +162,32 @@ class TestEnvironment:
 
     # -- asynchronous errors -------------------------------------------------------
     def record_async_error(self, error: BaseException) -> None:
-        """Record ``error`` (from any thread) for the test thread to find later."""
-        with self._cond:
-            self._errors.append(error)
-            self._cond.notify_all()
+        """Record ``error`` (from any thread) for the test thread to find later.
+
+        Beyond :data:`MAX_RECORDED` errors only a count is kept.
+        """
+        with self.cond:
+            if len(self._errors) < MAX_RECORDED:
+                self._errors.append(error)
+            else:
+                self._dropped += 1
+            self._failed = self._failed or isinstance(error, TCKFailure)
+            self.cond.notify_all()
+
+    @property
+    def has_failure(self) -> bool:
+        """Whether a :class:`TCKFailure` was recorded in this case."""
+        return self._failed
+
+    def first_failure(self) -> TCKFailure | None:
+        """The earliest recorded :class:`TCKFailure`, or ``None``."""
+        with self.cond:
+            return next((e for e in self._errors if isinstance(e, TCKFailure)), None)
+
+    def wait_for(self, predicate: Callable[[], object], timeout: float) -> bool:
+        """Wait on the case's condition until ``predicate()`` or a recorded failure; whether it held."""
+        with self.cond:
+            return bool(self.cond.wait_for(lambda: predicate() or self._failed, timeout) and predicate())
 
     def record_failure(self, message: str) -> TCKFailure:
         """Record a :class:`TCKFailure` with ``message`` and return it, without raising.
@@ -156,16 +205,17 @@ class TestEnvironment:
     @property
     def async_errors(self) -> list[BaseException]:
         """A copy of the recorded errors, oldest first."""
-        with self._cond:
+        with self.cond:
             return list(self._errors)
 
     def clear_async_errors(self) -> None:
-        with self._cond:
+        with self.cond:
             self._errors.clear()
+            self._failed = False
 
     def drop_async_error(self) -> BaseException | None:
         """Remove and return the oldest recorded error, or ``None``."""
-        with self._cond:
+        with self.cond:
             return self._errors.pop(0) if self._errors else None
 
     def verify_no_async_errors_no_delay(self) -> None:
@@ -177,6 +227,8 @@ class TestEnvironment:
         if len(errors) == 1 and isinstance(first, AssertionError):
             raise first
         more = "".join(f"\n  also: {_describe(e)}" for e in errors[1:5])
+        if self._dropped:
+            more += f"\n  ... and {self._dropped} more not kept"
         prefix = "" if isinstance(first, AssertionError) else "async error during test execution: "
         raise TCKFailure(f"{prefix}{_describe(first)}{more}") from first
 
@@ -186,8 +238,8 @@ class TestEnvironment:
         Returns early with a failure as soon as an error is recorded.
         """
         window = self.default_no_signals_timeout if delay is None else delay
-        with self._cond:
-            self._cond.wait_for(lambda: bool(self._errors), window)
+        with self.cond:
+            self.cond.wait_for(lambda: bool(self._errors), window)
         self.verify_no_async_errors_no_delay()
 
     def expect_error(
@@ -205,12 +257,12 @@ class TestEnvironment:
         """
         total = self.default_timeout if timeout is None else timeout
         deadline = time.monotonic() + total
-        with self._cond:
+        with self.cond:
             while not self._errors:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                self._cond.wait(min(self.default_poll_timeout or remaining, remaining))
+                self.cond.wait(min(self.default_poll_timeout or remaining, remaining))
             error = self._errors.pop(0) if self._errors else None
         name = error_type.__name__
         if error is None:
@@ -229,11 +281,11 @@ class TestEnvironment:
     ) -> None:
         """``publisher.subscribe(subscriber)``, then require ``on_subscribe`` within the timeout.
 
-        Also verifies (without delay) that nothing was recorded meanwhile, so a signal before
-        ``on_subscribe`` fails right here. The subscriber is cancelled when the case ends.
+        ``subscribe`` must return normally (rule 1.9). Also verifies (without delay) that
+        nothing was recorded meanwhile, so a signal before ``on_subscribe`` fails right
+        here. The subscriber is closed and cancelled when the case ends.
         """
-        self.track(subscriber)
-        publisher.subscribe(subscriber)
+        self.call_subscribe(publisher, subscriber)
         total = self.default_timeout if timeout is None else timeout
         subscriber.subscription.expect_completion(
             total, f"rule 1.9: the publisher did not call on_subscribe within {_ms(total)} of subscribe()"
@@ -256,17 +308,63 @@ class TestEnvironment:
         self.subscribe(publisher, subscriber, timeout)
         return subscriber
 
+    def call_subscribe(self, publisher: Publisher[T], subscriber: TestSubscriber[T]) -> None:
+        """Track ``subscriber``, then ``publisher.subscribe(subscriber)``, which must not raise (1.9)."""
+        self.track(subscriber)
+        try:
+            publisher.subscribe(subscriber)
+        except (TCKFailure, StreamAbandoned):
+            raise
+        except Exception as exc:
+            self.flop(
+                f"rule 1.9: subscribe() raised {_describe(exc)}; it must return normally (a publisher that"
+                " cannot serve a subscriber calls on_subscribe, then on_error)"
+            )
+
     def track(self, subscriber: TestSubscriber[Any]) -> None:
-        """Cancel ``subscriber``'s subscription when the case ends (held weakly, see rule 3.13)."""
+        """Close and cancel ``subscriber`` when the case ends (held weakly, see rule 3.13)."""
         self._tracked.append(weakref.ref(subscriber))
 
+    def _subscribers(self) -> list[TestSubscriber[Any]]:
+        return [s for s in (ref() for ref in self._tracked) if s is not None]
+
     def close(self) -> None:
-        """End of the case: cancel every tracked subscription that is still open."""
-        tracked, self._tracked = self._tracked, []
-        for ref in tracked:
-            subscriber = ref()
-            if subscriber is not None:
+        """End of the case: close every tracked subscriber and cancel its subscription."""
+        tracked = self._subscribers()
+        self._tracked = []
+        for subscriber in tracked:
+            subscriber.release()
+
+    def abandon(self) -> None:
+        """End of a case that overran: close at once, cancel from a daemon thread (never waits)."""
+        tracked = self._subscribers()
+        self._tracked = []
+        for subscriber in tracked:
+            subscriber.closed = True
+
+        def cancel_all() -> None:
+            for subscriber in tracked:
                 subscriber.release()
+
+        threading.Thread(target=cancel_all, name="rstreams-tck-abandon", daemon=True).start()
+
+    def observation(self) -> str:
+        """What the case's subscribers saw, in words: for the message of a case that overran."""
+        subscribers = self._subscribers()
+        elements = sum(s.arrived for s in subscribers)
+        after = sum(s.after_cancel for s in subscribers)
+        last = max((s.last_signal for s in subscribers if s.last_signal is not None), default=None)
+        if last is None:
+            return "no signal arrived at all" if not elements else f"{elements} elements arrived"
+        age = time.monotonic() - last
+        if after and age < self.default_timeout:
+            return (
+                f"rule 3.12: a runaway stream: {after} elements arrived after cancel() ({elements} in all),"
+                f" the last {_ms(age)} ago"
+            )
+        if age < self.default_timeout:
+            return f"a stream still running: {elements} elements arrived, the last {_ms(age)} ago"
+        return f"the last signal arrived {_ms(age)} ago ({elements} elements in all)"
 
 
 def _describe(error: BaseException) -> str:
@@ -278,22 +376,27 @@ class Latch:
 
     def __init__(self, env: TestEnvironment) -> None:
         self._env = env
-        self._event = threading.Event()
+        self._closed = False
 
     def close(self) -> None:
-        self._event.set()
+        with self._env.cond:
+            self._closed = True
+            self._env.cond.notify_all()
 
     def reopen(self) -> None:
-        self._event.clear()
+        self._closed = False
 
     @property
     def is_closed(self) -> bool:
-        return self._event.is_set()
+        return self._closed
 
     def expect_close(self, timeout: float | None = None, error_msg: str = "the latch was not closed") -> None:
-        """Wait up to ``timeout`` (default: the default timeout); flop with ``error_msg`` if still open."""
+        """Wait up to ``timeout`` (default: the default timeout); flop with ``error_msg`` if still open.
+
+        Ends early, failing, when a failure is recorded meanwhile.
+        """
         total = self._env.default_timeout if timeout is None else timeout
-        if not self._event.wait(total):
+        if not self._env.wait_for(lambda: self._closed, total):
             self._env.flop(f"{error_msg} (waited {_ms(total)})")
 
 
@@ -303,7 +406,7 @@ class Promise(Generic[T]):
     def __init__(self, env: TestEnvironment, what: str = "value") -> None:
         self._env = env
         self._what = what
-        self._cond = threading.Condition()
+        self._cond = env.cond
         self._done = False
         self._value: T | None = None
 
@@ -341,9 +444,8 @@ class Promise(Generic[T]):
 
     def expect_completion(self, timeout: float | None = None, error_msg: str | None = None) -> T:
         total = self._env.default_timeout if timeout is None else timeout
-        with self._cond:
-            if self._cond.wait_for(lambda: self._done, total):
-                return self._value  # type: ignore[return-value]
+        if self._env.wait_for(lambda: self._done, total):
+            return self._value  # type: ignore[return-value]
         self._env.flop(error_msg or f"the {self._what} was not set within {_ms(total)}")
 
 
@@ -359,6 +461,41 @@ class TestSubscriber(Subscriber[T], Generic[T]):
     def __init__(self, env: TestEnvironment) -> None:
         self.env = env
         self.subscription: Promise[Subscription] = Promise(env, "subscription (on_subscribe)")
+        self.arrived = 0
+        """Elements that reached this subscriber, including those after cancel or close."""
+        self.last_signal: float | None = None
+        self.closed = False
+        """Set when the case is over: later elements are only counted."""
+        self._cancelled_at: int | None = None
+        self._runaway = False
+
+    @property
+    def after_cancel(self) -> int:
+        """Elements that arrived after the TCK cancelled this subscriber's subscription."""
+        return 0 if self._cancelled_at is None else self.arrived - self._cancelled_at
+
+    def _element_arrived(self) -> bool:
+        """Count an element; False when the TCK no longer wants it (the case is over).
+
+        Past :data:`RUNAWAY_LIMIT` elements after cancel, records a rule-3.12 failure (once)
+        and raises :class:`StreamAbandoned` into the publisher.
+        """
+        self.arrived += 1
+        self.last_signal = time.monotonic()
+        if self._cancelled_at is not None and self.arrived - self._cancelled_at > RUNAWAY_LIMIT:
+            if not self._runaway:
+                self._runaway = True
+                self.env.record_failure(
+                    f"rule 3.12: {self.after_cancel} elements arrived after cancel() and they kept coming;"
+                    " the TCK stopped the stream by raising StreamAbandoned from on_next"
+                )
+            raise StreamAbandoned(f"{self.after_cancel} elements after cancel()")
+        return not self.closed
+
+    def _signal_arrived(self) -> bool:
+        """Note a terminal signal; False when the case is over."""
+        self.last_signal = time.monotonic()
+        return not self.closed
 
     def on_subscribe(self, subscription: Subscription) -> None:
         self.env.record_failure(f"unexpected on_subscribe({type(subscription).__name__})")
@@ -373,17 +510,37 @@ class TestSubscriber(Subscriber[T], Generic[T]):
         self.env.record_failure("unexpected on_complete()")
 
     def request(self, n: int) -> None:
-        """``request(n)`` on the subscription; flops if there is none yet."""
-        self.subscription.value.request(n)
+        """``request(n)`` on the subscription, which must return normally (rule 3.16)."""
+        subscription = self.subscription.value
+        try:
+            subscription.request(n)
+        except (TCKFailure, StreamAbandoned):
+            raise
+        except Exception as exc:
+            self.env.flop(f"rule 3.16: request({n}) raised {_describe(exc)}; it must return normally")
 
     def cancel(self) -> None:
-        """``cancel()`` on the subscription; flops if there is none yet."""
-        self.subscription.value.cancel()
+        """``cancel()`` on the subscription, which must return normally (rule 3.15).
+
+        From here on, elements are counted as arriving after cancel (rule 3.12).
+        """
+        subscription = self.subscription.value
+        if self._cancelled_at is None:
+            self._cancelled_at = self.arrived
+        try:
+            subscription.cancel()
+        except (TCKFailure, StreamAbandoned):
+            raise
+        except Exception as exc:
+            self.env.flop(f"rule 3.15: cancel() raised {_describe(exc)}; it must return normally")
 
     def release(self) -> None:
-        """Cancel the subscription if there is one, ignoring errors; used at the end of a case."""
+        """Close this subscriber and cancel its subscription, ignoring errors: the end of a case."""
+        self.closed = True
         subscription = self.subscription.peek()
         if subscription is not None:
+            if self._cancelled_at is None:
+                self._cancelled_at = self.arrived
             try:
                 subscription.cancel()
             except Exception:  # rule 3.15 is not what this clean-up checks
@@ -408,7 +565,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
 
     def __init__(self, env: TestEnvironment) -> None:
         super().__init__(env)
-        self._cond = threading.Condition()
+        self._cond = env.cond
         self._queue: deque[object] = deque()
         self.received = 0
         """Elements received so far (consumed or not)."""
@@ -429,6 +586,8 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
             self._cond.notify_all()
 
     def on_next(self, item: T) -> None:
+        if not self._element_arrived():
+            return
         problems: list[str] = []
         overflow = False
         with self._cond:
@@ -459,6 +618,8 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
             raise failure
 
     def on_complete(self) -> None:
+        if not self._signal_arrived():
+            return
         problem = self._terminal_problem("on_complete()")
         with self._cond:
             if not self._terminated:
@@ -471,6 +632,8 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
     def on_error(self, error: BaseException) -> None:
         if error is None:
             raise TypeError("rule 2.13: on_error(None)")
+        if not self._signal_arrived():
+            return
         problem = self._terminal_problem(f"on_error({_describe(error)})")
         with self._cond:
             if not self._terminated:
@@ -516,9 +679,12 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         return f"{self.received} received of {self.requested} requested{end}"
 
     def _take(self, total: float, what: str, error_msg: str | None) -> object:
-        """The next queued element or end-of-stream marker; flops on error or timeout."""
+        """The next queued element or end-of-stream marker; flops on error, timeout or a failure."""
+        env = self.env
         with self._cond:
-            self._cond.wait_for(lambda: bool(self._queue) or self._end_taken or self.error is not None, total)
+            self._cond.wait_for(
+                lambda: bool(self._queue) or self._end_taken or self.error is not None or env.has_failure, total
+            )
             if self._queue:
                 item = self._queue.popleft()
                 self._end_taken = item is _END
@@ -528,7 +694,9 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
             error = self.error
         if error is not None:
             self.env.flop(f"{error_msg or f'expected {what}'}, but got on_error({_describe(error)})")
-        self.env.flop(f"{error_msg or f'expected {what}'} within {_ms(total)}; {self._state()}")
+        if env.has_failure:
+            self.env.flop(f"{error_msg or f'expected {what}'}; stopped waiting at a failure; {self._state()}")
+        self.env.flop(f"{error_msg or f'expected {what}'}, but none arrived within {_ms(total)}; {self._state()}")
 
     def next_element(self, timeout: float | None = None, error_msg: str | None = None) -> T:
         """The next element within ``timeout``; flops on timeout, completion or error."""
@@ -539,14 +707,30 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         return item  # type: ignore[return-value]
 
     def next_elements(self, n: int, timeout: float | None = None, error_msg: str | None = None) -> list[T]:
-        """The next ``n`` elements, all within one ``timeout``."""
+        """The next ``n`` elements, all within one ``timeout``; the failure says how many came."""
         total = self.env.default_timeout if timeout is None else timeout
-        deadline = time.monotonic() + total
-        items = []
-        for i in range(n):
-            msg = error_msg or f"expected {n} elements, got {i}"
-            items.append(self.next_element(max(0.0, deadline - time.monotonic()), msg))
-        return items
+        env = self.env
+
+        def queued() -> int:
+            return sum(1 for item in itertools.islice(self._queue, n + 1) if item is not _END)
+
+        with self._cond:
+            self._cond.wait_for(
+                lambda: queued() >= n or _END in self._queue or self.error is not None or env.has_failure, total
+            )
+            got = min(queued(), n)
+            if got == n:
+                return [self._queue.popleft() for _ in range(n)]  # type: ignore[misc]
+            ended = _END in self._queue
+            error = self.error
+        what = error_msg or f"expected {n} elements"
+        if ended:
+            self.env.flop(f"{what}, but the stream completed after {got} of them; {self._state()}")
+        if error is not None:
+            self.env.flop(f"{what}, but got on_error({_describe(error)}) after {got} of them; {self._state()}")
+        if env.has_failure:
+            self.env.flop(f"{what}; stopped waiting at a failure after {got} of them; {self._state()}")
+        self.env.flop(f"{what}, but only {got} arrived within {_ms(total)}; {self._state()}")
 
     def next_element_or_end_of_stream(
         self, timeout: float | None = None, error_msg: str | None = None

@@ -35,6 +35,7 @@ import abc
 import gc
 import random
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,16 +43,18 @@ from typing import Any, Final
 
 from rstreams.api import Publisher
 from rstreams.demand import UNBOUNDED
-from rstreams.tck._env import ManualSubscriber, TestEnvironment, env_millis
+from rstreams.tck._env import ManualSubscriber, TestEnvironment, TestSubscriber, env_millis
 from rstreams.tck._publisher_probes import (
+    CancelInsideOnNext,
     DemandFlooder,
     FailedPublisherProbe,
     OnSubscribeFirstProbe,
+    OverlappingRequester,
     RecursionProbe,
     ReentrantRequester,
     SerialSignalProbe,
 )
-from rstreams.tck._registry import HardFailure, Report, SkipTest, Verification, run_cases, tck_test
+from rstreams.tck._registry import HardFailure, Report, SkipTest, TCKFailure, Verification, run_cases, tck_test
 
 __all__ = ["PUBLISHER_UNABLE_TO_SIGNAL_ON_COMPLETE", "PublisherVerification", "verify_publisher"]
 
@@ -141,11 +144,57 @@ class PublisherVerification(Verification, abc.ABC):
         for run in range(runs):
             body(run)
 
-    def _no_raise(self, what: str, action: Callable[[], object]) -> None:
+    def _no_raise(self, what: str, action: Callable[[], object], rule: str = "3.16") -> None:
+        """``action()`` (a call into the publisher) must return normally, by ``rule``."""
         try:
             action()
+        except TCKFailure:
+            raise
         except Exception as exc:
-            self.env.flop(f"{what} raised {_describe(exc)}; rule 3.16: it must return normally")
+            self.env.flop(f"rule {rule}: {what} raised {_describe(exc)}; it must return normally")
+
+    def _stops_after_cancel(self, sub: TestSubscriber[Any], where: str) -> None:
+        """Rule 3.12: after ``sub`` cancelled (inside ``where``), signals may trail but must stop.
+
+        Waits quiet windows until one passes without an element, for at most the default
+        timeout; a stream still flowing then fails with the count after the cancel.
+        """
+        env = self.env
+        deadline = time.monotonic() + env.default_timeout
+        seen = sub.arrived
+        while True:
+            env.wait_for(lambda: sub.arrived > seen, env.default_no_signals_timeout)
+            env.verify_no_async_errors_no_delay()
+            if sub.arrived == seen:
+                return
+            seen = sub.arrived
+            if time.monotonic() > deadline:
+                env.flop(
+                    f"rule 3.12: after cancel() inside {where} the publisher kept signalling:"
+                    f" {sub.after_cancel} elements arrived after the cancel within {env.default_timeout * 1000:.0f} ms"
+                    " and more were still coming"
+                )
+
+    def _await_progress(self, sub: SerialSignalProbe, run: str) -> None:
+        """Wait for ``sub``'s stream to end, for as long as it makes progress (each step one timeout).
+
+        A stream that stalls is reported by the rule its stall breaks, not as a hang.
+        """
+        env = self.env
+        while not sub.done.is_closed:
+            seen = sub.received
+            if not env.wait_for(lambda: sub.done.is_closed or sub.received > seen, env.default_timeout):
+                env.verify_no_async_errors_no_delay()
+                if sub.received < sub.requested:
+                    env.flop(
+                        f"rule 3.2: the stream stalled ({run}): {sub.requested} elements requested, 1 inside"
+                        f" on_subscribe and the others inside on_next, but only {sub.received} arrived within"
+                        f" {env.default_timeout * 1000:.0f} ms"
+                    )
+                env.flop(
+                    f"rule 1.5: all {sub.received} elements arrived ({run}), but on_complete did not within"
+                    f" {env.default_timeout * 1000:.0f} ms"
+                )
 
     # -- set-up checks -----------------------------------------------------------
     @tck_test(
@@ -231,14 +280,12 @@ class PublisherVerification(Verification, abc.ABC):
     @tck_test(rule="1.03", category="stochastic", jvm="stochastic_spec103_mustSignalOnMethodsSequentially")
     def stochastic_spec103_must_signal_on_methods_sequentially(self) -> None:
         """Rule 1.3: signals never overlap across threads (100 runs of a 10-element stream)."""
-        timeout = 10 * self.env.default_timeout
 
         def run(i: int) -> None:
             with self.active_publisher(10, completion_required=True) as publisher:
                 sub = SerialSignalProbe(self.env)
-                self.env.track(sub)
-                publisher.subscribe(sub)
-                sub.done.expect_close(timeout, f"rule 1.3 (run {i + 1} of 100): the stream did not terminate")
+                self.env.call_subscribe(publisher, sub)
+                self._await_progress(sub, f"run {i + 1} of 100")
 
         self.stochastic(100, run)
 
@@ -357,14 +404,24 @@ class PublisherVerification(Verification, abc.ABC):
     )
     def required_spec109_must_issue_on_subscribe_for_non_null_subscriber(self) -> None:
         """Rule 1.9: on_subscribe exactly once, before any other signal (an empty stream may
-        complete right after it)."""
+        complete right after it).
+
+        Beyond the JVM TCK: two subscribers subscribe, and ``subscribe`` must return normally
+        for both (a publisher that serves one subscriber only rejects the second with
+        ``on_subscribe`` then ``on_error``); each then requests 1 (unless the publisher cannot
+        complete), and no signal may follow
+        a terminal one (rule 1.7), on this empty stream too.
+        """
         with self.active_publisher(0, completion_required=False) as publisher:
-            sub = OnSubscribeFirstProbe(self.env)
-            self.env.track(sub)
-            publisher.subscribe(sub)
-            sub.subscription.expect_completion(
-                error_msg="rule 1.9: the publisher did not call on_subscribe after subscribe()"
-            )
+            subs = [OnSubscribeFirstProbe(self.env) for _ in range(2)]
+            for i, sub in enumerate(subs):
+                self.env.call_subscribe(publisher, sub)
+                sub.subscription.expect_completion(
+                    error_msg=f"rule 1.9: the publisher did not call on_subscribe after subscribe() #{i + 1}"
+                )
+            if self.max_elements_from_publisher() != PUBLISHER_UNABLE_TO_SIGNAL_ON_COMPLETE:
+                for sub in subs:  # an endless publisher's create_publisher(0) need not be empty
+                    sub.request(1)
             self.env.verify_no_async_errors()
 
     @tck_test(
@@ -384,8 +441,9 @@ class PublisherVerification(Verification, abc.ABC):
         sub = FailedPublisherProbe(self.env)
         self.env.track(sub)
         self._no_raise(
-            "subscribe() on the failed publisher (rule 1.9: reject with on_error)",
+            "subscribe() on the failed publisher (reject with on_subscribe, then on_error)",
             lambda: publisher.subscribe(sub),
+            rule="1.9",
         )
         sub.subscribed.expect_close(error_msg="rule 1.9: the failed publisher did not call on_subscribe")
         sub.errored.expect_close(
@@ -490,12 +548,25 @@ class PublisherVerification(Verification, abc.ABC):
         jvm="required_spec302_mustAllowSynchronousRequestCallsFromOnNextAndOnSubscribe",
     )
     def required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe(self) -> None:
-        """Rule 3.2: request() called synchronously in on_subscribe and on_next works."""
+        """Rule 3.2: request() called synchronously in on_subscribe and on_next works.
+
+        Beyond the JVM TCK, rule 3.8 with overlapping demand: a second subscriber requests
+        1 then 2 inside ``on_subscribe`` and again inside its first ``on_next``; all 6 must
+        arrive, so a publisher that replaces outstanding demand instead of adding fails.
+        """
         with self.active_publisher(6, completion_required=False) as publisher:
             sub = ReentrantRequester(self.env, 6)
             self.env.subscribe(publisher, sub)
             sub.next_elements(
                 6, error_msg="rule 3.2: requests made inside on_subscribe/on_next must be served"
+            )
+        with self.active_publisher(OverlappingRequester.TOTAL, completion_required=False) as publisher:
+            adder = OverlappingRequester(self.env)
+            self.env.subscribe(publisher, adder)
+            adder.next_elements(
+                OverlappingRequester.TOTAL,
+                error_msg=f"rule 3.8: requests must add up, also while demand is outstanding:"
+                f" {OverlappingRequester.TOTAL} requested ({OverlappingRequester.PLAN})",
             )
             self.env.verify_no_async_errors()
 
@@ -593,7 +664,11 @@ class PublisherVerification(Verification, abc.ABC):
         jvm="required_spec312_cancelMustMakeThePublisherToEventuallyStopSignaling",
     )
     def required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling(self) -> None:
-        """Rule 3.12: after cancel() signals stop; in total never more than the 15 requested."""
+        """Rule 3.12: after cancel() signals stop; in total never more than the 15 requested.
+
+        Beyond the JVM TCK: a cancel made *inside* ``on_next`` with unbounded demand left
+        must stop the stream too (rules 3.12 and 1.8).
+        """
         with self.active_publisher(20, completion_required=False) as publisher:
             sub = self.env.new_manual_subscriber(publisher)
             sub.request(10)
@@ -601,16 +676,33 @@ class PublisherVerification(Verification, abc.ABC):
             sub.next_element(error_msg="rule 1.1: request(10) and request(5) must produce elements")
             sub.cancel()
             seen = sub.received
-            while True:  # each quiet-window wait ends early when an element arrives
+            for _ in range(16):  # each quiet-window wait ends early when an element arrives
                 now = sub.wait_received(seen, self.env.default_no_signals_timeout)
                 if now > 15:
-                    break
+                    self.env.flop(
+                        f"rule 3.12: after cancel() the publisher kept signalling: {now} elements, 15 requested"
+                    )
                 if now == seen:
-                    return
+                    break
                 seen = now
-            self.env.flop(
-                f"rule 3.12: after cancel() the publisher kept signalling: {now} elements, 15 requested"
-            )
+        self._cancel_inside_on_next()
+
+    def _cancel_inside_on_next(self) -> None:
+        """Rules 3.12 and 1.8: a cancel made inside ``on_next``, with unbounded demand left, stops the stream.
+
+        Runs on the longest stream allowed, up to 2**31 - 1 elements, so a publisher that
+        loses such a cancel floods; past the runaway limit the TCK stops it.
+        """
+        elements = min(self.max_elements_from_publisher(), 2**31 - 1)
+        if elements == 0:
+            return
+        at = min(3, elements)
+        with self.active_publisher(elements, completion_required=False) as publisher:
+            sub = CancelInsideOnNext(self.env, at)
+            self.env.subscribe(publisher, sub)
+            sub.request(UNBOUNDED)
+            sub.cancelled.expect_close(error_msg=f"rule 1.1: request(2**63-1) must produce {at} elements")
+            self._stops_after_cancel(sub, f"on_next #{at}")
 
     @tck_test(
         rule="3.13",
@@ -698,7 +790,7 @@ class PublisherVerification(Verification, abc.ABC):
             sub.cancelled.expect_close(
                 error_msg="rule 3.17: expected 11 elements while demand was raised past 2**63-1"
             )
-            self.env.verify_no_async_errors()
+            self._stops_after_cancel(sub, "on_next #11")
 
 
 def verify_publisher(

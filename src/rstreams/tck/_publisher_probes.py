@@ -2,7 +2,9 @@
 
 Each records what it sees and every rule breach it can detect on the environment (never
 raising into the publisher), and exposes :class:`~rstreams.tck._env.Latch` objects the
-test thread waits on. All are safe to drive from any thread.
+test thread waits on. All are safe to drive from any thread. Every one notices a signal
+after a terminal one (rule 1.7) and counts elements after its own cancel (rule 3.12); a
+``request`` it makes from inside a signal that raises is recorded as a rule-3.2 failure.
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ from typing import Any
 from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
 from rstreams.tck._env import BlackholeSubscriber, Latch, ManualSubscriber, TestEnvironment, TestSubscriber
+from rstreams.tck._registry import StreamAbandoned, TCKFailure
 
 __all__ = [
+    "CancelInsideOnNext",
     "DemandFlooder",
     "FailedPublisherProbe",
     "OnSubscribeFirstProbe",
+    "OverlappingRequester",
     "RecursionProbe",
     "ReentrantRequester",
     "SerialSignalProbe",
@@ -28,8 +33,41 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+class _Terminals:
+    """Rule 1.7 for the probes: remembers the first terminal signal and reports any signal after it."""
+
+    def __init__(self, env: TestEnvironment) -> None:
+        self._env = env
+        self.first: str | None = None
+
+    def signal(self, signal: str, *, terminal: bool) -> None:
+        if self.first is not None:
+            self._env.record_failure(f"rule 1.7: {signal} after {self.first}")
+        elif terminal:
+            self.first = signal
+
+
+def request_inside(subscriber: TestSubscriber[Any], n: int, where: str) -> bool:
+    """``subscriber.request(n)`` from inside a signal; a raise is recorded as rule 3.2. Whether it returned."""
+    try:
+        subscriber.subscription.value.request(n)
+    except (TCKFailure, StreamAbandoned):
+        raise
+    except Exception as exc:
+        subscriber.env.record_failure(
+            f"rule 3.2: request({n}) called synchronously from inside {where} raised {_describe(exc)};"
+            " a publisher must allow it"
+        )
+        return False
+    return True
+
+
 class OnSubscribeFirstProbe(TestSubscriber[Any]):
-    """Rule 1.9: ``on_subscribe`` exactly once and before any other signal."""
+    """Rule 1.9: ``on_subscribe`` exactly once and before any other signal; nothing after a terminal (1.7)."""
+
+    def __init__(self, env: TestEnvironment) -> None:
+        super().__init__(env)
+        self.terminals = _Terminals(env)
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if subscription is None:
@@ -37,19 +75,24 @@ class OnSubscribeFirstProbe(TestSubscriber[Any]):
         if not self.subscription.try_complete(subscription):
             self.env.record_failure("rule 1.9: on_subscribe was called twice for one subscribe()")
 
-    def _check(self, signal: str) -> None:
+    def _check(self, signal: str, *, terminal: bool) -> None:
         if not self.subscription.is_completed:
             self.env.record_failure(f"rule 1.9: {signal} was signalled before on_subscribe")
+        self.terminals.signal(signal, terminal=terminal)
 
     def on_next(self, item: Any) -> None:
-        self._check(f"on_next({item!r})")
-        self.env.record_failure(f"rule 1.1: on_next({item!r}) although nothing was requested")
+        if not self._element_arrived():
+            return
+        self._check(f"on_next({item!r})", terminal=False)
+        self.env.record_failure(f"rule 1.1: on_next({item!r}) from an empty stream")
 
     def on_error(self, error: BaseException) -> None:
-        self._check(f"on_error({_describe(error)})")
+        if self._signal_arrived():
+            self._check(f"on_error({_describe(error)})", terminal=True)
 
     def on_complete(self) -> None:
-        self._check("on_complete()")
+        if self._signal_arrived():
+            self._check("on_complete()", terminal=True)
 
 
 class FailedPublisherProbe(TestSubscriber[Any]):
@@ -99,6 +142,9 @@ class SerialSignalProbe(TestSubscriber[Any]):
     def __init__(self, env: TestEnvironment) -> None:
         super().__init__(env)
         self.done = Latch(env)
+        self.terminals = _Terminals(env)
+        self.requested = 0
+        self.received = 0
         self._lock = threading.Lock()
         self._owner: int | None = None
         self._inside = ""
@@ -131,24 +177,36 @@ class SerialSignalProbe(TestSubscriber[Any]):
         owned = self._enter("on_subscribe")
         try:
             if self.subscription.try_complete(subscription):
-                subscription.request(1)
+                self.requested += 1
+                request_inside(self, 1, "on_subscribe")
         finally:
             self._exit(owned)
 
     def on_next(self, item: Any) -> None:
+        if not self._element_arrived():
+            return
         owned = self._enter(f"on_next({item!r})")
         try:
-            self.subscription.value.request(1)
+            self.received += 1
+            self.terminals.signal(f"on_next({item!r})", terminal=False)
+            self.requested += 1
+            request_inside(self, 1, f"on_next #{self.received}")
         finally:
             self._exit(owned)
 
     def on_complete(self) -> None:
+        if not self._signal_arrived():
+            return
         owned = self._enter("on_complete")
+        self.terminals.signal("on_complete()", terminal=True)
         self.done.close()
         self._exit(owned)
 
     def on_error(self, error: BaseException) -> None:
+        if not self._signal_arrived():
+            return
         owned = self._enter("on_error")
+        self.terminals.signal(f"on_error({_describe(error)})", terminal=True)
         self.env.record_async_error(error)
         self.done.close()
         self._exit(owned)
@@ -172,9 +230,11 @@ class RecursionProbe(TestSubscriber[Any]):
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if self.subscription.try_complete(subscription):
-            subscription.request(1)
+            request_inside(self, 1, "on_subscribe")
 
     def on_next(self, item: Any) -> None:
+        if not self._element_arrived():
+            return
         depth = getattr(self._depth, "value", 0) + 1
         self._depth.value = depth
         try:
@@ -187,16 +247,18 @@ class RecursionProbe(TestSubscriber[Any]):
             if self.received >= self.elements:
                 self.finished.close()
             else:
-                self.subscription.value.request(1)
+                request_inside(self, 1, f"on_next #{self.received}")
         finally:
             self._depth.value = depth - 1
 
     def on_complete(self) -> None:
-        self.finished.close()
+        if self._signal_arrived():
+            self.finished.close()
 
     def on_error(self, error: BaseException) -> None:
-        self.env.record_async_error(error)
-        self.finished.close()
+        if self._signal_arrived():
+            self.env.record_async_error(error)
+            self.finished.close()
 
 
 class ReentrantRequester(ManualSubscriber[Any]):
@@ -208,12 +270,9 @@ class ReentrantRequester(ManualSubscriber[Any]):
         self.elements = elements
 
     def _request_inside(self, where: str) -> None:
-        try:
-            self.request(1)
-        except Exception as exc:
-            self.env.record_failure(
-                f"rule 3.2: request(1) called synchronously from {where} raised {_describe(exc)}"
-            )
+        with self._cond:
+            self.requested += 1
+        request_inside(self, 1, where)
 
     def on_subscribe(self, subscription: Subscription) -> None:
         super().on_subscribe(subscription)
@@ -222,8 +281,56 @@ class ReentrantRequester(ManualSubscriber[Any]):
 
     def on_next(self, item: Any) -> None:
         super().on_next(item)
-        if self.requested < self.elements:
-            self._request_inside("on_next")
+        if self.requested < self.elements and not self.closed:
+            self._request_inside(f"on_next #{self.received}")
+
+
+class OverlappingRequester(ManualSubscriber[Any]):
+    """Rules 3.2 and 3.8: requests that overlap outstanding demand must add up.
+
+    Inside ``on_subscribe`` it requests 1 and then 2; inside its first ``on_next`` 1 and
+    then 2 again: 6 in all. However a publisher delivers (synchronously inside the first
+    request, or later from another thread), at least one request of each pair arrives
+    while demand is still outstanding, so a publisher that *replaces* its outstanding
+    demand instead of adding to it delivers fewer than 6.
+    """
+
+    PLAN = "1 then 2 inside on_subscribe, 1 then 2 inside on_next #1"
+    TOTAL = 6
+
+    def _requests(self, where: str) -> None:
+        for n in (1, 2):
+            with self._cond:
+                self.requested += n
+            request_inside(self, n, where)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        super().on_subscribe(subscription)
+        self._requests("on_subscribe")
+
+    def on_next(self, item: Any) -> None:
+        super().on_next(item)
+        if self.received == 1 and not self.closed:
+            self._requests("on_next #1")
+
+
+class CancelInsideOnNext(BlackholeSubscriber[Any]):
+    """Rules 3.12/1.8: cancels from inside on_next #``at`` with (effectively) unbounded demand left.
+
+    ``cancelled`` closes at that moment; what arrives afterwards is counted in
+    :attr:`after_cancel`.
+    """
+
+    def __init__(self, env: TestEnvironment, at: int) -> None:
+        super().__init__(env)
+        self.at = at
+        self.cancelled = Latch(env)
+
+    def on_next(self, item: Any) -> None:
+        super().on_next(item)
+        if self.received == self.at and not self.cancelled.is_closed:
+            self.cancelled.close()
+            self.cancel()
 
 
 class DemandFlooder(BlackholeSubscriber[Any]):
@@ -242,9 +349,13 @@ class DemandFlooder(BlackholeSubscriber[Any]):
 
     def on_next(self, item: Any) -> None:
         super().on_next(item)
+        if self.closed:
+            return
         self.calls += 1
         if self.calls <= self.floods:
-            self.request(UNBOUNDED - 1)
+            with self._cond:
+                self.requested = UNBOUNDED
+            request_inside(self, UNBOUNDED - 1, f"on_next #{self.calls}")
         elif not self.cancelled.is_closed:
             self.cancelled.close()
             self.cancel()

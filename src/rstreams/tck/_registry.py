@@ -11,15 +11,26 @@ Theory of operation:
   :meth:`Verification.run_tck_case`, which applies the category's meaning:
 
   - ``required``: any failure fails;
-  - ``optional``: a failure becomes a :class:`SkipTest` whose message says clearly that
-    the optional rule FAILED ("optional failure means SKIP, never FAIL"), except
-    :class:`HardFailure`, which a case raises when the JVM TCK fails it anyway;
+  - ``optional``: a failure of the case's own rule becomes a :class:`SkipTest` whose
+    message says clearly that the optional rule FAILED ("optional failure means SKIP,
+    never FAIL"). A failure that cites *another* rule (a required one: the optional
+    case only tripped over it) is a :class:`RequiredRuleViolated`, reported with the
+    outcome ``violated``; so is :class:`HardFailure`, which a case raises when the JVM
+    TCK fails it anyway;
   - ``stochastic``: like required (the case itself decides whether to skip);
   - ``untested``: always :class:`SkipTest` ("Not verified by this TCK.").
 
+* A failure names the rule that broke *first*: the failures a case records (on any
+  thread) and the one it raises are put in the order they happened, and the earliest
+  leads the message, the others follow as "then: ...".
 * :func:`run_cases` runs every case of an instance and returns a :class:`Report`; it needs
-  no pytest. Each case gets a fresh environment (``create_env()``) and its leftover
-  subscriptions are cancelled afterwards.
+  no pytest. Each case gets a fresh environment (``create_env()``; an environment that
+  already served a case is replaced by a copy with the same timeouts) and its leftover
+  subscriptions are closed and cancelled afterwards.
+* Each case runs in a worker thread for at most ``case_timeout`` seconds. A case that
+  overruns fails with what was observed (a runaway stream, no signal at all, or the call
+  the case's thread is stuck in), and its subscribers are closed and cancelled without
+  waiting for the stuck thread.
 
 Nothing here imports pytest: a skip is :class:`SkipTest`, a subclass of
 :class:`unittest.SkipTest`, which pytest and unittest both report as a skip.
@@ -27,6 +38,9 @@ Nothing here imports pytest: a skip is :class:`SkipTest`, a subclass of
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 import threading
 import time
 import unittest
@@ -47,15 +61,18 @@ __all__ = [
     "Category",
     "HardFailure",
     "Report",
+    "RequiredRuleViolated",
     "SkipTest",
+    "StreamAbandoned",
     "TCKFailure",
     "Verification",
+    "normalize_rule",
     "run_cases",
     "tck_test",
 ]
 
 Category = Literal["required", "optional", "stochastic", "untested"]
-Outcome = Literal["passed", "failed", "skipped"]
+Outcome = Literal["passed", "failed", "violated", "skipped"]
 _CATEGORIES: Final = ("required", "optional", "stochastic", "untested")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,16 +84,52 @@ class SkipTest(ReactiveStreamsError, unittest.SkipTest):
     """A TCK case does not apply (untested rule, missing capability, optional failure)."""
 
 
+_RULE_PREFIX: Final = re.compile(r"rule (\d+)\.(\d+)")
+
+
+def normalize_rule(rule: str | None) -> str | None:
+    """``"1.09"`` (the JVM tables' spelling) -> ``"1.9"`` (the specification's); None stays None."""
+    if rule is None:
+        return None
+    major, _, minor = rule.partition(".")
+    return f"{int(major)}.{int(minor)}"
+
+
 class TCKFailure(ReactiveStreamsError, AssertionError):
-    """A TCK case failed: the implementation under test broke the rule the message names."""
+    """A TCK case failed: the implementation under test broke the rule the message names.
+
+    ``rule`` is that rule in the specification's numbering (``"3.12"``), taken from a
+    message that starts with ``"rule X.Y"`` unless given; ``None`` when the message cites
+    none (a set-up check, or the TCK's own contract with the implementer).
+    """
+
+    def __init__(self, message: str = "", *, rule: str | None = None) -> None:
+        super().__init__(message)
+        match = _RULE_PREFIX.match(message)
+        self.rule = rule if rule is not None else f"{match[1]}.{int(match[2])}" if match else None
 
 
 class HardFailure(TCKFailure):
     """A failure that fails even an optional case (the JVM TCK's ``optional_spec104`` does)."""
 
 
+class RequiredRuleViolated(HardFailure):
+    """An optional case found a required rule broken: reported as ``violated``, a failure."""
+
+
 class CaseHung(HardFailure):
-    """A case ran past ``case_timeout``: the implementation under test blocked."""
+    """A case ran past ``case_timeout``; the message says what was observed meanwhile."""
+
+
+class StreamAbandoned(BaseException):  # noqa: N818  # a signal to unwind, not an error name
+    """Raised from a TCK subscriber's ``on_next`` into a publisher that will not stop.
+
+    After the TCK cancelled a subscription (or closed the case), a stream that keeps
+    delivering past the runaway limit is told to stop the only way a thread can be: the
+    next ``on_next`` raises this. It derives from BaseException so that a publisher's
+    ``except Exception`` around ``on_next`` cannot swallow it and keep flooding; executors
+    and event loops contain it like any other error of a task.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +164,8 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not self.failed
+        """True when no case failed and no optional case found a required rule violated."""
+        return not self.failed and not self.violated
 
     @property
     def passed(self) -> list[CaseResult]:
@@ -120,6 +174,11 @@ class Report:
     @property
     def failed(self) -> list[CaseResult]:
         return [r for r in self.results if r.outcome == "failed"]
+
+    @property
+    def violated(self) -> list[CaseResult]:
+        """Optional cases that found a required rule broken (counted as failures by ``ok``)."""
+        return [r for r in self.results if r.outcome == "violated"]
 
     @property
     def skipped(self) -> list[CaseResult]:
@@ -139,8 +198,9 @@ class Report:
             if r.message and r.outcome != "passed":
                 first = r.message.strip().splitlines()[0] if r.message.strip() else ""
                 lines.append(f"{'':<25} {first[:200]}")
+        violated = f", {len(self.violated)} violated" if self.violated else ""
         lines.append(
-            f"{len(self.passed)} passed, {len(self.failed)} failed, {len(self.skipped)} skipped"
+            f"{len(self.passed)} passed, {len(self.failed)} failed{violated}, {len(self.skipped)} skipped"
             f" of {len(self.results)} cases"
         )
         return "\n".join(lines)
@@ -234,27 +294,33 @@ class Verification:
     def run_tck_case(self, name: str) -> None:
         """Run one case with its category's meaning; raises :class:`SkipTest` or a failure.
 
-        A failure's message is extended with the other errors recorded during the case,
-        which often tell the cause (an ``on_next`` before ``on_subscribe``, say).
+        The failure's message leads with the rule that broke first and lists what else
+        was recorded during the case, which often tells the cause.
         """
         info = self.tck_case(name)
-        self._tck_env = None
-        env = self.env
-        env.clear_async_errors()
+        env = self._fresh_env()
         hung = False
         try:
             if info.category == "untested":
                 raise SkipTest(self.not_verified_message)
             try:
-                self._run_body(getattr(self, info.name))
+                self._run_body(getattr(self, info.name), env)
             except unittest.SkipTest:
                 raise
             except Exception as exc:
                 hung = isinstance(exc, CaseHung)
-                failure = _with_recorded_errors(exc, env.async_errors)
-                if info.category == "optional" and not isinstance(exc, HardFailure):
+                failure = _first_broken(exc, env.async_errors)
+                hard = isinstance(exc, HardFailure) or isinstance(failure, HardFailure)
+                if info.category == "optional" and not hard:
+                    own = normalize_rule(info.rule)
+                    if failure.rule is not None and failure.rule != own:
+                        raise RequiredRuleViolated(
+                            f"REQUIRED rule {failure.rule} broken during the optional case for rule {own}:"
+                            f" {_describe(failure)}",
+                            rule=failure.rule,
+                        ) from exc
                     raise SkipTest(
-                        f"OPTIONAL rule {info.rule} FAILED (reported as a skip: optional rules never fail the"
+                        f"OPTIONAL rule {own} FAILED (reported as a skip: optional rules never fail the"
                         f" run); this optional requirement is NOT implemented: {_describe(failure)}"
                     ) from exc
                 if failure is exc:
@@ -262,49 +328,148 @@ class Verification:
                 raise failure from exc
         finally:
             self._tck_env = None
-            if not hung:  # after a hang, cancelling could block this thread too
+            if hung:
+                env.abandon()  # the stuck thread may hold locks a cancel() needs: do not wait on it
+            else:
                 env.close()
 
-    def _run_body(self, body: Callable[[], None]) -> None:
+    def _fresh_env(self) -> TestEnvironment:
+        """This case's environment: :meth:`create_env`'s, or a copy if it served a case already."""
+        self._tck_env = None
+        env = self.env
+        if env.used:
+            env = self._tck_env = env.fresh()
+        env.used = True
+        return env
+
+    def _run_body(self, body: Callable[[], None], env: TestEnvironment) -> None:
         """Run ``body`` in a worker thread, waiting at most :attr:`case_timeout` seconds.
 
-        A publisher that deadlocks inside ``subscribe``/``request``/``cancel`` must not hang
-        the whole run: after the limit the case fails and the stuck (daemon) thread is
-        abandoned.
+        A publisher that deadlocks inside ``subscribe``/``request``/``cancel``, or floods
+        without end, must not hang the whole run: after the limit the case fails saying
+        what was observed, and the stuck (daemon) thread is abandoned.
         """
         limit = self.case_timeout
         if limit is None:
-            body()
+            _unwinding(body, env)
             return
         raised: list[BaseException] = []
         done = threading.Event()
 
         def work() -> None:
             try:
-                body()
+                _unwinding(body, env)
             except BaseException as exc:  # handed to the waiting thread, which re-raises it
                 raised.append(exc)
             finally:
                 done.set()
 
-        threading.Thread(target=work, name=f"rstreams-tck-{body.__name__[:48]}", daemon=True).start()
+        worker = threading.Thread(target=work, name=f"rstreams-tck-{body.__name__[:48]}", daemon=True)
+        worker.start()
         if not done.wait(limit):
-            raise CaseHung(
-                f"the case did not finish within {limit:g} s (case_timeout): the implementation under test"
-                " probably blocks, e.g. a deadlock in subscribe(), request() or cancel()"
-            )
+            raise CaseHung(f"the case did not finish within {limit:g} s (case_timeout): {_observe(worker, env)}")
         if raised:
             raise raised.pop()
 
 
-def _with_recorded_errors(exc: Exception, recorded: list[BaseException]) -> Exception:
-    """``exc``, or a failure of the same kind whose message also lists the other recorded errors."""
-    others = [e for e in recorded if e is not exc and str(e) not in str(exc)]
-    if not others:
-        return exc
-    lines = "".join(f"\n  also recorded: {_describe(e)}" for e in others[:5])
-    kind = type(exc) if isinstance(exc, TCKFailure) else TCKFailure
-    return kind(f"{_describe(exc)}{lines}")
+def _unwinding(body: Callable[[], None], env: TestEnvironment) -> None:
+    """``body()``; a :class:`StreamAbandoned` that unwound a runaway becomes its recorded failure."""
+    try:
+        body()
+    except StreamAbandoned:
+        failure = env.first_failure()
+        raise failure if failure is not None else TCKFailure("rule 3.12: a runaway stream was stopped") from None
+
+
+def _first_broken(exc: Exception, recorded: list[BaseException]) -> TCKFailure:
+    """One failure whose message leads with the earliest rule broken, then the rest in order.
+
+    Failures raised on the case's thread come after everything recorded before them;
+    errors that are not failures (an ``on_error`` the TCK received) are listed last.
+    """
+    failures = [e for e in recorded if isinstance(e, TCKFailure)]
+    if not any(e is exc for e in failures):
+        failures.append(exc if isinstance(exc, TCKFailure) else _unexpected(exc))
+    lead = failures[0]
+    others: list[str] = []
+    for error in failures[1:] + [e for e in recorded if not isinstance(e, TCKFailure)]:
+        text = _describe(error)
+        if text not in str(lead) and text not in others:
+            others.append(text)
+    if lead is exc and not others:
+        return lead
+    lines = "".join(f"\n  then: {text}" for text in others[:5])
+    more = f"\n  ... and {len(others) - 5} more" if len(others) > 5 else ""
+    return type(lead)(f"{_describe(lead)}{lines}{more}", rule=lead.rule)
+
+
+def _unexpected(exc: BaseException) -> TCKFailure:
+    """A failure for an exception that escaped the implementation under test, naming where."""
+    return TCKFailure(f"the implementation under test raised {_describe(exc)}{_where(exc)}")
+
+
+def _tck_file(filename: str) -> bool:
+    return os.path.dirname(filename) == _TCK_DIR or filename == threading.__file__
+
+
+_TCK_DIR: Final = os.path.dirname(__file__)
+
+
+def _where(exc: BaseException) -> str:
+    """`` in Cls.method (file.py:12)`` for the innermost traceback frame outside the TCK."""
+    tb, frame = exc.__traceback__, None
+    while tb is not None:
+        if not _tck_file(tb.tb_frame.f_code.co_filename):
+            frame = tb
+        tb = tb.tb_next
+    if frame is None:
+        return ""
+    code = frame.tb_frame.f_code
+    return f" in {code.co_qualname} ({os.path.basename(code.co_filename)}:{frame.tb_lineno})"
+
+
+def _observe(worker: threading.Thread, env: TestEnvironment) -> str:
+    """What a case that overran showed: the streams' state, and where its thread is."""
+    parts = [env.observation()]
+    frame = sys._current_frames().get(worker.ident or -1)
+    inner = entry = None
+    while frame is not None:  # innermost first; remember the outermost non-TCK frame of that run
+        if _tck_file(frame.f_code.co_filename):
+            if inner is not None:
+                break
+        else:
+            inner = inner or frame
+            entry = frame
+        frame = frame.f_back
+    if inner is None or entry is None:
+        parts.append("the case's thread is waiting in the TCK")
+    else:
+        state = {True: "busy (using CPU)", False: "blocked", None: "stuck"}[_busy(worker)]
+        where = f"{entry.f_code.co_qualname}()"
+        if inner is not entry:
+            where += f", now at {inner.f_code.co_qualname}"
+        parts.append(
+            f"the case's thread is {state} inside {where}"
+            f" ({os.path.basename(inner.f_code.co_filename)}:{inner.f_lineno})"
+        )
+    return "; ".join(parts)
+
+
+def _busy(thread: threading.Thread) -> bool | None:
+    """Whether ``thread`` used CPU during 50 ms (Linux ``/proc``); None where unknown."""
+    path = f"/proc/self/task/{thread.native_id}/stat"
+
+    def ticks() -> int:
+        with open(path, encoding="ascii") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+
+    try:
+        before = ticks()
+        time.sleep(0.05)  # the case is over anyway; this only describes it
+        return ticks() > before
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _describe(exc: BaseException) -> str:
@@ -316,7 +481,7 @@ def run_cases(verification: Verification, names: Iterable[str] | None = None) ->
     """Run the cases of ``verification`` (all, or those in ``names``) and report each one.
 
     Needs no pytest. Each case gets a fresh environment; a :class:`SkipTest` is a skip,
-    any other exception a failure with its message.
+    a :class:`RequiredRuleViolated` is ``violated``, any other exception a failure.
     """
     wanted = None if names is None else [verification.tck_case(n).name for n in names]
     results: list[CaseResult] = []
@@ -330,6 +495,8 @@ def run_cases(verification: Verification, names: Iterable[str] | None = None) ->
             verification.run_tck_case(info.name)
         except unittest.SkipTest as exc:
             outcome, message = "skipped", str(exc)
+        except RequiredRuleViolated as exc:
+            outcome, message = "violated", _describe(exc)
         except Exception as exc:
             outcome, message = "failed", _describe(exc)
         results.append(
