@@ -680,3 +680,63 @@ class DelayedOffByOnePublisher(DelayedPublisher):
 
     def overflows(self, demand: int) -> bool:
         return demand >= MAX
+
+
+# -- the rule gaps a naive TCK misses --------------------------------------------------------
+
+
+class ReplacesDemandSubscription(SyncSubscription):
+    """Rule 3.8: a request *replaces* the outstanding demand instead of adding to it."""
+
+    def add_demand(self, n: int) -> None:
+        self.demand = min(n, MAX)
+
+
+class LosesCancelInOnNextSubscription(SyncSubscription):
+    """Rules 3.12/1.8: a cancel made inside on_next (while draining) is lost; the stream floods on."""
+
+    def cancel(self) -> None:
+        if not self.draining:
+            super().cancel()
+
+
+class CompletesTwiceWhenEmptySubscription(SyncSubscription):
+    """Rule 1.7: an empty stream signals on_complete twice, right after on_subscribe."""
+
+    def complete(self) -> None:
+        subscriber = self.subscriber
+        super().complete()
+        if self.publisher.elements == 0 and subscriber is not None:
+            subscriber.on_complete()
+
+
+ReplacesDemandPublisher = _publisher_with(ReplacesDemandSubscription)
+LosesCancelInOnNextPublisher = _publisher_with(LosesCancelInOnNextSubscription)
+CompletesTwiceWhenEmptyPublisher = _publisher_with(CompletesTwiceWhenEmptySubscription)
+
+
+class UnicastPublisher(SyncPublisher):
+    """Correct: serves its first subscriber only; later ones get on_subscribe, then on_error (1.9)."""
+
+    def __init__(self, elements: int) -> None:
+        super().__init__(elements)
+        self.taken = False
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        if self.taken:
+            self.reject(subscriber)
+            return
+        self.taken = True
+        super().subscribe(subscriber)
+
+    def reject(self, subscriber: Subscriber[int]) -> None:
+        FailedPublisher().subscribe(subscriber)
+
+
+class SecondSubscribeRaisesPublisher(UnicastPublisher):
+    """Rule 1.9: a second subscriber makes subscribe() raise instead of signalling on_error."""
+
+    def reject(self, subscriber: Subscriber[int]) -> None:
+        raise RuntimeError("this publisher serves one subscriber only")

@@ -370,3 +370,24 @@ class _ErrorWaitsForDemand(Subscriber[Any], Subscription):
     def cancel(self) -> None:
         assert self.upstream is not None
         self.upstream.cancel()
+
+
+class LosesTerminalBeforeSubscriber(WrappedProcessor):
+    """Breaks 1.4/1.5 through a processor: an upstream terminal before any subscriber is dropped,
+    so a subscriber that arrives later waits forever."""
+
+    def __init__(self, buffer_size: int) -> None:
+        super().__init__(buffer_size)
+        self.has_subscriber = False
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        self.has_subscriber = True
+        super().subscribe(subscriber)
+
+    def on_error(self, error: BaseException) -> None:
+        if self.has_subscriber:
+            super().on_error(error)
+
+    def on_complete(self) -> None:
+        if self.has_subscriber:
+            super().on_complete()

@@ -19,6 +19,7 @@ from tck.broken_subscribers import (
     CancelsUpstreamInOnError,
     KeepsSecondUpstream,
     KeepsUpstreamWhenDownstreamCancels,
+    LosesTerminalBeforeSubscriber,
     WithholdsErrorWithoutDemand,
     WrappedProcessor,
 )
@@ -64,6 +65,7 @@ SPEC205 = (
 SPEC203 = "required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_error"
 IMMEDIATE = "must_immediately_pass_on_on_error_events_received_from_its_upstream_to_its_downstream"
 LONG_AGO = "required_must_request_from_upstream_for_elements_that_have_been_requested_long_ago"
+SPEC105 = "required_spec105_must_signal_on_complete_when_finite_stream_terminates"
 SPEC104 = (
     "required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error"
 )
@@ -75,6 +77,8 @@ BROKEN = [
     (CancelsUpstreamInOnError, SPEC203, "rule 2.3"),
     (WithholdsErrorWithoutDemand, IMMEDIATE, "on_error"),
     (WithholdsErrorWithoutDemand, SPEC104, "on_error"),
+    (LosesTerminalBeforeSubscriber, SPEC105, "rule 1.5: the processor's upstream completed before any"),
+    (LosesTerminalBeforeSubscriber, IMMEDIATE, "rule 1.4: the processor's upstream failed before any"),
 ]
 
 

@@ -315,6 +315,19 @@ BROKEN: list[tuple[str, Callable[[int], Publisher[int]], str]] = [
     ("required_spec317_must_not_signal_on_error_when_pending_above_long_max_value",
      bp.OverflowErrorPublisher, "ArithmeticError"),
     ("stochastic_spec103_must_signal_on_methods_sequentially", bp.ConcurrentPublisher, "rule 1.3"),
+    # the gaps a naive port misses: each is caught by a required case citing the rule
+    ("required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe",
+     bp.ReplacesDemandPublisher, "rule 3.8: requests must add up"),
+    ("required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling",
+     bp.LosesCancelInOnNextPublisher, "elements arrived after cancel()"),
+    ("required_spec317_must_not_signal_on_error_when_pending_above_long_max_value",
+     bp.LosesCancelInOnNextPublisher, "elements arrived after cancel()"),
+    ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",
+     bp.CompletesTwiceWhenEmptyPublisher, "rule 1.7: on_complete() after on_complete()"),
+    ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",
+     bp.SignalsAfterCompletePublisher, "rule 1.7: on_complete() after on_complete()"),
+    ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",
+     bp.SecondSubscribeRaisesPublisher, "rule 1.9: subscribe() raised RuntimeError: this publisher serves"),
 ]  # fmt: skip
 
 
@@ -458,3 +471,41 @@ def test_a_blocking_publisher_fails_by_case_timeout_instead_of_hanging() -> None
         bp.BlockingSubscription.release.set()  # let the abandoned thread finish
     result = report.results[0]
     assert result.outcome == "failed" and "did not finish within 0.3 s" in result.message, result
+
+
+# -- the rule gaps: what a naive TCK lets through ----------------------------------------------
+
+
+def test_a_unicast_publisher_that_rejects_by_on_error_passes() -> None:
+    """Rule 1.9 allows one subscriber only, if later ones get on_subscribe then on_error."""
+    report = verify_publisher(bp.UnicastPublisher, env=fast_env(), skip_stochastic=True)
+    assert report.ok, str(report)
+    assert report.result("required_spec109_mustIssueOnSubscribeForNonNullSubscriber").outcome == "passed"
+    assert report.result("optional_spec111_maySupportMultiSubscribe").outcome == "skipped"
+
+
+def test_a_raising_subscribe_in_an_optional_case_is_a_violation_not_a_skip() -> None:
+    """Rule 1.9 is required: the optional multi-subscribe case reports it as ``violated``."""
+    result = run_one("optional_spec111_may_support_multi_subscribe", bp.SecondSubscribeRaisesPublisher)
+    assert result.outcome == "violated", result
+    assert result.message.startswith("REQUIRED rule 1.9 broken during the optional case for rule 1.11")
+    assert "RuntimeError: this publisher serves one subscriber only" in result.message
+    report = Report((result,))
+    assert not report.ok and "1 violated" in str(report)
+
+
+def test_the_rule_that_broke_first_is_reported_first() -> None:
+    """A request refused inside on_next is rule 3.2, reported at once by the rule-1.3 case too."""
+    result = run_one("stochastic_spec103_must_signal_on_methods_sequentially", bp.RejectsReentrantRequestPublisher)
+    assert result.outcome == "failed" and result.message.startswith("rule 3.2: request(1) called"), result
+    assert "RuntimeError: re-entrant request() is not supported" in result.message
+    assert result.duration < Broken().create_env().default_timeout * 10  # not after 10x the timeout
+
+
+def test_a_runaway_after_cancel_is_stopped_and_counted() -> None:
+    """A lost cancel floods; the TCK's subscriber stops it past the runaway limit and reports the count."""
+    case = "required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling"
+    result = run_one(case, bp.LosesCancelInOnNextPublisher)
+    assert result.outcome == "failed"
+    assert result.message.startswith("rule 3.12: 10001 elements arrived after cancel()"), result.message
+    assert "StreamAbandoned" in result.message

@@ -12,6 +12,11 @@
   requests, and cancel upstream when its only downstream cancels;
 * 3 cases of its own about several downstream subscribers and errors (4.2).
 
+Beyond the JVM TCK, a processor whose upstream terminated before any subscriber arrived
+must still pass the terminal signal on (rules 1.4 and 1.5 through a processor): the
+delegated ``required_spec105`` case and the own ``mustImmediatelyPassOnOnError...`` case
+each end by subscribing late to a processor whose upstream already completed or failed.
+
 Each delegated case is a method of the same name that runs the case on a fresh inner
 verification sharing this case's environment; the names come from the canonical lists,
 and a test checks that every case of both classes has its delegate.
@@ -27,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rstreams import demand
 from rstreams.api import Processor, Publisher, Subscriber, Subscription
 from rstreams.rules import check_error, check_item
-from rstreams.tck._env import TEST_BUFFER_SIZE, TestEnvironment
+from rstreams.tck._env import TEST_BUFFER_SIZE, ManualSubscriber, TestEnvironment
 from rstreams.tck._jvm_names import PUBLISHER_VERIFICATION_RULES, snake
 from rstreams.tck._publisher import PublisherVerification
 from rstreams.tck._registry import CaseInfo, Report, SkipTest, TCKFailure, Verification, run_cases, tck_test
@@ -170,6 +175,19 @@ if TYPE_CHECKING:
     _IPVDelegates = Verification
 else:  # a base class holding the 65 delegates, so the registry collects them with IPV's own
     _IPVDelegates = type("_IPVDelegates", (Verification,), _delegates())
+
+
+def _same_case(verification: type[Verification], jvm: str) -> Callable[[_F], _F]:
+    """Mark an override of a delegated case: it carries that case's :class:`CaseInfo`."""
+    info = next(c for c in verification.tck_cases if c.jvm_name == jvm)
+
+    def mark(fn: _F) -> _F:
+        if fn.__name__ != info.name:
+            raise ValueError(f"an override of {jvm!r} must be named {info.name!r}")
+        fn.__tck_case__ = info  # type: ignore[attr-defined]
+        return fn
+
+    return mark
 
 
 def _unprefixed_case(*, rule: str | None, jvm: str) -> Callable[[_F], _F]:
@@ -320,6 +338,37 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
         """The ``buffer_size`` passed to :meth:`create_processor` (default 16)."""
         return TEST_BUFFER_SIZE
 
+    # -- a terminated upstream, then a late subscriber ----------------------------------------
+    def _late_subscriber(self, terminate: Callable[[ManualPublisher[Any]], None]) -> ManualSubscriber[Any]:
+        """A processor whose upstream ``terminate`` ended before any subscriber; one subscribes now."""
+        upstream: ManualPublisher[Any] = ManualPublisher(self.env)
+        processor = self.create_processor(self.processor_buffer_size())
+        upstream.subscribe(processor)
+        terminate(upstream)
+        sub: ManualSubscriber[Any] = ManualSubscriber(self.env)
+        self.env.call_subscribe(processor, sub)
+        sub.subscription.expect_completion(
+            error_msg="rule 1.9: the processor did not call on_subscribe for a subscriber arriving after its"
+            " upstream terminated"
+        )
+        return sub
+
+    @_same_case(PublisherVerification, "required_spec105_mustSignalOnCompleteWhenFiniteStreamTerminates")
+    def required_spec105_must_signal_on_complete_when_finite_stream_terminates(self) -> None:
+        """Rule 1.5: a finite stream ends with on_complete, and nothing follows it.
+
+        Beyond the JVM TCK: a processor whose upstream completed before any subscriber
+        arrived passes ``on_complete`` to the subscriber that arrives later.
+        """
+        _ProcessorAsPublisher(self).required_spec105_must_signal_on_complete_when_finite_stream_terminates()
+        sub = self._late_subscriber(lambda upstream: upstream.send_completion())
+        sub.request(1)
+        sub.expect_completion(
+            error_msg="rule 1.5: the processor's upstream completed before any subscriber arrived; a subscriber"
+            " arriving later must still get on_complete"
+        )
+        sub.expect_none(error_msg="rule 1.7: nothing may follow on_complete")
+
     # -- own cases ------------------------------------------------------------------------
     def _setup_test(self, body: Callable[[_ProcessorSetup], None], subscribers: int = 1) -> None:
         if subscribers > self.max_supported_subscribers():
@@ -368,7 +417,11 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
         rule=None, jvm="mustImmediatelyPassOnOnErrorEventsReceivedFromItsUpstreamToItsDownstream"
     )
     def must_immediately_pass_on_on_error_events_received_from_its_upstream_to_its_downstream(self) -> None:
-        """Rule 4.2: an upstream error reaches a subscriber that has requested nothing, at once."""
+        """Rule 4.2: an upstream error reaches a subscriber that has requested nothing, at once.
+
+        Beyond the JVM TCK: an upstream error that came before any subscriber reaches the
+        subscriber that arrives later (rule 1.4 through a processor).
+        """
 
         def body(setup: _ProcessorSetup) -> None:
             sub = setup.new_subscriber()
@@ -378,6 +431,13 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
             self.env.verify_no_async_errors_no_delay()
 
         self._setup_test(body)
+        late = self._late_subscriber(lambda upstream: upstream.send_error(InjectedError()))
+        late.expect_error(
+            InjectedError,
+            error_msg="rule 1.4: the processor's upstream failed before any subscriber arrived; a subscriber"
+            " arriving later must still get on_error",
+        )
+        self.env.verify_no_async_errors()  # a second terminal would be recorded (rule 1.7)
 
     @tck_test(
         rule=None,
