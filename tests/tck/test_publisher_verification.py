@@ -325,8 +325,6 @@ BROKEN: list[tuple[str, Callable[[int], Publisher[int]], str]] = [
     ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",
      bp.CompletesTwiceWhenEmptyPublisher, "rule 1.7: on_complete() after on_complete()"),
     ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",
-     bp.SignalsAfterCompletePublisher, "rule 1.7: on_complete() after on_complete()"),
-    ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",
      bp.SecondSubscribeRaisesPublisher, "rule 1.9: subscribe() raised RuntimeError: this publisher serves"),
 ]  # fmt: skip
 
@@ -496,7 +494,9 @@ def test_a_raising_subscribe_in_an_optional_case_is_a_violation_not_a_skip() -> 
 
 def test_the_rule_that_broke_first_is_reported_first() -> None:
     """A request refused inside on_next is rule 3.2, reported at once by the rule-1.3 case too."""
-    result = run_one("stochastic_spec103_must_signal_on_methods_sequentially", bp.RejectsReentrantRequestPublisher)
+    result = run_one(
+        "stochastic_spec103_must_signal_on_methods_sequentially", bp.RejectsReentrantRequestPublisher
+    )
     assert result.outcome == "failed" and result.message.startswith("rule 3.2: request(1) called"), result
     assert "RuntimeError: re-entrant request() is not supported" in result.message
     assert result.duration < Broken().create_env().default_timeout * 10  # not after 10x the timeout
@@ -509,3 +509,12 @@ def test_a_runaway_after_cancel_is_stopped_and_counted() -> None:
     assert result.outcome == "failed"
     assert result.message.startswith("rule 3.12: 10001 elements arrived after cancel()"), result.message
     assert "StreamAbandoned" in result.message
+
+
+def test_a_second_completion_of_an_empty_stream_is_a_violation_in_the_optional_case() -> None:
+    """Rule 1.7 is required: the optional empty-stream case that sees it reports ``violated``."""
+    case = "optional_spec105_empty_stream_must_terminate_by_signalling_on_complete"
+    result = run_one(case, bp.SignalsAfterCompletePublisher)
+    assert result.outcome == "violated", result
+    assert "rule 1.7: on_complete() after on_complete" in result.message
+    assert run_one(case, bp.SyncPublisher).outcome == "passed"

@@ -151,7 +151,9 @@ class TestEnvironment:
 
     def fresh(self) -> TestEnvironment:
         """A new environment with the same timeouts and nothing recorded."""
-        return TestEnvironment(self.default_timeout, self.default_no_signals_timeout, self.default_poll_timeout)
+        return TestEnvironment(
+            self.default_timeout, self.default_no_signals_timeout, self.default_poll_timeout
+        )
 
     def __repr__(self) -> str:
         return (
@@ -683,7 +685,8 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         env = self.env
         with self._cond:
             self._cond.wait_for(
-                lambda: bool(self._queue) or self._end_taken or self.error is not None or env.has_failure, total
+                lambda: bool(self._queue) or self._end_taken or self.error is not None or env.has_failure,
+                total,
             )
             if self._queue:
                 item = self._queue.popleft()
@@ -695,8 +698,10 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if error is not None:
             self.env.flop(f"{error_msg or f'expected {what}'}, but got on_error({_describe(error)})")
         if env.has_failure:
-            self.env.flop(f"{error_msg or f'expected {what}'}; stopped waiting at a failure; {self._state()}")
-        self.env.flop(f"{error_msg or f'expected {what}'}, but none arrived within {_ms(total)}; {self._state()}")
+            self.env.flop(f"{error_msg or f'expected {what}'}; stopped at a failure; {self._state()}")
+        self.env.flop(
+            f"{error_msg or f'expected {what}'}, but none arrived within {_ms(total)}; {self._state()}"
+        )
 
     def next_element(self, timeout: float | None = None, error_msg: str | None = None) -> T:
         """The next element within ``timeout``; flops on timeout, completion or error."""
@@ -716,7 +721,8 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
 
         with self._cond:
             self._cond.wait_for(
-                lambda: queued() >= n or _END in self._queue or self.error is not None or env.has_failure, total
+                lambda: queued() >= n or _END in self._queue or self.error is not None or env.has_failure,
+                total,
             )
             got = min(queued(), n)
             if got == n:
@@ -727,7 +733,9 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if ended:
             self.env.flop(f"{what}, but the stream completed after {got} of them; {self._state()}")
         if error is not None:
-            self.env.flop(f"{what}, but got on_error({_describe(error)}) after {got} of them; {self._state()}")
+            self.env.flop(
+                f"{what}, but got on_error({_describe(error)}) after {got} of them; {self._state()}"
+            )
         if env.has_failure:
             self.env.flop(f"{what}; stopped waiting at a failure after {got} of them; {self._state()}")
         self.env.flop(f"{what}, but only {got} arrived within {_ms(total)}; {self._state()}")

@@ -364,8 +364,8 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
         sub = self._late_subscriber(lambda upstream: upstream.send_completion())
         sub.request(1)
         sub.expect_completion(
-            error_msg="rule 1.5: the processor's upstream completed before any subscriber arrived; a subscriber"
-            " arriving later must still get on_complete"
+            error_msg="rule 1.5: the processor's upstream completed before any subscriber arrived;"
+            " a subscriber arriving later must still get on_complete"
         )
         sub.expect_none(error_msg="rule 1.7: nothing may follow on_complete")
 

@@ -48,7 +48,10 @@ class _Terminals:
 
 
 def request_inside(subscriber: TestSubscriber[Any], n: int, where: str) -> bool:
-    """``subscriber.request(n)`` from inside a signal; a raise is recorded as rule 3.2. Whether it returned."""
+    """``subscriber.request(n)`` from inside a signal; a raise is recorded (rule 3.2).
+
+    Returns whether the call returned normally.
+    """
     try:
         subscriber.subscription.value.request(n)
     except (TCKFailure, StreamAbandoned):

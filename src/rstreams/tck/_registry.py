@@ -121,7 +121,7 @@ class CaseHung(HardFailure):
     """A case ran past ``case_timeout``; the message says what was observed meanwhile."""
 
 
-class StreamAbandoned(BaseException):  # noqa: N818  # a signal to unwind, not an error name
+class StreamAbandoned(BaseException):  # a signal to unwind, not an error name
     """Raised from a TCK subscriber's ``on_next`` into a publisher that will not stop.
 
     After the TCK cancelled a subscription (or closed the case), a stream that keeps
@@ -367,7 +367,9 @@ class Verification:
         worker = threading.Thread(target=work, name=f"rstreams-tck-{body.__name__[:48]}", daemon=True)
         worker.start()
         if not done.wait(limit):
-            raise CaseHung(f"the case did not finish within {limit:g} s (case_timeout): {_observe(worker, env)}")
+            raise CaseHung(
+                f"the case did not finish within {limit:g} s (case_timeout): {_observe(worker, env)}"
+            )
         if raised:
             raise raised.pop()
 
@@ -378,7 +380,9 @@ def _unwinding(body: Callable[[], None], env: TestEnvironment) -> None:
         body()
     except StreamAbandoned:
         failure = env.first_failure()
-        raise failure if failure is not None else TCKFailure("rule 3.12: a runaway stream was stopped") from None
+        raise (
+            failure if failure is not None else TCKFailure("rule 3.12: a runaway stream was stopped")
+        ) from None
 
 
 def _first_broken(exc: Exception, recorded: list[BaseException]) -> TCKFailure:
