@@ -121,14 +121,13 @@ class CaseHung(HardFailure):
     """A case ran past ``case_timeout``; the message says what was observed meanwhile."""
 
 
-class StreamAbandoned(BaseException):  # a signal to unwind, not an error name
+class StreamAbandoned(ReactiveStreamsError):
     """Raised from a TCK subscriber's ``on_next`` into a publisher that will not stop.
 
     After the TCK cancelled a subscription (or closed the case), a stream that keeps
     delivering past the runaway limit is told to stop the only way a thread can be: the
-    next ``on_next`` raises this. It derives from BaseException so that a publisher's
-    ``except Exception`` around ``on_next`` cannot swallow it and keep flooding; executors
-    and event loops contain it like any other error of a task.
+    next ``on_next`` raises this, which unwinds a delivery loop that does not catch it,
+    and which a publisher that does catch it must take as a cancel (rule 2.13).
     """
 
 
