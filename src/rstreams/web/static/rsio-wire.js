@@ -29,7 +29,30 @@ export const DEFAULT_LIMITS = Object.freeze({
   maxExtensions: 64,
   maxPartsInFlight: 64,
   maxReassemblyBytes: 64 * 1024 * 1024,
+  maxNameLength: 1024,                // §11: a longer name in the peer's subscribe is refused
+  maxSubscriptions: 1024,             // §11: open subscriptions the peer may make on us
+  splitThreshold: 64 * 1024,          // §8: elements we send above this go out in parts
 });
+
+/** The registered extensions (§4.4): id, name, and the message types each owns. */
+export const EXTENSIONS = Object.freeze({
+  keepalive: Object.freeze({ id: 1, section: "§14", types: Object.freeze({ ping: 0x80, pong: 0x81 }) }),
+  auth: Object.freeze({ id: 2, section: "§15", types: Object.freeze({
+    authenticate: 0x84, authenticated: 0x85, subscribeCredentials: 0x86, reserved: 0x87 }) }),
+  resume: Object.freeze({ id: 3, section: "§16", types: Object.freeze({
+    resumeToken: 0x88, resume: 0x89, resumed: 0x8a, resumeRefused: 0x8b, resumeAck: 0x8c }),
+    reserved: Object.freeze([0x8d, 0x8e, 0x8f]) }),
+});
+
+/** The extension that owns an extension message type (0x80-0xff), or undefined (§4.4). */
+export function extensionOf(code) {
+  for (const [name, extension] of Object.entries(EXTENSIONS)) {
+    if (Object.values(extension.types).includes(code) || extension.reserved?.includes(code)) {
+      return { name, ...extension };
+    }
+  }
+  return undefined;
+}
 
 /** The peer broke the protocol; `section` is the PROTOCOL.md section the goodbye names. */
 export class ProtocolError extends Error {
@@ -76,6 +99,23 @@ export function decodeVarint(bytes, offset) {
 // -- encoding ---------------------------------------------------------------------------------
 
 const utf8 = new TextEncoder();
+
+/**
+ * The payload of authenticate (§15.1): `credentials` is a token string (kind 1) or
+ * {user, password} (kind 2). Throws TypeError for anything else; the message never shows
+ * the secret.
+ */
+export function encodeCredentials(credentials) {
+  if (typeof credentials === "string") {
+    return concat([Uint8Array.of(1), ...bytesField(utf8.encode(credentials))]);
+  }
+  if (credentials !== null && typeof credentials === "object"
+      && typeof credentials.user === "string" && typeof credentials.password === "string") {
+    return concat([Uint8Array.of(2), ...bytesField(utf8.encode(credentials.user)),
+      ...bytesField(utf8.encode(credentials.password))]);
+  }
+  throw new TypeError("auth takes a token string or {user, password} with two strings (PROTOCOL.md §15.1)");
+}
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 function bytesField(data) {

@@ -1,8 +1,10 @@
-// RS.io client for browsers (and Node 20+ with a global WebSocket): subscribe to the publishers of
-// an RS.io server over a WebSocket, with Reactive Streams demand. No framework, no build step.
+// RS.io for JavaScript: subscribe to the publishers of an RS.io endpoint and offer publishers
+// to it, with Reactive Streams demand. This module runs in browsers (over WebSocket) and in
+// Node; the package's Node entry (node.js) adds TCP, TLS and Unix sockets and a WebSocket for
+// Node 20. No framework, no build step.
 //
 //   import { connect } from "./rsio.js";
-//   const conn = await connect("ws://127.0.0.1:8765/rsio");
+//   const conn = await connect("ws://127.0.0.1:8765/rsio", { auth: "token", publishers: {...} });
 //   conn.subscribe("results", {
 //     onSubscribe(s) { this.s = s; s.request(16); },
 //     onNext(bytes) { ...; this.s.request(1); },
@@ -10,25 +12,31 @@
 //   });
 //   for await (const row of conn.stream("results", { window: 32, decode: "json" })) { ... }
 //
-// Theory of operation. The byte stream is RS.io exactly as over TCP: frames are concatenated into
-// binary WebSocket messages with no relation between the two framings (PROTOCOL.md §1); frames
-// queued in one turn of the event loop go out as one message. Each subscription follows the
-// state table of §5.2 (SUBSCRIBED -> ACTIVE -> CLOSED, or CANCELLED until the publisher's
+// Theory of operation. A Connection drives one transport: anything with send(bytes), close()
+// and `writable`, which calls onbytes/onend/ondrain (webSocketTransport() makes one of a
+// WebSocket). The byte stream is RS.io exactly as over TCP: frames are concatenated with no
+// relation to the transport's own framing (PROTOCOL.md §1), and frames queued in one turn of
+// the event loop go out in one send. Each subscription this endpoint makes follows the state
+// table of §5.2 (SUBSCRIBED -> ACTIVE -> CLOSED, or CANCELLED until the publisher's
 // acknowledging onComplete, §5.4) and keeps its outstanding demand as a BigInt saturating at
-// 2**63 - 1 (§6.1). Whatever the server does wrong (§10) ends the connection with a goodbye
+// 2**63 - 1 (§6.1). Subscriptions the peer makes on `publishers` are served by
+// rsio-publish.js. Whatever the peer does wrong (§10) ends the connection with a goodbye
 // naming the rule and its PROTOCOL.md section, and every subscriber gets onError.
 //
-// This client publishes nothing: a subscribe from the server is refused with onError (§5.5).
-//
-// Extensions: the client offers keepalive (id 1, §14) and no other. With it active, it answers
-// every ping with a pong, and pings when it has received nothing for `keepalive` seconds, so
-// that a server's idle timeout (§14.2) never closes a page that is only waiting for data.
+// Extensions (§4.4): keepalive (id 1, §14) always: pings answered with pongs, and a ping after
+// `keepalive` seconds without input, so a server's idle timeout (§14.2) never closes a client
+// that is only waiting for data. auth (id 2, §15) when `auth` is given: authenticate is sent
+// as soon as the serverHello lists it, and `ready` settles with the server's verdict. Timers
+// go through `clock` ({now, setTimeout, clearTimeout}), so tests drive time themselves.
 
 import {
-  FrameDecoder, ProtocolError, UNBOUNDED, VERSION, concat, encodeFrame, DEFAULT_LIMITS,
+  DEFAULT_LIMITS, EXTENSIONS, FrameDecoder, ProtocolError, UNBOUNDED, VERSION, concat, encodeCredentials,
+  encodeFrame, extensionOf,
 } from "./rsio-wire.js";
+import { Offer, ServingTable } from "./rsio-publish.js";
 
 export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
+export { fromAsyncIterable, fromIterable } from "./rsio-publish.js";
 
 export const SUBPROTOCOL = "rsio.v0";
 
@@ -40,35 +48,102 @@ export class RemoteStreamError extends Error {
   }
 }
 
-/** The connection ended (goodbye, close, or a protocol error in `cause`) before the stream did. */
+/**
+ * The connection ended (goodbye, close, or a protocol error in `cause`) before the stream did.
+ * `reason` is the peer's goodbye reason when it said goodbye, else null.
+ */
 export class ConnectionClosedError extends Error {
-  constructor(message, cause) {
+  constructor(message, cause, reason = null) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = "ConnectionClosedError";
+    this.reason = reason;
   }
 }
 
-const GOODBYE_TIMEOUT_MS = 2000;
-const KEEPALIVE = 1; // extension id (§14)
-const PING = 0x80;
-const PONG = 0x81;
-const EXTENSION_NAMES = { [PING]: "keepalive (id 1)", [PONG]: "keepalive (id 1)" };
-const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything
+const GOODBYE_TIMEOUT_MS = 2000; // how long we wait for the answer to our goodbye (§9.1)
+const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
+const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
+const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
+const { keepalive: KEEPALIVE, auth: AUTH } = EXTENSIONS;
 
-/** Open a connection; resolves once the WebSocket is open and our clientHello is sent. */
+const SYSTEM_CLOCK = Object.freeze({
+  now: () => Date.now(),
+  setTimeout(callback, ms) {
+    const timer = setTimeout(callback, ms);
+    timer?.unref?.(); // Node: a timer alone does not keep the process running
+    return timer;
+  },
+  clearTimeout: (timer) => clearTimeout(timer),
+});
+
+/** Open a connection over a WebSocket (ws://, wss://); resolves once it is open and our hello sent. */
 export function connect(url, options = {}) {
+  const scheme = String(url).split(":", 1)[0].toLowerCase();
+  if (scheme !== "ws" && scheme !== "wss") {
+    return Promise.reject(new TypeError(`this client opens ws:// and wss:// URLs, not ${scheme}://; `
+      + "under Node the package's node entry also opens tcp://, tls:// and unix://"));
+  }
   const WS = options.WebSocket ?? globalThis.WebSocket;
   if (WS === undefined) {
-    throw new TypeError("no WebSocket here: pass options.WebSocket (Node 20: run with --experimental-websocket)");
+    return Promise.reject(new TypeError("no WebSocket here: pass options.WebSocket, or under Node 20 import the "
+      + "package's node entry (it brings one)"));
   }
-  const ws = new WS(url, SUBPROTOCOL);
+  return openWebSocket(url, WS, options);
+}
+
+/** connect() with a given WebSocket class (browsers', Node 22's, or the `ws` package's). */
+export function openWebSocket(url, WS, options = {}) {
+  let ws;
+  try {
+    ws = new WS(url, SUBPROTOCOL);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   ws.binaryType = "arraybuffer";
   return new Promise((resolve, reject) => {
-    ws.onopen = () => resolve(new Connection(ws, options));
+    ws.onopen = () => resolve(new Connection(webSocketTransport(ws, options.clock), options));
     ws.onerror = () => reject(new ConnectionClosedError(`cannot open a WebSocket to ${url}`));
     ws.onclose = (event) => reject(new ConnectionClosedError(
       `the WebSocket to ${url} closed during the handshake (code ${event.code})`));
   });
+}
+
+/** An open WebSocket as a Connection's transport. */
+export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
+  let polling = null;
+  const transport = {
+    onbytes: null,
+    onend: null,
+    ondrain: null,
+    send(bytes) {
+      if (ws.readyState === 1) ws.send(bytes);
+    },
+    close() {
+      ws.close();
+    },
+    get writable() {
+      return ws.bufferedAmount < HIGH_WATER;
+    },
+    waitWritable() {
+      if (polling !== null) return;
+      const look = () => {
+        if (ws.readyState !== 1) {
+          polling = null;
+        } else if (transport.writable) {
+          polling = null;
+          transport.ondrain?.();
+        } else {
+          polling = clock.setTimeout(look, DRAIN_POLL_MS);
+        }
+      };
+      polling = clock.setTimeout(look, DRAIN_POLL_MS);
+    },
+  };
+  ws.binaryType = "arraybuffer";
+  ws.onmessage = (event) => transport.onbytes?.(event.data);
+  ws.onclose = () => transport.onend?.();
+  ws.onerror = () => {}; // a close event follows
+  return transport;
 }
 
 function toDemand(n) {
@@ -143,13 +218,22 @@ class Subscription {
 }
 
 export class Connection {
-  /** Made by connect(); `options`: {limits, keepalive (seconds, null: never ping), onclose, onerror}. */
-  constructor(ws, options = {}) {
-    this._ws = ws;
+  #credentials; // authenticate's payload: a private field, so no log or inspection shows it (§15.5)
+
+  /**
+   * Made by connect(); `transport` as webSocketTransport() makes. `options`: {limits, keepalive
+   * (seconds, null: never ping), auth (a token or {user, password}), publishers (names or
+   * "{field}" patterns -> Publishers or factories (params, name) => Publisher), onclose,
+   * onerror, clock}.
+   */
+  constructor(transport, options = {}) {
+    this._transport = transport;
     this._limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
+    this._clock = options.clock ?? SYSTEM_CLOCK;
     this._subs = new Map(); // our ids -> Subscription
-    this._parts = new Map(); // "sub:elementId" -> {chunks, size}
+    this._parts = new Map(); // "sub:elementId" -> {sub, chunks, size}
     this._partBytes = 0;
+    this._serving = new ServingTable(this, new Offer(options.publishers ?? {}), this._limits);
     this._out = [];
     this._flushQueued = false;
     this.state = "AWAITING_HELLO"; // §12: AWAITING_HELLO, OPEN, CLOSING, CLOSED
@@ -157,23 +241,33 @@ export class Connection {
     this.bytesReceived = 0;
     this.elementsReceived = 0;
     this.extensions = new Set(); // active extension ids, once the serverHello is in (§4.4)
+    this.authenticated = false;
     this.pingsSent = 0;
     this.pongsReceived = 0;
-    this._keepalive = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S : options.keepalive;
-    this._lastReceived = Date.now();
+    this.#credentials = options.auth == null ? null : encodeCredentials(options.auth);
+    this._offered = this.#credentials === null ? [KEEPALIVE.id] : [KEEPALIVE.id, AUTH.id];
+    this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
+      : options.keepalive === null ? null : options.keepalive * 1000;
+    this._lastReceived = this._clock.now();
     this._pingTimer = null;
+    this._closeTimer = null;
     this.onclose = options.onclose ?? null;
     this.onerror = options.onerror ?? ((error) => console.error("rsio:", error));
     this._decoder = new FrameDecoder((id) => this._subs.get(id)?.elementSize ?? 0, this._limits);
     this.closed = new Promise((resolve) => { this._resolveClosed = resolve; });
-    ws.onmessage = (event) => this._receive(event.data);
-    ws.onclose = () => this._transportClosed();
-    ws.onerror = () => {};
-    this._send({ type: "clientHello", version: VERSION, extensions: [KEEPALIVE] });
+    this.ready = new Promise((resolve, reject) => { this._ready = { resolve, reject }; });
+    this.ready.catch(() => {}); // `ready` is there to be awaited, not a must
+    transport.onbytes = (data) => this._receive(data);
+    transport.onend = () => this._transportClosed();
+    transport.ondrain = () => this._serving.pullAll();
+    this._send({ type: "clientHello", version: VERSION, extensions: this._offered });
   }
 
   /** Subscribe `subscriber` ({onSubscribe, onNext, onError, onComplete}) to the publisher `name`. */
   subscribe(name, subscriber) {
+    if (typeof name !== "string") {
+      throw new TypeError(`publisher names are strings such as "sensors/temp?from=100", got ${typeof name}`);
+    }
     if (subscriber === null || typeof subscriber !== "object") {
       throw new TypeError(`rule 1.9: subscribe needs a subscriber object, got ${subscriber}`);
     }
@@ -226,19 +320,30 @@ export class Connection {
     if (this.state === "AWAITING_HELLO" || this.state === "OPEN") {
       this._send({ type: "goodbye", reason });
       this.state = "CLOSING";
-      this._failAll(new ConnectionClosedError(`connection closed by this client: ${reason || "goodbye"}`));
-      this._closeTimer = setTimeout(() => this._ws.close(), GOODBYE_TIMEOUT_MS);
+      this._failAll(new ConnectionClosedError(`connection closed by this endpoint: ${reason || "goodbye"}`));
+      this._closeTimer = this._clock.setTimeout(() => this._transport.close(), GOODBYE_TIMEOUT_MS);
     }
     return this.closed;
   }
 
-  /** Subscriptions open right now (id -> {name, state, outstanding, received}). */
+  /** Subscriptions this endpoint has open (each with name, state, outstanding, received). */
   get subscriptions() {
     return [...this._subs.values()];
   }
 
+  /** The peer's subscriptions on this endpoint's publishers (id, name, wanted, sent). */
+  get served() {
+    return [...this._serving.streams.values()];
+  }
+
+  /** Whether the transport takes more writes now (publishing pauses when it does not). */
+  get writable() {
+    return this._transport.writable !== false && this.state === "OPEN";
+  }
+
   // -- sending ----------------------------------------------------------------------------------
   _send(frame) {
+    if (this.state === "CLOSED" || (this.state === "CLOSING" && frame.type !== "goodbye")) return;
     const sub = frame.type === "onNext" ? this._subs.get(frame.subscriber) : undefined;
     this._out.push(encodeFrame(frame, sub?.elementSize ?? 0));
     if (!this._flushQueued) {
@@ -247,23 +352,31 @@ export class Connection {
     }
   }
 
+  _sendExtension(code, payload) {
+    this._send({ type: "extension", code, payload });
+  }
+
   _flush() {
     this._flushQueued = false;
-    if (this._out.length === 0 || this._ws.readyState !== 1) return;
+    if (this._out.length === 0) return;
     const data = concat(this._out);
     this._out = [];
-    this._ws.send(data);
+    this._transport.send(data);
+  }
+
+  _waitWritable() {
+    this._transport.waitWritable?.();
   }
 
   // -- receiving --------------------------------------------------------------------------------
   _receive(data) {
     if (this.state === "CLOSED") return;
     if (typeof data === "string") {
-      this._violation(new ProtocolError("the server sent a text WebSocket message; RS.io uses binary messages", "§1"));
+      this._violation(new ProtocolError("the peer sent a text WebSocket message; RS.io uses binary messages", "§1"));
       return;
     }
     this.bytesReceived += data.byteLength;
-    this._lastReceived = Date.now();
+    this._lastReceived = this._clock.now();
     this._decoder.push(data);
     try {
       for (let frame = this._decoder.next(); frame !== null && this.state !== "CLOSED"; frame = this._decoder.next()) {
@@ -278,11 +391,7 @@ export class Connection {
   _handle(frame) {
     if (this.state === "AWAITING_HELLO") {
       if (frame.type === "serverHello") {
-        if (frame.version !== VERSION) {
-          throw new ProtocolError(`serverHello with version ${frame.version}; this client speaks version 0`, "§4.2");
-        }
-        this.state = "OPEN";
-        if (frame.extensions.some((id) => id === KEEPALIVE)) this._startKeepalive();
+        this._hello(frame);
         return;
       }
       if (frame.type !== "goodbye") {
@@ -293,6 +402,25 @@ export class Connection {
     const handler = HANDLERS[frame.type];
     if (handler === undefined) throw new ProtocolError(`unexpected ${frame.type} from the server`, "§4.1");
     handler(this, frame);
+  }
+
+  _hello(frame) {
+    if (frame.version !== VERSION) {
+      throw new ProtocolError(`serverHello with version ${frame.version}; this client speaks version 0`, "§4.2");
+    }
+    this.state = "OPEN";
+    for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
+    if (this.#credentials !== null) {
+      if (!this.extensions.has(AUTH.id)) {
+        this._quit("authentication not possible: the server does not offer extension auth (id 2) "
+          + "(PROTOCOL.md §15.2)");
+        return;
+      }
+      this._sendExtension(AUTH.types.authenticate, this.#credentials); // settled by `authenticated`
+    } else {
+      this._ready.resolve(this);
+    }
+    if (this.extensions.has(KEEPALIVE.id) && this._keepaliveMs !== null) this._armPing(this._keepaliveMs);
   }
 
   _open(frame) {
@@ -388,13 +516,72 @@ export class Connection {
     else sub._finish((s) => s.onError?.(new RemoteStreamError(frame.error)));
   }
 
+  // -- extensions (§4.4, §14, §15) --------------------------------------------------------------
+  _extension(frame) {
+    const code = `0x${frame.code.toString(16)}`;
+    const owner = extensionOf(frame.code);
+    if (owner === undefined) throw new ProtocolError(`message type ${code} belongs to no extension this client knows`, "§4.4");
+    if (!this.extensions.has(owner.id)) {
+      throw new ProtocolError(`message type ${code} belongs to extension ${owner.name} (id ${owner.id}), `
+        + "which is not active on this connection", "§4.4");
+    }
+    if (owner.id === KEEPALIVE.id) this._keepalive(frame, code);
+    else this._auth(frame, code); // the client never offers resume, so it is never active
+  }
+
+  _keepalive(frame, code) {
+    if (frame.payload.length !== 8) {
+      throw new ProtocolError(`keepalive ${code} with a ${frame.payload.length}-byte payload; it carries 8`, "§14");
+    }
+    if (frame.code === KEEPALIVE.types.ping) this._sendExtension(KEEPALIVE.types.pong, frame.payload.slice());
+    else this.pongsReceived += 1;
+  }
+
+  _auth(frame, code) {
+    const { authenticated, reserved } = AUTH.types;
+    if (frame.code === reserved) throw new ProtocolError(`message type ${code} is reserved by extension auth`, "§15.1");
+    if (frame.code !== authenticated) {
+      throw new ProtocolError(`message type ${code}, which only a client sends, received by the client`, "§15.5");
+    }
+    if (this.authenticated) throw new ProtocolError("a second authenticated (0x85)", "§15.5");
+    if (frame.payload.length !== 0) {
+      throw new ProtocolError(`authenticated (0x85) with a ${frame.payload.length}-byte payload; it is empty`, "§15.5");
+    }
+    this.authenticated = true;
+    this._ready.resolve(this);
+  }
+
+  _armPing(ms) {
+    this._pingTimer = this._clock.setTimeout(() => this._pingCheck(), ms);
+  }
+
+  /** Ping when nothing arrived for the keepalive interval; at most one ping per interval (§14.1). */
+  _pingCheck() {
+    if (this.state !== "OPEN") return;
+    const wait = this._keepaliveMs - (this._clock.now() - this._lastReceived);
+    if (wait > 0) {
+      this._armPing(wait);
+      return;
+    }
+    const payload = new Uint8Array(8);
+    crypto.getRandomValues(payload);
+    this._sendExtension(KEEPALIVE.types.ping, payload);
+    this.pingsSent += 1;
+    this._armPing(this._keepaliveMs);
+  }
+
   // -- ending -----------------------------------------------------------------------------------
   _violation(error) {
+    this._quit(error.message, error);
+  }
+
+  /** Goodbye with `reason`, and end at once: every subscription fails with `error`. */
+  _quit(reason, error = new ConnectionClosedError(reason)) {
     if (this.state === "CLOSED") return;
-    if (this.state !== "CLOSING") this._send({ type: "goodbye", reason: error.message });
+    if (this.state !== "CLOSING") this._send({ type: "goodbye", reason });
     this._flush();
     this._end(error);
-    this._ws.close();
+    this._transport.close();
   }
 
   _transportClosed() {
@@ -405,41 +592,14 @@ export class Connection {
     this._end(error);
   }
 
-  _startKeepalive() {
-    this.extensions.add(KEEPALIVE);
-    if (this._keepalive === null) return; // answer pings, send none
-    const interval = this._keepalive * 1000;
-    this._pingTimer = setInterval(() => {
-      if (this.state !== "OPEN" || Date.now() - this._lastReceived < interval) return;
-      const payload = new Uint8Array(8);
-      crypto.getRandomValues(payload);
-      this._send({ type: "extension", code: PING, payload });
-      this.pingsSent += 1;
-    }, interval);
-    this._pingTimer.unref?.(); // Node: a connection alone does not keep the process running
-  }
-
-  _extension(frame) {
-    const code = `0x${frame.code.toString(16)}`;
-    if ((frame.code !== PING && frame.code !== PONG) || !this.extensions.has(KEEPALIVE)) {
-      const owner = EXTENSION_NAMES[frame.code];
-      throw new ProtocolError(owner === undefined
-        ? `message type ${code} belongs to no extension this client knows`
-        : `message type ${code} belongs to extension ${owner}, which is not active on this connection`, "§4.4");
-    }
-    if (frame.payload.length !== 8) {
-      throw new ProtocolError(`keepalive ${code} with a ${frame.payload.length}-byte payload; it carries 8`, "§14");
-    }
-    if (frame.code === PING) this._send({ type: "extension", code: PONG, payload: frame.payload.slice() });
-    else this.pongsReceived += 1;
-  }
-
   _end(error) {
-    clearTimeout(this._closeTimer);
-    clearInterval(this._pingTimer);
+    this._clock.clearTimeout(this._closeTimer);
+    this._clock.clearTimeout(this._pingTimer);
     this.state = "CLOSED";
     this.closeReason = error;
     this._failAll(error ?? this._closedError());
+    this._serving.closeAll();
+    this._ready.reject(error ?? this._closedError());
     this._resolveClosed(error);
     this.onclose?.(error);
   }
@@ -471,11 +631,12 @@ export class Connection {
 
 const HANDLERS = {
   goodbye(conn, frame) {
-    if (conn.state !== "CLOSING") conn._send({ type: "goodbye", reason: "" }); // §9.1, §9.2
+    const closing = conn.state === "CLOSING";
+    if (!closing) conn._send({ type: "goodbye", reason: "" }); // §9.1, §9.2
     conn._flush();
-    conn._end(conn.state === "CLOSING" ? null
-      : new ConnectionClosedError(`the server said goodbye: ${frame.reason || "(no reason)"}`));
-    conn._ws.close();
+    conn._end(closing ? null : new ConnectionClosedError(
+      `the server said goodbye: ${frame.reason || "(no reason)"}`, undefined, frame.reason));
+    conn._transport.close();
   },
   serverHello() {
     throw new ProtocolError("a second serverHello", "§4.1");
@@ -483,15 +644,18 @@ const HANDLERS = {
   clientHello() {
     throw new ProtocolError("clientHello from the server", "§4.1");
   },
-  subscribe(conn, frame) { // refused at once, so no id of the server's is ever open here
-    conn._send({ type: "onError", subscriber: frame.subscriber,
-      error: `unknown publisher ${JSON.stringify(frame.publisher)}: this browser client publishes nothing` });
+  subscribe(conn, frame) {
+    conn._serving.subscribe(frame);
+  },
+  request(conn, frame) {
+    conn._serving.request(frame);
+  },
+  cancel(conn, frame) {
+    conn._serving.cancel(frame);
   },
   extension(conn, frame) {
     conn._extension(frame);
   },
-  request() {}, // §5.4: the server's subscriptions on us are all refused, so every id is closed
-  cancel() {},
   onSubscribe(conn, frame) {
     const sub = conn._open(frame);
     if (sub.state === "SUBSCRIBED") sub.state = "ACTIVE";

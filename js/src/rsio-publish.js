@@ -1,0 +1,446 @@
+// RS.io publishing for JavaScript: the peer subscribes to publishers this endpoint offers
+// (PROTOCOL.md §1: either endpoint may publish), with the demand rules of §5 and §6.
+//
+// Theory of operation. A connection made with `publishers` holds an Offer (names and
+// "{field}" patterns -> Publishers or factories) and a ServingTable keyed by the *peer's*
+// subscriber ids (§5.1). A subscribe is answered with onSubscribe and the local Publisher is
+// subscribed with a ServedStream as its Subscriber; refusals (unknown name, limits, rule 3.9)
+// are an onError without onSubscribe (§5.2). Demand is never passed through whole: the peer's
+// outstanding demand (`wanted`, a BigInt saturating at 2**63 - 1) is drawn from the local
+// Publisher at most PULL elements at a time, and only while the transport takes writes
+// (`conn.writable`; when it is full, the table waits for the transport's drain). So a peer
+// that requests 2**63 - 1 and stops reading stalls production instead of filling memory, as
+// in the Python server. A cancel is acknowledged with onComplete (§5.4); request and cancel
+// for ids not open are ignored (they may have crossed our terminal signal). Elements larger
+// than `splitThreshold` go out as onNextPart ... onNextLastPart (§8).
+//
+// Elements are bytes: a Uint8Array (or any ArrayBuffer view, or an ArrayBuffer), or a string
+// sent as UTF-8. Anything else ends that subscription with onError naming the type.
+
+import { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
+
+/** Elements requested from a local Publisher at a time while the peer's demand lasts. */
+const PULL = 32;
+
+const utf8 = new TextEncoder();
+
+/** Publisher names: exact names first, then `{field}` patterns, one segment per field (§5.5). */
+export class Offer {
+  constructor(publishers = {}) {
+    const entries = publishers instanceof Map ? [...publishers] : Object.entries(publishers);
+    this.exact = new Map();
+    this.patterns = [];
+    for (const [name, target] of entries) {
+      if (typeof target !== "function" && !isPublisher(target)) {
+        throw new TypeError(`publishers[${JSON.stringify(name)}] must be a Publisher ({subscribe}) or a `
+          + `function (params, name) returning one, got ${describe(target)}`);
+      }
+      if (name.includes("{")) this.patterns.push({ segments: name.split("/"), target });
+      else this.exact.set(name, target);
+    }
+  }
+
+  get size() {
+    return this.exact.size + this.patterns.length;
+  }
+
+  /** {target, params, path} for a subscribe's publisher string, or null when nothing matches. */
+  find(name) {
+    const question = name.indexOf("?");
+    const path = question < 0 ? name : name.slice(0, question);
+    const params = question < 0 ? {} : Object.fromEntries(new URLSearchParams(name.slice(question + 1)));
+    const exact = this.exact.get(path);
+    if (exact !== undefined) return { target: exact, params, path };
+    const segments = path.split("/");
+    for (const pattern of this.patterns) {
+      const fields = match(pattern.segments, segments);
+      if (fields !== null) return { target: pattern.target, params: { ...params, ...fields }, path };
+    }
+    return null;
+  }
+}
+
+function match(pattern, segments) {
+  if (pattern.length !== segments.length) return null;
+  const fields = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const want = pattern[i];
+    if (want.startsWith("{") && want.endsWith("}")) {
+      if (segments[i] === "") return null;
+      try {
+        fields[want.slice(1, -1)] = decodeURIComponent(segments[i]);
+      } catch {
+        return null;
+      }
+    } else if (want !== segments[i]) {
+      return null;
+    }
+  }
+  return fields;
+}
+
+function isPublisher(value) {
+  return value !== null && typeof value === "object" && typeof value.subscribe === "function";
+}
+
+function describe(value) {
+  if (value === null) return "null";
+  if (typeof value === "object") return value.constructor?.name ?? "an object";
+  return typeof value;
+}
+
+function toBytes(element) {
+  if (element instanceof Uint8Array) return element;
+  if (typeof element === "string") return utf8.encode(element);
+  if (ArrayBuffer.isView(element)) return new Uint8Array(element.buffer, element.byteOffset, element.byteLength);
+  if (element instanceof ArrayBuffer) return new Uint8Array(element);
+  return null;
+}
+
+/** The Subscriber given to a local Publisher for one subscription of the peer. */
+class ServedStream {
+  constructor(table, id, name, wanted) {
+    this._table = table;
+    this.id = id;
+    this.name = name;
+    this.wanted = wanted; // the peer's outstanding demand (§6.1), a BigInt
+    this.asked = 0; // requested from the local Publisher and not yet received
+    this.sent = 0; // elements sent to the peer
+    this.upstream = null;
+    this.done = false;
+  }
+
+  onSubscribe(subscription) {
+    if (this.upstream !== null || this.done) { // rule 2.5: one subscription only
+      subscription?.cancel?.();
+      return;
+    }
+    this.upstream = subscription;
+    this._table.pull(this);
+  }
+
+  onNext(element) {
+    if (this.done) return;
+    if (this.asked === 0) {
+      this._table.fail(this, `publisher '${this.name}' broke rule 1.1: onNext without demand`);
+      return;
+    }
+    const bytes = toBytes(element);
+    if (bytes === null) {
+      this._table.fail(this, `publisher '${this.name}' emitted ${describe(element)}; `
+        + "elements are bytes (Uint8Array, ArrayBuffer) or strings");
+      return;
+    }
+    this.asked -= 1;
+    if (this.wanted !== UNBOUNDED) this.wanted -= 1n;
+    this.sent += 1;
+    this._table.sendElement(this.id, bytes);
+    if (this.asked === 0) this._table.schedulePull(this);
+  }
+
+  onError(error) {
+    if (this.done) return;
+    this._table.finish(this, { type: "onError", subscriber: this.id, error: String(error?.message ?? error) });
+  }
+
+  onComplete() {
+    if (this.done) return;
+    this._table.finish(this, { type: "onComplete", subscriber: this.id });
+  }
+}
+
+/** The peer's subscriptions on this endpoint's publishers; `conn` sends, reports and knows writability. */
+export class ServingTable {
+  constructor(conn, offer, limits) {
+    this._conn = conn;
+    this._offer = offer;
+    this._limits = limits;
+    this.streams = new Map(); // the peer's ids -> ServedStream
+    this._pending = new Set();
+    this._pullQueued = false;
+  }
+
+  subscribe(frame) {
+    const { subscriber: id, publisher: name, initial_demand: initial } = frame;
+    if (this.streams.has(id)) {
+      throw new ProtocolError(`subscribe for subscriber ${id}, which is still open`, "§5.2");
+    }
+    if (initial > UNBOUNDED) {
+      return this._refuse(id, `rule 3.9: subscribe to '${name}' with initialDemand ${initial}; `
+        + "demand is at most 2**63 - 1 (PROTOCOL.md §6.2)");
+    }
+    if (utf8.encode(name).length > this._limits.maxNameLength) {
+      return this._refuse(id, `publisher name of ${utf8.encode(name).length} bytes is above `
+        + `max_name_length ${this._limits.maxNameLength} (PROTOCOL.md §11)`);
+    }
+    if (this.streams.size >= this._limits.maxSubscriptions) {
+      return this._refuse(id, `more than max_subscriptions ${this._limits.maxSubscriptions} open `
+        + "subscriptions on this endpoint (PROTOCOL.md §11)");
+    }
+    const found = this._offer.find(name);
+    if (found === null) {
+      const offered = this._offer.size ? "" : ": this endpoint publishes nothing";
+      return this._refuse(id, `no publisher named '${name}'${offered}`);
+    }
+    let publisher = found.target;
+    if (typeof publisher === "function") {
+      try {
+        publisher = publisher(found.params, found.path);
+      } catch (error) {
+        this._conn._report(error);
+        return this._refuse(id, `publisher '${name}' failed to start: ${error?.message ?? error}`);
+      }
+      if (!isPublisher(publisher)) {
+        return this._refuse(id, `the factory for '${name}' returned ${describe(publisher)}, not a Publisher`);
+      }
+    }
+    const stream = new ServedStream(this, id, name, initial);
+    this.streams.set(id, stream);
+    this._conn._send({ type: "onSubscribe", subscriber: id, element_size: 0 });
+    try {
+      publisher.subscribe(stream);
+    } catch (error) { // rule 1.9 / 2.13 broken by the local publisher: end this subscription only
+      this._conn._report(error);
+      stream.onError(error);
+    }
+    return undefined;
+  }
+
+  request(frame) {
+    const stream = this.streams.get(frame.subscriber);
+    if (stream === undefined || stream.done) return; // §5.4: may have crossed our terminal signal
+    if (frame.demand === 0n || frame.demand > UNBOUNDED) {
+      this.fail(stream, `rule 3.9: request(n) needs 0 < n < 2**63, got ${frame.demand} (PROTOCOL.md §6.2)`);
+      return;
+    }
+    const sum = stream.wanted + frame.demand;
+    stream.wanted = sum >= UNBOUNDED ? UNBOUNDED : sum;
+    this.pull(stream);
+  }
+
+  cancel(frame) {
+    const stream = this.streams.get(frame.subscriber);
+    if (stream === undefined || stream.done) return;
+    this._stop(stream);
+    this._conn._send({ type: "onComplete", subscriber: stream.id }); // the acknowledgement (§5.4)
+  }
+
+  /** Ask the local Publisher for more, within the peer's demand and while the transport takes writes. */
+  pull(stream) {
+    if (stream.done || stream.upstream === null) return;
+    const target = stream.wanted < BigInt(PULL) ? Number(stream.wanted) : PULL;
+    if (stream.asked >= target) return;
+    if (!this._conn.writable) {
+      this._conn._waitWritable();
+      return;
+    }
+    const n = target - stream.asked;
+    stream.asked += n;
+    try {
+      stream.upstream.request(n);
+    } catch (error) { // rule 3.16 broken by the local publisher
+      this._conn._report(error);
+      this.fail(stream, `publisher '${stream.name}' failed: ${error?.message ?? error}`);
+    }
+  }
+
+  /** Pull again once the current signal has returned (rule 3.3: no unbounded recursion). */
+  schedulePull(stream) {
+    this._pending.add(stream);
+    if (this._pullQueued) return;
+    this._pullQueued = true;
+    queueMicrotask(() => {
+      this._pullQueued = false;
+      const streams = [...this._pending];
+      this._pending.clear();
+      for (const s of streams) this.pull(s);
+    });
+  }
+
+  /** The transport drained: every stream may pull again. */
+  pullAll() {
+    for (const stream of this.streams.values()) this.pull(stream);
+  }
+
+  sendElement(id, bytes) {
+    const threshold = this._limits.splitThreshold;
+    if (bytes.length <= threshold) {
+      this._conn._send({ type: "onNext", subscriber: id, element: bytes });
+      return;
+    }
+    // one element at a time per connection, so element id 0 is always free again (§8)
+    for (let at = 0; at < bytes.length; at += threshold) {
+      const last = at + threshold >= bytes.length;
+      this._conn._send({ type: last ? "onNextLastPart" : "onNextPart", subscriber: id, element_id: 0,
+        data: bytes.subarray(at, at + threshold) });
+    }
+  }
+
+  /** End one subscription with onError `message`, cancelling its local Publisher. */
+  fail(stream, message) {
+    if (stream.done) return;
+    this._stop(stream);
+    this._conn._send({ type: "onError", subscriber: stream.id, error: message });
+  }
+
+  finish(stream, frame) {
+    stream.done = true;
+    this.streams.delete(stream.id);
+    this._conn._send(frame);
+  }
+
+  /** The connection ended: cancel every local Publisher. */
+  closeAll() {
+    const streams = [...this.streams.values()];
+    this.streams.clear();
+    for (const stream of streams) this._stop(stream);
+  }
+
+  _stop(stream) {
+    stream.done = true;
+    this.streams.delete(stream.id);
+    try {
+      stream.upstream?.cancel();
+    } catch (error) {
+      this._conn._report(error);
+    }
+  }
+
+  _refuse(id, message) {
+    this._conn._send({ type: "onError", subscriber: id, error: message });
+  }
+}
+
+// -- Publishers from iterables ----------------------------------------------------------------
+
+function checkSubscriber(subscriber) {
+  if (subscriber === null || typeof subscriber !== "object") {
+    throw new TypeError(`rule 1.9: subscribe needs a subscriber object, got ${subscriber}`);
+  }
+}
+
+function addDemand(outstanding, n) {
+  if (typeof n === "bigint") n = n >= BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(n);
+  return Math.min(outstanding + n, Number.MAX_SAFE_INTEGER); // beyond 2**53: unbounded in practice
+}
+
+function validDemand(n) {
+  return (typeof n === "bigint" && n > 0n) || (typeof n === "number" && n > 0 && (Number.isInteger(n) || n === Infinity));
+}
+
+/**
+ * A Publisher of `iterable`'s values (a fresh iterator per subscriber; a generator object can
+ * be subscribed once), emitted only as requested, re-entrant requests served by one loop
+ * (rule 3.3).
+ */
+export function fromIterable(iterable) {
+  if (iterable === null || typeof iterable?.[Symbol.iterator] !== "function") {
+    throw new TypeError(`fromIterable needs an iterable, got ${describe(iterable)}`);
+  }
+  return {
+    subscribe(subscriber) {
+      checkSubscriber(subscriber);
+      let iterator = null;
+      let outstanding = 0;
+      let emitting = false;
+      let done = false;
+      const fail = (error) => {
+        done = true;
+        subscriber.onError?.(error);
+      };
+      subscriber.onSubscribe?.({
+        request(n) {
+          if (done) return;
+          if (!validDemand(n)) {
+            done = true;
+            iterator?.return?.();
+            fail(new RangeError(`rule 3.9: request(n) needs n > 0, got ${n}`));
+            return;
+          }
+          outstanding = addDemand(outstanding, n);
+          if (emitting) return; // served by the loop below
+          emitting = true;
+          try {
+            iterator ??= iterable[Symbol.iterator]();
+            while (outstanding > 0 && !done) {
+              const step = iterator.next();
+              if (step.done) {
+                done = true;
+                subscriber.onComplete?.();
+                break;
+              }
+              outstanding -= 1;
+              subscriber.onNext?.(step.value);
+            }
+          } catch (error) {
+            if (!done) fail(error);
+          } finally {
+            emitting = false;
+          }
+        },
+        cancel() {
+          if (done) return;
+          done = true;
+          iterator?.return?.();
+        },
+      });
+    },
+  };
+}
+
+/** A Publisher of an async iterable's values; `next()` is called only while there is demand. */
+export function fromAsyncIterable(iterable) {
+  if (iterable === null || typeof iterable?.[Symbol.asyncIterator] !== "function") {
+    throw new TypeError(`fromAsyncIterable needs an async iterable, got ${describe(iterable)}`);
+  }
+  return {
+    subscribe(subscriber) {
+      checkSubscriber(subscriber);
+      const iterator = iterable[Symbol.asyncIterator]();
+      let outstanding = 0;
+      let running = false;
+      let done = false;
+      const run = async () => {
+        running = true;
+        try {
+          while (outstanding > 0 && !done) {
+            const step = await iterator.next();
+            if (done) break;
+            if (step.done) {
+              done = true;
+              subscriber.onComplete?.();
+              break;
+            }
+            outstanding -= 1;
+            subscriber.onNext?.(step.value);
+          }
+        } catch (error) {
+          if (!done) {
+            done = true;
+            subscriber.onError?.(error);
+          }
+        } finally {
+          running = false;
+        }
+      };
+      subscriber.onSubscribe?.({
+        request(n) {
+          if (done) return;
+          if (!validDemand(n)) {
+            done = true;
+            iterator.return?.();
+            subscriber.onError?.(new RangeError(`rule 3.9: request(n) needs n > 0, got ${n}`));
+            return;
+          }
+          outstanding = addDemand(outstanding, n);
+          if (!running) run();
+        },
+        cancel() {
+          if (done) return;
+          done = true;
+          iterator.return?.();
+        },
+      });
+    },
+  };
+}

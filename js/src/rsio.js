@@ -1,0 +1,774 @@
+// RS.io for JavaScript: subscribe to the publishers of an RS.io endpoint and offer publishers
+// to it, with Reactive Streams demand. This module runs in browsers (over WebSocket) and in
+// Node; the package's Node entry (node.js) adds TCP, TLS and Unix sockets and a WebSocket for
+// Node 20. No framework, no build step.
+//
+//   import { connect } from "./rsio.js";
+//   const conn = await connect("ws://127.0.0.1:8765/rsio", { auth: "token", publishers: {...} });
+//   conn.subscribe("results", {
+//     onSubscribe(s) { this.s = s; s.request(16); },
+//     onNext(bytes) { ...; this.s.request(1); },
+//     onError(error) {}, onComplete() {},
+//   });
+//   for await (const row of conn.stream("results", { window: 32, decode: "json" })) { ... }
+//
+// Theory of operation. A Connection drives one transport: anything with send(bytes), close()
+// and `writable`, which calls onbytes/onend/ondrain (webSocketTransport() makes one of a
+// WebSocket). The byte stream is RS.io exactly as over TCP: frames are concatenated with no
+// relation to the transport's own framing (PROTOCOL.md §1), and frames queued in one turn of
+// the event loop go out in one send. Each subscription this endpoint makes follows the state
+// table of §5.2 (SUBSCRIBED -> ACTIVE -> CLOSED, or CANCELLED until the publisher's
+// acknowledging onComplete, §5.4) and keeps its outstanding demand as a BigInt saturating at
+// 2**63 - 1 (§6.1). Subscriptions the peer makes on `publishers` are served by
+// rsio-publish.js. Whatever the peer does wrong (§10) ends the connection with a goodbye
+// naming the rule and its PROTOCOL.md section, and every subscriber gets onError.
+//
+// Extensions (§4.4): keepalive (id 1, §14) always: pings answered with pongs, and a ping after
+// `keepalive` seconds without input, so a server's idle timeout (§14.2) never closes a client
+// that is only waiting for data. auth (id 2, §15) when `auth` is given: authenticate is sent
+// as soon as the serverHello lists it, and `ready` settles with the server's verdict. Timers
+// go through `clock` ({now, setTimeout, clearTimeout}), so tests drive time themselves.
+
+import {
+  DEFAULT_LIMITS, EXTENSIONS, FrameDecoder, ProtocolError, UNBOUNDED, VERSION, concat, encodeCredentials,
+  encodeFrame, extensionOf,
+} from "./rsio-wire.js";
+import { Offer, ServingTable } from "./rsio-publish.js";
+
+export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
+export { fromAsyncIterable, fromIterable } from "./rsio-publish.js";
+
+export const SUBPROTOCOL = "rsio.v0";
+
+/** The publisher ended a subscription with onError; `message` is the publisher's text. */
+export class RemoteStreamError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "RemoteStreamError";
+  }
+}
+
+/**
+ * The connection ended (goodbye, close, or a protocol error in `cause`) before the stream did.
+ * `reason` is the peer's goodbye reason when it said goodbye, else null.
+ */
+export class ConnectionClosedError extends Error {
+  constructor(message, cause, reason = null) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "ConnectionClosedError";
+    this.reason = reason;
+  }
+}
+
+const GOODBYE_TIMEOUT_MS = 2000; // how long we wait for the answer to our goodbye (§9.1)
+const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
+const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
+const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
+const { keepalive: KEEPALIVE, auth: AUTH } = EXTENSIONS;
+
+const SYSTEM_CLOCK = Object.freeze({
+  now: () => Date.now(),
+  setTimeout(callback, ms) {
+    const timer = setTimeout(callback, ms);
+    timer?.unref?.(); // Node: a timer alone does not keep the process running
+    return timer;
+  },
+  clearTimeout: (timer) => clearTimeout(timer),
+});
+
+/** Open a connection over a WebSocket (ws://, wss://); resolves once it is open and our hello sent. */
+export function connect(url, options = {}) {
+  const scheme = String(url).split(":", 1)[0].toLowerCase();
+  if (scheme !== "ws" && scheme !== "wss") {
+    return Promise.reject(new TypeError(`this client opens ws:// and wss:// URLs, not ${scheme}://; `
+      + "under Node the package's node entry also opens tcp://, tls:// and unix://"));
+  }
+  const WS = options.WebSocket ?? globalThis.WebSocket;
+  if (WS === undefined) {
+    return Promise.reject(new TypeError("no WebSocket here: pass options.WebSocket, or under Node 20 import the "
+      + "package's node entry (it brings one)"));
+  }
+  return openWebSocket(url, WS, options);
+}
+
+/** connect() with a given WebSocket class (browsers', Node 22's, or the `ws` package's). */
+export function openWebSocket(url, WS, options = {}) {
+  let ws;
+  try {
+    ws = new WS(url, SUBPROTOCOL);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  ws.binaryType = "arraybuffer";
+  return new Promise((resolve, reject) => {
+    ws.onopen = () => resolve(new Connection(webSocketTransport(ws, options.clock), options));
+    ws.onerror = () => reject(new ConnectionClosedError(`cannot open a WebSocket to ${url}`));
+    ws.onclose = (event) => reject(new ConnectionClosedError(
+      `the WebSocket to ${url} closed during the handshake (code ${event.code})`));
+  });
+}
+
+/** An open WebSocket as a Connection's transport. */
+export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
+  let polling = null;
+  const transport = {
+    onbytes: null,
+    onend: null,
+    ondrain: null,
+    send(bytes) {
+      if (ws.readyState === 1) ws.send(bytes);
+    },
+    close() {
+      ws.close();
+    },
+    get writable() {
+      return ws.bufferedAmount < HIGH_WATER;
+    },
+    waitWritable() {
+      if (polling !== null) return;
+      const look = () => {
+        if (ws.readyState !== 1) {
+          polling = null;
+        } else if (transport.writable) {
+          polling = null;
+          transport.ondrain?.();
+        } else {
+          polling = clock.setTimeout(look, DRAIN_POLL_MS);
+        }
+      };
+      polling = clock.setTimeout(look, DRAIN_POLL_MS);
+    },
+  };
+  ws.binaryType = "arraybuffer";
+  ws.onmessage = (event) => transport.onbytes?.(event.data);
+  ws.onclose = () => transport.onend?.();
+  ws.onerror = () => {}; // a close event follows
+  return transport;
+}
+
+function toDemand(n) {
+  if (typeof n === "bigint") return n;
+  if (typeof n === "number" && Number.isInteger(n)) return BigInt(n);
+  if (n === Infinity) return UNBOUNDED;
+  return null;
+}
+
+class Subscription {
+  constructor(conn, id, name, subscriber) {
+    this._conn = conn;
+    this.id = id;
+    this.name = name;
+    this._subscriber = subscriber;
+    this.state = "SUBSCRIBED"; // §5.2: SUBSCRIBED, ACTIVE, CANCELLED, CLOSED
+    this.elementSize = 0;
+    this.outstanding = 0n; // demand granted and not yet used (§6.1)
+    this.received = 0; // elements delivered
+    this._sent = false; // the subscribe frame went out (before: requests add to initialDemand)
+  }
+
+  /** Reactive Streams rule 3.9: n > 0; Number, BigInt or Infinity (= unbounded). */
+  request(n) {
+    if (this.state === "CLOSED" || this.state === "CANCELLED") return; // rule 3.6
+    const demand = toDemand(n);
+    if (demand === null || demand <= 0n) {
+      this.cancel();
+      this._finish((s) => s.onError?.(new RangeError(
+        `rule 3.9: request(n) needs n > 0, got ${n}`)));
+      return;
+    }
+    const before = this.outstanding;
+    this.outstanding = before + demand >= UNBOUNDED ? UNBOUNDED : before + demand;
+    if (this._sent && before !== UNBOUNDED) {
+      this._conn._send({ type: "request", subscriber: this.id, demand: demand >= UNBOUNDED ? UNBOUNDED : demand });
+    }
+  }
+
+  /** Rule 3.5/3.7: idempotent. Elements still in flight are dropped quietly (§5.4). */
+  cancel() {
+    if (this.state !== "SUBSCRIBED" && this.state !== "ACTIVE") return;
+    this.state = "CANCELLED";
+    this._conn._dropParts(this.id);
+    if (this._sent) this._conn._send({ type: "cancel", subscriber: this.id });
+  }
+
+  _finish(signal) {
+    const subscriber = this._subscriber;
+    if (subscriber === null) return;
+    this._subscriber = null;
+    try {
+      signal(subscriber);
+    } catch (error) {
+      this._conn._report(error);
+    }
+  }
+
+  /** Hand one element to the subscriber; `taken`: its demand was already counted (split, §8). */
+  _deliver(element, taken = false) {
+    if (!taken && this.outstanding !== UNBOUNDED) this.outstanding -= 1n;
+    this.received += 1;
+    this._conn.elementsReceived += 1;
+    try {
+      this._subscriber?.onNext?.(element);
+    } catch (error) { // rule 2.13: a throwing subscriber is cancelled
+      this._conn._report(error);
+      this.cancel();
+      this._finish((s) => s.onError?.(error));
+    }
+  }
+}
+
+export class Connection {
+  #credentials; // authenticate's payload: a private field, so no log or inspection shows it (§15.5)
+
+  /**
+   * Made by connect(); `transport` as webSocketTransport() makes. `options`: {limits, keepalive
+   * (seconds, null: never ping), auth (a token or {user, password}), publishers (names or
+   * "{field}" patterns -> Publishers or factories (params, name) => Publisher), onclose,
+   * onerror, clock}.
+   */
+  constructor(transport, options = {}) {
+    this._transport = transport;
+    this._limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
+    this._clock = options.clock ?? SYSTEM_CLOCK;
+    this._subs = new Map(); // our ids -> Subscription
+    this._parts = new Map(); // "sub:elementId" -> {sub, chunks, size}
+    this._partBytes = 0;
+    this._serving = new ServingTable(this, new Offer(options.publishers ?? {}), this._limits);
+    this._out = [];
+    this._flushQueued = false;
+    this.state = "AWAITING_HELLO"; // §12: AWAITING_HELLO, OPEN, CLOSING, CLOSED
+    this.closeReason = null; // why the connection ended (an Error), once it has
+    this.bytesReceived = 0;
+    this.elementsReceived = 0;
+    this.extensions = new Set(); // active extension ids, once the serverHello is in (§4.4)
+    this.authenticated = false;
+    this.pingsSent = 0;
+    this.pongsReceived = 0;
+    this.#credentials = options.auth == null ? null : encodeCredentials(options.auth);
+    this._offered = this.#credentials === null ? [KEEPALIVE.id] : [KEEPALIVE.id, AUTH.id];
+    this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
+      : options.keepalive === null ? null : options.keepalive * 1000;
+    this._lastReceived = this._clock.now();
+    this._pingTimer = null;
+    this._closeTimer = null;
+    this.onclose = options.onclose ?? null;
+    this.onerror = options.onerror ?? ((error) => console.error("rsio:", error));
+    this._decoder = new FrameDecoder((id) => this._subs.get(id)?.elementSize ?? 0, this._limits);
+    this.closed = new Promise((resolve) => { this._resolveClosed = resolve; });
+    this.ready = new Promise((resolve, reject) => { this._ready = { resolve, reject }; });
+    this.ready.catch(() => {}); // `ready` is there to be awaited, not a must
+    transport.onbytes = (data) => this._receive(data);
+    transport.onend = () => this._transportClosed();
+    transport.ondrain = () => this._serving.pullAll();
+    this._send({ type: "clientHello", version: VERSION, extensions: this._offered });
+  }
+
+  /** Subscribe `subscriber` ({onSubscribe, onNext, onError, onComplete}) to the publisher `name`. */
+  subscribe(name, subscriber) {
+    if (typeof name !== "string") {
+      throw new TypeError(`publisher names are strings such as "sensors/temp?from=100", got ${typeof name}`);
+    }
+    if (subscriber === null || typeof subscriber !== "object") {
+      throw new TypeError(`rule 1.9: subscribe needs a subscriber object, got ${subscriber}`);
+    }
+    let id = 1;
+    while (this._subs.has(id)) id++; // §5.3: reuse small ids
+    const sub = new Subscription(this, id, name, subscriber);
+    try {
+      subscriber.onSubscribe?.(sub);
+    } catch (error) {
+      this._report(error);
+      sub.state = "CLOSED";
+      return sub;
+    }
+    if (this.state === "CLOSING" || this.state === "CLOSED") {
+      sub.state = "CLOSED";
+      sub._finish((s) => s.onError?.(this._closedError()));
+      return sub;
+    }
+    if (sub.state === "CANCELLED") { // cancelled inside onSubscribe: nothing to send
+      sub.state = "CLOSED";
+      return sub;
+    }
+    this._subs.set(id, sub);
+    sub._sent = true;
+    this._send({ type: "subscribe", publisher: name, subscriber: id, initial_demand: sub.outstanding });
+    return sub;
+  }
+
+  /**
+   * An async iterable of `name`'s elements whose demand follows consumption: at most `window`
+   * elements are requested and not yet consumed; more are asked for (in batches of half the
+   * window) as the loop takes them. Leaving the loop cancels. `decode`: "bytes" (Uint8Array),
+   * "text", "json", or a function of the bytes.
+   */
+  stream(name, { window = 16, decode = "bytes" } = {}) {
+    if (!Number.isInteger(window) || window < 1) throw new RangeError(`window must be an integer >= 1, got ${window}`);
+    const conn = this;
+    const convert = decoderFor(decode);
+    return {
+      [Symbol.asyncIterator]() {
+        const iterator = new DemandIterator(window, convert);
+        iterator.subscription = conn.subscribe(name, iterator);
+        return iterator;
+      },
+    };
+  }
+
+  /** Say goodbye (§9.1); resolves when the transport has closed. */
+  close(reason = "") {
+    if (this.state === "AWAITING_HELLO" || this.state === "OPEN") {
+      this._send({ type: "goodbye", reason });
+      this.state = "CLOSING";
+      this._failAll(new ConnectionClosedError(`connection closed by this endpoint: ${reason || "goodbye"}`));
+      this._closeTimer = this._clock.setTimeout(() => this._transport.close(), GOODBYE_TIMEOUT_MS);
+    }
+    return this.closed;
+  }
+
+  /** Subscriptions this endpoint has open (each with name, state, outstanding, received). */
+  get subscriptions() {
+    return [...this._subs.values()];
+  }
+
+  /** The peer's subscriptions on this endpoint's publishers (id, name, wanted, sent). */
+  get served() {
+    return [...this._serving.streams.values()];
+  }
+
+  /** Whether the transport takes more writes now (publishing pauses when it does not). */
+  get writable() {
+    return this._transport.writable !== false && this.state === "OPEN";
+  }
+
+  // -- sending ----------------------------------------------------------------------------------
+  _send(frame) {
+    if (this.state === "CLOSED" || (this.state === "CLOSING" && frame.type !== "goodbye")) return;
+    const sub = frame.type === "onNext" ? this._subs.get(frame.subscriber) : undefined;
+    this._out.push(encodeFrame(frame, sub?.elementSize ?? 0));
+    if (!this._flushQueued) {
+      this._flushQueued = true;
+      queueMicrotask(() => this._flush());
+    }
+  }
+
+  _sendExtension(code, payload) {
+    this._send({ type: "extension", code, payload });
+  }
+
+  _flush() {
+    this._flushQueued = false;
+    if (this._out.length === 0) return;
+    const data = concat(this._out);
+    this._out = [];
+    this._transport.send(data);
+  }
+
+  _waitWritable() {
+    this._transport.waitWritable?.();
+  }
+
+  // -- receiving --------------------------------------------------------------------------------
+  _receive(data) {
+    if (this.state === "CLOSED") return;
+    if (typeof data === "string") {
+      this._violation(new ProtocolError("the peer sent a text WebSocket message; RS.io uses binary messages", "§1"));
+      return;
+    }
+    this.bytesReceived += data.byteLength;
+    this._lastReceived = this._clock.now();
+    this._decoder.push(data);
+    try {
+      for (let frame = this._decoder.next(); frame !== null && this.state !== "CLOSED"; frame = this._decoder.next()) {
+        this._handle(frame);
+      }
+    } catch (error) {
+      if (!(error instanceof ProtocolError)) throw error;
+      this._violation(error);
+    }
+  }
+
+  _handle(frame) {
+    if (this.state === "AWAITING_HELLO") {
+      if (frame.type === "serverHello") {
+        this._hello(frame);
+        return;
+      }
+      if (frame.type !== "goodbye") {
+        throw new ProtocolError(`the first message must be serverHello, got ${frame.type}`, "§4.1");
+      }
+    }
+    if (this.state === "CLOSING" && frame.type !== "goodbye") return; // §9.1: discard all but goodbye
+    const handler = HANDLERS[frame.type];
+    if (handler === undefined) throw new ProtocolError(`unexpected ${frame.type} from the server`, "§4.1");
+    handler(this, frame);
+  }
+
+  _hello(frame) {
+    if (frame.version !== VERSION) {
+      throw new ProtocolError(`serverHello with version ${frame.version}; this client speaks version 0`, "§4.2");
+    }
+    this.state = "OPEN";
+    for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
+    if (this.#credentials !== null) {
+      if (!this.extensions.has(AUTH.id)) {
+        this._quit("authentication not possible: the server does not offer extension auth (id 2) "
+          + "(PROTOCOL.md §15.2)");
+        return;
+      }
+      this._sendExtension(AUTH.types.authenticate, this.#credentials); // settled by `authenticated`
+    } else {
+      this._ready.resolve(this);
+    }
+    if (this.extensions.has(KEEPALIVE.id) && this._keepaliveMs !== null) this._armPing(this._keepaliveMs);
+  }
+
+  _open(frame) {
+    const sub = this._subs.get(frame.subscriber);
+    if (sub === undefined) {
+      throw new ProtocolError(`${frame.type} for subscriber ${frame.subscriber}, which has no open subscription`, "§5.2");
+    }
+    return sub;
+  }
+
+  _element(sub, frame, count) {
+    if (sub.state === "CANCELLED") return false; // in flight when we cancelled (§5.2)
+    if (sub.state !== "ACTIVE") {
+      throw new ProtocolError(`${frame.type} for subscriber ${sub.id} before its onSubscribe`, "§5.2");
+    }
+    if (sub.outstanding !== UNBOUNDED && BigInt(count) > sub.outstanding) {
+      throw new ProtocolError(
+        `${frame.type} for subscriber ${sub.id} exceeds the outstanding demand of ${sub.outstanding}`, "§6.3");
+    }
+    return true;
+  }
+
+  _part(frame, last) {
+    const sub = this._open(frame);
+    const key = `${sub.id}:${frame.element_id}`;
+    let partial = this._parts.get(key);
+    if (partial === undefined) {
+      if (!this._element(sub, frame, 1)) return;
+      if (last) { // a complete element in one part
+        this._checkSize(sub, frame.data.length);
+        sub._deliver(frame.data.slice());
+        return;
+      }
+      if (this._parts.size >= this._limits.maxPartsInFlight) {
+        throw new ProtocolError(`more than ${this._limits.maxPartsInFlight} partial elements`, "§11");
+      }
+      if (sub.outstanding !== UNBOUNDED) sub.outstanding -= 1n; // the first part takes the demand (§8)
+      partial = { sub: sub.id, chunks: [], size: 0 };
+      this._parts.set(key, partial);
+    }
+    partial.chunks.push(frame.data.slice());
+    partial.size += frame.data.length;
+    this._partBytes += frame.data.length;
+    if (this._partBytes > this._limits.maxReassemblyBytes) {
+      throw new ProtocolError(`more than ${this._limits.maxReassemblyBytes} bytes in partial elements`, "§11");
+    }
+    if (partial.size > this._limits.maxElementSize) {
+      this._dropParts(sub.id);
+      sub.cancel();
+      sub._finish((s) => s.onError?.(new RangeError(
+        `a split element of subscriber ${sub.id} is above max_element_size ${this._limits.maxElementSize} (PROTOCOL.md §8)`)));
+      return;
+    }
+    if (last) {
+      this._parts.delete(key);
+      this._partBytes -= partial.size;
+      this._checkSize(sub, partial.size);
+      sub._deliver(concat(partial.chunks), true);
+    }
+  }
+
+  _checkSize(sub, size) {
+    if (sub.elementSize && size !== sub.elementSize) {
+      throw new ProtocolError(
+        `a split element of ${size} bytes for subscriber ${sub.id}, whose elementSize is ${sub.elementSize}`, "§7");
+    }
+  }
+
+  _dropParts(id) {
+    for (const [key, partial] of this._parts) {
+      if (partial.sub === id) {
+        this._parts.delete(key);
+        this._partBytes -= partial.size;
+      }
+    }
+  }
+
+  _terminal(frame) {
+    const sub = this._open(frame);
+    if (frame.type === "onComplete") {
+      for (const partial of this._parts.values()) {
+        if (partial.sub === sub.id && sub.state !== "CANCELLED") {
+          throw new ProtocolError(`onComplete for subscriber ${sub.id} with an unfinished split element`, "§5.2");
+        }
+      }
+    }
+    this._dropParts(sub.id);
+    this._subs.delete(sub.id); // §5.3: the id is free again
+    const cancelled = sub.state === "CANCELLED";
+    sub.state = "CLOSED";
+    if (cancelled) return sub._finish(() => {}); // the acknowledgement (§5.4)
+    if (frame.type === "onComplete") sub._finish((s) => s.onComplete?.());
+    else sub._finish((s) => s.onError?.(new RemoteStreamError(frame.error)));
+  }
+
+  // -- extensions (§4.4, §14, §15) --------------------------------------------------------------
+  _extension(frame) {
+    const code = `0x${frame.code.toString(16)}`;
+    const owner = extensionOf(frame.code);
+    if (owner === undefined) throw new ProtocolError(`message type ${code} belongs to no extension this client knows`, "§4.4");
+    if (!this.extensions.has(owner.id)) {
+      throw new ProtocolError(`message type ${code} belongs to extension ${owner.name} (id ${owner.id}), `
+        + "which is not active on this connection", "§4.4");
+    }
+    if (owner.id === KEEPALIVE.id) this._keepalive(frame, code);
+    else this._auth(frame, code); // the client never offers resume, so it is never active
+  }
+
+  _keepalive(frame, code) {
+    if (frame.payload.length !== 8) {
+      throw new ProtocolError(`keepalive ${code} with a ${frame.payload.length}-byte payload; it carries 8`, "§14");
+    }
+    if (frame.code === KEEPALIVE.types.ping) this._sendExtension(KEEPALIVE.types.pong, frame.payload.slice());
+    else this.pongsReceived += 1;
+  }
+
+  _auth(frame, code) {
+    const { authenticated, reserved } = AUTH.types;
+    if (frame.code === reserved) throw new ProtocolError(`message type ${code} is reserved by extension auth`, "§15.1");
+    if (frame.code !== authenticated) {
+      throw new ProtocolError(`message type ${code}, which only a client sends, received by the client`, "§15.5");
+    }
+    if (this.authenticated) throw new ProtocolError("a second authenticated (0x85)", "§15.5");
+    if (frame.payload.length !== 0) {
+      throw new ProtocolError(`authenticated (0x85) with a ${frame.payload.length}-byte payload; it is empty`, "§15.5");
+    }
+    this.authenticated = true;
+    this._ready.resolve(this);
+  }
+
+  _armPing(ms) {
+    this._pingTimer = this._clock.setTimeout(() => this._pingCheck(), ms);
+  }
+
+  /** Ping when nothing arrived for the keepalive interval; at most one ping per interval (§14.1). */
+  _pingCheck() {
+    if (this.state !== "OPEN") return;
+    const wait = this._keepaliveMs - (this._clock.now() - this._lastReceived);
+    if (wait > 0) {
+      this._armPing(wait);
+      return;
+    }
+    const payload = new Uint8Array(8);
+    crypto.getRandomValues(payload);
+    this._sendExtension(KEEPALIVE.types.ping, payload);
+    this.pingsSent += 1;
+    this._armPing(this._keepaliveMs);
+  }
+
+  // -- ending -----------------------------------------------------------------------------------
+  _violation(error) {
+    this._quit(error.message, error);
+  }
+
+  /** Goodbye with `reason`, and end at once: every subscription fails with `error`. */
+  _quit(reason, error = new ConnectionClosedError(reason)) {
+    if (this.state === "CLOSED") return;
+    if (this.state !== "CLOSING") this._send({ type: "goodbye", reason });
+    this._flush();
+    this._end(error);
+    this._transport.close();
+  }
+
+  _transportClosed() {
+    if (this.state === "CLOSED") return;
+    const error = this.state === "CLOSING" ? null
+      : this._decoder.pending ? new ProtocolError("the input ended inside a message", "§9.3")
+      : new ConnectionClosedError("the connection ended without a goodbye (PROTOCOL.md §9.3)");
+    this._end(error);
+  }
+
+  _end(error) {
+    this._clock.clearTimeout(this._closeTimer);
+    this._clock.clearTimeout(this._pingTimer);
+    this.state = "CLOSED";
+    this.closeReason = error;
+    this._failAll(error ?? this._closedError());
+    this._serving.closeAll();
+    this._ready.reject(error ?? this._closedError());
+    this._resolveClosed(error);
+    this.onclose?.(error);
+  }
+
+  _closedError() {
+    return new ConnectionClosedError("the connection is closed", this.closeReason ?? undefined);
+  }
+
+  _failAll(error) {
+    const subs = [...this._subs.values()];
+    this._subs.clear();
+    this._parts.clear();
+    this._partBytes = 0;
+    for (const sub of subs) {
+      const quiet = sub.state === "CANCELLED";
+      sub.state = "CLOSED";
+      sub._finish(quiet ? () => {} : (s) => s.onError?.(error));
+    }
+  }
+
+  _report(error) {
+    try {
+      this.onerror?.(error);
+    } catch {
+      // an error handler that throws has nowhere left to report to
+    }
+  }
+}
+
+const HANDLERS = {
+  goodbye(conn, frame) {
+    const closing = conn.state === "CLOSING";
+    if (!closing) conn._send({ type: "goodbye", reason: "" }); // §9.1, §9.2
+    conn._flush();
+    conn._end(closing ? null : new ConnectionClosedError(
+      `the server said goodbye: ${frame.reason || "(no reason)"}`, undefined, frame.reason));
+    conn._transport.close();
+  },
+  serverHello() {
+    throw new ProtocolError("a second serverHello", "§4.1");
+  },
+  clientHello() {
+    throw new ProtocolError("clientHello from the server", "§4.1");
+  },
+  subscribe(conn, frame) {
+    conn._serving.subscribe(frame);
+  },
+  request(conn, frame) {
+    conn._serving.request(frame);
+  },
+  cancel(conn, frame) {
+    conn._serving.cancel(frame);
+  },
+  extension(conn, frame) {
+    conn._extension(frame);
+  },
+  onSubscribe(conn, frame) {
+    const sub = conn._open(frame);
+    if (sub.state === "SUBSCRIBED") sub.state = "ACTIVE";
+    else if (sub.state !== "CANCELLED") {
+      throw new ProtocolError(`a second onSubscribe for subscriber ${sub.id}`, "§5.2");
+    }
+    sub.elementSize = frame.element_size;
+  },
+  onNext(conn, frame) {
+    const sub = conn._open(frame);
+    if (conn._element(sub, frame, 1)) sub._deliver(frame.element.slice());
+  },
+  onNextPacked(conn, frame) {
+    const sub = conn._open(frame);
+    if (!conn._element(sub, frame, frame.count)) return;
+    const size = sub.elementSize;
+    for (let i = 0; i < frame.count && sub.state === "ACTIVE"; i++) {
+      sub._deliver(frame.elements.slice(i * size, (i + 1) * size));
+    }
+  },
+  onNextPart(conn, frame) {
+    conn._part(frame, false);
+  },
+  onNextLastPart(conn, frame) {
+    conn._part(frame, true);
+  },
+  onComplete(conn, frame) {
+    conn._terminal(frame);
+  },
+  onError(conn, frame) {
+    conn._terminal(frame);
+  },
+};
+
+// -- the async iterator -----------------------------------------------------------------------
+
+const textDecoder = new TextDecoder();
+
+function decoderFor(decode) {
+  if (typeof decode === "function") return decode;
+  if (decode === "bytes") return (bytes) => bytes;
+  if (decode === "text") return (bytes) => textDecoder.decode(bytes);
+  if (decode === "json") return (bytes) => JSON.parse(textDecoder.decode(bytes));
+  throw new TypeError(`decode must be "bytes", "text", "json" or a function, got ${decode}`);
+}
+
+/** Subscriber and async iterator: buffers what arrives, requests as the loop consumes. */
+class DemandIterator {
+  constructor(window, convert) {
+    this.window = window;
+    this.convert = convert;
+    this.buffer = [];
+    this.done = false;
+    this.error = null;
+    this.waiter = null;
+    this.subscription = null;
+  }
+
+  onSubscribe(subscription) {
+    subscription.request(this.window);
+  }
+
+  onNext(bytes) {
+    this.buffer.push(bytes);
+    this._wake();
+  }
+
+  onError(error) {
+    this.error = error;
+    this.done = true;
+    this._wake();
+  }
+
+  onComplete() {
+    this.done = true;
+    this._wake();
+  }
+
+  _wake() {
+    const waiter = this.waiter;
+    this.waiter = null;
+    waiter?.();
+  }
+
+  async next() {
+    while (this.buffer.length === 0) {
+      if (this.done) {
+        if (this.error !== null) {
+          const error = this.error;
+          this.error = null;
+          throw error;
+        }
+        return { done: true, value: undefined };
+      }
+      await new Promise((resolve) => { this.waiter = resolve; });
+    }
+    const bytes = this.buffer.shift();
+    this._refill();
+    return { done: false, value: this.convert(bytes) };
+  }
+
+  _refill() {
+    const sub = this.subscription;
+    if (sub === null || this.done) return;
+    const held = sub.outstanding + BigInt(this.buffer.length);
+    const window = BigInt(this.window);
+    if (held * 2n <= window) sub.request(window - held);
+  }
+
+  async return() {
+    this.done = true;
+    this.subscription?.cancel();
+    this.buffer = [];
+    return { done: true, value: undefined };
+  }
+}
