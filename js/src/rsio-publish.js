@@ -22,6 +22,20 @@ import { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 /** Elements requested from a local Publisher at a time while the peer's demand lasts. */
 const PULL = 32;
 
+/**
+ * Run `callback` in a later turn of the event loop, after pending I/O: pulling again in a
+ * microtask would starve the loop (a socket that takes every write would never let the
+ * peer's cancel be read).
+ */
+const nextTurn = typeof setImmediate === "function" ? setImmediate
+  : typeof MessageChannel === "function" ? (() => {
+    const channel = new MessageChannel();
+    const queue = [];
+    channel.port1.onmessage = () => queue.shift()?.();
+    return (callback) => { queue.push(callback); channel.port2.postMessage(null); };
+  })()
+  : (callback) => setTimeout(callback, 0);
+
 const utf8 = new TextEncoder();
 
 /** Publisher names: exact names first, then `{field}` patterns, one segment per field (§5.5). */
@@ -244,12 +258,12 @@ export class ServingTable {
     }
   }
 
-  /** Pull again once the current signal has returned (rule 3.3: no unbounded recursion). */
+  /** Pull again in the next turn of the event loop (rule 3.3: no unbounded recursion; I/O first). */
   schedulePull(stream) {
     this._pending.add(stream);
     if (this._pullQueued) return;
     this._pullQueued = true;
-    queueMicrotask(() => {
+    nextTurn(() => {
       this._pullQueued = false;
       const streams = [...this._pending];
       this._pending.clear();
@@ -331,7 +345,8 @@ function validDemand(n) {
 /**
  * A Publisher of `iterable`'s values (a fresh iterator per subscriber; a generator object can
  * be subscribed once), emitted only as requested, re-entrant requests served by one loop
- * (rule 3.3).
+ * (rule 3.3). It looks one value ahead, so that it completes as soon as the last value is
+ * out, without waiting for demand it does not need.
  */
 export function fromIterable(iterable) {
   if (iterable === null || typeof iterable?.[Symbol.iterator] !== "function") {
@@ -341,12 +356,14 @@ export function fromIterable(iterable) {
     subscribe(subscriber) {
       checkSubscriber(subscriber);
       let iterator = null;
+      let ahead = null; // the next step, read before it is requested
       let outstanding = 0;
       let emitting = false;
       let done = false;
-      const fail = (error) => {
-        done = true;
-        subscriber.onError?.(error);
+      const step = () => {
+        const next = ahead ?? iterator.next();
+        ahead = null;
+        return next;
       };
       subscriber.onSubscribe?.({
         request(n) {
@@ -354,7 +371,7 @@ export function fromIterable(iterable) {
           if (!validDemand(n)) {
             done = true;
             iterator?.return?.();
-            fail(new RangeError(`rule 3.9: request(n) needs n > 0, got ${n}`));
+            subscriber.onError?.(new RangeError(`rule 3.9: request(n) needs n > 0, got ${n}`));
             return;
           }
           outstanding = addDemand(outstanding, n);
@@ -362,18 +379,26 @@ export function fromIterable(iterable) {
           emitting = true;
           try {
             iterator ??= iterable[Symbol.iterator]();
-            while (outstanding > 0 && !done) {
-              const step = iterator.next();
-              if (step.done) {
+            while (!done) {
+              const next = step();
+              if (next.done) {
                 done = true;
                 subscriber.onComplete?.();
                 break;
               }
+              if (outstanding === 0) {
+                ahead = next;
+                break;
+              }
               outstanding -= 1;
-              subscriber.onNext?.(step.value);
+              subscriber.onNext?.(next.value);
+              if (outstanding === 0 && !done) ahead = iterator.next();
             }
           } catch (error) {
-            if (!done) fail(error);
+            if (!done) {
+              done = true;
+              subscriber.onError?.(error);
+            }
           } finally {
             emitting = false;
           }

@@ -1,53 +1,22 @@
-// rsio.js's Connection against a scripted server: a fake WebSocket that records what the client
+// rsio.js's Connection against a scripted server: a fake transport that records what the client
 // sends and lets each test feed the server's bytes. Every rule of PROTOCOL.md §10 the client
 // checks, without a network.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Connection, ConnectionClosedError, ProtocolError, RemoteStreamError, UNBOUNDED } from "../../../src/rstreams/web/static/rsio.js";
-import { decodeAll, encodeFrame } from "../../../src/rstreams/web/static/rsio-wire.js";
+import { Connection, ConnectionClosedError, ProtocolError, RemoteStreamError, UNBOUNDED } from "../src/rsio.js";
+import { encodeFrame } from "../src/rsio-wire.js";
+import { FakeTransport, ManualClock, recorder, tick } from "./support.mjs";
 
-class FakeSocket {
-  constructor() {
-    this.readyState = 1;
-    this.sent = [];
-    this.closed = false;
-  }
-  send(data) { this.sent.push(...decodeAll(data)); }
-  close() {
-    if (this.closed) return;
-    this.closed = true;
-    this.readyState = 3;
-    queueMicrotask(() => this.onclose?.({ code: 1000 }));
-  }
-  /** The server's frames (objects, or raw bytes as a Uint8Array), each as one message. */
-  feed(...frames) {
-    for (const frame of frames) {
-      const bytes = frame instanceof Uint8Array ? frame : encodeFrame(frame, frame.elementSize ?? 0);
-      this.onmessage({ data: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) });
-    }
-  }
-}
-
-const tick = () => new Promise((resolve) => setImmediate(resolve));
 const HELLO = { type: "serverHello", version: 0, extensions: [] };
 
 function open(options = {}) {
-  const ws = new FakeSocket();
+  const ws = new FakeTransport();
   const conn = new Connection(ws, { onerror: () => {}, ...options });
   return { ws, conn };
 }
 
 const KEEPALIVE_HELLO = { ...HELLO, extensions: [1, 2] };
 const ping = (payload) => ({ type: "extension", code: 0x80, payload });
-
-function recorder(initial = 0) {
-  const r = { items: [], error: null, completed: false };
-  r.onSubscribe = (s) => { r.subscription = s; if (initial) s.request(initial); };
-  r.onNext = (bytes) => r.items.push(new TextDecoder().decode(bytes));
-  r.onError = (e) => { r.error = e; };
-  r.onComplete = () => { r.completed = true; };
-  return r;
-}
 
 const el = (subscriber, text) => ({ type: "onNext", subscriber, element: new TextEncoder().encode(text) });
 
@@ -200,14 +169,14 @@ test("§9.3: the input ends inside a message", async () => {
   assert.ok(error instanceof ProtocolError && error.section === "§9.3");
 });
 
-test("a subscribe from the server is refused with onError; the connection goes on", async () => {
+test("a subscribe from the server for a name this client does not offer is refused with onError", async () => {
   const { ws, conn } = open();
   ws.feed(HELLO, { type: "subscribe", publisher: "rstreams/upload", subscriber: 3, initial_demand: 1n });
   await tick();
   const refusal = ws.sent.at(-1);
   assert.equal(refusal.type, "onError");
   assert.equal(refusal.subscriber, 3);
-  assert.match(refusal.error, /publishes nothing/);
+  assert.match(refusal.error, /no publisher named 'rstreams\/upload': this endpoint publishes nothing/);
   assert.equal(conn.state, "OPEN");
 });
 
@@ -222,16 +191,39 @@ test("keepalive active: a ping is answered with a pong carrying its 8 bytes; pon
   assert.equal(conn.state, "OPEN");
 });
 
-test("keepalive active: the client pings when it has received nothing for the interval", async () => {
-  const { ws, conn } = open({ keepalive: 0.02 });
+test("keepalive active: the client pings after the interval without input, at most once per interval", async () => {
+  const clock = new ManualClock();
+  const { ws, conn } = open({ keepalive: 15, clock });
   ws.feed(KEEPALIVE_HELLO);
-  await waitFor(() => ws.sent.some((f) => f.type === "extension" && f.code === 0x80));
-  const sent = ws.sent.find((f) => f.code === 0x80);
-  assert.equal(sent.payload.length, 8);
-  assert.ok(conn.pingsSent >= 1);
+  clock.advance(14_999);
+  await tick();
+  assert.equal(ws.of("extension", 0x80).length, 0);
+  clock.advance(1);
+  await tick();
+  assert.equal(ws.of("extension", 0x80).length, 1);
+  assert.equal(ws.of("extension", 0x80)[0].payload.length, 8);
+  clock.advance(10_000);
+  ws.feed({ type: "extension", code: 0x81, payload: new Uint8Array(8) }); // input at 25 s
+  clock.advance(14_999); // 39.999 s: 14.999 s after the last input
+  await tick();
+  assert.equal(conn.pingsSent, 1);
+  clock.advance(1);
+  await tick();
+  assert.equal(conn.pingsSent, 2);
   const closed = conn.close();
   ws.feed({ type: "goodbye", reason: "" });
   assert.equal(await closed, null);
+  assert.equal(clock.timers.size, 0); // no timer left behind
+});
+
+test("keepalive: null answers pings but never sends one", async () => {
+  const clock = new ManualClock();
+  const { ws, conn } = open({ keepalive: null, clock });
+  ws.feed(KEEPALIVE_HELLO);
+  clock.advance(3_600_000);
+  await tick();
+  assert.equal(conn.pingsSent, 0);
+  assert.equal(ws.of("extension", 0x80).length, 0);
 });
 
 test("§14: a ping whose payload is not 8 bytes", () =>
@@ -239,10 +231,3 @@ test("§14: a ping whose payload is not 8 bytes", () =>
 test("§4.4: an extension type nobody owns, even with keepalive active", () =>
   violation((ws) => ws.feed(KEEPALIVE_HELLO, { type: "extension", code: 0x90, payload: new Uint8Array(0) }), "§4.4"));
 
-async function waitFor(condition, ms = 5000) {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms: ${condition}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}

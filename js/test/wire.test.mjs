@@ -3,10 +3,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import {
-  FrameDecoder, ProtocolError, UNBOUNDED, decodeAll, decodeVarint, encodeFrame, encodeVarint,
-} from "../../../src/rstreams/web/static/rsio-wire.js";
+  EXTENSIONS, FrameDecoder, ProtocolError, UNBOUNDED, decodeAll, decodeVarint, encodeCredentials, encodeFrame,
+  encodeVarint, extensionOf,
+} from "../src/rsio-wire.js";
 
-const VECTORS_PATH = new URL("../../../docs/protocol-vectors.json", import.meta.url);
+const VECTORS_PATH = new URL("../../docs/protocol-vectors.json", import.meta.url);
 // JSON numbers past 2**53 lose precision in JSON.parse: read every long integer as a BigInt.
 const text = readFileSync(VECTORS_PATH, "utf8").replace(/(?<=[:\[,]\s*)(\d{16,})(?=\s*[,\]}])/g, '"$1n"');
 const VECTORS = JSON.parse(text, (key, value) =>
@@ -98,4 +99,26 @@ test("a large element split across many chunks is parsed once it is complete", (
     }
   }
   assert.equal(frames, 1);
+});
+
+test("credentials (§15.1): the authenticate vectors' payloads, token and user/password", () => {
+  const payloads = VECTORS.filter((v) => v.type === "authenticate").map((v) => v.fields.payload.hex);
+  assert.deepEqual(payloads, [hex(encodeCredentials("token")).replaceAll(" ", ""),
+    hex(encodeCredentials({ user: "ann", password: "pw" })).replaceAll(" ", "")]);
+  for (const bad of [null, 7, { user: "ann" }, ["ann", "pw"], { user: "ann", password: 1 }]) {
+    assert.throws(() => encodeCredentials(bad), (e) => e instanceof TypeError && /§15\.1/.test(e.message));
+  }
+  assert.throws(() => encodeCredentials({ user: "hunter2", password: null }), (e) => !/hunter2/.test(e.message));
+});
+
+test("every extension message type of the vectors has its owner (§4.4); other types have none", () => {
+  for (const vector of VECTORS.filter((v) => v.code >= 0x80)) {
+    const owner = extensionOf(vector.code);
+    assert.ok(owner !== undefined, vector.type);
+    assert.equal(EXTENSIONS[owner.name].id, owner.id);
+  }
+  assert.equal(extensionOf(0x87).name, "auth"); // reserved, but owned
+  assert.equal(extensionOf(0x8f).name, "resume");
+  assert.equal(extensionOf(0x82), undefined);
+  assert.equal(extensionOf(0x90), undefined);
 });

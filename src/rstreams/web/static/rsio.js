@@ -315,6 +315,16 @@ export class Connection {
     };
   }
 
+  /**
+   * Request/response: subscribe with demand 1 and resolve with the one element (decoded as in
+   * stream()); the subscription is cancelled after it. Rejects with RemoteStreamError if the
+   * publisher fails, RangeError if it completes without an element.
+   */
+  async request(name, { decode = "bytes" } = {}) {
+    for await (const element of this.stream(name, { window: 1, decode })) return element;
+    throw new RangeError(`publisher '${name}' completed without an element`);
+  }
+
   /** Say goodbye (§9.1); resolves when the transport has closed. */
   close(reason = "") {
     if (this.state === "AWAITING_HELLO" || this.state === "OPEN") {

@@ -1,0 +1,205 @@
+// Serving publishers to the peer (PROTOCOL.md §5, §6, §8) against a scripted peer: answers,
+// refusals, demand drawn only within the peer's demand and the transport's room, cancel.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Connection, ProtocolError, UNBOUNDED, fromAsyncIterable, fromIterable } from "../src/rsio.js";
+import { FakeTransport, tick } from "./support.mjs";
+
+const HELLO = { type: "serverHello", version: 0, extensions: [] };
+const text = new TextDecoder();
+const subscribe = (publisher, subscriber, demand) =>
+  ({ type: "subscribe", publisher, subscriber, initial_demand: BigInt(demand) });
+const request = (subscriber, demand) => ({ type: "request", subscriber, demand: BigInt(demand) });
+
+/** A Publisher that records every request and emits 0, 1, 2, ... up to `n` as asked. */
+function counting(n = Infinity) {
+  const log = { requests: [], emitted: 0, cancelled: false, subscribers: 0 };
+  const publisher = {
+    subscribe(subscriber) {
+      log.subscribers += 1;
+      let outstanding = 0;
+      let emitting = false;
+      subscriber.onSubscribe({
+        request(k) {
+          log.requests.push(k);
+          outstanding += k;
+          if (emitting) return;
+          emitting = true;
+          while (outstanding > 0 && !log.cancelled) {
+            if (log.emitted >= n) { subscriber.onComplete(); break; }
+            outstanding -= 1;
+            subscriber.onNext(String(log.emitted++));
+          }
+          emitting = false;
+        },
+        cancel() { log.cancelled = true; },
+      });
+    },
+  };
+  return { publisher, log };
+}
+
+function open(publishers) {
+  const ws = new FakeTransport();
+  const errors = [];
+  const conn = new Connection(ws, { publishers, onerror: (e) => errors.push(e) });
+  ws.feed(HELLO);
+  return { ws, conn, errors };
+}
+
+const elements = (ws, id) => ws.sent.filter((f) => f.type === "onNext" && f.subscriber === id).map((f) => text.decode(f.element));
+
+test("a subscribe is answered with onSubscribe; elements follow the peer's demand exactly", async () => {
+  const { publisher, log } = counting(10);
+  const { ws } = open({ numbers: publisher });
+  ws.feed(subscribe("numbers", 1, 3));
+  await tick();
+  assert.deepEqual(ws.sent.slice(1, 2), [{ type: "onSubscribe", subscriber: 1, element_size: 0 }]);
+  assert.deepEqual(elements(ws, 1), ["0", "1", "2"]);
+  assert.equal(log.emitted, 3); // never more than the peer asked for
+  ws.feed(request(1, 2));
+  await tick();
+  assert.deepEqual(elements(ws, 1), ["0", "1", "2", "3", "4"]);
+  ws.feed(request(1, 100));
+  await tick();
+  assert.equal(elements(ws, 1).length, 10);
+  assert.deepEqual(ws.sent.at(-1), { type: "onComplete", subscriber: 1 });
+});
+
+test("unbounded demand is drawn from the publisher in bounded pulls, not passed through", async () => {
+  const { publisher, log } = counting(1000);
+  const { ws } = open({ numbers: publisher });
+  ws.feed(subscribe("numbers", 1, UNBOUNDED));
+  for (let i = 0; i < 100 && elements(ws, 1).length < 1000; i++) await tick();
+  assert.equal(elements(ws, 1).length, 1000);
+  assert.ok(Math.max(...log.requests) <= 32, `largest request ${Math.max(...log.requests)}`);
+});
+
+test("a transport that takes no more writes stops production until it drains", async () => {
+  const { publisher, log } = counting();
+  const { ws, conn } = open({ numbers: publisher });
+  ws.feed(subscribe("numbers", 1, UNBOUNDED));
+  await tick();
+  ws.writable = false; // the socket's buffer is full
+  await tick();
+  const stalled = log.emitted;
+  for (let i = 0; i < 20; i++) await tick();
+  assert.equal(log.emitted, stalled, "no element produced while the transport is full");
+  assert.ok(ws.waitingForDrain >= 1);
+  assert.ok(conn.served[0].wanted === UNBOUNDED);
+  ws.drain();
+  await tick();
+  assert.ok(log.emitted > stalled);
+  conn.close();
+});
+
+test("cancel: the local publisher is cancelled and the cancel acknowledged with onComplete (§5.4)", async () => {
+  const { publisher, log } = counting();
+  const { ws, conn } = open({ numbers: publisher });
+  ws.feed(subscribe("numbers", 4, 2), { type: "cancel", subscriber: 4 });
+  await tick();
+  assert.ok(log.cancelled);
+  assert.deepEqual(ws.sent.at(-1), { type: "onComplete", subscriber: 4 });
+  assert.equal(conn.served.length, 0);
+  ws.feed({ type: "cancel", subscriber: 4 }, request(4, 1)); // crossed: ignored
+  await tick();
+  assert.equal(ws.of("onComplete").length, 1);
+  ws.feed(subscribe("numbers", 4, 1)); // the id is free again
+  await tick();
+  assert.equal(log.subscribers, 2);
+});
+
+test("refusals: an unknown name; rule 3.9 (request 0); the connection goes on", async () => {
+  const { publisher, log } = counting();
+  const { ws, conn } = open({ numbers: publisher });
+  ws.feed(subscribe("nope", 1, 1), subscribe("numbers", 2, 0), request(2, 0));
+  await tick();
+  const errors = ws.of("onError");
+  assert.deepEqual(errors.map((f) => f.subscriber), [1, 2]);
+  assert.equal(errors[0].error, "no publisher named 'nope'");
+  assert.match(errors[1].error, /^rule 3\.9: request\(n\) needs 0 < n < 2\*\*63, got 0 \(PROTOCOL\.md §6\.2\)$/);
+  assert.ok(log.cancelled);
+  assert.equal(conn.state, "OPEN");
+});
+
+test("§5.2: a subscribe for an id that is still open ends the connection", async () => {
+  const { publisher } = counting();
+  const { ws, conn } = open({ numbers: publisher });
+  ws.feed(subscribe("numbers", 1, 0), subscribe("numbers", 1, 0));
+  const error = await conn.closed;
+  assert.ok(error instanceof ProtocolError && error.section === "§5.2");
+  assert.match(ws.sent.at(-1).reason, /subscribe for subscriber 1, which is still open/);
+});
+
+test("patterns and query parameters reach the factory; its errors refuse that subscribe only", async () => {
+  const seen = [];
+  const { ws, errors } = open({
+    "sensors/{id}": (params, path) => { seen.push([params, path]); return fromIterable([`sensor ${params.id}`]); },
+    broken: () => { throw new Error("no such device"); },
+    odd: () => 42,
+  });
+  ws.feed(subscribe("sensors/k%C3%BCche?from=3&unit=C", 1, 5), subscribe("broken", 2, 1), subscribe("odd", 3, 1));
+  await tick();
+  assert.deepEqual(seen, [[{ from: "3", unit: "C", id: "küche" }, "sensors/k%C3%BCche"]]);
+  assert.deepEqual(elements(ws, 1), ["sensor küche"]);
+  const refusals = ws.of("onError").map((f) => [f.subscriber, f.error]);
+  assert.deepEqual(refusals, [[2, "publisher 'broken' failed to start: no such device"],
+    [3, "the factory for 'odd' returned number, not a Publisher"]]);
+  assert.equal(errors.length, 1); // the thrown error also went to onerror
+});
+
+test("elements: strings as UTF-8, bytes as they are, anything else ends the stream with onError", async () => {
+  const { ws } = open({ mixed: () => fromIterable(["é", Uint8Array.of(1, 2), new Uint16Array([0x0201]), { x: 1 }, "never"]) });
+  ws.feed(subscribe("mixed", 1, 10));
+  await tick();
+  const sent = ws.of("onNext").map((f) => [...f.element]);
+  assert.deepEqual(sent, [[0xc3, 0xa9], [1, 2], [1, 2]]);
+  assert.match(ws.sent.at(-1).error, /publisher 'mixed' emitted Object; elements are bytes/);
+});
+
+test("an element above splitThreshold goes out as parts that join to it (§8)", async () => {
+  const big = Uint8Array.from({ length: 200_000 }, (_, i) => i & 0xff);
+  const { ws } = open({ big: () => fromIterable([big, "after"]) });
+  ws.feed(subscribe("big", 1, 2));
+  await tick();
+  const types = ws.sent.slice(2).map((f) => f.type);
+  assert.deepEqual(types, ["onNextPart", "onNextPart", "onNextPart", "onNextLastPart", "onNext", "onComplete"]);
+  const joined = Uint8Array.from(ws.sent.slice(2, 6).flatMap((f) => [...f.data]));
+  assert.deepEqual(joined, big);
+  assert.ok(ws.sent.slice(2, 6).every((f) => f.data.length <= 64 * 1024 && f.element_id === 0));
+});
+
+test("a publisher's onError becomes the peer's onError; the connection's end cancels publishers", async () => {
+  const { publisher, log } = counting();
+  const failing = { subscribe(s) { s.onSubscribe({ request() { s.onError(new Error("disk gone")); }, cancel() {} }); } };
+  const { ws } = open({ failing, numbers: publisher });
+  ws.feed(subscribe("failing", 1, 1), subscribe("numbers", 2, 0));
+  await tick();
+  assert.deepEqual(ws.of("onError").map((f) => f.error), ["disk gone"]);
+  ws.feed({ type: "goodbye", reason: "" });
+  await tick();
+  assert.ok(log.cancelled);
+});
+
+test("fromIterable honours rule 3.9 and re-entrant requests; fromAsyncIterable pulls only on demand", async () => {
+  const got = [];
+  let sub;
+  fromIterable([1, 2, 3]).subscribe({
+    onSubscribe(s) { sub = s; s.request(1); },
+    onNext(x) { got.push(x); sub.request(1); }, // re-entrant: served by the same loop
+    onComplete() { got.push("done"); },
+  });
+  assert.deepEqual(got, [1, 2, 3, "done"]);
+  let error = null;
+  fromIterable([1]).subscribe({ onSubscribe(s) { s.request(0); }, onError(e) { error = e; } });
+  assert.ok(error instanceof RangeError && /rule 3\.9/.test(error.message));
+  let pulled = 0;
+  async function* source() { for (let i = 0; i < 5; i++) { pulled++; yield i; } }
+  const seen = [];
+  let asub;
+  fromAsyncIterable(source()).subscribe({ onSubscribe(s) { asub = s; s.request(2); }, onNext(x) { seen.push(x); } });
+  for (let i = 0; i < 5; i++) await tick();
+  assert.deepEqual(seen, [0, 1]);
+  assert.ok(pulled <= 3, `pulled ${pulled}`); // a generator runs to its next yield at most
+  asub.cancel();
+});

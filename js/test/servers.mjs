@@ -1,0 +1,61 @@
+// Real `rstreams serve` processes for the end-to-end tests. The interpreter comes from
+// RSTREAMS_PYTHON (scripts/test.sh passes .venv-test's), else the repository's .venv-test;
+// without either the end-to-end tests skip, saying why. The repository's src/ goes first on
+// PYTHONPATH, so the server is the checkout's own code.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export const REPO = fileURLToPath(new URL("../../", import.meta.url));
+const fromEnv = process.env.RSTREAMS_PYTHON;
+if (fromEnv !== undefined && fromEnv !== "" && !existsSync(fromEnv)) {
+  throw new Error(`RSTREAMS_PYTHON=${fromEnv} does not exist: set it to the python of a virtual environment `
+    + "with rstreams installed (scripts/test.sh creates .venv-test), or unset it");
+}
+const fallback = `${REPO}.venv-test/bin/python`;
+export const PYTHON = fromEnv || (existsSync(fallback) ? fallback : null);
+export const skip = PYTHON === null
+  ? "no Python to run rstreams serve: set RSTREAMS_PYTHON (scripts/test.sh does) or create .venv-test" : false;
+export const FIXTURE = fileURLToPath(new URL("fixtures/publishers.py", import.meta.url));
+
+const env = () => ({ ...process.env, PYTHONPATH: [`${REPO}src`, process.env.PYTHONPATH].filter(Boolean).join(":") });
+
+/**
+ * Start `rstreams serve URL ...args`; resolves with {url, stop()} once it prints where it serves.
+ * `input`: lines for its standard input (serve URL NAME reads them as the replay log).
+ */
+export function serve(url, args = [], input = null) {
+  const child = spawn(PYTHON, ["-m", "rstreams.cli", "serve", url, ...args], { env: env(), stdio: ["pipe", "pipe", "pipe"] });
+  if (input !== null) child.stdin.end(input);
+  let stderr = "";
+  child.stderr.on("data", (chunk) => { stderr += chunk; });
+  return new Promise((resolve, reject) => {
+    let stdout = "";
+    const onData = (chunk) => {
+      stdout += chunk;
+      const found = / on ((?:tcp|tls|unix|ws|wss):\/\/\S+)/.exec(stdout);
+      if (found === null) return;
+      child.stdout.off("data", onData);
+      resolve({
+        url: found[1],
+        stop() {
+          if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+          child.kill("SIGTERM");
+          return new Promise((done) => child.once("exit", done));
+        },
+      });
+    };
+    child.stdout.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`rstreams serve ${url} exited with ${code} before serving: ${stderr}`)));
+  });
+}
+
+/** Run `python -m rstreams.cli ...args`; resolves with {code, stdout, stderr}. */
+export function cli(args) {
+  const child = spawn(PYTHON, ["-m", "rstreams.cli", ...args], { env: env(), stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => { stdout += chunk; });
+  child.stderr.on("data", (chunk) => { stderr += chunk; });
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+}
