@@ -29,5 +29,24 @@ setup_venv .venv-test "test" websockets spark
 echo "== lint: ruff, mypy --strict"
 "$VENV/bin/ruff" check src tests
 "$VENV/bin/mypy"
+# --- the JavaScript package (js/): npm ci from the committed lockfile, tsc, npm test -----------
+# Its Node tests start `rstreams serve` with this checkout's venv (RSTREAMS_PYTHON); pytest's
+# tests/web/test_js_client.py then skips its own run of them (RSTREAMS_NPM_TESTED=1).
+if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "== installing Node.js for the JavaScript package (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null 2>&1; } \
+    || echo "   could not install Node.js"
+fi
+if command -v npm >/dev/null 2>&1; then
+  echo "== js: npm ci, npm run typecheck (tsc --noEmit), npm test (node $(node --version))"
+  python_for_js="$(pwd)/$VENV/bin/python"
+  (cd js && npm ci --no-audit --no-fund --loglevel=error \
+    && npm run --silent typecheck && RSTREAMS_PYTHON="$python_for_js" npm test --silent)
+  export RSTREAMS_NPM_TESTED=1
+else
+  echo "== js: no npm (Node.js 20+): the JavaScript package is not tested"
+fi
+# --- end of the JavaScript package's block ----------------------------------------------------
 echo "== tests"
 "$VENV/bin/python" -X dev -m pytest "$@"

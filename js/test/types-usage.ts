@@ -1,0 +1,52 @@
+// Compiled by `npm run typecheck` (tsc --noEmit), never run: the declarations accept what the
+// README and docs/web.md show, and reject misuse (each @ts-expect-error must be an error).
+import {
+  ConnectionClosedError, RemoteStreamError, UNBOUNDED, connect, fromAsyncIterable, fromIterable,
+  type Connection, type Publisher, type Subscription,
+} from "@rstreams/rsio";
+import { decodeAll, encodeFrame, type Frame } from "@rstreams/rsio/wire";
+
+async function* readings(): AsyncGenerator<string> {
+  yield JSON.stringify({ sensor: "a", value: 1 });
+}
+
+export async function usage(): Promise<void> {
+  const conn: Connection = await connect("ws://127.0.0.1:8765/rsio", {
+    auth: { user: "ann", password: "pw" },
+    keepalive: null,
+    publishers: {
+      "events/{kind}": (params, path) => fromIterable([`${path}: ${params.kind}`]),
+      readings: fromAsyncIterable(readings()),
+    },
+  });
+  await conn.ready;
+  let subscription: Subscription | undefined;
+  const sub = conn.subscribe("results", {
+    onSubscribe(s) { subscription = s; s.request(16); },
+    onNext(bytes) { const n: number = bytes.length; subscription?.request(n > 0 ? 1 : 1n); },
+    onError(error) { if (error instanceof RemoteStreamError) console.log(error.message); },
+  });
+  const outstanding: bigint = sub.outstanding;
+  sub.request(UNBOUNDED);
+  sub.request(Infinity);
+  for await (const row of conn.stream<{ sensor: string }>("results", { window: 32, decode: "json" })) {
+    console.log(row.sensor, outstanding);
+  }
+  for await (const line of conn.stream("lines", { decode: "text" })) console.log(line.toUpperCase());
+  const answer: string = await conn.request("out?latest", { decode: "text" });
+  const reason = await conn.close("bye");
+  if (reason instanceof ConnectionClosedError) console.log(reason.reason, answer);
+  const frame: Frame = { type: "request", subscriber: 1, demand: 5n };
+  decodeAll(encodeFrame(frame));
+  const typed: Publisher<number> = fromIterable([1, 2, 3]);
+  typed.subscribe({ onNext(n) { console.log(n.toFixed(1)); } });
+
+  // @ts-expect-error publisher names are strings
+  conn.subscribe(7, {});
+  // @ts-expect-error auth is a token or {user, password}
+  await connect("tcp://127.0.0.1:1", { auth: ["ann", "pw"] });
+  // @ts-expect-error demand is a request's count, not text
+  sub.request("5");
+  // @ts-expect-error a publisher offered to the peer is a Publisher or a factory
+  await connect("tcp://127.0.0.1:1", { publishers: { bad: 42 } });
+}

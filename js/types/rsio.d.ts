@@ -1,0 +1,147 @@
+// Types of the RS.io client (src/rsio.js, and src/node.js under Node, which adds tcp://,
+// tls:// and unix:// to connect()). Reactive Streams in JavaScript: the same four interfaces
+// as the specification, with camelCase names.
+
+import type { Credentials, Limits } from "./rsio-wire.js";
+
+export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
+export type { Credentials, Limits } from "./rsio-wire.js";
+
+/** Demand: a positive integer Number, a BigInt up to 2**63 - 1, or Infinity (= unbounded). */
+export type Demand = number | bigint;
+
+export interface Subscription {
+  /** Rule 3.9: n > 0; anything else cancels and signals onError(RangeError). */
+  request(n: Demand): void;
+  /** Idempotent (rule 3.7). */
+  cancel(): void;
+}
+
+/** What a remote publisher's elements come as: bytes (a copy the subscriber may keep). */
+export interface Subscriber<T = Uint8Array> {
+  onSubscribe?(subscription: Subscription): void;
+  onNext?(element: T): void;
+  onError?(error: Error): void;
+  onComplete?(): void;
+}
+
+export interface Publisher<T> {
+  subscribe(subscriber: Subscriber<T>): void;
+}
+
+/** What a publisher offered to the peer may emit: bytes, or a string sent as UTF-8. */
+export type Element = Uint8Array | ArrayBufferView | ArrayBuffer | string;
+
+/** A publisher, or a factory called with the name's query (and "{field}" values) and path. */
+export type Offered = Publisher<Element> | ((params: Record<string, string>, path: string) => Publisher<Element>);
+
+export interface Clock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(timer: unknown): void;
+}
+
+/** What a Connection writes to and reads from; webSocketTransport() makes one of a WebSocket. */
+export interface Transport {
+  send(bytes: Uint8Array): void;
+  close(): void;
+  readonly writable: boolean;
+  waitWritable?(): void;
+  onbytes: ((data: ArrayBuffer | Uint8Array | string) => void) | null;
+  onend: (() => void) | null;
+  ondrain: (() => void) | null;
+}
+
+export interface ConnectOptions {
+  /** Credentials for extension auth (PROTOCOL.md §15); offered only when given. */
+  auth?: Credentials | null;
+  /** Publishers the peer may subscribe to: names or "{field}" patterns. */
+  publishers?: Record<string, Offered> | Map<string, Offered>;
+  /** Seconds without input before a ping (§14); null: answer pings, send none. Default 15. */
+  keepalive?: number | null;
+  limits?: Partial<Limits>;
+  onclose?: ((error: Error | null) => void) | null;
+  /** Receives exceptions thrown by subscribers and publishers (default: console.error). */
+  onerror?: ((error: unknown) => void) | null;
+  /** A WebSocket class (browsers' and Node 22's global, or the `ws` package's). */
+  WebSocket?: unknown;
+  clock?: Clock;
+  /** Node, tls:// only: options for tls.connect (ca, cert, key, servername, ...). */
+  tls?: Record<string, unknown>;
+}
+
+export type Decode<T> = "bytes" | "text" | "json" | ((bytes: Uint8Array) => T);
+
+export type SubscriptionState = "SUBSCRIBED" | "ACTIVE" | "CANCELLED" | "CLOSED";
+
+export interface RemoteSubscription extends Subscription {
+  readonly id: number;
+  readonly name: string;
+  readonly state: SubscriptionState;
+  /** Demand granted and not yet used (§6.1). */
+  readonly outstanding: bigint;
+  readonly received: number;
+  readonly elementSize: number;
+}
+
+export interface ServedStream {
+  readonly id: number;
+  readonly name: string;
+  /** The peer's outstanding demand. */
+  readonly wanted: bigint;
+  readonly sent: number;
+}
+
+export declare class Connection {
+  constructor(transport: Transport, options?: ConnectOptions);
+  /** §12: AWAITING_HELLO, OPEN, CLOSING, CLOSED. */
+  readonly state: "AWAITING_HELLO" | "OPEN" | "CLOSING" | "CLOSED";
+  /** Settles once the serverHello (and, with auth, `authenticated`) is in; rejects if the connection ends first. */
+  readonly ready: Promise<Connection>;
+  /** Why the connection ended: null for an orderly close. */
+  readonly closed: Promise<Error | null>;
+  readonly closeReason: Error | null;
+  readonly extensions: ReadonlySet<number>;
+  readonly authenticated: boolean;
+  readonly bytesReceived: number;
+  readonly elementsReceived: number;
+  readonly pingsSent: number;
+  readonly pongsReceived: number;
+  readonly subscriptions: RemoteSubscription[];
+  readonly served: ServedStream[];
+  readonly writable: boolean;
+  onclose: ((error: Error | null) => void) | null;
+  onerror: ((error: unknown) => void) | null;
+  subscribe(name: string, subscriber: Subscriber<Uint8Array>): RemoteSubscription;
+  stream(name: string, options?: { window?: number; decode?: "bytes" }): AsyncIterable<Uint8Array>;
+  stream(name: string, options: { window?: number; decode: "text" }): AsyncIterable<string>;
+  stream<T = unknown>(name: string, options: { window?: number; decode: "json" | ((bytes: Uint8Array) => T) }): AsyncIterable<T>;
+  request(name: string, options?: { decode?: "bytes" }): Promise<Uint8Array>;
+  request(name: string, options: { decode: "text" }): Promise<string>;
+  request<T = unknown>(name: string, options: { decode: "json" | ((bytes: Uint8Array) => T) }): Promise<T>;
+  /** Goodbye (§9.1); resolves with `closed`'s value once the transport has closed. */
+  close(reason?: string): Promise<Error | null>;
+}
+
+/** The publisher ended a subscription with onError. */
+export declare class RemoteStreamError extends Error {
+  constructor(message: string);
+}
+
+/** The connection ended before the stream; `reason` is the peer's goodbye reason, if it said one. */
+export declare class ConnectionClosedError extends Error {
+  constructor(message: string, cause?: unknown, reason?: string | null);
+  readonly reason: string | null;
+}
+
+export declare const SUBPROTOCOL: "rsio.v0";
+
+/** Open a connection. Browsers: ws://, wss://. Node (the package's node entry): also tcp://, tls://, unix://. */
+export declare function connect(url: string, options?: ConnectOptions): Promise<Connection>;
+export declare function openWebSocket(url: string, WebSocket: unknown, options?: ConnectOptions): Promise<Connection>;
+export declare function webSocketTransport(ws: unknown, clock?: Clock): Transport;
+/** Node only (the node entry): a connected net.Socket or tls.TLSSocket as a Transport. */
+export declare function socketTransport(socket: unknown): Transport;
+
+export declare function fromIterable<T>(iterable: Iterable<T>): Publisher<T>;
+export declare function fromAsyncIterable<T>(iterable: AsyncIterable<T>): Publisher<T>;
