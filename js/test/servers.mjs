@@ -52,7 +52,12 @@ export function serve(url, args = [], input = null) {
 
 /** Run `python -m rstreams.cli ...args`; resolves with {code, stdout, stderr}. */
 export function cli(args) {
-  const child = spawn(PYTHON, ["-m", "rstreams.cli", ...args], { env: env(), stdio: ["ignore", "pipe", "pipe"] });
+  return python(["-m", "rstreams.cli", ...args]);
+}
+
+/** Run `python ...args` with the checkout's rstreams; resolves with {code, stdout, stderr}. */
+export function python(args) {
+  const child = spawn(PYTHON, args, { env: env(), stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk) => { stdout += chunk; });
