@@ -155,6 +155,38 @@ def scale(data: dict[str, Any], title: str, path: Path) -> None:
     plt.close(fig)
 
 
+def hostile(data: dict[str, Any], title: str, path: Path) -> None:
+    """Left: the legitimate stream's rate beside each attack; right: the server's RSS growth."""
+    rows = [(c["name"].removeprefix("rstreams-"), _values(c, "rate")) for c in data["contestants"]]
+    rows = [(n, v) for n, v in rows if v]
+    if not rows:
+        return
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    med = [statistics.median(v) for _, v in rows]
+    low = [m - min(v) for m, (_, v) in zip(med, rows, strict=True)]
+    high = [max(v) - m for m, (_, v) in zip(med, rows, strict=True)]
+    left.barh([n for n, _ in rows], med, xerr=[low, high], capsize=3, color="#1f77b4")
+    left.invert_yaxis()
+    left.set_xlabel("legitimate stream, el/s (median, whiskers min..max)")
+    for y, m in enumerate(med):
+        left.text(m, y, f" {m:,.0f}", va="center", fontsize=8)
+    for contestant in data["contestants"]:
+        run = next((r for r in contestant["runs"] if "series" in r), None)
+        if run is not None:
+            base = run["baseline_mib"]
+            times = [t for t, _ in run["series"]]
+            growth = [m - base for _, m in run["series"]]
+            right.plot(times, growth, label=contestant["name"].removeprefix("rstreams-"))
+    right.axhline(16, color="black", linestyle="--", linewidth=0.8, label="issue 18: 16 MiB")
+    right.set_xlabel("seconds since the attack started (first kept run)")
+    right.set_ylabel("server RSS growth (MiB)")
+    right.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def main(out: Path) -> None:
     made = []
     for name, factory in SCENARIOS.items():
@@ -170,6 +202,8 @@ def main(out: Path) -> None:
             latency(data, scenario.title, path)
         elif scenario.plot == "scale":
             scale(data, scenario.title, path)
+        elif scenario.plot == "hostile":
+            hostile(data, scenario.title, path)
         else:
             targets = [
                 (v, f"target: {a} >= {v:,.0f} {scenario.unit}") for a, b, v in scenario.targets if not b

@@ -38,7 +38,7 @@ class ScenarioDef:
     repeats: int | None = None  # overrides --repeats (e.g. one long memory run)
     warmup: int | None = None
     timeout: float = 600.0
-    plot: str = "bar"  # bar | latency | memory | scale
+    plot: str = "bar"  # bar | latency | memory | scale | hostile
     pin: bool = True  # False: contestants run unpinned (Spark's local[2] needs both CPUs)
     # a script (and args) run first with rstreams' interpreter: a non-zero exit skips the whole
     # scenario, its last stderr line saying why (e.g. pyspark or Java 17+ missing)
@@ -583,6 +583,51 @@ def scale(quick: bool) -> ScenarioDef:
     )
 
 
+def hostile(quick: bool) -> ScenarioDef:
+    duration = "0.5" if quick else "5"
+    peers = "2" if quick else "8"
+    budget = str(256 * 1024 if quick else 4 << 20)
+    attacks = {
+        "alone": "no attack",
+        "slow-hellos": f"{int(peers) * 125:,} connections, one byte of a hello each",
+        "garbage": f"{peers} connections in a loop: hello, 16 KiB of random bytes, goodbye",
+        "subscribe-flood": f"{peers} peers flood subscribes for an unknown name, never read",
+        "unbounded-demand": f"{peers} peers request 2**63-1 of 1 KiB elements, never read",
+        "churn": f"{max(1, int(peers) // 2)} loops: connect, subscribe, request, cancel, goodbye or reset",
+    }
+    common = ["client", "--duration", duration, "--peers", peers, "--budget", budget]
+    return ScenarioDef(
+        name="hostile",
+        title="Hostile peers: a legitimate stream beside each attack, and the server's memory",
+        description=(
+            f"A server with every limit at its default (CPU0); a legitimate client (CPU1) streams "
+            f"8 B elements with a window of 256 for {duration} s, alone or while an attacker process "
+            "(CPU1, beside the client) runs one attack on the same server. `el/s` is the "
+            "legitimate stream's rate; `alone` is the reference, and the ratios pair each attack "
+            "with the `alone` run of the same round. RSS growth = peak RSS of the server minus its "
+            "RSS just before the attack, sampled every 0.1 s from /proc/<pid>/status. Issue 18's "
+            "target: >= 0.5x beside the subscribe flood."
+        ),
+        metric="rate",
+        unit="el/s",
+        contestants=[
+            _rs(f"rstreams-{name}", label, "net_hostile.py", *common, "--attack", name)
+            for name, label in attacks.items()
+        ],
+        ratios=[(f"rstreams-{name}", "rstreams-alone") for name in attacks if name != "alone"],
+        targets=[("rstreams-subscribe-flood", "rstreams-alone", 0.5)],
+        extras=[
+            ("growth_mib", "server RSS growth", "MiB"),
+            ("peak_mib", "peak RSS", "MiB"),
+            ("attack_mib", "attack sent", "MiB"),
+            ("connections", "attack connections", "el"),
+        ],
+        warmup=0,  # each process warms its connection up before the attack
+        timeout=180.0,
+        plot="hostile",
+    )
+
+
 def loop(quick: bool) -> ScenarioDef:
     n = _net(quick, 2_000, 200_000)
     common = ["client", "--mode", "stream", "--size", "8", "--count", n, "--window", "256"]
@@ -675,6 +720,7 @@ SCENARIOS: dict[str, Callable[[bool], ScenarioDef]] = {
     "latency": latency,
     "memory-slow-consumer": memory,
     "scale": scale,
+    "hostile": hostile,
     "loop": loop,
     "spark": spark,
 }

@@ -34,7 +34,7 @@ from hostile_support import (
 
 from rstreams.wire import ExtensionMessage, OnSubscribe, ServerHello, Subscribe, extensions
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 BOUND = 16 * MiB
 NOT_YET = pytest.mark.xfail(reason="issue 18: input backpressure not in net/ yet", strict=True)

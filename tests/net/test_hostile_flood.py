@@ -37,7 +37,7 @@ from hostile_support import (
 from rstreams.net import connect
 from rstreams.wire import Cancel, ExtensionMessage, Request, Subscribe, extensions
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow, pytest.mark.timeout(150)]
 
 BOUND = 16 * MiB
 """Largest growth of the server's RSS allowed while eight peers flood it (issue 18)."""

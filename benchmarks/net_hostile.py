@@ -1,0 +1,395 @@
+"""The ``hostile`` scenario: a legitimate stream's throughput beside an attack, and the server's RSS.
+
+Run by ``benchmarks/run.py`` in rstreams' own venv; by hand::
+
+    python benchmarks/net_hostile.py client --attack alone --duration 5
+    python benchmarks/net_hostile.py client --attack subscribe-flood --duration 5
+
+Three processes. The client (pinned to CPU1 by the harness) starts the server (``server``
+role, pinned to CPU0: ``rstreams.serve`` with its default limits) and, unless ``--attack
+alone``, the attacker (``attack`` role, a child of the client, so on CPU1 beside it). Once
+the attack is under way, the client streams 8-byte elements with a window of 256 (like
+stream-small) for ``--duration`` seconds and reports the rate, while the server's RSS is
+sampled from /proc. Attacks (every peer is a raw socket; none reads what the server sends
+unless said):
+
+  slow-hellos       ``--peers`` x 125 connections that send one byte of a hello and then
+                    nothing (until the handshake timeout drops them; then they reconnect)
+  garbage           ``--peers`` connections in a loop: a hello, 16 KiB of random bytes, read
+                    the goodbye, close, again
+  subscribe-flood   ``--peers`` connections sending subscribes for an unknown name as fast
+                    as they can (each gets an onError), ``--budget`` bytes each, never reading
+  unbounded-demand  ``--peers`` connections subscribing with demand 2**63-1 to an endless
+                    stream of 1 KiB elements, never reading
+  churn             ``--peers`` / 2 loops of connect, hello, subscribe, request, cancel,
+                    goodbye, read until closed; every other connection is reset instead
+
+The attacker prints ``ready`` once every peer has started, and its counters as JSON when its
+stdin closes. Each process has a hard time limit; the server ends when its stdin closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import itertools
+import json
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _netcommon import (
+    HOST,
+    RssSampler,
+    emit,
+    install_loop,
+    pin_self,
+    rss_kib,
+    run_with_timeout,
+    serve_until_stdin_closes,
+    server_child,
+)
+
+import rstreams
+from rstreams.api import Subscription
+from rstreams.net import connect, serve
+from rstreams.wire import Cancel, ClientHello, Goodbye, Request, Subscribe, encode
+
+ATTACKS = ("alone", "slow-hellos", "garbage", "subscribe-flood", "unbounded-demand", "churn")
+UNBOUNDED = 2**63 - 1
+HELLO = encode(ClientHello())
+
+
+# ------------------------------------------------------------------------------ server
+def _bench(params: dict[str, str]) -> rstreams.Flow[bytes]:
+    element = os.urandom(int(params.get("size", "8")))
+    n = params.get("n")
+    source = itertools.repeat(element) if n is None else itertools.repeat(element, int(n))
+    return rstreams.from_iterable(source)
+
+
+async def serve_main() -> None:
+    server = await serve(f"tcp://{HOST}:0", {"bench": _bench})  # every limit at its default
+    await serve_until_stdin_closes(int(server.url.rsplit(":", 1)[1]))
+
+
+# ------------------------------------------------------------------------------ attacker
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _subscribes(name: str, size: int) -> bytes:
+    """Subscribes to ``name`` with ids 1, 2, 3, ... (never reused: §5.3), ``size`` bytes or a little more."""
+    head = encode(Subscribe(publisher=name, subscriber=0))[:-2]  # type, name; then id 0, demand 0
+    assert encode(Subscribe(publisher=name, subscriber=5)) == head + b"\x05\x00"
+    frames, total = [], 0
+    for n in itertools.count(1):
+        if total >= size:
+            break
+        frame = head + _varint(n) + b"\x00"
+        frames.append(frame)
+        total += len(frame)
+    return b"".join(frames)
+
+
+class Attacker:
+    """The peers of one attack, each in a thread; ``stop`` ends them, the counters say what they did."""
+
+    def __init__(self, kind: str, port: int, peers: int, budget: int) -> None:
+        self.kind = kind
+        self.address = (HOST, port)
+        self.peers = peers
+        self.budget = budget
+        self.stop = threading.Event()
+        self.sent = 0
+        self.connections = 0
+        self._lock = threading.Lock()
+        self._started = threading.Semaphore(0)
+        self.flood = HELLO + _subscribes("nope", budget)
+
+    def count(self, sent: int = 0, connections: int = 0) -> None:
+        with self._lock:
+            self.sent += sent
+            self.connections += connections
+
+    def open(self) -> socket.socket:
+        sock = socket.create_connection(self.address, timeout=10)
+        self.count(connections=1)
+        return sock
+
+    def started(self) -> None:
+        """A peer is connected and under way (called once per thread)."""
+        self._started.release()
+
+    def start(self) -> list[threading.Thread]:
+        """Start every peer's thread and return once each has connected (or failed)."""
+        target: Callable[[], None] = {
+            "slow-hellos": self.slow_hellos,
+            "garbage": self.garbage,
+            "subscribe-flood": self.subscribe_flood,
+            "unbounded-demand": self.unbounded_demand,
+            "churn": self.churn,
+        }[self.kind]
+        loops = {"churn": max(1, self.peers // 2), "slow-hellos": 1}.get(self.kind, self.peers)
+        threads = [threading.Thread(target=self._guarded, args=(target,), daemon=True) for _ in range(loops)]
+        for thread in threads:
+            thread.start()
+        for _ in threads:
+            self._started.acquire(timeout=30)
+        return threads
+
+    def _guarded(self, target: Callable[[], None]) -> None:
+        try:
+            target()
+        except OSError:  # the server may close or refuse: the attack goes on in the other threads
+            self.started()
+
+    def send_all(self, sock: socket.socket, data: bytes) -> bool:
+        """Write ``data`` unless ``stop`` comes first (checked between blocked attempts)."""
+        sock.setblocking(False)
+        view = memoryview(data)
+        while view and not self.stop.is_set():
+            _, writable, _ = select.select([], [sock], [], 0.2)
+            if writable:
+                n = sock.send(view)
+                self.count(sent=n)
+                view = view[n:]
+        return not view
+
+    def hold(self, sock: socket.socket) -> None:
+        """Keep ``sock`` open, unread, until ``stop``."""
+        self.stop.wait()
+        sock.close()
+
+    def slow_hellos(self) -> None:
+        """``peers * 125`` connections with one byte of a hello each; reopened when dropped."""
+        socks = []
+        for _ in range(self.peers * 125):
+            sock = self.open()
+            sock.send(HELLO[:1])
+            socks.append(sock)
+        self.started()
+        while not self.stop.is_set():
+            readable, _, _ = select.select(socks, [], [], 0.2)
+            for sock in readable:  # a goodbye (handshake timeout): take the slot again
+                socks.remove(sock)
+                sock.close()
+                fresh = self.open()
+                fresh.send(HELLO[:1])
+                socks.append(fresh)
+        for sock in socks:
+            sock.close()
+
+    def garbage(self) -> None:
+        noise = os.urandom(16 * 1024)
+        self.started()
+        while not self.stop.is_set():
+            with self.open() as sock:
+                if self.send_all(sock, HELLO + b"\x0e" + noise):
+                    sock.setblocking(True)
+                    sock.settimeout(5)
+                    with contextlib.suppress(OSError):
+                        sock.recv(4096)  # the goodbye naming the broken rule
+
+    def subscribe_flood(self) -> None:
+        sock = self.open()
+        self.started()
+        self.send_all(sock, self.flood)
+        self.hold(sock)
+
+    def unbounded_demand(self) -> None:
+        sock = self.open()
+        self.started()
+        subscribe = Subscribe(publisher="bench?size=1024", subscriber=1, initial_demand=UNBOUNDED)
+        self.send_all(sock, HELLO + encode(subscribe))
+        self.hold(sock)
+
+    def churn(self) -> None:
+        self.started()
+        for n in itertools.count():
+            if self.stop.is_set():
+                return
+            sock = self.open()
+            talk = HELLO + b"".join(
+                encode(frame)
+                for frame in (
+                    Subscribe(publisher="bench?n=100000", subscriber=1, initial_demand=16),
+                    Request(subscriber=1, demand=16),
+                    Cancel(subscriber=1),
+                    Goodbye(reason="churn"),
+                )
+            )
+            sock.sendall(talk)
+            self.count(sent=len(talk))
+            if n % 2:  # reset: close with unread input and SO_LINGER 0
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            else:
+                sock.settimeout(5)
+                with contextlib.suppress(OSError):
+                    while sock.recv(65536):
+                        pass
+            sock.close()
+
+
+def attack_main(args: argparse.Namespace) -> None:
+    attacker = Attacker(args.attack, args.port, args.peers, args.budget)
+    threads = attacker.start()
+    print("ready", flush=True)
+    sys.stdin.read()  # until the client closes our stdin
+    attacker.stop.set()
+    for thread in threads:
+        thread.join(10)
+    emit({"attack_mib": attacker.sent / 2**20, "connections": attacker.connections})
+
+
+@contextlib.contextmanager
+def attack_child(args: argparse.Namespace, port: int) -> Any:
+    """Start the attacker (``--attack``); yields; then stops it and yields its counters into ``stats``."""
+    stats: dict[str, Any] = {}
+    if args.attack == "alone":
+        yield stats
+        return
+    command = [sys.executable, __file__, "attack", "--attack", args.attack, "--port", str(port)]
+    command += ["--peers", str(args.peers), "--budget", str(args.budget)]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        ready, _, _ = select.select([child.stdout], [], [], 60)
+        line = child.stdout.readline() if ready else ""
+        if line.strip() != "ready":
+            raise RuntimeError(f"the attacker did not start: {line!r}")
+        yield stats
+    finally:
+        try:
+            out, _ = child.communicate("", timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            out, _ = child.communicate()
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        if lines:
+            stats.update(json.loads(lines[-1]))
+
+
+# ------------------------------------------------------------------------------ client
+class Counter:
+    """Requests 256, then 128 every 128 elements (stream-small's window); counts."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.subscription: Subscription | None = None
+        self.error: BaseException | None = None
+        self.done = asyncio.Event()
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.subscription = subscription
+        subscription.request(256)
+
+    def on_next(self, item: bytes) -> None:
+        self.count += 1
+        if self.count % 128 == 0:
+            self.subscription.request(128)  # type: ignore[union-attr]
+
+    def on_error(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
+
+    def on_complete(self) -> None:
+        self.done.set()
+
+
+async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> dict[str, Any]:
+    conn = await connect(f"tcp://{HOST}:{port}")
+    try:
+        warm = Counter()
+        conn.publisher("bench?n=20000").subscribe(warm)
+        await asyncio.wait_for(warm.done.wait(), 60)
+        gc.collect()
+        baseline = rss_kib(server_pid)
+        sampler = RssSampler(server_pid, args.sample_interval).start()
+        with attack_child(args, port) as stats:
+            await asyncio.sleep(args.ramp)
+            legit = Counter()
+            start = time.perf_counter()
+            conn.publisher("bench").subscribe(legit)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(legit.done.wait(), args.duration)
+            seconds = time.perf_counter() - start
+            received = legit.count
+            if legit.subscription is not None:
+                legit.subscription.cancel()
+        samples = sampler.stop()
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conn.aclose(), 10)
+    if legit.error is not None:
+        raise RuntimeError(f"the legitimate stream failed: {legit.error!r}")
+    peak = max(kib for _, kib in samples)
+    step = max(1, len(samples) // 300)
+    return {
+        "rate": received / seconds,
+        "elements": received,
+        "seconds": seconds,
+        "baseline_mib": baseline / 1024,
+        "peak_mib": peak / 1024,
+        "growth_mib": (peak - baseline) / 1024,
+        "attack_mib": stats.get("attack_mib", 0.0),
+        "connections": stats.get("connections", 0),
+        "series": [[t, kib / 1024] for t, kib in samples[::step]],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("role", choices=["client", "server", "attack"])
+    parser.add_argument("--uvloop", action="store_true", help="run the client and the server on uvloop")
+    parser.add_argument("--client-cpu", type=int, default=1, help="-1: do not pin")
+    parser.add_argument("--server-cpu", type=int, default=0, help="-1: do not pin")
+    parser.add_argument("--timeout", type=float, default=120.0, help="hard limit for the whole run (s)")
+    parser.add_argument("--attack", default="alone", choices=ATTACKS)
+    parser.add_argument("--port", type=int, default=0, help="attack role: the server's port")
+    parser.add_argument("--peers", type=int, default=8, help="hostile connections (slow-hellos: x125)")
+    parser.add_argument("--budget", type=int, default=4 << 20, help="subscribe-flood: bytes per peer")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds the legitimate stream runs")
+    parser.add_argument("--ramp", type=float, default=0.5, help="seconds between attack start and measuring")
+    parser.add_argument("--sample-interval", type=float, default=0.1)
+    args = parser.parse_args()
+    if args.role == "attack":
+        run_with_timeout(lambda: attack_main(args), args.timeout)
+        return
+    loop_name = install_loop(args.uvloop)
+    if args.role == "server":
+        pin_self(args.server_cpu)
+        asyncio.run(serve_main())
+        return
+    pin_self(args.client_cpu)
+
+    def run() -> None:
+        server_args = ["--uvloop"] if args.uvloop else []
+        with server_child(__file__, server_args, args.server_cpu) as (port, pid):
+            result = asyncio.run(client_main(args, port, pid))
+        result.update(impl="rstreams", loop=loop_name, version=version("rstreams"), attack=args.attack)
+        emit(result)
+
+    run_with_timeout(run, args.timeout + args.duration + 60)
+
+
+if __name__ == "__main__":
+    main()
