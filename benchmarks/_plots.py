@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -168,6 +169,7 @@ def hostile(data: dict[str, Any], title: str, path: Path) -> None:
     left.barh([n for n, _ in rows], med, xerr=[low, high], capsize=3, color="#1f77b4")
     left.invert_yaxis()
     left.set_xlabel("legitimate stream, el/s (median, whiskers min..max)")
+    left.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1e3:,.0f} k"))
     for y, m in enumerate(med):
         left.text(m, y, f" {m:,.0f}", va="center", fontsize=8)
     for contestant in data["contestants"]:
@@ -178,7 +180,7 @@ def hostile(data: dict[str, Any], title: str, path: Path) -> None:
             growth = [m - base for _, m in run["series"]]
             right.plot(times, growth, label=contestant["name"].removeprefix("rstreams-"))
     right.axhline(16, color="black", linestyle="--", linewidth=0.8, label="issue 18: 16 MiB")
-    right.set_xlabel("seconds since the attack started (first kept run)")
+    right.set_xlabel("seconds since the attacker was started (first kept run)")
     right.set_ylabel("server RSS growth (MiB)")
     right.legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
