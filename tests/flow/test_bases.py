@@ -1,0 +1,130 @@
+"""The README's table of which base each building block uses, checked against the code."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rstreams
+from rstreams.api import Subscriber
+from rstreams.flow._drain import DrainLoop, DrainSubscriber
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
+from rstreams.flow._sinks import SinkSubscriber
+from support import RecordingSubscriber
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BASES: dict[str, type] = {
+    "OperatorSubscriber": OperatorSubscriber,
+    "DrainSubscriber": DrainSubscriber,
+    "DrainLoop": DrainLoop,
+    "SinkSubscriber": SinkSubscriber,
+}
+
+
+def _table() -> dict[str, str]:
+    """``{building block: base}`` from the rows after ``<!-- bases -->``."""
+    text = README.read_text().split("<!-- bases -->", 1)[1]
+    rows: dict[str, str] = {}
+    for line in text.splitlines()[3:]:
+        if not line.startswith("|"):
+            break
+        names, base = line.split("|")[1:3]
+        first_base = re.findall(r"`(\w+)`", base)[0]
+        for name in re.findall(r"`(\w+)`", names):
+            rows[name] = first_base
+    return rows
+
+
+def _inner(flow: rstreams.Flow[Any]) -> object:
+    assert isinstance(flow, OperatorFlow), f"{type(flow).__name__} is not an OperatorFlow"
+    return flow.subscriber(RecordingSubscriber())
+
+
+def _subscription(flow: rstreams.Publisher[Any]) -> object:
+    s: RecordingSubscriber[Any] = RecordingSubscriber()
+    flow.subscribe(s)
+    s.cancel()
+    return s.subscription
+
+
+class _Capture(rstreams.Flow[Any]):
+    """Keeps the Subscriber that subscribes (the sink's), signalling nothing."""
+
+    def __init__(self) -> None:
+        self.subscriber: Subscriber[Any] | None = None
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        self.subscriber = subscriber
+
+
+def _sink(start: Callable[[rstreams.Flow[Any]], object]) -> object:
+    capture = _Capture()
+    start(capture)
+    return capture.subscriber
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    event_loop = asyncio.new_event_loop()
+    yield event_loop
+    event_loop.close()
+
+
+def _examples(loop: asyncio.AbstractEventLoop) -> dict[str, Callable[[], object]]:
+    source = rstreams.range(0, 3)
+    push: rstreams.PushSource[int] = rstreams.PushSource(overflow=rstreams.OverflowStrategy.DROP)
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    pool.shutdown()
+    return {
+        "map": lambda: _inner(source.map(str)),
+        "filter": lambda: _inner(source.filter(bool)),
+        "take": lambda: _inner(source.take(1)),
+        "skip": lambda: _inner(source.skip(1)),
+        "buffer": lambda: _inner(source.buffer(2)),
+        "concat_map": lambda: _inner(source.concat_map(rstreams.just)),
+        "flat_map": lambda: _inner(source.flat_map(rstreams.just)),
+        "merge": lambda: _inner(rstreams.merge(source, source)),
+        "observe_on": lambda: _inner(source.observe_on(pool)),
+        "from_iterable": lambda: _subscription(rstreams.from_iterable([1])),
+        "range": lambda: _subscription(source),
+        "just": lambda: _subscription(rstreams.just(1)),
+        "empty": lambda: _subscription(rstreams.empty()),
+        "error": lambda: _subscription(rstreams.error(ValueError())),
+        "from_push": lambda: _subscription(
+            rstreams.from_push(lambda _: None, overflow=rstreams.OverflowStrategy.DROP)
+        ),
+        "PushSource": lambda: _subscription(push),
+        "interval": lambda: _subscription(rstreams.interval(1, loop=loop)),
+        "timer": lambda: _subscription(rstreams.timer(1, loop=loop)),
+        "from_observable": lambda: _subscription(rstreams.from_observable(_observable())),
+        "MulticastProcessor": lambda: rstreams.MulticastProcessor(),
+        "collect": lambda: _sink(lambda f: f.collect()),
+        "reduce": lambda: _sink(lambda f: f.reduce(max, 0)),
+        "count": lambda: _sink(lambda f: f.count()),
+        "for_each": lambda: _sink(lambda f: f.for_each(print)),
+    }
+
+
+def _observable() -> Any:
+    import reactivex
+
+    return reactivex.of(1, 2)
+
+
+def test_every_building_block_uses_the_base_the_readme_names(loop: asyncio.AbstractEventLoop) -> None:
+    """One row per building block; each object is an instance of the base in its row."""
+    table = _table()
+    examples = _examples(loop)
+    assert set(table) == set(examples)
+    wrong = {
+        name: type(example()).__name__
+        for name, example in examples.items()
+        if not isinstance(example(), BASES[table[name]])
+    }
+    assert wrong == {}
