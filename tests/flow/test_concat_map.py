@@ -213,16 +213,39 @@ def test_empty_outer_and_empty_inners_complete_without_demand() -> None:
     assert s2.signals == ["on_subscribe", "on_complete"]
 
 
-def test_unbounded_demand_is_passed_to_each_inner_once() -> None:
-    """Rule 3.17: with unbounded demand every inner gets one request(2**63 - 1)."""
+def test_unbounded_demand_reaches_each_inner_as_a_bounded_window() -> None:
+    """Rule 3.17 downstream, a window upstream: each inner is owed at most INNER_WINDOW."""
+    from rstreams.flow._concat_map import INNER_WINDOW
+
     outer: ManualPublisher[int] = ManualPublisher()
     inners = Inners()
     s: RecordingSubscriber[str] = RecordingSubscriber(initial=rstreams.UNBOUNDED)
     outer.concat_map(inners).subscribe(s)
     outer.emit(1, 2)
-    inners.made[0].emit("a", "b")
-    inners.made[0].complete()
-    assert [p.requests for p in inners.made] == [[rstreams.UNBOUNDED], [rstreams.UNBOUNDED]]
+    first = inners.made[0]
+    first.emit(*["a"] * (INNER_WINDOW // 2))
+    assert first.requests == [INNER_WINDOW, INNER_WINDOW // 2]  # topped up at half used
+    first.complete()
+    assert inners.made[1].requests == [INNER_WINDOW]
+
+
+def test_an_endless_synchronous_inner_stops_at_a_cancel() -> None:
+    """A cancel inside on_next ends an endless inner: nothing is pulled past the window."""
+    import itertools
+
+    pulled = itertools.count()
+
+    class CancelAtFive(RecordingSubscriber[int]):
+        def on_next(self, item: int) -> None:
+            super().on_next(item)
+            if len(self.items) == 5:
+                self.cancel()
+
+    s = CancelAtFive(initial=rstreams.UNBOUNDED)
+    endless = rstreams.from_iterable(next(pulled) for _ in itertools.repeat(None))
+    rstreams.just(1).concat_map(lambda _: endless).subscribe(s)
+    assert s.items == [0, 1, 2, 3, 4] and not s.done
+    assert next(pulled) <= 256 + 1
 
 
 def test_a_raising_downstream_is_cancelled_and_reported() -> None:

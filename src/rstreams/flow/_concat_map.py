@@ -4,9 +4,10 @@ Built on :class:`rstreams.flow._drain.DrainSubscriber` (the drain loop; its modu
 the theory of operation): inners may signal from any thread, and the downstream still
 sees serial signals (rule 1.3) without recursion (rule 3.3).
 
-One inner Publisher is subscribed at a time. It is asked for exactly the downstream's
-outstanding demand minus what it already owes, so the demand left over when it
-completes carries on to the next one (rule 1.1). The upstream is asked for ``prefetch``
+One inner Publisher is subscribed at a time. It is asked for the downstream's
+outstanding demand minus what it already owes, at most :data:`INNER_WINDOW` at a time
+(asked again when half of that is used), so the demand left over when it completes
+carries on to the next one (rule 1.1) and no queue outgrows the window. The upstream is asked for ``prefetch``
 elements up front and replenished in batches of ``prefetch - prefetch // 4`` as they are
 used, so at most ``prefetch`` upstream elements are ever held. Errors are immediate: the
 first one cancels the upstream and the inner and is signalled once (rule 4.2).
@@ -32,10 +33,15 @@ from rstreams.flow._drain import (
 from rstreams.flow._operator import OperatorFlow, check_callable
 from rstreams.flow._signals import NONE_ITEM, report_broken
 
-__all__ = ["ConcatMapFlow"]
+__all__ = ["INNER_WINDOW", "ConcatMapFlow"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+INNER_WINDOW = 256
+"""Most demand an inner Publisher is ever owed. A synchronous inner delivers what it is
+asked for inside ``request``, before the loop can pass anything on; the window bounds
+that queue (and keeps a cancel prompt) however large the downstream's demand."""
 
 
 class ConcatMapFlow(OperatorFlow[T, R]):
@@ -79,7 +85,8 @@ class _Inner(InnerSubscriber[R, "_ConcatMapSubscriber[Any, R]"]):
         if how == EMIT:
             self.taken += 1
             parent.emit(item)
-            parent.after_fast()
+            owed = self.asked - self.taken  # the loop tops the window up when half is used
+            parent.after_fast(loop=owed <= INNER_WINDOW // 2 and parent.requested - 1 > owed)
         elif how == DRAIN:
             parent.drain_loop()
 
@@ -144,16 +151,15 @@ class _ConcatMapSubscriber(DrainSubscriber[T, R]):
                     continue
                 return emitted
             subscription = inner.subscription
-            if subscription is not None and inner.asked != demand.UNBOUNDED:
-                if requested == demand.UNBOUNDED:
-                    inner.asked = demand.UNBOUNDED
-                    self.call(inner, subscription.request, demand.UNBOUNDED)
-                    continue
-                want = requested - emitted - (inner.asked - inner.taken)
-                if want > 0:
-                    inner.asked += want
-                    self.call(inner, subscription.request, want)
-                    continue
+            if subscription is not None:
+                owed = inner.asked - inner.taken
+                if owed <= INNER_WINDOW // 2:  # ask again once half the window is used
+                    outstanding = INNER_WINDOW if requested == demand.UNBOUNDED else requested - emitted
+                    want = (outstanding if outstanding < INNER_WINDOW else INNER_WINDOW) - owed
+                    if want > 0:
+                        inner.asked += want
+                        self.call(inner, subscription.request, want)
+                        continue
             return emitted
 
     def _subscribe_next(self) -> None:

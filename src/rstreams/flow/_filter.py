@@ -20,7 +20,7 @@ from rstreams.api import Publisher, Subscriber
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
 from rstreams.flow._signals import NONE_ITEM
 
-__all__ = ["FilterFlow"]
+__all__ = ["FilterFlow", "FilterSubscriber"]
 
 T = TypeVar("T")
 
@@ -35,10 +35,10 @@ class FilterFlow(OperatorFlow[T, T]):
         self.predicate = check_callable("filter", predicate, "predicate")
 
     def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
-        return _FilterSubscriber(downstream, self.predicate)
+        return FilterSubscriber(downstream, self.predicate)
 
 
-class _FilterSubscriber(OperatorSubscriber[T, T]):
+class FilterSubscriber(OperatorSubscriber[T, T]):
     """Passes kept elements on; re-requests one upstream per dropped element.
 
     ``requested`` is the downstream's cumulative demand, kept only to learn when it

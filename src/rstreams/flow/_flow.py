@@ -18,8 +18,11 @@ from rstreams.api import Publisher, Subscriber
 from rstreams.rules import check_subscriber
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     import reactivex
 
+    from rstreams.flow._element import ElementFlow
     from rstreams.flow._sinks import SinkResult
 
 __all__ = ["Flow", "from_publisher"]
@@ -27,6 +30,9 @@ __all__ = ["Flow", "from_publisher"]
 T = TypeVar("T")
 R = TypeVar("R")
 A = TypeVar("A")
+
+MISSING: Any = object()
+"""No ``default=`` given (``first``/``last``/``element_at``)."""
 
 DEFAULT_WINDOW = 256
 """Demand a consuming adapter keeps outstanding; replenished when half is used."""
@@ -87,6 +93,117 @@ class Flow(Publisher[T], abc.ABC):
         from rstreams.flow._buffer import BufferFlow
 
         return BufferFlow(self, size)
+
+    def scan(self, fn: Callable[[A, T], A], initial: A) -> Flow[A]:
+        """The running fold: ``fn(initial, x1)``, then ``fn(that, x2)``, ... one per element.
+
+        ``initial`` itself is not emitted; ``request(n)`` passes through."""
+        from rstreams.flow._transform import ScanFlow
+
+        return ScanFlow(self, fn, initial)
+
+    def start_with(self, *items: T) -> Flow[T]:
+        """``items`` first, then this Flow's elements; it is subscribed once the items are out."""
+        from rstreams.flow._transform import start_with
+
+        return start_with(self, items)
+
+    def distinct(self, key: Callable[[T], Hashable] | None = None) -> Flow[T]:
+        """Each element whose ``key(element)`` (default: the element) was not seen before.
+
+        Holds every key seen; one more is requested upstream per element dropped."""
+        from rstreams.flow._transform import DistinctFlow
+
+        return DistinctFlow(self, key)
+
+    def distinct_until_changed(self, key: Callable[[T], object] | None = None) -> Flow[T]:
+        """Drops an element whose ``key`` equals the previous element's; re-requests each drop."""
+        from rstreams.flow._transform import DistinctUntilChangedFlow
+
+        return DistinctUntilChangedFlow(self, key)
+
+    def take_while(self, predicate: Callable[[T], object]) -> Flow[T]:
+        """Elements while ``predicate`` holds; the first that fails it cancels upstream and completes."""
+        from rstreams.flow._transform import TakeWhileFlow
+
+        return TakeWhileFlow(self, predicate)
+
+    def skip_while(self, predicate: Callable[[T], object]) -> Flow[T]:
+        """Drops elements while ``predicate`` holds (re-requesting each), then passes the rest."""
+        from rstreams.flow._transform import SkipWhileFlow
+
+        return SkipWhileFlow(self, predicate)
+
+    def first(self, *, default: Any = MISSING) -> ElementFlow[T]:
+        """The first element (or ``default``); a Flow that can also be awaited or ``.result()``-ed.
+
+        Asks upstream for one element, then cancels it. An empty stream without
+        ``default`` fails with :class:`~rstreams.flow._element.NoSuchElementError` (a LookupError)."""
+        from rstreams.flow._element import ElementFlow
+
+        return ElementFlow(self, 0, default, "first()")
+
+    def last(self, *, default: Any = MISSING) -> ElementFlow[T]:
+        """The last element (or ``default``), once the stream completes; awaitable like ``first``."""
+        from rstreams.flow._element import ElementFlow
+
+        return ElementFlow(self, None, default, "last()")
+
+    def element_at(self, index: int, *, default: Any = MISSING) -> ElementFlow[T]:
+        """The element at ``index`` (0-based, or ``default``); asks upstream for ``index + 1``."""
+        from rstreams.flow._element import ElementFlow
+
+        return ElementFlow(self, index, default, f"element_at({index!r})")
+
+    def tap(
+        self,
+        on_next: Callable[[T], object] | None = None,
+        *,
+        on_error: Callable[[BaseException], object] | None = None,
+        on_complete: Callable[[], object] | None = None,
+        on_cancel: Callable[[], object] | None = None,
+        on_request: Callable[[int], object] | None = None,
+    ) -> Flow[T]:
+        """Call the given hooks as signals pass, changing nothing (demand passes through).
+
+        A hook that raises ends the stream with its error (``on_cancel``'s is reported)."""
+        from rstreams.flow._tap import Hooks, TapFlow
+
+        hooks = Hooks(
+            on_next=on_next,
+            on_error=on_error,
+            on_complete=on_complete,
+            on_cancel=on_cancel,
+            on_request=on_request,
+        )
+        return TapFlow(self, hooks)
+
+    def do_on_next(self, fn: Callable[[T], object]) -> Flow[T]:
+        """``fn(element)`` before each element goes on (``tap(on_next=fn)``)."""
+        return self._tap_one("do_on_next", on_next=fn)
+
+    def do_on_error(self, fn: Callable[[BaseException], object]) -> Flow[T]:
+        """``fn(error)`` before the error goes on."""
+        return self._tap_one("do_on_error", on_error=fn)
+
+    def do_on_complete(self, fn: Callable[[], object]) -> Flow[T]:
+        """``fn()`` before ``on_complete`` goes on."""
+        return self._tap_one("do_on_complete", on_complete=fn)
+
+    def do_on_cancel(self, fn: Callable[[], object]) -> Flow[T]:
+        """``fn()`` when the downstream cancels, before the upstream is cancelled."""
+        return self._tap_one("do_on_cancel", on_cancel=fn)
+
+    def do_on_request(self, fn: Callable[[int], object]) -> Flow[T]:
+        """``fn(n)`` for each ``request(n)`` from downstream, before it goes upstream."""
+        return self._tap_one("do_on_request", on_request=fn)
+
+    def _tap_one(self, operator: str, **hook: Any) -> Flow[T]:
+        from rstreams.flow._tap import Hooks, TapFlow
+
+        if next(iter(hook.values())) is None:
+            raise TypeError(f"{operator}(fn) needs a callable, got None")
+        return TapFlow(self, Hooks(operator=operator, **hook))
 
     def concat_map(self, fn: Callable[[T], Publisher[R]], *, prefetch: int = 2) -> Flow[R]:
         """Map each element to a Publisher and emit their elements one Publisher after

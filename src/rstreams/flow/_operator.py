@@ -134,6 +134,8 @@ class OperatorSubscriber(Subscriber[T], Subscription, Generic[T, R]):
             self.upstream.request(n)
 
     def cancel(self) -> None:
+        if self.done:
+            return  # rule 3.7: already cancelled, or the upstream already ended
         self.done = True
         if self.upstream is not None:
             self.upstream.cancel()

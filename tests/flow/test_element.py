@@ -1,0 +1,118 @@
+"""first, last, element_at: as Flows and as sinks (rules 1.1, 1.4, 2.13, 3.x)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import rstreams
+from flow.operator_support import ManualPublisher
+from rstreams.errors import InvalidDemandError, ReactiveStreamsError
+from rstreams.flow._element import NoSuchElementError
+from support import WAIT, RecordingSubscriber
+
+
+def test_as_sinks_result_and_await() -> None:
+    """``.result()`` blocks for the element; ``await`` gives the same."""
+    flow = rstreams.range(0, 10)
+    assert (flow.first().result(WAIT), flow.last().result(WAIT), flow.element_at(3).result(WAIT)) == (0, 9, 3)
+
+    async def main() -> tuple[int, int]:
+        return await flow.first(), await flow.element_at(7)
+
+    assert asyncio.run(main()) == (0, 7)
+
+
+def test_as_flows_they_chain() -> None:
+    """Each is a Flow of one element: operators and sinks go on from it."""
+    assert rstreams.range(0, 10).last().map(str).collect().result(WAIT) == ["9"]
+
+
+def test_element_at_asks_for_exactly_index_plus_one_then_cancels() -> None:
+    """Rule 1.1 from upstream: i + 1 requested, nothing before the downstream asks."""
+    source: ManualPublisher[str] = ManualPublisher()
+    s: RecordingSubscriber[str] = RecordingSubscriber()
+    source.element_at(2).subscribe(s)
+    assert source.requests == []
+    s.request(5)
+    s.request(5)
+    assert source.requests == [3]
+    source.emit("a", "b", "c")
+    assert s.items == ["c"] and s.completed and source.cancelled == 1
+
+
+def test_last_asks_for_everything_only_once_requested() -> None:
+    """last() needs the whole stream: UNBOUNDED (3.17), after the first downstream request."""
+    source: ManualPublisher[int] = ManualPublisher()
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    source.last().subscribe(s)
+    assert source.requests == []
+    s.request(1)
+    source.emit(1, 2, 3)
+    assert s.items == []
+    source.complete()
+    assert source.requests == [rstreams.UNBOUNDED] and s.items == [3] and s.completed
+
+
+@pytest.mark.parametrize("build", [lambda f: f.first(), lambda f: f.last(), lambda f: f.element_at(4)])
+def test_too_short_a_stream_fails_without_demand(build: Any) -> None:
+    """NoSuchElementError (a LookupError under ReactiveStreamsError); it needs no demand (1.4)."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    build(rstreams.empty()).subscribe(s)
+    assert isinstance(s.error, NoSuchElementError)
+    assert issubclass(NoSuchElementError, LookupError) and issubclass(
+        NoSuchElementError, ReactiveStreamsError
+    )
+    assert "default=" in str(s.error)
+
+
+def test_default_waits_for_demand_then_completes() -> None:
+    """An empty stream with default=: the default is an element, so it waits for request."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.empty().first(default=42).subscribe(s)
+    assert s.signals == ["on_subscribe"]
+    s.request(1)
+    assert s.items == [42] and s.completed
+    assert rstreams.range(0, 2).element_at(5, default=-1).result(WAIT) == -1
+
+
+def test_illegal_request_after_the_upstream_ended_is_still_signalled() -> None:
+    """Rule 3.9 holds while the default waits for demand."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.empty().last(default=1).subscribe(s)
+    s.request(0)
+    assert isinstance(s.error, InvalidDemandError)
+
+
+def test_errors_pass_through() -> None:
+    """The upstream's error goes on, whatever was seen before."""
+    failure = RuntimeError("upstream failed")
+    with pytest.raises(RuntimeError, match="upstream failed"):
+        rstreams.error(failure).last().result(WAIT)
+
+
+def test_bad_index_is_refused_when_built() -> None:
+    """element_at needs an int >= 0, checked at once."""
+    with pytest.raises(ValueError, match="element_at"):
+        rstreams.range(0, 1).element_at(-1)
+    with pytest.raises(TypeError, match="element_at"):
+        rstreams.range(0, 1).element_at("1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["first", "last", "element_at"])
+def test_passes_the_publisher_tck(name: str) -> None:
+    """PublisherVerification with publishers of at most one element (max_elements=1)."""
+    from rstreams.tck import verify_publisher
+
+    def build(flow: rstreams.Flow[int]) -> rstreams.Flow[int]:
+        return flow.first() if name == "first" else flow.last() if name == "last" else flow.element_at(2)
+
+    def make(n: int) -> rstreams.Flow[int]:  # the cases of 0 elements get an empty stream
+        return build(rstreams.range(0, 3)) if n == 1 else rstreams.empty().first(default=0).take(n)
+
+    report = verify_publisher(
+        make, create_failed_publisher=lambda: build(rstreams.error(RuntimeError("failed"))), max_elements=1
+    )
+    assert report.ok, str(report)
