@@ -58,11 +58,8 @@ def section() -> str:
 
 def rows() -> list[list[str]]:
     """Every table row of the section whose first cell is a setting in backticks."""
-    found = []
-    for line in section().splitlines():
-        if line.startswith("| `"):
-            found.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
-    return found
+    lines = [line for line in section().splitlines() if line.startswith("| `")]
+    return [[cell.strip() for cell in line.strip().strip("|").split(" | ")] for line in lines]
 
 
 def places(cell: str) -> list[str]:
@@ -135,9 +132,7 @@ def source_messages() -> list[re.Pattern[str]]:
     for path in Path(rstreams.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.JoinedStr):
-                parts = [
-                    re.escape(v.value) if isinstance(v, ast.Constant) else ".+?" for v in node.values
-                ]
+                parts = [re.escape(v.value) if isinstance(v, ast.Constant) else ".+?" for v in node.values]
                 literal = sum(len(v.value) for v in node.values if isinstance(v, ast.Constant))
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 parts, literal = [re.escape(node.value)], len(node.value)
