@@ -173,7 +173,7 @@ def test_cancel_frees_partial_elements() -> None:
     """Cancelling drops what was buffered for the stream."""
     client = _client()
     client.receive_data(wire(OnNextPart(subscriber=1, element_id=0, data=b"x" * 50)))
-    assert client._partial_bytes == 50
+    assert client._assembler.held == (1, 50)
     client.send_request(1, 1)
     client.send(Cancel(subscriber=1))
-    assert client._partial_bytes == 0 and client._partial_count == 0
+    assert client._assembler.held == (0, 0)

@@ -35,6 +35,7 @@ from enum import Enum
 
 __all__ = [
     "CONNECTION_TRANSITIONS",
+    "FLOWING",
     "IGNORED_WHEN_UNKNOWN",
     "QUIET_STATES",
     "STREAM_TRANSITIONS",
@@ -151,3 +152,11 @@ QUIET_STATES = frozenset({StreamState.CANCELLED})
 
 IGNORED_WHEN_UNKNOWN = frozenset({Signal.REQUEST, Signal.CANCEL})
 """Signals a publisher ignores for an id with no open subscription (they crossed its terminal)."""
+
+FLOWING: StreamState = next(
+    state
+    for (state, signal), new in STREAM_TRANSITIONS.items()
+    if signal is Signal.ON_NEXT and new is state and state not in QUIET_STATES
+)
+"""The one state in which elements flow: onNext keeps it there and is surfaced (ACTIVE).
+Read from the table once, so the per-element checks are one identity comparison."""

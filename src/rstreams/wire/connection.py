@@ -8,11 +8,17 @@ Usage by a transport (PROTOCOL.md is the rulebook; section numbers below refer t
     on EOF:    conn.receive_eof()
     after any receive_* or send: write(conn.data_to_send()); handle(conn.events_received())
 
-Subscriptions live in two tables because both sides may subscribe (§5.1): ``_subscribing``
-holds the ones *we* made, keyed by our ids; ``_publishing`` holds the ones the peer made on
-us, keyed by the peer's ids. A frame's type says which table its id belongs to:
-subscribe/request/cancel name the sender's ids, onSubscribe/onNext*/onComplete/onError name
-the receiver's.
+The connection holds the connection-level state (§12) and routes every frame, in and
+out, through a table to one handler per message type. Its parts each have one job:
+:mod:`~rstreams.wire._parser` finds frames in bytes, :mod:`~rstreams.wire._streams`
+keeps the subscriptions (ids, credit, element sizes, recently closed ids, every state
+change through :mod:`~rstreams.wire._state`'s table), :mod:`~rstreams.wire._assembler`
+joins split elements, :mod:`~rstreams.wire._output` orders the bytes to write, and
+:mod:`~rstreams.wire.frames` lays out every byte.
+
+Sending: :meth:`Connection.send` takes any frame we may send and dispatches it by type.
+Three measured fast paths take fields instead of a frame and call the same encoders:
+:meth:`~Connection.on_next`, :meth:`~Connection.on_next_many`, :meth:`~Connection.request`.
 
 Errors: calling this object wrong raises (``LocalProtocolError``, ``ValueError``) and
 changes nothing. A peer's violation never raises out of ``receive_data``: a per-stream
@@ -23,34 +29,32 @@ Once closed, ``receive_data`` and ``send`` raise :class:`ConnectionBrokenError`.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
 from rstreams.demand import UNBOUNDED, add
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, RemoteProtocolError
+from rstreams.wire._assembler import Assembler
 from rstreams.wire._errors import (
     AbruptCloseError,
-    DemandExceededError,
     ExtensionError,
     HandshakeError,
-    LimitExceededError,
-    RemoteInvalidDemandError,
     StreamStateError,
     UnsupportedVersionError,
 )
+from rstreams.wire._output import LARGE, Output
 from rstreams.wire._parser import FrameParser
 from rstreams.wire._state import (
     CONNECTION_TRANSITIONS,
+    FLOWING,
     QUIET_STATES,
-    STREAM_TRANSITIONS,
     ConnectionInput,
     ConnectionState,
     Signal,
     StreamState,
 )
-from rstreams.wire._varint import MAX_U64, encode_varint
+from rstreams.wire._streams import Stream, StreamTable, Violation
 from rstreams.wire.config import ConnectionConfig
 from rstreams.wire.events import ConnectionClosed, Event, ExtensionReceived, OnNextBatch, StreamError
 from rstreams.wire.extensions import BY_TYPE, KEEPALIVE_PAYLOAD_SIZE, PING, PONG
@@ -72,22 +76,25 @@ from rstreams.wire.frames import (
     Request,
     ServerHello,
     Subscribe,
-    encode_into,
     make_on_next,
+    on_next_head,
+    on_next_packed_head,
+    write_cancel,
+    write_extension,
+    write_goodbye,
+    write_hello,
+    write_on_complete,
+    write_on_error,
+    write_on_next,
+    write_on_subscribe,
+    write_request,
+    write_subscribe,
 )
 
 __all__ = ["Connection", "Side"]
 
 _OPEN = ConnectionState.OPEN
 _CLOSED = ConnectionState.CLOSED
-_ACTIVE = StreamState.ACTIVE
-_CANCELLED = StreamState.CANCELLED
-_V = encode_varint
-_BYTE = [bytes((i,)) for i in range(256)]
-_PACKED = bytes((FrameType.ON_NEXT_PACKED,))
-_COMPLETE = bytes((FrameType.ON_COMPLETE,))
-_LARGE = 16 * 1024
-"""Payloads at least this big are handed to the transport as their own chunk (no copy)."""
 
 
 class Side(Enum):
@@ -95,36 +102,6 @@ class Side(Enum):
 
     CLIENT = "client"
     SERVER = "server"
-
-
-class _Stream:
-    """One subscription, seen from this end."""
-
-    __slots__ = ("credit", "element_size", "header", "next_element_id", "parts", "publishing", "state")
-
-    def __init__(self, sid: int, publishing: bool, credit: int) -> None:
-        self.publishing = publishing
-        self.state = StreamState.SUBSCRIBED
-        self.credit = credit
-        """Elements the publisher may still send: granted minus delivered, saturating (§6)."""
-        self.element_size = 0
-        self.header = bytes((FrameType.ON_NEXT,)) + _V(sid)
-        """Type byte + id, prebuilt for the onNext encoder (publishing end)."""
-        self.next_element_id = 0
-        self.parts: dict[int, bytearray] = {}
-        """Element id -> bytes received so far of a split element (subscribing end)."""
-
-
-class _Split:
-    """An element being sent as parts; ``offset`` is how much has gone out (§8)."""
-
-    __slots__ = ("data", "element_id", "offset", "sid")
-
-    def __init__(self, sid: int, element_id: int, data: bytes) -> None:
-        self.sid = sid
-        self.element_id = element_id
-        self.data = data
-        self.offset = 0
 
 
 class Connection:
@@ -145,24 +122,45 @@ class Connection:
             max_extensions=config.max_extensions,
             batch_on_next=batch_on_next,
         )
+        self._streams = StreamTable(
+            max_closed=config.max_closed_streams,
+            max_subscriptions=config.max_subscriptions,
+            max_name_length=config.max_name_length,
+        )
+        self._publishing = self._streams.publishing  # the fast paths' view of the tables
+        self._subscribing = self._streams.subscribing
+        self._assembler = Assembler(
+            max_element_size=config.max_element_size,
+            max_parts_in_flight=config.max_parts_in_flight,
+            max_reassembly_bytes=config.max_reassembly_bytes,
+        )
+        self._output = Output(config.split_threshold)
+        self._out = self._output.buf  # the fast paths write here directly
+        self._backlogs = self._output.backlogs
+        self._small = min(LARGE, config.split_threshold + 1)
+        """Elements below this size are copied into the output buffer, neither split nor handed over."""
         self._events: list[Event] = []
-        self._out = bytearray()
-        self._chunks: list[bytes] = []
-        self._backlogs: dict[int, deque[bytes | _Split]] = {}
-        self._subscribing: dict[int, _Stream] = {}
-        self._publishing: dict[int, _Stream] = {}
-        self._closed: dict[tuple[bool, int], None] = {}
-        self._partial_count = 0
-        self._partial_bytes = 0
         self._error: RemoteProtocolError | None = None
         self.extensions: frozenset[int] = frozenset()
         """Active extensions: ours ∩ the peer's hello (§4.4); empty until the peer's hello."""
         self.peer_hello: ClientHello | ServerHello | None = None
-        hello_cls = ClientHello if side is Side.CLIENT else ServerHello
+        ours = FrameType.CLIENT_HELLO if side is Side.CLIENT else FrameType.SERVER_HELLO
         self._peer_hello_cls: type[ClientHello | ServerHello] = (
             ServerHello if side is Side.CLIENT else ClientHello
         )
-        encode_into(self._out, hello_cls(extensions=tuple(sorted(config.extensions))))
+        write_hello(self._out, ours, PROTOCOL_VERSION, tuple(sorted(config.extensions)))
+        self._senders: dict[type[Frame], Callable[[Any], None]] = {
+            OnNext: self._send_on_next,
+            Request: self._send_request,
+            Subscribe: self._send_subscribe,
+            Cancel: self._send_cancel,
+            OnSubscribe: self._send_on_subscribe,
+            OnNextPacked: self._send_on_next_packed,
+            OnComplete: self._send_terminal,
+            OnError: self._send_terminal,
+            Goodbye: self._send_goodbye,
+            ExtensionMessage: self._send_extension,
+        }
         self._handlers: dict[type[Frame], Callable[[Any], None]] = {
             ClientHello: self._recv_hello,
             ServerHello: self._recv_hello,
@@ -194,7 +192,7 @@ class Connection:
     def credit(self, subscriber: int) -> int:
         """Elements we may still send on the peer's subscription ``subscriber`` (0 if not open)."""
         st = self._publishing.get(subscriber)
-        return st.credit if st is not None and st.state is _ACTIVE else 0
+        return st.credit if st is not None and st.state is FLOWING else 0
 
     def id_in_use(self, subscriber: int) -> bool:
         """Whether our subscriber id is still in use (§5.3): subscribed, and its onComplete or
@@ -232,7 +230,7 @@ class Connection:
                 st = subs.get(sid)
                 if (
                     st is not None
-                    and st.state is _ACTIVE
+                    and st.state is FLOWING
                     and st.credit >= len(elements)
                     and self._state is _OPEN
                 ):
@@ -251,7 +249,7 @@ class Connection:
                 continue
             if type(f) is OnNext:  # the hot path: an element within demand
                 st = subs.get(f.subscriber)
-                if st is not None and st.state is _ACTIVE and st.credit:
+                if st is not None and st.state is FLOWING and st.credit:
                     if st.credit != UNBOUNDED:
                         st.credit -= 1
                     events.append(f)
@@ -283,7 +281,7 @@ class Connection:
     @property
     def has_data_to_send(self) -> bool:
         """Whether :meth:`data_to_send` would return anything (split parts may remain, §8)."""
-        return bool(self._out or self._chunks or self._backlogs)
+        return self._output.pending
 
     def data_to_send(self, limit: int = 1 << 20) -> list[bytes]:
         """Bytes to write, in order, as few chunks as possible (write them with one ``writelines``).
@@ -292,115 +290,75 @@ class Connection:
         round, until about ``limit`` bytes are collected; call again while
         :attr:`has_data_to_send` is true and the transport accepts more.
         """
-        if self._backlogs:
-            self._drain_backlogs(limit)
-        if self._out:
-            self._chunks.append(bytes(self._out))
-            self._out.clear()
-        chunks = self._chunks
-        self._chunks = []
-        return chunks
+        return self._output.take(limit)
 
+    # -- sending: the one path -------------------------------------------------------------------
     def send(self, frame: Frame) -> None:
         """Queue ``frame`` for the peer, after checking it is allowed now.
 
-        Hellos are sent automatically and parts are made by splitting, so neither may be
-        sent here. Signals for a subscription that closed recently (the peer cancelled,
-        or it already ended) are dropped quietly: they raced with its end (rules 3.6/3.12).
+        Any frame but a hello or a part: hellos are sent automatically and parts are made
+        by splitting an ``OnNext`` larger than ``split_threshold``. Signals for a
+        subscription that closed recently (the peer cancelled, or it already ended) are
+        dropped quietly: they raced with its end (rules 3.6/3.12).
 
         Raises:
             LocalProtocolError: the frame breaks the protocol (no demand, wrong state,
-                unknown id, goodbye already sent); nothing was queued.
+                unknown id, goodbye already sent, an extension that is not active);
+                nothing was queued.
+            ValueError: a ``Request`` for fewer than one element (rule 3.9).
             ConnectionBrokenError: the connection is closed.
         """
         self._check_can_send()
-        if type(frame) is OnNext:
-            self.send_on_next(frame.subscriber, frame.element)
-        elif type(frame) is Request:
-            self.send_request(frame.subscriber, frame.demand)
-        elif type(frame) is Subscribe:
-            self._send_subscribe(frame)
-        elif type(frame) is Cancel:
-            self._send_cancel(frame.subscriber)
-        elif type(frame) is OnSubscribe:
-            self._send_on_subscribe(frame)
-        elif type(frame) is OnNextPacked:
-            self._send_on_next_packed(frame)
-        elif type(frame) is OnComplete or type(frame) is OnError:
-            self._send_terminal(frame)
-        elif type(frame) is Goodbye:
-            self._send_goodbye(frame)
-        elif type(frame) is ExtensionMessage:
-            self.send_extension(frame.type, frame.payload)
-        else:
+        sender = self._senders.get(type(frame))
+        if sender is None:
             raise LocalProtocolError(
                 f"{type(frame).__name__} is not sent by hand: hellos go out automatically and parts are "
                 f"made by sending an OnNext larger than split_threshold"
             )
+        sender(frame)
 
     def close(self, reason: str = "") -> None:
         """Say goodbye (§9.1): ends every subscription; the peer answers with its goodbye."""
         self.send(Goodbye(reason=reason))
 
-    def send_extension(self, type: int, payload: bytes = b"") -> None:  # noqa: A002  # the field's name
-        """Send a message of an extension (§4.4): ``type`` in 0x80..0xFF, ``payload`` its bytes.
-
-        Raises:
-            LocalProtocolError: the extension owning ``type`` is not active on this
-                connection (both hellos must list it; nothing is active before the peer's
-                hello), or no extension owns ``type``; nothing was queued.
-            ValueError / TypeError: ``type`` or ``payload`` is malformed.
-            ConnectionBrokenError: the connection is closed.
-        """
-        message = ExtensionMessage(type=type, payload=payload)  # validates
-        self._check_can_send()
-        owner = BY_TYPE.get(type)
-        if owner is None:
-            raise LocalProtocolError(
-                f"can't send message type 0x{type:02x}: no extension owns it (PROTOCOL.md §4.4)"
-            )
-        if owner.id not in self.extensions:
-            when = "" if self._state is _OPEN else " (the peer's hello has not arrived yet)"
-            raise LocalProtocolError(
-                f"can't send message type 0x{type:02x}: extension {owner} is not active on this "
-                f"connection{when}; it is active only when both hellos list it (PROTOCOL.md §4.4)"
-            )
-        encode_into(self._out, message)
-
-    def send_on_next(self, subscriber: int, element: bytes) -> None:
-        """Send one element on the peer's subscription ``subscriber``; consumes one credit.
+    # -- sending: the measured fast paths, fields instead of a frame -----------------------------
+    def on_next(self, subscriber: int, element: bytes) -> None:
+        """``send(OnNext(subscriber=..., element=...))`` without building the frame; one credit.
 
         Elements above ``split_threshold`` go out as parts (§8). Raises like :meth:`send`.
         """
         st = self._publishing.get(subscriber)
-        if st is None or st.state is not _ACTIVE or not st.credit or self._state is not _OPEN:
-            if not self._on_next_allowed(subscriber, st, 1):
+        if st is None or st.state is not FLOWING or not st.credit or self._state is not _OPEN:
+            self._check_can_send()
+            st = self._streams.send_elements(subscriber, 1)
+            if st is None:
                 return
-            assert st is not None
         size = len(element)
-        if st.element_size and size != st.element_size:
+        fixed = st.element_size
+        if fixed and size != fixed:
             raise LocalProtocolError(
-                f"can't send OnNext on subscriber {subscriber}: elements are {st.element_size} bytes "
+                f"can't send OnNext on subscriber {subscriber}: elements are {fixed} bytes "
                 f"(its onSubscribe elementSize), got {size}",
                 subscriber=subscriber,
             )
         if st.credit != UNBOUNDED:
             st.credit -= 1
-        if size > self.config.split_threshold:
-            self._split(subscriber, st, element)
-            return
-        if subscriber in self._backlogs:  # keep order behind a split element
+        if size < self._small and subscriber not in self._backlogs:
+            write_on_next(self._out, st.header, element, fixed)
+        elif size > self.config.split_threshold:
+            self._output.split(st, element)
+        elif subscriber in self._backlogs:  # keep order behind a split element
             out = bytearray()
-            self._write_on_next(out, st, element, size)
+            write_on_next(out, st.header, element, fixed)
             self._backlogs[subscriber].append(bytes(out))
-            return
-        self._write_on_next(self._out, st, element, size)
+        else:
+            self._output.write_large(on_next_head(st.header, size, fixed), element)
 
-    def send_on_next_many(self, subscriber: int, elements: list[bytes]) -> None:
+    def on_next_many(self, subscriber: int, elements: list[bytes]) -> None:
         """Send ``elements`` in order on the peer's subscription ``subscriber``, one credit each.
 
-        The same frames as :meth:`send_on_next` per element, encoded in one go: when the
-        elements have one length (the common case) their frames are ``prefix.join``-ed by
+        The same frames as :meth:`on_next` per element, encoded in one go: when the
+        elements have one length (the common case) their frames are ``head.join``-ed by
         a single C call. Demand is checked once for the batch: ``len(elements)`` credits
         must be available. Raises like :meth:`send`; nothing is queued then.
         """
@@ -408,80 +366,29 @@ class Connection:
         if not count:
             return
         st = self._publishing.get(subscriber)
-        if st is None or st.state is not _ACTIVE or st.credit < count or self._state is not _OPEN:
-            if not self._on_next_allowed(subscriber, st, count):
+        if st is None or st.state is not FLOWING or st.credit < count or self._state is not _OPEN:
+            self._check_can_send()
+            st = self._streams.send_elements(subscriber, count)
+            if st is None:
                 return
-            assert st is not None
         if count > 1 and not st.element_size and subscriber not in self._backlogs:
             lengths = set(map(len, elements))
             if len(lengths) == 1:
                 size = lengths.pop()
-                if size < _LARGE and size <= self.config.split_threshold:
+                if size < self._small:
                     if st.credit != UNBOUNDED:
                         st.credit -= count
-                    prefix = st.header + (_V(size) if size >= 0x80 else _BYTE[size])
+                    head = on_next_head(st.header, size, 0)
                     out = self._out
-                    out += prefix
-                    out += prefix.join(elements)
+                    out += head
+                    out += head.join(elements)
                     return
         for element in elements:
-            self.send_on_next(subscriber, element)
+            self.on_next(subscriber, element)
 
-    def send_subscribe(self, publisher: str, subscriber: int, initial_demand: int) -> None:
-        """``send(Subscribe(...))`` without building the frame (request/response's hot path)."""
-        if (
-            self._state is not _OPEN
-            or type(publisher) is not str
-            or type(subscriber) is not int
-            or type(initial_demand) is not int
-            or not 0 <= subscriber <= MAX_U64
-            or not 0 <= initial_demand <= MAX_U64
-            or subscriber in self._subscribing
-        ):
-            self.send(Subscribe(publisher=publisher, subscriber=subscriber, initial_demand=initial_demand))
-            return
-        name = publisher.encode()  # a lone surrogate raises here, as Subscribe() would
-        demand = min(initial_demand, UNBOUNDED)
-        self._closed.pop((False, subscriber), None)
-        self._subscribing[subscriber] = _Stream(subscriber, False, demand)
-        out = self._out
-        out.append(FrameType.SUBSCRIBE)
-        out += _V(len(name))
-        out += name
-        out += _V(subscriber)
-        out += _V(demand)
-
-    def send_on_subscribe(self, subscriber: int, element_size: int = 0) -> None:
-        """``send(OnSubscribe(...))`` without building the frame."""
-        st = self._publishing.get(subscriber)
-        if (
-            self._state is not _OPEN
-            or st is None
-            or st.state is not StreamState.SUBSCRIBED
-            or type(element_size) is not int
-            or not 0 <= element_size <= MAX_U64
-        ):
-            self.send(OnSubscribe(subscriber=subscriber, element_size=element_size))
-            return
-        st.state = STREAM_TRANSITIONS[st.state, Signal.ON_SUBSCRIBE]
-        st.element_size = element_size
-        out = self._out
-        out.append(FrameType.ON_SUBSCRIBE)
-        out += _V(subscriber)
-        out += _V(element_size)
-
-    def send_on_complete(self, subscriber: int) -> None:
-        """``send(OnComplete(...))`` without building the frame."""
-        st = self._publishing.get(subscriber)
-        if self._state is not _OPEN or st is None:
-            self.send(OnComplete(subscriber=subscriber))
-            return
-        st.state = STREAM_TRANSITIONS[st.state, Signal.ON_COMPLETE]
-        self._forget(True, subscriber)
-        self._emit(subscriber, _COMPLETE + _V(subscriber))
-
-    def send_request(self, subscriber: int, demand: int) -> None:
-        """Ask for ``demand`` more elements on our subscription; above 2**63-1 saturates (§6.1).
+    def request(self, subscriber: int, demand: int) -> None:
+        """``send(Request(...))`` without building the frame: ``demand`` more elements on our
+        subscription; above 2**63-1 saturates (§6.1). A no-op once it is cancelled (rule 3.6).
 
         Raises:
             ValueError: ``demand < 1`` (a request(n <= 0) is the local subscriber's rule-3.9
@@ -491,19 +398,15 @@ class Connection:
         if type(demand) is not int or demand < 1:
             raise ValueError(f"rule 3.9: request(n) needs n > 0, got {demand!r}")
         self._check_can_send()
-        st = self._subscribing.get(subscriber)
-        if st is None or st.state is _CANCELLED:
-            self._require_recently_closed(False, subscriber, st, "Request")
+        st = self._streams.send_request_or_cancel(subscriber, Signal.REQUEST)
+        if st is None:
             return
         if demand > UNBOUNDED:
             demand = UNBOUNDED
         st.credit = add(st.credit, demand)
-        out = self._out
-        out.append(FrameType.REQUEST)
-        out += _V(subscriber)
-        out += _V(demand)
+        write_request(self._out, subscriber, demand)
 
-    # -- sending, by frame type ------------------------------------------------------------------
+    # -- sending, by frame type (the table in __init__) ------------------------------------------
     def _check_can_send(self) -> None:
         if self._state is _OPEN:
             return
@@ -512,191 +415,115 @@ class Connection:
         if (self._state, ConnectionInput.SEND_FRAME) not in CONNECTION_TRANSITIONS:
             raise LocalProtocolError(f"can't send in state {self._state.name}: goodbye was already sent")
 
-    def _write_on_next(self, out: bytearray, st: _Stream, element: bytes, size: int) -> None:
-        out += st.header
-        if not st.element_size:
-            if size < 0x80:
-                out.append(size)
-            else:
-                out += _V(size)
-        if size >= _LARGE and out is self._out:
-            self._chunks.append(bytes(out))
-            out.clear()
-            self._chunks.append(element)
-        else:
-            out += element
+    def _send_on_next(self, f: OnNext) -> None:
+        self.on_next(f.subscriber, f.element)
 
-    def _on_next_allowed(self, sid: int, st: _Stream | None, count: int) -> bool:
-        """Slow-path checks for onNext/onNextPacked; False = drop quietly, raise = misuse."""
-        self._check_can_send()
-        if st is None:
-            self._require_recently_closed(True, sid, None, "OnNext")
-            return False
-        if st.state is not _ACTIVE:
-            raise LocalProtocolError(
-                f"can't send OnNext on subscriber {sid} in state {st.state.name}: send OnSubscribe first",
-                subscriber=sid,
-            )
-        if st.credit < count:
-            raise LocalProtocolError(
-                f"can't send {count} element(s) on subscriber {sid}: outstanding demand is {st.credit}",
-                subscriber=sid,
-            )
-        return True
-
-    def _require_recently_closed(self, publishing: bool, sid: int, st: _Stream | None, what: str) -> None:
-        if st is None and (publishing, sid) not in self._closed:
-            side = "the peer's subscription" if publishing else "our subscription"
-            raise LocalProtocolError(f"can't send {what}: {side} {sid} does not exist", subscriber=sid)
+    def _send_request(self, f: Request) -> None:
+        self.request(f.subscriber, f.demand)
 
     def _send_subscribe(self, f: Subscribe) -> None:
-        sid = f.subscriber
-        st = self._subscribing.get(sid)
-        if st is not None:
-            raise LocalProtocolError(
-                f"can't subscribe with id {sid}: still in use (state {st.state.name}); an id is free "
-                f"again once its onComplete/onError has been received (PROTOCOL.md §5.3)",
-                subscriber=sid,
-            )
         demand = min(f.initial_demand, UNBOUNDED)
-        self._closed.pop((False, sid), None)
-        self._subscribing[sid] = _Stream(sid, False, demand)
-        encode_into(self._out, Subscribe(publisher=f.publisher, subscriber=sid, initial_demand=demand))
+        self._streams.send_subscribe(f.subscriber, demand)
+        write_subscribe(self._out, f.publisher.encode(), f.subscriber, demand)
 
-    def _send_cancel(self, sid: int) -> None:
-        st = self._subscribing.get(sid)
-        if st is None or st.state is _CANCELLED:
-            self._require_recently_closed(False, sid, st, "Cancel")
-            return
-        self._cancel_ours(sid, st)
-
-    def _cancel_ours(self, sid: int, st: _Stream) -> None:
-        st.state = STREAM_TRANSITIONS[st.state, Signal.CANCEL]
-        self._drop_parts(st)
-        encode_into(self._out, Cancel(subscriber=sid))
+    def _send_cancel(self, f: Cancel) -> None:
+        st = self._streams.send_request_or_cancel(f.subscriber, Signal.CANCEL)
+        if st is not None:
+            self._assembler.drop(st.sid)
+            write_cancel(self._out, st.sid)
 
     def _send_on_subscribe(self, f: OnSubscribe) -> None:
-        st = self._publishing.get(f.subscriber)
-        if st is None:
-            self._require_recently_closed(True, f.subscriber, None, "OnSubscribe")
-            return
-        new = STREAM_TRANSITIONS.get((st.state, Signal.ON_SUBSCRIBE))
-        if new is None:
-            raise LocalProtocolError(
-                f"can't send OnSubscribe on subscriber {f.subscriber} in state {st.state.name}",
-                subscriber=f.subscriber,
-            )
-        st.state = new
-        st.element_size = f.element_size
-        encode_into(self._out, f)
+        if self._streams.send_on_subscribe(f.subscriber, f.element_size) is not None:
+            write_on_subscribe(self._out, f.subscriber, f.element_size)
 
     def _send_on_next_packed(self, f: OnNextPacked) -> None:
-        self.send_on_next_packed(f.subscriber, f.count, f.elements)
-
-    def send_on_next_packed(self, subscriber: int, count: int, elements: bytes) -> None:
-        """Send ``count`` fixed-size elements, back to back in ``elements``, as one onNextPacked.
-
-        The same as ``send(OnNextPacked(...))`` without building the frame object; a large
-        payload is handed to the transport as its own chunk (not copied). Raises like
-        :meth:`send`.
-        """
-        st = self._publishing.get(subscriber)
-        if st is None or st.state is not _ACTIVE or st.credit < count or self._state is not _OPEN:
-            if not self._on_next_allowed(subscriber, st, count):
+        sid, count, elements = f.subscriber, f.count, f.elements
+        st = self._publishing.get(sid)
+        if st is None or st.state is not FLOWING or st.credit < count or self._state is not _OPEN:
+            st = self._streams.send_elements(sid, count)
+            if st is None:
                 return
-            assert st is not None
         size = st.element_size
-        if type(count) is not int or count < 1 or not size or len(elements) != count * size:
+        if not size or len(elements) != count * size:
             raise LocalProtocolError(
-                f"can't send OnNextPacked on subscriber {subscriber}: its elementSize is {size}, "
+                f"can't send OnNextPacked on subscriber {sid}: its elementSize is {size}, "
                 f"the frame has {len(elements)} bytes for {count} element(s)",
-                subscriber=subscriber,
+                subscriber=sid,
             )
         if st.credit != UNBOUNDED:
             st.credit -= count
-        header = _PACKED + _V(subscriber) + _V(count)
-        backlog = self._backlogs.get(subscriber)
-        if backlog is not None:
-            backlog.append(header + bytes(elements))
-            return
-        out = self._out
-        out += header
-        if len(elements) >= _LARGE:
-            self._chunks.append(bytes(out))
-            out.clear()
-            self._chunks.append(bytes(elements))  # no copy for bytes
+        head = on_next_packed_head(sid, count)
+        if sid in self._backlogs:
+            self._backlogs[sid].append(head + elements)
+        elif len(elements) >= LARGE:
+            self._output.write_large(head, elements)
         else:
-            out += elements
+            self._out += head
+            self._out += elements
 
     def _send_terminal(self, f: OnComplete | OnError) -> None:
         sid = f.subscriber
-        st = self._publishing.get(sid)
-        if st is None:
-            self._require_recently_closed(True, sid, None, type(f).__name__)
+        complete = type(f) is OnComplete
+        signal = Signal.ON_COMPLETE if complete else Signal.ON_ERROR
+        if self._streams.send_terminal(sid, signal, type(f).__name__) is None:
             return
-        signal = Signal.ON_COMPLETE if type(f) is OnComplete else Signal.ON_ERROR
-        st.state = STREAM_TRANSITIONS[st.state, signal]  # SUBSCRIBED and ACTIVE both allow it
-        self._forget(True, sid)
         out = bytearray()
-        encode_into(out, f)
-        self._emit(sid, bytes(out))
+        if complete:
+            write_on_complete(out, sid)
+        else:
+            write_on_error(out, sid, f.error)  # type: ignore[union-attr]  # OnError when not complete
+        self._output.emit(sid, bytes(out))
 
     def _send_goodbye(self, f: Goodbye) -> None:
         self._state = CONNECTION_TRANSITIONS[self._state, ConnectionInput.SEND_GOODBYE]
         self._close_all_streams()
-        encode_into(self._out, f)
+        write_goodbye(self._out, f.reason)
 
-    def _emit(self, sid: int, frame: bytes) -> None:
-        """Queue an encoded publisher frame, behind a split element of the same stream if any."""
-        backlog = self._backlogs.get(sid)
-        if backlog is not None:
-            backlog.append(frame)
-        else:
-            self._out += frame
+    def _send_extension(self, f: ExtensionMessage) -> None:
+        owner = BY_TYPE.get(f.type)
+        if owner is None:
+            raise LocalProtocolError(
+                f"can't send message type 0x{f.type:02x}: no extension owns it (PROTOCOL.md §4.4)"
+            )
+        if owner.id not in self.extensions:
+            when = "" if self._state is _OPEN else " (the peer's hello has not arrived yet)"
+            raise LocalProtocolError(
+                f"can't send message type 0x{f.type:02x}: extension {owner} is not active on this "
+                f"connection{when}; it is active only when both hellos list it (PROTOCOL.md §4.4)"
+            )
+        write_extension(self._out, f.type, f.payload)
 
-    # -- splitting (§8) ----------------------------------------------------------------------
-    def _split(self, sid: int, st: _Stream, element: bytes) -> None:
-        item = _Split(sid, st.next_element_id, element)
-        st.next_element_id = (st.next_element_id + 1) & 0x7F
-        self._backlogs.setdefault(sid, deque()).append(item)
+    # -- earlier names, kept while the asyncio driver (rstreams.net) still calls them ----------
+    send_on_next = on_next
+    """Same as :meth:`on_next`."""
+    send_on_next_many = on_next_many
+    """Same as :meth:`on_next_many`."""
+    send_request = request
+    """Same as :meth:`request`."""
 
-    def _drain_backlogs(self, limit: int) -> None:
-        """Round-robin: each backlogged stream sends what precedes its next part, and one part."""
-        part_size = self.config.split_threshold
-        budget = limit - len(self._out)
-        while self._backlogs and budget > 0:
-            for sid in list(self._backlogs):
-                backlog = self._backlogs[sid]
-                while backlog:
-                    item = backlog[0]
-                    if isinstance(item, bytes):
-                        self._out += item
-                        budget -= len(item)
-                        backlog.popleft()
-                        continue
-                    budget -= self._write_part(item, part_size)
-                    if item.offset >= len(item.data):
-                        backlog.popleft()
-                    break
-                if not backlog:
-                    del self._backlogs[sid]
+    def send_subscribe(self, publisher: str, subscriber: int, initial_demand: int) -> None:
+        """``send(Subscribe(publisher=..., subscriber=..., initial_demand=...))``."""
+        self.send(Subscribe(publisher=publisher, subscriber=subscriber, initial_demand=initial_demand))
 
-    def _write_part(self, item: _Split, part_size: int) -> int:
-        start = item.offset
-        end = min(start + part_size, len(item.data))
-        last = end >= len(item.data)
-        out = self._out
-        out.append(FrameType.ON_NEXT_LAST_PART if last else FrameType.ON_NEXT_PART)
-        out += _V(item.sid)
-        out += _V(item.element_id)
-        out += _V(end - start)
-        self._chunks.append(bytes(out))
-        out.clear()
-        self._chunks.append(item.data[start:end])
-        item.offset = end
-        return end - start
+    def send_on_subscribe(self, subscriber: int, element_size: int = 0) -> None:
+        """``send(OnSubscribe(subscriber=..., element_size=...))``."""
+        self.send(OnSubscribe(subscriber=subscriber, element_size=element_size))
 
-    # -- receiving, by frame type --------------------------------------------------------------
+    def send_on_complete(self, subscriber: int) -> None:
+        """``send(OnComplete(subscriber=...))``."""
+        self.send(OnComplete(subscriber=subscriber))
+
+    def send_on_next_packed(self, subscriber: int, count: int, elements: bytes) -> None:
+        """``send(OnNextPacked(subscriber=..., count=..., elements=...))``; a large payload
+        is handed to the transport as its own chunk (not copied)."""
+        data = elements if type(elements) is bytes else bytes(elements)
+        self.send(OnNextPacked(subscriber=subscriber, count=count, elements=data))
+
+    def send_extension(self, type: int, payload: bytes = b"") -> None:  # noqa: A002  # the field's name
+        """``send(ExtensionMessage(type=..., payload=...))``: a message of an active extension (§4.4)."""
+        self.send(ExtensionMessage(type=type, payload=payload))
+
+    # -- receiving, by frame type (the table in __init__) ----------------------------------------
     def _recv_not_open(self, f: Frame) -> None:
         if self._state is ConnectionState.AWAITING_HELLO:
             if type(f) is Goodbye:
@@ -744,237 +571,140 @@ class Connection:
                 )
                 return
             if f.type == PING:
-                encode_into(self._out, ExtensionMessage(type=PONG, payload=f.payload))
+                write_extension(self._out, PONG, f.payload)
         self._events.append(ExtensionReceived(type=f.type, payload=f.payload))
 
     def _recv_goodbye(self, f: Goodbye) -> None:
         self._events.append(f)
-        encode_into(self._out, Goodbye(reason="goodbye acknowledged"))
+        write_goodbye(self._out, "goodbye acknowledged")
         self._finish(ConnectionInput.RECV_GOODBYE, None, f.reason)
 
     def _recv_subscribe(self, f: Subscribe) -> None:
-        sid = f.subscriber
-        if sid in self._publishing:
-            self._fail(
-                StreamStateError(
-                    f"subscribe reuses subscriber id {sid} before its subscription ended", subscriber=sid
-                )
-            )
-            return
-        self._closed.pop((True, sid), None)
-        config = self.config
-        refusal: str | None = None
-        if len(self._publishing) >= config.max_subscriptions:
-            refusal = f"refused: at most {config.max_subscriptions} subscriptions per connection (§11)"
-        elif len(f.publisher.encode()) > config.max_name_length:
-            refusal = f"refused: publisher name longer than {config.max_name_length} bytes (§11)"
-        elif f.initial_demand > UNBOUNDED:
-            refusal = RemoteInvalidDemandError(
-                f"rule 3.9: initialDemand {f.initial_demand} is negative"
-            ).reason
-        if refusal is not None:
-            encode_into(self._out, OnError(subscriber=sid, error=refusal))
-            self._remember_closed(True, sid)
-            return
-        self._publishing[sid] = _Stream(sid, True, f.initial_demand)
-        self._events.append(f)
+        verdict = self._streams.receive_subscribe(f)
+        if isinstance(verdict, Violation):
+            self._violated(verdict)
+        elif isinstance(verdict, str):
+            write_on_error(self._out, f.subscriber, verdict)
+        else:
+            self._events.append(f)
 
     def _recv_request(self, f: Request) -> None:
-        st = self._publishing.get(f.subscriber)
-        if st is None:
-            return  # crossed our onComplete/onError (IGNORED_WHEN_UNKNOWN)
-        n = f.demand
-        if n == 0 or n > UNBOUNDED:
-            what = "0" if n == 0 else f"{n} (a negative 64-bit number)"
-            error = RemoteInvalidDemandError(f"rule 3.9: request({what}) is illegal", subscriber=f.subscriber)
-            self._stream_error(f.subscriber, st, error)
-            return
-        st.credit = add(st.credit, n)
-        self._events.append(f)
+        verdict = self._streams.receive_request(f.subscriber, f.demand)
+        if isinstance(verdict, Violation):
+            self._violated(verdict)
+        elif verdict is not None:  # None: it crossed our onComplete/onError (IGNORED_WHEN_UNKNOWN)
+            self._events.append(f)
 
     def _recv_cancel(self, f: Cancel) -> None:
-        sid = f.subscriber
-        st = self._publishing.get(sid)
-        if st is None:
-            return  # crossed our onComplete/onError (IGNORED_WHEN_UNKNOWN)
-        st.state = STREAM_TRANSITIONS[st.state, Signal.CANCEL]
-        self._backlogs.pop(sid, None)
-        st.state = STREAM_TRANSITIONS[st.state, Signal.ON_COMPLETE]  # the acknowledgement, §5.4
-        encode_into(self._out, OnComplete(subscriber=sid))
-        self._forget(True, sid)
-        self._events.append(f)
+        st = self._streams.receive_cancel(f.subscriber)
+        if st is not None:  # None: it crossed our onComplete/onError (IGNORED_WHEN_UNKNOWN)
+            self._output.drop(st.sid)
+            write_on_complete(self._out, st.sid)  # the acknowledgement, §5.4
+            self._events.append(f)
 
-    def _ours(self, sid: int, signal: Signal) -> tuple[_Stream | None, StreamState | None]:
-        """Our subscription ``sid`` and its next state, or (None, None) after failing."""
-        st = self._subscribing.get(sid)
-        if st is None:
-            self._fail(StreamStateError(f"{signal.value} for unknown subscriber id {sid}", subscriber=sid))
-            return None, None
-        new = STREAM_TRANSITIONS.get((st.state, signal))
-        if new is None:
-            self._fail(
-                StreamStateError(
-                    f"{signal.value} for subscriber {sid} in state {st.state.name}", subscriber=sid
-                )
-            )
-            return None, None
-        return st, new
+    def _ours(self, sid: int, signal: Signal) -> tuple[Stream, StreamState] | None:
+        """Our subscription ``sid`` and the state ``signal`` moves it to, or None after failing."""
+        verdict = self._streams.ours(sid, signal)
+        if isinstance(verdict, Violation):
+            self._violated(verdict)
+            return None
+        return verdict
 
     def _recv_on_subscribe(self, f: OnSubscribe) -> None:
-        st, new = self._ours(f.subscriber, Signal.ON_SUBSCRIBE)
-        if st is None or new is None or st.state in QUIET_STATES:
+        found = self._ours(f.subscriber, Signal.ON_SUBSCRIBE)
+        if found is None or found[0].state in QUIET_STATES:
             return
+        st, new = found
         st.state = new
         st.element_size = f.element_size
         self._events.append(f)
 
-    def _take_credit(self, sid: int, st: _Stream, count: int) -> bool:
-        if st.credit < count:
-            self._fail(
-                DemandExceededError(
-                    f"{count} element(s) for subscriber {sid} exceed the outstanding demand of {st.credit}",
-                    subscriber=sid,
-                )
-            )
-            return False
-        if st.credit != UNBOUNDED:
-            st.credit -= count
-        return True
+    def _recv_elements(self, f: OnNext | OnNextPacked, count: int) -> None:
+        found = self._ours(f.subscriber, Signal.ON_NEXT)
+        if found is None or found[0].state in QUIET_STATES:
+            return
+        verdict = self._streams.take(found[0], count)
+        if verdict is not None:
+            self._violated(verdict)
+        else:
+            self._events.append(f)
 
     def _recv_on_next(self, f: OnNext) -> None:  # only reached when the fast path declined
-        st, new = self._ours(f.subscriber, Signal.ON_NEXT)
-        if st is None or new is None or st.state in QUIET_STATES:
-            return
-        if self._take_credit(f.subscriber, st, 1):
-            self._events.append(f)
+        self._recv_elements(f, 1)
 
     def _recv_on_next_packed(self, f: OnNextPacked) -> None:
-        st, new = self._ours(f.subscriber, Signal.ON_NEXT)
-        if st is None or new is None or st.state in QUIET_STATES:
-            return
-        if self._take_credit(f.subscriber, st, f.count):
-            self._events.append(f)
+        self._recv_elements(f, f.count)
 
     def _recv_part(self, f: OnNextPart | OnNextLastPart) -> None:
         sid = f.subscriber
-        st, new = self._ours(sid, Signal.ON_NEXT)
-        if st is None or new is None or st.state in QUIET_STATES:
+        found = self._ours(sid, Signal.ON_NEXT)
+        if found is None or found[0].state in QUIET_STATES:
             return
-        config = self.config
-        last = type(f) is OnNextLastPart
-        buf = st.parts.get(f.element_id)
-        if buf is None:  # the first part of an element takes its credit
-            if not self._take_credit(sid, st, 1):
+        st = found[0]
+        if self._assembler.starts(sid, f.element_id):  # the first part of an element takes its credit
+            verdict = self._streams.take(st, 1)
+            if verdict is not None:
+                self._violated(verdict)
                 return
-            if last:
-                self._deliver(sid, st, f.data)
-                return
-            if self._partial_count >= config.max_parts_in_flight:
-                self._fail(
-                    LimitExceededError(
-                        f"more than max_parts_in_flight={config.max_parts_in_flight} split elements at once",
-                        limit="max_parts_in_flight",
-                        subscriber=sid,
-                    )
-                )
-                return
-            buf = st.parts[f.element_id] = bytearray()
-            self._partial_count += 1
-        if len(buf) + len(f.data) > config.max_element_size:
-            error = LimitExceededError(
-                f"split element {f.element_id} for subscriber {sid} grows past "
-                f"max_element_size={config.max_element_size}",
-                limit="max_element_size",
-                subscriber=sid,
-            )
-            self._stream_error(sid, st, error)
-            return
-        if self._partial_bytes + len(f.data) > config.max_reassembly_bytes:
-            self._fail(
-                LimitExceededError(
-                    f"split elements in flight exceed max_reassembly_bytes={config.max_reassembly_bytes}",
-                    limit="max_reassembly_bytes",
-                    subscriber=sid,
-                )
-            )
-            return
-        buf += f.data
-        self._partial_bytes += len(f.data)
-        if last:
-            del st.parts[f.element_id]
-            self._partial_count -= 1
-            self._partial_bytes -= len(buf)
-            self._deliver(sid, st, bytes(buf))
+        joined = self._assembler.add(st, f.element_id, f.data, type(f) is OnNextLastPart)
+        if isinstance(joined, Violation):
+            self._violated(joined)
+        elif joined is not None:
+            self._deliver(st, joined)
 
-    def _deliver(self, sid: int, st: _Stream, element: bytes) -> None:
+    def _deliver(self, st: Stream, element: bytes) -> None:
         if st.element_size and len(element) != st.element_size:
             self._fail(
                 StreamStateError(
-                    f"joined element of {len(element)} bytes for subscriber {sid}, "
+                    f"joined element of {len(element)} bytes for subscriber {st.sid}, "
                     f"whose elementSize is {st.element_size}",
-                    subscriber=sid,
+                    subscriber=st.sid,
                 )
             )
             return
-        self._events.append(OnNext(subscriber=sid, element=element))
+        self._events.append(OnNext(subscriber=st.sid, element=element))
 
     def _recv_terminal(self, f: OnComplete | OnError) -> None:
         sid = f.subscriber
         signal = Signal.ON_COMPLETE if type(f) is OnComplete else Signal.ON_ERROR
-        st, new = self._ours(sid, signal)
-        if st is None or new is None:
+        found = self._ours(sid, signal)
+        if found is None:
             return
+        st = found[0]
         quiet = st.state in QUIET_STATES
-        if st.parts and signal is Signal.ON_COMPLETE and not quiet:
+        unfinished = self._assembler.unfinished(sid)
+        if unfinished and signal is Signal.ON_COMPLETE and not quiet:
             self._fail(
                 StreamStateError(
-                    f"onComplete for subscriber {sid} with {len(st.parts)} unfinished split element(s)",
+                    f"onComplete for subscriber {sid} with {unfinished} unfinished split element(s)",
                     subscriber=sid,
                 )
             )
             return
-        self._drop_parts(st)
-        st.state = new
-        self._forget(False, sid)
+        self._assembler.drop(sid)
+        self._streams.close(st, signal)
         if not quiet:
             self._events.append(f)
 
     # -- ending things -------------------------------------------------------------------------
-    def _stream_error(self, sid: int, st: _Stream, error: RemoteProtocolError) -> None:
-        """End one subscription for a per-stream violation (§10): onError or cancel, plus an event."""
+    def _violated(self, verdict: Violation) -> None:
+        """Act on a verdict: end its stream alone (§10), or the connection."""
+        st = verdict.stream
+        if st is None:
+            self._fail(verdict.error)
+            return
         if st.publishing:
-            st.state = STREAM_TRANSITIONS[st.state, Signal.ON_ERROR]
-            self._backlogs.pop(sid, None)
-            self._forget(True, sid)
-            encode_into(self._out, OnError(subscriber=sid, error=getattr(error, "reason", str(error))))
+            self._streams.close(st, Signal.ON_ERROR)
+            self._output.drop(st.sid)
+            write_on_error(self._out, st.sid, getattr(verdict.error, "reason", str(verdict.error)))
         else:
-            self._cancel_ours(sid, st)
-        self._events.append(StreamError(subscriber=sid, publishing=st.publishing, error=error))
-
-    def _drop_parts(self, st: _Stream) -> None:
-        for buf in st.parts.values():
-            self._partial_count -= 1
-            self._partial_bytes -= len(buf)
-        st.parts.clear()
-
-    def _forget(self, publishing: bool, sid: int) -> None:
-        table = self._publishing if publishing else self._subscribing
-        del table[sid]
-        self._remember_closed(publishing, sid)
-
-    def _remember_closed(self, publishing: bool, sid: int) -> None:
-        closed = self._closed
-        closed[publishing, sid] = None
-        if len(closed) > self.config.max_closed_streams:
-            del closed[next(iter(closed))]
+            self._send_cancel(Cancel(subscriber=st.sid))
+        self._events.append(StreamError(subscriber=st.sid, publishing=st.publishing, error=verdict.error))
 
     def _close_all_streams(self) -> None:
-        for st in self._subscribing.values():
-            self._drop_parts(st)
-        self._subscribing.clear()
-        self._publishing.clear()
-        self._backlogs.clear()
-        self._parser.element_sizes.clear()
+        self._assembler.clear()
+        self._streams.clear()
+        self._output.backlogs.clear()
 
     def _finish(self, why: ConnectionInput, error: RemoteProtocolError | None, reason: str) -> None:
         self._state = CONNECTION_TRANSITIONS[self._state, why]
@@ -986,7 +716,7 @@ class Connection:
         """A connection-scoped violation (§10): goodbye naming the section, then CLOSED."""
         reason = getattr(error, "reason", str(error))
         if self._state is not ConnectionState.CLOSING:
-            encode_into(self._out, Goodbye(reason=reason))
+            write_goodbye(self._out, reason)
         self._finish(ConnectionInput.PROTOCOL_ERROR, error, reason)
 
     def _broken(self) -> ConnectionBrokenError:

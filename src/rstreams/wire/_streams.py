@@ -1,0 +1,262 @@
+"""The subscriptions of one connection: ids, credit, element sizes, recently closed ids.
+
+Theory of operation:
+
+* Both sides may subscribe (PROTOCOL.md §5.1), so there are two tables. ``publishing``
+  holds the peer's subscriptions on us, keyed by the peer's ids; ``subscribing`` holds
+  ours on the peer, keyed by our ids. A frame's type says which table its id belongs to:
+  subscribe/request/cancel name the sender's ids, onSubscribe/onNext*/onComplete/onError
+  name the receiver's.
+* Every state change goes through :data:`~rstreams.wire._state.STREAM_TRANSITIONS`
+  (:func:`step`); a pair missing from it is a violation (received) or misuse (sent).
+* A closed id is remembered (up to ``max_closed`` of them) so that signals that crossed
+  its end are dropped quietly instead of being treated as misuse (rules 3.6/3.12).
+* Nothing here writes bytes or fails the connection. A check on a received signal
+  returns a verdict: the stream to act on, ``None`` (drop it quietly), or a
+  :class:`Violation` saying what the peer did and whether it ends one subscription or
+  the connection. A check on a signal we send raises :class:`LocalProtocolError` at once
+  (you called me wrong) or returns ``None`` (the id closed recently: drop quietly).
+"""
+
+from __future__ import annotations
+
+from rstreams.demand import UNBOUNDED, add
+from rstreams.errors import LocalProtocolError, RemoteProtocolError
+from rstreams.wire._errors import DemandExceededError, RemoteInvalidDemandError, StreamStateError
+from rstreams.wire._state import FLOWING, QUIET_STATES, STREAM_TRANSITIONS, Signal, StreamState
+from rstreams.wire.frames import Subscribe, on_next_header
+
+__all__ = ["Stream", "StreamTable", "Violation", "step"]
+
+
+class Stream:
+    """One subscription, seen from this end."""
+
+    __slots__ = ("credit", "element_size", "header", "next_element_id", "publishing", "sid", "state")
+
+    def __init__(self, sid: int, publishing: bool, credit: int) -> None:
+        self.sid = sid
+        self.publishing = publishing
+        self.state = STREAM_TRANSITIONS[StreamState.IDLE, Signal.SUBSCRIBE]
+        self.credit = credit
+        """Elements the publisher may still send: granted minus delivered, saturating (§6)."""
+        self.element_size = 0
+        self.header = on_next_header(sid)
+        """Type byte + id, prebuilt for the onNext encoder (publishing end)."""
+        self.next_element_id = 0
+        """The id the next element split into parts gets (publishing end, §8)."""
+
+
+class Violation:
+    """A verdict: the peer broke a rule, and how much that ends (PROTOCOL.md §10).
+
+    ``stream`` is the subscription it ends alone (with onError when we publish, cancel
+    when we subscribe); ``None`` means the whole connection ends (goodbye).
+    """
+
+    __slots__ = ("error", "stream")
+
+    def __init__(self, error: RemoteProtocolError, stream: Stream | None = None) -> None:
+        self.error = error
+        self.stream = stream
+
+
+def step(st: Stream, signal: Signal) -> StreamState | None:
+    """The state ``signal`` moves ``st`` to, or ``None`` if the table does not allow it (§5.2)."""
+    return STREAM_TRANSITIONS.get((st.state, signal))
+
+
+class StreamTable:
+    """Both subscription tables of one connection and its recently closed ids."""
+
+    __slots__ = ("_closed", "_max_closed", "_max_name", "_max_subscriptions", "publishing", "subscribing")
+
+    def __init__(self, *, max_closed: int, max_subscriptions: int, max_name_length: int) -> None:
+        self.publishing: dict[int, Stream] = {}
+        """The peer's subscriptions on us, by the peer's ids (never rebound: callers keep it)."""
+        self.subscribing: dict[int, Stream] = {}
+        """Our subscriptions on the peer, by our ids (never rebound: callers keep it)."""
+        self._closed: dict[tuple[bool, int], None] = {}
+        self._max_closed = max_closed
+        self._max_subscriptions = max_subscriptions
+        self._max_name = max_name_length
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def open(self, sid: int, *, publishing: bool, credit: int) -> Stream:
+        """A new subscription ``sid`` (its id is no longer "recently closed")."""
+        self._closed.pop((publishing, sid), None)
+        st = Stream(sid, publishing, credit)
+        (self.publishing if publishing else self.subscribing)[sid] = st
+        return st
+
+    def close(self, st: Stream, signal: Signal) -> None:
+        """``signal`` (a terminal) ends ``st``: it leaves its table and is remembered as closed."""
+        st.state = STREAM_TRANSITIONS[st.state, signal]
+        del (self.publishing if st.publishing else self.subscribing)[st.sid]
+        self._remember_closed(st.publishing, st.sid)
+
+    def _remember_closed(self, publishing: bool, sid: int) -> None:
+        closed = self._closed
+        closed[publishing, sid] = None
+        if len(closed) > self._max_closed:
+            del closed[next(iter(closed))]
+
+    def clear(self) -> None:
+        """The connection ended: every subscription with it."""
+        self.publishing.clear()
+        self.subscribing.clear()
+
+    # -- received by the publishing end: subscribe, request, cancel --------------------------
+    def receive_subscribe(self, f: Subscribe) -> Stream | Violation | str:
+        """The peer subscribes: the new stream, a violation, or the text of an onError refusing it."""
+        sid = f.subscriber
+        if sid in self.publishing:
+            return Violation(
+                StreamStateError(
+                    f"subscribe reuses subscriber id {sid} before its subscription ended", subscriber=sid
+                )
+            )
+        self._closed.pop((True, sid), None)  # a new subscription, accepted or refused
+        refusal = ""
+        if len(self.publishing) >= self._max_subscriptions:
+            refusal = f"refused: at most {self._max_subscriptions} subscriptions per connection (§11)"
+        elif len(f.publisher.encode()) > self._max_name:
+            refusal = f"refused: publisher name longer than {self._max_name} bytes (§11)"
+        elif f.initial_demand > UNBOUNDED:
+            refusal = RemoteInvalidDemandError(
+                f"rule 3.9: initialDemand {f.initial_demand} is negative"
+            ).reason
+        if refusal:
+            self._remember_closed(True, sid)
+            return refusal
+        return self.open(sid, publishing=True, credit=f.initial_demand)
+
+    def receive_request(self, sid: int, n: int) -> Stream | Violation | None:
+        """The peer requests ``n``: its stream with the credit added, ``None`` when the id is not
+        open (it crossed our terminal), or a violation of rule 3.9 that ends this stream."""
+        st = self.publishing.get(sid)
+        if st is None:
+            return None
+        if n == 0 or n > UNBOUNDED:
+            what = "0" if n == 0 else f"{n} (a negative 64-bit number)"
+            return Violation(
+                RemoteInvalidDemandError(f"rule 3.9: request({what}) is illegal", subscriber=sid), st
+            )
+        st.state = STREAM_TRANSITIONS[st.state, Signal.REQUEST]
+        st.credit = add(st.credit, n)
+        return st
+
+    def receive_cancel(self, sid: int) -> Stream | None:
+        """The peer cancels: its stream, now closed by our acknowledging onComplete (§5.4), or
+        ``None`` when the id is not open (it crossed our terminal)."""
+        st = self.publishing.get(sid)
+        if st is None:
+            return None
+        st.state = STREAM_TRANSITIONS[st.state, Signal.CANCEL]
+        self.close(st, Signal.ON_COMPLETE)
+        return st
+
+    # -- received by the subscribing end: onSubscribe, onNext*, onComplete, onError ----------
+    def ours(self, sid: int, signal: Signal) -> tuple[Stream, StreamState] | Violation:
+        """Our subscription ``sid`` and the state ``signal`` moves it to, or the violation."""
+        st = self.subscribing.get(sid)
+        if st is None:
+            return Violation(
+                StreamStateError(f"{signal.value} for unknown subscriber id {sid}", subscriber=sid)
+            )
+        new = STREAM_TRANSITIONS.get((st.state, signal))
+        if new is None:
+            return Violation(
+                StreamStateError(
+                    f"{signal.value} for subscriber {sid} in state {st.state.name}", subscriber=sid
+                )
+            )
+        return st, new
+
+    @staticmethod
+    def take(st: Stream, count: int) -> Violation | None:
+        """Take ``count`` credits for received elements, or the violation if not granted (§6.3)."""
+        if st.credit < count:
+            return Violation(
+                DemandExceededError(
+                    f"{count} element(s) for subscriber {st.sid} exceed the outstanding demand "
+                    f"of {st.credit}",
+                    subscriber=st.sid,
+                )
+            )
+        if st.credit != UNBOUNDED:
+            st.credit -= count
+        return None
+
+    # -- sent: misuse raises, a recently closed id drops quietly -----------------------------
+    def _gone(self, publishing: bool, sid: int, what: str) -> None:
+        """``sid`` has no subscription: fine (None) if it closed recently, else misuse."""
+        if (publishing, sid) not in self._closed:
+            side = "the peer's subscription" if publishing else "our subscription"
+            raise LocalProtocolError(f"can't send {what}: {side} {sid} does not exist", subscriber=sid)
+
+    def send_subscribe(self, sid: int, initial_demand: int) -> Stream:
+        """We subscribe with our id ``sid``; it must be free (§5.3)."""
+        st = self.subscribing.get(sid)
+        if st is not None:
+            raise LocalProtocolError(
+                f"can't subscribe with id {sid}: still in use (state {st.state.name}); an id is free "
+                f"again once its onComplete/onError has been received (PROTOCOL.md §5.3)",
+                subscriber=sid,
+            )
+        return self.open(sid, publishing=False, credit=initial_demand)
+
+    def send_request_or_cancel(self, sid: int, signal: Signal) -> Stream | None:
+        """Our subscription ``sid`` if ``signal`` (request or cancel) goes out on it; ``None`` if
+        it is a no-op: the subscription is cancelled (rules 3.6, 3.7) or closed recently."""
+        st = self.subscribing.get(sid)
+        if st is None:
+            self._gone(False, sid, "Request" if signal is Signal.REQUEST else "Cancel")
+            return None
+        if st.state in QUIET_STATES:
+            return None
+        st.state = STREAM_TRANSITIONS[st.state, signal]
+        return st
+
+    def send_on_subscribe(self, sid: int, element_size: int) -> Stream | None:
+        """We accept the peer's subscription ``sid`` with ``element_size`` (§5.2, §7)."""
+        st = self.publishing.get(sid)
+        if st is None:
+            self._gone(True, sid, "OnSubscribe")
+            return None
+        new = step(st, Signal.ON_SUBSCRIBE)
+        if new is None:
+            raise LocalProtocolError(
+                f"can't send OnSubscribe on subscriber {sid} in state {st.state.name}", subscriber=sid
+            )
+        st.state = new
+        st.element_size = element_size
+        return st
+
+    def send_elements(self, sid: int, count: int) -> Stream | None:
+        """The peer's subscription ``sid`` if ``count`` elements may go out on it now (the
+        slow path of every onNext sender); ``None`` if it closed recently."""
+        st = self.publishing.get(sid)
+        if st is None:
+            self._gone(True, sid, "OnNext")
+            return None
+        if st.state is not FLOWING:
+            raise LocalProtocolError(
+                f"can't send OnNext on subscriber {sid} in state {st.state.name}: send OnSubscribe first",
+                subscriber=sid,
+            )
+        if st.credit < count:
+            raise LocalProtocolError(
+                f"can't send {count} element(s) on subscriber {sid}: outstanding demand is {st.credit}",
+                subscriber=sid,
+            )
+        return st
+
+    def send_terminal(self, sid: int, signal: Signal, what: str) -> Stream | None:
+        """We end the peer's subscription ``sid`` with ``signal``; ``None`` if it closed recently."""
+        st = self.publishing.get(sid)
+        if st is None:
+            self._gone(True, sid, what)
+            return None
+        self.close(st, signal)  # SUBSCRIBED and ACTIVE both allow it
+        return st
