@@ -513,7 +513,9 @@ class Connection:
         """``send(OnComplete(subscriber=...))``."""
         self.send(OnComplete(subscriber=subscriber))
 
-    def send_on_next_packed(self, subscriber: int, count: int, elements: bytes) -> None:
+    def send_on_next_packed(
+        self, subscriber: int, count: int, elements: bytes | bytearray | memoryview
+    ) -> None:
         """``send(OnNextPacked(subscriber=..., count=..., elements=...))``; a large payload
         is handed to the transport as its own chunk (not copied)."""
         data = elements if type(elements) is bytes else bytes(elements)

@@ -1,0 +1,290 @@
+"""One send path: every way of sending a frame writes the bytes of frames.py's encoder table.
+
+For each frame type a Hypothesis property compares what the connection queues with
+``encode(frame)`` (the table): through :meth:`Connection.send`, through the fast paths
+(``on_next``, ``on_next_many``, ``request``), and through the earlier ``send_*`` names
+that the asyncio driver still calls. The fast paths must also leave the same state
+behind (credit, subscriptions) as ``send`` does.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from wiresupport import connected, ids, texts, uints
+
+from rstreams.errors import LocalProtocolError
+from rstreams.wire import (
+    Cancel,
+    ClientHello,
+    Connection,
+    ExtensionMessage,
+    Goodbye,
+    OnComplete,
+    OnError,
+    OnNext,
+    OnNextPacked,
+    OnSubscribe,
+    Request,
+    Side,
+    StreamState,
+    Subscribe,
+    encode,
+    extensions,
+)
+from rstreams.wire.config import ConnectionConfig
+from rstreams.wire.frames import on_next_head, on_next_header, write_on_next
+
+UNBOUNDED = 2**63 - 1
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+def out(conn: Connection) -> bytes:
+    return b"".join(conn.data_to_send())
+
+
+def publishing(sid: int, *, demand: int = UNBOUNDED, element_size: int = 0) -> Connection:
+    """A server on which the peer subscribed with ``sid`` and that accepted it."""
+    conn = connected(Side.SERVER)
+    conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid, initial_demand=demand)))
+    conn.send(OnSubscribe(subscriber=sid, element_size=element_size))
+    out(conn)
+    conn.events_received()
+    return conn
+
+
+def subscribing(sid: int, demand: int = 0) -> Connection:
+    """A client that subscribed with our id ``sid``."""
+    conn = connected(Side.CLIENT)
+    conn.send(Subscribe(publisher="p", subscriber=sid, initial_demand=demand))
+    out(conn)
+    return conn
+
+
+elements = st.binary(max_size=300)
+big_or_small = st.one_of(elements, st.integers(16 * 1024, 64 * 1024).map(bytes))
+"""Up to split_threshold: larger elements go out as parts (test_connection_split.py)."""
+
+
+# -- the frames.py encoders agree with each other --------------------------------------------
+@SETTINGS
+@given(ids, elements, st.booleans())
+def test_on_next_encoders_agree_with_the_table(sid: int, element: bytes, fixed: bool) -> None:
+    """write_on_next and on_next_head lay out the bytes encode(OnNext) does, with or without elementSize."""
+    size = len(element) if fixed and element else 0
+    expected = encode(OnNext(subscriber=sid, element=element), element_size=size)
+    written = bytearray()
+    write_on_next(written, on_next_header(sid), element, size)
+    assert bytes(written) == expected
+    assert on_next_head(on_next_header(sid), len(element), size) + element == expected
+
+
+# -- one property per frame type: send(frame) and the fast path write the table's bytes -------
+@SETTINGS
+@given(ids, big_or_small)
+def test_on_next(sid: int, element: bytes) -> None:
+    """OnNext: send(frame) and on_next (and send_on_next) write encode(frame) and take one credit."""
+    frame = OnNext(subscriber=sid, element=element)
+    via_send, via_fast, via_old = (
+        publishing(sid, demand=5),
+        publishing(sid, demand=5),
+        publishing(sid, demand=5),
+    )
+    via_send.send(frame)
+    via_fast.on_next(sid, element)
+    via_old.send_on_next(sid, element)
+    assert out(via_send) == out(via_fast) == out(via_old) == encode(frame)
+    assert via_send.credit(sid) == via_fast.credit(sid) == via_old.credit(sid) == 4
+
+
+@SETTINGS
+@given(ids, st.integers(1, 32), st.integers(1, 12))
+def test_on_next_fixed_size(sid: int, size: int, count: int) -> None:
+    """OnNext on a stream with an elementSize: no length prefix, the same bytes on every path."""
+    items = [bytes([i]) * size for i in range(count)]
+    via_send, via_fast = publishing(sid, element_size=size), publishing(sid, element_size=size)
+    for item in items:
+        via_send.send(OnNext(subscriber=sid, element=item))
+    via_fast.on_next_many(sid, items)
+    expected = b"".join(encode(OnNext(subscriber=sid, element=e), element_size=size) for e in items)
+    assert out(via_send) == out(via_fast) == expected
+
+
+@SETTINGS
+@given(ids, st.lists(elements, min_size=1, max_size=20), st.booleans())
+def test_on_next_many(sid: int, items: list[bytes], same_length: bool) -> None:
+    """on_next_many (equal lengths: one join; mixed: per element) writes encode(OnNext) per element."""
+    if same_length:
+        items = [items[0]] * len(items)
+    via_send, via_fast = publishing(sid, demand=100), publishing(sid, demand=100)
+    for item in items:
+        via_send.send(OnNext(subscriber=sid, element=item))
+    via_fast.on_next_many(sid, items)
+    assert (
+        out(via_send) == out(via_fast) == b"".join(encode(OnNext(subscriber=sid, element=e)) for e in items)
+    )
+    assert via_send.credit(sid) == via_fast.credit(sid) == 100 - len(items)
+
+
+@SETTINGS
+@given(ids, st.integers(1, 2**64 - 1))
+def test_request(sid: int, demand: int) -> None:
+    """Request: send(frame), request and send_request write encode(Request) with demand capped at 2**63-1."""
+    via_send, via_fast, via_old = subscribing(sid), subscribing(sid), subscribing(sid)
+    via_send.send(Request(subscriber=sid, demand=demand))
+    via_fast.request(sid, demand)
+    via_old.send_request(sid, demand)
+    expected = encode(Request(subscriber=sid, demand=min(demand, UNBOUNDED)))
+    assert out(via_send) == out(via_fast) == out(via_old) == expected
+
+
+@SETTINGS
+@given(texts, ids, uints)
+def test_subscribe(publisher: str, sid: int, demand: int) -> None:
+    """Subscribe: send(frame) and send_subscribe write encode(Subscribe), initial demand capped at 2**63-1."""
+    via_send, via_old = connected(Side.CLIENT), connected(Side.CLIENT)
+    via_send.send(Subscribe(publisher=publisher, subscriber=sid, initial_demand=demand))
+    via_old.send_subscribe(publisher, sid, demand)
+    expected = encode(Subscribe(publisher=publisher, subscriber=sid, initial_demand=min(demand, UNBOUNDED)))
+    assert out(via_send) == out(via_old) == expected
+    assert via_send.id_in_use(sid) and via_old.id_in_use(sid)
+    assert via_old.subscriptions(publishing=False) == {sid: StreamState.SUBSCRIBED}
+
+
+@SETTINGS
+@given(ids, st.integers(0, 2**20))
+def test_on_subscribe(sid: int, element_size: int) -> None:
+    """OnSubscribe: send(frame) and send_on_subscribe write encode(OnSubscribe) and make the stream ACTIVE."""
+    conns = []
+    for path in ("send", "old"):
+        conn = connected(Side.SERVER)
+        conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid, initial_demand=3)))
+        out(conn)
+        if path == "send":
+            conn.send(OnSubscribe(subscriber=sid, element_size=element_size))
+        else:
+            conn.send_on_subscribe(sid, element_size)
+        conns.append(conn)
+    expected = encode(OnSubscribe(subscriber=sid, element_size=element_size))
+    assert [out(c) for c in conns] == [expected, expected]
+    assert all(
+        c.subscriptions(publishing=True) == {sid: StreamState.ACTIVE} and c.credit(sid) == 3 for c in conns
+    )
+
+
+@SETTINGS
+@given(ids, st.integers(1, 16), st.integers(1, 3000))
+def test_on_next_packed(sid: int, size: int, count: int) -> None:
+    """OnNextPacked: send(frame) and send_on_next_packed write encode(frame), small or handed over whole."""
+    data = bytes(i % 251 for i in range(size * count))
+    frame = OnNextPacked(subscriber=sid, count=count, elements=data)
+    via_send, via_old = publishing(sid, element_size=size), publishing(sid, element_size=size)
+    via_send.send(frame)
+    via_old.send_on_next_packed(sid, count, bytearray(data))
+    assert out(via_send) == out(via_old) == encode(frame, element_size=size)
+
+
+@SETTINGS
+@given(ids)
+def test_on_complete(sid: int) -> None:
+    """OnComplete: send(frame) and send_on_complete write encode(frame) and close the stream."""
+    via_send, via_old = publishing(sid), publishing(sid)
+    via_send.send(OnComplete(subscriber=sid))
+    via_old.send_on_complete(sid)
+    assert out(via_send) == out(via_old) == encode(OnComplete(subscriber=sid))
+    assert via_send.subscriptions(publishing=True) == via_old.subscriptions(publishing=True) == {}
+    via_old.send_on_complete(sid)  # recently closed: dropped quietly
+    assert out(via_old) == b""
+
+
+@SETTINGS
+@given(ids, texts)
+def test_on_error(sid: int, error: str) -> None:
+    """OnError: send(frame) writes encode(frame) and closes the stream."""
+    conn = publishing(sid)
+    conn.send(OnError(subscriber=sid, error=error))
+    assert out(conn) == encode(OnError(subscriber=sid, error=error))
+    assert conn.subscriptions(publishing=True) == {}
+
+
+@SETTINGS
+@given(ids)
+def test_cancel(sid: int) -> None:
+    """Cancel: send(frame) writes encode(frame); a second cancel is a no-op (rule 3.7)."""
+    conn = subscribing(sid)
+    conn.send(Cancel(subscriber=sid))
+    assert out(conn) == encode(Cancel(subscriber=sid))
+    conn.send(Cancel(subscriber=sid))
+    conn.request(sid, 1)  # rule 3.6: a no-op after cancel
+    assert out(conn) == b""
+    assert conn.subscriptions(publishing=False) == {sid: StreamState.CANCELLED}
+
+
+@SETTINGS
+@given(texts)
+def test_goodbye(reason: str) -> None:
+    """Goodbye: send(frame) writes encode(frame)."""
+    conn = connected(Side.CLIENT)
+    conn.send(Goodbye(reason=reason))
+    assert out(conn) == encode(Goodbye(reason=reason))
+
+
+@SETTINGS
+@given(st.binary(max_size=100))
+def test_extension_message(payload: bytes) -> None:
+    """ExtensionMessage: send(frame) and send_extension write encode(frame) once the extension is active."""
+    config = ConnectionConfig(extensions=frozenset({extensions.AUTH.id}))
+    conns = []
+    for _ in range(2):
+        conn = Connection(Side.SERVER, config)
+        conn.receive_data(encode(ClientHello(extensions=(extensions.AUTH.id,))))
+        out(conn)
+        conns.append(conn)
+    frame = ExtensionMessage(type=extensions.AUTH_OK, payload=payload)
+    conns[0].send(frame)
+    conns[1].send_extension(extensions.AUTH_OK, payload)
+    assert [out(c) for c in conns] == [encode(frame)] * 2
+
+
+def test_hellos_go_out_by_themselves_in_the_table_encoding() -> None:
+    """The hello queued at construction is encode(ClientHello(...)) with the configured extensions."""
+    conn = Connection(Side.CLIENT, ConnectionConfig(extensions=frozenset({3, 1})))
+    assert out(conn) == encode(ClientHello(extensions=(1, 3)))
+
+
+# -- the earlier names check like send() ----------------------------------------------------
+def test_earlier_names_check_like_send() -> None:
+    """send_subscribe, send_on_subscribe and send_on_complete raise what send() raises for misuse."""
+    client = subscribing(1)
+    with pytest.raises(LocalProtocolError) as exc:
+        client.send_subscribe("p", 1, 0)  # id still in use
+    assert exc.value.subscriber == 1
+    server = publishing(2)
+    with pytest.raises(LocalProtocolError):
+        server.send_on_subscribe(2, 0)  # already ACTIVE
+    with pytest.raises(LocalProtocolError):
+        server.send_on_complete(9)  # never existed
+    with pytest.raises(TypeError):
+        client.send_subscribe(b"p", 2, 0)  # type: ignore[arg-type]
+    assert out(client) == out(server) == b""
+
+
+def test_on_next_on_a_stream_not_yet_accepted_is_misuse() -> None:
+    """on_next before onSubscribe raises and queues nothing, like send(OnNext)."""
+    conn = connected(Side.SERVER)
+    conn.receive_data(encode(Subscribe(publisher="p", subscriber=1, initial_demand=5)))
+    out(conn)
+    with pytest.raises(LocalProtocolError) as fast:
+        conn.on_next(1, b"x")
+    with pytest.raises(LocalProtocolError) as table:
+        conn.send(OnNext(subscriber=1, element=b"x"))
+    assert fast.value.subscriber == table.value.subscriber == 1
+    assert out(conn) == b""
+
+
+def test_parts_and_hellos_are_not_sent_by_hand() -> None:
+    """send() refuses frames that only the connection makes, naming what to do instead."""
+    conn = connected(Side.CLIENT)
+    with pytest.raises(LocalProtocolError, match="split_threshold"):
+        conn.send(ClientHello())
