@@ -17,6 +17,7 @@ from rstreams.wire import (
     OnSubscribe,
     Request,
 )
+from rstreams.wire._parser import _DECODERS, FrameParser
 from rstreams.wire._varint import encode_varint
 
 
@@ -162,3 +163,25 @@ def test_accepts_bytearray_and_memoryview() -> None:
         frames = parser().feed(chunk)
         assert frames == [OnNext(subscriber=200, element=b"z" * 200)]
         assert type(frames[0].element) is bytes  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize("limit", [1, 50, 127])
+def test_small_element_limits_hold_for_one_byte_lengths(batch: bool, limit: int) -> None:
+    """max_element_size below 128 is enforced on onNext whose length fits one byte (§11)."""
+    p = FrameParser(max_element_size=limit, max_string_length=1000, max_extensions=8, batch_on_next=batch)
+    fits = wire(OnNext(subscriber=1, element=b"x" * limit))
+    assert len(p.feed(fits)) == 1 and p.error is None
+    assert p.feed(wire(OnNext(subscriber=1, element=b"x" * (limit + 1)))) == []
+    assert isinstance(p.error, LimitExceededError) and p.error.limit == "max_element_size"
+
+
+def test_every_type_byte_has_a_decoder() -> None:
+    """The decoder table covers all 256 type bytes: each core type by its own decoder, 0x80..0xFF
+    as extension messages, everything else as unknown."""
+    assert len(_DECODERS) == 256
+    unknown = {code for code in range(256) if _DECODERS[code] is FrameParser._unknown}
+    extension = {code for code in range(256) if _DECODERS[code] is FrameParser._extension}
+    assert unknown == {0x00} | set(range(0x0E, 0x80))
+    assert extension == set(range(0x80, 0x100))
+    assert {code for code in range(256) if code not in unknown | extension} == {t.value for t in FrameType}

@@ -18,10 +18,15 @@ Theory of operation:
   :class:`~rstreams.wire.events.OnNextBatch`; runs of frames of equal length are found
   with strided slices (``data[pos:stop:stride]`` must repeat the 3-byte header) and cut
   with ``struct`` (``3x8s`` repeated), so no Python code runs per element.
-* The parser knows one piece of subscription state because the framing depends on it:
-  ``element_sizes`` maps our subscriber ids to their ``OnSubscribe.element_size``
-  (§7). It records it when it parses an ``OnSubscribe`` and forgets it at
-  ``OnComplete``/``OnError``, so frames later in the same chunk parse correctly.
+* Framing depends on one thing the peer declared earlier: ``element_sizes`` maps
+  subscriber ids to their ``OnSubscribe.element_size`` (§7), because an onNext on such
+  a stream has no length prefix. The parser records it when it parses an
+  ``OnSubscribe`` and forgets it at ``OnComplete``/``OnError``, so frames later in the
+  same chunk parse correctly. It is framing state, owned here and read by nobody else:
+  the connection keeps its own per-subscription state in its stream table
+  (:mod:`rstreams.wire._streams`), whether it accepted the onSubscribe or dropped it.
+* Every frame but the common onNext is decoded by one method per type, found in a
+  table indexed by the type byte (:data:`_DECODERS`).
 * Malformed input stops parsing: the frames before the bad one are returned and
   :attr:`FrameParser.error` holds the :class:`~rstreams.errors.RemoteProtocolError`.
   The parser raises nothing for bad input.
@@ -29,6 +34,7 @@ Theory of operation:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from struct import Struct
 
 from rstreams.errors import RemoteProtocolError
@@ -128,6 +134,7 @@ class FrameParser:
         "_need",
         "_pending_sid",
         "_pieces",
+        "_probe",
         "element_sizes",
         "error",
     )
@@ -146,6 +153,7 @@ class FrameParser:
         self._pieces: list[bytes | memoryview] | None = None  # a large onNext payload, arriving
         self._missing = 0  # bytes of that payload still to come
         self._pending_sid = 0
+        self._probe = _RUN_MIN
         self._max_element = max_element_size
         self._max_string = max_string_length
         self._max_extensions = max_extensions
@@ -249,190 +257,234 @@ class FrameParser:
 
     # -- the loop --------------------------------------------------------------------------
     def _parse(self, data: bytes, frames: list[Frame | OnNextBatch]) -> int:
-        """Append every complete frame of ``data`` to ``frames``; return where parsing stopped."""
+        """Append every complete frame of ``data`` to ``frames``; return where parsing stopped.
+
+        The common frame, an onNext whose id and length take one or two bytes each on a
+        stream without an elementSize, is decoded inline here: it is most of the traffic,
+        and a call per frame would cost more than decoding it. Every other frame, and any
+        onNext the inline decoding declines, goes through the table of decoders
+        (:meth:`_decode_frame`), which also reports non-minimal varints.
+        """
         n = len(data)
         pos = 0
         append = frames.append
-        sizes = self.element_sizes
+        sizes = self.element_sizes  # changes while parsing: onSubscribe adds, terminals remove
+        general = self._max_element < 0x80  # a limit this small: let the general path check it
         max_element = self._max_element
-        new, set_subscriber, set_element = _new, _set_subscriber, _set_element
         batch = self._batch
-        run: list[bytes] | None = None  # the elements of the OnNextBatch being extended
-        run_sid = -1
-        probe = _RUN_MIN
-        byte = _BYTE
+        new, set_subscriber, set_element = _new, _set_subscriber, _set_element
         try:
             while pos < n:
-                if data[pos] == _ON_NEXT:  # the hot path, inlined
-                    if pos + 2 < n and not sizes:  # an id and a length of one or two bytes each
-                        sid = data[pos + 1]
-                        q = pos + 2  # where the length starts
-                        if sid >= 0x80:  # a two-byte id (128 ... 16383); -1: leave it to decode_varint
-                            second = data[q]
-                            sid = (sid & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
-                            q += 1
-                        length = data[q] if q < n else -1
-                        hdr = q + 1 - pos
-                        if length >= 0x80:  # a two-byte length (128 ... 16383)
-                            second = data[q + 1] if q + 1 < n else 0
-                            length = (length & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
-                            hdr += 1
-                            if length > max_element:
-                                length = -1
-                        if sid >= 0 and length >= 0:
-                            end = pos + hdr + length
-                            if end > n:
-                                raise Incomplete(end)
-                            if batch:
-                                stride = hdr + length
-                                k = min((n - pos) // stride, probe)  # complete frames that may repeat it
-                                if k > 1:
-                                    stop = pos + k * stride
-                                    for offset in range(hdr):
-                                        column = data[pos + offset : stop : stride]
-                                        same = k - len(column.lstrip(byte[data[pos + offset]]))
-                                        if same < k:
-                                            k = same
-                                            stop = pos + k * stride
-                                    probe = min(probe << 2, _RUN_MAX) if k == probe else _RUN_MIN
-                                    elements = _cut(data, pos, k, hdr, length)
-                                else:
-                                    stop = end
-                                    elements = [data[pos + hdr : end]]
-                                if sid == run_sid and run is not None:
-                                    run += elements
-                                else:
-                                    run = elements
-                                    run_sid = sid
-                                    append(OnNextBatch(sid, run))
-                                pos = stop
-                                continue
-                            frame = new(OnNext)
-                            set_subscriber(frame, sid)
-                            set_element(frame, data[pos + hdr : end])
-                            append(frame)
-                            pos = end
-                            continue
-                    p = pos + 1
-                    if p < n and data[p] < 0x80:
-                        sid = data[p]
-                        p += 1
-                    else:
-                        sid, p = decode_varint(data, p, n)
-                    size = sizes.get(sid, 0) if sizes else 0
-                    if size:
-                        length = size
-                    elif p < n and data[p] < 0x80:
-                        length = data[p]
-                        p += 1
-                    else:
-                        length, p = decode_varint(data, p, n)
-                        if length > max_element:
-                            raise _too_big("onNext element", length, max_element, sid)
-                    end = p + length
-                    if end > n:
-                        raise Incomplete(end)
-                    append(make_on_next(sid, data[p:end]))
-                    pos = end
-                    run_sid = -1
-                else:
-                    other, pos = self._decode_other(data, pos, n)
-                    append(other)
-                    run_sid = -1
+                if data[pos] != _ON_NEXT:
+                    pos = self._decode_frame(data, pos, n, frames)
+                    continue
+                if sizes or general or pos + 2 >= n:
+                    frame, pos = self._on_next(data, pos + 1, n)
+                    append(frame)
+                    continue
+                sid = data[pos + 1]
+                q = pos + 2  # where the length starts
+                if sid >= 0x80:  # a two-byte id (128 ... 16383); -1: leave it to the general path
+                    second = data[q]
+                    sid = (sid & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
+                    q += 1
+                length = data[q] if q < n else -1
+                hdr = q + 1 - pos
+                if length >= 0x80:  # a two-byte length (128 ... 16383)
+                    second = data[q + 1] if q + 1 < n else 0
+                    length = (length & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
+                    hdr += 1
+                    if length > max_element:
+                        length = -1
+                if sid < 0 or length < 0:
+                    frame, pos = self._on_next(data, pos + 1, n)
+                    append(frame)
+                    continue
+                end = pos + hdr + length
+                if end > n:
+                    raise Incomplete(end)
+                if batch:
+                    pos = self._take_run(data, pos, n, sid, hdr, length, frames)
+                    continue
+                frame = new(OnNext)
+                set_subscriber(frame, sid)
+                set_element(frame, data[pos + hdr : end])
+                append(frame)
+                pos = end
         except Incomplete as inc:
             self._need = (inc.end - pos) if inc.end else (n - pos + 1)
         except RemoteProtocolError as exc:
             self.error = exc
         return pos
 
-    def _decode_other(self, data: bytes, pos: int, n: int) -> tuple[Frame, int]:
-        """Decode one frame other than onNext: one branch per type (§3), commonest first."""
-        t = data[pos]
-        p = pos + 1
-        if t == _REQUEST:
+    def _take_run(
+        self,
+        data: bytes,
+        pos: int,
+        n: int,
+        sid: int,
+        hdr: int,
+        length: int,
+        frames: list[Frame | OnNextBatch],
+    ) -> int:
+        """Batch mode: the complete onNext at ``pos`` and the equal frames right behind it
+        (same ``hdr``-byte header, same ``length``) join the :class:`OnNextBatch` at the end
+        of ``frames`` if it is this subscriber's, else start one; return where they end.
+
+        Runs are found with strided slices: column ``offset`` of ``k`` frames is
+        ``data[pos + offset : stop : stride]``, and ``lstrip`` of its first byte says how
+        many frames repeat it. ``_probe`` bounds ``k``: it grows while runs go on.
+        """
+        stride = hdr + length
+        probe = self._probe
+        k = min((n - pos) // stride, probe)  # complete frames that may repeat this one
+        if k > 1 and data[pos + stride : pos + stride + hdr] != data[pos : pos + hdr]:
+            k = 1  # the next frame differs (another stream or length): no probe
+            self._probe = _RUN_MIN
+        if k > 1:
+            stop = pos + k * stride
+            for offset in range(hdr):
+                column = data[pos + offset : stop : stride]
+                same = k - len(column.lstrip(_BYTE[data[pos + offset]]))
+                if same < k:
+                    k = same
+                    stop = pos + k * stride
+            self._probe = min(probe << 2, _RUN_MAX) if k == probe else _RUN_MIN
+            elements = _cut(data, pos, k, hdr, length)
+        else:
+            stop = pos + stride
+            elements = [data[pos + hdr : stop]]
+        last = frames[-1] if frames else None
+        if type(last) is OnNextBatch and last.subscriber == sid:
+            last.elements += elements
+        else:
+            frames.append(OnNextBatch(sid, elements))
+        return stop
+
+    def _decode_frame(self, data: bytes, pos: int, n: int, frames: list[Frame | OnNextBatch]) -> int:
+        """Decode the frame at ``pos`` with its type's decoder; return where it ends."""
+        frame, end = _DECODERS[data[pos]](self, data, pos + 1, n)
+        frames.append(frame)
+        return end
+
+    # -- one decoder per type (§3): fields start at ``p``; each returns (frame, end) -----------
+    def _on_next(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        if p < n and data[p] < 0x80:
+            sid = data[p]
+            p += 1
+        else:
             sid, p = decode_varint(data, p, n)
-            demand, p = decode_varint(data, p, n)
-            return make_request(sid, demand), p
-        if t == _CANCEL:
-            sid, p = decode_varint(data, p, n)
-            return make_cancel(sid), p
-        if t == _ON_COMPLETE:
-            sid, p = decode_varint(data, p, n)
-            self.element_sizes.pop(sid, None)
-            return make_on_complete(sid), p
-        if t == _ON_NEXT_PACKED:
-            sid, p = decode_varint(data, p, n)
-            count, p = decode_varint(data, p, n)
-            size = self.element_sizes.get(sid, 0)
-            if not size:
-                raise FrameError(f"onNextPacked for subscriber {sid}, whose onSubscribe had elementSize 0")
-            if count == 0:
-                raise FrameError(f"onNextPacked for subscriber {sid} with count 0")
-            total = count * size
-            if total > self._max_element:
-                raise _too_big("onNextPacked payload", total, self._max_element, sid)
-            return OnNextPacked(
-                subscriber=sid, count=count, elements=self._take(data, p, total, n)
-            ), p + total
-        if t in (_ON_NEXT_PART, _ON_NEXT_LAST_PART):
-            sid, p = decode_varint(data, p, n)
-            element_id, p = decode_varint(data, p, n)
+        size = self.element_sizes.get(sid, 0) if self.element_sizes else 0
+        if size:
+            length = size
+        elif p < n and data[p] < 0x80:
+            length = data[p]
+            p += 1
+        else:
             length, p = decode_varint(data, p, n)
-            if length > self._max_element:
-                raise _too_big("onNextPart data", length, self._max_element, sid)
-            cls = OnNextPart if t == _ON_NEXT_PART else OnNextLastPart
-            return cls(subscriber=sid, element_id=element_id, data=self._take(data, p, length, n)), p + length
-        if t == _ON_SUBSCRIBE:
-            sid, p = decode_varint(data, p, n)
-            size, p = decode_varint(data, p, n)
-            if size > self._max_element:
-                raise _too_big("onSubscribe elementSize", size, self._max_element, sid)
-            if size:
-                self.element_sizes[sid] = size
-            else:
-                self.element_sizes.pop(sid, None)
-            return make_on_subscribe(sid, size), p
-        if t == _ON_ERROR:
-            sid, p = decode_varint(data, p, n)
-            text, p = self._string(data, p, n, "onError error")
+        if length > self._max_element:
+            raise _too_big("onNext element", length, self._max_element, sid)
+        end = p + length
+        if end > n:
+            raise Incomplete(end)
+        return make_on_next(sid, data[p:end]), end
+
+    def _request(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        sid, p = decode_varint(data, p, n)
+        demand, p = decode_varint(data, p, n)
+        return make_request(sid, demand), p
+
+    def _cancel(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        sid, p = decode_varint(data, p, n)
+        return make_cancel(sid), p
+
+    def _on_complete(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        sid, p = decode_varint(data, p, n)
+        self.element_sizes.pop(sid, None)
+        return make_on_complete(sid), p
+
+    def _on_error(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        sid, p = decode_varint(data, p, n)
+        text, p = self._string(data, p, n, "onError error")
+        self.element_sizes.pop(sid, None)
+        return OnError(subscriber=sid, error=text), p
+
+    def _on_next_packed(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        sid, p = decode_varint(data, p, n)
+        count, p = decode_varint(data, p, n)
+        size = self.element_sizes.get(sid, 0)
+        if not size:
+            raise FrameError(f"onNextPacked for subscriber {sid}, whose onSubscribe had elementSize 0")
+        if count == 0:
+            raise FrameError(f"onNextPacked for subscriber {sid} with count 0")
+        total = count * size
+        if total > self._max_element:
+            raise _too_big("onNextPacked payload", total, self._max_element, sid)
+        return OnNextPacked(subscriber=sid, count=count, elements=self._take(data, p, total, n)), p + total
+
+    def _part(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        last = data[p - 1] == _ON_NEXT_LAST_PART
+        sid, p = decode_varint(data, p, n)
+        element_id, p = decode_varint(data, p, n)
+        length, p = decode_varint(data, p, n)
+        if length > self._max_element:
+            raise _too_big("onNextPart data", length, self._max_element, sid)
+        cls = OnNextLastPart if last else OnNextPart
+        return cls(subscriber=sid, element_id=element_id, data=self._take(data, p, length, n)), p + length
+
+    def _on_subscribe(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        sid, p = decode_varint(data, p, n)
+        size, p = decode_varint(data, p, n)
+        if size > self._max_element:
+            raise _too_big("onSubscribe elementSize", size, self._max_element, sid)
+        if size:
+            self.element_sizes[sid] = size
+        else:
             self.element_sizes.pop(sid, None)
-            return OnError(subscriber=sid, error=text), p
-        if t == _SUBSCRIBE:
-            name, p = self._string(data, p, n, "subscribe publisher name")
-            sid, p = decode_varint(data, p, n)
-            demand, p = decode_varint(data, p, n)
-            return make_subscribe(name, sid, demand), p
-        if t == _GOODBYE:
-            reason, p = self._string(data, p, n, "goodbye reason")
-            return Goodbye(reason=reason), p
-        if t in (_CLIENT_HELLO, _SERVER_HELLO):
-            if p >= n:
-                raise Incomplete
-            version = data[p]
-            count, p = decode_varint(data, p + 1, n)
-            if count > self._max_extensions:
-                raise LimitExceededError(
-                    f"hello lists {count} extensions, more than max_extensions={self._max_extensions}",
-                    limit="max_extensions",
-                )
-            extensions = []
-            for _ in range(count):
-                ext, p = decode_varint(data, p, n)
-                extensions.append(ext)
-            hello = ClientHello if t == _CLIENT_HELLO else ServerHello
-            return hello(version=version, extensions=tuple(extensions)), p
-        if t >= FIRST_EXTENSION_TYPE:
-            if t not in BY_TYPE:  # no extension owns it: refused at the type byte
-                raise ExtensionError(f"message type 0x{t:02x} belongs to no extension this endpoint knows")
-            length, p = decode_varint(data, p, n)
-            if length > self._max_string:
-                raise LimitExceededError(
-                    f"extension message 0x{t:02x} payload of {length} bytes exceeds "
-                    f"max_string_length={self._max_string}",
-                    limit="max_string_length",
-                )
-            return ExtensionMessage(type=t, payload=self._take(data, p, length, n)), p + length
-        raise FrameError(f"unknown message type 0x{t:02x}")
+        return make_on_subscribe(sid, size), p
+
+    def _subscribe(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        name, p = self._string(data, p, n, "subscribe publisher name")
+        sid, p = decode_varint(data, p, n)
+        demand, p = decode_varint(data, p, n)
+        return make_subscribe(name, sid, demand), p
+
+    def _goodbye(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        reason, p = self._string(data, p, n, "goodbye reason")
+        return Goodbye(reason=reason), p
+
+    def _hello(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        hello = ClientHello if data[p - 1] == _CLIENT_HELLO else ServerHello
+        if p >= n:
+            raise Incomplete
+        version = data[p]
+        count, p = decode_varint(data, p + 1, n)
+        if count > self._max_extensions:
+            raise LimitExceededError(
+                f"hello lists {count} extensions, more than max_extensions={self._max_extensions}",
+                limit="max_extensions",
+            )
+        extensions = []
+        for _ in range(count):
+            ext, p = decode_varint(data, p, n)
+            extensions.append(ext)
+        return hello(version=version, extensions=tuple(extensions)), p
+
+    def _extension(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        t = data[p - 1]
+        if t not in BY_TYPE:  # no extension owns it: refused at the type byte
+            raise ExtensionError(f"message type 0x{t:02x} belongs to no extension this endpoint knows")
+        length, p = decode_varint(data, p, n)
+        if length > self._max_string:
+            raise LimitExceededError(
+                f"extension message 0x{t:02x} payload of {length} bytes exceeds "
+                f"max_string_length={self._max_string}",
+                limit="max_string_length",
+            )
+        return ExtensionMessage(type=t, payload=self._take(data, p, length, n)), p + length
+
+    def _unknown(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        raise FrameError(f"unknown message type 0x{data[p - 1]:02x}")
 
     def _take(self, data: bytes, p: int, length: int, n: int) -> bytes:
         end = p + length
@@ -452,6 +504,29 @@ class FrameParser:
             return raw.decode(), p + length
         except UnicodeDecodeError:
             raise FrameError(f"{what} is not valid UTF-8") from None
+
+
+_Decoder = Callable[[FrameParser, bytes, int, int], tuple[Frame, int]]
+_BY_CODE: dict[int, _Decoder] = {
+    _CLIENT_HELLO: FrameParser._hello,
+    _SERVER_HELLO: FrameParser._hello,
+    _GOODBYE: FrameParser._goodbye,
+    _SUBSCRIBE: FrameParser._subscribe,
+    _REQUEST: FrameParser._request,
+    _CANCEL: FrameParser._cancel,
+    _ON_SUBSCRIBE: FrameParser._on_subscribe,
+    _ON_NEXT: FrameParser._on_next,
+    _ON_NEXT_PACKED: FrameParser._on_next_packed,
+    _ON_NEXT_PART: FrameParser._part,
+    _ON_NEXT_LAST_PART: FrameParser._part,
+    _ON_COMPLETE: FrameParser._on_complete,
+    _ON_ERROR: FrameParser._on_error,
+}
+_DECODERS: list[_Decoder] = [
+    _BY_CODE.get(code, FrameParser._extension if code >= FIRST_EXTENSION_TYPE else FrameParser._unknown)
+    for code in range(256)
+]
+"""Type byte -> its decoder: the core types (§3), extension messages (§4.4), the rest unknown."""
 
 
 def _too_big(what: str, size: int, limit: int, sid: int) -> LimitExceededError:
