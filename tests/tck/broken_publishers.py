@@ -740,3 +740,56 @@ class SecondSubscribeRaisesPublisher(UnicastPublisher):
 
     def reject(self, subscriber: Subscriber[int]) -> None:
         raise RuntimeError("this publisher serves one subscriber only")
+
+
+class RunawayThreadPublisher(Publisher[int]):
+    """Rules 3.12/1.8: delivers from a thread of its own and ignores cancel.
+
+    It stops only when ``on_next`` raises, which is how the TCK contains it; ``threads``
+    lets a test see that every delivery thread ended.
+    """
+
+    def __init__(self, elements: int) -> None:
+        self.elements = elements
+        self.threads: list[threading.Thread] = []
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscription = _RunawaySubscription()
+        thread = threading.Thread(
+            target=subscription.run, args=(subscriber, self.elements), name="runaway", daemon=True
+        )
+        self.threads.append(thread)
+        RunawayThreadPublisher.all_threads.append(thread)
+        thread.start()
+
+    all_threads: list[threading.Thread] = []  # noqa: RUF012  # shared on purpose: the test's view
+
+
+class _RunawaySubscription(Subscription):
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.demand = 0
+
+    def request(self, n: int) -> None:
+        with self.cond:
+            self.demand = min(self.demand + n, MAX) if n > 0 else self.demand
+            self.cond.notify_all()
+
+    def cancel(self) -> None:
+        pass  # the bug
+
+    def run(self, subscriber: Subscriber[int], elements: int) -> None:
+        subscriber.on_subscribe(self)
+        for i in range(elements):
+            with self.cond:
+                if not self.cond.wait_for(lambda: self.demand > 0, 0.5):
+                    return  # nobody asks any more: end quietly
+                if self.demand != MAX:
+                    self.demand -= 1
+            try:
+                subscriber.on_next(i)
+            except Exception:
+                return  # rule 2.13: a subscriber that raises is cancelled; the only exit
+        subscriber.on_complete()

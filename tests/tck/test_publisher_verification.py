@@ -469,6 +469,7 @@ def test_a_blocking_publisher_fails_by_case_timeout_instead_of_hanging() -> None
         bp.BlockingSubscription.release.set()  # let the abandoned thread finish
     result = report.results[0]
     assert result.outcome == "failed" and "did not finish within 0.3 s" in result.message, result
+    assert "blocked inside BlockingSubscription.request()" in result.message, result.message
 
 
 # -- the rule gaps: what a naive TCK lets through ----------------------------------------------
@@ -518,3 +519,24 @@ def test_a_second_completion_of_an_empty_stream_is_a_violation_in_the_optional_c
     assert result.outcome == "violated", result
     assert "rule 1.7: on_complete() after on_complete" in result.message
     assert run_one(case, bp.SyncPublisher).outcome == "passed"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling",
+        "required_spec317_must_not_signal_on_error_when_pending_above_long_max_value",
+    ],
+)
+def test_a_publisher_thread_that_ignores_cancel_is_stopped_within_its_case(case: str) -> None:
+    """A flood from the publisher's own thread after cancel: the case fails citing 3.12 with the
+    count, and the TCK's subscriber raises until the thread ends, so no runaway outlives the case."""
+    before = len(bp.RunawayThreadPublisher.all_threads)
+    result = run_one(case, bp.RunawayThreadPublisher)
+    assert result.outcome == "failed", result
+    assert "rule 3.12" in result.message and "elements arrived after" in result.message, result.message
+    threads = bp.RunawayThreadPublisher.all_threads[before:]
+    assert threads
+    for thread in threads:
+        thread.join(10)  # a bound for a liveness check, not a speed assertion
+        assert not thread.is_alive(), "a runaway delivery thread survived its case"
