@@ -71,8 +71,8 @@ SPEC104 = (
 )
 
 BROKEN = [
-    (KeepsUpstreamWhenDownstreamCancels, HAPPY, "cancelling"),
-    (KeepsUpstreamWhenDownstreamCancels, SPEC208, "cancelling"),
+    (KeepsUpstreamWhenDownstreamCancels, HAPPY, "rule 2.6: the processor did not cancel its subscription"),
+    (KeepsUpstreamWhenDownstreamCancels, SPEC208, "rule 2.6: the processor did not cancel its subscription"),
     (KeepsSecondUpstream, SPEC205, "rule 2.5"),
     (CancelsUpstreamInOnError, SPEC203, "rule 2.3"),
     (WithholdsErrorWithoutDemand, IMMEDIATE, "on_error"),

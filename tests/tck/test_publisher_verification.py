@@ -455,6 +455,12 @@ def test_manual_subscriber_timeouts_fail_with_the_state() -> None:
         sub.expect_none()
     with pytest.raises(TCKFailure, match="expected on_complete, but got the element 0"):
         sub.expect_completion()
+    env.clear_async_errors()  # a recorded failure ends every later wait at once
+    sub.request(2)
+    with pytest.raises(
+        TCKFailure, match=r"expected 3 elements, but only 2 arrived within 50 ms; 3 received of 3"
+    ):
+        sub.next_elements(3)
 
 
 def test_a_blocking_publisher_fails_by_case_timeout_instead_of_hanging() -> None:

@@ -123,7 +123,7 @@ WHITEBOX_BROKEN = [
         "required_spec308_request_must_register_given_number_elements_to_be_produced",
         "request",
     ),
-    (IgnoresCancelSignal, "required_exercise_whitebox_happy_path", "cancelling"),
+    (IgnoresCancelSignal, "required_exercise_whitebox_happy_path", "rule 2.6: the Subscriber did not cancel"),
     (
         RequestsInOnComplete,
         "required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_complete",
@@ -206,7 +206,8 @@ BLACKBOX_BROKEN = [
     (
         RaisesOnErrorWithoutDemand,
         "required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call",
-        "on_error before any element",
+        "rule 2.13: the Subscriber's on_error(InjectedError: Test Exception: Boom!) raised RuntimeError:"
+        " on_error before any element",
     ),
     (
         AcceptsNoneElement,

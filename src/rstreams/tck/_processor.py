@@ -95,6 +95,8 @@ class _ProbeForwarder(Subscriber[Any]):
 
 
 class _ProcessorAsSubscriber(SubscriberWhiteboxVerification):
+    subject = "the processor"
+
     def __init__(self, outer: IdentityProcessorVerification) -> None:
         self._outer = outer
 
@@ -214,6 +216,7 @@ class _DownstreamSubscriber(Subscriber[Any]):
     def __init__(self, env: TestEnvironment) -> None:
         self.env = env
         self.probe: BlackboxProbe[Any] = BlackboxProbe(env)
+        self.probe.subject = "a subscriber of the processor"
         self.subscription: Subscription | None = None
         self._subscribed = threading.Event()
 
@@ -241,7 +244,8 @@ class _DownstreamSubscriber(Subscriber[Any]):
     def expect_subscribed(self) -> None:
         if not self._subscribed.wait(self.env.default_timeout):
             raise TCKFailure(
-                f"rule 1.9: the processor did not call on_subscribe within {self.env.default_timeout}s"
+                "rule 1.9: the processor did not call on_subscribe within"
+                f" {self.env.default_timeout * 1000:.0f} ms"
             )
 
     def request(self, n: int) -> None:
@@ -259,6 +263,7 @@ class _ProcessorSetup:
     def __init__(self, verification: IdentityProcessorVerification) -> None:
         self.env = verification.env
         self.upstream: ManualPublisher[Any] = ManualPublisher(self.env)
+        self.upstream.subject = "the processor"
         self.processor = verification.create_processor(verification.processor_buffer_size())
         self.upstream.subscribe(self.processor)
         self.tees = ElementSource(self.env, verification.create_helper_publisher(demand.UNBOUNDED))
@@ -407,8 +412,8 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
             sub1.request(1)
             error = InjectedError()
             setup.upstream.send_error(error)
-            sub1.probe.expect_error(error)
-            sub2.probe.expect_error(error)
+            sub1.probe.expect_error(error, rule="1.4")
+            sub2.probe.expect_error(error, rule="1.4")
             self.env.verify_no_async_errors_no_delay()
 
         self._setup_test(body, subscribers=2)
@@ -427,7 +432,7 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
             sub = setup.new_subscriber()
             error = InjectedError()
             setup.upstream.send_error(error)
-            sub.probe.expect_error(error)
+            sub.probe.expect_error(error, rule="4.2")
             self.env.verify_no_async_errors_no_delay()
 
         self._setup_test(body)

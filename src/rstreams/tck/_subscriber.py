@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 _NOT_VERIFIED = "Not verified using this TCK."
+_AFTER_SIGNAL_CANCEL = (
+    " of the puppet's signal_cancel() (a processor must cancel its upstream when its only subscriber cancels)"
+)
 
 
 def _identity(i: int) -> Any:
@@ -138,7 +141,9 @@ class _WhiteboxStage(_Stage):
     def __init__(self, verification: SubscriberWhiteboxVerification) -> None:
         env = verification.env
         super().__init__(env, verification.create_helper_publisher(demand.UNBOUNDED))
+        self.subject = verification.subject
         self.probe: WhiteboxSubscriberProbe[Any] = WhiteboxSubscriberProbe(env)
+        self.probe.subject = verification.subject
         self.sub = verification.create_subscriber(self.probe)
         self.subscribe(self.sub)
         self.puppet = self.probe.puppet()
@@ -166,6 +171,8 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
     """
 
     not_verified_message = _NOT_VERIFIED
+    subject = "the Subscriber"
+    """How failure messages name what is verified."""
 
     @abc.abstractmethod
     def create_subscriber(self, probe: WhiteboxSubscriberProbe[Any]) -> Subscriber[Any]:
@@ -205,7 +212,7 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
             stage.signal_next()
             stage.probe.expect_next(stage.last_t)
             stage.puppet.signal_cancel()
-            stage.expect_cancelling()
+            stage.expect_cancelling(rule="2.6", what=_AFTER_SIGNAL_CANCEL)
             self.env.verify_no_async_errors()
 
         self._stage_test(body)
@@ -312,7 +319,7 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
             stage.puppet.trigger_request(1)
             stage.expect_request()
             stage.puppet.signal_cancel()
-            stage.expect_cancelling()
+            stage.expect_cancelling(rule="2.6", what=_AFTER_SIGNAL_CANCEL)
             stage.signal_next()
             stage.puppet.trigger_request(1)
             stage.puppet.trigger_request(1)
@@ -333,7 +340,7 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
         def body(stage: _WhiteboxStage) -> None:
             stage.puppet.trigger_request(1)
             stage.send_completion()
-            stage.probe.expect_completion()
+            stage.probe.expect_completion(rule="2.9")
             self.env.verify_no_async_errors()
 
         self._stage_test(body)
@@ -350,7 +357,7 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         def body(stage: _WhiteboxStage) -> None:
             stage.send_completion()
-            stage.probe.expect_completion()
+            stage.probe.expect_completion(rule="2.9")
             self.env.verify_no_async_errors()
 
         self._stage_test(body)
@@ -370,7 +377,7 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
             stage.puppet.trigger_request(1)
             error = InjectedError()
             stage.send_error(error)
-            stage.probe.expect_error(error)
+            stage.probe.expect_error(error, rule="2.10")
             self.env.verify_no_async_errors()
 
         self._stage_test(body)
@@ -388,7 +395,7 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
         def body(stage: _WhiteboxStage) -> None:
             error = InjectedError()
             stage.send_error(error)
-            stage.probe.expect_error(error)
+            stage.probe.expect_error(error, rule="2.10")
             self.env.verify_no_async_errors()
 
         self._stage_test(body)
@@ -487,11 +494,11 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
             stage.puppet.trigger_request(2)
             n = stage.expect_request()
             stage.signal_next()
-            stage.probe.expect_next(stage.last_t)
+            stage.probe.expect_next(stage.last_t, rule="3.8")
             if n < 2:
-                stage.expect_request()
+                stage.expect_request(rule="3.8")
             stage.signal_next()
-            stage.probe.expect_next(stage.last_t)
+            stage.probe.expect_next(stage.last_t, rule="3.8")
             stage.probe.expect_none(what="rule 3.8: only 2 elements were sent")
             stage.puppet.trigger_request(3)
             self.env.verify_no_async_errors()
@@ -717,7 +724,7 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
             self.trigger_request(stage.sub)
             stage.expect_request()
             stage.send_completion()
-            stage.probe.expect_completion()
+            stage.probe.expect_completion(rule="2.9")
             self.env.verify_no_async_errors_no_delay()
 
         self._stage_test(body)
@@ -734,7 +741,7 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         def body(stage: _BlackboxStage) -> None:
             stage.send_completion()
-            stage.probe.expect_completion()
+            stage.probe.expect_completion(rule="2.9")
             self.env.verify_no_async_errors_no_delay()
 
         self._stage_test(body)
@@ -753,7 +760,7 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
             self.trigger_request(stage.sub)
             stage.expect_request()
             stage.send_error(InjectedError())
-            stage.probe.expect_error(BaseException)
+            stage.probe.expect_error(BaseException, rule="2.10")
             self.env.verify_no_async_errors_no_delay()
 
         self._stage_test(body)
@@ -770,7 +777,7 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         def body(stage: _BlackboxStage) -> None:
             stage.send_error(InjectedError())
-            stage.probe.expect_error(BaseException)
+            stage.probe.expect_error(BaseException, rule="2.10")
             self.env.verify_no_async_errors_no_delay()
 
         self._stage_test(body)

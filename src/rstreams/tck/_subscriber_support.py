@@ -65,6 +65,19 @@ def _fail(message: str) -> TCKFailure:
     return TCKFailure(message)
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def _rule(rule: str | None) -> str:
+    """The message prefix citing ``rule`` (``"rule 2.9: "``), or nothing."""
+    return f"rule {rule}: " if rule else ""
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
 # -- the test's upstream ----------------------------------------------------------------
 
 
@@ -88,6 +101,9 @@ class ManualPublisher(Publisher[T], Generic[T]):
     looking at demand: the test's logic waits for :meth:`expect_request` first (the
     promise the TCK makes to a whitebox Subscriber's puppet).
     """
+
+    subject = "the Subscriber"
+    """How messages name what is subscribed (a processor's setup says "the processor")."""
 
     def __init__(self, env: TestEnvironment) -> None:
         self.env = env
@@ -123,48 +139,72 @@ class ManualPublisher(Publisher[T], Generic[T]):
             raise _fail("ManualPublisher: nothing subscribed yet")
         return self.subscriber
 
+    def _signal(self, what: str, call: Callable[[], None]) -> None:
+        """Deliver one signal; it must return normally (rule 2.13)."""
+        try:
+            call()
+        except TCKFailure:
+            raise
+        except Exception as exc:
+            raise _fail(
+                f"rule 2.13: {self.subject}'s {what} raised {_describe(exc)}; a Subscriber's signal methods"
+                " must return normally"
+            ) from exc
+
     def send_next(self, item: T) -> None:
         """Signal ``on_next(item)`` to the Subscriber (demand is the test's business)."""
-        self._target().on_next(item)
+        target = self._target()
+        self._signal(f"on_next({item!r})", lambda: target.on_next(item))
 
     def send_completion(self) -> None:
         """Signal ``on_complete()``."""
-        self._target().on_complete()
+        target = self._target()
+        self._signal("on_complete()", target.on_complete)
 
     def send_error(self, error: BaseException) -> None:
         """Signal ``on_error(error)``."""
-        self._target().on_error(error)
+        target = self._target()
+        self._signal(f"on_error({_describe(error)})", lambda: target.on_error(error))
 
-    def expect_request(self, timeout: float | None = None, what: str = "") -> int:
-        """The next ``n`` the Subscriber requested; fails at once on a timeout or on ``n <= 0``."""
+    def expect_request(self, timeout: float | None = None, what: str = "", rule: str | None = "2.1") -> int:
+        """The next ``n`` the Subscriber requested; fails at once on a timeout or on ``n <= 0``.
+
+        The timeout's message cites ``rule`` and adds ``what`` (the context).
+        """
         wait = self.env.default_timeout if timeout is None else timeout
         with self._cond:
             if not self._cond.wait_for(lambda: bool(self._requests), wait):
-                raise _fail(what or f"Did not receive expected `request` call within {wait}s (rule 2.1)")
+                raise _fail(what or f"{_rule(rule)}{self.subject} did not call request() within {_ms(wait)}")
             n = self._requests.popleft()
         if demand.invalid(n) is not None:
-            raise _fail(f"Subscriber requested an illegal amount: request({n!r}) (rule 3.9)")
+            raise _fail(f"rule 3.9: {self.subject} called request({n!r}); only n > 0 is legal")
         return n
 
     def expect_exact_request(self, expected: int, timeout: float | None = None) -> None:
         """The next request must be exactly ``expected``."""
         n = self.expect_request(timeout)
         if n != expected:
-            raise _fail(f"Received `request({n})` on upstream but expected `request({expected})`")
+            raise _fail(f"{self.subject} called request({n}), expected request({expected})")
 
-    def expect_no_request(self, timeout: float | None = None) -> None:
+    def expect_no_request(self, timeout: float | None = None, what: str = "") -> None:
         """No request may arrive within ``timeout`` (default: the no-signals window)."""
         wait = self.env.default_no_signals_timeout if timeout is None else timeout
         with self._cond:
             if self._cond.wait_for(lambda: bool(self._requests), wait):
-                raise _fail(f"Received an unexpected call to: request({self._requests[0]})")
+                raise _fail(
+                    f"{what or 'expected no request'}, but {self.subject} called request({self._requests[0]})"
+                )
 
-    def expect_cancelling(self, timeout: float | None = None) -> None:
-        """``cancel()`` must be called within ``timeout``."""
+    def expect_cancelling(
+        self, timeout: float | None = None, what: str = "", rule: str | None = None
+    ) -> None:
+        """``cancel()`` must be called within ``timeout``; the message cites ``rule`` and ``what``."""
         wait = self.env.default_timeout if timeout is None else timeout
         with self._cond:
             if not self._cond.wait_for(lambda: self._cancelled, wait):
-                raise _fail(f"Did not receive expected cancelling of upstream subscription within {wait}s")
+                raise _fail(
+                    f"{_rule(rule)}{self.subject} did not cancel its subscription within {_ms(wait)}{what}"
+                )
 
     @property
     def is_cancelled(self) -> bool:
@@ -241,40 +281,58 @@ class BlackboxProbe(Generic[T]):
     def _timeout(self, timeout: float | None) -> float:
         return self.env.default_timeout if timeout is None else timeout
 
-    def expect_next(self, expected: T, timeout: float | None = None) -> None:
-        """The next registered element must equal ``expected``."""
+    subject = "the Subscriber"
+    """How messages name the subscriber that registers here."""
+
+    def expect_next(self, expected: T, timeout: float | None = None, rule: str | None = None) -> None:
+        """The next registered element must equal ``expected``; messages cite ``rule``."""
         wait = self._timeout(timeout)
         with self._cond:
             if not self._cond.wait_for(lambda: bool(self._items), wait):
                 ended = " (the stream ended)" if self._completed or self._error is not None else ""
-                raise _fail(f"Subscriber did not register on_next({expected!r}) within {wait}s{ended}")
+                raise _fail(
+                    f"{_rule(rule)}{self.subject} did not register on_next({expected!r})"
+                    f" within {_ms(wait)}{ended}"
+                )
             item = self._items.popleft()
         if item != expected:
-            raise _fail(f"Subscriber registered on_next({item!r}), expected on_next({expected!r})")
+            raise _fail(
+                f"{_rule(rule)}{self.subject} registered on_next({item!r}), expected on_next({expected!r})"
+            )
 
-    def expect_completion(self, timeout: float | None = None, what: str = "") -> None:
-        """``on_complete`` must be registered within ``timeout``."""
+    def expect_completion(
+        self, timeout: float | None = None, what: str = "", rule: str | None = None
+    ) -> None:
+        """``on_complete`` must be registered within ``timeout``; the message cites ``rule``."""
         wait = self._timeout(timeout)
         with self._cond:
             if not self._cond.wait_for(lambda: self._completed, wait):
-                raise _fail(what or f"Subscriber did not register on_complete within {wait}s")
+                raise _fail(
+                    what or f"{_rule(rule)}{self.subject} did not register on_complete within {_ms(wait)}"
+                )
 
     def expect_error(
-        self, expected: type[BaseException] | BaseException, timeout: float | None = None
+        self,
+        expected: type[BaseException] | BaseException,
+        timeout: float | None = None,
+        rule: str | None = None,
     ) -> None:
         """An error must be registered: an instance of a class, or that very object (rule 2.10)."""
         wait = self._timeout(timeout)
         with self._cond:
             if not self._cond.wait_for(lambda: self._error is not None, wait):
-                raise _fail(f"Subscriber did not register on_error within {wait}s")
+                raise _fail(f"{_rule(rule)}{self.subject} did not register on_error within {_ms(wait)}")
             error = self._error
         if isinstance(expected, BaseException):
             if error is not expected:
                 raise _fail(
-                    f"Subscriber registered on_error({error!r}); expected that very object {expected!r}"
+                    f"{_rule(rule)}{self.subject} registered on_error({error!r}); expected that very object"
+                    f" {expected!r}"
                 )
         elif not isinstance(error, expected):
-            raise _fail(f"Subscriber registered on_error({error!r}); expected a {expected.__name__}")
+            raise _fail(
+                f"{_rule(rule)}{self.subject} registered on_error({error!r}); expected a {expected.__name__}"
+            )
 
     def expect_none(self, timeout: float | None = None, what: str = "") -> None:
         """Nothing may be registered during the no-signals window."""
@@ -285,7 +343,7 @@ class BlackboxProbe(Generic[T]):
             )
             if arrived:
                 seen = f"on_next({self._items[0]!r})" if self._items else "a terminal signal"
-                raise _fail(f"{what or 'Expected no signals'}, but the Subscriber registered {seen}")
+                raise _fail(f"{what or 'expected no signal'}, but {self.subject} registered {seen}")
 
 
 class WhiteboxSubscriberProbe(BlackboxProbe[T]):
@@ -307,8 +365,8 @@ class WhiteboxSubscriberProbe(BlackboxProbe[T]):
         with self._cond:
             if not self._cond.wait_for(lambda: self._puppet is not None, wait):
                 raise _fail(
-                    f"Subscriber did not `registerOnSubscribe` within {wait}s: call "
-                    "probe.register_on_subscribe(puppet) from on_subscribe"
+                    f"the Subscriber did not registerOnSubscribe within {_ms(wait)}: call"
+                    " probe.register_on_subscribe(puppet) from on_subscribe"
                 )
             assert self._puppet is not None
             return self._puppet
@@ -592,13 +650,13 @@ class ElementSource(Subscriber[T], Generic[T]):
         wait = self.env.default_timeout
         with self._cond:
             if not self._cond.wait_for(lambda: self._subscription is not None or self._end is not None, wait):
-                raise _fail(f"the helper publisher did not call on_subscribe within {wait}s")
+                raise _fail(f"the helper publisher did not call on_subscribe within {_ms(wait)}")
             subscription = self._subscription
         if subscription is not None:
             subscription.request(1)
         with self._cond:
             if not self._cond.wait_for(lambda: bool(self._items) or self._end is not None, wait):
-                raise _fail(f"the helper publisher did not deliver an element within {wait}s")
+                raise _fail(f"the helper publisher did not deliver an element within {_ms(wait)}")
             if not self._items:
                 raise _fail(f"expected an element from the helper publisher, but {self._end}")
             return self._items.popleft()
