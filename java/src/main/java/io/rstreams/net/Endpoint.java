@@ -6,6 +6,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.SocketChannel;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Event;
@@ -50,6 +51,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private boolean flushQueued;
     private boolean ended;
     private boolean discarding;
+    private boolean inputEnded;
+    private long refillRound;
     private RuntimeException closedError;
     private long lastRead = System.nanoTime();
     private long pingCounter;
@@ -114,8 +117,49 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     private void flushNow() {
         flushQueued = false;
+        pumpParts();
+        writePending();
+        if (channel.isActive()) {
+            ctx.flush();
+        }
+    }
+
+    /** Writes queued parts of split elements, round robin over streams, while the channel takes them (§8). */
+    private void pumpParts() {
+        boolean emptied = false;
+        while (conn.hasQueuedParts() && channel.isActive() && channel.isWritable()) {
+            emptied |= !conn.sendParts(conn.limits().splitThreshold()).isEmpty();
+            if (conn.pendingOutput() > 0) {
+                ctx.write(Unpooled.wrappedBuffer(conn.dataToSend()));
+            }
+        }
+        if (emptied) {
+            refillAll();
+        }
+    }
+
+    /** Lets every serving stream produce again, starting one further each time, so none starves. */
+    private void refillAll() {
+        List<ServingStream> streams = new ArrayList<>(serving.values());
+        int n = streams.size();
+        if (n == 0) {
+            return;
+        }
+        int first = (int) (refillRound++ % n);
+        for (int k = 0; k < n; k++) {
+            streams.get((first + k) % n).refill();
+        }
+    }
+
+    /**
+     * Hands the connection's output to the channel without flushing it yet, so that the
+     * channel's writability counts it (production stops at the high-water mark) and the flush
+     * at the end of the turn writes it in one go.
+     */
+    void writePending() {
         if (conn.pendingOutput() > 0 && channel.isActive()) {
-            ctx.writeAndFlush(Unpooled.wrappedBuffer(conn.dataToSend()));
+            ctx.write(Unpooled.wrappedBuffer(conn.dataToSend()));
+            scheduleFlush();
         }
     }
 
@@ -162,9 +206,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
         if (channel.isWritable()) {
-            for (ServingStream s : new ArrayList<>(serving.values())) {
-                s.refill();
-            }
+            scheduleFlush(); // queued parts go first
+            refillAll();
         }
         ctx.fireChannelWritabilityChanged();
     }
@@ -180,6 +223,25 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             ended(null, new ConnectionClosedException("the transport closed"));
         }
         closed.complete(null);
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        if (evt instanceof ChannelInputShutdownEvent) {
+            inputEnded = true;
+            if (!discarding) {
+                conn.receiveEof();
+                process();
+            }
+            if (!ended) {
+                ended(null, new ConnectionClosedException("the transport closed"));
+            }
+            // write what is queued (a goodbye, the last frames), then close (§9.3, §10)
+            flushNow();
+            ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+            return;
+        }
+        ctx.fireUserEventTriggered(evt);
     }
 
     @Override
@@ -264,7 +326,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             conn.onError(id, refusal);
             return;
         }
-        ServingStream stream = new ServingStream(this, id, match.route().elementSize());
+        int elementSize = publisher instanceof FixedSizePublisher f ? f.elementSize() : match.route().elementSize();
+        ServingStream stream = new ServingStream(this, id, elementSize);
         serving.put(id, stream);
         try {
             publisher.subscribe(stream);
@@ -283,14 +346,15 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                         : "the peer said goodbye" + (c.reason().isEmpty() ? "" : ": " + c.reason()));
         ended(c.reason(), why);
         boolean weSentErrorGoodbye = error != null && conn.pendingOutput() > 0;
-        flushNow();
-        if (!channel.isActive()) {
-            return;
+        writePending();
+        if (!channel.isActive() || inputEnded) {
+            return; // the input-shutdown handler closes after the write
         }
         if (weSentErrorGoodbye && channel instanceof SocketChannel socket) {
-            // §10: close our sending side, keep reading (and discarding) for a while, then close.
+            // §10: write the goodbye, close our sending side, keep reading (and discarding) until
+            // the peer closes or the linger time is over, then close.
             discarding = true;
-            socket.shutdownOutput();
+            ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(f -> socket.shutdownOutput());
             channel.eventLoop().schedule(() -> {
                 channel.close();
             }, LINGER_MILLIS, TimeUnit.MILLISECONDS);

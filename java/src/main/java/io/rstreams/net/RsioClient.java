@@ -60,6 +60,7 @@ public final class RsioClient implements AutoCloseable {
                 .group(group)
                 .channel(NioSocketChannel.class)
                 .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.ALLOW_HALF_CLOSURE, true)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override

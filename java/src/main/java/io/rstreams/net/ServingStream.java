@@ -36,6 +36,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
     private boolean started;
     private boolean done;
     private long asked;
+    private boolean large;
 
     ServingStream(Endpoint endpoint, long id, int elementSize) {
         this.endpoint = endpoint;
@@ -99,6 +100,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
 
     private void drain() {
         int missed = 1;
+        boolean requested = false;
         do {
             Connection conn = endpoint.connection();
             Flow.Subscription s = upstream.get();
@@ -117,6 +119,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
                 }
                 if (signal instanceof byte[] element) {
                     asked--;
+                    large = element.length > conn.limits().splitThreshold();
                     if (elementSize > 0 && element.length == elementSize) {
                         if (pack == null) {
                             pack = new ByteArrayOutputStream();
@@ -151,7 +154,12 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
             if (pack != null) {
                 send(conn, pack, packed);
             }
-            request(conn, s);
+            endpoint.writePending(); // before asking for more: writability must count what was just produced
+            if (!requested) {
+                requested = request(conn, s);
+            } else if (!done) {
+                endpoint.execute(this::refill); // one window per turn: the other streams get theirs (fairness)
+            }
             endpoint.scheduleFlush();
             missed = wip.addAndGet(-missed);
         } while (missed != 0);
@@ -173,16 +181,20 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
         endpoint.serving().remove(id, this);
     }
 
-    private void request(Connection conn, Flow.Subscription s) {
-        if (done || !started || s == null || !endpoint.writable()) {
-            return;
+    /** Asks the local publisher for more if the peer's demand, the window and the channel allow; true if it did. */
+    private boolean request(Connection conn, Flow.Subscription s) {
+        if (done || !started || s == null || !endpoint.writable() || conn.queuedBytes(id) > 0) {
+            return false;
         }
+        long window = large ? 1 : WINDOW; // large elements: one at a time, so memory stays bounded
         long credit = conn.credit(id);
-        long room = Math.min(credit, WINDOW) - asked;
-        if (room > 0 && (room >= WINDOW / 2 || asked == 0 || room == credit - asked)) {
+        long room = Math.min(credit, window) - asked;
+        if (room > 0 && (room >= window / 2 || asked == 0 || room == credit - asked)) {
             asked += room;
             s.request(room);
+            return true;
         }
+        return false;
     }
 
     static String text(Throwable error) {

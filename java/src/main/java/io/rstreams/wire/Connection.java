@@ -53,6 +53,7 @@ public final class Connection {
     private final Map<Long, Ours> ours = new HashMap<>();
     private final Map<Long, Theirs> theirs = new HashMap<>();
     private final Map<PartKey, ByteArrayOutputStream> partials = new HashMap<>();
+    private final ArrayDeque<Long> splitting = new ArrayDeque<>(); // peer ids with queued output, round robin
     private long partialBytes;
     private State state = State.AWAITING_HELLO;
     private boolean helloReceived;
@@ -66,12 +67,21 @@ public final class Connection {
         long elementSize;
     }
 
-    /** A subscription the peer made on us: its state and the demand (credit) we may still use. */
+    /**
+     * A subscription the peer made on us: its state, the demand (credit) we may still use, and
+     * output waiting behind a split element (elements and the terminal signal, in order).
+     */
     private static final class Theirs {
         StreamState state = StreamState.SUBSCRIBED;
         long credit;
         long elementSize;
+        final ArrayDeque<Object> queued = new ArrayDeque<>();
+        long queuedBytes;
+        int offset; // how much of the head element's parts are sent
     }
+
+    /** A terminal signal queued behind split elements: onError if {@code error} is set, else onComplete. */
+    private record Terminal(String error) {}
 
     private record PartKey(long id, long elementId) {}
 
@@ -463,6 +473,7 @@ public final class Connection {
         state = State.CLOSED;
         ours.clear();
         theirs.clear();
+        splitting.clear();
         partials.clear();
         partialBytes = 0;
         events.add(new Event.Closed(reason, error));
@@ -593,16 +604,82 @@ public final class Connection {
             throw new IllegalArgumentException("subscriber " + id + " takes elements of " + t.elementSize
                     + " bytes (its elementSize), got " + element.length);
         }
-        int chunk = limits.splitThreshold();
-        if (element.length <= chunk) {
+        if (t.queued.isEmpty() && element.length <= limits.splitThreshold()) {
             out.onNext(id, element, 0, element.length, t.elementSize);
             return true;
         }
-        for (int off = 0; off < element.length; off += chunk) {
-            int len = Math.min(chunk, element.length - off);
-            out.part(off + len == element.length, id, 0, element, off, len);
-        }
+        enqueue(id, t, element, element.length);
         return true;
+    }
+
+    private void enqueue(long id, Theirs t, Object item, long bytes) {
+        if (t.queued.isEmpty()) {
+            splitting.add(id);
+        }
+        t.queued.add(item);
+        t.queuedBytes += bytes;
+    }
+
+    /** Bytes of elements of the peer's subscription {@code id} waiting behind a split element. */
+    public long queuedBytes(long id) {
+        Theirs t = theirs.get(id);
+        return t == null ? 0 : t.queuedBytes;
+    }
+
+    /** Whether split elements (or what waits behind them) are queued: call {@link #sendParts}. */
+    public boolean hasQueuedParts() {
+        return !splitting.isEmpty();
+    }
+
+    /**
+     * Writes queued parts, one part per subscription in turn, so one large element does not
+     * stall the other streams (§8), until about {@code budget} bytes were written or nothing is
+     * queued. Elements and terminal signals queued behind a split element follow it in order.
+     *
+     * @return the peer ids whose queues this emptied (their publishers may produce again)
+     */
+    public List<Long> sendParts(long budget) {
+        List<Long> emptied = new ArrayList<>();
+        int chunk = limits.splitThreshold();
+        while (budget > 0 && !splitting.isEmpty() && state != State.CLOSING && state != State.CLOSED) {
+            long id = splitting.poll();
+            Theirs t = theirs.get(id);
+            if (t == null || t.queued.isEmpty()) {
+                continue;
+            }
+            Object head = t.queued.peek();
+            if (head instanceof Terminal end) {
+                t.queued.clear();
+                theirs.remove(id);
+                out.write(end.error() == null ? new Frame.OnComplete(id) : new Frame.OnError(id, end.error()), 0);
+                emptied.add(id);
+                continue;
+            }
+            byte[] element = (byte[]) head;
+            if (t.offset == 0 && element.length <= chunk) {
+                out.onNext(id, element, 0, element.length, t.elementSize);
+                t.queued.poll();
+                t.queuedBytes -= element.length;
+                budget -= element.length;
+            } else {
+                int len = Math.min(chunk, element.length - t.offset);
+                boolean last = t.offset + len == element.length;
+                out.part(last, id, 0, element, t.offset, len);
+                budget -= len;
+                t.offset += len;
+                if (last) {
+                    t.offset = 0;
+                    t.queued.poll();
+                    t.queuedBytes -= element.length;
+                }
+            }
+            if (t.queued.isEmpty()) {
+                emptied.add(id);
+            } else {
+                splitting.add(id);
+            }
+        }
+        return emptied;
     }
 
     /**
@@ -622,21 +699,29 @@ public final class Connection {
         return true;
     }
 
-    /** Completes the peer's subscription {@code id}; false if it is already over. */
+    /** Completes the peer's subscription {@code id} (after any queued split element); false if it is already over. */
     public boolean onComplete(long id) {
-        if (theirs.remove(id) == null || state == State.CLOSING || state == State.CLOSED) {
-            return false;
-        }
-        out.write(new Frame.OnComplete(id), 0);
-        return true;
+        return terminal(id, null);
     }
 
-    /** Fails the peer's subscription {@code id} with {@code error}; false if it is already over. */
+    /** Fails the peer's subscription {@code id} with {@code error} (after any queued split element); false if it is already over. */
     public boolean onError(long id, String error) {
-        if (theirs.remove(id) == null || state == State.CLOSING || state == State.CLOSED) {
+        return terminal(id, error);
+    }
+
+    private boolean terminal(long id, String error) {
+        Theirs t = theirs.get(id);
+        if (t == null || state == State.CLOSING || state == State.CLOSED) {
             return false;
         }
-        out.write(new Frame.OnError(id, error), 0);
+        if (!t.queued.isEmpty()) {
+            if (!(t.queued.peekLast() instanceof Terminal)) {
+                enqueue(id, t, new Terminal(error), 0);
+            }
+            return true;
+        }
+        theirs.remove(id);
+        out.write(error == null ? new Frame.OnComplete(id) : new Frame.OnError(id, error), 0);
         return true;
     }
 
@@ -663,6 +748,7 @@ public final class Connection {
         state = State.CLOSING;
         ours.clear();
         theirs.clear();
+        splitting.clear();
         partials.clear();
         partialBytes = 0;
     }

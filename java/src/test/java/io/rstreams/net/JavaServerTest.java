@@ -1,0 +1,147 @@
+package io.rstreams.net;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertNull;
+import static org.testng.Assert.assertTrue;
+
+import io.rstreams.testing.TestSubscriber;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.SubmissionPublisher;
+import java.util.concurrent.TimeUnit;
+import org.testng.annotations.AfterClass;
+import org.testng.annotations.BeforeClass;
+import org.testng.annotations.Test;
+
+/** The Java client against the Java server, in one process over loopback TCP. */
+public class JavaServerTest {
+    private RsioServer server;
+    private RsioClient client;
+
+    @BeforeClass(timeOut = 30_000)
+    public void start() throws Exception {
+        server = RsioServer.builder()
+                .route("counter", Codec.INT64, r -> Counters.range(r.longParam("from", 0), r.longParam("to", Long.MAX_VALUE)))
+                .route("text/{word}", Codec.UTF8, r -> Counters.repeat(r.param("word", "?"), r.longParam("n", 3)))
+                .route("big", r -> Counters.repeat(bigElement(), r.longParam("n", 2)))
+                .bind("tcp://127.0.0.1:0");
+        client = RsioClient.builder().build();
+    }
+
+    static byte[] bigElement() {
+        byte[] b = new byte[300_000];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = (byte) (i * 31);
+        }
+        return b;
+    }
+
+    @AfterClass(alwaysRun = true)
+    public void stop() {
+        if (client != null) {
+            client.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+
+    private RsioConnection connect() throws Exception {
+        return client.connect(server.url()).get(10, TimeUnit.SECONDS);
+    }
+
+    @Test(timeOut = 30_000)
+    public void packedInt64WithinDemand() throws Exception {
+        try (RsioConnection conn = connect()) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter?from=5&to=1005", Codec.INT64).subscribe(sub);
+            sub.request(10);
+            assertEquals(sub.take(10), List.of(5L, 6L, 7L, 8L, 9L, 10L, 11L, 12L, 13L, 14L));
+            sub.request(Long.MAX_VALUE);
+            assertEquals(sub.take(990).get(989), Long.valueOf(1004));
+            assertNull(sub.awaitTerminal());
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void patternParametersAndText() throws Exception {
+        try (RsioConnection conn = connect()) {
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("text/hello%20there?n=2", Codec.UTF8).subscribe(sub);
+            sub.request(5);
+            assertEquals(sub.take(2), List.of("hello there", "hello there"));
+            assertNull(sub.awaitTerminal());
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void largeElementsAreSplitAndJoined() throws Exception {
+        try (RsioConnection conn = connect()) {
+            TestSubscriber<byte[]> sub = new TestSubscriber<>();
+            conn.publisher("big?n=2").subscribe(sub);
+            sub.request(2);
+            for (byte[] got : sub.take(2)) {
+                assertTrue(Arrays.equals(got, bigElement()));
+            }
+            assertNull(sub.awaitTerminal());
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void unknownNameIsRefusedWithOnError() throws Exception {
+        try (RsioConnection conn = connect()) {
+            TestSubscriber<byte[]> sub = new TestSubscriber<>();
+            conn.publisher("nothing/here").subscribe(sub);
+            Throwable error = sub.awaitTerminal();
+            assertTrue(error instanceof RemoteStreamException, String.valueOf(error));
+            assertEquals(error.getMessage(), "no publisher named 'nothing/here'");
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void cancelStopsTheStreamAndTheIdIsReused() throws Exception {
+        try (RsioConnection conn = connect()) {
+            TestSubscriber<Long> first = new TestSubscriber<>();
+            conn.publisher("counter", Codec.INT64).subscribe(first);
+            first.request(3);
+            assertEquals(first.take(3), List.of(0L, 1L, 2L));
+            first.subscription().cancel();
+            TestSubscriber<Long> second = new TestSubscriber<>();
+            conn.publisher("counter?from=100&to=102", Codec.INT64).subscribe(second);
+            second.request(5);
+            assertEquals(second.take(2), List.of(100L, 101L));
+            assertNull(second.awaitTerminal());
+            assertEquals(first.all().size(), 3);
+            assertTrue(!first.terminated.isDone(), "a cancelled subscriber gets no terminal signal");
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void closingEndsOpenStreamsWithAnError() throws Exception {
+        RsioConnection conn = connect();
+        TestSubscriber<Long> sub = new TestSubscriber<>();
+        conn.publisher("counter", Codec.INT64).subscribe(sub);
+        sub.request(1);
+        sub.next();
+        conn.close();
+        assertTrue(sub.awaitTerminal() instanceof ConnectionClosedException);
+        assertTrue(conn.onClose().isDone());
+    }
+
+    @Test(timeOut = 30_000)
+    public void aSubmissionPublisherCanBeServed() throws Exception {
+        try (SubmissionPublisher<String> source = new SubmissionPublisher<>();
+             RsioServer local = RsioServer.builder().route("live", Codec.UTF8, r -> source).bind("tcp://127.0.0.1:0");
+             RsioConnection conn = client.connect(local.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("live", Codec.UTF8).subscribe(sub);
+            sub.request(2);
+            while (source.getNumberOfSubscribers() == 0) {
+                Thread.onSpinWait();
+            }
+            source.submit("a");
+            source.submit("b");
+            assertEquals(sub.take(2), List.of("a", "b"));
+        }
+    }
+}
