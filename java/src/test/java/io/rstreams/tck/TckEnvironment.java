@@ -1,0 +1,19 @@
+package io.rstreams.tck;
+
+import org.reactivestreams.tck.TestEnvironment;
+
+/** The TCK's timeouts for a path that crosses a loopback socket (and, for the Python server, another process). */
+final class TckEnvironment {
+    /** How long to wait for a signal that must come. */
+    static final long TIMEOUT_MILLIS = 2_000;
+    /** How long to watch for a signal that must not come. */
+    static final long NO_SIGNALS_MILLIS = 200;
+    /** How long a cancelled subscriber may stay referenced (rule 3.13). */
+    static final long GC_TIMEOUT_MILLIS = 2_000;
+
+    private TckEnvironment() {}
+
+    static TestEnvironment create() {
+        return new TestEnvironment(TIMEOUT_MILLIS, NO_SIGNALS_MILLIS);
+    }
+}
