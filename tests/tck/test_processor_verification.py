@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import rstreams
 from rstreams.api import Processor
 from rstreams.flow._multicast import MulticastProcessor
 from rstreams.tck._processor import IdentityProcessorVerification, verify_processor
@@ -115,3 +116,71 @@ def test_verify_processor_runs_all_68_cases() -> None:
     assert report.ok, str(report)
     assert len(report.results) == 68
     assert len(report.skipped) == 22  # 20 untested + the two failed-publisher cases (none given)
+
+
+def test_one_subscriber_skips_every_case_that_needs_more_saying_so() -> None:
+    """max_supported_subscribers=1: multi-subscriber cases skip with that reason, not "NOT implemented"."""
+    report = verify_processor(
+        WrappedProcessor, max_supported_subscribers=1, skip_stochastic=True, buffer_size=4
+    )
+    assert report.ok, str(report)
+    multi = [r for r in report.results if r.name.startswith("optional_spec111")] + [
+        report.result(SPEC104),
+        report.result(LONG_AGO),
+    ]
+    assert len(multi) == 7
+    for result in multi:
+        assert result.outcome == "skipped", result
+        assert (
+            "max_supported_subscribers() is 1" in result.message or "supports 1 subscriber" in result.message
+        )
+        assert "NOT implemented" not in result.message
+
+
+def test_verify_functions_take_one_set_of_keyword_options() -> None:
+    """All four entry points accept env, case_timeout, skip_stochastic and max_elements, keyword-only."""
+    from rstreams.tck import (
+        TestEnvironment,
+        verify_publisher,
+        verify_subscriber_blackbox,
+        verify_subscriber_whitebox,
+    )
+    from tck.broken_subscribers import ReferenceSubscriber
+
+    common = {"env": TestEnvironment(default_timeout=1.0), "case_timeout": 60.0, "skip_stochastic": True}
+    reports = [
+        verify_publisher(lambda n: rstreams.range(n), max_elements=100, **common),
+        verify_subscriber_whitebox(ReferenceSubscriber, max_elements=100, **common),
+        verify_subscriber_blackbox(ReferenceSubscriber, max_elements=100, **common),
+        verify_processor(
+            WrappedProcessor, max_elements=100, buffer_size=8, max_supported_subscribers=4, **common
+        ),
+    ]
+    assert all(report.ok for report in reports), "\n".join(map(str, reports))
+    with pytest.raises(TypeError):
+        verify_processor(WrappedProcessor, str)  # type: ignore[misc]  # options are keyword-only
+    with pytest.raises(ValueError, match="case_timeout"):
+        verify_subscriber_blackbox(ReferenceSubscriber, case_timeout=0)
+    with pytest.raises(ValueError, match="max_elements"):
+        verify_publisher(rstreams.range, max_elements=-1)
+    with pytest.raises(ValueError, match="max_supported_subscribers"):
+        verify_processor(WrappedProcessor, max_supported_subscribers=0)
+
+
+def test_each_case_runs_in_a_fresh_copy_of_the_given_environment() -> None:
+    """The env option is a template: no case inherits what an earlier one recorded."""
+    from rstreams.tck import TestEnvironment
+
+    copies: list[TestEnvironment] = []
+
+    class Counting(TestEnvironment):
+        def fresh(self) -> TestEnvironment:
+            copy = super().fresh()
+            copies.append(copy)
+            return copy
+
+    template = Counting(default_timeout=1.0)
+    report = verify_processor(WrappedProcessor, env=template, skip_stochastic=True)
+    assert report.ok and len(copies) == len(report.results) - 1  # the first case uses the template
+    assert len({id(c) for c in copies}) == len(copies)
+    assert all(c.default_timeout == 1.0 for c in copies)

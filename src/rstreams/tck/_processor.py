@@ -35,7 +35,18 @@ from rstreams.rules import check_error, check_item
 from rstreams.tck._env import TEST_BUFFER_SIZE, ManualSubscriber, TestEnvironment
 from rstreams.tck._jvm_names import PUBLISHER_VERIFICATION_RULES, snake
 from rstreams.tck._publisher import PublisherVerification
-from rstreams.tck._registry import CaseInfo, Report, SkipTest, TCKFailure, Verification, run_cases, tck_test
+from rstreams.tck._registry import (
+    DEFAULT_CASE_TIMEOUT,
+    CaseInfo,
+    Report,
+    SkipTest,
+    TCKFailure,
+    Verification,
+    check_options,
+    run_cases,
+    tck_test,
+    whole,
+)
 from rstreams.tck._subscriber import SubscriberWhiteboxVerification, _HelperPublisherMixin
 from rstreams.tck._subscriber_names import SWV_CASES
 from rstreams.tck._subscriber_support import (
@@ -146,6 +157,9 @@ class _ProcessorAsPublisher(PublisherVerification):
 
     def publisher_reference_gc_timeout(self) -> float:
         return self._outer.publisher_reference_gc_timeout()
+
+    def max_supported_subscribers(self) -> int:
+        return self._outer.max_supported_subscribers()
 
 
 def _delegate(
@@ -332,7 +346,11 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
         return PublisherVerification.publisher_reference_gc_timeout(self)  # type: ignore[arg-type]
 
     def max_supported_subscribers(self) -> int:
-        """How many downstream subscribers the processor takes at once; below 2 skips two cases."""
+        """How many downstream subscribers the processor takes at once.
+
+        Cases that need more (two of its own, and the optional rule-1.11 publisher cases,
+        which need 2 or 3) skip, saying so.
+        """
         return demand.UNBOUNDED
 
     def does_coordinated_emission(self) -> bool:
@@ -484,17 +502,35 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
 
 def verify_processor(
     create_processor: Callable[[int], Processor[Any, Any]],
+    *,
     create_element: Callable[[int], Any] = lambda i: i,
+    create_failed_publisher: Callable[[], Publisher[Any] | None] | None = None,
+    does_coordinated_emission: bool = False,
+    buffer_size: int = TEST_BUFFER_SIZE,
     max_supported_subscribers: int = demand.UNBOUNDED,
     env: TestEnvironment | None = None,
-    *,
-    does_coordinated_emission: bool = False,
-    create_failed_publisher: Callable[[], Publisher[Any] | None] | None = None,
+    case_timeout: float | None = DEFAULT_CASE_TIMEOUT,
+    skip_stochastic: bool = False,
+    max_elements: int = demand.UNBOUNDED - 1,
 ) -> Report:
     """Run all 68 identity-processor cases against ``create_processor(buffer_size)``, without pytest.
 
-    Returns the :class:`Report`; ``report.ok`` is false if any case failed.
+    ``buffer_size`` is what :meth:`~IdentityProcessorVerification.processor_buffer_size`
+    returns; with ``max_supported_subscribers`` below what a case needs (2 or 3), that case
+    skips saying so. The other options are those of every ``verify_*`` function (see
+    :func:`~rstreams.tck.verify_publisher`); ``skip_stochastic`` and ``max_elements`` act
+    on the processor-as-publisher cases. Returns the :class:`Report`; ``report.ok`` is
+    false if any case failed.
     """
+    check_options(case_timeout=case_timeout, max_elements=max_elements)
+    if not whole(buffer_size) or buffer_size < 1:
+        raise ValueError(f"buffer_size must be a whole number >= 1, got {buffer_size!r}")
+    if not whole(max_supported_subscribers):
+        raise ValueError(
+            f"max_supported_subscribers must be a whole number, got {max_supported_subscribers!r}"
+        )
+    if max_supported_subscribers < 1:
+        raise ValueError(f"max_supported_subscribers must be >= 1, got {max_supported_subscribers}")
 
     class _AdHoc(IdentityProcessorVerification):
         def create_processor(self, buffer_size: int) -> Processor[Any, Any]:
@@ -512,7 +548,17 @@ def verify_processor(
         def create_failed_publisher(self) -> Publisher[Any] | None:
             return None if create_failed_publisher is None else create_failed_publisher()
 
+        def processor_buffer_size(self) -> int:
+            return buffer_size
+
+        def skip_stochastic_tests(self) -> bool:
+            return skip_stochastic
+
+        def max_elements_from_publisher(self) -> int:
+            return max_elements
+
         def create_env(self) -> TestEnvironment:
             return TestEnvironment() if env is None else env
 
+    _AdHoc.case_timeout = case_timeout
     return run_cases(_AdHoc())

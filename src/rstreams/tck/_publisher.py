@@ -55,11 +55,13 @@ from rstreams.tck._publisher_probes import (
     SerialSignalProbe,
 )
 from rstreams.tck._registry import (
+    DEFAULT_CASE_TIMEOUT,
     HardFailure,
     Report,
     SkipTest,
     TCKFailure,
     Verification,
+    check_options,
     run_cases,
     tck_test,
 )
@@ -119,6 +121,16 @@ class PublisherVerification(Verification, abc.ABC):
         Default: ``RSTREAMS_TCK_PUBLISHER_REFERENCE_GC_TIMEOUT_MS``, else 300 ms.
         """
         return env_millis("RSTREAMS_TCK_PUBLISHER_REFERENCE_GC_TIMEOUT_MS", DEFAULT_GC_TIMEOUT_MS)
+
+    def max_supported_subscribers(self) -> int:
+        """How many subscribers the publisher serves at once; the optional rule-1.11 cases that
+        need more skip, saying so. Default: no limit."""
+        return UNBOUNDED
+
+    def _needs_subscribers(self, n: int) -> None:
+        supported = self.max_supported_subscribers()
+        if n > supported:
+            raise SkipTest(f"needs {n} subscribers, but max_supported_subscribers() is {supported}")
 
     # -- runners -----------------------------------------------------------------
     @contextmanager
@@ -474,6 +486,7 @@ class PublisherVerification(Verification, abc.ABC):
     @tck_test(rule="1.11", category="optional", jvm="optional_spec111_maySupportMultiSubscribe")
     def optional_spec111_may_support_multi_subscribe(self) -> None:
         """Rule 1.11: two subscribers of one publisher both get on_subscribe, and no error."""
+        self._needs_subscribers(2)
         with self.active_publisher(1, completion_required=False) as publisher:
             self.env.new_manual_subscriber(publisher)
             self.env.new_manual_subscriber(publisher)
@@ -486,6 +499,7 @@ class PublisherVerification(Verification, abc.ABC):
     )
     def optional_spec111_registered_subscribers_must_receive_on_next_or_on_complete_signals(self) -> None:
         """Rule 1.11: each of two subscribers gets an element or on_complete after request(1)."""
+        self._needs_subscribers(2)
         with self.active_publisher(1, completion_required=False) as publisher:
             subs = [self.env.new_manual_subscriber(publisher) for _ in range(2)]
             for sub in subs:
@@ -504,6 +518,7 @@ class PublisherVerification(Verification, abc.ABC):
         self,
     ) -> None:
         """Rule 1.11: three subscribers requesting in an interleaved order see the same 5 elements."""
+        self._needs_subscribers(3)
         with self.active_publisher(5, completion_required=True) as publisher:
             subs = [self.env.new_manual_subscriber(publisher) for _ in range(3)]
             seen: list[list[Any]] = [[], [], []]
@@ -540,6 +555,7 @@ class PublisherVerification(Verification, abc.ABC):
             self._same_sequences(self._three_upfront(publisher, completion=True))
 
     def _three_upfront(self, publisher: Publisher[Any], *, completion: bool) -> list[list[Any]]:
+        self._needs_subscribers(3)
         subs = [self.env.new_manual_subscriber(publisher) for _ in range(3)]
         for sub in subs:
             sub.request(4)
@@ -810,16 +826,22 @@ def verify_publisher(
     create_publisher: Callable[[int], Publisher[Any]],
     *,
     create_failed_publisher: Callable[[], Publisher[Any] | None] | None = None,
-    max_elements: int = UNBOUNDED - 1,
     env: TestEnvironment | None = None,
+    case_timeout: float | None = DEFAULT_CASE_TIMEOUT,
     skip_stochastic: bool = False,
+    max_elements: int = UNBOUNDED - 1,
 ) -> Report:
     """Run every PublisherVerification case against ``create_publisher``; no pytest needed.
 
     ``create_publisher(n)`` makes a publisher of exactly ``n`` elements;
-    ``create_failed_publisher()`` one that fails (without it those cases skip).
-    Returns a :class:`Report`; ``report.ok`` tells whether any case failed.
+    ``create_failed_publisher()`` one that fails (without it those cases skip). The other
+    options are those of every ``verify_*`` function: ``env`` gives the timeouts (each
+    case runs in a fresh copy of it), ``case_timeout`` the seconds one case may run
+    (``None``: no watchdog), ``skip_stochastic`` skips the rule-1.3 case and
+    ``max_elements`` is ``max_elements_from_publisher()``. Returns a :class:`Report`;
+    ``report.ok`` tells whether any case failed.
     """
+    check_options(case_timeout=case_timeout, max_elements=max_elements)
 
     class _Verification(PublisherVerification):
         def create_publisher(self, elements: int) -> Publisher[Any]:
@@ -837,4 +859,5 @@ def verify_publisher(
         def create_env(self) -> TestEnvironment:
             return TestEnvironment() if env is None else env
 
+    _Verification.case_timeout = case_timeout
     return run_cases(_Verification())

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from rstreams.tck._env import TestEnvironment
 
 __all__ = [
+    "DEFAULT_CASE_TIMEOUT",
     "CaseHung",
     "CaseInfo",
     "CaseResult",
@@ -66,9 +67,11 @@ __all__ = [
     "StreamAbandoned",
     "TCKFailure",
     "Verification",
+    "check_options",
     "normalize_rule",
     "run_cases",
     "tck_test",
+    "whole",
 ]
 
 Category = Literal["required", "optional", "stochastic", "untested"]
@@ -78,6 +81,21 @@ _CATEGORIES: Final = ("required", "optional", "stochastic", "untested")
 F = TypeVar("F", bound=Callable[..., Any])
 
 NOT_VERIFIED: Final = "Not verified by this TCK."
+DEFAULT_CASE_TIMEOUT: Final = 120.0
+"""Seconds one case may run before it fails as overrun (``case_timeout``)."""
+
+
+def whole(value: object) -> bool:
+    """Whether ``value`` is an ``int`` and not a ``bool``."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_options(*, case_timeout: float | None, max_elements: int) -> None:
+    """Validate the options every ``verify_*`` function takes; a bad one raises naming it."""
+    if case_timeout is not None and not case_timeout > 0:
+        raise ValueError(f"case_timeout must be a positive number of seconds or None, got {case_timeout!r}")
+    if not whole(max_elements) or max_elements < 0:
+        raise ValueError(f"max_elements must be a whole number >= 0, got {max_elements!r}")
 
 
 class SkipTest(ReactiveStreamsError, unittest.SkipTest):
@@ -249,7 +267,7 @@ class Verification:
 
     tck_cases: ClassVar[tuple[CaseInfo, ...]] = ()
     not_verified_message: ClassVar[str] = NOT_VERIFIED
-    case_timeout: ClassVar[float | None] = 120.0
+    case_timeout: ClassVar[float | None] = DEFAULT_CASE_TIMEOUT
     """Seconds one case may run before it fails as hung; ``None`` runs it on the caller's thread."""
     _tck_env: TestEnvironment | None = None
 

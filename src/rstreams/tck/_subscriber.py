@@ -24,7 +24,16 @@ from typing import Any
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.tck._env import TestEnvironment
-from rstreams.tck._registry import Report, SkipTest, TCKFailure, Verification, run_cases, tck_test
+from rstreams.tck._registry import (
+    DEFAULT_CASE_TIMEOUT,
+    Report,
+    SkipTest,
+    TCKFailure,
+    Verification,
+    check_options,
+    run_cases,
+    tck_test,
+)
 from rstreams.tck._subscriber_support import (
     BlackboxProbe,
     BlackboxSubscriberProxy,
@@ -920,13 +929,22 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
 def verify_subscriber_whitebox(
     create_subscriber: Callable[[WhiteboxSubscriberProbe[Any]], Subscriber[Any]],
+    *,
     create_element: Callable[[int], Any] = _identity,
     env: TestEnvironment | None = None,
+    case_timeout: float | None = DEFAULT_CASE_TIMEOUT,
+    skip_stochastic: bool = False,
+    max_elements: int = demand.UNBOUNDED - 1,
 ) -> Report:
     """Run every whitebox case against ``create_subscriber(probe)``, without pytest.
 
-    Returns the :class:`Report`; ``report.ok`` is false if any case failed.
+    Takes the options of every ``verify_*`` function (see :func:`~rstreams.tck.verify_publisher`);
+    no subscriber case is stochastic or sized by a publisher's length, so
+    ``skip_stochastic`` and ``max_elements`` are checked and change nothing here. Returns
+    the :class:`Report`; ``report.ok`` is false if any case failed.
     """
+    check_options(case_timeout=case_timeout, max_elements=max_elements)
+    del skip_stochastic  # accepted for one set of options across the verify_* functions
 
     class _AdHoc(SubscriberWhiteboxVerification):
         def create_subscriber(self, probe: WhiteboxSubscriberProbe[Any]) -> Subscriber[Any]:
@@ -938,20 +956,29 @@ def verify_subscriber_whitebox(
         def create_env(self) -> TestEnvironment:
             return TestEnvironment() if env is None else env
 
+    _AdHoc.case_timeout = case_timeout
     return run_cases(_AdHoc())
 
 
 def verify_subscriber_blackbox(
     create_subscriber: Callable[[], Subscriber[Any]],
+    *,
     create_element: Callable[[int], Any] = _identity,
     trigger_request: Callable[[Subscriber[Any]], None] | None = None,
     env: TestEnvironment | None = None,
+    case_timeout: float | None = DEFAULT_CASE_TIMEOUT,
+    skip_stochastic: bool = False,
+    max_elements: int = demand.UNBOUNDED - 1,
 ) -> Report:
     """Run every blackbox case against ``create_subscriber()``, without pytest.
 
     ``trigger_request(subscriber)``, if given, nudges a Subscriber that does not request
-    on its own. Returns the :class:`Report`; ``report.ok`` is false if any case failed.
+    on its own. The other options are those of every ``verify_*`` function (see
+    :func:`verify_subscriber_whitebox`). Returns the :class:`Report`; ``report.ok`` is
+    false if any case failed.
     """
+    check_options(case_timeout=case_timeout, max_elements=max_elements)
+    del skip_stochastic  # accepted for one set of options across the verify_* functions
 
     class _AdHoc(SubscriberBlackboxVerification):
         def create_subscriber(self) -> Subscriber[Any]:
@@ -967,4 +994,5 @@ def verify_subscriber_blackbox(
         def create_env(self) -> TestEnvironment:
             return TestEnvironment() if env is None else env
 
+    _AdHoc.case_timeout = case_timeout
     return run_cases(_AdHoc())
