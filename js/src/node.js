@@ -11,7 +11,9 @@
 import net from "node:net";
 import tls from "node:tls";
 
-import { Connection, ConnectionClosedError, connect as connectWebSocket, openWebSocket } from "./rsio.js";
+import {
+  ConnectionClosedError, connect as connectWebSocket, connectTransport, holdUntilStarted, openWebSocket,
+} from "./rsio.js";
 
 export * from "./rsio.js";
 
@@ -31,14 +33,19 @@ export async function connect(url, options = {}) {
       const { WebSocket } = await import("ws");
       return openWebSocket(url, WebSocket, options);
     }
-    case "tcp:":
-      return openSocket(url, () => net.connect({ host: host(parsed), port: port(parsed) }), "connect", options);
-    case "tls:":
-      return openSocket(url, () => tls.connect({ servername: parsed.hostname, ...options.tls,
-        host: host(parsed), port: port(parsed) }), "secureConnect", options);
-    case "unix:":
+    case "tcp:": {
+      const where = { host: host(parsed), port: port(parsed) };
+      return connectTransport(() => openSocket(url, () => net.connect(where), "connect"), options);
+    }
+    case "tls:": {
+      const where = { servername: parsed.hostname, ...options.tls, host: host(parsed), port: port(parsed) };
+      return connectTransport(() => openSocket(url, () => tls.connect(where), "secureConnect"), options);
+    }
+    case "unix:": {
       if (!parsed.pathname) throw new TypeError(`a unix URL names a socket path: unix:///path, got ${url}`);
-      return openSocket(url, () => net.connect({ path: decodeURIComponent(parsed.pathname) }), "connect", options);
+      const path = decodeURIComponent(parsed.pathname);
+      return connectTransport(() => openSocket(url, () => net.connect({ path }), "connect"), options);
+    }
     default:
       throw new TypeError(`cannot connect to ${url}: the schemes are ws, wss, tcp, tls and unix`);
   }
@@ -53,7 +60,8 @@ function port(url) {
   return Number(url.port);
 }
 
-function openSocket(url, open, event, options) {
+/** A promise of a connected socket's transport. */
+function openSocket(url, open, event) {
   return new Promise((resolve, reject) => {
     const socket = open();
     const failed = (error) => reject(new ConnectionClosedError(`cannot connect to ${url}: ${error.message}`, error));
@@ -61,7 +69,7 @@ function openSocket(url, open, event, options) {
     socket.once(event, () => {
       socket.off("error", failed);
       socket.setNoDelay?.(true);
-      resolve(new Connection(socketTransport(socket), options));
+      resolve(socketTransport(socket));
     });
   });
 }
@@ -93,8 +101,9 @@ export function socketTransport(socket) {
       });
     },
   };
-  socket.on("data", (chunk) => transport.onbytes?.(chunk));
-  socket.on("close", () => transport.onend?.());
+  const deliver = holdUntilStarted(transport);
+  socket.on("data", (chunk) => deliver("onbytes", chunk));
+  socket.on("close", () => deliver("onend"));
   socket.on("error", () => {}); // "close" follows
   return transport;
 }

@@ -333,6 +333,15 @@ export class FrameDecoder {
   get pending() {
     return this.size;
   }
+
+  /** Hand over the bytes held that do not yet make a frame, and forget them. */
+  takeRest() {
+    const rest = concat(this.chunks);
+    this.chunks = [];
+    this.size = 0;
+    this.need = 1;
+    return rest;
+  }
 }
 
 /** Decode every complete frame of `bytes` (tests, tools); throws if bytes are left over. */

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConnectionClosedError, connect } from "../src/node.js";
-import { cli, serve, skip } from "./servers.mjs";
+import { FIXTURE, cli, serve, skip } from "./servers.mjs";
 
 const TOKEN = "tk-0123456789";
 
@@ -101,6 +101,60 @@ test("a JavaScript publisher, subscribed to by the Python server within its dema
     assert.equal(read.code, 0, read.stderr);
     assert.deepEqual(read.stdout.trimEnd().split("\n"), rows);
   } finally {
+    await server.stop();
+  }
+});
+
+/**
+ * A TCP proxy to `target` that breaks each link (both sockets, without a goodbye) once
+ * `every` bytes of the server's stream went through it, `times` times in all.
+ */
+async function cuttingProxy(target, every, times) {
+  const { default: net } = await import("node:net");
+  const proxy = { cuts: 0, links: 0 };
+  const server = net.createServer((client) => {
+    proxy.links += 1;
+    const upstream = net.connect(target);
+    let down = 0;
+    const cut = () => { client.destroy(); upstream.destroy(); };
+    client.on("data", (data) => upstream.write(data));
+    upstream.on("data", (data) => {
+      if (proxy.cuts >= times || down + data.length < every) {
+        down += data.length;
+        client.write(data);
+        return;
+      }
+      proxy.cuts += 1;
+      client.write(data.subarray(0, every - down), cut); // breaks inside a message, most likely
+    });
+    for (const socket of [client, upstream]) {
+      socket.on("error", cut);
+      socket.on("close", cut);
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  proxy.url = `tcp://127.0.0.1:${server.address().port}`;
+  proxy.close = () => new Promise((resolve) => { server.close(resolve); });
+  return proxy;
+}
+
+test("resume: a stream crosses links broken mid-message, every element once and in order", { skip }, async () => {
+  const server = await serve("tcp://127.0.0.1:0", ["--resume", "--publishers", FIXTURE]);
+  const { hostname, port } = new URL(server.url);
+  const proxy = await cuttingProxy({ host: hostname, port: Number(port) }, 20_000, 4);
+  try {
+    const conn = await connect(proxy.url, { resume: { backoff: 10 }, onerror: () => {} });
+    await conn.ready;
+    assert.ok(conn.extensions.has(3));
+    const got = [];
+    for await (const n of conn.stream("numbers?n=20000", { window: 256, decode: "text" })) got.push(Number(n));
+    assert.deepEqual(got, Array.from({ length: 20_000 }, (_, i) => i));
+    assert.equal(proxy.cuts, 4);
+    assert.equal(conn.resumes, 4);
+    assert.equal(proxy.links, 5);
+    assert.equal(await conn.close(), null);
+  } finally {
+    await proxy.close();
     await server.stop();
   }
 });

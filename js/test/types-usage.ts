@@ -1,7 +1,7 @@
 // Compiled by `npm run typecheck` (tsc --noEmit), never run: the declarations accept what the
 // README and docs/web.md show, and reject misuse (each @ts-expect-error must be an error).
 import {
-  ConnectionClosedError, RemoteStreamError, UNBOUNDED, connect, fromAsyncIterable, fromIterable,
+  ConnectionClosedError, RESUME_DEFAULTS, RemoteStreamError, UNBOUNDED, connect, fromAsyncIterable, fromIterable,
   type Connection, type Publisher, type Subscription,
 } from "@rstreams/rsio";
 import { decodeAll, encodeFrame, type Frame } from "@rstreams/rsio/wire";
@@ -14,6 +14,7 @@ export async function usage(): Promise<void> {
   const conn: Connection = await connect("ws://127.0.0.1:8765/rsio", {
     auth: { user: "ann", password: "pw" },
     keepalive: null,
+    resume: { attempts: 3, stallTimeout: null },
     publishers: {
       "events/{kind}": (params, path) => fromIterable([`${path}: ${params.kind}`]),
       readings: fromAsyncIterable(readings()),
@@ -41,6 +42,10 @@ export async function usage(): Promise<void> {
   const typed: Publisher<number> = fromIterable([1, 2, 3]);
   typed.subscribe({ onNext(n) { console.log(n.toFixed(1)); } });
 
+  const resumes: number = conn.resumes;
+  console.log(resumes, RESUME_DEFAULTS.bufferBytes);
+  // @ts-expect-error resume options are numbers
+  await connect("tcp://127.0.0.1:1", { resume: { attempts: "3" } });
   // @ts-expect-error publisher names are strings
   conn.subscribe(7, {});
   // @ts-expect-error auth is a token or {user, password}

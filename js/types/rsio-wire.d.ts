@@ -71,6 +71,8 @@ export declare class FrameDecoder {
   push(data: Uint8Array | ArrayBuffer): void;
   next(): Frame | null;
   readonly pending: number;
+  /** Hand over the bytes held that do not yet make a frame, and forget them. */
+  takeRest(): Uint8Array;
 }
 /** Every frame of `bytes`; throws ProtocolError if bytes are left over. */
 export declare function decodeAll(bytes: Uint8Array, elementSize?: number): Frame[];

@@ -47,16 +47,33 @@ export interface Transport {
   close(): void;
   readonly writable: boolean;
   waitWritable?(): void;
+  /** Called by the Connection once its handlers are set: input held until then is delivered. */
+  start?(): void;
   onbytes: ((data: ArrayBuffer | Uint8Array | string) => void) | null;
-  onend: (() => void) | null;
+  /** `failure`: why a resumable session could not go on (§16.6); absent for a plain end. */
+  onend: ((failure?: Error | null) => void) | null;
   ondrain: (() => void) | null;
 }
+
+/** Session resumption (PROTOCOL.md §16): times in ms, sizes in bytes. */
+export interface ResumeOptions {
+  attempts: number;
+  backoff: number;
+  maxBackoff: number;
+  attemptTimeout: number;
+  bufferBytes: number;
+  stallTimeout: number | null;
+  ackDelay: number;
+}
+export declare const RESUME_DEFAULTS: Readonly<ResumeOptions>;
 
 export interface ConnectOptions {
   /** Credentials for extension auth (PROTOCOL.md §15); offered only when given. */
   auth?: Credentials | null;
   /** Publishers the peer may subscribe to: names or "{field}" patterns. */
   publishers?: Record<string, Offered> | Map<string, Offered>;
+  /** Resume the session on a new transport when one breaks (§16): true, or options. */
+  resume?: boolean | Partial<ResumeOptions>;
   /** Seconds without input before a ping (§14); null: answer pings, send none. Default 15. */
   keepalive?: number | null;
   limits?: Partial<Limits>;
@@ -109,6 +126,8 @@ export declare class Connection {
   readonly pongsReceived: number;
   readonly subscriptions: RemoteSubscription[];
   readonly served: ServedStream[];
+  /** How often the session moved to a new transport (§16); 0 without resume. */
+  readonly resumes: number;
   readonly writable: boolean;
   onclose: ((error: Error | null) => void) | null;
   onerror: ((error: unknown) => void) | null;
@@ -140,6 +159,10 @@ export declare const SUBPROTOCOL: "rsio.v0";
 export declare function connect(url: string, options?: ConnectOptions): Promise<Connection>;
 export declare function openWebSocket(url: string, WebSocket: unknown, options?: ConnectOptions): Promise<Connection>;
 export declare function webSocketTransport(ws: unknown, clock?: Clock): Transport;
+/** A Connection over the transport `open()` resolves with (called again to resume, §16). */
+export declare function connectTransport(open: () => Promise<Transport>, options?: ConnectOptions): Promise<Connection>;
+/** For writing a Transport: hold its events until the Connection calls `start()`. */
+export declare function holdUntilStarted(transport: Transport): (kind: "onbytes" | "onend", value?: unknown) => void;
 /** Node only (the node entry): a connected net.Socket or tls.TLSSocket as a Transport. */
 export declare function socketTransport(socket: unknown): Transport;
 

@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "js"
 STATIC = ROOT / "src" / "rstreams" / "web" / "static"
-BROWSER_MODULES = ("rsio.js", "rsio-wire.js", "rsio-publish.js")
+BROWSER_MODULES = ("rsio.js", "rsio-wire.js", "rsio-publish.js", "rsio-resume.js")
 NODE = shutil.which("node")
 
 

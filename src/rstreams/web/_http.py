@@ -23,7 +23,15 @@ MAX_HEAD = 16 * 1024
 HEAD_TIMEOUT = 10.0
 """Seconds a client has to send its request head."""
 
-STATIC_FILES = ("index.html", "live.js", "live.css", "rsio.js", "rsio-wire.js", "rsio-publish.js")
+STATIC_FILES = (
+    "index.html",
+    "live.js",
+    "live.css",
+    "rsio.js",
+    "rsio-wire.js",
+    "rsio-publish.js",
+    "rsio-resume.js",
+)
 """The files served from ``static/`` (the page, its script and style, the RS.io client)."""
 
 _TYPES = {".js": "text/javascript", ".html": "text/html", ".css": "text/css", ".json": "application/json"}

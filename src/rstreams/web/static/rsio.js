@@ -34,9 +34,11 @@ import {
   encodeFrame, extensionOf,
 } from "./rsio-wire.js";
 import { Offer, ServingTable } from "./rsio-publish.js";
+import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.js";
 
 export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 export { fromAsyncIterable, fromIterable } from "./rsio-publish.js";
+export { RESUME_DEFAULTS } from "./rsio-resume.js";
 
 export const SUBPROTOCOL = "rsio.v0";
 
@@ -64,7 +66,7 @@ const GOODBYE_TIMEOUT_MS = 2000; // how long we wait for the answer to our goodb
 const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
-const { keepalive: KEEPALIVE, auth: AUTH } = EXTENSIONS;
+const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME } = EXTENSIONS;
 
 const SYSTEM_CLOCK = Object.freeze({
   now: () => Date.now(),
@@ -93,6 +95,22 @@ export function connect(url, options = {}) {
 
 /** connect() with a given WebSocket class (browsers', Node 22's, or the `ws` package's). */
 export function openWebSocket(url, WS, options = {}) {
+  return connectTransport(() => webSocket(url, WS, options.clock), options);
+}
+
+/**
+ * A Connection over the transport `open()` resolves with; with `options.resume`, `open()` is
+ * called again for each attempt to resume the session (§16).
+ */
+export async function connectTransport(open, options = {}) {
+  const resume = options.resume ? resumeOptions(options.resume) : null;
+  const first = await open();
+  const transport = resume === null ? first
+    : new ResumableSession(first, open, resume, options.clock ?? SYSTEM_CLOCK);
+  return new Connection(transport, options);
+}
+
+function webSocket(url, WS, clock) {
   let ws;
   try {
     ws = new WS(url, SUBPROTOCOL);
@@ -101,11 +119,31 @@ export function openWebSocket(url, WS, options = {}) {
   }
   ws.binaryType = "arraybuffer";
   return new Promise((resolve, reject) => {
-    ws.onopen = () => resolve(new Connection(webSocketTransport(ws, options.clock), options));
+    ws.onopen = () => resolve(webSocketTransport(ws, clock));
     ws.onerror = () => reject(new ConnectionClosedError(`cannot open a WebSocket to ${url}`));
     ws.onclose = (event) => reject(new ConnectionClosedError(
       `the WebSocket to ${url} closed during the handshake (code ${event.code})`));
   });
+}
+
+/**
+ * Events of a transport held until its Connection is there: `deliver("onbytes", data)` and
+ * `deliver("onend")` call the transport's handler once `transport.start()` was called, and
+ * queue until then (a WebSocket can deliver the server's first bytes in the same turn as its
+ * open event, before the Connection is made).
+ */
+export function holdUntilStarted(transport) {
+  let started = false;
+  const early = [];
+  transport.start = () => {
+    if (started) return;
+    started = true;
+    for (const [kind, value] of early.splice(0)) transport[kind]?.(value);
+  };
+  return (kind, value) => {
+    if (started) transport[kind]?.(value);
+    else early.push([kind, value]);
+  };
 }
 
 /** An open WebSocket as a Connection's transport. */
@@ -139,9 +177,10 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
       polling = clock.setTimeout(look, DRAIN_POLL_MS);
     },
   };
+  const deliver = holdUntilStarted(transport);
   ws.binaryType = "arraybuffer";
-  ws.onmessage = (event) => transport.onbytes?.(event.data);
-  ws.onclose = () => transport.onend?.();
+  ws.onmessage = (event) => deliver("onbytes", event.data);
+  ws.onclose = () => deliver("onend");
   ws.onerror = () => {}; // a close event follows
   return transport;
 }
@@ -245,7 +284,9 @@ export class Connection {
     this.pingsSent = 0;
     this.pongsReceived = 0;
     this.#credentials = options.auth == null ? null : encodeCredentials(options.auth);
-    this._offered = this.#credentials === null ? [KEEPALIVE.id] : [KEEPALIVE.id, AUTH.id];
+    this._session = transport instanceof ResumableSession ? transport : null;
+    this._offered = [KEEPALIVE.id, ...(this.#credentials === null ? [] : [AUTH.id]),
+      ...(this._session === null ? [] : [RESUME.id])];
     this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
       : options.keepalive === null ? null : options.keepalive * 1000;
     this._lastReceived = this._clock.now();
@@ -258,9 +299,10 @@ export class Connection {
     this.ready = new Promise((resolve, reject) => { this._ready = { resolve, reject }; });
     this.ready.catch(() => {}); // `ready` is there to be awaited, not a must
     transport.onbytes = (data) => this._receive(data);
-    transport.onend = () => this._transportClosed();
+    transport.onend = (error) => this._transportClosed(error);
     transport.ondrain = () => this._serving.pullAll();
     this._send({ type: "clientHello", version: VERSION, extensions: this._offered });
+    transport.start?.(); // input that arrived before this Connection existed
   }
 
   /** Subscribe `subscriber` ({onSubscribe, onNext, onError, onComplete}) to the publisher `name`. */
@@ -346,6 +388,11 @@ export class Connection {
     return [...this._serving.streams.values()];
   }
 
+  /** How often the session moved to a new transport (resume, §16); 0 without it. */
+  get resumes() {
+    return this._session?.resumes ?? 0;
+  }
+
   /** Whether the transport takes more writes now (publishing pauses when it does not). */
   get writable() {
     return this._transport.writable !== false && this.state === "OPEN";
@@ -420,6 +467,7 @@ export class Connection {
     }
     this.state = "OPEN";
     for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
+    this._session?.settle(this.extensions.has(RESUME.id), () => this.state === "OPEN");
     if (this.#credentials !== null) {
       if (!this.extensions.has(AUTH.id)) {
         this._quit("authentication not possible: the server does not offer extension auth (id 2) "
@@ -536,7 +584,8 @@ export class Connection {
         + "which is not active on this connection", "§4.4");
     }
     if (owner.id === KEEPALIVE.id) this._keepalive(frame, code);
-    else this._auth(frame, code); // the client never offers resume, so it is never active
+    else if (owner.id === AUTH.id) this._auth(frame, code);
+    else this._session.message(frame.code, frame.payload); // resume is active only with a session
   }
 
   _keepalive(frame, code) {
@@ -594,8 +643,13 @@ export class Connection {
     this._transport.close();
   }
 
-  _transportClosed() {
+  /** The transport ended; `failure`: why a session could not be resumed (§16.6). */
+  _transportClosed(failure = null) {
     if (this.state === "CLOSED") return;
+    if (failure !== null) {
+      this._end(failure instanceof ProtocolError ? failure : new ConnectionClosedError(failure.message, failure));
+      return;
+    }
     const error = this.state === "CLOSING" ? null
       : this._decoder.pending ? new ProtocolError("the input ended inside a message", "§9.3")
       : new ConnectionClosedError("the connection ended without a goodbye (PROTOCOL.md §9.3)");
