@@ -118,12 +118,16 @@ def test_every_limit_in_the_code_is_documented() -> None:
     for where, cls in CLASSES.items():
         for field in dataclasses.fields(cls):
             if field.name != "extensions":
-                assert (field.name, where) in listed, f"{where}.{field.name} is not in docs/security.md"
+                assert (field.name, where) in listed, (
+                    f"{where}.{field.name} is not in docs/security.md (add a row to its limits tables)"
+                )
     for where, function in FUNCTIONS.items():
         for name, parameter in inspect.signature(function).parameters.items():
             number = type(parameter.default) in (int, float)
             if number or name.endswith("timeout"):
-                assert (name, where) in listed, f"{where[:-2]}({name}=...) is not in docs/security.md"
+                assert (name, where) in listed, (
+                    f"{where[:-2]}({name}=...) is not in docs/security.md (add a row to its limits tables)"
+                )
 
 
 def source_messages() -> list[re.Pattern[str]]:
