@@ -48,5 +48,24 @@ else
   echo "== js: no npm (Node.js 20+): the JavaScript package is not tested"
 fi
 # --- end of the JavaScript package's block ----------------------------------------------------
+# --- the Java binding (java/): mvn test (JDK 17+, Maven; dependencies from Maven Central) ----
+# Its interop tests start `rstreams serve` and `python -m rstreams.conformance` from this venv
+# (-Drstreams.python.venv); with CI=true they fail instead of skipping when it is missing.
+if { ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; } \
+    && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "== installing a JDK and Maven for the Java binding (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless maven >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless maven >/dev/null 2>&1; } \
+    || echo "   could not install a JDK and Maven"
+fi
+if command -v mvn >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
+  echo "== java: mvn test (reactive-streams-tck-flow, conformance suite, Python interop)"
+  mvn -B -ntp -f java/pom.xml test -Drstreams.python.venv="$(pwd)/$VENV"
+else
+  echo "== java: no javac/mvn (JDK 17+ and Maven): the Java binding is not tested"
+  if [ "${CI:-}" = true ]; then exit 1; fi
+fi
+# --- end of the Java binding's block -------------------------------------------------------------
 echo "== tests"
 "$VENV/bin/python" -X dev -m pytest "$@"

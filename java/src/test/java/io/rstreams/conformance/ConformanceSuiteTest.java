@@ -20,7 +20,6 @@ public class ConformanceSuiteTest {
         try (RsioServer server = new ConformancePublishers().addTo(RsioServer.builder()).bind("tcp://127.0.0.1:0")) {
             PythonRstreams.Result result = PythonRstreams.run(280, "-m", "rstreams.conformance", server.url(),
                     "--junit", "target/conformance-tcp.xml");
-            System.out.println(result.output());
             assertEquals(result.status(), 0, "conformance cases failed against " + server.url() + ":\n" + result.output());
             assertTrue(result.output().contains("total                          180     0    14"), result.output());
         }
@@ -35,7 +34,6 @@ public class ConformanceSuiteTest {
                 .bind("tcp://127.0.0.1:0")) {
             PythonRstreams.Result result = PythonRstreams.run(100, "-m", "rstreams.conformance", server.url(),
                     "-k", "ex.", "--idle-timeout", "1", "--junit", "target/conformance-tcp-idle.xml");
-            System.out.println(result.output());
             assertEquals(result.status(), 0, "extension cases failed against " + server.url() + ":\n" + result.output());
             assertTrue(!result.output().contains("skip  ex.idle_timeout") && !result.output().contains("skip  ex.pings_keep_alive"),
                     "the idle-timeout cases must run, not skip:\n" + result.output());
