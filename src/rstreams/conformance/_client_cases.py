@@ -36,6 +36,17 @@ def _completed_with(server_events: list[bytes], got: list[bytes], terminal: dict
     )
 
 
+async def _failed(server: Server) -> list[bytes]:
+    """Let the adapter finish; its subscription must have failed (not completed). Its elements."""
+    adapter = await server.finish()
+    terminal = adapter.terminal()
+    expect(
+        terminal is not None and terminal["event"] != "complete",
+        f"expected a failure, the adapter saw {terminal}",
+    )
+    return adapter.elements()
+
+
 @client_case(
     "client.hello_subscribe_complete",
     "PROTOCOL.md §4.1, §5.2",
@@ -44,12 +55,8 @@ def _completed_with(server_events: list[bytes], got: list[bytes], terminal: dict
     "r1 t",
 )
 async def _(server: Server) -> None:
-    sub = await server.handshake()
-    await server.send(OnSubscribe(subscriber=sub.subscriber))
-    await server.demand_at_least(sub.subscriber, 1)
-    await server.send(
-        OnNext(subscriber=sub.subscriber, element=b"hello"), OnComplete(subscriber=sub.subscriber)
-    )
+    sid = await server.open_stream(1)
+    await server.send(OnNext(subscriber=sid, element=b"hello"), OnComplete(subscriber=sid))
     adapter = await server.finish()
     _completed_with([b"hello"], adapter.elements(), adapter.terminal())
 
@@ -85,10 +92,7 @@ async def _(server: Server) -> None:
     "r2 t",
 )
 async def _(server: Server) -> None:
-    sub = await server.handshake()
-    sid = sub.subscriber
-    await server.send(OnSubscribe(subscriber=sid))
-    await server.demand_at_least(sid, 2)
+    sid = await server.open_stream(2)
     await server.send(
         OnNext(subscriber=sid, element=b"a"), OnNext(subscriber=sid, element=b"b"), OnComplete(subscriber=sid)
     )
@@ -104,20 +108,12 @@ async def _(server: Server) -> None:
     "r1 t",
 )
 async def _(server: Server) -> None:
-    sub = await server.handshake()
-    sid = sub.subscriber
-    await server.send(OnSubscribe(subscriber=sid))
-    await server.demand_at_least(sid, 1)
+    sid = await server.open_stream(1)
     await server.send(OnNext(subscriber=sid, element=b"1"), OnNext(subscriber=sid, element=b"2"))
     goodbye = await server.closed_with_goodbye("the second element was beyond demand")
     expect(goodbye.reason, "§10: a connection error's goodbye names the broken rule; the reason was empty")
-    adapter = await server.finish()
-    expect(b"2" not in adapter.elements(), "the element beyond demand reached the subscriber")
-    terminal = adapter.terminal()
-    expect(
-        terminal is not None and terminal["event"] != "complete",
-        f"expected a failure, the adapter saw {terminal}",
-    )
+    elements = await _failed(server)
+    expect(b"2" not in elements, "the element beyond demand reached the subscriber")
 
 
 @client_case(
@@ -128,10 +124,7 @@ async def _(server: Server) -> None:
     "r1 t",
 )
 async def _(server: Server) -> None:
-    sub = await server.handshake()
-    sid = sub.subscriber
-    await server.send(OnSubscribe(subscriber=sid))
-    await server.demand_at_least(sid, 1)
+    sid = await server.open_stream(1)
     whole = bytes(range(256)) * 3
     await server.send(
         OnNextPart(subscriber=sid, element_id=0, data=whole[:100]),
@@ -151,10 +144,7 @@ async def _(server: Server) -> None:
     "r2 t",
 )
 async def _(server: Server) -> None:
-    sub = await server.handshake()
-    sid = sub.subscriber
-    await server.send(OnSubscribe(subscriber=sid))
-    await server.demand_at_least(sid, 2)
+    sid = await server.open_stream(2)
     await server.send(
         OnNextPart(subscriber=sid, element_id=0, data=b"first-"),
         OnNextPart(subscriber=sid, element_id=1, data=b"second-"),
@@ -173,10 +163,7 @@ async def _(server: Server) -> None:
     "r3 t",
 )
 async def _(server: Server) -> None:
-    sub = await server.handshake()
-    sid = sub.subscriber
-    await server.send(OnSubscribe(subscriber=sid, element_size=8))
-    await server.demand_at_least(sid, 3)
+    sid = await server.open_stream(3, element_size=8)
     values = [(i * 1000).to_bytes(8, "little", signed=True) for i in range(3)]
     await server.send(
         OnNextPacked(subscriber=sid, count=3, elements=b"".join(values)), OnComplete(subscriber=sid)
@@ -214,10 +201,7 @@ async def _(server: Server) -> None:
     "r5 w2 c q",
 )
 async def _(server: Server) -> None:
-    sub = await server.handshake()
-    sid = sub.subscriber
-    await server.send(OnSubscribe(subscriber=sid))
-    await server.demand_at_least(sid, 5)
+    sid = await server.open_stream(5)
     await server.send(OnNext(subscriber=sid, element=b"1"), OnNext(subscriber=sid, element=b"2"))
     while True:
         frame = await server.frame("the cancel")
@@ -243,12 +227,7 @@ async def _(server: Server) -> None:
     sub = await server.handshake()
     await server.send(OnSubscribe(subscriber=sub.subscriber), Goodbye(reason="conformance: going away"))
     await server.closed_with_goodbye("answer to the server's goodbye")
-    adapter = await server.finish()
-    terminal = adapter.terminal()
-    expect(
-        terminal is not None and terminal["event"] != "complete",
-        f"expected a failure, the adapter saw {terminal}",
-    )
+    await _failed(server)
 
 
 @client_case(
@@ -262,12 +241,7 @@ async def _(server: Server) -> None:
     await server.send(OnSubscribe(subscriber=sub.subscriber), b"\x3f\x00")
     goodbye = await server.closed_with_goodbye("an unknown message type")
     expect(goodbye.reason, "§10: the goodbye after a framing error must name the problem")
-    adapter = await server.finish()
-    terminal = adapter.terminal()
-    expect(
-        terminal is not None and terminal["event"] != "complete",
-        f"expected a failure, the adapter saw {terminal}",
-    )
+    await _failed(server)
 
 
 @client_case(
@@ -282,12 +256,7 @@ async def _(server: Server) -> None:
     await server.send(b"\x02\x07\x00")  # serverHello, version 7, no extensions
     goodbye = await server.closed_with_goodbye("a serverHello with version 7")
     expect(goodbye.reason, "§4.2: the goodbye must say which version was refused")
-    adapter = await server.finish()
-    terminal = adapter.terminal()
-    expect(
-        terminal is not None and terminal["event"] != "complete",
-        f"expected a failure, the adapter saw {terminal}",
-    )
+    await _failed(server)
 
 
 @client_case(

@@ -30,6 +30,7 @@ from rstreams.wire import (
     Frame,
     FrameParser,
     Goodbye,
+    OnSubscribe,
     Request,
     ServerHello,
     Subscribe,
@@ -205,6 +206,13 @@ class Server:
             f"the client subscribed to {subscribe.publisher!r}, not {self.adapter.publisher!r}",
         )
         return subscribe
+
+    async def open_stream(self, demand: int, *, element_size: int = 0) -> int:
+        """Handshake, answer the subscribe with onSubscribe, and wait for ``demand``; the id."""
+        subscriber = (await self.handshake()).subscriber
+        await self.send(OnSubscribe(subscriber=subscriber, element_size=element_size))
+        await self.demand_at_least(subscriber, demand)
+        return subscriber
 
     async def demand_at_least(self, subscriber: int, n: int) -> int:
         """Read the client's frames until it has granted ``n`` in all; the total granted."""
