@@ -81,6 +81,43 @@ public class PythonServerTest {
         }
     }
 
+    @Test(timeOut = 60_000)
+    public void tokenAuthenticationAgainstAServerThatRequiresIt() throws Exception {
+        try (PythonRstreams guarded = PythonRstreams.serve("--token", "s3cret-token");
+             RsioClient withToken = RsioClient.builder().token("s3cret-token").build();
+             RsioConnection conn = withToken.connect(guarded.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("counter?to=3", Codec.UTF8).subscribe(sub);
+            sub.request(5);
+            assertEquals(sub.take(3), List.of("0", "1", "2"));
+            assertNull(sub.awaitTerminal());
+            assertTrue(conn.activeExtensions().contains(2L), "auth (id 2) is active: " + conn.activeExtensions());
+
+            RsioConnection anonymous = client.connect(guarded.url()).get(10, TimeUnit.SECONDS);
+            TestSubscriber<String> refused = new TestSubscriber<>();
+            anonymous.publisher("counter?to=3", Codec.UTF8).subscribe(refused);
+            refused.request(5);
+            Throwable error = refused.awaitTerminal();
+            assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
+            assertTrue(error.getMessage().contains("authentication required"), error.getMessage());
+            assertTrue(!error.getMessage().contains("s3cret"), "no secret in messages");
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void wrongTokenEndsTheConnection() throws Exception {
+        try (PythonRstreams guarded = PythonRstreams.serve("--token", "right");
+             RsioClient wrong = RsioClient.builder().token("wrong").build();
+             RsioConnection conn = wrong.connect(guarded.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("counter?to=3", Codec.UTF8).subscribe(sub);
+            sub.request(5);
+            Throwable error = sub.awaitTerminal();
+            assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
+            assertTrue(error.getMessage().contains("authentication failed"), error.getMessage());
+        }
+    }
+
     @Test(timeOut = 30_000)
     public void unknownNameFailsTheStreamNotTheConnection() throws Exception {
         try (RsioConnection conn = client.connect(utf8.url()).get(10, TimeUnit.SECONDS)) {
