@@ -70,7 +70,7 @@ def inprocess(quick: bool) -> ScenarioDef:
         contestants=[
             _rs(
                 "rstreams-fused",
-                "default chain (map/filter fused into the source)",
+                "default chain: rstreams.range(...).map(...).filter(...)",
                 "inprocess.py",
                 "--one",
                 "rstreams_fused",
@@ -79,7 +79,7 @@ def inprocess(quick: bool) -> ScenarioDef:
             ),
             _rs(
                 "rstreams-unfused",
-                "MapFlow + FilterFlow as real operators",
+                "the same operators behind a Publisher that is not a Flow",
                 "inprocess.py",
                 "--one",
                 "rstreams_unfused",

@@ -4,11 +4,11 @@ The scenario of /work/shared/notes/python-peers.md section 2, side by side:
 
   gen_plain          sum(y for y in (x + 1 for x in range(N)) if y % 2 == 0)
   rstreams_fused     rstreams.range(0, N).map(...).filter(...).reduce(operator.add, 0).result():
-                     the default chain; map and filter run inside the source's iterator,
-                     each element still goes through on_subscribe/request/on_next to the sink
-  rstreams_unfused   the same operators over a source that is not an IterableFlow, so
-                     MapFlow and FilterFlow run as real operators: the per-operator cost
-  rstreams_async_for the fused chain consumed with ``async for`` (window 256) in asyncio.run
+                     the default chain (the name is historical: nothing is fused any more;
+                     MapFlow and FilterFlow run as real operators, and rstreams' own stages
+                     pass elements in batches of up to 128 within the demand)
+  rstreams_unfused   the same operators behind a Publisher that is not a Flow
+  rstreams_async_for the default chain consumed with ``async for`` (window 256) in asyncio.run
   reactivex          reactivex.from_iterable(range(N)).pipe(ops.map, ops.filter, ops.sum())
 
 ``benchmarks/run.py inprocess`` runs this file with ``--one NAME`` (one warm-up at N/10 and

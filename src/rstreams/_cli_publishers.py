@@ -97,7 +97,8 @@ def _counter(convert: Callable[[int], Any]) -> Callable[[dict[str, str]], Flow[A
         _numbers(params)  # check from and to now: a bad one is this subscription's onError
         rate = _rate(params, 0.0)
         if rate == 0:  # synchronous: as fast as the subscriber asks
-            return from_iterable(_Replayable(lambda: map(convert, _numbers(params))))
+            # map after the source, so that a bounded counter's end is known with its last element
+            return from_iterable(_Replayable(lambda: _numbers(params))).map(convert)
         return from_async_iterable(lambda: _paced(map(convert, _numbers(params)), rate))
 
     return make

@@ -98,6 +98,14 @@ class _Receiver(Subscriber[T], Generic[T]):
         if self.waiter is not None:
             self._wake()
 
+    def on_next_many(self, items: list[T]) -> None:
+        """The batch signal of :mod:`rstreams.flow._signals`: ``on_next`` for each, in one step."""
+        if self.cancelled:
+            return
+        self.buffer.extend(items)
+        if self.waiter is not None:
+            self._wake()
+
     def on_error(self, error: BaseException) -> None:
         check_error(error)
         if self.terminal is None:

@@ -73,6 +73,15 @@ class _Receiver(Subscriber[T], Generic[T]):
             with self.cond:
                 self.cond.notify()
 
+    def on_next_many(self, items: list[T]) -> None:
+        """The batch signal of :mod:`rstreams.flow._signals`: ``on_next`` for each, in one step."""
+        if self.cancelled:
+            return
+        self.buffer.extend(items)
+        if self.waiting:
+            with self.cond:
+                self.cond.notify()
+
     def on_error(self, error: BaseException) -> None:
         check_error(error)
         with self.cond:

@@ -203,10 +203,20 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
     def _emit_batches(
         self, subscriber: Subscriber[T], many: NextMany, iterator: Iterator[T], want: int
     ) -> bool:
-        """Lists of up to :data:`CHUNK` elements, up to ``want`` in all; true at the end."""
+        """Lists of up to :data:`CHUNK` elements within the demand; true at the end.
+
+        The demand is read again before each list: what a downstream ``filter`` asks for
+        again, from inside ``many``, goes into the same pass.
+        """
         check_none = type(iterator) is not _RANGE
         count = 0
-        while count != want:
+        while True:
+            if want >= 0:
+                want = self.requested  # only grows during a pass (settle runs after it)
+                if want == demand.UNBOUNDED:
+                    want = -1
+                elif count == want:
+                    break
             size = CHUNK if want < 0 or want - count > CHUNK else want - count
             chunk = list(islice(iterator, size))
             pulled = len(chunk)

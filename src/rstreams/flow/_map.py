@@ -9,6 +9,8 @@ errors: a raise from ``fn`` cancels upstream and goes downstream as ``on_error``
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import repeat
+from operator import is_
 from typing import TypeVar
 
 from rstreams.api import Publisher, Subscriber
@@ -62,20 +64,21 @@ class _MapSubscriber(OperatorSubscriber[T, R]):
         self.downstream.on_next(result)
 
     def on_next_many(self, items: list[T]) -> None:
+        """The batch signal: ``fn`` over the batch at C speed (``list.extend`` keeps what was
+        made before a raise), then the elements before any failure go on, then the failure."""
         if self.done:
             return
-        fn = self.fn
         results: list[R] = []
-        append = results.append
+        failure: Exception | None = None
         try:
-            for item in items:
-                result = fn(item)
-                if result is None:
-                    raise none_result(item)
-                append(result)
+            results.extend(map(self.fn, items))
         except Exception as error:
-            if results:
-                self.emit_many(results)  # the elements before the failing one still go on
-            self.fail(error)
-            return
-        self.emit_many(results)
+            failure = error
+        if any(map(is_, results, repeat(None))):
+            index = [result is None for result in results].index(True)
+            del results[index:]
+            failure = none_result(items[index])
+        if results:
+            self.emit_many(results)
+        if failure is not None:
+            self.fail(failure)
