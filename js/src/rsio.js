@@ -31,7 +31,7 @@
 
 import {
   DEFAULT_LIMITS, EXTENSIONS, FrameDecoder, ProtocolError, UNBOUNDED, VERSION, concat, encodeCredentials,
-  encodeFrame, extensionOf,
+  encodeFrame, encodeVarint, extensionOf,
 } from "./rsio-wire.js";
 import { Offer, ServingTable } from "./rsio-publish.js";
 import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.js";
@@ -270,6 +270,7 @@ export class Connection {
     this._limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
     this._clock = options.clock ?? SYSTEM_CLOCK;
     this._subs = new Map(); // our ids -> Subscription
+    this._held = []; // [Subscription, credentials] waiting for the serverHello (§15.4)
     this._parts = new Map(); // "sub:elementId" -> {sub, chunks, size}
     this._partBytes = 0;
     this._serving = new ServingTable(this, new Offer(options.publishers ?? {}), this._limits);
@@ -305,13 +306,26 @@ export class Connection {
     transport.start?.(); // input that arrived before this Connection existed
   }
 
-  /** Subscribe `subscriber` ({onSubscribe, onNext, onError, onComplete}) to the publisher `name`. */
-  subscribe(name, subscriber) {
+  /**
+   * Subscribe `subscriber` ({onSubscribe, onNext, onError, onComplete}) to the publisher `name`.
+   * `options.auth`: credentials for this subscription only (§15.4), on a connection that
+   * authenticates itself; such a subscribe waits for the serverHello (extension messages are
+   * never optimistic, §4.4).
+   */
+  subscribe(name, subscriber, options = {}) {
     if (typeof name !== "string") {
       throw new TypeError(`publisher names are strings such as "sensors/temp?from=100", got ${typeof name}`);
     }
     if (subscriber === null || typeof subscriber !== "object") {
       throw new TypeError(`rule 1.9: subscribe needs a subscriber object, got ${subscriber}`);
+    }
+    let credentials = null;
+    if (options.auth != null) {
+      if (this.#credentials === null) {
+        throw new TypeError("per-subscription credentials need a connection that authenticates itself: "
+          + "connect(url, {auth}) (a client lists extension auth only when it presents credentials, PROTOCOL.md §15.2)");
+      }
+      credentials = encodeCredentials(options.auth);
     }
     let id = 1;
     while (this._subs.has(id)) id++; // §5.3: reuse small ids
@@ -333,9 +347,33 @@ export class Connection {
       return sub;
     }
     this._subs.set(id, sub);
-    sub._sent = true;
-    this._send({ type: "subscribe", publisher: name, subscriber: id, initial_demand: sub.outstanding });
+    if (credentials === null) this._sendSubscribe(sub, null);
+    else if (this.state === "OPEN") this._sendSubscribe(sub, credentials);
+    else this._held.push([sub, credentials]); // until the serverHello
     return sub;
+  }
+
+  _sendSubscribe(sub, credentials) {
+    if (credentials !== null) {
+      this._sendExtension(AUTH.types.subscribeCredentials, concat([encodeVarint(sub.id), credentials]));
+    }
+    sub._sent = true;
+    this._send({ type: "subscribe", publisher: sub.name, subscriber: sub.id, initial_demand: sub.outstanding });
+  }
+
+  /** The serverHello is in: send the subscribes that carry their own credentials (§15.4). */
+  _releaseHeld() {
+    const held = this._held;
+    this._held = [];
+    for (const [sub, credentials] of held) {
+      if (sub.state === "CANCELLED") { // cancelled while held: it never existed for the server
+        this._subs.delete(sub.id);
+        sub.state = "CLOSED";
+        sub._finish(() => {});
+      } else if (sub.state !== "CLOSED") {
+        this._sendSubscribe(sub, credentials);
+      }
+    }
   }
 
   /**
@@ -475,6 +513,7 @@ export class Connection {
         return;
       }
       this._sendExtension(AUTH.types.authenticate, this.#credentials); // settled by `authenticated`
+      this._releaseHeld();
     } else {
       this._ready.resolve(this);
     }
@@ -483,7 +522,7 @@ export class Connection {
 
   _open(frame) {
     const sub = this._subs.get(frame.subscriber);
-    if (sub === undefined) {
+    if (sub === undefined || !sub._sent) {
       throw new ProtocolError(`${frame.type} for subscriber ${frame.subscriber}, which has no open subscription`, "§5.2");
     }
     return sub;

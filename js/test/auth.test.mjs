@@ -106,3 +106,36 @@ test("the secret shows nowhere: not in the connection's properties, inspection o
   }
   assert.throws(() => open({ auth: 42 }), (e) => e instanceof TypeError && /token string or \{user, password\}/.test(e.message));
 });
+
+test("§15.4: a subscribe with its own credentials waits for the serverHello, then subscribeCredentials precedes it", async () => {
+  const { ws, conn } = open({ auth: SECRET });
+  const plain = recorder(1);
+  const own = recorder(2);
+  conn.subscribe("news", plain);
+  const sub = conn.subscribe("vault", own, { auth: { user: "ann", password: "pw" } });
+  sub.request(3); // adds to the initialDemand of the held subscribe
+  await tick();
+  assert.deepEqual(ws.sent.map((f) => f.type), ["clientHello", "subscribe"]); // only the optimistic one
+  ws.feed(hello(2));
+  await tick();
+  assert.deepEqual(ws.sent.slice(2).map((f) => f.code ?? f.type), [0x84, 0x86, "subscribe"]);
+  assert.deepEqual([...ws.sent[3].payload], [2, 2, 3, 97, 110, 110, 2, 112, 119]); // id 2, kind 2, "ann", "pw"
+  assert.deepEqual(ws.sent[4], { type: "subscribe", publisher: "vault", subscriber: 2, initial_demand: 5n });
+  const again = conn.subscribe("vault", recorder(1), { auth: "other" }); // once open: at once
+  await tick();
+  assert.deepEqual(ws.sent.slice(5).map((f) => f.code ?? f.type), [0x86, "subscribe"]);
+  assert.equal(again.id, 3);
+});
+
+test("§15.4: a held subscribe cancelled before the hello is never sent; without connection auth it is refused", async () => {
+  const { ws, conn } = open({ auth: SECRET });
+  const sub = conn.subscribe("vault", recorder(1), { auth: "t" });
+  sub.cancel();
+  ws.feed(hello(2));
+  await tick();
+  assert.equal(ws.sent.filter((f) => f.type === "subscribe").length, 0);
+  assert.equal(sub.state, "CLOSED");
+  const plain = open();
+  assert.throws(() => plain.conn.subscribe("vault", recorder(1), { auth: "t" }),
+    (e) => e instanceof TypeError && /connect\(url, \{auth\}\)/.test(e.message));
+});

@@ -3,7 +3,7 @@
 // that the Python server subscribes to (a sink log's upload), read back by the Python client.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ConnectionClosedError, connect } from "../src/node.js";
+import { ConnectionClosedError, RemoteStreamError, connect } from "../src/node.js";
 import { FIXTURE, cli, serve, skip } from "./servers.mjs";
 
 const TOKEN = "tk-0123456789";
@@ -18,6 +18,17 @@ test("auth: the right token is accepted over tcp and ws; a wrong one, user/passw
       assert.deepEqual(got, ["1", "2", "3", "4", "5"]);
       assert.equal(await conn.ready, conn);
       assert.ok(conn.authenticated);
+      // credentials for one subscription (§15.4): checked instead of the connection's
+      const vault = (auth) => new Promise((resolve) => {
+        const items = [];
+        conn.subscribe("counter?to=3", { onSubscribe(s) { s.request(5); }, onNext(b) { items.push(b); },
+          onComplete() { resolve(items.length); }, onError(e) { resolve(e); } }, { auth });
+      });
+      assert.equal(await vault(TOKEN), 3);
+      const refused = await vault("not the token");
+      assert.ok(refused instanceof RemoteStreamError
+        && refused.message === "unauthenticated: subscribe to 'counter?to=3' needs valid credentials (PROTOCOL.md §15.4)",
+        String(refused));
       assert.equal(await conn.close(), null);
 
       for (const auth of ["wrong", { user: "ann", password: TOKEN }]) {

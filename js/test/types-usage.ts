@@ -28,6 +28,7 @@ export async function usage(): Promise<void> {
     onError(error) { if (error instanceof RemoteStreamError) console.log(error.message); },
   });
   const outstanding: bigint = sub.outstanding;
+  conn.subscribe("vault", {}, { auth: "per-subscription token" });
   sub.request(UNBOUNDED);
   sub.request(Infinity);
   for await (const row of conn.stream<{ sensor: string }>("results", { window: 32, decode: "json" })) {

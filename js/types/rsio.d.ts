@@ -131,7 +131,8 @@ export declare class Connection {
   readonly writable: boolean;
   onclose: ((error: Error | null) => void) | null;
   onerror: ((error: unknown) => void) | null;
-  subscribe(name: string, subscriber: Subscriber<Uint8Array>): RemoteSubscription;
+  /** `options.auth`: credentials for this subscription only (§15.4); needs `auth` on the connection. */
+  subscribe(name: string, subscriber: Subscriber<Uint8Array>, options?: { auth?: Credentials | null }): RemoteSubscription;
   stream(name: string, options?: { window?: number; decode?: "bytes" }): AsyncIterable<Uint8Array>;
   stream(name: string, options: { window?: number; decode: "text" }): AsyncIterable<string>;
   stream<T = unknown>(name: string, options: { window?: number; decode: "json" | ((bytes: Uint8Array) => T) }): AsyncIterable<T>;
