@@ -22,7 +22,7 @@ const END_TIMEOUT_MS = 2000; // after our end(), how long the peer has to close 
 /**
  * Open a connection: ws://, wss://, tcp://host:port, tls://host:port, unix:///path. Resolves
  * once the transport is open and our clientHello is sent. Node-only options: `tls` (passed to
- * tls.connect: ca, cert, key, servername, rejectUnauthorized...).
+ * tls.connect, and to the `ws` package's WebSocket for wss://: ca, cert, key, servername...).
  */
 export async function connect(url, options = {}) {
   const parsed = new URL(url);
@@ -38,7 +38,8 @@ export async function connect(url, options = {}) {
       return connectTransport(() => openSocket(url, () => net.connect(where), "connect"), options);
     }
     case "tls:": {
-      const where = { servername: parsed.hostname, ...options.tls, host: host(parsed), port: port(parsed) };
+      const name = host(parsed); // SNI names a host, never an address (RFC 6066)
+      const where = { ...(net.isIP(name) ? {} : { servername: name }), ...options.tls, host: name, port: port(parsed) };
       return connectTransport(() => openSocket(url, () => tls.connect(where), "secureConnect"), options);
     }
     case "unix:": {

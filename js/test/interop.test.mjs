@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConnectionClosedError, RemoteStreamError, connect } from "../src/node.js";
-import { FIXTURE, cli, serve, skip } from "./servers.mjs";
+import { FIXTURE, REPO, cli, python, serve, skip } from "./servers.mjs";
 
 const TOKEN = "tk-0123456789";
 
@@ -169,3 +169,36 @@ test("resume: a stream crosses links broken mid-message, every element once and 
     await server.stop();
   }
 });
+
+test("TLS: tls:// and wss:// with a CA made for the test, and a certificate it does not trust refused", { skip }, async () => {
+  const { mkdtempSync, readFileSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const dir = mkdtempSync(`${tmpdir()}/rsio-tls-`);
+  const made = await python(["-c", [
+    "import sys; sys.path.insert(0, sys.argv[2] + 'tests')",
+    "from pathlib import Path; from support_tls import TestCA",
+    "ca = TestCA.make(Path(sys.argv[1]), 'js test CA'); s = ca.issue('server', san=('127.0.0.1', 'localhost'))",
+    "print(ca.cert, s.cert, s.key)"].join("\n"), dir, REPO]);
+  assert.equal(made.code, 0, made.stderr);
+  const [caFile, cert, key] = made.stdout.trim().split(" ");
+  const ca = readFileSync(caFile);
+  for (const listen of ["tls://127.0.0.1:0", "wss://127.0.0.1:0/rsio"]) {
+    const server = await serve(listen, ["--publishers", FIXTURE, "--tls-cert", cert, "--tls-key", key]);
+    try {
+      const conn = await connect(server.url, { tls: { ca } });
+      assert.deepEqual(await all(conn, "numbers?n=3"), ["0", "1", "2"]);
+      await conn.close();
+      // without the CA: refused by the TLS handshake (the WebSocket's error event says no more)
+      await assert.rejects(connect(server.url), (e) => e instanceof ConnectionClosedError
+        && (listen.startsWith("wss") || /certificate/.test(e.message)), listen);
+    } finally {
+      await server.stop();
+    }
+  }
+});
+
+async function all(conn, name) {
+  const out = [];
+  for await (const item of conn.stream(name, { decode: "text" })) out.push(item);
+  return out;
+}

@@ -95,7 +95,7 @@ export function connect(url, options = {}) {
 
 /** connect() with a given WebSocket class (browsers', Node 22's, or the `ws` package's). */
 export function openWebSocket(url, WS, options = {}) {
-  return connectTransport(() => webSocket(url, WS, options.clock), options);
+  return connectTransport(() => webSocket(url, WS, options), options);
 }
 
 /**
@@ -110,10 +110,10 @@ export async function connectTransport(open, options = {}) {
   return new Connection(transport, options);
 }
 
-function webSocket(url, WS, clock) {
+function webSocket(url, WS, { clock, tls }) {
   let ws;
   try {
-    ws = new WS(url, SUBPROTOCOL);
+    ws = tls === undefined ? new WS(url, SUBPROTOCOL) : new WS(url, SUBPROTOCOL, tls); // tls: Node's `ws` only
   } catch (error) {
     return Promise.reject(error);
   }
