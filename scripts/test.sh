@@ -46,6 +46,7 @@ if command -v npm >/dev/null 2>&1; then
   export RSTREAMS_NPM_TESTED=1
 else
   echo "== js: no npm (Node.js 20+): the JavaScript package is not tested"
+  if [ "${CI:-}" = true ]; then exit 1; fi
 fi
 # --- end of the JavaScript package's block ----------------------------------------------------
 # --- the Java binding (java/): mvn test (JDK 17+, Maven; dependencies from Maven Central) ----
