@@ -1,4 +1,7 @@
-"""Generate the case table in docs/tck.md from the TCK's registry (never edit it by hand).
+"""Generate docs/tck.md's case table and its "stricter than the JVM TCK" list from the code.
+
+Both come from the TCK itself (the registry of cases, and ``rstreams.tck._stricter``);
+never edit them by hand.
 
     python docs/make_tck_docs.py          # rewrite the generated part of docs/tck.md
     python docs/make_tck_docs.py --check  # exit 1 if docs/tck.md is out of date (a test runs this)
@@ -15,11 +18,26 @@ from rstreams.tck import (
     SubscriberBlackboxVerification,
     SubscriberWhiteboxVerification,
 )
+from rstreams.tck._stricter import STRICTER
 from rstreams.tck._subscriber_names import IPV_OWN_CASES
 
 DOC = Path(__file__).with_name("tck.md")
 BEGIN = "<!-- BEGIN GENERATED: python docs/make_tck_docs.py -->"
 END = "<!-- END GENERATED -->"
+BEGIN_STRICTER = "<!-- BEGIN GENERATED STRICTER: python docs/make_tck_docs.py -->"
+END_STRICTER = "<!-- END GENERATED STRICTER -->"
+
+
+def _stricter_rows() -> list[str]:
+    lines = ["| # | rule | where | what this port checks | why |", "|---:|---|---|---|---|"]
+    for number, entry in enumerate(STRICTER, 1):
+        where = "every case" if not entry.cases else ", ".join(f"`{case}`" for case in entry.cases)
+        if entry.verification != "all":
+            where = f"{entry.verification}: {where}"
+        else:
+            where = f"all verifications: {where}"
+        lines.append(f"| {number} | {entry.rule} | {where} | {entry.what} | {entry.why} |")
+    return lines
 
 
 def _rows() -> list[str]:
@@ -57,10 +75,17 @@ def _rows() -> list[str]:
     return lines
 
 
+def _replace(current: str, begin: str, end: str, lines: list[str]) -> str:
+    head, found, rest = current.partition(begin)
+    if not found:
+        raise SystemExit(f"docs/tck.md lacks the marker {begin}")
+    _, _, tail = rest.partition(end)
+    return f"{head}{begin}\n" + "\n".join(lines) + f"\n{end}{tail}"
+
+
 def render(current: str) -> str:
-    head, _, rest = current.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    return f"{head}{BEGIN}\n" + "\n".join(_rows()) + f"\n{END}{tail}"
+    with_cases = _replace(current, BEGIN, END, _rows())
+    return _replace(with_cases, BEGIN_STRICTER, END_STRICTER, _stricter_rows())
 
 
 def main(argv: list[str]) -> int:

@@ -610,8 +610,7 @@ class DelayedPublisher(Publisher[int]):
             raise TypeError("rule 1.9: subscribe(None)")
         subscription = _DelayedSubscription(self, subscriber)
         subscriber.on_subscribe(subscription)
-        if self.elements == 0:
-            subscription.schedule()
+        subscription.open()  # only now may the timer thread signal (rule 1.3)
 
     def overflows(self, demand: int) -> bool:
         return False
@@ -626,6 +625,15 @@ class _DelayedSubscription(Subscription):
         self.next = 0
         self.error: BaseException | None = None
         self.scheduled = False
+        self.opened = False
+
+    def open(self) -> None:
+        """on_subscribe has returned: deliver what was requested meanwhile, or an empty stream's end."""
+        with self.lock:
+            self.opened = True
+            due = self.demand > 0 or self.error is not None or self.publisher.elements == 0
+        if due:
+            self.schedule()
 
     def request(self, n: int) -> None:
         with self.lock:
@@ -641,7 +649,7 @@ class _DelayedSubscription(Subscription):
 
     def schedule(self) -> None:
         with self.lock:
-            if self.scheduled:
+            if self.scheduled or not self.opened:
                 return
             self.scheduled = True
         timer = threading.Timer(self.publisher.delay, self.deliver)

@@ -1,0 +1,172 @@
+"""Every place this port is stricter than the JVM TCK (v1.0.4), with the rule and why.
+
+One :class:`Stricter` entry per difference. ``docs/make_tck_docs.py`` renders the list
+into docs/tck.md, and a test checks that every case an entry names exists, so the list
+and the code cannot drift apart. An entry with no cases applies to every case of the
+verification it names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["STRICTER", "Stricter"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stricter:
+    """One difference: where (cases, by Python name), the rule, what is checked, and why."""
+
+    verification: str
+    cases: tuple[str, ...]
+    rule: str
+    what: str
+    why: str
+
+
+_SPEC109_ON_SUBSCRIBE: Final = "required_spec109_must_issue_on_subscribe_for_non_null_subscriber"
+
+STRICTER: Final[tuple[Stricter, ...]] = (
+    Stricter(
+        "PublisherVerification",
+        (),
+        "1.1",
+        "The TCK's subscribers record every element beyond the demand they signalled, in every case.",
+        "The JVM TCK checks the count only where a case looks for it, so over-delivery elsewhere passes.",
+    ),
+    Stricter(
+        "PublisherVerification",
+        (),
+        "1.7",
+        "Every subscriber the TCK makes, in every case and on empty streams too, fails on any signal"
+        " after a terminal one.",
+        "In the JVM TCK only an optional case sees a second on_complete of an empty publisher, and it"
+        " reports a skip.",
+    ),
+    Stricter(
+        "PublisherVerification",
+        (_SPEC109_ON_SUBSCRIBE,),
+        "1.9",
+        "Two subscribers subscribe to the empty publisher; subscribe() must return normally for both"
+        " (a publisher that serves one subscriber rejects the second with on_subscribe, then on_error).",
+        "A publisher whose subscribe() raises on a second subscriber is otherwise seen only by optional"
+        " cases, which skip.",
+    ),
+    Stricter(
+        "all",
+        (),
+        "1.9, 3.15, 3.16",
+        "Every call the TCK makes into the implementation must return normally: subscribe() (1.9),"
+        " cancel() (3.15), request() (3.16); a raise fails naming the rule, the exception's type and text.",
+        "The JVM TCK lets most such exceptions escape as they are, without the rule.",
+    ),
+    Stricter(
+        "PublisherVerification",
+        ("required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe",),
+        "3.8",
+        "A subscriber requests 1 then 2 inside on_subscribe and again inside its first on_next: all 6"
+        " must arrive. The 6 elements requested by the first subscriber must arrive too (3.2).",
+        "With a synchronous publisher every JVM request arrives while no demand is outstanding, so a"
+        " publisher that replaces outstanding demand instead of adding to it passes.",
+    ),
+    Stricter(
+        "PublisherVerification",
+        ("required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling",),
+        "3.12, 1.8",
+        "A cancel made inside on_next, with 2**63-1 requested from the longest stream allowed (up to"
+        " 2**31-1 elements), must stop the stream: trailing elements may come, a flow still going after"
+        " the default timeout fails with the count.",
+        "No JVM case checks a cancel made from within on_next; a publisher that loses it floods.",
+    ),
+    Stricter(
+        "PublisherVerification",
+        ("required_spec317_must_not_signal_on_error_when_pending_above_long_max_value",),
+        "3.12",
+        "After the subscriber cancels inside on_next #11, the stream must stop, as above.",
+        "The JVM case cancels there but never looks at what comes after.",
+    ),
+    Stricter(
+        "all",
+        (),
+        "3.12",
+        "A stream that delivers more than 10,000 elements after the TCK cancelled it (or after its case"
+        " ended) is a runaway: a failure with the count, and every further on_next raises StreamAbandoned"
+        " so that the publisher's loop unwinds.",
+        "An abandoned runaway otherwise keeps a core busy for the rest of the process and slows every"
+        " later case.",
+    ),
+    Stricter(
+        "all",
+        (),
+        "any",
+        "An optional case that finds a *required* rule broken (a failure citing another rule than its"
+        " own) reports the outcome violated, which fails the run, instead of a skip.",
+        "The JVM TCK turns everything that goes wrong in an optional case into a skip, and drops failures"
+        " recorded on other threads silently.",
+    ),
+    Stricter(
+        "PublisherVerification",
+        ("stochastic_spec103_must_signal_on_methods_sequentially",),
+        "3.2, 1.5",
+        "A stream that stalls is reported at once by the rule its stall breaks (a request made inside"
+        " on_next not served: 3.2; no on_complete after the last element: 1.5); the wait lasts one"
+        " timeout per step while elements keep coming.",
+        "The JVM case waits ten timeouts and then reports rule 1.3, which the stall does not break.",
+    ),
+    Stricter(
+        "IdentityProcessorVerification",
+        ("required_spec105_must_signal_on_complete_when_finite_stream_terminates",),
+        "1.5",
+        "A processor whose upstream completed before any subscriber arrived passes on_complete to a"
+        " subscriber that arrives later.",
+        "No JVM case creates the situation: it always subscribes before an asynchronous upstream can end.",
+    ),
+    Stricter(
+        "IdentityProcessorVerification",
+        ("must_immediately_pass_on_on_error_events_received_from_its_upstream_to_its_downstream",),
+        "1.4",
+        "A processor whose upstream failed before any subscriber arrived passes on_error to a subscriber"
+        " that arrives later.",
+        "As for completion: the JVM TCK never lets the upstream end first.",
+    ),
+    Stricter(
+        "SubscriberWhiteboxVerification",
+        (
+            "required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives"
+            "_another_on_subscribe_signal",
+        ),
+        "2.5",
+        "Cancelling the original subscription instead of (or besides) the new one also fails.",
+        "The JVM case only waits for a cancel of the new one.",
+    ),
+    Stricter(
+        "SubscriberBlackboxVerification",
+        (
+            "required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an_subscription_and"
+            "_receives_another_on_subscribe_signal",
+        ),
+        "2.5",
+        "Cancelling the original subscription fails, and so does any request() on the second one.",
+        "A subscriber that requests first and checks for a duplicate afterwards breaks the rule.",
+    ),
+    Stricter(
+        "SubscriberBlackboxVerification",
+        ("required_spec201_blackbox_must_signal_demand_via_subscription_request",),
+        "2.1",
+        "Up to min(n, 512) requested elements are sent before on_complete.",
+        "The JVM emit loop tests cancellation the wrong way round and so sends no element at all.",
+    ),
+    Stricter(
+        "SubscriberBlackboxVerification",
+        (
+            "required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_with_preceding"
+            "_request_call",
+            "required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_with_preceding"
+            "_request_call",
+        ),
+        "2.9, 2.10",
+        "The case ends by checking that nothing was recorded on another thread.",
+        "The JVM cases have no final check, so an error raised back into the publisher passes.",
+    ),
+)
