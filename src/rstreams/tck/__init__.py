@@ -16,13 +16,21 @@ untested). Use it from pytest by subclassing a verification class whose name sta
     assert report.ok, str(report)
 
 This package does not import pytest. A skipped case raises :class:`SkipTest` (a
-:class:`unittest.SkipTest`), a failed one :class:`TCKFailure` (an AssertionError).
+:class:`unittest.SkipTest`), a failed one :class:`TCKFailure` (an AssertionError) whose
+message starts with the rule that broke first; an optional case that finds a required rule
+broken raises :class:`RequiredRuleViolated`, reported with the outcome ``violated``.
+The ``verify_*`` functions take one set of keyword-only options: ``env`` (the timeouts;
+each case runs in a fresh copy), ``case_timeout``, ``skip_stochastic``, ``max_elements``,
+and for processors ``buffer_size`` and ``max_supported_subscribers``.
+
 Timeouts come from :class:`TestEnvironment` (environment variables
 ``RSTREAMS_TCK_DEFAULT_TIMEOUT_MS``, ``RSTREAMS_TCK_DEFAULT_NO_SIGNALS_TIMEOUT_MS``,
 ``RSTREAMS_TCK_DEFAULT_POLL_TIMEOUT_MS``, ``RSTREAMS_TCK_PUBLISHER_REFERENCE_GC_TIMEOUT_MS``);
 a verification's ``create_env()`` may return one with other values. Each case runs in a
 worker thread for at most ``case_timeout`` seconds (120 by default), so an implementation
-that blocks fails its case instead of hanging the run.
+that blocks fails its case, saying where, instead of hanging the run; a stream that keeps
+flooding after the TCK cancelled it is stopped by :class:`StreamAbandoned` raised from
+``on_next``. Where this port is stricter than the JVM TCK: docs/tck.md.
 """
 
 from __future__ import annotations
@@ -35,7 +43,9 @@ from rstreams.tck._publisher import PublisherVerification as PublisherVerificati
 from rstreams.tck._publisher import verify_publisher as verify_publisher
 from rstreams.tck._registry import CaseResult as CaseResult
 from rstreams.tck._registry import Report as Report
+from rstreams.tck._registry import RequiredRuleViolated as RequiredRuleViolated
 from rstreams.tck._registry import SkipTest as SkipTest
+from rstreams.tck._registry import StreamAbandoned as StreamAbandoned
 from rstreams.tck._registry import TCKFailure as TCKFailure
 from rstreams.tck._registry import run_cases as run_cases
 from rstreams.tck._subscriber import SubscriberBlackboxVerification as SubscriberBlackboxVerification
@@ -49,7 +59,9 @@ __all__ = [
     "ManualSubscriber",
     "PublisherVerification",
     "Report",
+    "RequiredRuleViolated",
     "SkipTest",
+    "StreamAbandoned",
     "SubscriberBlackboxVerification",
     "SubscriberWhiteboxVerification",
     "TCKFailure",
