@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import rstreams
 from flow.operator_support import ManualPublisher, drive
 from rstreams.errors import InvalidDemandError
-from support import RecordingSubscriber
+from support import WAIT, RecordingSubscriber
 
 
 def test_buffer_groups_elements_and_sends_the_short_last_list_on_complete() -> None:
@@ -119,3 +119,11 @@ def test_buffer_passes_the_publisher_tck() -> None:
     )
     assert report.ok, str(report)
     assert len(report.passed) >= 30
+
+
+@given(items=st.lists(st.integers(), max_size=80), size=st.integers(1, 9))
+def test_buffer_then_flatten_is_the_identity(items: list[int], size: int) -> None:
+    """The law of buffer(n): concatenating the lists gives the stream back; all but the last are full."""
+    lists = rstreams.from_iterable(items).buffer(size).collect().result(WAIT)
+    assert [x for chunk in lists for x in chunk] == items
+    assert all(len(chunk) == size for chunk in lists[:-1]) and all(lists)

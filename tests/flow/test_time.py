@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 import threading
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
+from flow.clock_support import VirtualLoop
 from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
@@ -18,60 +17,6 @@ from rstreams.flow._flow import Flow
 from rstreams.flow._push import OverflowStrategy
 from rstreams.flow._time import interval, timer
 from support import WAIT, RecordingSubscriber
-
-
-class _Handle:
-    __slots__ = ("args", "callback", "cancelled", "seq", "when")
-
-    def __init__(self, when: float, seq: int, callback: Callable[..., object], args: tuple[Any, ...]) -> None:
-        self.when, self.seq, self.callback, self.args = when, seq, callback, args
-        self.cancelled = False
-
-    def __lt__(self, other: _Handle) -> bool:
-        return (self.when, self.seq) < (other.when, other.seq)
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class VirtualLoop:
-    """The part of an event loop the clocks use, with time that moves only in ``advance``."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self._heap: list[_Handle] = []
-        self._seq = itertools.count()
-        self._lock = threading.Lock()
-
-    def time(self) -> float:
-        return self.now
-
-    def call_at(self, when: float, callback: Callable[..., object], *args: Any) -> _Handle:
-        handle = _Handle(when, next(self._seq), callback, args)
-        with self._lock:
-            heapq.heappush(self._heap, handle)
-        return handle
-
-    def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> _Handle:
-        return self.call_at(self.now, callback, *args)
-
-    @property
-    def pending(self) -> int:
-        return sum(not h.cancelled for h in self._heap)
-
-    def advance(self, seconds: float) -> None:
-        """Run every callback due within ``seconds``, in time order, then set the clock."""
-        target = self.now + seconds
-        while True:
-            with self._lock:
-                if not self._heap or self._heap[0].when > target:
-                    break
-                handle = heapq.heappop(self._heap)
-            if handle.cancelled:
-                continue
-            self.now = max(self.now, handle.when)
-            handle.callback(*handle.args)
-        self.now = target
 
 
 @pytest.fixture

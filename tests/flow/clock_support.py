@@ -1,0 +1,75 @@
+"""A virtual clock for the time-based building blocks: time moves only when the test says.
+
+:class:`VirtualLoop` is the part of an asyncio event loop that clocks use (``time``,
+``call_at``, ``call_later``, ``call_soon``, ``call_soon_threadsafe``); ``advance(seconds)``
+runs every callback due within that time, in order. Pass it where a ``loop=`` is taken
+(cast to ``asyncio.AbstractEventLoop``): no real sleeps, fully deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class _Handle:
+    __slots__ = ("args", "callback", "cancelled", "seq", "when")
+
+    def __init__(self, when: float, seq: int, callback: Callable[..., object], args: tuple[Any, ...]) -> None:
+        self.when, self.seq, self.callback, self.args = when, seq, callback, args
+        self.cancelled = False
+
+    def __lt__(self, other: _Handle) -> bool:
+        return (self.when, self.seq) < (other.when, other.seq)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class VirtualLoop:
+    """The part of an event loop the clocks use, with time that moves only in ``advance``."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._heap: list[_Handle] = []
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Callable[..., object], *args: Any) -> _Handle:
+        handle = _Handle(when, next(self._seq), callback, args)
+        with self._lock:
+            heapq.heappush(self._heap, handle)
+        return handle
+
+    def call_later(self, delay: float, callback: Callable[..., object], *args: Any) -> _Handle:
+        return self.call_at(self.now + delay, callback, *args)
+
+    def call_soon(self, callback: Callable[..., object], *args: Any) -> _Handle:
+        return self.call_at(self.now, callback, *args)
+
+    def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> _Handle:
+        return self.call_at(self.now, callback, *args)
+
+    @property
+    def pending(self) -> int:
+        return sum(not h.cancelled for h in self._heap)
+
+    def advance(self, seconds: float) -> None:
+        """Run every callback due within ``seconds``, in time order, then set the clock."""
+        target = self.now + seconds
+        while True:
+            with self._lock:
+                if not self._heap or self._heap[0].when > target:
+                    break
+                handle = heapq.heappop(self._heap)
+            if handle.cancelled:
+                continue
+            self.now = max(self.now, handle.when)
+            handle.callback(*handle.args)
+        self.now = target
