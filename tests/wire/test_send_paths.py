@@ -24,7 +24,9 @@ from rstreams.wire import (
     OnComplete,
     OnError,
     OnNext,
+    OnNextLastPart,
     OnNextPacked,
+    OnNextPart,
     OnSubscribe,
     Request,
     Side,
@@ -245,6 +247,31 @@ def test_extension_message(payload: bytes) -> None:
     conns[0].send(frame)
     conns[1].send_extension(extensions.AUTH_OK, payload)
     assert [out(c) for c in conns] == [encode(frame)] * 2
+
+
+@SETTINGS
+@given(ids, st.integers(1, 40), st.lists(st.binary(min_size=0, max_size=200), min_size=1, max_size=4))
+def test_parts(sid: int, threshold: int, items: list[bytes]) -> None:
+    """OnNextPart/OnNextLastPart: an element above split_threshold goes out as the table's part frames,
+    threshold-sized, numbered per subscription; smaller ones as onNext."""
+    conn = Connection(Side.SERVER, ConnectionConfig(split_threshold=threshold))
+    conn.receive_data(encode(ClientHello()))
+    conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid, initial_demand=UNBOUNDED)))
+    conn.send(OnSubscribe(subscriber=sid))
+    out(conn)
+    expected = b""
+    element_id = 0
+    for item in items:
+        conn.on_next(sid, item)
+        if len(item) <= threshold:
+            expected += encode(OnNext(subscriber=sid, element=item))
+            continue
+        pieces = [item[i : i + threshold] for i in range(0, len(item), threshold)]
+        for piece in pieces[:-1]:
+            expected += encode(OnNextPart(subscriber=sid, element_id=element_id, data=piece))
+        expected += encode(OnNextLastPart(subscriber=sid, element_id=element_id, data=pieces[-1]))
+        element_id = (element_id + 1) & 0x7F
+    assert out(conn) == expected
 
 
 def test_hellos_go_out_by_themselves_in_the_table_encoding() -> None:
