@@ -262,8 +262,8 @@ class FrameParser:
         The common frame, an onNext whose id and length take one or two bytes each on a
         stream without an elementSize, is decoded inline here: it is most of the traffic,
         and a call per frame would cost more than decoding it. Every other frame, and any
-        onNext the inline decoding declines, goes through the table of decoders
-        (:meth:`_decode_frame`), which also reports non-minimal varints.
+        onNext the inline decoding declines, goes through its type's decoder in the table
+        :data:`_DECODERS` (the general onNext decoder also reports non-minimal varints).
         """
         n = len(data)
         pos = 0
@@ -273,10 +273,12 @@ class FrameParser:
         max_element = self._max_element
         batch = self._batch
         new, set_subscriber, set_element = _new, _set_subscriber, _set_element
+        decoders = _DECODERS
         try:
             while pos < n:
                 if data[pos] != _ON_NEXT:
-                    pos = self._decode_frame(data, pos, n, frames)
+                    frame, pos = decoders[data[pos]](self, data, pos + 1, n)
+                    append(frame)
                     continue
                 if sizes or general or pos + 2 >= n:
                     frame, pos = self._on_next(data, pos + 1, n)
@@ -360,12 +362,6 @@ class FrameParser:
         else:
             frames.append(OnNextBatch(sid, elements))
         return stop
-
-    def _decode_frame(self, data: bytes, pos: int, n: int, frames: list[Frame | OnNextBatch]) -> int:
-        """Decode the frame at ``pos`` with its type's decoder; return where it ends."""
-        frame, end = _DECODERS[data[pos]](self, data, pos + 1, n)
-        frames.append(frame)
-        return end
 
     # -- one decoder per type (§3): fields start at ``p``; each returns (frame, end) -----------
     def _on_next(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:

@@ -28,6 +28,13 @@ from rstreams.wire.frames import Subscribe, on_next_header
 
 __all__ = ["Stream", "StreamTable", "Violation", "step"]
 
+# Enum members as module constants: reading one through its class costs ~70 ns.
+_SUBSCRIBED = STREAM_TRANSITIONS[StreamState.IDLE, Signal.SUBSCRIBE]
+_REQUEST = Signal.REQUEST
+_CANCEL = Signal.CANCEL
+_ON_SUBSCRIBE = Signal.ON_SUBSCRIBE
+_ON_COMPLETE = Signal.ON_COMPLETE
+
 
 class Stream:
     """One subscription, seen from this end."""
@@ -37,12 +44,12 @@ class Stream:
     def __init__(self, sid: int, publishing: bool, credit: int) -> None:
         self.sid = sid
         self.publishing = publishing
-        self.state = STREAM_TRANSITIONS[StreamState.IDLE, Signal.SUBSCRIBE]
+        self.state = _SUBSCRIBED
         self.credit = credit
         """Elements the publisher may still send: granted minus delivered, saturating (§6)."""
         self.element_size = 0
-        self.header = on_next_header(sid)
-        """Type byte + id, prebuilt for the onNext encoder (publishing end)."""
+        self.header = on_next_header(sid) if publishing else b""
+        """Type byte + id, prebuilt for the onNext encoder (publishing end only)."""
         self.next_element_id = 0
         """The id the next element split into parts gets (publishing end, §8)."""
 
@@ -142,7 +149,7 @@ class StreamTable:
             return Violation(
                 RemoteInvalidDemandError(f"rule 3.9: request({what}) is illegal", subscriber=sid), st
             )
-        st.state = STREAM_TRANSITIONS[st.state, Signal.REQUEST]
+        st.state = STREAM_TRANSITIONS[st.state, _REQUEST]
         st.credit = add(st.credit, n)
         return st
 
@@ -152,8 +159,8 @@ class StreamTable:
         st = self.publishing.get(sid)
         if st is None:
             return None
-        st.state = STREAM_TRANSITIONS[st.state, Signal.CANCEL]
-        self.close(st, Signal.ON_COMPLETE)
+        st.state = STREAM_TRANSITIONS[st.state, _CANCEL]
+        self.close(st, _ON_COMPLETE)
         return st
 
     # -- received by the subscribing end: onSubscribe, onNext*, onComplete, onError ----------
@@ -211,7 +218,7 @@ class StreamTable:
         it is a no-op: the subscription is cancelled (rules 3.6, 3.7) or closed recently."""
         st = self.subscribing.get(sid)
         if st is None:
-            self._gone(False, sid, "Request" if signal is Signal.REQUEST else "Cancel")
+            self._gone(False, sid, "Request" if signal is _REQUEST else "Cancel")
             return None
         if st.state in QUIET_STATES:
             return None
@@ -224,7 +231,7 @@ class StreamTable:
         if st is None:
             self._gone(True, sid, "OnSubscribe")
             return None
-        new = step(st, Signal.ON_SUBSCRIBE)
+        new = step(st, _ON_SUBSCRIBE)
         if new is None:
             raise LocalProtocolError(
                 f"can't send OnSubscribe on subscriber {sid} in state {st.state.name}", subscriber=sid

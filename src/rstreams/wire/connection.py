@@ -93,8 +93,17 @@ from rstreams.wire.frames import (
 
 __all__ = ["Connection", "Side"]
 
+# Enum members as module constants: reading one through its class costs ~70 ns.
+_AWAITING_HELLO = ConnectionState.AWAITING_HELLO
 _OPEN = ConnectionState.OPEN
+_CLOSING = ConnectionState.CLOSING
 _CLOSED = ConnectionState.CLOSED
+_REQUEST = Signal.REQUEST
+_CANCEL = Signal.CANCEL
+_ON_SUBSCRIBE = Signal.ON_SUBSCRIBE
+_ON_NEXT = Signal.ON_NEXT
+_ON_COMPLETE = Signal.ON_COMPLETE
+_ON_ERROR = Signal.ON_ERROR
 
 
 class Side(Enum):
@@ -115,7 +124,7 @@ class Connection:
         each (cheaper for a driver that delivers them in a loop)."""
         self.side = side
         self.config = config = config or ConnectionConfig()
-        self._state = ConnectionState.AWAITING_HELLO
+        self._state = _AWAITING_HELLO
         self._parser = FrameParser(
             max_element_size=config.max_element_size,
             max_string_length=config.max_string_length,
@@ -266,7 +275,7 @@ class Connection:
         error = self._parser.eof()
         if error is not None:
             self._fail(error)
-        elif self._state is ConnectionState.CLOSING:
+        elif self._state is _CLOSING:
             self._finish(ConnectionInput.RECV_EOF, None, "")
         else:
             self._fail(AbruptCloseError("input ended without a goodbye"))
@@ -308,7 +317,8 @@ class Connection:
             ValueError: a ``Request`` for fewer than one element (rule 3.9).
             ConnectionBrokenError: the connection is closed.
         """
-        self._check_can_send()
+        if self._state is not _OPEN:
+            self._check_can_send()
         sender = self._senders.get(type(frame))
         if sender is None:
             raise LocalProtocolError(
@@ -398,7 +408,7 @@ class Connection:
         if type(demand) is not int or demand < 1:
             raise ValueError(f"rule 3.9: request(n) needs n > 0, got {demand!r}")
         self._check_can_send()
-        st = self._streams.send_request_or_cancel(subscriber, Signal.REQUEST)
+        st = self._streams.send_request_or_cancel(subscriber, _REQUEST)
         if st is None:
             return
         if demand > UNBOUNDED:
@@ -427,7 +437,7 @@ class Connection:
         write_subscribe(self._out, f.publisher.encode(), f.subscriber, demand)
 
     def _send_cancel(self, f: Cancel) -> None:
-        st = self._streams.send_request_or_cancel(f.subscriber, Signal.CANCEL)
+        st = self._streams.send_request_or_cancel(f.subscriber, _CANCEL)
         if st is not None:
             self._assembler.drop(st.sid)
             write_cancel(self._out, st.sid)
@@ -464,7 +474,7 @@ class Connection:
     def _send_terminal(self, f: OnComplete | OnError) -> None:
         sid = f.subscriber
         complete = type(f) is OnComplete
-        signal = Signal.ON_COMPLETE if complete else Signal.ON_ERROR
+        signal = _ON_COMPLETE if complete else _ON_ERROR
         if self._streams.send_terminal(sid, signal, type(f).__name__) is None:
             return
         out = bytearray()
@@ -527,7 +537,7 @@ class Connection:
 
     # -- receiving, by frame type (the table in __init__) ----------------------------------------
     def _recv_not_open(self, f: Frame) -> None:
-        if self._state is ConnectionState.AWAITING_HELLO:
+        if self._state is _AWAITING_HELLO:
             if type(f) is Goodbye:
                 self._recv_goodbye(f)
             elif type(f) is self._peer_hello_cls:
@@ -544,7 +554,7 @@ class Connection:
         # any other frame while CLOSING is discarded: our goodbye closed every stream
 
     def _recv_hello(self, f: ClientHello | ServerHello) -> None:
-        if self._state is not ConnectionState.AWAITING_HELLO or type(f) is not self._peer_hello_cls:
+        if self._state is not _AWAITING_HELLO or type(f) is not self._peer_hello_cls:
             self._fail(HandshakeError(f"unexpected {type(f).__name__}: the handshake is over or it is ours"))
             return
         if f.version != PROTOCOL_VERSION:
@@ -613,7 +623,7 @@ class Connection:
         return verdict
 
     def _recv_on_subscribe(self, f: OnSubscribe) -> None:
-        found = self._ours(f.subscriber, Signal.ON_SUBSCRIBE)
+        found = self._ours(f.subscriber, _ON_SUBSCRIBE)
         if found is None or found[0].state in QUIET_STATES:
             return
         st, new = found
@@ -622,7 +632,7 @@ class Connection:
         self._events.append(f)
 
     def _recv_elements(self, f: OnNext | OnNextPacked, count: int) -> None:
-        found = self._ours(f.subscriber, Signal.ON_NEXT)
+        found = self._ours(f.subscriber, _ON_NEXT)
         if found is None or found[0].state in QUIET_STATES:
             return
         verdict = self._streams.take(found[0], count)
@@ -639,7 +649,7 @@ class Connection:
 
     def _recv_part(self, f: OnNextPart | OnNextLastPart) -> None:
         sid = f.subscriber
-        found = self._ours(sid, Signal.ON_NEXT)
+        found = self._ours(sid, _ON_NEXT)
         if found is None or found[0].state in QUIET_STATES:
             return
         st = found[0]
@@ -668,14 +678,14 @@ class Connection:
 
     def _recv_terminal(self, f: OnComplete | OnError) -> None:
         sid = f.subscriber
-        signal = Signal.ON_COMPLETE if type(f) is OnComplete else Signal.ON_ERROR
+        signal = _ON_COMPLETE if type(f) is OnComplete else _ON_ERROR
         found = self._ours(sid, signal)
         if found is None:
             return
         st = found[0]
         quiet = st.state in QUIET_STATES
         unfinished = self._assembler.unfinished(sid)
-        if unfinished and signal is Signal.ON_COMPLETE and not quiet:
+        if unfinished and signal is _ON_COMPLETE and not quiet:
             self._fail(
                 StreamStateError(
                     f"onComplete for subscriber {sid} with {unfinished} unfinished split element(s)",
@@ -696,7 +706,7 @@ class Connection:
             self._fail(verdict.error)
             return
         if st.publishing:
-            self._streams.close(st, Signal.ON_ERROR)
+            self._streams.close(st, _ON_ERROR)
             self._output.drop(st.sid)
             write_on_error(self._out, st.sid, getattr(verdict.error, "reason", str(verdict.error)))
         else:
@@ -717,7 +727,7 @@ class Connection:
     def _fail(self, error: RemoteProtocolError) -> None:
         """A connection-scoped violation (§10): goodbye naming the section, then CLOSED."""
         reason = getattr(error, "reason", str(error))
-        if self._state is not ConnectionState.CLOSING:
+        if self._state is not _CLOSING:
             write_goodbye(self._out, reason)
         self._finish(ConnectionInput.PROTOCOL_ERROR, error, reason)
 
