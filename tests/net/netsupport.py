@@ -5,9 +5,28 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from rstreams.net import Connection
+from rstreams.net._pump import Pump
+from rstreams.net._resume_session import Session
 from rstreams.net._transport import Transport
 
 WAIT = 10.0
+
+
+def connection(**options: Any) -> Connection:
+    """A connection with no transport yet (``memory_pair`` gives it one); ``options`` as for the pump."""
+    return Connection(Pump(**options))
+
+
+def pump_of(conn: Connection) -> Pump:
+    """The pump under ``conn``'s facade (tests look beneath it; the library never does)."""
+    return conn._pump
+
+
+def session_of(conn: Connection) -> Session | None:
+    """``conn``'s resumable session, if it runs over one (its transport, as the pump sees it)."""
+    transport = pump_of(conn).outbox.transport
+    return transport if isinstance(transport, Session) else None
 
 
 class RecordingHandler:
@@ -202,6 +221,12 @@ class MemoryTransport:
     def get_write_buffer_size(self) -> int:
         return self.size
 
+    def can_write_eof(self) -> bool:
+        return False
+
+    def write_eof(self) -> None:
+        pass
+
     def set_write_buffer_limits(self, high: int, low: int) -> None:
         self.high, self.low = high, low
 
@@ -230,7 +255,11 @@ class MemoryTransport:
 
 
 def memory_pair(a: Any, b: Any, **limits: int) -> tuple[MemoryTransport, MemoryTransport]:
-    """Connect two handlers in memory; both get ``connection_made``."""
+    """Connect two handlers (or connections: their pumps) in memory; both get ``connection_made``."""
+    if isinstance(a, Connection):
+        a = pump_of(a)
+    if isinstance(b, Connection):
+        b = pump_of(b)
     ta, tb = MemoryTransport(a, **limits), MemoryTransport(b, **limits)
     ta.peer, tb.peer = tb, ta
     a.connection_made(ta)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from netsupport import WAIT, CountingSource, memory_pair
+from netsupport import WAIT, CountingSource, connection, memory_pair, pump_of
 
 from rstreams import UNBOUNDED
 from rstreams.net import Connection
@@ -20,8 +20,8 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 async def test_writes_are_coalesced_per_loop_turn() -> None:
     """10 000 elements from a synchronous source take a handful of writes, not 10 000."""
     source = CountingSource(limit=10_000)
-    server = Connection(client=False, offer={"n": source})
-    client = Connection(client=True)
+    server = connection(client=False, offer={"n": source})
+    client = connection(client=True)
     server_transport, _ = memory_pair(server, client)
     items = await asyncio.wait_for(client.publisher("n").collect(), WAIT)
     assert len(items) == 10_000
@@ -32,8 +32,8 @@ async def test_output_budget_stops_production_for_a_non_reading_peer() -> None:
     """Unbounded demand, a peer that stops reading: the source is asked for about high-water bytes."""
     high, element = 64 * 1024, 1024
     source = CountingSource(size=element)
-    server = Connection(client=False, offer={"endless": source}, high_water=high, low_water=high // 4)
-    client = Connection(client=True)
+    server = connection(client=False, offer={"endless": source}, high_water=high, low_water=high // 4)
+    client = connection(client=True)
     server_transport, client_transport = memory_pair(server, client, high=high, low=high // 4)
     subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
     client.publisher("endless").subscribe(subscriber)
@@ -47,7 +47,7 @@ async def test_output_budget_stops_production_for_a_non_reading_peer() -> None:
     for _ in range(100):  # loop turns: nothing more is produced while the transport is full
         await asyncio.sleep(0)
     assert source.pulled == stalled_at
-    assert not server.writable
+    assert not server.statistics().writable
     # what was produced fits the budget: the high-water mark plus at most one turn's batch
     assert stalled_at * element <= 2 * high, stalled_at
     client_transport.resume_reading()
@@ -59,8 +59,8 @@ async def test_refills_are_round_robin() -> None:
     """Three endless streams of 1 KiB elements on one connection: every one progresses (no starvation)."""
     high = 64 * 1024
     sources = {name: CountingSource(size=1024) for name in "abc"}
-    server = Connection(client=False, offer=dict(sources), high_water=high, low_water=high // 4)
-    client = Connection(client=True)
+    server = connection(client=False, offer=dict(sources), high_water=high, low_water=high // 4)
+    client = connection(client=True)
     memory_pair(server, client, high=high, low=high // 4)
     subscribers: list[RecordingSubscriber[bytes]] = []
     for name in sources:
@@ -76,8 +76,8 @@ async def test_refills_are_round_robin() -> None:
 
 async def test_subscriber_ids_are_reused_lowest_first() -> None:
     """Ids come back once their terminal is received, so hundreds of streams keep one-byte ids (§5.3)."""
-    server = Connection(client=False, offer={"one": CountingSource(limit=1), "never": Never()})
-    client = Connection(client=True)
+    server = connection(client=False, offer={"one": CountingSource(limit=1), "never": Never()})
+    client = connection(client=True)
     memory_pair(server, client)
     for _ in range(300):
         assert await asyncio.wait_for(client.request("one"), WAIT) == (1).to_bytes(8, "big")
@@ -88,18 +88,18 @@ async def test_subscriber_ids_are_reused_lowest_first() -> None:
 
 async def test_a_cancelled_id_is_reused_only_after_the_acknowledgement() -> None:
     """After cancel, the id stays in use until the publisher's onComplete arrives (§5.3, §5.4)."""
-    server = Connection(client=False, offer={"never": Never()})
-    client = Connection(client=True)
+    server = connection(client=False, offer={"never": Never()})
+    client = connection(client=True)
     memory_pair(server, client)
     first: RecordingSubscriber[bytes] = RecordingSubscriber()
     client.publisher("never").subscribe(first)
-    await _turns(lambda: 1 in server._core.subscriptions(publishing=True))
+    await _turns(lambda: 1 in pump_of(server).outbox.core.subscriptions(publishing=True))
     assert first.subscription is not None
     first.subscription.cancel()  # the acknowledgement is at least a loop turn away
     second: RecordingSubscriber[bytes] = RecordingSubscriber()
     client.publisher("never").subscribe(second)
-    assert set(client._core.subscriptions(publishing=False)) == {1, 2}
-    await _turns(lambda: not client._core.id_in_use(1))
+    assert set(pump_of(client).outbox.core.subscriptions(publishing=False)) == {1, 2}
+    await _turns(lambda: not pump_of(client).outbox.core.id_in_use(1))
     assert await _open_never(client) == {1, 2}
     await client.aclose()
 
@@ -132,4 +132,4 @@ async def _open_never(client: Connection) -> set[int]:
     """Subscribe to ``never`` once more; return our open subscription ids."""
     subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
     client.publisher("never").subscribe(subscriber)
-    return set(client._core.subscriptions(publishing=False))
+    return set(pump_of(client).outbox.core.subscriptions(publishing=False))

@@ -6,11 +6,11 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from netsupport import WAIT, CountingSource, RecordingHandler, memory_pair
+from netsupport import WAIT, CountingSource, RecordingHandler, connection, memory_pair, pump_of
 
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import set_unhandled_error_hook
-from rstreams.net import Connection, RemoteStreamError, connect, serve
+from rstreams.net import RemoteStreamError, connect, serve
 from rstreams.wire import ClientHello, ConnectionClosed, Side, Subscribe, encode
 from rstreams.wire import Connection as Core
 
@@ -43,7 +43,7 @@ def goodbye_in(data: bytes) -> str:
 
 async def test_violation_after_a_subscribe_in_one_read_still_says_goodbye() -> None:
     """hello + subscribe(1) + subscribe(1) in one read: the goodbye (§5.2) is written, nothing raises."""
-    server = Connection(client=False, offer={"never": Never()})
+    server = connection(client=False, offer={"never": Never()})
     peer = RecordingHandler()
     memory_pair(server, peer)
     read = b"".join(
@@ -54,7 +54,7 @@ async def test_violation_after_a_subscribe_in_one_read_still_says_goodbye() -> N
             Subscribe(publisher="never", subscriber=1, initial_demand=0),
         )
     )
-    server.data_received(memoryview(read))
+    pump_of(server).data_received(memoryview(read))
     await asyncio.wait_for(peer.lost, WAIT)
     assert "§5" in goodbye_in(bytes(peer.data))
     assert server.closed

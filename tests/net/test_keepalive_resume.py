@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Self
 
+import netsupport
 import pytest
 from chaos_proxy import ChaosProxy
 from netsupport import WAIT
@@ -20,7 +21,7 @@ import rstreams
 from rstreams.errors import ConnectionBrokenError, ResourceClosedError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
-from rstreams.net._resume_session import _Session
+from rstreams.net._resume_session import Session
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -34,7 +35,7 @@ def offer() -> dict[str, Any]:
     return {"count": lambda params: rstreams.range(int(params["n"])).map(lambda i: i.to_bytes(8, "big"))}
 
 
-def on_link_lost(session: _Session) -> asyncio.Event:
+def on_link_lost(session: Session) -> asyncio.Event:
     """An event set when ``session``'s current link reports its transport closed (a spy on link_lost)."""
     lost = asyncio.Event()
     original = session.link_lost
@@ -47,9 +48,9 @@ def on_link_lost(session: _Session) -> asyncio.Event:
     return lost
 
 
-def session_of(conn: Connection) -> _Session:
-    session = conn.resume_session
-    assert isinstance(session, _Session)
+def session_of(conn: Connection) -> Session:
+    session = netsupport.session_of(conn)
+    assert session is not None
     return session
 
 
@@ -162,7 +163,7 @@ async def test_idle_timeout_without_resume_still_says_goodbye() -> None:
         port = int(server.url.rsplit(":", 1)[1])
         async with ChaosProxy("127.0.0.1", port) as proxy:
             client = await connect(proxy.url, resume=CLIENT_RESUME, idle_timeout=IDLE)
-            assert client.resume_session is None or session_of(client).token is None
+            assert netsupport.session_of(client) is None or session_of(client).token is None
             received = Collector(pattern=False)
             client.publisher(f"count?n={N}").subscribe(received)
             await received.wait_items(100)

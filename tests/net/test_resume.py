@@ -7,6 +7,7 @@ import ssl
 from collections.abc import Callable
 from typing import Any, Self
 
+import netsupport
 import pytest
 from chaos_proxy import ChaosProxy
 from netsupport import WAIT, CountingSource
@@ -16,10 +17,11 @@ import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
-from rstreams.net._resume_session import _Session
+from rstreams.net._resume_session import Session
 from rstreams.wire._resume import Refused, ResumeReplyParser
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+
 
 def counted(n: int) -> rstreams.Flow[bytes]:
     return rstreams.range(n).map(lambda i: i.to_bytes(8, "big") * (SIZE // 8))
@@ -29,9 +31,9 @@ def offer(n: int) -> dict[str, Any]:
     return {"count": lambda params: counted(int(params.get("n", n)))}
 
 
-def session_of(conn: Connection) -> _Session:
-    session = conn.resume_session
-    assert isinstance(session, _Session)
+def session_of(conn: Connection) -> Session:
+    session = netsupport.session_of(conn)
+    assert session is not None
     return session
 
 
@@ -196,7 +198,7 @@ async def test_plain_client_on_a_resumable_server() -> None:
         assert pair.from_server.items == list(range(5000))
         assert pair.from_client.items == list(range(5000))
         assert session_of(pair.server_conns[0]).out.held == 0
-        assert pair.client.resume_session is None
+        assert netsupport.session_of(pair.client) is None
 
 
 async def test_resumable_client_on_a_plain_server_fails_on_a_cut() -> None:
@@ -308,13 +310,13 @@ async def test_closing_during_an_outage_ends_cleanly() -> None:
     client_resume = Resume(attempts=1000, backoff=0.01, max_backoff=0.01)
     async with Pair(10**9, client_resume=client_resume, server_resume=Resume(session_timeout=0.5)) as pair:
         await pair.from_server.wait_items(100)
+        session = session_of(pair.client)
         pair.proxy.refuse()
         pair.proxy.cut()
         await asyncio.wait_for(pair.client.aclose(timeout=0.5), WAIT)
         await pair.from_server.finished()
         assert pair.from_server.error is not None
         assert pair.client.closed
-        session = session_of(pair.client)
         assert session.link is None
         assert session._reconnect is None  # the reconnecting task was stopped
 
@@ -372,13 +374,15 @@ async def test_resume_over_websocket() -> None:
         client = await connect(proxy.url.replace("tcp://", "ws://") + "/rs", resume=FAST)
         try:
             client.publisher("count").subscribe(received)
+            await received.wait_items(1)
+            session = session_of(client)  # the WebSocket's transport is up once elements arrive
             await proxy.cut_repeatedly(3, 5_000, 300_000)
             await received.finished()
         finally:
             await client.aclose(timeout=1.0)
     assert received.error is None
     assert received.items == list(range(n))
-    assert session_of(client).resumes == 3
+    assert session.resumes == 3
 
 
 async def test_error_goodbye_closes_promptly_on_a_resumable_server() -> None:

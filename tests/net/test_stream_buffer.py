@@ -36,7 +36,5 @@ async def test_the_buffer_grows_on_a_full_read_and_shrinks_after_small_ones() ->
     assert len(protocol.get_buffer(-1)) == SOCKET_READ_SIZE
     read(protocol, b"g")
     assert len(protocol.get_buffer(-1)) == SMALL_READ_SIZE
-    expected = (
-        100 + SMALL_READ_SIZE + SOCKET_READ_SIZE + 2 * (SHRINK_AFTER - 1) + SMALL_READ_SIZE + 1 + 1
-    )
+    expected = 100 + SMALL_READ_SIZE + SOCKET_READ_SIZE + 2 * (SHRINK_AFTER - 1) + SMALL_READ_SIZE + 1 + 1
     assert len(handler.data) == expected  # every byte reached the handler

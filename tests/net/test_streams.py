@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from netsupport import WAIT, CountingSource
+from netsupport import WAIT, CountingSource, pump_of
 
 import rstreams
 from rstreams import UNBOUNDED, InvalidDemandError
@@ -29,6 +29,8 @@ from rstreams.net import (
     serve,
     with_codec,
 )
+from rstreams.net._consuming import SubscriptionTable
+from rstreams.wire import OnNext, OnNextBatch, OnNextPacked
 from support import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -348,21 +350,21 @@ async def test_unbounded_demand_from_a_non_reading_peer_keeps_memory_bounded() -
         subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
         conn.publisher("endless").subscribe(subscriber)
         await within(asyncio.to_thread(subscriber.await_subscribed))
-        transport = conn._transport
+        transport = pump_of(conn).outbox.transport
         assert transport is not None
         transport.pause_reading()  # the client's application is stuck: its socket fills up
         subscriber.request(UNBOUNDED)
         served = connections[0]
         paused = asyncio.Event()
-        pause_writing = served.pause_writing
+        pause_writing = pump_of(served).pause_writing
 
         def spy() -> None:  # the transport calls this when the unsent bytes pass the high mark
             pause_writing()
             paused.set()
 
-        served.pause_writing = spy  # type: ignore[method-assign]
+        pump_of(served).pause_writing = spy  # type: ignore[method-assign]
         await within(paused.wait())
-        assert not served.writable
+        assert not served.statistics().writable
         stalled_at = source.pulled
         for _ in range(200):  # many loop turns: nothing more may be produced while not writable
             await asyncio.sleep(0)
@@ -379,14 +381,25 @@ async def test_unbounded_demand_from_a_non_reading_peer_keeps_memory_bounded() -
 
 async def test_fixed_size_codec_sends_packed_frames(monkeypatch: pytest.MonkeyPatch) -> None:
     """A codec with element_size sends onNextPacked batches; the subscriber still gets single ints."""
-    batches: list[int] = []
-    original = Connection.send_packed
+    batches: list[int] = []  # elements per frame, as the client receives them
+    table = SubscriptionTable
+    packed, one, run = table.on_next_packed, table.on_next, table.on_next_batch
 
-    def spy(self: Connection, sid: int, elements: list[bytes]) -> None:
-        batches.append(len(elements))
-        original(self, sid, elements)
+    def spy_packed(self: SubscriptionTable, event: OnNextPacked) -> None:
+        batches.append(event.count)
+        packed(self, event)
 
-    monkeypatch.setattr(Connection, "send_packed", spy)
+    def spy_one(self: SubscriptionTable, event: OnNext) -> None:
+        batches.append(1)
+        one(self, event)
+
+    def spy_run(self: SubscriptionTable, event: OnNextBatch) -> None:
+        batches.extend([1] * len(event.elements))
+        run(self, event)
+
+    monkeypatch.setattr(table, "on_next_packed", spy_packed)
+    monkeypatch.setattr(table, "on_next", spy_one)
+    monkeypatch.setattr(table, "on_next_batch", spy_run)
     offer = {"ints": with_codec(lambda p: rstreams.range(-500, 50_000), INT64)}
     async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
         items = await within(conn.publisher("ints", codec=INT64).collect())

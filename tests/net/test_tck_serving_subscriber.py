@@ -17,11 +17,10 @@ import asyncio
 from typing import Any
 
 import pytest
-from netsupport import WAIT, memory_pair
+from netsupport import WAIT, connection, memory_pair
 
 from rstreams import UNBOUNDED
 from rstreams.api import Subscriber
-from rstreams.net import Connection
 from rstreams.net._serving import ServingStream
 from rstreams.tck import TestEnvironment, verify_subscriber_blackbox
 from support import RecordingSubscriber
@@ -57,8 +56,8 @@ class Peer(RecordingSubscriber[bytes]):
 async def test_the_serving_subscriber_passes_the_blackbox_tck() -> None:
     loop = asyncio.get_running_loop()
     capture = Capture()
-    server = Connection(client=False, offer={"tck": capture})
-    client = Connection(client=True)
+    server = connection(client=False, offer={"tck": capture})
+    client = connection(client=True)
     memory_pair(server, client)
     peers: list[Peer] = []
     completed_with_items = asyncio.Event()

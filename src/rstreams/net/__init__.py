@@ -31,7 +31,7 @@ from rstreams.net._codec import Codec as Codec
 from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
 from rstreams.net._connection import ConnectionStatistics as ConnectionStatistics
-from rstreams.net._connection import RemoteStreamError as RemoteStreamError
+from rstreams.net._consuming import RemoteStreamError as RemoteStreamError
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
 from rstreams.net._resume import Resume as Resume

@@ -1,5 +1,11 @@
 """The auth extension on asyncio (PROTOCOL.md §15): the server's gate and the client's part.
 
+Theory of operation (client). A :class:`ClientAuth` holds the credentials given to
+``connect(url, auth=...)``. When the serverHello arrives it sends ``authenticate`` (or, if
+the server does not offer extension auth, says goodbye); ``authenticated`` from the server
+sets :attr:`ClientAuth.authenticated`. Subscribes with their own credentials wait for the
+hello in the subscription table (:mod:`rstreams.net._consuming`).
+
 Theory of operation (server). A :class:`ServerAuth` holds the application's hooks:
 ``authenticate(credentials) -> principal`` (sync or async; ``None`` or an exception
 refuses) and ``authorize(principal, publisher_name) -> bool`` (sync). Each connection gets
@@ -25,17 +31,24 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rstreams.demand import add
+from rstreams.net._outbox import Outbox
+from rstreams.net._serving import ServingTable
 from rstreams.wire import ExtensionError
-from rstreams.wire._auth import Credentials, decode_credentials, decode_subscribe_credentials
-from rstreams.wire.extensions import AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
+from rstreams.wire._auth import (
+    Credentials,
+    decode_credentials,
+    decode_subscribe_credentials,
+    encode_credentials,
+)
+from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
 
-if TYPE_CHECKING:
-    from rstreams.net._connection import Connection
+__all__ = ["MESSAGE_TYPES", "AuthGate", "Authenticate", "Authorize", "ClientAuth", "ServerAuth"]
 
-__all__ = ["AuthGate", "Authenticate", "Authorize", "ServerAuth"]
+MESSAGE_TYPES = (AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS)
+"""The extension's message types: the pump routes them to the gate (server) or ClientAuth (client)."""
 
 _log = logging.getLogger("rstreams.net.auth")
 
@@ -65,9 +78,14 @@ class _Held:
 class AuthGate:
     """One server connection's authentication state; see the module docstring."""
 
-    def __init__(self, conn: Connection, auth: ServerAuth) -> None:
-        self._conn = conn
+    def __init__(
+        self, outbox: Outbox, serving: ServingTable, auth: ServerAuth, timeout: float | None
+    ) -> None:
+        self._outbox = outbox
+        self._serving = serving
         self._auth = auth
+        self._timeout = timeout  # seconds from the hello to settle the authenticate
+        self._timer: asyncio.TimerHandle | None = None
         self.principal: Any = None
         """What ``authenticate`` returned for the connection's credentials (``None``: none)."""
         self.pending = False  # the clientHello listed auth; its authenticate is not settled yet
@@ -76,14 +94,14 @@ class AuthGate:
         self._held: dict[int, _Held] = {}
         self._credentials: dict[int, Credentials] = {}  # per-subscribe credentials, by subscriber id
         self._tasks: set[asyncio.Task[None]] = set()
-        for message_type in (AUTH_AUTHENTICATE, AUTH_SUBSCRIBE_CREDENTIALS, AUTH_OK):
-            conn.extension_handlers[message_type] = self._received
 
     # -- the hello -----------------------------------------------------------------------
     def hello(self, offered: bool) -> str | None:
         """The clientHello arrived; ``offered``: both hellos list auth. Returns a goodbye reason or None."""
         if offered:
             self.pending = True
+            if self._timeout is not None:
+                self._timer = self._outbox.loop.call_later(self._timeout, self._expired)
             return None
         if self._auth.required:
             return (
@@ -109,8 +127,16 @@ class AuthGate:
         self._held.pop(sid, None)
         self._credentials.pop(sid, None)
 
+    def _expired(self) -> None:
+        self._timer = None
+        if self.pending:
+            self._outbox.close_now(
+                f"authentication timeout (not settled within {self._timeout:g} s of the hello) "
+                "(PROTOCOL.md §15.3)"
+            )
+
     def _drain(self) -> None:
-        while self._held and not self.pending and not self._busy and not self._conn.closed:
+        while self._held and not self.pending and not self._busy and self._outbox.ended is None:
             sid = next(iter(self._held))
             credentials = self._credentials.pop(sid, None)
             if credentials is None:
@@ -126,11 +152,11 @@ class AuthGate:
 
     def _decide(self, sid: int, principal: Any, *, refused: bool) -> None:
         held = self._held.pop(sid, None)
-        if held is None or self._conn.closed:
+        if held is None or self._outbox.ended is not None:
             return  # cancelled while its credentials were checked
         name = held.name
         if refused or (principal is None and self._auth.required):
-            self._conn.refuse(
+            self._serving.refuse(
                 sid, f"unauthenticated: subscribe to {name!r} needs valid credentials (PROTOCOL.md §15.4)"
             )
             return
@@ -144,16 +170,18 @@ class AuthGate:
                 )
                 allowed = False
             if not allowed:
-                self._conn.refuse(
+                self._serving.refuse(
                     sid,
                     f"unauthorized: subscribe to {name!r} is not allowed for this principal "
                     "(PROTOCOL.md §15.4)",
                 )
                 return
-        self._conn.serve_now(name, sid, held.demand)
+        self._serving.subscribe(name, sid, held.demand)
+        self._outbox.mark_dirty()
 
     # -- extension messages ---------------------------------------------------------------
-    def _received(self, message_type: int, payload: bytes) -> None:
+    def received(self, message_type: int, payload: bytes) -> None:
+        """An auth message from the client (the pump routes them here)."""
         try:
             if message_type == AUTH_AUTHENTICATE:
                 self._authenticate(decode_credentials(payload))
@@ -161,7 +189,7 @@ class AuthGate:
                 sid, credentials = decode_subscribe_credentials(payload)
                 if (
                     sid not in self._credentials
-                    and len(self._credentials) >= self._conn.core.config.max_subscriptions
+                    and len(self._credentials) >= self._outbox.core.config.max_subscriptions
                 ):
                     raise ExtensionError(
                         "more subscribeCredentials held than max_subscriptions", section="15.4"
@@ -170,7 +198,7 @@ class AuthGate:
             else:
                 raise ExtensionError("authenticated (0x85) sent to a server", section="15.5")
         except ExtensionError as error:
-            self._conn.close_now(error.reason)
+            self._outbox.close_now(error.reason)
 
     def _authenticate(self, credentials: Credentials) -> None:
         if not self.pending or self._authenticated:
@@ -179,14 +207,16 @@ class AuthGate:
         self._check(credentials, self._settled)
 
     def _settled(self, principal: Any) -> None:
-        self._conn.cancel_auth_timer()  # the timer bounds the hook too, not only the client
+        timer, self._timer = self._timer, None  # the timer bounds the hook too, not only the client
+        if timer is not None:
+            timer.cancel()
         if principal is None:
             self._held.clear()
-            self._conn.close_now("authentication failed (PROTOCOL.md §15.3)")
+            self._outbox.close_now("authentication failed (PROTOCOL.md §15.3)")
             return
         self.principal = principal
         self.pending = False
-        self._conn.send_extension(AUTH_OK, b"")
+        self._outbox.send_extension(AUTH_OK, b"")
         self._drain()
 
     # -- running the hook -------------------------------------------------------------------
@@ -218,35 +248,54 @@ class AuthGate:
             principal = None
         finally:
             self._busy = False
-        if self._conn.closed:
+        if self._outbox.ended is not None:
             return
         then(principal)
         self._drain()
-        self._conn.flush_soon()
+        self._outbox.mark_dirty()
 
     def close(self) -> None:
         """The connection ended: drop what is held, stop running checks."""
         self._held.clear()
         self._credentials.clear()
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
         for task in self._tasks:
             task.cancel()
 
 
-class WithCredentials:
-    """Stands for a connection in a :class:`~rstreams.net._consuming.RemotePublisher` made by
-    ``conn.publisher(name, auth=...)``: its subscribes carry those credentials (§15.4)."""
+class ClientAuth:
+    """A client connection's credentials and whether the server accepted them (§15.2, §15.3)."""
 
-    __slots__ = ("_conn", "_credentials")
+    __slots__ = ("_outbox", "authenticated", "credentials")
 
-    def __init__(self, conn: Connection, credentials: Credentials) -> None:
-        self._conn = conn
-        self._credentials = credentials
+    def __init__(self, outbox: Outbox, credentials: Credentials) -> None:
+        self._outbox = outbox
+        self.credentials = credentials
+        self.authenticated = False
+        """Whether the server answered ``authenticated`` (§15.3)."""
 
-    def run_on_loop(self, fn: Callable[..., object], *args: Any) -> None:
-        self._conn.run_on_loop(fn, *args)
+    def hello(self) -> bool:
+        """The serverHello arrived: send ``authenticate``; ``False`` if the server cannot take it
+        (then the connection is closing)."""
+        if AUTH.id not in self._outbox.core.extensions:
+            self._outbox.close_now(
+                "authentication not possible: the server does not offer extension auth (id 2) "
+                "(PROTOCOL.md §15.2)"
+            )
+            return False
+        self._outbox.send_extension(AUTH_AUTHENTICATE, encode_credentials(self.credentials))
+        return True
 
-    def open_subscription(self, name: str, subscriber: Any, decode: Any, batch: Any = None) -> None:
-        self._conn.open_subscription(name, subscriber, decode, batch, credentials=self._credentials)
-
-    def __repr__(self) -> str:
-        return repr(self._conn)  # never the credentials
+    def received(self, message_type: int, payload: bytes) -> None:
+        """An auth message from the server (the pump routes them here)."""
+        if message_type == AUTH_OK and not self.authenticated:
+            self.authenticated = True
+            return
+        what = (
+            "authenticated (0x85) without an authenticate"
+            if message_type == AUTH_OK
+            else (f"message type 0x{message_type:02x}, which only a client sends,")
+        )
+        self._outbox.close_now(f"{what} received by the client (PROTOCOL.md §15.5)")

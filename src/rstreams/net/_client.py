@@ -10,6 +10,7 @@ from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
 from rstreams.net._keepalive import DEFAULT_KEEPALIVE
+from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, check_resume, connect_resumable, resume_config
 from rstreams.net._routes import Offer, Router
 from rstreams.net._stream import open_pipe_transport
@@ -67,7 +68,7 @@ async def connect(
     resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
         config = resume_config(config)
-    conn = Connection(
+    pump = Pump(
         client=True,
         offer=publishers,
         codec=codec,
@@ -78,14 +79,15 @@ async def connect(
         idle_timeout=idle_timeout,
         credentials=credentials,
     )
+    conn = Connection(pump)
     try:
         if resuming is not None:
-            await connect_resumable(endpoint, conn, resuming, ssl=ssl, high=high_water, low=low_water)
+            await connect_resumable(endpoint, pump, resuming, ssl=ssl, high=high_water, low=low_water)
             return conn
-        task = await connect_endpoint(endpoint, conn, ssl=ssl, high=high_water, low=low_water)
+        task = await connect_endpoint(endpoint, pump, ssl=ssl, high=high_water, low=low_water)
     except OSError as error:
         raise ConnectionBrokenError(f"could not connect to {endpoint.url}: {error}") from error
-    conn.keep(task)
+    pump.keep(task)
     return conn
 
 
@@ -109,7 +111,7 @@ async def connect_pipe(
     end: it decides who sends which hello and whose ids are even).
     """
     Router(publishers)
-    conn = Connection(
+    pump = Pump(
         client=not server,
         offer=publishers,
         codec=codec,
@@ -119,5 +121,6 @@ async def connect_pipe(
         keepalive=keepalive,
         idle_timeout=idle_timeout,
     )
-    await open_pipe_transport(conn, reader, writer, high=high_water, low=low_water)
+    conn = Connection(pump)
+    await open_pipe_transport(pump, reader, writer, high=high_water, low=low_water)
     return conn

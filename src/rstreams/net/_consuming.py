@@ -24,21 +24,30 @@ element).
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
-from rstreams.errors import report_unhandled
+from rstreams.errors import LocalProtocolError, ReactiveStreamsError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec, identity, split_packed
+from rstreams.net._outbox import Outbox
 from rstreams.rules import check_subscriber
+from rstreams.wire import Cancel, ConnectionState, OnComplete, OnError, OnNext, OnNextBatch, OnNextPacked
+from rstreams.wire._auth import Credentials, encode_subscribe_credentials
+from rstreams.wire.extensions import AUTH, AUTH_SUBSCRIBE_CREDENTIALS
 
-if TYPE_CHECKING:
-    from rstreams.net._connection import Connection
-
-__all__ = ["Batching", "RemotePublisher", "RemoteSubscription", "ScalarSubscriber"]
+__all__ = [
+    "Batching",
+    "RemotePublisher",
+    "RemoteStreamError",
+    "RemoteSubscription",
+    "ScalarSubscriber",
+    "SubscriptionTable",
+]
 
 T = TypeVar("T")
 
@@ -50,32 +59,47 @@ as it consumes then has the next elements produced while it works through the re
 read (the two sides overlap instead of taking turns); smaller requests are coalesced."""
 
 
+class RemoteStreamError(ReactiveStreamsError):
+    """The remote publisher signalled ``onError``; ``message`` is the text it sent."""
+
+    def __init__(self, message: str, *, publisher: str, subscriber: int) -> None:
+        super().__init__(f"remote publisher {publisher!r} failed: {message}")
+        self.message = message
+        self.publisher = publisher
+        self.subscriber = subscriber
+
+
 class RemotePublisher(Flow[T]):
     """The publisher named ``name`` on the other side of ``conn``; made by ``conn.publisher``.
 
     With ``batch`` (a :class:`Batching`), ``T`` is a list of elements: see :class:`Batching`.
     """
 
-    __slots__ = ("_batch", "_conn", "_decode", "name")
+    __slots__ = ("_batch", "_credentials", "_decode", "_table", "name")
 
     def __init__(
         self,
-        conn: Connection,
+        table: SubscriptionTable,
         name: str,
         decode: Callable[[bytes], Any] | None,
         batch: Batching | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
-        self._conn = conn
+        self._table = table
         self.name = name
         self._decode = decode
         self._batch = batch
+        self._credentials = credentials  # this publisher's own (PROTOCOL.md §15.4); never shown
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
-        self._conn.run_on_loop(self._conn.open_subscription, self.name, subscriber, self._decode, self._batch)
+        table = self._table
+        table.outbox.run_on_loop(
+            table.open, self.name, subscriber, self._decode, self._batch, self._credentials
+        )
 
     def __repr__(self) -> str:
-        return f"<RemotePublisher {self.name!r} on {self._conn!r}>"
+        return f"<RemotePublisher {self.name!r} on {self._table.describe()}>"
 
 
 class Batching:
@@ -103,10 +127,11 @@ class RemoteSubscription(Subscription, Generic[T]):
 
     __slots__ = (
         "_batch",
-        "_conn",
         "_decode",
         "_lists",
         "_loop_thread",
+        "_outbox",
+        "_table",
         "done",
         "pending",
         "sid",
@@ -116,13 +141,14 @@ class RemoteSubscription(Subscription, Generic[T]):
 
     def __init__(
         self,
-        conn: Connection,
+        table: SubscriptionTable,
         sid: int,
         subscriber: Subscriber[T],
         decode: Callable[[bytes], T] | None,
         batch: Batching | None = None,
     ) -> None:
-        self._conn = conn
+        self._table = table
+        self._outbox = table.outbox
         self.sid = sid
         self.subscriber: Subscriber[T] | None = subscriber
         self._decode = decode
@@ -138,7 +164,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         if self.done:
             return  # rule 3.6
         if threading.get_ident() != self._loop_thread:
-            self._conn.call_soon_threadsafe(self.request, n)
+            self._outbox.call_soon_threadsafe(self.request, n)
             return
         problem = demand.invalid(n)
         if problem is not None:
@@ -148,20 +174,20 @@ class RemoteSubscription(Subscription, Generic[T]):
         pending = self.pending = demand.add(self.pending, n)
         if not self.started:
             return
-        if pending >= EARLY_REQUEST and self._conn.reading:
-            self._conn.request_now(self)  # mid-read: let the peer produce while we consume
+        if pending >= EARLY_REQUEST and self._outbox.reading:
+            self._table.request_now(self)  # mid-read: let the peer produce while we consume
         elif first:
-            self._conn.want_request(self)
+            self._table.want_request(self)
 
     def cancel(self) -> None:
         if self.done:
             return  # rule 3.7
         if threading.get_ident() != self._loop_thread:
-            self._conn.call_soon_threadsafe(self.cancel)
+            self._outbox.call_soon_threadsafe(self.cancel)
             return
         self.done = True
         self.subscriber = None  # rule 3.13
-        self._conn.cancel_subscription(self)
+        self._table.cancel(self)
 
     # -- driven by the connection (loop thread) ------------------------------------------
     def take_pending(self) -> int:
@@ -268,7 +294,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         if self.done:
             return
         self.done = True
-        self._conn.cancel_subscription(self)
+        self._table.cancel(self)
         subscriber, self.subscriber = self.subscriber, None
         if subscriber is not None:
             try:
@@ -336,3 +362,196 @@ class ScalarSubscriber(Subscriber[Any]):
     def cancel(self) -> None:
         if self._subscription is not None:
             self._subscription.cancel()
+
+
+class SubscriptionTable:
+    """Our subscriptions on the peer's publishers: subscriber ids, demand, terminal signals.
+
+    Ids are a namespace of our own (PROTOCOL.md §5.1), reused lowest first so that they stay
+    small (one or two bytes on the wire, the parser's fast path; §5.3). Demand requested by
+    local Subscribers is coalesced: one ``request`` frame per subscription per loop turn
+    (:meth:`send_requests`, from the pump's flush), or at once mid-read for a big request.
+    The pump routes the peer's ``onNext``/``onComplete``/``onError`` here.
+    """
+
+    __slots__ = (
+        "_deferred",
+        "_free_ids",
+        "_names",
+        "_next_id",
+        "_requests",
+        "_unacked",
+        "describe",
+        "outbox",
+        "subscriptions",
+    )
+
+    def __init__(self, outbox: Outbox, describe: Callable[[], str]) -> None:
+        self.outbox = outbox
+        self.describe = describe  # the connection's repr, for RemotePublisher's
+        self.subscriptions: dict[int, RemoteSubscription[Any]] = {}
+        self._names: dict[int, str] = {}
+        self._requests: dict[RemoteSubscription[Any], None] = {}  # demand to send this turn
+        self._next_id = 1  # the lowest id never used
+        self._free_ids: list[int] = []  # a heap: ids whose terminal signal was received
+        self._unacked: set[int] = set()  # cancelled ids, in use until the publisher's onComplete
+        self._deferred: list[tuple[Any, ...]] = []  # subscribes with credentials, awaiting the hello
+
+    @property
+    def wants_requests(self) -> bool:
+        return bool(self._requests)
+
+    # -- opening ------------------------------------------------------------------------------
+    def open(
+        self,
+        name: str,
+        subscriber: Subscriber[T],
+        decode: Callable[[bytes], T] | None,
+        batch: Batching | None = None,
+        credentials: Credentials | None = None,
+    ) -> None:
+        """Subscribe ``subscriber`` to the peer's ``name`` (loop thread); ``credentials``: its own (§15.4)."""
+        outbox = self.outbox
+        core = outbox.core
+        if credentials is not None and core.state is ConnectionState.AWAITING_HELLO and outbox.ended is None:
+            # subscribeCredentials is an extension message: never before the peer's hello (§4.4)
+            self._deferred.append((name, subscriber, decode, batch, credentials))
+            return
+        sid = self._take_id()
+        subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode, batch)
+        try:
+            subscriber.on_subscribe(subscription)
+        except Exception as error:
+            subscription.done = True
+            heapq.heappush(self._free_ids, sid)
+            report_unhandled(error, f"{type(subscriber).__name__}.on_subscribe")
+            return
+        if subscription.done:
+            heapq.heappush(self._free_ids, sid)
+            return  # cancelled (or failed rule 3.9) inside on_subscribe: nothing to send
+        if outbox.ended is not None or outbox.closing:
+            subscription.error(outbox.ended or ResourceClosedError("the connection is closing"))
+            return
+        if credentials is not None and AUTH.id not in core.extensions:
+            heapq.heappush(self._free_ids, sid)
+            subscription.error(
+                LocalProtocolError(
+                    f"can't subscribe to {name!r} with credentials: the peer does not offer "
+                    f"extension auth (id 2) (PROTOCOL.md §15.2)"
+                )
+            )
+            return
+        self.subscriptions[sid] = subscription
+        self._names[sid] = name
+        subscription.started = True
+        if credentials is not None:
+            core.send_extension(AUTH_SUBSCRIBE_CREDENTIALS, encode_subscribe_credentials(sid, credentials))
+        core.send_subscribe(name, sid, subscription.take_pending())
+        outbox.write_soon()
+
+    def release_deferred(self) -> None:
+        """The peer's hello arrived (or the connection ended): open the subscribes held for it."""
+        deferred, self._deferred = self._deferred, []
+        for args in deferred:
+            self.open(*args)
+
+    def _take_id(self) -> int:
+        """The lowest free subscriber id. An id is free once its onComplete/onError was received
+        (PROTOCOL.md §5.3); a cancelled id only once the publisher acknowledged the cancel."""
+        if self._unacked:
+            core = self.outbox.core
+            acked = [sid for sid in self._unacked if not core.id_in_use(sid)]
+            for sid in acked:
+                self._unacked.discard(sid)
+                heapq.heappush(self._free_ids, sid)
+        if self._free_ids:
+            return heapq.heappop(self._free_ids)
+        sid = self._next_id
+        self._next_id = sid + 1
+        return sid
+
+    def _free_id(self, sid: int) -> None:
+        """The terminal signal for our ``sid`` was received: the id may be reused."""
+        self._unacked.discard(sid)  # a cancel that crossed the terminal: freed once, here
+        heapq.heappush(self._free_ids, sid)
+
+    # -- demand and cancel (from the subscriptions) ------------------------------------------------
+    def request_now(self, subscription: RemoteSubscription[Any]) -> None:
+        """Send ``subscription``'s pending demand, and anything else queued, in a write of its own."""
+        self._requests.pop(subscription, None)
+        n = subscription.take_pending()
+        if not n or subscription.done or self.outbox.ended is not None:
+            return
+        self.outbox.core.send_request(subscription.sid, n)
+        self.outbox.write_now()
+
+    def want_request(self, subscription: RemoteSubscription[Any]) -> None:
+        self._requests[subscription] = None
+        self.outbox.mark_dirty()
+
+    def send_requests(self) -> None:
+        """Queue one ``request`` frame per subscription that asked for more this turn."""
+        pending, self._requests = self._requests, {}
+        core = self.outbox.core
+        for subscription in pending:
+            n = subscription.take_pending()
+            if n and not subscription.done:
+                core.send_request(subscription.sid, n)
+
+    def cancel(self, subscription: RemoteSubscription[Any]) -> None:
+        sid = subscription.sid
+        self._requests.pop(subscription, None)
+        if self.subscriptions.get(sid) is subscription and self.outbox.ended is None:
+            del self.subscriptions[sid]
+            self._names.pop(sid, None)
+            self.outbox.core.send(Cancel(subscriber=sid))
+            self._unacked.add(sid)  # in use until the publisher's acknowledgement (§5.4)
+            self.outbox.mark_dirty()
+
+    # -- the peer's signals (routed by the pump) ---------------------------------------------------
+    def on_next_batch(self, event: OnNextBatch) -> None:
+        subscription = self.subscriptions.get(event.subscriber)
+        if subscription is not None:
+            subscription.deliver_many(event.elements)
+
+    def on_next(self, event: OnNext) -> None:
+        subscription = self.subscriptions.get(event.subscriber)
+        if subscription is not None:
+            subscription.deliver(event.element)
+
+    def on_next_packed(self, event: OnNextPacked) -> None:
+        subscription = self.subscriptions.get(event.subscriber)
+        if subscription is not None:
+            subscription.deliver_packed(event.elements, event.count)
+
+    def on_complete(self, event: OnComplete) -> None:
+        sid = event.subscriber
+        subscription = self.subscriptions.pop(sid, None)
+        self._names.pop(sid, None)
+        self._free_id(sid)
+        if subscription is not None:
+            subscription.complete()
+
+    def on_error(self, event: OnError) -> None:
+        sid = event.subscriber
+        subscription = self.subscriptions.pop(sid, None)
+        name = self._names.pop(sid, "?")
+        self._free_id(sid)
+        if subscription is not None:
+            subscription.error(RemoteStreamError(event.error, publisher=name, subscriber=sid))
+
+    def stream_error(self, sid: int, error: BaseException) -> None:
+        """The core found the peer breaking the rules on our ``sid`` and cancelled it."""
+        subscription = self.subscriptions.pop(sid, None)
+        self._names.pop(sid, None)
+        self._unacked.add(sid)  # the core cancelled it: wait for the acknowledgement
+        if subscription is not None:
+            subscription.error(error)
+
+    def end(self, error: BaseException) -> None:
+        """The connection ended: every subscription (and every held subscribe) fails with ``error``."""
+        self.release_deferred()  # they fail at once: the outbox says the connection ended
+        subscriptions, self.subscriptions = self.subscriptions, {}
+        self._requests.clear()
+        for subscription in subscriptions.values():
+            subscription.error(error)

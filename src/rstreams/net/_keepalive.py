@@ -1,7 +1,7 @@
 """Keepalive pings and the idle timeout for one connection (PROTOCOL.md §14), on one loop timer.
 
-Theory of operation. The driver records the loop time of every read in
-``conn.heard_at`` and of every write in ``conn.sent_at`` (one ``loop.time()`` per read or
+Theory of operation. The pump records the loop time of every read in
+``outbox.heard_at`` and of every write in ``outbox.sent_at`` (one ``loop.time()`` per read or
 write, nothing else on the hot path). A :class:`Keepalive` owns a single ``loop.call_at``
 timer per connection, armed for the *next moment something could be due*, never
 periodically:
@@ -11,10 +11,10 @@ periodically:
   (§14.2). Writes count so that a peer that only receives (a subscriber with unbounded
   demand, on an implementation without keepalive) is not cut off while its stream flows;
   a dead or non-reading peer stops taking writes once the buffers are full (high water),
-  and is then idle like a silent one. On a *resumable* session (extension resume active,
-  its token known, §16) the idle link is taken for broken instead: its transport is
-  aborted, and the session's own recovery follows (the client resumes on a new transport,
-  the server waits ``session_timeout`` for that resume), exactly as after a stalled link;
+  and is then idle like a silent one. Before that goodbye the :attr:`Keepalive.on_idle_link`
+  hook is asked: a *resumable* session (:mod:`rstreams.net._resume_session`) takes the idle
+  link for broken instead and drops it, and its own recovery follows (the client resumes
+  on a new transport, the server waits for that resume), exactly as after a stalled link;
   the idle clock then restarts from the drop;
 * the ping deadline, ``max(heard_at, pinged_at) + interval``: if nothing was heard for
   ``interval`` and no ping went out in that time, a ping goes out (only once extension
@@ -30,13 +30,11 @@ receiving one updates ``heard_at`` like any other read (the core answers pings i
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from rstreams.net._outbox import Outbox
 from rstreams.wire import ConnectionState
-from rstreams.wire.extensions import KEEPALIVE, KEEPALIVE_PAYLOAD_SIZE, PING, RESUME
-
-if TYPE_CHECKING:
-    from rstreams.net._connection import Connection
+from rstreams.wire.extensions import KEEPALIVE, KEEPALIVE_PAYLOAD_SIZE, PING
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_KEEPALIVE", "Keepalive", "check_interval"]
 
@@ -55,31 +53,35 @@ def check_interval(name: str, value: object) -> None:
 
 
 class Keepalive:
-    """The timer of one connection; made by the driver when ``keepalive`` or ``idle_timeout`` is set."""
+    """The timer of one connection; made by the pump when ``keepalive`` or ``idle_timeout`` is set."""
 
     __slots__ = (
-        "_conn",
         "_idle_from",
         "_idle_timeout",
         "_interval",
         "_loop",
+        "_outbox",
         "_pinged_at",
         "_pings",
         "_timer",
+        "on_idle_link",
     )
 
-    def __init__(self, conn: Connection, interval: float | None, idle_timeout: float | None) -> None:
-        self._conn = conn
-        self._loop = asyncio.get_running_loop()
+    def __init__(self, outbox: Outbox, interval: float | None, idle_timeout: float | None) -> None:
+        self._outbox = outbox
+        self._loop = outbox.loop
         self._interval = interval
         self._idle_timeout = idle_timeout
         self._pinged_at = 0.0
         self._idle_from = 0.0  # loop time a resumable session's idle link was dropped (§14.2)
         self._pings = 0
         self._timer: asyncio.TimerHandle | None = None
+        self.on_idle_link: Callable[[], bool] | None = None
+        """Asked before the idle timeout's goodbye: ``True`` means it dropped the idle link
+        instead (a resumable session), and the idle clock restarts from now."""
 
     def start(self) -> None:
-        """Arm the timer (the transport is up; ``conn.heard_at`` is now)."""
+        """Arm the timer (the transport is up; ``outbox.heard_at`` is now)."""
         self._arm(self._loop.time())
 
     def stop(self) -> None:
@@ -89,30 +91,33 @@ class Keepalive:
 
     def _arm(self, now: float) -> None:
         deadlines = []
-        heard = self._conn.heard_at
+        outbox = self._outbox
+        heard = outbox.heard_at
         if self._idle_timeout is not None:
-            deadlines.append(max(heard, self._conn.sent_at, self._idle_from) + self._idle_timeout)
+            deadlines.append(max(heard, outbox.sent_at, self._idle_from) + self._idle_timeout)
         interval = self._interval
         if interval is not None:
-            state = self._conn.core.state
+            state = outbox.core.state
             if state is ConnectionState.AWAITING_HELLO:
                 deadlines.append(now + interval)  # look again once the hellos are exchanged
-            elif state is ConnectionState.OPEN and KEEPALIVE.id in self._conn.core.extensions:
+            elif state is ConnectionState.OPEN and KEEPALIVE.id in outbox.core.extensions:
                 deadlines.append(max(heard, self._pinged_at) + interval)
         if deadlines:
             self._timer = self._loop.call_at(min(deadlines), self._fire)
 
     def _fire(self) -> None:
         self._timer = None
-        conn = self._conn
-        if conn.closed or conn.core.state is ConnectionState.CLOSED:
+        outbox = self._outbox
+        core = outbox.core
+        if outbox.ended is not None or core.state is ConnectionState.CLOSED:
             return
         now = self._loop.time()
-        idle = now - conn.heard_at
-        idle_since = max(conn.heard_at, conn.sent_at, self._idle_from)
+        idle = now - outbox.heard_at
+        idle_since = max(outbox.heard_at, outbox.sent_at, self._idle_from)
         if self._idle_timeout is not None and now - idle_since >= self._idle_timeout:
-            if not self._drop_resumable_link():
-                conn.close_now(
+            hook = self.on_idle_link
+            if hook is None or not hook():
+                outbox.close_now(
                     f"idle timeout: nothing received for {self._idle_timeout:g} s (PROTOCOL.md §14.2)"
                 )
                 return
@@ -122,34 +127,11 @@ class Keepalive:
             interval is not None
             and idle >= interval
             and now - self._pinged_at >= interval
-            and conn.core.state is ConnectionState.OPEN
-            and KEEPALIVE.id in conn.core.extensions
+            and core.state is ConnectionState.OPEN
+            and KEEPALIVE.id in core.extensions
         ):
             self._pings += 1
-            conn.send_ping(PING, self._pings.to_bytes(KEEPALIVE_PAYLOAD_SIZE, "big"))
+            core.send_extension(PING, self._pings.to_bytes(KEEPALIVE_PAYLOAD_SIZE, "big"))
+            outbox.write_now(activity=False)  # a ping must not make a silent peer look alive
             self._pinged_at = now
         self._arm(now)
-
-    def _drop_resumable_link(self) -> bool:
-        """Idle on a resumable session: break its link, not the session (§14.2, §16.3).
-
-        Returns False when the session cannot be resumed (no resume extension, no token yet,
-        not open, closing): then the idle timeout ends it with a goodbye as usual. Aborting
-        the link's transport takes the session's ordinary broken-link path (its
-        ``connection_lost``): the client resumes, the server waits for the resume. While the
-        session is between links (already recovering) there is nothing to drop.
-        """
-        conn = self._conn
-        session = conn.resume_session
-        if (
-            session is None
-            or session.token is None
-            or session.is_closing()
-            or conn.core.state is not ConnectionState.OPEN
-            or RESUME.id not in conn.core.extensions
-        ):
-            return False
-        link = session.link
-        if link is not None and not link.transport.is_closing():
-            link.transport.abort()
-        return True

@@ -2,10 +2,10 @@
 
 Theory of operation (the session and its links are in :mod:`rstreams.net._resume_session`;
 this module makes them: ``connect``'s client side and ``serve``'s table of sessions).
-Without resumption the driver (:class:`~rstreams.net.Connection`)
-talks to a transport directly. With it, a :class:`_Session` sits in between: to the
+Without resumption the driver (the connection's pump, :class:`~rstreams.net._pump.Pump`)
+talks to a transport directly. With it, a :class:`Session` sits in between: to the
 driver it *is* the transport (it implements the transport seam), and it in turn runs
-over a succession of real transports, each wrapped in a :class:`_Link` (the handler the
+over a succession of real transports, each wrapped in a :class:`Link` (the handler the
 real transport calls). The driver and its core never learn that a transport broke; the
 session
 
@@ -14,7 +14,7 @@ session
 * sends ``resumeAck`` through the core when enough arrived (or shortly after anything
   arrived), and drops its own buffer's head when the peer's ack comes;
 * bounds the buffer: the driver's room to produce is the smaller of the transport's room
-  and the buffer's (:meth:`_Session.get_write_buffer_size`), and the driver is told "not
+  and the buffer's (:meth:`Session.get_write_buffer_size`), and the driver is told "not
   writable" while the buffer is full. Nothing is dropped, nothing grows past the bound
   (one element or control message at most);
 * when its transport breaks with the session open: the client reconnects with backoff,
@@ -33,11 +33,11 @@ import asyncio
 import dataclasses
 import ssl as _ssl
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net._endpoints import connect_endpoint
-from rstreams.net._resume_session import _Link, _Session
+from rstreams.net._resume_session import Link, Resume, Session
 from rstreams.net._url import Endpoint
 from rstreams.wire import ConnectionConfig
 from rstreams.wire._resume import (
@@ -52,65 +52,9 @@ from rstreams.wire._resume import (
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
 
 if TYPE_CHECKING:
-    from rstreams.net._connection import Connection
+    from rstreams.net._pump import Pump
 
 __all__ = ["Resume", "ResumeRegistry", "connect_resumable", "resume_config"]
-
-KiB = 1024
-MiB = 1024 * KiB
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class Resume:
-    """How a connection survives a broken transport; pass it to ``connect``/``serve`` as ``resume=``.
-
-    Both sides must ask for it (extension 3 in both hellos), else the connection runs as
-    without it. The client uses ``attempts``, ``backoff``, ``max_backoff`` and
-    ``attempt_timeout``; the server uses ``session_timeout``; both use ``buffer_bytes``.
-    """
-
-    attempts: int = 8
-    """Reconnections tried after a transport breaks, before the streams fail."""
-    backoff: float = 0.05
-    """Seconds before the first attempt; doubled after each failed one (up to max_backoff)."""
-    max_backoff: float = 2.0
-    """Longest wait between attempts, in seconds."""
-    attempt_timeout: float = 5.0
-    """Seconds one attempt may take: connect, send resume, read the answer."""
-    buffer_bytes: int = 4 * MiB
-    """Most bytes kept for replay (sent, not yet acknowledged); production stops there.
-    4 MiB: four times the default high-water mark, so acks every quarter keep it flowing."""
-    session_timeout: float = 30.0
-    """Seconds a server keeps a session whose transport broke, waiting for a resume."""
-    ack_delay: float = 0.02
-    """Seconds after receiving something until it is acknowledged, if no ack went out before."""
-    stall_timeout: float | None = 45.0
-    """Seconds without reading anything after which the transport is taken for dead (a link
-    that vanished without a reset): the client replaces it, the server drops it and waits for
-    the resume. Keepalive pings (PROTOCOL.md §14, every 15 s by default) keep an idle but
-    live link from looking dead. ``None``: only errors and resets break a transport."""
-
-    def __post_init__(self) -> None:
-        if type(self.attempts) is not int or self.attempts < 0:
-            raise ValueError(f"attempts must be an int >= 0, got {self.attempts!r}")
-        if type(self.buffer_bytes) is not int or self.buffer_bytes < 4 * KiB:
-            raise ValueError(f"buffer_bytes must be an int >= 4096, got {self.buffer_bytes!r}")
-        for name in ("backoff", "max_backoff", "attempt_timeout", "session_timeout", "ack_delay"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not value >= 0:
-                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
-        stall: Any = self.stall_timeout
-        if stall is not None and (not isinstance(stall, int | float) or not stall > 0):
-            raise ValueError(f"stall_timeout must be a number of seconds > 0, or None; got {stall!r}")
-
-    @property
-    def ack_bytes(self) -> int:
-        """Acknowledge after this many bytes: a quarter of the buffer (the peer's, if it uses ours)."""
-        return max(self.buffer_bytes // 4, 1)
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before attempt number ``attempt`` (0-based)."""
-        return float(min(self.backoff * 2**attempt, self.max_backoff))
 
 
 def resume_config(config: ConnectionConfig | None) -> ConnectionConfig:
@@ -122,7 +66,7 @@ def resume_config(config: ConnectionConfig | None) -> ConnectionConfig:
 # -- the client ------------------------------------------------------------------------------
 async def connect_resumable(
     endpoint: Endpoint,
-    driver: Connection,
+    driver: Pump,
     resume: Resume,
     *,
     ssl: _ssl.SSLContext | None,
@@ -133,18 +77,18 @@ async def connect_resumable(
 
     Raises OSError like :func:`connect_endpoint` when that first connection fails.
     """
-    session = _Session(resume, client=True, high=high)
+    session = Session(resume, client=True, high=high)
     session.bind(driver)
 
-    def reconnect(session: _Session) -> asyncio.Task[None]:
+    def reconnect(session: Session) -> asyncio.Task[None]:
         return asyncio.get_running_loop().create_task(
             _reconnect(session, endpoint, ssl=ssl, high=high, low=low), name=f"rstreams-resume {endpoint.url}"
         )
 
     session.reconnect = reconnect
-    link = _Link()
+    link = Link()
 
-    def made(link: _Link) -> None:
+    def made(link: Link) -> None:
         session.attach(link, [])
         driver.connection_made(session)
 
@@ -153,14 +97,14 @@ async def connect_resumable(
 
 
 async def _reconnect(
-    session: _Session, endpoint: Endpoint, *, ssl: _ssl.SSLContext | None, high: int, low: int
+    session: Session, endpoint: Endpoint, *, ssl: _ssl.SSLContext | None, high: int, low: int
 ) -> None:
     """Try to resume ``session`` over new transports; fail it once the attempts are used up."""
     resume = session.resume
     last: BaseException | None = None
     for attempt in range(resume.attempts):
         await asyncio.sleep(resume.delay(attempt))
-        link = _Link()
+        link = Link()
         assert session.token is not None
         link.resume_token = session.token
         link.resume_position = session.counter.position
@@ -199,7 +143,7 @@ async def _reconnect(
     session.fail(gave_up)
 
 
-def _drop(link: _Link) -> None:
+def _drop(link: Link) -> None:
     """Give up on a resume attempt's transport."""
     link.answer = None  # nobody waits for it any more
     link.dropped = True
@@ -213,7 +157,7 @@ class ResumeRegistry:
     def __init__(
         self,
         resume: Resume,
-        make_driver: Callable[[], Connection],
+        make_driver: Callable[[], Pump],
         *,
         high: int,
         handshake_timeout: float | None,
@@ -224,22 +168,22 @@ class ResumeRegistry:
         self._handshake_timeout = handshake_timeout
         # The hello a new driver writes first (its extensions are the driver's business):
         # written at once on every accepted transport, before we know what the client wants.
-        self._hello = b"".join(make_driver().core.data_to_send())
-        self.sessions: dict[bytes, _Session] = {}
+        self._hello = b"".join(make_driver().outbox.core.data_to_send())
+        self.sessions: dict[bytes, Session] = {}
 
-    def make_link(self) -> _Link:
+    def make_link(self) -> Link:
         """A handler for one accepted transport (the listener's handler factory)."""
-        link = _Link()
+        link = Link()
         timer: list[asyncio.TimerHandle] = []
 
-        def made(link: _Link) -> None:
+        def made(link: Link) -> None:
             link.transport.writelines([self._hello])  # §4.1: the hello goes out at once
             if self._handshake_timeout is not None:
                 timer.append(
                     asyncio.get_running_loop().call_later(self._handshake_timeout, link.transport.abort)
                 )
 
-        def first_bytes(link: _Link, buf: bytearray) -> bool:
+        def first_bytes(link: Link, buf: bytearray) -> bool:
             decided = self._first_bytes(link, buf)
             if decided and timer:
                 timer.pop().cancel()
@@ -249,7 +193,7 @@ class ResumeRegistry:
         link.on_first_bytes = first_bytes
         return link
 
-    def _first_bytes(self, link: _Link, buf: bytearray) -> bool:
+    def _first_bytes(self, link: Link, buf: bytearray) -> bool:
         if buf[0] != RESUME:
             self._new_session(link, bytes(buf))
             return True
@@ -274,9 +218,9 @@ class ResumeRegistry:
                 self._refuse(link, error.reason)
         return True
 
-    def _new_session(self, link: _Link, first: bytes) -> None:
+    def _new_session(self, link: Link, first: bytes) -> None:
         driver = self._make_driver()
-        session = _Session(self.resume, client=False, high=self._high)
+        session = Session(self.resume, client=False, high=self._high)
         session.bind(driver)
         session.on_token = self._register
         session.on_finished = self._forget
@@ -284,16 +228,16 @@ class ResumeRegistry:
         driver.connection_made(session)
         session.link_data(link, first)
 
-    def _register(self, session: _Session) -> None:
+    def _register(self, session: Session) -> None:
         assert session.token is not None
         self.sessions[session.token] = session
 
-    def _forget(self, session: _Session) -> None:
+    def _forget(self, session: Session) -> None:
         if session.token is not None and self.sessions.get(session.token) is session:
             del self.sessions[session.token]
 
     @staticmethod
-    def _refuse(link: _Link, reason: str) -> None:
+    def _refuse(link: Link, reason: str) -> None:
         link.transport.writelines([encode_message(RESUME_REFUSED, reason.encode()[:200])])
         link.transport.close()
 

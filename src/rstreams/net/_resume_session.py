@@ -1,9 +1,9 @@
 """A resumable session and the links under it (see :mod:`rstreams.net._resume` for the whole picture).
 
-:class:`_Session` is the driver's transport: it records what the driver writes (the replay
+:class:`Session` is the driver's transport: it records what the driver writes (the replay
 buffer), counts what it hands the driver, sends and takes acknowledgements, bounds the
 buffer by pausing the driver, and notices when its transport breaks (an error, an end of
-input, or ``stall_timeout`` of silence). :class:`_Link` is the handler of one real
+input, or ``stall_timeout`` of silence). :class:`Link` is the handler of one real
 transport: it forwards to its session once attached, and before that runs the resume
 exchange (client) or decides what a new transport is (server, through
 :class:`~rstreams.net._resume.ResumeRegistry`).
@@ -12,13 +12,13 @@ exchange (client) or decides what a new transport is (server, through
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from rstreams.errors import ConnectionBrokenError
-from rstreams.net._connection import _write_grouped
 from rstreams.net._transport import Transport
 from rstreams.wire import ConnectionState, FrameType
 from rstreams.wire._resume import (
@@ -43,10 +43,65 @@ from rstreams.wire._resume import (
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
 
 if TYPE_CHECKING:
-    from rstreams.net._connection import Connection
-    from rstreams.net._resume import Resume
+    from rstreams.net._pump import Pump
 
-__all__: list[str] = []  # internal to rstreams.net._resume
+__all__ = ["Link", "Resume", "Session"]
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Resume:
+    """How a connection survives a broken transport; pass it to ``connect``/``serve`` as ``resume=``.
+
+    Both sides must ask for it (extension 3 in both hellos), else the connection runs as
+    without it. The client uses ``attempts``, ``backoff``, ``max_backoff`` and
+    ``attempt_timeout``; the server uses ``session_timeout``; both use ``buffer_bytes``.
+    """
+
+    attempts: int = 8
+    """Reconnections tried after a transport breaks, before the streams fail."""
+    backoff: float = 0.05
+    """Seconds before the first attempt; doubled after each failed one (up to max_backoff)."""
+    max_backoff: float = 2.0
+    """Longest wait between attempts, in seconds."""
+    attempt_timeout: float = 5.0
+    """Seconds one attempt may take: connect, send resume, read the answer."""
+    buffer_bytes: int = 4 * MiB
+    """Most bytes kept for replay (sent, not yet acknowledged); production stops there.
+    4 MiB: four times the default high-water mark, so acks every quarter keep it flowing."""
+    session_timeout: float = 30.0
+    """Seconds a server keeps a session whose transport broke, waiting for a resume."""
+    ack_delay: float = 0.02
+    """Seconds after receiving something until it is acknowledged, if no ack went out before."""
+    stall_timeout: float | None = 45.0
+    """Seconds without reading anything after which the transport is taken for dead (a link
+    that vanished without a reset): the client replaces it, the server drops it and waits for
+    the resume. Keepalive pings (PROTOCOL.md §14, every 15 s by default) keep an idle but
+    live link from looking dead. ``None``: only errors and resets break a transport."""
+
+    def __post_init__(self) -> None:
+        if type(self.attempts) is not int or self.attempts < 0:
+            raise ValueError(f"attempts must be an int >= 0, got {self.attempts!r}")
+        if type(self.buffer_bytes) is not int or self.buffer_bytes < 4 * KiB:
+            raise ValueError(f"buffer_bytes must be an int >= 4096, got {self.buffer_bytes!r}")
+        for name in ("backoff", "max_backoff", "attempt_timeout", "session_timeout", "ack_delay"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value >= 0:
+                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        stall: Any = self.stall_timeout
+        if stall is not None and (not isinstance(stall, int | float) or not stall > 0):
+            raise ValueError(f"stall_timeout must be a number of seconds > 0, or None; got {stall!r}")
+
+    @property
+    def ack_bytes(self) -> int:
+        """Acknowledge after this many bytes: a quarter of the buffer (the peer's, if it uses ours)."""
+        return max(self.buffer_bytes // 4, 1)
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before attempt number ``attempt`` (0-based)."""
+        return float(min(self.backoff * 2**attempt, self.max_backoff))
 
 
 class _Mode(Enum):
@@ -55,18 +110,18 @@ class _Mode(Enum):
     PASSTHROUGH = "passthrough"  # the peer does not do resumption: keep nothing
 
 
-class _Session:
+class Session:
     """The driver's transport for one resumable conversation; see the module docstring."""
 
     def __init__(self, resume: Resume, *, client: bool, high: int) -> None:
         self.resume = resume
         self.client = client
-        self.driver: Connection | None = None
+        self.driver: Pump | None = None
         self.mode = _Mode.UNDECIDED
         self.out = ReplayBuffer()
         self.counter = ReceiveCounter(resume.ack_bytes)
         self.token: bytes | None = None
-        self.link: _Link | None = None
+        self.link: Link | None = None
         self._loop = asyncio.get_running_loop()
         self._high = high
         self._written = 0  # our stream's position up to which the current link has it
@@ -83,16 +138,18 @@ class _Session:
         self._ack_timer: asyncio.TimerHandle | None = None
         self._expiry: asyncio.TimerHandle | None = None
         self._reconnect: asyncio.Task[None] | None = None
-        self.on_token: Callable[[_Session], object] | None = None  # the server registers the session
-        self.on_finished: Callable[[_Session], object] | None = None
-        self.reconnect: Callable[[_Session], asyncio.Task[None]] | None = None  # the client's
+        self.on_token: Callable[[Session], object] | None = None  # the server registers the session
+        self.on_finished: Callable[[Session], object] | None = None
+        self.reconnect: Callable[[Session], asyncio.Task[None]] | None = None  # the client's
         self.resumes = 0
         """How many times a new transport was attached (for tests and statistics)."""
 
-    def bind(self, driver: Connection) -> None:
-        """Become ``driver``'s session: it hands us the resume messages it receives."""
+    def bind(self, driver: Pump) -> None:
+        """Become ``driver``'s session: it hands us the resume messages it receives, and its
+        keepalive asks us before ending an idle connection (we drop the link instead, §14.2)."""
         self.driver = driver
-        driver.resume_session = self
+        if driver.keepalive is not None:
+            driver.keepalive.on_idle_link = self.drop_idle_link
         for message_type in RESUME_EXTENSION.message_types:
             driver.extension_handlers[message_type] = self.extension_received
 
@@ -119,11 +176,8 @@ class _Session:
         self._check_full()
 
     @staticmethod
-    def _write(link: _Link, chunks: list[bytes]) -> None:
-        if link.joins and len(chunks) > 1:
-            _write_grouped(link.transport, chunks)  # no copy of large elements into a join
-        else:
-            link.transport.writelines(chunks)
+    def _write(link: Link, chunks: list[bytes]) -> None:
+        link.transport.writelines(chunks)
 
     def get_write_buffer_size(self) -> int:
         link = self.link
@@ -150,13 +204,12 @@ class _Session:
     def can_write_eof(self) -> bool:
         """Whether the current transport can half-close (the driver's lingering close uses it)."""
         link = self.link
-        can = getattr(link.transport, "can_write_eof", None) if link is not None else None
-        return bool(can is not None and can())
+        return link is not None and link.transport.can_write_eof()
 
     def write_eof(self) -> None:
         """Half-close the current transport (after an error goodbye: the session is ending)."""
         if self.link is not None:
-            self.link.transport.write_eof()  # type: ignore[attr-defined]  # checked by can_write_eof
+            self.link.transport.write_eof()
 
     def close(self) -> None:
         self._end_transport(abort=False)
@@ -184,7 +237,7 @@ class _Session:
             link.transport.close()
 
     # -- attaching transports ------------------------------------------------------------
-    def attach(self, link: _Link, replay: list[bytes], *, presented: int = 0) -> None:
+    def attach(self, link: Link, replay: list[bytes], *, presented: int = 0) -> None:
         """Run the session over ``link`` from now on; write ``replay`` (what the peer lacks).
 
         ``presented``: bytes of our stream already written to this link by someone else
@@ -205,7 +258,7 @@ class _Session:
         self._watch_stall()
         self._check_full()
 
-    def link_data(self, link: _Link, data: bytes | memoryview) -> None:
+    def link_data(self, link: Link, data: bytes | memoryview) -> None:
         if link is not self.link or self.driver is None:
             return
         view = data if isinstance(data, memoryview) else memoryview(data)
@@ -242,7 +295,7 @@ class _Session:
         self._hello_scan = None
         return end - start
 
-    def link_eof(self, link: _Link) -> None:
+    def link_eof(self, link: Link) -> None:
         if link is not self.link or self.driver is None:
             return
         if self._resumable():
@@ -250,7 +303,7 @@ class _Session:
         else:
             self.driver.eof_received()
 
-    def link_lost(self, link: _Link, error: BaseException | None) -> None:
+    def link_lost(self, link: Link, error: BaseException | None) -> None:
         if link is not self.link:
             return
         if self._resumable():
@@ -259,7 +312,7 @@ class _Session:
             self.link = None
             self._finish(error)
 
-    def link_writable(self, link: _Link, writable: bool) -> None:
+    def link_writable(self, link: Link, writable: bool) -> None:
         if link is self.link:
             self._link_paused = not writable
             self._update_driver_writable()
@@ -271,11 +324,11 @@ class _Session:
             and not self._closing
             and not self._finished
             and driver is not None
-            and driver.core.state is ConnectionState.OPEN
+            and driver.outbox.core.state is ConnectionState.OPEN
             and (self.token is not None)
         )
 
-    def _broken(self, link: _Link) -> None:
+    def _broken(self, link: Link) -> None:
         """The transport under an open session broke: detach it and recover."""
         self.link = None
         link.session = None
@@ -297,7 +350,7 @@ class _Session:
             )
         )
 
-    def resume_from(self, link: _Link, request: ResumeRequest) -> None:
+    def resume_from(self, link: Link, request: ResumeRequest) -> None:
         """Server: a new transport asks to continue this session (§16.3).
 
         Raises ResumeError (after failing the session) when the positions do not match.
@@ -319,7 +372,7 @@ class _Session:
         self.attach(link, replay)
         self.resumes += 1
 
-    def reattach(self, link: _Link, position: int) -> None:
+    def reattach(self, link: Link, position: int) -> None:
         """Client: the server resumed at ``position`` of our stream; raises ResumeError if impossible."""
         replay = self.out.replay_from(position)
         self._reconnect = None
@@ -332,7 +385,7 @@ class _Session:
         if driver is None:
             return
         if self.mode is _Mode.UNDECIDED:
-            core = driver.core
+            core = driver.outbox.core
             if core.peer_hello is None:
                 return
             if RESUME_EXTENSION.id not in core.extensions:
@@ -341,7 +394,7 @@ class _Session:
             self.mode = _Mode.RESUMABLE
             if not self.client:
                 self.token = secrets.token_bytes(16)
-                driver.send_extension(RESUME_TOKEN, self.token)
+                driver.outbox.send_extension(RESUME_TOKEN, self.token)
                 if self.on_token is not None:
                     self.on_token(self)
         if self.mode is not _Mode.RESUMABLE:
@@ -369,8 +422,8 @@ class _Session:
             self._ack_timer.cancel()
             self._ack_timer = None
         driver = self.driver
-        if driver is not None and driver.core.state is ConnectionState.OPEN:
-            driver.send_extension(RESUME_ACK, self.counter.take_ack())
+        if driver is not None and driver.outbox.core.state is ConnectionState.OPEN:
+            driver.outbox.send_extension(RESUME_ACK, self.counter.take_ack())
 
     def extension_received(self, message_type: int, payload: bytes) -> None:
         """A resume message arrived inside the session (the driver routes them here)."""
@@ -387,7 +440,30 @@ class _Session:
                 )
         except ResumeError as error:
             if self.driver is not None:
-                self.driver.close_now(error.reason)
+                self.driver.outbox.close_now(error.reason)
+
+    def drop_idle_link(self) -> bool:
+        """The keepalive found the connection idle: break the link, not the session (§14.2, §16.3).
+
+        Returns False when the session cannot be resumed (no resume extension, no token yet,
+        not open, closing): then the idle timeout ends it with a goodbye as usual. Aborting
+        the link's transport takes the session's ordinary broken-link path (its
+        ``connection_lost``): the client resumes, the server waits for the resume. While the
+        session is between links (already recovering) there is nothing to drop.
+        """
+        driver = self.driver
+        if (
+            driver is None
+            or self.token is None
+            or self.is_closing()
+            or driver.outbox.core.state is not ConnectionState.OPEN
+            or RESUME_EXTENSION.id not in driver.outbox.core.extensions
+        ):
+            return False
+        link = self.link
+        if link is not None and not link.transport.is_closing():
+            link.transport.abort()
+        return True
 
     # -- the bound -------------------------------------------------------------------------
     def _check_full(self) -> None:
@@ -468,7 +544,7 @@ class _Session:
             self.driver.connection_lost(error)
 
 
-class _Link:
+class Link:
     """The handler of one real transport under a session (or on its way to one).
 
     Client links either start a session (:attr:`session` set before ``connection_made``)
@@ -479,9 +555,9 @@ class _Link:
 
     def __init__(self) -> None:
         self.transport: Transport = _NO_TRANSPORT
-        self.session: _Session | None = None
-        self.on_made: Callable[[_Link], object] | None = None
-        self.on_first_bytes: Callable[[_Link, bytearray], bool] | None = None  # server: decide
+        self.session: Session | None = None
+        self.on_made: Callable[[Link], object] | None = None
+        self.on_first_bytes: Callable[[Link, bytearray], bool] | None = None  # server: decide
         self.resume_token: bytes | None = None  # client resume: what to send
         self.resume_position = 0
         self.parser: ResumeReplyParser | None = None
@@ -491,11 +567,9 @@ class _Link:
         self.task: asyncio.Task[None] | None = None
         self.lost = False  # the transport ended before a session took it
         self.dropped = False  # given up on: abort the transport as soon as there is one
-        self.joins = False  # the transport's writelines joins its chunks (asyncio before 3.12)
 
     def connection_made(self, transport: Transport) -> None:
         self.transport = transport
-        self.joins = getattr(type(transport), "writelines", None) is asyncio.WriteTransport.writelines
         if self.dropped:  # a resume attempt given up before its transport came up (WebSocket)
             transport.abort()
             return
@@ -573,6 +647,12 @@ class _NoTransport:
         pass
 
     def resume_reading(self) -> None:
+        pass
+
+    def can_write_eof(self) -> bool:
+        return False
+
+    def write_eof(self) -> None:
         pass
 
     def close(self) -> None:

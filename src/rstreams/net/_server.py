@@ -20,6 +20,7 @@ from rstreams.net._codec import Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, check_interval
+from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
 from rstreams.net._routes import Offer, Router
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler, check_water_marks
@@ -93,10 +94,10 @@ class Server:
         self._connections.add(conn)
         conn.add_close_callback(self._connections.discard)
 
-    def _refuse(self, conn: Connection, reason: str) -> None:
+    def _refuse(self, conn: Connection, pump: Pump, reason: str) -> None:
         self._refused.add(conn)
         conn.add_close_callback(self._refused.discard)
-        conn.close_now(reason)
+        pump.outbox.close_now(reason)
 
 
 async def serve(
@@ -180,32 +181,36 @@ async def serve(
     server_auth = _server_auth(authenticate, authorize, auth_required)
     server = Server()
 
-    def made(conn: Connection) -> None:
+    def made(conn: Connection, pump: Pump) -> None:
         if len(server._connections) >= max_connections:
             server._refuse(
-                conn, f"too many connections: this server accepts at most {max_connections} (max_connections)"
+                conn,
+                pump,
+                f"too many connections: this server accepts at most {max_connections} (max_connections)",
             )
             return
         server._track(conn)
         if on_connection is not None:
             on_connection(conn)
 
-    def make_connection() -> Connection:
+    def make_connection() -> Pump:
         # Made per accepted socket; it joins the server (and on_connection hears of it) only
         # once its transport is up, so a failed TLS handshake leaves nothing behind.
-        return Connection(
+        pump = Pump(
             client=False,
             offer=publishers,
             codec=codec,
             config=config,
             high_water=high_water,
             low_water=low_water,
-            on_made=made,
+            on_made=lambda: made(conn, pump),
             handshake_timeout=handshake_timeout,
             keepalive=keepalive,
             idle_timeout=idle_timeout,
             server_auth=server_auth,
         )
+        conn = Connection(pump)
+        return pump
 
     factory: Callable[[], TransportHandler] = make_connection
     resuming = check_resume(resume)

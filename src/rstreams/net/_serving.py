@@ -30,18 +30,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.net._codec import Codec, identity
+from rstreams.net._outbox import Outbox
+from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.rules import check_error
+from rstreams.wire import ConnectionState, OnError, OnNextPacked
 
-if TYPE_CHECKING:
-    from rstreams.net._connection import Connection
-
-__all__ = ["FIRST_BATCH", "MAX_BATCH", "PACK_BYTES", "BatchServingStream", "ServingStream"]
+__all__ = ["FIRST_BATCH", "MAX_BATCH", "PACK_BYTES", "BatchServingStream", "ServingStream", "ServingTable"]
 
 MAX_BATCH = 1024
 """Most elements requested from a local Publisher in one refill. 1024 amortises the
@@ -60,7 +60,11 @@ first turn's output while the size estimate is learned."""
 _FRAME_OVERHEAD = 8
 """Rough per-element frame overhead (type byte, id and length varints) for the byte budget."""
 
+_MIN_SHARE = 16 * 1024
+"""Least room offered to one stream in a refill, however many wait: keeps batches worth a turn."""
+
 _HALF_BATCH = MAX_BATCH >> 1
+_CLOSED = ConnectionState.CLOSED
 UNBOUNDED = demand.UNBOUNDED
 _NEXT, _COMPLETE, _ERROR, _SUBSCRIBE = range(4)
 _ident = threading.get_ident
@@ -70,7 +74,7 @@ class ServingStream(Subscriber[Any]):
     """Subscriber to a local Publisher on behalf of the peer's subscriber ``sid``."""
 
     __slots__ = (
-        "_conn",
+        "_core",
         "_encode",
         "_inbox",
         "_lock",
@@ -79,6 +83,7 @@ class ServingStream(Subscriber[Any]):
         "_pack_limit",
         "_raw",
         "_scheduled",
+        "_table",
         "done",
         "element_size",
         "estimate",
@@ -89,8 +94,9 @@ class ServingStream(Subscriber[Any]):
         "upstream",
     )
 
-    def __init__(self, conn: Connection, sid: int, initial_demand: int, codec: Codec[Any] | None) -> None:
-        self._conn = conn
+    def __init__(self, table: ServingTable, sid: int, initial_demand: int, codec: Codec[Any] | None) -> None:
+        self._table = table
+        self._core = table.outbox.core
         self.sid = sid
         encode = codec.encode if codec is not None else None
         self._encode: Callable[[Any], bytes] | None = None if encode is identity else encode
@@ -119,7 +125,7 @@ class ServingStream(Subscriber[Any]):
         """The peer sent ``request(n)``."""
         self.remote_demand = demand.add(self.remote_demand, n)
         if not self.done:
-            self._conn.want_refill(self)
+            self._table.want_refill(self)
 
     def refill(self, room: int) -> int:
         """Request more from the local Publisher, within the peer's demand and ``room`` bytes.
@@ -145,21 +151,26 @@ class ServingStream(Subscriber[Any]):
         return n * estimate
 
     def flush_pack(self) -> None:
-        """Send the elements of this turn (called by the connection before it writes)."""
+        """Send the elements of this turn to the core (the table calls it before the turn's write)."""
         pack = self._pack
         if not pack or self.done:
             return
         self._pack = []
         limit = self._pack_limit
+        core, sid = self._core, self.sid
         if limit:
             for start in range(0, len(pack), limit):
-                self._conn.send_packed(self.sid, pack[start : start + limit])
+                chunk = pack[start : start + limit]
+                if len(chunk) == 1:
+                    core.send_on_next(sid, chunk[0])
+                else:
+                    core.send(OnNextPacked(subscriber=sid, count=len(chunk), elements=b"".join(chunk)))
             return
         size = max(map(len, pack)) + _FRAME_OVERHEAD
         estimate = self.estimate
         # decaying maximum: a jump up counts at once, a drop slowly (1/8 per batch)
         self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
-        self._conn.send_batch(self.sid, pack)
+        core.send_on_next_many(sid, pack)
 
     def stop(self) -> None:
         """The peer cancelled, or the connection ended: cancel upstream, send nothing more."""
@@ -212,10 +223,10 @@ class ServingStream(Subscriber[Any]):
                 remote = self.remote_demand = remote - 1
             pack = self._pack
             if not pack:
-                self._conn.want_pack(self)
+                self._table.want_pack(self)
             pack.append(item)
             if outstanding <= _HALF_BATCH and remote > outstanding and not self.queued:
-                self._conn.want_refill(self)
+                self._table.want_refill(self)
             return
         if item is None:
             raise TypeError("rule 2.13: on_next(None) is illegal; None is never a stream element")
@@ -264,10 +275,10 @@ class ServingStream(Subscriber[Any]):
         outstanding = self.outstanding = self.outstanding - 1
         pack = self._pack
         if not pack:
-            self._conn.want_pack(self)
+            self._table.want_pack(self)
         pack.append(data)
         if outstanding <= _HALF_BATCH and not self.queued and self.remote_demand > outstanding:
-            self._conn.want_refill(self)
+            self._table.want_refill(self)
 
     def _subscribed(self, subscription: Subscription) -> None:
         if not demand.accept_subscription(self.upstream, subscription):
@@ -276,8 +287,8 @@ class ServingStream(Subscriber[Any]):
             _cancel(subscription)  # the peer cancelled before the Publisher answered
             return
         self.upstream = subscription
-        self._conn.send_on_subscribe(self.sid, self.element_size)
-        self._conn.want_refill(self)
+        self._table.opened(self)
+        self._table.want_refill(self)
 
     def _completed(self) -> None:
         if self.done:
@@ -286,7 +297,7 @@ class ServingStream(Subscriber[Any]):
         self.done = True
         self._raw = False
         self.upstream = None
-        self._conn.send_on_complete(self.sid)
+        self._table.completed(self)
 
     def _errored(self, error: BaseException) -> None:
         if self.done:
@@ -295,7 +306,7 @@ class ServingStream(Subscriber[Any]):
         self.done = True
         self._raw = False
         self.upstream = None
-        self._conn.send_on_error(self.sid, error)
+        self._table.errored(self, error)
 
     def _fail_locally(self, error: BaseException) -> None:
         """The codec failed on an element: cancel upstream and tell the peer."""
@@ -313,7 +324,7 @@ class ServingStream(Subscriber[Any]):
             if self._scheduled:
                 return
             self._scheduled = True
-        self._conn.call_soon_threadsafe(self._drain_inbox)
+        self._table.outbox.call_soon_threadsafe(self._drain_inbox)
 
     def _drain_inbox(self) -> None:
         """Replay queued signals in order on the loop's thread (one call per batch)."""
@@ -372,8 +383,8 @@ class BatchServingStream(ServingStream):
 
     __slots__ = ("_codec", "_complete_after", "_held", "_held_at")
 
-    def __init__(self, conn: Connection, sid: int, initial_demand: int, codec: Codec[Any]) -> None:
-        super().__init__(conn, sid, initial_demand, codec)
+    def __init__(self, table: ServingTable, sid: int, initial_demand: int, codec: Codec[Any]) -> None:
+        super().__init__(table, sid, initial_demand, codec)
         self._codec = codec
         self._held = b""  # encoded elements not yet sent (for want of demand)
         self._held_at = 0  # how much of _held was sent
@@ -426,7 +437,7 @@ class BatchServingStream(ServingStream):
         self._held_at = 0
         self._send_held()
         if not self._held and not self.queued and self.remote_demand > 0:
-            self._conn.want_refill(self)
+            self._table.want_refill(self)
 
     def _send_held(self) -> int:
         """Send what the peer's demand allows of the held elements; return the bytes sent."""
@@ -440,13 +451,14 @@ class BatchServingStream(ServingStream):
         if self.remote_demand != UNBOUNDED:
             self.remote_demand -= count
         limit = self._pack_limit
-        conn, sid = self._conn, self.sid
+        core, sid = self._core, self.sid
         end = at + count * size
         while at < end:
             n = min(limit, (end - at) // size)
             stop = at + n * size
-            conn.send_packed_payload(sid, n, held if at == 0 and stop == len(held) else held[at:stop])
+            core.send_on_next_packed(sid, n, held if at == 0 and stop == len(held) else held[at:stop])
             at = stop
+        self._table.outbox.mark_dirty()
         if at >= len(held):
             self._held, self._held_at = b"", 0
             if self._complete_after:
@@ -468,3 +480,150 @@ class BatchServingStream(ServingStream):
     def stop(self) -> None:
         self._held, self._held_at, self._complete_after = b"", 0, False
         super().stop()
+
+
+class ServingTable:
+    """The peer's subscriptions on our publishers: one :class:`ServingStream` per subscriber id.
+
+    The pump hands it the peer's ``subscribe``/``request``/``cancel``; once per loop turn,
+    before writing, it calls :meth:`refill` (while the transport is writable, with the room
+    left under the high-water mark) and :meth:`flush_packs`. Streams reach the table (and
+    through its outbox the core) for everything they send.
+    """
+
+    __slots__ = ("_packs", "_queue", "_router", "outbox", "streams")
+
+    def __init__(self, outbox: Outbox, offer: Offer | None, codec: Codec[Any] | None) -> None:
+        self.outbox = outbox
+        self._router = Router(offer, codec)
+        self.streams: dict[int, ServingStream] = {}
+        self._queue: dict[ServingStream, None] = {}  # streams waiting to be refilled, in order
+        self._packs: list[ServingStream] = []  # streams holding elements for this turn's write
+
+    @property
+    def has_work(self) -> bool:
+        """Whether a stream waits for a refill or holds elements to send."""
+        return bool(self._queue or self._packs)
+
+    @property
+    def wants_refill(self) -> bool:
+        return bool(self._queue)
+
+    # -- the peer's signals (from the pump) -----------------------------------------------
+    def subscribe(self, name: str, sid: int, initial_demand: int) -> None:
+        """Serve the peer's subscribe: resolve ``name`` and subscribe a stream to its publisher."""
+        if self.outbox.core.state is _CLOSED or self.outbox.closing:
+            # A violation later in the same read closed the core: the goodbye already ended
+            # this subscription, so no local publisher is started for it.
+            return
+        try:
+            publisher, codec, batched = self._router.resolve_batched(name)
+        except UnknownPublisherError as unknown:
+            self.refuse(sid, str(unknown))
+            return
+        except Exception as error:
+            report_unhandled(error, f"the publisher factory for {name!r}")
+            self.refuse(sid, f"publisher {name!r} could not be created ({type(error).__name__})")
+            return
+        if batched and codec is not None:
+            stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
+        else:
+            stream = ServingStream(self, sid, initial_demand, codec)
+        self.streams[sid] = stream
+        try:
+            publisher.subscribe(stream)
+        except Exception as error:
+            report_unhandled(error, f"{type(publisher).__name__}.subscribe")
+            if not stream.done:
+                stream.on_error(error)
+
+    def refuse(self, sid: int, message: str) -> None:
+        """Refuse a subscribe: onError without onSubscribe (PROTOCOL.md §5.2)."""
+        if self.outbox.core.state is not _CLOSED:
+            self.outbox.core.send(OnError(subscriber=sid, error=message))
+            self.outbox.mark_dirty()
+
+    def request(self, sid: int, n: int) -> bool:
+        """The peer's ``request(n)``; ``False`` if ``sid`` is not served here."""
+        stream = self.streams.get(sid)
+        if stream is None:
+            return False
+        stream.add_demand(n)
+        return True
+
+    def cancel(self, sid: int) -> None:
+        """The peer cancelled ``sid`` (the core acknowledged it), or the core ended it."""
+        stream = self.streams.pop(sid, None)
+        if stream is not None:
+            self._queue.pop(stream, None)
+            stream.queued = False
+            stream.stop()
+
+    def stop_all(self) -> None:
+        """The connection ended: cancel every local publisher."""
+        streams, self.streams = self.streams, {}
+        self._queue.clear()
+        self._packs.clear()
+        for stream in streams.values():
+            stream.stop()
+
+    # -- from the streams -------------------------------------------------------------------
+    def want_refill(self, stream: ServingStream) -> None:
+        stream.queued = True
+        self._queue[stream] = None
+        self.outbox.mark_dirty()
+
+    def want_pack(self, stream: ServingStream) -> None:
+        """``stream`` holds elements to send in this turn's write."""
+        self._packs.append(stream)
+        self.outbox.mark_dirty()
+
+    def opened(self, stream: ServingStream) -> None:
+        """The local publisher called ``on_subscribe``: tell the peer."""
+        if self.streams.get(stream.sid) is stream and self.outbox.core.state is not _CLOSED:
+            self.outbox.core.send_on_subscribe(stream.sid, stream.element_size)
+            self.outbox.mark_dirty()
+
+    def completed(self, stream: ServingStream) -> None:
+        if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
+            self.outbox.core.send_on_complete(stream.sid)
+            self.outbox.mark_dirty()
+
+    def errored(self, stream: ServingStream, error: BaseException) -> None:
+        if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
+            # The peer sees the error's type and text: what a Publisher signals is its
+            # public outcome. Internal failures (factories) are summarised in subscribe.
+            self.outbox.core.send(OnError(subscriber=stream.sid, error=f"{type(error).__name__}: {error}"))
+            self.outbox.mark_dirty()
+
+    # -- once per turn (from the pump's flush) ----------------------------------------------
+    def refill(self, room: int) -> int:
+        """Ask the waiting streams for more, in order, while ``room`` bytes last; returns the bytes used.
+
+        Fair in two ways. Each stream is offered an equal share of the room (at least
+        :data:`_MIN_SHARE`), so many streams progress at the same rate rather than one
+        per turn. And round robin: a stream re-queues itself while it is being refilled
+        (its elements arrive synchronously), so streams left without room are put back
+        *ahead* of it and of any other that re-queued this turn; otherwise the first
+        stream would be served first every turn and starve the rest.
+        """
+        streams = list(self._queue)
+        self._queue.clear()
+        share = max(room // len(streams), _MIN_SHARE)
+        used = 0
+        outbox = self.outbox
+        for index, stream in enumerate(streams):
+            left = room - used
+            if left <= 0 or not outbox.writable:
+                requeued = self._queue
+                self._queue = dict.fromkeys(streams[index:])
+                self._queue.update(requeued)
+                break
+            used += stream.refill(min(left, share))
+        return used
+
+    def flush_packs(self) -> None:
+        """Hand the elements the streams collected this turn to the core."""
+        packs, self._packs = self._packs, []
+        for stream in packs:
+            stream.flush_pack()

@@ -1,9 +1,9 @@
 """Byte-stream transports on asyncio: TCP, TLS and Unix sockets, and pipes.
 
-Sockets: asyncio's own socket transports already have the shape of
-:class:`~rstreams.net._transport.Transport` (``writelines``, write-buffer limits,
-pause/resume reading), so only the protocol side needs adapting. :class:`StreamProtocol`
-is an :class:`asyncio.BufferedProtocol`: the loop ``recv_into``s a reused buffer and the
+Sockets: :class:`StreamProtocol` adapts an asyncio socket transport to the seam in both
+directions: it is the :class:`~rstreams.net._transport.Transport` the handler writes to
+(forwarding to asyncio's, which already has the shape), and it is an
+:class:`asyncio.BufferedProtocol`: the loop ``recv_into``s a reused buffer and the
 handler gets a memoryview of the filled part, so no ``bytes`` object is made per read and the
 default loop's 256 KiB ``recv`` pitfall is avoided (notes/machine-limits.md). The buffer is
 small (:data:`SMALL_READ_SIZE`) while reads are small, so an idle or chatty connection costs
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
@@ -31,6 +31,7 @@ from rstreams.net._transport import (
     SOCKET_READ_SIZE,
     Transport,
     TransportHandler,
+    write_grouped,
 )
 
 __all__ = ["SHRINK_AFTER", "SMALL_READ_SIZE", "PipeTransport", "StreamProtocol", "open_pipe_transport"]
@@ -43,9 +44,10 @@ SHRINK_AFTER = 64
 
 
 class StreamProtocol(asyncio.BufferedProtocol):
-    """Adapts an asyncio socket (or pipe) transport to a :class:`TransportHandler`."""
+    """Adapts an asyncio socket transport to the seam, both ways: it is the asyncio protocol
+    (reads go to the :class:`TransportHandler`) and the :class:`Transport` the handler writes to."""
 
-    __slots__ = ("_handler", "_high", "_low", "_small_reads", "_tls", "_view")
+    __slots__ = ("_handler", "_high", "_low", "_small_reads", "_tls", "_transport", "_view")
 
     def __init__(
         self, handler: TransportHandler, *, high: int = DEFAULT_HIGH_WATER, low: int = DEFAULT_LOW_WATER
@@ -56,12 +58,14 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._view = memoryview(bytearray(SMALL_READ_SIZE))
         self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
         self._tls = False
+        self._transport: asyncio.Transport | None = None
 
+    # -- asyncio's side ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if isinstance(transport, asyncio.WriteTransport):
-            transport.set_write_buffer_limits(self._high, self._low)
+        self._transport = transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        transport.set_write_buffer_limits(self._high, self._low)
         self._tls = transport.get_extra_info("sslcontext") is not None
-        self._handler.connection_made(transport)  # type: ignore[arg-type]  # asyncio's Transport fits the seam
+        self._handler.connection_made(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return self._view
@@ -82,10 +86,6 @@ class StreamProtocol(asyncio.BufferedProtocol):
                 self._small_reads = 0
                 self._view = memoryview(bytearray(SMALL_READ_SIZE))
 
-    def data_received(self, data: bytes) -> None:
-        """For transports that ignore BufferedProtocol (read pipes)."""
-        self._handler.data_received(memoryview(data))
-
     def eof_received(self) -> bool:
         self._handler.eof_received()
         # Keep the write side open: the driver closes after its goodbye. TLS cannot half-close
@@ -100,6 +100,55 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._handler.resume_writing()
+
+    # -- the handler's side: Transport ----------------------------------------------------
+    def writelines(self, chunks: list[bytes]) -> None:
+        transport = self._transport
+        assert transport is not None
+        if len(chunks) == 1:
+            transport.write(chunks[0])
+        else:
+            write_grouped(transport.writelines, chunks)  # asyncio 3.11 joins writelines' chunks
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() if self._transport is not None else 0
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        self._high, self._low = high, low
+        if self._transport is not None:
+            self._transport.set_write_buffer_limits(high, low)
+
+    def pause_reading(self) -> None:
+        if self._transport is not None and self._transport.is_reading():
+            self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        transport = self._transport
+        if transport is not None and not transport.is_closing() and not transport.is_reading():
+            transport.resume_reading()
+
+    def can_write_eof(self) -> bool:
+        return self._transport is not None and not self._tls and self._transport.can_write_eof()
+
+    def write_eof(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write_eof()  # asyncio sends what is queued first
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport is None or self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if self._transport is None:
+            return default
+        return self._transport.get_extra_info(name, default)
 
 
 class _Half(asyncio.BufferedProtocol):
@@ -172,7 +221,7 @@ class PipeTransport(Transport):
     # -- Transport -----------------------------------------------------------------
     def writelines(self, chunks: list[bytes]) -> None:
         if self._writer is not None and not self._writer.is_closing():
-            self._writer.writelines(chunks)
+            write_grouped(self._writer.writelines, chunks)  # asyncio 3.11 joins writelines' chunks
 
     def get_write_buffer_size(self) -> int:
         return self._writer.get_write_buffer_size() if self._writer is not None else 0
@@ -188,6 +237,12 @@ class PipeTransport(Transport):
     def resume_reading(self) -> None:
         if self._reader is not None and not self._reader.is_closing() and not self._reader.is_reading():
             self._reader.resume_reading()
+
+    def can_write_eof(self) -> bool:
+        return False  # closing the write pipe would end the pair (see half_lost)
+
+    def write_eof(self) -> None:
+        """Does nothing: a pipe pair cannot half-close (:meth:`can_write_eof` is false)."""
 
     def close(self) -> None:
         self._closing = True

@@ -10,8 +10,9 @@ follow the same contract:
   only valid during the call (it points into a reused, preallocated buffer: the handler
   copies what it keeps); ``eof_received()`` once at end of input; ``connection_lost(exc)``
   exactly once at the very end (``exc`` is ``None`` for an orderly close);
-* writing: ``transport.writelines(chunks)`` takes a list of byte chunks and never blocks; the
-  driver calls it at most once per event-loop turn (write coalescing: one syscall for
+* writing: ``transport.writelines(chunks)`` takes a list of byte chunks and never blocks (a
+  transport whose lower layer would copy a large chunk into a join writes it on its own); the
+  driver calls it about once per event-loop turn (write coalescing: one syscall for
   everything that turn produced). ``get_write_buffer_size()`` tells what is still
   unsent; when it passes the high-water mark the transport calls
   ``handler.pause_writing()``, and ``resume_writing()`` once it drains below the low mark.
@@ -24,17 +25,20 @@ turns that, once, into :class:`~rstreams.errors.ConnectionBrokenError` with ``__
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 __all__ = [
     "DEFAULT_HIGH_WATER",
     "DEFAULT_LOW_WATER",
+    "DIRECT_WRITE",
     "READ_BUFFER_SIZE",
     "SOCKET_READ_SIZE",
     "TLS_REFUSAL_HINT",
     "Transport",
     "TransportHandler",
     "check_water_marks",
+    "write_grouped",
 ]
 
 READ_BUFFER_SIZE = 64 * 1024
@@ -113,6 +117,12 @@ class Transport(Protocol):
     def resume_reading(self) -> None:
         """Undo :meth:`pause_reading`."""
 
+    def can_write_eof(self) -> bool:
+        """Whether :meth:`write_eof` can half-close (TCP and Unix sockets; not TLS, pipes, WebSocket)."""
+
+    def write_eof(self) -> None:
+        """Send what is queued, then end our output while still reading (only if :meth:`can_write_eof`)."""
+
     def close(self) -> None:
         """Send what is queued, then close; ``connection_lost`` follows."""
 
@@ -124,3 +134,24 @@ class Transport(Protocol):
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         """Lower-layer details: ``peername``, ``sockname``, ``ssl_object``, ``path``..."""
+
+
+DIRECT_WRITE = 32 * 1024
+"""Chunks at least this big are handed to the lower layer on their own (:func:`write_grouped`)."""
+
+
+def write_grouped(writelines: Callable[[list[bytes]], object], chunks: list[bytes]) -> None:
+    """``writelines`` for a lower layer that joins its chunks into one ``bytes`` (asyncio's socket
+    and pipe transports before Python 3.12): a large chunk is written on its own, not copied into
+    the join; small chunks are still joined, so small frames still cost one ``send`` per turn."""
+    small: list[bytes] = []
+    for chunk in chunks:
+        if len(chunk) >= DIRECT_WRITE:
+            if small:
+                writelines(small)
+                small = []
+            writelines([chunk])
+        else:
+            small.append(chunk)
+    if small:
+        writelines(small)

@@ -135,6 +135,12 @@ class WebSocketTransport(Transport):
     def resume_reading(self) -> None:
         self._reading.set()
 
+    def can_write_eof(self) -> bool:
+        return False  # a WebSocket closes both directions at once
+
+    def write_eof(self) -> None:
+        """Does nothing: a WebSocket cannot half-close (:meth:`can_write_eof` is false)."""
+
     def close(self) -> None:
         self._closing = True
         self._wakeup.set()

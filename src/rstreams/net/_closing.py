@@ -1,0 +1,251 @@
+"""How one connection ends: the handshake timer, goodbyes, the lingering close, the last callbacks.
+
+Theory of operation. Two things end: the protocol conversation (a goodbye, ours or the
+peer's, or a violation the core answered with a goodbye) and the bytes (the transport's
+``connection_lost``). Whichever comes first ends every open stream, once, through
+:meth:`Closing.end_streams`: local Subscribers get ``on_error``
+(:class:`ResourceClosedError` when this side closed, :class:`ConnectionBrokenError` with
+the cause otherwise) and local Publishers are cancelled; the pieces that hold streams
+register for that with :attr:`Closing.on_end`. Lower-layer exceptions are translated into
+:class:`ConnectionBrokenError` here, in :meth:`Closing.lost`, and nowhere else.
+
+After an error goodbye (ours or the core's) the transport is not closed at once: closing a
+socket with unread input makes the kernel send RST, which makes the peer's kernel drop what
+the peer has not read yet, the goodbye that explains the close among it. So the transport
+stays open and input is discarded until the peer's end of input, :data:`LINGER_BYTES` or
+:data:`LINGER_SECONDS`, whichever comes first; where the transport can half-close (TCP,
+Unix) the goodbye is also followed by ``write_eof``, so the peer sees goodbye, then end of
+input. TLS and WebSocket cannot half-close: there the goodbye simply goes out first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
+from rstreams.net._outbox import Outbox
+from rstreams.net._transport import TLS_REFUSAL_HINT, Transport
+from rstreams.wire import ConnectionState, Goodbye, Side
+
+__all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing"]
+
+CLOSE_TIMEOUT = 5.0
+"""Seconds :meth:`Closing.aclose` waits for the peer's goodbye, then for the transport."""
+
+LINGER_SECONDS = 2.0
+"""After an error goodbye, how long input is still read (and discarded) before closing."""
+
+LINGER_BYTES = 4 * 1024 * 1024
+"""After an error goodbye, how many bytes of input are discarded at most before closing."""
+
+
+class Closing:
+    """The end of one connection; see the module docstring."""
+
+    __slots__ = (
+        "_close_callbacks",
+        "_ended_event",
+        "_handshake_timeout",
+        "_handshake_timer",
+        "_linger",
+        "_linger_left",
+        "_lost",
+        "_outbox",
+        "made",
+        "on_end",
+    )
+
+    def __init__(self, outbox: Outbox, handshake_timeout: float | None) -> None:
+        self._outbox = outbox
+        self._handshake_timeout = handshake_timeout  # seconds for the peer's hello, from connection_made
+        self._handshake_timer: asyncio.TimerHandle | None = None
+        self._linger: asyncio.TimerHandle | None = None  # set while discarding input after an error
+        self._linger_left = 0  # bytes still to discard before closing anyway
+        self._ended_event = asyncio.Event()  # the protocol conversation is over
+        self._lost = outbox.loop.create_future()  # the transport is closed
+        self._close_callbacks: list[Callable[[], object]] = []
+        self.made = False
+        """Whether the transport came up (a failed TLS handshake never does)."""
+        self.on_end: list[Callable[[BaseException], object]] = []
+        """Called once with the error every open stream ends with."""
+        outbox.install_close(self.close_now)
+
+    # -- the start ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """The transport is up: the peer's hello is now awaited for at most the handshake timeout."""
+        self.made = True
+        if self._handshake_timeout is not None:
+            self._handshake_timer = self._outbox.loop.call_later(self._handshake_timeout, self._expired)
+
+    def hello_received(self) -> None:
+        timer, self._handshake_timer = self._handshake_timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _expired(self) -> None:
+        self._handshake_timer = None
+        core = self._outbox.core
+        if core.state is ConnectionState.AWAITING_HELLO:
+            hello = "serverHello" if core.side is Side.CLIENT else "clientHello"
+            self.close_now(f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)")
+
+    # -- input after the end ----------------------------------------------------------------------
+    def discarding(self, nbytes: int) -> bool:
+        """Whether a read of ``nbytes`` is to be dropped (the conversation is over)."""
+        if self._linger is not None:
+            self._linger_left -= nbytes
+            if self._linger_left <= 0:
+                self._end_linger()
+            return True
+        return self._outbox.core.state is ConnectionState.CLOSED
+
+    def eof_while_lingering(self) -> bool:
+        """The peer ended its input; ``True`` if that ends a lingering close (nothing else to do)."""
+        if self._linger is None:
+            return False
+        self._end_linger()  # the peer has stopped sending: nothing can reset the goodbye now
+        return True
+
+    # -- ending -----------------------------------------------------------------------------------
+    def end_streams(self, error: BaseException) -> None:
+        self._outbox.ended = error
+        for hook in self.on_end:
+            hook(error)
+
+    async def aclose(self, reason: str, timeout: float) -> None:  # noqa: ASYNC109
+        """Say goodbye, wait (up to ``timeout`` s) for the peer's goodbye, close the transport."""
+        outbox = self._outbox
+        if not self.made:
+            # The transport never came up (e.g. a failed TLS handshake): nothing to say goodbye on.
+            outbox.closing = True
+            if outbox.ended is None:
+                self.end_streams(ResourceClosedError("the connection was closed by this side"))
+            self.lost(None)
+            return
+        if not outbox.closing and outbox.ended is None:
+            outbox.closing = True
+            with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
+                outbox.core.send(Goodbye(reason=reason))
+            self.end_streams(ResourceClosedError("the connection was closed by this side"))
+            outbox.flush_now()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ended_event.wait(), timeout)
+        transport = outbox.transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._lost), timeout)
+        except TimeoutError:
+            if transport is not None:
+                transport.abort()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._lost), timeout)
+
+    def close_now(self, reason: str) -> None:
+        """Say goodbye and close without waiting for the peer's answer (a limit or rule refusing it).
+
+        Open streams end as in :meth:`aclose`; the transport closes as after an error goodbye:
+        the goodbye goes out, then input is discarded for a bounded while, so that the peer
+        reads why it was closed. Idempotent; no-op once ending.
+        """
+        outbox = self._outbox
+        if outbox.closing or outbox.ended is not None:
+            return
+        outbox.closing = True
+        with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
+            outbox.core.send(Goodbye(reason=reason))
+        self.end_streams(ResourceClosedError(f"the connection was closed by this side: {reason}"))
+        self._ended_event.set()  # no answer is awaited: aclose() goes straight to the transport
+        outbox.flush_now()
+        transport = outbox.transport
+        if transport is not None and not self._start_linger(transport):
+            transport.close()
+
+    def conversation_over(self, error: BaseException | None, reason: str) -> None:
+        """The core says the protocol conversation ended (goodbye exchanged, or a violation)."""
+        outbox = self._outbox
+        if outbox.ended is None:
+            if error is None:
+                broken = ConnectionBrokenError(f"the peer said goodbye: {reason!r}")
+            else:
+                message = f"the peer broke the protocol: {error}"
+                if outbox.core.peer_hello is None and self._over_tls():
+                    message += f" before its hello; {TLS_REFUSAL_HINT}"
+                broken = ConnectionBrokenError(message)
+                broken.__cause__ = error
+            self.end_streams(broken)
+        self._ended_event.set()
+        outbox.flush_now()
+        transport = outbox.transport
+        if transport is None or transport.is_closing():
+            return
+        if error is not None and self._start_linger(transport):
+            return
+        transport.close()
+
+    def lost(self, error: BaseException | None) -> None:
+        """The transport closed (``connection_lost``): the very end."""
+        outbox = self._outbox
+        for timer in (self._linger, self._handshake_timer):
+            if timer is not None:
+                timer.cancel()
+        self._linger = self._handshake_timer = None
+        if outbox.ended is None:
+            if error is None:
+                message = "the peer closed the connection without a goodbye"
+            else:
+                message = f"the connection failed: {error}"
+            if outbox.core.state is ConnectionState.AWAITING_HELLO and self._over_tls():
+                message += f" before its hello; {TLS_REFUSAL_HINT}"
+            broken = ConnectionBrokenError(message)
+            if error is not None:
+                broken.__cause__ = error
+            self.end_streams(broken)
+        self._ended_event.set()
+        if not self._lost.done():
+            self._lost.set_result(None)
+        outbox.transport = None
+        callbacks, self._close_callbacks = self._close_callbacks, []
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception as exc:
+                report_unhandled(exc, "a connection close callback")
+
+    def _over_tls(self) -> bool:
+        transport = self._outbox.transport
+        return transport is not None and transport.get_extra_info("ssl_object") is not None
+
+    def add_close_callback(self, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` once the transport is closed (at once if it is)."""
+        if self._lost.done():
+            callback()
+        else:
+            self._close_callbacks.append(callback)
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._lost)
+
+    # -- the lingering close ------------------------------------------------------------------------
+    def _start_linger(self, transport: Transport) -> bool:
+        """After an error goodbye: stop writing, go on reading (and discarding) for a while.
+
+        Returns whether it lingers (always, unless the transport is already closing).
+        """
+        if transport.is_closing():
+            return False
+        if transport.can_write_eof():
+            transport.write_eof()  # the queued goodbye goes out first
+        self._linger_left = LINGER_BYTES
+        self._linger = self._outbox.loop.call_later(LINGER_SECONDS, self._end_linger)
+        return True
+
+    def _end_linger(self) -> None:
+        linger, self._linger = self._linger, None
+        if linger is not None:
+            linger.cancel()
+        transport = self._outbox.transport
+        if transport is not None and not transport.is_closing():
+            transport.close()

@@ -1,0 +1,159 @@
+"""The outbox: the one narrow interface every piece of a connection reaches it through.
+
+Theory of operation. A connection (:class:`rstreams.net.Connection`) is a facade over
+pieces with one job each: the pump (:mod:`rstreams.net._pump`: transport handling, event
+routing, the per-turn flush), the serving table, the subscription table, closing,
+authentication and keepalive. None of them imports another to call back into it; they all
+hold the :class:`Outbox`, which sits below them and offers only
+
+* the sans-I/O core (:attr:`Outbox.core`): pieces queue frames on it directly;
+* :meth:`~Outbox.mark_dirty`: "the core holds output, or a piece wants its turn": one
+  ``call_soon``-scheduled flush per event-loop turn, whatever number of pieces asked;
+* :meth:`~Outbox.write_now` / :meth:`~Outbox.write_soon`: write what the core holds at once
+  (a ping; a subscribe that nothing else in this turn is waiting to join);
+* :meth:`~Outbox.close_now`: say goodbye and close (a limit or a protocol rule was broken);
+* the state the pieces read on their hot paths: the transport, whether it is writable,
+  whether a read is being delivered, when something was last read or written, whether
+  the connection has ended.
+
+The flush and the close are the pump's and the closing piece's: they install them once
+with :meth:`Outbox.install_flush` and :meth:`Outbox.install_close`, so the outbox never
+imports them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from rstreams.net._transport import Transport
+from rstreams.wire import Connection as Core
+
+__all__ = ["Outbox"]
+
+
+def _not_installed(*args: object) -> None:
+    raise RuntimeError("the connection's pieces are not assembled yet")
+
+
+class Outbox:
+    """What the pieces of one connection share; see the module docstring."""
+
+    __slots__ = (
+        "_close_now",
+        "_flush",
+        "_loop_thread",
+        "closing",
+        "core",
+        "ended",
+        "flush_handle",
+        "flush_scheduled",
+        "heard_at",
+        "loop",
+        "reading",
+        "sent_at",
+        "transport",
+        "writable",
+    )
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self.loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self.transport: Transport | None = None
+        """The transport, from ``connection_made`` until ``connection_lost``."""
+        self.writable = True
+        """Whether the transport is below its high-water mark (local publishers may produce)."""
+        self.reading = False
+        """Whether the events of a read are being delivered (its output is flushed at its end)."""
+        self.flush_scheduled = False
+        self.flush_handle: asyncio.Handle | None = None
+        self.heard_at = 0.0
+        """Loop time of the last read (the keepalive's clock)."""
+        self.sent_at = 0.0
+        """Loop time of the last write that counts as activity (PROTOCOL.md §14.2)."""
+        self.ended: BaseException | None = None
+        """Why streams can no longer run on this connection; ``None`` while they can."""
+        self.closing = False
+        """This side said (or is saying) goodbye."""
+        self._flush: Callable[[], None] = _not_installed
+        self._close_now: Callable[[str], None] = _not_installed
+
+    def install_flush(self, flush: Callable[[], None]) -> None:
+        """Set what :meth:`mark_dirty` schedules (the pump's flush; once, at assembly)."""
+        self._flush = flush
+
+    def install_close(self, close_now: Callable[[str], None]) -> None:
+        """Set what :meth:`close_now` does (the closing piece's; once, at assembly)."""
+        self._close_now = close_now
+
+    # -- output ----------------------------------------------------------------------------
+    def mark_dirty(self) -> None:
+        """Flush on this loop turn's end (the core holds output, or a piece wants its turn)."""
+        if not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.flush_handle = self.loop.call_soon(self._flush)
+
+    def flush_now(self) -> None:
+        """Run the turn's flush at once (instead of on the turn's end, if it was scheduled)."""
+        handle = self.flush_handle
+        if handle is not None:
+            handle.cancel()
+            self.flush_handle = None
+        self._flush()
+
+    def write_now(self, *, activity: bool = True) -> None:
+        """Write what the core holds at once, in a write of its own.
+
+        ``activity=False``: the write does not count as activity for the idle timeout (a
+        keepalive ping must not make a silent peer look alive, PROTOCOL.md §14.2).
+        """
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        data = self.core.data_to_send()
+        if data:
+            transport.writelines(data)
+            if activity:
+                self.sent_at = self.loop.time()
+        if self.core.has_data_to_send:
+            self.mark_dirty()
+
+    def write_soon(self) -> None:
+        """Write what the core holds now, unless that would split this turn's coalesced write.
+
+        Written at once when no flush is pending, no read is being delivered and the
+        transport is writable (nothing else is waiting to join this write), so the caller's
+        frame does not wait a loop turn: a request/response is one write each way. A flush
+        is then scheduled anyway, so that whatever else this turn produces is coalesced into
+        one more write rather than one write each.
+        """
+        transport = self.transport
+        if not (self.flush_scheduled or self.reading) and self.writable and transport is not None:
+            self.write_now()
+        self.mark_dirty()
+
+    def send_extension(self, message_type: int, payload: bytes) -> None:
+        """Send a message of an active extension (PROTOCOL.md §4.4) with this turn's write."""
+        self.core.send_extension(message_type, payload)
+        self.mark_dirty()
+
+    def close_now(self, reason: str) -> None:
+        """Say goodbye with ``reason`` and close without waiting for the peer's answer."""
+        self._close_now(reason)
+
+    # -- threads ---------------------------------------------------------------------------
+    def run_on_loop(self, fn: Callable[..., object], *args: Any) -> None:
+        """Call ``fn(*args)`` now when on the loop's thread, else hand it over."""
+        if threading.get_ident() == self._loop_thread:
+            fn(*args)
+        else:
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    def call_soon_threadsafe(self, fn: Callable[..., object], *args: Any) -> None:
+        """Hand ``fn(*args)`` to the loop's thread; nothing if the loop is closed (so is the connection)."""
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(fn, *args)

@@ -1,0 +1,312 @@
+"""The pump: one connection's transport handler, a short loop between the transport and the core.
+
+Theory of operation. The :class:`Pump` is what the transport calls
+(:class:`~rstreams.net._transport.TransportHandler`); it owns the connection's pieces and
+joins them through the :class:`~rstreams.net._outbox.Outbox`:
+
+* bytes in: ``data_received`` feeds the core and routes each event it yields through a
+  table (event class -> the piece's method): elements to the subscription table, which
+  hands them straight to the local Subscriber inside this callback (no queue, no task per
+  element); subscribes, requests and cancels to the serving table; the end of the
+  conversation to closing; extension messages to their handlers.
+* bytes out: whatever makes the core produce output only marks the outbox dirty; one
+  ``call_soon``-scheduled :meth:`Pump.flush` per loop turn sends the coalesced requests,
+  refills the local publishers, hands their elements to the core and writes everything with
+  one ``writelines``. That is the write coalescing the machine's syscall cost demands. A
+  read's output goes out at the end of that read, not a turn later.
+* demand to production: the refill asks local publishers for more only while the transport
+  is writable, and only for the room left under the high-water mark (bytes unsent in the
+  transport plus bytes produced this turn); ``pause_writing``/``resume_writing`` flip the
+  writable state. A slow or non-reading peer therefore stops production, whatever demand it
+  signalled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from rstreams.errors import report_unhandled
+from rstreams.net._auth import MESSAGE_TYPES as AUTH_MESSAGES
+from rstreams.net._auth import AuthGate, ClientAuth, ServerAuth
+from rstreams.net._closing import Closing
+from rstreams.net._codec import Codec
+from rstreams.net._consuming import SubscriptionTable
+from rstreams.net._keepalive import Keepalive, check_interval
+from rstreams.net._outbox import Outbox
+from rstreams.net._routes import Offer
+from rstreams.net._serving import ServingTable
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, check_water_marks
+from rstreams.wire import (
+    Cancel,
+    ClientHello,
+    ConnectionClosed,
+    ConnectionConfig,
+    ConnectionState,
+    Event,
+    ExtensionReceived,
+    Goodbye,
+    OnComplete,
+    OnError,
+    OnNext,
+    OnNextBatch,
+    OnNextPacked,
+    OnSubscribe,
+    Request,
+    ServerHello,
+    Side,
+    StreamError,
+    Subscribe,
+)
+from rstreams.wire import Connection as Core
+from rstreams.wire._auth import Credentials
+from rstreams.wire.extensions import AUTH, KEEPALIVE
+
+__all__ = ["Pump"]
+
+
+def _ignore(event: Event) -> None:
+    """OnSubscribe and Goodbye need nothing here: the core keeps their state."""
+
+
+class Pump:
+    """One connection's transport handler and the owner of its pieces; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        client: bool,
+        offer: Offer | None = None,
+        codec: Codec[Any] | None = None,
+        config: ConnectionConfig | None = None,
+        high_water: int = DEFAULT_HIGH_WATER,
+        low_water: int = DEFAULT_LOW_WATER,
+        on_made: Callable[[], object] | None = None,
+        handshake_timeout: float | None = None,
+        keepalive: float | None = None,
+        idle_timeout: float | None = None,
+        credentials: Credentials | None = None,
+        server_auth: ServerAuth | None = None,
+        describe: Callable[[], str] = lambda: "<rstreams.net.Connection>",
+    ) -> None:
+        check_water_marks(high_water, low_water)
+        check_interval("keepalive", keepalive)
+        check_interval("idle_timeout", idle_timeout)
+        # Extensions (PROTOCOL.md §14, §15): keepalive is always listed (the core answers pings;
+        # ``keepalive`` only decides whether we send them); auth when there is something to do.
+        ids = {KEEPALIVE.id}
+        if credentials is not None or (server_auth is not None and server_auth.authenticate is not None):
+            ids.add(AUTH.id)
+        config = config or ConnectionConfig()
+        if not ids <= config.extensions:
+            config = dataclasses.replace(config, extensions=config.extensions | ids)
+        self.outbox = outbox = Outbox(
+            Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True)
+        )
+        outbox.install_flush(self.flush)
+        self._high = high_water
+        self._turn_bytes = 0  # bytes produced by refills this turn, not yet written
+        self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
+        self._task: object = None  # a transport's own task (WebSocket), kept referenced
+        self.closing = Closing(outbox, handshake_timeout)
+        self.serving = ServingTable(outbox, offer, codec)
+        self.subscriptions = SubscriptionTable(outbox, describe)
+        self.keepalive = (
+            Keepalive(outbox, keepalive, idle_timeout)
+            if keepalive is not None or idle_timeout is not None
+            else None
+        )
+        self.gate = (
+            AuthGate(outbox, self.serving, server_auth, handshake_timeout)
+            if server_auth is not None and not client
+            else None
+        )
+        self.client_auth = ClientAuth(outbox, credentials) if credentials is not None and client else None
+        self.extension_handlers: dict[int, Callable[[int, bytes], object]] = {}
+        """Extension message type -> ``handler(type, payload)``, called for each one received."""
+        auth = self.gate or self.client_auth
+        if auth is not None:
+            for message_type in AUTH_MESSAGES:
+                self.extension_handlers[message_type] = auth.received
+        self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
+        subscriptions = self.subscriptions
+        self._routes: dict[type, Callable[[Any], object]] = {
+            OnNextBatch: subscriptions.on_next_batch,
+            OnNext: subscriptions.on_next,
+            OnNextPacked: subscriptions.on_next_packed,
+            OnComplete: subscriptions.on_complete,
+            OnError: subscriptions.on_error,
+            Subscribe: self._subscribe,
+            Request: self._request,
+            Cancel: self._cancel,
+            StreamError: self._stream_error,
+            ConnectionClosed: self._conversation_over,
+            ExtensionReceived: self._extension,
+            ClientHello: self._hello,
+            ServerHello: self._hello,
+            OnSubscribe: _ignore,
+            Goodbye: _ignore,
+        }
+        self.closing.on_end.append(self._end)
+
+    def keep(self, task: object) -> None:
+        """Hold a reference to the transport's task so that it is not garbage-collected."""
+        self._task = task
+
+    def defer(self, call: Callable[[], object]) -> None:
+        """Run ``call()`` once the current read's events are handled (or on the next turn)."""
+        if self.outbox.reading:
+            self._after_dispatch.append(call)
+        else:
+            self.outbox.loop.call_soon(call)
+
+    # -- TransportHandler ------------------------------------------------------------------
+    def connection_made(self, transport: Transport) -> None:
+        outbox = self.outbox
+        outbox.transport = transport
+        outbox.heard_at = outbox.loop.time()
+        self.closing.start()
+        if self.keepalive is not None:
+            self.keepalive.start()
+        on_made, self._on_made = self._on_made, None
+        if on_made is not None:
+            try:
+                on_made()
+            except Exception as error:
+                report_unhandled(error, "a connection's on_connection callback")
+        outbox.flush_now()  # our hello (the core queued it when it was made), and whatever on_made sent
+
+    def data_received(self, data: memoryview) -> None:
+        if self.closing.discarding(len(data)):
+            return  # after the goodbyes: nothing more is read (a lingering close discards it, bounded)
+        outbox = self.outbox
+        core = outbox.core
+        outbox.heard_at = outbox.loop.time()
+        core.receive_data(data)
+        outbox.reading = True
+        try:
+            self._dispatch(core.events_received())
+        finally:
+            outbox.reading = False
+        # Everything this read caused goes out now, in one write, rather than on the next
+        # loop turn: a turn (an epoll_wait) less per request/response. What the events made
+        # us send scheduled a flush; the core may also have answered by itself (a cancel's
+        # acknowledgement, a goodbye).
+        if outbox.flush_scheduled or core.has_data_to_send:
+            outbox.flush_now()
+
+    def eof_received(self) -> None:
+        if self.closing.eof_while_lingering():
+            return
+        core = self.outbox.core
+        core.receive_eof()
+        self._dispatch(core.events_received())
+        self.outbox.flush_now()
+
+    def connection_lost(self, error: BaseException | None) -> None:
+        if self.keepalive is not None:
+            self.keepalive.stop()
+        self.closing.lost(error)
+
+    def pause_writing(self) -> None:
+        self.outbox.writable = False
+
+    def resume_writing(self) -> None:
+        outbox = self.outbox
+        outbox.writable = True
+        if self.serving.wants_refill or outbox.core.has_data_to_send:
+            outbox.mark_dirty()
+
+    # -- once per turn -----------------------------------------------------------------------
+    def flush(self) -> None:
+        """Send coalesced requests, refill local publishers, write: once per loop turn."""
+        outbox = self.outbox
+        outbox.flush_handle = None
+        outbox.flush_scheduled = True  # what the steps below produce goes out in this very write
+        subscriptions, serving = self.subscriptions, self.serving
+        if subscriptions.wants_requests:
+            subscriptions.send_requests()
+        transport = outbox.transport
+        if transport is None:
+            outbox.flush_scheduled = False
+            return
+        if serving.has_work:
+            if serving.wants_refill and outbox.writable:
+                room = self._high - transport.get_write_buffer_size() - self._turn_bytes
+                self._turn_bytes += serving.refill(room)
+                if subscriptions.wants_requests:  # a local publisher that relays a remote one
+                    subscriptions.send_requests()
+            serving.flush_packs()
+        outbox.flush_scheduled = False
+        core = outbox.core
+        data = core.data_to_send()
+        self._turn_bytes = 0
+        if data and not transport.is_closing():
+            transport.writelines(data)
+            outbox.sent_at = outbox.loop.time()
+        if (serving.wants_refill or core.has_data_to_send) and outbox.writable:
+            outbox.mark_dirty()  # room or the write limit was used up this turn: go on next turn
+
+    # -- events from the core --------------------------------------------------------------------
+    def _dispatch(self, events: list[Event]) -> None:
+        """Route each event through the table; then the after-dispatch calls."""
+        routes = self._routes
+        for event in events:
+            routes[event.__class__](event)
+        while self._after_dispatch:
+            calls, self._after_dispatch = self._after_dispatch, []
+            for call in calls:
+                try:
+                    call()
+                except Exception as error:
+                    report_unhandled(error, "a call after handling a read")
+
+    def _subscribe(self, event: Subscribe) -> None:
+        if self.gate is not None:
+            if self.outbox.core.state is not ConnectionState.CLOSED and not self.outbox.closing:
+                self.gate.subscribe(event.publisher, event.subscriber, event.initial_demand)
+        else:
+            self.serving.subscribe(event.publisher, event.subscriber, event.initial_demand)
+
+    def _request(self, event: Request) -> None:
+        if not self.serving.request(event.subscriber, event.demand) and self.gate is not None:
+            self.gate.request(event.subscriber, event.demand)
+
+    def _cancel(self, event: Cancel) -> None:  # the core has already acknowledged it (§5.4)
+        self.serving.cancel(event.subscriber)
+        if self.gate is not None:
+            self.gate.cancel(event.subscriber)
+
+    def _stream_error(self, event: StreamError) -> None:  # the core already sent onError / cancel
+        if event.publishing:
+            self.serving.cancel(event.subscriber)
+        else:
+            self.subscriptions.stream_error(event.subscriber, event.error)
+
+    def _conversation_over(self, event: ConnectionClosed) -> None:
+        self.closing.conversation_over(event.error, event.reason)
+
+    def _extension(self, event: ExtensionReceived) -> None:
+        handler = self.extension_handlers.get(event.type)
+        if handler is not None:
+            handler(event.type, event.payload)
+
+    def _hello(self, event: ClientHello | ServerHello) -> None:
+        self.closing.hello_received()
+        outbox = self.outbox
+        if self.gate is not None:
+            reason = self.gate.hello(AUTH.id in outbox.core.extensions)
+            if reason is not None:
+                outbox.close_now(reason)
+            return
+        if self.client_auth is not None and not self.client_auth.hello():
+            return
+        self.subscriptions.release_deferred()
+
+    def _end(self, error: BaseException) -> None:
+        """Every open stream ends with ``error`` (closing calls this once)."""
+        if self.gate is not None:
+            self.gate.close()
+        self.serving.stop_all()
+        self.subscriptions.end(error)

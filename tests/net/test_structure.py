@@ -1,0 +1,104 @@
+"""The shape of rstreams.net: no import cycles, no reaching into other modules' private names or
+beneath the transport seam (README, "Architecture")."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+NET = Path(__file__).resolve().parents[2] / "src" / "rstreams" / "net"
+MODULES = sorted(NET.glob("*.py"))
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """Every ``rstreams`` import in ``path`` (TYPE_CHECKING blocks and functions included):
+    (line, module, names imported from it)."""
+    found: list[tuple[int, str, list[str]]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("rstreams"):
+                found.append((node.lineno, node.module, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name, []) for a in node.names if a.name.startswith("rstreams")]
+    return found
+
+
+def _graph(paths: list[Path]) -> dict[str, set[str]]:
+    """Module -> the modules of rstreams.net it imports."""
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        name = f"rstreams.net.{path.stem}" if path.stem != "__init__" else "rstreams.net"
+        graph[name] = {module for _, module, _ in _imports(path) if module.startswith("rstreams.net.")}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle in ``graph`` (as a path that ends where it starts), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def test_no_import_cycles_in_net() -> None:
+    """No module of rstreams.net imports one that imports it back, not even under TYPE_CHECKING."""
+    assert _cycle(_graph(MODULES)) is None, " -> ".join(_cycle(_graph(MODULES)) or [])
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_no_private_names_of_other_modules(path: Path) -> None:
+    """``from rstreams.x import _name`` reaches into another module's privates: not in net."""
+    private = [
+        f"line {line}: {module}.{name}"
+        for line, module, names in _imports(path)
+        for name in names
+        if name.startswith("_")
+    ]
+    assert not private, f"{path.name} imports private names: {private}"
+
+
+BENEATH_THE_SEAM = re.compile(
+    r"\._ready\b|_get_running_loop|getattr\(\s*(type\()?transport|type\(transport\)|asyncio\.WriteTransport\.writelines"
+)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_nothing_reaches_beneath_the_transport_seam_or_into_asyncio(path: Path) -> None:
+    """Transports are used through rstreams.net._transport.Transport only; asyncio through its API."""
+    hits = [
+        f"line {number}: {line.strip()}"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if BENEATH_THE_SEAM.search(line)
+    ]
+    assert not hits, f"{path.name}: {hits}"
+
+
+def test_the_checks_see_a_cycle_and_a_private_import(tmp_path: Path) -> None:
+    """The readers are not blind: a cycle through TYPE_CHECKING and a private import are found."""
+    a, b = tmp_path / "_a.py", tmp_path / "_b.py"
+    a.write_text("from rstreams.net._b import thing\n")
+    b.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rstreams.net._a import _hidden\n"
+    )
+    assert _cycle(_graph([a, b])) == ["rstreams.net._a", "rstreams.net._b", "rstreams.net._a"]
+    assert _imports(b) == [(3, "rstreams.net._a", ["_hidden"])]
