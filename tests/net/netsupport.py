@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import math
+import selectors
+from collections.abc import Callable, Coroutine
+from types import UnionType
+from typing import Any, TypeVar
 
 from rstreams.net import Connection
 from rstreams.net._pump import Pump
 from rstreams.net._resume_session import Session
 from rstreams.net._transport import Transport
+from rstreams.wire import (
+    ClientHello,
+    ConnectionConfig,
+    ConnectionState,
+    Event,
+    ExtensionMessage,
+    Frame,
+    Side,
+    encode,
+)
+from rstreams.wire import Connection as Core
 
 WAIT = 10.0
+
+T = TypeVar("T")
 
 
 def connection(**options: Any) -> Connection:
@@ -265,3 +282,175 @@ def memory_pair(a: Any, b: Any, **limits: int) -> tuple[MemoryTransport, MemoryT
     a.connection_made(ta)
     b.connection_made(tb)
     return ta, tb
+
+
+class _VirtualSelector(selectors.DefaultSelector):
+    """A selector that never sleeps: where the loop would wait ``timeout`` seconds for I/O, the
+    virtual clock jumps ``timeout`` ahead instead (memory transports need no real waiting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready = super().select(0)
+        if not ready and timeout is not None and timeout > 0:
+            # at least one representable step: a timeout below the float's resolution at
+            # ``now`` would otherwise leave the clock where it is, and the loop spinning
+            self.now = max(self.now + timeout, math.nextafter(self.now, math.inf))
+        elif not ready and timeout is None:
+            raise AssertionError("the loop would wait forever: nothing scheduled, nothing to read")
+        return ready
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock moves only when it has nothing to do, straight to the next timer.
+
+    Timers (keepalive, idle and handshake timeouts, linger) fire at their exact virtual time,
+    with no real waiting; drive it with :func:`run_virtual` over memory transports.
+    """
+
+    def __init__(self) -> None:
+        self._virtual = _VirtualSelector()
+        super().__init__(self._virtual)
+
+    def time(self) -> float:
+        return self._virtual.now
+
+
+def run_virtual(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``main()`` on a fresh :class:`VirtualTimeLoop` (its clock starts at 0)."""
+    loop = VirtualTimeLoop()
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        loop.close()
+
+
+class MemoryPeer:
+    """A peer that speaks frames through its own wire core over a memory transport (tests write
+    what a real implementation would, or would not: ``hello=False`` sends nothing at first)."""
+
+    def __init__(self, *, client: bool = True, extensions: tuple[int, ...] = (), hello: bool = True) -> None:
+        self.core = Core(
+            Side.CLIENT if client else Side.SERVER, ConnectionConfig(extensions=frozenset(extensions))
+        )
+        self.hello = hello
+        self.transport: Any = None
+        self.events: list[Event] = []
+        self.times: list[float] = []  # loop time each event arrived
+        self.closed_at: float | None = None  # loop time the transport was lost
+        self.loop = asyncio.get_running_loop()
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        hello = self.core.data_to_send()
+        if self.hello:
+            transport.writelines(hello)
+
+    def data_received(self, data: memoryview) -> None:
+        if self.core.state is not ConnectionState.CLOSED:
+            self.core.receive_data(data)
+            self._take()
+
+    def eof_received(self) -> None:
+        self.core.receive_eof()
+        self._take()
+
+    def _take(self) -> None:
+        events = self.core.events_received()
+        self.events += events
+        self.times += [self.loop.time()] * len(events)
+
+    def connection_lost(self, error: BaseException | None) -> None:
+        self.closed_at = self.loop.time()
+
+    def pause_writing(self) -> None:
+        pass
+
+    def resume_writing(self) -> None:
+        pass
+
+    def send(self, *frames: Any) -> None:
+        """Write ``frames`` now (extension messages as they are, the others through our core)."""
+        data = b"".join(self.core.data_to_send())
+        for frame in frames:
+            if isinstance(frame, ExtensionMessage):
+                data += encode(frame)
+            else:
+                self.core.send(frame)
+                data += b"".join(self.core.data_to_send())
+        self.transport.writelines([data])
+
+    def of(self, kind: type) -> list[Any]:
+        """The events of type ``kind`` received so far."""
+        return [event for event in self.events if isinstance(event, kind)]
+
+    def time_of(self, kind: type) -> float:
+        """Loop time the first event of type ``kind`` arrived (fails if none did)."""
+        for event, at in zip(self.events, self.times, strict=True):
+            if isinstance(event, kind):
+                return at
+        raise AssertionError(f"no {kind.__name__} among {self.events}")
+
+
+class RawPeer:
+    """A client that speaks bytes; a client core reads what the server sends."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, extensions: set[int]
+    ) -> None:
+        self.reader, self.writer = reader, writer
+        self.core = Core(Side.CLIENT, ConnectionConfig(extensions=frozenset(extensions)))
+        self.core.data_to_send()  # our hello is written by hand
+        self.events: list[Event] = []  # received, not yet taken by read_until
+        self.seen: list[Event] = []  # everything received, in order
+
+    @classmethod
+    async def open(cls, url: str, *, hello: bool = True, extensions: tuple[int, ...] = ()) -> RawPeer:
+        host, port = url.removeprefix("tcp://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        if hello:
+            writer.write(encode(ClientHello(extensions=extensions)))
+        return cls(reader, writer, set(extensions))
+
+    async def read_until(self, wanted: type | UnionType, *, deadline: float = WAIT) -> Any:
+        """Read until an event of type ``wanted`` (or the end); returns it or fails."""
+
+        async def loop() -> Any:
+            while True:
+                for event in self.events:
+                    if isinstance(event, wanted):
+                        self.events.remove(event)
+                        return event
+                data = await self.reader.read(65536)
+                if not data:
+                    self.core.receive_eof()
+                    self._take()
+                    for event in self.events:
+                        if isinstance(event, wanted):
+                            return event
+                    raise AssertionError(f"EOF before {wanted}: {self.events}")
+                self.core.receive_data(data)
+                self._take()
+
+        return await asyncio.wait_for(loop(), deadline)
+
+    def _take(self) -> None:
+        events = self.core.events_received()
+        self.events += events
+        self.seen += events
+
+    def send(self, *frames: Frame) -> None:
+        """Write ``frames``: core frames through the client core (so that it knows our
+        subscriptions), extension messages as they are (the core sends none before the hello)."""
+        data = b""
+        for frame in frames:
+            if isinstance(frame, ExtensionMessage):
+                data += b"".join(self.core.data_to_send()) + encode(frame)
+            else:
+                self.core.send(frame)
+        self.writer.write(data + b"".join(self.core.data_to_send()))
+
+    def close(self) -> None:
+        self.writer.close()

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 import pytest
-from test_keepalive import RawPeer
+from netsupport import RawPeer
 
 import rstreams
 from rstreams.errors import ConnectionBrokenError

@@ -10,7 +10,8 @@ import pytest
 from netsupport import WAIT, CountingSource, connection, memory_pair, pump_of
 
 from rstreams import UNBOUNDED
-from rstreams.net import Connection
+from rstreams._cli_publishers import builtin_publishers
+from rstreams.net import Connection, fixed_size, with_codec
 from rstreams.net._serving import MAX_BATCH
 from support import RecordingSubscriber
 
@@ -133,3 +134,33 @@ async def _open_never(client: Connection) -> set[int]:
     subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
     client.publisher("never").subscribe(subscriber)
     return set(pump_of(client).outbox.core.subscriptions(publishing=False))
+
+
+@pytest.mark.parametrize("codec", ["utf8", "int64", "float64", "json"])
+async def test_a_finite_counter_completes_with_exactly_its_demand(codec: str) -> None:
+    """counter?to=10 with demand 10: ten elements and onComplete, no eleventh request needed (§6.1)."""
+    server = connection(client=False, offer=builtin_publishers(codec))
+    client = connection(client=True)
+    memory_pair(server, client)
+    subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=10)
+    client.publisher("counter?from=5&to=15").subscribe(subscriber)
+    await _turns(lambda: subscriber.completed)
+    assert len(subscriber.items) == 10 and subscriber.error is None
+    await client.aclose()
+
+
+@pytest.mark.parametrize("size", [8, 0])
+async def test_a_served_publisher_that_knows_its_end_completes_without_spare_demand(size: int) -> None:
+    """N of N over the wire: a publisher that completes right after its last element is relayed at
+    once, packed (fixed-size codec) or not."""
+    source = CountingSource(limit=300)
+    target = with_codec(source, fixed_size(8)) if size else source
+    server = connection(client=False, offer={"n": target})
+    client = connection(client=True)
+    memory_pair(server, client)
+    subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=300)
+    client.publisher("n").subscribe(subscriber)
+    await _turns(lambda: subscriber.completed)
+    assert [int.from_bytes(item, "big") for item in subscriber.items] == list(range(1, 301))
+    assert sum(source.requests) == 300  # never asked for more than the peer's demand
+    await client.aclose()

@@ -41,6 +41,9 @@ __all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_KEEPALIVE", "Keepalive", "check_inte
 DEFAULT_KEEPALIVE = 15.0
 """Seconds without receiving anything after which a ping is sent (both sides, by default)."""
 
+_SLACK = 1e-6
+"""Seconds by which a timer may run early and still count as due (the loop's clock resolution)."""
+
 DEFAULT_IDLE_TIMEOUT = 60.0
 """Seconds without receiving anything after which a server ends a connection (clients: off).
 Four keepalive intervals: a live peer pings (or answers our pings) well within it."""
@@ -111,10 +114,12 @@ class Keepalive:
         core = outbox.core
         if outbox.ended is not None or core.state is ConnectionState.CLOSED:
             return
-        now = self._loop.time()
-        idle = now - outbox.heard_at
+        # Due means the deadline _arm computed has come, by the same sums (so that rounding
+        # cannot make a timer that fired look early and re-arm itself for the same moment);
+        # the loop may run a timer up to its clock resolution early, hence the slack.
+        now = self._loop.time() + _SLACK
         idle_since = max(outbox.heard_at, outbox.sent_at, self._idle_from)
-        if self._idle_timeout is not None and now - idle_since >= self._idle_timeout:
+        if self._idle_timeout is not None and now >= idle_since + self._idle_timeout:
             hook = self.on_idle_link
             if hook is None or not hook():
                 outbox.close_now(
@@ -125,8 +130,7 @@ class Keepalive:
         interval = self._interval
         if (
             interval is not None
-            and idle >= interval
-            and now - self._pinged_at >= interval
+            and now >= max(outbox.heard_at, self._pinged_at) + interval
             and core.state is ConnectionState.OPEN
             and KEEPALIVE.id in core.extensions
         ):

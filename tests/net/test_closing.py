@@ -1,0 +1,90 @@
+"""How a connection ends: the handshake timeout and the lingering close after an error goodbye,
+on a virtual clock over memory transports (every timer fires at its exact time, nothing sleeps)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from netsupport import MemoryPeer, connection, memory_pair, run_virtual
+
+import rstreams
+from rstreams.net._closing import LINGER_BYTES, LINGER_SECONDS
+from rstreams.wire import ConnectionClosed, OnSubscribe, Subscribe, encode
+
+pytestmark = pytest.mark.timeout(30)
+
+OFFER: dict[str, Any] = {"greeting": rstreams.just(b"hello")}
+
+
+def test_a_silent_peer_is_said_goodbye_at_the_handshake_timeout() -> None:
+    async def main() -> MemoryPeer:
+        server = connection(client=False, offer=OFFER, handshake_timeout=0.5)
+        peer = MemoryPeer(hello=False)
+        memory_pair(server, peer)
+        await asyncio.sleep(0.49)
+        assert not server.closed
+        await asyncio.sleep(0.02)
+        assert server.closed
+        return peer
+
+    peer = run_virtual(main)
+    [closed] = peer.of(ConnectionClosed)
+    assert closed.reason == "handshake timeout (no clientHello within 0.5 s)"
+    assert peer.time_of(ConnectionClosed) == pytest.approx(0.5)
+
+
+def test_the_handshake_timer_stops_at_the_hello() -> None:
+    async def main() -> MemoryPeer:
+        server = connection(client=False, offer=OFFER, handshake_timeout=0.5)
+        peer = MemoryPeer()
+        memory_pair(server, peer)
+        await asyncio.sleep(5.0)
+        assert not server.closed
+        return peer
+
+    assert run_virtual(main).of(ConnectionClosed) == []
+
+
+def test_after_an_error_goodbye_input_is_discarded_until_the_linger_ends() -> None:
+    """A peer that breaks the protocol gets the goodbye at once; its transport is closed only
+    LINGER_SECONDS later (so that the goodbye is read, not reset away), whatever it sends meanwhile."""
+
+    async def main() -> MemoryPeer:
+        server = connection(client=False, offer=OFFER)
+        peer = MemoryPeer()
+        memory_pair(server, peer)
+        await asyncio.sleep(0.1)
+        peer.transport.writelines([b"\x7f"])  # a reserved type byte
+        await asyncio.sleep(1.0)
+        assert server.closed and peer.closed_at is None  # lingering: still reading
+        peer.transport.writelines([encode(Subscribe(publisher="greeting", subscriber=1, initial_demand=1))])
+        await asyncio.sleep(LINGER_SECONDS)
+        return peer
+
+    peer = run_virtual(main)
+    [closed] = peer.of(ConnectionClosed)
+    assert "0x7f" in closed.reason  # the goodbye that explains the close
+    assert peer.of(OnSubscribe) == []  # the subscribe sent while lingering was not served
+    assert peer.time_of(ConnectionClosed) == pytest.approx(0.1)
+    assert peer.closed_at == pytest.approx(0.1 + LINGER_SECONDS)
+
+
+def test_the_linger_ends_early_once_enough_input_was_discarded() -> None:
+    """A peer that floods after the goodbye is cut off after LINGER_BYTES, not LINGER_SECONDS."""
+
+    async def main() -> MemoryPeer:
+        server = connection(client=False, offer=OFFER)
+        peer = MemoryPeer()
+        memory_pair(server, peer)
+        await asyncio.sleep(0.1)
+        peer.transport.writelines([b"\x7f"])
+        await asyncio.sleep(0.1)
+        for _ in range(LINGER_BYTES // (64 * 1024) + 1):
+            peer.transport.writelines([bytes(64 * 1024)])
+        await asyncio.sleep(0.1)
+        return peer
+
+    peer = run_virtual(main)
+    assert peer.closed_at == pytest.approx(0.2)
