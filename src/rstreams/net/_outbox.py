@@ -57,6 +57,7 @@ class Outbox:
         "sent_at",
         "transport",
         "writable",
+        "wrote_through",
     )
 
     def __init__(self, core: Core) -> None:
@@ -71,6 +72,8 @@ class Outbox:
         """Whether the events of a read are being delivered (its output is flushed at its end)."""
         self.flush_scheduled = False
         self.flush_handle: asyncio.Handle | None = None
+        self.wrote_through = False
+        """:meth:`write_soon` wrote at once since the last read or flush: later output coalesces."""
         self.heard_at = 0.0
         """Loop time of the last read (the keepalive's clock)."""
         self.sent_at = 0.0
@@ -123,18 +126,25 @@ class Outbox:
             self.mark_dirty()
 
     def write_soon(self) -> None:
-        """Write what the core holds now, unless that would split this turn's coalesced write.
+        """Write what the core holds now, unless that would split a coalesced write.
 
-        Written at once when no flush is pending, no read is being delivered and the
-        transport is writable (nothing else is waiting to join this write), so the caller's
-        frame does not wait a loop turn: a request/response is one write each way. A flush
-        is then scheduled anyway, so that whatever else this turn produces is coalesced into
-        one more write rather than one write each.
+        Written at once when no flush is pending, no read is being delivered, nothing was
+        written this way since the last read or flush, and the transport is writable: the
+        caller's frame does not wait a loop turn, so a request/response is one write each
+        way. Anything else goes out with the next flush, so the many subscribes of one
+        turn (tasks woken by one read, say) cost two writes, not one each.
         """
-        transport = self.transport
-        if not (self.flush_scheduled or self.reading) and self.writable and transport is not None:
-            self.write_now()
-        self.mark_dirty()
+        if (
+            self.flush_scheduled
+            or self.reading
+            or self.wrote_through
+            or not self.writable
+            or self.transport is None
+        ):
+            self.mark_dirty()
+            return
+        self.wrote_through = True
+        self.write_now()
 
     def send_extension(self, message_type: int, payload: bytes) -> None:
         """Send a message of an active extension (PROTOCOL.md §4.4) with this turn's write."""

@@ -183,6 +183,7 @@ class Pump:
         outbox = self.outbox
         core = outbox.core
         outbox.heard_at = outbox.loop.time()
+        outbox.wrote_through = False
         core.receive_data(data)
         outbox.reading = True
         try:
@@ -223,6 +224,7 @@ class Pump:
         """Send coalesced requests, refill local publishers, write: once per loop turn."""
         outbox = self.outbox
         outbox.flush_handle = None
+        outbox.wrote_through = False
         outbox.flush_scheduled = True  # what the steps below produce goes out in this very write
         subscriptions, serving = self.subscriptions, self.serving
         if subscriptions.wants_requests:
