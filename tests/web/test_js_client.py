@@ -10,14 +10,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+import rstreams
+from rstreams.web import LivePage
+
+sys.path.insert(0, str(Path(__file__).parent))
+from cdp import chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "js"
@@ -72,3 +81,129 @@ def test_npm_test_against_python_servers() -> None:
     counts = summary(done.stdout)
     assert done.returncode == 0 and counts.get("fail") == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert counts["skipped"] == 0 and counts["pass"] >= 150, counts
+
+
+# -- the package in a real browser --------------------------------------------------------------
+BROWSER_SCRIPT = """(async () => {
+  const { connect, fromIterable, ConnectionClosedError } = await import("/rsio.js");
+  const text = async (conn, name) => {
+    const out = [];
+    for await (const item of conn.stream(name, { window: 2, decode: "text" })) out.push(item);
+    return out;
+  };
+  const result = {};
+  // auth (PROTOCOL.md §15): the token accepted, another refused
+  const authed = await connect(%(token_url)s, { auth: %(token)s });
+  await authed.ready;
+  result.authenticated = authed.authenticated;
+  result.counted = await text(authed, "counter?from=1&to=6");
+  await authed.close();
+  const refused = await connect(%(token_url)s, { auth: "not the token" });
+  result.refusal = await refused.ready.then(
+    () => "accepted", (e) => e instanceof ConnectionClosedError && e.reason);
+  // publishing (§1): the server subscribes to this page's rstreams/upload, within its demand
+  const rows = Array.from({ length: %(rows)d }, (_, i) => `browser row ${i}`);
+  const record = { requested: 0, emitted: 0, maxOutstanding: 0 };
+  const upload = fromIterable([JSON.stringify({ log: "out", token: "page-1" }), ...rows]);
+  const recording = { subscribe(s) { upload.subscribe({
+    onSubscribe: (sub) => s.onSubscribe({ request(n) {
+      record.requested += n;
+      record.maxOutstanding = Math.max(record.maxOutstanding, record.requested - record.emitted);
+      sub.request(n);
+    }, cancel: () => sub.cancel() }),
+    onNext: (x) => { record.emitted += 1; s.onNext(x); },
+    onError: (e) => s.onError(e), onComplete: () => s.onComplete() }); } };
+  const publisher = await connect(%(log_url)s, { publishers: { "rstreams/upload": recording } });
+  result.staged = JSON.parse(await publisher.request("out?staged=page-1", { decode: "text" }));
+  const publish = "out?publish=0&writer=page&tokens=page-1";
+  result.published = JSON.parse(await publisher.request(publish, { decode: "text" }));
+  await publisher.close();
+  result.record = record;
+  return result;
+})()"""
+
+
+def _serve(started: list[subprocess.Popen[bytes]], *args: str, stdin: bytes | None = None) -> str:
+    """Start ``rstreams serve ...`` with this interpreter (added to ``started``); the URL it serves on."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", *args],
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+        },
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    started.append(process)
+    assert process.stdin is not None and process.stdout is not None
+    if stdin is not None:
+        process.stdin.write(stdin)
+    process.stdin.close()
+    line = process.stdout.readline().decode()
+    found = re.search(r" on ((?:ws|tcp)://\S+)", line)
+    assert found is not None, line
+    return found.group(1)
+
+
+@pytest.mark.timeout(90)
+def test_the_package_in_chromium_authenticates_and_publishes(tmp_path: Path) -> None:
+    """In Chromium: auth accepted and refused; a page's publisher uploads within the server's demand."""
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does it)")
+    rows = 3000
+    servers: list[subprocess.Popen[bytes]] = []
+    try:
+        token_url = _serve(servers, "ws://127.0.0.1:0/rsio", "--token", "tk-browser")
+        log_url = _serve(servers, "ws://127.0.0.1:0/rsio", "nums", "--sink", "out", stdin=b"a\n")
+        with LivePage({"x": rstreams.just(b"{}")}, publisher="x") as live:
+
+            async def drive() -> Any:
+                async with chromium(executable, tmp_path / "profile") as browser:
+                    page = await browser.open(live.url)
+                    for _ in range(200):  # the page's modules are loaded once live.js ran
+                        if await page.evaluate("window.rsioLive !== undefined"):
+                            break
+                        await asyncio.sleep(0.05)
+                    script = BROWSER_SCRIPT % {
+                        "token_url": json.dumps(token_url),
+                        "token": json.dumps("tk-browser"),
+                        "log_url": json.dumps(log_url),
+                        "rows": rows,
+                    }
+                    return await asyncio.wait_for(page.evaluate(script), 60)
+
+            result = asyncio.run(drive())
+        read = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "rstreams.cli",
+                "subscribe",
+                log_url,
+                f"out?from=0&to={rows}",
+                "--demand",
+                "64",
+            ],
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        for process in servers:
+            process.terminate()
+            process.wait(10)
+            if process.stdout is not None:
+                process.stdout.close()
+    assert result["authenticated"] is True
+    assert result["counted"] == ["1", "2", "3", "4", "5"]
+    assert result["refusal"] == "authentication failed (PROTOCOL.md §15.3)"
+    assert result["staged"] == {"count": rows}
+    assert result["published"] == {"published": True, "count": rows}
+    # the server's demand bounded the page's publisher: a window of 1,024, renewed as it staged
+    assert 0 < result["record"]["maxOutstanding"] <= 1024, result["record"]
+    assert read.returncode == 0, read.stderr
+    assert read.stdout.splitlines() == [f"browser row {i}" for i in range(rows)]
