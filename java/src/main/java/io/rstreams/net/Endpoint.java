@@ -8,6 +8,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.ssl.SslHandler;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Event;
 import io.rstreams.wire.FrameType;
@@ -45,6 +46,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private final Map<Long, RemoteSubscription<?>> consuming = new HashMap<>();
     private final Map<Long, ServingStream> serving = new HashMap<>();
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
+    private final CompletableFuture<RsioConnection> active = new CompletableFuture<>();
     private final RsioConnection facade = new RsioConnection(this);
     private ChannelHandlerContext ctx;
     private Channel channel;
@@ -85,6 +87,11 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         return serving;
     }
 
+    /** Completes when the transport is up (for WebSocket: after the opening handshake). */
+    CompletableFuture<RsioConnection> activeFuture() {
+        return active;
+    }
+
     CompletableFuture<Void> closedFuture() {
         return closed;
     }
@@ -117,6 +124,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     private void flushNow() {
         flushQueued = false;
+        if (!active.isDone()) {
+            return; // nothing goes out before the transport is up (TLS and WebSocket handshakes)
+        }
         pumpParts();
         writePending();
         if (channel.isActive()) {
@@ -157,7 +167,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * at the end of the turn writes it in one go.
      */
     void writePending() {
-        if (conn.pendingOutput() > 0 && channel.isActive()) {
+        if (conn.pendingOutput() > 0 && channel.isActive() && active.isDone()) {
             ctx.write(Unpooled.wrappedBuffer(conn.dataToSend()));
             scheduleFlush();
         }
@@ -173,6 +183,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
+        active.complete(facade);
         flushNow(); // our hello (§4.1)
         long period = timerPeriodMillis();
         if (period > 0) {
@@ -222,12 +233,16 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         if (!ended) {
             ended(null, new ConnectionClosedException("the transport closed"));
         }
+        active.completeExceptionally(new ConnectionClosedException("the transport closed before the connection was up"));
         closed.complete(null);
     }
 
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt instanceof ChannelInputShutdownEvent) {
+            if (inputEnded) {
+                return;
+            }
             inputEnded = true;
             if (!discarding) {
                 conn.receiveEof();
@@ -350,11 +365,19 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         if (!channel.isActive() || inputEnded) {
             return; // the input-shutdown handler closes after the write
         }
-        if (weSentErrorGoodbye && channel instanceof SocketChannel socket) {
+        boolean canHalfClose = ctx.pipeline().get(WebSocketBridge.class) == null && ctx.pipeline().get(SslHandler.class) == null;
+        if (weSentErrorGoodbye && canHalfClose && channel instanceof SocketChannel socket) {
             // §10: write the goodbye, close our sending side, keep reading (and discarding) until
             // the peer closes or the linger time is over, then close.
             discarding = true;
             ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(f -> socket.shutdownOutput());
+            channel.eventLoop().schedule(() -> {
+                channel.close();
+            }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
+        } else if (weSentErrorGoodbye) {
+            // TLS and WebSocket cannot half-close: discard input until the peer closes or the linger time is over
+            discarding = true;
+            ctx.flush();
             channel.eventLoop().schedule(() -> {
                 channel.close();
             }, LINGER_MILLIS, TimeUnit.MILLISECONDS);

@@ -12,7 +12,10 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Limits;
+import io.netty.handler.ssl.SslContext;
+import java.io.IOException;
 import java.time.Duration;
+import javax.net.ssl.SSLContext;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
@@ -34,11 +37,17 @@ import java.util.function.Function;
 public final class RsioClient implements AutoCloseable {
     private final EventLoopGroup group;
     private final Endpoint.Options options;
+    private final SSLContext tls;
 
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 NioIoHandler.newFactory());
         this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.token);
+        try {
+            this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("no default TLS context in this JVM", e);
+        }
     }
 
     /** A builder with the defaults: one I/O thread, PROTOCOL.md §11 limits, pings after 15 s of silence. */
@@ -47,13 +56,16 @@ public final class RsioClient implements AutoCloseable {
     }
 
     /**
-     * Opens a connection to {@code url} ({@code tcp://host:port}). The future completes once the
-     * transport is up; subscriptions may start at once (PROTOCOL.md §4.3).
+     * Opens a connection to {@code url}: {@code tcp://host:port}, {@code tls://host:port},
+     * {@code ws://host:port/path} or {@code wss://host:port/path}. The future completes once the
+     * transport is up (after the TLS and WebSocket handshakes); subscriptions may start at once
+     * (PROTOCOL.md §4.3). TLS verifies the server's certificate and that it names the host.
      *
      * @throws IllegalArgumentException if the URL is malformed or its scheme is not supported
      */
     public CompletableFuture<RsioConnection> connect(String url) {
         RsioUrl u = RsioUrl.parse(url);
+        SslContext ssl = u.secure() ? Pipelines.sslContext(tls, true) : null;
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, options);
         CompletableFuture<RsioConnection> result = new CompletableFuture<>();
         Bootstrap bootstrap = new Bootstrap()
@@ -65,15 +77,21 @@ public final class RsioClient implements AutoCloseable {
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast(endpoint);
+                        Pipelines.client(ch.pipeline(), u, ssl, endpoint);
                     }
                 });
         ChannelFuture f = bootstrap.connect(u.host(), u.port());
         f.addListener(done -> {
-            if (done.isSuccess()) {
-                result.complete(endpoint.facade());
+            if (!done.isSuccess()) {
+                result.completeExceptionally(new IOException("can't connect to " + url + ": " + done.cause().getMessage(), done.cause()));
+            }
+        });
+        endpoint.activeFuture().whenComplete((conn, error) -> {
+            if (error == null) {
+                result.complete(conn);
             } else {
-                result.completeExceptionally(new java.io.IOException("can't connect to " + url + ": " + done.cause().getMessage(), done.cause()));
+                result.completeExceptionally(new IOException("can't connect to " + url + ": the "
+                        + (u.secure() ? "TLS" : "") + (u.websocket() ? " WebSocket" : "") + " handshake failed", error));
             }
         });
         return result;
@@ -93,8 +111,15 @@ public final class RsioClient implements AutoCloseable {
         private Duration idleTimeout;
         private String token;
         private int threads = 1;
+        private SSLContext tls;
 
         private Builder() {}
+
+        /** Whom to trust (and which client certificate to present) on {@code tls://} and {@code wss://}; default: the JVM's trust store. */
+        public Builder tls(SSLContext context) {
+            this.tls = Objects.requireNonNull(context, "context");
+            return this;
+        }
 
         /** What this end accepts from servers (PROTOCOL.md §11). */
         public Builder limits(Limits limits) {

@@ -15,7 +15,9 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Limits;
+import io.netty.handler.ssl.SslContext;
 import java.net.InetSocketAddress;
+import javax.net.ssl.SSLContext;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.Flow;
@@ -51,6 +53,13 @@ public final class RsioServer implements AutoCloseable {
         workers = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-server", true),
                 NioIoHandler.newFactory());
         Consumer<RsioConnection> hook = b.onConnection;
+        if (where.secure() && b.tls == null) {
+            throw new IllegalArgumentException(where.scheme() + ":// needs a certificate: call tls(SSLContext) on the builder");
+        }
+        if (!where.secure() && b.tls != null) {
+            throw new IllegalArgumentException("tls(SSLContext) was given for " + where.scheme() + "://; use tls:// or wss://");
+        }
+        SslContext ssl = b.tls == null ? null : Pipelines.sslContext(b.tls, false);
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(boss, workers)
                 .channel(NioServerSocketChannel.class)
@@ -61,7 +70,7 @@ public final class RsioServer implements AutoCloseable {
                     protected void initChannel(SocketChannel ch) {
                         channels.add(ch);
                         Endpoint endpoint = new Endpoint(Connection.Side.SERVER, options);
-                        ch.pipeline().addLast(endpoint);
+                        Pipelines.server(ch.pipeline(), where, ssl, endpoint);
                         if (hook != null) {
                             hook.accept(endpoint.facade());
                         }
@@ -74,7 +83,7 @@ public final class RsioServer implements AutoCloseable {
             throw e;
         }
         InetSocketAddress bound = (InetSocketAddress) listener.localAddress();
-        url = new RsioUrl(where.scheme(), where.host(), bound.getPort()).toString();
+        url = where.withPort(bound.getPort()).toString();
     }
 
     /** A builder with no routes yet. */
@@ -118,8 +127,15 @@ public final class RsioServer implements AutoCloseable {
         private Duration idleTimeout = Duration.ofSeconds(60);
         private Consumer<RsioConnection> onConnection;
         private int threads = 1;
+        private SSLContext tls;
 
         private Builder() {}
+
+        /** The server's certificate and key for {@code tls://} and {@code wss://} (required there, refused elsewhere). */
+        public Builder tls(SSLContext context) {
+            this.tls = Objects.requireNonNull(context, "context");
+            return this;
+        }
 
         /**
          * Serves {@code pattern} (an exact name, or segments like {@code sensors/{id}}): the
@@ -171,7 +187,8 @@ public final class RsioServer implements AutoCloseable {
         }
 
         /**
-         * Starts listening on {@code url} ({@code tcp://host:port}; port 0: any free port).
+         * Starts listening on {@code url}: {@code tcp://host:port}, {@code tls://host:port},
+         * {@code ws://host:port/path} or {@code wss://host:port/path} (port 0: any free port).
          *
          * @throws IllegalArgumentException if the URL is malformed or its scheme is not supported
          * @throws InterruptedException if interrupted while binding

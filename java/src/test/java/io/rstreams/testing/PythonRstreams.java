@@ -59,7 +59,13 @@ public final class PythonRstreams implements AutoCloseable {
 
     /** Starts {@code rstreams serve tcp://127.0.0.1:0 ARGS...} and waits for the URL it prints. */
     public static PythonRstreams serve(String... args) throws IOException, InterruptedException {
-        List<String> all = new ArrayList<>(List.of("-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0"));
+        return serveAt("tcp://127.0.0.1:0", args);
+    }
+
+    /** Starts {@code rstreams serve URL ARGS...} (port 0) and waits for the URL it prints. */
+    public static PythonRstreams serveAt(String where, String... args) throws IOException, InterruptedException {
+        String scheme = where.substring(0, where.indexOf("://") + 3);
+        List<String> all = new ArrayList<>(List.of("-m", "rstreams.cli", "serve", where));
         all.addAll(List.of(args));
         Process p = command(all).start();
         StringBuilder output = new StringBuilder();
@@ -70,7 +76,7 @@ public final class PythonRstreams implements AutoCloseable {
                     synchronized (output) {
                         output.append(line).append('\n');
                     }
-                    int at = line.indexOf(" on tcp://");
+                    int at = line.indexOf(" on " + scheme);
                     if (at >= 0) {
                         url.complete(line.substring(at + 4).trim());
                     }

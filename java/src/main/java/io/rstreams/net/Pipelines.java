@@ -1,0 +1,101 @@
+package io.rstreams.net;
+
+import io.netty.channel.ChannelPipeline;
+import io.netty.handler.codec.http.HttpClientCodec;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolConfig;
+import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolHandler;
+import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolConfig;
+import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
+import io.netty.handler.codec.http.websocketx.WebSocketVersion;
+import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.JdkSslContext;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.ssl.SslHandshakeCompletionEvent;
+import io.netty.handler.ssl.SslCloseCompletionEvent;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import java.net.URI;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLParameters;
+
+/** The Netty pipeline for each transport: TLS (tls://, wss://) and WebSocket (ws://, wss://) in front of the endpoint. */
+final class Pipelines {
+    /** Largest WebSocket message accepted: an element of the default 16 MiB limit plus framing. */
+    private static final int MAX_WS_MESSAGE = (16 << 20) + 1024;
+
+    private Pipelines() {}
+
+    /** Holds channelActive back until the TLS handshake has succeeded (a failed one closes the channel). */
+    private static final class TlsGate extends ChannelInboundHandlerAdapter {
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            // fired on handshake success below
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            if (evt instanceof SslHandshakeCompletionEvent done) {
+                if (done.isSuccess()) {
+                    ctx.fireChannelActive();
+                } else {
+                    ctx.close();
+                }
+            } else if (evt instanceof SslCloseCompletionEvent) {
+                // the peer's close_notify: its input is over, as a TCP end of input would say (§9.3)
+                ctx.fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+            }
+            ctx.fireUserEventTriggered(evt);
+        }
+    }
+
+    static SslContext sslContext(SSLContext jdk, boolean client) {
+        return new JdkSslContext(jdk, client, ClientAuth.NONE);
+    }
+
+    static void server(ChannelPipeline p, RsioUrl url, SslContext ssl, Endpoint endpoint) {
+        if (url.secure()) {
+            p.addLast(ssl.newHandler(p.channel().alloc()), new TlsGate());
+        }
+        if (url.websocket()) {
+            p.addLast(new HttpServerCodec(), new HttpObjectAggregator(64 * 1024));
+            p.addLast(new WebSocketServerProtocolHandler(WebSocketServerProtocolConfig.newBuilder()
+                    .websocketPath(url.path())
+                    .subprotocols(WebSocketBridge.SUBPROTOCOL)
+                    .maxFramePayloadLength(MAX_WS_MESSAGE)
+                    .allowExtensions(false)
+                    .handleCloseFrames(true)
+                    .build()));
+            p.addLast(new WebSocketBridge());
+        }
+        p.addLast(endpoint);
+    }
+
+    static void client(ChannelPipeline p, RsioUrl url, SslContext ssl, Endpoint endpoint) {
+        if (url.secure()) {
+            SslHandler handler = ssl.newHandler(p.channel().alloc(), url.host(), url.port());
+            SSLEngine engine = handler.engine();
+            SSLParameters params = engine.getSSLParameters();
+            params.setEndpointIdentificationAlgorithm("HTTPS"); // the certificate must name the host
+            engine.setSSLParameters(params);
+            p.addLast(handler, new TlsGate());
+        }
+        if (url.websocket()) {
+            p.addLast(new HttpClientCodec(), new HttpObjectAggregator(64 * 1024));
+            p.addLast(new WebSocketClientProtocolHandler(WebSocketClientProtocolConfig.newBuilder()
+                    .webSocketUri(URI.create(url.toString()))
+                    .subprotocol(WebSocketBridge.SUBPROTOCOL)
+                    .version(WebSocketVersion.V13)
+                    .maxFramePayloadLength(MAX_WS_MESSAGE)
+                    .allowExtensions(false)
+                    .handleCloseFrames(true)
+                    .build()));
+            p.addLast(new WebSocketBridge());
+        }
+        p.addLast(endpoint);
+    }
+}

@@ -1,0 +1,84 @@
+package io.rstreams.net;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertNull;
+import static org.testng.Assert.expectThrows;
+import static org.testng.Assert.assertTrue;
+
+import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.TestSubscriber;
+import io.rstreams.testing.TlsFixture;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.testng.annotations.DataProvider;
+import org.testng.annotations.Test;
+
+/** The same streams over every transport this binding speaks: TCP, TLS, WebSocket and WebSocket over TLS. */
+public class TransportsTest {
+
+    @DataProvider(name = "urls")
+    public Object[][] urls() {
+        return new Object[][] {{"tcp://127.0.0.1:0"}, {"tls://127.0.0.1:0"}, {"ws://127.0.0.1:0/rsio"}, {"wss://127.0.0.1:0/rsio"}};
+    }
+
+    private static RsioServer server(String where) throws Exception {
+        RsioServer.Builder b = RsioServer.builder()
+                .route("counter", Codec.INT64, r -> Counters.range(0, r.longParam("to", Long.MAX_VALUE)))
+                .route("big", r -> Counters.repeat(JavaServerTest.bigElement(), r.longParam("n", 2)));
+        if (where.startsWith("tls") || where.startsWith("wss")) {
+            b.tls(TlsFixture.get().server);
+        }
+        return b.bind(where);
+    }
+
+    @Test(dataProvider = "urls", timeOut = 60_000)
+    public void javaClientToJavaServer(String where) throws Exception {
+        try (RsioServer server = server(where);
+             RsioClient client = RsioClient.builder().tls(TlsFixture.get().client).build();
+             RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter?to=500", Codec.INT64).subscribe(sub);
+            sub.request(Long.MAX_VALUE);
+            assertEquals(sub.take(500).get(499), Long.valueOf(499));
+            assertNull(sub.awaitTerminal());
+            TestSubscriber<byte[]> big = new TestSubscriber<>();
+            conn.publisher("big?n=2").subscribe(big);
+            big.request(2);
+            for (byte[] b : big.take(2)) {
+                assertTrue(Arrays.equals(b, JavaServerTest.bigElement()));
+            }
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void untrustedCertificateFailsTheConnect() throws Exception {
+        try (RsioServer server = server("tls://127.0.0.1:0");
+             RsioClient client = RsioClient.builder().build()) { // the JVM's trust store: not our test CA
+            ExecutionException e = expectThrows(ExecutionException.class, () -> client.connect(server.url()).get(10, TimeUnit.SECONDS));
+            assertTrue(e.getCause().getMessage().contains("handshake failed"), e.getCause().getMessage());
+        }
+    }
+
+    @Test(timeOut = 10_000)
+    public void badUrlsAreRefusedWithTheRule() throws Exception {
+        IllegalArgumentException e = expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().bind("udp://127.0.0.1:0"));
+        assertTrue(e.getMessage().contains("tcp://"), e.getMessage());
+        IllegalArgumentException noCert = expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().bind("tls://127.0.0.1:0"));
+        assertTrue(noCert.getMessage().contains("tls(SSLContext)"), noCert.getMessage());
+    }
+
+    @Test(timeOut = 60_000)
+    public void javaClientToPythonServerOverWebSocket() throws Exception {
+        try (PythonRstreams python = PythonRstreams.serveAt("ws://127.0.0.1:0/rsio");
+             RsioClient client = RsioClient.builder().build();
+             RsioConnection conn = client.connect(python.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("counter?from=7&to=10", Codec.UTF8).subscribe(sub);
+            sub.request(10);
+            assertEquals(sub.take(3), List.of("7", "8", "9"));
+            assertNull(sub.awaitTerminal());
+        }
+    }
+}

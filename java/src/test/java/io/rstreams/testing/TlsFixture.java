@@ -1,0 +1,66 @@
+package io.rstreams.testing;
+
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
+
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost, made once per test run with the JDK's
+ * keytool under target/, with the server and client SSLContexts built from it and its PEM (for
+ * the Python side's --cafile).
+ */
+public final class TlsFixture {
+    private static final char[] PASSWORD = "rstreams-test".toCharArray();
+    private static TlsFixture instance;
+
+    public final Path keystore;
+    public final Path pem;
+    public final SSLContext server;
+    public final SSLContext client;
+
+    private TlsFixture(Path dir) throws Exception {
+        Files.createDirectories(dir);
+        keystore = dir.resolve("server.p12");
+        pem = dir.resolve("server.pem");
+        Files.deleteIfExists(keystore);
+        String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
+        run(List.of(keytool, "-genkeypair", "-alias", "server", "-keyalg", "EC", "-groupname", "secp256r1",
+                "-dname", "CN=localhost", "-ext", "SAN=ip:127.0.0.1,dns:localhost", "-validity", "2",
+                "-storetype", "PKCS12", "-keystore", keystore.toString(), "-storepass", new String(PASSWORD)));
+        run(List.of(keytool, "-exportcert", "-rfc", "-alias", "server", "-keystore", keystore.toString(),
+                "-storepass", new String(PASSWORD), "-file", pem.toString()));
+        KeyStore ks = KeyStore.getInstance("PKCS12");
+        try (InputStream in = Files.newInputStream(keystore)) {
+            ks.load(in, PASSWORD);
+        }
+        KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        kmf.init(ks, PASSWORD);
+        server = SSLContext.getInstance("TLS");
+        server.init(kmf.getKeyManagers(), null, null);
+        TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+        tmf.init(ks);
+        client = SSLContext.getInstance("TLS");
+        client.init(null, tmf.getTrustManagers(), null);
+    }
+
+    public static synchronized TlsFixture get() throws Exception {
+        if (instance == null) {
+            instance = new TlsFixture(Path.of("target", "tls-test").toAbsolutePath());
+        }
+        return instance;
+    }
+
+    private static void run(List<String> cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new IllegalStateException(String.join(" ", cmd.subList(0, 2)) + " failed: " + out);
+        }
+    }
+}
