@@ -97,6 +97,8 @@ def _examples(loop: asyncio.AbstractEventLoop) -> dict[str, Callable[[], object]
         "take_while": lambda: _inner(source.take_while(bool)),
         "skip_while": lambda: _inner(source.skip_while(bool)),
         "start_with": lambda: _inner(source.start_with(1)),
+        "take_until": lambda: _inner(source.take_until(source)),
+        "skip_until": lambda: _inner(source.skip_until(source)),
         "first": lambda: _inner(source.first()),
         "last": lambda: _inner(source.last()),
         "element_at": lambda: _inner(source.element_at(1)),

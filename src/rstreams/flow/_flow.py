@@ -134,6 +134,20 @@ class Flow(Publisher[T], abc.ABC):
 
         return SkipWhileFlow(self, predicate)
 
+    def take_until(self, other: Publisher[Any]) -> Flow[T]:
+        """Elements until ``other``'s first element; then cancel upstream and complete.
+
+        ``other`` is asked for one element; an error from it ends the stream."""
+        from rstreams.flow._until import TakeUntilFlow
+
+        return TakeUntilFlow(self, other)
+
+    def skip_until(self, other: Publisher[Any]) -> Flow[T]:
+        """Drops elements (re-requesting each) until ``other``'s first element, then passes all."""
+        from rstreams.flow._until import SkipUntilFlow
+
+        return SkipUntilFlow(self, other)
+
     def first(self, *, default: Any = MISSING) -> ElementFlow[T]:
         """The first element (or ``default``); a Flow that can also be awaited or ``.result()``-ed.
 

@@ -1,0 +1,195 @@
+"""``take_until(other)`` and ``skip_until(other)``: a second Publisher opens or closes the stream.
+
+Both subscribe to ``other`` right after the downstream's ``on_subscribe`` and ask it for
+one element: its first ``on_next`` is the trigger, after which it is cancelled.
+
+* ``take_until(other)``: the source's elements pass (``request(n)`` passes through) until
+  the trigger; then the source is cancelled and the stream completes.
+* ``skip_until(other)``: the source's elements are dropped until the trigger, each one
+  asked for again upstream (like ``filter``); from the trigger on they pass. If ``other``
+  completes without an element, every element is dropped.
+
+An error from ``other`` cancels the source and goes downstream; an error or completion
+of the source cancels ``other``. The two upstreams may signal from different threads:
+a terminal signal caused by ``other`` while the source's ``on_next`` runs is held and
+sent right after it, so the downstream's signals never overlap (rule 1.3).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypeVar
+
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.demand import accept_subscription
+from rstreams.errors import report_unhandled
+from rstreams.flow._flow import MISSING
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
+from rstreams.flow._signals import NONE_ITEM, signal_terminal
+from rstreams.rules import check_error
+
+__all__ = ["SkipUntilFlow", "TakeUntilFlow"]
+
+T = TypeVar("T")
+
+
+def _check_other(operator: str, other: object) -> Publisher[Any]:
+    if not callable(getattr(other, "subscribe", None)):
+        raise TypeError(f"{operator}(other) needs a Publisher (an object with subscribe), got {other!r}")
+    return other  # type: ignore[return-value]
+
+
+class TakeUntilFlow(OperatorFlow[T, T]):
+    """``source.take_until(other)``; see :meth:`rstreams.Flow.take_until`."""
+
+    __slots__ = ("other",)
+
+    def __init__(self, source: Publisher[T], other: Publisher[Any]) -> None:
+        super().__init__(source)
+        self.other = _check_other("take_until", other)
+
+    def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
+        return _UntilSubscriber(downstream, self.other, take=True)
+
+
+class SkipUntilFlow(OperatorFlow[T, T]):
+    """``source.skip_until(other)``; see :meth:`rstreams.Flow.skip_until`."""
+
+    __slots__ = ("other",)
+
+    def __init__(self, source: Publisher[T], other: Publisher[Any]) -> None:
+        super().__init__(source)
+        self.other = _check_other("skip_until", other)
+
+    def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
+        return _UntilSubscriber(downstream, self.other, take=False)
+
+
+class _UntilSubscriber(OperatorSubscriber[T, T]):
+    """``busy``: the source's ``on_next`` runs; ``held``: a terminal signal waiting for it."""
+
+    __slots__ = ("busy", "held", "lock", "open", "other", "take", "trigger")
+
+    def __init__(self, downstream: Subscriber[T], other: Publisher[Any], *, take: bool) -> None:
+        super().__init__(downstream)
+        self.other = other
+        self.take = take
+        self.trigger = _Trigger(self)
+        self.open = False  # skip_until: the trigger came, elements pass
+        self.lock = threading.Lock()
+        self.busy = False
+        self.held: Any = MISSING
+
+    def on_start(self) -> None:
+        if not self.done:
+            self.other.subscribe(self.trigger)
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(NONE_ITEM)
+        with self.lock:
+            if self.done:
+                return
+            self.busy = True
+        try:
+            if self.take or self.open:
+                self.downstream.on_next(item)
+            elif self.upstream is not None:
+                self.upstream.request(1)  # a dropped element's demand is not lost
+        finally:
+            with self.lock:
+                self.busy = False
+                held, self.held = self.held, MISSING
+            if held is not MISSING:  # other ended the stream meanwhile
+                signal_terminal(self.downstream, held)
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        self.end(error, from_other=False)
+
+    def on_complete(self) -> None:
+        self.end(None, from_other=False)
+
+    def cancel(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+        self.trigger.stop()
+        if self.upstream is not None:
+            self.upstream.cancel()
+
+    def end(self, error: BaseException | None, *, from_other: bool) -> None:
+        """One terminal signal downstream, whoever caused it; the other side is cancelled."""
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+            hold = self.busy
+            if hold:
+                self.held = error
+        if from_other:
+            if self.upstream is not None:
+                self.upstream.cancel()
+        else:
+            self.trigger.stop()
+        if not hold:
+            signal_terminal(self.downstream, error)
+
+    def triggered(self) -> None:
+        """``other``'s first element: close (take_until) or open (skip_until) the stream."""
+        if self.take:
+            self.end(None, from_other=True)
+        else:
+            self.open = True
+
+    def request(self, n: int) -> None:
+        if self.upstream is not None and not self.done:
+            self.upstream.request(n)  # an illegal n too: the upstream signals rule 3.9
+
+
+class _Trigger(Subscriber[Any]):
+    """The Subscriber to ``other``: one element wanted, then cancelled."""
+
+    __slots__ = ("fired", "parent", "subscription")
+
+    def __init__(self, parent: _UntilSubscriber[Any]) -> None:
+        self.parent = parent
+        self.subscription: Subscription | None = None
+        self.fired = False
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if not accept_subscription(self.subscription, subscription):
+            return
+        self.subscription = subscription
+        if self.fired or self.parent.done:
+            subscription.cancel()
+            return
+        subscription.request(1)
+
+    def on_next(self, item: object) -> None:
+        if item is None:
+            raise TypeError(NONE_ITEM)
+        if self.fired:
+            return
+        self.stop()
+        self.parent.triggered()
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        if self.fired:
+            report_unhandled(error, "take_until/skip_until: other's error after it was cancelled")
+            return
+        self.fired = True
+        self.parent.end(error, from_other=True)
+
+    def on_complete(self) -> None:
+        self.fired = True  # no element: take_until runs on, skip_until never opens
+
+    def stop(self) -> None:
+        """Fired or no longer needed: cancel ``other``, once."""
+        if self.fired:
+            return
+        self.fired = True
+        if self.subscription is not None:
+            self.subscription.cancel()

@@ -1,0 +1,165 @@
+"""take_until(other) and skip_until(other): a second Publisher closes or opens the stream (1.3, 1.6)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+import rstreams
+from flow.operator_support import ManualPublisher, SerialChecker, ThreadPublisher, drive
+from rstreams.errors import InvalidDemandError
+from support import WAIT, RecordingSubscriber
+
+
+def _pair() -> tuple[ManualPublisher[int], ManualPublisher[str]]:
+    return ManualPublisher(), ManualPublisher()
+
+
+def test_take_until_passes_elements_until_the_trigger_then_completes() -> None:
+    """other's first element cancels the source and completes; other is asked for one only."""
+    source, other = _pair()
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    source.take_until(other).subscribe(s)
+    s.request(5)
+    assert source.requests == [5] and other.requests == [1]
+    source.emit(1, 2)
+    other.emit("stop")
+    assert s.items == [1, 2] and s.completed
+    assert source.cancelled == 1 and other.cancelled == 1
+
+
+def test_take_until_runs_on_when_other_completes_empty() -> None:
+    """An empty other is no trigger: the source goes on to its own end."""
+    source, other = _pair()
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    source.take_until(other).subscribe(s)
+    other.complete()
+    source.emit(1, 2)
+    source.complete()
+    assert s.items == [1, 2] and s.completed
+
+
+def test_skip_until_drops_and_re_requests_until_the_trigger() -> None:
+    """Before the trigger each element is dropped and asked for again (rule 1.1 from downstream)."""
+    source, other = _pair()
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    source.skip_until(other).subscribe(s)
+    s.request(2)
+    source.emit(1, 2)
+    assert s.items == [] and source.requests == [2, 1, 1]
+    other.emit("go")
+    source.emit(3, 4)
+    assert s.items == [3, 4] and source.outstanding == 0 and other.cancelled == 1
+
+
+@pytest.mark.parametrize("operator", ["take_until", "skip_until"])
+def test_an_error_from_other_cancels_the_source_and_goes_downstream(operator: str) -> None:
+    """Rule 4.2-like: the first error, from either side, ends the stream once."""
+    source, other = _pair()
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    getattr(source, operator)(other).subscribe(s)
+    other.fail(ValueError("other failed"))
+    source.emit(1, force=True)
+    assert str(s.error) == "other failed" and source.cancelled == 1 and s.items == []
+
+
+@pytest.mark.parametrize("operator", ["take_until", "skip_until"])
+def test_the_sources_end_cancels_other(operator: str) -> None:
+    """When the source completes or fails, other is no longer needed."""
+    source, other = _pair()
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    getattr(source, operator)(other).subscribe(s)
+    source.fail(RuntimeError("source failed"))
+    assert str(s.error) == "source failed" and other.cancelled == 1
+
+
+@pytest.mark.parametrize("operator", ["take_until", "skip_until"])
+def test_cancel_cancels_both(operator: str) -> None:
+    """Rule 3.5 (and 3.7: once)."""
+    source, other = _pair()
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    getattr(source, operator)(other).subscribe(s)
+    s.cancel()
+    s.cancel()
+    assert source.cancelled == 1 and other.cancelled == 1
+
+
+def test_a_trigger_during_on_next_waits_for_it() -> None:
+    """Rule 1.3: other fires while the source's on_next runs; on_complete comes after it."""
+    source, other = _pair()
+    order: list[str] = []
+
+    class Triggering(RecordingSubscriber[int]):
+        def on_next(self, item: int) -> None:
+            order.append("next-start")
+            other.emit("stop")  # as if another thread fired right now
+            order.append("next-end")
+            super().on_next(item)
+
+        def on_complete(self) -> None:
+            order.append("complete")
+            super().on_complete()
+
+    s = Triggering(initial=5)
+    source.take_until(other).subscribe(s)
+    source.emit(1)
+    assert order == ["next-start", "next-end", "complete"] and s.items == [1]
+
+
+@pytest.fixture
+def pool() -> Iterator[concurrent.futures.Executor]:
+    with concurrent.futures.ThreadPoolExecutor(2) as executor:
+        yield executor
+
+
+def test_signals_stay_serial_with_a_threaded_trigger(pool: concurrent.futures.Executor) -> None:
+    """Elements from one thread, the trigger from another: never overlapping (rule 1.3)."""
+    for _ in range(20):
+        gate = threading.Event()
+        inner: RecordingSubscriber[int] = RecordingSubscriber(initial=rstreams.UNBOUNDED)
+        checker = SerialChecker(inner)
+        rstreams.from_iterable(range(10_000)).observe_on(pool).take_until(
+            ThreadPublisher(["stop"], hold=gate)
+        ).subscribe(checker)
+        gate.set()
+        inner.await_done()
+        assert checker.overlaps == 0 and inner.completed
+
+
+def test_illegal_request_goes_upstream() -> None:
+    """Rule 3.9 is the source's to signal, in order."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.range(0, 5).take_until(rstreams.empty()).subscribe(s)
+    s.request(0)
+    assert isinstance(s.error, InvalidDemandError)
+
+
+def test_other_must_be_a_publisher() -> None:
+    """Checked when the operator is built, naming it."""
+    with pytest.raises(TypeError, match="take_until"):
+        rstreams.range(0, 1).take_until(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="skip_until"):
+        rstreams.range(0, 1).skip_until(None)  # type: ignore[arg-type]
+
+
+def test_demand_exact_under_any_pattern() -> None:
+    """Never more than requested (rule 1.1), the trigger never firing."""
+    assert drive(rstreams.range(0, 40).take_until(rstreams.empty()), [1, 3, 2]).items == list(range(40))
+    assert drive(rstreams.range(0, 40).skip_until(rstreams.just(1)), [1, 3, 2]).items == list(range(40))
+
+
+@pytest.mark.parametrize("operator", ["take_until", "skip_until"])
+def test_passes_the_publisher_tck(operator: str) -> None:
+    """Every PublisherVerification case, with an other that never fires (and one that fires first)."""
+    from rstreams.tck import verify_publisher
+
+    other: rstreams.Flow[int] = rstreams.empty() if operator == "take_until" else rstreams.just(0)
+    report = verify_publisher(
+        lambda n: getattr(rstreams.range(0, n), operator)(other),
+        create_failed_publisher=lambda: getattr(rstreams.error(RuntimeError("failed")), operator)(other),
+    )
+    assert report.ok, str(report)
+    assert rstreams.range(0, 3).take_until(rstreams.just(1)).collect().result(WAIT) == []
