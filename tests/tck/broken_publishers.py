@@ -718,7 +718,16 @@ class CompletesTwiceWhenEmptySubscription(SyncSubscription):
             subscriber.on_complete()
 
 
+class DropsReentrantRequestSubscription(SyncSubscription):
+    """Rule 3.2: a request made inside on_next (while draining) is silently dropped; the stream stalls."""
+
+    def request(self, n: int) -> None:
+        if not self.draining:
+            super().request(n)
+
+
 ReplacesDemandPublisher = _publisher_with(ReplacesDemandSubscription)
+DropsReentrantRequestPublisher = _publisher_with(DropsReentrantRequestSubscription)
 LosesCancelInOnNextPublisher = _publisher_with(LosesCancelInOnNextSubscription)
 CompletesTwiceWhenEmptyPublisher = _publisher_with(CompletesTwiceWhenEmptySubscription)
 

@@ -318,6 +318,10 @@ BROKEN: list[tuple[str, Callable[[int], Publisher[int]], str]] = [
     # the gaps a naive port misses: each is caught by a required case citing the rule
     ("required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe",
      bp.ReplacesDemandPublisher, "rule 3.8: requests must add up"),
+    ("required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe",
+     bp.DropsReentrantRequestPublisher, "rule 3.2: requests made inside on_subscribe/on_next must be served"),
+    ("stochastic_spec103_must_signal_on_methods_sequentially",
+     bp.DropsReentrantRequestPublisher, "rule 3.2: the stream stalled (run 1 of 100)"),
     ("required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling",
      bp.LosesCancelInOnNextPublisher, "elements arrived after cancel()"),
     ("required_spec317_must_not_signal_on_error_when_pending_above_long_max_value",

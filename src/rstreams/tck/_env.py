@@ -392,14 +392,18 @@ class Latch:
     def is_closed(self) -> bool:
         return self._closed
 
-    def expect_close(self, timeout: float | None = None, error_msg: str = "the latch was not closed") -> None:
+    def expect_close(
+        self, timeout: float | None = None, error_msg: str | Callable[[], str] = "the latch was not closed"
+    ) -> None:
         """Wait up to ``timeout`` (default: the default timeout); flop with ``error_msg`` if still open.
 
-        Ends early, failing, when a failure is recorded meanwhile.
+        ``error_msg`` may be a function, called at the failure so that it can say what was
+        observed by then. Ends early, failing, when a failure is recorded meanwhile.
         """
         total = self._env.default_timeout if timeout is None else timeout
         if not self._env.wait_for(lambda: self._closed, total):
-            self._env.flop(f"{error_msg} (waited {_ms(total)})")
+            message = error_msg() if callable(error_msg) else error_msg
+            self._env.flop(f"{message} (waited {_ms(total)})")
 
 
 class Promise(Generic[T]):

@@ -610,7 +610,10 @@ class PublisherVerification(Verification, abc.ABC):
             self.env.track(sub)
             publisher.subscribe(sub)
             sub.finished.expect_close(
-                error_msg=f"rule 3.3: expected {bound + 1} elements (each requested in on_next) or a terminal"
+                error_msg=lambda: (
+                    f"rule 3.3: expected {bound + 1} elements, each requested inside on_next, or a"
+                    f" terminal signal; {sub.received} arrived"
+                )
             )
 
     @tck_test(
@@ -733,7 +736,11 @@ class PublisherVerification(Verification, abc.ABC):
             sub = CancelInsideOnNext(self.env, at)
             self.env.subscribe(publisher, sub)
             sub.request(UNBOUNDED)
-            sub.cancelled.expect_close(error_msg=f"rule 1.1: request(2**63-1) must produce {at} elements")
+            sub.cancelled.expect_close(
+                error_msg=lambda: (
+                    f"rule 1.1: request(2**63-1) must produce {at} elements; {sub.received} arrived"
+                )
+            )
             self._stops_after_cancel(sub, f"on_next #{at}")
 
     @tck_test(
@@ -820,7 +827,10 @@ class PublisherVerification(Verification, abc.ABC):
             sub = DemandFlooder(self.env)
             self.env.subscribe(publisher, sub)
             sub.cancelled.expect_close(
-                error_msg="rule 3.17: expected 11 elements while demand was raised past 2**63-1"
+                error_msg=lambda: (
+                    "rule 3.17: expected 11 elements while demand was raised past 2**63-1;"
+                    f" {sub.received} arrived"
+                )
             )
             self._stops_after_cancel(sub, "on_next #11")
 

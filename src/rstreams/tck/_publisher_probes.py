@@ -229,6 +229,7 @@ class RecursionProbe(TestSubscriber[Any]):
         self.elements = elements
         self.finished = Latch(env)
         self.received = 0
+        self.terminals = _Terminals(env)
         self._depth = threading.local()
 
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -238,6 +239,7 @@ class RecursionProbe(TestSubscriber[Any]):
     def on_next(self, item: Any) -> None:
         if not self._element_arrived():
             return
+        self.terminals.signal(f"on_next({item!r})", terminal=False)
         depth = getattr(self._depth, "value", 0) + 1
         self._depth.value = depth
         try:
@@ -256,10 +258,12 @@ class RecursionProbe(TestSubscriber[Any]):
 
     def on_complete(self) -> None:
         if self._signal_arrived():
+            self.terminals.signal("on_complete()", terminal=True)
             self.finished.close()
 
     def on_error(self, error: BaseException) -> None:
         if self._signal_arrived():
+            self.terminals.signal(f"on_error({_describe(error)})", terminal=True)
             self.env.record_async_error(error)
             self.finished.close()
 

@@ -256,8 +256,11 @@ class BlackboxProbe(Generic[T]):
 
     def register_on_next(self, item: T) -> None:
         with self._cond:
+            ended = self._completed or self._error is not None
             self._items.append(item)
             self._cond.notify_all()
+        if ended:
+            self.env.record_failure(f"rule 1.7: on_next({item!r}) registered after a terminal signal")
 
     def register_on_complete(self) -> None:
         with self._cond:
