@@ -36,7 +36,17 @@ from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec, identity, split_packed
 from rstreams.net._outbox import Outbox
 from rstreams.rules import check_subscriber
-from rstreams.wire import Cancel, ConnectionState, OnComplete, OnError, OnNext, OnNextBatch, OnNextPacked
+from rstreams.wire import (
+    Cancel,
+    ConnectionState,
+    ExtensionMessage,
+    OnComplete,
+    OnError,
+    OnNext,
+    OnNextBatch,
+    OnNextPacked,
+    Subscribe,
+)
 from rstreams.wire._auth import Credentials, encode_subscribe_credentials
 from rstreams.wire.extensions import AUTH, AUTH_SUBSCRIBE_CREDENTIALS
 
@@ -445,8 +455,9 @@ class SubscriptionTable:
         self._names[sid] = name
         subscription.started = True
         if credentials is not None:
-            core.send_extension(AUTH_SUBSCRIBE_CREDENTIALS, encode_subscribe_credentials(sid, credentials))
-        core.send_subscribe(name, sid, subscription.take_pending())
+            payload = encode_subscribe_credentials(sid, credentials)
+            core.send(ExtensionMessage(type=AUTH_SUBSCRIBE_CREDENTIALS, payload=payload))
+        core.send(Subscribe(publisher=name, subscriber=sid, initial_demand=subscription.take_pending()))
         outbox.write_soon()
 
     def release_deferred(self) -> None:
@@ -482,7 +493,7 @@ class SubscriptionTable:
         n = subscription.take_pending()
         if not n or subscription.done or self.outbox.ended is not None:
             return
-        self.outbox.core.send_request(subscription.sid, n)
+        self.outbox.core.request(subscription.sid, n)
         self.outbox.write_now()
 
     def want_request(self, subscription: RemoteSubscription[Any]) -> None:
@@ -496,7 +507,7 @@ class SubscriptionTable:
         for subscription in pending:
             n = subscription.take_pending()
             if n and not subscription.done:
-                core.send_request(subscription.sid, n)
+                core.request(subscription.sid, n)
 
     def cancel(self, subscription: RemoteSubscription[Any]) -> None:
         sid = subscription.sid

@@ -33,7 +33,7 @@ import asyncio
 from collections.abc import Callable
 
 from rstreams.net._outbox import Outbox
-from rstreams.wire import ConnectionState
+from rstreams.wire import ConnectionState, ExtensionMessage
 from rstreams.wire.extensions import KEEPALIVE, KEEPALIVE_PAYLOAD_SIZE, PING
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_KEEPALIVE", "Keepalive", "check_interval"]
@@ -135,7 +135,8 @@ class Keepalive:
             and KEEPALIVE.id in core.extensions
         ):
             self._pings += 1
-            core.send_extension(PING, self._pings.to_bytes(KEEPALIVE_PAYLOAD_SIZE, "big"))
+            ping = self._pings.to_bytes(KEEPALIVE_PAYLOAD_SIZE, "big")
+            core.send(ExtensionMessage(type=PING, payload=ping))
             outbox.write_now(activity=False)  # a ping must not make a silent peer look alive
             self._pinged_at = now
         self._arm(now)

@@ -31,6 +31,7 @@ from typing import Any
 
 from rstreams.net._transport import Transport
 from rstreams.wire import Connection as Core
+from rstreams.wire import ExtensionMessage
 
 __all__ = ["Outbox"]
 
@@ -148,7 +149,7 @@ class Outbox:
 
     def send_extension(self, message_type: int, payload: bytes) -> None:
         """Send a message of an active extension (PROTOCOL.md §4.4) with this turn's write."""
-        self.core.send_extension(message_type, payload)
+        self.core.send(ExtensionMessage(type=message_type, payload=payload))
         self.mark_dirty()
 
     def close_now(self, reason: str) -> None:

@@ -39,7 +39,7 @@ from rstreams.net._codec import Codec, identity
 from rstreams.net._outbox import Outbox
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.rules import check_error
-from rstreams.wire import ConnectionState, OnError, OnNextPacked
+from rstreams.wire import ConnectionState, OnComplete, OnError, OnNextPacked, OnSubscribe
 
 __all__ = ["FIRST_BATCH", "MAX_BATCH", "PACK_BYTES", "BatchServingStream", "ServingStream", "ServingTable"]
 
@@ -162,7 +162,7 @@ class ServingStream(Subscriber[Any]):
             for start in range(0, len(pack), limit):
                 chunk = pack[start : start + limit]
                 if len(chunk) == 1:
-                    core.send_on_next(sid, chunk[0])
+                    core.on_next(sid, chunk[0])
                 else:
                     core.send(OnNextPacked(subscriber=sid, count=len(chunk), elements=b"".join(chunk)))
             return
@@ -170,7 +170,7 @@ class ServingStream(Subscriber[Any]):
         estimate = self.estimate
         # decaying maximum: a jump up counts at once, a drop slowly (1/8 per batch)
         self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
-        core.send_on_next_many(sid, pack)
+        core.on_next_many(sid, pack)
 
     def stop(self) -> None:
         """The peer cancelled, or the connection ended: cancel upstream, send nothing more."""
@@ -456,7 +456,11 @@ class BatchServingStream(ServingStream):
         while at < end:
             n = min(limit, (end - at) // size)
             stop = at + n * size
-            core.send_on_next_packed(sid, n, held if at == 0 and stop == len(held) else held[at:stop])
+            core.send(
+                OnNextPacked(
+                    subscriber=sid, count=n, elements=held if at == 0 and stop == len(held) else held[at:stop]
+                )
+            )
             at = stop
         self._table.outbox.mark_dirty()
         if at >= len(held):
@@ -581,12 +585,12 @@ class ServingTable:
     def opened(self, stream: ServingStream) -> None:
         """The local publisher called ``on_subscribe``: tell the peer."""
         if self.streams.get(stream.sid) is stream and self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send_on_subscribe(stream.sid, stream.element_size)
+            self.outbox.core.send(OnSubscribe(subscriber=stream.sid, element_size=stream.element_size))
             self.outbox.mark_dirty()
 
     def completed(self, stream: ServingStream) -> None:
         if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send_on_complete(stream.sid)
+            self.outbox.core.send(OnComplete(subscriber=stream.sid))
             self.outbox.mark_dirty()
 
     def errored(self, stream: ServingStream, error: BaseException) -> None:
