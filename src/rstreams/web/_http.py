@@ -29,6 +29,7 @@ STATIC_FILES = (
     "live.css",
     "rsio.js",
     "rsio-wire.js",
+    "rsio-subscribe.js",
     "rsio-publish.js",
     "rsio-resume.js",
 )

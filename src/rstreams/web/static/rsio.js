@@ -19,8 +19,8 @@
 // the event loop go out in one send. Each subscription this endpoint makes follows the state
 // table of §5.2 (SUBSCRIBED -> ACTIVE -> CLOSED, or CANCELLED until the publisher's
 // acknowledging onComplete, §5.4) and keeps its outstanding demand as a BigInt saturating at
-// 2**63 - 1 (§6.1). Subscriptions the peer makes on `publishers` are served by
-// rsio-publish.js. Whatever the peer does wrong (§10) ends the connection with a goodbye
+// 2**63 - 1 (§6.1; rsio-subscribe.js). Subscriptions the peer makes on `publishers` are
+// served by rsio-publish.js; resumption (§16) is rsio-resume.js. Whatever the peer does wrong (§10) ends the connection with a goodbye
 // naming the rule and its PROTOCOL.md section, and every subscriber gets onError.
 //
 // Extensions (§4.4): keepalive (id 1, §14) always: pings answered with pongs, and a ping after
@@ -35,6 +35,7 @@ import {
 } from "./rsio-wire.js";
 import { Offer, ServingTable } from "./rsio-publish.js";
 import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.js";
+import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 
 export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 export { fromAsyncIterable, fromIterable } from "./rsio-publish.js";
@@ -183,77 +184,6 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
   ws.onclose = () => deliver("onend");
   ws.onerror = () => {}; // a close event follows
   return transport;
-}
-
-function toDemand(n) {
-  if (typeof n === "bigint") return n;
-  if (typeof n === "number" && Number.isInteger(n)) return BigInt(n);
-  if (n === Infinity) return UNBOUNDED;
-  return null;
-}
-
-class Subscription {
-  constructor(conn, id, name, subscriber) {
-    this._conn = conn;
-    this.id = id;
-    this.name = name;
-    this._subscriber = subscriber;
-    this.state = "SUBSCRIBED"; // §5.2: SUBSCRIBED, ACTIVE, CANCELLED, CLOSED
-    this.elementSize = 0;
-    this.outstanding = 0n; // demand granted and not yet used (§6.1)
-    this.received = 0; // elements delivered
-    this._sent = false; // the subscribe frame went out (before: requests add to initialDemand)
-  }
-
-  /** Reactive Streams rule 3.9: n > 0; Number, BigInt or Infinity (= unbounded). */
-  request(n) {
-    if (this.state === "CLOSED" || this.state === "CANCELLED") return; // rule 3.6
-    const demand = toDemand(n);
-    if (demand === null || demand <= 0n) {
-      this.cancel();
-      this._finish((s) => s.onError?.(new RangeError(
-        `rule 3.9: request(n) needs n > 0, got ${n}`)));
-      return;
-    }
-    const before = this.outstanding;
-    this.outstanding = before + demand >= UNBOUNDED ? UNBOUNDED : before + demand;
-    if (this._sent && before !== UNBOUNDED) {
-      this._conn._send({ type: "request", subscriber: this.id, demand: demand >= UNBOUNDED ? UNBOUNDED : demand });
-    }
-  }
-
-  /** Rule 3.5/3.7: idempotent. Elements still in flight are dropped quietly (§5.4). */
-  cancel() {
-    if (this.state !== "SUBSCRIBED" && this.state !== "ACTIVE") return;
-    this.state = "CANCELLED";
-    this._conn._dropParts(this.id);
-    if (this._sent) this._conn._send({ type: "cancel", subscriber: this.id });
-  }
-
-  _finish(signal) {
-    const subscriber = this._subscriber;
-    if (subscriber === null) return;
-    this._subscriber = null;
-    try {
-      signal(subscriber);
-    } catch (error) {
-      this._conn._report(error);
-    }
-  }
-
-  /** Hand one element to the subscriber; `taken`: its demand was already counted (split, §8). */
-  _deliver(element, taken = false) {
-    if (!taken && this.outstanding !== UNBOUNDED) this.outstanding -= 1n;
-    this.received += 1;
-    this._conn.elementsReceived += 1;
-    try {
-      this._subscriber?.onNext?.(element);
-    } catch (error) { // rule 2.13: a throwing subscriber is cancelled
-      this._conn._report(error);
-      this.cancel();
-      this._finish((s) => s.onError?.(error));
-    }
-  }
 }
 
 export class Connection {
@@ -792,86 +722,3 @@ const HANDLERS = {
     conn._terminal(frame);
   },
 };
-
-// -- the async iterator -----------------------------------------------------------------------
-
-const textDecoder = new TextDecoder();
-
-function decoderFor(decode) {
-  if (typeof decode === "function") return decode;
-  if (decode === "bytes") return (bytes) => bytes;
-  if (decode === "text") return (bytes) => textDecoder.decode(bytes);
-  if (decode === "json") return (bytes) => JSON.parse(textDecoder.decode(bytes));
-  throw new TypeError(`decode must be "bytes", "text", "json" or a function, got ${decode}`);
-}
-
-/** Subscriber and async iterator: buffers what arrives, requests as the loop consumes. */
-class DemandIterator {
-  constructor(window, convert) {
-    this.window = window;
-    this.convert = convert;
-    this.buffer = [];
-    this.done = false;
-    this.error = null;
-    this.waiter = null;
-    this.subscription = null;
-  }
-
-  onSubscribe(subscription) {
-    subscription.request(this.window);
-  }
-
-  onNext(bytes) {
-    this.buffer.push(bytes);
-    this._wake();
-  }
-
-  onError(error) {
-    this.error = error;
-    this.done = true;
-    this._wake();
-  }
-
-  onComplete() {
-    this.done = true;
-    this._wake();
-  }
-
-  _wake() {
-    const waiter = this.waiter;
-    this.waiter = null;
-    waiter?.();
-  }
-
-  async next() {
-    while (this.buffer.length === 0) {
-      if (this.done) {
-        if (this.error !== null) {
-          const error = this.error;
-          this.error = null;
-          throw error;
-        }
-        return { done: true, value: undefined };
-      }
-      await new Promise((resolve) => { this.waiter = resolve; });
-    }
-    const bytes = this.buffer.shift();
-    this._refill();
-    return { done: false, value: this.convert(bytes) };
-  }
-
-  _refill() {
-    const sub = this.subscription;
-    if (sub === null || this.done) return;
-    const held = sub.outstanding + BigInt(this.buffer.length);
-    const window = BigInt(this.window);
-    if (held * 2n <= window) sub.request(window - held);
-  }
-
-  async return() {
-    this.done = true;
-    this.subscription?.cancel();
-    this.buffer = [];
-    return { done: true, value: undefined };
-  }
-}

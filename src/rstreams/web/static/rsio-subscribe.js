@@ -1,0 +1,163 @@
+// RS.io for JavaScript, the subscribing side: one Subscription per remote subscription this
+// endpoint makes (Reactive Streams rules 3.x, PROTOCOL.md §5, §6), and the async iterator of
+// Connection.stream(), whose demand follows what its loop takes.
+//
+// A Subscription keeps its outstanding demand as a BigInt saturating at 2**63 - 1 (§6.1);
+// until its subscribe is sent, requests add to the subscribe's initialDemand. The Connection
+// decides what arrives (state, demand, parts) and calls _deliver and _finish.
+
+import { UNBOUNDED } from "./rsio-wire.js";
+
+function toDemand(n) {
+  if (typeof n === "bigint") return n;
+  if (typeof n === "number" && Number.isInteger(n)) return BigInt(n);
+  if (n === Infinity) return UNBOUNDED;
+  return null;
+}
+
+export class Subscription {
+  constructor(conn, id, name, subscriber) {
+    this._conn = conn;
+    this.id = id;
+    this.name = name;
+    this._subscriber = subscriber;
+    this.state = "SUBSCRIBED"; // §5.2: SUBSCRIBED, ACTIVE, CANCELLED, CLOSED
+    this.elementSize = 0;
+    this.outstanding = 0n; // demand granted and not yet used (§6.1)
+    this.received = 0; // elements delivered
+    this._sent = false; // the subscribe frame went out (before: requests add to initialDemand)
+  }
+
+  /** Reactive Streams rule 3.9: n > 0; Number, BigInt or Infinity (= unbounded). */
+  request(n) {
+    if (this.state === "CLOSED" || this.state === "CANCELLED") return; // rule 3.6
+    const demand = toDemand(n);
+    if (demand === null || demand <= 0n) {
+      this.cancel();
+      this._finish((s) => s.onError?.(new RangeError(
+        `rule 3.9: request(n) needs n > 0, got ${n}`)));
+      return;
+    }
+    const before = this.outstanding;
+    this.outstanding = before + demand >= UNBOUNDED ? UNBOUNDED : before + demand;
+    if (this._sent && before !== UNBOUNDED) {
+      this._conn._send({ type: "request", subscriber: this.id, demand: demand >= UNBOUNDED ? UNBOUNDED : demand });
+    }
+  }
+
+  /** Rule 3.5/3.7: idempotent. Elements still in flight are dropped quietly (§5.4). */
+  cancel() {
+    if (this.state !== "SUBSCRIBED" && this.state !== "ACTIVE") return;
+    this.state = "CANCELLED";
+    this._conn._dropParts(this.id);
+    if (this._sent) this._conn._send({ type: "cancel", subscriber: this.id });
+  }
+
+  _finish(signal) {
+    const subscriber = this._subscriber;
+    if (subscriber === null) return;
+    this._subscriber = null;
+    try {
+      signal(subscriber);
+    } catch (error) {
+      this._conn._report(error);
+    }
+  }
+
+  /** Hand one element to the subscriber; `taken`: its demand was already counted (split, §8). */
+  _deliver(element, taken = false) {
+    if (!taken && this.outstanding !== UNBOUNDED) this.outstanding -= 1n;
+    this.received += 1;
+    this._conn.elementsReceived += 1;
+    try {
+      this._subscriber?.onNext?.(element);
+    } catch (error) { // rule 2.13: a throwing subscriber is cancelled
+      this._conn._report(error);
+      this.cancel();
+      this._finish((s) => s.onError?.(error));
+    }
+  }
+}
+
+// -- the async iterator -----------------------------------------------------------------------
+
+const textDecoder = new TextDecoder();
+
+export function decoderFor(decode) {
+  if (typeof decode === "function") return decode;
+  if (decode === "bytes") return (bytes) => bytes;
+  if (decode === "text") return (bytes) => textDecoder.decode(bytes);
+  if (decode === "json") return (bytes) => JSON.parse(textDecoder.decode(bytes));
+  throw new TypeError(`decode must be "bytes", "text", "json" or a function, got ${decode}`);
+}
+
+/** Subscriber and async iterator: buffers what arrives, requests as the loop consumes. */
+export class DemandIterator {
+  constructor(window, convert) {
+    this.window = window;
+    this.convert = convert;
+    this.buffer = [];
+    this.done = false;
+    this.error = null;
+    this.waiter = null;
+    this.subscription = null;
+  }
+
+  onSubscribe(subscription) {
+    subscription.request(this.window);
+  }
+
+  onNext(bytes) {
+    this.buffer.push(bytes);
+    this._wake();
+  }
+
+  onError(error) {
+    this.error = error;
+    this.done = true;
+    this._wake();
+  }
+
+  onComplete() {
+    this.done = true;
+    this._wake();
+  }
+
+  _wake() {
+    const waiter = this.waiter;
+    this.waiter = null;
+    waiter?.();
+  }
+
+  async next() {
+    while (this.buffer.length === 0) {
+      if (this.done) {
+        if (this.error !== null) {
+          const error = this.error;
+          this.error = null;
+          throw error;
+        }
+        return { done: true, value: undefined };
+      }
+      await new Promise((resolve) => { this.waiter = resolve; });
+    }
+    const bytes = this.buffer.shift();
+    this._refill();
+    return { done: false, value: this.convert(bytes) };
+  }
+
+  _refill() {
+    const sub = this.subscription;
+    if (sub === null || this.done) return;
+    const held = sub.outstanding + BigInt(this.buffer.length);
+    const window = BigInt(this.window);
+    if (held * 2n <= window) sub.request(window - held);
+  }
+
+  async return() {
+    this.done = true;
+    this.subscription?.cancel();
+    this.buffer = [];
+    return { done: true, value: undefined };
+  }
+}
