@@ -70,7 +70,7 @@ def test_npm_test_against_python_servers() -> None:
         pytest.skip("js/node_modules is missing: run `npm ci` in js/ (scripts/test.sh does)")
     tests = sorted(str(path.relative_to(JS)) for path in (JS / "test").glob("*.test.mjs"))
     done = subprocess.run(
-        [NODE, "--test", "--test-timeout=60000", *tests],
+        [NODE, "--test", "--test-timeout=180000", *tests],
         cwd=JS,
         env={**os.environ, "RSTREAMS_PYTHON": sys.executable},
         capture_output=True,
