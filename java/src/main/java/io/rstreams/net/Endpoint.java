@@ -14,8 +14,7 @@ import io.rstreams.wire.Event;
 import io.rstreams.wire.FrameType;
 import io.rstreams.wire.Limits;
 import io.rstreams.wire.ProtocolException;
-import io.rstreams.wire.Varint;
-import java.nio.charset.StandardCharsets;
+import io.rstreams.wire.Credentials;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -27,6 +26,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ScheduledFuture;
+import java.util.function.Predicate;
 
 /**
  * The I/O loop around one {@link Connection}: Netty reads feed it, its output is written once
@@ -39,7 +39,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private static final long LINGER_MILLIS = 2000;
 
     /** Options shared by client and server ends. */
-    record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, String token) {}
+    record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, String token,
+            Predicate<Credentials> authenticator) {}
 
     private final Options options;
     private final Connection conn;
@@ -65,10 +66,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         this.options = options;
         Set<Long> extensions = new HashSet<>();
         extensions.add(FrameType.KEEPALIVE);
-        if (options.token() != null) {
+        if (options.token() != null || options.authenticator() != null) {
             extensions.add(FrameType.AUTH);
         }
-        this.conn = new Connection(side, options.limits(), extensions);
+        this.conn = new Connection(side, options.limits(), extensions, options.authenticator());
     }
 
     RsioConnection facade() {
@@ -318,12 +319,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             goodbyeAndClose("a token was given, but the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)");
             return;
         }
-        byte[] token = options.token().getBytes(StandardCharsets.UTF_8);
-        byte[] payload = new byte[1 + Varint.size(token.length) + token.length];
-        payload[0] = 1; // credentials kind 1: a token (§15.1)
-        int p = Varint.write(token.length, payload, 1);
-        System.arraycopy(token, 0, payload, p, token.length);
-        conn.sendExtension(FrameType.AUTHENTICATE, payload);
+        conn.sendExtension(FrameType.AUTHENTICATE, Credentials.token(options.token()).encode());
     }
 
     private void serve(long id, String name) {

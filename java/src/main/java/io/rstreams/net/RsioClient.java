@@ -42,7 +42,7 @@ public final class RsioClient implements AutoCloseable {
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 NioIoHandler.newFactory());
-        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.token);
+        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.token, null);
         try {
             this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
         } catch (java.security.NoSuchAlgorithmException e) {

@@ -16,7 +16,11 @@ import io.netty.util.concurrent.GlobalEventExecutor;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Limits;
 import io.netty.handler.ssl.SslContext;
+import io.rstreams.wire.Credentials;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.function.Predicate;
 import javax.net.ssl.SSLContext;
 import java.time.Duration;
 import java.util.Objects;
@@ -48,7 +52,7 @@ public final class RsioServer implements AutoCloseable {
     private final String url;
 
     private RsioServer(Builder b, RsioUrl where) throws InterruptedException {
-        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, null);
+        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, null, b.authenticator);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), NioIoHandler.newFactory());
         workers = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-server", true),
                 NioIoHandler.newFactory());
@@ -128,8 +132,26 @@ public final class RsioServer implements AutoCloseable {
         private Consumer<RsioConnection> onConnection;
         private int threads = 1;
         private SSLContext tls;
+        private Predicate<Credentials> authenticator;
 
         private Builder() {}
+
+        /**
+         * Requires every client to authenticate (extension auth, PROTOCOL.md §15) with credentials
+         * {@code check} accepts; a client without auth, or refused, is closed with a goodbye
+         * saying so, and subscribes wait until the client's authenticate is settled.
+         */
+        public Builder authenticate(Predicate<Credentials> check) {
+            this.authenticator = Objects.requireNonNull(check, "check");
+            return this;
+        }
+
+        /** Requires every client to present this token (compared in constant time). */
+        public Builder token(String token) {
+            byte[] expected = Objects.requireNonNull(token, "token").getBytes(StandardCharsets.UTF_8);
+            return authenticate(c -> c.token() != null
+                    && MessageDigest.isEqual(expected, c.token().getBytes(StandardCharsets.UTF_8)));
+        }
 
         /** The server's certificate and key for {@code tls://} and {@code wss://} (required there, refused elsewhere). */
         public Builder tls(SSLContext context) {

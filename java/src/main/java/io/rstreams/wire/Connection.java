@@ -59,6 +59,13 @@ public final class Connection {
     private boolean helloReceived;
     private Set<Long> active = Set.of();
     private long nextId = 1;
+    private final java.util.function.Predicate<Credentials> authenticator;
+    private AuthState auth = AuthState.NONE;
+    private final Map<Long, Boolean> subscribeCredentials = new HashMap<>();
+    private final List<Map.Entry<Long, Theirs>> heldOrder = new ArrayList<>();
+
+    /** Where the server is with extension auth (§15.3). */
+    private enum AuthState { NONE, PENDING, DONE }
 
     /** A subscription we made: its state, the demand we granted and not yet used, its elementSize. */
     private static final class Ours {
@@ -75,6 +82,7 @@ public final class Connection {
         StreamState state = StreamState.SUBSCRIBED;
         long credit;
         long elementSize;
+        String heldName;
         final ArrayDeque<Object> queued = new ArrayDeque<>();
         long queuedBytes;
         int offset; // how much of the head element's parts are sent
@@ -93,6 +101,21 @@ public final class Connection {
      * @param extensions the extension ids this end offers (§4.4)
      */
     public Connection(Side side, Limits limits, Set<Long> extensions) {
+        this(side, limits, extensions, null);
+    }
+
+    /**
+     * A server connection that requires extension auth (§15): {@code authenticator} says whether
+     * credentials are accepted; subscribes are held until the client's authenticate is settled.
+     */
+    public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator) {
+        if (authenticator != null && side != Side.SERVER) {
+            throw new IllegalArgumentException("only a server checks credentials (PROTOCOL.md §15)");
+        }
+        if (authenticator != null && !extensions.contains(FrameType.AUTH)) {
+            throw new IllegalArgumentException("a server that checks credentials must offer extension auth (id 2)");
+        }
+        this.authenticator = authenticator;
         this.side = side;
         this.limits = limits;
         this.offered = Set.copyOf(extensions);
@@ -240,6 +263,13 @@ public final class Connection {
         if (state == State.AWAITING_HELLO) {
             state = State.OPEN;
         }
+        if (authenticator != null) {
+            if (!active.contains(FrameType.AUTH)) {
+                throw new ProtocolException("authentication required: this server needs extension auth (id 2), "
+                        + "which the clientHello does not list (PROTOCOL.md §15.2)");
+            }
+            auth = AuthState.PENDING;
+        }
         events.add(new Event.PeerHello(h.extensions(), active));
     }
 
@@ -268,7 +298,78 @@ public final class Connection {
             }
             return; // a pong: the peer is alive, which any input already showed
         }
+        if (owner == FrameType.AUTH) {
+            authReceived(x);
+            return;
+        }
         events.add(new Event.ExtensionMessage(x.type(), x.payload()));
+    }
+
+    private void authReceived(Frame.Extension x) throws ProtocolException {
+        int type = x.type();
+        if (side == Side.CLIENT) {
+            if (type != FrameType.AUTHENTICATED || x.payload().length != 0) {
+                throw new ProtocolException(String.format(
+                        "auth message 0x%02x is not one a client receives (PROTOCOL.md §15.5)", type));
+            }
+            events.add(new Event.ExtensionMessage(type, x.payload()));
+            return;
+        }
+        if (type == FrameType.AUTHENTICATE) {
+            if (authenticator == null || auth == AuthState.DONE) {
+                throw new ProtocolException(auth == AuthState.DONE ? "a second authenticate (PROTOCOL.md §15.5)"
+                        : "authenticate, but this server checks no credentials (PROTOCOL.md §15.5)");
+            }
+            Credentials c = Credentials.decode(x.payload(), 0, x.payload().length);
+            if (!authenticator.test(c)) {
+                throw new ProtocolException("authentication failed (PROTOCOL.md §15.3)");
+            }
+            auth = AuthState.DONE;
+            out.write(new Frame.Extension(FrameType.AUTHENTICATED, new byte[0]), 0);
+            releaseHeld();
+        } else if (type == FrameType.SUBSCRIBE_CREDENTIALS) {
+            int[] next = new int[1];
+            long id;
+            try {
+                id = Varint.read(x.payload(), 0, x.payload().length, next);
+            } catch (Varint.Incomplete e) {
+                throw new ProtocolException("malformed subscribeCredentials (PROTOCOL.md §15.5)");
+            }
+            Credentials c = Credentials.decode(x.payload(), next[0], x.payload().length);
+            if (subscribeCredentials.size() >= limits.maxSubscriptions()) {
+                throw new ProtocolException("more than max_subscriptions=" + limits.maxSubscriptions()
+                        + " subscribeCredentials held (PROTOCOL.md §15.4)");
+            }
+            subscribeCredentials.put(id, authenticator != null && authenticator.test(c));
+        } else {
+            throw new ProtocolException(String.format(
+                    "auth message 0x%02x is not one a server receives (PROTOCOL.md §15.5)", type));
+        }
+    }
+
+    /** The authenticate is settled: the held subscribes go on in order, as if they arrived now (§15.3). */
+    private void releaseHeld() {
+        List<Map.Entry<Long, Theirs>> held = new ArrayList<>();
+        for (Map.Entry<Long, Theirs> e : heldOrder) {
+            if (theirs.get(e.getKey()) == e.getValue() && e.getValue().heldName != null) {
+                held.add(e);
+            }
+        }
+        heldOrder.clear();
+        for (Map.Entry<Long, Theirs> e : held) {
+            String name = e.getValue().heldName;
+            e.getValue().heldName = null;
+            if (Boolean.FALSE.equals(subscribeCredentials.remove(e.getKey()))) {
+                theirs.remove(e.getKey());
+                refuse(e.getKey(), unauthenticated(name));
+            } else {
+                events.add(new Event.Subscribed(e.getKey(), name, e.getValue().credit));
+            }
+        }
+    }
+
+    private static String unauthenticated(String name) {
+        return "unauthenticated: subscribe to '" + name + "' needs valid credentials (PROTOCOL.md §15.4)";
     }
 
     // -- the peer as subscriber (its ids) --
@@ -287,6 +388,14 @@ public final class Connection {
         } else if (theirs.size() >= limits.maxSubscriptions()) {
             refuse(id, "too many subscriptions on this connection: max_subscriptions="
                     + limits.maxSubscriptions() + " (PROTOCOL.md §11)");
+        } else if (auth == AuthState.PENDING) {
+            Theirs t = new Theirs(); // held until the authenticate is settled (§15.3)
+            t.credit = s.initialDemand();
+            t.heldName = s.publisher();
+            theirs.put(id, t);
+            heldOrder.add(Map.entry(id, t));
+        } else if (Boolean.FALSE.equals(subscribeCredentials.remove(id))) {
+            refuse(id, unauthenticated(s.publisher()));
         } else {
             Theirs t = new Theirs();
             t.credit = s.initialDemand();
@@ -312,7 +421,9 @@ public final class Connection {
             return;
         }
         t.credit = addDemand(t.credit, n);
-        events.add(new Event.Demand(id, n));
+        if (t.heldName == null) {
+            events.add(new Event.Demand(id, n));
+        }
     }
 
     private void cancelReceived(long id) {

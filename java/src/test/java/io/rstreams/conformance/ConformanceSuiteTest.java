@@ -56,6 +56,18 @@ public class ConformanceSuiteTest {
         }
     }
 
+    /** The auth cases (§15), against a server that requires a token. */
+    @Test(timeOut = 120_000)
+    public void authCasesPassAgainstAServerRequiringAToken() throws Exception {
+        PythonRstreams.python();
+        try (RsioServer server = builder("tcp").token("conformance-token").bind("tcp://127.0.0.1:0")) {
+            PythonRstreams.Result result = PythonRstreams.run(100, "-m", "rstreams.conformance", server.url(),
+                    "-k", "ex.auth_", "--token", "conformance-token", "--publisher", "range", "--junit", "target/conformance-tcp-auth.xml");
+            assertEquals(result.status(), 0, "auth cases failed against " + server.url() + ":\n" + result.output());
+            assertTrue(result.output().contains("total                            7     0     0"), result.output());
+        }
+    }
+
     /** The extension cases that need an idle timeout (§14.2), against a server that closes idle peers after 1 s. */
     @Test(timeOut = 120_000)
     public void idleTimeoutCasesPass() throws Exception {

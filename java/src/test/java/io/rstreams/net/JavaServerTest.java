@@ -7,6 +7,7 @@ import static org.testng.Assert.assertTrue;
 import io.rstreams.testing.TestSubscriber;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.Flow;
 import java.util.concurrent.SubmissionPublisher;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.AfterClass;
@@ -126,6 +127,77 @@ public class JavaServerTest {
         conn.close();
         assertTrue(sub.awaitTerminal() instanceof ConnectionClosedException);
         assertTrue(conn.onClose().isDone());
+    }
+
+    @Test(timeOut = 30_000)
+    public void aServerRequiringATokenServesOnlyClientsThatPresentIt() throws Exception {
+        try (RsioServer guarded = RsioServer.builder()
+                .token("t0ken")
+                .route("counter", Codec.INT64, r -> Counters.range(0, 3))
+                .bind("tcp://127.0.0.1:0");
+             RsioClient good = RsioClient.builder().token("t0ken").build();
+             RsioClient bad = RsioClient.builder().token("nope").build();
+             RsioConnection ok = good.connect(guarded.url()).get(10, TimeUnit.SECONDS);
+             RsioConnection refused = bad.connect(guarded.url()).get(10, TimeUnit.SECONDS);
+             RsioConnection anonymous = client.connect(guarded.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            ok.publisher("counter", Codec.INT64).subscribe(sub);
+            sub.request(5);
+            assertEquals(sub.take(3), List.of(0L, 1L, 2L));
+            assertNull(sub.awaitTerminal());
+
+            TestSubscriber<Long> wrong = new TestSubscriber<>();
+            refused.publisher("counter", Codec.INT64).subscribe(wrong);
+            wrong.request(5);
+            Throwable e1 = wrong.awaitTerminal();
+            assertTrue(e1 instanceof ConnectionClosedException && e1.getMessage().contains("authentication failed"), String.valueOf(e1));
+            assertTrue(!e1.getMessage().contains("nope"), "no secret in messages");
+
+            TestSubscriber<Long> none = new TestSubscriber<>();
+            anonymous.publisher("counter", Codec.INT64).subscribe(none);
+            none.request(5);
+            Throwable e2 = none.awaitTerminal();
+            assertTrue(e2 instanceof ConnectionClosedException && e2.getMessage().contains("authentication required"), String.valueOf(e2));
+            assertTrue(wrong.all().isEmpty() && none.all().isEmpty(), "held subscribes were never served");
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void bothEndsServeAndSubscribeOnOneConnection() throws Exception {
+        try (RsioServer relay = RsioServer.builder()
+                .route("doubled", Codec.INT64, r -> subscriber -> r.connection().publisher("numbers", Codec.INT64)
+                        .subscribe(new Flow.Subscriber<Long>() {
+                            @Override
+                            public void onSubscribe(Flow.Subscription s) {
+                                subscriber.onSubscribe(s);
+                            }
+
+                            @Override
+                            public void onNext(Long item) {
+                                subscriber.onNext(item * 2);
+                            }
+
+                            @Override
+                            public void onError(Throwable t) {
+                                subscriber.onError(t);
+                            }
+
+                            @Override
+                            public void onComplete() {
+                                subscriber.onComplete();
+                            }
+                        }))
+                .bind("tcp://127.0.0.1:0");
+             RsioClient serving = RsioClient.builder().serve("numbers", Codec.INT64, r -> Counters.range(1, 6)).build();
+             RsioConnection conn = serving.connect(relay.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("doubled", Codec.INT64).subscribe(sub);
+            sub.request(2);
+            assertEquals(sub.take(2), List.of(2L, 4L));
+            sub.request(10);
+            assertEquals(sub.take(3), List.of(6L, 8L, 10L));
+            assertNull(sub.awaitTerminal());
+        }
     }
 
     @Test(timeOut = 30_000)

@@ -1,0 +1,103 @@
+package io.rstreams.wire;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * Credentials of extension auth (PROTOCOL.md §15.1): a token (kind 1) or a user and password
+ * (kind 2). Secrets never appear in {@link #toString()}.
+ */
+public final class Credentials {
+    private final String token;
+    private final String user;
+    private final String password;
+
+    private Credentials(String token, String user, String password) {
+        this.token = token;
+        this.user = user;
+        this.password = password;
+    }
+
+    public static Credentials token(String token) {
+        return new Credentials(token, null, null);
+    }
+
+    public static Credentials userPassword(String user, String password) {
+        return new Credentials(null, user, password);
+    }
+
+    /** The token, or null for user/password credentials. */
+    public String token() {
+        return token;
+    }
+
+    public String user() {
+        return user;
+    }
+
+    public String password() {
+        return password;
+    }
+
+    /** The wire form: kind u8, then the strings. */
+    public byte[] encode() {
+        FrameWriter w = new FrameWriter();
+        byte[] a = (token != null ? token : user).getBytes(StandardCharsets.UTF_8);
+        byte[] b = token != null ? null : password.getBytes(StandardCharsets.UTF_8);
+        byte[] out = new byte[1 + Varint.size(a.length) + a.length + (b == null ? 0 : Varint.size(b.length) + b.length)];
+        out[0] = (byte) (token != null ? 1 : 2);
+        int p = Varint.write(a.length, out, 1);
+        System.arraycopy(a, 0, out, p, a.length);
+        p += a.length;
+        if (b != null) {
+            p = Varint.write(b.length, out, p);
+            System.arraycopy(b, 0, out, p, b.length);
+        }
+        return out;
+    }
+
+    /**
+     * Reads credentials from {@code buf[pos, end)}, which they must fill exactly.
+     *
+     * @throws ProtocolException if malformed (§15.1, §15.5)
+     */
+    static Credentials decode(byte[] buf, int pos, int end) throws ProtocolException {
+        try {
+            if (pos >= end) {
+                throw new ProtocolException("malformed credentials: empty (PROTOCOL.md §15.5)");
+            }
+            int kind = buf[pos] & 0xFF;
+            int[] next = {pos + 1};
+            String first = string(buf, next, end);
+            Credentials c;
+            if (kind == 1) {
+                c = token(first);
+            } else if (kind == 2) {
+                c = userPassword(first, string(buf, next, end));
+            } else {
+                throw new ProtocolException("malformed credentials: unknown kind " + kind + " (PROTOCOL.md §15.5)");
+            }
+            if (next[0] != end) {
+                throw new ProtocolException("malformed credentials: bytes after the fields (PROTOCOL.md §15.5)");
+            }
+            return c;
+        } catch (Varint.Incomplete e) {
+            throw new ProtocolException("malformed credentials: truncated (PROTOCOL.md §15.5)");
+        }
+    }
+
+    private static String string(byte[] buf, int[] next, int end) throws Varint.Incomplete, ProtocolException {
+        long len = Varint.read(buf, next[0], end, next);
+        if (len < 0 || len > end - next[0]) {
+            throw Varint.Incomplete.UNKNOWN;
+        }
+        String s = new String(Arrays.copyOfRange(buf, next[0], next[0] + (int) len), StandardCharsets.UTF_8);
+        next[0] += (int) len;
+        return s;
+    }
+
+    @Override
+    public String toString() {
+        return token != null ? "Credentials[token]" : "Credentials[user=" + user + "]";
+    }
+}
