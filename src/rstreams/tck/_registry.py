@@ -477,20 +477,33 @@ def _observe(worker: threading.Thread, env: TestEnvironment) -> str:
 
 
 def _busy(thread: threading.Thread) -> bool | None:
-    """Whether ``thread`` used CPU during 50 ms (Linux ``/proc``); None where unknown."""
+    """Whether ``thread`` runs (uses CPU, or moves through its code) over 100 ms; None where unknown.
+
+    CPU time comes from Linux ``/proc``; the position of its innermost frame is sampled too,
+    because a thread that competes with other runaways for the GIL may get no CPU tick.
+    """
     path = f"/proc/self/task/{thread.native_id}/stat"
 
-    def ticks() -> int:
-        with open(path, encoding="ascii") as stat:
-            fields = stat.read().rpartition(")")[2].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
+    def ticks() -> int | None:
+        try:
+            with open(path, encoding="ascii") as stat:
+                fields = stat.read().rpartition(")")[2].split()
+            return int(fields[11]) + int(fields[12])  # utime + stime
+        except (OSError, ValueError, IndexError):
+            return None
 
-    try:
-        before = ticks()
-        time.sleep(0.05)  # the case is over anyway; this only describes it
-        return ticks() > before
-    except (OSError, ValueError, IndexError):
-        return None
+    def position() -> tuple[object, int] | None:
+        frame = sys._current_frames().get(thread.ident or -1)
+        return None if frame is None else (frame.f_code, frame.f_lasti)
+
+    before, positions = ticks(), {position()}
+    for _ in range(5):
+        time.sleep(0.02)  # the case is over anyway; this only describes it
+        positions.add(position())
+    after = ticks()
+    if len(positions) > 1 or (before is not None and after is not None and after > before):
+        return True
+    return False if before is not None else None
 
 
 def _describe(exc: BaseException) -> str:
