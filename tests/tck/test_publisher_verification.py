@@ -31,9 +31,9 @@ from rstreams.tck import (
     TestEnvironment,
     verify_publisher,
 )
-from rstreams.tck._env import ManualSubscriber
 from rstreams.tck._publisher import PUBLISHER_UNABLE_TO_SIGNAL_ON_COMPLETE
 from rstreams.tck._registry import run_cases
+from rstreams.tck._test_subscribers import ManualSubscriber
 from tck import broken_publishers as bp
 
 MAX = 2**63 - 1

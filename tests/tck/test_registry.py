@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from rstreams.tck import CaseResult, PublisherVerification, Report, SkipTest, TCKFailure, TestEnvironment
-from rstreams.tck._env import Latch, Promise, TestSubscriber, env_millis
+from rstreams.tck._env import Latch, Promise, env_millis
 from rstreams.tck._jvm_names import PUBLISHER_VERIFICATION_RULES, snake
 from rstreams.tck._registry import HardFailure, Verification, run_cases, tck_test
+from rstreams.tck._test_subscribers import TestSubscriber
 
 JVM_PUBLISHER_VERIFICATION = [
     ("required_createPublisher1MustProduceAStreamOfExactly1Element", None, "required"),

@@ -35,7 +35,6 @@ flooding after the TCK cancelled it is stopped by :class:`StreamAbandoned` raise
 
 from __future__ import annotations
 
-from rstreams.tck._env import ManualSubscriber as ManualSubscriber
 from rstreams.tck._env import TestEnvironment as TestEnvironment
 from rstreams.tck._processor import IdentityProcessorVerification as IdentityProcessorVerification
 from rstreams.tck._processor import verify_processor as verify_processor
@@ -52,6 +51,7 @@ from rstreams.tck._subscriber import SubscriberBlackboxVerification as Subscribe
 from rstreams.tck._subscriber import SubscriberWhiteboxVerification as SubscriberWhiteboxVerification
 from rstreams.tck._subscriber import verify_subscriber_blackbox as verify_subscriber_blackbox
 from rstreams.tck._subscriber import verify_subscriber_whitebox as verify_subscriber_whitebox
+from rstreams.tck._test_subscribers import ManualSubscriber as ManualSubscriber
 
 __all__ = [
     "CaseResult",

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rstreams import demand
 from rstreams.api import Processor, Publisher, Subscriber, Subscription
 from rstreams.rules import check_error, check_item
-from rstreams.tck._env import TEST_BUFFER_SIZE, ManualSubscriber, TestEnvironment
+from rstreams.tck._env import TEST_BUFFER_SIZE, TestEnvironment
 from rstreams.tck._jvm_names import PUBLISHER_VERIFICATION_RULES, snake
 from rstreams.tck._publisher import PublisherVerification
 from rstreams.tck._registry import (
@@ -56,6 +56,7 @@ from rstreams.tck._subscriber_support import (
     ManualPublisher,
     WhiteboxSubscriberProbe,
 )
+from rstreams.tck._test_subscribers import ManualSubscriber
 
 __all__ = ["IdentityProcessorVerification", "verify_processor"]
 

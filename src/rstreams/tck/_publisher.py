@@ -46,7 +46,7 @@ from typing import Any, Final
 
 from rstreams.api import Publisher
 from rstreams.demand import UNBOUNDED
-from rstreams.tck._env import ManualSubscriber, TestEnvironment, TestSubscriber, env_millis
+from rstreams.tck._env import TestEnvironment, env_millis
 from rstreams.tck._publisher_probes import (
     CancelInsideOnNext,
     DemandFlooder,
@@ -68,6 +68,7 @@ from rstreams.tck._registry import (
     run_cases,
     tck_test,
 )
+from rstreams.tck._test_subscribers import ManualSubscriber, TestSubscriber
 
 __all__ = ["PUBLISHER_UNABLE_TO_SIGNAL_ON_COMPLETE", "PublisherVerification", "verify_publisher"]
 

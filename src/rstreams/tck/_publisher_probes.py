@@ -14,8 +14,9 @@ from typing import Any
 
 from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
-from rstreams.tck._env import BlackholeSubscriber, Latch, ManualSubscriber, TestEnvironment, TestSubscriber
+from rstreams.tck._env import Latch, TestEnvironment
 from rstreams.tck._registry import StreamAbandoned, TCKFailure
+from rstreams.tck._test_subscribers import BlackholeSubscriber, ManualSubscriber, TestSubscriber
 
 __all__ = [
     "CancelInsideOnNext",

@@ -1,0 +1,420 @@
+"""The subscribers the TCK drives: every signal checked, demand only on the test's command.
+
+* :class:`TestSubscriber` is the base: every signal is unexpected unless a subclass says
+  otherwise; it holds the subscription in a :class:`~rstreams.tck._env.Promise`, checks
+  that ``request`` (rule 3.16) and ``cancel`` (3.15) return normally, and counts elements
+  that arrive after the TCK cancelled it (3.12). Past
+  :data:`~rstreams.tck._env.RUNAWAY_LIMIT` of those the stream is a runaway: a failure
+  with the count is recorded and ``on_next`` raises
+  :class:`~rstreams.tck._registry.StreamAbandoned`. Once its case is over it is *closed*:
+  later elements are only counted.
+* :class:`ManualSubscriber` is the workhorse: it starts with no demand, requests only when
+  the test says so, keeps received elements in a bounded queue, and records every rule
+  breach it can see by itself (signals before ``on_subscribe``, after a terminal signal,
+  beyond demand). Its waits end early when a failure is recorded.
+* :class:`BlackholeSubscriber` counts elements but keeps none, for long or endless streams.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Final, Generic, TypeVar
+
+from rstreams import demand
+from rstreams.api import Subscriber, Subscription
+from rstreams.tck._env import RUNAWAY_LIMIT, TEST_BUFFER_SIZE, Promise, TestEnvironment, _describe, _ms
+from rstreams.tck._registry import StreamAbandoned, TCKFailure
+
+__all__ = [
+    "BlackholeSubscriber",
+    "BlackholeSubscriberWithSubscriptionSupport",
+    "ManualSubscriber",
+    "ManualSubscriberWithSubscriptionSupport",
+    "SubscriberBufferOverflowError",
+    "TestSubscriber",
+]
+
+T = TypeVar("T")
+E = TypeVar("E", bound=BaseException)
+
+
+class SubscriberBufferOverflowError(TCKFailure):
+    """Raised into a publisher's ``on_next`` when the TCK subscriber's queue is full."""
+
+
+class TestSubscriber(Subscriber[T], Generic[T]):
+    """A Subscriber for which every signal is unexpected unless a subclass says otherwise.
+
+    Holds the subscription in :attr:`subscription` (a :class:`Promise`); subclasses and
+    hand-written test subscribers override the signals they expect.
+    """
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(self, env: TestEnvironment) -> None:
+        self.env = env
+        self.subscription: Promise[Subscription] = Promise(env, "subscription (on_subscribe)")
+        self.arrived = 0
+        """Elements that reached this subscriber, including those after cancel or close."""
+        self.last_signal: float | None = None
+        self.closed = False
+        """Set when the case is over: later elements are only counted."""
+        self._cancelled_at: int | None = None
+        self._runaway = False
+
+    @property
+    def after_cancel(self) -> int:
+        """Elements that arrived after the TCK cancelled this subscriber's subscription."""
+        return 0 if self._cancelled_at is None else self.arrived - self._cancelled_at
+
+    def _element_arrived(self) -> bool:
+        """Count an element; False when the TCK no longer wants it (the case is over).
+
+        Past :data:`RUNAWAY_LIMIT` elements after cancel, records a rule-3.12 failure (once)
+        and raises :class:`StreamAbandoned` into the publisher.
+        """
+        self.arrived += 1
+        self.last_signal = time.monotonic()
+        if self._cancelled_at is not None and self.arrived - self._cancelled_at > RUNAWAY_LIMIT:
+            if not self._runaway:
+                self._runaway = True
+                self.env.record_failure(
+                    f"rule 3.12: {self.after_cancel} elements arrived after cancel() and they kept coming;"
+                    " the TCK stopped the stream by raising StreamAbandoned from on_next"
+                )
+            raise StreamAbandoned(f"{self.after_cancel} elements after cancel()")
+        return not self.closed
+
+    def _signal_arrived(self) -> bool:
+        """Note a terminal signal; False when the case is over."""
+        self.last_signal = time.monotonic()
+        return not self.closed
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.env.record_failure(f"unexpected on_subscribe({type(subscription).__name__})")
+
+    def on_next(self, item: T) -> None:
+        self.env.record_failure(f"unexpected on_next({item!r})")
+
+    def on_error(self, error: BaseException) -> None:
+        self.env.record_failure(f"unexpected on_error({_describe(error)})")
+
+    def on_complete(self) -> None:
+        self.env.record_failure("unexpected on_complete()")
+
+    def request(self, n: int) -> None:
+        """``request(n)`` on the subscription, which must return normally (rule 3.16)."""
+        subscription = self.subscription.value
+        try:
+            subscription.request(n)
+        except (TCKFailure, StreamAbandoned):
+            raise
+        except Exception as exc:
+            self.env.flop(f"rule 3.16: request({n}) raised {_describe(exc)}; it must return normally")
+
+    def cancel(self) -> None:
+        """``cancel()`` on the subscription, which must return normally (rule 3.15).
+
+        From here on, elements are counted as arriving after cancel (rule 3.12).
+        """
+        subscription = self.subscription.value
+        if self._cancelled_at is None:
+            self._cancelled_at = self.arrived
+        try:
+            subscription.cancel()
+        except (TCKFailure, StreamAbandoned):
+            raise
+        except Exception as exc:
+            self.env.flop(f"rule 3.15: cancel() raised {_describe(exc)}; it must return normally")
+
+    def release(self) -> None:
+        """Close this subscriber and cancel its subscription, ignoring errors: the end of a case."""
+        self.closed = True
+        subscription = self.subscription.peek()
+        if subscription is not None:
+            if self._cancelled_at is None:
+                self._cancelled_at = self.arrived
+            try:
+                subscription.cancel()
+            except Exception:  # rule 3.15 is not what this clean-up checks
+                pass
+
+
+_END: Final = object()
+
+
+class ManualSubscriber(TestSubscriber[T], Generic[T]):
+    """A test-driven Subscriber: no demand until the test calls :meth:`request`.
+
+    Thread-safe; signals may come from any thread. It accepts one ``on_subscribe``, keeps up
+    to 32 unconsumed elements (a 33rd is an overflow raised into the publisher's ``on_next``)
+    and records, as failures, ``None`` elements and any signal that arrives before
+    ``on_subscribe``, after a terminal signal, or beyond the demand it signalled (rule 1.1).
+    ``on_error`` is recorded in the environment's error list, where :meth:`expect_error`
+    looks for it.
+    """
+
+    capacity: int = 2 * TEST_BUFFER_SIZE
+
+    def __init__(self, env: TestEnvironment) -> None:
+        super().__init__(env)
+        self._cond = env.cond
+        self._queue: deque[object] = deque()
+        self.received = 0
+        """Elements received so far (consumed or not)."""
+        self.requested = 0
+        """Valid demand signalled so far, saturated at 2**63 - 1."""
+        self.completed = False
+        self.error: BaseException | None = None
+        self._end_taken = False
+
+    # -- signals -------------------------------------------------------------------
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("rule 2.13: on_subscribe(None)")
+        if not self.subscription.try_complete(subscription):
+            self.env.record_failure("rule 1.9/2.5: on_subscribe was called twice for one subscribe()")
+            subscription.cancel()
+        with self._cond:
+            self._cond.notify_all()
+
+    def on_next(self, item: T) -> None:
+        if not self._element_arrived():
+            return
+        problems: list[str] = []
+        overflow = False
+        with self._cond:
+            self.received += 1
+            count = self.received
+            if item is None:  # type: ignore[comparison-overlap, unused-ignore]
+                problems.append("rule 2.13: the publisher signalled on_next(None)")
+            if not self.subscription.is_completed:
+                problems.append(f"rule 1.9: on_next({item!r}) before on_subscribe")
+            if self._terminated:
+                problems.append(f"rule 1.7: on_next({item!r}) after {self._terminal_name}")
+            if count > self.requested:
+                problems.append(
+                    f"rule 1.1: received element #{count} ({item!r}) but only {self.requested} were requested"
+                )
+            if len(self._queue) >= self.capacity:
+                overflow = True
+            else:
+                self._store(item)
+            self._cond.notify_all()
+        for problem in problems:
+            self.env.record_failure(problem)
+        if overflow:
+            failure = SubscriberBufferOverflowError(
+                f"the TCK subscriber's queue of {self.capacity} elements overflowed"
+            )
+            self.env.record_async_error(failure)
+            raise failure
+
+    def on_complete(self) -> None:
+        if not self._signal_arrived():
+            return
+        problem = self._terminal_problem("on_complete()")
+        with self._cond:
+            if not self._terminated:
+                self.completed = True
+                self._queue.append(_END)
+            self._cond.notify_all()
+        if problem:
+            self.env.record_failure(problem)
+
+    def on_error(self, error: BaseException) -> None:
+        if error is None:
+            raise TypeError("rule 2.13: on_error(None)")
+        if not self._signal_arrived():
+            return
+        problem = self._terminal_problem(f"on_error({_describe(error)})")
+        with self._cond:
+            if not self._terminated:
+                self.error = error
+            self._cond.notify_all()
+        if problem:
+            self.env.record_failure(problem)
+        self.env.record_async_error(error)
+
+    @property
+    def _terminated(self) -> bool:
+        return self.completed or self.error is not None
+
+    @property
+    def _terminal_name(self) -> str:
+        return "on_complete" if self.completed else f"on_error({_describe(self.error)})" if self.error else ""
+
+    def _terminal_problem(self, signal: str) -> str | None:
+        if not self.subscription.is_completed:
+            return f"rule 1.9: {signal} before on_subscribe"
+        if self._terminated:
+            return f"rule 1.7: {signal} after {self._terminal_name}"
+        return None
+
+    def _store(self, item: T) -> None:
+        self._queue.append(item)
+
+    # -- driving -------------------------------------------------------------------
+    def request(self, n: int) -> None:
+        """Signal demand; counted first, because a synchronous publisher delivers inside."""
+        if demand.invalid(n) is None:
+            with self._cond:
+                self.requested = demand.add(self.requested, n)
+        super().request(n)
+
+    @property
+    def is_done(self) -> bool:
+        """Whether ``on_complete`` or ``on_error`` has arrived."""
+        return self._terminated
+
+    def _state(self) -> str:
+        end = f", then {self._terminal_name}" if self._terminated else ""
+        return f"{self.received} received of {self.requested} requested{end}"
+
+    def _take(self, total: float, what: str, error_msg: str | None) -> object:
+        """The next queued element or end-of-stream marker; flops on error, timeout or a failure."""
+        env = self.env
+        with self._cond:
+            self._cond.wait_for(
+                lambda: bool(self._queue) or self._end_taken or self.error is not None or env.has_failure,
+                total,
+            )
+            if self._queue:
+                item = self._queue.popleft()
+                self._end_taken = item is _END
+                return item
+            if self._end_taken:
+                return _END  # end-of-stream stays the answer once reached
+            error = self.error
+        if error is not None:
+            self.env.flop(f"{error_msg or f'expected {what}'}, but got on_error({_describe(error)})")
+        if env.has_failure:
+            self.env.flop(f"{error_msg or f'expected {what}'}; stopped at a failure; {self._state()}")
+        self.env.flop(
+            f"{error_msg or f'expected {what}'}, but none arrived within {_ms(total)}; {self._state()}"
+        )
+
+    def next_element(self, timeout: float | None = None, error_msg: str | None = None) -> T:
+        """The next element within ``timeout``; flops on timeout, completion or error."""
+        total = self.env.default_timeout if timeout is None else timeout
+        item = self._take(total, "an element", error_msg)
+        if item is _END:
+            self.env.flop(f"{error_msg or 'expected an element'}, but the stream completed; {self._state()}")
+        return item  # type: ignore[return-value]
+
+    def next_elements(self, n: int, timeout: float | None = None, error_msg: str | None = None) -> list[T]:
+        """The next ``n`` elements, all within one ``timeout``; the failure says how many came."""
+        total = self.env.default_timeout if timeout is None else timeout
+        env = self.env
+
+        def queued() -> int:
+            return sum(1 for item in itertools.islice(self._queue, n + 1) if item is not _END)
+
+        with self._cond:
+            self._cond.wait_for(
+                lambda: queued() >= n or _END in self._queue or self.error is not None or env.has_failure,
+                total,
+            )
+            got = min(queued(), n)
+            if got == n:
+                return [self._queue.popleft() for _ in range(n)]  # type: ignore[misc]
+            ended = _END in self._queue
+            error = self.error
+        what = error_msg or f"expected {n} elements"
+        if ended:
+            self.env.flop(f"{what}, but the stream completed after {got} of them; {self._state()}")
+        if error is not None:
+            self.env.flop(
+                f"{what}, but got on_error({_describe(error)}) after {got} of them; {self._state()}"
+            )
+        if env.has_failure:
+            self.env.flop(f"{what}; stopped waiting at a failure after {got} of them; {self._state()}")
+        self.env.flop(f"{what}, but only {got} arrived within {_ms(total)}; {self._state()}")
+
+    def next_element_or_end_of_stream(
+        self, timeout: float | None = None, error_msg: str | None = None
+    ) -> T | None:
+        """The next element, or ``None`` at end of stream (``None`` is never an element)."""
+        total = self.env.default_timeout if timeout is None else timeout
+        item = self._take(total, "an element or on_complete", error_msg)
+        return None if item is _END else item  # type: ignore[return-value]
+
+    def expect_next(self, expected: T, timeout: float | None = None) -> None:
+        item = self.next_element(timeout)
+        if item != expected:
+            self.env.flop(f"expected element {expected!r}, got {item!r}")
+
+    def expect_completion(self, timeout: float | None = None, error_msg: str | None = None) -> None:
+        """Require ``on_complete`` as the next signal within ``timeout``."""
+        total = self.env.default_timeout if timeout is None else timeout
+        item = self._take(total, "on_complete", error_msg)
+        if item is not _END:
+            self.env.flop(
+                f"{error_msg or 'expected on_complete'}, but got the element {item!r}; {self._state()}"
+            )
+
+    def expect_error(
+        self,
+        error_type: type[E],
+        timeout: float | None = None,
+        message_part: str | Sequence[str] | None = None,
+        error_msg: str | None = None,
+    ) -> E:
+        """Require ``on_error(error_type)``: the first error recorded in the environment."""
+        return self.env.expect_error(error_type, timeout, message_part, error_msg)
+
+    def expect_none(self, timeout: float | None = None, error_msg: str | None = None) -> None:
+        """Require that no element, completion or error arrives (or waits unconsumed) in the window."""
+        total = self.env.default_no_signals_timeout if timeout is None else timeout
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._queue) or self.error is not None, total)
+            pending = self._queue[0] if self._queue else None
+            error = self.error
+        if pending is not None:
+            got = "on_complete" if pending is _END else f"the element {pending!r}"
+            self.env.flop(f"{error_msg or 'expected no signal'}, but got {got}; {self._state()}")
+        if error is not None:
+            self.env.flop(f"{error_msg or 'expected no signal'}, but got on_error({_describe(error)})")
+
+    def wait_received(self, more_than: int, timeout: float) -> int:
+        """Wait up to ``timeout`` until more than ``more_than`` elements arrived; the count."""
+        with self._cond:
+            self._cond.wait_for(lambda: self.received > more_than, timeout)
+            return self.received
+
+    def request_next_element(self, timeout: float | None = None) -> T:
+        self.request(1)
+        return self.next_element(timeout)
+
+    def request_next_elements(self, n: int, timeout: float | None = None) -> list[T]:
+        self.request(n)
+        return self.next_elements(n, timeout)
+
+    def request_next_element_or_end_of_stream(self, timeout: float | None = None) -> T | None:
+        self.request(1)
+        return self.next_element_or_end_of_stream(timeout)
+
+    def request_end_of_stream(self, timeout: float | None = None) -> None:
+        """``request(1)`` and require ``on_complete`` (no further element)."""
+        self.request(1)
+        self.expect_completion(timeout)
+
+
+ManualSubscriberWithSubscriptionSupport = ManualSubscriber
+"""The JVM TCK's name for the subscriber its environment creates; the same class here."""
+
+
+class BlackholeSubscriber(ManualSubscriber[T], Generic[T]):
+    """A ManualSubscriber that counts elements but keeps none (for long or endless streams)."""
+
+    def _store(self, item: T) -> None:
+        pass
+
+    def next_element(self, timeout: float | None = None, error_msg: str | None = None) -> T:
+        self.env.flop("a BlackholeSubscriber keeps no elements; use a ManualSubscriber")
+
+
+BlackholeSubscriberWithSubscriptionSupport = BlackholeSubscriber
