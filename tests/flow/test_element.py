@@ -116,3 +116,14 @@ def test_passes_the_publisher_tck(name: str) -> None:
         make, create_failed_publisher=lambda: build(rstreams.error(RuntimeError("failed"))), max_elements=1
     )
     assert report.ok, str(report)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_indexes_across_batches(batched: bool) -> None:
+    """element_at and last find the right element whether it arrives in a batch or alone."""
+    source: rstreams.Flow[int] = (
+        rstreams.range(0, 1000) if batched else rstreams.from_iterable(iter(range(1000)))
+    )
+    assert source.element_at(517).result(WAIT) == 517
+    source = rstreams.range(0, 1000) if batched else rstreams.from_iterable(iter(range(1000)))
+    assert source.last().result(WAIT) == 999

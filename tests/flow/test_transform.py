@@ -204,3 +204,12 @@ def test_passes_the_publisher_tck(name: str) -> None:
         ),
     )
     assert report.ok, str(report)
+
+
+def test_scan_over_batches_delivers_what_came_before_a_failure() -> None:
+    """Batched or one by one, a failing fn ends the stream after the accumulators before it."""
+    for source in (rstreams.range(1, 300), rstreams.from_iterable(iter(range(1, 300)))):
+        s: RecordingSubscriber[int] = RecordingSubscriber(initial=1000)
+        source.scan(_boom(200), 0).subscribe(s)
+        assert s.items == list(itertools.accumulate(range(1, 200)))
+        assert isinstance(s.error, ValueError)

@@ -99,6 +99,20 @@ class _ElementSubscriber(OperatorSubscriber[T, T]):
         self.downstream.on_next(item)  # demand is there: upstream was asked only after a request
         self.downstream.on_complete()
 
+    def on_next_many(self, items: list[T]) -> None:
+        """The batch signal: keep the last one, or skip ahead to the wanted index."""
+        if self.done:
+            return
+        if self.index is None:
+            self.held = items[-1]
+            return
+        ahead = self.index - self.seen
+        if ahead >= len(items):
+            self.seen += len(items)
+            return
+        self.seen = self.index
+        self.on_next(items[ahead])
+
     def on_complete(self) -> None:
         if self.done:
             return

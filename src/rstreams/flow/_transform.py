@@ -84,10 +84,36 @@ class _ScanSubscriber(OperatorSubscriber[T, A]):
             self.fail(error)
             return
         if acc is None:
-            self.fail(TypeError(f"scan: fn returned None for {item!r}; None is never a stream element"))
+            self.fail(_none_result(item))
             return
         self.acc = acc
         self.downstream.on_next(acc)
+
+    def on_next_many(self, items: list[T]) -> None:
+        """The batch signal: one accumulator per element; those before a failure go on first."""
+        if self.done:
+            return
+        fn = self.fn
+        acc = self.acc
+        results: list[A] = []
+        append = results.append
+        try:
+            for item in items:
+                acc = fn(acc, item)
+                if acc is None:
+                    raise _none_result(item)
+                append(acc)
+        except Exception as error:
+            if results:
+                self.emit_many(results)
+            self.fail(error)
+            return
+        self.acc = acc
+        self.emit_many(results)
+
+
+def _none_result(item: object) -> TypeError:
+    return TypeError(f"scan: fn returned None for {item!r}; None is never a stream element")
 
 
 class _StatefulFilterFlow(OperatorFlow[T, T]):
