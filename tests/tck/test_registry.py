@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rstreams.api import Subscription
 from rstreams.tck import CaseResult, PublisherVerification, Report, SkipTest, TCKFailure, TestEnvironment
 from rstreams.tck._env import Latch, Promise, env_millis
 from rstreams.tck._jvm_names import PUBLISHER_VERIFICATION_RULES, snake
@@ -388,3 +389,31 @@ def test_latch_and_promise() -> None:
     assert promise.complete(42) and promise.expect_completion() == 42
     assert not promise.complete(43) and promise.value == 42
     assert [str(e) for e in env.async_errors] == ["the answer was completed twice"]
+
+
+def test_an_overrun_case_says_what_its_streams_did() -> None:
+    """The observation in a case_timeout message: no signal, a stream still running, a runaway."""
+
+    class Nothing(Subscription):
+        def request(self, n: int) -> None:
+            pass
+
+        def cancel(self) -> None:
+            pass
+
+    env = TestEnvironment(default_timeout=60.0)
+    assert env.observation() == "no signal arrived at all"
+    sub: TestSubscriber[int] = TestSubscriber(env)
+    env.track(sub)
+    sub.subscription.complete(Nothing())
+    for _ in range(3):
+        sub._element_arrived()
+    assert env.observation().startswith("a stream still running: 3 elements arrived, the last")
+    sub.cancel()
+    for _ in range(2):
+        sub._element_arrived()
+    assert env.observation().startswith(
+        "rule 3.12: a runaway stream: 2 elements arrived after cancel() (5 in all)"
+    )
+    env.close()
+    assert sub.closed and not sub._element_arrived()  # closed: counted, not delivered
