@@ -211,7 +211,9 @@ class Report:
     def __str__(self) -> str:
         lines = [f"{'outcome':<8} {'rule':<5} {'category':<10} case"]
         for r in self.results:
-            lines.append(f"{r.outcome.upper():<8} {r.rule or '-':<5} {r.category:<10} {r.name}")
+            lines.append(
+                f"{r.outcome.upper():<8} {normalize_rule(r.rule) or '-':<5} {r.category:<10} {r.name}"
+            )
             if r.message and r.outcome != "passed":
                 first = r.message.strip().splitlines()[0] if r.message.strip() else ""
                 lines.append(f"{'':<25} {first[:200]}")
@@ -252,7 +254,7 @@ def _alias(info: CaseInfo) -> Callable[[Verification], None]:
         self.run_tck_case(info.name)
 
     test.__name__ = test.__qualname__ = f"test_{info.name}"
-    rule = f"rule {float(info.rule):g}" if info.rule else "set-up check"
+    rule = f"rule {normalize_rule(info.rule)}" if info.rule else "set-up check"
     test.__doc__ = f"[{info.category}, {rule}] {info.doc.splitlines()[0] if info.doc else info.jvm_name}"
     return test
 
