@@ -1,6 +1,7 @@
 // The package's Node entry: everything of rsio.js, with a connect() that also opens
 // tcp://host:port, tls://host:port and unix:///path (a net.Socket, PROTOCOL.md §1), and
-// ws:// / wss:// on every Node from 20 on.
+// ws:// / wss:// on every Node from 20 on; and listen(), which accepts connections on
+// tcp://, unix:// and ws:// and serves publishers to them.
 //
 // WebSocket under Node: Node 22 has a global WebSocket; Node 20 has one only behind
 // --experimental-websocket. Where there is none, connect() loads the `ws` package (this
@@ -12,7 +13,8 @@ import net from "node:net";
 import tls from "node:tls";
 
 import {
-  ConnectionClosedError, connect as connectWebSocket, connectTransport, holdUntilStarted, openWebSocket,
+  Connection, ConnectionClosedError, SUBPROTOCOL, connect as connectWebSocket, connectTransport, holdUntilStarted,
+  openWebSocket, webSocketTransport,
 } from "./rsio.js";
 
 export * from "./rsio.js";
@@ -107,4 +109,87 @@ export function socketTransport(socket) {
   socket.on("close", () => deliver("onend"));
   socket.on("error", () => {}); // "close" follows
   return transport;
+}
+
+const CLOSE_TIMEOUT_MS = 3000; // how long close() waits for each connection's goodbye exchange
+
+/**
+ * Accept RS.io connections on `url` (tcp://host:port, unix:///path, ws://host:port/path; port
+ * 0: any free one) and serve `options.publishers` to them; every connection is a full
+ * Connection (it may subscribe to the client's publishers too: `options.onconnection(conn)`).
+ * The accepting side offers keepalive and neither auth nor resume. Resolves with
+ * {url, connections, close()} once listening; close() says goodbye to every connection.
+ */
+export async function listen(url, options = {}) {
+  if (options.auth != null || options.resume) {
+    throw new TypeError("listen() offers neither auth nor resume (they are client extensions here); "
+      + "leave options.auth and options.resume out");
+  }
+  const parsed = new URL(url);
+  const connections = new Set();
+  const accept = (transport) => {
+    const conn = new Connection(transport, { ...options, role: "server" });
+    connections.add(conn);
+    conn.closed.then(() => connections.delete(conn));
+    try {
+      options.onconnection?.(conn);
+    } catch (error) {
+      conn._report(error);
+    }
+  };
+  let stop;
+  let where;
+  if (parsed.protocol === "tcp:" || parsed.protocol === "unix:") {
+    const server = net.createServer((socket) => {
+      socket.setNoDelay(true);
+      accept(socketTransport(socket));
+    });
+    const address = parsed.protocol === "tcp:" ? { host: host(parsed), port: port(parsed) }
+      : { path: decodeURIComponent(parsed.pathname) };
+    await new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(address, () => { server.off("error", reject); resolve(); });
+    });
+    const bound = server.address();
+    where = typeof bound === "string" ? `unix://${bound}` : `tcp://${hostText(bound.address)}:${bound.port}`;
+    stop = () => new Promise((resolve) => { server.close(() => resolve()); });
+  } else if (parsed.protocol === "ws:") {
+    const { WebSocketServer } = await import("ws");
+    const path = parsed.pathname || "/";
+    const wss = new WebSocketServer({
+      host: host(parsed), port: port(parsed), path,
+      handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
+    });
+    await new Promise((resolve, reject) => {
+      wss.once("error", reject);
+      wss.once("listening", () => { wss.off("error", reject); resolve(); });
+    });
+    wss.on("connection", (ws) => {
+      if (ws.protocol !== SUBPROTOCOL) { // §4.2: the transport signals the version too
+        ws.close(1002, `RS.io needs the WebSocket subprotocol ${SUBPROTOCOL}`);
+        return;
+      }
+      accept(webSocketTransport(ws));
+    });
+    const bound = wss.address();
+    where = `ws://${hostText(bound.address)}:${bound.port}${path}`;
+    stop = () => new Promise((resolve) => { wss.close(() => resolve()); });
+  } else {
+    throw new TypeError(`cannot listen on ${url}: the schemes are tcp, unix and ws`);
+  }
+  return {
+    url: where,
+    connections,
+    /** Goodbye to every connection (each has CLOSE_TIMEOUT_MS for the answer), then stop listening. */
+    async close(reason = "server closing") {
+      const bounded = (conn) => Promise.race([conn.close(reason),
+        new Promise((resolve) => setTimeout(resolve, CLOSE_TIMEOUT_MS).unref())]);
+      await Promise.all([...connections].map(bounded));
+      await stop();
+    },
+  };
+}
+
+function hostText(address) {
+  return address.includes(":") ? `[${address}]` : address;
 }

@@ -1,7 +1,7 @@
 // Compiled by `npm run typecheck` (tsc --noEmit), never run: the declarations accept what the
 // README and docs/web.md show, and reject misuse (each @ts-expect-error must be an error).
 import {
-  ConnectionClosedError, RESUME_DEFAULTS, RemoteStreamError, UNBOUNDED, connect, fromAsyncIterable, fromIterable,
+  ConnectionClosedError, RESUME_DEFAULTS, RemoteStreamError, UNBOUNDED, connect, listen, fromAsyncIterable, fromIterable,
   type Connection, type Publisher, type Subscription,
 } from "@rstreams/rsio";
 import { decodeAll, encodeFrame, type Frame } from "@rstreams/rsio/wire";
@@ -47,6 +47,14 @@ export async function usage(): Promise<void> {
   console.log(resumes, RESUME_DEFAULTS.bufferBytes);
   // @ts-expect-error resume options are numbers
   await connect("tcp://127.0.0.1:1", { resume: { attempts: "3" } });
+  const server = await listen("tcp://127.0.0.1:0", {
+    publishers: { "echo/{x}": (params, _path, connection) => fromIterable([params.x, String(connection.state)]) },
+    onconnection: (connection) => { connection.subscribe("status", {}); },
+  });
+  console.log(server.url, server.connections.size);
+  await server.close();
+  // @ts-expect-error the accepting side offers no auth
+  await listen("tcp://127.0.0.1:0", { auth: "t" });
   // @ts-expect-error publisher names are strings
   conn.subscribe(7, {});
   // @ts-expect-error auth is a token or {user, password}

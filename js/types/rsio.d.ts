@@ -32,8 +32,10 @@ export interface Publisher<T> {
 /** What a publisher offered to the peer may emit: bytes, or a string sent as UTF-8. */
 export type Element = Uint8Array | ArrayBufferView | ArrayBuffer | string;
 
-/** A publisher, or a factory called with the name's query (and "{field}" values) and path. */
-export type Offered = Publisher<Element> | ((params: Record<string, string>, path: string) => Publisher<Element>);
+/** A publisher, or a factory called with the name's query (and "{field}" values), its path and the connection. */
+export type Offered =
+  | Publisher<Element>
+  | ((params: Record<string, string>, path: string, connection: Connection) => Publisher<Element>);
 
 export interface Clock {
   now(): number;
@@ -83,6 +85,8 @@ export interface ConnectOptions {
   /** A WebSocket class (browsers' and Node 22's global, or the `ws` package's). */
   WebSocket?: unknown;
   clock?: Clock;
+  /** Which hello the Connection sends (§4.1): "client" (default); listen() makes "server" ones. */
+  role?: "client" | "server";
   /** Node, tls:// only: options for tls.connect (ca, cert, key, servername, ...). */
   tls?: Record<string, unknown>;
 }
@@ -166,6 +170,22 @@ export declare function connectTransport(open: () => Promise<Transport>, options
 export declare function holdUntilStarted(transport: Transport): (kind: "onbytes" | "onend", value?: unknown) => void;
 /** Node only (the node entry): a connected net.Socket or tls.TLSSocket as a Transport. */
 export declare function socketTransport(socket: unknown): Transport;
+
+export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | "role" | "WebSocket" | "tls"> {
+  /** Called with each accepted connection (it may subscribe to the client's publishers). */
+  onconnection?: (connection: Connection) => void;
+}
+
+export interface Server {
+  /** Where it listens, with the real port. */
+  readonly url: string;
+  readonly connections: ReadonlySet<Connection>;
+  /** Goodbye to every connection, then stop listening. */
+  close(reason?: string): Promise<void>;
+}
+
+/** Node only (the node entry): accept connections on tcp://, unix:// or ws:// and serve publishers. */
+export declare function listen(url: string, options?: ListenOptions): Promise<Server>;
 
 export declare function fromIterable<T>(iterable: Iterable<T>): Publisher<T>;
 export declare function fromAsyncIterable<T>(iterable: AsyncIterable<T>): Publisher<T>;

@@ -2,15 +2,15 @@
 // (PROTOCOL.md §1: either endpoint may publish), with the demand rules of §5 and §6.
 //
 // Theory of operation. A connection made with `publishers` holds an Offer (names and
-// "{field}" patterns -> Publishers or factories) and a ServingTable keyed by the *peer's*
-// subscriber ids (§5.1). A subscribe is answered with onSubscribe and the local Publisher is
-// subscribed with a ServedStream as its Subscriber; refusals (unknown name, limits, rule 3.9)
-// are an onError without onSubscribe (§5.2). Demand is never passed through whole: the peer's
-// outstanding demand (`wanted`, a BigInt saturating at 2**63 - 1) is drawn from the local
-// Publisher at most PULL elements at a time, and only while the transport takes writes
-// (`conn.writable`; when it is full, the table waits for the transport's drain). So a peer
-// that requests 2**63 - 1 and stops reading stalls production instead of filling memory, as
-// in the Python server. A cancel is acknowledged with onComplete (§5.4); request and cancel
+// "{field}" patterns -> Publishers or factories (params, path, connection)) and a
+// ServingTable keyed by the *peer's* subscriber ids (§5.1). A subscribe is answered with
+// onSubscribe and the local Publisher is subscribed with a ServedStream as its Subscriber;
+// refusals (unknown name, limits, rule 3.9) are an onError without onSubscribe (§5.2).
+// Demand is never passed through whole: the peer's outstanding demand (`wanted`, a BigInt
+// saturating at 2**63 - 1) is drawn from the local Publisher at most PULL elements at a
+// time, and only while the transport takes writes (`conn.writable`; when it is full, the
+// table waits for the transport's drain). So a peer that requests 2**63 - 1 and stops
+// reading stalls production instead of filling memory, as in the Python server. A cancel is acknowledged with onComplete (§5.4); request and cancel
 // for ids not open are ignored (they may have crossed our terminal signal). Elements larger
 // than `splitThreshold` go out as onNextPart ... onNextLastPart (§8).
 //
@@ -199,7 +199,7 @@ export class ServingTable {
     let publisher = found.target;
     if (typeof publisher === "function") {
       try {
-        publisher = publisher(found.params, found.path);
+        publisher = publisher(found.params, found.path, this._conn);
       } catch (error) {
         this._conn._report(error);
         return this._refuse(id, `publisher '${name}' failed to start: ${error?.message ?? error}`);

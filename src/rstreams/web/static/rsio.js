@@ -69,6 +69,12 @@ const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishin
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
 const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME } = EXTENSIONS;
 
+/** Which hello each endpoint sends (§4.1); the rest of the protocol is symmetric (§1). */
+const ROLES = Object.freeze({
+  client: Object.freeze({ self: "client", peer: "server", hello: "clientHello", peerHello: "serverHello" }),
+  server: Object.freeze({ self: "server", peer: "client", hello: "serverHello", peerHello: "clientHello" }),
+});
+
 const SYSTEM_CLOCK = Object.freeze({
   now: () => Date.now(),
   setTimeout(callback, ms) {
@@ -197,6 +203,11 @@ export class Connection {
    */
   constructor(transport, options = {}) {
     this._transport = transport;
+    this._role = ROLES[options.role ?? "client"];
+    if (this._role === undefined) throw new TypeError(`role is "client" or "server", got ${options.role}`);
+    if (this._role === ROLES.server && (options.auth != null || transport instanceof ResumableSession)) {
+      throw new TypeError("an accepting endpoint offers neither auth nor resume: they are the client's extensions here");
+    }
     this._limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
     this._clock = options.clock ?? SYSTEM_CLOCK;
     this._subs = new Map(); // our ids -> Subscription
@@ -232,7 +243,7 @@ export class Connection {
     transport.onbytes = (data) => this._receive(data);
     transport.onend = (error) => this._transportClosed(error);
     transport.ondrain = () => this._serving.pullAll();
-    this._send({ type: "clientHello", version: VERSION, extensions: this._offered });
+    this._send({ type: this._role.hello, version: VERSION, extensions: this._offered });
     transport.start?.(); // input that arrived before this Connection existed
   }
 
@@ -415,23 +426,24 @@ export class Connection {
 
   _handle(frame) {
     if (this.state === "AWAITING_HELLO") {
-      if (frame.type === "serverHello") {
+      if (frame.type === this._role.peerHello) {
         this._hello(frame);
         return;
       }
       if (frame.type !== "goodbye") {
-        throw new ProtocolError(`the first message must be serverHello, got ${frame.type}`, "§4.1");
+        throw new ProtocolError(`the first message must be ${this._role.peerHello}, got ${frame.type}`, "§4.1");
       }
     }
     if (this.state === "CLOSING" && frame.type !== "goodbye") return; // §9.1: discard all but goodbye
     const handler = HANDLERS[frame.type];
-    if (handler === undefined) throw new ProtocolError(`unexpected ${frame.type} from the server`, "§4.1");
+    if (handler === undefined) throw new ProtocolError(`unexpected ${frame.type} from the ${this._role.peer}`, "§4.1");
     handler(this, frame);
   }
 
   _hello(frame) {
     if (frame.version !== VERSION) {
-      throw new ProtocolError(`serverHello with version ${frame.version}; this client speaks version 0`, "§4.2");
+      throw new ProtocolError(`${frame.type} with version ${frame.version}; this ${this._role.self} speaks version 0`,
+        "§4.2");
     }
     this.state = "OPEN";
     for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
@@ -448,6 +460,11 @@ export class Connection {
       this._ready.resolve(this);
     }
     if (this.extensions.has(KEEPALIVE.id) && this._keepaliveMs !== null) this._armPing(this._keepaliveMs);
+  }
+
+  _anotherHello(frame) {
+    const what = frame.type === this._role.peerHello ? `a second ${frame.type}` : `${frame.type} from the ${this._role.peer}`;
+    throw new ProtocolError(what, "§4.1");
   }
 
   _open(frame) {
@@ -547,7 +564,9 @@ export class Connection {
   _extension(frame) {
     const code = `0x${frame.code.toString(16)}`;
     const owner = extensionOf(frame.code);
-    if (owner === undefined) throw new ProtocolError(`message type ${code} belongs to no extension this client knows`, "§4.4");
+    if (owner === undefined) {
+      throw new ProtocolError(`message type ${code} belongs to no extension this ${this._role.self} knows`, "§4.4");
+    }
     if (!this.extensions.has(owner.id)) {
       throw new ProtocolError(`message type ${code} belongs to extension ${owner.name} (id ${owner.id}), `
         + "which is not active on this connection", "§4.4");
@@ -668,14 +687,14 @@ const HANDLERS = {
     if (!closing) conn._send({ type: "goodbye", reason: "" }); // §9.1, §9.2
     conn._flush();
     conn._end(closing ? null : new ConnectionClosedError(
-      `the server said goodbye: ${frame.reason || "(no reason)"}`, undefined, frame.reason));
+      `the ${conn._role.peer} said goodbye: ${frame.reason || "(no reason)"}`, undefined, frame.reason));
     conn._transport.close();
   },
-  serverHello() {
-    throw new ProtocolError("a second serverHello", "§4.1");
+  serverHello(conn, frame) {
+    conn._anotherHello(frame);
   },
-  clientHello() {
-    throw new ProtocolError("clientHello from the server", "§4.1");
+  clientHello(conn, frame) {
+    conn._anotherHello(frame);
   },
   subscribe(conn, frame) {
     conn._serving.subscribe(frame);
