@@ -8,6 +8,7 @@ with a message naming it, while its correct twin passes that same case.
 
 from __future__ import annotations
 
+import concurrent.futures
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from rstreams.tck._subscriber import (
     verify_subscriber_blackbox,
     verify_subscriber_whitebox,
 )
-from rstreams.tck._subscriber_support import WhiteboxSubscriberProbe
+from rstreams.tck._subscriber_support import HelperPublisher, WhiteboxSubscriberProbe
 from tck.broken_subscribers import (
     AcceptsNoneElement,
     AcceptsNoneError,
@@ -305,3 +306,52 @@ def test_rstreams_sinks_pass_the_blackbox_verification(name: str, factory: Any) 
     """Every subscriber rstreams ships at the end of a chain passes all blackbox cases."""
     report = verify_subscriber_blackbox(factory)
     assert report.ok, f"{name}:\n{report}"
+
+
+class _ManualExecutor(concurrent.futures.Executor):
+    """Runs submitted work only when the test says so: deterministic helper-publisher tests."""
+
+    def __init__(self) -> None:
+        self.work: list[Any] = []
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        self.work.append(lambda: fn(*args, **kwargs))
+        return concurrent.futures.Future()
+
+    def run_all(self) -> None:
+        while self.work:
+            self.work.pop(0)()
+
+
+def test_the_helper_publisher_stops_delivering_when_its_case_ends() -> None:
+    """Containment of the TCK's own publisher: after stop(), an unbounded subscriber gets nothing more."""
+    executor = _ManualExecutor()
+    helper = HelperPublisher(lambda i: i, None, executor)
+    received: list[Any] = []
+
+    class Greedy(ReferenceSubscriber):
+        def on_subscribe(self, subscription: Any) -> None:
+            self.subscription = subscription
+            subscription.request(2**63 - 1)
+
+        def on_next(self, item: Any) -> None:
+            received.append(item)
+            if len(received) == 5:
+                helper.stop()
+
+    helper.subscribe(Greedy())
+    executor.run_all()
+    assert received == [0, 1, 2, 3, 4]
+    helper.subscribe(Greedy())  # a subscriber arriving after the stop gets nothing at all
+    executor.run_all()
+    assert received == [0, 1, 2, 3, 4]
+
+
+def test_a_verification_stops_its_helper_publishers_when_the_case_ends() -> None:
+    """create_helper_publisher registers the publisher with the case's environment."""
+    verification = _Blackbox(ReferenceSubscriber)
+    env = verification.env
+    helper = verification.create_helper_publisher(10)
+    assert isinstance(helper, HelperPublisher) and not helper._stopped
+    env.close()
+    assert helper._stopped

@@ -137,6 +137,7 @@ class TestEnvironment:
         self._dropped = 0
         self._failed = False
         self._tracked: list[weakref.ref[TestSubscriber[Any]]] = []
+        self._on_close: list[Callable[[], None]] = []
         self.used = False
         """Set when a case ran with this environment; the runner gives the next case a fresh one."""
 
@@ -322,11 +323,22 @@ class TestEnvironment:
         """Close and cancel ``subscriber`` when the case ends (held weakly, see rule 3.13)."""
         self._tracked.append(weakref.ref(subscriber))
 
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the case ends (the TCK's own publishers stop delivering then)."""
+        self._on_close.append(callback)
+
+    def _run_on_close(self) -> None:
+        callbacks, self._on_close = self._on_close, []
+        for callback in callbacks:
+            callback()
+
     def _subscribers(self) -> list[TestSubscriber[Any]]:
         return [s for s in (ref() for ref in self._tracked) if s is not None]
 
     def close(self) -> None:
-        """End of the case: close every tracked subscriber and cancel its subscription."""
+        """End of the case: stop the TCK's own publishers, close every tracked subscriber and
+        cancel its subscription."""
+        self._run_on_close()
         tracked = self._subscribers()
         self._tracked = []
         for subscriber in tracked:
@@ -334,6 +346,7 @@ class TestEnvironment:
 
     def abandon(self) -> None:
         """End of a case that overran: close at once, cancel from a daemon thread (never waits)."""
+        self._run_on_close()
         tracked = self._subscribers()
         self._tracked = []
         for subscriber in tracked:

@@ -128,7 +128,11 @@ class _HelperPublisherMixin:
         pool), like the JVM TCK's ``AsyncIterablePublisher``.
         """
         count = None if elements >= demand.UNBOUNDED else elements
-        return HelperPublisher(self.create_element, count)
+        helper = HelperPublisher(self.create_element, count)
+        env = getattr(self, "env", None)  # the case's environment, when mixed into a Verification
+        if isinstance(env, TestEnvironment):
+            env.on_close(helper.stop)  # containment: it stops delivering when its case ends
+        return helper
 
 
 class _Stage(ManualPublisher[Any]):

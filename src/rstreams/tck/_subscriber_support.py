@@ -24,6 +24,7 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, Protocol, TypeVar
@@ -466,7 +467,8 @@ class HelperPublisher(Publisher[T], Generic[T]):
     Completion follows the last element at once (without another request), and an empty
     publisher completes right after ``on_subscribe``. ``request(n <= 0)`` gives
     ``on_error`` (3.9), demand saturates at ``2**63 - 1`` (3.17), and an element factory
-    that raises ends the stream with that error.
+    that raises ends the stream with that error. :meth:`stop` ends every subscription
+    without a further signal: the TCK calls it when the case that made the publisher ends.
     """
 
     def __init__(
@@ -480,11 +482,25 @@ class HelperPublisher(Publisher[T], Generic[T]):
         self._create_element = create_element
         self._count = count
         self._executor = shared_helper_executor() if executor is None else executor
+        self._subscriptions: weakref.WeakSet[_HelperSubscription[T]] = weakref.WeakSet()
+        self._stopped = False
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
         indices: Iterator[int] = itertools.count() if self._count is None else iter(range(self._count))
-        _HelperSubscription(subscriber, self._create_element, indices, self._count, self._executor).start()
+        subscription = _HelperSubscription(
+            subscriber, self._create_element, indices, self._count, self._executor
+        )
+        if self._stopped:
+            return  # the case that made this publisher is over: nothing more is delivered
+        self._subscriptions.add(subscription)
+        subscription.start()
+
+    def stop(self) -> None:
+        """Stop delivering to every subscriber, now and later (the case is over)."""
+        self._stopped = True
+        for subscription in list(self._subscriptions):
+            subscription.stop()
 
 
 class _HelperSubscription(Subscription, Generic[T]):
@@ -508,6 +524,10 @@ class _HelperSubscription(Subscription, Generic[T]):
 
     def start(self) -> None:
         self._signal("subscribe", 0)
+
+    def stop(self) -> None:
+        """No further signal to the subscriber; pending work finds nobody."""
+        self._subscriber = None
 
     def request(self, n: int) -> None:
         self._signal("request", n)
