@@ -9,7 +9,9 @@ import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolHandler;
 import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolConfig;
 import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
 import io.netty.handler.codec.http.websocketx.WebSocketVersion;
+import io.netty.handler.ssl.ApplicationProtocolConfig;
 import io.netty.handler.ssl.ClientAuth;
+import io.netty.handler.ssl.IdentityCipherSuiteFilter;
 import io.netty.handler.ssl.JdkSslContext;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslHandler;
@@ -54,7 +56,8 @@ final class Pipelines {
     }
 
     static SslContext sslContext(SSLContext jdk, boolean client) {
-        return new JdkSslContext(jdk, client, ClientAuth.NONE);
+        return new JdkSslContext(jdk, client, null, IdentityCipherSuiteFilter.INSTANCE, ApplicationProtocolConfig.DISABLED,
+                ClientAuth.NONE, null, false);
     }
 
     static void server(ChannelPipeline p, RsioUrl url, SslContext ssl, Endpoint endpoint) {

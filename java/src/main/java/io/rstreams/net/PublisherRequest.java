@@ -11,6 +11,7 @@ import java.util.Map;
  * @param connection the connection it arrived on: a factory may subscribe back to the peer on it
  */
 public record PublisherRequest(String name, String path, Map<String, String> params, RsioConnection connection) {
+    /** Copies the parameters. */
     public PublisherRequest {
         params = Map.copyOf(params);
     }

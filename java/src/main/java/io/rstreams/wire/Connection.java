@@ -34,10 +34,24 @@ import java.util.Set;
  */
 public final class Connection {
     /** Which end opened the transport (§1). */
-    public enum Side { CLIENT, SERVER }
+    public enum Side {
+        /** The end that opened the transport. */
+        CLIENT,
+        /** The end that accepted it. */
+        SERVER
+    }
 
     /** The connection's state (§12). */
-    public enum State { AWAITING_HELLO, OPEN, CLOSING, CLOSED }
+    public enum State {
+        /** Our hello is sent; the peer's has not arrived. */
+        AWAITING_HELLO,
+        /** Both hellos seen. */
+        OPEN,
+        /** We said goodbye and wait for the answer. */
+        CLOSING,
+        /** Over. */
+        CLOSED
+    }
 
     /** Demand that means "unbounded" (§6.1, rule 3.17). */
     public static final long UNBOUNDED = Long.MAX_VALUE;
@@ -107,6 +121,11 @@ public final class Connection {
     /**
      * A server connection that requires extension auth (§15): {@code authenticator} says whether
      * credentials are accepted; subscribes are held until the client's authenticate is settled.
+     *
+     * @param side which end opened the transport ({@link Side#SERVER} if {@code authenticator} is given)
+     * @param limits what this end accepts (§11)
+     * @param extensions the extension ids this end offers (with {@link FrameType#AUTH} if {@code authenticator} is given)
+     * @param authenticator accepts or refuses credentials; null: no authentication required
      */
     public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator) {
         if (authenticator != null && side != Side.SERVER) {
@@ -123,14 +142,17 @@ public final class Connection {
         out.write(new Frame.Hello(side == Side.SERVER, 0, List.copyOf(new LinkedHashSet<>(extensions))), 0);
     }
 
+    /** @return where the connection is (§12) */
     public State state() {
         return state;
     }
 
+    /** @return which end this is */
     public Side side() {
         return side;
     }
 
+    /** @return the limits this end enforces (§11) */
     public Limits limits() {
         return limits;
     }

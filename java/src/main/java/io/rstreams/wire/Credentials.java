@@ -18,28 +18,39 @@ public final class Credentials {
         this.password = password;
     }
 
+    /**
+     * @param token the token (kind 1)
+     * @return token credentials
+     */
     public static Credentials token(String token) {
         return new Credentials(token, null, null);
     }
 
+    /**
+     * @param user the user name (kind 2)
+     * @param password the password
+     * @return user/password credentials
+     */
     public static Credentials userPassword(String user, String password) {
         return new Credentials(null, user, password);
     }
 
-    /** The token, or null for user/password credentials. */
+    /** @return the token, or null for user/password credentials */
     public String token() {
         return token;
     }
 
+    /** @return the user, or null for a token */
     public String user() {
         return user;
     }
 
+    /** @return the password, or null for a token */
     public String password() {
         return password;
     }
 
-    /** The wire form: kind u8, then the strings. */
+    /** @return the wire form (§15.1): kind u8, then the strings */
     public byte[] encode() {
         FrameWriter w = new FrameWriter();
         byte[] a = (token != null ? token : user).getBytes(StandardCharsets.UTF_8);

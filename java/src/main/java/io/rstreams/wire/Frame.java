@@ -16,6 +16,7 @@ public sealed interface Frame {
 
     /** clientHello (0x01) or serverHello (0x02): version 0 and the extension ids offered (§4). */
     record Hello(boolean fromServer, int version, List<Long> extensions) implements Frame {
+        /** Checks the fields. */
         public Hello {
             if (version < 0 || version > 0xFF) {
                 throw new IllegalArgumentException("a hello's version is a u8, got " + version);
@@ -31,6 +32,7 @@ public sealed interface Frame {
 
     /** goodbye (0x03), §9. */
     record Goodbye(String reason) implements Frame {
+        /** Checks the fields. */
         public Goodbye {
             Objects.requireNonNull(reason, "reason");
         }
@@ -43,6 +45,7 @@ public sealed interface Frame {
 
     /** subscribe (0x04): the subscriber's id for a new subscription to {@code publisher}, §5. */
     record Subscribe(String publisher, long subscriber, long initialDemand) implements Frame {
+        /** Checks the fields. */
         public Subscribe {
             Objects.requireNonNull(publisher, "publisher");
         }
@@ -79,6 +82,7 @@ public sealed interface Frame {
 
     /** onNext (0x08): one element; its encoding depends on the subscription's elementSize (§7). */
     record OnNext(long subscriber, byte[] element) implements Frame {
+        /** Checks the fields. */
         public OnNext {
             Objects.requireNonNull(element, "element");
         }
@@ -106,6 +110,7 @@ public sealed interface Frame {
 
     /** onNextPacked (0x09): {@code count} fixed-size elements back to back (§7). */
     record OnNextPacked(long subscriber, long count, byte[] elements) implements Frame {
+        /** Checks the fields. */
         public OnNextPacked {
             Objects.requireNonNull(elements, "elements");
         }
@@ -134,6 +139,7 @@ public sealed interface Frame {
 
     /** onNextPart (0x0A) or, with {@code last}, onNextLastPart (0x0B): a piece of a split element (§8). */
     record OnNextPart(boolean last, long subscriber, long elementId, byte[] data) implements Frame {
+        /** Checks the fields. */
         public OnNextPart {
             Objects.requireNonNull(data, "data");
         }
@@ -171,6 +177,7 @@ public sealed interface Frame {
 
     /** onError (0x0D): the publisher failed or refused the subscription. */
     record OnError(long subscriber, String error) implements Frame {
+        /** Checks the fields. */
         public OnError {
             Objects.requireNonNull(error, "error");
         }
@@ -183,6 +190,7 @@ public sealed interface Frame {
 
     /** Any extension message (0x80-0xFF): type, length, payload (§4.4). */
     record Extension(int type, byte[] payload) implements Frame {
+        /** Checks the fields. */
         public Extension {
             if (type < FrameType.FIRST_EXTENSION || type > 0xFF) {
                 throw new IllegalArgumentException("extension message types are 0x80..0xFF, got " + type);

@@ -2,18 +2,31 @@ package io.rstreams.wire;
 
 /** The message type codes of PROTOCOL.md §3: the one table of them. */
 public final class FrameType {
+    /** clientHello (§4.1). */
     public static final int CLIENT_HELLO = 0x01;
+    /** serverHello (§4.1). */
     public static final int SERVER_HELLO = 0x02;
+    /** goodbye (§9). */
     public static final int GOODBYE = 0x03;
+    /** subscribe (§5). */
     public static final int SUBSCRIBE = 0x04;
+    /** request (§6). */
     public static final int REQUEST = 0x05;
+    /** cancel (§5.4). */
     public static final int CANCEL = 0x06;
+    /** onSubscribe (§5.2). */
     public static final int ON_SUBSCRIBE = 0x07;
+    /** onNext (§7). */
     public static final int ON_NEXT = 0x08;
+    /** onNextPacked (§7). */
     public static final int ON_NEXT_PACKED = 0x09;
+    /** onNextPart (§8). */
     public static final int ON_NEXT_PART = 0x0A;
+    /** onNextLastPart (§8). */
     public static final int ON_NEXT_LAST_PART = 0x0B;
+    /** onComplete (§5.4). */
     public static final int ON_COMPLETE = 0x0C;
+    /** onError. */
     public static final int ON_ERROR = 0x0D;
     /** The first extension message type (§4.4): every type from here on has a length prefix. */
     public static final int FIRST_EXTENSION = 0x80;
@@ -29,14 +42,21 @@ public final class FrameType {
     /** auth (extension 2) subscribeCredentials, §15. */
     public static final int SUBSCRIBE_CREDENTIALS = 0x86;
 
-    /** Extension ids (§4.4). */
+    /** Extension id of keepalive (§14). */
     public static final long KEEPALIVE = 1;
+    /** Extension id of auth (§15). */
     public static final long AUTH = 2;
+    /** Extension id of resume (§16). */
     public static final long RESUME = 3;
 
     private FrameType() {}
 
-    /** The id of the extension that owns extension message {@code type}, or -1 if none does (§4.4). */
+    /**
+     * The extension that owns an extension message type (§4.4).
+     *
+     * @param type a type byte in 0x80..0xFF
+     * @return its extension's id, or -1 if no extension owns it
+     */
     public static long owner(int type) {
         if (type == 0x80 || type == 0x81) {
             return KEEPALIVE;
@@ -50,7 +70,12 @@ public final class FrameType {
         return -1;
     }
 
-    /** The name of extension {@code id}, for messages. */
+    /**
+     * The name of an extension, for messages.
+     *
+     * @param id an extension id
+     * @return its name, or "unknown"
+     */
     public static String extensionName(long id) {
         return id == KEEPALIVE ? "keepalive" : id == AUTH ? "auth" : id == RESUME ? "resume" : "unknown";
     }

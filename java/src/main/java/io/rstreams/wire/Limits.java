@@ -27,6 +27,7 @@ public record Limits(
     public static final Limits DEFAULT =
             new Limits(16 << 20, 64 << 10, 1024, 1024, 64, 64L << 20, 64, 64 << 10);
 
+    /** Checks that every limit is at least 1 and that they agree with each other. */
     public Limits {
         if (maxElementSize < 1 || maxStringLength < 1 || maxNameLength < 1 || maxSubscriptions < 1
                 || maxPartsInFlight < 1 || maxExtensions < 1 || splitThreshold < 1) {
