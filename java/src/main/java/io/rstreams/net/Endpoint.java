@@ -135,13 +135,18 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /** The connection's output as one buffer over its pieces (large payloads are not copied). */
+    private ByteBuf output() {
+        return Unpooled.wrappedBuffer(conn.buffersToSend().toArray(new java.nio.ByteBuffer[0]));
+    }
+
     /** Writes queued parts of split elements, round robin over streams, while the channel takes them (§8). */
     private void pumpParts() {
         boolean emptied = false;
         while (conn.hasQueuedParts() && channel.isActive() && channel.isWritable()) {
             emptied |= !conn.sendParts(conn.limits().splitThreshold()).isEmpty();
             if (conn.pendingOutput() > 0) {
-                ctx.write(Unpooled.wrappedBuffer(conn.dataToSend()));
+                ctx.write(output());
             }
         }
         if (emptied) {
@@ -169,7 +174,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      */
     void writePending() {
         if (conn.pendingOutput() > 0 && channel.isActive() && active.isDone()) {
-            ctx.write(Unpooled.wrappedBuffer(conn.dataToSend()));
+            ctx.write(output());
             scheduleFlush();
         }
     }
@@ -201,9 +206,13 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             if (discarding || ended) {
                 return;
             }
-            byte[] bytes = new byte[buf.readableBytes()];
-            buf.readBytes(bytes);
-            conn.receiveData(bytes, 0, bytes.length);
+            if (buf.nioBufferCount() == 1) {
+                conn.receiveData(buf.nioBuffer());
+            } else {
+                byte[] bytes = new byte[buf.readableBytes()];
+                buf.readBytes(bytes);
+                conn.receiveData(bytes, 0, bytes.length);
+            }
         } finally {
             buf.release();
         }

@@ -21,6 +21,8 @@ import java.util.concurrent.atomic.AtomicReference;
 final class ServingStream implements Flow.Subscriber<byte[]> {
     /** Elements asked of the local publisher and not yet written, at most. */
     static final int WINDOW = 256;
+    /** Bytes of elements asked for at once, about: large elements get a smaller window. */
+    static final int WINDOW_BYTES = 256 * 1024;
 
     private static final Object COMPLETE = new Object();
 
@@ -37,6 +39,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
     private boolean done;
     private long asked;
     private boolean large;
+    private int lastSize;
 
     ServingStream(Endpoint endpoint, long id, int elementSize) {
         this.endpoint = endpoint;
@@ -120,6 +123,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
                 if (signal instanceof byte[] element) {
                     asked--;
                     large = element.length > conn.limits().splitThreshold();
+                    lastSize = element.length;
                     if (elementSize > 0 && element.length == elementSize) {
                         if (pack == null) {
                             pack = new ByteArrayOutputStream();
@@ -186,7 +190,8 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
         if (done || !started || s == null || !endpoint.writable() || conn.queuedBytes(id) > 0) {
             return false;
         }
-        long window = large ? 1 : WINDOW; // large elements: one at a time, so memory stays bounded
+        // large elements: fewer at a time, so what is asked for stays near WINDOW_BYTES
+        long window = large ? 1 : Math.max(1, Math.min(WINDOW, WINDOW_BYTES / Math.max(1, lastSize)));
         long credit = conn.credit(id);
         long room = Math.min(credit, window) - asked;
         if (room > 0 && (room >= window / 2 || asked == 0 || room == credit - asked)) {

@@ -177,6 +177,14 @@ public final class Connection {
         return out.take();
     }
 
+    /**
+     * The bytes to write, in order, as buffers; large element payloads are views of the arrays
+     * given to {@link #onNext} (not copied). Empties the queue.
+     */
+    public List<java.nio.ByteBuffer> buffersToSend() {
+        return out.takeBuffers();
+    }
+
     /** The events found since the last call, in order; empties the queue. */
     public List<Event> events() {
         List<Event> list = new ArrayList<>(events);
@@ -197,6 +205,20 @@ public final class Connection {
             return;
         }
         parser.feed(data, off, len);
+        parse();
+    }
+
+    /** Feeds the remaining bytes of {@code data} (consumed). Input after the connection closed is discarded. */
+    public void receiveData(java.nio.ByteBuffer data) {
+        if (state == State.CLOSED) {
+            data.position(data.limit());
+            return;
+        }
+        parser.feed(data);
+        parse();
+    }
+
+    private void parse() {
         try {
             for (Frame f = parser.next(); f != null && state != State.CLOSED; f = state == State.CLOSED ? null : parser.next()) {
                 receive(f);

@@ -43,6 +43,24 @@ public final class FrameParser {
         if (broken || len == 0) {
             return;
         }
+        makeRoom(len);
+        System.arraycopy(data, off, buf, end, len);
+        end += len;
+    }
+
+    /** Appends the remaining bytes of {@code data} to the input (they are consumed). */
+    public void feed(ByteBuffer data) {
+        int len = data.remaining();
+        if (broken || len == 0) {
+            data.position(data.limit());
+            return;
+        }
+        makeRoom(len);
+        data.get(buf, end, len);
+        end += len;
+    }
+
+    private void makeRoom(int len) {
         if (end + len > buf.length) {
             int live = end - start;
             if (live + len <= buf.length && start > 0) {
@@ -53,8 +71,6 @@ public final class FrameParser {
             start = 0;
             end = live;
         }
-        System.arraycopy(data, off, buf, end, len);
-        end += len;
     }
 
     /** Bytes held that do not yet form a complete frame (after {@link #next} returned null). */

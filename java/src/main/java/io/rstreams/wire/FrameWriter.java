@@ -4,14 +4,21 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
- * Encodes frames (PROTOCOL.md §3) into a growing byte buffer. Not thread-safe.
+ * Encodes frames (PROTOCOL.md §3) into a growing byte buffer. Not thread-safe. Payloads of
+ * {@link #ZERO_COPY} bytes or more are not copied: {@link #takeBuffers()} hands them out as
+ * views of the caller's arrays, which must not change until written.
  *
  * <p>The element size of onNext's subscription decides its encoding (§7), so
  * {@link #write(Frame, long)} takes it; every other frame is encoded alone.
  */
 public final class FrameWriter {
+    /** Payloads at least this big are referenced, not copied, by {@link #takeBuffers()}. */
+    public static final int ZERO_COPY = 4096;
+
     private byte[] buf;
     private int size;
+    private final java.util.List<java.nio.ByteBuffer> done = new java.util.ArrayList<>();
+    private int doneBytes;
 
     /** An empty writer. */
     public FrameWriter() {
@@ -27,17 +34,43 @@ public final class FrameWriter {
 
     /** Bytes written and not yet taken. */
     public int size() {
-        return size;
+        return size + doneBytes;
     }
 
-    /** Returns what was written since the last call, and empties the writer. */
+    /** Returns what was written since the last call as one array, and empties the writer. */
     public byte[] take() {
-        byte[] out = Arrays.copyOf(buf, size);
-        size = 0;
-        if (buf.length > 1 << 20) {
-            buf = new byte[256];
+        java.util.List<java.nio.ByteBuffer> parts = takeBuffers();
+        int total = 0;
+        for (java.nio.ByteBuffer b : parts) {
+            total += b.remaining();
+        }
+        byte[] out = new byte[total];
+        int at = 0;
+        for (java.nio.ByteBuffer b : parts) {
+            int n = b.remaining();
+            b.get(out, at, n);
+            at += n;
         }
         return out;
+    }
+
+    /** Returns what was written since the last call, in order, without copying it again; empties the writer. */
+    public java.util.List<java.nio.ByteBuffer> takeBuffers() {
+        seal();
+        java.util.List<java.nio.ByteBuffer> out = new java.util.ArrayList<>(done);
+        done.clear();
+        doneBytes = 0;
+        return out;
+    }
+
+    /** Moves the bytes in {@code buf} to the list of finished buffers, handing the array over. */
+    private void seal() {
+        if (size > 0) {
+            done.add(java.nio.ByteBuffer.wrap(buf, 0, size));
+            doneBytes += size;
+            buf = new byte[Math.min(Math.max(256, size), 1 << 16)];
+            size = 0;
+        }
     }
 
     /**
@@ -140,6 +173,12 @@ public final class FrameWriter {
     }
 
     private void raw(byte[] b, int off, int len) {
+        if (len >= ZERO_COPY) {
+            seal();
+            done.add(java.nio.ByteBuffer.wrap(b, off, len));
+            doneBytes += len;
+            return;
+        }
         ensure(len);
         System.arraycopy(b, off, buf, size, len);
         size += len;
