@@ -47,7 +47,7 @@ from typing import Any, Generic, TypeVar
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
 from rstreams.flow._flow import Flow
-from rstreams.flow._signals import NONE_ITEM, NextMany, next_many
+from rstreams.flow._signals import NextMany, next_many
 from rstreams.rules import check_error, check_subscriber
 
 __all__ = ["OperatorFlow", "OperatorSubscriber", "check_callable", "check_count"]
@@ -109,10 +109,9 @@ class OperatorSubscriber(Subscriber[T], Subscription, Generic[T, R]):
         self.downstream.on_subscribe(self)
         self.on_start()
 
-    def on_next(self, item: T) -> None:  # pragma: no cover - every subclass overrides it
-        if item is None:
-            raise TypeError(NONE_ITEM)
-        raise NotImplementedError
+    @abc.abstractmethod
+    def on_next(self, item: T) -> None:
+        """Reject ``None`` (2.13), ignore after ``done`` (3.12), do the work, pass on."""
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)

@@ -12,6 +12,7 @@ with ``on_error``, unless it was cancelled already: the subscriber is never left
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 from typing import Generic, TypeVar
@@ -52,9 +53,9 @@ class ThreadedSubscription(Subscription, Generic[T]):
             if not cancelled:
                 signal_terminal(self.subscriber, error)
 
+    @abc.abstractmethod
     def run(self) -> None:
         """The producer: loop on :meth:`take`, emit that many elements, stop when it returns 0."""
-        raise NotImplementedError
 
     def take(self, limit: int) -> int:
         """Wait for demand; take up to ``limit`` of it. Returns 0 once cancelled (stop producing)."""

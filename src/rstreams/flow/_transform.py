@@ -21,6 +21,7 @@ error (rule 2.13).
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
@@ -124,8 +125,9 @@ class _StatefulFilterFlow(OperatorFlow[T, T]):
     def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
         return FilterSubscriber(downstream, self.predicate())
 
-    def predicate(self) -> Callable[[T], bool]:  # pragma: no cover - every subclass overrides it
-        raise NotImplementedError
+    @abc.abstractmethod
+    def predicate(self) -> Callable[[T], bool]:
+        """A fresh predicate, with its own state, for one subscription."""
 
 
 class DistinctFlow(_StatefulFilterFlow[T]):
