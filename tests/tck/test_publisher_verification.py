@@ -15,7 +15,6 @@ import itertools
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -236,10 +235,12 @@ def test_the_package_does_not_import_pytest() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_the_whole_default_run_is_quick() -> None:
-    started = time.monotonic()
-    verify_publisher(range_publisher, create_failed_publisher=lambda: rstreams.error(RuntimeError("boom")))
-    assert time.monotonic() - started < 10
+def test_the_whole_default_run_passes_with_the_default_environment() -> None:
+    """The default timeouts (no test-made environment) judge a correct publisher correctly."""
+    report = verify_publisher(
+        range_publisher, create_failed_publisher=lambda: rstreams.error(RuntimeError("boom"))
+    )
+    assert_required_pass(report)
 
 
 # -- broken publishers: the named case must fail ---------------------------------------------
@@ -510,7 +511,7 @@ def test_the_rule_that_broke_first_is_reported_first() -> None:
     )
     assert result.outcome == "failed" and result.message.startswith("rule 3.2: request(1) called"), result
     assert "RuntimeError: re-entrant request() is not supported" in result.message
-    assert result.duration < Broken().create_env().default_timeout * 10  # not after 10x the timeout
+    assert "rule 1.3" not in result.message  # the stall it causes is not reported as a 1.3 breach
 
 
 def test_a_runaway_after_cancel_is_stopped_and_counted() -> None:
