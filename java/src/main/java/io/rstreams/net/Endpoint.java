@@ -57,7 +57,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private boolean inputEnded;
     private long refillRound;
     private RuntimeException closedError;
-    private long lastRead = System.nanoTime();
+    /** When the peer last showed it is alive: something read, or output it took (§14.2); our pings do not count. */
+    private long lastActivity = System.nanoTime();
     private long pingCounter;
     private long lastPing = System.nanoTime();
     private ScheduledFuture<?> timer;
@@ -112,7 +113,11 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     /** Runs {@code task} on the I/O thread, after what is already queued there. */
     void execute(Runnable task) {
-        channel.eventLoop().execute(task);
+        try {
+            channel.eventLoop().execute(task);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // the client was closed and its I/O threads stopped: every stream has ended already (rule 3.16: no throw)
+        }
     }
 
     /** Writes the connection's output at the end of this event-loop turn. */
@@ -174,6 +179,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      */
     void writePending() {
         if (conn.pendingOutput() > 0 && channel.isActive() && active.isDone()) {
+            if (channel.isWritable()) {
+                lastActivity = System.nanoTime(); // a peer that takes what we write is not idle (§14.2)
+            }
             ctx.write(output());
             scheduleFlush();
         }
@@ -202,7 +210,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf buf = (ByteBuf) msg;
         try {
-            lastRead = System.nanoTime();
+            lastActivity = System.nanoTime();
             if (discarding || ended) {
                 return;
             }
@@ -448,7 +456,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         if (ended || conn.state() != Connection.State.OPEN) {
             return;
         }
-        long idle = System.nanoTime() - lastRead;
+        long idle = System.nanoTime() - lastActivity;
         if (options.idleTimeout() != null && idle >= options.idleTimeout().toNanos()) {
             String seconds = String.valueOf(options.idleTimeout().toMillis() / 1000.0).replaceAll("\\.0$", "");
             conn.abort("idle timeout: nothing received for " + seconds + " s (PROTOCOL.md §14.2)");
@@ -460,6 +468,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 && now - lastPing >= options.keepalive().toNanos()
                 && conn.activeExtensions().contains(FrameType.KEEPALIVE)) {
             lastPing = now;
+            long before = lastActivity;
             byte[] payload = new byte[8];
             long n = ++pingCounter;
             for (int i = 0; i < 8; i++) {
@@ -467,6 +476,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             }
             conn.sendExtension(FrameType.PING, payload);
             flushNow();
+            lastActivity = before; // our own ping is no sign of the peer's life
         }
     }
 }

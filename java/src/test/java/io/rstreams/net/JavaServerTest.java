@@ -201,6 +201,24 @@ public class JavaServerTest {
     }
 
     @Test(timeOut = 30_000)
+    public void aClientThatOnlyReadsIsNotIdle() throws Exception {
+        // §14.2: output the peer takes counts as activity; the client sends nothing after its subscribe
+        try (RsioServer strict = RsioServer.builder()
+                .idleTimeout(java.time.Duration.ofMillis(500))
+                .route("ticks", Codec.INT64, r -> reactor.adapter.JdkFlowAdapter.publisherToFlowPublisher(
+                        reactor.core.publisher.Flux.interval(java.time.Duration.ofMillis(50)).take(40)))
+                .bind("tcp://127.0.0.1:0");
+             RsioClient quiet = RsioClient.builder().keepalive(null).build();
+             RsioConnection conn = quiet.connect(strict.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("ticks", Codec.INT64).subscribe(sub);
+            sub.request(Long.MAX_VALUE);
+            assertNull(sub.awaitTerminal(), "the stream completed instead of the connection being closed as idle");
+            assertEquals(sub.all().size(), 40);
+        }
+    }
+
+    @Test(timeOut = 30_000)
     public void aSubmissionPublisherCanBeServed() throws Exception {
         try (SubmissionPublisher<String> source = new SubmissionPublisher<>();
              RsioServer local = RsioServer.builder().route("live", Codec.UTF8, r -> source).bind("tcp://127.0.0.1:0");
