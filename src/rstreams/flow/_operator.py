@@ -24,18 +24,41 @@ Operators with queues or several upstreams (``concat_map``, ``flat_map``, ``merg
 Operators may also offer the internal batch signal ``on_next_many(items)`` (see
 :mod:`rstreams.flow._signals`) and pass batches on with :meth:`OperatorSubscriber.emit_many`.
 
-Writing a new operator (``take_every(k)``)::
+Writing a new operator: subclass both, keep the steps (tests/flow/test_operator_guide.py
+runs this very example under the TCK)::
 
-    class TakeEveryFlow(OperatorFlow[T, T]):
-        def __init__(self, source: Publisher[T], k: int) -> None:
+    class MapIndexedFlow(OperatorFlow[T, R]):          # source.pipe(lambda f: MapIndexedFlow(f, fn))
+        __slots__ = ("fn",)
+
+        def __init__(self, source: Publisher[T], fn: Callable[[int, T], R]) -> None:
             super().__init__(source)
-            self.k = check_count("take_every", k)
+            self.fn = check_callable("map_indexed", fn)  # bad arguments fail when built
 
-        def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
-            return _TakeEvery(downstream, self.k)
+        def subscriber(self, downstream: Subscriber[R]) -> Subscriber[T]:
+            return _MapIndexed(downstream, self.fn)
 
-    class _TakeEvery(OperatorSubscriber[T, T]):
-        ...  # on_next: the two checks, then the work; request: k * n upstream
+    class _MapIndexed(OperatorSubscriber[T, R]):
+        __slots__ = ("fn", "index")
+
+        def __init__(self, downstream: Subscriber[R], fn: Callable[[int, T], R]) -> None:
+            super().__init__(downstream)
+            self.fn, self.index = fn, 0
+
+        def on_next(self, item: T) -> None:
+            if item is None:
+                raise TypeError(NONE_ITEM)            # rule 2.13
+            if self.done:
+                return                                # late, after a cancel (3.12)
+            try:
+                result = self.fn(self.index, item)
+            except Exception as error:
+                self.fail(error)                      # cancel upstream, on_error downstream
+                return
+            self.index += 1
+            self.downstream.on_next(result)           # one out per one in: request passes through
+
+An operator that drops elements re-requests them (see ``filter``); one that changes the
+count overrides ``request`` (see ``take``, ``buffer``), passing an illegal ``n`` on.
 """
 
 from __future__ import annotations
