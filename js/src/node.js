@@ -36,7 +36,7 @@ export async function connect(url, options = {}) {
       return openWebSocket(url, WebSocket, options);
     }
     case "tcp:": {
-      const where = { host: host(parsed), port: port(parsed) };
+      const where = { host: host(parsed), port: port(parsed), allowHalfOpen: true };
       return connectTransport(() => openSocket(url, () => net.connect(where), "connect"), options);
     }
     case "tls:": {
@@ -47,7 +47,7 @@ export async function connect(url, options = {}) {
     case "unix:": {
       if (!parsed.pathname) throw new TypeError(`a unix URL names a socket path: unix:///path, got ${url}`);
       const path = decodeURIComponent(parsed.pathname);
-      return connectTransport(() => openSocket(url, () => net.connect({ path }), "connect"), options);
+      return connectTransport(() => openSocket(url, () => net.connect({ path, allowHalfOpen: true }), "connect"), options);
     }
     default:
       throw new TypeError(`cannot connect to ${url}: the schemes are ws, wss, tcp, tls and unix`);
@@ -105,8 +105,15 @@ export function socketTransport(socket) {
     },
   };
   const deliver = holdUntilStarted(transport);
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    deliver("onend");
+  };
   socket.on("data", (chunk) => deliver("onbytes", chunk));
-  socket.on("close", () => deliver("onend"));
+  socket.on("end", end); // the peer's end of input: with allowHalfOpen we may still answer (§10)
+  socket.on("close", end);
   socket.on("error", () => {}); // "close" follows
   return transport;
 }
@@ -140,7 +147,7 @@ export async function listen(url, options = {}) {
   let stop;
   let where;
   if (parsed.protocol === "tcp:" || parsed.protocol === "unix:") {
-    const server = net.createServer((socket) => {
+    const server = net.createServer({ allowHalfOpen: true }, (socket) => {
       socket.setNoDelay(true);
       accept(socketTransport(socket));
     });

@@ -1,8 +1,12 @@
-// The client conformance suite (python -m rstreams.conformance.clients, docs/conformance.md)
-// judges this package's client through scripts/conformance-adapter.mjs, over TCP and WebSocket.
+// rstreams' conformance suites (docs/conformance.md) judge this package: the client suite
+// (python -m rstreams.conformance.clients) through scripts/conformance-adapter.mjs, and the
+// server suite (python -m rstreams.conformance URL) against listen() offering the conformance
+// publishers (test/fixtures/conformance.mjs); over TCP and WebSocket.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { listen } from "../src/node.js";
+import { conformancePublishers } from "./fixtures/conformance.mjs";
 import { python, skip } from "./servers.mjs";
 
 const ADAPTER = fileURLToPath(new URL("../scripts/conformance-adapter.mjs", import.meta.url));
@@ -25,3 +29,23 @@ test("the adapter refuses a bad script with status 2, naming the step", async ()
   assert.equal(done.status, 2);
   assert.match(done.stderr, /bad script step "r0": use rN, wN, c, t or q/);
 });
+
+for (const listenOn of ["tcp://127.0.0.1:0", "ws://127.0.0.1:0/rsio"]) {
+  test(`the server suite passes against listen() over ${listenOn.split(":")[0]}`, { skip, timeout: 170_000 }, async () => {
+    const server = await listen(listenOn, { publishers: conformancePublishers(), onerror: () => {} });
+    try {
+      const run = await python(["-m", "rstreams.conformance", server.url]);
+      const total = /^total\s+(\d+)\s+(\d+)\s+(\d+)$/m.exec(run.stdout);
+      assert.ok(total !== null, run.stdout.slice(-3000) + run.stderr.slice(-2000));
+      const [passed, failed] = [Number(total[1]), Number(total[2])];
+      assert.equal(failed, 0, run.stdout.split("\n").filter((line) => line.startsWith("FAIL")).join("\n"));
+      assert.ok(passed >= 179, run.stdout.slice(-1500));
+      // what skips is what listen() does not do: auth, resume, an idle timeout, packing
+      const skipped = run.stdout.split("\n").filter((line) => line.startsWith("skip")).map((line) => line.split(/\s+/)[1]);
+      const allowed = /^(ex\.auth_\w+|rs\.\w+|ex\.idle_timeout|ex\.pings_keep_alive|sp\.fixed_packed)$/;
+      assert.deepEqual(skipped.filter((id) => !allowed.test(id)), []);
+    } finally {
+      await server.close();
+    }
+  });
+}

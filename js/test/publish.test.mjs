@@ -157,16 +157,48 @@ test("elements: strings as UTF-8, bytes as they are, anything else ends the stre
   assert.match(ws.sent.at(-1).error, /publisher 'mixed' emitted Object; elements are bytes/);
 });
 
+/** Let turns of the event loop pass until `done()` (at most `turns` of them). */
+async function until(done, turns = 200) {
+  for (let i = 0; i < turns && !done(); i++) await tick();
+  assert.ok(done(), `not within ${turns} turns`);
+}
+
 test("an element above splitThreshold goes out as parts that join to it (§8)", async () => {
   const big = Uint8Array.from({ length: 200_000 }, (_, i) => i & 0xff);
   const { ws } = open({ big: () => fromIterable([big, "after"]) });
   ws.feed(subscribe("big", 1, 2));
-  await tick();
+  await until(() => ws.of("onComplete").length === 1);
   const types = ws.sent.slice(2).map((f) => f.type);
   assert.deepEqual(types, ["onNextPart", "onNextPart", "onNextPart", "onNextLastPart", "onNext", "onComplete"]);
   const joined = Uint8Array.from(ws.sent.slice(2, 6).flatMap((f) => [...f.data]));
   assert.deepEqual(joined, big);
   assert.ok(ws.sent.slice(2, 6).every((f) => f.data.length <= 64 * 1024 && f.element_id === 0));
+});
+
+test("parts of different subscriptions go round-robin, and a small stream is not stalled by them (§8)", async () => {
+  const big = new Uint8Array(1024 * 1024); // 16 parts
+  const { ws } = open({ big: () => fromIterable([big]), small: () => fromIterable(["a", "b", "c"]) });
+  ws.feed(subscribe("big", 1, 1), subscribe("big", 2, 1), subscribe("small", 3, 3));
+  await until(() => ws.of("onComplete").length === 3);
+  const order = ws.sent.filter((f) => f.type.startsWith("onNext")).map((f) => f.subscriber);
+  const firstLast = ws.sent.findIndex((f) => f.type === "onNextLastPart");
+  const smallDone = ws.sent.findIndex((f) => f.type === "onComplete" && f.subscriber === 3);
+  assert.ok(smallDone < firstLast, "the small stream finished before either large element");
+  const parts = order.filter((id) => id !== 3);
+  assert.deepEqual(parts.slice(0, 6), [1, 2, 1, 2, 1, 2]);
+  assert.equal(parts.length, 32);
+});
+
+test("a cancel in the middle of a split element drops its other parts and is acknowledged", async () => {
+  const { ws } = open({ big: () => fromIterable([new Uint8Array(1024 * 1024)]) });
+  ws.feed(subscribe("big", 1, 1));
+  await until(() => ws.of("onNextPart").length >= 2);
+  ws.feed({ type: "cancel", subscriber: 1 });
+  await until(() => ws.of("onComplete").length === 1);
+  const partsThen = ws.of("onNextPart").length;
+  for (let i = 0; i < 10; i++) await tick();
+  assert.equal(ws.of("onNextPart").length, partsThen);
+  assert.equal(ws.of("onNextLastPart").length, 0);
 });
 
 test("a publisher's onError becomes the peer's onError; the connection's end cancels publishers", async () => {

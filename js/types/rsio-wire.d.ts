@@ -44,17 +44,20 @@ export declare class ProtocolError extends Error {
 /** A token, or a user and a password (§15.1). */
 export type Credentials = string | { user: string; password: string };
 
+/** An id: any varint (§2.1), a Number when it is one exactly, else a BigInt. */
+export type Id = number | bigint;
+
 export type Frame =
-  | { type: "clientHello" | "serverHello"; version: number; extensions: (number | bigint)[] }
+  | { type: "clientHello" | "serverHello"; version: number; extensions: Id[] }
   | { type: "goodbye"; reason: string }
-  | { type: "subscribe"; publisher: string; subscriber: number; initial_demand: bigint }
-  | { type: "request"; subscriber: number; demand: bigint }
-  | { type: "cancel" | "onComplete"; subscriber: number }
-  | { type: "onSubscribe"; subscriber: number; element_size: number }
-  | { type: "onNext"; subscriber: number; element: Uint8Array }
-  | { type: "onNextPacked"; subscriber: number; count: number; elements: Uint8Array }
-  | { type: "onNextPart" | "onNextLastPart"; subscriber: number; element_id: number; data: Uint8Array }
-  | { type: "onError"; subscriber: number; error: string }
+  | { type: "subscribe"; publisher: string; subscriber: Id; initial_demand: bigint }
+  | { type: "request"; subscriber: Id; demand: bigint }
+  | { type: "cancel" | "onComplete"; subscriber: Id }
+  | { type: "onSubscribe"; subscriber: Id; element_size: number }
+  | { type: "onNext"; subscriber: Id; element: Uint8Array }
+  | { type: "onNextPacked"; subscriber: Id; count: number; elements: Uint8Array }
+  | { type: "onNextPart" | "onNextLastPart"; subscriber: Id; element_id: Id; data: Uint8Array }
+  | { type: "onError"; subscriber: Id; error: string }
   | { type: "extension"; code: number; payload: Uint8Array };
 
 export declare function encodeVarint(value: number | bigint): Uint8Array;
@@ -67,7 +70,7 @@ export declare function concat(chunks: Uint8Array[]): Uint8Array;
 
 /** Incremental decoder: push() bytes, then next() until it returns null. */
 export declare class FrameDecoder {
-  constructor(elementSizeOf?: (subscriber: number) => number, limits?: Partial<Limits>);
+  constructor(elementSizeOf?: (subscriber: Id) => number, limits?: Partial<Limits>);
   push(data: Uint8Array | ArrayBuffer): void;
   next(): Frame | null;
   readonly pending: number;

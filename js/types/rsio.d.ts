@@ -27,15 +27,20 @@ export interface Subscriber<T = Uint8Array> {
 
 export interface Publisher<T> {
   subscribe(subscriber: Subscriber<T>): void;
+  /** Offered to the peer: every element has exactly this many bytes, sent raw (§7); fixedSize() sets it. */
+  readonly elementSize?: number;
 }
 
 /** What a publisher offered to the peer may emit: bytes, or a string sent as UTF-8. */
 export type Element = Uint8Array | ArrayBufferView | ArrayBuffer | string;
 
-/** A publisher, or a factory called with the name's query (and "{field}" values), its path and the connection. */
+/**
+ * A publisher, or a factory called with the name's query (and "{field}" values), its path and
+ * the connection; a factory's null or undefined means "no such publisher" (refused with onError).
+ */
 export type Offered =
   | Publisher<Element>
-  | ((params: Record<string, string>, path: string, connection: Connection) => Publisher<Element>);
+  | ((params: Record<string, string>, path: string, connection: Connection) => Publisher<Element> | null | undefined);
 
 export interface Clock {
   now(): number;
@@ -106,7 +111,9 @@ export interface RemoteSubscription extends Subscription {
 }
 
 export interface ServedStream {
-  readonly id: number;
+  /** The peer's subscriber id (a BigInt when it does not fit a Number exactly). */
+  readonly id: number | bigint;
+  readonly elementSize: number;
   readonly name: string;
   /** The peer's outstanding demand. */
   readonly wanted: bigint;
@@ -137,6 +144,8 @@ export declare class Connection {
   onerror: ((error: unknown) => void) | null;
   /** `options.auth`: credentials for this subscription only (§15.4); needs `auth` on the connection. */
   subscribe(name: string, subscriber: Subscriber<Uint8Array>, options?: { auth?: Credentials | null }): RemoteSubscription;
+  /** The remote publisher `name` as a Publisher (each subscribe is conn.subscribe(name, ...)). */
+  publisher(name: string, options?: { auth?: Credentials | null }): Publisher<Uint8Array>;
   stream(name: string, options?: { window?: number; decode?: "bytes" }): AsyncIterable<Uint8Array>;
   stream(name: string, options: { window?: number; decode: "text" }): AsyncIterable<string>;
   stream<T = unknown>(name: string, options: { window?: number; decode: "json" | ((bytes: Uint8Array) => T) }): AsyncIterable<T>;
@@ -187,5 +196,7 @@ export interface Server {
 /** Node only (the node entry): accept connections on tcp://, unix:// or ws:// and serve publishers. */
 export declare function listen(url: string, options?: ListenOptions): Promise<Server>;
 
+/** `publisher`, whose elements all have `size` bytes, offered with that elementSize (§7). */
+export declare function fixedSize<T extends Element>(publisher: Publisher<T>, size: number): Publisher<T>;
 export declare function fromIterable<T>(iterable: Iterable<T>): Publisher<T>;
 export declare function fromAsyncIterable<T>(iterable: AsyncIterable<T>): Publisher<T>;

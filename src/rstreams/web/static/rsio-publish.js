@@ -19,6 +19,16 @@
 
 import { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 
+/**
+ * `publisher` with fixed-size elements: every element it emits has exactly `size` bytes, and
+ * they travel raw, without a length (onSubscribe's elementSize, PROTOCOL.md §7).
+ */
+export function fixedSize(publisher, size) {
+  if (!isPublisher(publisher)) throw new TypeError(`fixedSize needs a Publisher, got ${describe(publisher)}`);
+  if (!Number.isInteger(size) || size < 1) throw new RangeError(`fixedSize needs a size >= 1 in bytes, got ${size}`);
+  return { subscribe: (subscriber) => publisher.subscribe(subscriber), elementSize: size };
+}
+
 /** Elements requested from a local Publisher at a time while the peer's demand lasts. */
 const PULL = 32;
 
@@ -113,15 +123,18 @@ function toBytes(element) {
 
 /** The Subscriber given to a local Publisher for one subscription of the peer. */
 class ServedStream {
-  constructor(table, id, name, wanted) {
+  constructor(table, id, name, wanted, elementSize) {
     this._table = table;
     this.id = id;
     this.name = name;
+    this.elementSize = elementSize; // > 0: every element has exactly this many bytes (§7)
     this.wanted = wanted; // the peer's outstanding demand (§6.1), a BigInt
     this.asked = 0; // requested from the local Publisher and not yet received
     this.sent = 0; // elements sent to the peer
     this.upstream = null;
     this.done = false;
+    this.queue = []; // elements waiting behind a split element: {bytes, at}
+    this.terminal = null; // onComplete/onError waiting for the queue
   }
 
   onSubscribe(subscription) {
@@ -145,10 +158,15 @@ class ServedStream {
         + "elements are bytes (Uint8Array, ArrayBuffer) or strings");
       return;
     }
+    if (this.elementSize && bytes.length !== this.elementSize) {
+      this._table.fail(this, `publisher '${this.name}' emitted ${bytes.length} bytes; its elementSize is `
+        + `${this.elementSize} (PROTOCOL.md §7)`);
+      return;
+    }
     this.asked -= 1;
     if (this.wanted !== UNBOUNDED) this.wanted -= 1n;
     this.sent += 1;
-    this._table.sendElement(this.id, bytes);
+    this._table.sendElement(this, bytes);
     if (this.asked === 0) this._table.schedulePull(this);
   }
 
@@ -172,6 +190,8 @@ export class ServingTable {
     this.streams = new Map(); // the peer's ids -> ServedStream
     this._pending = new Set();
     this._pullQueued = false;
+    this._splitting = new Set(); // streams with a split element (or elements queued behind one)
+    this._partsQueued = false;
   }
 
   subscribe(frame) {
@@ -204,13 +224,19 @@ export class ServingTable {
         this._conn._report(error);
         return this._refuse(id, `publisher '${name}' failed to start: ${error?.message ?? error}`);
       }
+      if (publisher == null) return this._refuse(id, `no publisher named '${name}'`); // the factory's "none"
       if (!isPublisher(publisher)) {
         return this._refuse(id, `the factory for '${name}' returned ${describe(publisher)}, not a Publisher`);
       }
     }
-    const stream = new ServedStream(this, id, name, initial);
+    const size = publisher.elementSize ?? 0;
+    if (!Number.isInteger(size) || size < 0 || size > this._limits.maxElementSize) {
+      return this._refuse(id, `publisher '${name}' has elementSize ${size}; it is 0 (any size) or a byte count `
+        + `up to ${this._limits.maxElementSize} (PROTOCOL.md §7)`);
+    }
+    const stream = new ServedStream(this, id, name, initial, size);
     this.streams.set(id, stream);
-    this._conn._send({ type: "onSubscribe", subscriber: id, element_size: 0 });
+    this._conn._send({ type: "onSubscribe", subscriber: id, element_size: size });
     try {
       publisher.subscribe(stream);
     } catch (error) { // rule 1.9 / 2.13 broken by the local publisher: end this subscription only
@@ -234,7 +260,7 @@ export class ServingTable {
 
   cancel(frame) {
     const stream = this.streams.get(frame.subscriber);
-    if (stream === undefined || stream.done) return;
+    if (stream === undefined || (stream.done && stream.terminal === null)) return;
     this._stop(stream);
     this._conn._send({ type: "onComplete", subscriber: stream.id }); // the acknowledgement (§5.4)
   }
@@ -242,6 +268,7 @@ export class ServingTable {
   /** Ask the local Publisher for more, within the peer's demand and while the transport takes writes. */
   pull(stream) {
     if (stream.done || stream.upstream === null) return;
+    if (stream.queue.length > 0) return; // a split element is going out: no more until it is (memory)
     const target = stream.wanted < BigInt(PULL) ? Number(stream.wanted) : PULL;
     if (stream.asked >= target) return;
     if (!this._conn.writable) {
@@ -271,23 +298,70 @@ export class ServingTable {
     });
   }
 
-  /** The transport drained: every stream may pull again. */
+  /** The transport drained: every stream may pull again, and split elements go on. */
   pullAll() {
     for (const stream of this.streams.values()) this.pull(stream);
+    this._scheduleParts();
   }
 
-  sendElement(id, bytes) {
-    const threshold = this._limits.splitThreshold;
-    if (bytes.length <= threshold) {
-      this._conn._send({ type: "onNext", subscriber: id, element: bytes });
+  /**
+   * Send one element: at once when it is small and nothing of its stream waits; otherwise
+   * queued behind its stream's split element, whose parts go out one per stream per turn of
+   * the event loop, round-robin (§8), so one large element never stalls the other streams.
+   */
+  sendElement(stream, bytes) {
+    if (stream.queue.length === 0 && bytes.length <= this._limits.splitThreshold) {
+      this._conn._send({ type: "onNext", subscriber: stream.id, element: bytes }, stream.elementSize);
       return;
     }
-    // one element at a time per connection, so element id 0 is always free again (§8)
-    for (let at = 0; at < bytes.length; at += threshold) {
-      const last = at + threshold >= bytes.length;
-      this._conn._send({ type: last ? "onNextLastPart" : "onNextPart", subscriber: id, element_id: 0,
-        data: bytes.subarray(at, at + threshold) });
+    stream.queue.push({ bytes, at: 0 });
+    this._splitting.add(stream);
+    this._scheduleParts();
+  }
+
+  _scheduleParts() {
+    if (this._partsQueued || this._splitting.size === 0) return;
+    this._partsQueued = true;
+    nextTurn(() => {
+      this._partsQueued = false;
+      this._sendParts();
+    });
+  }
+
+  /** One round: the next part (or queued small element) of every stream with a split element. */
+  _sendParts() {
+    if (!this._conn.writable) {
+      if (this._conn.state === "OPEN") this._conn._waitWritable(); // pullAll() comes back here
+      return;
     }
+    const threshold = this._limits.splitThreshold;
+    for (const stream of [...this._splitting]) {
+      const head = stream.queue[0];
+      if (head === undefined) { // everything sent: the terminal signal may follow now
+        this._splitting.delete(stream);
+        if (stream.terminal !== null) {
+          this.streams.delete(stream.id);
+          this._conn._send(stream.terminal);
+          stream.terminal = null;
+        }
+        continue;
+      }
+      if (head.bytes.length <= threshold && head.at === 0) {
+        this._conn._send({ type: "onNext", subscriber: stream.id, element: head.bytes }, stream.elementSize);
+        stream.queue.shift();
+        if (stream.queue.length === 0 && !stream.done) this.schedulePull(stream);
+        continue;
+      }
+      const end = Math.min(head.at + threshold, head.bytes.length);
+      const last = end === head.bytes.length;
+      // one split element at a time per subscription, so element id 0 is free again (§8)
+      this._conn._send({ type: last ? "onNextLastPart" : "onNextPart", subscriber: stream.id, element_id: 0,
+        data: head.bytes.subarray(head.at, end) });
+      head.at = end;
+      if (last) stream.queue.shift();
+      if (stream.queue.length === 0 && !stream.done) this.schedulePull(stream);
+    }
+    this._scheduleParts();
   }
 
   /** End one subscription with onError `message`, cancelling its local Publisher. */
@@ -297,10 +371,15 @@ export class ServingTable {
     this._conn._send({ type: "onError", subscriber: stream.id, error: message });
   }
 
+  /** The local publisher's terminal signal, sent after the stream's queued elements. */
   finish(stream, frame) {
     stream.done = true;
-    this.streams.delete(stream.id);
-    this._conn._send(frame);
+    if (stream.queue.length === 0) {
+      this.streams.delete(stream.id);
+      this._conn._send(frame);
+    } else {
+      stream.terminal = frame; // _sendParts sends it after the last part; a cancel still drops them
+    }
   }
 
   /** The connection ended: cancel every local Publisher. */
@@ -312,6 +391,9 @@ export class ServingTable {
 
   _stop(stream) {
     stream.done = true;
+    stream.queue = [];
+    stream.terminal = null;
+    this._splitting.delete(stream);
     this.streams.delete(stream.id);
     try {
       stream.upstream?.cancel();

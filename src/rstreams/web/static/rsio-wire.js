@@ -5,9 +5,10 @@
 // names as docs/protocol-vectors.json ({type: "request", subscriber: 1, demand: 5n}). Extension
 // messages (0x80-0xff, §4.4) are framed generically: {type: "extension", code, payload}.
 //
-// Integers: ids, counts, lengths and sizes are Numbers (anything above 2**53 - 1 is a limit
-// error long before); demand and extension ids are BigInts when they do not fit a Number
-// safely, and `demand` is always a BigInt so that 2**63 - 1 (unbounded) is exact.
+// Integers: counts, lengths and sizes are Numbers (anything above 2**53 - 1 is a limit
+// error long before); subscriber ids, element ids and extension ids are Numbers, or BigInts
+// when they do not fit a Number exactly (ids may be any varint, §2.1); `demand` is always a
+// BigInt so that 2**63 - 1 (unbounded) is exact.
 //
 // FrameDecoder is incremental: feed() takes any slice of the byte stream (WebSocket message
 // boundaries mean nothing, §1) and returns the complete frames. Once a length prefix has been
@@ -204,8 +205,9 @@ class Reader {
     return Number(value);
   }
 
+  /** An id (§2.1: any varint): a Number when it is one exactly, else a BigInt, so one value has one form. */
   id() {
-    return this.number(Number.MAX_SAFE_INTEGER, "id", "§3");
+    return small(this.bigint());
   }
 
   raw(length) {

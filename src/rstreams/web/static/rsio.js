@@ -38,7 +38,7 @@ import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.
 import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 
 export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
-export { fromAsyncIterable, fromIterable } from "./rsio-publish.js";
+export { fixedSize, fromAsyncIterable, fromIterable } from "./rsio-publish.js";
 export { RESUME_DEFAULTS } from "./rsio-resume.js";
 
 export const SUBPROTOCOL = "rsio.v0";
@@ -357,6 +357,18 @@ export class Connection {
     return this.closed;
   }
 
+  /**
+   * The remote publisher `name` as a Publisher: each subscribe(subscriber) is
+   * conn.subscribe(name, subscriber, options). For relaying, or for operators written against
+   * the Publisher interface.
+   */
+  publisher(name, options = {}) {
+    if (typeof name !== "string") {
+      throw new TypeError(`publisher names are strings such as "sensors/temp?from=100", got ${typeof name}`);
+    }
+    return { subscribe: (subscriber) => { this.subscribe(name, subscriber, options); } };
+  }
+
   /** Subscriptions this endpoint has open (each with name, state, outstanding, received). */
   get subscriptions() {
     return [...this._subs.values()];
@@ -378,10 +390,10 @@ export class Connection {
   }
 
   // -- sending ----------------------------------------------------------------------------------
-  _send(frame) {
+  /** Queue `frame`; `elementSize`: a served stream's, for its onNext (§7). */
+  _send(frame, elementSize = 0) {
     if (this.state === "CLOSED" || (this.state === "CLOSING" && frame.type !== "goodbye")) return;
-    const sub = frame.type === "onNext" ? this._subs.get(frame.subscriber) : undefined;
-    this._out.push(encodeFrame(frame, sub?.elementSize ?? 0));
+    this._out.push(encodeFrame(frame, elementSize));
     if (!this._flushQueued) {
       this._flushQueued = true;
       queueMicrotask(() => this._flush());
@@ -638,10 +650,13 @@ export class Connection {
       this._end(failure instanceof ProtocolError ? failure : new ConnectionClosedError(failure.message, failure));
       return;
     }
-    const error = this.state === "CLOSING" ? null
-      : this._decoder.pending ? new ProtocolError("the input ended inside a message", "§9.3")
-      : new ConnectionClosedError("the connection ended without a goodbye (PROTOCOL.md §9.3)");
-    this._end(error);
+    if (this.state !== "CLOSING" && this._decoder.pending) { // a truncated message: say so if we still can
+      this._violation(new ProtocolError("the input ended inside a message", "§9.3"));
+      return;
+    }
+    this._end(this.state === "CLOSING" ? null
+      : new ConnectionClosedError("the connection ended without a goodbye (PROTOCOL.md §9.3)"));
+    this._transport.close(); // our side too (a half-open socket stays open otherwise)
   }
 
   _end(error) {
