@@ -7,10 +7,24 @@ from collections.abc import Iterator
 import pytest
 
 import rstreams
+from rstreams.api import Subscription
 from rstreams.replay import ReplayLog, TrimmedError, pack, unpack
 from support import RecordingSubscriber
 
 pytestmark = pytest.mark.timeout(30)
+
+
+class ManualSubscription(Subscription):
+    """An upstream that records what the log requests and emits nothing by itself."""
+
+    def __init__(self) -> None:
+        self.requested: list[int] = []
+
+    def request(self, n: int) -> None:
+        self.requested.append(n)
+
+    def cancel(self) -> None:
+        pass
 
 
 def counting(n: int, produced: list[int]) -> Iterator[bytes]:
@@ -24,10 +38,28 @@ def test_upstream_demand_is_bounded_by_capacity_until_commit() -> None:
     produced: list[int] = []
     log = ReplayLog("n", capacity=10).feed(rstreams.from_iterable(counting(100, produced)))
     assert len(produced) == 10 and log.info()["end"] == 10
-    log.commit(1)  # less than a quarter of the capacity freed: no new request yet
-    assert len(produced) == 10
     log.commit(6)
     assert len(produced) == 16 and log.first == 6 and log.max_held == 10
+
+
+def test_a_producer_with_nothing_requested_gets_any_room_there_is() -> None:
+    """Requests come in chunks of a quarter of the capacity, except that a producer with no
+    demand at all is asked for whatever room there is: one freed position is enough."""
+    log = ReplayLog("n", capacity=100)
+    upstream = ManualSubscription()
+    log.on_subscribe(upstream)
+    assert upstream.requested == [100]
+    for i in range(100):
+        log.on_next(str(i).encode())
+    log.commit(1)  # room 1, nothing outstanding: asked for at once
+    assert upstream.requested == [100, 1]
+    log.on_next(b"100")
+    log.commit(2)  # again: room 1, nothing outstanding
+    assert upstream.requested == [100, 1, 1]
+    log.commit(3)  # room 1 while 1 is outstanding: waits for a quarter of the capacity
+    assert upstream.requested == [100, 1, 1]
+    log.commit(40)  # 61 held, 1 outstanding
+    assert upstream.requested == [100, 1, 1, 38]
 
 
 def test_cursor_serves_a_range_under_demand_and_waits_for_the_tail() -> None:

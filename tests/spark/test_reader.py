@@ -6,6 +6,7 @@ test calls them, so admission control and reader registration are checked in mil
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 from pyspark.sql.types import LongType, StructField, StructType
 
+import rstreams
 from rstreams.replay import ReplayLog
 from rstreams.spark import arrow_ipc, arrow_rows
 from rstreams.spark._source import RStreamsStreamReader
@@ -52,8 +54,9 @@ def test_max_records_counts_rows_of_arrow_elements(serve: Any) -> None:
     assert source.latestOffset(offset, ReadAllAvailable()) == offset
 
 
-def test_each_fresh_query_is_a_reader_registered_before_it_reads(serve: Any) -> None:
-    """initialOffset registers a new reader name once (Spark asks twice); offsets carry it."""
+def test_a_fresh_query_holds_the_log_until_batch_0_is_logged_then_commits(serve: Any) -> None:
+    """initialOffset only holds (a pending reader, once: Spark asks twice); latestOffset renews the
+    hold; partitions of batch 0 (logged by then) make the reader a committed one."""
     log = ReplayLog("nums", capacity=10)
     log.append([b"1"] * 10)
     server = serve({"nums": log})
@@ -61,13 +64,51 @@ def test_each_fresh_query_is_a_reader_registered_before_it_reads(serve: Any) -> 
     start = first.initialOffset()
     assert first.initialOffset() == start and list(start) == ["position", "reader"]
     assert second.initialOffset() == {"position": 0, "reader": "mine"}
-    assert log.readers() == {start["reader"]: 0, "mine": 0}
+    assert log.pending() == {start["reader"]: 0, "mine": 0} and log.readers() == {}
     end = first.latestOffset(start, ReadAllAvailable())
     assert end == {"position": 10, "reader": start["reader"]}
+    assert log.readers() == {}  # no checkpointed offset yet: still pending
+    assert [(p.start, p.end) for p in first.partitions(start, end)] == [(0, 5), (5, 10)]
+    assert log.readers() == {start["reader"]: 0} and log.pending() == {"mine": 0}
     first.commit(end)
-    assert log.first == 0  # "mine" has committed nothing yet
+    assert log.first == 0  # "mine" holds position 0
     old = reader(server.url, "nums")
     assert old.latestOffset({"position": 3}, ReadAllAvailable()) == {"position": 10}  # an old checkpoint
+
+
+def test_a_driver_restarted_before_batch_0_was_done_replays_it_from_the_logged_reader(serve: Any) -> None:
+    """The restarted driver calls initialOffset again (a new name, a new hold) but replays batch 0
+    with the offsets Spark logged: its start comes from the log's record of the logged reader, and
+    the new hold is released, so no orphan is left."""
+    log = ReplayLog("nums", capacity=100)
+    log.append([str(i).encode() for i in range(30)])
+    server = serve({"nums": log})
+    killed = reader(server.url, "nums", startingPosition="latest")
+    start = killed.initialOffset()  # at 30
+    log.append([str(i).encode() for i in range(30, 50)])
+    logged_end = killed.latestOffset(start, ReadAllAvailable())  # batch 0 = [30, 50), then the kill
+    restarted = reader(server.url, "nums", startingPosition="latest")
+    log.append([b"later"] * 5)
+    again = restarted.initialOffset()  # a fresh name, holding at 55
+    assert again["reader"] != start["reader"] and again["position"] == 55
+    parts = restarted.partitions(again, logged_end)
+    assert [(p.start, p.end) for p in parts] == [(30, 40), (40, 50)]
+    assert log.readers() == {start["reader"]: 30} and log.pending() == {}
+
+
+def test_latest_offset_commits_the_batch_spark_has_finished(serve: Any) -> None:
+    """Spark asks for the next offsets only after the batch ending at `start` is in its commit log,
+    but reports it done only when it plans the next batch: latestOffset commits `start` itself."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"1"] * 10)
+    server = serve({"nums": log})
+    source = reader(server.url, "nums")
+    start = source.initialOffset()
+    end = source.latestOffset(start, ReadAllAvailable())
+    source.partitions(start, end)
+    assert source.latestOffset(end, ReadAllAvailable()) == end  # no new data: no next batch...
+    assert log.first == 10 and log.readers() == {start["reader"]: 10}  # ...but the log is trimmed
+    assert source.reportLatestOffset() == {"position": 10, "behind": 0}
 
 
 def test_element_and_row_bounds_are_exclusive() -> None:
@@ -85,3 +126,63 @@ def test_max_records_on_an_arrow_log_that_counts_no_rows_says_what_to_do(serve: 
     source = reader(server.url, "plain", codec="arrow", maxRecordsPerBatch=25)
     with pytest.raises(ValueError, match=r"rows=rstreams\.spark\.arrow_rows.*maxElementsPerBatch"):
         source.latestOffset(source.initialOffset(), source.getDefaultReadLimit())
+
+
+def spark_order(source: RStreamsStreamReader, total_rows: int, limit: Any) -> list[int]:
+    """Drive ``source`` exactly as Spark's micro-batch loop does (no Spark): offsets, then the
+    write-ahead log, then ``commit`` of the *previous* batch only, then partitions and reads.
+    Returns each batch's rows; fails if the stream stalls before ``total_rows`` arrived."""
+    start = source.initialOffset()
+    previous: dict[str, Any] | None = None
+    sizes: list[int] = []
+    idle = 0
+    while sum(sizes) < total_rows:
+        end = source.latestOffset(start, limit)
+        if end == start:
+            idle += 1
+            assert idle < 3, f"stalled at {start} after {sum(sizes)} of {total_rows} rows: {sizes}"
+            continue
+        idle = 0
+        if previous is not None:
+            source.commit(previous)  # what Spark does once the next batch is in its offset log
+        rows = 0
+        for partition in source.partitions(start, end):
+            rows += sum(batch.num_rows for batch in source.read(partition))
+        sizes.append(rows)
+        previous, start = end, end
+    return sizes
+
+
+@pytest.mark.parametrize("codec", ["json", "msgpack", "arrow"])
+@pytest.mark.parametrize("capacity", [4, 64])
+@pytest.mark.parametrize(
+    "bound", [{}, {"maxRecordsPerBatch": 3}, {"maxRecordsPerBatch": 5_000}, {"maxElementsPerBatch": 2}]
+)
+def test_no_capacity_and_read_limit_stalls_the_stream(
+    serve: Any, codec: str, capacity: int, bound: dict[str, int]
+) -> None:
+    """A producer with 3x the log's capacity, read in Spark's call order: every row arrives,
+    whether a batch takes a few elements or the whole log (which used to deadlock: the room
+    came back only with a commit that Spark sends only for the next batch)."""
+    import msgpack
+
+    elements = capacity * 3 + 1
+    per_element = 3 if codec == "arrow" else 1
+
+    def element(i: int) -> bytes:
+        if codec == "arrow":
+            return batches(per_element)[0]
+        record = {"seq": i}
+        return msgpack.packb(record) if codec == "msgpack" else json.dumps(record).encode()
+
+    counts = arrow_rows if codec == "arrow" else None
+    log = ReplayLog("nums", capacity=capacity, rows=counts).feed(
+        rstreams.from_iterable(element(i) for i in range(elements))
+    )
+    server = serve({"nums": log})
+    source = reader(server.url, "nums", codec=codec, **bound)
+    sizes = spark_order(source, elements * per_element, source.getDefaultReadLimit())
+    assert sum(sizes) == elements * per_element
+    assert log.max_held <= capacity
+    if "maxRecordsPerBatch" in bound:
+        assert max(sizes) <= max(bound["maxRecordsPerBatch"], per_element)

@@ -20,12 +20,17 @@ Needs no extra: this package uses api, flow and net only. Spark's ``rstreams`` s
 
 from __future__ import annotations
 
+from rstreams.replay._access import Access as Access
+from rstreams.replay._access import AccessError as AccessError
+from rstreams.replay._client import AccessDeniedError as AccessDeniedError
 from rstreams.replay._client import RemoteLogError as RemoteLogError
+from rstreams.replay._client import ServerUnavailableError as ServerUnavailableError
 from rstreams.replay._client import fetch_range as fetch_range
 from rstreams.replay._client import request_json as request_json
 from rstreams.replay._client import stream_range as stream_range
 from rstreams.replay._client import upload as upload
 from rstreams.replay._log import PACK_BYTES as PACK_BYTES
+from rstreams.replay._log import PENDING_TIMEOUT as PENDING_TIMEOUT
 from rstreams.replay._log import ReplayLog as ReplayLog
 from rstreams.replay._log import TrimmedError as TrimmedError
 from rstreams.replay._log import pack as pack
@@ -39,12 +44,17 @@ from rstreams.replay._server import replay_offer as replay_offer
 
 __all__ = [
     "PACK_BYTES",
+    "PENDING_TIMEOUT",
     "QUERY_KEYS",
     "STAGING_BYTES",
     "UPLOAD_NAME",
+    "Access",
+    "AccessDeniedError",
+    "AccessError",
     "RemoteLogError",
     "ReplayLog",
     "ReplayServer",
+    "ServerUnavailableError",
     "StagingFullError",
     "TrimmedError",
     "fetch_range",

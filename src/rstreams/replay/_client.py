@@ -21,26 +21,42 @@ import asyncio
 import json
 import os
 import queue
+import ssl
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator
 from itertools import chain
 from typing import Any, TypeVar
 
 from rstreams.api import Subscriber, Subscription
-from rstreams.errors import ReactiveStreamsError
+from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError
 from rstreams.flow._iterable import from_iterable
 from rstreams.net import Connection, RemoteStreamError, connect
+from rstreams.replay._access import Access
 from rstreams.replay._log import unpack
 from rstreams.replay._server import UPLOAD_NAME
 
-__all__ = ["RemoteLogError", "fetch_range", "request_json", "stream_range", "upload"]
+__all__ = [
+    "AccessDeniedError",
+    "RemoteLogError",
+    "ServerUnavailableError",
+    "fetch_range",
+    "request_json",
+    "stream_range",
+    "upload",
+]
 
 PACK = 1024
 """Elements per wire element when fetching ranges (bounded by bytes on the server too)."""
 WINDOW = 8
 """Wire elements a range read may have in flight ahead of its caller (each ~256 KiB at most,
 or one bigger element)."""
+
+RETRY_FIRST = 0.05
+"""Seconds before the first retry of a server that could not be reached (then doubling)."""
+RETRY_MAX = 2.0
+"""Longest pause between two retries: a restarted server is found within about 2 s."""
+_NO_ACCESS = Access()
 
 T = TypeVar("T")
 
@@ -49,40 +65,95 @@ class RemoteLogError(ReactiveStreamsError, RuntimeError):
     """The replay log refused a request; the message is the server's."""
 
 
+class AccessDeniedError(PermissionError):
+    """The server refused the credentials, or the TLS handshake failed; not retried."""
+
+
+class ServerUnavailableError(ConnectionError):
+    """The server could not be reached (or kept breaking the connection) for the whole timeout."""
+
+
+def _retryable(error: BaseException) -> bool:
+    """Whether ``error`` looks like a server restarting or out of reach for a moment."""
+    if isinstance(error, ConnectionBrokenError):
+        return not isinstance(error.__cause__, ssl.SSLError) and "authentic" not in str(error)
+    return isinstance(error, OSError) and not isinstance(error, ssl.SSLError | TimeoutError)
+
+
+def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
+    """The :class:`AccessDeniedError` for a refused handshake or refused credentials, else ``None``."""
+    if isinstance(error, ConnectionBrokenError) and isinstance(error.__cause__, ssl.SSLError):
+        return AccessDeniedError(f"the TLS handshake with {url} failed: {error.__cause__}")
+    if isinstance(error, ConnectionBrokenError) and "authentic" in str(error):
+        return AccessDeniedError(f"{url} refused the credentials: {error}")
+    if "authentication" in str(error):  # our side gave up: the server does not take credentials
+        return AccessDeniedError(f"{url}: {error}")
+    return None
+
+
 class _Client:
-    """This process's event loop thread and its connections, one per URL."""
+    """This process's event loop thread and its connections, one per (URL, access)."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.loop = asyncio.new_event_loop()
-        self._connections: dict[str, Connection] = {}
+        self._connections: dict[tuple[str, Access], Connection] = {}
         threading.Thread(target=self.loop.run_forever, name="rstreams-replay-client", daemon=True).start()
 
-    async def connection(self, url: str, *, fresh: bool = False) -> Connection:
-        conn = self._connections.get(url)
-        if conn is None or conn.closed or fresh:
-            conn = await connect(url)
-            self._connections[url] = conn
+    async def connection(self, url: str, access: Access) -> Connection:
+        conn = self._connections.get((url, access))
+        if conn is None or conn.closed:
+            conn = await connect(url, ssl=access.ssl_context(url), auth=access.auth)
+            self._connections[(url, access)] = conn
         return conn
 
-    def call(self, make: Callable[[Connection], Coroutine[Any, Any, T]], url: str, timeout: float) -> T:
-        """``await make(conn)`` on the loop, within ``timeout`` s; once more on a fresh
-        connection if the kept one had broken (the server restarted, say)."""
+    def call(
+        self,
+        make: Callable[[Connection], Coroutine[Any, Any, T]],
+        url: str,
+        timeout: float,
+        access: Access = _NO_ACCESS,
+    ) -> T:
+        """``await make(conn)`` on the loop within ``timeout`` s, trying again with backoff
+        while the server cannot be reached or breaks the connection (it is restarting).
+
+        Raises:
+            RemoteLogError: the server answered with an error.
+            AccessDeniedError: the TLS handshake or the credentials were refused.
+            ServerUnavailableError: the server stayed out of reach for ``timeout`` s.
+            TimeoutError: the server was there but did not answer within ``timeout`` s.
+        """
+        failures: list[BaseException] = []
 
         async def attempt() -> T:
-            conn = await self.connection(url)
-            try:
-                return await make(conn)
-            except Exception:
-                if not conn.closed:
-                    raise
-            return await make(await self.connection(url, fresh=True))
+            delay = RETRY_FIRST
+            while True:
+                try:
+                    return await make(await self.connection(url, access))
+                except Exception as error:
+                    if not _retryable(error):
+                        raise
+                    failures.append(error)
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, RETRY_MAX)
 
         future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(attempt(), timeout), self.loop)
         try:
             return future.result()
         except RemoteStreamError as error:
             raise RemoteLogError(error.message) from None
+        except TimeoutError:
+            if failures:
+                raise ServerUnavailableError(
+                    f"replay server {url} could not be reached for {timeout:g} s "
+                    f"({len(failures)} attempts; the last: {failures[-1]})"
+                ) from None
+            raise
+        except Exception as error:
+            denied = _denied(error, url)
+            if denied is not None:
+                raise denied from None
+            raise
 
 
 _lock = threading.Lock()
@@ -97,14 +168,19 @@ def _client() -> _Client:
         return _the_client
 
 
-def request_json(url: str, name: str, timeout: float = 30.0) -> dict[str, Any]:
-    """The single JSON answer of publisher ``name`` (``log?latest``, ``log?commit=N``...)."""
+def request_json(
+    url: str, name: str, timeout: float = 30.0, *, access: Access | None = None
+) -> dict[str, Any]:
+    """The single JSON answer of publisher ``name`` (``log?latest``, ``log?commit=N``...).
+
+    Raises what :meth:`_Client.call` raises.
+    """
 
     async def ask(conn: Connection) -> bytes:
         data: bytes = await conn.request(name)
         return data
 
-    answer: dict[str, Any] = json.loads(_client().call(ask, url, timeout))
+    answer: dict[str, Any] = json.loads(_client().call(ask, url, timeout, access or _NO_ACCESS))
     return answer
 
 
@@ -137,26 +213,49 @@ class _Feed(Subscriber[bytes]):
 
 
 def stream_range(
-    url: str, log: str, start: int, end: int, timeout: float = 60.0, *, pack: int = PACK
+    url: str,
+    log: str,
+    start: int,
+    end: int,
+    timeout: float = 60.0,
+    *,
+    pack: int = PACK,
+    access: Access | None = None,
 ) -> Iterator[bytes]:
     """The elements at positions ``[start, end)`` of ``log`` as they arrive (see the module docstring).
 
-    Closing the iterator early cancels the remote subscription.
+    Closing the iterator early cancels the remote subscription. A connection that breaks
+    (the server restarts) is made again and the range goes on from the position reached,
+    all within ``timeout``.
 
     Raises:
         RemoteLogError: the server refused (for example positions already trimmed).
         RuntimeError: fewer elements than asked for arrived (the log ended early).
         TimeoutError: the range did not arrive within ``timeout`` seconds.
+        AccessDeniedError, ServerUnavailableError: as :func:`request_json`.
     """
+    deadline = time.monotonic() + timeout
+    position = start
+    while True:
+        failure = yield from _stream_part(url, log, position, end, deadline, pack, access or _NO_ACCESS)
+        if failure is None:
+            return
+        position = failure
+
+
+def _stream_part(
+    url: str, log: str, start: int, end: int, deadline: float, pack: int, access: Access
+) -> Generator[bytes, None, int | None]:
+    """One subscription to ``[start, end)``; returns ``None`` when complete, or the position
+    to go on from after a broken connection."""
     client = _client()
     name = f"{log}?from={start}&to={end}" + (f"&pack={pack}" if pack else "")
-    deadline = time.monotonic() + timeout
     feed = _Feed()
 
     async def open_range(conn: Connection) -> None:
         conn.publisher(name).subscribe(feed)
 
-    client.call(open_range, url, timeout)
+    client.call(open_range, url, max(0.001, deadline - time.monotonic()), access)
     count = 0  # elements
     taken = 0  # wire elements
     end_signal: _End | None = None
@@ -166,8 +265,8 @@ def stream_range(
                 item = feed.queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 raise TimeoutError(
-                    f"replay log {log!r} at {url}: positions [{start}, {end}) did not arrive within "
-                    f"{timeout} s ({count} did)"
+                    f"replay log {log!r} at {url}: positions [{start}, {end}) did not arrive in time "
+                    f"({count} did)"
                 ) from None
             if isinstance(item, _End):
                 end_signal = item
@@ -181,19 +280,30 @@ def stream_range(
     finally:
         if end_signal is None and feed.subscription is not None:  # closed early, or failed
             client.loop.call_soon_threadsafe(feed.subscription.cancel)
-    if end_signal.error is not None:
-        if isinstance(end_signal.error, RemoteStreamError):
-            raise RemoteLogError(end_signal.error.message)
-        raise end_signal.error
+    error = end_signal.error
+    if error is not None:
+        if isinstance(error, RemoteStreamError):
+            raise RemoteLogError(error.message)
+        if _retryable(error) and time.monotonic() < deadline:
+            return start + count
+        raise error
     if count != end - start:
         raise RuntimeError(
             f"replay log {log!r} at {url} ended after {count} of the {end - start} "
             f"elements at positions [{start}, {end})"
         )
+    return None
 
 
 def fetch_range(
-    url: str, log: str, start: int, end: int, timeout: float = 60.0, *, pack: int = PACK
+    url: str,
+    log: str,
+    start: int,
+    end: int,
+    timeout: float = 60.0,
+    *,
+    pack: int = PACK,
+    access: Access | None = None,
 ) -> list[bytes]:
     """Exactly the elements at positions ``[start, end)`` of ``log``, ``pack`` per wire element.
 
@@ -202,24 +312,76 @@ def fetch_range(
         RuntimeError: fewer elements than asked for arrived (the log ended early).
         TimeoutError: the range did not arrive within ``timeout`` seconds.
     """
-    return list(stream_range(url, log, start, end, timeout, pack=pack))
+    return list(stream_range(url, log, start, end, timeout, pack=pack, access=access))
 
 
-async def _upload(url: str, log: str, token: str, rows: Iterable[bytes]) -> int:
+async def _upload(url: str, log: str, token: str, rows: Iterable[bytes], access: Access, again: bool) -> int:
     header = json.dumps({"log": log, "token": token}).encode()
     elements: Iterator[bytes] = chain([header], rows)
-    conn = await connect(url, publishers={UPLOAD_NAME: from_iterable(elements)})
+    conn = await connect(
+        url, publishers={UPLOAD_NAME: from_iterable(elements)}, ssl=access.ssl_context(url), auth=access.auth
+    )
     try:
+        if again:  # what an attempt cut short had staged, if the server is still the same one
+            await conn.request(f"{log}?discard={token}")
         answer = json.loads(await conn.request(f"{log}?staged={token}"))
     finally:
         await conn.aclose()
     return int(answer["count"])
 
 
-def upload(url: str, log: str, token: str, rows: Iterable[bytes], timeout: float = 300.0) -> int:
-    """Stage ``rows`` on the server's sink log ``log`` under ``token``; returns how many."""
-    try:
-        count: int = asyncio.run(asyncio.wait_for(_upload(url, log, token, rows), timeout))
-    except RemoteStreamError as error:
-        raise RemoteLogError(error.message) from None
-    return count
+def upload(
+    url: str,
+    log: str,
+    token: str,
+    rows: Iterable[bytes],
+    timeout: float = 300.0,
+    *,
+    access: Access | None = None,
+) -> int:
+    """Stage ``rows`` on the server's sink log ``log`` under ``token``; returns how many.
+
+    A server that cannot be reached, or breaks the connection half-way (it restarts), is
+    tried again with backoff until ``timeout``; the rows already sent are kept in memory for
+    that and sent again under the same token, after the server has dropped what it staged.
+
+    Raises:
+        RemoteLogError, AccessDeniedError, ServerUnavailableError: as :func:`request_json`.
+    """
+    chosen = access or _NO_ACCESS
+    deadline = time.monotonic() + timeout
+    sent: list[bytes] = []
+    source = iter(rows)
+
+    def replayed() -> Iterator[bytes]:
+        yield from list(sent)
+        for row in source:
+            sent.append(row)
+            yield row
+
+    failures: list[BaseException] = []
+    delay = RETRY_FIRST
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            attempt = _upload(url, log, token, replayed(), chosen, bool(failures))
+            count: int = asyncio.run(asyncio.wait_for(attempt, max(0.001, left)))
+            return count
+        except RemoteStreamError as error:
+            raise RemoteLogError(error.message) from None
+        except TimeoutError:
+            if failures:
+                raise ServerUnavailableError(
+                    f"replay server {url} could not be reached for {timeout:g} s "
+                    f"({len(failures)} attempts; the last: {failures[-1]})"
+                ) from None
+            raise
+        except Exception as error:
+            denied = _denied(error, url)
+            if denied is not None:
+                raise denied from None
+            if not _retryable(error) or time.monotonic() + delay >= deadline:
+                raise
+            failures.append(error)
+        time.sleep(delay)
+        delay = min(2 * delay, RETRY_MAX)

@@ -19,7 +19,14 @@ A Reactive Streams publisher only goes forward, so this log sits in front of one
   reader (a Spark query, by its checkpoint) has its own committed position; positions
   below the smallest of them go, and the room they free is requested upstream. So two
   queries on one log each read all of it; the slower one holds the producer back.
-  A reader that will never come back must :meth:`~ReplayLog.leave`, or it holds the log.
+  A reader that will never come back must :meth:`~ReplayLog.leave`, or it holds the log
+  (or the log drops it after ``reader_timeout`` seconds of silence while it is full).
+* **hold(position, reader)**: a *pending* reader, which holds the log like a committed one
+  but is forgotten unless it is heard from (another hold, or a commit) within
+  ``pending_timeout`` seconds; its first commit makes it a committed reader. A reader
+  that may vanish before it has anything durable to show (a Spark query before its
+  first checkpointed offset) holds instead of committing, so it cannot stall the log
+  for good. Pending readers live in memory only.
 * ``evict=True`` turns the log into a ring (the sink's result logs): when full, the
   oldest element is dropped instead of pausing the producer.
 
@@ -34,9 +41,11 @@ over RS.io, and Spark's ``rstreams`` source is one of its readers.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from itertools import accumulate, pairwise
@@ -56,6 +65,9 @@ _CHUNK = 4096
 """Most elements a cursor takes from the log per lock acquisition."""
 PACK_BYTES = 256 * 1024
 """About the most bytes one packed element carries (far below RS.io's 16 MiB element limit)."""
+PENDING_TIMEOUT = 120.0
+"""Seconds a pending reader (:meth:`ReplayLog.hold`) is kept without being heard from: well above
+a Spark driver's restart (~20-30 s), short enough that a vanished one frees the log soon."""
 
 
 def _cut(chunk: list[bytes]) -> list[bytes]:
@@ -106,6 +118,14 @@ class ReplayLog(Subscriber[Any]):
         rows: how many rows an element carries (``bytes -> int``; for Arrow IPC elements,
             ``rstreams.spark.arrow_rows``). Lets readers bound a range by rows
             (:meth:`end_within`, ``NAME?rows=R&from=A``). Default: not counted.
+        pending_timeout: seconds a pending reader (:meth:`hold`) is kept unless heard from.
+        reader_timeout: seconds of silence after which a committed reader that holds a
+            full log is dropped (its uncommitted positions may then be trimmed). Default
+            ``None``: committed readers are kept until they :meth:`leave`.
+        clock: the time source for both timeouts (seconds; tests pass a virtual clock).
+
+    Raises:
+        ValueError: a bad argument, named.
     """
 
     def __init__(
@@ -117,9 +137,18 @@ class ReplayLog(Subscriber[Any]):
         encode: Callable[[Any], bytes] | None = None,
         path: str | os.PathLike[str] | None = None,
         rows: Callable[[bytes], int] | None = None,
+        pending_timeout: float = PENDING_TIMEOUT,
+        reader_timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if type(capacity) is not int or capacity < 1:
             raise ValueError(f"capacity= needs an int >= 1, got {capacity!r}")
+        _check_seconds("pending_timeout", pending_timeout)
+        if reader_timeout is not None:
+            _check_seconds("reader_timeout", reader_timeout)
+        self.pending_timeout = float(pending_timeout)
+        self.reader_timeout = None if reader_timeout is None else float(reader_timeout)
+        self._clock = clock
         self.name = name
         self.capacity = capacity
         self.evict = evict
@@ -139,6 +168,10 @@ class ReplayLog(Subscriber[Any]):
         self._complete = False
         self._error: BaseException | None = None
         self._cursors: set[_Cursor] = set()
+        self._pending: dict[str, int] = {}  # pending reader -> held position (memory only)
+        now = clock()
+        self._seen: dict[str, float] = dict.fromkeys(self._store.readers, now)  # reader -> last heard
+        self.expired: dict[str, int] = {}  # readers dropped by a timeout -> their position then
         self.produced = 0  # elements received from upstream (for tests and figures)
         self.max_held = 0  # the most elements ever held at once
 
@@ -181,6 +214,7 @@ class ReplayLog(Subscriber[Any]):
 
     def info(self) -> dict[str, Any]:
         """``{"first", "end", "complete", "error"}``: what ``name?latest`` answers."""
+        self.housekeep()
         with self._lock:
             error = self._error
             return {
@@ -219,18 +253,43 @@ class ReplayLog(Subscriber[Any]):
         """
         if type(position) is not int or position < 0:
             raise ValueError(f"commit needs a position >= 0, got {position!r}")
+        self.housekeep()
         with self._lock:
             store = self._store
             readers = store.readers
             known = reader in readers
-            floor = readers[reader] if known else store.first  # a new reader joins at >= first
-            readers[reader] = max(floor, min(position, store.end))
+            floor = readers[reader] if known else self._pending.pop(reader, store.first)
+            readers[reader] = max(floor, store.first, min(position, store.end))
+            self._seen[reader] = self._clock()
             self._trim()
             if not known:
                 store.save_readers()
             ready = self._take_waiting()
         self._appended(ready)
         self._refill()
+
+    def hold(self, reader: str, position: int | None = None) -> int:
+        """Hold the log for the *pending* reader ``reader`` from ``position`` (default and at
+        least: the oldest held; at most: the end); its position.
+
+        A pending reader keeps every position from there on, like a committed one, but is
+        forgotten unless it holds again or commits within ``pending_timeout`` seconds; its
+        first :meth:`commit` makes it a committed reader. Holding as a reader that is
+        already registered (pending or committed) only says it is alive, and answers its
+        position.
+        """
+        if position is not None and (type(position) is not int or position < 0):
+            raise ValueError(f"hold needs a position >= 0, got {position!r}")
+        self.housekeep()
+        with self._lock:
+            store = self._store
+            self._seen[reader] = self._clock()
+            if reader in store.readers:
+                return store.readers[reader]
+            if reader not in self._pending:
+                at = store.first if position is None else position
+                self._pending[reader] = max(store.first, min(at, store.end))
+            return self._pending[reader]
 
     def join(self, reader: str, position: int | None = None) -> int:
         """Register ``reader`` at ``position`` (default and at least: the oldest held) unless it
@@ -244,29 +303,74 @@ class ReplayLog(Subscriber[Any]):
             if reader not in readers:
                 at = store.first if position is None else position
                 readers[reader] = max(store.first, min(at, store.end))
+                self._pending.pop(reader, None)
                 store.save_readers()
+            self._seen[reader] = self._clock()
             return readers[reader]
 
     def leave(self, reader: str) -> None:
         """Forget ``reader`` (an abandoned query): it no longer holds positions back."""
         with self._lock:
-            if self._store.readers.pop(reader, None) is None:
-                return
-            self._store.save_readers()
+            self._seen.pop(reader, None)
+            if self._pending.pop(reader, None) is None:
+                if self._store.readers.pop(reader, None) is None:
+                    return
+                self._store.save_readers()
             self._trim()
             ready = self._take_waiting()
         self._appended(ready)
         self._refill()
 
     def readers(self) -> dict[str, int]:
-        """Each registered reader's committed position (``""``: the unnamed reader)."""
+        """Each committed reader's committed position (``""``: the unnamed reader)."""
         with self._lock:
             return dict(self._store.readers)
 
+    def pending(self) -> dict[str, int]:
+        """Each pending reader's held position (:meth:`hold`)."""
+        with self._lock:
+            return dict(self._pending)
+
+    def housekeep(self) -> None:
+        """Drop the readers whose timeout has passed, and trim and refill for them.
+
+        Every hold, commit, join and :meth:`info` does this first: a log is checked as
+        often as anybody asks it anything (a Spark query asks every trigger).
+        """
+        with self._lock:
+            if not self._expire():
+                return
+            self._trim()
+            ready = self._take_waiting()
+        self._appended(ready)
+        self._refill()
+
+    def _expire(self) -> bool:  # under the lock
+        """Forget pending readers unheard for ``pending_timeout``, and committed readers unheard
+        for ``reader_timeout`` while the log is full; whether any went."""
+        now = self._clock()
+        seen = self._seen
+        gone = [r for r in self._pending if now - seen.get(r, now) > self.pending_timeout]
+        for reader in gone:
+            self.expired[reader] = self._pending.pop(reader)
+            seen.pop(reader, None)
+        store = self._store
+        timeout = self.reader_timeout
+        if timeout is not None and store.end - store.first >= self.capacity and not self.evict:
+            stale = [r for r in store.readers if now - seen.get(r, now) > timeout]
+            for reader in stale:
+                self.expired[reader] = store.readers.pop(reader)
+                seen.pop(reader, None)
+            if stale:
+                store.save_readers()
+            gone += stale
+        return bool(gone)
+
     def _trim(self) -> None:  # under the lock
         store = self._store
-        if store.readers:
-            drop = min(store.readers.values()) - store.first
+        holds = [*store.readers.values(), *self._pending.values()]
+        if holds:
+            drop = min(holds) - store.first
             if drop > 0:
                 store.drop(drop)
                 if self._index is not None:
@@ -360,8 +464,10 @@ class ReplayLog(Subscriber[Any]):
                 room = self.capacity - self._outstanding
             else:
                 room = self.capacity - (self._store.end - self._store.first) - self._outstanding
-            # Ask in chunks of at least a quarter of the capacity: fewer, larger requests.
-            if room <= 0 or room < self.capacity // 4:
+            # Ask in chunks of at least a quarter of the capacity (fewer, larger requests),
+            # but never leave the producer without demand while there is room: a reader
+            # waiting for one more element must get it (no batch size can deadlock).
+            if room <= 0 or (room < self.capacity // 4 and self._outstanding > 0):
                 return
             self._outstanding += room
         upstream.request(room)
@@ -406,6 +512,13 @@ class ReplayLog(Subscriber[Any]):
     def _detach(self, cursor: _Cursor) -> None:
         with self._lock:
             self._cursors.discard(cursor)
+
+
+def _check_seconds(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name}= needs a number of seconds > 0, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}= needs a number of seconds > 0, got {value!r}")
 
 
 class _Range(Flow[bytes]):

@@ -16,7 +16,13 @@ request/response is one JSON element (UTF-8 bytes):
                                         again; answers like ``latest``. ``&reader=R``:
                                         commit as the named reader ``R`` (registering it);
                                         the log trims below the least commit of its readers
-``NAME?readers``                        ``{"readers": {R: N}}``: each reader's commit
+``NAME?hold=P&reader=R``                hold the log from ``P`` for the *pending* reader
+                                        ``R`` (forgotten unless heard from again within the
+                                        log's ``pending_timeout``; its first commit makes it
+                                        a committed reader); answers like ``latest`` plus
+                                        ``"position"``: ``R``'s position
+``NAME?readers``                        ``{"readers": {R: N}, "pending": {R: N},
+                                        "expired": {R: N}}``: each reader's position
 ``NAME?leave=R``                        forget reader ``R``; answers like ``readers``
 ``NAME?staged=T``                       (sink) waits until the upload ``T`` is complete;
                                         ``{"count"}``
@@ -58,6 +64,7 @@ QUERY_KEYS = (
     "latest",
     "rows",
     "commit",
+    "hold",
     "reader",
     "readers",
     "leave",
@@ -195,14 +202,27 @@ class _Staging:
         (a bounded sink log may first wait for its readers to commit)."""
         answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
+            if (writer, batch) in self._published:
+                for token in tokens:
+                    self._forget(token)
+                    self._done.pop(token, None)
+                self.refused += 1
+                answer.set_result({"published": False, "count": 0})
+                return answer
+            missing = [token for token in tokens if token not in self._uploads]
+            if missing:  # never publish a batch with a hole in it
+                answer.set_exception(
+                    LookupError(
+                        f"sink log {self.log.name!r}: upload {missing[0]!r} is not staged here (was the "
+                        "server restarted since it was uploaded?); batch "
+                        f"{batch} of writer {writer!r} is not published"
+                    )
+                )
+                return answer
             items: list[bytes] = []
             for token in tokens:
                 items.extend(self._forget(token))
                 self._done.pop(token, None)
-            if (writer, batch) in self._published:
-                self.refused += 1
-                answer.set_result({"published": False, "count": 0})
-                return answer
             self._published.add((writer, batch))
         self.log.append(items, lambda: answer.set_result({"published": True, "count": len(items)}))
         return answer
@@ -342,11 +362,16 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
     if "commit" in params:
         log.commit(int(params["commit"]), params.get("reader", ""))
         return _answer(log.info())
+    if "hold" in params:
+        if "reader" not in params:
+            raise ValueError(f"log {log.name!r}: hold=P needs reader=R (the pending reader's name)")
+        position = log.hold(params["reader"], int(params["hold"]))
+        return _answer({**log.info(), "position": position})
     if "readers" in params:
-        return _answer({"readers": log.readers()})
+        return _answer(_readers(log))
     if "leave" in params:
         log.leave(params["leave"])
-        return _answer({"readers": log.readers()})
+        return _answer(_readers(log))
     if staging is None and ({"staged", "publish", "discard"} & params.keys()):
         raise LookupError(f"log {log.name!r} is not a sink log: it takes no uploads")
     if staging is not None:
@@ -363,6 +388,11 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
     start = int(params["from"]) if "from" in params else None
     stop = int(params["to"]) if "to" in params else None
     return log.cursor(start, stop, pack=int(params.get("pack", 0)))
+
+
+def _readers(log: ReplayLog) -> dict[str, Any]:
+    log.housekeep()
+    return {"readers": log.readers(), "pending": log.pending(), "expired": dict(log.expired)}
 
 
 def _chain_count(source: concurrent.futures.Future[int], target: concurrent.futures.Future[Any]) -> None:

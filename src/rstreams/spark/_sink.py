@@ -23,12 +23,15 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from rstreams.replay import Access
 from rstreams.replay._client import request_json, upload
 from rstreams.spark._codecs import row_encoder
+from rstreams.spark._options import OptionError, access_from, explain, number, required
 
 __all__ = ["RStreamsBatchWriter", "RStreamsStreamWriter", "StagedUpload"]
 
@@ -43,35 +46,48 @@ class StagedUpload(WriterCommitMessage):
 
 
 class _Writer:
+    """The sink's options (checked on the driver when the query starts) and its remote calls."""
+
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        for required in ("url", "publisher"):
-            if not options.get(required):
-                raise ValueError(f"the rstreams sink needs .option({required!r}, ...)")
-        self.url = str(options["url"])
-        self.publisher = str(options["publisher"])
+        self.url = required(options, "url", "sink")
+        self.publisher = required(options, "publisher", "sink")
         self.codec = str(options.get("codec", "json"))
-        row_encoder(self.codec)  # check it here, on the driver, where the user set it
+        try:
+            row_encoder(self.codec)  # check it here, on the driver, where the user set it
+        except ValueError as bad:
+            raise OptionError("codec", str(bad)) from None
         self.writer_id = options.get("writerId")
-        self.timeout = float(options.get("timeout", 300))
+        self.timeout = number(options, "timeout", 300.0)
+        self.access: Access = access_from(options, self.url)
 
     def write(self, iterator: Iterator[Any]) -> StagedUpload:
         encode = row_encoder(self.codec)
         token = uuid.uuid4().hex
-        count = upload(self.url, self.publisher, token, map(encode, iterator), self.timeout)
+        try:
+            count = upload(
+                self.url, self.publisher, token, map(encode, iterator), self.timeout, access=self.access
+            )
+        except (PermissionError, ConnectionError) as error:
+            raise explain(error, self.url, self.access) from None
         return StagedUpload(token=token, count=count, writer=self.writer_id or _query_id())
+
+    def _ask(self, query: str) -> dict[str, Any]:
+        try:
+            return request_json(self.url, f"{self.publisher}?{query}", self.timeout, access=self.access)
+        except (PermissionError, ConnectionError) as error:
+            raise explain(error, self.url, self.access) from None
 
     def publish(self, messages: list[WriterCommitMessage | None], batch: int) -> dict[str, Any]:
         staged = [m for m in messages if isinstance(m, StagedUpload)]
         if not staged:
             return {"published": False, "count": 0}
         tokens = ",".join(m.token for m in staged)
-        name = f"{self.publisher}?publish={batch}&writer={staged[0].writer}&tokens={tokens}"
-        return request_json(self.url, name, self.timeout)
+        return self._ask(f"publish={batch}&writer={quote(staged[0].writer, safe='')}&tokens={tokens}")
 
     def discard(self, messages: list[WriterCommitMessage | None]) -> None:
         tokens = ",".join(m.token for m in messages if isinstance(m, StagedUpload))
         if tokens:
-            request_json(self.url, f"{self.publisher}?discard={tokens}", self.timeout)
+            self._ask(f"discard={tokens}")
 
 
 def _query_id() -> str:

@@ -15,10 +15,26 @@ under which this query commits on the log. ``R`` is made once, when the query st
 fresh (``initialOffset``: option ``readerName``, else a new random name), and lives on in
 the checkpoint, so a restarted query is the same reader and two queries on one log are
 two readers: the log trims only below the least commit of its readers (docs/replay.md).
-A micro-batch reads ``[start, end)``; Spark logs both before it runs, replays exactly
-that range after a restart, and calls ``commit(end)`` once the batch is done, which lets
-the server trim. (Offsets of checkpoints written before readers had names lack ``R``;
-they commit as the unnamed reader.)
+(Offsets of checkpoints written before readers had names lack ``R``; they commit as the
+unnamed reader.)
+
+The reader's first moments: ``initialOffset`` only *holds* the log for ``R`` (a pending
+reader, ``NAME?hold=P&reader=R``), renewed by every ``latestOffset`` until Spark has
+written the first offsets to its checkpoint. That is known when Spark plans batch 0
+(``partitions``, after its offset log is written): only then does ``R`` commit and become
+a committed reader. A driver that dies before leaves a hold that expires
+(``ReplayLog(pending_timeout=)``), not a reader that holds the log for ever. A driver
+that dies after, and restarts, replays batch 0 with the offsets Spark logged, while a new
+process calls ``initialOffset`` again: ``partitions`` then takes batch 0's start from the
+log's record of ``R`` and releases the new process's own hold.
+
+Commits: Spark calls ``commit(end)`` only when it plans the *next* batch, which may
+never come (the end of a finite stream) or only once the log has room again. So
+``latestOffset(start)``, which Spark calls only after the batch ending at ``start`` is in
+its commit log, commits ``start`` itself (the request also tells where the log ends): no
+batch size can stall the log, and the last batch of a stream is trimmed as soon as Spark
+next looks. (Spark's asynchronous progress tracking, which writes the commit log later,
+is not supported.)
 
 Admission control (Spark 4.2+): ``maxRecordsPerBatch`` (rows) becomes ``ReadMaxRows``.
 With ``json`` and ``msgpack`` one element is one row, so a batch ends ``max`` positions
@@ -59,14 +75,19 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from rstreams.replay import Access
 from rstreams.replay._client import PACK, RemoteLogError, request_json, stream_range
 from rstreams.spark._codecs import check_codec, decode_stream
+from rstreams.spark._options import OptionError, access_from, explain, number, positive, required
 
 __all__ = ["RStreamsDataSource", "RangePartition"]
 
 
 class RangePartition(InputPartition):
-    """Positions ``[start, end)`` of the log ``publisher`` at ``url`` (small and picklable)."""
+    """Positions ``[start, end)`` of the log ``publisher`` at ``url`` (small and picklable).
+
+    The credentials are not in it: ``read`` takes them from the pickled reader.
+    """
 
     def __init__(self, url: str, publisher: str, start: int, end: int) -> None:
         self.url = url
@@ -79,64 +100,73 @@ class RangePartition(InputPartition):
 
 
 class _Options:
-    """The reader's options, checked once where the user set them."""
+    """The reader's options, checked once where the user set them (the query's start)."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        for required in ("url", "publisher"):
-            if not options.get(required):
-                raise ValueError(
-                    f"the rstreams source needs .option({required!r}, ...): "
-                    'e.g. .option("url", "tcp://host:port").option("publisher", "sensors")'
-                )
-        self.url = str(options["url"])
-        self.publisher = str(options["publisher"])
-        self.codec = check_codec(str(options.get("codec", "json")))
-        self.partitions = _positive(options, "numPartitions", 2)
-        self.max_rows = _positive(options, "maxRecordsPerBatch", 0) or None
-        self.max_elements = _positive(options, "maxElementsPerBatch", 0) or None
+        self.url = required(options, "url", "source")
+        self.publisher = required(options, "publisher", "source")
+        try:
+            self.codec = check_codec(str(options.get("codec", "json")))
+        except ValueError as bad:
+            raise OptionError("codec", str(bad)) from None
+        self.partitions = positive(options, "numPartitions", 2)
+        self.max_rows = positive(options, "maxRecordsPerBatch", 0) or None
+        self.max_elements = positive(options, "maxElementsPerBatch", 0) or None
         if self.max_rows is not None and self.max_elements is not None:
-            raise ValueError("set one of the options maxRecordsPerBatch and maxElementsPerBatch, not both")
+            raise OptionError(
+                "maxRecordsPerBatch",
+                "set one of the options maxRecordsPerBatch and maxElementsPerBatch, not both",
+            )
         # With codec arrow an element carries many rows: the log counts them (ReplayLog(rows=)).
         self.count_rows = self.max_rows is not None and self.codec == "arrow"
         self.reader_name = str(options.get("readerName") or "")
-        self.timeout = float(options.get("timeout", 60))
-        self.starting = str(options.get("startingPosition", "earliest"))
-        self.ending = str(options.get("endingPosition", "latest"))
+        self.timeout = number(options, "timeout", 60.0)
+        self.starting = _position_option(options, "startingPosition", "earliest", ("earliest", "latest"))
+        self.ending = _position_option(options, "endingPosition", "latest", ("latest",))
+        self.access: Access = access_from(options, self.url)
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
 
+    def ask(self, query: str) -> dict[str, Any]:
+        """``publisher?query``'s JSON answer; failures restated with the options to change."""
+        try:
+            return request_json(self.url, f"{self.publisher}?{query}", self.timeout, access=self.access)
+        except (PermissionError, ConnectionError) as error:
+            raise explain(error, self.url, self.access) from None
+
     def info(self) -> dict[str, Any]:
-        return request_json(self.url, f"{self.publisher}?latest", self.timeout)
+        return self.ask("latest")
 
     def end_within(self, start: int, max_rows: int) -> int:
         """The end of the longest range from ``start`` with at most ``max_rows`` rows (the log counts)."""
         try:
-            answer = request_json(self.url, f"{self.publisher}?rows={max_rows}&from={start}", self.timeout)
+            answer = self.ask(f"rows={max_rows}&from={start}")
         except RemoteLogError as error:
             if "counts no rows" not in str(error):
                 raise
-            raise ValueError(
+            raise OptionError(
+                "maxRecordsPerBatch",
                 f"option maxRecordsPerBatch counts rows, but with codec 'arrow' an element of log "
                 f"{self.publisher!r} is a whole record batch and the log does not count its rows: "
                 "serve it as ReplayLog(..., rows=rstreams.spark.arrow_rows), or bound micro-batches "
-                'in elements with .option("maxElementsPerBatch", N)'
+                'in elements with .option("maxElementsPerBatch", N)',
             ) from None
         return int(answer["end"])
 
     def commit(self, position: int, reader: str | None) -> dict[str, Any]:
-        name = f"{self.publisher}?commit={position}"
+        query = f"commit={position}"
         if reader is not None:
-            name += f"&reader={quote(reader, safe='')}"
-        return request_json(self.url, name, self.timeout)
+            query += f"&reader={quote(reader, safe='')}"
+        return self.ask(query)
+
+    def hold(self, position: int, reader: str) -> dict[str, Any]:
+        return self.ask(f"hold={position}&reader={quote(reader, safe='')}")
 
     def position(self, text: str, info: dict[str, Any]) -> int:
         if text == "earliest":
             return int(info["first"])
         if text == "latest":
             return int(info["end"])
-        try:
-            return int(text)
-        except ValueError:
-            raise ValueError(f"positions are 'earliest', 'latest' or an int; got {text!r}") from None
+        return int(text)
 
     def split(self, start: int, end: int) -> list[InputPartition]:
         total = end - start
@@ -150,23 +180,30 @@ class _Options:
     def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
         # Arrow elements are big: one wire element each (packing would copy them twice).
         pack = 0 if self.codec == "arrow" else PACK
-        elements = stream_range(
-            partition.url, partition.publisher, partition.start, partition.end, self.timeout, pack=pack
-        )
-        return decode_stream(elements, partition.start, self.codec, self.arrow_schema, partition.publisher)
+        try:
+            elements = stream_range(
+                partition.url,
+                partition.publisher,
+                partition.start,
+                partition.end,
+                self.timeout,
+                pack=pack,
+                access=self.access,
+            )
+            yield from decode_stream(
+                elements, partition.start, self.codec, self.arrow_schema, partition.publisher
+            )
+        except (PermissionError, ConnectionError) as error:
+            raise explain(error, self.url, self.access) from None
 
 
-def _positive(options: Mapping[str, str], name: str, default: int) -> int:
-    text = options.get(name)
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 1:
-        raise ValueError(f"option {name} must be an int >= 1, got {text!r}")
-    return value
+def _position_option(options: Mapping[str, str], name: str, default: str, words: tuple[str, ...]) -> str:
+    text = str(options.get(name, default))
+    if text in words or (text.isdigit() and text.isascii()):
+        return text
+    raise OptionError(
+        name, f"option {name} takes {' or '.join(repr(w) for w in words)} or a position >= 0, got {text!r}"
+    )
 
 
 Offset = dict[str, Any]
@@ -186,20 +223,24 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self._opts = _Options(options, schema)
         self._target: int | None = None  # trigger(availableNow=True): the end fixed at start
-        self._initial: Offset | None = None  # Spark asks twice; the reader registers once
+        self._initial: Offset | None = None  # Spark asks twice; the reader holds once
+        self._confirmed = False  # whether the query's reader has committed (batch 0 is logged)
+        self._latest: dict[str, Any] = {}  # the log's last answer, for reportLatestOffset
 
     def initialOffset(self) -> Offset:
-        """A fresh query: register its reader name on the log at the starting position."""
+        """A fresh query: hold the log for a new pending reader at the starting position."""
         if self._initial is None:
             opts = self._opts
             reader = opts.reader_name or f"spark-{uuid.uuid4().hex}"
-            if opts.starting == "earliest":
-                # Join at the oldest position held, in one step: another reader's commit
-                # cannot trim between our look and our joining.
-                position = int(opts.commit(0, reader)["first"])
-            else:
-                position = opts.position(opts.starting, opts.info())
-                opts.commit(position, reader)  # joins the log's readers: it keeps our data
+            wanted = 0 if opts.starting == "earliest" else opts.position(opts.starting, opts.info())
+            answer = opts.hold(wanted, reader)
+            position = int(answer["position"])
+            if opts.starting not in ("earliest", "latest") and position > wanted and not opts.reader_name:
+                raise OptionError(
+                    "startingPosition",
+                    f"option startingPosition {wanted}: log {opts.publisher!r} no longer holds it "
+                    f"(the oldest position held is {answer['first']})",
+                )
             self._initial = {"position": position, "reader": reader}
         return self._initial
 
@@ -212,7 +253,11 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
         begin = int(start["position"])
-        info = self._opts.info()
+        reader = start.get("reader")
+        if not self._confirmed and start == self._initial:
+            info = self._opts.hold(begin, str(reader))  # still pending: only say we are alive
+        else:  # the batch that ended at `start` is in Spark's commit log: the log may trim it
+            info = self._opts.commit(begin, None if reader is None else str(reader))
         end = int(info["end"])
         if self._target is not None:
             end = min(end, self._target)
@@ -223,10 +268,38 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 end = min(end, begin + limit.max_rows)
         if end <= begin and info["error"] is not None:
             raise RuntimeError(f"replay log {self._opts.publisher!r} failed upstream: {info['error']}")
+        self._latest = {"end": int(info["end"]), "batch_end": max(end, begin)}
         return _offset(max(end, begin), start)
 
+    def reportLatestOffset(self) -> Offset | None:
+        """The log's end as last seen, with how far behind it the query is (in Spark's progress:
+        ``sources[].latestOffset``): ``behind`` counts the positions not yet in any batch."""
+        if not self._latest:
+            return None
+        end = self._latest["end"]
+        return {"position": end, "behind": max(0, end - self._latest["batch_end"])}
+
     def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
-        return self._opts.split(int(start["position"]), int(end["position"]))
+        begin = int(start["position"])
+        if not self._confirmed and start == self._initial and "reader" in end:
+            begin = self._confirm(begin, str(start["reader"]), str(end["reader"]))
+        return self._opts.split(begin, int(end["position"]))
+
+    def _confirm(self, begin: int, ours: str, logged: str) -> int:
+        """Batch 0 is in Spark's offset log: make its reader a committed one; its start.
+
+        ``logged`` is the reader of the offsets Spark wrote. If it is not ``ours`` (this
+        process's ``initialOffset``), the query is replaying batch 0 after a restart: its
+        start is where ``logged`` holds the log, and our own hold is released.
+        """
+        if logged != ours:
+            readers = self._opts.ask(f"leave={quote(ours, safe='')}")
+            held = {**readers["readers"], **readers["pending"]}
+            if logged in held:
+                begin = int(held[logged])
+        self._opts.commit(begin, logged)
+        self._confirmed = True
+        return begin
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RangePartition):
@@ -236,6 +309,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def commit(self, end: Offset) -> None:
         reader = end.get("reader")
         self._opts.commit(int(end["position"]), None if reader is None else str(reader))
+        self._confirmed = True
 
     def stop(self) -> None:
         """Nothing to release: the process's kept connection serves its next calls, and ends
@@ -263,13 +337,8 @@ class RStreamsBatchReader(DataSourceReader):
 class RStreamsDataSource(DataSource):
     """Spark data source ``rstreams``: read from and write to RS.io replay logs.
 
-    Options: ``url`` (``tcp://host:port``), ``publisher`` (the log's name), ``schema``
-    (DDL, e.g. ``"sensor string, ts timestamp, value double"``), ``codec`` (``json``,
-    ``msgpack``, ``arrow``), ``maxRecordsPerBatch`` (rows; not with ``arrow``) or
-    ``maxElementsPerBatch`` (elements), ``readerName`` (the name the query commits
-    under; default: a new one per fresh query), ``numPartitions`` (default 2),
-    ``startingPosition``/``endingPosition`` (``earliest``, ``latest`` or an int),
-    ``timeout`` (seconds per remote call, default 60).
+    Its options, with defaults and meanings, are :data:`rstreams.spark._options.OPTIONS`
+    (the README's Spark section shows them as a table).
     """
 
     @classmethod
@@ -279,8 +348,9 @@ class RStreamsDataSource(DataSource):
     def schema(self) -> str:
         schema = self.options.get("schema")
         if not schema:
-            raise ValueError(
-                'the rstreams source needs .option("schema", DDL), e.g. "sensor string, value double"'
+            raise OptionError(
+                "schema",
+                'the rstreams source needs .option("schema", DDL), e.g. "sensor string, value double"',
             )
         return str(schema)
 

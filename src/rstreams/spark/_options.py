@@ -1,0 +1,216 @@
+"""Every option of the ``rstreams`` source and sink: one table, checked once where the user set them.
+
+:data:`OPTIONS` is the single list (name, default, meaning, who takes it) that the README's
+option table is checked against (``tests/spark/test_options.py``). Each bad value fails the
+query when it starts, with a :class:`OptionError` that names the option and what it takes.
+
+Credentials come from an option (``token``; ``user`` and ``password``) or from an
+environment variable of the driver named by ``tokenEnv`` / ``passwordEnv``. They are read
+on the driver and travel to executors inside the pickled reader or writer, never in a
+partition's ``repr``, a message, or a log line. Spark itself redacts option values whose
+keys match ``spark.redaction.regex`` (by default: names containing ``token``, ``password``,
+``secret``) in the plans and UIs it prints.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rstreams.replay import Access, AccessDeniedError, AccessError, ServerUnavailableError
+
+__all__ = ["OPTIONS", "Option", "OptionError", "access_from", "explain", "number", "positive", "required"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its name (as Spark's case-insensitive options spell it), default and meaning."""
+
+    name: str
+    default: str
+    meaning: str
+    source: bool = True
+    sink: bool = True
+
+
+OPTIONS = (
+    Option(
+        "url", "(required)", "the replay server: `tcp://host:port`, `tls://`, `ws://`, `wss://`, `unix://`"
+    ),
+    Option("publisher", "(required)", "the log's name on the server (the sink: a sink log)"),
+    Option("schema", "(required)", "the rows' schema as DDL, e.g. `sensor string, value double`", sink=False),
+    Option(
+        "codec",
+        "`json`",
+        "what an element is: `json` or `msgpack` (one row each) or `arrow` (an Arrow IPC stream; "
+        "source only)",
+    ),
+    Option(
+        "maxRecordsPerBatch",
+        "none",
+        "at most this many rows per micro-batch (with `arrow`: the log must count rows)",
+        sink=False,
+    ),
+    Option("maxElementsPerBatch", "none", "at most this many elements per micro-batch", sink=False),
+    Option("numPartitions", "`2`", "Spark partitions per micro-batch (ranges of the log)", sink=False),
+    Option(
+        "readerName",
+        "a new name per fresh query",
+        "the reader the query commits as on the log (kept in its checkpoint)",
+        sink=False,
+    ),
+    Option(
+        "startingPosition",
+        "`earliest`",
+        "where a fresh query starts: `earliest`, `latest` or a position",
+        sink=False,
+    ),
+    Option("endingPosition", "`latest`", "batch reads: where to stop (`latest` or a position)", sink=False),
+    Option(
+        "timeout",
+        "`60` (sink: `300`)",
+        "seconds each remote call may take, retries included: a server restarting within it is "
+        "waited for (with backoff)",
+    ),
+    Option(
+        "writerId",
+        "the query's id",
+        "who publishes on the sink log (once per writer and batch)",
+        source=False,
+    ),
+    Option("token", "none", "a token to present to the server"),
+    Option("tokenEnv", "none", "the environment variable (on the driver) that holds the token"),
+    Option("user", "none", "a user name to present (with `password` or `passwordEnv`)"),
+    Option("password", "none", "the user's password"),
+    Option("passwordEnv", "none", "the environment variable (on the driver) that holds the password"),
+    Option("tlsCaFile", "the system's CAs", "trust these CA certificates (PEM) for `tls://` and `wss://`"),
+    Option("tlsServerName", "the URL's host", "the name the server's certificate must carry"),
+    Option("tlsCertFile", "none", "a client certificate chain (PEM) for mutual TLS"),
+    Option("tlsKeyFile", "none", "its private key, when not in `tlsCertFile`"),
+)
+"""Every option of the source and the sink, in the order the README's table shows them."""
+
+_ACCESS_NAMES = {
+    "cafile": "option tlsCaFile",
+    "server_name": "option tlsServerName",
+    "certfile": "option tlsCertFile",
+    "keyfile": "option tlsKeyFile",
+}
+
+
+class OptionError(ValueError):
+    """A missing or bad option of the ``rstreams`` source or sink; ``.option`` names it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option
+
+
+def required(options: Mapping[str, str], name: str, who: str) -> str:
+    value = options.get(name)
+    if not value:
+        raise OptionError(
+            name,
+            f"the rstreams {who} needs .option({name!r}, ...): "
+            'e.g. .option("url", "tcp://host:port").option("publisher", "sensors")',
+        )
+    return str(value)
+
+
+def positive(options: Mapping[str, str], name: str, default: int) -> int:
+    """An int option >= 1 (``default`` when unset)."""
+    text = options.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise OptionError(name, f"option {name} must be an int >= 1, got {text!r}")
+    return value
+
+
+def number(options: Mapping[str, str], name: str, default: float) -> float:
+    """A number option > 0 (seconds)."""
+    text = options.get(name)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value <= 0:
+        raise OptionError(name, f"option {name} must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _secret(options: Mapping[str, str], name: str) -> str | None:
+    """Option ``name``, or the environment variable option ``{name}Env`` names; never both."""
+    direct, env = options.get(name), options.get(f"{name}Env")
+    if direct and env:
+        raise OptionError(name, f"set one of the options {name} and {name}Env, not both")
+    if env:
+        value = os.environ.get(str(env))
+        if not value:
+            raise OptionError(
+                f"{name}Env", f"option {name}Env names the environment variable {env!r}, which is not set"
+            )
+        return value
+    return str(direct) if direct else None
+
+
+def access_from(options: Mapping[str, str], url: str) -> Access:
+    """The :class:`Access` the options describe, checked against ``url``.
+
+    Raises:
+        OptionError: naming the option (never showing a credential).
+    """
+    token = _secret(options, "token")
+    user = options.get("user")
+    password = _secret(options, "password")
+    if token is not None and (user or password is not None):
+        raise OptionError("token", "set either option token (or tokenEnv) or user and password, not both")
+    if (password is not None) != bool(user):
+        missing = "user" if password is not None else "password"
+        raise OptionError(
+            missing, f"options user and password (or passwordEnv) go together: {missing} is missing"
+        )
+    auth: str | tuple[str, str] | None = token
+    if user and password is not None:
+        auth = (str(user), password)
+    access = Access(
+        auth=auth,
+        cafile=_text(options, "tlsCaFile"),
+        server_name=_text(options, "tlsServerName"),
+        certfile=_text(options, "tlsCertFile"),
+        keyfile=_text(options, "tlsKeyFile"),
+    )
+    try:
+        access.ssl_context(url, names=_ACCESS_NAMES)  # loads the files now, on the driver
+    except AccessError as bad:
+        option = next((o for k, o in _ACCESS_NAMES.items() if o in str(bad)), "option tlsCaFile")
+        raise OptionError(option.removeprefix("option "), str(bad)) from None
+    return access
+
+
+def _text(options: Mapping[str, str], name: str) -> str | None:
+    value = options.get(name)
+    return str(value) if value else None
+
+
+def explain(error: BaseException, url: str, access: Access) -> BaseException:
+    """A remote failure restated with the options the user can change (or ``error`` itself)."""
+    if isinstance(error, AccessDeniedError):
+        if "TLS" in str(error):
+            hint = "check the options tlsCaFile, tlsServerName, tlsCertFile and tlsKeyFile"
+        elif access.auth is None:
+            hint = "the server asks for credentials: set the option token (or tokenEnv), or user and password"
+        else:
+            hint = "check the option token (or tokenEnv), or user and password"
+        return PermissionError(f"rstreams: {error}; {hint}")
+    if isinstance(error, ServerUnavailableError):
+        return ConnectionError(f"rstreams: {error}; the option timeout says how long to wait for it")
+    return error
