@@ -234,7 +234,7 @@ def _fail(command: str, message: str, status: int = 2) -> int:
     return status
 
 
-_LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher")
+_LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher", "input_from", "reader_timeout")
 _PUBLISHER_OPTIONS = ("publishers", "codec", "tls_cert", "tls_key", "token", "resume")
 
 
@@ -338,7 +338,12 @@ def _serve_log(args: argparse.Namespace) -> int:
     from rstreams.replay._lines import LineSource
 
     capacity = args.capacity or 100_000
-    log = ReplayLog(args.name, capacity=capacity, path=args.path).feed(LineSource(sys.stdin.buffer))
+    timeouts = {"pending_timeout": args.pending_timeout, "reader_timeout": args.reader_timeout}
+    try:
+        log = ReplayLog(args.name, capacity=capacity, path=args.path, **timeouts)
+        log.feed(LineSource(sys.stdin.buffer), position=args.input_from)
+    except ValueError as bad:
+        return _fail("serve", f"{bad} (--input-from, --pending-timeout, --reader-timeout)")
     sinks = {name: ReplayLog(name, capacity=capacity, evict=True) for name in args.sink}
     server = ReplayServer({args.name: log}, sinks=sinks, url=args.url).start()
     print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
@@ -464,6 +469,28 @@ def _parser() -> argparse.ArgumentParser:
     logged.add_argument("--capacity", type=int, default=None, help="elements held (100000)")
     logged.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
     logged.add_argument("--sink", action="append", default=[], help="also offer a sink log with this name")
+    logged.add_argument(
+        "--input-from",
+        type=int,
+        default=None,
+        metavar="P",
+        help="standard input's first line is position P; lines the log already has are skipped "
+        "(restart with --path and the same input: --input-from 0; default: the log's end)",
+    )
+    logged.add_argument(
+        "--pending-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="forget a pending reader (a Spark query before its first checkpoint) unheard for S s (120)",
+    )
+    logged.add_argument(
+        "--reader-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="drop a reader unheard for S s while the log is full (default: never)",
+    )
     logged.add_argument(
         "--web",
         nargs="?",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -176,3 +177,77 @@ def test_a_reader_joining_by_commit_starts_at_the_oldest_held() -> None:
     log.commit(6, "a")
     log.commit(0, "b")
     assert log.readers() == {"a": 6, "b": 6}
+
+
+class Clock:
+    """A virtual clock for the readers' timeouts: time moves only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_pending_reader_holds_the_log_until_it_goes_silent() -> None:
+    """hold() keeps positions like a commit; unheard for pending_timeout, the reader is forgotten
+    and the log trims and refills for the readers still there."""
+    clock = Clock()
+    produced: list[int] = []
+    log = ReplayLog("n", capacity=10, pending_timeout=30, clock=clock)
+    log.feed(rstreams.from_iterable(counting(100, produced)))
+    assert log.hold("orphan", 0) == 0
+    log.commit(10, "live")
+    assert log.first == 0 and len(produced) == 10  # the pending reader holds position 0
+    clock.now = 29
+    assert log.hold("orphan") == 0  # heard from: renewed
+    clock.now = 58
+    log.housekeep()
+    assert log.pending() == {"orphan": 0}
+    clock.now = 60
+    assert log.info()["first"] == 10 and len(produced) == 20  # asking the log expires it
+    assert log.pending() == {} and log.expired == {"orphan": 0}
+
+
+def test_a_pending_reader_becomes_a_committed_one_at_its_first_commit() -> None:
+    """Once committed, a reader no longer expires as pending, and starts from where it held."""
+    clock = Clock()
+    log = ReplayLog("n", capacity=100, pending_timeout=5, clock=clock)
+    log.append([str(i).encode() for i in range(20)])
+    assert log.hold("q", 4) == 4 and log.first == 0  # a hold does not trim
+    log.commit(2, "q")  # below its hold: it keeps its held position
+    clock.now = 100
+    assert log.readers() == {"q": 4} and log.pending() == {} and log.first == 4
+
+
+def test_reader_timeout_drops_only_silent_readers_of_a_full_log() -> None:
+    """reader_timeout: a committed reader unheard for that long is dropped while the log is full,
+    never while it has room."""
+    clock = Clock()
+    produced: list[int] = []
+    log = ReplayLog("n", capacity=10, reader_timeout=60, clock=clock)
+    log.append([b"x"] * 5)
+    log.commit(0, "gone")
+    log.commit(5, "live")
+    clock.now = 1_000
+    log.housekeep()
+    assert log.readers() == {"gone": 0, "live": 5}  # room left: nobody is stalled
+    log.append([b"x"] * 5)  # full now
+    log.commit(5, "live")
+    assert log.readers() == {"live": 5} and log.expired == {"gone": 0} and log.first == 5
+    assert produced == []
+
+
+def test_feed_from_a_position_skips_what_the_log_already_has(tmp_path: Path) -> None:
+    """A file-backed log restarted with its producer replaying the input from position 0 goes on
+    at its end: no element twice, none missing."""
+    first = ReplayLog("n", capacity=100, path=tmp_path).feed(rstreams.from_iterable(counting(7, [])))
+    assert first.end == 7
+    first.close()
+    again = ReplayLog("n", capacity=100, path=tmp_path)
+    again.feed(rstreams.from_iterable(counting(12, [])), position=0)
+    assert again.end == 12 and again._read(0, 12) == [str(i).encode() for i in range(12)]
+    again.close()
+    full = ReplayLog("n", capacity=100).feed(rstreams.from_iterable([b"x"] * 12))
+    with pytest.raises(ValueError, match=r"feed\(position=20\) is past the log's end 12"):
+        full.feed(rstreams.empty(), position=20)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -9,7 +10,16 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.replay import RemoteLogError, ReplayLog, fetch_range, request_json, stream_range, upload
+from rstreams.replay import (
+    AccessDeniedError,
+    RemoteLogError,
+    ReplayLog,
+    ServerUnavailableError,
+    fetch_range,
+    request_json,
+    stream_range,
+    upload,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -79,7 +89,8 @@ def test_readers_over_rs_io(serve: Any) -> None:
     server = serve({"nums": log})
     assert request_json(server.url, "nums?commit=2&reader=q1")["first"] == 2
     assert request_json(server.url, "nums?commit=9&reader=q2")["first"] == 2
-    assert request_json(server.url, "nums?readers") == {"readers": {"q1": 2, "q2": 9}, "pending": {}, "expired": {}}
+    readers = {"readers": {"q1": 2, "q2": 9}, "pending": {}, "expired": {}}
+    assert request_json(server.url, "nums?readers") == readers
     assert fetch_range(server.url, "nums", 2, 4) == [b"2", b"3"]
     assert request_json(server.url, "nums?leave=q1") == {"readers": {"q2": 9}, "pending": {}, "expired": {}}
     assert log.first == 9
@@ -149,3 +160,46 @@ def test_closing_a_range_stream_early_cancels_it_on_the_server(serve: Any) -> No
     while log._cursors and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not log._cursors
+
+
+def test_a_call_waits_for_a_restarting_server_within_its_timeout(serve: Any) -> None:
+    """Refused connections are retried with backoff: a server back within the timeout answers;
+    one that stays away ends in ServerUnavailableError naming the URL and the attempts."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"0", b"1"])
+    first = serve({"nums": log})
+    url = first.url
+    first.stop()
+    with pytest.raises(ServerUnavailableError, match=rf"{url} could not be reached for 0.3 s \(\d+ attempts"):
+        request_json(url, "nums?latest", timeout=0.3)
+    restart = threading.Timer(0.5, lambda: serve({"nums": log}, url=url))
+    restart.start()
+    try:
+        assert request_json(url, "nums?latest", timeout=20)["end"] == 2
+    finally:
+        restart.join()
+
+
+def test_a_range_read_goes_on_after_the_server_restarts(serve: Any) -> None:
+    """stream_range: the server goes away mid-range and comes back; the read resumes at the
+    position it reached: every element once, in order."""
+    log = ReplayLog("nums", capacity=3_000)
+    log.append([str(i).encode() for i in range(3_000)])
+    first = serve({"nums": log})
+    url = first.url
+    elements = stream_range(url, "nums", 0, 3_000, timeout=30, pack=0)
+    got = [next(elements) for _ in range(5)]
+    first.stop()
+    serve({"nums": log}, url=url)
+    got.extend(elements)
+    assert got == [str(i).encode() for i in range(3_000)]
+
+
+def test_refused_credentials_are_not_retried(serve: Any) -> None:
+    """A server that wants a token and gets none fails the call at once with AccessDeniedError."""
+    log = ReplayLog("nums", capacity=10)
+    server = serve({"nums": log}, authenticate=lambda credentials: None)
+    started = time.monotonic()
+    with pytest.raises(AccessDeniedError, match="authentication"):
+        request_json(server.url, "nums?latest", timeout=20)
+    assert time.monotonic() - started < 10

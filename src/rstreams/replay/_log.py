@@ -164,6 +164,7 @@ class ReplayLog(Subscriber[Any]):
                 self._index.add(rows(data))
         self._waiting: deque[tuple[list[bytes], Callable[[], object] | None]] = deque()
         self._outstanding = 0  # requested upstream, not yet received
+        self._skip = 0  # upstream elements still to drop (feed(position=) below the end)
         self._upstream: Subscription | None = None
         self._complete = False
         self._error: BaseException | None = None
@@ -225,8 +226,27 @@ class ReplayLog(Subscriber[Any]):
             }
 
     # -- producer side -------------------------------------------------------------------
-    def feed(self, upstream: Publisher[Any]) -> ReplayLog:
-        """Subscribe to ``upstream`` (once); returns ``self``."""
+    def feed(self, upstream: Publisher[Any], *, position: int | None = None) -> ReplayLog:
+        """Subscribe to ``upstream`` (once); returns ``self``.
+
+        ``position``: the position of ``upstream``'s first element (default: the log's end,
+        that is, ``upstream`` brings only new elements). Its elements below the log's end are
+        dropped: a producer restarted with a file-backed log (``path=``) replays its input
+        from ``position=0`` and the log goes on where it was, with no duplicates.
+
+        Raises:
+            ValueError: ``position`` is past the log's end (positions would be missing).
+        """
+        end = self.end
+        if position is not None:
+            if type(position) is not int or position < 0:
+                raise ValueError(f"feed(position=) needs an int >= 0, got {position!r}")
+            if position > end:
+                raise ValueError(
+                    f"replay log {self.name!r}: feed(position={position}) is past the log's end {end}: "
+                    f"positions {end}..{position - 1} would be missing"
+                )
+            self._skip = end - position
         upstream.subscribe(self)
         return self
 
@@ -253,6 +273,7 @@ class ReplayLog(Subscriber[Any]):
         """
         if type(position) is not int or position < 0:
             raise ValueError(f"commit needs a position >= 0, got {position!r}")
+        self._heard(reader)
         self.housekeep()
         with self._lock:
             store = self._store
@@ -280,6 +301,7 @@ class ReplayLog(Subscriber[Any]):
         """
         if position is not None and (type(position) is not int or position < 0):
             raise ValueError(f"hold needs a position >= 0, got {position!r}")
+        self._heard(reader)
         self.housekeep()
         with self._lock:
             store = self._store
@@ -345,6 +367,11 @@ class ReplayLog(Subscriber[Any]):
         self._appended(ready)
         self._refill()
 
+    def _heard(self, reader: str) -> None:
+        """``reader`` is alive (checked before the timeouts, so it is not expired by its own call)."""
+        with self._lock:
+            self._seen[reader] = self._clock()
+
     def _expire(self) -> bool:  # under the lock
         """Forget pending readers unheard for ``pending_timeout``, and committed readers unheard
         for ``reader_timeout`` while the log is full; whether any went."""
@@ -409,6 +436,14 @@ class ReplayLog(Subscriber[Any]):
     def on_next(self, item: Any) -> None:
         if item is None:
             raise TypeError("rule 2.13: on_next(None) is illegal")
+        with self._lock:
+            skipping = self._skip > 0
+            if skipping:
+                self._skip -= 1
+                self._outstanding -= 1
+        if skipping:
+            self._refill()
+            return
         data = item if self._encode is None else self._encode(item)
         if type(data) is not bytes:
             data = bytes(data)

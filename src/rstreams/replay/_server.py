@@ -42,8 +42,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import ssl as _ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 from rstreams import demand
@@ -244,8 +245,11 @@ class _UploadSubscriber(Subscriber[bytes]):
     the route, so it fails at once too).
     """
 
-    def __init__(self, stagings: Mapping[str, _Staging]) -> None:
+    def __init__(
+        self, stagings: Mapping[str, _Staging], allowed: Callable[[str], bool] | None = None
+    ) -> None:
         self._stagings = stagings
+        self._allowed = allowed
         self._subscription: Subscription | None = None
         self._staging: _Staging | None = None
         self._token = ""
@@ -283,6 +287,10 @@ class _UploadSubscriber(Subscriber[bytes]):
         self._token = token
         if self._staging is None:
             self._fail(None, f"no sink log named {name!r} (uploads go to sink logs)")
+            return
+        if self._allowed is not None and not self._allowed(name):
+            self._staging = None
+            self._fail(None, f"unauthorized: uploads to sink log {name!r}")
             return
         self._future = self._staging.future(token)
 
@@ -409,6 +417,13 @@ class ReplayServer:
     ``ReplayServer({"sensors": log}, sinks={"results": out}).start()``; ``.url`` is where
     Spark connects; :meth:`stop` closes it. Also a context manager. ``staging_bytes``
     bounds each sink log's uploaded-but-unpublished rows (:class:`StagingFullError`).
+
+    Facing a network: ``url="tls://..."`` or ``"wss://..."`` with ``ssl=`` (the server's
+    :class:`ssl.SSLContext`, as :func:`rstreams.serve` takes it; mutual TLS included), and
+    ``authenticate(credentials) -> principal | None`` as for :func:`rstreams.serve`.
+    ``authorize(principal, log) -> bool`` is called with the *log's name* (no query) for every
+    request on a log, read, commit and publish, and for every upload by the log its header
+    names: ``False`` refuses it with ``unauthorized: ...`` naming the log.
     """
 
     def __init__(
@@ -419,11 +434,17 @@ class ReplayServer:
         url: str = "tcp://127.0.0.1:0",
         offer: Any = None,
         staging_bytes: int = STAGING_BYTES,
+        ssl: _ssl.SSLContext | None = None,
+        authenticate: Callable[[Any], Any] | None = None,
+        authorize: Callable[[Any, str], bool] | None = None,
     ) -> None:
         self._route = replay_offer(logs, sinks, staging_bytes=staging_bytes)
         self._offer = offer if offer is not None else self._route
         self._stagings: Mapping[str, _Staging] = self._route.stagings
         self._bind = url
+        self._ssl = ssl
+        self._authenticate = authenticate
+        self._authorize = authorize
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self.loop.run_forever, name="rstreams-replay-server", daemon=True
@@ -436,16 +457,27 @@ class ReplayServer:
         return str(self._server.url)
 
     def start(self) -> Self:
-        from rstreams.net import serve
+        from rstreams.net import serve, split_name
 
         self._thread.start()
         on_connection = self._ask_for_uploads if self._stagings else None
-        coro = serve(self._bind, self._offer, on_connection=on_connection)
+        authorize = self._authorize
+        by_log = None if authorize is None else (lambda who, name: authorize(who, split_name(name)[0]))
+        coro = serve(
+            self._bind,
+            self._offer,
+            on_connection=on_connection,
+            ssl=self._ssl,
+            authenticate=self._authenticate,
+            authorize=by_log,
+        )
         self._server = asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
         return self
 
     def _ask_for_uploads(self, conn: Any) -> None:
-        conn.publisher(UPLOAD_NAME).subscribe(_UploadSubscriber(self._stagings))
+        authorize = self._authorize
+        allowed = None if authorize is None else (lambda log: authorize(conn.principal, log) is True)
+        conn.publisher(UPLOAD_NAME).subscribe(_UploadSubscriber(self._stagings, allowed))
 
     def sink_statistics(self, name: str) -> dict[str, int]:
         """``{"published", "refused"}``: batches published on sink log ``name``, re-runs refused."""
