@@ -1,10 +1,10 @@
 """A streaming query in its own process, for tests/spark/test_kill.py to kill with SIGKILL.
 
-    python killed_query.py URL CHECKPOINT
+    python killed_query.py URL CHECKPOINT [ROWS]
 
-Reads the replay log ``nums`` at URL in micro-batches of 50 rows and writes them with the
-``rstreams`` sink to the sink log ``out`` (test_kill.py restarts the same query from the
-same checkpoint). It runs until killed.
+Reads the replay log ``nums`` at URL in micro-batches of ROWS rows (default 50; ``all``: no
+bound) and writes them with the ``rstreams`` sink to the sink log ``out`` (test_kill.py and
+test_stalls.py restart the same query from the same checkpoint). It runs until killed.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from rstreams.spark import register
 
 def main() -> None:
     url, checkpoint = sys.argv[1:3]
+    rows = sys.argv[3] if len(sys.argv) > 3 else "50"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
@@ -30,13 +31,16 @@ def main() -> None:
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    query = (
+    reader = (
         spark.readStream.format("rstreams")
         .option("url", url)
         .option("publisher", "nums")
         .option("schema", "sensor string, seq bigint, value double")
-        .option("maxRecordsPerBatch", 50)
-        .load()
+    )
+    if rows != "all":
+        reader = reader.option("maxRecordsPerBatch", int(rows))
+    query = (
+        reader.load()
         .writeStream.format("rstreams")
         .option("url", url)
         .option("publisher", "out")

@@ -21,12 +21,13 @@ TOTAL = 1_000
 SCRIPT = Path(__file__).with_name("killed_query.py")
 
 
-def start_query(url: str, checkpoint: Path, log: Path) -> subprocess.Popen[bytes]:
-    """The query in a new process group (its JVM included), its output in ``log``."""
+def start_query(url: str, checkpoint: Path, log: Path, rows: str = "50") -> subprocess.Popen[bytes]:
+    """The query in a new process group (its JVM included), its output in ``log``; ``rows`` per
+    micro-batch (``"all"``: no bound)."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, str(SCRIPT), url, str(checkpoint)],
+            [sys.executable, str(SCRIPT), url, str(checkpoint), rows],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,

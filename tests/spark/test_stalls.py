@@ -1,0 +1,135 @@
+"""No configuration stalls a stream for good: real Spark drivers and log servers killed and restarted.
+
+* a driver killed with SIGKILL before its first checkpointed offset leaves only a pending
+  reader, which expires: the restarted query reads past the log's capacity;
+* the log server killed with SIGKILL mid-stream and restarted (a file-backed log, its
+  producer replaying its input from position 0 with ``--input-from 0``): the running query
+  waits for it within its ``timeout`` and the output is the input, exactly once;
+* micro-batches without a bound on a log smaller than the input (every capacity, limit and
+  codec without Spark: tests/spark/test_reader.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sparksupport import SCHEMA, end_position, read_stream, record, records, wait_until
+from test_kill import kill_group, start_query
+
+import rstreams
+from rstreams.replay import ReplayLog, fetch_range
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.mark.timeout(240)
+def test_a_driver_killed_before_its_first_offset_leaves_no_reader_that_stalls_the_log(
+    spark: Any, serve: Any, tmp_path: Path
+) -> None:
+    """SIGKILL while the query waits for its first data (initialOffset done, no offset logged),
+    then a restart: the first run's reader was only pending and expires; the log, 4x smaller
+    than the input, is read to the end in batches as large as the log."""
+    total = 200
+    log = ReplayLog("nums", capacity=50, pending_timeout=1.0)
+    out = ReplayLog("out", capacity=10 * total)
+    server = serve({"nums": log}, sinks={"out": out})
+    checkpoint, output = tmp_path / "checkpoint", tmp_path / "query.log"
+    first = start_query(server.url, checkpoint, output, rows="all")
+    try:
+
+        def holding() -> bool:
+            assert first.poll() is None, output.read_text()[-3000:]
+            return bool(log.pending())
+
+        wait_until(holding, 120, "the first run to hold the log")
+    finally:
+        kill_group(first)
+    (orphan,) = log.pending()
+    assert log.readers() == {}  # nothing durable: the kill came before the first offset
+    log.feed(rstreams.from_iterable(records(total)))
+    assert log.end == 50  # full: only commits make room
+    query = (
+        read_stream(spark, server.url, "nums")  # no maxRecordsPerBatch: a batch takes the whole log
+        .writeStream.format("rstreams")
+        .option("url", server.url)
+        .option("publisher", "out")
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
+    try:
+        wait_until(lambda: out.end >= total or query.exception() is not None, 120, "all rows published")
+    finally:
+        query.stop()
+    assert query.exception() is None
+    rows = [json.loads(item) for item in fetch_range(server.url, "out", 0, out.end)]
+    assert sorted(row["seq"] for row in rows) == list(range(total))
+    assert orphan in log.expired and orphan not in log.readers()
+    assert log.max_held <= 50
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def start_server(url: str, directory: Path, lines: Path, log: Path) -> subprocess.Popen[bytes]:
+    """``rstreams serve URL nums`` over a file-backed log, fed ``lines`` from its first line on."""
+    command = [sys.executable, "-m", "rstreams.cli", "serve", url, "nums"]
+    command += ["--path", str(directory), "--capacity", "300", "--input-from", "0"]
+    with lines.open("rb") as feed, log.open("ab") as out:
+        return subprocess.Popen(
+            command, stdin=feed, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ)
+        )
+
+
+@pytest.mark.timeout(300)
+def test_a_log_server_killed_and_restarted_mid_stream_is_waited_for(spark: Any, tmp_path: Path) -> None:
+    """SIGKILL to the log server (a file-backed log) mid-stream, and a restart whose producer
+    replays the input from position 0: the query rides through it (its calls retry within
+    `timeout`), the log goes on at its end, and the Parquet output is the input exactly once."""
+    total = 3_000
+    lines = tmp_path / "input.jsonl"
+    lines.write_bytes(b"".join(record(i) + b"\n" for i in range(total)))
+    url = f"tcp://127.0.0.1:{free_port()}"
+    store, server_log = tmp_path / "log", tmp_path / "server.log"
+    server = start_server(url, store, lines, server_log)
+    output, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
+    query = (
+        read_stream(spark, url, "nums", maxRecordsPerBatch=100, timeout=60)
+        .writeStream.format("parquet")
+        .option("path", str(output))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(processingTime="0 seconds")
+        .start()
+    )
+    try:
+
+        def reached(goal: int) -> bool:
+            assert query.exception() is None, query.exception()
+            return end_position(query) >= goal
+
+        wait_until(lambda: reached(500), 120, "500 rows through the query")
+        server.send_signal(signal.SIGKILL)
+        server.wait(30)
+        server = start_server(url, store, lines, server_log)
+        wait_until(lambda: reached(total), 180, "every row through the query after the restart")
+    finally:
+        query.stop()
+        server.send_signal(signal.SIGKILL)
+        server.wait(30)
+    assert query.exception() is None
+    seqs = sorted(row.seq for row in spark.read.schema(SCHEMA).parquet(str(output)).collect())
+    assert seqs == list(range(total)), server_log.read_text()[-2000:]
+    state = json.loads((store / "state.json").read_text())
+    assert len(state["readers"]) == 1  # the query, committed; no orphan
