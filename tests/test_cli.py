@@ -274,7 +274,7 @@ def test_bad_publishers_spec_exits_2(capsys: pytest.CaptureFixture[str], spec: s
     [
         ["serve", "tcp://127.0.0.1:0", "--capacity", "5"],
         ["serve", "tcp://127.0.0.1:0", "--sink", "results"],
-        ["serve", "tcp://127.0.0.1:0", "log", "--token", "t"],
+        ["serve", "tcp://127.0.0.1:0", "log", "--resume"],
         ["serve", "tcp://127.0.0.1:0", "log", "--publishers", "x:Y"],
     ],
 )

@@ -5,7 +5,7 @@
 * ``rstreams serve URL``: serve the built-in demo publishers ``counter`` and
   ``sensors/{id}`` (:mod:`rstreams._cli_publishers`), or with ``--publishers
   module:NAME`` (or ``file.py:NAME``) a user's mapping, as ``rstreams.serve`` takes it;
-  ``--codec``, ``--tls-cert``/``--tls-key``, ``--token``, ``--resume``.
+  ``--codec``, ``--resume``; both forms take ``--tls-cert``/``--tls-key`` and ``--token``.
 * ``rstreams serve URL NAME``: serve the lines of standard input as a replay log ``NAME``
   (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
   reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to;
@@ -235,7 +235,7 @@ def _fail(command: str, message: str, status: int = 2) -> int:
 
 
 _LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher", "input_from", "reader_timeout")
-_PUBLISHER_OPTIONS = ("publishers", "codec", "tls_cert", "tls_key", "token", "resume")
+_PUBLISHER_OPTIONS = ("publishers", "codec", "resume")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -340,12 +340,28 @@ def _serve_log(args: argparse.Namespace) -> int:
     capacity = args.capacity or 100_000
     timeouts = {"pending_timeout": args.pending_timeout, "reader_timeout": args.reader_timeout}
     try:
+        context = _server_tls(args)
+    except ValueError as bad:  # the TLS options
+        return _fail("serve", str(bad))
+    try:
         log = ReplayLog(args.name, capacity=capacity, path=args.path, **timeouts)
         log.feed(LineSource(sys.stdin.buffer), position=args.input_from)
     except ValueError as bad:
         return _fail("serve", f"{bad} (--input-from, --pending-timeout, --reader-timeout)")
+    token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
     sinks = {name: ReplayLog(name, capacity=capacity, evict=True) for name in args.sink}
-    server = ReplayServer({args.name: log}, sinks=sinks, url=args.url).start()
+    server = ReplayServer(
+        {args.name: log},
+        sinks=sinks,
+        url=args.url,
+        ssl=context,
+        authenticate=None if token is None else _token_check(token),
+    )
+    try:
+        server.start()
+    except (OSError, ValueError) as bad:
+        log.close()
+        return _fail("serve", f"cannot serve on {args.url}: {bad}")
     print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
     page = None
     try:
@@ -373,12 +389,28 @@ def _serve_log(args: argparse.Namespace) -> int:
 def _publish(args: argparse.Namespace) -> int:
     import uuid
 
-    from rstreams.replay import request_json, upload
+    from rstreams.replay import (
+        Access,
+        AccessDeniedError,
+        AccessError,
+        ServerUnavailableError,
+        request_json,
+        upload,
+    )
 
+    access = Access(auth=args.token, cafile=args.cafile, server_name=args.server_name)
+    try:
+        access.ssl_context(args.url, names={"cafile": "--cafile", "server_name": "--server-name"})
+    except AccessError as bad:
+        return _fail("publish", str(bad))
     token = uuid.uuid4().hex
     lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)
-    count = upload(args.url, args.name, token, lines)
-    answer = request_json(args.url, f"{args.name}?publish=0&writer=cli-{token}&tokens={token}")
+    try:
+        count = upload(args.url, args.name, token, lines, args.timeout, access=access)
+        name = f"{args.name}?publish=0&writer=cli-{token}&tokens={token}"
+        answer = request_json(args.url, name, args.timeout, access=access)
+    except (AccessDeniedError, ServerUnavailableError) as bad:
+        return _fail("publish", f"{bad} (--token, --cafile, --server-name, --timeout)")
     print(f"published {answer['count']} of {count} lines on {args.name!r}", file=sys.stderr)
     return 0
 
@@ -447,6 +479,12 @@ def _parser() -> argparse.ArgumentParser:
         "url", help="where to listen: tcp://127.0.0.1:9000 (port 0: any), tls://, unix://, ws://, wss://"
     )
     serve.add_argument("name", nargs="?", help="serve standard input's lines as the replay log NAME")
+    serve.add_argument("--tls-cert", metavar="PEM", help="certificate chain for tls:// and wss://")
+    serve.add_argument("--tls-key", metavar="PEM", help="its private key (if not in --tls-cert)")
+    serve.add_argument(
+        "--token",
+        help="accept only clients presenting this token (default: $RSTREAMS_TOKEN; none: no auth)",
+    )
     served = serve.add_argument_group("publishers (rstreams serve URL)")
     served.add_argument(
         "--publishers",
@@ -457,12 +495,6 @@ def _parser() -> argparse.ArgumentParser:
         "--codec",
         choices=("utf8", "json", "int64", "float64", "raw"),
         help="how counter's numbers are encoded (utf8); with --publishers, the elements' codec (raw bytes)",
-    )
-    served.add_argument("--tls-cert", metavar="PEM", help="certificate chain for tls:// and wss://")
-    served.add_argument("--tls-key", metavar="PEM", help="its private key (if not in --tls-cert)")
-    served.add_argument(
-        "--token",
-        help="accept only clients presenting this token (default: $RSTREAMS_TOKEN; none: no auth)",
     )
     served.add_argument("--resume", action="store_true", help="keep sessions of clients whose link breaks")
     logged = serve.add_argument_group("a replay log of standard input (rstreams serve URL NAME)")
@@ -543,8 +575,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     subscribe.set_defaults(run=_subscribe)
     publish = commands.add_parser("publish", help="publish standard input's lines on a server's sink log")
-    publish.add_argument("url", help="tcp://host:port of a server with sink logs (rstreams serve --sink)")
+    publish.add_argument(
+        "url", help="tcp://host:port (or tls://, ws://, wss://) of a server with sink logs (serve --sink)"
+    )
     publish.add_argument("name", help="the sink log's name")
+    publish.add_argument(
+        "--token",
+        default=os.environ.get("RSTREAMS_TOKEN"),
+        help="present this token (default: $RSTREAMS_TOKEN); only to servers that ask for one",
+    )
+    publish.add_argument("--cafile", metavar="PEM", help="trust these CA certificates for tls:// and wss://")
+    publish.add_argument(
+        "--server-name", metavar="NAME", help="the name the server's certificate must carry (the URL's host)"
+    )
+    publish.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="give up after S seconds, retries of a restarting server included (300)",
+    )
     publish.set_defaults(run=_publish)
     conformance = commands.add_parser(
         "conformance",

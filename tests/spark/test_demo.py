@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import threading
 import urllib.request
 from pathlib import Path
@@ -72,6 +73,7 @@ def test_demo_pipeline_publishes_windows_and_saves_them(spark: Any, tmp_path: Pa
     assert figures["rows"] > 0 and figures["batches"] > 0, text
     assert figures["results"] > 0, text  # window averages came back over RS.io
     assert "sensor-0" in text and "window" in text
+    assert re.search(r"query behind [\d,]+ rows", text), text  # the source's lag, from Spark's progress
     saved = spark.read.parquet(figures["parquet"]).collect()
     assert saved and {"sensor", "avg", "n"} <= set(saved[0].asDict())
     # the live page: its address printed, its config naming results, a row over its WebSocket

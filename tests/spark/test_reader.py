@@ -108,7 +108,19 @@ def test_latest_offset_commits_the_batch_spark_has_finished(serve: Any) -> None:
     source.partitions(start, end)
     assert source.latestOffset(end, ReadAllAvailable()) == end  # no new data: no next batch...
     assert log.first == 10 and log.readers() == {start["reader"]: 10}  # ...but the log is trimmed
-    assert source.reportLatestOffset() == {"position": 10, "behind": 0}
+    assert source.reportLatestOffset() == {"position": 10, "behind": 0, "rowsBehind": 0, "oldestHeld": 10}
+
+
+def test_the_lag_reported_in_spark_progress_counts_positions_and_rows(serve: Any) -> None:
+    """reportLatestOffset: positions and rows behind the log's end, for an arrow log that counts rows."""
+    log = ReplayLog("arrow", capacity=10, rows=arrow_rows)
+    log.append(batches(10, 10, 10, 40, 5))
+    server = serve({"arrow": log})
+    source = reader(server.url, "arrow", codec="arrow", maxRecordsPerBatch=25)
+    assert source.reportLatestOffset() is None  # nothing seen yet
+    start = source.initialOffset()
+    source.latestOffset(start, source.getDefaultReadLimit())  # a batch of [0, 2): 20 rows
+    assert source.reportLatestOffset() == {"position": 5, "behind": 3, "rowsBehind": 55, "oldestHeld": 0}
 
 
 def test_element_and_row_bounds_are_exclusive() -> None:

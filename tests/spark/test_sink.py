@@ -26,6 +26,9 @@ def test_stream_sink_publishes_each_batch_once_across_a_rerun(spark: Any, serve:
     """A batch re-run after its sink commit (checkpoint commit lost) is not published twice."""
     source = ReplayLog("nums", capacity=1000)
     source.append(records(300))
+    # The source commits a batch once Spark's commit log has it; the crash simulated below
+    # comes before that point, when the log still held the batch: a second reader keeps it.
+    source.join("keeper")
     results = ReplayLog("results", capacity=1000, evict=True)
     server = serve({"nums": source}, sinks={"results": results})
     checkpoint = tmp_path / "checkpoint"

@@ -25,9 +25,26 @@ from sparksupport import SCHEMA, end_position, read_stream, record, records, wai
 from test_kill import kill_group, start_query
 
 import rstreams
-from rstreams.replay import ReplayLog, fetch_range
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.flow._flow import Flow
+from rstreams.replay import ReplayLog, replay_offer
 
 pytestmark = pytest.mark.spark
+
+
+class _Silent(Subscription):
+    def request(self, n: int) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
+class Never(Flow[bytes]):
+    """A publisher that subscribes and then says nothing: an answer that never comes."""
+
+    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
+        subscriber.on_subscribe(_Silent())
 
 
 @pytest.mark.timeout(240)
@@ -39,39 +56,54 @@ def test_a_driver_killed_before_its_first_offset_leaves_no_reader_that_stalls_th
     than the input, is read to the end in batches as large as the log."""
     total = 200
     log = ReplayLog("nums", capacity=50, pending_timeout=1.0)
-    out = ReplayLog("out", capacity=10 * total)
-    server = serve({"nums": log}, sinks={"out": out})
+    route = replay_offer({"nums": log})
+    stalled: list[str] = []
+
+    def first_run_stops_in_the_window(path: str, params: dict[str, str]) -> Publisher[Any] | None:
+        """The first run's second hold (from latestOffset, before Spark writes offsets/0) never
+        gets an answer: the driver is held inside the window until it is killed."""
+        if "hold" in params and params["reader"] in log.pending() and not stalled:
+            stalled.append(params["reader"])
+        if stalled and params.get("reader") == stalled[0]:
+            return Never()
+        published: Publisher[Any] | None = route(path, params)
+        return published
+
+    server = serve({"nums": log}, offer=first_run_stops_in_the_window)
     checkpoint, output = tmp_path / "checkpoint", tmp_path / "query.log"
     first = start_query(server.url, checkpoint, output, rows="all")
     try:
 
-        def holding() -> bool:
+        def in_the_window() -> bool:
             assert first.poll() is None, output.read_text()[-3000:]
-            return bool(log.pending())
+            return bool(stalled)
 
-        wait_until(holding, 120, "the first run to hold the log")
+        wait_until(in_the_window, 150, "the first run to ask for its first offsets")
     finally:
         kill_group(first)
+    assert not list((checkpoint / "offsets").glob("*")), "the kill came after Spark wrote offsets"
     (orphan,) = log.pending()
     assert log.readers() == {}  # nothing durable: the kill came before the first offset
     log.feed(rstreams.from_iterable(records(total)))
     assert log.end == 50  # full: only commits make room
     query = (
         read_stream(spark, server.url, "nums")  # no maxRecordsPerBatch: a batch takes the whole log
-        .writeStream.format("rstreams")
-        .option("url", server.url)
-        .option("publisher", "out")
+        .writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
         .option("checkpointLocation", str(checkpoint))
         .trigger(processingTime="0 seconds")
         .start()
     )
     try:
-        wait_until(lambda: out.end >= total or query.exception() is not None, 120, "all rows published")
+        wait_until(lambda: end_position(query) >= total or query.exception() is not None, 150, "every row")
+    except AssertionError:
+        state = (log.info(), log.readers(), log.pending(), log.expired, query.recentProgress[-3:])
+        raise AssertionError(f"stalled: {state}") from None
     finally:
         query.stop()
     assert query.exception() is None
-    rows = [json.loads(item) for item in fetch_range(server.url, "out", 0, out.end)]
-    assert sorted(row["seq"] for row in rows) == list(range(total))
+    seqs = sorted(row.seq for row in spark.read.schema(SCHEMA).parquet(str(tmp_path / "out")).collect())
+    assert seqs == list(range(total))
     assert orphan in log.expired and orphan not in log.readers()
     assert log.max_held <= 50
 

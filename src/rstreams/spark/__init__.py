@@ -25,20 +25,13 @@ Replay logs themselves live in :mod:`rstreams.replay` (no PySpark needed); ``Rep
 ``ReplayServer``, ``TrimmedError``, ``RemoteLogError`` and ``replay_offer`` are re-exported here
 for compatibility.
 
-Needs the ``spark`` extra: ``pip install 'rstreams[spark]'`` (pyspark, pyarrow, pandas<3, msgpack)
-and Java 17+.
+Needs the ``spark`` extra: ``pip install 'rstreams[spark]'`` (pyspark 4.2 or newer, pyarrow,
+pandas<3, msgpack) and Java 17+. PySpark 4.0 and 4.1 lack the streaming admission-control API
+(``pyspark.sql.streaming.datasource``) that bounds micro-batches: importing this package there
+fails with what to install.
 """
 
 from __future__ import annotations
-
-try:
-    import pyarrow as _pyarrow  # noqa: F401
-    import pyspark as _pyspark  # noqa: F401
-except ImportError as _missing:  # pragma: no cover - exercised without the extra
-    raise ImportError(
-        f"rstreams.spark needs PySpark and pyarrow ({_missing.name} is missing): "
-        "pip install 'rstreams[spark]'"
-    ) from _missing
 
 from typing import Any
 
@@ -48,6 +41,7 @@ from rstreams.replay import ReplayLog as ReplayLog
 from rstreams.replay import ReplayServer as ReplayServer
 from rstreams.replay import TrimmedError as TrimmedError
 from rstreams.replay import replay_offer as replay_offer
+from rstreams.spark import _requires  # noqa: F401 - first: fails with what to install
 from rstreams.spark._codecs import ElementError as ElementError
 from rstreams.spark._codecs import arrow_ipc as arrow_ipc
 from rstreams.spark._codecs import arrow_rows as arrow_rows

@@ -287,6 +287,16 @@ def _show_windows(view: _LiveView, shown: str | None, say: Any) -> str | None:
     return newest
 
 
+def _behind(progress: Any) -> str:
+    """The source's lag in a query progress (``reportLatestOffset``): rows behind the log's end."""
+    try:
+        latest = progress["sources"][0]["latestOffset"]
+        report = json.loads(latest) if isinstance(latest, str) else latest
+        return f"{int(report.get('rowsBehind', report['behind'])):,} rows"
+    except (TypeError, KeyError, IndexError, ValueError):
+        return "?"
+
+
 def _watch(
     query: Any, log: ReplayLog, source: SensorSource, view: _LiveView, seconds: float, say: Any
 ) -> Any:
@@ -322,7 +332,7 @@ def _watch(
             say(
                 f"[{elapsed:5.1f} s] into Spark {rows:>9,} rows ({rows / elapsed:>9,.0f}/s) | "
                 f"{len(latencies)} batches, median {median * 1000:.0f} ms | "
-                f"log holds {info['end'] - info['first']:,} | "
+                f"log holds {info['end'] - info['first']:,}, query behind {_behind(query.lastProgress)} | "
                 f"sensors produced {source.produced:,}, waited {source.waiting:.1f} s for demand"
             )
             shown = _show_windows(view, shown, say)

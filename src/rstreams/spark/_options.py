@@ -191,8 +191,10 @@ def access_from(options: Mapping[str, str], url: str) -> Access:
     try:
         access.ssl_context(url, names=_ACCESS_NAMES)  # loads the files now, on the driver
     except AccessError as bad:
-        option = next((o for k, o in _ACCESS_NAMES.items() if o in str(bad)), "option tlsCaFile")
-        raise OptionError(option.removeprefix("option "), str(bad)) from None
+        text = str(bad)
+        named = [name for name in _ACCESS_NAMES.values() if name in text]
+        option = min(named, key=text.index) if named else "option tlsCaFile"  # the one it is about
+        raise OptionError(option.removeprefix("option "), text) from None
     return access
 
 

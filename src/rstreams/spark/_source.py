@@ -226,6 +226,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: Offset | None = None  # Spark asks twice; the reader holds once
         self._confirmed = False  # whether the query's reader has committed (batch 0 is logged)
         self._latest: dict[str, Any] = {}  # the log's last answer, for reportLatestOffset
+        self._uncounted = False  # an arrow log that counts no rows: no rowsBehind
 
     def initialOffset(self) -> Offset:
         """A fresh query: hold the log for a new pending reader at the starting position."""
@@ -268,16 +269,36 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 end = min(end, begin + limit.max_rows)
         if end <= begin and info["error"] is not None:
             raise RuntimeError(f"replay log {self._opts.publisher!r} failed upstream: {info['error']}")
-        self._latest = {"end": int(info["end"]), "batch_end": max(end, begin)}
+        self._latest = {"end": int(info["end"]), "first": int(info["first"]), "batch_end": max(end, begin)}
         return _offset(max(end, begin), start)
 
     def reportLatestOffset(self) -> Offset | None:
-        """The log's end as last seen, with how far behind it the query is (in Spark's progress:
-        ``sources[].latestOffset``): ``behind`` counts the positions not yet in any batch."""
+        """How far behind the log's end the query is, as Spark's progress shows it
+        (``sources[].latestOffset``): ``position``, the log's end as last seen; ``behind``, the
+        positions not yet in any batch; ``rowsBehind``, their rows (one per element for json and
+        msgpack; for arrow when the log counts rows); ``oldestHeld``, the oldest position the log
+        holds (below this query's position while the producer waits: another reader holds the
+        log, see ``NAME?readers``)."""
         if not self._latest:
             return None
-        end = self._latest["end"]
-        return {"position": end, "behind": max(0, end - self._latest["batch_end"])}
+        end, batch_end = self._latest["end"], self._latest["batch_end"]
+        report: Offset = {"position": end, "behind": max(0, end - batch_end)}
+        rows = self._rows_behind(batch_end, end)
+        if rows is not None:
+            report["rowsBehind"] = rows
+        report["oldestHeld"] = self._latest["first"]
+        return report
+
+    def _rows_behind(self, start: int, end: int) -> int | None:
+        if self._opts.codec != "arrow":
+            return max(0, end - start)
+        if end <= start or self._uncounted:
+            return 0 if end <= start else None
+        try:
+            return int(self._opts.ask(f"rows={2**62}&from={start}")["rows"])
+        except RemoteLogError:  # the log counts no rows (or trimmed meanwhile): say nothing
+            self._uncounted = True
+            return None
 
     def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
         begin = int(start["position"])

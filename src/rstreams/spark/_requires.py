@@ -1,0 +1,24 @@
+"""What :mod:`rstreams.spark` needs, checked on import with what to install when it is missing."""
+
+from __future__ import annotations
+
+__all__ = ["MIN_PYSPARK"]
+
+try:
+    import pyarrow as _pyarrow  # noqa: F401
+    import pyspark as _pyspark
+except ImportError as _missing:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        f"rstreams.spark needs PySpark and pyarrow ({_missing.name} is missing): "
+        "pip install 'rstreams[spark]'"
+    ) from _missing
+
+MIN_PYSPARK = (4, 2)
+"""The oldest PySpark whose Python data sources have admission control (ReadLimit, 4.2.0)."""
+
+if tuple(int(part) for part in _pyspark.__version__.split(".")[:2]) < MIN_PYSPARK:
+    raise ImportError(
+        f"rstreams.spark needs PySpark 4.2 or newer, found {_pyspark.__version__}: the streaming "
+        "source bounds micro-batches with pyspark.sql.streaming.datasource (ReadLimit, added in "
+        "4.2.0); pip install 'pyspark>=4.2'"
+    )

@@ -1,0 +1,106 @@
+"""Every option of the source and sink: bad values fail at the query's start naming the option;
+the README's option table lists exactly the options the code takes (no Spark session needed)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql.types import LongType, StructField, StructType
+
+from rstreams.spark._options import OPTIONS, OptionError
+from rstreams.spark._sink import RStreamsStreamWriter
+from rstreams.spark._source import RStreamsDataSource, RStreamsStreamReader
+
+pytestmark = pytest.mark.timeout(30)
+
+SCHEMA = StructType([StructField("seq", LongType())])
+README = Path(__file__).parents[2] / "README.md"
+SECRET = "tok-RECOGNISABLE-91c3"
+
+
+def source(**options: Any) -> RStreamsStreamReader:
+    base = {"url": "tcp://127.0.0.1:1", "publisher": "nums"}
+    return RStreamsStreamReader({**base, **{k: str(v) for k, v in options.items()}}, SCHEMA)
+
+
+def sink(**options: Any) -> RStreamsStreamWriter:
+    base = {"url": "tcp://127.0.0.1:1", "publisher": "out"}
+    return RStreamsStreamWriter({**base, **{k: str(v) for k, v in options.items()}}, SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("options", "option", "says"),
+    [
+        ({"numPartitions": 0}, "numPartitions", "an int >= 1"),
+        ({"maxRecordsPerBatch": "lots"}, "maxRecordsPerBatch", "an int >= 1"),
+        ({"maxElementsPerBatch": -3}, "maxElementsPerBatch", "an int >= 1"),
+        ({"maxRecordsPerBatch": 5, "maxElementsPerBatch": 5}, "maxRecordsPerBatch", "not both"),
+        ({"timeout": "soon"}, "timeout", "seconds > 0"),
+        ({"timeout": "nan"}, "timeout", "seconds > 0"),
+        ({"codec": "xml"}, "codec", "json, msgpack, arrow"),
+        ({"startingPosition": "first"}, "startingPosition", "'earliest' or 'latest' or a position"),
+        ({"endingPosition": "-1"}, "endingPosition", "'latest' or a position"),
+        ({"token": SECRET, "tokenEnv": "X"}, "token", "not both"),
+        ({"tokenEnv": "RSTREAMS_TEST_UNSET_VARIABLE"}, "tokenEnv", "which is not set"),
+        ({"user": "ann"}, "password", "go together"),
+        ({"password": SECRET}, "user", "go together"),
+        ({"token": SECRET, "user": "ann", "password": SECRET}, "token", "not both"),
+        ({"tlsCaFile": "/no/such/ca.pem"}, "tlsCaFile", "is for tls:// and wss://"),
+        ({"url": "tls://h:1", "tlsCaFile": "/no/such/ca.pem"}, "tlsCaFile", "cannot load option tlsCaFile"),
+        ({"url": "tls://h:1", "tlsKeyFile": "/no/key.pem"}, "tlsKeyFile", "needs option tlsCertFile"),
+        ({"url": ""}, "url", ".option('url', ...)"),
+    ],
+)
+def test_a_bad_source_option_fails_naming_it(options: dict[str, Any], option: str, says: str) -> None:
+    """Each bad value: an OptionError with .option set and a message that says what it takes."""
+    with pytest.raises(OptionError) as failure:
+        source(**options)
+    assert failure.value.option == option and says in str(failure.value)
+    assert SECRET not in str(failure.value)
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [({"codec": "arrow"}, "codec"), ({"timeout": 0}, "timeout"), ({"user": "ann"}, "password")],
+)
+def test_a_bad_sink_option_fails_naming_it(options: dict[str, Any], option: str) -> None:
+    """The sink checks its options on the driver too."""
+    with pytest.raises(OptionError) as failure:
+        sink(**options)
+    assert failure.value.option == option
+
+
+def test_the_schema_option_is_required() -> None:
+    """No schema: the error shows how to give one."""
+    with pytest.raises(OptionError, match=r'option\("schema", DDL\)'):
+        RStreamsDataSource({"url": "tcp://h:1", "publisher": "p"}).schema()
+
+
+def test_credentials_from_the_environment_and_never_in_a_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tokenEnv and passwordEnv read the driver's environment; the Access repr hides them."""
+    monkeypatch.setenv("RSTREAMS_TEST_TOKEN", SECRET)
+    reader = source(tokenEnv="RSTREAMS_TEST_TOKEN")
+    assert reader._opts.access.auth == SECRET and SECRET not in repr(reader._opts.access)
+    monkeypatch.setenv("RSTREAMS_TEST_PASSWORD", SECRET)
+    writer = sink(user="ann", passwordEnv="RSTREAMS_TEST_PASSWORD")
+    assert writer._writer.access.auth == ("ann", SECRET) and SECRET not in repr(writer._writer.access)
+
+
+def readme_table() -> dict[str, tuple[str, str]]:
+    """The README's Spark option table: option -> (default, where)."""
+    text = README.read_text()
+    section = text[text.index("<!-- spark-options -->") :]
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \| ([^|]+) \| [^|]+ \|$", section, re.MULTILINE)
+    return {name: (default.strip(), where.strip()) for name, default, where in rows}
+
+
+def test_the_readme_table_lists_every_option_with_its_default() -> None:
+    """One row per option, in OPTIONS' order, with the same default and the same source/sink column."""
+    table = readme_table()
+    assert list(table) == [option.name for option in OPTIONS]
+    for option in OPTIONS:
+        where = "both" if option.source and option.sink else "source" if option.source else "sink"
+        assert table[option.name] == (option.default, where), option.name

@@ -1,0 +1,150 @@
+"""The source and sink against a server that requires mutual TLS and a token (real local Spark).
+
+A recognisable secret is used throughout, and looked for where it must never be: the query
+plan, the progress JSON, the ``rstreams`` log records and every error message.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sparksupport import records
+
+from rstreams.net import Token
+from rstreams.replay import Access, ReplayLog, fetch_range
+from support_tls import TestCA, server_context
+
+pytestmark = pytest.mark.spark
+
+SECRET = "s3cret-RECOGNISABLE-5b7e"
+WRONG = "wrong-RECOGNISABLE-0d2c"
+
+
+@pytest.fixture
+def secured(serve: Any, tmp_path: Path) -> dict[str, Any]:
+    """A tls:// replay server (client certificates required) whose certificate names only
+    logs.internal, accepting the token SECRET and authorizing the logs nums and out only."""
+    ca = TestCA.make(tmp_path, "rstreams test CA")
+    server_cert = ca.issue("logs", san=("logs.internal",))
+    client = ca.issue("spark-driver", client=True)
+    nums = ReplayLog("nums", capacity=500)
+    nums.append(records(120))
+    logs = {"nums": nums, "private": ReplayLog("private", capacity=10)}
+    sinks = {"out": ReplayLog("out", capacity=1_000), "private-out": ReplayLog("private-out", capacity=10)}
+
+    def authenticate(credentials: object) -> str | None:
+        return "spark" if isinstance(credentials, Token) and credentials.token == SECRET else None
+
+    server = serve(
+        logs,
+        sinks=sinks,
+        url="tls://127.0.0.1:0",
+        ssl=server_context(server_cert, client_ca=ca),
+        authenticate=authenticate,
+        authorize=lambda who, log: who == "spark" and not log.startswith("private"),
+    )
+    options = {
+        "url": server.url,
+        "tlsCaFile": str(ca.cert),
+        "tlsServerName": "logs.internal",
+        "tlsCertFile": str(client.cert),
+        "tlsKeyFile": str(client.key),
+    }
+    return {"server": server, "options": options, "out": sinks["out"], "nums": nums}
+
+
+def stream(spark: Any, options: dict[str, str], log: str = "nums") -> Any:
+    reader = spark.readStream.format("rstreams").option("publisher", log)
+    reader = reader.option("schema", "sensor string, seq bigint, value double")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
+@pytest.mark.timeout(240)
+def test_a_query_reads_and_writes_over_mutual_tls_with_a_token(
+    spark: Any, secured: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: Any
+) -> None:
+    """tls:// + client certificate + token, both ways; the secret is nowhere to be seen."""
+    caplog.set_level(logging.DEBUG, logger="rstreams")
+    options = {**secured["options"], "token": SECRET, "maxRecordsPerBatch": "50"}
+    df = stream(spark, options)
+    writer = df.writeStream.format("rstreams").option("publisher", "out")
+    for key, value in {**secured["options"], "token": SECRET}.items():
+        writer = writer.option(key, value)
+    writer = writer.option("checkpointLocation", str(tmp_path / "checkpoint"))
+    query = writer.trigger(availableNow=True).start()
+    assert query.awaitTermination(180)
+    assert query.exception() is None
+    out = secured["out"]
+    rows = [json.loads(row) for row in _published(secured, out)]
+    assert sorted(row["seq"] for row in rows) == list(range(120))
+    query.explain(extended=True)
+    plan = capsys.readouterr().out + df._jdf.queryExecution().toString()
+    assert "rstreams" in plan.lower() or "PythonDataSource" in plan or "StreamingRelation" in plan
+    progress = json.dumps([json.loads(p.json) for p in query.recentProgress])
+    for where, text in {"plan": plan, "progress": progress, "logs": caplog.text}.items():
+        assert SECRET not in text, where
+
+
+def _published(secured: dict[str, Any], out: ReplayLog) -> list[bytes]:
+    options = secured["options"]
+    access = Access(
+        auth=SECRET,
+        cafile=options["tlsCaFile"],
+        server_name=options["tlsServerName"],
+        certfile=options["tlsCertFile"],
+        keyfile=options["tlsKeyFile"],
+    )
+    return fetch_range(options["url"], "out", 0, out.end, access=access)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("credentials", "says"),
+    [
+        ({}, "the server asks for credentials: set the option token"),
+        ({"token": WRONG}, "check the option token"),
+    ],
+)
+def test_a_missing_or_wrong_token_fails_the_query_at_start_naming_the_option(
+    spark: Any, secured: dict[str, Any], credentials: dict[str, str], says: str
+) -> None:
+    """No token, or a wrong one: the query fails before its first batch, saying which option to fix."""
+    query = (
+        stream(spark, {**secured["options"], **credentials})
+        .writeStream.format("memory")
+        .queryName(f"refused_{len(credentials)}")
+        .trigger(availableNow=True)
+        .start()
+    )
+    with pytest.raises(Exception, match=r"refused the credentials|authentication") as failure:
+        query.awaitTermination(120)
+    message = str(failure.value)
+    assert says in message
+    assert WRONG not in message and SECRET not in message
+    assert not query.recentProgress or all(p["numInputRows"] == 0 for p in query.recentProgress)
+
+
+@pytest.mark.timeout(180)
+def test_a_log_the_principal_may_not_read_or_write_is_refused_by_name(
+    spark: Any, secured: dict[str, Any], tmp_path: Path
+) -> None:
+    """authorize() says no to `private` (read) and `private-out` (write): each error names the log."""
+    options = {**secured["options"], "token": SECRET}
+    query = stream(spark, options, "private").writeStream.format("memory").queryName("private_read")
+    started = query.trigger(availableNow=True).start()
+    with pytest.raises(Exception, match=r"unauthorized.*'private") as failure:
+        started.awaitTermination(120)
+    assert SECRET not in str(failure.value)
+    df = spark.createDataFrame([(1, "a")], "id int, name string")
+    write = df.write.format("rstreams").option("publisher", "private-out")
+    for key, value in options.items():
+        write = write.option(key, value)
+    with pytest.raises(Exception, match=r"unauthorized.*'private-out'") as refused:
+        write.mode("append").save()
+    assert SECRET not in str(refused.value)
