@@ -16,6 +16,7 @@ from sparksupport import records
 
 from rstreams.net import Token
 from rstreams.replay import Access, ReplayLog, fetch_range
+from rstreams.spark import register
 from support_tls import TestCA, server_context
 
 pytestmark = pytest.mark.spark
@@ -145,6 +146,27 @@ def test_a_log_the_principal_may_not_read_or_write_is_refused_by_name(
     write = df.write.format("rstreams").option("publisher", "private-out")
     for key, value in options.items():
         write = write.option(key, value)
-    with pytest.raises(Exception, match=r"unauthorized.*'private-out'") as refused:
+    with pytest.raises(Exception, match=r"unauthorized.*'private-out") as refused:
         write.mode("append").save()
     assert SECRET not in str(refused.value)
+
+
+@pytest.mark.timeout(180)
+def test_a_token_from_the_spark_conf_serves_queries_that_set_none(
+    spark: Any, secured: dict[str, Any]
+) -> None:
+    """spark.rstreams.token, as it was when register() ran, authenticates a query without a token
+    option; it is in no option, so not in the plan either."""
+    spark.conf.set("spark.rstreams.token", SECRET)
+    try:
+        register(spark)
+        df = spark.read.format("rstreams").option("publisher", "nums")
+        df = df.option("schema", "sensor string, seq bigint, value double")
+        for key, value in secured["options"].items():
+            df = df.option(key, value)
+        loaded = df.load()
+        assert loaded.count() == 120
+        assert SECRET not in loaded._jdf.queryExecution().toString()
+    finally:
+        spark.conf.unset("spark.rstreams.token")
+        register(spark)

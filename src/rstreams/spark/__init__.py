@@ -47,6 +47,7 @@ from rstreams.spark._codecs import arrow_ipc as arrow_ipc
 from rstreams.spark._codecs import arrow_rows as arrow_rows
 from rstreams.spark._java import JavaMissingError as JavaMissingError
 from rstreams.spark._java import check_java as check_java
+from rstreams.spark._options import CONF_PREFIX
 from rstreams.spark._source import RStreamsDataSource as RStreamsDataSource
 
 __all__ = [
@@ -66,8 +67,19 @@ __all__ = [
 
 
 def register(spark: Any) -> None:
-    """Register the ``rstreams`` format on ``spark`` (a SparkSession); registration is per session."""
-    spark.dataSource.register(RStreamsDataSource)
+    """Register the ``rstreams`` format on ``spark`` (a SparkSession); registration is per session.
+
+    Credentials in the session's conf (``spark.rstreams.token``, or ``spark.rstreams.user``
+    and ``spark.rstreams.password``), as they are now, serve every query that sets no
+    credential option of its own: they travel inside the registered class (Spark pickles it
+    by value), never in an option, a plan or a log.
+    """
+    conf = {key: spark.conf.get(f"{CONF_PREFIX}{key}", None) for key in ("token", "user", "password")}
+    credentials = {key: str(value) for key, value in conf.items() if value}
+    source: type[RStreamsDataSource] = RStreamsDataSource
+    if credentials:
+        source = type("RStreamsDataSource", (RStreamsDataSource,), {"session_credentials": credentials})
+    spark.dataSource.register(source)
 
 
 _claim(__name__, __all__, globals())

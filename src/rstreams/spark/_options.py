@@ -4,8 +4,11 @@
 option table is checked against (``tests/spark/test_options.py``). Each bad value fails the
 query when it starts, with a :class:`OptionError` that names the option and what it takes.
 
-Credentials come from an option (``token``; ``user`` and ``password``) or from an
-environment variable of the driver named by ``tokenEnv`` / ``passwordEnv``. They are read
+Credentials come from an option (``token``; ``user`` and ``password``), from an
+environment variable of the driver named by ``tokenEnv`` / ``passwordEnv``, or, when no
+credential option is set, from the Spark conf keys ``spark.rstreams.token``,
+``spark.rstreams.user`` and ``spark.rstreams.password`` as they were when
+:func:`rstreams.spark.register` registered the format (:func:`with_conf`). They are read
 on the driver and travel to executors inside the pickled reader or writer, never in a
 partition's ``repr``, a message, or a log line. Spark itself redacts option values whose
 keys match ``spark.redaction.regex`` (by default: names containing ``token``, ``password``,
@@ -16,12 +19,28 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from rstreams.replay import Access, AccessDeniedError, AccessError, ServerUnavailableError
 
-__all__ = ["OPTIONS", "Option", "OptionError", "access_from", "explain", "number", "positive", "required"]
+__all__ = [
+    "CONF_PREFIX",
+    "CREDENTIALS",
+    "OPTIONS",
+    "Option",
+    "OptionError",
+    "access_from",
+    "explain",
+    "number",
+    "positive",
+    "required",
+    "with_conf",
+]
+
+CONF_PREFIX = "spark.rstreams."
+"""Spark conf keys ``spark.rstreams.token``, ``.user``, ``.password``: credentials for every query."""
+CREDENTIALS = ("token", "tokenEnv", "user", "password", "passwordEnv")
 
 
 @dataclass(frozen=True)
@@ -98,6 +117,35 @@ _ACCESS_NAMES = {
     "certfile": "option tlsCertFile",
     "keyfile": "option tlsKeyFile",
 }
+
+
+class _Overlay(Mapping[str, str]):
+    """Options first, then the credentials from the Spark conf."""
+
+    def __init__(self, options: Mapping[str, str], conf: Mapping[str, str]) -> None:
+        self._options = options
+        self._conf = conf
+
+    def __getitem__(self, key: str) -> str:
+        value = self._options.get(key)
+        if value is None:
+            return self._conf[key]
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._options
+        yield from (key for key in self._conf if self._options.get(key) is None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def with_conf(options: Mapping[str, str], conf: Mapping[str, str]) -> Mapping[str, str]:
+    """``options``, plus the credentials ``conf`` holds (``token``, ``user``, ``password``, from
+    the Spark conf) when the options name none themselves."""
+    if not conf or any(options.get(name) for name in CREDENTIALS):
+        return options
+    return _Overlay(options, conf)
 
 
 class OptionError(ValueError):

@@ -78,7 +78,15 @@ from pyspark.sql.types import StructType
 from rstreams.replay import Access
 from rstreams.replay._client import PACK, RemoteLogError, request_json, stream_range
 from rstreams.spark._codecs import check_codec, decode_stream
-from rstreams.spark._options import OptionError, access_from, explain, number, positive, required
+from rstreams.spark._options import (
+    OptionError,
+    access_from,
+    explain,
+    number,
+    positive,
+    required,
+    with_conf,
+)
 
 __all__ = ["RStreamsDataSource", "RangePartition"]
 
@@ -359,8 +367,15 @@ class RStreamsDataSource(DataSource):
     """Spark data source ``rstreams``: read from and write to RS.io replay logs.
 
     Its options, with defaults and meanings, are :data:`rstreams.spark._options.OPTIONS`
-    (the README's Spark section shows them as a table).
+    (the README's Spark section shows them as a table). ``session_credentials`` holds the
+    credentials of the Spark conf (``spark.rstreams.*``) in the subclass that
+    :func:`rstreams.spark.register` makes when there are any.
     """
+
+    session_credentials: Mapping[str, str] = {}
+
+    def _options(self) -> Mapping[str, str]:
+        return with_conf(self.options, self.session_credentials)
 
     @classmethod
     def name(cls) -> str:
@@ -376,17 +391,17 @@ class RStreamsDataSource(DataSource):
         return str(schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return RStreamsStreamReader(self.options, schema)
+        return RStreamsStreamReader(self._options(), schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RStreamsBatchReader(self.options, schema)
+        return RStreamsBatchReader(self._options(), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from rstreams.spark._sink import RStreamsStreamWriter
 
-        return RStreamsStreamWriter(self.options, schema)
+        return RStreamsStreamWriter(self._options(), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from rstreams.spark._sink import RStreamsBatchWriter
 
-        return RStreamsBatchWriter(self.options, schema)
+        return RStreamsBatchWriter(self._options(), schema)
