@@ -13,10 +13,12 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
+from rstreams.errors import ReactiveStreamsError
+
 __all__ = ["Access", "AccessError"]
 
 
-class AccessError(ValueError):
+class AccessError(ReactiveStreamsError, ValueError):
     """A TLS file could not be loaded, or settings that do not go together (named)."""
 
 

@@ -65,11 +65,11 @@ class RemoteLogError(ReactiveStreamsError, RuntimeError):
     """The replay log refused a request; the message is the server's."""
 
 
-class AccessDeniedError(PermissionError):
+class AccessDeniedError(ReactiveStreamsError, PermissionError):
     """The server refused the credentials, or the TLS handshake failed; not retried."""
 
 
-class ServerUnavailableError(ConnectionError):
+class ServerUnavailableError(ReactiveStreamsError, ConnectionError):
     """The server could not be reached (or kept breaking the connection) for the whole timeout."""
 
 

@@ -22,6 +22,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from rstreams.errors import ReactiveStreamsError
 from rstreams.replay import Access, AccessDeniedError, AccessError, ServerUnavailableError
 
 __all__ = [
@@ -148,7 +149,7 @@ def with_conf(options: Mapping[str, str], conf: Mapping[str, str]) -> Mapping[st
     return _Overlay(options, conf)
 
 
-class OptionError(ValueError):
+class OptionError(ReactiveStreamsError, ValueError):
     """A missing or bad option of the ``rstreams`` source or sink; ``.option`` names it."""
 
     def __init__(self, option: str, message: str) -> None:
@@ -260,7 +261,7 @@ def explain(error: BaseException, url: str, access: Access) -> BaseException:
             hint = "the server asks for credentials: set the option token (or tokenEnv), or user and password"
         else:
             hint = "check the option token (or tokenEnv), or user and password"
-        return PermissionError(f"rstreams: {error}; {hint}")
+        return AccessDeniedError(f"rstreams: {error}; {hint}")
     if isinstance(error, ServerUnavailableError):
-        return ConnectionError(f"rstreams: {error}; the option timeout says how long to wait for it")
+        return ServerUnavailableError(f"rstreams: {error}; the option timeout says how long to wait for it")
     return error
