@@ -43,7 +43,7 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait(30)
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
     spark: Any, serve: Any, tmp_path: Path
 ) -> None:
@@ -76,7 +76,7 @@ def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
             assert first.poll() is None, output.read_text()[-3000:]
             return server.sink_statistics("out")["published"] >= 3
 
-        wait_until(published_a_few, 90, "the first run to publish 3 batches")
+        wait_until(published_a_few, 180, "the first run to publish 3 batches")
     finally:
         kill_group(first)
     assert first.returncode == -signal.SIGKILL
