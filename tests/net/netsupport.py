@@ -246,6 +246,9 @@ class MemoryTransport:
 
     def set_write_buffer_limits(self, high: int, low: int) -> None:
         self.high, self.low = high, low
+        if not self.paused and self.size > high:  # as asyncio's transports do
+            self.paused = True
+            self.handler.pause_writing()
 
     def pause_reading(self) -> None:
         self.reading = False

@@ -37,7 +37,6 @@ from rstreams.wire import ExtensionMessage, OnSubscribe, ServerHello, Subscribe,
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 BOUND = 16 * MiB
-NOT_YET = pytest.mark.xfail(reason="issue 18: input backpressure not in net/ yet", strict=True)
 
 FLOODS: dict[str, tuple[Callable[[], bytes], int]] = {
     "subscribes": (lambda: numbered(8 * MiB, lambda i: Subscribe(publisher="nope", subscriber=i)), 8 * MiB),
@@ -63,7 +62,6 @@ def listener() -> Iterator[socket.socket]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
-@NOT_YET
 @pytest.mark.parametrize("kind", sorted(FLOODS))
 def test_client_facing_a_flooding_server(kind: str, listener: socket.socket) -> None:
     """The server floods and never reads: the client's memory stays within the bound."""

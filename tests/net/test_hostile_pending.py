@@ -38,7 +38,6 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-@pytest.mark.xfail(reason="issue 18: input backpressure not in net/ yet", strict=True)
 async def test_pending_connections_are_cheap(directory: str) -> None:
     """1,000 half hellos cost the server at most 4 KiB each while it waits for the rest."""
     with server_process(listen_url("unix", directory)) as server:

@@ -9,6 +9,7 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
+from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_KEEPALIVE
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, check_resume, connect_resumable, resume_config
@@ -34,6 +35,7 @@ async def connect(
     resume: Resume | bool | None = None,
     keepalive: float | None = DEFAULT_KEEPALIVE,
     idle_timeout: float | None = None,
+    unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
     auth: object = None,
 ) -> Connection:
     """Connect to the RS.io server at ``url``; ``conn.publisher(name)`` then reads its streams.
@@ -51,6 +53,9 @@ async def connect(
     ``idle_timeout``: seconds without receiving anything after which this side says
     goodbye ``"idle timeout ..."`` (default ``None``: never; a server's pings keep an idle
     connection alive); on a resumable session it reconnects and resumes instead (§16).
+    ``unread_timeout``: seconds (default 30) a server may leave this side's replies unread;
+    meanwhile, once they pass ``high_water`` bytes, this side stops reading the server
+    (PROTOCOL.md §6.3); then goodbye ``"peer not reading: ..."``. ``None``: no limit.
     ``auth``: credentials presented to the server (PROTOCOL.md §15), a token ``str`` or a
     ``(user, password)`` tuple (or ``Token``/``UserPassword``). If
     the server refuses them it says goodbye and every stream fails with
@@ -77,6 +82,7 @@ async def connect(
         low_water=low_water,
         keepalive=keepalive,
         idle_timeout=idle_timeout,
+        unread_timeout=unread_timeout,
         credentials=credentials,
     )
     conn = Connection(pump)
@@ -103,6 +109,7 @@ async def connect_pipe(
     low_water: int = DEFAULT_LOW_WATER,
     keepalive: float | None = DEFAULT_KEEPALIVE,
     idle_timeout: float | None = None,
+    unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
 ) -> Connection:
     """An RS.io connection over a pair of pipes (file objects or descriptors).
 

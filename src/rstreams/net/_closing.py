@@ -77,15 +77,20 @@ class Closing:
         """The transport is up: the peer's hello is now awaited for at most the handshake timeout."""
         self.made = True
         if self._handshake_timeout is not None:
-            self._handshake_timer = self._outbox.loop.call_later(self._handshake_timeout, self._expired)
+            self._handshake_timer = self._outbox.loop.call_later(
+                self._handshake_timeout, self.handshake_expired
+            )
 
     def hello_received(self) -> None:
         timer, self._handshake_timer = self._handshake_timer, None
         if timer is not None:
             timer.cancel()
 
-    def _expired(self) -> None:
-        self._handshake_timer = None
+    def handshake_expired(self) -> None:
+        """The handshake timeout passed: goodbye, unless the peer's hello has arrived."""
+        timer, self._handshake_timer = self._handshake_timer, None
+        if timer is not None:
+            timer.cancel()
         core = self._outbox.core
         if core.state is ConnectionState.AWAITING_HELLO:
             hello = "serverHello" if core.side is Side.CLIENT else "clientHello"
@@ -247,5 +252,9 @@ class Closing:
         if linger is not None:
             linger.cancel()
         transport = self._outbox.transport
-        if transport is not None and not transport.is_closing():
+        if transport is None or transport.is_closing():
+            return
+        if transport.get_write_buffer_size():
+            transport.abort()  # the peer has not read even the goodbye: nothing more will go out
+        else:
             transport.close()

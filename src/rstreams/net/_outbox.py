@@ -29,6 +29,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from rstreams.net._intake import ReplyLedger
 from rstreams.net._transport import Transport
 from rstreams.wire import Connection as Core
 from rstreams.wire import ExtensionMessage
@@ -44,6 +45,7 @@ class Outbox:
     """What the pieces of one connection share; see the module docstring."""
 
     __slots__ = (
+        "_backlogged",
         "_close_now",
         "_flush",
         "_loop_thread",
@@ -53,6 +55,7 @@ class Outbox:
         "flush_handle",
         "flush_scheduled",
         "heard_at",
+        "ledger",
         "loop",
         "reading",
         "sent_at",
@@ -83,12 +86,17 @@ class Outbox:
         """Why streams can no longer run on this connection; ``None`` while they can."""
         self.closing = False
         """This side said (or is saying) goodbye."""
+        self.ledger = ReplyLedger(mark=0)
+        """Which unsent bytes are replies (input backpressure, :mod:`rstreams.net._intake`)."""
         self._flush: Callable[[], None] = _not_installed
         self._close_now: Callable[[str], None] = _not_installed
+        self._backlogged: Callable[[], None] = _not_installed
 
-    def install_flush(self, flush: Callable[[], None]) -> None:
-        """Set what :meth:`mark_dirty` schedules (the pump's flush; once, at assembly)."""
+    def install_flush(self, flush: Callable[[], None], backlogged: Callable[[], None]) -> None:
+        """Set what :meth:`mark_dirty` schedules (the pump's flush) and what a write that may
+        leave too many replies unsent calls (the pump's backlog check); once, at assembly."""
         self._flush = flush
+        self._backlogged = backlogged
 
     def install_close(self, close_now: Callable[[str], None]) -> None:
         """Set what :meth:`close_now` does (the closing piece's; once, at assembly)."""
@@ -120,11 +128,18 @@ class Outbox:
             return
         data = self.core.data_to_send()
         if data:
-            transport.writelines(data)
-            if activity:
-                self.sent_at = self.loop.time()
+            self.write(transport, data, activity=activity)
         if self.core.has_data_to_send:
             self.mark_dirty()
+
+    def write(self, transport: Transport, data: list[bytes], *, activity: bool = True) -> None:
+        """Hand ``data`` (the core's output) to ``transport``: every write goes through here."""
+        transport.writelines(data)
+        self.ledger.wrote(sum(map(len, data)), more=self.core.has_data_to_send)
+        if activity:
+            self.sent_at = self.loop.time()
+        if self.ledger.may_pass_mark:
+            self._backlogged()
 
     def write_soon(self) -> None:
         """Write what the core holds now, unless that would split a coalesced write.

@@ -33,6 +33,7 @@ from rstreams.net._auth import AuthGate, ClientAuth, ServerAuth
 from rstreams.net._closing import Closing
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
+from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT, MAX_UNSENT, READ_TURN
 from rstreams.net._keepalive import Keepalive, check_interval
 from rstreams.net._outbox import Outbox
 from rstreams.net._routes import Offer
@@ -86,6 +87,7 @@ class Pump:
         handshake_timeout: float | None = None,
         keepalive: float | None = None,
         idle_timeout: float | None = None,
+        unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
         credentials: Credentials | None = None,
         server_auth: ServerAuth | None = None,
         describe: Callable[[], str] = lambda: "<rstreams.net.Connection>",
@@ -93,6 +95,7 @@ class Pump:
         check_water_marks(high_water, low_water)
         check_interval("keepalive", keepalive)
         check_interval("idle_timeout", idle_timeout)
+        check_interval("unread_timeout", unread_timeout)
         # Extensions (PROTOCOL.md §14, §15): keepalive is always listed (the core answers pings;
         # ``keepalive`` only decides whether we send them); auth when there is something to do.
         ids = {KEEPALIVE.id}
@@ -104,8 +107,17 @@ class Pump:
         self.outbox = outbox = Outbox(
             Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True)
         )
-        outbox.install_flush(self.flush)
+        outbox.install_flush(self.flush, self._check_backlog)
+        outbox.ledger.mark = low_water
         self._high = high_water
+        self._low = low_water
+        # Reading (rstreams.net._intake): the rest of a read left for the next turn, and why
+        # reading from the transport is paused.
+        self._held: memoryview | None = None
+        self._held_eof = False  # the peer's end of input came while a read was held
+        self._backed_up = False  # our replies to the peer back up: not reading it
+        self._unread_timeout = unread_timeout
+        self._unread_timer: Any = None
         self._turn_bytes = 0  # bytes produced by refills this turn, not yet written
         self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
         self._task: object = None  # a transport's own task (WebSocket), kept referenced
@@ -180,6 +192,50 @@ class Pump:
     def data_received(self, data: memoryview) -> None:
         if self.closing.discarding(len(data)):
             return  # after the goodbyes: nothing more is read (a lingering close discards it, bounded)
+        held = self._held
+        if held is not None:  # a read already under way when reading paused (WebSocket)
+            self._held = memoryview(held.tobytes() + data.tobytes())
+            return
+        self._consume(data)
+
+    def _consume(self, data: memoryview) -> bool:
+        """Handle at most READ_TURN bytes now; hold the rest for a later turn (not reading
+        meanwhile). Returns whether a rest is held."""
+        if len(data) <= READ_TURN:
+            self._turn(data)
+            return False
+        self._turn(data[:READ_TURN])
+        if self.outbox.ended is not None:
+            return False  # a goodbye in this part: the rest is not read (the linger discards input)
+        self._held = data[READ_TURN:]  # valid until reading resumes (the transport seam's promise)
+        transport = self.outbox.transport
+        if transport is not None:
+            transport.pause_reading()
+        if not self._backed_up:
+            self.outbox.loop.call_soon(self._go_on)
+        return True
+
+    def _go_on(self) -> None:
+        """Handle the next part of a held read (a loop turn later, or once replies drained)."""
+        held, self._held = self._held, None
+        if held is None or self._backed_up:
+            self._held = held
+            return
+        if self.closing.discarding(len(held)) or not self._consume(held):
+            self._resume()
+
+    def _resume(self) -> None:
+        """Nothing held: read again (unless replies back up), then take a held end of input."""
+        if self._held is None and not self._backed_up:
+            transport = self.outbox.transport
+            if transport is not None:
+                transport.resume_reading()
+            if self._held_eof:
+                self._held_eof = False
+                self.eof_received()
+
+    def _turn(self, data: memoryview) -> None:
+        """Feed one part of the input to the core, route its events, write what they caused."""
         outbox = self.outbox
         core = outbox.core
         outbox.heard_at = outbox.loop.time()
@@ -200,6 +256,9 @@ class Pump:
     def eof_received(self) -> None:
         if self.closing.eof_while_lingering():
             return
+        if self._held is not None:
+            self._held_eof = True  # after the held part of the input
+            return
         core = self.outbox.core
         core.receive_eof()
         self._dispatch(core.events_received())
@@ -208,6 +267,7 @@ class Pump:
     def connection_lost(self, error: BaseException | None) -> None:
         if self.keepalive is not None:
             self.keepalive.stop()
+        self._stop_holding()
         self.closing.lost(error)
 
     def pause_writing(self) -> None:
@@ -216,8 +276,59 @@ class Pump:
     def resume_writing(self) -> None:
         outbox = self.outbox
         outbox.writable = True
+        if self._backed_up:  # our replies drained: the peer reads again, so do we
+            self._backed_up = False
+            timer, self._unread_timer = self._unread_timer, None
+            if timer is not None:
+                timer.cancel()
+            transport = outbox.transport
+            if transport is not None:
+                transport.set_write_buffer_limits(self._high, self._low)
+            if self._held is not None:
+                outbox.loop.call_soon(self._go_on)
+            elif transport is not None:
+                transport.resume_reading()
         if self.serving.wants_refill or outbox.core.has_data_to_send:
             outbox.mark_dirty()
+
+    # -- input backpressure (rstreams.net._intake) ---------------------------------------------
+    def _check_backlog(self) -> None:
+        """The transport is above its high-water mark: stop reading if our replies are the cause."""
+        outbox = self.outbox
+        transport = outbox.transport
+        if transport is None or outbox.ended is not None:
+            return
+        unsent = transport.get_write_buffer_size()
+        if unsent > MAX_UNSENT:
+            outbox.close_now(f"peer not reading: more than {MAX_UNSENT} bytes unsent to it (MAX_UNSENT)")
+            return
+        if self._backed_up or outbox.ledger.unsent_replies(unsent) <= self._high:
+            return
+        self._backed_up = True
+        transport.pause_reading()
+        if self._unread_timeout is not None:
+            self._unread_timer = outbox.loop.call_later(self._unread_timeout, self._unread_expired)
+
+    def _unread_expired(self) -> None:
+        self._unread_timer = None
+        if self._backed_up:
+            self.outbox.close_now(
+                f"peer not reading: replies left unread for {self._unread_timeout:g} s (unread_timeout)"
+            )
+
+    def _stop_holding(self) -> None:
+        """The conversation is over: drop held input; read again (a lingering close discards it)."""
+        self._held = None
+        self._held_eof = False
+        timer, self._unread_timer = self._unread_timer, None
+        if timer is not None:
+            timer.cancel()
+        if self._backed_up:
+            self._backed_up = False
+            transport = self.outbox.transport
+            if transport is not None:
+                transport.set_write_buffer_limits(self._high, self._low)
+                transport.resume_reading()
 
     # -- once per turn -----------------------------------------------------------------------
     def flush(self) -> None:
@@ -245,8 +356,7 @@ class Pump:
         data = core.data_to_send()
         self._turn_bytes = 0
         if data and not transport.is_closing():
-            transport.writelines(data)
-            outbox.sent_at = outbox.loop.time()
+            outbox.write(transport, data)
         if (serving.wants_refill or core.has_data_to_send) and outbox.writable:
             outbox.mark_dirty()  # room or the write limit was used up this turn: go on next turn
 
@@ -308,6 +418,7 @@ class Pump:
 
     def _end(self, error: BaseException) -> None:
         """Every open stream ends with ``error`` (closing calls this once)."""
+        self._stop_holding()
         if self.gate is not None:
             self.gate.close()
         self.serving.stop_all()

@@ -1,9 +1,10 @@
 """``serve``: accept RS.io connections and serve named publishers on each.
 
 Every accepted connection gets its own :class:`~rstreams.net.Connection` with the same
-offer of publishers; a connection failing (bad bytes, a peer vanishing) ends only that
-connection. ``on_connection(conn)`` is called for each new connection before any of its
-bytes are read, which is where a server subscribes to what its *clients* offer
+offer of publishers, made once its clientHello has arrived (:mod:`rstreams.net._pending`
+holds it cheaply until then); a connection failing (bad bytes, a peer vanishing) ends only
+that connection. ``on_connection(conn)`` is called for each new connection before any of its
+bytes are handled, which is where a server subscribes to what its *clients* offer
 (``conn.publisher(name)``): RS.io is bidirectional.
 """
 
@@ -19,7 +20,9 @@ from rstreams.net._auth import Authenticate, Authorize, ServerAuth
 from rstreams.net._codec import Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
+from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, check_interval
+from rstreams.net._pending import Pending
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
 from rstreams.net._routes import Offer, Router
@@ -114,6 +117,7 @@ async def serve(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     keepalive: float | None = DEFAULT_KEEPALIVE,
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
     authenticate: Authenticate | None = None,
     authorize: Authorize | None = None,
     auth_required: bool | None = None,
@@ -139,9 +143,11 @@ async def serve(
             the TLS handshake, which asyncio bounds on its own). A connection that stays
             silent is sent a goodbye ``"handshake timeout (...)"`` and closed. ``None``:
             no limit.
-        max_connections: most connections open at once (default 10 000). A connection
-            beyond it is sent a goodbye naming the limit and closed, before ``on_connection``
-            would hear of it; it does not count towards the limit while it closes.
+        max_connections: most connections open at once (default 10 000), counted from
+            their clientHello (until then an accepted transport costs a few hundred bytes and
+            the handshake timeout bounds it). A connection beyond it is sent a goodbye naming
+            the limit and closed, before ``on_connection`` would hear of it; it does not count
+            towards the limit while it closes.
         keepalive: seconds (default 15) without receiving anything from a client after
             which the server pings it, when the client offers extension keepalive
             (PROTOCOL.md §14). ``None``: never ping (pings are still answered).
@@ -149,6 +155,11 @@ async def serve(
             connection is sent goodbye ``"idle timeout ..."`` and closed, whether or not
             the client offers keepalive (§14.2); on a resumable session the link is dropped
             instead and the session waits for a resume (§16). ``None``: no limit.
+        unread_timeout: seconds (default 30) a client may leave the server's replies unread.
+            Once more than ``high_water`` bytes of replies (refusals, acknowledgements, pongs)
+            wait unsent, the server stops reading that client until they drain below
+            ``low_water`` (PROTOCOL.md §6.3); a client that leaves them so this long is sent
+            goodbye ``"peer not reading: ..."`` and closed. ``None``: no limit.
         authenticate: ``authenticate(credentials) -> principal`` (or a coroutine
             function): checks the ``Token``/``UserPassword`` a client presents (§15).
             Returning ``None`` or raising refuses; a refused connection is sent goodbye
@@ -178,6 +189,7 @@ async def serve(
         raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
     check_interval("keepalive", keepalive)
     check_interval("idle_timeout", idle_timeout)
+    check_interval("unread_timeout", unread_timeout)
     server_auth = _server_auth(authenticate, authorize, auth_required)
     server = Server()
 
@@ -207,12 +219,18 @@ async def serve(
             handshake_timeout=handshake_timeout,
             keepalive=keepalive,
             idle_timeout=idle_timeout,
+            unread_timeout=unread_timeout,
             server_auth=server_auth,
         )
         conn = Connection(pump)
         return pump
 
-    factory: Callable[[], TransportHandler] = make_connection
+    server_hello = b"".join(make_connection().outbox.core.data_to_send())  # the same on every connection
+
+    def pending() -> TransportHandler:
+        return Pending(make_connection, server_hello, handshake_timeout)
+
+    factory: Callable[[], TransportHandler] = pending
     resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
         config = resume_config(config)

@@ -60,6 +60,10 @@ first turn's output while the size estimate is learned."""
 _FRAME_OVERHEAD = 8
 """Rough per-element frame overhead (type byte, id and length varints) for the byte budget."""
 
+_ELEMENT_HEAD = 3
+"""Typical onNext frame bytes before the element (type, small id, length): what the reply
+count (input backpressure) takes as element bytes, erring low so replies are not missed."""
+
 _MIN_SHARE = 16 * 1024
 """Least room offered to one stream in a refill, however many wait: keeps batches worth a turn."""
 
@@ -159,6 +163,7 @@ class ServingStream(Subscriber[Any]):
         limit = self._pack_limit
         core, sid = self._core, self.sid
         if limit:
+            self._table.outbox.ledger.elements(len(pack) * self.element_size)
             for start in range(0, len(pack), limit):
                 chunk = pack[start : start + limit]
                 if len(chunk) == 1:
@@ -166,6 +171,7 @@ class ServingStream(Subscriber[Any]):
                 else:
                     core.send(OnNextPacked(subscriber=sid, count=len(chunk), elements=b"".join(chunk)))
             return
+        self._table.outbox.ledger.elements(sum(map(len, pack)) + len(pack) * _ELEMENT_HEAD)
         size = max(map(len, pack)) + _FRAME_OVERHEAD
         estimate = self.estimate
         # decaying maximum: a jump up counts at once, a drop slowly (1/8 per batch)
@@ -453,6 +459,7 @@ class BatchServingStream(ServingStream):
         limit = self._pack_limit
         core, sid = self._core, self.sid
         end = at + count * size
+        self._table.outbox.ledger.elements(end - at)
         while at < end:
             n = min(limit, (end - at) // size)
             stop = at + n * size

@@ -5,8 +5,9 @@ directions: it is the :class:`~rstreams.net._transport.Transport` the handler wr
 (forwarding to asyncio's, which already has the shape), and it is an
 :class:`asyncio.BufferedProtocol`: the loop ``recv_into``s a reused buffer and the
 handler gets a memoryview of the filled part, so no ``bytes`` object is made per read and the
-default loop's 256 KiB ``recv`` pitfall is avoided (notes/machine-limits.md). The buffer is
-small (:data:`SMALL_READ_SIZE`) while reads are small, so an idle or chatty connection costs
+default loop's 256 KiB ``recv`` pitfall is avoided (notes/machine-limits.md). The buffer starts
+tiny (:data:`FIRST_READ_SIZE`, enough for a hello), is small (:data:`SMALL_READ_SIZE`) once a
+read fills that and while reads are small, so an idle or chatty connection costs
 little memory (a server holds thousands), and grows to ``SOCKET_READ_SIZE`` as soon as a
 read fills it (bulk transfer: fewer syscalls and loop turns); after :data:`SHRINK_AFTER`
 reads in a row that would have fitted the small buffer it goes back to small. TLS is the
@@ -34,7 +35,18 @@ from rstreams.net._transport import (
     write_grouped,
 )
 
-__all__ = ["SHRINK_AFTER", "SMALL_READ_SIZE", "PipeTransport", "StreamProtocol", "open_pipe_transport"]
+__all__ = [
+    "FIRST_READ_SIZE",
+    "SHRINK_AFTER",
+    "SMALL_READ_SIZE",
+    "PipeTransport",
+    "StreamProtocol",
+    "open_pipe_transport",
+]
+
+FIRST_READ_SIZE = 1024
+"""A socket connection's read buffer until a read fills it: a hello and its first frames fit, and
+a server's thousands of connections that have not said hello yet cost little (issue 18)."""
 
 SMALL_READ_SIZE = 16 * 1024
 """A socket connection's read buffer while its reads are small (most connections, most of the time)."""
@@ -55,7 +67,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._handler = handler
         self._high = high
         self._low = low
-        self._view = memoryview(bytearray(SMALL_READ_SIZE))
+        self._view = memoryview(bytearray(FIRST_READ_SIZE))
         self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
         self._tls = False
         self._transport: asyncio.Transport | None = None
@@ -75,9 +87,10 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._handler.data_received(view[:nbytes])
         # Resize only after the handler returned: the view it got is valid during its call only.
         size = len(view)
-        if size == SMALL_READ_SIZE:
-            if nbytes == size:  # more was probably waiting: bulk transfer, read big
-                self._view = memoryview(bytearray(SOCKET_READ_SIZE))
+        if size <= SMALL_READ_SIZE:
+            if nbytes == size:  # more was probably waiting: read bigger (bulk transfer: big)
+                bigger = SMALL_READ_SIZE if size < SMALL_READ_SIZE else SOCKET_READ_SIZE
+                self._view = memoryview(bytearray(bigger))
         elif nbytes > SMALL_READ_SIZE:
             self._small_reads = 0
         else:

@@ -8,8 +8,11 @@ follow the same contract:
 
 * reading: the transport calls ``handler.data_received(view)`` with a memoryview that is
   only valid during the call (it points into a reused, preallocated buffer: the handler
-  copies what it keeps); ``eof_received()`` once at end of input; ``connection_lost(exc)``
-  exactly once at the very end (``exc`` is ``None`` for an orderly close);
+  copies what it keeps), or, if the handler calls ``pause_reading()`` during the call, until
+  it calls ``resume_reading()`` (nothing is read into that buffer meanwhile: a handler can
+  leave the rest of a read for later without copying it); ``eof_received()`` once at end of
+  input; ``connection_lost(exc)`` exactly once at the very end (``exc`` is ``None`` for an
+  orderly close);
 * writing: ``transport.writelines(chunks)`` takes a list of byte chunks and never blocks (a
   transport whose lower layer would copy a large chunk into a join writes it on its own); the
   driver calls it about once per event-loop turn (write coalescing: one syscall for
@@ -84,7 +87,8 @@ class TransportHandler(Protocol):
         """The transport is ready; called once, before anything else."""
 
     def data_received(self, data: memoryview) -> None:
-        """Bytes arrived; ``data`` is valid only during this call."""
+        """Bytes arrived; ``data`` is valid during this call, or until reading resumes if the
+        handler pauses reading in it."""
 
     def eof_received(self) -> None:
         """The peer will send nothing more."""
@@ -109,7 +113,8 @@ class Transport(Protocol):
         """Bytes queued but not yet handed to the operating system (or the peer library)."""
 
     def set_write_buffer_limits(self, high: int, low: int) -> None:
-        """Set the marks at which ``pause_writing``/``resume_writing`` are signalled."""
+        """Set the marks at which ``pause_writing``/``resume_writing`` are signalled; like asyncio's,
+        signals ``pause_writing`` at once if more than the new ``high`` is already unsent."""
 
     def pause_reading(self) -> None:
         """Stop calling ``data_received`` until :meth:`resume_reading`."""

@@ -128,6 +128,9 @@ class WebSocketTransport(Transport):
 
     def set_write_buffer_limits(self, high: int, low: int) -> None:
         self._high, self._low = high, low
+        if not self._paused and self._size > high:
+            self._paused = True
+            self._handler.pause_writing()
 
     def pause_reading(self) -> None:
         self._reading.clear()

@@ -1,0 +1,90 @@
+"""How much a connection reads: bounded work per loop turn, and no reading while replies back up.
+
+Theory of operation. Two rules decide when the pump (:mod:`rstreams.net._pump`) reads its
+peer's bytes:
+
+* **Fairness.** One read can bring hundreds of kilobytes of small frames. The pump handles
+  at most :data:`READ_TURN` bytes of them per loop turn, flushes what they caused, and
+  leaves the rest for the next turn (reading from the transport is paused meanwhile), so
+  one flooding peer cannot hold the loop while other connections wait.
+* **Input backpressure** (PROTOCOL.md §6.3). What we write in answer to the peer's
+  messages (refusals, errors, acknowledgements, pongs, goodbyes) is queued in the transport
+  until the peer reads it. Elements of our local publishers are bounded already: they are
+  produced only while the transport is below its high-water mark. Replies are bounded here:
+  once the *replies* among the unsent bytes pass the low-water mark, the pump stops reading
+  from that peer, so it cannot make us answer more, and lowers the transport's marks to
+  hear when it drains: below a quarter of the low-water mark it reads again (and restores
+  the marks). Counting replies rather than all unsent bytes keeps two endpoints that stream
+  to each other from both waiting for the other to read; using the low mark keeps what a
+  peer that never reads can pin small (a quarter of the output budget).
+  A peer that leaves its replies unread for ``unread_timeout`` seconds, or lets unsent
+  bytes pass :data:`MAX_UNSENT`, is said goodbye and closed.
+
+:class:`ReplyLedger` does the counting. Every write is recorded with how many of its bytes
+were replies (the bytes written minus the element bytes the serving side handed to the
+core since the last write); since a transport sends in order, the unsent bytes are the
+newest ones written, and the replies among them are read off the ledger.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+__all__ = ["DEFAULT_UNREAD_TIMEOUT", "MAX_UNSENT", "READ_TURN", "ReplyLedger"]
+
+READ_TURN = 16 * 1024
+"""Bytes of one peer's input handled per loop turn: at most a few thousand frames (the
+smallest are 2 bytes), a millisecond or two of work, before other connections get their turn."""
+
+MAX_UNSENT = 16 * 1024 * 1024
+"""Unsent bytes past which a connection is said goodbye and closed at once: a hard cap
+behind the high-water marks (production and reading both stop far below it)."""
+
+DEFAULT_UNREAD_TIMEOUT = 30.0
+"""Seconds a peer may leave our replies unread, while we do not read it, before it is said
+goodbye and closed (two keepalive intervals: a live peer reads long before)."""
+
+
+class ReplyLedger:
+    """Which of the unsent bytes are replies; see the module docstring."""
+
+    __slots__ = ("_element_bytes", "_marks", "_replies", "_sent_replies", "_written", "mark")
+
+    def __init__(self, mark: int) -> None:
+        self.mark = mark
+        """Unsent reply bytes past which the peer is no longer read (the low-water mark)."""
+        self._written = 0  # bytes handed to the transport, in all
+        self._replies = 0  # of which replies
+        self._element_bytes = 0  # element bytes handed to the core, not yet written
+        self._marks: deque[tuple[int, int]] = deque()  # (written, replies) after each write with replies
+        self._sent_replies = 0  # replies among the bytes the transport has sent
+
+    def elements(self, nbytes: int) -> None:
+        """The serving side handed ``nbytes`` of elements to the core."""
+        self._element_bytes += nbytes
+
+    def wrote(self, nbytes: int, *, more: bool) -> None:
+        """``nbytes`` were handed to the transport; ``more``: the core still holds output
+        (parts of a split element), which the element bytes not written yet belong to."""
+        elements = min(nbytes, self._element_bytes)
+        self._element_bytes = self._element_bytes - elements if more else 0
+        self._written += nbytes
+        replies = nbytes - elements
+        if replies:
+            self._replies += replies
+            self._marks.append((self._written, self._replies))
+
+    @property
+    def may_pass_mark(self) -> bool:
+        """Whether the unsent replies could be past :attr:`mark` (a cheap upper bound: all
+        replies not yet known to be sent)."""
+        return self._replies - self._sent_replies > self.mark
+
+    def unsent_replies(self, unsent: int) -> int:
+        """Reply bytes among the ``unsent`` newest bytes written (a write's replies count as
+        unsent until the whole write is sent)."""
+        sent = self._written - unsent
+        marks = self._marks
+        while marks and marks[0][0] <= sent:
+            self._sent_replies = marks.popleft()[1]
+        return self._replies - self._sent_replies

@@ -1,0 +1,106 @@
+"""A server's connection before its clientHello: a few hundred bytes, not a whole connection.
+
+Theory of operation. Most of what a connection holds (the pump and its pieces, the core's
+tables and buffers) is needed only once the peer speaks RS.io, and a server may hold
+thousands of accepted transports that have not (yet) said anything. So an accepted
+transport first gets a :class:`Pending` handler: it writes the server's hello at once (the
+same bytes on every connection, §4.1), keeps the few bytes received so far and arms the
+handshake timer. When the clientHello is whole, or the bytes cannot become one, or the
+timer fires, the real connection is made: its pump is told its hello is already out and is
+handed the transport and the bytes, and from then on the pending handler only forwards the
+transport's calls to it. A transport that ends before that leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from rstreams.net._pump import Pump
+from rstreams.net._transport import Transport
+from rstreams.wire import FrameType
+from rstreams.wire._resume import ResumeError, hello_end
+
+__all__ = ["HELLO_BYTES", "Pending"]
+
+HELLO_BYTES = 1024
+"""Most bytes kept while waiting for a clientHello to be whole: a hello listing the most
+extensions a core accepts (64 ids of at most 10 bytes) fits; more means it is not one."""
+
+
+class Pending:
+    """The handler of one accepted transport until its clientHello; see the module docstring."""
+
+    __slots__ = ("_make", "_pump", "_received", "_server_hello", "_timeout", "_timer", "_transport")
+
+    def __init__(self, make: Callable[[], Pump], server_hello: bytes, timeout: float | None) -> None:
+        self._make = make  # the connection's pump, made once the peer has said hello
+        self._server_hello = server_hello
+        self._timeout = timeout
+        self._timer: asyncio.TimerHandle | None = None
+        self._transport: Transport | None = None
+        self._received = b""
+        self._pump: Pump | None = None
+
+    def connection_made(self, transport: Transport) -> None:
+        self._transport = transport
+        transport.writelines([self._server_hello])
+        if self._timeout is not None:
+            self._timer = asyncio.get_running_loop().call_later(self._timeout, self._expired)
+
+    def data_received(self, data: memoryview) -> None:
+        pump = self._pump
+        if pump is not None:
+            pump.data_received(data)
+            return
+        received = self._received + data.tobytes()
+        try:
+            end = hello_end(bytearray(received), FrameType.CLIENT_HELLO)
+        except ResumeError:  # not a hello: the connection's core says so, in its goodbye
+            end = 0
+        if end is None and len(received) <= HELLO_BYTES:
+            self._received = received
+            return
+        self._start(received)
+
+    def eof_received(self) -> None:
+        pump = self._start(self._received) if self._pump is None else self._pump
+        pump.eof_received()
+
+    def connection_lost(self, error: BaseException | None) -> None:
+        if self._pump is not None:
+            self._pump.connection_lost(error)
+            return
+        self._cancel_timer()
+        self._received = b""
+        self._transport = None  # never a connection: nothing else to end
+
+    def pause_writing(self) -> None:
+        if self._pump is not None:
+            self._pump.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._pump is not None:
+            self._pump.resume_writing()
+
+    def _expired(self) -> None:
+        self._timer = None
+        if self._pump is None:
+            self._start(self._received).closing.handshake_expired()
+
+    def _start(self, received: bytes) -> Pump:
+        """Make the connection: its pump takes over the transport and the bytes so far."""
+        self._cancel_timer()
+        self._received = b""
+        pump = self._pump = self._make()
+        pump.outbox.core.data_to_send()  # its hello: already written, the same bytes
+        assert self._transport is not None
+        pump.connection_made(self._transport)
+        if received:
+            pump.data_received(memoryview(received))
+        return pump
+
+    def _cancel_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()

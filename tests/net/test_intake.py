@@ -1,0 +1,240 @@
+"""Input backpressure and fairness (rstreams.net._intake): on a virtual clock over memory transports.
+
+A peer that never reads makes replies pile up in our transport; once the replies among the
+unsent bytes pass the low-water mark we stop reading it (so it cannot make us answer more),
+read again once they drain, and say goodbye after ``unread_timeout``. Elements are
+bounded by production instead, so a slow reader of a stream is still read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from netsupport import CountingSource, MemoryPeer, connection, memory_pair, pump_of, run_virtual
+
+import rstreams
+from rstreams import UNBOUNDED
+from rstreams.net import Connection
+from rstreams.net._intake import READ_TURN, ReplyLedger
+from rstreams.wire import (
+    Cancel,
+    ConnectionClosed,
+    ExtensionMessage,
+    ExtensionReceived,
+    OnError,
+    Request,
+    Subscribe,
+    encode,
+)
+from rstreams.wire.extensions import KEEPALIVE, PING, PONG
+
+pytestmark = pytest.mark.timeout(30)
+
+HIGH, LOW = 16 * 1024, 4 * 1024
+PING_FRAME = encode(ExtensionMessage(type=PING, payload=bytes(8)))
+OFFER: dict[str, Any] = {"greeting": rstreams.just(b"hello")}
+
+
+def flooded(**options: Any) -> tuple[Connection, MemoryPeer, Any, Any]:
+    """A server and a raw peer that lists keepalive, joined in memory with small water marks."""
+    server = connection(client=False, offer=OFFER, high_water=HIGH, low_water=LOW, **options)
+    peer = MemoryPeer(extensions=(KEEPALIVE.id,))
+    server_side, peer_side = memory_pair(server, peer, high=HIGH, low=LOW)
+    return server, peer, server_side, peer_side
+
+
+def test_a_peer_that_never_reads_its_pongs_is_no_longer_read() -> None:
+    """Pings flood in, pongs back up: reading stops once the unsent pongs pass the low-water mark,
+    so what the server holds for the peer stays near that mark, however much the peer sends."""
+
+    async def main() -> None:
+        server, peer, server_side, peer_side = flooded()
+        await asyncio.sleep(0.01)
+        peer_side.pause_reading()  # the peer stops reading what the server sends
+        for _ in range(200):
+            peer.transport.writelines([PING_FRAME * 1000])  # 2 MiB of pings in all
+            await asyncio.sleep(0.001)
+        assert not server.closed
+        assert LOW < server_side.size <= LOW + READ_TURN, server_side.size  # one turn's replies at most
+        assert not server_side.reading  # the server stopped reading the peer
+        assert peer.transport.size > 1024 * 1024  # the flood waits on the peer's side
+
+    run_virtual(main)
+
+
+def test_reading_resumes_once_the_peer_reads_again() -> None:
+    """Once the pongs drain the server reads again and answers every ping, in order."""
+
+    async def main() -> MemoryPeer:
+        server, peer, server_side, peer_side = flooded()
+        await asyncio.sleep(0.01)
+        peer_side.pause_reading()
+        peer.transport.writelines([PING_FRAME * 20_000])  # 360 KiB of pings
+        await asyncio.sleep(0.1)
+        assert not server_side.reading
+        peer_side.resume_reading()
+        await asyncio.sleep(1.0)
+        assert server_side.reading and not server.closed
+        return peer
+
+    peer = run_virtual(main)
+    assert len([e for e in peer.of(ExtensionReceived) if e.type == PONG]) == 20_000
+
+
+def test_a_peer_that_leaves_its_replies_unread_is_said_goodbye() -> None:
+    """unread_timeout after reading stopped: goodbye "peer not reading", and the transport is
+    closed (aborted: the peer has not even read the goodbye)."""
+
+    async def main() -> MemoryPeer:
+        server, peer, _, peer_side = flooded(unread_timeout=5.0)
+        await asyncio.sleep(0.01)
+        peer_side.pause_reading()
+        peer.transport.writelines([PING_FRAME * 20_000])
+        await asyncio.sleep(4.9)
+        assert not server.closed
+        await asyncio.sleep(0.2)
+        assert server.closed
+        await asyncio.sleep(3.0)  # the lingering close (2 s) ends: the transport goes
+        assert peer.closed_at is not None
+        peer_side.resume_reading()
+        return peer
+
+    peer = run_virtual(main)
+    assert not peer.of(ConnectionClosed)  # the goodbye was never read: the transport was aborted
+
+
+def test_refusals_back_up_like_pongs() -> None:
+    """Subscribes for names nobody serves, refusals never read: reading stops too (§5.5)."""
+
+    async def main() -> None:
+        server, peer, server_side, peer_side = flooded()
+        await asyncio.sleep(0.01)
+        peer_side.pause_reading()
+        flood = b"".join(encode(Subscribe(publisher="nope", subscriber=i)) for i in range(1, 20_000))
+        peer.transport.writelines([flood])
+        await asyncio.sleep(1.0)
+        assert LOW < server_side.size <= LOW + 8 * READ_TURN, server_side.size  # ~6x: ~60 B per 9 B
+        assert not server_side.reading and not server.closed
+
+    run_virtual(main)
+
+
+def test_a_stream_backing_up_does_not_stop_reading() -> None:
+    """Unsent elements are bounded by production, not by reading: a peer that takes a stream
+    slowly is still read, so its cancel arrives (two endpoints streaming to each other never
+    wait for each other to read)."""
+
+    async def main() -> None:
+        source = CountingSource(size=1024)
+        server = connection(client=False, offer={"n": source}, high_water=HIGH, low_water=LOW)
+        peer = MemoryPeer()
+        server_side, peer_side = memory_pair(server, peer, high=HIGH, low=LOW)
+        peer_side.pause_reading()
+        peer.send(Subscribe(publisher="n", subscriber=1, initial_demand=UNBOUNDED))
+        await asyncio.sleep(0.1)
+        assert server_side.size > HIGH and not server.statistics().writable  # production paused
+        assert server_side.reading
+        peer.send(Cancel(subscriber=1))
+        await asyncio.sleep(0.1)
+        assert source.cancelled.is_set()
+
+    run_virtual(main)
+
+
+def test_a_client_facing_a_flooding_server_stops_reading_it_too() -> None:
+    """The same on the client side: a server that floods subscribes (the client serves nothing,
+    so each is refused) and never reads is no longer read once the refusals back up."""
+
+    async def main() -> None:
+        client = connection(client=True, high_water=HIGH, low_water=LOW)
+        server = MemoryPeer(client=False)
+        client_side, server_side = memory_pair(client, server, high=HIGH, low=LOW)
+        await asyncio.sleep(0.01)
+        server_side.pause_reading()
+        flood = b"".join(encode(Subscribe(publisher="nope", subscriber=i)) for i in range(2, 40_000, 2))
+        server.transport.writelines([flood])
+        await asyncio.sleep(1.0)
+        assert LOW < client_side.size <= LOW + 8 * READ_TURN, client_side.size
+        assert not client_side.reading and not client.closed
+
+    run_virtual(main)
+
+
+def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
+    """Fairness: a read of many small frames is handled READ_TURN bytes per loop turn, so other
+    connections run in between; every frame is still handled, in order."""
+
+    async def main() -> tuple[list[int], MemoryPeer]:
+        server, peer, _, _ = flooded()
+        await asyncio.sleep(0.01)
+        frames = [encode(ExtensionMessage(type=PING, payload=i.to_bytes(8, "big"))) for i in range(10_000)]
+        data = b"".join(frames)  # 110,000 bytes: seven turns' worth
+        before = len(peer.events)
+        pump_of(server).data_received(memoryview(data))
+        handled: list[int] = []
+        for _ in range(10):
+            await asyncio.sleep(0)  # one loop turn: the pongs written so far arrive
+            handled.append(len(peer.events) - before)
+        return handled, peer
+
+    handled, peer = run_virtual(main)
+    per_turn = READ_TURN // len(PING_FRAME) + 1
+    assert 0 < handled[0] <= per_turn  # the first turn's part only
+    assert handled[-1] == 10_000 and len(set(handled)) >= 5  # the rest over the next turns
+    pongs = [int.from_bytes(e.payload, "big") for e in peer.of(ExtensionReceived)]
+    assert pongs == list(range(10_000))
+
+
+def test_requests_for_unknown_ids_are_read_on() -> None:
+    """What needs no reply (a request for no open subscription) never stops reading."""
+
+    async def main() -> None:
+        server, peer, server_side, peer_side = flooded()
+        await asyncio.sleep(0.01)
+        peer_side.pause_reading()
+        peer.transport.writelines([encode(Request(subscriber=7, demand=1)) * 100_000])
+        await asyncio.sleep(0.5)
+        assert server_side.reading and server_side.size < HIGH and not server.closed
+        assert peer.transport.size == 0  # all of it was read (and ignored)
+
+    run_virtual(main)
+
+
+def test_the_ledger_counts_only_unsent_replies() -> None:
+    ledger = ReplyLedger(mark=150)
+    ledger.wrote(100, more=False)  # 100 bytes of replies
+    ledger.elements(900)
+    ledger.wrote(1000, more=False)  # 900 bytes of elements, 100 of replies
+    assert ledger.may_pass_mark  # 200 replies not yet known to be sent
+    assert ledger.unsent_replies(1100) == 200
+    assert ledger.unsent_replies(1000) == 100  # the first write went out
+    assert ledger.unsent_replies(999) == 100  # a write's replies are unsent until all of it is
+    assert ledger.unsent_replies(0) == 0
+    assert not ledger.may_pass_mark
+    ledger.elements(5000)
+    ledger.wrote(1000, more=True)  # parts of a split element: the rest of its bytes come later
+    ledger.wrote(1000, more=False)
+    assert ledger.unsent_replies(2000) == 0
+
+
+def test_every_subscribe_is_answered_across_a_pause() -> None:
+    """Each subscribe gets its one refusal, and the refusals of one kind keep subscribe order,
+    across a pause in reading."""
+
+    async def main() -> MemoryPeer:
+        _, peer, server_side, peer_side = flooded()
+        await asyncio.sleep(0.01)
+        peer_side.pause_reading()
+        peer.send(*(Subscribe(publisher="nope", subscriber=i) for i in range(1, 5000)))  # through its core
+        await asyncio.sleep(0.5)
+        assert not server_side.reading
+        peer_side.resume_reading()
+        await asyncio.sleep(1.0)
+        return peer
+
+    errors = run_virtual(main).of(OnError)
+    assert sorted(e.subscriber for e in errors) == list(range(1, 5000))
+    unknown = [e.subscriber for e in errors if e.error.startswith("no publisher")]
+    assert len(unknown) > 1000 and unknown == sorted(unknown)
