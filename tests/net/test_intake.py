@@ -18,13 +18,18 @@ import rstreams
 from rstreams import UNBOUNDED
 from rstreams.net import Connection
 from rstreams.net._intake import READ_TURN, ReplyLedger
+from rstreams.net._pending import Pending
+from rstreams.net._pump import Pump
 from rstreams.wire import (
     Cancel,
+    ClientHello,
     ConnectionClosed,
     ExtensionMessage,
     ExtensionReceived,
     OnError,
+    OnSubscribe,
     Request,
+    ServerHello,
     Subscribe,
     encode,
 )
@@ -238,3 +243,50 @@ def test_every_subscribe_is_answered_across_a_pause() -> None:
     assert sorted(e.subscriber for e in errors) == list(range(1, 5000))
     unknown = [e.subscriber for e in errors if e.error.startswith("no publisher")]
     assert len(unknown) > 1000 and unknown == sorted(unknown)
+
+
+def test_a_connection_is_made_only_once_its_hello_is_whole() -> None:
+    """Before its clientHello an accepted transport is held by a Pending handler: the server's
+    hello goes out at once, the connection (its pump) is made when the hello is whole."""
+    made: list[Pump] = []
+
+    def make() -> Pump:
+        pump = Pump(client=False, offer=OFFER)
+        made.append(pump)
+        return pump
+
+    async def main() -> MemoryPeer:
+        server_hello = b"".join(Pump(client=False, offer=OFFER).outbox.core.data_to_send())
+        pending = Pending(make, server_hello, timeout=10.0)
+        peer = MemoryPeer(hello=False)
+        memory_pair(pending, peer)
+        hello = encode(ClientHello(extensions=(KEEPALIVE.id,)))
+        await asyncio.sleep(0.1)
+        peer.transport.writelines([hello[:1]])
+        await asyncio.sleep(1.0)
+        assert made == []  # one byte of a hello: still pending
+        peer.core.send(Subscribe(publisher="greeting", subscriber=1))  # its core knows the stream
+        peer.transport.writelines([hello[1:], *peer.core.data_to_send()])
+        await asyncio.sleep(0.1)
+        assert len(made) == 1 and made[0].outbox.core.peer_hello is not None
+        return peer
+
+    peer = run_virtual(main)
+    assert peer.of(ServerHello) and peer.of(OnSubscribe)  # one hello, then the stream
+
+
+def test_a_pending_connection_gets_the_handshake_goodbye() -> None:
+    async def main() -> MemoryPeer:
+        server_hello = b"".join(Pump(client=False, offer=OFFER).outbox.core.data_to_send())
+        pending = Pending(lambda: Pump(client=False, offer=OFFER, handshake_timeout=0.5), server_hello, 0.5)
+        peer = MemoryPeer(hello=False)
+        memory_pair(pending, peer)
+        peer.transport.writelines([b"\x01"])
+        await asyncio.sleep(1.0)
+        return peer
+
+    peer = run_virtual(main)
+    [closed] = peer.of(ConnectionClosed)
+    assert closed.reason == "handshake timeout (no clientHello within 0.5 s)"
+    assert peer.time_of(ConnectionClosed) == pytest.approx(0.5)
+    assert len(peer.of(ServerHello)) == 1
