@@ -219,6 +219,66 @@ class Flow(Publisher[T], abc.ABC):
             raise TypeError(f"{operator}(fn) needs a callable, got None")
         return TapFlow(self, Hooks(operator=operator, **hook))
 
+    def retry(
+        self,
+        times: int,
+        *,
+        backoff: float = 0.0,
+        max_backoff: float = 30.0,
+        jitter: float = 0.0,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Flow[T]:
+        """On an error, subscribe to this Flow again, at most ``times`` times; then pass the error on.
+
+        Demand carries over (the new subscription is asked for what is still outstanding).
+        ``backoff`` seconds before the first retry, doubling up to ``max_backoff``, each
+        scaled by a random factor in ``[1 - jitter, 1 + jitter]``, on ``loop`` (default: the
+        running loop when subscribed); ``backoff=0`` re-subscribes at once."""
+        from rstreams.flow._operator import check_count
+        from rstreams.flow._recover import Backoff, RetryFlow
+
+        count = check_count("retry", times, "times")
+        return RetryFlow(self, "retry", count, None, Backoff("retry", backoff, max_backoff, jitter), loop)
+
+    def retry_when(
+        self,
+        predicate: Callable[[BaseException], object],
+        *,
+        times: int = 2**63 - 1,
+        backoff: float = 0.0,
+        max_backoff: float = 30.0,
+        jitter: float = 0.0,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Flow[T]:
+        """Like :meth:`retry`, for the errors ``predicate(error)`` accepts (and at most ``times``).
+
+        A predicate that raises ends the stream with its exception (rule 2.13)."""
+        from rstreams.flow._operator import check_callable, check_count
+        from rstreams.flow._recover import Backoff, RetryFlow
+
+        return RetryFlow(
+            self,
+            "retry_when",
+            check_count("retry_when", times, "times"),
+            check_callable("retry_when", predicate, "predicate"),
+            Backoff("retry_when", backoff, max_backoff, jitter),
+            loop,
+        )
+
+    def on_error_resume(self, fn: Callable[[BaseException], Publisher[T]]) -> Flow[T]:
+        """On an error, continue with the Publisher ``fn(error)`` (demand carries over).
+
+        Only the first error is recovered; the fallback's own error goes on."""
+        from rstreams.flow._recover import OnErrorResumeFlow
+
+        return OnErrorResumeFlow(self, fn)
+
+    def on_error_return(self, value: T) -> Flow[T]:
+        """On an error, emit ``value`` (once requested) and complete."""
+        from rstreams.flow._recover import on_error_return
+
+        return on_error_return(self, value)
+
     def concat_map(self, fn: Callable[[T], Publisher[R]], *, prefetch: int = 2) -> Flow[R]:
         """Map each element to a Publisher and emit their elements one Publisher after
         another, in order. At most ``prefetch`` upstream elements are held."""

@@ -303,7 +303,18 @@ def error(exc: BaseException) -> Flow[T]:
     if not isinstance(exc, BaseException):
         raise TypeError(f"error() needs an exception instance, got {exc!r}")
 
-    def fail() -> Iterator[T]:
-        raise exc
+    return _ErrorFlow(exc)
 
-    return IterableFlow(fail)
+
+class _ErrorFlow(Flow[T]):
+    """``error(exc)``: signals ``exc`` without raising it, so the caller's exception gets no
+    traceback of ours (which would keep every subscriber's frames alive, rule 3.13)."""
+
+    __slots__ = ("_exc",)
+
+    def __init__(self, exc: BaseException) -> None:
+        self._exc = exc
+
+    def subscribe(self, subscriber: Subscriber[T]) -> None:
+        check_subscriber(subscriber)
+        _IterableSubscription(subscriber, None).start(self._exc)
