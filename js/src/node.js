@@ -119,13 +119,16 @@ export function socketTransport(socket) {
 }
 
 const CLOSE_TIMEOUT_MS = 3000; // how long close() waits for each connection's goodbye exchange
+const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this long is closed (§14.2)
 
 /**
  * Accept RS.io connections on `url` (tcp://host:port, unix:///path, ws://host:port/path; port
  * 0: any free one) and serve `options.publishers` to them; every connection is a full
  * Connection (it may subscribe to the client's publishers too: `options.onconnection(conn)`).
- * The accepting side offers keepalive and neither auth nor resume. Resolves with
- * {url, connections, close()} once listening; close() says goodbye to every connection.
+ * The accepting side offers keepalive and neither auth nor resume, and closes a connection
+ * idle for `options.idleTimeout` seconds (default 60; null: never, PROTOCOL.md §14.2).
+ * Resolves with {url, connections, close()} once listening; close() says goodbye to every
+ * connection.
  */
 export async function listen(url, options = {}) {
   if (options.auth != null || options.resume) {
@@ -135,7 +138,7 @@ export async function listen(url, options = {}) {
   const parsed = new URL(url);
   const connections = new Set();
   const accept = (transport) => {
-    const conn = new Connection(transport, { ...options, role: "server" });
+    const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S, ...options, role: "server" });
     connections.add(conn);
     conn.closed.then(() => connections.delete(conn));
     try {

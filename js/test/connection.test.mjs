@@ -231,3 +231,29 @@ test("§14: a ping whose payload is not 8 bytes", () =>
 test("§4.4: an extension type nobody owns, even with keepalive active", () =>
   violation((ws) => ws.feed(KEEPALIVE_HELLO, { type: "extension", code: 0x90, payload: new Uint8Array(0) }), "§4.4"));
 
+
+test("§14.2: an accepting endpoint's idle timeout: a goodbye after silence; input and output the peer takes count, its pings do not", async () => {
+  const clock = new ManualClock();
+  const ws = new FakeTransport();
+  let emit = null;
+  const conn = new Connection(ws, { role: "server", idleTimeout: 1, keepalive: 0.4, clock, onerror: () => {},
+    publishers: { one: { subscribe(s) { emit = () => s.onNext("x"); s.onSubscribe({ request() {}, cancel() {} }); } } } });
+  ws.feed({ type: "clientHello", version: 0, extensions: [1] });
+  await tick();
+  assert.equal(ws.sent[0].type, "serverHello");
+  clock.advance(900);
+  ws.feed({ type: "subscribe", publisher: "one", subscriber: 1, initial_demand: 1n }); // input at 0.9 s
+  await tick();
+  clock.advance(600);
+  emit(); // at 1.5 s: output the peer takes
+  await tick();
+  clock.advance(999); // 2.499 s: our pings went out (1.3 s, 1.7 s, 2.1 s), and they are not activity
+  await tick();
+  assert.ok(conn.pingsSent >= 3, `${conn.pingsSent} pings`);
+  assert.equal(conn.state, "OPEN");
+  clock.advance(1);
+  await tick();
+  assert.equal(conn.state, "CLOSED");
+  assert.equal(ws.sent.at(-1).reason, "idle timeout: nothing received for 1 s (PROTOCOL.md §14.2)");
+  assert.throws(() => new Connection(new FakeTransport(), { idleTimeout: 5 }), (e) => e instanceof TypeError && /§14\.2/.test(e.message));
+});

@@ -92,6 +92,8 @@ export interface ConnectOptions {
   clock?: Clock;
   /** Which hello the Connection sends (§4.1): "client" (default); listen() makes "server" ones. */
   role?: "client" | "server";
+  /** Accepting endpoints only (role "server"): seconds of silence before a goodbye (§14.2). */
+  idleTimeout?: number | null;
   /** Node, tls:// only: options for tls.connect (ca, cert, key, servername, ...). */
   tls?: Record<string, unknown>;
 }
@@ -181,6 +183,8 @@ export declare function holdUntilStarted(transport: Transport): (kind: "onbytes"
 export declare function socketTransport(socket: unknown): Transport;
 
 export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | "role" | "WebSocket" | "tls"> {
+  /** Seconds a connection may stay silent (nothing read, nothing taken) before a goodbye (§14.2); default 60, null: never. */
+  idleTimeout?: number | null;
   /** Called with each accepted connection (it may subscribe to the client's publishers). */
   onconnection?: (connection: Connection) => void;
 }

@@ -234,6 +234,18 @@ export class Connection {
     this._lastReceived = this._clock.now();
     this._pingTimer = null;
     this._closeTimer = null;
+    // §14.2: only on an accepting endpoint (a client relies on the server's pings; with resume
+    // an idle link would be a broken transport, which listen() does not offer)
+    if (options.idleTimeout != null && this._role !== ROLES.server) {
+      throw new TypeError("idleTimeout is for accepting endpoints (listen()); a client relies on pings (PROTOCOL.md §14.2)");
+    }
+    if (options.idleTimeout != null && !(options.idleTimeout > 0)) {
+      throw new RangeError(`idleTimeout is a number of seconds > 0, got ${options.idleTimeout}`);
+    }
+    this._idleMs = options.idleTimeout == null ? null : options.idleTimeout * 1000;
+    this._lastActive = this._clock.now(); // input read, or output the peer took (not our pings)
+    this._wrote = false; // something other than a ping is in _out
+    this._idleTimer = this._idleMs === null ? null : this._clock.setTimeout(() => this._idleCheck(), this._idleMs);
     this.onclose = options.onclose ?? null;
     this.onerror = options.onerror ?? ((error) => console.error("rsio:", error));
     this._decoder = new FrameDecoder((id) => this._subs.get(id)?.elementSize ?? 0, this._limits);
@@ -394,6 +406,7 @@ export class Connection {
   _send(frame, elementSize = 0) {
     if (this.state === "CLOSED" || (this.state === "CLOSING" && frame.type !== "goodbye")) return;
     this._out.push(encodeFrame(frame, elementSize));
+    if (frame.type !== "extension" || frame.code !== KEEPALIVE.types.ping) this._wrote = true;
     if (!this._flushQueued) {
       this._flushQueued = true;
       queueMicrotask(() => this._flush());
@@ -409,7 +422,21 @@ export class Connection {
     if (this._out.length === 0) return;
     const data = concat(this._out);
     this._out = [];
+    if (this._wrote && this._transport.writable !== false) this._lastActive = this._clock.now(); // §14.2
+    this._wrote = false;
     this._transport.send(data);
+  }
+
+  /** §14.2: nothing read and nothing taken by the peer for idleTimeout: goodbye. */
+  _idleCheck() {
+    this._idleTimer = null;
+    if (this.state !== "OPEN" && this.state !== "AWAITING_HELLO") return;
+    const quiet = this._clock.now() - Math.max(this._lastActive, this._lastReceived);
+    if (quiet < this._idleMs) {
+      this._idleTimer = this._clock.setTimeout(() => this._idleCheck(), this._idleMs - quiet);
+      return;
+    }
+    this._quit(`idle timeout: nothing received for ${this._idleMs / 1000} s (PROTOCOL.md §14.2)`);
   }
 
   _waitWritable() {
@@ -662,6 +689,7 @@ export class Connection {
   _end(error) {
     this._clock.clearTimeout(this._closeTimer);
     this._clock.clearTimeout(this._pingTimer);
+    this._clock.clearTimeout(this._idleTimer);
     this.state = "CLOSED";
     this.closeReason = error;
     this._failAll(error ?? this._closedError());
