@@ -17,7 +17,7 @@
 // Elements are bytes: a Uint8Array (or any ArrayBuffer view, or an ArrayBuffer), or a string
 // sent as UTF-8. Anything else ends that subscription with onError naming the type.
 
-import { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
+import { ProtocolError, UNBOUNDED, concat } from "./rsio-wire.js";
 
 /**
  * `publisher` with fixed-size elements: every element it emits has exactly `size` bytes, and
@@ -134,6 +134,7 @@ class ServedStream {
     this.upstream = null;
     this.done = false;
     this.queue = []; // elements waiting behind a split element: {bytes, at}
+    this.pack = []; // fixed-size elements of this turn, sent as one onNextPacked
     this.terminal = null; // onComplete/onError waiting for the queue
   }
 
@@ -191,6 +192,8 @@ export class ServingTable {
     this._pending = new Set();
     this._pullQueued = false;
     this._splitting = new Set(); // streams with a split element (or elements queued behind one)
+    this._packing = new Set(); // fixed-size streams with elements waiting to be packed
+    this._packQueued = false;
     this._partsQueued = false;
   }
 
@@ -311,12 +314,43 @@ export class ServingTable {
    */
   sendElement(stream, bytes) {
     if (stream.queue.length === 0 && bytes.length <= this._limits.splitThreshold) {
-      this._conn._send({ type: "onNext", subscriber: stream.id, element: bytes }, stream.elementSize);
+      if (stream.elementSize) this._pack(stream, bytes);
+      else this._conn._send({ type: "onNext", subscriber: stream.id, element: bytes });
       return;
     }
     stream.queue.push({ bytes, at: 0 });
     this._splitting.add(stream);
     this._scheduleParts();
+  }
+
+  /**
+   * Fixed-size elements produced in one turn go out together as onNextPacked (§7), at most
+   * splitThreshold bytes a frame; a stream's other signals flush its pack first.
+   */
+  _pack(stream, bytes) {
+    stream.pack.push(bytes);
+    if ((stream.pack.length + 1) * stream.elementSize > this._limits.splitThreshold) {
+      this._flushPack(stream);
+      return;
+    }
+    this._packing.add(stream);
+    if (this._packQueued) return;
+    this._packQueued = true;
+    queueMicrotask(() => {
+      this._packQueued = false;
+      const streams = [...this._packing];
+      this._packing.clear();
+      for (const s of streams) this._flushPack(s);
+    });
+  }
+
+  _flushPack(stream) {
+    const pack = stream.pack;
+    if (pack.length === 0) return;
+    stream.pack = [];
+    const { id, elementSize } = stream;
+    if (pack.length === 1) this._conn._send({ type: "onNext", subscriber: id, element: pack[0] }, elementSize);
+    else this._conn._send({ type: "onNextPacked", subscriber: id, count: pack.length, elements: concat(pack) }, elementSize);
   }
 
   _scheduleParts() {
@@ -367,6 +401,7 @@ export class ServingTable {
   /** End one subscription with onError `message`, cancelling its local Publisher. */
   fail(stream, message) {
     if (stream.done) return;
+    this._flushPack(stream); // what it emitted within demand goes first
     this._stop(stream);
     this._conn._send({ type: "onError", subscriber: stream.id, error: message });
   }
@@ -374,6 +409,7 @@ export class ServingTable {
   /** The local publisher's terminal signal, sent after the stream's queued elements. */
   finish(stream, frame) {
     stream.done = true;
+    this._flushPack(stream);
     if (stream.queue.length === 0) {
       this.streams.delete(stream.id);
       this._conn._send(frame);
@@ -391,6 +427,8 @@ export class ServingTable {
 
   _stop(stream) {
     stream.done = true;
+    stream.pack = [];
+    this._packing.delete(stream);
     stream.queue = [];
     stream.terminal = null;
     this._splitting.delete(stream);

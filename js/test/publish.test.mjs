@@ -2,7 +2,7 @@
 // refusals, demand drawn only within the peer's demand and the transport's room, cancel.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Connection, ProtocolError, UNBOUNDED, fromAsyncIterable, fromIterable } from "../src/rsio.js";
+import { Connection, ProtocolError, UNBOUNDED, fixedSize, fromAsyncIterable, fromIterable } from "../src/rsio.js";
 import { FakeTransport, tick } from "./support.mjs";
 
 const HELLO = { type: "serverHello", version: 0, extensions: [] };
@@ -234,4 +234,27 @@ test("fromIterable honours rule 3.9 and re-entrant requests; fromAsyncIterable p
   assert.deepEqual(seen, [0, 1]);
   assert.ok(pulled <= 3, `pulled ${pulled}`); // a generator runs to its next yield at most
   asub.cancel();
+});
+
+test("fixedSize: onSubscribe carries the size, a turn's elements go out packed (§7), a wrong size ends the stream", async () => {
+  const word = (i) => Uint8Array.of(0, 0, 0, i);
+  const { ws } = open({
+    words: () => fixedSize(fromIterable(Array.from({ length: 10 }, (_, i) => word(i))), 4),
+    odd: () => fixedSize(fromIterable([word(1), Uint8Array.of(1, 2)]), 4),
+  });
+  ws.feed(subscribe("words", 1, 6));
+  await tick();
+  assert.deepEqual(ws.sent[1], { type: "onSubscribe", subscriber: 1, element_size: 4 });
+  const [packed] = ws.of("onNextPacked");
+  assert.equal(packed.count, 6);
+  assert.deepEqual([...packed.elements].filter((_, i) => i % 4 === 3), [0, 1, 2, 3, 4, 5]);
+  ws.feed(request(1, 10));
+  await tick();
+  assert.deepEqual(ws.sent.slice(-2).map((f) => [f.type, f.count]), [["onNextPacked", 4], ["onComplete", undefined]]);
+  ws.feed(subscribe("odd", 2, 5));
+  await tick();
+  const forOdd = ws.sent.filter((f) => f.subscriber === 2).map((f) => f.type);
+  assert.deepEqual(forOdd, ["onSubscribe", "onNext", "onError"]); // the good element first, then the error
+  assert.match(ws.sent.at(-1).error, /emitted 2 bytes; its elementSize is 4 \(PROTOCOL\.md §7\)/);
+  assert.throws(() => fixedSize(fromIterable([]), 0), RangeError);
 });

@@ -1,5 +1,5 @@
 // Test helpers: a scripted transport, a manual clock, a recording Subscriber.
-import { decodeAll, encodeFrame } from "../src/rsio-wire.js";
+import { FrameDecoder, encodeFrame } from "../src/rsio-wire.js";
 
 /**
  * A Connection's transport without a network: records the frames the endpoint sends (decoded
@@ -15,10 +15,17 @@ export class FakeTransport {
     this.onbytes = null;
     this.onend = null;
     this.ondrain = null;
+    this.elementSizes = new Map(); // from the onSubscribe frames sent: how to read their onNext
+    this._decoder = new FrameDecoder((id) => this.elementSizes.get(id) ?? 0);
   }
 
   send(data) {
-    this.sent.push(...decodeAll(data));
+    this._decoder.push(data);
+    for (let frame = this._decoder.next(); frame !== null; frame = this._decoder.next()) {
+      if (frame.type === "onSubscribe") this.elementSizes.set(frame.subscriber, frame.element_size);
+      this.sent.push(frame);
+    }
+    if (this._decoder.pending) throw new Error(`a send ended inside a frame (${this._decoder.pending} bytes)`);
   }
 
   close() {
