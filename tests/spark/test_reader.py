@@ -15,9 +15,9 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable
 from pyspark.sql.types import LongType, StructField, StructType
 
 import rstreams
-from rstreams.replay import ReplayLog
+from rstreams.replay import RemoteLogError, ReplayLog
 from rstreams.spark import arrow_ipc, arrow_rows
-from rstreams.spark._source import RStreamsStreamReader
+from rstreams.spark._source import RangePartition, RStreamsStreamReader
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -198,3 +198,69 @@ def test_no_capacity_and_read_limit_stalls_the_stream(
     assert log.max_held <= capacity
     if "maxRecordsPerBatch" in bound:
         assert max(sizes) <= max(bound["maxRecordsPerBatch"], per_element)
+
+
+def test_max_bytes_bounds_a_batch_beside_the_row_bound(serve: Any) -> None:
+    """maxBytesPerBatch: a batch ends where its elements pass the byte bound (at least one element)."""
+    log = ReplayLog("sized", capacity=100)
+    log.append([b"x" * n for n in (4, 4, 4, 30, 2)])
+    server = serve({"sized": log})
+    source = reader(server.url, "sized", maxBytesPerBatch=10, maxRecordsPerBatch=100)
+    ends, start = [], source.initialOffset()
+    while (end := source.latestOffset(start, source.getDefaultReadLimit())) != start:
+        ends.append(end["position"])
+        start = end
+    assert ends == [2, 3, 4, 5]  # 8 bytes, 4, 30 (alone: past the bound), 2
+
+
+class Clock:
+    """A virtual clock: time moves only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_min_records_waits_for_rows_at_most_max_trigger_delay(serve: Any) -> None:
+    """minRecordsPerBatch: no batch below it until maxTriggerDelay has passed since the last one."""
+    log = ReplayLog("nums", capacity=100)
+    log.append([b"{}"] * 3)
+    server = serve({"nums": log})
+    source = reader(server.url, "nums", minRecordsPerBatch=5, maxTriggerDelay=30)
+    clock = Clock()
+    source._clock = clock
+    source._last_batch = 0.0
+    limit = source.getDefaultReadLimit()
+    start = source.initialOffset()
+    assert source.latestOffset(start, limit) == start  # 3 rows < 5, 0 s waited
+    clock.now = 29.0
+    assert source.latestOffset(start, limit) == start
+    clock.now = 30.0
+    first = source.latestOffset(start, limit)
+    assert first["position"] == 3  # waited long enough: what there is
+    log.append([b"{}"] * 6)
+    assert source.latestOffset(first, limit)["position"] == 9  # 6 rows >= 5: at once
+
+
+def test_fail_on_data_loss_false_skips_and_counts_trimmed_positions(serve: Any) -> None:
+    """failOnDataLoss=false: a batch whose start was trimmed reads from the oldest held position,
+    the skipped positions appear as `lost` in the progress, and read() skips a trim it meets;
+    true (the default) keeps the error naming the position."""
+    log = ReplayLog("nums", capacity=100)
+    log.append([json.dumps({"seq": i}).encode() for i in range(20)])
+    log.commit(12, "other")  # the only reader: the log trims below 12
+    server = serve({"nums": log})
+    lenient = reader(server.url, "nums", failOnDataLoss="false")
+    start, end = {"position": 5, "reader": "gone"}, {"position": 20, "reader": "gone"}
+    parts = lenient.partitions(start, end)
+    assert [(p.start, p.end) for p in parts] == [(12, 16), (16, 20)]
+    lenient.latestOffset(end, ReadAllAvailable())
+    assert lenient.reportLatestOffset()["lost"] == 7  # type: ignore[index]
+    whole = RangePartition(server.url, "nums", 5, 20)
+    rows = [row for batch in lenient.read(whole) for row in batch.column("seq").to_pylist()]
+    assert rows == list(range(12, 20))
+    strict = reader(server.url, "nums")
+    with pytest.raises(RemoteLogError, match="position 5 was already trimmed"):
+        list(strict.read(whole))

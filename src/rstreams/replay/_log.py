@@ -157,11 +157,14 @@ class ReplayLog(Subscriber[Any]):
         self._store: Store = MemoryStore() if path is None else FileStore(path)
         self._rows = rows
         self._index: RowIndex | None = None
+        store = self._store
         if rows is not None:
-            store = self._store
             self._index = RowIndex(store.first)
             for data in store.read(store.first, store.end - store.first):  # a file log's held elements
                 self._index.add(rows(data))
+        self._sizes = RowIndex(store.first)  # bytes per element, for byte-bounded reads
+        for size in store.lengths():
+            self._sizes.add(size)
         self._waiting: deque[tuple[list[bytes], Callable[[], object] | None]] = deque()
         self._outstanding = 0  # requested upstream, not yet received
         self._skip = 0  # upstream elements still to drop (feed(position=) below the end)
@@ -212,6 +215,25 @@ class ReplayLog(Subscriber[Any]):
                 raise ValueError(f"replay log {self.name!r}: position {start} is past the end {store.end}")
             end, rows = self._index.end_within(start, max_rows)
             return {"end": end, "rows": rows}
+
+    def end_within_bytes(self, start: int, max_bytes: int) -> dict[str, int]:
+        """``{"end", "bytes"}``: how far a reader at ``start`` may read with at most ``max_bytes``
+        bytes of elements (at least one element, if one is held past ``start``).
+
+        Raises:
+            TrimmedError: ``start`` is below the oldest position held.
+            ValueError: ``start`` is past the end or ``max_bytes`` is below 1.
+        """
+        if type(max_bytes) is not int or max_bytes < 1:
+            raise ValueError(f"a byte bound needs an int >= 1, got {max_bytes!r}")
+        with self._lock:
+            store = self._store
+            if start < store.first:
+                raise TrimmedError(self.name, start, store.first)
+            if start > store.end:
+                raise ValueError(f"replay log {self.name!r}: position {start} is past the end {store.end}")
+            end, size = self._sizes.end_within(start, max_bytes)
+            return {"end": end, "bytes": size}
 
     def info(self) -> dict[str, Any]:
         """``{"first", "end", "complete", "error"}``: what ``name?latest`` answers."""
@@ -402,6 +424,7 @@ class ReplayLog(Subscriber[Any]):
                 store.drop(drop)
                 if self._index is not None:
                     self._index.trim(store.first)
+                self._sizes.trim(store.first)
 
     def _take_waiting(self) -> list[Callable[[], object] | None]:  # under the lock
         """Append the waiting item lists that fit now, in order; their callbacks."""
@@ -481,12 +504,14 @@ class ReplayLog(Subscriber[Any]):
         store.append(data)
         if self._index is not None and self._rows is not None:
             self._index.add(self._rows(data))
+        self._sizes.add(len(data))
         held = store.end - store.first
         if held > self.capacity and self.evict:
             store.drop(1)
             held -= 1
             if self._index is not None:
                 self._index.trim(store.first)
+            self._sizes.trim(store.first)
         if held > self.max_held:
             self.max_held = held
 

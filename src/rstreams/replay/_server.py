@@ -12,6 +12,8 @@ request/response is one JSON element (UTF-8 bytes):
 ``NAME?latest``                         ``{"first", "end", "complete", "error"}`` of the log
 ``NAME?rows=R&from=A``                  ``{"end", "rows"}``: how far a reader at ``A`` may
                                         go with at most ``R`` rows (logs made with ``rows=``)
+``NAME?bytes=B&from=A``                 ``{"end", "bytes"}``: the same with at most ``B``
+                                        bytes of elements (every log)
 ``NAME?commit=N``                       the reader will not ask for positions ``< N``
                                         again; answers like ``latest``. ``&reader=R``:
                                         commit as the named reader ``R`` (registering it);
@@ -64,6 +66,7 @@ QUERY_KEYS = (
     "pack",
     "latest",
     "rows",
+    "bytes",
     "commit",
     "hold",
     "reader",
@@ -367,6 +370,10 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
         if "from" not in params:
             raise ValueError(f"log {log.name!r}: rows=R needs from=A (the reader's position)")
         return _answer(log.end_within(int(params["from"]), int(params["rows"])))
+    if "bytes" in params:
+        if "from" not in params:
+            raise ValueError(f"log {log.name!r}: bytes=B needs from=A (the reader's position)")
+        return _answer(log.end_within_bytes(int(params["from"]), int(params["bytes"])))
     if "commit" in params:
         log.commit(int(params["commit"]), params.get("reader", ""))
         return _answer(log.info())

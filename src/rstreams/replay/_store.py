@@ -2,9 +2,9 @@
 
 Both stores hold the positions ``[first, end)``; ``append`` adds at ``end``, ``drop(k)``
 forgets the ``k`` oldest, ``read(position, count)`` returns up to ``count`` elements from
-``position`` (which the caller has checked is held). ``readers`` maps each named reader to
-the position it committed; the log changes it and calls ``save_readers()``. Neither store
-is thread-safe: the log calls them under its lock.
+``position`` (which the caller has checked is held), ``lengths()`` the held elements' sizes.
+``readers`` maps each named reader to the position it committed; the log changes it and
+calls ``save_readers()``. Neither store is thread-safe: the log calls them under its lock.
 
 :class:`FileStore` makes a log survive a restart of the *server*: positions, and the
 elements not yet committed, are on disk. Layout in its directory:
@@ -64,6 +64,10 @@ class MemoryStore:
     def read(self, position: int, count: int) -> list[bytes]:
         start = self._head + position - self.first
         return self._items[start : start + count]
+
+    def lengths(self) -> list[int]:
+        """The byte length of each held element, oldest first."""
+        return [len(item) for item in self._items[self._head :]]
 
     def save_readers(self) -> None:
         pass
@@ -144,6 +148,12 @@ class FileStore:
             (length,) = _LENGTH.unpack_from(block, offset - base)
             out.append(block[start : start + length])
         return out
+
+    def lengths(self) -> list[int]:
+        """The byte length of each held element, oldest first (from the record offsets)."""
+        ends = [*self._offsets[1:], self._size]
+        held = range(self.first - self._file_first, len(self._offsets))
+        return [ends[i] - self._offsets[i] - _LENGTH.size for i in held]
 
     def save_readers(self) -> None:
         self._save_state()

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Callable, Iterable, Iterator
-from itertools import islice
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -35,7 +34,6 @@ __all__ = [
     "arrow_ipc",
     "arrow_rows",
     "decode_batches",
-    "decode_stream",
     "row_encoder",
 ]
 
@@ -96,18 +94,6 @@ def decode_batches(
                     publisher, first + start + index, f"is not valid {codec}: {error}"
                 ) from None
         yield _records_to_batch(records, first + start, schema, publisher)
-
-
-def decode_stream(
-    elements: Iterable[bytes], first: int, codec: str, schema: pa.Schema, publisher: str
-) -> Iterator[pa.RecordBatch]:
-    """:func:`decode_batches` over elements as they arrive: an ``arrow`` element is decoded
-    as soon as it is there, other codecs in runs of :data:`BATCH_ROWS` elements."""
-    size = 1 if codec == "arrow" else BATCH_ROWS
-    iterator = iter(elements)
-    while chunk := list(islice(iterator, size)):
-        yield from decode_batches(chunk, first, codec, schema, publisher)
-        first += len(chunk)
 
 
 def _fast_json(chunk: list[bytes], schema: pa.Schema) -> pa.RecordBatch | None:

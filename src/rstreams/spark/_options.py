@@ -33,6 +33,7 @@ __all__ = [
     "OptionError",
     "access_from",
     "explain",
+    "flag",
     "number",
     "positive",
     "required",
@@ -74,6 +75,32 @@ OPTIONS = (
         sink=False,
     ),
     Option("maxElementsPerBatch", "none", "at most this many elements per micro-batch", sink=False),
+    Option(
+        "maxBytesPerBatch",
+        "none",
+        "at most this many bytes of elements per micro-batch (beside a row or element bound)",
+        sink=False,
+    ),
+    Option(
+        "minRecordsPerBatch",
+        "none",
+        "wait for at least this many rows (elements with `arrow` unless the log counts rows) "
+        "before a micro-batch, up to `maxTriggerDelay`",
+        sink=False,
+    ),
+    Option(
+        "maxTriggerDelay",
+        "`15`",
+        "seconds a micro-batch may wait for `minRecordsPerBatch` rows; then it takes what there is",
+        sink=False,
+    ),
+    Option(
+        "failOnDataLoss",
+        "`true`",
+        "`false`: positions trimmed before the query read them are skipped and counted "
+        "(`lost` in the progress) instead of failing the query",
+        sink=False,
+    ),
     Option("numPartitions", "`2`", "Spark partitions per micro-batch (ranges of the log)", sink=False),
     Option(
         "readerName",
@@ -194,6 +221,17 @@ def number(options: Mapping[str, str], name: str, default: float) -> float:
     if not math.isfinite(value) or value <= 0:
         raise OptionError(name, f"option {name} must be a number of seconds > 0, got {text!r}")
     return value
+
+
+def flag(options: Mapping[str, str], name: str, default: bool) -> bool:
+    """A ``true``/``false`` option."""
+    text = options.get(name)
+    if text is None:
+        return default
+    value = str(text).strip().lower()
+    if value not in ("true", "false"):
+        raise OptionError(name, f"option {name} takes true or false, got {text!r}")
+    return value == "true"
 
 
 def _secret(options: Mapping[str, str], name: str) -> str | None:

@@ -52,8 +52,11 @@ sets how fast the producer may go.
 
 from __future__ import annotations
 
+import logging
+import re
+import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -77,11 +80,12 @@ from pyspark.sql.types import StructType
 
 from rstreams.replay import Access
 from rstreams.replay._client import PACK, RemoteLogError, request_json, stream_range
-from rstreams.spark._codecs import check_codec, decode_stream
+from rstreams.spark._codecs import BATCH_ROWS, check_codec, decode_batches
 from rstreams.spark._options import (
     OptionError,
     access_from,
     explain,
+    flag,
     number,
     positive,
     required,
@@ -89,6 +93,8 @@ from rstreams.spark._options import (
 )
 
 __all__ = ["RStreamsDataSource", "RangePartition"]
+
+_logger = logging.getLogger("rstreams")
 
 
 class RangePartition(InputPartition):
@@ -128,6 +134,10 @@ class _Options:
         # With codec arrow an element carries many rows: the log counts them (ReplayLog(rows=)).
         self.count_rows = self.max_rows is not None and self.codec == "arrow"
         self.reader_name = str(options.get("readerName") or "")
+        self.max_bytes = positive(options, "maxBytesPerBatch", 0) or None
+        self.min_rows = positive(options, "minRecordsPerBatch", 0) or None
+        self.max_delay = number(options, "maxTriggerDelay", 15.0)
+        self.fail_on_data_loss = flag(options, "failOnDataLoss", True)
         self.timeout = number(options, "timeout", 60.0)
         self.starting = _position_option(options, "startingPosition", "earliest", ("earliest", "latest"))
         self.ending = _position_option(options, "endingPosition", "latest", ("latest",))
@@ -160,6 +170,10 @@ class _Options:
             ) from None
         return int(answer["end"])
 
+    def end_within_bytes(self, start: int, max_bytes: int) -> int:
+        """The end of the longest range from ``start`` with at most ``max_bytes`` bytes of elements."""
+        return int(self.ask(f"bytes={max_bytes}&from={start}")["end"])
+
     def commit(self, position: int, reader: str | None) -> dict[str, Any]:
         query = f"commit={position}"
         if reader is not None:
@@ -186,23 +200,71 @@ class _Options:
         ]
 
     def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
-        # Arrow elements are big: one wire element each (packing would copy them twice).
-        pack = 0 if self.codec == "arrow" else PACK
+        """The partition's rows as Arrow batches. With ``failOnDataLoss=false``, positions the log
+        trimmed before they were read are skipped (a warning on the ``rstreams`` logger)."""
+        start, end = partition.start, partition.end
         try:
-            elements = stream_range(
-                partition.url,
-                partition.publisher,
-                partition.start,
-                partition.end,
-                self.timeout,
-                pack=pack,
-                access=self.access,
-            )
-            yield from decode_stream(
-                elements, partition.start, self.codec, self.arrow_schema, partition.publisher
-            )
+            while start < end:
+                failure, start = yield from self._read_from(partition, start)
+                if failure is None:
+                    return
+                trimmed_to = _trimmed_to(failure)
+                if self.fail_on_data_loss or trimmed_to is None or trimmed_to <= start:
+                    raise failure
+                _logger.warning(
+                    "rstreams source %r: positions %d..%d were trimmed before they were read; skipped "
+                    "(failOnDataLoss=false)",
+                    partition.publisher,
+                    start,
+                    min(trimmed_to, end) - 1,
+                )
+                start = min(trimmed_to, end)
         except (PermissionError, ConnectionError) as error:
             raise explain(error, self.url, self.access) from None
+
+    def _read_from(
+        self, partition: RangePartition, start: int
+    ) -> Generator[pa.RecordBatch, None, tuple[RemoteLogError | None, int]]:
+        """Decode ``[start, partition.end)`` as it arrives; returns ``(the log's refusal or None,
+        the position after the last element decoded)``. Arrow elements are big: one wire
+        element each (packing would copy them twice); other codecs in runs of BATCH_ROWS."""
+        pack = 0 if self.codec == "arrow" else PACK
+        size = 1 if self.codec == "arrow" else BATCH_ROWS
+        elements = stream_range(
+            partition.url,
+            partition.publisher,
+            start,
+            partition.end,
+            self.timeout,
+            pack=pack,
+            access=self.access,
+        )
+        chunk: list[bytes] = []
+        failure: RemoteLogError | None = None
+        try:
+            for element in elements:
+                chunk.append(element)
+                if len(chunk) == size:
+                    yield from decode_batches(
+                        chunk, start, self.codec, self.arrow_schema, partition.publisher
+                    )
+                    start += len(chunk)
+                    chunk = []
+        except RemoteLogError as refused:
+            failure = refused
+        if chunk:
+            yield from decode_batches(chunk, start, self.codec, self.arrow_schema, partition.publisher)
+            start += len(chunk)
+        return failure, start
+
+
+_TRIMMED = re.compile(r"TrimmedError: .*the oldest position held is (\d+)")
+
+
+def _trimmed_to(error: RemoteLogError) -> int | None:
+    """The log's oldest position, if ``error`` is its TrimmedError (docs/replay.md, *Limits*)."""
+    match = _TRIMMED.search(str(error))
+    return None if match is None else int(match.group(1))
 
 
 def _position_option(options: Mapping[str, str], name: str, default: str, words: tuple[str, ...]) -> str:
@@ -235,6 +297,9 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._confirmed = False  # whether the query's reader has committed (batch 0 is logged)
         self._latest: dict[str, Any] = {}  # the log's last answer, for reportLatestOffset
         self._uncounted = False  # an arrow log that counts no rows: no rowsBehind
+        self._clock = time.monotonic  # for maxTriggerDelay (tests set a virtual clock)
+        self._last_batch = self._clock()  # when the last micro-batch was planned
+        self._lost = 0  # positions skipped because they were trimmed (failOnDataLoss=false)
 
     def initialOffset(self) -> Offset:
         """A fresh query: hold the log for a new pending reader at the starting position."""
@@ -268,15 +333,28 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:  # the batch that ended at `start` is in Spark's commit log: the log may trim it
             info = self._opts.commit(begin, None if reader is None else str(reader))
         end = int(info["end"])
+        opts = self._opts
         if self._target is not None:
             end = min(end, self._target)
-        if isinstance(limit, ReadMaxRows) and end > begin:
-            if self._opts.count_rows:
-                end = min(end, self._opts.end_within(begin, limit.max_rows))
-            else:
-                end = min(end, begin + limit.max_rows)
+        # Bounds count from what the log still holds (failOnDataLoss=false skips the rest).
+        base = begin if opts.fail_on_data_loss else max(begin, int(info["first"]))
+        if not isinstance(limit, ReadAllAvailable) and end > base:
+            if isinstance(limit, ReadMaxRows):
+                if opts.count_rows:
+                    end = min(end, opts.end_within(base, limit.max_rows))
+                else:
+                    end = min(end, base + limit.max_rows)
+            if opts.max_bytes is not None:
+                end = min(end, opts.end_within_bytes(base, opts.max_bytes))
+        if opts.min_rows is not None and self._target is None and end > begin:
+            waited = self._clock() - self._last_batch
+            rows = self._rows_behind(base, end)
+            if (end - base if rows is None else rows) < opts.min_rows and waited < opts.max_delay:
+                end = begin  # not enough yet: wait for more, at most maxTriggerDelay
         if end <= begin and info["error"] is not None:
-            raise RuntimeError(f"replay log {self._opts.publisher!r} failed upstream: {info['error']}")
+            raise RuntimeError(f"replay log {opts.publisher!r} failed upstream: {info['error']}")
+        if end > begin:
+            self._last_batch = self._clock()
         self._latest = {"end": int(info["end"]), "first": int(info["first"]), "batch_end": max(end, begin)}
         return _offset(max(end, begin), start)
 
@@ -295,6 +373,8 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if rows is not None:
             report["rowsBehind"] = rows
         report["oldestHeld"] = self._latest["first"]
+        if not self._opts.fail_on_data_loss:
+            report["lost"] = self._lost
         return report
 
     def _rows_behind(self, start: int, end: int) -> int | None:
@@ -309,10 +389,15 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return None
 
     def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
-        begin = int(start["position"])
+        begin, stop = int(start["position"]), int(end["position"])
         if not self._confirmed and start == self._initial and "reader" in end:
             begin = self._confirm(begin, str(start["reader"]), str(end["reader"]))
-        return self._opts.split(begin, int(end["position"]))
+        if not self._opts.fail_on_data_loss and begin < stop:
+            first = int(self._opts.info()["first"])
+            if begin < first:  # trimmed before this batch could read it: skipped, and counted
+                self._lost += min(first, stop) - begin
+                begin = min(first, stop)
+        return self._opts.split(begin, stop)
 
     def _confirm(self, begin: int, ours: str, logged: str) -> int:
         """Batch 0 is in Spark's offset log: make its reader a committed one; its start.
