@@ -209,3 +209,30 @@ def test_non_minimal_two_byte_varints_are_framing_errors(batch: bool, data: byte
     parser = make_parser(batch)
     assert parser.feed(data + b"\x0c\x01") == []
     assert parser.error is not None and "minimal" in str(parser.error).lower()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from([1, 8, 127, 128, 300]),
+    st.lists(st.tuples(st.booleans(), st.integers(0, 255)), max_size=60),
+    st.lists(st.integers(0, 2_000), max_size=10),
+)
+def test_fixed_size_streams_parse_alike_batched_or_not(
+    size: int, picks: list[tuple[bool, int]], cuts: list[int]
+) -> None:
+    """Beside a stream with an elementSize (no length prefix, §7), frames parse the same with or
+    without batching and however they are cut; the other stream keeps its length prefixes."""
+    fixed_sid, other_sid = 5, 200
+    frames: list[Frame] = [OnSubscribe(subscriber=fixed_sid, element_size=size)]
+    data = encode(frames[0])
+    for fixed, fill in picks:
+        if fixed:
+            frame = OnNext(subscriber=fixed_sid, element=bytes([fill]) * size)
+            data += encode(frame, element_size=size)
+        else:
+            frame = OnNext(subscriber=other_sid, element=bytes([fill]) * (fill % 20))
+            data += encode(frame)
+        frames.append(frame)
+    assert flatten(feed_in(data, [], batch=False)) == frames
+    assert flatten(feed_in(data, cuts, batch=False)) == frames
+    assert flatten(feed_in(data, cuts, batch=True)) == frames

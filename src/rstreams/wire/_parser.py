@@ -259,8 +259,8 @@ class FrameParser:
     def _parse(self, data: bytes, frames: list[Frame | OnNextBatch]) -> int:
         """Append every complete frame of ``data`` to ``frames``; return where parsing stopped.
 
-        The common frame, an onNext whose id and length take one or two bytes each on a
-        stream without an elementSize, is decoded inline here: it is most of the traffic,
+        The common frame, an onNext whose id and length take one or two bytes each (no
+        length on a stream with an elementSize), is decoded inline here: it is most of the traffic,
         and a call per frame would cost more than decoding it. Every other frame, and any
         onNext the inline decoding declines, goes through its type's decoder in the table
         :data:`_DECODERS` (the general onNext decoder also reports non-minimal varints).
@@ -280,7 +280,7 @@ class FrameParser:
                     frame, pos = decoders[data[pos]](self, data, pos + 1, n)
                     append(frame)
                     continue
-                if sizes or general or pos + 2 >= n:
+                if general or pos + 2 >= n:
                     frame, pos = self._on_next(data, pos + 1, n)
                     append(frame)
                     continue
@@ -290,14 +290,18 @@ class FrameParser:
                     second = data[q]
                     sid = (sid & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
                     q += 1
-                length = data[q] if q < n else -1
-                hdr = q + 1 - pos
-                if length >= 0x80:  # a two-byte length (128 ... 16383)
-                    second = data[q + 1] if q + 1 < n else 0
-                    length = (length & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
-                    hdr += 1
-                    if length > max_element:
-                        length = -1
+                length = sizes.get(sid, 0) if sizes else 0
+                if length:  # a stream with an elementSize: no length prefix (§7)
+                    hdr = q - pos
+                else:
+                    length = data[q] if q < n else -1
+                    hdr = q + 1 - pos
+                    if length >= 0x80:  # a two-byte length (128 ... 16383)
+                        second = data[q + 1] if q + 1 < n else 0
+                        length = (length & 0x7F) | (second << 7) if 0 < second < 0x80 else -1
+                        hdr += 1
+                        if length > max_element:
+                            length = -1
                 if sid < 0 or length < 0:
                     frame, pos = self._on_next(data, pos + 1, n)
                     append(frame)
