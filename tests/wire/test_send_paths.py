@@ -29,6 +29,7 @@ from rstreams.wire import (
     OnNextPart,
     OnSubscribe,
     Request,
+    ServerHello,
     Side,
     StreamState,
     Subscribe,
@@ -274,10 +275,14 @@ def test_parts(sid: int, threshold: int, items: list[bytes]) -> None:
     assert out(conn) == expected
 
 
-def test_hellos_go_out_by_themselves_in_the_table_encoding() -> None:
-    """The hello queued at construction is encode(ClientHello(...)) with the configured extensions."""
-    conn = Connection(Side.CLIENT, ConnectionConfig(extensions=frozenset({3, 1})))
-    assert out(conn) == encode(ClientHello(extensions=(1, 3)))
+@SETTINGS
+@given(st.sampled_from([Side.CLIENT, Side.SERVER]), st.frozensets(uints, max_size=6))
+def test_hellos(side: Side, offered: frozenset[int]) -> None:
+    """ClientHello/ServerHello: the hello queued at construction is the table's encoding of this
+    side's hello, listing the configured extensions in ascending order."""
+    conn = Connection(side, ConnectionConfig(extensions=offered))
+    hello = ClientHello if side is Side.CLIENT else ServerHello
+    assert out(conn) == encode(hello(extensions=tuple(sorted(offered))))
 
 
 # -- the earlier names check like send() ----------------------------------------------------
