@@ -33,14 +33,30 @@ import java.util.function.Predicate;
  * per event-loop turn, its events reach the streams. Everything here runs on the channel's
  * event loop; other threads hand work over with {@link #execute}.
  */
+@io.netty.channel.ChannelHandler.Sharable // one session may outlive several channels (extension resume)
 final class Endpoint extends ChannelInboundHandlerAdapter {
     private static final System.Logger LOG = System.getLogger("io.rstreams.net");
     /** How long an endpoint that sent an error goodbye keeps reading before it closes (PROTOCOL.md §10). */
     private static final long LINGER_MILLIS = 2000;
 
-    /** Options shared by client and server ends. */
+    /** Options shared by client and server ends; {@code resume} null: no session resumption. */
     record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, String token,
-            Predicate<Credentials> authenticator) {}
+            Predicate<Credentials> authenticator, ResumeOptions resume) {}
+
+    /** Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports. */
+    record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector) {}
+
+    /** The server's table of resumable sessions, by token. */
+    interface Sessions {
+        void register(byte[] token, Endpoint endpoint);
+
+        void forget(byte[] token, Endpoint endpoint);
+    }
+
+    /** How a client opens a new transport for its session (attempt 1, 2, ...). */
+    interface Reconnector {
+        void reconnect(Endpoint endpoint, int attempt);
+    }
 
     private final Options options;
     private final Connection conn;
@@ -62,6 +78,13 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private long pingCounter;
     private long lastPing = System.nanoTime();
     private ScheduledFuture<?> timer;
+    // extension resume (§16): null when not offered, or not active once the peer's hello came
+    private Replay replay;
+    private boolean resumeActive;
+    private boolean linkUp;
+    private int attempts;
+    private boolean ackQueued;
+    private ScheduledFuture<?> expiry;
 
     Endpoint(Connection.Side side, Options options) {
         this.options = options;
@@ -70,7 +93,19 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         if (options.token() != null || options.authenticator() != null) {
             extensions.add(FrameType.AUTH);
         }
+        if (options.resume() != null) {
+            extensions.add(FrameType.RESUME_EXTENSION);
+            replay = new Replay(options.resume().bufferBytes());
+        }
         this.conn = new Connection(side, options.limits(), extensions, options.authenticator());
+    }
+
+    io.netty.channel.EventLoop loop() {
+        return channel.eventLoop();
+    }
+
+    Replay replay() {
+        return replay;
     }
 
     RsioConnection facade() {
@@ -104,7 +139,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     boolean writable() {
-        return channel != null && channel.isWritable();
+        return channel != null && linkUp && channel.isWritable() && (replay == null || replay.unacked() < replay.bound);
     }
 
     String describe() {
@@ -130,8 +165,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     private void flushNow() {
         flushQueued = false;
-        if (!active.isDone()) {
-            return; // nothing goes out before the transport is up (TLS and WebSocket handshakes)
+        if (!linkUp) {
+            return; // nothing goes out before the transport is up (TLS, WebSocket handshakes; a resume)
         }
         pumpParts();
         writePending();
@@ -142,13 +177,17 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     /** The connection's output as one buffer over its pieces (large payloads are not copied). */
     private ByteBuf output() {
-        return Unpooled.wrappedBuffer(conn.buffersToSend().toArray(new java.nio.ByteBuffer[0]));
+        List<java.nio.ByteBuffer> buffers = conn.buffersToSend();
+        if (replay != null) {
+            replay.sent(buffers); // our stream, kept until the peer acknowledges it (§16.4)
+        }
+        return Unpooled.wrappedBuffer(buffers.toArray(new java.nio.ByteBuffer[0]));
     }
 
     /** Writes queued parts of split elements, round robin over streams, while the channel takes them (§8). */
     private void pumpParts() {
         boolean emptied = false;
-        while (conn.hasQueuedParts() && channel.isActive() && channel.isWritable()) {
+        while (conn.hasQueuedParts() && linkUp && channel.isActive() && channel.isWritable()) {
             emptied |= !conn.sendParts(conn.limits().splitThreshold()).isEmpty();
             if (conn.pendingOutput() > 0) {
                 ctx.write(output());
@@ -178,7 +217,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * at the end of the turn writes it in one go.
      */
     void writePending() {
-        if (conn.pendingOutput() > 0 && channel.isActive() && active.isDone()) {
+        if (conn.pendingOutput() > 0 && linkUp && channel.isActive()) {
             if (channel.isWritable()) {
                 lastActivity = System.nanoTime(); // a peer that takes what we write is not idle (§14.2)
             }
@@ -191,12 +230,18 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-        this.ctx = ctx;
-        this.channel = ctx.channel();
+        if (this.ctx == null) {
+            this.ctx = ctx;
+            this.channel = ctx.channel();
+        } // else: a new transport for this session, attached by attach() once resumed (§16.3)
     }
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
+        if (ctx != this.ctx) {
+            return; // a resumed transport is attached by attach()
+        }
+        linkUp = true;
         active.complete(facade);
         flushNow(); // our hello (§4.1)
         long period = timerPeriodMillis();
@@ -210,9 +255,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf buf = (ByteBuf) msg;
         try {
+            if (ctx != this.ctx || discarding || ended) {
+                return; // a replaced transport, or a connection that is over
+            }
             lastActivity = System.nanoTime();
-            if (discarding || ended) {
-                return;
+            if (replay != null) {
+                replay.received(buf.readableBytes());
             }
             if (buf.nioBufferCount() == 1) {
                 conn.receiveData(buf.nioBuffer());
@@ -229,12 +277,14 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
-        flushNow();
+        if (ctx == this.ctx) {
+            flushNow();
+        }
     }
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        if (channel.isWritable()) {
+        if (ctx == this.ctx && channel.isWritable()) {
             scheduleFlush(); // queued parts go first
             refillAll();
         }
@@ -243,9 +293,18 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        if (ctx != this.ctx) {
+            attemptFailed(); // a new transport that closed before the session was resumed on it
+            return;
+        }
+        if (resumable()) {
+            detach();
+            return;
+        }
         if (timer != null) {
             timer.cancel(false);
         }
+        linkUp = false;
         conn.receiveEof();
         process();
         if (!ended) {
@@ -258,6 +317,14 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt instanceof ChannelInputShutdownEvent) {
+            if (ctx != this.ctx) {
+                ctx.close();
+                return;
+            }
+            if (resumable()) {
+                ctx.close(); // the transport broke; channelInactive detaches the session (§16.3)
+                return;
+            }
             if (inputEnded) {
                 return;
             }
@@ -320,11 +387,15 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                     s.failed(f.error());
                 }
             } else if (e instanceof Event.PeerHello h) {
+                resumeNegotiated(h);
                 helloReceived(h);
+            } else if (e instanceof Event.ExtensionMessage x) {
+                resumeMessage(x);
             } else if (e instanceof Event.Closed c) {
                 closedByProtocol(c);
             }
         }
+        maybeAcknowledge();
         scheduleFlush();
     }
 
@@ -406,6 +477,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
         ended = true;
         closedError = why;
+        if (replay != null && replay.token != null && options.resume().sessions() != null) {
+            options.resume().sessions().forget(replay.token, this);
+        }
+        if (expiry != null) {
+            expiry.cancel(false);
+        }
         List<RemoteSubscription<?>> subs = new ArrayList<>(consuming.values());
         consuming.clear();
         for (RemoteSubscription<?> s : subs) {
@@ -437,6 +514,174 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         channel.eventLoop().schedule(() -> {
             channel.close();
         }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    // ---- extension resume (§16) ----------------------------------------------------------
+
+    private void resumeNegotiated(Event.PeerHello h) {
+        if (replay == null) {
+            return;
+        }
+        if (!h.active().contains(FrameType.RESUME_EXTENSION)) {
+            replay = null; // the peer did not agree: no buffer kept (§16.9)
+            return;
+        }
+        resumeActive = true;
+        if (conn.side() == Connection.Side.SERVER) {
+            byte[] token = new byte[16];
+            new java.security.SecureRandom().nextBytes(token);
+            replay.token = token;
+            conn.sendExtension(FrameType.RESUME_TOKEN, token);
+            options.resume().sessions().register(token, this);
+        }
+    }
+
+    private void resumeMessage(Event.ExtensionMessage x) {
+        if (!resumeActive) {
+            return;
+        }
+        try {
+            switch (x.type()) {
+                case FrameType.RESUME_TOKEN -> {
+                    if (conn.side() == Connection.Side.SERVER || replay.token != null
+                            || x.payload().length < 1 || x.payload().length > 64) {
+                        throw new ProtocolException("resumeToken sent to a server, sent twice, or not 1-64 bytes (PROTOCOL.md §16.2, §16.4)");
+                    }
+                    replay.token = x.payload();
+                }
+                case FrameType.RESUME_ACK -> {
+                    replay.ack(ResumeFrames.position(x.payload()));
+                    replay.ackReceived(2L + x.payload().length);
+                }
+                default -> throw new ProtocolException(String.format(
+                        "message type 0x%02x inside a session: resume, resumed and resumeRefused start a new transport (PROTOCOL.md §16.4)",
+                        x.type()));
+            }
+        } catch (ProtocolException e) {
+            conn.abort(e.getMessage());
+        }
+    }
+
+    /** Acknowledges what arrived: at once after a quarter of the buffer, else shortly after (§16.4). */
+    private void maybeAcknowledge() {
+        if (!resumeActive || replay == null || conn.state() != Connection.State.OPEN) {
+            return;
+        }
+        long pending = replay.unacknowledgedReceived();
+        if (pending >= replay.bound / 4) {
+            acknowledge();
+        } else if (pending > 0 && !ackQueued) {
+            ackQueued = true;
+            loop().schedule(this::acknowledge, 20, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private void acknowledge() {
+        ackQueued = false;
+        if (!resumeActive || replay == null || conn.state() != Connection.State.OPEN || replay.unacknowledgedReceived() <= 0) {
+            return;
+        }
+        replay.acknowledged();
+        conn.sendExtension(FrameType.RESUME_ACK, ResumeFrames.varint(replay.receivedPosition()));
+        scheduleFlush();
+    }
+
+    /** Whether a broken transport should be replaced rather than end the connection (§16.3). */
+    private boolean resumable() {
+        return resumeActive && replay != null && replay.token != null && !ended && conn.state() == Connection.State.OPEN;
+    }
+
+    /** The transport broke: the client reconnects, the server waits for a resume (§16.3). */
+    private void detach() {
+        linkUp = false;
+        if (conn.side() == Connection.Side.CLIENT) {
+            attempts = 0;
+            attemptFailed();
+        } else if (expiry == null) {
+            expiry = loop().schedule(() -> sessionFailed("the session was not resumed within "
+                    + options.resume().sessionTimeout().toSeconds() + " s (PROTOCOL.md §16.3)"),
+                    options.resume().sessionTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** A client's attempt to resume did not work out: try again after a backoff, or give up. */
+    void attemptFailed() {
+        if (ended || linkUp || conn.side() != Connection.Side.CLIENT || options.resume() == null) {
+            return;
+        }
+        attempts++;
+        if (attempts > ResumeFrames.ATTEMPTS) {
+            sessionFailed("could not resume the session in " + ResumeFrames.ATTEMPTS + " attempt(s) (PROTOCOL.md §16.3)");
+            return;
+        }
+        long delay = Math.min(ResumeFrames.MAX_BACKOFF_MILLIS, ResumeFrames.BACKOFF_MILLIS << (attempts - 1));
+        int attempt = attempts;
+        loop().schedule(() -> {
+            if (!ended && !linkUp) {
+                options.resume().reconnector().reconnect(this, attempt);
+            }
+        }, delay, TimeUnit.MILLISECONDS);
+    }
+
+    /** The session cannot go on: every stream fails (§16.6). */
+    void sessionFailed(String reason) {
+        if (ended) {
+            return;
+        }
+        ended(null, new ConnectionClosedException(reason));
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        if (channel.isActive()) {
+            channel.close();
+        }
+        active.completeExceptionally(new ConnectionClosedException(reason));
+        closed.complete(null);
+    }
+
+    /**
+     * Continues the session on a new transport whose pipeline holds this endpoint at {@code newCtx}:
+     * the peer has received our stream up to {@code position}. The server first tells the client
+     * how much of its stream arrived ({@code resumed}); then both replay from where the other
+     * stopped (§16.3). {@code rest} is what the new transport brought after the exchange.
+     */
+    void attach(ChannelHandlerContext newCtx, long position, boolean sendResumed, ByteBuf rest) {
+        List<java.nio.ByteBuffer> again = ended ? null : replay.from(position);
+        if (again == null) {
+            if (sendResumed) {
+                newCtx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused(
+                        "resume position outside the replay buffer (PROTOCOL.md §16.3)"))).addListener(ChannelFutureListener.CLOSE);
+            } else {
+                newCtx.close();
+            }
+            rest.release();
+            sessionFailed("the resume position " + position + " is outside the replay buffer (PROTOCOL.md §16.6)");
+            return;
+        }
+        ChannelHandlerContext old = this.ctx;
+        this.ctx = newCtx;
+        this.channel = newCtx.channel();
+        if (linkUp && old != null) {
+            old.close(); // a stalled link: the new transport replaces it (§16.3)
+        }
+        linkUp = true;
+        attempts = 0;
+        if (expiry != null) {
+            expiry.cancel(false);
+            expiry = null;
+        }
+        lastActivity = System.nanoTime();
+        if (sendResumed) {
+            newCtx.write(Unpooled.wrappedBuffer(ResumeFrames.resumed(replay.receivedPosition())));
+        }
+        newCtx.write(Unpooled.wrappedBuffer(again.toArray(new java.nio.ByteBuffer[0])));
+        flushNow();
+        if (rest.isReadable()) {
+            channelRead(newCtx, rest);
+        } else {
+            rest.release();
+        }
+        refillAll();
     }
 
     // ---- keepalive (§14) ------------------------------------------------------------------

@@ -60,7 +60,7 @@ final class Pipelines {
                 ClientAuth.NONE, null, false);
     }
 
-    static void server(ChannelPipeline p, RsioUrl url, SslContext ssl, Endpoint endpoint) {
+    static void server(ChannelPipeline p, RsioUrl url, SslContext ssl, io.netty.channel.ChannelHandler... last) {
         if (url.secure()) {
             p.addLast(ssl.newHandler(p.channel().alloc()), new TlsGate());
         }
@@ -75,10 +75,10 @@ final class Pipelines {
                     .build()));
             p.addLast(new WebSocketBridge());
         }
-        p.addLast(endpoint);
+        p.addLast(last);
     }
 
-    static void client(ChannelPipeline p, RsioUrl url, SslContext ssl, Endpoint endpoint) {
+    static void client(ChannelPipeline p, RsioUrl url, SslContext ssl, io.netty.channel.ChannelHandler... last) {
         if (url.secure()) {
             SslHandler handler = ssl.newHandler(p.channel().alloc(), url.host(), url.port());
             SSLEngine engine = handler.engine();
@@ -99,6 +99,6 @@ final class Pipelines {
                     .build()));
             p.addLast(new WebSocketBridge());
         }
-        p.addLast(endpoint);
+        p.addLast(last);
     }
 }

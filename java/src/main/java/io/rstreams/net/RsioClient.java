@@ -38,11 +38,13 @@ public final class RsioClient implements AutoCloseable {
     private final EventLoopGroup group;
     private final Endpoint.Options options;
     private final SSLContext tls;
+    private final boolean resume;
 
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 NioIoHandler.newFactory());
-        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.token, null);
+        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.token, null, null);
+        this.resume = b.resume;
         try {
             this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
         } catch (java.security.NoSuchAlgorithmException e) {
@@ -66,21 +68,22 @@ public final class RsioClient implements AutoCloseable {
     public CompletableFuture<RsioConnection> connect(String url) {
         RsioUrl u = RsioUrl.parse(url);
         SslContext ssl = u.secure() ? Pipelines.sslContext(tls, true) : null;
-        Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, options);
-        CompletableFuture<RsioConnection> result = new CompletableFuture<>();
-        Bootstrap bootstrap = new Bootstrap()
-                .group(group)
-                .channel(NioSocketChannel.class)
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.ALLOW_HALF_CLOSURE, true)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
-                .handler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        Pipelines.client(ch.pipeline(), u, ssl, endpoint);
+        Endpoint.Options opts = options;
+        if (resume) {
+            Endpoint.Reconnector again = (session, attempt) -> {
+                ChannelFuture f = bootstrap(session.loop(), u, ssl, new ResumeHandshake(session), session).connect(u.host(), u.port());
+                f.addListener(done -> {
+                    if (!done.isSuccess()) {
+                        session.attemptFailed();
                     }
                 });
-        ChannelFuture f = bootstrap.connect(u.host(), u.port());
+            };
+            opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(),
+                    options.token(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again));
+        }
+        Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
+        CompletableFuture<RsioConnection> result = new CompletableFuture<>();
+        ChannelFuture f = bootstrap(group, u, ssl, endpoint).connect(u.host(), u.port());
         f.addListener(done -> {
             if (!done.isSuccess()) {
                 result.completeExceptionally(new IOException("can't connect to " + url + ": " + done.cause().getMessage(), done.cause()));
@@ -95,6 +98,21 @@ public final class RsioClient implements AutoCloseable {
             }
         });
         return result;
+    }
+
+    private static Bootstrap bootstrap(EventLoopGroup group, RsioUrl u, SslContext ssl, io.netty.channel.ChannelHandler... last) {
+        return new Bootstrap()
+                .group(group)
+                .channel(NioSocketChannel.class)
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
+                .handler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        Pipelines.client(ch.pipeline(), u, ssl, last);
+                    }
+                });
     }
 
     /** Closes every connection of this client (without goodbye) and stops its I/O threads. */
@@ -112,8 +130,19 @@ public final class RsioClient implements AutoCloseable {
         private String token;
         private int threads = 1;
         private SSLContext tls;
+        private boolean resume;
 
         private Builder() {}
+
+        /**
+         * Offers extension resume (PROTOCOL.md §16): when the server agrees, a broken transport is
+         * replaced (up to 8 attempts, backoff from 50 ms to 2 s) and streams only see a pause;
+         * 4 MiB of unacknowledged output are kept for the replay, and production pauses there.
+         */
+        public Builder resume(boolean on) {
+            this.resume = on;
+            return this;
+        }
 
         /** Whom to trust (and which client certificate to present) on {@code tls://} and {@code wss://}; default: the JVM's trust store. */
         public Builder tls(SSLContext context) {

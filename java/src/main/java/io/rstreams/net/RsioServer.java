@@ -50,11 +50,24 @@ public final class RsioServer implements AutoCloseable {
     private final Channel listener;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final String url;
+    private final java.util.Map<String, Endpoint> sessions = new java.util.concurrent.ConcurrentHashMap<>();
 
     private RsioServer(Builder b, RsioUrl where) throws InterruptedException {
-        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, null, b.authenticator);
+        Endpoint.Sessions table = new Endpoint.Sessions() {
+            @Override
+            public void register(byte[] token, Endpoint endpoint) {
+                sessions.put(java.util.HexFormat.of().formatHex(token), endpoint);
+            }
+
+            @Override
+            public void forget(byte[] token, Endpoint endpoint) {
+                sessions.remove(java.util.HexFormat.of().formatHex(token), endpoint);
+            }
+        };
+        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, null, b.authenticator,
+                b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), NioIoHandler.newFactory());
-        workers = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-server", true),
+        workers = new MultiThreadIoEventLoopGroup(b.resume ? 1 : b.threads, new DefaultThreadFactory("rstreams-server", true),
                 NioIoHandler.newFactory());
         Consumer<RsioConnection> hook = b.onConnection;
         if (where.secure() && b.tls == null) {
@@ -74,7 +87,12 @@ public final class RsioServer implements AutoCloseable {
                     protected void initChannel(SocketChannel ch) {
                         channels.add(ch);
                         Endpoint endpoint = new Endpoint(Connection.Side.SERVER, options);
-                        Pipelines.server(ch.pipeline(), where, ssl, endpoint);
+                        if (options.resume() != null) {
+                            Pipelines.server(ch.pipeline(), where, ssl, new ResumeSniffer(endpoint,
+                                    token -> sessions.get(java.util.HexFormat.of().formatHex(token))), endpoint);
+                        } else {
+                            Pipelines.server(ch.pipeline(), where, ssl, endpoint);
+                        }
                         if (hook != null) {
                             hook.accept(endpoint.facade());
                         }
@@ -133,8 +151,26 @@ public final class RsioServer implements AutoCloseable {
         private int threads = 1;
         private SSLContext tls;
         private Predicate<Credentials> authenticator;
+        private boolean resume;
+        private Duration sessionTimeout = Duration.ofSeconds(30);
 
         private Builder() {}
+
+        /**
+         * Offers extension resume (PROTOCOL.md §16): a client whose transport breaks can continue
+         * its session on a new one within the session timeout. With resume on, the server uses
+         * one I/O thread for its connections (a resumed transport must reach its session's thread).
+         */
+        public Builder resume(boolean on) {
+            this.resume = on;
+            return this;
+        }
+
+        /** How long a broken session waits for its client's resume (default 30 s, §16.7). */
+        public Builder sessionTimeout(Duration timeout) {
+            this.sessionTimeout = Objects.requireNonNull(timeout, "timeout");
+            return this;
+        }
 
         /**
          * Requires every client to authenticate (extension auth, PROTOCOL.md §15) with credentials

@@ -42,12 +42,23 @@ public final class FrameType {
     /** auth (extension 2) subscribeCredentials, §15. */
     public static final int SUBSCRIBE_CREDENTIALS = 0x86;
 
+    /** resume (extension 3) resumeToken, server to client, §16.2. */
+    public static final int RESUME_TOKEN = 0x88;
+    /** resume (extension 3) resume, the first message of a new transport, §16.2. */
+    public static final int RESUME = 0x89;
+    /** resume (extension 3) resumed, §16.2. */
+    public static final int RESUMED = 0x8A;
+    /** resume (extension 3) resumeRefused, §16.2. */
+    public static final int RESUME_REFUSED = 0x8B;
+    /** resume (extension 3) resumeAck, §16.4. */
+    public static final int RESUME_ACK = 0x8C;
+
     /** Extension id of keepalive (§14). */
     public static final long KEEPALIVE = 1;
     /** Extension id of auth (§15). */
     public static final long AUTH = 2;
     /** Extension id of resume (§16). */
-    public static final long RESUME = 3;
+    public static final long RESUME_EXTENSION = 3;
 
     private FrameType() {}
 
@@ -65,7 +76,7 @@ public final class FrameType {
             return AUTH;
         }
         if (type >= 0x88 && type <= 0x8F) {
-            return RESUME;
+            return RESUME_EXTENSION;
         }
         return -1;
     }
@@ -77,6 +88,6 @@ public final class FrameType {
      * @return its name, or "unknown"
      */
     public static String extensionName(long id) {
-        return id == KEEPALIVE ? "keepalive" : id == AUTH ? "auth" : id == RESUME ? "resume" : "unknown";
+        return id == KEEPALIVE ? "keepalive" : id == AUTH ? "auth" : id == RESUME_EXTENSION ? "resume" : "unknown";
     }
 }

@@ -1,0 +1,136 @@
+package io.rstreams.net;
+
+import io.netty.buffer.ByteBuf;
+import io.rstreams.wire.FrameType;
+import io.rstreams.wire.ProtocolException;
+import io.rstreams.wire.Varint;
+import java.nio.charset.StandardCharsets;
+
+/** The messages of extension resume that travel outside the session's streams (PROTOCOL.md §16.2), and its limits. */
+final class ResumeFrames {
+    /** Attempts a client makes before the session fails (§16.7). */
+    static final int ATTEMPTS = 8;
+    /** First backoff between attempts, doubling (§16.7). */
+    static final long BACKOFF_MILLIS = 50;
+    /** Largest backoff (§16.7). */
+    static final long MAX_BACKOFF_MILLIS = 2000;
+    /** How long a new transport may take to answer a resume (§16.7). */
+    static final long ATTEMPT_TIMEOUT_MILLIS = 5000;
+    /** Largest payload of resume / resumed / resumeRefused (§16.7). */
+    static final int MAX_PAYLOAD = 256;
+
+    private ResumeFrames() {}
+
+    static byte[] varint(long value) {
+        byte[] out = new byte[Varint.size(value)];
+        Varint.write(value, out, 0);
+        return out;
+    }
+
+    /** The one varint a resumeAck or resumed payload holds (§16.2). */
+    static long position(byte[] payload) throws ProtocolException {
+        int[] at = {0};
+        long p = readVarint(payload, at, payload.length);
+        if (at[0] != payload.length || p < 0) {
+            throw new ProtocolException("a position payload must be exactly one varint (PROTOCOL.md §16.2)");
+        }
+        return p;
+    }
+
+    private static long readVarint(byte[] b, int[] at, int end) throws ProtocolException {
+        long value = 0;
+        for (int shift = 0, i = 0; i < Varint.MAX_BYTES; i++, shift += 7) {
+            if (at[0] >= end) {
+                throw new ProtocolException("a truncated varint (PROTOCOL.md §16.2)");
+            }
+            int x = b[at[0]++] & 0xFF;
+            value |= (long) (x & 0x7F) << shift;
+            if (x < 0x80) {
+                if (x == 0 && i > 0) {
+                    throw new ProtocolException("a non-minimal varint (PROTOCOL.md §16.2)");
+                }
+                return value;
+            }
+        }
+        throw new ProtocolException("an over-long varint (PROTOCOL.md §16.2)");
+    }
+
+    private static byte[] message(int type, byte[] payload) {
+        byte[] len = varint(payload.length);
+        byte[] out = new byte[1 + len.length + payload.length];
+        out[0] = (byte) type;
+        System.arraycopy(len, 0, out, 1, len.length);
+        System.arraycopy(payload, 0, out, 1 + len.length, payload.length);
+        return out;
+    }
+
+    /** resume(token, position): the client's first bytes on a new transport. */
+    static byte[] resume(byte[] token, long position) {
+        byte[] tl = varint(token.length);
+        byte[] pos = varint(position);
+        byte[] payload = new byte[tl.length + token.length + pos.length];
+        System.arraycopy(tl, 0, payload, 0, tl.length);
+        System.arraycopy(token, 0, payload, tl.length, token.length);
+        System.arraycopy(pos, 0, payload, tl.length + token.length, pos.length);
+        return message(FrameType.RESUME, payload);
+    }
+
+    static byte[] resumed(long position) {
+        return message(FrameType.RESUMED, varint(position));
+    }
+
+    static byte[] refused(String reason) {
+        return message(FrameType.RESUME_REFUSED, reason.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * One extension-form message at the start of {@code in} (type, length, payload), or null if
+     * it is not complete yet; the buffer's reader index moves past it only when complete.
+     */
+    static byte[][] take(ByteBuf in) throws ProtocolException {
+        int start = in.readerIndex();
+        int n = in.readableBytes();
+        if (n < 2) {
+            return null;
+        }
+        byte[] head = new byte[Math.min(n, 1 + Varint.MAX_BYTES)];
+        in.getBytes(start, head);
+        int[] at = {1};
+        long len;
+        try {
+            len = readVarint(head, at, head.length);
+        } catch (ProtocolException e) {
+            if (head.length < 1 + Varint.MAX_BYTES) {
+                return null; // the length is not all here yet
+            }
+            throw e;
+        }
+        if (len > MAX_PAYLOAD) {
+            throw new ProtocolException("a resume message payload of " + len + " bytes exceeds " + MAX_PAYLOAD + " (PROTOCOL.md §16.7)");
+        }
+        if (n < at[0] + len) {
+            return null;
+        }
+        byte[] payload = new byte[(int) len];
+        in.getBytes(start + at[0], payload);
+        in.readerIndex(start + at[0] + (int) len);
+        return new byte[][] {{head[0]}, payload};
+    }
+
+    /** Splits a resume payload into its token and position (§16.2). */
+    static Object[] tokenAndPosition(byte[] payload) throws ProtocolException {
+        int[] at = {0};
+        long tl = readVarint(payload, at, payload.length);
+        if (tl < 1 || tl > 64 || at[0] + tl > payload.length) {
+            throw new ProtocolException("a resume token must be 1-64 bytes (PROTOCOL.md §16.2)");
+        }
+        byte[] token = new byte[(int) tl];
+        System.arraycopy(payload, at[0], token, 0, token.length);
+        at[0] += token.length;
+        long pos = readVarint(payload, at, payload.length);
+        if (at[0] != payload.length || pos < 0) {
+            throw new ProtocolException("bytes after the resume position (PROTOCOL.md §16.2)");
+        }
+        return new Object[] {token, pos};
+    }
+}

@@ -1,0 +1,81 @@
+package io.rstreams.net;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.rstreams.wire.FrameType;
+import io.rstreams.wire.ProtocolException;
+
+/**
+ * The first handler of a server transport when extension resume is on (PROTOCOL.md §16.3): if
+ * the first byte is a resume (0x89), the transport continues an existing session and the fresh
+ * endpoint behind this handler (whose hello was the transport's hello) is replaced by the
+ * session's; otherwise this handler steps aside.
+ */
+final class ResumeSniffer extends ChannelInboundHandlerAdapter {
+    private final Endpoint fresh;
+    private final java.util.function.Function<byte[], Endpoint> sessions;
+    private ByteBuf pending;
+
+    ResumeSniffer(Endpoint fresh, java.util.function.Function<byte[], Endpoint> sessions) {
+        this.fresh = fresh;
+        this.sessions = sessions;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        ByteBuf in = (ByteBuf) msg;
+        if (pending == null && in.isReadable() && (in.getByte(in.readerIndex()) & 0xFF) != FrameType.RESUME) {
+            ctx.pipeline().remove(this);
+            ctx.fireChannelRead(in);
+            return;
+        }
+        pending = pending == null ? in : Unpooled.wrappedBuffer(pending, in);
+        byte[][] message;
+        try {
+            message = ResumeFrames.take(pending);
+            if (message == null) {
+                return;
+            }
+            Object[] tp = ResumeFrames.tokenAndPosition(message[1]);
+            Endpoint session = sessions.apply((byte[]) tp[0]);
+            ByteBuf rest = pending;
+            pending = null;
+            if (session == null) {
+                rest.release();
+                ctx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused(
+                        "unknown or expired session token (PROTOCOL.md §16.3)"))).addListener(ChannelFutureListener.CLOSE);
+                return;
+            }
+            long position = (Long) tp[1];
+            Runnable move = () -> {
+                ctx.pipeline().replace(fresh, "rsio-session", session);
+                ctx.pipeline().remove(this);
+                session.attach(ctx.pipeline().context(session), position, true, rest);
+            };
+            if (session.loop().inEventLoop()) {
+                move.run();
+            } else {
+                rest.release();
+                ctx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused(
+                        "the session lives on another I/O thread of this server (PROTOCOL.md §16.3)"))).addListener(ChannelFutureListener.CLOSE);
+            }
+        } catch (ProtocolException e) {
+            if (pending != null) {
+                pending.release();
+                pending = null;
+            }
+            ctx.writeAndFlush(Unpooled.wrappedBuffer(ResumeFrames.refused(e.getMessage()))).addListener(ChannelFutureListener.CLOSE);
+        }
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        if (pending != null) {
+            pending.release();
+            pending = null;
+        }
+    }
+}

@@ -1,0 +1,84 @@
+package io.rstreams.net;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertNull;
+import static org.testng.Assert.assertTrue;
+
+import io.rstreams.testing.CuttingProxy;
+import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.TestSubscriber;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
+import org.testng.annotations.Test;
+
+/** Extension resume (PROTOCOL.md §16): the link is cut under a stream, the session carries on. */
+public class ResumeTest {
+    private static final int TOTAL = 100_000;
+    private static final int FLOWING = 15_000;
+
+    private static void cutAndCarryOn(String host, int port, int cuts) throws Exception {
+        try (CuttingProxy proxy = new CuttingProxy(host, port);
+             RsioClient client = RsioClient.builder().resume(true).build();
+             RsioConnection conn = client.connect("tcp://127.0.0.1:" + proxy.port()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter?from=0&to=" + TOTAL, Codec.INT64).subscribe(sub);
+            List<Long> got = new java.util.ArrayList<>();
+            sub.request(100);
+            got.addAll(sub.take(100));
+            assertTrue(conn.activeExtensions().contains(3L), "resume is active: " + conn.activeExtensions());
+            for (int k = 0; k < cuts; k++) {
+                proxy.cut();
+                sub.request(500); // made while the link is down or being replaced
+                got.addAll(sub.take(500));
+            }
+            sub.request(Long.MAX_VALUE); // and now cuts while elements flow: bytes in flight must be replayed
+            for (int k = 0; k < cuts; k++) {
+                got.addAll(sub.take(FLOWING));
+                proxy.cut();
+            }
+            got.addAll(sub.take(TOTAL - 100 - 500 * cuts - FLOWING * cuts));
+            assertNull(sub.awaitTerminal());
+            assertEquals(got, LongStream.range(0, TOTAL).boxed().collect(Collectors.toList()), "nothing lost, nothing twice");
+            assertTrue(proxy.accepted.get() >= 1 + cuts, "a new transport per cut: " + proxy.accepted.get());
+            assertTrue(conn.isOpen());
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void javaClientResumesOnTheJavaServer() throws Exception {
+        try (RsioServer server = RsioServer.builder()
+                .resume(true)
+                .route("counter", Codec.INT64, r -> Counters.range(r.longParam("from", 0), r.longParam("to", Long.MAX_VALUE)))
+                .bind("tcp://127.0.0.1:0")) {
+            cutAndCarryOn("127.0.0.1", server.port(), 3);
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void javaClientResumesOnThePythonServer() throws Exception {
+        try (PythonRstreams python = PythonRstreams.serve("--codec", "int64", "--resume")) {
+            int port = Integer.parseInt(python.url().substring(python.url().lastIndexOf(':') + 1));
+            cutAndCarryOn("127.0.0.1", port, 3);
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void withoutResumeACutEndsTheStreams() throws Exception {
+        try (RsioServer server = RsioServer.builder()
+                .route("counter", Codec.INT64, r -> Counters.range(0, Long.MAX_VALUE))
+                .bind("tcp://127.0.0.1:0");
+             CuttingProxy proxy = new CuttingProxy("127.0.0.1", server.port());
+             RsioClient client = RsioClient.builder().resume(true).build();
+             RsioConnection conn = client.connect("tcp://127.0.0.1:" + proxy.port()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter", Codec.INT64).subscribe(sub);
+            sub.request(1);
+            sub.next();
+            assertTrue(!conn.activeExtensions().contains(3L), "the server did not agree to resume");
+            proxy.cut();
+            assertTrue(sub.awaitTerminal() instanceof ConnectionClosedException);
+        }
+    }
+}
