@@ -32,7 +32,7 @@ from rstreams.tck import (
 )
 from rstreams.tck._publisher import PUBLISHER_UNABLE_TO_SIGNAL_ON_COMPLETE
 from rstreams.tck._registry import run_cases
-from rstreams.tck._test_subscribers import ManualSubscriber
+from rstreams.tck._test_subscribers import ManualSubscriber, new_manual_subscriber
 from tck import broken_publishers as bp
 
 MAX = 2**63 - 1
@@ -443,7 +443,7 @@ def test_cases_run_against_a_cancelled_endless_publisher_cancel_it_afterwards() 
 
 def test_manual_subscriber_waits_for_signals_from_another_thread() -> None:
     env = fast_env()
-    sub: ManualSubscriber[int] = env.new_manual_subscriber(bp.ThreadedPublisher(3, executor()))
+    sub: ManualSubscriber[int] = new_manual_subscriber(env, bp.ThreadedPublisher(3, executor()))
     assert sub.request_next_elements(3) == [0, 1, 2]
     sub.expect_completion()
     sub.expect_none()
@@ -452,7 +452,7 @@ def test_manual_subscriber_waits_for_signals_from_another_thread() -> None:
 
 def test_manual_subscriber_timeouts_fail_with_the_state() -> None:
     env = TestEnvironment(default_timeout=0.05, default_no_signals_timeout=0.02)
-    sub: ManualSubscriber[int] = env.new_manual_subscriber(rstreams.range(5))
+    sub: ManualSubscriber[int] = new_manual_subscriber(env, rstreams.range(5))
     with pytest.raises(TCKFailure, match="0 received of 0 requested"):
         sub.next_element()
     sub.request(1)

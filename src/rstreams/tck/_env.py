@@ -44,13 +44,10 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar
+from typing import Any, Final, Generic, NoReturn, Protocol, TypeVar
 
-from rstreams.api import Publisher
-from rstreams.tck._registry import StreamAbandoned, TCKFailure
-
-if TYPE_CHECKING:
-    from rstreams.tck._test_subscribers import BlackholeSubscriber, ManualSubscriber, TestSubscriber
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.tck._failures import StreamAbandoned, TCKFailure
 
 __all__ = [
     "DEFAULT_NO_SIGNALS_TIMEOUT_MS",
@@ -102,6 +99,21 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.0f} ms"
 
 
+class TrackedSubscriber(Subscriber[Any], Protocol):
+    """What the environment needs of the TCK's subscribers (rstreams.tck._test_subscribers):
+    their subscription promise, what arrived, and a way to release them at the end of a case."""
+
+    subscription: Promise[Subscription]
+    arrived: int
+    closed: bool
+    last_signal: float | None
+
+    @property
+    def after_cancel(self) -> int: ...
+
+    def release(self) -> None: ...
+
+
 class TestEnvironment:
     """Timeouts and the thread-safe list of asynchronous errors for one TCK case."""
 
@@ -136,7 +148,7 @@ class TestEnvironment:
         self._errors: list[BaseException] = []
         self._dropped = 0
         self._failed = False
-        self._tracked: list[weakref.ref[TestSubscriber[Any]]] = []
+        self._tracked: list[weakref.ref[TrackedSubscriber]] = []
         self._on_close: list[Callable[[], None]] = []
         self.used = False
         """Set when a case ran with this environment; the runner gives the next case a fresh one."""
@@ -271,7 +283,7 @@ class TestEnvironment:
 
     # -- subscribing -------------------------------------------------------------
     def subscribe(
-        self, publisher: Publisher[T], subscriber: TestSubscriber[T], timeout: float | None = None
+        self, publisher: Publisher[T], subscriber: TrackedSubscriber, timeout: float | None = None
     ) -> None:
         """``publisher.subscribe(subscriber)``, then require ``on_subscribe`` within the timeout.
 
@@ -286,27 +298,7 @@ class TestEnvironment:
         )
         self.verify_no_async_errors_no_delay()
 
-    def new_manual_subscriber(
-        self, publisher: Publisher[T], timeout: float | None = None
-    ) -> ManualSubscriber[T]:
-        """A :class:`ManualSubscriber` subscribed to ``publisher``, holding its subscription."""
-        from rstreams.tck._test_subscribers import ManualSubscriber
-
-        subscriber: ManualSubscriber[T] = ManualSubscriber(self)
-        self.subscribe(publisher, subscriber, timeout)
-        return subscriber
-
-    def new_blackhole_subscriber(
-        self, publisher: Publisher[T], timeout: float | None = None
-    ) -> BlackholeSubscriber[T]:
-        """A :class:`BlackholeSubscriber` subscribed to ``publisher``, holding its subscription."""
-        from rstreams.tck._test_subscribers import BlackholeSubscriber
-
-        subscriber: BlackholeSubscriber[T] = BlackholeSubscriber(self)
-        self.subscribe(publisher, subscriber, timeout)
-        return subscriber
-
-    def call_subscribe(self, publisher: Publisher[T], subscriber: TestSubscriber[T]) -> None:
+    def call_subscribe(self, publisher: Publisher[T], subscriber: TrackedSubscriber) -> None:
         """Track ``subscriber``, then ``publisher.subscribe(subscriber)``, which must not raise (1.9)."""
         self.track(subscriber)
         try:
@@ -319,7 +311,7 @@ class TestEnvironment:
                 " cannot serve a subscriber calls on_subscribe, then on_error)"
             )
 
-    def track(self, subscriber: TestSubscriber[Any]) -> None:
+    def track(self, subscriber: TrackedSubscriber) -> None:
         """Close and cancel ``subscriber`` when the case ends (held weakly, see rule 3.13)."""
         self._tracked.append(weakref.ref(subscriber))
 
@@ -332,7 +324,7 @@ class TestEnvironment:
         for callback in callbacks:
             callback()
 
-    def _subscribers(self) -> list[TestSubscriber[Any]]:
+    def _subscribers(self) -> list[TrackedSubscriber]:
         return [s for s in (ref() for ref in self._tracked) if s is not None]
 
     def close(self) -> None:

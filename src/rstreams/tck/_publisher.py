@@ -68,7 +68,11 @@ from rstreams.tck._registry import (
     run_cases,
     tck_test,
 )
-from rstreams.tck._test_subscribers import ManualSubscriber, TestSubscriber
+from rstreams.tck._test_subscribers import (
+    ManualSubscriber,
+    TestSubscriber,
+    new_manual_subscriber,
+)
 
 __all__ = ["PUBLISHER_UNABLE_TO_SIGNAL_ON_COMPLETE", "PublisherVerification", "verify_publisher"]
 
@@ -235,7 +239,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_create_publisher1_must_produce_a_stream_of_exactly1_element(self) -> None:
         """create_publisher(1) gives one element, then on_complete (after at most one more request)."""
         with self.active_publisher(1, completion_required=True) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.request(1)
             sub.next_element(error_msg="create_publisher(1) must produce an element after request(1)")
             sub.request(1)
@@ -247,7 +251,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_create_publisher3_must_produce_a_stream_of_exactly3_elements(self) -> None:
         """create_publisher(3) gives three elements one request(1) at a time, then on_complete."""
         with self.active_publisher(3, completion_required=True) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             for i in range(3):
                 sub.request(1)
                 sub.next_element(
@@ -281,7 +285,7 @@ class PublisherVerification(Verification, abc.ABC):
     ) -> None:
         """Rule 1.1: nothing before a request, exactly what was requested, demand adds up."""
         with self.active_publisher(5, completion_required=False) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.expect_none(error_msg="rule 1.1: nothing may be signalled before the first request")
             sub.request(1)
             sub.next_element(error_msg="rule 1.1: request(1) must produce an element")
@@ -300,7 +304,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec102_may_signal_less_than_requested_and_terminate_subscription(self) -> None:
         """Rule 1.2: request(10) of a 3-element stream gives 3 elements and then on_complete."""
         with self.active_publisher(3, completion_required=True) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.request(10)
             sub.next_elements(
                 3, error_msg="rule 1.2: request(10) of a 3-element stream must produce 3 elements"
@@ -349,7 +353,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec105_must_signal_on_complete_when_finite_stream_terminates(self) -> None:
         """Rule 1.5: a finite stream ends with on_complete, and nothing follows it."""
         with self.active_publisher(3, completion_required=True) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             for _ in range(3):
                 sub.request_next_element()
             sub.request(1)
@@ -364,7 +368,7 @@ class PublisherVerification(Verification, abc.ABC):
     def optional_spec105_empty_stream_must_terminate_by_signalling_on_complete(self) -> None:
         """Rule 1.5: an empty stream signals on_subscribe, then on_complete."""
         with self.active_publisher(0, completion_required=True) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.request(1)
             sub.expect_completion(error_msg="rule 1.5: an empty stream must signal on_complete")
             sub.expect_none(error_msg="rule 1.7: nothing may follow on_complete")
@@ -387,7 +391,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled(self) -> None:
         """Rule 1.7: after on_complete, a further request(10) is a no-op: no signal, no error."""
         with self.active_publisher(1, completion_required=True) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.request(10)
             sub.next_element()
             sub.expect_completion(error_msg="rule 1.2: a 1-element stream must complete after its element")
@@ -492,8 +496,8 @@ class PublisherVerification(Verification, abc.ABC):
         """Rule 1.11: two subscribers of one publisher both get on_subscribe, and no error."""
         self._needs_subscribers(2)
         with self.active_publisher(1, completion_required=False) as publisher:
-            self.env.new_manual_subscriber(publisher)
-            self.env.new_manual_subscriber(publisher)
+            new_manual_subscriber(self.env, publisher)
+            new_manual_subscriber(self.env, publisher)
             self.env.verify_no_async_errors()
 
     @tck_test(
@@ -505,7 +509,7 @@ class PublisherVerification(Verification, abc.ABC):
         """Rule 1.11: each of two subscribers gets an element or on_complete after request(1)."""
         self._needs_subscribers(2)
         with self.active_publisher(1, completion_required=False) as publisher:
-            subs = [self.env.new_manual_subscriber(publisher) for _ in range(2)]
+            subs = [new_manual_subscriber(self.env, publisher) for _ in range(2)]
             for sub in subs:
                 sub.request(1)
             for i, sub in enumerate(subs):
@@ -524,7 +528,7 @@ class PublisherVerification(Verification, abc.ABC):
         """Rule 1.11: three subscribers requesting in an interleaved order see the same 5 elements."""
         self._needs_subscribers(3)
         with self.active_publisher(5, completion_required=True) as publisher:
-            subs = [self.env.new_manual_subscriber(publisher) for _ in range(3)]
+            subs = [new_manual_subscriber(self.env, publisher) for _ in range(3)]
             seen: list[list[Any]] = [[], [], []]
             for who, n in ((0, 1), (1, 2), (0, 1), (2, 3), (2, 1), (2, 1), (1, 3), (0, 2), (0, 1)):
                 seen[who].extend(subs[who].request_next_elements(n))
@@ -560,7 +564,7 @@ class PublisherVerification(Verification, abc.ABC):
 
     def _three_upfront(self, publisher: Publisher[Any], *, completion: bool) -> list[list[Any]]:
         self._needs_subscribers(3)
-        subs = [self.env.new_manual_subscriber(publisher) for _ in range(3)]
+        subs = [new_manual_subscriber(self.env, publisher) for _ in range(3)]
         for sub in subs:
             sub.request(4)
         seen = [sub.next_elements(3) for sub in subs]
@@ -637,7 +641,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec306_after_subscription_is_cancelled_request_must_be_nops(self) -> None:
         """Rule 3.6: request() after cancel() is a no-op: no element, no completion, no error."""
         with self.active_publisher(3, completion_required=False) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.cancel()
             for _ in range(3):
                 self._no_raise("request(1) after cancel()", lambda: sub.request(1))
@@ -651,14 +655,14 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec307_after_subscription_is_cancelled_additional_cancelations_must_be_nops(self) -> None:
         """Rule 3.7: cancel() three times: no exception, no signal."""
         with self.active_publisher(1, completion_required=False) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             for i in range(3):
                 self._no_raise(f"cancel() call #{i + 1}", sub.cancel)
             sub.expect_none(error_msg="rule 3.7: cancel() after cancel() must be a no-op")
 
     def _expect_illegal_request(self, n: int, message_part: tuple[str, ...] | None = None) -> None:
         with self.active_publisher(10, completion_required=False) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             self._no_raise(f"request({n})", lambda: sub.request(n))
             sub.expect_error(
                 ValueError,
@@ -705,7 +709,7 @@ class PublisherVerification(Verification, abc.ABC):
         must stop the stream too (rules 3.12 and 1.8).
         """
         with self.active_publisher(20, completion_required=False) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.request(10)
             sub.request(5)
             sub.next_element(error_msg="rule 1.1: request(10) and request(5) must produce elements")
@@ -797,7 +801,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec317_must_support_a_pending_element_count_up_to_long_max_value(self) -> None:
         """Rule 3.17: one request(2**63 - 1) gives all elements, then on_complete."""
         with self.active_publisher(3, completion_required=True) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.request(UNBOUNDED)
             sub.next_elements(3, error_msg="rule 3.17: request(2**63-1) must be served")
             sub.expect_completion(error_msg="rule 3.17: after request(2**63-1) the stream must complete")
@@ -810,7 +814,7 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec317_must_support_a_cumulative_pending_element_count_up_to_long_max_value(self) -> None:
         """Rule 3.17: demand adding up to exactly 2**63 - 1 (MAX//2 + MAX//2 + 1) is legal."""
         with self.active_publisher(3, completion_required=True) as publisher:
-            sub = self.env.new_manual_subscriber(publisher)
+            sub = new_manual_subscriber(self.env, publisher)
             sub.request(UNBOUNDED // 2)
             sub.request(UNBOUNDED // 2)
             sub.request(1)

@@ -39,7 +39,6 @@ Nothing here imports pytest: a skip is :class:`SkipTest`, a subclass of
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 import time
@@ -48,7 +47,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
-from rstreams.errors import ReactiveStreamsError
+from rstreams.tck._failures import (
+    CaseHung,
+    HardFailure,
+    RequiredRuleViolated,
+    SkipTest,
+    StreamAbandoned,
+    TCKFailure,
+    normalize_rule,
+)
 from rstreams.tck._jvm_names import snake
 
 if TYPE_CHECKING:
@@ -96,57 +103,6 @@ def check_options(*, case_timeout: float | None, max_elements: int) -> None:
         raise ValueError(f"case_timeout must be a positive number of seconds or None, got {case_timeout!r}")
     if not whole(max_elements) or max_elements < 0:
         raise ValueError(f"max_elements must be a whole number >= 0, got {max_elements!r}")
-
-
-class SkipTest(ReactiveStreamsError, unittest.SkipTest):
-    """A TCK case does not apply (untested rule, missing capability, optional failure)."""
-
-
-_RULE_PREFIX: Final = re.compile(r"rule (\d+)\.(\d+)")
-
-
-def normalize_rule(rule: str | None) -> str | None:
-    """``"1.09"`` (the JVM tables' spelling) -> ``"1.9"`` (the specification's); None stays None."""
-    if rule is None:
-        return None
-    major, _, minor = rule.partition(".")
-    return f"{int(major)}.{int(minor)}"
-
-
-class TCKFailure(ReactiveStreamsError, AssertionError):
-    """A TCK case failed: the implementation under test broke the rule the message names.
-
-    ``rule`` is that rule in the specification's numbering (``"3.12"``), taken from a
-    message that starts with ``"rule X.Y"`` unless given; ``None`` when the message cites
-    none (a set-up check, or the TCK's own contract with the implementer).
-    """
-
-    def __init__(self, message: str = "", *, rule: str | None = None) -> None:
-        super().__init__(message)
-        match = _RULE_PREFIX.match(message)
-        self.rule = rule if rule is not None else f"{match[1]}.{int(match[2])}" if match else None
-
-
-class HardFailure(TCKFailure):
-    """A failure that fails even an optional case (the JVM TCK's ``optional_spec104`` does)."""
-
-
-class RequiredRuleViolated(HardFailure):
-    """An optional case found a required rule broken: reported as ``violated``, a failure."""
-
-
-class CaseHung(HardFailure):
-    """A case ran past ``case_timeout``; the message says what was observed meanwhile."""
-
-
-class StreamAbandoned(ReactiveStreamsError):
-    """Raised from a TCK subscriber's ``on_next`` into a publisher that will not stop.
-
-    After the TCK cancelled a subscription (or closed the case), a stream that keeps
-    delivering past the runaway limit is told to stop the only way a thread can be: the
-    next ``on_next`` raises this, which unwinds a delivery loop that does not catch it,
-    and which a publisher that does catch it must take as a cancel (rule 2.13).
-    """
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from typing import Final, Generic, TypeVar
 
 from rstreams import demand
-from rstreams.api import Subscriber, Subscription
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.tck._env import RUNAWAY_LIMIT, TEST_BUFFER_SIZE, Promise, TestEnvironment, _describe, _ms
-from rstreams.tck._registry import StreamAbandoned, TCKFailure
+from rstreams.tck._failures import StreamAbandoned, TCKFailure
 
 __all__ = [
     "BlackholeSubscriber",
@@ -35,6 +35,8 @@ __all__ = [
     "ManualSubscriberWithSubscriptionSupport",
     "SubscriberBufferOverflowError",
     "TestSubscriber",
+    "new_blackhole_subscriber",
+    "new_manual_subscriber",
 ]
 
 T = TypeVar("T")
@@ -418,3 +420,21 @@ class BlackholeSubscriber(ManualSubscriber[T], Generic[T]):
 
 
 BlackholeSubscriberWithSubscriptionSupport = BlackholeSubscriber
+
+
+def new_manual_subscriber(
+    env: TestEnvironment, publisher: Publisher[T], timeout: float | None = None
+) -> ManualSubscriber[T]:
+    """A :class:`ManualSubscriber` subscribed to ``publisher``, holding its subscription."""
+    subscriber: ManualSubscriber[T] = ManualSubscriber(env)
+    env.subscribe(publisher, subscriber, timeout)
+    return subscriber
+
+
+def new_blackhole_subscriber(
+    env: TestEnvironment, publisher: Publisher[T], timeout: float | None = None
+) -> BlackholeSubscriber[T]:
+    """A :class:`BlackholeSubscriber` subscribed to ``publisher``, holding its subscription."""
+    subscriber: BlackholeSubscriber[T] = BlackholeSubscriber(env)
+    env.subscribe(publisher, subscriber, timeout)
+    return subscriber
