@@ -67,8 +67,6 @@ class StreamView:
     publisher: str
     granted: int
     """Outstanding demand: granted minus elements received, saturating at 2**63 - 1 (§6.1)."""
-    invalid_demand: bool = False
-    """The driver sent request(0) or request(>= 2**63) (or such an initialDemand): onError is due."""
     subscribed: bool = False
     element_size: int = 0
     cancelled: bool = False
@@ -121,7 +119,6 @@ class Monitor:
         """Every subscription ever opened, in order (ids may be reused)."""
         self.server_hello: ServerHello | None = None
         self.goodbye: Goodbye | None = None
-        self.sent_goodbye = False
         self.server_subscriptions: dict[int, Subscribe] = {}
         """The latest subscribe the server sent for each of its ids."""
         self.served: dict[int, ServedView] = {}
@@ -142,25 +139,20 @@ class Monitor:
             view = self.streams.get(frame.subscriber)
             if view is not None and view.open:
                 return  # a deliberate duplicate: the server must answer with goodbye (§5.3)
-            invalid = frame.initial_demand > UNBOUNDED
+            invalid = frame.initial_demand > UNBOUNDED  # an invalid initialDemand grants nothing
             view = StreamView(frame.subscriber, frame.publisher, 0 if invalid else frame.initial_demand)
-            view.invalid_demand = invalid
             self.streams[frame.subscriber] = view
             self.history.append(view)
         elif isinstance(frame, Request):
             view = self.streams.get(frame.subscriber)
             if view is None or not view.open:
                 return
-            if 0 < frame.demand <= UNBOUNDED:
+            if 0 < frame.demand <= UNBOUNDED:  # an invalid request (§6.2) grants nothing
                 view.granted = add(view.granted, frame.demand)
-            else:
-                view.invalid_demand = True
         elif isinstance(frame, Cancel):
             view = self.streams.get(frame.subscriber)
             if view is not None:
                 view.cancelled = True
-        elif isinstance(frame, Goodbye):
-            self.sent_goodbye = True
         elif type(frame) in _STREAM_FRAMES:
             self._served_frame(cast(_StreamFrame, frame))
 
