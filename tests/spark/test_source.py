@@ -38,8 +38,10 @@ def test_batch_read_of_a_range(spark: Any, serve: Any) -> None:
 
 @pytest.mark.timeout(120)
 def test_stream_available_now_in_batches_of_max_records(spark: Any, serve: Any) -> None:
-    """maxRecordsPerBatch becomes ReadMaxRows; availableNow reads to the end fixed at start and stops."""
-    server = serve({"nums": full_log("nums", records(250))})
+    """maxRecordsPerBatch becomes ReadMaxRows; availableNow reads to the end fixed at start and stops,
+    and the last batch is trimmed too (the source commits what Spark has finished)."""
+    log = full_log("nums", records(250))
+    server = serve({"nums": log})
     query = (
         read_stream(spark, server.url, "nums", maxRecordsPerBatch=100)
         .writeStream.format("memory")
@@ -51,6 +53,7 @@ def test_stream_available_now_in_batches_of_max_records(spark: Any, serve: Any) 
     assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [100, 100, 50]
     got = spark.sql("select seq from available_now").collect()
     assert sorted(r.seq for r in got) == list(range(250))
+    assert log.first == 250
 
 
 @pytest.mark.timeout(120)
