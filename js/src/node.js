@@ -12,6 +12,7 @@
 import net from "node:net";
 import tls from "node:tls";
 
+import { AuthGate } from "./gate.js";
 import {
   Connection, ConnectionClosedError, SUBPROTOCOL, connect as connectWebSocket, connectTransport, holdUntilStarted,
   openWebSocket, webSocketTransport,
@@ -125,20 +126,29 @@ const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this lo
  * Accept RS.io connections on `url` (tcp://host:port, unix:///path, ws://host:port/path; port
  * 0: any free one) and serve `options.publishers` to them; every connection is a full
  * Connection (it may subscribe to the client's publishers too: `options.onconnection(conn)`).
- * The accepting side offers keepalive and neither auth nor resume, and closes a connection
+ * With `authenticate(credentials) -> principal | null` (and `authorize(principal, name)`,
+ * `authRequired`, default true) it offers extension auth (§15; gate.js). It never offers
+ * resume. It closes a connection
  * idle for `options.idleTimeout` seconds (default 60; null: never, PROTOCOL.md §14.2).
  * Resolves with {url, connections, close()} once listening; close() says goodbye to every
  * connection.
  */
 export async function listen(url, options = {}) {
   if (options.auth != null || options.resume) {
-    throw new TypeError("listen() offers neither auth nor resume (they are client extensions here); "
-      + "leave options.auth and options.resume out");
+    throw new TypeError("listen() takes no auth credentials and offers no resume: authenticate clients "
+      + "with options.authenticate (and authorize)");
   }
+  const { authenticate, authorize, authRequired = true, ...rest } = options;
+  if (authenticate === undefined && authorize !== undefined) {
+    throw new TypeError("authorize needs authenticate too: listen(url, {authenticate, authorize})");
+  }
+  const gate = () => (authenticate === undefined ? null
+    : new AuthGate({ authenticate, authorize, required: authRequired }));
+  gate(); // the hooks are checked now, not at the first connection
   const parsed = new URL(url);
   const connections = new Set();
   const accept = (transport) => {
-    const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S, ...options, role: "server" });
+    const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S, ...rest, gate: gate(), role: "server" });
     connections.add(conn);
     conn.closed.then(() => connections.delete(conn));
     try {

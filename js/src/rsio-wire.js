@@ -119,6 +119,29 @@ export function encodeCredentials(credentials) {
 }
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
+/**
+ * Credentials from an authenticate payload (§15.1), which they must fill exactly: a token
+ * string, or {user, password}. Throws ProtocolError citing §15.5; the message shows no byte.
+ */
+export function decodeCredentials(payload, offset = 0) {
+  const malformed = (what) => new ProtocolError(`malformed credentials (${what})`, "§15.5");
+  const r = new Reader(payload, offset + 1, { ...DEFAULT_LIMITS });
+  let credentials;
+  try {
+    if (offset >= payload.length) throw malformed("empty");
+    const kind = payload[offset];
+    if (kind === 1) credentials = r.string();
+    else if (kind === 2) credentials = { user: r.string(), password: r.string() };
+    else throw malformed(`unknown kind ${kind}`);
+  } catch (error) {
+    if (error === NEED_MORE) throw malformed("truncated");
+    if (error instanceof ProtocolError && error.section !== "§15.5") throw malformed("bad field");
+    throw error;
+  }
+  if (r.at !== payload.length) throw malformed(`${payload.length - r.at} trailing bytes`);
+  return credentials;
+}
+
 function bytesField(data) {
   return [encodeVarint(data.length), data];
 }

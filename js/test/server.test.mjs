@@ -100,6 +100,7 @@ test("a client that breaks the protocol gets a goodbye naming the section; close
 });
 
 test("listen() refuses what it cannot offer, naming it", async () => {
-  await assert.rejects(listen("tcp://127.0.0.1:0", { auth: "t" }), (e) => e instanceof TypeError && /neither auth nor resume/.test(e.message));
+  await assert.rejects(listen("tcp://127.0.0.1:0", { auth: "t" }), (e) => e instanceof TypeError && /options\.authenticate/.test(e.message));
+  await assert.rejects(listen("tcp://127.0.0.1:0", { authorize: () => true }), (e) => e instanceof TypeError && /authorize needs authenticate/.test(e.message));
   await assert.rejects(listen("http://127.0.0.1:0"), (e) => e instanceof TypeError && /tcp, unix and ws/.test(e.message));
 });

@@ -53,7 +53,13 @@ export async function usage(): Promise<void> {
   });
   console.log(server.url, server.connections.size);
   await server.close();
-  // @ts-expect-error the accepting side offers no auth
+  const guarded = await listen("ws://127.0.0.1:0/rsio", {
+    authenticate: async (credentials) => (typeof credentials === "string" ? credentials : credentials.user),
+    authorize: (principal, name) => name.startsWith(`users/${String(principal)}/`),
+    authRequired: false,
+  });
+  await guarded.close();
+  // @ts-expect-error the accepting side checks credentials, it presents none
   await listen("tcp://127.0.0.1:0", { auth: "t" });
   // @ts-expect-error publisher names are strings
   conn.subscribe(7, {});

@@ -66,6 +66,8 @@ export declare function decodeVarint(bytes: Uint8Array, offset: number): { value
 export declare function encodeFrame(frame: Frame, elementSize?: number): Uint8Array;
 /** authenticate's payload (§15.1). */
 export declare function encodeCredentials(credentials: Credentials): Uint8Array;
+/** Credentials filling `payload` from `offset` exactly (§15.1); ProtocolError citing §15.5 otherwise. */
+export declare function decodeCredentials(payload: Uint8Array, offset?: number): Credentials;
 export declare function concat(chunks: Uint8Array[]): Uint8Array;
 
 /** Incremental decoder: push() bytes, then next() until it returns null. */

@@ -187,6 +187,12 @@ export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | 
   idleTimeout?: number | null;
   /** Called with each accepted connection (it may subscribe to the client's publishers). */
   onconnection?: (connection: Connection) => void;
+  /** Offer extension auth (§15): the credentials' principal, or null to refuse; may be async. */
+  authenticate?: (credentials: Credentials) => unknown | Promise<unknown>;
+  /** Whether the principal may subscribe to `name` (§15.4); default: always. */
+  authorize?: (principal: unknown, name: string) => boolean;
+  /** Refuse clients that do not authenticate (§15.2); default true when `authenticate` is given. */
+  authRequired?: boolean;
 }
 
 export interface Server {

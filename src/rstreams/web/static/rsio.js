@@ -227,7 +227,10 @@ export class Connection {
     this.pongsReceived = 0;
     this.#credentials = options.auth == null ? null : encodeCredentials(options.auth);
     this._session = transport instanceof ResumableSession ? transport : null;
-    this._offered = [KEEPALIVE.id, ...(this.#credentials === null ? [] : [AUTH.id]),
+    this._gate = options.gate ?? null; // the accepting side of auth (node's listen(), §15)
+    if (this._gate !== null && this._role !== ROLES.server) throw new TypeError("gate is for accepting endpoints");
+    this._gate?.attach(this);
+    this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
       ...(this._session === null ? [] : [RESUME.id])];
     this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
       : options.keepalive === null ? null : options.keepalive * 1000;
@@ -487,6 +490,11 @@ export class Connection {
     this.state = "OPEN";
     for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
     this._session?.settle(this.extensions.has(RESUME.id), () => this.state === "OPEN");
+    const refusal = this._gate?.hello(this.extensions.has(AUTH.id)) ?? null;
+    if (refusal !== null) {
+      this._quit(refusal);
+      return;
+    }
     if (this.#credentials !== null) {
       if (!this.extensions.has(AUTH.id)) {
         this._quit("authentication not possible: the server does not offer extension auth (id 2) "
@@ -611,6 +619,7 @@ export class Connection {
         + "which is not active on this connection", "§4.4");
     }
     if (owner.id === KEEPALIVE.id) this._keepalive(frame, code);
+    else if (owner.id === AUTH.id && this._gate !== null) this._gate.message(frame.code, frame.payload);
     else if (owner.id === AUTH.id) this._auth(frame, code);
     else this._session.message(frame.code, frame.payload); // resume is active only with a session
   }
@@ -740,13 +749,14 @@ const HANDLERS = {
     conn._anotherHello(frame);
   },
   subscribe(conn, frame) {
-    conn._serving.subscribe(frame);
+    if (conn._gate !== null) conn._gate.subscribe(frame); // held or checked first (§15.3, §15.4)
+    else conn._serving.subscribe(frame);
   },
   request(conn, frame) {
-    conn._serving.request(frame);
+    if (!conn._gate?.request(frame)) conn._serving.request(frame);
   },
   cancel(conn, frame) {
-    conn._serving.cancel(frame);
+    if (!conn._gate?.cancel(frame)) conn._serving.cancel(frame);
   },
   extension(conn, frame) {
     conn._extension(frame);

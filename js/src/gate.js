@@ -1,0 +1,162 @@
+// The accepting side of extension auth (PROTOCOL.md §15) for listen(): one AuthGate per
+// accepted connection, between its Connection and its ServingTable.
+//
+// Theory of operation. The serverHello lists auth. A clientHello without it is refused with
+// a goodbye when authentication is required (§15.2), else served unauthenticated. From a
+// clientHello that lists auth until its authenticate is settled, every subscribe is held in
+// order (requests add to its demand, a cancel drops it with the usual acknowledgement,
+// §15.3). The `authenticate(credentials)` hook (a token string or {user, password}; it may
+// return a promise) gives a principal, or null to refuse: refused ends the connection with
+// the goodbye `authentication failed (PROTOCOL.md §15.3)`; accepted sends `authenticated`
+// first, then lets the held subscribes through. Each subscribe is then checked with its
+// principal (its own subscribeCredentials', else the connection's, §15.4) and the
+// `authorize(principal, name)` hook; refusals are an onError naming the publisher, never the
+// credentials. Secrets are passed to the hook and kept nowhere.
+
+import { EXTENSIONS, ProtocolError, decodeCredentials, decodeVarint } from "./rsio-wire.js";
+
+const AUTH = EXTENSIONS.auth;
+const REFUSED = Symbol("refused credentials");
+
+export class AuthGate {
+  /** `authenticate(credentials)` -> principal | null (or a promise of it); `authorize(principal, name)` -> boolean. */
+  constructor({ authenticate, authorize = () => true, required = true }) {
+    if (typeof authenticate !== "function") throw new TypeError("authenticate must be a function (credentials) => principal | null");
+    if (typeof authorize !== "function") throw new TypeError("authorize must be a function (principal, name) => boolean");
+    this._authenticate = authenticate;
+    this._authorize = authorize;
+    this.required = required;
+    this.principal = null;
+    this.pending = false; // a clientHello listed auth and its authenticate is not settled yet
+    this._settled = false;
+    this._held = new Map(); // the client's ids -> held subscribe frames (Map keeps their order)
+    this._perSubscription = new Map(); // id -> principal (or REFUSED) for its next subscribe
+    this._conn = null;
+  }
+
+  attach(conn) {
+    this._conn = conn;
+  }
+
+  /** The clientHello is in; `listed`: it lists auth. A goodbye reason, or null to go on. */
+  hello(listed) {
+    if (listed) {
+      this.pending = true;
+      return null;
+    }
+    this._settled = true;
+    return this.required ? "authentication required: this server needs extension auth (id 2), which the "
+      + "clientHello does not list (PROTOCOL.md §15.2)" : null;
+  }
+
+  subscribe(frame) {
+    if (this.pending) {
+      if (this._held.has(frame.subscriber)) {
+        throw new ProtocolError(`subscribe for subscriber ${frame.subscriber}, which is still open`, "§5.2");
+      }
+      this._held.set(frame.subscriber, { ...frame });
+      return;
+    }
+    this._decide(frame);
+  }
+
+  /** A request for a held subscribe adds to its demand; true when it was one. */
+  request(frame) {
+    const held = this._held.get(frame.subscriber);
+    if (held === undefined) return false;
+    held.initial_demand += frame.demand; // checked (rule 3.9) when it is let through
+    return true;
+  }
+
+  /** A cancel of a held subscribe drops it, acknowledged (§5.4); true when it was one. */
+  cancel(frame) {
+    if (!this._held.delete(frame.subscriber)) return false;
+    this._conn._send({ type: "onComplete", subscriber: frame.subscriber });
+    return true;
+  }
+
+  /** An auth message from the client (§15.1). */
+  message(code, payload) {
+    if (code === AUTH.types.authenticate) this._authenticated(payload);
+    else if (code === AUTH.types.subscribeCredentials) this._subscribeCredentials(payload);
+    else if (code === AUTH.types.authenticated) {
+      throw new ProtocolError("authenticated (0x85) received by the server", "§15.5");
+    } else throw new ProtocolError(`message type 0x${code.toString(16)} is reserved by extension auth`, "§15.1");
+  }
+
+  _authenticated(payload) {
+    if (!this.pending || this._settled) throw new ProtocolError("a second authenticate", "§15.5");
+    this._settled = true;
+    const credentials = decodeCredentials(payload);
+    this._check(credentials, (principal) => {
+      if (principal === REFUSED) {
+        this._conn._quit("authentication failed (PROTOCOL.md §15.3)");
+        return;
+      }
+      this.principal = principal;
+      this.pending = false;
+      this._conn._sendExtension(AUTH.types.authenticated, new Uint8Array(0));
+      const held = [...this._held.values()];
+      this._held.clear();
+      for (const frame of held) this._decide(frame);
+    });
+  }
+
+  _subscribeCredentials(payload) {
+    const id = decodeVarint(payload, 0);
+    if (id === null) throw new ProtocolError("malformed subscribeCredentials (truncated)", "§15.5");
+    const credentials = decodeCredentials(payload, id.next);
+    const key = id.value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id.value) : id.value;
+    if (this._perSubscription.size >= this._conn._limits.maxSubscriptions) {
+      throw new ProtocolError("more subscription credentials held than max_subscriptions", "§15.4");
+    }
+    this._perSubscription.set(key, undefined); // a subscribe before an asynchronous verdict is refused
+    this._check(credentials, (principal) => { this._perSubscription.set(key, principal); });
+  }
+
+  /** Run the hook; `then(principal or REFUSED)` once settled, if the connection is still open. */
+  _check(credentials, then) {
+    let verdict;
+    try {
+      verdict = this._authenticate(credentials);
+    } catch (error) {
+      this._conn._report(error);
+      verdict = null;
+    }
+    const settle = (principal) => {
+      if (this._conn.state === "OPEN") then(principal == null ? REFUSED : principal);
+    };
+    if (typeof verdict?.then === "function") {
+      verdict.then(settle, (error) => { this._conn._report(error); settle(null); });
+    } else {
+      settle(verdict);
+    }
+  }
+
+  _decide(frame) {
+    const { subscriber: id, publisher: name } = frame;
+    let principal = this.principal;
+    if (this._perSubscription.has(id)) {
+      principal = this._perSubscription.get(id);
+      this._perSubscription.delete(id);
+    }
+    if (principal === REFUSED || principal === undefined || (principal === null && this.required)) {
+      this._conn._send({ type: "onError", subscriber: id,
+        error: `unauthenticated: subscribe to '${name}' needs valid credentials (PROTOCOL.md §15.4)` });
+      return;
+    }
+    let allowed;
+    try {
+      allowed = this._authorize(principal, name);
+    } catch (error) {
+      this._conn._report(error);
+      allowed = false;
+    }
+    if (!allowed) {
+      this._conn._send({ type: "onError", subscriber: id,
+        error: `unauthorized: subscribe to '${name}' is not allowed for this principal (PROTOCOL.md §15.4)` });
+      return;
+    }
+    this._conn._serving.subscribe(frame);
+  }
+}

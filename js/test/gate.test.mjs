@@ -1,0 +1,107 @@
+// The accepting side of extension auth (PROTOCOL.md §15; src/gate.js), against a scripted
+// client, and a JavaScript client authenticating to listen().
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { AuthGate } from "../src/gate.js";
+import { Connection, ConnectionClosedError, ProtocolError, connect, fromIterable, listen } from "../src/node.js";
+import { encodeCredentials, encodeVarint, concat } from "../src/rsio-wire.js";
+import { FakeTransport, tick } from "./support.mjs";
+
+const hello = (...extensions) => ({ type: "clientHello", version: 0, extensions });
+const authenticate = (credentials) => ({ type: "extension", code: 0x84, payload: encodeCredentials(credentials) });
+const subscribe = (publisher, subscriber, demand = 1) => ({ type: "subscribe", publisher, subscriber, initial_demand: BigInt(demand) });
+
+function server(options = {}) {
+  const seen = [];
+  const gate = new AuthGate({
+    authenticate: (c) => (c === "good" || c?.password === "pw" ? `user:${c.user ?? "token"}` : null),
+    authorize: (principal, name) => { seen.push([principal, name]); return !name.startsWith("secret"); },
+    ...options,
+  });
+  const ws = new FakeTransport();
+  const conn = new Connection(ws, { role: "server", gate, onerror: () => {}, keepalive: null,
+    publishers: { news: fromIterable(["a"]), secret: fromIterable(["s"]) } });
+  return { ws, conn, seen };
+}
+
+test("§15.2: the serverHello lists auth; a clientHello without it is refused when auth is required", async () => {
+  const { ws, conn } = server();
+  ws.feed(hello(1));
+  await conn.closed;
+  assert.deepEqual(ws.sent[0], { type: "serverHello", version: 0, extensions: [1, 2] });
+  assert.match(ws.sent.at(-1).reason, /^authentication required: .*\(PROTOCOL\.md §15\.2\)$/);
+});
+
+test("§15.3: subscribes are held until authenticate; authenticated goes first; the principal reaches authorize", async () => {
+  const { ws, seen } = server();
+  ws.feed(hello(1, 2), subscribe("news", 1), { type: "request", subscriber: 1, demand: 1n }, subscribe("news", 2));
+  ws.feed({ type: "cancel", subscriber: 2 }); // a held subscribe cancelled: acknowledged, never served
+  await tick();
+  assert.deepEqual(ws.sent.slice(1).map((f) => f.type), ["onComplete"]);
+  ws.feed(authenticate({ user: "ann", password: "pw" }));
+  await tick();
+  assert.deepEqual(ws.sent.slice(2).map((f) => f.code ?? f.type), [0x85, "onSubscribe", "onNext", "onComplete"]);
+  assert.deepEqual(seen, [["user:ann", "news"]]);
+});
+
+test("§15.3: refused credentials end the connection with a goodbye; §15.4: authorize and per-subscription credentials", async () => {
+  const refused = server();
+  refused.ws.feed(hello(2), subscribe("news", 1), authenticate("bad"));
+  await refused.conn.closed;
+  assert.equal(refused.ws.sent.at(-1).reason, "authentication failed (PROTOCOL.md §15.3)");
+  assert.equal(refused.ws.of("onSubscribe").length, 0);
+
+  const { ws } = server();
+  const own = (id, credentials) => ({ type: "extension", code: 0x86, payload: concat([encodeVarint(id), encodeCredentials(credentials)]) });
+  ws.feed(hello(2), authenticate("good"), subscribe("secret/x", 1), own(2, "bad"), subscribe("news", 2),
+    own(3, "good"), subscribe("news", 3));
+  await tick();
+  const errors = ws.of("onError").map((f) => [f.subscriber, f.error]);
+  assert.deepEqual(errors, [
+    [1, "unauthorized: subscribe to 'secret/x' is not allowed for this principal (PROTOCOL.md §15.4)"],
+    [2, "unauthenticated: subscribe to 'news' needs valid credentials (PROTOCOL.md §15.4)"],
+  ]);
+  assert.equal(ws.of("onSubscribe")[0].subscriber, 3);
+});
+
+for (const [what, frames, section] of [
+  ["a second authenticate", [hello(2), authenticate("good"), authenticate("good")], "§15.5"],
+  ["malformed credentials", [hello(2), { type: "extension", code: 0x84, payload: Uint8Array.of(1, 9, 0x61) }], "§15.5"],
+  ["authenticated from the client", [hello(2), { type: "extension", code: 0x85, payload: new Uint8Array(0) }], "§15.5"],
+  ["authenticate without auth in the clientHello", [hello(1), authenticate("good")], "§4.4"],
+]) {
+  test(`${what} is a connection error citing ${section}`, async () => {
+    const { ws, conn } = server({ required: false });
+    ws.feed(...frames);
+    const error = await conn.closed;
+    assert.ok(error instanceof ProtocolError && error.section === section, String(error));
+  });
+}
+
+test("an authenticate hook may answer with a promise; without auth required, no credentials mean no principal", async () => {
+  const { ws } = server({ authenticate: async (c) => (c === "good" ? "p" : null), required: false });
+  ws.feed(hello(2), subscribe("news", 1), authenticate("good"));
+  for (let i = 0; i < 5; i++) await tick();
+  assert.deepEqual(ws.sent.slice(1).map((f) => f.code ?? f.type), [0x85, "onSubscribe", "onNext", "onComplete"]);
+  const open = server({ required: false });
+  open.ws.feed(hello(1), subscribe("news", 1));
+  await tick();
+  assert.deepEqual(open.seen, [[null, "news"]]);
+});
+
+test("a JavaScript client authenticates to listen(): the token accepted, another refused", async () => {
+  const srv = await listen("tcp://127.0.0.1:0", {
+    publishers: { news: () => fromIterable(["fresh"]) },
+    authenticate: (c) => (c === "tk" ? "reader" : null),
+  });
+  try {
+    const conn = await connect(srv.url, { auth: "tk" });
+    assert.equal(await conn.request("news", { decode: "text" }), "fresh");
+    assert.ok(conn.authenticated);
+    await conn.close();
+    const other = await connect(srv.url, { auth: "nope" });
+    await assert.rejects(other.ready, (e) => e instanceof ConnectionClosedError && e.reason === "authentication failed (PROTOCOL.md §15.3)");
+  } finally {
+    await srv.close();
+  }
+});
