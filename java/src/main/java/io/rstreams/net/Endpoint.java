@@ -501,6 +501,17 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         return closed;
     }
 
+    /** This endpoint's transport continues another session (a resume): it stops without a word. */
+    void retire() {
+        ended = true;
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        if (replay != null && replay.token != null && options.resume() != null && options.resume().sessions() != null) {
+            options.resume().sessions().forget(replay.token, this);
+        }
+    }
+
     private void goodbyeAndClose(String reason) {
         if (ended || conn.state() == Connection.State.CLOSED) {
             if (channel.isActive() && conn.state() == Connection.State.CLOSED && !discarding) {
@@ -511,6 +522,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         conn.goodbye(reason);
         ended(null, new ConnectionClosedException("the connection was closed by this end"));
         flushNow();
+        if (!linkUp) {
+            closed.complete(null); // a session waiting for a resume: no transport to close
+            return;
+        }
         channel.eventLoop().schedule(() -> {
             channel.close();
         }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
@@ -698,10 +713,15 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     private void tick() {
-        if (ended || conn.state() != Connection.State.OPEN) {
-            return;
+        if (ended || !linkUp || conn.state() != Connection.State.OPEN) {
+            return; // a detached session waits for its resume, not for the idle clock
         }
         long idle = System.nanoTime() - lastActivity;
+        if (options.idleTimeout() != null && idle >= options.idleTimeout().toNanos() && resumable()) {
+            lastActivity = System.nanoTime();
+            ctx.close(); // §14.2 on a resumable session: the transport is taken for broken, not the session
+            return;
+        }
         if (options.idleTimeout() != null && idle >= options.idleTimeout().toNanos()) {
             String seconds = String.valueOf(options.idleTimeout().toMillis() / 1000.0).replaceAll("\\.0$", "");
             conn.abort("idle timeout: nothing received for " + seconds + " s (PROTOCOL.md §14.2)");

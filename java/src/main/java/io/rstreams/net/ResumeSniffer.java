@@ -51,6 +51,7 @@ final class ResumeSniffer extends ChannelInboundHandlerAdapter {
             }
             long position = (Long) tp[1];
             Runnable move = () -> {
+                fresh.retire();
                 ctx.pipeline().replace(fresh, "rsio-session", session);
                 ctx.pipeline().remove(this);
                 session.attach(ctx.pipeline().context(session), position, true, rest);

@@ -64,6 +64,28 @@ public class ResumeTest {
         }
     }
 
+    @Test(timeOut = 60_000)
+    public void aClientThatCannotReconnectFailsItsStreamsAfterItsAttempts() throws Exception {
+        try (RsioServer server = RsioServer.builder()
+                .resume(true)
+                .route("counter", Codec.INT64, r -> Counters.range(0, Long.MAX_VALUE))
+                .bind("tcp://127.0.0.1:0");
+             RsioClient client = RsioClient.builder().resume(true).build()) {
+            CuttingProxy proxy = new CuttingProxy("127.0.0.1", server.port());
+            RsioConnection conn = client.connect("tcp://127.0.0.1:" + proxy.port()).get(10, TimeUnit.SECONDS);
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter", Codec.INT64).subscribe(sub);
+            sub.request(1);
+            sub.next(); // the server sent its resumeToken before this element
+            assertTrue(conn.activeExtensions().contains(3L));
+            proxy.close(); // the link breaks and nothing listens any more
+            Throwable error = sub.terminated.get(30, TimeUnit.SECONDS);
+            assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
+            assertTrue(error.getMessage().contains("could not resume the session in 8 attempt(s)"), error.getMessage());
+            conn.onClose().get(5, TimeUnit.SECONDS);
+        }
+    }
+
     @Test(timeOut = 30_000)
     public void withoutResumeACutEndsTheStreams() throws Exception {
         try (RsioServer server = RsioServer.builder()
