@@ -5,12 +5,14 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rstreams.cli import main
-from rstreams.replay import ReplayLog, fetch_range, request_json
+from rstreams.replay import Access, ReplayLog, fetch_range, request_json
+from support_tls import TestCA
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -60,3 +62,41 @@ def test_publish_stages_then_publishes_standard_input(serve: Any, monkeypatch: p
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\nthree\n")))
     assert main(["publish", server.url, "out"]) == 0
     assert fetch_range(server.url, "out", 0, 3) == [b"one", b"two", b"three"]
+
+
+def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """serve URL NAME --tls-cert --token: readers need the token and the CA; publish --token --cafile
+    uploads; a wrong token is exit 2 naming the options, never echoing the token."""
+    ca = TestCA.make(tmp_path, "cli CA")
+    cert = ca.issue("logs", san=("127.0.0.1",))
+    token, wrong = "tok-RECOGNISABLE-4411", "bad-RECOGNISABLE-9c2e"
+    serve_cmd = ["serve", "tls://127.0.0.1:0", "lines", "--sink", "out"]
+    serve_cmd += ["--tls-cert", str(cert.cert), "--tls-key", str(cert.key), "--token", token]
+    server = subprocess.Popen(
+        [sys.executable, "-c", NO_SPARK + "from rstreams.cli import main; sys.exit(main())", *serve_cmd],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(b"a\nb\n")
+        server.stdin.flush()
+        url = server.stdout.readline().decode().split(" on ")[-1].strip()
+        access = Access(auth=token, cafile=str(ca.cert))
+        assert fetch_range(url, "lines", 0, 2, access=access) == [b"a", b"b"]
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\n")))
+        assert main(["publish", url, "out", "--token", token, "--cafile", str(ca.cert)]) == 0
+        assert fetch_range(url, "out", 0, 2, access=access) == [b"one", b"two"]
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n")))
+        assert main(["publish", url, "out", "--token", wrong, "--cafile", str(ca.cert)]) == 2
+        err = capsys.readouterr().err
+        assert "refused the credentials" in err and "--token" in err and wrong not in err
+    finally:
+        server.terminate()
+        server.wait(20)
+        for pipe in (server.stdin, server.stdout):
+            if pipe is not None:
+                pipe.close()

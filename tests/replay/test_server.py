@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rstreams
 from rstreams.replay import (
+    Access,
     AccessDeniedError,
     RemoteLogError,
     ReplayLog,
@@ -20,6 +22,7 @@ from rstreams.replay import (
     stream_range,
     upload,
 )
+from support_tls import TestCA, server_context
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -203,3 +206,29 @@ def test_refused_credentials_are_not_retried(serve: Any) -> None:
     with pytest.raises(AccessDeniedError, match="authentication"):
         request_json(server.url, "nums?latest", timeout=20)
     assert time.monotonic() - started < 10
+
+
+def test_wss_with_a_token_and_uploads_authorized_per_log(serve: Any, tmp_path: Path) -> None:
+    """ReplayServer over wss:// with authenticate and authorize: reads need the token; an upload to a
+    sink log the principal may not write is refused by the log's name."""
+    pytest.importorskip("websockets")
+    ca = TestCA.make(tmp_path, "replay CA")
+    cert = ca.issue("logs", san=("127.0.0.1",))
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"0", b"1"])
+    sinks = {"open": ReplayLog("open", capacity=10), "closed": ReplayLog("closed", capacity=10)}
+    server = serve(
+        {"nums": log},
+        sinks=sinks,
+        url="wss://127.0.0.1:0/rsio",
+        ssl=server_context(cert),
+        authenticate=lambda credentials: "ann" if getattr(credentials, "token", None) == "t0k" else None,
+        authorize=lambda who, name: who == "ann" and name != "closed",
+    )
+    access = Access(auth="t0k", cafile=str(ca.cert))
+    assert fetch_range(server.url, "nums", 0, 2, access=access) == [b"0", b"1"]
+    assert upload(server.url, "open", "t1", [b"x"], timeout=20, access=access) == 1
+    with pytest.raises(RemoteLogError, match=r"unauthorized.*'closed"):
+        upload(server.url, "closed", "t2", [b"y"], timeout=20, access=access)
+    with pytest.raises(AccessDeniedError):
+        request_json(server.url, "nums?latest", timeout=20, access=Access(cafile=str(ca.cert)))
