@@ -34,6 +34,12 @@ PUBLIC = {
     "just",
     "merge",
     "range",
+    # functions that combine several Publishers
+    "amb",
+    "combine_latest",
+    "concat",
+    "race",
+    "zip",
     "timer",
     "OverflowStrategy",
     "PushSource",

@@ -28,6 +28,11 @@ from rstreams.errors import set_unhandled_error_hook as set_unhandled_error_hook
 
 if TYPE_CHECKING:
     from rstreams.flow._async_source import from_async_iterable as from_async_iterable
+    from rstreams.flow._combine import combine_latest as combine_latest
+    from rstreams.flow._combine import concat as concat
+    from rstreams.flow._combine import race as amb
+    from rstreams.flow._combine import race as race
+    from rstreams.flow._combine import zip_ as zip  # noqa: A004 - mirrors the builtin on purpose
     from rstreams.flow._flow import Flow as Flow
     from rstreams.flow._flow import from_publisher as from_publisher
     from rstreams.flow._iterable import empty as empty
@@ -61,6 +66,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "OverflowStrategy": ("rstreams.flow._push", "OverflowStrategy"),
     "PushSource": ("rstreams.flow._push", "PushSource"),
     "SinkResult": ("rstreams.flow._sinks", "SinkResult"),
+    "amb": ("rstreams.flow._combine", "race"),
+    "combine_latest": ("rstreams.flow._combine", "combine_latest"),
+    "concat": ("rstreams.flow._combine", "concat"),
     "empty": ("rstreams.flow._iterable", "empty"),
     "error": ("rstreams.flow._iterable", "error"),
     "from_async_iterable": ("rstreams.flow._async_source", "from_async_iterable"),
@@ -74,6 +82,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "range": ("rstreams.flow._iterable", "range_"),
     "timer": ("rstreams.flow._time", "timer"),
     "to_observable": ("rstreams.flow._rx", "to_observable"),
+    "race": ("rstreams.flow._combine", "race"),
+    "zip": ("rstreams.flow._combine", "zip_"),
     "Resume": ("rstreams.net", "Resume"),
     "Token": ("rstreams.net", "Token"),
     "UserPassword": ("rstreams.net", "UserPassword"),
@@ -124,6 +134,9 @@ __all__ = [
     "Subscription",
     "Token",
     "UserPassword",
+    "amb",
+    "combine_latest",
+    "concat",
     "connect",
     "connect_pipe",
     "empty",
@@ -136,9 +149,11 @@ __all__ = [
     "interval",
     "just",
     "merge",
+    "race",
     "range",
     "serve",
     "set_unhandled_error_hook",
     "timer",
     "to_observable",
+    "zip",
 ]

@@ -324,6 +324,47 @@ class Flow(Publisher[T], abc.ABC):
 
         return ObserveOnFlow(self, target, buffer_size=buffer_size, delay_error=delay_error)
 
+    # -- combining several Publishers (flow/_combine.py, _switch_map.py, _with_latest.py) ----
+
+    def concat_with(self, *others: Publisher[T]) -> Flow[T]:
+        """This Flow's elements, then each of ``others``' in turn (see :func:`rstreams.concat`)."""
+        from rstreams.flow._combine import concat
+
+        return concat(self, *others)
+
+    def zip_with(self, *others: Publisher[Any], prefetch: int = 32) -> Flow[tuple[Any, ...]]:
+        """Tuples of this Flow's and ``others``' elements, pairwise (see :func:`rstreams.zip`)."""
+        from rstreams.flow._combine import zip_
+
+        return zip_(self, *others, prefetch=prefetch)
+
+    def combine_latest_with(self, *others: Publisher[Any], prefetch: int = 32) -> Flow[tuple[Any, ...]]:
+        """Tuples of the latest elements, one per arrival (see :func:`rstreams.combine_latest`)."""
+        from rstreams.flow._combine import combine_latest
+
+        return combine_latest(self, *others, prefetch=prefetch)
+
+    def race_with(self, *others: Publisher[T], prefetch: int = 32) -> Flow[T]:
+        """Whichever of this Flow and ``others`` signals first (see :func:`rstreams.race`)."""
+        from rstreams.flow._combine import race
+
+        return race(self, *others, prefetch=prefetch)
+
+    def with_latest_from(self, other: Publisher[Any]) -> Flow[tuple[T, Any]]:
+        """``(element, latest of other)`` per element; elements before ``other`` has one are
+        dropped (and asked for again). ``other`` is asked for everything; only its latest
+        element is kept."""
+        from rstreams.flow._with_latest import WithLatestFromFlow
+
+        return WithLatestFromFlow(self, other)
+
+    def switch_map(self, fn: Callable[[T], Publisher[R]], *, prefetch: int = 32) -> Flow[R]:
+        """Map each element to a Publisher and emit the newest one's elements; a new element
+        cancels the previous Publisher. Outstanding demand carries over to the new one."""
+        from rstreams.flow._switch_map import SwitchMapFlow
+
+        return SwitchMapFlow(self, fn, prefetch=prefetch)
+
     # -- sinks ----------------------------------------------------------------------
 
     def collect(self) -> SinkResult[list[T]]:

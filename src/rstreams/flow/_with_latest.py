@@ -1,0 +1,178 @@
+"""``with_latest_from(other)``: each element paired with ``other``'s latest element.
+
+``other`` is subscribed right after the downstream's ``on_subscribe`` and asked for
+everything (``UNBOUNDED``): it is read continuously and only its latest element is kept,
+so the memory is one element whatever its pace (a synchronous ``other`` is read to its
+end inside that ``subscribe``; give it an end or an asynchronous source).
+
+* Demand: ``request(n)`` passes through to the source; a source element that arrives
+  before ``other`` has one is dropped and asked for again (like ``filter``).
+* Termination: the source's completion or error ends the stream and cancels ``other``;
+  ``other``'s error ends it too; ``other`` completing without any element completes the
+  stream (no pair can ever be made); completing after one changes nothing.
+
+The two upstreams may signal from different threads: a terminal signal caused by
+``other`` while the source's ``on_next`` runs is held and sent right after it, so the
+downstream's signals never overlap (rule 1.3).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypeVar
+
+from rstreams import demand
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.demand import accept_subscription
+from rstreams.errors import report_unhandled
+from rstreams.flow._flow import MISSING
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
+from rstreams.flow._signals import NONE_ITEM, signal_terminal
+from rstreams.rules import check_error
+
+__all__ = ["WithLatestFromFlow"]
+
+T = TypeVar("T")
+
+
+class WithLatestFromFlow(OperatorFlow[T, tuple[T, Any]]):
+    """``source.with_latest_from(other)``; see :meth:`rstreams.Flow.with_latest_from`."""
+
+    __slots__ = ("other",)
+
+    def __init__(self, source: Publisher[T], other: Publisher[Any]) -> None:
+        super().__init__(source)
+        if not callable(getattr(other, "subscribe", None)):
+            raise TypeError(
+                f"with_latest_from(other) needs a Publisher (an object with subscribe), got {other!r}"
+            )
+        self.other = other
+
+    def subscriber(self, downstream: Subscriber[tuple[T, Any]]) -> Subscriber[T]:
+        return _WithLatest(downstream, self.other)
+
+
+class _WithLatest(OperatorSubscriber[T, tuple[T, Any]]):
+    """``busy``: the source's ``on_next`` runs; ``held``: a terminal signal waiting for it."""
+
+    __slots__ = ("busy", "held", "latest", "lock", "other", "side")
+
+    def __init__(self, downstream: Subscriber[tuple[T, Any]], other: Publisher[Any]) -> None:
+        super().__init__(downstream)
+        self.many = None
+        self.other = other
+        self.side = _Latest(self)
+        self.latest: Any = MISSING
+        self.lock = threading.Lock()
+        self.busy = False
+        self.held: Any = MISSING
+
+    def on_start(self) -> None:
+        if not self.done:
+            self.other.subscribe(self.side)
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(NONE_ITEM)
+        with self.lock:
+            if self.done:
+                return
+            self.busy = True
+        try:
+            latest = self.latest
+            if latest is not MISSING:
+                self.downstream.on_next((item, latest))
+            elif self.upstream is not None:
+                self.upstream.request(1)  # a dropped element's demand is not lost
+        finally:
+            with self.lock:
+                self.busy = False
+                held, self.held = self.held, MISSING
+            if held is not MISSING:  # other ended the stream meanwhile
+                signal_terminal(self.downstream, held)
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        self.end(error, from_other=False)
+
+    def on_complete(self) -> None:
+        self.end(None, from_other=False)
+
+    def request(self, n: int) -> None:
+        if self.upstream is not None and not self.done:
+            self.upstream.request(n)  # an illegal n too: the upstream signals rule 3.9
+
+    def cancel(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+        self.side.stop()
+        if self.upstream is not None:
+            self.upstream.cancel()
+
+    def end(self, error: BaseException | None, *, from_other: bool) -> None:
+        """One terminal signal downstream, whoever caused it; the other side is cancelled."""
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+            hold = self.busy
+            if hold:
+                self.held = error
+        if from_other:
+            if self.upstream is not None:
+                self.upstream.cancel()
+        else:
+            self.side.stop()
+        if not hold:
+            signal_terminal(self.downstream, error)
+
+
+class _Latest(Subscriber[Any]):
+    """The Subscriber to ``other``: asks for everything, keeps the latest element."""
+
+    __slots__ = ("parent", "stopped", "subscription")
+
+    def __init__(self, parent: _WithLatest[Any]) -> None:
+        self.parent = parent
+        self.subscription: Subscription | None = None
+        self.stopped = False
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if not accept_subscription(self.subscription, subscription):
+            return
+        self.subscription = subscription
+        if self.stopped or self.parent.done:
+            subscription.cancel()
+            return
+        subscription.request(demand.UNBOUNDED)
+
+    def on_next(self, item: object) -> None:
+        if item is None:
+            raise TypeError(NONE_ITEM)
+        if not self.stopped:
+            self.parent.latest = item
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        if self.stopped:
+            report_unhandled(error, "with_latest_from: other's error after it was cancelled")
+            return
+        self.stopped = True
+        self.parent.end(error, from_other=True)
+
+    def on_complete(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        if self.parent.latest is MISSING:  # no pair can ever be made
+            self.parent.end(None, from_other=True)
+
+    def stop(self) -> None:
+        """No longer needed: cancel ``other``, once."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if self.subscription is not None:
+            self.subscription.cancel()
