@@ -93,8 +93,10 @@ def test_errors_pass_through() -> None:
         rstreams.error(failure).last().result(WAIT)
 
 
-def test_bad_index_is_refused_when_built() -> None:
-    """element_at needs an int >= 0, checked at once."""
+def test_bad_index_and_default_are_refused_when_built() -> None:
+    """element_at needs an int >= 0, and no default may be None (rule 2.13), checked at once."""
+    with pytest.raises(TypeError, match=r"2\.13"):
+        rstreams.range(0, 1).first(default=None)
     with pytest.raises(ValueError, match="element_at"):
         rstreams.range(0, 1).element_at(-1)
     with pytest.raises(TypeError, match="element_at"):

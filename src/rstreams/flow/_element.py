@@ -48,6 +48,8 @@ class ElementFlow(OperatorFlow[T, T], Generic[T]):
         super().__init__(source)
         if index is not None:
             check_count(name, index, "index")
+        if default is None:
+            raise TypeError(f"{name}: default=None is refused; None is never a stream element (rule 2.13)")
         self.index = index  # None: the last element
         self.default = default
         self.name = name
