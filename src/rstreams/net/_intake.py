@@ -3,10 +3,13 @@
 Theory of operation. Two rules decide when the pump (:mod:`rstreams.net._pump`) reads its
 peer's bytes:
 
-* **Fairness.** One read can bring hundreds of kilobytes of small frames. The pump handles
-  at most :data:`READ_TURN` bytes of them per loop turn, flushes what they caused, and
-  leaves the rest for the next turn (reading from the transport is paused meanwhile), so
-  one flooding peer cannot hold the loop while other connections wait.
+* **Fairness.** One read can bring hundreds of kilobytes of small frames. The pump feeds a
+  read to the core a part at a time, :data:`READ_TURN` bytes first; a part that brought
+  many messages, or that the core answered itself, ends the loop turn: what it caused is
+  written and the rest of the read waits for the next turn (reading from the transport is
+  paused meanwhile), so one flooding peer cannot hold the loop while other connections
+  wait. A part of a few large elements is followed at once by a part four times as long,
+  so a read of large elements is still handled in one turn.
 * **Input backpressure** (PROTOCOL.md §6.3). What we write in answer to the peer's
   messages (refusals, errors, acknowledgements, pongs, goodbyes) is queued in the transport
   until the peer reads it. Elements of our local publishers are bounded already: they are
@@ -33,8 +36,8 @@ from collections import deque
 __all__ = ["DEFAULT_UNREAD_TIMEOUT", "MAX_UNSENT", "READ_TURN", "ReplyLedger"]
 
 READ_TURN = 16 * 1024
-"""Bytes of one peer's input handled per loop turn: at most a few thousand frames (the
-smallest are 2 bytes), a millisecond or two of work, before other connections get their turn."""
+"""Bytes of one peer's small messages handled per loop turn: at most a few thousand (the
+smallest are 2 bytes), about a millisecond of work, before other connections get their turn."""
 
 MAX_UNSENT = 16 * 1024 * 1024
 """Unsent bytes past which a connection is said goodbye and closed at once: a hard cap

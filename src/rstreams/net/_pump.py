@@ -66,6 +66,11 @@ from rstreams.wire.extensions import AUTH, KEEPALIVE
 
 __all__ = ["Pump"]
 
+_FEW = 16
+"""Events from a part of a read that end the loop turn (as does any answer the core wrote
+itself: pongs, refusals); below it, the next part is four times as long, so a read of large
+elements is fed in a few big parts in one turn."""
+
 
 def _ignore(event: Event) -> None:
     """OnSubscribe and Goodbye need nothing here: the core keeps their state."""
@@ -199,20 +204,34 @@ class Pump:
         self._consume(data)
 
     def _consume(self, data: memoryview) -> bool:
-        """Handle at most READ_TURN bytes now; hold the rest for a later turn (not reading
-        meanwhile). Returns whether a rest is held."""
-        if len(data) <= READ_TURN:
-            self._turn(data)
+        """Handle a read, or its first parts if it holds many small messages (fairness,
+        :mod:`rstreams.net._intake`); hold the rest for a later turn, not reading meanwhile.
+        Returns whether a rest is held."""
+        size = len(data)
+        if size <= READ_TURN:  # the common case: one part
+            self._part(data)
+            self._answer()
             return False
-        self._turn(data[:READ_TURN])
-        if self.outbox.ended is not None:
-            return False  # a goodbye in this part: the rest is not read (the linger discards input)
-        self._held = data[READ_TURN:]  # valid until reading resumes (the transport seam's promise)
-        transport = self.outbox.transport
+        outbox = self.outbox
+        start, part = 0, READ_TURN
+        while True:
+            events = self._part(data[start : start + part])
+            start += part
+            if start >= size or outbox.ended is not None:
+                start = size  # all read, or a goodbye in this part (the linger discards the rest)
+                break
+            if events >= _FEW or outbox.core.has_data_to_send:
+                break  # small messages, or ones the core answers itself: a part per turn
+            part *= 4  # large elements: feed more at once (fewer partial frames to join)
+        self._answer()
+        if start >= size:
+            return False
+        self._held = data[start:]  # valid until reading resumes (the transport seam's promise)
+        transport = outbox.transport
         if transport is not None:
             transport.pause_reading()
         if not self._backed_up:
-            self.outbox.loop.call_soon(self._go_on)
+            outbox.loop.call_soon(self._go_on)
         return True
 
     def _go_on(self) -> None:
@@ -234,23 +253,28 @@ class Pump:
                 self._held_eof = False
                 self.eof_received()
 
-    def _turn(self, data: memoryview) -> None:
-        """Feed one part of the input to the core, route its events, write what they caused."""
+    def _part(self, data: memoryview) -> int:
+        """Feed one part of the input to the core and route its events; returns how many."""
         outbox = self.outbox
         core = outbox.core
         outbox.heard_at = outbox.loop.time()
         outbox.wrote_through = False
         core.receive_data(data)
+        events = core.events_received()
         outbox.reading = True
         try:
-            self._dispatch(core.events_received())
+            self._dispatch(events)
         finally:
             outbox.reading = False
-        # Everything this read caused goes out now, in one write, rather than on the next
-        # loop turn: a turn (an epoll_wait) less per request/response. What the events made
-        # us send scheduled a flush; the core may also have answered by itself (a cancel's
-        # acknowledgement, a goodbye).
-        if outbox.flush_scheduled or core.has_data_to_send:
+        return len(events)
+
+    def _answer(self) -> None:
+        """Write what the read caused now, in one write, rather than on the next loop turn: a
+        turn (an epoll_wait) less per request/response. What the events made us send
+        scheduled a flush; the core may also have answered by itself (a cancel's
+        acknowledgement, a goodbye)."""
+        outbox = self.outbox
+        if outbox.flush_scheduled or outbox.core.has_data_to_send:
             outbox.flush_now()
 
     def eof_received(self) -> None:

@@ -134,6 +134,10 @@ class StreamProtocol(asyncio.BufferedProtocol):
     def pause_reading(self) -> None:
         if self._transport is not None and self._transport.is_reading():
             self._transport.pause_reading()
+        if len(self._view) > SMALL_READ_SIZE:
+            # A paused connection (one whose replies back up may stay so) holds no big buffer;
+            # a view the handler kept into the old one keeps that alive as long as it needs.
+            self._view = memoryview(bytearray(SMALL_READ_SIZE))
 
     def resume_reading(self) -> None:
         transport = self._transport
