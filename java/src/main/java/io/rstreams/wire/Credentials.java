@@ -52,7 +52,6 @@ public final class Credentials {
 
     /** @return the wire form (§15.1): kind u8, then the strings */
     public byte[] encode() {
-        FrameWriter w = new FrameWriter();
         byte[] a = (token != null ? token : user).getBytes(StandardCharsets.UTF_8);
         byte[] b = token != null ? null : password.getBytes(StandardCharsets.UTF_8);
         byte[] out = new byte[1 + Varint.size(a.length) + a.length + (b == null ? 0 : Varint.size(b.length) + b.length)];
