@@ -6,8 +6,10 @@
 //
 // Scenarios: small elements (numbers, a few bytes) with a window of 256; 8-byte INT64 elements
 // sent packed, with unbounded demand; 64 KiB elements (split into parts, §8) with a window of 16.
+// Then the other direction: the Python client reading small elements from this package's
+// listen() beside the same from the Python server (same publisher shape, same window).
 import { loadavg } from "node:os";
-import { connect } from "../src/node.js";
+import { connect, fromIterable, listen } from "../src/node.js";
 import { FIXTURE, PYTHON, python, serve } from "../test/servers.mjs";
 
 const rounds = Number(process.argv[2] ?? 3);
@@ -97,5 +99,26 @@ try {
   }
 } finally {
   await server.stop();
+}
+const small = SCENARIOS[0];
+const jsServer = await listen("tcp://127.0.0.1:0", {
+  publishers: { numbers: (p) => fromIterable((function* numbers() { for (let i = 0; i < Number(p.n); i++) yield String(i); })()) },
+});
+const pyServer = await serve("tcp://127.0.0.1:0", ["--publishers", FIXTURE]);
+try {
+  const fromJs = [];
+  const fromPy = [];
+  for (let i = 0; i < rounds; i++) {
+    fromJs.push(await pyRate(jsServer.url, small));
+    fromPy.push(await pyRate(pyServer.url, small));
+  }
+  const ratios = fromJs.map((rate, i) => rate / fromPy[i]);
+  console.log("\n| Python client reading | from listen() (JS) el/s | from rstreams serve el/s | JS / Python |");
+  console.log("|---|---|---|---|");
+  console.log(`| ${small.label} | ${fmt(median(fromJs))} | ${fmt(median(fromPy))} | ${median(ratios).toFixed(2)}× |`);
+  load.push(loadavg()[0]);
+} finally {
+  await jsServer.close();
+  await pyServer.stop();
 }
 console.log(`load average (1 min) during the run: ${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)}`);
