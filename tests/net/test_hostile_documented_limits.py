@@ -43,6 +43,8 @@ BYTES = {
     "low_water",
     "LINGER_BYTES",
     "MAX_MESSAGE",
+    "MAX_UNSENT",
+    "READ_TURN",
 }
 SECONDS = re.compile(r"timeout|keepalive|backoff|delay|SECONDS|TIMEOUT", re.IGNORECASE)
 FUNCTIONS: dict[str, Callable[..., Any]] = {"serve()": serve, "connect()": connect}
