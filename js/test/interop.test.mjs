@@ -149,26 +149,30 @@ async function cuttingProxy(target, every, times) {
   return proxy;
 }
 
-test("resume: a stream crosses links broken mid-message, every element once and in order", { skip }, async () => {
-  const server = await serve("tcp://127.0.0.1:0", ["--resume", "--publishers", FIXTURE]);
-  const { hostname, port } = new URL(server.url);
-  const proxy = await cuttingProxy({ host: hostname, port: Number(port) }, 20_000, 4);
-  try {
-    const conn = await connect(proxy.url, { resume: { backoff: 10 }, onerror: () => {} });
-    await conn.ready;
-    assert.ok(conn.extensions.has(3));
-    const got = [];
-    for await (const n of conn.stream("numbers?n=20000", { window: 256, decode: "text" })) got.push(Number(n));
-    assert.deepEqual(got, Array.from({ length: 20_000 }, (_, i) => i));
-    assert.equal(proxy.cuts, 4);
-    assert.equal(conn.resumes, 4);
-    assert.equal(proxy.links, 5);
-    assert.equal(await conn.close(), null);
-  } finally {
-    await proxy.close();
-    await server.stop();
-  }
-});
+for (const listenOn of ["tcp://127.0.0.1:0", "ws://127.0.0.1:0/rsio"]) {
+  const kind = listenOn.split(":")[0];
+  test(`resume over ${kind}: a stream crosses links broken mid-message, every element once and in order`, { skip }, async () => {
+    const server = await serve(listenOn, ["--resume", "--publishers", FIXTURE]);
+    const { hostname, port, pathname } = new URL(server.url);
+    const proxy = await cuttingProxy({ host: hostname, port: Number(port) }, 20_000, 4);
+    try {
+      const url = kind === "ws" ? proxy.url.replace("tcp://", "ws://") + pathname : proxy.url;
+      const conn = await connect(url, { resume: { backoff: 10 }, onerror: () => {} });
+      await conn.ready;
+      assert.ok(conn.extensions.has(3));
+      const got = [];
+      for await (const n of conn.stream("numbers?n=20000", { window: 256, decode: "text" })) got.push(Number(n));
+      assert.deepEqual(got, Array.from({ length: 20_000 }, (_, i) => i));
+      assert.equal(proxy.cuts, 4);
+      assert.equal(conn.resumes, 4);
+      assert.equal(proxy.links, 5);
+      assert.equal(await conn.close(), null);
+    } finally {
+      await proxy.close();
+      await server.stop();
+    }
+  });
+}
 
 test("TLS: tls:// and wss:// with a CA made for the test, and a certificate it does not trust refused", { skip }, async () => {
   const { mkdtempSync, readFileSync } = await import("node:fs");
