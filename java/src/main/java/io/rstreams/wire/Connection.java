@@ -73,13 +73,8 @@ public final class Connection {
     private boolean helloReceived;
     private Set<Long> active = Set.of();
     private long nextId = 1;
-    private final java.util.function.Predicate<Credentials> authenticator;
-    private AuthState auth = AuthState.NONE;
-    private final Map<Long, Boolean> subscribeCredentials = new HashMap<>();
-    private final List<Map.Entry<Long, Theirs>> heldOrder = new ArrayList<>();
-
-    /** Where the server is with extension auth (§15.3). */
-    private enum AuthState { NONE, PENDING, DONE }
+    private final AuthGate auth; // null: this end checks no credentials
+    private final List<Map.Entry<Long, Theirs>> heldOrder = new ArrayList<>(); // subscribes waiting for the authenticate
 
     /** A subscription we made: its state, the demand we granted and not yet used, its elementSize. */
     private static final class Ours {
@@ -134,7 +129,7 @@ public final class Connection {
         if (authenticator != null && !extensions.contains(FrameType.AUTH)) {
             throw new IllegalArgumentException("a server that checks credentials must offer extension auth (id 2)");
         }
-        this.authenticator = authenticator;
+        this.auth = authenticator == null ? null : new AuthGate(authenticator, limits.maxSubscriptions());
         this.side = side;
         this.limits = limits;
         this.offered = Set.copyOf(extensions);
@@ -307,12 +302,8 @@ public final class Connection {
         if (state == State.AWAITING_HELLO) {
             state = State.OPEN;
         }
-        if (authenticator != null) {
-            if (!active.contains(FrameType.AUTH)) {
-                throw new ProtocolException("authentication required: this server needs extension auth (id 2), "
-                        + "which the clientHello does not list (PROTOCOL.md §15.2)");
-            }
-            auth = AuthState.PENDING;
+        if (auth != null) {
+            auth.helloReceived(active);
         }
         events.add(new Event.PeerHello(h.extensions(), active));
     }
@@ -359,35 +350,15 @@ public final class Connection {
             events.add(new Event.ExtensionMessage(type, x.payload()));
             return;
         }
-        if (type == FrameType.AUTHENTICATE) {
-            if (authenticator == null || auth == AuthState.DONE) {
-                throw new ProtocolException(auth == AuthState.DONE ? "a second authenticate (PROTOCOL.md §15.5)"
-                        : "authenticate, but this server checks no credentials (PROTOCOL.md §15.5)");
-            }
-            Credentials c = Credentials.decode(x.payload(), 0, x.payload().length);
-            if (!authenticator.test(c)) {
-                throw new ProtocolException("authentication failed (PROTOCOL.md §15.3)");
-            }
-            auth = AuthState.DONE;
+        if (type == FrameType.AUTHENTICATE && auth != null) {
+            auth.authenticate(x.payload());
             out.write(new Frame.Extension(FrameType.AUTHENTICATED, new byte[0]), 0);
             releaseHeld();
-        } else if (type == FrameType.SUBSCRIBE_CREDENTIALS) {
-            int[] next = new int[1];
-            long id;
-            try {
-                id = Varint.read(x.payload(), 0, x.payload().length, next);
-            } catch (Varint.Incomplete e) {
-                throw new ProtocolException("malformed subscribeCredentials (PROTOCOL.md §15.5)");
-            }
-            Credentials c = Credentials.decode(x.payload(), next[0], x.payload().length);
-            if (subscribeCredentials.size() >= limits.maxSubscriptions()) {
-                throw new ProtocolException("more than max_subscriptions=" + limits.maxSubscriptions()
-                        + " subscribeCredentials held (PROTOCOL.md §15.4)");
-            }
-            subscribeCredentials.put(id, authenticator != null && authenticator.test(c));
+        } else if (type == FrameType.SUBSCRIBE_CREDENTIALS && auth != null) {
+            auth.subscribeCredentials(x.payload());
         } else {
             throw new ProtocolException(String.format(
-                    "auth message 0x%02x is not one a server receives (PROTOCOL.md §15.5)", type));
+                    "auth message 0x%02x is not one this server receives (PROTOCOL.md §15.5)", type));
         }
     }
 
@@ -403,18 +374,15 @@ public final class Connection {
         for (Map.Entry<Long, Theirs> e : held) {
             String name = e.getValue().heldName;
             e.getValue().heldName = null;
-            if (Boolean.FALSE.equals(subscribeCredentials.remove(e.getKey()))) {
+            if (!auth.admits(e.getKey())) {
                 theirs.remove(e.getKey());
-                refuse(e.getKey(), unauthenticated(name));
+                refuse(e.getKey(), AuthGate.unauthenticated(name));
             } else {
                 events.add(new Event.Subscribed(e.getKey(), name, e.getValue().credit));
             }
         }
     }
 
-    private static String unauthenticated(String name) {
-        return "unauthenticated: subscribe to '" + name + "' needs valid credentials (PROTOCOL.md §15.4)";
-    }
 
     // -- the peer as subscriber (its ids) --
 
@@ -432,14 +400,14 @@ public final class Connection {
         } else if (theirs.size() >= limits.maxSubscriptions()) {
             refuse(id, "too many subscriptions on this connection: max_subscriptions="
                     + limits.maxSubscriptions() + " (PROTOCOL.md §11)");
-        } else if (auth == AuthState.PENDING) {
+        } else if (auth != null && auth.holding()) {
             Theirs t = new Theirs(); // held until the authenticate is settled (§15.3)
             t.credit = s.initialDemand();
             t.heldName = s.publisher();
             theirs.put(id, t);
             heldOrder.add(Map.entry(id, t));
-        } else if (Boolean.FALSE.equals(subscribeCredentials.remove(id))) {
-            refuse(id, unauthenticated(s.publisher()));
+        } else if (auth != null && !auth.admits(id)) {
+            refuse(id, AuthGate.unauthenticated(s.publisher()));
         } else {
             Theirs t = new Theirs();
             t.credit = s.initialDemand();
