@@ -66,7 +66,7 @@ def main(n: int = 200_000) -> None:
     def send(element_size: int) -> Callable[[], int]:
         def run() -> int:
             _, server = pair(element_size)
-            send_on_next = server.send_on_next
+            send_on_next = server.on_next
             for e in elements:
                 send_on_next(1, e)
             server.data_to_send()
@@ -85,7 +85,7 @@ def main(n: int = 200_000) -> None:
 
     def end_to_end() -> int:
         client, server = pair()
-        send_on_next = server.send_on_next
+        send_on_next = server.on_next
         count = 0
         for start in range(0, n, 256):  # a 256-element window per turn, like the net layer
             for e in elements[start : start + 256]:
@@ -110,10 +110,10 @@ def main(n: int = 200_000) -> None:
 
     report("encode(OnNext(...)) 8 B, generic encoder", best_of(encode_frames))
     report("FrameParser.feed, 8 B onNext frames, 64 KiB chunks", best_of(parse))
-    report("Connection.send_on_next 8 B (length-prefixed)", best_of(send(0)))
-    report("Connection.send_on_next 8 B (elementSize 8)", best_of(send(8)))
+    report("Connection.on_next 8 B (length-prefixed)", best_of(send(0)))
+    report("Connection.on_next 8 B (elementSize 8)", best_of(send(8)))
     report("Connection.receive_data + events_received, 8 B onNext", best_of(receive))
-    report("end to end: send_on_next -> receive_data -> events, 256/turn", best_of(end_to_end))
+    report("end to end: on_next -> receive_data -> events, 256/turn", best_of(end_to_end))
     report("end to end: OnNextPacked 1024 x 8 B", best_of(packed))
 
 

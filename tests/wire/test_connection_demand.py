@@ -31,10 +31,10 @@ def test_credit_follows_requests_and_elements() -> None:
     assert pair.server.events_received() == [Request(subscriber=1, demand=3)]
     assert pair.server.credit(1) == 5
     for i in range(5):
-        pair.server.send_on_next(1, bytes([i]))
+        pair.server.on_next(1, bytes([i]))
     assert pair.server.credit(1) == 0
     with pytest.raises(LocalProtocolError) as info:
-        pair.server.send_on_next(1, b"one too many")
+        pair.server.on_next(1, b"one too many")
     assert info.value.subscriber == 1
     assert len(pair.events()[0]) == 5
 
@@ -48,16 +48,16 @@ def test_demand_saturates_at_2_63_minus_1() -> None:
     pair.pump()
     assert pair.server.credit(1) == UNBOUNDED
     for _ in range(3):
-        pair.server.send_on_next(1, b"x")
+        pair.server.on_next(1, b"x")
     assert pair.server.credit(1) == UNBOUNDED
     assert len(pair.events()[0]) == 3
 
 
 def test_local_request_above_unbounded_is_clamped() -> None:
-    """send_request(n > 2**63-1) puts 2**63-1 on the wire."""
+    """request(n > 2**63-1) puts 2**63-1 on the wire."""
     pair = ConnectionPair()
     pair.open(1)
-    pair.client.send_request(1, 2**70)
+    pair.client.request(1, 2**70)
     pair.pump()
     assert pair.server.events_received() == [Request(subscriber=1, demand=UNBOUNDED)]
 
@@ -68,7 +68,7 @@ def test_local_request_must_be_positive(n: int) -> None:
     pair = ConnectionPair()
     pair.open(1)
     with pytest.raises(ValueError, match=r"3\.9"):
-        pair.client.send_request(1, n)
+        pair.client.request(1, n)
 
 
 @pytest.mark.parametrize("demand", [0, 2**63, 2**64 - 1])

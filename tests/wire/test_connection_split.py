@@ -174,6 +174,6 @@ def test_cancel_frees_partial_elements() -> None:
     client = _client()
     client.receive_data(wire(OnNextPart(subscriber=1, element_id=0, data=b"x" * 50)))
     assert client._assembler.held == (1, 50)
-    client.send_request(1, 1)
+    client.request(1, 1)
     client.send(Cancel(subscriber=1))
     assert client._assembler.held == (0, 0)

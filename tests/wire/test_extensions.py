@@ -66,19 +66,19 @@ def test_send_before_active_is_a_local_error_naming_the_extension() -> None:
     client = Connection(Side.CLIENT, BOTH)
     client.data_to_send()
     with pytest.raises(LocalProtocolError, match=r"keepalive \(id 1\) is not active.*hello has not arrived"):
-        client.send_extension(PING, bytes(8))
+        client.send(ExtensionMessage(type=PING, payload=bytes(8)))
     pair = ConnectionPair(BOTH, ConnectionConfig(extensions=frozenset({AUTH.id})))
     assert pair.client.extensions == frozenset({AUTH.id})
     with pytest.raises(LocalProtocolError, match=r"0x80: extension keepalive \(id 1\) is not active"):
-        pair.client.send_extension(PING, bytes(8))
+        pair.client.send(ExtensionMessage(type=PING, payload=bytes(8)))
     with pytest.raises(LocalProtocolError, match="no extension owns it"):
-        pair.client.send_extension(0xF0, b"")
+        pair.client.send(ExtensionMessage(type=0xF0, payload=b""))
     assert not pair.client.has_data_to_send  # nothing was queued
 
 
 def test_active_extension_messages_become_events_both_ways() -> None:
     pair = ConnectionPair(BOTH, BOTH)
-    pair.client.send_extension(0x84, b"hello")
+    pair.client.send(ExtensionMessage(type=0x84, payload=b"hello"))
     pair.server.send(ExtensionMessage(type=0x85, payload=b""))
     client_events, server_events = pair.events()
     assert server_events == [ExtensionReceived(type=0x84, payload=b"hello")]
@@ -88,7 +88,7 @@ def test_active_extension_messages_become_events_both_ways() -> None:
 def test_ping_is_answered_with_pong_by_the_core() -> None:
     """§14: a ping is answered with a pong carrying the same 8 bytes."""
     pair = ConnectionPair(BOTH, BOTH)
-    pair.client.send_extension(PING, b"\x00\x01\x02\x03\x04\x05\x06\x07")
+    pair.client.send(ExtensionMessage(type=PING, payload=b"\x00\x01\x02\x03\x04\x05\x06\x07"))
     client_events, server_events = pair.events()
     assert server_events == [ExtensionReceived(type=PING, payload=b"\x00\x01\x02\x03\x04\x05\x06\x07")]
     assert client_events == [ExtensionReceived(type=PONG, payload=b"\x00\x01\x02\x03\x04\x05\x06\x07")]
@@ -146,12 +146,12 @@ def test_extension_message_before_the_hello_is_a_handshake_error() -> None:
 def test_extension_messages_after_our_goodbye_are_discarded() -> None:
     pair = ConnectionPair(BOTH, BOTH)
     pair.client.send(Goodbye(reason="bye"))
-    pair.server.send_extension(PING, bytes(8))
+    pair.server.send(ExtensionMessage(type=PING, payload=bytes(8)))
     pair.pump()
     client_events = pair.client.events_received()
     assert [type(e) for e in client_events] == [Goodbye, ConnectionClosed]
     with pytest.raises(ConnectionBrokenError):
-        pair.client.send_extension(PING, bytes(8))
+        pair.client.send(ExtensionMessage(type=PING, payload=bytes(8)))
 
 
 def test_hello_lists_the_configured_extensions() -> None:

@@ -4,7 +4,7 @@
   frames are the same as without it, however the bytes are split into reads.
 * Large onNext payloads are taken straight from the read or collected as pieces across
   reads; the elements are the same bytes.
-* ``send_on_next_many`` writes the same bytes as ``send_on_next`` per element.
+* ``on_next_many`` writes the same bytes as ``on_next`` per element.
 """
 
 from __future__ import annotations
@@ -116,27 +116,27 @@ def _pair() -> tuple[Connection, Connection]:
     return client, server
 
 
-def test_send_on_next_many_is_send_on_next_per_element() -> None:
+def test_on_next_many_is_on_next_per_element() -> None:
     for elements in ([b"a" * 8] * 100, [b"x" * 200] * 3, [b"a", b"bb", b"" * 0], [b"z" * 20_000] * 2):
         a, b = _pair()[1], _pair()[1]
         for server in (a, b):
             server.receive_data(encode(Subscribe(publisher="p", subscriber=1, initial_demand=1000)))
             server.send(OnSubscribe(subscriber=1))
             server.data_to_send()
-        a.send_on_next_many(1, elements)
+        a.on_next_many(1, elements)
         for element in elements:
-            b.send_on_next(1, element)
+            b.on_next(1, element)
         assert b"".join(a.data_to_send()) == b"".join(b.data_to_send())
         assert a.credit(1) == b.credit(1) == 1000 - len(elements)
 
 
-def test_send_on_next_many_checks_demand_for_the_batch() -> None:
+def test_on_next_many_checks_demand_for_the_batch() -> None:
     _, server = _pair()
     server.receive_data(encode(Subscribe(publisher="p", subscriber=1, initial_demand=2)))
     server.send(OnSubscribe(subscriber=1))
     server.data_to_send()
     with pytest.raises(LocalProtocolError):
-        server.send_on_next_many(1, [b"a", b"b", b"c"])
+        server.on_next_many(1, [b"a", b"b", b"c"])
     assert server.data_to_send() == [] and server.credit(1) == 2
 
 
@@ -158,7 +158,7 @@ def test_batch_within_demand_is_one_event() -> None:
     client.send(Subscribe(publisher="p", subscriber=1, initial_demand=10))
     server.receive_data(b"".join(client.data_to_send()))
     server.send(OnSubscribe(subscriber=1))
-    server.send_on_next_many(1, [b"e"] * 10)
+    server.on_next_many(1, [b"e"] * 10)
     client.receive_data(b"".join(server.data_to_send()))
     assert client.events_received() == [OnSubscribe(subscriber=1), OnNextBatch(1, [b"e"] * 10)]
 

@@ -99,7 +99,7 @@ class PairMachine(RuleBasedStateMachine):
     @rule(sid=st.integers(0, 3), n=st.integers(1, 2**64))
     def request(self, sid: int, n: int) -> None:
         try:
-            self.pair.client.send_request(sid, n)
+            self.pair.client.request(sid, n)
         except LocalProtocolError:
             pass
 

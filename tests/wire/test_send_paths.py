@@ -2,9 +2,8 @@
 
 For each frame type a Hypothesis property compares what the connection queues with
 ``encode(frame)`` (the table): through :meth:`Connection.send`, through the fast paths
-(``on_next``, ``on_next_many``, ``request``), and through the earlier ``send_*`` names
-that the asyncio driver still calls. The fast paths must also leave the same state
-behind (credit, subscriptions) as ``send`` does.
+(``on_next``, ``on_next_many``, ``request``), which take fields instead of a frame. The
+fast paths must also leave the same state behind (credit, subscriptions) as ``send`` does.
 """
 
 from __future__ import annotations
@@ -87,7 +86,7 @@ def test_on_next_encoders_agree_with_the_table(sid: int, element: bytes, fixed: 
 @SETTINGS
 @given(ids, big_or_small)
 def test_on_next(sid: int, element: bytes) -> None:
-    """OnNext: send(frame) and on_next (and send_on_next) write encode(frame) and take one credit."""
+    """OnNext: send(frame), on_next and on_next_many write encode(frame) and take one credit."""
     frame = OnNext(subscriber=sid, element=element)
     via_send, via_fast, via_old = (
         publishing(sid, demand=5),
@@ -96,7 +95,7 @@ def test_on_next(sid: int, element: bytes) -> None:
     )
     via_send.send(frame)
     via_fast.on_next(sid, element)
-    via_old.send_on_next(sid, element)
+    via_old.on_next_many(sid, [element])
     assert out(via_send) == out(via_fast) == out(via_old) == encode(frame)
     assert via_send.credit(sid) == via_fast.credit(sid) == via_old.credit(sid) == 4
 
@@ -133,72 +132,60 @@ def test_on_next_many(sid: int, items: list[bytes], same_length: bool) -> None:
 @SETTINGS
 @given(ids, st.integers(1, 2**64 - 1))
 def test_request(sid: int, demand: int) -> None:
-    """Request: send(frame), request and send_request write encode(Request) with demand capped at 2**63-1."""
-    via_send, via_fast, via_old = subscribing(sid), subscribing(sid), subscribing(sid)
+    """Request: send(frame) and request write encode(Request) with demand capped at 2**63-1."""
+    via_send, via_fast = subscribing(sid), subscribing(sid)
     via_send.send(Request(subscriber=sid, demand=demand))
     via_fast.request(sid, demand)
-    via_old.send_request(sid, demand)
     expected = encode(Request(subscriber=sid, demand=min(demand, UNBOUNDED)))
-    assert out(via_send) == out(via_fast) == out(via_old) == expected
+    assert out(via_send) == out(via_fast) == expected
 
 
 @SETTINGS
 @given(texts, ids, uints)
 def test_subscribe(publisher: str, sid: int, demand: int) -> None:
-    """Subscribe: send(frame) and send_subscribe write encode(Subscribe), initial demand capped at 2**63-1."""
-    via_send, via_old = connected(Side.CLIENT), connected(Side.CLIENT)
-    via_send.send(Subscribe(publisher=publisher, subscriber=sid, initial_demand=demand))
-    via_old.send_subscribe(publisher, sid, demand)
+    """Subscribe: send(frame) writes encode(Subscribe) with the initial demand capped at 2**63-1."""
+    conn = connected(Side.CLIENT)
+    conn.send(Subscribe(publisher=publisher, subscriber=sid, initial_demand=demand))
     expected = encode(Subscribe(publisher=publisher, subscriber=sid, initial_demand=min(demand, UNBOUNDED)))
-    assert out(via_send) == out(via_old) == expected
-    assert via_send.id_in_use(sid) and via_old.id_in_use(sid)
-    assert via_old.subscriptions(publishing=False) == {sid: StreamState.SUBSCRIBED}
+    assert out(conn) == expected
+    assert conn.id_in_use(sid)
+    assert conn.subscriptions(publishing=False) == {sid: StreamState.SUBSCRIBED}
 
 
 @SETTINGS
 @given(ids, st.integers(0, 2**20))
 def test_on_subscribe(sid: int, element_size: int) -> None:
-    """OnSubscribe: send(frame) and send_on_subscribe write encode(OnSubscribe) and make the stream ACTIVE."""
-    conns = []
-    for path in ("send", "old"):
-        conn = connected(Side.SERVER)
-        conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid, initial_demand=3)))
-        out(conn)
-        if path == "send":
-            conn.send(OnSubscribe(subscriber=sid, element_size=element_size))
-        else:
-            conn.send_on_subscribe(sid, element_size)
-        conns.append(conn)
-    expected = encode(OnSubscribe(subscriber=sid, element_size=element_size))
-    assert [out(c) for c in conns] == [expected, expected]
-    assert all(
-        c.subscriptions(publishing=True) == {sid: StreamState.ACTIVE} and c.credit(sid) == 3 for c in conns
-    )
+    """OnSubscribe: send(frame) writes encode(OnSubscribe) and makes the stream ACTIVE with its credit."""
+    conn = connected(Side.SERVER)
+    conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid, initial_demand=3)))
+    out(conn)
+    conn.send(OnSubscribe(subscriber=sid, element_size=element_size))
+    assert out(conn) == encode(OnSubscribe(subscriber=sid, element_size=element_size))
+    assert conn.subscriptions(publishing=True) == {sid: StreamState.ACTIVE} and conn.credit(sid) == 3
 
 
 @SETTINGS
 @given(ids, st.integers(1, 16), st.integers(1, 3000))
 def test_on_next_packed(sid: int, size: int, count: int) -> None:
-    """OnNextPacked: send(frame) and send_on_next_packed write encode(frame), small or handed over whole."""
+    """OnNextPacked: send(frame) writes encode(frame), small or handed over whole, and takes count credits."""
     data = bytes(i % 251 for i in range(size * count))
     frame = OnNextPacked(subscriber=sid, count=count, elements=data)
-    via_send, via_old = publishing(sid, element_size=size), publishing(sid, element_size=size)
-    via_send.send(frame)
-    via_old.send_on_next_packed(sid, count, bytearray(data))
-    assert out(via_send) == out(via_old) == encode(frame, element_size=size)
+    conn = publishing(sid, demand=5000, element_size=size)
+    conn.send(frame)
+    assert out(conn) == encode(frame, element_size=size)
+    assert conn.credit(sid) == 5000 - count
 
 
 @SETTINGS
 @given(ids)
 def test_on_complete(sid: int) -> None:
-    """OnComplete: send(frame) and send_on_complete write encode(frame) and close the stream."""
-    via_send, via_old = publishing(sid), publishing(sid)
-    via_send.send(OnComplete(subscriber=sid))
-    via_old.send_on_complete(sid)
-    assert out(via_send) == out(via_old) == encode(OnComplete(subscriber=sid))
-    assert via_send.subscriptions(publishing=True) == via_old.subscriptions(publishing=True) == {}
-    via_old.send_on_complete(sid)  # recently closed: dropped quietly
-    assert out(via_old) == b""
+    """OnComplete: send(frame) writes encode(frame) and closes the stream."""
+    conn = publishing(sid)
+    conn.send(OnComplete(subscriber=sid))
+    assert out(conn) == encode(OnComplete(subscriber=sid))
+    assert conn.subscriptions(publishing=True) == {}
+    conn.send(OnComplete(subscriber=sid))  # recently closed: dropped quietly
+    assert out(conn) == b""
 
 
 @SETTINGS
@@ -236,18 +223,13 @@ def test_goodbye(reason: str) -> None:
 @SETTINGS
 @given(st.binary(max_size=100))
 def test_extension_message(payload: bytes) -> None:
-    """ExtensionMessage: send(frame) and send_extension write encode(frame) once the extension is active."""
-    config = ConnectionConfig(extensions=frozenset({extensions.AUTH.id}))
-    conns = []
-    for _ in range(2):
-        conn = Connection(Side.SERVER, config)
-        conn.receive_data(encode(ClientHello(extensions=(extensions.AUTH.id,))))
-        out(conn)
-        conns.append(conn)
+    """ExtensionMessage: send(frame) writes encode(frame) once the extension is active."""
+    conn = Connection(Side.SERVER, ConnectionConfig(extensions=frozenset({extensions.AUTH.id})))
+    conn.receive_data(encode(ClientHello(extensions=(extensions.AUTH.id,))))
+    out(conn)
     frame = ExtensionMessage(type=extensions.AUTH_OK, payload=payload)
-    conns[0].send(frame)
-    conns[1].send_extension(extensions.AUTH_OK, payload)
-    assert [out(c) for c in conns] == [encode(frame)] * 2
+    conn.send(frame)
+    assert out(conn) == encode(frame)
 
 
 @SETTINGS
@@ -285,20 +267,21 @@ def test_hellos(side: Side, offered: frozenset[int]) -> None:
     assert out(conn) == encode(hello(extensions=tuple(sorted(offered))))
 
 
-# -- the earlier names check like send() ----------------------------------------------------
-def test_earlier_names_check_like_send() -> None:
-    """send_subscribe, send_on_subscribe and send_on_complete raise what send() raises for misuse."""
+# -- misuse raises at once and queues nothing ------------------------------------------------
+def test_subscribe_on_subscribe_and_on_complete_misuse() -> None:
+    """send() refuses a subscribe on an id in use, a second onSubscribe and an onComplete for an
+    id that never existed, naming the subscriber; nothing is queued."""
     client = subscribing(1)
     with pytest.raises(LocalProtocolError) as exc:
-        client.send_subscribe("p", 1, 0)  # id still in use
+        client.send(Subscribe(publisher="p", subscriber=1))  # id still in use (§5.3)
     assert exc.value.subscriber == 1
     server = publishing(2)
-    with pytest.raises(LocalProtocolError):
-        server.send_on_subscribe(2, 0)  # already ACTIVE
-    with pytest.raises(LocalProtocolError):
-        server.send_on_complete(9)  # never existed
-    with pytest.raises(TypeError):
-        client.send_subscribe(b"p", 2, 0)  # type: ignore[arg-type]
+    with pytest.raises(LocalProtocolError) as again:
+        server.send(OnSubscribe(subscriber=2))  # already ACTIVE
+    assert again.value.subscriber == 2
+    with pytest.raises(LocalProtocolError) as unknown:
+        server.send(OnComplete(subscriber=9))  # never existed
+    assert unknown.value.subscriber == 9
     assert out(client) == out(server) == b""
 
 

@@ -503,38 +503,6 @@ class Connection:
             )
         write_extension(self._out, f.type, f.payload)
 
-    # -- earlier names, kept while the asyncio driver (rstreams.net) still calls them ----------
-    send_on_next = on_next
-    """Same as :meth:`on_next`."""
-    send_on_next_many = on_next_many
-    """Same as :meth:`on_next_many`."""
-    send_request = request
-    """Same as :meth:`request`."""
-
-    def send_subscribe(self, publisher: str, subscriber: int, initial_demand: int) -> None:
-        """``send(Subscribe(publisher=..., subscriber=..., initial_demand=...))``."""
-        self.send(Subscribe(publisher=publisher, subscriber=subscriber, initial_demand=initial_demand))
-
-    def send_on_subscribe(self, subscriber: int, element_size: int = 0) -> None:
-        """``send(OnSubscribe(subscriber=..., element_size=...))``."""
-        self.send(OnSubscribe(subscriber=subscriber, element_size=element_size))
-
-    def send_on_complete(self, subscriber: int) -> None:
-        """``send(OnComplete(subscriber=...))``."""
-        self.send(OnComplete(subscriber=subscriber))
-
-    def send_on_next_packed(
-        self, subscriber: int, count: int, elements: bytes | bytearray | memoryview
-    ) -> None:
-        """``send(OnNextPacked(subscriber=..., count=..., elements=...))``; a large payload
-        is handed to the transport as its own chunk (not copied)."""
-        data = elements if type(elements) is bytes else bytes(elements)
-        self.send(OnNextPacked(subscriber=subscriber, count=count, elements=data))
-
-    def send_extension(self, type: int, payload: bytes = b"") -> None:  # noqa: A002  # the field's name
-        """``send(ExtensionMessage(type=..., payload=...))``: a message of an active extension (§4.4)."""
-        self.send(ExtensionMessage(type=type, payload=payload))
-
     # -- receiving, by frame type (the table in __init__) ----------------------------------------
     def _recv_not_open(self, f: Frame) -> None:
         if self._state is _AWAITING_HELLO:
