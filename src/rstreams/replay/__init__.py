@@ -29,12 +29,12 @@ from rstreams.replay._client import fetch_range as fetch_range
 from rstreams.replay._client import request_json as request_json
 from rstreams.replay._client import stream_range as stream_range
 from rstreams.replay._client import upload as upload
-from rstreams.replay._log import PACK_BYTES as PACK_BYTES
+from rstreams.replay._cursor import PACK_BYTES as PACK_BYTES
+from rstreams.replay._cursor import TrimmedError as TrimmedError
+from rstreams.replay._cursor import pack as pack
+from rstreams.replay._cursor import unpack as unpack
 from rstreams.replay._log import PENDING_TIMEOUT as PENDING_TIMEOUT
 from rstreams.replay._log import ReplayLog as ReplayLog
-from rstreams.replay._log import TrimmedError as TrimmedError
-from rstreams.replay._log import pack as pack
-from rstreams.replay._log import unpack as unpack
 from rstreams.replay._server import QUERY_KEYS as QUERY_KEYS
 from rstreams.replay._server import STAGING_BYTES as STAGING_BYTES
 from rstreams.replay._server import UPLOAD_NAME as UPLOAD_NAME

@@ -33,7 +33,7 @@ from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError
 from rstreams.flow._iterable import from_iterable
 from rstreams.net import Connection, RemoteStreamError, connect
 from rstreams.replay._access import Access
-from rstreams.replay._log import unpack
+from rstreams.replay._cursor import unpack
 from rstreams.replay._server import UPLOAD_NAME
 
 __all__ = [
