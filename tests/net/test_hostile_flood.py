@@ -42,9 +42,6 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.slow, pytest.mark.timeout(150)]
 BOUND = 16 * MiB
 """Largest growth of the server's RSS allowed while eight peers flood it (issue 18)."""
 FLOODERS = 8
-NOT_YET = pytest.mark.xfail(
-    reason="issue 18: a resumable session keeps its unacknowledged replies for replay", strict=True
-)
 
 KEEPALIVE, RESUME = extensions.KEEPALIVE.id, extensions.RESUME.id
 PING = ExtensionMessage(type=extensions.PING, payload=bytes(8))
@@ -195,7 +192,6 @@ async def test_unknown_requests(directory: str) -> None:
     await run("unknown-requests", "unix", directory)
 
 
-@NOT_YET
 async def test_extension_messages(directory: str) -> None:
     """Pings and stray pongs on a resumable session, never reading nor acknowledging (§14, §16.4)."""
     await run("extension-messages", "unix", directory)

@@ -175,11 +175,11 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
         server, peer, _, _ = flooded()
         await asyncio.sleep(0.01)
         frames = [encode(ExtensionMessage(type=PING, payload=i.to_bytes(8, "big"))) for i in range(10_000)]
-        data = b"".join(frames)  # 110,000 bytes: seven turns' worth
+        data = b"".join(frames)  # 110,000 bytes: many turns' worth
         before = len(peer.events)
         pump_of(server).data_received(memoryview(data))
         handled: list[int] = []
-        for _ in range(10):
+        for _ in range(60):
             await asyncio.sleep(0)  # one loop turn: the pongs written so far arrive
             handled.append(len(peer.events) - before)
         return handled, peer
@@ -187,7 +187,7 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
     handled, peer = run_virtual(main)
     per_turn = READ_TURN // len(PING_FRAME) + 1
     assert 0 < handled[0] <= per_turn  # the first turn's part only
-    assert handled[-1] == 10_000 and len(set(handled)) >= 5  # the rest over the next turns
+    assert handled[-1] == 10_000 and len(set(handled)) >= 20  # the rest over the next turns
     pongs = [int.from_bytes(e.payload, "big") for e in peer.of(ExtensionReceived)]
     assert pongs == list(range(10_000))
 

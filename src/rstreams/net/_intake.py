@@ -35,9 +35,9 @@ from collections import deque
 
 __all__ = ["DEFAULT_UNREAD_TIMEOUT", "MAX_UNSENT", "READ_TURN", "ReplyLedger"]
 
-READ_TURN = 16 * 1024
-"""Bytes of one peer's small messages handled per loop turn: at most a few thousand (the
-smallest are 2 bytes), about a millisecond of work, before other connections get their turn."""
+READ_TURN = 4 * 1024
+"""Bytes of one peer's small messages handled per loop turn (at most two thousand messages;
+the smallest are 2 bytes) before other connections get their turn."""
 
 MAX_UNSENT = 16 * 1024 * 1024
 """Unsent bytes past which a connection is said goodbye and closed at once: a hard cap

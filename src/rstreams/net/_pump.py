@@ -317,21 +317,24 @@ class Pump:
 
     # -- input backpressure (rstreams.net._intake) ---------------------------------------------
     def _check_backlog(self) -> None:
-        """The transport is above its high-water mark: stop reading if our replies are the cause."""
+        """Replies may back up: stop reading the peer if the unsent ones pass the low-water mark."""
         outbox = self.outbox
         transport = outbox.transport
-        if transport is None or outbox.ended is not None:
+        if transport is None or outbox.ended is not None or self._backed_up:
             return
         unsent = transport.get_write_buffer_size()
         if unsent > MAX_UNSENT:
             outbox.close_now(f"peer not reading: more than {MAX_UNSENT} bytes unsent to it (MAX_UNSENT)")
             return
-        if self._backed_up or outbox.ledger.unsent_replies(unsent) <= self._high:
+        if outbox.ledger.unsent_replies(unsent) <= self._low:
             return
         self._backed_up = True
         transport.pause_reading()
         if self._unread_timeout is not None:
             self._unread_timer = outbox.loop.call_later(self._unread_timeout, self._unread_expired)
+        # Hear when the replies drain: marks this low make the transport say "not writable"
+        # now (it holds more than the low mark) and "writable" again below a quarter of it.
+        transport.set_write_buffer_limits(self._low, self._low // 4)
 
     def _unread_expired(self) -> None:
         self._unread_timer = None
