@@ -165,3 +165,26 @@ def test_take_and_skip_pass_the_publisher_tck() -> None:
     )
     assert skipped.ok, str(skipped)
     assert len(taken.passed) >= 25 and len(skipped.passed) >= 30
+
+
+@given(
+    items=st.lists(st.integers(), max_size=300),
+    n=st.integers(0, 320),
+    requests=st.lists(st.integers(1, 150), max_size=6),
+)
+def test_batched_and_per_element_sources_give_the_same_take_and_skip(
+    items: list[int], n: int, requests: list[int]
+) -> None:
+    """Batches from an iterable source and single elements from an iterator: same results,
+    also behind a filter (whose batch the next stage may shorten in place)."""
+    even = [x for x in items if x % 2 == 0]
+    cases: list[tuple[Callable[[Flow[int]], Flow[int]], list[int]]] = [
+        (lambda f: f.take(n), items[:n]),
+        (lambda f: f.skip(n), items[n:]),
+        (lambda f: f.filter(lambda x: x % 2 == 0).take(n), even[:n]),
+        (lambda f: f.filter(lambda x: x % 2 == 0).skip(n), even[n:]),
+    ]
+    for build, expected in cases:
+        batched = drive(build(rstreams.from_iterable(items)), requests)
+        single = drive(build(rstreams.from_iterable(iter(items))), requests)
+        assert batched.items == single.items == expected and batched.completed and single.completed

@@ -82,9 +82,9 @@ class FilterSubscriber(OperatorSubscriber[T, T]):
                 self.emit_many(kept)
             self.fail(error)
             return
+        dropped = len(items) - len(kept)  # counted before: the downstream owns ``kept`` from here
         if kept:
             self.emit_many(kept)
-        dropped = len(items) - len(kept)
         if dropped and not self.unbounded and self.upstream is not None:
             self.upstream.request(dropped)  # a no-op if cancelled meanwhile (rule 3.6)
 

@@ -225,13 +225,13 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
                 del chunk[[item is None for item in chunk].index(True) :]  # the elements before it go on
                 failure = TypeError(SOURCE_NONE)
             if chunk:
+                count += len(chunk)  # counted before: the receiver owns the list from here
                 try:
                     many(chunk)
                 except Exception as exc:  # rule 2.13: consider the subscription cancelled
                     self._stop()
                     report_broken(exc, subscriber, "on_next")
                     return False
-                count += len(chunk)
             if failure is not None:
                 self.emitted = count
                 raise failure

@@ -11,7 +11,8 @@ travels back to the source that called them, which guards here.
 
 Also here: the internal batch signal. A Subscriber inside rstreams may offer
 ``on_next_many(items)``: ``items`` is a non-empty list, handed over (the receiver may
-keep or change it), and the call means exactly ``on_next(x)`` for each ``x`` in order.
+keep or change it, so the sender counts it before the call and never looks at it again),
+and the call means exactly ``on_next(x)`` for each ``x`` in order.
 Demand counts elements, never calls. Sources and operators look it up once per
 subscription with :func:`next_many` and fall back to ``on_next`` when it is missing, so
 any Subscriber from outside sees plain ``on_next`` calls.

@@ -73,6 +73,20 @@ class _TakeSubscriber(OperatorSubscriber[T, T]):
                 self.upstream.cancel()
             self.downstream.on_complete()
 
+    def on_next_many(self, items: list[T]) -> None:
+        """The batch signal: never more than ``remaining`` (upstream was asked for no more)."""
+        if self.done:
+            return
+        if len(items) > self.remaining:
+            del items[self.remaining :]
+        self.remaining -= len(items)
+        self.emit_many(items)
+        if self.remaining == 0 and not self.done:
+            self.done = True
+            if self.upstream is not None:
+                self.upstream.cancel()
+            self.downstream.on_complete()
+
     def request(self, n: int) -> None:
         if self.done:
             return  # rule 3.6: after cancel or completion, a no-op
@@ -122,6 +136,17 @@ class _SkipSubscriber(OperatorSubscriber[T, T]):
             self.remaining -= 1  # signals are serial (rule 1.3): no lock needed
             return
         self.downstream.on_next(item)
+
+    def on_next_many(self, items: list[T]) -> None:
+        """The batch signal: drop what is still to skip, pass the rest on whole."""
+        if self.done:
+            return
+        if self.remaining:
+            skipped = min(self.remaining, len(items))
+            self.remaining -= skipped
+            del items[:skipped]
+        if items:
+            self.emit_many(items)
 
     def request(self, n: int) -> None:
         if self.extra and demand.invalid(n) is None:
