@@ -345,9 +345,13 @@ def _serve_log(args: argparse.Namespace) -> int:
         return _fail("serve", str(bad))
     try:
         log = ReplayLog(args.name, capacity=capacity, path=args.path, **timeouts)
+    except ValueError as bad:
+        return _fail("serve", f"{bad} (--pending-timeout, --reader-timeout)")
+    try:
         log.feed(LineSource(sys.stdin.buffer), position=args.input_from)
     except ValueError as bad:
-        return _fail("serve", f"{bad} (--input-from, --pending-timeout, --reader-timeout)")
+        log.close()
+        return _fail("serve", f"{bad} (--input-from)")
     token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
     sinks = {name: ReplayLog(name, capacity=capacity, evict=True) for name in args.sink}
     server = ReplayServer(

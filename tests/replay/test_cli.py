@@ -100,3 +100,21 @@ def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
         for pipe in (server.stdin, server.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        (["--pending-timeout", "0"], "pending_timeout= needs a number of seconds > 0"),
+        (["--reader-timeout", "-1"], "reader_timeout= needs a number of seconds > 0"),
+        (["--input-from", "5"], "feed(position=5) is past the log's end 0"),
+    ],
+)
+def test_bad_log_options_exit_2_naming_them(
+    option: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """serve URL NAME with a bad timeout or a start past the log's end: one line, exit 2."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    assert main(["serve", "tcp://127.0.0.1:0", "lines", *option]) == 2
+    err = capsys.readouterr().err
+    assert says in err and option[0] in err
