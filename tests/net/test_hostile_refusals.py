@@ -19,11 +19,6 @@ pytestmark = pytest.mark.timeout(60)
 BURST = 2000
 
 
-@pytest.mark.xfail(
-    reason="refusals of unknown names are decided after the read, so the burst's subscribes "
-    "count as open subscriptions until then and past 1024 get the limit's refusal",
-    strict=True,
-)
 def test_a_burst_of_unknown_names_is_refused_as_unknown() -> None:
     """2,000 subscribes for an unknown name in one write: 2,000 onErrors naming the name."""
     burst = frames(*(Subscribe(publisher="nope", subscriber=n) for n in range(1, BURST + 1)))
