@@ -264,3 +264,18 @@ def test_fail_on_data_loss_false_skips_and_counts_trimmed_positions(serve: Any) 
     strict = reader(server.url, "nums")
     with pytest.raises(RemoteLogError, match="position 5 was already trimmed"):
         list(strict.read(whole))
+
+
+def test_the_progress_names_the_readers_that_hold_the_log_back(serve: Any) -> None:
+    """Another reader behind this query's commits: the reported latest offset names it (heldBy)."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"{}"] * 10)
+    log.join("abandoned", 2)
+    server = serve({"nums": log})
+    source = reader(server.url, "nums", startingPosition="5")
+    start = source.initialOffset()
+    end = source.latestOffset(start, ReadAllAvailable())
+    source.partitions(start, end)
+    source.latestOffset(end, ReadAllAvailable())  # commits 10: the log stays full below 2
+    report = source.reportLatestOffset()
+    assert report is not None and report["oldestHeld"] == 2 and report["heldBy"] == {"abandoned": 2}

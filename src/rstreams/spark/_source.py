@@ -328,7 +328,8 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
         begin = int(start["position"])
         reader = start.get("reader")
-        if not self._confirmed and start == self._initial:
+        holding = not self._confirmed and start == self._initial
+        if holding:
             info = self._opts.hold(begin, str(reader))  # still pending: only say we are alive
         else:  # the batch that ended at `start` is in Spark's commit log: the log may trim it
             info = self._opts.commit(begin, None if reader is None else str(reader))
@@ -355,7 +356,12 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise RuntimeError(f"replay log {opts.publisher!r} failed upstream: {info['error']}")
         if end > begin:
             self._last_batch = self._clock()
-        self._latest = {"end": int(info["end"]), "first": int(info["first"]), "batch_end": max(end, begin)}
+        self._latest = {
+            "end": int(info["end"]),
+            "first": int(info["first"]),
+            "batch_end": max(end, begin),
+            "committed": None if holding else begin,
+        }
         return _offset(max(end, begin), start)
 
     def reportLatestOffset(self) -> Offset | None:
@@ -363,8 +369,9 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         (``sources[].latestOffset``): ``position``, the log's end as last seen; ``behind``, the
         positions not yet in any batch; ``rowsBehind``, their rows (one per element for json and
         msgpack; for arrow when the log counts rows); ``oldestHeld``, the oldest position the log
-        holds (below this query's position while the producer waits: another reader holds the
-        log, see ``NAME?readers``)."""
+        holds; ``heldBy``, when that is below what this query has committed, the readers (committed
+        or pending) that hold the log back, with their positions: a query that will not come back
+        shows here, and ``NAME?leave=R`` releases it."""
         if not self._latest:
             return None
         end, batch_end = self._latest["end"], self._latest["batch_end"]
@@ -372,7 +379,12 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         rows = self._rows_behind(batch_end, end)
         if rows is not None:
             report["rowsBehind"] = rows
-        report["oldestHeld"] = self._latest["first"]
+        report["oldestHeld"] = first = self._latest["first"]
+        committed = self._latest.get("committed")
+        if committed is not None and first < committed:  # someone else holds the log back
+            answer = self._opts.ask("readers")
+            held = {**answer["readers"], **answer["pending"]}
+            report["heldBy"] = {name: at for name, at in held.items() if at < committed}
         if not self._opts.fail_on_data_loss:
             report["lost"] = self._lost
         return report
