@@ -365,6 +365,61 @@ class Flow(Publisher[T], abc.ABC):
 
         return SwitchMapFlow(self, fn, prefetch=prefetch)
 
+    # -- time, on an asyncio loop (flow/_timeops.py) ----------------------------------
+
+    def debounce(self, seconds: float, *, loop: asyncio.AbstractEventLoop | None = None) -> Flow[T]:
+        """An element goes on once ``seconds`` pass without a newer one (which replaces it);
+        the pending one goes on at completion. Each element replaced is asked for again."""
+        from rstreams.flow._timeops import timed
+
+        return timed(self, "debounce", seconds, loop)
+
+    def throttle_first(self, seconds: float, *, loop: asyncio.AbstractEventLoop | None = None) -> Flow[T]:
+        """The first element, then none for ``seconds``, then the next one, ...; each
+        element dropped is asked for again."""
+        from rstreams.flow._timeops import timed
+
+        return timed(self, "throttle_first", seconds, loop)
+
+    def throttle_latest(self, seconds: float, *, loop: asyncio.AbstractEventLoop | None = None) -> Flow[T]:
+        """The first element at once, then at most one per ``seconds``: the latest that came
+        meanwhile (each replaced one is asked for again); the pending one at completion."""
+        from rstreams.flow._timeops import timed
+
+        return timed(self, "throttle_latest", seconds, loop)
+
+    def sample(self, period: float, *, loop: asyncio.AbstractEventLoop | None = None) -> Flow[T]:
+        """Every ``period`` seconds, the latest element since the previous tick (if any);
+        each replaced one is asked for again; the pending one at completion."""
+        from rstreams.flow._timeops import timed
+
+        return timed(self, "sample", period, loop)
+
+    def delay(
+        self, seconds: float, *, max_pending: int = 256, loop: asyncio.AbstractEventLoop | None = None
+    ) -> Flow[T]:
+        """Each element ``seconds`` later; at most ``max_pending`` requested ahead and held.
+        Completion follows the last element; an error goes on at once."""
+        from rstreams.flow._timeops import delay_flow
+
+        return delay_flow(self, seconds, max_pending, loop)
+
+    def timeout(
+        self,
+        per_element: float | None,
+        *,
+        total: float | None = None,
+        fallback: Publisher[T] | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> Flow[T]:
+        """Fail with ``StreamTimeoutError`` (a ``TimeoutError``) when the upstream owes an
+        element and sends none for ``per_element`` seconds, or has not ended ``total``
+        seconds after subscribe; with ``fallback``, continue with it instead (demand
+        carries over). ``None`` turns a limit off."""
+        from rstreams.flow._timeops import timeout
+
+        return timeout(self, per_element, total, fallback, loop)
+
     # -- sinks ----------------------------------------------------------------------
 
     def collect(self) -> SinkResult[list[T]]:

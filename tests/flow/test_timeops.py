@@ -1,0 +1,352 @@
+"""debounce, throttle_first, throttle_latest, sample, delay, timeout: on the virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, cast
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import rstreams
+from flow.clock_support import VirtualLoop
+from flow.operator_support import ManualPublisher, ThreadPublisher
+from rstreams.api import Subscriber
+from rstreams.errors import InvalidDemandError
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
+from rstreams.flow._timeops import StreamTimeoutError
+from support import WAIT, RecordingSubscriber
+
+
+def _clock() -> tuple[VirtualLoop, asyncio.AbstractEventLoop]:
+    clock = VirtualLoop()
+    return clock, cast(asyncio.AbstractEventLoop, clock)
+
+
+def _subscribe(flow: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscriber[Any]:
+    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=initial)
+    flow.subscribe(s)
+    return s
+
+
+def test_debounce_emits_after_quiet_and_re_requests_what_it_replaces() -> None:
+    """A newer element replaces the pending one (one more is asked upstream); quiet time emits."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.debounce(1.0, loop=loop))
+    assert source.requests == []
+    s.request(3)
+    assert source.requests == [3]
+    source.emit(1)
+    clock.advance(0.5)
+    source.emit(2)
+    assert source.requests == [3, 1]
+    clock.advance(0.9)
+    assert s.items == []
+    clock.advance(0.2)
+    assert s.items == [2]
+    source.emit(3)
+    source.complete()  # the pending element goes on at completion
+    clock.advance(0)  # calls handed to the loop's thread run
+    assert s.items == [2, 3] and s.completed and clock.pending == 0
+
+
+def test_throttle_first_passes_the_first_of_each_window() -> None:
+    """Elements inside the window are dropped and asked for again."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.throttle_first(1.0, loop=loop), initial=2)
+    source.emit(1)
+    clock.advance(0.5)
+    source.emit(2)
+    assert s.items == [1] and source.requests == [2, 1]
+    clock.advance(0.5)
+    source.emit(3)
+    assert s.items == [1, 3]
+
+
+def test_throttle_latest_sends_the_latest_at_the_end_of_each_window() -> None:
+    """First at once; at the window's end the latest held one; a quiet window closes."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.throttle_latest(1.0, loop=loop), initial=10)
+    source.emit(1)
+    assert s.items == [1]
+    clock.advance(0.3)
+    source.emit(2, 3)
+    clock.advance(0.69)
+    assert s.items == [1]
+    clock.advance(0.01)
+    assert s.items == [1, 3]
+    clock.advance(1.0)  # a window with nothing in it closes
+    source.emit(4)
+    assert s.items == [1, 3, 4]
+
+
+def test_sample_emits_the_latest_per_tick_and_waits_for_demand() -> None:
+    """Each tick sends the latest element since the previous one; none without demand."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.sample(1.0, loop=loop))
+    s.request(2)
+    source.emit(1, 2)
+    clock.advance(1.0)
+    assert s.items == [2] and source.requests == [2, 1]
+    clock.advance(1.0)  # nothing new: no element
+    assert s.items == [2]
+    source.emit(3)
+    source.complete()
+    clock.advance(0)
+    assert s.items == [2, 3] and s.completed and clock.pending == 0
+
+
+def test_delay_shifts_every_element_and_completes_after_the_last() -> None:
+    """Each element comes ``seconds`` after it arrived; completion waits for the last."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.delay(1.0, loop=loop), initial=5)
+    source.emit(1)
+    clock.advance(0.5)
+    source.emit(2)
+    source.complete()
+    clock.advance(0.5)
+    assert s.items == [1] and not s.done
+    clock.advance(0.5)
+    assert s.items == [1, 2] and s.completed
+
+
+def test_delay_holds_at_most_max_pending() -> None:
+    """Under unbounded demand, upstream is asked for max_pending, topped up as they go out."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.delay(1.0, max_pending=4, loop=loop), initial=rstreams.UNBOUNDED)
+    assert source.requests == [4]
+    source.emit(1, 2, 3, 4)
+    assert source.outstanding == 0
+    clock.advance(1.0)
+    assert s.items == [1, 2, 3, 4] and source.requests == [4, 3]  # topped up at three quarters
+
+
+def test_timeout_counts_only_while_the_upstream_owes_elements() -> None:
+    """No demand, no timeout; then a silent upstream fails the stream and is cancelled."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.timeout(1.0, loop=loop))
+    clock.advance(100)
+    assert not s.done
+    s.request(2)
+    clock.advance(0.8)
+    source.emit(1)
+    clock.advance(0.8)  # the previous element restarted the clock
+    assert s.items == [1] and not s.done
+    clock.advance(0.2)
+    assert isinstance(s.error, StreamTimeoutError) and isinstance(s.error, TimeoutError)
+    assert s.error.seconds == 1.0 and source.cancelled == 1
+
+
+def test_timeout_total_and_fallback_with_demand_carried_over() -> None:
+    """``total`` limits the whole stream; ``fallback`` continues, asked for what is left."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    fallback: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.timeout(None, total=5.0, fallback=fallback, loop=loop), initial=3)
+    source.emit(1)
+    clock.advance(5.0)
+    assert source.cancelled == 1 and fallback.requests == [2]
+    fallback.emit(8, 9)
+    fallback.complete()
+    assert s.items == [1, 8, 9] and s.completed
+
+
+def test_timeout_fallback_is_not_used_for_other_errors() -> None:
+    """An upstream error is not a timeout: it goes on."""
+    _, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.timeout(1.0, fallback=rstreams.just(0), loop=loop), initial=1)
+    source.fail(KeyError("k"))
+    assert isinstance(s.error, KeyError)
+
+
+def test_cancel_stops_the_timer_and_the_upstream() -> None:
+    """Rule 3.13: after cancel no timer stays armed on the loop."""
+    for build in (
+        lambda f, loop: f.debounce(1.0, loop=loop),
+        lambda f, loop: f.sample(1.0, loop=loop),
+        lambda f, loop: f.delay(1.0, loop=loop),
+        lambda f, loop: f.timeout(1.0, total=9.0, loop=loop),
+    ):
+        clock, loop = _clock()
+        source: ManualPublisher[int] = ManualPublisher()
+        s = _subscribe(build(source, loop), initial=1)
+        source.emit(1)
+        s.cancel()
+        clock.advance(0)  # a cancel from off the loop's thread is handed to the loop
+        assert clock.pending == 0 and source.cancelled == 1
+
+
+def test_errors_go_on_at_once_dropping_what_is_held() -> None:
+    """An upstream error is not delayed behind held elements."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.delay(1.0, loop=loop), initial=2)
+    source.emit(1)
+    source.fail(ValueError("up"))
+    assert isinstance(s.error, ValueError) and s.items == []
+    clock.advance(2)
+    assert s.items == []
+
+
+def test_illegal_request_is_signalled() -> None:
+    """Rule 3.9 for each clocked operator."""
+    for name in ("debounce", "throttle_first", "throttle_latest", "sample", "delay", "timeout"):
+        _, loop = _clock()
+        s = _subscribe(getattr(rstreams.range(0, 3), name)(1.0, loop=loop))
+        s.request(0)
+        s.await_done()
+        assert isinstance(s.error, InvalidDemandError), name
+
+
+def test_without_a_loop_the_subscriber_gets_an_error() -> None:
+    """Subscribed outside a running loop and without loop=: on_subscribe, then on_error."""
+    s = _subscribe(rstreams.range(0, 3).debounce(1.0))
+    assert isinstance(s.error, RuntimeError) and "debounce" in str(s.error)
+
+
+def test_bad_arguments_are_refused_when_built() -> None:
+    """Negative or non-numeric seconds, zero periods, bad fallbacks fail at once, naming the operator."""
+    flow = rstreams.range(0, 1)
+    calls: list[tuple[Callable[[], object], type[Exception], str]] = [
+        (lambda: flow.debounce(-1), ValueError, r"debounce\(seconds\)"),
+        (lambda: flow.throttle_first("1"), TypeError, r"throttle_first\(seconds\)"),  # type: ignore[arg-type]
+        (lambda: flow.throttle_latest(0), ValueError, r"throttle_latest\(seconds\)"),
+        (lambda: flow.sample(0), ValueError, r"sample\(period\)"),
+        (lambda: flow.delay(1, max_pending=0), ValueError, "delay: max_pending"),
+        (lambda: flow.timeout(None), ValueError, "timeout"),
+        (lambda: flow.timeout(1, fallback=3), TypeError, r"timeout\(fallback=\)"),  # type: ignore[arg-type]
+        (lambda: flow.timeout(1, total=float("nan")), TypeError, r"timeout\(total=\)"),
+    ]
+    for call, kind, message in calls:
+        with pytest.raises(kind, match=message):
+            call()
+
+
+@given(gaps=st.lists(st.sampled_from([0.25, 0.5, 1.0, 2.0]), min_size=1, max_size=20))
+def test_debounce_keeps_exactly_the_elements_followed_by_a_quiet_gap(gaps: list[float]) -> None:
+    """The law of debounce: element i survives iff the gap after it is >= the quiet time (or it is last)."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.debounce(1.0, loop=loop), initial=rstreams.UNBOUNDED)
+    for i, gap in enumerate(gaps):
+        source.emit(i)
+        clock.advance(gap)
+    source.complete()
+    expected = [i for i, gap in enumerate(gaps) if gap >= 1.0 or i == len(gaps) - 1]
+    assert s.items == expected and s.completed
+
+
+@given(gaps=st.lists(st.sampled_from([0.25, 0.5, 1.0]), min_size=1, max_size=20))
+def test_throttle_first_law(gaps: list[float]) -> None:
+    """An element passes iff at least the window has passed since the last one that passed."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.throttle_first(1.0, loop=loop), initial=rstreams.UNBOUNDED)
+    expected, opened, now = [], float("-inf"), 0.0
+    for i, gap in enumerate(gaps):
+        source.emit(i)
+        if now >= opened + 1.0:
+            expected.append(i)
+            opened = now
+        clock.advance(gap)
+        now += gap
+    assert s.items == expected
+
+
+# -- the TCK ----------------------------------------------------------------------------
+
+
+class _Stepped(OperatorFlow[int, int]):
+    """range(0, n) that moves the virtual clock by ``step`` after each element went on."""
+
+    def __init__(self, n: int, clock: VirtualLoop, step: float) -> None:
+        super().__init__(rstreams.range(0, n))
+        self.clock, self.step = clock, step
+
+    def subscriber(self, downstream: Subscriber[int]) -> Subscriber[int]:
+        return _StepAfter(downstream, self.clock, self.step)
+
+
+class _StepAfter(OperatorSubscriber[int, int]):
+    def __init__(self, downstream: Subscriber[int], clock: VirtualLoop, step: float) -> None:
+        super().__init__(downstream)
+        self.many = None
+        self.clock, self.step = clock, step
+
+    def on_next(self, item: int) -> None:
+        if not self.done:
+            self.downstream.on_next(item)
+            self.clock.advance(self.step)
+
+
+@pytest.mark.parametrize("name", ["debounce", "throttle_latest", "sample"])
+def test_clock_filters_pass_the_publisher_tck(name: str) -> None:
+    """With the clock moved a whole window after each element, every element survives: n in, n out."""
+    from rstreams.tck import verify_publisher
+
+    def make(n: int) -> rstreams.Flow[int]:
+        clock, loop = _clock()
+        return getattr(_Stepped(n, clock, 1.0), name)(1.0, loop=loop)  # type: ignore[no-any-return]
+
+    def failed() -> rstreams.Flow[int]:
+        _, loop = _clock()
+        return getattr(rstreams.error(RuntimeError("failed")), name)(1.0, loop=loop)  # type: ignore[no-any-return]
+
+    report = verify_publisher(make, create_failed_publisher=failed, max_elements=1000)
+    assert report.ok, str(report)
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    event_loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=event_loop.run_forever, name="timeops-loop", daemon=True)
+    thread.start()
+    yield event_loop
+    event_loop.call_soon_threadsafe(event_loop.stop)
+    thread.join(WAIT)
+    event_loop.close()
+
+
+@pytest.mark.parametrize("shape", ["synchronous", "threaded", "asyncio"])
+@pytest.mark.parametrize("name", ["throttle_first", "delay", "timeout"])
+def test_on_a_real_loop_passes_the_publisher_tck_over_each_upstream_shape(
+    name: str, shape: str, loop: asyncio.AbstractEventLoop
+) -> None:
+    """throttle_first(0), delay(0.001) and timeout(60) keep every element on a running loop."""
+    from rstreams.tck import verify_publisher
+
+    def from_async(n: int) -> rstreams.Flow[int]:
+        async def numbers() -> AsyncIterator[int]:
+            for i in range(n):
+                yield i
+
+        return rstreams.from_async_iterable(numbers, loop=loop)
+
+    shapes: dict[str, Callable[[int], rstreams.Flow[int]]] = {
+        "synchronous": lambda n: rstreams.range(0, n),
+        "threaded": lambda n: ThreadPublisher(range(n)) if n < 10_000 else rstreams.range(0, n),
+        "asyncio": from_async,
+    }
+    ops: dict[str, Callable[[rstreams.Flow[int]], rstreams.Flow[int]]] = {
+        "throttle_first": lambda f: f.throttle_first(0, loop=loop),
+        "delay": lambda f: f.delay(0.001, max_pending=8, loop=loop),
+        "timeout": lambda f: f.timeout(60, total=600, loop=loop),
+    }
+    op, up = ops[name], shapes[shape]
+    report = verify_publisher(
+        lambda n: op(up(n)),
+        create_failed_publisher=lambda: op(rstreams.error(RuntimeError("failed"))),
+        max_elements=1000,
+    )
+    assert report.ok, str(report)
