@@ -1,0 +1,254 @@
+package io.rstreams.interop;
+
+import io.rstreams.net.Codec;
+import io.rstreams.net.RemoteStreamException;
+import io.rstreams.net.RsioClient;
+import io.rstreams.net.RsioConnection;
+import io.rstreams.testing.Json;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The Java client's driver for the interop matrix (tests/interop): {@code java ... InteropClientMain PLAN.json}.
+ *
+ * <p>The plan is {@code {"cases": [{"id", "url", "token", "streams": [{"name", "script", "codec"}]}]}}; each
+ * case is one connection (with the token, if any) on which the streams are subscribed one after the
+ * other, each following its script: {@code rN} request N, {@code wN} wait until N elements arrived,
+ * {@code c} cancel, {@code t} wait for the terminal signal. What the subscribers see is printed as one
+ * JSON object per line, each with the case's id: {@code connected}, {@code connect-failed}, {@code next}
+ * (size, sha256, hex up to 64 bytes, value for the int64 codec), {@code complete}, {@code error} (the
+ * publisher's onError text), {@code closed} (the connection ended), {@code timeout}, {@code done}; last
+ * {@code {"event": "exit"}}.
+ */
+public final class InteropClientMain {
+    private static final long WAIT_SECONDS = 20;
+
+    private InteropClientMain() {}
+
+    public static void main(String[] args) throws Exception {
+        Map<?, ?> plan = (Map<?, ?>) Json.parse(Files.readString(Path.of(args[0])));
+        Map<String, RsioClient> clients = new LinkedHashMap<>();
+        try {
+            for (Object c : (List<?>) plan.get("cases")) {
+                Map<?, ?> spec = (Map<?, ?>) c;
+                String token = (String) spec.get("token");
+                RsioClient client = clients.computeIfAbsent(token == null ? "" : token, t -> {
+                    RsioClient.Builder b = RsioClient.builder();
+                    return (t.isEmpty() ? b : b.token(t)).build();
+                });
+                runCase(client, spec);
+            }
+        } finally {
+            clients.values().forEach(RsioClient::close);
+        }
+        emit(null, -1, "exit", Map.of());
+        System.out.flush();
+    }
+
+    private static void runCase(RsioClient client, Map<?, ?> spec) throws InterruptedException {
+        String id = (String) spec.get("id");
+        RsioConnection conn;
+        try {
+            conn = client.connect((String) spec.get("url")).get(WAIT_SECONDS, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            emit(id, -1, "connect-failed", Map.of("message", String.valueOf(e.getCause() != null ? e.getCause() : e)));
+            emit(id, -1, "done", Map.of());
+            return;
+        }
+        emit(id, -1, "connected", Map.of());
+        try {
+            int k = 0;
+            for (Object s : (List<?>) spec.get("streams")) {
+                Map<?, ?> stream = (Map<?, ?>) s;
+                if (!runStream(conn, id, k++, stream)) {
+                    break;
+                }
+            }
+        } finally {
+            conn.close();
+        }
+        emit(id, -1, "done", Map.of());
+    }
+
+    /** Runs one stream's script; false if a wait timed out (the case stops there). */
+    private static boolean runStream(RsioConnection conn, String id, int k, Map<?, ?> stream) throws InterruptedException {
+        boolean int64 = "int64".equals(stream.get("codec"));
+        Recorder r = new Recorder(id, k, int64);
+        if (int64) {
+            conn.publisher((String) stream.get("name"), Codec.INT64).subscribe(new Flow.Subscriber<Long>() {
+                @Override
+                public void onSubscribe(Flow.Subscription subscription) {
+                    r.onSubscribe(subscription);
+                }
+
+                @Override
+                public void onNext(Long item) {
+                    r.next(Codec.INT64.encode(item), item);
+                }
+
+                @Override
+                public void onError(Throwable throwable) {
+                    r.onError(throwable);
+                }
+
+                @Override
+                public void onComplete() {
+                    r.onComplete();
+                }
+            });
+        } else {
+            conn.publisher((String) stream.get("name")).subscribe(r);
+        }
+        for (String step : ((String) stream.get("script")).trim().split("\\s+")) {
+            char kind = step.charAt(0);
+            long n = step.length() > 1 ? Long.parseLong(step.substring(1)) : 0;
+            boolean ok = true;
+            switch (kind) {
+                case 'r' -> r.subscription().request(n);
+                case 'c' -> r.subscription().cancel();
+                case 'w' -> ok = r.await(n);
+                case 't' -> ok = r.await(Long.MAX_VALUE);
+                default -> throw new IllegalArgumentException("bad script step " + step);
+            }
+            if (!ok) {
+                emit(id, k, "timeout", Map.of("step", step));
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A subscriber that prints what it sees and lets the script wait for a count or the end. */
+    private static final class Recorder implements Flow.Subscriber<byte[]> {
+        private final String id;
+        private final int k;
+        private final boolean int64;
+        private Flow.Subscription subscription;
+        private long count;
+        private boolean ended;
+
+        Recorder(String id, int k, boolean int64) {
+            this.id = id;
+            this.k = k;
+            this.int64 = int64;
+        }
+
+        synchronized Flow.Subscription subscription() throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+            while (subscription == null && System.nanoTime() < deadline) {
+                TimeUnit.NANOSECONDS.timedWait(this, deadline - System.nanoTime());
+            }
+            if (subscription == null) {
+                throw new IllegalStateException("no onSubscribe within " + WAIT_SECONDS + " s");
+            }
+            return subscription;
+        }
+
+        /** Waits until {@code n} elements arrived in all or the stream ended; false on timeout. */
+        synchronized boolean await(long n) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+            while (!ended && count < n) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(this, left);
+            }
+            return true;
+        }
+
+        @Override
+        public synchronized void onSubscribe(Flow.Subscription s) {
+            subscription = s;
+            notifyAll();
+        }
+
+        @Override
+        public void onNext(byte[] item) {
+            next(item, null);
+        }
+
+        synchronized void next(byte[] bytes, Long value) {
+            Map<String, Object> fields = new LinkedHashMap<>();
+            fields.put("size", bytes.length);
+            fields.put("sha256", sha256(bytes));
+            if (bytes.length <= 64) {
+                fields.put("hex", HexFormat.of().formatHex(bytes));
+            }
+            if (int64 && value != null) {
+                fields.put("value", value);
+            }
+            emit(id, k, "next", fields);
+            count++;
+            notifyAll();
+        }
+
+        @Override
+        public synchronized void onError(Throwable error) {
+            if (error instanceof RemoteStreamException) {
+                emit(id, k, "error", Map.of("message", String.valueOf(error.getMessage())));
+            } else {
+                emit(id, k, "closed", Map.of("message", error.getClass().getSimpleName() + ": " + error.getMessage()));
+            }
+            ended = true;
+            notifyAll();
+        }
+
+        @Override
+        public synchronized void onComplete() {
+            emit(id, k, "complete", Map.of());
+            ended = true;
+            notifyAll();
+        }
+    }
+
+    private static String sha256(byte[] bytes) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static synchronized void emit(String id, int stream, String event, Map<String, ?> fields) {
+        StringBuilder out = new StringBuilder("{");
+        if (id != null) {
+            out.append("\"case\": ").append(quote(id)).append(", ");
+        }
+        if (stream >= 0) {
+            out.append("\"stream\": ").append(stream).append(", ");
+        }
+        out.append("\"event\": ").append(quote(event));
+        for (Map.Entry<String, ?> f : fields.entrySet()) {
+            Object v = f.getValue();
+            out.append(", ").append(quote(f.getKey())).append(": ").append(v instanceof Number ? v.toString() : quote(String.valueOf(v)));
+        }
+        System.out.println(out.append('}'));
+    }
+
+    private static String quote(String s) {
+        StringBuilder out = new StringBuilder("\"");
+        for (char ch : s.toCharArray()) {
+            switch (ch) {
+                case '"' -> out.append("\\\"");
+                case '\\' -> out.append("\\\\");
+                default -> {
+                    if (ch < 0x20) {
+                        out.append(String.format("\\u%04x", (int) ch));
+                    } else {
+                        out.append(ch);
+                    }
+                }
+            }
+        }
+        return out.append('"').toString();
+    }
+}

@@ -1,0 +1,469 @@
+"""The interop matrix: every client (Python, Java, JavaScript) against every server (Python,
+Java) over TCP and WebSocket, each cell through the same cases, with real processes.
+
+* Servers, each started once per transport and requiring a token: ``rstreams serve URL
+  --token T --publishers tests/interop/offer.py`` (the built-in ``counter`` as INT64 and the
+  conformance publishers) and the Java ``InteropServerMain`` (the same names).
+* Clients, each one process for all its cells: ``tests/interop/driver.py`` (rstreams.connect),
+  ``InteropClientMain`` (the Java binding's RsioClient) and ``tests/interop/driver.mjs``
+  (@rstreams/rsio). They print what their subscribers saw as JSON lines; the tests judge them.
+
+The README's "Interop matrix" table is generated from :data:`CASES`, :data:`CLIENTS`,
+:data:`SERVERS` and :data:`NOT_YET`; a test keeps it in step
+(``python tests/interop/test_matrix.py --write`` rewrites it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+JAVA = ROOT / "java"
+JS = ROOT / "js"
+TOKEN = "interop-matrix-token"
+WRONG_TOKEN = "not-the-token"
+STARTUP_SECONDS = 120.0
+RUN_SECONDS = 240.0
+
+CLIENTS = {"python": "Python", "java": "Java", "javascript": "JavaScript"}
+SERVERS = {"python": "Python (`rstreams serve`)", "java": "Java (`RsioServer`)"}
+TRANSPORTS = {"tcp": "TCP", "ws": "WebSocket"}
+
+NOT_YET: dict[tuple[str, str, str], str] = {}
+"""(client, server, transport) -> why that cell is not tested yet."""
+
+Events = list[dict[str, Any]]
+
+
+def element_bytes(index: int, size: int) -> bytes:
+    """Element ``index`` of the conformance publishers (docs/conformance.md)."""
+    head = min(size, 8)
+    tail = bytes((k - 8) % 251 for k in range(8, size))
+    return (index & ((1 << (8 * head)) - 1)).to_bytes(head, "big") + tail
+
+
+# -- the cases ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of a cell: the streams subscribed on one connection and how to judge them."""
+
+    key: str
+    title: str
+    streams: Callable[[str], list[dict[str, str]]]  # tag -> [{"name", "script", "codec"?}]
+    check: Callable[[Events], None]
+    token: str | None = TOKEN
+
+
+def stream_events(events: Events, stream: int) -> Events:
+    return [e for e in events if e.get("stream") == stream]
+
+
+def kinds(events: Events) -> list[str]:
+    return [e["event"] for e in events]
+
+
+def nexts(events: Events) -> Events:
+    return [e for e in events if e["event"] == "next"]
+
+
+def assert_connected(events: Events) -> None:
+    assert kinds(events)[:1] == ["connected"], events[:3]
+    assert not [e for e in events if e["event"] == "timeout"], events
+
+
+def check_demand(events: Events) -> None:
+    assert_connected(events)
+    first = stream_events(events, 0)
+    assert [bytes.fromhex(e["hex"]) for e in nexts(first)] == [element_bytes(i, 8) for i in range(5)], first
+    assert kinds(first) == ["next"] * 5, f"a cancelled stream must stay silent: {first}"
+    stats = stream_events(events, 1)
+    assert kinds(stats) == ["next", "complete"], stats
+    seen = json.loads(bytes.fromhex(stats[0]["hex"]))
+    # requested: what the server's local publisher was asked for, exactly the client's 3 + 2
+    assert seen == {"subscribed": 1, "requested": 5, "pulled": 5, "cancelled": 1}, seen
+
+
+def check_packed(events: Events) -> None:
+    assert_connected(events)
+    values = [e["value"] for e in nexts(events)]
+    assert values == list(range(5, 105)), values
+    assert all(e["size"] == 8 for e in nexts(events))
+    assert kinds(events)[-2:] == ["complete", "done"], events[-3:]
+
+
+SPLIT_SIZE = 100_000  # above the 64 KiB split threshold (PROTOCOL.md §8)
+
+
+def check_split(events: Events) -> None:
+    assert_connected(events)
+    got = [(e["size"], e["sha256"]) for e in nexts(events)]
+    want = [(SPLIT_SIZE, hashlib.sha256(element_bytes(i, SPLIT_SIZE)).hexdigest()) for i in range(2)]
+    assert got == want
+    assert kinds(events)[-2:] == ["complete", "done"], events[-3:]
+
+
+def check_auth_accepted(events: Events) -> None:
+    assert_connected(events)
+    assert [e["value"] for e in nexts(events)] == [0, 1, 2]
+    assert kinds(events)[-2:] == ["complete", "done"], events[-3:]
+
+
+def check_auth_refused(events: Events) -> None:
+    assert not nexts(events), events
+    ends = [e for e in events if e["event"] in ("closed", "connect-failed", "error", "complete")]
+    assert len(ends) == 1 and ends[0]["event"] in ("closed", "connect-failed"), events
+    assert "authentication failed" in ends[0]["message"], ends[0]
+
+
+def check_remote_error(events: Events) -> None:
+    assert_connected(events)
+    assert [bytes.fromhex(e["hex"]) for e in nexts(events)] == [element_bytes(i, 8) for i in range(2)]
+    assert kinds(events)[-2:] == ["error", "done"], events[-3:]
+    assert "conformance/error: the publisher failed on purpose" in events[-2]["message"]
+
+
+def check_unknown_name(events: Events) -> None:
+    assert_connected(events)
+    refused = stream_events(events, 0)
+    assert kinds(refused) == ["error"], refused
+    assert "no publisher named 'interop/no-such-publisher'" in refused[0]["message"]
+    after = stream_events(events, 1)  # the connection goes on
+    assert [e["value"] for e in nexts(after)] == [0, 1] and kinds(after)[-1] == "complete", after
+
+
+CASES = [
+    Case(
+        "demand",
+        "subscribe, request 3 then 2, cancel: the server's publisher was asked for exactly 5 and cancelled",
+        lambda tag: [
+            {"name": f"conformance/infinite?tag={tag}", "script": "r3 w3 r2 w5 c"},
+            {"name": f"conformance/stats?tag={tag}", "script": "r1 t"},
+        ],
+        check_demand,
+    ),
+    Case(
+        "packed",
+        "`counter?from=5&to=105` as INT64 (8-byte elements, sent packed): 100 values, complete",
+        lambda tag: [{"name": "counter?from=5&to=105", "script": "r40 w40 r60 t", "codec": "int64"}],
+        check_packed,
+    ),
+    Case(
+        "split",
+        f"two {SPLIT_SIZE}-byte elements (above the 64 KiB split threshold) joined byte for byte",
+        lambda tag: [{"name": f"conformance/large?size={SPLIT_SIZE}&n=2", "script": "r2 t"}],
+        check_split,
+    ),
+    Case(
+        "auth-accepted",
+        "the server requires a token (§15); the right one is accepted",
+        lambda tag: [{"name": "counter?to=3", "script": "r3 t", "codec": "int64"}],
+        check_auth_accepted,
+    ),
+    Case(
+        "auth-refused",
+        "a wrong token: the server says goodbye (authentication failed), no element arrives",
+        lambda tag: [{"name": "counter?to=3", "script": "r3 t", "codec": "int64"}],
+        check_auth_refused,
+        token=WRONG_TOKEN,
+    ),
+    Case(
+        "remote-error",
+        "two elements, then the publisher's onError with its text",
+        lambda tag: [{"name": "conformance/error?after=2", "script": "r5 t"}],
+        check_remote_error,
+    ),
+    Case(
+        "unknown-name",
+        "an unknown name is refused with onError naming it; the connection goes on",
+        lambda tag: [
+            {"name": "interop/no-such-publisher", "script": "r1 t"},
+            {"name": "counter?to=2", "script": "r2 t", "codec": "int64"},
+        ],
+        check_unknown_name,
+    ),
+]
+
+CELLS = [
+    (client, server, transport)
+    for client in CLIENTS
+    for server in SERVERS
+    for transport in TRANSPORTS
+    if (client, server, transport) not in NOT_YET
+]
+
+
+def case_id(client: str, server: str, transport: str, case: Case) -> str:
+    return f"{client}-{server}-{transport}-{case.key}"
+
+
+# -- the README table ---------------------------------------------------------------------------
+
+BEGIN = "<!-- generated:interop-matrix -->"
+END = "<!-- /generated:interop-matrix -->"
+
+
+def readme_table() -> str:
+    header = ["client \\ server"] + [f"{SERVERS[s]}, {TRANSPORTS[t]}" for s in SERVERS for t in TRANSPORTS]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for client, label in CLIENTS.items():
+        cells = []
+        for server in SERVERS:
+            for transport in TRANSPORTS:
+                why = NOT_YET.get((client, server, transport))
+                cells.append(f"not yet: {why}" if why else f"{len(CASES)} cases")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", "| case | what every cell checks |", "|---|---|"]
+    lines += [f"| `{case.key}` | {case.title} |" for case in CASES]
+    return "\n".join([BEGIN, *lines, END])
+
+
+def test_readme_shows_the_matrix() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = readme.find(BEGIN), readme.find(END)
+    assert start >= 0 and end > start, f"README.md has no {BEGIN} ... {END} block"
+    assert readme[start : end + len(END)] == readme_table(), (
+        "README.md's interop matrix is stale: run python tests/interop/test_matrix.py --write"
+    )
+
+
+# -- running the servers and the clients --------------------------------------------------------
+
+
+def unavailable(what: str) -> None:
+    """Skip (fail under CI=true: CI must run every cell)."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(what)
+    pytest.skip(what)
+
+
+def first_line(process: subprocess.Popen[str], prefix: str, timeout: float) -> tuple[str, threading.Thread]:
+    """The first line of ``process``'s stdout that starts with ``prefix`` (fails after
+    ``timeout``), and the thread that goes on draining stdout until it ends (then closes it)."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        with process.stdout:
+            for line in process.stdout:
+                lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while True:
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"{process.args!r} printed no {prefix!r} line within {timeout} s") from None
+        if line is None:
+            raise AssertionError(f"{process.args!r} ended (status {process.wait()}) before {prefix!r}")
+        if line.startswith(prefix):
+            return line.strip(), reader
+
+
+def python_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    return env
+
+
+@pytest.fixture(scope="module")
+def java_classpath() -> str:
+    """test-classes, classes and the test-scope dependencies of java/ (compiled here once)."""
+    if shutil.which("mvn") is None or shutil.which("javac") is None:
+        unavailable("no mvn/javac (JDK 17+ and Maven): the Java cells need them")
+    out = JAVA / "target" / "interop-classpath.txt"
+    subprocess.run(
+        [
+            "mvn", "-B", "-ntp", "-q", "-f", str(JAVA / "pom.xml"), "test-compile",
+            "dependency:build-classpath", f"-Dmdep.outputFile={out}", "-Dmdep.includeScope=test",
+        ],
+        check=True,
+        timeout=STARTUP_SECONDS * 2,
+    )  # fmt: skip
+    deps = out.read_text(encoding="utf-8").strip()
+    return os.pathsep.join([str(JAVA / "target" / "test-classes"), str(JAVA / "target" / "classes"), deps])
+
+
+@pytest.fixture(scope="module")
+def servers(request: pytest.FixtureRequest) -> Iterator[dict[tuple[str, str], str]]:
+    """(server, transport) -> URL (or "skip: why"), each server started once and stopped at the end."""
+    processes: list[subprocess.Popen[str]] = []
+    readers: list[threading.Thread] = []
+    urls: dict[tuple[str, str], str] = {}
+    wanted = {(s, t) for _, s, t in CELLS}
+    try:
+        for server, transport in sorted(wanted):
+            listen = "tcp://127.0.0.1:0" if transport == "tcp" else "ws://127.0.0.1:0/rsio"
+            if server == "python":
+                command = [
+                    sys.executable, "-m", "rstreams.cli", "serve", listen, "--token", TOKEN,
+                    "--publishers", str(HERE / "offer.py"),
+                ]  # fmt: skip
+                env = python_env()
+            else:
+                try:
+                    classpath = request.getfixturevalue("java_classpath")
+                except pytest.skip.Exception as skipped:
+                    urls[server, transport] = f"skip: {skipped}"
+                    continue
+                command = [
+                    "java",
+                    "-cp",
+                    classpath,
+                    "io.rstreams.conformance.InteropServerMain",
+                    listen,
+                    TOKEN,
+                ]
+                env = dict(os.environ)
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+            processes.append(process)
+            line, reader = first_line(process, "serving ", STARTUP_SECONDS)
+            readers.append(reader)
+            urls[server, transport] = line.rsplit(" on ", 1)[1]
+        yield urls
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for reader in readers:
+            reader.join(timeout=10)
+
+
+def plan_for(client: str, urls: dict[tuple[str, str], str]) -> dict[str, Any]:
+    cases = []
+    for c, server, transport in CELLS:
+        if c != client:
+            continue
+        for case in CASES:
+            cid = case_id(client, server, transport, case)
+            if urls[server, transport].startswith("skip: "):
+                continue
+            cases.append(
+                {
+                    "id": cid,
+                    "url": urls[server, transport],
+                    "token": case.token,
+                    "streams": case.streams(cid.replace("-", "_")),
+                }
+            )
+    return {"cases": cases}
+
+
+def client_command(
+    client: str, plan: Path, request: pytest.FixtureRequest
+) -> tuple[list[str], dict[str, str]]:
+    if client == "python":
+        return [sys.executable, str(HERE / "driver.py"), str(plan)], python_env()
+    if client == "java":
+        classpath = request.getfixturevalue("java_classpath")
+        main = "io.rstreams.interop.InteropClientMain"
+        return ["java", "-cp", classpath, main, str(plan)], dict(os.environ)
+    if shutil.which("node") is None:
+        unavailable("no node (Node.js 20+): the JavaScript cells need it")
+    if not (JS / "node_modules" / "ws").is_dir():
+        unavailable("js/node_modules is missing: run `npm ci` in js/")
+    return ["node", str(HERE / "driver.mjs"), str(plan)], dict(os.environ)
+
+
+@pytest.fixture(scope="module")
+def outputs(
+    request: pytest.FixtureRequest,
+    servers: dict[tuple[str, str], str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Events | str]:
+    """Case id -> the events its client printed; each client runs all its cells in one process,
+    the three at once. A client that could not run maps its case ids to the reason."""
+    directory = tmp_path_factory.mktemp("interop")
+    running: dict[str, tuple[subprocess.Popen[str], Path]] = {}
+    results: dict[str, Events | str] = {}
+    for (client, server, transport), case in itertools.product(CELLS, CASES):
+        if servers[server, transport].startswith("skip: "):
+            results[case_id(client, server, transport, case)] = servers[server, transport]
+    for client in CLIENTS:
+        plan = directory / f"{client}.json"
+        plan.write_text(json.dumps(plan_for(client, servers)), encoding="utf-8")
+        try:
+            command, env = client_command(client, plan, request)
+        except pytest.skip.Exception as skipped:
+            for cid in (c["id"] for c in plan_for(client, servers)["cases"]):
+                results[cid] = f"skip: {skipped}"
+            continue
+        log = directory / f"{client}.stderr"
+        with log.open("w") as stderr:
+            running[client] = (
+                subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env),
+                log,
+            )
+    for client, (process, log) in running.items():
+        try:
+            out, _ = process.communicate(timeout=RUN_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, _ = process.communicate()
+        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        for line in lines:
+            if "case" in line:
+                events = results.setdefault(line["case"], [])
+                assert isinstance(events, list)
+                events.append(line)
+        if process.returncode != 0 or not lines or lines[-1] != {"event": "exit"}:
+            problem = f"the {client} driver exited with {process.returncode}: {log.read_text()[-2000:]}"
+            for cid in (c["id"] for c in plan_for(client, servers)["cases"]):
+                results.setdefault(cid, problem)
+    return results
+
+
+@pytest.mark.timeout(STARTUP_SECONDS * 2 + RUN_SECONDS + 60)
+@pytest.mark.parametrize(
+    ("client", "server", "transport", "case"),
+    [
+        pytest.param(client, server, transport, case, id=case_id(client, server, transport, case))
+        for (client, server, transport), case in itertools.product(CELLS, CASES)
+    ],
+)
+def test_cell(client: str, server: str, transport: str, case: Case, outputs: dict[str, Events | str]) -> None:
+    events = outputs.get(case_id(client, server, transport, case))
+    if isinstance(events, str):
+        if events.startswith("skip: "):
+            pytest.skip(events[len("skip: ") :])
+        pytest.fail(events)
+    assert events, "the client printed nothing for this case"
+    assert events[-1]["event"] == "done", events[-3:]
+    case.check(events)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/interop/test_matrix.py --write   (rewrites README.md's matrix)")
+    path = ROOT / "README.md"
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        sys.exit(f"README.md has no {BEGIN} ... {END} block")
+    path.write_text(text[:start] + readme_table() + text[end + len(END) :], encoding="utf-8")
