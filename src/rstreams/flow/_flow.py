@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import reactivex
 
     from rstreams.flow._element import ElementFlow
+    from rstreams.flow._push import OverflowStrategy
     from rstreams.flow._sinks import SinkResult
 
 __all__ = ["Flow", "from_publisher"]
@@ -419,6 +420,55 @@ class Flow(Publisher[T], abc.ABC):
         from rstreams.flow._timeops import timeout
 
         return timeout(self, per_element, total, fallback, loop)
+
+    # -- rate and threads (flow/_rate.py) ---------------------------------------------
+
+    def limit_rate(self, high: int, low: int | None = None) -> Flow[T]:
+        """Pass elements through, but never let the upstream owe more than ``high``: ask for
+        up to ``low`` more (default ``high - high // 4``) once that many have arrived."""
+        from rstreams.flow._rate import LimitRateFlow
+
+        return LimitRateFlow(self, high, low)
+
+    def on_backpressure_buffer(self, n: int, *, overflow: OverflowStrategy | None = None) -> Flow[T]:
+        """Ask upstream for everything; hold up to ``n`` elements the downstream has not asked
+        for. Past ``n``: ``ERROR`` (default) fails the stream after the held elements and
+        cancels upstream; ``DROP`` drops the newest; ``LATEST`` the oldest."""
+        from rstreams.flow._push import OverflowStrategy
+        from rstreams.flow._rate import backpressure_buffer
+
+        return backpressure_buffer(self, n, OverflowStrategy.ERROR if overflow is None else overflow)
+
+    def on_backpressure_drop(self, on_drop: Callable[[T], object] | None = None) -> Flow[T]:
+        """Ask upstream for everything; drop (and pass to ``on_drop``) each element the
+        downstream has not asked for."""
+        from rstreams.flow._rate import backpressure_drop
+
+        return backpressure_drop(self, on_drop)
+
+    def on_backpressure_latest(self) -> Flow[T]:
+        """Ask upstream for everything; keep only the latest element nobody asked for yet."""
+        from rstreams.flow._push import OverflowStrategy
+        from rstreams.flow._rate import BackpressureFlow
+
+        return BackpressureFlow(self, "on_backpressure_latest", OverflowStrategy.LATEST, 1)
+
+    def subscribe_on(self, target: asyncio.AbstractEventLoop | concurrent.futures.Executor) -> Flow[T]:
+        """Subscribe to this Flow on an asyncio loop or an executor's thread (whatever the
+        source does in ``subscribe`` runs there); signals then come from wherever it sends them."""
+        from rstreams.flow._rate import SubscribeOnFlow
+
+        return SubscribeOnFlow(self, target)
+
+    def publish_on(
+        self,
+        target: asyncio.AbstractEventLoop | concurrent.futures.Executor,
+        *,
+        buffer_size: int = DEFAULT_WINDOW,
+        delay_error: bool = False,
+    ) -> Flow[T]:
+        """The same operator as :meth:`observe_on` (reactor's name for it)."""
+        return self.observe_on(target, buffer_size=buffer_size, delay_error=delay_error)
 
     # -- sinks ----------------------------------------------------------------------
 
