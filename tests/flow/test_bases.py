@@ -63,6 +63,12 @@ class _Capture(rstreams.Flow[Any]):
         self.subscriber = subscriber
 
 
+def _shared(flow: rstreams.Flow[Any]) -> object:
+    """The processor a ``share()`` subscribes to its source for its first subscriber."""
+    flow.subscribe(RecordingSubscriber())
+    return flow._processor  # type: ignore[attr-defined]
+
+
 def _sink(start: Callable[[rstreams.Flow[Any]], object]) -> object:
     capture = _Capture()
     start(capture)
@@ -135,6 +141,7 @@ def _examples(loop: asyncio.AbstractEventLoop) -> dict[str, Callable[[], object]
         "on_backpressure_latest": lambda: _inner(source.on_backpressure_latest()),
         "subscribe_on": lambda: _inner(source.subscribe_on(pool)),
         "publish_on": lambda: _inner(source.publish_on(pool)),
+        "share": lambda: _shared(source.share()),
         "from_iterable": lambda: _subscription(rstreams.from_iterable([1])),
         "range": lambda: _subscription(source),
         "just": lambda: _subscription(rstreams.just(1)),

@@ -470,6 +470,14 @@ class Flow(Publisher[T], abc.ABC):
         """The same operator as :meth:`observe_on` (reactor's name for it)."""
         return self.observe_on(target, buffer_size=buffer_size, delay_error=delay_error)
 
+    def share(self, *, buffer_size: int = 256) -> Flow[T]:
+        """One subscription to this Flow shared by every subscriber while any is there; the
+        slowest sets the pace (at most ``buffer_size`` held ahead of it). Late subscribers see
+        later elements; after the last one leaves, the next subscribes anew."""
+        from rstreams.flow._share import ShareFlow
+
+        return ShareFlow(self, buffer_size)
+
     # -- sinks ----------------------------------------------------------------------
 
     def collect(self) -> SinkResult[list[T]]:
