@@ -41,7 +41,11 @@ STARTUP_SECONDS = 120.0
 RUN_SECONDS = 240.0
 
 CLIENTS = {"python": "Python", "java": "Java", "javascript": "JavaScript"}
-SERVERS = {"python": "Python (`rstreams serve`)", "java": "Java (`RsioServer`)"}
+SERVERS = {
+    "python": "Python (`rstreams serve`)",
+    "java": "Java (`RsioServer`)",
+    "javascript": "JavaScript (`listen`)",
+}
 TRANSPORTS = {"tcp": "TCP", "ws": "WebSocket"}
 
 NOT_YET: dict[tuple[str, str, str], str] = {}
@@ -256,8 +260,10 @@ def unavailable(what: str) -> None:
     pytest.skip(what)
 
 
-def first_line(process: subprocess.Popen[str], prefix: str, timeout: float) -> tuple[str, threading.Thread]:
-    """The first line of ``process``'s stdout that starts with ``prefix`` (fails after
+def serving_lines(
+    process: subprocess.Popen[str], count: int, timeout: float
+) -> tuple[list[str], threading.Thread]:
+    """The first ``count`` lines of ``process``'s stdout that start with ``serving `` (fails after
     ``timeout``), and the thread that goes on draining stdout until it ends (then closes it)."""
     lines: queue.Queue[str | None] = queue.Queue()
 
@@ -270,21 +276,30 @@ def first_line(process: subprocess.Popen[str], prefix: str, timeout: float) -> t
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    while True:
+    found: list[str] = []
+    while len(found) < count:
         try:
             line = lines.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"{process.args!r} printed no {prefix!r} line within {timeout} s") from None
+            raise AssertionError(f"{process.args!r} printed no 'serving' line within {timeout} s") from None
         if line is None:
-            raise AssertionError(f"{process.args!r} ended (status {process.wait()}) before {prefix!r}")
-        if line.startswith(prefix):
-            return line.strip(), reader
+            raise AssertionError(f"{process.args!r} ended (status {process.wait()}) before serving")
+        if line.startswith("serving "):
+            found.append(line.strip())
+    return found, reader
 
 
 def python_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     return env
+
+
+def node_available() -> None:
+    if shutil.which("node") is None:
+        unavailable("no node (Node.js 20+): the JavaScript cells need it")
+    if not (JS / "node_modules" / "ws").is_dir():
+        unavailable("js/node_modules is missing: run `npm ci` in js/")
 
 
 @pytest.fixture(scope="module")
@@ -305,47 +320,61 @@ def java_classpath() -> str:
     return os.pathsep.join([str(JAVA / "target" / "test-classes"), str(JAVA / "target" / "classes"), deps])
 
 
+def server_commands(
+    server: str, transports: list[str], request: pytest.FixtureRequest
+) -> list[tuple[list[str], dict[str, str], list[str]]]:
+    """(command, environment, transports it serves, in the order it prints them) for ``server``;
+    skips when the server's language is not installed."""
+    listen = {"tcp": "tcp://127.0.0.1:0", "ws": "ws://127.0.0.1:0/rsio"}
+    if server == "python":  # rstreams serve takes one URL
+        return [
+            (
+                [
+                    sys.executable, "-m", "rstreams.cli", "serve", listen[t], "--token", TOKEN,
+                    "--publishers", str(HERE / "offer.py"),
+                ],
+                python_env(),
+                [t],
+            )
+            for t in transports
+        ]  # fmt: skip
+    urls = [listen[t] for t in transports]
+    if server == "java":
+        classpath = request.getfixturevalue("java_classpath")
+        main = "io.rstreams.conformance.InteropServerMain"
+        return [(["java", "-cp", classpath, main, TOKEN, *urls], dict(os.environ), transports)]
+    node_available()
+    return [(["node", str(HERE / "server.mjs"), TOKEN, *urls], dict(os.environ), transports)]
+
+
 @pytest.fixture(scope="module")
 def servers(request: pytest.FixtureRequest) -> Iterator[dict[tuple[str, str], str]]:
-    """(server, transport) -> URL (or "skip: why"), each server started once and stopped at the end."""
-    processes: list[subprocess.Popen[str]] = []
+    """(server, transport) -> URL (or "skip: why"), each server started once and stopped at the end;
+    the Java and JavaScript servers listen on both transports in one process."""
+    started: list[tuple[subprocess.Popen[str], str, list[str]]] = []
     readers: list[threading.Thread] = []
     urls: dict[tuple[str, str], str] = {}
-    wanted = {(s, t) for _, s, t in CELLS}
     try:
-        for server, transport in sorted(wanted):
-            listen = "tcp://127.0.0.1:0" if transport == "tcp" else "ws://127.0.0.1:0/rsio"
-            if server == "python":
-                command = [
-                    sys.executable, "-m", "rstreams.cli", "serve", listen, "--token", TOKEN,
-                    "--publishers", str(HERE / "offer.py"),
-                ]  # fmt: skip
-                env = python_env()
-            else:
-                try:
-                    classpath = request.getfixturevalue("java_classpath")
-                except pytest.skip.Exception as skipped:
-                    urls[server, transport] = f"skip: {skipped}"
-                    continue
-                command = [
-                    "java",
-                    "-cp",
-                    classpath,
-                    "io.rstreams.conformance.InteropServerMain",
-                    listen,
-                    TOKEN,
-                ]
-                env = dict(os.environ)
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
-            processes.append(process)
-            line, reader = first_line(process, "serving ", STARTUP_SECONDS)
+        for server in SERVERS:
+            transports = [t for t in TRANSPORTS if any(c[1:] == (server, t) for c in CELLS)]
+            try:
+                commands = server_commands(server, transports, request)
+            except pytest.skip.Exception as skipped:
+                urls.update({(server, t): f"skip: {skipped}" for t in transports})
+                continue
+            for command, env, served in commands:
+                process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+                started.append((process, server, served))
+        for process, server, served in started:  # all start at once; then each says where
+            lines, reader = serving_lines(process, len(served), STARTUP_SECONDS)
             readers.append(reader)
-            urls[server, transport] = line.rsplit(" on ", 1)[1]
+            for transport, line in zip(served, lines, strict=True):
+                urls[server, transport] = line.rsplit(" on ", 1)[1]
         yield urls
     finally:
-        for process in processes:
+        for process, _, _ in started:
             process.terminate()
-        for process in processes:
+        for process, _, _ in started:
             try:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -384,10 +413,7 @@ def client_command(
         classpath = request.getfixturevalue("java_classpath")
         main = "io.rstreams.interop.InteropClientMain"
         return ["java", "-cp", classpath, main, str(plan)], dict(os.environ)
-    if shutil.which("node") is None:
-        unavailable("no node (Node.js 20+): the JavaScript cells need it")
-    if not (JS / "node_modules" / "ws").is_dir():
-        unavailable("js/node_modules is missing: run `npm ci` in js/")
+    node_available()
     return ["node", str(HERE / "driver.mjs"), str(plan)], dict(os.environ)
 
 
