@@ -339,14 +339,16 @@ class FrameParser:
 
         Runs are found with strided slices: column ``offset`` of ``k`` frames is
         ``data[pos + offset : stop : stride]``, and ``lstrip`` of its first byte says how
-        many frames repeat it. ``_probe`` bounds ``k``: it grows while runs go on.
+        many frames repeat it. ``_probe`` bounds ``k``: it grows while runs fill it, stays
+        when the data ran out first (the run may go on in the next read), and starts small
+        again when a run breaks.
         """
         stride = hdr + length
         probe = self._probe
-        k = min((n - pos) // stride, probe)  # complete frames that may repeat this one
-        if k > 1 and data[pos + stride : pos + stride + hdr] != data[pos : pos + hdr]:
-            k = 1  # the next frame differs (another stream or length): no probe
-            self._probe = _RUN_MIN
+        available = (n - pos) // stride  # complete frames from here on
+        k = min(available, probe)  # those that may repeat this one
+        if k > 1 and probe == _RUN_MIN and data[pos + stride : pos + stride + hdr] != data[pos : pos + hdr]:
+            k = 1  # not in a run, and the next frame differs (another stream or length): no probe
         if k > 1:
             stop = pos + k * stride
             for offset in range(hdr):
@@ -355,7 +357,10 @@ class FrameParser:
                 if same < k:
                     k = same
                     stop = pos + k * stride
-            self._probe = min(probe << 2, _RUN_MAX) if k == probe else _RUN_MIN
+            if k == probe:
+                self._probe = min(probe << 2, _RUN_MAX)
+            elif k < available:
+                self._probe = _RUN_MIN
             elements = _cut(data, pos, k, hdr, length)
         else:
             stop = pos + stride

@@ -26,7 +26,7 @@ from rstreams.wire._errors import DemandExceededError, RemoteInvalidDemandError,
 from rstreams.wire._state import FLOWING, QUIET_STATES, STREAM_TRANSITIONS, Signal, StreamState
 from rstreams.wire.frames import Subscribe, on_next_header
 
-__all__ = ["Stream", "StreamTable", "Violation", "step"]
+__all__ = ["REQUEST_KEEPS", "Stream", "StreamTable", "Violation", "step"]
 
 # Enum members as module constants: reading one through its class costs ~70 ns.
 _SUBSCRIBED = STREAM_TRANSITIONS[StreamState.IDLE, Signal.SUBSCRIBE]
@@ -34,6 +34,14 @@ _REQUEST = Signal.REQUEST
 _CANCEL = Signal.CANCEL
 _ON_SUBSCRIBE = Signal.ON_SUBSCRIBE
 _ON_COMPLETE = Signal.ON_COMPLETE
+
+REQUEST_KEEPS = frozenset(
+    state
+    for (state, signal), new in STREAM_TRANSITIONS.items()
+    if signal is _REQUEST and new is state and state not in QUIET_STATES
+)
+"""States in which a request goes out and leaves the state as it is (read from the table):
+the senders' fast path needs no transition for them."""
 
 
 class Stream:

@@ -54,7 +54,7 @@ from rstreams.wire._state import (
     Signal,
     StreamState,
 )
-from rstreams.wire._streams import Stream, StreamTable, Violation
+from rstreams.wire._streams import REQUEST_KEEPS, Stream, StreamTable, Violation
 from rstreams.wire.config import ConnectionConfig
 from rstreams.wire.events import ConnectionClosed, Event, ExtensionReceived, OnNextBatch, StreamError
 from rstreams.wire.extensions import BY_TYPE, KEEPALIVE_PAYLOAD_SIZE, PING, PONG
@@ -407,10 +407,12 @@ class Connection:
         """
         if type(demand) is not int or demand < 1:
             raise ValueError(f"rule 3.9: request(n) needs n > 0, got {demand!r}")
-        self._check_can_send()
-        st = self._streams.send_request_or_cancel(subscriber, _REQUEST)
-        if st is None:
-            return
+        st = self._subscribing.get(subscriber)
+        if st is None or st.state not in REQUEST_KEEPS or self._state is not _OPEN:
+            self._check_can_send()
+            st = self._streams.send_request_or_cancel(subscriber, _REQUEST)
+            if st is None:
+                return
         if demand > UNBOUNDED:
             demand = UNBOUNDED
         st.credit = add(st.credit, demand)
