@@ -6,7 +6,8 @@ any); its streams are subscribed one after the other, each following its script:
 request N, ``wN`` wait until N elements arrived in all, ``c`` cancel, ``t`` wait for the
 terminal signal. What the subscribers see is printed as one JSON object per line, each with
 the case's id: ``connected``, ``connect-failed``, ``next`` (``size``, ``sha256``, ``hex`` up
-to 64 bytes, ``value`` with the int64 codec), ``complete``, ``error`` (the publisher's onError
+to 64 bytes, ``value`` with the int64 codec, and here ``batch``: how many elements came in
+the same frame), ``complete``, ``error`` (the publisher's onError
 text), ``closed`` (the connection ended), ``timeout``, ``done``; last ``{"event": "exit"}``.
 The Java (``InteropClientMain``) and JavaScript (``driver.mjs``) drivers print the same.
 """
@@ -51,13 +52,19 @@ class Recorder:
         self.subscribed.set()
 
     def on_next(self, item: Any) -> None:
-        data = INT64.encode(item) if self.int64 else bytes(item)
+        if self.int64:  # batched: one list per frame (onNextPacked: the whole pack)
+            for value in item:
+                self.element(INT64.encode(value), value, batch=len(item))
+        else:
+            self.element(bytes(item), None)
+
+    def element(self, data: bytes, value: int | None, **extra: int) -> None:
         fields: dict[str, Any] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
         if len(data) <= 64:
             fields["hex"] = data.hex()
-        if self.int64:
-            fields["value"] = item
-        emit(self.case, self.stream, "next", **fields)
+        if value is not None:
+            fields["value"] = value
+        emit(self.case, self.stream, "next", **fields, **extra)
         self.count += 1
         self.changed.set()
 
@@ -84,7 +91,10 @@ async def run_stream(conn: Any, case: str, index: int, stream: dict[str, Any]) -
     """One stream's script; False if a wait timed out (the case stops there)."""
     int64 = stream.get("codec") == "int64"
     recorder = Recorder(case, index, int64)
-    publisher = conn.publisher(stream["name"], codec=INT64) if int64 else conn.publisher(stream["name"])
+    if int64:
+        publisher = conn.publisher(stream["name"], codec=INT64, batched=True)
+    else:
+        publisher = conn.publisher(stream["name"])
     publisher.subscribe(recorder)
     for step in stream["script"].split():
         kind, count = step[0], int(step[1:] or 0)
