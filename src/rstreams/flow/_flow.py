@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rstreams.flow._element import ElementFlow
     from rstreams.flow._push import OverflowStrategy
     from rstreams.flow._sinks import SinkResult
+    from rstreams.flow._window import GroupedFlow
 
 __all__ = ["Flow", "from_publisher"]
 
@@ -469,6 +470,24 @@ class Flow(Publisher[T], abc.ABC):
     ) -> Flow[T]:
         """The same operator as :meth:`observe_on` (reactor's name for it)."""
         return self.observe_on(target, buffer_size=buffer_size, delay_error=delay_error)
+
+    def group_by(
+        self, key: Callable[[T], Hashable], *, max_groups: int = 256, prefetch: int = 256
+    ) -> Flow[GroupedFlow[T]]:
+        """A Flow of groups (``GroupedFlow``, with ``.key``), one per distinct ``key(element)``
+        open at a time; each is subscribed once and has its own demand. At most ``prefetch``
+        elements are held in all (a group nobody consumes stops the upstream); opening more
+        than ``max_groups`` groups fails the stream with ``OverflowStrategyError``."""
+        from rstreams.flow._window import GroupByFlow
+
+        return GroupByFlow(self, key, max_groups, prefetch)
+
+    def window(self, count: int, *, prefetch: int = 256) -> Flow[GroupedFlow[T]]:
+        """A Flow of windows (``GroupedFlow``, ``.key`` 0, 1, ...) of ``count`` consecutive
+        elements each (the last may be shorter); demand like :meth:`group_by`."""
+        from rstreams.flow._window import GroupByFlow
+
+        return GroupByFlow(self, None, 2**63 - 1, prefetch, count=count)
 
     def share(self, *, buffer_size: int = 256) -> Flow[T]:
         """One subscription to this Flow shared by every subscriber while any is there; the

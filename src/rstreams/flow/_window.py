@@ -1,0 +1,352 @@
+"""Flows of Flows: ``group_by(key, max_groups=)`` and ``window(count)``.
+
+Both emit :class:`GroupedFlow` objects (a Flow with a ``key``), each subscribable once,
+and are built on one :class:`rstreams.flow._drain.DrainSubscriber` (its module tells the
+theory of operation): the drain loop signals the outer subscriber *and* every group's
+subscriber, so all signals are serial (rules 1.3, 2.7) and a request inside any
+``on_next`` only adds demand (rule 3.3).
+
+* Demand: the outer subscriber's demand counts groups; each group's subscriber has its
+  own. The upstream is asked for ``prefetch`` elements once the outer subscriber first
+  requests, then for as many as the groups' subscribers took (or their cancels dropped),
+  in batches of ``prefetch - prefetch // 4``. So at most ``prefetch`` elements are held in
+  all, whatever the groups: a group that nobody consumes stops the upstream (subscribe to
+  every group, or cancel the ones you do not want).
+* ``group_by``: an element whose ``key(element)`` has no open group opens one; past
+  ``max_groups`` open groups the stream fails with
+  :class:`~rstreams.errors.OverflowStrategyError` naming the bound and the key (the
+  upstream is cancelled, every group and the outer subscriber get the error). A group
+  whose subscriber cancels is closed, its queue dropped; a later element of that key
+  opens a new group. Groups complete when the upstream completes.
+* ``window(count)``: consecutive windows of ``count`` elements; a window completes with
+  its ``count``-th element (the last may be shorter, completed with the upstream).
+* The outer stream completes when the upstream completed and every group was emitted.
+  Cancelling it stops new groups (their elements are dropped); the upstream is cancelled
+  once no emitted group is open any more. An error reaches every group and the outer
+  subscriber at once (rule 4.2).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+from rstreams import demand
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import OverflowStrategyError
+from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
+from rstreams.flow._flow import Flow
+from rstreams.flow._operator import OperatorFlow, check_callable
+from rstreams.flow._signals import NONE_ITEM, report_broken, signal_subscribe, signal_terminal
+from rstreams.rules import check_subscriber
+
+__all__ = ["GroupByFlow", "GroupedFlow"]
+
+T = TypeVar("T")
+
+
+class GroupByFlow(OperatorFlow[T, "GroupedFlow[T]"]):
+    """``group_by``/``window``: ``key`` is ``None`` for windows of ``count``."""
+
+    __slots__ = ("key", "max_groups", "prefetch", "size")
+
+    def __init__(
+        self,
+        source: Publisher[T],
+        key: Callable[[T], Hashable] | None,
+        max_groups: int,
+        prefetch: int,
+        count: int | None = None,
+    ) -> None:
+        super().__init__(source)
+        name = "window" if count is not None else "group_by"
+        self.key = None if key is None else check_callable(name, key, "key")
+        self.max_groups = check_prefetch("group_by", "max_groups", max_groups)
+        self.prefetch = check_prefetch(name, "prefetch", prefetch)
+        self.size = None if count is None else check_prefetch("window", "count", count)
+
+    def subscriber(self, downstream: Subscriber[GroupedFlow[T]]) -> Subscriber[T]:
+        if self.size is not None:
+            return _Windowing(downstream, self)
+        return _Grouping(downstream, self)
+
+
+class GroupedFlow(Flow[T], Generic[T]):
+    """One group (or window): its ``key`` and its elements; it can be subscribed once."""
+
+    __slots__ = (
+        "attached",
+        "cancelled",
+        "closed",
+        "ended",
+        "failure",
+        "key",
+        "parent",
+        "queue",
+        "received",
+        "requested",
+        "sent",
+        "subscriber",
+    )
+
+    def __init__(self, parent: _Grouping[T], key: Hashable) -> None:
+        self.parent = parent
+        self.key = key
+        self.queue: deque[T] = deque()
+        self.subscriber: Subscriber[T] | None = None
+        self.attached = False
+        self.requested = 0  # what the group's subscriber asked for in all (saturating)
+        self.sent = 0  # what the loop delivered to it in all
+        self.received = 0
+        self.closed = False  # no more elements will join (window full, or upstream ended)
+        self.cancelled = False
+        self.ended = False  # its subscriber got (or will get no) terminal signal: finished
+        self.failure: BaseException | None = None  # a rule 3.9 error for its subscriber
+
+    def __repr__(self) -> str:
+        return f"GroupedFlow(key={self.key!r})"
+
+    def subscribe(self, subscriber: Subscriber[T]) -> None:
+        check_subscriber(subscriber)
+        parent = self.parent
+        with parent.lock:
+            again = self.attached
+            self.attached = True
+        if again:
+            subscriber.on_subscribe(_GroupSubscription(None))
+            subscriber.on_error(
+                RuntimeError(f"{parent.name}: the group {self.key!r} can be subscribed only once")
+            )
+            return
+        if not signal_subscribe(subscriber, _GroupSubscription(self)):
+            self.cancelled = True
+        elif self.ended:  # the stream failed before anybody subscribed to this group
+            signal_terminal(subscriber, parent.error)
+            return
+        else:
+            self.subscriber = subscriber
+        parent.drain()
+
+
+class _GroupSubscription(Subscription):
+    __slots__ = ("group",)
+
+    def __init__(self, group: GroupedFlow[Any] | None) -> None:
+        self.group = group
+
+    def request(self, n: int) -> None:
+        group = self.group
+        if group is None or group.cancelled or group.ended:
+            return
+        problem = demand.invalid(n)
+        with group.parent.lock:
+            if problem is not None:
+                group.failure = group.failure or problem
+            else:
+                group.requested = demand.add(group.requested, n)
+        group.parent.drain()
+
+    def cancel(self) -> None:
+        group = self.group
+        if group is not None and not group.cancelled:
+            group.cancelled = True
+            group.parent.drain()
+
+
+class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
+    name = "group_by"
+
+    __slots__ = (
+        "consumed",
+        "fresh",
+        "key",
+        "limit",
+        "live",
+        "max_groups",
+        "open",
+        "outer_cancelled",
+        "outer_ended",
+        "prefetch",
+        "seen",
+        "size",
+    )
+
+    def __init__(self, downstream: Subscriber[GroupedFlow[T]], flow: GroupByFlow[T]) -> None:
+        super().__init__(downstream)
+        self.key = flow.key
+        self.size = flow.size
+        self.max_groups = flow.max_groups
+        self.prefetch = flow.prefetch
+        self.limit = flow.prefetch - (flow.prefetch >> 2)
+        self.open: dict[Hashable, GroupedFlow[T]] = {}  # groups elements may still join
+        self.fresh: deque[GroupedFlow[T]] = deque()  # opened, not yet emitted to the outer subscriber
+        self.live: list[GroupedFlow[T]] = []  # emitted, not yet ended
+        self.consumed = 0  # elements taken (or dropped) since the last request upstream
+        self.seen = 0  # window: elements so far
+        self.outer_cancelled = False
+        self.outer_ended = False
+
+    def on_next(self, item: T) -> None:
+        if item is None:
+            raise TypeError(NONE_ITEM)
+        if self.cancelled or self.done or self.error is not None:
+            return  # rule 3.12: late signals after cancel
+        count = self.size
+        try:
+            key: Hashable = self.seen // count if count is not None else self.key(item)  # type: ignore[misc]
+        except Exception as exc:
+            self.fail(exc)
+            return
+        self.seen += 1
+        overflow = None
+        with self.lock:
+            group = self.open.get(key)
+            if group is None:
+                if len(self.open) >= self.max_groups:
+                    overflow = OverflowStrategyError(
+                        f"group_by: key {key!r} would open group {len(self.open) + 1}, past "
+                        f"max_groups={self.max_groups}; raise max_groups= or cancel groups you are done with"
+                    )
+                else:
+                    group = self.open[key] = GroupedFlow(self, key)
+                    self.fresh.append(group)
+            if group is not None:
+                group.queue.append(item)
+                group.received += 1
+                if count is not None and group.received == count:
+                    group.closed = True
+                    del self.open[key]
+        if overflow is not None:
+            self.fail(overflow)
+            return
+        if self.calling is not OUTER:
+            self.drain()
+
+    def cancel(self) -> None:
+        if not self.outer_cancelled:
+            self.outer_cancelled = True
+            self.drain()
+
+    def _stopping(self) -> bool:
+        if self.cancelled:
+            self._clear()
+            return True
+        error = self.error
+        if error is None:
+            return False
+        self.cancelled = True
+        if not self.outer_ended and not self.outer_cancelled:
+            signal_terminal(self.downstream, error)  # first: a flat_map there cancels its groups
+        self._clear()
+        return True
+
+    def _pass(self, emitted: int) -> int:
+        while True:
+            if self._stopping():
+                return emitted
+            if self.requested and self._start(self.prefetch):
+                continue
+            upstream_done = self.done  # read before the queues: on_next comes before on_complete
+            emitted = self._emit_groups(emitted)
+            if self.cancelled:
+                return emitted
+            self._serve_groups(upstream_done)
+            if self.consumed >= self.limit and not self.done and self.upstream is not None:
+                used, self.consumed = self.consumed, 0
+                self.call(OUTER, self.upstream.request, used)
+                continue
+            if self.outer_cancelled and not self.live and not self.fresh:
+                self.cancelled = True  # nobody is left to take anything
+                self._cancel_upstream()
+                return emitted
+            if upstream_done and not self.fresh and not self.outer_ended:
+                self.outer_ended = True
+                if not self.outer_cancelled:
+                    signal_terminal(self.downstream, None)
+            if self.outer_ended and not self.live:
+                self.cancelled = True  # everything ended
+            return emitted
+
+    def _emit_groups(self, emitted: int) -> int:
+        """Hand opened groups to the outer subscriber while it has demand (or drop them)."""
+        fresh = self.fresh
+        while fresh:
+            if self.outer_cancelled:
+                group = fresh.popleft()
+                with self.lock:
+                    if self.open.get(group.key) is group:
+                        del self.open[group.key]
+                self.consumed += len(group.queue)
+                group.queue.clear()
+                continue
+            requested = self.requested
+            if emitted >= requested and requested != demand.UNBOUNDED:
+                break
+            group = fresh.popleft()
+            self.live.append(group)
+            emitted += 1
+            try:
+                self.downstream.on_next(group)
+            except Exception as exc:  # rule 2.13: consider the outer subscription cancelled
+                self.outer_cancelled = True
+                report_broken(exc, self.downstream, "on_next")
+        return emitted
+
+    def _serve_groups(self, upstream_done: bool) -> None:
+        """Deliver each group's queue within its demand; end the groups that are over."""
+        ended = False
+        for group in self.live:
+            queue = group.queue
+            subscriber = group.subscriber
+            if group.cancelled or group.failure is not None:
+                self._end_group(group, group.failure if not group.cancelled else None)
+                ended = True
+                continue
+            if subscriber is None:
+                continue  # not subscribed yet: its elements wait
+            while queue and (group.sent < group.requested or group.requested == demand.UNBOUNDED):
+                group.sent += 1
+                self.consumed += 1
+                try:
+                    subscriber.on_next(queue.popleft())
+                except Exception as exc:  # rule 2.13: consider the group's subscription cancelled
+                    group.cancelled = True
+                    report_broken(exc, subscriber, "on_next")
+                    break
+            if not queue and (group.closed or upstream_done) and not group.cancelled:
+                self._end_group(group, None, complete=True)
+                ended = True
+        if ended:
+            self.live = [group for group in self.live if not group.ended]
+
+    def _end_group(
+        self, group: GroupedFlow[T], error: BaseException | None, *, complete: bool = False
+    ) -> None:
+        group.ended = True
+        with self.lock:
+            if self.open.get(group.key) is group:
+                del self.open[group.key]
+        self.consumed += len(group.queue)
+        group.queue.clear()
+        subscriber, group.subscriber = group.subscriber, None  # rule 3.13
+        if subscriber is not None and (complete or error is not None):
+            signal_terminal(subscriber, error)
+
+    def _clear(self) -> None:
+        """Cancel the upstream; every group's subscriber gets the error, if there is one (4.2)."""
+        error = self.error
+        with self.lock:
+            self.open.clear()
+        groups = [*self.live, *self.fresh]
+        self.live, self.fresh = [], deque()
+        for group in groups:
+            if not group.ended:
+                self._end_group(group, None if group.cancelled else error)
+        self._cancel_upstream()
+
+
+class _Windowing(_Grouping[T]):
+    __slots__ = ()
+
+    name = "window"

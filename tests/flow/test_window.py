@@ -1,0 +1,236 @@
+"""group_by and window: Flows of Flows with their own demand (rules 1.1, 1.3, 2.13, 3.9, 4.2)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import rstreams
+from flow.operator_support import ManualPublisher, ThreadPublisher
+from rstreams.errors import InvalidDemandError, OverflowStrategyError
+from support import WAIT, RecordingSubscriber
+
+
+def _outer(flow: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscriber[Any]:
+    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=initial)
+    flow.subscribe(s)
+    return s
+
+
+def _inner(group: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscriber[Any]:
+    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=initial)
+    group.subscribe(s)
+    return s
+
+
+def test_group_by_asks_upstream_only_once_asked_and_bounds_what_it_holds() -> None:
+    """Nothing before the outer request; prefetch up front; replenished as groups consume."""
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.group_by(lambda x: x % 2, prefetch=4))
+    assert source.requests == []
+    outer.request(1)
+    assert source.requests == [4]
+    source.emit(0, 1, 2)  # opens group 0 (emitted) and group 1 (waits for outer demand)
+    assert [g.key for g in outer.items] == [0]
+    evens = _inner(outer.items[0], initial=1)
+    assert evens.items == [0] and source.requests == [4]
+    evens.request(1)
+    assert evens.items == [0, 2] and source.requests == [4]  # 2 taken: not yet 3 (limit)
+    outer.request(1)
+    odds = _inner(outer.items[1], initial=5)
+    assert odds.items == [1] and source.requests == [4, 3]
+
+
+def test_groups_complete_with_the_upstream_and_the_outer_after_every_group() -> None:
+    """Completion reaches every group after its elements, and the outer subscriber."""
+    got = (
+        rstreams.range(0, 9)
+        .group_by(lambda x: x % 3)
+        .flat_map(lambda g: g.map(lambda x, k=g.key: (k, x)).buffer(10))
+        .collect()
+        .result(WAIT)
+    )
+    assert sorted(got) == [[(0, 0), (0, 3), (0, 6)], [(1, 1), (1, 4), (1, 7)], [(2, 2), (2, 5), (2, 8)]]
+
+
+def test_past_max_groups_the_stream_fails_naming_the_bound() -> None:
+    """OverflowStrategyError with max_groups and the key; upstream cancelled; every group told."""
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.group_by(lambda x: x, max_groups=2), initial=10)
+    source.emit(1, 2)
+    groups = [_inner(g, initial=1) for g in outer.items]
+    source.emit(3)
+    assert isinstance(outer.error, OverflowStrategyError) and "max_groups=2" in str(outer.error)
+    assert "key 3" in str(outer.error) and source.cancelled == 1
+    assert all(isinstance(g.error, OverflowStrategyError) for g in groups)
+
+
+def test_a_cancelled_group_drops_its_elements_and_a_later_one_reopens() -> None:
+    """Cancelling a group frees its demand upstream; its key opens a new group afterwards."""
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.group_by(lambda x: x % 2, prefetch=4), initial=10)
+    source.emit(0, 2, 4)
+    first = _inner(outer.items[0])
+    first.cancel()
+    assert source.requests == [4, 3]
+    source.emit(6)
+    assert len(outer.items) == 2 and outer.items[1].key == 0
+    assert _inner(outer.items[1], initial=1).items == [6]
+
+
+def test_a_group_can_be_subscribed_once() -> None:
+    """A second subscriber gets on_subscribe then on_error naming the group."""
+    outer = _outer(rstreams.just(1).group_by(lambda x: "k"), initial=1)
+    group = outer.items[0]
+    _inner(group, initial=1)
+    second = _inner(group)
+    assert isinstance(second.error, RuntimeError) and "'k'" in str(second.error)
+
+
+def test_key_raising_cancels_upstream_and_signals_everyone() -> None:
+    """Rule 2.13: key's error ends the stream, for the outer subscriber and every group."""
+
+    def key(x: int) -> int:
+        if x == 3:
+            raise ValueError("key failed at 3")
+        return x % 2
+
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.group_by(key), initial=5)
+    source.emit(1)
+    group = _inner(outer.items[0], initial=5)
+    source.emit(3)
+    assert isinstance(outer.error, ValueError) and isinstance(group.error, ValueError)
+    assert source.cancelled == 1
+
+
+def test_cancelling_the_outer_stream_keeps_emitted_groups_running() -> None:
+    """New groups stop; the upstream is cancelled once no emitted group is left."""
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.group_by(lambda x: x % 2, prefetch=8), initial=1)
+    source.emit(0)
+    evens = _inner(outer.items[0], initial=10)
+    outer.cancel()
+    source.emit(1, 2)  # 1 would open a new group: dropped
+    assert evens.items == [0, 2] and source.cancelled == 0
+    evens.cancel()
+    assert source.cancelled == 1
+
+
+def test_window_cuts_consecutive_windows_of_count() -> None:
+    """Each window completes with its count-th element; the last with the upstream."""
+    windows = rstreams.range(0, 7).window(3).concat_map(lambda w: w.buffer(10)).collect().result(WAIT)
+    assert windows == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+@given(st.lists(st.integers(0, 5), max_size=40), st.integers(1, 6))
+def test_window_then_flatten_is_the_identity(items: list[int], count: int) -> None:
+    """The law of window: concatenating the windows gives the stream back."""
+    flow = rstreams.from_iterable(items).window(count, prefetch=4).concat_map(lambda w: w)
+    assert flow.collect().result(WAIT) == items
+
+
+@given(st.lists(st.integers(0, 4), max_size=40))
+def test_group_by_partitions_in_order(items: list[int]) -> None:
+    """The law of group_by: each group is the sub-sequence of its key, in order."""
+    groups = (
+        rstreams.from_iterable(items)
+        .group_by(lambda x: x % 3, prefetch=4)
+        .flat_map(lambda g: g.buffer(100).map(lambda b, k=g.key: (k, b)))
+        .collect()
+        .result(WAIT)
+    )
+    assert dict(groups) == {k: [x for x in items if x % 3 == k] for k in {x % 3 for x in items}}
+
+
+def test_illegal_requests_are_signalled() -> None:
+    """Rule 3.9 for the outer subscription and for a group's."""
+    outer = _outer(ManualPublisher[int]().group_by(lambda x: x))
+    outer.request(0)
+    assert isinstance(outer.error, InvalidDemandError)
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.group_by(lambda x: x), initial=1)
+    source.emit(1)
+    group = _inner(outer.items[0])
+    group.request(-1)
+    assert isinstance(group.error, InvalidDemandError) and not outer.done
+
+
+def test_bad_arguments_are_refused_when_built() -> None:
+    """Non-callable keys and non-positive bounds fail at once, naming the operator."""
+    flow = rstreams.range(0, 1)
+    calls: list[tuple[Callable[[], object], type[Exception], str]] = [
+        (lambda: flow.group_by(3), TypeError, r"group_by\(key\)"),  # type: ignore[arg-type]
+        (lambda: flow.group_by(str, max_groups=0), ValueError, "group_by: max_groups"),
+        (lambda: flow.window(0), ValueError, "window: count"),
+        (lambda: flow.window(2, prefetch=0), ValueError, "window: prefetch"),
+    ]
+    for call, kind, message in calls:
+        with pytest.raises(kind, match=message):
+            call()
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    event_loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=event_loop.run_forever, name="window-loop", daemon=True)
+    thread.start()
+    yield event_loop
+    event_loop.call_soon_threadsafe(event_loop.stop)
+    thread.join(WAIT)
+    event_loop.close()
+
+
+@pytest.mark.parametrize("shape", ["synchronous", "threaded", "asyncio"])
+@pytest.mark.parametrize("name", ["group_by", "window"])
+def test_passes_the_publisher_tck_over_each_upstream_shape(
+    name: str, shape: str, loop: asyncio.AbstractEventLoop
+) -> None:
+    """The outer Flow and the flattened groups pass PublisherVerification."""
+    from rstreams.tck import verify_publisher
+
+    def from_async(n: int) -> rstreams.Flow[int]:
+        async def numbers() -> AsyncIterator[int]:
+            for i in range(n):
+                yield i
+
+        return rstreams.from_async_iterable(numbers, loop=loop)
+
+    shapes: dict[str, Callable[[int], rstreams.Flow[int]]] = {
+        "synchronous": lambda n: rstreams.range(0, n),
+        "threaded": lambda n: ThreadPublisher(range(n)) if n < 10_000 else rstreams.range(0, n),
+        "asyncio": from_async,
+    }
+    up = shapes[shape]
+    ops: dict[str, Callable[[rstreams.Flow[int]], rstreams.Flow[Any]]] = {
+        # n elements in, n groups out (each group one element), consumed as they come
+        "group_by": lambda f: f.group_by(lambda x: x, max_groups=2000, prefetch=8).flat_map(lambda g: g),
+        "window": lambda f: f.window(3, prefetch=8).concat_map(lambda w: w),
+    }
+    op = ops[name]
+    report = verify_publisher(
+        lambda n: op(up(n)),
+        create_failed_publisher=lambda: op(rstreams.error(RuntimeError("failed"))),
+        max_elements=1000,
+    )
+    assert report.ok, str(report)
+
+
+def test_the_outer_flow_alone_passes_the_publisher_tck() -> None:
+    """The Flow of windows itself: n windows of one element each, nobody subscribing to them.
+
+    Their elements stay held, so prefetch covers the TCK's largest n (see the module's bound)."""
+    from rstreams.tck import verify_publisher
+
+    report = verify_publisher(
+        lambda n: rstreams.range(0, n).window(1, prefetch=1024),
+        create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).window(1),
+        max_elements=1000,
+    )
+    assert report.ok, str(report)
