@@ -9,6 +9,7 @@ bounded by production instead, so a slow reader of a stream is still read.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from netsupport import CountingSource, MemoryPeer, connection, memory_pair, pump
 import rstreams
 from rstreams import UNBOUNDED
 from rstreams.net import Connection
-from rstreams.net._intake import READ_TURN, ReplyLedger
+from rstreams.net._intake import HELD_PART, READ_TURN, Backlog, ReplyLedger
 from rstreams.net._pending import Pending
 from rstreams.net._pump import Pump
 from rstreams.wire import (
@@ -179,7 +180,7 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
         before = len(peer.events)
         pump_of(server).data_received(memoryview(data))
         handled: list[int] = []
-        for _ in range(60):
+        for _ in range(400):
             await asyncio.sleep(0)  # one loop turn: the pongs written so far arrive
             handled.append(len(peer.events) - before)
         return handled, peer
@@ -187,7 +188,9 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
     handled, peer = run_virtual(main)
     per_turn = READ_TURN // len(PING_FRAME) + 1
     assert 0 < handled[0] <= per_turn  # the first turn's part only
-    assert handled[-1] == 10_000 and len(set(handled)) >= 20  # the rest over the next turns
+    steps = [b - a for a, b in itertools.pairwise(handled) if b > a]
+    assert max(steps) <= HELD_PART // len(PING_FRAME) + 1  # then a small held part per turn
+    assert handled[-1] == 10_000
     pongs = [int.from_bytes(e.payload, "big") for e in peer.of(ExtensionReceived)]
     assert pongs == list(range(10_000))
 
@@ -290,3 +293,30 @@ def test_a_pending_connection_gets_the_handshake_goodbye() -> None:
     assert closed.reason == "handshake timeout (no clientHello within 0.5 s)"
     assert peer.time_of(ConnectionClosed) == pytest.approx(0.5)
     assert len(peer.of(ServerHello)) == 1
+
+
+def test_held_reads_of_many_connections_share_one_part_per_turn() -> None:
+    """However many peers flood at once, their held rests together get one part per loop turn."""
+
+    async def main() -> list[int]:
+        peers = []
+        for _ in range(4):
+            server, peer, _, _ = flooded()
+            peers.append((pump_of(server), peer))
+        await asyncio.sleep(0.01)
+        data = PING_FRAME * 2000
+        for pump, _ in peers:
+            pump.data_received(memoryview(data))  # each: one part now, the rest held
+        counts = [len(peer.of(ExtensionReceived)) for _, peer in peers]
+        await asyncio.sleep(0)  # the pongs of the first parts arrive
+        first = [len(peer.of(ExtensionReceived)) for _, peer in peers]
+        for _ in range(8):
+            await asyncio.sleep(0)
+        later = [len(peer.of(ExtensionReceived)) for _, peer in peers]
+        assert counts == [0, 0, 0, 0]
+        assert Backlog.of(asyncio.get_running_loop()) is Backlog.of(asyncio.get_running_loop())
+        return [b - a for a, b in zip(first, later, strict=True)]
+
+    progress = run_virtual(main)
+    per_part = HELD_PART // len(PING_FRAME) + 1
+    assert 0 < sum(progress) <= 8 * per_part  # eight turns: eight held parts in all, not 32

@@ -9,7 +9,10 @@ peer's bytes:
   written and the rest of the read waits for the next turn (reading from the transport is
   paused meanwhile), so one flooding peer cannot hold the loop while other connections
   wait. A part of a few large elements is followed at once by a part four times as long,
-  so a read of large elements is still handled in one turn.
+  so a read of large elements is still handled in one turn. The held rests of all
+  connections wait in one :class:`Backlog` per event loop, which hands out one part per
+  loop turn in turn: however many peers flood, together they get one part per turn, and
+  every other connection's reads are handled as they come.
 * **Input backpressure** (PROTOCOL.md §6.3). What we write in answer to the peer's
   messages (refusals, errors, acknowledgements, pongs, goodbyes) is queued in the transport
   until the peer reads it. Elements of our local publishers are bounded already: they are
@@ -31,13 +34,21 @@ newest ones written, and the replies among them are read off the ledger.
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections import deque
+from collections.abc import Callable
 
-__all__ = ["DEFAULT_UNREAD_TIMEOUT", "MAX_UNSENT", "READ_TURN", "ReplyLedger"]
+__all__ = ["DEFAULT_UNREAD_TIMEOUT", "HELD_PART", "MAX_UNSENT", "READ_TURN", "Backlog", "ReplyLedger"]
 
 READ_TURN = 4 * 1024
 """Bytes of one peer's small messages handled per loop turn (at most two thousand messages;
 the smallest are 2 bytes) before other connections get their turn."""
+
+HELD_PART = 512
+"""Bytes of a held rest handled when its turn comes (:class:`Backlog`): all flooding peers
+together take about this much work per loop turn (some tens of messages), so a connection
+that is read as its bytes come keeps most of each turn."""
 
 MAX_UNSENT = 16 * 1024 * 1024
 """Unsent bytes past which a connection is said goodbye and closed at once: a hard cap
@@ -91,3 +102,40 @@ class ReplyLedger:
         while marks and marks[0][0] <= sent:
             self._sent_replies = marks.popleft()[1]
         return self._replies - self._sent_replies
+
+
+class Backlog:
+    """The held rests of reads, all connections of one event loop: one part per loop turn."""
+
+    __slots__ = ("_loop", "_scheduled", "_waiting")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waiting: deque[Callable[[], object]] = deque()
+        self._scheduled = False
+
+    @classmethod
+    def of(cls, loop: asyncio.AbstractEventLoop) -> Backlog:
+        """The backlog of ``loop`` (one per event loop)."""
+        backlog = _BACKLOGS.get(loop)
+        if backlog is None:
+            backlog = _BACKLOGS[loop] = cls(loop)
+        return backlog
+
+    def add(self, go_on: Callable[[], object]) -> None:
+        """Call ``go_on()`` (handle the next part of a held read) when its turn comes."""
+        self._waiting.append(go_on)
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._next)
+
+    def _next(self) -> None:
+        self._scheduled = False
+        if self._waiting:
+            self._waiting.popleft()()  # a connection that still holds a rest adds itself again
+        if self._waiting and not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._next)
+
+
+_BACKLOGS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Backlog] = weakref.WeakKeyDictionary()

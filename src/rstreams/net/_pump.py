@@ -33,7 +33,7 @@ from rstreams.net._auth import AuthGate, ClientAuth, ServerAuth
 from rstreams.net._closing import Closing
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
-from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT, MAX_UNSENT, READ_TURN
+from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT, HELD_PART, MAX_UNSENT, READ_TURN, Backlog
 from rstreams.net._keepalive import Keepalive, check_interval
 from rstreams.net._outbox import Outbox
 from rstreams.net._routes import Offer
@@ -203,17 +203,17 @@ class Pump:
             return
         self._consume(data)
 
-    def _consume(self, data: memoryview) -> bool:
+    def _consume(self, data: memoryview, first: int = READ_TURN) -> bool:
         """Handle a read, or its first parts if it holds many small messages (fairness,
         :mod:`rstreams.net._intake`); hold the rest for a later turn, not reading meanwhile.
         Returns whether a rest is held."""
         size = len(data)
-        if size <= READ_TURN:  # the common case: one part
+        if size <= first:  # the common case: one part
             self._part(data)
             self._answer()
             return False
         outbox = self.outbox
-        start, part = 0, READ_TURN
+        start, part = 0, first
         while True:
             events = self._part(data[start : start + part])
             start += part
@@ -231,7 +231,7 @@ class Pump:
         if transport is not None:
             transport.pause_reading()
         if not self._backed_up:
-            outbox.loop.call_soon(self._go_on)
+            Backlog.of(outbox.loop).add(self._go_on)
         return True
 
     def _go_on(self) -> None:
@@ -240,7 +240,7 @@ class Pump:
         if held is None or self._backed_up:
             self._held = held
             return
-        if self.closing.discarding(len(held)) or not self._consume(held):
+        if self.closing.discarding(len(held)) or not self._consume(held, HELD_PART):
             self._resume()
 
     def _resume(self) -> None:
@@ -309,7 +309,7 @@ class Pump:
             if transport is not None:
                 transport.set_write_buffer_limits(self._high, self._low)
             if self._held is not None:
-                outbox.loop.call_soon(self._go_on)
+                Backlog.of(outbox.loop).add(self._go_on)
             elif transport is not None:
                 transport.resume_reading()
         if self.serving.wants_refill or outbox.core.has_data_to_send:
