@@ -1,9 +1,12 @@
 """The interop matrix: every client (Python, Java, JavaScript) against every server (Python,
-Java) over TCP and WebSocket, each cell through the same cases, with real processes.
+Java, and the JavaScript package as the publisher) over TCP and WebSocket, each cell through
+the same cases, with real processes.
 
-* Servers, each started once per transport and requiring a token: ``rstreams serve URL
-  --token T --publishers tests/interop/offer.py`` (the built-in ``counter`` as INT64 and the
-  conformance publishers) and the Java ``InteropServerMain`` (the same names).
+* Servers, each started once and requiring a token: ``rstreams serve URL --token T
+  --publishers tests/interop/offer.py`` (the built-in ``counter`` as INT64 and the conformance
+  publishers; one process per transport), the Java ``InteropServerMain`` and
+  ``tests/interop/server.mjs`` (``listen()`` of @rstreams/rsio), both with the same names and
+  both transports in one process.
 * Clients, each one process for all its cells: ``tests/interop/driver.py`` (rstreams.connect),
   ``InteropClientMain`` (the Java binding's RsioClient) and ``tests/interop/driver.mjs``
   (@rstreams/rsio). They print what their subscribers saw as JSON lines; the tests judge them.
