@@ -107,6 +107,21 @@ def check_demand(events: Events) -> None:
     assert seen == {"subscribed": 1, "requested": 5, "pulled": 5, "cancelled": 1}, seen
 
 
+def check_cancel_in_flight(events: Events) -> None:
+    assert_connected(events)
+    cancelled = stream_events(events, 0)
+    got = [bytes.fromhex(e["hex"]) for e in nexts(cancelled)]
+    assert 50 <= len(got) <= 200 and got == [element_bytes(i, 8) for i in range(len(got))], len(got)
+    assert kinds(cancelled) == ["next"] * len(got), f"a cancelled stream must stay silent: {cancelled[-3:]}"
+    after = stream_events(events, 1)  # the connection goes on
+    assert [e["value"] for e in nexts(after)] == [0, 1, 2] and kinds(after)[-1] == "complete", after
+    stats = stream_events(events, 2)
+    assert kinds(stats) == ["next", "complete"], stats
+    seen = json.loads(bytes.fromhex(stats[0]["hex"]))
+    assert seen["subscribed"] == 1 and seen["cancelled"] == 1, seen
+    assert len(got) <= seen["pulled"] <= seen["requested"] <= 200, seen
+
+
 def check_packed(events: Events) -> None:
     assert_connected(events)
     values = [e["value"] for e in nexts(events)]
@@ -166,6 +181,17 @@ CASES = [
             {"name": f"conformance/stats?tag={tag}", "script": "r1 t"},
         ],
         check_demand,
+    ),
+    Case(
+        "cancel-in-flight",
+        "request 200 of an endless stream, cancel after 50 with elements in flight: at most 200"
+        " arrive, in order, then nothing; the server's publisher is cancelled, the connection goes on",
+        lambda tag: [
+            {"name": f"conformance/infinite?tag={tag}", "script": "r200 w50 c"},
+            {"name": "counter?to=3", "script": "r3 t", "codec": "int64"},
+            {"name": f"conformance/stats?tag={tag}", "script": "r1 t"},
+        ],
+        check_cancel_in_flight,
     ),
     Case(
         "packed",
