@@ -132,6 +132,29 @@ def inprocess(quick: bool) -> ScenarioDef:
     )
 
 
+def operators(quick: bool) -> ScenarioDef:
+    n = "2000" if quick else "200000"
+    rows = [("zip", "zip(range, range) -> sum"), ("combine_latest", "combine_latest(range, range) -> count")]
+    rows.append(("group_by", "group_by(x % 16) -> merged -> sum"))
+    contestants = []
+    for op, label in rows:
+        contestants.append(_rs(f"rstreams-{op}", label, "inproc_ops.py", "--one", f"rs_{op}", "--n", n))
+        contestants.append(_peer(f"reactivex-{op}", label, "inproc_ops.py", "--one", f"rx_{op}", "--n", n))
+    return ScenarioDef(
+        name="operators",
+        title="In-process operators that combine or group: zip, combine_latest, group_by",
+        description=(
+            f"N = {int(n):,} per source; throughput is input elements / wall time of one run in a "
+            "fresh process after a warm-up of N/10 (benchmarks/inproc_ops.py). rstreams keeps "
+            "backpressure (bounded prefetch per source or group); reactivex has none."
+        ),
+        metric="rate",
+        unit="el/s",
+        contestants=contestants,
+        ratios=[(f"rstreams-{op}", f"reactivex-{op}") for op, _ in rows],
+    )
+
+
 def _net(quick: bool, small: int, large: int) -> str:
     return str(large if not quick else small)
 
@@ -714,6 +737,7 @@ def spark(quick: bool) -> ScenarioDef:
 
 SCENARIOS: dict[str, Callable[[bool], ScenarioDef]] = {
     "inprocess": inprocess,
+    "operators": operators,
     "stream-small": stream_small,
     "stream-large": stream_large,
     "request-response": request_response,
