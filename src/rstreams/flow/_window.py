@@ -79,9 +79,11 @@ class GroupedFlow(Flow[T], Generic[T]):
         "attached",
         "cancelled",
         "closed",
+        "emitted",
         "ended",
         "failure",
         "key",
+        "marked",
         "parent",
         "queue",
         "received",
@@ -103,6 +105,8 @@ class GroupedFlow(Flow[T], Generic[T]):
         self.cancelled = False
         self.ended = False  # its subscriber got (or will get no) terminal signal: finished
         self.failure: BaseException | None = None  # a rule 3.9 error for its subscriber
+        self.marked = False  # in the parent's ``dirty`` queue (guarded by its lock)
+        self.emitted = False  # handed to the outer subscriber: the loop serves it
 
     def __repr__(self) -> str:
         return f"GroupedFlow(key={self.key!r})"
@@ -126,7 +130,7 @@ class GroupedFlow(Flow[T], Generic[T]):
             return
         else:
             self.subscriber = subscriber
-        parent.drain()
+        parent.mark(self)
 
 
 class _GroupSubscription(Subscription):
@@ -145,13 +149,13 @@ class _GroupSubscription(Subscription):
                 group.failure = group.failure or problem
             else:
                 group.requested = demand.add(group.requested, n)
-        group.parent.drain()
+        group.parent.mark(group)
 
     def cancel(self) -> None:
         group = self.group
         if group is not None and not group.cancelled:
             group.cancelled = True
-            group.parent.drain()
+            group.parent.mark(group)
 
 
 class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
@@ -159,6 +163,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
 
     __slots__ = (
         "consumed",
+        "dirty",
         "fresh",
         "key",
         "limit",
@@ -170,6 +175,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
         "prefetch",
         "seen",
         "size",
+        "swept",
     )
 
     def __init__(self, downstream: Subscriber[GroupedFlow[T]], flow: GroupByFlow[T]) -> None:
@@ -182,6 +188,8 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
         self.open: dict[Hashable, GroupedFlow[T]] = {}  # groups elements may still join
         self.fresh: deque[GroupedFlow[T]] = deque()  # opened, not yet emitted to the outer subscriber
         self.live: list[GroupedFlow[T]] = []  # emitted, not yet ended
+        self.dirty: deque[GroupedFlow[T]] = deque()  # groups with news for the loop
+        self.swept = False  # every live group was looked at once the upstream ended
         self.consumed = 0  # elements taken (or dropped) since the last request upstream
         self.seen = 0  # window: elements so far
         self.outer_cancelled = False
@@ -200,9 +208,17 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
             return
         self.seen += 1
         overflow = None
+        fast: Subscriber[T] | None = None
         with self.lock:
             group = self.open.get(key)
-            if group is None:
+            if group is not None and not self.wip and self._direct(group):
+                self.wip = 1  # the fast path: deliver on this thread, holding the loop
+                fast = group.subscriber
+                group.received += 1
+                if count is not None and group.received == count:
+                    group.closed = True
+                    del self.open[key]
+            elif group is None:
                 if len(self.open) >= self.max_groups:
                     overflow = OverflowStrategyError(
                         f"group_by: key {key!r} would open group {len(self.open) + 1}, past "
@@ -211,17 +227,68 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
                 else:
                     group = self.open[key] = GroupedFlow(self, key)
                     self.fresh.append(group)
-            if group is not None:
+            if group is not None and fast is None:
                 group.queue.append(item)
                 group.received += 1
                 if count is not None and group.received == count:
                     group.closed = True
                     del self.open[key]
+                if not group.marked:
+                    group.marked = True
+                    self.dirty.append(group)
         if overflow is not None:
             self.fail(overflow)
             return
-        if self.calling is not OUTER:
+        if fast is not None and group is not None:
+            self._deliver_fast(group, fast, item)
+        elif self.calling is not OUTER:
             self.drain()
+
+    def _direct(self, group: GroupedFlow[T]) -> bool:
+        """Whether ``group``'s element may skip its queue (lock held, nobody draining)."""
+        return (
+            group.emitted
+            and group.subscriber is not None
+            and not group.queue
+            and not group.cancelled
+            and group.failure is None
+            and (group.sent < group.requested or group.requested == demand.UNBOUNDED)
+            and not self.dirty
+            and not self.fresh
+            and self.error is None
+            and not self.cancelled
+            and not self.outer_cancelled
+        )
+
+    def _deliver_fast(self, group: GroupedFlow[T], subscriber: Subscriber[T], item: T) -> None:
+        """reactor's ``tryEmit``: one element straight to its group, then the loop if needed."""
+        group.sent += 1
+        self.consumed += 1
+        try:
+            subscriber.on_next(item)
+        except Exception as exc:  # rule 2.13: consider the group's subscription cancelled
+            group.cancelled = True
+            report_broken(exc, subscriber, "on_next")
+        with self.lock:
+            if group.closed or group.cancelled or self.consumed >= self.limit:
+                if not group.marked:  # the loop completes, ends or replenishes
+                    group.marked = True
+                    self.dirty.append(group)
+                missed = self.wip
+            else:
+                self.wip -= 1
+                if self.wip == 0:
+                    return
+                missed = self.wip
+        self.drain_loop(missed)
+
+    def mark(self, group: GroupedFlow[T]) -> None:
+        """``group`` has news (demand, a subscriber, a cancel): the loop looks at it."""
+        with self.lock:
+            if not group.marked:
+                group.marked = True
+                self.dirty.append(group)
+        self.drain()
 
     def cancel(self) -> None:
         if not self.outer_cancelled:
@@ -285,6 +352,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
                 break
             group = fresh.popleft()
             self.live.append(group)
+            group.emitted = True
             emitted += 1
             try:
                 self.downstream.on_next(group)
@@ -295,8 +363,21 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
 
     def _serve_groups(self, upstream_done: bool) -> None:
         """Deliver each group's queue within its demand; end the groups that are over."""
+        if upstream_done and not self.swept:
+            self.swept = True  # once: every group may complete now
+            groups: list[GroupedFlow[T]] = list(self.live)
+        else:
+            groups = []
+        with self.lock:
+            dirty = self.dirty
+            while dirty:
+                group = dirty.popleft()
+                group.marked = False
+                groups.append(group)
         ended = False
-        for group in self.live:
+        for group in groups:
+            if group.ended or not group.emitted:
+                continue  # not emitted yet (it is looked at when it is), or over
             queue = group.queue
             subscriber = group.subscriber
             if group.cancelled or group.failure is not None:
