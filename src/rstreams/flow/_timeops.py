@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import ReactiveStreamsError
 from rstreams.flow._async_source import on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
 from rstreams.flow._flow import MISSING, Flow
@@ -45,7 +46,7 @@ __all__ = ["StreamTimeoutError", "TimedFlow", "delay_flow", "seconds", "timed", 
 T = TypeVar("T")
 
 
-class StreamTimeoutError(TimeoutError):
+class StreamTimeoutError(ReactiveStreamsError, TimeoutError):
     """``timeout``: no element (or no end) in time. ``seconds`` is the limit that passed."""
 
     def __init__(self, message: str, seconds: float) -> None:
