@@ -166,7 +166,8 @@ class _Slot(InnerSubscriber[Any, "_Combining[Any]"]):
                 )
             )
             return
-        parent.accept(self, item)
+        if parent.accept(self, item):
+            return  # delivered at once (the fast path)
         calling = parent.calling
         if calling is not self and calling is not OUTER:
             parent.drain()
@@ -214,9 +215,10 @@ class _Combining(DrainSubscriber[Publisher[Any], R]):
         """Whether ``slot``'s signals count (only a race has losers)."""
         return True
 
-    def accept(self, slot: _Slot, item: Any) -> None:
-        """Keep ``slot``'s element for the loop (called on the source's thread)."""
+    def accept(self, slot: _Slot, item: Any) -> bool:
+        """Keep ``slot``'s element for the loop (on the source's thread); ``True``: delivered."""
         slot.queue.append(item)
+        return False
 
     @abc.abstractmethod
     def step(self, emitted: int) -> tuple[int, bool]:
@@ -320,8 +322,40 @@ class _CombineLatest(_Combining[tuple[Any, ...]]):
         self.latest: list[Any] = [MISSING] * count
         self.missing = count  # sources without an element yet
 
-    def accept(self, slot: _Slot, item: Any) -> None:
-        self.arrivals.append((slot, item))
+    def accept(self, slot: _Slot, item: Any) -> bool:
+        with self.lock:
+            fast = (
+                not self.wip
+                and not self.missing
+                and not self.arrivals
+                and self.requested > 0
+                and self.error is None
+                and not self.cancelled
+            )
+            if not fast:
+                self.arrivals.append((slot, item))
+                return False
+            self.wip = 1  # reactor's tryEmit: deliver on this thread, holding the loop
+        slot.taken += 1
+        latest = self.latest
+        latest[slot.index] = item
+        try:
+            self.downstream.on_next(tuple(latest))
+        except Exception as exc:  # rule 2.13: consider the subscription cancelled
+            self.cancelled = True
+            report_broken(exc, self.downstream, "on_next")
+        with self.lock:
+            if self.requested != demand.UNBOUNDED:
+                self.requested -= 1
+            if self.cancelled or slot.asked - slot.taken <= self.prefetch >> 2:
+                missed = self.wip  # the loop cleans up or asks the source for more
+            else:
+                self.wip -= 1
+                if self.wip == 0:
+                    return True
+                missed = self.wip
+        self.drain_loop(missed)
+        return True
 
     def step(self, emitted: int) -> tuple[int, bool]:
         arrivals = self.arrivals
