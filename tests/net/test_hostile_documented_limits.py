@@ -45,6 +45,7 @@ BYTES = {
     "MAX_MESSAGE",
     "MAX_UNSENT",
     "READ_TURN",
+    "HELD_PART",
 }
 SECONDS = re.compile(r"timeout|keepalive|backoff|delay|SECONDS|TIMEOUT", re.IGNORECASE)
 FUNCTIONS: dict[str, Callable[..., Any]] = {"serve()": serve, "connect()": connect}
