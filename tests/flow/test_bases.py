@@ -135,6 +135,7 @@ def _examples(loop: asyncio.AbstractEventLoop) -> dict[str, Callable[[], object]
         "sample": lambda: _inner(source.sample(1, loop=loop)),
         "delay": lambda: _inner(source.delay(1, loop=loop)),
         "timeout": lambda: _inner(source.timeout(1, loop=loop)),
+        "buffer_time": lambda: _inner(source.buffer_time(1, loop=loop)),
         "limit_rate": lambda: _inner(source.limit_rate(4)),
         "on_backpressure_buffer": lambda: _inner(source.on_backpressure_buffer(4)),
         "on_backpressure_drop": lambda: _inner(source.on_backpressure_drop()),

@@ -130,6 +130,35 @@ def test_delay_holds_at_most_max_pending() -> None:
     assert s.items == [1, 2, 3, 4] and source.requests == [4, 3]  # topped up at three quarters
 
 
+def test_buffer_time_cuts_at_max_size_or_at_a_tick_whichever_first() -> None:
+    """Count-or-time: a full list goes at once; a tick cuts a partial one when a list is wanted."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.buffer_time(1.0, max_size=3, loop=loop))
+    assert source.requests == []
+    s.request(2)
+    assert source.requests == [6]  # max_size elements per list asked for
+    source.emit(1, 2, 3)
+    assert s.items == [[1, 2, 3]]
+    source.emit(4)
+    clock.advance(1.0)
+    assert s.items == [[1, 2, 3], [4]] and source.outstanding == 2
+    source.emit(5, 6)  # no list wanted: the ticks let it grow, none is cut
+    clock.advance(3.0)
+    assert len(s.items) == 2
+    s.request(1)
+    source.complete()  # the partial list goes at completion
+    assert s.items == [[1, 2, 3], [4], [5, 6]] and s.completed
+
+
+@given(st.lists(st.integers(), max_size=40), st.integers(1, 5))
+def test_buffer_time_then_flatten_is_the_identity(items: list[int], size: int) -> None:
+    """The law of buffering: concatenating the lists gives the stream back."""
+    _, loop = _clock()
+    lists = rstreams.from_iterable(items).buffer_time(1.0, max_size=size, loop=loop).collect().result(WAIT)
+    assert [x for batch in lists for x in batch] == items and all(0 < len(b) <= size for b in lists)
+
+
 def test_timeout_counts_only_while_the_upstream_owes_elements() -> None:
     """No demand, no timeout; then a silent upstream fails the stream and is cancelled."""
     clock, loop = _clock()
@@ -201,7 +230,15 @@ def test_errors_go_on_at_once_dropping_what_is_held() -> None:
 
 def test_illegal_request_is_signalled() -> None:
     """Rule 3.9 for each clocked operator."""
-    for name in ("debounce", "throttle_first", "throttle_latest", "sample", "delay", "timeout"):
+    for name in (
+        "debounce",
+        "throttle_first",
+        "throttle_latest",
+        "sample",
+        "delay",
+        "timeout",
+        "buffer_time",
+    ):
         _, loop = _clock()
         s = _subscribe(getattr(rstreams.range(0, 3), name)(1.0, loop=loop))
         s.request(0)
@@ -223,6 +260,7 @@ def test_bad_arguments_are_refused_when_built() -> None:
         (lambda: flow.throttle_first("1"), TypeError, r"throttle_first\(seconds\)"),  # type: ignore[arg-type]
         (lambda: flow.throttle_latest(0), ValueError, r"throttle_latest\(seconds\)"),
         (lambda: flow.sample(0), ValueError, r"sample\(period\)"),
+        (lambda: flow.buffer_time(1, max_size=0), ValueError, "buffer_time: max_size"),
         (lambda: flow.delay(1, max_pending=0), ValueError, "delay: max_pending"),
         (lambda: flow.timeout(None), ValueError, "timeout"),
         (lambda: flow.timeout(1, fallback=3), TypeError, r"timeout\(fallback=\)"),  # type: ignore[arg-type]
@@ -290,6 +328,24 @@ class _StepAfter(OperatorSubscriber[int, int]):
             self.clock.advance(self.step)
 
 
+def test_buffer_time_passes_the_publisher_tck() -> None:
+    """With max_size=1 every element is a list of its own: n in, n lists out."""
+    from rstreams.tck import verify_publisher
+
+    def make(n: int) -> rstreams.Flow[list[int]]:
+        clock, loop = _clock()
+        return _Stepped(n, clock, 1.0).buffer_time(1.0, max_size=1, loop=loop)
+
+    report = verify_publisher(
+        make,
+        create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).buffer_time(
+            1.0, loop=_clock()[1]
+        ),
+        max_elements=1000,
+    )
+    assert report.ok, str(report)
+
+
 @pytest.mark.parametrize("name", ["debounce", "throttle_latest", "sample"])
 def test_clock_filters_pass_the_publisher_tck(name: str) -> None:
     """With the clock moved a whole window after each element, every element survives: n in, n out."""
@@ -319,11 +375,11 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 
 @pytest.mark.parametrize("shape", ["synchronous", "threaded", "asyncio"])
-@pytest.mark.parametrize("name", ["throttle_first", "delay", "timeout"])
+@pytest.mark.parametrize("name", ["throttle_first", "delay", "timeout", "buffer_time"])
 def test_on_a_real_loop_passes_the_publisher_tck_over_each_upstream_shape(
     name: str, shape: str, loop: asyncio.AbstractEventLoop
 ) -> None:
-    """throttle_first(0), delay(0.001) and timeout(60) keep every element on a running loop."""
+    """throttle_first(0), delay, timeout(60), buffer_time(max_size=1): every element, on a running loop."""
     from rstreams.tck import verify_publisher
 
     def from_async(n: int) -> rstreams.Flow[int]:
@@ -342,6 +398,7 @@ def test_on_a_real_loop_passes_the_publisher_tck_over_each_upstream_shape(
         "throttle_first": lambda f: f.throttle_first(0, loop=loop),
         "delay": lambda f: f.delay(0.001, max_pending=8, loop=loop),
         "timeout": lambda f: f.timeout(60, total=600, loop=loop),
+        "buffer_time": lambda f: f.buffer_time(60, max_size=1, loop=loop),
     }
     op, up = ops[name], shapes[shape]
     report = verify_publisher(

@@ -406,6 +406,15 @@ class Flow(Publisher[T], abc.ABC):
 
         return delay_flow(self, seconds, max_pending, loop)
 
+    def buffer_time(
+        self, seconds: float, *, max_size: int = 256, loop: asyncio.AbstractEventLoop | None = None
+    ) -> Flow[list[T]]:
+        """Lists of elements, cut every ``seconds`` or at ``max_size`` elements, whichever first
+        (count-or-time); demand counts lists, at most ``max_size`` elements held per list asked."""
+        from rstreams.flow._timeops import buffer_time
+
+        return buffer_time(self, seconds, max_size, loop)
+
     def timeout(
         self,
         per_element: float | None,

@@ -1,5 +1,5 @@
 """Operators on an asyncio clock: ``debounce``, ``throttle_first``, ``throttle_latest``,
-``sample``, ``delay``, ``timeout``.
+``sample``, ``delay``, ``timeout``, and ``buffer_time`` (lists by count-or-time).
 
 Each runs its timers on an asyncio loop (``loop=``, or the loop running at subscribe time;
 with neither, the subscriber gets ``on_subscribe`` then ``on_error(RuntimeError)``), and
@@ -17,10 +17,12 @@ through and ask upstream for one more element for every element they drop (none 
 the demand is unbounded), so what is held (``ready``, plus at most one pending element)
 never exceeds the outstanding demand. ``delay`` asks for the outstanding demand, at most
 ``max_pending`` elements ahead, so at most ``max_pending`` are ever held. ``timeout``
-passes demand through.
+passes demand through. ``buffer_time`` counts demand in lists and asks for ``max_size``
+elements per list asked (see :class:`BufferTime`).
 
 Completion: ``debounce``, ``throttle_latest`` and ``sample`` emit the pending element (if
-any) when the upstream completes; ``delay`` completes after its last element's delay.
+any) when the upstream completes, ``buffer_time`` its partial list; ``delay`` completes
+after its last element's delay.
 Errors go on at once, dropping what is held.
 """
 
@@ -41,9 +43,10 @@ from rstreams.flow._operator import OperatorFlow
 from rstreams.flow._signals import NONE_ITEM, report_broken
 from rstreams.rules import check_subscriber
 
-__all__ = ["StreamTimeoutError", "TimedFlow", "delay_flow", "seconds", "timed", "timeout"]
+__all__ = ["StreamTimeoutError", "TimedFlow", "buffer_time", "delay_flow", "seconds", "timed", "timeout"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class StreamTimeoutError(ReactiveStreamsError, TimeoutError):
@@ -63,7 +66,7 @@ def seconds(operator: str, name: str, value: object, *, positive: bool = False) 
     return float(value)
 
 
-class TimedFlow(OperatorFlow[T, T]):
+class TimedFlow(OperatorFlow[T, R]):
     """A clocked operator: ``kind`` is its subscriber class, ``args`` its checked arguments."""
 
     __slots__ = ("args", "kind", "loop")
@@ -71,7 +74,7 @@ class TimedFlow(OperatorFlow[T, T]):
     def __init__(
         self,
         source: Publisher[T],
-        kind: type[_Timed[Any]],
+        kind: type[_Timed[Any, Any]],
         args: tuple[Any, ...],
         loop: asyncio.AbstractEventLoop | None,
     ) -> None:
@@ -80,7 +83,7 @@ class TimedFlow(OperatorFlow[T, T]):
         self.args = args
         self.loop = loop
 
-    def subscribe(self, subscriber: Subscriber[T]) -> None:
+    def subscribe(self, subscriber: Subscriber[R]) -> None:
         check_subscriber(subscriber)
         found = resolve_loop(self.loop, self.kind.name)
         if isinstance(found, RuntimeError):  # no clock: refuse here (rule 1.9 then 1.4)
@@ -89,7 +92,7 @@ class TimedFlow(OperatorFlow[T, T]):
             return
         self.source.subscribe(self.kind(subscriber, found, *self.args))
 
-    def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
+    def subscriber(self, downstream: Subscriber[R]) -> Subscriber[T]:
         found = resolve_loop(self.loop, self.kind.name)
         if isinstance(found, RuntimeError):
             raise found
@@ -106,7 +109,7 @@ class _Nothing(Subscription):
         """Nothing to cancel: the stream already failed."""
 
 
-class _Timed(DrainSubscriber[T, T]):
+class _Timed(DrainSubscriber[T, R]):
     """The drain loop plus one timer; subclasses write :meth:`arrive`, :meth:`fire`.
 
     ``ask`` is upstream demand to pass on (the loop passes it); ``asked`` what was passed
@@ -115,10 +118,10 @@ class _Timed(DrainSubscriber[T, T]):
 
     __slots__ = ("alarm", "armed", "ask", "asked", "handle", "loop", "pending", "ready", "sent")
 
-    def __init__(self, downstream: Subscriber[T], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, downstream: Subscriber[R], loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(downstream)
         self.loop = loop
-        self.ready: deque[T] = deque()
+        self.ready: deque[R] = deque()
         self.pending: Any = MISSING
         self.ask = 0
         self.asked = 0
@@ -261,8 +264,8 @@ class _Alarm:
 
     __slots__ = ("owner",)
 
-    def __init__(self, owner: _Timed[Any]) -> None:
-        self.owner: _Timed[Any] | None = owner
+    def __init__(self, owner: _Timed[Any, Any]) -> None:
+        self.owner: _Timed[Any, Any] | None = owner
 
     def arm(self, when: float) -> None:
         owner = self.owner
@@ -275,7 +278,7 @@ class _Alarm:
             owner.on_alarm()
 
 
-class Debounce(_Timed[T]):
+class Debounce(_Timed[T, T]):
     """An element goes on once ``quiet`` seconds pass without a newer one; newer ones replace it."""
 
     __slots__ = ("due", "quiet")
@@ -305,7 +308,7 @@ class Debounce(_Timed[T]):
         self.pending = MISSING
 
 
-class ThrottleFirst(_Timed[T]):
+class ThrottleFirst(_Timed[T, T]):
     """The first element of each window of ``window`` seconds goes on; the rest are dropped."""
 
     __slots__ = ("ends", "window")
@@ -325,7 +328,7 @@ class ThrottleFirst(_Timed[T]):
             self.drop()
 
 
-class ThrottleLatest(_Timed[T]):
+class ThrottleLatest(_Timed[T, T]):
     """The first element goes on at once and opens a window; at its end the latest one held goes on."""
 
     __slots__ = ("window",)
@@ -353,7 +356,7 @@ class ThrottleLatest(_Timed[T]):
         self.arm(now + self.window)
 
 
-class Sample(_Timed[T]):
+class Sample(_Timed[T, T]):
     """Every ``period`` seconds, the latest element since the last tick goes on (if any)."""
 
     __slots__ = ("origin", "period", "ticks")
@@ -394,7 +397,7 @@ class Sample(_Timed[T]):
         self.arm(due)
 
 
-class Delay(_Timed[T]):
+class Delay(_Timed[T, T]):
     """Each element goes on ``by`` seconds after it arrived; at most ``max_pending`` held."""
 
     __slots__ = ("by", "delayed", "limit", "max_pending", "outstanding")
@@ -446,7 +449,94 @@ class Delay(_Timed[T]):
         super()._clear()
 
 
-class Timeout(_Timed[T]):
+class BufferTime(_Timed[T, list[T]]):
+    """Lists cut every ``period`` seconds (when the downstream wants one) or at ``max_size``.
+
+    Demand counts lists. The upstream is asked for ``max_size`` elements per list the
+    downstream asked for, minus what is held or owed; a tick cuts the current list only
+    when the downstream wants one more than is waiting (otherwise it grows, up to
+    ``max_size``), so what is held never exceeds ``max_size`` times the demand.
+    """
+
+    __slots__ = ("current", "max_size", "origin", "outstanding", "owed", "period", "ticks")
+
+    name = "buffer_time"
+
+    def __init__(
+        self, downstream: Subscriber[list[T]], loop: asyncio.AbstractEventLoop, period: float, max_size: int
+    ) -> None:
+        super().__init__(downstream, loop)
+        self.period = period
+        self.max_size = max_size
+        self.current: list[T] = []
+        self.origin = loop.time()
+        self.ticks = 1
+        self.outstanding = 0  # lists the downstream asked for and did not get yet
+        self.owed = 0  # elements asked upstream, not yet arrived
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        super().on_subscribe(subscription)
+        if not self.cancelled:
+            with self.lock:
+                self.arm(self.origin + self.period)
+
+    def on_complete(self) -> None:
+        with self.lock:
+            if self.current:
+                self.cut()
+        super().on_complete()
+
+    def on_request(self, n: int) -> None:
+        self.outstanding = demand.add(self.outstanding, n)
+
+    def take_ask(self) -> int:
+        sent, self.sent = self.sent, 0
+        self.outstanding = demand.sub(self.outstanding, sent)
+        if self.asked == demand.UNBOUNDED:
+            return 0
+        if self.outstanding == demand.UNBOUNDED:
+            self.asked = demand.UNBOUNDED
+            return demand.UNBOUNDED
+        held = self.owed + len(self.current) + sum(len(batch) for batch in self.ready)
+        want = self.outstanding * self.max_size - held
+        if want <= 0:
+            return 0
+        self.owed += want
+        return want
+
+    def arrive(self, item: T, now: float) -> None:
+        self.owed -= 1
+        self.current.append(item)
+        if len(self.current) >= self.max_size:
+            self.cut()
+
+    def cut(self) -> None:
+        """The current list is complete: it waits in ``ready`` for the loop."""
+        self.ready.append(self.current)
+        self.current = []
+
+    def fire(self, now: float) -> None:
+        if self.current and self.outstanding - self.sent > len(self.ready):
+            self.cut()
+        if self.done:
+            return
+        while True:  # the next tick after now: a late loop skips ticks, never drifts
+            self.ticks += 1
+            due = self.origin + self.ticks * self.period
+            if due > now:
+                break
+        self.arm(due)
+
+    def finished(self) -> bool:
+        return not self.ready and not self.current
+
+    def _clear(self) -> None:
+        with self.lock:
+            self.current = []
+        super()._clear()
+
+
+class Timeout(_Timed[T, T]):
     """Fails with :class:`StreamTimeoutError` when the upstream is silent too long, or runs too long.
 
     ``per_element``: seconds the upstream may stay silent while it owes elements (counted
@@ -539,6 +629,21 @@ def timeout(
     return timed.on_error_resume(resume)
 
 
+def buffer_time(
+    source: Flow[T], period: float, max_size: int, loop: asyncio.AbstractEventLoop | None
+) -> Flow[list[T]]:
+    """``source.buffer_time(...)`` with checked arguments."""
+    return TimedFlow(
+        source,
+        BufferTime,
+        (
+            seconds("buffer_time", "seconds", period, positive=True),
+            check_prefetch("buffer_time", "max_size", max_size),
+        ),
+        loop,
+    )
+
+
 def delay_flow(
     source: Flow[T], by: float, max_pending: int, loop: asyncio.AbstractEventLoop | None
 ) -> Flow[T]:
@@ -551,7 +656,7 @@ def delay_flow(
     )
 
 
-_KINDS: dict[str, tuple[type[_Timed[Any]], str, bool]] = {
+_KINDS: dict[str, tuple[type[_Timed[Any, Any]], str, bool]] = {
     "debounce": (Debounce, "seconds", False),
     "throttle_first": (ThrottleFirst, "seconds", False),
     "throttle_latest": (ThrottleLatest, "seconds", True),
