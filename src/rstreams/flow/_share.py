@@ -73,15 +73,15 @@ class ShareFlow(Flow[T]):
 class _Member(Subscriber[T], Subscription, Generic[T]):
     """One subscriber of the share: passes everything on, and tells the share when it leaves."""
 
-    __slots__ = ("_downstream", "_share", "_upstream", "left", "processor")
+    __slots__ = ("_share", "downstream", "left", "processor", "upstream")
 
     def __init__(
         self, share: ShareFlow[T], processor: MulticastProcessor[T], downstream: Subscriber[T]
     ) -> None:
         self._share = share
         self.processor = processor
-        self._downstream = downstream
-        self._upstream: Subscription | None = None
+        self.downstream = downstream
+        self.upstream: Subscription | None = None
         self.left = False  # guarded by the share's lock
 
     def _leave(self) -> None:
@@ -89,30 +89,30 @@ class _Member(Subscriber[T], Subscription, Generic[T]):
             self._share.leave(self)
 
     def on_subscribe(self, subscription: Subscription) -> None:
-        if not accept_subscription(self._upstream, subscription):
+        if not accept_subscription(self.upstream, subscription):
             return
-        self._upstream = subscription
-        self._downstream.on_subscribe(self)
+        self.upstream = subscription
+        self.downstream.on_subscribe(self)
 
     def on_next(self, item: T) -> None:
         if item is None:
             raise TypeError(NONE_ITEM)
-        self._downstream.on_next(item)
+        self.downstream.on_next(item)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
         self._leave()
-        self._downstream.on_error(error)
+        self.downstream.on_error(error)
 
     def on_complete(self) -> None:
         self._leave()
-        self._downstream.on_complete()
+        self.downstream.on_complete()
 
     def request(self, n: int) -> None:
-        if self._upstream is not None:
-            self._upstream.request(n)
+        if self.upstream is not None:
+            self.upstream.request(n)
 
     def cancel(self) -> None:
         self._leave()
-        if self._upstream is not None:
-            self._upstream.cancel()
+        if self.upstream is not None:
+            self.upstream.cancel()
