@@ -182,3 +182,28 @@ def test_every_building_block_uses_the_base_the_readme_names(loop: asyncio.Abstr
         if not isinstance(example(), BASES[table[name]])
     }
     assert wrong == {}
+
+
+# Flow methods that are sinks or adapters: the README lists them beside the sources, not as operators
+NOT_OPERATORS = {"subscribe", "pipe", "collect", "reduce", "count", "for_each", "iter_async", "iter_blocking"}
+NOT_OPERATORS |= {"to_observable"}
+
+
+def _operator_table() -> set[str]:
+    """Every name a row of the table after ``<!-- operators -->`` starts with (``name(`` or ``name``)."""
+    text = README.read_text().split("<!-- operators -->", 1)[1]
+    names: set[str] = set()
+    for line in text.splitlines()[3:]:
+        if not line.startswith("|"):
+            break
+        first = line.split("|")[1]
+        names |= set(re.findall(r"`(\w+)\(", first)) | set(re.findall(r"`(\w+)`", first))
+    return names
+
+
+def test_the_readme_operator_table_lists_exactly_the_operators() -> None:
+    """Each Flow operator has a row; each name in the table is a Flow method or an rstreams function."""
+    table = _operator_table()
+    methods = {name for name in dir(rstreams.Flow) if not name.startswith("_")}
+    assert methods - NOT_OPERATORS - table == set()
+    assert {name for name in table - methods if not callable(getattr(rstreams, name, None))} == set()
