@@ -4,9 +4,9 @@
   goes upstream. The upstream never owes more than ``high`` elements, nor more than the
   downstream asked for; once ``low`` of them have arrived (``low`` defaults to three
   quarters of ``high``), up to ``low`` more are asked (reactor's replenishing prefetch).
-  Requests from the downstream's thread and from the upstream's ``on_next`` meet in a
-  small drain loop, so calls on the upstream Subscription stay serial (rule 2.7) and a
-  synchronous upstream never recurses (rule 3.3).
+  Requests and the cancel from the downstream's thread and requests from the upstream's
+  ``on_next`` meet in a small drain loop, so calls on the upstream Subscription stay
+  serial (rule 2.7) and a synchronous upstream never recurses (rule 3.3).
 * ``on_backpressure_buffer(n, overflow=)``, ``on_backpressure_drop(on_drop=)``,
   ``on_backpressure_latest()``: for an upstream that cannot be slowed down. The upstream is
   asked for everything (``UNBOUNDED``) once the downstream has subscribed; the downstream
@@ -68,19 +68,28 @@ class _Requests(DrainLoop):
 
     def drain_pass(self) -> bool:
         parent = self.parent
-        while True:
+        upstream = parent.upstream
+        while upstream is not None:
             with self.lock:
-                ask = parent.take_ask()
-            upstream = parent.upstream
-            if not ask or upstream is None or parent.done:
+                cancel, bad = parent.cancelled, parent.bad
+                parent.bad = None
+                ask = 0 if cancel or bad is not None or parent.done else parent.take_ask()
+            if cancel:
+                upstream.cancel()
+                return True  # for good: nothing is called on the upstream again
+            if bad is not None:
+                upstream.request(bad)  # the upstream signals rule 3.9 in its own order
+            elif not ask:
                 return False
-            upstream.request(ask)
+            else:
+                upstream.request(ask)
+        return False
 
 
 class _LimitRate(OperatorSubscriber[T, T]):
     """``wanted``: downstream demand not yet asked upstream; ``owed``: asked, not yet arrived."""
 
-    __slots__ = ("arrived", "high", "low", "owed", "requests", "wanted")
+    __slots__ = ("bad", "cancelled", "high", "low", "owed", "requests", "wanted")
 
     def __init__(self, downstream: Subscriber[T], high: int, low: int) -> None:
         super().__init__(downstream)
@@ -88,7 +97,8 @@ class _LimitRate(OperatorSubscriber[T, T]):
         self.low = low
         self.wanted = 0
         self.owed = 0
-        self.arrived = 0  # since the last request upstream
+        self.bad: int | None = None  # an illegal request(n), for the request loop to pass on
+        self.cancelled = False
         self.requests = _Requests(self)
 
     def take_ask(self) -> int:
@@ -119,14 +129,20 @@ class _LimitRate(OperatorSubscriber[T, T]):
             requests.drain()
 
     def request(self, n: int) -> None:
-        if demand.invalid(n) is not None:
-            if self.upstream is not None:
-                self.upstream.request(n)  # the upstream signals rule 3.9 in its order
-            return
         requests = self.requests
         with requests.lock:
-            self.wanted = demand.add(self.wanted, n)
+            if demand.invalid(n) is not None:
+                self.bad = n
+            else:
+                self.wanted = demand.add(self.wanted, n)
         requests.drain()
+
+    def cancel(self) -> None:
+        """Through the request loop, so a cancel never overlaps a request (rule 2.7)."""
+        if self.cancelled:
+            return
+        self.cancelled = self.done = True
+        self.requests.drain()
 
 
 class BackpressureFlow(OperatorFlow[T, T]):
