@@ -110,6 +110,20 @@ def test_key_raising_cancels_upstream_and_signals_everyone() -> None:
     assert source.cancelled == 1
 
 
+def test_key_raising_inside_a_batch_ends_the_stream_once() -> None:
+    """A batched source (range hands lists of elements): key's error still cancels and ends all."""
+
+    def key(x: int) -> int:
+        if x == 200:
+            raise ValueError("key failed at 200")
+        return x % 2
+
+    outer = _outer(rstreams.range(0, 300).group_by(key), initial=5)
+    groups = [_inner(g, initial=1000) for g in outer.items]
+    assert isinstance(outer.error, ValueError) and outer.signals.count("on_error") == 1
+    assert all(isinstance(g.error, ValueError) for g in groups)
+
+
 def test_cancelling_the_outer_stream_keeps_emitted_groups_running() -> None:
     """New groups stop; the upstream is cancelled once no emitted group is left."""
     source: ManualPublisher[int] = ManualPublisher()

@@ -218,24 +218,8 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
                 if count is not None and group.received == count:
                     group.closed = True
                     del self.open[key]
-            elif group is None:
-                if len(self.open) >= self.max_groups:
-                    overflow = OverflowStrategyError(
-                        f"group_by: key {key!r} would open group {len(self.open) + 1}, past "
-                        f"max_groups={self.max_groups}; raise max_groups= or cancel groups you are done with"
-                    )
-                else:
-                    group = self.open[key] = GroupedFlow(self, key)
-                    self.fresh.append(group)
-            if group is not None and fast is None:
-                group.queue.append(item)
-                group.received += 1
-                if count is not None and group.received == count:
-                    group.closed = True
-                    del self.open[key]
-                if not group.marked:
-                    group.marked = True
-                    self.dirty.append(group)
+            else:
+                overflow = self._place(item, key)
         if overflow is not None:
             self.fail(overflow)
             return
@@ -243,6 +227,57 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
             self._deliver_fast(group, fast, item)
         elif self.calling is not OUTER:
             self.drain()
+
+    def on_next_many(self, items: list[T]) -> None:
+        """The batch signal: every element queued under one lock, then one drain."""
+        if self.cancelled or self.done or self.error is not None:
+            return
+        count = self.size
+        keys: list[Hashable] = []
+        failure: BaseException | None = None
+        if count is not None:
+            seen = self.seen
+            keys = [(seen + i) // count for i in range(len(items))]
+        else:
+            key = self.key
+            assert key is not None
+            try:
+                for item in items:
+                    keys.append(key(item))
+            except Exception as exc:  # the elements before it are grouped, then the stream fails
+                failure = exc
+        self.seen += len(keys)
+        with self.lock:
+            for item, k in zip(items, keys, strict=False):
+                overflow = self._place(item, k)
+                if overflow is not None:
+                    failure = overflow
+                    break
+        if failure is not None:
+            self.fail(failure)
+        elif self.calling is not OUTER:
+            self.drain()
+
+    def _place(self, item: T, key: Hashable) -> OverflowStrategyError | None:
+        """Queue ``item`` in its group, opening it if needed (lock held); the error past the bound."""
+        group = self.open.get(key)
+        if group is None:
+            if len(self.open) >= self.max_groups:
+                return OverflowStrategyError(
+                    f"group_by: key {key!r} would open group {len(self.open) + 1}, past "
+                    f"max_groups={self.max_groups}; raise max_groups= or cancel groups you are done with"
+                )
+            group = self.open[key] = GroupedFlow(self, key)
+            self.fresh.append(group)
+        group.queue.append(item)
+        group.received += 1
+        if group.received == self.size:
+            group.closed = True
+            del self.open[key]
+        if not group.marked:
+            group.marked = True
+            self.dirty.append(group)
+        return None
 
     def _direct(self, group: GroupedFlow[T]) -> bool:
         """Whether ``group``'s element may skip its queue (lock held, nobody draining)."""
