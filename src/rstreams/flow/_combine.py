@@ -172,6 +172,28 @@ class _Slot(InnerSubscriber[Any, "_Combining[Any]"]):
         if calling is not self and calling is not OUTER:
             parent.drain()
 
+    def on_next_many(self, items: list[Any]) -> None:
+        """The batch signal: the whole list kept at once, then one drain."""
+        if self.done:
+            return
+        parent = self.parent
+        if not parent.claim(self):
+            return
+        self.received += len(items)
+        if self.received > self.asked:
+            self.done = True
+            parent.fail(
+                OverflowStrategyError(
+                    f"rule 1.1: {parent.name} source {self.index} sent more than the "
+                    f"{self.asked} elements requested of it"
+                )
+            )
+            return
+        parent.accept_many(self, items)
+        calling = parent.calling
+        if calling is not self and calling is not OUTER:
+            parent.drain()
+
     def on_error(self, error: BaseException) -> None:
         check_error(error)
         if not self.done and not self.parent.claim(self):
@@ -219,6 +241,10 @@ class _Combining(DrainSubscriber[Publisher[Any], R]):
         """Keep ``slot``'s element for the loop (on the source's thread); ``True``: delivered."""
         slot.queue.append(item)
         return False
+
+    def accept_many(self, slot: _Slot, items: list[Any]) -> None:
+        """Keep a batch of ``slot``'s elements for the loop."""
+        slot.queue.extend(items)
 
     @abc.abstractmethod
     def step(self, emitted: int) -> tuple[int, bool]:
@@ -321,6 +347,9 @@ class _CombineLatest(_Combining[tuple[Any, ...]]):
         self.arrivals: deque[tuple[_Slot, Any]] = deque()  # every source's elements, in arrival order
         self.latest: list[Any] = [MISSING] * count
         self.missing = count  # sources without an element yet
+
+    def accept_many(self, slot: _Slot, items: list[Any]) -> None:
+        self.arrivals.extend([(slot, item) for item in items])
 
     def accept(self, slot: _Slot, item: Any) -> bool:
         with self.lock:
