@@ -49,14 +49,21 @@ def test_hostile_table_shows_the_ratios_and_the_memory() -> None:
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_each_attack_runs(attack: str) -> None:
-    """One tiny run per attack: the stream flowed, the attack happened, RSS was sampled."""
+    """One tiny run per attack: it finishes, the attack happened, RSS was sampled.
+
+    How much of the stream gets through in the 0.3 s window is measured, not asserted: on a
+    loaded machine a flood can hold it at 0 for that long. Service under attack is asserted
+    without a clock by tests/net/test_hostile_flood.py (the client is served during and after).
+    """
     command = [sys.executable, str(BENCH / "net_hostile.py"), "client", "--attack", attack]
     command += ["--duration", "0.3", "--ramp", "0.1", "--peers", "1", "--budget", "65536"]
     command += ["--client-cpu", "-1", "--server-cpu", "-1", "--timeout", "60"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=85, cwd=BENCH)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.splitlines()[-1])
-    assert result["attack"] == attack and result["elements"] > 0 and result["series"]
+    assert result["attack"] == attack and result["elements"] >= 0 and result["series"]
+    if attack == "alone":
+        assert result["elements"] > 0  # nothing competes with the stream: it must flow
     assert result["peak_mib"] >= result["baseline_mib"] > 0
     if attack == "alone":
         assert result["connections"] == 0
