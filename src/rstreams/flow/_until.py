@@ -17,14 +17,14 @@ sent right after it, so the downstream's signals never overlap (rule 1.3).
 
 from __future__ import annotations
 
-import threading
 from typing import Any, TypeVar
 
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import MISSING
-from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
+from rstreams.flow._operator import OperatorFlow
+from rstreams.flow._side import SideOperatorSubscriber
 from rstreams.flow._signals import NONE_ITEM, signal_terminal
 from rstreams.rules import check_error
 
@@ -65,24 +65,18 @@ class SkipUntilFlow(OperatorFlow[T, T]):
         return _UntilSubscriber(downstream, self.other, take=False)
 
 
-class _UntilSubscriber(OperatorSubscriber[T, T]):
-    """``busy``: the source's ``on_next`` runs; ``held``: a terminal signal waiting for it."""
+class _UntilSubscriber(SideOperatorSubscriber[T, T]):
+    """The side is a :class:`_Trigger`: ``other``'s first element closes or opens the stream."""
 
-    __slots__ = ("busy", "held", "lock", "open", "other", "take", "trigger")
+    __slots__ = ("open", "take")
 
     def __init__(self, downstream: Subscriber[T], other: Publisher[Any], *, take: bool) -> None:
-        super().__init__(downstream)
-        self.other = other
         self.take = take
-        self.trigger = _Trigger(self)
         self.open = False  # skip_until: the trigger came, elements pass
-        self.lock = threading.Lock()
-        self.busy = False
-        self.held: Any = MISSING
+        super().__init__(downstream, other)
 
-    def on_start(self) -> None:
-        if not self.done:
-            self.other.subscribe(self.trigger)
+    def make_side(self) -> _Trigger:
+        return _Trigger(self)
 
     def on_next(self, item: T) -> None:
         if item is None:
@@ -103,49 +97,12 @@ class _UntilSubscriber(OperatorSubscriber[T, T]):
             if held is not MISSING:  # other ended the stream meanwhile
                 signal_terminal(self.downstream, held)
 
-    def on_error(self, error: BaseException) -> None:
-        check_error(error)
-        self.end(error, from_other=False)
-
-    def on_complete(self) -> None:
-        self.end(None, from_other=False)
-
-    def cancel(self) -> None:
-        with self.lock:
-            if self.done:
-                return
-            self.done = True
-        self.trigger.stop()
-        if self.upstream is not None:
-            self.upstream.cancel()
-
-    def end(self, error: BaseException | None, *, from_other: bool) -> None:
-        """One terminal signal downstream, whoever caused it; the other side is cancelled."""
-        with self.lock:
-            if self.done:
-                return
-            self.done = True
-            hold = self.busy
-            if hold:
-                self.held = error
-        if from_other:
-            if self.upstream is not None:
-                self.upstream.cancel()
-        else:
-            self.trigger.stop()
-        if not hold:
-            signal_terminal(self.downstream, error)
-
     def triggered(self) -> None:
         """``other``'s first element: close (take_until) or open (skip_until) the stream."""
         if self.take:
             self.end(None, from_other=True)
         else:
             self.open = True
-
-    def request(self, n: int) -> None:
-        if self.upstream is not None and not self.done:
-            self.upstream.request(n)  # an illegal n too: the upstream signals rule 3.9
 
 
 class _Trigger(Subscriber[Any]):

@@ -18,7 +18,6 @@ downstream's signals never overlap (rule 1.3).
 
 from __future__ import annotations
 
-import threading
 from typing import Any, TypeVar
 
 from rstreams import demand
@@ -26,7 +25,8 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import MISSING
-from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
+from rstreams.flow._operator import OperatorFlow
+from rstreams.flow._side import SideOperatorSubscriber
 from rstreams.flow._signals import NONE_ITEM, signal_terminal
 from rstreams.rules import check_error
 
@@ -52,24 +52,18 @@ class WithLatestFromFlow(OperatorFlow[T, tuple[T, Any]]):
         return _WithLatest(downstream, self.other)
 
 
-class _WithLatest(OperatorSubscriber[T, tuple[T, Any]]):
-    """``busy``: the source's ``on_next`` runs; ``held``: a terminal signal waiting for it."""
+class _WithLatest(SideOperatorSubscriber[T, tuple[T, Any]]):
+    """The side is a :class:`_Latest`: it keeps ``other``'s latest element."""
 
-    __slots__ = ("busy", "held", "latest", "lock", "other", "side")
+    __slots__ = ("latest",)
 
     def __init__(self, downstream: Subscriber[tuple[T, Any]], other: Publisher[Any]) -> None:
-        super().__init__(downstream)
-        self.many = None
-        self.other = other
-        self.side = _Latest(self)
         self.latest: Any = MISSING
-        self.lock = threading.Lock()
-        self.busy = False
-        self.held: Any = MISSING
+        super().__init__(downstream, other)
+        self.many = None
 
-    def on_start(self) -> None:
-        if not self.done:
-            self.other.subscribe(self.side)
+    def make_side(self) -> _Latest:
+        return _Latest(self)
 
     def on_next(self, item: T) -> None:
         if item is None:
@@ -90,44 +84,6 @@ class _WithLatest(OperatorSubscriber[T, tuple[T, Any]]):
                 held, self.held = self.held, MISSING
             if held is not MISSING:  # other ended the stream meanwhile
                 signal_terminal(self.downstream, held)
-
-    def on_error(self, error: BaseException) -> None:
-        check_error(error)
-        self.end(error, from_other=False)
-
-    def on_complete(self) -> None:
-        self.end(None, from_other=False)
-
-    def request(self, n: int) -> None:
-        if self.upstream is not None and not self.done:
-            self.upstream.request(n)  # an illegal n too: the upstream signals rule 3.9
-
-    def cancel(self) -> None:
-        with self.lock:
-            if self.done:
-                return
-            self.done = True
-        self.side.stop()
-        if self.upstream is not None:
-            self.upstream.cancel()
-
-    def end(self, error: BaseException | None, *, from_other: bool) -> None:
-        """One terminal signal downstream, whoever caused it; the other side is cancelled."""
-        with self.lock:
-            if self.done:
-                return
-            self.done = True
-            hold = self.busy
-            if hold:
-                self.held = error
-        if from_other:
-            if self.upstream is not None:
-                self.upstream.cancel()
-        else:
-            self.side.stop()
-        if not hold:
-            signal_terminal(self.downstream, error)
-
 
 class _Latest(Subscriber[Any]):
     """The Subscriber to ``other``: asks for everything, keeps the latest element."""

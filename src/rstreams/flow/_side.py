@@ -1,0 +1,91 @@
+"""The inner subscriber of an operator with a second Publisher beside its source.
+
+``take_until``/``skip_until`` (:mod:`rstreams.flow._until`) and ``with_latest_from``
+(:mod:`rstreams.flow._with_latest`) subscribe to ``other`` through a *side* subscriber once
+the downstream has its subscription. Either side may end the stream; :meth:`end` makes that
+one terminal signal downstream, cancelling the other side. A terminal signal that arrives
+while the source's ``on_next`` runs (``busy``) is ``held`` and delivered by that ``on_next``
+when it returns (rule 1.3: signals stay serial).
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+from typing import Any, Generic, Protocol, TypeVar
+
+from rstreams.api import Publisher, Subscriber
+from rstreams.flow._flow import MISSING
+from rstreams.flow._operator import OperatorSubscriber
+from rstreams.flow._signals import signal_terminal
+from rstreams.rules import check_error
+
+__all__ = ["Side", "SideOperatorSubscriber"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Side(Subscriber[Any], Protocol):
+    """The subscriber to ``other``; ``stop()`` cancels its subscription (now or once it comes)."""
+
+    def stop(self) -> None: ...
+
+
+class SideOperatorSubscriber(OperatorSubscriber[T, R], Generic[T, R]):
+    """``busy``: the source's ``on_next`` runs; ``held``: a terminal signal waiting for it."""
+
+    __slots__ = ("busy", "held", "lock", "other", "side")
+
+    def __init__(self, downstream: Subscriber[R], other: Publisher[Any]) -> None:
+        super().__init__(downstream)
+        self.other = other
+        self.lock = threading.Lock()
+        self.busy = False
+        self.held: Any = MISSING
+        self.side = self.make_side()
+
+    @abc.abstractmethod
+    def make_side(self) -> Side:
+        """The subscriber to ``other`` (built once, in ``__init__``)."""
+
+    def on_start(self) -> None:
+        if not self.done:
+            self.other.subscribe(self.side)
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        self.end(error, from_other=False)
+
+    def on_complete(self) -> None:
+        self.end(None, from_other=False)
+
+    def request(self, n: int) -> None:
+        if self.upstream is not None and not self.done:
+            self.upstream.request(n)  # an illegal n too: the upstream signals rule 3.9
+
+    def cancel(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+        self.side.stop()
+        if self.upstream is not None:
+            self.upstream.cancel()
+
+    def end(self, error: BaseException | None, *, from_other: bool) -> None:
+        """One terminal signal downstream, whoever caused it; the other side is cancelled."""
+        with self.lock:
+            if self.done:
+                return
+            self.done = True
+            hold = self.busy
+            if hold:
+                self.held = error
+        if from_other:
+            if self.upstream is not None:
+                self.upstream.cancel()
+        else:
+            self.side.stop()
+        if not hold:
+            signal_terminal(self.downstream, error)
