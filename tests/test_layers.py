@@ -32,13 +32,14 @@ ALLOWED: dict[str, frozenset[str]] = {
     "flow": BASE,
     "tck": BASE,
     "wire": BASE,
-    "net": BASE | {"flow", "wire"},
+    "observe": BASE | {"flow"},
+    "net": BASE | {"flow", "wire", "observe"},
     "conformance": BASE | {"wire", "net"},
     "replay": BASE | {"flow", "net"},
     "web": BASE | {"net", "replay"},
     "spark": BASE | {"flow", "net", "replay", "web"},
     "_cli_publishers": BASE | {"flow", "net"},
-    "cli": BASE | {"flow", "net", "conformance", "replay", "web", "spark", "_cli_publishers"},
+    "cli": BASE | {"flow", "net", "observe", "conformance", "replay", "web", "spark", "_cli_publishers"},
     "__init__": BASE | {"flow", "net"},
 }
 

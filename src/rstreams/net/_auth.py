@@ -157,7 +157,9 @@ class AuthGate:
         name = held.name
         if refused or (principal is None and self._auth.required):
             self._serving.refuse(
-                sid, f"unauthenticated: subscribe to {name!r} needs valid credentials (PROTOCOL.md §15.4)"
+                sid,
+                f"unauthenticated: subscribe to {name!r} needs valid credentials (PROTOCOL.md §15.4)",
+                name,
             )
             return
         authorize = self._auth.authorize
@@ -174,6 +176,7 @@ class AuthGate:
                     sid,
                     f"unauthorized: subscribe to {name!r} is not allowed for this principal "
                     "(PROTOCOL.md §15.4)",
+                    name,
                 )
                 return
         self._serving.subscribe(name, sid, held.demand)

@@ -133,6 +133,8 @@ class Closing:
             outbox.closing = True
             with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
                 outbox.core.send(Goodbye(reason=reason))
+            if outbox.observer is not None:
+                outbox.observer.goodbye(reason, sent=True)
             self.end_streams(ResourceClosedError("the connection was closed by this side"))
             outbox.flush_now()
             with contextlib.suppress(TimeoutError):
@@ -161,6 +163,8 @@ class Closing:
         outbox.closing = True
         with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
             outbox.core.send(Goodbye(reason=reason))
+        if outbox.observer is not None:
+            outbox.observer.goodbye(reason, sent=True)
         self.end_streams(ResourceClosedError(f"the connection was closed by this side: {reason}"))
         self._ended_event.set()  # no answer is awaited: aclose() goes straight to the transport
         outbox.flush_now()
@@ -171,6 +175,8 @@ class Closing:
     def conversation_over(self, error: BaseException | None, reason: str) -> None:
         """The core says the protocol conversation ended (goodbye exchanged, or a violation)."""
         outbox = self._outbox
+        if outbox.observer is not None:
+            outbox.observer.goodbye(reason if error is None else "protocol error", sent=error is not None)
         if outbox.ended is None:
             if error is None:
                 broken = ConnectionBrokenError(f"the peer said goodbye: {reason!r}")

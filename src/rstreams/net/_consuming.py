@@ -523,16 +523,22 @@ class SubscriptionTable:
     def on_next_batch(self, event: OnNextBatch) -> None:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
+            if self.outbox.observer is not None:
+                self.outbox.observer.received(len(event.elements))
             subscription.deliver_many(event.elements)
 
     def on_next(self, event: OnNext) -> None:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
+            if self.outbox.observer is not None:
+                self.outbox.observer.received(1)
             subscription.deliver(event.element)
 
     def on_next_packed(self, event: OnNextPacked) -> None:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
+            if self.outbox.observer is not None:
+                self.outbox.observer.received(event.count)
             subscription.deliver_packed(event.elements, event.count)
 
     def on_complete(self, event: OnComplete) -> None:

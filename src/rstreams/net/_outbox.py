@@ -27,12 +27,15 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rstreams.net._intake import ReplyLedger
 from rstreams.net._transport import Transport
 from rstreams.wire import Connection as Core
 from rstreams.wire import ExtensionMessage
+
+if TYPE_CHECKING:
+    from rstreams.observe import ConnectionObserver
 
 __all__ = ["Outbox"]
 
@@ -57,6 +60,7 @@ class Outbox:
         "heard_at",
         "ledger",
         "loop",
+        "observer",
         "reading",
         "sent_at",
         "transport",
@@ -88,6 +92,8 @@ class Outbox:
         """This side said (or is saying) goodbye."""
         self.ledger = ReplyLedger(mark=0)
         """Which unsent bytes are replies (input backpressure, :mod:`rstreams.net._intake`)."""
+        self.observer: ConnectionObserver | None = None
+        """What counts this connection's events (:mod:`rstreams.observe`); ``None``: nothing does."""
         self._flush: Callable[[], None] = _not_installed
         self._close_now: Callable[[str], None] = _not_installed
         self._backlogged: Callable[[], None] = _not_installed
@@ -135,7 +141,11 @@ class Outbox:
     def write(self, transport: Transport, data: list[bytes], *, activity: bool = True) -> None:
         """Hand ``data`` (the core's output) to ``transport``: every write goes through here."""
         transport.writelines(data)
-        self.ledger.wrote(sum(map(len, data)), more=self.core.has_data_to_send)
+        nbytes = sum(map(len, data))
+        self.ledger.wrote(nbytes, more=self.core.has_data_to_send)
+        observer = self.observer
+        if observer is not None:
+            observer.wrote(nbytes)
         if activity:
             self.sent_at = self.loop.time()
         if self.ledger.may_pass_mark:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rstreams.errors import report_unhandled
 from rstreams.net._auth import MESSAGE_TYPES as AUTH_MESSAGES
@@ -64,6 +64,9 @@ from rstreams.wire import Connection as Core
 from rstreams.wire._auth import Credentials
 from rstreams.wire.extensions import AUTH, KEEPALIVE
 
+if TYPE_CHECKING:
+    from rstreams.observe import ConnectionObserver
+
 __all__ = ["Pump"]
 
 _FEW = 16
@@ -96,6 +99,7 @@ class Pump:
         credentials: Credentials | None = None,
         server_auth: ServerAuth | None = None,
         describe: Callable[[], str] = lambda: "<rstreams.net.Connection>",
+        observer: ConnectionObserver | None = None,
     ) -> None:
         check_water_marks(high_water, low_water)
         check_interval("keepalive", keepalive)
@@ -113,6 +117,7 @@ class Pump:
             Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True)
         )
         outbox.install_flush(self.flush, self._check_backlog)
+        outbox.observer = observer
         outbox.ledger.mark = low_water
         self._high = high_water
         self._low = low_water
@@ -259,6 +264,9 @@ class Pump:
         core = outbox.core
         outbox.heard_at = outbox.loop.time()
         outbox.wrote_through = False
+        observer = outbox.observer
+        if observer is not None:
+            observer.read(len(data))
         core.receive_data(data)
         events = core.events_received()
         outbox.reading = True
@@ -296,10 +304,14 @@ class Pump:
 
     def pause_writing(self) -> None:
         self.outbox.writable = False
+        if self.outbox.observer is not None:
+            self.outbox.observer.socket_paused()
 
     def resume_writing(self) -> None:
         outbox = self.outbox
         outbox.writable = True
+        if outbox.observer is not None:
+            outbox.observer.socket_resumed()
         if self._backed_up:  # our replies drained: the peer reads again, so do we
             self._backed_up = False
             timer, self._unread_timer = self._unread_timer, None

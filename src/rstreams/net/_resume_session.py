@@ -371,6 +371,7 @@ class Session:
         link.transport.writelines([encode_message(RESUMED, encode_position(self.counter.position))])
         self.attach(link, replay)
         self.resumes += 1
+        self._count_resume(replay)
 
     def reattach(self, link: Link, position: int) -> None:
         """Client: the server resumed at ``position`` of our stream; raises ResumeError if impossible."""
@@ -378,6 +379,13 @@ class Session:
         self._reconnect = None
         self.attach(link, replay)
         self.resumes += 1
+        self._count_resume(replay)
+
+    def _count_resume(self, replay: list[bytes]) -> None:
+        driver = self.driver
+        observer = driver.outbox.observer if driver is not None else None
+        if observer is not None:
+            observer.resumed(sum(map(len, replay)))
 
     # -- acknowledgements, the token and extension messages ------------------------------
     def _after_read(self) -> None:

@@ -128,6 +128,7 @@ class Router:
         self._codec = codec
         self._exact: dict[str, Target] = {}
         self._patterns: list[tuple[re.Pattern[str], Target]] = []
+        self._keys: list[str] = []  # the patterns as written, in the order of _patterns
         self._function: Callable[[str, dict[str, str]], Publisher[Any] | WithCodec | None] | None = None
         if offer is None:
             return
@@ -143,6 +144,7 @@ class Router:
                     raise TypeError(f"publisher {key!r} must map to a Publisher or a factory, got {target!r}")
                 if _PLACEHOLDER.search(key):
                     self._patterns.append((_compile(key), target))
+                    self._keys.append(key)
                 else:
                     self._exact[key] = target
         elif callable(offer):
@@ -175,6 +177,20 @@ class Router:
         if callable(getattr(target, "subscribe", None)):
             return target, codec, batched  # type: ignore[return-value]
         return target(params), codec, batched  # type: ignore[operator]
+
+    def pattern(self, name: str) -> str:
+        """The key of the offer that ``name`` resolves by: the exact name or the ``{field}``
+        pattern as written; ``"*"`` for a function offer, ``"(unknown)"`` when nothing matches.
+        A bounded label for metrics (:mod:`rstreams.observe`), however many names clients ask for."""
+        path = name.partition("?")[0]
+        if self._function is not None:
+            return "*"
+        if path in self._exact:
+            return path
+        for (compiled, _), key in zip(self._patterns, self._keys, strict=True):
+            if compiled.fullmatch(path) is not None:
+                return key
+        return "(unknown)"
 
     def _lookup(self, path: str, params: dict[str, str]) -> Target:
         target = self._exact.get(path)

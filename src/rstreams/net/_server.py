@@ -28,6 +28,8 @@ from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_co
 from rstreams.net._routes import Offer, Router
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler, check_water_marks
 from rstreams.net._url import parse_url
+from rstreams.observe import ConnectionObserver, ServerMetrics
+from rstreams.observe._prometheus import Exposition, parse_address
 from rstreams.wire import ConnectionConfig
 
 __all__ = ["DEFAULT_HANDSHAKE_TIMEOUT", "DEFAULT_MAX_CONNECTIONS", "Server", "serve"]
@@ -47,6 +49,8 @@ class Server:
         self._connections: set[Connection] = set()
         self._refused: set[Connection] = set()  # over max_connections: closing on their own
         self._shutdown: asyncio.Task[None] | None = None
+        self._metrics: ServerMetrics | None = None
+        self._exposition: Exposition | None = None
 
     @property
     def url(self) -> str:
@@ -58,6 +62,26 @@ class Server:
     def connections(self) -> frozenset[Connection]:
         """The connections open right now."""
         return frozenset(self._connections)
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where Prometheus scrapes this server (``http://host:port/metrics``), if it is exposed."""
+        return self._exposition.url if self._exposition is not None else None
+
+    def metrics(self) -> dict[str, Any]:
+        """The server's numbers now (``serve(..., metrics=...)``): connections, bytes, goodbyes,
+        and per publisher pattern subscriptions, elements, demand and stall times; ``"streams"``
+        lists the open streams. Every key is described in docs/observability.md.
+
+        Raises:
+            RuntimeError: the server was made without ``metrics=`` (nothing is counted).
+        """
+        if self._metrics is None:
+            raise RuntimeError(
+                "this server counts nothing: serve(url, publishers, metrics=True) (or metrics='host:port' "
+                "to expose /metrics too; rstreams serve --metrics HOST:PORT)"
+            )
+        return self._metrics.snapshot()
 
     def close(self, reason: str = "server closing") -> None:
         """Stop accepting; say goodbye on every connection. :meth:`wait_closed` waits for the end."""
@@ -84,6 +108,8 @@ class Server:
         if listener is not None:
             listener.close()  # websockets closes its connections here: after our goodbyes
             await listener.wait_closed()
+        if self._exposition is not None:
+            await asyncio.to_thread(self._exposition.close)
 
     async def __aenter__(self) -> Self:
         return self
@@ -122,6 +148,7 @@ async def serve(
     authorize: Authorize | None = None,
     auth_required: bool | None = None,
     resume: Resume | bool | None = None,
+    metrics: bool | str | None = None,
 ) -> Server:
     """Listen on ``url`` and serve ``publishers`` to every client.
 
@@ -175,6 +202,10 @@ async def serve(
         resume: ``Resume(...)`` (or ``True``): clients that also ask for it keep their
             session when their transport breaks; the server keeps it ``session_timeout``
             seconds for them to resume (PROTOCOL.md §16).
+        metrics: ``True``: count what the connections and streams do (``server.metrics()``);
+            ``"host:port"``: that, and serve it at ``http://host:port/metrics`` for
+            Prometheus (needs ``prometheus_client``, the ``rstreams[metrics]`` extra; port 0
+            picks one, see :attr:`Server.metrics_url`). Default: nothing is counted.
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
@@ -192,6 +223,11 @@ async def serve(
     check_interval("unread_timeout", unread_timeout)
     server_auth = _server_auth(authenticate, authorize, auth_required)
     server = Server()
+    if metrics is not None and not isinstance(metrics, bool | str):
+        raise TypeError(f"metrics must be True, 'host:port' or None, got {metrics!r}")
+    address = parse_address(metrics) if isinstance(metrics, str) else None
+    if metrics is not None and metrics is not False:
+        server._metrics = ServerMetrics(asyncio.get_running_loop().time)
 
     def made(conn: Connection, pump: Pump) -> None:
         if len(server._connections) >= max_connections:
@@ -202,6 +238,9 @@ async def serve(
             )
             return
         server._track(conn)
+        observer = pump.outbox.observer
+        if observer is not None:
+            _observe(server, conn, observer)
         if on_connection is not None:
             on_connection(conn)
 
@@ -221,6 +260,7 @@ async def serve(
             idle_timeout=idle_timeout,
             unread_timeout=unread_timeout,
             server_auth=server_auth,
+            observer=server._metrics.connection() if server._metrics is not None else None,
         )
         conn = Connection(pump)
         return pump
@@ -239,7 +279,22 @@ async def serve(
         )
         factory = registry.make_link
     server._listener = await listen_endpoint(endpoint, factory, ssl=ssl, high=high_water, low=low_water)
+    if address is not None and server._metrics is not None:
+        try:
+            loop = asyncio.get_running_loop()
+            server._exposition = await asyncio.to_thread(Exposition, server._metrics, *address, loop)
+        except BaseException:
+            await server.aclose()
+            raise
     return server
+
+
+def _observe(server: Server, conn: Connection, observer: ConnectionObserver) -> None:
+    """Count ``conn`` among the open connections until its transport closes."""
+    assert server._metrics is not None
+    observer.split_parts = conn._pump.outbox.core.split_in_flight
+    server._metrics.opened(observer)
+    conn.add_close_callback(lambda _: observer.closed())
 
 
 def _server_auth(

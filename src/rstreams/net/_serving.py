@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
@@ -40,6 +40,9 @@ from rstreams.net._outbox import Outbox
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.rules import check_error
 from rstreams.wire import ConnectionState, OnComplete, OnError, OnNextPacked, OnSubscribe
+
+if TYPE_CHECKING:
+    from rstreams.observe import StreamObserver
 
 __all__ = ["FIRST_BATCH", "MAX_BATCH", "PACK_BYTES", "BatchServingStream", "ServingStream", "ServingTable"]
 
@@ -91,6 +94,7 @@ class ServingStream(Subscriber[Any]):
         "done",
         "element_size",
         "estimate",
+        "obs",
         "outstanding",
         "queued",
         "remote_demand",
@@ -119,6 +123,7 @@ class ServingStream(Subscriber[Any]):
         self.estimate = size + _FRAME_OVERHEAD if size else 0
         self.upstream: Subscription | None = None
         self.done = False  # a terminal signal was sent, or the peer cancelled
+        self.obs: StreamObserver | None = None  # counts what it sends (rstreams.observe), if asked
         self._loop_thread = _ident()
         self._inbox: list[tuple[int, Any]] | None = None
         self._scheduled = False
@@ -128,6 +133,8 @@ class ServingStream(Subscriber[Any]):
     def add_demand(self, n: int) -> None:
         """The peer sent ``request(n)``."""
         self.remote_demand = demand.add(self.remote_demand, n)
+        if self.obs is not None:
+            self.obs.demand(n)
         if not self.done:
             self._table.want_refill(self)
 
@@ -162,8 +169,12 @@ class ServingStream(Subscriber[Any]):
         self._pack = []
         limit = self._pack_limit
         core, sid = self._core, self.sid
+        obs = self.obs
         if limit:
-            self._table.outbox.ledger.elements(len(pack) * self.element_size)
+            nbytes = len(pack) * self.element_size
+            self._table.outbox.ledger.elements(nbytes)
+            if obs is not None:
+                obs.sent(len(pack), nbytes)
             for start in range(0, len(pack), limit):
                 chunk = pack[start : start + limit]
                 if len(chunk) == 1:
@@ -171,7 +182,10 @@ class ServingStream(Subscriber[Any]):
                 else:
                     core.send(OnNextPacked(subscriber=sid, count=len(chunk), elements=b"".join(chunk)))
             return
-        self._table.outbox.ledger.elements(sum(map(len, pack)) + len(pack) * _ELEMENT_HEAD)
+        nbytes = sum(map(len, pack))
+        self._table.outbox.ledger.elements(nbytes + len(pack) * _ELEMENT_HEAD)
+        if obs is not None:
+            obs.sent(len(pack), nbytes)
         size = max(map(len, pack)) + _FRAME_OVERHEAD
         estimate = self.estimate
         # decaying maximum: a jump up counts at once, a drop slowly (1/8 per batch)
@@ -456,6 +470,8 @@ class BatchServingStream(ServingStream):
             return 0
         if self.remote_demand != UNBOUNDED:
             self.remote_demand -= count
+        if self.obs is not None:
+            self.obs.sent(count, count * size)
         limit = self._pack_limit
         core, sid = self._core, self.sid
         end = at + count * size
@@ -530,17 +546,20 @@ class ServingTable:
         try:
             publisher, codec, batched = self._router.resolve_batched(name)
         except UnknownPublisherError as unknown:
-            self.refuse(sid, str(unknown))
+            self.refuse(sid, str(unknown), name)
             return
         except Exception as error:
             report_unhandled(error, f"the publisher factory for {name!r}")
-            self.refuse(sid, f"publisher {name!r} could not be created ({type(error).__name__})")
+            self.refuse(sid, f"publisher {name!r} could not be created ({type(error).__name__})", name)
             return
         if batched and codec is not None:
             stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
         else:
             stream = ServingStream(self, sid, initial_demand, codec)
         self.streams[sid] = stream
+        observer = self.outbox.observer
+        if observer is not None:
+            stream.obs = observer.stream_opened(self._router.pattern(name), name, sid, initial_demand)
         try:
             publisher.subscribe(stream)
         except Exception as error:
@@ -548,8 +567,11 @@ class ServingTable:
             if not stream.done:
                 stream.on_error(error)
 
-    def refuse(self, sid: int, message: str) -> None:
-        """Refuse a subscribe: onError without onSubscribe (PROTOCOL.md §5.2)."""
+    def refuse(self, sid: int, message: str, name: str = "") -> None:
+        """Refuse a subscribe (to ``name``): onError without onSubscribe (PROTOCOL.md §5.2)."""
+        observer = self.outbox.observer
+        if observer is not None:
+            observer.refused(self._router.pattern(name), message)
         if self.outbox.core.state is not _CLOSED:
             self.outbox.core.send(OnError(subscriber=sid, error=message))
             self.outbox.mark_dirty()
@@ -568,6 +590,8 @@ class ServingTable:
         if stream is not None:
             self._queue.pop(stream, None)
             stream.queued = False
+            if stream.obs is not None:
+                stream.obs.ended("cancelled")
             stream.stop()
 
     def stop_all(self) -> None:
@@ -596,11 +620,15 @@ class ServingTable:
             self.outbox.mark_dirty()
 
     def completed(self, stream: ServingStream) -> None:
+        if stream.obs is not None:
+            stream.obs.ended("completed")
         if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
             self.outbox.core.send(OnComplete(subscriber=stream.sid))
             self.outbox.mark_dirty()
 
     def errored(self, stream: ServingStream, error: BaseException) -> None:
+        if stream.obs is not None:
+            stream.obs.ended("error", f"{type(error).__name__}: {error}")
         if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
             # The peer sees the error's type and text: what a Publisher signals is its
             # public outcome. Internal failures (factories) are summarised in subscribe.

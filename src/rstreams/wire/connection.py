@@ -208,6 +208,14 @@ class Connection:
         onError not yet received (after our cancel, until the publisher's acknowledgement)."""
         return subscriber in self._subscribing
 
+    def split_in_flight(self) -> tuple[int, int]:
+        """Split elements part-way through (§8): being sent (parts still queued), being received
+        (parts joined so far, the last not yet here). For monitoring: it walks the queues."""
+        sending = sum(
+            1 for backlog in self._backlogs.values() for item in backlog if item.__class__ is not bytes
+        )
+        return sending, self._assembler.held[0]
+
     def subscriptions(self, *, publishing: bool) -> dict[int, StreamState]:
         """Open subscriptions: the peer's on us (``publishing=True``) or ours on the peer."""
         table = self._publishing if publishing else self._subscribing

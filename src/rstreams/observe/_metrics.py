@@ -1,0 +1,530 @@
+"""What a server's connections and streams did: counters fed by a narrow hook in ``rstreams.net``.
+
+Theory of operation. Counting costs nothing when it is off: every connection's outbox has one
+attribute, ``observer``, that is ``None`` unless the server was made with ``metrics=``; the
+few places in ``rstreams.net`` where something worth counting happens test it and, when it is
+set, call one method of a :class:`ConnectionObserver` (or of the :class:`StreamObserver` a
+serving stream was given when it opened). Those places run per write, per read, per loop turn
+of a stream or per protocol signal, never per element: elements and bytes are added a turn's
+worth at a time.
+
+Three levels keep what a scrape reads bounded:
+
+* :class:`ServerMetrics`, one per server: the totals of connections that have closed, and
+  one :class:`PatternTotals` per *publisher pattern*: the key the server's offer matched
+  (``sensors/{id}``, not ``sensors/kitchen``), so labels stay as few as the offer's keys
+  whatever names clients ask for;
+* :class:`ConnectionObserver`, one per open connection: bytes, goodbyes, the time its
+  transport refused more output;
+* :class:`StreamObserver`, one per open serving stream: elements, bytes and demand, and the
+  two ways a stream waits: *stalled on demand* (the subscriber has granted nothing more) and
+  *stalled on the socket* (it has demand, but the transport is above its high-water mark).
+  Stall time is measured on the loop's clock from the moment the state began to the moment
+  it ended, so a stall still under way counts up to the moment of a snapshot.
+
+A stream's numbers join its pattern's totals when it ends, and a connection's join the
+server's when it closes, so totals only grow (Prometheus counters) and a snapshot is the
+closed totals plus what the open ones hold.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "UNBOUNDED",
+    "ConnectionObserver",
+    "PatternTotals",
+    "ServerMetrics",
+    "StreamObserver",
+    "goodbye_reason",
+    "stream_error_reason",
+]
+
+UNBOUNDED = 2**63 - 1
+"""Demand that never runs out (rule 3.17): a stream granted it is never stalled on demand."""
+
+Clock = Callable[[], float]
+
+# Goodbye and onError texts are free text; labels must not be. Each text is reduced to the
+# first entry whose prefix it starts with, else "other".
+_GOODBYES = (
+    ("", "normal"),
+    ("authentication failed", "authentication failed"),
+    ("authentication required", "authentication required"),
+    ("authentication timeout", "authentication timeout"),
+    ("authentication not possible", "authentication not possible"),
+    ("idle timeout", "idle timeout"),
+    ("handshake timeout", "handshake timeout"),
+    ("too many connections", "too many connections"),
+    ("peer not reading", "peer not reading"),
+    ("server closing", "server closing"),
+    ("resume", "resume"),
+)
+_STREAM_ERRORS = (
+    ("unauthorized", "unauthorized"),
+    ("unauthenticated", "unauthenticated"),
+    ("no publisher named", "unknown publisher"),
+    ("publisher ", "publisher not created"),
+)
+AUTH_GOODBYES = frozenset(reason for _, reason in _GOODBYES if reason.startswith("authentication"))
+
+
+def goodbye_reason(text: str) -> str:
+    """The bounded label for a goodbye's reason text (``"other"`` for texts of no known kind)."""
+    if not text:
+        return "normal"
+    for prefix, label in _GOODBYES[1:]:
+        if text.startswith(prefix):
+            return label
+    return "other"
+
+
+def stream_error_reason(text: str) -> str:
+    """The bounded label for an ``onError`` text this side sent."""
+    for prefix, label in _STREAM_ERRORS:
+        if text.startswith(prefix):
+            return label
+    return "publisher error"
+
+
+@dataclasses.dataclass(slots=True)
+class PatternTotals:
+    """The numbers of every stream served under one publisher pattern, ended or open."""
+
+    subscriptions: int = 0
+    completed: int = 0
+    cancelled: int = 0
+    elements: int = 0
+    bytes: int = 0
+    requests: int = 0
+    demand_granted: int = 0
+    stalled_demand: float = 0.0
+    stalled_socket: float = 0.0
+    errors: Counter[str] = dataclasses.field(default_factory=Counter)
+
+
+class StreamObserver:
+    """One serving stream's numbers (the peer's subscription ``sid`` on our ``name``).
+
+    Demand is tracked the way the stream tracks it, from the same signals: outstanding is
+    what was granted minus what was sent, so the observer needs no view of the stream.
+    """
+
+    __slots__ = (
+        "_clock",
+        "bytes",
+        "conn",
+        "elements",
+        "granted",
+        "name",
+        "opened_at",
+        "pattern",
+        "requests",
+        "sid",
+        "socket_since",
+        "stalled_demand",
+        "stalled_socket",
+        "starved_since",
+        "totals",
+    )
+
+    def __init__(
+        self, conn: ConnectionObserver, pattern: str, name: str, sid: int, initial_demand: int
+    ) -> None:
+        self.conn = conn
+        self._clock = clock = conn.clock
+        self.pattern = pattern
+        self.name = name
+        self.sid = sid
+        self.totals = conn.server.pattern(pattern)
+        self.totals.subscriptions += 1
+        self.elements = 0
+        self.bytes = 0
+        self.requests = 0
+        self.granted = initial_demand
+        self.opened_at = now = clock()
+        self.stalled_demand = 0.0
+        self.stalled_socket = 0.0
+        self.starved_since: float | None = now if initial_demand == 0 else None
+        self.socket_since: float | None = now if conn.paused_since is not None and initial_demand else None
+
+    @property
+    def outstanding(self) -> int:
+        """Elements the peer still allows us to send."""
+        granted = self.granted
+        return UNBOUNDED if granted >= UNBOUNDED else granted - self.elements
+
+    # -- hooks (rstreams.net calls these) --------------------------------------------------------
+    def sent(self, count: int, nbytes: int) -> None:
+        """A turn's elements went to the core: ``count`` elements, ``nbytes`` payload bytes."""
+        self.elements += count
+        self.bytes += nbytes
+        if self.elements >= self.granted and self.starved_since is None:
+            now = self._clock()
+            self.starved_since = now
+            self._socket_end(now)
+
+    def demand(self, n: int) -> None:
+        """The peer sent ``request(n)``."""
+        self.requests += 1
+        granted = self.granted + n
+        self.granted = UNBOUNDED if granted >= UNBOUNDED else granted
+        since = self.starved_since
+        if since is not None:
+            now = self._clock()
+            self.stalled_demand += now - since
+            self.starved_since = None
+            if self.conn.paused_since is not None:
+                self.socket_since = now
+
+    def ended(self, outcome: str, reason: str = "") -> None:
+        """The stream ended: ``"completed"``, ``"cancelled"``, ``"error"`` (with ``reason``) or
+        ``"closed"`` (the connection ended); its numbers join its pattern's totals."""
+        conn = self.conn
+        if conn.streams.pop(self.sid, None) is not self:
+            return
+        now = self._clock()
+        stalled_demand, stalled_socket = self.stalled(now)
+        totals = self.totals
+        totals.elements += self.elements
+        totals.bytes += self.bytes
+        totals.requests += self.requests
+        totals.demand_granted += self.bounded_grants()
+        totals.stalled_demand += stalled_demand
+        totals.stalled_socket += stalled_socket
+        if outcome == "completed":
+            totals.completed += 1
+        elif outcome == "cancelled":
+            totals.cancelled += 1
+        elif outcome == "error":
+            totals.errors[stream_error_reason(reason)] += 1
+        conn.log_stream(self, outcome)
+
+    # -- reading -------------------------------------------------------------------------------------
+    def stalled(self, now: float) -> tuple[float, float]:
+        """Seconds stalled on demand and on the socket so far, the current stall included."""
+        demand, socket = self.stalled_demand, self.stalled_socket
+        if self.starved_since is not None:
+            demand += now - self.starved_since
+        if self.socket_since is not None:
+            socket += now - self.socket_since
+        return demand, socket
+
+    def bounded_grants(self) -> int:
+        """Elements granted, an unbounded grant not counted (it would swamp every sum)."""
+        return self.granted if self.granted < UNBOUNDED else 0
+
+    def _socket_end(self, now: float) -> None:
+        since = self.socket_since
+        if since is not None:
+            self.stalled_socket += now - since
+            self.socket_since = None
+
+    def socket_paused(self, now: float) -> None:
+        if self.starved_since is None and self.socket_since is None:
+            self.socket_since = now
+
+    def socket_resumed(self, now: float) -> None:
+        self._socket_end(now)
+
+    def snapshot(self, now: float) -> dict[str, Any]:
+        demand, socket = self.stalled(now)
+        return {
+            "connection": self.conn.id,
+            "subscriber": self.sid,
+            "publisher": self.name,
+            "pattern": self.pattern,
+            "demand": self.outstanding,
+            "elements_sent": self.elements,
+            "bytes_sent": self.bytes,
+            "stalled_demand_seconds": demand,
+            "stalled_socket_seconds": socket,
+            "seconds": now - self.opened_at,
+        }
+
+
+class ConnectionObserver:
+    """One connection's numbers and its open serving streams' observers."""
+
+    __slots__ = (
+        "bytes_received",
+        "bytes_sent",
+        "clock",
+        "elements_received",
+        "goodbyes",
+        "id",
+        "log",
+        "paused_since",
+        "replayed_bytes",
+        "resumptions",
+        "server",
+        "split_parts",
+        "stalled_socket",
+        "streams",
+    )
+
+    def __init__(self, server: ServerMetrics, cid: int) -> None:
+        self.server = server
+        self.id = cid
+        self.clock = server.clock
+        self.streams: dict[int, StreamObserver] = {}
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.elements_received = 0
+        self.resumptions = 0
+        self.replayed_bytes = 0
+        self.stalled_socket = 0.0
+        self.paused_since: float | None = None
+        self.goodbyes: Counter[tuple[str, str]] = Counter()
+        self.split_parts: Callable[[], tuple[int, int]] = _no_parts
+        """``() -> (split elements being sent, being received)``: set by the server."""
+        self.log: Callable[[str, StreamObserver | None, str], None] | None = None
+        """Structured log records for this connection (:mod:`rstreams.observe._log`), or ``None``."""
+
+    # -- hooks (rstreams.net calls these) --------------------------------------------------------
+    def wrote(self, nbytes: int) -> None:
+        self.bytes_sent += nbytes
+
+    def read(self, nbytes: int) -> None:
+        self.bytes_received += nbytes
+
+    def received(self, count: int) -> None:
+        """Elements arrived for our subscriptions on the peer's publishers."""
+        self.elements_received += count
+
+    def stream_opened(self, pattern: str, name: str, sid: int, initial_demand: int) -> StreamObserver:
+        stream = StreamObserver(self, pattern, name, sid, initial_demand)
+        self.streams[sid] = stream
+        if self.log is not None:
+            self.log("subscription opened", stream, name)
+        return stream
+
+    def refused(self, pattern: str, message: str) -> None:
+        """A subscribe was answered with ``onError`` at once (unknown, unauthorized, ...)."""
+        totals = self.server.pattern(pattern)
+        totals.subscriptions += 1
+        totals.errors[stream_error_reason(message)] += 1
+        if self.log is not None:
+            self.log("subscription refused", None, message)
+
+    def socket_paused(self) -> None:
+        """The transport went above its high-water mark: streams with demand wait for it."""
+        if self.paused_since is None:
+            self.paused_since = now = self.clock()
+            for stream in self.streams.values():
+                stream.socket_paused(now)
+
+    def socket_resumed(self) -> None:
+        since = self.paused_since
+        if since is not None:
+            self.paused_since = None
+            now = self.clock()
+            self.stalled_socket += now - since
+            for stream in self.streams.values():
+                stream.socket_resumed(now)
+
+    def goodbye(self, reason: str, *, sent: bool) -> None:
+        """A goodbye was said (``sent``) or heard; a protocol violation counts as ``"protocol error"``."""
+        label = reason if reason == "protocol error" else goodbye_reason(reason)
+        self.goodbyes["sent" if sent else "received", label] += 1
+        if self.log is not None:
+            self.log("goodbye sent" if sent else "goodbye received", None, reason)
+
+    def resumed(self, replayed: int) -> None:
+        """The session resumed on a new transport; ``replayed`` bytes were sent again."""
+        self.resumptions += 1
+        self.replayed_bytes += replayed
+
+    def closed(self) -> None:
+        """The transport closed: every stream left ends as ``"closed"``; the totals join the server's."""
+        for stream in list(self.streams.values()):
+            stream.ended("closed")
+        self.socket_resumed()
+        self.server.connection_closed(self)
+
+    def log_stream(self, stream: StreamObserver, outcome: str) -> None:
+        if self.log is not None:
+            self.log(f"subscription {outcome}", stream, "")
+
+
+def _no_parts() -> tuple[int, int]:
+    return 0, 0
+
+
+class ServerMetrics:
+    """A server's numbers; see the module docstring. Made by ``serve(..., metrics=...)``."""
+
+    def __init__(self, clock: Clock = time.monotonic, *, version: str = "") -> None:
+        self.clock = clock
+        self.started = clock()
+        self.version = version
+        self.connections: dict[int, ConnectionObserver] = {}
+        self.connections_total = 0
+        self._next_id = 1
+        self.patterns: dict[str, PatternTotals] = {}
+        self.closed = ConnectionTotals()
+        self.logger: Callable[[ConnectionObserver], None] | None = None
+        """Called with each new connection's observer to attach its log (``None``: no logging)."""
+
+    def pattern(self, pattern: str) -> PatternTotals:
+        totals = self.patterns.get(pattern)
+        if totals is None:
+            totals = self.patterns[pattern] = PatternTotals()
+        return totals
+
+    def connection(self) -> ConnectionObserver:
+        """The observer of a connection being made (it counts once :meth:`opened` says so)."""
+        cid = self._next_id
+        self._next_id = cid + 1
+        conn = ConnectionObserver(self, cid)
+        if self.logger is not None:
+            self.logger(conn)
+        return conn
+
+    def opened(self, conn: ConnectionObserver) -> None:
+        """The connection was accepted (its hello arrived, within the server's limits)."""
+        self.connections[conn.id] = conn
+        self.connections_total += 1
+        if conn.log is not None:
+            conn.log("connection opened", None, "")
+
+    def connection_closed(self, conn: ConnectionObserver) -> None:
+        if self.connections.pop(conn.id, None) is None:
+            return
+        self.closed.add(conn)
+        if conn.log is not None:
+            conn.log("connection closed", None, "")
+
+    # -- reading -------------------------------------------------------------------------------------
+    def snapshot(self, *, streams: bool = True) -> dict[str, Any]:
+        """The server's numbers now, as plain data (JSON-able): see docs/observability.md."""
+        now = self.clock()
+        totals = ConnectionTotals()
+        totals.merge(self.closed)
+        open_patterns: dict[str, dict[str, Any]] = {}
+        parts = [0, 0]
+        stream_rows: list[dict[str, Any]] = []
+        for conn in self.connections.values():
+            totals.add(conn, now)
+            sending, receiving = conn.split_parts()
+            parts[0] += sending
+            parts[1] += receiving
+            for stream in conn.streams.values():
+                row = open_patterns.setdefault(stream.pattern, _open_row())
+                demand, socket = stream.stalled(now)
+                row["open"] += 1
+                row["elements"] += stream.elements
+                row["bytes"] += stream.bytes
+                row["requests"] += stream.requests
+                row["granted"] += stream.bounded_grants()
+                row["demand"] = min(UNBOUNDED, row["demand"] + stream.outstanding)
+                row["stalled_demand"] += demand
+                row["stalled_socket"] += socket
+                if streams:
+                    stream_rows.append(stream.snapshot(now))
+        publishers: dict[str, dict[str, Any]] = {}
+        for pattern, closed in sorted(self.patterns.items()):
+            row = open_patterns.get(pattern, _open_row())
+            publishers[pattern] = {
+                "subscriptions_open": row["open"],
+                "subscriptions_total": closed.subscriptions,
+                "completed": closed.completed,
+                "cancelled": closed.cancelled,
+                "errors": dict(closed.errors),
+                "elements_sent": closed.elements + row["elements"],
+                "bytes_sent": closed.bytes + row["bytes"],
+                "requests": closed.requests + row["requests"],
+                "demand_granted": closed.demand_granted + row["granted"],
+                "demand_outstanding": row["demand"],
+                "stalled_demand_seconds": closed.stalled_demand + row["stalled_demand"],
+                "stalled_socket_seconds": closed.stalled_socket + row["stalled_socket"],
+            }
+        goodbyes = [
+            {"direction": direction, "reason": reason, "count": count}
+            for (direction, reason), count in sorted(totals.goodbyes.items())
+        ]
+        auth_failures = sum(
+            count
+            for (direction, reason), count in totals.goodbyes.items()
+            if direction == "sent" and reason in AUTH_GOODBYES
+        )
+        snapshot: dict[str, Any] = {
+            "version": self.version,
+            "uptime_seconds": now - self.started,
+            "connections_open": len(self.connections),
+            "connections_total": self.connections_total,
+            "bytes_sent": totals.bytes_sent,
+            "bytes_received": totals.bytes_received,
+            "elements_received": totals.elements_received,
+            "stalled_socket_seconds": totals.stalled_socket,
+            "split_parts_sending": parts[0],
+            "split_parts_receiving": parts[1],
+            "goodbyes": goodbyes,
+            "auth_failures": {
+                "connection": auth_failures,
+                "subscription": sum(
+                    t.errors["unauthorized"] + t.errors["unauthenticated"] for t in self.patterns.values()
+                ),
+            },
+            "idle_timeouts": totals.goodbyes["sent", "idle timeout"],
+            "resumptions": totals.resumptions,
+            "replayed_bytes": totals.replayed_bytes,
+            "publishers": publishers,
+        }
+        if streams:
+            snapshot["streams"] = stream_rows
+        return snapshot
+
+
+def _open_row() -> dict[str, Any]:
+    return dict.fromkeys(
+        ("open", "elements", "bytes", "requests", "granted", "demand", "stalled_demand", "stalled_socket"), 0
+    )
+
+
+class ConnectionTotals:
+    """The sums over connections (the closed ones, kept by the server; or all, in a snapshot)."""
+
+    __slots__ = (
+        "bytes_received",
+        "bytes_sent",
+        "elements_received",
+        "goodbyes",
+        "replayed_bytes",
+        "resumptions",
+        "stalled_socket",
+    )
+
+    def __init__(self) -> None:
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.elements_received = 0
+        self.resumptions = 0
+        self.replayed_bytes = 0
+        self.stalled_socket = 0.0
+        self.goodbyes: Counter[tuple[str, str]] = Counter()
+
+    def add(self, conn: ConnectionObserver, now: float | None = None) -> None:
+        self.bytes_sent += conn.bytes_sent
+        self.bytes_received += conn.bytes_received
+        self.elements_received += conn.elements_received
+        self.resumptions += conn.resumptions
+        self.replayed_bytes += conn.replayed_bytes
+        self.stalled_socket += conn.stalled_socket
+        if now is not None and conn.paused_since is not None:
+            self.stalled_socket += now - conn.paused_since
+        self.goodbyes.update(conn.goodbyes)
+
+    def merge(self, other: ConnectionTotals) -> None:
+        self.bytes_sent += other.bytes_sent
+        self.bytes_received += other.bytes_received
+        self.elements_received += other.elements_received
+        self.resumptions += other.resumptions
+        self.replayed_bytes += other.replayed_bytes
+        self.stalled_socket += other.stalled_socket
+        self.goodbyes.update(other.goodbyes)

@@ -1,0 +1,91 @@
+"""Tools for the observability tests: a clock the test moves, a subscriber that waits on events."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rstreams.api import Subscriber, Subscription
+from rstreams.net import Server
+
+WAIT = 10.0
+"""Upper bound for any wait; a correct implementation answers far sooner."""
+
+
+class Clock:
+    """A clock that stands still until the test moves it (the metrics' only time source)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def use_clock(server: Server, clock: Clock) -> None:
+    """Make ``server``'s metrics read ``clock`` (before any connection: each copies it)."""
+    metrics = server._metrics
+    assert metrics is not None, "serve(..., metrics=True) first"
+    assert not metrics.connections
+    metrics.clock = clock
+    metrics.started = clock()
+
+
+class Waiter(Subscriber[Any]):
+    """Starts with ``initial`` demand, requests on command; ``await wait(n)`` for n elements."""
+
+    def __init__(self, initial: int = 0) -> None:
+        self.initial = initial
+        self.subscription: Subscription | None = None
+        self.items: list[Any] = []
+        self.error: BaseException | None = None
+        self.completed = False
+        self._changed = asyncio.Event()
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.subscription = subscription
+        if self.initial:
+            subscription.request(self.initial)
+
+    def on_next(self, item: Any) -> None:
+        self.items.append(item)
+        self._changed.set()
+
+    def on_error(self, error: BaseException) -> None:
+        self.error = error
+        self._changed.set()
+
+    def on_complete(self) -> None:
+        self.completed = True
+        self._changed.set()
+
+    def request(self, n: int) -> None:
+        assert self.subscription is not None
+        self.subscription.request(n)
+
+    async def wait(self, count: int = 0, *, done: bool = False) -> None:
+        """Until ``count`` elements arrived (and the stream ended, with ``done``)."""
+        async with asyncio.timeout(WAIT):
+            while len(self.items) < count or (done and not (self.completed or self.error)):
+                self._changed.clear()
+                await self._changed.wait()
+
+
+class Opened:
+    """A publisher factory wrapper: ``await opened.wait(n)`` until ``n`` subscribes reached it."""
+
+    def __init__(self, factory: Any) -> None:
+        self._factory = factory
+        self.count = 0
+        self._changed = asyncio.Event()
+
+    def __call__(self, params: dict[str, str]) -> Any:
+        self.count += 1
+        self._changed.set()
+        return self._factory(params)
+
+    async def wait(self, count: int) -> None:
+        async with asyncio.timeout(WAIT):
+            while self.count < count:
+                self._changed.clear()
+                await self._changed.wait()

@@ -1,0 +1,93 @@
+"""/metrics: scraped over HTTP from a real server under a real stream."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+from observesupport import Clock, Opened, Waiter, use_clock
+
+import rstreams
+from rstreams.net import connect, serve
+from rstreams.observe._prometheus import parse_address
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+parser = pytest.importorskip("prometheus_client.parser")
+
+
+def numbers(params: dict[str, str]) -> Any:
+    return rstreams.range(int(params["n"])).map(lambda i: i.to_bytes(8, "big"))
+
+
+async def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of one scrape: (name, sorted labels) -> value (the scrape runs off the loop)."""
+
+    def get() -> str:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200
+            return str(response.read().decode())
+
+    text = await asyncio.to_thread(get)
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in parser.text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+async def test_scrape_moves_with_the_stream() -> None:
+    clock = Clock()
+    opened = Opened(numbers)
+    server = await serve("tcp://127.0.0.1:0", {"numbers/{n}": opened}, metrics="127.0.0.1:0")
+    async with server:
+        use_clock(server, clock)
+        url = server.metrics_url
+        assert url is not None and url.startswith("http://127.0.0.1:") and url.endswith("/metrics")
+        label = (("publisher", "numbers/{n}"),)
+        async with await connect(server.url) as conn:
+            waiter = Waiter(initial=0)
+            conn.publisher("numbers/4").subscribe(waiter)
+            await opened.wait(1)
+            first = await scrape(url)
+            assert first["rstreams_connections_open", ()] == 1
+            assert first["rstreams_subscriptions_open", label] == 1
+            assert first["rstreams_stalled_demand_seconds_total", label] == 0
+            clock.now += 3.0  # the subscriber withholds demand meanwhile
+            second = await scrape(url)
+            assert second["rstreams_stalled_demand_seconds_total", label] == 3.0
+            assert second["rstreams_demand_outstanding", label] == 0
+            waiter.request(4)
+            await waiter.wait(4, done=True)
+            third = await scrape(url)
+            assert third["rstreams_elements_sent_total", label] == 4
+            assert third["rstreams_element_bytes_sent_total", label] == 32
+            assert third["rstreams_subscriptions_ended_total", (("outcome", "completed"), *label)] == 1
+            assert third["rstreams_bytes_sent_total", ()] > first["rstreams_bytes_sent_total", ()]
+    assert server.metrics_url == url  # closed with the server: the port no longer answers
+    with pytest.raises(urllib.error.URLError, match="refused"):
+        await scrape(url)
+
+
+async def test_unbounded_demand_is_shown_as_infinite() -> None:
+    opened = Opened(lambda params: rstreams.interval(3600.0).map(lambda i: b"tick"))  # silent for an hour
+    server = await serve("tcp://127.0.0.1:0", {"s": opened}, metrics="127.0.0.1:0")
+    async with server, await connect(server.url) as conn:
+        waiter = Waiter(initial=rstreams.UNBOUNDED)
+        conn.publisher("s").subscribe(waiter)
+        await opened.wait(1)
+        samples = await scrape(str(server.metrics_url))
+    assert samples["rstreams_demand_outstanding", (("publisher", "s"),)] == float("inf")
+    assert samples["rstreams_demand_granted_total", (("publisher", "s"),)] == 0  # not counted
+
+
+async def test_bad_addresses_are_refused_by_name() -> None:
+    for bad in ("9464", "host:", ":9464", "host:99999", "host:http"):
+        with pytest.raises(ValueError, match="metrics must be 'host:port'"):
+            parse_address(bad)
+    assert parse_address("[::1]:9464") == ("::1", 9464)
+    with pytest.raises(ValueError, match="metrics must be 'host:port'"):
+        await serve("tcp://127.0.0.1:0", {}, metrics="nowhere")
