@@ -19,6 +19,7 @@ from typing import Any
 
 from rstreams.wire import extensions as X
 from rstreams.wire import frames as F
+from rstreams.wire._messages import MESSAGE, MESSAGE_CREDIT, encode_credit, encode_message
 from rstreams.wire._resume import (
     RESUME,
     RESUME_ACK,
@@ -100,6 +101,8 @@ EXTENSION_MESSAGES: dict[int, tuple[str, str, str, str]] = {
     RESUMED: ("resumed", "server → client", "position: varint", "§16"),
     RESUME_REFUSED: ("resumeRefused", "server → client", "reason: UTF-8 text, the whole payload", "§16"),
     RESUME_ACK: ("resumeAck", "either", "position: varint", "§16"),
+    MESSAGE: ("message", "either", "name: string, body: the rest of the payload", "§20"),
+    MESSAGE_CREDIT: ("messageCredit", "either (receiver of messages → sender)", "count: varint", "§20"),
 }
 EXTENSION_NAMES = {name: code for code, (name, *_) in EXTENSION_MESSAGES.items()}
 
@@ -154,6 +157,12 @@ EXAMPLES: list[tuple[F.Frame, int, str]] = [
     (F.ExtensionMessage(type=RESUMED, payload=encode_position(0)), 0, "position 0"),
     (F.ExtensionMessage(type=RESUME_REFUSED, payload=b"no"), 0, 'reason "no"'),
     (F.ExtensionMessage(type=RESUME_ACK, payload=encode_position(65536)), 0, "position 65536"),
+    (
+        F.ExtensionMessage(type=MESSAGE, payload=encode_message("events/click", b"hi")),
+        0,
+        'to handler "events/click", body "hi" (§20)',
+    ),
+    (F.ExtensionMessage(type=MESSAGE_CREDIT, payload=encode_credit(16)), 0, "16 more messages"),
 ]
 
 

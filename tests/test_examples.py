@@ -49,3 +49,12 @@ def test_tck_example_runs_programmatically() -> None:
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "0 failed" in result.stdout
+
+
+@pytest.mark.timeout(30)
+def test_messages_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/rsio_messages.py: handlers both ways, and a sender out of credit waits or fails."""
+    asyncio.run(_load("rsio_messages").main())
+    out = capsys.readouterr().out
+    assert "out of credit: no message credit to send to 'slow'" in out
+    assert "the client received: thanks" in out

@@ -21,6 +21,8 @@ def test_net_all_is_pinned() -> None:
             "ConnectionStatistics",
             "Credentials",
             "Endpoint",
+            "Message",
+            "MessageCreditError",
             "RemoteStreamError",
             "Resume",
             "Server",

@@ -34,6 +34,8 @@ from rstreams.net._connection import ConnectionStatistics as ConnectionStatistic
 from rstreams.net._consuming import RemoteStreamError as RemoteStreamError
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
+from rstreams.net._messages import Message as Message
+from rstreams.net._messages import MessageCreditError as MessageCreditError
 from rstreams.net._resume import Resume as Resume
 from rstreams.net._routes import UnknownPublisherError as UnknownPublisherError
 from rstreams.net._routes import split_name as split_name
@@ -62,6 +64,8 @@ __all__ = [
     "ConnectionStatistics",
     "Credentials",
     "Endpoint",
+    "Message",
+    "MessageCreditError",
     "RemoteStreamError",
     "Resume",
     "Server",

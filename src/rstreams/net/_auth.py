@@ -94,6 +94,8 @@ class AuthGate:
         self._held: dict[int, _Held] = {}
         self._credentials: dict[int, Credentials] = {}  # per-subscribe credentials, by subscriber id
         self._tasks: set[asyncio.Task[None]] = set()
+        self.on_settled: list[Callable[[], object]] = []
+        """Called once the connection's authenticate is accepted (messages held meanwhile, §20.4)."""
 
     # -- the hello -----------------------------------------------------------------------
     def hello(self, offered: bool) -> str | None:
@@ -182,6 +184,22 @@ class AuthGate:
         self._serving.subscribe(name, sid, held.demand)
         self._outbox.mark_dirty()
 
+    def check_message(self, name: str) -> str | None:
+        """Why a message to handler ``name`` is refused (extension messages, §20.4), or ``None``:
+        the same principal and ``authorize`` hook as a subscribe."""
+        principal = self.principal
+        if principal is None and self._auth.required:
+            return "unauthenticated"
+        authorize = self._auth.authorize
+        if authorize is None:
+            return None
+        try:
+            allowed = authorize(principal, name) is True
+        except Exception as error:
+            _log.error("the authorize hook raised %s; message to %r refused", type(error).__name__, name)
+            allowed = False
+        return None if allowed else "unauthorized"
+
     # -- extension messages ---------------------------------------------------------------
     def received(self, message_type: int, payload: bytes) -> None:
         """An auth message from the client (the pump routes them here)."""
@@ -221,6 +239,8 @@ class AuthGate:
         self.pending = False
         self._outbox.send_extension(AUTH_OK, b"")
         self._drain()
+        for call in self.on_settled:
+            call()
 
     # -- running the hook -------------------------------------------------------------------
     def _check(self, credentials: Credentials, then: Callable[[Any], None]) -> None:

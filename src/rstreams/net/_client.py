@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ssl as _ssl
+from collections.abc import Mapping
 from typing import IO, Any
 
 from rstreams.errors import ConnectionBrokenError
@@ -11,6 +12,7 @@ from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
 from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_KEEPALIVE
+from rstreams.net._messages import Handler, check_handlers
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, check_resume, connect_resumable, resume_config
 from rstreams.net._routes import Offer, Router
@@ -37,6 +39,7 @@ async def connect(
     idle_timeout: float | None = None,
     unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
     auth: object = None,
+    handlers: Mapping[str, Handler] | None = None,
 ) -> Connection:
     """Connect to the RS.io server at ``url``; ``conn.publisher(name)`` then reads its streams.
 
@@ -61,6 +64,8 @@ async def connect(
     the server refuses them it says goodbye and every stream fails with
     ``ConnectionBrokenError("... authentication failed ...")``; ``conn.authenticated``
     tells when they were accepted. Per subscription: ``conn.publisher(name, auth=...)``.
+    ``handlers``: message handlers this side offers to the server (same forms as in
+    :func:`serve`; PROTOCOL.md §20).
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers``, ``ssl`` or ``auth`` (the message
@@ -69,6 +74,7 @@ async def connect(
     """
     endpoint = parse_url(url)
     Router(publishers)
+    check_handlers(handlers)
     credentials = as_credentials(auth) if auth is not None else None
     resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
@@ -84,6 +90,7 @@ async def connect(
         idle_timeout=idle_timeout,
         unread_timeout=unread_timeout,
         credentials=credentials,
+        handlers=handlers,
     )
     conn = Connection(pump)
     try:
@@ -110,6 +117,7 @@ async def connect_pipe(
     keepalive: float | None = DEFAULT_KEEPALIVE,
     idle_timeout: float | None = None,
     unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
+    handlers: Mapping[str, Handler] | None = None,
 ) -> Connection:
     """An RS.io connection over a pair of pipes (file objects or descriptors).
 
@@ -118,6 +126,7 @@ async def connect_pipe(
     end: it decides who sends which hello and whose ids are even).
     """
     Router(publishers)
+    check_handlers(handlers)
     pump = Pump(
         client=not server,
         offer=publishers,
@@ -127,6 +136,7 @@ async def connect_pipe(
         low_water=low_water,
         keepalive=keepalive,
         idle_timeout=idle_timeout,
+        handlers=handlers,
     )
     conn = Connection(pump)
     await open_pipe_transport(pump, reader, writer, high=high_water, low=low_water)

@@ -150,6 +150,26 @@ class Connection:
             subscriber.cancel()
             raise
 
+    # -- messages (extension messages, PROTOCOL.md §20) -----------------------------------------
+    async def send(self, name: str, payload: bytes, *, wait: bool = True) -> None:
+        """Send ``payload`` to the peer's message handler ``name`` (``path?param=value``), one way.
+
+        Bounded: the peer grants message credit (``max_messages_in_flight`` of its config,
+        16 by default) and takes one back for each message whose handler has finished. Out
+        of credit, ``send`` waits for it (``wait=True``, in order with other senders) or
+        raises :class:`MessageCreditError` (``wait=False``); nothing is queued. It returns
+        once the message is handed to the connection, not when a handler has run: an
+        unknown handler, one that raises, or one that ``authorize`` refuses drops the
+        message on the peer's side (logged there), PROTOCOL.md §20.4.
+
+        Raises:
+            LocalProtocolError: the peer's hello does not list extension messages (id 7).
+            MessageCreditError: ``wait=False`` and no credit.
+            ValueError: name and payload above ``max_string_length`` (64 KiB by default).
+            ConnectionBrokenError: the connection ended before the message was sent.
+        """
+        await self._pump.messages.send(name, payload, wait)
+
     # -- closing -------------------------------------------------------------------------------
     async def aclose(self, reason: str = "", *, timeout: float = CLOSE_TIMEOUT) -> None:  # noqa: ASYNC109
         """Say goodbye, wait (up to ``timeout`` s) for the peer's goodbye, close the transport.

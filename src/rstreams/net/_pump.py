@@ -24,7 +24,7 @@ joins them through the :class:`~rstreams.net._outbox.Outbox`:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from rstreams.errors import report_unhandled
@@ -35,6 +35,7 @@ from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT, HELD_PART, MAX_UNSENT, READ_TURN, Backlog
 from rstreams.net._keepalive import Keepalive, check_interval
+from rstreams.net._messages import MESSAGE_TYPES, Handler, Messages, check_handlers
 from rstreams.net._outbox import Outbox
 from rstreams.net._routes import Offer
 from rstreams.net._serving import ServingTable
@@ -62,7 +63,7 @@ from rstreams.wire import (
 )
 from rstreams.wire import Connection as Core
 from rstreams.wire._auth import Credentials
-from rstreams.wire.extensions import AUTH, KEEPALIVE
+from rstreams.wire.extensions import AUTH, KEEPALIVE, MESSAGES
 
 if TYPE_CHECKING:
     from rstreams.observe import ConnectionObserver
@@ -98,6 +99,7 @@ class Pump:
         unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
         credentials: Credentials | None = None,
         server_auth: ServerAuth | None = None,
+        handlers: Mapping[str, Handler] | None = None,
         describe: Callable[[], str] = lambda: "<rstreams.net.Connection>",
         observer: ConnectionObserver | None = None,
     ) -> None:
@@ -107,7 +109,7 @@ class Pump:
         check_interval("unread_timeout", unread_timeout)
         # Extensions (PROTOCOL.md §14, §15): keepalive is always listed (the core answers pings;
         # ``keepalive`` only decides whether we send them); auth when there is something to do.
-        ids = {KEEPALIVE.id}
+        ids = {KEEPALIVE.id, MESSAGES.id}
         if credentials is not None or (server_auth is not None and server_auth.authenticate is not None):
             ids.add(AUTH.id)
         config = config or ConnectionConfig()
@@ -151,6 +153,9 @@ class Pump:
         if auth is not None:
             for message_type in AUTH_MESSAGES:
                 self.extension_handlers[message_type] = auth.received
+        self.messages = Messages(outbox, check_handlers(handlers), self.gate)
+        for message_type in MESSAGE_TYPES:
+            self.extension_handlers[message_type] = self.messages.received
         self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
         subscriptions = self.subscriptions
         self._routes: dict[type, Callable[[Any], object]] = {
@@ -450,9 +455,12 @@ class Pump:
             reason = self.gate.hello(AUTH.id in outbox.core.extensions)
             if reason is not None:
                 outbox.close_now(reason)
+            else:
+                self.messages.hello()
             return
         if self.client_auth is not None and not self.client_auth.hello():
             return
+        self.messages.hello()
         self.subscriptions.release_deferred()
 
     def _end(self, error: BaseException) -> None:
@@ -462,3 +470,4 @@ class Pump:
             self.gate.close()
         self.serving.stop_all()
         self.subscriptions.end(error)
+        self.messages.close(error)

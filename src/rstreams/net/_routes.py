@@ -26,13 +26,14 @@ import dataclasses
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from rstreams.api import Publisher
 from rstreams.errors import ReactiveStreamsError
 from rstreams.net._codec import Codec
 
 __all__ = [
+    "NameTable",
     "Offer",
     "PublisherFactory",
     "Router",
@@ -119,6 +120,39 @@ def _compile(pattern: str) -> re.Pattern[str]:
         last = match.end()
     parts.append(re.escape(pattern[last:]))
     return re.compile("".join(parts))
+
+
+V = TypeVar("V")
+
+
+class NameTable(Generic[V]):
+    """Names and ``{field}`` patterns mapped to values, matched like publisher names: exact
+    names first, then patterns in the order given (message handlers, PROTOCOL.md §20)."""
+
+    def __init__(self, entries: Mapping[str, V]) -> None:
+        self._exact: dict[str, V] = {}
+        self._patterns: list[tuple[re.Pattern[str], V]] = []
+        for key, value in entries.items():
+            if not isinstance(key, str):
+                raise TypeError(f"names are str such as 'events/{{kind}}', got {key!r}")
+            if _PLACEHOLDER.search(key):
+                self._patterns.append((_compile(key), value))
+            else:
+                self._exact[key] = value
+
+    def lookup(self, name: str) -> tuple[V, dict[str, str]] | None:
+        """The value for ``name`` (``path?query``) and its parameters (query and matched
+        fields), or ``None``."""
+        path, params = split_name(name)
+        value = self._exact.get(path)
+        if value is not None:
+            return value, params
+        for pattern, candidate in self._patterns:
+            match = pattern.fullmatch(path)
+            if match is not None:
+                params.update(match.groupdict())
+                return candidate, params
+        return None
 
 
 class Router:

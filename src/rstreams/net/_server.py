@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl as _ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -22,6 +22,7 @@ from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
 from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, check_interval
+from rstreams.net._messages import Handler, check_handlers
 from rstreams.net._pending import Pending
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
@@ -149,6 +150,7 @@ async def serve(
     auth_required: bool | None = None,
     resume: Resume | bool | None = None,
     metrics: bool | str | None = None,
+    handlers: Mapping[str, Handler] | None = None,
 ) -> Server:
     """Listen on ``url`` and serve ``publishers`` to every client.
 
@@ -206,6 +208,11 @@ async def serve(
             ``"host:port"``: that, and serve it at ``http://host:port/metrics`` for
             Prometheus (needs ``prometheus_client``, the ``rstreams[metrics]`` extra; port 0
             picks one, see :attr:`Server.metrics_url`). Default: nothing is counted.
+        handlers: message handlers offered to clients (PROTOCOL.md §20): a mapping from
+            names or ``{field}`` patterns to ``handler(message)`` (a :class:`Message`; sync,
+            or returning an awaitable that holds the message's credit until it finishes).
+            ``conn.send(name, payload)`` on a client reaches them; ``authorize(principal,
+            name)`` is asked for each message as for a subscribe.
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
@@ -213,6 +220,7 @@ async def serve(
     """
     endpoint = parse_url(url)
     Router(publishers)  # check the offer and the limits now, where the caller made the mistake
+    check_handlers(handlers)
     check_water_marks(high_water, low_water)
     if handshake_timeout is not None and not handshake_timeout > 0:
         raise ValueError(f"handshake_timeout must be > 0 seconds or None, got {handshake_timeout!r}")
@@ -261,6 +269,7 @@ async def serve(
             unread_timeout=unread_timeout,
             server_auth=server_auth,
             observer=server._metrics.connection() if server._metrics is not None else None,
+            handlers=handlers,
         )
         conn = Connection(pump)
         return pump

@@ -48,6 +48,11 @@ class ConnectionConfig:
     max_extensions: int = 64
     """Most extension ids a hello may list."""
 
+    max_messages_in_flight: int = 16
+    """Message credit granted to the peer (extension messages, PROTOCOL.md §20): messages it
+    may send before their handlers have run; each is at most ``max_string_length`` bytes, so
+    this bounds what the peer can make us hold (16 times 64 KiB = 1 MiB by default)."""
+
     max_closed_streams: int = 4096
     """How many recently closed ids are remembered, so that late sends on them are dropped
     quietly instead of raising (h2 keeps the same kind of record)."""

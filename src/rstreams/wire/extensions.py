@@ -24,8 +24,10 @@ __all__ = [
     "AUTH_SUBSCRIBE_CREDENTIALS",
     "BY_ID",
     "BY_TYPE",
+    "CHANNELS",
     "KEEPALIVE",
     "KEEPALIVE_PAYLOAD_SIZE",
+    "MESSAGES",
     "PING",
     "PONG",
     "REGISTERED",
@@ -73,7 +75,12 @@ AUTH = Extension(2, "auth", frozenset(range(0x84, 0x88)))
 RESUME = Extension(3, "resume", frozenset(range(0x88, 0x90)))
 """Session resumption; its payloads are defined in PROTOCOL.md by the resumption extension."""
 
-REGISTERED: tuple[Extension, ...] = (KEEPALIVE, AUTH, RESUME)
+MESSAGES = Extension(7, "messages", frozenset(range(0x9C, 0xA0)))
+"""Fire-and-forget messages to named handlers, bounded by message credit (§20; rstreams.wire._messages)."""
+CHANNELS = Extension(8, "channels", frozenset(range(0xA0, 0xA8)))
+"""Subscriptions that carry an input stream to the publisher (§21; rstreams.wire._channels)."""
+
+REGISTERED: tuple[Extension, ...] = (KEEPALIVE, AUTH, RESUME, MESSAGES, CHANNELS)
 BY_ID: dict[int, Extension] = {ext.id: ext for ext in REGISTERED}
 BY_TYPE: dict[int, Extension] = {t: ext for ext in REGISTERED for t in ext.message_types}
 

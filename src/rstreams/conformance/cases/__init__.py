@@ -8,6 +8,7 @@ from rstreams.conformance.cases import extensions as extensions
 from rstreams.conformance.cases import framing as framing
 from rstreams.conformance.cases import handshake as handshake
 from rstreams.conformance.cases import limits as limits
+from rstreams.conformance.cases import messages as messages
 from rstreams.conformance.cases import resumption as resumption
 from rstreams.conformance.cases import reverse as reverse
 from rstreams.conformance.cases import split as split
@@ -20,6 +21,7 @@ __all__ = [
     "framing",
     "handshake",
     "limits",
+    "messages",
     "resumption",
     "reverse",
     "split",
