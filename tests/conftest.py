@@ -1,11 +1,5 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# tests/support.py is imported as `support` by the test modules
-sys.path.insert(0, str(Path(__file__).parent))
-
 # Hypothesis' per-example deadline (200 ms) is a wall-clock assertion: on a loaded machine it
 # fails properties that are correct. The suite checks behaviour, never speed (benchmarks/ does).
 from hypothesis import settings

@@ -328,7 +328,7 @@ def test_token_refusal(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.M
 @pytest.mark.timeout(60)
 def test_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """`serve --tls-cert/--tls-key` on tls://; `subscribe --cafile` trusts it; without it, exit 2."""
-    from support_tls import TestCA
+    from testkit.tls import TestCA
 
     ca = TestCA.make(tmp_path, "h8 CA")
     issued = ca.issue("server", san=("127.0.0.1",))

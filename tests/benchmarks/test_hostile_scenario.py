@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _scenarios import SCENARIOS
+from _tables import render_scenario
+from net_hostile import ATTACKS
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-from _scenarios import SCENARIOS  # noqa: E402
-from _tables import render_scenario  # noqa: E402
-from net_hostile import ATTACKS  # noqa: E402
 
 
 def test_hostile_scenario_pairs_every_attack_with_the_stream_alone() -> None:

@@ -9,17 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-from _netcommon import (  # noqa: E402
+from _netcommon import (
     Settles,
     SlowReader,
     Streams,
@@ -28,8 +22,8 @@ from _netcommon import (  # noqa: E402
     make_parser,
     round_trips,
 )
-from _scenarios import SCENARIOS  # noqa: E402
-from _tables import render_scenario  # noqa: E402
+from _scenarios import SCENARIOS
+from _tables import render_scenario
 
 
 class FakeLib:

@@ -39,7 +39,6 @@ def test_quick_run_without_peers(tmp_path: Path) -> None:
 
 def test_a_loaded_run_is_marked_unfit_for_the_readme() -> None:
     """The harness marks a run above 1.0 load per CPU (before or after) as not for publication."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from _harness import QUIET_LOAD_PER_CPU, quiet_verdict
 
     cpus = os.cpu_count() or 1

@@ -7,15 +7,11 @@ it is left out of the CI smoke test for that reason.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import run  # noqa: E402
-from _scenarios import SCENARIOS, ScenarioDef  # noqa: E402
-from _tables import render_scenario  # noqa: E402
+import run
+from _scenarios import SCENARIOS, ScenarioDef
+from _tables import render_scenario
 
 
 def _runs(value: float) -> list[dict[str, float]]:

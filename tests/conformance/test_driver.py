@@ -39,7 +39,7 @@ from rstreams.wire import (
     Subscribe,
     encode,
 )
-from support_tls import TestCA, server_context
+from testkit.tls import TestCA, server_context
 
 PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
 ALL = frozenset(KINDS)

@@ -4,7 +4,7 @@ Each case is one test per transport, so a failure names its case and rule. A cas
 fails because of a real bug in rstreams.net/wire is kept and marked ``xfail(strict=True)``
 in :data:`KNOWN_BUGS` with the bug described; fixing the bug turns it into an XPASS, which
 fails the run until the mark is removed. Over ``tls``/``wss`` the driver verifies the
-server's certificate against a CA made for the test session (tests/support_tls.py).
+server's certificate against a CA made for the test session (tests/testkit/tls.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from rstreams.conformance import CASES, KINDS, Case, Options, Outcome, conformance_publishers, run_case
 from rstreams.net import Credentials, Token, serve
 from rstreams.net._resume import Resume
-from support_tls import TestCA, server_context
+from testkit.tls import TestCA, server_context
 
 OPTIONS = Options(quiet=0.1, timeout=5.0, case_timeout=30.0)
 ALL_KINDS = frozenset(KINDS)

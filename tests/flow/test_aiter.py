@@ -13,7 +13,7 @@ import rstreams
 from rstreams.api import Subscriber, Subscription
 from rstreams.flow._aiter import _Receiver, iter_async
 from rstreams.tck._subscriber import verify_subscriber_blackbox
-from support import WAIT
+from testkit.recording import WAIT
 
 
 class RecordingPublisher(rstreams.Flow[int]):

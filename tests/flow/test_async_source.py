@@ -15,7 +15,7 @@ from rstreams.api import Subscription
 from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
 from rstreams.flow._async_source import from_async_iterable
 from rstreams.flow._flow import Flow
-from support import WAIT, RecordingSubscriber
+from testkit.recording import WAIT, RecordingSubscriber
 
 T = TypeVar("T")
 

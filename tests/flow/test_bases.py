@@ -16,7 +16,7 @@ from rstreams.api import Subscriber
 from rstreams.flow._drain import DrainLoop, DrainSubscriber
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
 from rstreams.flow._sinks import SinkSubscriber
-from support import RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BASES: dict[str, type] = {

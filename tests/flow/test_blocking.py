@@ -12,7 +12,7 @@ import rstreams
 from rstreams.api import Subscriber, Subscription
 from rstreams.flow._blocking import _Receiver, iter_blocking
 from rstreams.tck._subscriber import verify_subscriber_blackbox
-from support import WAIT
+from testkit.recording import WAIT
 
 
 class ManualPublisher(rstreams.Flow[int]):

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, drive
 from rstreams.errors import InvalidDemandError
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher, drive
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def test_buffer_groups_elements_and_sends_the_short_last_list_on_complete() -> None:

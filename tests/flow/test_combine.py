@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, ThreadPublisher, drive
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher, ThreadPublisher, drive
+from testkit.recording import WAIT, RecordingSubscriber
 
 Make = Callable[[int], rstreams.Flow[Any]]
 
@@ -397,7 +397,7 @@ def test_passes_the_publisher_tck_over_each_upstream_shape(
 
 def test_signals_stay_serial_with_sources_on_their_own_threads() -> None:
     """Rule 1.3: zip over two threaded sources delivers every tuple, never overlapping."""
-    from flow.operator_support import SerialChecker
+    from testkit.publishers import SerialChecker
 
     s: RecordingSubscriber[Any] = RecordingSubscriber()
     checker = SerialChecker(s)

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, SerialChecker, ThreadPublisher, drive, requesting
 from rstreams.api import Publisher, Subscriber
 from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
-from support import RecordingSubscriber
+from testkit.publishers import ManualPublisher, SerialChecker, ThreadPublisher, drive, requesting
+from testkit.recording import RecordingSubscriber
 
 
 class Inners:

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 import rstreams
-from flow.operator_support import ManualPublisher
 from rstreams.errors import InvalidDemandError, ReactiveStreamsError
 from rstreams.flow._element import NoSuchElementError
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def test_as_sinks_result_and_await() -> None:

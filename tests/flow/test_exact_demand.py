@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import rstreams
-from flow.operator_support import ManualPublisher
 from rstreams.api import Publisher
-from support import RecordingSubscriber
+from testkit.publishers import ManualPublisher
+from testkit.recording import RecordingSubscriber
 
 N = 5
 

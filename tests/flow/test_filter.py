@@ -7,10 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, drive
 from rstreams.errors import InvalidDemandError
 from rstreams.flow._filter import FilterFlow
-from support import RecordingSubscriber
+from testkit.publishers import ManualPublisher, drive
+from testkit.recording import RecordingSubscriber
 
 
 def test_filter_keeps_matching_elements_in_order() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import rstreams
 from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
-from support import RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 
 def test_range_delivers_exactly_what_was_requested() -> None:

@@ -14,9 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, drive
 from rstreams.flow._map import MapFlow
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher, drive
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def _fails_at(bad: int) -> Any:

@@ -11,7 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import (
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import InvalidDemandError, OverflowStrategyError, set_unhandled_error_hook
+from rstreams.flow._merge import FlatMapFlow, merge
+from testkit.publishers import (
     ActivityProbe,
     ManualPublisher,
     SerialChecker,
@@ -19,10 +22,7 @@ from flow.operator_support import (
     drive,
     requesting,
 )
-from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import InvalidDemandError, OverflowStrategyError, set_unhandled_error_hook
-from rstreams.flow._merge import FlatMapFlow, merge
-from support import WAIT, RecordingSubscriber
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def test_merge_delivers_every_element_keeping_each_sources_order() -> None:

@@ -22,7 +22,7 @@ from rstreams.errors import (
     set_unhandled_error_hook,
 )
 from rstreams.flow._multicast import MulticastProcessor
-from support import WAIT, RecordingSubscriber
+from testkit.recording import WAIT, RecordingSubscriber
 
 T = TypeVar("T")
 

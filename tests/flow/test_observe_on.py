@@ -17,7 +17,7 @@ import rstreams
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import InvalidDemandError, OverflowStrategyError, set_unhandled_error_hook
 from rstreams.flow._observe_on import ObserveOnFlow
-from support import WAIT, RecordingSubscriber
+from testkit.recording import WAIT, RecordingSubscriber
 
 T = TypeVar("T")
 

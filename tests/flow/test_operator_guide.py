@@ -7,12 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import rstreams
-from flow.operator_support import ManualPublisher
 from rstreams.api import Publisher, Subscriber
 from rstreams.flow import _operator
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
 from rstreams.flow._signals import NONE_ITEM
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def _example() -> Any:

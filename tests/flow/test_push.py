@@ -17,7 +17,7 @@ from rstreams.errors import (
 )
 from rstreams.flow._flow import Flow
 from rstreams.flow._push import OverflowStrategy, PushSource, from_push
-from support import RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 DROP, LATEST, BUFFER, ERROR = (
     OverflowStrategy.DROP,

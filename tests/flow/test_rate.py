@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, ThreadPublisher, drive
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher, ThreadPublisher, drive
+from testkit.recording import WAIT, RecordingSubscriber
 
 Strategy = rstreams.OverflowStrategy
 

@@ -12,11 +12,11 @@ from typing import Any, cast
 import pytest
 
 import rstreams
-from flow.clock_support import VirtualLoop
-from flow.operator_support import ManualPublisher
 from rstreams.api import Subscriber
 from rstreams.errors import InvalidDemandError
-from support import WAIT, RecordingSubscriber
+from testkit.clock import VirtualLoop
+from testkit.publishers import ManualPublisher
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 class Flaky(rstreams.Flow[int]):

@@ -15,7 +15,7 @@ from rstreams.errors import OverflowStrategyError, set_unhandled_error_hook
 from rstreams.flow._push import OverflowStrategy, PushSource
 from rstreams.flow._rx import _ObserverSubscriber, from_observable, to_observable
 from rstreams.tck._subscriber import verify_subscriber_blackbox
-from support import WAIT, RecordingSubscriber
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 class Events:

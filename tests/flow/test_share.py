@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import rstreams
-from flow.operator_support import ManualPublisher
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 class _Counting(ManualPublisher[int]):

@@ -16,7 +16,7 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.flow import _sinks
 from rstreams.flow._sinks import collect, count, for_each, reduce
 from rstreams.tck._subscriber import verify_subscriber_blackbox
-from support import WAIT
+from testkit.recording import WAIT
 
 
 class ManualPublisher(rstreams.Flow[Any]):

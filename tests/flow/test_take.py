@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, drive
 from rstreams.errors import InvalidDemandError
 from rstreams.flow._flow import Flow
-from support import RecordingSubscriber
+from testkit.publishers import ManualPublisher, drive
+from testkit.recording import RecordingSubscriber
 
 
 def test_take_emits_the_first_n_then_completes_and_cancels_upstream() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 import rstreams
-from flow.operator_support import ManualPublisher, drive
 from rstreams.errors import set_unhandled_error_hook
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher, drive
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def _raise(*_: object) -> None:

@@ -9,14 +9,14 @@ from typing import cast
 
 import pytest
 
-from flow.clock_support import VirtualLoop
 from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
 from rstreams.flow._flow import Flow
 from rstreams.flow._push import OverflowStrategy
 from rstreams.flow._time import interval, timer
-from support import WAIT, RecordingSubscriber
+from testkit.clock import VirtualLoop
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 @pytest.fixture

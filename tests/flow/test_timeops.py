@@ -12,13 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.clock_support import VirtualLoop
-from flow.operator_support import ManualPublisher, ThreadPublisher
 from rstreams.api import Subscriber
 from rstreams.errors import InvalidDemandError
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
 from rstreams.flow._timeops import StreamTimeoutError
-from support import WAIT, RecordingSubscriber
+from testkit.clock import VirtualLoop
+from testkit.publishers import ManualPublisher, ThreadPublisher
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def _clock() -> tuple[VirtualLoop, asyncio.AbstractEventLoop]:

@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, drive
 from rstreams.errors import InvalidDemandError
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher, drive
+from testkit.recording import WAIT, RecordingSubscriber
 
 Build = Callable[[rstreams.Flow[int]], rstreams.Flow[Any]]
 

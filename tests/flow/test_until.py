@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 import rstreams
-from flow.operator_support import ManualPublisher, SerialChecker, ThreadPublisher, drive
 from rstreams.errors import InvalidDemandError
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher, SerialChecker, ThreadPublisher, drive
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def _pair() -> tuple[ManualPublisher[int], ManualPublisher[str]]:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import rstreams
-from flow.operator_support import ThreadPublisher
-from support import WAIT
+from testkit.publishers import ThreadPublisher
+from testkit.recording import WAIT
 
 Build = Callable[[rstreams.Flow[int]], rstreams.Flow[Any]]
 Upstream = Callable[[int], rstreams.Flow[int]]

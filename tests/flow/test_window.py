@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from flow.operator_support import ManualPublisher, ThreadPublisher
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
-from support import WAIT, RecordingSubscriber
+from testkit.publishers import ManualPublisher, ThreadPublisher
+from testkit.recording import WAIT, RecordingSubscriber
 
 
 def _outer(flow: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscriber[Any]:

@@ -5,13 +5,9 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-# tests/net/netsupport.py is imported as `netsupport` by the test modules here
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 import pytest
-from netsupport import RawPeer
 
 import rstreams
 from rstreams.errors import ConnectionBrokenError
@@ -26,6 +25,7 @@ from rstreams.wire import (
 )
 from rstreams.wire._auth import encode_credentials, encode_subscribe_credentials
 from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
+from testkit.net import RawPeer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from netsupport import WAIT
 
 import rstreams
 from rstreams.net import FLOAT64, INT64, JSON, Codec, connect, fixed_size, serve, with_codec
-from support import RecordingSubscriber
+from testkit.net import WAIT
+from testkit.recording import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

@@ -7,11 +7,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from netsupport import MemoryPeer, connection, memory_pair, run_virtual
 
 import rstreams
 from rstreams.net._closing import LINGER_BYTES, LINGER_SECONDS
 from rstreams.wire import ConnectionClosed, OnSubscribe, Subscribe, encode
+from testkit.net import MemoryPeer, connection, memory_pair, run_virtual
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from netsupport import WAIT, CountingSource, connection, memory_pair, pump_of
 
 from rstreams import UNBOUNDED
 from rstreams._cli_publishers import builtin_publishers
 from rstreams.net import Connection, fixed_size, with_codec
 from rstreams.net._serving import MAX_BATCH
-from support import RecordingSubscriber
+from testkit.net import WAIT, CountingSource, connection, memory_pair, pump_of
+from testkit.recording import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

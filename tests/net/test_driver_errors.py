@@ -6,13 +6,13 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from netsupport import WAIT, CountingSource, RecordingHandler, connection, memory_pair, pump_of
 
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import set_unhandled_error_hook
 from rstreams.net import RemoteStreamError, connect, serve
 from rstreams.wire import ClientHello, ConnectionClosed, Side, Subscribe, encode
 from rstreams.wire import Connection as Core
+from testkit.net import WAIT, CountingSource, RecordingHandler, connection, memory_pair, pump_of
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

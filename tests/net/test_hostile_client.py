@@ -19,7 +19,9 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from hostile_support import (
+
+from rstreams.wire import ExtensionMessage, OnSubscribe, ServerHello, Subscribe, extensions
+from testkit.hostile import (
     Flooder,
     MiB,
     Progress,
@@ -31,8 +33,6 @@ from hostile_support import (
     rss_kib,
     stop_process,
 )
-
-from rstreams.wire import ExtensionMessage, OnSubscribe, ServerHello, Subscribe, extensions
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -4,7 +4,7 @@ Eight raw-socket peers write one kind of message as fast as they can and never r
 server answers, while an ordinary client streams ``counter`` on its own connection. The
 server (``rstreams serve`` in a child process) must keep its memory bounded, measured as the
 growth of its RSS in /proc, and must go on serving the ordinary client, during the flood and
-after it. See ``hostile_support`` for how each flood ends (a byte budget, or the server
+after it. See ``testkit.hostile`` for how each flood ends (a byte budget, or the server
 stopping to read).
 
 Most floods run over a Unix socket: its kernel buffers are small and fixed, whereas loopback
@@ -20,7 +20,10 @@ import tempfile
 from collections.abc import Callable, Iterator
 
 import pytest
-from hostile_support import (
+
+from rstreams.net import connect
+from rstreams.wire import Cancel, ExtensionMessage, Request, Subscribe, extensions
+from testkit.hostile import (
     Flood,
     Legit,
     MiB,
@@ -33,9 +36,6 @@ from hostile_support import (
     repeat_to,
     server_process,
 )
-
-from rstreams.net import connect
-from rstreams.wire import Cancel, ExtensionMessage, Request, Subscribe, extensions
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.slow, pytest.mark.timeout(150)]
 

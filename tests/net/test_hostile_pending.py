@@ -16,9 +16,9 @@ import tempfile
 from collections.abc import Iterator
 
 import pytest
-from hostile_support import Legit, hello, listen_url, server_process
 
 from rstreams.net import connect
+from testkit.hostile import Legit, hello, listen_url, server_process
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.slow, pytest.mark.timeout(90)]
 

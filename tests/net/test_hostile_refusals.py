@@ -10,9 +10,9 @@ from __future__ import annotations
 import socket
 
 import pytest
-from hostile_support import frames, hello, server_process
 
 from rstreams.wire import FrameParser, OnError, ServerHello, Subscribe
+from testkit.hostile import frames, hello, server_process
 
 pytestmark = pytest.mark.timeout(60)
 

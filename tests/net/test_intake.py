@@ -13,7 +13,6 @@ import itertools
 from typing import Any
 
 import pytest
-from netsupport import CountingSource, MemoryPeer, connection, memory_pair, pump_of, run_virtual
 
 import rstreams
 from rstreams import UNBOUNDED
@@ -35,6 +34,7 @@ from rstreams.wire import (
     encode,
 )
 from rstreams.wire.extensions import KEEPALIVE, PING, PONG
+from testkit.net import CountingSource, MemoryPeer, connection, memory_pair, pump_of, run_virtual
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from netsupport import MemoryPeer, connection, memory_pair, run_virtual
 
 import rstreams
 from rstreams import UNBOUNDED
@@ -18,6 +17,7 @@ from rstreams.net import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, connect, serve
 from rstreams.net._keepalive import Keepalive
 from rstreams.wire import ConnectionClosed, ExtensionMessage, ExtensionReceived, OnNext, Subscribe
 from rstreams.wire.extensions import KEEPALIVE, PING, PONG
+from testkit.net import MemoryPeer, connection, memory_pair, run_virtual
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Self
 
-import netsupport
 import pytest
-from chaos_proxy import ChaosProxy
-from netsupport import WAIT
-from resumesupport import Collector
 
 import rstreams
 from rstreams.errors import ConnectionBrokenError, ResourceClosedError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
 from rstreams.net._resume_session import Session
+from testkit.chaos import ChaosProxy
+from testkit.net import WAIT
+from testkit.net import session_of as session_or_none
+from testkit.resume import Collector
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -49,7 +49,7 @@ def on_link_lost(session: Session) -> asyncio.Event:
 
 
 def session_of(conn: Connection) -> Session:
-    session = netsupport.session_of(conn)
+    session = session_or_none(conn)
     assert session is not None
     return session
 
@@ -163,7 +163,7 @@ async def test_idle_timeout_without_resume_still_says_goodbye() -> None:
         port = int(server.url.rsplit(":", 1)[1])
         async with ChaosProxy("127.0.0.1", port) as proxy:
             client = await connect(proxy.url, resume=CLIENT_RESUME, idle_timeout=IDLE)
-            assert netsupport.session_of(client) is None or session_of(client).token is None
+            assert session_or_none(client) is None or session_of(client).token is None
             received = Collector(pattern=False)
             client.publisher(f"count?n={N}").subscribe(received)
             await received.wait_items(100)

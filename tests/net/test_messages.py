@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from netsupport import RawPeer
 
 import rstreams
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, set_unhandled_error_hook
@@ -25,6 +24,7 @@ from rstreams.wire import (
 from rstreams.wire._auth import encode_credentials
 from rstreams.wire._messages import MESSAGE, MESSAGE_CREDIT, decode_credit, encode_credit, encode_message
 from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, KEEPALIVE, MESSAGES
+from testkit.net import RawPeer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

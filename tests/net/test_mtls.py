@@ -3,7 +3,7 @@
 A client presenting a certificate the CA signed streams, and the server sees who it is
 (``Connection.get_extra_info("peercert")``); a client with no certificate, or one from
 another CA, is refused during the TLS handshake and never becomes a connection, while
-the server goes on serving others. Certificates are made per module (tests/support_tls.py).
+the server goes on serving others. Certificates are made per module (tests/testkit/tls.py).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from netsupport import WAIT
 
 import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, Server, connect, serve
-from support_tls import Issued, TestCA, client_context, server_context
+from testkit.net import WAIT
+from testkit.tls import Issued, TestCA, client_context, server_context
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

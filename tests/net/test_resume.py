@@ -7,11 +7,7 @@ import ssl
 from collections.abc import Callable
 from typing import Any, Self
 
-import netsupport
 import pytest
-from chaos_proxy import ChaosProxy
-from netsupport import WAIT, CountingSource
-from resumesupport import SIZE, Collector
 
 import rstreams
 from rstreams.errors import ConnectionBrokenError
@@ -19,6 +15,10 @@ from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
 from rstreams.net._resume_session import Session
 from rstreams.wire._resume import Refused, ResumeReplyParser
+from testkit.chaos import ChaosProxy
+from testkit.net import WAIT, CountingSource
+from testkit.net import session_of as session_or_none
+from testkit.resume import SIZE, Collector
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -32,7 +32,7 @@ def offer(n: int) -> dict[str, Any]:
 
 
 def session_of(conn: Connection) -> Session:
-    session = netsupport.session_of(conn)
+    session = session_or_none(conn)
     assert session is not None
     return session
 
@@ -198,7 +198,7 @@ async def test_plain_client_on_a_resumable_server() -> None:
         assert pair.from_server.items == list(range(5000))
         assert pair.from_client.items == list(range(5000))
         assert session_of(pair.server_conns[0]).out.held == 0
-        assert netsupport.session_of(pair.client) is None
+        assert session_or_none(pair.client) is None
 
 
 async def test_resumable_client_on_a_plain_server_fails_on_a_cut() -> None:

@@ -6,13 +6,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from netsupport import WAIT, CountingSource
 
 import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, RemoteStreamError, connect, serve
 from rstreams.net._websocket import SUBPROTOCOL
 from rstreams.wire import ClientHello, ConnectionConfig, Subscribe, encode
+from testkit.net import WAIT, CountingSource
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

@@ -6,13 +6,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from netsupport import WAIT
 
 import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.wire import ClientHello, ConnectionClosed, Side, encode
 from rstreams.wire import Connection as Core
+from testkit.net import WAIT
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

@@ -4,10 +4,10 @@ bulk reads, small again after."""
 from __future__ import annotations
 
 import pytest
-from netsupport import RecordingHandler
 
 from rstreams.net._stream import FIRST_READ_SIZE, SHRINK_AFTER, SMALL_READ_SIZE, StreamProtocol
 from rstreams.net._transport import SOCKET_READ_SIZE
+from testkit.net import RecordingHandler
 
 pytestmark = [pytest.mark.asyncio]
 

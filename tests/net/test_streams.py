@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from netsupport import WAIT, CountingSource, pump_of
 
 import rstreams
 from rstreams import UNBOUNDED, InvalidDemandError
@@ -31,7 +30,8 @@ from rstreams.net import (
 )
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.wire import OnNext, OnNextBatch, OnNextPacked
-from support import RecordingSubscriber
+from testkit.net import WAIT, CountingSource, pump_of
+from testkit.recording import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

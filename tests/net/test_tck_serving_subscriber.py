@@ -17,13 +17,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from netsupport import WAIT, connection, memory_pair
 
 from rstreams import UNBOUNDED
 from rstreams.api import Subscriber
 from rstreams.net._serving import ServingStream
 from rstreams.tck import TestEnvironment, verify_subscriber_blackbox
-from support import RecordingSubscriber
+from testkit.net import WAIT, connection, memory_pair
+from testkit.recording import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 

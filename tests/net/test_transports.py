@@ -8,11 +8,11 @@ import ssl
 from pathlib import Path
 
 import pytest
-from netsupport import WAIT, RecordingHandler
 
 from rstreams.net._endpoints import connect_endpoint, listen_endpoint
 from rstreams.net._stream import open_pipe_transport
 from rstreams.net._url import parse_url
+from testkit.net import WAIT, RecordingHandler
 
 PAYLOAD = bytes(range(256)) * 1000  # 256 kB: several reads and, for WebSocket, several messages
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from observesupport import Clock, Opened, Waiter, use_clock
 
 import rstreams
 from rstreams.net import RemoteStreamError, connect, serve
 from rstreams.observe import ServerMetrics, goodbye_reason, stream_error_reason
+from testkit.observe import Clock, Opened, Waiter, use_clock
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

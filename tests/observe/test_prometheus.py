@@ -8,11 +8,11 @@ import urllib.request
 from typing import Any
 
 import pytest
-from observesupport import Clock, Opened, Waiter, use_clock
 
 import rstreams
 from rstreams.net import connect, serve
 from rstreams.observe._prometheus import parse_address
+from testkit.observe import Clock, Opened, Waiter, use_clock
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

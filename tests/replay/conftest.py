@@ -2,4 +2,4 @@
 
 from __future__ import annotations
 
-from replay_support import serve as serve  # the fixture, shared with tests/spark
+from testkit.replay import serve as serve  # the fixture, shared with tests/spark

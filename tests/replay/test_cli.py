@@ -12,7 +12,7 @@ import pytest
 
 from rstreams.cli import main
 from rstreams.replay import Access, ReplayLog, fetch_range, request_json
-from support_tls import TestCA
+from testkit.tls import TestCA
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,7 +10,7 @@ import pytest
 import rstreams
 from rstreams.api import Subscription
 from rstreams.replay import ReplayLog, TrimmedError, pack, unpack
-from support import RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 pytestmark = pytest.mark.timeout(30)
 

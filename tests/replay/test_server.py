@@ -22,7 +22,7 @@ from rstreams.replay import (
     stream_range,
     upload,
 )
-from support_tls import TestCA, server_context
+from testkit.tls import TestCA, server_context
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,7 +9,7 @@ import pytest
 
 from rstreams.replay import ReplayLog
 from rstreams.replay._store import FileStore, MemoryStore, Store
-from support import RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,16 +9,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replay_support import serve as serve  # the per-test replay server fixture, shared with tests/replay
 from rstreams.spark import JavaMissingError, check_java, register
-
-# tests/spark/sparksupport.py is imported as `sparksupport` by the test modules here
-sys.path.insert(0, str(Path(__file__).parent))
+from testkit.replay import serve as serve  # the per-test replay server fixture, shared with tests/replay
 
 
 @pytest.fixture(scope="session")

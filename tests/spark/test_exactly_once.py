@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sparksupport import SCHEMA, end_position, read_stream, records, wait_until
 
 import rstreams
 from rstreams.api import Publisher
 from rstreams.replay import ReplayLog, replay_offer
+from testkit.spark import SCHEMA, end_position, read_stream, records, wait_until
 
 pytestmark = pytest.mark.spark
 

@@ -3,46 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sparksupport import read_stream, records, wait_until
 
 from rstreams.replay import ReplayLog, fetch_range
+from testkit.spark import kill_group, read_stream, records, start_query, wait_until
 
 pytestmark = pytest.mark.spark
 
 TOTAL = 1_000
-SCRIPT = Path(__file__).with_name("killed_query.py")
-
-
-def start_query(url: str, checkpoint: Path, log: Path, rows: str = "50") -> subprocess.Popen[bytes]:
-    """The query in a new process group (its JVM included), its output in ``log``; ``rows`` per
-    micro-batch (``"all"``: no bound)."""
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, str(SCRIPT), url, str(checkpoint), rows],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-
-
-def kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait(30)
-
-
 @pytest.mark.timeout(300)
 def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
     spark: Any, serve: Any, tmp_path: Path

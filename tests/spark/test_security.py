@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sparksupport import records
 
 from rstreams.net import Token
 from rstreams.replay import Access, ReplayLog, fetch_range
 from rstreams.spark import register
-from support_tls import TestCA, server_context
+from testkit.spark import records
+from testkit.tls import TestCA, server_context
 
 pytestmark = pytest.mark.spark
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sparksupport import read_stream, records
 
 from rstreams.replay import ReplayLog, fetch_range, request_json
+from testkit.spark import read_stream, records
 
 pytestmark = pytest.mark.spark
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sparksupport import SCHEMA, end_position, read_stream, records, wait_until
 
 import rstreams
 from rstreams.replay import ReplayLog
 from rstreams.spark import arrow_ipc, arrow_rows
+from testkit.spark import SCHEMA, end_position, read_stream, records, wait_until
 
 pytestmark = pytest.mark.spark
 

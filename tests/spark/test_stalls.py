@@ -21,13 +21,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sparksupport import SCHEMA, end_position, read_stream, record, records, wait_until
-from test_kill import kill_group, start_query
 
 import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.flow._flow import Flow
 from rstreams.replay import ReplayLog, replay_offer
+from testkit.spark import (
+    SCHEMA,
+    end_position,
+    kill_group,
+    read_stream,
+    record,
+    records,
+    start_query,
+    wait_until,
+)
 
 pytestmark = pytest.mark.spark
 

@@ -1,12 +1,12 @@
 """Proof that the TCK judges correct implementations the same when the machine is busy.
 
-Runs the correct references of tests/tck (the publisher, subscriber and processor twins
+Runs the correct references of tests/testkit (the publisher, subscriber and processor twins
 of the broken implementations, plus rstreams' own range, MulticastProcessor and sinks)
 through every verification ``--runs`` times in a row (20 by default), while one process
 per CPU spins without pause so that every core stays busy. Every run must pass:
 
-    PYTHONPATH=src python tests/tck/busy_cores_proof.py            # 20 runs, all cores busy
-    PYTHONPATH=src python tests/tck/busy_cores_proof.py --runs 3 --busy 0
+    PYTHONPATH=src:tests python tests/tck/busy_cores_proof.py            # 20 runs, all cores busy
+    PYTHONPATH=src:tests python tests/tck/busy_cores_proof.py --runs 3 --busy 0
 
 It prints one line per run (cases passed, failed, skipped; the load average) and exits
 with 1 if any case failed in any run, printing that report. It asserts nothing about
@@ -24,10 +24,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `tck.` imports, as under pytest
 
 import rstreams
 from rstreams.flow._multicast import MulticastProcessor
@@ -39,8 +36,8 @@ from rstreams.tck import (
     verify_subscriber_blackbox,
     verify_subscriber_whitebox,
 )
-from tck import broken_publishers as bp
-from tck.broken_subscribers import OneAtATimeWhiteboxSubscriber, ReferenceSubscriber, WrappedProcessor
+from testkit import broken_publishers as bp
+from testkit.broken_subscribers import OneAtATimeWhiteboxSubscriber, ReferenceSubscriber, WrappedProcessor
 
 MAX = 2**63 - 1
 

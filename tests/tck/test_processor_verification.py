@@ -16,7 +16,7 @@ from rstreams.api import Processor
 from rstreams.flow._multicast import MulticastProcessor
 from rstreams.tck._processor import IdentityProcessorVerification, verify_processor
 from rstreams.tck._registry import run_cases
-from tck.broken_subscribers import (
+from testkit.broken_subscribers import (
     CancelsUpstreamInOnError,
     KeepsSecondUpstream,
     KeepsUpstreamWhenDownstreamCancels,
@@ -145,7 +145,7 @@ def test_verify_functions_take_one_set_of_keyword_options() -> None:
         verify_subscriber_blackbox,
         verify_subscriber_whitebox,
     )
-    from tck.broken_subscribers import ReferenceSubscriber
+    from testkit.broken_subscribers import ReferenceSubscriber
 
     common = {"env": TestEnvironment(default_timeout=1.0), "case_timeout": 60.0, "skip_stochastic": True}
     reports = [

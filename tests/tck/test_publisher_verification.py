@@ -33,7 +33,7 @@ from rstreams.tck import (
 from rstreams.tck._publisher import PUBLISHER_UNABLE_TO_SIGNAL_ON_COMPLETE
 from rstreams.tck._registry import run_cases
 from rstreams.tck._test_subscribers import ManualSubscriber, new_manual_subscriber
-from tck import broken_publishers as bp
+from testkit import broken_publishers as bp
 
 MAX = 2**63 - 1
 FAST_ENV = {"default_timeout": 1.0, "default_no_signals_timeout": 0.03, "default_poll_timeout": 0.01}

@@ -23,7 +23,7 @@ from rstreams.tck._subscriber import (
     verify_subscriber_whitebox,
 )
 from rstreams.tck._subscriber_support import HelperPublisher, WhiteboxSubscriberProbe
-from tck.broken_subscribers import (
+from testkit.broken_subscribers import (
     AcceptsNoneElement,
     AcceptsNoneError,
     CancelsBothSubscriptions,

@@ -11,17 +11,14 @@ import asyncio
 import json
 import math
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from cdp import Page, chromium, find_chromium
-from websupport import CountingPublisher
-
 from rstreams.web import LivePage
+from testkit.chromium import Page, chromium, find_chromium
+from testkit.web import CountingPublisher
 
 CHROMIUM = find_chromium()
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

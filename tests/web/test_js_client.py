@@ -24,9 +24,7 @@ import pytest
 
 import rstreams
 from rstreams.web import LivePage
-
-sys.path.insert(0, str(Path(__file__).parent))
-from cdp import chromium, find_chromium
+from testkit.chromium import chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "js"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from wiresupport import ConnectionPair, connected, wire
 
 from rstreams.demand import UNBOUNDED
 from rstreams.errors import LocalProtocolError
@@ -20,6 +19,7 @@ from rstreams.wire import (
     StreamError,
     Subscribe,
 )
+from testkit.wire import ConnectionPair, connected, wire
 
 
 def test_credit_follows_requests_and_elements() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from wiresupport import ConnectionPair, connected, wire
 
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError
 from rstreams.wire import (
@@ -16,6 +15,7 @@ from rstreams.wire import (
     Side,
     Subscribe,
 )
+from testkit.wire import ConnectionPair, connected, wire
 
 
 def test_goodbye_closes_all_streams_and_is_answered() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from wiresupport import ConnectionPair, wire
-
 from rstreams.wire import (
     ClientHello,
     Connection,
@@ -20,6 +18,7 @@ from rstreams.wire import (
     UnsupportedVersionError,
     encode,
 )
+from testkit.wire import ConnectionPair, wire
 
 
 def test_each_side_sends_its_hello_at_once() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from wiresupport import ConnectionPair, connected, wire
-
 from rstreams.wire import (
     Cancel,
     ConnectionClosed,
@@ -21,6 +19,7 @@ from rstreams.wire import (
     Subscribe,
 )
 from rstreams.wire.connection import Connection
+from testkit.wire import ConnectionPair, connected, wire
 
 SMALL = ConnectionConfig(
     split_threshold=10, max_element_size=100, max_reassembly_bytes=150, max_parts_in_flight=2

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from wiresupport import ConnectionPair, connected, wire
 
 from rstreams.errors import LocalProtocolError
 from rstreams.wire import (
@@ -20,6 +19,7 @@ from rstreams.wire import (
     StreamStateError,
     Subscribe,
 )
+from testkit.wire import ConnectionPair, connected, wire
 
 
 def test_both_sides_may_use_the_same_id() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wiresupport import ConnectionPair, connected, feed_three_ways, wire
 
 from rstreams.wire import (
     ClientHello,
@@ -27,6 +26,7 @@ from rstreams.wire import (
     extensions,
 )
 from rstreams.wire.extensions import AUTH, KEEPALIVE, PING, PONG, RESUME, Extension
+from testkit.wire import ConnectionPair, connected, feed_three_ways, wire
 
 BOTH = ConnectionConfig(extensions=frozenset({KEEPALIVE.id, AUTH.id}))
 

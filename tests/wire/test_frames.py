@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from wiresupport import feed_three_ways, frames_without_size, packed, parser
 
 from rstreams.wire import (
     Cancel,
@@ -29,6 +28,7 @@ from rstreams.wire import (
 )
 from rstreams.wire._varint import varint_size
 from rstreams.wire.frames import FRAME_CLASSES, Frame
+from testkit.wire import feed_three_ways, frames_without_size, packed, parser
 
 ROOT = Path(__file__).resolve().parents[2]
 

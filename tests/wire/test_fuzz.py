@@ -5,7 +5,6 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from wiresupport import ConnectionPair, frames_without_size
 
 from rstreams.errors import LocalProtocolError, RemoteProtocolError
 from rstreams.wire import (
@@ -26,6 +25,7 @@ from rstreams.wire import (
     encode,
 )
 from rstreams.wire.frames import Frame
+from testkit.wire import ConnectionPair, frames_without_size
 
 SMALL = ConnectionConfig(split_threshold=16, max_element_size=4096, max_reassembly_bytes=8192)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from wiresupport import parser, wire
 
 from rstreams.wire import (
     ExtensionError,
@@ -19,6 +18,7 @@ from rstreams.wire import (
 )
 from rstreams.wire._parser import _DECODERS, FrameParser
 from rstreams.wire._varint import encode_varint
+from testkit.wire import parser, wire
 
 
 @pytest.mark.parametrize("code", [0x00, 0x0E, 0x42, 0x7F])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wiresupport import connected, ids, texts, uints
 
 from rstreams.errors import LocalProtocolError
 from rstreams.wire import (
@@ -37,6 +36,7 @@ from rstreams.wire import (
 )
 from rstreams.wire.config import ConnectionConfig
 from rstreams.wire.frames import on_next_head, on_next_header, write_on_next
+from testkit.wire import connected, ids, texts, uints
 
 UNBOUNDED = 2**63 - 1
 SETTINGS = settings(max_examples=60, deadline=None)

@@ -1,6 +1,6 @@
 """Test certificates made on the spot with ``cryptography``: a CA, servers and clients it signs.
 
-Imported as ``support_tls`` (tests/conftest.py puts tests/ on the path). Keys are P-256, the
+Keys are P-256, the
 certificates are valid for a day from an hour ago, and everything is written as PEM into a
 directory the test owns, so nothing outside the test ever trusts them::
 

@@ -1,4 +1,4 @@
-"""Helpers for the wire tests: a connected pair in memory, three-way feeding, strategies."""
+"""What the wire tests share: a connected pair in memory, three-way feeding, strategies."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.flow._flow import Flow
-from support import WAIT, RecordingSubscriber
+from testkit.recording import WAIT, RecordingSubscriber
 
 T = TypeVar("T")
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from netsupport import WAIT
-
 from rstreams.api import Subscriber, Subscription
+from testkit.net import WAIT
 
 SIZE = 64
 """Bytes per patterned test element: an 8-byte counter padded, so that cuts land inside frames."""

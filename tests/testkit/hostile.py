@@ -18,7 +18,7 @@ stop. :class:`RssWatch` samples the server's RSS in a thread and keeps the peak;
 stop the flooders early once the peak passes a bound (the test then fails on the figure
 instead of waiting for the budget to run out).
 
-Run ``python tests/net/hostile_support.py serve URL --max-subscriptions N`` for a server like
+Run ``PYTHONPATH=src:tests python -m testkit.hostile serve URL --max-subscriptions N`` for a server like
 ``rstreams serve URL`` (the built-in ``counter``) whose per-connection subscription limit is
 ``N``.
 """
@@ -156,10 +156,11 @@ def listen_url(transport: str, directory: str) -> str:
 
 
 def child_env() -> dict[str, str]:
-    """The environment of a child: this rstreams first on its path, whatever ran the tests."""
+    """The environment of a child: this rstreams and this testkit first on its path."""
     src = str(Path(rstreams.__file__).resolve().parents[1])
+    tests = str(Path(__file__).resolve().parents[1])
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": src + (os.pathsep + path if path else "")}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([src, tests, *([path] if path else [])])}
 
 
 @contextlib.contextmanager
@@ -172,7 +173,8 @@ def server_process(url: str, *options: str, max_subscriptions: int | None = None
     if max_subscriptions is None:
         command = [sys.executable, "-m", "rstreams.cli", "serve", url, *options]
     else:
-        command = [sys.executable, __file__, "serve", url, "--max-subscriptions", str(max_subscriptions)]
+        limit = str(max_subscriptions)
+        command = [sys.executable, "-m", "testkit.hostile", "serve", url, "--max-subscriptions", limit]
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env()
     )

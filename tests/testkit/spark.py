@@ -1,10 +1,15 @@
-"""Helpers for the Spark tests: records, readers, bounded waits on query progress."""
+"""What the Spark tests share: records, readers, bounded waits on query progress."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 SCHEMA = "sensor string, seq bigint, value double"
@@ -48,3 +53,29 @@ def end_position(query: Any) -> int:
     if isinstance(end, str):
         end = json.loads(end)
     return int(end["position"]) if end else -1
+
+
+KILLED_QUERY = Path(__file__).resolve().parents[1] / "spark" / "killed_query.py"
+"""The query tests/spark/test_kill.py and test_stalls.py start and kill, a script of its own."""
+
+
+def start_query(url: str, checkpoint: Path, log: Path, rows: str = "50") -> subprocess.Popen[bytes]:
+    """The query in a new process group (its JVM included), its output in ``log``; ``rows`` per
+    micro-batch (``"all"``: no bound)."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, str(KILLED_QUERY), url, str(checkpoint), rows],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(30)
