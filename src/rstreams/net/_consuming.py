@@ -45,10 +45,10 @@ from rstreams.wire import (
     OnNext,
     OnNextBatch,
     OnNextPacked,
-    Subscribe,
 )
 from rstreams.wire._auth import Credentials, encode_subscribe_credentials
 from rstreams.wire.extensions import AUTH, AUTH_SUBSCRIBE_CREDENTIALS
+from rstreams.wire.frames import make_subscribe
 
 __all__ = [
     "Batching",
@@ -457,7 +457,8 @@ class SubscriptionTable:
         if credentials is not None:
             payload = encode_subscribe_credentials(sid, credentials)
             core.send(ExtensionMessage(type=AUTH_SUBSCRIBE_CREDENTIALS, payload=payload))
-        core.send(Subscribe(publisher=name, subscriber=sid, initial_demand=subscription.take_pending()))
+        # the fields are valid already (a str name, our id, checked demand): no re-validation
+        core.send(make_subscribe(name, sid, subscription.take_pending()))
         outbox.write_soon()
 
     def release_deferred(self) -> None:
@@ -497,8 +498,17 @@ class SubscriptionTable:
         self.outbox.write_now()
 
     def want_request(self, subscription: RemoteSubscription[Any]) -> None:
+        """``subscription`` has demand to send: at once if nothing else waits for this turn's
+        write (one element at a time on an open stream costs no extra loop turn), else with
+        the others in the turn's flush."""
+        outbox = self.outbox
+        if outbox.writes_through and outbox.ended is None:
+            n = subscription.take_pending()
+            outbox.core.request(subscription.sid, n)
+            outbox.write_soon()
+            return
         self._requests[subscription] = None
-        self.outbox.mark_dirty()
+        outbox.mark_dirty()
 
     def send_requests(self) -> None:
         """Queue one ``request`` frame per subscription that asked for more this turn."""

@@ -77,16 +77,19 @@ class ReplyLedger:
         """The serving side handed ``nbytes`` of elements to the core."""
         self._element_bytes += nbytes
 
-    def wrote(self, nbytes: int, *, more: bool) -> None:
+    def wrote(self, nbytes: int, *, more: bool) -> bool:
         """``nbytes`` were handed to the transport; ``more``: the core still holds output
-        (parts of a split element), which the element bytes not written yet belong to."""
-        elements = min(nbytes, self._element_bytes)
-        self._element_bytes = self._element_bytes - elements if more else 0
-        self._written += nbytes
-        replies = nbytes - elements
-        if replies:
-            self._replies += replies
-            self._marks.append((self._written, self._replies))
+        (parts of a split element), which the element bytes not written yet belong to.
+        Returns :attr:`may_pass_mark` (the writer checks it after every write)."""
+        element_bytes = self._element_bytes
+        elements = nbytes if nbytes < element_bytes else element_bytes
+        self._element_bytes = element_bytes - elements if more else 0
+        written = self._written = self._written + nbytes
+        if nbytes == elements:
+            return self._replies - self._sent_replies > self.mark
+        replies = self._replies = self._replies + nbytes - elements
+        self._marks.append((written, replies))
+        return replies - self._sent_replies > self.mark
 
     @property
     def may_pass_mark(self) -> bool:

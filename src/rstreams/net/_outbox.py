@@ -110,10 +110,14 @@ class Outbox:
 
     # -- output ----------------------------------------------------------------------------
     def mark_dirty(self) -> None:
-        """Flush on this loop turn's end (the core holds output, or a piece wants its turn)."""
+        """Flush on this loop turn's end (the core holds output, or a piece wants its turn).
+
+        While a read is being delivered nothing is scheduled: the pump flushes at the end
+        of every read (a loop callback less per request/response)."""
         if not self.flush_scheduled:
             self.flush_scheduled = True
-            self.flush_handle = self.loop.call_soon(self._flush)
+            if not self.reading:
+                self.flush_handle = self.loop.call_soon(self._flush)
 
     def flush_now(self) -> None:
         """Run the turn's flush at once (instead of on the turn's end, if it was scheduled)."""
@@ -141,14 +145,14 @@ class Outbox:
     def write(self, transport: Transport, data: list[bytes], *, activity: bool = True) -> None:
         """Hand ``data`` (the core's output) to ``transport``: every write goes through here."""
         transport.writelines(data)
-        nbytes = sum(map(len, data))
-        self.ledger.wrote(nbytes, more=self.core.has_data_to_send)
+        nbytes = len(data[0]) if len(data) == 1 else sum(map(len, data))
+        may_pass_mark = self.ledger.wrote(nbytes, more=self.core.has_data_to_send)
         observer = self.observer
         if observer is not None:
             observer.wrote(nbytes)
         if activity:
             self.sent_at = self.loop.time()
-        if self.ledger.may_pass_mark:
+        if may_pass_mark:
             self._backlogged()
 
     def write_soon(self) -> None:
@@ -160,17 +164,23 @@ class Outbox:
         way. Anything else goes out with the next flush, so the many subscribes of one
         turn (tasks woken by one read, say) cost two writes, not one each.
         """
-        if (
+        if not self.writes_through:
+            self.mark_dirty()
+            return
+        self.wrote_through = True
+        self.write_now()
+
+    @property
+    def writes_through(self) -> bool:
+        """Whether :meth:`write_soon` would write at once (a piece that coalesces its frames
+        queues one now only then)."""
+        return not (
             self.flush_scheduled
             or self.reading
             or self.wrote_through
             or not self.writable
             or self.transport is None
-        ):
-            self.mark_dirty()
-            return
-        self.wrote_through = True
-        self.write_now()
+        )
 
     def send_extension(self, message_type: int, payload: bytes) -> None:
         """Send a message of an active extension (PROTOCOL.md §4.4) with this turn's write."""

@@ -219,21 +219,25 @@ class Pump:
         Returns whether a rest is held."""
         size = len(data)
         if size <= first:  # the common case: one part
-            self._part(data)
-            self._answer()
+            try:
+                self._part(data)
+            finally:  # what the read caused is flushed now: nothing else schedules it (mark_dirty)
+                self._answer()
             return False
         outbox = self.outbox
         start, part = 0, first
-        while True:
-            events = self._part(data[start : start + part])
-            start += part
-            if start >= size or outbox.ended is not None:
-                start = size  # all read, or a goodbye in this part (the linger discards the rest)
-                break
-            if events >= _FEW or outbox.core.has_data_to_send:
-                break  # small messages, or ones the core answers itself: a part per turn
-            part *= 4  # large elements: feed more at once (fewer partial frames to join)
-        self._answer()
+        try:
+            while True:
+                events = self._part(data[start : start + part])
+                start += part
+                if start >= size or outbox.ended is not None:
+                    start = size  # all read, or a goodbye in this part (the linger discards the rest)
+                    break
+                if events >= _FEW or outbox.core.has_data_to_send:
+                    break  # small messages, or ones the core answers itself: a part per turn
+                part *= 4  # large elements: feed more at once (fewer partial frames to join)
+        finally:
+            self._answer()
         if start >= size:
             return False
         self._held = data[start:]  # valid until reading resumes (the transport seam's promise)

@@ -39,7 +39,8 @@ from rstreams.net._codec import Codec, identity
 from rstreams.net._outbox import Outbox
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.rules import check_error
-from rstreams.wire import ConnectionState, OnComplete, OnError, OnNextPacked, OnSubscribe
+from rstreams.wire import ConnectionState, OnError, OnNextPacked
+from rstreams.wire.frames import make_on_complete, make_on_subscribe  # our ids and sizes: valid already
 
 if TYPE_CHECKING:
     from rstreams.observe import StreamObserver
@@ -84,7 +85,6 @@ class ServingStream(Subscriber[Any]):
         "_core",
         "_encode",
         "_inbox",
-        "_lock",
         "_loop_thread",
         "_pack",
         "_pack_limit",
@@ -127,7 +127,6 @@ class ServingStream(Subscriber[Any]):
         self._loop_thread = _ident()
         self._inbox: list[tuple[int, Any]] | None = None
         self._scheduled = False
-        self._lock = threading.Lock()
 
     # -- driven by the connection (loop thread) -----------------------------------------
     def add_demand(self, n: int) -> None:
@@ -337,7 +336,7 @@ class ServingStream(Subscriber[Any]):
 
     # -- cross-thread hand-over ------------------------------------------------------------
     def _enqueue(self, kind: int, value: Any) -> None:
-        with self._lock:
+        with self._table.lock:
             if self._inbox is None:
                 self._inbox = []
             self._inbox.append((kind, value))
@@ -349,7 +348,7 @@ class ServingStream(Subscriber[Any]):
     def _drain_inbox(self) -> None:
         """Replay queued signals in order on the loop's thread (one call per batch)."""
         while True:
-            with self._lock:
+            with self._table.lock:
                 batch = self._inbox
                 if not batch:
                     self._inbox = None
@@ -518,7 +517,7 @@ class ServingTable:
     through its outbox the core) for everything they send.
     """
 
-    __slots__ = ("_packs", "_queue", "_router", "outbox", "streams")
+    __slots__ = ("_packs", "_queue", "_router", "lock", "outbox", "streams")
 
     def __init__(self, outbox: Outbox, offer: Offer | None, codec: Codec[Any] | None) -> None:
         self.outbox = outbox
@@ -526,6 +525,9 @@ class ServingTable:
         self.streams: dict[int, ServingStream] = {}
         self._queue: dict[ServingStream, None] = {}  # streams waiting to be refilled, in order
         self._packs: list[ServingStream] = []  # streams holding elements for this turn's write
+        self.lock = threading.Lock()
+        """Guards the streams' hand-over of signals from other threads (one lock for all: it is
+        held for a list append or swap, and a stream costs no lock of its own)."""
 
     @property
     def has_work(self) -> bool:
@@ -616,14 +618,14 @@ class ServingTable:
     def opened(self, stream: ServingStream) -> None:
         """The local publisher called ``on_subscribe``: tell the peer."""
         if self.streams.get(stream.sid) is stream and self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send(OnSubscribe(subscriber=stream.sid, element_size=stream.element_size))
+            self.outbox.core.send(make_on_subscribe(stream.sid, stream.element_size))
             self.outbox.mark_dirty()
 
     def completed(self, stream: ServingStream) -> None:
         if stream.obs is not None:
             stream.obs.ended("completed")
         if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send(OnComplete(subscriber=stream.sid))
+            self.outbox.core.send(make_on_complete(stream.sid))
             self.outbox.mark_dirty()
 
     def errored(self, stream: ServingStream, error: BaseException) -> None:

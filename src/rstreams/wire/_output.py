@@ -41,28 +41,29 @@ class _Split:
 class Output:
     """The bytes one connection has yet to hand to its transport."""
 
-    __slots__ = ("_chunks", "_part_size", "backlogs", "buf")
+    __slots__ = ("_part_size", "backlogs", "buf", "chunks")
 
     def __init__(self, part_size: int) -> None:
         self.buf = bytearray()
         """Frames not yet handed over (never rebound: the connection's fast paths keep it)."""
         self.backlogs: dict[int, deque[bytes | _Split]] = {}
         """Subscriber id -> what waits behind its split element (never rebound)."""
-        self._chunks: list[bytes] = []
+        self.chunks: list[bytes] = []
+        """Chunks queued ahead of :attr:`buf` (large payloads, by reference)."""
         self._part_size = part_size
 
     @property
     def pending(self) -> bool:
         """Whether :meth:`take` would return anything."""
-        return bool(self.buf or self._chunks or self.backlogs)
+        return bool(self.buf or self.chunks or self.backlogs)  # inlined in Connection.has_data_to_send
 
     def write_large(self, head: bytes, payload: bytes) -> None:
         """Queue a frame whose ``payload`` is handed over as its own chunk, not copied."""
         buf = self.buf
         buf += head
-        self._chunks.append(bytes(buf))
+        self.chunks.append(bytes(buf))
         buf.clear()
-        self._chunks.append(payload)
+        self.chunks.append(payload)
 
     def emit(self, sid: int, frame: bytes) -> None:
         """Queue an encoded frame of publisher ``sid``, behind its split element if any."""
@@ -87,10 +88,10 @@ class Output:
         if self.backlogs:
             self._drain_backlogs(limit)
         if self.buf:
-            self._chunks.append(bytes(self.buf))
+            self.chunks.append(bytes(self.buf))
             self.buf.clear()
-        chunks = self._chunks
-        self._chunks = []
+        chunks = self.chunks
+        self.chunks = []
         return chunks
 
     def _drain_backlogs(self, limit: int) -> None:

@@ -394,7 +394,12 @@ class FrameParser:
             raise Incomplete(end)
         return make_on_next(sid, data[p:end]), end
 
+    # The small frames below take one-byte varints inline (``data[p] < 0x80``: ids below 128,
+    # small demands) and call decode_varint for anything else, which also reports
+    # non-minimal and over-long encodings.
     def _request(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        if p + 1 < n and data[p] < 0x80 and data[p + 1] < 0x80:
+            return make_request(data[p], data[p + 1]), p + 2
         sid, p = decode_varint(data, p, n)
         demand, p = decode_varint(data, p, n)
         return make_request(sid, demand), p
@@ -404,8 +409,13 @@ class FrameParser:
         return make_cancel(sid), p
 
     def _on_complete(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
-        sid, p = decode_varint(data, p, n)
-        self.element_sizes.pop(sid, None)
+        if p < n and data[p] < 0x80:
+            sid = data[p]
+            p += 1
+        else:
+            sid, p = decode_varint(data, p, n)
+        if self.element_sizes:
+            self.element_sizes.pop(sid, None)
         return make_on_complete(sid), p
 
     def _on_error(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
@@ -438,8 +448,12 @@ class FrameParser:
         return cls(subscriber=sid, element_id=element_id, data=self._take(data, p, length, n)), p + length
 
     def _on_subscribe(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
-        sid, p = decode_varint(data, p, n)
-        size, p = decode_varint(data, p, n)
+        if p + 1 < n and data[p] < 0x80 and data[p + 1] < 0x80:
+            sid, size = data[p], data[p + 1]
+            p += 2
+        else:
+            sid, p = decode_varint(data, p, n)
+            size, p = decode_varint(data, p, n)
         if size > self._max_element:
             raise _too_big("onSubscribe elementSize", size, self._max_element, sid)
         if size:
@@ -450,6 +464,8 @@ class FrameParser:
 
     def _subscribe(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
         name, p = self._string(data, p, n, "subscribe publisher name")
+        if p + 1 < n and data[p] < 0x80 and data[p + 1] < 0x80:
+            return make_subscribe(name, data[p], data[p + 1]), p + 2
         sid, p = decode_varint(data, p, n)
         demand, p = decode_varint(data, p, n)
         return make_subscribe(name, sid, demand), p
@@ -498,15 +514,21 @@ class FrameParser:
         return data[p:end]
 
     def _string(self, data: bytes, p: int, n: int, what: str) -> tuple[str, int]:
-        length, p = decode_varint(data, p, n)
+        if p < n and data[p] < 0x80:
+            length = data[p]
+            p += 1
+        else:
+            length, p = decode_varint(data, p, n)
         if length > self._max_string:
             raise LimitExceededError(
                 f"{what} of {length} bytes exceeds max_string_length={self._max_string}",
                 limit="max_string_length",
             )
-        raw = self._take(data, p, length, n)
+        end = p + length
+        if end > n:
+            raise Incomplete(end)
         try:
-            return raw.decode(), p + length
+            return data[p:end].decode(), end
         except UnicodeDecodeError:
             raise FrameError(f"{what} is not valid UTF-8") from None
 

@@ -107,8 +107,12 @@ class StreamTable:
     def close(self, st: Stream, signal: Signal) -> None:
         """``signal`` (a terminal) ends ``st``: it leaves its table and is remembered as closed."""
         st.state = STREAM_TRANSITIONS[st.state, signal]
-        del (self.publishing if st.publishing else self.subscribing)[st.sid]
-        self._remember_closed(st.publishing, st.sid)
+        publishing, sid = st.publishing, st.sid
+        del (self.publishing if publishing else self.subscribing)[sid]
+        closed = self._closed  # _remember_closed, inlined: every stream ends here
+        closed[publishing, sid] = None
+        if len(closed) > self._max_closed:
+            del closed[next(iter(closed))]
 
     def _remember_closed(self, publishing: bool, sid: int) -> None:
         closed = self._closed
@@ -135,7 +139,8 @@ class StreamTable:
         refusal = ""
         if len(self.publishing) >= self._max_subscriptions:
             refusal = f"refused: at most {self._max_subscriptions} subscriptions per connection (§11)"
-        elif len(f.publisher.encode()) > self._max_name:
+        # UTF-8 takes at most 4 bytes a character: only a name that might be too long is encoded
+        elif len(f.publisher) * 4 > self._max_name and len(f.publisher.encode()) > self._max_name:
             refusal = f"refused: publisher name longer than {self._max_name} bytes (§11)"
         elif f.initial_demand > UNBOUNDED:
             refusal = RemoteInvalidDemandError(
@@ -239,7 +244,7 @@ class StreamTable:
         if st is None:
             self._gone(True, sid, "OnSubscribe")
             return None
-        new = step(st, _ON_SUBSCRIBE)
+        new = STREAM_TRANSITIONS.get((st.state, _ON_SUBSCRIBE))  # step(), inlined
         if new is None:
             raise LocalProtocolError(
                 f"can't send OnSubscribe on subscriber {sid} in state {st.state.name}", subscriber=sid

@@ -298,7 +298,8 @@ class Connection:
     @property
     def has_data_to_send(self) -> bool:
         """Whether :meth:`data_to_send` would return anything (split parts may remain, §8)."""
-        return self._output.pending
+        output = self._output  # Output.pending, inlined: the driver asks after every read and write
+        return bool(output.buf or output.chunks or output.backlogs)
 
     def data_to_send(self, limit: int = 1 << 20) -> list[bytes]:
         """Bytes to write, in order, as few chunks as possible (write them with one ``writelines``).
@@ -442,9 +443,10 @@ class Connection:
         self.request(f.subscriber, f.demand)
 
     def _send_subscribe(self, f: Subscribe) -> None:
-        demand = min(f.initial_demand, UNBOUNDED)
+        name = f.publisher.encode()  # first: a make_subscribe frame's name is unchecked, and a
+        demand = min(f.initial_demand, UNBOUNDED)  # failure must leave the table as it was
         self._streams.send_subscribe(f.subscriber, demand)
-        write_subscribe(self._out, f.publisher.encode(), f.subscriber, demand)
+        write_subscribe(self._out, name, f.subscriber, demand)
 
     def _send_cancel(self, f: Cancel) -> None:
         st = self._streams.send_request_or_cancel(f.subscriber, _CANCEL)
@@ -487,12 +489,14 @@ class Connection:
         signal = _ON_COMPLETE if complete else _ON_ERROR
         if self._streams.send_terminal(sid, signal, type(f).__name__) is None:
             return
-        out = bytearray()
+        backlog = sid in self._backlogs  # behind a split element: queued after its parts
+        out = bytearray() if backlog else self._out
         if complete:
             write_on_complete(out, sid)
         else:
             write_on_error(out, sid, f.error)  # type: ignore[union-attr]  # OnError when not complete
-        self._output.emit(sid, bytes(out))
+        if backlog:
+            self._output.emit(sid, bytes(out))
 
     def _send_goodbye(self, f: Goodbye) -> None:
         self._state = CONNECTION_TRANSITIONS[self._state, ConnectionInput.SEND_GOODBYE]
@@ -671,7 +675,8 @@ class Connection:
                 )
             )
             return
-        self._assembler.drop(sid)
+        if unfinished:
+            self._assembler.drop(sid)
         self._streams.close(st, signal)
         if not quiet:
             self._events.append(f)

@@ -387,7 +387,9 @@ def make_subscribe(publisher: str, subscriber: int, initial_demand: int) -> Subs
 
 
 # -- encoding ------------------------------------------------------------------------------
-# Every byte rstreams writes is laid out by the functions below, and only here. The
+# Every byte rstreams writes is laid out by the functions below, and only here. Varints
+# below 0x80 (ids, small demands and lengths: the common case) are appended inline, one
+# byte, instead of calling ``encode_varint``. The
 # ``write_*`` functions take fields, not frame objects, so that the connection's measured
 # fast paths (``Connection.on_next``, ``on_next_many``, ``request``) can use them without
 # building a frame; :data:`_ENCODERS`, the table behind :func:`encode` and
@@ -409,7 +411,11 @@ _ON_ERROR = int(FrameType.ON_ERROR)
 
 
 def _write_string(out: bytearray, data: bytes) -> None:
-    out += _V(len(data))
+    size = len(data)
+    if size < 0x80:
+        out.append(size)
+    else:
+        out += _V(size)
     out += data
 
 
@@ -432,6 +438,10 @@ def write_subscribe(out: bytearray, publisher: bytes, subscriber: int, initial_d
     """Append a subscribe (§5.1); ``publisher`` is the name already encoded as UTF-8."""
     out.append(_SUBSCRIBE)
     _write_string(out, publisher)
+    if 0 <= subscriber < 0x80 and 0 <= initial_demand < 0x80:  # small ids and demands: no varint calls
+        out.append(subscriber)
+        out.append(initial_demand)
+        return
     out += _V(subscriber)
     out += _V(initial_demand)
 
@@ -439,6 +449,10 @@ def write_subscribe(out: bytearray, publisher: bytes, subscriber: int, initial_d
 def write_request(out: bytearray, subscriber: int, demand: int) -> None:
     """Append a request (§6.1)."""
     out.append(_REQUEST)
+    if 0 <= subscriber < 0x80 and 0 <= demand < 0x80:
+        out.append(subscriber)
+        out.append(demand)
+        return
     out += _V(subscriber)
     out += _V(demand)
 
@@ -452,12 +466,19 @@ def write_cancel(out: bytearray, subscriber: int) -> None:
 def write_on_complete(out: bytearray, subscriber: int) -> None:
     """Append an onComplete (§5.2; also the acknowledgement of a cancel, §5.4)."""
     out.append(_ON_COMPLETE)
-    out += _V(subscriber)
+    if 0 <= subscriber < 0x80:
+        out.append(subscriber)
+    else:
+        out += _V(subscriber)
 
 
 def write_on_subscribe(out: bytearray, subscriber: int, element_size: int) -> None:
     """Append an onSubscribe (§5.2, §7)."""
     out.append(_ON_SUBSCRIBE)
+    if 0 <= subscriber < 0x80 and 0 <= element_size < 0x80:
+        out.append(subscriber)
+        out.append(element_size)
+        return
     out += _V(subscriber)
     out += _V(element_size)
 

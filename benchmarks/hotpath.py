@@ -1,0 +1,187 @@
+"""Deterministic cost of rstreams' network hot paths: Python calls and CPU instructions per operation.
+
+The timed scenarios (``run.py``) move with the machine's load; these counts do not. Client and
+server run in one process and one event loop over loopback TCP, so each figure is the work
+of both ends for one operation:
+
+  rr       one ``conn.request("echo?d=12345678")`` round trip
+  latency  one element on an open stream: ``request(1)`` -> ``on_next``
+  large    one 64 KiB element of a stream, window 256 (as stream-large)
+  small    one 8-byte element of a stream, window 256 (as stream-small)
+
+Usage::
+
+    python benchmarks/hotpath.py rr latency           # Python calls per operation
+    python benchmarks/hotpath.py rr --top 25          # ... and the functions called most
+    python benchmarks/hotpath.py rr --instructions    # instructions per operation (valgrind)
+
+Calls are counted with ``sys.setprofile`` over ``--count`` operations after a warm-up:
+``calls`` are Python function calls (the event loop's included: the ceiling pays those
+too), ``rstreams`` those of rstreams' own code, ``c_calls`` calls of builtins. For rr and
+latency they are exact (one frame each way); for streams they depend a little on how the
+kernel splits reads. ``--instructions`` runs this script under valgrind (cachegrind, no
+cache simulation: user-space instructions, deterministic) with ``--count`` and with twice
+as many operations and reports the difference per operation, so start-up and warm-up
+cancel out. Under valgrind a run is ~50x slower: keep ``--count`` small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import gc
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from net_rstreams import CONFIG, OneAtATime, WindowSubscriber, _bench, _echo
+
+from rstreams.net import Connection, connect, serve
+
+MODES = ("rr", "latency", "large", "small")
+WARM_UP = {"rr": 200, "latency": 200, "large": 200, "small": 10_000}
+"""Operations before measuring (fixed, so that runs of different lengths difference cleanly)."""
+COUNTS = {"rr": 2000, "latency": 2000, "large": 4000, "small": 100_000}
+COUNTS_UNDER_VALGRIND = {"rr": 300, "latency": 300, "large": 300, "small": 20_000}
+LARGE = 64 * 1024
+WINDOW = 256
+_RSTREAMS = str(Path(__import__("rstreams").__file__).resolve().parent)
+
+
+class Counter:
+    """A ``sys.setprofile`` hook counting calls, optionally by function."""
+
+    def __init__(self, by_function: bool) -> None:
+        self.calls = 0
+        self.ours = 0
+        self.c_calls = 0
+        self.by_function: collections.Counter[str] | None = collections.Counter() if by_function else None
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            self.calls += 1
+            code = frame.f_code
+            if code.co_filename.startswith(_RSTREAMS):
+                self.ours += 1
+            if self.by_function is not None:
+                where = code.co_filename.rsplit("/", 2)
+                self.by_function[f"{'/'.join(where[-2:])}:{code.co_name}"] += 1
+        elif event == "c_call":
+            self.c_calls += 1
+            if self.by_function is not None:
+                self.by_function[f"<c> {getattr(arg, '__qualname__', arg)}"] += 1
+
+
+async def _stream(conn: Connection, count: int, size: int) -> None:
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    subscriber = WindowSubscriber(WINDOW, done)
+    conn.publisher(f"bench?n={count}&size={size}").subscribe(subscriber)
+    await asyncio.wait_for(done, 300)
+    if subscriber.count != count:
+        raise AssertionError(f"received {subscriber.count} of {count}")
+
+
+async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[None]]:
+    """``run(n)``: ``n`` operations of ``mode`` on ``conn``."""
+    if mode == "rr":
+
+        async def rr(n: int) -> None:
+            for _ in range(n):
+                if await conn.request("echo?d=12345678") != b"12345678":
+                    raise AssertionError("wrong echo")
+
+        return rr
+    if mode == "latency":
+        one = OneAtATime()
+        conn.publisher("bench?n=100000000&size=8").subscribe(one)
+        await one.subscribed
+
+        async def latency(n: int) -> None:
+            for _ in range(n):
+                await one.next()
+
+        return latency
+    size = LARGE if mode == "large" else 8
+    return lambda n: _stream(conn, n, size)
+
+
+async def measure(mode: str, count: int, *, profile: bool, top: int) -> dict[str, Any]:
+    server = await serve("tcp://127.0.0.1:0", {"bench": _bench, "echo": _echo}, config=CONFIG)
+    try:
+        async with await connect(server.url, config=CONFIG) as conn:
+            run = await _operations(conn, mode)
+            await run(WARM_UP[mode])
+            gc.collect()
+            if not profile:
+                await run(count)
+                return {}
+            counter = Counter(top > 0)
+            sys.setprofile(counter)
+            try:
+                await run(count)
+            finally:
+                sys.setprofile(None)
+            result: dict[str, Any] = {
+                "calls": counter.calls / count,
+                "rstreams": counter.ours / count,
+                "c_calls": counter.c_calls / count,
+            }
+            if counter.by_function is not None:
+                result["top"] = [(name, n / count) for name, n in counter.by_function.most_common(top)]
+            return result
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def instructions(mode: str, count: int) -> float:
+    """Instructions per operation, counted by valgrind (cachegrind's ``I refs``: deterministic,
+    and available where ``perf stat -e instructions:u`` is not, as on VMs without hardware
+    counters): runs of ``count`` and ``2 * count`` operations, differenced."""
+
+    def total(n: int) -> int:
+        command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+        command += [sys.executable, __file__, mode, "--count", str(n), "--no-profile"]
+        done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
+        for line in done.stderr.splitlines():
+            if "I   refs:" in line or "I refs:" in line:
+                return int(line.rsplit(":", 1)[1].replace(",", ""))
+        raise RuntimeError(f"valgrind printed no instruction count: {done.stderr[-2000:]!r}")
+
+    return (total(2 * count) - total(count)) / count
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("modes", nargs="+", choices=MODES)
+    parser.add_argument("--count", type=int, default=0, help="operations measured (default: per mode)")
+    parser.add_argument("--top", type=int, default=0, help="also list the N functions called most")
+    parser.add_argument("--instructions", action="store_true", help="instructions per operation (valgrind)")
+    parser.add_argument("--no-profile", dest="profile", action="store_false", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    defaults = COUNTS_UNDER_VALGRIND if args.instructions else COUNTS
+    for mode in args.modes:
+        count = args.count or defaults[mode]
+        if args.instructions and args.profile:
+            per_op = instructions(mode, count)
+            print(f"{mode:8} {per_op:12,.0f} instructions per operation ({count} vs {2 * count} operations)")
+            continue
+        result = asyncio.run(measure(mode, count, profile=args.profile, top=args.top))
+        if not result:
+            continue
+        print(
+            f"{mode:8} {result['calls']:8.1f} Python calls per operation "
+            f"({result['rstreams']:.1f} in rstreams), {result['c_calls']:.1f} builtin calls"
+        )
+        for name, per_op in result.get("top", []):
+            print(f"    {per_op:8.2f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
