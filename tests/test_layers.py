@@ -39,7 +39,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "web": BASE | {"net", "replay"},
     "spark": BASE | {"flow", "net", "replay", "web"},
     "_cli_publishers": BASE | {"flow", "net"},
-    "cli": BASE | {"flow", "net", "observe", "conformance", "replay", "web", "spark", "_cli_publishers"},
+    "_cli_observe": BASE | {"net", "observe"},
+    "cli": BASE
+    | {"flow", "net", "observe", "conformance", "replay", "web", "spark", "_cli_publishers", "_cli_observe"},
     "__init__": BASE | {"flow", "net"},
 }
 

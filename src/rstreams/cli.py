@@ -16,6 +16,9 @@
   ``--timeout S`` (silence from the server); exit 1
   when the publisher fails (an unknown name), 2 when the server cannot be reached or ends
   the connection (a refused token, TLS).
+* ``rstreams ping URL`` / ``rstreams top URL``: a server's health, and a live table of its
+  streams (:mod:`rstreams._cli_observe`); ``rstreams serve URL --metrics HOST:PORT|on``
+  counts for them (and serves Prometheus' ``/metrics``).
 * ``rstreams publish URL NAME``: publish standard input's lines on a server's sink log
   ``NAME`` (staged, then published as one batch, like the Spark sink does).
 """
@@ -235,7 +238,7 @@ def _fail(command: str, message: str, status: int = 2) -> int:
 
 
 _LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher", "input_from", "reader_timeout")
-_PUBLISHER_OPTIONS = ("publishers", "codec", "resume")
+_PUBLISHER_OPTIONS = ("publishers", "codec", "resume", "metrics")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -314,10 +317,13 @@ def _serve_publishers(args: argparse.Namespace) -> int:
                 ssl=context,
                 authenticate=None if token is None else _token_check(token),
                 resume=True if args.resume else None,
+                metrics=True if args.metrics == "on" else args.metrics,
             )
         except (OSError, ValueError, TypeError, ImportError) as bad:
             return _fail("serve", f"cannot serve on {args.url}: {bad}")
         print(f"serving {', '.join(names)} on {server.url}", flush=True)
+        if server.metrics_url is not None:
+            print(f"metrics at {server.metrics_url}", flush=True)
         stop = asyncio.Event()
         with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loops
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -501,6 +507,11 @@ def _parser() -> argparse.ArgumentParser:
         help="how counter's numbers are encoded (utf8); with --publishers, the elements' codec (raw bytes)",
     )
     served.add_argument("--resume", action="store_true", help="keep sessions of clients whose link breaks")
+    served.add_argument(
+        "--metrics",
+        metavar="HOST:PORT|on",
+        help="count what streams do (rstreams top, rstreams/stats); HOST:PORT also serves /metrics",
+    )
     logged = serve.add_argument_group("a replay log of standard input (rstreams serve URL NAME)")
     logged.add_argument("--capacity", type=int, default=None, help="elements held (100000)")
     logged.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
@@ -616,6 +627,9 @@ def _parser() -> argparse.ArgumentParser:
         "rest", nargs=argparse.REMAINDER, help="scenarios and options, as for benchmarks/run.py"
     )
     bench.set_defaults(run=_bench)
+    from rstreams._cli_observe import add_commands
+
+    add_commands(commands)
     return parser
 
 

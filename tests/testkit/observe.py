@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from rstreams.api import Subscriber, Subscription
-from rstreams.net import Server
+from rstreams.net import Server, serve
 
 WAIT = 10.0
 """Upper bound for any wait; a correct implementation answers far sooner."""
@@ -89,3 +92,31 @@ class Opened:
             while self.count < count:
                 self._changed.clear()
                 await self._changed.wait()
+
+
+@contextlib.contextmanager
+def served(offer: Any, **options: Any) -> Iterator[str]:
+    """``serve(offer, **options)`` on a loop in a thread (the test's thread stays free); yields its URL."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    urls: list[str] = []
+    stop: list[asyncio.Event] = []
+
+    async def run() -> None:
+        server = await serve("tcp://127.0.0.1:0", offer, **options)
+        stop.append(asyncio.Event())
+        urls.append(server.url)
+        ready.set()
+        await stop[0].wait()
+        await server.aclose()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(run(),))
+    thread.start()
+    try:
+        assert ready.wait(WAIT), "the test server did not start"
+        yield urls[0]
+    finally:
+        if stop:
+            loop.call_soon_threadsafe(stop[0].set)
+        thread.join(WAIT)
+        loop.close()

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from rstreams.net._auth import Authenticate, Authorize, ServerAuth
-from rstreams.net._codec import Codec
+from rstreams.net._codec import JSON, Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
 from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT
@@ -26,10 +26,11 @@ from rstreams.net._messages import Handler, check_handlers
 from rstreams.net._pending import Pending
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
-from rstreams.net._routes import Offer, Router
+from rstreams.net._routes import Offer, Router, WithCodec
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler, check_water_marks
 from rstreams.net._url import parse_url
 from rstreams.observe import ConnectionObserver, ServerMetrics
+from rstreams.observe._builtin import ServerFacts, builtin_factories, version
 from rstreams.observe._prometheus import Exposition, parse_address
 from rstreams.wire import ConnectionConfig
 
@@ -235,7 +236,8 @@ async def serve(
         raise TypeError(f"metrics must be True, 'host:port' or None, got {metrics!r}")
     address = parse_address(metrics) if isinstance(metrics, str) else None
     if metrics is not None and metrics is not False:
-        server._metrics = ServerMetrics(asyncio.get_running_loop().time)
+        server._metrics = ServerMetrics(asyncio.get_running_loop().time, version=version())
+    publishers = _with_builtins(publishers, server)
 
     def made(conn: Connection, pump: Pump) -> None:
         if len(server._connections) >= max_connections:
@@ -296,6 +298,26 @@ async def serve(
             await server.aclose()
             raise
     return server
+
+
+def _with_builtins(publishers: Offer | None, server: Server) -> Offer:
+    """``publishers`` plus the server's own (:mod:`rstreams.observe._builtin`); the user's names win."""
+    user = dict(publishers) if isinstance(publishers, Mapping) else {}
+    facts = ServerFacts(
+        [], more=callable(publishers), metrics=server._metrics, connections=lambda: len(server._connections)
+    )
+    factories = builtin_factories(facts)
+    own = {name: WithCodec(factory, JSON) for name, factory in factories.items() if name not in user}
+    facts.names = [*user, *own]
+    if publishers is None or isinstance(publishers, Mapping):
+        return {**own, **user}
+    function = publishers
+
+    def offer(path: str, params: dict[str, str]) -> Any:
+        target = own.get(path)
+        return target if target is not None else function(path, params)
+
+    return offer
 
 
 def _observe(server: Server, conn: Connection, observer: ConnectionObserver) -> None:

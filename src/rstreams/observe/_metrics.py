@@ -268,9 +268,10 @@ class ConnectionObserver:
         "streams",
     )
 
-    def __init__(self, server: ServerMetrics, cid: int) -> None:
+    def __init__(self, server: ServerMetrics) -> None:
         self.server = server
-        self.id = cid
+        self.id = 0
+        """The connection's number on its server, from 1 in the order they opened (0 until then)."""
         self.clock = server.clock
         self.streams: dict[int, StreamObserver] = {}
         self.bytes_sent = 0
@@ -379,16 +380,16 @@ class ServerMetrics:
 
     def connection(self) -> ConnectionObserver:
         """The observer of a connection being made (it counts once :meth:`opened` says so)."""
-        cid = self._next_id
-        self._next_id = cid + 1
-        conn = ConnectionObserver(self, cid)
+        conn = ConnectionObserver(self)
         if self.logger is not None:
             self.logger(conn)
         return conn
 
     def opened(self, conn: ConnectionObserver) -> None:
         """The connection was accepted (its hello arrived, within the server's limits)."""
-        self.connections[conn.id] = conn
+        conn.id = cid = self._next_id
+        self._next_id = cid + 1
+        self.connections[cid] = conn
         self.connections_total += 1
         if conn.log is not None:
             conn.log("connection opened", None, "")

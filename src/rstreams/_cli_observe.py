@@ -1,0 +1,225 @@
+"""``rstreams ping URL`` and ``rstreams top URL``: a server's health and its streams, live.
+
+Both read the publishers every server offers about itself (:mod:`rstreams.observe._builtin`)
+over RS.io, so they work wherever a client could subscribe (TLS, tokens, WebSocket).
+
+* ``ping`` times ``request("rstreams/health")`` round trips and prints the answer; exit
+  status 0 when the server says ok, 1 when it answers otherwise (it refused, or said not ok),
+  2 when it cannot be reached in ``--timeout`` seconds.
+* ``top`` subscribes to ``rstreams/stats?interval=S`` and redraws a table per snapshot: each
+  open stream's publisher, subscriber (``connection/id``), demand outstanding, rate, and the
+  share of the last interval it was stalled waiting for demand and waiting for the socket.
+  ``q`` (on a terminal) or Ctrl-C quits, restoring the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import ssl
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+from rstreams.errors import ReactiveStreamsError
+from rstreams.net import JSON, Connection, RemoteStreamError, connect
+from rstreams.observe._metrics import UNBOUNDED
+
+__all__ = ["add_commands", "render", "stream_rows"]
+
+_CLEAR = "\x1b[H\x1b[2J"
+
+
+def _fail(command: str, message: str, status: int = 2) -> int:
+    print(f"rstreams {command}: {message}", file=sys.stderr)
+    return status
+
+
+async def _connect(args: argparse.Namespace) -> Connection:
+    context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+    async with asyncio.timeout(args.timeout):
+        return await connect(args.url, ssl=context, auth=args.token)
+
+
+# -- ping -----------------------------------------------------------------------------------------
+def _ping(args: argparse.Namespace) -> int:
+    if args.count < 1 or not args.timeout > 0:
+        return _fail("ping", f"--count needs >= 1 and --timeout > 0; got {args.count}, {args.timeout}")
+
+    async def run() -> int:
+        try:
+            conn = await _connect(args)
+        except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
+            return _fail("ping", f"cannot reach {args.url}: {str(bad) or type(bad).__name__}")
+        try:
+            for _ in range(args.count):
+                start = time.perf_counter()
+                async with asyncio.timeout(args.timeout):
+                    health = await conn.request("rstreams/health", codec=JSON)
+                millis = (time.perf_counter() - start) * 1000
+                print(
+                    f"{args.url}: {'ok' if health.get('ok') else 'NOT OK'} in {millis:.2f} ms, "
+                    f"rstreams {health.get('version', '?')}, up {health.get('uptime_seconds', 0):.0f} s, "
+                    f"{health.get('connections', '?')} connection(s)",
+                    flush=True,
+                )
+                if not health.get("ok"):
+                    return 1
+        except RemoteStreamError as refused:
+            return _fail("ping", f"{args.url} answered rstreams/health with an error: {refused.message}", 1)
+        except TimeoutError:
+            return _fail("ping", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
+        except ReactiveStreamsError as broken:
+            return _fail("ping", f"connection to {args.url} ended: {broken}")
+        finally:
+            await conn.aclose()
+        return 0
+
+    return asyncio.run(run())
+
+
+# -- top ------------------------------------------------------------------------------------------
+def stream_rows(previous: dict[str, Any] | None, snapshot: dict[str, Any]) -> list[list[str]]:
+    """The table's rows for ``snapshot``; rates and stall shares over the time since ``previous``."""
+    before = {(s["connection"], s["subscriber"]): s for s in (previous or {}).get("streams", [])}
+    rows = []
+    for stream in snapshot.get("streams", []):
+        old = before.get((stream["connection"], stream["subscriber"]))
+        if old is not None and old["publisher"] == stream["publisher"]:
+            span = stream["seconds"] - old["seconds"]
+            sent = stream["elements_sent"] - old["elements_sent"]
+            on_demand = stream["stalled_demand_seconds"] - old["stalled_demand_seconds"]
+            on_socket = stream["stalled_socket_seconds"] - old["stalled_socket_seconds"]
+        else:  # new since the last snapshot: over its whole life
+            span = stream["seconds"]
+            sent = stream["elements_sent"]
+            on_demand, on_socket = stream["stalled_demand_seconds"], stream["stalled_socket_seconds"]
+        demand = stream["demand"]
+        rows.append(
+            [
+                stream["publisher"],
+                f"{stream['connection']}/{stream['subscriber']}",
+                "unbounded" if demand >= UNBOUNDED else str(demand),
+                f"{sent / span:.1f}" if span > 0 else "-",
+                f"{min(100.0, 100 * on_demand / span):.0f}%" if span > 0 else "-",
+                f"{min(100.0, 100 * on_socket / span):.0f}%" if span > 0 else "-",
+            ]
+        )
+    return rows
+
+
+_HEADER = ["PUBLISHER", "SUBSCRIBER", "DEMAND", "EL/S", "WAIT DEMAND", "WAIT SOCKET"]
+
+
+def render(url: str, previous: dict[str, Any] | None, snapshot: dict[str, Any]) -> str:
+    """One screen of ``rstreams top``."""
+    rows = stream_rows(previous, snapshot)
+    widths = [max(len(row[i]) for row in [_HEADER, *rows]) for i in range(len(_HEADER))]
+    lines = [
+        f"rstreams top {url}   rstreams {snapshot.get('version', '?')}, "
+        f"up {snapshot['uptime_seconds']:.0f} s, {snapshot['connections_open']} connection(s), "
+        f"{len(rows)} stream(s)   q: quit",
+        "",
+        "  ".join(h.ljust(w) for h, w in zip(_HEADER, widths, strict=True)),
+    ]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+@contextlib.contextmanager
+def _keys(stdin: TextIO, loop: asyncio.AbstractEventLoop, quit_: asyncio.Event) -> Iterator[None]:
+    """On a terminal: keys arrive one by one (cbreak), ``q`` quits; the terminal is restored after."""
+    if not stdin.isatty():
+        yield
+        return
+    import termios
+    import tty
+
+    fd = stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    tty.setcbreak(fd)
+
+    def key() -> None:
+        data = os.read(fd, 64)
+        if not data or b"q" in data or b"Q" in data:
+            quit_.set()
+
+    loop.add_reader(fd, key)
+    try:
+        yield
+    finally:
+        loop.remove_reader(fd)
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def _top(args: argparse.Namespace) -> int:
+    if not args.interval > 0 or not args.timeout > 0:
+        return _fail("top", f"--interval and --timeout need > 0 seconds; got {args.interval}, {args.timeout}")
+
+    async def run() -> int:
+        loop = asyncio.get_running_loop()
+        quit_ = asyncio.Event()
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(signal.SIGINT, quit_.set)
+            loop.add_signal_handler(signal.SIGTERM, quit_.set)
+        try:
+            conn = await _connect(args)
+        except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
+            return _fail("top", f"cannot reach {args.url}: {str(bad) or type(bad).__name__}")
+        stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
+        screen = sys.stdout
+        clear = _CLEAR if screen.isatty() else ""
+
+        async def show() -> None:
+            previous = None
+            async for snapshot in stats:
+                screen.write(clear + render(args.url, previous, snapshot))
+                screen.flush()
+                previous = snapshot
+
+        with _keys(sys.stdin, loop, quit_):
+            showing = asyncio.ensure_future(show())
+            quitting = asyncio.ensure_future(quit_.wait())
+            try:
+                await asyncio.wait([showing, quitting], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (showing, quitting):
+                    task.cancel()
+                await asyncio.gather(showing, quitting, return_exceptions=True)
+                await conn.aclose()
+        if showing.cancelled():
+            return 0
+        error = showing.exception()
+        if isinstance(error, RemoteStreamError):
+            return _fail("top", f"{args.url}: {error.message}", 1)
+        if error is not None:
+            return _fail("top", f"connection to {args.url} ended: {error}")
+        return 0
+
+    return asyncio.run(run())
+
+
+# -- the parser -----------------------------------------------------------------------------------
+def _client_options(parser: argparse.ArgumentParser, timeout: float) -> None:
+    parser.add_argument("url", help="the server: tcp://host:port, tls://, unix://, ws://, wss://")
+    parser.add_argument("--token", default=os.environ.get("RSTREAMS_TOKEN"), help="($RSTREAMS_TOKEN)")
+    parser.add_argument("--cafile", default=None, help="trust this CA (tls://, wss://)")
+    parser.add_argument(
+        "--timeout", type=float, default=timeout, metavar="S", help=f"give up after S seconds ({timeout:g})"
+    )
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``ping`` and ``top`` to the ``rstreams`` command's subparsers."""
+    ping = commands.add_parser("ping", help="a server's health and round-trip time (exit 0: ok)")
+    _client_options(ping, 5.0)
+    ping.add_argument("--count", type=int, default=1, help="round trips (1)")
+    ping.set_defaults(run=_ping)
+    top = commands.add_parser("top", help="a live table of a server's streams: demand, rate, where they wait")
+    _client_options(top, 10.0)
+    top.add_argument("--interval", type=float, default=1.0, metavar="S", help="refresh every S seconds (1)")
+    top.set_defaults(run=_top)

@@ -1,0 +1,140 @@
+"""rstreams ping and rstreams top (driven in a pseudo-terminal), against real servers."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import termios
+import time
+
+import pytest
+
+import rstreams
+from rstreams.cli import main
+from testkit.observe import WAIT, served
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_ping_an_answering_server(capsys: pytest.CaptureFixture[str]) -> None:
+    with served({"n": rstreams.just(b"x")}) as url:
+        assert main(["ping", url, "--count", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+    assert all(line.startswith(f"{url}: ok in ") and "1 connection(s)" in line for line in lines)
+
+
+def test_ping_a_refusing_server_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    with served({"n": rstreams.just(b"x")}, authorize=lambda who, name: False) as url:
+        assert main(["ping", url]) == 1
+    assert "answered rstreams/health with an error: unauthorized" in capsys.readouterr().err
+
+
+def test_ping_nothing_listening_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert main(["ping", f"tcp://127.0.0.1:{port}"]) == 2
+    assert "cannot reach" in capsys.readouterr().err
+
+
+def _own_terminal() -> None:
+    """In the child: a session of its own whose controlling terminal is the pty (so ^C is SIGINT)."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """``rstreams top ...`` on a pseudo-terminal: what it drew, and keys typed at it."""
+
+    def __init__(self, *argv: str) -> None:
+        self.master, slave = pty.openpty()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "rstreams.cli", "top", *argv],
+            stdin=slave,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            preexec_fn=_own_terminal,  # two system calls: nothing that could hold a lock
+        )
+        os.close(slave)
+        self.screen = b""
+
+    def read_until(self, text: bytes) -> bytes:
+        deadline = time.monotonic() + WAIT
+        while text not in self.screen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {text!r} on the screen: {self.screen[-2000:]!r}"
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.master, 65536)
+                except OSError:  # the process ended: nothing more will come
+                    chunk = b""
+                assert chunk, f"top ended before {text!r}: {self.screen[-2000:]!r}"
+                self.screen += chunk
+        return self.screen
+
+    def finish(self) -> tuple[int, bytes]:
+        """Wait for the end: (exit status, what it wrote to stderr)."""
+        try:
+            _, err = self.process.communicate(timeout=WAIT)
+            return self.process.returncode, err
+        finally:
+            os.close(self.master)
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.communicate()
+
+
+def streaming(params: dict[str, str]) -> rstreams.Flow[bytes]:
+    return rstreams.range(10**12).map(lambda i: b"tick")  # as much as is asked, no more
+
+
+@pytest.mark.parametrize("how", ["q", "ctrl-c"])
+def test_top_draws_the_streams_and_quits_cleanly(how: str) -> None:
+    with served({"ticks": streaming}, metrics=True) as url:
+        terminal = Terminal(url, "--interval", "0.2")
+        screen = terminal.read_until(b"rstreams/stats?interval=0.2")  # top's own stream is one
+        assert b"\x1b[H\x1b[2J" in screen  # a terminal: redrawn in place
+        for column in (b"PUBLISHER", b"SUBSCRIBER", b"DEMAND", b"EL/S", b"WAIT DEMAND", b"WAIT SOCKET"):
+            assert column in screen
+        if how == "q":
+            os.write(terminal.master, b"q")
+        else:
+            os.write(terminal.master, b"\x03")  # the terminal turns it into SIGINT
+        assert terminal.finish() == (0, b"")
+
+
+def test_top_shows_a_stalled_stream_waiting_for_demand() -> None:
+    """A subscriber that took one element and asks for no more: 100% waiting for demand."""
+    import asyncio
+
+    from rstreams.net import connect
+
+    with served({"ticks": streaming}, metrics=True) as url:
+
+        async def hold() -> None:
+            async with await connect(url) as conn:
+                async for _ in conn.publisher("ticks"):
+                    break  # cancels: then subscribe again, taking nothing
+                from testkit.observe import Waiter
+
+                waiter = Waiter(initial=0)
+                conn.publisher("ticks").subscribe(waiter)
+                terminal = Terminal(url, "--interval", "0.2")
+                try:
+                    await asyncio.to_thread(terminal.read_until, b"ticks ")
+                    screen = await asyncio.to_thread(terminal.read_until, b"100%")
+                    assert any(b"ticks" in line and b"100%" in line for line in screen.splitlines())
+                finally:
+                    terminal.process.send_signal(signal.SIGINT)
+                    assert await asyncio.to_thread(terminal.finish) == (0, b"")
+
+        asyncio.run(hold())
