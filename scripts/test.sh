@@ -26,7 +26,7 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 source scripts/_setup.sh
 setup_venv .venv-test "test" websockets spark
-echo "== lint: ruff, mypy --strict"
+echo "== lint: ruff, mypy --strict (src and tests: pyproject.toml)"
 "$VENV/bin/ruff" check src tests
 "$VENV/bin/mypy"
 # --- the JavaScript package (js/): npm ci from the committed lockfile, tsc, npm test -----------

@@ -100,4 +100,4 @@ def test_importing_rstreams_is_light_and_names_load_on_first_use() -> None:
 def test_an_unknown_attribute_is_an_attribute_error() -> None:
     """The lazy loader keeps Python's usual error for a name rstreams does not have."""
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
-        _ = rstreams.nope  # type: ignore[attr-defined]
+        _ = rstreams.nope

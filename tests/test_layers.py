@@ -89,6 +89,8 @@ def imported_packages(path: Path) -> list[tuple[int, str]]:
     """(line, package) for every rstreams import in ``path``, wherever it sits in the file."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
         targets: list[str | None] = []
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "rstreams":

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 MYPY: dict[str, Any] = PYPROJECT["tool"]["mypy"]
 
-IMPORT_NAMES: dict[str, str] = {}
-"""A distribution whose import name differs from its name goes here; today none does."""
+IMPORT_NAMES = {"opentelemetry_api": "opentelemetry"}
+"""Distributions whose import name differs from their name."""
 
 
 def extra_modules() -> set[str]:
@@ -62,4 +62,6 @@ def test_every_optional_extra_is_typed_the_same_installed_or_not() -> None:
 
 def test_the_extras_are_read_from_pyproject() -> None:
     """The check above is not vacuous: it sees the extras rstreams declares today."""
-    assert {"websockets", "uvloop", "reactivex", "msgpack", "pyspark", "pyarrow", "pandas"} <= extra_modules()
+    declared = {"websockets", "uvloop", "reactivex", "msgpack", "pyspark", "pyarrow", "pandas"}
+    declared |= {"prometheus_client", "opentelemetry"}
+    assert declared <= extra_modules()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -27,10 +28,12 @@ def test_from_iterable_is_lazy_over_an_infinite_iterator() -> None:
     """Only requested elements are pulled: itertools.count() works."""
     pulled: list[int] = []
 
-    def numbers() -> itertools.count[int]:
-        return itertools.count()
+    def numbers() -> Iterator[int]:
+        for x in itertools.count():
+            pulled.append(x)
+            yield x
 
-    source = rstreams.from_iterable(x for x in numbers() if not pulled.append(x))
+    source = rstreams.from_iterable(numbers())
     s: RecordingSubscriber[int] = RecordingSubscriber()
     source.subscribe(s)
     s.request(3)
@@ -156,7 +159,12 @@ def test_requests_from_many_threads_deliver_serially() -> None:
     s = Serial()
     n = 20_000
     rstreams.range(0, n).subscribe(s)
-    threads = [threading.Thread(target=lambda: [s.request(1) for _ in range(n // 4)]) for _ in range(4)]
+
+    def request_one_at_a_time() -> None:
+        for _ in range(n // 4):
+            s.request(1)
+
+    threads = [threading.Thread(target=request_one_at_a_time) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:

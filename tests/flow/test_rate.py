@@ -26,6 +26,14 @@ def _subscribe(flow: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscribe
     return s
 
 
+RATE_OPERATORS: list[Callable[[rstreams.Flow[int]], rstreams.Flow[int]]] = [
+    lambda f: f.limit_rate(4),
+    lambda f: f.on_backpressure_buffer(4),
+    lambda f: f.on_backpressure_drop(),
+    lambda f: f.on_backpressure_latest(),
+]
+
+
 def test_limit_rate_caps_what_the_upstream_owes_and_replenishes_at_low() -> None:
     """Unbounded demand becomes request(high), then request(low) each time low arrived."""
     source: ManualPublisher[int] = ManualPublisher()
@@ -119,12 +127,7 @@ def test_on_backpressure_latest_keeps_only_the_newest() -> None:
 
 def test_cancel_cancels_the_upstream() -> None:
     """For every operator here, cancel reaches the upstream once."""
-    for build in (
-        lambda f: f.limit_rate(4),
-        lambda f: f.on_backpressure_buffer(4),
-        lambda f: f.on_backpressure_drop(),
-        lambda f: f.on_backpressure_latest(),
-    ):
+    for build in RATE_OPERATORS:
         source: ManualPublisher[int] = ManualPublisher()
         s = _subscribe(build(source), initial=1)
         s.cancel()
@@ -134,12 +137,7 @@ def test_cancel_cancels_the_upstream() -> None:
 
 def test_illegal_request_is_signalled() -> None:
     """Rule 3.9: request(0) ends in on_error(InvalidDemandError)."""
-    for build in (
-        lambda f: f.limit_rate(4),
-        lambda f: f.on_backpressure_buffer(4),
-        lambda f: f.on_backpressure_drop(),
-        lambda f: f.on_backpressure_latest(),
-    ):
+    for build in RATE_OPERATORS:
         source: ManualPublisher[int] = ManualPublisher()
         s = _subscribe(build(source))
         s.request(0)

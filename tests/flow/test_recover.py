@@ -44,6 +44,11 @@ def _collect(flow: rstreams.Flow[int], initial: int = 1_000) -> RecordingSubscri
     return s
 
 
+def _failed(message: str = "x") -> rstreams.Flow[int]:
+    """A stream of ints that fails at once (``rstreams.error`` typed for an int stream)."""
+    return rstreams.error(ValueError(message))
+
+
 # -- retry ---------------------------------------------------------------------------------
 
 
@@ -248,9 +253,9 @@ def test_on_error_resume_fn_that_raises_or_returns_no_publisher() -> None:
     def raising(error: BaseException) -> rstreams.Flow[int]:
         raise LookupError("no fallback")
 
-    s = _collect(rstreams.error(ValueError("x")).on_error_resume(raising))
+    s = _collect(_failed().on_error_resume(raising))
     assert isinstance(s.error, LookupError) and isinstance(s.error.__context__, ValueError)
-    s = _collect(rstreams.error(ValueError("x")).on_error_resume(lambda e: [1, 2]))  # type: ignore[arg-type, return-value]
+    s = _collect(_failed().on_error_resume(lambda e: [1, 2]))  # type: ignore[arg-type, return-value]
     assert isinstance(s.error, TypeError) and "must return a Publisher" in str(s.error)
 
 
@@ -287,7 +292,7 @@ def test_passes_the_publisher_tck(name: str) -> None:
     makers: dict[str, Callable[[int], rstreams.Flow[int]]] = {
         "retry": lambda n: FailsThenEmits(n, failures=2).retry(2),
         "retry_when": lambda n: FailsThenEmits(n, failures=1).retry_when(lambda e: True),
-        "on_error_resume": lambda n: rstreams.error(ValueError("x")).on_error_resume(
+        "on_error_resume": lambda n: _failed().on_error_resume(
             lambda e: rstreams.range(0, n)
         ),
         "on_error_return": lambda n: (
@@ -297,8 +302,8 @@ def test_passes_the_publisher_tck(name: str) -> None:
     failing: dict[str, Callable[[], rstreams.Flow[int]] | None] = {
         "retry": lambda: FailsThenEmits(1, failures=5).retry(2),
         "retry_when": lambda: FailsThenEmits(1, failures=1).retry_when(lambda e: False),
-        "on_error_resume": lambda: rstreams.error(ValueError("x")).on_error_resume(
-            lambda e: rstreams.error(ValueError("y"))
+        "on_error_resume": lambda: _failed().on_error_resume(
+            lambda e: _failed("y")
         ),
         "on_error_return": None,  # it always recovers: the failed-publisher cases skip
     }

@@ -170,7 +170,7 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError, match="'buffer'"):
         from_observable(reactivex.empty(), overflow="sometimes")
     with pytest.raises(TypeError, match="Observable"):
-        from_observable(42)  # type: ignore[arg-type]
+        from_observable(42)
     with pytest.raises(ValueError, match=r"3\.9"):
         to_observable(rstreams.range(0, 1), window=0)
     assert from_observable(reactivex.of(1), overflow=OverflowStrategy.DROP, capacity=4) is not None

@@ -201,12 +201,13 @@ def test_timeout_fallback_is_not_used_for_other_errors() -> None:
 
 def test_cancel_stops_the_timer_and_the_upstream() -> None:
     """Rule 3.13: after cancel no timer stays armed on the loop."""
-    for build in (
+    timed: list[Callable[[rstreams.Flow[int], asyncio.AbstractEventLoop], rstreams.Flow[int]]] = [
         lambda f, loop: f.debounce(1.0, loop=loop),
         lambda f, loop: f.sample(1.0, loop=loop),
         lambda f, loop: f.delay(1.0, loop=loop),
         lambda f, loop: f.timeout(1.0, total=9.0, loop=loop),
-    ):
+    ]
+    for build in timed:
         clock, loop = _clock()
         source: ManualPublisher[int] = ManualPublisher()
         s = _subscribe(build(source, loop), initial=1)
@@ -394,7 +395,7 @@ def test_on_a_real_loop_passes_the_publisher_tck_over_each_upstream_shape(
         "threaded": lambda n: ThreadPublisher(range(n)) if n < 10_000 else rstreams.range(0, n),
         "asyncio": from_async,
     }
-    ops: dict[str, Callable[[rstreams.Flow[int]], rstreams.Flow[int]]] = {
+    ops: dict[str, Callable[[rstreams.Flow[int]], rstreams.Flow[Any]]] = {
         "throttle_first": lambda f: f.throttle_first(0, loop=loop),
         "delay": lambda f: f.delay(0.001, max_pending=8, loop=loop),
         "timeout": lambda f: f.timeout(60, total=600, loop=loop),

@@ -52,7 +52,7 @@ def test_groups_complete_with_the_upstream_and_the_outer_after_every_group() -> 
     got = (
         rstreams.range(0, 9)
         .group_by(lambda x: x % 3)
-        .flat_map(lambda g: g.map(lambda x, k=g.key: (k, x)).buffer(10))
+        .flat_map(lambda g: g.map(lambda x: (g.key, x)).buffer(10))
         .collect()
         .result(WAIT)
     )
@@ -156,7 +156,7 @@ def test_group_by_partitions_in_order(items: list[int]) -> None:
     groups = (
         rstreams.from_iterable(items)
         .group_by(lambda x: x % 3, prefetch=4)
-        .flat_map(lambda g: g.buffer(100).map(lambda b, k=g.key: (k, b)))
+        .flat_map(lambda g: g.buffer(100).map(lambda b: (g.key, b)))
         .collect()
         .result(WAIT)
     )

@@ -11,7 +11,7 @@ import pytest
 import rstreams
 from rstreams.net._closing import LINGER_BYTES, LINGER_SECONDS
 from rstreams.wire import ConnectionClosed, OnSubscribe, Subscribe, encode
-from testkit.net import MemoryPeer, connection, memory_pair, run_virtual
+from testkit.net import MemoryPeer, closed_after, connection, memory_pair, run_virtual
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -23,10 +23,8 @@ def test_a_silent_peer_is_said_goodbye_at_the_handshake_timeout() -> None:
         server = connection(client=False, offer=OFFER, handshake_timeout=0.5)
         peer = MemoryPeer(hello=False)
         memory_pair(server, peer)
-        await asyncio.sleep(0.49)
-        assert not server.closed
-        await asyncio.sleep(0.02)
-        assert server.closed
+        assert not await closed_after(server, 0.49)
+        assert await closed_after(server, 0.02)
         return peer
 
     peer = run_virtual(main)

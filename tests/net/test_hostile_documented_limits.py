@@ -139,8 +139,12 @@ def source_messages() -> list[re.Pattern[str]]:
     for path in Path(rstreams.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.JoinedStr):
-                parts = [re.escape(v.value) if isinstance(v, ast.Constant) else ".+?" for v in node.values]
-                literal = sum(len(v.value) for v in node.values if isinstance(v, ast.Constant))
+                texts = [
+                    v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
+                    for v in node.values
+                ]
+                parts = [".+?" if text is None else re.escape(text) for text in texts]
+                literal = sum(len(text) for text in texts if text is not None)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
                 parts, literal = [re.escape(node.value)], len(node.value)
             else:

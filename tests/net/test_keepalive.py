@@ -17,7 +17,7 @@ from rstreams.net import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, connect, serve
 from rstreams.net._keepalive import Keepalive
 from rstreams.wire import ConnectionClosed, ExtensionMessage, ExtensionReceived, OnNext, Subscribe
 from rstreams.wire.extensions import KEEPALIVE, PING, PONG
-from testkit.net import MemoryPeer, connection, memory_pair, run_virtual
+from testkit.net import MemoryPeer, closed_after, connection, memory_pair, run_virtual
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -84,10 +84,8 @@ def test_without_keepalive_an_idle_client_is_closed() -> None:
         server = connection(client=False, offer=OFFER, idle_timeout=0.2)
         client = connection(client=True)
         memory_pair(server, client)
-        await asyncio_sleep(0.19)
-        assert not client.closed
-        await asyncio_sleep(0.02)
-        assert client.closed
+        assert not await closed_after(client, 0.19)
+        assert await closed_after(client, 0.02)
         with pytest.raises(ConnectionBrokenError, match="idle timeout"):
             await client.request("greeting")
 

@@ -116,7 +116,7 @@ async def test_websocket_text_message_closes_only_that_connection() -> None:
     from websockets.asyncio.client import connect as ws_connect
 
     async with await serve("ws://127.0.0.1:0/rs", OFFER) as server:
-        ws = await ws_connect(server.url, proxy=None, subprotocols=[SUBPROTOCOL])  # type: ignore[list-item]
+        ws = await ws_connect(server.url, proxy=None, subprotocols=[SUBPROTOCOL])
         await ws.send("not binary")
         await within(ws.wait_closed())
         assert ws.close_code == 1003

@@ -81,7 +81,7 @@ async def _ws_flood_then_read(url: str, client_ssl: ssl.SSLContext | None) -> st
     from rstreams.net._websocket import SUBPROTOCOL
 
     core = Core(Side.CLIENT)
-    async with ws_connect(url, subprotocols=[SUBPROTOCOL], ssl=client_ssl, max_size=None) as ws:  # type: ignore[list-item]
+    async with ws_connect(url, subprotocols=[SUBPROTOCOL], ssl=client_ssl, max_size=None) as ws:
         await ws.send(encode(ClientHello()) + b"\x0e")
         try:
             for _ in range(FLOOD // (256 * 1024)):

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from rstreams.replay import ReplayLog, fetch_range
+from testkit.replay import Serve
 from testkit.spark import kill_group, read_stream, records, start_query, wait_until
 
 pytestmark = pytest.mark.spark
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.spark
 TOTAL = 1_000
 @pytest.mark.timeout(300)
 def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
-    spark: Any, serve: Any, tmp_path: Path
+    spark: Any, serve: Serve, tmp_path: Path
 ) -> None:
     """SIGKILL to the driver (Python and JVM) mid-stream, then a restart: `out` is the input, once.
 

@@ -127,7 +127,7 @@ def test_element_and_row_bounds_are_exclusive() -> None:
     """maxElementsPerBatch and maxRecordsPerBatch: one or the other."""
     with pytest.raises(ValueError, match="not both"):
         reader("tcp://127.0.0.1:1", "p", maxElementsPerBatch=1, maxRecordsPerBatch=1)
-    assert reader("tcp://127.0.0.1:1", "p", maxElementsPerBatch=15).getDefaultReadLimit().max_rows == 15  # type: ignore[attr-defined]
+    assert reader("tcp://127.0.0.1:1", "p", maxElementsPerBatch=15).getDefaultReadLimit().max_rows == 15
 
 
 def test_max_records_on_an_arrow_log_that_counts_no_rows_says_what_to_do(serve: Any) -> None:

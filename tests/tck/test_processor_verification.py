@@ -147,7 +147,9 @@ def test_verify_functions_take_one_set_of_keyword_options() -> None:
     )
     from testkit.broken_subscribers import ReferenceSubscriber
 
-    common = {"env": TestEnvironment(default_timeout=1.0), "case_timeout": 60.0, "skip_stochastic": True}
+    common: dict[str, Any] = {
+        "env": TestEnvironment(default_timeout=1.0), "case_timeout": 60.0, "skip_stochastic": True
+    }
     reports = [
         verify_publisher(lambda n: rstreams.range(n), max_elements=100, **common),
         verify_subscriber_whitebox(ReferenceSubscriber, max_elements=100, **common),
@@ -158,7 +160,7 @@ def test_verify_functions_take_one_set_of_keyword_options() -> None:
     ]
     assert all(report.ok for report in reports), "\n".join(map(str, reports))
     with pytest.raises(TypeError):
-        verify_processor(WrappedProcessor, str)  # type: ignore[misc]  # options are keyword-only
+        verify_processor(WrappedProcessor, str)  # type: ignore[call-arg]  # options are keyword-only
     with pytest.raises(ValueError, match="case_timeout"):
         verify_subscriber_blackbox(ReferenceSubscriber, case_timeout=0)
     with pytest.raises(ValueError, match="max_elements"):

@@ -330,6 +330,12 @@ def run_virtual(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
         loop.close()
 
 
+async def closed_after(conn: Connection, seconds: float) -> bool:
+    """Whether ``conn`` is closed ``seconds`` from now (on a virtual loop: once the clock is there)."""
+    await asyncio.sleep(seconds)
+    return conn.closed
+
+
 class MemoryPeer:
     """A peer that speaks frames through its own wire core over a memory transport (tests write
     what a real implementation would, or would not: ``hello=False`` sends nothing at first)."""

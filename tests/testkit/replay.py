@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from rstreams.replay import ReplayServer
 
+Serve = Callable[..., ReplayServer]
+"""The type of the ``serve`` fixture: ``serve(logs, **ReplayServer options)``."""
+
 
 @pytest.fixture
-def serve() -> Iterator[Any]:
+def serve() -> Iterator[Serve]:
     """``serve(logs, sinks=..., offer=...)`` starts a ReplayServer, stopped after the test."""
     servers: list[ReplayServer] = []
 

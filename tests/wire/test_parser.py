@@ -171,7 +171,7 @@ def test_small_element_limits_hold_for_one_byte_lengths(batch: bool, limit: int)
     """max_element_size below 128 is enforced on onNext whose length fits one byte (§11)."""
     p = FrameParser(max_element_size=limit, max_string_length=1000, max_extensions=8, batch_on_next=batch)
     fits = wire(OnNext(subscriber=1, element=b"x" * limit))
-    assert len(p.feed(fits)) == 1 and p.error is None
+    assert (len(p.feed(fits)), p.error) == (1, None)
     assert p.feed(wire(OnNext(subscriber=1, element=b"x" * (limit + 1)))) == []
     assert isinstance(p.error, LimitExceededError) and p.error.limit == "max_element_size"
 

@@ -192,7 +192,7 @@ async def open_raw(
             ws = await asyncio.wait_for(
                 connect(
                     endpoint.url,
-                    subprotocols=[WS_SUBPROTOCOL],  # type: ignore[list-item]
+                    subprotocols=[WS_SUBPROTOCOL],
                     compression=None,
                     proxy=None,
                     ping_interval=None,
@@ -283,7 +283,7 @@ class RawListener:
                 on_ws,
                 "127.0.0.1",
                 0,
-                subprotocols=[WS_SUBPROTOCOL],  # type: ignore[list-item]
+                subprotocols=[WS_SUBPROTOCOL],
                 compression=None,
                 ping_interval=None,
                 max_size=None,

@@ -97,7 +97,7 @@ class _ObserverSubscriber(Subscriber[T], Generic[T]):
         self.done = True
         self.upstream = None
         try:
-            self._observer.on_error(error)  # type: ignore[arg-type]
+            self._observer.on_error(error)
         except Exception as exc:
             report_unhandled(exc, f"to_observable: {type(self._observer).__name__}.on_error")
 
@@ -135,9 +135,9 @@ def to_observable(publisher: Publisher[T], *, window: int | None = None) -> reac
     def subscribe(observer: rx_abc.ObserverBase[T], scheduler: object = None) -> rx_abc.DisposableBase:
         subscriber: _ObserverSubscriber[T] = _ObserverSubscriber(observer, window)
         publisher.subscribe(subscriber)
-        return rx.disposable.Disposable(subscriber.cancel)  # type: ignore[no-any-return]
+        return rx.disposable.Disposable(subscriber.cancel)
 
-    return rx.create(subscribe)  # type: ignore[no-any-return]
+    return rx.create(subscribe)
 
 
 class _ObservableBridge(Generic[T]):

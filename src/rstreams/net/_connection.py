@@ -151,7 +151,7 @@ class Connection:
             raise
 
     # -- messages (extension messages, PROTOCOL.md §20) -----------------------------------------
-    async def send(self, name: str, payload: bytes, *, wait: bool = True) -> None:
+    async def send(self, name: str, payload: bytes | bytearray | memoryview, *, wait: bool = True) -> None:
         """Send ``payload`` to the peer's message handler ``name`` (``path?param=value``), one way.
 
         Bounded: the peer grants message credit (``max_messages_in_flight`` of its config,

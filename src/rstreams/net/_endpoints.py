@@ -89,7 +89,7 @@ async def connect_endpoint(
             ssl=context,
             proxy=None,
             compression=None,
-            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            subprotocols=[SUBPROTOCOL],
             ping_interval=None,
         )
     except InvalidHandshake as error:
@@ -172,7 +172,7 @@ async def listen_endpoint(
         endpoint.port,
         ssl=context,
         compression=None,
-        subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+        subprotocols=[SUBPROTOCOL],
         ping_interval=None,
         process_request=check_path,
     )

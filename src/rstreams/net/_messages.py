@@ -137,7 +137,7 @@ class Messages:
             task.cancel()
 
     # -- sending ----------------------------------------------------------------------------
-    async def send(self, name: str, payload: bytes, wait: bool) -> None:
+    async def send(self, name: str, payload: bytes | bytearray | memoryview, wait: bool) -> None:
         """Send ``payload`` to the peer's handler ``name``; see :meth:`Connection.send`."""
         if not isinstance(name, str):
             raise TypeError(f"handler names are str such as 'events/click', got {name!r}")

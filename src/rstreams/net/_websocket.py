@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import Any, cast
 
 from websockets.asyncio.connection import Connection as _WsConnection
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
@@ -86,7 +86,7 @@ class WebSocketTransport(Transport):
                 handler.eof_received()
                 return None
             except ConnectionClosed as closed:
-                return closed
+                return cast(BaseException, closed)
             if isinstance(message, str):
                 await ws.close(1003, "RS.io uses binary messages")  # 1003: unsupported data
                 return ValueError("the peer sent a text WebSocket message; RS.io uses binary messages")

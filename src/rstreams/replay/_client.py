@@ -221,7 +221,7 @@ def stream_range(
     *,
     pack: int = PACK,
     access: Access | None = None,
-) -> Iterator[bytes]:
+) -> Generator[bytes, None, None]:
     """The elements at positions ``[start, end)`` of ``log`` as they arrive (see the module docstring).
 
     Closing the iterator early cancels the remote subscription. A connection that breaks
