@@ -236,7 +236,7 @@ async def serve(
         raise TypeError(f"metrics must be True, 'host:port' or None, got {metrics!r}")
     address = parse_address(metrics) if isinstance(metrics, str) else None
     if metrics is not None and metrics is not False:
-        server._metrics = ServerMetrics(asyncio.get_running_loop().time, version=version())
+        server._metrics = ServerMetrics(asyncio.get_running_loop().time, version=version)
     publishers = _with_builtins(publishers, server)
 
     def made(conn: Connection, pump: Pump) -> None:

@@ -11,15 +11,12 @@ latest snapshot when it asks again, never a queue of stale ones.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any
 
 from rstreams.api import Publisher
-from rstreams.flow._iterable import error, just
-from rstreams.flow._push import OverflowStrategy
-from rstreams.flow._time import interval
 from rstreams.observe._metrics import ServerMetrics
 
 __all__ = ["HEALTH", "MIN_INTERVAL", "PUBLISHERS", "STATS", "ServerFacts", "builtin_factories", "version"]
@@ -32,8 +29,11 @@ MIN_INTERVAL = 0.1
 """Shortest ``rstreams/stats`` interval in seconds: a snapshot walks every open stream."""
 
 
+@functools.cache
 def version() -> str:
     """The installed rstreams' version (``"unknown"`` when run from a source tree without metadata)."""
+    from importlib import metadata  # on first use: importing it costs more than serving a hello
+
     try:
         return metadata.version("rstreams")
     except metadata.PackageNotFoundError:
@@ -58,13 +58,12 @@ class ServerFacts:
         self.metrics = metrics
         self.connections = connections
         self.started = time.monotonic()
-        self.version = version()
 
     def health(self) -> dict[str, Any]:
         return {
             "ok": True,
             "uptime_seconds": time.monotonic() - self.started,
-            "version": self.version,
+            "version": version(),
             "connections": self.connections(),
             "metrics": self.metrics is not None,
         }
@@ -77,15 +76,26 @@ class ServerFacts:
 
 
 def builtin_factories(facts: ServerFacts) -> dict[str, Callable[[dict[str, str]], Publisher[Any]]]:
-    """Name -> factory ``(params) -> Publisher`` of dicts (to be served with the JSON codec)."""
+    """Name -> factory ``(params) -> Publisher`` of dicts (to be served with the JSON codec).
+
+    The flow modules are imported when a factory first runs: a server that is never asked
+    about itself does not load them."""
 
     def health(params: dict[str, str]) -> Publisher[Any]:
+        from rstreams.flow._iterable import just
+
         return just(facts.health())
 
     def publishers(params: dict[str, str]) -> Publisher[Any]:
+        from rstreams.flow._iterable import just
+
         return just(facts.publishers())
 
     def stats(params: dict[str, str]) -> Publisher[Any]:
+        from rstreams.flow._iterable import error
+        from rstreams.flow._push import OverflowStrategy
+        from rstreams.flow._time import interval
+
         metrics = facts.metrics
         if metrics is None:
             return error(

@@ -360,10 +360,11 @@ def _no_parts() -> tuple[int, int]:
 class ServerMetrics:
     """A server's numbers; see the module docstring. Made by ``serve(..., metrics=...)``."""
 
-    def __init__(self, clock: Clock = time.monotonic, *, version: str = "") -> None:
+    def __init__(self, clock: Clock = time.monotonic, *, version: Callable[[], str] = lambda: "") -> None:
         self.clock = clock
         self.started = clock()
         self.version = version
+        """``() -> str``: the version a snapshot reports."""
         self.connections: dict[int, ConnectionObserver] = {}
         self.connections_total = 0
         self._next_id = 1
@@ -455,7 +456,7 @@ class ServerMetrics:
             if direction == "sent" and reason in AUTH_GOODBYES
         )
         snapshot: dict[str, Any] = {
-            "version": self.version,
+            "version": self.version(),
             "uptime_seconds": now - self.started,
             "connections_open": len(self.connections),
             "connections_total": self.connections_total,
