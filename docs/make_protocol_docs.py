@@ -19,6 +19,7 @@ from typing import Any
 
 from rstreams.wire import extensions as X
 from rstreams.wire import frames as F
+from rstreams.wire._codes import ErrorCode, encode_error_code, encode_goodbye_code
 from rstreams.wire._messages import MESSAGE, MESSAGE_CREDIT, encode_credit, encode_message
 from rstreams.wire._resume import (
     RESUME,
@@ -101,6 +102,8 @@ EXTENSION_MESSAGES: dict[int, tuple[str, str, str, str]] = {
     RESUMED: ("resumed", "server → client", "position: varint", "§16"),
     RESUME_REFUSED: ("resumeRefused", "server → client", "reason: UTF-8 text, the whole payload", "§16"),
     RESUME_ACK: ("resumeAck", "either", "position: varint", "§16"),
+    X.ERROR_CODE: ("errorCode", "publisher → subscriber", "subscriber: varint, code: varint", "§19"),
+    X.GOODBYE_CODE: ("goodbyeCode", "either", "code: varint", "§19"),
     MESSAGE: ("message", "either", "name: string, body: the rest of the payload", "§20"),
     MESSAGE_CREDIT: ("messageCredit", "either (receiver of messages → sender)", "count: varint", "§20"),
 }
@@ -157,6 +160,16 @@ EXAMPLES: list[tuple[F.Frame, int, str]] = [
     (F.ExtensionMessage(type=RESUMED, payload=encode_position(0)), 0, "position 0"),
     (F.ExtensionMessage(type=RESUME_REFUSED, payload=b"no"), 0, 'reason "no"'),
     (F.ExtensionMessage(type=RESUME_ACK, payload=encode_position(65536)), 0, "position 65536"),
+    (
+        F.ExtensionMessage(type=X.ERROR_CODE, payload=encode_error_code(1, ErrorCode.UNKNOWN_PUBLISHER)),
+        0,
+        "the next onError for subscriber 1 has code 2, unknown publisher (§19)",
+    ),
+    (
+        F.ExtensionMessage(type=X.GOODBYE_CODE, payload=encode_goodbye_code(ErrorCode.TIMEOUT)),
+        0,
+        "the goodbye that follows has code 11, timeout",
+    ),
     (
         F.ExtensionMessage(type=MESSAGE, payload=encode_message("events/click", b"hi")),
         0,

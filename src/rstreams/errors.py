@@ -91,7 +91,15 @@ class ResourceClosedError(ReactiveStreamsError):
 
 
 class ConnectionBrokenError(ReactiveStreamsError):
-    """The connection failed (peer went away, network error); ``__cause__`` says why."""
+    """The connection failed (peer went away, network error); ``__cause__`` says why.
+
+    ``code`` is the goodbye's error code (PROTOCOL.md §19.2) when the peer said goodbye with
+    one, or when this side found a violation with extension error-codes active; else ``None``.
+    """
+
+    def __init__(self, *args: object, code: int | None = None) -> None:
+        super().__init__(*args)
+        self.code = code
 
 
 UnhandledErrorHook = Callable[[BaseException, str], None]

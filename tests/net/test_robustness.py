@@ -58,8 +58,8 @@ async def test_version_mismatch_gets_a_goodbye() -> None:
         writer.write(encode(ClientHello(version=1)))
         data = await within(reader.read())
         writer.close()
-        assert data[:5] == b"\x02\x00\x02\x01\x07"  # serverHello v0, extensions [1, 7] (keepalive, messages)
-        assert data[5] == 0x03  # goodbye
+        assert data[:6] == b"\x02\x00\x03\x01\x06\x07"  # serverHello v0, extensions [1, 6, 7]
+        assert data[6] == 0x03  # goodbye
         assert b"version" in data
 
 

@@ -31,11 +31,21 @@ from rstreams.net._codec import Codec as Codec
 from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
 from rstreams.net._connection import ConnectionStatistics as ConnectionStatistics
-from rstreams.net._consuming import RemoteStreamError as RemoteStreamError
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
 from rstreams.net._messages import Message as Message
 from rstreams.net._messages import MessageCreditError as MessageCreditError
+from rstreams.net._remote_errors import Cancelled as Cancelled
+from rstreams.net._remote_errors import InternalError as InternalError
+from rstreams.net._remote_errors import InvalidDemand as InvalidDemand
+from rstreams.net._remote_errors import LimitExceeded as LimitExceeded
+from rstreams.net._remote_errors import ProtocolViolation as ProtocolViolation
+from rstreams.net._remote_errors import RemoteStreamError as RemoteStreamError
+from rstreams.net._remote_errors import TimedOut as TimedOut
+from rstreams.net._remote_errors import Unauthenticated as Unauthenticated
+from rstreams.net._remote_errors import Unauthorized as Unauthorized
+from rstreams.net._remote_errors import Unavailable as Unavailable
+from rstreams.net._remote_errors import UnknownPublisher as UnknownPublisher
 from rstreams.net._resume import Resume as Resume
 from rstreams.net._routes import UnknownPublisherError as UnknownPublisherError
 from rstreams.net._routes import split_name as split_name
@@ -59,17 +69,27 @@ __all__ = [
     "INT64",
     "JSON",
     "UTF8",
+    "Cancelled",
     "Codec",
     "Connection",
     "ConnectionStatistics",
     "Credentials",
     "Endpoint",
+    "InternalError",
+    "InvalidDemand",
+    "LimitExceeded",
     "Message",
     "MessageCreditError",
+    "ProtocolViolation",
     "RemoteStreamError",
     "Resume",
     "Server",
+    "TimedOut",
     "Token",
+    "Unauthenticated",
+    "Unauthorized",
+    "Unavailable",
+    "UnknownPublisher",
     "UnknownPublisherError",
     "UserPassword",
     "connect",

@@ -36,7 +36,7 @@ from typing import Any
 from rstreams.demand import add
 from rstreams.net._outbox import Outbox
 from rstreams.net._serving import ServingTable
-from rstreams.wire import ExtensionError
+from rstreams.wire import ErrorCode, ExtensionError
 from rstreams.wire._auth import (
     Credentials,
     decode_credentials,
@@ -134,7 +134,8 @@ class AuthGate:
         if self.pending:
             self._outbox.close_now(
                 f"authentication timeout (not settled within {self._timeout:g} s of the hello) "
-                "(PROTOCOL.md §15.3)"
+                "(PROTOCOL.md §15.3)",
+                ErrorCode.TIMEOUT,
             )
 
     def _drain(self) -> None:
@@ -161,6 +162,7 @@ class AuthGate:
             self._serving.refuse(
                 sid,
                 f"unauthenticated: subscribe to {name!r} needs valid credentials (PROTOCOL.md §15.4)",
+                ErrorCode.UNAUTHENTICATED,
                 name,
             )
             return
@@ -178,6 +180,7 @@ class AuthGate:
                     sid,
                     f"unauthorized: subscribe to {name!r} is not allowed for this principal "
                     "(PROTOCOL.md §15.4)",
+                    ErrorCode.UNAUTHORIZED,
                     name,
                 )
                 return
@@ -219,7 +222,7 @@ class AuthGate:
             else:
                 raise ExtensionError("authenticated (0x85) sent to a server", section="15.5")
         except ExtensionError as error:
-            self._outbox.close_now(error.reason)
+            self._outbox.close_now(error.reason, ErrorCode.PROTOCOL_VIOLATION)
 
     def _authenticate(self, credentials: Credentials) -> None:
         if not self.pending or self._authenticated:
@@ -233,7 +236,7 @@ class AuthGate:
             timer.cancel()
         if principal is None:
             self._held.clear()
-            self._outbox.close_now("authentication failed (PROTOCOL.md §15.3)")
+            self._outbox.close_now("authentication failed (PROTOCOL.md §15.3)", ErrorCode.UNAUTHENTICATED)
             return
         self.principal = principal
         self.pending = False

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.net._outbox import Outbox
 from rstreams.net._transport import TLS_REFUSAL_HINT, Transport
-from rstreams.wire import ConnectionState, Goodbye, Side
+from rstreams.wire import ConnectionState, ErrorCode, Side
 
 __all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing"]
 
@@ -94,7 +94,9 @@ class Closing:
         core = self._outbox.core
         if core.state is ConnectionState.AWAITING_HELLO:
             hello = "serverHello" if core.side is Side.CLIENT else "clientHello"
-            self.close_now(f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)")
+            self.close_now(
+                f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)", ErrorCode.TIMEOUT
+            )
 
     # -- input after the end ----------------------------------------------------------------------
     def discarding(self, nbytes: int) -> bool:
@@ -132,7 +134,7 @@ class Closing:
         if not outbox.closing and outbox.ended is None:
             outbox.closing = True
             with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
-                outbox.core.send(Goodbye(reason=reason))
+                outbox.core.close(reason, code=ErrorCode.NORMAL)
             if outbox.observer is not None:
                 outbox.observer.goodbye(reason, sent=True)
             self.end_streams(ResourceClosedError("the connection was closed by this side"))
@@ -150,7 +152,7 @@ class Closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._lost), timeout)
 
-    def close_now(self, reason: str) -> None:
+    def close_now(self, reason: str, code: int | None = None) -> None:
         """Say goodbye and close without waiting for the peer's answer (a limit or rule refusing it).
 
         Open streams end as in :meth:`aclose`; the transport closes as after an error goodbye:
@@ -162,7 +164,7 @@ class Closing:
             return
         outbox.closing = True
         with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
-            outbox.core.send(Goodbye(reason=reason))
+            outbox.core.close(reason, code=code)
         if outbox.observer is not None:
             outbox.observer.goodbye(reason, sent=True)
         self.end_streams(ResourceClosedError(f"the connection was closed by this side: {reason}"))
@@ -172,19 +174,20 @@ class Closing:
         if transport is not None and not self._start_linger(transport):
             transport.close()
 
-    def conversation_over(self, error: BaseException | None, reason: str) -> None:
-        """The core says the protocol conversation ended (goodbye exchanged, or a violation)."""
+    def conversation_over(self, error: BaseException | None, reason: str, code: int | None = None) -> None:
+        """The core says the protocol conversation ended (goodbye exchanged, or a violation);
+        ``code``: the goodbye's error code (PROTOCOL.md §19), the peer's when it spoke first."""
         outbox = self._outbox
         if outbox.observer is not None:
             outbox.observer.goodbye(reason if error is None else "protocol error", sent=error is not None)
         if outbox.ended is None:
             if error is None:
-                broken = ConnectionBrokenError(f"the peer said goodbye: {reason!r}")
+                broken = ConnectionBrokenError(f"the peer said goodbye: {reason!r}", code=code)
             else:
                 message = f"the peer broke the protocol: {error}"
                 if outbox.core.peer_hello is None and self._over_tls():
                     message += f" before its hello; {TLS_REFUSAL_HINT}"
-                broken = ConnectionBrokenError(message)
+                broken = ConnectionBrokenError(message, code=code)
                 broken.__cause__ = error
             self.end_streams(broken)
         self._ended_event.set()

@@ -31,10 +31,11 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
-from rstreams.errors import LocalProtocolError, ReactiveStreamsError, ResourceClosedError, report_unhandled
+from rstreams.errors import LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec, identity, split_packed
 from rstreams.net._outbox import Outbox
+from rstreams.net._remote_errors import RemoteStreamError, remote_error
 from rstreams.rules import check_subscriber
 from rstreams.wire import (
     Cancel,
@@ -47,7 +48,7 @@ from rstreams.wire import (
     OnNextPacked,
 )
 from rstreams.wire._auth import Credentials, encode_subscribe_credentials
-from rstreams.wire.extensions import AUTH, AUTH_SUBSCRIBE_CREDENTIALS
+from rstreams.wire.extensions import AUTH, AUTH_SUBSCRIBE_CREDENTIALS, ERROR_CODE
 from rstreams.wire.frames import make_subscribe
 
 __all__ = [
@@ -67,16 +68,6 @@ EARLY_REQUEST = 64
 with everything else at the end of that read. A subscriber that re-requests half its window
 as it consumes then has the next elements produced while it works through the rest of the
 read (the two sides overlap instead of taking turns); smaller requests are coalesced."""
-
-
-class RemoteStreamError(ReactiveStreamsError):
-    """The remote publisher signalled ``onError``; ``message`` is the text it sent."""
-
-    def __init__(self, message: str, *, publisher: str, subscriber: int) -> None:
-        super().__init__(f"remote publisher {publisher!r} failed: {message}")
-        self.message = message
-        self.publisher = publisher
-        self.subscriber = subscriber
 
 
 class RemotePublisher(Flow[T]):
@@ -393,6 +384,7 @@ class SubscriptionTable:
         "_unacked",
         "describe",
         "outbox",
+        "qualified",
         "subscriptions",
     )
 
@@ -406,6 +398,8 @@ class SubscriptionTable:
         self._free_ids: list[int] = []  # a heap: ids whose terminal signal was received
         self._unacked: set[int] = set()  # cancelled ids, in use until the publisher's onComplete
         self._deferred: list[tuple[Any, ...]] = []  # subscribes with credentials, awaiting the hello
+        self.qualified: dict[int, object] = {}
+        """Qualifier type -> value for the peer's signal the pump routes next (PROTOCOL.md §19)."""
 
     @property
     def wants_requests(self) -> bool:
@@ -564,8 +558,11 @@ class SubscriptionTable:
         subscription = self.subscriptions.pop(sid, None)
         name = self._names.pop(sid, "?")
         self._free_id(sid)
+        code = self.qualified.pop(ERROR_CODE, None) if self.qualified else None
         if subscription is not None:
-            subscription.error(RemoteStreamError(event.error, publisher=name, subscriber=sid))
+            subscription.error(
+                remote_error(event.error, publisher=name, subscriber=sid, code=code)  # type: ignore[arg-type]
+            )
 
     def stream_error(self, sid: int, error: BaseException) -> None:
         """The core found the peer breaking the rules on our ``sid`` and cancelled it."""

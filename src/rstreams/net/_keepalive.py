@@ -33,7 +33,7 @@ import asyncio
 from collections.abc import Callable
 
 from rstreams.net._outbox import Outbox
-from rstreams.wire import ConnectionState, ExtensionMessage
+from rstreams.wire import ConnectionState, ErrorCode, ExtensionMessage
 from rstreams.wire.extensions import KEEPALIVE, KEEPALIVE_PAYLOAD_SIZE, PING
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_KEEPALIVE", "Keepalive", "check_interval"]
@@ -123,7 +123,8 @@ class Keepalive:
             hook = self.on_idle_link
             if hook is None or not hook():
                 outbox.close_now(
-                    f"idle timeout: nothing received for {self._idle_timeout:g} s (PROTOCOL.md §14.2)"
+                    f"idle timeout: nothing received for {self._idle_timeout:g} s (PROTOCOL.md §14.2)",
+                    ErrorCode.TIMEOUT,
                 )
                 return
             self._idle_from = now

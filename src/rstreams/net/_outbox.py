@@ -95,7 +95,7 @@ class Outbox:
         self.observer: ConnectionObserver | None = None
         """What counts this connection's events (:mod:`rstreams.observe`); ``None``: nothing does."""
         self._flush: Callable[[], None] = _not_installed
-        self._close_now: Callable[[str], None] = _not_installed
+        self._close_now: Callable[[str, int | None], None] = _not_installed
         self._backlogged: Callable[[], None] = _not_installed
 
     def install_flush(self, flush: Callable[[], None], backlogged: Callable[[], None]) -> None:
@@ -104,7 +104,7 @@ class Outbox:
         self._flush = flush
         self._backlogged = backlogged
 
-    def install_close(self, close_now: Callable[[str], None]) -> None:
+    def install_close(self, close_now: Callable[[str, int | None], None]) -> None:
         """Set what :meth:`close_now` does (the closing piece's; once, at assembly)."""
         self._close_now = close_now
 
@@ -187,9 +187,10 @@ class Outbox:
         self.core.send(ExtensionMessage(type=message_type, payload=payload))
         self.mark_dirty()
 
-    def close_now(self, reason: str) -> None:
-        """Say goodbye with ``reason`` and close without waiting for the peer's answer."""
-        self._close_now(reason)
+    def close_now(self, reason: str, code: int | None = None) -> None:
+        """Say goodbye with ``reason`` (and ``code``, PROTOCOL.md §19) and close without waiting
+        for the peer's answer."""
+        self._close_now(reason, code)
 
     # -- threads ---------------------------------------------------------------------------
     def run_on_loop(self, fn: Callable[..., object], *args: Any) -> None:

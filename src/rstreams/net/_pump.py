@@ -46,6 +46,7 @@ from rstreams.wire import (
     ConnectionClosed,
     ConnectionConfig,
     ConnectionState,
+    ErrorCode,
     Event,
     ExtensionReceived,
     Goodbye,
@@ -55,6 +56,7 @@ from rstreams.wire import (
     OnNextBatch,
     OnNextPacked,
     OnSubscribe,
+    Qualifier,
     Request,
     ServerHello,
     Side,
@@ -63,7 +65,7 @@ from rstreams.wire import (
 )
 from rstreams.wire import Connection as Core
 from rstreams.wire._auth import Credentials
-from rstreams.wire.extensions import AUTH, KEEPALIVE, MESSAGES
+from rstreams.wire.extensions import AUTH, ERROR_CODES, KEEPALIVE, MESSAGES
 
 if TYPE_CHECKING:
     from rstreams.observe import ConnectionObserver
@@ -109,12 +111,14 @@ class Pump:
         check_interval("unread_timeout", unread_timeout)
         # Extensions (PROTOCOL.md §14, §15): keepalive is always listed (the core answers pings;
         # ``keepalive`` only decides whether we send them); auth when there is something to do.
-        ids = {KEEPALIVE.id, MESSAGES.id}
+        # Error codes (§19) are always offered, unless the config disables them.
+        ids = {KEEPALIVE.id, MESSAGES.id, ERROR_CODES.id}
         if credentials is not None or (server_auth is not None and server_auth.authenticate is not None):
             ids.add(AUTH.id)
         config = config or ConnectionConfig()
-        if not ids <= config.extensions:
-            config = dataclasses.replace(config, extensions=config.extensions | ids)
+        if not ids <= config.extensions or config.disabled_extensions & config.extensions:
+            wanted = (config.extensions | ids) - config.disabled_extensions
+            config = dataclasses.replace(config, extensions=frozenset(wanted))
         self.outbox = outbox = Outbox(
             Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True)
         )
@@ -170,6 +174,7 @@ class Pump:
             StreamError: self._stream_error,
             ConnectionClosed: self._conversation_over,
             ExtensionReceived: self._extension,
+            Qualifier: self._qualifier,
             ClientHello: self._hello,
             ServerHello: self._hello,
             OnSubscribe: _ignore,
@@ -345,7 +350,10 @@ class Pump:
             return
         unsent = transport.get_write_buffer_size()
         if unsent > MAX_UNSENT:
-            outbox.close_now(f"peer not reading: more than {MAX_UNSENT} bytes unsent to it (MAX_UNSENT)")
+            outbox.close_now(
+                f"peer not reading: more than {MAX_UNSENT} bytes unsent to it (MAX_UNSENT)",
+                ErrorCode.LIMIT_EXCEEDED,
+            )
             return
         if outbox.ledger.unsent_replies(unsent) <= self._low:
             return
@@ -361,7 +369,8 @@ class Pump:
         self._unread_timer = None
         if self._backed_up:
             self.outbox.close_now(
-                f"peer not reading: replies left unread for {self._unread_timeout:g} s (unread_timeout)"
+                f"peer not reading: replies left unread for {self._unread_timeout:g} s (unread_timeout)",
+                ErrorCode.LIMIT_EXCEEDED,
             )
 
     def _stop_holding(self) -> None:
@@ -445,7 +454,11 @@ class Pump:
             self.subscriptions.stream_error(event.subscriber, event.error)
 
     def _conversation_over(self, event: ConnectionClosed) -> None:
-        self.closing.conversation_over(event.error, event.reason)
+        self.closing.conversation_over(event.error, event.reason, event.code)
+
+    def _qualifier(self, event: Qualifier) -> None:
+        """What an extension message says about the signal routed next (PROTOCOL.md §19)."""
+        self.subscriptions.qualified[event.type] = event.value
 
     def _extension(self, event: ExtensionReceived) -> None:
         handler = self.extension_handlers.get(event.type)

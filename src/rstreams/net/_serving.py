@@ -37,9 +37,10 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.net._codec import Codec, identity
 from rstreams.net._outbox import Outbox
+from rstreams.net._remote_errors import code_of
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.rules import check_error
-from rstreams.wire import ConnectionState, OnError, OnNextPacked
+from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked
 from rstreams.wire.frames import make_on_complete, make_on_subscribe  # our ids and sizes: valid already
 
 if TYPE_CHECKING:
@@ -548,11 +549,16 @@ class ServingTable:
         try:
             publisher, codec, batched = self._router.resolve_batched(name)
         except UnknownPublisherError as unknown:
-            self.refuse(sid, str(unknown), name)
+            self.refuse(sid, str(unknown), ErrorCode.UNKNOWN_PUBLISHER, name)
             return
         except Exception as error:
             report_unhandled(error, f"the publisher factory for {name!r}")
-            self.refuse(sid, f"publisher {name!r} could not be created ({type(error).__name__})", name)
+            self.refuse(
+                sid,
+                f"publisher {name!r} could not be created ({type(error).__name__})",
+                ErrorCode.INTERNAL,
+                name,
+            )
             return
         if batched and codec is not None:
             stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
@@ -569,13 +575,14 @@ class ServingTable:
             if not stream.done:
                 stream.on_error(error)
 
-    def refuse(self, sid: int, message: str, name: str = "") -> None:
-        """Refuse a subscribe (to ``name``): onError without onSubscribe (PROTOCOL.md §5.2)."""
+    def refuse(self, sid: int, message: str, code: int, name: str = "") -> None:
+        """Refuse a subscribe (to ``name``): onError without onSubscribe (PROTOCOL.md §5.2), with
+        ``code`` (§19)."""
         observer = self.outbox.observer
         if observer is not None:
             observer.refused(self._router.pattern(name), message)
         if self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send(OnError(subscriber=sid, error=message))
+            self.outbox.core.send_error(sid, message, code)
             self.outbox.mark_dirty()
 
     def request(self, sid: int, n: int) -> bool:
@@ -634,7 +641,7 @@ class ServingTable:
         if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
             # The peer sees the error's type and text: what a Publisher signals is its
             # public outcome. Internal failures (factories) are summarised in subscribe.
-            self.outbox.core.send(OnError(subscriber=stream.sid, error=f"{type(error).__name__}: {error}"))
+            self.outbox.core.send_error(stream.sid, f"{type(error).__name__}: {error}", code_of(error))
             self.outbox.mark_dirty()
 
     # -- once per turn (from the pump's flush) ----------------------------------------------

@@ -17,6 +17,7 @@ from rstreams.errors import LocalProtocolError as LocalProtocolError
 from rstreams.errors import ProtocolError as ProtocolError
 from rstreams.errors import RemoteProtocolError as RemoteProtocolError
 from rstreams.wire import extensions as extensions
+from rstreams.wire._codes import ErrorCode as ErrorCode
 from rstreams.wire._errors import AbruptCloseError as AbruptCloseError
 from rstreams.wire._errors import DemandExceededError as DemandExceededError
 from rstreams.wire._errors import ExtensionError as ExtensionError
@@ -36,6 +37,7 @@ from rstreams.wire.events import ConnectionClosed as ConnectionClosed
 from rstreams.wire.events import Event as Event
 from rstreams.wire.events import ExtensionReceived as ExtensionReceived
 from rstreams.wire.events import OnNextBatch as OnNextBatch
+from rstreams.wire.events import Qualifier as Qualifier
 from rstreams.wire.events import StreamError as StreamError
 from rstreams.wire.frames import PROTOCOL_VERSION as PROTOCOL_VERSION
 from rstreams.wire.frames import Cancel as Cancel
@@ -67,6 +69,7 @@ __all__ = [
     "ConnectionConfig",
     "ConnectionState",
     "DemandExceededError",
+    "ErrorCode",
     "Event",
     "ExtensionError",
     "ExtensionMessage",
@@ -88,6 +91,7 @@ __all__ = [
     "OnNextPart",
     "OnSubscribe",
     "ProtocolError",
+    "Qualifier",
     "RemoteInvalidDemandError",
     "RemoteProtocolError",
     "Request",

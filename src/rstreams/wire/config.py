@@ -21,6 +21,11 @@ class ConnectionConfig:
     extensions: frozenset[int] = frozenset()
     """Extension ids this endpoint supports; the active set is this ∩ the peer's hello (§4.4)."""
 
+    disabled_extensions: frozenset[int] = frozenset()
+    """Extension ids this endpoint never lists, even those the asyncio layer
+    (:mod:`rstreams.net`) offers by default (error-codes, content-types, metadata): a way to
+    behave like an endpoint that predates them."""
+
     max_element_size: int = 16 * MiB
     """Largest element received, whole or reassembled, and largest payload of any one frame.
     16 MiB is RSocket's frame cap: big enough for any message, small enough to buffer."""
@@ -60,14 +65,15 @@ class ConnectionConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name != "extensions" and (type(value) is not int or value < 1):
+            if f.name not in ("extensions", "disabled_extensions") and (type(value) is not int or value < 1):
                 raise ValueError(f"{f.name} must be an int >= 1, got {value!r}")
         if self.max_reassembly_bytes < self.max_element_size:
             raise ValueError("max_reassembly_bytes must be >= max_element_size")
         if self.max_name_length > self.max_string_length:
             raise ValueError("max_name_length must be <= max_string_length")
-        extensions: object = self.extensions
-        if not isinstance(extensions, frozenset) or any(
-            type(e) is not int or not 0 <= e < 2**64 for e in extensions
-        ):
-            raise ValueError("extensions must be a frozenset of ints in 0..2**64-1")
+        for name in ("extensions", "disabled_extensions"):
+            extensions: object = getattr(self, name)
+            if not isinstance(extensions, frozenset) or any(
+                type(e) is not int or not 0 <= e < 2**64 for e in extensions
+            ):
+                raise ValueError(f"{name} must be a frozenset of ints in 0..2**64-1")

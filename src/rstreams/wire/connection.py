@@ -36,10 +36,19 @@ from typing import Any
 from rstreams.demand import UNBOUNDED, add
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, RemoteProtocolError
 from rstreams.wire._assembler import Assembler
+from rstreams.wire._codes import (
+    ErrorCode,
+    decode_error_code,
+    decode_goodbye_code,
+    encode_error_code,
+    encode_goodbye_code,
+)
 from rstreams.wire._errors import (
     AbruptCloseError,
     ExtensionError,
     HandshakeError,
+    LimitExceededError,
+    RemoteInvalidDemandError,
     StreamStateError,
     UnsupportedVersionError,
 )
@@ -56,8 +65,23 @@ from rstreams.wire._state import (
 )
 from rstreams.wire._streams import REQUEST_KEEPS, Stream, StreamTable, Violation
 from rstreams.wire.config import ConnectionConfig
-from rstreams.wire.events import ConnectionClosed, Event, ExtensionReceived, OnNextBatch, StreamError
-from rstreams.wire.extensions import BY_TYPE, KEEPALIVE_PAYLOAD_SIZE, PING, PONG
+from rstreams.wire.events import (
+    ConnectionClosed,
+    Event,
+    ExtensionReceived,
+    OnNextBatch,
+    Qualifier,
+    StreamError,
+)
+from rstreams.wire.extensions import (
+    BY_TYPE,
+    ERROR_CODE,
+    ERROR_CODES,
+    GOODBYE_CODE,
+    KEEPALIVE_PAYLOAD_SIZE,
+    PING,
+    PONG,
+)
 from rstreams.wire.frames import (
     PROTOCOL_VERSION,
     Cancel,
@@ -106,6 +130,27 @@ _ON_COMPLETE = Signal.ON_COMPLETE
 _ON_ERROR = Signal.ON_ERROR
 
 
+def _goodbye_code(payload: bytes) -> tuple[int, int]:
+    return 0, decode_goodbye_code(payload)
+
+
+_QUALIFIERS: dict[int, tuple[type[Frame], Callable[[bytes], tuple[int, Any]]]] = {
+    ERROR_CODE: (OnError, decode_error_code),
+    GOODBYE_CODE: (Goodbye, _goodbye_code),
+}
+"""Extension messages that qualify the core message sent right after them: type -> (the
+qualified message's class, payload decoder -> (subscriber id, value)); §19."""
+
+
+def _code_of(error: RemoteProtocolError) -> int:
+    """The error code (§19) of a violation the core detected."""
+    if isinstance(error, LimitExceededError):
+        return ErrorCode.LIMIT_EXCEEDED
+    if isinstance(error, RemoteInvalidDemandError):
+        return ErrorCode.INVALID_DEMAND
+    return ErrorCode.PROTOCOL_VIOLATION
+
+
 class Side(Enum):
     """Which end of the transport we are: the one that opened it, or the one that accepted."""
 
@@ -152,6 +197,8 @@ class Connection:
         self._error: RemoteProtocolError | None = None
         self.extensions: frozenset[int] = frozenset()
         """Active extensions: ours ∩ the peer's hello (§4.4); empty until the peer's hello."""
+        self._codes = False  # extension error-codes is active (§19)
+        self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self.peer_hello: ClientHello | ServerHello | None = None
         ours = FrameType.CLIENT_HELLO if side is Side.CLIENT else FrameType.SERVER_HELLO
         self._peer_hello_cls: type[ClientHello | ServerHello] = (
@@ -336,9 +383,27 @@ class Connection:
             )
         sender(frame)
 
-    def close(self, reason: str = "") -> None:
-        """Say goodbye (§9.1): ends every subscription; the peer answers with its goodbye."""
+    def close(self, reason: str = "", *, code: int | None = None) -> None:
+        """Say goodbye (§9.1): ends every subscription; the peer answers with its goodbye.
+
+        ``code`` (an :class:`~rstreams.wire._codes.ErrorCode` or a private code >= 1024) goes
+        out as a goodbyeCode right before the goodbye when extension error-codes is active
+        (§19), and is dropped otherwise.
+        """
+        if code is not None:
+            _check_code(code)
+            self._check_can_send()
+            if self._codes:
+                write_extension(self._out, GOODBYE_CODE, encode_goodbye_code(code))
         self.send(Goodbye(reason=reason))
+
+    def send_error(self, subscriber: int, error: str, code: int | None = None) -> None:
+        """``send(OnError(subscriber=..., error=...))``, preceded by an errorCode carrying
+        ``code`` when extension error-codes is active (§19); without it, just the onError."""
+        if code is not None:
+            _check_code(code)
+        self._check_can_send()
+        self._send_terminal(OnError(subscriber=subscriber, error=error), code)
 
     # -- sending: the measured fast paths, fields instead of a frame -----------------------------
     def on_next(self, subscriber: int, element: bytes) -> None:
@@ -483,7 +548,7 @@ class Connection:
             self._out += head
             self._out += elements
 
-    def _send_terminal(self, f: OnComplete | OnError) -> None:
+    def _send_terminal(self, f: OnComplete | OnError, code: int | None = None) -> None:
         sid = f.subscriber
         complete = type(f) is OnComplete
         signal = _ON_COMPLETE if complete else _ON_ERROR
@@ -494,6 +559,8 @@ class Connection:
         if complete:
             write_on_complete(out, sid)
         else:
+            if code is not None and self._codes:  # in the same chunk: adjacent on the wire (§19.1)
+                write_extension(out, ERROR_CODE, encode_error_code(sid, code))
             write_on_error(out, sid, f.error)  # type: ignore[union-attr]  # OnError when not complete
         if backlog:
             self._output.emit(sid, bytes(out))
@@ -532,7 +599,9 @@ class Connection:
                 )
         elif type(f) is Goodbye:  # CLOSING: the answer, or a simultaneous goodbye (§9.2)
             self._events.append(f)
-            self._finish(ConnectionInput.RECV_GOODBYE, None, f.reason)
+            self._finish(ConnectionInput.RECV_GOODBYE, None, f.reason, self._peer_goodbye_code())
+        elif type(f) is ExtensionMessage and f.type == GOODBYE_CODE and self._codes:
+            self._qualify(f.type, f.payload)  # the code of the answering goodbye
         # any other frame while CLOSING is discarded: our goodbye closed every stream
 
     def _recv_hello(self, f: ClientHello | ServerHello) -> None:
@@ -545,6 +614,7 @@ class Connection:
         self._state = CONNECTION_TRANSITIONS[self._state, ConnectionInput.RECV_HELLO]
         self.peer_hello = f
         self.extensions = self.config.extensions & frozenset(f.extensions)
+        self._codes = ERROR_CODES.id in self.extensions
         self._events.append(f)
 
     def _recv_extension(self, f: ExtensionMessage) -> None:
@@ -566,18 +636,63 @@ class Connection:
                 return
             if f.type == PING:
                 write_extension(self._out, PONG, f.payload)
+        elif f.type in _QUALIFIERS:
+            self._qualify(f.type, f.payload)
+            return
         self._events.append(ExtensionReceived(type=f.type, payload=f.payload))
+
+    def _qualify(self, kind: int, payload: bytes) -> None:
+        """A qualifier (§19.1): held until the message it qualifies, which must come next."""
+        target, decode = _QUALIFIERS[kind]
+        try:
+            sid, value = decode(payload)
+        except ExtensionError as error:
+            self._fail(error)
+            return
+        if kind in self._qualifiers:
+            self._fail(
+                ExtensionError(f"two 0x{kind:02x} messages before one {target.__name__}", section="19.1")
+            )
+            return
+        self._qualifiers[kind] = (sid, value)
+
+    def _take_qualifiers(self, cls: type[Frame], sid: int) -> list[Qualifier] | None:
+        """The held qualifiers of the ``cls`` message for ``sid`` that just arrived; ``None``
+        after failing the connection because one was meant for another id (§19.1)."""
+        taken: list[Qualifier] = []
+        for kind in [k for k in self._qualifiers if _QUALIFIERS[k][0] is cls]:
+            target_sid, value = self._qualifiers.pop(kind)
+            if target_sid != sid:
+                self._fail(
+                    ExtensionError(
+                        f"0x{kind:02x} for subscriber {target_sid} followed by a {cls.__name__} "
+                        f"for subscriber {sid}",
+                        section="19.1",
+                    )
+                )
+                return None
+            taken.append(Qualifier(type=kind, subscriber=sid, value=value))
+        return taken
 
     def _recv_goodbye(self, f: Goodbye) -> None:
         self._events.append(f)
         write_goodbye(self._out, "goodbye acknowledged")
-        self._finish(ConnectionInput.RECV_GOODBYE, None, f.reason)
+        self._finish(ConnectionInput.RECV_GOODBYE, None, f.reason, self._peer_goodbye_code())
+
+    def _peer_goodbye_code(self) -> int | None:
+        held = self._qualifiers.pop(GOODBYE_CODE, None)
+        return None if held is None else int(held[1])
 
     def _recv_subscribe(self, f: Subscribe) -> None:
         verdict = self._streams.receive_subscribe(f)
         if isinstance(verdict, Violation):
             self._violated(verdict)
         elif isinstance(verdict, str):
+            if self._codes:
+                code = (
+                    ErrorCode.INVALID_DEMAND if verdict.startswith("rule 3.9") else ErrorCode.LIMIT_EXCEEDED
+                )
+                write_extension(self._out, ERROR_CODE, encode_error_code(f.subscriber, code))
             write_on_error(self._out, f.subscriber, verdict)
         else:
             self._events.append(f)
@@ -678,7 +793,12 @@ class Connection:
         if unfinished:
             self._assembler.drop(sid)
         self._streams.close(st, signal)
+        qualifiers = self._take_qualifiers(type(f), sid) if self._qualifiers else None
+        if self._state is _CLOSED:
+            return
         if not quiet:
+            if qualifiers:
+                self._events += qualifiers
             self._events.append(f)
 
     # -- ending things -------------------------------------------------------------------------
@@ -691,6 +811,8 @@ class Connection:
         if st.publishing:
             self._streams.close(st, _ON_ERROR)
             self._output.drop(st.sid)
+            if self._codes:
+                write_extension(self._out, ERROR_CODE, encode_error_code(st.sid, _code_of(verdict.error)))
             write_on_error(self._out, st.sid, getattr(verdict.error, "reason", str(verdict.error)))
         else:
             self._send_cancel(Cancel(subscriber=st.sid))
@@ -701,20 +823,33 @@ class Connection:
         self._streams.clear()
         self._output.backlogs.clear()
 
-    def _finish(self, why: ConnectionInput, error: RemoteProtocolError | None, reason: str) -> None:
+    def _finish(
+        self, why: ConnectionInput, error: RemoteProtocolError | None, reason: str, code: int | None = None
+    ) -> None:
         self._state = CONNECTION_TRANSITIONS[self._state, why]
         self._error = error
+        self._qualifiers.clear()
         self._close_all_streams()
-        self._events.append(ConnectionClosed(error=error, reason=reason))
+        self._events.append(ConnectionClosed(error=error, reason=reason, code=code))
 
     def _fail(self, error: RemoteProtocolError) -> None:
         """A connection-scoped violation (§10): goodbye naming the section, then CLOSED."""
         reason = getattr(error, "reason", str(error))
+        code = _code_of(error)
         if self._state is not _CLOSING:
+            if self._codes:
+                write_extension(self._out, GOODBYE_CODE, encode_goodbye_code(code))
             write_goodbye(self._out, reason)
-        self._finish(ConnectionInput.PROTOCOL_ERROR, error, reason)
+        self._finish(ConnectionInput.PROTOCOL_ERROR, error, reason, code)
 
     def _broken(self) -> ConnectionBrokenError:
         exc = ConnectionBrokenError("the RS.io connection is closed")
         exc.__cause__ = self._error
         return exc
+
+
+def _check_code(code: object) -> None:
+    if type(code) is not int and not isinstance(code, ErrorCode):
+        raise TypeError(f"an error code is an int (rstreams.wire.ErrorCode), got {type(code).__name__}")
+    if not 0 <= code < 2**64:
+        raise ValueError(f"an error code is a varint (0..2**64-1, PROTOCOL.md §19.2), got {code}")

@@ -7,6 +7,8 @@ that were in flight after our cancel are dropped (PROTOCOL.md §5.4). The synthe
 * :class:`StreamError`: the core ended one subscription because the peer broke a
   per-stream rule; it already sent onError (we publish) or cancel (we subscribe).
 * :class:`ExtensionReceived`: a message of an active extension (§4.4).
+* :class:`Qualifier`: what an extension message said about the core message whose event
+  follows it at once (an error code, §19); the core checked that it qualifies that message.
 * :class:`ConnectionClosed`: always the last event of a connection.
 """
 
@@ -30,7 +32,7 @@ from rstreams.wire.frames import (
     Subscribe,
 )
 
-__all__ = ["ConnectionClosed", "Event", "ExtensionReceived", "OnNextBatch", "StreamError"]
+__all__ = ["ConnectionClosed", "Event", "ExtensionReceived", "OnNextBatch", "Qualifier", "StreamError"]
 
 
 class OnNextBatch:
@@ -86,6 +88,20 @@ class ExtensionReceived:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Qualifier:
+    """Extension message ``type`` qualified the core message whose event comes next.
+
+    Emitted just before that event, for the same ``subscriber``, and only when the core
+    accepted the message (a signal dropped after our cancel drops its qualifiers too).
+    ``value`` is the decoded payload: an ``int`` error code for errorCode (§19).
+    """
+
+    type: int
+    subscriber: int
+    value: object
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ConnectionClosed:
     """The connection is over; every subscription on it ended (PROTOCOL.md §9).
 
@@ -96,6 +112,9 @@ class ConnectionClosed:
 
     error: RemoteProtocolError | None = None
     reason: str = ""
+    code: int | None = None
+    """The goodbye's code (extension error-codes, §19): the peer's if it said goodbye first,
+    else ours; ``None`` without one."""
 
 
 Event: TypeAlias = (
@@ -113,5 +132,6 @@ Event: TypeAlias = (
     | OnError
     | StreamError
     | ExtensionReceived
+    | Qualifier
     | ConnectionClosed
 )

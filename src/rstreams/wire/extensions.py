@@ -25,6 +25,9 @@ __all__ = [
     "BY_ID",
     "BY_TYPE",
     "CHANNELS",
+    "ERROR_CODE",
+    "ERROR_CODES",
+    "GOODBYE_CODE",
     "KEEPALIVE",
     "KEEPALIVE_PAYLOAD_SIZE",
     "MESSAGES",
@@ -75,12 +78,17 @@ AUTH = Extension(2, "auth", frozenset(range(0x84, 0x88)))
 RESUME = Extension(3, "resume", frozenset(range(0x88, 0x90)))
 """Session resumption; its payloads are defined in PROTOCOL.md by the resumption extension."""
 
+ERROR_CODE = 0x98
+"""error-codes errorCode: subscriber varint + code varint, immediately before that onError (§19)."""
+GOODBYE_CODE = 0x99
+"""error-codes goodbyeCode: code varint, immediately before a goodbye (§19)."""
+ERROR_CODES = Extension(6, "error-codes", frozenset(range(0x98, 0x9C)))
 MESSAGES = Extension(7, "messages", frozenset(range(0x9C, 0xA0)))
 """Fire-and-forget messages to named handlers, bounded by message credit (§20; rstreams.wire._messages)."""
 CHANNELS = Extension(8, "channels", frozenset(range(0xA0, 0xA8)))
 """Subscriptions that carry an input stream to the publisher (§21; rstreams.wire._channels)."""
 
-REGISTERED: tuple[Extension, ...] = (KEEPALIVE, AUTH, RESUME, MESSAGES, CHANNELS)
+REGISTERED: tuple[Extension, ...] = (KEEPALIVE, AUTH, RESUME, ERROR_CODES, MESSAGES, CHANNELS)
 BY_ID: dict[int, Extension] = {ext.id: ext for ext in REGISTERED}
 BY_TYPE: dict[int, Extension] = {t: ext for ext in REGISTERED for t in ext.message_types}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rstreams.conformance.cases import close as close
+from rstreams.conformance.cases import codes as codes
 from rstreams.conformance.cases import demand as demand
 from rstreams.conformance.cases import extensions as extensions
 from rstreams.conformance.cases import framing as framing
@@ -16,6 +17,7 @@ from rstreams.conformance.cases import state as state
 
 __all__ = [
     "close",
+    "codes",
     "demand",
     "extensions",
     "framing",

@@ -1,0 +1,132 @@
+"""Extension error-codes (PROTOCOL.md §19): the qualifier right before onError, none when not
+negotiated, and malformed qualifiers refused.
+
+Skipped when the endpoint's serverHello does not list id 6.
+"""
+
+from __future__ import annotations
+
+from rstreams.conformance._case import Context, Skip, case, check
+from rstreams.conformance._peer import Peer
+from rstreams.conformance.cases._helpers import range_elements, still_serving, subscribe, varint
+from rstreams.wire import ExtensionMessage, OnError, OnSubscribe, Request
+
+ERROR_CODES = 6
+ERROR_CODE, GOODBYE_CODE = 0x98, 0x99
+S191, S192 = "PROTOCOL.md §19.1", "PROTOCOL.md §19.2"
+UNKNOWN = "conformance/no-such-publisher"
+
+
+def _message(kind: int, payload: bytes) -> bytes:
+    return bytes([kind]) + varint(len(payload)) + payload
+
+
+async def _with_codes(ctx: Context) -> Peer:
+    peer = await ctx.open(extensions=(ERROR_CODES,))
+    await peer.hello()
+    hello = peer.monitor.server_hello
+    if hello is None or ERROR_CODES not in hello.extensions:
+        raise Skip("the endpoint does not list extension error-codes (id 6) in its serverHello")
+    return peer
+
+
+def _code_before_on_error(peer: Peer, sid: int) -> int | None:
+    """The code of the errorCode right before the onError for ``sid``, or None if there is none."""
+    frames = peer.received
+    at = next(i for i, f in enumerate(frames) if isinstance(f, OnError) and f.subscriber == sid)
+    before = frames[at - 1] if at else None
+    if not isinstance(before, ExtensionMessage) or before.type != ERROR_CODE:
+        return None
+    expected_head = varint(sid)
+    check(
+        before.payload.startswith(expected_head),
+        f"errorCode {before.payload.hex()} names another id than {sid}",
+    )
+    code = before.payload[len(expected_head) :]
+    check(len(code) >= 1 and code[-1] < 0x80, f"errorCode payload {before.payload.hex()} is not two varints")
+    value = 0
+    for shift, byte in enumerate(code):
+        value |= (byte & 0x7F) << (7 * shift)
+    return value
+
+
+@case(
+    "ex.codes_unknown_publisher",
+    S192,
+    "2 unknown publisher: no publisher has the name (§5.5); sent as an errorCode adjacent to, and right "
+    "before, the onError it qualifies (§19.1).",
+)
+async def _unknown(ctx: Context) -> None:
+    peer = await _with_codes(ctx)
+    await peer.send(subscribe(UNKNOWN, 1, 1))
+    await peer.failed(1)
+    check(_code_before_on_error(peer, 1) == 2, "the refusal of an unknown name does not carry code 2")
+    peer.abort()
+
+
+@case(
+    "ex.codes_invalid_demand",
+    S192,
+    "5 invalid demand: request(0), request(>= 2**63) or initialDemand >= 2**63 (§6.2).",
+    needs=("never",),
+)
+async def _invalid_demand(ctx: Context) -> None:
+    peer = await _with_codes(ctx)
+    await peer.send(subscribe(ctx.name("never"), 1, 0))
+    await peer.subscribed(1)
+    await peer.send(Request(subscriber=1, demand=0))
+    await peer.failed(1)
+    check(_code_before_on_error(peer, 1) == 5, "the rule 3.9 onError does not carry code 5")
+    peer.abort()
+
+
+@case(
+    "ex.codes_not_negotiated",
+    S191,
+    "Both are sent only while the extension is active (both hellos list id 6, §4.4), so never before the "
+    "peer's hello.",
+)
+async def _not_negotiated(ctx: Context) -> None:
+    peer = await ctx.open()
+    await peer.send(subscribe(UNKNOWN, 1, 1))
+    await peer.failed(1)
+    codes = [
+        f for f in peer.received if isinstance(f, ExtensionMessage) and f.type in (ERROR_CODE, GOODBYE_CODE)
+    ]
+    check(not codes, "an errorCode was sent on a connection whose clientHello does not list error-codes")
+    peer.abort()
+
+
+@case(
+    "ex.codes_malformed",
+    S191,
+    "A payload that is not exactly its fields (a truncated or non-minimal varint, trailing bytes) ... is a "
+    "connection error citing §19.1 (here: a goodbyeCode with a trailing byte).",
+)
+async def _malformed(ctx: Context) -> None:
+    peer = await _with_codes(ctx)
+    await peer.send(_message(GOODBYE_CODE, b"\x00\x00"))
+    bye = await peer.goodbye_then_close()
+    reason = bye.reason if bye is not None else ""
+    check("19.1" in reason, f"the goodbye {reason!r} does not cite §19.1")
+    await still_serving(ctx)
+
+
+@case(
+    "ex.codes_normal_stream_unchanged",
+    S191,
+    "The text is unchanged ... a peer without the extension sees exactly what it saw before (here: a "
+    "stream with the extension active has no extension message in it).",
+    needs=("range",),
+)
+async def _unchanged(ctx: Context) -> None:
+    peer = await _with_codes(ctx)
+    await peer.send(subscribe(ctx.name("range", n=3), 1, 3))
+    view = await peer.completed(1)
+    check(view.elements == range_elements(3), "the stream's elements differ with error-codes active")
+    check(
+        not [f for f in peer.received if isinstance(f, ExtensionMessage) and f.type == ERROR_CODE],
+        "an errorCode was sent on a stream that did not fail",
+    )
+    check(any(isinstance(f, OnSubscribe) for f in peer.received), "no onSubscribe")
+    peer.abort()
