@@ -9,6 +9,7 @@ tests that use it under a name of its own, and no conftest or test inserts a dir
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,6 +107,23 @@ def test_test_modules_import_shared_code_only_from_testkit() -> None:
 def test_no_module_under_tests_has_a_retired_helper_name() -> None:
     named = sorted(str(p.relative_to(TESTS)) for p in TESTS.rglob("*.py") if p.stem in RETIRED)
     assert named == []
+
+
+def test_no_doc_or_script_names_a_retired_helper() -> None:
+    """Docs and the other languages' tests that reach into tests/ use testkit's names too."""
+    root = TESTS.parent
+    texts = [root / "README.md", *(root / "docs").rglob("*.md"), *(root / "scripts").glob("*")]
+    js = [p for p in (root / "js").rglob("*") if "node_modules" not in p.parts]
+    texts += [p for p in js if p.suffix in {".mjs", ".py"}]
+    names = "|".join(sorted(RETIRED - {"tck"}))
+    retired = re.compile(rf"\b(?:from|import) (?:{names})\b|\btests/(?:\w+/)?(?:{names})\.py\b")
+    found = [
+        f"{path.relative_to(root)}: {match.group()}"
+        for path in texts
+        if path.is_file()
+        for match in retired.finditer(path.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert found == []
 
 
 def test_testkit_is_this_checkout_and_lists_its_modules() -> None:

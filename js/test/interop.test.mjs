@@ -180,7 +180,7 @@ test("TLS: tls:// and wss:// with a CA made for the test, and a certificate it d
   const dir = mkdtempSync(`${tmpdir()}/rsio-tls-`);
   const made = await python(["-c", [
     "import sys; sys.path.insert(0, sys.argv[2] + 'tests')",
-    "from pathlib import Path; from support_tls import TestCA",
+    "from pathlib import Path; from testkit.tls import TestCA",
     "ca = TestCA.make(Path(sys.argv[1]), 'js test CA'); s = ca.issue('server', san=('127.0.0.1', 'localhost'))",
     "print(ca.cert, s.cert, s.key)"].join("\n"), dir, REPO]);
   assert.equal(made.code, 0, made.stderr);
