@@ -72,7 +72,8 @@ async def test_each_refusal_and_failure_arrives_as_its_typed_error() -> None:
     async with await serve("tcp://127.0.0.1:0", OFFER) as server:
         unknown = await _error(server.url, "nope")
         assert type(unknown) is UnknownPublisher and unknown.code == ErrorCode.UNKNOWN_PUBLISHER
-        assert isinstance(unknown, UnknownPublisherError) and isinstance(unknown, LookupError)
+        assert isinstance(unknown, UnknownPublisherError)
+        assert isinstance(unknown, LookupError)
         assert unknown.name == "nope" and unknown.message == "no publisher named 'nope'"
         busy = await _error(server.url, "busy")
         assert type(busy) is Unavailable and busy.code == 8 and "overloaded" in busy.message
@@ -111,7 +112,7 @@ async def test_auth_refusals_have_their_codes() -> None:
             await conn.request("busy")
         assert caught.value.code == ErrorCode.UNAUTHORIZED
         with pytest.raises(Unauthenticated):
-            await conn.publisher("busy", auth="wrong").first()  # type: ignore[attr-defined]
+            await conn.publisher("busy", auth="wrong").first()
 
 
 async def test_a_goodbye_code_reaches_the_streams_it_ends() -> None:
