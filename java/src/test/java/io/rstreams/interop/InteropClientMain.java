@@ -221,34 +221,16 @@ public final class InteropClientMain {
     private static synchronized void emit(String id, int stream, String event, Map<String, ?> fields) {
         StringBuilder out = new StringBuilder("{");
         if (id != null) {
-            out.append("\"case\": ").append(quote(id)).append(", ");
+            out.append("\"case\": ").append(Json.quote(id)).append(", ");
         }
         if (stream >= 0) {
             out.append("\"stream\": ").append(stream).append(", ");
         }
-        out.append("\"event\": ").append(quote(event));
+        out.append("\"event\": ").append(Json.quote(event));
         for (Map.Entry<String, ?> f : fields.entrySet()) {
             Object v = f.getValue();
-            out.append(", ").append(quote(f.getKey())).append(": ").append(v instanceof Number ? v.toString() : quote(String.valueOf(v)));
+            out.append(", ").append(Json.quote(f.getKey())).append(": ").append(v instanceof Number ? v.toString() : Json.quote(String.valueOf(v)));
         }
         System.out.println(out.append('}'));
-    }
-
-    private static String quote(String s) {
-        StringBuilder out = new StringBuilder("\"");
-        for (char ch : s.toCharArray()) {
-            switch (ch) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                default -> {
-                    if (ch < 0x20) {
-                        out.append(String.format("\\u%04x", (int) ch));
-                    } else {
-                        out.append(ch);
-                    }
-                }
-            }
-        }
-        return out.append('"').toString();
     }
 }

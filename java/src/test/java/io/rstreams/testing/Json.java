@@ -6,7 +6,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-/** A minimal JSON reader for the test vectors: objects, arrays, strings, integers, booleans, null. */
+/**
+ * A minimal JSON reader for the test vectors (objects, arrays, strings, integers, booleans, null),
+ * and {@link #quote} for the test programs that print JSON lines.
+ */
 public final class Json {
     private final String s;
     private int i;
@@ -24,6 +27,25 @@ public final class Json {
             throw new IllegalArgumentException("trailing text at " + j.i);
         }
         return v;
+    }
+
+    /** {@code s} as a JSON string literal (quotes, backslashes and control characters escaped). */
+    public static String quote(String s) {
+        StringBuilder out = new StringBuilder("\"");
+        for (char ch : s.toCharArray()) {
+            switch (ch) {
+                case '"' -> out.append("\\\"");
+                case '\\' -> out.append("\\\\");
+                default -> {
+                    if (ch < 0x20) {
+                        out.append(String.format("\\u%04x", (int) ch));
+                    } else {
+                        out.append(ch);
+                    }
+                }
+            }
+        }
+        return out.append('"').toString();
     }
 
     private Object value() {
