@@ -7,7 +7,7 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
-import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.handler.ssl.SslHandler;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Event;
@@ -40,7 +40,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private static final long LINGER_MILLIS = 2000;
 
     /** Options shared by client and server ends; {@code resume} null: no session resumption. */
-    record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, String token,
+    record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Credentials credentials,
             Predicate<Credentials> authenticator, ResumeOptions resume) {}
 
     /** Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports. */
@@ -90,7 +90,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         this.options = options;
         Set<Long> extensions = new HashSet<>();
         extensions.add(FrameType.KEEPALIVE);
-        if (options.token() != null || options.authenticator() != null) {
+        if (options.credentials() != null || options.authenticator() != null) {
             extensions.add(FrameType.AUTH);
         }
         if (options.resume() != null) {
@@ -400,14 +400,14 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     private void helloReceived(Event.PeerHello h) {
-        if (options.token() == null) {
+        if (options.credentials() == null) {
             return;
         }
         if (!h.active().contains(FrameType.AUTH)) {
-            goodbyeAndClose("a token was given, but the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)");
+            goodbyeAndClose("credentials were given, but the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)");
             return;
         }
-        conn.sendExtension(FrameType.AUTHENTICATE, Credentials.token(options.token()).encode());
+        conn.sendExtension(FrameType.AUTHENTICATE, options.credentials().encode());
     }
 
     private void serve(long id, String name) {
@@ -450,7 +450,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return; // the input-shutdown handler closes after the write
         }
         boolean canHalfClose = ctx.pipeline().get(WebSocketBridge.class) == null && ctx.pipeline().get(SslHandler.class) == null;
-        if (weSentErrorGoodbye && canHalfClose && channel instanceof SocketChannel socket) {
+        if (weSentErrorGoodbye && canHalfClose && channel instanceof DuplexChannel socket) {
             // §10: write the goodbye, close our sending side, keep reading (and discarding) until
             // the peer closes or the linger time is over, then close.
             discarding = true;
@@ -520,7 +520,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         conn.goodbye(reason);
-        ended(null, new ConnectionClosedException("the connection was closed by this end"));
+        ended(null, new ConnectionClosedException("the connection was closed by this end" + (reason.isEmpty() ? "" : ": " + reason)));
         flushNow();
         if (!linkUp) {
             closed.complete(null); // a session waiting for a resume: no transport to close

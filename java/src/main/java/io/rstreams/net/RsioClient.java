@@ -1,16 +1,18 @@
 package io.rstreams.net;
 
 import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioDomainSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.rstreams.wire.Connection;
+import io.rstreams.wire.Credentials;
 import io.rstreams.wire.Limits;
 import io.netty.handler.ssl.SslContext;
 import java.io.IOException;
@@ -43,7 +45,7 @@ public final class RsioClient implements AutoCloseable {
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 NioIoHandler.newFactory());
-        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.token, null, null);
+        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.credentials, null, null);
         this.resume = b.resume;
         try {
             this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
@@ -59,7 +61,7 @@ public final class RsioClient implements AutoCloseable {
 
     /**
      * Opens a connection to {@code url}: {@code tcp://host:port}, {@code tls://host:port},
-     * {@code ws://host:port/path} or {@code wss://host:port/path}. The future completes once the
+     * {@code ws://host:port/path}, {@code wss://host:port/path} or {@code unix:///path/to/socket}. The future completes once the
      * transport is up (after the TLS and WebSocket handshakes); subscriptions may start at once
      * (PROTOCOL.md §4.3). TLS verifies the server's certificate and that it names the host.
      *
@@ -71,7 +73,7 @@ public final class RsioClient implements AutoCloseable {
         Endpoint.Options opts = options;
         if (resume) {
             Endpoint.Reconnector again = (session, attempt) -> {
-                ChannelFuture f = bootstrap(session.loop(), u, ssl, new ResumeHandshake(session), session).connect(u.host(), u.port());
+                ChannelFuture f = bootstrap(session.loop(), u, ssl, new ResumeHandshake(session), session).connect(u.address());
                 f.addListener(done -> {
                     if (!done.isSuccess()) {
                         session.attemptFailed();
@@ -79,11 +81,11 @@ public final class RsioClient implements AutoCloseable {
                 });
             };
             opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(),
-                    options.token(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again));
+                    options.credentials(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again));
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
         CompletableFuture<RsioConnection> result = new CompletableFuture<>();
-        ChannelFuture f = bootstrap(group, u, ssl, endpoint).connect(u.host(), u.port());
+        ChannelFuture f = bootstrap(group, u, ssl, endpoint).connect(u.address());
         f.addListener(done -> {
             if (!done.isSuccess()) {
                 result.completeExceptionally(new IOException("can't connect to " + url + ": " + done.cause().getMessage(), done.cause()));
@@ -101,18 +103,18 @@ public final class RsioClient implements AutoCloseable {
     }
 
     private static Bootstrap bootstrap(EventLoopGroup group, RsioUrl u, SslContext ssl, io.netty.channel.ChannelHandler... last) {
-        return new Bootstrap()
+        Bootstrap b = new Bootstrap()
                 .group(group)
-                .channel(NioSocketChannel.class)
-                .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                .channel(u.unix() ? NioDomainSocketChannel.class : NioSocketChannel.class)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
-                .handler(new ChannelInitializer<SocketChannel>() {
+                .handler(new ChannelInitializer<Channel>() {
                     @Override
-                    protected void initChannel(SocketChannel ch) {
+                    protected void initChannel(Channel ch) {
                         Pipelines.client(ch.pipeline(), u, ssl, last);
                     }
                 });
+        // Netty's NIO Unix sockets know neither option: there a peer's half-close closes the channel
+        return u.unix() ? b : b.option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.ALLOW_HALF_CLOSURE, true);
     }
 
     /** Closes every connection of this client (without goodbye) and stops its I/O threads. */
@@ -127,7 +129,7 @@ public final class RsioClient implements AutoCloseable {
         private final Routes routes = new Routes();
         private Duration keepalive = Duration.ofSeconds(15);
         private Duration idleTimeout;
-        private String token;
+        private Credentials credentials;
         private int threads = 1;
         private SSLContext tls;
         private boolean resume;
@@ -170,7 +172,21 @@ public final class RsioClient implements AutoCloseable {
 
         /** Authenticate every connection with this token (extension auth, PROTOCOL.md §15). */
         public Builder token(String token) {
-            this.token = Objects.requireNonNull(token, "token");
+            return credentials(Credentials.token(Objects.requireNonNull(token, "token")));
+        }
+
+        /**
+         * Authenticate every connection with a user name and password (extension auth, credentials
+         * of kind 2, PROTOCOL.md §15.1); send them over {@code tls://} or {@code wss://} only.
+         */
+        public Builder userPassword(String user, String password) {
+            return credentials(Credentials.userPassword(Objects.requireNonNull(user, "user"),
+                    Objects.requireNonNull(password, "password")));
+        }
+
+        /** Authenticate every connection with these credentials (a token, or a user and password). */
+        public Builder credentials(Credentials credentials) {
+            this.credentials = Objects.requireNonNull(credentials, "credentials");
             return this;
         }
 

@@ -9,7 +9,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerDomainSocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -79,12 +79,10 @@ public final class RsioServer implements AutoCloseable {
         SslContext ssl = b.tls == null ? null : Pipelines.sslContext(b.tls, false);
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(boss, workers)
-                .channel(NioServerSocketChannel.class)
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
-                .childHandler(new ChannelInitializer<SocketChannel>() {
+                .channel(where.unix() ? NioServerDomainSocketChannel.class : NioServerSocketChannel.class)
+                .childHandler(new ChannelInitializer<Channel>() {
                     @Override
-                    protected void initChannel(SocketChannel ch) {
+                    protected void initChannel(Channel ch) {
                         channels.add(ch);
                         Endpoint endpoint = new Endpoint(Connection.Side.SERVER, options);
                         if (options.resume() != null) {
@@ -98,14 +96,16 @@ public final class RsioServer implements AutoCloseable {
                         }
                     }
                 });
+        if (!where.unix()) { // Netty's NIO Unix sockets know neither option
+            bootstrap.childOption(ChannelOption.TCP_NODELAY, true).childOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
+        }
         try {
-            listener = bootstrap.bind(where.host(), where.port()).sync().channel();
+            listener = (where.unix() ? bootstrap.bind(where.address()) : bootstrap.bind(where.host(), where.port())).sync().channel();
         } catch (RuntimeException | InterruptedException e) {
             shutdownGroups();
             throw e;
         }
-        InetSocketAddress bound = (InetSocketAddress) listener.localAddress();
-        url = where.withPort(bound.getPort()).toString();
+        url = where.unix() ? where.toString() : where.withPort(((InetSocketAddress) listener.localAddress()).getPort()).toString();
     }
 
     /** A builder with no routes yet. */
@@ -118,9 +118,9 @@ public final class RsioServer implements AutoCloseable {
         return url;
     }
 
-    /** The port the server listens on. */
+    /** The port the server listens on (0 for a Unix socket). */
     public int port() {
-        return ((InetSocketAddress) listener.localAddress()).getPort();
+        return listener.localAddress() instanceof InetSocketAddress address ? address.getPort() : 0;
     }
 
     /** Blocks until {@link #close()} is called (from another thread). */
@@ -246,7 +246,8 @@ public final class RsioServer implements AutoCloseable {
 
         /**
          * Starts listening on {@code url}: {@code tcp://host:port}, {@code tls://host:port},
-         * {@code ws://host:port/path} or {@code wss://host:port/path} (port 0: any free port).
+         * {@code ws://host:port/path} or {@code wss://host:port/path} (port 0: any free port), or
+         * {@code unix:///path/to/socket} (the socket file must not exist yet; it is removed on close).
          *
          * @throws IllegalArgumentException if the URL is malformed or its scheme is not supported
          * @throws InterruptedException if interrupted while binding

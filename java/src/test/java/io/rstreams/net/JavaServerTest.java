@@ -5,6 +5,7 @@ import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.TestSubscriber;
+import io.rstreams.wire.Credentials;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Flow;
@@ -159,6 +160,44 @@ public class JavaServerTest {
             Throwable e2 = none.awaitTerminal();
             assertTrue(e2 instanceof ConnectionClosedException && e2.getMessage().contains("authentication required"), String.valueOf(e2));
             assertTrue(wrong.all().isEmpty() && none.all().isEmpty(), "held subscribes were never served");
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void aServerCheckingUserAndPasswordServesOnlyTheRightPair() throws Exception {
+        try (RsioServer guarded = RsioServer.builder()
+                .authenticate(c -> "ann".equals(c.user()) && "pa55-word".equals(c.password()))
+                .route("counter", Codec.INT64, r -> Counters.range(0, 3))
+                .bind("tcp://127.0.0.1:0");
+             RsioClient good = RsioClient.builder().userPassword("ann", "pa55-word").build();
+             RsioClient bad = RsioClient.builder().credentials(Credentials.userPassword("ann", "guess")).build();
+             RsioConnection ok = good.connect(guarded.url()).get(10, TimeUnit.SECONDS);
+             RsioConnection refused = bad.connect(guarded.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            ok.publisher("counter", Codec.INT64).subscribe(sub);
+            sub.request(5);
+            assertEquals(sub.take(3), List.of(0L, 1L, 2L));
+            assertNull(sub.awaitTerminal());
+
+            TestSubscriber<Long> wrong = new TestSubscriber<>();
+            refused.publisher("counter", Codec.INT64).subscribe(wrong);
+            wrong.request(5);
+            Throwable e = wrong.awaitTerminal();
+            assertTrue(e instanceof ConnectionClosedException && e.getMessage().contains("authentication failed"), String.valueOf(e));
+            assertTrue(!e.getMessage().contains("guess") && wrong.all().isEmpty(), e.getMessage());
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void credentialsTowardsAServerWithoutAuthEndTheConnectionSayingSo() throws Exception {
+        try (RsioClient withPassword = RsioClient.builder().userPassword("ann", "pa55-word").build();
+             RsioConnection conn = withPassword.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter", Codec.INT64).subscribe(sub);
+            sub.request(1);
+            Throwable e = sub.awaitTerminal();
+            assertTrue(e instanceof ConnectionClosedException && e.getMessage().contains("does not offer extension auth (id 2)"),
+                    String.valueOf(e));
         }
     }
 

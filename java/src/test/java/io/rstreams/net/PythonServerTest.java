@@ -5,7 +5,10 @@ import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.AfterClass;
@@ -101,6 +104,44 @@ public class PythonServerTest {
             assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
             assertTrue(error.getMessage().contains("authentication required"), error.getMessage());
             assertTrue(!error.getMessage().contains("s3cret"), "no secret in messages");
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void userAndPasswordAgainstAPythonServerThatChecksThem() throws Exception {
+        Path script = RepoPaths.root().resolve("java/src/test/resources/python/user_password_server.py");
+        try (PythonRstreams guarded = PythonRstreams.script(script, "tcp://127.0.0.1:0", "ann", "pa55-word");
+             RsioClient ann = RsioClient.builder().userPassword("ann", "pa55-word").build();
+             RsioClient mallory = RsioClient.builder().userPassword("ann", "guess").build();
+             RsioConnection conn = ann.connect(guarded.url()).get(10, TimeUnit.SECONDS);
+             RsioConnection refused = mallory.connect(guarded.url()).get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("counter?to=3", Codec.UTF8).subscribe(sub);
+            sub.request(5);
+            assertEquals(sub.take(3), List.of("0", "1", "2"));
+            assertNull(sub.awaitTerminal());
+
+            TestSubscriber<String> wrong = new TestSubscriber<>();
+            refused.publisher("counter?to=3", Codec.UTF8).subscribe(wrong);
+            wrong.request(5);
+            Throwable error = wrong.awaitTerminal();
+            assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
+            assertTrue(error.getMessage().contains("authentication failed"), error.getMessage());
+            assertTrue(!error.getMessage().contains("guess") && wrong.all().isEmpty(), error.getMessage());
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void overAUnixSocket() throws Exception {
+        Path socket = Files.createTempDirectory("rsio-py").resolve("rsio.sock");
+        try (PythonRstreams python = PythonRstreams.serveAt("unix://" + socket);
+             RsioConnection conn = client.connect(python.url()).get(10, TimeUnit.SECONDS)) {
+            assertEquals(python.url(), "unix://" + socket);
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("counter?from=7&to=10", Codec.UTF8).subscribe(sub);
+            sub.request(10);
+            assertEquals(sub.take(3), List.of("7", "8", "9"));
+            assertNull(sub.awaitTerminal());
         }
     }
 

@@ -8,6 +8,9 @@ import static org.testng.Assert.assertTrue;
 import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.testing.TlsFixture;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -15,12 +18,13 @@ import java.util.concurrent.TimeUnit;
 import org.testng.annotations.DataProvider;
 import org.testng.annotations.Test;
 
-/** The same streams over every transport this binding speaks: TCP, TLS, WebSocket and WebSocket over TLS. */
+/** The same streams over every transport this binding speaks: TCP, TLS, WebSocket, WebSocket over TLS and Unix sockets. */
 public class TransportsTest {
 
     @DataProvider(name = "urls")
-    public Object[][] urls() {
-        return new Object[][] {{"tcp://127.0.0.1:0"}, {"tls://127.0.0.1:0"}, {"ws://127.0.0.1:0/rsio"}, {"wss://127.0.0.1:0/rsio"}};
+    public Object[][] urls() throws IOException {
+        return new Object[][] {{"tcp://127.0.0.1:0"}, {"tls://127.0.0.1:0"}, {"ws://127.0.0.1:0/rsio"}, {"wss://127.0.0.1:0/rsio"},
+            {"unix://" + Files.createTempDirectory("rsio").resolve("rsio.sock")}};
     }
 
     private static RsioServer server(String where) throws Exception {
@@ -61,10 +65,34 @@ public class TransportsTest {
         }
     }
 
+    @Test(timeOut = 30_000)
+    public void aUnixSocketServerKeepsItsPathAndRemovesTheFileOnClose() throws Exception {
+        Path socket = Files.createTempDirectory("rsio").resolve("rsio.sock");
+        try (RsioServer server = server("unix://" + socket)) {
+            assertEquals(server.url(), "unix://" + socket);
+            assertEquals(server.port(), 0);
+            assertTrue(Files.exists(socket), "the socket file is there while the server listens");
+        }
+        assertTrue(!Files.exists(socket), "the socket file is removed on close");
+    }
+
+    @Test(timeOut = 60_000)
+    public void pythonClientToJavaServerOverAUnixSocket() throws Exception {
+        Path socket = Files.createTempDirectory("rsio").resolve("rsio.sock");
+        try (RsioServer server = server("unix://" + socket)) {
+            PythonRstreams.Result result = PythonRstreams.run(50, "-m", "rstreams.cli", "subscribe", server.url(), "counter?to=4",
+                    "--codec", "int64");
+            assertEquals(result.status(), 0, result.output());
+            assertEquals(result.output().strip().lines().toList(), List.of("0", "1", "2", "3"), result.output());
+        }
+    }
+
     @Test(timeOut = 10_000)
     public void badUrlsAreRefusedWithTheRule() throws Exception {
         IllegalArgumentException e = expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().bind("udp://127.0.0.1:0"));
-        assertTrue(e.getMessage().contains("tcp://"), e.getMessage());
+        assertTrue(e.getMessage().contains("tcp://") && e.getMessage().contains("unix:///path"), e.getMessage());
+        IllegalArgumentException relative = expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().bind("unix://rsio.sock"));
+        assertTrue(relative.getMessage().contains("absolute socket path"), relative.getMessage());
         IllegalArgumentException noCert = expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().bind("tls://127.0.0.1:0"));
         assertTrue(noCert.getMessage().contains("tls(SSLContext)"), noCert.getMessage());
     }

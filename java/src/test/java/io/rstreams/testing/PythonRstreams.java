@@ -64,9 +64,23 @@ public final class PythonRstreams implements AutoCloseable {
 
     /** Starts {@code rstreams serve URL ARGS...} (port 0) and waits for the URL it prints. */
     public static PythonRstreams serveAt(String where, String... args) throws IOException, InterruptedException {
-        String scheme = where.substring(0, where.indexOf("://") + 3);
         List<String> all = new ArrayList<>(List.of("-m", "rstreams.cli", "serve", where));
         all.addAll(List.of(args));
+        return launch(where, all);
+    }
+
+    /**
+     * Starts {@code python SCRIPT URL ARGS...}, a server of the test's own that prints
+     * {@code "... on URL"} once it listens (as {@code rstreams serve} does), and waits for that URL.
+     */
+    public static PythonRstreams script(Path script, String where, String... args) throws IOException, InterruptedException {
+        List<String> all = new ArrayList<>(List.of(script.toString(), where));
+        all.addAll(List.of(args));
+        return launch(where, all);
+    }
+
+    private static PythonRstreams launch(String where, List<String> all) throws IOException, InterruptedException {
+        String scheme = where.substring(0, where.indexOf("://") + 3);
         Process p = command(all).start();
         StringBuilder output = new StringBuilder();
         CompletableFuture<String> url = new CompletableFuture<>();
@@ -84,7 +98,7 @@ public final class PythonRstreams implements AutoCloseable {
             } catch (IOException e) {
                 // the process ended
             }
-            url.completeExceptionally(new IllegalStateException("rstreams serve ended without printing its URL:\n" + output));
+            url.completeExceptionally(new IllegalStateException("the server ended without printing its URL:\n" + output));
         }, "rstreams-serve-output");
         reader.setDaemon(true);
         reader.start();
@@ -92,7 +106,7 @@ public final class PythonRstreams implements AutoCloseable {
             return new PythonRstreams(p, url.get(60, TimeUnit.SECONDS), output);
         } catch (Exception e) {
             p.destroyForcibly();
-            throw new IllegalStateException("rstreams serve did not start: " + e.getMessage(), e);
+            throw new IllegalStateException("the Python server did not start: " + e.getMessage(), e);
         }
     }
 
