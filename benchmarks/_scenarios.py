@@ -673,8 +673,6 @@ def loop(quick: bool) -> ScenarioDef:
 def spark(quick: bool) -> ScenarioDef:
     rows = "131072" if quick else "6000000"
     batch = "65536" if quick else "1000000"
-    json_rows = "2000" if quick else "300000"
-    json_batch = "1000" if quick else "50000"
     warm = ["--warmup-rows", "0"] if quick else []
     big = ["--rows", rows, "--batch-rows", batch, *warm]
 
@@ -687,16 +685,18 @@ def spark(quick: bool) -> ScenarioDef:
         description=(
             f"Each contestant is a fresh process with its own Spark session (local[2], not pinned: "
             f"Spark uses both CPUs), a warm-up query of the same source{'' if not quick else ' (skipped)'}, "
-            f"then one measured query of {int(rows):,} rows in micro-batches of about {int(batch):,} rows "
-            f"(rstreams-json: {int(json_rows):,} rows, {int(json_batch):,} per batch). `rows/s` is "
+            f"then one measured query of {int(rows):,} rows in micro-batches of about {int(batch):,} rows. "
+            "`rows/s` is "
             "steady: rows over the summed `triggerExecution` time, the first batch excluded "
             "(../shared/notes/spark-python-datasource.md); e2e = rows / wall time from `start()` "
             "until every row was reported (query start and first batch included). rstreams: the "
             "`rstreams` data source reading a replay log that a `ReplayServer` in the driver "
-            "process serves over loopback TCP; arrow elements are Arrow IPC batches of 64 Ki rows. "
+            "process serves over loopback TCP; arrow elements are Arrow IPC batches of 64 Ki rows, "
+            'json and msgpack elements one row `{"value": N}` each, decoded in bulk. '
             "python-inprocess: a Python data source yielding the same Arrow batches from memory, "
             "no network (the ceiling for a Python source). rate-micro-batch: Spark's JVM source. "
-            "Targets (issue 7): rstreams-arrow >= 70% of python-inprocess and >= 2 M rows/s steady."
+            "Targets: rstreams-arrow >= 70% of python-inprocess and >= 2 M rows/s steady (issue 7); "
+            "rstreams-json and rstreams-msgpack >= 1 M rows/s and >= 0.5x rstreams-arrow (issue 19)."
         ),
         metric="steady_rows_per_s",
         unit="rows/s",
@@ -704,24 +704,24 @@ def spark(quick: bool) -> ScenarioDef:
             one("rstreams-arrow", "RS.io replay log over TCP, Arrow IPC elements", *big),
             one("python-inprocess", "in-process Python source, Arrow batches (ceiling)", *big),
             one("rate-micro-batch", "Spark's JVM rate-micro-batch source", *big),
-            one(
-                "rstreams-json",
-                "RS.io replay log over TCP, one JSON row per element",
-                "--rows",
-                json_rows,
-                "--batch-rows",
-                json_batch,
-                "--warmup-rows",
-                "0" if quick else "20000",
-            ),
+            one("rstreams-json", "RS.io replay log over TCP, one JSON row per element", *big),
+            one("rstreams-msgpack", "RS.io replay log over TCP, one msgpack row per element", *big),
         ],
         ratios=[
             ("rstreams-arrow", "python-inprocess"),
             ("rstreams-arrow", "rate-micro-batch"),
             ("python-inprocess", "rate-micro-batch"),
             ("rstreams-json", "rstreams-arrow"),
+            ("rstreams-msgpack", "rstreams-arrow"),
         ],
-        targets=[("rstreams-arrow", "python-inprocess", 0.70), ("rstreams-arrow", "", 2e6)],
+        targets=[
+            ("rstreams-arrow", "python-inprocess", 0.70),
+            ("rstreams-arrow", "", 2e6),
+            ("rstreams-json", "rstreams-arrow", 0.5),
+            ("rstreams-json", "", 1e6),
+            ("rstreams-msgpack", "rstreams-arrow", 0.5),
+            ("rstreams-msgpack", "", 1e6),
+        ],
         extras=[
             ("e2e_rows_per_s", "e2e", "rows/s"),
             ("median_batch_ms", "median batch", "ms"),

@@ -9,7 +9,10 @@ Sources (``--one``):
   by a ``ReplayServer`` in this process; each element is an Arrow IPC batch of 64 Ki rows, and
   the log counts them (``rows=arrow_rows``), so ``maxRecordsPerBatch`` is rows: micro-batches
   of about ``--batch-rows`` rows (a whole number of elements).
-* ``rstreams-json``: the same, one JSON object per element, micro-batches of ``--batch-rows`` rows.
+* ``rstreams-json``: the same, one JSON object ``{"value": N}`` per element, micro-batches of
+  ``--batch-rows`` rows (decoded in bulk by Arrow's JSON reader).
+* ``rstreams-msgpack``: the same, one msgpack map per element (decoded in bulk by msgpack's
+  streaming unpacker, columns converted by Arrow).
 * ``python-inprocess``: an in-process Python data source yielding Arrow batches, no network
   (the ceiling for a Python source, as in ../shared/notes/spark-python-datasource.md).
 * ``rate-micro-batch``: Spark's JVM source (``select("value")``).
@@ -35,7 +38,7 @@ from collections.abc import Iterator
 from typing import Any
 
 ARROW_ROWS = 65_536
-SOURCES = ("rstreams-arrow", "rstreams-json", "python-inprocess", "rate-micro-batch")
+SOURCES = ("rstreams-arrow", "rstreams-json", "rstreams-msgpack", "python-inprocess", "rate-micro-batch")
 
 
 def check() -> str | None:
@@ -69,7 +72,13 @@ def arrow_elements(rows: int) -> list[bytes]:
 
 
 def json_elements(rows: int) -> list[bytes]:
-    return [json.dumps({"value": i}).encode() for i in range(rows)]
+    return [b'{"value": %d}' % i for i in range(rows)]  # what json.dumps({"value": i}) makes
+
+
+def msgpack_elements(rows: int) -> list[bytes]:
+    import msgpack
+
+    return [msgpack.packb({"value": i}) for i in range(rows)]
 
 
 def gen_source() -> type:
@@ -184,7 +193,7 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
         if source.startswith("rstreams-"):
             register(spark)
             codec = source.removeprefix("rstreams-")
-            make = arrow_elements if codec == "arrow" else json_elements
+            make = {"arrow": arrow_elements, "json": json_elements, "msgpack": msgpack_elements}[codec]
             count = arrow_rows if codec == "arrow" else None
             rows_per_element = ARROW_ROWS if codec == "arrow" else 1
             warm, measured = make(warmup_rows), make(rows)

@@ -467,7 +467,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--seconds", type=float, default=30.0, help="how long to run once started (30)")
     demo.add_argument("--sensors", type=int, default=8, help="simulated sensors (8)")
     demo.add_argument("--rate", type=float, default=0.0, help="readings/s; 0 = as fast as Spark takes (0)")
-    demo.add_argument("--batch", type=int, default=50_000, help="maxRecordsPerBatch (50000)")
+    demo.add_argument("--batch", type=int, default=200_000, help="maxRecordsPerBatch (200000)")
     demo.add_argument("--window", type=int, default=2, help="window length in seconds (2)")
     demo.add_argument("--master", default="local[2]", help="Spark master (local[2]; or spark://host:7077)")
     demo.add_argument("--out", default=None, help="directory for the checkpoint and Parquet (a temp dir)")

@@ -22,15 +22,29 @@ def test_spark_scenario_shape() -> None:
     for quick in (True, False):
         scenario = SCENARIOS["spark"](quick)
         names = [c.name for c in scenario.contestants]
-        assert names == ["rstreams-arrow", "python-inprocess", "rate-micro-batch", "rstreams-json"]
+        assert names == [
+            "rstreams-arrow",
+            "python-inprocess",
+            "rate-micro-batch",
+            "rstreams-json",
+            "rstreams-msgpack",
+        ]
         assert not scenario.pin
         assert all(c.env == "rs" and c.needs == "pyspark" for c in scenario.contestants)
         assert ("rstreams-arrow", "python-inprocess", 0.70) in scenario.targets
+        assert ("rstreams-json", "rstreams-arrow", 0.5) in scenario.targets
+        assert ("rstreams-msgpack", "", 1e6) in scenario.targets
 
 
 def test_targets_rendered() -> None:
     scenario = SCENARIOS["spark"](False)
-    runs = {"rstreams-arrow": 2.4e6, "python-inprocess": 3.0e6, "rate-micro-batch": 4e6, "rstreams-json": 1e5}
+    runs = {
+        "rstreams-arrow": 2.4e6,
+        "python-inprocess": 3.0e6,
+        "rate-micro-batch": 4e6,
+        "rstreams-json": 1.5e6,
+        "rstreams-msgpack": 1e5,
+    }
     data = {
         "repeats": 1,
         "warmup": 0,
@@ -44,6 +58,8 @@ def test_targets_rendered() -> None:
     assert "| rstreams-arrow / python-inprocess >= 0.70x | 0.80x | 0.80x | 0.80x | yes |" in table
     assert "| rstreams-arrow >= 2.00 M rows/s | 2.40 M | 2.40 M | 2.40 M | yes |" in table
     assert "| rstreams-arrow | " in table
+    assert "| rstreams-json >= 1.00 M rows/s | 1.50 M | 1.50 M | 1.50 M | yes |" in table
+    assert "| rstreams-msgpack / rstreams-arrow >= 0.50x | 0.04x | 0.04x | 0.04x | **no** |" in table
 
 
 def test_failed_check_skips_the_scenario_with_its_reason() -> None:

@@ -183,3 +183,27 @@ def test_element_not_fitting_the_schema_names_position_and_field(spark: Any, ser
     df = spark.read.format("rstreams").option("url", server.url).option("publisher", "mismatch")
     with pytest.raises(Exception, match=r"element at position 4 does not fit the schema: field 'seq'"):
         df.option("schema", SCHEMA).load().collect()
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("codec", ["json", "msgpack"])
+def test_codecs_decode_runs_across_packs(spark: Any, serve: Any, codec: str) -> None:
+    """5,000 rows arrive as several packed wire elements per partition and are decoded in bulk; a
+    bad element at position 3,001 (in the third pack of its range) still fails naming that position."""
+    import msgpack
+
+    rows = [{"sensor": f"s{i % 3}", "seq": i, "value": i * 0.5} for i in range(5000)]
+    encode = msgpack.packb if codec == "msgpack" else (lambda row: json.dumps(row).encode())
+    items = [encode(row) for row in rows]
+    broken = list(items)
+    broken[3001] = b"\xc1" if codec == "msgpack" else b"{not json"
+    server = serve({"good": full_log("good", items), "broken": full_log("broken", broken)})
+
+    def load(log: str) -> Any:
+        reader = spark.read.format("rstreams").option("url", server.url).option("publisher", log)
+        return reader.option("schema", SCHEMA).option("codec", codec).load()
+
+    got = load("good").collect()
+    assert sorted((r.seq, r.sensor, r.value) for r in got) == [(i, f"s{i % 3}", i * 0.5) for i in range(5000)]
+    with pytest.raises(Exception, match=rf"element at position 3001 is not valid {codec}"):
+        load("broken").collect()

@@ -33,7 +33,7 @@ from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError
 from rstreams.flow._iterable import from_iterable
 from rstreams.net import Connection, RemoteStreamError, connect
 from rstreams.replay._access import Access
-from rstreams.replay._cursor import unpack
+from rstreams.replay._cursor import packed_count, unpack
 from rstreams.replay._server import UPLOAD_NAME
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "ServerUnavailableError",
     "fetch_range",
     "request_json",
+    "stream_packs",
     "stream_range",
     "upload",
 ]
@@ -234,10 +235,42 @@ def stream_range(
         TimeoutError: the range did not arrive within ``timeout`` seconds.
         AccessDeniedError, ServerUnavailableError: as :func:`request_json`.
     """
+    if not pack:
+        yield from _stream(url, log, start, end, timeout, 0, access or _NO_ACCESS)
+        return
+    for packed in _stream(url, log, start, end, timeout, pack, access or _NO_ACCESS):
+        yield from unpack(packed)
+
+
+def stream_packs(
+    url: str,
+    log: str,
+    start: int,
+    end: int,
+    timeout: float = 60.0,
+    *,
+    pack: int = PACK,
+    access: Access | None = None,
+) -> Iterator[bytes]:
+    """:func:`stream_range` without unpacking: each item is one packed element (docs/replay.md,
+    *The pack format*) of up to ``pack`` consecutive elements, in order, covering ``[start, end)``.
+
+    For callers that decode many elements at once (the Spark source's codecs): no Python
+    object is made per element. Raises what :func:`stream_range` raises.
+    """
+    if pack < 1:
+        raise ValueError(f"stream_packs needs pack >= 1, got {pack!r}")
+    yield from _stream(url, log, start, end, timeout, pack, access or _NO_ACCESS)
+
+
+def _stream(
+    url: str, log: str, start: int, end: int, timeout: float, pack: int, access: Access
+) -> Iterator[bytes]:
+    """The wire elements of ``[start, end)``, subscribing again after a broken connection."""
     deadline = time.monotonic() + timeout
     position = start
     while True:
-        failure = yield from _stream_part(url, log, position, end, deadline, pack, access or _NO_ACCESS)
+        failure = yield from _stream_part(url, log, position, end, deadline, pack, access)
         if failure is None:
             return
         position = failure
@@ -246,8 +279,8 @@ def stream_range(
 def _stream_part(
     url: str, log: str, start: int, end: int, deadline: float, pack: int, access: Access
 ) -> Generator[bytes, None, int | None]:
-    """One subscription to ``[start, end)``; returns ``None`` when complete, or the position
-    to go on from after a broken connection."""
+    """One subscription to ``[start, end)``, yielding wire elements (packed if ``pack``);
+    returns ``None`` when complete, or the position to go on from after a broken connection."""
     client = _client()
     name = f"{log}?from={start}&to={end}" + (f"&pack={pack}" if pack else "")
     feed = _Feed()
@@ -274,9 +307,8 @@ def _stream_part(
             taken += 1
             if taken % (WINDOW // 2) == 0 and feed.subscription is not None:
                 client.loop.call_soon_threadsafe(feed.subscription.request, WINDOW // 2)
-            elements = unpack(item) if pack else [item]
-            count += len(elements)
-            yield from elements
+            count += packed_count(item) if pack else 1
+            yield item
     finally:
         if end_signal is None and feed.subscription is not None:  # closed early, or failed
             client.loop.call_soon_threadsafe(feed.subscription.cancel)

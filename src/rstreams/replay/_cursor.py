@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from bisect import bisect_right
 from itertools import accumulate, pairwise
 from typing import Protocol
 
@@ -20,7 +21,7 @@ from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.rules import check_subscriber
 
-__all__ = ["PACK_BYTES", "LogView", "TrimmedError", "pack", "unpack"]
+__all__ = ["PACK_BYTES", "LogView", "TrimmedError", "pack", "packed_count", "unpack"]
 
 _CHUNK = 4096
 """Most elements a cursor takes from the log per lock acquisition."""
@@ -29,18 +30,24 @@ PACK_BYTES = 256 * 1024
 
 
 def _cut(chunk: list[bytes]) -> list[bytes]:
-    """The longest prefix of ``chunk`` within :data:`PACK_BYTES` (at least one element)."""
-    size = 0
-    for index, item in enumerate(chunk):
-        size += len(item) + 4
-        if size > PACK_BYTES and index:
-            return chunk[:index]
-    return chunk
+    """The longest prefix of ``chunk`` within :data:`PACK_BYTES` (at least one element).
+
+    A prefix of ``k`` elements packs into ``4 * k`` header bytes plus their lengths; the
+    running sums are made in C and the cut found by bisection (no Python step per element).
+    """
+    sizes = list(accumulate(map(len, chunk)))
+    fits = bisect_right(range(len(chunk)), PACK_BYTES, key=lambda i: sizes[i] + 4 * (i + 1))
+    return chunk if fits == len(chunk) else chunk[: max(1, fits)]
 
 
 def pack(chunk: list[bytes]) -> bytes:
     """Elements as one: ``[count][count lengths]`` (4-byte big-endian each), then the bytes."""
     return struct.pack(f">I{len(chunk)}I", len(chunk), *map(len, chunk)) + b"".join(chunk)
+
+
+def packed_count(data: bytes) -> int:
+    """How many elements one packed element holds (its first four bytes)."""
+    return int.from_bytes(data[:4], "big")
 
 
 def unpack(data: bytes) -> list[bytes]:

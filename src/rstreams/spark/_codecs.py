@@ -11,10 +11,23 @@ Codecs (the ``codec`` option):
   ``maxRecordsPerBatch`` (rows) the log must count each element's rows: serve it as
   ``ReplayLog(..., rows=arrow_rows)``.
 
-Decoding is columnar: elements are parsed, values gathered per column, and each column
-converted by pyarrow at once (the fast path into Spark). When a column does not
-convert, the elements are checked one by one so that the error names the first bad
-element's position, the field and the value (:class:`ElementError`).
+Decoding is in bulk, with no Python step per element where the data allows:
+
+* ``json``: the elements of a run (up to :data:`BATCH_ROWS`) are joined with newlines and
+  read by Arrow's C++ JSON reader into the schema's columns. The join is safe because a
+  raw newline cannot occur inside a JSON string and ``}`` newline ``{`` cannot occur inside
+  a JSON value: when each element starts with ``{`` and ends with ``}`` (surrounding
+  whitespace allowed) and the reader finds as many records as elements, record ``i`` is
+  element ``i``. Records as arrays, and values the reader does not take, go the way of
+  msgpack below.
+* ``msgpack``: one streaming unpacker over the run's bytes makes the records, and its
+  offsets are checked against the element boundaries (so each element is exactly one
+  msgpack object); values are gathered per column and each column converted by Arrow at
+  once (timestamps and dates by Arrow's casts).
+
+When anything does not fit (an element that is not valid data, a value the column cannot
+hold, a null in a non-null field), the run is decoded element by element so that the
+error names the first bad element's position, the field and the value (:class:`ElementError`).
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from rstreams.errors import ReactiveStreamsError
@@ -34,6 +48,7 @@ __all__ = [
     "arrow_ipc",
     "arrow_rows",
     "decode_batches",
+    "decode_packed",
     "row_encoder",
 ]
 
@@ -66,6 +81,43 @@ def _loads(codec: str) -> Callable[[bytes], Any]:
     return json.loads
 
 
+class _Run:
+    """Consecutive elements as one buffer: their lengths and their bytes end to end."""
+
+    __slots__ = ("data", "lengths")
+
+    def __init__(self, lengths: np.ndarray[Any, np.dtype[np.int64]], data: bytes) -> None:
+        self.lengths = lengths
+        self.data = data
+
+    @classmethod
+    def of_elements(cls, elements: list[bytes]) -> _Run:
+        return cls(np.fromiter(map(len, elements), np.int64, len(elements)), b"".join(elements))
+
+    @classmethod
+    def of_packs(cls, packs: list[bytes]) -> _Run:
+        """From packed elements (docs/replay.md, *The pack format*), without unpacking them."""
+        lengths = []
+        parts = []
+        for packed in packs:
+            count = int.from_bytes(packed[:4], "big")
+            lengths.append(np.frombuffer(packed, ">u4", count, 4))
+            parts.append(memoryview(packed)[4 + 4 * count :])
+        joined = np.concatenate(lengths).astype(np.int64) if lengths else np.zeros(0, np.int64)
+        return cls(joined, b"".join(parts))
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def ends(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+        return np.cumsum(self.lengths)
+
+    def elements(self) -> list[bytes]:
+        data = self.data
+        ends = self.ends().tolist()
+        return [data[start:end] for start, end in zip([0, *ends], ends, strict=False)]
+
+
 def decode_batches(
     elements: list[bytes], first: int, codec: str, schema: pa.Schema, publisher: str
 ) -> Iterator[pa.RecordBatch]:
@@ -78,36 +130,62 @@ def decode_batches(
         for index, data in enumerate(elements):
             yield from _arrow_element(data, first + index, schema, publisher)
         return
-    loads = _loads(codec)
     for start in range(0, len(elements), BATCH_ROWS):
-        chunk = elements[start : start + BATCH_ROWS]
-        fast = _fast_json(chunk, schema) if codec == "json" else None
-        if fast is not None:
-            yield fast
-            continue
-        records: list[Any] = []
-        for index, data in enumerate(chunk):
-            try:
-                records.append(loads(data))
-            except Exception as error:
-                raise ElementError(
-                    publisher, first + start + index, f"is not valid {codec}: {error}"
-                ) from None
-        yield _records_to_batch(records, first + start, schema, publisher)
+        run = _Run.of_elements(elements[start : start + BATCH_ROWS])
+        yield decode_run(run, first + start, codec, schema, publisher)
 
 
-def _fast_json(chunk: list[bytes], schema: pa.Schema) -> pa.RecordBatch | None:
-    """Arrow's C++ JSON reader over the chunk as JSON lines; ``None`` when it does not apply.
+def decode_packed(
+    packs: list[bytes], first: int, codec: str, schema: pa.Schema, publisher: str
+) -> pa.RecordBatch:
+    """One record batch from packed ``json`` or ``msgpack`` elements (positions from ``first``).
+
+    Raises:
+        ElementError: as :func:`decode_batches`.
+    """
+    return decode_run(_Run.of_packs(packs), first, codec, schema, publisher)
+
+
+def decode_run(run: _Run, first: int, codec: str, schema: pa.Schema, publisher: str) -> pa.RecordBatch:
+    if codec == "json":
+        batch = _json_bulk(run, schema)
+        if batch is not None:
+            return batch
+    records = _msgpack_bulk(run) if codec == "msgpack" else None
+    if records is None:
+        records = _load_each(run.elements(), first, codec, publisher)
+    return _records_to_batch(records, first, schema, publisher)
+
+
+def _json_lines(run: _Run) -> bytes | None:
+    """The run's elements joined by newlines, if each is one JSON object (see the module
+    docstring); ``None`` if one is not."""
+    if not len(run):
+        return b""
+    lengths = run.lengths
+    ends = run.ends()
+    data = np.frombuffer(run.data, np.uint8)
+    if lengths.min() > 0 and (data[ends - lengths] == 0x7B).all() and (data[ends - 1] == 0x7D).all():
+        return np.insert(data, ends[:-1], 0x0A).tobytes()
+    elements = [element.strip() for element in run.elements()]  # surrounding whitespace
+    if all(element[:1] == b"{" and element[-1:] == b"}" for element in elements):
+        return b"\n".join(elements)
+    return None
+
+
+def _json_bulk(run: _Run, schema: pa.Schema) -> pa.RecordBatch | None:
+    """Arrow's C++ JSON reader over the run; ``None`` when it does not apply.
 
     Timestamps are first read as numbers (seconds since the epoch) and converted, then
-    as ISO strings. Anything unusual (arrays as records, a newline inside an element,
-    a value that does not fit, a null in a non-null field) returns ``None``, and the
-    element-by-element path decodes the chunk and names the element at fault.
+    as ISO strings. Anything else unusual (arrays as records, a value that does not fit,
+    a null in a non-null field) returns ``None``: the records are then decoded in Python,
+    and a bad element named.
     """
-    import pyarrow.compute as pc
     from pyarrow import json as pa_json
 
-    data = b"\n".join(chunk)
+    lines = _json_lines(run)
+    if lines is None:
+        return None
     times = [i for i, field in enumerate(schema) if pa.types.is_timestamp(field.type)]
     attempts = [schema]
     if times:
@@ -115,20 +193,23 @@ def _fast_json(chunk: list[bytes], schema: pa.Schema) -> pa.RecordBatch | None:
         for i in times:
             numeric = numeric.set(i, pa.field(schema[i].name, pa.float64(), nullable=True))
         attempts.insert(0, numeric)
+    read = pa_json.ReadOptions(use_threads=False, block_size=max(1 << 20, len(lines) + 1))
     for parse in attempts:
         options = pa_json.ParseOptions(explicit_schema=_nullable(parse), unexpected_field_behavior="ignore")
         try:
-            table = pa_json.read_json(pa.py_buffer(data), parse_options=options)
+            table = pa_json.read_json(pa.py_buffer(lines), read_options=read, parse_options=options)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             continue
-        if table.num_rows != len(chunk):
+        if table.num_rows != len(run):
             return None
         columns = []
         for i, field in enumerate(schema):
             column = table.column(field.name).combine_chunks()
             if parse is not schema and i in times:
-                micros = pc.multiply(column, 1_000_000.0).cast(pa.int64(), safe=False)
-                column = micros.cast(field.type)
+                try:
+                    column = _seconds_to_timestamps(column, field.type)
+                except _CONVERSION_ERRORS:  # out of range: named element by element
+                    return None
             if not field.nullable and column.null_count:
                 return None
             columns.append(column)
@@ -140,8 +221,60 @@ def _nullable(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, f.type, nullable=True) for f in schema])
 
 
+def _msgpack_bulk(run: _Run) -> list[Any] | None:
+    """The run's msgpack records, if each element is exactly one msgpack object; else ``None``."""
+    import msgpack
+
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=max(len(run.data), 1))
+    unpacker.feed(run.data)
+    records: list[Any] = []
+    ends: list[int] = []
+    try:
+        for record in unpacker:
+            records.append(record)
+            ends.append(unpacker.tell())
+    except (ValueError, msgpack.UnpackException):  # malformed data: found element by element
+        return None
+    if len(records) != len(run) or not np.array_equal(ends, run.ends()):
+        return None
+    return records
+
+
+def _load_each(elements: list[bytes], first: int, codec: str, publisher: str) -> list[Any]:
+    loads = _loads(codec)
+    records: list[Any] = []
+    for index, data in enumerate(elements):
+        try:
+            records.append(loads(data))
+        except Exception as error:
+            raise ElementError(publisher, first + index, f"is not valid {codec}: {error}") from None
+    return records
+
+
 def _records_to_batch(records: list[Any], first: int, schema: pa.Schema, publisher: str) -> pa.RecordBatch:
-    names = schema.names
+    columns = _gather(records, schema.names)
+    if columns is None:
+        columns = _gather_each(records, first, schema.names, publisher)
+    arrays = [_column(values, field, first, publisher) for values, field in zip(columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _gather(records: list[Any], names: list[str]) -> list[list[Any]] | None:
+    """The values per column when the records are all objects or all arrays of the schema's
+    width (a loop in C per column); ``None`` otherwise."""
+    try:
+        return [[record.get(name) for record in records] for name in names]
+    except AttributeError:  # not all objects
+        pass
+    width = len(names)
+    if not all(type(record) in (list, tuple) and len(record) == width for record in records):
+        return None
+    return [list(values) for values in zip(*records, strict=True)] if records else [[] for _ in names]
+
+
+def _gather_each(records: list[Any], first: int, names: list[str], publisher: str) -> list[list[Any]]:
+    """:func:`_gather` record by record (objects and arrays mixed); names the first record of
+    neither shape."""
     width = len(names)
     columns: list[list[Any]] = [[] for _ in names]
     for index, record in enumerate(records):
@@ -157,19 +290,72 @@ def _records_to_batch(records: list[Any], first: int, schema: pa.Schema, publish
                 first + index,
                 f"is not a record of the schema ({', '.join(names)}): {_short(record)}",
             )
-    arrays = [_column(values, field, first, publisher) for values, field in zip(columns, schema, strict=True)]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return columns
+
+
+_CONVERSION_ERRORS = (
+    pa.ArrowInvalid,
+    pa.ArrowTypeError,
+    pa.ArrowNotImplementedError,
+    TypeError,
+    ValueError,
+    OverflowError,
+)
 
 
 def _column(values: list[Any], field: pa.Field, first: int, publisher: str) -> pa.Array:
+    """``values`` as an Arrow array of ``field``'s type: by Arrow in bulk, else value by value
+    (what :func:`_convert` accepts); the first value that fits neither is named."""
     try:
-        array = _convert(values, field.type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-        array = None
+        array = _vector(values, field.type)
+    except _CONVERSION_ERRORS:
+        try:
+            array = _convert(values, field.type)
+        except _CONVERSION_ERRORS:
+            array = None
     if array is None or (not field.nullable and array.null_count):
         _locate(values, field, first, publisher)
     assert array is not None
     return array
+
+
+def _vector(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """``values`` converted by Arrow at once; raises (one of ``_CONVERSION_ERRORS``) when Arrow
+    does not take them: numbers as seconds and ISO strings for timestamps, ISO strings for dates."""
+    if pa.types.is_timestamp(kind):
+        array = pa.array(values)
+        if pa.types.is_integer(array.type) or pa.types.is_floating(array.type):
+            return _seconds_to_timestamps(array, kind)
+        if pa.types.is_string(array.type):
+            try:  # with a zone offset
+                return array.cast(pa.timestamp(kind.unit, "UTC")).cast(kind)
+            except pa.ArrowInvalid:  # without: UTC
+                return array.cast(pa.timestamp(kind.unit)).cast(kind)
+        if pa.types.is_null(array.type) or pa.types.is_timestamp(array.type):
+            return array.cast(kind)
+        raise TypeError(f"{array.type} is not a timestamp")
+    if pa.types.is_date(kind):
+        array = pa.array(values)
+        if not any(test(array.type) for test in (pa.types.is_string, pa.types.is_null, pa.types.is_date)):
+            raise TypeError(f"{array.type} is not a date")
+        return array.cast(kind)
+    return pa.array(values, type=kind)
+
+
+def _seconds_to_timestamps(seconds: pa.Array, kind: pa.DataType) -> pa.Array:
+    """Seconds since the epoch (integers or floats) as timestamps of ``kind`` (unit ``us``),
+    rounded to the microsecond half to even, as Python's ``datetime.fromtimestamp`` does."""
+    import pyarrow.compute as pc
+
+    if pa.types.is_integer(seconds.type):
+        micros = pc.multiply_checked(seconds.cast(pa.int64()), 1_000_000)
+    else:
+        whole = pc.floor(seconds)
+        fraction = pc.round(pc.multiply(pc.subtract(seconds, whole), 1e6), round_mode="half_to_even")
+        micros = pc.add_checked(
+            pc.multiply_checked(whole.cast(pa.int64()), 1_000_000), fraction.cast(pa.int64())
+        )
+    return micros.cast(pa.timestamp("us", kind.tz)).cast(kind)
 
 
 def _convert(values: list[Any], kind: pa.DataType) -> pa.Array:

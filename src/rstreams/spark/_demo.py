@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -76,27 +74,30 @@ class _SensorSubscription(ThreadedSubscription[bytes]):
         self._source = source
 
     def run(self) -> None:
+        import numpy as np
+
         source = self._source
-        rng = random.Random(7)
-        base = [18.0 + 4 * rng.random() for _ in range(source.sensors)]
+        rng = np.random.default_rng(7)
+        base = 18.0 + 4 * rng.random(source.sensors)
         started = time.monotonic()
         epoch = time.time()
         step = 1 / (source.hz * source.sensors)
+        on_next = self.subscriber.on_next
         while True:
             waited = self.waited
             take = self.take(1024)
             source.waiting += self.waited - waited
             if not take:
                 return
-            wall = time.time()
-            for _ in range(take):
-                i = source.produced % source.sensors
-                now = wall if source.rate > 0 else epoch + source.produced * step
-                value = base[i] + 2 * math.sin(now / 10 + i) + rng.gauss(0, 0.3)
-                self.subscriber.on_next(
-                    json.dumps({"sensor": f"sensor-{i}", "ts": now, "value": round(value, 3)}).encode()
-                )
-                source.produced += 1
+            # The readings of a whole take at once (numpy), then one JSON object each.
+            count = np.arange(source.produced, source.produced + take)
+            sensor = count % source.sensors
+            now = np.full(take, time.time()) if source.rate > 0 else epoch + count * step
+            value = base[sensor] + 2 * np.sin(now / 10 + sensor) + rng.normal(0, 0.3, take)
+            readings = zip(sensor.tolist(), now.tolist(), value.round(3).tolist(), strict=True)
+            for i, moment, reading in readings:
+                on_next(b'{"sensor": "sensor-%d", "ts": %r, "value": %r}' % (i, moment, reading))
+            source.produced += take
             if source.rate > 0:
                 ahead = source.produced / source.rate - (time.monotonic() - started)
                 if ahead > 0:
@@ -172,7 +173,7 @@ def run_demo(
     seconds: float = 30.0,
     sensors: int = 8,
     rate: float = 0.0,
-    batch: int = 50_000,
+    batch: int = 200_000,
     window: int = 2,
     master: str = "local[2]",
     out: str | None = None,

@@ -79,8 +79,9 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from rstreams.replay import Access
-from rstreams.replay._client import PACK, RemoteLogError, request_json, stream_range
-from rstreams.spark._codecs import BATCH_ROWS, check_codec, decode_batches
+from rstreams.replay._client import RemoteLogError, request_json, stream_packs, stream_range
+from rstreams.replay._cursor import packed_count
+from rstreams.spark._codecs import BATCH_ROWS, check_codec, decode_batches, decode_packed
 from rstreams.spark._options import (
     OptionError,
     access_from,
@@ -227,35 +228,45 @@ class _Options:
     ) -> Generator[pa.RecordBatch, None, tuple[RemoteLogError | None, int]]:
         """Decode ``[start, partition.end)`` as it arrives; returns ``(the log's refusal or None,
         the position after the last element decoded)``. Arrow elements are big: one wire
-        element each (packing would copy them twice); other codecs in runs of BATCH_ROWS."""
-        pack = 0 if self.codec == "arrow" else PACK
-        size = 1 if self.codec == "arrow" else BATCH_ROWS
-        elements = stream_range(
-            partition.url,
-            partition.publisher,
-            start,
-            partition.end,
-            self.timeout,
-            pack=pack,
-            access=self.access,
+        element each (packing would copy them twice), decoded one by one. Other codecs arrive
+        packed and are decoded in runs of about BATCH_ROWS, still packed (no Python object
+        per element)."""
+        if self.codec == "arrow":
+            return (yield from self._read_arrow(partition, start))
+        packs = stream_packs(
+            partition.url, partition.publisher, start, partition.end, self.timeout, access=self.access
         )
-        chunk: list[bytes] = []
+        run: list[bytes] = []
+        count = 0
         failure: RemoteLogError | None = None
         try:
-            for element in elements:
-                chunk.append(element)
-                if len(chunk) == size:
-                    yield from decode_batches(
-                        chunk, start, self.codec, self.arrow_schema, partition.publisher
-                    )
-                    start += len(chunk)
-                    chunk = []
+            for packed in packs:
+                run.append(packed)
+                count += packed_count(packed)
+                if count >= BATCH_ROWS:
+                    yield decode_packed(run, start, self.codec, self.arrow_schema, partition.publisher)
+                    start += count
+                    run, count = [], 0
         except RemoteLogError as refused:
             failure = refused
-        if chunk:
-            yield from decode_batches(chunk, start, self.codec, self.arrow_schema, partition.publisher)
-            start += len(chunk)
+        if run:
+            yield decode_packed(run, start, self.codec, self.arrow_schema, partition.publisher)
+            start += count
         return failure, start
+
+    def _read_arrow(
+        self, partition: RangePartition, start: int
+    ) -> Generator[pa.RecordBatch, None, tuple[RemoteLogError | None, int]]:
+        elements = stream_range(
+            partition.url, partition.publisher, start, partition.end, self.timeout, pack=0, access=self.access
+        )
+        try:
+            for element in elements:
+                yield from decode_batches([element], start, "arrow", self.arrow_schema, partition.publisher)
+                start += 1
+        except RemoteLogError as refused:
+            return refused, start
+        return None, start
 
 
 _TRIMMED = re.compile(r"TrimmedError: .*the oldest position held is (\d+)")
