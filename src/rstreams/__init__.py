@@ -27,29 +27,29 @@ from rstreams.errors import ReactiveStreamsError as ReactiveStreamsError
 from rstreams.errors import set_unhandled_error_hook as set_unhandled_error_hook
 
 if TYPE_CHECKING:
-    from rstreams.flow._async_source import from_async_iterable as from_async_iterable
-    from rstreams.flow._combine import combine_latest as combine_latest
-    from rstreams.flow._combine import concat as concat
-    from rstreams.flow._combine import race as amb
-    from rstreams.flow._combine import race as race
-    from rstreams.flow._combine import zip_ as zip  # noqa: A004 - mirrors the builtin on purpose
     from rstreams.flow._flow import Flow as Flow
     from rstreams.flow._flow import from_publisher as from_publisher
-    from rstreams.flow._iterable import empty as empty
-    from rstreams.flow._iterable import error as error
-    from rstreams.flow._iterable import from_iterable as from_iterable
-    from rstreams.flow._iterable import just as just
-    from rstreams.flow._iterable import range_ as range  # noqa: A004 - mirrors the builtin on purpose
-    from rstreams.flow._merge import merge as merge
-    from rstreams.flow._multicast import MulticastProcessor as MulticastProcessor
+    from rstreams.flow._public import MulticastProcessor as MulticastProcessor
+    from rstreams.flow._public import PushSource as PushSource
+    from rstreams.flow._public import combine_latest as combine_latest
+    from rstreams.flow._public import concat as concat
+    from rstreams.flow._public import empty as empty
+    from rstreams.flow._public import error as error
+    from rstreams.flow._public import from_async_iterable as from_async_iterable
+    from rstreams.flow._public import from_iterable as from_iterable
+    from rstreams.flow._public import from_observable as from_observable
+    from rstreams.flow._public import from_push as from_push
+    from rstreams.flow._public import interval as interval
+    from rstreams.flow._public import just as just
+    from rstreams.flow._public import merge as merge
+    from rstreams.flow._public import race as amb
+    from rstreams.flow._public import race as race
+    from rstreams.flow._public import range_ as range  # noqa: A004 - mirrors the builtin on purpose
+    from rstreams.flow._public import timer as timer
+    from rstreams.flow._public import zip_ as zip  # noqa: A004 - mirrors the builtin on purpose
     from rstreams.flow._push import OverflowStrategy as OverflowStrategy
-    from rstreams.flow._push import PushSource as PushSource
-    from rstreams.flow._push import from_push as from_push
-    from rstreams.flow._rx import from_observable as from_observable
     from rstreams.flow._rx import to_observable as to_observable
     from rstreams.flow._sinks import SinkResult as SinkResult
-    from rstreams.flow._time import interval as interval
-    from rstreams.flow._time import timer as timer
     from rstreams.net import Resume as Resume
     from rstreams.net import Token as Token
     from rstreams.net import UserPassword as UserPassword
@@ -62,28 +62,28 @@ __version__ = "0.1.0"
 # name -> (module, attribute) it is loaded from on first access
 _LAZY: dict[str, tuple[str, str]] = {
     "Flow": ("rstreams.flow._flow", "Flow"),
-    "MulticastProcessor": ("rstreams.flow._multicast", "MulticastProcessor"),
+    "MulticastProcessor": ("rstreams.flow._public", "MulticastProcessor"),
     "OverflowStrategy": ("rstreams.flow._push", "OverflowStrategy"),
-    "PushSource": ("rstreams.flow._push", "PushSource"),
+    "PushSource": ("rstreams.flow._public", "PushSource"),
     "SinkResult": ("rstreams.flow._sinks", "SinkResult"),
-    "amb": ("rstreams.flow._combine", "race"),
-    "combine_latest": ("rstreams.flow._combine", "combine_latest"),
-    "concat": ("rstreams.flow._combine", "concat"),
-    "empty": ("rstreams.flow._iterable", "empty"),
-    "error": ("rstreams.flow._iterable", "error"),
-    "from_async_iterable": ("rstreams.flow._async_source", "from_async_iterable"),
-    "from_iterable": ("rstreams.flow._iterable", "from_iterable"),
-    "from_observable": ("rstreams.flow._rx", "from_observable"),
+    "amb": ("rstreams.flow._public", "race"),
+    "combine_latest": ("rstreams.flow._public", "combine_latest"),
+    "concat": ("rstreams.flow._public", "concat"),
+    "empty": ("rstreams.flow._public", "empty"),
+    "error": ("rstreams.flow._public", "error"),
+    "from_async_iterable": ("rstreams.flow._public", "from_async_iterable"),
+    "from_iterable": ("rstreams.flow._public", "from_iterable"),
+    "from_observable": ("rstreams.flow._public", "from_observable"),
     "from_publisher": ("rstreams.flow._flow", "from_publisher"),
-    "from_push": ("rstreams.flow._push", "from_push"),
-    "interval": ("rstreams.flow._time", "interval"),
-    "just": ("rstreams.flow._iterable", "just"),
-    "merge": ("rstreams.flow._merge", "merge"),
-    "range": ("rstreams.flow._iterable", "range_"),
-    "timer": ("rstreams.flow._time", "timer"),
+    "from_push": ("rstreams.flow._public", "from_push"),
+    "interval": ("rstreams.flow._public", "interval"),
+    "just": ("rstreams.flow._public", "just"),
+    "merge": ("rstreams.flow._public", "merge"),
+    "range": ("rstreams.flow._public", "range_"),
+    "timer": ("rstreams.flow._public", "timer"),
     "to_observable": ("rstreams.flow._rx", "to_observable"),
-    "race": ("rstreams.flow._combine", "race"),
-    "zip": ("rstreams.flow._combine", "zip_"),
+    "race": ("rstreams.flow._public", "race"),
+    "zip": ("rstreams.flow._public", "zip_"),
     "Resume": ("rstreams.net", "Resume"),
     "Token": ("rstreams.net", "Token"),
     "UserPassword": ("rstreams.net", "UserPassword"),

@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rstreams.errors import ReactiveStreamsError
-from rstreams.flow._async_source import from_async_iterable
 from rstreams.flow._flow import Flow
-from rstreams.flow._iterable import error, from_iterable
+from rstreams.flow._public import error, from_async_iterable, from_iterable
 from rstreams.net import FLOAT64, INT64, JSON, UTF8, Codec, with_codec
 
 __all__ = ["BUILTIN_NAMES", "CODECS", "PublishersSpecError", "builtin_publishers", "load_publishers"]

@@ -13,8 +13,8 @@ import pytest
 import rstreams
 from rstreams.api import Subscription
 from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
-from rstreams.flow._async_source import from_async_iterable
 from rstreams.flow._flow import Flow
+from rstreams.flow._public import from_async_iterable
 from testkit.recording import WAIT, RecordingSubscriber
 
 T = TypeVar("T")

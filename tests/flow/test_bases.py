@@ -42,8 +42,10 @@ def _table() -> dict[str, str]:
 
 
 def _inner(flow: rstreams.Flow[Any]) -> object:
-    assert isinstance(flow, OperatorFlow), f"{type(flow).__name__} is not an OperatorFlow"
-    return flow.subscriber(RecordingSubscriber())
+    """The inner subscriber of the operator a Flow method wrapped (Flow only wraps it)."""
+    operator = getattr(flow, "publisher", None)
+    assert isinstance(operator, OperatorFlow), f"{type(flow).__name__} does not wrap an OperatorFlow"
+    return operator.subscriber(RecordingSubscriber())
 
 
 def _subscription(flow: rstreams.Publisher[Any]) -> object:
@@ -66,7 +68,7 @@ class _Capture(rstreams.Flow[Any]):
 def _shared(flow: rstreams.Flow[Any]) -> object:
     """The processor a ``share()`` subscribes to its source for its first subscriber."""
     flow.subscribe(RecordingSubscriber())
-    return flow._processor  # type: ignore[attr-defined]
+    return flow.publisher._processor  # type: ignore[attr-defined]
 
 
 def _sink(start: Callable[[rstreams.Flow[Any]], object]) -> object:

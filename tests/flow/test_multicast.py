@@ -21,7 +21,7 @@ from rstreams.errors import (
     ResourceClosedError,
     set_unhandled_error_hook,
 )
-from rstreams.flow._multicast import MulticastProcessor
+from rstreams.flow._public import MulticastProcessor
 from testkit.recording import WAIT, RecordingSubscriber
 
 T = TypeVar("T")

@@ -38,7 +38,7 @@ def _example() -> Any:
 
 def test_the_example_maps_with_the_index() -> None:
     """Elements in order, each with its index; the chain goes on from it."""
-    flow = _example()(rstreams.range(10, 14), lambda i, x: (i, x))
+    flow = rstreams.from_publisher(_example()(rstreams.range(10, 14), lambda i, x: (i, x)))
     assert flow.collect().result(WAIT) == [(0, 10), (1, 11), (2, 12), (3, 13)]
 
 

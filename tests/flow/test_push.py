@@ -16,7 +16,8 @@ from rstreams.errors import (
     set_unhandled_error_hook,
 )
 from rstreams.flow._flow import Flow
-from rstreams.flow._push import OverflowStrategy, PushSource, from_push
+from rstreams.flow._public import PushSource, from_push
+from rstreams.flow._push import OverflowStrategy
 from testkit.recording import RecordingSubscriber
 
 DROP, LATEST, BUFFER, ERROR = (

@@ -12,8 +12,9 @@ from reactivex.subject import Subject
 
 import rstreams
 from rstreams.errors import OverflowStrategyError, set_unhandled_error_hook
-from rstreams.flow._push import OverflowStrategy, PushSource
-from rstreams.flow._rx import _ObserverSubscriber, from_observable, to_observable
+from rstreams.flow._public import PushSource, from_observable
+from rstreams.flow._push import OverflowStrategy
+from rstreams.flow._rx import _ObserverSubscriber, to_observable
 from rstreams.tck._subscriber import verify_subscriber_blackbox
 from testkit.recording import WAIT, RecordingSubscriber
 

@@ -30,7 +30,7 @@ def test_subscribers_share_one_upstream_paced_by_the_slowest() -> None:
     b: RecordingSubscriber[int] = RecordingSubscriber()
     shared.subscribe(a)
     shared.subscribe(b)
-    assert source.subscriptions == 1 and source.requests == [] and shared.subscriber_count == 2  # type: ignore[attr-defined]
+    assert source.subscriptions == 1 and source.requests == [] and shared.publisher.subscriber_count == 2  # type: ignore[attr-defined]
     a.request(10)
     b.request(1)
     assert source.requested == 4  # buffer_size ahead of the slowest
@@ -75,7 +75,7 @@ def test_an_error_reaches_every_member() -> None:
     shared.subscribe(b)
     source.fail(KeyError("up"))
     assert isinstance(a.error, KeyError) and isinstance(b.error, KeyError)
-    assert shared.subscriber_count == 0  # type: ignore[attr-defined]
+    assert shared.publisher.subscriber_count == 0  # type: ignore[attr-defined]
 
 
 def test_bad_buffer_size_is_refused() -> None:

@@ -13,8 +13,8 @@ from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
 from rstreams.flow._flow import Flow
+from rstreams.flow._public import interval, timer
 from rstreams.flow._push import OverflowStrategy
-from rstreams.flow._time import interval, timer
 from testkit.clock import VirtualLoop
 from testkit.recording import WAIT, RecordingSubscriber
 

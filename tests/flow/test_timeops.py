@@ -335,7 +335,7 @@ def test_buffer_time_passes_the_publisher_tck() -> None:
 
     def make(n: int) -> rstreams.Flow[list[int]]:
         clock, loop = _clock()
-        return _Stepped(n, clock, 1.0).buffer_time(1.0, max_size=1, loop=loop)
+        return rstreams.from_publisher(_Stepped(n, clock, 1.0)).buffer_time(1.0, max_size=1, loop=loop)
 
     report = verify_publisher(
         make,
@@ -354,7 +354,7 @@ def test_clock_filters_pass_the_publisher_tck(name: str) -> None:
 
     def make(n: int) -> rstreams.Flow[int]:
         clock, loop = _clock()
-        return getattr(_Stepped(n, clock, 1.0), name)(1.0, loop=loop)  # type: ignore[no-any-return]
+        return getattr(rstreams.from_publisher(_Stepped(n, clock, 1.0)), name)(1.0, loop=loop)  # type: ignore[no-any-return]
 
     def failed() -> rstreams.Flow[int]:
         _, loop = _clock()

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import rstreams
-from rstreams.flow._multicast import MulticastProcessor
+from rstreams.flow._public import MulticastProcessor
 from rstreams.flow._sinks import _Collect
 from rstreams.tck import (
     Report,

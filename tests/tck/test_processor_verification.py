@@ -13,7 +13,7 @@ import pytest
 
 import rstreams
 from rstreams.api import Processor
-from rstreams.flow._multicast import MulticastProcessor
+from rstreams.flow._public import MulticastProcessor
 from rstreams.tck._processor import IdentityProcessorVerification, verify_processor
 from rstreams.tck._registry import run_cases
 from testkit.broken_subscribers import (

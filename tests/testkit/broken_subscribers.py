@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from rstreams.api import Processor, Subscriber, Subscription
-from rstreams.flow._multicast import MulticastProcessor
+from rstreams.flow._public import MulticastProcessor
 from rstreams.rules import check_error, check_item
 from rstreams.tck._subscriber_support import SubscriberPuppet, WhiteboxSubscriberProbe
 

@@ -23,9 +23,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any, Generic, TypeVar
 
 from rstreams import demand
-from rstreams.api import Subscriber, Subscription
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
-from rstreams.flow._flow import Flow
 from rstreams.flow._signals import report_broken, signal_subscribe, signal_terminal
 from rstreams.rules import check_subscriber
 
@@ -65,8 +64,8 @@ def resolve_loop(
     )
 
 
-class AsyncIterableFlow(Flow[T]):
-    """A Flow over the async iterator that ``factory()`` makes, one per subscription."""
+class AsyncIterableFlow(Publisher[T]):
+    """A Publisher over the async iterator that ``factory()`` makes, one per subscription."""
 
     __slots__ = ("_factory", "_loop")
 
@@ -327,18 +326,8 @@ def from_async_iterable(
     source: AsyncIterable[T] | Callable[[], AsyncIterable[T]],
     *,
     loop: asyncio.AbstractEventLoop | None = None,
-) -> Flow[T]:
-    """A Flow over an async iterable, pulled on ``loop`` (default: the loop running at subscribe).
-
-    ``source`` may be a re-iterable async iterable (each subscription calls ``aiter`` anew),
-    a zero-argument callable returning one, such as an async generator *function* (cold:
-    a fresh generator per subscription), or an async iterator such as an async generator
-    *object*, which can be consumed once: a second subscriber gets ``on_error`` saying so.
-
-    Lazy: ``__anext__`` is awaited only for requested elements. Cancelling ``aclose()``s
-    the iterator. Without ``loop=`` and without a running loop at ``subscribe``, the
-    subscriber gets ``on_subscribe`` then ``on_error(RuntimeError)``.
-    """
+) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.from_async_iterable`."""
     if loop is not None and not isinstance(loop, asyncio.AbstractEventLoop):
         raise TypeError(f"from_async_iterable(loop=) needs an asyncio event loop, got {loop!r}")
     if isinstance(source, AsyncIterator):

@@ -37,10 +37,10 @@ from typing import Any, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber
 from rstreams.errors import OverflowStrategyError
+from rstreams.flow._concat_map import ConcatMapFlow
 from rstreams.flow._drain import OUTER, DrainSubscriber, InnerSubscriber, check_prefetch
-from rstreams.flow._flow import MISSING, Flow
 from rstreams.flow._iterable import empty, from_iterable
-from rstreams.flow._operator import OperatorFlow
+from rstreams.flow._operator import MISSING, OperatorFlow
 from rstreams.flow._signals import NONE_ITEM, report_broken
 from rstreams.rules import check_error
 
@@ -64,50 +64,34 @@ def _identity(publisher: Publisher[T]) -> Publisher[T]:
     return publisher
 
 
-def concat(*publishers: Publisher[T]) -> Flow[T]:
-    """The elements of each Publisher in turn; the next is subscribed when one completes.
-
-    The outstanding demand carries over to the next Publisher (rule 1.1); an error ends
-    the stream at once. ``concat()`` completes at once.
-    """
-    from rstreams.flow._concat_map import ConcatMapFlow
-
+def concat(*publishers: Publisher[T]) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.concat`."""
     _checked("concat", publishers, 1)
     if not publishers:
         return empty()
     return ConcatMapFlow(from_iterable(publishers), _identity, prefetch=1)
 
 
-def zip_(*publishers: Publisher[Any], prefetch: int = DEFAULT_PREFETCH) -> Flow[tuple[Any, ...]]:
-    """Tuples of the ``i``-th element of every Publisher; as long as the shortest.
-
-    ``request(n)`` asks each Publisher for ``n`` (at most ``prefetch`` ahead of what was
-    taken); ``zip()`` completes at once.
-    """
+def zip_(*publishers: Publisher[Any], prefetch: int = DEFAULT_PREFETCH) -> Publisher[tuple[Any, ...]]:
+    """The publisher behind :func:`rstreams.zip`."""
     _checked("zip", publishers, prefetch)
     if not publishers:
         return empty()
     return CombineFlow(from_iterable(publishers), _Zip, len(publishers), prefetch)
 
 
-def combine_latest(*publishers: Publisher[Any], prefetch: int = DEFAULT_PREFETCH) -> Flow[tuple[Any, ...]]:
-    """A tuple of every Publisher's latest element, each time one of them emits.
-
-    Nothing is emitted until every Publisher has emitted once; each is asked for at most
-    ``prefetch`` elements ahead. ``combine_latest()`` completes at once.
-    """
+def combine_latest(
+    *publishers: Publisher[Any], prefetch: int = DEFAULT_PREFETCH
+) -> Publisher[tuple[Any, ...]]:
+    """The publisher behind :func:`rstreams.combine_latest`."""
     _checked("combine_latest", publishers, prefetch)
     if not publishers:
         return empty()
     return CombineFlow(from_iterable(publishers), _CombineLatest, len(publishers), prefetch)
 
 
-def race(*publishers: Publisher[T], prefetch: int = DEFAULT_PREFETCH) -> Flow[T]:
-    """The Publisher that signals first (an element, an error or completion); the rest are cancelled.
-
-    Also known as ``amb``. Until a winner is known every Publisher is asked for the
-    downstream's demand (at most ``prefetch`` ahead). ``race()`` completes at once.
-    """
+def race(*publishers: Publisher[T], prefetch: int = DEFAULT_PREFETCH) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.race`."""
     _checked("race", publishers, prefetch)
     if not publishers:
         return empty()

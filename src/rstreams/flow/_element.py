@@ -21,8 +21,7 @@ from typing import Any, Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber
 from rstreams.errors import ReactiveStreamsError
-from rstreams.flow._flow import MISSING
-from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_count
+from rstreams.flow._operator import MISSING, OperatorFlow, OperatorSubscriber, check_count
 from rstreams.flow._signals import NONE_ITEM
 from rstreams.flow._sinks import SinkResult, SinkSubscriber, check_publisher
 
@@ -36,10 +35,11 @@ class NoSuchElementError(ReactiveStreamsError, LookupError):
 
 
 class ElementFlow(OperatorFlow[T, T], Generic[T]):
-    """``source.first()``, ``source.last()``, ``source.element_at(i)``: a Flow of one element.
+    """``source.first()``, ``source.last()``, ``source.element_at(i)``: a Publisher of one element.
 
     Awaitable, and ``result(timeout)`` blocks, like a sink's :class:`~rstreams.SinkResult`;
-    each of those subscribes anew.
+    each of those subscribes anew (:class:`rstreams.Flow` offers both on the Flow it wraps
+    this in).
     """
 
     __slots__ = ("default", "index", "name")

@@ -1,9 +1,19 @@
 """``Flow``: a Publisher with a fluent chain of operators and sinks.
 
-Every Publisher rstreams makes is a :class:`Flow`; :func:`from_publisher` wraps anyone
-else's. The methods only assemble: each returns a new Flow (or a sink's result) and
-nothing runs until something subscribes. The implementations live in one private
-module per operator family, imported when the method is first used.
+Every Publisher rstreams hands to users is a :class:`Flow`; :func:`from_publisher` wraps
+anyone else's. The methods only assemble: each returns a new Flow (or a sink's result)
+and nothing runs until something subscribes.
+
+Composition, not inheritance: the operators are plain Publishers (on the
+:class:`~rstreams.flow._operator.OperatorFlow` base, one private module per operator
+family) that do not know Flow. This module sits above them all and imports them; each
+method builds the operator over the Publisher under this Flow and wraps the result in a
+Flow (:class:`_Wrapped`). Wrapping costs one call per ``subscribe`` and nothing per
+element: the wrapper hands the subscriber straight to the operator, and an operator is
+built over the unwrapped Publisher, so the chain of subscribers is the operators' alone.
+Classes users make that are Flows themselves (``MulticastProcessor``, ``PushSource``, and
+the ``Publisher`` subclasses of :mod:`rstreams.net` and :mod:`rstreams.replay`) subclass
+Flow; it has no state of its own (``__slots__ = ()``).
 """
 
 from __future__ import annotations
@@ -15,26 +25,56 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rstreams.api import Publisher, Subscriber
+from rstreams.flow._aiter import iter_async
+from rstreams.flow._blocking import iter_blocking
+from rstreams.flow._buffer import BufferFlow
+from rstreams.flow._combine import combine_latest, concat, race, zip_
+from rstreams.flow._concat_map import ConcatMapFlow
+from rstreams.flow._element import ElementFlow
+from rstreams.flow._filter import FilterFlow
+from rstreams.flow._map import MapFlow
+from rstreams.flow._merge import FlatMapFlow, merge
+from rstreams.flow._observe_on import ObserveOnFlow
+from rstreams.flow._operator import MISSING, check_callable, check_count
+from rstreams.flow._push import OverflowStrategy
+from rstreams.flow._rate import (
+    BackpressureFlow,
+    LimitRateFlow,
+    SubscribeOnFlow,
+    backpressure_buffer,
+    backpressure_drop,
+)
+from rstreams.flow._recover import Backoff, OnErrorResumeFlow, RetryFlow, on_error_return
+from rstreams.flow._rx import to_observable
+from rstreams.flow._share import ShareFlow
+from rstreams.flow._sinks import SinkResult, collect, count, for_each, reduce
+from rstreams.flow._switch_map import SwitchMapFlow
+from rstreams.flow._take import SkipFlow, TakeFlow
+from rstreams.flow._tap import Hooks, TapFlow
+from rstreams.flow._timeops import buffer_time, delay_flow, timed, timeout
+from rstreams.flow._transform import (
+    DistinctFlow,
+    DistinctUntilChangedFlow,
+    ScanFlow,
+    SkipWhileFlow,
+    TakeWhileFlow,
+    start_with,
+)
+from rstreams.flow._until import SkipUntilFlow, TakeUntilFlow
+from rstreams.flow._window import Group, GroupByFlow
+from rstreams.flow._with_latest import WithLatestFromFlow
 from rstreams.rules import check_subscriber
 
 if TYPE_CHECKING:
-    from collections.abc import Hashable
+    from collections.abc import Generator, Hashable
 
     import reactivex
 
-    from rstreams.flow._element import ElementFlow
-    from rstreams.flow._push import OverflowStrategy
-    from rstreams.flow._sinks import SinkResult
-    from rstreams.flow._window import GroupedFlow
-
-__all__ = ["Flow", "from_publisher"]
+__all__ = ["AwaitableFlow", "Flow", "GroupedFlow", "from_publisher", "wrap"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 A = TypeVar("A")
-
-MISSING: Any = object()
-"""No ``default=`` given (``first``/``last``/``element_at``)."""
 
 DEFAULT_WINDOW = 256
 """Demand a consuming adapter keeps outstanding; replenished when half is used."""
@@ -67,109 +107,77 @@ class Flow(Publisher[T], abc.ABC):
     def map(self, fn: Callable[[T], R]) -> Flow[R]:
         """Each element ``x`` becomes ``fn(x)``. If ``fn`` raises, upstream is cancelled and
         the error goes downstream. ``fn`` must not return ``None`` (rule 2.13)."""
-        from rstreams.flow._map import MapFlow
-
-        return MapFlow(self, fn)
+        return _Wrapped(MapFlow(_unwrap(self), fn))
 
     def filter(self, predicate: Callable[[T], object]) -> Flow[T]:
         """Keep the elements for which ``predicate`` is true; one more is requested
         upstream for every element dropped, so demand is never lost."""
-        from rstreams.flow._filter import FilterFlow
-
-        return FilterFlow(self, predicate)
+        return _Wrapped(FilterFlow(_unwrap(self), predicate))
 
     def take(self, n: int) -> Flow[T]:
         """The first ``n`` elements, then complete and cancel upstream."""
-        from rstreams.flow._take import TakeFlow
-
-        return TakeFlow(self, n)
+        return _Wrapped(TakeFlow(_unwrap(self), n))
 
     def skip(self, n: int) -> Flow[T]:
         """Drop the first ``n`` elements (requesting them upstream), pass the rest."""
-        from rstreams.flow._take import SkipFlow
-
-        return SkipFlow(self, n)
+        return _Wrapped(SkipFlow(_unwrap(self), n))
 
     def buffer(self, size: int) -> Flow[list[T]]:
         """Group elements into lists of ``size`` (the last one may be shorter)."""
-        from rstreams.flow._buffer import BufferFlow
-
-        return BufferFlow(self, size)
+        return _Wrapped(BufferFlow(_unwrap(self), size))
 
     def scan(self, fn: Callable[[A, T], A], initial: A) -> Flow[A]:
         """The running fold: ``fn(initial, x1)``, then ``fn(that, x2)``, ... one per element.
 
         ``initial`` itself is not emitted; ``request(n)`` passes through."""
-        from rstreams.flow._transform import ScanFlow
-
-        return ScanFlow(self, fn, initial)
+        return _Wrapped(ScanFlow(_unwrap(self), fn, initial))
 
     def start_with(self, *items: T) -> Flow[T]:
         """``items`` first, then this Flow's elements; it is subscribed once the items are out."""
-        from rstreams.flow._transform import start_with
-
-        return start_with(self, items)
+        return _Wrapped(start_with(_unwrap(self), items))
 
     def distinct(self, key: Callable[[T], Hashable] | None = None) -> Flow[T]:
         """Each element whose ``key(element)`` (default: the element) was not seen before.
 
         Holds every key seen; one more is requested upstream per element dropped."""
-        from rstreams.flow._transform import DistinctFlow
-
-        return DistinctFlow(self, key)
+        return _Wrapped(DistinctFlow(_unwrap(self), key))
 
     def distinct_until_changed(self, key: Callable[[T], object] | None = None) -> Flow[T]:
         """Drops an element whose ``key`` equals the previous element's; re-requests each drop."""
-        from rstreams.flow._transform import DistinctUntilChangedFlow
-
-        return DistinctUntilChangedFlow(self, key)
+        return _Wrapped(DistinctUntilChangedFlow(_unwrap(self), key))
 
     def take_while(self, predicate: Callable[[T], object]) -> Flow[T]:
         """Elements while ``predicate`` holds; the first that fails it cancels upstream and completes."""
-        from rstreams.flow._transform import TakeWhileFlow
-
-        return TakeWhileFlow(self, predicate)
+        return _Wrapped(TakeWhileFlow(_unwrap(self), predicate))
 
     def skip_while(self, predicate: Callable[[T], object]) -> Flow[T]:
         """Drops elements while ``predicate`` holds (re-requesting each), then passes the rest."""
-        from rstreams.flow._transform import SkipWhileFlow
-
-        return SkipWhileFlow(self, predicate)
+        return _Wrapped(SkipWhileFlow(_unwrap(self), predicate))
 
     def take_until(self, other: Publisher[Any]) -> Flow[T]:
         """Elements until ``other``'s first element; then cancel upstream and complete.
 
         ``other`` is asked for one element; an error from it ends the stream."""
-        from rstreams.flow._until import TakeUntilFlow
-
-        return TakeUntilFlow(self, other)
+        return _Wrapped(TakeUntilFlow(_unwrap(self), other))
 
     def skip_until(self, other: Publisher[Any]) -> Flow[T]:
         """Drops elements (re-requesting each) until ``other``'s first element, then passes all."""
-        from rstreams.flow._until import SkipUntilFlow
+        return _Wrapped(SkipUntilFlow(_unwrap(self), other))
 
-        return SkipUntilFlow(self, other)
-
-    def first(self, *, default: Any = MISSING) -> ElementFlow[T]:
+    def first(self, *, default: Any = MISSING) -> AwaitableFlow[T]:
         """The first element (or ``default``); a Flow that can also be awaited or ``.result()``-ed.
 
         Asks upstream for one element, then cancels it. An empty stream without
         ``default`` fails with :class:`~rstreams.flow._element.NoSuchElementError` (a LookupError)."""
-        from rstreams.flow._element import ElementFlow
+        return AwaitableFlow(ElementFlow(_unwrap(self), 0, default, "first()"))
 
-        return ElementFlow(self, 0, default, "first()")
-
-    def last(self, *, default: Any = MISSING) -> ElementFlow[T]:
+    def last(self, *, default: Any = MISSING) -> AwaitableFlow[T]:
         """The last element (or ``default``), once the stream completes; awaitable like ``first``."""
-        from rstreams.flow._element import ElementFlow
+        return AwaitableFlow(ElementFlow(_unwrap(self), None, default, "last()"))
 
-        return ElementFlow(self, None, default, "last()")
-
-    def element_at(self, index: int, *, default: Any = MISSING) -> ElementFlow[T]:
+    def element_at(self, index: int, *, default: Any = MISSING) -> AwaitableFlow[T]:
         """The element at ``index`` (0-based, or ``default``); asks upstream for ``index + 1``."""
-        from rstreams.flow._element import ElementFlow
-
-        return ElementFlow(self, index, default, f"element_at({index!r})")
+        return AwaitableFlow(ElementFlow(_unwrap(self), index, default, f"element_at({index!r})"))
 
     def tap(
         self,
@@ -183,8 +191,6 @@ class Flow(Publisher[T], abc.ABC):
         """Call the given hooks as signals pass, changing nothing (demand passes through).
 
         A hook that raises ends the stream with its error (``on_cancel``'s is reported)."""
-        from rstreams.flow._tap import Hooks, TapFlow
-
         hooks = Hooks(
             on_next=on_next,
             on_error=on_error,
@@ -192,7 +198,7 @@ class Flow(Publisher[T], abc.ABC):
             on_cancel=on_cancel,
             on_request=on_request,
         )
-        return TapFlow(self, hooks)
+        return _Wrapped(TapFlow(_unwrap(self), hooks))
 
     def do_on_next(self, fn: Callable[[T], object]) -> Flow[T]:
         """``fn(element)`` before each element goes on (``tap(on_next=fn)``)."""
@@ -215,11 +221,9 @@ class Flow(Publisher[T], abc.ABC):
         return self._tap_one("do_on_request", on_request=fn)
 
     def _tap_one(self, operator: str, **hook: Any) -> Flow[T]:
-        from rstreams.flow._tap import Hooks, TapFlow
-
         if next(iter(hook.values())) is None:
             raise TypeError(f"{operator}(fn) needs a callable, got None")
-        return TapFlow(self, Hooks(operator=operator, **hook))
+        return _Wrapped(TapFlow(_unwrap(self), Hooks(operator=operator, **hook)))
 
     def retry(
         self,
@@ -236,11 +240,9 @@ class Flow(Publisher[T], abc.ABC):
         ``backoff`` seconds before the first retry, doubling up to ``max_backoff``, each
         scaled by a random factor in ``[1 - jitter, 1 + jitter]``, on ``loop`` (default: the
         running loop when subscribed); ``backoff=0`` re-subscribes at once."""
-        from rstreams.flow._operator import check_count
-        from rstreams.flow._recover import Backoff, RetryFlow
-
         count = check_count("retry", times, "times")
-        return RetryFlow(self, "retry", count, None, Backoff("retry", backoff, max_backoff, jitter), loop)
+        backoffs = Backoff("retry", backoff, max_backoff, jitter)
+        return _Wrapped(RetryFlow(_unwrap(self), "retry", count, None, backoffs, loop))
 
     def retry_when(
         self,
@@ -255,38 +257,31 @@ class Flow(Publisher[T], abc.ABC):
         """Like :meth:`retry`, for the errors ``predicate(error)`` accepts (and at most ``times``).
 
         A predicate that raises ends the stream with its exception (rule 2.13)."""
-        from rstreams.flow._operator import check_callable, check_count
-        from rstreams.flow._recover import Backoff, RetryFlow
-
-        return RetryFlow(
-            self,
-            "retry_when",
-            check_count("retry_when", times, "times"),
-            check_callable("retry_when", predicate, "predicate"),
-            Backoff("retry_when", backoff, max_backoff, jitter),
-            loop,
+        return _Wrapped(
+            RetryFlow(
+                _unwrap(self),
+                "retry_when",
+                check_count("retry_when", times, "times"),
+                check_callable("retry_when", predicate, "predicate"),
+                Backoff("retry_when", backoff, max_backoff, jitter),
+                loop,
+            )
         )
 
     def on_error_resume(self, fn: Callable[[BaseException], Publisher[T]]) -> Flow[T]:
         """On an error, continue with the Publisher ``fn(error)`` (demand carries over).
 
         Only the first error is recovered; the fallback's own error goes on."""
-        from rstreams.flow._recover import OnErrorResumeFlow
-
-        return OnErrorResumeFlow(self, fn)
+        return _Wrapped(OnErrorResumeFlow(_unwrap(self), fn))
 
     def on_error_return(self, value: T) -> Flow[T]:
         """On an error, emit ``value`` (once requested) and complete."""
-        from rstreams.flow._recover import on_error_return
-
-        return on_error_return(self, value)
+        return _Wrapped(on_error_return(_unwrap(self), value))
 
     def concat_map(self, fn: Callable[[T], Publisher[R]], *, prefetch: int = 2) -> Flow[R]:
         """Map each element to a Publisher and emit their elements one Publisher after
         another, in order. At most ``prefetch`` upstream elements are held."""
-        from rstreams.flow._concat_map import ConcatMapFlow
-
-        return ConcatMapFlow(self, fn, prefetch=prefetch)
+        return _Wrapped(ConcatMapFlow(_unwrap(self), fn, prefetch=prefetch))
 
     def flat_map(
         self,
@@ -298,15 +293,11 @@ class Flow(Publisher[T], abc.ABC):
         """Map each element to a Publisher and merge their elements as they come, with at
         most ``max_concurrency`` inner Publishers subscribed at once, each buffering at
         most ``prefetch`` elements."""
-        from rstreams.flow._merge import FlatMapFlow
-
-        return FlatMapFlow(self, fn, max_concurrency=max_concurrency, prefetch=prefetch)
+        return _Wrapped(FlatMapFlow(_unwrap(self), fn, max_concurrency=max_concurrency, prefetch=prefetch))
 
     def merge_with(self, *others: Publisher[T], prefetch: int = 32) -> Flow[T]:
         """Elements of this and ``others`` interleaved as they arrive (see :func:`merge`)."""
-        from rstreams.flow._merge import merge
-
-        return merge(self, *others, prefetch=prefetch)
+        return _Wrapped(merge(_unwrap(self), *others, prefetch=prefetch))
 
     def observe_on(
         self,
@@ -322,98 +313,74 @@ class Flow(Publisher[T], abc.ABC):
         An upstream error is passed on at once, dropping queued elements, unless
         ``delay_error`` is true, in which case the queued elements are delivered first.
         """
-        from rstreams.flow._observe_on import ObserveOnFlow
-
-        return ObserveOnFlow(self, target, buffer_size=buffer_size, delay_error=delay_error)
+        return _Wrapped(
+            ObserveOnFlow(_unwrap(self), target, buffer_size=buffer_size, delay_error=delay_error)
+        )
 
     # -- combining several Publishers (flow/_combine.py, _switch_map.py, _with_latest.py) ----
 
     def concat_with(self, *others: Publisher[T]) -> Flow[T]:
         """This Flow's elements, then each of ``others``' in turn (see :func:`rstreams.concat`)."""
-        from rstreams.flow._combine import concat
-
-        return concat(self, *others)
+        return _Wrapped(concat(_unwrap(self), *others))
 
     def zip_with(self, *others: Publisher[Any], prefetch: int = 32) -> Flow[tuple[Any, ...]]:
         """Tuples of this Flow's and ``others``' elements, pairwise (see :func:`rstreams.zip`)."""
-        from rstreams.flow._combine import zip_
-
-        return zip_(self, *others, prefetch=prefetch)
+        return _Wrapped(zip_(_unwrap(self), *others, prefetch=prefetch))
 
     def combine_latest_with(self, *others: Publisher[Any], prefetch: int = 32) -> Flow[tuple[Any, ...]]:
         """Tuples of the latest elements, one per arrival (see :func:`rstreams.combine_latest`)."""
-        from rstreams.flow._combine import combine_latest
-
-        return combine_latest(self, *others, prefetch=prefetch)
+        return _Wrapped(combine_latest(_unwrap(self), *others, prefetch=prefetch))
 
     def race_with(self, *others: Publisher[T], prefetch: int = 32) -> Flow[T]:
         """Whichever of this Flow and ``others`` signals first (see :func:`rstreams.race`)."""
-        from rstreams.flow._combine import race
-
-        return race(self, *others, prefetch=prefetch)
+        return _Wrapped(race(_unwrap(self), *others, prefetch=prefetch))
 
     def with_latest_from(self, other: Publisher[Any]) -> Flow[tuple[T, Any]]:
         """``(element, latest of other)`` per element; elements before ``other`` has one are
         dropped (and asked for again). ``other`` is asked for everything; only its latest
         element is kept."""
-        from rstreams.flow._with_latest import WithLatestFromFlow
-
-        return WithLatestFromFlow(self, other)
+        return _Wrapped(WithLatestFromFlow(_unwrap(self), other))
 
     def switch_map(self, fn: Callable[[T], Publisher[R]], *, prefetch: int = 32) -> Flow[R]:
         """Map each element to a Publisher and emit the newest one's elements; a new element
         cancels the previous Publisher. Outstanding demand carries over to the new one."""
-        from rstreams.flow._switch_map import SwitchMapFlow
-
-        return SwitchMapFlow(self, fn, prefetch=prefetch)
+        return _Wrapped(SwitchMapFlow(_unwrap(self), fn, prefetch=prefetch))
 
     # -- time, on an asyncio loop (flow/_timeops.py) ----------------------------------
 
     def debounce(self, seconds: float, *, loop: asyncio.AbstractEventLoop | None = None) -> Flow[T]:
         """An element goes on once ``seconds`` pass without a newer one (which replaces it);
         the pending one goes on at completion. Each element replaced is asked for again."""
-        from rstreams.flow._timeops import timed
-
-        return timed(self, "debounce", seconds, loop)
+        return _Wrapped(timed(_unwrap(self), "debounce", seconds, loop))
 
     def throttle_first(self, seconds: float, *, loop: asyncio.AbstractEventLoop | None = None) -> Flow[T]:
         """The first element, then none for ``seconds``, then the next one, ...; each
         element dropped is asked for again."""
-        from rstreams.flow._timeops import timed
-
-        return timed(self, "throttle_first", seconds, loop)
+        return _Wrapped(timed(_unwrap(self), "throttle_first", seconds, loop))
 
     def throttle_latest(self, seconds: float, *, loop: asyncio.AbstractEventLoop | None = None) -> Flow[T]:
         """The first element at once, then at most one per ``seconds``: the latest that came
         meanwhile (each replaced one is asked for again); the pending one at completion."""
-        from rstreams.flow._timeops import timed
-
-        return timed(self, "throttle_latest", seconds, loop)
+        return _Wrapped(timed(_unwrap(self), "throttle_latest", seconds, loop))
 
     def sample(self, period: float, *, loop: asyncio.AbstractEventLoop | None = None) -> Flow[T]:
         """Every ``period`` seconds, the latest element since the previous tick (if any);
         each replaced one is asked for again; the pending one at completion."""
-        from rstreams.flow._timeops import timed
-
-        return timed(self, "sample", period, loop)
+        return _Wrapped(timed(_unwrap(self), "sample", period, loop))
 
     def delay(
         self, seconds: float, *, max_pending: int = 256, loop: asyncio.AbstractEventLoop | None = None
     ) -> Flow[T]:
         """Each element ``seconds`` later; at most ``max_pending`` requested ahead and held.
         Completion follows the last element; an error goes on at once."""
-        from rstreams.flow._timeops import delay_flow
-
-        return delay_flow(self, seconds, max_pending, loop)
+        return _Wrapped(delay_flow(_unwrap(self), seconds, max_pending, loop))
 
     def buffer_time(
         self, seconds: float, *, max_size: int = 256, loop: asyncio.AbstractEventLoop | None = None
     ) -> Flow[list[T]]:
         """Lists of elements, cut every ``seconds`` or at ``max_size`` elements, whichever first
         (count-or-time); demand counts lists, at most ``max_size`` elements held per list asked."""
-        from rstreams.flow._timeops import buffer_time
-
-        return buffer_time(self, seconds, max_size, loop)
+        return _Wrapped(buffer_time(_unwrap(self), seconds, max_size, loop))
 
     def timeout(
         self,
@@ -427,48 +394,36 @@ class Flow(Publisher[T], abc.ABC):
         element and sends none for ``per_element`` seconds, or has not ended ``total``
         seconds after subscribe; with ``fallback``, continue with it instead (demand
         carries over). ``None`` turns a limit off."""
-        from rstreams.flow._timeops import timeout
-
-        return timeout(self, per_element, total, fallback, loop)
+        return _Wrapped(timeout(_unwrap(self), per_element, total, fallback, loop))
 
     # -- rate and threads (flow/_rate.py) ---------------------------------------------
 
     def limit_rate(self, high: int, low: int | None = None) -> Flow[T]:
         """Pass elements through, but never let the upstream owe more than ``high``: ask for
         up to ``low`` more (default ``high - high // 4``) once that many have arrived."""
-        from rstreams.flow._rate import LimitRateFlow
-
-        return LimitRateFlow(self, high, low)
+        return _Wrapped(LimitRateFlow(_unwrap(self), high, low))
 
     def on_backpressure_buffer(self, n: int, *, overflow: OverflowStrategy | None = None) -> Flow[T]:
         """Ask upstream for everything; hold up to ``n`` elements the downstream has not asked
         for. Past ``n``: ``ERROR`` (default) fails the stream after the held elements and
         cancels upstream; ``DROP`` drops the newest; ``LATEST`` the oldest."""
-        from rstreams.flow._push import OverflowStrategy
-        from rstreams.flow._rate import backpressure_buffer
-
-        return backpressure_buffer(self, n, OverflowStrategy.ERROR if overflow is None else overflow)
+        return _Wrapped(
+            backpressure_buffer(_unwrap(self), n, OverflowStrategy.ERROR if overflow is None else overflow)
+        )
 
     def on_backpressure_drop(self, on_drop: Callable[[T], object] | None = None) -> Flow[T]:
         """Ask upstream for everything; drop (and pass to ``on_drop``) each element the
         downstream has not asked for."""
-        from rstreams.flow._rate import backpressure_drop
-
-        return backpressure_drop(self, on_drop)
+        return _Wrapped(backpressure_drop(_unwrap(self), on_drop))
 
     def on_backpressure_latest(self) -> Flow[T]:
         """Ask upstream for everything; keep only the latest element nobody asked for yet."""
-        from rstreams.flow._push import OverflowStrategy
-        from rstreams.flow._rate import BackpressureFlow
-
-        return BackpressureFlow(self, "on_backpressure_latest", OverflowStrategy.LATEST, 1)
+        return _Wrapped(BackpressureFlow(_unwrap(self), "on_backpressure_latest", OverflowStrategy.LATEST, 1))
 
     def subscribe_on(self, target: asyncio.AbstractEventLoop | concurrent.futures.Executor) -> Flow[T]:
         """Subscribe to this Flow on an asyncio loop or an executor's thread (whatever the
         source does in ``subscribe`` runs there); signals then come from wherever it sends them."""
-        from rstreams.flow._rate import SubscribeOnFlow
-
-        return SubscribeOnFlow(self, target)
+        return _Wrapped(SubscribeOnFlow(_unwrap(self), target))
 
     def publish_on(
         self,
@@ -487,43 +442,31 @@ class Flow(Publisher[T], abc.ABC):
         open at a time; each is subscribed once and has its own demand. At most ``prefetch``
         elements are held in all (a group nobody consumes stops the upstream); opening more
         than ``max_groups`` groups fails the stream with ``OverflowStrategyError``."""
-        from rstreams.flow._window import GroupByFlow
-
-        return GroupByFlow(self, key, max_groups, prefetch)
+        return _Wrapped(GroupByFlow(_unwrap(self), key, max_groups, prefetch, GroupedFlow))
 
     def window(self, count: int, *, prefetch: int = 256) -> Flow[GroupedFlow[T]]:
         """A Flow of windows (``GroupedFlow``, ``.key`` 0, 1, ...) of ``count`` consecutive
         elements each (the last may be shorter); demand like :meth:`group_by`."""
-        from rstreams.flow._window import GroupByFlow
-
-        return GroupByFlow(self, None, 2**63 - 1, prefetch, count=count)
+        return _Wrapped(GroupByFlow(_unwrap(self), None, 2**63 - 1, prefetch, GroupedFlow, count=count))
 
     def share(self, *, buffer_size: int = 256) -> Flow[T]:
         """One subscription to this Flow shared by every subscriber while any is there; the
         slowest sets the pace (at most ``buffer_size`` held ahead of it). Late subscribers see
         later elements; after the last one leaves, the next subscribes anew."""
-        from rstreams.flow._share import ShareFlow
-
-        return ShareFlow(self, buffer_size)
+        return _Wrapped(ShareFlow(_unwrap(self), buffer_size))
 
     # -- sinks ----------------------------------------------------------------------
 
     def collect(self) -> SinkResult[list[T]]:
         """All elements in a list; ``await`` the result, or call ``.result(timeout)``."""
-        from rstreams.flow._sinks import collect
-
         return collect(self)
 
     def reduce(self, fn: Callable[[A, T], A], initial: A) -> SinkResult[A]:
         """Fold the elements with ``fn(accumulator, element)``, starting from ``initial``."""
-        from rstreams.flow._sinks import reduce
-
         return reduce(self, fn, initial)
 
     def count(self) -> SinkResult[int]:
         """The number of elements."""
-        from rstreams.flow._sinks import count
-
         return count(self)
 
     def for_each(
@@ -533,8 +476,6 @@ class Flow(Publisher[T], abc.ABC):
         window: int | None = None,
     ) -> SinkResult[None]:
         """Call ``on_next`` for each element; ``window=None`` requests unbounded demand."""
-        from rstreams.flow._sinks import for_each
-
         return for_each(self, on_next, window=window)
 
     def __aiter__(self) -> AsyncIterator[T]:
@@ -546,8 +487,6 @@ class Flow(Publisher[T], abc.ABC):
 
         Leaving the ``async for`` early (``break``, an exception) cancels the subscription.
         """
-        from rstreams.flow._aiter import iter_async
-
         return iter_async(self, window=window)
 
     def iter_blocking(self, *, window: int = DEFAULT_WINDOW, timeout: float | None = None) -> Iterator[T]:
@@ -555,25 +494,33 @@ class Flow(Publisher[T], abc.ABC):
 
         Do not use it on an event loop's own thread with a source that needs that loop.
         """
-        from rstreams.flow._blocking import iter_blocking
-
         return iter_blocking(self, window=window, timeout=timeout)
 
     def to_observable(self) -> reactivex.Observable[T]:
         """A reactivex Observable that subscribes to this Flow with unbounded demand."""
-        from rstreams.flow._rx import to_observable
-
         return to_observable(self)
 
 
 class _Wrapped(Flow[T]):
-    __slots__ = ("_source",)
+    """A Flow over a Publisher that is not one: an operator's, a source's, anyone else's."""
 
-    def __init__(self, source: Publisher[T]) -> None:
-        self._source = source
+    __slots__ = ("publisher",)
+
+    def __init__(self, publisher: Publisher[T]) -> None:
+        self.publisher = publisher
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
-        self._source.subscribe(check_subscriber(subscriber))
+        self.publisher.subscribe(check_subscriber(subscriber))
+
+
+def _unwrap(flow: Flow[T]) -> Publisher[T]:
+    """The Publisher under ``flow`` if it only wraps one (an operator is built over that), else ``flow``."""
+    return flow.publisher if isinstance(flow, _Wrapped) else flow
+
+
+def wrap(publisher: Publisher[T]) -> Flow[T]:
+    """``publisher`` (made by rstreams, so it obeys the rules) as a Flow."""
+    return _Wrapped(publisher)
 
 
 def from_publisher(publisher: Publisher[T]) -> Flow[T]:
@@ -583,3 +530,36 @@ def from_publisher(publisher: Publisher[T]) -> Flow[T]:
     if not callable(getattr(publisher, "subscribe", None)):
         raise TypeError(f"from_publisher() needs an object with subscribe(subscriber), got {publisher!r}")
     return _Wrapped(publisher)
+
+
+class AwaitableFlow(_Wrapped[T]):
+    """``first()``, ``last()``, ``element_at(i)``: a Flow of one element that can also be
+    awaited, or ``result(timeout)``-ed, like a sink's :class:`~rstreams.SinkResult`; each of
+    those subscribes anew."""
+
+    __slots__ = ("element",)
+
+    def __init__(self, element: ElementFlow[T]) -> None:
+        super().__init__(element)
+        self.element = element
+
+    def result(self, timeout: float | None = None) -> T:
+        """Subscribe and block until the element is there (see :meth:`SinkResult.result`)."""
+        return self.element.result(timeout)
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self.element.__await__()
+
+
+class GroupedFlow(_Wrapped[T]):
+    """One group of ``group_by`` (or window of ``window``): its ``key`` and its elements, as a
+    Flow that can be subscribed once."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, group: Group[T]) -> None:
+        super().__init__(group)
+        self.key = group.key
+
+    def __repr__(self) -> str:
+        return f"GroupedFlow(key={self.key!r})"

@@ -30,9 +30,8 @@ from operator import is_, length_hint
 from typing import Generic, TypeVar
 
 from rstreams import demand
-from rstreams.api import Subscriber, Subscription
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.flow._drain import DrainLoop
-from rstreams.flow._flow import Flow
 from rstreams.flow._signals import (
     CHUNK,
     NextMany,
@@ -54,7 +53,7 @@ _EXACT: frozenset[type] = frozenset({_RANGE, type(iter([])), type(iter(())), typ
 SOURCE_NONE = "rule 2.13: the source produced None; None is never a stream element"
 
 
-class IterableFlow(Flow[T]):
+class IterableFlow(Publisher[T]):
     """A cold Publisher over the iterator that ``factory()`` returns, one per subscription."""
 
     __slots__ = ("_factory",)
@@ -265,13 +264,8 @@ class _OneShot(Iterator[T]):
         raise StopIteration
 
 
-def from_iterable(iterable: Iterable[T]) -> Flow[T]:
-    """A cold Flow of the iterable's elements; each subscription iterates it anew.
-
-    Lazy: elements are pulled only as they are requested, so infinite iterables work.
-    An *iterator* (or generator) can be consumed only once: a second subscription gets
-    ``on_error(RuntimeError)`` saying so.
-    """
+def from_iterable(iterable: Iterable[T]) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.from_iterable`."""
     if not isinstance(iterable, Iterable):
         raise TypeError(f"from_iterable() needs an iterable, got {iterable!r}")
     if isinstance(iterable, Iterator):
@@ -280,33 +274,33 @@ def from_iterable(iterable: Iterable[T]) -> Flow[T]:
     return IterableFlow(lambda: iter(iterable))
 
 
-def range_(start: int, stop: int | None = None, step: int = 1) -> Flow[int]:
-    """Like the builtin ``range``: ``range_(5)`` is 0..4, ``range_(2, 5)`` is 2..4."""
+def range_(start: int, stop: int | None = None, step: int = 1) -> Publisher[int]:
+    """The publisher behind :func:`rstreams.range`."""
     numbers = range(start) if stop is None else range(start, stop, step)
     return IterableFlow(lambda: iter(numbers))
 
 
-def just(*items: T) -> Flow[T]:
-    """A Flow of exactly these elements. ``None`` is refused here, before anything runs."""
+def just(*items: T) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.just`."""
     if any(item is None for item in items):
         raise TypeError("just() got None; None is never a stream element (rule 2.13)")
     return IterableFlow(lambda: iter(items))
 
 
-def empty() -> Flow[T]:
-    """A Flow that completes right after ``on_subscribe``, without any request."""
+def empty() -> Publisher[T]:
+    """The publisher behind :func:`rstreams.empty`."""
     return IterableFlow(lambda: iter(()))
 
 
-def error(exc: BaseException) -> Flow[T]:
-    """A Flow that signals ``on_subscribe`` and then ``on_error(exc)``, without any request."""
+def error(exc: BaseException) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.error`."""
     if not isinstance(exc, BaseException):
         raise TypeError(f"error() needs an exception instance, got {exc!r}")
 
     return _ErrorFlow(exc)
 
 
-class _ErrorFlow(Flow[T]):
+class _ErrorFlow(Publisher[T]):
     """``error(exc)``: signals ``exc`` without raising it, so the caller's exception gets no
     traceback of ours (which would keep every subscriber's frames alive, rule 3.13)."""
 

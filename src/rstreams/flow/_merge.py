@@ -38,7 +38,6 @@ from rstreams.flow._drain import (
     as_publisher,
     check_prefetch,
 )
-from rstreams.flow._flow import Flow
 from rstreams.flow._iterable import empty, from_iterable
 from rstreams.flow._operator import OperatorFlow, check_callable
 from rstreams.flow._signals import NONE_ITEM, report_broken
@@ -74,13 +73,8 @@ def _identity(publisher: Publisher[T]) -> Publisher[T]:
     return publisher
 
 
-def merge(*publishers: Publisher[T], prefetch: int = 32) -> Flow[T]:
-    """The elements of all ``publishers``, interleaved as they arrive.
-
-    Every Publisher is subscribed at once, each buffered up to ``prefetch`` elements.
-    Completes when all have completed; the first error cancels the others and is passed
-    on. ``merge()`` with no Publishers completes at once.
-    """
+def merge(*publishers: Publisher[T], prefetch: int = 32) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.merge`."""
     for publisher in publishers:
         as_publisher("merge", publisher, publisher)
     check_prefetch("merge", "prefetch", prefetch)

@@ -42,27 +42,16 @@ from rstreams import demand
 from rstreams.api import Processor, Subscriber, Subscription
 from rstreams.errors import OverflowStrategyError, ResourceClosedError
 from rstreams.flow._drain import DrainLoop
-from rstreams.flow._flow import Flow
 from rstreams.flow._signals import NONE_ITEM, report_broken, signal_subscribe, signal_terminal
 from rstreams.rules import check_error, check_subscriber
 
-__all__ = ["MulticastProcessor"]
+__all__ = ["Multicast"]
 
 T = TypeVar("T")
 
 
-class MulticastProcessor(DrainLoop, Flow[T], Processor[T, T], Generic[T]):
-    """A hot Processor: subscribe it to one Publisher, then subscribe any number of Subscribers.
-
-    ``processor = MulticastProcessor(); source.subscribe(processor); processor.map(f)...``
-
-    Every element from upstream goes to every subscriber present when it arrived, each
-    at its own demand; a subscriber that joins late sees only later elements. The
-    slowest subscriber sets the pace: at most ``buffer_size`` elements are held (or
-    requested) ahead of it. Errors reach all subscribers immediately, even without
-    demand (rule 4.2). With ``auto_cancel`` (the default) the upstream is cancelled
-    when the last subscriber cancels. All methods are thread-safe.
-    """
+class Multicast(DrainLoop, Processor[T, T], Generic[T]):
+    """The processor behind :class:`rstreams.MulticastProcessor` (which adds the Flow methods)."""
 
     __slots__ = (
         "_auto_cancel",
@@ -291,7 +280,7 @@ class _MulticastSubscription(Subscription, Generic[T]):
 
     __slots__ = ("bad_request", "downstream", "emitted", "parent", "position", "requested")
 
-    def __init__(self, parent: MulticastProcessor[T], downstream: Subscriber[T]) -> None:
+    def __init__(self, parent: Multicast[T], downstream: Subscriber[T]) -> None:
         self.parent = parent
         self.downstream: Subscriber[T] | None = downstream  # None once cancelled or ended (3.13)
         self.requested = 0  # summed, saturating (3.17); only ever grows

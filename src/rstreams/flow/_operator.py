@@ -1,7 +1,8 @@
 """The one shape of an operator: :class:`OperatorFlow` and :class:`OperatorSubscriber`.
 
-An operator is a :class:`OperatorFlow` (it holds ``source`` and the checked arguments,
-and makes one inner subscriber per subscription) and an inner subscriber that is both
+An operator is a :class:`OperatorFlow`, a plain Publisher (it holds ``source`` and the
+checked arguments, and makes one inner subscriber per subscription; it does not know
+:class:`~rstreams.Flow`, which wraps it and offers the fluent methods) and an inner subscriber that is both
 the upstream's Subscriber and the downstream's Subscription, with three fields:
 ``downstream``, ``upstream`` and ``done`` (no more upstream signals are taken: the
 upstream terminated, or this operator cancelled it). Each signal method follows the same
@@ -27,7 +28,7 @@ Operators may also offer the internal batch signal ``on_next_many(items)`` (see
 Writing a new operator: subclass both, keep the steps (tests/flow/test_operator_guide.py
 runs this very example under the TCK)::
 
-    class MapIndexedFlow(OperatorFlow[T, R]):          # source.pipe(lambda f: MapIndexedFlow(f, fn))
+    class MapIndexedFlow(OperatorFlow[T, R]):  # from_publisher(MapIndexedFlow(source, fn))
         __slots__ = ("fn",)
 
         def __init__(self, source: Publisher[T], fn: Callable[[int, T], R]) -> None:
@@ -69,14 +70,16 @@ from typing import Any, Generic, TypeVar
 
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
-from rstreams.flow._flow import Flow
 from rstreams.flow._signals import NextMany, next_many
 from rstreams.rules import check_error, check_subscriber
 
-__all__ = ["OperatorFlow", "OperatorSubscriber", "check_callable", "check_count"]
+__all__ = ["MISSING", "OperatorFlow", "OperatorSubscriber", "check_callable", "check_count"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+MISSING: Any = object()
+"""No ``default=`` given (``first``/``last``/``element_at``), or no value held yet."""
 
 
 def check_callable(operator: str, fn: object, what: str = "fn") -> Callable[..., Any]:
@@ -95,8 +98,8 @@ def check_count(operator: str, n: object, name: str = "n") -> int:
     return n
 
 
-class OperatorFlow(Flow[R], Generic[T, R]):
-    """An operator's Flow: ``source`` plus checked arguments; one inner subscriber per subscribe."""
+class OperatorFlow(Publisher[R], Generic[T, R]):
+    """An operator's Publisher: ``source`` plus checked arguments; one inner subscriber per subscribe."""
 
     __slots__ = ("source",)
 

@@ -32,19 +32,19 @@ import reprlib
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rstreams import demand
-from rstreams.api import Subscriber, Subscription
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import OverflowStrategyError, ResourceClosedError, report_unhandled
 from rstreams.flow._drain import DrainLoop
-from rstreams.flow._flow import Flow
 from rstreams.flow._signals import report_broken, signal_subscribe, signal_terminal
 from rstreams.rules import check_item, check_subscriber
 
-__all__ = ["BufferedSubscription", "OverflowStrategy", "PushSource", "from_push", "resolve_capacity"]
+__all__ = ["BufferedSubscription", "OverflowStrategy", "PushHub", "from_push", "resolve_capacity"]
 
 T = TypeVar("T")
+H = TypeVar("H", bound="PushHub[Any]")
 
 
 class OverflowStrategy(enum.Enum):
@@ -304,18 +304,8 @@ class BufferedSubscription(DrainLoop, Subscription, Generic[T]):
         return True
 
 
-class PushSource(Flow[T]):
-    """A hot Publisher fed by ``push``/``complete``/``fail``, callable from any thread.
-
-    Multicast: every subscriber has its own demand and its own buffer, handled by
-    ``overflow`` and ``capacity`` (see :class:`OverflowStrategy`); a slow subscriber never
-    holds back a fast one. Subscribers see the elements pushed after they subscribed; a
-    subscriber that arrives after ``complete``/``fail`` gets that terminal signal at once.
-    Elements pushed while nobody is subscribed are gone and are not counted as dropped.
-
-    ``push`` may deliver ``on_next`` on the producer's thread when the subscriber has
-    demand, so the producer should not hold its own locks while pushing.
-    """
+class PushHub(Publisher[T]):
+    """The hot multicast core of :class:`rstreams.PushSource` (which adds the Flow methods)."""
 
     __slots__ = (
         "_capacity",
@@ -427,22 +417,24 @@ class PushSource(Flow[T]):
                 report_unhandled(exc, "from_push: the cleanup callable")
 
 
-class _PushFlow(Flow[T]):
-    __slots__ = ("_capacity", "_overflow", "_register")
+class _PushFlow(Publisher[T], Generic[T, H]):
+    __slots__ = ("_capacity", "_make", "_overflow", "_register")
 
     def __init__(
         self,
-        register: Callable[[PushSource[T]], Callable[[], object] | None],
+        register: Callable[[H], Callable[[], object] | None],
         overflow: OverflowStrategy,
         capacity: int | None,
+        make: Callable[..., H],
     ) -> None:
         self._register = register
         self._overflow = overflow
         self._capacity = capacity
+        self._make = make
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
-        source: PushSource[T] = PushSource(overflow=self._overflow, capacity=self._capacity)
+        source = self._make(overflow=self._overflow, capacity=self._capacity)
         source.subscribe(subscriber)
         try:
             dispose = self._register(source)
@@ -454,21 +446,14 @@ class _PushFlow(Flow[T]):
 
 
 def from_push(
-    register: Callable[[PushSource[T]], Callable[[], object] | None],
+    register: Callable[[H], Callable[[], object] | None],
     *,
     overflow: OverflowStrategy,
     capacity: int | None = None,
-) -> Flow[T]:
-    """A cold Flow over a callback-style producer, one :class:`PushSource` per subscription.
-
-    For every subscriber, ``register(source)`` is called after ``on_subscribe`` (so demand
-    asked for there is already in place); it wires the producer to ``source.push`` /
-    ``complete`` / ``fail`` and may return a cleanup callable, which runs once when the
-    subscriber cancels or the stream ends. If ``register`` raises, the subscriber gets
-    that error. ``overflow`` must be chosen: the specification leaves "buffer or drop"
-    to the publisher, and only the user knows which is right.
-    """
+    make: Callable[..., H],
+) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.from_push`; ``make`` builds each subscription's hub."""
     if not callable(register):
         raise TypeError(f"from_push(register) needs a callable taking the PushSource, got {register!r}")
     resolve_capacity(overflow, capacity)
-    return _PushFlow(register, overflow, capacity)
+    return _PushFlow(register, overflow, capacity, make)

@@ -10,7 +10,7 @@ down (RxPY removed backpressure in 3.0). So the two directions differ:
   :func:`rstreams.errors.report_unhandled` (rule 2.13: a Subscriber must not raise).
 * ``from_observable(observable, overflow=..., capacity=...)``: a cold Flow, built on
   :func:`rstreams.flow._push.from_push`: the Observable pushes into a
-  :class:`~rstreams.flow._push.PushSource` and the overflow strategy (buffer, drop,
+  :class:`~rstreams.PushSource` and the overflow strategy (buffer, drop,
   latest, error) decides what happens to elements that find no demand (rule 1.1).
   Cancelling the subscription disposes the Observable subscription.
 
@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
-from rstreams.flow._flow import Flow
-from rstreams.flow._push import OverflowStrategy, PushSource, from_push
+from rstreams.flow._push import OverflowStrategy, PushHub, from_push
 from rstreams.flow._sinks import check_publisher, check_window
 from rstreams.rules import check_error
 
@@ -141,11 +140,11 @@ def to_observable(publisher: Publisher[T], *, window: int | None = None) -> reac
 
 
 class _ObservableBridge(Generic[T]):
-    """The reactivex observer that feeds a :class:`PushSource`; tolerant of late signals."""
+    """The reactivex observer that feeds a :class:`~rstreams.flow._push.PushHub`; tolerant of late signals."""
 
     __slots__ = ("_ended", "_source")
 
-    def __init__(self, source: PushSource[T]) -> None:
+    def __init__(self, source: PushHub[T]) -> None:
         self._source = source
         self._ended = False
 
@@ -177,17 +176,8 @@ def from_observable(
     *,
     overflow: OverflowStrategy | str = OverflowStrategy.BUFFER,
     capacity: int | None = None,
-) -> Flow[T]:
-    """A cold Flow over a reactivex Observable: each subscription subscribes to it anew.
-
-    An Observable cannot be slowed down, so ``overflow`` says what happens to an element
-    that arrives without demand (rule 1.1): ``"buffer"`` holds up to ``capacity``
-    (default 256) and then fails the stream with
-    :class:`~rstreams.errors.OverflowStrategyError`; ``"drop"`` drops the newest beyond
-    ``capacity`` (default 0); ``"latest"`` keeps the newest ``capacity`` (default 1);
-    ``"error"`` fails at the first element without demand. Cancelling disposes the
-    Observable subscription. Needs reactivex (``pip install rstreams[reactivex]``).
-    """
+) -> Publisher[T]:
+    """The publisher behind :func:`rstreams.from_observable`."""
     _import_reactivex()
     if not callable(getattr(observable, "subscribe", None)):
         raise TypeError(f"from_observable() needs a reactivex Observable, got {observable!r}")
@@ -200,11 +190,11 @@ def from_observable(
                 f"from_observable(overflow=...) needs one of {choices}, got {overflow!r}"
             ) from None
 
-    def register(source: PushSource[T]) -> Any:
+    def register(source: PushHub[T]) -> Any:
         bridge = _ObservableBridge(source)
         disposable = observable.subscribe(
             on_next=bridge.on_next, on_error=bridge.on_error, on_completed=bridge.on_completed
         )
         return disposable.dispose
 
-    return from_push(register, overflow=overflow, capacity=capacity)
+    return from_push(register, overflow=overflow, capacity=capacity, make=PushHub)

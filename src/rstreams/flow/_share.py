@@ -1,6 +1,6 @@
 """``share()``: one upstream subscription for many subscribers, while any is there (ref count).
 
-Built on :class:`~rstreams.flow._multicast.MulticastProcessor` (its module tells how one
+Built on :class:`~rstreams.flow._multicast.Multicast` (its module tells how one
 upstream serves many subscribers, paced by the slowest, with at most ``buffer_size``
 elements held ahead of it). ``share`` adds the reference count: the first subscriber
 makes a processor and subscribes it to the source; later ones join that processor and
@@ -16,8 +16,7 @@ from typing import Generic, TypeVar
 
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
-from rstreams.flow._flow import Flow
-from rstreams.flow._multicast import MulticastProcessor
+from rstreams.flow._multicast import Multicast
 from rstreams.flow._signals import NONE_ITEM
 from rstreams.rules import check_error, check_subscriber
 
@@ -26,7 +25,7 @@ __all__ = ["ShareFlow"]
 T = TypeVar("T")
 
 
-class ShareFlow(Flow[T]):
+class ShareFlow(Publisher[T]):
     """``source.share(buffer_size=256)``; see :meth:`rstreams.Flow.share`."""
 
     __slots__ = ("_buffer_size", "_lock", "_members", "_processor", "_source")
@@ -37,7 +36,7 @@ class ShareFlow(Flow[T]):
         self._source = source
         self._buffer_size = buffer_size
         self._lock = threading.Lock()
-        self._processor: MulticastProcessor[T] | None = None
+        self._processor: Multicast[T] | None = None
         self._members = 0
 
     @property
@@ -51,7 +50,7 @@ class ShareFlow(Flow[T]):
             processor = self._processor
             first = processor is None
             if processor is None:
-                processor = self._processor = MulticastProcessor(buffer_size=self._buffer_size)
+                processor = self._processor = Multicast(buffer_size=self._buffer_size)
             self._members += 1
         processor.subscribe(_Member(self, processor, subscriber))
         if first:
@@ -76,7 +75,7 @@ class _Member(Subscriber[T], Subscription, Generic[T]):
     __slots__ = ("_share", "downstream", "left", "processor", "upstream")
 
     def __init__(
-        self, share: ShareFlow[T], processor: MulticastProcessor[T], downstream: Subscriber[T]
+        self, share: ShareFlow[T], processor: Multicast[T], downstream: Subscriber[T]
     ) -> None:
         self._share = share
         self.processor = processor

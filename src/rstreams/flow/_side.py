@@ -15,8 +15,7 @@ import threading
 from typing import Any, Generic, Protocol, TypeVar
 
 from rstreams.api import Publisher, Subscriber
-from rstreams.flow._flow import MISSING
-from rstreams.flow._operator import OperatorSubscriber
+from rstreams.flow._operator import MISSING, OperatorSubscriber
 from rstreams.flow._signals import signal_terminal
 from rstreams.rules import check_error
 

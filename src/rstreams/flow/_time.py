@@ -25,9 +25,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from rstreams.api import Subscriber
+from rstreams.api import Publisher, Subscriber
 from rstreams.flow._async_source import on_loop_thread, resolve_loop
-from rstreams.flow._flow import Flow
 from rstreams.flow._push import BufferedSubscription, OverflowStrategy, resolve_capacity
 from rstreams.rules import check_subscriber
 
@@ -42,7 +41,7 @@ def _seconds(value: object, what: str, *, positive: bool) -> float:
     return float(value)
 
 
-class _ClockFlow(Flow[int]):
+class _ClockFlow(Publisher[int]):
     __slots__ = ("_capacity", "_delay", "_loop", "_name", "_overflow", "_period")
 
     def __init__(
@@ -153,15 +152,8 @@ def interval(
     initial_delay: float | None = None,
     overflow: OverflowStrategy = OverflowStrategy.ERROR,
     capacity: int | None = None,
-) -> Flow[int]:
-    """A Flow of 0, 1, 2, ... one every ``period`` seconds on ``loop``; never completes.
-
-    The first tick comes ``initial_delay`` seconds (default: ``period``) after
-    ``subscribe``. Without ``loop=``, the loop running at ``subscribe`` is used; with none,
-    the subscriber gets ``on_subscribe`` then ``on_error(RuntimeError)``. A tick without
-    demand is handled by ``overflow`` (default ``ERROR``: the stream fails, rule 1.1).
-    Each subscription has its own clock.
-    """
+) -> Publisher[int]:
+    """The publisher behind :func:`rstreams.interval`."""
     step = _seconds(period, "interval(period)", positive=True)
     delay = (
         step if initial_delay is None else _seconds(initial_delay, "interval(initial_delay=)", positive=False)
@@ -175,11 +167,7 @@ def timer(
     loop: asyncio.AbstractEventLoop | None = None,
     overflow: OverflowStrategy = OverflowStrategy.ERROR,
     capacity: int | None = None,
-) -> Flow[int]:
-    """A Flow of a single ``0`` ``delay`` seconds after ``subscribe``, then ``on_complete``.
-
-    Without demand at that moment, ``overflow`` decides (default ``ERROR``: on_error, as in
-    RxJava; ``BUFFER``/``LATEST`` hold the 0 until requested; ``DROP`` completes empty).
-    """
+) -> Publisher[int]:
+    """The publisher behind :func:`rstreams.timer`."""
     seconds = _seconds(delay, "timer(delay)", positive=False)
     return _ClockFlow("timer", seconds, None, loop, overflow, capacity)

@@ -38,8 +38,9 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ReactiveStreamsError
 from rstreams.flow._async_source import on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
-from rstreams.flow._flow import MISSING, Flow
-from rstreams.flow._operator import OperatorFlow
+from rstreams.flow._iterable import error
+from rstreams.flow._operator import MISSING, OperatorFlow
+from rstreams.flow._recover import OnErrorResumeFlow
 from rstreams.flow._signals import NONE_ITEM, report_broken
 from rstreams.rules import check_subscriber
 
@@ -603,12 +604,12 @@ class Timeout(_Timed[T, T]):
 
 
 def timeout(
-    source: Flow[T],
+    source: Publisher[T],
     per_element: float | None,
     total: float | None,
     fallback: Publisher[T] | None,
     loop: asyncio.AbstractEventLoop | None,
-) -> Flow[T]:
+) -> Publisher[T]:
     """``source.timeout(...)``: checked arguments; a fallback continues after our own timeout."""
     per = None if per_element is None else seconds("timeout", "per_element", per_element, positive=True)
     whole = None if total is None else seconds("timeout", "total=", total, positive=True)
@@ -616,22 +617,20 @@ def timeout(
         raise ValueError("timeout() needs per_element or total=; both are None")
     if fallback is not None and not callable(getattr(fallback, "subscribe", None)):
         raise TypeError(f"timeout(fallback=) needs a Publisher, got {fallback!r}")
-    timed: Flow[T] = TimedFlow(source, Timeout, (per, whole), loop)
+    timed: Publisher[T] = TimedFlow(source, Timeout, (per, whole), loop)
     if fallback is None:
         return timed
-    from rstreams.flow._iterable import error
-
     chosen = fallback
 
     def resume(exc: BaseException) -> Publisher[T]:
         return chosen if isinstance(exc, StreamTimeoutError) else error(exc)
 
-    return timed.on_error_resume(resume)
+    return OnErrorResumeFlow(timed, resume)
 
 
 def buffer_time(
-    source: Flow[T], period: float, max_size: int, loop: asyncio.AbstractEventLoop | None
-) -> Flow[list[T]]:
+    source: Publisher[T], period: float, max_size: int, loop: asyncio.AbstractEventLoop | None
+) -> Publisher[list[T]]:
     """``source.buffer_time(...)`` with checked arguments."""
     return TimedFlow(
         source,
@@ -645,8 +644,8 @@ def buffer_time(
 
 
 def delay_flow(
-    source: Flow[T], by: float, max_pending: int, loop: asyncio.AbstractEventLoop | None
-) -> Flow[T]:
+    source: Publisher[T], by: float, max_pending: int, loop: asyncio.AbstractEventLoop | None
+) -> Publisher[T]:
     """``source.delay(...)`` with checked arguments."""
     return TimedFlow(
         source,
@@ -665,7 +664,9 @@ _KINDS: dict[str, tuple[type[_Timed[Any, Any]], str, bool]] = {
 """Each filter on the clock: its subscriber, its argument's name, whether it must be > 0."""
 
 
-def timed(source: Flow[T], operator: str, value: float, loop: asyncio.AbstractEventLoop | None) -> Flow[T]:
+def timed(
+    source: Publisher[T], operator: str, value: float, loop: asyncio.AbstractEventLoop | None
+) -> Publisher[T]:
     """``source.debounce(value)`` (or ``throttle_first``, ...) with checked arguments."""
     kind, name, positive = _KINDS[operator]
     return TimedFlow(source, kind, (seconds(operator, name, value, positive=positive),), loop)

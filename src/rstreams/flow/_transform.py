@@ -26,7 +26,9 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from rstreams.api import Publisher, Subscriber
+from rstreams.flow._concat_map import ConcatMapFlow
 from rstreams.flow._filter import FilterSubscriber
+from rstreams.flow._iterable import just
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
 from rstreams.flow._signals import NONE_ITEM
 
@@ -239,8 +241,5 @@ class _TakeWhileSubscriber(OperatorSubscriber[T, T]):
 
 def start_with(source: Publisher[T], items: tuple[T, ...]) -> OperatorFlow[Publisher[T], T]:
     """``items``, then ``source`` (subscribed once the items are delivered)."""
-    from rstreams.flow._concat_map import ConcatMapFlow
-    from rstreams.flow._iterable import just
-
     prefix: Publisher[T] = just(*items)
     return ConcatMapFlow(just(prefix, source), _identity, prefetch=1)

@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
 from rstreams.errors import report_unhandled
-from rstreams.flow._flow import MISSING
-from rstreams.flow._operator import OperatorFlow
+from rstreams.flow._operator import MISSING, OperatorFlow
 from rstreams.flow._side import SideOperatorSubscriber
 from rstreams.flow._signals import NONE_ITEM, signal_terminal
 from rstreams.rules import check_error

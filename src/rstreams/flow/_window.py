@@ -1,6 +1,7 @@
 """Flows of Flows: ``group_by(key, max_groups=)`` and ``window(count)``.
 
-Both emit :class:`GroupedFlow` objects (a Flow with a ``key``), each subscribable once,
+Both emit one :class:`Group` per group (a Publisher with a ``key``, subscribable once;
+:class:`rstreams.Flow` hands them on as ``GroupedFlow`` through ``wrap``),
 and are built on one :class:`rstreams.flow._drain.DrainSubscriber` (its module tells the
 theory of operation): the drain loop signals the outer subscriber *and* every group's
 subscriber, so all signals are serial (rules 1.3, 2.7) and a request inside any
@@ -36,20 +37,21 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import OverflowStrategyError
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
-from rstreams.flow._flow import Flow
 from rstreams.flow._operator import OperatorFlow, check_callable
 from rstreams.flow._signals import NONE_ITEM, report_broken, signal_subscribe, signal_terminal
 from rstreams.rules import check_subscriber
 
-__all__ = ["GroupByFlow", "GroupedFlow"]
+__all__ = ["Group", "GroupByFlow"]
 
 T = TypeVar("T")
+G = TypeVar("G")
 
 
-class GroupByFlow(OperatorFlow[T, "GroupedFlow[T]"]):
-    """``group_by``/``window``: ``key`` is ``None`` for windows of ``count``."""
+class GroupByFlow(OperatorFlow[T, G], Generic[T, G]):
+    """``group_by``/``window``: ``key`` is ``None`` for windows of ``count``; each group goes
+    downstream as ``wrap(group)``."""
 
-    __slots__ = ("key", "max_groups", "prefetch", "size")
+    __slots__ = ("key", "max_groups", "prefetch", "size", "wrap")
 
     def __init__(
         self,
@@ -57,22 +59,24 @@ class GroupByFlow(OperatorFlow[T, "GroupedFlow[T]"]):
         key: Callable[[T], Hashable] | None,
         max_groups: int,
         prefetch: int,
+        wrap: Callable[[Group[T]], G],
         count: int | None = None,
     ) -> None:
         super().__init__(source)
+        self.wrap = wrap
         name = "window" if count is not None else "group_by"
         self.key = None if key is None else check_callable(name, key, "key")
         self.max_groups = check_prefetch("group_by", "max_groups", max_groups)
         self.prefetch = check_prefetch(name, "prefetch", prefetch)
         self.size = None if count is None else check_prefetch("window", "count", count)
 
-    def subscriber(self, downstream: Subscriber[GroupedFlow[T]]) -> Subscriber[T]:
+    def subscriber(self, downstream: Subscriber[G]) -> Subscriber[T]:
         if self.size is not None:
             return _Windowing(downstream, self)
         return _Grouping(downstream, self)
 
 
-class GroupedFlow(Flow[T], Generic[T]):
+class Group(Publisher[T], Generic[T]):
     """One group (or window): its ``key`` and its elements; it can be subscribed once."""
 
     __slots__ = (
@@ -109,7 +113,7 @@ class GroupedFlow(Flow[T], Generic[T]):
         self.emitted = False  # handed to the outer subscriber: the loop serves it
 
     def __repr__(self) -> str:
-        return f"GroupedFlow(key={self.key!r})"
+        return f"Group(key={self.key!r})"
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
@@ -136,7 +140,7 @@ class GroupedFlow(Flow[T], Generic[T]):
 class _GroupSubscription(Subscription):
     __slots__ = ("group",)
 
-    def __init__(self, group: GroupedFlow[Any] | None) -> None:
+    def __init__(self, group: Group[Any] | None) -> None:
         self.group = group
 
     def request(self, n: int) -> None:
@@ -158,7 +162,7 @@ class _GroupSubscription(Subscription):
             group.parent.mark(group)
 
 
-class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
+class _Grouping(DrainSubscriber[T, Any]):
     name = "group_by"
 
     __slots__ = (
@@ -176,19 +180,21 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
         "seen",
         "size",
         "swept",
+        "wrap",
     )
 
-    def __init__(self, downstream: Subscriber[GroupedFlow[T]], flow: GroupByFlow[T]) -> None:
+    def __init__(self, downstream: Subscriber[Any], flow: GroupByFlow[T, Any]) -> None:
         super().__init__(downstream)
+        self.wrap = flow.wrap
         self.key = flow.key
         self.size = flow.size
         self.max_groups = flow.max_groups
         self.prefetch = flow.prefetch
         self.limit = flow.prefetch - (flow.prefetch >> 2)
-        self.open: dict[Hashable, GroupedFlow[T]] = {}  # groups elements may still join
-        self.fresh: deque[GroupedFlow[T]] = deque()  # opened, not yet emitted to the outer subscriber
-        self.live: list[GroupedFlow[T]] = []  # emitted, not yet ended
-        self.dirty: deque[GroupedFlow[T]] = deque()  # groups with news for the loop
+        self.open: dict[Hashable, Group[T]] = {}  # groups elements may still join
+        self.fresh: deque[Group[T]] = deque()  # opened, not yet emitted to the outer subscriber
+        self.live: list[Group[T]] = []  # emitted, not yet ended
+        self.dirty: deque[Group[T]] = deque()  # groups with news for the loop
         self.swept = False  # every live group was looked at once the upstream ended
         self.consumed = 0  # elements taken (or dropped) since the last request upstream
         self.seen = 0  # window: elements so far
@@ -267,7 +273,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
                     f"group_by: key {key!r} would open group {len(self.open) + 1}, past "
                     f"max_groups={self.max_groups}; raise max_groups= or cancel groups you are done with"
                 )
-            group = self.open[key] = GroupedFlow(self, key)
+            group = self.open[key] = Group(self, key)
             self.fresh.append(group)
         group.queue.append(item)
         group.received += 1
@@ -279,7 +285,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
             self.dirty.append(group)
         return None
 
-    def _direct(self, group: GroupedFlow[T]) -> bool:
+    def _direct(self, group: Group[T]) -> bool:
         """Whether ``group``'s element may skip its queue (lock held, nobody draining)."""
         return (
             group.emitted
@@ -295,7 +301,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
             and not self.outer_cancelled
         )
 
-    def _deliver_fast(self, group: GroupedFlow[T], subscriber: Subscriber[T], item: T) -> None:
+    def _deliver_fast(self, group: Group[T], subscriber: Subscriber[T], item: T) -> None:
         """reactor's ``tryEmit``: one element straight to its group, then the loop if needed."""
         group.sent += 1
         self.consumed += 1
@@ -317,7 +323,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
                 missed = self.wip
         self.drain_loop(missed)
 
-    def mark(self, group: GroupedFlow[T]) -> None:
+    def mark(self, group: Group[T]) -> None:
         """``group`` has news (demand, a subscriber, a cancel): the loop looks at it."""
         with self.lock:
             if not group.marked:
@@ -390,7 +396,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
             group.emitted = True
             emitted += 1
             try:
-                self.downstream.on_next(group)
+                self.downstream.on_next(self.wrap(group))
             except Exception as exc:  # rule 2.13: consider the outer subscription cancelled
                 self.outer_cancelled = True
                 report_broken(exc, self.downstream, "on_next")
@@ -400,7 +406,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
         """Deliver each group's queue within its demand; end the groups that are over."""
         if upstream_done and not self.swept:
             self.swept = True  # once: every group may complete now
-            groups: list[GroupedFlow[T]] = list(self.live)
+            groups: list[Group[T]] = list(self.live)
         else:
             groups = []
         with self.lock:
@@ -437,7 +443,7 @@ class _Grouping(DrainSubscriber[T, GroupedFlow[T]]):
             self.live = [group for group in self.live if not group.ended]
 
     def _end_group(
-        self, group: GroupedFlow[T], error: BaseException | None, *, complete: bool = False
+        self, group: Group[T], error: BaseException | None, *, complete: bool = False
     ) -> None:
         group.ended = True
         with self.lock:

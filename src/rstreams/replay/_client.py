@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError
-from rstreams.flow._iterable import from_iterable
+from rstreams.flow._public import from_iterable
 from rstreams.net import Connection, RemoteStreamError, connect
 from rstreams.replay._access import Access
 from rstreams.replay._cursor import packed_count, unpack

@@ -53,7 +53,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.flow._flow import Flow
-from rstreams.flow._iterable import error as error_flow
+from rstreams.flow._public import error as error_flow
 from rstreams.replay._log import ReplayLog
 from rstreams.rules import check_subscriber
 

@@ -1,0 +1,108 @@
+"""The shape of rstreams.flow: no import cycles, and Flow on top of the operators (README,
+"Architecture"): the operators are plain Publishers that do not know Flow."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+FLOW = Path(__file__).resolve().parents[2] / "src" / "rstreams" / "flow"
+MODULES = sorted(FLOW.glob("*.py"))
+TOP = {"rstreams.flow._flow", "rstreams.flow._public"}
+"""The modules that know Flow: Flow itself, and the public functions and classes that make Flows."""
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _name(path: Path) -> str:
+    return "rstreams.flow" if path.stem == "__init__" else f"rstreams.flow.{path.stem}"
+
+
+def _imports(path: Path) -> set[str]:
+    """The modules of rstreams.flow that ``path`` imports anywhere: at the top, inside
+    functions, under TYPE_CHECKING (``from rstreams.flow import _x`` counts as ``_x``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "rstreams.flow":
+                found |= {f"rstreams.flow.{alias.name}" for alias in node.names}
+            elif node.module.startswith("rstreams.flow."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("rstreams.flow.")}
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_name(path): _imports(path) for path in MODULES}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle in ``graph`` (a path that ends where it starts), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)) is not None:
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_cycles() -> None:
+    """The check below can fail: a two-module and a three-module circle are found."""
+    assert _cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_walk_sees_function_level_imports(tmp_path: Path) -> None:
+    """An import inside a function counts like one at the top."""
+    module = tmp_path / "_m.py"
+    module.write_text("def f():\n    from rstreams.flow._map import MapFlow\n    return MapFlow\n")
+    assert _imports(module) == {"rstreams.flow._map"}
+
+
+def test_no_import_cycles_in_flow() -> None:
+    """No module of rstreams.flow imports one that imports it back, wherever the import is."""
+    cycle = _cycle(_graph())
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_only_the_top_knows_flow() -> None:
+    """Operators and sources never import the Flow module (or what stands above it)."""
+    knowing = {
+        module: sorted(imported & TOP)
+        for module, imported in _graph().items()
+        if module not in TOP and imported & TOP
+    }
+    assert knowing == {}
+
+
+def test_no_imports_inside_functions() -> None:
+    """Every rstreams import in flow/ is at module level (TYPE_CHECKING blocks are module level too)."""
+    inside = []
+    for path in MODULES:
+        tree = ast.parse(path.read_text(), str(path))
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                module = getattr(node, "module", None) if isinstance(node, ast.ImportFrom) else None
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if (module or "").startswith("rstreams") or any(n.startswith("rstreams") for n in names):
+                    inside.append(f"{path.name}:{node.lineno}")
+    assert inside == []
