@@ -375,10 +375,10 @@ def test_passes_the_publisher_tck(kind: str) -> None:
     runner.start()
     target: asyncio.AbstractEventLoop | concurrent.futures.Executor = pool if kind == "executor" else loop
 
-    def create(n: int) -> rstreams.Flow[int]:
+    def create(n: int) -> rstreams.Publisher[int]:
         return ObserveOnFlow(rstreams.range(0, n), target, buffer_size=16)  # lazy even for 2**63-1
 
-    def create_failed() -> rstreams.Flow[int]:
+    def create_failed() -> rstreams.Publisher[int]:
         return ObserveOnFlow(rstreams.error(RuntimeError("failed publisher")), target)
 
     try:

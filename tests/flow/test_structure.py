@@ -101,8 +101,12 @@ def test_no_imports_inside_functions() -> None:
             if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for node in ast.walk(function):
-                module = getattr(node, "module", None) if isinstance(node, ast.ImportFrom) else None
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-                if (module or "").startswith("rstreams") or any(n.startswith("rstreams") for n in names):
+                if isinstance(node, ast.ImportFrom):
+                    names = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                else:
+                    continue
+                if any(name.startswith("rstreams") for name in names):
                     inside.append(f"{path.name}:{node.lineno}")
     assert inside == []

@@ -82,19 +82,18 @@ def builtin_factories(facts: ServerFacts) -> dict[str, Callable[[dict[str, str]]
     about itself does not load them."""
 
     def health(params: dict[str, str]) -> Publisher[Any]:
-        from rstreams.flow._iterable import just
+        from rstreams.flow._public import just
 
         return just(facts.health())
 
     def publishers(params: dict[str, str]) -> Publisher[Any]:
-        from rstreams.flow._iterable import just
+        from rstreams.flow._public import just
 
         return just(facts.publishers())
 
     def stats(params: dict[str, str]) -> Publisher[Any]:
-        from rstreams.flow._iterable import error
+        from rstreams.flow._public import error, interval
         from rstreams.flow._push import OverflowStrategy
-        from rstreams.flow._time import interval
 
         metrics = facts.metrics
         if metrics is None:
