@@ -32,7 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "flow": BASE,
     "tck": BASE,
     "wire": BASE,
-    "observe": BASE | {"flow"},
+    "observe": BASE | {"flow", "wire"},
     "net": BASE | {"flow", "wire", "observe"},
     "conformance": BASE | {"wire", "net"},
     "replay": BASE | {"flow", "net"},

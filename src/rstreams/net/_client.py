@@ -19,6 +19,7 @@ from rstreams.net._routes import Offer, Router
 from rstreams.net._stream import open_pipe_transport
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER
 from rstreams.net._url import parse_url
+from rstreams.observe._log import client_observer
 from rstreams.wire import ConnectionConfig
 from rstreams.wire._auth import as_credentials
 
@@ -91,8 +92,12 @@ async def connect(
         unread_timeout=unread_timeout,
         credentials=credentials,
         handlers=handlers,
+        observer=client_observer(),
     )
     conn = Connection(pump)
+    observer = pump.outbox.observer
+    if observer is not None:  # the loggers listen (rstreams.observe._log)
+        conn.add_close_callback(lambda _: observer.closed())
     try:
         if resuming is not None:
             await connect_resumable(endpoint, pump, resuming, ssl=ssl, high=high_water, low=low_water)

@@ -149,7 +149,7 @@ class Outbox:
         may_pass_mark = self.ledger.wrote(nbytes, more=self.core.has_data_to_send)
         observer = self.observer
         if observer is not None:
-            observer.wrote(nbytes)
+            observer.wrote(nbytes, data)
         if activity:
             self.sent_at = self.loop.time()
         if may_pass_mark:

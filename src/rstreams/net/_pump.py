@@ -280,7 +280,7 @@ class Pump:
         outbox.wrote_through = False
         observer = outbox.observer
         if observer is not None:
-            observer.read(len(data))
+            observer.read(data)
         core.receive_data(data)
         events = core.events_received()
         outbox.reading = True

@@ -30,6 +30,8 @@ from rstreams.net._routes import Offer, Router, WithCodec
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler, check_water_marks
 from rstreams.net._url import parse_url
 from rstreams.observe import ConnectionObserver, ServerMetrics
+from rstreams.observe._log import attach as attach_logs
+from rstreams.observe._log import wanted as logs_wanted
 from rstreams.observe._builtin import ServerFacts, builtin_factories, version
 from rstreams.observe._prometheus import Exposition, parse_address
 from rstreams.wire import ConnectionConfig
@@ -51,7 +53,8 @@ class Server:
         self._connections: set[Connection] = set()
         self._refused: set[Connection] = set()  # over max_connections: closing on their own
         self._shutdown: asyncio.Task[None] | None = None
-        self._metrics: ServerMetrics | None = None
+        self._metrics: ServerMetrics | None = None  # serve(..., metrics=...): what server.metrics() reads
+        self._observing: ServerMetrics | None = None  # what connections report to (metrics or logs)
         self._exposition: Exposition | None = None
 
     @property
@@ -209,6 +212,9 @@ async def serve(
             ``"host:port"``: that, and serve it at ``http://host:port/metrics`` for
             Prometheus (needs ``prometheus_client``, the ``rstreams[metrics]`` extra; port 0
             picks one, see :attr:`Server.metrics_url`). Default: nothing is counted.
+            Logging is separate: when the ``rstreams.streams`` logger listens at INFO (or
+            ``rstreams.frames`` at DEBUG) as the server starts, connections log (see
+            docs/observability.md).
         handlers: message handlers offered to clients (PROTOCOL.md §20): a mapping from
             names or ``{field}`` patterns to ``handler(message)`` (a :class:`Message`; sync,
             or returning an awaitable that holds the message's credit until it finishes).
@@ -237,6 +243,11 @@ async def serve(
     address = parse_address(metrics) if isinstance(metrics, str) else None
     if metrics is not None and metrics is not False:
         server._metrics = ServerMetrics(asyncio.get_running_loop().time, version=version)
+    server._observing = server._metrics
+    if logs_wanted():  # the rstreams.streams / rstreams.frames loggers listen (rstreams.observe._log)
+        if server._observing is None:
+            server._observing = ServerMetrics(asyncio.get_running_loop().time, version=version)
+        server._observing.logger = attach_logs
     publishers = _with_builtins(publishers, server)
 
     def made(conn: Connection, pump: Pump) -> None:
@@ -270,7 +281,7 @@ async def serve(
             idle_timeout=idle_timeout,
             unread_timeout=unread_timeout,
             server_auth=server_auth,
-            observer=server._metrics.connection() if server._metrics is not None else None,
+            observer=server._observing.connection() if server._observing is not None else None,
             handlers=handlers,
         )
         conn = Connection(pump)
@@ -322,9 +333,9 @@ def _with_builtins(publishers: Offer | None, server: Server) -> Offer:
 
 def _observe(server: Server, conn: Connection, observer: ConnectionObserver) -> None:
     """Count ``conn`` among the open connections until its transport closes."""
-    assert server._metrics is not None
+    assert server._observing is not None
     observer.split_parts = conn._pump.outbox.core.split_in_flight
-    server._metrics.opened(observer)
+    server._observing.opened(observer)
     conn.add_close_callback(lambda _: observer.closed())
 
 

@@ -33,7 +33,10 @@ import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rstreams.observe._log import FrameLog
 
 __all__ = [
     "UNBOUNDED",
@@ -256,6 +259,7 @@ class ConnectionObserver:
         "bytes_sent",
         "clock",
         "elements_received",
+        "frames",
         "goodbyes",
         "id",
         "log",
@@ -286,13 +290,21 @@ class ConnectionObserver:
         """``() -> (split elements being sent, being received)``: set by the server."""
         self.log: Callable[[str, StreamObserver | None, str], None] | None = None
         """Structured log records for this connection (:mod:`rstreams.observe._log`), or ``None``."""
+        self.frames: FrameLog | None = None
+        """Logs every frame written and read (the debug switch, :mod:`rstreams.observe._log`), or ``None``."""
 
     # -- hooks (rstreams.net calls these) --------------------------------------------------------
-    def wrote(self, nbytes: int) -> None:
+    def wrote(self, nbytes: int, data: list[bytes]) -> None:
+        """``data`` (``nbytes`` in all) was handed to the transport."""
         self.bytes_sent += nbytes
+        if self.frames is not None:
+            self.frames.sent(data)
 
-    def read(self, nbytes: int) -> None:
-        self.bytes_received += nbytes
+    def read(self, data: memoryview) -> None:
+        """``data`` was read from the transport (and is about to be handled)."""
+        self.bytes_received += len(data)
+        if self.frames is not None:
+            self.frames.received(data)
 
     def received(self, count: int) -> None:
         """Elements arrived for our subscriptions on the peer's publishers."""
@@ -360,8 +372,12 @@ def _no_parts() -> tuple[int, int]:
 class ServerMetrics:
     """A server's numbers; see the module docstring. Made by ``serve(..., metrics=...)``."""
 
-    def __init__(self, clock: Clock = time.monotonic, *, version: Callable[[], str] = lambda: "") -> None:
+    def __init__(
+        self, clock: Clock = time.monotonic, *, version: Callable[[], str] = lambda: "", side: str = "server"
+    ) -> None:
         self.clock = clock
+        self.side = side
+        """``"server"``, or ``"client"`` for the one that numbers a process's client connections (logs)."""
         self.started = clock()
         self.version = version
         """``() -> str``: the version a snapshot reports."""
