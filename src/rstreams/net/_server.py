@@ -30,9 +30,9 @@ from rstreams.net._routes import Offer, Router, WithCodec
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler, check_water_marks
 from rstreams.net._url import parse_url
 from rstreams.observe import ConnectionObserver, ServerMetrics
+from rstreams.observe._builtin import ServerFacts, builtin_factories, version
 from rstreams.observe._log import attach as attach_logs
 from rstreams.observe._log import wanted as logs_wanted
-from rstreams.observe._builtin import ServerFacts, builtin_factories, version
 from rstreams.observe._prometheus import Exposition, parse_address
 from rstreams.wire import ConnectionConfig
 
