@@ -145,6 +145,8 @@ def _examples(loop: asyncio.AbstractEventLoop) -> dict[str, Callable[[], object]
         "subscribe_on": lambda: _inner(source.subscribe_on(pool)),
         "publish_on": lambda: _inner(source.publish_on(pool)),
         "share": lambda: _shared(source.share()),
+        "ref_count": lambda: _shared(source.ref_count()),
+        "replay": lambda: _shared(source.replay(2)),
         "group_by": lambda: _inner(source.group_by(str)),
         "window": lambda: _inner(source.window(2)),
         "from_iterable": lambda: _subscription(rstreams.from_iterable([1])),

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import rstreams
 from testkit.publishers import ManualPublisher
 from testkit.recording import WAIT, RecordingSubscriber
+
+Make = Callable[[rstreams.Flow[int]], rstreams.Flow[int]]
 
 
 class _Counting(ManualPublisher[int]):
@@ -96,3 +99,111 @@ def test_passes_the_publisher_tck() -> None:
         max_elements=1000,
     )
     assert report.ok, str(report)
+
+
+def test_replay_gives_a_late_subscriber_the_last_n_first() -> None:
+    """replay(2): b joins after 1, 2, 3 went by and gets 2, 3 (within its demand), then live ones."""
+    source = _Counting()
+    replayed = source.replay(2, buffer_size=8)
+    a: RecordingSubscriber[int] = RecordingSubscriber(initial=10)
+    replayed.subscribe(a)
+    source.emit(1, 2, 3)
+    b: RecordingSubscriber[int] = RecordingSubscriber()
+    replayed.subscribe(b)
+    assert b.items == [] and source.subscriptions == 1  # nothing before it asks
+    b.request(1)
+    assert b.items == [2]
+    b.request(5)
+    source.emit(4)
+    assert a.items == [1, 2, 3, 4] and b.items == [2, 3, 4]
+
+
+def test_replay_zero_is_share_and_keeps_the_pace() -> None:
+    """replay(0) replays nothing; the kept elements do not hold back the upstream's demand."""
+    source = _Counting()
+    replayed = source.replay(0, buffer_size=4)
+    a: RecordingSubscriber[int] = RecordingSubscriber(initial=100)
+    replayed.subscribe(a)
+    source.emit(1, 2, 3, 4)
+    b: RecordingSubscriber[int] = RecordingSubscriber(initial=100)
+    replayed.subscribe(b)
+    source.emit(5)
+    assert b.items == [5]
+
+    def asked(n: int) -> int:
+        kept = _Counting()
+        with_history = kept.replay(n, buffer_size=4)
+        c: RecordingSubscriber[int] = RecordingSubscriber(initial=100)
+        with_history.subscribe(c)
+        kept.emit(1, 2, 3, 4)
+        return kept.requested
+
+    assert asked(3) == asked(0) == 7  # the 3 kept elements take no room from the prefetch
+
+
+def test_replay_argument_errors_name_the_operator() -> None:
+    """replay(-1), replay('2'), replay(1, buffer_size=0) fail when built."""
+    import pytest
+
+    with pytest.raises(ValueError, match=r"replay\(n\) needs n >= 0"):
+        rstreams.range(0, 1).replay(-1)
+    with pytest.raises(TypeError, match=r"replay\(n\) needs an int"):
+        rstreams.range(0, 1).replay("2")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"replay\(buffer_size=\)"):
+        rstreams.range(0, 1).replay(1, buffer_size=0)
+    with pytest.raises(ValueError, match=r"ref_count\(buffer_size=\)"):
+        rstreams.range(0, 1).ref_count(buffer_size=0)
+
+
+def test_ref_count_is_share() -> None:
+    """ref_count(): one upstream subscription while any subscriber is there."""
+    source = _Counting()
+    counted = source.ref_count()
+    a: RecordingSubscriber[int] = RecordingSubscriber(initial=1)
+    b: RecordingSubscriber[int] = RecordingSubscriber(initial=1)
+    counted.subscribe(a)
+    counted.subscribe(b)
+    source.emit(9)
+    assert source.subscriptions == 1 and a.items == [9] and b.items == [9]
+    a.cancel()
+    b.cancel()
+    assert source.cancelled == 1
+
+
+def test_a_replaying_processor_replays_after_completion() -> None:
+    """MulticastProcessor(replay=2): a subscriber after on_complete gets the last 2, then the end;
+    after an error only the error (rule 4.2)."""
+    processor: rstreams.MulticastProcessor[int] = rstreams.MulticastProcessor(replay=2, auto_cancel=False)
+    early: RecordingSubscriber[int] = RecordingSubscriber(initial=10)
+    processor.subscribe(early)
+    rstreams.range(0, 5).subscribe(processor)
+    late: RecordingSubscriber[int] = RecordingSubscriber()
+    processor.subscribe(late)
+    assert (late.items, late.completed) == ([], False)
+    late.request(5)
+    assert early.items == [0, 1, 2, 3, 4] and late.items == [3, 4] and late.completed
+    failed: rstreams.MulticastProcessor[int] = rstreams.MulticastProcessor(replay=2)
+    rstreams.error(KeyError("x")).subscribe(failed)
+    after: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    failed.subscribe(after)
+    assert after.items == [] and isinstance(after.error, KeyError)
+
+
+def test_replay_passes_the_publisher_tck() -> None:
+    """Every PublisherVerification case for replay(3) and ref_count()."""
+    from rstreams.tck import verify_publisher
+
+    makers: list[Make] = [
+        lambda f: f.replay(3, buffer_size=8),
+        lambda f: f.ref_count(buffer_size=8),
+    ]
+    for make in makers:
+
+        def create(n: int, make: Make = make) -> rstreams.Flow[int]:
+            return make(rstreams.range(0, n))
+
+        def failed(make: Make = make) -> rstreams.Flow[int]:
+            return make(rstreams.error(RuntimeError("failed")))
+
+        report = verify_publisher(create, create_failed_publisher=failed, max_elements=1000)
+        assert report.ok, str(report)

@@ -455,6 +455,19 @@ class Flow(Publisher[T], abc.ABC):
         later elements; after the last one leaves, the next subscribes anew."""
         return _Wrapped(ShareFlow(_unwrap(self), buffer_size))
 
+    def ref_count(self, *, buffer_size: int = 256) -> Flow[T]:
+        """The same operator as :meth:`share` (the name reactor and Rx give it: a multicast
+        processor connected while its reference count is above zero)."""
+        return _Wrapped(ShareFlow(_unwrap(self), buffer_size, "ref_count"))
+
+    def replay(self, n: int, *, buffer_size: int = 256) -> Flow[T]:
+        """:meth:`share` that also keeps the last ``n`` elements: a subscriber that joins while
+        the shared subscription runs gets them first, within its own demand, then the live
+        ones. At most ``n + buffer_size`` elements are held; after the last subscriber leaves,
+        the next subscribes anew and nothing is replayed."""
+        count = check_count("replay", n)
+        return _Wrapped(ShareFlow(_unwrap(self), buffer_size, "replay", count))
+
     # -- sinks ----------------------------------------------------------------------
 
     def collect(self) -> SinkResult[list[T]]:

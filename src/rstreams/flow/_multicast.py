@@ -21,6 +21,12 @@ Theory of operation:
   and buffered elements are dropped (4.2). ``on_complete`` reaches each subscriber
   after the buffered elements it can still take, or at once if none are left for it.
   A subscriber that arrives after the end gets ``on_subscribe`` and then the end.
+* ``replay=n``: the buffer also keeps the last ``n`` elements every subscriber has taken,
+  and a subscriber joins ``n`` elements before the tail (or at the oldest one kept), so it
+  sees up to ``n`` earlier elements first, within its own demand; after a completion it
+  gets them and then the completion, after an error only the error (4.2). The replayed
+  elements do not count against ``buffer_size``: the pace is still set by what the
+  slowest current subscriber has not taken yet.
 * ``auto_cancel=True`` (the default): when the last subscriber cancels, the processor
   cancels its upstream (or the upstream it gets later) and ends; later subscribers get
   ``on_error(ResourceClosedError)``. With ``auto_cancel=False`` the upstream is kept;
@@ -62,15 +68,19 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         "_head",
         "_limit",
         "_outstanding",
+        "_replay",
         "_subscribed",
         "_subscribers",
         "_upstream",
     )
 
-    def __init__(self, *, buffer_size: int = 256, auto_cancel: bool = True) -> None:
+    def __init__(self, *, buffer_size: int = 256, auto_cancel: bool = True, replay: int = 0) -> None:
         if type(buffer_size) is not int or buffer_size <= 0:
             raise ValueError(f"MulticastProcessor(buffer_size=...) needs an int > 0, got {buffer_size!r}")
+        if type(replay) is not int or replay < 0:
+            raise ValueError(f"MulticastProcessor(replay=...) needs an int >= 0, got {replay!r}")
         self._buffer_size = buffer_size
+        self._replay = replay
         self._limit = buffer_size - buffer_size // 4
         self._auto_cancel = auto_cancel
         self.init_drain()
@@ -99,7 +109,7 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         with self.lock:
             if inner.downstream is None:
                 return  # cancelled inside on_subscribe
-            inner.position = self._head + len(self._buffer)
+            inner.position = max(self._head, self._head + len(self._buffer) - self._replay)
             self._subscribers += (inner,)
             if not self._enter():
                 return
@@ -256,16 +266,18 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         subscribers = self._subscribers
         buffer = self._buffer
         head = self._head
+        tail = head + len(buffer)
         if not subscribers:
-            low = head + len(buffer)
+            low = tail
         elif len(subscribers) == 1:
             low = subscribers[0].position
         else:
             low = min([s.position for s in subscribers])
-        if low > head:
-            del buffer[: low - head]
-            self._head = low
-        free = self._buffer_size - len(buffer) - self._outstanding
+        keep = min(low, tail - self._replay)  # the last ``replay`` elements stay for late subscribers
+        if keep > head:
+            del buffer[: keep - head]
+            self._head = keep
+        free = self._buffer_size - (tail - low) - self._outstanding
         upstream = self._upstream
         if free < self._limit or upstream is None or self._done or not subscribers:
             return None, 0

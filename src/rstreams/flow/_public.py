@@ -252,7 +252,9 @@ class MulticastProcessor(Multicast[T], Flow[T]):
     slowest subscriber sets the pace: at most ``buffer_size`` elements are held (or
     requested) ahead of it. Errors reach all subscribers immediately, even without
     demand (rule 4.2). With ``auto_cancel`` (the default) the upstream is cancelled
-    when the last subscriber cancels. All methods are thread-safe.
+    when the last subscriber cancels. ``replay=n`` keeps the last ``n`` elements for
+    subscribers that join later: they get those first (within their demand), and after a
+    completion those and then the completion. All methods are thread-safe.
     """
 
     __slots__ = ()

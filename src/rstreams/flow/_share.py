@@ -1,4 +1,5 @@
-"""``share()``: one upstream subscription for many subscribers, while any is there (ref count).
+"""``share()`` / ``ref_count()`` and ``replay(n)``: one upstream subscription for many
+subscribers, while any is there (a reference count).
 
 Built on :class:`~rstreams.flow._multicast.Multicast` (its module tells how one
 upstream serves many subscribers, paced by the slowest, with at most ``buffer_size``
@@ -6,7 +7,9 @@ elements held ahead of it). ``share`` adds the reference count: the first subscr
 makes a processor and subscribes it to the source; later ones join that processor and
 see the elements that arrive after they joined; when the last one leaves (cancels or
 receives the end), the processor cancels the upstream if it still runs, and the next
-subscriber starts over with a fresh subscription to the source.
+subscriber starts over with a fresh subscription to the source. ``replay(n)`` is the same
+with a processor that keeps the last ``n`` elements for subscribers that join later
+(``Multicast(replay=n)``); a fresh start replays nothing of the previous one.
 """
 
 from __future__ import annotations
@@ -26,15 +29,18 @@ T = TypeVar("T")
 
 
 class ShareFlow(Publisher[T]):
-    """``source.share(buffer_size=256)``; see :meth:`rstreams.Flow.share`."""
+    """``source.share(buffer_size=256)`` (``ref_count``, ``replay(n)``); see :meth:`rstreams.Flow.share`."""
 
-    __slots__ = ("_buffer_size", "_lock", "_members", "_processor", "_source")
+    __slots__ = ("_buffer_size", "_lock", "_members", "_processor", "_replay", "_source")
 
-    def __init__(self, source: Publisher[T], buffer_size: int) -> None:
+    def __init__(
+        self, source: Publisher[T], buffer_size: int, operator: str = "share", replay: int = 0
+    ) -> None:
         if type(buffer_size) is not int or buffer_size <= 0:
-            raise ValueError(f"share(buffer_size=) needs an int > 0, got {buffer_size!r}")
+            raise ValueError(f"{operator}(buffer_size=) needs an int > 0, got {buffer_size!r}")
         self._source = source
         self._buffer_size = buffer_size
+        self._replay = replay
         self._lock = threading.Lock()
         self._processor: Multicast[T] | None = None
         self._members = 0
@@ -50,7 +56,7 @@ class ShareFlow(Publisher[T]):
             processor = self._processor
             first = processor is None
             if processor is None:
-                processor = self._processor = Multicast(buffer_size=self._buffer_size)
+                processor = self._processor = Multicast(buffer_size=self._buffer_size, replay=self._replay)
             self._members += 1
         processor.subscribe(_Member(self, processor, subscriber))
         if first:
@@ -74,9 +80,7 @@ class _Member(Subscriber[T], Subscription, Generic[T]):
 
     __slots__ = ("_share", "downstream", "left", "processor", "upstream")
 
-    def __init__(
-        self, share: ShareFlow[T], processor: Multicast[T], downstream: Subscriber[T]
-    ) -> None:
+    def __init__(self, share: ShareFlow[T], processor: Multicast[T], downstream: Subscriber[T]) -> None:
         self._share = share
         self.processor = processor
         self.downstream = downstream

@@ -442,9 +442,7 @@ class _Grouping(DrainSubscriber[T, Any]):
         if ended:
             self.live = [group for group in self.live if not group.ended]
 
-    def _end_group(
-        self, group: Group[T], error: BaseException | None, *, complete: bool = False
-    ) -> None:
+    def _end_group(self, group: Group[T], error: BaseException | None, *, complete: bool = False) -> None:
         group.ended = True
         with self.lock:
             if self.open.get(group.key) is group:

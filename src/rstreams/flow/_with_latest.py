@@ -84,6 +84,7 @@ class _WithLatest(SideOperatorSubscriber[T, tuple[T, Any]]):
             if held is not MISSING:  # other ended the stream meanwhile
                 signal_terminal(self.downstream, held)
 
+
 class _Latest(Subscriber[Any]):
     """The Subscriber to ``other``: asks for everything, keeps the latest element."""
 
