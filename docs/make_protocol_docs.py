@@ -19,6 +19,15 @@ from typing import Any
 
 from rstreams.wire import extensions as X
 from rstreams.wire import frames as F
+from rstreams.wire._channels import (
+    CHANNEL,
+    INPUT_CANCEL,
+    INPUT_COMPLETE,
+    INPUT_ERROR,
+    INPUT_NEXT,
+    INPUT_REQUEST,
+    encode_channel_message,
+)
 from rstreams.wire._codes import ErrorCode, encode_error_code, encode_goodbye_code
 from rstreams.wire._messages import MESSAGE, MESSAGE_CREDIT, encode_credit, encode_message
 from rstreams.wire._resume import (
@@ -106,6 +115,22 @@ EXTENSION_MESSAGES: dict[int, tuple[str, str, str, str]] = {
     X.GOODBYE_CODE: ("goodbyeCode", "either", "code: varint", "§19"),
     MESSAGE: ("message", "either", "name: string, body: the rest of the payload", "§20"),
     MESSAGE_CREDIT: ("messageCredit", "either (receiver of messages → sender)", "count: varint", "§20"),
+    CHANNEL: ("channel", "subscriber → publisher", "subscriber: varint", "§21"),
+    INPUT_REQUEST: ("inputRequest", "publisher → subscriber", "subscriber: varint, demand: varint", "§21"),
+    INPUT_CANCEL: ("inputCancel", "publisher → subscriber", "subscriber: varint", "§21"),
+    INPUT_NEXT: (
+        "inputNext",
+        "subscriber → publisher",
+        "subscriber: varint, element: the rest of the payload",
+        "§21",
+    ),
+    INPUT_COMPLETE: ("inputComplete", "subscriber → publisher", "subscriber: varint", "§21"),
+    INPUT_ERROR: (
+        "inputError",
+        "subscriber → publisher",
+        "subscriber: varint, error: the rest, UTF-8",
+        "§21",
+    ),
 }
 EXTENSION_NAMES = {name: code for code, (name, *_) in EXTENSION_MESSAGES.items()}
 
@@ -176,6 +201,36 @@ EXAMPLES: list[tuple[F.Frame, int, str]] = [
         'to handler "events/click", body "hi" (§20)',
     ),
     (F.ExtensionMessage(type=MESSAGE_CREDIT, payload=encode_credit(16)), 0, "16 more messages"),
+    (
+        F.ExtensionMessage(type=CHANNEL, payload=encode_channel_message(CHANNEL, 1)),
+        0,
+        "the next subscribe with subscriber 1 opens a channel (§21)",
+    ),
+    (
+        F.ExtensionMessage(type=INPUT_REQUEST, payload=encode_channel_message(INPUT_REQUEST, 1, 16)),
+        0,
+        "16 more input elements on channel 1",
+    ),
+    (
+        F.ExtensionMessage(type=INPUT_CANCEL, payload=encode_channel_message(INPUT_CANCEL, 1)),
+        0,
+        "no more input",
+    ),
+    (
+        F.ExtensionMessage(type=INPUT_NEXT, payload=encode_channel_message(INPUT_NEXT, 1, b"hi")),
+        0,
+        'input element "hi"',
+    ),
+    (
+        F.ExtensionMessage(type=INPUT_COMPLETE, payload=encode_channel_message(INPUT_COMPLETE, 1)),
+        0,
+        "the input ended",
+    ),
+    (
+        F.ExtensionMessage(type=INPUT_ERROR, payload=encode_channel_message(INPUT_ERROR, 1, b"boom")),
+        0,
+        'the input failed: "boom"',
+    ),
 ]
 
 

@@ -58,3 +58,11 @@ def test_messages_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "out of credit: no message credit to send to 'slow'" in out
     assert "the client received: thanks" in out
+
+
+@pytest.mark.timeout(30)
+def test_channel_example_streams_answers_without_pulling_ahead(capsys: pytest.CaptureFixture[str]) -> None:
+    """examples/rsio_channel.py: answers come back for questions, and cancelling stops the source."""
+    answers = asyncio.run(_load("rsio_channel").main())
+    assert [a["answer"] for a in answers] == [7.0, -6.0, 14.0, 0.43, 11.0]
+    assert "8 answers for 8 questions" in capsys.readouterr().out

@@ -16,6 +16,7 @@ def test_net_all_is_pinned() -> None:
             "INT64",
             "JSON",
             "UTF8",
+            "ChannelInputError",
             "Codec",
             "Connection",
             "ConnectionStatistics",

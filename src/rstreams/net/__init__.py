@@ -21,6 +21,7 @@ subscriber one list per packed frame (demand still counts elements).
 
 from __future__ import annotations
 
+from rstreams.net._channels import ChannelInputError as ChannelInputError
 from rstreams.net._client import connect as connect
 from rstreams.net._client import connect_pipe as connect_pipe
 from rstreams.net._codec import FLOAT64 as FLOAT64
@@ -70,6 +71,7 @@ __all__ = [
     "JSON",
     "UTF8",
     "Cancelled",
+    "ChannelInputError",
     "Codec",
     "Connection",
     "ConnectionStatistics",

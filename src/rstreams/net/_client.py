@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from rstreams.errors import ConnectionBrokenError
+from rstreams.net._channels import ChannelFactory, check_channels
 from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
@@ -41,6 +42,7 @@ async def connect(
     unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
     auth: object = None,
     handlers: Mapping[str, Handler] | None = None,
+    channels: Mapping[str, ChannelFactory] | None = None,
 ) -> Connection:
     """Connect to the RS.io server at ``url``; ``conn.publisher(name)`` then reads its streams.
 
@@ -66,7 +68,7 @@ async def connect(
     ``ConnectionBrokenError("... authentication failed ...")``; ``conn.authenticated``
     tells when they were accepted. Per subscription: ``conn.publisher(name, auth=...)``.
     ``handlers``: message handlers this side offers to the server (same forms as in
-    :func:`serve`; PROTOCOL.md §20).
+    :func:`serve`; PROTOCOL.md §20). ``channels``: channels this side offers (§21).
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers``, ``ssl`` or ``auth`` (the message
@@ -76,6 +78,7 @@ async def connect(
     endpoint = parse_url(url)
     Router(publishers)
     check_handlers(handlers)
+    check_channels(channels)
     credentials = as_credentials(auth) if auth is not None else None
     resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
@@ -93,6 +96,7 @@ async def connect(
         credentials=credentials,
         handlers=handlers,
         observer=client_observer(),
+        channels=channels,
     )
     conn = Connection(pump)
     observer = pump.outbox.observer
@@ -123,6 +127,7 @@ async def connect_pipe(
     idle_timeout: float | None = None,
     unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
     handlers: Mapping[str, Handler] | None = None,
+    channels: Mapping[str, ChannelFactory] | None = None,
 ) -> Connection:
     """An RS.io connection over a pair of pipes (file objects or descriptors).
 
@@ -132,6 +137,7 @@ async def connect_pipe(
     """
     Router(publishers)
     check_handlers(handlers)
+    check_channels(channels)
     pump = Pump(
         client=not server,
         offer=publishers,
@@ -142,6 +148,7 @@ async def connect_pipe(
         keepalive=keepalive,
         idle_timeout=idle_timeout,
         handlers=handlers,
+        channels=channels,
     )
     conn = Connection(pump)
     await open_pipe_transport(pump, reader, writer, high=high_water, low=low_water)

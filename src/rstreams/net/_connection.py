@@ -27,7 +27,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, Literal, Self, TypeVar, overload
 
+from rstreams.api import Publisher
 from rstreams.flow._flow import Flow
+from rstreams.net._channels import ChannelPublisher
 from rstreams.net._closing import CLOSE_TIMEOUT
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import Batching, RemotePublisher, RemoteStreamError, ScalarSubscriber
@@ -169,6 +171,33 @@ class Connection:
             ConnectionBrokenError: the connection ended before the message was sent.
         """
         await self._pump.messages.send(name, payload, wait)
+
+    # -- channels (extension channels, PROTOCOL.md §21) -------------------------------------------
+    @overload
+    def channel(self, name: str, input_publisher: Publisher[bytes]) -> Flow[bytes]: ...
+    @overload
+    def channel(self, name: str, input_publisher: Publisher[T], *, codec: Codec[T]) -> Flow[T]: ...
+    def channel(
+        self, name: str, input_publisher: Publisher[Any], *, codec: Codec[Any] | None = None
+    ) -> Flow[Any]:
+        """The output of the peer's channel ``name``, fed by ``input_publisher``, as a cold :class:`Flow`.
+
+        Each ``subscribe`` opens a channel: one subscription whose output flows from the peer
+        as for :meth:`publisher`, and whose input is ``input``, subscribed to once per channel
+        and requested from exactly as far as the peer's channel asks (PROTOCOL.md §21).
+        ``codec`` encodes the input's elements and decodes the output's (default: bytes).
+        When the output ends (completes, fails or is cancelled) the input is cancelled; the
+        input may complete first while the output goes on.
+
+        The subscriber gets ``on_error(LocalProtocolError)`` when the peer does not offer
+        extension channels (id 8), and ``on_error(RemoteStreamError)`` when it refuses
+        the channel (``"no channel named ..."``).
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"channel names are str such as 'upper?lang=en', got {name!r}")
+        if not callable(getattr(input_publisher, "subscribe", None)):
+            raise TypeError(f"a channel's input must be a Publisher, got {input_publisher!r}")
+        return ChannelPublisher(self._pump.channels, name, input_publisher, codec)
 
     # -- closing -------------------------------------------------------------------------------
     async def aclose(self, reason: str = "", *, timeout: float = CLOSE_TIMEOUT) -> None:  # noqa: ASYNC109

@@ -413,13 +413,22 @@ class SubscriptionTable:
         decode: Callable[[bytes], T] | None,
         batch: Batching | None = None,
         credentials: Credentials | None = None,
+        prelude: Callable[[int], Exception | None] | None = None,
     ) -> None:
-        """Subscribe ``subscriber`` to the peer's ``name`` (loop thread); ``credentials``: its own (§15.4)."""
+        """Subscribe ``subscriber`` to the peer's ``name`` (loop thread); ``credentials``: its own (§15.4).
+
+        ``prelude(sid)``, if given, runs after the peer's hello, just before the subscribe is
+        queued: it sends what must precede it (extension channels' mark, §21) or returns the
+        error that ends the subscription instead."""
         outbox = self.outbox
         core = outbox.core
-        if credentials is not None and core.state is ConnectionState.AWAITING_HELLO and outbox.ended is None:
+        if (
+            (credentials is not None or prelude is not None)
+            and core.state is ConnectionState.AWAITING_HELLO
+            and outbox.ended is None
+        ):
             # subscribeCredentials is an extension message: never before the peer's hello (§4.4)
-            self._deferred.append((name, subscriber, decode, batch, credentials))
+            self._deferred.append((name, subscriber, decode, batch, credentials, prelude))
             return
         sid = self._take_id()
         subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode, batch)
@@ -445,6 +454,12 @@ class SubscriptionTable:
                 )
             )
             return
+        if prelude is not None:
+            problem = prelude(sid)
+            if problem is not None:
+                heapq.heappush(self._free_ids, sid)
+                subscription.error(problem)
+                return
         self.subscriptions[sid] = subscription
         self._names[sid] = name
         subscription.started = True

@@ -61,6 +61,7 @@ class Outbox:
         "ledger",
         "loop",
         "observer",
+        "on_writable",
         "reading",
         "sent_at",
         "transport",
@@ -92,6 +93,8 @@ class Outbox:
         """This side said (or is saying) goodbye."""
         self.ledger = ReplyLedger(mark=0)
         """Which unsent bytes are replies (input backpressure, :mod:`rstreams.net._intake`)."""
+        self.on_writable: list[Callable[[], object]] = []
+        """Called once when the transport is writable again (a channel's input waits for it)."""
         self.observer: ConnectionObserver | None = None
         """What counts this connection's events (:mod:`rstreams.observe`); ``None``: nothing does."""
         self._flush: Callable[[], None] = _not_installed

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from rstreams.errors import report_unhandled
 from rstreams.net._auth import MESSAGE_TYPES as AUTH_MESSAGES
 from rstreams.net._auth import AuthGate, ClientAuth, ServerAuth
+from rstreams.net._channels import MESSAGE_TYPES as CHANNEL_MESSAGES
+from rstreams.net._channels import ChannelFactory, Channels, check_channels
 from rstreams.net._closing import Closing
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
@@ -65,7 +67,7 @@ from rstreams.wire import (
 )
 from rstreams.wire import Connection as Core
 from rstreams.wire._auth import Credentials
-from rstreams.wire.extensions import AUTH, ERROR_CODES, KEEPALIVE, MESSAGES
+from rstreams.wire.extensions import AUTH, CHANNELS, ERROR_CODES, KEEPALIVE, MESSAGES
 
 if TYPE_CHECKING:
     from rstreams.observe import ConnectionObserver
@@ -102,6 +104,7 @@ class Pump:
         credentials: Credentials | None = None,
         server_auth: ServerAuth | None = None,
         handlers: Mapping[str, Handler] | None = None,
+        channels: Mapping[str, ChannelFactory] | None = None,
         describe: Callable[[], str] = lambda: "<rstreams.net.Connection>",
         observer: ConnectionObserver | None = None,
     ) -> None:
@@ -112,7 +115,7 @@ class Pump:
         # Extensions (PROTOCOL.md §14, §15): keepalive is always listed (the core answers pings;
         # ``keepalive`` only decides whether we send them); auth when there is something to do.
         # Error codes (§19) are always offered, unless the config disables them.
-        ids = {KEEPALIVE.id, MESSAGES.id, ERROR_CODES.id}
+        ids = {KEEPALIVE.id, MESSAGES.id, ERROR_CODES.id, CHANNELS.id}
         if credentials is not None or (server_auth is not None and server_auth.authenticate is not None):
             ids.add(AUTH.id)
         config = config or ConnectionConfig()
@@ -160,6 +163,9 @@ class Pump:
         self.messages = Messages(outbox, check_handlers(handlers), self.gate)
         for message_type in MESSAGE_TYPES:
             self.extension_handlers[message_type] = self.messages.received
+        self.channels = Channels(outbox, self.subscriptions, self.serving, check_channels(channels), codec)
+        for message_type in CHANNEL_MESSAGES:
+            self.extension_handlers[message_type] = self.channels.received
         self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
         subscriptions = self.subscriptions
         self._routes: dict[type, Callable[[Any], object]] = {
@@ -338,6 +344,10 @@ class Pump:
                 Backlog.of(outbox.loop).add(self._go_on)
             elif transport is not None:
                 transport.resume_reading()
+        if outbox.on_writable:
+            calls, outbox.on_writable = outbox.on_writable, []
+            for call in calls:
+                call()
         if self.serving.wants_refill or outbox.core.has_data_to_send:
             outbox.mark_dirty()
 
@@ -474,6 +484,7 @@ class Pump:
                 outbox.close_now(reason)
             else:
                 self.messages.hello()
+                self.subscriptions.release_deferred()  # channels this side opened (§21)
             return
         if self.client_auth is not None and not self.client_auth.hello():
             return
@@ -488,3 +499,4 @@ class Pump:
         self.serving.stop_all()
         self.subscriptions.end(error)
         self.messages.close(error)
+        self.channels.close(error)

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from rstreams.net._auth import Authenticate, Authorize, ServerAuth
+from rstreams.net._channels import ChannelFactory, check_channels
 from rstreams.net._codec import JSON, Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
@@ -155,6 +156,7 @@ async def serve(
     resume: Resume | bool | None = None,
     metrics: bool | str | None = None,
     handlers: Mapping[str, Handler] | None = None,
+    channels: Mapping[str, ChannelFactory] | None = None,
 ) -> Server:
     """Listen on ``url`` and serve ``publishers`` to every client.
 
@@ -220,6 +222,12 @@ async def serve(
             or returning an awaitable that holds the message's credit until it finishes).
             ``conn.send(name, payload)`` on a client reaches them; ``authorize(principal,
             name)`` is asked for each message as for a subscribe.
+        channels: channels offered to clients (PROTOCOL.md §21): a mapping from names or
+            ``{field}`` patterns to ``factory(input, params) -> Publisher``. ``input`` is the
+            client's stream (an ordinary Publisher, subscribable once; elements decoded with
+            ``codec``); the returned Publisher is the output, encoded with ``codec``.
+            ``conn.channel(name, input)`` on a client opens one; subscribes to a channel are
+            authorized like any other.
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
@@ -228,6 +236,7 @@ async def serve(
     endpoint = parse_url(url)
     Router(publishers)  # check the offer and the limits now, where the caller made the mistake
     check_handlers(handlers)
+    check_channels(channels)
     check_water_marks(high_water, low_water)
     if handshake_timeout is not None and not handshake_timeout > 0:
         raise ValueError(f"handshake_timeout must be > 0 seconds or None, got {handshake_timeout!r}")
@@ -283,6 +292,7 @@ async def serve(
             server_auth=server_auth,
             observer=server._observing.connection() if server._observing is not None else None,
             handlers=handlers,
+            channels=channels,
         )
         conn = Connection(pump)
         return pump

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rstreams import demand
-from rstreams.api import Subscriber, Subscription
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.net._codec import Codec, identity
 from rstreams.net._outbox import Outbox
@@ -509,6 +509,10 @@ class BatchServingStream(ServingStream):
         super().stop()
 
 
+def _no_channels(name: str, sid: int, initial_demand: int) -> None:
+    raise RuntimeError("a channel mark without the channels piece")
+
+
 class ServingTable:
     """The peer's subscriptions on our publishers: one :class:`ServingStream` per subscriber id.
 
@@ -518,7 +522,7 @@ class ServingTable:
     through its outbox the core) for everything they send.
     """
 
-    __slots__ = ("_packs", "_queue", "_router", "lock", "outbox", "streams")
+    __slots__ = ("_packs", "_queue", "_router", "channel_marks", "lock", "open_channel", "outbox", "streams")
 
     def __init__(self, outbox: Outbox, offer: Offer | None, codec: Codec[Any] | None) -> None:
         self.outbox = outbox
@@ -529,6 +533,10 @@ class ServingTable:
         self.lock = threading.Lock()
         """Guards the streams' hand-over of signals from other threads (one lock for all: it is
         held for a list append or swap, and a stream costs no lock of its own)."""
+        self.channel_marks: set[int] = set()
+        """Subscriber ids whose next subscribe opens a channel (extension channels, PROTOCOL.md §21)."""
+        self.open_channel: Callable[[str, int, int], None] = _no_channels
+        """Serves a marked subscribe (``name, sid, initial_demand``); set by the channels piece."""
 
     @property
     def has_work(self) -> bool:
@@ -546,6 +554,10 @@ class ServingTable:
             # A violation later in the same read closed the core: the goodbye already ended
             # this subscription, so no local publisher is started for it.
             return
+        if self.channel_marks and sid in self.channel_marks:  # extension channels (§21)
+            self.channel_marks.discard(sid)
+            self.open_channel(name, sid, initial_demand)
+            return
         try:
             publisher, codec, batched = self._router.resolve_batched(name)
         except UnknownPublisherError as unknown:
@@ -560,6 +572,18 @@ class ServingTable:
                 name,
             )
             return
+        self.attach(name, sid, initial_demand, publisher, codec, batched)
+
+    def attach(
+        self,
+        name: str,
+        sid: int,
+        initial_demand: int,
+        publisher: Publisher[Any],
+        codec: Codec[Any] | None,
+        batched: bool = False,
+    ) -> None:
+        """Serve ``publisher`` to the peer's subscriber ``sid`` (a resolved subscribe)."""
         if batched and codec is not None:
             stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
         else:
@@ -578,6 +602,7 @@ class ServingTable:
     def refuse(self, sid: int, message: str, code: int, name: str = "") -> None:
         """Refuse a subscribe (to ``name``): onError without onSubscribe (PROTOCOL.md §5.2), with
         ``code`` (§19)."""
+        self.channel_marks.discard(sid)
         observer = self.outbox.observer
         if observer is not None:
             observer.refused(self._router.pattern(name), message)
@@ -595,6 +620,7 @@ class ServingTable:
 
     def cancel(self, sid: int) -> None:
         """The peer cancelled ``sid`` (the core acknowledged it), or the core ended it."""
+        self.channel_marks.discard(sid)
         stream = self.streams.pop(sid, None)
         if stream is not None:
             self._queue.pop(stream, None)

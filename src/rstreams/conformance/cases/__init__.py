@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rstreams.conformance.cases import channels as channels
 from rstreams.conformance.cases import close as close
 from rstreams.conformance.cases import codes as codes
 from rstreams.conformance.cases import demand as demand
@@ -16,6 +17,7 @@ from rstreams.conformance.cases import split as split
 from rstreams.conformance.cases import state as state
 
 __all__ = [
+    "channels",
     "close",
     "codes",
     "demand",

@@ -1,0 +1,107 @@
+"""Extension channels (PROTOCOL.md §21): opening, refusals, malformed messages, stray input.
+
+Messages are made by hand from PROTOCOL.md's wire form. The cases need no channel from the
+endpoint: they open channels under random names (refused with onError, §21.3) and check
+what must be refused or ignored. A case is skipped when the serverHello does not list
+extension channels (id 8).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from rstreams.conformance._case import Context, Skip, case, check
+from rstreams.conformance._peer import Peer
+from rstreams.conformance.cases._helpers import range_elements, still_serving, subscribe, varint
+
+CHANNELS = 8
+CHANNEL, INPUT_REQUEST, INPUT_NEXT, INPUT_COMPLETE = 0xA0, 0xA1, 0xA3, 0xA4
+S212, S213, S215 = "PROTOCOL.md §21.2", "PROTOCOL.md §21.3", "PROTOCOL.md §21.5"
+
+
+def _frame(kind: int, sid: int, rest: bytes = b"") -> bytes:
+    payload = varint(sid) + rest
+    return bytes([kind]) + varint(len(payload)) + payload
+
+
+async def _with_channels(ctx: Context) -> Peer:
+    peer = await ctx.open(extensions=(CHANNELS,))
+    await peer.hello()
+    hello = peer.monitor.server_hello
+    if hello is None or CHANNELS not in hello.extensions:
+        raise Skip("the endpoint does not list extension channels (id 8) in its serverHello")
+    return peer
+
+
+async def _bye(peer: Peer, section: str) -> None:
+    bye = await peer.goodbye_then_close()
+    reason = bye.reason if bye is not None else ""
+    check(section in reason, f"the goodbye {reason!r} does not cite §{section}")
+
+
+@case(
+    "ex.ch_unknown_channel",
+    S213,
+    "An unknown channel name is refused with onError; the connection goes on (here: a channel mark and "
+    "a subscribe under a random name, then the input's inputComplete, dropped quietly).",
+    needs=("range",),
+)
+async def _unknown(ctx: Context) -> None:
+    peer = await _with_channels(ctx)
+    name = f"conformance/no-channel-{secrets.token_hex(4)}"
+    await peer.send(_frame(CHANNEL, 1), subscribe(name, 1, 1))
+    await peer.failed(1)
+    await peer.send(_frame(INPUT_COMPLETE, 1), subscribe(ctx.name("range", n=2), 2, 2))
+    view = await peer.completed(2)
+    check(view.elements == range_elements(2), "the connection did not go on after a refused channel")
+    peer.abort()
+
+
+@case(
+    "ex.ch_second_mark",
+    S212,
+    "A second `channel` for an id already marked is a connection error citing §21.2.",
+)
+async def _second_mark(ctx: Context) -> None:
+    peer = await _with_channels(ctx)
+    await peer.send(_frame(CHANNEL, 5), _frame(CHANNEL, 5))
+    await _bye(peer, "21.2")
+    await still_serving(ctx)
+
+
+@case(
+    "ex.ch_request_zero",
+    S212,
+    "An inputRequest whose demand is 0 is a connection error citing §21.2.",
+)
+async def _request_zero(ctx: Context) -> None:
+    peer = await _with_channels(ctx)
+    await peer.send(_frame(INPUT_REQUEST, 1, b"\x00"))
+    await _bye(peer, "21.2")
+
+
+@case(
+    "ex.ch_reserved_type",
+    S212,
+    "A message of a reserved type of extension channels (here 0xA6) is a connection error citing §21.2.",
+)
+async def _reserved(ctx: Context) -> None:
+    peer = await _with_channels(ctx)
+    await peer.send(_frame(0xA6, 1))
+    await _bye(peer, "21.2")
+
+
+@case(
+    "ex.ch_stray_input",
+    S215,
+    "Input messages for an id with no channel are dropped quietly: they may have crossed its end.",
+    needs=("range",),
+)
+async def _stray(ctx: Context) -> None:
+    peer = await _with_channels(ctx)
+    await peer.send(
+        _frame(INPUT_NEXT, 9, b"late"), _frame(INPUT_COMPLETE, 9), subscribe(ctx.name("range", n=3), 1, 3)
+    )
+    view = await peer.completed(1)
+    check(view.elements == range_elements(3), "the connection did not go on after stray input")
+    peer.abort()

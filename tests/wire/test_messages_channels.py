@@ -1,0 +1,97 @@
+"""The payloads of extensions messages (§20.2) and channels (§21.2): round trips and refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from rstreams.wire import ExtensionError
+from rstreams.wire._channels import (
+    CHANNEL,
+    INPUT_CANCEL,
+    INPUT_COMPLETE,
+    INPUT_ERROR,
+    INPUT_NEXT,
+    INPUT_REQUEST,
+    decode_channel_message,
+    encode_channel_message,
+)
+from rstreams.wire._messages import Credit, decode_credit, decode_message, encode_credit, encode_message
+from rstreams.wire.extensions import BY_TYPE, CHANNELS, MESSAGES
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_the_registry_owns_the_ranges() -> None:
+    assert all(BY_TYPE[t] is MESSAGES for t in range(0x9C, 0xA0))
+    assert all(BY_TYPE[t] is CHANNELS for t in range(0xA0, 0xA8))
+    assert (MESSAGES.id, CHANNELS.id) == (7, 8)
+
+
+@pytest.mark.parametrize(("name", "body"), [("events/click", b"hi"), ("", b""), ("é/ü", bytes(300))])
+def test_message_round_trip(name: str, body: bytes) -> None:
+    assert decode_message(encode_message(name, body)) == (name, body)
+
+
+def test_message_bytes() -> None:
+    assert encode_message("ab", b"\x00") == b"\x02ab\x00"
+
+
+@pytest.mark.parametrize(
+    ("payload", "words"),
+    [(b"", "ends inside"), (b"\x80", "ends inside"), (b"\x80\x00", "non-minimal"), (b"\x03ab", "3 bytes")],
+)
+def test_malformed_message_cites_20_2(payload: bytes, words: str) -> None:
+    with pytest.raises(ExtensionError, match=words) as raised:
+        decode_message(payload)
+    assert raised.value.reason.endswith("(PROTOCOL.md §20.2)")
+
+
+def test_credit_round_trip_and_refusals() -> None:
+    assert decode_credit(encode_credit(16)) == 16
+    assert decode_credit(encode_credit(2**63 - 1)) == 2**63 - 1
+    for bad in (encode_credit(0), encode_credit(2**63), b"", b"\x01\x01"):
+        with pytest.raises(ExtensionError, match="messageCredit"):
+            decode_credit(bad)
+
+
+def test_credit_saturates_and_refuses_below_zero() -> None:
+    credit = Credit()
+    assert not credit.take()
+    credit.grant(2**63 - 1)
+    credit.grant(5)
+    assert credit.available == 2**63 - 1
+    assert credit.take() and credit.available == 2**63 - 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "rest", "value"),
+    [
+        (CHANNEL, b"", None),
+        (INPUT_CANCEL, b"", None),
+        (INPUT_COMPLETE, b"", None),
+        (INPUT_REQUEST, 300, 300),
+        (INPUT_NEXT, b"\x00\x01", b"\x00\x01"),
+        (INPUT_NEXT, b"", b""),
+        (INPUT_ERROR, "boom ✓".encode(), "boom ✓"),
+    ],
+)
+def test_channel_messages_round_trip(kind: int, rest: bytes | int, value: object) -> None:
+    assert decode_channel_message(kind, encode_channel_message(kind, 300, rest)) == (300, value)
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "words"),
+    [
+        (CHANNEL, b"", "ends inside"),
+        (CHANNEL, b"\x01\x02", "after its subscriber"),
+        (INPUT_REQUEST, b"\x01", "ends inside"),
+        (INPUT_REQUEST, b"\x01\x00", "demand must be"),
+        (INPUT_REQUEST, b"\x01\x01\x01", "after its demand"),
+        (INPUT_ERROR, b"\x01\xc3", "UTF-8"),
+        (0xA7, b"\x01", "reserved"),
+    ],
+)
+def test_malformed_channel_messages_cite_21_2(kind: int, payload: bytes, words: str) -> None:
+    with pytest.raises(ExtensionError, match=words) as raised:
+        decode_channel_message(kind, payload)
+    assert raised.value.reason.endswith("(PROTOCOL.md §21.2)")
