@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from netsupport import CountingSource, RawPeer
 
 import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
@@ -30,6 +29,7 @@ from rstreams.wire._channels import (
     encode_channel_message,
 )
 from rstreams.wire.extensions import CHANNELS, KEEPALIVE
+from testkit.net import CountingSource, RawPeer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
