@@ -201,6 +201,17 @@ def stream_small(quick: bool) -> ScenarioDef:
                 needs="uvloop",
             ),
             _rs(
+                "rstreams-w256-metrics",
+                "RS.io, window 256, the server counting (metrics=True)",
+                "net_rstreams.py",
+                *common,
+                "--count",
+                n,
+                "--window",
+                "256",
+                "--metrics",
+            ),
+            _rs(
                 "rstreams-w4096",
                 "RS.io, window 4096",
                 "net_rstreams.py",
@@ -310,9 +321,11 @@ def stream_small(quick: bool) -> ScenarioDef:
             ("rstreams-packed-w4096", "rstreams-w4096"),
             ("rstreams-async-for-w256", "rstreams-w256"),
             ("rstreams-batched-unbounded", "rstreams-packed-unbounded"),
+            ("rstreams-w256-metrics", "rstreams-w256"),
         ],
         targets=[
             ("rstreams-w256", "", 1e6),
+            ("rstreams-w256-metrics", "rstreams-w256", 0.97),
             ("rstreams-w256", "rsocket-py-w256", 35.0),
             ("rstreams-batched-unbounded", "", 15e6),
         ],
@@ -371,6 +384,13 @@ def request_response(quick: bool) -> ScenarioDef:
         contestants=[
             _rs("rstreams", "conn.request()", "net_rstreams.py", *common),
             _rs(
+                "rstreams-metrics",
+                "conn.request(), the server counting",
+                "net_rstreams.py",
+                *common,
+                "--metrics",
+            ),
+            _rs(
                 "rstreams-uvloop",
                 "conn.request(), uvloop",
                 "net_rstreams.py",
@@ -387,8 +407,13 @@ def request_response(quick: bool) -> ScenarioDef:
             ("rstreams-uvloop", "rsocket-py"),
             ("rstreams", "ceiling"),
             ("rstreams-uvloop", "ceiling-uvloop"),
+            ("rstreams-metrics", "rstreams"),
         ],
-        targets=[("rstreams", "", 20_000.0), ("rstreams-uvloop", "", 20_000.0)],
+        targets=[
+            ("rstreams", "", 20_000.0),
+            ("rstreams-uvloop", "", 20_000.0),
+            ("rstreams-metrics", "rstreams", 0.97),
+        ],
         extras=[("p50_us", "p50", "µs"), ("p99_us", "p99", "µs")],
     )
 

@@ -97,8 +97,14 @@ async def serve_main() -> None:
         "ints": with_codec(_ints, INT64, batched=True),
         "echo": _echo,
     }
-    server = await serve(f"tcp://{HOST}:0", offer, config=CONFIG)
+    # --metrics reaches the server child through the environment (it is started with --uvloop only)
+    metrics = os.environ.get(METRICS_ENV) == "1"
+    server = await serve(f"tcp://{HOST}:0", offer, config=CONFIG, metrics=True if metrics else None)
     await serve_until_stdin_closes(int(server.url.rsplit(":", 1)[1]))
+
+
+METRICS_ENV = "RSTREAMS_BENCH_METRICS"
+"""Set to ``1`` (by ``--metrics``) for the server child: it then serves with ``metrics=True``."""
 
 
 # ------------------------------------------------------------------------------ client
@@ -351,7 +357,10 @@ def main(argv: list[str] | None = None) -> None:
         "--batched", action="store_true", help="stream mode: INT64 lists both ends (batched=True), --window 0"
     )
     parser.add_argument("--async-for", action="store_true", help="stream mode: consume with async for")
+    parser.add_argument("--metrics", action="store_true", help="the server counts (serve(..., metrics=True))")
     args = parser.parse_args(argv)
+    if args.metrics:
+        os.environ[METRICS_ENV] = "1"
     run_roles(args, __file__, serve_main, client_main, impl="rstreams", version=version("rstreams"))
 
 
