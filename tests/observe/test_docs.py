@@ -34,6 +34,10 @@ def exposed() -> dict[str, tuple[str, set[str]]]:
     metrics.opened(conn)
     conn.stream_opened("p", "p", 1, 5).ended("error", "x")
     conn.goodbye("", sent=True)
+    reader = {"position": 1, "lag": 2}
+    row = {"first": 1, "end": 3, "elements": 2, "bytes": 8, "capacity": 9, "trimmed": 1, "pending": 0}
+    log = {**row, "readers": {"q": reader}, "staged_bytes": 0}
+    metrics.sections["replay"] = lambda: {"logs": {"results": log}}
     found: dict[str, tuple[str, set[str]]] = {}
     for family in families(metrics.snapshot(streams=False)):
         name = family.name + ("_total" if family.type == "counter" else "")

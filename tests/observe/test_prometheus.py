@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import urllib.error
 import urllib.request
 from typing import Any
@@ -12,31 +11,15 @@ import pytest
 import rstreams
 from rstreams.net import connect, serve
 from rstreams.observe._prometheus import parse_address
-from testkit.observe import Clock, Opened, Waiter, use_clock
+from testkit.observe import Clock, Opened, Waiter, scrape, use_clock
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
-parser = pytest.importorskip("prometheus_client.parser")
+pytest.importorskip("prometheus_client")
 
 
 def numbers(params: dict[str, str]) -> Any:
     return rstreams.range(int(params["n"])).map(lambda i: i.to_bytes(8, "big"))
-
-
-async def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of one scrape: (name, sorted labels) -> value (the scrape runs off the loop)."""
-
-    def get() -> str:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            assert response.status == 200
-            return str(response.read().decode())
-
-    text = await asyncio.to_thread(get)
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in parser.text_string_to_metric_families(text)
-        for sample in family.samples
-    }
 
 
 async def test_scrape_moves_with_the_stream() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -120,3 +121,21 @@ def served(offer: Any, **options: Any) -> Iterator[str]:
             loop.call_soon_threadsafe(stop[0].set)
         thread.join(WAIT)
         loop.close()
+
+
+async def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of one scrape: (name, sorted labels) -> value (the scrape runs off the loop)."""
+
+    def get() -> str:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            assert response.status == 200
+            return str(response.read().decode())
+
+    text = await asyncio.to_thread(get)
+    from prometheus_client import parser  # the rstreams[metrics] extra
+
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in parser.text_string_to_metric_families(text)
+        for sample in family.samples
+    }

@@ -89,6 +89,21 @@ class Server:
             )
         return self._metrics.snapshot()
 
+    def add_metrics(self, name: str, read: Callable[[], dict[str, Any]]) -> None:
+        """Include ``read()`` under ``name`` in every snapshot (:meth:`metrics`, ``rstreams/stats``,
+        and ``/metrics`` for the shapes rstreams knows: ``"replay"`` from
+        :func:`rstreams.observe.replay_metrics`). Called on the server's loop.
+
+        Raises:
+            RuntimeError: the server counts nothing (made without ``metrics=``).
+            ValueError: ``name`` is taken by the server's own numbers or another section.
+        """
+        if self._metrics is None:
+            raise RuntimeError("add_metrics needs a server that counts: serve(..., metrics=True)")
+        if name in self._metrics.snapshot(streams=False) or name == "streams":
+            raise ValueError(f"add_metrics: the name {name!r} is taken")
+        self._metrics.sections[name] = read
+
     def close(self, reason: str = "server closing") -> None:
         """Stop accepting; say goodbye on every connection. :meth:`wait_closed` waits for the end."""
         if self._shutdown is None:

@@ -15,12 +15,14 @@ from rstreams.observe._metrics import ServerMetrics as ServerMetrics
 from rstreams.observe._metrics import StreamObserver as StreamObserver
 from rstreams.observe._metrics import goodbye_reason as goodbye_reason
 from rstreams.observe._metrics import stream_error_reason as stream_error_reason
+from rstreams.observe._replay import replay_metrics as replay_metrics
 
 __all__ = [
     "ConnectionObserver",
     "ServerMetrics",
     "StreamObserver",
     "goodbye_reason",
+    "replay_metrics",
     "stream_error_reason",
 ]
 

@@ -388,6 +388,8 @@ class ServerMetrics:
         self.closed = ConnectionTotals()
         self.logger: Callable[[ConnectionObserver], None] | None = None
         """Called with each new connection's observer to attach its log (``None``: no logging)."""
+        self.sections: dict[str, Callable[[], dict[str, Any]]] = {}
+        """Further numbers a snapshot includes under their name (``Server.add_metrics``)."""
 
     def pattern(self, pattern: str) -> PatternTotals:
         totals = self.patterns.get(pattern)
@@ -494,6 +496,8 @@ class ServerMetrics:
             "replayed_bytes": totals.replayed_bytes,
             "publishers": publishers,
         }
+        for name, read in self.sections.items():
+            snapshot[name] = read()
         if streams:
             snapshot["streams"] = stream_rows
         return snapshot

@@ -81,6 +81,49 @@ def families(snapshot: dict[str, Any]) -> Iterator[Any]:
     yield counter("resumptions", "Sessions resumed on a new transport (§16).", s["resumptions"])
     yield counter("replayed_bytes", "Bytes sent again after resumptions.", s["replayed_bytes"])
     yield from _per_publisher(s["publishers"])
+    if "replay" in s:
+        yield from _replay(s["replay"]["logs"])
+
+
+_PER_LOG = (
+    ("replay_elements_held", "gauge", "elements", "Elements a replay log holds."),
+    ("replay_bytes_held", "gauge", "bytes", "Bytes of the elements a replay log holds."),
+    ("replay_capacity", "gauge", "capacity", "Elements a replay log holds at most."),
+    ("replay_end_position", "gauge", "end", "The position the next element of a replay log gets."),
+    ("replay_trimmed", "counter", "trimmed", "Elements trimmed from a replay log (its first position)."),
+    ("replay_pending_readers", "gauge", "pending", "Readers holding a position before their first commit."),
+)
+
+
+def _replay(logs: dict[str, dict[str, Any]]) -> Iterator[Any]:
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    for name, kind, key, doc in _PER_LOG:
+        family_type = GaugeMetricFamily if kind == "gauge" else CounterMetricFamily
+        family = family_type(f"rstreams_{name}", doc, labels=["log"])
+        for log, row in logs.items():
+            family.add_metric([log], row[key])
+        yield family
+    staged = GaugeMetricFamily(
+        "rstreams_replay_staged_bytes", "Bytes uploaded to a sink log, not yet published.", labels=["log"]
+    )
+    position = GaugeMetricFamily(
+        "rstreams_replay_reader_position", "A reader's committed position.", labels=["log", "reader"]
+    )
+    lag = GaugeMetricFamily(
+        "rstreams_replay_reader_lag",
+        "Elements between a reader's committed position and the end.",
+        labels=["log", "reader"],
+    )
+    for log, row in logs.items():
+        if "staged_bytes" in row:
+            staged.add_metric([log], row["staged_bytes"])
+        for reader, at in row["readers"].items():
+            position.add_metric([log, reader], at["position"])
+            lag.add_metric([log, reader], at["lag"])
+    yield staged
+    yield position
+    yield lag
 
 
 _PER_PUBLISHER = (

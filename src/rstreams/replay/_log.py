@@ -195,6 +195,12 @@ class ReplayLog(Subscriber[Any]):
             end, size = self._sizes.end_within(start, max_bytes)
             return {"end": end, "bytes": size}
 
+    def held_bytes(self) -> int:
+        """Bytes of the elements held now (for monitoring, :mod:`rstreams.observe`)."""
+        with self._lock:
+            sizes = self._sizes
+            return sizes.totals[-1] - sizes.totals[self._store.first - sizes.base]
+
     def info(self) -> dict[str, Any]:
         """``{"first", "end", "complete", "error"}``: what ``name?latest`` answers."""
         self.housekeep()
