@@ -90,7 +90,7 @@ AREAS: dict[str, str] = {
     "lm": "limits",
     "rs": "session resumption (extension 3)",
     "rv": "server as subscriber",
-    "ex": "extensions (keepalive, auth)",
+    "ex": "extensions (keepalive, auth, messages, channels)",
 }
 
 CASES: list[Case] = []
