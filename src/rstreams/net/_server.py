@@ -34,6 +34,7 @@ from rstreams.observe import ConnectionObserver, ServerMetrics
 from rstreams.observe._builtin import ServerFacts, builtin_factories, version
 from rstreams.observe._log import attach as attach_logs
 from rstreams.observe._log import wanted as logs_wanted
+from rstreams.observe._otel import bridge, sdk_configured
 from rstreams.observe._prometheus import Exposition, parse_address
 from rstreams.wire import ConnectionConfig
 
@@ -229,6 +230,8 @@ async def serve(
             ``"host:port"``: that, and serve it at ``http://host:port/metrics`` for
             Prometheus (needs ``prometheus_client``, the ``rstreams[metrics]`` extra; port 0
             picks one, see :attr:`Server.metrics_url`). Default: nothing is counted.
+            When the application has installed an OpenTelemetry SDK ``MeterProvider``, the
+            numbers are also observable instruments of its meter ``rstreams``.
             Logging is separate: when the ``rstreams.streams`` logger listens at INFO (or
             ``rstreams.frames`` at DEBUG) as the server starts, connections log (see
             docs/observability.md).
@@ -267,6 +270,8 @@ async def serve(
     address = parse_address(metrics) if isinstance(metrics, str) else None
     if metrics is not None and metrics is not False:
         server._metrics = ServerMetrics(asyncio.get_running_loop().time, version=version)
+        if sdk_configured():  # the application set up OpenTelemetry: the numbers go there too
+            bridge(server._metrics, asyncio.get_running_loop(), version=version())
     server._observing = server._metrics
     if logs_wanted():  # the rstreams.streams / rstreams.frames loggers listen (rstreams.observe._log)
         if server._observing is None:
