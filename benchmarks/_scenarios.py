@@ -134,7 +134,12 @@ def inprocess(quick: bool) -> ScenarioDef:
 
 def operators(quick: bool) -> ScenarioDef:
     n = "2000" if quick else "200000"
-    rows = [("zip", "zip(range, range) -> sum"), ("combine_latest", "combine_latest(range, range) -> count")]
+    rows = [
+        ("scan", "scan(add) -> last"),
+        ("distinct", "distinct(x % 64) -> sum"),
+        ("buffer", "buffer(16) -> len -> sum"),
+    ]
+    rows += [("zip", "zip(range, range) -> sum"), ("combine_latest", "combine_latest(range, range) -> count")]
     rows.append(("group_by", "group_by(x % 16) -> merged -> sum"))
     contestants = []
     for op, label in rows:
@@ -142,7 +147,7 @@ def operators(quick: bool) -> ScenarioDef:
         contestants.append(_peer(f"reactivex-{op}", label, "inproc_ops.py", "--one", f"rx_{op}", "--n", n))
     return ScenarioDef(
         name="operators",
-        title="In-process operators that combine or group: zip, combine_latest, group_by",
+        title="In-process operators: scan, distinct, buffer(count), zip, combine_latest, group_by",
         description=(
             f"N = {int(n):,} per source; throughput is input elements / wall time of one run in a "
             "fresh process after a warm-up of N/10 (benchmarks/inproc_ops.py). rstreams keeps "

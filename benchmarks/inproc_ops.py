@@ -1,12 +1,18 @@
-"""Operators that combine or group, in one process: rstreams beside reactivex, same pipeline.
+"""Operators that accumulate, combine or group, in one process: rstreams beside reactivex,
+same pipeline.
 
+  scan            range(N) -> scan(a + x, 0) -> last
+  distinct        range(N) -> distinct(key=x % 64) -> sum   (64 pass, the rest are dropped;
+                  reactivex looks a key up by a linear search of the keys seen, so more keys
+                  would only widen the gap)
+  buffer          range(N) -> buffer(16) (buffer_with_count) -> len -> sum
   zip             zip(range(N), range(N)) -> a + b -> sum
   combine_latest  combine_latest(range(N), range(N)) -> a + b -> count   (the interleaving of
                   two synchronous sources differs between the libraries, so the answer is
                   checked to lie between N and 2N - 1 tuples)
   group_by        range(N) -> group_by(x % 16) -> every group merged back -> sum
 
-Rates count input elements per second (2N for zip and combine_latest, N for group_by).
+Rates count input elements per second (2N for zip and combine_latest, N for the others).
 rstreams keeps backpressure through all of them (bounded prefetch per source or group);
 reactivex has none. ``run.py operators`` runs this file with ``--one NAME`` in each venv
 (the peers' venv has no rstreams: rstreams is imported only by its own rows).
@@ -27,12 +33,60 @@ from collections.abc import Callable
 from typing import Any
 
 GROUPS = 16
+SIZE = 16
+"""``buffer``'s list size."""
+KEYS = 64
+"""``distinct``'s number of keys."""
 
 
 def _rs() -> Any:
     import rstreams
 
     return rstreams
+
+
+def rs_scan(n: int) -> int:
+    rs = _rs()
+    return int(rs.range(0, n).scan(_add, 0).last().result())
+
+
+def rx_scan(n: int) -> int:
+    import reactivex
+    from reactivex import operators as ops
+
+    out: list[int] = []
+    reactivex.from_iterable(range(n)).pipe(ops.scan(_add, 0), ops.last()).subscribe(on_next=out.append)
+    return out[-1]
+
+
+def rs_distinct(n: int) -> int:
+    rs = _rs()
+    return int(rs.range(0, n).distinct(_key).reduce(_add, 0).result())
+
+
+def rx_distinct(n: int) -> int:
+    import reactivex
+    from reactivex import operators as ops
+
+    out: list[int] = []
+    reactivex.from_iterable(range(n)).pipe(ops.distinct(_key), ops.sum()).subscribe(on_next=out.append)
+    return out[-1]
+
+
+def rs_buffer(n: int) -> int:
+    rs = _rs()
+    return int(rs.range(0, n).buffer(SIZE).map(len).reduce(_add, 0).result())
+
+
+def rx_buffer(n: int) -> int:
+    import reactivex
+    from reactivex import operators as ops
+
+    out: list[int] = []
+    reactivex.from_iterable(range(n)).pipe(ops.buffer_with_count(SIZE), ops.map(len), ops.sum()).subscribe(
+        on_next=out.append
+    )
+    return out[-1]
 
 
 def rs_zip(n: int) -> int:
@@ -88,11 +142,20 @@ def _add(a: int, b: int) -> int:
     return a + b
 
 
+def _key(x: int) -> int:
+    return x % KEYS
+
+
 def _check(name: str, n: int, answer: int) -> None:
-    if name.endswith("zip"):
+    op = name[3:]
+    if op == "zip":
         ok = answer == n * (n - 1)
-    elif name.endswith("combine_latest"):
+    elif op == "combine_latest":
         ok = n <= answer <= 2 * n - 1
+    elif op == "distinct":
+        ok = answer == sum(range(min(n, KEYS)))
+    elif op == "buffer":
+        ok = answer == n
     else:
         ok = answer == n * (n - 1) // 2
     if not ok:
@@ -100,6 +163,12 @@ def _check(name: str, n: int, answer: int) -> None:
 
 
 RUNS: dict[str, tuple[Callable[[int], int], int]] = {
+    "rs_scan": (rs_scan, 1),
+    "rx_scan": (rx_scan, 1),
+    "rs_distinct": (rs_distinct, 1),
+    "rx_distinct": (rx_distinct, 1),
+    "rs_buffer": (rs_buffer, 1),
+    "rx_buffer": (rx_buffer, 1),
     "rs_zip": (rs_zip, 2),
     "rx_zip": (rx_zip, 2),
     "rs_combine_latest": (rs_combine_latest, 2),
@@ -108,6 +177,8 @@ RUNS: dict[str, tuple[Callable[[int], int], int]] = {
     "rx_group_by": (rx_group_by, 1),
 }
 """Each row: its pipeline, and input elements per ``n``."""
+
+OPERATORS = ("scan", "distinct", "buffer", "zip", "combine_latest", "group_by")
 
 
 def timed(name: str, n: int) -> float:
@@ -140,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"n={args.n:,}, {args.repeats} rounds, load before {load}, after {after}")
     print("| operator | rstreams el/s | reactivex el/s | rstreams / reactivex (median of paired ratios) |")
     print("|---|---|---|---|")
-    for op in ("zip", "combine_latest", "group_by"):
+    for op in OPERATORS:
         ours, theirs = rates[f"rs_{op}"], rates[f"rx_{op}"]
         ratio = statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
         print(
