@@ -149,6 +149,7 @@ def _examples(loop: asyncio.AbstractEventLoop) -> dict[str, Callable[[], object]
         "replay": lambda: _shared(source.replay(2)),
         "group_by": lambda: _inner(source.group_by(str)),
         "window": lambda: _inner(source.window(2)),
+        "window_time": lambda: _inner(source.window_time(1, loop=loop)),
         "from_iterable": lambda: _subscription(rstreams.from_iterable([1])),
         "range": lambda: _subscription(source),
         "just": lambda: _subscription(rstreams.just(1)),

@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
+from rstreams.api import Subscriber
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
+from testkit.clock import VirtualLoop
 from testkit.publishers import ManualPublisher, ThreadPublisher
 from testkit.recording import WAIT, RecordingSubscriber
 
@@ -248,3 +251,111 @@ def test_the_outer_flow_alone_passes_the_publisher_tck() -> None:
         max_elements=1000,
     )
     assert report.ok, str(report)
+
+
+# -- window_time: windows cut by a clock (a virtual one here) ---------------------------------
+
+
+def _clock() -> tuple[VirtualLoop, asyncio.AbstractEventLoop]:
+    clock = VirtualLoop()
+    return clock, cast(asyncio.AbstractEventLoop, clock)
+
+
+class _Stepped(OperatorFlow[int, int]):
+    """range(0, n) that moves the virtual clock by ``step`` after each element went on."""
+
+    def __init__(self, n: int, clock: VirtualLoop, step: float) -> None:
+        super().__init__(rstreams.range(0, n))
+        self.clock, self.step = clock, step
+
+    def subscriber(self, downstream: Subscriber[int]) -> Subscriber[int]:
+        return _StepAfter(downstream, self.clock, self.step)
+
+
+class _StepAfter(OperatorSubscriber[int, int]):
+    def __init__(self, downstream: Subscriber[int], clock: VirtualLoop, step: float) -> None:
+        super().__init__(downstream)
+        self.many = None
+        self.clock, self.step = clock, step
+
+    def on_next(self, item: int) -> None:
+        if not self.done:
+            self.downstream.on_next(item)
+            self.clock.advance(self.step)
+
+
+def test_window_time_cuts_every_period_and_skips_empty_ones() -> None:
+    """Periods of 1 s: [1, 2] in period 0, nothing in 1, [3] in 2 (completed with the upstream)."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    windows = _outer(source.window_time(1.0, prefetch=8, loop=loop), initial=10)
+    assert source.requested == 8  # prefetch, once the outer subscriber asked
+    source.emit(1, 2)
+    first = _inner(windows.items[0], initial=10)
+    assert (first.items, first.completed) == ([1, 2], False)
+    clock.advance(1.0)
+    assert first.completed
+    clock.advance(1.0)  # a period without elements: no window
+    source.emit(3)
+    assert [w.key for w in windows.items] == [0, 2]
+    third = _inner(windows.items[1], initial=1)
+    source.complete()
+    assert third.items == [3] and third.completed and windows.completed
+    clock.advance(0)  # the cancel is handed to the loop (this is not its thread)
+    assert clock.pending == 0  # the clock stops once the upstream ended
+
+
+def test_window_time_keeps_group_demand() -> None:
+    """A window's subscriber gets only what it asked for; the rest waits in the window."""
+    clock, loop = _clock()
+    source: ManualPublisher[int] = ManualPublisher()
+    windows = _outer(source.window_time(1.0, prefetch=8, loop=loop), initial=1)
+    source.emit(1, 2, 3)
+    w = _inner(windows.items[0], initial=1)
+    clock.advance(1.0)  # the window is cut, but still holds 2 and 3
+    assert (w.items, w.completed) == ([1], False)
+    w.request(5)
+    assert w.items == [1, 2, 3] and w.completed
+
+
+def test_window_time_then_flatten_is_the_identity() -> None:
+    """Concatenating the windows gives the stream back, however the clock cuts it."""
+    clock, loop = _clock()
+    flow = rstreams.from_publisher(_Stepped(10, clock, 0.4)).window_time(1.0, loop=loop)
+    assert flow.concat_map(lambda w: w).collect().result(WAIT) == list(range(10))
+
+
+def test_window_time_refuses_bad_arguments_and_a_missing_loop() -> None:
+    """seconds must be > 0; without loop= and outside a running loop, on_error names window_time."""
+    flow = rstreams.range(0, 3)
+    with pytest.raises(ValueError, match=r"window_time\(seconds\) needs seconds > 0"):
+        flow.window_time(0)
+    with pytest.raises(ValueError, match="window_time: prefetch"):
+        flow.window_time(1, prefetch=0)
+    s = _outer(flow.window_time(1.0), initial=1)
+    assert isinstance(s.error, RuntimeError) and "window_time" in str(s.error)
+
+
+def test_window_time_passes_the_publisher_tck() -> None:
+    """The outer Flow (one window per element: the clock moves a period after each) and the
+    flattened one."""
+    from rstreams.tck import verify_publisher
+
+    def outer(n: int) -> rstreams.Flow[Any]:
+        clock, loop = _clock()
+        return rstreams.from_publisher(_Stepped(n, clock, 1.0)).window_time(1.0, prefetch=1024, loop=loop)
+
+    def flat(n: int) -> rstreams.Flow[Any]:
+        clock, loop = _clock()
+        flow = rstreams.from_publisher(_Stepped(n, clock, 0.5)).window_time(1.0, loop=loop)
+        return flow.concat_map(lambda w: w)
+
+    for make in (outer, flat):
+        report = verify_publisher(
+            make,
+            create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).window_time(
+                1.0, loop=_clock()[1]
+            ),
+            max_elements=1000,
+        )
+        assert report.ok, str(report)

@@ -61,7 +61,7 @@ from rstreams.flow._transform import (
     start_with,
 )
 from rstreams.flow._until import SkipUntilFlow, TakeUntilFlow
-from rstreams.flow._window import Group, GroupByFlow
+from rstreams.flow._window import Group, GroupByFlow, WindowTimeFlow
 from rstreams.flow._with_latest import WithLatestFromFlow
 from rstreams.rules import check_subscriber
 
@@ -448,6 +448,15 @@ class Flow(Publisher[T], abc.ABC):
         """A Flow of windows (``GroupedFlow``, ``.key`` 0, 1, ...) of ``count`` consecutive
         elements each (the last may be shorter); demand like :meth:`group_by`."""
         return _Wrapped(GroupByFlow(_unwrap(self), None, 2**63 - 1, prefetch, GroupedFlow, count=count))
+
+    def window_time(
+        self, seconds: float, *, prefetch: int = 256, loop: asyncio.AbstractEventLoop | None = None
+    ) -> Flow[GroupedFlow[T]]:
+        """A Flow of windows (``GroupedFlow``) cut every ``seconds`` by a clock on ``loop``
+        (default: the running loop at subscribe); a window opens with its period's first
+        element (``.key``: the period's number) and completes when the period ends. Demand
+        like :meth:`group_by`."""
+        return _Wrapped(WindowTimeFlow(_unwrap(self), seconds, prefetch, GroupedFlow, loop))
 
     def share(self, *, buffer_size: int = 256) -> Flow[T]:
         """One subscription to this Flow shared by every subscriber while any is there; the

@@ -1,4 +1,4 @@
-"""Flows of Flows: ``group_by(key, max_groups=)`` and ``window(count)``.
+"""Flows of Flows: ``group_by(key, max_groups=)``, ``window(count)`` and ``window_time(seconds)``.
 
 Both emit one :class:`Group` per group (a Publisher with a ``key``, subscribable once;
 :class:`rstreams.Flow` hands them on as ``GroupedFlow`` through ``wrap``),
@@ -21,6 +21,12 @@ subscriber, so all signals are serial (rules 1.3, 2.7) and a request inside any
   opens a new group. Groups complete when the upstream completes.
 * ``window(count)``: consecutive windows of ``count`` elements; a window completes with
   its ``count``-th element (the last may be shorter, completed with the upstream).
+* ``window_time(seconds)``: a clock on an asyncio loop cuts the stream every ``seconds``
+  from subscribe; a window opens with the first element of its period (its ``key`` is
+  the period's number, 0, 1, ...; a period without elements has no window) and
+  completes when the period ends (the last one with the upstream). An element takes the
+  window of the period that is current when it is placed, under the lock the clock
+  takes to cut, so no element lands in a window that was already cut.
 * The outer stream completes when the upstream completed and every group was emitted.
   Cancelling it stops new groups (their elements are dropped); the upstream is cancelled
   once no emitted group is open any more. An error reaches every group and the outer
@@ -29,6 +35,7 @@ subscriber, so all signals are serial (rules 1.3, 2.7) and a request inside any
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
@@ -36,12 +43,14 @@ from typing import Any, Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import OverflowStrategyError
+from rstreams.flow._async_source import on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
 from rstreams.flow._operator import OperatorFlow, check_callable
 from rstreams.flow._signals import NONE_ITEM, report_broken, signal_subscribe, signal_terminal
+from rstreams.flow._timeops import seconds
 from rstreams.rules import check_subscriber
 
-__all__ = ["Group", "GroupByFlow"]
+__all__ = ["Group", "GroupByFlow", "WindowTimeFlow"]
 
 T = TypeVar("T")
 G = TypeVar("G")
@@ -470,3 +479,150 @@ class _Windowing(_Grouping[T]):
     __slots__ = ()
 
     name = "window"
+
+
+class WindowTimeFlow(GroupByFlow[T, G]):
+    """``window_time(seconds)``: windows cut by a clock on ``loop`` (default: the running loop
+    at subscribe; without one the subscriber gets ``on_subscribe`` then ``on_error``)."""
+
+    __slots__ = ("loop", "period")
+
+    def __init__(
+        self,
+        source: Publisher[T],
+        period: float,
+        prefetch: int,
+        wrap: Callable[[Group[T]], G],
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        OperatorFlow.__init__(self, source)
+        self.period = seconds("window_time", "seconds", period, positive=True)
+        self.prefetch = check_prefetch("window_time", "prefetch", prefetch)
+        self.key, self.max_groups, self.size, self.wrap = None, 2**63 - 1, None, wrap
+        self.loop = loop
+
+    def subscribe(self, subscriber: Subscriber[G]) -> None:
+        check_subscriber(subscriber)
+        found = resolve_loop(self.loop, "window_time")
+        if isinstance(found, RuntimeError):  # no clock: refuse here (rule 1.9 then 1.4)
+            subscriber.on_subscribe(_GroupSubscription(None))
+            subscriber.on_error(found)
+            return
+        self.source.subscribe(_TimedWindowing(subscriber, self, found))
+
+    def subscriber(self, downstream: Subscriber[G]) -> Subscriber[T]:
+        found = resolve_loop(self.loop, "window_time")
+        if isinstance(found, RuntimeError):
+            raise found
+        return _TimedWindowing(downstream, self, found)
+
+
+class _TimedWindowing(_Grouping[T]):
+    """``_Grouping`` keyed by the clock's period number; the clock's tick cuts the window."""
+
+    __slots__ = ("clock", "handle", "index", "loop", "period")
+
+    name = "window_time"
+
+    def __init__(
+        self, downstream: Subscriber[Any], flow: WindowTimeFlow[T, Any], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        super().__init__(downstream, flow)
+        self.loop = loop
+        self.period = flow.period
+        self.index = 0  # the current period: the window elements join now (lock held to change)
+        self.key = self._period_of
+        self.handle: asyncio.TimerHandle | None = None
+        self.clock: _Clock | None = _Clock(self)  # what the loop holds: let go of at the end (3.13)
+
+    def _period_of(self, item: T) -> Hashable:
+        return self.index
+
+    def _place(self, item: T, key: Hashable) -> OverflowStrategyError | None:
+        """The window is the period current now, under the lock (not when ``key`` was read)."""
+        return super()._place(item, self.index)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        first = self.upstream is None
+        super().on_subscribe(subscription)
+        if first and self.upstream is subscription:
+            self._arm(self.loop.time() + self.period)
+
+    def _arm(self, when: float) -> None:
+        """Arm the next cut for ``when`` (loop time), from any thread."""
+        clock = self.clock
+        if clock is None:
+            return
+        if on_loop_thread(self.loop):
+            self.handle = self.loop.call_at(when, clock.tick, when)
+            return
+        try:
+            self.loop.call_soon_threadsafe(clock.arm, when)
+        except RuntimeError as exc:  # the loop is closed: this clock can never tick
+            self.fail(exc)
+
+    def arm_on_loop(self, when: float) -> None:
+        """``_arm`` handed over to the loop's thread."""
+        clock = self.clock
+        if clock is not None and not self.cancelled:
+            self.handle = self.loop.call_at(when, clock.tick, when)
+
+    def on_tick(self, when: float) -> None:
+        """The period that began ``period`` before ``when`` is over (on the loop's thread)."""
+        self.handle = None
+        if self.cancelled:
+            self.clock = None
+            return
+        with self.lock:
+            group = self.open.pop(self.index, None)
+            self.index += 1
+            if group is not None:
+                group.closed = True
+                if not group.marked:
+                    group.marked = True
+                    self.dirty.append(group)
+        if not self.done:
+            self._arm(when + self.period)
+        self.drain()
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        self._stop_clock()  # no element comes any more: nothing left to cut
+
+    def _clear(self) -> None:
+        self._stop_clock()
+        super()._clear()
+
+    def _stop_clock(self) -> None:
+        """Cancel the armed cut, from any thread, and let the loop forget this operator (3.13)."""
+        clock, self.clock = self.clock, None
+        if clock is not None:
+            clock.owner = None
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            if on_loop_thread(self.loop):
+                handle.cancel()
+            else:
+                try:
+                    self.loop.call_soon_threadsafe(handle.cancel)
+                except RuntimeError:
+                    pass  # the loop is closed: its timers never run
+
+
+class _Clock:
+    """The callbacks the loop holds for a ``window_time``; cut from it when the stream ends."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: _TimedWindowing[Any]) -> None:
+        self.owner: _TimedWindowing[Any] | None = owner
+
+    def arm(self, when: float) -> None:
+        owner = self.owner
+        if owner is not None:
+            owner.arm_on_loop(when)
+
+    def tick(self, when: float) -> None:
+        owner = self.owner
+        if owner is not None:
+            owner.on_tick(when)
