@@ -36,7 +36,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "net": BASE | {"flow", "wire", "observe"},
     "conformance": BASE | {"wire", "net"},
     "replay": BASE | {"flow", "net"},
-    "web": BASE | {"net", "replay"},
+    "web": BASE | {"net", "observe", "replay"},
     "spark": BASE | {"flow", "net", "replay", "web"},
     "_cli_publishers": BASE | {"flow", "net"},
     "_cli_observe": BASE | {"net", "observe"},

@@ -55,7 +55,8 @@ STATE = """(() => {
   }));
   const shown = Number(document.getElementById("received").textContent.replace(/,/g, ""));
   return { status: s.status, error: s.error, received: s.received, outstanding: s.outstanding,
-    window: s.window, rate: s.rate, shownReceived: shown, figures };
+    window: s.window, rate: s.rate, shownReceived: shown, figures, server: s.server,
+    serverRows: [...document.querySelectorAll("#server-publishers tr")].map((r) => r.dataset.publisher) };
 })()"""
 
 
@@ -82,7 +83,7 @@ def test_live_page_connects_receives_and_draws(tmp_path: Path) -> None:
     source = CountingPublisher(10**9, row)
     with LivePage({"results": source}, publisher="results", window=WINDOW) as live:
 
-        async def drive() -> tuple[dict[str, Any], dict[str, Any], bytes, list[str]]:
+        async def drive() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], bytes, list[str]]:
             async with chromium(CHROMIUM, tmp_path / "profile") as browser:
                 page = await browser.open(live.url)
                 drawn = await wait_for_state(
@@ -94,6 +95,11 @@ def test_live_page_connects_receives_and_draws(tmp_path: Path) -> None:
                         and s["shownReceived"] > 0
                     ),
                     "charts for every sensor",
+                )
+                served = await wait_for_state(  # beside the charts: the server's own numbers
+                    page,
+                    lambda s: (s["server"] or {}).get("publishers", {}).get("results", {}).get("open") == 1,
+                    "the server's numbers (rstreams/stats)",
                 )
                 first = drawn["figures"][0]
                 await wait_for_state(  # the chart keeps updating: the line and its newest value move
@@ -107,15 +113,18 @@ def test_live_page_connects_receives_and_draws(tmp_path: Path) -> None:
                 png = await page.screenshot()
                 live.stop()  # the server says goodbye: the page shows it
                 closed = await wait_for_state(page, lambda s: s["status"] == "closed", "the closed status")
-                return drawn, closed, png, browser.console
+                return drawn, served, closed, png, browser.console
 
-        drawn, closed, png, console = asyncio.run(drive())
+        drawn, served, closed, png, console = asyncio.run(drive())
     (tmp_path / "live-page.png").write_bytes(png)
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(tmp_path / "live-page.png", ARTIFACTS / "live-page.png")
     print(f"screenshot: {ARTIFACTS / 'live-page.png'} ({len(png):,} bytes); page state: {drawn}")
 
     assert drawn["status"] == "live" and drawn["window"] == WINDOW
+    assert served["serverRows"] == ["results"]  # the server's own publishers are not listed
+    assert served["server"]["connections"] == 1
+    assert 0 <= served["server"]["publishers"]["results"]["demand"] <= WINDOW
     assert sorted(f["sensor"] for f in drawn["figures"]) == [f"sensor-{i}" for i in range(SENSORS)]
     assert 0 <= drawn["outstanding"] <= WINDOW
     assert drawn["rate"] > 0

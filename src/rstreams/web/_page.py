@@ -5,6 +5,8 @@ thread (like :class:`~rstreams.replay.ReplayServer`), on two ports of ``host``: 
 at :attr:`LivePage.url`, RS.io at :attr:`LivePage.ws_url` (``ws://host:port/rsio``). The
 page reads ``/config.json`` to learn the WebSocket URL and the publisher to chart, so one
 page works for any server; ``?url=...&publisher=...`` on the page's address overrides them.
+The WebSocket server counts (``metrics=True``): beside its charts the page shows where the
+server's streams wait, from ``rstreams/stats`` (docs/observability.md).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Self
 from rstreams.errors import report_unhandled
 from rstreams.net import Server, serve
 from rstreams.net._routes import Offer
+from rstreams.observe import replay_metrics
 from rstreams.replay import ReplayLog, replay_offer
 from rstreams.web._http import HttpServer
 
@@ -63,6 +66,7 @@ class LivePage:
         self._ws: Server | None = None
         self._http = HttpServer(self.config)
         self._http_port = 0
+        self._logs: Mapping[str, ReplayLog] = {}  # replay logs whose numbers the page shows
 
     @property
     def url(self) -> str:
@@ -96,7 +100,9 @@ class LivePage:
         return self
 
     async def _start(self) -> None:
-        self._ws = await serve(f"ws://{_host_in_url(self._host)}:0{WS_PATH}", self._offer)
+        self._ws = await serve(f"ws://{_host_in_url(self._host)}:0{WS_PATH}", self._offer, metrics=True)
+        if self._logs:  # the page shows the server's numbers (rstreams/stats), its logs' among them
+            self._ws.add_metrics("replay", replay_metrics(self._logs))
         self._http_port = await self._http.start(self._host, self._port)
 
     def stop(self) -> None:
@@ -139,6 +145,7 @@ def page_for_logs(
     page = LivePage(
         replay_offer(logs), publisher=publisher, host=host or "127.0.0.1", port=int(port), title=title
     )
+    page._logs = logs
     return page.start()
 
 

@@ -4,14 +4,16 @@
 // and a number (`avg`, else `value`); a bare number is charted under the publisher's name.
 // Demand follows what is drawn: conn.stream() keeps at most `window` elements requested and not
 // yet taken by this loop, and the loop takes the next one only after handing the previous one to
-// the chart. What the page knows is also in window.rsioLive (tests read it).
+// the chart. Beside the charts, the server's own numbers (rstreams/stats, when the server counts):
+// per publisher pattern, the rate and the share of the last second its streams waited for demand
+// or for the socket. What the page knows is also in window.rsioLive (tests read it).
 
 import { connect } from "./rsio.js";
 
 const POINTS = 120; // points kept per chart
 const params = new URLSearchParams(location.search);
 const state = {
-  status: "loading", error: null, received: 0, rate: 0, outstanding: 0, window: 0, series: {},
+  status: "loading", error: null, received: 0, rate: 0, outstanding: 0, window: 0, series: {}, server: null,
 };
 window.rsioLive = state;
 
@@ -122,6 +124,69 @@ function showStats(subscription, times) {
   draw();
 }
 
+function percent(part, whole) {
+  return whole > 0 ? `${Math.min(100, (100 * part) / whole).toFixed(0)}%` : "–";
+}
+
+function cells(row, values) {
+  for (const value of values) {
+    const cell = document.createElement("td");
+    cell.textContent = String(value);
+    row.append(cell);
+  }
+}
+
+function showServer(snapshot, previous) {
+  const span = previous === null ? 0 : snapshot.uptime_seconds - previous.uptime_seconds;
+  const publishers = {};
+  const body = $("server-publishers");
+  body.replaceChildren();
+  for (const [pattern, p] of Object.entries(snapshot.publishers)) {
+    if (pattern.startsWith("rstreams/")) continue; // the server's own (this page's stats among them)
+    const before = previous?.publishers?.[pattern];
+    const open = p.subscriptions_open;
+    const rate = before && span > 0 ? (p.elements_sent - before.elements_sent) / span : 0;
+    const onDemand = before ? p.stalled_demand_seconds - before.stalled_demand_seconds : 0;
+    const onSocket = before ? p.stalled_socket_seconds - before.stalled_socket_seconds : 0;
+    publishers[pattern] = { open, rate, demand: p.demand_outstanding, onDemand, onSocket };
+    const row = document.createElement("tr");
+    row.dataset.publisher = pattern;
+    const demand = p.demand_outstanding >= 2 ** 63 - 1 ? "unbounded" : p.demand_outstanding;
+    cells(row, [pattern, open, rate.toFixed(1), demand, percent(onDemand, span * open), percent(onSocket, span * open)]);
+    body.append(row);
+  }
+  const logs = $("server-logs");
+  logs.replaceChildren();
+  for (const [name, log] of Object.entries(snapshot.replay?.logs ?? {})) {
+    const readers = Object.entries(log.readers);
+    for (const [reader, at] of readers.length ? readers : [["–", { position: "–", lag: "–" }]]) {
+      const row = document.createElement("tr");
+      cells(row, [name, log.elements, log.end, reader || "(unnamed)", at.position, at.lag]);
+      logs.append(row);
+    }
+  }
+  $("server-logs-table").hidden = logs.children.length === 0;
+  $("server-summary").textContent =
+    `· ${snapshot.connections_open} connection(s), up ${snapshot.uptime_seconds.toFixed(0)} s`;
+  $("server").hidden = false;
+  state.server = { connections: snapshot.connections_open, publishers };
+}
+
+async function watchServer(conn) {
+  // The server's numbers, once a second; a server that counts nothing (or refuses) just has none.
+  let previous = null;
+  try {
+    for await (const text of conn.stream("rstreams/stats?interval=1", { window: 2, decode: "text" })) {
+      const snapshot = JSON.parse(text);
+      showServer(snapshot, previous);
+      previous = snapshot;
+    }
+  } catch (error) {
+    state.server = { error: String(error.message ?? error) };
+    $("server").hidden = true;
+  }
+}
+
 async function main() {
   const config = await loadConfig();
   document.title = $("title").textContent = config.title;
@@ -137,6 +202,7 @@ async function main() {
   const stream = conn.stream(config.publisher, { window: config.window, decode: "text" });
   const iterator = stream[Symbol.asyncIterator]();
   const timer = setInterval(() => showStats(iterator.subscription, times), 250);
+  watchServer(conn);
   setStatus("live");
   try {
     for (;;) {
