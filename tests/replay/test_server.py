@@ -232,3 +232,56 @@ def test_wss_with_a_token_and_uploads_authorized_per_log(serve: Any, tmp_path: P
         upload(server.url, "closed", "t2", [b"y"], timeout=20, access=access)
     with pytest.raises(AccessDeniedError):
         request_json(server.url, "nums?latest", timeout=20, access=Access(cafile=str(ca.cert)))
+
+
+def test_published_batches_survive_a_server_restart_with_a_file_backed_sink(
+    serve: Any, tmp_path: Path
+) -> None:
+    """The record of (writer, batch) published lives beside a FileStore sink log: after the server
+    restarts, a re-run batch is refused and its rows are not published twice."""
+    out = ReplayLog("out", capacity=100, path=tmp_path / "out")
+    server = serve({}, sinks={"out": out})
+    upload(server.url, "out", "t1", [b"a", b"b"])
+    assert request_json(server.url, "out?publish=7&writer=q&tokens=t1")["published"] is True
+    server.stop()
+    out.close()
+    again = ReplayLog("out", capacity=100, path=tmp_path / "out")
+    assert again.batches() == {("q", 7)}
+    restarted = serve({}, sinks={"out": again})
+    upload(restarted.url, "out", "t2", [b"a", b"b"])
+    assert request_json(restarted.url, "out?publish=7&writer=q&tokens=t2") == {"published": False, "count": 0}
+    upload(restarted.url, "out", "t3", [b"c"])
+    assert request_json(restarted.url, "out?publish=8&writer=q&tokens=t3")["published"] is True
+    assert fetch_range(restarted.url, "out", 0, 3) == [b"a", b"b", b"c"]
+    assert restarted.sink_statistics("out") == {"published": 2, "refused": 1}
+    restarted.stop()
+    again.close()
+
+
+def test_a_batch_cut_short_by_a_crash_is_dropped_when_the_sink_log_opens(tmp_path: Path) -> None:
+    """Records appended after the last recorded batch (the process died before recording it) are
+    cut off on open: the batch is neither in the log nor recorded, so its retry publishes it once."""
+    log = ReplayLog("out", capacity=100, path=tmp_path / "out")
+    log.keep_batches()
+    log.append([b"a"], batch=("q", 0))
+    log.append([b"b", b"c"])  # what a crash leaves: records of batch 1, no record of it
+    log.close()
+    again = ReplayLog("out", capacity=100, path=tmp_path / "out")
+    assert again.info()["end"] == 1 and again.batches() == {("q", 0)}
+    assert again._read(0, 5) == [b"a"]
+    again.append([b"b", b"c"], batch=("q", 1))
+    again.close()
+    third = ReplayLog("out", capacity=100, path=tmp_path / "out")
+    assert third._read(0, 5) == [b"a", b"b", b"c"] and third.batches() == {("q", 0), ("q", 1)}
+    third.close()
+
+
+def test_a_file_sink_log_with_rows_from_before_the_record_keeps_them(tmp_path: Path) -> None:
+    """A sink log's first journal line records where it ends then: older rows stay."""
+    log = ReplayLog("out", capacity=100, path=tmp_path / "out")
+    log.append([b"old"])
+    log.keep_batches()
+    log.close()
+    again = ReplayLog("out", capacity=100, path=tmp_path / "out")
+    assert again._read(0, 5) == [b"old"] and again.batches() == set()
+    again.close()

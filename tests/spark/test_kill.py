@@ -16,6 +16,8 @@ from testkit.spark import kill_group, read_stream, records, start_query, wait_un
 pytestmark = pytest.mark.spark
 
 TOTAL = 1_000
+
+
 @pytest.mark.timeout(300)
 def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
     spark: Any, serve: Serve, tmp_path: Path

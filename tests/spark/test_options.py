@@ -11,7 +11,6 @@ import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
 from rstreams.spark._options import OPTIONS, OptionError
-from rstreams.spark._sink import RStreamsStreamWriter
 from rstreams.spark._source import RStreamsDataSource, RStreamsStreamReader
 
 pytestmark = pytest.mark.timeout(30)
@@ -26,9 +25,14 @@ def source(**options: Any) -> RStreamsStreamReader:
     return RStreamsStreamReader({**base, **{k: str(v) for k, v in options.items()}}, SCHEMA)
 
 
-def sink(**options: Any) -> RStreamsStreamWriter:
+def sink(**options: Any) -> Any:
     base = {"url": "tcp://127.0.0.1:1", "publisher": "out"}
-    return RStreamsStreamWriter({**base, **{k: str(v) for k, v in options.items()}}, SCHEMA)
+    return RStreamsDataSource({**base, **{k: str(v) for k, v in options.items()}}).streamWriter(SCHEMA, False)
+
+
+def batch_sink(**options: Any) -> Any:
+    base = {"url": "tcp://127.0.0.1:1", "publisher": "out"}
+    return RStreamsDataSource({**base, **{k: str(v) for k, v in options.items()}}).writer(SCHEMA, False)
 
 
 @pytest.mark.parametrize(
@@ -68,13 +72,37 @@ def test_a_bad_source_option_fails_naming_it(options: dict[str, Any], option: st
 
 @pytest.mark.parametrize(
     ("options", "option"),
-    [({"codec": "arrow"}, "codec"), ({"timeout": 0}, "timeout"), ({"user": "ann"}, "password")],
+    [
+        ({"codec": "xml"}, "codec"),
+        ({"timeout": 0}, "timeout"),
+        ({"user": "ann"}, "password"),
+        ({"batchId": 3, "writerId": "q"}, "batchId"),
+    ],
 )
 def test_a_bad_sink_option_fails_naming_it(options: dict[str, Any], option: str) -> None:
-    """The sink checks its options on the driver too."""
+    """The sink checks its options on the driver too (batchId is for df.write, not streams)."""
     with pytest.raises(OptionError) as failure:
         sink(**options)
     assert failure.value.option == option
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [({"batchId": 3}, "needs option writerId"), ({"batchId": "-1", "writerId": "q"}, "an int >= 0")],
+)
+def test_a_bad_batch_id_fails_naming_it(options: dict[str, Any], says: str) -> None:
+    with pytest.raises(OptionError) as failure:
+        batch_sink(**options)
+    assert failure.value.option == "batchId" and says in str(failure.value)
+
+
+def test_the_sink_picks_the_arrow_writer_for_codec_arrow() -> None:
+    """codec arrow: Spark's Arrow writers (record batches, no Row objects); else rows."""
+    from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+
+    assert isinstance(sink(codec="arrow"), DataSourceStreamArrowWriter)
+    assert isinstance(batch_sink(codec="arrow"), DataSourceArrowWriter)
+    assert not isinstance(sink(codec="json"), DataSourceStreamArrowWriter)
 
 
 def test_the_schema_option_is_required() -> None:

@@ -65,6 +65,10 @@ PENDING_TIMEOUT = 120.0
 a Spark driver's restart (~20-30 s), short enough that a vanished one frees the log soon."""
 
 
+_Waiting = tuple[list[bytes], Callable[[], object] | None, tuple[str, int] | None]
+"""Items to append, the callback once they are in, and the batch they are (``append``)."""
+
+
 class ReplayLog(Subscriber[Any]):
     """A bounded, replayable log of encoded elements; see the module docstring.
 
@@ -125,7 +129,9 @@ class ReplayLog(Subscriber[Any]):
         self._sizes = RowIndex(store.first)  # bytes per element, for byte-bounded reads
         for size in store.lengths():
             self._sizes.add(size)
-        self._waiting: deque[tuple[list[bytes], Callable[[], object] | None]] = deque()
+        self._waiting: deque[tuple[list[bytes], Callable[[], object] | None, tuple[str, int] | None]] = (
+            deque()
+        )
         self._outstanding = 0  # requested upstream, not yet received
         self._skip = 0  # upstream elements still to drop (feed(position=) below the end)
         self._upstream: Subscription | None = None
@@ -238,18 +244,40 @@ class ReplayLog(Subscriber[Any]):
         upstream.subscribe(self)
         return self
 
-    def append(self, items: list[bytes], done: Callable[[], object] | None = None) -> None:
+    def append(
+        self,
+        items: list[bytes],
+        done: Callable[[], object] | None = None,
+        *,
+        batch: tuple[str, int] | None = None,
+    ) -> None:
         """Append ``items`` directly (no upstream; the sink's publish), all together.
 
         An evicting log appends at once. A bounded one appends when the items fit beside
         what it holds (or it is empty), in the order of the calls; until then they wait
         for readers to commit, and ``done()`` is called once they are in. This is how slow
         readers of a sink log hold back Spark: its commit waits for ``done``.
+
+        ``batch=(writer, number)`` records the items as that batch (:meth:`batches`), in the
+        same step as they are appended and before any reader sees them; a file-backed log
+        records it on disk once :meth:`keep_batches` has been called.
         """
         with self._lock:
-            self._waiting.append((items, done))
+            self._waiting.append((items, done, batch))
             ready = self._take_waiting()
         self._appended(ready)
+
+    def keep_batches(self) -> None:
+        """Record published batches durably from now on (a file-backed sink log; see
+        :class:`~rstreams.replay._store.FileStore`). A memory log keeps them in memory."""
+        with self._lock:
+            self._store.keep_batches()
+
+    def batches(self) -> set[tuple[str, int]]:
+        """The ``(writer, batch)`` pairs appended with ``append(batch=)`` (and, for a file-backed
+        log that keeps them, before its last restart)."""
+        with self._lock:
+            return set(self._store.batches)
 
     def commit(self, position: int, reader: str = "") -> None:
         """``reader`` will not ask for positions below ``position`` again; trim what no reader needs.
@@ -396,13 +424,15 @@ class ReplayLog(Subscriber[Any]):
         """Append the waiting item lists that fit now, in order; their callbacks."""
         ready: list[Callable[[], object] | None] = []
         while self._waiting:
-            items, done = self._waiting[0]
+            items, done, batch = self._waiting[0]
             held = self._store.end - self._store.first
             if not self.evict and held and held + len(items) > self.capacity:
                 break
             self._waiting.popleft()
             for item in items:
                 self._add(item)
+            if batch is not None:
+                self._store.record_batch(*batch)
             ready.append(done)
         return ready
 

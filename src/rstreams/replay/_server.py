@@ -169,7 +169,8 @@ class _Staging:
         self._sizes: dict[str, int] = {}
         self.staged_bytes = 0
         self._done: dict[str, concurrent.futures.Future[int]] = {}
-        self._published: set[tuple[str, int]] = set()
+        log.keep_batches()
+        self._published: set[tuple[str, int]] = log.batches()  # appended, or waiting to be
         self.refused = 0  # publishes of a batch already published (a re-run batch)
 
     def future(self, token: str) -> concurrent.futures.Future[int]:
@@ -228,7 +229,8 @@ class _Staging:
                 items.extend(self._forget(token))
                 self._done.pop(token, None)
             self._published.add((writer, batch))
-        self.log.append(items, lambda: answer.set_result({"published": True, "count": len(items)}))
+        done = lambda: answer.set_result({"published": True, "count": len(items)})  # noqa: E731
+        self.log.append(items, done, batch=(writer, batch))
         return answer
 
     def discard(self, tokens: list[str]) -> dict[str, Any]:

@@ -3,8 +3,10 @@
 Both stores hold the positions ``[first, end)``; ``append`` adds at ``end``, ``drop(k)``
 forgets the ``k`` oldest, ``read(position, count)`` returns up to ``count`` elements from
 ``position`` (which the caller has checked is held), ``lengths()`` the held elements' sizes.
-``readers`` maps each named reader to the position it committed; the log changes it and
-calls ``save_readers()``. Neither store is thread-safe: the log calls them under its lock.
+``batches`` is the set of ``(writer, batch)`` published on a sink log, ``record_batch`` adds
+one once its elements are appended (durably for a file). ``readers`` maps each named reader
+to the position it committed; the log changes it and calls ``save_readers()``. Neither store
+is thread-safe: the log calls them under its lock.
 
 :class:`FileStore` makes a log survive a restart of the *server*: positions, and the
 elements not yet committed, are on disk. Layout in its directory:
@@ -13,6 +15,12 @@ elements not yet committed, are on disk. Layout in its directory:
   ``P``; a torn last record (a crash mid-append) is cut off when the log opens.
 * ``state.json``: ``{"file_first": P, "first": F, "readers": {NAME: POSITION}}``, replaced
   atomically on every trim and whenever a reader joins or leaves.
+* ``batches.jsonl`` (sink logs only, made by :meth:`FileStore.keep_batches`): one line
+  ``{"writer": W, "batch": B, "end": E}`` per batch published, written after the batch's
+  records and before any reader is told of them. A sink log's records end where its last
+  batch ended, so records past that end (a crash during or just after a publish) are cut
+  off when the log opens: the batch is then neither in the log nor recorded, and the
+  writer's retry publishes it once.
   Trimmed records stay in the file until more than half of it is trimmed; then the held
   records are written to a new ``elements-F``, the state is switched to it, and the old
   file is deleted (a crash at any point leaves a state that names a complete file).
@@ -46,6 +54,7 @@ class MemoryStore:
         self._head = 0
         self.first = 0  # position of _items[_head]
         self.readers: dict[str, int] = {}
+        self.batches: set[tuple[str, int]] = set()
 
     @property
     def end(self) -> int:
@@ -72,6 +81,12 @@ class MemoryStore:
     def save_readers(self) -> None:
         pass
 
+    def keep_batches(self) -> None:
+        pass
+
+    def record_batch(self, writer: str, batch: int) -> None:
+        self.batches.add((writer, batch))
+
     def close(self) -> None:
         pass
 
@@ -93,7 +108,12 @@ class FileStore:
         self.first = max(int(state["first"]), self._file_first)
         self.first = min(self.first, self._file_first + len(self._offsets))
         self.readers: dict[str, int] = {str(k): int(v) for k, v in state["readers"].items()}
+        self._batches_path = self._dir / "batches.jsonl"
+        self.batches: set[tuple[str, int]] = set()
+        if self._batches_path.exists():
+            self._cut_to(self._load_batches())
         self._file = open(self._path, "ab")  # noqa: SIM115 - held open for the store's life
+        self._journal = open(self._batches_path, "a") if self._batches_path.exists() else None  # noqa: SIM115
 
     def _scan(self) -> int:
         """Index the records; cut off a torn last record. Returns the valid size."""
@@ -111,6 +131,47 @@ class FileStore:
             with open(self._path, "r+b") as file:
                 file.truncate(offset)
         return offset
+
+    def _load_batches(self) -> int:
+        """Read the batch journal (a torn last line is ignored); the end of the last batch."""
+        end = 0
+        for line in self._batches_path.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                break
+            if entry["batch"] is not None:
+                self.batches.add((str(entry["writer"]), int(entry["batch"])))
+            end = int(entry["end"])
+        return end
+
+    def _cut_to(self, end: int) -> None:
+        """Forget the records at positions ``end`` and after (a batch that was not recorded)."""
+        keep = max(0, end - self._file_first)
+        if keep >= len(self._offsets):
+            return
+        self._size = self._offsets[keep]
+        del self._offsets[keep:]
+        with open(self._path, "r+b") as file:
+            file.truncate(self._size)
+        self.first = min(self.first, self.end)
+
+    def keep_batches(self) -> None:
+        """Start the batch journal (a sink log), recording where the log ends now."""
+        if self._journal is None:
+            self._journal = open(self._batches_path, "a")  # noqa: SIM115 - held open for the store's life
+            self._write_entry({"writer": None, "batch": None, "end": self.end})
+
+    def record_batch(self, writer: str, batch: int) -> None:
+        """Batch ``batch`` of ``writer`` ends at the log's end now (its records are appended)."""
+        self.batches.add((writer, batch))
+        if self._journal is not None:
+            self._write_entry({"writer": writer, "batch": batch, "end": self.end})
+
+    def _write_entry(self, entry: dict[str, Any]) -> None:
+        assert self._journal is not None
+        self._journal.write(json.dumps(entry) + "\n")
+        self._journal.flush()
 
     @property
     def end(self) -> int:
@@ -163,6 +224,10 @@ class FileStore:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
+        if self._journal is not None and not self._journal.closed:
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
+            self._journal.close()
 
     def _save_state(self) -> None:
         scratch = self._state.with_suffix(".tmp")

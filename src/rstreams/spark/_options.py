@@ -66,7 +66,7 @@ OPTIONS = (
         "codec",
         "`json`",
         "what an element is: `json` or `msgpack` (one row each) or `arrow` (an Arrow IPC stream; "
-        "source only)",
+        "the sink writes up to 64 Ki rows per element with Spark's Arrow writer)",
     ),
     Option(
         "maxRecordsPerBatch",
@@ -125,6 +125,13 @@ OPTIONS = (
         "writerId",
         "the query's id",
         "who publishes on the sink log (once per writer and batch)",
+        source=False,
+    ),
+    Option(
+        "batchId",
+        "none",
+        "`df.write` (e.g. in `foreachBatch`): publish as this batch of `writerId`, once: a re-run "
+        "batch is not published twice",
         source=False,
     ),
     Option("token", "none", "a token to present to the server"),

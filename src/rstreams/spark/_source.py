@@ -505,11 +505,11 @@ class RStreamsDataSource(DataSource):
         return RStreamsBatchReader(self._options(), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from rstreams.spark._sink import RStreamsStreamWriter
+        from rstreams.spark._sink import stream_writer
 
-        return RStreamsStreamWriter(self._options(), schema)
+        return stream_writer(self._options(), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from rstreams.spark._sink import RStreamsBatchWriter
+        from rstreams.spark._sink import writer
 
-        return RStreamsBatchWriter(self._options(), schema)
+        return writer(self._options(), schema)
