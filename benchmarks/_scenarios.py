@@ -726,7 +726,9 @@ def spark(quick: bool) -> ScenarioDef:
             "python-inprocess: a Python data source yielding the same Arrow batches from memory, "
             "no network (the ceiling for a Python source). rate-micro-batch: Spark's JVM source. "
             "Targets: rstreams-arrow >= 70% of python-inprocess and >= 2 M rows/s steady (issue 7); "
-            "rstreams-json and rstreams-msgpack >= 1 M rows/s and >= 0.5x rstreams-arrow (issue 19)."
+            "rstreams-json and rstreams-msgpack >= 1 M rows/s and >= 0.5x rstreams-arrow, "
+            "rstreams-sink-arrow (Spark's rate source into the rstreams sink, codec arrow, Spark's Arrow "
+            "writer; beside it the row writer with JSON) >= 1 M rows/s (issue 19)."
         ),
         metric="steady_rows_per_s",
         unit="rows/s",
@@ -736,6 +738,8 @@ def spark(quick: bool) -> ScenarioDef:
             one("rate-micro-batch", "Spark's JVM rate-micro-batch source", *big),
             one("rstreams-json", "RS.io replay log over TCP, one JSON row per element", *big),
             one("rstreams-msgpack", "RS.io replay log over TCP, one msgpack row per element", *big),
+            one("rstreams-sink-json", "rate source into the rstreams sink, JSON rows", *big),
+            one("rstreams-sink-arrow", "rate source into the rstreams sink, Arrow writer", *big),
         ],
         ratios=[
             ("rstreams-arrow", "python-inprocess"),
@@ -743,6 +747,7 @@ def spark(quick: bool) -> ScenarioDef:
             ("python-inprocess", "rate-micro-batch"),
             ("rstreams-json", "rstreams-arrow"),
             ("rstreams-msgpack", "rstreams-arrow"),
+            ("rstreams-sink-arrow", "rstreams-sink-json"),
         ],
         targets=[
             ("rstreams-arrow", "python-inprocess", 0.70),
@@ -751,6 +756,7 @@ def spark(quick: bool) -> ScenarioDef:
             ("rstreams-json", "", 1e6),
             ("rstreams-msgpack", "rstreams-arrow", 0.5),
             ("rstreams-msgpack", "", 1e6),
+            ("rstreams-sink-arrow", "", 1e6),
         ],
         extras=[
             ("e2e_rows_per_s", "e2e", "rows/s"),

@@ -13,6 +13,10 @@ Sources (``--one``):
   ``--batch-rows`` rows (decoded in bulk by Arrow's JSON reader).
 * ``rstreams-msgpack``: the same, one msgpack map per element (decoded in bulk by msgpack's
   streaming unpacker, columns converted by Arrow).
+* ``rstreams-sink-json`` and ``rstreams-sink-arrow``: the other way: Spark's
+  ``rate-micro-batch`` source into the ``rstreams`` sink, publishing on an evicting sink log of
+  a ``ReplayServer`` in this process: JSON written row by row, or Arrow IPC elements written by
+  Spark's Arrow writer.
 * ``python-inprocess``: an in-process Python data source yielding Arrow batches, no network
   (the ceiling for a Python source, as in ../shared/notes/spark-python-datasource.md).
 * ``rate-micro-batch``: Spark's JVM source (``select("value")``).
@@ -38,7 +42,15 @@ from collections.abc import Iterator
 from typing import Any
 
 ARROW_ROWS = 65_536
-SOURCES = ("rstreams-arrow", "rstreams-json", "rstreams-msgpack", "python-inprocess", "rate-micro-batch")
+SOURCES = (
+    "rstreams-arrow",
+    "rstreams-json",
+    "rstreams-msgpack",
+    "rstreams-sink-json",
+    "rstreams-sink-arrow",
+    "python-inprocess",
+    "rate-micro-batch",
+)
 
 
 def check() -> str | None:
@@ -132,11 +144,16 @@ def gen_source() -> type:
     return GenSource
 
 
-def measure(stream: Any, total: int, checkpoints: str, timeout: float) -> dict[str, float]:
-    """Run ``stream`` into the noop sink until ``total`` rows went through; the figures."""
+def measure(
+    stream: Any, total: int, checkpoints: str, timeout: float, sink: dict[str, str] | None = None
+) -> dict[str, float]:
+    """Run ``stream`` into the noop sink (or the ``rstreams`` sink with the options ``sink``)
+    until ``total`` rows went through; the figures."""
+    writer = stream.writeStream.format("noop") if sink is None else stream.writeStream.format("rstreams")
+    for key, value in (sink or {}).items():
+        writer = writer.option(key, value)
     query = (
-        stream.writeStream.format("noop")
-        .option("checkpointLocation", tempfile.mkdtemp(dir=checkpoints))
+        writer.option("checkpointLocation", tempfile.mkdtemp(dir=checkpoints))
         .trigger(processingTime="0 seconds")
         .start()
     )
@@ -189,8 +206,28 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
     spark.sparkContext.setLogLevel("OFF")  # stopping a query mid-batch logs expected errors
     session_s = time.perf_counter() - began
     server = None
+    sink: dict[str, str] | None = None
     try:
-        if source.startswith("rstreams-"):
+        if source.startswith("rstreams-sink-"):
+            register(spark)
+            codec = source.removeprefix("rstreams-sink-")
+            results = ReplayLog("results", capacity=1_000_000, evict=True)
+            server = ReplayServer({}, sinks={"results": results}).start()
+            sink = {"url": server.url, "publisher": "results", "codec": codec}
+            per_batch = max(1, batch_rows // ARROW_ROWS) * ARROW_ROWS
+
+            def rate(per: int) -> Any:
+                return (
+                    spark.readStream.format("rate-micro-batch")
+                    .option("rowsPerBatch", per)
+                    .option("numPartitions", 2)
+                    .load()
+                    .select("value")
+                )
+
+            warm_stream, measured_stream = rate(max(1, warmup_rows // 2)), rate(per_batch)
+            label = f"Spark's rate-micro-batch source into the rstreams sink, codec {codec}"
+        elif source.startswith("rstreams-"):
             register(spark)
             codec = source.removeprefix("rstreams-")
             make = {"arrow": arrow_elements, "json": json_elements, "msgpack": msgpack_elements}[codec]
@@ -250,9 +287,9 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
             label = "Spark's JVM rate-micro-batch source"
         else:
             raise SystemExit(f"unknown source {source!r}; choose from {SOURCES}")
-        if warmup_rows > 0:
-            measure(warm_stream, warmup_rows, scratch, timeout)  # Python workers start; discarded
-        got = measure(measured_stream, rows, scratch, timeout)
+        if warmup_rows > 0:  # Python workers start; discarded
+            measure(warm_stream, warmup_rows, scratch, timeout, sink)
+        got = measure(measured_stream, rows, scratch, timeout, sink)
     finally:
         if server is not None:
             server.stop()

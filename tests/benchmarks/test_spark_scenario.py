@@ -28,6 +28,8 @@ def test_spark_scenario_shape() -> None:
             "rate-micro-batch",
             "rstreams-json",
             "rstreams-msgpack",
+            "rstreams-sink-json",
+            "rstreams-sink-arrow",
         ]
         assert not scenario.pin
         assert all(c.env == "rs" and c.needs == "pyspark" for c in scenario.contestants)
@@ -44,6 +46,8 @@ def test_targets_rendered() -> None:
         "rate-micro-batch": 4e6,
         "rstreams-json": 1.5e6,
         "rstreams-msgpack": 1e5,
+        "rstreams-sink-json": 2e5,
+        "rstreams-sink-arrow": 1.2e6,
     }
     data = {
         "repeats": 1,
@@ -60,6 +64,7 @@ def test_targets_rendered() -> None:
     assert "| rstreams-arrow | " in table
     assert "| rstreams-json >= 1.00 M rows/s | 1.50 M | 1.50 M | 1.50 M | yes |" in table
     assert "| rstreams-msgpack / rstreams-arrow >= 0.50x | 0.04x | 0.04x | 0.04x | **no** |" in table
+    assert "| rstreams-sink-arrow >= 1.00 M rows/s | 1.20 M | 1.20 M | 1.20 M | yes |" in table
 
 
 def test_failed_check_skips_the_scenario_with_its_reason() -> None:
