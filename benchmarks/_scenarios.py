@@ -423,6 +423,30 @@ def request_response(quick: bool) -> ScenarioDef:
     )
 
 
+def request_response_metadata(quick: bool) -> ScenarioDef:
+    n = _net(quick, 100, 5_000)
+    common = ["client", "--mode", "rr", "--count", n]
+    return ScenarioDef(
+        name="request-response-metadata",
+        title="Request/response with ~100 bytes of subscribe metadata (PROTOCOL.md §18)",
+        description=(
+            f"{int(n):,} sequential round trips of 8 bytes after 200 warm-up ones, as in "
+            "request-response; `metadata`: every `conn.request(name, metadata=...)` carries a W3C "
+            "traceparent and a padding entry, about 100 bytes encoded, which the server decodes "
+            "for its factory. Target: at most 10% slower than without, in the same run."
+        ),
+        metric="rate",
+        unit="rt/s",
+        contestants=[
+            _rs("rstreams", "conn.request()", "net_rstreams.py", *common),
+            _rs("metadata", "conn.request(metadata=~100 B)", "net_rstreams.py", *common, "--metadata", "100"),
+        ],
+        ratios=[("metadata", "rstreams")],
+        targets=[],
+        extras=[("p50_us", "p50", "µs"), ("p99_us", "p99", "µs")],
+    )
+
+
 def latency(quick: bool) -> ScenarioDef:
     n = _net(quick, 100, 5_000)
     return ScenarioDef(
@@ -777,6 +801,7 @@ SCENARIOS: dict[str, Callable[[bool], ScenarioDef]] = {
     "stream-small": stream_small,
     "stream-large": stream_large,
     "request-response": request_response,
+    "request-response-metadata": request_response_metadata,
     "latency": latency,
     "memory-slow-consumer": memory,
     "scale": scale,

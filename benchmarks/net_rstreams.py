@@ -6,6 +6,7 @@ Run by ``benchmarks/run.py`` in rstreams' own venv; by hand::
     python benchmarks/net_rstreams.py client --mode stream --count 200000 --size 8 --packed
     python benchmarks/net_rstreams.py client --mode stream --count 20000000 --window 0 --batched
     python benchmarks/net_rstreams.py client --mode rr --count 5000
+    python benchmarks/net_rstreams.py client --mode rr --count 5000 --metadata 100
     python benchmarks/net_rstreams.py client --mode latency --count 5000
     python benchmarks/net_rstreams.py client --mode memory --duration 60 --size 1024
     python benchmarks/net_rstreams.py client --mode subs --fanout 10000
@@ -21,7 +22,9 @@ Modes:
            the shape the notes used for rsocket-py). ``--packed`` serves them with a
            fixed-size codec, so they travel in onNextPacked frames.
   rr       ``count`` sequential ``conn.request("echo?d=12345678")`` round trips (subscribe with
-           demand 1, one onNext, onComplete). Also per-round-trip p50/p99.
+           demand 1, one onNext, onComplete). Also per-round-trip p50/p99. ``--metadata N``:
+           every subscribe carries about N bytes of metadata (a W3C traceparent and a
+           padding entry, PROTOCOL.md §18), passed to each ``conn.request`` call.
   latency  one long-lived stream; per element: ``request(1)`` then wait for the ``on_next``.
   memory   first an unthrottled run for up to 5 s measures the production rate; then the
            client requests 2**63-1 and reads at a tenth of that rate (``--slow-factor``) for
@@ -247,7 +250,22 @@ async def mode_stream(conn: Connection, args: argparse.Namespace) -> dict[str, A
     }
 
 
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def metadata_of(size: int) -> dict[str, str]:
+    """Subscribe metadata of about ``size`` encoded bytes: a traceparent (55 bytes + 14 of key
+    and lengths), then ``x-pad`` filling the rest."""
+    pad = max(0, size - 69 - 7)
+    return {"traceparent": TRACEPARENT, "x-pad": "p" * pad}
+
+
 async def mode_rr(conn: Connection, args: argparse.Namespace) -> dict[str, Any]:
+    if args.metadata:
+        metadata = metadata_of(args.metadata)
+        return await round_trips(
+            lambda: conn.request("echo?d=12345678", metadata=metadata), b"12345678", args.count
+        )
     return await round_trips(lambda: conn.request("echo?d=12345678"), b"12345678", args.count)
 
 
@@ -358,6 +376,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--async-for", action="store_true", help="stream mode: consume with async for")
     parser.add_argument("--metrics", action="store_true", help="the server counts (serve(..., metrics=True))")
+    parser.add_argument(
+        "--metadata", type=int, default=0, help="rr mode: about this many bytes of metadata per subscribe"
+    )
     args = parser.parse_args(argv)
     if args.metrics:
         os.environ[METRICS_ENV] = "1"

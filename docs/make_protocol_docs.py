@@ -29,7 +29,9 @@ from rstreams.wire._channels import (
     encode_channel_message,
 )
 from rstreams.wire._codes import ErrorCode, encode_error_code, encode_goodbye_code
+from rstreams.wire._content import encode_content_type
 from rstreams.wire._messages import MESSAGE, MESSAGE_CREDIT, encode_credit, encode_message
+from rstreams.wire._metadata import encode_metadata
 from rstreams.wire._resume import (
     RESUME,
     RESUME_ACK,
@@ -111,6 +113,18 @@ EXTENSION_MESSAGES: dict[int, tuple[str, str, str, str]] = {
     RESUMED: ("resumed", "server → client", "position: varint", "§16"),
     RESUME_REFUSED: ("resumeRefused", "server → client", "reason: UTF-8 text, the whole payload", "§16"),
     RESUME_ACK: ("resumeAck", "either", "position: varint", "§16"),
+    X.CONTENT_TYPE: (
+        "contentType",
+        "publisher → subscriber",
+        "subscriber: varint, media type: the rest",
+        "§17",
+    ),
+    X.SUBSCRIBE_METADATA: (
+        "subscribeMetadata",
+        "subscriber → publisher",
+        "subscriber: varint, count: varint, count × (key: string, value: bytes)",
+        "§18",
+    ),
     X.ERROR_CODE: ("errorCode", "publisher → subscriber", "subscriber: varint, code: varint", "§19"),
     X.GOODBYE_CODE: ("goodbyeCode", "either", "code: varint", "§19"),
     MESSAGE: ("message", "either", "name: string, body: the rest of the payload", "§20"),
@@ -185,6 +199,16 @@ EXAMPLES: list[tuple[F.Frame, int, str]] = [
     (F.ExtensionMessage(type=RESUMED, payload=encode_position(0)), 0, "position 0"),
     (F.ExtensionMessage(type=RESUME_REFUSED, payload=b"no"), 0, 'reason "no"'),
     (F.ExtensionMessage(type=RESUME_ACK, payload=encode_position(65536)), 0, "position 65536"),
+    (
+        F.ExtensionMessage(type=X.CONTENT_TYPE, payload=encode_content_type(1, "application/json")),
+        0,
+        "the elements of subscription 1, whose onSubscribe follows, are JSON (§17)",
+    ),
+    (
+        F.ExtensionMessage(type=X.SUBSCRIBE_METADATA, payload=encode_metadata(1, {"x": b"1"})),
+        0,
+        'one entry, "x" = "1", for the subscribe of subscriber 1 that follows (§18)',
+    ),
     (
         F.ExtensionMessage(type=X.ERROR_CODE, payload=encode_error_code(1, ErrorCode.UNKNOWN_PUBLISHER)),
         0,

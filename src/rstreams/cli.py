@@ -129,7 +129,7 @@ def _formatter(codec: str) -> Callable[[bytes], str]:
 
 
 async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
-    """Subscribe to ``args.name`` and print each element as it arrives.
+    """Subscribe to ``args.name`` and print each element as it arrives (its bytes, shown by ``--codec``).
 
     Demand is a window of ``args.demand``: that many are requested first, then more as
     elements are printed (every half window), so never more than ``args.demand`` are
@@ -137,7 +137,9 @@ async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
     subscription is cancelled once it is reached.
     """
     inbox = _Inbox(asyncio.get_running_loop())
-    conn.publisher(args.name).subscribe(inbox)
+    from rstreams.net import RAW  # imported late: the CLI starts without the network stack
+
+    conn.publisher(args.name, codec=RAW).subscribe(inbox)
     show = _formatter(args.codec)
     window, count = args.demand, args.count
     top_up = max(1, window // 2)

@@ -71,9 +71,9 @@ async def _error(url: str, name: str, config: ConnectionConfig | None = None) ->
 async def test_each_refusal_and_failure_arrives_as_its_typed_error() -> None:
     async with await serve("tcp://127.0.0.1:0", OFFER) as server:
         unknown = await _error(server.url, "nope")
-        assert type(unknown) is UnknownPublisher and unknown.code == ErrorCode.UNKNOWN_PUBLISHER
-        assert isinstance(unknown, UnknownPublisherError)
-        assert isinstance(unknown, LookupError)
+        assert isinstance(unknown, UnknownPublisher) and unknown.code == ErrorCode.UNKNOWN_PUBLISHER
+        caught_as: BaseException = unknown
+        assert isinstance(caught_as, UnknownPublisherError) and isinstance(caught_as, LookupError)
         assert unknown.name == "nope" and unknown.message == "no publisher named 'nope'"
         busy = await _error(server.url, "busy")
         assert type(busy) is Unavailable and busy.code == 8 and "overloaded" in busy.message

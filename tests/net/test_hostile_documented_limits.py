@@ -35,6 +35,7 @@ KiB, MiB = 1024, 1024 * 1024
 BYTES = {
     "max_element_size",
     "max_string_length",
+    "max_metadata_bytes",
     "max_name_length",
     "max_reassembly_bytes",
     "split_threshold",

@@ -47,7 +47,7 @@ from typing import Any
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.net import Connection, fixed_size, with_codec
+from rstreams.net import RAW, Connection, fixed_size, with_codec
 from rstreams.net._routes import WithCodec
 
 __all__ = [
@@ -248,7 +248,7 @@ class ConformancePublishers:
         conn = self._connections.get(peer) if peer else None
         if not name or conn is None or conn.closed:
             return None  # no such publisher: refused with onError
-        return conn.publisher(name)
+        return conn.publisher(name, codec=RAW)  # relayed as bytes, whatever type P states (§17)
 
     def _stats(self, params: dict[str, str]) -> Publisher[bytes]:
         snapshot = asdict(self.stats.get(params.get("tag", ""), SourceStats()))

@@ -24,11 +24,15 @@ from __future__ import annotations
 from rstreams.net._channels import ChannelInputError as ChannelInputError
 from rstreams.net._client import connect as connect
 from rstreams.net._client import connect_pipe as connect_pipe
+from rstreams.net._codec import ARROW as ARROW
 from rstreams.net._codec import FLOAT64 as FLOAT64
 from rstreams.net._codec import INT64 as INT64
 from rstreams.net._codec import JSON as JSON
+from rstreams.net._codec import MSGPACK as MSGPACK
+from rstreams.net._codec import RAW as RAW
 from rstreams.net._codec import UTF8 as UTF8
 from rstreams.net._codec import Codec as Codec
+from rstreams.net._codec import ContentTypeError as ContentTypeError
 from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
 from rstreams.net._connection import ConnectionStatistics as ConnectionStatistics
@@ -36,6 +40,8 @@ from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT as DEFAULT_IDLE_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_KEEPALIVE as DEFAULT_KEEPALIVE
 from rstreams.net._messages import Message as Message
 from rstreams.net._messages import MessageCreditError as MessageCreditError
+from rstreams.net._metadata import Metadata as Metadata
+from rstreams.net._metadata import subscribe_metadata as subscribe_metadata
 from rstreams.net._remote_errors import Cancelled as Cancelled
 from rstreams.net._remote_errors import InternalError as InternalError
 from rstreams.net._remote_errors import InvalidDemand as InvalidDemand
@@ -62,6 +68,7 @@ from rstreams.wire._auth import Token as Token
 from rstreams.wire._auth import UserPassword as UserPassword
 
 __all__ = [
+    "ARROW",
     "DEFAULT_HANDSHAKE_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_KEEPALIVE",
@@ -69,12 +76,15 @@ __all__ = [
     "FLOAT64",
     "INT64",
     "JSON",
+    "MSGPACK",
+    "RAW",
     "UTF8",
     "Cancelled",
     "ChannelInputError",
     "Codec",
     "Connection",
     "ConnectionStatistics",
+    "ContentTypeError",
     "Credentials",
     "Endpoint",
     "InternalError",
@@ -82,6 +92,7 @@ __all__ = [
     "LimitExceeded",
     "Message",
     "MessageCreditError",
+    "Metadata",
     "ProtocolViolation",
     "RemoteStreamError",
     "Resume",
@@ -100,6 +111,7 @@ __all__ = [
     "parse_url",
     "serve",
     "split_name",
+    "subscribe_metadata",
     "with_codec",
 ]
 

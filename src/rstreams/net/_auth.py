@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rstreams.demand import add
+from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._serving import ServingTable
 from rstreams.wire import ErrorCode, ExtensionError
@@ -68,11 +69,12 @@ class ServerAuth:
 
 
 class _Held:
-    __slots__ = ("demand", "name")
+    __slots__ = ("demand", "metadata", "name")
 
-    def __init__(self, name: str, demand: int) -> None:
+    def __init__(self, name: str, demand: int, metadata: Metadata) -> None:
         self.name = name
         self.demand = demand
+        self.metadata = metadata
 
 
 class AuthGate:
@@ -113,8 +115,8 @@ class AuthGate:
         return None
 
     # -- subscribes ---------------------------------------------------------------------
-    def subscribe(self, name: str, sid: int, demand: int) -> None:
-        self._held[sid] = _Held(name, demand)
+    def subscribe(self, name: str, sid: int, demand: int, metadata: Metadata = EMPTY) -> None:
+        self._held[sid] = _Held(name, demand, metadata)
         self._drain()
 
     def request(self, sid: int, demand: int) -> bool:
@@ -169,7 +171,11 @@ class AuthGate:
         authorize = self._auth.authorize
         if authorize is not None:
             try:
-                allowed = authorize(principal, name) is True
+                token = CURRENT.set(held.metadata)  # subscribe_metadata() in the hook (§18)
+                try:
+                    allowed = authorize(principal, name) is True
+                finally:
+                    CURRENT.reset(token)
             except Exception as error:
                 _log.error(
                     "the authorize hook raised %s; subscribe to %r refused", type(error).__name__, name
@@ -184,7 +190,7 @@ class AuthGate:
                     name,
                 )
                 return
-        self._serving.subscribe(name, sid, held.demand)
+        self._serving.subscribe(name, sid, held.demand, held.metadata)
         self._outbox.mark_dirty()
 
     def check_message(self, name: str) -> str | None:

@@ -12,6 +12,12 @@ length prefix, one frame header per batch instead of per element): the cheapest 
 move small fixed-size records such as ints, floats or structs. :func:`fixed_size` makes
 such a codec for raw bytes, :data:`INT64` and :data:`FLOAT64` for numbers.
 
+Content types (PROTOCOL.md §17): a codec names the media type of what it encodes
+(``media_type``). A serving side announces it when it answers a subscribe, and
+``conn.publisher(name)`` without ``codec=`` decodes by the announcement with the codec
+:func:`codec_for` finds; an explicit codec whose type differs fails the subscription with
+:class:`ContentTypeError`, naming both. :data:`RAW` takes any stream as bytes.
+
 Batches: ``conn.publisher(name, codec=..., batched=True)`` hands the subscriber lists of
 elements (one per packed frame, decoded by ``decode_many`` in one call) and
 ``with_codec(target, codec, batched=True)`` serves a publisher that emits lists (encoded
@@ -28,7 +34,33 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-__all__ = ["FLOAT64", "INT64", "JSON", "UTF8", "Codec", "fixed_size", "split_packed"]
+from rstreams.errors import ReactiveStreamsError
+from rstreams.wire._content import (
+    ARROW_STREAM,
+    FLOAT64_LE,
+    INT64_LE,
+    MSGPACK_TYPE,
+    OCTET_STREAM,
+    TEXT_UTF8,
+    check_media_type,
+    normal_form,
+)
+from rstreams.wire._content import JSON as JSON_TYPE
+
+__all__ = [
+    "ARROW",
+    "FLOAT64",
+    "INT64",
+    "JSON",
+    "MSGPACK",
+    "RAW",
+    "UTF8",
+    "Codec",
+    "ContentTypeError",
+    "codec_for",
+    "fixed_size",
+    "split_packed",
+]
 
 T = TypeVar("T")
 
@@ -50,6 +82,9 @@ class Codec(Generic[T]):
     decode_many: Callable[[bytes], list[T]] | None = None
     """Optional, fixed-size codecs: a packed payload -> its elements, in one call (what a
     batched subscriber receives; default: split and ``decode`` each)."""
+    media_type: str | None = None
+    """The media type of the encoded elements (PROTOCOL.md §17), announced to subscribers;
+    ``None``: unstated (nothing is announced, and no announcement is contradicted)."""
 
     def __post_init__(self) -> None:
         for name in ("encode", "decode"):
@@ -61,6 +96,11 @@ class Codec(Generic[T]):
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise TypeError(f"Codec {name} must be callable or None, got {value!r}")
+        if self.media_type is not None:
+            text: object = self.media_type
+            problem = check_media_type(text) if isinstance(text, str) else "not a str"
+            if problem is not None:
+                raise ValueError(f"Codec media_type {self.media_type!r}: {problem} (PROTOCOL.md §17.1)")
 
     def encode_batch(self, elements: Sequence[T]) -> bytes:
         """``elements`` encoded back to back (``encode_many`` if given)."""
@@ -94,7 +134,7 @@ def fixed_size(n: int) -> Codec[bytes]:
     def split(data: bytes) -> list[bytes]:
         return split_packed(data, n)
 
-    return Codec(identity, identity, n, b"".join, split)
+    return Codec(identity, identity, n, b"".join, split, OCTET_STREAM)
 
 
 _SPLIT = 64
@@ -150,14 +190,78 @@ def _unpack_float64(data: bytes) -> float:
     return float(_FLOAT64.unpack(data)[0])
 
 
-JSON: Codec[Any] = Codec(_json_encode, json.loads)
-"""Elements as compact JSON (UTF-8)."""
+def _msgpack_encode(item: Any) -> bytes:
+    import msgpack  # the msgpack extra; imported on first use
 
-UTF8: Codec[str] = Codec(str.encode, bytes.decode)
-"""Elements as UTF-8 text."""
+    return msgpack.packb(item, use_bin_type=True)  # type: ignore[no-any-return]
 
-INT64: Codec[int] = Codec(_INT64.pack, _unpack_int64, 8, *_many("q"))
-"""Signed 64-bit little-endian integers: fixed size, sent packed."""
 
-FLOAT64: Codec[float] = Codec(_FLOAT64.pack, _unpack_float64, 8, *_many("d"))
-"""IEEE 754 doubles, little-endian: fixed size, sent packed."""
+def _msgpack_decode(data: bytes) -> Any:
+    import msgpack
+
+    return msgpack.unpackb(data, raw=False)
+
+
+def _arrow_encode(data: Any) -> bytes:
+    import pyarrow as pa  # the spark extra's pyarrow; imported on first use
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write(data)
+    return sink.getvalue().to_pybytes()  # type: ignore[no-any-return]
+
+
+def _arrow_decode(data: bytes) -> Any:
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(data).read_all()
+
+
+JSON: Codec[Any] = Codec(_json_encode, json.loads, media_type=JSON_TYPE)
+"""Elements as compact JSON (UTF-8), ``application/json``."""
+
+UTF8: Codec[str] = Codec(str.encode, bytes.decode, media_type=TEXT_UTF8)
+"""Elements as UTF-8 text, ``text/plain; charset=utf-8``."""
+
+INT64: Codec[int] = Codec(_INT64.pack, _unpack_int64, 8, *_many("q"), media_type=INT64_LE)
+"""Signed 64-bit little-endian integers (``application/vnd.rsio.int64le``): fixed size, sent packed."""
+
+FLOAT64: Codec[float] = Codec(_FLOAT64.pack, _unpack_float64, 8, *_many("d"), media_type=FLOAT64_LE)
+"""IEEE 754 doubles, little-endian (``application/vnd.rsio.float64le``): fixed size, sent packed."""
+
+MSGPACK: Codec[Any] = Codec(_msgpack_encode, _msgpack_decode, media_type=MSGPACK_TYPE)
+"""One MessagePack object per element, ``application/msgpack`` (needs the ``msgpack`` extra)."""
+
+ARROW: Codec[Any] = Codec(_arrow_encode, _arrow_decode, media_type=ARROW_STREAM)
+"""One Arrow IPC stream per element (schema, record batches, end-of-stream), ``application/
+vnd.apache.arrow.stream``: encodes a ``pyarrow.Table`` or ``RecordBatch``, decodes to a
+``pyarrow.Table`` (needs ``pyarrow``)."""
+
+RAW: Codec[bytes] = Codec(identity, identity)
+"""Elements as the bytes they are, whatever the publisher announces (no type, no check)."""
+
+_BY_MEDIA_TYPE: dict[str, Codec[Any]] = {
+    normal_form(codec.media_type): codec
+    for codec in (JSON, UTF8, INT64, FLOAT64, MSGPACK, ARROW)
+    if codec.media_type is not None
+}
+
+
+def codec_for(media_type: str) -> Codec[Any] | None:
+    """The built-in codec for an announced ``media_type``, or ``None`` (keep the bytes:
+    ``application/octet-stream`` and types rstreams has no codec for)."""
+    return _BY_MEDIA_TYPE.get(normal_form(media_type))
+
+
+class ContentTypeError(ReactiveStreamsError, TypeError):
+    """A subscription's explicit codec decodes another media type than the publisher announced."""
+
+    def __init__(self, publisher: str, announced: str, codec: Codec[Any]) -> None:
+        super().__init__(
+            f"publisher {publisher!r} announces {announced!r} (PROTOCOL.md §17), but the codec given "
+            f"decodes {codec.media_type!r}; leave codec= out to decode by the announcement, or pass "
+            f"codec=RAW for the bytes"
+        )
+        self.publisher = publisher
+        self.announced = announced
+        self.expected = codec.media_type

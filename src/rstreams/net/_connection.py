@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
-from typing import Any, Literal, Self, TypeVar, overload
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, Self, TypeAlias, TypeVar, overload
 
 from rstreams.api import Publisher
 from rstreams.flow._flow import Flow
@@ -33,10 +33,14 @@ from rstreams.net._channels import ChannelPublisher
 from rstreams.net._closing import CLOSE_TIMEOUT
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import Batching, RemotePublisher, RemoteStreamError, ScalarSubscriber
+from rstreams.net._metadata import entries as metadata_entries
 from rstreams.net._pump import Pump
 from rstreams.wire._auth import as_credentials
 
 __all__ = ["CLOSE_TIMEOUT", "Connection", "ConnectionStatistics", "RemoteStreamError"]
+
+MetadataArg: TypeAlias = "Mapping[str, str | bytes] | None"
+"""Subscribe metadata as callers give it (PROTOCOL.md §18): keys to ``str`` or ``bytes`` values."""
 
 T = TypeVar("T")
 
@@ -73,25 +77,49 @@ class Connection:
     # -- the peer's publishers ------------------------------------------------------------------
     @overload
     def publisher(
-        self, name: str, *, batched: Literal[False] = False, auth: object = None
-    ) -> Flow[bytes]: ...
+        self, name: str, *, batched: Literal[False] = False, auth: object = None, metadata: MetadataArg = None
+    ) -> Flow[Any]: ...  # bytes, or what the announced content type decodes to (PROTOCOL.md §17)
     @overload
     def publisher(
-        self, name: str, *, codec: Codec[T], batched: Literal[False] = False, auth: object = None
+        self,
+        name: str,
+        *,
+        codec: Codec[T],
+        batched: Literal[False] = False,
+        auth: object = None,
+        metadata: MetadataArg = None,
     ) -> Flow[T]: ...
     @overload
-    def publisher(self, name: str, *, batched: Literal[True], auth: object = None) -> Flow[list[bytes]]: ...
+    def publisher(
+        self, name: str, *, batched: Literal[True], auth: object = None, metadata: MetadataArg = None
+    ) -> Flow[list[Any]]: ...
     @overload
     def publisher(
-        self, name: str, *, codec: Codec[T], batched: Literal[True], auth: object = None
+        self,
+        name: str,
+        *,
+        codec: Codec[T],
+        batched: Literal[True],
+        auth: object = None,
+        metadata: MetadataArg = None,
     ) -> Flow[list[T]]: ...
     def publisher(
-        self, name: str, *, codec: Codec[Any] | None = None, batched: bool = False, auth: object = None
+        self,
+        name: str,
+        *,
+        codec: Codec[Any] | None = None,
+        batched: bool = False,
+        auth: object = None,
+        metadata: MetadataArg = None,
     ) -> Flow[Any]:
         """The peer's publisher ``name`` (``path?param=value``) as a cold :class:`Flow`.
 
-        Each ``subscribe`` opens a new remote subscription. Elements are ``bytes``, or
-        ``codec.decode(bytes)`` when a codec is given.
+        Each ``subscribe`` opens a new remote subscription. Without ``codec``, elements are
+        decoded by the media type the publisher announces (PROTOCOL.md §17: JSON, UTF-8 text,
+        INT64, FLOAT64, MessagePack, Arrow), and are ``bytes`` when it announces none or
+        another; with ``codec``, by ``codec.decode(bytes)``, and a publisher announcing another
+        type fails the subscription with :class:`ContentTypeError` (``codec=RAW``: bytes,
+        whatever is announced).
 
         ``batched=True``: ``on_next`` receives a non-empty ``list`` of elements at a time
         (the elements of one packed frame, decoded with one ``codec.decode_many`` call,
@@ -105,9 +133,16 @@ class Connection:
         instead of the connection's (PROTOCOL.md §15.4). Needs a connection made with
         ``connect(url, auth=...)`` (``ValueError`` otherwise) to a server that offers
         extension auth; each subscribe then waits for the server's hello.
+
+        ``metadata``: key/value entries sent with every subscribe (PROTOCOL.md §18), e.g.
+        ``{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}``; keys
+        are 1..64 of a-z 0-9 ``-_.``, values ``str`` (sent as UTF-8) or ``bytes``. The serving
+        side reads them with :func:`subscribe_metadata`. Each subscribe waits for the peer's
+        hello; a peer without extension metadata gets the subscribe without them.
         """
         if not isinstance(name, str):
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
+        encoded = None if metadata is None else metadata_entries(metadata)
         credentials = None
         if auth is not None:
             credentials = as_credentials(auth)
@@ -119,18 +154,25 @@ class Connection:
                 )
         table = self._pump.subscriptions
         if batched:
-            return RemotePublisher(table, name, None, Batching(codec), credentials)
+            return RemotePublisher(table, name, None, Batching(codec), credentials, codec, encoded)
         if codec is not None and codec.element_size and codec.decode_many is not None:
             # one element per on_next, but packed frames are decoded in one call
-            return RemotePublisher(table, name, codec.decode, Batching(codec, lists=False), credentials)
-        return RemotePublisher(table, name, codec.decode if codec is not None else None, None, credentials)
+            return RemotePublisher(
+                table, name, codec.decode, Batching(codec, lists=False), credentials, codec, encoded
+            )
+        decode = codec.decode if codec is not None else None
+        return RemotePublisher(table, name, decode, None, credentials, codec, encoded)
 
     @overload
-    async def request(self, name: str) -> bytes: ...
+    async def request(self, name: str, *, metadata: MetadataArg = None) -> Any: ...  # decoded by §17
     @overload
-    async def request(self, name: str, *, codec: Codec[T]) -> T: ...
-    async def request(self, name: str, *, codec: Codec[Any] | None = None) -> Any:
+    async def request(self, name: str, *, codec: Codec[T], metadata: MetadataArg = None) -> T: ...
+    async def request(
+        self, name: str, *, codec: Codec[Any] | None = None, metadata: MetadataArg = None
+    ) -> Any:
         """Request/response: subscribe with demand 1 and return the single element.
+
+        ``codec`` and ``metadata`` as for :meth:`publisher`.
 
         Raises:
             RemoteStreamError: the remote publisher signalled ``onError`` (e.g. unknown name).
@@ -141,11 +183,13 @@ class Connection:
         """
         if not isinstance(name, str):
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
+        encoded = None if metadata is None else metadata_entries(metadata)
         pump = self._pump
         future: asyncio.Future[Any] = pump.outbox.loop.create_future()
         subscriber = ScalarSubscriber(future, name, pump.defer)
         # on the loop's thread already (a coroutine): open the subscription directly
-        pump.subscriptions.open(name, subscriber, codec.decode if codec is not None else None)
+        decode = codec.decode if codec is not None else None
+        pump.subscriptions.open(name, subscriber, decode, codec=codec, metadata=encoded)
         try:
             return await future
         except asyncio.CancelledError:

@@ -33,7 +33,7 @@ from rstreams import demand
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.flow._flow import Flow
-from rstreams.net._codec import Codec, identity, split_packed
+from rstreams.net._codec import Codec, ContentTypeError, codec_for, identity, split_packed
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import RemoteStreamError, remote_error
 from rstreams.rules import check_subscriber
@@ -48,6 +48,7 @@ from rstreams.wire import (
     OnNextPacked,
 )
 from rstreams.wire._auth import Credentials, encode_subscribe_credentials
+from rstreams.wire._content import same_media_type
 from rstreams.wire.extensions import AUTH, AUTH_SUBSCRIBE_CREDENTIALS, ERROR_CODE
 from rstreams.wire.frames import make_subscribe
 
@@ -76,7 +77,7 @@ class RemotePublisher(Flow[T]):
     With ``batch`` (a :class:`Batching`), ``T`` is a list of elements: see :class:`Batching`.
     """
 
-    __slots__ = ("_batch", "_credentials", "_decode", "_table", "name")
+    __slots__ = ("_batch", "_codec", "_credentials", "_decode", "_metadata", "_table", "name")
 
     def __init__(
         self,
@@ -85,18 +86,30 @@ class RemotePublisher(Flow[T]):
         decode: Callable[[bytes], Any] | None,
         batch: Batching | None = None,
         credentials: Credentials | None = None,
+        codec: Codec[Any] | None = None,
+        metadata: bytes | None = None,
     ) -> None:
         self._table = table
         self.name = name
+        self._metadata = metadata  # encoded subscribe metadata (§18), sent with every subscribe
         self._decode = decode
         self._batch = batch
         self._credentials = credentials  # this publisher's own (PROTOCOL.md §15.4); never shown
+        self._codec = codec  # the explicit codec; None: decode by the announced type (§17)
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
         table = self._table
         table.outbox.run_on_loop(
-            table.open, self.name, subscriber, self._decode, self._batch, self._credentials
+            table.open,
+            self.name,
+            subscriber,
+            self._decode,
+            self._batch,
+            self._credentials,
+            None,  # no prelude: a plain subscription
+            self._codec,
+            self._metadata,
         )
 
     def __repr__(self) -> str:
@@ -128,11 +141,13 @@ class RemoteSubscription(Subscription, Generic[T]):
 
     __slots__ = (
         "_batch",
+        "_codec",
         "_decode",
         "_lists",
         "_loop_thread",
         "_outbox",
         "_table",
+        "content_type",
         "done",
         "pending",
         "sid",
@@ -147,6 +162,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         subscriber: Subscriber[T],
         decode: Callable[[bytes], T] | None,
         batch: Batching | None = None,
+        codec: Codec[Any] | None = None,
     ) -> None:
         self._table = table
         self._outbox = table.outbox
@@ -155,6 +171,9 @@ class RemoteSubscription(Subscription, Generic[T]):
         self._decode = decode
         self._batch = batch
         self._lists = batch is not None and batch.lists
+        self._codec = codec  # explicit; None: decode by the announced type (PROTOCOL.md §17)
+        self.content_type: str | None = None
+        """The media type the publisher announced (extension content-types, §17), if any."""
         self.pending = 0  # demand requested locally, not yet sent
         self.started = False  # the subscribe frame was queued
         self.done = False  # cancelled or terminated: deliver nothing more
@@ -290,6 +309,23 @@ class RemoteSubscription(Subscription, Generic[T]):
             except Exception as exc:
                 report_unhandled(exc, f"{type(subscriber).__name__}.on_error")
 
+    def announced(self, media_type: str, name: str) -> None:
+        """The publisher stated its elements' media type (contentType, before onSubscribe):
+        check it against an explicit codec, or take the codec it names (§17)."""
+        self.content_type = media_type
+        codec = self._codec
+        if codec is not None:
+            if codec.media_type is not None and not same_media_type(codec.media_type, media_type):
+                self.fail_locally(ContentTypeError(name, media_type, codec))
+            return
+        codec = codec_for(media_type)
+        if codec is None:
+            return  # opaque bytes (octet-stream, or a type without a built-in codec)
+        batch = self._batch
+        if batch is not None or (codec.element_size and codec.decode_many is not None):
+            self._batch = Batching(codec, lists=batch is not None and batch.lists)
+        self._decode = codec.decode
+
     def fail_locally(self, error: BaseException) -> None:
         """End the stream here with ``error`` and cancel it on the wire."""
         if self.done:
@@ -414,8 +450,12 @@ class SubscriptionTable:
         batch: Batching | None = None,
         credentials: Credentials | None = None,
         prelude: Callable[[int], Exception | None] | None = None,
+        codec: Codec[Any] | None = None,
+        metadata: bytes | None = None,
     ) -> None:
-        """Subscribe ``subscriber`` to the peer's ``name`` (loop thread); ``credentials``: its own (§15.4).
+        """Subscribe ``subscriber`` to the peer's ``name`` (loop thread); ``credentials``: its own
+        (§15.4); ``codec``: the explicit one (``None``: decode by the announced type, §17);
+        ``metadata``: encoded entries sent right before the subscribe (§18).
 
         ``prelude(sid)``, if given, runs after the peer's hello, just before the subscribe is
         queued: it sends what must precede it (extension channels' mark, §21) or returns the
@@ -423,15 +463,16 @@ class SubscriptionTable:
         outbox = self.outbox
         core = outbox.core
         if (
-            (credentials is not None or prelude is not None)
+            (credentials is not None or prelude is not None or metadata is not None)
             and core.state is ConnectionState.AWAITING_HELLO
             and outbox.ended is None
         ):
-            # subscribeCredentials is an extension message: never before the peer's hello (§4.4)
-            self._deferred.append((name, subscriber, decode, batch, credentials, prelude))
+            # subscribeCredentials, subscribeMetadata and a channel's mark are extension messages:
+            # never before the peer's hello (§4.4), which also says whether the peer takes them
+            self._deferred.append((name, subscriber, decode, batch, credentials, prelude, codec, metadata))
             return
         sid = self._take_id()
-        subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode, batch)
+        subscription: RemoteSubscription[T] = RemoteSubscription(self, sid, subscriber, decode, batch, codec)
         try:
             subscriber.on_subscribe(subscription)
         except Exception as error:
@@ -466,8 +507,11 @@ class SubscriptionTable:
         if credentials is not None:
             payload = encode_subscribe_credentials(sid, credentials)
             core.send(ExtensionMessage(type=AUTH_SUBSCRIBE_CREDENTIALS, payload=payload))
-        # the fields are valid already (a str name, our id, checked demand): no re-validation
-        core.send(make_subscribe(name, sid, subscription.take_pending()))
+        if metadata is not None:  # with extension metadata active, right before the subscribe (§18)
+            core.send_subscribe(name, sid, subscription.take_pending(), metadata)
+        else:
+            # the fields are valid already (a str name, our id, checked demand): no re-validation
+            core.send(make_subscribe(name, sid, subscription.take_pending()))
         outbox.write_soon()
 
     def release_deferred(self) -> None:
@@ -567,6 +611,12 @@ class SubscriptionTable:
         self._free_id(sid)
         if subscription is not None:
             subscription.complete()
+
+    def content_type(self, sid: int, media_type: str) -> None:
+        """The peer announced ``media_type`` for our ``sid``; its onSubscribe follows (§17)."""
+        subscription = self.subscriptions.get(sid)
+        if subscription is not None:
+            subscription.announced(media_type, self._names.get(sid, "?"))
 
     def on_error(self, event: OnError) -> None:
         sid = event.subscriber

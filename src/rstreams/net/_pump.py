@@ -38,6 +38,7 @@ from rstreams.net._consuming import SubscriptionTable
 from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT, HELD_PART, MAX_UNSENT, READ_TURN, Backlog
 from rstreams.net._keepalive import Keepalive, check_interval
 from rstreams.net._messages import MESSAGE_TYPES, Handler, Messages, check_handlers
+from rstreams.net._metadata import EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._routes import Offer
 from rstreams.net._serving import ServingTable
@@ -67,7 +68,17 @@ from rstreams.wire import (
 )
 from rstreams.wire import Connection as Core
 from rstreams.wire._auth import Credentials
-from rstreams.wire.extensions import AUTH, CHANNELS, ERROR_CODES, KEEPALIVE, MESSAGES
+from rstreams.wire.extensions import (
+    AUTH,
+    CHANNELS,
+    CONTENT_TYPE,
+    CONTENT_TYPES,
+    ERROR_CODES,
+    KEEPALIVE,
+    MESSAGES,
+    METADATA,
+    SUBSCRIBE_METADATA,
+)
 
 if TYPE_CHECKING:
     from rstreams.observe import ConnectionObserver
@@ -114,8 +125,9 @@ class Pump:
         check_interval("unread_timeout", unread_timeout)
         # Extensions (PROTOCOL.md §14, §15): keepalive is always listed (the core answers pings;
         # ``keepalive`` only decides whether we send them); auth when there is something to do.
-        # Error codes (§19) are always offered, unless the config disables them.
-        ids = {KEEPALIVE.id, MESSAGES.id, ERROR_CODES.id, CHANNELS.id}
+        # Content types, metadata and error codes (§17-§19) are always offered, unless the config
+        # disables them.
+        ids = {KEEPALIVE.id, MESSAGES.id, CONTENT_TYPES.id, METADATA.id, ERROR_CODES.id, CHANNELS.id}
         if credentials is not None or (server_auth is not None and server_auth.authenticate is not None):
             ids.add(AUTH.id)
         config = config or ConnectionConfig()
@@ -167,6 +179,7 @@ class Pump:
         for message_type in CHANNEL_MESSAGES:
             self.extension_handlers[message_type] = self.channels.received
         self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
+        self._metadata: Metadata = EMPTY  # of the subscribe the core reports next (§18)
         subscriptions = self.subscriptions
         self._routes: dict[type, Callable[[Any], object]] = {
             OnNextBatch: subscriptions.on_next_batch,
@@ -442,11 +455,14 @@ class Pump:
                     report_unhandled(error, "a call after handling a read")
 
     def _subscribe(self, event: Subscribe) -> None:
+        metadata = self._metadata  # what a subscribeMetadata right before it said (§18)
+        if metadata is not EMPTY:
+            self._metadata = EMPTY
         if self.gate is not None:
             if self.outbox.core.state is not ConnectionState.CLOSED and not self.outbox.closing:
-                self.gate.subscribe(event.publisher, event.subscriber, event.initial_demand)
+                self.gate.subscribe(event.publisher, event.subscriber, event.initial_demand, metadata)
         else:
-            self.serving.subscribe(event.publisher, event.subscriber, event.initial_demand)
+            self.serving.subscribe(event.publisher, event.subscriber, event.initial_demand, metadata)
 
     def _request(self, event: Request) -> None:
         if not self.serving.request(event.subscriber, event.demand) and self.gate is not None:
@@ -467,8 +483,13 @@ class Pump:
         self.closing.conversation_over(event.error, event.reason, event.code)
 
     def _qualifier(self, event: Qualifier) -> None:
-        """What an extension message says about the signal routed next (PROTOCOL.md §19)."""
-        self.subscriptions.qualified[event.type] = event.value
+        """What an extension message says about the signal routed next (PROTOCOL.md §17, §19)."""
+        if event.type == CONTENT_TYPE:
+            self.subscriptions.content_type(event.subscriber, event.value)  # type: ignore[arg-type]
+        elif event.type == SUBSCRIBE_METADATA:
+            self._metadata = Metadata(event.value)  # type: ignore[arg-type]  # for the subscribe routed next
+        else:
+            self.subscriptions.qualified[event.type] = event.value
 
     def _extension(self, event: ExtensionReceived) -> None:
         handler = self.extension_handlers.get(event.type)

@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from rstreams.api import Publisher
 from rstreams.errors import ReactiveStreamsError
+from rstreams.net._codec import RAW as _RAW
 from rstreams.net._codec import Codec
 
 __all__ = [
@@ -56,7 +57,11 @@ class WithCodec:
 
 
 def with_codec(
-    target: Publisher[Any] | PublisherFactory, codec: Codec[Any] | None, *, batched: bool = False
+    target: Publisher[Any] | PublisherFactory,
+    codec: Codec[Any] | None,
+    *,
+    batched: bool = False,
+    content_type: str | None = None,
 ) -> WithCodec:
     """Serve ``target`` (a Publisher or a factory) with ``codec`` (``None``: raw bytes).
 
@@ -65,6 +70,10 @@ def with_codec(
     side requests one list at a time from it (its demand counts lists) and sends the
     elements as far as the peer's demand (counted in elements) allows, holding the rest
     of a list until the peer asks for more.
+
+    ``content_type``: the media type to announce to subscribers (PROTOCOL.md §17) instead of
+    the codec's own ``media_type``, e.g. ``with_codec(images, None, content_type="image/png")``
+    for a publisher of raw bytes.
     """
     if not (callable(getattr(target, "subscribe", None)) or callable(target)):
         raise TypeError(f"with_codec() needs a Publisher or a factory, got {target!r}")
@@ -72,6 +81,8 @@ def with_codec(
         raise TypeError(f"with_codec() needs a Codec or None, got {codec!r}")
     if batched and (codec is None or not codec.element_size):
         raise ValueError("with_codec(batched=True) needs a fixed-size codec (element_size > 0), e.g. INT64")
+    if content_type is not None:
+        codec = dataclasses.replace(codec if codec is not None else _RAW, media_type=content_type)
     return WithCodec(target, codec, batched)
 
 

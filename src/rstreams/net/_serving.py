@@ -36,6 +36,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.net._codec import Codec, identity
+from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import code_of
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
@@ -92,9 +93,11 @@ class ServingStream(Subscriber[Any]):
         "_raw",
         "_scheduled",
         "_table",
+        "content_type",
         "done",
         "element_size",
         "estimate",
+        "metadata",
         "obs",
         "outstanding",
         "queued",
@@ -112,6 +115,9 @@ class ServingStream(Subscriber[Any]):
         self._raw = self._encode is None  # elements are sent as they are; False once done
         size = codec.element_size if codec is not None else 0
         self.element_size = size
+        self.content_type = codec.media_type if codec is not None else None  # announced (§17)
+        self.metadata = EMPTY
+        """The subscribe's metadata (extension metadata, PROTOCOL.md §18): a read-only mapping."""
         # The encoded elements of this event-loop turn wait here and go out together when
         # the connection writes: packed in onNextPacked frames (fixed sizes up to
         # PACK_BYTES / 2), else as onNext frames encoded by one send_on_next_many call.
@@ -548,8 +554,11 @@ class ServingTable:
         return bool(self._queue)
 
     # -- the peer's signals (from the pump) -----------------------------------------------
-    def subscribe(self, name: str, sid: int, initial_demand: int) -> None:
-        """Serve the peer's subscribe: resolve ``name`` and subscribe a stream to its publisher."""
+    def subscribe(self, name: str, sid: int, initial_demand: int, metadata: Metadata = EMPTY) -> None:
+        """Serve the peer's subscribe: resolve ``name`` and subscribe a stream to its publisher.
+
+        ``metadata`` (extension metadata, §18) is :func:`subscribe_metadata` while the factory
+        and the Publisher's ``subscribe`` run, and the stream's ``metadata``."""
         if self.outbox.core.state is _CLOSED or self.outbox.closing:
             # A violation later in the same read closed the core: the goodbye already ended
             # this subscription, so no local publisher is started for it.
@@ -558,6 +567,14 @@ class ServingTable:
             self.channel_marks.discard(sid)
             self.open_channel(name, sid, initial_demand)
             return
+        token = CURRENT.set(metadata) if metadata is not EMPTY else None
+        try:
+            self._serve(name, sid, initial_demand, metadata)
+        finally:
+            if token is not None:
+                CURRENT.reset(token)
+
+    def _serve(self, name: str, sid: int, initial_demand: int, metadata: Metadata) -> None:
         try:
             publisher, codec, batched = self._router.resolve_batched(name)
         except UnknownPublisherError as unknown:
@@ -572,7 +589,7 @@ class ServingTable:
                 name,
             )
             return
-        self.attach(name, sid, initial_demand, publisher, codec, batched)
+        self.attach(name, sid, initial_demand, publisher, codec, batched, metadata)
 
     def attach(
         self,
@@ -582,13 +599,17 @@ class ServingTable:
         publisher: Publisher[Any],
         codec: Codec[Any] | None,
         batched: bool = False,
+        metadata: Metadata = EMPTY,
     ) -> None:
-        """Serve ``publisher`` to the peer's subscriber ``sid`` (a resolved subscribe)."""
+        """Serve ``publisher`` to the peer's subscriber ``sid`` (a resolved subscribe; ``metadata``:
+        its subscribe's, §18)."""
         if batched and codec is not None:
             stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
         else:
             stream = ServingStream(self, sid, initial_demand, codec)
         self.streams[sid] = stream
+        if metadata is not EMPTY:
+            stream.metadata = metadata
         observer = self.outbox.observer
         if observer is not None:
             stream.obs = observer.stream_opened(self._router.pattern(name), name, sid, initial_demand)
@@ -651,7 +672,10 @@ class ServingTable:
     def opened(self, stream: ServingStream) -> None:
         """The local publisher called ``on_subscribe``: tell the peer."""
         if self.streams.get(stream.sid) is stream and self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send(make_on_subscribe(stream.sid, stream.element_size))
+            if stream.content_type is None:
+                self.outbox.core.send(make_on_subscribe(stream.sid, stream.element_size))
+            else:
+                self.outbox.core.send_on_subscribe(stream.sid, stream.element_size, stream.content_type)
             self.outbox.mark_dirty()
 
     def completed(self, stream: ServingStream) -> None:

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError
 from rstreams.flow._public import from_iterable
-from rstreams.net import Connection, RemoteStreamError, connect
+from rstreams.net import RAW, Connection, RemoteStreamError, connect
 from rstreams.replay._access import Access
 from rstreams.replay._cursor import packed_count, unpack
 from rstreams.replay._server import UPLOAD_NAME
@@ -286,7 +286,7 @@ def _stream_part(
     feed = _Feed()
 
     async def open_range(conn: Connection) -> None:
-        conn.publisher(name).subscribe(feed)
+        conn.publisher(name, codec=RAW).subscribe(feed)
 
     client.call(open_range, url, max(0.001, deadline - time.monotonic()), access)
     count = 0  # elements

@@ -484,9 +484,11 @@ class ReplayServer:
         return self
 
     def _ask_for_uploads(self, conn: Any) -> None:
+        from rstreams.net import RAW  # the upload's elements are bytes, whatever the client states
+
         authorize = self._authorize
         allowed = None if authorize is None else (lambda log: authorize(conn.principal, log) is True)
-        conn.publisher(UPLOAD_NAME).subscribe(_UploadSubscriber(self._stagings, allowed))
+        conn.publisher(UPLOAD_NAME, codec=RAW).subscribe(_UploadSubscriber(self._stagings, allowed))
 
     def sink_statistics(self, name: str) -> dict[str, int]:
         """``{"published", "refused"}``: batches published on sink log ``name``, re-runs refused."""

@@ -138,10 +138,10 @@ class _LiveView(Subscriber[bytes]):
 
 def _watch_results(url: str, view: _LiveView, stop: threading.Event) -> None:
     async def main() -> None:
-        from rstreams.net import connect
+        from rstreams.net import RAW, connect
 
         conn = await connect(url)
-        conn.publisher("results").subscribe(view)
+        conn.publisher("results", codec=RAW).subscribe(view)
         await asyncio.get_running_loop().run_in_executor(None, stop.wait)
         await conn.aclose()
 

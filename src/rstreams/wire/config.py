@@ -53,6 +53,13 @@ class ConnectionConfig:
     max_extensions: int = 64
     """Most extension ids a hello may list."""
 
+    max_metadata_bytes: int = 16 * KiB
+    """Largest subscribeMetadata payload accepted (extension metadata, §18); more is a connection
+    error. A traceparent is 55 bytes, a tracestate at most 512: 16 KiB leaves room for headers."""
+
+    max_metadata_entries: int = 64
+    """Most entries one subscribeMetadata may carry (§18)."""
+
     max_messages_in_flight: int = 16
     """Message credit granted to the peer (extension messages, PROTOCOL.md §20): messages it
     may send before their handlers have run; each is at most ``max_string_length`` bytes, so

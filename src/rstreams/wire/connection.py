@@ -43,6 +43,7 @@ from rstreams.wire._codes import (
     encode_error_code,
     encode_goodbye_code,
 )
+from rstreams.wire._content import decode_content_type, encode_content_type
 from rstreams.wire._errors import (
     AbruptCloseError,
     ExtensionError,
@@ -52,6 +53,7 @@ from rstreams.wire._errors import (
     StreamStateError,
     UnsupportedVersionError,
 )
+from rstreams.wire._metadata import decode_metadata
 from rstreams.wire._output import LARGE, Output
 from rstreams.wire._parser import FrameParser
 from rstreams.wire._state import (
@@ -64,6 +66,7 @@ from rstreams.wire._state import (
     StreamState,
 )
 from rstreams.wire._streams import REQUEST_KEEPS, Stream, StreamTable, Violation
+from rstreams.wire._varint import encode_varint
 from rstreams.wire.config import ConnectionConfig
 from rstreams.wire.events import (
     ConnectionClosed,
@@ -75,12 +78,16 @@ from rstreams.wire.events import (
 )
 from rstreams.wire.extensions import (
     BY_TYPE,
+    CONTENT_TYPE,
+    CONTENT_TYPES,
     ERROR_CODE,
     ERROR_CODES,
     GOODBYE_CODE,
     KEEPALIVE_PAYLOAD_SIZE,
+    METADATA,
     PING,
     PONG,
+    SUBSCRIBE_METADATA,
 )
 from rstreams.wire.frames import (
     PROTOCOL_VERSION,
@@ -134,12 +141,15 @@ def _goodbye_code(payload: bytes) -> tuple[int, int]:
     return 0, decode_goodbye_code(payload)
 
 
-_QUALIFIERS: dict[int, tuple[type[Frame], Callable[[bytes], tuple[int, Any]]]] = {
-    ERROR_CODE: (OnError, decode_error_code),
-    GOODBYE_CODE: (Goodbye, _goodbye_code),
+_QUALIFIERS: dict[int, tuple[type[Frame], str]] = {
+    CONTENT_TYPE: (OnSubscribe, "17.1"),
+    SUBSCRIBE_METADATA: (Subscribe, "18.1"),
+    ERROR_CODE: (OnError, "19.1"),
+    GOODBYE_CODE: (Goodbye, "19.1"),
 }
 """Extension messages that qualify the core message sent right after them: type -> (the
-qualified message's class, payload decoder -> (subscriber id, value)); §19."""
+qualified message's class, the section whose rules they follow); §17.1, §18.1, §19.1. Their
+payload decoders (-> subscriber id, value) are each connection's ``_decoders``."""
 
 
 def _code_of(error: RemoteProtocolError) -> int:
@@ -198,6 +208,16 @@ class Connection:
         self.extensions: frozenset[int] = frozenset()
         """Active extensions: ours ∩ the peer's hello (§4.4); empty until the peer's hello."""
         self._codes = False  # extension error-codes is active (§19)
+        self._content_types = False  # extension content-types is active (§17)
+        self._metadata = False  # extension metadata is active (§18)
+        self._decoders: dict[int, Callable[[bytes], tuple[int, Any]]] = {
+            CONTENT_TYPE: decode_content_type,
+            SUBSCRIBE_METADATA: lambda data: decode_metadata(
+                data, max_bytes=config.max_metadata_bytes, max_entries=config.max_metadata_entries
+            ),
+            ERROR_CODE: decode_error_code,
+            GOODBYE_CODE: _goodbye_code,
+        }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self.peer_hello: ClientHello | ServerHello | None = None
         ours = FrameType.CLIENT_HELLO if side is Side.CLIENT else FrameType.SERVER_HELLO
@@ -507,6 +527,26 @@ class Connection:
     def _send_request(self, f: Request) -> None:
         self.request(f.subscriber, f.demand)
 
+    def send_subscribe(self, publisher: str, subscriber: int, initial_demand: int, metadata: bytes) -> None:
+        """``send(Subscribe(...))``, preceded by a subscribeMetadata when extension metadata is
+        active (§18); ``metadata`` is its payload after the subscriber id: the entry count and
+        the entries (:func:`rstreams.wire._metadata.encode_entries`). Without the extension
+        the subscribe goes alone."""
+        frame = Subscribe(publisher=publisher, subscriber=subscriber, initial_demand=initial_demand)
+        if not self._metadata:
+            self.send(frame)
+            return
+        self._check_can_send()
+        demand = min(initial_demand, UNBOUNDED)
+        self._streams.send_subscribe(subscriber, demand)
+        out = self._out  # adjacent to its subscribe (§18.1)
+        out.append(SUBSCRIBE_METADATA)
+        sid = encode_varint(subscriber)
+        out += encode_varint(len(sid) + len(metadata))
+        out += sid
+        out += metadata
+        write_subscribe(out, publisher.encode(), subscriber, demand)
+
     def _send_subscribe(self, f: Subscribe) -> None:
         name = f.publisher.encode()  # first: a make_subscribe frame's name is unchecked, and a
         demand = min(f.initial_demand, UNBOUNDED)  # failure must leave the table as it was
@@ -522,6 +562,18 @@ class Connection:
     def _send_on_subscribe(self, f: OnSubscribe) -> None:
         if self._streams.send_on_subscribe(f.subscriber, f.element_size) is not None:
             write_on_subscribe(self._out, f.subscriber, f.element_size)
+
+    def send_on_subscribe(self, subscriber: int, element_size: int, content_type: str | None) -> None:
+        """``send(OnSubscribe(...))``, preceded by a contentType stating ``content_type`` when
+        extension content-types is active (§17); ``None``: the type is not stated."""
+        if content_type is None or not self._content_types:
+            self.send(OnSubscribe(subscriber=subscriber, element_size=element_size))
+            return
+        payload = encode_content_type(subscriber, content_type)
+        self._check_can_send()
+        if self._streams.send_on_subscribe(subscriber, element_size) is not None:
+            write_extension(self._out, CONTENT_TYPE, payload)  # adjacent to its onSubscribe (§17.1)
+            write_on_subscribe(self._out, subscriber, element_size)
 
     def _send_on_next_packed(self, f: OnNextPacked) -> None:
         sid, count, elements = f.subscriber, f.count, f.elements
@@ -615,6 +667,8 @@ class Connection:
         self.peer_hello = f
         self.extensions = self.config.extensions & frozenset(f.extensions)
         self._codes = ERROR_CODES.id in self.extensions
+        self._content_types = CONTENT_TYPES.id in self.extensions
+        self._metadata = METADATA.id in self.extensions
         self._events.append(f)
 
     def _recv_extension(self, f: ExtensionMessage) -> None:
@@ -643,15 +697,15 @@ class Connection:
 
     def _qualify(self, kind: int, payload: bytes) -> None:
         """A qualifier (§19.1): held until the message it qualifies, which must come next."""
-        target, decode = _QUALIFIERS[kind]
+        target, section = _QUALIFIERS[kind]
         try:
-            sid, value = decode(payload)
-        except ExtensionError as error:
+            sid, value = self._decoders[kind](payload)
+        except RemoteProtocolError as error:  # malformed (the extension's section) or a limit (§11)
             self._fail(error)
             return
         if kind in self._qualifiers:
             self._fail(
-                ExtensionError(f"two 0x{kind:02x} messages before one {target.__name__}", section="19.1")
+                ExtensionError(f"two 0x{kind:02x} messages before one {target.__name__}", section=section)
             )
             return
         self._qualifiers[kind] = (sid, value)
@@ -667,7 +721,7 @@ class Connection:
                     ExtensionError(
                         f"0x{kind:02x} for subscriber {target_sid} followed by a {cls.__name__} "
                         f"for subscriber {sid}",
-                        section="19.1",
+                        section=_QUALIFIERS[kind][1],
                     )
                 )
                 return None
@@ -684,6 +738,9 @@ class Connection:
         return None if held is None else int(held[1])
 
     def _recv_subscribe(self, f: Subscribe) -> None:
+        qualifiers = self._take_qualifiers(Subscribe, f.subscriber) if self._qualifiers else None
+        if self._state is _CLOSED:
+            return
         verdict = self._streams.receive_subscribe(f)
         if isinstance(verdict, Violation):
             self._violated(verdict)
@@ -695,6 +752,8 @@ class Connection:
                 write_extension(self._out, ERROR_CODE, encode_error_code(f.subscriber, code))
             write_on_error(self._out, f.subscriber, verdict)
         else:
+            if qualifiers:
+                self._events += qualifiers
             self._events.append(f)
 
     def _recv_request(self, f: Request) -> None:
@@ -721,11 +780,16 @@ class Connection:
 
     def _recv_on_subscribe(self, f: OnSubscribe) -> None:
         found = self._ours(f.subscriber, _ON_SUBSCRIBE)
-        if found is None or found[0].state in QUIET_STATES:
+        if found is None:
             return
+        qualifiers = self._take_qualifiers(OnSubscribe, f.subscriber) if self._qualifiers else None
+        if found[0].state in QUIET_STATES or self._state is _CLOSED:
+            return  # dropped after our cancel (§5.4), with its qualifiers
         st, new = found
         st.state = new
         st.element_size = f.element_size
+        if qualifiers:
+            self._events += qualifiers
         self._events.append(f)
 
     def _recv_elements(self, f: OnNext | OnNextPacked, count: int) -> None:

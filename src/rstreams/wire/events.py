@@ -93,7 +93,8 @@ class Qualifier:
 
     Emitted just before that event, for the same ``subscriber``, and only when the core
     accepted the message (a signal dropped after our cancel drops its qualifiers too).
-    ``value`` is the decoded payload: an ``int`` error code for errorCode (§19).
+    ``value`` is the decoded payload: the ``str`` media type of contentType (§17), the
+    ``dict[str, bytes]`` entries of subscribeMetadata (§18), an ``int`` error code (§19).
     """
 
     type: int

@@ -25,16 +25,20 @@ __all__ = [
     "BY_ID",
     "BY_TYPE",
     "CHANNELS",
+    "CONTENT_TYPE",
+    "CONTENT_TYPES",
     "ERROR_CODE",
     "ERROR_CODES",
     "GOODBYE_CODE",
     "KEEPALIVE",
     "KEEPALIVE_PAYLOAD_SIZE",
     "MESSAGES",
+    "METADATA",
     "PING",
     "PONG",
     "REGISTERED",
     "RESUME",
+    "SUBSCRIBE_METADATA",
     "Extension",
     "owner_of",
 ]
@@ -78,6 +82,12 @@ AUTH = Extension(2, "auth", frozenset(range(0x84, 0x88)))
 RESUME = Extension(3, "resume", frozenset(range(0x88, 0x90)))
 """Session resumption; its payloads are defined in PROTOCOL.md by the resumption extension."""
 
+CONTENT_TYPE = 0x90
+"""content-types contentType: subscriber varint + media type, immediately before that onSubscribe (§17)."""
+CONTENT_TYPES = Extension(4, "content-types", frozenset(range(0x90, 0x94)))
+SUBSCRIBE_METADATA = 0x94
+"""metadata subscribeMetadata: subscriber varint + entries, immediately before that subscribe (§18)."""
+METADATA = Extension(5, "metadata", frozenset(range(0x94, 0x98)))
 ERROR_CODE = 0x98
 """error-codes errorCode: subscriber varint + code varint, immediately before that onError (§19)."""
 GOODBYE_CODE = 0x99
@@ -88,7 +98,16 @@ MESSAGES = Extension(7, "messages", frozenset(range(0x9C, 0xA0)))
 CHANNELS = Extension(8, "channels", frozenset(range(0xA0, 0xA8)))
 """Subscriptions that carry an input stream to the publisher (§21; rstreams.wire._channels)."""
 
-REGISTERED: tuple[Extension, ...] = (KEEPALIVE, AUTH, RESUME, ERROR_CODES, MESSAGES, CHANNELS)
+REGISTERED: tuple[Extension, ...] = (
+    KEEPALIVE,
+    AUTH,
+    RESUME,
+    CONTENT_TYPES,
+    METADATA,
+    ERROR_CODES,
+    MESSAGES,
+    CHANNELS,
+)
 BY_ID: dict[int, Extension] = {ext.id: ext for ext in REGISTERED}
 BY_TYPE: dict[int, Extension] = {t: ext for ext in REGISTERED for t in ext.message_types}
 

@@ -1,7 +1,8 @@
-"""Extension error-codes (PROTOCOL.md §19): the qualifier right before onError, none when not
-negotiated, and malformed qualifiers refused.
+"""Extensions content-types, metadata and error-codes (PROTOCOL.md §17-§19): each qualifier right before
+the message it qualifies (onSubscribe, subscribe, onError), none when not negotiated, malformed
+ones refused.
 
-Skipped when the endpoint's serverHello does not list id 6.
+Skipped when the endpoint's serverHello does not list the extension's id (4, 5, 6).
 """
 
 from __future__ import annotations
@@ -130,3 +131,106 @@ async def _unchanged(ctx: Context) -> None:
     )
     check(any(isinstance(f, OnSubscribe) for f in peer.received), "no onSubscribe")
     peer.abort()
+
+
+# -- content types (§17) ---------------------------------------------------------------------------
+CONTENT_TYPES, CONTENT_TYPE = 4, 0x90
+S171 = "PROTOCOL.md §17.1"
+
+
+@case(
+    "ex.ct_adjacent",
+    S171,
+    "contentType is a qualifier ... adjacent to and right before the onSubscribe it qualifies (nothing "
+    "written between them), never alone (here: conformance/fixed, skipped if it states no type).",
+    needs=("fixed",),
+)
+async def _ct_adjacent(ctx: Context) -> None:
+    peer = await ctx.open(extensions=(CONTENT_TYPES,))
+    await peer.hello()
+    hello = peer.monitor.server_hello
+    if hello is None or CONTENT_TYPES not in hello.extensions:
+        raise Skip("the endpoint does not list extension content-types (id 4) in its serverHello")
+    await peer.send(subscribe(ctx.name("fixed", n=2), 1, 2))
+    await peer.completed(1)
+    frames = peer.received
+    at = [i for i, f in enumerate(frames) if isinstance(f, ExtensionMessage) and f.type == CONTENT_TYPE]
+    if not at:
+        raise Skip("the endpoint states no content type for conformance/fixed")
+    check(len(at) == 1, f"{len(at)} contentType messages for one subscription")
+    after = frames[at[0] + 1] if at[0] + 1 < len(frames) else None
+    check(
+        isinstance(after, OnSubscribe) and after.subscriber == 1,
+        f"the contentType is followed by {type(after).__name__}, not by onSubscribe(1)",
+    )
+    payload = frames[at[0]].payload  # type: ignore[union-attr]
+    check(payload[:1] == b"\x01" and b"/" in payload[1:], f"contentType payload {payload!r} is malformed")
+    peer.abort()
+
+
+@case(
+    "ex.ct_not_negotiated",
+    S171,
+    "Sent only while the extension is active (both hellos list id 4) ... A publisher that has no type to "
+    "state sends onSubscribe alone (here: a clientHello without id 4).",
+    needs=("fixed",),
+)
+async def _ct_not_negotiated(ctx: Context) -> None:
+    peer = await ctx.open()
+    await peer.send(subscribe(ctx.name("fixed", n=2), 1, 2))
+    view = await peer.completed(1)
+    check(view.elements == range_elements(2), "conformance/fixed did not send its two elements")
+    sent = [f for f in peer.received if isinstance(f, ExtensionMessage) and f.type == CONTENT_TYPE]
+    check(not sent, "a contentType was sent to a client whose hello does not list content-types")
+    peer.abort()
+
+
+# -- metadata (§18) --------------------------------------------------------------------------------
+METADATA, SUBSCRIBE_METADATA = 5, 0x94
+S181 = "PROTOCOL.md §18.1"
+
+
+async def _with_metadata(ctx: Context) -> Peer:
+    peer = await ctx.open(extensions=(METADATA,))
+    await peer.hello()
+    hello = peer.monitor.server_hello
+    if hello is None or METADATA not in hello.extensions:
+        raise Skip("the endpoint does not list extension metadata (id 5) in its serverHello")
+    return peer
+
+
+def _entry(key: str, value: bytes) -> bytes:
+    return varint(len(key)) + key.encode() + varint(len(value)) + value
+
+
+@case(
+    "ex.md_served",
+    S181,
+    "The receiver applies the entries to that subscribe only (here: a traceparent and an empty value on "
+    "a subscribe to conformance/range, which is served as without them).",
+    needs=("range",),
+)
+async def _md_served(ctx: Context) -> None:
+    peer = await _with_metadata(ctx)
+    trace = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    payload = varint(1) + varint(2) + _entry("traceparent", trace) + _entry("x-empty", b"")
+    await peer.send(_message(SUBSCRIBE_METADATA, payload), subscribe(ctx.name("range", n=3), 1, 3))
+    view = await peer.completed(1)
+    check(view.elements == range_elements(3), "a subscribe with metadata was not served like one without")
+    peer.abort()
+
+
+@case(
+    "ex.md_malformed",
+    S181,
+    "A payload that is not exactly this form (... a key that breaks the rules above or appears twice ...) "
+    "is a connection error citing §18.1 (here: the key `x` twice).",
+)
+async def _md_malformed(ctx: Context) -> None:
+    peer = await _with_metadata(ctx)
+    payload = varint(1) + varint(2) + _entry("x", b"1") + _entry("x", b"2")
+    await peer.send(_message(SUBSCRIBE_METADATA, payload), subscribe(UNKNOWN, 1, 1))
+    bye = await peer.goodbye_then_close()
+    reason = bye.reason if bye is not None else ""
+    check("18.1" in reason, f"the goodbye {reason!r} does not cite §18.1")
+    await still_serving(ctx)

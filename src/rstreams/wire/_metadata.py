@@ -1,0 +1,109 @@
+"""Extension metadata (PROTOCOL.md §18): key/value entries qualifying a subscribe.
+
+One message, ``subscribeMetadata`` (``0x94``), payload::
+
+    subscriber: varint, count: varint, count x (key: string, value: bytes)
+
+sent right before the subscribe it qualifies (a qualifier, like errorCode, §19.1). Keys are
+1-64 bytes of lower-case ASCII letters, digits and ``-_.`` (``traceparent``, ``accept``,
+``x-tenant``), each at most once; values are opaque bytes (text is UTF-8 by convention).
+The receiver bounds a message by its size and its number of entries (``max_metadata_bytes``,
+``max_metadata_entries``, §11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rstreams.errors import RemoteProtocolError
+from rstreams.wire._errors import ExtensionError, LimitExceededError
+from rstreams.wire._varint import Incomplete, decode_varint, encode_varint
+
+__all__ = [
+    "MAX_KEY_LENGTH",
+    "check_key",
+    "decode_metadata",
+    "encode_entries",
+    "encode_metadata",
+]
+
+MAX_KEY_LENGTH = 64
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+
+def check_key(key: object) -> str | None:
+    """Why ``key`` is not a metadata key of §18.1, or ``None`` when it is one."""
+    if not isinstance(key, str):
+        return f"a metadata key is a str, got {type(key).__name__}"
+    if not 0 < len(key) <= MAX_KEY_LENGTH or not set(key) <= _KEY_CHARS:
+        return f"a metadata key is 1..{MAX_KEY_LENGTH} of a-z 0-9 - _ . (PROTOCOL.md §18.1), got {key!r}"
+    return None
+
+
+def encode_metadata(subscriber: int, entries: Mapping[str, bytes]) -> bytes:
+    """A subscribeMetadata payload (§18.1); keys must pass :func:`check_key`."""
+    return encode_varint(subscriber) + encode_entries(entries)
+
+
+def encode_entries(entries: Mapping[str, bytes]) -> bytes:
+    """The part of a subscribeMetadata payload after the subscriber id: count, then the entries."""
+    out = bytearray(encode_varint(len(entries)))
+    for key, value in entries.items():
+        raw = key.encode()
+        out += encode_varint(len(raw))
+        out += raw
+        out += encode_varint(len(value))
+        out += value
+    return bytes(out)
+
+
+def _malformed(what: str) -> ExtensionError:
+    return ExtensionError(f"malformed subscribeMetadata payload ({what})", section="18.1")
+
+
+def decode_metadata(data: bytes, *, max_bytes: int, max_entries: int) -> tuple[int, dict[str, bytes]]:
+    """``(subscriber, entries)``, in the order sent; :class:`ExtensionError` (§18.1) if malformed,
+    :class:`LimitExceededError` (§11) if above ``max_bytes`` or ``max_entries``."""
+    if len(data) > max_bytes:
+        raise LimitExceededError(
+            f"subscribeMetadata of {len(data)} bytes exceeds max_metadata_bytes={max_bytes}",
+            limit="max_metadata_bytes",
+        )
+    end = len(data)
+    try:
+        subscriber, pos = decode_varint(data, 0, end)
+        count, pos = decode_varint(data, pos, end)
+        if count > max_entries:
+            raise LimitExceededError(
+                f"subscribeMetadata with {count} entries exceeds max_metadata_entries={max_entries}",
+                limit="max_metadata_entries",
+            )
+        entries: dict[str, bytes] = {}
+        for _ in range(count):
+            length, pos = decode_varint(data, pos, end)
+            if pos + length > end:
+                raise _malformed("a key runs past the payload")
+            try:
+                key = data[pos : pos + length].decode("ascii")
+            except UnicodeDecodeError:
+                raise _malformed("a key is not ASCII") from None
+            pos += length
+            problem = check_key(key)
+            if problem is not None:
+                raise _malformed(problem.split(" (PROTOCOL")[0])
+            if key in entries:
+                raise _malformed(f"key {key!r} twice")
+            length, pos = decode_varint(data, pos, end)
+            if pos + length > end:
+                raise _malformed("a value runs past the payload")
+            entries[key] = data[pos : pos + length]
+            pos += length
+    except Incomplete:
+        raise _malformed("truncated") from None
+    except (ExtensionError, LimitExceededError):
+        raise
+    except RemoteProtocolError:
+        raise _malformed("bad varint") from None
+    if pos != end:
+        raise _malformed(f"{end - pos} trailing bytes")
+    return subscriber, entries

@@ -1,0 +1,91 @@
+"""Content types over a real connection (extension content-types, PROTOCOL.md §17): decoding by the
+announced type, explicit codecs checked against it, and both directions with a peer without it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import rstreams
+from rstreams.net import (
+    FLOAT64,
+    INT64,
+    JSON,
+    MSGPACK,
+    RAW,
+    UTF8,
+    Codec,
+    ContentTypeError,
+    connect,
+    serve,
+    with_codec,
+)
+from rstreams.wire import ConnectionConfig
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+OLD = ConnectionConfig(disabled_extensions=frozenset({4}))
+
+
+def _values(*items: Any) -> Any:
+    return lambda params: rstreams.from_iterable(items)
+
+
+OFFER = {
+    "json": with_codec(_values({"a": 1}, [2, "é"]), JSON),
+    "text": with_codec(_values("hé", ""), UTF8),
+    "ints": with_codec(_values(1, -2, 3), INT64),
+    "floats": with_codec(_values(1.5), FLOAT64),
+    "msgpack": with_codec(_values({"a": [1, b"x"]}), MSGPACK),
+    "raw": _values(b"ab"),
+    "png": with_codec(_values(b"\x89PNG"), None, content_type="image/png"),
+}
+
+
+async def _all(conn: Any, name: str, **options: Any) -> list[Any]:
+    return [x async for x in conn.publisher(name, **options)]
+
+
+async def test_publisher_without_codec_decodes_by_the_announced_type() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER) as server, await connect(server.url) as conn:
+        assert await _all(conn, "json") == [{"a": 1}, [2, "é"]]
+        assert await _all(conn, "text") == ["hé", ""]
+        assert await _all(conn, "ints") == [1, -2, 3]
+        assert await _all(conn, "ints", batched=True) == [[1, -2, 3]]
+        assert await _all(conn, "floats") == [1.5]
+        assert await _all(conn, "msgpack") == [{"a": [1, b"x"]}]
+        assert await _all(conn, "raw") == [b"ab"]  # nothing announced: bytes
+        assert await _all(conn, "png") == [b"\x89PNG"]  # a type without a codec: bytes
+        answer: Any = await conn.request("json")
+        assert answer == {"a": 1}
+
+
+async def test_an_explicit_codec_must_match_the_announcement() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER) as server, await connect(server.url) as conn:
+        assert await _all(conn, "json", codec=JSON) == [{"a": 1}, [2, "é"]]
+        assert await _all(conn, "json", codec=RAW) == [b'{"a":1}', b'[2,"\\u00e9"]']
+        with pytest.raises(ContentTypeError) as caught:
+            await _all(conn, "json", codec=INT64)
+        text = str(caught.value)
+        assert "'application/json'" in text and "'application/vnd.rsio.int64le'" in text and "§17" in text
+        custom: Codec[bytes] = Codec(bytes, bytes)  # no media type: nothing to contradict
+        assert await _all(conn, "json", codec=custom) == [b'{"a":1}', b'[2,"\\u00e9"]']
+
+
+@pytest.mark.parametrize(("server_config", "client_config"), [(OLD, None), (None, OLD)])
+async def test_a_peer_without_the_extension_gets_bytes_as_before(
+    server_config: ConnectionConfig | None, client_config: ConnectionConfig | None
+) -> None:
+    async with (
+        await serve("tcp://127.0.0.1:0", OFFER, config=server_config) as server,
+        await connect(server.url, config=client_config) as conn,
+    ):
+        assert await _all(conn, "json") == [b'{"a":1}', b'[2,"\\u00e9"]']
+        assert await _all(conn, "ints") == [
+            b"\x01\x00\x00\x00\x00\x00\x00\x00",
+            b"\xfe\xff\xff\xff\xff\xff\xff\xff",
+            b"\x03\x00\x00\x00\x00\x00\x00\x00",
+        ]
+        assert await _all(conn, "json", codec=JSON) == [{"a": 1}, [2, "é"]]  # codecs work as before
+        assert await _all(conn, "json", codec=UTF8) == ['{"a":1}', '[2,"\\u00e9"]']  # nor checked

@@ -1,0 +1,120 @@
+"""Extension metadata in the core (PROTOCOL.md §18): subscribeMetadata written adjacent to its
+subscribe, read back as a Qualifier, checked and bounded, and absent when not negotiated."""
+
+from __future__ import annotations
+
+import pytest
+
+from rstreams.wire import (
+    ClientHello,
+    ConnectionClosed,
+    ConnectionConfig,
+    ExtensionMessage,
+    LimitExceededError,
+    OnError,
+    Qualifier,
+    Side,
+    Subscribe,
+    encode,
+)
+from rstreams.wire import Connection as Core
+from rstreams.wire._metadata import decode_metadata, encode_entries, encode_metadata
+from rstreams.wire.extensions import METADATA, SUBSCRIBE_METADATA
+from testkit.wire import ConnectionPair, parser
+
+ON = ConnectionConfig(extensions=frozenset({METADATA.id}))
+OFF = ConnectionConfig()
+TRACE = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def _server(config: ConnectionConfig = ON) -> Core:
+    conn = Core(Side.SERVER, config)
+    conn.receive_data(encode(ClientHello(extensions=(METADATA.id,))))
+    conn.data_to_send()
+    conn.events_received()
+    return conn
+
+
+def _md(sid: int, entries: dict[str, bytes]) -> bytes:
+    return encode(ExtensionMessage(type=SUBSCRIBE_METADATA, payload=encode_metadata(sid, entries)))
+
+
+def test_metadata_goes_right_before_its_subscribe_and_comes_back_as_a_qualifier() -> None:
+    pair = ConnectionPair(ON, ON)
+    pair.client.send_subscribe("news", 1, 1, encode_entries({"traceparent": TRACE, "x": b""}))
+    data = b"".join(pair.client.data_to_send())
+    assert data == _md(1, {"traceparent": TRACE, "x": b""}) + encode(
+        Subscribe(publisher="news", subscriber=1, initial_demand=1)
+    )
+    pair.server.receive_data(data)
+    events = pair.server.events_received()
+    assert events == [
+        Qualifier(type=SUBSCRIBE_METADATA, subscriber=1, value={"traceparent": TRACE, "x": b""}),
+        Subscribe(publisher="news", subscriber=1, initial_demand=1),
+    ]
+    assert list(events[0].value) == ["traceparent", "x"]  # type: ignore[union-attr,arg-type]  # as sent
+
+
+@pytest.mark.parametrize(("client", "server"), [(ON, OFF), (OFF, ON)])
+def test_without_the_extension_the_subscribe_goes_alone(
+    client: ConnectionConfig, server: ConnectionConfig
+) -> None:
+    pair = ConnectionPair(client, server)
+    pair.client.send_subscribe("news", 1, 1, encode_entries({"x": b"1"}))
+    assert b"".join(pair.client.data_to_send()) == encode(
+        Subscribe(publisher="news", subscriber=1, initial_demand=1)
+    )
+
+
+def test_a_subscribe_refused_by_the_core_drops_its_metadata() -> None:
+    conn = _server(ConnectionConfig(extensions=frozenset({METADATA.id}), max_name_length=2))
+    conn.receive_data(_md(1, {"x": b"1"}) + encode(Subscribe(publisher="long", subscriber=1)))
+    assert conn.events_received() == []
+    assert any(isinstance(f, OnError) for f in parser().feed(b"".join(conn.data_to_send())))
+    conn.receive_data(encode(Subscribe(publisher="ok", subscriber=2)))
+    assert conn.events_received() == [Subscribe(publisher="ok", subscriber=2)]  # nothing left over
+
+
+@pytest.mark.parametrize(
+    ("payload", "words"),
+    [
+        (b"\x01\x01\x01X\x00", "a-z"),
+        (b"\x01\x01\x00\x00", "1..64"),
+        (b"\x01\x02\x01x\x00\x01x\x00", "twice"),
+        (b"\x01\x01\x01x\x05ab", "runs past"),
+        (b"\x01\x01\x01x\x00\x00", "trailing"),
+        (b"\x01\x02\x01x\x00", "truncated"),
+    ],
+)
+def test_a_malformed_payload_is_a_connection_error_citing_18_1(payload: bytes, words: str) -> None:
+    conn = _server()
+    conn.receive_data(encode(ExtensionMessage(type=SUBSCRIBE_METADATA, payload=payload)))
+    closed = conn.events_received()[-1]
+    assert isinstance(closed, ConnectionClosed) and words in closed.reason and "§18.1" in closed.reason
+
+
+def test_two_before_one_subscribe_or_another_id_are_connection_errors() -> None:
+    for data, words in (
+        (_md(1, {}) + _md(1, {}), "two 0x94"),
+        (_md(2, {}) + encode(Subscribe(publisher="p", subscriber=1)), "subscriber 2"),
+    ):
+        conn = _server()
+        conn.receive_data(data)
+        closed = conn.events_received()[-1]
+        assert isinstance(closed, ConnectionClosed) and words in closed.reason and "§18.1" in closed.reason
+
+
+def test_limits_bound_size_and_entries_citing_11() -> None:
+    config = ConnectionConfig(
+        extensions=frozenset({METADATA.id}), max_metadata_bytes=40, max_metadata_entries=2
+    )
+    conn = _server(config)
+    conn.receive_data(_md(1, {"k": b"v" * 50}))
+    closed = conn.events_received()[-1]
+    assert (
+        isinstance(closed, ConnectionClosed)
+        and "max_metadata_bytes=40" in closed.reason
+        and "§11" in closed.reason
+    )
+    with pytest.raises(LimitExceededError, match="max_metadata_entries=2"):  # refused from the count
+        decode_metadata(b"\x01\x03", max_bytes=100, max_entries=2)
