@@ -25,7 +25,7 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 source scripts/_setup.sh
-setup_venv .venv-test "test" websockets spark
+setup_venv .venv-test "test" websockets spark spark-connect
 echo "== lint: ruff, mypy --strict (src and tests: pyproject.toml)"
 "$VENV/bin/ruff" check src tests
 "$VENV/bin/mypy"

@@ -1,0 +1,57 @@
+"""The rstreams source and sink through Spark Connect (a local Connect server the test starts).
+
+Spark Connect's client needs gRPC (``pip install 'rstreams[spark-connect]'``, which
+``scripts/test.sh`` installs); without it this test skips and says so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rstreams.replay import ReplayLog, fetch_range
+from testkit.spark import records
+
+pytestmark = pytest.mark.spark
+
+SCRIPT = Path(__file__).with_name("connect_query.py")
+MISSING = [
+    name
+    for name in ("grpc", "grpc_status", "google.rpc", "zstandard")
+    if importlib.util.find_spec(name.split(".")[0]) is None
+]
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.skipif(
+    bool(MISSING), reason=f"Spark Connect's client needs {MISSING}: pip install 'rstreams[spark-connect]'"
+)
+def test_source_and_sink_through_a_spark_connect_session(serve: Any, tmp_path: Path) -> None:
+    """A batch read and a streaming query (source -> sink, availableNow, 40 rows per batch) from a
+    Spark Connect session: every row read once, every row published on the sink log once."""
+    nums = ReplayLog("nums", capacity=200)
+    nums.append(records(100))
+    out = ReplayLog("out", capacity=1000, evict=True)
+    server = serve({"nums": nums}, sinks={"out": out})
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), server.url, str(tmp_path / "checkpoint")],
+        capture_output=True,
+        timeout=400,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        check=False,
+    )
+    lines = [line for line in done.stdout.decode().splitlines() if line.startswith("{")]
+    assert done.returncode == 0 and lines, done.stderr.decode()[-3000:]
+    seen = json.loads(lines[-1])
+    assert seen["session"] == "pyspark.sql.connect.session", seen
+    assert seen["error"] is None and seen["seqs"] == list(range(100)), seen
+    published = [json.loads(x) for x in fetch_range(server.url, "out", 0, out.info()["end"])]
+    assert sorted(row["seq"] for row in published) == list(range(100))
+    assert server.sink_statistics("out") == {"published": 3, "refused": 0}  # 40 + 40 + 20 rows
