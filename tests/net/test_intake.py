@@ -17,7 +17,7 @@ import pytest
 import rstreams
 from rstreams import UNBOUNDED
 from rstreams.net import Connection
-from rstreams.net._intake import HELD_PART, READ_TURN, Backlog, ReplyLedger
+from rstreams.net._intake import HELD_PART, MARK_SPACING, READ_TURN, Backlog, ReplyLedger
 from rstreams.net._pending import Pending
 from rstreams.net._pump import Pump
 from rstreams.wire import (
@@ -186,7 +186,7 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
         before = len(peer.events)
         pump_of(server).data_received(memoryview(data))
         handled: list[int] = []
-        for _ in range(400):
+        for _ in range(len(data) // HELD_PART + 10):  # enough turns for every held part
             await asyncio.sleep(0)  # one loop turn: the pongs written so far arrive
             handled.append(len(peer.events) - before)
         return handled, peer
@@ -199,6 +199,37 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
     assert handled[-1] == 10_000
     pongs = [int.from_bytes(e.payload, "big") for e in peer.of(ExtensionReceived)]
     assert pongs == list(range(10_000))
+
+
+def test_a_peer_that_outruns_its_turns_waits_for_the_backlog_with_every_read() -> None:
+    """Once a read left a rest held, the peer's later reads are not handled in their read
+    callback (not even a first part): they wait for the backlog's turns, HELD_PART at a time,
+    until a read that fits one part shows the peer keeps to its turns again."""
+
+    async def main() -> None:
+        server, peer, _, _ = flooded()
+        await asyncio.sleep(0.01)
+        pump = pump_of(server)
+        pump.data_received(memoryview(PING_FRAME * 1000))  # one part now, the rest held
+        for _ in range(11_000 // HELD_PART + 10):
+            await asyncio.sleep(0)
+        count = len(peer.of(ExtensionReceived))
+        assert count == 1000  # all of it handled, through the backlog
+        pump.data_received(memoryview(PING_FRAME * 10))  # 110 bytes: held, not handled now
+        await asyncio.sleep(0)  # the pongs a first part would have written arrive
+        assert len(peer.of(ExtensionReceived)) - count <= HELD_PART // len(PING_FRAME) + 1
+        for _ in range(4):
+            await asyncio.sleep(0)
+        assert len(peer.of(ExtensionReceived)) == count + 10
+        pump.data_received(memoryview(PING_FRAME * 5))  # 50 bytes: one part, still through the backlog
+        for _ in range(4):
+            await asyncio.sleep(0)
+        assert len(peer.of(ExtensionReceived)) == count + 15
+        pump.data_received(memoryview(PING_FRAME * 100))  # the last read fitted a part: read at once
+        await asyncio.sleep(0)
+        assert len(peer.of(ExtensionReceived)) == count + 115
+
+    run_virtual(main)
 
 
 def test_requests_for_unknown_ids_are_read_on() -> None:
@@ -219,18 +250,32 @@ def test_requests_for_unknown_ids_are_read_on() -> None:
 def test_the_ledger_counts_only_unsent_replies() -> None:
     ledger = ReplyLedger(mark=150)
     ledger.wrote(100, more=False)  # 100 bytes of replies
-    ledger.elements(900)
-    ledger.wrote(1000, more=False)  # 900 bytes of elements, 100 of replies
+    ledger.elements(MARK_SPACING)
+    ledger.wrote(MARK_SPACING + 100, more=False)  # elements, and 100 bytes of replies
     # 200 replies not yet known to be sent (one assert: mypy would keep may_pass_mark narrowed to True)
-    assert (ledger.may_pass_mark, ledger.unsent_replies(1100)) == (True, 200)
-    assert ledger.unsent_replies(1000) == 100  # the first write went out
-    assert ledger.unsent_replies(999) == 100  # a write's replies are unsent until all of it is
+    assert (ledger.may_pass_mark, ledger.unsent_replies(MARK_SPACING + 200)) == (True, 200)
+    assert ledger.unsent_replies(MARK_SPACING + 100) == 100  # the first write went out
+    assert ledger.unsent_replies(MARK_SPACING + 99) == 100  # unsent until all of the write is
+    assert ledger.unsent_replies(50) == 50  # never more than what is unsent
     assert ledger.unsent_replies(0) == 0
     assert not ledger.may_pass_mark
     ledger.elements(5000)
     ledger.wrote(1000, more=True)  # parts of a split element: the rest of its bytes come later
     ledger.wrote(1000, more=False)
     assert ledger.unsent_replies(2000) == 0
+
+
+def test_small_writes_share_the_ledgers_marks() -> None:
+    """A peer answered in many small writes costs the ledger one mark per MARK_SPACING bytes;
+    the replies of writes that share a mark count as unsent until the last of them is sent."""
+    ledger = ReplyLedger(mark=1 << 30)
+    for _ in range(10_000):
+        ledger.wrote(66, more=False)  # a few pongs per write
+    written = 10_000 * 66
+    assert len(ledger._marks) <= written // MARK_SPACING + 1
+    assert ledger.unsent_replies(written) == written
+    assert ledger.unsent_replies(100) == 100  # the last mark's writes: unsent until all are sent
+    assert ledger.unsent_replies(0) == 0
 
 
 def test_every_subscribe_is_answered_across_a_pause() -> None:

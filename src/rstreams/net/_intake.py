@@ -29,7 +29,10 @@ peer's bytes:
 :class:`ReplyLedger` does the counting. Every write is recorded with how many of its bytes
 were replies (the bytes written minus the element bytes the serving side handed to the
 core since the last write); since a transport sends in order, the unsent bytes are the
-newest ones written, and the replies among them are read off the ledger.
+newest ones written, and the replies among them are read off the ledger. Writes less than
+:data:`MARK_SPACING` apart share one record (their replies count as unsent until the last
+of them is sent: an estimate on the safe side), so the ledger stays small however small
+the writes.
 """
 
 from __future__ import annotations
@@ -39,16 +42,29 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["DEFAULT_UNREAD_TIMEOUT", "HELD_PART", "MAX_UNSENT", "READ_TURN", "Backlog", "ReplyLedger"]
+__all__ = [
+    "DEFAULT_UNREAD_TIMEOUT",
+    "HELD_PART",
+    "MARK_SPACING",
+    "MAX_UNSENT",
+    "READ_TURN",
+    "Backlog",
+    "ReplyLedger",
+]
 
 READ_TURN = 4 * 1024
 """Bytes of one peer's small messages handled per loop turn (at most two thousand messages;
 the smallest are 2 bytes) before other connections get their turn."""
 
-HELD_PART = 512
+HELD_PART = 64
 """Bytes of a held rest handled when its turn comes (:class:`Backlog`): all flooding peers
 together take about this much work per loop turn (some tens of messages), so a connection
 that is read as its bytes come keeps most of each turn."""
+
+MARK_SPACING = 4 * 1024
+"""Least distance, in bytes written, between two of the ledger's marks: the writes in between
+share one (their replies count as unsent until the last of them is sent), so a peer answered
+in many small writes costs the ledger one small entry per this many bytes, not one per write."""
 
 MAX_UNSENT = 16 * 1024 * 1024
 """Unsent bytes past which a connection is said goodbye and closed at once: a hard cap
@@ -62,7 +78,7 @@ goodbye and closed (two keepalive intervals: a live peer reads long before)."""
 class ReplyLedger:
     """Which of the unsent bytes are replies; see the module docstring."""
 
-    __slots__ = ("_element_bytes", "_marks", "_replies", "_sent_replies", "_written", "mark")
+    __slots__ = ("_element_bytes", "_last_mark", "_marks", "_replies", "_sent_replies", "_written", "mark")
 
     def __init__(self, mark: int) -> None:
         self.mark = mark
@@ -72,6 +88,7 @@ class ReplyLedger:
         self._element_bytes = 0  # element bytes handed to the core, not yet written
         self._marks: deque[tuple[int, int]] = deque()  # (written, replies) after each write with replies
         self._sent_replies = 0  # replies among the bytes the transport has sent
+        self._last_mark = 0  # where the last mark was added (later writes close to it join it)
 
     def elements(self, nbytes: int) -> None:
         """The serving side handed ``nbytes`` of elements to the core."""
@@ -88,7 +105,12 @@ class ReplyLedger:
         if nbytes == elements:
             return self._replies - self._sent_replies > self.mark
         replies = self._replies = self._replies + nbytes - elements
-        self._marks.append((written, replies))
+        marks = self._marks
+        if marks and written - self._last_mark < MARK_SPACING:
+            marks[-1] = (written, replies)  # a write close behind the last mark joins it
+        else:
+            marks.append((written, replies))
+            self._last_mark = written
         return replies - self._sent_replies > self.mark
 
     @property
@@ -99,12 +121,15 @@ class ReplyLedger:
 
     def unsent_replies(self, unsent: int) -> int:
         """Reply bytes among the ``unsent`` newest bytes written (a write's replies count as
-        unsent until the whole write is sent)."""
+        unsent until the whole write is sent, and those of writes that share a mark until the
+        last of them is), never more than ``unsent``: the pump relies on that, since it hears
+        that replies drained only from a transport that holds more than the mark."""
         sent = self._written - unsent
         marks = self._marks
         while marks and marks[0][0] <= sent:
             self._sent_replies = marks.popleft()[1]
-        return self._replies - self._sent_replies
+        replies = self._replies - self._sent_replies
+        return replies if replies < unsent else unsent
 
 
 class Backlog:

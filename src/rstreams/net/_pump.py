@@ -147,6 +147,8 @@ class Pump:
         self._held: memoryview | None = None
         self._held_eof = False  # the peer's end of input came while a read was held
         self._backed_up = False  # our replies to the peer back up: not reading it
+        self._flooding = False  # a read left a rest held: later reads wait for the backlog too
+        self._held_read = False  # what is held is a whole read of at most HELD_PART bytes
         self._unread_timeout = unread_timeout
         self._unread_timer: Any = None
         self._turn_bytes = 0  # bytes produced by refills this turn, not yet written
@@ -235,7 +237,12 @@ class Pump:
         if held is not None:  # a read already under way when reading paused (WebSocket)
             self._held = memoryview(held.tobytes() + data.tobytes())
             return
-        self._consume(data)
+        if self._flooding:  # its reads outrun its turns: every read waits for a turn of the backlog
+            self._hold(data)
+            self._held_read = len(data) <= HELD_PART  # a whole read of one part: see _go_on
+            return
+        if self._consume(data):
+            self._flooding = True
 
     def _consume(self, data: memoryview, first: int = READ_TURN) -> bool:
         """Handle a read, or its first parts if it holds many small messages (fairness,
@@ -264,13 +271,19 @@ class Pump:
             self._answer()
         if start >= size:
             return False
-        self._held = data[start:]  # valid until reading resumes (the transport seam's promise)
+        self._hold(data[start:])
+        self._held_read = False
+        return True
+
+    def _hold(self, data: memoryview) -> None:
+        """Keep ``data`` for the backlog to hand out a part at a time; read nothing meanwhile."""
+        self._held = data  # valid until reading resumes (the transport seam's promise)
+        outbox = self.outbox
         transport = outbox.transport
         if transport is not None:
             transport.pause_reading()
         if not self._backed_up:
             Backlog.of(outbox.loop).add(self._go_on)
-        return True
 
     def _go_on(self) -> None:
         """Handle the next part of a held read (a loop turn later, or once replies drained)."""
@@ -278,7 +291,12 @@ class Pump:
         if held is None or self._backed_up:
             self._held = held
             return
-        if self.closing.discarding(len(held)) or not self._consume(held, HELD_PART):
+        if self.closing.discarding(len(held)):
+            self._resume()
+            return
+        if self._held_read:  # a whole read that fits one part: its peer keeps to its turns again
+            self._held_read = self._flooding = False
+        if not self._consume(held, HELD_PART):
             self._resume()
 
     def _resume(self) -> None:
