@@ -504,6 +504,8 @@ class SubscriptionTable:
         self.subscriptions[sid] = subscription
         self._names[sid] = name
         subscription.started = True
+        if outbox.observer is not None:
+            outbox.observer.subscribed(sid, name)
         if credentials is not None:
             payload = encode_subscribe_credentials(sid, credentials)
             core.send(ExtensionMessage(type=AUTH_SUBSCRIBE_CREDENTIALS, payload=payload))
@@ -578,6 +580,8 @@ class SubscriptionTable:
         if self.subscriptions.get(sid) is subscription and self.outbox.ended is None:
             del self.subscriptions[sid]
             self._names.pop(sid, None)
+            if self.outbox.observer is not None:
+                self.outbox.observer.unsubscribed(sid, "cancelled")
             self.outbox.core.send(Cancel(subscriber=sid))
             self._unacked.add(sid)  # in use until the publisher's acknowledgement (§5.4)
             self.outbox.mark_dirty()
@@ -587,21 +591,21 @@ class SubscriptionTable:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
             if self.outbox.observer is not None:
-                self.outbox.observer.received(len(event.elements))
+                self.outbox.observer.received(len(event.elements), event.subscriber)
             subscription.deliver_many(event.elements)
 
     def on_next(self, event: OnNext) -> None:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
             if self.outbox.observer is not None:
-                self.outbox.observer.received(1)
+                self.outbox.observer.received(1, event.subscriber)
             subscription.deliver(event.element)
 
     def on_next_packed(self, event: OnNextPacked) -> None:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
             if self.outbox.observer is not None:
-                self.outbox.observer.received(event.count)
+                self.outbox.observer.received(event.count, event.subscriber)
             subscription.deliver_packed(event.elements, event.count)
 
     def on_complete(self, event: OnComplete) -> None:
@@ -610,6 +614,8 @@ class SubscriptionTable:
         self._names.pop(sid, None)
         self._free_id(sid)
         if subscription is not None:
+            if self.outbox.observer is not None:
+                self.outbox.observer.unsubscribed(sid, "completed")
             subscription.complete()
 
     def content_type(self, sid: int, media_type: str) -> None:
@@ -625,6 +631,8 @@ class SubscriptionTable:
         self._free_id(sid)
         code = self.qualified.pop(ERROR_CODE, None) if self.qualified else None
         if subscription is not None:
+            if self.outbox.observer is not None:
+                self.outbox.observer.unsubscribed(sid, "error", event.error)
             subscription.error(
                 remote_error(event.error, publisher=name, subscriber=sid, code=code)  # type: ignore[arg-type]
             )
@@ -635,6 +643,8 @@ class SubscriptionTable:
         self._names.pop(sid, None)
         self._unacked.add(sid)  # the core cancelled it: wait for the acknowledgement
         if subscription is not None:
+            if self.outbox.observer is not None:
+                self.outbox.observer.unsubscribed(sid, "error", str(error))
             subscription.error(error)
 
     def end(self, error: BaseException) -> None:

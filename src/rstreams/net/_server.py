@@ -36,6 +36,7 @@ from rstreams.observe._log import attach as attach_logs
 from rstreams.observe._log import wanted as logs_wanted
 from rstreams.observe._otel import bridge, sdk_configured
 from rstreams.observe._prometheus import Exposition, parse_address
+from rstreams.observe._trace import tracer
 from rstreams.wire import ConnectionConfig
 
 __all__ = ["DEFAULT_HANDSHAKE_TIMEOUT", "DEFAULT_MAX_CONNECTIONS", "Server", "serve"]
@@ -273,10 +274,15 @@ async def serve(
         if sdk_configured():  # the application set up OpenTelemetry: the numbers go there too
             bridge(server._metrics, asyncio.get_running_loop(), version=version())
     server._observing = server._metrics
-    if logs_wanted():  # the rstreams.streams / rstreams.frames loggers listen (rstreams.observe._log)
-        if server._observing is None:
-            server._observing = ServerMetrics(asyncio.get_running_loop().time, version=version)
+    logs, spans = logs_wanted(), tracer()  # rstreams.observe._log; an OpenTelemetry SDK (._trace)
+    if (logs or spans is not None) and server._observing is None:
+        server._observing = ServerMetrics(asyncio.get_running_loop().time, version=version)
+    if logs:  # the rstreams.streams / rstreams.frames loggers listen
+        assert server._observing is not None
         server._observing.logger = attach_logs
+    if spans is not None:
+        assert server._observing is not None
+        server._observing.tracer = spans
     publishers = _with_builtins(publishers, server)
 
     def made(conn: Connection, pump: Pump) -> None:

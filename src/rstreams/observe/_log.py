@@ -145,13 +145,17 @@ _clients: list[ServerMetrics] = []  # the one ServerMetrics that numbers this pr
 
 
 def client_observer() -> ConnectionObserver | None:
-    """The observer of a client connection being made, when the loggers listen (else ``None``)."""
-    if not wanted():
+    """The observer of a client connection being made, when the loggers listen or the application
+    installed an OpenTelemetry SDK (spans of its subscriptions); else ``None``."""
+    from rstreams.observe._trace import tracer
+
+    spans = tracer()
+    if not wanted() and spans is None:
         return None
     if not _clients:
-        clients = ServerMetrics(side="client")
-        clients.logger = attach
-        _clients.append(clients)
+        _clients.append(ServerMetrics(side="client"))
+    _clients[0].logger = attach if wanted() else None
+    _clients[0].tracer = spans
     conn = _clients[0].connection()
     _clients[0].opened(conn)
     return conn

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rstreams.observe._log import FrameLog
+    from rstreams.observe._trace import SubscriptionSpan
 
 __all__ = [
     "UNBOUNDED",
@@ -130,6 +131,7 @@ class StreamObserver:
         "requests",
         "sid",
         "socket_since",
+        "span",
         "stalled_demand",
         "stalled_socket",
         "starved_since",
@@ -137,7 +139,13 @@ class StreamObserver:
     )
 
     def __init__(
-        self, conn: ConnectionObserver, pattern: str, name: str, sid: int, initial_demand: int
+        self,
+        conn: ConnectionObserver,
+        pattern: str,
+        name: str,
+        sid: int,
+        initial_demand: int,
+        traceparent: str | None = None,
     ) -> None:
         self.conn = conn
         self._clock = clock = conn.clock
@@ -155,6 +163,20 @@ class StreamObserver:
         self.stalled_socket = 0.0
         self.starved_since: float | None = now if initial_demand == 0 else None
         self.socket_since: float | None = now if conn.paused_since is not None and initial_demand else None
+        self.span: SubscriptionSpan | None = None
+        tracer = conn.server.tracer
+        if tracer is not None:
+            from rstreams.observe._trace import SubscriptionSpan
+
+            path = name.partition("?")[0]  # no query: its values may be secrets
+            attributes = {"rstreams.publisher": path, "rstreams.pattern": pattern, "rstreams.subscriber": sid}
+            self.span = SubscriptionSpan(
+                tracer,
+                f"rstreams serve {pattern}",
+                server=True,
+                traceparent=traceparent,
+                attributes=attributes,
+            )
 
     @property
     def outstanding(self) -> int:
@@ -167,6 +189,8 @@ class StreamObserver:
         """A turn's elements went to the core: ``count`` elements, ``nbytes`` payload bytes."""
         self.elements += count
         self.bytes += nbytes
+        if self.span is not None:
+            self.span.element()
         if self.elements >= self.granted and self.starved_since is None:
             now = self._clock()
             self.starved_since = now
@@ -206,6 +230,8 @@ class StreamObserver:
             totals.cancelled += 1
         elif outcome == "error":
             totals.errors[stream_error_reason(reason)] += 1
+        if self.span is not None:
+            self.span.end(outcome, reason)
         conn.log_stream(self, outcome)
 
     # -- reading -------------------------------------------------------------------------------------
@@ -257,6 +283,7 @@ class ConnectionObserver:
     __slots__ = (
         "bytes_received",
         "bytes_sent",
+        "client_spans",
         "clock",
         "elements_received",
         "frames",
@@ -278,6 +305,7 @@ class ConnectionObserver:
         """The connection's number on its server, from 1 in the order they opened (0 until then)."""
         self.clock = server.clock
         self.streams: dict[int, StreamObserver] = {}
+        self.client_spans: dict[int, SubscriptionSpan] = {}  # our subscriptions' spans, when tracing
         self.bytes_sent = 0
         self.bytes_received = 0
         self.elements_received = 0
@@ -306,12 +334,38 @@ class ConnectionObserver:
         if self.frames is not None:
             self.frames.received(data)
 
-    def received(self, count: int) -> None:
-        """Elements arrived for our subscriptions on the peer's publishers."""
+    def received(self, count: int, sid: int) -> None:
+        """Elements arrived for our subscription ``sid`` on the peer's publishers."""
         self.elements_received += count
+        if self.client_spans:
+            span = self.client_spans.get(sid)
+            if span is not None:
+                span.element()
 
-    def stream_opened(self, pattern: str, name: str, sid: int, initial_demand: int) -> StreamObserver:
-        stream = StreamObserver(self, pattern, name, sid, initial_demand)
+    def subscribed(self, sid: int, name: str) -> None:
+        """We subscribed to the peer's ``name`` as ``sid`` (a span, when tracing)."""
+        tracer = self.server.tracer
+        if tracer is not None:
+            from rstreams.observe._trace import SubscriptionSpan
+
+            path = name.partition("?")[0]  # no query: its values may be secrets
+            attributes = {"rstreams.publisher": path, "rstreams.subscriber": sid}
+            self.client_spans[sid] = SubscriptionSpan(
+                tracer, "rstreams subscribe", server=False, traceparent=None, attributes=attributes
+            )
+
+    def unsubscribed(self, sid: int, outcome: str, reason: str = "") -> None:
+        """Our subscription ``sid`` ended: ``completed``, ``cancelled``, ``error`` or ``closed``."""
+        if self.client_spans:
+            span = self.client_spans.pop(sid, None)
+            if span is not None:
+                span.end(outcome, reason)
+
+    def stream_opened(
+        self, pattern: str, name: str, sid: int, initial_demand: int, traceparent: str | None = None
+    ) -> StreamObserver:
+        """A subscribe is being served; ``traceparent``: its metadata's W3C trace context, if any."""
+        stream = StreamObserver(self, pattern, name, sid, initial_demand, traceparent)
         self.streams[sid] = stream
         if self.log is not None:
             self.log("subscription opened", stream, name)
@@ -357,6 +411,8 @@ class ConnectionObserver:
         """The transport closed: every stream left ends as ``"closed"``; the totals join the server's."""
         for stream in list(self.streams.values()):
             stream.ended("closed")
+        for sid in list(self.client_spans):
+            self.unsubscribed(sid, "closed", "the connection closed")
         self.socket_resumed()
         self.server.connection_closed(self)
 
@@ -388,6 +444,8 @@ class ServerMetrics:
         self.closed = ConnectionTotals()
         self.logger: Callable[[ConnectionObserver], None] | None = None
         """Called with each new connection's observer to attach its log (``None``: no logging)."""
+        self.tracer: Any = None
+        """The OpenTelemetry tracer of subscriptions' spans (:mod:`rstreams.observe._trace`), or ``None``."""
         self.sections: dict[str, Callable[[], dict[str, Any]]] = {}
         """Further numbers a snapshot includes under their name (``Server.add_metrics``)."""
 

@@ -1,0 +1,110 @@
+"""Spans for subscriptions: parented by a W3C traceparent, with the subscription's events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import rstreams
+from rstreams.net import RemoteStreamError, connect, serve
+from rstreams.observe import ServerMetrics
+from rstreams.observe._trace import tracer
+from testkit.observe import Opened, Waiter
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+sdk = pytest.importorskip("opentelemetry.sdk.trace")
+memory = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+export = pytest.importorskip("opentelemetry.sdk.trace.export")
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE}-{PARENT}-01"
+
+
+def recording() -> tuple[Any, Any]:
+    """A tracer of a provider of our own (the global one stays as the application left it)."""
+    exporter = memory.InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(export.SimpleSpanProcessor(exporter))
+    return provider.get_tracer("rstreams"), exporter
+
+
+async def test_a_traceparent_becomes_the_spans_parent() -> None:
+    spans, exporter = recording()
+    metrics = ServerMetrics()
+    metrics.tracer = spans
+    conn = metrics.connection()
+    metrics.opened(conn)
+    stream = conn.stream_opened("sensors/{id}", "sensors/7", 1, 10, TRACEPARENT)
+    stream.sent(3, 24)
+    stream.sent(2, 16)
+    stream.ended("completed")
+    [span] = exporter.get_finished_spans()
+    assert span.name == "rstreams serve sensors/{id}"
+    assert format(span.context.trace_id, "032x") == TRACE
+    assert span.parent is not None and format(span.parent.span_id, "016x") == PARENT
+    assert [event.name for event in span.events] == ["first element"]  # once, however many turns
+    assert span.attributes["rstreams.publisher"] == "sensors/7"
+    assert span.attributes["rstreams.outcome"] == "completed"
+    assert span.kind.name == "SERVER"
+
+
+async def test_cancel_and_error_show_in_the_span() -> None:
+    spans, exporter = recording()
+    opened = Opened(lambda params: rstreams.range(10**9).map(lambda i: b"x"))
+
+    def broken(params: dict[str, str]) -> Any:
+        return rstreams.error(ValueError("sensor offline"))
+
+    async with await serve("tcp://127.0.0.1:0", {"s": opened, "broken": broken}, metrics=True) as server:
+        assert server._metrics is not None
+        server._metrics.tracer = spans
+        async with await connect(server.url) as conn:
+            waiter = Waiter(initial=5)
+            conn.publisher("s").subscribe(waiter)
+            await waiter.wait(5)
+            assert waiter.subscription is not None
+            waiter.subscription.cancel()
+            with pytest.raises(RemoteStreamError):
+                await conn.request("broken")
+    by_name = {span.name: span for span in exporter.get_finished_spans()}
+    cancelled, failed = by_name["rstreams serve s"], by_name["rstreams serve broken"]
+    assert [e.name for e in cancelled.events] == ["first element", "cancel"]
+    assert cancelled.parent is None  # no traceparent: a root span
+    assert failed.status.status_code.name == "ERROR"
+    assert "sensor offline" in (failed.status.description or "")
+
+
+async def test_no_sdk_no_tracer() -> None:
+    from opentelemetry import trace
+
+    configured = type(trace.get_tracer_provider()).__module__.startswith("opentelemetry.sdk")
+    assert (tracer() is not None) == configured
+
+
+async def test_the_client_side_has_a_span_per_subscription(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    spans, exporter = recording()
+    caplog.set_level(logging.INFO, logger="rstreams.streams")  # so the client connection is observed
+    async with await serve("tcp://127.0.0.1:0", {"n": rstreams.just(b"x", b"y")}) as server:
+        async with await connect(server.url) as conn:
+            observer = conn._pump.outbox.observer
+            assert observer is not None
+            clients = observer.server
+            clients.tracer = spans
+            try:
+                assert [x async for x in conn.publisher("n?token=hidden")] == [b"x", b"y"]
+                assert await conn.request("n") == b"x"  # cancelled after its one element
+            finally:
+                clients.tracer = None
+    finished = exporter.get_finished_spans()
+    assert [span.name for span in finished] == ["rstreams subscribe", "rstreams subscribe"]
+    first, second = finished
+    assert first.kind.name == "CLIENT"
+    assert first.attributes["rstreams.publisher"] == "n"  # never the query: it may hold secrets
+    assert [e.name for e in first.events] == ["first element"]
+    assert first.attributes["rstreams.outcome"] == "completed"
+    assert second.attributes["rstreams.outcome"] in ("completed", "cancelled")
