@@ -84,27 +84,38 @@ async def test_no_sdk_no_tracer() -> None:
     assert (tracer() is not None) == configured
 
 
-async def test_the_client_side_has_a_span_per_subscription(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_traceparent_in_subscribe_metadata_parents_both_sides(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One trace across the connection: the client's and the server's span of the subscription
+    are both children of the traceparent the subscribe carried (PROTOCOL.md §18)."""
     import logging
 
     spans, exporter = recording()
     caplog.set_level(logging.INFO, logger="rstreams.streams")  # so the client connection is observed
-    async with await serve("tcp://127.0.0.1:0", {"n": rstreams.just(b"x", b"y")}) as server:
-        async with await connect(server.url) as conn:
-            observer = conn._pump.outbox.observer
-            assert observer is not None
-            clients = observer.server
-            clients.tracer = spans
-            try:
-                assert [x async for x in conn.publisher("n?token=hidden")] == [b"x", b"y"]
-                assert await conn.request("n") == b"x"  # cancelled after its one element
-            finally:
-                clients.tracer = None
-    finished = exporter.get_finished_spans()
-    assert [span.name for span in finished] == ["rstreams subscribe", "rstreams subscribe"]
-    first, second = finished
-    assert first.kind.name == "CLIENT"
-    assert first.attributes["rstreams.publisher"] == "n"  # never the query: it may hold secrets
-    assert [e.name for e in first.events] == ["first element"]
-    assert first.attributes["rstreams.outcome"] == "completed"
-    assert second.attributes["rstreams.outcome"] in ("completed", "cancelled")
+    offer = {"sensors/{id}": lambda params: rstreams.just(b"x", b"y")}
+    server = await serve("tcp://127.0.0.1:0", offer, metrics=True)
+    async with server, await connect(server.url) as conn:
+        assert server._metrics is not None
+        server._metrics.tracer = spans
+        observer = conn._pump.outbox.observer
+        assert observer is not None
+        observer.server.tracer = spans
+        try:
+            traced = conn.publisher("sensors/7?token=hidden", metadata={"traceparent": TRACEPARENT})
+            assert [x async for x in traced] == [b"x", b"y"]
+            assert await conn.request("sensors/8") == b"x"  # no traceparent: root spans
+        finally:
+            observer.server.tracer = None
+    by_kind = {
+        (span.kind.name, span.attributes["rstreams.publisher"]): span
+        for span in exporter.get_finished_spans()
+    }
+    client, served = by_kind["CLIENT", "sensors/7"], by_kind["SERVER", "sensors/7"]
+    for span in (client, served):
+        assert format(span.context.trace_id, "032x") == TRACE
+        assert span.parent is not None and format(span.parent.span_id, "016x") == PARENT
+        assert [e.name for e in span.events] == ["first element"]
+        assert span.attributes["rstreams.outcome"] == "completed"
+    assert client.name == "rstreams subscribe" and served.name == "rstreams serve sensors/{id}"
+    assert by_kind["CLIENT", "sensors/8"].parent is None and by_kind["SERVER", "sensors/8"].parent is None

@@ -505,7 +505,7 @@ class SubscriptionTable:
         self._names[sid] = name
         subscription.started = True
         if outbox.observer is not None:
-            outbox.observer.subscribed(sid, name)
+            outbox.observer.subscribed(sid, name, metadata)
         if credentials is not None:
             payload = encode_subscribe_credentials(sid, credentials)
             core.send(ExtensionMessage(type=AUTH_SUBSCRIBE_CREDENTIALS, payload=payload))

@@ -612,7 +612,8 @@ class ServingTable:
             stream.metadata = metadata
         observer = self.outbox.observer
         if observer is not None:
-            stream.obs = observer.stream_opened(self._router.pattern(name), name, sid, initial_demand)
+            pattern = self._router.pattern(name)
+            stream.obs = observer.stream_opened(pattern, name, sid, initial_demand, metadata.traceparent)
         try:
             publisher.subscribe(stream)
         except Exception as error:

@@ -342,16 +342,21 @@ class ConnectionObserver:
             if span is not None:
                 span.element()
 
-    def subscribed(self, sid: int, name: str) -> None:
-        """We subscribed to the peer's ``name`` as ``sid`` (a span, when tracing)."""
+    def subscribed(self, sid: int, name: str, metadata: bytes | None = None) -> None:
+        """We subscribed to the peer's ``name`` as ``sid``, with ``metadata`` (its encoded entries,
+        PROTOCOL.md §18): a span when tracing, the child of the metadata's ``traceparent``."""
         tracer = self.server.tracer
         if tracer is not None:
-            from rstreams.observe._trace import SubscriptionSpan
+            from rstreams.observe._trace import SubscriptionSpan, traceparent_of
 
             path = name.partition("?")[0]  # no query: its values may be secrets
             attributes = {"rstreams.publisher": path, "rstreams.subscriber": sid}
             self.client_spans[sid] = SubscriptionSpan(
-                tracer, "rstreams subscribe", server=False, traceparent=None, attributes=attributes
+                tracer,
+                "rstreams subscribe",
+                server=False,
+                traceparent=traceparent_of(metadata),
+                attributes=attributes,
             )
 
     def unsubscribed(self, sid: int, outcome: str, reason: str = "") -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["SubscriptionSpan", "tracer"]
+__all__ = ["SubscriptionSpan", "traceparent_of", "tracer"]
 
 
 def tracer() -> Any:
@@ -27,6 +27,21 @@ def tracer() -> Any:
     if not type(provider).__module__.startswith("opentelemetry.sdk"):
         return None
     return provider.get_tracer("rstreams")
+
+
+def traceparent_of(metadata: bytes | None) -> str | None:
+    """The ``traceparent`` entry of encoded subscribe metadata (§18.1 entries), or ``None``."""
+    if not metadata:
+        return None
+    from rstreams.wire._metadata import decode_metadata
+    from rstreams.wire._varint import encode_varint
+
+    try:
+        _, entries = decode_metadata(encode_varint(0) + metadata, max_bytes=1 << 20, max_entries=1 << 10)
+    except Exception:  # ours, checked when encoded: cannot happen; no span parent then
+        return None
+    value = entries.get("traceparent")
+    return None if value is None else value.decode("ascii", "replace")
 
 
 class SubscriptionSpan:
