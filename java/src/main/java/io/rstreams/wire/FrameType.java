@@ -59,6 +59,12 @@ public final class FrameType {
     public static final long AUTH = 2;
     /** Extension id of resume (§16). */
     public static final long RESUME_EXTENSION = 3;
+    /** Extension id of error-codes (§19); this binding frames its messages but does not offer it. */
+    public static final long ERROR_CODES = 6;
+    /** Extension id of messages (§20); framed, not offered. */
+    public static final long MESSAGES = 7;
+    /** Extension id of channels (§3's table); framed, not offered. */
+    public static final long CHANNELS = 8;
 
     private FrameType() {}
 
@@ -78,6 +84,15 @@ public final class FrameType {
         if (type >= 0x88 && type <= 0x8F) {
             return RESUME_EXTENSION;
         }
+        if (type >= 0x98 && type <= 0x9B) {
+            return ERROR_CODES;
+        }
+        if (type >= 0x9C && type <= 0x9F) {
+            return MESSAGES;
+        }
+        if (type >= 0xA0 && type <= 0xA7) {
+            return CHANNELS;
+        }
         return -1;
     }
 
@@ -88,6 +103,7 @@ public final class FrameType {
      * @return its name, or "unknown"
      */
     public static String extensionName(long id) {
-        return id == KEEPALIVE ? "keepalive" : id == AUTH ? "auth" : id == RESUME_EXTENSION ? "resume" : "unknown";
+        return id == KEEPALIVE ? "keepalive" : id == AUTH ? "auth" : id == RESUME_EXTENSION ? "resume"
+                : id == ERROR_CODES ? "error-codes" : id == MESSAGES ? "messages" : id == CHANNELS ? "channels" : "unknown";
     }
 }
