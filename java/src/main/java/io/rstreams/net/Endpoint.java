@@ -176,12 +176,25 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     /** The connection's output as one buffer over its pieces (large payloads are not copied). */
+    /**
+     * What the connection has to send, copied once into one direct buffer. (Handing Netty the heap
+     * buffers as one composite costs two copies: the NIO transport makes a direct copy of a heap
+     * buffer, and reads a composite of several parts through a merged heap copy first.)
+     */
     private ByteBuf output() {
         List<java.nio.ByteBuffer> buffers = conn.buffersToSend();
         if (replay != null) {
             replay.sent(buffers); // our stream, kept until the peer acknowledges it (§16.4)
         }
-        return Unpooled.wrappedBuffer(buffers.toArray(new java.nio.ByteBuffer[0]));
+        int total = 0;
+        for (java.nio.ByteBuffer b : buffers) {
+            total += b.remaining();
+        }
+        ByteBuf out = ctx.alloc().directBuffer(total);
+        for (java.nio.ByteBuffer b : buffers) {
+            out.writeBytes(b.duplicate()); // the replay keeps b as it is
+        }
+        return out;
     }
 
     /** Writes queued parts of split elements, round robin over streams, while the channel takes them (§8). */

@@ -20,11 +20,23 @@ import java.util.Map;
  * {@code maxElementSize} plus a header. Malformed input throws {@link ProtocolException}, whose
  * message is the goodbye reason; the parser is then broken and returns nothing more.
  *
+ * <p>A large element is copied once. When an onNext or onNextPart header announces a payload of
+ * {@link #DIRECT_MIN} bytes or more (up to {@link #DIRECT_MAX}) that has not all arrived, the
+ * parser allocates the element's array at once and later input goes straight into it; only the
+ * bytes after it are buffered. Otherwise (the common case for large elements: they straddle
+ * reads) every byte would be copied into the buffer, moved to its front when it fills, and
+ * copied again into the element.
+ *
  * <p>The framing of onNext and onNextPacked depends on the subscription's elementSize (§7), so
  * the parser records it itself when it parses an onSubscribe (our subscriber ids) and forgets
  * it at onComplete/onError: frames later in the same read then parse correctly.
  */
 public final class FrameParser {
+    /** Payloads from this size on are received straight into their array (see the class comment). */
+    public static final int DIRECT_MIN = 8 * 1024;
+    /** ... up to this size: above it a hostile length prefix would make the parser allocate early. */
+    public static final int DIRECT_MAX = 1024 * 1024;
+
     private final Limits limits;
     private final Map<Long, Long> elementSizes = new HashMap<>();
     private final int[] next = new int[1];
@@ -32,6 +44,13 @@ public final class FrameParser {
     private int start;
     private int end;
     private boolean broken;
+    /** The payload being received straight into its array (null: none), and its frame's header. */
+    private byte[] payload;
+    private int payloadFilled;
+    private int payloadHeader; // bytes of its frame before the payload (consumed, still counted as held)
+    private int payloadType;
+    private long payloadSubscriber;
+    private long payloadElementId;
 
     /** A parser enforcing {@code limits}. */
     public FrameParser(Limits limits) {
@@ -42,6 +61,16 @@ public final class FrameParser {
     public void feed(byte[] data, int off, int len) {
         if (broken || len == 0) {
             return;
+        }
+        if (payload != null) {
+            int n = Math.min(len, payload.length - payloadFilled);
+            System.arraycopy(data, off, payload, payloadFilled, n);
+            payloadFilled += n;
+            off += n;
+            len -= n;
+            if (len == 0) {
+                return;
+            }
         }
         makeRoom(len);
         System.arraycopy(data, off, buf, end, len);
@@ -54,6 +83,15 @@ public final class FrameParser {
         if (broken || len == 0) {
             data.position(data.limit());
             return;
+        }
+        if (payload != null) {
+            int n = Math.min(len, payload.length - payloadFilled);
+            data.get(payload, payloadFilled, n);
+            payloadFilled += n;
+            len -= n;
+            if (len == 0) {
+                return;
+            }
         }
         makeRoom(len);
         data.get(buf, end, len);
@@ -75,7 +113,7 @@ public final class FrameParser {
 
     /** Bytes held that do not yet form a complete frame (after {@link #next} returned null). */
     public int buffered() {
-        return end - start;
+        return end - start + (payload == null ? 0 : payloadHeader + payloadFilled);
     }
 
     /** Parses everything fed so far; convenience for tests. */
@@ -93,6 +131,9 @@ public final class FrameParser {
      * @throws ProtocolException the input breaks PROTOCOL.md; its message says how and where
      */
     public Frame next() throws ProtocolException {
+        if (payload != null) {
+            return payloadFilled == payload.length ? finishPayload() : null;
+        }
         if (broken || start == end) {
             return null;
         }
@@ -113,8 +154,8 @@ public final class FrameParser {
 
     /** The error to report if the input ends now: a truncated frame (§9.3), or null. */
     public ProtocolException eof() {
-        if (!broken && start != end) {
-            return new ProtocolException("input ended inside a frame (" + (end - start)
+        if (!broken && (start != end || payload != null)) {
+            return new ProtocolException("input ended inside a frame (" + buffered()
                     + " bytes of an incomplete frame) (PROTOCOL.md §9.3)");
         }
         return null;
@@ -143,7 +184,7 @@ public final class FrameParser {
                 } else {
                     length = length(varint(), limits.maxElementSize(), "onNext element", sid, "max_element_size");
                 }
-                return new Frame.OnNext(sid, take(length));
+                return new Frame.OnNext(sid, takePayload(length, t, sid, 0));
             }
             case FrameType.REQUEST: {
                 long sid = varint();
@@ -178,7 +219,7 @@ public final class FrameParser {
                 long sid = varint();
                 long elementId = varint();
                 int length = length(varint(), limits.maxElementSize(), "onNextPart data", sid, "max_element_size");
-                return new Frame.OnNextPart(t == FrameType.ON_NEXT_LAST_PART, sid, elementId, take(length));
+                return new Frame.OnNextPart(t == FrameType.ON_NEXT_LAST_PART, sid, elementId, takePayload(length, t, sid, elementId));
             }
             case FrameType.ON_SUBSCRIBE: {
                 long sid = varint();
@@ -266,6 +307,37 @@ public final class FrameParser {
         }
         next[0] = p + length;
         return Arrays.copyOfRange(buf, p, p + length);
+    }
+
+    /**
+     * The payload of an onNext or onNextPart whose header ends at {@code next[0]}; when it has not
+     * all arrived and is large, starts receiving it straight into its array (the buffered bytes
+     * are consumed: the parser then holds none) and reports the frame incomplete.
+     */
+    private byte[] takePayload(int length, int type, long sid, long elementId) throws Varint.Incomplete {
+        int p = next[0];
+        int have = end - p;
+        if (have >= length || length < DIRECT_MIN || length > DIRECT_MAX) {
+            return take(length);
+        }
+        payload = new byte[length];
+        payloadHeader = p - start;
+        System.arraycopy(buf, p, payload, 0, have);
+        payloadFilled = have;
+        payloadType = type;
+        payloadSubscriber = sid;
+        payloadElementId = elementId;
+        start = end = 0;
+        throw Varint.Incomplete.UNKNOWN;
+    }
+
+    private Frame finishPayload() {
+        byte[] data = payload;
+        payload = null;
+        payloadFilled = 0;
+        return payloadType == FrameType.ON_NEXT
+                ? new Frame.OnNext(payloadSubscriber, data)
+                : new Frame.OnNextPart(payloadType == FrameType.ON_NEXT_LAST_PART, payloadSubscriber, payloadElementId, data);
     }
 
     private String string(String what) throws Varint.Incomplete, ProtocolException {

@@ -70,6 +70,42 @@ public class ParserFuzzTest {
         }
     }
 
+    /** Payloads received straight into their array (FrameParser.DIRECT_MIN .. DIRECT_MAX) and around the bounds. */
+    @Test(timeOut = 60_000)
+    public void largePayloadsParseTheSameFromEveryChunkingAndCountAsBuffered() throws Exception {
+        Random r = new Random(SEED + 3);
+        int[] sizes = {FrameParser.DIRECT_MIN - 1, FrameParser.DIRECT_MIN, 65_536, 70_000, FrameParser.DIRECT_MAX,
+            FrameParser.DIRECT_MAX + 1};
+        for (int size : sizes) {
+            byte[] element = new byte[size];
+            r.nextBytes(element);
+            List<Frame> frames = List.of(new Frame.OnNext(1, element), new Frame.Request(2, 5),
+                    new Frame.OnNextPart(true, 3, 4, element), new Frame.OnNext(1, new byte[] {7}));
+            FrameWriter w = new FrameWriter();
+            frames.forEach(f -> w.write(f, 0));
+            byte[] bytes = w.take();
+            for (int chunk : new int[] {1_000, 4_096, 65_536, 65_541, bytes.length}) {
+                FrameParser p = new FrameParser(Limits.DEFAULT);
+                List<Frame> got = new ArrayList<>();
+                for (int at = 0; at < bytes.length; at += chunk) {
+                    int n = Math.min(chunk, bytes.length - at);
+                    p.feed(java.nio.ByteBuffer.wrap(bytes, at, n));
+                    got.addAll(p.parseAll());
+                    int consumed = 0;
+                    for (Frame f : got) {
+                        consumed += FrameWriter.encode(f, 0).length;
+                    }
+                    assertEquals(p.buffered(), at + n - consumed, "size " + size + ", chunk " + chunk + ": held bytes");
+                }
+                assertEquals(got, frames, "size " + size + ", chunk " + chunk);
+            }
+            FrameParser cut = new FrameParser(Limits.DEFAULT);
+            cut.feed(bytes, 0, size / 2);
+            cut.parseAll();
+            assertTrue(cut.eof() != null && cut.eof().getMessage().contains("§9.3"), "input ending inside a payload");
+        }
+    }
+
     @Test(timeOut = 60_000)
     public void randomBytesGiveFramesOrAProtocolErrorNothingElse() {
         Random r = new Random(SEED + 1);
