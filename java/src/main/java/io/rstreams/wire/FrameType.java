@@ -59,11 +59,15 @@ public final class FrameType {
     public static final long AUTH = 2;
     /** Extension id of resume (§16). */
     public static final long RESUME_EXTENSION = 3;
-    /** Extension id of error-codes (§19); this binding frames its messages but does not offer it. */
+    /** Extension id of content-types (§17); this binding frames its messages but does not offer it. */
+    public static final long CONTENT_TYPES = 4;
+    /** Extension id of metadata (§18); framed, not offered. */
+    public static final long METADATA = 5;
+    /** Extension id of error-codes (§19); framed, not offered. */
     public static final long ERROR_CODES = 6;
     /** Extension id of messages (§20); framed, not offered. */
     public static final long MESSAGES = 7;
-    /** Extension id of channels (§3's table); framed, not offered. */
+    /** Extension id of channels (§21); framed, not offered. */
     public static final long CHANNELS = 8;
 
     private FrameType() {}
@@ -83,6 +87,12 @@ public final class FrameType {
         }
         if (type >= 0x88 && type <= 0x8F) {
             return RESUME_EXTENSION;
+        }
+        if (type >= 0x90 && type <= 0x93) {
+            return CONTENT_TYPES;
+        }
+        if (type >= 0x94 && type <= 0x97) {
+            return METADATA;
         }
         if (type >= 0x98 && type <= 0x9B) {
             return ERROR_CODES;
@@ -104,6 +114,7 @@ public final class FrameType {
      */
     public static String extensionName(long id) {
         return id == KEEPALIVE ? "keepalive" : id == AUTH ? "auth" : id == RESUME_EXTENSION ? "resume"
+                : id == CONTENT_TYPES ? "content-types" : id == METADATA ? "metadata"
                 : id == ERROR_CODES ? "error-codes" : id == MESSAGES ? "messages" : id == CHANNELS ? "channels" : "unknown";
     }
 }
