@@ -251,3 +251,40 @@ def test_feed_from_a_position_skips_what_the_log_already_has(tmp_path: Path) -> 
     full = ReplayLog("n", capacity=100).feed(rstreams.from_iterable([b"x"] * 12))
     with pytest.raises(ValueError, match=r"feed\(position=20\) is past the log's end 12"):
         full.feed(rstreams.empty(), position=20)
+
+
+def test_position_at_finds_the_first_position_that_arrived_at_a_time(tmp_path: Path) -> None:
+    """Arrival times to the millisecond (a virtual wall clock): the first position held that
+    arrived at T or later, the end when none did; trimmed positions are not answers."""
+    now = [1000.0]
+    log = ReplayLog("t", capacity=100, wall=lambda: now[0])
+    log.append([b"a", b"b"])  # 1_000_000 ms
+    now[0] = 1000.0004  # the same millisecond
+    log.append([b"c"])
+    now[0] = 1002.5
+    log.append([b"d", b"e"])  # 1_002_500 ms
+    assert log.position_at(0) == 0
+    assert log.position_at(1_000_000) == 0
+    assert log.position_at(1_000_001) == 3
+    assert log.position_at(1_002_500) == 3
+    assert log.position_at(1_002_501) == 5  # the end
+    log.commit(4)
+    assert log.position_at(1_000_001) == 4  # trimmed positions are not held
+    with pytest.raises(ValueError, match="int >= 0"):
+        log.position_at(-1)
+
+
+def test_arrival_times_are_not_kept_across_a_restart(tmp_path: Path) -> None:
+    """A reopened file-backed log knows no arrival times for what it held: asking for a time that
+    might fall among them is an error saying so; times after its restart are answered."""
+    log = ReplayLog("t", capacity=100, path=tmp_path / "t", wall=lambda: 1000.0)
+    log.append([b"a", b"b"])
+    log.close()
+    again = ReplayLog("t", capacity=100, path=tmp_path / "t", wall=lambda: 2000.0)
+    with pytest.raises(LookupError, match=r"positions 0\.\.1 have no arrival time"):
+        again.position_at(1_500_000)
+    again.append([b"c"])
+    assert again.position_at(2_000_001) == 3  # after every arrival it knows: the end
+    with pytest.raises(LookupError):
+        again.position_at(1_999_000)  # the old positions may have arrived after that
+    again.close()

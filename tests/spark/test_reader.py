@@ -279,3 +279,34 @@ def test_the_progress_names_the_readers_that_hold_the_log_back(serve: Any) -> No
     source.latestOffset(end, ReadAllAvailable())  # commits 10: the log stays full below 2
     report = source.reportLatestOffset()
     assert report is not None and report["oldestHeld"] == 2 and report["heldBy"] == {"abandoned": 2}
+
+
+def test_starting_timestamp_starts_at_the_first_element_that_arrived_then(serve: Any) -> None:
+    """startingTimestamp (ms since the epoch): a fresh query holds the log from the first position
+    that arrived at that time or later; a time among positions of unknown arrival fails naming it."""
+    now = [1000.0]
+    log = ReplayLog("nums", capacity=10, wall=lambda: now[0])
+    log.append([b'{"seq": 0}', b'{"seq": 1}'])
+    now[0] = 1005.0
+    log.append([b'{"seq": 2}'])
+    server = serve({"nums": log})
+    source = reader(server.url, "nums", startingTimestamp=1_003_000, readerName="q")
+    assert source.initialOffset() == {"position": 2, "reader": "q"}
+    assert log.pending() == {"q": 2}
+    late = reader(server.url, "nums", startingTimestamp=2_000_000, readerName="r")
+    assert late.initialOffset()["position"] == 3  # nothing arrived since: the end
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"startingTimestamp": "yesterday"}, "milliseconds since the epoch"),
+        ({"startingTimestamp": 5, "startingPosition": "latest"}, "not both"),
+    ],
+)
+def test_bad_starting_timestamps_fail_naming_the_option(options: dict[str, Any], says: str) -> None:
+    from rstreams.spark._options import OptionError
+
+    with pytest.raises(OptionError) as failure:
+        reader("tcp://127.0.0.1:1", "nums", **options)
+    assert failure.value.option == "startingTimestamp" and says in str(failure.value)

@@ -207,3 +207,23 @@ def test_codecs_decode_runs_across_packs(spark: Any, serve: Any, codec: str) -> 
     assert sorted((r.seq, r.sensor, r.value) for r in got) == [(i, f"s{i % 3}", i * 0.5) for i in range(5000)]
     with pytest.raises(Exception, match=rf"element at position 3001 is not valid {codec}"):
         load("broken").collect()
+
+
+@pytest.mark.timeout(120)
+def test_starting_timestamp_in_a_streaming_query(spark: Any, serve: Any) -> None:
+    """startingTimestamp: the query reads from the first element that arrived at that time on."""
+    now = [1000.0]
+    log = ReplayLog("timed", capacity=100, wall=lambda: now[0])
+    log.append(records(10))
+    now[0] = 2000.0
+    log.append(records(5, start=10))
+    server = serve({"timed": log})
+    query = (
+        read_stream(spark, server.url, "timed", startingTimestamp=1_500_000)
+        .writeStream.format("memory")
+        .queryName("by_time")
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(90)
+    assert sorted(r.seq for r in spark.sql("select seq from by_time").collect()) == list(range(10, 15))

@@ -289,4 +289,3 @@ class Messages:
         error = ConnectionBrokenError("the RS.io connection is closed: the message was not sent")
         error.__cause__ = cause
         return error
-

@@ -54,7 +54,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.replay._cursor import TrimmedError, _Cursor, _Range
-from rstreams.replay._rows import RowIndex
+from rstreams.replay._rows import ArrivalIndex, RowIndex
 from rstreams.replay._store import FileStore, MemoryStore, Store
 from rstreams.rules import check_error
 
@@ -87,6 +87,7 @@ class ReplayLog(Subscriber[Any]):
             full log is dropped (its uncommitted positions may then be trimmed). Default
             ``None``: committed readers are kept until they :meth:`leave`.
         clock: the time source for both timeouts (seconds; tests pass a virtual clock).
+        wall: the clock of arrival times (seconds since the epoch; :meth:`position_at`).
 
     Raises:
         ValueError: a bad argument, named.
@@ -104,6 +105,7 @@ class ReplayLog(Subscriber[Any]):
         pending_timeout: float = PENDING_TIMEOUT,
         reader_timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         if type(capacity) is not int or capacity < 1:
             raise ValueError(f"capacity= needs an int >= 1, got {capacity!r}")
@@ -113,6 +115,7 @@ class ReplayLog(Subscriber[Any]):
         self.pending_timeout = float(pending_timeout)
         self.reader_timeout = None if reader_timeout is None else float(reader_timeout)
         self._clock = clock
+        self._wall = wall
         self.name = name
         self.capacity = capacity
         self.evict = evict
@@ -127,6 +130,7 @@ class ReplayLog(Subscriber[Any]):
             for data in store.read(store.first, store.end - store.first):  # a file log's held elements
                 self._index.add(rows(data))
         self._sizes = RowIndex(store.first)  # bytes per element, for byte-bounded reads
+        self._arrivals = ArrivalIndex(store.end)  # when positions arrived, for a start by time
         for size in store.lengths():
             self._sizes.add(size)
         self._waiting: deque[tuple[list[bytes], Callable[[], object] | None, tuple[str, int] | None]] = (
@@ -156,6 +160,21 @@ class ReplayLog(Subscriber[Any]):
         """One past the newest position (the next element gets this position)."""
         with self._lock:
             return self._store.end
+
+    def position_at(self, ms: int) -> int:
+        """The first position held that arrived at ``ms`` (milliseconds since the epoch) or
+        later; the end if none did (``NAME?time=MS``; Spark's ``startingTimestamp``).
+
+        Raises:
+            LookupError: the answer might be among held positions with no arrival time (a
+                file-backed log keeps arrival times in memory only).
+            ValueError: ``ms`` is not an int >= 0.
+        """
+        if type(ms) is not int or ms < 0:
+            raise ValueError(f"a time needs an int >= 0 (milliseconds since the epoch), got {ms!r}")
+        with self._lock:
+            store = self._store
+            return self._arrivals.position_at(ms, store.first, store.end)
 
     def end_within(self, start: int, max_rows: int) -> dict[str, int]:
         """``{"end", "rows"}``: how far a reader at ``start`` may read with at most ``max_rows``
@@ -419,6 +438,7 @@ class ReplayLog(Subscriber[Any]):
                 if self._index is not None:
                     self._index.trim(store.first)
                 self._sizes.trim(store.first)
+                self._arrivals.trim(store.first)
 
     def _take_waiting(self) -> list[Callable[[], object] | None]:  # under the lock
         """Append the waiting item lists that fit now, in order; their callbacks."""
@@ -497,6 +517,7 @@ class ReplayLog(Subscriber[Any]):
 
     def _add(self, data: bytes) -> None:  # under the lock
         store = self._store
+        self._arrivals.add(store.end, int(self._wall() * 1000))
         store.append(data)
         if self._index is not None and self._rows is not None:
             self._index.add(self._rows(data))
@@ -508,6 +529,7 @@ class ReplayLog(Subscriber[Any]):
             if self._index is not None:
                 self._index.trim(store.first)
             self._sizes.trim(store.first)
+            self._arrivals.trim(store.first)
         if held > self.max_held:
             self.max_held = held
 

@@ -13,9 +13,9 @@ end of a row-bounded range is one binary search.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
-__all__ = ["RowIndex"]
+__all__ = ["ArrivalIndex", "RowIndex"]
 
 _COMPACT_MIN = 4096
 
@@ -47,3 +47,46 @@ class RowIndex:
         limit = totals[index] + max_rows
         stop = max(bisect_right(totals, limit, lo=index) - 1, index + 1)
         return self.base + stop, totals[stop] - totals[index]
+
+
+class ArrivalIndex:
+    """When a log's positions arrived (ms since the epoch), kept in memory.
+
+    One entry per millisecond in which elements arrived: ``(ms, the first position that
+    arrived in it)``, so a position's arrival is the entry at or before it, to the millisecond.
+    Positions below ``known_from`` (held by a file-backed log before the server started)
+    have no arrival time.
+    """
+
+    def __init__(self, known_from: int) -> None:
+        self.known_from = known_from
+        self.times: list[int] = []
+        self.positions: list[int] = []
+
+    def add(self, position: int, ms: int) -> None:
+        if not self.times or ms > self.times[-1]:
+            self.times.append(ms)
+            self.positions.append(position)
+
+    def trim(self, first: int) -> None:
+        """Forget the entries wholly below ``first``, now and then."""
+        drop = bisect_right(self.positions, first) - 1
+        if drop > _COMPACT_MIN and drop * 2 > len(self.positions):
+            del self.times[:drop]
+            del self.positions[:drop]
+
+    def position_at(self, ms: int, first: int, end: int) -> int:
+        """The first position held that arrived at ``ms`` or later (``end`` if none did).
+
+        Raises:
+            LookupError: held positions without an arrival time might be the answer.
+        """
+        index = bisect_left(self.times, ms)
+        if index == 0 and first < self.known_from:
+            raise LookupError(
+                f"positions {first}..{self.known_from - 1} have no arrival time (arrival times are "
+                "kept in memory: they were held before the server started)"
+            )
+        if index == len(self.times):
+            return end
+        return max(self.positions[index], first)

@@ -23,6 +23,9 @@ request/response is one JSON element (UTF-8 bytes):
                                         log's ``pending_timeout``; its first commit makes it
                                         a committed reader); answers like ``latest`` plus
                                         ``"position"``: ``R``'s position
+``NAME?time=MS``                        answers like ``latest`` plus ``"position"``: the first
+                                        position held that arrived at ``MS`` (ms since the
+                                        epoch) or later (arrival times live in memory)
 ``NAME?readers``                        ``{"readers": {R: N}, "pending": {R: N},
                                         "expired": {R: N}}``: each reader's position
 ``NAME?leave=R``                        forget reader ``R``; answers like ``readers``
@@ -67,6 +70,7 @@ QUERY_KEYS = (
     "latest",
     "rows",
     "bytes",
+    "time",
     "commit",
     "hold",
     "reader",
@@ -376,6 +380,8 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
         if "from" not in params:
             raise ValueError(f"log {log.name!r}: bytes=B needs from=A (the reader's position)")
         return _answer(log.end_within_bytes(int(params["from"]), int(params["bytes"])))
+    if "time" in params:
+        return _answer({**log.info(), "position": log.position_at(int(params["time"]))})
     if "commit" in params:
         log.commit(int(params["commit"]), params.get("reader", ""))
         return _answer(log.info())

@@ -114,6 +114,13 @@ OPTIONS = (
         "where a fresh query starts: `earliest`, `latest` or a position",
         sink=False,
     ),
+    Option(
+        "startingTimestamp",
+        "none",
+        "where a fresh query starts by time: the first element that arrived on the log at this "
+        "time (ms since the epoch) or later; instead of `startingPosition`",
+        sink=False,
+    ),
     Option("endingPosition", "`latest`", "batch reads: where to stop (`latest` or a position)", sink=False),
     Option(
         "timeout",

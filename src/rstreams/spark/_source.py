@@ -141,6 +141,11 @@ class _Options:
         self.fail_on_data_loss = flag(options, "failOnDataLoss", True)
         self.timeout = number(options, "timeout", 60.0)
         self.starting = _position_option(options, "startingPosition", "earliest", ("earliest", "latest"))
+        self.starting_time = _time_option(options, "startingTimestamp")
+        if self.starting_time is not None and options.get("startingPosition") is not None:
+            raise OptionError(
+                "startingTimestamp", "set one of the options startingTimestamp and startingPosition, not both"
+            )
         self.ending = _position_option(options, "endingPosition", "latest", ("latest",))
         self.access: Access = access_from(options, self.url)
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
@@ -183,6 +188,15 @@ class _Options:
 
     def hold(self, position: int, reader: str) -> dict[str, Any]:
         return self.ask(f"hold={position}&reader={quote(reader, safe='')}")
+
+    def position_at(self, ms: int) -> int:
+        """The first position that arrived at ``ms`` or later (``NAME?time=MS``)."""
+        try:
+            return int(self.ask(f"time={ms}")["position"])
+        except RemoteLogError as error:
+            raise OptionError(
+                "startingTimestamp", f"option startingTimestamp {ms}: log {self.publisher!r}: {error}"
+            ) from None
 
     def position(self, text: str, info: dict[str, Any]) -> int:
         if text == "earliest":
@@ -278,6 +292,19 @@ def _trimmed_to(error: RemoteLogError) -> int | None:
     return None if match is None else int(match.group(1))
 
 
+def _time_option(options: Mapping[str, str], name: str) -> int | None:
+    """Milliseconds since the epoch (an int >= 0), or ``None`` when unset."""
+    text = options.get(name)
+    if text is None:
+        return None
+    text = str(text)
+    if not (text.isdigit() and text.isascii()):
+        raise OptionError(
+            name, f"option {name} takes milliseconds since the epoch (an int >= 0), got {text!r}"
+        )
+    return int(text)
+
+
 def _position_option(options: Mapping[str, str], name: str, default: str, words: tuple[str, ...]) -> str:
     text = str(options.get(name, default))
     if text in words or (text.isdigit() and text.isascii()):
@@ -317,7 +344,12 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._initial is None:
             opts = self._opts
             reader = opts.reader_name or f"spark-{uuid.uuid4().hex}"
-            wanted = 0 if opts.starting == "earliest" else opts.position(opts.starting, opts.info())
+            if opts.starting_time is not None:
+                wanted = opts.position_at(opts.starting_time)
+            elif opts.starting == "earliest":
+                wanted = 0
+            else:
+                wanted = opts.position(opts.starting, opts.info())
             answer = opts.hold(wanted, reader)
             position = int(answer["position"])
             if opts.starting not in ("earliest", "latest") and position > wanted and not opts.reader_name:
