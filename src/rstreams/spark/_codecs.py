@@ -166,7 +166,8 @@ def _json_lines(run: _Run) -> bytes | None:
     ends = run.ends()
     data = np.frombuffer(run.data, np.uint8)
     if lengths.min() > 0 and (data[ends - lengths] == 0x7B).all() and (data[ends - 1] == 0x7D).all():
-        return np.insert(data, ends[:-1], 0x0A).tobytes()
+        joined: bytes = np.insert(data, ends[:-1], 0x0A).tobytes()
+        return joined
     elements = [element.strip() for element in run.elements()]  # surrounding whitespace
     if all(element[:1] == b"{" and element[-1:] == b"}" for element in elements):
         return b"\n".join(elements)
