@@ -359,3 +359,93 @@ def test_window_time_passes_the_publisher_tck() -> None:
             max_elements=1000,
         )
         assert report.ok, str(report)
+
+
+# -- group_by into flat_map: the batch path (groups hand batches to flat_map's inners) -----
+
+
+class _Batches(RecordingSubscriber[Any]):
+    """Takes the batch signal too, and checks it never gets more than it asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+        self.batches = 0
+
+    def request(self, n: int) -> None:
+        self.asked += n
+        super().request(n)
+
+    def on_next(self, item: Any) -> None:
+        assert len(self.items) < self.asked, "an element beyond the demand (rule 1.1)"
+        super().on_next(item)
+
+    def on_next_many(self, items: list[Any]) -> None:
+        assert len(self.items) + len(items) <= self.asked, "a batch beyond the demand (rule 1.1)"
+        self.batches += 1
+        for item in items:
+            super().on_next(item)
+
+
+@given(
+    st.lists(st.integers(0, 50), max_size=300),
+    st.integers(1, 8),
+    st.lists(st.integers(1, 40), min_size=1, max_size=30),
+)
+def test_group_by_into_flat_map_keeps_demand_and_order(items: list[int], keys: int, asks: list[int]) -> None:
+    """Every element once, each key's elements in order, never more than was requested."""
+    s = _Batches()
+    flow = rstreams.from_iterable(items).group_by(lambda x: x % keys, prefetch=16)
+    flow.flat_map(lambda g: g, max_concurrency=keys).subscribe(s)
+    for n in asks:
+        s.request(n)
+    s.request(len(items) + 1)
+    assert s.completed and sorted(s.items) == sorted(items)
+    for key in range(keys):
+        assert [x for x in s.items if x % keys == key] == [x for x in items if x % keys == key]
+
+
+def test_group_by_into_flat_map_hands_batches_on() -> None:
+    """With demand at hand the groups' elements reach a batch-taking subscriber in batches."""
+    s = _Batches()
+    rstreams.range(0, 1000).group_by(lambda x: x % 4).flat_map(lambda g: g, max_concurrency=4).subscribe(s)
+    s.request(10_000)
+    assert s.completed and sorted(s.items) == list(range(1000))
+    assert 0 < s.batches < 1000
+
+
+class _BatchSource(rstreams.Flow[int]):
+    """Hands its elements on in one ``on_next_many`` call, from the test's own thread."""
+
+    def __init__(self) -> None:
+        self.subscriber: Any = None
+        self.requested = 0
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        self.subscriber = subscriber
+        subscriber.on_subscribe(self)
+
+    def request(self, n: int) -> None:
+        self.requested += n
+
+    def cancel(self) -> None:
+        self.requested = 0
+
+    def emit(self, items: list[int]) -> None:
+        assert len(items) <= self.requested
+        self.requested -= len(items)
+        self.subscriber.on_next_many(items)
+
+
+def test_a_batch_outside_any_drain_stays_within_the_demand() -> None:
+    """A group's batch reaching an idle flat_map is cut to the downstream's demand; the rest
+    waits in the inner's queue and goes on when asked for."""
+    source = _BatchSource()
+    s = _Batches()
+    source.group_by(lambda x: x % 2, prefetch=16).flat_map(lambda g: g, max_concurrency=2).subscribe(s)
+    s.request(3)
+    source.emit(list(range(12)))
+    assert len(s.items) == 3
+    s.request(100)
+    source.subscriber.on_complete()
+    assert sorted(s.items) == list(range(12)) and s.completed and s.batches > 0

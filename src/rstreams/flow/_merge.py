@@ -40,7 +40,7 @@ from rstreams.flow._drain import (
 )
 from rstreams.flow._iterable import empty, from_iterable
 from rstreams.flow._operator import OperatorFlow, check_callable
-from rstreams.flow._signals import NONE_ITEM, report_broken
+from rstreams.flow._signals import NONE_ITEM, NextMany, next_many, report_broken
 
 __all__ = ["FlatMapFlow", "merge"]
 
@@ -129,13 +129,71 @@ class _Inner(InnerSubscriber[R, "_FlatMapSubscriber[Any, R]"]):
         if how == DRAIN:
             parent.drain_loop()
 
+    def on_next_many(self, items: list[R]) -> None:
+        """The batch signal (from ``group_by``'s groups). The fast path of :meth:`on_next`
+        for a batch: when nobody drains, nothing of this inner is queued and there is demand,
+        this thread takes the drain and hands what the demand allows downstream in one
+        batch; the rest is queued for the loop. Otherwise the batch is queued under one lock."""
+        if self.done:
+            return
+        parent = self.parent
+        queue = self.queue
+        calling = parent.calling
+        if calling is self or calling is OUTER:  # see DrainSubscriber.call
+            queue.extend(items)
+            self._check_overflow()
+            return
+        many = parent.many
+        with parent.lock:
+            wip = parent.wip
+            parent.wip = wip + 1
+            requested = parent.requested
+            fast = not wip and not queue and requested > 0 and many is not None
+            fast = fast and not parent.cancelled and parent.error is None
+            if not fast:
+                queue.extend(items)
+        if not fast:
+            self._check_overflow()
+            if not wip:
+                parent.drain_loop()
+            return
+        assert many is not None
+        n = len(items) if requested == demand.UNBOUNDED else min(len(items), requested)
+        try:
+            many(items if n == len(items) else items[:n])
+        except Exception as exc:  # rule 2.13: consider the subscription cancelled
+            parent.cancelled = True
+            report_broken(exc, parent.downstream, "on_next_many")
+        self.consumed += n
+        with parent.lock:
+            if parent.requested != demand.UNBOUNDED:
+                parent.requested -= n
+            if n < len(items):
+                queue.extend(items[n:])
+            if n == len(items) and self.consumed < parent.limit and not parent.cancelled:
+                parent.wip -= 1
+                if parent.wip == 0:
+                    return
+            missed = parent.wip
+        parent.drain_loop(missed)  # the loop queues, replenishes or cleans up what is left
+
+    def _check_overflow(self) -> None:
+        if len(self.queue) > self.parent.prefetch:
+            self.done = True
+            self.parent.fail(
+                OverflowStrategyError(
+                    f"rule 1.1: an inner Publisher sent more than the {self.parent.prefetch} "
+                    f"elements requested of it ({type(self.subscription).__name__})"
+                )
+            )
+
     def cancel(self) -> None:
         super().cancel()
         self.queue.clear()
 
 
 class _FlatMapSubscriber(DrainSubscriber[T, R]):
-    __slots__ = ("_fn", "_index", "_inners", "_max_concurrency", "limit", "prefetch")
+    __slots__ = ("_fn", "_index", "_inners", "_max_concurrency", "limit", "many", "prefetch")
 
     name = "flat_map/merge"
 
@@ -149,6 +207,8 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
         self.limit = prefetch - (prefetch >> 2)
         self._inners: tuple[_Inner[R], ...] = ()  # copy-on-write, replaced under the lock
         self._index = 0  # where the next round starts, so no inner is always served last
+        self.many: NextMany | None = next_many(downstream)
+        """``downstream.on_next_many`` when the downstream takes batches (rstreams' own stages)."""
 
     def on_next(self, item: T) -> None:
         if item is None:
@@ -211,6 +271,10 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
                 self.call(inner, subscription.request, self.prefetch)
             queue = inner.queue
             while True:
+                if self.many is not None and len(queue) > 1:
+                    emitted = self._serve_batch(inner, emitted)
+                    if self.cancelled or self.error is not None:
+                        return emitted, finished
                 while queue:
                     requested = self.requested
                     if emitted >= requested and requested != demand.UNBOUNDED:
@@ -233,6 +297,27 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
             if inner.done and not queue:  # done first: every element came before on_complete
                 finished.append(inner)
         return emitted, finished
+
+    def _serve_batch(self, inner: _Inner[R], emitted: int) -> int:
+        """What the demand allows of ``inner``'s queue, in one batch signal downstream."""
+        queue = inner.queue
+        requested = self.requested
+        want = len(queue) if requested == demand.UNBOUNDED else min(len(queue), requested - emitted)
+        if want <= 0:
+            return emitted
+        if want == len(queue):
+            batch = list(queue)
+            queue.clear()
+        else:
+            batch = [queue.popleft() for _ in range(want)]
+        assert self.many is not None
+        try:
+            self.many(batch)
+        except Exception as exc:  # rule 2.13: consider the subscription cancelled
+            self.cancelled = True
+            report_broken(exc, self.downstream, "on_next_many")
+        inner.consumed += want
+        return emitted + want
 
     def _clear(self) -> None:
         """Cancel the upstream and every inner, drop what is queued (rules 3.13, 4.2)."""

@@ -46,7 +46,14 @@ from rstreams.errors import OverflowStrategyError
 from rstreams.flow._async_source import on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
 from rstreams.flow._operator import OperatorFlow, check_callable
-from rstreams.flow._signals import NONE_ITEM, report_broken, signal_subscribe, signal_terminal
+from rstreams.flow._signals import (
+    NONE_ITEM,
+    NextMany,
+    next_many,
+    report_broken,
+    signal_subscribe,
+    signal_terminal,
+)
 from rstreams.flow._timeops import seconds
 from rstreams.rules import check_subscriber
 
@@ -96,6 +103,7 @@ class Group(Publisher[T], Generic[T]):
         "ended",
         "failure",
         "key",
+        "many",
         "marked",
         "parent",
         "queue",
@@ -110,6 +118,7 @@ class Group(Publisher[T], Generic[T]):
         self.key = key
         self.queue: deque[T] = deque()
         self.subscriber: Subscriber[T] | None = None
+        self.many: NextMany | None = None  # the subscriber's batch signal, if it has one
         self.attached = False
         self.requested = 0  # what the group's subscriber asked for in all (saturating)
         self.sent = 0  # what the loop delivered to it in all
@@ -142,6 +151,7 @@ class Group(Publisher[T], Generic[T]):
             signal_terminal(subscriber, parent.error)
             return
         else:
+            self.many = next_many(subscriber)
             self.subscriber = subscriber
         parent.mark(self)
 
@@ -436,6 +446,8 @@ class _Grouping(DrainSubscriber[T, Any]):
                 continue
             if subscriber is None:
                 continue  # not subscribed yet: its elements wait
+            if group.many is not None and queue:
+                self._serve_batch(group, subscriber, group.many)
             while queue and (group.sent < group.requested or group.requested == demand.UNBOUNDED):
                 group.sent += 1
                 self.consumed += 1
@@ -451,6 +463,30 @@ class _Grouping(DrainSubscriber[T, Any]):
         if ended:
             self.live = [group for group in self.live if not group.ended]
 
+    def _serve_batch(self, group: Group[T], subscriber: Subscriber[T], many: NextMany) -> None:
+        """What the group's demand allows of its queue, in one batch signal (rstreams' own
+        subscribers: ``flat_map``'s inner takes it whole, under one lock)."""
+        queue = group.queue
+        want = (
+            len(queue)
+            if group.requested == demand.UNBOUNDED
+            else min(len(queue), group.requested - group.sent)
+        )
+        if want <= 0:
+            return
+        if want == len(queue):
+            batch = list(queue)
+            queue.clear()
+        else:
+            batch = [queue.popleft() for _ in range(want)]
+        group.sent += want
+        self.consumed += want
+        try:
+            many(batch)
+        except Exception as exc:  # rule 2.13: consider the group's subscription cancelled
+            group.cancelled = True
+            report_broken(exc, subscriber, "on_next_many")
+
     def _end_group(self, group: Group[T], error: BaseException | None, *, complete: bool = False) -> None:
         group.ended = True
         with self.lock:
@@ -459,6 +495,7 @@ class _Grouping(DrainSubscriber[T, Any]):
         self.consumed += len(group.queue)
         group.queue.clear()
         subscriber, group.subscriber = group.subscriber, None  # rule 3.13
+        group.many = None
         if subscriber is not None and (complete or error is not None):
             signal_terminal(subscriber, error)
 
