@@ -266,7 +266,9 @@ class Pump:
                     break
                 if events >= _FEW or outbox.core.has_data_to_send:
                     break  # small messages, or ones the core answers itself: a part per turn
-                part *= 4  # large elements: feed more at once (fewer partial frames to join)
+                # Large elements: feed more at once (fewer partial frames to join); all the rest
+                # when this part did not even complete a frame (it was inside one element).
+                part = size if not events else part * 4
         finally:
             self._answer()
         if start >= size:
