@@ -58,7 +58,7 @@ def _watch_page(out: _Output, seen: dict[str, Any]) -> None:
         seen["error"] = repr(error)
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 def test_demo_pipeline_publishes_windows_and_saves_them(spark: Any, tmp_path: Path) -> None:
     """Sensors -> replay log -> Spark windowed averages -> rstreams sink -> live view, page and Parquet."""
     out = _Output()
@@ -66,7 +66,7 @@ def test_demo_pipeline_publishes_windows_and_saves_them(spark: Any, tmp_path: Pa
     watcher = threading.Thread(target=_watch_page, args=(out, seen), daemon=True)
     watcher.start()
     figures = run_demo(
-        seconds=6, batch=20_000, window=1, out=str(tmp_path), stream=out, spark=spark, web="127.0.0.1:0"
+        seconds=15, batch=20_000, window=1, out=str(tmp_path), stream=out, spark=spark, web="127.0.0.1:0"
     )
     watcher.join(30)
     text = out.getvalue()
