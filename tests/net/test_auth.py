@@ -12,6 +12,7 @@ import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Credentials, RemoteStreamError, Token, UserPassword, connect, serve
 from rstreams.wire import (
+    Cancel,
     ConnectionClosed,
     ExtensionMessage,
     ExtensionReceived,
@@ -24,6 +25,7 @@ from rstreams.wire import (
     encode,
 )
 from rstreams.wire._auth import encode_credentials, encode_subscribe_credentials
+from rstreams.wire._parser import FrameParser
 from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
 from testkit.net import RawPeer
 
@@ -345,4 +347,91 @@ async def test_subscribes_are_answered_in_arrival_order_while_a_check_runs() -> 
             event = await peer.read_until(OnSubscribe | OnError)
             answers.append((type(event).__name__, event.subscriber))
         assert answers == [("OnSubscribe", 1), ("OnSubscribe", 2), ("OnError", 3)]
+        peer.close()
+
+
+class _Wire:
+    """What the server wrote to a raw peer, frame by frame (the peer's core drops the
+    onComplete that acknowledges its cancel, so the test reads the bytes themselves)."""
+
+    def __init__(self, peer: RawPeer) -> None:
+        self.frames: list[Any] = []
+        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+        feed = peer.core.receive_data
+
+        def recording(data: Any) -> None:
+            self.frames += parser.feed(bytes(data))
+            feed(data)
+
+        peer.core.receive_data = recording  # type: ignore[method-assign]
+
+    def kinds(self) -> list[str]:
+        return [_kind(f) for f in self.frames]
+
+
+def _kind(frame: Any) -> str:
+    if isinstance(frame, ExtensionMessage):
+        return hex(frame.type)
+    return f"{type(frame).__name__}({getattr(frame, 'subscriber', '')})"
+
+
+async def test_a_held_cancelled_subscribe_is_acknowledged_only_after_authenticated() -> None:
+    """§15.3: a held subscribe gets no answer before `authenticated`, its cancel's onComplete
+    included: not before authenticate is sent, not while it is checked; then in its turn."""
+    release = asyncio.Event()
+
+    async def gated(credentials: Credentials) -> str | None:
+        await release.wait()
+        return check(credentials)
+
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=gated) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        wire = _Wire(peer)
+        peer.send(Subscribe(publisher="greeting", subscriber=1, initial_demand=1), Cancel(subscriber=1))
+        with pytest.raises(TimeoutError):  # before authenticate: nothing but the hello
+            await peer.read_until(OnSubscribe, deadline=0.2)
+        assert wire.kinds() == ["ServerHello()"] and peer.core.id_in_use(1)
+        peer.send(
+            ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token(SECRET))),
+            Subscribe(publisher="greeting", subscriber=2, initial_demand=1),
+        )
+        with pytest.raises(TimeoutError):  # while the hook runs: still nothing
+            await peer.read_until(OnSubscribe, deadline=0.2)
+        assert wire.kinds() == ["ServerHello()"]
+        release.set()
+        await peer.read_until(OnNext)
+        assert wire.kinds()[:4] == ["ServerHello()", hex(AUTH_OK), "OnComplete(1)", "OnSubscribe(2)"]
+        assert not peer.core.id_in_use(1)
+        peer.close()
+
+
+async def test_a_held_cancelled_subscribe_gets_no_answer_when_authentication_fails() -> None:
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        wire = _Wire(peer)
+        peer.send(
+            Subscribe(publisher="greeting", subscriber=1, initial_demand=1),
+            Cancel(subscriber=1),
+            ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token("bad"))),
+        )
+        closed = await peer.read_until(ConnectionClosed)
+        assert closed.reason == "authentication failed (PROTOCOL.md §15.3)"
+        assert wire.kinds() == ["ServerHello()", "Goodbye()"]
+        peer.close()
+
+
+async def test_a_cancel_of_a_served_subscription_is_acknowledged_at_once() -> None:
+    """Once a subscribe is no longer held, its cancel is acknowledged as usual (§5.4)."""
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check) as server:
+        peer = await RawPeer.open(server.url, extensions=(AUTH.id,))
+        wire = _Wire(peer)
+        peer.send(
+            ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token(SECRET))),
+            Subscribe(publisher="greeting", subscriber=1, initial_demand=0),
+        )
+        await peer.read_until(OnSubscribe)
+        peer.send(Cancel(subscriber=1), Subscribe(publisher="greeting", subscriber=2, initial_demand=1))
+        await peer.read_until(OnNext)
+        assert wire.kinds()[2:5] == ["OnSubscribe(1)", "OnComplete(1)", "OnSubscribe(2)"]
+        assert not peer.core.id_in_use(1)
         peer.close()

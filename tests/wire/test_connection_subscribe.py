@@ -108,6 +108,36 @@ def test_cancel_is_acknowledged_and_late_signals_dropped() -> None:
     assert pair.server.data_to_send() == []
 
 
+def test_a_held_cancel_waits_for_acknowledge_cancel() -> None:
+    """With acknowledge_cancels off (a server holding subscribes, §15.3), a cancel leaves the
+    subscription CANCELLED and unanswered until the driver acknowledges it."""
+    server = connected()
+    server.acknowledge_cancels = False
+    server.receive_data(
+        wire(Subscribe(publisher="p", subscriber=1), Cancel(subscriber=1), Cancel(subscriber=1))
+    )
+    assert server.events_received()[1:] == [Cancel(subscriber=1), Cancel(subscriber=1)]
+    assert server.data_to_send() == []
+    assert server.subscriptions(publishing=True) == {1: StreamState.CANCELLED}
+    server.receive_data(wire(Request(subscriber=1, demand=3)))  # a no-op after cancel (rule 3.6)
+    server.receive_data(wire(Subscribe(publisher="p", subscriber=1)))  # the id is still in use (§5.3)
+    assert isinstance(server.error, StreamStateError)
+    server.acknowledge_cancel(1)  # ended with the connection: nothing to do
+
+
+def test_acknowledge_cancel_sends_the_oncomplete_once() -> None:
+    server = connected()
+    server.acknowledge_cancels = False
+    server.receive_data(wire(Subscribe(publisher="p", subscriber=1), Cancel(subscriber=1)))
+    server.acknowledge_cancel(1)
+    server.acknowledge_cancel(1)
+    server.acknowledge_cancel(7)  # not open: nothing
+    assert b"".join(server.data_to_send()) == wire(OnComplete(subscriber=1))
+    assert server.subscriptions(publishing=True) == {}
+    server.receive_data(wire(Subscribe(publisher="p", subscriber=1)))  # the id is free again
+    assert server.events_received()[-1] == Subscribe(publisher="p", subscriber=1)
+
+
 def test_id_reuse_after_terminal_is_fine() -> None:
     """Once onComplete/onError arrived, the id may be reused at once (§5.3)."""
     pair = ConnectionPair()

@@ -15,8 +15,12 @@ an :class:`AuthGate`, through which every subscribe passes:
   is *open*: not waiting for the connection's authenticate (``pending``) and not waiting for
   an async check (``busy``). Draining checks one subscribe at a time, so an async check
   holds back the later subscribes and the order of answers is the order of arrival (§15.3);
-* a held subscribe keeps collecting demand (request) and is dropped by a cancel, which the
-  core has already acknowledged (§5.4);
+* a held subscribe keeps collecting demand (request); a cancel marks it cancelled, and its
+  acknowledging onComplete (§5.4) is sent when its turn comes, after ``authenticated``, in
+  order with the answers to the other held subscribes (never when authentication fails: the
+  goodbye ends it). The server's core leaves cancels unanswered for that
+  (``acknowledge_cancels`` off); a cancel of a subscribe that is no longer held is
+  acknowledged at once;
 * the connection's authenticate settles ``pending``: accepted -> ``authenticated`` is sent,
   then the held subscribes are checked with its principal; refused -> goodbye.
 
@@ -69,12 +73,13 @@ class ServerAuth:
 
 
 class _Held:
-    __slots__ = ("demand", "metadata", "name")
+    __slots__ = ("cancelled", "demand", "metadata", "name")
 
     def __init__(self, name: str, demand: int, metadata: Metadata) -> None:
         self.name = name
         self.demand = demand
         self.metadata = metadata
+        self.cancelled = False
 
 
 class AuthGate:
@@ -98,6 +103,7 @@ class AuthGate:
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_settled: list[Callable[[], object]] = []
         """Called once the connection's authenticate is accepted (messages held meanwhile, §20.4)."""
+        outbox.core.acknowledge_cancels = False  # a held subscribe's cancel waits its turn (§15.3)
 
     # -- the hello -----------------------------------------------------------------------
     def hello(self, offered: bool) -> str | None:
@@ -128,8 +134,18 @@ class AuthGate:
         return True
 
     def cancel(self, sid: int) -> None:
-        self._held.pop(sid, None)
+        """The client cancelled ``sid``: a held subscribe is acknowledged in its turn, any other
+        subscription (served, or ended meanwhile) at once."""
         self._credentials.pop(sid, None)
+        held = self._held.get(sid)
+        if held is not None:
+            held.cancelled = True
+        else:
+            self._acknowledge(sid)
+
+    def _acknowledge(self, sid: int) -> None:
+        self._outbox.core.acknowledge_cancel(sid)
+        self._outbox.mark_dirty()
 
     def _expired(self) -> None:
         self._timer = None
@@ -144,7 +160,10 @@ class AuthGate:
         while self._held and not self.pending and not self._busy and self._outbox.ended is None:
             sid = next(iter(self._held))
             credentials = self._credentials.pop(sid, None)
-            if credentials is None:
+            if self._held[sid].cancelled:
+                del self._held[sid]
+                self._acknowledge(sid)
+            elif credentials is None:
                 self._decide(sid, self.principal, refused=False)
             else:
                 self._check(credentials, self._decider(sid))
@@ -158,7 +177,10 @@ class AuthGate:
     def _decide(self, sid: int, principal: Any, *, refused: bool) -> None:
         held = self._held.pop(sid, None)
         if held is None or self._outbox.ended is not None:
-            return  # cancelled while its credentials were checked
+            return
+        if held.cancelled:  # cancelled while its credentials were checked
+            self._acknowledge(sid)
+            return
         name = held.name
         if refused or (principal is None and self._auth.required):
             self._serving.refuse(

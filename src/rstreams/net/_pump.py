@@ -488,7 +488,8 @@ class Pump:
         if not self.serving.request(event.subscriber, event.demand) and self.gate is not None:
             self.gate.request(event.subscriber, event.demand)
 
-    def _cancel(self, event: Cancel) -> None:  # the core has already acknowledged it (§5.4)
+    def _cancel(self, event: Cancel) -> None:
+        # The core has acknowledged it (§5.4), unless the auth gate holds answers (§15.3).
         self.serving.cancel(event.subscriber)
         if self.gate is not None:
             self.gate.cancel(event.subscriber)

@@ -171,14 +171,16 @@ class StreamTable:
         st.credit = add(st.credit, n)
         return st
 
-    def receive_cancel(self, sid: int) -> Stream | None:
-        """The peer cancels: its stream, now closed by our acknowledging onComplete (§5.4), or
-        ``None`` when the id is not open (it crossed our terminal)."""
+    def receive_cancel(self, sid: int, *, close: bool = True) -> Stream | None:
+        """The peer cancels: its stream, closed by our acknowledging onComplete (§5.4) when
+        ``close``, else left CANCELLED until it is acknowledged; ``None`` when the id is not
+        open (it crossed our terminal)."""
         st = self.publishing.get(sid)
         if st is None:
             return None
         st.state = STREAM_TRANSITIONS[st.state, _CANCEL]
-        self.close(st, _ON_COMPLETE)
+        if close:
+            self.close(st, _ON_COMPLETE)
         return st
 
     # -- received by the subscribing end: onSubscribe, onNext*, onComplete, onError ----------

@@ -220,6 +220,11 @@ class Connection:
         }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self.peer_hello: ClientHello | ServerHello | None = None
+        self.acknowledge_cancels = True
+        """Whether a received cancel is answered at once with its onComplete (§5.4). A driver that
+        holds the peer's subscribes before answering them (extension auth, §15.3) sets it to
+        ``False``: a cancel then leaves the subscription CANCELLED, unanswered, and the driver
+        calls :meth:`acknowledge_cancel` when that subscription's turn to be answered comes."""
         ours = FrameType.CLIENT_HELLO if side is Side.CLIENT else FrameType.SERVER_HELLO
         self._peer_hello_cls: type[ClientHello | ServerHello] = (
             ServerHello if side is Side.CLIENT else ClientHello
@@ -764,11 +769,26 @@ class Connection:
             self._events.append(f)
 
     def _recv_cancel(self, f: Cancel) -> None:
-        st = self._streams.receive_cancel(f.subscriber)
+        acknowledge = self.acknowledge_cancels
+        st = self._streams.receive_cancel(f.subscriber, close=acknowledge)
         if st is not None:  # None: it crossed our onComplete/onError (IGNORED_WHEN_UNKNOWN)
             self._output.drop(st.sid)
-            write_on_complete(self._out, st.sid)  # the acknowledgement, §5.4
+            if acknowledge:
+                write_on_complete(self._out, st.sid)  # the acknowledgement, §5.4
             self._events.append(f)
+
+    def acknowledge_cancel(self, subscriber: int) -> None:
+        """Send the onComplete that acknowledges the peer's cancel of ``subscriber`` (§5.4).
+
+        For a driver that turned :attr:`acknowledge_cancels` off. A no-op unless the peer's
+        subscription ``subscriber`` is open and CANCELLED (it may have ended meanwhile).
+        """
+        st = self._publishing.get(subscriber)
+        if st is None or st.state is not StreamState.CANCELLED:
+            return
+        self._streams.close(st, _ON_COMPLETE)
+        self._output.drop(subscriber)
+        write_on_complete(self._out, subscriber)
 
     def _ours(self, sid: int, signal: Signal) -> tuple[Stream, StreamState] | None:
         """Our subscription ``sid`` and the state ``signal`` moves it to, or None after failing."""
