@@ -11,6 +11,7 @@ are owned by this script; everything else in PROTOCOL.md is written by hand.
 # ruff: noqa: RUF001  (the generated Markdown uses the multiplication sign, en dash and arrows on purpose)
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
@@ -38,6 +39,8 @@ from rstreams.wire._resume import (
     RESUME_REFUSED,
     RESUME_TOKEN,
     RESUMED,
+    decode_position,
+    decode_resume,
     encode_position,
     encode_resume,
 )
@@ -349,7 +352,7 @@ def _types_table() -> str:
                 f"length: varint, payload: {layout} |"
             )
         rest = [t for t in codes if t not in named]
-        if rest:
+        if rest:  # tests/wire/test_protocol_doc.py: these must be ext.reserved (refused by the core)
             span = f"`0x{rest[0]:02X}`" + (f"–`0x{rest[-1]:02X}`" if len(rest) > 1 else "")
             reserved = "reserved" if named else "its messages"
             rows.append(
@@ -407,9 +410,145 @@ def _connection_table() -> str:
     return "\n".join(rows)
 
 
+# -- a real conversation (§13) -------------------------------------------------------------------
+def describe(frame: F.Frame) -> str:
+    """A frame as the example conversations of PROTOCOL.md write it (tests decode and compare)."""
+    if isinstance(frame, F.ClientHello | F.ServerHello):
+        return f"{wire_name(frame)}(version {frame.version}, extensions {list(frame.extensions)})"
+    if isinstance(frame, F.Goodbye):
+        return f"goodbye({json.dumps(frame.reason, ensure_ascii=False)})"
+    if isinstance(frame, F.Subscribe):
+        return (
+            f"subscribe({json.dumps(frame.publisher)}, subscriber {frame.subscriber}, "
+            f"initialDemand {frame.initial_demand})"
+        )
+    if isinstance(frame, F.Request):
+        return f"request({frame.subscriber}, demand {frame.demand})"
+    if isinstance(frame, F.OnSubscribe):
+        return f"onSubscribe({frame.subscriber}, elementSize {frame.element_size})"
+    if isinstance(frame, F.OnNext):
+        return f"onNext({frame.subscriber}, {_element(frame.element)})"
+    if isinstance(frame, F.OnError):
+        return f"onError({frame.subscriber}, {json.dumps(frame.error, ensure_ascii=False)})"
+    if isinstance(frame, F.Cancel | F.OnComplete):
+        return f"{wire_name(frame)}({frame.subscriber})"
+    if isinstance(frame, F.ExtensionMessage):
+        return _describe_extension(frame)
+    return wire_name(frame)
+
+
+def _element(data: bytes) -> str:
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        text = ""
+    return json.dumps(text) if text.isprintable() and text else f"0x{data.hex()}"
+
+
+def _describe_extension(frame: F.ExtensionMessage) -> str:
+    name = EXTENSION_MESSAGES[frame.type][0] if frame.type in EXTENSION_MESSAGES else f"0x{frame.type:02x}"
+    payload = frame.payload
+    if frame.type == X.AUTH_AUTHENTICATE and payload[:1] == b"\x01":
+        return f"{name}(kind 1: token {json.dumps(payload[2:].decode())})"
+    if frame.type in (RESUMED, RESUME_ACK):
+        return f"{name}({decode_position(payload, name)})"
+    if frame.type == RESUME:
+        return f"{name}(token, {decode_resume(payload).position})"
+    return name
+
+
+def _hello_of(server: bool, extensions: tuple[int, ...]) -> F.Frame:
+    return F.ServerHello(extensions=extensions) if server else F.ClientHello(extensions=extensions)
+
+
+async def _recorded_exchange() -> list[tuple[str, F.Frame]]:
+    """A real `connect` subscribes to a real `serve`'s built-in ``counter?to=2`` with demand 2,
+    takes both elements and the completion, and says goodbye; a proxy between them records
+    every frame. The proxy lets the server's bytes through only once the client's subscribe
+    has passed (as a network slower in that direction would), so that the recording is the
+    same on every run: the subscribe is optimistic, sent before the serverHello arrives."""
+    from rstreams._cli_publishers import builtin_publishers
+    from rstreams.net import connect, serve
+    from rstreams.wire._parser import FrameParser
+
+    record: list[tuple[str, F.Frame]] = []
+    subscribed = asyncio.Event()
+    done = asyncio.Event()
+    server = await serve("tcp://127.0.0.1:0", builtin_publishers())
+    host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+
+    async def relay(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, way: str, gate: asyncio.Event | None
+    ) -> None:
+        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+        while data := await reader.read(65536):
+            if gate is not None:
+                await gate.wait()
+            for frame in parser.feed(data):
+                record.append((way, frame))  # type: ignore[arg-type]  # no batching parser: frames only
+                if isinstance(frame, F.Subscribe):
+                    subscribed.set()
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+
+    async def proxy(client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        server_reader, server_writer = await asyncio.open_connection(host, int(port))
+        await asyncio.gather(
+            relay(client_reader, server_writer, "C→S", None),
+            relay(server_reader, client_writer, "S→C", subscribed),
+        )
+        server_writer.close()
+        client_writer.close()
+        done.set()
+
+    relay_server = await asyncio.start_server(proxy, "127.0.0.1", 0)
+    proxy_port = relay_server.sockets[0].getsockname()[1]
+    conn = await connect(f"tcp://127.0.0.1:{proxy_port}")
+    taker = _TakeTwo()
+    conn.publisher("counter?to=2").subscribe(taker)
+    items = await asyncio.wait_for(taker.result, 10)
+    await conn.aclose("bye")
+    await asyncio.wait_for(done.wait(), 10)
+    relay_server.close()
+    await server.aclose()
+    if items != [b"0", b"1"]:
+        raise AssertionError(f"the example exchange received {items!r}")
+    return record
+
+
+class _TakeTwo:
+    """A subscriber that requests exactly 2 elements, once, and collects them."""
+
+    def __init__(self) -> None:
+        self.items: list[bytes] = []
+        self.result: asyncio.Future[list[bytes]] = asyncio.get_running_loop().create_future()
+
+    def on_subscribe(self, subscription: Any) -> None:
+        subscription.request(2)
+
+    def on_next(self, item: bytes) -> None:
+        self.items.append(item)
+
+    def on_error(self, error: BaseException) -> None:
+        self.result.set_exception(error)
+
+    def on_complete(self) -> None:
+        self.result.set_result(self.items)
+
+
+def _conversation() -> str:
+    record = asyncio.run(asyncio.wait_for(_recorded_exchange(), 30))
+    lines = [(way, F.encode(frame).hex(" "), describe(frame)) for way, frame in record]
+    width = max(len(hexed) for _, hexed, _ in lines) + 2
+    return "```\n" + "\n".join(f"{way}  {hexed.ljust(width)}{text}" for way, hexed, text in lines) + "\n```"
+
+
 BLOCKS = {
     "types": _types_table,
     "examples": _examples_table,
+    "conversation": _conversation,
     "stream-states": _stream_table,
     "connection-states": _connection_table,
 }

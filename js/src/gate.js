@@ -4,8 +4,8 @@
 // Theory of operation. The serverHello lists auth. A clientHello without it is refused with
 // a goodbye when authentication is required (§15.2), else served unauthenticated. From a
 // clientHello that lists auth until its authenticate is settled, every subscribe is held in
-// order (requests add to its demand, a cancel drops it with the usual acknowledgement,
-// §15.3). The `authenticate(credentials)` hook (a token string or {user, password}; it may
+// order (requests add to its demand; a cancel marks it, and its acknowledging onComplete is
+// sent in its turn once `authenticated` is, never if authentication fails, §15.3). The `authenticate(credentials)` hook (a token string or {user, password}; it may
 // return a promise) gives a principal, or null to refuse: refused ends the connection with
 // the goodbye `authentication failed (PROTOCOL.md §15.3)`; accepted sends `authenticated`
 // first, then lets the held subscribes through. Each subscribe is then checked with its
@@ -52,7 +52,7 @@ export class AuthGate {
   subscribe(frame) {
     if (this.pending) {
       if (this._held.has(frame.subscriber)) {
-        throw new ProtocolError(`subscribe for subscriber ${frame.subscriber}, which is still open`, "§5.2");
+        throw new ProtocolError(`subscribe for subscriber ${frame.subscriber}, which is still open`, "§5.3");
       }
       this._held.set(frame.subscriber, { ...frame });
       return;
@@ -68,10 +68,12 @@ export class AuthGate {
     return true;
   }
 
-  /** A cancel of a held subscribe drops it, acknowledged (§5.4); true when it was one. */
+  /** A cancel of a held subscribe: acknowledged (§5.4) in its turn, after `authenticated`
+   * (§15.3); true when it was one. */
   cancel(frame) {
-    if (!this._held.delete(frame.subscriber)) return false;
-    this._conn._send({ type: "onComplete", subscriber: frame.subscriber });
+    const held = this._held.get(frame.subscriber);
+    if (held === undefined) return false;
+    held.cancelled = true;
     return true;
   }
 
@@ -81,7 +83,7 @@ export class AuthGate {
     else if (code === AUTH.types.subscribeCredentials) this._subscribeCredentials(payload);
     else if (code === AUTH.types.authenticated) {
       throw new ProtocolError("authenticated (0x85) received by the server", "§15.5");
-    } else throw new ProtocolError(`message type 0x${code.toString(16)} is reserved by extension auth`, "§15.1");
+    } else throw new ProtocolError(`message type 0x${code.toString(16)} is reserved by extension auth (id 2)`, "§4.4");
   }
 
   _authenticated(payload) {
@@ -98,7 +100,10 @@ export class AuthGate {
       this._conn._sendExtension(AUTH.types.authenticated, new Uint8Array(0));
       const held = [...this._held.values()];
       this._held.clear();
-      for (const frame of held) this._decide(frame);
+      for (const frame of held) {
+        if (frame.cancelled) this._conn._send({ type: "onComplete", subscriber: frame.subscriber });
+        else this._decide(frame);
+      }
     });
   }
 

@@ -200,7 +200,7 @@ export class ServingTable {
   subscribe(frame) {
     const { subscriber: id, publisher: name, initial_demand: initial } = frame;
     if (this.streams.has(id)) {
-      throw new ProtocolError(`subscribe for subscriber ${id}, which is still open`, "§5.2");
+      throw new ProtocolError(`subscribe for subscriber ${id}, which is still open`, "§5.3");
     }
     if (initial > UNBOUNDED) {
       return this._refuse(id, `rule 3.9: subscribe to '${name}' with initialDemand ${initial}; `

@@ -375,6 +375,6 @@ export function decodeAll(bytes, elementSize = 0) {
   decoder.push(bytes);
   const frames = [];
   for (let frame = decoder.next(); frame !== null; frame = decoder.next()) frames.push(frame);
-  if (decoder.pending) throw new ProtocolError(`input ends inside a message (${decoder.pending} bytes)`, "§3");
+  if (decoder.pending) throw new ProtocolError(`input ends inside a message (${decoder.pending} bytes)`, "§9.3");
   return frames;
 }

@@ -141,10 +141,10 @@ test("§5.2: a second onSubscribe", () => violation((ws) => ws.feed(HELLO,
   { type: "onSubscribe", subscriber: 1, element_size: 0 }, { type: "onSubscribe", subscriber: 1, element_size: 0 }), "§5.2"));
 test("§5.2: onComplete for an id never subscribed", () =>
   violation((ws) => ws.feed(HELLO, { type: "onComplete", subscriber: 7 }), "§5.2"));
-test("§5.2: onComplete with an unfinished split element", () => violation((ws) => ws.feed(HELLO,
+test("§8: onComplete with an unfinished split element", () => violation((ws) => ws.feed(HELLO,
   { type: "onSubscribe", subscriber: 1, element_size: 0 },
   { type: "onNextPart", subscriber: 1, element_id: 0, data: Uint8Array.of(1) },
-  { type: "onComplete", subscriber: 1 }), "§5.2"));
+  { type: "onComplete", subscriber: 1 }), "§8"));
 test("§6.3: elements beyond the outstanding demand", async () => {
   const reason = await violation((ws) => ws.feed(HELLO, { type: "onSubscribe", subscriber: 1, element_size: 0 },
     el(1, "a"), el(1, "b"), el(1, "c")), "§6.3");
@@ -226,8 +226,8 @@ test("keepalive: null answers pings but never sends one", async () => {
   assert.equal(ws.of("extension", 0x80).length, 0);
 });
 
-test("§14: a ping whose payload is not 8 bytes", () =>
-  violation((ws) => ws.feed(KEEPALIVE_HELLO, ping(new Uint8Array(7))), "§14"));
+test("§14.1: a ping whose payload is not 8 bytes", () =>
+  violation((ws) => ws.feed(KEEPALIVE_HELLO, ping(new Uint8Array(7))), "§14.1"));
 test("§4.4: an extension type nobody owns, even with keepalive active", () =>
   violation((ws) => ws.feed(KEEPALIVE_HELLO, { type: "extension", code: 0x90, payload: new Uint8Array(0) }), "§4.4"));
 

@@ -122,12 +122,12 @@ test("refusals: an unknown name; rule 3.9 (request 0); the connection goes on", 
   assert.equal(conn.state, "OPEN");
 });
 
-test("§5.2: a subscribe for an id that is still open ends the connection", async () => {
+test("§5.3: a subscribe for an id that is still open ends the connection", async () => {
   const { publisher } = counting();
   const { ws, conn } = open({ numbers: publisher });
   ws.feed(subscribe("numbers", 1, 0), subscribe("numbers", 1, 0));
   const error = await conn.closed;
-  assert.ok(error instanceof ProtocolError && error.section === "§5.2");
+  assert.ok(error instanceof ProtocolError && error.section === "§5.3");
   assert.match(ws.sent.at(-1).reason, /subscribe for subscriber 1, which is still open/);
 });
 

@@ -152,10 +152,11 @@ test("after our goodbye a closing transport is not resumed", async () => {
 });
 
 for (const [what, frames, section] of [
-  ["a second resumeToken", [HELLO, token, token], "§16.4"],
+  ["a second resumeToken", [HELLO, token, token], "§16.2"],
   ["a token of 65 bytes", [HELLO, ext(0x88, new Uint8Array(65))], "§16.2"],
   ["an acknowledgement beyond what was sent", [HELLO, token, at(0x8c, 10_000)], "§16.4"],
-  ["resumed inside the session", [HELLO, token, at(0x8a, 0)], "§16.4"],
+  ["resumed inside the session", [HELLO, token, at(0x8a, 0)], "§16.2"],
+  ["a reserved type of resume", [HELLO, token, ext(0x8d, new Uint8Array(0))], "§4.4"],
   ["a resumeAck with trailing bytes", [HELLO, token, ext(0x8c, Uint8Array.of(0, 0))], "§16.2"],
   ["a resume message when resume is not active", [{ ...HELLO, extensions: [1] }, token], "§4.4"],
 ]) {

@@ -83,7 +83,7 @@ test("framing errors name their section", () => {
     assert.throws(() => decodeAll(unhex(bytes)), (e) => e instanceof ProtocolError && e.section === section, bytes);
   }
   assert.throws(() => decodeAll(unhex("09 01 00"), 8), (e) => e.section === "§7"); // count 0
-  assert.throws(() => decodeAll(unhex("08 01 05 68")), (e) => e.section === "§3"); // truncated
+  assert.throws(() => decodeAll(unhex("08 01 05 68")), (e) => e.section === "§9.3"); // truncated
 });
 
 test("a large element split across many chunks is parsed once it is complete", () => {

@@ -398,3 +398,30 @@ async def test_error_goodbye_closes_promptly_on_a_resumable_server() -> None:
         writer.close()
     assert b"0x7f" in data
     assert elapsed < 1.0, elapsed  # LINGER_SECONDS is 2
+
+
+async def test_positions_count_every_byte_resume_acks_included() -> None:
+    """§16.3: a position counts every byte of the stream, the resumeAcks too: once the two
+    sides have acknowledged each other, each one's received position is the other's written
+    end, and the two ends add up to every byte that crossed the link."""
+    async with Pair(2000, client_resume=FAST, server_resume=FAST) as pair:
+        await pair.from_server.finished()
+        await pair.from_client.finished()
+        client, server = session_of(pair.client), session_of(pair.server_conns[0])
+
+        def settled() -> bool:
+            return (
+                client.counter.acked > 0
+                and server.counter.acked > 0
+                and client.counter.position == server.out.end
+                and server.counter.position == client.out.end
+            )
+
+        async def wait() -> None:
+            while not settled():
+                await asyncio.sleep(0.01)
+
+        await asyncio.wait_for(wait(), WAIT)
+        # one link, never cut: every byte on the wire, both ways, is in the two streams
+        assert pair.proxy.links_made == 1
+        assert pair.proxy.forwarded == client.out.end + server.out.end

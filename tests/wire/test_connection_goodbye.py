@@ -91,7 +91,7 @@ def test_truncated_frame_at_eof() -> None:
     server.receive_eof()
     [closed] = server.events_received()
     assert isinstance(closed, ConnectionClosed) and isinstance(closed.error, FrameError)
-    assert b"PROTOCOL.md \xc2\xa73" in server.data_to_send()[0]
+    assert b"PROTOCOL.md \xc2\xa79.3" in server.data_to_send()[0]
 
 
 def test_broken_error_names_the_cause() -> None:

@@ -135,6 +135,30 @@ def test_a_type_no_extension_owns_is_refused() -> None:
     assert isinstance(closed, ConnectionClosed) and "0xfe" in closed.reason and "§4.4" in closed.reason
 
 
+@pytest.mark.parametrize(("code", "owner"), [(0x87, AUTH), (0x8D, RESUME), (0x8E, RESUME), (0x8F, RESUME)])
+def test_a_reserved_type_of_an_active_extension_is_a_connection_error(code: int, owner: Extension) -> None:
+    """Reserved types are defined by no message: a goodbye citing §4.4, even with the extension active."""
+    config = ConnectionConfig(extensions=frozenset({owner.id}))
+    server = Connection(Side.SERVER, config)
+    server.receive_data(encode(ClientHello(extensions=(owner.id,))))
+    assert server.extensions == {owner.id}
+    server.receive_data(encode(ExtensionMessage(type=code, payload=b"x")))
+    *_, closed = server.events_received()
+    assert isinstance(closed, ConnectionClosed) and isinstance(closed.error, ExtensionError)
+    assert closed.reason == f"message type 0x{code:02x} is reserved by extension {owner} (PROTOCOL.md §4.4)"
+    assert b"".join(server.data_to_send()).endswith(encode(Goodbye(reason=closed.reason)))
+    client = Connection(Side.CLIENT, config)
+    client.receive_data(encode(ServerHello(extensions=(owner.id,))))
+    with pytest.raises(LocalProtocolError, match="reserves it"):
+        client.send(ExtensionMessage(type=code))
+
+
+def test_reserved_types_are_owned_types() -> None:
+    assert AUTH.reserved == {0x87} and RESUME.reserved == set(range(0x8D, 0x90))
+    with pytest.raises(ValueError, match="reserved"):
+        Extension(9, "bad", frozenset({0x90}), reserved=frozenset({0x91}))
+
+
 def test_extension_message_before_the_hello_is_a_handshake_error() -> None:
     """Even if the extension would be active: the first message must be the hello (§4.1)."""
     server = Connection(Side.SERVER, BOTH)

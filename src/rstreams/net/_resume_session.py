@@ -444,7 +444,7 @@ class Session:
                 self.token = decode_token(payload)
             else:
                 raise ResumeError(
-                    f"message type 0x{message_type:02x} is not allowed inside a session", section="4"
+                    f"message type 0x{message_type:02x} is not allowed inside a session", section="2"
                 )
         except ResumeError as error:
             if self.driver is not None:

@@ -13,7 +13,10 @@
     ├── ExtensionError                         an extension message that is not allowed (§4.4, §14, §15)
     └── AbruptCloseError                       end of input without a goodbye
 
-Every class names the PROTOCOL.md section (``section``) that the goodbye reason cites.
+Every class names the PROTOCOL.md section (``section``) that the goodbye reason cites by
+default; an error raised for a rule defined elsewhere names that section (``section=``
+when it is made, kept in ``cited``), so that every reason cites the section that states
+the rule (tests/wire/test_protocol_doc.py checks them).
 Local misuse raises :class:`rstreams.errors.LocalProtocolError` (or ``ValueError``/
 ``TypeError`` for bad arguments) and is not listed here.
 """
@@ -40,14 +43,19 @@ __all__ = [
 class _WireError(RemoteProtocolError):
     section: ClassVar[str] = "10"
 
+    def __init__(self, message: str, *, subscriber: int | None = None, section: str | None = None) -> None:
+        super().__init__(message, subscriber=subscriber)
+        self.cited = section or self.section
+        """The section the reason cites: the class's, or the one that states this rule."""
+
     @property
     def reason(self) -> str:
         """The goodbye/onError text for the peer: what failed and which section it breaks."""
-        return f"{self} (PROTOCOL.md §{self.section})"
+        return f"{self} (PROTOCOL.md §{self.cited})"
 
 
 class FrameError(_WireError):
-    """The bytes do not form a valid frame (§2, §3); always ends the connection."""
+    """The bytes do not form a valid frame (§2, §3, §7, §9.3); always ends the connection."""
 
     section = "3"
 
@@ -103,15 +111,6 @@ class ExtensionError(_WireError):
     """
 
     section = "4.4"
-
-    def __init__(self, message: str, *, section: str = "4.4") -> None:
-        super().__init__(message)
-        self.cited = section
-        """The section the goodbye cites: §4.4, or the section of the extension's own rule."""
-
-    @property
-    def reason(self) -> str:
-        return f"{self} (PROTOCOL.md §{self.cited})"
 
 
 class AbruptCloseError(_WireError):

@@ -252,7 +252,9 @@ class FrameParser:
     def eof(self) -> FrameError | None:
         """The error to report if the input ends now (a truncated frame), else ``None``."""
         if (self._buf or self._pieces is not None) and self.error is None:
-            return FrameError(f"input ended inside a frame ({self.buffered} bytes of an incomplete frame)")
+            return FrameError(
+                f"input ended inside a frame ({self.buffered} bytes of an incomplete frame)", section="9.3"
+            )
         return None
 
     # -- the loop --------------------------------------------------------------------------
@@ -429,9 +431,11 @@ class FrameParser:
         count, p = decode_varint(data, p, n)
         size = self.element_sizes.get(sid, 0)
         if not size:
-            raise FrameError(f"onNextPacked for subscriber {sid}, whose onSubscribe had elementSize 0")
+            raise FrameError(
+                f"onNextPacked for subscriber {sid}, whose onSubscribe had elementSize 0", section="7"
+            )
         if count == 0:
-            raise FrameError(f"onNextPacked for subscriber {sid} with count 0")
+            raise FrameError(f"onNextPacked for subscriber {sid} with count 0", section="7")
         total = count * size
         if total > self._max_element:
             raise _too_big("onNextPacked payload", total, self._max_element, sid)
@@ -530,7 +534,7 @@ class FrameParser:
         try:
             return data[p:end].decode(), end
         except UnicodeDecodeError:
-            raise FrameError(f"{what} is not valid UTF-8") from None
+            raise FrameError(f"{what} is not valid UTF-8", section="2.2") from None
 
 
 _Decoder = Callable[[FrameParser, bytes, int, int], tuple[Frame, int]]

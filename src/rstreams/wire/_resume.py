@@ -151,7 +151,7 @@ def _try_varint(data: bytes, pos: int, what: str) -> tuple[int, int] | None:
     except Incomplete:
         return None
     except RemoteProtocolError as error:
-        raise ResumeError(f"{what}: {error}", section="3") from error
+        raise ResumeError(f"{what}: {error}", section="2") from error
 
 
 def _varint(buf: bytes, pos: int, what: str) -> tuple[int, int]:
@@ -175,7 +175,7 @@ def _read_message(buf: bytearray, pos: int) -> tuple[int, bytes, int] | None:
         raise ResumeError(
             f"message 0x{buf[pos]:02x} announces a {size}-byte payload; at most {MAX_RESUME_PAYLOAD} "
             f"in the resume exchange",
-            section="3",
+            section="7",
         )
     if start + size > len(buf):
         return None

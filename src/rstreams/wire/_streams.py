@@ -137,16 +137,20 @@ class StreamTable:
         if sid in self.publishing:
             return Violation(
                 StreamStateError(
-                    f"subscribe reuses subscriber id {sid} before its subscription ended", subscriber=sid
+                    f"subscribe reuses subscriber id {sid} before its subscription ended",
+                    subscriber=sid,
+                    section="5.3",
                 )
             )
         self._closed.pop((True, sid), None)  # a new subscription, accepted or refused
         refusal = ""
         if len(self.publishing) >= self._max_subscriptions:
-            refusal = f"refused: at most {self._max_subscriptions} subscriptions per connection (§11)"
+            refusal = (
+                f"refused: at most {self._max_subscriptions} subscriptions per connection (PROTOCOL.md §11)"
+            )
         # UTF-8 takes at most 4 bytes a character: only a name that might be too long is encoded
         elif len(f.publisher) * 4 > self._max_name and len(f.publisher.encode()) > self._max_name:
-            refusal = f"refused: publisher name longer than {self._max_name} bytes (§11)"
+            refusal = f"refused: publisher name longer than {self._max_name} bytes (PROTOCOL.md §11)"
         elif f.initial_demand > UNBOUNDED:
             refusal = RemoteInvalidDemandError(
                 f"rule 3.9: initialDemand {f.initial_demand} is negative"

@@ -86,11 +86,11 @@ def decode_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
         result |= (b & 0x7F) << shift
         if b < 0x80:
             if b == 0:
-                raise FrameError("non-minimal varint encoding (trailing 0x00 byte)")
+                raise FrameError("non-minimal varint encoding (trailing 0x00 byte)", section="2.1")
             if result > MAX_U64:
                 break
             return result, pos
         if pos - start >= MAX_VARINT_BYTES:
             break
         shift += 7
-    raise FrameError("over-long varint: more than 10 bytes or a value above 2**64-1")
+    raise FrameError("over-long varint: more than 10 bytes or a value above 2**64-1", section="2.1")

@@ -639,6 +639,11 @@ class Connection:
                 f"can't send message type 0x{f.type:02x}: extension {owner} is not active on this "
                 f"connection{when}; it is active only when both hellos list it (PROTOCOL.md §4.4)"
             )
+        if f.type in owner.reserved:
+            raise LocalProtocolError(
+                f"can't send message type 0x{f.type:02x}: extension {owner} reserves it without "
+                "defining it (PROTOCOL.md §4.4)"
+            )
         write_extension(self._out, f.type, f.payload)
 
     # -- receiving, by frame type (the table in __init__) ----------------------------------------
@@ -682,6 +687,9 @@ class Connection:
             whose = "no extension" if owner is None else f"extension {owner}, which is not active"
             self._fail(ExtensionError(f"message type 0x{f.type:02x} belongs to {whose} on this connection"))
             return
+        if f.type in owner.reserved:
+            self._fail(ExtensionError(f"message type 0x{f.type:02x} is reserved by extension {owner}"))
+            return
         if f.type == PING or f.type == PONG:
             if len(f.payload) != KEEPALIVE_PAYLOAD_SIZE:
                 what = "ping" if f.type == PING else "pong"
@@ -689,7 +697,7 @@ class Connection:
                     ExtensionError(
                         f"keepalive {what} payload must be {KEEPALIVE_PAYLOAD_SIZE} bytes, "
                         f"got {len(f.payload)}",
-                        section="14",
+                        section="14.1",
                     )
                 )
                 return
@@ -852,6 +860,7 @@ class Connection:
                     f"joined element of {len(element)} bytes for subscriber {st.sid}, "
                     f"whose elementSize is {st.element_size}",
                     subscriber=st.sid,
+                    section="7",
                 )
             )
             return
@@ -871,6 +880,7 @@ class Connection:
                 StreamStateError(
                     f"onComplete for subscriber {sid} with {unfinished} unfinished split element(s)",
                     subscriber=sid,
+                    section="8",
                 )
             )
             return

@@ -7,7 +7,8 @@ Every extension message has one generic wire form, whatever the extension::
     type: u8 (0x80..0xFF), length: varint, payload: length bytes
 
 so any receiver can frame it, and skip nothing: a message of an extension that is not active
-(or of a type no extension owns) is a connection error citing §4.4. What the payload means
+(or of a type no extension owns), and a type its active extension reserves without defining
+it (``reserved``), is a connection error citing §4.4. What the payload means
 is the owning extension's business (PROTOCOL.md §14 onwards).
 
 The registry is a plain table; the core looks a type up in :data:`BY_TYPE` to find its owner.
@@ -46,11 +47,16 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Extension:
-    """One extension: the id hellos list, a name for messages, and the message types it owns."""
+    """One extension: the id hellos list, a name for messages, and the message types it owns.
+
+    ``reserved``: owned types it does not define (yet); receiving one is a connection error
+    even while the extension is active (§4.4).
+    """
 
     id: int
     name: str
     message_types: frozenset[int]
+    reserved: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if type(self.id) is not int or not 0 <= self.id < 2**64:
@@ -59,6 +65,8 @@ class Extension:
             type(t) is not int or not 0x80 <= t <= 0xFF for t in self.message_types
         ):
             raise ValueError(f"extension {self.name!r}: message types must be in 0x80..0xFF")
+        if not self.reserved < self.message_types:
+            raise ValueError(f"extension {self.name!r}: reserved types must be some of its message types")
 
     def __str__(self) -> str:
         return f"{self.name} (id {self.id})"
@@ -78,8 +86,8 @@ AUTH_SUBSCRIBE_CREDENTIALS = 0x86
 """auth subscribeCredentials, client -> server: subscriber id + credentials for that subscribe (§15)."""
 
 KEEPALIVE = Extension(1, "keepalive", frozenset({PING, PONG}))
-AUTH = Extension(2, "auth", frozenset(range(0x84, 0x88)))
-RESUME = Extension(3, "resume", frozenset(range(0x88, 0x90)))
+AUTH = Extension(2, "auth", frozenset(range(0x84, 0x88)), reserved=frozenset({0x87}))
+RESUME = Extension(3, "resume", frozenset(range(0x88, 0x90)), reserved=frozenset(range(0x8D, 0x90)))
 """Session resumption; its payloads are defined in PROTOCOL.md by the resumption extension."""
 
 CONTENT_TYPE = 0x90

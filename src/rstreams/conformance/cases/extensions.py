@@ -22,7 +22,7 @@ from rstreams.conformance.cases._helpers import (
     subscribe,
     varint,
 )
-from rstreams.wire import ExtensionMessage, Goodbye, OnSubscribe
+from rstreams.wire import Cancel, ExtensionMessage, Goodbye, OnComplete, OnSubscribe
 
 KEEPALIVE, AUTH = 1, 2
 PING, PONG = 0x80, 0x81
@@ -54,6 +54,10 @@ async def _with(ctx: Context, extension: int, name: str) -> Peer:
     if hello is None or extension not in hello.extensions:
         raise Skip(f"the endpoint does not list extension {name} (id {extension}) in its serverHello")
     return peer
+
+
+def _is(frame: object, kind: int) -> bool:
+    return isinstance(frame, ExtensionMessage) and frame.type == kind
 
 
 def _received(peer: Peer, kind: int) -> list[ExtensionMessage]:
@@ -140,7 +144,7 @@ async def _ping(ctx: Context) -> None:
 @case(
     "ex.ping_wrong_length",
     S141,
-    "A ping or pong whose payload is not exactly 8 bytes is a connection error (goodbye citing §14).",
+    "A ping or pong whose payload is not exactly 8 bytes is a connection error (goodbye citing §14.1).",
 )
 async def _ping_length(ctx: Context) -> None:
     peer = await _with(ctx, KEEPALIVE, "keepalive")
@@ -333,3 +337,65 @@ async def _subscribe_credentials(ctx: Context) -> None:
     await peer.send(subscribe(name, 2, 2))
     view = await peer.completed(2)
     check(view.elements == range_elements(2), "the connection did not go on after the refusal")
+
+
+@case(
+    "ex.auth_reserved_type",
+    S44,
+    "If the type is one that its extension owns but reserves (defines no message for yet), it ends the "
+    "connection the same way, even though the extension is active (here: 0x87 of auth).",
+)
+async def _auth_reserved(ctx: Context) -> None:
+    peer = await _with(ctx, AUTH, "auth")
+    await peer.send(message(0x87, b"x"))
+    reason = await _bye(ctx, peer, "4.4", auth=True)
+    check("0x87" in reason.lower() or "135" in reason, f"the goodbye {reason!r} does not name type 0x87")
+
+
+async def _held_and_cancelled(ctx: Context) -> Peer:
+    """Subscribe and cancel at once, optimistically, on a connection offering auth; Skip without it."""
+    peer = await ctx.open(extensions=(AUTH,))
+    await peer.send(subscribe(ctx.name("range", n=3), 1, 3), Cancel(subscriber=1))
+    await peer.hello()
+    hello = peer.monitor.server_hello
+    if hello is None or AUTH not in hello.extensions:
+        raise Skip("the endpoint does not list extension auth (id 2) in its serverHello")
+    return peer
+
+
+@case(
+    "ex.auth_held_cancel_waits",
+    S153,
+    "A cancel of a held subscribe is not answered at once either: its acknowledging onComplete (§5.4) is "
+    "the answer to that subscribe, sent in its turn like the others (after `authenticated`).",
+    needs=("range",),
+)
+async def _held_cancel(ctx: Context) -> None:
+    valid = _token_or_skip(ctx)
+    peer = await _held_and_cancelled(ctx)
+    await peer.quiet()
+    answers = peer.view(1).frames
+    check(not answers, f"a held, cancelled subscribe was answered before authenticate: {answers}")
+    await peer.send(message(AUTHENTICATE, token(valid)))
+    await peer.terminal(1)
+    order = [
+        "ok" if isinstance(f, ExtensionMessage) else "answer"
+        for f in peer.received
+        if getattr(f, "subscriber", None) == 1 or _is(f, AUTHENTICATED)
+    ]
+    check(order[:1] == ["ok"], f"authenticated did not come before the cancelled subscribe's answer: {order}")
+    check(isinstance(peer.view(1).terminal, OnComplete), "the cancel was not acknowledged with onComplete")
+
+
+@case(
+    "ex.auth_held_cancel_refused",
+    S153,
+    "Refused: the server says goodbye `authentication failed (PROTOCOL.md §15.3)`; held subscribes, "
+    "cancelled or not, end with it unanswered.",
+    needs=("range",),
+)
+async def _held_cancel_refused(ctx: Context) -> None:
+    peer = await _held_and_cancelled(ctx)
+    await peer.send(message(AUTHENTICATE, token("wrong-" + secrets.token_hex(8))))
+    await _bye(ctx, peer, "authentication failed", auth=True)
+    check(not peer.view(1).frames, "a held, cancelled subscribe was answered although authentication failed")

@@ -214,3 +214,23 @@ async def _acknowledges(ctx: Context) -> None:
 
     await peer.until(lambda: acked() >= len(counting.sent), "resumeAck of everything we sent (§16.4)")
     check(acked() == len(counting.sent), f"resumeAck({acked()}) beyond the {len(counting.sent)} bytes sent")
+
+
+def _register_reserved(code: int) -> None:
+    @case(
+        f"rs.reserved_type_0x{code:02x}",
+        "PROTOCOL.md §4.4",
+        "If the type is one that its extension owns but reserves (defines no message for yet), it ends the "
+        f"connection the same way, even though the extension is active (here: 0x{code:02X} of resume).",
+    )
+    async def _reserved(ctx: Context) -> None:
+        peer, _, _ = await _session(ctx)
+        await peer.send(encode_message(code, b"x"))
+        bye = await peer.goodbye_then_close()
+        reason = bye.reason if bye is not None else ""
+        check("4.4" in reason, f"the goodbye {reason!r} does not cite §4.4")
+        check(f"0x{code:02x}" in reason.lower(), f"the goodbye {reason!r} does not name type 0x{code:02X}")
+
+
+for _code in sorted(RESUME_EXTENSION.reserved):
+    _register_reserved(_code)

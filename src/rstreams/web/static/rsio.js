@@ -594,7 +594,7 @@ export class Connection {
     if (frame.type === "onComplete") {
       for (const partial of this._parts.values()) {
         if (partial.sub === sub.id && sub.state !== "CANCELLED") {
-          throw new ProtocolError(`onComplete for subscriber ${sub.id} with an unfinished split element`, "§5.2");
+          throw new ProtocolError(`onComplete for subscriber ${sub.id} with an unfinished split element`, "§8");
         }
       }
     }
@@ -626,7 +626,7 @@ export class Connection {
 
   _keepalive(frame, code) {
     if (frame.payload.length !== 8) {
-      throw new ProtocolError(`keepalive ${code} with a ${frame.payload.length}-byte payload; it carries 8`, "§14");
+      throw new ProtocolError(`keepalive ${code} with a ${frame.payload.length}-byte payload; it carries 8`, "§14.1");
     }
     if (frame.code === KEEPALIVE.types.ping) this._sendExtension(KEEPALIVE.types.pong, frame.payload.slice());
     else this.pongsReceived += 1;
@@ -634,7 +634,7 @@ export class Connection {
 
   _auth(frame, code) {
     const { authenticated, reserved } = AUTH.types;
-    if (frame.code === reserved) throw new ProtocolError(`message type ${code} is reserved by extension auth`, "§15.1");
+    if (frame.code === reserved) throw new ProtocolError(`message type ${code} is reserved by extension auth (id 2)`, "§4.4");
     if (frame.code !== authenticated) {
       throw new ProtocolError(`message type ${code}, which only a client sends, received by the client`, "§15.5");
     }

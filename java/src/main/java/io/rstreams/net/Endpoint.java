@@ -573,7 +573,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 case FrameType.RESUME_TOKEN -> {
                     if (conn.side() == Connection.Side.SERVER || replay.token != null
                             || x.payload().length < 1 || x.payload().length > 64) {
-                        throw new ProtocolException("resumeToken sent to a server, sent twice, or not 1-64 bytes (PROTOCOL.md §16.2, §16.4)");
+                        throw new ProtocolException("resumeToken sent to a server, sent twice, or not 1-64 bytes (PROTOCOL.md §16.2)");
                     }
                     replay.token = x.payload();
                 }
@@ -582,7 +582,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                     replay.ackReceived(2L + x.payload().length);
                 }
                 default -> throw new ProtocolException(String.format(
-                        "message type 0x%02x inside a session: resume, resumed and resumeRefused start a new transport (PROTOCOL.md §16.4)",
+                        "message type 0x%02x inside a session: resume, resumed and resumeRefused start a new transport (PROTOCOL.md §16.2)",
                         x.type()));
             }
         } catch (ProtocolException e) {

@@ -92,6 +92,7 @@ public final class Connection {
         long credit;
         long elementSize;
         String heldName;
+        boolean cancelledWhileHeld; // acknowledged in its turn, after authenticated (§15.3)
         final ArrayDeque<Object> queued = new ArrayDeque<>();
         long queuedBytes;
         int offset; // how much of the head element's parts are sent
@@ -322,10 +323,14 @@ public final class Connection {
                     "message type 0x%02x belongs to extension %s (id %d), which is not active on this connection (PROTOCOL.md §4.4)",
                     x.type(), FrameType.extensionName(owner), owner));
         }
+        if (FrameType.reserved(x.type())) {
+            throw new ProtocolException(String.format("message type 0x%02x is reserved by extension %s (id %d) (PROTOCOL.md §4.4)",
+                    x.type(), FrameType.extensionName(owner), owner));
+        }
         if (x.type() == FrameType.PING || x.type() == FrameType.PONG) {
             if (x.payload().length != PING_PAYLOAD) {
                 throw new ProtocolException(String.format(
-                        "keepalive %s payload must be 8 bytes, got %d (PROTOCOL.md §14)",
+                        "keepalive %s payload must be 8 bytes, got %d (PROTOCOL.md §14.1)",
                         x.type() == FrameType.PING ? "ping" : "pong", x.payload().length));
             }
             if (x.type() == FrameType.PING) {
@@ -374,7 +379,10 @@ public final class Connection {
         for (Map.Entry<Long, Theirs> e : held) {
             String name = e.getValue().heldName;
             e.getValue().heldName = null;
-            if (!auth.admits(e.getKey())) {
+            if (e.getValue().cancelledWhileHeld) {
+                theirs.remove(e.getKey());
+                out.write(new Frame.OnComplete(e.getKey()), 0); // the cancel's acknowledgement (§5.4)
+            } else if (!auth.admits(e.getKey())) {
                 theirs.remove(e.getKey());
                 refuse(e.getKey(), AuthGate.unauthenticated(name));
             } else {
@@ -439,6 +447,11 @@ public final class Connection {
     }
 
     private void cancelReceived(long id) {
+        Theirs held = theirs.get(id);
+        if (held != null && held.heldName != null) {
+            held.cancelledWhileHeld = true; // no answer before authenticated, none if it fails (§15.3)
+            return;
+        }
         if (theirs.remove(id) == null) {
             return; // crossed our terminal signal, or never opened (§5.4)
         }

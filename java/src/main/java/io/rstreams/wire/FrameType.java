@@ -107,6 +107,17 @@ public final class FrameType {
     }
 
     /**
+     * Whether an extension owns {@code type} without defining a message for it: receiving one is a
+     * connection error even while that extension is active (§4.4).
+     *
+     * @param type a type byte in 0x80..0xFF
+     * @return true for auth's 0x87 and resume's 0x8D..0x8F
+     */
+    public static boolean reserved(int type) {
+        return type == 0x87 || (type >= 0x8D && type <= 0x8F);
+    }
+
+    /**
      * The name of an extension, for messages.
      *
      * @param id an extension id

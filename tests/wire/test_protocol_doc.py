@@ -1,0 +1,398 @@
+"""PROTOCOL.md agrees with the bytes and with itself.
+
+* every section a goodbye or onError text cites exists, and the rule it cites is stated there;
+* every message of the §3 table has a test vector in docs/protocol-vectors.json, and every
+  type the table calls reserved is refused by the code;
+* every example byte string in PROTOCOL.md decodes to what the text beside it says.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from rstreams.wire import (
+    ClientHello,
+    Connection,
+    ConnectionClosed,
+    ConnectionConfig,
+    Frame,
+    OnComplete,
+    OnNext,
+    OnNextLastPart,
+    OnNextPart,
+    OnSubscribe,
+    Request,
+    ServerHello,
+    Side,
+    Subscribe,
+    encode,
+)
+from rstreams.wire._parser import FrameParser
+from rstreams.wire._resume import ReplayBuffer, ResumeError, _read_message, decode_position
+from rstreams.wire._varint import decode_varint, encode_varint
+from rstreams.wire.extensions import AUTH, BY_TYPE, KEEPALIVE, REGISTERED, RESUME
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTOCOL = (ROOT / "PROTOCOL.md").read_text()
+VECTORS = json.loads((ROOT / "docs" / "protocol-vectors.json").read_text())["vectors"]
+CITATION = re.compile(r"\(PROTOCOL\.md §(\d+(?:\.\d+)?)\)$")
+
+
+def _load_docs_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "make_protocol_docs", ROOT / "docs" / "make_protocol_docs.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_protocol_docs", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+DOCS = _load_docs_script()
+
+
+def sections() -> dict[str, str]:
+    """Section number -> its text, heading included; a section holds its subsections."""
+    heads = [
+        (m.start(), m.group(1)) for m in re.finditer(r"^##+ (?:(\d+(?:\.\d+)?)\.? )?", PROTOCOL, re.MULTILINE)
+    ]
+    found = {}
+    for i, (start, number) in enumerate(heads):
+        if number is None:
+            continue
+        end = next(
+            (later for later, other in heads[i + 1 :] if other is None or not other.startswith(number + ".")),
+            len(PROTOCOL),
+        )
+        found[number] = PROTOCOL[start:end]
+    return found
+
+
+SECTIONS = sections()
+
+
+# -- citations ---------------------------------------------------------------------------------------
+def _sources() -> list[Path]:
+    src = ROOT / "src" / "rstreams"
+    return sorted([*src.rglob("*.py"), *src.rglob("*.js"), *(ROOT / "js" / "src").rglob("*.js")])
+
+
+def _cited(path: Path) -> set[str]:
+    """The sections ``path`` cites: ``PROTOCOL.md §N``; ``section="N"`` of an error (§16.N for a
+    ResumeError); the JavaScript client's ``"§N"`` strings."""
+    text = path.read_text()
+    cited = set(re.findall(r"PROTOCOL\.md §(\d+(?:\.\d+)?)", text))
+    for match in re.finditer(r"section=\"(\d+(?:\.\d+)?)\"", text):
+        before = text[max(0, match.start() - 400) : match.start()]
+        last = before.rfind("Error(")  # the error this section= belongs to
+        resume = last >= len("Resume") and before[last - len("Resume") : last] == "Resume"
+        cited.add(f"16.{match.group(1)}" if resume else match.group(1))
+    if path.suffix == ".js":
+        cited |= set(re.findall(r"\"§(\d+(?:\.\d+)?)\"", text))
+    return cited
+
+
+def test_every_cited_section_in_the_sources_exists() -> None:
+    assert {"16.2", "16.4", "16.7"} <= _cited(ROOT / "src" / "rstreams" / "wire" / "_resume.py")
+    assert {"2.1"} <= _cited(ROOT / "src" / "rstreams" / "wire" / "_varint.py")
+    missing = [
+        f"{path.relative_to(ROOT)}: §{number}"
+        for path in _sources()
+        for number in sorted(_cited(path))
+        if number not in SECTIONS
+    ]
+    assert not missing, missing
+
+
+def _server(*extensions: int, **limits: int) -> Connection:
+    core = Connection(Side.SERVER, ConnectionConfig(extensions=frozenset(extensions), **limits))
+    core.receive_data(encode(ClientHello(extensions=extensions)))
+    core.data_to_send()
+    core.events_received()
+    return core
+
+
+def _client_with(sid: int = 1, demand: int = 1, element_size: int = 0) -> Connection:
+    """A client core with subscription ``sid`` answered by onSubscribe."""
+    core = Connection(Side.CLIENT)
+    core.receive_data(encode(ServerHello()))
+    core.send(Subscribe(publisher="p", subscriber=sid, initial_demand=demand))
+    core.receive_data(encode(OnSubscribe(subscriber=sid, element_size=element_size)))
+    core.data_to_send()
+    core.events_received()
+    return core
+
+
+def _goodbye(core: Connection, data: bytes, *, eof: bool = False) -> str:
+    core.receive_data(data)
+    if eof:
+        core.receive_eof()
+    closed = [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
+    assert closed, f"no goodbye for {data.hex(' ')}"
+    return closed[0].reason
+
+
+def _refusal(core: Connection, data: bytes) -> str:
+    """The onError text the core answers ``data`` with (a per-subscription error)."""
+    core.receive_data(data)
+    parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+    errors = [f for f in parser.feed(b"".join(core.data_to_send())) if type(f).__name__ == "OnError"]
+    assert errors, f"no onError for {data.hex(' ')}"
+    return str(errors[0].error)  # type: ignore[union-attr]  # an OnError
+
+
+def _resume_error(call: Callable[[], object]) -> str:
+    with pytest.raises(ResumeError) as info:
+        call()
+    return info.value.reason
+
+
+_SUB = encode(Subscribe(publisher="p", subscriber=1, initial_demand=1))
+# (what the peer did, how to make the code answer it, the section that must be cited, words of that
+# section that state the rule)
+VIOLATIONS: list[tuple[str, Callable[[], str], str, str]] = [
+    ("non-minimal varint", lambda: _goodbye(_server(), b"\x05\x80\x00\x01"), "2.1", "MUST be minimal"),
+    (
+        "11-byte varint",
+        lambda: _goodbye(_server(), b"\x05" + b"\xff" * 10 + b"\x01"),
+        "2.1",
+        "longer than 10 bytes",
+    ),
+    ("invalid UTF-8", lambda: _goodbye(_server(), b"\x04\x01\xff\x01\x01"), "2.2", "invalid\nUTF-8"),
+    ("unknown core type", lambda: _goodbye(_server(), b"\x0e\x00"), "3", "unknown or reserved type byte"),
+    ("a second hello", lambda: _goodbye(_server(), encode(ClientHello())), "4.1", "a second hello"),
+    (
+        "version 1",
+        lambda: _goodbye(Connection(Side.SERVER), encode(ClientHello(version=1))),
+        "4.2",
+        "version it does not",
+    ),
+    ("inactive extension", lambda: _goodbye(_server(), b"\x80\x08" + bytes(8)), "4.4", "is not active"),
+    ("reserved type 0x87", lambda: _goodbye(_server(AUTH.id), b"\x87\x00"), "4.4", "*reserves*"),
+    ("reserved type 0x8D", lambda: _goodbye(_server(RESUME.id), b"\x8d\x00"), "4.4", "*reserves*"),
+    (
+        "subscribe reusing an open id",
+        lambda: _goodbye(_server(), _SUB + _SUB),
+        "5.3",
+        "MUST NOT send another subscribe",
+    ),
+    (
+        "onNext for an id never subscribed",
+        lambda: _goodbye(_client_with(), encode(OnNext(subscriber=9, element=b"x"))),
+        "5.2",
+        "IDLE",
+    ),
+    (
+        "elements beyond demand",
+        lambda: _goodbye(_client_with(demand=1), encode(OnNext(subscriber=1, element=b"x")) * 2),
+        "6.3",
+        "beyond it treats this as a **connection** error",
+    ),
+    (
+        "onNextPacked without elementSize",
+        lambda: _goodbye(_client_with(), b"\x09\x01\x01\x00"),
+        "7",
+        "onNextPacked on a subscription whose\nelementSize is 0",
+    ),
+    (
+        "a split element not of elementSize",
+        lambda: _goodbye(
+            _client_with(element_size=8), encode(OnNextLastPart(subscriber=1, element_id=0, data=b"abc"))
+        ),
+        "7",
+        "must join to exactly n bytes",
+    ),
+    (
+        "onComplete inside a split element",
+        lambda: _goodbye(
+            _client_with(),
+            encode(OnNextPart(subscriber=1, element_id=0, data=b"a")) + encode(OnComplete(subscriber=1)),
+        ),
+        "8",
+        "onComplete while a part-received element",
+    ),
+    (
+        "input ends inside a message",
+        lambda: _goodbye(_server(), b"\x05\x01", eof=True),
+        "9.3",
+        "truncated frame",
+    ),
+    (
+        "a string above its limit",
+        lambda: _goodbye(_server(max_string_length=4, max_name_length=4), b"\x03\x05hello"),
+        "11",
+        "max_string_length",
+    ),
+    (
+        "a hello listing too many extensions",
+        lambda: _goodbye(
+            Connection(Side.SERVER, ConnectionConfig(max_extensions=1)), b"\x01\x00\x02\x01\x02"
+        ),
+        "11",
+        "max_extensions",
+    ),
+    (
+        "a 7-byte ping",
+        lambda: _goodbye(_server(KEEPALIVE.id), b"\x80\x07" + bytes(7)),
+        "14.1",
+        "exactly\n8 bytes",
+    ),
+    (
+        "request(0)",
+        lambda: _refusal(_server(), _SUB + encode(Request(subscriber=1, demand=1))[:2] + b"\x00"),
+        "6.2",
+        "rule 3.9",
+    ),
+    (
+        "subscribe beyond max_subscriptions",
+        lambda: _refusal(_server(max_subscriptions=1), _SUB + _SUB.replace(b"\x01\x01", b"\x02\x01")),
+        "11",
+        "max_subscriptions",
+    ),
+    (
+        "a publisher name above max_name_length",
+        lambda: _refusal(_server(max_name_length=1), encode(Subscribe(publisher="ab", subscriber=1))),
+        "11",
+        "max_name_length",
+    ),
+    (
+        "a malformed resumeAck",
+        lambda: _resume_error(lambda: decode_position(b"\x80\x00", "resumeAck")),
+        "16.2",
+        "non-minimal varint",
+    ),
+    (
+        "an acknowledgement beyond what was sent",
+        lambda: _resume_error(lambda: ReplayBuffer().acknowledge(5)),
+        "16.4",
+        "beyond what the peer has sent",
+    ),
+    (
+        "a resume-exchange payload above 256 bytes",
+        lambda: _resume_error(lambda: _read_message(bytearray(b"\x8a\x80\x04"), 0)),
+        "16.7",
+        "256 bytes",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "make", "section", "rule"), VIOLATIONS, ids=[v[0] for v in VIOLATIONS])
+def test_a_reason_cites_the_section_that_states_the_rule(
+    what: str, make: Callable[[], str], section: str, rule: str
+) -> None:
+    reason = make()
+    match = CITATION.search(reason)
+    assert match is not None, f"{what}: {reason!r} cites no section"
+    assert match.group(1) == section, f"{what}: {reason!r} should cite §{section}"
+    assert rule in SECTIONS[section], f"§{section} does not say {rule!r}"
+
+
+# -- the message table and the vectors -------------------------------------------------------------
+def _table_rows() -> list[tuple[list[int], str]]:
+    block = PROTOCOL.split("<!-- generated:types -->")[1].split("<!-- /generated:types -->")[0]
+    rows = []
+    for line in block.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        codes = [int(c, 16) for c in re.findall(r"`0x([0-9A-Fa-f]{2})`", cells[0])]
+        if codes and cells[0].startswith("`"):
+            span = list(range(codes[0], codes[-1] + 1))
+            rows.append((span, cells[1]))
+    return rows
+
+
+def test_every_message_of_the_table_has_a_vector() -> None:
+    """The list comes from §3's table (whoever adds a message type adds its row and its vector)."""
+    vectors = {(v["code"], v["type"]) for v in VECTORS}
+    named = [(codes[0], cell.split(" (")[0]) for codes, cell in _table_rows() if not cell.startswith("*")]
+    assert len(named) >= 13 + 10
+    missing = [f"0x{code:02X} {name}" for code, name in named if (code, name) not in vectors]
+    assert not missing, f"no vector in docs/protocol-vectors.json for {missing}"
+
+
+def test_every_extension_type_the_table_does_not_name_is_reserved_and_refused() -> None:
+    """A type of an extension without a message in the table must be refused by the core (§4.4)."""
+    for codes, cell in _table_rows():
+        owners = {BY_TYPE[c] for c in codes if c in BY_TYPE}
+        if not cell.startswith("*") or not owners:
+            continue
+        for code in codes:
+            owner = BY_TYPE[code]
+            assert code in owner.reserved, (
+                f"0x{code:02X} of {owner}: in the table without a message, not reserved"
+            )
+    for ext in REGISTERED:
+        defined = ext.message_types - ext.reserved
+        assert defined <= set(DOCS.EXTENSION_MESSAGES), f"{ext}: types without a message in §3 or a vector"
+
+
+# -- examples decode to what the text says ---------------------------------------------------------------
+def test_varint_examples() -> None:
+    text = SECTIONS["2.1"]
+    examples = re.findall(r"`([0-9*\u2212 ]+)` → `([0-9a-f ]+)`", text)
+    assert len(examples) >= 7
+    for expression, hexed in examples:
+        value = eval(expression.replace("\u2212", "-"), {"__builtins__": {}})  # digits, *, - only
+        assert encode_varint(value).hex(" ") == hexed, expression
+        data = bytes.fromhex(hexed)
+        assert decode_varint(data, 0, len(data)) == (value, len(data))
+
+
+def test_the_example_table_decodes_to_its_fields() -> None:
+    block = PROTOCOL.split("<!-- generated:examples -->")[1].split("<!-- /generated:examples -->")[0]
+    rows = [line for line in block.splitlines() if line.startswith("| ") and "`" in line]
+    assert len(rows) == len(VECTORS)
+    for row, vector in zip(rows, VECTORS, strict=True):
+        hexed = re.search(r"`([0-9a-f ]+)`", row)
+        assert hexed is not None and hexed.group(1) == vector["hex"], row
+        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=300)
+        if vector["element_size"]:
+            parser.element_sizes[1] = vector["element_size"]
+        frames = parser.feed(bytes.fromhex(vector["hex"]))
+        assert frames == [DOCS.frame_from_json(vector["type"], vector["fields"])], row
+        assert row.startswith(f"| {vector['type']} |")
+
+
+_TOKEN_HEX = bytes(range(16)).hex(" ")
+
+
+def _conversation_lines() -> list[tuple[str, str, str]]:
+    """Every line of an example conversation: (the section it is in, hex, description)."""
+    lines = []
+    for number, text in SECTIONS.items():
+        if "." in number:
+            continue  # a subsection: its section holds its text too
+        for block in re.findall(r"```\n(.*?)```", text, re.DOTALL):
+            for line in block.splitlines():
+                match = re.match(r"^(?:C→S|S→C)  (.+?)  +(\S.*)$", line)
+                if match:
+                    lines.append((number, match.group(1).replace("<token>", _TOKEN_HEX), match.group(2)))
+    return lines
+
+
+def test_every_example_conversation_decodes_to_what_the_text_says() -> None:
+    """§13, §15.6, §16.3: the hex of each line decodes to exactly one frame, described as written."""
+    lines = _conversation_lines()
+    assert {number for number, _, _ in lines} >= {"13", "15", "16"}
+    checked = 0
+    for number, hexed, text in lines:
+        if "<" in hexed:
+            continue  # "<server stream from 300>": not bytes
+        data = bytes.fromhex(hexed)
+        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+        frames: list[Any] = parser.feed(data)
+        assert len(frames) == 1 and not parser.buffered, f"§{number}: {hexed} is not one whole message"
+        frame: Frame = frames[0]
+        described = DOCS.describe(frame)
+        assert text.startswith(described), f"§{number}: {hexed} is {described}, the text says {text}"
+        checked += 1
+    assert checked >= 20
