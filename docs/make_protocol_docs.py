@@ -29,9 +29,22 @@ from rstreams.wire._channels import (
     INPUT_REQUEST,
     encode_channel_message,
 )
-from rstreams.wire._codes import ErrorCode, encode_error_code, encode_goodbye_code
+from rstreams.wire._codes import (
+    ErrorCode,
+    decode_error_code,
+    decode_goodbye_code,
+    encode_error_code,
+    encode_goodbye_code,
+)
 from rstreams.wire._content import encode_content_type
-from rstreams.wire._messages import MESSAGE, MESSAGE_CREDIT, encode_credit, encode_message
+from rstreams.wire._messages import (
+    MESSAGE,
+    MESSAGE_CREDIT,
+    decode_credit,
+    decode_message,
+    encode_credit,
+    encode_message,
+)
 from rstreams.wire._metadata import encode_metadata
 from rstreams.wire._resume import (
     RESUME,
@@ -454,7 +467,24 @@ def _describe_extension(frame: F.ExtensionMessage) -> str:
         return f"{name}({decode_position(payload, name)})"
     if frame.type == RESUME:
         return f"{name}(token, {decode_resume(payload).position})"
-    return name
+    if frame.type == X.ERROR_CODE:
+        subscriber, code = decode_error_code(payload)
+        return f"{name}(subscriber {subscriber}, code {code}: {_code_name(code)})"
+    if frame.type == X.GOODBYE_CODE:
+        code = decode_goodbye_code(payload)
+        return f"{name}({code}: {_code_name(code)})"
+    if frame.type == MESSAGE_CREDIT:
+        return f"{name}({decode_credit(payload)})"
+    if frame.type == MESSAGE:
+        target, body = decode_message(payload)
+        return f"{name}({json.dumps(target)}, {_element(body) if body else 'no body'})"
+    if frame.type in (X.PING, X.PONG) or not payload:
+        return name
+    return f"{name}(payload {payload.hex(' ')})"
+
+
+def _code_name(code: int) -> str:
+    return ErrorCode(code).name.lower().replace("_", " ") if code in set(ErrorCode) else "unregistered"
 
 
 def _hello_of(server: bool, extensions: tuple[int, ...]) -> F.Frame:
@@ -464,9 +494,11 @@ def _hello_of(server: bool, extensions: tuple[int, ...]) -> F.Frame:
 async def _recorded_exchange() -> list[tuple[str, F.Frame]]:
     """A real `connect` subscribes to a real `serve`'s built-in ``counter?to=2`` with demand 2,
     takes both elements and the completion, and says goodbye; a proxy between them records
-    every frame. The proxy lets the server's bytes through only once the client's subscribe
-    has passed (as a network slower in that direction would), so that the recording is the
-    same on every run: the subscribe is optimistic, sent before the serverHello arrives."""
+    every frame. The proxy reads the server's bytes only once the client's subscribe has
+    passed, and hands them to the client only once the subscription's onComplete is among
+    them (as a network slower in that direction would), so that the recording is the same on
+    every run: the subscribe is optimistic, sent before the serverHello arrives, and whatever
+    the client says in answer to the server comes after the server's whole answer."""
     from rstreams._cli_publishers import builtin_publishers
     from rstreams.net import connect, serve
     from rstreams.wire._parser import FrameParser
@@ -481,6 +513,7 @@ async def _recorded_exchange() -> list[tuple[str, F.Frame]]:
         reader: asyncio.StreamReader, writer: asyncio.StreamWriter, way: str, gate: asyncio.Event | None
     ) -> None:
         parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+        held = bytearray() if gate is not None else None  # the server's bytes up to its onComplete
         while data := await reader.read(65536):
             if gate is not None:
                 await gate.wait()
@@ -488,6 +521,11 @@ async def _recorded_exchange() -> list[tuple[str, F.Frame]]:
                 record.append((way, frame))  # type: ignore[arg-type]  # no batching parser: frames only
                 if isinstance(frame, F.Subscribe):
                     subscribed.set()
+                if isinstance(frame, F.OnComplete) and held is not None:
+                    data, held = bytes(held) + data, None  # the whole answer reaches the client at once
+            if held is not None:
+                held += data
+                continue
             writer.write(data)
             await writer.drain()
         if writer.can_write_eof():

@@ -275,7 +275,6 @@ async def test_input_beyond_the_granted_demand_gets_a_goodbye() -> None:
     [
         (INPUT_REQUEST, encode_channel_message(INPUT_REQUEST, 1, 0), "demand must be 1"),
         (CHANNEL, encode_channel_message(CHANNEL, 1) + b"\x00", "after its subscriber"),
-        (0xA6, b"\x01", "reserved"),
         (0xA5, b"\x01\xff", "not valid UTF-8"),
     ],
 )

@@ -218,7 +218,6 @@ async def test_the_server_grants_credit_and_a_flood_beyond_it_gets_a_goodbye() -
         (MESSAGE_CREDIT, encode_credit(1) + b"\x00", "after its count"),
         (MESSAGE, b"\x05ab", "message name of 5 bytes"),
         (MESSAGE, b"\x02\xff\xfe", "not valid UTF-8"),
-        (0x9E, b"", "reserved"),
     ],
 )
 async def test_malformed_messages_get_a_goodbye_citing_20_2(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from netsupport import RawPeer
 
 from rstreams._cli_publishers import builtin_publishers
 from rstreams.net import serve
 from rstreams.wire import OnComplete, OnNext, OnSubscribe, Subscribe
+from testkit.net import RawPeer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 

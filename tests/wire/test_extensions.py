@@ -25,7 +25,17 @@ from rstreams.wire import (
     encode,
     extensions,
 )
-from rstreams.wire.extensions import AUTH, KEEPALIVE, PING, PONG, RESUME, Extension
+from rstreams.wire.extensions import (
+    AUTH,
+    CHANNELS,
+    ERROR_CODES,
+    KEEPALIVE,
+    MESSAGES,
+    PING,
+    PONG,
+    RESUME,
+    Extension,
+)
 from testkit.wire import ConnectionPair, connected, feed_three_ways, wire
 
 BOTH = ConnectionConfig(extensions=frozenset({KEEPALIVE.id, AUTH.id}))
@@ -135,7 +145,18 @@ def test_a_type_no_extension_owns_is_refused() -> None:
     assert isinstance(closed, ConnectionClosed) and "0xfe" in closed.reason and "§4.4" in closed.reason
 
 
-@pytest.mark.parametrize(("code", "owner"), [(0x87, AUTH), (0x8D, RESUME), (0x8E, RESUME), (0x8F, RESUME)])
+@pytest.mark.parametrize(
+    ("code", "owner"),
+    [
+        (0x87, AUTH),
+        (0x8D, RESUME),
+        (0x8E, RESUME),
+        (0x8F, RESUME),
+        (0x9A, ERROR_CODES),
+        (0x9E, MESSAGES),
+        (0xA6, CHANNELS),
+    ],
+)
 def test_a_reserved_type_of_an_active_extension_is_a_connection_error(code: int, owner: Extension) -> None:
     """Reserved types are defined by no message: a goodbye citing §4.4, even with the extension active."""
     config = ConnectionConfig(extensions=frozenset({owner.id}))

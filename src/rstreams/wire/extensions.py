@@ -92,18 +92,20 @@ RESUME = Extension(3, "resume", frozenset(range(0x88, 0x90)), reserved=frozenset
 
 CONTENT_TYPE = 0x90
 """content-types contentType: subscriber varint + media type, immediately before that onSubscribe (§17)."""
-CONTENT_TYPES = Extension(4, "content-types", frozenset(range(0x90, 0x94)))
+CONTENT_TYPES = Extension(
+    4, "content-types", frozenset(range(0x90, 0x94)), reserved=frozenset(range(0x91, 0x94))
+)
 SUBSCRIBE_METADATA = 0x94
 """metadata subscribeMetadata: subscriber varint + entries, immediately before that subscribe (§18)."""
-METADATA = Extension(5, "metadata", frozenset(range(0x94, 0x98)))
+METADATA = Extension(5, "metadata", frozenset(range(0x94, 0x98)), reserved=frozenset(range(0x95, 0x98)))
 ERROR_CODE = 0x98
 """error-codes errorCode: subscriber varint + code varint, immediately before that onError (§19)."""
 GOODBYE_CODE = 0x99
 """error-codes goodbyeCode: code varint, immediately before a goodbye (§19)."""
-ERROR_CODES = Extension(6, "error-codes", frozenset(range(0x98, 0x9C)))
-MESSAGES = Extension(7, "messages", frozenset(range(0x9C, 0xA0)))
+ERROR_CODES = Extension(6, "error-codes", frozenset(range(0x98, 0x9C)), reserved=frozenset({0x9A, 0x9B}))
+MESSAGES = Extension(7, "messages", frozenset(range(0x9C, 0xA0)), reserved=frozenset({0x9E, 0x9F}))
 """Fire-and-forget messages to named handlers, bounded by message credit (§20; rstreams.wire._messages)."""
-CHANNELS = Extension(8, "channels", frozenset(range(0xA0, 0xA8)))
+CHANNELS = Extension(8, "channels", frozenset(range(0xA0, 0xA8)), reserved=frozenset({0xA6, 0xA7}))
 """Subscriptions that carry an input stream to the publisher (§21; rstreams.wire._channels)."""
 
 REGISTERED: tuple[Extension, ...] = (
