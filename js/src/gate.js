@@ -83,7 +83,7 @@ export class AuthGate {
     else if (code === AUTH.types.subscribeCredentials) this._subscribeCredentials(payload);
     else if (code === AUTH.types.authenticated) {
       throw new ProtocolError("authenticated (0x85) received by the server", "§15.5");
-    } else throw new ProtocolError(`message type 0x${code.toString(16)} is reserved by extension auth (id 2)`, "§4.4");
+    } else throw new ProtocolError(`message type 0x${code.toString(16)} is reserved by extension auth (id 2)`, "§4.4"); // not reached: the connection refuses reserved types
   }
 
   _authenticated(payload) {

@@ -182,8 +182,6 @@ export class ResumableSession {
         throw new ProtocolError(`resumeToken of ${payload.length} bytes; a token has 1 to ${MAX_TOKEN}`, "§16.2");
       }
       this.token = payload.slice();
-    } else if (EXTENSIONS.resume.reserved.includes(code)) {
-      throw new ProtocolError(`message type 0x${code.toString(16)} is reserved by extension resume (id 3)`, "§4.4");
     } else {
       throw new ProtocolError(`message type 0x${code.toString(16)} is not allowed inside a session`, "§16.2");
     }

@@ -28,10 +28,12 @@ export interface Extension {
   readonly id: number;
   readonly section: string;
   readonly types: Readonly<Record<string, number>>;
-  readonly reserved?: readonly number[];
+  readonly reserved: readonly number[];
 }
 /** The registered extensions (§4.4). */
-export declare const EXTENSIONS: Readonly<{ keepalive: Extension; auth: Extension; resume: Extension }>;
+export declare const EXTENSIONS: Readonly<{
+  keepalive: Extension; auth: Extension; resume: Extension; errorCodes: Extension; messages: Extension; channels: Extension;
+}>;
 /** The extension owning an extension message type (0x80-0xff), or undefined. */
 export declare function extensionOf(code: number): (Extension & { readonly name: string }) | undefined;
 

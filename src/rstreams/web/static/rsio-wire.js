@@ -35,20 +35,29 @@ export const DEFAULT_LIMITS = Object.freeze({
   splitThreshold: 64 * 1024,          // §8: elements we send above this go out in parts
 });
 
-/** The registered extensions (§4.4): id, name, and the message types each owns. */
+/** The registered extensions (§4.4): id, name, the message types each defines, and the types
+ * it owns without defining them (`reserved`: receiving one is a connection error, §4.4). */
 export const EXTENSIONS = Object.freeze({
-  keepalive: Object.freeze({ id: 1, section: "§14", types: Object.freeze({ ping: 0x80, pong: 0x81 }) }),
+  keepalive: Object.freeze({ id: 1, section: "§14", types: Object.freeze({ ping: 0x80, pong: 0x81 }),
+    reserved: Object.freeze([]) }),
   auth: Object.freeze({ id: 2, section: "§15", types: Object.freeze({
-    authenticate: 0x84, authenticated: 0x85, subscribeCredentials: 0x86, reserved: 0x87 }) }),
+    authenticate: 0x84, authenticated: 0x85, subscribeCredentials: 0x86 }), reserved: Object.freeze([0x87]) }),
   resume: Object.freeze({ id: 3, section: "§16", types: Object.freeze({
     resumeToken: 0x88, resume: 0x89, resumed: 0x8a, resumeRefused: 0x8b, resumeAck: 0x8c }),
     reserved: Object.freeze([0x8d, 0x8e, 0x8f]) }),
+  errorCodes: Object.freeze({ id: 6, section: "§19", types: Object.freeze({ errorCode: 0x98, goodbyeCode: 0x99 }),
+    reserved: Object.freeze([0x9a, 0x9b]) }),
+  messages: Object.freeze({ id: 7, section: "§20", types: Object.freeze({ message: 0x9c, messageCredit: 0x9d }),
+    reserved: Object.freeze([0x9e, 0x9f]) }),
+  channels: Object.freeze({ id: 8, section: "§21", types: Object.freeze({
+    channel: 0xa0, inputRequest: 0xa1, inputCancel: 0xa2, inputNext: 0xa3, inputComplete: 0xa4, inputError: 0xa5 }),
+    reserved: Object.freeze([0xa6, 0xa7]) }),
 });
 
 /** The extension that owns an extension message type (0x80-0xff), or undefined (§4.4). */
 export function extensionOf(code) {
   for (const [name, extension] of Object.entries(EXTENSIONS)) {
-    if (Object.values(extension.types).includes(code) || extension.reserved?.includes(code)) {
+    if (Object.values(extension.types).includes(code) || extension.reserved.includes(code)) {
       return { name, ...extension };
     }
   }

@@ -618,6 +618,9 @@ export class Connection {
       throw new ProtocolError(`message type ${code} belongs to extension ${owner.name} (id ${owner.id}), `
         + "which is not active on this connection", "§4.4");
     }
+    if (owner.reserved.includes(frame.code)) {
+      throw new ProtocolError(`message type ${code} is reserved by extension ${owner.name} (id ${owner.id})`, "§4.4");
+    }
     if (owner.id === KEEPALIVE.id) this._keepalive(frame, code);
     else if (owner.id === AUTH.id && this._gate !== null) this._gate.message(frame.code, frame.payload);
     else if (owner.id === AUTH.id) this._auth(frame, code);
@@ -633,8 +636,7 @@ export class Connection {
   }
 
   _auth(frame, code) {
-    const { authenticated, reserved } = AUTH.types;
-    if (frame.code === reserved) throw new ProtocolError(`message type ${code} is reserved by extension auth (id 2)`, "§4.4");
+    const { authenticated } = AUTH.types;
     if (frame.code !== authenticated) {
       throw new ProtocolError(`message type ${code}, which only a client sends, received by the client`, "§15.5");
     }
