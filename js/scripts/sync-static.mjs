@@ -9,7 +9,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const BROWSER_MODULES = [
-  "rsio.js", "rsio-wire.js", "rsio-subscribe.js", "rsio-publish.js", "rsio-resume.js",
+  "rsio.js", "rsio-wire.js", "rsio-subscribe.js", "rsio-publish.js", "rsio-resume.js", "rsio-codes.js",
 ];
 const source = new URL("../src/", import.meta.url);
 const target = new URL("../../src/rstreams/web/static/", import.meta.url);

@@ -14,6 +14,7 @@
 // credentials. Secrets are passed to the hook and kept nowhere.
 
 import { EXTENSIONS, ProtocolError, decodeCredentials, decodeVarint } from "./rsio-wire.js";
+import { ERROR_CODES } from "./rsio-codes.js";
 
 const AUTH = EXTENSIONS.auth;
 const REFUSED = Symbol("refused credentials");
@@ -92,7 +93,7 @@ export class AuthGate {
     const credentials = decodeCredentials(payload);
     this._check(credentials, (principal) => {
       if (principal === REFUSED) {
-        this._conn._quit("authentication failed (PROTOCOL.md §15.3)");
+        this._conn._quit("authentication failed (PROTOCOL.md §15.3)", undefined, ERROR_CODES.UNAUTHENTICATED);
         return;
       }
       this.principal = principal;
@@ -146,7 +147,7 @@ export class AuthGate {
       this._perSubscription.delete(id);
     }
     if (principal === REFUSED || principal === undefined || (principal === null && this.required)) {
-      this._conn._send({ type: "onError", subscriber: id,
+      this._conn._send({ type: "onError", subscriber: id, errorCode: ERROR_CODES.UNAUTHENTICATED,
         error: `unauthenticated: subscribe to '${name}' needs valid credentials (PROTOCOL.md §15.4)` });
       return;
     }
@@ -158,7 +159,7 @@ export class AuthGate {
       allowed = false;
     }
     if (!allowed) {
-      this._conn._send({ type: "onError", subscriber: id,
+      this._conn._send({ type: "onError", subscriber: id, errorCode: ERROR_CODES.UNAUTHORIZED,
         error: `unauthorized: subscribe to '${name}' is not allowed for this principal (PROTOCOL.md §15.4)` });
       return;
     }

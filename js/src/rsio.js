@@ -36,30 +36,41 @@ import {
 import { Offer, ServingTable } from "./rsio-publish.js";
 import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.js";
 import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
+import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
 
 export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 export { fixedSize, fromAsyncIterable, fromIterable } from "./rsio-publish.js";
 export { RESUME_DEFAULTS } from "./rsio-resume.js";
+export { ERROR_CODES, codeName } from "./rsio-codes.js";
 
 export const SUBPROTOCOL = "rsio.v0";
 
-/** The publisher ended a subscription with onError; `message` is the publisher's text. */
+/**
+ * The publisher ended a subscription with onError; `message` is the publisher's text, `code`
+ * the number of its errorCode (§19: ERROR_CODES.UNKNOWN_PUBLISHER, ...; null without one) and
+ * `codeName` that number's registry name ("UNKNOWN_PUBLISHER"; null for an unregistered code).
+ */
 export class RemoteStreamError extends Error {
-  constructor(message) {
+  constructor(message, code = null) {
     super(message);
     this.name = "RemoteStreamError";
+    this.code = code;
+    this.codeName = code === null ? null : codeName(code);
   }
 }
 
 /**
  * The connection ended (goodbye, close, or a protocol error in `cause`) before the stream did.
- * `reason` is the peer's goodbye reason when it said goodbye, else null.
+ * `reason` is the peer's goodbye reason when it said goodbye, else null; `code` the number of
+ * its goodbyeCode (§19), null without one.
  */
 export class ConnectionClosedError extends Error {
-  constructor(message, cause, reason = null) {
+  constructor(message, cause, reason = null, code = null) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = "ConnectionClosedError";
     this.reason = reason;
+    this.code = code;
+    this.codeName = code === null ? null : codeName(code);
   }
 }
 
@@ -67,7 +78,7 @@ const GOODBYE_TIMEOUT_MS = 2000; // how long we wait for the answer to our goodb
 const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
-const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME } = EXTENSIONS;
+const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION } = EXTENSIONS;
 
 /** Which hello each endpoint sends (§4.1); the rest of the protocol is symmetric (§1). */
 const ROLES = Object.freeze({
@@ -231,7 +242,8 @@ export class Connection {
     if (this._gate !== null && this._role !== ROLES.server) throw new TypeError("gate is for accepting endpoints");
     this._gate?.attach(this);
     this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
-      ...(this._session === null ? [] : [RESUME.id])];
+      ...(this._session === null ? [] : [RESUME.id]), ERROR_CODES_EXTENSION.id];
+    this._qualifiers = new Qualifiers(); // error-codes received (§19.1)
     this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
       : options.keepalive === null ? null : options.keepalive * 1000;
     this._lastReceived = this._clock.now();
@@ -364,7 +376,7 @@ export class Connection {
   /** Say goodbye (§9.1); resolves when the transport has closed. */
   close(reason = "") {
     if (this.state === "AWAITING_HELLO" || this.state === "OPEN") {
-      this._send({ type: "goodbye", reason });
+      this._send({ type: "goodbye", reason, errorCode: ERROR_CODES.NORMAL });
       this.state = "CLOSING";
       this._failAll(new ConnectionClosedError(`connection closed by this endpoint: ${reason || "goodbye"}`));
       this._closeTimer = this._clock.setTimeout(() => this._transport.close(), GOODBYE_TIMEOUT_MS);
@@ -408,6 +420,9 @@ export class Connection {
   /** Queue `frame`; `elementSize`: a served stream's, for its onNext (§7). */
   _send(frame, elementSize = 0) {
     if (this.state === "CLOSED" || (this.state === "CLOSING" && frame.type !== "goodbye")) return;
+    if (frame.errorCode != null && this.extensions.has(ERROR_CODES_EXTENSION.id)) { // adjacent (§19.1)
+      this._out.push(encodeFrame(Qualifiers.qualify(frame, frame.errorCode)));
+    }
     this._out.push(encodeFrame(frame, elementSize));
     if (frame.type !== "extension" || frame.code !== KEEPALIVE.types.ping) this._wrote = true;
     if (!this._flushQueued) {
@@ -439,7 +454,8 @@ export class Connection {
       this._idleTimer = this._clock.setTimeout(() => this._idleCheck(), this._idleMs - quiet);
       return;
     }
-    this._quit(`idle timeout: nothing received for ${this._idleMs / 1000} s (PROTOCOL.md §14.2)`);
+    this._quit(`idle timeout: nothing received for ${this._idleMs / 1000} s (PROTOCOL.md §14.2)`, undefined,
+      ERROR_CODES.TIMEOUT);
   }
 
   _waitWritable() {
@@ -476,7 +492,8 @@ export class Connection {
         throw new ProtocolError(`the first message must be ${this._role.peerHello}, got ${frame.type}`, "§4.1");
       }
     }
-    if (this.state === "CLOSING" && frame.type !== "goodbye") return; // §9.1: discard all but goodbye
+    if (this.state === "CLOSING" && frame.type !== "goodbye" && !Qualifiers.is(frame)) return; // §9.1, §19.1
+    frame.qualifier = this._qualifiers.check(frame); // the code of an errorCode/goodbyeCode just before
     const handler = HANDLERS[frame.type];
     if (handler === undefined) throw new ProtocolError(`unexpected ${frame.type} from the ${this._role.peer}`, "§4.1");
     handler(this, frame);
@@ -604,7 +621,7 @@ export class Connection {
     sub.state = "CLOSED";
     if (cancelled) return sub._finish(() => {}); // the acknowledgement (§5.4)
     if (frame.type === "onComplete") sub._finish((s) => s.onComplete?.());
-    else sub._finish((s) => s.onError?.(new RemoteStreamError(frame.error)));
+    else sub._finish((s) => s.onError?.(new RemoteStreamError(frame.error, frame.qualifier)));
   }
 
   // -- extensions (§4.4, §14, §15) --------------------------------------------------------------
@@ -624,6 +641,7 @@ export class Connection {
     if (owner.id === KEEPALIVE.id) this._keepalive(frame, code);
     else if (owner.id === AUTH.id && this._gate !== null) this._gate.message(frame.code, frame.payload);
     else if (owner.id === AUTH.id) this._auth(frame, code);
+    else if (owner.id === ERROR_CODES_EXTENSION.id) this._qualifiers.take(frame.code, frame.payload);
     else this._session.message(frame.code, frame.payload); // resume is active only with a session
   }
 
@@ -669,13 +687,14 @@ export class Connection {
 
   // -- ending -----------------------------------------------------------------------------------
   _violation(error) {
-    this._quit(error.message, error);
+    this._quit(error.message, error,
+      error.section === "§11" ? ERROR_CODES.LIMIT_EXCEEDED : ERROR_CODES.PROTOCOL_VIOLATION);
   }
 
-  /** Goodbye with `reason`, and end at once: every subscription fails with `error`. */
-  _quit(reason, error = new ConnectionClosedError(reason)) {
+  /** Goodbye with `reason` (and `code`, §19), and end at once: every subscription fails with `error`. */
+  _quit(reason, error = new ConnectionClosedError(reason), code = null) {
     if (this.state === "CLOSED") return;
-    if (this.state !== "CLOSING") this._send({ type: "goodbye", reason });
+    if (this.state !== "CLOSING") this._send({ type: "goodbye", reason, errorCode: code });
     this._flush();
     this._end(error);
     this._transport.close();
@@ -741,7 +760,7 @@ const HANDLERS = {
     if (!closing) conn._send({ type: "goodbye", reason: "" }); // §9.1, §9.2
     conn._flush();
     conn._end(closing ? null : new ConnectionClosedError(
-      `the ${conn._role.peer} said goodbye: ${frame.reason || "(no reason)"}`, undefined, frame.reason));
+      `the ${conn._role.peer} said goodbye: ${frame.reason || "(no reason)"}`, undefined, frame.reason, frame.qualifier));
     conn._transport.close();
   },
   serverHello(conn, frame) {

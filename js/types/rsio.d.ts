@@ -160,14 +160,32 @@ export declare class Connection {
 
 /** The publisher ended a subscription with onError. */
 export declare class RemoteStreamError extends Error {
-  constructor(message: string);
+  constructor(message: string, code?: number | bigint | null);
+  /** The errorCode that came with the onError (PROTOCOL.md §19); null without one. */
+  readonly code: number | bigint | null;
+  /** The code's registry name ("UNKNOWN_PUBLISHER"); null without a code or for an unregistered one. */
+  readonly codeName: ErrorCodeName | null;
 }
 
-/** The connection ended before the stream; `reason` is the peer's goodbye reason, if it said one. */
+/**
+ * The connection ended before the stream; `reason` is the peer's goodbye reason, if it said
+ * one, and `code` its goodbyeCode (§19), if it sent one.
+ */
 export declare class ConnectionClosedError extends Error {
-  constructor(message: string, cause?: unknown, reason?: string | null);
+  constructor(message: string, cause?: unknown, reason?: string | null, code?: number | bigint | null);
   readonly reason: string | null;
+  readonly code: number | bigint | null;
+  readonly codeName: ErrorCodeName | null;
 }
+
+/** The registry of error codes (PROTOCOL.md §19.2). */
+export declare const ERROR_CODES: Readonly<{
+  NORMAL: 0; APPLICATION: 1; UNKNOWN_PUBLISHER: 2; UNAUTHENTICATED: 3; UNAUTHORIZED: 4; INVALID_DEMAND: 5;
+  PROTOCOL_VIOLATION: 6; LIMIT_EXCEEDED: 7; UNAVAILABLE: 8; INTERNAL: 9; CANCELLED: 10; TIMEOUT: 11;
+}>;
+export type ErrorCodeName = keyof typeof ERROR_CODES;
+/** The registry name of a code, or null for one the registry does not list. */
+export declare function codeName(code: number | bigint): ErrorCodeName | null;
 
 export declare const SUBPROTOCOL: "rsio.v0";
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import rstreams
 from rstreams.web import LivePage
 from testkit.chromium import Page, chromium, find_chromium
 from testkit.web import CountingPublisher
@@ -134,3 +135,46 @@ def test_live_page_connects_receives_and_draws(tmp_path: Path) -> None:
     assert "goodbye" in (closed["error"] or ""), closed
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
     assert not [line for line in console if "rror" in line and "goodbye" not in line], console
+
+
+ERRORS = """(async () => {
+  const { connect, ERROR_CODES } = await import("./rsio.js");
+  const config = await (await fetch("config.json")).json();
+  const url = new URL(config.url);
+  if (url.hostname === "0.0.0.0" || url.hostname === "[::]") url.hostname = location.hostname;
+  const conn = await connect(url.href);
+  await conn.ready;
+  const seen = { extensions: [...conn.extensions] };
+  for (const name of ["no/such/publisher", "broken"]) {
+    try {
+      await conn.request(name);
+      seen[name] = "no error";
+    } catch (error) {
+      seen[name] = { type: error.name, code: error.code, codeName: error.codeName, message: error.message };
+    }
+  }
+  seen.registry = ERROR_CODES.UNKNOWN_PUBLISHER;
+  await conn.close("done");
+  return seen;
+})()"""
+
+
+@pytest.mark.timeout(60)
+def test_the_browser_client_reads_error_codes(tmp_path: Path) -> None:
+    """In Chromium, the JavaScript client negotiates error-codes with the Python server (§19) and
+    exposes each onError's code: 2 for an unknown publisher, 1 for a publisher's own failure."""
+    assert CHROMIUM is not None
+    offer = {"results": CountingPublisher(10, row), "broken": rstreams.error(RuntimeError("boom"))}
+    with LivePage(offer, publisher="results", window=WINDOW) as live:
+
+        async def drive() -> Any:
+            async with chromium(CHROMIUM, tmp_path / "profile") as browser:
+                page = await browser.open(live.url)
+                return await page.evaluate(ERRORS)
+
+        seen = asyncio.run(drive())
+    assert 6 in seen["extensions"], seen
+    assert seen["no/such/publisher"]["type"] == "RemoteStreamError", seen
+    assert seen["no/such/publisher"]["code"] == 2 == seen["registry"]
+    assert seen["no/such/publisher"]["codeName"] == "UNKNOWN_PUBLISHER"
+    assert seen["broken"]["code"] == 1 and "boom" in seen["broken"]["message"], seen

@@ -29,7 +29,14 @@ from testkit.chromium import chromium, find_chromium
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "js"
 STATIC = ROOT / "src" / "rstreams" / "web" / "static"
-BROWSER_MODULES = ("rsio.js", "rsio-wire.js", "rsio-subscribe.js", "rsio-publish.js", "rsio-resume.js")
+BROWSER_MODULES = (
+    "rsio.js",
+    "rsio-wire.js",
+    "rsio-subscribe.js",
+    "rsio-publish.js",
+    "rsio-resume.js",
+    "rsio-codes.js",
+)
 NODE = shutil.which("node")
 
 

@@ -32,6 +32,7 @@ STATIC_FILES = (
     "rsio-subscribe.js",
     "rsio-publish.js",
     "rsio-resume.js",
+    "rsio-codes.js",
 )
 """The files served from ``static/`` (the page, its script and style, the RS.io client)."""
 

@@ -82,13 +82,14 @@ async def _request_zero(ctx: Context) -> None:
 
 @case(
     "ex.ch_reserved_type",
-    S212,
-    "A message of a reserved type of extension channels (here 0xA6) is a connection error citing §21.2.",
+    "PROTOCOL.md §4.4",
+    "A message of a reserved type of extension channels (here 0xA6) is a connection error citing §4.4, as "
+    "for every extension.",
 )
 async def _reserved(ctx: Context) -> None:
     peer = await _with_channels(ctx)
     await peer.send(_frame(0xA6, 1))
-    await _bye(peer, "21.2")
+    await _bye(peer, "4.4")
 
 
 @case(

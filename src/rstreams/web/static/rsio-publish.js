@@ -18,6 +18,9 @@
 // sent as UTF-8. Anything else ends that subscription with onError naming the type.
 
 import { ProtocolError, UNBOUNDED, concat } from "./rsio-wire.js";
+import { ERROR_CODES } from "./rsio-codes.js";
+
+const { APPLICATION, INTERNAL, INVALID_DEMAND, LIMIT_EXCEEDED, UNKNOWN_PUBLISHER } = ERROR_CODES;
 
 /**
  * `publisher` with fixed-size elements: every element it emits has exactly `size` bytes, and
@@ -173,7 +176,9 @@ class ServedStream {
 
   onError(error) {
     if (this.done) return;
-    this._table.finish(this, { type: "onError", subscriber: this.id, error: String(error?.message ?? error) });
+    // §19.2: the publisher's own failure is code 1, or the code of a relayed RemoteStreamError
+    const code = Number.isInteger(error?.code) && error.code >= 0 ? error.code : APPLICATION;
+    this._table.finish(this, { type: "onError", subscriber: this.id, error: String(error?.message ?? error), errorCode: code });
   }
 
   onComplete() {
@@ -204,20 +209,20 @@ export class ServingTable {
     }
     if (initial > UNBOUNDED) {
       return this._refuse(id, `rule 3.9: subscribe to '${name}' with initialDemand ${initial}; `
-        + "demand is at most 2**63 - 1 (PROTOCOL.md §6.2)");
+        + "demand is at most 2**63 - 1 (PROTOCOL.md §6.2)", INVALID_DEMAND);
     }
     if (utf8.encode(name).length > this._limits.maxNameLength) {
       return this._refuse(id, `publisher name of ${utf8.encode(name).length} bytes is above `
-        + `max_name_length ${this._limits.maxNameLength} (PROTOCOL.md §11)`);
+        + `max_name_length ${this._limits.maxNameLength} (PROTOCOL.md §11)`, LIMIT_EXCEEDED);
     }
     if (this.streams.size >= this._limits.maxSubscriptions) {
       return this._refuse(id, `more than max_subscriptions ${this._limits.maxSubscriptions} open `
-        + "subscriptions on this endpoint (PROTOCOL.md §11)");
+        + "subscriptions on this endpoint (PROTOCOL.md §11)", LIMIT_EXCEEDED);
     }
     const found = this._offer.find(name);
     if (found === null) {
       const offered = this._offer.size ? "" : ": this endpoint publishes nothing";
-      return this._refuse(id, `no publisher named '${name}'${offered}`);
+      return this._refuse(id, `no publisher named '${name}'${offered}`, UNKNOWN_PUBLISHER);
     }
     let publisher = found.target;
     if (typeof publisher === "function") {
@@ -225,17 +230,17 @@ export class ServingTable {
         publisher = publisher(found.params, found.path, this._conn);
       } catch (error) {
         this._conn._report(error);
-        return this._refuse(id, `publisher '${name}' failed to start: ${error?.message ?? error}`);
+        return this._refuse(id, `publisher '${name}' failed to start: ${error?.message ?? error}`, INTERNAL);
       }
-      if (publisher == null) return this._refuse(id, `no publisher named '${name}'`); // the factory's "none"
+      if (publisher == null) return this._refuse(id, `no publisher named '${name}'`, UNKNOWN_PUBLISHER); // the factory's "none"
       if (!isPublisher(publisher)) {
-        return this._refuse(id, `the factory for '${name}' returned ${describe(publisher)}, not a Publisher`);
+        return this._refuse(id, `the factory for '${name}' returned ${describe(publisher)}, not a Publisher`, INTERNAL);
       }
     }
     const size = publisher.elementSize ?? 0;
     if (!Number.isInteger(size) || size < 0 || size > this._limits.maxElementSize) {
       return this._refuse(id, `publisher '${name}' has elementSize ${size}; it is 0 (any size) or a byte count `
-        + `up to ${this._limits.maxElementSize} (PROTOCOL.md §7)`);
+        + `up to ${this._limits.maxElementSize} (PROTOCOL.md §7)`, INTERNAL);
     }
     const stream = new ServedStream(this, id, name, initial, size);
     this.streams.set(id, stream);
@@ -253,7 +258,8 @@ export class ServingTable {
     const stream = this.streams.get(frame.subscriber);
     if (stream === undefined || stream.done) return; // §5.4: may have crossed our terminal signal
     if (frame.demand === 0n || frame.demand > UNBOUNDED) {
-      this.fail(stream, `rule 3.9: request(n) needs 0 < n < 2**63, got ${frame.demand} (PROTOCOL.md §6.2)`);
+      this.fail(stream, `rule 3.9: request(n) needs 0 < n < 2**63, got ${frame.demand} (PROTOCOL.md §6.2)`,
+        INVALID_DEMAND);
       return;
     }
     const sum = stream.wanted + frame.demand;
@@ -399,11 +405,11 @@ export class ServingTable {
   }
 
   /** End one subscription with onError `message`, cancelling its local Publisher. */
-  fail(stream, message) {
+  fail(stream, message, code = INTERNAL) {
     if (stream.done) return;
     this._flushPack(stream); // what it emitted within demand goes first
     this._stop(stream);
-    this._conn._send({ type: "onError", subscriber: stream.id, error: message });
+    this._conn._send({ type: "onError", subscriber: stream.id, error: message, errorCode: code });
   }
 
   /** The local publisher's terminal signal, sent after the stream's queued elements. */
@@ -440,8 +446,8 @@ export class ServingTable {
     }
   }
 
-  _refuse(id, message) {
-    this._conn._send({ type: "onError", subscriber: id, error: message });
+  _refuse(id, message, code) {
+    this._conn._send({ type: "onError", subscriber: id, error: message, errorCode: code });
   }
 }
 
