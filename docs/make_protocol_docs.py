@@ -36,7 +36,7 @@ from rstreams.wire._codes import (
     encode_error_code,
     encode_goodbye_code,
 )
-from rstreams.wire._content import encode_content_type
+from rstreams.wire._content import decode_content_type, encode_content_type
 from rstreams.wire._messages import (
     MESSAGE,
     MESSAGE_CREDIT,
@@ -45,7 +45,7 @@ from rstreams.wire._messages import (
     encode_credit,
     encode_message,
 )
-from rstreams.wire._metadata import encode_metadata
+from rstreams.wire._metadata import decode_metadata, encode_metadata
 from rstreams.wire._resume import (
     RESUME,
     RESUME_ACK,
@@ -473,6 +473,14 @@ def _describe_extension(frame: F.ExtensionMessage) -> str:
     if frame.type == X.GOODBYE_CODE:
         code = decode_goodbye_code(payload)
         return f"{name}({code}: {_code_name(code)})"
+    if frame.type == X.CONTENT_TYPE:
+        subscriber, media_type = decode_content_type(payload)
+        return f"{name}({subscriber}, {json.dumps(media_type)})"
+    if frame.type == X.SUBSCRIBE_METADATA:
+        subscriber, entries = decode_metadata(payload, max_bytes=1 << 20, max_entries=1 << 10)
+        shown = ", ".join(f"{json.dumps(k)} = {_element(v) if v else '(empty)'}" for k, v in entries.items())
+        count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+        return f"{name}(subscriber {subscriber}, {count}{': ' + shown if entries else ''})"
     if frame.type == MESSAGE_CREDIT:
         return f"{name}({decode_credit(payload)})"
     if frame.type == MESSAGE:

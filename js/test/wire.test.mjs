@@ -120,7 +120,7 @@ test("every extension message type of the vectors has its owner (§4.4); other t
   assert.equal(extensionOf(0x87).name, "auth"); // reserved, but owned
   assert.equal(extensionOf(0x8f).name, "resume");
   assert.equal(extensionOf(0x82), undefined);
-  assert.equal(extensionOf(0x90), undefined);
+  assert.equal(extensionOf(0x90).name, "contentTypes");
   assert.equal(extensionOf(0x9e).name, "messages");
   assert.equal(extensionOf(0xa8), undefined);
 });

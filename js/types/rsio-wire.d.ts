@@ -32,7 +32,8 @@ export interface Extension {
 }
 /** The registered extensions (§4.4). */
 export declare const EXTENSIONS: Readonly<{
-  keepalive: Extension; auth: Extension; resume: Extension; errorCodes: Extension; messages: Extension; channels: Extension;
+  keepalive: Extension; auth: Extension; resume: Extension; contentTypes: Extension; metadata: Extension;
+  errorCodes: Extension; messages: Extension; channels: Extension;
 }>;
 /** The extension owning an extension message type (0x80-0xff), or undefined. */
 export declare function extensionOf(code: number): (Extension & { readonly name: string }) | undefined;

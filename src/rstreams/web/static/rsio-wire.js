@@ -45,6 +45,10 @@ export const EXTENSIONS = Object.freeze({
   resume: Object.freeze({ id: 3, section: "§16", types: Object.freeze({
     resumeToken: 0x88, resume: 0x89, resumed: 0x8a, resumeRefused: 0x8b, resumeAck: 0x8c }),
     reserved: Object.freeze([0x8d, 0x8e, 0x8f]) }),
+  contentTypes: Object.freeze({ id: 4, section: "§17", types: Object.freeze({ contentType: 0x90 }),
+    reserved: Object.freeze([0x91, 0x92, 0x93]) }),
+  metadata: Object.freeze({ id: 5, section: "§18", types: Object.freeze({ subscribeMetadata: 0x94 }),
+    reserved: Object.freeze([0x95, 0x96, 0x97]) }),
   errorCodes: Object.freeze({ id: 6, section: "§19", types: Object.freeze({ errorCode: 0x98, goodbyeCode: 0x99 }),
     reserved: Object.freeze([0x9a, 0x9b]) }),
   messages: Object.freeze({ id: 7, section: "§20", types: Object.freeze({ message: 0x9c, messageCredit: 0x9d }),
