@@ -44,10 +44,10 @@ for (const listenOn of ["tcp://127.0.0.1:0", "ws://127.0.0.1:0/rsio"]) {
       const [passed, failed] = [Number(total[1]), Number(total[2])];
       assert.equal(failed, 0, run.stdout.split("\n").filter((line) => line.startsWith("FAIL")).join("\n"));
       assert.ok(passed >= 188, run.stdout.slice(-1500));
-      // what skips: resume, channels, error codes and messages, which listen() does not offer,
+      // what skips: resume, channels, content types, metadata and messages, which listen() does not offer,
       // and auth *required* (the suite's probe has no token; test/gate.test.mjs covers it)
       const skipped = run.stdout.split("\n").filter((line) => line.startsWith("skip")).map((line) => line.split(/\s+/)[1]);
-      const allowed = /^(ex\.auth_required|ex\.(ch|codes|msg)_\w+|rs\.\w+)$/;
+      const allowed = /^(ex\.auth_required|ex\.(ch|ct|md|msg)_\w+|rs\.\w+)$/;
       assert.deepEqual(skipped.filter((id) => !allowed.test(id)), []);
     } finally {
       await server.close();

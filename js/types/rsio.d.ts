@@ -96,6 +96,24 @@ export interface ConnectOptions {
   idleTimeout?: number | null;
   /** Node, tls:// only: options for tls.connect (ca, cert, key, servername, ...). */
   tls?: Record<string, unknown>;
+  /** Handlers of the peer's one-way messages (§20): names or "{field}" patterns. */
+  handlers?: Record<string, MessageHandler> | Map<string, MessageHandler>;
+  /** Message credit granted to the peer (§20.3). Default 16. */
+  maxMessagesInFlight?: number;
+}
+
+/** A one-way message from the peer (§20); its credit is held until the handler returns or its promise settles. */
+export interface Message {
+  readonly name: string;
+  readonly path: string;
+  readonly params: Record<string, string>;
+  readonly payload: Uint8Array;
+}
+export type MessageHandler = (message: Message) => unknown;
+
+/** send(name, payload, {wait: false}) while the peer has granted no message credit (§20.3). */
+export declare class MessageCreditError extends Error {
+  constructor(message: string);
 }
 
 export type Decode<T> = "bytes" | "text" | "json" | ((bytes: Uint8Array) => T);
@@ -156,6 +174,10 @@ export declare class Connection {
   request<T = unknown>(name: string, options: { decode: "json" | ((bytes: Uint8Array) => T) }): Promise<T>;
   /** Goodbye (§9.1); resolves with `closed`'s value once the transport has closed. */
   close(reason?: string): Promise<Error | null>;
+  /** A one-way message to the peer's handler `name` (§20); resolves once written. */
+  send(name: string, payload?: string | Uint8Array | ArrayBuffer, options?: { wait?: boolean }): Promise<void>;
+  /** Message credit the peer has granted and this endpoint has not used (§20.3). */
+  readonly messageCredit: bigint;
 }
 
 /** The publisher ended a subscription with onError. */

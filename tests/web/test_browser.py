@@ -178,3 +178,51 @@ def test_the_browser_client_reads_error_codes(tmp_path: Path) -> None:
     assert seen["no/such/publisher"]["code"] == 2 == seen["registry"]
     assert seen["no/such/publisher"]["codeName"] == "UNKNOWN_PUBLISHER"
     assert seen["broken"]["code"] == 1 and "boom" in seen["broken"]["message"], seen
+
+
+SEND = """(async () => {
+  const { connect, MessageCreditError } = await import("./rsio.js");
+  const conn = await connect(%(url)s);
+  await conn.ready;
+  for (let i = 0; i < 40; i++) await conn.send("events/click?n=" + i, "from the page " + i);
+  let refused = null;
+  try {
+    while (true) await conn.send("events/flood", "x", { wait: false });  // until the credit runs out
+  } catch (error) {
+    refused = error instanceof MessageCreditError ? "MessageCreditError" : String(error);
+  }
+  const extensions = [...conn.extensions];
+  await conn.close("done");
+  return { extensions, refused };
+})()"""
+
+
+@pytest.mark.timeout(60)
+def test_the_browser_client_sends_messages_within_the_credit(tmp_path: Path) -> None:
+    """In Chromium, conn.send() reaches a Python handler (extension messages, §20): 40 messages,
+    more than one grant of credit, all delivered in order; {wait: false} fails once it runs out."""
+    assert CHROMIUM is not None
+    got: list[tuple[str, bytes]] = []
+
+    def on_click(message: Any) -> None:
+        got.append((message.params.get("n", "flood"), bytes(message.payload)))
+
+    with LivePage({"x": rstreams.just(b"{}")}, publisher="x") as live:
+
+        async def drive() -> Any:
+            server = await rstreams.serve(
+                "ws://127.0.0.1:0/rsio",
+                {},
+                handlers={"events/click": on_click, "events/flood": lambda m: None},
+            )
+            try:
+                async with chromium(CHROMIUM, tmp_path / "profile") as browser:
+                    page = await browser.open(live.url)
+                    return await page.evaluate(SEND % {"url": json.dumps(server.url)})
+            finally:
+                await server.aclose()
+
+        seen = asyncio.run(drive())
+    assert 7 in seen["extensions"], seen
+    assert seen["refused"] == "MessageCreditError", seen
+    assert got == [(str(i), f"from the page {i}".encode()) for i in range(40)]

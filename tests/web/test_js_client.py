@@ -36,6 +36,7 @@ BROWSER_MODULES = (
     "rsio-publish.js",
     "rsio-resume.js",
     "rsio-codes.js",
+    "rsio-messages.js",
 )
 NODE = shutil.which("node")
 

@@ -33,6 +33,7 @@ STATIC_FILES = (
     "rsio-publish.js",
     "rsio-resume.js",
     "rsio-codes.js",
+    "rsio-messages.js",
 )
 """The files served from ``static/`` (the page, its script and style, the RS.io client)."""
 

@@ -37,11 +37,13 @@ import { Offer, ServingTable } from "./rsio-publish.js";
 import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.js";
 import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
+import { Messages } from "./rsio-messages.js";
 
 export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 export { fixedSize, fromAsyncIterable, fromIterable } from "./rsio-publish.js";
 export { RESUME_DEFAULTS } from "./rsio-resume.js";
 export { ERROR_CODES, codeName } from "./rsio-codes.js";
+export { MessageCreditError } from "./rsio-messages.js";
 
 export const SUBPROTOCOL = "rsio.v0";
 
@@ -78,7 +80,8 @@ const GOODBYE_TIMEOUT_MS = 2000; // how long we wait for the answer to our goodb
 const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
-const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION } = EXTENSIONS;
+const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES } = EXTENSIONS;
+const DEFAULT_MESSAGES_IN_FLIGHT = 16; // as rstreams' max_messages_in_flight (§20.3)
 
 /** Which hello each endpoint sends (§4.1); the rest of the protocol is symmetric (§1). */
 const ROLES = Object.freeze({
@@ -242,8 +245,10 @@ export class Connection {
     if (this._gate !== null && this._role !== ROLES.server) throw new TypeError("gate is for accepting endpoints");
     this._gate?.attach(this);
     this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
-      ...(this._session === null ? [] : [RESUME.id]), ERROR_CODES_EXTENSION.id];
+      ...(this._session === null ? [] : [RESUME.id]), ERROR_CODES_EXTENSION.id,
+      ...(this._role === ROLES.client ? [MESSAGES.id] : [])]; // listen() does not offer messages yet
     this._qualifiers = new Qualifiers(); // error-codes received (§19.1)
+    this._messages = new Messages(this, options.handlers, options.maxMessagesInFlight ?? DEFAULT_MESSAGES_IN_FLIGHT);
     this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
       : options.keepalive === null ? null : options.keepalive * 1000;
     this._lastReceived = this._clock.now();
@@ -373,12 +378,30 @@ export class Connection {
     throw new RangeError(`publisher '${name}' completed without an element`);
   }
 
+  /**
+   * Send a one-way message to the peer's handler `name` (extension messages, §20): `payload` a
+   * string (sent as UTF-8), Uint8Array or ArrayBuffer. Resolves once it is written, which takes
+   * one message credit; out of credit it waits for the peer to grant more, in line with other
+   * sends, or with {wait: false} rejects at once with MessageCreditError. Rejects if the peer
+   * does not offer the extension or the connection is closed. Nothing comes back about it.
+   */
+  send(name, payload, options = {}) {
+    return this._messages.send(name, payload, options);
+  }
+
+  /** Message credit the peer has granted and we have not used (§20.3). */
+  get messageCredit() {
+    return this._messages.credit;
+  }
+
   /** Say goodbye (§9.1); resolves when the transport has closed. */
   close(reason = "") {
     if (this.state === "AWAITING_HELLO" || this.state === "OPEN") {
       this._send({ type: "goodbye", reason, errorCode: ERROR_CODES.NORMAL });
       this.state = "CLOSING";
-      this._failAll(new ConnectionClosedError(`connection closed by this endpoint: ${reason || "goodbye"}`));
+      const closing = new ConnectionClosedError(`connection closed by this endpoint: ${reason || "goodbye"}`);
+      this._failAll(closing);
+      this._messages.close(closing);
       this._closeTimer = this._clock.setTimeout(() => this._transport.close(), GOODBYE_TIMEOUT_MS);
     }
     return this.closed;
@@ -506,6 +529,7 @@ export class Connection {
     }
     this.state = "OPEN";
     for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
+    if (this._offered.includes(MESSAGES.id)) this._messages.hello(this.extensions.has(MESSAGES.id));
     this._session?.settle(this.extensions.has(RESUME.id), () => this.state === "OPEN");
     const refusal = this._gate?.hello(this.extensions.has(AUTH.id)) ?? null;
     if (refusal !== null) {
@@ -642,6 +666,7 @@ export class Connection {
     else if (owner.id === AUTH.id && this._gate !== null) this._gate.message(frame.code, frame.payload);
     else if (owner.id === AUTH.id) this._auth(frame, code);
     else if (owner.id === ERROR_CODES_EXTENSION.id) this._qualifiers.take(frame.code, frame.payload);
+    else if (owner.id === MESSAGES.id) this._messages.received(frame.code, frame.payload);
     else this._session.message(frame.code, frame.payload); // resume is active only with a session
   }
 
@@ -723,10 +748,16 @@ export class Connection {
     this.state = "CLOSED";
     this.closeReason = error;
     this._failAll(error ?? this._closedError());
+    this._messages.close(error ?? this._closedError());
     this._serving.closeAll();
     this._ready.reject(error ?? this._closedError());
     this._resolveClosed(error);
     this.onclose?.(error);
+  }
+
+  /** The error for something asked of a connection that is closing or closed, else null. */
+  _closedFor() {
+    return this.state === "CLOSING" || this.state === "CLOSED" ? this._closedError() : null;
   }
 
   _closedError() {
