@@ -567,14 +567,7 @@ class ServingTable:
             self.channel_marks.discard(sid)
             self.open_channel(name, sid, initial_demand)
             return
-        token = CURRENT.set(metadata) if metadata is not EMPTY else None
-        try:
-            self._serve(name, sid, initial_demand, metadata)
-        finally:
-            if token is not None:
-                CURRENT.reset(token)
-
-    def _serve(self, name: str, sid: int, initial_demand: int, metadata: Metadata) -> None:
+        token = CURRENT.set(metadata) if metadata is not EMPTY else None  # none: no cost (§18)
         try:
             publisher, codec, batched = self._router.resolve_batched(name)
         except UnknownPublisherError as unknown:
@@ -589,7 +582,11 @@ class ServingTable:
                 name,
             )
             return
-        self.attach(name, sid, initial_demand, publisher, codec, batched, metadata)
+        else:
+            self.attach(name, sid, initial_demand, publisher, codec, batched, metadata)
+        finally:
+            if token is not None:
+                CURRENT.reset(token)
 
     def attach(
         self,
