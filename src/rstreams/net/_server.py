@@ -79,7 +79,9 @@ class Server:
     def metrics(self) -> dict[str, Any]:
         """The server's numbers now (``serve(..., metrics=...)``): connections, bytes, goodbyes,
         and per publisher pattern subscriptions, elements, demand and stall times; ``"streams"``
-        lists the open streams. Every key is described in docs/observability.md.
+        lists the open streams. Every key is described in docs/observability.md. Call it on
+        the server's event loop (its connections change the numbers there); from another
+        thread, Prometheus' ``/metrics`` and ``rstreams/stats`` hand the snapshot over safely.
 
         Raises:
             RuntimeError: the server was made without ``metrics=`` (nothing is counted).
