@@ -104,7 +104,7 @@ async def test_a_traceparent_in_subscribe_metadata_parents_both_sides(
         try:
             traced = conn.publisher("sensors/7?token=hidden", metadata={"traceparent": TRACEPARENT})
             assert [x async for x in traced] == [b"x", b"y"]
-            assert await conn.request("sensors/8") == b"x"  # no traceparent: root spans
+            assert await conn.request("sensors/8") == b"x"  # no traceparent given
         finally:
             observer.server.tracer = None
     by_kind = {
@@ -118,4 +118,8 @@ async def test_a_traceparent_in_subscribe_metadata_parents_both_sides(
         assert [e.name for e in span.events] == ["first element"]
         assert span.attributes["rstreams.outcome"] == "completed"
     assert client.name == "rstreams subscribe" and served.name == "rstreams serve sensors/{id}"
-    assert by_kind["CLIENT", "sensors/8"].parent is None and by_kind["SERVER", "sensors/8"].parent is None
+    # without one, the client's span is a root and sends its own traceparent: the server's is its child
+    root, child = by_kind["CLIENT", "sensors/8"], by_kind["SERVER", "sensors/8"]
+    assert root.parent is None
+    assert child.parent is not None and child.parent.span_id == root.context.span_id
+    assert child.context.trace_id == root.context.trace_id

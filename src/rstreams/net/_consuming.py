@@ -504,8 +504,8 @@ class SubscriptionTable:
         self.subscriptions[sid] = subscription
         self._names[sid] = name
         subscription.started = True
-        if outbox.observer is not None:
-            outbox.observer.subscribed(sid, name, metadata)
+        if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
+            metadata = outbox.observer.subscribed(sid, name, metadata)
         if credentials is not None:
             payload = encode_subscribe_credentials(sid, credentials)
             core.send(ExtensionMessage(type=AUTH_SUBSCRIBE_CREDENTIALS, payload=payload))

@@ -342,22 +342,26 @@ class ConnectionObserver:
             if span is not None:
                 span.element()
 
-    def subscribed(self, sid: int, name: str, metadata: bytes | None = None) -> None:
-        """We subscribed to the peer's ``name`` as ``sid``, with ``metadata`` (its encoded entries,
-        PROTOCOL.md §18): a span when tracing, the child of the metadata's ``traceparent``."""
+    def subscribed(self, sid: int, name: str, metadata: bytes | None = None) -> bytes | None:
+        """We subscribe to the peer's ``name`` as ``sid`` with ``metadata`` (its encoded entries,
+        PROTOCOL.md §18). When tracing: a span, the child of the metadata's ``traceparent`` (or of
+        the caller's current span); returns the metadata to send, which carries a
+        ``traceparent`` (the span's, when it had none) so that the server's span joins the trace."""
         tracer = self.server.tracer
-        if tracer is not None:
-            from rstreams.observe._trace import SubscriptionSpan, traceparent_of
+        if tracer is None:
+            return metadata
+        from rstreams.observe._trace import SubscriptionSpan, traceparent_of, with_traceparent
 
-            path = name.partition("?")[0]  # no query: its values may be secrets
-            attributes = {"rstreams.publisher": path, "rstreams.subscriber": sid}
-            self.client_spans[sid] = SubscriptionSpan(
-                tracer,
-                "rstreams subscribe",
-                server=False,
-                traceparent=traceparent_of(metadata),
-                attributes=attributes,
-            )
+        path = name.partition("?")[0]  # no query: its values may be secrets
+        given = traceparent_of(metadata)
+        span = self.client_spans[sid] = SubscriptionSpan(
+            tracer,
+            "rstreams subscribe",
+            server=False,
+            traceparent=given,
+            attributes={"rstreams.publisher": path, "rstreams.subscriber": sid},
+        )
+        return metadata if given is not None else with_traceparent(metadata, span.traceparent())
 
     def unsubscribed(self, sid: int, outcome: str, reason: str = "") -> None:
         """Our subscription ``sid`` ended: ``completed``, ``cancelled``, ``error`` or ``closed``."""

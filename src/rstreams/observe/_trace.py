@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["SubscriptionSpan", "traceparent_of", "tracer"]
+__all__ = ["SubscriptionSpan", "traceparent_of", "tracer", "with_traceparent"]
 
 
 def tracer() -> Any:
@@ -29,19 +29,32 @@ def tracer() -> Any:
     return provider.get_tracer("rstreams")
 
 
-def traceparent_of(metadata: bytes | None) -> str | None:
-    """The ``traceparent`` entry of encoded subscribe metadata (§18.1 entries), or ``None``."""
+def _entries(metadata: bytes | None) -> dict[str, bytes]:
+    """Encoded subscribe metadata (§18.1: the count and the entries) as a dict."""
     if not metadata:
-        return None
+        return {}
     from rstreams.wire._metadata import decode_metadata
     from rstreams.wire._varint import encode_varint
 
     try:
-        _, entries = decode_metadata(encode_varint(0) + metadata, max_bytes=1 << 20, max_entries=1 << 10)
-    except Exception:  # ours, checked when encoded: cannot happen; no span parent then
-        return None
-    value = entries.get("traceparent")
+        return decode_metadata(encode_varint(0) + metadata, max_bytes=1 << 20, max_entries=1 << 10)[1]
+    except Exception:  # ours, checked when encoded: cannot happen; then no trace context is read
+        return {}
+
+
+def traceparent_of(metadata: bytes | None) -> str | None:
+    """The ``traceparent`` entry of encoded subscribe metadata, or ``None``."""
+    value = _entries(metadata).get("traceparent")
     return None if value is None else value.decode("ascii", "replace")
+
+
+def with_traceparent(metadata: bytes | None, traceparent: str) -> bytes | None:
+    """``metadata`` (encoded) with a ``traceparent`` entry added (unchanged if ``traceparent`` is empty)."""
+    if not traceparent:
+        return metadata
+    from rstreams.wire._metadata import encode_entries
+
+    return encode_entries({**_entries(metadata), "traceparent": traceparent.encode("ascii")})
 
 
 class SubscriptionSpan:
