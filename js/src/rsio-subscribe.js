@@ -6,6 +6,7 @@
 // until its subscribe is sent, requests add to the subscribe's initialDemand. The Connection
 // decides what arrives (state, demand, parts) and calls _deliver and _finish.
 
+import { ContentTypeError, decoderForType, sameMediaType } from "./rsio-content.js";
 import { UNBOUNDED } from "./rsio-wire.js";
 
 function toDemand(n) {
@@ -23,6 +24,7 @@ export class Subscription {
     this._subscriber = subscriber;
     this.state = "SUBSCRIBED"; // §5.2: SUBSCRIBED, ACTIVE, CANCELLED, CLOSED
     this.elementSize = 0;
+    this.contentType = null; // the media type the publisher announced (§17), if it did
     this.outstanding = 0n; // demand granted and not yet used (§6.1)
     this.received = 0; // elements delivered
     this._sent = false; // the subscribe frame went out (before: requests add to initialDemand)
@@ -82,20 +84,23 @@ export class Subscription {
 // -- the async iterator -----------------------------------------------------------------------
 
 const textDecoder = new TextDecoder();
+// decode -> the announced types it reads (§17.3): a JSON text is UTF-8 text too
+const EXPECTED = { json: ["application/json"], text: ["text/plain; charset=utf-8", "application/json"] };
 
 export function decoderFor(decode) {
   if (typeof decode === "function") return decode;
   if (decode === "bytes") return (bytes) => bytes;
   if (decode === "text") return (bytes) => textDecoder.decode(bytes);
   if (decode === "json") return (bytes) => JSON.parse(textDecoder.decode(bytes));
-  throw new TypeError(`decode must be "bytes", "text", "json" or a function, got ${decode}`);
+  throw new TypeError(`decode must be "bytes", "text", "json", "auto" or a function, got ${decode}`);
 }
 
 /** Subscriber and async iterator: buffers what arrives, requests as the loop consumes. */
 export class DemandIterator {
-  constructor(window, convert) {
+  constructor(window, convert, decode = null) {
     this.window = window;
     this.convert = convert;
+    this.decode = decode; // "auto": by the announced type (§17.2)
     this.buffer = [];
     this.done = false;
     this.error = null;
@@ -109,6 +114,22 @@ export class DemandIterator {
 
   onNext(bytes) {
     this.buffer.push(bytes);
+    this._wake();
+  }
+
+  /** The publisher announced its elements' type (§17.2): decode by it, or refuse a contradiction. */
+  onContentType(mediaType, subscription) {
+    if (this.decode === "auto") {
+      this.convert = decoderForType(mediaType) ?? ((bytes) => bytes);
+      return;
+    }
+    const expected = EXPECTED[this.decode];
+    if (expected === undefined || expected.some((type) => sameMediaType(mediaType, type))) return;
+    if (sameMediaType(mediaType, "application/octet-stream")) return; // no more than bytes: as if unannounced
+    this.error = new ContentTypeError(`'${subscription.name}' announced ${mediaType}; decode "${this.decode}" `
+      + `expects ${expected.join(" or ")} (PROTOCOL.md §17.2)`);
+    this.done = true;
+    subscription.cancel();
     this._wake();
   }
 

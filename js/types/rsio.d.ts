@@ -116,7 +116,17 @@ export declare class MessageCreditError extends Error {
   constructor(message: string);
 }
 
-export type Decode<T> = "bytes" | "text" | "json" | ((bytes: Uint8Array) => T);
+/** "auto": by the type the publisher announces (§17.2: JSON, UTF-8 text, int64le as bigint, float64le; else bytes). */
+export type Decode<T> = "bytes" | "text" | "json" | "auto" | ((bytes: Uint8Array) => T);
+
+/** An explicit decode contradicts the type the publisher announced (§17.2). */
+export declare class ContentTypeError extends Error {
+  constructor(message: string);
+}
+/** The decoder of a built-in media type (§17.3), or null. */
+export declare function decoderForType(mediaType: string): ((bytes: Uint8Array) => unknown) | null;
+/** Whether two media types are the same (§17.1). */
+export declare function sameMediaType(a: string, b: string): boolean;
 
 export type SubscriptionState = "SUBSCRIBED" | "ACTIVE" | "CANCELLED" | "CLOSED";
 
@@ -128,6 +138,8 @@ export interface RemoteSubscription extends Subscription {
   readonly outstanding: bigint;
   readonly received: number;
   readonly elementSize: number;
+  /** The media type the publisher announced (extension content-types, §17), or null. */
+  readonly contentType: string | null;
 }
 
 export interface ServedStream {

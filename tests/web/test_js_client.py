@@ -37,6 +37,7 @@ BROWSER_MODULES = (
     "rsio-resume.js",
     "rsio-codes.js",
     "rsio-messages.js",
+    "rsio-content.js",
 )
 NODE = shutil.which("node")
 

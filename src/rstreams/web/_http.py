@@ -34,6 +34,7 @@ STATIC_FILES = (
     "rsio-resume.js",
     "rsio-codes.js",
     "rsio-messages.js",
+    "rsio-content.js",
 )
 """The files served from ``static/`` (the page, its script and style, the RS.io client)."""
 

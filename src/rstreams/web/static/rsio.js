@@ -38,12 +38,14 @@ import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.
 import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
 import { Messages } from "./rsio-messages.js";
+import { ContentTypes } from "./rsio-content.js";
 
 export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 export { fixedSize, fromAsyncIterable, fromIterable } from "./rsio-publish.js";
 export { RESUME_DEFAULTS } from "./rsio-resume.js";
 export { ERROR_CODES, codeName } from "./rsio-codes.js";
 export { MessageCreditError } from "./rsio-messages.js";
+export { ContentTypeError, decoderForType, sameMediaType } from "./rsio-content.js";
 
 export const SUBPROTOCOL = "rsio.v0";
 
@@ -80,7 +82,8 @@ const GOODBYE_TIMEOUT_MS = 2000; // how long we wait for the answer to our goodb
 const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
-const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES } = EXTENSIONS;
+const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES,
+  contentTypes: CONTENT_TYPES } = EXTENSIONS;
 const DEFAULT_MESSAGES_IN_FLIGHT = 16; // as rstreams' max_messages_in_flight (§20.3)
 
 /** Which hello each endpoint sends (§4.1); the rest of the protocol is symmetric (§1). */
@@ -246,7 +249,9 @@ export class Connection {
     this._gate?.attach(this);
     this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
       ...(this._session === null ? [] : [RESUME.id]), ERROR_CODES_EXTENSION.id,
-      ...(this._role === ROLES.client ? [MESSAGES.id] : [])]; // listen() does not offer messages yet
+      ...(this._role === ROLES.client ? [CONTENT_TYPES.id, MESSAGES.id] : [])]; // listen(): not yet
+    this._offered.sort((a, b) => a - b);
+    this._contentTypes = new ContentTypes(); // contentType qualifiers received (§17.1)
     this._qualifiers = new Qualifiers(); // error-codes received (§19.1)
     this._messages = new Messages(this, options.handlers, options.maxMessagesInFlight ?? DEFAULT_MESSAGES_IN_FLIGHT);
     this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
@@ -358,10 +363,10 @@ export class Connection {
   stream(name, { window = 16, decode = "bytes" } = {}) {
     if (!Number.isInteger(window) || window < 1) throw new RangeError(`window must be an integer >= 1, got ${window}`);
     const conn = this;
-    const convert = decoderFor(decode);
+    const convert = decode === "auto" ? (bytes) => bytes : decoderFor(decode);
     return {
       [Symbol.asyncIterator]() {
-        const iterator = new DemandIterator(window, convert);
+        const iterator = new DemandIterator(window, convert, decode);
         iterator.subscription = conn.subscribe(name, iterator);
         return iterator;
       },
@@ -517,6 +522,7 @@ export class Connection {
     }
     if (this.state === "CLOSING" && frame.type !== "goodbye" && !Qualifiers.is(frame)) return; // §9.1, §19.1
     frame.qualifier = this._qualifiers.check(frame); // the code of an errorCode/goodbyeCode just before
+    frame.contentType = this._contentTypes.check(frame); // the type of a contentType just before
     const handler = HANDLERS[frame.type];
     if (handler === undefined) throw new ProtocolError(`unexpected ${frame.type} from the ${this._role.peer}`, "§4.1");
     handler(this, frame);
@@ -667,6 +673,7 @@ export class Connection {
     else if (owner.id === AUTH.id) this._auth(frame, code);
     else if (owner.id === ERROR_CODES_EXTENSION.id) this._qualifiers.take(frame.code, frame.payload);
     else if (owner.id === MESSAGES.id) this._messages.received(frame.code, frame.payload);
+    else if (owner.id === CONTENT_TYPES.id) this._contentTypes.take(frame.payload);
     else this._session.message(frame.code, frame.payload); // resume is active only with a session
   }
 
@@ -820,6 +827,14 @@ const HANDLERS = {
       throw new ProtocolError(`a second onSubscribe for subscriber ${sub.id}`, "§5.2");
     }
     sub.elementSize = frame.element_size;
+    if (frame.contentType !== null && sub.state === "ACTIVE") {
+      sub.contentType = frame.contentType; // §17.2: the subscriber may decode by it
+      try {
+        sub._subscriber.onContentType?.(frame.contentType, sub);
+      } catch (error) {
+        conn._report(error);
+      }
+    }
   },
   onNext(conn, frame) {
     const sub = conn._open(frame);

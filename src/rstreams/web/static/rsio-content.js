@@ -1,0 +1,92 @@
+// Extension content-types (id 4, PROTOCOL.md §17): the media type a publisher states for its
+// elements, in a contentType qualifier right before its onSubscribe.
+//
+// Theory of operation. Like the error codes' qualifiers (rsio-codes.js), a ContentTypes object
+// keeps a received contentType (take) and checks that the next message is the onSubscribe it
+// qualifies (check), or fails with the §17.1 violation. The announced type is kept on the
+// subscription; decoderForType() gives the decoder of a built-in type (§17.3), if any.
+
+import { EXTENSIONS, ProtocolError, decodeVarint } from "./rsio-wire.js";
+
+const CONTENT_TYPE = EXTENSIONS.contentTypes.types.contentType;
+const textDecoder = new TextDecoder();
+
+/** An explicit decode contradicts the announced type (§17.2); the subscription is cancelled. */
+export class ContentTypeError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "ContentTypeError";
+  }
+}
+
+/** A media type's normal form: lower case, no spaces around ";" and "=" (§17.1). */
+export function normalMediaType(text) {
+  return text.toLowerCase().replace(/\s*([;=])\s*/g, "$1").trim();
+}
+
+/** Whether two media types are the same (§17.1). */
+export function sameMediaType(a, b) {
+  return normalMediaType(a) === normalMediaType(b);
+}
+
+/** The decoder of a built-in type (§17.3), or null (the elements stay bytes). */
+export function decoderForType(mediaType) {
+  switch (normalMediaType(mediaType)) {
+    case "text/plain;charset=utf-8":
+      return (bytes) => textDecoder.decode(bytes);
+    case "application/json":
+      return (bytes) => JSON.parse(textDecoder.decode(bytes));
+    case "application/vnd.rsio.int64le":
+      return (bytes) => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getBigInt64(0, true);
+    case "application/vnd.rsio.float64le":
+      return (bytes) => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getFloat64(0, true);
+    default:
+      return null;
+  }
+}
+
+/** {subscriber, mediaType} of a contentType payload; ProtocolError (§17.1) if malformed. */
+export function decodeContentType(payload) {
+  let id;
+  try {
+    id = decodeVarint(payload, 0);
+  } catch {
+    id = null;
+  }
+  if (id === null) throw new ProtocolError("malformed contentType: a bad subscriber varint", "§17.1");
+  const raw = payload.subarray(id.next);
+  if (raw.length < 1 || raw.length > 255 || raw.some((byte) => byte < 0x20 || byte > 0x7e)) {
+    throw new ProtocolError("malformed contentType: the media type is 1-255 printable US-ASCII bytes", "§17.1");
+  }
+  const mediaType = textDecoder.decode(raw);
+  if (!/^[^\s/;]+\/[^\s/;]+/.test(mediaType)) {
+    throw new ProtocolError(`malformed contentType: ${JSON.stringify(mediaType)} is not type/subtype`, "§17.1");
+  }
+  return { subscriber: id.value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id.value) : id.value, mediaType };
+}
+
+/** The contentType qualifiers received on one connection. */
+export class ContentTypes {
+  constructor() {
+    this._pending = null;
+  }
+
+  /** Whether `frame` is a contentType. */
+  static is(frame) {
+    return frame.type === "extension" && frame.code === CONTENT_TYPE;
+  }
+
+  take(payload) {
+    this._pending = decodeContentType(payload);
+  }
+
+  /** The media type announced for `frame` (an onSubscribe), or null; throws if a kept one is not for it. */
+  check(frame) {
+    const pending = this._pending;
+    if (pending === null) return null;
+    this._pending = null;
+    if (frame.type === "onSubscribe" && BigInt(frame.subscriber) === BigInt(pending.subscriber)) return pending.mediaType;
+    throw new ProtocolError(`contentType for subscriber ${pending.subscriber} followed by ${frame.type}`
+      + `${frame.subscriber === undefined ? "" : ` for subscriber ${frame.subscriber}`}, not by its onSubscribe`, "§17.1");
+  }
+}
