@@ -83,7 +83,33 @@ const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receivin
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
 const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES,
-  contentTypes: CONTENT_TYPES } = EXTENSIONS;
+  contentTypes: CONTENT_TYPES, metadata: METADATA } = EXTENSIONS;
+const METADATA_KEY = /^[a-z0-9._-]{1,64}$/; // §18.1
+const utf8 = new TextEncoder();
+
+/** subscribeMetadata's payload for subscriber `id` (§18.1); `entries` were checked by checkMetadata. */
+function encodeMetadata(id, entries) {
+  const parts = [encodeVarint(id), encodeVarint(entries.length)];
+  for (const [key, value] of entries) {
+    const raw = utf8.encode(key);
+    parts.push(encodeVarint(raw.length), raw, encodeVarint(value.length), value);
+  }
+  return concat(parts);
+}
+
+/** [key, bytes] pairs of subscribe metadata ({key: string | Uint8Array}), or a TypeError naming the rule. */
+function checkMetadata(metadata) {
+  const entries = metadata instanceof Map ? [...metadata] : Object.entries(metadata);
+  return entries.map(([key, value]) => {
+    if (!METADATA_KEY.test(key) || key.startsWith("rsio.")) {
+      throw new TypeError(`metadata key ${JSON.stringify(key)}: keys are 1-64 of a-z 0-9 - _ . and do not `
+        + "start with rsio. (PROTOCOL.md §18.1)");
+    }
+    if (typeof value === "string") return [key, utf8.encode(value)];
+    if (value instanceof Uint8Array) return [key, value];
+    throw new TypeError(`metadata value of ${JSON.stringify(key)} is a string or Uint8Array, got ${typeof value}`);
+  });
+}
 const DEFAULT_MESSAGES_IN_FLIGHT = 16; // as rstreams' max_messages_in_flight (§20.3)
 
 /** Which hello each endpoint sends (§4.1); the rest of the protocol is symmetric (§1). */
@@ -249,7 +275,7 @@ export class Connection {
     this._gate?.attach(this);
     this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
       ...(this._session === null ? [] : [RESUME.id]), ERROR_CODES_EXTENSION.id,
-      ...(this._role === ROLES.client ? [CONTENT_TYPES.id, MESSAGES.id] : [])]; // listen(): not yet
+      ...(this._role === ROLES.client ? [CONTENT_TYPES.id, METADATA.id, MESSAGES.id] : [])]; // listen(): not yet
     this._offered.sort((a, b) => a - b);
     this._contentTypes = new ContentTypes(); // contentType qualifiers received (§17.1)
     this._qualifiers = new Qualifiers(); // error-codes received (§19.1)
@@ -305,6 +331,7 @@ export class Connection {
       }
       credentials = encodeCredentials(options.auth);
     }
+    const metadata = options.metadata == null ? null : checkMetadata(options.metadata);
     let id = 1;
     while (this._subs.has(id)) id++; // §5.3: reuse small ids
     const sub = new Subscription(this, id, name, subscriber);
@@ -325,15 +352,18 @@ export class Connection {
       return sub;
     }
     this._subs.set(id, sub);
-    if (credentials === null) this._sendSubscribe(sub, null);
-    else if (this.state === "OPEN") this._sendSubscribe(sub, credentials);
-    else this._held.push([sub, credentials]); // until the serverHello
+    if (credentials === null && metadata === null) this._sendSubscribe(sub, null);
+    else if (this.state === "OPEN") this._sendSubscribe(sub, credentials, metadata);
+    else this._held.push([sub, credentials, metadata]); // until the serverHello (§15.4, §18.1)
     return sub;
   }
 
-  _sendSubscribe(sub, credentials) {
+  _sendSubscribe(sub, credentials, metadata = null) {
     if (credentials !== null) {
       this._sendExtension(AUTH.types.subscribeCredentials, concat([encodeVarint(sub.id), credentials]));
+    }
+    if (metadata !== null && this.extensions.has(METADATA.id)) { // adjacent to its subscribe (§18.1)
+      this._sendExtension(METADATA.types.subscribeMetadata, encodeMetadata(sub.id, metadata));
     }
     sub._sent = true;
     this._send({ type: "subscribe", publisher: sub.name, subscriber: sub.id, initial_demand: sub.outstanding });
@@ -343,13 +373,13 @@ export class Connection {
   _releaseHeld() {
     const held = this._held;
     this._held = [];
-    for (const [sub, credentials] of held) {
+    for (const [sub, credentials, metadata] of held) {
       if (sub.state === "CANCELLED") { // cancelled while held: it never existed for the server
         this._subs.delete(sub.id);
         sub.state = "CLOSED";
         sub._finish(() => {});
       } else if (sub.state !== "CLOSED") {
-        this._sendSubscribe(sub, credentials);
+        this._sendSubscribe(sub, credentials, metadata);
       }
     }
   }
@@ -360,14 +390,14 @@ export class Connection {
    * window) as the loop takes them. Leaving the loop cancels. `decode`: "bytes" (Uint8Array),
    * "text", "json", or a function of the bytes.
    */
-  stream(name, { window = 16, decode = "bytes" } = {}) {
+  stream(name, { window = 16, decode = "bytes", metadata = null } = {}) {
     if (!Number.isInteger(window) || window < 1) throw new RangeError(`window must be an integer >= 1, got ${window}`);
     const conn = this;
     const convert = decode === "auto" ? (bytes) => bytes : decoderFor(decode);
     return {
       [Symbol.asyncIterator]() {
         const iterator = new DemandIterator(window, convert, decode);
-        iterator.subscription = conn.subscribe(name, iterator);
+        iterator.subscription = conn.subscribe(name, iterator, { metadata });
         return iterator;
       },
     };
@@ -378,8 +408,8 @@ export class Connection {
    * stream()); the subscription is cancelled after it. Rejects with RemoteStreamError if the
    * publisher fails, RangeError if it completes without an element.
    */
-  async request(name, { decode = "bytes" } = {}) {
-    for await (const element of this.stream(name, { window: 1, decode })) return element;
+  async request(name, { decode = "bytes", metadata = null } = {}) {
+    for await (const element of this.stream(name, { window: 1, decode, metadata })) return element;
     throw new RangeError(`publisher '${name}' completed without an element`);
   }
 
@@ -551,6 +581,7 @@ export class Connection {
       this._sendExtension(AUTH.types.authenticate, this.#credentials); // settled by `authenticated`
       this._releaseHeld();
     } else {
+      this._releaseHeld(); // subscribes with metadata waited for the hello (§18.1)
       this._ready.resolve(this);
     }
     if (this.extensions.has(KEEPALIVE.id) && this._keepaliveMs !== null) this._armPing(this._keepaliveMs);

@@ -74,6 +74,16 @@ export interface ResumeOptions {
 }
 export declare const RESUME_DEFAULTS: Readonly<ResumeOptions>;
 
+/** Subscribe metadata (extension metadata, §18): keys of a-z 0-9 - _ . (1-64), values text (UTF-8) or bytes. */
+export type Metadata = Record<string, string | Uint8Array> | Map<string, string | Uint8Array>;
+
+export interface SubscribeOptions {
+  /** Credentials for this subscription only (§15.4). */
+  auth?: Credentials | null;
+  /** Sent with the subscribe (§18); such a subscribe waits for the peer's hello. */
+  metadata?: Metadata | null;
+}
+
 export interface ConnectOptions {
   /** Credentials for extension auth (PROTOCOL.md §15); offered only when given. */
   auth?: Credentials | null;
@@ -175,15 +185,19 @@ export declare class Connection {
   onclose: ((error: Error | null) => void) | null;
   onerror: ((error: unknown) => void) | null;
   /** `options.auth`: credentials for this subscription only (§15.4); needs `auth` on the connection. */
-  subscribe(name: string, subscriber: Subscriber<Uint8Array>, options?: { auth?: Credentials | null }): RemoteSubscription;
+  subscribe(name: string, subscriber: Subscriber<Uint8Array>, options?: SubscribeOptions): RemoteSubscription;
   /** The remote publisher `name` as a Publisher (each subscribe is conn.subscribe(name, ...)). */
-  publisher(name: string, options?: { auth?: Credentials | null }): Publisher<Uint8Array>;
-  stream(name: string, options?: { window?: number; decode?: "bytes" }): AsyncIterable<Uint8Array>;
-  stream(name: string, options: { window?: number; decode: "text" }): AsyncIterable<string>;
-  stream<T = unknown>(name: string, options: { window?: number; decode: "json" | ((bytes: Uint8Array) => T) }): AsyncIterable<T>;
-  request(name: string, options?: { decode?: "bytes" }): Promise<Uint8Array>;
-  request(name: string, options: { decode: "text" }): Promise<string>;
-  request<T = unknown>(name: string, options: { decode: "json" | ((bytes: Uint8Array) => T) }): Promise<T>;
+  publisher(name: string, options?: SubscribeOptions): Publisher<Uint8Array>;
+  stream(name: string, options?: { window?: number; decode?: "bytes"; metadata?: Metadata | null }): AsyncIterable<Uint8Array>;
+  stream(name: string, options: { window?: number; decode: "text"; metadata?: Metadata | null }): AsyncIterable<string>;
+  stream<T = unknown>(name: string, options: {
+    window?: number; decode: "json" | "auto" | ((bytes: Uint8Array) => T); metadata?: Metadata | null;
+  }): AsyncIterable<T>;
+  request(name: string, options?: { decode?: "bytes"; metadata?: Metadata | null }): Promise<Uint8Array>;
+  request(name: string, options: { decode: "text"; metadata?: Metadata | null }): Promise<string>;
+  request<T = unknown>(name: string, options: {
+    decode: "json" | "auto" | ((bytes: Uint8Array) => T); metadata?: Metadata | null;
+  }): Promise<T>;
   /** Goodbye (§9.1); resolves with `closed`'s value once the transport has closed. */
   close(reason?: string): Promise<Error | null>;
   /** A one-way message to the peer's handler `name` (§20); resolves once written. */
