@@ -17,8 +17,11 @@ from rstreams.wire import (
     ConnectionClosed,
     ExtensionMessage,
     ExtensionReceived,
+    OnComplete,
+    OnError,
     OnNext,
     OnSubscribe,
+    Request,
     Subscribe,
 )
 from rstreams.wire._channels import (
@@ -289,13 +292,59 @@ async def test_malformed_channel_messages_get_a_goodbye_citing_21_2(
         peer.close()
 
 
-async def test_a_second_mark_for_one_id_gets_a_goodbye() -> None:
+async def test_a_second_mark_before_the_subscribe_gets_a_goodbye() -> None:
     async with await serve("tcp://127.0.0.1:0", {}) as server:
         peer = await RawPeer.open(server.url, extensions=(CHANNELS.id,))
         mark = ExtensionMessage(type=CHANNEL, payload=encode_channel_message(CHANNEL, 4))
         peer.send(mark, mark)
         closed = await peer.read_until(ConnectionClosed)
-        assert "channel mark for subscriber 4" in closed.reason and "§21.2" in closed.reason
+        assert "two 0xa0 messages before one Subscribe (PROTOCOL.md §21.3)" in closed.reason
+        peer.close()
+
+
+async def test_a_mark_followed_by_a_subscribe_for_another_id_gets_a_goodbye() -> None:
+    async with await serve("tcp://127.0.0.1:0", {"one": rstreams.just(b"1")}) as server:
+        peer = await RawPeer.open(server.url, extensions=(CHANNELS.id,))
+        peer.send(
+            ExtensionMessage(type=CHANNEL, payload=encode_channel_message(CHANNEL, 4)),
+            Subscribe(publisher="one", subscriber=5, initial_demand=1),
+        )
+        closed = await peer.read_until(ConnectionClosed)
+        assert "0xa0 for subscriber 4 followed by a Subscribe for subscriber 5" in closed.reason
+        assert "§21.3" in closed.reason
+        peer.close()
+
+
+@pytest.mark.parametrize("refusal", ["name too long", "over max_subscriptions"])
+async def test_a_mark_goes_with_its_subscribe_when_the_core_refuses_it(refusal: str) -> None:
+    """The refused marked subscribe takes its mark along: the next subscribe with that id is plain."""
+    made: list[str] = []
+
+    def factory(source: Publisher[bytes], params: dict[str, str]) -> Publisher[bytes]:
+        made.append("channel")
+        return rstreams.just(b"channel")
+
+    offer = {"one": rstreams.just(b"1"), "hold": rstreams.just(b"h")}
+    channels = {"one": factory}  # the same name: only the mark decides which is served
+    async with await serve("tcp://127.0.0.1:0", offer, channels=channels) as server:
+        peer = await RawPeer.open(server.url, extensions=(CHANNELS.id,))
+        mark = ExtensionMessage(type=CHANNEL, payload=encode_channel_message(CHANNEL, 2))
+        if refusal == "name too long":
+            peer.send(mark, Subscribe(publisher="x" * 1025, subscriber=2, initial_demand=1))
+        else:
+            for sid in range(10, 10 + 1024):  # max_subscriptions (1024) held open
+                peer.send(Subscribe(publisher="hold", subscriber=sid, initial_demand=0))
+            peer.send(mark, Subscribe(publisher="one", subscriber=2, initial_demand=1))
+        refused = await peer.read_until(OnError)
+        assert refused.subscriber == 2 and "refused" in refused.error
+        if refusal != "name too long":
+            peer.send(Request(subscriber=10, demand=1))  # one held subscription ends: a slot is free
+            assert (await peer.read_until(OnNext)).subscriber == 10
+            assert (await peer.read_until(OnComplete)).subscriber == 10
+        peer.send(Subscribe(publisher="one", subscriber=2, initial_demand=1))
+        got = await peer.read_until(OnNext)
+        assert (got.subscriber, got.element) == (2, b"1")
+        assert made == []
         peer.close()
 
 

@@ -13,13 +13,15 @@ connection does both ends:
   what the peer granted with ``inputRequest`` (rule-exact), at most :data:`INPUT_WINDOW`
   at a time and only while the transport is writable, and sends each element as
   ``inputNext``; its completion or failure as ``inputComplete``/``inputError``.
-* serving: a ``channel`` mark makes the serving table hand the next subscribe with that id
-  to :meth:`Channels.open`, which finds the factory in the ``channels=`` table (exact
-  names, then ``{field}`` patterns), calls ``factory(input, params)`` with a
-  :class:`ChannelInput` (an ordinary Publisher, subscribable once) and serves the returned
-  Publisher as the output. The input's Subscriber's ``request(n)`` becomes ``inputRequest``,
-  its ``cancel`` ``inputCancel``; ``inputNext`` beyond what it requested is a connection
-  error (§21.4), so nothing is ever buffered.
+* serving: a ``channel`` mark qualifies the subscribe that comes right after it: the core
+  holds it and drops it with that subscribe if it refuses it, and an accepted one reaches
+  the pump as a qualifier just before it (§21.3). The serving table hands that subscribe to
+  :meth:`Channels.open`, which finds the factory in the ``channels=`` table (exact names,
+  then ``{field}`` patterns), calls ``factory(input, params)`` with a :class:`ChannelInput`
+  (an ordinary Publisher, subscribable once) and serves the returned Publisher as the
+  output. The input's Subscriber's ``request(n)`` becomes ``inputRequest``, its ``cancel``
+  ``inputCancel``; ``inputNext`` beyond what it requested is a connection error (§21.4), so
+  nothing is ever buffered.
 * the tie: both ends watch the output through :class:`_Tied` (a pass-through around the
   output's Subscriber). When the output ends (completed, failed or cancelled, or the
   connection ended) the input ends too: the opener cancels its input Publisher, the server
@@ -123,7 +125,6 @@ class Channels:
         self._codec = codec
         self.relays: dict[int, InputRelay] = {}  # channels we opened, by our subscriber id
         self.inputs: dict[int, ChannelInput] = {}  # channels the peer opened, by its subscriber id
-        self._limit = outbox.core.config.max_subscriptions
         serving.open_channel = self.open
 
     def send(self, message_type: int, sid: int, rest: bytes | int = b"") -> None:
@@ -138,16 +139,9 @@ class Channels:
     def received(self, message_type: int, payload: bytes) -> None:
         try:
             sid, value = decode_channel_message(message_type, payload)
-            if message_type == CHANNEL:
-                marks = self._serving.channel_marks
-                if sid in marks or len(marks) >= self._limit:
-                    raise ExtensionError(
-                        f"channel mark for subscriber {sid}: one is already pending for it, or "
-                        f"{len(marks)} are (max_subscriptions)",
-                        section="21.2",
-                    )
-                marks.add(sid)
-            elif message_type in (INPUT_REQUEST, INPUT_CANCEL):
+            # (channel marks never get here: the core holds each for the subscribe that comes
+            # next and passes it on only with that subscribe, if it accepts it; §21.3)
+            if message_type in (INPUT_REQUEST, INPUT_CANCEL):
                 relay = self.relays.get(sid)
                 if relay is not None:  # else: it crossed the end of the channel (§21.5)
                     if message_type == INPUT_REQUEST:

@@ -68,6 +68,7 @@ from rstreams.wire import (
 )
 from rstreams.wire import Connection as Core
 from rstreams.wire._auth import Credentials
+from rstreams.wire._channels import CHANNEL
 from rstreams.wire.extensions import (
     AUTH,
     CHANNELS,
@@ -509,6 +510,8 @@ class Pump:
             self.subscriptions.content_type(event.subscriber, event.value)  # type: ignore[arg-type]
         elif event.type == SUBSCRIBE_METADATA:
             self._metadata = Metadata(event.value)  # type: ignore[arg-type]  # for the subscribe routed next
+        elif event.type == CHANNEL:  # the subscribe routed next opens a channel (§21.3)
+            self.serving.channel_marks.add(event.subscriber)
         else:
             self.subscriptions.qualified[event.type] = event.value
 

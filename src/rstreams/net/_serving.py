@@ -540,7 +540,8 @@ class ServingTable:
         """Guards the streams' hand-over of signals from other threads (one lock for all: it is
         held for a list append or swap, and a stream costs no lock of its own)."""
         self.channel_marks: set[int] = set()
-        """Subscriber ids whose next subscribe opens a channel (extension channels, PROTOCOL.md §21)."""
+        """Subscriber ids whose subscribe, accepted by the core and routed next (or held by the
+        auth gate), opens a channel (extension channels, PROTOCOL.md §21.3)."""
         self.open_channel: Callable[[str, int, int], None] = _no_channels
         """Serves a marked subscribe (``name, sid, initial_demand``); set by the channels piece."""
 

@@ -3,8 +3,8 @@
 Sans-I/O: bytes in, values out, and back. Every payload starts with the subscriber id of
 the channel's subscription (the opener's id, as in subscribe; §5.1)::
 
-    channel (0xA0)        subscriber                     opener -> publisher: the next subscribe
-                                                         with this id opens a channel
+    channel (0xA0)        subscriber                     opener -> publisher: the subscribe right
+                                                         after it (same id) opens a channel
     inputRequest (0xA1)   subscriber, demand: varint     publisher -> opener: demand for input
     inputCancel (0xA2)    subscriber                     publisher -> opener: no more input
     inputNext (0xA3)      subscriber, element: the rest  opener -> publisher: one input element

@@ -36,6 +36,7 @@ from typing import Any
 from rstreams.demand import UNBOUNDED, add
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, RemoteProtocolError
 from rstreams.wire._assembler import Assembler
+from rstreams.wire._channels import CHANNEL, decode_channel_message
 from rstreams.wire._codes import (
     ErrorCode,
     decode_error_code,
@@ -141,14 +142,20 @@ def _goodbye_code(payload: bytes) -> tuple[int, int]:
     return 0, decode_goodbye_code(payload)
 
 
+def _channel_mark(payload: bytes) -> tuple[int, object]:
+    return decode_channel_message(CHANNEL, payload)
+
+
 _QUALIFIERS: dict[int, tuple[type[Frame], str]] = {
     CONTENT_TYPE: (OnSubscribe, "17.1"),
     SUBSCRIBE_METADATA: (Subscribe, "18.1"),
+    CHANNEL: (Subscribe, "21.3"),
     ERROR_CODE: (OnError, "19.1"),
     GOODBYE_CODE: (Goodbye, "19.1"),
 }
 """Extension messages that qualify the core message sent right after them: type -> (the
-qualified message's class, the section whose rules they follow); §17.1, §18.1, §19.1. Their
+qualified message's class, the section whose rules they follow); §17.1, §18.1, §19.1, §21.3
+(a channel mark is taken by the next subscribe whether it is accepted or refused). Their
 payload decoders (-> subscriber id, value) are each connection's ``_decoders``."""
 
 
@@ -217,6 +224,7 @@ class Connection:
             ),
             ERROR_CODE: decode_error_code,
             GOODBYE_CODE: _goodbye_code,
+            CHANNEL: _channel_mark,
         }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self.peer_hello: ClientHello | ServerHello | None = None

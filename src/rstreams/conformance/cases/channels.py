@@ -59,13 +59,13 @@ async def _unknown(ctx: Context) -> None:
 
 @case(
     "ex.ch_second_mark",
-    S212,
-    "A second `channel` for an id already marked is a connection error citing §21.2.",
+    S213,
+    "A second `channel` before the subscribe the first one qualifies is a connection error citing §21.3.",
 )
 async def _second_mark(ctx: Context) -> None:
     peer = await _with_channels(ctx)
     await peer.send(_frame(CHANNEL, 5), _frame(CHANNEL, 5))
-    await _bye(peer, "21.2")
+    await _bye(peer, "21.3")
     await still_serving(ctx)
 
 
