@@ -58,6 +58,25 @@ async def _unknown(ctx: Context) -> None:
 
 
 @case(
+    "ex.ch_mark_taken_by_refused_subscribe",
+    S213,
+    "A channel mark qualifies only the subscribe right after it and is used up by it even when that "
+    "subscribe is refused: the next subscribe with the id is a plain subscription (here: a marked "
+    "subscribe with a 5000-byte name, refused by max_name_length, then a plain one to range on that id).",
+    needs=("range",),
+)
+async def _mark_taken(ctx: Context) -> None:
+    peer = await _with_channels(ctx)
+    await peer.send(_frame(CHANNEL, 1), subscribe(ctx.name("range") + "?pad=" + "x" * 5000, 1, 1))
+    view = await peer.failed(1)
+    check(not view.subscribed, "a 5000-byte name was accepted")
+    await peer.send(subscribe(ctx.name("range", n=2), 1, 2))
+    view = await peer.completed(1)
+    check(view.elements == range_elements(2), "the subscribe after the refused marked one was not plain")
+    peer.abort()
+
+
+@case(
     "ex.ch_second_mark",
     S213,
     "A second `channel` before the subscribe the first one qualifies is a connection error citing §21.3.",
