@@ -5,6 +5,7 @@ server run in one process and one event loop over loopback TCP, so each figure i
 of both ends for one operation:
 
   rr       one ``conn.request("echo?d=12345678")`` round trip
+  rr-metadata  the same with ~100 bytes of subscribe metadata (as request-response-metadata)
   latency  one element on an open stream: ``request(1)`` -> ``on_next``
   large    one 64 KiB element of a stream, window 256 (as stream-large)
   small    one 8-byte element of a stream, window 256 (as stream-small)
@@ -40,15 +41,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from net_rstreams import CONFIG, OneAtATime, WindowSubscriber, _bench, _echo
+from net_rstreams import CONFIG, OneAtATime, WindowSubscriber, _bench, _echo, metadata_of
 
 from rstreams.net import Connection, connect, serve
 
-MODES = ("rr", "latency", "large", "small")
-WARM_UP = {"rr": 200, "latency": 200, "large": 200, "small": 10_000}
+MODES = ("rr", "rr-metadata", "latency", "large", "small")
+WARM_UP = {"rr": 200, "rr-metadata": 200, "latency": 200, "large": 200, "small": 10_000}
 """Operations before measuring (fixed, so that runs of different lengths difference cleanly)."""
-COUNTS = {"rr": 2000, "latency": 2000, "large": 4000, "small": 100_000}
-COUNTS_UNDER_VALGRIND = {"rr": 300, "latency": 300, "large": 300, "small": 20_000}
+COUNTS = {"rr": 2000, "rr-metadata": 2000, "latency": 2000, "large": 4000, "small": 100_000}
+COUNTS_UNDER_VALGRIND = {"rr": 300, "rr-metadata": 300, "latency": 300, "large": 300, "small": 20_000}
 LARGE = 64 * 1024
 WINDOW = 256
 _RSTREAMS = str(Path(__import__("rstreams").__file__).resolve().parent)
@@ -97,6 +98,15 @@ async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[
                     raise AssertionError("wrong echo")
 
         return rr
+    if mode == "rr-metadata":
+        metadata = metadata_of(100)
+
+        async def rr_metadata(n: int) -> None:
+            for _ in range(n):
+                if await conn.request("echo?d=12345678", metadata=metadata) != b"12345678":
+                    raise AssertionError("wrong echo")
+
+        return rr_metadata
     if mode == "latency":
         one = OneAtATime()
         conn.publisher("bench?n=100000000&size=8").subscribe(one)
