@@ -4,6 +4,8 @@ subscribe, read back as a Qualifier, checked and bounded, and absent when not ne
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rstreams.wire import (
     ClientHello,
@@ -53,6 +55,40 @@ def test_metadata_goes_right_before_its_subscribe_and_comes_back_as_a_qualifier(
         Subscribe(publisher="news", subscriber=1, initial_demand=1),
     ]
     assert list(events[0].value) == ["traceparent", "x"]  # type: ignore[union-attr,arg-type]  # as sent
+
+
+_KEYS = st.text("abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=1, max_size=64)
+_ENTRIES = st.dictionaries(_KEYS, st.binary(max_size=300), max_size=6)
+
+
+@given(sid=st.integers(0, 2**20), entries=_ENTRIES)
+def test_entries_round_trip_through_the_core_across_the_one_byte_varint_boundaries(
+    sid: int, entries: dict[str, bytes]
+) -> None:
+    # ids and lengths on both sides of 0x80 take the inline one-byte path or the varint one
+    pair = ConnectionPair(ON, ON)
+    pair.client.send_subscribe("news", sid, 1, encode_entries(entries))
+    data = b"".join(pair.client.data_to_send())
+    assert data == _md(sid, entries) + encode(Subscribe(publisher="news", subscriber=sid, initial_demand=1))
+    assert decode_metadata(encode_metadata(sid, entries), max_bytes=1 << 20, max_entries=64) == (sid, entries)
+    pair.server.receive_data(data)
+    qualifier = Qualifier(type=SUBSCRIBE_METADATA, subscriber=sid, value=entries)
+    assert pair.server.events_received()[0] == qualifier
+
+
+@pytest.mark.parametrize("sid", [0, 127, 128, 16_383, 16_384])
+@pytest.mark.parametrize("value_size", [0, 120, 121, 122, 123, 124, 125, 126, 127, 128, 200])
+def test_the_message_length_is_a_correct_varint_at_every_boundary(sid: int, value_size: int) -> None:
+    entries = {"k": b"v" * value_size}  # payload: sid, count 1, key length, key, value length, value
+    pair = ConnectionPair(ON, ON)
+    pair.client.send_subscribe("news", sid, 1, encode_entries(entries))
+    data = b"".join(pair.client.data_to_send())
+    assert data == _md(sid, entries) + encode(Subscribe(publisher="news", subscriber=sid, initial_demand=1))
+
+
+def test_a_key_longer_than_64_bytes_is_refused_when_encoding() -> None:
+    with pytest.raises(ValueError, match=r"1\.\.64 bytes"):
+        encode_entries({"k" * 65: b""})
 
 
 @pytest.mark.parametrize(("client", "server"), [(ON, OFF), (OFF, ON)])

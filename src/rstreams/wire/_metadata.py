@@ -35,7 +35,7 @@ def check_key(key: object) -> str | None:
     """Why ``key`` is not a metadata key of §18.1, or ``None`` when it is one."""
     if not isinstance(key, str):
         return f"a metadata key is a str, got {type(key).__name__}"
-    if not 0 < len(key) <= MAX_KEY_LENGTH or not set(key) <= _KEY_CHARS:
+    if not 0 < len(key) <= MAX_KEY_LENGTH or not _KEY_CHARS.issuperset(key):
         return f"a metadata key is 1..{MAX_KEY_LENGTH} of a-z 0-9 - _ . (PROTOCOL.md §18.1), got {key!r}"
     return None
 
@@ -46,13 +46,23 @@ def encode_metadata(subscriber: int, entries: Mapping[str, bytes]) -> bytes:
 
 
 def encode_entries(entries: Mapping[str, bytes]) -> bytes:
-    """The part of a subscribeMetadata payload after the subscriber id: count, then the entries."""
-    out = bytearray(encode_varint(len(entries)))
+    """The part of a subscribeMetadata payload after the subscriber id: count, then the entries.
+
+    Lengths below 0x80 (every key, most values) are appended inline as their one-byte varint.
+    """
+    count = len(entries)
+    out = bytearray((count,)) if count < 0x80 else bytearray(encode_varint(count))
     for key, value in entries.items():
         raw = key.encode()
-        out += encode_varint(len(raw))
+        if len(raw) > MAX_KEY_LENGTH:
+            raise ValueError(f"a metadata key is 1..{MAX_KEY_LENGTH} bytes (PROTOCOL.md §18.1), got {key!r}")
+        out.append(len(raw))
         out += raw
-        out += encode_varint(len(value))
+        size = len(value)
+        if size < 0x80:
+            out.append(size)
+        else:
+            out += encode_varint(size)
         out += value
     return bytes(out)
 
@@ -80,7 +90,13 @@ def decode_metadata(data: bytes, *, max_bytes: int, max_entries: int) -> tuple[i
             )
         entries: dict[str, bytes] = {}
         for _ in range(count):
-            length, pos = decode_varint(data, pos, end)
+            if pos >= end:
+                raise Incomplete
+            length = data[pos]  # a key is at most 64 bytes: its length is one byte (§18.1)
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = decode_varint(data, pos, end)
             if pos + length > end:
                 raise _malformed("a key runs past the payload")
             try:
@@ -88,12 +104,18 @@ def decode_metadata(data: bytes, *, max_bytes: int, max_entries: int) -> tuple[i
             except UnicodeDecodeError:
                 raise _malformed("a key is not ASCII") from None
             pos += length
-            problem = check_key(key)
-            if problem is not None:
+            if not 0 < length <= MAX_KEY_LENGTH or not _KEY_CHARS.issuperset(key):
+                problem = check_key(key) or "a metadata key"
                 raise _malformed(problem.split(" (PROTOCOL")[0])
             if key in entries:
                 raise _malformed(f"key {key!r} twice")
-            length, pos = decode_varint(data, pos, end)
+            if pos >= end:
+                raise Incomplete
+            length = data[pos]
+            if length < 0x80:
+                pos += 1
+            else:
+                length, pos = decode_varint(data, pos, end)
             if pos + length > end:
                 raise _malformed("a value runs past the payload")
             entries[key] = data[pos : pos + length]

@@ -554,9 +554,13 @@ class Connection:
         self._streams.send_subscribe(subscriber, demand)
         out = self._out  # adjacent to its subscribe (§18.1)
         out.append(SUBSCRIBE_METADATA)
-        sid = encode_varint(subscriber)
-        out += encode_varint(len(sid) + len(metadata))
-        out += sid
+        if subscriber < 0x80 and len(metadata) < 0x7F:  # one-byte varints, inline (§2.1)
+            out.append(1 + len(metadata))
+            out.append(subscriber)
+        else:
+            sid = encode_varint(subscriber)
+            out += encode_varint(len(sid) + len(metadata))
+            out += sid
         out += metadata
         write_subscribe(out, publisher.encode(), subscriber, demand)
 
