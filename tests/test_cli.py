@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -479,3 +480,41 @@ def test_bad_options_exit_2(
     assert err.startswith(f"rstreams {argv[0]}: ")
     assert says in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.timeout(60)
+def test_serve_a_log_with_metrics_exposes_what_the_log_holds() -> None:
+    pytest.importorskip("prometheus_client")
+    argv = ["serve", "tcp://127.0.0.1:0", "sensors", "--metrics", "127.0.0.1:0"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("one\ntwo\n")
+        process.stdin.close()  # the log keeps what it read; the server goes on serving
+        announced = process.stdout.readline()
+        assert announced.startswith("serving 'sensors'"), announced
+        metrics_line = process.stdout.readline()
+        assert metrics_line.startswith("metrics at http://127.0.0.1:"), metrics_line
+        url = metrics_line.split(" at ", 1)[1].strip()
+        held = 'rstreams_replay_elements_held{log="sensors"} 2.0'
+        for _ in range(100):  # the lines are fed on the server's thread: ask until both are held
+            with urllib.request.urlopen(url, timeout=10) as response:
+                if held in response.read().decode():
+                    break
+            threading.Event().wait(0.1)
+        else:
+            raise AssertionError(f"no {held!r} at {url}")
+    finally:
+        process.terminate()  # SIGTERM: the server closes its connections and exits 0
+        process.wait(10)
+        assert process.stderr is not None and process.stdout is not None
+        err = process.stderr.read()
+        process.stderr.close()
+        process.stdout.close()
+    assert process.returncode == 0, err

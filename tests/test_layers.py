@@ -35,7 +35,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "observe": BASE | {"flow", "wire"},
     "net": BASE | {"flow", "wire", "observe"},
     "conformance": BASE | {"wire", "net"},
-    "replay": BASE | {"flow", "net"},
+    "replay": BASE | {"flow", "net", "observe"},
     "web": BASE | {"net", "observe", "replay"},
     "spark": BASE | {"flow", "net", "replay", "web"},
     "_cli_publishers": BASE | {"flow", "net"},

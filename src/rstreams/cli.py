@@ -17,7 +17,7 @@
   when the publisher fails (an unknown name), 2 when the server cannot be reached or ends
   the connection (a refused token, TLS).
 * ``rstreams ping URL`` / ``rstreams top URL``: a server's health, and a live table of its
-  streams (:mod:`rstreams._cli_observe`); ``rstreams serve URL --metrics HOST:PORT|on``
+  streams (:mod:`rstreams._cli_observe`); ``rstreams serve URL [NAME] --metrics HOST:PORT|on``
   counts for them (and serves Prometheus' ``/metrics``).
 * ``rstreams publish URL NAME``: publish standard input's lines on a server's sink log
   ``NAME`` (staged, then published as one batch, like the Spark sink does).
@@ -240,7 +240,7 @@ def _fail(command: str, message: str, status: int = 2) -> int:
 
 
 _LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher", "input_from", "reader_timeout")
-_PUBLISHER_OPTIONS = ("publishers", "codec", "resume", "metrics")
+_PUBLISHER_OPTIONS = ("publishers", "codec", "resume")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -341,6 +341,20 @@ def _serve_publishers(args: argparse.Namespace) -> int:
         return 0
 
 
+def _wait_for_stop() -> None:
+    """Until Ctrl-C (KeyboardInterrupt) or SIGTERM, which ends the wait so the caller closes
+    the server and the log as for Ctrl-C."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main one
+        stop.wait()
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        stop.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _serve_log(args: argparse.Namespace) -> int:
     from rstreams.replay import ReplayLog, ReplayServer
     from rstreams.replay._lines import LineSource
@@ -368,6 +382,7 @@ def _serve_log(args: argparse.Namespace) -> int:
         url=args.url,
         ssl=context,
         authenticate=None if token is None else _token_check(token),
+        metrics=True if args.metrics == "on" else (args.metrics or False),
     )
     try:
         server.start()
@@ -375,6 +390,8 @@ def _serve_log(args: argparse.Namespace) -> int:
         log.close()
         return _fail("serve", f"cannot serve on {args.url}: {bad}")
     print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
+    if server.metrics_url is not None:
+        print(f"metrics at {server.metrics_url}", flush=True)
     page = None
     try:
         if args.web is not None:
@@ -384,7 +401,7 @@ def _serve_log(args: argparse.Namespace) -> int:
                 args.web, {args.name: log, **sinks}, publisher=args.web_publisher or args.name
             )
             print(f"live page: {page.url} (charts {page.publisher!r}; RS.io on {page.ws_url})", flush=True)
-        threading.Event().wait()
+        _wait_for_stop()
     except KeyboardInterrupt:
         pass
     except OSError as error:  # the page's address is taken

@@ -6,7 +6,7 @@ import pytest
 
 from rstreams.net import connect, serve
 from rstreams.observe import replay_metrics
-from rstreams.replay import ReplayLog, replay_offer
+from rstreams.replay import ReplayLog, ReplayServer, replay_offer
 from testkit.observe import scrape
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -43,3 +43,30 @@ async def test_add_metrics_needs_a_counting_server() -> None:
     async with await serve("tcp://127.0.0.1:0", {}) as server:
         with pytest.raises(RuntimeError, match="metrics=True"):
             server.add_metrics("replay", dict)
+
+
+async def test_a_replay_server_made_with_metrics_counts_its_logs_and_serves_a_scrape() -> None:
+    log = ReplayLog("sensors", capacity=10)
+    log.append([b"abcd"] * 6)
+    server = ReplayServer({"sensors": log}, metrics="127.0.0.1:0").start()
+    try:
+        async with await connect(server.url) as conn:
+            await conn.request("sensors?commit=4&reader=q1")
+            sensors = server.metrics()["replay"]["logs"]["sensors"]
+            assert (sensors["elements"], sensors["trimmed"]) == (2, 4)
+            assert sensors["readers"] == {"q1": {"position": 4, "lag": 2}}
+            assert server.metrics_url is not None
+            samples = await scrape(server.metrics_url)
+            assert samples["rstreams_replay_reader_lag", (("log", "sensors"), ("reader", "q1"))] == 2
+    finally:
+        server.stop()
+        log.close()
+
+
+async def test_a_replay_server_without_metrics_counts_nothing() -> None:
+    log = ReplayLog("sensors", capacity=10)
+    with ReplayServer({"sensors": log}) as server:
+        assert server.metrics_url is None
+        with pytest.raises(RuntimeError, match="counts nothing"):
+            server.metrics()
+    log.close()

@@ -439,6 +439,9 @@ class ReplayServer:
     ``authorize(principal, log) -> bool`` is called with the *log's name* (no query) for every
     request on a log, read, commit and publish, and for every upload by the log its header
     names: ``False`` refuses it with ``unauthorized: ...`` naming the log.
+    ``metrics=True`` counts what the server's streams do and its logs hold (``metrics()``,
+    ``rstreams top``, ``rstreams/stats``); ``metrics="host:port"`` also serves Prometheus'
+    ``/metrics`` there (``metrics_url``; docs/observability.md).
     """
 
     def __init__(
@@ -452,7 +455,10 @@ class ReplayServer:
         ssl: _ssl.SSLContext | None = None,
         authenticate: Callable[[Any], Any] | None = None,
         authorize: Callable[[Any, str], bool] | None = None,
+        metrics: bool | str = False,
     ) -> None:
+        self._logs = {**logs, **(sinks or {})}
+        self._metrics = metrics
         self._route = replay_offer(logs, sinks, staging_bytes=staging_bytes)
         self._offer = offer if offer is not None else self._route
         self._stagings: Mapping[str, _Staging] = self._route.stagings
@@ -485,9 +491,33 @@ class ReplayServer:
             ssl=self._ssl,
             authenticate=self._authenticate,
             authorize=by_log,
+            metrics=self._metrics,
         )
         self._server = asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+        if self._metrics:
+            asyncio.run_coroutine_threadsafe(self._count_logs(), self.loop).result(30)
         return self
+
+    async def _count_logs(self) -> None:
+        from rstreams.observe import replay_metrics
+
+        self._server.add_metrics("replay", replay_metrics(self._logs, self._stagings))
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where Prometheus scrapes this server's numbers (``metrics="host:port"``), else ``None``."""
+        return None if self._server is None else self._server.metrics_url
+
+    def metrics(self) -> dict[str, Any]:
+        """The server's numbers (``metrics=`` on): its streams as :meth:`rstreams.net.Server.metrics`
+        gives them, and under ``"replay"`` each log's elements and bytes held, trims, and each
+        reader's committed position and lag (docs/observability.md)."""
+        if self._server is None:
+            raise RuntimeError("ReplayServer.metrics: the server is not started")
+        return asyncio.run_coroutine_threadsafe(self._snapshot(), self.loop).result(10)
+
+    async def _snapshot(self) -> dict[str, Any]:
+        return dict(self._server.metrics())  # on the server's loop, where its numbers change
 
     def _ask_for_uploads(self, conn: Any) -> None:
         from rstreams.net import RAW  # the upload's elements are bytes, whatever the client states
