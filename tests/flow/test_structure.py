@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.imports import find_cycle, import_graph, package_imports
+
 FLOW = Path(__file__).resolve().parents[2] / "src" / "rstreams" / "flow"
 MODULES = sorted(FLOW.glob("*.py"))
 TOP = {"rstreams.flow._flow", "rstreams.flow._public"}
@@ -16,50 +18,15 @@ TOP = {"rstreams.flow._flow", "rstreams.flow._public"}
 pytestmark = pytest.mark.timeout(60)
 
 
-def _name(path: Path) -> str:
-    return "rstreams.flow" if path.stem == "__init__" else f"rstreams.flow.{path.stem}"
-
-
 def _imports(path: Path) -> set[str]:
-    """The modules of rstreams.flow that ``path`` imports anywhere: at the top, inside
-    functions, under TYPE_CHECKING (``from rstreams.flow import _x`` counts as ``_x``)."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "rstreams.flow":
-                found |= {f"rstreams.flow.{alias.name}" for alias in node.names}
-            elif node.module.startswith("rstreams.flow."):
-                found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("rstreams.flow.")}
-    return found
+    return package_imports(path, "rstreams.flow")
 
 
 def _graph() -> dict[str, set[str]]:
-    return {_name(path): _imports(path) for path in MODULES}
+    return import_graph(FLOW, "rstreams.flow")
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle in ``graph`` (a path that ends where it starts), or None."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for target in sorted(graph.get(node, ())):
-            if state.get(target) == 1:
-                return [*path[path.index(target) :], target]
-            if target not in state and (found := visit(target)) is not None:
-                return found
-        path.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (found := visit(node)) is not None:
-            return found
-    return None
+_cycle = find_cycle
 
 
 def test_the_cycle_finder_finds_cycles() -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.imports import find_cycle, import_graph
+
 NET = Path(__file__).resolve().parents[2] / "src" / "rstreams" / "net"
 MODULES = sorted(NET.glob("*.py"))
 
@@ -28,41 +30,10 @@ def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
     return found
 
 
-def _graph(paths: list[Path]) -> dict[str, set[str]]:
-    """Module -> the modules of rstreams.net it imports."""
-    graph: dict[str, set[str]] = {}
-    for path in paths:
-        name = f"rstreams.net.{path.stem}" if path.stem != "__init__" else "rstreams.net"
-        graph[name] = {module for _, module, _ in _imports(path) if module.startswith("rstreams.net.")}
-    return graph
-
-
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle in ``graph`` (as a path that ends where it starts), or None."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        path.append(node)
-        for target in sorted(graph.get(node, ())):
-            if state.get(target) == 1:
-                return [*path[path.index(target) :], target]
-            if target not in state and (found := visit(target)) is not None:
-                return found
-        path.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (found := visit(node)) is not None:
-            return found
-    return None
-
-
 def test_no_import_cycles_in_net() -> None:
     """No module of rstreams.net imports one that imports it back, not even under TYPE_CHECKING."""
-    assert _cycle(_graph(MODULES)) is None, " -> ".join(_cycle(_graph(MODULES)) or [])
+    cycle = find_cycle(import_graph(NET, "rstreams.net"))
+    assert cycle is None, " -> ".join(cycle or [])
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
@@ -100,5 +71,6 @@ def test_the_checks_see_a_cycle_and_a_private_import(tmp_path: Path) -> None:
     b.write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from rstreams.net._a import _hidden\n"
     )
-    assert _cycle(_graph([a, b])) == ["rstreams.net._a", "rstreams.net._b", "rstreams.net._a"]
+    cycle = find_cycle(import_graph(tmp_path, "rstreams.net"))
+    assert cycle == ["rstreams.net._a", "rstreams.net._b", "rstreams.net._a"]
     assert _imports(b) == [(3, "rstreams.net._a", ["_hidden"])]

@@ -18,6 +18,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 ``testkit.web``           a publisher recording the demand it is given
 ``testkit.chromium``      headless Chromium over the DevTools protocol
 ``testkit.observe``       a clock the test moves, a subscriber that waits on events
+``testkit.imports``       a package's import graph and a cycle finder (structure tests)
 ``testkit.broken_publishers``, ``testkit.broken_subscribers``: the TCK's own test subjects
 ========================  ============================================================
 """
