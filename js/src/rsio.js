@@ -33,7 +33,8 @@ import {
   DEFAULT_LIMITS, EXTENSIONS, FrameDecoder, ProtocolError, UNBOUNDED, VERSION, concat, encodeCredentials,
   encodeFrame, encodeVarint, extensionOf,
 } from "./rsio-wire.js";
-import { Offer, ServingTable } from "./rsio-publish.js";
+import { Offer, ServingTable, fromAsyncIterable, fromIterable } from "./rsio-publish.js";
+import { Channels } from "./rsio-channels.js";
 import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.js";
 import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
@@ -45,6 +46,7 @@ export { fixedSize, fromAsyncIterable, fromIterable } from "./rsio-publish.js";
 export { RESUME_DEFAULTS } from "./rsio-resume.js";
 export { ERROR_CODES, codeName } from "./rsio-codes.js";
 export { MessageCreditError } from "./rsio-messages.js";
+export { INPUT_WINDOW } from "./rsio-channels.js";
 export { ContentTypeError, decoderForType, sameMediaType } from "./rsio-content.js";
 
 export const SUBPROTOCOL = "rsio.v0";
@@ -83,7 +85,7 @@ const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receivin
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
 const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES,
-  contentTypes: CONTENT_TYPES, metadata: METADATA } = EXTENSIONS;
+  contentTypes: CONTENT_TYPES, metadata: METADATA, channels: CHANNELS } = EXTENSIONS;
 const METADATA_KEY = /^[a-z0-9._-]{1,64}$/; // §18.1
 const utf8 = new TextEncoder();
 
@@ -275,10 +277,11 @@ export class Connection {
     this._gate?.attach(this);
     this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
       ...(this._session === null ? [] : [RESUME.id]), ERROR_CODES_EXTENSION.id,
-      ...(this._role === ROLES.client ? [CONTENT_TYPES.id, METADATA.id, MESSAGES.id] : [])]; // listen(): not yet
+      ...(this._role === ROLES.client ? [CONTENT_TYPES.id, METADATA.id, MESSAGES.id, CHANNELS.id] : [])]; // listen(): not yet
     this._offered.sort((a, b) => a - b);
     this._contentTypes = new ContentTypes(); // contentType qualifiers received (§17.1)
     this._qualifiers = new Qualifiers(); // error-codes received (§19.1)
+    this._channels = new Channels(this); // channels we open (§21)
     this._messages = new Messages(this, options.handlers, options.maxMessagesInFlight ?? DEFAULT_MESSAGES_IN_FLIGHT);
     this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
       : options.keepalive === null ? null : options.keepalive * 1000;
@@ -305,7 +308,10 @@ export class Connection {
     this.ready.catch(() => {}); // `ready` is there to be awaited, not a must
     transport.onbytes = (data) => this._receive(data);
     transport.onend = (error) => this._transportClosed(error);
-    transport.ondrain = () => this._serving.pullAll();
+    transport.ondrain = () => {
+      this._serving.pullAll();
+      this._channels.writable();
+    };
     this._send({ type: this._role.hello, version: VERSION, extensions: this._offered });
     transport.start?.(); // input that arrived before this Connection existed
   }
@@ -332,6 +338,7 @@ export class Connection {
       credentials = encodeCredentials(options.auth);
     }
     const metadata = options.metadata == null ? null : checkMetadata(options.metadata);
+    const input = options._input ?? null; // a channel's input Publisher (channel(), §21)
     let id = 1;
     while (this._subs.has(id)) id++; // §5.3: reuse small ids
     const sub = new Subscription(this, id, name, subscriber);
@@ -352,13 +359,22 @@ export class Connection {
       return sub;
     }
     this._subs.set(id, sub);
-    if (credentials === null && metadata === null) this._sendSubscribe(sub, null);
-    else if (this.state === "OPEN") this._sendSubscribe(sub, credentials, metadata);
-    else this._held.push([sub, credentials, metadata]); // until the serverHello (§15.4, §18.1)
+    if (credentials === null && metadata === null && input === null) this._sendSubscribe(sub, null);
+    else if (this.state === "OPEN") this._sendSubscribe(sub, credentials, metadata, input);
+    else this._held.push([sub, credentials, metadata, input]); // until the serverHello (§15.4, §18.1, §21.1)
     return sub;
   }
 
-  _sendSubscribe(sub, credentials, metadata = null) {
+  _sendSubscribe(sub, credentials, metadata = null, input = null) {
+    if (input !== null) { // the channel mark, then the subscribe it qualifies (§21.3)
+      const refused = this._channels.open(sub, input);
+      if (refused !== null) {
+        this._subs.delete(sub.id);
+        sub.state = "CLOSED";
+        sub._finish((s) => s.onError?.(refused));
+        return;
+      }
+    }
     if (credentials !== null) {
       this._sendExtension(AUTH.types.subscribeCredentials, concat([encodeVarint(sub.id), credentials]));
     }
@@ -373,13 +389,13 @@ export class Connection {
   _releaseHeld() {
     const held = this._held;
     this._held = [];
-    for (const [sub, credentials, metadata] of held) {
+    for (const [sub, credentials, metadata, input] of held) {
       if (sub.state === "CANCELLED") { // cancelled while held: it never existed for the server
         this._subs.delete(sub.id);
         sub.state = "CLOSED";
         sub._finish(() => {});
       } else if (sub.state !== "CLOSED") {
-        this._sendSubscribe(sub, credentials, metadata);
+        this._sendSubscribe(sub, credentials, metadata, input);
       }
     }
   }
@@ -411,6 +427,35 @@ export class Connection {
   async request(name, { decode = "bytes", metadata = null } = {}) {
     for await (const element of this.stream(name, { window: 1, decode, metadata })) return element;
     throw new RangeError(`publisher '${name}' completed without an element`);
+  }
+
+  /**
+   * Open a channel on the peer's channel `name` (extension channels, §21): `input` (a Publisher,
+   * an async iterable or an iterable of Uint8Array or string elements) streams to the peer's
+   * channel, which answers with the output. Returns the output like publisher() and stream()
+   * do: a Publisher (each subscribe opens a channel and subscribes to `input` once) that is
+   * also an async iterable ({window, decode} as in stream()). The input is sent only within
+   * the input demand the peer grants; the peer's inputCancel cancels it; the output's end or
+   * cancel cancels it too; its onComplete/onError reach the peer. A peer without the
+   * extension: the output fails with an error saying so (§21.1).
+   */
+  channel(name, input, { window = 16, decode = "bytes", metadata = null, auth = null } = {}) {
+    if (typeof name !== "string") {
+      throw new TypeError(`channel names are strings such as "upper?lang=en", got ${typeof name}`);
+    }
+    if (!Number.isInteger(window) || window < 1) throw new RangeError(`window must be an integer >= 1, got ${window}`);
+    const source = inputPublisher(input);
+    const options = { metadata, auth, _input: source };
+    const conn = this;
+    const convert = decode === "auto" ? (bytes) => bytes : decoderFor(decode);
+    return {
+      subscribe: (subscriber) => { this.subscribe(name, subscriber, options); },
+      [Symbol.asyncIterator]() {
+        const iterator = new DemandIterator(window, convert, decode);
+        iterator.subscription = conn.subscribe(name, iterator, options);
+        return iterator;
+      },
+    };
   }
 
   /**
@@ -678,6 +723,7 @@ export class Connection {
     }
     this._dropParts(sub.id);
     this._subs.delete(sub.id); // §5.3: the id is free again
+    sub._input?.end(); // a channel's input ends with its output (§21.5)
     const cancelled = sub.state === "CANCELLED";
     sub.state = "CLOSED";
     if (cancelled) return sub._finish(() => {}); // the acknowledgement (§5.4)
@@ -704,6 +750,7 @@ export class Connection {
     else if (owner.id === AUTH.id) this._auth(frame, code);
     else if (owner.id === ERROR_CODES_EXTENSION.id) this._qualifiers.take(frame.code, frame.payload);
     else if (owner.id === MESSAGES.id) this._messages.received(frame.code, frame.payload);
+    else if (owner.id === CHANNELS.id) this._channels.received(frame.code, frame.payload);
     else if (owner.id === CONTENT_TYPES.id) this._contentTypes.take(frame.payload);
     else this._session.message(frame.code, frame.payload); // resume is active only with a session
   }
@@ -787,6 +834,7 @@ export class Connection {
     this.closeReason = error;
     this._failAll(error ?? this._closedError());
     this._messages.close(error ?? this._closedError());
+    this._channels.close();
     this._serving.closeAll();
     this._ready.reject(error ?? this._closedError());
     this._resolveClosed(error);
@@ -808,6 +856,7 @@ export class Connection {
     this._parts.clear();
     this._partBytes = 0;
     for (const sub of subs) {
+      sub._input?.end(); // a channel's input ends with the connection (§21.5)
       const quiet = sub.state === "CANCELLED";
       sub.state = "CLOSED";
       sub._finish(quiet ? () => {} : (s) => s.onError?.(error));
@@ -821,6 +870,15 @@ export class Connection {
       // an error handler that throws has nowhere left to report to
     }
   }
+}
+
+/** A channel's input as a Publisher: a Publisher as it is, an (async) iterable through fromIterable/fromAsyncIterable. */
+function inputPublisher(input) {
+  if (input !== null && typeof input === "object" && typeof input.subscribe === "function") return input;
+  if (input != null && typeof input[Symbol.asyncIterator] === "function") return fromAsyncIterable(input);
+  if (input != null && typeof input !== "string" && typeof input[Symbol.iterator] === "function") return fromIterable(input);
+  throw new TypeError("a channel's input is a Publisher, an async iterable or an iterable of elements (PROTOCOL.md §21), "
+    + `got ${input === null ? "null" : typeof input}`);
 }
 
 const HANDLERS = {
@@ -839,6 +897,11 @@ const HANDLERS = {
     conn._anotherHello(frame);
   },
   subscribe(conn, frame) {
+    if (conn._channels.marked(frame)) { // this endpoint offers no channels (§21.3)
+      conn._serving._refuse(frame.subscriber, `no channel named '${frame.publisher}' (PROTOCOL.md §21.3)`,
+        ERROR_CODES.UNKNOWN_PUBLISHER);
+      return;
+    }
     if (conn._gate !== null) conn._gate.subscribe(frame); // held or checked first (§15.3, §15.4)
     else conn._serving.subscribe(frame);
   },

@@ -21,7 +21,7 @@ test("with auth the hello offers id 2; authenticate follows the server's hello, 
   conn.subscribe("news", r); // optimistic (§4.3): the server holds it until authenticate is settled
   await tick();
   assert.deepEqual(ws.sent.map((f) => f.type), ["clientHello", "subscribe"]);
-  assert.deepEqual(ws.sent[0].extensions, [1, 2, 4, 5, 6, 7]);
+  assert.deepEqual(ws.sent[0].extensions, [1, 2, 4, 5, 6, 7, 8]);
   ws.feed(hello(1, 2));
   await tick();
   const [authenticate] = ws.of("extension", 0x84);
@@ -40,12 +40,12 @@ test("user and password travel as credentials kind 2", async () => {
   assert.deepEqual([...ws.of("extension", 0x84)[0].payload], [2, 3, 97, 110, 110, 2, 112, 119]);
 });
 
-test("without auth the hello offers keepalive, content-types, metadata, error-codes and messages only, and ready settles on the serverHello", async () => {
+test("without auth the hello offers keepalive, content-types, metadata, error-codes, messages and channels only, and ready settles on the serverHello", async () => {
   const { ws, conn } = open();
   ws.feed(hello(1, 2));
   assert.equal(await conn.ready, conn);
   await tick();
-  assert.deepEqual(ws.sent[0].extensions, [1, 4, 5, 6, 7]);
+  assert.deepEqual(ws.sent[0].extensions, [1, 4, 5, 6, 7, 8]);
   assert.equal(ws.of("extension", 0x84).length, 0);
 });
 

@@ -43,6 +43,10 @@ export async function usage(): Promise<void> {
   const typed: Publisher<number> = fromIterable([1, 2, 3]);
   typed.subscribe({ onNext(n) { console.log(n.toFixed(1)); } });
 
+  for await (const upper of conn.channel("upper", ["a", new Uint8Array([98])], { decode: "text" })) console.log(upper.length);
+  conn.channel("upper", readings()).subscribe({ onNext(bytes) { console.log(bytes.length); } });
+  // @ts-expect-error a channel's input is a Publisher or an iterable, not a number
+  conn.channel("upper", 5);
   const resumes: number = conn.resumes;
   console.log(resumes, RESUME_DEFAULTS.bufferBytes);
   // @ts-expect-error resume options are numbers

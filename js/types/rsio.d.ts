@@ -204,7 +204,31 @@ export declare class Connection {
   send(name: string, payload?: string | Uint8Array | ArrayBuffer, options?: { wait?: boolean }): Promise<void>;
   /** Message credit the peer has granted and this endpoint has not used (§20.3). */
   readonly messageCredit: bigint;
+  /**
+   * Open a channel on the peer's channel `name` (extension channels, §21): `input` streams to
+   * it, within the input demand the peer grants; the output is a Publisher (each subscribe
+   * opens a channel) and an async iterable ({window, decode} as in stream()).
+   */
+  channel(name: string, input: ChannelInput, options?: ChannelOptions & { decode?: "bytes" }): Channel<Uint8Array>;
+  channel(name: string, input: ChannelInput, options: ChannelOptions & { decode: "text" }): Channel<string>;
+  channel<T = unknown>(name: string, input: ChannelInput, options: ChannelOptions & {
+    decode: "json" | "auto" | ((bytes: Uint8Array) => T);
+  }): Channel<T>;
 }
+
+/** A channel's input: a Publisher, an async iterable or an iterable of elements (bytes or strings). */
+export type ChannelInput = Publisher<Element> | AsyncIterable<Element> | Iterable<Element>;
+
+export interface ChannelOptions extends SubscribeOptions {
+  /** As stream()'s: elements requested and not yet consumed when iterated. Default 16. */
+  window?: number;
+}
+
+/** A channel's output: subscribe (as a Publisher of bytes) or iterate (decoded). */
+export interface Channel<T> extends Publisher<Uint8Array>, AsyncIterable<T> {}
+
+/** Input elements requested from a channel's input Publisher at a time (§21.4). */
+export declare const INPUT_WINDOW: number;
 
 /** The publisher ended a subscription with onError. */
 export declare class RemoteStreamError extends Error {

@@ -38,6 +38,7 @@ BROWSER_MODULES = (
     "rsio-codes.js",
     "rsio-messages.js",
     "rsio-content.js",
+    "rsio-channels.js",
 )
 NODE = shutil.which("node")
 

@@ -35,6 +35,7 @@ STATIC_FILES = (
     "rsio-codes.js",
     "rsio-messages.js",
     "rsio-content.js",
+    "rsio-channels.js",
 )
 """The files served from ``static/`` (the page, its script and style, the RS.io client)."""
 

@@ -28,6 +28,7 @@ export class Subscription {
     this.outstanding = 0n; // demand granted and not yet used (§6.1)
     this.received = 0; // elements delivered
     this._sent = false; // the subscribe frame went out (before: requests add to initialDemand)
+    this._input = null; // a channel's input (rsio-channels.js), ended with this subscription (§21.5)
   }
 
   /** Reactive Streams rule 3.9: n > 0; Number, BigInt or Infinity (= unbounded). */
@@ -51,6 +52,7 @@ export class Subscription {
   cancel() {
     if (this.state !== "SUBSCRIBED" && this.state !== "ACTIVE") return;
     this.state = "CANCELLED";
+    this._input?.end(); // cancelling a channel's output cancels its input (§21.5)
     this._conn._dropParts(this.id);
     if (this._sent) this._conn._send({ type: "cancel", subscriber: this.id });
   }

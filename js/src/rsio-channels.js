@@ -1,0 +1,300 @@
+// Extension channels (id 8, PROTOCOL.md §21): a subscription that also carries an input
+// stream from this endpoint (the opener) to the publisher, keyed by the same subscriber id.
+//
+// Theory of operation. Opening a channel is an ordinary subscribe (the output, §5–§9)
+// preceded by a channel mark (0xa0) for its id; the Connection sends the mark right before
+// the subscribe, and only once the peer's hello shows the extension active (§21.1). The input
+// is a Reactive Streams Publisher; an Input relays it: it subscribes to it after the
+// subscribe went out and requests from it exactly the input demand the peer granted with
+// inputRequest (§21.4), at most INPUT_WINDOW elements at a time and per turn of the event
+// loop, and only while the transport takes writes. So nothing is ever sent beyond the
+// peer's demand. Its onComplete/onError become inputComplete/inputError; the peer's
+// inputCancel cancels it; and the end of the output (its terminal signal, our cancel, the
+// connection's end) cancels it without a message (§21.5). Input messages for ids with no
+// open input are dropped quietly.
+//
+// As a publisher this endpoint offers no channels: a subscribe marked by the peer's channel
+// is refused with onError "no channel named ..." (§21.3), after the mark rules are checked.
+
+import { EXTENSIONS, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
+
+const CHANNELS = EXTENSIONS.channels;
+const { channel: CHANNEL, inputRequest: INPUT_REQUEST, inputCancel: INPUT_CANCEL, inputNext: INPUT_NEXT,
+  inputComplete: INPUT_COMPLETE, inputError: INPUT_ERROR } = CHANNELS.types;
+
+/** Input elements requested from an input Publisher at a time (as rstreams, §21.4). */
+export const INPUT_WINDOW = 64;
+
+const utf8 = new TextEncoder();
+
+const nextTurn = typeof setImmediate === "function" ? setImmediate : (callback) => setTimeout(callback, 0);
+
+/** "the peer does not offer extension channels" (§21.1). */
+export function notActive() {
+  return new Error("the peer does not offer extension channels (id 8) (PROTOCOL.md §21.1)");
+}
+
+/** {subscriber, rest} of an input message's payload; ProtocolError (§21.2) if malformed. */
+function readSubscriber(payload, what) {
+  let id;
+  try {
+    id = decodeVarint(payload, 0);
+  } catch {
+    id = null;
+  }
+  if (id === null) throw new ProtocolError(`malformed ${what}: its subscriber is not a minimal varint`, "§21.2");
+  const subscriber = id.value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id.value) : id.value;
+  return { subscriber, rest: payload.subarray(id.next) };
+}
+
+/** The demand of an inputRequest after its subscriber; ProtocolError (§21.2) if malformed. */
+function readDemand(rest) {
+  let demand;
+  try {
+    demand = decodeVarint(rest, 0);
+  } catch {
+    demand = null;
+  }
+  if (demand === null || demand.next !== rest.length || demand.value === 0n || demand.value > UNBOUNDED) {
+    throw new ProtocolError("malformed inputRequest: its demand must be one varint, 1 to 2**63 - 1", "§21.2");
+  }
+  return demand.value;
+}
+
+function toBytes(element) {
+  if (element instanceof Uint8Array) return element;
+  if (typeof element === "string") return utf8.encode(element);
+  if (ArrayBuffer.isView(element)) return new Uint8Array(element.buffer, element.byteOffset, element.byteLength);
+  if (element instanceof ArrayBuffer) return new Uint8Array(element);
+  return null;
+}
+
+/** The Subscriber of one channel's input Publisher: relays it within the peer's input demand. */
+class Input {
+  constructor(channels, id, source) {
+    this._channels = channels;
+    this._conn = channels._conn;
+    this.id = id;
+    this._source = source;
+    this.granted = 0n; // input demand the peer granted and we have not used (§21.4)
+    this.outstanding = 0; // requested from the input Publisher, not yet received
+    this.sent = 0; // inputNext messages sent
+    this._upstream = null;
+    this.done = false; // ended: terminal sent, cancelled by the peer, or the output ended
+    this._waiting = false;
+    this._turn = 0; // elements requested since the last wait: at most INPUT_WINDOW per turn
+  }
+
+  /** Subscribe to the input Publisher (its signals must follow the channel's subscribe). */
+  start() {
+    if (this.done) return;
+    try {
+      this._source.subscribe(this);
+    } catch (error) {
+      this._conn._report(error);
+      this._terminate(INPUT_ERROR, `${error?.name ?? "Error"}: ${error?.message ?? error}`);
+    }
+  }
+
+  /** inputRequest(n) from the peer. */
+  grant(n) {
+    const sum = this.granted + n;
+    this.granted = sum > UNBOUNDED ? UNBOUNDED : sum;
+    this._pull();
+  }
+
+  /** The peer cancelled the input, or the output ended: cancel the input Publisher. */
+  end() {
+    if (this.done) return;
+    this.done = true;
+    this._channels._forget(this);
+    const upstream = this._upstream;
+    this._upstream = null;
+    try {
+      upstream?.cancel();
+    } catch (error) {
+      this._conn._report(error);
+    }
+  }
+
+  _pull() {
+    const upstream = this._upstream;
+    if (upstream === null || this.done) return;
+    const window = this.granted < BigInt(INPUT_WINDOW) ? Number(this.granted) : INPUT_WINDOW;
+    const want = window - this.outstanding;
+    if (want <= 0) return;
+    if (!this._conn.writable) {
+      if (this._conn.state === "OPEN") this._wait(() => this._conn._waitWritable());
+      return;
+    }
+    if (this._turn >= INPUT_WINDOW) { // a window per turn: the turn's write goes out first
+      this._wait(null);
+      return;
+    }
+    this._turn += want;
+    this.outstanding += want;
+    try {
+      upstream.request(want);
+    } catch (error) {
+      this._conn._report(error);
+      this.end();
+    }
+  }
+
+  _wait(ask) {
+    if (this._waiting) return;
+    this._waiting = true;
+    if (ask === null) nextTurn(() => this.writable());
+    else ask();
+  }
+
+  /** The transport takes writes again, or a new turn began. */
+  writable() {
+    this._waiting = false;
+    this._turn = 0;
+    this._pull();
+  }
+
+  _terminate(code, text = "") {
+    if (this.done) return;
+    this.done = true;
+    this._upstream = null;
+    this._channels._forget(this);
+    this._channels._send(code, this.id, utf8.encode(text));
+  }
+
+  // -- Subscriber (the input Publisher calls these) -----------------------------------------
+  onSubscribe(subscription) {
+    if (this.done || this._upstream !== null) {
+      subscription.cancel(); // rule 2.5
+      return;
+    }
+    this._upstream = subscription;
+    this._pull();
+  }
+
+  onNext(element) {
+    if (this.done) return;
+    const bytes = toBytes(element);
+    const limit = this._conn._limits.maxStringLength - 10;
+    if (bytes === null || bytes.length > limit || this.granted === 0n) {
+      const upstream = this._upstream;
+      const what = bytes === null ? `an input element of type ${typeof element}: inputNext holds bytes or a string`
+        : this.granted === 0n ? "an input element beyond the demand requested from the input Publisher (rule 1.1)"
+          : `an input element of ${bytes.length} bytes: inputNext holds at most max_string_length - 10 = ${limit}`;
+      this._terminate(INPUT_ERROR, `${what} (PROTOCOL.md §21.2)`);
+      try {
+        upstream?.cancel();
+      } catch (error) {
+        this._conn._report(error);
+      }
+      return;
+    }
+    if (this.granted !== UNBOUNDED) this.granted -= 1n;
+    this.outstanding -= 1;
+    this.sent += 1;
+    this._channels._send(INPUT_NEXT, this.id, bytes);
+    if (this.outstanding <= INPUT_WINDOW / 2) this._pull();
+  }
+
+  onError(error) {
+    this._terminate(INPUT_ERROR, `${error?.name ?? "Error"}: ${error?.message ?? error}`);
+  }
+
+  onComplete() {
+    this._terminate(INPUT_COMPLETE);
+  }
+}
+
+/** One connection's channels: the inputs of the channels it opened, and the peer's marks. */
+export class Channels {
+  constructor(conn) {
+    this._conn = conn;
+    this.inputs = new Map(); // our subscriber ids -> Input
+    this._mark = null; // the id of the peer's channel mark waiting for its subscribe (§21.3)
+  }
+
+  /** Send the mark for `sub` (right before its subscribe); null, or the error refusing it (§21.1). */
+  open(sub, source) {
+    if (!this._conn.extensions.has(CHANNELS.id)) return notActive();
+    const input = new Input(this, sub.id, source);
+    this.inputs.set(sub.id, input);
+    sub._input = input;
+    this._send(CHANNEL, sub.id);
+    queueMicrotask(() => input.start()); // after the subscribe, which is queued next
+    return null;
+  }
+
+  /** The output of channel `id` ended (terminal signal, our cancel, the connection): end its input. */
+  outputEnded(input) {
+    input?.end();
+  }
+
+  _forget(input) {
+    if (this.inputs.get(input.id) === input) this.inputs.delete(input.id);
+  }
+
+  _send(code, id, rest = null) {
+    this._conn._sendExtension(code, rest === null ? encodeVarint(id) : concat([encodeVarint(id), rest]));
+  }
+
+  /** The transport takes writes again. */
+  writable() {
+    for (const input of this.inputs.values()) if (input._waiting) input.writable();
+  }
+
+  /** A message of the extension from the peer (the connection routes them here). */
+  received(code, payload) {
+    const what = `0x${code.toString(16)}`;
+    const { subscriber, rest } = readSubscriber(payload, what);
+    if (code === CHANNEL) {
+      if (rest.length !== 0) throw new ProtocolError(`malformed ${what}: bytes after its subscriber`, "§21.2");
+      if (this._mark !== null) throw new ProtocolError("two 0xa0 messages before one Subscribe", "§21.3");
+      this._mark = subscriber;
+      return;
+    }
+    if (code === INPUT_REQUEST) {
+      const demand = readDemand(rest);
+      this.inputs.get(subscriber)?.grant(demand);
+      return;
+    }
+    if (code === INPUT_CANCEL) {
+      if (rest.length !== 0) throw new ProtocolError(`malformed ${what}: bytes after its subscriber`, "§21.2");
+      this.inputs.get(subscriber)?.end();
+      return;
+    }
+    // inputNext, inputComplete, inputError: for the publisher side, which offers no channels
+    if ((code === INPUT_COMPLETE) && rest.length !== 0) {
+      throw new ProtocolError(`malformed ${what}: bytes after its subscriber`, "§21.2");
+    }
+    if (code === INPUT_ERROR) {
+      try {
+        new TextDecoder("utf-8", { fatal: true }).decode(rest);
+      } catch {
+        throw new ProtocolError("malformed inputError: its text is not UTF-8", "§21.2");
+      }
+    }
+    // no channel of ours has this id: dropped quietly (§21.5)
+  }
+
+  /**
+   * The peer's subscribe `frame`: true when a channel mark qualifies it (then it is refused,
+   * this endpoint offers no channels). The mark is used up by it whatever happens (§21.3).
+   */
+  marked(frame) {
+    if (this._mark === null) return false;
+    const mark = this._mark;
+    this._mark = null;
+    if (mark !== frame.subscriber) {
+      throw new ProtocolError(`0xa0 for subscriber ${mark} followed by a Subscribe for subscriber ${frame.subscriber}`,
+        "§21.3");
+    }
+    return true;
+  }
+
+  /** The connection ended: every input is cancelled. */
+  close() {
+    for (const input of [...this.inputs.values()]) input.end();
+    this._mark = null;
+  }
+}
