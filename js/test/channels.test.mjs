@@ -92,6 +92,23 @@ test("§21.4: an unbounded grant still draws the input INPUT_WINDOW elements at 
   assert.equal(channelFrames(ws).at(-1)[0], 0xa4);
 });
 
+test("§21.4: a grant while the transport takes no writes waits for its drain", async () => {
+  const { ws, conn } = open();
+  const input = counting();
+  conn.channel("sink", input).subscribe(recorder(1));
+  ws.feed(HELLO);
+  await tick();
+  ws.writable = false;
+  ws.feed(inputRequest(1, 3));
+  await tick();
+  assert.equal(input.requested, 0); // the grant is a permission, not a reason to fill buffers (§6.3)
+  assert.equal(ws.waitingForDrain, 1);
+  ws.drain();
+  await tick();
+  assert.equal(input.requested, 3);
+  assert.equal(channelFrames(ws).filter(([code]) => code === 0xa3).length, 3);
+});
+
 test("§21.5: inputCancel cancels the input Publisher and the output goes on; the output's end cancels the input", async () => {
   const { ws, conn } = open();
   const first = counting();
