@@ -5,25 +5,18 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from rstreams.api import Subscriber
 from rstreams.errors import InvalidDemandError
-from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
 from rstreams.flow._timeops import StreamTimeoutError
-from testkit.clock import VirtualLoop
+from testkit.clock import Stepped, clock_and_loop
 from testkit.publishers import ManualPublisher, ThreadPublisher
 from testkit.recording import WAIT, RecordingSubscriber
-
-
-def _clock() -> tuple[VirtualLoop, asyncio.AbstractEventLoop]:
-    clock = VirtualLoop()
-    return clock, cast(asyncio.AbstractEventLoop, clock)
 
 
 def _subscribe(flow: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscriber[Any]:
@@ -34,7 +27,7 @@ def _subscribe(flow: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscribe
 
 def test_debounce_emits_after_quiet_and_re_requests_what_it_replaces() -> None:
     """A newer element replaces the pending one (one more is asked upstream); quiet time emits."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.debounce(1.0, loop=loop))
     assert source.requests == []
@@ -56,7 +49,7 @@ def test_debounce_emits_after_quiet_and_re_requests_what_it_replaces() -> None:
 
 def test_throttle_first_passes_the_first_of_each_window() -> None:
     """Elements inside the window are dropped and asked for again."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.throttle_first(1.0, loop=loop), initial=2)
     source.emit(1)
@@ -70,7 +63,7 @@ def test_throttle_first_passes_the_first_of_each_window() -> None:
 
 def test_throttle_latest_sends_the_latest_at_the_end_of_each_window() -> None:
     """First at once; at the window's end the latest held one; a quiet window closes."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.throttle_latest(1.0, loop=loop), initial=10)
     source.emit(1)
@@ -88,7 +81,7 @@ def test_throttle_latest_sends_the_latest_at_the_end_of_each_window() -> None:
 
 def test_sample_emits_the_latest_per_tick_and_waits_for_demand() -> None:
     """Each tick sends the latest element since the previous one; none without demand."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.sample(1.0, loop=loop))
     s.request(2)
@@ -105,7 +98,7 @@ def test_sample_emits_the_latest_per_tick_and_waits_for_demand() -> None:
 
 def test_delay_shifts_every_element_and_completes_after_the_last() -> None:
     """Each element comes ``seconds`` after it arrived; completion waits for the last."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.delay(1.0, loop=loop), initial=5)
     source.emit(1)
@@ -120,7 +113,7 @@ def test_delay_shifts_every_element_and_completes_after_the_last() -> None:
 
 def test_delay_holds_at_most_max_pending() -> None:
     """Under unbounded demand, upstream is asked for max_pending, topped up as they go out."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.delay(1.0, max_pending=4, loop=loop), initial=rstreams.UNBOUNDED)
     assert source.requests == [4]
@@ -132,7 +125,7 @@ def test_delay_holds_at_most_max_pending() -> None:
 
 def test_buffer_time_cuts_at_max_size_or_at_a_tick_whichever_first() -> None:
     """Count-or-time: a full list goes at once; a tick cuts a partial one when a list is wanted."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.buffer_time(1.0, max_size=3, loop=loop))
     assert source.requests == []
@@ -154,14 +147,14 @@ def test_buffer_time_cuts_at_max_size_or_at_a_tick_whichever_first() -> None:
 @given(st.lists(st.integers(), max_size=40), st.integers(1, 5))
 def test_buffer_time_then_flatten_is_the_identity(items: list[int], size: int) -> None:
     """The law of buffering: concatenating the lists gives the stream back."""
-    _, loop = _clock()
+    _, loop = clock_and_loop()
     lists = rstreams.from_iterable(items).buffer_time(1.0, max_size=size, loop=loop).collect().result(WAIT)
     assert [x for batch in lists for x in batch] == items and all(0 < len(b) <= size for b in lists)
 
 
 def test_timeout_counts_only_while_the_upstream_owes_elements() -> None:
     """No demand, no timeout; then a silent upstream fails the stream and is cancelled."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.timeout(1.0, loop=loop))
     clock.advance(100)
@@ -178,7 +171,7 @@ def test_timeout_counts_only_while_the_upstream_owes_elements() -> None:
 
 def test_timeout_total_and_fallback_with_demand_carried_over() -> None:
     """``total`` limits the whole stream; ``fallback`` continues, asked for what is left."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     fallback: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.timeout(None, total=5.0, fallback=fallback, loop=loop), initial=3)
@@ -192,7 +185,7 @@ def test_timeout_total_and_fallback_with_demand_carried_over() -> None:
 
 def test_timeout_fallback_is_not_used_for_other_errors() -> None:
     """An upstream error is not a timeout: it goes on."""
-    _, loop = _clock()
+    _, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.timeout(1.0, fallback=rstreams.just(0), loop=loop), initial=1)
     source.fail(KeyError("k"))
@@ -208,7 +201,7 @@ def test_cancel_stops_the_timer_and_the_upstream() -> None:
         lambda f, loop: f.timeout(1.0, total=9.0, loop=loop),
     ]
     for build in timed:
-        clock, loop = _clock()
+        clock, loop = clock_and_loop()
         source: ManualPublisher[int] = ManualPublisher()
         s = _subscribe(build(source, loop), initial=1)
         source.emit(1)
@@ -219,7 +212,7 @@ def test_cancel_stops_the_timer_and_the_upstream() -> None:
 
 def test_errors_go_on_at_once_dropping_what_is_held() -> None:
     """An upstream error is not delayed behind held elements."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.delay(1.0, loop=loop), initial=2)
     source.emit(1)
@@ -240,7 +233,7 @@ def test_illegal_request_is_signalled() -> None:
         "timeout",
         "buffer_time",
     ):
-        _, loop = _clock()
+        _, loop = clock_and_loop()
         s = _subscribe(getattr(rstreams.range(0, 3), name)(1.0, loop=loop))
         s.request(0)
         s.await_done()
@@ -275,7 +268,7 @@ def test_bad_arguments_are_refused_when_built() -> None:
 @given(gaps=st.lists(st.sampled_from([0.25, 0.5, 1.0, 2.0]), min_size=1, max_size=20))
 def test_debounce_keeps_exactly_the_elements_followed_by_a_quiet_gap(gaps: list[float]) -> None:
     """The law of debounce: element i survives iff the gap after it is >= the quiet time (or it is last)."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.debounce(1.0, loop=loop), initial=rstreams.UNBOUNDED)
     for i, gap in enumerate(gaps):
@@ -289,7 +282,7 @@ def test_debounce_keeps_exactly_the_elements_followed_by_a_quiet_gap(gaps: list[
 @given(gaps=st.lists(st.sampled_from([0.25, 0.5, 1.0]), min_size=1, max_size=20))
 def test_throttle_first_law(gaps: list[float]) -> None:
     """An element passes iff at least the window has passed since the last one that passed."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     s = _subscribe(source.throttle_first(1.0, loop=loop), initial=rstreams.UNBOUNDED)
     expected, opened, now = [], float("-inf"), 0.0
@@ -306,41 +299,18 @@ def test_throttle_first_law(gaps: list[float]) -> None:
 # -- the TCK ----------------------------------------------------------------------------
 
 
-class _Stepped(OperatorFlow[int, int]):
-    """range(0, n) that moves the virtual clock by ``step`` after each element went on."""
-
-    def __init__(self, n: int, clock: VirtualLoop, step: float) -> None:
-        super().__init__(rstreams.range(0, n))
-        self.clock, self.step = clock, step
-
-    def subscriber(self, downstream: Subscriber[int]) -> Subscriber[int]:
-        return _StepAfter(downstream, self.clock, self.step)
-
-
-class _StepAfter(OperatorSubscriber[int, int]):
-    def __init__(self, downstream: Subscriber[int], clock: VirtualLoop, step: float) -> None:
-        super().__init__(downstream)
-        self.many = None
-        self.clock, self.step = clock, step
-
-    def on_next(self, item: int) -> None:
-        if not self.done:
-            self.downstream.on_next(item)
-            self.clock.advance(self.step)
-
-
 def test_buffer_time_passes_the_publisher_tck() -> None:
     """With max_size=1 every element is a list of its own: n in, n lists out."""
     from rstreams.tck import verify_publisher
 
     def make(n: int) -> rstreams.Flow[list[int]]:
-        clock, loop = _clock()
-        return rstreams.from_publisher(_Stepped(n, clock, 1.0)).buffer_time(1.0, max_size=1, loop=loop)
+        clock, loop = clock_and_loop()
+        return rstreams.from_publisher(Stepped(n, clock, 1.0)).buffer_time(1.0, max_size=1, loop=loop)
 
     report = verify_publisher(
         make,
         create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).buffer_time(
-            1.0, loop=_clock()[1]
+            1.0, loop=clock_and_loop()[1]
         ),
         max_elements=1000,
     )
@@ -353,11 +323,11 @@ def test_clock_filters_pass_the_publisher_tck(name: str) -> None:
     from rstreams.tck import verify_publisher
 
     def make(n: int) -> rstreams.Flow[int]:
-        clock, loop = _clock()
-        return getattr(rstreams.from_publisher(_Stepped(n, clock, 1.0)), name)(1.0, loop=loop)  # type: ignore[no-any-return]
+        clock, loop = clock_and_loop()
+        return getattr(rstreams.from_publisher(Stepped(n, clock, 1.0)), name)(1.0, loop=loop)  # type: ignore[no-any-return]
 
     def failed() -> rstreams.Flow[int]:
-        _, loop = _clock()
+        _, loop = clock_and_loop()
         return getattr(rstreams.error(RuntimeError("failed")), name)(1.0, loop=loop)  # type: ignore[no-any-return]
 
     report = verify_publisher(make, create_failed_publisher=failed, max_elements=1000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 import rstreams
 from rstreams.api import Subscriber
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
-from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
-from testkit.clock import VirtualLoop
+from testkit.clock import Stepped, clock_and_loop
 from testkit.publishers import ManualPublisher, ThreadPublisher
 from testkit.recording import WAIT, RecordingSubscriber
 
@@ -256,37 +255,9 @@ def test_the_outer_flow_alone_passes_the_publisher_tck() -> None:
 # -- window_time: windows cut by a clock (a virtual one here) ---------------------------------
 
 
-def _clock() -> tuple[VirtualLoop, asyncio.AbstractEventLoop]:
-    clock = VirtualLoop()
-    return clock, cast(asyncio.AbstractEventLoop, clock)
-
-
-class _Stepped(OperatorFlow[int, int]):
-    """range(0, n) that moves the virtual clock by ``step`` after each element went on."""
-
-    def __init__(self, n: int, clock: VirtualLoop, step: float) -> None:
-        super().__init__(rstreams.range(0, n))
-        self.clock, self.step = clock, step
-
-    def subscriber(self, downstream: Subscriber[int]) -> Subscriber[int]:
-        return _StepAfter(downstream, self.clock, self.step)
-
-
-class _StepAfter(OperatorSubscriber[int, int]):
-    def __init__(self, downstream: Subscriber[int], clock: VirtualLoop, step: float) -> None:
-        super().__init__(downstream)
-        self.many = None
-        self.clock, self.step = clock, step
-
-    def on_next(self, item: int) -> None:
-        if not self.done:
-            self.downstream.on_next(item)
-            self.clock.advance(self.step)
-
-
 def test_window_time_cuts_every_period_and_skips_empty_ones() -> None:
     """Periods of 1 s: [1, 2] in period 0, nothing in 1, [3] in 2 (completed with the upstream)."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     windows = _outer(source.window_time(1.0, prefetch=8, loop=loop), initial=10)
     assert source.requested == 8  # prefetch, once the outer subscriber asked
@@ -307,7 +278,7 @@ def test_window_time_cuts_every_period_and_skips_empty_ones() -> None:
 
 def test_window_time_keeps_group_demand() -> None:
     """A window's subscriber gets only what it asked for; the rest waits in the window."""
-    clock, loop = _clock()
+    clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     windows = _outer(source.window_time(1.0, prefetch=8, loop=loop), initial=1)
     source.emit(1, 2, 3)
@@ -320,8 +291,8 @@ def test_window_time_keeps_group_demand() -> None:
 
 def test_window_time_then_flatten_is_the_identity() -> None:
     """Concatenating the windows gives the stream back, however the clock cuts it."""
-    clock, loop = _clock()
-    flow = rstreams.from_publisher(_Stepped(10, clock, 0.4)).window_time(1.0, loop=loop)
+    clock, loop = clock_and_loop()
+    flow = rstreams.from_publisher(Stepped(10, clock, 0.4)).window_time(1.0, loop=loop)
     assert flow.concat_map(lambda w: w).collect().result(WAIT) == list(range(10))
 
 
@@ -342,19 +313,19 @@ def test_window_time_passes_the_publisher_tck() -> None:
     from rstreams.tck import verify_publisher
 
     def outer(n: int) -> rstreams.Flow[Any]:
-        clock, loop = _clock()
-        return rstreams.from_publisher(_Stepped(n, clock, 1.0)).window_time(1.0, prefetch=1024, loop=loop)
+        clock, loop = clock_and_loop()
+        return rstreams.from_publisher(Stepped(n, clock, 1.0)).window_time(1.0, prefetch=1024, loop=loop)
 
     def flat(n: int) -> rstreams.Flow[Any]:
-        clock, loop = _clock()
-        flow = rstreams.from_publisher(_Stepped(n, clock, 0.5)).window_time(1.0, loop=loop)
+        clock, loop = clock_and_loop()
+        flow = rstreams.from_publisher(Stepped(n, clock, 0.5)).window_time(1.0, loop=loop)
         return flow.concat_map(lambda w: w)
 
     for make in (outer, flat):
         report = verify_publisher(
             make,
             create_failed_publisher=lambda: rstreams.error(RuntimeError("failed")).window_time(
-                1.0, loop=_clock()[1]
+                1.0, loop=clock_and_loop()[1]
             ),
             max_elements=1000,
         )

@@ -8,11 +8,16 @@ runs every callback due within that time, in order. Pass it where a ``loop=`` is
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
+
+import rstreams
+from rstreams.api import Subscriber
+from rstreams.flow._operator import OperatorFlow, OperatorSubscriber
 
 
 class _Handle:
@@ -73,3 +78,32 @@ class VirtualLoop:
             self.now = max(self.now, handle.when)
             handle.callback(*handle.args)
         self.now = target
+
+
+def clock_and_loop() -> tuple[VirtualLoop, asyncio.AbstractEventLoop]:
+    """A new :class:`VirtualLoop`, and the same object typed as the ``loop=`` operators take."""
+    clock = VirtualLoop()
+    return clock, cast(asyncio.AbstractEventLoop, clock)
+
+
+class Stepped(OperatorFlow[int, int]):
+    """range(0, n) that moves the virtual clock by ``step`` after each element went on."""
+
+    def __init__(self, n: int, clock: VirtualLoop, step: float) -> None:
+        super().__init__(rstreams.range(0, n))
+        self.clock, self.step = clock, step
+
+    def subscriber(self, downstream: Subscriber[int]) -> Subscriber[int]:
+        return _StepAfter(downstream, self.clock, self.step)
+
+
+class _StepAfter(OperatorSubscriber[int, int]):
+    def __init__(self, downstream: Subscriber[int], clock: VirtualLoop, step: float) -> None:
+        super().__init__(downstream)
+        self.many = None
+        self.clock, self.step = clock, step
+
+    def on_next(self, item: int) -> None:
+        if not self.done:
+            self.downstream.on_next(item)
+            self.clock.advance(self.step)
