@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import abc
 import threading
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
-from rstreams.api import Publisher, Subscriber
+from rstreams import demand
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.demand import accept_subscription
+from rstreams.errors import report_unhandled
 from rstreams.flow._operator import MISSING, OperatorSubscriber
 from rstreams.flow._signals import signal_terminal
 from rstreams.rules import check_error
@@ -25,10 +28,46 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class Side(Subscriber[Any], Protocol):
-    """The subscriber to ``other``; ``stop()`` cancels its subscription (now or once it comes)."""
+class Side(Subscriber[Any]):
+    """The subscriber to ``other``: asks for ``WANTED`` elements, ends the stream with ``other``'s
+    error, and ``stop()`` cancels its subscription (now or once it comes), once. ``stopped``:
+    ``other`` no longer matters (stopped, failed, completed, or fired for take/skip_until)."""
 
-    def stop(self) -> None: ...
+    __slots__ = ("parent", "stopped", "subscription")
+
+    WANTED = demand.UNBOUNDED
+    NAME = "other"
+    """The operator, in the report of an error ``other`` sends after it was cancelled."""
+
+    def __init__(self, parent: SideOperatorSubscriber[Any, Any]) -> None:
+        self.parent = parent
+        self.subscription: Subscription | None = None
+        self.stopped = False
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if not accept_subscription(self.subscription, subscription):
+            return
+        self.subscription = subscription
+        if self.stopped or self.parent.done:
+            subscription.cancel()
+            return
+        subscription.request(self.WANTED)
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        if self.stopped:
+            report_unhandled(error, f"{self.NAME}: other's error after it was cancelled")
+            return
+        self.stopped = True
+        self.parent.end(error, from_other=True)
+
+    def stop(self) -> None:
+        """No longer needed: cancel ``other``, once."""
+        if self.stopped:
+            return
+        self.stopped = True
+        if self.subscription is not None:
+            self.subscription.cancel()
 
 
 class SideOperatorSubscriber(OperatorSubscriber[T, R], Generic[T, R]):

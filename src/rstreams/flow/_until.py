@@ -19,13 +19,10 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.demand import accept_subscription
-from rstreams.errors import report_unhandled
+from rstreams.api import Publisher, Subscriber
 from rstreams.flow._operator import MISSING, OperatorFlow
-from rstreams.flow._side import SideOperatorSubscriber
+from rstreams.flow._side import Side, SideOperatorSubscriber
 from rstreams.flow._signals import NONE_ITEM, signal_terminal
-from rstreams.rules import check_error
 
 __all__ = ["SkipUntilFlow", "TakeUntilFlow"]
 
@@ -104,48 +101,22 @@ class _UntilSubscriber(SideOperatorSubscriber[T, T]):
             self.open = True
 
 
-class _Trigger(Subscriber[Any]):
-    """The Subscriber to ``other``: one element wanted, then cancelled."""
+class _Trigger(Side):
+    """The Subscriber to ``other``: one element wanted, then cancelled (``stopped``: fired)."""
 
-    __slots__ = ("fired", "parent", "subscription")
+    __slots__ = ()
 
-    def __init__(self, parent: _UntilSubscriber[Any]) -> None:
-        self.parent = parent
-        self.subscription: Subscription | None = None
-        self.fired = False
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        if not accept_subscription(self.subscription, subscription):
-            return
-        self.subscription = subscription
-        if self.fired or self.parent.done:
-            subscription.cancel()
-            return
-        subscription.request(1)
+    WANTED = 1
+    NAME = "take_until/skip_until"
+    parent: _UntilSubscriber[Any]
 
     def on_next(self, item: object) -> None:
         if item is None:
             raise TypeError(NONE_ITEM)
-        if self.fired:
+        if self.stopped:
             return
         self.stop()
         self.parent.triggered()
 
-    def on_error(self, error: BaseException) -> None:
-        check_error(error)
-        if self.fired:
-            report_unhandled(error, "take_until/skip_until: other's error after it was cancelled")
-            return
-        self.fired = True
-        self.parent.end(error, from_other=True)
-
     def on_complete(self) -> None:
-        self.fired = True  # no element: take_until runs on, skip_until never opens
-
-    def stop(self) -> None:
-        """Fired or no longer needed: cancel ``other``, once."""
-        if self.fired:
-            return
-        self.fired = True
-        if self.subscription is not None:
-            self.subscription.cancel()
+        self.stopped = True  # no element: take_until runs on, skip_until never opens

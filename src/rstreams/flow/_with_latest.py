@@ -20,14 +20,10 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from rstreams import demand
-from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.demand import accept_subscription
-from rstreams.errors import report_unhandled
+from rstreams.api import Publisher, Subscriber
 from rstreams.flow._operator import MISSING, OperatorFlow
-from rstreams.flow._side import SideOperatorSubscriber
+from rstreams.flow._side import Side, SideOperatorSubscriber
 from rstreams.flow._signals import NONE_ITEM, signal_terminal
-from rstreams.rules import check_error
 
 __all__ = ["WithLatestFromFlow"]
 
@@ -85,24 +81,13 @@ class _WithLatest(SideOperatorSubscriber[T, tuple[T, Any]]):
                 signal_terminal(self.downstream, held)
 
 
-class _Latest(Subscriber[Any]):
+class _Latest(Side):
     """The Subscriber to ``other``: asks for everything, keeps the latest element."""
 
-    __slots__ = ("parent", "stopped", "subscription")
+    __slots__ = ()
 
-    def __init__(self, parent: _WithLatest[Any]) -> None:
-        self.parent = parent
-        self.subscription: Subscription | None = None
-        self.stopped = False
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        if not accept_subscription(self.subscription, subscription):
-            return
-        self.subscription = subscription
-        if self.stopped or self.parent.done:
-            subscription.cancel()
-            return
-        subscription.request(demand.UNBOUNDED)
+    NAME = "with_latest_from"
+    parent: _WithLatest[Any]
 
     def on_next(self, item: object) -> None:
         if item is None:
@@ -110,25 +95,9 @@ class _Latest(Subscriber[Any]):
         if not self.stopped:
             self.parent.latest = item
 
-    def on_error(self, error: BaseException) -> None:
-        check_error(error)
-        if self.stopped:
-            report_unhandled(error, "with_latest_from: other's error after it was cancelled")
-            return
-        self.stopped = True
-        self.parent.end(error, from_other=True)
-
     def on_complete(self) -> None:
         if self.stopped:
             return
         self.stopped = True
         if self.parent.latest is MISSING:  # no pair can ever be made
             self.parent.end(None, from_other=True)
-
-    def stop(self) -> None:
-        """No longer needed: cancel ``other``, once."""
-        if self.stopped:
-            return
-        self.stopped = True
-        if self.subscription is not None:
-            self.subscription.cancel()
