@@ -67,6 +67,7 @@ from rstreams.tck._registry import (
     check_options,
     run_cases,
     tck_test,
+    untested,
 )
 from rstreams.tck._test_subscribers import (
     ManualSubscriber,
@@ -373,15 +374,12 @@ class PublisherVerification(Verification, abc.ABC):
             sub.expect_completion(error_msg="rule 1.5: an empty stream must signal on_complete")
             sub.expect_none(error_msg="rule 1.7: nothing may follow on_complete")
 
-    @tck_test(
-        rule="1.06",
-        category="untested",
-        jvm="untested_spec106_mustConsiderSubscriptionCancelledAfterOnErrorOrOnCompleteHasBeenCalled",
+    untested_spec106_must_consider_subscription_cancelled_after_on_error_or_on_complete_has_been_called = (
+        untested(
+            "untested_spec106_mustConsiderSubscriptionCancelledAfterOnErrorOrOnCompleteHasBeenCalled",
+            "Rule 1.6: not verified by this TCK.",
+        )
     )
-    def untested_spec106_must_consider_subscription_cancelled_after_on_error_or_on_complete_has_been_called(
-        self,
-    ) -> None:
-        """Rule 1.6: not verified by this TCK."""
 
     @tck_test(
         rule="1.07",
@@ -398,29 +396,22 @@ class PublisherVerification(Verification, abc.ABC):
             self._no_raise("request(10) after on_complete", lambda: sub.request(10))
             sub.expect_none(error_msg="rule 1.7: after on_complete, request(10) must produce no signal")
 
-    @tck_test(
-        rule="1.07",
-        category="untested",
-        jvm="untested_spec107_mustNotEmitFurtherSignalsOnceOnErrorHasBeenSignalled",
+    untested_spec107_must_not_emit_further_signals_once_on_error_has_been_signalled = untested(
+        "untested_spec107_mustNotEmitFurtherSignalsOnceOnErrorHasBeenSignalled",
+        "Rule 1.7 (after on_error): not verified by this TCK.",
     )
-    def untested_spec107_must_not_emit_further_signals_once_on_error_has_been_signalled(self) -> None:
-        """Rule 1.7 (after on_error): not verified by this TCK."""
 
-    @tck_test(
-        rule="1.08",
-        category="untested",
-        jvm="untested_spec108_possiblyCanceledSubscriptionShouldNotReceiveOnErrorOrOnCompleteSignals",
+    untested_spec108_possibly_canceled_subscription_should_not_receive_on_error_or_on_complete_signals = (
+        untested(
+            "untested_spec108_possiblyCanceledSubscriptionShouldNotReceiveOnErrorOrOnCompleteSignals",
+            "Rule 1.8: not verified by this TCK.",
+        )
     )
-    def untested_spec108_possibly_canceled_subscription_should_not_receive_on_error_or_on_complete_signals(
-        self,
-    ) -> None:
-        """Rule 1.8: not verified by this TCK."""
 
-    @tck_test(
-        rule="1.09", category="untested", jvm="untested_spec109_subscribeShouldNotThrowNonFatalThrowable"
+    untested_spec109_subscribe_should_not_throw_non_fatal_throwable = untested(
+        "untested_spec109_subscribeShouldNotThrowNonFatalThrowable",
+        "Rule 1.9 (subscribe must not raise): not verified by this TCK.",
     )
-    def untested_spec109_subscribe_should_not_throw_non_fatal_throwable(self) -> None:
-        """Rule 1.9 (subscribe must not raise): not verified by this TCK."""
 
     @tck_test(rule="1.09", category="required", jvm="required_spec109_subscribeThrowNPEOnNullSubscriber")
     def required_spec109_subscribe_throw_npe_on_null_subscriber(self) -> None:
@@ -483,13 +474,10 @@ class PublisherVerification(Verification, abc.ABC):
         )
         self.env.verify_no_async_errors_no_delay()
 
-    @tck_test(
-        rule="1.10",
-        category="untested",
-        jvm="untested_spec110_rejectASubscriptionRequestIfTheSameSubscriberSubscribesTwice",
+    untested_spec110_reject_a_subscription_request_if_the_same_subscriber_subscribes_twice = untested(
+        "untested_spec110_rejectASubscriptionRequestIfTheSameSubscriberSubscribesTwice",
+        "Rule 1.10: not verified by this TCK.",
     )
-    def untested_spec110_reject_a_subscription_request_if_the_same_subscriber_subscribes_twice(self) -> None:
-        """Rule 1.10: not verified by this TCK."""
 
     @tck_test(rule="1.11", category="optional", jvm="optional_spec111_maySupportMultiSubscribe")
     def optional_spec111_may_support_multi_subscribe(self) -> None:
@@ -621,19 +609,14 @@ class PublisherVerification(Verification, abc.ABC):
                 )
             )
 
-    @tck_test(
-        rule="3.04", category="untested", jvm="untested_spec304_requestShouldNotPerformHeavyComputations"
+    untested_spec304_request_should_not_perform_heavy_computations = untested(
+        "untested_spec304_requestShouldNotPerformHeavyComputations", "Rule 3.4: not verified by this TCK."
     )
-    def untested_spec304_request_should_not_perform_heavy_computations(self) -> None:
-        """Rule 3.4: not verified by this TCK."""
 
-    @tck_test(
-        rule="3.05",
-        category="untested",
-        jvm="untested_spec305_cancelMustNotSynchronouslyPerformHeavyComputation",
+    untested_spec305_cancel_must_not_synchronously_perform_heavy_computation = untested(
+        "untested_spec305_cancelMustNotSynchronouslyPerformHeavyComputation",
+        "Rule 3.5: not verified by this TCK.",
     )
-    def untested_spec305_cancel_must_not_synchronously_perform_heavy_computation(self) -> None:
-        """Rule 3.5: not verified by this TCK."""
 
     @tck_test(
         rule="3.06", category="required", jvm="required_spec306_afterSubscriptionIsCancelledRequestMustBeNops"

@@ -39,6 +39,7 @@ Nothing here imports pytest: a skip is :class:`SkipTest`, a subclass of
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -78,6 +79,7 @@ __all__ = [
     "normalize_rule",
     "run_cases",
     "tck_test",
+    "untested",
     "whole",
 ]
 
@@ -203,6 +205,27 @@ def tck_test(*, rule: str | None, category: Category, jvm: str) -> Callable[[F],
         return fn
 
     return mark
+
+
+_UNTESTED_NAME: Final = re.compile(r"untested_spec(\d)(\d\d)_")
+
+
+def untested(jvm: str, doc: str) -> Callable[[Verification], None]:
+    """The case mirroring the JVM's untested method ``jvm``: listed and documented, always skipped.
+
+    The rule comes from the name (``untested_spec301_...`` is rule 3.01). Assign the result to
+    the attribute named ``snake(jvm)``, in the JVM's order among the other cases.
+    """
+    match = _UNTESTED_NAME.match(jvm)
+    if match is None:
+        raise ValueError(f"an untested JVM case is named untested_specNNN_..., got {jvm!r}")
+
+    def case(self: Verification) -> None:
+        raise SkipTest(self.not_verified_message)
+
+    case.__name__ = case.__qualname__ = snake(jvm)
+    case.__doc__ = doc
+    return tck_test(rule=f"{match[1]}.{match[2]}", category="untested", jvm=jvm)(case)
 
 
 def _alias(info: CaseInfo) -> Callable[[Verification], None]:

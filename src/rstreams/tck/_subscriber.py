@@ -27,12 +27,12 @@ from rstreams.tck._env import TestEnvironment
 from rstreams.tck._registry import (
     DEFAULT_CASE_TIMEOUT,
     Report,
-    SkipTest,
     TCKFailure,
     Verification,
     check_options,
     run_cases,
     tck_test,
+    untested,
 )
 from rstreams.tck._subscriber_support import (
     BlackboxProbe,
@@ -241,10 +241,9 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         self._stage_test(body)
 
-    @tck_test(rule="2.02", category="untested", jvm="untested_spec202_shouldAsynchronouslyDispatch")
-    def untested_spec202_should_asynchronously_dispatch(self) -> None:
-        """Rule 2.2: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
+    untested_spec202_should_asynchronously_dispatch = untested(
+        "untested_spec202_shouldAsynchronouslyDispatch", "Rule 2.2: not verifiable from outside."
+    )
 
     @tck_test(
         rule="2.03",
@@ -264,16 +263,10 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
         """Rule 2.3: no ``request``/``cancel`` from inside ``on_error`` (synchronous calls only)."""
         self._terminal_guard_test(lambda guard, sub: guard.deliver_error(sub, InjectedError()))
 
-    @tck_test(
-        rule="2.04",
-        category="untested",
-        jvm="untested_spec204_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError",
+    untested_spec204_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error = untested(  # noqa: E501
+        "untested_spec204_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError",
+        "Rule 2.4: not verifiable from outside.",
     )
-    def untested_spec204_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error(  # noqa: E501
-        self,
-    ) -> None:
-        """Rule 2.4: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
     @tck_test(
         rule="2.05",
@@ -300,23 +293,15 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         self._stage_test(body)
 
-    @tck_test(
-        rule="2.06", category="untested", jvm="untested_spec206_mustCallSubscriptionCancelIfItIsNoLongerValid"
+    untested_spec206_must_call_subscription_cancel_if_it_is_no_longer_valid = untested(
+        "untested_spec206_mustCallSubscriptionCancelIfItIsNoLongerValid",
+        "Rule 2.6: not verifiable from outside.",
     )
-    def untested_spec206_must_call_subscription_cancel_if_it_is_no_longer_valid(self) -> None:
-        """Rule 2.6: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="2.07",
-        category="untested",
-        jvm="untested_spec207_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization",
+    untested_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization = untested(  # noqa: E501
+        "untested_spec207_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization",
+        "Rule 2.7: not verifiable from outside.",
     )
-    def untested_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(  # noqa: E501
-        self,
-    ) -> None:
-        """Rule 2.7: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
     @tck_test(
         rule="2.08",
@@ -413,32 +398,22 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         self._stage_test(body)
 
-    @tck_test(
-        rule="2.11",
-        category="untested",
-        jvm="untested_spec211_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents",
+    untested_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events = untested(  # noqa: E501
+        "untested_spec211_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents",
+        "Rule 2.11: not verifiable from outside.",
     )
-    def untested_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events(  # noqa: E501
-        self,
-    ) -> None:
-        """Rule 2.11: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="2.12",
-        category="untested",
-        jvm="untested_spec212_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality_specViolation",
+    untested_spec212_must_not_call_on_subscribe_more_than_once_based_on_object_equality_spec_violation = (
+        untested(
+            "untested_spec212_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality_specViolation",
+            "Rule 2.12: a rule for publishers; not verified here.",
+        )
     )
-    def untested_spec212_must_not_call_on_subscribe_more_than_once_based_on_object_equality_spec_violation(
-        self,
-    ) -> None:
-        """Rule 2.12: a rule for publishers; not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(rule="2.13", category="untested", jvm="untested_spec213_failingOnSignalInvocation")
-    def untested_spec213_failing_on_signal_invocation(self) -> None:
-        """Rule 2.13 (failing signal methods): not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
+    untested_spec213_failing_on_signal_invocation = untested(
+        "untested_spec213_failingOnSignalInvocation",
+        "Rule 2.13 (failing signal methods): not verifiable from outside.",
+    )
 
     @tck_test(
         rule="2.13",
@@ -488,12 +463,9 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         self._stage_test(body)
 
-    @tck_test(
-        rule="3.01", category="untested", jvm="untested_spec301_mustNotBeCalledOutsideSubscriberContext"
+    untested_spec301_must_not_be_called_outside_subscriber_context = untested(
+        "untested_spec301_mustNotBeCalledOutsideSubscriberContext", "Rule 3.1: not verifiable from outside."
     )
-    def untested_spec301_must_not_be_called_outside_subscriber_context(self) -> None:
-        """Rule 3.1: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
     @tck_test(
         rule="3.08",
@@ -518,50 +490,27 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         self._stage_test(body)
 
-    @tck_test(
-        rule="3.10", category="untested", jvm="untested_spec310_requestMaySynchronouslyCallOnNextOnSubscriber"
+    untested_spec310_request_may_synchronously_call_on_next_on_subscriber = untested(
+        "untested_spec310_requestMaySynchronouslyCallOnNextOnSubscriber", "Rule 3.10: not verified here."
     )
-    def untested_spec310_request_may_synchronously_call_on_next_on_subscriber(self) -> None:
-        """Rule 3.10: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.11",
-        category="untested",
-        jvm="untested_spec311_requestMaySynchronouslyCallOnCompleteOrOnError",
+    untested_spec311_request_may_synchronously_call_on_complete_or_on_error = untested(
+        "untested_spec311_requestMaySynchronouslyCallOnCompleteOrOnError", "Rule 3.11: not verified here."
     )
-    def untested_spec311_request_may_synchronously_call_on_complete_or_on_error(self) -> None:
-        """Rule 3.11: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.14",
-        category="untested",
-        jvm="untested_spec314_cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
+    untested_spec314_cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists = untested(
+        "untested_spec314_cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
+        "Rule 3.14: not verified here.",
     )
-    def untested_spec314_cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists(
-        self,
-    ) -> None:
-        """Rule 3.14: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.15",
-        category="untested",
-        jvm="untested_spec315_cancelMustNotThrowExceptionAndMustSignalOnError",
+    untested_spec315_cancel_must_not_throw_exception_and_must_signal_on_error = untested(
+        "untested_spec315_cancelMustNotThrowExceptionAndMustSignalOnError", "Rule 3.15: not verified here."
     )
-    def untested_spec315_cancel_must_not_throw_exception_and_must_signal_on_error(self) -> None:
-        """Rule 3.15: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.16",
-        category="untested",
-        jvm="untested_spec316_requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
+    untested_spec316_request_must_not_throw_exception_and_must_on_error_the_subscriber = untested(
+        "untested_spec316_requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
+        "Rule 3.16: not verified here.",
     )
-    def untested_spec316_request_must_not_throw_exception_and_must_on_error_the_subscriber(self) -> None:
-        """Rule 3.16: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
 
 class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.ABC):
@@ -624,10 +573,9 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         self._stage_test(body)
 
-    @tck_test(rule="2.02", category="untested", jvm="untested_spec202_blackbox_shouldAsynchronouslyDispatch")
-    def untested_spec202_blackbox_should_asynchronously_dispatch(self) -> None:
-        """Rule 2.2: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
+    untested_spec202_blackbox_should_asynchronously_dispatch = untested(
+        "untested_spec202_blackbox_shouldAsynchronouslyDispatch", "Rule 2.2: not verifiable from outside."
+    )
 
     @tck_test(
         rule="2.03",
@@ -651,16 +599,10 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
         """Rule 2.3: no ``request``/``cancel`` from inside ``on_error`` (synchronous calls only)."""
         self._terminal_guard_test(lambda guard, sub: guard.deliver_error(sub, InjectedError()))
 
-    @tck_test(
-        rule="2.04",
-        category="untested",
-        jvm="untested_spec204_blackbox_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError",
+    untested_spec204_blackbox_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error = untested(  # noqa: E501
+        "untested_spec204_blackbox_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError",
+        "Rule 2.4: not verifiable from outside.",
     )
-    def untested_spec204_blackbox_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error(  # noqa: E501
-        self,
-    ) -> None:
-        """Rule 2.4: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
     @tck_test(
         rule="2.05",
@@ -689,36 +631,20 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         self._stage_test(body)
 
-    @tck_test(
-        rule="2.06",
-        category="untested",
-        jvm="untested_spec206_blackbox_mustCallSubscriptionCancelIfItIsNoLongerValid",
+    untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid = untested(
+        "untested_spec206_blackbox_mustCallSubscriptionCancelIfItIsNoLongerValid",
+        "Rule 2.6: not verifiable from outside.",
     )
-    def untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid(self) -> None:
-        """Rule 2.6: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="2.07",
-        category="untested",
-        jvm="untested_spec207_blackbox_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization",
+    untested_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization = untested(  # noqa: E501
+        "untested_spec207_blackbox_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization",
+        "Rule 2.7: not verifiable from outside.",
     )
-    def untested_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization(  # noqa: E501
-        self,
-    ) -> None:
-        """Rule 2.7: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="2.08",
-        category="untested",
-        jvm="untested_spec208_blackbox_mustBePreparedToReceiveOnNextSignalsAfterHavingCalledSubscriptionCancel",
+    untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel = untested(  # noqa: E501
+        "untested_spec208_blackbox_mustBePreparedToReceiveOnNextSignalsAfterHavingCalledSubscriptionCancel",
+        "Rule 2.8: exercised by the whitebox verification only.",
     )
-    def untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel(  # noqa: E501
-        self,
-    ) -> None:
-        """Rule 2.8: exercised by the whitebox verification only."""
-        raise SkipTest(_NOT_VERIFIED)
 
     @tck_test(
         rule="2.09",
@@ -795,32 +721,20 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         self._stage_test(body)
 
-    @tck_test(
-        rule="2.11",
-        category="untested",
-        jvm="untested_spec211_blackbox_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents",
+    untested_spec211_blackbox_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events = untested(  # noqa: E501
+        "untested_spec211_blackbox_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents",
+        "Rule 2.11: not verifiable from outside.",
     )
-    def untested_spec211_blackbox_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events(  # noqa: E501
-        self,
-    ) -> None:
-        """Rule 2.11: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="2.12",
-        category="untested",
-        jvm="untested_spec212_blackbox_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality",
+    untested_spec212_blackbox_must_not_call_on_subscribe_more_than_once_based_on_object_equality = untested(
+        "untested_spec212_blackbox_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality",
+        "Rule 2.12: a rule for publishers; not verified here.",
     )
-    def untested_spec212_blackbox_must_not_call_on_subscribe_more_than_once_based_on_object_equality(
-        self,
-    ) -> None:
-        """Rule 2.12: a rule for publishers; not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(rule="2.13", category="untested", jvm="untested_spec213_blackbox_failingOnSignalInvocation")
-    def untested_spec213_blackbox_failing_on_signal_invocation(self) -> None:
-        """Rule 2.13 (failing signal methods): not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
+    untested_spec213_blackbox_failing_on_signal_invocation = untested(
+        "untested_spec213_blackbox_failingOnSignalInvocation",
+        "Rule 2.13 (failing signal methods): not verifiable from outside.",
+    )
 
     @tck_test(
         rule="2.13",
@@ -863,72 +777,42 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
         _expect_type_error(lambda: subscriber.on_error(None), "on_error(None)")  # type: ignore[arg-type]
         self.env.verify_no_async_errors_no_delay()
 
-    @tck_test(
-        rule="3.01",
-        category="untested",
-        jvm="untested_spec301_blackbox_mustNotBeCalledOutsideSubscriberContext",
+    untested_spec301_blackbox_must_not_be_called_outside_subscriber_context = untested(
+        "untested_spec301_blackbox_mustNotBeCalledOutsideSubscriberContext",
+        "Rule 3.1: not verifiable from outside.",
     )
-    def untested_spec301_blackbox_must_not_be_called_outside_subscriber_context(self) -> None:
-        """Rule 3.1: not verifiable from outside."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.08",
-        category="untested",
-        jvm="untested_spec308_blackbox_requestMustRegisterGivenNumberElementsToBeProduced",
+    untested_spec308_blackbox_request_must_register_given_number_elements_to_be_produced = untested(
+        "untested_spec308_blackbox_requestMustRegisterGivenNumberElementsToBeProduced",
+        "Rule 3.8: exercised by the whitebox verification only.",
     )
-    def untested_spec308_blackbox_request_must_register_given_number_elements_to_be_produced(self) -> None:
-        """Rule 3.8: exercised by the whitebox verification only."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.10",
-        category="untested",
-        jvm="untested_spec310_blackbox_requestMaySynchronouslyCallOnNextOnSubscriber",
+    untested_spec310_blackbox_request_may_synchronously_call_on_next_on_subscriber = untested(
+        "untested_spec310_blackbox_requestMaySynchronouslyCallOnNextOnSubscriber",
+        "Rule 3.10: not verified here.",
     )
-    def untested_spec310_blackbox_request_may_synchronously_call_on_next_on_subscriber(self) -> None:
-        """Rule 3.10: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.11",
-        category="untested",
-        jvm="untested_spec311_blackbox_requestMaySynchronouslyCallOnCompleteOrOnError",
+    untested_spec311_blackbox_request_may_synchronously_call_on_complete_or_on_error = untested(
+        "untested_spec311_blackbox_requestMaySynchronouslyCallOnCompleteOrOnError",
+        "Rule 3.11: not verified here.",
     )
-    def untested_spec311_blackbox_request_may_synchronously_call_on_complete_or_on_error(self) -> None:
-        """Rule 3.11: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.14",
-        category="untested",
-        jvm="untested_spec314_blackbox_cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
+    untested_spec314_blackbox_cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists = (
+        untested(
+            "untested_spec314_blackbox_cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
+            "Rule 3.14: not verified here.",
+        )
     )
-    def untested_spec314_blackbox_cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists(
-        self,
-    ) -> None:
-        """Rule 3.14: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.15",
-        category="untested",
-        jvm="untested_spec315_blackbox_cancelMustNotThrowExceptionAndMustSignalOnError",
+    untested_spec315_blackbox_cancel_must_not_throw_exception_and_must_signal_on_error = untested(
+        "untested_spec315_blackbox_cancelMustNotThrowExceptionAndMustSignalOnError",
+        "Rule 3.15: not verified here.",
     )
-    def untested_spec315_blackbox_cancel_must_not_throw_exception_and_must_signal_on_error(self) -> None:
-        """Rule 3.15: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
-    @tck_test(
-        rule="3.16",
-        category="untested",
-        jvm="untested_spec316_blackbox_requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
+    untested_spec316_blackbox_request_must_not_throw_exception_and_must_on_error_the_subscriber = untested(
+        "untested_spec316_blackbox_requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
+        "Rule 3.16: not verified here.",
     )
-    def untested_spec316_blackbox_request_must_not_throw_exception_and_must_on_error_the_subscriber(
-        self,
-    ) -> None:
-        """Rule 3.16: not verified here."""
-        raise SkipTest(_NOT_VERIFIED)
 
 
 def verify_subscriber_whitebox(
