@@ -1,8 +1,9 @@
-"""Small steps the cases share: expecting a connection error, checking the server still serves."""
+"""Small steps the cases share: hand-made messages, opening a connection with an extension,
+expecting a connection error, checking the server still serves."""
 
 from __future__ import annotations
 
-from rstreams.conformance._case import Context, check
+from rstreams.conformance._case import Context, Skip, check
 from rstreams.conformance._peer import Peer
 from rstreams.conformance._publishers import element_bytes
 from rstreams.wire import Frame, Goodbye, Subscribe
@@ -10,11 +11,15 @@ from rstreams.wire import Frame, Goodbye, Subscribe
 __all__ = [
     "DRAFT",
     "UNBOUNDED",
+    "expect_goodbye_citing",
     "expect_violation",
+    "extension_message",
     "range_elements",
+    "read_varint",
     "still_serving",
     "subscribe",
     "varint",
+    "with_extension",
 ]
 
 UNBOUNDED = 2**63 - 1
@@ -32,6 +37,23 @@ def varint(value: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
+
+
+def read_varint(data: bytes, pos: int = 0) -> tuple[int, int]:
+    """``(value, end)`` of the varint at ``pos`` of ``data`` (§2.1); ``ValueError`` if truncated."""
+    value = shift = 0
+    for index in range(pos, len(data)):
+        byte = data[index]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, index + 1
+        shift += 7
+    raise ValueError("truncated varint")
+
+
+def extension_message(kind: int, payload: bytes = b"") -> bytes:
+    """An extension message as PROTOCOL.md §4.4 frames it: type, varint length, payload."""
+    return bytes([kind]) + varint(len(payload)) + payload
 
 
 def range_elements(n: int, start: int = 0, size: int = 8) -> list[bytes]:
@@ -53,6 +75,28 @@ async def still_serving(ctx: Context) -> None:
     view = await peer.completed(1)
     check(view.elements == range_elements(3), "a new connection was not served normally after the violation")
     peer.abort()
+
+
+async def with_extension(ctx: Context, extension: int, name: str, *before: Frame | bytes) -> Peer:
+    """A connection whose clientHello lists ``extension`` and that has the serverHello; skipped
+    if the serverHello does not list it. ``before``: sent right after the clientHello, before
+    waiting for the serverHello (optimistic messages, §4.3)."""
+    peer = await ctx.open(extensions=(extension,))
+    if before:
+        await peer.send(*before)
+    await peer.hello()
+    hello = peer.monitor.server_hello
+    if hello is None or extension not in hello.extensions:
+        raise Skip(f"the endpoint does not list extension {name} (id {extension}) in its serverHello")
+    return peer
+
+
+async def expect_goodbye_citing(peer: Peer, section: str) -> str:
+    """The endpoint says goodbye citing ``section`` (``"21.3"``) and closes; the reason."""
+    bye = await peer.goodbye_then_close()
+    reason = bye.reason if bye is not None else ""
+    check(section in reason, f"the goodbye {reason!r} does not cite §{section}")
+    return reason
 
 
 async def expect_violation(

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import secrets
 
-from rstreams.conformance._case import Context, Skip, case, check
+from rstreams.conformance._case import Context, case, check
 from rstreams.conformance._peer import Peer
-from rstreams.conformance.cases._helpers import range_elements, still_serving, subscribe, varint
+from rstreams.conformance.cases._helpers import (
+    expect_goodbye_citing,
+    extension_message,
+    range_elements,
+    still_serving,
+    subscribe,
+    varint,
+    with_extension,
+)
 
 CHANNELS = 8
 CHANNEL, INPUT_REQUEST, INPUT_NEXT, INPUT_COMPLETE = 0xA0, 0xA1, 0xA3, 0xA4
@@ -20,23 +28,11 @@ S212, S213, S215 = "PROTOCOL.md §21.2", "PROTOCOL.md §21.3", "PROTOCOL.md §21
 
 
 def _frame(kind: int, sid: int, rest: bytes = b"") -> bytes:
-    payload = varint(sid) + rest
-    return bytes([kind]) + varint(len(payload)) + payload
+    return extension_message(kind, varint(sid) + rest)
 
 
 async def _with_channels(ctx: Context) -> Peer:
-    peer = await ctx.open(extensions=(CHANNELS,))
-    await peer.hello()
-    hello = peer.monitor.server_hello
-    if hello is None or CHANNELS not in hello.extensions:
-        raise Skip("the endpoint does not list extension channels (id 8) in its serverHello")
-    return peer
-
-
-async def _bye(peer: Peer, section: str) -> None:
-    bye = await peer.goodbye_then_close()
-    reason = bye.reason if bye is not None else ""
-    check(section in reason, f"the goodbye {reason!r} does not cite §{section}")
+    return await with_extension(ctx, CHANNELS, "channels")
 
 
 @case(
@@ -84,7 +80,7 @@ async def _mark_taken(ctx: Context) -> None:
 async def _second_mark(ctx: Context) -> None:
     peer = await _with_channels(ctx)
     await peer.send(_frame(CHANNEL, 5), _frame(CHANNEL, 5))
-    await _bye(peer, "21.3")
+    await expect_goodbye_citing(peer, "21.3")
     await still_serving(ctx)
 
 
@@ -96,7 +92,7 @@ async def _second_mark(ctx: Context) -> None:
 async def _request_zero(ctx: Context) -> None:
     peer = await _with_channels(ctx)
     await peer.send(_frame(INPUT_REQUEST, 1, b"\x00"))
-    await _bye(peer, "21.2")
+    await expect_goodbye_citing(peer, "21.2")
 
 
 @case(
@@ -108,7 +104,7 @@ async def _request_zero(ctx: Context) -> None:
 async def _reserved(ctx: Context) -> None:
     peer = await _with_channels(ctx)
     await peer.send(_frame(0xA6, 1))
-    await _bye(peer, "4.4")
+    await expect_goodbye_citing(peer, "4.4")
 
 
 @case(

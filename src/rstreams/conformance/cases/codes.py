@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from rstreams.conformance._case import Context, Skip, case, check
 from rstreams.conformance._peer import Peer
-from rstreams.conformance.cases._helpers import range_elements, still_serving, subscribe, varint
+from rstreams.conformance.cases._helpers import (
+    expect_goodbye_citing,
+    extension_message,
+    range_elements,
+    read_varint,
+    still_serving,
+    subscribe,
+    varint,
+    with_extension,
+)
 from rstreams.wire import ExtensionMessage, OnError, OnSubscribe, Request
 
 ERROR_CODES = 6
@@ -18,17 +27,8 @@ S191, S192 = "PROTOCOL.md §19.1", "PROTOCOL.md §19.2"
 UNKNOWN = "conformance/no-such-publisher"
 
 
-def _message(kind: int, payload: bytes) -> bytes:
-    return bytes([kind]) + varint(len(payload)) + payload
-
-
 async def _with_codes(ctx: Context) -> Peer:
-    peer = await ctx.open(extensions=(ERROR_CODES,))
-    await peer.hello()
-    hello = peer.monitor.server_hello
-    if hello is None or ERROR_CODES not in hello.extensions:
-        raise Skip("the endpoint does not list extension error-codes (id 6) in its serverHello")
-    return peer
+    return await with_extension(ctx, ERROR_CODES, "error-codes")
 
 
 def _code_before_on_error(peer: Peer, sid: int) -> int | None:
@@ -43,11 +43,11 @@ def _code_before_on_error(peer: Peer, sid: int) -> int | None:
         before.payload.startswith(expected_head),
         f"errorCode {before.payload.hex()} names another id than {sid}",
     )
-    code = before.payload[len(expected_head) :]
-    check(len(code) >= 1 and code[-1] < 0x80, f"errorCode payload {before.payload.hex()} is not two varints")
-    value = 0
-    for shift, byte in enumerate(code):
-        value |= (byte & 0x7F) << (7 * shift)
+    try:
+        value, end = read_varint(before.payload, len(expected_head))
+    except ValueError:
+        end = -1
+    check(end == len(before.payload), f"errorCode payload {before.payload.hex()} is not two varints")
     return value
 
 
@@ -106,10 +106,8 @@ async def _not_negotiated(ctx: Context) -> None:
 )
 async def _malformed(ctx: Context) -> None:
     peer = await _with_codes(ctx)
-    await peer.send(_message(GOODBYE_CODE, b"\x00\x00"))
-    bye = await peer.goodbye_then_close()
-    reason = bye.reason if bye is not None else ""
-    check("19.1" in reason, f"the goodbye {reason!r} does not cite §19.1")
+    await peer.send(extension_message(GOODBYE_CODE, b"\x00\x00"))
+    await expect_goodbye_citing(peer, "19.1")
     await still_serving(ctx)
 
 
@@ -146,11 +144,7 @@ S171 = "PROTOCOL.md §17.1"
     needs=("fixed",),
 )
 async def _ct_adjacent(ctx: Context) -> None:
-    peer = await ctx.open(extensions=(CONTENT_TYPES,))
-    await peer.hello()
-    hello = peer.monitor.server_hello
-    if hello is None or CONTENT_TYPES not in hello.extensions:
-        raise Skip("the endpoint does not list extension content-types (id 4) in its serverHello")
+    peer = await with_extension(ctx, CONTENT_TYPES, "content-types")
     await peer.send(subscribe(ctx.name("fixed", n=2), 1, 2))
     await peer.completed(1)
     frames = peer.received
@@ -191,12 +185,7 @@ S181 = "PROTOCOL.md §18.1"
 
 
 async def _with_metadata(ctx: Context) -> Peer:
-    peer = await ctx.open(extensions=(METADATA,))
-    await peer.hello()
-    hello = peer.monitor.server_hello
-    if hello is None or METADATA not in hello.extensions:
-        raise Skip("the endpoint does not list extension metadata (id 5) in its serverHello")
-    return peer
+    return await with_extension(ctx, METADATA, "metadata")
 
 
 def _entry(key: str, value: bytes) -> bytes:
@@ -214,7 +203,7 @@ async def _md_served(ctx: Context) -> None:
     peer = await _with_metadata(ctx)
     trace = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     payload = varint(1) + varint(2) + _entry("traceparent", trace) + _entry("x-empty", b"")
-    await peer.send(_message(SUBSCRIBE_METADATA, payload), subscribe(ctx.name("range", n=3), 1, 3))
+    await peer.send(extension_message(SUBSCRIBE_METADATA, payload), subscribe(ctx.name("range", n=3), 1, 3))
     view = await peer.completed(1)
     check(view.elements == range_elements(3), "a subscribe with metadata was not served like one without")
     peer.abort()
@@ -229,8 +218,6 @@ async def _md_served(ctx: Context) -> None:
 async def _md_malformed(ctx: Context) -> None:
     peer = await _with_metadata(ctx)
     payload = varint(1) + varint(2) + _entry("x", b"1") + _entry("x", b"2")
-    await peer.send(_message(SUBSCRIBE_METADATA, payload), subscribe(UNKNOWN, 1, 1))
-    bye = await peer.goodbye_then_close()
-    reason = bye.reason if bye is not None else ""
-    check("18.1" in reason, f"the goodbye {reason!r} does not cite §18.1")
+    await peer.send(extension_message(SUBSCRIBE_METADATA, payload), subscribe(UNKNOWN, 1, 1))
+    await expect_goodbye_citing(peer, "18.1")
     await still_serving(ctx)

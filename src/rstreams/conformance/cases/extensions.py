@@ -21,7 +21,9 @@ from rstreams.conformance.cases._helpers import (
     still_serving,
     subscribe,
     varint,
+    with_extension,
 )
+from rstreams.conformance.cases._helpers import extension_message as message
 from rstreams.wire import Cancel, ExtensionMessage, Goodbye, OnComplete, OnSubscribe
 
 KEEPALIVE, AUTH = 1, 2
@@ -35,25 +37,10 @@ NOT_ACTIVE = (
 )
 
 
-def message(kind: int, payload: bytes = b"") -> bytes:
-    """An extension message as PROTOCOL.md §4.4 frames it: type, varint length, payload."""
-    return bytes([kind]) + varint(len(payload)) + payload
-
-
 def token(text: str) -> bytes:
     """Credentials kind 1 (token), §15.1."""
     raw = text.encode()
     return b"\x01" + varint(len(raw)) + raw
-
-
-async def _with(ctx: Context, extension: int, name: str) -> Peer:
-    """A connection whose clientHello lists ``extension``; skipped if the serverHello does not."""
-    peer = await ctx.open(extensions=(extension,))
-    await peer.hello()
-    hello = peer.monitor.server_hello
-    if hello is None or extension not in hello.extensions:
-        raise Skip(f"the endpoint does not list extension {name} (id {extension}) in its serverHello")
-    return peer
 
 
 def _is(frame: object, kind: int) -> bool:
@@ -133,7 +120,7 @@ async def _unknown(ctx: Context) -> None:
     "be answered in order relative to other messages (here: two pings).",
 )
 async def _ping(ctx: Context) -> None:
-    peer = await _with(ctx, KEEPALIVE, "keepalive")
+    peer = await with_extension(ctx, KEEPALIVE, "keepalive")
     payloads = [secrets.token_bytes(8), secrets.token_bytes(8)]
     await peer.send(*(message(PING, p) for p in payloads))
     await peer.until(lambda: len(_received(peer, PONG)) >= 2, "two pongs")
@@ -147,7 +134,7 @@ async def _ping(ctx: Context) -> None:
     "A ping or pong whose payload is not exactly 8 bytes is a connection error (goodbye citing §14.1).",
 )
 async def _ping_length(ctx: Context) -> None:
-    peer = await _with(ctx, KEEPALIVE, "keepalive")
+    peer = await with_extension(ctx, KEEPALIVE, "keepalive")
     await peer.send(message(PING, b"abc"))
     await _bye(ctx, peer, "14")
     check(not _received(peer, PONG), "a 3-byte ping was answered")
@@ -160,7 +147,7 @@ async def _ping_length(ctx: Context) -> None:
     needs=("range",),
 )
 async def _pong(ctx: Context) -> None:
-    peer = await _with(ctx, KEEPALIVE, "keepalive")
+    peer = await with_extension(ctx, KEEPALIVE, "keepalive")
     await peer.send(message(PONG, bytes(8)), subscribe(ctx.name("range", n=2), 1, 2))
     view = await peer.completed(1)
     check(view.elements == range_elements(2), "the connection did not go on after an unsolicited pong")
@@ -199,7 +186,7 @@ async def _alive(ctx: Context) -> None:
     idle = ctx.options.idle_timeout
     if idle is None:
         raise Skip("the endpoint's idle timeout is not known (--idle-timeout)")
-    peer = await _with(ctx, KEEPALIVE, "keepalive")
+    peer = await with_extension(ctx, KEEPALIVE, "keepalive")
     for _ in range(6):
         await peer.send(message(PING, secrets.token_bytes(8)))
         frames = await peer.quiet(idle / 3)
@@ -216,7 +203,7 @@ async def _alive(ctx: Context) -> None:
     needs=("range",),
 )
 async def _auth_required(ctx: Context) -> None:
-    probe = await _with(ctx, AUTH, "auth")
+    probe = await with_extension(ctx, AUTH, "auth")
     probe.abort()
     peer = await ctx.open()
     await peer.send(subscribe(ctx.name("range", n=1), 1, 1))
@@ -235,7 +222,7 @@ async def _auth_required(ctx: Context) -> None:
     "Connection errors (goodbye citing §15.5): malformed credentials (here: credentials kind 9).",
 )
 async def _malformed(ctx: Context) -> None:
-    peer = await _with(ctx, AUTH, "auth")
+    peer = await with_extension(ctx, AUTH, "auth")
     await peer.send(message(AUTHENTICATE, b"\x09\x01x"))
     await _bye(ctx, peer, "15", auth=True)
 
@@ -246,7 +233,7 @@ async def _malformed(ctx: Context) -> None:
     "Connection errors (goodbye citing §15.5): ... authenticated received by a server.",
 )
 async def _authenticated_at_server(ctx: Context) -> None:
-    peer = await _with(ctx, AUTH, "auth")
+    peer = await with_extension(ctx, AUTH, "auth")
     await peer.send(message(AUTHENTICATED))
     await _bye(ctx, peer, "15", auth=True)
 
@@ -259,13 +246,8 @@ async def _authenticated_at_server(ctx: Context) -> None:
 )
 async def _wrong_token(ctx: Context) -> None:
     secret = "wrong-" + secrets.token_hex(8)
-    peer = await ctx.open(extensions=(AUTH,))
-    if "range" in ctx.available:
-        await peer.send(subscribe(ctx.name("range", n=1), 1, 1))  # held until the authenticate is settled
-    await peer.hello()
-    hello = peer.monitor.server_hello
-    if hello is None or AUTH not in hello.extensions:
-        raise Skip("the endpoint does not list extension auth (id 2) in its serverHello")
+    held = [subscribe(ctx.name("range", n=1), 1, 1)] if "range" in ctx.available else []
+    peer = await with_extension(ctx, AUTH, "auth", *held)  # held until the authenticate is settled
     await peer.send(message(AUTHENTICATE, token(secret)))
     reason = await _bye(ctx, peer, "authentication failed", auth=True)
     check(secret not in reason, "the goodbye repeats the secret")
@@ -282,12 +264,8 @@ async def _wrong_token(ctx: Context) -> None:
 )
 async def _accepted(ctx: Context) -> None:
     valid = _token_or_skip(ctx)
-    peer = await ctx.open(extensions=(AUTH,))
-    await peer.send(subscribe(ctx.name("range", n=3), 1, 3))  # optimistic: held by the server
-    await peer.hello()
-    hello = peer.monitor.server_hello
-    if hello is None or AUTH not in hello.extensions:
-        raise Skip("the endpoint does not list extension auth (id 2) in its serverHello")
+    # optimistic: the subscribe is held by the server
+    peer = await with_extension(ctx, AUTH, "auth", subscribe(ctx.name("range", n=3), 1, 3))
     await peer.send(message(AUTHENTICATE, token(valid)))
     view = await peer.completed(1)
     check(view.elements == range_elements(3), "the held subscribe was not served after authentication")
@@ -306,7 +284,7 @@ async def _accepted(ctx: Context) -> None:
 )
 async def _second(ctx: Context) -> None:
     valid = _token_or_skip(ctx)
-    peer = await _with(ctx, AUTH, "auth")
+    peer = await with_extension(ctx, AUTH, "auth")
     await peer.send(message(AUTHENTICATE, token(valid)))
     await peer.until(lambda: bool(_received(peer, AUTHENTICATED)), "authenticated")
     await peer.send(message(AUTHENTICATE, token(valid)))
@@ -324,7 +302,7 @@ async def _second(ctx: Context) -> None:
 async def _subscribe_credentials(ctx: Context) -> None:
     valid = _token_or_skip(ctx)
     secret = "bad-" + secrets.token_hex(8)
-    peer = await _with(ctx, AUTH, "auth")
+    peer = await with_extension(ctx, AUTH, "auth")
     await peer.send(message(AUTHENTICATE, token(valid)))
     await peer.until(lambda: bool(_received(peer, AUTHENTICATED)), "authenticated")
     name = ctx.name("range", n=2)
@@ -346,7 +324,7 @@ async def _subscribe_credentials(ctx: Context) -> None:
     "connection the same way, even though the extension is active (here: 0x87 of auth).",
 )
 async def _auth_reserved(ctx: Context) -> None:
-    peer = await _with(ctx, AUTH, "auth")
+    peer = await with_extension(ctx, AUTH, "auth")
     await peer.send(message(0x87, b"x"))
     reason = await _bye(ctx, peer, "4.4", auth=True)
     check("0x87" in reason.lower() or "135" in reason, f"the goodbye {reason!r} does not name type 0x87")
@@ -354,13 +332,8 @@ async def _auth_reserved(ctx: Context) -> None:
 
 async def _held_and_cancelled(ctx: Context) -> Peer:
     """Subscribe and cancel at once, optimistically, on a connection offering auth; Skip without it."""
-    peer = await ctx.open(extensions=(AUTH,))
-    await peer.send(subscribe(ctx.name("range", n=3), 1, 3), Cancel(subscriber=1))
-    await peer.hello()
-    hello = peer.monitor.server_hello
-    if hello is None or AUTH not in hello.extensions:
-        raise Skip("the endpoint does not list extension auth (id 2) in its serverHello")
-    return peer
+    held = (subscribe(ctx.name("range", n=3), 1, 3), Cancel(subscriber=1))
+    return await with_extension(ctx, AUTH, "auth", *held)
 
 
 @case(
