@@ -9,6 +9,7 @@ import pytest
 
 import rstreams
 from rstreams.api import Publisher
+from rstreams.errors import LocalProtocolError
 from rstreams.net import Metadata, connect, serve, subscribe_metadata
 from rstreams.wire import ConnectionConfig
 
@@ -75,6 +76,35 @@ async def test_a_peer_without_the_extension_gets_the_subscribe_without_them(
     ):
         assert await conn.request("echo", metadata={"traceparent": TRACE}) == b"none"
     assert [dict(m) for _, m in SEEN] == [{}]
+
+
+@pytest.mark.parametrize(("server_config", "client_config"), [(OLD, None), (None, OLD)])
+async def test_metadata_required_fails_instead_of_sending_without_them(
+    server_config: ConnectionConfig | None, client_config: ConnectionConfig | None
+) -> None:
+    async with (
+        await serve("tcp://127.0.0.1:0", {"echo": _echo}, config=server_config) as server,
+        await connect(server.url, config=client_config) as conn,
+    ):
+        with pytest.raises(LocalProtocolError, match=r"extension metadata \(id 5\) \(PROTOCOL\.md §18\.1\)"):
+            await conn.request("echo", metadata={"traceparent": TRACE}, metadata_required=True)
+        flow = conn.publisher("echo", metadata={"traceparent": TRACE}, metadata_required=True)
+        with pytest.raises(LocalProtocolError, match="metadata_required=True"):
+            [x async for x in flow]
+        assert (
+            await conn.request("echo", metadata_required=True) == b"none"
+        )  # no metadata: nothing to require
+    assert [dict(m) for _, m in SEEN] == [{}]  # the failed subscribes never reached the server
+
+
+async def test_metadata_required_with_the_extension_sends_them() -> None:
+    async with await serve("tcp://127.0.0.1:0", {"echo": _echo}) as server, await connect(server.url) as conn:
+        assert (
+            await conn.request("echo", metadata={"traceparent": TRACE}, metadata_required=True)
+            == TRACE.encode()
+        )
+        flow = conn.publisher("echo", metadata={"traceparent": TRACE}, metadata_required=True)
+        assert [x async for x in flow] == [TRACE.encode()]
 
 
 async def test_bad_metadata_is_refused_at_the_call() -> None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self, TypeAlias, TypeVar, overload
 
 from rstreams.api import Publisher
+from rstreams.errors import LocalProtocolError
 from rstreams.flow._flow import Flow
 from rstreams.net._channels import ChannelPublisher
 from rstreams.net._closing import CLOSE_TIMEOUT
@@ -36,6 +37,7 @@ from rstreams.net._consuming import Batching, RemotePublisher, RemoteStreamError
 from rstreams.net._metadata import entries as metadata_entries
 from rstreams.net._pump import Pump
 from rstreams.wire._auth import as_credentials
+from rstreams.wire.extensions import METADATA
 
 __all__ = ["CLOSE_TIMEOUT", "Connection", "ConnectionStatistics", "RemoteStreamError"]
 
@@ -61,6 +63,21 @@ class ConnectionStatistics:
     """Whether the connection has ended."""
 
 
+def _requiring_metadata(pump: Pump, name: str) -> Callable[[int], Exception | None]:
+    """The check, after the peer's hello, of ``metadata_required=True`` (PROTOCOL.md §18.1)."""
+
+    def check(sid: int) -> Exception | None:
+        if METADATA.id in pump.outbox.core.extensions:
+            return None
+        return LocalProtocolError(
+            f"can't subscribe to {name!r} with metadata_required=True: the peer does not offer "
+            f"extension {METADATA} (PROTOCOL.md §18.1), so the metadata would not be sent; "
+            "pass metadata_required=False to subscribe without it"
+        )
+
+    return check
+
+
 class Connection:
     """One RS.io connection, client or server side; made by ``connect``/``serve``, not by users.
 
@@ -77,7 +94,13 @@ class Connection:
     # -- the peer's publishers ------------------------------------------------------------------
     @overload
     def publisher(
-        self, name: str, *, batched: Literal[False] = False, auth: object = None, metadata: MetadataArg = None
+        self,
+        name: str,
+        *,
+        batched: Literal[False] = False,
+        auth: object = None,
+        metadata: MetadataArg = None,
+        metadata_required: bool = False,
     ) -> Flow[Any]: ...  # bytes, or what the announced content type decodes to (PROTOCOL.md §17)
     @overload
     def publisher(
@@ -88,10 +111,17 @@ class Connection:
         batched: Literal[False] = False,
         auth: object = None,
         metadata: MetadataArg = None,
+        metadata_required: bool = False,
     ) -> Flow[T]: ...
     @overload
     def publisher(
-        self, name: str, *, batched: Literal[True], auth: object = None, metadata: MetadataArg = None
+        self,
+        name: str,
+        *,
+        batched: Literal[True],
+        auth: object = None,
+        metadata: MetadataArg = None,
+        metadata_required: bool = False,
     ) -> Flow[list[Any]]: ...
     @overload
     def publisher(
@@ -102,6 +132,7 @@ class Connection:
         batched: Literal[True],
         auth: object = None,
         metadata: MetadataArg = None,
+        metadata_required: bool = False,
     ) -> Flow[list[T]]: ...
     def publisher(
         self,
@@ -111,6 +142,7 @@ class Connection:
         batched: bool = False,
         auth: object = None,
         metadata: MetadataArg = None,
+        metadata_required: bool = False,
     ) -> Flow[Any]:
         """The peer's publisher ``name`` (``path?param=value``) as a cold :class:`Flow`.
 
@@ -138,11 +170,17 @@ class Connection:
         ``{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}``; keys
         are 1..64 of a-z 0-9 ``-_.``, values ``str`` (sent as UTF-8) or ``bytes``. The serving
         side reads them with :func:`subscribe_metadata`. Each subscribe waits for the peer's
-        hello; a peer without extension metadata gets the subscribe without them.
+        hello; a peer without extension metadata gets the subscribe without them, unless
+        ``metadata_required=True`` (default ``False``: metadata such as a ``traceparent`` is
+        advice the publisher may go without): then such a subscription fails instead with
+        :class:`LocalProtocolError` naming extension metadata (id 5) and PROTOCOL.md §18.1,
+        and nothing is sent. A publisher that needs an entry refuses a subscribe without it
+        either way; the flag makes the subscriber find out before sending, not after.
         """
         if not isinstance(name, str):
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
         encoded = None if metadata is None else metadata_entries(metadata)
+        prelude = _requiring_metadata(self._pump, name) if metadata_required and encoded is not None else None
         credentials = None
         if auth is not None:
             credentials = as_credentials(auth)
@@ -154,25 +192,34 @@ class Connection:
                 )
         table = self._pump.subscriptions
         if batched:
-            return RemotePublisher(table, name, None, Batching(codec), credentials, codec, encoded)
+            return RemotePublisher(table, name, None, Batching(codec), credentials, codec, encoded, prelude)
         if codec is not None and codec.element_size and codec.decode_many is not None:
             # one element per on_next, but packed frames are decoded in one call
             return RemotePublisher(
-                table, name, codec.decode, Batching(codec, lists=False), credentials, codec, encoded
+                table, name, codec.decode, Batching(codec, lists=False), credentials, codec, encoded, prelude
             )
         decode = codec.decode if codec is not None else None
-        return RemotePublisher(table, name, decode, None, credentials, codec, encoded)
+        return RemotePublisher(table, name, decode, None, credentials, codec, encoded, prelude)
 
     @overload
-    async def request(self, name: str, *, metadata: MetadataArg = None) -> Any: ...  # decoded by §17
-    @overload
-    async def request(self, name: str, *, codec: Codec[T], metadata: MetadataArg = None) -> T: ...
     async def request(
-        self, name: str, *, codec: Codec[Any] | None = None, metadata: MetadataArg = None
+        self, name: str, *, metadata: MetadataArg = None, metadata_required: bool = False
+    ) -> Any: ...  # decoded by §17
+    @overload
+    async def request(
+        self, name: str, *, codec: Codec[T], metadata: MetadataArg = None, metadata_required: bool = False
+    ) -> T: ...
+    async def request(
+        self,
+        name: str,
+        *,
+        codec: Codec[Any] | None = None,
+        metadata: MetadataArg = None,
+        metadata_required: bool = False,
     ) -> Any:
         """Request/response: subscribe with demand 1 and return the single element.
 
-        ``codec`` and ``metadata`` as for :meth:`publisher`.
+        ``codec``, ``metadata`` and ``metadata_required`` as for :meth:`publisher`.
 
         Raises:
             RemoteStreamError: the remote publisher signalled ``onError`` (e.g. unknown name).
@@ -185,11 +232,12 @@ class Connection:
             raise TypeError(f"publisher names are str such as 'sensors/temp?from=100', got {name!r}")
         encoded = None if metadata is None else metadata_entries(metadata)
         pump = self._pump
+        prelude = _requiring_metadata(pump, name) if metadata_required and encoded is not None else None
         future: asyncio.Future[Any] = pump.outbox.loop.create_future()
         subscriber = ScalarSubscriber(future, name, pump.defer)
         # on the loop's thread already (a coroutine): open the subscription directly
         decode = codec.decode if codec is not None else None
-        pump.subscriptions.open(name, subscriber, decode, codec=codec, metadata=encoded)
+        pump.subscriptions.open(name, subscriber, decode, prelude=prelude, codec=codec, metadata=encoded)
         try:
             return await future
         except asyncio.CancelledError:

@@ -77,7 +77,7 @@ class RemotePublisher(Flow[T]):
     With ``batch`` (a :class:`Batching`), ``T`` is a list of elements: see :class:`Batching`.
     """
 
-    __slots__ = ("_batch", "_codec", "_credentials", "_decode", "_metadata", "_table", "name")
+    __slots__ = ("_batch", "_codec", "_credentials", "_decode", "_metadata", "_prelude", "_table", "name")
 
     def __init__(
         self,
@@ -88,10 +88,12 @@ class RemotePublisher(Flow[T]):
         credentials: Credentials | None = None,
         codec: Codec[Any] | None = None,
         metadata: bytes | None = None,
+        prelude: Callable[[int], Exception | None] | None = None,
     ) -> None:
         self._table = table
         self.name = name
         self._metadata = metadata  # encoded subscribe metadata (§18), sent with every subscribe
+        self._prelude = prelude  # checks after the peer's hello (metadata_required=True, §18.1)
         self._decode = decode
         self._batch = batch
         self._credentials = credentials  # this publisher's own (PROTOCOL.md §15.4); never shown
@@ -107,7 +109,7 @@ class RemotePublisher(Flow[T]):
             self._decode,
             self._batch,
             self._credentials,
-            None,  # no prelude: a plain subscription
+            self._prelude,
             self._codec,
             self._metadata,
         )
