@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +15,7 @@ import rstreams
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
 from testkit.publishers import ManualPublisher, ThreadPublisher, drive
 from testkit.recording import WAIT, RecordingSubscriber
+from testkit.shapes import SHAPES, loop_thread, upstreams
 
 Make = Callable[[int], rstreams.Flow[Any]]
 
@@ -336,27 +337,8 @@ def test_combine_latest_emits_per_arrival_once_all_have_one(order: list[int]) ->
 
 @pytest.fixture(scope="module")
 def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    event_loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=event_loop.run_forever, name="combine-loop", daemon=True)
-    thread.start()
-    yield event_loop
-    event_loop.call_soon_threadsafe(event_loop.stop)
-    thread.join(WAIT)
-    event_loop.close()
-
-
-def _shapes(loop: asyncio.AbstractEventLoop) -> dict[str, Make]:
-    def from_async(n: int) -> rstreams.Flow[int]:
-        async def numbers() -> AsyncIterator[int]:
-            for i in range(n):
-                yield i
-
-        return rstreams.from_async_iterable(numbers, loop=loop)
-
-    def threaded(n: int) -> rstreams.Flow[int]:
-        return ThreadPublisher(range(n)) if n < 10_000 else rstreams.range(0, n)
-
-    return {"synchronous": lambda n: rstreams.range(0, n), "threaded": threaded, "asyncio": from_async}
+    with loop_thread("combine-loop") as event_loop:
+        yield event_loop
 
 
 def _makers(up: Make) -> dict[str, Make]:
@@ -371,7 +353,7 @@ def _makers(up: Make) -> dict[str, Make]:
     }
 
 
-@pytest.mark.parametrize("shape", ["synchronous", "threaded", "asyncio"])
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize(
     "name", ["concat", "zip", "combine_latest", "race", "with_latest_from", "switch_map"]
 )
@@ -381,7 +363,7 @@ def test_passes_the_publisher_tck_over_each_upstream_shape(
     """Every PublisherVerification case (rules 1.x-3.x), whatever thread the sources signal from."""
     from rstreams.tck import verify_publisher
 
-    make = _makers(_shapes(loop)[shape])[name]
+    make = _makers(upstreams(loop)[shape])[name]
     failed: rstreams.Flow[int] = rstreams.error(RuntimeError("failed"))
     failing: dict[str, Callable[[], rstreams.Flow[Any]]] = {
         "concat": lambda: rstreams.concat(failed, rstreams.range(0, 3)),

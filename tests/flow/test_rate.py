@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 import rstreams
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
-from testkit.publishers import ManualPublisher, ThreadPublisher, drive
+from testkit.publishers import ManualPublisher, drive
 from testkit.recording import WAIT, RecordingSubscriber
+from testkit.shapes import SHAPES, loop_thread, upstreams
 
 Strategy = rstreams.OverflowStrategy
 
@@ -192,16 +193,11 @@ def test_bad_arguments_are_refused_when_built() -> None:
 
 @pytest.fixture(scope="module")
 def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    event_loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=event_loop.run_forever, name="rate-loop", daemon=True)
-    thread.start()
-    yield event_loop
-    event_loop.call_soon_threadsafe(event_loop.stop)
-    thread.join(WAIT)
-    event_loop.close()
+    with loop_thread("rate-loop") as event_loop:
+        yield event_loop
 
 
-@pytest.mark.parametrize("shape", ["synchronous", "threaded", "asyncio"])
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("name", ["limit_rate", "on_backpressure_buffer", "subscribe_on"])
 def test_passes_the_publisher_tck_over_each_upstream_shape(
     name: str, shape: str, loop: asyncio.AbstractEventLoop
@@ -209,18 +205,7 @@ def test_passes_the_publisher_tck_over_each_upstream_shape(
     """Rules 1.x-3.x whatever thread or loop the upstream signals from."""
     from rstreams.tck import verify_publisher
 
-    def from_async(n: int) -> rstreams.Flow[int]:
-        async def numbers() -> AsyncIterator[int]:
-            for i in range(n):
-                yield i
-
-        return rstreams.from_async_iterable(numbers, loop=loop)
-
-    shapes: dict[str, Callable[[int], rstreams.Flow[int]]] = {
-        "synchronous": lambda n: rstreams.range(0, n),
-        "threaded": lambda n: ThreadPublisher(range(n)) if n < 10_000 else rstreams.range(0, n),
-        "asyncio": from_async,
-    }
+    shapes = upstreams(loop)
     ops: dict[str, Callable[[rstreams.Flow[int]], rstreams.Flow[int]]] = {
         "limit_rate": lambda f: f.limit_rate(4, low=2),
         # a source that waits for demand never overflows; the bound covers the TCK's n

@@ -292,9 +292,7 @@ def test_passes_the_publisher_tck(name: str) -> None:
     makers: dict[str, Callable[[int], rstreams.Flow[int]]] = {
         "retry": lambda n: FailsThenEmits(n, failures=2).retry(2),
         "retry_when": lambda n: FailsThenEmits(n, failures=1).retry_when(lambda e: True),
-        "on_error_resume": lambda n: _failed().on_error_resume(
-            lambda e: rstreams.range(0, n)
-        ),
+        "on_error_resume": lambda n: _failed().on_error_resume(lambda e: rstreams.range(0, n)),
         "on_error_return": lambda n: (
             Flaky(range(n - 1), failures=2**62).on_error_return(-1) if n else rstreams.empty()
         ),
@@ -302,9 +300,7 @@ def test_passes_the_publisher_tck(name: str) -> None:
     failing: dict[str, Callable[[], rstreams.Flow[int]] | None] = {
         "retry": lambda: FailsThenEmits(1, failures=5).retry(2),
         "retry_when": lambda: FailsThenEmits(1, failures=1).retry_when(lambda e: False),
-        "on_error_resume": lambda: _failed().on_error_resume(
-            lambda e: _failed("y")
-        ),
+        "on_error_resume": lambda: _failed().on_error_resume(lambda e: _failed("y")),
         "on_error_return": None,  # it always recovers: the failed-publisher cases skip
     }
     report = verify_publisher(makers[name], create_failed_publisher=failing[name])

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import operator
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 import rstreams
-from testkit.publishers import ThreadPublisher
-from testkit.recording import WAIT
+from testkit.shapes import SHAPES, loop_thread, upstreams
 
 Build = Callable[[rstreams.Flow[int]], rstreams.Flow[Any]]
 Upstream = Callable[[int], rstreams.Flow[int]]
@@ -37,31 +35,11 @@ ONE_TO_ONE: dict[str, Build] = {
 
 @pytest.fixture(scope="module")
 def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    event_loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=event_loop.run_forever, name="shapes-loop", daemon=True)
-    thread.start()
-    yield event_loop
-    event_loop.call_soon_threadsafe(event_loop.stop)
-    thread.join(WAIT)
-    event_loop.close()
+    with loop_thread("shapes-loop") as event_loop:
+        yield event_loop
 
 
-def _upstreams(loop: asyncio.AbstractEventLoop) -> dict[str, Upstream]:
-    def from_async(n: int) -> rstreams.Flow[int]:
-        async def numbers() -> AsyncIterator[int]:
-            for i in range(n):
-                yield i
-
-        return rstreams.from_async_iterable(numbers, loop=loop)
-
-    return {
-        "synchronous": lambda n: rstreams.range(0, n),
-        "threaded": lambda n: ThreadPublisher(list(range(n))),
-        "asyncio": from_async,
-    }
-
-
-@pytest.mark.parametrize("shape", ["synchronous", "threaded", "asyncio"])
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("name", list(ONE_TO_ONE))
 def test_operator_passes_the_publisher_tck_over_each_upstream_shape(
     name: str, shape: str, loop: asyncio.AbstractEventLoop
@@ -69,7 +47,7 @@ def test_operator_passes_the_publisher_tck_over_each_upstream_shape(
     """Rules 1.x-3.x hold whatever thread or loop the upstream signals from."""
     from rstreams.tck import verify_publisher
 
-    upstream = _upstreams(loop)[shape]
+    upstream = upstreams(loop)[shape]
     build = ONE_TO_ONE[name]
     report = verify_publisher(
         lambda n: build(upstream(n)),

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -15,8 +14,9 @@ import rstreams
 from rstreams.api import Subscriber
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
 from testkit.clock import Stepped, clock_and_loop
-from testkit.publishers import ManualPublisher, ThreadPublisher
+from testkit.publishers import ManualPublisher
 from testkit.recording import WAIT, RecordingSubscriber
+from testkit.shapes import SHAPES, loop_thread, upstreams
 
 
 def _outer(flow: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscriber[Any]:
@@ -194,16 +194,11 @@ def test_bad_arguments_are_refused_when_built() -> None:
 
 @pytest.fixture(scope="module")
 def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    event_loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=event_loop.run_forever, name="window-loop", daemon=True)
-    thread.start()
-    yield event_loop
-    event_loop.call_soon_threadsafe(event_loop.stop)
-    thread.join(WAIT)
-    event_loop.close()
+    with loop_thread("window-loop") as event_loop:
+        yield event_loop
 
 
-@pytest.mark.parametrize("shape", ["synchronous", "threaded", "asyncio"])
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("name", ["group_by", "window"])
 def test_passes_the_publisher_tck_over_each_upstream_shape(
     name: str, shape: str, loop: asyncio.AbstractEventLoop
@@ -211,18 +206,7 @@ def test_passes_the_publisher_tck_over_each_upstream_shape(
     """The outer Flow and the flattened groups pass PublisherVerification."""
     from rstreams.tck import verify_publisher
 
-    def from_async(n: int) -> rstreams.Flow[int]:
-        async def numbers() -> AsyncIterator[int]:
-            for i in range(n):
-                yield i
-
-        return rstreams.from_async_iterable(numbers, loop=loop)
-
-    shapes: dict[str, Callable[[int], rstreams.Flow[int]]] = {
-        "synchronous": lambda n: rstreams.range(0, n),
-        "threaded": lambda n: ThreadPublisher(range(n)) if n < 10_000 else rstreams.range(0, n),
-        "asyncio": from_async,
-    }
+    shapes = upstreams(loop)
     up = shapes[shape]
     ops: dict[str, Callable[[rstreams.Flow[int]], rstreams.Flow[Any]]] = {
         # n elements in, n groups out (each group one element), consumed as they come

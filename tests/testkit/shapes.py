@@ -1,0 +1,58 @@
+"""The same numbers from three upstream shapes, for operator tests that must hold whatever the source.
+
+* ``synchronous``: ``rstreams.range`` (an iterable source, which also hands batches to the
+  operators that take them);
+* ``threaded``: :class:`~testkit.publishers.ThreadPublisher`, every element from a thread of its
+  own, one ``on_next`` at a time (streams of ``THREADED_LIMIT`` or more elements, such as the
+  TCK's longest, fall back to the synchronous source);
+* ``asyncio``: an async generator pulled on a loop that runs in another thread
+  (:func:`loop_thread`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from typing import Final
+
+import rstreams
+from testkit.publishers import ThreadPublisher
+from testkit.recording import WAIT
+
+Upstream = Callable[[int], rstreams.Flow[int]]
+"""Makes a publisher of ``0, 1, ..., n - 1``."""
+
+SHAPES: Final = ("synchronous", "threaded", "asyncio")
+THREADED_LIMIT: Final = 10_000
+
+
+@contextmanager
+def loop_thread(name: str) -> Iterator[asyncio.AbstractEventLoop]:
+    """A new event loop running in a daemon thread called ``name``; stopped, joined and closed after."""
+    event_loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=event_loop.run_forever, name=name, daemon=True)
+    thread.start()
+    try:
+        yield event_loop
+    finally:
+        event_loop.call_soon_threadsafe(event_loop.stop)
+        thread.join(WAIT)
+        event_loop.close()
+
+
+def upstreams(loop: asyncio.AbstractEventLoop) -> dict[str, Upstream]:
+    """Each shape in :data:`SHAPES` by name; the asyncio one runs its generator on ``loop``."""
+
+    def from_async(n: int) -> rstreams.Flow[int]:
+        async def numbers() -> AsyncIterator[int]:
+            for i in range(n):
+                yield i
+
+        return rstreams.from_async_iterable(numbers, loop=loop)
+
+    def threaded(n: int) -> rstreams.Flow[int]:
+        return ThreadPublisher(range(n)) if n < THREADED_LIMIT else rstreams.range(0, n)
+
+    return {"synchronous": lambda n: rstreams.range(0, n), "threaded": threaded, "asyncio": from_async}
