@@ -1,6 +1,6 @@
-"""The interop matrix: every client (Python, Java, JavaScript) against every server (Python,
-Java, and the JavaScript package as the publisher) over TCP and WebSocket, each cell through
-the same cases, with real processes.
+"""The interop matrix: every client (Python, Java, JavaScript in Node and in Chromium) against
+every server (Python, Java, and the JavaScript package as the publisher) over TCP and
+WebSocket, each cell through the same cases, with real processes.
 
 * Servers, each started once and requiring a token: ``rstreams serve URL --token T
   --publishers tests/interop/offer.py`` (the built-in ``counter`` as INT64 and the conformance
@@ -8,8 +8,11 @@ the same cases, with real processes.
   ``tests/interop/server.mjs`` (``listen()`` of @rstreams/rsio), both with the same names and
   both transports in one process.
 * Clients, each one process for all its cells: ``tests/interop/driver.py`` (rstreams.connect),
-  ``InteropClientMain`` (the Java binding's RsioClient) and ``tests/interop/driver.mjs``
-  (@rstreams/rsio). They print what their subscribers saw as JSON lines; the tests judge them.
+  ``InteropClientMain`` (the Java binding's RsioClient), ``tests/interop/driver.mjs``
+  (@rstreams/rsio in Node) and ``tests/interop/driver_browser.py`` (the browser build of
+  @rstreams/rsio in headless Chromium, WebSocket cells only; it runs the same
+  ``driver-core.mjs`` as the Node driver). They print what their subscribers saw as JSON lines;
+  the tests judge them.
 
 The README's "Interop matrix" table is generated from :data:`CASES`, :data:`CLIENTS`,
 :data:`SERVERS` and :data:`NOT_YET`; a test keeps it in step
@@ -43,7 +46,7 @@ WRONG_TOKEN = "not-the-token"
 STARTUP_SECONDS = 120.0
 RUN_SECONDS = 240.0
 
-CLIENTS = {"python": "Python", "java": "Java", "javascript": "JavaScript"}
+CLIENTS = {"python": "Python", "java": "Java", "javascript": "JavaScript", "browser": "Browser (Chromium)"}
 SERVERS = {
     "python": "Python (`rstreams serve`)",
     "java": "Java (`RsioServer`)",
@@ -53,6 +56,11 @@ TRANSPORTS = {"tcp": "TCP", "ws": "WebSocket"}
 
 NOT_YET: dict[tuple[str, str, str], str] = {}
 """(client, server, transport) -> why that cell is not tested yet."""
+
+NOT_APPLICABLE: dict[tuple[str, str, str], str] = {
+    ("browser", server, "tcp"): "a browser opens no TCP socket" for server in SERVERS
+}
+"""(client, server, transport) -> why that cell cannot exist."""
 
 Events = list[dict[str, Any]]
 
@@ -241,7 +249,7 @@ CELLS = [
     for client in CLIENTS
     for server in SERVERS
     for transport in TRANSPORTS
-    if (client, server, transport) not in NOT_YET
+    if (client, server, transport) not in NOT_YET | NOT_APPLICABLE
 ]
 
 
@@ -292,7 +300,10 @@ def readme_table() -> str:
             cells = []
             for client in CLIENTS:
                 why = NOT_YET.get((client, server, transport))
-                cells.append(f"not yet: {why}" if why else f"all {len(CASES)} cases")
+                never = NOT_APPLICABLE.get((client, server, transport))
+                cells.append(
+                    f"not yet: {why}" if why else f"n/a: {never}" if never else f"all {len(CASES)} cases"
+                )
             lines.append(f"| {label}, {name} | " + " | ".join(cells) + " |")
     lines += ["", "| case | what every cell checks |", "|---|---|"]
     lines += [f"| `{case.key}` | {case.title} |" for case in CASES]
@@ -471,6 +482,14 @@ def client_command(
         classpath = request.getfixturevalue("java_classpath")
         main = "io.rstreams.interop.InteropClientMain"
         return ["java", "-cp", classpath, main, str(plan)], dict(os.environ)
+    if client == "browser":
+        if shutil.which("chromium") is None and shutil.which("chromium-browser") is None:
+            pytest.skip(
+                "chromium is not installed (Debian: apt-get install chromium; scripts/test.sh does it)"
+            )
+        env = python_env()
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env["PYTHONPATH"]])
+        return [sys.executable, str(HERE / "driver_browser.py"), str(plan)], env
     node_available()
     return ["node", str(HERE / "driver.mjs"), str(plan)], dict(os.environ)
 
