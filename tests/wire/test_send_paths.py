@@ -2,8 +2,8 @@
 
 For each frame type a Hypothesis property compares what the connection queues with
 ``encode(frame)`` (the table): through :meth:`Connection.send`, through the fast paths
-(``on_next``, ``on_next_many``, ``request``), which take fields instead of a frame. The
-fast paths must also leave the same state behind (credit, subscriptions) as ``send`` does.
+(``on_next``, ``on_next_many``, ``request``, ``send_subscribe``), which take fields instead of a
+frame. The fast paths must also leave the same state behind (credit, subscriptions) as ``send`` does.
 """
 
 from __future__ import annotations
@@ -143,13 +143,39 @@ def test_request(sid: int, demand: int) -> None:
 @SETTINGS
 @given(texts, ids, uints)
 def test_subscribe(publisher: str, sid: int, demand: int) -> None:
-    """Subscribe: send(frame) writes encode(Subscribe) with the initial demand capped at 2**63-1."""
-    conn = connected(Side.CLIENT)
-    conn.send(Subscribe(publisher=publisher, subscriber=sid, initial_demand=demand))
+    """Subscribe: send(frame) and send_subscribe write encode(Subscribe) with the initial demand
+    capped at 2**63-1, and leave the same subscription behind."""
+    via_send, via_fast = connected(Side.CLIENT), connected(Side.CLIENT)
+    via_send.send(Subscribe(publisher=publisher, subscriber=sid, initial_demand=demand))
+    via_fast.send_subscribe(publisher, sid, demand)
     expected = encode(Subscribe(publisher=publisher, subscriber=sid, initial_demand=min(demand, UNBOUNDED)))
-    assert out(conn) == expected
-    assert conn.id_in_use(sid)
-    assert conn.subscriptions(publishing=False) == {sid: StreamState.SUBSCRIBED}
+    assert out(via_send) == out(via_fast) == expected
+    for conn in (via_send, via_fast):
+        assert conn.id_in_use(sid)
+        assert conn.subscriptions(publishing=False) == {sid: StreamState.SUBSCRIBED}
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ((b"p", 1, 0), TypeError),
+        (("p", "1", 0), TypeError),
+        (("p", 1, 1.0), TypeError),
+        (("p", -1, 0), ValueError),
+        (("p", 1, 2**64), ValueError),
+        (("\ud800", 1, 0), ValueError),  # a lone surrogate cannot be UTF-8
+    ],
+)
+def test_subscribe_fast_path_checks_fields_as_the_frame_does(fields: tuple[object, ...], error: type) -> None:
+    """send_subscribe raises what Subscribe(...) raises for the same fields, and queues nothing."""
+    with pytest.raises(error):
+        Subscribe(publisher=fields[0], subscriber=fields[1], initial_demand=fields[2])  # type: ignore[arg-type]
+    conn = connected(Side.CLIENT)
+    out(conn)
+    with pytest.raises(error):
+        conn.send_subscribe(*fields)  # type: ignore[arg-type]
+    assert out(conn) == b""
+    assert conn.subscriptions(publishing=False) == {}
 
 
 @SETTINGS

@@ -237,7 +237,10 @@ class Connection:
         subscriber = ScalarSubscriber(future, name, pump.defer)
         # on the loop's thread already (a coroutine): open the subscription directly
         decode = codec.decode if codec is not None else None
-        pump.subscriptions.open(name, subscriber, decode, prelude=prelude, codec=codec, metadata=encoded)
+        if prelude is None:  # the common case: demand 1 from the start
+            pump.subscriptions.open_request(name, subscriber, decode, codec, encoded)
+        else:
+            pump.subscriptions.open(name, subscriber, decode, prelude=prelude, codec=codec, metadata=encoded)
         try:
             return await future
         except asyncio.CancelledError:

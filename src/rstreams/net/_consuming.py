@@ -50,7 +50,6 @@ from rstreams.wire import (
 from rstreams.wire._auth import Credentials, encode_subscribe_credentials
 from rstreams.wire._content import same_media_type
 from rstreams.wire.extensions import AUTH, AUTH_SUBSCRIBE_CREDENTIALS, ERROR_CODE
-from rstreams.wire.frames import make_subscribe
 
 __all__ = [
     "Batching",
@@ -379,6 +378,11 @@ class ScalarSubscriber(Subscriber[Any]):
             self._subscription = subscription
             subscription.request(1)
 
+    def started(self, subscription: Subscription) -> None:
+        """``on_subscribe`` for a subscription opened with its demand of 1 already counted
+        (:meth:`SubscriptionTable.open_request`): it only remembers it, for cancelling."""
+        self._subscription = subscription
+
     def on_next(self, item: Any) -> None:
         if not self._future.done():
             self._future.set_result(item)
@@ -418,11 +422,11 @@ class SubscriptionTable:
         "_free_ids",
         "_names",
         "_next_id",
-        "_requests",
         "_unacked",
         "describe",
         "outbox",
         "qualified",
+        "requests",
         "subscriptions",
     )
 
@@ -431,17 +435,14 @@ class SubscriptionTable:
         self.describe = describe  # the connection's repr, for RemotePublisher's
         self.subscriptions: dict[int, RemoteSubscription[Any]] = {}
         self._names: dict[int, str] = {}
-        self._requests: dict[RemoteSubscription[Any], None] = {}  # demand to send this turn
+        self.requests: dict[RemoteSubscription[Any], None] = {}
+        """Subscriptions with demand to send this turn (the pump's flush reads it)."""
         self._next_id = 1  # the lowest id never used
         self._free_ids: list[int] = []  # a heap: ids whose terminal signal was received
         self._unacked: set[int] = set()  # cancelled ids, in use until the publisher's onComplete
         self._deferred: list[tuple[Any, ...]] = []  # subscribes with credentials, awaiting the hello
         self.qualified: dict[int, object] = {}
         """Qualifier type -> value for the peer's signal the pump routes next (PROTOCOL.md §19)."""
-
-    @property
-    def wants_requests(self) -> bool:
-        return bool(self._requests)
 
     # -- opening ------------------------------------------------------------------------------
     def open(
@@ -503,19 +504,51 @@ class SubscriptionTable:
                 heapq.heappush(self._free_ids, sid)
                 subscription.error(problem)
                 return
-        self.subscriptions[sid] = subscription
-        self._names[sid] = name
-        subscription.started = True
-        if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
-            metadata = outbox.observer.subscribed(sid, name, metadata)
         if credentials is not None:
             payload = encode_subscribe_credentials(sid, credentials)
             core.send(ExtensionMessage(type=AUTH_SUBSCRIBE_CREDENTIALS, payload=payload))
-        if metadata is not None:  # with extension metadata active, right before the subscribe (§18)
-            core.send_subscribe(name, sid, subscription.take_pending(), metadata)
-        else:
-            # the fields are valid already (a str name, our id, checked demand): no re-validation
-            core.send(make_subscribe(name, sid, subscription.take_pending()))
+        self._start(name, subscription, metadata)
+
+    def open_request(
+        self,
+        name: str,
+        subscriber: ScalarSubscriber,
+        decode: Callable[[bytes], Any] | None,
+        codec: Codec[Any] | None,
+        metadata: bytes | None,
+    ) -> None:
+        """Request/response (``conn.request``, loop thread): :meth:`open` for a
+        :class:`ScalarSubscriber`, whose subscription starts with demand 1, so the Subscriber
+        protocol's ``on_subscribe`` -> ``request(1)`` round is skipped. What :meth:`open`
+        handles specially (a subscribe held for the peer's hello, a closing connection) goes
+        through it."""
+        outbox = self.outbox
+        if (
+            outbox.ended is not None
+            or outbox.closing
+            or (metadata is not None and outbox.core.state is ConnectionState.AWAITING_HELLO)
+        ):
+            self.open(name, subscriber, decode, None, None, None, codec, metadata)
+            return
+        subscription: RemoteSubscription[Any] = RemoteSubscription(
+            self, self._take_id(), subscriber, decode, None, codec
+        )
+        subscription.pending = 1
+        subscriber.started(subscription)
+        self._start(name, subscription, metadata)
+
+    def _start(self, name: str, subscription: RemoteSubscription[Any], metadata: bytes | None) -> None:
+        """Queue ``subscription``'s subscribe (with its pending demand and ``metadata``, §18) and
+        write it at once unless other frames of this turn are to join it."""
+        sid = subscription.sid
+        self.subscriptions[sid] = subscription
+        self._names[sid] = name
+        subscription.started = True
+        outbox = self.outbox
+        if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
+            metadata = outbox.observer.subscribed(sid, name, metadata)
+        n, subscription.pending = subscription.pending, 0
+        outbox.core.send_subscribe(name, sid, n, metadata)  # with extension metadata active, §18
         outbox.write_soon()
 
     def release_deferred(self) -> None:
@@ -547,7 +580,7 @@ class SubscriptionTable:
     # -- demand and cancel (from the subscriptions) ------------------------------------------------
     def request_now(self, subscription: RemoteSubscription[Any]) -> None:
         """Send ``subscription``'s pending demand, and anything else queued, in a write of its own."""
-        self._requests.pop(subscription, None)
+        self.requests.pop(subscription, None)
         n = subscription.take_pending()
         if not n or subscription.done or self.outbox.ended is not None:
             return
@@ -564,12 +597,12 @@ class SubscriptionTable:
             outbox.core.request(subscription.sid, n)
             outbox.write_soon()
             return
-        self._requests[subscription] = None
+        self.requests[subscription] = None
         outbox.mark_dirty()
 
     def send_requests(self) -> None:
         """Queue one ``request`` frame per subscription that asked for more this turn."""
-        pending, self._requests = self._requests, {}
+        pending, self.requests = self.requests, {}
         core = self.outbox.core
         for subscription in pending:
             n = subscription.take_pending()
@@ -578,7 +611,7 @@ class SubscriptionTable:
 
     def cancel(self, subscription: RemoteSubscription[Any]) -> None:
         sid = subscription.sid
-        self._requests.pop(subscription, None)
+        self.requests.pop(subscription, None)
         if self.subscriptions.get(sid) is subscription and self.outbox.ended is None:
             del self.subscriptions[sid]
             self._names.pop(sid, None)
@@ -653,6 +686,6 @@ class SubscriptionTable:
         """The connection ended: every subscription (and every held subscribe) fails with ``error``."""
         self.release_deferred()  # they fail at once: the outbox says the connection ended
         subscriptions, self.subscriptions = self.subscriptions, {}
-        self._requests.clear()
+        self.requests.clear()
         for subscription in subscriptions.values():
             subscription.error(error)

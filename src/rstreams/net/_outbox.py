@@ -167,7 +167,13 @@ class Outbox:
         way. Anything else goes out with the next flush, so the many subscribes of one
         turn (tasks woken by one read, say) cost two writes, not one each.
         """
-        if not self.writes_through:
+        if (  # not self.writes_through, inlined: the request/response path
+            self.flush_scheduled
+            or self.reading
+            or self.wrote_through
+            or not self.writable
+            or self.transport is None
+        ):
             self.mark_dirty()
             return
         self.wrote_through = True

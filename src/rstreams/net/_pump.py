@@ -232,7 +232,9 @@ class Pump:
         outbox.flush_now()  # our hello (the core queued it when it was made), and whatever on_made sent
 
     def data_received(self, data: memoryview) -> None:
-        if self.closing.discarding(len(data)):
+        # The conversation is over only once the streams ended (closing sets ``ended`` first):
+        # a plain field on the hot path, the call only then.
+        if self.outbox.ended is not None and self.closing.discarding(len(data)):
             return  # after the goodbyes: nothing more is read (a lingering close discards it, bounded)
         held = self._held
         if held is not None:  # a read already under way when reading paused (WebSocket)
@@ -382,7 +384,7 @@ class Pump:
             calls, outbox.on_writable = outbox.on_writable, []
             for call in calls:
                 call()
-        if self.serving.wants_refill or outbox.core.has_data_to_send:
+        if self.serving.refills or outbox.core.has_data_to_send:
             outbox.mark_dirty()
 
     # -- input backpressure (rstreams.net._intake) ---------------------------------------------
@@ -439,17 +441,17 @@ class Pump:
         outbox.wrote_through = False
         outbox.flush_scheduled = True  # what the steps below produce goes out in this very write
         subscriptions, serving = self.subscriptions, self.serving
-        if subscriptions.wants_requests:
+        if subscriptions.requests:
             subscriptions.send_requests()
         transport = outbox.transport
         if transport is None:
             outbox.flush_scheduled = False
             return
-        if serving.has_work:
-            if serving.wants_refill and outbox.writable:
+        if serving.refills or serving.packs:
+            if serving.refills and outbox.writable:
                 room = self._high - transport.get_write_buffer_size() - self._turn_bytes
                 self._turn_bytes += serving.refill(room)
-                if subscriptions.wants_requests:  # a local publisher that relays a remote one
+                if subscriptions.requests:  # a local publisher that relays a remote one
                     subscriptions.send_requests()
             serving.flush_packs()
         outbox.flush_scheduled = False
@@ -458,7 +460,7 @@ class Pump:
         self._turn_bytes = 0
         if data and not transport.is_closing():
             outbox.write(transport, data)
-        if (serving.wants_refill or core.has_data_to_send) and outbox.writable:
+        if (serving.refills or core.has_data_to_send) and outbox.writable:
             outbox.mark_dirty()  # room or the write limit was used up this turn: go on next turn
 
     # -- events from the core --------------------------------------------------------------------

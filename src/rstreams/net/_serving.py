@@ -528,14 +528,17 @@ class ServingTable:
     through its outbox the core) for everything they send.
     """
 
-    __slots__ = ("_packs", "_queue", "_router", "channel_marks", "lock", "open_channel", "outbox", "streams")
+    __slots__ = ("_router", "channel_marks", "lock", "open_channel", "outbox", "packs", "refills", "streams")
 
     def __init__(self, outbox: Outbox, offer: Offer | None, codec: Codec[Any] | None) -> None:
         self.outbox = outbox
         self._router = Router(offer, codec)
         self.streams: dict[int, ServingStream] = {}
-        self._queue: dict[ServingStream, None] = {}  # streams waiting to be refilled, in order
-        self._packs: list[ServingStream] = []  # streams holding elements for this turn's write
+        self.refills: dict[ServingStream, None] = {}
+        """Streams waiting to be refilled, in order (the pump's flush reads it: plain fields,
+        not properties, on the per-turn path)."""
+        self.packs: list[ServingStream] = []
+        """Streams holding elements for this turn's write."""
         self.lock = threading.Lock()
         """Guards the streams' hand-over of signals from other threads (one lock for all: it is
         held for a list append or swap, and a stream costs no lock of its own)."""
@@ -544,15 +547,6 @@ class ServingTable:
         auth gate), opens a channel (extension channels, PROTOCOL.md §21.3)."""
         self.open_channel: Callable[[str, int, int], None] = _no_channels
         """Serves a marked subscribe (``name, sid, initial_demand``); set by the channels piece."""
-
-    @property
-    def has_work(self) -> bool:
-        """Whether a stream waits for a refill or holds elements to send."""
-        return bool(self._queue or self._packs)
-
-    @property
-    def wants_refill(self) -> bool:
-        return bool(self._queue)
 
     # -- the peer's signals (from the pump) -----------------------------------------------
     def subscribe(self, name: str, sid: int, initial_demand: int, metadata: Metadata = EMPTY) -> None:
@@ -643,7 +637,7 @@ class ServingTable:
         self.channel_marks.discard(sid)
         stream = self.streams.pop(sid, None)
         if stream is not None:
-            self._queue.pop(stream, None)
+            self.refills.pop(stream, None)
             stream.queued = False
             if stream.obs is not None:
                 stream.obs.ended("cancelled")
@@ -652,20 +646,20 @@ class ServingTable:
     def stop_all(self) -> None:
         """The connection ended: cancel every local publisher."""
         streams, self.streams = self.streams, {}
-        self._queue.clear()
-        self._packs.clear()
+        self.refills.clear()
+        self.packs.clear()
         for stream in streams.values():
             stream.stop()
 
     # -- from the streams -------------------------------------------------------------------
     def want_refill(self, stream: ServingStream) -> None:
         stream.queued = True
-        self._queue[stream] = None
+        self.refills[stream] = None
         self.outbox.mark_dirty()
 
     def want_pack(self, stream: ServingStream) -> None:
         """``stream`` holds elements to send in this turn's write."""
-        self._packs.append(stream)
+        self.packs.append(stream)
         self.outbox.mark_dirty()
 
     def opened(self, stream: ServingStream) -> None:
@@ -704,23 +698,23 @@ class ServingTable:
         *ahead* of it and of any other that re-queued this turn; otherwise the first
         stream would be served first every turn and starve the rest.
         """
-        streams = list(self._queue)
-        self._queue.clear()
+        streams = list(self.refills)
+        self.refills.clear()
         share = max(room // len(streams), _MIN_SHARE)
         used = 0
         outbox = self.outbox
         for index, stream in enumerate(streams):
             left = room - used
             if left <= 0 or not outbox.writable:
-                requeued = self._queue
-                self._queue = dict.fromkeys(streams[index:])
-                self._queue.update(requeued)
+                requeued = self.refills
+                self.refills = dict.fromkeys(streams[index:])
+                self.refills.update(requeued)
                 break
             used += stream.refill(min(left, share))
         return used
 
     def flush_packs(self) -> None:
         """Hand the elements the streams collected this turn to the core."""
-        packs, self._packs = self._packs, []
+        packs, self.packs = self.packs, []
         for stream in packs:
             stream.flush_pack()

@@ -17,8 +17,9 @@ joins split elements, :mod:`~rstreams.wire._output` orders the bytes to write, a
 :mod:`~rstreams.wire.frames` lays out every byte.
 
 Sending: :meth:`Connection.send` takes any frame we may send and dispatches it by type.
-Three measured fast paths take fields instead of a frame and call the same encoders:
-:meth:`~Connection.on_next`, :meth:`~Connection.on_next_many`, :meth:`~Connection.request`.
+Four measured fast paths take fields instead of a frame and call the same encoders:
+:meth:`~Connection.on_next`, :meth:`~Connection.on_next_many`, :meth:`~Connection.request`,
+:meth:`~Connection.send_subscribe`.
 
 Errors: calling this object wrong raises (``LocalProtocolError``, ``ValueError``) and
 changes nothing. A peer's violation never raises out of ``receive_data``: a per-stream
@@ -67,7 +68,7 @@ from rstreams.wire._state import (
     StreamState,
 )
 from rstreams.wire._streams import REQUEST_KEEPS, Stream, StreamTable, Violation
-from rstreams.wire._varint import encode_varint
+from rstreams.wire._varint import MAX_U64, encode_varint
 from rstreams.wire.config import ConnectionConfig
 from rstreams.wire.events import (
     ConnectionClosed,
@@ -540,35 +541,42 @@ class Connection:
     def _send_request(self, f: Request) -> None:
         self.request(f.subscriber, f.demand)
 
-    def send_subscribe(self, publisher: str, subscriber: int, initial_demand: int, metadata: bytes) -> None:
-        """``send(Subscribe(...))``, preceded by a subscribeMetadata when extension metadata is
-        active (§18); ``metadata`` is its payload after the subscriber id: the entry count and
-        the entries (:func:`rstreams.wire._metadata.encode_entries`). Without the extension
-        the subscribe goes alone."""
-        frame = Subscribe(publisher=publisher, subscriber=subscriber, initial_demand=initial_demand)
-        if not self._metadata:
-            self.send(frame)
-            return
-        self._check_can_send()
-        demand = min(initial_demand, UNBOUNDED)
+    def send_subscribe(
+        self, publisher: str, subscriber: int, initial_demand: int, metadata: bytes | None = None
+    ) -> None:
+        """``send(Subscribe(...))`` without building the frame (its fields are checked as the
+        frame checks them); with ``metadata``, preceded by a subscribeMetadata when extension
+        metadata is active (§18): ``metadata`` is its payload after the subscriber id, the entry
+        count and the entries (:func:`rstreams.wire._metadata.encode_entries`). Without the
+        extension the subscribe goes alone. Raises like :meth:`send`."""
+        if (
+            type(publisher) is not str
+            or type(subscriber) is not int
+            or type(initial_demand) is not int
+            or not 0 <= subscriber <= MAX_U64
+            or not 0 <= initial_demand <= MAX_U64
+        ):
+            Subscribe(publisher=publisher, subscriber=subscriber, initial_demand=initial_demand)  # raises
+        name = publisher.encode()  # first: a failure must leave the table as it was
+        if self._state is not _OPEN:
+            self._check_can_send()
+        demand = initial_demand if initial_demand < UNBOUNDED else UNBOUNDED
         self._streams.send_subscribe(subscriber, demand)
-        out = self._out  # adjacent to its subscribe (§18.1)
-        out.append(SUBSCRIBE_METADATA)
-        if subscriber < 0x80 and len(metadata) < 0x7F:  # one-byte varints, inline (§2.1)
-            out.append(1 + len(metadata))
-            out.append(subscriber)
-        else:
-            sid = encode_varint(subscriber)
-            out += encode_varint(len(sid) + len(metadata))
-            out += sid
-        out += metadata
-        write_subscribe(out, publisher.encode(), subscriber, demand)
+        out = self._out
+        if metadata is not None and self._metadata:  # adjacent to its subscribe (§18.1)
+            out.append(SUBSCRIBE_METADATA)
+            if subscriber < 0x80 and len(metadata) < 0x7F:  # one-byte varints, inline (§2.1)
+                out.append(1 + len(metadata))
+                out.append(subscriber)
+            else:
+                sid = encode_varint(subscriber)
+                out += encode_varint(len(sid) + len(metadata))
+                out += sid
+            out += metadata
+        write_subscribe(out, name, subscriber, demand)
 
     def _send_subscribe(self, f: Subscribe) -> None:
-        name = f.publisher.encode()  # first: a make_subscribe frame's name is unchecked, and a
-        demand = min(f.initial_demand, UNBOUNDED)  # failure must leave the table as it was
-        self._streams.send_subscribe(f.subscriber, demand)
-        write_subscribe(self._out, name, f.subscriber, demand)
+        self.send_subscribe(f.publisher, f.subscriber, f.initial_demand)
 
     def _send_cancel(self, f: Cancel) -> None:
         st = self._streams.send_request_or_cancel(f.subscriber, _CANCEL)
