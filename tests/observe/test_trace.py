@@ -123,3 +123,41 @@ async def test_a_traceparent_in_subscribe_metadata_parents_both_sides(
     assert root.parent is None
     assert child.parent is not None and child.parent.span_id == root.context.span_id
     assert child.context.trace_id == root.context.trace_id
+
+
+@pytest.mark.parametrize("metadata", [True, False])
+async def test_a_subscribe_made_before_the_servers_hello_carries_the_traceparent(
+    caplog: pytest.LogCaptureFixture, metadata: bool
+) -> None:
+    """Whether the server takes subscribe metadata is said in its hello (§4.4): while tracing, a
+    subscribe made before it waits for it, so that the span's traceparent can go along (§18);
+    a server without the extension gets the subscribe alone, and its span is a root."""
+    import logging
+
+    from rstreams.wire import ConnectionConfig, ConnectionState
+
+    spans, exporter = recording()
+    caplog.set_level(logging.INFO, logger="rstreams.streams")  # so the client connection is observed
+    config = None if metadata else ConnectionConfig(disabled_extensions=frozenset({5}))
+    server = await serve(
+        "tcp://127.0.0.1:0", {"n": lambda params: rstreams.just(b"x")}, metrics=True, config=config
+    )
+    async with server:
+        assert server._metrics is not None
+        server._metrics.tracer = spans
+        async with await connect(server.url) as conn:
+            observer = conn._pump.outbox.observer
+            assert observer is not None
+            observer.server.tracer = spans
+            try:
+                assert conn._pump.outbox.core.state is ConnectionState.AWAITING_HELLO
+                assert await conn.request("n") == b"x"
+            finally:
+                observer.server.tracer = None
+    by_kind = {span.kind.name: span for span in exporter.get_finished_spans()}
+    client, served = by_kind["CLIENT"], by_kind["SERVER"]
+    if metadata:
+        assert served.parent is not None and served.parent.span_id == client.context.span_id
+        assert served.context.trace_id == client.context.trace_id
+    else:
+        assert served.parent is None

@@ -466,12 +466,18 @@ class SubscriptionTable:
         outbox = self.outbox
         core = outbox.core
         if (
-            (credentials is not None or prelude is not None or metadata is not None)
+            (
+                credentials is not None
+                or prelude is not None
+                or metadata is not None
+                or (outbox.observer is not None and outbox.observer.tracing)
+            )
             and core.state is ConnectionState.AWAITING_HELLO
             and outbox.ended is None
         ):
             # subscribeCredentials, subscribeMetadata and a channel's mark are extension messages:
-            # never before the peer's hello (§4.4), which also says whether the peer takes them
+            # never before the peer's hello (§4.4), which also says whether the peer takes them;
+            # when tracing, the subscribe's span puts its traceparent in metadata (§18)
             self._deferred.append((name, subscriber, decode, batch, credentials, prelude, codec, metadata))
             return
         sid = self._take_id()

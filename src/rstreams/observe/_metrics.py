@@ -321,6 +321,13 @@ class ConnectionObserver:
         self.frames: FrameLog | None = None
         """Logs every frame written and read (the debug switch, :mod:`rstreams.observe._log`), or ``None``."""
 
+    @property
+    def tracing(self) -> bool:
+        """Whether this connection's subscriptions get spans (an OpenTelemetry SDK is installed):
+        a subscribe made before the peer's hello then waits for it, so that its ``traceparent``
+        can go in subscribe metadata if the peer takes extension metadata (§4.4, §18)."""
+        return self.server.tracer is not None
+
     # -- hooks (rstreams.net calls these) --------------------------------------------------------
     def wrote(self, nbytes: int, data: list[bytes]) -> None:
         """``data`` (``nbytes`` in all) was handed to the transport."""
