@@ -37,7 +37,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "conformance": BASE | {"wire", "net"},
     "replay": BASE | {"flow", "net", "observe"},
     "web": BASE | {"net", "observe", "replay"},
-    "spark": BASE | {"flow", "net", "replay", "web"},
+    "spark": BASE | {"flow", "net", "observe", "replay", "web"},
     "_cli_publishers": BASE | {"flow", "net"},
     "_cli_observe": BASE | {"net", "observe"},
     "cli": BASE

@@ -8,7 +8,9 @@ over RS.io, so they work wherever a client could subscribe (TLS, tokens, WebSock
   2 when it cannot be reached in ``--timeout`` seconds.
 * ``top`` subscribes to ``rstreams/stats?interval=S`` and redraws a table per snapshot: each
   open stream's publisher, subscriber (``connection/id``), demand outstanding, rate, and the
-  share of the last interval it was stalled waiting for demand and waiting for the socket.
+  share of the last interval it was stalled waiting for demand and waiting for the socket
+  (:mod:`rstreams.observe._table`). Streams of the server's own publishers (this stats
+  stream among them) are counted, not listed.
   ``q`` (on a terminal) or Ctrl-C quits, restoring the terminal.
 """
 
@@ -27,11 +29,9 @@ from typing import Any, TextIO
 
 from rstreams.errors import ReactiveStreamsError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
-from rstreams.observe._metrics import UNBOUNDED
+from rstreams.observe._table import BUILTIN_PREFIX, HEADER, Screen, own_streams, stream_rows, table
 
-__all__ = ["add_commands", "render", "stream_rows"]
-
-_CLEAR = "\x1b[H\x1b[2J"
+__all__ = ["add_commands", "render"]
 
 
 def _fail(command: str, message: str, status: int = 2) -> int:
@@ -83,50 +83,19 @@ def _ping(args: argparse.Namespace) -> int:
 
 
 # -- top ------------------------------------------------------------------------------------------
-def stream_rows(previous: dict[str, Any] | None, snapshot: dict[str, Any]) -> list[list[str]]:
-    """The table's rows for ``snapshot``; rates and stall shares over the time since ``previous``."""
-    before = {(s["connection"], s["subscriber"]): s for s in (previous or {}).get("streams", [])}
-    rows = []
-    for stream in snapshot.get("streams", []):
-        old = before.get((stream["connection"], stream["subscriber"]))
-        if old is not None and old["publisher"] == stream["publisher"]:
-            span = stream["seconds"] - old["seconds"]
-            sent = stream["elements_sent"] - old["elements_sent"]
-            on_demand = stream["stalled_demand_seconds"] - old["stalled_demand_seconds"]
-            on_socket = stream["stalled_socket_seconds"] - old["stalled_socket_seconds"]
-        else:  # new since the last snapshot: over its whole life
-            span = stream["seconds"]
-            sent = stream["elements_sent"]
-            on_demand, on_socket = stream["stalled_demand_seconds"], stream["stalled_socket_seconds"]
-        demand = stream["demand"]
-        rows.append(
-            [
-                stream["publisher"],
-                f"{stream['connection']}/{stream['subscriber']}",
-                "unbounded" if demand >= UNBOUNDED else str(demand),
-                f"{sent / span:.1f}" if span > 0 else "-",
-                f"{min(100.0, 100 * on_demand / span):.0f}%" if span > 0 else "-",
-                f"{min(100.0, 100 * on_socket / span):.0f}%" if span > 0 else "-",
-            ]
-        )
-    return rows
-
-
-_HEADER = ["PUBLISHER", "SUBSCRIBER", "DEMAND", "EL/S", "WAIT DEMAND", "WAIT SOCKET"]
-
-
 def render(url: str, previous: dict[str, Any] | None, snapshot: dict[str, Any]) -> str:
-    """One screen of ``rstreams top``."""
+    """One screen of ``rstreams top``: the user's streams (the server's own, such as this stats
+    stream, are counted in the title line, not listed)."""
     rows = stream_rows(previous, snapshot)
-    widths = [max(len(row[i]) for row in [_HEADER, *rows]) for i in range(len(_HEADER))]
+    own = own_streams(snapshot)
+    hidden = f" (+{own} of {BUILTIN_PREFIX}*, not listed)" if own else ""
     lines = [
         f"rstreams top {url}   rstreams {snapshot.get('version', '?')}, "
         f"up {snapshot['uptime_seconds']:.0f} s, {snapshot['connections_open']} connection(s), "
-        f"{len(rows)} stream(s)   q: quit",
+        f"{len(rows)} stream(s){hidden}   q: quit",
         "",
-        "  ".join(h.ljust(w) for h, w in zip(_HEADER, widths, strict=True)),
+        *table(HEADER, rows),
     ]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -171,14 +140,12 @@ def _top(args: argparse.Namespace) -> int:
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
             return _fail("top", f"cannot reach {args.url}: {str(bad) or type(bad).__name__}")
         stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
-        screen = sys.stdout
-        clear = _CLEAR if screen.isatty() else ""
+        screen = Screen(sys.stdout)
 
         async def show() -> None:
             previous = None
             async for snapshot in stats:
-                screen.write(clear + render(args.url, previous, snapshot))
-                screen.flush()
+                screen.show(render(args.url, previous, snapshot))
                 previous = snapshot
 
         with _keys(sys.stdin, loop, quit_):

@@ -101,8 +101,10 @@ def streaming(params: dict[str, str]) -> rstreams.Flow[bytes]:
 def test_top_draws_the_streams_and_quits_cleanly(how: str) -> None:
     with served({"ticks": streaming}, metrics=True) as url:
         terminal = Terminal(url, "--interval", "0.2")
-        screen = terminal.read_until(b"rstreams/stats?interval=0.2")  # top's own stream is one
+        screen = terminal.read_until(b"WAIT SOCKET")
         assert b"\x1b[H\x1b[2J" in screen  # a terminal: redrawn in place
+        assert b"0 stream(s) (+1 of rstreams/*, not listed)" in screen  # its own stats stream
+        assert b"rstreams/stats" not in screen.replace(b"rstreams/*", b"")
         for column in (b"PUBLISHER", b"SUBSCRIBER", b"DEMAND", b"EL/S", b"WAIT DEMAND", b"WAIT SOCKET"):
             assert column in screen
         if how == "q":

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 from rstreams.api import Subscriber, Subscription
 from rstreams.net import Server, serve
@@ -139,3 +140,40 @@ async def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], floa
         for family in parser.text_string_to_metric_families(text)
         for sample in family.samples
     }
+
+
+class PseudoTerminal:
+    """A pseudo-terminal in this process: ``out`` is a text stream on its terminal end (``isatty()``
+    is true), :meth:`read_until` reads what was drawn from the other end (newlines arrive as
+    ``\\r\\n``, as a terminal shows them)."""
+
+    def __init__(self) -> None:
+        import pty
+
+        self.master, slave = pty.openpty()
+        self.out = open(slave, "w", encoding="utf-8")  # noqa: SIM115 (closed by __exit__)
+        self.screen = b""
+
+    def read_until(self, text: bytes, times: int = 1) -> bytes:
+        """Everything drawn so far, once ``text`` was (``times`` times); fails after :data:`WAIT`
+        seconds without it."""
+        import os
+        import select
+
+        deadline = time.monotonic() + WAIT
+        while self.screen.count(text) < times:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {text!r} ({times}x) on the screen: {self.screen[-2000:]!r}"
+            ready, _, _ = select.select([self.master], [], [], left)
+            if ready:
+                self.screen += os.read(self.master, 65536)
+        return self.screen
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import os
+
+        self.out.close()
+        os.close(self.master)

@@ -9,8 +9,12 @@ What runs, all on this machine:
    ``sensors``; per-sensor averages over event-time windows with a watermark; the
    ``rstreams`` sink publishes each window once it is final (append mode: Python sinks
    take no update mode in Spark 4.3).
-3. A live view: an RS.io client subscribed to ``results`` prints the newest window per
-   sensor, with the rate into Spark, the micro-batch latency and the producer's demand.
+3. A live view (:mod:`rstreams.spark._demo_view`): where the time goes — the share of time
+   the sensors wait for demand against the share Spark spends in micro-batches, rows per
+   micro-batch and the query's lag, the server's streams as ``rstreams top`` shows them
+   (counted: the server runs with ``metrics=True``) — and, from an RS.io client subscribed
+   to ``results``, the newest window per sensor. Redrawn in place on a terminal; plain
+   lines every 2 s elsewhere.
 4. With ``web="HOST:PORT"``, the live page (:class:`rstreams.web.LivePage`): a browser
    subscribes to ``results`` over RS.io on a WebSocket and draws a chart per sensor.
 
@@ -36,6 +40,7 @@ from rstreams.flow._flow import Flow
 from rstreams.flow._threaded import ThreadedSubscription
 from rstreams.replay import ReplayLog, ReplayServer
 from rstreams.rules import check_subscriber
+from rstreams.spark._demo_view import DemoView, Tick, window_lines
 
 __all__ = ["SensorSource", "run_demo"]
 
@@ -195,7 +200,9 @@ def run_demo(
     source = SensorSource(sensors, rate)
     log = ReplayLog("sensors", capacity=max(4 * batch, 10_000)).feed(source)
     results = ReplayLog("results", capacity=100_000, evict=True)
-    server = ReplayServer({"sensors": log}, sinks={"results": results}, url="tcp://127.0.0.1:0").start()
+    server = ReplayServer(
+        {"sensors": log}, sinks={"results": results}, url="tcp://127.0.0.1:0", metrics=True
+    ).start()
     say(f"RS.io server on {server.url}: publishers 'sensors' (replay log, {sensors} sensors) and 'results'")
     page = None
     if web is not None:
@@ -246,14 +253,15 @@ def run_demo(
     watcher = threading.Thread(target=_watch_results, args=(server.url, view, stop), daemon=True)
     watcher.start()
     say(f"pipeline started after {time.monotonic() - t0:.0f} s; running for {seconds:.0f} s\n")
-    figures: dict[str, Any] = _watch(query, log, source, view, seconds, say)
+    figures: dict[str, Any] = _watch(query, server, source, view, seconds, stream)
     spark.sparkContext.setLogLevel("OFF")  # stopping aborts the running batch: expected, not news
     query.stop()
     view.closing = True
     stop.set()
     watcher.join(10)
     say("\nlatest windows:")
-    _show_windows(view, None, say)
+    for line in window_lines(view.snapshot()):
+        say(line)
     parquet = os.path.join(out, "results.parquet")
     saved = (
         spark.read.format("rstreams")
@@ -277,31 +285,21 @@ def run_demo(
     return figures
 
 
-def _show_windows(view: _LiveView, shown: str | None, say: Any) -> str | None:
-    """Print the newest average per sensor if a newer window closed since ``shown``."""
-    rows_now = view.snapshot()
-    newest = max((row["window"]["start"] for row in rows_now), default=None)
-    if newest != shown:
-        for row in rows_now[:8]:
-            start = row["window"]["start"][11:19]
-            say(f"      {row['sensor']:<10} window {start}  avg {row['avg']:7.3f}  n {row['n']:>7,}")
-    return newest
-
-
-def _behind(progress: Any) -> str:
+def _behind(progress: Any) -> int | None:
     """The source's lag in a query progress (``reportLatestOffset``): rows behind the log's end."""
     try:
         latest = progress["sources"][0]["latestOffset"]
         report = json.loads(latest) if isinstance(latest, str) else latest
-        return f"{int(report.get('rowsBehind', report['behind'])):,} rows"
+        return int(report.get("rowsBehind", report["behind"]))
     except (TypeError, KeyError, IndexError, ValueError):
-        return "?"
+        return None
 
 
 def _watch(
-    query: Any, log: ReplayLog, source: SensorSource, view: _LiveView, seconds: float, say: Any
+    query: Any, server: ReplayServer, source: SensorSource, view: _LiveView, seconds: float, stream: TextIO
 ) -> Any:
-    """Print progress every 2 s until ``seconds`` have passed; return the figures.
+    """Show the demo's view (:mod:`rstreams.spark._demo_view`) until ``seconds`` have passed:
+    every second on a terminal, every 2 s elsewhere; return the figures.
 
     The clock starts at the first finished micro-batch: the first one pays for starting
     Spark's Python workers (seconds on a small machine), which is not the pipeline's pace.
@@ -311,42 +309,56 @@ def _watch(
         if time.monotonic() - waited > FIRST_BATCH_TIMEOUT:
             raise RuntimeError(f"no micro-batch finished within {FIRST_BATCH_TIMEOUT} s")
         time.sleep(0.2)
-    say(f"first micro-batch done after {time.monotonic() - waited:.0f} s (Python workers started)")
+    first = time.monotonic() - waited
+    print(f"first micro-batch done after {first:.0f} s (Python workers started)", file=stream, flush=True)
+    screen = DemoView(stream, seconds=seconds)
+    every = 1.0 if screen.screen.live else 2.0
     deadline = time.monotonic() + seconds
     seen = {p["batchId"] for p in query.recentProgress if p["numInputRows"]}  # the cold start
-    rows = 0  # rows of the micro-batches finished since the clock started
-    latencies: list[float] = []
-    shown: str | None = None
-    started = time.monotonic()
-    next_print = started + 2
+    batches: list[tuple[int, float]] = []  # (rows, seconds) of those finished since the clock started
+    started = sampled = time.monotonic()
+    busy = 0.0  # seconds the query was running a micro-batch, sampled each turn below
+
+    def tick() -> Tick:
+        return Tick(
+            at=time.monotonic() - started,
+            produced=source.produced,
+            waited=source.waiting,
+            busy=busy,
+            rows=sum(rows for rows, _ in batches),
+            batches=list(batches),
+            behind=_behind(query.lastProgress),
+            stats=server.metrics(),
+            windows=view.snapshot(),
+        )
+
+    screen.start(tick())
+    next_show = started + every
     while time.monotonic() < deadline and query.isActive:
+        now = time.monotonic()
+        if query.status.get("isTriggerActive"):
+            busy += now - sampled
+        sampled = now
         for progress in query.recentProgress:
             if progress["batchId"] not in seen and progress["numInputRows"]:
                 seen.add(progress["batchId"])
-                rows += progress["numInputRows"]
-                latencies.append(progress["durationMs"].get("triggerExecution", 0) / 1000)
-        if time.monotonic() >= next_print:
-            next_print += 2
-            elapsed = time.monotonic() - started
-            info = log.info()
-            median = statistics.median(latencies) if latencies else 0.0
-            say(
-                f"[{elapsed:5.1f} s] into Spark {rows:>9,} rows ({rows / elapsed:>9,.0f}/s) | "
-                f"{len(latencies)} batches, median {median * 1000:.0f} ms | "
-                f"log holds {info['end'] - info['first']:,}, query behind {_behind(query.lastProgress)} | "
-                f"sensors produced {source.produced:,}, waited {source.waiting:.1f} s for demand"
-            )
-            shown = _show_windows(view, shown, say)
+                took = progress["durationMs"].get("triggerExecution", 0) / 1000
+                batches.append((progress["numInputRows"], took))
+        if now >= next_show:
+            next_show += every
+            screen.show(tick())
         time.sleep(0.2)
     if query.exception() is not None:
         raise RuntimeError(f"the Spark query failed: {query.exception()}")
     elapsed = time.monotonic() - started
+    rows = sum(rows for rows, _ in batches)
+    latencies = [took for _, took in batches]
     return {
         "rows": rows,
         "rows_per_s": rows / elapsed if elapsed else 0.0,
         "batches": len(latencies),
         "median_batch_s": statistics.median(latencies) if latencies else None,
-        "steady_rows_per_s": rows / sum(latencies) if latencies else 0.0,
+        "steady_rows_per_s": rows / sum(latencies) if sum(latencies) else 0.0,
         "produced": source.produced,
         "waited_s": source.waiting,
         "results": view.received,
