@@ -125,9 +125,10 @@ async def test_a_traceparent_in_subscribe_metadata_parents_both_sides(
     assert child.context.trace_id == root.context.trace_id
 
 
+@pytest.mark.parametrize("call", ["request", "publisher"])
 @pytest.mark.parametrize("metadata", [True, False])
 async def test_a_subscribe_made_before_the_servers_hello_carries_the_traceparent(
-    caplog: pytest.LogCaptureFixture, metadata: bool
+    caplog: pytest.LogCaptureFixture, metadata: bool, call: str
 ) -> None:
     """Whether the server takes subscribe metadata is said in its hello (§4.4): while tracing, a
     subscribe made before it waits for it, so that the span's traceparent can go along (§18);
@@ -151,7 +152,10 @@ async def test_a_subscribe_made_before_the_servers_hello_carries_the_traceparent
             observer.server.tracer = spans
             try:
                 assert conn._pump.outbox.core.state is ConnectionState.AWAITING_HELLO
-                assert await conn.request("n") == b"x"
+                if call == "request":
+                    assert await conn.request("n") == b"x"
+                else:
+                    assert [x async for x in conn.publisher("n")] == [b"x"]
             finally:
                 observer.server.tracer = None
     by_kind = {span.kind.name: span for span in exporter.get_finished_spans()}

@@ -532,7 +532,10 @@ class SubscriptionTable:
         if (
             outbox.ended is not None
             or outbox.closing
-            or (metadata is not None and outbox.core.state is ConnectionState.AWAITING_HELLO)
+            or (
+                (metadata is not None or (outbox.observer is not None and outbox.observer.tracing))
+                and outbox.core.state is ConnectionState.AWAITING_HELLO
+            )
         ):
             self.open(name, subscriber, decode, None, None, None, codec, metadata)
             return
