@@ -752,7 +752,11 @@ def spark(quick: bool) -> ScenarioDef:
             "Targets: rstreams-arrow >= 70% of python-inprocess and >= 2 M rows/s steady (issue 7); "
             "rstreams-json and rstreams-msgpack >= 1 M rows/s and >= 0.5x rstreams-arrow, "
             "rstreams-sink-arrow (Spark's rate source into the rstreams sink, codec arrow, Spark's Arrow "
-            "writer; beside it the row writer with JSON) >= 1 M rows/s (issue 19)."
+            "writer; beside it the row writer with JSON) >= 1 M rows/s (issue 19). rstreams-servers-1 "
+            "and -3: Arrow elements served by one replay server process, or by three holding a third "
+            "each, read by one query over the three URLs (issue 19: the ratio shows what spreading "
+            "costs or gains on this machine; `offsets` is the driver's median latestOffset time per "
+            "batch, `read` Spark's addBatch, where executors read)."
         ),
         metric="steady_rows_per_s",
         unit="rows/s",
@@ -764,6 +768,8 @@ def spark(quick: bool) -> ScenarioDef:
             one("rstreams-msgpack", "RS.io replay log over TCP, one msgpack row per element", *big),
             one("rstreams-sink-json", "rate source into the rstreams sink, JSON rows", *big),
             one("rstreams-sink-arrow", "rate source into the rstreams sink, Arrow writer", *big),
+            one("rstreams-servers-1", "one replay server process, Arrow IPC elements", *big),
+            one("rstreams-servers-3", "three replay server processes, one query", *big),
         ],
         ratios=[
             ("rstreams-arrow", "python-inprocess"),
@@ -772,6 +778,7 @@ def spark(quick: bool) -> ScenarioDef:
             ("rstreams-json", "rstreams-arrow"),
             ("rstreams-msgpack", "rstreams-arrow"),
             ("rstreams-sink-arrow", "rstreams-sink-json"),
+            ("rstreams-servers-3", "rstreams-servers-1"),
         ],
         targets=[
             ("rstreams-arrow", "python-inprocess", 0.70),
@@ -785,6 +792,8 @@ def spark(quick: bool) -> ScenarioDef:
         extras=[
             ("e2e_rows_per_s", "e2e", "rows/s"),
             ("median_batch_ms", "median batch", "ms"),
+            ("latest_offset_ms", "offsets", "ms"),
+            ("add_batch_ms", "read", "ms"),
             ("rows_per_batch", "rows/batch", "el"),
             ("session_s", "session start", "s"),
         ],

@@ -17,6 +17,12 @@ Sources (``--one``):
   ``rate-micro-batch`` source into the ``rstreams`` sink, publishing on an evicting sink log of
   a ``ReplayServer`` in this process: JSON written row by row, or Arrow IPC elements written by
   Spark's Arrow writer.
+* ``rstreams-servers-1`` and ``rstreams-servers-3``: Arrow elements as in ``rstreams-arrow``,
+  but served by replay servers in processes of their own (one server holding every row, or
+  three servers holding a third each, one query over the three with a list of URLs); the
+  driver asks every server where its log ends, executors read each log's ranges from its
+  server. ``latest_offset_ms`` (the driver's planning calls) and ``add_batch_ms`` (the
+  executors' reading) say where a batch's time goes.
 * ``python-inprocess``: an in-process Python data source yielding Arrow batches, no network
   (the ceiling for a Python source, as in ../shared/notes/spark-python-datasource.md).
 * ``rate-micro-batch``: Spark's JVM source (``select("value")``).
@@ -35,6 +41,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +55,8 @@ SOURCES = (
     "rstreams-msgpack",
     "rstreams-sink-json",
     "rstreams-sink-arrow",
+    "rstreams-servers-1",
+    "rstreams-servers-3",
     "python-inprocess",
     "rate-micro-batch",
 )
@@ -91,6 +100,42 @@ def msgpack_elements(rows: int) -> list[bytes]:
     import msgpack
 
     return [msgpack.packb({"value": i}) for i in range(rows)]
+
+
+def _split(rows: int, parts: int) -> list[int]:
+    """``rows`` in ``parts`` shares of whole Arrow elements (the last takes the rest)."""
+    elements = -(-rows // ARROW_ROWS)
+    each = elements // parts
+    shares = [each * ARROW_ROWS] * (parts - 1)
+    return [*shares, rows - sum(shares)]
+
+
+def _served(rows: int, warmup_rows: int) -> tuple[str, subprocess.Popen[bytes]]:
+    """A replay server in a process of its own holding ``measured`` (and ``warm-up``) logs of
+    Arrow elements: its URL and the process (``--serve``)."""
+    command = [sys.executable, __file__, "--serve", str(rows), "--warmup-rows", str(warmup_rows)]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    line = process.stdout.readline().decode()
+    if not line.startswith("url "):
+        process.kill()
+        raise RuntimeError(f"the replay server process did not start: {line!r}")
+    return line.split()[1], process
+
+
+def serve_logs(rows: int, warmup_rows: int) -> None:
+    """``--serve ROWS``: serve ``measured`` (and ``warm-up``) until standard input closes."""
+    from rstreams.replay import ReplayLog, ReplayServer
+    from rstreams.spark import arrow_rows
+
+    logs = {}
+    for name, count in (("measured", rows), ("warm-up", warmup_rows)):
+        elements = arrow_elements(count)
+        logs[name] = ReplayLog(name, capacity=max(1, len(elements)), rows=arrow_rows)
+        logs[name].append(elements)
+    with ReplayServer(logs) as server:
+        print(f"url {server.url}", flush=True)
+        sys.stdin.read()
 
 
 def gen_source() -> type:
@@ -180,6 +225,8 @@ def measure(
         "steady_rows_per_s": sum(p["numInputRows"] for p in steady) / steady_s,
         "e2e_rows_per_s": rows / wall,
         "median_batch_ms": statistics.median(p["durationMs"]["triggerExecution"] for p in batches),
+        "latest_offset_ms": statistics.median(p["durationMs"].get("latestOffset", 0) for p in batches),
+        "add_batch_ms": statistics.median(p["durationMs"].get("addBatch", 0) for p in batches),
         "first_batch_ms": batches[0]["durationMs"]["triggerExecution"],
     }
 
@@ -206,6 +253,7 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
     spark.sparkContext.setLogLevel("OFF")  # stopping a query mid-batch logs expected errors
     session_s = time.perf_counter() - began
     server = None
+    servers: list[tuple[str, subprocess.Popen[bytes]]] = []
     sink: dict[str, str] | None = None
     try:
         if source.startswith("rstreams-sink-"):
@@ -227,6 +275,28 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
 
             warm_stream, measured_stream = rate(max(1, warmup_rows // 2)), rate(per_batch)
             label = f"Spark's rate-micro-batch source into the rstreams sink, codec {codec}"
+        elif source.startswith("rstreams-servers-"):
+            register(spark)
+            count_servers = int(source.removeprefix("rstreams-servers-"))
+            servers = [_served(share, warmup_rows // count_servers) for share in _split(rows, count_servers)]
+            urls = ",".join(url for url, _ in servers)
+            per_batch = max(1, batch_rows // ARROW_ROWS) * ARROW_ROWS
+
+            def stream(log: str, total: int) -> Any:
+                del total
+                return (
+                    spark.readStream.format("rstreams")
+                    .option("url", urls)
+                    .option("publisher", log)
+                    .option("schema", "value bigint")
+                    .option("codec", "arrow")
+                    .option("maxRecordsPerBatch", per_batch)
+                    .load()
+                )
+
+            warm_stream = stream("warm-up", warmup_rows) if warmup_rows else None
+            measured_stream = stream("measured", rows)
+            label = f"{count_servers} replay server process(es) over loopback TCP, Arrow IPC elements"
         elif source.startswith("rstreams-"):
             register(spark)
             codec = source.removeprefix("rstreams-")
@@ -293,6 +363,9 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
     finally:
         if server is not None:
             server.stop()
+        for _, process in servers:
+            process.kill()
+            process.wait(10)
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     got.update(
@@ -310,6 +383,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--one", choices=SOURCES)
     parser.add_argument("--check", action="store_true", help="exit 1 with the reason if Spark cannot run")
+    parser.add_argument("--serve", type=int, help="serve ROWS as a replay log (rstreams-servers-N)")
     parser.add_argument("--rows", type=int, default=6_000_000, help="rows in the measured query")
     parser.add_argument("--batch-rows", type=int, default=1_000_000, help="rows per micro-batch (about)")
     parser.add_argument("--warmup-rows", type=int, default=4 * ARROW_ROWS)
@@ -321,6 +395,9 @@ def main() -> None:
             print(why, file=sys.stderr)
             raise SystemExit(1)
         print(json.dumps({"ok": True}))
+        return
+    if args.serve is not None:
+        serve_logs(args.serve, args.warmup_rows)
         return
     if args.one is None:
         parser.error("--one SOURCE or --check")

@@ -1,17 +1,25 @@
-"""The demo pipeline on a real Spark standalone cluster: one master and two workers on this machine.
+"""One query over three log servers on a real Spark standalone cluster: a master and two workers.
 
-    python examples/spark_cluster.py [--seconds 30]
+    python examples/spark_cluster.py [--rows 300000] [--workers 2]
+    python examples/spark_cluster.py --demo [--seconds 30]     # the rstreams demo pipeline instead
 
 PySpark's pip package ships the standalone master and worker (``bin/spark-class``). This
-starts ``Master`` and two ``Worker`` processes (1 core, 1 GiB each), waits until both
-have registered, runs the same pipeline as ``rstreams demo`` with
-``--master spark://127.0.0.1:PORT`` (executors on the workers open their own RS.io
-connections to the replay server), prints the figures, and stops the cluster.
+starts ``Master`` and two ``Worker`` processes (1 core, 1 GiB each) and waits until both
+have registered. Then three replay servers (``ReplayServer``, one port each) serve a log
+``sensors/I`` of JSON rows and a sink log ``results``; one streaming query on
+``spark://127.0.0.1:PORT`` reads ``sensors/*`` from the three servers (executors on the
+workers fetch each log's ranges straight from its server; the driver only plans), converts
+the readings and writes them spread by sensor over the three servers' ``results``. It
+checks that every row arrived exactly once, prints the figures, and stops the cluster.
+
+Needs ``pip install 'rstreams[spark]'`` and Java 17+; the workers run this interpreter
+(``PYSPARK_PYTHON``), which must import ``rstreams``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -22,7 +30,8 @@ from pathlib import Path
 
 import pyspark
 
-from rstreams.spark import check_java
+from rstreams.replay import ReplayLog, ReplayServer, fetch_range
+from rstreams.spark import check_java, register
 from rstreams.spark._demo import run_demo
 
 REGISTER_TIMEOUT = 120.0
@@ -50,9 +59,89 @@ def wait_for_workers(master_log: Path, count: int) -> None:
         time.sleep(0.5)
 
 
+SENSORS = ("attic", "cellar", "garage", "kitchen", "porch")
+
+
+def readings(server: int, count: int) -> list[bytes]:
+    """``count`` JSON readings for log ``sensors/SERVER``; ``seq`` is unique across the servers."""
+    return [
+        json.dumps(
+            {"sensor": SENSORS[i % len(SENSORS)], "seq": server * count + i, "celsius": i % 40}
+        ).encode()
+        for i in range(count)
+    ]
+
+
+def many_servers(master: str, rows: int, work: Path) -> dict[str, object]:
+    """The query over three servers on ``master``; its figures, after checking every row once."""
+    from pyspark.sql import SparkSession
+
+    per_server = rows // 3
+    sinks = [ReplayLog("results", capacity=rows, evict=True) for _ in range(3)]
+    servers = []
+    for i, sink in enumerate(sinks):
+        log = ReplayLog(f"sensors/{i}", capacity=per_server)
+        log.append(readings(i, per_server))
+        servers.append(ReplayServer({log.name: log}, sinks={"results": sink}).start())
+    urls = ",".join(server.url for server in servers)
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("rstreams-three-servers")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    try:
+        spark.sparkContext.setLogLevel("WARN")
+        register(spark)
+        started = time.perf_counter()
+        query = (
+            spark.readStream.format("rstreams")
+            .option("url", urls)
+            .option("publisher", "sensors/*")
+            .option("schema", "sensor string, seq bigint, celsius double")
+            .option("maxRecordsPerBatch", max(1, rows // 4))
+            .load()
+            .selectExpr("sensor", "seq", "celsius * 1.8 + 32 AS fahrenheit")
+            .writeStream.format("rstreams")
+            .option("url", urls)
+            .option("publisher", "results")
+            .option("keyColumn", "sensor")
+            .option("checkpointLocation", str(work / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(f"the query failed: {query.exception()}")
+        seconds = time.perf_counter() - started
+        batches = [p for p in query.recentProgress if p["numInputRows"]]
+        written = [
+            [json.loads(item) for item in fetch_range(server.url, "results", 0, sink.end)]
+            for server, sink in zip(servers, sinks, strict=True)
+        ]
+        seqs = sorted(row["seq"] for rows_ in written for row in rows_)
+        if seqs != list(range(3 * per_server)):
+            raise RuntimeError(f"the results are not every row once: {len(seqs)} rows for {3 * per_server}")
+        return {
+            "rows": len(seqs),
+            "seconds": round(seconds, 1),
+            "rows_per_s": round(len(seqs) / seconds),
+            "micro_batches": len(batches),
+            "rows_per_sink_log": [len(rows_) for rows_ in written],
+            "sensors_per_sink_log": [sorted({row["sensor"] for row in rows_}) for rows_ in written],
+        }
+    finally:
+        spark.stop()
+        for server in servers:
+            server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rows", type=int, default=300_000, help="rows over the three servers")
+    parser.add_argument("--demo", action="store_true", help="run the rstreams demo pipeline instead")
+    parser.add_argument("--seconds", type=float, default=30.0, help="the demo's duration")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     check_java()
@@ -81,7 +170,10 @@ def main() -> None:
         )
         wait_for_workers(master_log, args.workers)
         print(f"standalone cluster at {url}: {args.workers} workers registered (logs in {work})")
-        figures = run_demo(seconds=args.seconds, master=url, out=str(work / "demo"))
+        if args.demo:
+            figures = run_demo(seconds=args.seconds, master=url, out=str(work / "demo"))
+        else:
+            figures = many_servers(url, args.rows, work)
         print(f"\ncluster run: {figures}")
     finally:
         for process in reversed(processes):

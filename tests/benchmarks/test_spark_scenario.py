@@ -30,6 +30,8 @@ def test_spark_scenario_shape() -> None:
             "rstreams-msgpack",
             "rstreams-sink-json",
             "rstreams-sink-arrow",
+            "rstreams-servers-1",
+            "rstreams-servers-3",
         ]
         assert not scenario.pin
         assert all(c.env == "rs" and c.needs == "pyspark" for c in scenario.contestants)
@@ -48,6 +50,8 @@ def test_targets_rendered() -> None:
         "rstreams-msgpack": 1e5,
         "rstreams-sink-json": 2e5,
         "rstreams-sink-arrow": 1.2e6,
+        "rstreams-servers-1": 2.0e6,
+        "rstreams-servers-3": 1.5e6,
     }
     data = {
         "repeats": 1,
@@ -65,6 +69,7 @@ def test_targets_rendered() -> None:
     assert "| rstreams-json >= 1.00 M rows/s | 1.50 M | 1.50 M | 1.50 M | yes |" in table
     assert "| rstreams-msgpack / rstreams-arrow >= 0.50x | 0.04x | 0.04x | 0.04x | **no** |" in table
     assert "| rstreams-sink-arrow >= 1.00 M rows/s | 1.20 M | 1.20 M | 1.20 M | yes |" in table
+    assert "| rstreams-servers-3 / rstreams-servers-1 | 0.75x |" in table
 
 
 def test_failed_check_skips_the_scenario_with_its_reason() -> None:

@@ -285,3 +285,16 @@ def test_a_file_sink_log_with_rows_from_before_the_record_keeps_them(tmp_path: P
     again = ReplayLog("out", capacity=100, path=tmp_path / "out")
     assert again._read(0, 5) == [b"old"] and again.batches() == set()
     again.close()
+
+
+def test_the_server_lists_its_logs_and_serves_one_added_while_running(serve: Any) -> None:
+    """`rstreams/logs` names every log, sinks among them; `add` serves a new log at once."""
+    server = serve({"b": ReplayLog("b", capacity=4)}, sinks={"out": ReplayLog("out", capacity=4)})
+    assert request_json(server.url, "rstreams/logs") == {"logs": ["b", "out"], "sinks": ["out"]}
+    late = ReplayLog("a/late", capacity=4)
+    late.append([b"x"])
+    server.add("a/late", late)
+    assert request_json(server.url, "rstreams/logs")["logs"] == ["a/late", "b", "out"]
+    assert fetch_range(server.url, "a/late", 0, 1) == [b"x"]
+    with pytest.raises(ValueError, match="served already"):
+        server.add("b", ReplayLog("b", capacity=4))

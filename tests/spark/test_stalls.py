@@ -12,11 +12,7 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +25,13 @@ from rstreams.replay import ReplayLog, replay_offer
 from testkit.spark import (
     SCHEMA,
     end_position,
+    free_port,
     kill_group,
     read_stream,
     record,
     records,
     start_query,
+    start_server,
     wait_until,
 )
 
@@ -114,23 +112,6 @@ def test_a_driver_killed_before_its_first_offset_leaves_no_reader_that_stalls_th
     assert seqs == list(range(total))
     assert orphan in log.expired and orphan not in log.readers()
     assert log.max_held <= 50
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def start_server(url: str, directory: Path, lines: Path, log: Path) -> subprocess.Popen[bytes]:
-    """``rstreams serve URL nums`` over a file-backed log, fed ``lines`` from its first line on."""
-    command = [sys.executable, "-m", "rstreams.cli", "serve", url, "nums"]
-    command += ["--path", str(directory), "--capacity", "300", "--input-from", "0"]
-    with lines.open("rb") as feed, log.open("ab") as out:
-        return subprocess.Popen(
-            command, stdin=feed, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ)
-        )
 
 
 @pytest.mark.timeout(300)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -79,3 +80,37 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
     except ProcessLookupError:
         pass
     process.wait(30)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def start_server(
+    url: str, directory: Path, lines: Path, log: Path, name: str = "nums", capacity: int = 300
+) -> subprocess.Popen[bytes]:
+    """``rstreams serve URL NAME`` over a file-backed log, fed ``lines`` from its first line on
+    (``--input-from 0``: a restart goes on at the log's end)."""
+    command = [sys.executable, "-m", "rstreams.cli", "serve", url, name]
+    command += ["--path", str(directory), "--capacity", str(capacity), "--input-from", "0"]
+    with lines.open("rb") as feed, log.open("ab") as out:
+        return subprocess.Popen(
+            command, stdin=feed, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ)
+        )
+
+
+def end_positions(query: Any) -> dict[tuple[str, str], int]:
+    """The end offsets, per ``(url, log)``, of the last completed micro-batch of a query over
+    several logs (empty before the first)."""
+    progress = query.lastProgress
+    if not progress or not progress["sources"]:
+        return {}
+    end = progress["sources"][0]["endOffset"]
+    if isinstance(end, str):
+        end = json.loads(end)
+    if not end:
+        return {}
+    return {(url, name): int(at) for url, names in end["logs"].items() for name, at in names.items()}

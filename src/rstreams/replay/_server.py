@@ -34,6 +34,9 @@ request/response is one JSON element (UTF-8 bytes):
 ``NAME?publish=B&writer=W&tokens=T,..`` (sink) append the staged uploads to the log as batch
                                         ``B``, once per ``(W, B)``: ``{"published", "count"}``
 ``NAME?discard=T,..``                   (sink) drop staged uploads (Spark's ``abort``)
+``rstreams/logs``                       ``{"logs": [...], "sinks": [...]}``: the names of the
+                                        logs served now (sinks among them), sorted; Spark's
+                                        source discovers logs by pattern with it
 ======================================  ======================================================
 
 Uploads travel the other way: RS.io is bidirectional, so the server asks each client
@@ -60,9 +63,19 @@ from rstreams.flow._public import error as error_flow
 from rstreams.replay._log import ReplayLog
 from rstreams.rules import check_subscriber
 
-__all__ = ["QUERY_KEYS", "STAGING_BYTES", "UPLOAD_NAME", "ReplayServer", "StagingFullError", "replay_offer"]
+__all__ = [
+    "LOGS_NAME",
+    "QUERY_KEYS",
+    "STAGING_BYTES",
+    "UPLOAD_NAME",
+    "ReplayServer",
+    "StagingFullError",
+    "replay_offer",
+]
 
 UPLOAD_NAME = "rstreams/upload"
+LOGS_NAME = "rstreams/logs"
+"""The listing of the logs a replay server serves (``{"logs": [...], "sinks": [...]}``)."""
 QUERY_KEYS = (
     "from",
     "to",
@@ -344,7 +357,9 @@ def replay_offer(
 
     ``sinks`` are logs that Spark's ``rstreams`` sink writes to (they also serve readers);
     each stages at most ``staging_bytes`` of uploaded rows at once.
-    Returns the callable; its ``stagings`` attribute holds the sink staging areas.
+    Returns the callable; its ``stagings`` attribute holds the sink staging areas, its ``logs``
+    attribute every log by name (a log added there is served from then on). ``rstreams/logs``
+    answers with the names (:data:`LOGS_NAME`).
     """
     if type(staging_bytes) is not int or staging_bytes < 1:
         raise ValueError(f"staging_bytes= needs an int >= 1, got {staging_bytes!r}")
@@ -354,6 +369,8 @@ def replay_offer(
     def route(path: str, params: dict[str, str]) -> Publisher[Any] | None:
         log = all_logs.get(path)
         if log is None:
+            if path == LOGS_NAME:
+                return _answer({"logs": sorted(all_logs), "sinks": sorted(stagings)})
             return None
         try:
             return _route(log, stagings.get(path), params)
@@ -361,6 +378,7 @@ def replay_offer(
             return error_flow(error)
 
     route.stagings = stagings  # type: ignore[attr-defined]
+    route.logs = all_logs  # type: ignore[attr-defined]
     return route
 
 
@@ -518,6 +536,30 @@ class ReplayServer:
 
     async def _snapshot(self) -> dict[str, Any]:
         return dict(self._server.metrics())  # on the server's loop, where its numbers change
+
+    def add(self, name: str, log: ReplayLog) -> None:
+        """Serve ``log`` as ``name`` from now on (readers only; sink logs are given at construction).
+
+        It appears in ``rstreams/logs`` at once, so a Spark query reading a pattern that
+        matches ``name`` discovers it at its next micro-batch.
+        """
+        if not isinstance(log, ReplayLog):
+            raise TypeError(f"ReplayServer.add: {name!r} needs a ReplayLog, got a {type(log).__name__}")
+        if name in self._logs:
+            raise ValueError(f"ReplayServer.add: a log named {name!r} is served already")
+
+        def insert() -> None:  # on the server's loop, where the route and the metrics read them
+            self._logs[name] = log
+            self._route.logs[name] = log
+
+        if self._thread.is_alive():
+
+            async def inserted() -> None:
+                insert()
+
+            asyncio.run_coroutine_threadsafe(inserted(), self.loop).result(10)
+        else:
+            insert()
 
     def _ask_for_uploads(self, conn: Any) -> None:
         from rstreams.net import RAW  # the upload's elements are bytes, whatever the client states

@@ -58,9 +58,18 @@ class Option:
 
 OPTIONS = (
     Option(
-        "url", "(required)", "the replay server: `tcp://host:port`, `tls://`, `ws://`, `wss://`, `unix://`"
+        "url",
+        "(required)",
+        "the replay server: `tcp://host:port`, `tls://`, `ws://`, `wss://`, `unix://`; several, "
+        "comma-separated: the logs of `publisher` on each",
     ),
-    Option("publisher", "(required)", "the log's name on the server (the sink: a sink log)"),
+    Option(
+        "publisher",
+        "(required)",
+        "the log's name on the server (the sink: a sink log); several, comma-separated; the source "
+        "also takes patterns (`sensors/*`: `*`, `?`, `[...]`) matched against each server's "
+        "`rstreams/logs` before every micro-batch",
+    ),
     Option("schema", "(required)", "the rows' schema as DDL, e.g. `sensor string, value double`", sink=False),
     Option(
         "codec",
@@ -101,11 +110,13 @@ OPTIONS = (
         "(`lost` in the progress) instead of failing the query",
         sink=False,
     ),
-    Option("numPartitions", "`2`", "Spark partitions per micro-batch (ranges of the log)", sink=False),
+    Option(
+        "numPartitions", "`2`", "Spark partitions per micro-batch and log (ranges of the log)", sink=False
+    ),
     Option(
         "readerName",
         "a new name per fresh query",
-        "the reader the query commits as on the log (kept in its checkpoint)",
+        "the reader the query commits as on each log (kept in its checkpoint)",
         sink=False,
     ),
     Option(
@@ -119,6 +130,13 @@ OPTIONS = (
         "none",
         "where a fresh query starts by time: the first element that arrived on the log at this "
         "time (ms since the epoch) or later; instead of `startingPosition`",
+        sink=False,
+    ),
+    Option(
+        "newLogStartingPosition",
+        "`earliest`",
+        "where a log the query finds after its start (a pattern's new match, a name added to the "
+        "options) is read from: `earliest` (all it holds) or `latest` (what arrives from then on)",
         sink=False,
     ),
     Option("endingPosition", "`latest`", "batch reads: where to stop (`latest` or a position)", sink=False),
@@ -139,6 +157,13 @@ OPTIONS = (
         "none",
         "`df.write` (e.g. in `foreachBatch`): publish as this batch of `writerId`, once: a re-run "
         "batch is not published twice",
+        source=False,
+    ),
+    Option(
+        "keyColumn",
+        "none (required for several logs)",
+        "the column whose value picks each row's sink log when `url` and `publisher` name several: "
+        "the hash of its text modulo the number of logs",
         source=False,
     ),
     Option("token", "none", "a token to present to the server"),

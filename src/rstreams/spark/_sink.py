@@ -22,6 +22,15 @@ Spark passes) it publishes as that batch, once: the re-run of a batch is refused
 server keeps the record of published batches with a file-backed sink log on disk, so it
 holds across a restart of the server (docs/replay.md).
 
+Several logs: options ``url`` and ``publisher`` may list several servers and sink logs (each
+named log on each server) and option ``keyColumn`` names the column whose value picks a row's
+log: the hash of the value's text (Arrow's cast to string, null as the empty string) modulo
+the number of logs, so equal keys always land in the same log. A task stages its rows per log
+(each log an upload of its own, made once the task has its rows: the upload keeps them for its
+retries anyway), and ``commit`` publishes each log's tokens on that log as the batch, once per
+``(writer, batch)`` and log: a re-run after a commit that reached only some logs publishes on the
+others only.
+
 Codec ``arrow`` writes with Spark's Arrow writers (``DataSourceStreamArrowWriter``,
 ``DataSourceArrowWriter``): the task's record batches, re-chunked to at most
 :data:`~rstreams.spark._codecs.BATCH_ROWS` rows, each become one Arrow IPC stream element;
@@ -30,13 +39,17 @@ no Spark ``Row`` is made. ``json`` and ``msgpack`` write row by row.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain, islice
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -44,6 +57,7 @@ from pyspark.sql.datasource import (
     DataSourceWriter,
     WriterCommitMessage,
 )
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from rstreams.replay import Access
@@ -56,6 +70,7 @@ __all__ = [
     "RStreamsArrowStreamWriter",
     "RStreamsBatchWriter",
     "RStreamsStreamWriter",
+    "SpreadUpload",
     "StagedUpload",
     "stream_writer",
     "writer",
@@ -71,12 +86,29 @@ class StagedUpload(WriterCommitMessage):
     writer: str
 
 
+@dataclass
+class SpreadUpload(WriterCommitMessage):
+    """What one ``write`` task staged over several logs: ``(log index, token, rows)`` each."""
+
+    parts: list[tuple[int, str, int]]
+    writer: str
+
+
 class _Writer:
     """The sink's options (checked on the driver when the query starts) and its remote calls."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        self.url = required(options, "url", "sink")
-        self.publisher = required(options, "publisher", "sink")
+        urls = _listed(options, "url")
+        names = _listed(options, "publisher")
+        patterned = [name for name in names if _PATTERN.search(name)]
+        if patterned:
+            raise OptionError(
+                "publisher",
+                f"option publisher of the rstreams sink names logs; {patterned[0]!r} is a pattern",
+            )
+        self.targets = [(url, name) for url in urls for name in names]
+        """The sink logs, ``(url, name)``: each named log on each server."""
+        self.url, self.publisher = self.targets[0]
         self.codec = str(options.get("codec", "json"))
         if self.codec != "arrow":
             try:
@@ -85,44 +117,147 @@ class _Writer:
                 raise OptionError(
                     "codec", f"option codec of the rstreams sink: json, msgpack or arrow; got {self.codec!r}"
                 ) from None
+        self.key = _key_column(options, schema, len(self.targets))
         self.writer_id = options.get("writerId")
         self.batch_id = _batch_id(options, self.writer_id)
         self.timeout = number(options, "timeout", 300.0)
-        self.access: Access = access_from(options, self.url)
+        checked = [access_from(options, url) for url in urls]  # each URL: its TLS files load
+        self.access: Access = checked[0]
 
-    def write(self, iterator: Iterator[Any]) -> StagedUpload:
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         """Stage a partition's rows (``Row`` objects) as ``json`` or ``msgpack`` elements."""
-        return self._upload(map(row_encoder(self.codec), iterator))
+        encode = row_encoder(self.codec)
+        if self.key is None:
+            return self._upload(map(encode, iterator))
+        name, kind = self.key
+        spread: list[list[bytes]] = [[] for _ in self.targets]
+        for chunk in _chunks(iterator, BATCH_ROWS):
+            slots = _slots(pa.array([row[name] for row in chunk], type=kind), len(self.targets))
+            for row, slot in zip(chunk, slots.tolist(), strict=True):
+                spread[slot].append(encode(row))
+        return self._spread([iter(rows) for rows in spread])
 
-    def write_arrow(self, batches: Iterator[pa.RecordBatch]) -> StagedUpload:
+    def write_arrow(self, batches: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Stage a partition's record batches as ``arrow`` elements of at most BATCH_ROWS rows."""
-        return self._upload(_ipc_elements(batches))
+        if self.key is None:
+            return self._upload(_ipc_elements(batches))
+        spread: list[list[pa.RecordBatch]] = [[] for _ in self.targets]
+        for batch in batches:
+            slots = _slots(batch.column(self.key[0]), len(self.targets))
+            for slot in np.unique(slots).tolist():
+                spread[slot].append(batch.take(pa.array(np.flatnonzero(slots == slot))))
+        return self._spread([_ipc_elements(iter(held)) for held in spread])
 
     def _upload(self, elements: Iterator[bytes]) -> StagedUpload:
-        token = uuid.uuid4().hex
-        try:
-            count = upload(self.url, self.publisher, token, elements, self.timeout, access=self.access)
-        except (PermissionError, ConnectionError) as error:
-            raise explain(error, self.url, self.access) from None
+        token, count = self._stage(self.targets[0], elements)
         return StagedUpload(token=token, count=count, writer=self.writer_id or _query_id())
 
-    def _ask(self, query: str) -> dict[str, Any]:
+    def _spread(self, elements: list[Iterator[bytes]]) -> SpreadUpload:
+        parts = []
+        for index, (target, rows) in enumerate(zip(self.targets, elements, strict=True)):
+            first = next(rows, None)
+            if first is not None:  # a log with no rows from this task: no upload
+                token, count = self._stage(target, chain([first], rows))
+                parts.append((index, token, count))
+        return SpreadUpload(parts=parts, writer=self.writer_id or _query_id())
+
+    def _stage(self, target: tuple[str, str], elements: Iterator[bytes]) -> tuple[str, int]:
+        url, log = target
+        token = uuid.uuid4().hex
         try:
-            return request_json(self.url, f"{self.publisher}?{query}", self.timeout, access=self.access)
+            count = upload(url, log, token, elements, self.timeout, access=self.access)
         except (PermissionError, ConnectionError) as error:
-            raise explain(error, self.url, self.access) from None
+            raise explain(error, url, self.access) from None
+        return token, count
+
+    def _ask(self, target: tuple[str, str], query: str) -> dict[str, Any]:
+        url, log = target
+        try:
+            return request_json(url, f"{log}?{query}", self.timeout, access=self.access)
+        except (PermissionError, ConnectionError) as error:
+            raise explain(error, url, self.access) from None
+
+    def _tokens(self, messages: list[WriterCommitMessage | None]) -> tuple[str | None, dict[int, list[str]]]:
+        """The writer and, per log index, the tokens ``messages`` staged."""
+        writer: str | None = None
+        tokens: dict[int, list[str]] = {}
+        for message in messages:
+            if isinstance(message, StagedUpload):
+                tokens.setdefault(0, []).append(message.token)
+            elif isinstance(message, SpreadUpload):
+                for index, token, _ in message.parts:
+                    tokens.setdefault(index, []).append(token)
+            else:
+                continue
+            writer = message.writer
+        return writer, tokens
 
     def publish(self, messages: list[WriterCommitMessage | None], batch: int) -> dict[str, Any]:
-        staged = [m for m in messages if isinstance(m, StagedUpload)]
-        if not staged:
-            return {"published": False, "count": 0}
-        tokens = ",".join(m.token for m in staged)
-        return self._ask(f"publish={batch}&writer={quote(staged[0].writer, safe='')}&tokens={tokens}")
+        """Publish each log's staged tokens as ``batch``: ``{"published", "count"}`` summed."""
+        writer, tokens = self._tokens(messages)
+        answer: dict[str, Any] = {"published": False, "count": 0}
+        for index, staged in sorted(tokens.items()):
+            query = f"publish={batch}&writer={quote(str(writer), safe='')}&tokens={','.join(staged)}"
+            done = self._ask(self.targets[index], query)
+            answer = {
+                "published": answer["published"] or done["published"],
+                "count": answer["count"] + done["count"],
+            }
+        return answer
 
     def discard(self, messages: list[WriterCommitMessage | None]) -> None:
-        tokens = ",".join(m.token for m in messages if isinstance(m, StagedUpload))
-        if tokens:
-            self._ask(f"discard={tokens}")
+        _, tokens = self._tokens(messages)
+        for index, staged in sorted(tokens.items()):
+            self._ask(self.targets[index], f"discard={','.join(staged)}")
+
+
+_PATTERN = re.compile(r"[*?\[]")
+
+
+def _listed(options: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """The comma-separated entries of a required option, each stripped, none empty or twice."""
+    entries = tuple(entry.strip() for entry in required(options, name, "sink").split(","))
+    if not all(entries) or len(set(entries)) != len(entries):
+        raise OptionError(name, f"option {name}: an empty entry or one given twice in {options.get(name)!r}")
+    return entries
+
+
+def _key_column(options: Mapping[str, str], schema: StructType, logs: int) -> tuple[str, pa.DataType] | None:
+    """The column that picks each row's log, and its Arrow type; None for one log."""
+    name = options.get("keyColumn")
+    if not name:
+        if logs > 1:
+            raise OptionError(
+                "keyColumn",
+                f"the rstreams sink writes to {logs} logs (options url and publisher): "
+                "option keyColumn names the column that picks each row's log, "
+                'e.g. .option("keyColumn", "sensor")',
+            )
+        return None
+    fields = to_arrow_schema(schema, timezone="UTC")
+    if name not in fields.names:
+        raise OptionError("keyColumn", f"option keyColumn: no column {name!r} among {fields.names}")
+    kind = fields.field(name).type
+    try:
+        pc.cast(pa.array([], type=kind), pa.string())
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        raise OptionError(
+            "keyColumn", f"option keyColumn: column {name!r} ({kind}) has no text form"
+        ) from None
+    return str(name), kind
+
+
+def _slots(keys: pa.Array | pa.ChunkedArray, logs: int) -> Any:
+    """Each key's log: the hash of its text modulo ``logs`` (a numpy array)."""
+    from pandas.util import hash_array
+
+    text = pc.cast(keys, pa.string()).fill_null("")
+    return hash_array(text.to_numpy(zero_copy_only=False)) % logs
+
+
+def _chunks(iterator: Iterator[Any], size: int) -> Iterator[list[Any]]:
+    while chunk := list(islice(iterator, size)):
+        yield chunk
 
 
 def _batch_id(options: Mapping[str, str], writer: str | None) -> int | None:
@@ -185,7 +320,7 @@ class RStreamsStreamWriter(DataSourceStreamWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self._writer = _Writer(options, schema)
 
-    def write(self, iterator: Iterator[Any]) -> StagedUpload:
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return self._writer.write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -201,7 +336,7 @@ class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self._writer = _Writer(options, schema)
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedUpload:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return self._writer.write_arrow(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
@@ -220,7 +355,7 @@ class RStreamsBatchWriter(DataSourceWriter):
         given = self._writer.batch_id
         self._batch = uuid.uuid4().int & (2**62 - 1) if given is None else given
 
-    def write(self, iterator: Iterator[Any]) -> StagedUpload:
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return self._writer.write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
@@ -236,7 +371,7 @@ class RStreamsArrowBatchWriter(DataSourceArrowWriter):
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self._rows = RStreamsBatchWriter(options, schema)
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedUpload:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return self._rows._writer.write_arrow(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:

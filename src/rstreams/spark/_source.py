@@ -1,4 +1,4 @@
-"""The ``rstreams`` Spark data source: streaming and batch reads from an RS.io replay log.
+"""The ``rstreams`` Spark data source: streaming and batch reads from RS.io replay logs.
 
 Where each method runs (../shared/notes/spark-python-datasource.md, measured on 4.3):
 
@@ -17,6 +17,21 @@ the checkpoint, so a restarted query is the same reader and two queries on one l
 two readers: the log trims only below the least commit of its readers (docs/replay.md).
 (Offsets of checkpoints written before readers had names lack ``R``; they commit as the
 unnamed reader.)
+
+Several logs: options ``url`` and ``publisher`` take comma-separated lists, and a
+``publisher`` entry may be a pattern (``*``, ``?``, ``[...]``, as :mod:`fnmatch`): the query
+reads each named log on each server, and each log a server's listing (``rstreams/logs``)
+shows that matches a pattern. Then offsets are ``{"logs": {url: {name: N}}, "reader": R}``
+(one reader name, registered on every log), a batch's partitions are ranges of each log
+(``numPartitions`` per log) read by executors straight from that log's server, and the
+bounds of a batch are shared among the logs. ``latestOffset`` looks for logs the options
+name that its start lacks (a log that appeared, a name added to the options): such a log
+is held for ``R`` at ``newLogStartingPosition`` and enters the end offset there, with
+nothing to read in that batch; ``partitions`` commits it (the offset is logged by then),
+and the batches after read it. Whatever happens, a log's positions are read in the batch
+whose range covers them, once. A query over one named log keeps the one-log shape, so the
+checkpoints of earlier versions go on; a checkpoint of the other shape fails naming the
+option ``publisher``.
 
 The reader's first moments: ``initialOffset`` only *holds* the log for ``R`` (a pending
 reader, ``NAME?hold=P&reader=R``), renewed by every ``latestOffset`` until Spark has
@@ -57,6 +72,7 @@ import re
 import time
 import uuid
 from collections.abc import Generator, Iterator, Mapping
+from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import quote
 
@@ -81,6 +97,7 @@ from pyspark.sql.types import StructType
 from rstreams.replay import Access
 from rstreams.replay._client import RemoteLogError, request_json, stream_packs, stream_range
 from rstreams.replay._cursor import packed_count
+from rstreams.replay._server import LOGS_NAME
 from rstreams.spark._codecs import BATCH_ROWS, check_codec, decode_batches, decode_packed
 from rstreams.spark._options import (
     OptionError,
@@ -114,12 +131,137 @@ class RangePartition(InputPartition):
         return f"RangePartition({self.url!r}, {self.publisher!r}, {self.start}, {self.end})"
 
 
+Key = tuple[str, str]
+"""A log: ``(url, name)``."""
+
+_PATTERN = re.compile(r"[*?\[]")
+
+
+def _listed(options: Mapping[str, str], name: str, who: str) -> tuple[str, ...]:
+    """The comma-separated entries of a required option, each stripped, none empty."""
+    entries = tuple(entry.strip() for entry in required(options, name, who).split(","))
+    if not all(entries):
+        raise OptionError(name, f"option {name}: an empty entry in {options.get(name)!r}")
+    if len(set(entries)) != len(entries):
+        raise OptionError(name, f"option {name}: an entry given twice in {options.get(name)!r}")
+    return entries
+
+
+class _Log:
+    """One log on one server, and the remote calls the source makes on it."""
+
+    def __init__(self, opts: _Options, url: str, name: str) -> None:
+        self.opts = opts
+        self.url = url
+        self.name = name
+
+    def ask(self, query: str) -> dict[str, Any]:
+        """``name?query``'s JSON answer; failures restated with the options to change."""
+        opts = self.opts
+        try:
+            return request_json(self.url, f"{self.name}?{query}", opts.timeout, access=opts.access)
+        except (PermissionError, ConnectionError) as error:
+            raise explain(error, self.url, opts.access) from None
+
+    def info(self) -> dict[str, Any]:
+        return self.ask("latest")
+
+    def end_within(self, start: int, max_rows: int) -> int:
+        """The end of the longest range from ``start`` with at most ``max_rows`` rows (the log counts)."""
+        return int(self._rows(f"rows={max_rows}&from={start}")["end"])
+
+    def rows_from(self, start: int) -> int:
+        """The rows the log holds from ``start`` on (the log counts)."""
+        return int(self._rows(f"rows={2**62}&from={start}")["rows"])
+
+    def _rows(self, query: str) -> dict[str, Any]:
+        try:
+            return self.ask(query)
+        except RemoteLogError as error:
+            if "counts no rows" not in str(error):
+                raise
+            raise OptionError(
+                "maxRecordsPerBatch",
+                f"option maxRecordsPerBatch counts rows, but with codec 'arrow' an element of log "
+                f"{self.name!r} is a whole record batch and the log does not count its rows: "
+                "serve it as ReplayLog(..., rows=rstreams.spark.arrow_rows), or bound micro-batches "
+                'in elements with .option("maxElementsPerBatch", N)',
+            ) from None
+
+    def end_within_bytes(self, start: int, max_bytes: int) -> int:
+        """The end of the longest range from ``start`` with at most ``max_bytes`` bytes of elements."""
+        return int(self.ask(f"bytes={max_bytes}&from={start}")["end"])
+
+    def commit(self, position: int, reader: str | None) -> dict[str, Any]:
+        query = f"commit={position}"
+        if reader is not None:
+            query += f"&reader={quote(reader, safe='')}"
+        return self.ask(query)
+
+    def hold(self, position: int, reader: str) -> dict[str, Any]:
+        return self.ask(f"hold={position}&reader={quote(reader, safe='')}")
+
+    def position_at(self, ms: int) -> int:
+        """The first position that arrived at ``ms`` or later (``NAME?time=MS``)."""
+        try:
+            return int(self.ask(f"time={ms}")["position"])
+        except RemoteLogError as error:
+            raise OptionError(
+                "startingTimestamp", f"option startingTimestamp {ms}: log {self.name!r}: {error}"
+            ) from None
+
+    def position(self, text: str, info: dict[str, Any]) -> int:
+        if text == "earliest":
+            return int(info["first"])
+        if text == "latest":
+            return int(info["end"])
+        return int(text)
+
+    def start(self, reader: str, starting: str, timed: bool) -> int:
+        """Hold the log for the pending reader ``reader`` at a starting point; the position held.
+
+        ``starting``: ``earliest``, ``latest`` or a position; ``timed``: from option
+        startingTimestamp instead."""
+        opts = self.opts
+        if timed:
+            assert opts.starting_time is not None
+            wanted = self.position_at(opts.starting_time)
+        elif starting == "earliest":
+            wanted = 0
+        else:
+            wanted = self.position(starting, self.info())
+        answer = self.hold(wanted, reader)
+        position = int(answer["position"])
+        if (
+            starting not in ("earliest", "latest")
+            and not timed
+            and position > wanted
+            and not opts.reader_name
+        ):
+            raise OptionError(
+                "startingPosition",
+                f"option startingPosition {wanted}: log {self.name!r} no longer holds it "
+                f"(the oldest position held is {answer['first']})",
+            )
+        return position
+
+    def split(self, start: int, end: int) -> list[InputPartition]:
+        total = end - start
+        if total <= 0:
+            return []
+        step = -(-total // self.opts.partitions)
+        return [RangePartition(self.url, self.name, s, min(s + step, end)) for s in range(start, end, step)]
+
+
 class _Options:
     """The reader's options, checked once where the user set them (the query's start)."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        self.url = required(options, "url", "source")
-        self.publisher = required(options, "publisher", "source")
+        self.urls = _listed(options, "url", "source")
+        self.names = _listed(options, "publisher", "source")
+        self.patterns = tuple(name for name in self.names if _PATTERN.search(name))
+        self.single = len(self.urls) == 1 and len(self.names) == 1 and not self.patterns
+        """One log, named: offsets keep the shape of one log's (checkpoints of earlier versions)."""
         try:
             self.codec = check_codec(str(options.get("codec", "json")))
         except ValueError as bad:
@@ -146,73 +288,49 @@ class _Options:
             raise OptionError(
                 "startingTimestamp", "set one of the options startingTimestamp and startingPosition, not both"
             )
+        self.new_logs = _word_option(options, "newLogStartingPosition", "earliest", ("earliest", "latest"))
         self.ending = _position_option(options, "endingPosition", "latest", ("latest",))
-        self.access: Access = access_from(options, self.url)
+        access = [access_from(options, url) for url in self.urls]
+        self.access: Access = access[0]
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self._logs: dict[Key, _Log] = {}
 
-    def ask(self, query: str) -> dict[str, Any]:
-        """``publisher?query``'s JSON answer; failures restated with the options to change."""
+    def log(self, key: Key) -> _Log:
+        found = self._logs.get(key)
+        if found is None:
+            found = self._logs[key] = _Log(self, *key)
+        return found
+
+    def names_it(self, key: Key) -> bool:
+        """Whether the options name the log ``key`` (always, for one log)."""
+        url, name = key
+        if self.single:
+            return True
+        return url in self.urls and (name in self.names or _matches(name, self.patterns))
+
+    def discover(self) -> list[Key]:
+        """The logs the options name now: each named log on each server, and each log a server
+        lists (``rstreams/logs``) that matches a pattern; sorted."""
+        found: set[Key] = set()
+        for url in self.urls:
+            found.update((url, name) for name in self.names if name not in self.patterns)
+            if self.patterns:
+                listed = self._listing(url)
+                found.update((url, name) for name in listed if _matches(name, self.patterns))
+        return sorted(found)
+
+    def _listing(self, url: str) -> list[str]:
         try:
-            return request_json(self.url, f"{self.publisher}?{query}", self.timeout, access=self.access)
+            answer = request_json(url, LOGS_NAME, self.timeout, access=self.access)
         except (PermissionError, ConnectionError) as error:
-            raise explain(error, self.url, self.access) from None
-
-    def info(self) -> dict[str, Any]:
-        return self.ask("latest")
-
-    def end_within(self, start: int, max_rows: int) -> int:
-        """The end of the longest range from ``start`` with at most ``max_rows`` rows (the log counts)."""
-        try:
-            answer = self.ask(f"rows={max_rows}&from={start}")
-        except RemoteLogError as error:
-            if "counts no rows" not in str(error):
-                raise
-            raise OptionError(
-                "maxRecordsPerBatch",
-                f"option maxRecordsPerBatch counts rows, but with codec 'arrow' an element of log "
-                f"{self.publisher!r} is a whole record batch and the log does not count its rows: "
-                "serve it as ReplayLog(..., rows=rstreams.spark.arrow_rows), or bound micro-batches "
-                'in elements with .option("maxElementsPerBatch", N)',
-            ) from None
-        return int(answer["end"])
-
-    def end_within_bytes(self, start: int, max_bytes: int) -> int:
-        """The end of the longest range from ``start`` with at most ``max_bytes`` bytes of elements."""
-        return int(self.ask(f"bytes={max_bytes}&from={start}")["end"])
-
-    def commit(self, position: int, reader: str | None) -> dict[str, Any]:
-        query = f"commit={position}"
-        if reader is not None:
-            query += f"&reader={quote(reader, safe='')}"
-        return self.ask(query)
-
-    def hold(self, position: int, reader: str) -> dict[str, Any]:
-        return self.ask(f"hold={position}&reader={quote(reader, safe='')}")
-
-    def position_at(self, ms: int) -> int:
-        """The first position that arrived at ``ms`` or later (``NAME?time=MS``)."""
-        try:
-            return int(self.ask(f"time={ms}")["position"])
+            raise explain(error, url, self.access) from None
         except RemoteLogError as error:
             raise OptionError(
-                "startingTimestamp", f"option startingTimestamp {ms}: log {self.publisher!r}: {error}"
+                "publisher",
+                f"option publisher {','.join(self.patterns)!r}: a pattern needs the server's listing "
+                f"{LOGS_NAME!r} (a ReplayServer's), but {url} answered: {error}",
             ) from None
-
-    def position(self, text: str, info: dict[str, Any]) -> int:
-        if text == "earliest":
-            return int(info["first"])
-        if text == "latest":
-            return int(info["end"])
-        return int(text)
-
-    def split(self, start: int, end: int) -> list[InputPartition]:
-        total = end - start
-        if total <= 0:
-            return []
-        step = -(-total // self.partitions)
-        return [
-            RangePartition(self.url, self.publisher, s, min(s + step, end)) for s in range(start, end, step)
-        ]
+        return [str(name) for name in answer["logs"]]
 
     def read(self, partition: RangePartition) -> Iterator[pa.RecordBatch]:
         """The partition's rows as Arrow batches. With ``failOnDataLoss=false``, positions the log
@@ -235,7 +353,7 @@ class _Options:
                 )
                 start = min(trimmed_to, end)
         except (PermissionError, ConnectionError) as error:
-            raise explain(error, self.url, self.access) from None
+            raise explain(error, partition.url, self.access) from None
 
     def _read_from(
         self, partition: RangePartition, start: int
@@ -314,51 +432,101 @@ def _position_option(options: Mapping[str, str], name: str, default: str, words:
     )
 
 
+def _word_option(options: Mapping[str, str], name: str, default: str, words: tuple[str, ...]) -> str:
+    text = str(options.get(name, default))
+    if text not in words:
+        raise OptionError(name, f"option {name} takes {' or '.join(repr(w) for w in words)}, got {text!r}")
+    return text
+
+
+def _matches(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatchcase(name, pattern) for pattern in patterns)
+
+
 Offset = dict[str, Any]
-"""``{"position": int, "reader": str}`` (JSON-able, in this key order: Spark compares the text)."""
+"""One log: ``{"position": int, "reader": str}`` (in this key order: Spark compares the text).
+Several: ``{"logs": {url: {name: position}}, "reader": str}`` (urls and names sorted)."""
+
+Positions = dict[Key, int]
 
 
-def _offset(position: int, like: Offset) -> Offset:
-    """An offset at ``position`` for the same reader as ``like``."""
-    if "reader" not in like:
-        return {"position": position}
-    return {"position": position, "reader": like["reader"]}
+def _share(budget: int, wants: dict[Key, int]) -> dict[Key, int]:
+    """``budget`` split among the logs: none more than it wants, the rest evenly (smallest wants
+    first; a log gets at least one while the budget lasts)."""
+    shares: dict[Key, int] = {}
+    order = sorted(wants, key=lambda key: (wants[key], key))
+    for index, key in enumerate(order):
+        fair = -(-budget // (len(order) - index))
+        shares[key] = min(wants[key], fair)
+        budget -= shares[key]
+    return shares
 
 
 class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Micro-batch reads of a replay log; see the module docstring."""
+    """Micro-batch reads of replay logs; see the module docstring."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self._opts = _Options(options, schema)
-        self._target: int | None = None  # trigger(availableNow=True): the end fixed at start
+        self._targets: Positions | None = None  # trigger(availableNow=True): the ends fixed at start
         self._initial: Offset | None = None  # Spark asks twice; the reader holds once
-        self._confirmed = False  # whether the query's reader has committed (batch 0 is logged)
-        self._latest: dict[str, Any] = {}  # the log's last answer, for reportLatestOffset
-        self._uncounted = False  # an arrow log that counts no rows: no rowsBehind
+        self._held: dict[Key, tuple[str, int]] = {}  # logs this process holds (pending): reader, position
+        self._confirmed: set[Key] = set()  # logs the query's reader has committed on
+        self._latest: dict[Key, dict[str, Any]] = {}  # each log's last answer, for reportLatestOffset
+        self._uncounted: set[Key] = set()  # arrow logs that count no rows: no rowsBehind
         self._clock = time.monotonic  # for maxTriggerDelay (tests set a virtual clock)
         self._last_batch = self._clock()  # when the last micro-batch was planned
-        self._lost = 0  # positions skipped because they were trimmed (failOnDataLoss=false)
+        self._lost: dict[Key, int] = {}  # positions skipped because trimmed (failOnDataLoss=false)
+
+    # Offsets: one log keeps the shape of earlier versions; several are a map.
+
+    def _offset(self, reader: str | None, positions: Positions) -> Offset:
+        if self._opts.single:
+            ((_, position),) = positions.items()
+            return {"position": position} if reader is None else {"position": position, "reader": reader}
+        logs: dict[str, dict[str, int]] = {}
+        for (url, name), position in sorted(positions.items()):
+            logs.setdefault(url, {})[name] = position
+        return {"logs": logs, "reader": reader}
+
+    def _parse(self, offset: Offset) -> tuple[str | None, Positions]:
+        opts = self._opts
+        reader = offset.get("reader")
+        reader = None if reader is None else str(reader)
+        if opts.single:
+            if "position" not in offset:
+                raise OptionError(
+                    "publisher",
+                    "this query's checkpoint holds positions of several logs "
+                    f"({sorted(offset.get('logs', {}))}), "
+                    f"but options url and publisher now name one log, {opts.names[0]!r} at {opts.urls[0]}: "
+                    "name the same logs again, or start from a new checkpointLocation",
+                )
+            return reader, {(opts.urls[0], opts.names[0]): int(offset["position"])}
+        if "logs" not in offset:
+            raise OptionError(
+                "publisher",
+                "this query's checkpoint holds the position of one log (a query over one url and one "
+                f"publisher, position {offset.get('position')}), but options url and publisher now name "
+                "several logs or a pattern: keep the options of that checkpoint, or start from a new "
+                "checkpointLocation (with startingPosition, or readerName to resume as the old reader)",
+            )
+        positions = {
+            (str(url), str(name)): int(position)
+            for url, names in offset["logs"].items()
+            for name, position in names.items()
+        }
+        return reader, positions
 
     def initialOffset(self) -> Offset:
-        """A fresh query: hold the log for a new pending reader at the starting position."""
+        """A fresh query: hold each log for a new pending reader at the starting position."""
         if self._initial is None:
             opts = self._opts
             reader = opts.reader_name or f"spark-{uuid.uuid4().hex}"
-            if opts.starting_time is not None:
-                wanted = opts.position_at(opts.starting_time)
-            elif opts.starting == "earliest":
-                wanted = 0
-            else:
-                wanted = opts.position(opts.starting, opts.info())
-            answer = opts.hold(wanted, reader)
-            position = int(answer["position"])
-            if opts.starting not in ("earliest", "latest") and position > wanted and not opts.reader_name:
-                raise OptionError(
-                    "startingPosition",
-                    f"option startingPosition {wanted}: log {opts.publisher!r} no longer holds it "
-                    f"(the oldest position held is {answer['first']})",
-                )
-            self._initial = {"position": position, "reader": reader}
+            positions: Positions = {}
+            for key in opts.discover():
+                positions[key] = opts.log(key).start(reader, opts.starting, opts.starting_time is not None)
+                self._held[key] = (reader, positions[key])
+            self._initial = self._offset(reader, positions)
         return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -366,108 +534,200 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable() if bound is None else ReadMaxRows(bound)
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._target = int(self._opts.info()["end"])
+        opts = self._opts
+        self._targets = {key: int(opts.log(key).info()["end"]) for key in opts.discover()}
+
+    def _holding(self, key: Key, reader: str | None, position: int) -> bool:
+        """Whether this process holds ``key`` for ``reader`` at ``position``, not yet committed."""
+        return key not in self._confirmed and reader is not None and self._held.get(key) == (reader, position)
 
     def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
-        begin = int(start["position"])
-        reader = start.get("reader")
-        holding = not self._confirmed and start == self._initial
-        if holding:
-            info = self._opts.hold(begin, str(reader))  # still pending: only say we are alive
-        else:  # the batch that ended at `start` is in Spark's commit log: the log may trim it
-            info = self._opts.commit(begin, None if reader is None else str(reader))
-        end = int(info["end"])
         opts = self._opts
-        if self._target is not None:
-            end = min(end, self._target)
-        # Bounds count from what the log still holds (failOnDataLoss=false skips the rest).
-        base = begin if opts.fail_on_data_loss else max(begin, int(info["first"]))
-        if not isinstance(limit, ReadAllAvailable) and end > base:
-            if isinstance(limit, ReadMaxRows):
-                if opts.count_rows:
-                    end = min(end, opts.end_within(base, limit.max_rows))
-                else:
-                    end = min(end, base + limit.max_rows)
-            if opts.max_bytes is not None:
-                end = min(end, opts.end_within_bytes(base, opts.max_bytes))
-        if opts.min_rows is not None and self._target is None and end > begin:
+        reader, begins = self._parse(start)
+        infos: dict[Key, dict[str, Any]] = {}
+        for key, begin in begins.items():
+            log = opts.log(key)
+            if self._holding(key, reader, begin):
+                infos[key] = log.hold(begin, str(reader))  # still pending: only say we are alive
+            else:  # the batch that ended at `start` is in Spark's commit log: the log may trim it
+                infos[key] = log.commit(begin, reader)
+        ends = {key: int(info["end"]) for key, info in infos.items()}
+        if self._targets is not None:
+            ends = {key: min(end, self._targets.get(key, begins[key])) for key, end in ends.items()}
+        # Bounds count from what each log still holds (failOnDataLoss=false skips the rest).
+        bases = {
+            key: begin if opts.fail_on_data_loss else max(begin, int(infos[key]["first"]))
+            for key, begin in begins.items()
+        }
+        if not isinstance(limit, ReadAllAvailable):
+            ends = self._bounded(ends, bases, limit)
+        if (
+            opts.min_rows is not None
+            and self._targets is None
+            and any(ends[k] > b for k, b in begins.items())
+        ):
             waited = self._clock() - self._last_batch
-            rows = self._rows_behind(base, end)
-            if (end - base if rows is None else rows) < opts.min_rows and waited < opts.max_delay:
-                end = begin  # not enough yet: wait for more, at most maxTriggerDelay
-        if end <= begin and info["error"] is not None:
-            raise RuntimeError(f"replay log {opts.publisher!r} failed upstream: {info['error']}")
-        if end > begin:
+            behind = [self._rows_behind(key, bases[key], ends[key]) for key in begins]
+            rows = sum(ends[k] - bases[k] if r is None else r for k, r in zip(begins, behind, strict=True))
+            if rows < opts.min_rows and waited < opts.max_delay:
+                ends = dict(begins)  # not enough yet: wait for more, at most maxTriggerDelay
+        for key, begin in begins.items():
+            if ends[key] <= begin and infos[key]["error"] is not None:
+                raise RuntimeError(
+                    f"replay log {key[1]!r} at {key[0]} failed upstream: {infos[key]['error']}"
+                )
+        if any(ends[key] > begin for key, begin in begins.items()):
             self._last_batch = self._clock()
         self._latest = {
-            "end": int(info["end"]),
-            "first": int(info["first"]),
-            "batch_end": max(end, begin),
-            "committed": None if holding else begin,
+            key: {
+                "end": int(info["end"]),
+                "first": int(info["first"]),
+                "batch_end": max(ends[key], begins[key]),
+                "committed": None if self._holding(key, reader, begins[key]) else begins[key],
+            }
+            for key, info in infos.items()
         }
-        return _offset(max(end, begin), start)
+        # A log the options no longer name leaves the query here (its reader stays registered).
+        stops = {key: max(ends[key], begin) for key, begin in begins.items() if opts.names_it(key)}
+        if not opts.single and reader is not None:
+            stops.update(self._entering(reader, begins))
+        return self._offset(reader, stops)
+
+    def _bounded(self, ends: Positions, bases: Positions, limit: ReadLimit) -> Positions:
+        """``ends`` within the read limit and ``maxBytesPerBatch``, shared among the logs."""
+        opts = self._opts
+        active = [key for key, end in ends.items() if end > bases[key]]
+        bounded = dict(ends)
+        if isinstance(limit, ReadMaxRows) and active:
+            if len(active) == 1:
+                shares = {active[0]: limit.max_rows}
+            elif opts.count_rows:
+                shares = _share(limit.max_rows, {k: opts.log(k).rows_from(bases[k]) for k in active})
+            else:
+                shares = _share(limit.max_rows, {k: ends[k] - bases[k] for k in active})
+            for key, share in shares.items():
+                if share <= 0:
+                    bounded[key] = bases[key]
+                elif opts.count_rows:
+                    bounded[key] = min(ends[key], opts.log(key).end_within(bases[key], share))
+                else:
+                    bounded[key] = min(ends[key], bases[key] + share)
+        if opts.max_bytes is not None and active:
+            each = max(1, opts.max_bytes // len(active))
+            for key in active:
+                if bounded[key] > bases[key]:
+                    bounded[key] = min(bounded[key], opts.log(key).end_within_bytes(bases[key], each))
+        return bounded
+
+    def _entering(self, reader: str, begins: Positions) -> Positions:
+        """Logs the options name now that ``begins`` lacks: held from ``newLogStartingPosition``
+        (they enter the next offset there, and are read from the batch after)."""
+        opts = self._opts
+        entering: Positions = {}
+        for key in opts.discover():
+            if key in begins:
+                continue
+            held = self._held.get(key)
+            if held is not None and held[0] == reader:
+                entering[key] = int(opts.log(key).hold(held[1], reader)["position"])
+            else:
+                entering[key] = opts.log(key).start(reader, opts.new_logs, False)
+            self._held[key] = (reader, entering[key])
+            if self._targets is not None:
+                self._targets.setdefault(key, entering[key])
+        return entering
 
     def reportLatestOffset(self) -> Offset | None:
-        """How far behind the log's end the query is, as Spark's progress shows it
-        (``sources[].latestOffset``): ``position``, the log's end as last seen; ``behind``, the
-        positions not yet in any batch; ``rowsBehind``, their rows (one per element for json and
-        msgpack; for arrow when the log counts rows); ``oldestHeld``, the oldest position the log
-        holds; ``heldBy``, when that is below what this query has committed, the readers (committed
-        or pending) that hold the log back, with their positions: a query that will not come back
-        shows here, and ``NAME?leave=R`` releases it."""
+        """How far behind the logs' ends the query is, as Spark's progress shows it
+        (``sources[].latestOffset``). For one log: ``position``, the log's end as last seen;
+        ``behind``, the positions not yet in any batch; ``rowsBehind``, their rows (one per
+        element for json and msgpack; for arrow when the log counts rows); ``oldestHeld``, the
+        oldest position the log holds; ``heldBy``, when that is below what this query has
+        committed, the readers (committed or pending) that hold the log back, with their
+        positions: a query that will not come back shows here, and ``NAME?leave=R`` releases
+        it. For several logs: ``logs`` maps url and name to that report, and ``behind`` and
+        ``rowsBehind`` are their sums."""
         if not self._latest:
             return None
-        end, batch_end = self._latest["end"], self._latest["batch_end"]
+        reports = {key: self._report(key) for key in sorted(self._latest)}
+        if self._opts.single:
+            (report,) = reports.values()
+            return report
+        logs: dict[str, dict[str, Offset]] = {}
+        for (url, name), report in reports.items():
+            logs.setdefault(url, {})[name] = report
+        total: Offset = {"logs": logs, "behind": sum(r["behind"] for r in reports.values())}
+        if all("rowsBehind" in r for r in reports.values()):
+            total["rowsBehind"] = sum(r["rowsBehind"] for r in reports.values())
+        if not self._opts.fail_on_data_loss:
+            total["lost"] = sum(self._lost.values())
+        return total
+
+    def _report(self, key: Key) -> Offset:
+        latest = self._latest[key]
+        end, batch_end = latest["end"], latest["batch_end"]
         report: Offset = {"position": end, "behind": max(0, end - batch_end)}
-        rows = self._rows_behind(batch_end, end)
+        rows = self._rows_behind(key, batch_end, end)
         if rows is not None:
             report["rowsBehind"] = rows
-        report["oldestHeld"] = first = self._latest["first"]
-        committed = self._latest.get("committed")
+        report["oldestHeld"] = first = latest["first"]
+        committed = latest.get("committed")
         if committed is not None and first < committed:  # someone else holds the log back
-            answer = self._opts.ask("readers")
+            answer = self._opts.log(key).ask("readers")
             held = {**answer["readers"], **answer["pending"]}
             report["heldBy"] = {name: at for name, at in held.items() if at < committed}
         if not self._opts.fail_on_data_loss:
-            report["lost"] = self._lost
+            report["lost"] = self._lost.get(key, 0)
         return report
 
-    def _rows_behind(self, start: int, end: int) -> int | None:
+    def _rows_behind(self, key: Key, start: int, end: int) -> int | None:
         if self._opts.codec != "arrow":
             return max(0, end - start)
-        if end <= start or self._uncounted:
+        if end <= start or key in self._uncounted:
             return 0 if end <= start else None
         try:
-            return int(self._opts.ask(f"rows={2**62}&from={start}")["rows"])
+            return int(self._opts.log(key).ask(f"rows={2**62}&from={start}")["rows"])
         except RemoteLogError:  # the log counts no rows (or trimmed meanwhile): say nothing
-            self._uncounted = True
+            self._uncounted.add(key)
             return None
 
     def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
-        begin, stop = int(start["position"]), int(end["position"])
-        if not self._confirmed and start == self._initial and "reader" in end:
-            begin = self._confirm(begin, str(start["reader"]), str(end["reader"]))
-        if not self._opts.fail_on_data_loss and begin < stop:
-            first = int(self._opts.info()["first"])
-            if begin < first:  # trimmed before this batch could read it: skipped, and counted
-                self._lost += min(first, stop) - begin
-                begin = min(first, stop)
-        return self._opts.split(begin, stop)
+        opts = self._opts
+        ours, begins = self._parse(start)
+        logged, stops = self._parse(end)
+        parts: list[InputPartition] = []
+        for key, stop in stops.items():
+            log = opts.log(key)
+            begin = begins.get(key)
+            if begin is None:  # enters with this batch: nothing to read before the next
+                log.commit(stop, logged)
+                self._confirmed.add(key)
+                continue
+            if self._holding(key, ours, begin) and logged is not None:
+                begin = self._confirm(log, begin, str(ours), logged)
+            if not opts.fail_on_data_loss and begin < stop:
+                first = int(log.info()["first"])
+                if begin < first:  # trimmed before this batch could read it: skipped, and counted
+                    self._lost[key] = self._lost.get(key, 0) + min(first, stop) - begin
+                    begin = min(first, stop)
+            parts.extend(log.split(begin, stop))
+        return parts
 
-    def _confirm(self, begin: int, ours: str, logged: str) -> int:
-        """Batch 0 is in Spark's offset log: make its reader a committed one; its start.
+    def _confirm(self, log: _Log, begin: int, ours: str, logged: str) -> int:
+        """The batch that first reads ``log`` is in Spark's offset log: make its reader a
+        committed one; its start.
 
         ``logged`` is the reader of the offsets Spark wrote. If it is not ``ours`` (this
         process's ``initialOffset``), the query is replaying batch 0 after a restart: its
         start is where ``logged`` holds the log, and our own hold is released.
         """
         if logged != ours:
-            readers = self._opts.ask(f"leave={quote(ours, safe='')}")
+            readers = log.ask(f"leave={quote(ours, safe='')}")
             held = {**readers["readers"], **readers["pending"]}
             if logged in held:
                 begin = int(held[logged])
-        self._opts.commit(begin, logged)
-        self._confirmed = True
+        log.commit(begin, logged)
+        self._confirmed.add((log.url, log.name))
         return begin
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -476,9 +736,10 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._opts.read(partition)
 
     def commit(self, end: Offset) -> None:
-        reader = end.get("reader")
-        self._opts.commit(int(end["position"]), None if reader is None else str(reader))
-        self._confirmed = True
+        reader, stops = self._parse(end)
+        for key, position in stops.items():
+            self._opts.log(key).commit(position, reader)
+            self._confirmed.add(key)
 
     def stop(self) -> None:
         """Nothing to release: the process's kept connection serves its next calls, and ends
@@ -486,16 +747,21 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 class RStreamsBatchReader(DataSourceReader):
-    """``spark.read``: positions ``[startingPosition, endingPosition)`` as they are now."""
+    """``spark.read``: positions ``[startingPosition, endingPosition)`` of each log as they are now."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self._opts = _Options(options, schema)
 
     def partitions(self) -> list[InputPartition]:
-        info = self._opts.info()
-        start = self._opts.position(self._opts.starting, info)
-        end = min(self._opts.position(self._opts.ending, info), int(info["end"]))
-        return self._opts.split(start, end)
+        opts = self._opts
+        parts: list[InputPartition] = []
+        for key in opts.discover():
+            log = opts.log(key)
+            info = log.info()
+            start = log.position(opts.starting, info)
+            end = min(log.position(opts.ending, info), int(info["end"]))
+            parts.extend(log.split(start, end))
+        return parts
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RangePartition):
