@@ -7,9 +7,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioDomainSocketChannel;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Credentials;
@@ -44,7 +41,7 @@ public final class RsioClient implements AutoCloseable {
 
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
-                NioIoHandler.newFactory());
+                Transport.ioHandler());
         this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.credentials, null, null);
         this.resume = b.resume;
         try {
@@ -105,7 +102,7 @@ public final class RsioClient implements AutoCloseable {
     private static Bootstrap bootstrap(EventLoopGroup group, RsioUrl u, SslContext ssl, io.netty.channel.ChannelHandler... last) {
         Bootstrap b = new Bootstrap()
                 .group(group)
-                .channel(u.unix() ? NioDomainSocketChannel.class : NioSocketChannel.class)
+                .channel(Transport.channel(u.unix()))
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 10_000)
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
@@ -113,8 +110,8 @@ public final class RsioClient implements AutoCloseable {
                         Pipelines.client(ch.pipeline(), u, ssl, last);
                     }
                 });
-        // Netty's NIO Unix sockets know neither option: there a peer's half-close closes the channel
-        return u.unix() ? b : b.option(ChannelOption.TCP_NODELAY, true).option(ChannelOption.ALLOW_HALF_CLOSURE, true);
+        b.option(ChannelOption.ALLOW_HALF_CLOSURE, true); // honoured for Unix sockets by epoll only (see Transport)
+        return u.unix() ? b : b.option(ChannelOption.TCP_NODELAY, true);
     }
 
     /** Closes every connection of this client (without goodbye) and stops its I/O threads. */

@@ -8,9 +8,6 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioServerDomainSocketChannel;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import io.rstreams.wire.Connection;
@@ -66,9 +63,9 @@ public final class RsioServer implements AutoCloseable {
         };
         Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, null, b.authenticator,
                 b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null);
-        boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), NioIoHandler.newFactory());
+        boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
         workers = new MultiThreadIoEventLoopGroup(b.resume ? 1 : b.threads, new DefaultThreadFactory("rstreams-server", true),
-                NioIoHandler.newFactory());
+                Transport.ioHandler());
         Consumer<RsioConnection> hook = b.onConnection;
         if (where.secure() && b.tls == null) {
             throw new IllegalArgumentException(where.scheme() + ":// needs a certificate: call tls(SSLContext) on the builder");
@@ -79,7 +76,7 @@ public final class RsioServer implements AutoCloseable {
         SslContext ssl = b.tls == null ? null : Pipelines.sslContext(b.tls, false);
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(boss, workers)
-                .channel(where.unix() ? NioServerDomainSocketChannel.class : NioServerSocketChannel.class)
+                .channel(Transport.serverChannel(where.unix()))
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -96,8 +93,9 @@ public final class RsioServer implements AutoCloseable {
                         }
                     }
                 });
-        if (!where.unix()) { // Netty's NIO Unix sockets know neither option
-            bootstrap.childOption(ChannelOption.TCP_NODELAY, true).childOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
+        bootstrap.childOption(ChannelOption.ALLOW_HALF_CLOSURE, true); // honoured for Unix sockets by epoll only (see Transport)
+        if (!where.unix()) {
+            bootstrap.childOption(ChannelOption.TCP_NODELAY, true);
         }
         try {
             listener = (where.unix() ? bootstrap.bind(where.address()) : bootstrap.bind(where.host(), where.port())).sync().channel();

@@ -4,7 +4,6 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.net.UnixDomainSocketAddress;
 import java.util.Set;
 
 /**
@@ -47,7 +46,7 @@ record RsioUrl(String scheme, String host, int port, String path) {
 
     /** Where to connect: the socket file, or the host (resolved when connecting) and port. */
     SocketAddress address() {
-        return unix() ? UnixDomainSocketAddress.of(path) : InetSocketAddress.createUnresolved(host, port);
+        return unix() ? Transport.unixAddress(path) : InetSocketAddress.createUnresolved(host, port);
     }
 
     boolean websocket() {

@@ -1,7 +1,6 @@
 package io.rstreams.wire;
 
 import io.rstreams.wire.StreamState.Signal;
-import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -66,7 +65,7 @@ public final class Connection {
     private final ArrayDeque<Event> events = new ArrayDeque<>();
     private final Map<Long, Ours> ours = new HashMap<>();
     private final Map<Long, Theirs> theirs = new HashMap<>();
-    private final Map<PartKey, ByteArrayOutputStream> partials = new HashMap<>();
+    private final Map<PartKey, Parts> partials = new HashMap<>();
     private final ArrayDeque<Long> splitting = new ArrayDeque<>(); // peer ids with queued output, round robin
     private long partialBytes;
     private State state = State.AWAITING_HELLO;
@@ -75,6 +74,35 @@ public final class Connection {
     private long nextId = 1;
     private final AuthGate auth; // null: this end checks no credentials
     private final List<Map.Entry<Long, Theirs>> heldOrder = new ArrayList<>(); // subscribes waiting for the authenticate
+
+    /**
+     * The parts of one split element received so far (§8). The parser gives every payload an
+     * array of its own, so the parts are kept as they came and copied once, into an array of
+     * the element's exact size, when the last one arrives.
+     */
+    private static final class Parts {
+        private final List<byte[]> parts = new ArrayList<>();
+        private int size; // <= maxElementSize, an int: checked before every add
+
+        void add(byte[] part) {
+            parts.add(part);
+            size += part.length;
+        }
+
+        int size() {
+            return size;
+        }
+
+        byte[] join() {
+            byte[] whole = new byte[size];
+            int at = 0;
+            for (byte[] part : parts) {
+                System.arraycopy(part, 0, whole, at, part.length);
+                at += part.length;
+            }
+            return whole;
+        }
+    }
 
     /** A subscription we made: its state, the demand we granted and not yet used, its elementSize. */
     private static final class Ours {
@@ -520,7 +548,7 @@ public final class Connection {
             return;
         }
         PartKey key = new PartKey(id, p.elementId());
-        ByteArrayOutputStream joined = partials.get(key);
+        Parts joined = partials.get(key);
         if (joined == null) {
             take(o, id, 1); // the first part consumes the demand (§8)
             if (p.last()) {
@@ -531,7 +559,7 @@ public final class Connection {
                 throw new ProtocolException("more than max_parts_in_flight=" + limits.maxPartsInFlight()
                         + " partially received elements (PROTOCOL.md §11)");
             }
-            joined = new ByteArrayOutputStream();
+            joined = new Parts();
             partials.put(key, joined);
         }
         partialBytes += p.data().length;
@@ -547,11 +575,11 @@ public final class Connection {
                     + " exceeds max_element_size=" + limits.maxElementSize() + " (PROTOCOL.md §8)", true));
             return;
         }
-        joined.write(p.data(), 0, p.data().length);
+        joined.add(p.data());
         if (p.last()) {
             partials.remove(key);
             partialBytes -= joined.size();
-            deliverJoined(o, id, joined.toByteArray());
+            deliverJoined(o, id, joined.join());
         }
     }
 

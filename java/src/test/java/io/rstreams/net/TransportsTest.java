@@ -8,11 +8,21 @@ import static org.testng.Assert.assertTrue;
 import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.testing.TlsFixture;
+import io.rstreams.wire.Connection;
+import io.rstreams.wire.Event;
+import io.rstreams.wire.Limits;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.DataProvider;
@@ -74,6 +84,51 @@ public class TransportsTest {
             assertTrue(Files.exists(socket), "the socket file is there while the server listens");
         }
         assertTrue(!Files.exists(socket), "the socket file is removed on close");
+    }
+
+    @DataProvider(name = "halfClosing")
+    public Object[][] halfClosing() throws IOException {
+        return new Object[][] {{"tcp://127.0.0.1:0"}, {"unix://" + Files.createTempDirectory("rsio").resolve("rsio.sock")}};
+    }
+
+    /**
+     * A peer that stops reading a stream, then says goodbye and closes its sending side (a
+     * half-close, PROTOCOL.md §9.1) still reads everything the server had queued, and the
+     * server's goodbye after it: the server writes what it queued, then closes. (On Unix sockets
+     * the epoll transport sees the end of input as such, see {@code Transport}; over Netty's NIO
+     * this passes too when the output drains before the end of input is read, as it does here.)
+     */
+    @Test(dataProvider = "halfClosing", timeOut = 30_000)
+    public void aPeerThatHalfClosesGetsTheQueuedOutputAndTheGoodbye(String where) throws Exception {
+        try (RsioServer server = server(where)) {
+            boolean unix = where.startsWith("unix");
+            Connection peer = new Connection(Connection.Side.CLIENT, Limits.DEFAULT, Set.of());
+            peer.subscribe("big?n=100", 100); // 100 x 300,000 bytes: more than the socket buffers hold
+            ByteArrayOutputStream got = new ByteArrayOutputStream();
+            try (SocketChannel socket = unix ? SocketChannel.open(StandardProtocolFamily.UNIX) : SocketChannel.open()) {
+                socket.connect(unix ? UnixDomainSocketAddress.of(where.substring("unix://".length()))
+                        : new InetSocketAddress("127.0.0.1", server.port()));
+                socket.write(ByteBuffer.wrap(peer.dataToSend()));
+                ByteBuffer buf = ByteBuffer.allocate(64 * 1024);
+                while (got.size() < 1024 && socket.read(buf.clear()) >= 0) { // the stream flows
+                    got.write(buf.array(), 0, buf.position());
+                }
+                Thread.sleep(300); // not reading: the server's output backs up behind the socket buffers
+                peer.goodbye("leaving");
+                socket.write(ByteBuffer.wrap(peer.dataToSend()));
+                socket.shutdownOutput();
+                while (socket.read(buf.clear()) >= 0) {
+                    got.write(buf.array(), 0, buf.position());
+                }
+            }
+            byte[] answer = got.toByteArray();
+            peer.receiveData(answer, 0, answer.length);
+            Event.Closed closed = peer.events().stream().filter(e -> e instanceof Event.Closed)
+                    .map(e -> (Event.Closed) e).findFirst().orElse(null);
+            assertTrue(closed != null && closed.error() == null,
+                    "the server's goodbye arrives after what it had queued; got " + answer.length + " bytes, " + closed);
+            assertEquals(peer.state(), Connection.State.CLOSED);
+        }
     }
 
     @Test(timeOut = 60_000)

@@ -159,6 +159,34 @@ public class ConnectionTest {
     }
 
     @Test(timeOut = 5_000)
+    public void anElementOfManyPartsIsJoinedByteForByteWhateverTheReadsLookLike() {
+        Pair p = new Pair();
+        long id = p.client.subscribe("big", 2);
+        p.pump();
+        p.server.onSubscribe(id, 0);
+        byte[] big = new byte[300_000 + 17]; // five parts of the default 64 KiB threshold, the last one short
+        new java.util.Random(16).nextBytes(big);
+        p.server.onNext(id, big);
+        p.server.onNext(id, new byte[] {7});
+        while (p.server.hasQueuedParts()) {
+            p.server.sendParts(1);
+        }
+        byte[] wire = p.server.dataToSend();
+        for (int at = 0; at < wire.length; at += 7_001) { // reads that cut headers and payloads anywhere
+            p.client.receiveData(wire, at, Math.min(7_001, wire.length - at));
+        }
+        List<byte[]> got = new ArrayList<>();
+        for (Event e : p.client.events()) {
+            if (e instanceof Event.Element el) {
+                got.add(el.data());
+            }
+        }
+        assertEquals(got.size(), 2);
+        assertTrue(Arrays.equals(got.get(0), big));
+        assertTrue(Arrays.equals(got.get(1), new byte[] {7}));
+    }
+
+    @Test(timeOut = 5_000)
     public void packedElementsCountAgainstDemand() {
         Pair p = new Pair();
         long id = p.client.subscribe("n", 3);
