@@ -804,6 +804,158 @@ def spark(quick: bool) -> ScenarioDef:
     )
 
 
+def jvm(quick: bool) -> ScenarioDef:
+    java_small = _net(quick, 20_000, 2_000_000)
+    python_small = _net(quick, 2_000, 200_000)
+    java_large = _net(quick, 200, 20_000)
+    python_large = _net(quick, 50, 2_000)
+
+    def java(name: str, label: str, *args: str) -> Contestant:
+        return _rs(name, label, "net_jvm.py", "client", *args)
+
+    def small(count: str) -> list[str]:
+        return ["--size", "8", "--count", count, "--window", "256"]
+
+    def large(count: str) -> list[str]:
+        return ["--size", "65536", "--count", count, "--window", "256"]
+
+    return ScenarioDef(
+        name="jvm",
+        title="JVM: rstreams-java beside rsocket-java (8 B and 64 KiB elements over loopback TCP)",
+        description=(
+            "One stream per run, server process on CPU0, client on CPU1, window 256 (replenished by "
+            "128 every 128 elements), a warm-up stream of N/10 on the same connection first. "
+            f"8 B: {int(java_small):,} elements between JVMs, {int(python_small):,} with a Python "
+            f"server; 64 KiB: {int(java_large):,} and {int(python_large):,}. rstreams-java: the Java "
+            "binding (java/) at both ends, or its client against rstreams' Python server; "
+            "rsocket-java 1.1.5 (Maven Central) request-stream over TCP, default settings, a server "
+            "Flux.range(...).map(...) of one shared payload; rstreams-py: the Python client and "
+            "server for reference. The JVM side is java/bench (benchmarks/net_jvm.py builds it with "
+            "Maven when missing or stale). Targets (issue 16): rstreams-java >= 1x rsocket-java at "
+            "the same size and window."
+        ),
+        metric="rate",
+        unit="el/s",
+        contestants=[
+            java("rstreams-java-w256", "Java client and server, 8 B", *small(java_small)),
+            java(
+                "rsocket-java-w256",
+                "rsocket-java client and server, 8 B",
+                "--impl",
+                "rsocket",
+                *small(java_small),
+            ),
+            java(
+                "rstreams-java-python-w256",
+                "Java client, Python server, 8 B",
+                "--server",
+                "python",
+                *small(python_small),
+            ),
+            _rs(
+                "rstreams-py-w256",
+                "Python client and server, 8 B",
+                "net_rstreams.py",
+                "client",
+                "--mode",
+                "stream",
+                *small(python_small),
+            ),
+            java("rstreams-java-64k", "Java client and server, 64 KiB", *large(java_large)),
+            java(
+                "rsocket-java-64k",
+                "rsocket-java client and server, 64 KiB",
+                "--impl",
+                "rsocket",
+                *large(java_large),
+            ),
+            java(
+                "rstreams-java-python-64k",
+                "Java client, Python server, 64 KiB",
+                "--server",
+                "python",
+                *large(python_large),
+            ),
+            _rs(
+                "rstreams-py-64k",
+                "Python client and server, 64 KiB",
+                "net_rstreams.py",
+                "client",
+                "--mode",
+                "stream",
+                *large(python_large),
+            ),
+        ],
+        ratios=[
+            ("rstreams-java-w256", "rsocket-java-w256"),
+            ("rstreams-java-64k", "rsocket-java-64k"),
+            ("rstreams-java-python-w256", "rstreams-py-w256"),
+            ("rstreams-java-python-64k", "rstreams-py-64k"),
+        ],
+        targets=[
+            ("rstreams-java-w256", "rsocket-java-w256", 1.0),
+            ("rstreams-java-64k", "rsocket-java-64k", 1.0),
+        ],
+        extras=[("mbps", "MB/s", "MB/s")],
+        timeout=300.0,
+        check=["net_jvm.py", "--check"],
+    )
+
+
+def jvm_memory(quick: bool) -> ScenarioDef:
+    duration = "2" if quick else "60"
+    common = ["client", "--mode", "memory", "--size", "1024", "--duration", duration]
+    return ScenarioDef(
+        name="jvm-memory",
+        title="JVM: the server's memory under a slow consumer that requested everything",
+        description=(
+            "1 KiB elements between two JVMs. First an unthrottled stream (up to 5 s, at most "
+            "300,000 elements) measures how fast the pair moves them; then the client requests "
+            f"Long.MAX_VALUE and reads at a tenth of that rate for {duration} s (sleeping on its I/O "
+            "thread, so the socket is read no faster) while the server JVM's RSS is sampled every "
+            "0.25 s from /proc/<pid>/status. Growth = peak RSS minus RSS just before subscribing; "
+            "heap = the server's heap in use after a full GC, asked just before the slow stream "
+            "and at 90% of it (what a server holds for its slow reader is live then). Both servers "
+            "run with -Xmx1g; rsocket-java's stream is capped at 400,000 elements (~430 MB) so that "
+            "it cannot exhaust the machine. Lower is better."
+        ),
+        metric="growth_mib",
+        unit="MiB",
+        higher_is_better=False,
+        contestants=[
+            _rs(
+                "rstreams-java",
+                "rstreams-java, demand Long.MAX_VALUE",
+                "net_jvm.py",
+                *common,
+                "--count",
+                str(10**12),
+            ),
+            _rs(
+                "rsocket-java",
+                "rsocket-java request-stream, demand Long.MAX_VALUE",
+                "net_jvm.py",
+                *common,
+                "--impl",
+                "rsocket",
+                "--count",
+                "400000",
+            ),
+        ],
+        extras=[
+            ("peak_mib", "peak RSS", "MiB"),
+            ("heap_growth_mib", "live heap growth", "MiB"),
+            ("slowdown", "production / reading", "x"),
+            ("received", "received", "el"),
+        ],
+        repeats=1,
+        warmup=0,
+        timeout=400.0,
+        plot="memory",
+        check=["net_jvm.py", "--check"],
+    )
+
+
 SCENARIOS: dict[str, Callable[[bool], ScenarioDef]] = {
     "inprocess": inprocess,
     "operators": operators,
@@ -817,4 +969,6 @@ SCENARIOS: dict[str, Callable[[bool], ScenarioDef]] = {
     "hostile": hostile,
     "loop": loop,
     "spark": spark,
+    "jvm": jvm,
+    "jvm-memory": jvm_memory,
 }
