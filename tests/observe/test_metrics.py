@@ -171,3 +171,28 @@ async def test_stalled_on_the_socket_while_the_transport_is_full() -> None:
     assert after["connections_open"] == 0
     assert after["publishers"]["a"]["stalled_socket_seconds"] == 4.0
     assert after["publishers"]["b"]["stalled_demand_seconds"] == 9.0
+
+
+async def test_a_channels_input_elements_are_counted_per_pattern() -> None:
+    """Elements a client sends on a channel's input (PROTOCOL.md §21): on the stream while it is
+    open, in its pattern's totals after."""
+
+    def echo(source: Any, params: dict[str, str]) -> Any:
+        return rstreams.from_publisher(source)
+
+    async with (
+        await serve("tcp://127.0.0.1:0", {}, channels={"echo/{k}": echo}, metrics=True) as server,
+        await connect(server.url) as conn,
+    ):
+        waiter = Waiter(initial=3)
+        conn.channel("echo/1", rstreams.from_iterable([b"a", b"b", b"c", b"d", b"e"])).subscribe(waiter)
+        await waiter.wait(3)
+        [stream] = server.metrics()["streams"]
+        assert stream["input_elements_received"] >= 3 and stream["elements_sent"] == 3
+        waiter.request(2)
+        await waiter.wait(5, done=True)
+        assert waiter.items == [b"a", b"b", b"c", b"d", b"e"]
+        row = server.metrics()["publishers"]["echo/{k}"]
+        assert (row["input_elements_received"], row["elements_sent"]) == (5, 5)
+        assert server.metrics()["publishers"]["echo/{k}"]["subscriptions_open"] == 0
+        assert set(server.metrics()["publishers"]) == {"echo/{k}"}  # the channel's pattern, not (unknown)

@@ -181,7 +181,8 @@ class Channels:
             return
         outbox = self.outbox
         tied = _TiedPublisher(output, lambda: outbox.run_on_loop(channel_input.output_ended))
-        serving.attach(name, sid, initial_demand, tied, codec)
+        label = self._factories.key(name) if outbox.observer is not None else None  # counting
+        serving.attach(name, sid, initial_demand, tied, codec, pattern=label)
 
     def close(self, error: BaseException) -> None:
         """The connection ended: every input ends (the outputs end through their tables)."""
@@ -450,6 +451,9 @@ class ChannelInput(Publisher[Any]):
                 )
             if self._granted != demand.UNBOUNDED:
                 self._granted -= 1
+            observer = self._outbox.observer
+            if observer is not None:  # counting (rstreams.observe)
+                observer.input_received(self.sid)
             subscriber = self._subscriber
             if subscriber is None:
                 return

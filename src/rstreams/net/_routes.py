@@ -143,11 +143,13 @@ class NameTable(Generic[V]):
     def __init__(self, entries: Mapping[str, V]) -> None:
         self._exact: dict[str, V] = {}
         self._patterns: list[tuple[re.Pattern[str], V]] = []
+        self._keys: list[str] = []  # the patterns as written, in the order of _patterns
         for key, value in entries.items():
             if not isinstance(key, str):
                 raise TypeError(f"names are str such as 'events/{{kind}}', got {key!r}")
             if _PLACEHOLDER.search(key):
                 self._patterns.append((_compile(key), value))
+                self._keys.append(key)
             else:
                 self._exact[key] = value
 
@@ -164,6 +166,17 @@ class NameTable(Generic[V]):
                 params.update(match.groupdict())
                 return candidate, params
         return None
+
+    def key(self, name: str) -> str:
+        """The entry ``name`` matches as written (the exact name or the ``{field}`` pattern),
+        ``"(unknown)"`` when none does: a bounded label for metrics, like :meth:`Router.pattern`."""
+        path = name.partition("?")[0]
+        if path in self._exact:
+            return path
+        for (compiled, _), key in zip(self._patterns, self._keys, strict=True):
+            if compiled.fullmatch(path) is not None:
+                return key
+        return "(unknown)"
 
 
 class Router:

@@ -592,9 +592,10 @@ class ServingTable:
         codec: Codec[Any] | None,
         batched: bool = False,
         metadata: Metadata = EMPTY,
+        pattern: str | None = None,
     ) -> None:
         """Serve ``publisher`` to the peer's subscriber ``sid`` (a resolved subscribe; ``metadata``:
-        its subscribe's, §18)."""
+        its subscribe's, §18; ``pattern``: its metrics label when not the offer's, a channel's)."""
         if batched and codec is not None:
             stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
         else:
@@ -604,7 +605,8 @@ class ServingTable:
             stream.metadata = metadata
         observer = self.outbox.observer
         if observer is not None:
-            pattern = self._router.pattern(name)
+            if pattern is None:
+                pattern = self._router.pattern(name)
             stream.obs = observer.stream_opened(pattern, name, sid, initial_demand, metadata.traceparent)
         try:
             publisher.subscribe(stream)

@@ -164,6 +164,12 @@ _PER_PUBLISHER = (
         "stalled_socket_seconds",
         "Seconds streams with demand waited for the socket to drain.",
     ),
+    (
+        "input_elements_received",
+        "counter",
+        "input_elements_received",
+        "Elements received on channel inputs (PROTOCOL.md section 21).",
+    ),
 )
 
 

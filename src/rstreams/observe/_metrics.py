@@ -109,6 +109,7 @@ class PatternTotals:
     demand_granted: int = 0
     stalled_demand: float = 0.0
     stalled_socket: float = 0.0
+    inputs: int = 0
     errors: Counter[str] = dataclasses.field(default_factory=Counter)
 
 
@@ -125,6 +126,7 @@ class StreamObserver:
         "conn",
         "elements",
         "granted",
+        "inputs",
         "name",
         "opened_at",
         "pattern",
@@ -157,6 +159,8 @@ class StreamObserver:
         self.elements = 0
         self.bytes = 0
         self.requests = 0
+        self.inputs = 0
+        """Elements received on the stream's channel input (PROTOCOL.md §21), if it is a channel."""
         self.granted = initial_demand
         self.opened_at = now = clock()
         self.stalled_demand = 0.0
@@ -221,6 +225,7 @@ class StreamObserver:
         totals.elements += self.elements
         totals.bytes += self.bytes
         totals.requests += self.requests
+        totals.inputs += self.inputs
         totals.demand_granted += self.bounded_grants()
         totals.stalled_demand += stalled_demand
         totals.stalled_socket += stalled_socket
@@ -273,6 +278,7 @@ class StreamObserver:
             "bytes_sent": self.bytes,
             "stalled_demand_seconds": demand,
             "stalled_socket_seconds": socket,
+            "input_elements_received": self.inputs,
             "seconds": now - self.opened_at,
         }
 
@@ -348,6 +354,12 @@ class ConnectionObserver:
             span = self.client_spans.get(sid)
             if span is not None:
                 span.element()
+
+    def input_received(self, sid: int) -> None:
+        """An element arrived on the input of the channel we serve as the peer's ``sid`` (§21)."""
+        stream = self.streams.get(sid)
+        if stream is not None:
+            stream.inputs += 1
 
     def subscribed(self, sid: int, name: str, metadata: bytes | None = None) -> bytes | None:
         """We subscribe to the peer's ``name`` as ``sid`` with ``metadata`` (its encoded entries,
@@ -515,6 +527,7 @@ class ServerMetrics:
                 row["elements"] += stream.elements
                 row["bytes"] += stream.bytes
                 row["requests"] += stream.requests
+                row["inputs"] += stream.inputs
                 row["granted"] += stream.bounded_grants()
                 row["demand"] = min(UNBOUNDED, row["demand"] + stream.outstanding)
                 row["stalled_demand"] += demand
@@ -537,6 +550,7 @@ class ServerMetrics:
                 "demand_outstanding": row["demand"],
                 "stalled_demand_seconds": closed.stalled_demand + row["stalled_demand"],
                 "stalled_socket_seconds": closed.stalled_socket + row["stalled_socket"],
+                "input_elements_received": closed.inputs + row["inputs"],
             }
         goodbyes = [
             {"direction": direction, "reason": reason, "count": count}
@@ -579,7 +593,18 @@ class ServerMetrics:
 
 def _open_row() -> dict[str, Any]:
     return dict.fromkeys(
-        ("open", "elements", "bytes", "requests", "granted", "demand", "stalled_demand", "stalled_socket"), 0
+        (
+            "open",
+            "elements",
+            "bytes",
+            "requests",
+            "inputs",
+            "granted",
+            "demand",
+            "stalled_demand",
+            "stalled_socket",
+        ),
+        0,
     )
 
 
