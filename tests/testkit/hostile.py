@@ -20,7 +20,7 @@ instead of waiting for the budget to run out).
 
 Run ``PYTHONPATH=src:tests python -m testkit.hostile serve URL --max-subscriptions N`` for a server like
 ``rstreams serve URL`` (the built-in ``counter``) whose per-connection subscription limit is
-``N``.
+``N`` (``--admission-share S``: whose admission budget is ``S``).
 """
 
 from __future__ import annotations
@@ -164,17 +164,22 @@ def child_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def server_process(url: str, *options: str, max_subscriptions: int | None = None) -> Iterator[ServerProcess]:
+def server_process(
+    url: str, *options: str, max_subscriptions: int | None = None, admission_share: float | None = None
+) -> Iterator[ServerProcess]:
     """``rstreams serve URL *options`` in a child process, stopped (SIGTERM) at exit.
 
-    With ``max_subscriptions`` the child is :func:`serve_main` instead: the same built-in
-    publishers with that per-connection limit.
+    With ``max_subscriptions`` or ``admission_share`` the child is :func:`serve_main` instead:
+    the same built-in publishers with that per-connection limit or admission budget.
     """
-    if max_subscriptions is None:
+    if max_subscriptions is None and admission_share is None:
         command = [sys.executable, "-m", "rstreams.cli", "serve", url, *options]
     else:
-        limit = str(max_subscriptions)
-        command = [sys.executable, "-m", "testkit.hostile", "serve", url, "--max-subscriptions", limit]
+        command = [sys.executable, "-m", "testkit.hostile", "serve", url]
+        if max_subscriptions is not None:
+            command += ["--max-subscriptions", str(max_subscriptions)]
+        if admission_share is not None:
+            command += ["--admission-share", str(admission_share)]
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env()
     )
@@ -435,20 +440,25 @@ class Legit:
 
 # -- the server of the tests that need a lower limit ---------------------------------------
 def serve_main(argv: Sequence[str]) -> int:
-    """``serve URL --max-subscriptions N``: ``rstreams serve URL``'s built-ins with that limit."""
+    """``serve URL [--max-subscriptions N] [--admission-share S]``: ``rstreams serve URL``'s
+    built-ins with that limit or admission budget."""
     from rstreams._cli_publishers import builtin_publishers
     from rstreams.net import serve
+    from rstreams.net._admission import DEFAULT_ADMISSION_SHARE
     from rstreams.wire import ConnectionConfig
 
     parser = argparse.ArgumentParser(description="serve counter with a lower subscription limit")
     parser.add_argument("command", choices=["serve"])
     parser.add_argument("url")
-    parser.add_argument("--max-subscriptions", type=int, required=True)
+    parser.add_argument("--max-subscriptions", type=int, default=ConnectionConfig().max_subscriptions)
+    parser.add_argument("--admission-share", type=float, default=DEFAULT_ADMISSION_SHARE)
     args = parser.parse_args(argv)
 
     async def run() -> None:
         config = ConnectionConfig(max_subscriptions=args.max_subscriptions)
-        server = await serve(args.url, builtin_publishers("utf8"), config=config)
+        server = await serve(
+            args.url, builtin_publishers("utf8"), config=config, admission_share=args.admission_share
+        )
         print(f"serving counter on {server.url}", flush=True)
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)

@@ -24,6 +24,7 @@ import ssl as _ssl
 from collections.abc import Callable
 from typing import Any
 
+from rstreams.net._admission import Admission, AdmittingServer
 from rstreams.net._stream import StreamProtocol
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TLS_REFUSAL_HINT, TransportHandler
 from rstreams.net._url import Endpoint
@@ -127,27 +128,33 @@ async def listen_endpoint(
     ssl: _ssl.SSLContext | None = None,
     high: int = DEFAULT_HIGH_WATER,
     low: int = DEFAULT_LOW_WATER,
+    admission: Admission | None = None,
 ) -> Listener:
     """Start listening; each accepted connection gets ``handler_factory()`` as its handler.
 
+    With ``admission``, TCP, TLS and Unix sockets are accepted within its budget
+    (:mod:`rstreams.net._admission`); WebSocket servers accept on their own.
     The returned Listener's ``endpoint`` carries the bound port (when 0 was asked for).
     """
     loop = asyncio.get_running_loop()
     context = _check_ssl(endpoint, ssl, server=True)
     scheme = endpoint.scheme
-    if scheme in ("tcp", "tls"):
-        server = await loop.create_server(
-            lambda: StreamProtocol(handler_factory(), high=high, low=low),
-            endpoint.host,
-            endpoint.port,
-            ssl=context,
-        )
-        return Listener(endpoint.with_port(server.sockets[0].getsockname()[1]), server)
-    if scheme == "unix":
-        server = await loop.create_unix_server(
-            lambda: StreamProtocol(handler_factory(), high=high, low=low), endpoint.path
-        )
-        return Listener(endpoint, server)
+
+    def protocol() -> StreamProtocol:
+        return StreamProtocol(handler_factory(), high=high, low=low)
+
+    if scheme in ("tcp", "tls", "unix"):
+        serving = admission is None
+        if scheme == "unix":
+            server = await loop.create_unix_server(protocol, endpoint.path, start_serving=serving)
+        else:
+            server = await loop.create_server(
+                protocol, endpoint.host, endpoint.port, ssl=context, start_serving=serving
+            )
+        bound = endpoint if scheme == "unix" else endpoint.with_port(server.sockets[0].getsockname()[1])
+        if admission is None:
+            return Listener(bound, server)
+        return Listener(bound, AdmittingServer.start(server, protocol, admission, context))
     from http import HTTPStatus
 
     from websockets.asyncio.server import ServerConnection

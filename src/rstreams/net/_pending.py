@@ -9,6 +9,13 @@ handshake timer. When the clientHello is whole, or the bytes cannot become one, 
 timer fires, the real connection is made: its pump is told its hello is already out and is
 handed the transport and the bytes, and from then on the pending handler only forwards the
 transport's calls to it. A transport that ends before that leaves nothing behind.
+
+Admission (:mod:`rstreams.net._admission`). Until the connection is established (its first
+:data:`ADMISSION_READS` reads from the one that completed the clientHello handled, its
+conversation still open) the time spent in each of these callbacks is charged to the
+server's admission budget; a connection that ends before that (garbage, a refused or
+timed-out handshake, a peer that says goodbye at once) is charged for all of its work, up to
+its transport's end. Once established, the connection's reads are forwarded without timing.
 """
 
 from __future__ import annotations
@@ -16,12 +23,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from rstreams.net._admission import Admission
 from rstreams.net._pump import Pump
 from rstreams.net._transport import Transport
-from rstreams.wire import FrameType
+from rstreams.wire import ConnectionState, FrameType
 from rstreams.wire._resume import ResumeError, hello_end
 
-__all__ = ["HELLO_BYTES", "Pending"]
+__all__ = ["ADMISSION_READS", "HELLO_BYTES", "Pending"]
+
+ADMISSION_READS = 3
+"""Reads, counted from the one that completed the clientHello, that a connection's work is
+charged to the admission budget for: after them, if its conversation is open, it is
+established. (One read is not enough: a first read of garbage may end inside a frame whose
+header looked valid, and the peer's next read is what breaks the rules.)"""
 
 HELLO_BYTES = 1024
 """Most bytes kept while waiting for a clientHello to be whole: a hello listing the most
@@ -31,9 +45,26 @@ extensions a core accepts (64 ids of at most 10 bytes) fits; more means it is no
 class Pending:
     """The handler of one accepted transport until its clientHello; see the module docstring."""
 
-    __slots__ = ("_make", "_pump", "_received", "_server_hello", "_timeout", "_timer", "_transport")
+    __slots__ = (
+        "_admission",
+        "_make",
+        "_pump",
+        "_reads",
+        "_received",
+        "_server_hello",
+        "_timeout",
+        "_timer",
+        "_transport",
+    )
 
-    def __init__(self, make: Callable[[], Pump], server_hello: bytes, timeout: float | None) -> None:
+    def __init__(
+        self,
+        make: Callable[[], Pump],
+        server_hello: bytes,
+        timeout: float | None,
+        admission: Admission | None = None,
+    ) -> None:
+        self._admission = admission  # charged for our work until the connection is established
         self._make = make  # the connection's pump, made once the peer has said hello
         self._server_hello = server_hello
         self._timeout = timeout
@@ -41,18 +72,40 @@ class Pending:
         self._transport: Transport | None = None
         self._received = b""
         self._pump: Pump | None = None
+        self._reads = 0  # reads handled since the hello was whole (while charged to admission)
 
     def connection_made(self, transport: Transport) -> None:
+        admission = self._admission
+        started = admission.clock() if admission is not None else 0.0
         self._transport = transport
         transport.writelines([self._server_hello])
         if self._timeout is not None:
             self._timer = asyncio.get_running_loop().call_later(self._timeout, self._expired)
+        if admission is not None:
+            admission.charge(admission.clock() - started)
 
     def data_received(self, data: memoryview) -> None:
         pump = self._pump
+        admission = self._admission
+        if admission is None:
+            if pump is not None:
+                pump.data_received(data)
+            else:
+                self._hello_bytes(data)
+            return
+        started = admission.clock()
         if pump is not None:
             pump.data_received(data)
-            return
+        else:
+            self._hello_bytes(data)
+        admission.charge(admission.clock() - started)
+        pump = self._pump
+        if pump is not None:
+            self._reads += 1
+            if self._reads >= ADMISSION_READS and pump.outbox.core.state is ConnectionState.OPEN:
+                self._admission = None  # established: its work is no longer the newcomers'
+
+    def _hello_bytes(self, data: memoryview) -> None:
         received = self._received + data.tobytes()
         try:
             end = hello_end(bytearray(received), FrameType.CLIENT_HELLO)
@@ -64,16 +117,24 @@ class Pending:
         self._start(received)
 
     def eof_received(self) -> None:
+        admission = self._admission
+        started = admission.clock() if admission is not None else 0.0
         pump = self._start(self._received) if self._pump is None else self._pump
         pump.eof_received()
+        if admission is not None:
+            admission.charge(admission.clock() - started)
 
     def connection_lost(self, error: BaseException | None) -> None:
+        admission, self._admission = self._admission, None
+        started = admission.clock() if admission is not None else 0.0
         if self._pump is not None:
             self._pump.connection_lost(error)
-            return
-        self._cancel_timer()
-        self._received = b""
-        self._transport = None  # never a connection: nothing else to end
+        else:
+            self._cancel_timer()
+            self._received = b""
+            self._transport = None  # never a connection: nothing else to end
+        if admission is not None:
+            admission.charge(admission.clock() - started)
 
     def pause_writing(self) -> None:
         if self._pump is not None:
@@ -86,7 +147,11 @@ class Pending:
     def _expired(self) -> None:
         self._timer = None
         if self._pump is None:
+            admission = self._admission
+            started = admission.clock() if admission is not None else 0.0
             self._start(self._received).closing.handshake_expired()
+            if admission is not None:
+                admission.charge(admission.clock() - started)
 
     def _start(self, received: bytes) -> Pump:
         """Make the connection: its pump takes over the transport and the bytes so far."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
+from rstreams.net._admission import DEFAULT_ADMISSION_SHARE, Admission, check_share
 from rstreams.net._auth import Authenticate, Authorize, ServerAuth
 from rstreams.net._channels import ChannelFactory, check_channels
 from rstreams.net._codec import JSON, Codec
@@ -169,6 +170,7 @@ async def serve(
     keepalive: float | None = DEFAULT_KEEPALIVE,
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
+    admission_share: float | None = DEFAULT_ADMISSION_SHARE,
     authenticate: Authenticate | None = None,
     authorize: Authorize | None = None,
     auth_required: bool | None = None,
@@ -214,6 +216,13 @@ async def serve(
             wait unsent, the server stops reading that client until they drain below
             ``low_water`` (PROTOCOL.md §6.3); a client that leaves them so this long is sent
             goodbye ``"peer not reading: ..."`` and closed. ``None``: no limit.
+        admission_share: share of the server's event-loop time (default 0.25) that
+            connections not yet established may take: accepting them, their hello,
+            and all the work of one refused or ended before its hello was handled
+            (garbage, a failed handshake). While that budget is spent, TCP, TLS and Unix
+            listeners stop accepting, so new connections wait in the kernel's backlog and
+            established streams keep the rest of the loop (:mod:`rstreams.net._admission`).
+            ``None``: accept as fast as connections come.
         authenticate: ``authenticate(credentials) -> principal`` (or a coroutine
             function): checks the ``Token``/``UserPassword`` a client presents (§15).
             Returning ``None`` or raising refuses; a refused connection is sent goodbye
@@ -266,6 +275,7 @@ async def serve(
     check_interval("keepalive", keepalive)
     check_interval("idle_timeout", idle_timeout)
     check_interval("unread_timeout", unread_timeout)
+    check_share(admission_share)
     server_auth = _server_auth(authenticate, authorize, auth_required)
     server = Server()
     if metrics is not None and not isinstance(metrics, bool | str):
@@ -327,8 +337,11 @@ async def serve(
 
     server_hello = b"".join(make_connection().outbox.core.data_to_send())  # the same on every connection
 
+    loop = asyncio.get_running_loop()
+    admission = Admission(loop, admission_share) if admission_share is not None else None
+
     def pending() -> TransportHandler:
-        return Pending(make_connection, server_hello, handshake_timeout)
+        return Pending(make_connection, server_hello, handshake_timeout, admission)
 
     factory: Callable[[], TransportHandler] = pending
     resuming = check_resume(resume)
@@ -338,7 +351,9 @@ async def serve(
             resuming, make_connection, high=high_water, handshake_timeout=handshake_timeout
         )
         factory = registry.make_link
-    server._listener = await listen_endpoint(endpoint, factory, ssl=ssl, high=high_water, low=low_water)
+    server._listener = await listen_endpoint(
+        endpoint, factory, ssl=ssl, high=high_water, low=low_water, admission=admission
+    )
     if address is not None and server._metrics is not None:
         try:
             loop = asyncio.get_running_loop()

@@ -1,0 +1,310 @@
+"""How much of a server's event loop new connections may take: the admission budget.
+
+Theory of operation. A server runs every connection on one event loop. A connection that
+is established (its clientHello handled, its conversation under way) is kept to its share
+by the read fairness of :mod:`rstreams.net._intake`. Before that, a connection costs a fixed
+amount of work that no read bound touches: the accept, a transport, the serverHello, making
+the connection once the hello is whole, and, for a peer that sends garbage or closes at
+once, a goodbye and a close. A peer that opens connections in a loop can spend the whole
+loop that way.
+
+So new connections get a budget of loop *time*: :class:`Admission` is a bucket of seconds
+that fills at ``share`` seconds per second (at most :data:`BURST` seconds banked) and is
+drawn down by the time measured in the work of connections that are not established yet:
+
+* accepting them (the ``accept`` call and starting the transport), here;
+* everything their handler does until they are established: the serverHello, the hello
+  bytes, making the connection, and its first reads
+  (:class:`~rstreams.net._pending.Pending` times its callbacks; a connection is established
+  once :data:`~rstreams.net._pending.ADMISSION_READS` reads have been handled with its
+  conversation open);
+* all of the work of a connection that ends (or is refused) before that: the goodbye to
+  garbage or to a failed handshake, the lingering close, the end of the transport.
+
+The time is wall-clock time spent in those callbacks (``time.perf_counter``): what the
+kernel and asyncio do for a connection outside them (making the transport, registering and
+closing the socket) is not counted, so the true share is somewhat higher than ``share``
+(about a third higher for connections that send garbage, measured on loopback).
+
+While the bucket is empty the server stops accepting: it removes its listening sockets
+from the loop, and new connections wait in the kernel's listen backlog (not in Python)
+until the bucket has refilled to :data:`REOPEN` of its size. Established streams keep at
+least ``1 - share`` of the loop; newcomers are still accepted, in the order they connected,
+at the rate the share allows, so no one is starved.
+
+The listening sockets are asyncio's own (``create_server(start_serving=False)`` binds them,
+with asyncio's address handling), duplicated so that this module accepts from them with
+``loop.add_reader`` and hands each accepted socket to ``loop.connect_accepted_socket``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+import ssl as _ssl
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+__all__ = [
+    "ACCEPT_BATCH",
+    "ACCEPT_RETRY",
+    "BURST",
+    "DEFAULT_ADMISSION_SHARE",
+    "LISTEN_BACKLOG",
+    "REOPEN",
+    "Admission",
+    "AdmittingServer",
+    "Gate",
+    "check_share",
+]
+
+DEFAULT_ADMISSION_SHARE = 0.25
+"""Share of the event loop's time that connections not yet established may take (see the module
+docstring): established streams keep at least three quarters of it."""
+
+BURST = 0.05
+"""Seconds of work the bucket holds at most: a server that has been quiet admits this much work at
+once (some hundreds of connections) before the share applies."""
+
+REOPEN = 0.25
+"""Fraction of :data:`BURST` the bucket refills to before accepting again after it ran empty, so that
+the listening sockets are not added and removed on every connection."""
+
+ACCEPT_BATCH = 16
+"""Most connections accepted in one loop turn: a burst of connections is spread over turns."""
+
+LISTEN_BACKLOG = 1024
+"""Connections the kernel holds for us while accepting waits for the budget (``listen``'s backlog;
+the system's ``somaxconn`` may lower it). Beyond it, new connections wait for the kernel to
+retry them."""
+
+ACCEPT_RETRY = 1.0
+"""Seconds accepting pauses when the process is out of file descriptors or memory (like asyncio)."""
+
+_ACCEPT_LATER = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+_log = logging.getLogger("rstreams.net.admission")
+
+
+def check_share(share: object) -> None:
+    """Raise ``ValueError`` unless ``share`` is ``None`` or a number with ``0 < share <= 1``."""
+    if share is None:
+        return
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+        raise ValueError(f"admission_share must be a number with 0 < share <= 1, or None, got {share!r}")
+
+
+class Gate(Protocol):
+    """What stops accepting while the budget is spent (a listener: :class:`AdmittingServer`)."""
+
+    def pause(self) -> None:
+        """Stop accepting new connections."""
+
+    def resume(self) -> None:
+        """Accept new connections again."""
+
+
+class Admission:
+    """The bucket of loop time for connections not yet established; see the module docstring.
+
+    ``clock`` measures work (``time.perf_counter``); the bucket refills by ``loop.time()``.
+    ``share`` and ``burst`` are seconds per second and seconds.
+    """
+
+    __slots__ = ("_balance", "_gates", "_last", "_loop", "_reopen", "burst", "clock", "share")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        share: float,
+        *,
+        burst: float = BURST,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._loop = loop
+        self.share = share
+        self.burst = burst
+        self.clock = clock
+        """Measures the work charged (seconds)."""
+        self._balance = burst
+        self._last = loop.time()
+        self._gates: list[Gate] = []  # what stops accepting while the bucket is empty
+        self._reopen: asyncio.TimerHandle | None = None  # set while closed
+
+    @property
+    def open(self) -> bool:
+        """Whether new connections are accepted now."""
+        return self._reopen is None
+
+    @property
+    def balance(self) -> float:
+        """Seconds of work in the bucket now (negative: owed)."""
+        self._refill()
+        return self._balance
+
+    def charge(self, seconds: float) -> None:
+        """``seconds`` of work were spent on a connection not yet established."""
+        self._refill()
+        self._balance -= seconds
+        if self._balance < 0 and self._reopen is None:
+            self._wait()
+            for gate in self._gates:
+                gate.pause()
+
+    def _wait(self) -> None:
+        """Come back when the bucket has refilled to :data:`REOPEN` of the burst."""
+        wait = (self.burst * REOPEN - self._balance) / self.share
+        self._reopen = self._loop.call_later(wait, self._reopened)
+
+    def add_gate(self, gate: Gate) -> None:
+        """Pause ``gate`` whenever the bucket runs empty, resume it once it has refilled."""
+        self._gates.append(gate)
+        (gate.resume if self.open else gate.pause)()
+
+    def remove_gate(self, gate: Gate) -> None:
+        """Forget ``gate``; the last one gone, no timer is left behind."""
+        if gate in self._gates:
+            self._gates.remove(gate)
+        if not self._gates:
+            reopen, self._reopen = self._reopen, None
+            if reopen is not None:
+                reopen.cancel()
+
+    def _refill(self) -> None:
+        now = self._loop.time()
+        balance = self._balance + (now - self._last) * self.share
+        self._balance = balance if balance < self.burst else self.burst
+        self._last = now
+
+    def _reopened(self) -> None:
+        self._reopen = None
+        self._refill()
+        if self._balance < 0:  # charged meanwhile (connections accepted before finishing): wait again
+            self._wait()
+            return
+        for gate in self._gates:
+            gate.resume()
+
+
+class AdmittingServer:
+    """Listening sockets accepted from within an :class:`Admission` budget.
+
+    Made by :meth:`start`; ``close``/``wait_closed`` like an :class:`asyncio.Server`.
+    """
+
+    def __init__(
+        self,
+        server: asyncio.Server,
+        factory: Callable[[], asyncio.BaseProtocol],
+        admission: Admission,
+        ssl: _ssl.SSLContext | None,
+    ) -> None:
+        self._server = server  # asyncio's, never serving: it bound the sockets and closes them
+        self._socks = [s.dup() for s in server.sockets]
+        for sock in self._socks:
+            sock.setblocking(False)
+            sock.listen(LISTEN_BACKLOG)
+        self._factory = factory
+        self._admission = admission
+        self._ssl = ssl
+        self._loop = asyncio.get_running_loop()
+        self._starting: set[asyncio.Task[Any]] = set()
+        self._reading = False
+        self._closed = False
+        self._retry: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def start(
+        cls,
+        server: asyncio.Server,
+        factory: Callable[[], asyncio.BaseProtocol],
+        admission: Admission,
+        ssl: _ssl.SSLContext | None,
+    ) -> AdmittingServer:
+        gate = cls(server, factory, admission, ssl)
+        admission.add_gate(gate)
+        return gate
+
+    @property
+    def sockets(self) -> list[socket.socket]:
+        return list(self._socks)
+
+    def pause(self) -> None:
+        """Stop accepting: new connections wait in the kernel's listen backlog."""
+        if self._reading:
+            self._reading = False
+            for sock in self._socks:
+                self._loop.remove_reader(sock.fileno())
+
+    def resume(self) -> None:
+        if not self._reading and not self._closed and self._retry is None:
+            self._reading = True
+            for sock in self._socks:
+                self._loop.add_reader(sock.fileno(), self._accept, sock)
+
+    def _accept(self, listening: socket.socket) -> None:
+        admission, clock = self._admission, self._admission.clock
+        for _ in range(ACCEPT_BATCH):
+            if not self._reading:  # the budget ran out (or the server closed)
+                return
+            started = clock()
+            try:
+                sock, _ = listening.accept()
+            except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                admission.charge(clock() - started)
+                return
+            except OSError as error:
+                if error.errno not in _ACCEPT_LATER:
+                    raise
+                _log.error("cannot accept connections (%s): trying again in %g s", error, ACCEPT_RETRY)
+                self.pause()
+                self._retry = self._loop.call_later(ACCEPT_RETRY, self._retried)
+                return
+            sock.setblocking(False)
+            task = self._loop.create_task(self._connect(sock))
+            self._starting.add(task)
+            task.add_done_callback(self._starting.discard)
+            admission.charge(clock() - started)
+
+    def _retried(self) -> None:
+        self._retry = None
+        if self._admission.open:
+            self.resume()
+
+    async def _connect(self, sock: socket.socket) -> None:
+        try:
+            await self._loop.connect_accepted_socket(self._factory, sock, ssl=self._ssl)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except asyncio.CancelledError:
+            sock.close()
+            raise
+        except BaseException as error:  # as asyncio's own servers report it
+            sock.close()
+            self._loop.call_exception_handler(
+                {
+                    "message": "Error on transport creation for incoming connection",
+                    "exception": error,
+                    "socket": sock,
+                }
+            )
+
+    def close(self) -> None:
+        """Stop accepting and close the listening sockets (accepted connections stay)."""
+        if self._closed:
+            return
+        self.pause()
+        self._closed = True
+        self._admission.remove_gate(self)
+        retry, self._retry = self._retry, None
+        if retry is not None:
+            retry.cancel()
+        for sock in self._socks:
+            sock.close()
+        self._server.close()
+
+    async def wait_closed(self) -> None:
+        await self._server.wait_closed()

@@ -1,0 +1,290 @@
+"""The admission budget (rstreams.net._admission): new connections take at most a share of the loop.
+
+The bucket and its gates run on a virtual clock; what the pending handler charges is read
+off a clock that ticks once per call, over memory transports. The end-to-end tests use a
+server process and raw sockets: a burst of garbage connections waits in the kernel's
+backlog while an established stream goes on, and a newcomer still gets in during a flood
+that does not stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import select
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import cast
+
+import pytest
+
+import rstreams
+from rstreams.net import connect, serve
+from rstreams.net._admission import BURST, REOPEN, Admission, check_share
+from rstreams.net._pending import ADMISSION_READS, Pending
+from rstreams.net._pump import Pump
+from rstreams.wire import ClientHello, ConnectionClosed, Request, ServerHello, Subscribe, encode
+from testkit.clock import VirtualLoop
+from testkit.hostile import Legit, ServerProcess, server_process
+from testkit.net import MemoryPeer, memory_pair, run_virtual
+
+OFFER = {"greeting": lambda _params: rstreams.from_iterable([b"hi"] * 10_000)}
+HELLO = encode(ClientHello())
+GARBAGE = HELLO + b"\xff" * 64  # 0xff: no such message type; the core says goodbye at once
+
+
+class Gate:
+    """Records what the budget tells it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def pause(self) -> None:
+        self.calls.append("pause")
+
+    def resume(self) -> None:
+        self.calls.append("resume")
+
+
+def budget(share: float = 0.25) -> tuple[VirtualLoop, Admission, Gate]:
+    loop = VirtualLoop()
+    admission = Admission(cast(asyncio.AbstractEventLoop, loop), share)
+    gate = Gate()
+    admission.add_gate(gate)
+    return loop, admission, gate
+
+
+def accepting(admission: Admission) -> bool:
+    return admission.open  # (a function: mypy would keep what an assert told it about the property)
+
+
+# -- the bucket ---------------------------------------------------------------------------
+def test_a_quiet_server_admits_a_burst_then_pauses_until_the_share_has_refilled_it() -> None:
+    loop, admission, gate = budget(share=0.25)
+    assert gate.calls == ["resume"] and accepting(admission)
+    admission.charge(BURST)  # exactly the burst: not owed yet
+    assert accepting(admission)
+    admission.charge(0.01)  # 10 ms owed: stop accepting
+    assert gate.calls == ["resume", "pause"] and not accepting(admission)
+    reopen = (BURST * REOPEN + 0.01) / 0.25  # back to a quarter of the burst at 0.25 s per s
+    loop.advance(reopen - 0.001)
+    assert not accepting(admission)
+    loop.advance(0.002)
+    assert accepting(admission) and gate.calls == ["resume", "pause", "resume"]
+    assert admission.balance == pytest.approx(BURST * REOPEN, abs=0.001)
+
+
+def test_the_bucket_holds_at_most_the_burst() -> None:
+    loop, admission, _ = budget(share=0.5)
+    admission.charge(BURST)
+    loop.advance(3600.0)  # an idle hour banks no more than the burst
+    assert admission.balance == pytest.approx(BURST)
+    admission.charge(BURST + 0.001)
+    assert not accepting(admission)
+
+
+def test_work_charged_while_paused_extends_the_pause() -> None:
+    """Connections accepted before the pause still finish their handshakes and are charged."""
+    loop, admission, gate = budget(share=0.25)
+    admission.charge(BURST + 0.01)
+    first = (BURST * REOPEN + 0.01) / 0.25
+    admission.charge(0.02)  # a handshake under way when the bucket ran out
+    loop.advance(first + 0.001)
+    assert not accepting(admission)  # the 20 ms more are owed too
+    loop.advance(0.02 / 0.25)
+    assert accepting(admission) and gate.calls == ["resume", "pause", "resume"]
+
+
+def test_a_removed_gate_is_not_resumed_and_leaves_no_timer() -> None:
+    loop, admission, gate = budget()
+    admission.charge(BURST + 1.0)
+    admission.remove_gate(gate)
+    loop.advance(100.0)
+    assert gate.calls == ["resume", "pause"]
+
+
+@pytest.mark.parametrize("share", [0, -0.1, 1.5, "0.5", True, float("nan")])
+def test_a_bad_share_is_refused_naming_the_option(share: object) -> None:
+    with pytest.raises(ValueError, match="admission_share"):
+        check_share(share)
+
+
+@pytest.mark.asyncio
+async def test_serve_refuses_a_bad_admission_share() -> None:
+    with pytest.raises(ValueError, match="admission_share must be a number with 0 < share <= 1"):
+        await serve("tcp://127.0.0.1:0", admission_share=2.0)
+
+
+# -- what a new connection is charged ---------------------------------------------------------
+class Ticks:
+    """A work clock that moves one second per reading: each timed callback charges exactly 1."""
+
+    def __init__(self) -> None:
+        self.count = itertools.count()
+
+    def __call__(self) -> float:
+        return float(next(self.count))
+
+
+def charged_peer(admission_of: Callable[[], Admission]) -> tuple[Admission, MemoryPeer, Pending]:
+    admission = admission_of()
+    server_hello = b"".join(Pump(client=False, offer=OFFER).outbox.core.data_to_send())
+    pending = Pending(lambda: Pump(client=False, offer=OFFER), server_hello, 10.0, admission)
+    peer = MemoryPeer(hello=False)
+    memory_pair(pending, peer)
+    return admission, peer, pending
+
+
+def new_admission() -> Admission:
+    # A share so small that nothing refills during the test: the balance is minus what was charged.
+    return Admission(asyncio.get_running_loop(), 1e-12, burst=0.0, clock=Ticks())
+
+
+def test_a_connection_that_sends_garbage_is_charged_for_all_of_its_work() -> None:
+    async def main() -> tuple[float, MemoryPeer]:
+        admission, peer, _ = charged_peer(new_admission)
+        assert admission.balance == pytest.approx(-1)  # connection_made: the serverHello
+        peer.transport.writelines([GARBAGE])
+        await asyncio.sleep(5.0)  # the goodbye, the lingering close, the end of the transport
+        return admission.balance, peer
+
+    balance, peer = run_virtual(main)
+    [closed] = peer.of(ConnectionClosed)
+    assert closed.reason.startswith("message type 0xff belongs to no extension")
+    assert round(balance) <= -3  # connection_made, the read of garbage, connection_lost at least
+
+
+def test_an_established_connection_stops_being_charged() -> None:
+    async def main() -> tuple[float, float, MemoryPeer]:
+        admission, peer, _ = charged_peer(new_admission)
+        peer.transport.writelines([HELLO + encode(Subscribe(publisher="greeting", subscriber=1))])
+        await asyncio.sleep(0.1)
+        for _ in range(ADMISSION_READS):  # the reads a newcomer is charged for
+            peer.transport.writelines([encode(Request(subscriber=1, demand=1))])
+            await asyncio.sleep(0.1)
+        established = admission.balance
+        for _ in range(20):
+            peer.transport.writelines([encode(Request(subscriber=1, demand=1))])
+            await asyncio.sleep(0.1)
+        return established, admission.balance, peer
+
+    established, later, peer = run_virtual(main)
+    assert peer.of(ServerHello)
+    assert established == pytest.approx(-1 - ADMISSION_READS)  # the serverHello and its first reads
+    assert round(later) == round(established)  # twenty more reads, none charged
+
+
+# -- end to end: a server process, raw sockets ---------------------------------------------------
+@contextlib.contextmanager
+def raw_connections(address: tuple[str, int], count: int, data: bytes) -> Iterator[list[socket.socket]]:
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.create_connection(address, timeout=10)
+            sock.sendall(data)
+            socks.append(sock)
+        yield socks
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def answered(socks: list[socket.socket]) -> int:
+    """How many of ``socks`` the server has written to (its serverHello comes as it accepts)."""
+    count = 0
+    for chunk in _chunks(socks, 256):
+        readable, _, _ = select.select(list(chunk), [], [], 0)
+        count += len(readable)
+    return count
+
+
+def _chunks(items: list[socket.socket], size: int) -> Iterator[list[socket.socket]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def tcp_address(server: ServerProcess) -> tuple[str, int]:
+    address = server.address
+    assert isinstance(address, tuple)
+    return address
+
+
+@pytest.mark.asyncio
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+async def test_a_burst_of_garbage_connections_waits_in_the_backlog_while_a_stream_goes_on() -> None:
+    """600 garbage connections at once, against a budget of 0.1% of the loop: the server takes
+    a burst of them, leaves the rest to the kernel, and the established stream runs on."""
+    with server_process("tcp://127.0.0.1:0", admission_share=0.001) as server:
+        conn = await connect(server.url)
+        try:
+            legit = Legit()
+            conn.publisher("counter").subscribe(legit)
+            assert await legit.more_than(1000)
+            address = tcp_address(server)
+            with raw_connections(address, 600, GARBAGE) as socks:
+                start = legit.received
+                assert await legit.more_than(start + 100_000), "the established stream stopped"
+                waiting = len(socks) - answered(socks)
+        finally:
+            await conn.aclose()
+    # Unbudgeted, the server answers all 600 in a fraction of the time the stream takes for
+    # 100,000 elements; with 0.1% of the loop, a burst of 50 ms of work and then a few per second.
+    assert waiting >= 200, f"only {waiting} of 600 garbage connections were still waiting to be accepted"
+
+
+def garbage_loop(address: tuple[str, int], stop: threading.Event, done: list[int]) -> None:
+    noise = os.urandom(16 * 1024)
+    while not stop.is_set():
+        try:
+            with socket.create_connection(address, timeout=10) as sock:
+                sock.sendall(HELLO + b"\x0e" + noise)
+                with contextlib.suppress(OSError):
+                    sock.recv(4096)
+            done.append(1)
+        except OSError:
+            pass
+
+
+def join(threads: list[threading.Thread]) -> None:
+    for thread in threads:
+        thread.join(15)
+
+
+@pytest.mark.asyncio
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+async def test_newcomers_still_get_in_while_garbage_connections_keep_coming() -> None:
+    """Four peers open garbage connections in a loop; the established stream goes on, a new
+    client is accepted, says hello and streams, and the garbage peers are answered too."""
+    with server_process("tcp://127.0.0.1:0", admission_share=0.05) as server:
+        conn = await connect(server.url)
+        stop, done = threading.Event(), list[int]()
+        threads = [
+            threading.Thread(target=garbage_loop, args=(tcp_address(server), stop, done), daemon=True)
+            for _ in range(4)
+        ]
+        try:
+            legit = Legit()
+            conn.publisher("counter").subscribe(legit)
+            assert await legit.more_than(1000)
+            for thread in threads:
+                thread.start()
+            assert await legit.more_than(legit.received + 20_000), "the established stream stopped"
+            newcomer = await asyncio.wait_for(connect(server.url), 30)
+            try:
+                fresh = Legit()
+                newcomer.publisher("counter").subscribe(fresh)
+                assert await fresh.more_than(1000), "the newcomer was not served"
+            finally:
+                await newcomer.aclose()
+            flooded = len(done)
+            assert await legit.more_than(legit.received + 20_000), "the established stream stopped"
+        finally:
+            stop.set()
+            await asyncio.to_thread(join, threads)
+            await conn.aclose()
+    assert flooded > 0, "no garbage connection was ever answered"
