@@ -15,8 +15,8 @@ Sources (``--one``):
   streaming unpacker, columns converted by Arrow).
 * ``rstreams-sink-json`` and ``rstreams-sink-arrow``: the other way: Spark's
   ``rate-micro-batch`` source into the ``rstreams`` sink, publishing on an evicting sink log of
-  a ``ReplayServer`` in this process: JSON written row by row, or Arrow IPC elements written by
-  Spark's Arrow writer.
+  a ``ReplayServer`` in this process, both through Spark's Arrow writer: one JSON element per
+  row (timestamps made text by Arrow), or Arrow IPC elements of up to 64 Ki rows.
 * ``rstreams-servers-1`` and ``rstreams-servers-3``: Arrow elements as in ``rstreams-arrow``,
   but served by replay servers in processes of their own (one server holding every row, or
   three servers holding a third each, one query over the three with a list of URLs); the

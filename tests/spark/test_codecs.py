@@ -212,3 +212,51 @@ def test_msgpack_records_as_arrays_in_bulk() -> None:
     elements = [msgpack.packb(["s", 1.5, i]) for i in range(5)]
     rows = decode(elements, "msgpack")
     assert [row["value"] for row in rows] == [0.0, 1.0, 2.0, 3.0, 4.0] and rows[0]["sensor"] == "s"
+
+
+@pytest.mark.parametrize("codec", ["json", "msgpack"])
+def test_the_sink_writes_times_as_iso_text_by_column_and_the_source_reads_them_back(codec: str) -> None:
+    """The sink's row encoder: a zoned timestamp as UTC with its offset, one without a zone as it
+    is, a date as ISO; nulls stay null; maps become objects; decode gives the same values."""
+    from decimal import Decimal
+
+    from rstreams.spark._codecs import row_encoder
+
+    paris = datetime.timezone(datetime.timedelta(hours=1))
+    schema = pa.schema(
+        [
+            pa.field("ts", pa.timestamp("us", tz="Europe/Paris")),
+            pa.field("local", pa.timestamp("us")),
+            pa.field("day", pa.date32()),
+            pa.field("tags", pa.map_(pa.string(), pa.int64())),
+            pa.field("price", pa.decimal128(6, 2)),
+        ]
+    )
+    batch = pa.record_batch(
+        [
+            pa.array([datetime.datetime(2024, 1, 2, 4, 4, 5, 250000, tzinfo=paris), None], schema[0].type),
+            pa.array([datetime.datetime(2024, 1, 2, 3, 4, 5), None], schema[1].type),
+            pa.array([datetime.date(2024, 2, 29), None], schema[2].type),
+            pa.array([[("a", 1)], None], schema[3].type),
+            pa.array([Decimal("1.50"), None], schema[4].type),
+        ],
+        schema=schema,
+    )
+    elements = row_encoder(codec)(batch)
+    loads = json.loads if codec == "json" else msgpack.unpackb
+    assert [loads(element) for element in elements] == [
+        {
+            "ts": "2024-01-02T03:04:05.250000+00:00",
+            "local": "2024-01-02T03:04:05.000000",
+            "day": "2024-02-29",
+            "tags": {"a": 1},
+            "price": "1.50",
+        },
+        {"ts": None, "local": None, "day": None, "tags": None, "price": None},
+    ]
+    read = pa.schema([pa.field("ts", pa.timestamp("us", tz="UTC")), pa.field("day", pa.date32())])
+    (decoded,) = decode_batches(elements, 0, codec, read, "p")
+    assert decoded.to_pylist()[0] == {
+        "ts": datetime.datetime(2024, 1, 2, 3, 4, 5, 250000, tzinfo=UTC),
+        "day": datetime.date(2024, 2, 29),
+    }

@@ -232,10 +232,10 @@ def test_a_batch_read_covers_every_log(serve: Any) -> None:
 
 
 def test_the_sink_spreads_rows_over_logs_by_key_the_same_for_rows_and_arrow(serve: Any) -> None:
-    """Two servers with two sink logs each: four logs. The Arrow writer and the row writer put
-    each key in the same log; each log publishes the batch once, a re-run publishes nothing."""
+    """Two servers with two sink logs each: four logs. codec json (one element per row) and
+    arrow (record batches) put each key in the same log; each log publishes the batch once, a
+    re-run publishes nothing."""
     import pyarrow as pa
-    from pyspark.sql import Row
 
     from rstreams.replay import fetch_range
     from rstreams.spark._sink import _Writer
@@ -254,9 +254,9 @@ def test_the_sink_spreads_rows_over_logs_by_key_the_same_for_rows_and_arrow(serv
         }
 
     rows = _Writer({**options, "writerId": "w"}, SCHEMA)
-    staged = rows.write(iter(Row(log=k, seq=i) for i, k in enumerate(logs * 5)))
+    staged = rows.write_arrow(iter([table.slice(0, 25), table.slice(25)]))
     assert rows.publish([staged], 7) == {"published": True, "count": 60}
-    assert rows.publish([rows.write(iter([Row(log="k0", seq=0)]))], 7)["published"] is False  # once
+    assert rows.publish([rows.write_arrow(iter([table.slice(0, 1)]))], 7)["published"] is False  # once
     by_rows = {key: sorted(r["log"] for r in got) for key, got in written().items()}
     assert sum(len(v) for v in by_rows.values()) == 60 and sum(1 for v in by_rows.values() if v) >= 2
     for named in sinks:

@@ -96,13 +96,13 @@ def test_a_bad_batch_id_fails_naming_it(options: dict[str, Any], says: str) -> N
     assert failure.value.option == "batchId" and says in str(failure.value)
 
 
-def test_the_sink_picks_the_arrow_writer_for_codec_arrow() -> None:
-    """codec arrow: Spark's Arrow writers (record batches, no Row objects); else rows."""
+@pytest.mark.parametrize("codec", ["arrow", "json", "msgpack"])
+def test_the_sink_takes_record_batches_with_every_codec(codec: str) -> None:
+    """Spark's Arrow writers (record batches, no Row objects) for every codec."""
     from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
 
-    assert isinstance(sink(codec="arrow"), DataSourceStreamArrowWriter)
-    assert isinstance(batch_sink(codec="arrow"), DataSourceArrowWriter)
-    assert not isinstance(sink(codec="json"), DataSourceStreamArrowWriter)
+    assert isinstance(sink(codec=codec), DataSourceStreamArrowWriter)
+    assert isinstance(batch_sink(codec=codec), DataSourceArrowWriter)
 
 
 def test_the_schema_option_is_required() -> None:

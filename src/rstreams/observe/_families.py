@@ -98,6 +98,40 @@ def families(snapshot: dict[str, Any]) -> Iterator[Family]:
     yield from _per_publisher(s["publishers"])
     if "replay" in s:
         yield from _replay(s["replay"]["logs"])
+    if "spark" in s:
+        yield from _spark(s["spark"]["queries"])
+
+
+_PER_QUERY = (
+    ("spark_batch_rows", "gauge", "batch_rows", "Rows in a Spark query's last micro-batch."),
+    ("spark_batch_seconds", "gauge", "batch_seconds", "Seconds a Spark query's last micro-batch took."),
+    ("spark_input_rows_per_second", "gauge", "input_rows_per_second", "A Spark query's input rate."),
+    (
+        "spark_processed_rows_per_second",
+        "gauge",
+        "processed_rows_per_second",
+        "A Spark query's processing rate.",
+    ),
+    (
+        "spark_rows_behind",
+        "gauge",
+        "rows_behind",
+        "Rows its rstreams sources hold that no batch has taken yet.",
+    ),
+    ("spark_batches", "counter", "batches", "Micro-batches with rows a Spark query completed."),
+    ("spark_rows", "counter", "rows", "Rows a Spark query's micro-batches read."),
+)
+
+
+def _spark(queries: dict[str, dict[str, Any]]) -> Iterator[Family]:
+    """A Spark session's streaming queries (``rstreams.spark.watch_progress``), labelled by query."""
+    for name, kind, key, doc in _PER_QUERY:
+        family_type = new_gauge if kind == "gauge" else new_counter
+        family = family_type(f"rstreams_{name}", doc, labels=["query"])
+        for query, row in queries.items():
+            if key in row:
+                family.add_metric([query], row[key])
+        yield family
 
 
 _PER_LOG = (

@@ -526,6 +526,17 @@ class ReplayServer:
         """Where Prometheus scrapes this server's numbers (``metrics="host:port"``), else ``None``."""
         return None if self._server is None else self._server.metrics_url
 
+    def add_metrics(self, name: str, read: Callable[[], dict[str, Any]]) -> None:
+        """Include ``read()`` under ``name`` in the server's numbers (:meth:`rstreams.net.Server.add_metrics`;
+        ``"spark"``: :func:`rstreams.spark.watch_progress`). Needs ``metrics=``."""
+        if self._server is None:
+            raise RuntimeError("ReplayServer.add_metrics: the server is not started")
+
+        async def added() -> None:
+            self._server.add_metrics(name, read)
+
+        asyncio.run_coroutine_threadsafe(added(), self.loop).result(10)
+
     def metrics(self) -> dict[str, Any]:
         """The server's numbers (``metrics=`` on): its streams as :meth:`rstreams.net.Server.metrics`
         gives them, and under ``"replay"`` each log's elements and bytes held, trims, and each

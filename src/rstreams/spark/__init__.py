@@ -48,6 +48,8 @@ from rstreams.spark._codecs import arrow_rows as arrow_rows
 from rstreams.spark._java import JavaMissingError as JavaMissingError
 from rstreams.spark._java import check_java as check_java
 from rstreams.spark._options import CONF_PREFIX
+from rstreams.spark._progress import SparkProgress as SparkProgress
+from rstreams.spark._progress import watch_progress as watch_progress
 from rstreams.spark._source import RStreamsDataSource as RStreamsDataSource
 
 __all__ = [
@@ -57,12 +59,14 @@ __all__ = [
     "RemoteLogError",
     "ReplayLog",
     "ReplayServer",
+    "SparkProgress",
     "TrimmedError",
     "arrow_ipc",
     "arrow_rows",
     "check_java",
     "register",
     "replay_offer",
+    "watch_progress",
 ]
 
 

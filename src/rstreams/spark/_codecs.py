@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rstreams.errors import ReactiveStreamsError
 
@@ -418,17 +419,44 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def row_encoder(codec: str) -> Callable[[Any], bytes]:
-    """``Row -> bytes`` for the sink (``json`` or ``msgpack``; timestamps become ISO strings)."""
+def row_encoder(codec: str) -> Callable[[pa.RecordBatch], list[bytes]]:
+    """``record batch -> one element per row`` for the sink (``json`` or ``msgpack``).
+
+    Timestamps and dates become ISO text a column at a time, by Arrow: a timestamp with a time
+    zone as UTC, ``2024-05-01T12:00:00.250000+00:00``; one without (``TIMESTAMP_NTZ``) as it
+    is, ``2024-05-01T12:00:00.250000``; a date ``2024-05-01``. Maps become objects. Then each
+    row is one ``json.dumps`` or msgpack ``pack`` of plain Python values (timestamps nested in
+    structs or lists, and decimals, through ``_plain``, one value at a time).
+    """
     if codec == "msgpack":
         import msgpack
 
-        return lambda row: msgpack.packb(row.asDict(recursive=True), default=_plain)
+        pack = msgpack.Packer(default=_plain).pack
+        return lambda batch: [pack(row) for row in _plain_rows(batch)]
     if codec == "json":
-        return lambda row: json.dumps(
-            row.asDict(recursive=True), default=_plain, separators=(",", ":")
-        ).encode()
+        dumps = json.JSONEncoder(default=_plain, separators=(",", ":")).encode
+        return lambda batch: [dumps(row).encode() for row in _plain_rows(batch)]
     raise ValueError(f"the rstreams sink writes json or msgpack elements; got codec {codec!r}")
+
+
+def _plain_rows(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    columns = [_time_text(column) for column in batch.columns]
+    plain = pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+    rows: list[dict[str, Any]] = plain.to_pylist(maps_as_pydicts="strict")
+    return rows
+
+
+def _time_text(column: pa.Array) -> pa.Array:
+    """A timestamp or date column as ISO text (nulls stay null); any other column as it is."""
+    kind = column.type
+    if pa.types.is_timestamp(kind):
+        if kind.tz is None:
+            return pc.strftime(column, format="%Y-%m-%dT%H:%M:%S")
+        utc = pc.strftime(column.cast(pa.timestamp(kind.unit, "UTC")), format="%Y-%m-%dT%H:%M:%S")
+        return pc.binary_join_element_wise(utc, "+00:00", "")
+    if pa.types.is_date(kind):
+        return column.cast(pa.string())
+    return column
 
 
 def _plain(value: Any) -> Any:

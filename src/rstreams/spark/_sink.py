@@ -31,10 +31,12 @@ retries anyway), and ``commit`` publishes each log's tokens on that log as the b
 ``(writer, batch)`` and log: a re-run after a commit that reached only some logs publishes on the
 others only.
 
-Codec ``arrow`` writes with Spark's Arrow writers (``DataSourceStreamArrowWriter``,
-``DataSourceArrowWriter``): the task's record batches, re-chunked to at most
-:data:`~rstreams.spark._codecs.BATCH_ROWS` rows, each become one Arrow IPC stream element;
-no Spark ``Row`` is made. ``json`` and ``msgpack`` write row by row.
+Every codec writes with Spark's Arrow writers (``DataSourceStreamArrowWriter``,
+``DataSourceArrowWriter``); no Spark ``Row`` is made. With ``arrow`` the task's record
+batches, re-chunked to at most :data:`~rstreams.spark._codecs.BATCH_ROWS` rows, each become
+one Arrow IPC stream element; with ``json`` and ``msgpack`` each row becomes one element,
+its timestamps and dates made ISO text by Arrow a column at a time
+(:func:`~rstreams.spark._codecs.row_encoder`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain
 from typing import Any
 from urllib.parse import quote
 
@@ -68,8 +70,6 @@ from rstreams.spark._options import OptionError, access_from, explain, number, r
 __all__ = [
     "RStreamsArrowBatchWriter",
     "RStreamsArrowStreamWriter",
-    "RStreamsBatchWriter",
-    "RStreamsStreamWriter",
     "SpreadUpload",
     "StagedUpload",
     "stream_writer",
@@ -124,29 +124,23 @@ class _Writer:
         checked = [access_from(options, url) for url in urls]  # each URL: its TLS files load
         self.access: Access = checked[0]
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        """Stage a partition's rows (``Row`` objects) as ``json`` or ``msgpack`` elements."""
-        encode = row_encoder(self.codec)
-        if self.key is None:
-            return self._upload(map(encode, iterator))
-        name, kind = self.key
-        spread: list[list[bytes]] = [[] for _ in self.targets]
-        for chunk in _chunks(iterator, BATCH_ROWS):
-            slots = _slots(pa.array([row[name] for row in chunk], type=kind), len(self.targets))
-            for row, slot in zip(chunk, slots.tolist(), strict=True):
-                spread[slot].append(encode(row))
-        return self._spread([iter(rows) for rows in spread])
-
     def write_arrow(self, batches: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        """Stage a partition's record batches as ``arrow`` elements of at most BATCH_ROWS rows."""
+        """Stage a partition's record batches: ``arrow`` elements of at most BATCH_ROWS rows, or
+        one ``json`` or ``msgpack`` element per row."""
         if self.key is None:
-            return self._upload(_ipc_elements(batches))
+            return self._upload(self._elements(batches))
         spread: list[list[pa.RecordBatch]] = [[] for _ in self.targets]
         for batch in batches:
             slots = _slots(batch.column(self.key[0]), len(self.targets))
             for slot in np.unique(slots).tolist():
                 spread[slot].append(batch.take(pa.array(np.flatnonzero(slots == slot))))
-        return self._spread([_ipc_elements(iter(held)) for held in spread])
+        return self._spread([self._elements(iter(held)) for held in spread])
+
+    def _elements(self, batches: Iterator[pa.RecordBatch]) -> Iterator[bytes]:
+        if self.codec == "arrow":
+            return _ipc_elements(batches)
+        encode = row_encoder(self.codec)
+        return (element for batch in batches for element in encode(batch))
 
     def _upload(self, elements: Iterator[bytes]) -> StagedUpload:
         token, count = self._stage(self.targets[0], elements)
@@ -255,11 +249,6 @@ def _slots(keys: pa.Array | pa.ChunkedArray, logs: int) -> Any:
     return hash_array(text.to_numpy(zero_copy_only=False)) % logs
 
 
-def _chunks(iterator: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    while chunk := list(islice(iterator, size)):
-        yield chunk
-
-
 def _batch_id(options: Mapping[str, str], writer: str | None) -> int | None:
     text = options.get("batchId")
     if text is None:
@@ -314,24 +303,8 @@ def _query_id() -> str:
     return str(query) if query else f"batch-{uuid.uuid4().hex}"
 
 
-class RStreamsStreamWriter(DataSourceStreamWriter):
-    """``df.writeStream.format("rstreams")`` with codec ``json`` or ``msgpack``: rows."""
-
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        self._writer = _Writer(options, schema)
-
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return self._writer.write(iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        self._writer.publish(messages, batchId)
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        self._writer.discard(messages)
-
-
 class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
-    """``df.writeStream.format("rstreams")`` with codec ``arrow``: record batches."""
+    """``df.writeStream.format("rstreams")``: record batches, every codec."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self._writer = _Writer(options, schema)
@@ -346,7 +319,7 @@ class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
         self._writer.discard(messages)
 
 
-class RStreamsBatchWriter(DataSourceWriter):
+class RStreamsArrowBatchWriter(DataSourceArrowWriter):
     """``df.write.format("rstreams")``: one publish of all partitions' rows, as a fresh batch
     or, with options ``writerId`` and ``batchId``, as that batch (once)."""
 
@@ -355,30 +328,14 @@ class RStreamsBatchWriter(DataSourceWriter):
         given = self._writer.batch_id
         self._batch = uuid.uuid4().int & (2**62 - 1) if given is None else given
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return self._writer.write(iterator)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return self._writer.write_arrow(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         self._writer.publish(messages, self._batch)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         self._writer.discard(messages)
-
-
-class RStreamsArrowBatchWriter(DataSourceArrowWriter):
-    """:class:`RStreamsBatchWriter` with codec ``arrow``: record batches."""
-
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
-        self._rows = RStreamsBatchWriter(options, schema)
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        return self._rows._writer.write_arrow(iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        self._rows.commit(messages)
-
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        self._rows.abort(messages)
 
 
 def stream_writer(options: Mapping[str, str], schema: StructType) -> DataSourceStreamWriter:
@@ -389,13 +346,9 @@ def stream_writer(options: Mapping[str, str], schema: StructType) -> DataSourceS
             "option batchId is for df.write (e.g. inside foreachBatch); a streaming query publishes "
             "each micro-batch under its own batch id",
         )
-    if str(options.get("codec", "json")) == "arrow":
-        return RStreamsArrowStreamWriter(options, schema)
-    return RStreamsStreamWriter(options, schema)
+    return RStreamsArrowStreamWriter(options, schema)
 
 
 def writer(options: Mapping[str, str], schema: StructType) -> DataSourceWriter:
-    """The batch writer for the options' codec."""
-    if str(options.get("codec", "json")) == "arrow":
-        return RStreamsArrowBatchWriter(options, schema)
-    return RStreamsBatchWriter(options, schema)
+    """The batch writer (every codec)."""
+    return RStreamsArrowBatchWriter(options, schema)
