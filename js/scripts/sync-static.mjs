@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 export const BROWSER_MODULES = [
   "rsio.js", "rsio-wire.js", "rsio-subscribe.js", "rsio-publish.js", "rsio-resume.js", "rsio-codes.js",
-  "rsio-messages.js", "rsio-content.js", "rsio-channels.js",
+  "rsio-messages.js", "rsio-content.js", "rsio-channels.js", "rsio-metadata.js",
 ];
 const source = new URL("../src/", import.meta.url);
 const target = new URL("../../src/rstreams/web/static/", import.meta.url);

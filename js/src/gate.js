@@ -15,12 +15,17 @@
 
 import { EXTENSIONS, ProtocolError, decodeCredentials, decodeVarint } from "./rsio-wire.js";
 import { ERROR_CODES } from "./rsio-codes.js";
+import { NO_METADATA } from "./rsio-metadata.js";
+import { refusalOf } from "./rsio-publish.js";
 
 const AUTH = EXTENSIONS.auth;
 const REFUSED = Symbol("refused credentials");
 
 export class AuthGate {
-  /** `authenticate(credentials)` -> principal | null (or a promise of it); `authorize(principal, name)` -> boolean. */
+  /**
+   * `authenticate(credentials)` -> principal | null (or a promise of it); `authorize(principal,
+   * name, metadata)` -> boolean, or throws an error with a numeric `code` (§19.2) to refuse with it.
+   */
   constructor({ authenticate, authorize = () => true, required = true }) {
     if (typeof authenticate !== "function") throw new TypeError("authenticate must be a function (credentials) => principal | null");
     if (typeof authorize !== "function") throw new TypeError("authorize must be a function (principal, name) => boolean");
@@ -31,6 +36,7 @@ export class AuthGate {
     this.pending = false; // a clientHello listed auth and its authenticate is not settled yet
     this._settled = false;
     this._held = new Map(); // the client's ids -> held subscribe frames (Map keeps their order)
+    this._heldMessages = []; // [name, deliver, drop] of messages received before authenticate settled (§20.4)
     this._perSubscription = new Map(); // id -> principal (or REFUSED) for its next subscribe
     this._conn = null;
   }
@@ -105,6 +111,7 @@ export class AuthGate {
         if (frame.cancelled) this._conn._send({ type: "onComplete", subscriber: frame.subscriber });
         else this._decide(frame);
       }
+      for (const [name, deliver, drop] of this._heldMessages.splice(0)) this.admit(name, deliver, drop);
     });
   }
 
@@ -151,18 +158,41 @@ export class AuthGate {
         error: `unauthenticated: subscribe to '${name}' needs valid credentials (PROTOCOL.md §15.4)` });
       return;
     }
-    let allowed;
-    try {
-      allowed = this._authorize(principal, name);
-    } catch (error) {
-      this._conn._report(error);
-      allowed = false;
-    }
-    if (!allowed) {
-      this._conn._send({ type: "onError", subscriber: id, errorCode: ERROR_CODES.UNAUTHORIZED,
-        error: `unauthorized: subscribe to '${name}' is not allowed for this principal (PROTOCOL.md §15.4)` });
+    const refusal = this._refusal(principal, name, frame.metadata ?? NO_METADATA,
+      `unauthorized: subscribe to '${name}' is not allowed for this principal (PROTOCOL.md §15.4)`);
+    if (refusal !== null) {
+      this._conn._send({ type: "onError", subscriber: id, error: refusal[0], errorCode: refusal[1] });
       return;
     }
     this._conn._serving.subscribe(frame);
+  }
+
+  /** null when `authorize` lets `principal` use `name`, else [text, code] (§15.4, §19.2). */
+  _refusal(principal, name, metadata, text) {
+    try {
+      return this._authorize(principal, name, metadata) ? null : [text, ERROR_CODES.UNAUTHORIZED];
+    } catch (error) {
+      const refusal = refusalOf(error, text, ERROR_CODES.UNAUTHORIZED);
+      if (refusal[0] === text) this._conn._report(error);
+      return refusal;
+    }
+  }
+
+  /**
+   * A message for handler `name` (§20.4): `deliver()` when the connection's principal may use
+   * the name, else `drop(reason)`; held in order while authenticate is being checked (§15.3).
+   */
+  admit(name, deliver, drop) {
+    if (this.pending) {
+      this._heldMessages.push([name, deliver, drop]);
+      return;
+    }
+    if (this.principal === null && this.required) {
+      drop(`message to '${name}' dropped: unauthenticated (PROTOCOL.md §20.4)`);
+      return;
+    }
+    const refusal = this._refusal(this.principal, name, NO_METADATA, "");
+    if (refusal === null) deliver();
+    else drop(`message to '${name}' dropped: unauthorized (PROTOCOL.md §20.4)`);
   }
 }

@@ -13,6 +13,7 @@ import net from "node:net";
 import tls from "node:tls";
 
 import { AuthGate } from "./gate.js";
+import { ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
 import {
   Connection, ConnectionClosedError, SUBPROTOCOL, connect as connectWebSocket, connectTransport, holdUntilStarted,
   openWebSocket, webSocketTransport,
@@ -126,37 +127,56 @@ const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this lo
  * Accept RS.io connections on `url` (tcp://host:port, unix:///path, ws://host:port/path; port
  * 0: any free one) and serve `options.publishers` to them; every connection is a full
  * Connection (it may subscribe to the client's publishers too: `options.onconnection(conn)`).
- * With `authenticate(credentials) -> principal | null` (and `authorize(principal, name)`,
- * `authRequired`, default true) it offers extension auth (§15; gate.js). It never offers
- * resume. It closes a connection
- * idle for `options.idleTimeout` seconds (default 60; null: never, PROTOCOL.md §14.2).
- * Resolves with {url, connections, close()} once listening; close() says goodbye to every
- * connection.
+ * Extensions, each offered to clients that offer it (an older client keeps the behaviour it
+ * had): content types (§17: a publisher made with withContentType() states its type),
+ * metadata (§18: a publisher or channel factory gets the subscribe's entries as its last
+ * argument, `authorize` as its third), error codes (§19: refusals carry their code; a factory
+ * or `authorize` that throws an error with a numeric `code` refuses with that code and the
+ * error's message), messages (§20: `options.handlers`), channels (§21: `options.channels`,
+ * names or "{field}" patterns -> factories (input, params, path, connection, metadata)
+ * returning the output Publisher) and, with `options.resume` (true or {sessionTimeout,
+ * bufferBytes, ackDelay}, ms and bytes), resumption (§16; sessions.js). With
+ * `authenticate(credentials) -> principal | null` (and `authorize(principal, name,
+ * metadata)`, `authRequired`, default true) it offers extension auth (§15; gate.js). It
+ * closes a connection idle for `options.idleTimeout` seconds (default 60; null: never,
+ * PROTOCOL.md §14.2); on a resumable session the transport is dropped instead and the
+ * session waits for its resume. Resolves with {url, connections, close()} once listening;
+ * close() says goodbye to every connection.
  */
 export async function listen(url, options = {}) {
-  if (options.auth != null || options.resume) {
-    throw new TypeError("listen() takes no auth credentials and offers no resume: authenticate clients "
-      + "with options.authenticate (and authorize)");
+  if (options.auth != null) {
+    throw new TypeError("listen() takes no auth credentials: authenticate clients with options.authenticate "
+      + "(and authorize)");
   }
-  const { authenticate, authorize, authRequired = true, ...rest } = options;
+  const { authenticate, authorize, authRequired = true, resume, ...rest } = options;
   if (authenticate === undefined && authorize !== undefined) {
     throw new TypeError("authorize needs authenticate too: listen(url, {authenticate, authorize})");
   }
   const gate = () => (authenticate === undefined ? null
     : new AuthGate({ authenticate, authorize, required: authRequired }));
   gate(); // the hooks are checked now, not at the first connection
+  const sessions = resume ? new Sessions(serverResumeOptions(resume), options.clock) : null;
   const parsed = new URL(url);
   const connections = new Set();
-  const accept = (transport) => {
+  const open = (transport) => {
     const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S, ...rest, gate: gate(), role: "server" });
-    connections.add(conn);
-    conn.closed.then(() => connections.delete(conn));
-    try {
-      options.onconnection?.(conn);
-    } catch (error) {
-      conn._report(error);
+    const announce = () => {
+      connections.add(conn);
+      conn.closed.then(() => connections.delete(conn));
+      try {
+        options.onconnection?.(conn);
+      } catch (error) {
+        conn._report(error);
+      }
+    };
+    if (transport instanceof ServerSession) {
+      transport.onadmit = announce; // once its first byte shows it is not a resume (§16.3)
+      transport.onabandon = () => conn._abandon();
+    } else {
+      announce();
     }
   };
+  const accept = (link) => open(sessions === null ? link : sessions.session(link));
   let stop;
   let where;
   if (parsed.protocol === "tcp:" || parsed.protocol === "unix:") {
@@ -200,6 +220,7 @@ export async function listen(url, options = {}) {
   return {
     url: where,
     connections,
+    sessions,
     /** Goodbye to every connection (each has CLOSE_TIMEOUT_MS for the answer), then stop listening. */
     async close(reason = "server closing") {
       const bounded = (conn) => Promise.race([conn.close(reason),

@@ -6,7 +6,7 @@
 // qualifies (check), or fails with the §17.1 violation. The announced type is kept on the
 // subscription; decoderForType() gives the decoder of a built-in type (§17.3), if any.
 
-import { EXTENSIONS, ProtocolError, decodeVarint } from "./rsio-wire.js";
+import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
 
 const CONTENT_TYPE = EXTENSIONS.contentTypes.types.contentType;
 const textDecoder = new TextDecoder();
@@ -43,6 +43,24 @@ export function decoderForType(mediaType) {
     default:
       return null;
   }
+}
+
+/** Why `mediaType` cannot be announced (§17.1: 1-255 printable US-ASCII bytes, type/subtype), or null. */
+export function mediaTypeProblem(mediaType) {
+  if (typeof mediaType !== "string" || mediaType.length < 1 || mediaType.length > 255 || /[^\x20-\x7e]/.test(mediaType)) {
+    return `a media type is 1-255 printable US-ASCII characters (PROTOCOL.md §17.1), got ${JSON.stringify(mediaType)}`;
+  }
+  if (!/^[^\s/;]+\/[^\s/;]+/.test(mediaType)) {
+    return `a media type has the form type/subtype (PROTOCOL.md §17.1), got ${JSON.stringify(mediaType)}`;
+  }
+  return null;
+}
+
+/** The contentType qualifier announcing `mediaType` for subscriber `id` (§17.1); checked by mediaTypeProblem. */
+export function contentTypeFrame(id, mediaType) {
+  const raw = new Uint8Array(mediaType.length);
+  for (let i = 0; i < mediaType.length; i++) raw[i] = mediaType.charCodeAt(i);
+  return { type: "extension", code: CONTENT_TYPE, payload: concat([encodeVarint(id), raw]) };
 }
 
 /** {subscriber, mediaType} of a contentType payload; ProtocolError (§17.1) if malformed. */

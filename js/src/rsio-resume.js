@@ -50,7 +50,8 @@ export function resumeOptions(resume) {
   return options;
 }
 
-function position(payload, what) {
+/** The one varint position of a resume message's payload (§16.2). */
+export function position(payload, what) {
   const got = decodeVarint(payload, 0);
   if (got === null || got.next !== payload.length) {
     throw new ProtocolError(`${what} payload is not exactly one varint position`, "§16.2");
@@ -58,8 +59,8 @@ function position(payload, what) {
   return got.value;
 }
 
-/** The bytes a client sent that the server has not acknowledged, with their positions. */
-class ReplayBuffer {
+/** The bytes an endpoint sent that the peer has not acknowledged, with their positions (§16.4). */
+export class ReplayBuffer {
   constructor() {
     this.chunks = [];
     this.start = 0n; // position of the first byte held
@@ -104,29 +105,30 @@ class ReplayBuffer {
   }
 }
 
-export class ResumableSession {
-  /** `link`: the first transport; `reopen()`: a promise of a new one to the same server. */
-  constructor(link, reopen, options, clock) {
-    this._reopen = reopen;
-    this._options = options;
+/**
+ * What both ends of a resumable session share (§16.3, §16.4): the replay buffer of what this
+ * endpoint wrote, the count of what it read, acknowledgements both ways, the bound. A session
+ * looks like one transport to its Connection (`resumable` tells the Connection it is one);
+ * `_link` is the transport under it now, null while detached.
+ */
+export class SessionStream {
+  constructor(options, clock) {
+    this._options = options; // bufferBytes, ackDelay
     this._clock = clock;
     this._out = new ReplayBuffer();
-    this.received = 0n; // bytes of the server's stream passed to the Connection
+    this.received = 0n; // bytes of the peer's stream passed to the Connection
     this._acked = 0n; // the position our last resumeAck carried
-    this._ackOnly = 0; // bytes since then that were the server's own acks
+    this._ackOnly = 0; // bytes since then that were the peer's own acks
     this._ackTimer = null;
-    this._stallTimer = null;
-    this._heard = clock.now();
-    this.token = null;
-    this.mode = "UNDECIDED"; // UNDECIDED, RESUMABLE, PASSTHROUGH, DETACHED, CLOSED
-    this.resumes = 0;
     this._full = false;
     this._closing = false;
     this._isOpen = () => true;
+    this._link = null;
+    this.mode = "UNDECIDED"; // UNDECIDED, RESUMABLE, PASSTHROUGH, DETACHED, CLOSED (§16.5)
+    this.resumable = true;
     this.onbytes = null;
     this.onend = null;
     this.ondrain = null;
-    this._attach(link);
   }
 
   // -- the transport a Connection sees -----------------------------------------------------------
@@ -141,13 +143,7 @@ export class ResumableSession {
 
   /** The Connection is ready for input: let the first transport's events through. */
   start() {
-    this._link.start?.();
-  }
-
-  close() {
-    this._closing = true;
-    this._link?.close();
-    if (this.mode === "DETACHED") this._finish(null);
+    this._link?.start?.();
   }
 
   get writable() {
@@ -158,52 +154,20 @@ export class ResumableSession {
     if (this.mode !== "DETACHED" && !this._full) this._link.waitWritable?.();
   }
 
-  // -- what the Connection tells the session -----------------------------------------------------
-  /** The hellos are in: `active` says whether both listed resume; `isOpen()`: the Connection is OPEN. */
-  settle(active, isOpen) {
-    this._isOpen = isOpen;
-    if (active) {
-      this.mode = "RESUMABLE";
-      this._watchStall();
-    } else {
-      this.mode = "PASSTHROUGH";
-      this._out = new ReplayBuffer();
-    }
+  /** The peer's resumeAck (§16.4). */
+  _acknowledged(payload) {
+    this._ackOnly += 1 + encodeVarint(payload.length).length + payload.length;
+    this._out.acknowledge(position(payload, "resumeAck"));
+    this._checkFull();
   }
 
-  /** A resume message inside the session (§16.2, §16.4); throws ProtocolError. */
-  message(code, payload) {
-    if (code === ACK) {
-      this._ackOnly += 1 + encodeVarint(payload.length).length + payload.length;
-      this._out.acknowledge(position(payload, "resumeAck"));
-      this._checkFull();
-    } else if (code === TOKEN && this.token === null) {
-      if (payload.length < 1 || payload.length > MAX_TOKEN) {
-        throw new ProtocolError(`resumeToken of ${payload.length} bytes; a token has 1 to ${MAX_TOKEN}`, "§16.2");
-      }
-      this.token = payload.slice();
-    } else {
-      throw new ProtocolError(`message type 0x${code.toString(16)} is not allowed inside a session`, "§16.2");
-    }
-  }
-
-  // -- transports --------------------------------------------------------------------------------
-  _attach(link) {
-    this._link = link;
-    link.onbytes = (data) => this._input(link, data);
-    link.onend = () => this._ended(link);
-    link.ondrain = () => { if (!this._full) this.ondrain?.(); };
-  }
-
-  _input(link, data) {
-    if (link !== this._link || this.mode === "CLOSED") return;
+  /** Input of the attached transport, for the Connection. */
+  _pass(data) {
     if (typeof data === "string") {
       this.onbytes?.(data); // the Connection refuses it (§1)
       return;
     }
-    const size = data.byteLength;
-    this._heard = this._clock.now();
-    this.received += BigInt(size);
+    this.received += BigInt(data.byteLength);
     this.onbytes?.(data);
     this._afterRead();
   }
@@ -227,6 +191,77 @@ export class ResumableSession {
     this._acked = this.received;
     this._ackOnly = 0;
     this.send(encodeFrame({ type: "extension", code: ACK, payload: encodeVarint(this.received) }));
+  }
+
+  _checkFull() {
+    const held = this._out.held;
+    const bound = this._options.bufferBytes;
+    if (!this._full && held >= bound) {
+      this._full = true;
+    } else if (this._full && held <= bound / 2) {
+      this._full = false;
+      this.ondrain?.();
+    }
+  }
+}
+
+export class ResumableSession extends SessionStream {
+  /** `link`: the first transport; `reopen()`: a promise of a new one to the same server. */
+  constructor(link, reopen, options, clock) {
+    super(options, clock);
+    this._reopen = reopen;
+    this._stallTimer = null;
+    this._heard = clock.now();
+    this.token = null;
+    this.resumes = 0;
+    this._attach(link);
+  }
+
+  close() {
+    this._closing = true;
+    this._link?.close();
+    if (this.mode === "DETACHED") this._finish(null);
+  }
+
+  // -- what the Connection tells the session -----------------------------------------------------
+  /** The hellos are in: `active` says whether both listed resume; `isOpen()`: the Connection is OPEN. */
+  settle(active, isOpen) {
+    this._isOpen = isOpen;
+    if (active) {
+      this.mode = "RESUMABLE";
+      this._watchStall();
+    } else {
+      this.mode = "PASSTHROUGH";
+      this._out = new ReplayBuffer();
+    }
+  }
+
+  /** A resume message inside the session (§16.2, §16.4); throws ProtocolError. */
+  message(code, payload) {
+    if (code === ACK) {
+      this._acknowledged(payload);
+    } else if (code === TOKEN && this.token === null) {
+      if (payload.length < 1 || payload.length > MAX_TOKEN) {
+        throw new ProtocolError(`resumeToken of ${payload.length} bytes; a token has 1 to ${MAX_TOKEN}`, "§16.2");
+      }
+      this.token = payload.slice();
+    } else {
+      throw new ProtocolError(`message type 0x${code.toString(16)} is not allowed inside a session`, "§16.2");
+    }
+  }
+
+  // -- transports --------------------------------------------------------------------------------
+  _attach(link) {
+    this._link = link;
+    link.onbytes = (data) => this._input(link, data);
+    link.onend = () => this._ended(link);
+    link.ondrain = () => { if (!this._full) this.ondrain?.(); };
+  }
+
+  _input(link, data) {
+    if (link !== this._link || this.mode === "CLOSED") return;
+    this._heard = this._clock.now();
+    this._pass(data);
   }
 
   _resumable() {
@@ -361,17 +396,6 @@ export class ResumableSession {
           payload: concat([encodeVarint(token.length), token, encodeVarint(this.received)]) }));
       }, (error) => settle(reject, error));
     });
-  }
-
-  _checkFull() {
-    const held = this._out.held;
-    const bound = this._options.bufferBytes;
-    if (!this._full && held >= bound) {
-      this._full = true;
-    } else if (this._full && held <= bound / 2) {
-      this._full = false;
-      this.ondrain?.();
-    }
   }
 
   _finish(error = null) {

@@ -34,21 +34,23 @@ test("the adapter refuses a bad script with status 2, naming the step", async ()
 for (const listenOn of ["tcp://127.0.0.1:0", "ws://127.0.0.1:0/rsio"]) {
   test(`the server suite passes against listen() over ${listenOn.split(":")[0]}`, { skip, timeout: 170_000 }, async () => {
     const server = await listen(listenOn, {
-      publishers: conformancePublishers(), idleTimeout: 1, onerror: () => {},
+      publishers: conformancePublishers(), idleTimeout: 1, onerror: () => {}, resume: true,
       authRequired: false, authenticate: (credentials) => (credentials === TOKEN ? "driver" : null),
     });
     try {
-      const run = await python(["-m", "rstreams.conformance", server.url, "--idle-timeout", "1", "--token", TOKEN]);
+      const run = await python(["-m", "rstreams.conformance", server.url, "--idle-timeout", "1", "--token", TOKEN, "-v"]);
       const total = /^total\s+(\d+)\s+(\d+)\s+(\d+)$/m.exec(run.stdout);
       assert.ok(total !== null, run.stdout.slice(-3000) + run.stderr.slice(-2000));
       const [passed, failed] = [Number(total[1]), Number(total[2])];
       assert.equal(failed, 0, run.stdout.split("\n").filter((line) => line.startsWith("FAIL")).join("\n"));
-      assert.ok(passed >= 188, run.stdout.slice(-1500));
-      // what skips: resume, channels, content types, metadata and messages, which listen() does not offer,
-      // and auth *required* (the suite's probe has no token; test/gate.test.mjs covers it)
+      assert.ok(passed >= 219, run.stdout.slice(-1500));
+      // every extension case runs (resume, content types, metadata, error codes, messages, channels);
+      // only auth *required* skips (the suite's probe has no token; test/gate.test.mjs covers it)
       const skipped = run.stdout.split("\n").filter((line) => line.startsWith("skip")).map((line) => line.split(/\s+/)[1]);
-      const allowed = /^(ex\.auth_required|ex\.(ch|ct|md|msg)_\w+|rs\.\w+)$/;
-      assert.deepEqual(skipped.filter((id) => !allowed.test(id)), []);
+      assert.deepEqual(skipped, ["ex.auth_required"]);
+      for (const area of ["rs", "ex.ch", "ex.ct", "ex.md", "ex.msg", "ex.codes"]) {
+        assert.match(run.stdout, new RegExp(`^PASS\\s+${area.replace(".", "\\.")}[._]`, "m"), `no ${area} case passed`);
+      }
     } finally {
       await server.close();
     }

@@ -64,3 +64,51 @@ export function python(args) {
   child.stderr.on("data", (chunk) => { stderr += chunk; });
   return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
 }
+
+/**
+ * Run `python ...args` with the checkout's rstreams, calling `online(line)` for each line it
+ * prints; resolves with {code, lines, stderr} once it exits.
+ */
+export function pythonLines(args, online = () => {}) {
+  const child = spawn(PYTHON, args, { env: env(), stdio: ["ignore", "pipe", "pipe"] });
+  const lines = [];
+  let partial = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => {
+    partial += chunk;
+    const complete = partial.split("\n");
+    partial = complete.pop();
+    for (const line of complete) {
+      lines.push(line);
+      online(line);
+    }
+  });
+  child.stderr.on("data", (chunk) => { stderr += chunk; });
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, lines, stderr })));
+}
+
+/**
+ * Start a Python script (`source`, run with -c) that prints "serving on URL" once it
+ * serves; resolves with {url, stop()}.
+ */
+export function pythonServer(source) {
+  const child = spawn(PYTHON, ["-c", source], { env: env(), stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const found = / on ((?:tcp|ws):\/\/\S+)/.exec(out);
+      if (found) {
+        resolve({
+          url: found[1],
+          stop() {
+            if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+            child.kill("SIGTERM");
+            return new Promise((done) => child.once("exit", done));
+          },
+        });
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`the Python server exited with ${code} before serving`)));
+  });
+}

@@ -21,6 +21,8 @@ export interface Limits {
   maxNameLength: number;
   maxSubscriptions: number;
   splitThreshold: number;
+  maxMetadataBytes: number;
+  maxMetadataEntries: number;
 }
 export declare const DEFAULT_LIMITS: Readonly<Limits>;
 

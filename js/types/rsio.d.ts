@@ -29,6 +29,8 @@ export interface Publisher<T> {
   subscribe(subscriber: Subscriber<T>): void;
   /** Offered to the peer: every element has exactly this many bytes, sent raw (§7); fixedSize() sets it. */
   readonly elementSize?: number;
+  /** Offered to the peer: the elements' media type (§17); withContentType() sets it. */
+  readonly contentType?: string;
 }
 
 /** What a publisher offered to the peer may emit: bytes, or a string sent as UTF-8. */
@@ -40,7 +42,37 @@ export type Element = Uint8Array | ArrayBufferView | ArrayBuffer | string;
  */
 export type Offered =
   | Publisher<Element>
-  | ((params: Record<string, string>, path: string, connection: Connection) => Publisher<Element> | null | undefined);
+  | ((params: Record<string, string>, path: string, connection: Connection, metadata: SubscribeMetadata)
+    => Publisher<Element> | null | undefined);
+
+/** The metadata of one subscribe (extension metadata, §18): key -> bytes. */
+export declare class SubscribeMetadata extends Map<string, Uint8Array> {
+  /** The value of `key` as UTF-8 text, or undefined. */
+  text(key: string): string | undefined;
+  readonly traceparent: string | undefined;
+}
+/** The metadata of a subscribe that carried none. */
+export declare const NO_METADATA: SubscribeMetadata;
+
+/**
+ * A channel factory (extension channels, §21): called with the opener's input (a Publisher
+ * of bytes, subscribable once), the name's query and fields, its path, the connection and
+ * the subscribe's metadata; returns the output Publisher (null or undefined: no such channel).
+ */
+export type ChannelFactory = (input: Publisher<Uint8Array>, params: Record<string, string>, path: string,
+  connection: Connection, metadata: SubscribeMetadata) => Publisher<Element> | null | undefined;
+
+/** The opener's input failed: the text of its inputError (§21.5). */
+export declare class ChannelInputError extends Error {
+  constructor(message: string);
+}
+
+/**
+ * `publisher` offered with a media type (extension content-types, §17); for the built-in
+ * types (§17.3) elements that are not bytes are encoded (JSON values, int64le and float64le
+ * numbers, those two with elementSize 8).
+ */
+export declare function withContentType<T>(publisher: Publisher<T>, mediaType: string): Publisher<T> & { readonly contentType: string };
 
 export interface Clock {
   now(): number;
@@ -110,6 +142,10 @@ export interface ConnectOptions {
   handlers?: Record<string, MessageHandler> | Map<string, MessageHandler>;
   /** Message credit granted to the peer (§20.3). Default 16. */
   maxMessagesInFlight?: number;
+  /** Channels the peer may open (§21): names or "{field}" patterns -> factories. */
+  channels?: Record<string, ChannelFactory> | Map<string, ChannelFactory>;
+  /** Extension ids not to offer (4-8, 1), to behave like a peer that predates them. */
+  disabledExtensions?: Iterable<number>;
 }
 
 /** A one-way message from the peer (§20); its credit is held until the handler returns or its promise settles. */
@@ -279,16 +315,34 @@ export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | 
   onconnection?: (connection: Connection) => void;
   /** Offer extension auth (§15): the credentials' principal, or null to refuse; may be async. */
   authenticate?: (credentials: Credentials) => unknown | Promise<unknown>;
-  /** Whether the principal may subscribe to `name` (§15.4); default: always. */
-  authorize?: (principal: unknown, name: string) => boolean;
+  /**
+   * Whether the principal may subscribe to `name` with `metadata` (§15.4, §18), or send a
+   * message to it (§20.4); default: always. Throwing an error with a numeric `code` refuses
+   * with that code (§19.2) and the error's message.
+   */
+  authorize?: (principal: unknown, name: string, metadata: SubscribeMetadata) => boolean;
   /** Refuse clients that do not authenticate (§15.2); default true when `authenticate` is given. */
   authRequired?: boolean;
+  /** Serve resumable sessions (§16): true, or options (ms and bytes). */
+  resume?: boolean | Partial<ServerResumeOptions>;
+}
+
+/** listen()'s session resumption (PROTOCOL.md §16.7): ms and bytes. */
+export interface ServerResumeOptions {
+  /** How long a session whose transport broke waits for its resume. Default 30000. */
+  sessionTimeout: number;
+  /** Bound of the replay buffer; production pauses there. Default 4 MiB. */
+  bufferBytes: number;
+  /** Acknowledge this long after anything arrived, unless a quarter of the buffer came first. Default 20. */
+  ackDelay: number;
 }
 
 export interface Server {
   /** Where it listens, with the real port. */
   readonly url: string;
   readonly connections: ReadonlySet<Connection>;
+  /** With `resume`: the sessions that can be resumed now (`size`); else null. */
+  readonly sessions: { readonly size: number } | null;
   /** Goodbye to every connection, then stop listening. */
   close(reason?: string): Promise<void>;
 }

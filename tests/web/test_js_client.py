@@ -39,6 +39,7 @@ BROWSER_MODULES = (
     "rsio-messages.js",
     "rsio-content.js",
     "rsio-channels.js",
+    "rsio-metadata.js",
 )
 NODE = shutil.which("node")
 

@@ -36,6 +36,7 @@ STATIC_FILES = (
     "rsio-messages.js",
     "rsio-content.js",
     "rsio-channels.js",
+    "rsio-metadata.js",
 )
 """The files served from ``static/`` (the page, its script and style, the RS.io client)."""
 

@@ -13,8 +13,14 @@
 // connection's end) cancels it without a message (§21.5). Input messages for ids with no
 // open input are dropped quietly.
 //
-// As a publisher this endpoint offers no channels: a subscribe marked by the peer's channel
-// is refused with onError "no channel named ..." (§21.3), after the mark rules are checked.
+// Serving (the `channels` option: names or "{field}" patterns -> factories (input, params,
+// path, connection, metadata) returning the output Publisher): a subscribe marked by the
+// peer's channel is looked up among the channels only (§21.3, rsio-publish.js). Its input is
+// a ServedInput, an ordinary Publisher subscribable once: its Subscriber's requests become
+// inputRequest (coalesced per turn), its cancel inputCancel; inputNext beyond the demand
+// granted is a connection error (§21.4), so nothing is ever buffered; inputComplete and
+// inputError (a ChannelInputError with the opener's text) end it. When the output ends first,
+// its Subscriber gets onError (§21.5) and later input messages for the id are dropped.
 
 import { EXTENSIONS, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
 
@@ -26,6 +32,7 @@ const { channel: CHANNEL, inputRequest: INPUT_REQUEST, inputCancel: INPUT_CANCEL
 export const INPUT_WINDOW = 64;
 
 const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 const nextTurn = typeof setImmediate === "function" ? setImmediate : (callback) => setTimeout(callback, 0);
 
@@ -67,6 +74,123 @@ function toBytes(element) {
   if (ArrayBuffer.isView(element)) return new Uint8Array(element.buffer, element.byteOffset, element.byteLength);
   if (element instanceof ArrayBuffer) return new Uint8Array(element);
   return null;
+}
+
+/** The opener's input failed: inputError's text (§21.5). */
+export class ChannelInputError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "ChannelInputError";
+  }
+}
+
+const NOTHING = Object.freeze({ request() {}, cancel() {} });
+
+/** The input of a channel this endpoint serves, keyed by the opener's id: a Publisher, subscribable once. */
+class ServedInput {
+  constructor(channels, id) {
+    this._channels = channels;
+    this._conn = channels._conn;
+    this.id = id;
+    this.granted = 0n; // input demand sent with inputRequest and not used by inputNext (§21.4)
+    this.received = 0;
+    this._asked = 0n; // requested by the Subscriber, not yet sent
+    this._askQueued = false;
+    this._subscriber = null;
+    this._used = false;
+    this.ended = false;
+    this._end = null; // the opener's inputComplete/inputError before the Subscriber came: () => signal
+  }
+
+  subscribe(subscriber) {
+    if (subscriber === null || typeof subscriber !== "object") {
+      throw new TypeError(`rule 1.9: subscribe needs a subscriber object, got ${subscriber}`);
+    }
+    if (this._used) {
+      this._call(subscriber, "onSubscribe", NOTHING);
+      this._call(subscriber, "onError", new Error("a channel's input can be subscribed to once (PROTOCOL.md §21.3)"));
+      return;
+    }
+    this._used = true;
+    this._subscriber = subscriber;
+    this._call(subscriber, "onSubscribe", { request: (n) => this._request(n), cancel: () => this._cancel() });
+    const end = this._end;
+    this._end = null;
+    end?.();
+  }
+
+  _call(subscriber, method, value) {
+    try {
+      subscriber[method]?.(value);
+    } catch (error) {
+      this._conn._report(error);
+    }
+  }
+
+  _request(n) {
+    if (this.ended) return;
+    const valid = (typeof n === "bigint" && n > 0n) || (typeof n === "number" && n > 0 && (Number.isInteger(n) || n === Infinity));
+    if (!valid) {
+      this._cancel();
+      this._call(this._subscriber, "onError", new RangeError(`rule 3.9: request(n) needs n > 0, got ${n}`));
+      return;
+    }
+    const more = typeof n === "bigint" ? n : n === Infinity || n > Number.MAX_SAFE_INTEGER ? UNBOUNDED : BigInt(n);
+    const sum = this._asked + more;
+    this._asked = sum > UNBOUNDED ? UNBOUNDED : sum;
+    if (this._askQueued) return;
+    this._askQueued = true;
+    queueMicrotask(() => { // the requests of one turn go out as one inputRequest
+      this._askQueued = false;
+      const asked = this._asked;
+      this._asked = 0n;
+      if (this.ended || asked === 0n) return;
+      const granted = this.granted + asked;
+      this.granted = granted > UNBOUNDED ? UNBOUNDED : granted;
+      this._channels._send(INPUT_REQUEST, this.id, encodeVarint(asked));
+    });
+  }
+
+  _cancel() {
+    if (this.ended) return;
+    this._finish();
+    this._channels._send(INPUT_CANCEL, this.id);
+  }
+
+  _finish() {
+    this.ended = true;
+    this._channels._forgetServed(this);
+  }
+
+  /** inputNext from the opener. */
+  next(bytes) {
+    if (this.ended) return; // crossed our inputCancel (§21.5)
+    if (this.granted === 0n) {
+      throw new ProtocolError(`inputNext for subscriber ${this.id} beyond the input demand of 0`, "§21.4");
+    }
+    if (this.granted !== UNBOUNDED) this.granted -= 1n;
+    this.received += 1;
+    this._call(this._subscriber, "onNext", bytes);
+  }
+
+  /** inputComplete (`error` null) or inputError from the opener. */
+  terminal(error) {
+    if (this.ended) return;
+    this._finish();
+    const signal = () => (error === null ? this._call(this._subscriber, "onComplete")
+      : this._call(this._subscriber, "onError", new ChannelInputError(error)));
+    if (this._subscriber === null) this._end = signal;
+    else signal();
+  }
+
+  /** The channel's subscription ended (terminal signal sent, cancel acknowledged, connection over): §21.5. */
+  outputEnded() {
+    if (this.ended) return;
+    this._finish();
+    const error = new Error("the channel's subscription ended before its input (PROTOCOL.md §21.5)");
+    if (this._subscriber === null) this._end = () => this._call(this._subscriber, "onError", error);
+    else this._call(this._subscriber, "onError", error);
+  }
 }
 
 /** The Subscriber of one channel's input Publisher: relays it within the peer's input demand. */
@@ -211,7 +335,19 @@ export class Channels {
   constructor(conn) {
     this._conn = conn;
     this.inputs = new Map(); // our subscriber ids -> Input
+    this.served = new Map(); // the peer's subscriber ids -> ServedInput of the channels we serve
     this._mark = null; // the id of the peer's channel mark waiting for its subscribe (§21.3)
+  }
+
+  /** The input of the peer's channel `id`, which this endpoint serves (§21.3). */
+  serve(id) {
+    const input = new ServedInput(this, id);
+    this.served.set(id, input);
+    return input;
+  }
+
+  _forgetServed(input) {
+    if (this.served.get(input.id) === input) this.served.delete(input.id);
   }
 
   /** Send the mark for `sub` (right before its subscribe); null, or the error refusing it (§21.1). */
@@ -263,23 +399,27 @@ export class Channels {
       this.inputs.get(subscriber)?.end();
       return;
     }
-    // inputNext, inputComplete, inputError: for the publisher side, which offers no channels
+    // inputNext, inputComplete, inputError: for a channel this endpoint serves
     if ((code === INPUT_COMPLETE) && rest.length !== 0) {
       throw new ProtocolError(`malformed ${what}: bytes after its subscriber`, "§21.2");
     }
+    let text = null;
     if (code === INPUT_ERROR) {
       try {
-        new TextDecoder("utf-8", { fatal: true }).decode(rest);
+        text = strictUtf8.decode(rest);
       } catch {
         throw new ProtocolError("malformed inputError: its text is not UTF-8", "§21.2");
       }
     }
-    // no channel of ours has this id: dropped quietly (§21.5)
+    const input = this.served.get(subscriber);
+    if (input === undefined) return; // no channel has this id (any more): dropped quietly (§21.5)
+    if (code === INPUT_NEXT) input.next(rest.slice());
+    else input.terminal(code === INPUT_COMPLETE ? null : text);
   }
 
   /**
-   * The peer's subscribe `frame`: true when a channel mark qualifies it (then it is refused,
-   * this endpoint offers no channels). The mark is used up by it whatever happens (§21.3).
+   * The peer's subscribe `frame`: true when a channel mark qualifies it (then it is looked up
+   * among the channels this endpoint serves). The mark is used up by it whatever happens (§21.3).
    */
   marked(frame) {
     if (this._mark === null) return false;
@@ -295,6 +435,7 @@ export class Channels {
   /** The connection ended: every input is cancelled. */
   close() {
     for (const input of [...this.inputs.values()]) input.end();
+    for (const input of [...this.served.values()]) input.outputEnded();
     this._mark = null;
   }
 }

@@ -83,7 +83,7 @@ export class Messages {
       throw new RangeError(`maxMessagesInFlight must be an integer >= 1, got ${window}`);
     }
     this._conn = conn;
-    this._handlers = new Offer(handlers ?? {});
+    this._handlers = new Offer(handlers ?? {}, "handlers");
     this._window = window;
     this.active = null; // null until the peer's hello: then whether both hellos list id 7
     this.credit = 0n; // messages we may still send
@@ -148,7 +148,9 @@ export class Messages {
       throw new ProtocolError(`message beyond the granted message credit (${this._window} in flight at most)`, "§20.3");
     }
     this._granted -= 1;
-    this._handle(name, body);
+    const gate = this._conn._gate; // listen() with authenticate: the principal's name check (§20.4)
+    if (gate == null) this._handle(name, body);
+    else gate.admit(name, () => this._handle(name, body), (reason) => { this._conn._report(new Error(reason)); this._free(); });
   }
 
   _handle(name, body) {

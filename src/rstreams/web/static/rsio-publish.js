@@ -19,6 +19,8 @@
 
 import { ProtocolError, UNBOUNDED, concat } from "./rsio-wire.js";
 import { ERROR_CODES } from "./rsio-codes.js";
+import { mediaTypeProblem, normalMediaType } from "./rsio-content.js";
+import { NO_METADATA } from "./rsio-metadata.js";
 
 const { APPLICATION, INTERNAL, INVALID_DEMAND, LIMIT_EXCEEDED, UNKNOWN_PUBLISHER } = ERROR_CODES;
 
@@ -29,7 +31,79 @@ const { APPLICATION, INTERNAL, INVALID_DEMAND, LIMIT_EXCEEDED, UNKNOWN_PUBLISHER
 export function fixedSize(publisher, size) {
   if (!isPublisher(publisher)) throw new TypeError(`fixedSize needs a Publisher, got ${describe(publisher)}`);
   if (!Number.isInteger(size) || size < 1) throw new RangeError(`fixedSize needs a size >= 1 in bytes, got ${size}`);
-  return { subscribe: (subscriber) => publisher.subscribe(subscriber), elementSize: size };
+  return { subscribe: (subscriber) => publisher.subscribe(subscriber), elementSize: size,
+    contentType: publisher.contentType };
+}
+
+/** Element encoders of the built-in types (§17.3) for elements that are not bytes already. */
+const ENCODERS = {
+  "application/json": (value) => utf8.encode(asciiJson(value)),
+  "application/vnd.rsio.int64le": (value) => {
+    const out = new Uint8Array(8);
+    new DataView(out.buffer).setBigInt64(0, BigInt(value), true);
+    return out;
+  },
+  "application/vnd.rsio.float64le": (value) => {
+    const out = new Uint8Array(8);
+    new DataView(out.buffer).setFloat64(0, Number(value), true);
+    return out;
+  },
+};
+
+/** An element withContentType could not encode: the serving side fails its subscription, naming it. */
+class Unencodable {
+  constructor(what) {
+    this.what = what;
+  }
+}
+
+/** Compact JSON with non-ASCII characters as \uXXXX, as rstreams writes it (§17.3). */
+function asciiJson(value) {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new TypeError(`${describe(value)} has no JSON form`);
+  return text.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * `publisher` offered with the media type `mediaType` (extension content-types, PROTOCOL.md
+ * §17): a peer that offers the extension is told the type in each answer to its subscribe.
+ * For the built-in types (§17.3) elements that are not bytes are encoded: any JSON value for
+ * application/json (compact, non-ASCII escaped), a bigint or integer Number for
+ * application/vnd.rsio.int64le and a Number for application/vnd.rsio.float64le (both 8 bytes,
+ * little-endian, offered with elementSize 8); strings are sent as UTF-8 whatever the type.
+ */
+export function withContentType(publisher, mediaType) {
+  if (!isPublisher(publisher)) throw new TypeError(`withContentType needs a Publisher, got ${describe(publisher)}`);
+  const problem = mediaTypeProblem(mediaType);
+  if (problem !== null) throw new TypeError(problem);
+  const normal = normalMediaType(mediaType);
+  const encode = ENCODERS[normal];
+  const fixed = normal === "application/vnd.rsio.int64le" || normal === "application/vnd.rsio.float64le";
+  const subscribe = encode === undefined ? (subscriber) => publisher.subscribe(subscriber)
+    : (subscriber) => publisher.subscribe(encoding(subscriber, encode, normal !== "application/json"));
+  return { subscribe, contentType: mediaType, elementSize: fixed ? 8 : publisher.elementSize };
+}
+
+/** `subscriber` seeing its elements through `encode` (bytes pass as they are; strings too unless `strings`). */
+function encoding(subscriber, encode, strings) {
+  return {
+    onSubscribe: (subscription) => subscriber.onSubscribe(subscription),
+    onNext(element) {
+      if (element instanceof Uint8Array || (strings && typeof element === "string")) {
+        subscriber.onNext(element);
+        return;
+      }
+      let bytes;
+      try {
+        bytes = encode(element);
+      } catch (error) {
+        bytes = new Unencodable(`${describe(element)} (${error?.message ?? error})`);
+      }
+      subscriber.onNext(bytes);
+    },
+    onError: (error) => subscriber.onError(error),
+    onComplete: () => subscriber.onComplete(),
+  };
 }
 
 /** Elements requested from a local Publisher at a time while the peer's demand lasts. */
@@ -53,14 +127,18 @@ const utf8 = new TextEncoder();
 
 /** Publisher names: exact names first, then `{field}` patterns, one segment per field (§5.5). */
 export class Offer {
-  constructor(publishers = {}) {
+  /** `what`: "publishers" (Publishers or factories), "channels" or "handlers" (functions only). */
+  constructor(publishers = {}, what = "publishers") {
     const entries = publishers instanceof Map ? [...publishers] : Object.entries(publishers);
     this.exact = new Map();
     this.patterns = [];
     for (const [name, target] of entries) {
-      if (typeof target !== "function" && !isPublisher(target)) {
+      if (what === "publishers" && typeof target !== "function" && !isPublisher(target)) {
         throw new TypeError(`publishers[${JSON.stringify(name)}] must be a Publisher ({subscribe}) or a `
-          + `function (params, name) returning one, got ${describe(target)}`);
+          + `function (params, path, connection, metadata) returning one, got ${describe(target)}`);
+      }
+      if (what !== "publishers" && typeof target !== "function") {
+        throw new TypeError(`${what}[${JSON.stringify(name)}] must be a function, got ${describe(target)}`);
       }
       if (name.includes("{")) this.patterns.push({ segments: name.split("/"), target });
       else this.exact.set(name, target);
@@ -136,6 +214,9 @@ class ServedStream {
     this.sent = 0; // elements sent to the peer
     this.upstream = null;
     this.done = false;
+    this.input = null; // a channel's input (rsio-channels.js ServedInput), ended with this stream (§21.5)
+    this.metadata = null; // the subscribe's metadata (§18)
+    this.contentType = null; // the media type announced (§17)
     this.queue = []; // elements waiting behind a split element: {bytes, at}
     this.pack = []; // fixed-size elements of this turn, sent as one onNextPacked
     this.terminal = null; // onComplete/onError waiting for the queue
@@ -158,8 +239,9 @@ class ServedStream {
     }
     const bytes = toBytes(element);
     if (bytes === null) {
-      this._table.fail(this, `publisher '${this.name}' emitted ${describe(element)}; `
-        + "elements are bytes (Uint8Array, ArrayBuffer) or strings");
+      this._table.fail(this, element instanceof Unencodable
+        ? `publisher '${this.name}' emitted an element its content type cannot encode: ${element.what}`
+        : `publisher '${this.name}' emitted ${describe(element)}; elements are bytes (Uint8Array, ArrayBuffer) or strings`);
       return;
     }
     if (this.elementSize && bytes.length !== this.elementSize) {
@@ -187,11 +269,19 @@ class ServedStream {
   }
 }
 
+/** A refusal's text and code for an error thrown by a factory or hook: its own when it carries a code (§19.2). */
+export function refusalOf(error, fallback, code) {
+  if (Number.isInteger(error?.code) && error.code >= 0) return [String(error.message ?? error), error.code];
+  return [fallback, code];
+}
+
 /** The peer's subscriptions on this endpoint's publishers; `conn` sends, reports and knows writability. */
 export class ServingTable {
-  constructor(conn, offer, limits) {
+  /** `offer`: the publishers; `channels`: the channel factories (§21), each (input, params, path, connection, metadata). */
+  constructor(conn, offer, channels, limits) {
     this._conn = conn;
     this._offer = offer;
+    this._channels = channels;
     this._limits = limits;
     this.streams = new Map(); // the peer's ids -> ServedStream
     this._pending = new Set();
@@ -202,6 +292,10 @@ export class ServingTable {
     this._partsQueued = false;
   }
 
+  /**
+   * The peer's subscribe `frame` (with `metadata`, §18, and `channel`, §21.3, set by the
+   * connection): refused with onError, or served.
+   */
   subscribe(frame) {
     const { subscriber: id, publisher: name, initial_demand: initial } = frame;
     if (this.streams.has(id)) {
@@ -219,32 +313,56 @@ export class ServingTable {
       return this._refuse(id, `more than max_subscriptions ${this._limits.maxSubscriptions} open `
         + "subscriptions on this endpoint (PROTOCOL.md §11)", LIMIT_EXCEEDED);
     }
-    const found = this._offer.find(name);
+    const metadata = frame.metadata ?? NO_METADATA;
+    const channel = frame.channel === true;
+    const found = (channel ? this._channels : this._offer).find(name);
     if (found === null) {
+      if (channel) return this._refuse(id, `no channel named '${name}' (PROTOCOL.md §21.3)`, UNKNOWN_PUBLISHER);
       const offered = this._offer.size ? "" : ": this endpoint publishes nothing";
       return this._refuse(id, `no publisher named '${name}'${offered}`, UNKNOWN_PUBLISHER);
     }
+    const input = channel ? this._conn._channels.serve(id) : null; // the opener's input (§21.3)
     let publisher = found.target;
     if (typeof publisher === "function") {
       try {
-        publisher = publisher(found.params, found.path, this._conn);
+        publisher = channel ? publisher(input, found.params, found.path, this._conn, metadata)
+          : publisher(found.params, found.path, this._conn, metadata);
       } catch (error) {
-        this._conn._report(error);
-        return this._refuse(id, `publisher '${name}' failed to start: ${error?.message ?? error}`, INTERNAL);
+        input?.outputEnded();
+        const fallback = channel ? `channel '${name}' could not be created (${error?.name ?? "Error"})`
+          : `publisher '${name}' failed to start: ${error?.message ?? error}`;
+        const [text, code] = refusalOf(error, fallback, INTERNAL);
+        if (code === INTERNAL) this._conn._report(error);
+        return this._refuse(id, text, code);
       }
-      if (publisher == null) return this._refuse(id, `no publisher named '${name}'`, UNKNOWN_PUBLISHER); // the factory's "none"
+      if (publisher == null) { // the factory's "none"
+        input?.outputEnded();
+        return this._refuse(id, channel ? `no channel named '${name}' (PROTOCOL.md §21.3)` : `no publisher named '${name}'`,
+          UNKNOWN_PUBLISHER);
+      }
       if (!isPublisher(publisher)) {
+        input?.outputEnded();
         return this._refuse(id, `the factory for '${name}' returned ${describe(publisher)}, not a Publisher`, INTERNAL);
       }
     }
     const size = publisher.elementSize ?? 0;
     if (!Number.isInteger(size) || size < 0 || size > this._limits.maxElementSize) {
+      input?.outputEnded();
       return this._refuse(id, `publisher '${name}' has elementSize ${size}; it is 0 (any size) or a byte count `
         + `up to ${this._limits.maxElementSize} (PROTOCOL.md §7)`, INTERNAL);
     }
+    const contentType = publisher.contentType ?? null;
+    const problem = contentType === null ? null : mediaTypeProblem(contentType);
+    if (problem !== null) {
+      input?.outputEnded();
+      return this._refuse(id, `publisher '${name}': ${problem}`, INTERNAL);
+    }
     const stream = new ServedStream(this, id, name, initial, size);
+    stream.input = input;
+    stream.metadata = metadata;
+    stream.contentType = contentType;
     this.streams.set(id, stream);
-    this._conn._send({ type: "onSubscribe", subscriber: id, element_size: size });
+    this._conn._send({ type: "onSubscribe", subscriber: id, element_size: size, contentType });
     try {
       publisher.subscribe(stream);
     } catch (error) { // rule 1.9 / 2.13 broken by the local publisher: end this subscription only
@@ -380,7 +498,7 @@ export class ServingTable {
       if (head === undefined) { // everything sent: the terminal signal may follow now
         this._splitting.delete(stream);
         if (stream.terminal !== null) {
-          this.streams.delete(stream.id);
+          this._forget(stream);
           this._conn._send(stream.terminal);
           stream.terminal = null;
         }
@@ -417,7 +535,7 @@ export class ServingTable {
     stream.done = true;
     this._flushPack(stream);
     if (stream.queue.length === 0) {
-      this.streams.delete(stream.id);
+      this._forget(stream);
       this._conn._send(frame);
     } else {
       stream.terminal = frame; // _sendParts sends it after the last part; a cancel still drops them
@@ -438,12 +556,20 @@ export class ServingTable {
     stream.queue = [];
     stream.terminal = null;
     this._splitting.delete(stream);
-    this.streams.delete(stream.id);
+    this._forget(stream);
     try {
       stream.upstream?.cancel();
     } catch (error) {
       this._conn._report(error);
     }
+  }
+
+  /** The stream's subscription is over: a channel's input ends with it (§21.5). */
+  _forget(stream) {
+    this.streams.delete(stream.id);
+    const input = stream.input;
+    stream.input = null;
+    input?.outputEnded();
   }
 
   _refuse(id, message, code) {

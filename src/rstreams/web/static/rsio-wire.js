@@ -33,6 +33,8 @@ export const DEFAULT_LIMITS = Object.freeze({
   maxNameLength: 1024,                // §11: a longer name in the peer's subscribe is refused
   maxSubscriptions: 1024,             // §11: open subscriptions the peer may make on us
   splitThreshold: 64 * 1024,          // §8: elements we send above this go out in parts
+  maxMetadataBytes: 16 * 1024,        // §11, §18.1: a larger subscribeMetadata is a connection error
+  maxMetadataEntries: 64,             // §11, §18.1: so is one with more entries
 });
 
 /** The registered extensions (§4.4): id, name, the message types each defines, and the types

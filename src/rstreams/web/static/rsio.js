@@ -39,7 +39,8 @@ import { RESUME_DEFAULTS, ResumableSession, resumeOptions } from "./rsio-resume.
 import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
 import { Messages } from "./rsio-messages.js";
-import { ContentTypes } from "./rsio-content.js";
+import { ContentTypes, contentTypeFrame } from "./rsio-content.js";
+import { MetadataQualifier, checkMetadata, encodeMetadata } from "./rsio-metadata.js";
 
 export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 export { fixedSize, fromAsyncIterable, fromIterable } from "./rsio-publish.js";
@@ -48,6 +49,9 @@ export { ERROR_CODES, codeName } from "./rsio-codes.js";
 export { MessageCreditError } from "./rsio-messages.js";
 export { INPUT_WINDOW } from "./rsio-channels.js";
 export { ContentTypeError, decoderForType, sameMediaType } from "./rsio-content.js";
+export { NO_METADATA, SubscribeMetadata } from "./rsio-metadata.js";
+export { ChannelInputError } from "./rsio-channels.js";
+export { withContentType } from "./rsio-publish.js";
 
 export const SUBPROTOCOL = "rsio.v0";
 
@@ -86,32 +90,6 @@ const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishin
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
 const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES,
   contentTypes: CONTENT_TYPES, metadata: METADATA, channels: CHANNELS } = EXTENSIONS;
-const METADATA_KEY = /^[a-z0-9._-]{1,64}$/; // §18.1
-const utf8 = new TextEncoder();
-
-/** subscribeMetadata's payload for subscriber `id` (§18.1); `entries` were checked by checkMetadata. */
-function encodeMetadata(id, entries) {
-  const parts = [encodeVarint(id), encodeVarint(entries.length)];
-  for (const [key, value] of entries) {
-    const raw = utf8.encode(key);
-    parts.push(encodeVarint(raw.length), raw, encodeVarint(value.length), value);
-  }
-  return concat(parts);
-}
-
-/** [key, bytes] pairs of subscribe metadata ({key: string | Uint8Array}), or a TypeError naming the rule. */
-function checkMetadata(metadata) {
-  const entries = metadata instanceof Map ? [...metadata] : Object.entries(metadata);
-  return entries.map(([key, value]) => {
-    if (!METADATA_KEY.test(key) || key.startsWith("rsio.")) {
-      throw new TypeError(`metadata key ${JSON.stringify(key)}: keys are 1-64 of a-z 0-9 - _ . and do not `
-        + "start with rsio. (PROTOCOL.md §18.1)");
-    }
-    if (typeof value === "string") return [key, utf8.encode(value)];
-    if (value instanceof Uint8Array) return [key, value];
-    throw new TypeError(`metadata value of ${JSON.stringify(key)} is a string or Uint8Array, got ${typeof value}`);
-  });
-}
 const DEFAULT_MESSAGES_IN_FLIGHT = 16; // as rstreams' max_messages_in_flight (§20.3)
 
 /** Which hello each endpoint sends (§4.1); the rest of the protocol is symmetric (§1). */
@@ -251,7 +229,8 @@ export class Connection {
     this._role = ROLES[options.role ?? "client"];
     if (this._role === undefined) throw new TypeError(`role is "client" or "server", got ${options.role}`);
     if (this._role === ROLES.server && (options.auth != null || transport instanceof ResumableSession)) {
-      throw new TypeError("an accepting endpoint offers neither auth nor resume: they are the client's extensions here");
+      throw new TypeError("an accepting endpoint presents no credentials and resumes no session of its own: "
+        + "listen() offers auth with authenticate and resume with its own sessions");
     }
     this._limits = { ...DEFAULT_LIMITS, ...(options.limits ?? {}) };
     this._clock = options.clock ?? SYSTEM_CLOCK;
@@ -259,7 +238,8 @@ export class Connection {
     this._held = []; // [Subscription, credentials] waiting for the serverHello (§15.4)
     this._parts = new Map(); // "sub:elementId" -> {sub, chunks, size}
     this._partBytes = 0;
-    this._serving = new ServingTable(this, new Offer(options.publishers ?? {}), this._limits);
+    this._serving = new ServingTable(this, new Offer(options.publishers ?? {}),
+      new Offer(options.channels ?? {}, "channels"), this._limits);
     this._out = [];
     this._flushQueued = false;
     this.state = "AWAITING_HELLO"; // §12: AWAITING_HELLO, OPEN, CLOSING, CLOSED
@@ -271,16 +251,18 @@ export class Connection {
     this.pingsSent = 0;
     this.pongsReceived = 0;
     this.#credentials = options.auth == null ? null : encodeCredentials(options.auth);
-    this._session = transport instanceof ResumableSession ? transport : null;
+    this._session = transport.resumable === true ? transport : null; // a client's or listen()'s session (§16)
     this._gate = options.gate ?? null; // the accepting side of auth (node's listen(), §15)
     if (this._gate !== null && this._role !== ROLES.server) throw new TypeError("gate is for accepting endpoints");
     this._gate?.attach(this);
+    const disabled = new Set(options.disabledExtensions ?? []); // to behave like a peer that predates them
     this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
-      ...(this._session === null ? [] : [RESUME.id]), ERROR_CODES_EXTENSION.id,
-      ...(this._role === ROLES.client ? [CONTENT_TYPES.id, METADATA.id, MESSAGES.id, CHANNELS.id] : [])]; // listen(): not yet
+      ...(this._session === null ? [] : [RESUME.id]), CONTENT_TYPES.id, METADATA.id, ERROR_CODES_EXTENSION.id,
+      MESSAGES.id, CHANNELS.id].filter((id) => !disabled.has(id) || id === AUTH.id || id === RESUME.id);
     this._offered.sort((a, b) => a - b);
     this._contentTypes = new ContentTypes(); // contentType qualifiers received (§17.1)
     this._qualifiers = new Qualifiers(); // error-codes received (§19.1)
+    this._metadata = new MetadataQualifier(this._limits); // subscribeMetadata received (§18.1)
     this._channels = new Channels(this); // channels we open (§21)
     this._messages = new Messages(this, options.handlers, options.maxMessagesInFlight ?? DEFAULT_MESSAGES_IN_FLIGHT);
     this._keepaliveMs = options.keepalive === undefined ? DEFAULT_KEEPALIVE_S * 1000
@@ -525,6 +507,8 @@ export class Connection {
     if (this.state === "CLOSED" || (this.state === "CLOSING" && frame.type !== "goodbye")) return;
     if (frame.errorCode != null && this.extensions.has(ERROR_CODES_EXTENSION.id)) { // adjacent (§19.1)
       this._out.push(encodeFrame(Qualifiers.qualify(frame, frame.errorCode)));
+    } else if (frame.contentType != null && this.extensions.has(CONTENT_TYPES.id)) { // adjacent (§17.1)
+      this._out.push(encodeFrame(contentTypeFrame(frame.subscriber, frame.contentType)));
     }
     this._out.push(encodeFrame(frame, elementSize));
     if (frame.type !== "extension" || frame.code !== KEEPALIVE.types.ping) this._wrote = true;
@@ -555,6 +539,11 @@ export class Connection {
     const quiet = this._clock.now() - Math.max(this._lastActive, this._lastReceived);
     if (quiet < this._idleMs) {
       this._idleTimer = this._clock.setTimeout(() => this._idleCheck(), this._idleMs - quiet);
+      return;
+    }
+    if (this._session?.dropLink?.()) { // a resumable session: the link goes, the session waits (§16.3)
+      this._lastActive = this._clock.now();
+      this._idleTimer = this._clock.setTimeout(() => this._idleCheck(), this._idleMs);
       return;
     }
     this._quit(`idle timeout: nothing received for ${this._idleMs / 1000} s (PROTOCOL.md §14.2)`, undefined,
@@ -610,7 +599,7 @@ export class Connection {
     }
     this.state = "OPEN";
     for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
-    if (this._offered.includes(MESSAGES.id)) this._messages.hello(this.extensions.has(MESSAGES.id));
+    this._messages.hello(this.extensions.has(MESSAGES.id)); // not offered: never active (§20.1)
     this._session?.settle(this.extensions.has(RESUME.id), () => this.state === "OPEN");
     const refusal = this._gate?.hello(this.extensions.has(AUTH.id)) ?? null;
     if (refusal !== null) {
@@ -752,6 +741,7 @@ export class Connection {
     else if (owner.id === MESSAGES.id) this._messages.received(frame.code, frame.payload);
     else if (owner.id === CHANNELS.id) this._channels.received(frame.code, frame.payload);
     else if (owner.id === CONTENT_TYPES.id) this._contentTypes.take(frame.payload);
+    else if (owner.id === METADATA.id) this._metadata.take(frame.payload);
     else this._session.message(frame.code, frame.payload); // resume is active only with a session
   }
 
@@ -841,6 +831,16 @@ export class Connection {
     this.onclose?.(error);
   }
 
+  /** listen(): this Connection's transport resumed another session (§16.3); it ends unseen, sending nothing more. */
+  _abandon() {
+    this._clock.clearTimeout(this._closeTimer);
+    this._clock.clearTimeout(this._pingTimer);
+    this._clock.clearTimeout(this._idleTimer);
+    this._out = [];
+    this.state = "CLOSED";
+    this.closeReason = new ConnectionClosedError("the transport resumed another session (PROTOCOL.md §16.3)");
+  }
+
   /** The error for something asked of a connection that is closing or closed, else null. */
   _closedFor() {
     return this.state === "CLOSING" || this.state === "CLOSED" ? this._closedError() : null;
@@ -897,11 +897,8 @@ const HANDLERS = {
     conn._anotherHello(frame);
   },
   subscribe(conn, frame) {
-    if (conn._channels.marked(frame)) { // this endpoint offers no channels (§21.3)
-      conn._serving._refuse(frame.subscriber, `no channel named '${frame.publisher}' (PROTOCOL.md §21.3)`,
-        ERROR_CODES.UNKNOWN_PUBLISHER);
-      return;
-    }
+    frame.channel = conn._channels.marked(frame); // a channel's subscribe (§21.3)
+    frame.metadata = conn._metadata.check(frame); // its subscribeMetadata (§18.1)
     if (conn._gate !== null) conn._gate.subscribe(frame); // held or checked first (§15.3, §15.4)
     else conn._serving.subscribe(frame);
   },
