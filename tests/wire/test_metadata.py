@@ -20,7 +20,8 @@ from rstreams.wire import (
     encode,
 )
 from rstreams.wire import Connection as Core
-from rstreams.wire._metadata import decode_metadata, encode_entries, encode_metadata
+from rstreams.wire._errors import ExtensionError
+from rstreams.wire._metadata import KNOWN_KEYS, decode_metadata, encode_entries, encode_metadata
 from rstreams.wire.extensions import METADATA, SUBSCRIBE_METADATA
 from testkit.wire import ConnectionPair, parser
 
@@ -87,7 +88,7 @@ def test_the_message_length_is_a_correct_varint_at_every_boundary(sid: int, valu
 
 
 def test_a_key_longer_than_64_bytes_is_refused_when_encoding() -> None:
-    with pytest.raises(ValueError, match=r"1\.\.64 bytes"):
+    with pytest.raises(ValueError, match=r"1\.\.64 of a-z"):
         encode_entries({"k" * 65: b""})
 
 
@@ -154,3 +155,17 @@ def test_limits_bound_size_and_entries_citing_11() -> None:
     )
     with pytest.raises(LimitExceededError, match="max_metadata_entries=2"):  # refused from the count
         decode_metadata(b"\x01\x03", max_bytes=100, max_entries=2)
+
+
+def test_keys_past_the_remembered_ones_are_still_checked_both_ways() -> None:
+    """Checked keys are remembered (KNOWN_KEYS, both ways); past that bound keys are checked
+    each time, and a wrong key is refused whatever was remembered before it."""
+    many = {f"k{i}": str(i).encode() for i in range(KNOWN_KEYS + 50)}
+    for _ in range(2):  # the second time most keys are remembered ones
+        payload = encode_metadata(7, many)
+        assert decode_metadata(payload, max_bytes=1 << 20, max_entries=len(many)) == (7, many)
+    with pytest.raises(ValueError, match=r"a-z 0-9"):
+        encode_entries({"K0": b""})  # not remembered as "k0" is: upper case is no key
+    bad = encode_metadata(1, {"k0": b""}).replace(b"k0", b"K0")
+    with pytest.raises(ExtensionError, match=r"malformed subscribeMetadata payload \(a metadata key is"):
+        decode_metadata(bad, max_bytes=1 << 20, max_entries=8)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator, Mapping
 
-from rstreams.wire._metadata import check_key, encode_entries
+from rstreams.wire._metadata import encode_entries
 
 __all__ = ["CURRENT", "EMPTY", "Metadata", "entries", "subscribe_metadata"]
 
@@ -78,17 +78,6 @@ def entries(metadata: Mapping[str, str | bytes]) -> bytes:
         TypeError, ValueError: a key that is not 1..64 of a-z 0-9 ``-_.``, or a value that is
             neither ``str`` nor ``bytes``.
     """
-    if not isinstance(metadata, Mapping):
+    if type(metadata) is not dict and not isinstance(metadata, Mapping):
         raise TypeError(f"metadata is a mapping of str keys to str or bytes values, got {metadata!r}")
-    encoded: dict[str, bytes] = {}
-    for key, value in metadata.items():
-        problem = check_key(key)
-        if problem is not None:
-            raise ValueError(problem)
-        if isinstance(value, str):
-            encoded[key] = value.encode()
-        elif isinstance(value, bytes | bytearray):
-            encoded[key] = bytes(value)
-        else:
-            raise TypeError(f"metadata value of {key!r} must be str or bytes, got {type(value).__name__}")
-    return encode_entries(encoded)
+    return encode_entries(metadata)  # checks every key and value as it encodes

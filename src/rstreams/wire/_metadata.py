@@ -29,6 +29,12 @@ __all__ = [
 
 MAX_KEY_LENGTH = 64
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+KNOWN_KEYS = 256
+"""Most keys remembered as checked, both ways (a few, ``traceparent`` first, are on nearly every
+subscribe): a known key is one dict lookup instead of a check and a conversion. Bounded, so a
+peer sending new keys only stops more from being remembered."""
+_encoded_keys: dict[str, bytes] = {}
+_decoded_keys: dict[bytes, str] = {}
 
 
 def check_key(key: object) -> str | None:
@@ -40,24 +46,31 @@ def check_key(key: object) -> str | None:
     return None
 
 
-def encode_metadata(subscriber: int, entries: Mapping[str, bytes]) -> bytes:
-    """A subscribeMetadata payload (§18.1); keys must pass :func:`check_key`."""
+def encode_metadata(subscriber: int, entries: Mapping[str, str | bytes]) -> bytes:
+    """A subscribeMetadata payload (§18.1), checked as :func:`encode_entries` checks it."""
     return encode_varint(subscriber) + encode_entries(entries)
 
 
-def encode_entries(entries: Mapping[str, bytes]) -> bytes:
+def encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
     """The part of a subscribeMetadata payload after the subscriber id: count, then the entries.
 
-    Lengths below 0x80 (every key, most values) are appended inline as their one-byte varint.
+    Checks as it encodes: a key that fails :func:`check_key` is a ``ValueError`` naming what is
+    wrong, a value that is neither ``str`` (encoded as UTF-8) nor ``bytes``/``bytearray`` a
+    ``TypeError``. Lengths below 0x80 (every key, most values) are appended inline as their
+    one-byte varint.
     """
     count = len(entries)
     out = bytearray((count,)) if count < 0x80 else bytearray(encode_varint(count))
     for key, value in entries.items():
-        raw = key.encode()
-        if len(raw) > MAX_KEY_LENGTH:
-            raise ValueError(f"a metadata key is 1..{MAX_KEY_LENGTH} bytes (PROTOCOL.md §18.1), got {key!r}")
+        raw = _encoded_keys.get(key) if type(key) is str else None
+        if raw is None:
+            raw = _encode_key(key)
         out.append(len(raw))
         out += raw
+        if isinstance(value, str):
+            value = value.encode()
+        elif not isinstance(value, bytes | bytearray):
+            raise TypeError(f"metadata value of {key!r} must be str or bytes, got {type(value).__name__}")
         size = len(value)
         if size < 0x80:
             out.append(size)
@@ -65,6 +78,31 @@ def encode_entries(entries: Mapping[str, bytes]) -> bytes:
             out += encode_varint(size)
         out += value
     return bytes(out)
+
+
+def _encode_key(key: object) -> bytes:
+    """``key`` as bytes, checked (``ValueError`` naming what is wrong); remembered if there is room."""
+    problem = check_key(key)
+    if problem is not None or not isinstance(key, str):  # check_key finds a non-str key wrong
+        raise ValueError(problem)
+    raw = key.encode()
+    if type(key) is str and len(_encoded_keys) < KNOWN_KEYS:
+        _encoded_keys[key] = raw
+    return raw
+
+
+def _decode_key(raw: bytes) -> str:
+    """A received key, checked (:class:`ExtensionError`, §18.1); remembered if there is room."""
+    try:
+        key = raw.decode("ascii")
+    except UnicodeDecodeError:
+        raise _malformed("a key is not ASCII") from None
+    problem = check_key(key)
+    if problem is not None:
+        raise _malformed(problem.split(" (PROTOCOL")[0])
+    if len(_decoded_keys) < KNOWN_KEYS:
+        _decoded_keys[raw] = key
+    return key
 
 
 def _malformed(what: str) -> ExtensionError:
@@ -81,8 +119,11 @@ def decode_metadata(data: bytes, *, max_bytes: int, max_entries: int) -> tuple[i
         )
     end = len(data)
     try:
-        subscriber, pos = decode_varint(data, 0, end)
-        count, pos = decode_varint(data, pos, end)
+        if end >= 2 and data[0] < 0x80 and data[1] < 0x80:  # one-byte id and count: inline (§2.1)
+            subscriber, count, pos = data[0], data[1], 2
+        else:
+            subscriber, pos = decode_varint(data, 0, end)
+            count, pos = decode_varint(data, pos, end)
         if count > max_entries:
             raise LimitExceededError(
                 f"subscribeMetadata with {count} entries exceeds max_metadata_entries={max_entries}",
@@ -90,37 +131,29 @@ def decode_metadata(data: bytes, *, max_bytes: int, max_entries: int) -> tuple[i
             )
         entries: dict[str, bytes] = {}
         for _ in range(count):
-            if pos >= end:
-                raise Incomplete
-            length = data[pos]  # a key is at most 64 bytes: its length is one byte (§18.1)
-            if length < 0x80:
+            length = data[pos]  # past the end: IndexError, a truncated payload
+            if length < 0x80:  # a key is at most 64 bytes: its length is one byte (§18.1)
                 pos += 1
             else:
                 length, pos = decode_varint(data, pos, end)
-            if pos + length > end:
+            stop = pos + length
+            if stop > end:
                 raise _malformed("a key runs past the payload")
-            try:
-                key = data[pos : pos + length].decode("ascii")
-            except UnicodeDecodeError:
-                raise _malformed("a key is not ASCII") from None
-            pos += length
-            if not 0 < length <= MAX_KEY_LENGTH or not _KEY_CHARS.issuperset(key):
-                problem = check_key(key) or "a metadata key"
-                raise _malformed(problem.split(" (PROTOCOL")[0])
+            raw = data[pos:stop]
+            key = _decoded_keys.get(raw) or _decode_key(raw)
             if key in entries:
                 raise _malformed(f"key {key!r} twice")
-            if pos >= end:
-                raise Incomplete
-            length = data[pos]
+            length = data[stop]
             if length < 0x80:
-                pos += 1
+                pos = stop + 1
             else:
-                length, pos = decode_varint(data, pos, end)
-            if pos + length > end:
+                length, pos = decode_varint(data, stop, end)
+            stop = pos + length
+            if stop > end:
                 raise _malformed("a value runs past the payload")
-            entries[key] = data[pos : pos + length]
-            pos += length
-    except Incomplete:
+            entries[key] = data[pos:stop]
+            pos = stop
+    except (Incomplete, IndexError):
         raise _malformed("truncated") from None
     except (ExtensionError, LimitExceededError):
         raise

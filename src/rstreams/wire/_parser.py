@@ -45,7 +45,6 @@ from rstreams.wire.extensions import BY_TYPE
 from rstreams.wire.frames import (
     FIRST_EXTENSION_TYPE,
     ClientHello,
-    ExtensionMessage,
     Frame,
     FrameType,
     Goodbye,
@@ -56,6 +55,7 @@ from rstreams.wire.frames import (
     OnNextPart,
     ServerHello,
     make_cancel,
+    make_extension_message,
     make_on_complete,
     make_on_next,
     make_on_subscribe,
@@ -499,14 +499,21 @@ class FrameParser:
         t = data[p - 1]
         if t not in BY_TYPE:  # no extension owns it: refused at the type byte
             raise ExtensionError(f"message type 0x{t:02x} belongs to no extension this endpoint knows")
-        length, p = decode_varint(data, p, n)
+        if p < n and data[p] < 0x80:  # a one-byte length, inline (§2.1)
+            length = data[p]
+            p += 1
+        else:
+            length, p = decode_varint(data, p, n)
         if length > self._max_string:
             raise LimitExceededError(
                 f"extension message 0x{t:02x} payload of {length} bytes exceeds "
                 f"max_string_length={self._max_string}",
                 limit="max_string_length",
             )
-        return ExtensionMessage(type=t, payload=self._take(data, p, length, n)), p + length
+        end = p + length
+        if end > n:
+            raise Incomplete(end)
+        return make_extension_message(t, data[p:end]), end  # t: owned by an extension, so >= 0x80
 
     def _unknown(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
         raise FrameError(f"unknown message type 0x{data[p - 1]:02x}")

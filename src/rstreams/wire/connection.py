@@ -30,6 +30,7 @@ Once closed, ``receive_data`` and ``send`` raise :class:`ConnectionBrokenError`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
@@ -220,8 +221,8 @@ class Connection:
         self._metadata = False  # extension metadata is active (§18)
         self._decoders: dict[int, Callable[[bytes], tuple[int, Any]]] = {
             CONTENT_TYPE: decode_content_type,
-            SUBSCRIBE_METADATA: lambda data: decode_metadata(
-                data, max_bytes=config.max_metadata_bytes, max_entries=config.max_metadata_entries
+            SUBSCRIBE_METADATA: functools.partial(  # a partial: no Python frame of its own
+                decode_metadata, max_bytes=config.max_metadata_bytes, max_entries=config.max_metadata_entries
             ),
             ERROR_CODE: decode_error_code,
             GOODBYE_CODE: _goodbye_code,
@@ -747,7 +748,9 @@ class Connection:
         """The held qualifiers of the ``cls`` message for ``sid`` that just arrived; ``None``
         after failing the connection because one was meant for another id (§19.1)."""
         taken: list[Qualifier] = []
-        for kind in [k for k in self._qualifiers if _QUALIFIERS[k][0] is cls]:
+        for kind in list(self._qualifiers):  # a copy: taken ones are popped
+            if _QUALIFIERS[kind][0] is not cls:
+                continue
             target_sid, value = self._qualifiers.pop(kind)
             if target_sid != sid:
                 self._fail(

@@ -345,6 +345,7 @@ _req_sid, _req_demand = _setters(Request, "subscriber", "demand")
 _cancel_sid, _complete_sid = _setters(Cancel, "subscriber")[0], _setters(OnComplete, "subscriber")[0]
 _onsub_sid, _onsub_size = _setters(OnSubscribe, "subscriber", "element_size")
 _sub_name, _sub_sid, _sub_demand = _setters(Subscribe, "publisher", "subscriber", "initial_demand")
+_ext_type, _ext_payload = _setters(ExtensionMessage, "type", "payload")
 
 
 def make_request(subscriber: int, demand: int) -> Request:
@@ -374,6 +375,15 @@ def make_on_subscribe(subscriber: int, element_size: int) -> OnSubscribe:
     frame: OnSubscribe = _new(OnSubscribe)
     _onsub_sid(frame, subscriber)
     _onsub_size(frame, element_size)
+    return frame
+
+
+def make_extension_message(message_type: int, payload: bytes) -> ExtensionMessage:
+    """Build an :class:`ExtensionMessage` from decoded fields (a type some extension owns, a
+    ``bytes`` payload) without re-validating."""
+    frame: ExtensionMessage = _new(ExtensionMessage)
+    _ext_type(frame, message_type)
+    _ext_payload(frame, payload)
     return frame
 
 
