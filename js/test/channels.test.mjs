@@ -1,25 +1,18 @@
 // Extension channels (PROTOCOL.md §21): conn.channel(name, input) opens a subscription whose
 // input streams to the peer within the input demand it grants; against a scripted peer, then
 // against a real rstreams server with channel factories.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Connection, ProtocolError, RemoteStreamError, fromIterable } from "../src/rsio.js";
-import { connect } from "../src/node.js";
+import { ProtocolError, RemoteStreamError, fromIterable } from "../src/rsio.js";
 import { concat, encodeVarint } from "../src/rsio-wire.js";
-import { FakeTransport, recorder, tick } from "./support.mjs";
-import { PYTHON, REPO, skip } from "./servers.mjs";
+import { scripted, recorder, tick } from "./support.mjs";
+import { pythonPeer, skip } from "./servers.mjs";
 
 const HELLO = { type: "serverHello", version: 0, extensions: [1, 8] };
 const ext = (code, ...parts) => ({ type: "extension", code, payload: concat(parts) });
 const inputRequest = (sid, n) => ext(0xa1, encodeVarint(sid), encodeVarint(n));
 const inputCancel = (sid) => ext(0xa2, encodeVarint(sid));
 const text = new TextDecoder();
-
-function open(options = {}) {
-  const ws = new FakeTransport();
-  const conn = new Connection(ws, { onerror: () => {}, keepalive: null, ...options });
-  return { ws, conn };
-}
 
 /** A Publisher of "0", "1", ... (`limit` of them, then complete) that records what it is asked. */
 function counting(limit = Infinity) {
@@ -53,7 +46,7 @@ const channelFrames = (ws) => ws.sent.filter((f) => f.type === "extension" && f.
   .map((f) => [f.code, f.payload[0], text.decode(f.payload.subarray(1))]);
 
 test("§21.3: the mark goes right before its subscribe, after the peer's hello; input only within the demand granted", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const input = counting(5);
   const out = recorder(4);
   conn.channel("upper", input).subscribe(out);
@@ -81,7 +74,7 @@ test("§21.3: the mark goes right before its subscribe, after the peer's hello; 
 });
 
 test("§21.4: an unbounded grant still draws the input INPUT_WINDOW elements at a time", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const input = counting(200);
   conn.channel("sink", input).subscribe(recorder(1));
   ws.feed(HELLO);
@@ -93,7 +86,7 @@ test("§21.4: an unbounded grant still draws the input INPUT_WINDOW elements at 
 });
 
 test("§21.4: a grant while the transport takes no writes waits for its drain", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const input = counting();
   conn.channel("sink", input).subscribe(recorder(1));
   ws.feed(HELLO);
@@ -110,7 +103,7 @@ test("§21.4: a grant while the transport takes no writes waits for its drain", 
 });
 
 test("§21.5: inputCancel cancels the input Publisher and the output goes on; the output's end cancels the input", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const first = counting();
   const out = recorder(2);
   conn.channel("a", first).subscribe(out);
@@ -149,7 +142,7 @@ test("§21.5: inputCancel cancels the input Publisher and the output goes on; th
 });
 
 test("§21.5: the input's error reaches the peer as inputError; a too-large element fails the input (§21.2)", async () => {
-  const { ws, conn } = open({ limits: { maxStringLength: 64 } });
+  const { ws, conn } = scripted({ limits: { maxStringLength: 64 } });
   const failing = {
     subscribe(subscriber) {
       subscriber.onSubscribe({ request() { subscriber.onError(new TypeError("bad input")); }, cancel() {} });
@@ -172,7 +165,7 @@ test("§21.5: the input's error reaches the peer as inputError; a too-large elem
 });
 
 test("§21.1: a peer without the extension: the output fails, saying so, and the input is never subscribed", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const input = counting();
   const out = recorder(1);
   conn.channel("upper", input).subscribe(out);
@@ -184,7 +177,7 @@ test("§21.1: a peer without the extension: the output fails, saying so, and the
 });
 
 test("§21.3: a peer's mark qualifies only the subscribe right after it; this client offers no channels", async () => {
-  const { ws } = open({ publishers: { plain: fromIterable(["p"]) } });
+  const { ws } = scripted({ publishers: { plain: fromIterable(["p"]) } });
   ws.feed(HELLO, ext(0xa0, encodeVarint(3)), { type: "subscribe", publisher: "plain", subscriber: 3, initial_demand: 1n });
   await tick();
   assert.deepEqual(ws.of("onError").map((f) => [f.subscriber, f.error]), [[3, "no channel named 'plain' (PROTOCOL.md §21.3)"]]);
@@ -202,21 +195,16 @@ for (const [what, frames, section] of [
   ["a reserved type of extension channels", [ext(0xa6)], "§4.4"],
 ]) {
   test(`${what} is a connection error citing ${section}`, async () => {
-    const { ws, conn } = open();
+    const { ws, conn } = scripted();
     ws.feed(HELLO, ...frames);
     const error = await conn.closed;
     assert.ok(error instanceof ProtocolError && error.section === section, String(error));
   });
 }
 
-describe("against an rstreams server with channels", { skip }, () => {
-  let conn;
-  let child;
-  before(async () => {
-    const { spawn } = await import("node:child_process");
-    // upper: the echo transform; hold?tag=T: takes one input element and keeps the output open
-    // (what it saw is published as "seen?tag=T"); watch: the output fails with the input's error
-    const script = `
+// upper: the echo transform; hold?tag=T: takes one input element and keeps the output open
+// (what it saw is published as "seen?tag=T"); watch: the output fails with the input's error
+const SCRIPT = `
 import asyncio
 import rstreams
 from rstreams.net import serve
@@ -251,55 +239,41 @@ async def main():
     await asyncio.Event().wait()
 asyncio.run(main())
 `;
-    child = spawn(PYTHON, ["-c", script], { env: { ...process.env, PYTHONPATH: `${REPO}src` }, stdio: ["ignore", "pipe", "inherit"] });
-    const url = await new Promise((resolve, reject) => {
-      let out = "";
-      child.stdout.on("data", (chunk) => {
-        out += chunk;
-        const found = / on (tcp:\/\/\S+)/.exec(out);
-        if (found) resolve(found[1]);
-      });
-      child.on("exit", (code) => reject(new Error(`the server exited with ${code}`)));
-    });
-    conn = await connect(url, { onerror: () => {} });
-    await conn.ready;
-  });
-  after(async () => {
-    await conn?.close("test done");
-    child?.kill();
-  });
+
+describe("against an rstreams server with channels", { skip }, () => {
+  const peer = pythonPeer({ source: SCRIPT });
 
   /** What the server's hold?tag=T input Subscriber has seen, once it has seen `count` signals. */
   async function seen(tag, count) {
     let items = [];
     for (let round = 0; round < 200 && items.length < count; round++) {
       items = [];
-      for await (const item of conn.stream(`seen?tag=${tag}`, { decode: "text" })) items.push(item);
+      for await (const item of peer.conn.stream(`seen?tag=${tag}`, { decode: "text" })) items.push(item);
       if (items.length < count) await new Promise((resolve) => setTimeout(resolve, 20));
     }
     return items;
   }
 
   test("an echo-transform channel round trip: upper", async () => {
-    assert.ok(conn.extensions.has(8));
+    assert.ok(peer.conn.extensions.has(8));
     const results = [];
-    for await (const item of conn.channel("upper", ["a", "bc", new Uint8Array([100])], { decode: "text" })) results.push(item);
+    for await (const item of peer.conn.channel("upper", ["a", "bc", new Uint8Array([100])], { decode: "text" })) results.push(item);
     assert.deepEqual(results, ["A", "BC", "D"]);
     const many = [];
     const input = Array.from({ length: 300 }, (_, i) => `n${i}`);
-    for await (const item of conn.channel("upper", input, { decode: "text", window: 8 })) many.push(item);
+    for await (const item of peer.conn.channel("upper", input, { decode: "text", window: 8 })) many.push(item);
     assert.deepEqual(many, input.map((s) => s.toUpperCase()));
   });
 
   test("input demand is respected: the server grants 1, the input is asked for 1 and nothing more is sent", async () => {
     const input = counting();
     const out = recorder(1);
-    conn.channel("hold?tag=demand", input).subscribe(out);
+    peer.conn.channel("hold?tag=demand", input).subscribe(out);
     assert.deepEqual(await seen("demand", 1), ["next:0"]);
-    await conn.request("seen?tag=demand"); // a round trip after it: anything more would have gone out by now
+    await peer.conn.request("seen?tag=demand"); // a round trip after it: anything more would have gone out by now
     assert.equal(input.requested, 1);
     assert.equal(input.emitted, 1);
-    assert.equal(conn.state, "OPEN"); // the server saw no inputNext beyond its demand (§21.4)
+    assert.equal(peer.conn.state, "OPEN"); // the server saw no inputNext beyond its demand (§21.4)
     assert.deepEqual(await seen("demand", 1), ["next:0"]);
     out.subscription.cancel();
   });
@@ -307,7 +281,7 @@ asyncio.run(main())
   test("cancelling the output cancels the input at both ends", async () => {
     const input = counting();
     const out = recorder(1);
-    conn.channel("hold?tag=cancel", input).subscribe(out);
+    peer.conn.channel("hold?tag=cancel", input).subscribe(out);
     await seen("cancel", 1);
     out.subscription.cancel();
     await input.whenCancelled;
@@ -321,7 +295,7 @@ asyncio.run(main())
     }
     const got = [];
     await assert.rejects(async () => {
-      for await (const item of conn.channel("watch", failing(), { decode: "text" })) got.push(item);
+      for await (const item of peer.conn.channel("watch", failing(), { decode: "text" })) got.push(item);
     }, (error) => error instanceof RemoteStreamError && /ChannelInputError: TypeError: boom/.test(error.message));
     assert.deepEqual(got, ["a"]);
   });

@@ -1,20 +1,19 @@
 // Extension error-codes (PROTOCOL.md §19): the code beside onError and goodbye, received and
 // sent; against a scripted peer, then against a real `rstreams serve`.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Connection, ConnectionClosedError, ERROR_CODES, ProtocolError, RemoteStreamError, codeName } from "../src/rsio.js";
+import { ConnectionClosedError, ERROR_CODES, ProtocolError, RemoteStreamError, codeName } from "../src/rsio.js";
 import { connect, listen } from "../src/node.js";
 import { concat, encodeVarint } from "../src/rsio-wire.js";
-import { FakeTransport, recorder, tick } from "./support.mjs";
-import { FIXTURE, serve, skip } from "./servers.mjs";
+import { scripted, recorder, tick } from "./support.mjs";
+import { FIXTURE, pythonPeer, skip } from "./servers.mjs";
 
 const HELLO = { type: "serverHello", version: 0, extensions: [1, 6] };
 const errorCode = (subscriber, code) => ({ type: "extension", code: 0x98, payload: concat([encodeVarint(subscriber), encodeVarint(code)]) });
 const goodbyeCode = (code) => ({ type: "extension", code: 0x99, payload: encodeVarint(code) });
 
 async function subscribed(hello = HELLO) {
-  const ws = new FakeTransport();
-  const conn = new Connection(ws, { onerror: () => {}, keepalive: null });
+  const { ws, conn } = scripted();
   const r = recorder(1);
   conn.subscribe("x", r);
   await tick();
@@ -100,23 +99,13 @@ test("§19.2: close() sends goodbyeCode 0 (normal) right before its goodbye", as
 });
 
 describe("against rstreams serve", { skip }, () => {
-  let server;
-  let conn;
-  before(async () => {
-    server = await serve("tcp://127.0.0.1:0", ["--publishers", FIXTURE]);
-    conn = await connect(server.url, { onerror: () => {} });
-    await conn.ready;
-  });
-  after(async () => {
-    await conn?.close("test done");
-    await server?.stop();
-  });
+  const peer = pythonPeer({ args: ["--publishers", FIXTURE] });
 
   test("an unknown publisher is code 2, a failing one code 1, as the server's registry says (§19.2)", async () => {
-    assert.ok(conn.extensions.has(6));
-    await assert.rejects(conn.request("no/such/publisher"), (error) => error instanceof RemoteStreamError
+    assert.ok(peer.conn.extensions.has(6));
+    await assert.rejects(peer.conn.request("no/such/publisher"), (error) => error instanceof RemoteStreamError
       && error.code === ERROR_CODES.UNKNOWN_PUBLISHER && error.codeName === "UNKNOWN_PUBLISHER");
-    await assert.rejects(conn.request("fail"), (error) => error instanceof RemoteStreamError
+    await assert.rejects(peer.conn.request("fail"), (error) => error instanceof RemoteStreamError
       && error.code === ERROR_CODES.APPLICATION && /boom/.test(error.message));
   });
 });

@@ -1,25 +1,19 @@
 // Extension content-types (PROTOCOL.md §17): the announced type is kept, decode "auto" uses it,
 // and an explicit decode it contradicts fails the subscription; scripted, then against rstreams serve.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Connection, ContentTypeError, ProtocolError, decoderForType, sameMediaType } from "../src/rsio.js";
-import { connect } from "../src/node.js";
+import { ContentTypeError, ProtocolError, decoderForType, sameMediaType } from "../src/rsio.js";
 import { concat, encodeVarint } from "../src/rsio-wire.js";
-import { FakeTransport, tick } from "./support.mjs";
-import { FIXTURE, serve, skip } from "./servers.mjs";
+import { scripted, tick } from "./support.mjs";
+import { FIXTURE, pythonPeer, skip } from "./servers.mjs";
 
 const HELLO = { type: "serverHello", version: 0, extensions: [1, 4] };
 const contentType = (subscriber, type) => ({ type: "extension", code: 0x90,
   payload: concat([encodeVarint(subscriber), new TextEncoder().encode(type)]) });
 const el = (text) => ({ type: "onNext", subscriber: 1, element: new TextEncoder().encode(text) });
 
-function open() {
-  const ws = new FakeTransport();
-  return { ws, conn: new Connection(ws, { onerror: () => {}, keepalive: null }) };
-}
-
 test("§17.2: decode 'auto' follows the announced type; the subscription keeps it", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const iterator = conn.stream("rows", { decode: "auto" })[Symbol.asyncIterator]();
   await tick();
   ws.feed(HELLO, contentType(1, "application/json"), { type: "onSubscribe", subscriber: 1, element_size: 0 },
@@ -30,7 +24,7 @@ test("§17.2: decode 'auto' follows the announced type; the subscription keeps i
 });
 
 test("§17.2: an explicit decode the announcement contradicts fails with ContentTypeError and cancels", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const iterator = conn.stream("rows", { decode: "text" })[Symbol.asyncIterator]();
   await tick();
   ws.feed(HELLO, contentType(1, "application/vnd.rsio.int64le"), { type: "onSubscribe", subscriber: 1, element_size: 8 });
@@ -49,7 +43,7 @@ for (const [what, frames] of [
   ["a media type with a byte outside 0x20-0x7e", [contentType(1, "text/pl\u00e4in")]],
 ]) {
   test(`§17.1: ${what} is a connection error citing §17.1`, async () => {
-    const { ws, conn } = open();
+    const { ws, conn } = scripted();
     conn.stream("rows")[Symbol.asyncIterator]();
     await tick();
     ws.feed(HELLO, ...frames);
@@ -67,25 +61,15 @@ test("§17.3: the built-in decoders, byte for byte; §17.1: sameness of media ty
 });
 
 describe("against rstreams serve", { skip }, () => {
-  let server;
-  let conn;
-  before(async () => {
-    server = await serve("tcp://127.0.0.1:0", ["--publishers", FIXTURE]);
-    conn = await connect(server.url, { onerror: () => {} });
-    await conn.ready;
-  });
-  after(async () => {
-    await conn?.close("test done");
-    await server?.stop();
-  });
+  const peer = pythonPeer({ args: ["--publishers", FIXTURE] });
 
   test("an INT64 publisher announces application/vnd.rsio.int64le: 'auto' gives bigints, 'json' refuses", async () => {
-    assert.ok(conn.extensions.has(4));
+    assert.ok(peer.conn.extensions.has(4));
     const got = [];
-    for await (const n of conn.stream("ints?n=5", { decode: "auto" })) got.push(n);
+    for await (const n of peer.conn.stream("ints?n=5", { decode: "auto" })) got.push(n);
     assert.deepEqual(got, [0n, 1n, 2n, 3n, 4n]);
-    await assert.rejects(conn.request("ints?n=5", { decode: "json" }), ContentTypeError);
-    const raw = await conn.request("ints?n=5"); // "bytes" (the default) takes the bytes whatever is announced
+    await assert.rejects(peer.conn.request("ints?n=5", { decode: "json" }), ContentTypeError);
+    const raw = await peer.conn.request("ints?n=5"); // "bytes" (the default) takes the bytes whatever is announced
     assert.deepEqual([...raw], [0, 0, 0, 0, 0, 0, 0, 0]);
   });
 });

@@ -1,30 +1,23 @@
 // Extension messages (PROTOCOL.md §20): send() bounded by the peer's credit, handlers for the
 // peer's messages; against a scripted peer, then against a real `rstreams serve`.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Connection, MessageCreditError, ProtocolError } from "../src/rsio.js";
-import { connect } from "../src/node.js";
+import { MessageCreditError, ProtocolError } from "../src/rsio.js";
 import { encodeMessage } from "../src/rsio-messages.js";
 import { encodeVarint } from "../src/rsio-wire.js";
-import { FakeTransport, tick } from "./support.mjs";
-import { PYTHON, REPO, skip } from "./servers.mjs";
+import { scripted, tick } from "./support.mjs";
+import { pythonPeer, skip } from "./servers.mjs";
 
 const HELLO = { type: "serverHello", version: 0, extensions: [1, 7] };
 const credit = (n) => ({ type: "extension", code: 0x9d, payload: encodeVarint(n) });
 const message = (name, body) => ({ type: "extension", code: 0x9c, payload: encodeMessage(name, new TextEncoder().encode(body)) });
 const text = new TextDecoder();
 
-function open(options = {}) {
-  const ws = new FakeTransport();
-  const conn = new Connection(ws, { onerror: () => {}, keepalive: null, ...options });
-  return { ws, conn };
-}
-
 const sentMessages = (ws) => ws.sent.filter((f) => f.type === "extension" && f.code === 0x9c)
   .map((f) => { const name = text.decode(f.payload.subarray(1, 1 + f.payload[0])); return [name, text.decode(f.payload.subarray(1 + f.payload[0]))]; });
 
 test("§20.3: send waits for the peer's credit, takes one per message, in order; nothing before the hello", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const first = conn.send("events/click", "a"); // before the hello: waits
   await tick();
   assert.deepEqual(sentMessages(ws), []);
@@ -47,12 +40,12 @@ test("§20.3: send waits for the peer's credit, takes one per message, in order;
 });
 
 test("§20.1: a peer without the extension: send rejects, saying so; a closed connection rejects too", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   const waiting = conn.send("x", "early");
   ws.feed({ ...HELLO, extensions: [1] });
   await assert.rejects(waiting, /does not offer extension messages \(id 7\) \(PROTOCOL\.md §20\.1\)/);
   await assert.rejects(conn.send("x", "late"), /§20\.1/);
-  const other = open();
+  const other = scripted();
   other.ws.feed(HELLO);
   const pending = other.conn.send("x", "never granted");
   other.conn.close("bye");
@@ -62,7 +55,7 @@ test("§20.1: a peer without the extension: send rejects, saying so; a closed co
 test("§20.3, §20.4: handlers receive the peer's messages; credit comes back when they finish, dropped ones too", async () => {
   const seen = [];
   let release;
-  const { ws } = open({
+  const { ws } = scripted({
     maxMessagesInFlight: 2,
     handlers: {
       "events/{kind}": (m) => { seen.push([m.params.kind, m.params.user, text.decode(m.payload)]); },
@@ -90,20 +83,15 @@ for (const [what, frames, section] of [
   ["a reserved type of extension messages", [{ type: "extension", code: 0x9e, payload: new Uint8Array(0) }], "§4.4"],
 ]) {
   test(`${what} is a connection error citing ${section}`, async () => {
-    const { ws, conn } = open({ maxMessagesInFlight: 1, handlers: { a: () => new Promise(() => {}) } });
+    const { ws, conn } = scripted({ maxMessagesInFlight: 1, handlers: { a: () => new Promise(() => {}) } });
     ws.feed(HELLO, ...frames);
     const error = await conn.closed;
     assert.ok(error instanceof ProtocolError && error.section === section, String(error));
   });
 }
 
-describe("against rstreams serve", { skip }, () => {
-  let server;
-  let child;
-  before(async () => {
-    const { spawn } = await import("node:child_process");
-    // a server whose handler answers each message by publishing what it got on "inbox"
-    const script = `
+// a server whose handler answers each message by publishing what it got on "inbox"
+const SCRIPT = `
 import asyncio, sys
 import rstreams
 from rstreams.net import serve
@@ -117,25 +105,12 @@ async def main():
     await asyncio.Event().wait()
 asyncio.run(main())
 `;
-    child = spawn(PYTHON, ["-c", script], { env: { ...process.env, PYTHONPATH: `${REPO}src` }, stdio: ["ignore", "pipe", "inherit"] });
-    const url = await new Promise((resolve, reject) => {
-      let out = "";
-      child.stdout.on("data", (chunk) => {
-        out += chunk;
-        const found = / on (tcp:\/\/\S+)/.exec(out);
-        if (found) resolve(found[1]);
-      });
-      child.on("exit", (code) => reject(new Error(`the server exited with ${code}`)));
-    });
-    server = await connect(url, { onerror: () => {} });
-  });
-  after(async () => {
-    await server?.close("test done");
-    child?.kill();
-  });
+
+describe("against rstreams serve", { skip }, () => {
+  const peer = pythonPeer({ source: SCRIPT });
 
   test("send() reaches the Python handler, within the credit it grants (16)", async () => {
-    await server.ready;
+    const server = peer.conn;
     assert.ok(server.extensions.has(7));
     for (let i = 0; i < 40; i++) await server.send("events/click", `n${i}`); // more than one grant's worth
     let inbox = [];

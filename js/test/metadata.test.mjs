@@ -1,21 +1,14 @@
 // Extension metadata (PROTOCOL.md §18): subscribe with metadata; scripted, then against a Python
 // server whose publisher factory reads the entries.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Connection } from "../src/rsio.js";
-import { connect } from "../src/node.js";
-import { FakeTransport, recorder, tick } from "./support.mjs";
-import { PYTHON, REPO, skip } from "./servers.mjs";
+import { scripted, recorder, tick } from "./support.mjs";
+import { pythonPeer, skip } from "./servers.mjs";
 
 const HELLO = { type: "serverHello", version: 0, extensions: [1, 5] };
 
-function open() {
-  const ws = new FakeTransport();
-  return { ws, conn: new Connection(ws, { onerror: () => {}, keepalive: null }) };
-}
-
 test("§18.1: a subscribe with metadata waits for the hello, then goes out right after its subscribeMetadata", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   conn.subscribe("plain", recorder(1));
   conn.subscribe("news", recorder(1), { metadata: { x: "1", "x-tenant": Uint8Array.of(0xff) } });
   await tick();
@@ -29,7 +22,7 @@ test("§18.1: a subscribe with metadata waits for the hello, then goes out right
 });
 
 test("§18.1: without the extension the subscribe goes out without its metadata", async () => {
-  const { ws, conn } = open();
+  const { ws, conn } = scripted();
   conn.subscribe("news", recorder(1), { metadata: { x: "1" } });
   await tick();
   ws.feed({ ...HELLO, extensions: [1] });
@@ -38,19 +31,14 @@ test("§18.1: without the extension the subscribe goes out without its metadata"
 });
 
 test("§18.1: keys are checked where the call is made", () => {
-  const { conn } = open();
+  const { conn } = scripted();
   for (const key of ["X", "", "rsio.trace", "a b", "k".repeat(65)]) {
     assert.throws(() => conn.subscribe("news", recorder(1), { metadata: { [key]: "v" } }), /§18\.1/, key);
   }
   assert.throws(() => conn.subscribe("news", recorder(1), { metadata: { k: 1 } }), TypeError);
 });
 
-describe("against rstreams serve", { skip }, () => {
-  let child;
-  let conn;
-  before(async () => {
-    const { spawn } = await import("node:child_process");
-    const script = `
+const SCRIPT = `
 import asyncio
 import rstreams
 from rstreams.net import serve, subscribe_metadata
@@ -63,30 +51,17 @@ async def main():
     await asyncio.Event().wait()
 asyncio.run(main())
 `;
-    child = spawn(PYTHON, ["-c", script], { env: { ...process.env, PYTHONPATH: `${REPO}src` }, stdio: ["ignore", "pipe", "inherit"] });
-    const url = await new Promise((resolve, reject) => {
-      let out = "";
-      child.stdout.on("data", (chunk) => {
-        out += chunk;
-        const found = / on (tcp:\/\/\S+)/.exec(out);
-        if (found) resolve(found[1]);
-      });
-      child.on("exit", (code) => reject(new Error(`the server exited with ${code}`)));
-    });
-    conn = await connect(url, { onerror: () => {} });
-  });
-  after(async () => {
-    await conn?.close("test done");
-    child?.kill();
-  });
+
+describe("against rstreams serve", { skip }, () => {
+  const peer = pythonPeer({ source: SCRIPT });
 
   test("the Python publisher factory sees the entries of that subscribe", async () => {
     const got = [];
     const metadata = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "x-tenant": "acme" };
-    for await (const item of conn.stream("echo", { decode: "text", metadata })) got.push(item);
+    for await (const item of peer.conn.stream("echo", { decode: "text", metadata })) got.push(item);
     assert.deepEqual(got, [`traceparent=${metadata.traceparent}`, "x-tenant=acme"]);
     const none = [];
-    for await (const item of conn.stream("echo", { decode: "text" })) none.push(item);
+    for await (const item of peer.conn.stream("echo", { decode: "text" })) none.push(item);
     assert.deepEqual(none, []);
   });
 });

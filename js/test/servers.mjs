@@ -4,7 +4,9 @@
 // PYTHONPATH, so the server is the checkout's own code.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { after, before } from "node:test";
 import { fileURLToPath } from "node:url";
+import { connect } from "../src/node.js";
 
 export const REPO = fileURLToPath(new URL("../../", import.meta.url));
 const fromEnv = process.env.RSTREAMS_PYTHON;
@@ -111,4 +113,23 @@ export function pythonServer(source) {
     });
     child.once("exit", (code) => reject(new Error(`the Python server exited with ${code} before serving`)));
   });
+}
+
+/**
+ * For a describe block: before its tests, a Python server (the script `source`, which prints
+ * "serving on URL", or `rstreams serve tcp://127.0.0.1:0 ...args`) and a JavaScript connection
+ * to it, ready; after them, both closed. Returns {conn, server}, filled in by the hook.
+ */
+export function pythonPeer({ source = null, args = [] } = {}) {
+  const peer = { conn: null, server: null };
+  before(async () => {
+    peer.server = source === null ? await serve("tcp://127.0.0.1:0", args) : await pythonServer(source);
+    peer.conn = await connect(peer.server.url, { onerror: () => {} });
+    await peer.conn.ready;
+  });
+  after(async () => {
+    await peer.conn?.close("test done");
+    await peer.server?.stop();
+  });
+  return peer;
 }

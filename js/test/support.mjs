@@ -1,4 +1,6 @@
-// Test helpers: a scripted transport, a manual clock, a recording Subscriber.
+// Test helpers: a scripted transport (and a Connection over one), a manual clock, a recording
+// Subscriber.
+import { Connection } from "../src/rsio.js";
 import { FrameDecoder, encodeFrame } from "../src/rsio-wire.js";
 
 /**
@@ -55,6 +57,17 @@ export class FakeTransport {
   of(type, code) {
     return this.sent.filter((f) => f.type === type && (code === undefined || f.code === code));
   }
+}
+
+/**
+ * A client Connection over a FakeTransport, for scripting the peer: `ws.feed(...)` its frames,
+ * `ws.sent` what the Connection wrote. No pings, errors of subscribers kept quiet; `options`
+ * as Connection takes them.
+ */
+export function scripted(options = {}) {
+  const ws = new FakeTransport();
+  const conn = new Connection(ws, { onerror: () => {}, keepalive: null, ...options });
+  return { ws, conn };
 }
 
 /** A clock whose time moves only when the test says: `advance(ms)` runs the timers that fall due. */
