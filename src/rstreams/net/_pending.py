@@ -94,11 +94,13 @@ class Pending:
                 self._hello_bytes(data)
             return
         started = admission.clock()
-        if pump is not None:
-            pump.data_received(data)
-        else:
-            self._hello_bytes(data)
-        admission.charge(admission.clock() - started)
+        try:
+            if pump is not None:
+                pump.data_received(data)
+            else:
+                self._hello_bytes(data)
+        finally:  # charged even when the transport fails under it
+            admission.charge(admission.clock() - started)
         pump = self._pump
         if pump is not None:
             self._reads += 1
@@ -119,22 +121,26 @@ class Pending:
     def eof_received(self) -> None:
         admission = self._admission
         started = admission.clock() if admission is not None else 0.0
-        pump = self._start(self._received) if self._pump is None else self._pump
-        pump.eof_received()
-        if admission is not None:
-            admission.charge(admission.clock() - started)
+        try:
+            pump = self._start(self._received) if self._pump is None else self._pump
+            pump.eof_received()
+        finally:
+            if admission is not None:
+                admission.charge(admission.clock() - started)
 
     def connection_lost(self, error: BaseException | None) -> None:
         admission, self._admission = self._admission, None
         started = admission.clock() if admission is not None else 0.0
-        if self._pump is not None:
-            self._pump.connection_lost(error)
-        else:
-            self._cancel_timer()
-            self._received = b""
-            self._transport = None  # never a connection: nothing else to end
-        if admission is not None:
-            admission.charge(admission.clock() - started)
+        try:
+            if self._pump is not None:
+                self._pump.connection_lost(error)
+            else:
+                self._cancel_timer()
+                self._received = b""
+                self._transport = None  # never a connection: nothing else to end
+        finally:
+            if admission is not None:
+                admission.charge(admission.clock() - started)
 
     def pause_writing(self) -> None:
         if self._pump is not None:
@@ -149,9 +155,11 @@ class Pending:
         if self._pump is None:
             admission = self._admission
             started = admission.clock() if admission is not None else 0.0
-            self._start(self._received).closing.handshake_expired()
-            if admission is not None:
-                admission.charge(admission.clock() - started)
+            try:
+                self._start(self._received).closing.handshake_expired()
+            finally:
+                if admission is not None:
+                    admission.charge(admission.clock() - started)
 
     def _start(self, received: bytes) -> Pump:
         """Make the connection: its pump takes over the transport and the bytes so far."""

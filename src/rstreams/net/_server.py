@@ -216,13 +216,15 @@ async def serve(
             wait unsent, the server stops reading that client until they drain below
             ``low_water`` (PROTOCOL.md §6.3); a client that leaves them so this long is sent
             goodbye ``"peer not reading: ..."`` and closed. ``None``: no limit.
-        admission_share: share of the server's event-loop time (default 0.25) that
-            connections not yet established may take: accepting them, their hello,
-            and all the work of one refused or ended before its hello was handled
-            (garbage, a failed handshake). While that budget is spent, TCP, TLS and Unix
-            listeners stop accepting, so new connections wait in the kernel's backlog and
-            established streams keep the rest of the loop (:mod:`rstreams.net._admission`).
-            ``None``: accept as fast as connections come.
+        admission_share: share of the server's event-loop time (default 0.2) that
+            connections not yet established may take: accepting them, their hello and
+            first reads, and all the work of one refused or closed before that (garbage,
+            a failed handshake). While that budget is spent, TCP, TLS and Unix listeners
+            stop accepting, so new connections wait in the kernel's backlog and
+            established streams keep the rest of the loop (:mod:`rstreams.net._admission`;
+            what asyncio and the kernel spend outside our callbacks is not measured: the
+            true share is about ``admission_share / 0.6``). ``None``: accept as fast as
+            connections come.
         authenticate: ``authenticate(credentials) -> principal`` (or a coroutine
             function): checks the ``Token``/``UserPassword`` a client presents (§15).
             Returning ``None`` or raising refuses; a refused connection is sent goodbye
@@ -335,7 +337,15 @@ async def serve(
         conn = Connection(pump)
         return pump
 
-    server_hello = b"".join(make_connection().outbox.core.data_to_send())  # the same on every connection
+    resuming = check_resume(resume)
+    if resuming is not None:
+        config = resume_config(config)
+    first = make_connection()
+    server_hello = b"".join(first.outbox.core.data_to_send())  # the same on every connection
+    # The first connection's config already lists the extensions every connection offers:
+    # later ones take it as it is instead of building and checking their own (a new
+    # connection is made for every accepted socket, hostile or not).
+    config = first.outbox.core.config
 
     loop = asyncio.get_running_loop()
     admission = Admission(loop, admission_share) if admission_share is not None else None
@@ -344,9 +354,7 @@ async def serve(
         return Pending(make_connection, server_hello, handshake_timeout, admission)
 
     factory: Callable[[], TransportHandler] = pending
-    resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
-        config = resume_config(config)
         registry = ResumeRegistry(
             resuming, make_connection, high=high_water, handshake_timeout=handshake_timeout
         )

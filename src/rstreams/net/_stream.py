@@ -148,8 +148,12 @@ class StreamProtocol(asyncio.BufferedProtocol):
         return self._transport is not None and not self._tls and self._transport.can_write_eof()
 
     def write_eof(self) -> None:
-        if self._transport is not None and not self._transport.is_closing():
-            self._transport.write_eof()  # asyncio sends what is queued first
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            try:
+                transport.write_eof()  # asyncio sends what is queued first
+            except OSError:  # the peer is gone already (ENOTCONN): nothing is left to half-close
+                transport.abort()  # connection_lost follows, as for a write to a broken pipe
 
     def close(self) -> None:
         if self._transport is not None:
