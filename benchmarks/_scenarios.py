@@ -695,6 +695,7 @@ def hostile(quick: bool) -> ScenarioDef:
         targets=[(f"rstreams-{name}", "rstreams-alone", 0.5) for name in attacks if name != "alone"],
         extras=[
             ("growth_mib", "server RSS growth", "MiB"),
+            ("server_cpu", "server CPU", "s/s"),
             ("peak_mib", "peak RSS", "MiB"),
             ("attack_mib", "attack sent", "MiB"),
             ("connections", "attack connections", "el"),

@@ -10,7 +10,9 @@ role, pinned to CPU0: ``rstreams.serve`` with its default limits) and, unless ``
 alone``, the attacker (``attack`` role, a child of the client, so on CPU1 beside it). Once
 the attack is under way, the client streams 8-byte elements with a window of 256 (like
 stream-small) for ``--duration`` seconds and reports the rate, while the server's RSS is
-sampled from /proc. Attacks (every peer is a raw socket; none reads what the server sends
+sampled from /proc, and so is the server's CPU time over the measurement (``server_cpu``:
+CPU seconds per second; below 1 the server had time to spare, the stream was slowed
+elsewhere). Attacks (every peer is a raw socket; none reads what the server sends
 unless said):
 
   slow-hellos       ``--peers`` x 125 connections that send one byte of a hello and then
@@ -289,6 +291,13 @@ def attack_child(args: argparse.Namespace, port: int) -> Any:
 
 
 # ------------------------------------------------------------------------------ client
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of ``pid`` so far (/proc/PID/stat), in seconds."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Counter:
     """Requests 256, then 128 every 128 elements (stream-small's window); counts."""
 
@@ -327,11 +336,13 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
         with attack_child(args, port) as stats:
             await asyncio.sleep(args.ramp)
             legit = Counter()
-            start = time.perf_counter()
+            start, server_cpu, client_cpu = time.perf_counter(), cpu_seconds(server_pid), time.process_time()
             conn.publisher("bench").subscribe(legit)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(legit.done.wait(), args.duration)
             seconds = time.perf_counter() - start
+            server_busy = (cpu_seconds(server_pid) - server_cpu) / seconds
+            client_busy = (time.process_time() - client_cpu) / seconds
             received = legit.count
             if legit.subscription is not None:
                 legit.subscription.cancel()
@@ -350,6 +361,8 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
         "baseline_mib": baseline / 1024,
         "peak_mib": peak / 1024,
         "growth_mib": (peak - baseline) / 1024,
+        "server_cpu": server_busy,
+        "client_cpu": client_busy,
         "attack_mib": stats.get("attack_mib", 0.0),
         "connections": stats.get("connections", 0),
         "series": [[t, kib / 1024] for t, kib in samples[::step]],
