@@ -26,6 +26,7 @@ from rstreams.wire._channels import (
     INPUT_COMPLETE,
     INPUT_ERROR,
     INPUT_NEXT,
+    INPUT_NEXT_PART,
     INPUT_REQUEST,
     encode_channel_message,
 )
@@ -161,6 +162,12 @@ EXTENSION_MESSAGES: dict[int, tuple[str, str, str, str]] = {
         "subscriber: varint, error: the rest, UTF-8",
         "§21",
     ),
+    INPUT_NEXT_PART: (
+        "inputNextPart",
+        "subscriber → publisher",
+        "subscriber: varint, data: the rest of the payload",
+        "§21.6",
+    ),
 }
 EXTENSION_NAMES = {name: code for code, (name, *_) in EXTENSION_MESSAGES.items()}
 
@@ -262,6 +269,16 @@ EXAMPLES: list[tuple[F.Frame, int, str]] = [
         'input element "hi"',
     ),
     (
+        F.ExtensionMessage(type=INPUT_NEXT_PART, payload=encode_channel_message(INPUT_NEXT_PART, 1, b"abc")),
+        0,
+        'a part of channel 1\'s next input element: "abc" (extension input-parts, §21.6)',
+    ),
+    (
+        F.ExtensionMessage(type=INPUT_NEXT, payload=encode_channel_message(INPUT_NEXT, 1, b"de")),
+        0,
+        'its last part: the input element "abcde"',
+    ),
+    (
         F.ExtensionMessage(type=INPUT_COMPLETE, payload=encode_channel_message(INPUT_COMPLETE, 1)),
         0,
         "the input ended",
@@ -355,22 +372,26 @@ def _types_table() -> str:
         direction = DIRECTIONS.get(cls, "publisher → subscriber")
         rows.append(f"| `0x{code.value:02X}` | {WIRE_NAMES[cls]} | {direction} | {LAYOUTS[cls]} |")
     rows.append(f"| `0x{F.FIRST_RESERVED_CORE_TYPE:02X}`–`0x7F` | *(reserved for later core versions)* | | |")
+    extension_rows: list[tuple[int, str]] = []  # (first type, row), sorted by type below
     for ext in X.REGISTERED:
         codes = sorted(ext.message_types)
         named = [t for t in codes if t in EXTENSION_MESSAGES]
         for t in named:
             name, direction, layout, section = EXTENSION_MESSAGES[t]
-            rows.append(
-                f"| `0x{t:02X}` | {name} ({ext.name}, {section}) | {direction} | "
-                f"length: varint, payload: {layout} |"
+            extension_rows.append(
+                (
+                    t,
+                    f"| `0x{t:02X}` | {name} ({ext.name}, {section}) | {direction} | "
+                    f"length: varint, payload: {layout} |",
+                )
             )
         rest = [t for t in codes if t not in named]
         if rest:  # tests/wire/test_protocol_doc.py: these must be ext.reserved (refused by the core)
             span = f"`0x{rest[0]:02X}`" + (f"–`0x{rest[-1]:02X}`" if len(rest) > 1 else "")
             reserved = "reserved" if named else "its messages"
-            rows.append(
-                f"| {span} | *(extension {ext.name}, id {ext.id}: {reserved})* | | length: varint, payload |"
-            )
+            owner = f"extension {ext.name}, id {ext.id}: {reserved}"
+            extension_rows.append((rest[0], f"| {span} | *({owner})* | | length: varint, payload |"))
+    rows += [row for _, row in sorted(extension_rows)]
     owned = set(X.BY_TYPE)
     free = [t for t in range(F.FIRST_EXTENSION_TYPE, 0x100) if t not in owned]
     rows.append(

@@ -58,8 +58,8 @@ async def test_version_mismatch_gets_a_goodbye() -> None:
         writer.write(encode(ClientHello(version=1)))
         data = await within(reader.read())
         writer.close()
-        assert data[:9] == b"\x02\x00\x06\x01\x04\x05\x06\x07\x08"  # serverHello v0, extensions [1, 4-8]
-        assert data[9] == 0x03  # goodbye
+        assert data[:10] == b"\x02\x00\x07\x01\x04\x05\x06\x07\x08\x09"  # serverHello v0, extensions [1, 4-9]
+        assert data[10] == 0x03  # goodbye
         assert b"version" in data
 
 

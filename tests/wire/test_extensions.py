@@ -154,7 +154,7 @@ def test_a_type_no_extension_owns_is_refused() -> None:
         (0x8F, RESUME),
         (0x9A, ERROR_CODES),
         (0x9E, MESSAGES),
-        (0xA6, CHANNELS),
+        (0xA7, CHANNELS),
     ],
 )
 def test_a_reserved_type_of_an_active_extension_is_a_connection_error(code: int, owner: Extension) -> None:

@@ -4,27 +4,32 @@ from __future__ import annotations
 
 import pytest
 
-from rstreams.wire import ExtensionError
+from rstreams.wire import ExtensionError, LimitExceededError
+from rstreams.wire._assembler import Assembler
 from rstreams.wire._channels import (
     CHANNEL,
     INPUT_CANCEL,
     INPUT_COMPLETE,
     INPUT_ERROR,
     INPUT_NEXT,
+    INPUT_NEXT_PART,
     INPUT_REQUEST,
     decode_channel_message,
     encode_channel_message,
+    split_input,
 )
 from rstreams.wire._messages import Credit, decode_credit, decode_message, encode_credit, encode_message
-from rstreams.wire.extensions import BY_TYPE, CHANNELS, MESSAGES
+from rstreams.wire._streams import Stream
+from rstreams.wire.extensions import BY_TYPE, CHANNELS, INPUT_PARTS, MESSAGES
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def test_the_registry_owns_the_ranges() -> None:
     assert all(BY_TYPE[t] is MESSAGES for t in range(0x9C, 0xA0))
-    assert all(BY_TYPE[t] is CHANNELS for t in range(0xA0, 0xA8))
-    assert (MESSAGES.id, CHANNELS.id) == (7, 8)
+    assert all(BY_TYPE[t] is CHANNELS for t in (*range(0xA0, 0xA6), 0xA7))
+    assert BY_TYPE[0xA6] is INPUT_PARTS and INPUT_PARTS.message_types == {INPUT_NEXT_PART} == {0xA6}
+    assert (MESSAGES.id, CHANNELS.id, INPUT_PARTS.id) == (7, 8, 9)
 
 
 @pytest.mark.parametrize(("name", "body"), [("events/click", b"hi"), ("", b""), ("é/ü", bytes(300))])
@@ -72,6 +77,8 @@ def test_credit_saturates_and_refuses_below_zero() -> None:
         (INPUT_REQUEST, 300, 300),
         (INPUT_NEXT, b"\x00\x01", b"\x00\x01"),
         (INPUT_NEXT, b"", b""),
+        (INPUT_NEXT_PART, b"\x00\x01", b"\x00\x01"),
+        (INPUT_NEXT_PART, b"", b""),
         (INPUT_ERROR, "boom ✓".encode(), "boom ✓"),
     ],
 )
@@ -95,3 +102,39 @@ def test_malformed_channel_messages_cite_21_2(kind: int, payload: bytes, words: 
     with pytest.raises(ExtensionError, match=words) as raised:
         decode_channel_message(kind, payload)
     assert raised.value.reason.endswith("(PROTOCOL.md §21.2)")
+
+
+def test_split_input_cuts_an_element_into_parts_of_at_most_the_size() -> None:
+    element = bytes(range(256)) * 4
+    pieces = split_input(element, 300)
+    assert [len(p) for p in pieces] == [300, 300, 300, 124]
+    assert b"".join(pieces) == element
+    assert split_input(b"abc", 3) == [b"abc"]
+    assert split_input(b"", 3) == [b""]
+    with pytest.raises(ValueError, match="part_size"):
+        split_input(b"abc", 0)
+
+
+def test_split_input_shares_the_connection_limits_with_split_output() -> None:
+    """Partly received input elements (§21.6) count with output ones (§8) against the two limits."""
+    parts = Assembler(max_element_size=10, max_parts_in_flight=2, max_reassembly_bytes=12)
+    assert parts.add(Stream(1, False, 5), 0, b"out", last=False) is None  # an output element, begun
+    assert parts.add_input(1, b"in", last=False) is None  # channel 1 of the peer: same id, no clash
+    assert parts.held == (2, 5) and parts.input_unfinished(1)
+    with pytest.raises(LimitExceededError, match="max_parts_in_flight=2") as raised:
+        parts.add_input(3, b"x", last=False)
+    assert raised.value.limit == "max_parts_in_flight"
+    with pytest.raises(LimitExceededError, match="max_reassembly_bytes=12"):
+        parts.add_input(1, b"12345678", last=False)
+    assert parts.add_input(1, b"put", last=True) == b"input"
+    assert parts.held == (1, 3) and not parts.input_unfinished(1)
+    assert parts.add_input(5, b"whole", last=True) == b"whole"  # an inputNext alone holds nothing
+    assert parts.add_input(7, b"a", last=False) is None
+    with pytest.raises(LimitExceededError, match="grows past max_element_size=10") as raised:
+        parts.add_input(7, b"0123456789", last=False)
+    assert raised.value.limit == "max_element_size"
+    assert not parts.input_unfinished(7)  # that input's partial element is gone
+    assert parts.held == (1, 3)
+    parts.add_input(9, b"ab", last=False)
+    parts.drop_input(9)
+    assert parts.held == (1, 3)

@@ -12,7 +12,9 @@ connection does both ends:
   ``channel`` mark and subscribes to the local input Publisher. It requests from it exactly
   what the peer granted with ``inputRequest`` (rule-exact), at most :data:`INPUT_WINDOW`
   at a time and only while the transport is writable, and sends each element as
-  ``inputNext``; its completion or failure as ``inputComplete``/``inputError``.
+  ``inputNext``, or, when it is larger than the split threshold and the peer offers
+  extension input-parts (§21.6), as ``inputNextPart``s ending with an ``inputNext``; its
+  completion or failure as ``inputComplete``/``inputError``.
 * serving: a ``channel`` mark qualifies the subscribe that comes right after it: the core
   holds it and drops it with that subscribe if it refuses it, and an accepted one reaches
   the pump as a qualifier just before it (§21.3). The serving table hands that subscribe to
@@ -21,7 +23,8 @@ connection does both ends:
   (an ordinary Publisher, subscribable once) and serves the returned Publisher as the
   output. The input's Subscriber's ``request(n)`` becomes ``inputRequest``, its ``cancel``
   ``inputCancel``; ``inputNext`` beyond what it requested is a connection error (§21.4), so
-  nothing is ever buffered.
+  nothing is ever buffered but the parts of one split input element per channel, joined by
+  the core's assembler under the connection's split-element limits (§21.6).
 * the tie: both ends watch the output through :class:`_Tied` (a pass-through around the
   output's Subscriber). When the output ends (completed, failed or cancelled, or the
   connection ended) the input ends too: the opener cancels its input Publisher, the server
@@ -44,18 +47,21 @@ from rstreams.net._outbox import Outbox
 from rstreams.net._routes import NameTable
 from rstreams.net._serving import ServingTable
 from rstreams.rules import check_error, check_subscriber
-from rstreams.wire import ConnectionState, ErrorCode, ExtensionError, ExtensionMessage
+from rstreams.wire import ConnectionState, ErrorCode, ExtensionError, ExtensionMessage, LimitExceededError
 from rstreams.wire._channels import (
     CHANNEL,
     INPUT_CANCEL,
     INPUT_COMPLETE,
     INPUT_ERROR,
     INPUT_NEXT,
+    INPUT_NEXT_PART,
     INPUT_REQUEST,
+    NAMES,
     decode_channel_message,
     encode_channel_message,
+    split_input,
 )
-from rstreams.wire.extensions import CHANNELS
+from rstreams.wire.extensions import CHANNELS, INPUT_PARTS
 
 __all__ = [
     "INPUT_WINDOW",
@@ -67,8 +73,9 @@ __all__ = [
     "check_channels",
 ]
 
-MESSAGE_TYPES = tuple(sorted(CHANNELS.message_types))
-"""The extension's message types, the reserved ones too: the pump routes them to :meth:`Channels.received`."""
+MESSAGE_TYPES = tuple(sorted(CHANNELS.message_types | INPUT_PARTS.message_types))
+"""The message types of extensions channels and input-parts, the reserved ones too: the pump
+routes them to :meth:`Channels.received`."""
 
 INPUT_WINDOW = 64
 """Most input elements the opener requests from its local input Publisher at a time, and per
@@ -154,6 +161,8 @@ class Channels:
                     channel_input.received(message_type, value)
         except ExtensionError as error:
             self.outbox.close_now(error.reason)
+        except LimitExceededError as error:  # max_parts_in_flight, max_reassembly_bytes (§21.6)
+            self.outbox.close_now(error.reason, ErrorCode.LIMIT_EXCEEDED)
 
     # -- serving a channel the peer opened ---------------------------------------------------------
     def open(self, name: str, sid: int, initial_demand: int) -> None:
@@ -345,22 +354,32 @@ class InputRelay(Subscriber[Any]):
         if self._done:
             return
         element = self._encode(item) if self._encode is not None else item
-        limit = self._outbox.core.config.max_string_length - 10
-        if not isinstance(element, bytes | bytearray | memoryview) or len(element) > limit:
-            raw = isinstance(element, bytes | bytearray | memoryview)
+        core = self._outbox.core
+        limit = core.config.max_string_length - 10
+        raw = isinstance(element, bytes | bytearray | memoryview)
+        split = INPUT_PARTS.id in core.extensions
+        if not raw or (len(element) > limit and not split):
             what = f"{len(element)} bytes" if raw else "not bytes"
             upstream = self._upstream
             self._terminate(
                 INPUT_ERROR,
                 f"an input element of {what}: inputNext holds bytes of at most "
-                f"max_string_length - 10 = {limit} (PROTOCOL.md §21.2)",
+                f"max_string_length - 10 = {limit} (PROTOCOL.md §21.2)"
+                + (f"; larger ones need extension {INPUT_PARTS}, not offered by the peer" if raw else ""),
             )
             if upstream is not None:
                 upstream.cancel()
             return
         self._remote -= 1 if self._remote != demand.UNBOUNDED else 0
         self._outstanding -= 1
-        self._channels.send(INPUT_NEXT, self.sid, bytes(element))
+        part_size = min(limit, core.config.split_threshold)
+        if split and len(element) > part_size:  # inputNextPart ... inputNext (§21.6)
+            *parts, last = split_input(bytes(element), part_size)
+            for data in parts:
+                self._channels.send(INPUT_NEXT_PART, self.sid, data)
+            self._channels.send(INPUT_NEXT, self.sid, last)
+        else:
+            self._channels.send(INPUT_NEXT, self.sid, bytes(element))
         if self._outstanding <= INPUT_WINDOW // 2:
             self._pull()
 
@@ -438,21 +457,34 @@ class ChannelInput(Publisher[Any]):
         self._subscriber = None
         if self._ended is False:
             self._ended = True
+            self._outbox.core.input_parts.drop_input(self.sid)
             self._channels.send(INPUT_CANCEL, self.sid)
 
     # -- from the peer ------------------------------------------------------------------------
     def received(self, message_type: int, value: Any) -> None:
         if self._ended is not False:
             return  # in flight when we cancelled (§21.5)
-        if message_type == INPUT_NEXT:
-            if self._granted <= 0:
-                raise ExtensionError(
-                    f"inputNext for subscriber {self.sid} beyond the input demand of 0", section="21.4"
-                )
-            if self._granted != demand.UNBOUNDED:
-                self._granted -= 1
+        parts = self._outbox.core.input_parts
+        if message_type in (INPUT_NEXT, INPUT_NEXT_PART):
+            if not parts.input_unfinished(self.sid):  # an element's first part takes its demand
+                if self._granted <= 0:
+                    raise ExtensionError(
+                        f"{NAMES[message_type]} for subscriber {self.sid} beyond the input demand of 0",
+                        section="21.4",
+                    )
+                if self._granted != demand.UNBOUNDED:
+                    self._granted -= 1
+            try:
+                value = parts.add_input(self.sid, value, message_type == INPUT_NEXT)
+            except LimitExceededError as error:
+                if error.limit != "max_element_size":
+                    raise
+                self._too_large(error)
+                return
+            if value is None:
+                return  # more parts to come (§21.6)
             observer = self._outbox.observer
-            if observer is not None:  # counting (rstreams.observe)
+            if observer is not None:  # counting (rstreams.observe): once per element, joined
                 observer.input_received(self.sid)
             subscriber = self._subscriber
             if subscriber is None:
@@ -464,8 +496,25 @@ class ChannelInput(Publisher[Any]):
                 report_unhandled(error, f"{type(subscriber).__name__}.on_next (a channel's input)")
                 self.cancel()
             return
+        if parts.input_unfinished(self.sid):
+            if message_type == INPUT_COMPLETE:
+                raise ExtensionError(
+                    f"inputComplete for subscriber {self.sid} with an unfinished split input element",
+                    section="21.6",
+                )
+            parts.drop_input(self.sid)
         self._ended = None if message_type == INPUT_COMPLETE else ChannelInputError(value)
         self._deliver_end()
+
+    def _too_large(self, error: LimitExceededError) -> None:
+        """A joined input element above max_element_size: cancel the input, fail its Subscriber."""
+        subscriber = self._subscriber
+        self.cancel()
+        if subscriber is not None:
+            try:
+                subscriber.on_error(error)
+            except Exception as broken:
+                report_unhandled(broken, f"{type(subscriber).__name__}.on_error (a channel's input)")
 
     def _deliver_end(self) -> None:
         subscriber, self._subscriber = self._subscriber, None
@@ -490,6 +539,7 @@ class ChannelInput(Publisher[Any]):
             del self._channels.inputs[self.sid]
         if self._ended is not False:
             return
+        self._outbox.core.input_parts.drop_input(self.sid)
         self._ended = error if error is not None else ResourceClosedError("the channel ended")
         if self._subscribed:
             self._deliver_end()

@@ -75,6 +75,7 @@ from rstreams.wire.extensions import (
     CONTENT_TYPE,
     CONTENT_TYPES,
     ERROR_CODES,
+    INPUT_PARTS,
     KEEPALIVE,
     MESSAGES,
     METADATA,
@@ -126,9 +127,10 @@ class Pump:
         check_interval("unread_timeout", unread_timeout)
         # Extensions (PROTOCOL.md §14, §15): keepalive is always listed (the core answers pings;
         # ``keepalive`` only decides whether we send them); auth when there is something to do.
-        # Content types, metadata and error codes (§17-§19) are always offered, unless the config
-        # disables them.
+        # Content types, metadata, error codes, messages, channels and split channel input
+        # (§17-§21) are always offered, unless the config disables them.
         ids = {KEEPALIVE.id, MESSAGES.id, CONTENT_TYPES.id, METADATA.id, ERROR_CODES.id, CHANNELS.id}
+        ids.add(INPUT_PARTS.id)
         if credentials is not None or (server_auth is not None and server_auth.authenticate is not None):
             ids.add(AUTH.id)
         config = config or ConnectionConfig()

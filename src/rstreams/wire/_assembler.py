@@ -8,6 +8,11 @@ arrives, then handed back whole. Three limits bound what the peer can make us ho
 connection (exceeding either ends the connection). The assembler only keeps bytes and
 counts: demand and subscription state are the stream table's, and a broken limit comes
 back as a :class:`~rstreams.wire._streams.Violation` for the connection to act on.
+
+The input elements of channels the peer opened may be split too (inputNextPart ... inputNext,
+extension input-parts, §21.6): at most one per channel is partly received, kept by the
+channel's subscriber id beside the output's and counted against the same two connection
+limits, so the peer cannot make this endpoint hold more by splitting in both directions.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ __all__ = ["Assembler"]
 class Assembler:
     """The partly received split elements of one connection."""
 
-    __slots__ = ("_bytes", "_count", "_max_bytes", "_max_element", "_max_parts", "_parts")
+    __slots__ = ("_bytes", "_count", "_inputs", "_max_bytes", "_max_element", "_max_parts", "_parts")
 
     def __init__(self, *, max_element_size: int, max_parts_in_flight: int, max_reassembly_bytes: int) -> None:
         self._parts: dict[int, dict[int, bytearray]] = {}
         """Subscriber id -> element id -> the bytes received so far."""
+        self._inputs: dict[int, bytearray] = {}
+        """The peer's channel (its subscriber id) -> the bytes of its partly received input element."""
         self._count = 0
         self._bytes = 0
         self._max_element = max_element_size
@@ -96,6 +103,56 @@ class Assembler:
         self._bytes -= len(buf)
         return bytes(buf)
 
+    def input_unfinished(self, sid: int) -> bool:
+        """Whether channel ``sid``'s input has an element partly received (§21.6)."""
+        return sid in self._inputs
+
+    def add_input(self, sid: int, data: bytes, last: bool) -> bytes | None:
+        """Take one part of channel ``sid``'s input element: the whole element after its last
+        part (inputNext), ``None`` while more are to come. ``LimitExceededError`` for a broken
+        limit: ``limit="max_element_size"`` ends that input (its partial element is dropped),
+        the others the connection."""
+        buf = self._inputs.get(sid)
+        if buf is None:
+            if last:  # an element in one part
+                return data
+            if self._count >= self._max_parts:
+                raise LimitExceededError(
+                    f"more than max_parts_in_flight={self._max_parts} split elements at once",
+                    limit="max_parts_in_flight",
+                    subscriber=sid,
+                )
+            buf = self._inputs[sid] = bytearray()
+            self._count += 1
+        if len(buf) + len(data) > self._max_element:
+            self.drop_input(sid)
+            raise LimitExceededError(
+                f"split input element for subscriber {sid} grows past max_element_size={self._max_element}",
+                limit="max_element_size",
+                subscriber=sid,
+            )
+        if self._bytes + len(data) > self._max_bytes:
+            raise LimitExceededError(
+                f"split elements in flight exceed max_reassembly_bytes={self._max_bytes}",
+                limit="max_reassembly_bytes",
+                subscriber=sid,
+            )
+        buf += data
+        self._bytes += len(data)
+        if not last:
+            return None
+        del self._inputs[sid]
+        self._count -= 1
+        self._bytes -= len(buf)
+        return bytes(buf)
+
+    def drop_input(self, sid: int) -> None:
+        """Forget channel ``sid``'s partly received input element (its input ended)."""
+        buf = self._inputs.pop(sid, None)
+        if buf is not None:
+            self._count -= 1
+            self._bytes -= len(buf)
+
     def drop(self, sid: int) -> None:
         """Forget the unfinished elements of ``sid`` (its subscription ended)."""
         pending = self._parts.pop(sid, None)
@@ -106,5 +163,6 @@ class Assembler:
     def clear(self) -> None:
         """The connection ended: forget everything."""
         self._parts.clear()
+        self._inputs.clear()
         self._count = 0
         self._bytes = 0

@@ -10,6 +10,9 @@ the channel's subscription (the opener's id, as in subscribe; §5.1)::
     inputNext (0xA3)      subscriber, element: the rest  opener -> publisher: one input element
     inputComplete (0xA4)  subscriber                     opener -> publisher: the input ended
     inputError (0xA5)     subscriber, error: the rest    opener -> publisher: the input failed (UTF-8)
+    inputNextPart (0xA6)  subscriber, data: the rest     opener -> publisher: a part of an input element
+                                                         whose last part is the inputNext that follows
+                                                         (extension input-parts, id 9, §21.6)
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ __all__ = [
     "INPUT_COMPLETE",
     "INPUT_ERROR",
     "INPUT_NEXT",
+    "INPUT_NEXT_PART",
     "INPUT_REQUEST",
     "NAMES",
     "decode_channel_message",
     "encode_channel_message",
+    "split_input",
 ]
 
 CHANNEL = 0xA0
@@ -36,6 +41,7 @@ INPUT_CANCEL = 0xA2
 INPUT_NEXT = 0xA3
 INPUT_COMPLETE = 0xA4
 INPUT_ERROR = 0xA5
+INPUT_NEXT_PART = 0xA6
 
 NAMES = {
     CHANNEL: "channel",
@@ -44,6 +50,7 @@ NAMES = {
     INPUT_NEXT: "inputNext",
     INPUT_COMPLETE: "inputComplete",
     INPUT_ERROR: "inputError",
+    INPUT_NEXT_PART: "inputNextPart",
 }
 
 _ID_ONLY = frozenset({CHANNEL, INPUT_CANCEL, INPUT_COMPLETE})
@@ -70,7 +77,8 @@ def _varint(payload: bytes, pos: int, what: str) -> tuple[int, int]:
 
 def decode_channel_message(message_type: int, payload: bytes) -> tuple[int, int | bytes | str | None]:
     """``(subscriber, value)`` of a channels message: inputRequest's demand, inputNext's element,
-    inputError's text, ``None`` for the others. ``ExtensionError`` (§21.2) if malformed or reserved."""
+    inputNextPart's data, inputError's text, ``None`` for the others. ``ExtensionError`` (§21.2)
+    if malformed or reserved."""
     what = NAMES.get(message_type)
     if what is None:
         raise ExtensionError(f"message type 0x{message_type:02x} is reserved", section=_SECTION)
@@ -88,9 +96,19 @@ def decode_channel_message(message_type: int, payload: bytes) -> tuple[int, int 
         if not 1 <= demand <= UNBOUNDED:
             raise ExtensionError(f"inputRequest demand must be 1 .. 2**63-1, got {demand}", section=_SECTION)
         return sid, demand
-    if message_type == INPUT_NEXT:
+    if message_type in (INPUT_NEXT, INPUT_NEXT_PART):
         return sid, payload[pos:]
     try:
         return sid, payload[pos:].decode()
     except UnicodeDecodeError:
         raise ExtensionError("inputError text is not valid UTF-8", section=_SECTION) from None
+
+
+def split_input(element: bytes, part_size: int) -> list[bytes]:
+    """The data of the inputNextPart messages, then of the inputNext, that carry ``element`` in
+    parts of at most ``part_size`` bytes (§21.6); one piece when it fits in one."""
+    if part_size < 1:
+        raise ValueError(f"part_size must be >= 1, got {part_size}")
+    view = memoryview(element)
+    pieces = [bytes(view[at : at + part_size]) for at in range(0, len(element), part_size)]
+    return pieces or [b""]

@@ -576,6 +576,12 @@ class Connection:
             out += metadata
         write_subscribe(out, name, subscriber, demand)
 
+    @property
+    def input_parts(self) -> Assembler:
+        """The joiner of split channel input (extension input-parts, §21.6), which the channels
+        driver feeds: it shares this connection's split-element limits (§8, §11)."""
+        return self._assembler
+
     def _send_subscribe(self, f: Subscribe) -> None:
         self.send_subscribe(f.publisher, f.subscriber, f.initial_demand)
 

@@ -31,6 +31,7 @@ __all__ = [
     "ERROR_CODE",
     "ERROR_CODES",
     "GOODBYE_CODE",
+    "INPUT_PARTS",
     "KEEPALIVE",
     "KEEPALIVE_PAYLOAD_SIZE",
     "MESSAGES",
@@ -105,8 +106,11 @@ GOODBYE_CODE = 0x99
 ERROR_CODES = Extension(6, "error-codes", frozenset(range(0x98, 0x9C)), reserved=frozenset({0x9A, 0x9B}))
 MESSAGES = Extension(7, "messages", frozenset(range(0x9C, 0xA0)), reserved=frozenset({0x9E, 0x9F}))
 """Fire-and-forget messages to named handlers, bounded by message credit (§20; rstreams.wire._messages)."""
-CHANNELS = Extension(8, "channels", frozenset(range(0xA0, 0xA8)), reserved=frozenset({0xA6, 0xA7}))
+CHANNELS = Extension(8, "channels", frozenset(range(0xA0, 0xA6)) | {0xA7}, reserved=frozenset({0xA7}))
 """Subscriptions that carry an input stream to the publisher (§21; rstreams.wire._channels)."""
+INPUT_PARTS = Extension(9, "input-parts", frozenset({0xA6}))
+"""Channel input elements split into parts, as output elements are (§21.6): type 0xA6
+inputNextPart, taken from channels' range, valid only while this extension is active."""
 
 REGISTERED: tuple[Extension, ...] = (
     KEEPALIVE,
@@ -117,6 +121,7 @@ REGISTERED: tuple[Extension, ...] = (
     ERROR_CODES,
     MESSAGES,
     CHANNELS,
+    INPUT_PARTS,
 )
 BY_ID: dict[int, Extension] = {ext.id: ext for ext in REGISTERED}
 BY_TYPE: dict[int, Extension] = {t: ext for ext in REGISTERED for t in ext.message_types}

@@ -77,17 +77,21 @@ async def still_serving(ctx: Context) -> None:
     peer.abort()
 
 
-async def with_extension(ctx: Context, extension: int, name: str, *before: Frame | bytes) -> Peer:
-    """A connection whose clientHello lists ``extension`` and that has the serverHello; skipped
-    if the serverHello does not list it. ``before``: sent right after the clientHello, before
-    waiting for the serverHello (optimistic messages, §4.3)."""
-    peer = await ctx.open(extensions=(extension,))
+async def with_extension(
+    ctx: Context, extension: int, name: str, *before: Frame | bytes, also: tuple[tuple[int, str], ...] = ()
+) -> Peer:
+    """A connection whose clientHello lists ``extension`` (and the ``(id, name)`` pairs ``also``)
+    and that has the serverHello; skipped if the serverHello does not list them all. ``before``:
+    sent right after the clientHello, before waiting for the serverHello (optimistic, §4.3)."""
+    peer = await ctx.open(extensions=(extension, *(id_ for id_, _ in also)))
     if before:
         await peer.send(*before)
     await peer.hello()
     hello = peer.monitor.server_hello
-    if hello is None or extension not in hello.extensions:
-        raise Skip(f"the endpoint does not list extension {name} (id {extension}) in its serverHello")
+    listed = hello.extensions if hello is not None else ()
+    for id_, id_name in ((extension, name), *also):
+        if id_ not in listed:
+            raise Skip(f"the endpoint does not list extension {id_name} (id {id_}) in its serverHello")
     return peer
 
 

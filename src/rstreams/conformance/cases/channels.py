@@ -1,9 +1,10 @@
-"""Extension channels (PROTOCOL.md §21): opening, refusals, malformed messages, stray input.
+"""Extension channels (PROTOCOL.md §21): opening, refusals, malformed messages, stray input; and
+extension input-parts (§21.6), its split input: negotiated, malformed parts, stray parts.
 
 Messages are made by hand from PROTOCOL.md's wire form. The cases need no channel from the
 endpoint: they open channels under random names (refused with onError, §21.3) and check
 what must be refused or ignored. A case is skipped when the serverHello does not list
-extension channels (id 8).
+extension channels (id 8), or, for the input-parts cases, input-parts (id 9).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from rstreams.conformance.cases._helpers import (
     with_extension,
 )
 
-CHANNELS = 8
-CHANNEL, INPUT_REQUEST, INPUT_NEXT, INPUT_COMPLETE = 0xA0, 0xA1, 0xA3, 0xA4
-S212, S213, S215 = "PROTOCOL.md §21.2", "PROTOCOL.md §21.3", "PROTOCOL.md §21.5"
+CHANNELS, INPUT_PARTS = 8, 9
+CHANNEL, INPUT_REQUEST, INPUT_NEXT, INPUT_COMPLETE, INPUT_NEXT_PART = 0xA0, 0xA1, 0xA3, 0xA4, 0xA6
+S212, S213, S215, S216 = "PROTOCOL.md §21.2", "PROTOCOL.md §21.3", "PROTOCOL.md §21.5", "PROTOCOL.md §21.6"
 
 
 def _frame(kind: int, sid: int, rest: bytes = b"") -> bytes:
@@ -98,12 +99,12 @@ async def _request_zero(ctx: Context) -> None:
 @case(
     "ex.ch_reserved_type",
     "PROTOCOL.md §4.4",
-    "A message of a reserved type of extension channels (here 0xA6) is a connection error citing §4.4, as "
+    "A message of a reserved type of extension channels (here 0xA7) is a connection error citing §4.4, as "
     "for every extension.",
 )
 async def _reserved(ctx: Context) -> None:
     peer = await _with_channels(ctx)
-    await peer.send(_frame(0xA6, 1))
+    await peer.send(_frame(0xA7, 1))
     await expect_goodbye_citing(peer, "4.4")
 
 
@@ -120,4 +121,53 @@ async def _stray(ctx: Context) -> None:
     )
     view = await peer.completed(1)
     check(view.elements == range_elements(3), "the connection did not go on after stray input")
+    peer.abort()
+
+
+# -- input-parts (§21.6) ------------------------------------------------------------------------------
+async def _with_input_parts(ctx: Context) -> Peer:
+    return await with_extension(ctx, CHANNELS, "channels", also=((INPUT_PARTS, "input-parts"),))
+
+
+@case(
+    "ex.ip_not_negotiated",
+    S216,
+    "An endpoint sends inputNextPart only when both hellos list id 9 ...: a peer that lists channels without "
+    "it refuses 0xA6 (§4.4) (here: a clientHello listing 8 but not 9, then an inputNextPart).",
+)
+async def _ip_not_negotiated(ctx: Context) -> None:
+    peer = await _with_channels(ctx)
+    await peer.send(_frame(INPUT_NEXT_PART, 1, b"abc"))
+    await expect_goodbye_citing(peer, "4.4")
+    await still_serving(ctx)
+
+
+@case(
+    "ex.ip_malformed",
+    S212,
+    "A payload of a truncated or non-minimal subscriber varint is a connection error citing §21.2 (here: an "
+    "inputNextPart whose payload is one continuation byte).",
+)
+async def _ip_malformed(ctx: Context) -> None:
+    peer = await _with_input_parts(ctx)
+    await peer.send(extension_message(INPUT_NEXT_PART, b"\x80"))
+    await expect_goodbye_citing(peer, "21.2")
+
+
+@case(
+    "ex.ip_stray_parts",
+    S215,
+    "Input messages for an id with no channel are dropped quietly (here: the parts of a split input element, "
+    "inputNextPart twice then inputNext, for a channel refused as unknown; then a subscribe is served).",
+    needs=("range",),
+)
+async def _ip_stray(ctx: Context) -> None:
+    peer = await _with_input_parts(ctx)
+    name = f"conformance/no-channel-{secrets.token_hex(4)}"
+    await peer.send(_frame(CHANNEL, 1), subscribe(name, 1, 1))
+    await peer.failed(1)
+    parts = (_frame(INPUT_NEXT_PART, 1, b"ab"), _frame(INPUT_NEXT_PART, 1, b""), _frame(INPUT_NEXT, 1, b"c"))
+    await peer.send(*parts, _frame(INPUT_COMPLETE, 1), subscribe(ctx.name("range", n=3), 2, 3))
+    view = await peer.completed(2)
+    check(view.elements == range_elements(3), "the connection did not go on after stray input parts")
     peer.abort()

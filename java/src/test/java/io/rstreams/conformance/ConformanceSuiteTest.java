@@ -35,8 +35,8 @@ public class ConformanceSuiteTest {
      * {@link #authCasesPassAgainstAServerRequiringAToken} and {@link #idleTimeoutCasesPass}).
      */
     private static final List<Pattern> DOCUMENTED_SKIPS = List.of(
-            Pattern.compile("the endpoint does not list extension (auth|content-types|metadata|error-codes|messages|channels) "
-                    + "\\(id [2-8]\\) in its serverHello"),
+            Pattern.compile("the endpoint does not list extension (auth|content-types|metadata|error-codes|messages|channels|input-parts) "
+                    + "\\(id [2-9]\\) in its serverHello"),
             Pattern.compile(Pattern.quote("no token the endpoint accepts was given (--token)")),
             Pattern.compile(Pattern.quote("the endpoint's idle timeout is not known (--idle-timeout)")));
     /** And without resume (over WebSocket): the resume cases. */
