@@ -130,7 +130,7 @@ async def _with_input_parts(ctx: Context) -> Peer:
 
 
 @case(
-    "ex.ip_not_negotiated",
+    "ex.ch_parts_not_negotiated",
     S216,
     "An endpoint sends inputNextPart only when both hellos list id 9 ...: a peer that lists channels without "
     "it refuses 0xA6 (§4.4) (here: a clientHello listing 8 but not 9, then an inputNextPart).",
@@ -143,7 +143,7 @@ async def _ip_not_negotiated(ctx: Context) -> None:
 
 
 @case(
-    "ex.ip_malformed",
+    "ex.ch_parts_malformed",
     S212,
     "A payload of a truncated or non-minimal subscriber varint is a connection error citing §21.2 (here: an "
     "inputNextPart whose payload is one continuation byte).",
@@ -155,7 +155,7 @@ async def _ip_malformed(ctx: Context) -> None:
 
 
 @case(
-    "ex.ip_stray_parts",
+    "ex.ch_parts_stray",
     S215,
     "Input messages for an id with no channel are dropped quietly (here: the parts of a split input element, "
     "inputNextPart twice then inputNext, for a channel refused as unknown; then a subscribe is served).",
