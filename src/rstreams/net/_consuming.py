@@ -187,12 +187,16 @@ class RemoteSubscription(Subscription, Generic[T]):
         if threading.get_ident() != self._loop_thread:
             self._outbox.call_soon_threadsafe(self.request, n)
             return
-        problem = demand.invalid(n)
-        if problem is not None:
-            self.fail_locally(problem)
-            return
+        if type(n) is not int or n <= 0:  # demand.invalid's common case, inlined
+            problem = demand.invalid(n)
+            if problem is not None:
+                self.fail_locally(problem)
+                return
         first = self.pending == 0
-        pending = self.pending = demand.add(self.pending, n)
+        pending = self.pending + n  # demand.add, inlined
+        if pending >= demand.UNBOUNDED:
+            pending = demand.UNBOUNDED
+        self.pending = pending
         if not self.started:
             return
         if pending >= EARLY_REQUEST and self._outbox.reading:

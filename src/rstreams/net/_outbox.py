@@ -140,23 +140,25 @@ class Outbox:
         if transport is None or transport.is_closing():
             return
         data = self.core.data_to_send()
-        if data:
-            self.write(transport, data, activity=activity)
-        if self.core.has_data_to_send:
+        if self.write(transport, data, activity=activity) if data else self.core.has_data_to_send:
             self.mark_dirty()
 
-    def write(self, transport: Transport, data: list[bytes], *, activity: bool = True) -> None:
-        """Hand ``data`` (the core's output) to ``transport``: every write goes through here."""
+    def write(self, transport: Transport, data: list[bytes], *, activity: bool = True) -> bool:
+        """Hand ``data`` (the core's output) to ``transport``: every write goes through here.
+        Returns whether the core still holds output (parts of a split element, §8)."""
         transport.writelines(data)
         nbytes = len(data[0]) if len(data) == 1 else sum(map(len, data))
-        may_pass_mark = self.ledger.wrote(nbytes, more=self.core.has_data_to_send)
+        more = self.core.has_data_to_send
+        may_pass_mark = self.ledger.wrote(nbytes, more=more)
         observer = self.observer
         if observer is not None:
             observer.wrote(nbytes, data)
         if activity:
             self.sent_at = self.loop.time()
         if may_pass_mark:
-            self._backlogged()
+            self._backlogged()  # it may have closed the connection: ask again
+            return self.core.has_data_to_send
+        return more
 
     def write_soon(self) -> None:
         """Write what the core holds now, unless that would split a coalesced write.

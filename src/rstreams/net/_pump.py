@@ -460,9 +460,9 @@ class Pump:
         core = outbox.core
         data = core.data_to_send()
         self._turn_bytes = 0
-        if data and not transport.is_closing():
-            outbox.write(transport, data)
-        if (serving.refills or core.has_data_to_send) and outbox.writable:
+        writes = data and not transport.is_closing()
+        more = outbox.write(transport, data) if writes else core.has_data_to_send  # split parts left
+        if (serving.refills or more) and outbox.writable:
             outbox.mark_dirty()  # room or the write limit was used up this turn: go on next turn
 
     # -- events from the core --------------------------------------------------------------------

@@ -138,7 +138,8 @@ class ServingStream(Subscriber[Any]):
     # -- driven by the connection (loop thread) -----------------------------------------
     def add_demand(self, n: int) -> None:
         """The peer sent ``request(n)``."""
-        self.remote_demand = demand.add(self.remote_demand, n)
+        remote = self.remote_demand + n  # demand.add, inlined: once per request received
+        self.remote_demand = remote if remote < UNBOUNDED else UNBOUNDED
         if self.obs is not None:
             self.obs.demand(n)
         if not self.done:

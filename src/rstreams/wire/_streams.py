@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from rstreams.demand import UNBOUNDED, add
+from rstreams.demand import UNBOUNDED
 from rstreams.errors import LocalProtocolError, RemoteProtocolError
 from rstreams.wire._errors import DemandExceededError, RemoteInvalidDemandError, StreamStateError
 from rstreams.wire._state import FLOWING, QUIET_STATES, STREAM_TRANSITIONS, Signal, StreamState
@@ -172,7 +172,8 @@ class StreamTable:
                 RemoteInvalidDemandError(f"rule 3.9: request({what}) is illegal", subscriber=sid), st
             )
         st.state = STREAM_TRANSITIONS[st.state, _REQUEST]
-        st.credit = add(st.credit, n)
+        credit = st.credit + n  # demand.add, inlined: once per request received
+        st.credit = credit if credit < UNBOUNDED else UNBOUNDED
         return st
 
     def receive_cancel(self, sid: int, *, close: bool = True) -> Stream | None:
