@@ -32,7 +32,7 @@ from rstreams.wire._channels import (
     encode_channel_message,
 )
 from rstreams.wire.extensions import CHANNELS, INPUT_PARTS
-from testkit.net import RawPeer
+from testkit.net import CountingSource, RawPeer
 from testkit.recording import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
@@ -65,6 +65,21 @@ async def test_large_input_elements_arrive_whole_between_small_ones() -> None:
         await connect(server.url) as conn,
     ):
         assert await within(conn.channel("echo", rstreams.from_iterable(elements)).collect()) == elements
+
+
+async def test_after_a_split_element_the_input_is_asked_for_one_element_at_a_time() -> None:
+    """A window of large elements would hold INPUT_WINDOW of them in the write buffer: after the
+    first split one, the opener requests one at a time, each once the transport is writable."""
+    source = CountingSource(size=100_000)
+    async with (
+        await serve("tcp://127.0.0.1:0", {}, channels={"echo": echo}) as server,
+        await connect(server.url) as conn,
+    ):
+        received = await within(conn.channel("echo", source).take(150).collect())
+        await within(source.cancelled.wait())
+    assert [int.from_bytes(e, "big") for e in received] == list(range(1, 151))
+    assert len(source.requests) > 1 and source.requests[0] <= 64
+    assert source.requests[1:] == [1] * (len(source.requests) - 1)
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,9 @@ routes them to :meth:`Channels.received`."""
 INPUT_WINDOW = 64
 """Most input elements the opener requests from its local input Publisher at a time, and per
 event-loop turn, and only while the transport is writable: the peer's ``inputRequest`` is a
-permission, not a reason to fill the write buffer, as for the elements a serving side produces."""
+permission, not a reason to fill the write buffer, as for the elements a serving side produces.
+After an element that had to be split (§21.6) the window is 1 until a small one comes again,
+so large elements are asked for one at a time, each once the previous one's parts are written."""
 
 ChannelFactory: TypeAlias = Callable[[Publisher[Any], dict[str, str]], Publisher[Any]]
 """``factory(input, params) -> output``: ``input`` is the opener's stream, ``params`` the name's."""
@@ -250,6 +252,7 @@ class InputRelay(Subscriber[Any]):
         self._done = False  # ended: terminal sent, cancelled by the peer, or the output ended
         self._waiting = False  # for the transport to be writable, or for the next loop turn
         self._turn = 0  # elements requested since the last wait: at most INPUT_WINDOW per turn
+        self._window = INPUT_WINDOW  # 1 after a split element (§21.6)
 
     def open(self, sid: int) -> Exception | None:
         """The subscription table's prelude: mark the subscribe as a channel, subscribe to the input."""
@@ -297,7 +300,7 @@ class InputRelay(Subscriber[Any]):
         upstream = self._upstream
         if upstream is None or self._done:
             return
-        want = min(self._remote, INPUT_WINDOW) - self._outstanding
+        want = min(self._remote, self._window) - self._outstanding
         if want <= 0:
             return
         outbox = self._outbox
@@ -378,8 +381,10 @@ class InputRelay(Subscriber[Any]):
             for data in parts:
                 self._channels.send(INPUT_NEXT_PART, self.sid, data)
             self._channels.send(INPUT_NEXT, self.sid, last)
+            self._window = 1
         else:
             self._channels.send(INPUT_NEXT, self.sid, bytes(element))
+            self._window = INPUT_WINDOW
         if self._outstanding <= INPUT_WINDOW // 2:
             self._pull()
 
