@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import ssl
+import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -160,3 +163,40 @@ async def test_pause_writing_when_the_peer_does_not_read(url: str) -> None:
     finally:
         listener.close()
         await listener.wait_closed()
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(30)
+async def test_half_closing_a_connection_the_peer_reset_aborts_it_instead_of_raising() -> None:
+    """write_eof() on a TCP connection the peer has reset (ENOTCONN) ends the transport quietly,
+    like a write to a broken pipe, rather than raising into the reader that called it."""
+    server = RecordingHandler()
+    listener = await listen_endpoint(parse_url("tcp://127.0.0.1:0"), lambda: server)
+    try:
+        endpoint = listener.endpoint
+        peer = await asyncio.to_thread(socket.create_connection, (endpoint.host, endpoint.port))
+        await asyncio.wait_for(server.made.wait(), WAIT)
+        assert server.transport is not None
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        peer.close()  # a reset
+        _wait_for_reset(server.transport.get_extra_info("socket"))
+        server.transport.write_eof()  # the peer is gone: must not raise
+        assert await asyncio.wait_for(server.lost, WAIT) is None
+    finally:
+        listener.close()
+        await asyncio.wait_for(listener.wait_closed(), WAIT)
+
+
+def _wait_for_reset(transport_socket: socket.socket) -> None:
+    """Until the peer's reset has reached the socket; on the loop's thread on purpose, so that
+    asyncio cannot read it first."""
+    with transport_socket.dup() as sock:
+        while True:
+            try:
+                sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                time.sleep(0.001)
+                continue
+            except OSError:
+                return
+            return
