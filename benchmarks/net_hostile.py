@@ -191,8 +191,13 @@ class Attacker:
         self.started()
         while not self.stop.is_set():
             readable, _, _ = select.select(socks, [], [], 0.2)
-            for sock in readable:  # a goodbye (handshake timeout): take the slot again
-                socks.remove(sock)
+            for sock in readable:
+                try:
+                    if sock.recv(4096):  # the serverHello, or the goodbye before the close
+                        continue
+                except OSError:
+                    pass
+                socks.remove(sock)  # closed (handshake timeout): take the slot again
                 sock.close()
                 fresh = self.open()
                 fresh.send(HELLO[:1])
