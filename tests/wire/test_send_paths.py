@@ -2,11 +2,14 @@
 
 For each frame type a Hypothesis property compares what the connection queues with
 ``encode(frame)`` (the table): through :meth:`Connection.send`, through the fast paths
-(``on_next``, ``on_next_many``, ``request``, ``send_subscribe``), which take fields instead of a
-frame. The fast paths must also leave the same state behind (credit, subscriptions) as ``send`` does.
+(``on_next``, ``on_next_many``, ``request``, ``send_subscribe``, ``send_on_subscribe``,
+``send_on_complete``), which take fields instead of a frame. The fast paths must also leave
+the same state behind (credit, subscriptions) as ``send`` does.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -181,13 +184,18 @@ def test_subscribe_fast_path_checks_fields_as_the_frame_does(fields: tuple[objec
 @SETTINGS
 @given(ids, st.integers(0, 2**20))
 def test_on_subscribe(sid: int, element_size: int) -> None:
-    """OnSubscribe: send(frame) writes encode(OnSubscribe) and makes the stream ACTIVE with its credit."""
-    conn = connected(Side.SERVER)
-    conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid, initial_demand=3)))
-    out(conn)
-    conn.send(OnSubscribe(subscriber=sid, element_size=element_size))
-    assert out(conn) == encode(OnSubscribe(subscriber=sid, element_size=element_size))
-    assert conn.subscriptions(publishing=True) == {sid: StreamState.ACTIVE} and conn.credit(sid) == 3
+    """OnSubscribe: send(frame) and send_on_subscribe write encode(OnSubscribe) and make the stream
+    ACTIVE with its credit."""
+    via_send, via_fast = connected(Side.SERVER), connected(Side.SERVER)
+    for conn in (via_send, via_fast):
+        conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid, initial_demand=3)))
+        out(conn)
+    via_send.send(OnSubscribe(subscriber=sid, element_size=element_size))
+    via_fast.send_on_subscribe(sid, element_size)
+    expected = encode(OnSubscribe(subscriber=sid, element_size=element_size))
+    assert out(via_send) == out(via_fast) == expected
+    for conn in (via_send, via_fast):
+        assert conn.subscriptions(publishing=True) == {sid: StreamState.ACTIVE} and conn.credit(sid) == 3
 
 
 @SETTINGS
@@ -205,13 +213,38 @@ def test_on_next_packed(sid: int, size: int, count: int) -> None:
 @SETTINGS
 @given(ids)
 def test_on_complete(sid: int) -> None:
-    """OnComplete: send(frame) writes encode(frame) and closes the stream."""
-    conn = publishing(sid)
-    conn.send(OnComplete(subscriber=sid))
-    assert out(conn) == encode(OnComplete(subscriber=sid))
-    assert conn.subscriptions(publishing=True) == {}
-    conn.send(OnComplete(subscriber=sid))  # recently closed: dropped quietly
+    """OnComplete: send(frame) and send_on_complete write encode(frame) and close the stream."""
+    via_send, via_fast = publishing(sid), publishing(sid)
+    via_send.send(OnComplete(subscriber=sid))
+    via_fast.send_on_complete(sid)
+    assert out(via_send) == out(via_fast) == encode(OnComplete(subscriber=sid))
+    for conn in (via_send, via_fast):
+        assert conn.subscriptions(publishing=True) == {}
+    via_send.send(OnComplete(subscriber=sid))  # recently closed: dropped quietly
+    via_fast.send_on_complete(sid)
+    assert out(via_send) == out(via_fast) == b""
+
+
+@pytest.mark.parametrize(
+    ("send", "frame"),
+    [
+        (lambda conn: conn.send_on_subscribe("1", 0), lambda: OnSubscribe(subscriber="1")),  # type: ignore[arg-type]
+        (lambda conn: conn.send_on_subscribe(1, -1), lambda: OnSubscribe(subscriber=1, element_size=-1)),
+        (lambda conn: conn.send_on_subscribe(2**64, 0), lambda: OnSubscribe(subscriber=2**64)),
+        (lambda conn: conn.send_on_complete(1.0), lambda: OnComplete(subscriber=1.0)),  # type: ignore[arg-type]
+        (lambda conn: conn.send_on_complete(-1), lambda: OnComplete(subscriber=-1)),
+    ],
+)
+def test_signal_fast_paths_check_fields_as_the_frames_do(send: Any, frame: Any) -> None:
+    """send_on_subscribe and send_on_complete raise what the frame raises for the same fields,
+    and queue nothing."""
+    with pytest.raises((TypeError, ValueError)) as expected:
+        frame()
+    conn = publishing(1)
+    with pytest.raises(type(expected.value)):
+        send(conn)
     assert out(conn) == b""
+    assert conn.subscriptions(publishing=True) == {1: StreamState.ACTIVE}
 
 
 @SETTINGS

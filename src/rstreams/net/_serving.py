@@ -42,7 +42,6 @@ from rstreams.net._remote_errors import code_of
 from rstreams.net._routes import Offer, Router, UnknownPublisherError
 from rstreams.rules import check_error
 from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked
-from rstreams.wire.frames import make_on_complete, make_on_subscribe  # our ids and sizes: valid already
 
 if TYPE_CHECKING:
     from rstreams.observe import StreamObserver
@@ -668,17 +667,14 @@ class ServingTable:
     def opened(self, stream: ServingStream) -> None:
         """The local publisher called ``on_subscribe``: tell the peer."""
         if self.streams.get(stream.sid) is stream and self.outbox.core.state is not _CLOSED:
-            if stream.content_type is None:
-                self.outbox.core.send(make_on_subscribe(stream.sid, stream.element_size))
-            else:
-                self.outbox.core.send_on_subscribe(stream.sid, stream.element_size, stream.content_type)
+            self.outbox.core.send_on_subscribe(stream.sid, stream.element_size, stream.content_type)
             self.outbox.mark_dirty()
 
     def completed(self, stream: ServingStream) -> None:
         if stream.obs is not None:
             stream.obs.ended("completed")
         if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send(make_on_complete(stream.sid))
+            self.outbox.core.send_on_complete(stream.sid)
             self.outbox.mark_dirty()
 
     def errored(self, stream: ServingStream, error: BaseException) -> None:

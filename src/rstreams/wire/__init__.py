@@ -4,7 +4,8 @@ Nothing here does I/O, reads a clock or imports asyncio/socket/ssl (a test check
 :class:`Connection` is the one stateful object: feed it bytes with ``receive_data`` /
 ``receive_eof``, take :data:`Event` objects from ``events_received``, give it frames with
 ``send`` (or the measured fast paths ``on_next`` / ``on_next_many`` / ``request`` /
-``send_subscribe``, which write the same bytes through the same encoders), and write what
+``send_subscribe`` / ``send_on_subscribe`` / ``send_on_complete``, which write the same bytes
+through the same encoders), and write what
 ``data_to_send`` returns. PROTOCOL.md at the repository root is the specification this
 package implements; its tables and examples are generated from, and tested against,
 this code.

@@ -17,9 +17,10 @@ joins split elements, :mod:`~rstreams.wire._output` orders the bytes to write, a
 :mod:`~rstreams.wire.frames` lays out every byte.
 
 Sending: :meth:`Connection.send` takes any frame we may send and dispatches it by type.
-Four measured fast paths take fields instead of a frame and call the same encoders:
+Measured fast paths take fields instead of a frame and call the same encoders:
 :meth:`~Connection.on_next`, :meth:`~Connection.on_next_many`, :meth:`~Connection.request`,
-:meth:`~Connection.send_subscribe`.
+and the signals of every request/response, :meth:`~Connection.send_subscribe`,
+:meth:`~Connection.send_on_subscribe`, :meth:`~Connection.send_on_complete`.
 
 Errors: calling this object wrong raises (``LocalProtocolError``, ``ValueError``) and
 changes nothing. A peer's violation never raises out of ``receive_data``: a per-stream
@@ -593,20 +594,38 @@ class Connection:
             write_cancel(self._out, st.sid)
 
     def _send_on_subscribe(self, f: OnSubscribe) -> None:
-        if self._streams.send_on_subscribe(f.subscriber, f.element_size) is not None:
-            write_on_subscribe(self._out, f.subscriber, f.element_size)
+        self.send_on_subscribe(f.subscriber, f.element_size)
 
-    def send_on_subscribe(self, subscriber: int, element_size: int, content_type: str | None) -> None:
-        """``send(OnSubscribe(...))``, preceded by a contentType stating ``content_type`` when
-        extension content-types is active (§17); ``None``: the type is not stated."""
-        if content_type is None or not self._content_types:
-            self.send(OnSubscribe(subscriber=subscriber, element_size=element_size))
-            return
-        payload = encode_content_type(subscriber, content_type)
-        self._check_can_send()
+    def send_on_subscribe(
+        self, subscriber: int, element_size: int = 0, content_type: str | None = None
+    ) -> None:
+        """``send(OnSubscribe(...))`` without building the frame (its fields are checked as the
+        frame checks them), preceded by a contentType stating ``content_type`` when extension
+        content-types is active (§17); ``None``: the type is not stated. Raises like :meth:`send`."""
+        if (
+            type(subscriber) is not int
+            or type(element_size) is not int
+            or not 0 <= subscriber <= MAX_U64
+            or not 0 <= element_size <= MAX_U64
+        ):
+            OnSubscribe(subscriber=subscriber, element_size=element_size)  # raises
+        stated = content_type is not None and self._content_types
+        payload = encode_content_type(subscriber, content_type) if stated else b""  # type: ignore[arg-type]
+        if self._state is not _OPEN:
+            self._check_can_send()
         if self._streams.send_on_subscribe(subscriber, element_size) is not None:
-            write_extension(self._out, CONTENT_TYPE, payload)  # adjacent to its onSubscribe (§17.1)
+            if stated:
+                write_extension(self._out, CONTENT_TYPE, payload)  # adjacent to its onSubscribe (§17.1)
             write_on_subscribe(self._out, subscriber, element_size)
+
+    def send_on_complete(self, subscriber: int) -> None:
+        """``send(OnComplete(subscriber=...))`` without building the frame (the id checked as the
+        frame checks it). Raises like :meth:`send`."""
+        if type(subscriber) is not int or not 0 <= subscriber <= MAX_U64:
+            OnComplete(subscriber=subscriber)  # raises
+        if self._state is not _OPEN:
+            self._check_can_send()
+        self._terminal(subscriber, None, None)
 
     def _send_on_next_packed(self, f: OnNextPacked) -> None:
         sid, count, elements = f.subscriber, f.count, f.elements
@@ -634,19 +653,21 @@ class Connection:
             self._out += elements
 
     def _send_terminal(self, f: OnComplete | OnError, code: int | None = None) -> None:
-        sid = f.subscriber
-        complete = type(f) is OnComplete
-        signal = _ON_COMPLETE if complete else _ON_ERROR
-        if self._streams.send_terminal(sid, signal, type(f).__name__) is None:
+        self._terminal(f.subscriber, f.error if type(f) is OnError else None, code)
+
+    def _terminal(self, sid: int, error: str | None, code: int | None) -> None:
+        """onComplete (``error`` None) or onError with ``error`` (and ``code``, §19) for ``sid``."""
+        signal = _ON_COMPLETE if error is None else _ON_ERROR
+        if self._streams.send_terminal(sid, signal, "OnComplete" if error is None else "OnError") is None:
             return
         backlog = sid in self._backlogs  # behind a split element: queued after its parts
         out = bytearray() if backlog else self._out
-        if complete:
+        if error is None:
             write_on_complete(out, sid)
         else:
             if code is not None and self._codes:  # in the same chunk: adjacent on the wire (§19.1)
                 write_extension(out, ERROR_CODE, encode_error_code(sid, code))
-            write_on_error(out, sid, f.error)  # type: ignore[union-attr]  # OnError when not complete
+            write_on_error(out, sid, error)
         if backlog:
             self._output.emit(sid, bytes(out))
 

@@ -401,8 +401,9 @@ def make_subscribe(publisher: str, subscriber: int, initial_demand: int) -> Subs
 # below 0x80 (ids, small demands and lengths: the common case) are appended inline, one
 # byte, instead of calling ``encode_varint``. The
 # ``write_*`` functions take fields, not frame objects, so that the connection's measured
-# fast paths (``Connection.on_next``, ``on_next_many``, ``request``, ``send_subscribe``) can
-# use them without building a frame; :data:`_ENCODERS`, the table behind :func:`encode` and
+# fast paths (``Connection.on_next``, ``on_next_many``, ``request``, ``send_subscribe``,
+# ``send_on_subscribe``, ``send_on_complete``) can use them without building a frame;
+# :data:`_ENCODERS`, the table behind :func:`encode` and
 # ``Connection.send``, calls the same functions with a frame's fields.
 _V = encode_varint
 _BYTE = tuple(bytes((i,)) for i in range(256))
