@@ -1,14 +1,8 @@
-// The package as shipped: the Python package's static copies equal these sources, and the
-// TypeScript declarations declare exactly what the modules export.
+// The package as shipped: the TypeScript declarations declare exactly what the modules export.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import ts from "typescript";
-import { stale } from "../scripts/sync-static.mjs";
-
-test("src/rstreams/web/static/ holds byte-identical copies of the browser modules (npm run sync)", () => {
-  assert.deepEqual(stale(), []);
-});
 
 const typesPath = (file) => new URL(`../types/${file}`, import.meta.url).pathname;
 // only the exports' names are read here (tsc checks the types): no default library to load

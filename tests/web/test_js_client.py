@@ -1,7 +1,8 @@
 """The JavaScript package (js/) from the Python suite.
 
-* The live page's modules in ``src/rstreams/web/static/`` are byte-identical copies of the
-  package's browser modules (``npm run sync`` in js/ makes them): checked here without Node.
+* The live page serves the package's browser modules themselves (js/src, which the wheel
+  carries as rstreams/web/static): every module rsio.js imports is served, and the wheel's
+  build configuration maps js/src there; checked here without Node.
 * ``npm test`` (Node's test runner, js/test/) against real ``rstreams serve`` processes run by
   this interpreter: it needs Node 20+ and ``npm ci`` in js/, and skips, saying which, without
   them. scripts/test.sh runs ``npm ci``, ``npm run typecheck`` and ``npm test`` itself and then
@@ -17,49 +18,54 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rstreams
-from rstreams.web import LivePage
+from rstreams.web import STATIC_FILES, LivePage, static_file
 from testkit.chromium import chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "js"
 STATIC = ROOT / "src" / "rstreams" / "web" / "static"
-BROWSER_MODULES = (
-    "rsio.js",
-    "rsio-wire.js",
-    "rsio-subscribe.js",
-    "rsio-publish.js",
-    "rsio-resume.js",
-    "rsio-codes.js",
-    "rsio-messages.js",
-    "rsio-content.js",
-    "rsio-channels.js",
-    "rsio-metadata.js",
-)
 NODE = shutil.which("node")
+IMPORT = re.compile(r'^(?:import|export)\s[^;]*?from\s+"\./([^"]+)"', re.M)
+
+
+def imported_modules(name: str) -> set[str]:
+    """``name`` and every module of js/src it imports, directly or not."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += IMPORT.findall((JS / "src" / module).read_text())
+    return seen
 
 
 @pytest.mark.timeout(10)
-def test_static_modules_are_copies_of_the_package() -> None:
-    """The page serves exactly the package's browser modules: no hand-kept twin."""
-    for name in BROWSER_MODULES:
-        assert (STATIC / name).read_bytes() == (JS / "src" / name).read_bytes(), (
-            f"src/rstreams/web/static/{name} differs from js/src/{name}: run `npm run sync` in js/"
-        )
+def test_the_page_serves_the_packages_own_modules() -> None:
+    """The page serves js/src's files (no copy of them exists), every module rsio.js needs among them."""
+    modules = imported_modules("rsio.js")
+    assert {"rsio.js", "rsio-wire.js", "rsio-metadata.js"} <= modules
+    assert modules == {name for name in STATIC_FILES if name.startswith("rsio")}, (
+        "STATIC_FILES (rstreams.web._http) must list exactly the modules js/src/rsio.js imports"
+    )
+    for name in modules:
+        assert static_file(name) == (JS / "src" / name).read_bytes()
+        assert not (STATIC / name).exists(), f"a copy of {name} is back in src/rstreams/web/static"
 
 
 @pytest.mark.timeout(10)
-def test_the_sync_script_names_the_same_modules() -> None:
-    """js/scripts/sync-static.mjs copies the modules this test compares."""
-    script = (JS / "scripts" / "sync-static.mjs").read_text()
-    listed = re.search(r"BROWSER_MODULES = \[([^\]]*)\]", script)
-    assert listed is not None
-    assert tuple(re.findall(r'"([^"]+)"', listed.group(1))) == BROWSER_MODULES
+def test_the_wheel_carries_js_src_as_the_static_files() -> None:
+    """pyproject's wheel build maps js/src to rstreams/web/static, where static_file looks first."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    force_include = config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert force_include == {"js/src": "rstreams/web/static"}
 
 
 def summary(output: str) -> dict[str, int]:

@@ -21,6 +21,7 @@ from rstreams.replay import ReplayLog
 from rstreams.web import STATIC_FILES, LivePage, page_for_logs, static_file
 
 STATIC = Path(rstreams.__file__).parent / "web" / "static"
+JS_SRC = Path(__file__).resolve().parents[2] / "js" / "src"
 
 
 @pytest.fixture
@@ -57,7 +58,9 @@ def test_files_and_config(page: LivePage) -> None:
     for name in STATIC_FILES:
         status, kind, body = get(page.url + name)
         assert status == 200 and kind.startswith(kinds[name[name.rfind(".") :]])
-        assert body == (STATIC / name).read_bytes() == static_file(name)
+        assert body == static_file(name)
+        source = JS_SRC / name if name.startswith("rsio") else STATIC / name  # RS.io modules: js/src
+        assert body == source.read_bytes()
     assert get(page.url)[2] == static_file("index.html")
     status, kind, body = get(page.url + "config.json")
     assert status == 200 and kind.startswith("application/json")

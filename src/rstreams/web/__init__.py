@@ -1,8 +1,9 @@
 """The browser side of RS.io: a JavaScript client (``static/rsio.js``) and a live page.
 
 * ``static/rsio.js`` (with ``static/rsio-*.js``): the browser modules of the JavaScript
-  package in ``js/``, byte-identical copies made by ``npm run sync``; an ES module speaking
-  RS.io over the browser's WebSocket, with Reactive Streams demand (docs/web.md has its API).
+  package in ``js/``, which the wheel carries there (a source checkout serves ``js/src``'s
+  files, see :func:`static_file`); an ES module speaking RS.io over the browser's WebSocket,
+  with Reactive Streams demand (docs/web.md has its API).
 * :class:`LivePage`: serves the page (``static/index.html``, ``live.js``) over HTTP and
   the publishers it charts over ``ws://``; ``rstreams serve --web`` and ``rstreams demo``
   use it. Needs the ``websockets`` extra.

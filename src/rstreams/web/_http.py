@@ -14,6 +14,7 @@ import json
 import mimetypes
 from collections.abc import Callable
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 __all__ = ["STATIC_FILES", "HttpServer", "static_file"]
@@ -43,11 +44,26 @@ STATIC_FILES = (
 _TYPES = {".js": "text/javascript", ".html": "text/html", ".css": "text/css", ".json": "application/json"}
 
 
+_CHECKOUT_JS = Path(__file__).resolve().parents[3] / "js" / "src"
+"""Where the RS.io modules are in a source checkout (an editable install, ``PYTHONPATH=src``)."""
+
+
 def static_file(name: str) -> bytes:
-    """The bytes of one of :data:`STATIC_FILES`, read from the installed package."""
+    """The bytes of one of :data:`STATIC_FILES`: from the installed package, where a wheel has the
+    RS.io modules (``rsio*.js``, copied from ``js/src`` when the wheel is built), else, in a
+    source checkout, from ``js/src`` itself: the JavaScript package's files are the only copy."""
     if name not in STATIC_FILES:
         raise KeyError(f"no static file {name!r}; the page has {', '.join(STATIC_FILES)}")
-    return (resources.files("rstreams.web") / "static" / name).read_bytes()
+    packaged = resources.files("rstreams.web") / "static" / name
+    if packaged.is_file():
+        return packaged.read_bytes()
+    checkout = _CHECKOUT_JS / name
+    if not checkout.is_file():
+        raise FileNotFoundError(
+            f"{name} is neither in the installed package (rstreams/web/static/) nor in a source "
+            f"checkout's js/src/ ({checkout}): reinstall rstreams from a wheel or a complete checkout"
+        )
+    return checkout.read_bytes()
 
 
 class HttpServer:
