@@ -134,8 +134,9 @@ const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this lo
  * or `authorize` that throws an error with a numeric `code` refuses with that code and the
  * error's message), messages (§20: `options.handlers`), channels (§21: `options.channels`,
  * names or "{field}" patterns -> factories (input, params, path, connection, metadata)
- * returning the output Publisher) and, with `options.resume` (true or {sessionTimeout,
- * bufferBytes, ackDelay}, ms and bytes), resumption (§16; sessions.js). With
+ * returning the output Publisher; input elements may come split, §21.6) and, with
+ * `options.resume` (true or {sessionTimeout, bufferBytes, ackDelay}, ms and bytes),
+ * resumption (§16; sessions.js). With
  * `authenticate(credentials) -> principal | null` (and `authorize(principal, name,
  * metadata)`, `authRequired`, default true) it offers extension auth (§15; gate.js). It
  * closes a connection idle for `options.idleTimeout` seconds (default 60; null: never,

@@ -21,12 +21,21 @@
 // granted is a connection error (§21.4), so nothing is ever buffered; inputComplete and
 // inputError (a ChannelInputError with the opener's text) end it. When the output ends first,
 // its Subscriber gets onError (§21.5) and later input messages for the id are dropped.
+//
+// Split input elements (extension input-parts, id 9, §21.6): with the extension active an
+// opener sends an input element larger than min(splitThreshold, maxStringLength - 10) as
+// inputNextPart messages of that size and a last inputNext; a served input joins them (the
+// first part takes the demand; partial inputs count against maxPartsInFlight and
+// maxReassemblyBytes together with the connection's split output elements, §11) and hands
+// its Subscriber one element. One joined above maxElementSize ends that input only.
 
 import { EXTENSIONS, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
 
 const CHANNELS = EXTENSIONS.channels;
 const { channel: CHANNEL, inputRequest: INPUT_REQUEST, inputCancel: INPUT_CANCEL, inputNext: INPUT_NEXT,
   inputComplete: INPUT_COMPLETE, inputError: INPUT_ERROR } = CHANNELS.types;
+const INPUT_PARTS = EXTENSIONS.inputParts; // split input elements (§21.6)
+const INPUT_NEXT_PART = INPUT_PARTS.types.inputNextPart;
 
 /** Input elements requested from an input Publisher at a time (as rstreams, §21.4). */
 export const INPUT_WINDOW = 64;
@@ -100,6 +109,7 @@ class ServedInput {
     this._used = false;
     this.ended = false;
     this._end = null; // the opener's inputComplete/inputError before the Subscriber came: () => signal
+    this._partial = null; // a split input element being received: {chunks, size} (§21.6)
   }
 
   subscribe(subscriber) {
@@ -159,23 +169,79 @@ class ServedInput {
 
   _finish() {
     this.ended = true;
+    this._discard();
     this._channels._forgetServed(this);
   }
 
-  /** inputNext from the opener. */
-  next(bytes) {
-    if (this.ended) return; // crossed our inputCancel (§21.5)
+  _take(what) {
     if (this.granted === 0n) {
-      throw new ProtocolError(`inputNext for subscriber ${this.id} beyond the input demand of 0`, "§21.4");
+      throw new ProtocolError(`${what} for subscriber ${this.id} beyond the input demand of 0`, "§21.4");
     }
     if (this.granted !== UNBOUNDED) this.granted -= 1n;
+  }
+
+  /** inputNext from the opener: a whole element, or the end of a split one (§21.6). */
+  next(bytes) {
+    if (this.ended) return; // crossed our inputCancel (§21.5)
+    let element = bytes;
+    if (this._partial === null) this._take("inputNext");
+    else {
+      const { chunks } = this._partial;
+      if (!this._grow(bytes)) return;
+      chunks.push(bytes);
+      this._discard();
+      element = concat(chunks);
+    }
     this.received += 1;
-    this._call(this._subscriber, "onNext", bytes);
+    this._call(this._subscriber, "onNext", element);
+  }
+
+  /** inputNextPart from the opener (§21.6): the first one takes the demand. */
+  part(bytes) {
+    if (this.ended) return; // crossed our inputCancel, or this input is over (§21.5)
+    if (this._partial === null) {
+      this._take("inputNextPart");
+      const limits = this._conn._limits;
+      if (this._conn._parts.size + this._channels.partials >= limits.maxPartsInFlight) {
+        throw new ProtocolError(`more than ${limits.maxPartsInFlight} partial elements`, "§11");
+      }
+      this._partial = { chunks: [], size: 0 };
+      this._channels.partials += 1;
+    }
+    if (!this._grow(bytes)) return;
+    this._partial.chunks.push(bytes);
+  }
+
+  /** Count `bytes` more of the split element; false once it grew past maxElementSize (the input ends). */
+  _grow(bytes) {
+    const limits = this._conn._limits;
+    this._partial.size += bytes.length;
+    this._conn._partBytes += bytes.length;
+    if (this._conn._partBytes > limits.maxReassemblyBytes) {
+      throw new ProtocolError(`more than ${limits.maxReassemblyBytes} bytes in partial elements`, "§11");
+    }
+    if (this._partial.size <= limits.maxElementSize) return true;
+    const error = new RangeError(`split input element for subscriber ${this.id} grows past max_element_size=`
+      + `${limits.maxElementSize} (PROTOCOL.md §11)`);
+    this._cancel();
+    this._call(this._subscriber, "onError", error);
+    return false;
+  }
+
+  /** Drop a partly received element, and its bytes from the connection's count. */
+  _discard() {
+    if (this._partial === null) return;
+    this._conn._partBytes -= this._partial.size;
+    this._partial = null;
+    this._channels.partials -= 1;
   }
 
   /** inputComplete (`error` null) or inputError from the opener. */
   terminal(error) {
     if (this.ended) return;
+    if (error === null && this._partial !== null) {
+      throw new ProtocolError(`inputComplete for subscriber ${this.id} with an unfinished split input element`, "§21.6");
+    }
     this._finish();
     const signal = () => (error === null ? this._call(this._subscriber, "onComplete")
       : this._call(this._subscriber, "onError", new ChannelInputError(error)));
@@ -300,12 +366,15 @@ class Input {
   onNext(element) {
     if (this.done) return;
     const bytes = toBytes(element);
-    const limit = this._conn._limits.maxStringLength - 10;
+    const limits = this._conn._limits;
+    const limit = this._conn.extensions.has(INPUT_PARTS.id) ? limits.maxElementSize : limits.maxStringLength - 10;
     if (bytes === null || bytes.length > limit || this.granted === 0n) {
       const upstream = this._upstream;
       const what = bytes === null ? `an input element of type ${typeof element}: inputNext holds bytes or a string`
         : this.granted === 0n ? "an input element beyond the demand requested from the input Publisher (rule 1.1)"
-          : `an input element of ${bytes.length} bytes: inputNext holds at most max_string_length - 10 = ${limit}`;
+          : this._conn.extensions.has(INPUT_PARTS.id)
+            ? `an input element of ${bytes.length} bytes is above max_element_size ${limit}`
+            : `an input element of ${bytes.length} bytes: inputNext holds at most max_string_length - 10 = ${limit}`;
       this._terminate(INPUT_ERROR, `${what} (PROTOCOL.md §21.2)`);
       try {
         upstream?.cancel();
@@ -317,7 +386,12 @@ class Input {
     if (this.granted !== UNBOUNDED) this.granted -= 1n;
     this.outstanding -= 1;
     this.sent += 1;
-    this._channels._send(INPUT_NEXT, this.id, bytes);
+    const part = Math.min(limits.splitThreshold, limits.maxStringLength - 10);
+    let at = 0;
+    for (; bytes.length - at > part; at += part) { // split: parts, then the rest in inputNext (§21.6)
+      this._channels._send(INPUT_NEXT_PART, this.id, bytes.subarray(at, at + part));
+    }
+    this._channels._send(INPUT_NEXT, this.id, at === 0 ? bytes : bytes.subarray(at));
     if (this.outstanding <= INPUT_WINDOW / 2) this._pull();
   }
 
@@ -336,6 +410,7 @@ export class Channels {
     this._conn = conn;
     this.inputs = new Map(); // our subscriber ids -> Input
     this.served = new Map(); // the peer's subscriber ids -> ServedInput of the channels we serve
+    this.partials = 0; // served inputs with a split element partly received (§21.6)
     this._mark = null; // the id of the peer's channel mark waiting for its subscribe (§21.3)
   }
 
@@ -383,6 +458,10 @@ export class Channels {
   received(code, payload) {
     const what = `0x${code.toString(16)}`;
     const { subscriber, rest } = readSubscriber(payload, what);
+    if (code === INPUT_NEXT_PART) {
+      this.served.get(subscriber)?.part(rest.slice()); // no channel: dropped quietly (§21.5)
+      return;
+    }
     if (code === CHANNEL) {
       if (rest.length !== 0) throw new ProtocolError(`malformed ${what}: bytes after its subscriber`, "§21.2");
       if (this._mark !== null) throw new ProtocolError("two 0xa0 messages before one Subscribe", "§21.3");

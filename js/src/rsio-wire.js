@@ -57,7 +57,9 @@ export const EXTENSIONS = Object.freeze({
     reserved: Object.freeze([0x9e, 0x9f]) }),
   channels: Object.freeze({ id: 8, section: "§21", types: Object.freeze({
     channel: 0xa0, inputRequest: 0xa1, inputCancel: 0xa2, inputNext: 0xa3, inputComplete: 0xa4, inputError: 0xa5 }),
-    reserved: Object.freeze([0xa6, 0xa7]) }),
+    reserved: Object.freeze([0xa7]) }),
+  inputParts: Object.freeze({ id: 9, section: "§21.6", types: Object.freeze({ inputNextPart: 0xa6 }),
+    reserved: Object.freeze([]) }),
 });
 
 /** The extension that owns an extension message type (0x80-0xff), or undefined (§4.4). */

@@ -89,7 +89,7 @@ const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receivin
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
 const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES,
-  contentTypes: CONTENT_TYPES, metadata: METADATA, channels: CHANNELS } = EXTENSIONS;
+  contentTypes: CONTENT_TYPES, metadata: METADATA, channels: CHANNELS, inputParts: INPUT_PARTS } = EXTENSIONS;
 const DEFAULT_MESSAGES_IN_FLIGHT = 16; // as rstreams' max_messages_in_flight (§20.3)
 
 /** Which hello each endpoint sends (§4.1); the rest of the protocol is symmetric (§1). */
@@ -258,7 +258,7 @@ export class Connection {
     const disabled = new Set(options.disabledExtensions ?? []); // to behave like a peer that predates them
     this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
       ...(this._session === null ? [] : [RESUME.id]), CONTENT_TYPES.id, METADATA.id, ERROR_CODES_EXTENSION.id,
-      MESSAGES.id, CHANNELS.id].filter((id) => !disabled.has(id) || id === AUTH.id || id === RESUME.id);
+      MESSAGES.id, CHANNELS.id, INPUT_PARTS.id].filter((id) => !disabled.has(id) || id === AUTH.id || id === RESUME.id);
     this._offered.sort((a, b) => a - b);
     this._contentTypes = new ContentTypes(); // contentType qualifiers received (§17.1)
     this._qualifiers = new Qualifiers(); // error-codes received (§19.1)
@@ -657,7 +657,7 @@ export class Connection {
         sub._deliver(frame.data.slice());
         return;
       }
-      if (this._parts.size >= this._limits.maxPartsInFlight) {
+      if (this._parts.size + this._channels.partials >= this._limits.maxPartsInFlight) { // with split inputs (§21.6)
         throw new ProtocolError(`more than ${this._limits.maxPartsInFlight} partial elements`, "§11");
       }
       if (sub.outstanding !== UNBOUNDED) sub.outstanding -= 1n; // the first part takes the demand (§8)
@@ -739,7 +739,7 @@ export class Connection {
     else if (owner.id === AUTH.id) this._auth(frame, code);
     else if (owner.id === ERROR_CODES_EXTENSION.id) this._qualifiers.take(frame.code, frame.payload);
     else if (owner.id === MESSAGES.id) this._messages.received(frame.code, frame.payload);
-    else if (owner.id === CHANNELS.id) this._channels.received(frame.code, frame.payload);
+    else if (owner.id === CHANNELS.id || owner.id === INPUT_PARTS.id) this._channels.received(frame.code, frame.payload);
     else if (owner.id === CONTENT_TYPES.id) this._contentTypes.take(frame.payload);
     else if (owner.id === METADATA.id) this._metadata.take(frame.payload);
     else this._session.message(frame.code, frame.payload); // resume is active only with a session

@@ -21,7 +21,7 @@ test("with auth the hello offers id 2; authenticate follows the server's hello, 
   conn.subscribe("news", r); // optimistic (§4.3): the server holds it until authenticate is settled
   await tick();
   assert.deepEqual(ws.sent.map((f) => f.type), ["clientHello", "subscribe"]);
-  assert.deepEqual(ws.sent[0].extensions, [1, 2, 4, 5, 6, 7, 8]);
+  assert.deepEqual(ws.sent[0].extensions, [1, 2, 4, 5, 6, 7, 8, 9]);
   ws.feed(hello(1, 2));
   await tick();
   const [authenticate] = ws.of("extension", 0x84);
@@ -45,7 +45,7 @@ test("without auth the hello offers keepalive, content-types, metadata, error-co
   ws.feed(hello(1, 2));
   assert.equal(await conn.ready, conn);
   await tick();
-  assert.deepEqual(ws.sent[0].extensions, [1, 4, 5, 6, 7, 8]);
+  assert.deepEqual(ws.sent[0].extensions, [1, 4, 5, 6, 7, 8, 9]);
   assert.equal(ws.of("extension", 0x84).length, 0);
 });
 

@@ -263,6 +263,9 @@ describe("against an rstreams server with channels", { skip }, () => {
     const input = Array.from({ length: 300 }, (_, i) => `n${i}`);
     for await (const item of peer.conn.channel("upper", input, { decode: "text", window: 8 })) many.push(item);
     assert.deepEqual(many, input.map((s) => s.toUpperCase()));
+    const large = [];
+    for await (const item of peer.conn.channel("upper", ["q".repeat(300_000), "r"], { decode: "text" })) large.push(item);
+    assert.deepEqual(large, ["Q".repeat(300_000), "R"]); // the input element went in parts (§21.6)
   });
 
   test("input demand is respected: the server grants 1, the input is asked for 1 and nothing more is sent", async () => {
@@ -298,5 +301,74 @@ describe("against an rstreams server with channels", { skip }, () => {
       for await (const item of peer.conn.channel("watch", failing(), { decode: "text" })) got.push(item);
     }, (error) => error instanceof RemoteStreamError && /ChannelInputError: TypeError: boom/.test(error.message));
     assert.deepEqual(got, ["a"]);
+  });
+});
+
+describe("serving channels (listen()'s side)", () => {
+  /** A server Connection serving channel "in", whose input Subscriber requests `demand` and records what it gets. */
+  function served(demand, limits = {}) {
+    const seen = { items: [], error: null, completed: false };
+    const { ws, conn } = scripted({
+      role: "server", limits,
+      channels: {
+        in: (input) => {
+          input.subscribe({
+            onSubscribe: (s) => s.request(demand),
+            onNext: (bytes) => seen.items.push(text.decode(bytes)),
+            onError: (error) => { seen.error = error; },
+            onComplete: () => { seen.completed = true; },
+          });
+          return { subscribe(s) { s.onSubscribe({ request() {}, cancel() {} }); } };
+        },
+      },
+    });
+    ws.feed({ type: "clientHello", version: 0, extensions: [1, 8, 9] }, ext(0xa0, encodeVarint(1)),
+      { type: "subscribe", publisher: "in", subscriber: 1, initial_demand: 1n });
+    return { ws, conn, seen };
+  }
+  const part = (sid, data) => ext(0xa6, encodeVarint(sid), new TextEncoder().encode(data));
+  const next = (sid, data) => ext(0xa3, encodeVarint(sid), new TextEncoder().encode(data));
+
+  test("§21.6: parts then inputNext are one element, taking one demand; §21.4: the grant is what the Subscriber asked", async () => {
+    const { ws, seen } = served(2);
+    await tick();
+    assert.deepEqual(channelFrames(ws).filter(([code]) => code === 0xa1).map(([, sid, rest]) => [sid, rest.charCodeAt(0)]), [[1, 2]]);
+    ws.feed(part(1, "ab"), part(1, "cd"), next(1, "e"), next(1, "f"));
+    assert.deepEqual(seen.items, ["abcde", "f"]);
+  });
+
+  for (const [what, frames, section] of [
+    ["a first part beyond the input demand", [next(1, "a"), part(1, "b")], "§21.4"],
+    ["inputComplete inside a split element", [part(1, "a"), ext(0xa4, encodeVarint(1))], "§21.6"],
+  ]) {
+    test(`§21.6: ${what} is a connection error citing ${section}`, async () => {
+      const { ws, conn } = served(1);
+      await tick();
+      ws.feed(...frames);
+      const error = await conn.closed;
+      assert.ok(error instanceof ProtocolError && error.section === section, String(error));
+    });
+  }
+
+  test("§21.6, §11: a joined element above max_element_size ends that input only (inputCancel); the connection goes on", async () => {
+    const { ws, conn, seen } = served(5, { maxElementSize: 4 });
+    await tick();
+    ws.feed(part(1, "abc"), part(1, "de"), next(1, "late"));
+    await tick();
+    assert.match(String(seen.error), /split input element for subscriber 1 grows past max_element_size=4 \(PROTOCOL\.md §11\)/);
+    assert.deepEqual(seen.items, []);
+    assert.ok(channelFrames(ws).some(([code, sid]) => code === 0xa2 && sid === 1));
+    assert.equal(conn.state, "OPEN");
+  });
+
+  test("§21.6: an opener splits an input element above the split threshold when the peer lists id 9", async () => {
+    const { ws, conn } = scripted({ limits: { splitThreshold: 4 } });
+    conn.channel("up", ["abcdefghij", "k"]).subscribe(recorder(1));
+    ws.feed({ ...HELLO, extensions: [1, 8, 9] });
+    await tick();
+    ws.feed(inputRequest(1, 5));
+    await tick();
+    assert.deepEqual(channelFrames(ws).slice(1), [[0xa6, 1, "abcd"], [0xa6, 1, "efgh"], [0xa3, 1, "ij"], [0xa3, 1, "k"],
+      [0xa4, 1, ""]]);
   });
 });

@@ -21,9 +21,9 @@ async function subscribed(hello = HELLO) {
   return { ws, conn, r };
 }
 
-test("§19.1: the clientHello lists content-types (4), metadata (5), error-codes (6), messages (7) and channels (8); an errorCode gives the onError its code", async () => {
+test("§19.1: the clientHello lists content-types (4), metadata (5), error-codes (6), messages (7), channels (8) and input-parts (9); an errorCode gives the onError its code", async () => {
   const { ws, r } = await subscribed();
-  assert.deepEqual(ws.sent[0].extensions, [1, 4, 5, 6, 7, 8]);
+  assert.deepEqual(ws.sent[0].extensions, [1, 4, 5, 6, 7, 8, 9]);
   ws.feed(errorCode(1, 2), { type: "onError", subscriber: 1, error: "no publisher named 'x'" });
   await tick();
   assert.ok(r.error instanceof RemoteStreamError);

@@ -42,7 +42,7 @@ test("hello and an optimistic subscribe go out in one message, initialDemand fro
   conn.subscribe("ticks", recorder(5));
   await tick();
   assert.deepEqual(ws.sent, [
-    { type: "clientHello", version: 0, extensions: [1, 4, 5, 6, 7, 8] }, // keepalive (§14), content-types (§17), metadata (§18), error-codes (§19), messages (§20), channels (§21)
+    { type: "clientHello", version: 0, extensions: [1, 4, 5, 6, 7, 8, 9] }, // keepalive (§14), content-types (§17), metadata (§18), error-codes (§19), messages (§20), channels (§21), input-parts (§21.6)
     { type: "subscribe", publisher: "ticks", subscriber: 1, initial_demand: 5n },
   ]);
 });

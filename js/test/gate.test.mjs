@@ -28,7 +28,7 @@ test("§15.2: the serverHello lists auth; a clientHello without it is refused wh
   const { ws, conn } = server();
   ws.feed(hello(1));
   await conn.closed;
-  assert.deepEqual(ws.sent[0], { type: "serverHello", version: 0, extensions: [1, 2, 4, 5, 6, 7, 8] });
+  assert.deepEqual(ws.sent[0], { type: "serverHello", version: 0, extensions: [1, 2, 4, 5, 6, 7, 8, 9] });
   assert.match(ws.sent.at(-1).reason, /^authentication required: .*\(PROTOCOL\.md §15\.2\)$/);
 });
 

@@ -1,4 +1,4 @@
-// listen() with extensions 3-8 (PROTOCOL.md §16-§21): the Python client (test/fixtures/client.py,
+// listen() with extensions 3-9 (PROTOCOL.md §16-§21): the Python client (test/fixtures/client.py,
 // in a subprocess) and the JavaScript client against one JavaScript server offering content
 // types, metadata, error codes, messages and channels; a client that predates them keeps the
 // behaviour it had; resumption across transport breaks made by a proxy.
@@ -108,12 +108,13 @@ describe("the Python client against listen()", { skip }, () => {
     assert.deepEqual(result.inbox, ["click=click", "key=key", "click=click"]);
   });
 
-  test("§21: a channel: the input streams to the factory's Publisher, the output comes back", async () => {
-    const [result] = await pythonClient("channel", server.url);
+  test("§21: a channel: the input streams to the factory's Publisher, the output comes back; §21.6: a split input element", async () => {
+    const [result, large] = await pythonClient("channel", server.url);
     assert.deepEqual(result.items, ["A", "BC", "DEF"]);
+    assert.deepEqual(large, { sizes: [150_000, 1], upper: [true, true] });
   });
 
-  test("a Python client without extensions 4-8 gets what it got before: bytes, no codes, no metadata", async () => {
+  test("a Python client without extensions 4-9 gets what it got before: bytes, no codes, no metadata", async () => {
     const results = await pythonClient("old", server.url);
     const [ints, rows, echo, secretAcme, secretRoot, unknown, busy] = results;
     assert.deepEqual(ints.items, ["\u0001\u0000\u0000\u0000\u0000\u0000\u0000\u0000",
@@ -141,8 +142,8 @@ describe("the JavaScript client against listen()", () => {
     await server?.close();
   });
 
-  test("the server's hello lists extensions 1, 2, 4-8 (and 3 with resume)", () => {
-    assert.deepEqual([...conn.extensions].sort(), [1, 4, 5, 6, 7, 8]); // the client offers no auth
+  test("the server's hello lists extensions 1, 2, 4-9 (and 3 with resume)", () => {
+    assert.deepEqual([...conn.extensions].sort(), [1, 4, 5, 6, 7, 8, 9]); // the client offers no auth
   });
 
   test("§17: decode 'auto' follows the announced types; fixed-size types are packed with elementSize 8", async () => {
@@ -171,12 +172,15 @@ describe("the JavaScript client against listen()", () => {
     for await (const item of conn.channel("upper", ["x", "yz"], { decode: "text", metadata: { "x-tenant": "t1" } })) out.push(item);
     assert.deepEqual(out, ["X", "YZ"]);
     assert.equal(seen.inputs.at(-1), "t1");
+    const large = [];
+    for await (const item of conn.channel("upper", ["z".repeat(200_000), "w"], { decode: "text" })) large.push(item);
+    assert.deepEqual(large, ["Z".repeat(200_000), "W"]); // in parts both ways (§21.6, §8)
     await assert.rejects(async () => { for await (const item of conn.channel("nope", [])) assert.fail(item); },
       /no channel named 'nope' \(PROTOCOL\.md §21\.3\)/);
   });
 
-  test("a JavaScript client without extensions 4-8 is served as before", async () => {
-    const old = await connect(server.url, { onerror: () => {}, disabledExtensions: [4, 5, 6, 7, 8] });
+  test("a JavaScript client without extensions 4-9 is served as before", async () => {
+    const old = await connect(server.url, { onerror: () => {}, disabledExtensions: [4, 5, 6, 7, 8, 9] });
     try {
       await old.ready;
       assert.deepEqual([...old.extensions].sort(), [1]);

@@ -35,7 +35,7 @@ test("the hello offers resume; the token is kept; received bytes are acknowledge
   const r = recorder(5);
   conn.subscribe("ticks", r);
   await tick();
-  assert.deepEqual(first.sent[0].extensions, [1, 3, 4, 5, 6, 7, 8]);
+  assert.deepEqual(first.sent[0].extensions, [1, 3, 4, 5, 6, 7, 8, 9]);
   first.feed(HELLO, token, { type: "onSubscribe", subscriber: 1, element_size: 0 }, el("a"));
   assert.deepEqual([...conn.extensions], [1, 3]);
   clock.advance(19);
