@@ -10,7 +10,8 @@ over RS.io, so they work wherever a client could subscribe (TLS, tokens, WebSock
   open stream's publisher, subscriber (``connection/id``), demand outstanding, rate, and the
   share of the last interval it was stalled waiting for demand and waiting for the socket
   (:mod:`rstreams.observe._table`). Streams of the server's own publishers (this stats
-  stream among them) are counted, not listed.
+  stream among them) are counted, not listed. Under them, when the server counts Spark's
+  progress, each Spark query's last micro-batch and lag.
   ``q`` (on a terminal) or Ctrl-C quits, restoring the terminal.
 """
 
@@ -29,7 +30,16 @@ from typing import Any, TextIO
 
 from rstreams.errors import ReactiveStreamsError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
-from rstreams.observe._table import BUILTIN_PREFIX, HEADER, Screen, own_streams, stream_rows, table
+from rstreams.observe._table import (
+    BUILTIN_PREFIX,
+    HEADER,
+    SPARK_HEADER,
+    Screen,
+    own_streams,
+    spark_rows,
+    stream_rows,
+    table,
+)
 
 __all__ = ["add_commands", "render"]
 
@@ -96,6 +106,9 @@ def render(url: str, previous: dict[str, Any] | None, snapshot: dict[str, Any]) 
         "",
         *table(HEADER, rows),
     ]
+    queries = spark_rows(snapshot)
+    if queries:
+        lines += ["", *table(SPARK_HEADER, queries)]
     return "\n".join(lines) + "\n"
 
 

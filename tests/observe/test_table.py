@@ -7,7 +7,7 @@ import io
 from typing import Any
 
 from rstreams.observe._metrics import UNBOUNDED
-from rstreams.observe._table import HEADER, Screen, own_streams, stream_rows, table
+from rstreams.observe._table import HEADER, Screen, own_streams, spark_rows, stream_rows, table
 from testkit.observe import PseudoTerminal
 
 
@@ -75,3 +75,37 @@ def test_a_screen_redraws_on_a_terminal_and_appends_elsewhere() -> None:
         screen.show("one\n")
         screen.show("two\n")
         assert terminal.read_until(b"two\r\n") == b"\x1b[H\x1b[2Jone\r\n\x1b[H\x1b[2Jtwo\r\n"
+
+
+def test_spark_queries_get_a_row_each_when_the_server_counts_them() -> None:
+    """rstreams.spark.watch_progress puts each query's last micro-batch under "spark"."""
+    assert spark_rows({"streams": []}) == []
+    query = {
+        "batch": 7,
+        "batch_rows": 200_000,
+        "batch_seconds": 5.804,
+        "input_rows_per_second": 31_000.4,
+        "processed_rows_per_second": 34_459.0,
+        "rows_behind": 400_000,
+    }
+    snapshot = {"spark": {"queries": {"rstreams-demo": query, "other": {"batch": 0, "batch_rows": 0}}}}
+    assert spark_rows(snapshot) == [
+        ["other", "0", "0", "0.00", "0", "0", "?"],
+        ["rstreams-demo", "7", "200,000", "5.80", "31,000", "34,459", "400,000"],
+    ]
+    from rstreams._cli_observe import render
+
+    screen = render(
+        "tcp://h:1", None, {**snapshot, "uptime_seconds": 3, "connections_open": 1, "streams": []}
+    )
+    lines = screen.splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("SPARK QUERY")))
+    assert lines[header + 2].split() == [
+        "rstreams-demo",
+        "7",
+        "200,000",
+        "5.80",
+        "31,000",
+        "34,459",
+        "400,000",
+    ]

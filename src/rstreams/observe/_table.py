@@ -5,7 +5,9 @@ Theory of operation. A table is made from two snapshots of the server's numbers
 rate and the shares of time it waited for demand and for the socket are the differences
 between the two over the time between them (a stream new since the earlier snapshot: over
 its whole life). Streams of the server's own publishers (``rstreams/...``: the stats stream
-a ``top`` reads, a health check) are not the user's: they are left out and counted.
+a ``top`` reads, a health check) are not the user's: they are left out and counted. A
+server that counts Spark's progress (``rstreams.spark.watch_progress``) also has a row per
+Spark query: its last micro-batch's rows and time, its rates and how far it is behind.
 :class:`Screen` writes the frames: on a terminal each one replaces the last; anywhere else
 (a pipe, a CI log) they follow one another as plain lines.
 """
@@ -17,7 +19,16 @@ from typing import Any, TextIO
 
 from rstreams.observe._metrics import UNBOUNDED
 
-__all__ = ["BUILTIN_PREFIX", "HEADER", "Screen", "own_streams", "stream_rows", "table"]
+__all__ = [
+    "BUILTIN_PREFIX",
+    "HEADER",
+    "SPARK_HEADER",
+    "Screen",
+    "own_streams",
+    "spark_rows",
+    "stream_rows",
+    "table",
+]
 
 BUILTIN_PREFIX = "rstreams/"
 """The server's own publishers (:mod:`rstreams.observe._builtin`) start so."""
@@ -62,6 +73,27 @@ def stream_rows(previous: dict[str, Any] | None, snapshot: dict[str, Any]) -> li
             ]
         )
     return rows
+
+
+SPARK_HEADER = ["SPARK QUERY", "BATCH", "ROWS", "SECONDS", "IN ROWS/S", "DONE ROWS/S", "BEHIND"]
+
+
+def spark_rows(snapshot: dict[str, Any]) -> list[list[str]]:
+    """Each Spark query's last micro-batch (columns :data:`SPARK_HEADER`), when the server
+    counts Spark's progress (``rstreams.spark.watch_progress``); else no rows."""
+    queries: dict[str, dict[str, Any]] = snapshot.get("spark", {}).get("queries", {})
+    return [
+        [
+            label,
+            str(query.get("batch", "-")),
+            f"{query.get('batch_rows', 0):,}",
+            f"{query.get('batch_seconds', 0.0):.2f}",
+            f"{query.get('input_rows_per_second', 0.0):,.0f}",
+            f"{query.get('processed_rows_per_second', 0.0):,.0f}",
+            f"{query['rows_behind']:,}" if "rows_behind" in query else "?",
+        ]
+        for label, query in sorted(queries.items())
+    ]
 
 
 def _share(part: float, whole: float) -> str:

@@ -226,6 +226,8 @@ def run_demo(
         register(spark)
     from pyspark.sql import functions as F
 
+    from rstreams.spark._progress import watch_progress
+
     readings = (
         spark.readStream.format("rstreams")
         .option("url", server.url)
@@ -239,8 +241,10 @@ def run_demo(
         .groupBy(F.window("ts", f"{window} seconds"), "sensor")
         .agg(F.round(F.avg("value"), 3).alias("avg"), F.count("*").alias("n"), F.max("value").alias("max"))
     )
+    progress = watch_progress(spark, server)  # Spark's progress among the server's numbers
     query = (
-        aggregates.writeStream.format("rstreams")
+        aggregates.writeStream.queryName("rstreams-demo")
+        .format("rstreams")
         .option("url", server.url)
         .option("publisher", "results")
         .option("checkpointLocation", os.path.join(out, "checkpoint"))
@@ -252,10 +256,12 @@ def run_demo(
     stop = threading.Event()
     watcher = threading.Thread(target=_watch_results, args=(server.url, view, stop), daemon=True)
     watcher.start()
-    say(f"pipeline started after {time.monotonic() - t0:.0f} s; running for {seconds:.0f} s\n")
+    say(f"pipeline started after {time.monotonic() - t0:.0f} s; running for {seconds:.0f} s")
+    say(f"(from another terminal: rstreams top {server.url})\n")
     figures: dict[str, Any] = _watch(query, server, source, view, seconds, stream)
     spark.sparkContext.setLogLevel("OFF")  # stopping aborts the running batch: expected, not news
     query.stop()
+    spark.streams.removeListener(progress)
     view.closing = True
     stop.set()
     watcher.join(10)
