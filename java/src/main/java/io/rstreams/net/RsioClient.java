@@ -110,7 +110,9 @@ public final class RsioClient implements AutoCloseable {
                         Pipelines.client(ch.pipeline(), u, ssl, last);
                     }
                 });
-        b.option(ChannelOption.ALLOW_HALF_CLOSURE, true); // honoured for Unix sockets by epoll only (see Transport)
+        if (Transport.halfCloses(u.unix())) {
+            b.option(ChannelOption.ALLOW_HALF_CLOSURE, true);
+        }
         return u.unix() ? b : b.option(ChannelOption.TCP_NODELAY, true);
     }
 

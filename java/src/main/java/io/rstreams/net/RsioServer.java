@@ -93,7 +93,9 @@ public final class RsioServer implements AutoCloseable {
                         }
                     }
                 });
-        bootstrap.childOption(ChannelOption.ALLOW_HALF_CLOSURE, true); // honoured for Unix sockets by epoll only (see Transport)
+        if (Transport.halfCloses(where.unix())) {
+            bootstrap.childOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
+        }
         if (!where.unix()) {
             bootstrap.childOption(ChannelOption.TCP_NODELAY, true);
         }

@@ -44,6 +44,14 @@ final class Transport {
         }
     }
 
+    /**
+     * Whether channels of this kind take {@code ALLOW_HALF_CLOSURE}: TCP always, Unix sockets on
+     * epoll only (NIO's Unix channel does not know the option, and Netty would log that).
+     */
+    static boolean halfCloses(boolean unix) {
+        return EPOLL || !unix;
+    }
+
     static IoHandlerFactory ioHandler() {
         return EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
     }
