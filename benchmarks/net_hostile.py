@@ -230,20 +230,20 @@ class Attacker:
         self.hold(sock)
 
     def churn(self) -> None:
+        talk = HELLO + b"".join(  # the same every time: encoded once, the attacker's core is the client's
+            encode(frame)
+            for frame in (
+                Subscribe(publisher="bench?n=100000", subscriber=1, initial_demand=16),
+                Request(subscriber=1, demand=16),
+                Cancel(subscriber=1),
+                Goodbye(reason="churn"),
+            )
+        )
         self.started()
         for n in itertools.count():
             if self.stop.is_set():
                 return
             sock = self.open()
-            talk = HELLO + b"".join(
-                encode(frame)
-                for frame in (
-                    Subscribe(publisher="bench?n=100000", subscriber=1, initial_demand=16),
-                    Request(subscriber=1, demand=16),
-                    Cancel(subscriber=1),
-                    Goodbye(reason="churn"),
-                )
-            )
             sock.sendall(talk)
             self.count(sent=len(talk))
             if n % 2:  # reset: close with unread input and SO_LINGER 0
