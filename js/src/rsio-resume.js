@@ -147,11 +147,11 @@ export class SessionStream {
   }
 
   get writable() {
-    return this.mode !== "DETACHED" && !this._full && this._link.writable !== false;
+    return this.mode !== "DETACHED" && !this._full && this._link !== null && this._link.writable !== false;
   }
 
   waitWritable() {
-    if (this.mode !== "DETACHED" && !this._full) this._link.waitWritable?.();
+    if (this.mode !== "DETACHED" && !this._full) this._link?.waitWritable?.();
   }
 
   /** The peer's resumeAck (§16.4). */

@@ -31,7 +31,7 @@ function endless() {
 }
 
 /** A server session as listen() makes one, with a client that listed resume and subscribed without bound. */
-async function session() {
+async function session(options = {}) {
   const clock = new ManualClock();
   const sessions = new Sessions({ sessionTimeout: 1000, bufferBytes: BOUND, ackDelay: 20 }, clock);
   const link = new FakeTransport();
@@ -40,7 +40,7 @@ async function session() {
   let admitted = 0;
   transport.onadmit = () => { admitted += 1; };
   const conn = new Connection(transport, { role: "server", keepalive: null, clock, onerror: () => {},
-    publishers: { endless: source } });
+    publishers: { endless: source }, ...options });
   link.feed({ type: "clientHello", version: 0, extensions: [3] },
     { type: "subscribe", publisher: "endless", subscriber: 1, initial_demand: (1n << 63n) - 1n });
   for (let i = 0; i < 20; i++) await tick();
@@ -121,4 +121,19 @@ test("§16.3: a session not resumed within sessionTimeout ends; an unknown token
   assert.equal(refused.code, 0x8b);
   assert.match(new TextDecoder().decode(refused.payload), /unknown or expired session token \(PROTOCOL\.md §16\.3\)/);
   assert.ok(next.closed);
+});
+
+test("§16.3, §14.2: the idle timeout of a resumable session drops the transport, without a goodbye", async () => {
+  const { clock, link, transport, conn } = await session({ idleTimeout: 1 });
+  link.feed({ type: "extension", code: 0x8c, payload: encodeVarint(streamBytes(link)) }); // nothing left unread
+  clock.advance(1000);
+  assert.equal(transport.mode, "DETACHED");
+  assert.ok(link.closed);
+  assert.equal(link.of("goodbye").length, 0);
+  assert.equal(conn.state, "OPEN"); // waiting for the resume
+  clock.advance(999); // detached: the session timeout decides, not a goodbye
+  assert.equal(conn.state, "OPEN");
+  clock.advance(1);
+  const error = await conn.closed;
+  assert.match(error.message, /not resumed within 1 s/);
 });
