@@ -2,7 +2,8 @@
 
 * The live page serves the package's browser modules themselves (js/src, which the wheel
   carries as rstreams/web/static): every module rsio.js imports is served, and the wheel's
-  build configuration maps js/src there; checked here without Node.
+  build configuration maps exactly those modules there, not the Node-only ones; checked here
+  without Node.
 * ``npm test`` (Node's test runner, js/test/) against real ``rstreams serve`` processes run by
   this interpreter: it needs Node 20+ and ``npm ci`` in js/, and skips, saying which, without
   them. scripts/test.sh runs ``npm ci``, ``npm run typecheck`` and ``npm test`` itself and then
@@ -61,11 +62,16 @@ def test_the_page_serves_the_packages_own_modules() -> None:
 
 
 @pytest.mark.timeout(10)
-def test_the_wheel_carries_js_src_as_the_static_files() -> None:
-    """pyproject's wheel build maps js/src to rstreams/web/static, where static_file looks first."""
+def test_the_wheel_carries_the_browser_modules_of_js_src_only() -> None:
+    """pyproject's wheel build maps each module rsio.js needs from js/src to rstreams/web/static,
+    where static_file looks first, and leaves js/src's Node-only modules out of the wheel."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     force_include = config["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
-    assert force_include == {"js/src": "rstreams/web/static"}
+    browser = imported_modules("rsio.js")
+    assert force_include == {f"js/src/{name}": f"rstreams/web/static/{name}" for name in browser}
+    node_only = {path.name for path in (JS / "src").glob("*.js")} - browser
+    assert {"node.js", "sessions.js", "gate.js"} <= node_only
+    assert not {source for source in force_include if Path(source).name in node_only}
 
 
 def summary(output: str) -> dict[str, int]:
