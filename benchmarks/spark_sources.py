@@ -278,7 +278,8 @@ def run(source: str, rows: int, batch_rows: int, warmup_rows: int, timeout: floa
         elif source.startswith("rstreams-servers-"):
             register(spark)
             count_servers = int(source.removeprefix("rstreams-servers-"))
-            servers = [_served(share, warmup_rows // count_servers) for share in _split(rows, count_servers)]
+            shares = zip(_split(rows, count_servers), _split(warmup_rows, count_servers), strict=True)
+            servers = [_served(share, warm_share) for share, warm_share in shares]
             urls = ",".join(url for url, _ in servers)
             per_batch = max(1, batch_rows // ARROW_ROWS) * ARROW_ROWS
 

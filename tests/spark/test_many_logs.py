@@ -100,14 +100,21 @@ def test_a_pattern_reads_every_matching_log_on_every_server_once(serve: Any) -> 
 
 
 def test_partitions_are_ranges_of_each_log_read_from_its_own_server(serve: Any) -> None:
-    one, two = serve({"a": filled("a", 10)}), serve({"a": filled("a", 4)})
-    source = reader([one.url, two.url], "a", numPartitions=2)
-    start = source.initialOffset()
-    end = source.latestOffset(start, ReadAllAvailable())
-    parts = source.partitions(start, end)
-    assert sorted((p.url, p.start, p.end) for p in parts) == sorted(
-        [(one.url, 0, 5), (one.url, 5, 10), (two.url, 0, 2), (two.url, 2, 4)]
+    """numPartitions is shared among the logs with rows to read, at least one range each."""
+    one, two = (
+        serve({"a": filled("a", 10), "b": filled("b", 0)}),
+        serve({"a": filled("a", 4), "b": filled("b", 0)}),
     )
+    source = reader([one.url, two.url], "a,b", numPartitions=4)
+    start = source.initialOffset()
+    parts = source.partitions(start, source.latestOffset(start, ReadAllAvailable()))
+    assert sorted((p.url, p.publisher, p.start, p.end) for p in parts) == sorted(
+        [(one.url, "a", 0, 5), (one.url, "a", 5, 10), (two.url, "a", 0, 2), (two.url, "a", 2, 4)]
+    )
+    fewer = reader([one.url, two.url], "a")  # numPartitions 2 over two logs: one range each
+    begin = fewer.initialOffset()
+    parts = fewer.partitions(begin, fewer.latestOffset(begin, ReadAllAvailable()))
+    assert sorted((p.url, p.start, p.end) for p in parts) == sorted([(one.url, 0, 10), (two.url, 0, 4)])
 
 
 def test_a_log_that_appears_is_discovered_and_read_from_the_stated_position(serve: Any) -> None:

@@ -111,7 +111,11 @@ OPTIONS = (
         sink=False,
     ),
     Option(
-        "numPartitions", "`2`", "Spark partitions per micro-batch and log (ranges of the log)", sink=False
+        "numPartitions",
+        "`2`",
+        "Spark partitions per micro-batch (ranges of the logs): over several logs, "
+        "`ceil(numPartitions / logs)` per log with rows to read",
+        sink=False,
     ),
     Option(
         "readerName",

@@ -23,12 +23,13 @@ Several logs: options ``url`` and ``publisher`` take comma-separated lists, and 
 reads each named log on each server, and each log a server's listing (``rstreams/logs``)
 shows that matches a pattern. Then offsets are ``{"logs": {url: {name: N}}, "reader": R}``
 (one reader name, registered on every log), a batch's partitions are ranges of each log
-(``numPartitions`` per log) read by executors straight from that log's server, and the
-bounds of a batch are shared among the logs. ``latestOffset`` looks for logs the options
-name that its start lacks (a log that appeared, a name added to the options): such a log
-is held for ``R`` at ``newLogStartingPosition`` and enters the end offset there, with
-nothing to read in that batch; ``partitions`` commits it (the offset is logged by then),
-and the batches after read it. Whatever happens, a log's positions are read in the batch
+(``numPartitions`` shared among the logs, at least one each) read by executors straight
+from each log's server, and the bounds of a batch are shared among the logs.
+``latestOffset`` looks for logs the options name that its start lacks (a log that
+appeared, a name added to the options): such a log is held for ``R`` at
+``newLogStartingPosition`` and enters the end offset there, with nothing to read in that
+batch; ``partitions`` commits it (the offset is logged by then), and the batches after
+read it. Whatever happens, a log's positions are read in the batch
 whose range covers them, once. A query over one named log keeps the one-log shape, so the
 checkpoints of earlier versions go on; a checkpoint of the other shape fails naming the
 option ``publisher``.
@@ -245,11 +246,12 @@ class _Log:
             )
         return position
 
-    def split(self, start: int, end: int) -> list[InputPartition]:
+    def split(self, start: int, end: int, parts: int) -> list[InputPartition]:
+        """``[start, end)`` in up to ``parts`` ranges of about equal length."""
         total = end - start
         if total <= 0:
             return []
-        step = -(-total // self.opts.partitions)
+        step = -(-total // parts)
         return [RangePartition(self.url, self.name, s, min(s + step, end)) for s in range(start, end, step)]
 
 
@@ -300,6 +302,15 @@ class _Options:
         if found is None:
             found = self._logs[key] = _Log(self, *key)
         return found
+
+    def split(self, ranges: list[tuple[_Log, int, int]]) -> list[InputPartition]:
+        """A batch's partitions: ``numPartitions`` shared among the logs with positions to read,
+        at least one each (``ceil(numPartitions / logs)`` per log)."""
+        active = [(log, start, end) for log, start, end in ranges if end > start]
+        if not active:
+            return []
+        each = -(-self.partitions // len(active))
+        return [part for log, start, end in active for part in log.split(start, end, each)]
 
     def names_it(self, key: Key) -> bool:
         """Whether the options name the log ``key`` (always, for one log)."""
@@ -695,7 +706,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         opts = self._opts
         ours, begins = self._parse(start)
         logged, stops = self._parse(end)
-        parts: list[InputPartition] = []
+        ranges: list[tuple[_Log, int, int]] = []
         for key, stop in stops.items():
             log = opts.log(key)
             begin = begins.get(key)
@@ -710,8 +721,8 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 if begin < first:  # trimmed before this batch could read it: skipped, and counted
                     self._lost[key] = self._lost.get(key, 0) + min(first, stop) - begin
                     begin = min(first, stop)
-            parts.extend(log.split(begin, stop))
-        return parts
+            ranges.append((log, begin, stop))
+        return opts.split(ranges)
 
     def _confirm(self, log: _Log, begin: int, ours: str, logged: str) -> int:
         """The batch that first reads ``log`` is in Spark's offset log: make its reader a
@@ -754,14 +765,14 @@ class RStreamsBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         opts = self._opts
-        parts: list[InputPartition] = []
+        ranges: list[tuple[_Log, int, int]] = []
         for key in opts.discover():
             log = opts.log(key)
             info = log.info()
             start = log.position(opts.starting, info)
             end = min(log.position(opts.ending, info), int(info["end"]))
-            parts.extend(log.split(start, end))
-        return parts
+            ranges.append((log, start, end))
+        return opts.split(ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RangePartition):
