@@ -1,0 +1,154 @@
+"""The documents name only what exists: every path they mention, every command line and
+``--option`` of the README, every module of its architecture section, the conformance suite's
+size. A file moved, an option renamed or a module added without its line fails here."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from rstreams import cli
+from rstreams.conformance import CASES, _runner
+
+pytestmark = pytest.mark.timeout(60)
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCUMENTS = [
+    README,
+    ROOT / "PROTOCOL.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "js" / "README.md",
+    ROOT / "java" / "README.md",
+]
+TOP_DIRS = ("src", "tests", "docs", "examples", "benchmarks", "scripts", "js", "java", "fuzz", ".ci")
+BUILD_OUTPUTS = ("java/target/", "test-artifacts/", "js/node_modules/")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+REPO_PATH = re.compile(r"(?<![\w./-])((?:" + "|".join(map(re.escape, TOP_DIRS)) + r")/[\w./{}*<>$-]*)")
+
+# Options of programs other than rstreams' own parsers that the README names, and where they live.
+OTHER_PROGRAMS = {
+    "--strict": None,  # mypy
+    "--noEmit": None,  # tsc
+    "--rows": "examples/spark_cluster.py",
+    "--demo": "examples/spark_cluster.py",
+    "--client": "src/rstreams/conformance/clients.py",
+    "--transport": "src/rstreams/conformance/clients.py",
+}
+
+
+def _mentioned_paths(doc: Path) -> list[str]:
+    text = doc.read_text()
+    found = [
+        target.split("#")[0]
+        for target in LINK.findall(text)
+        if not target.startswith(("http://", "https://", "#", "mailto:"))
+    ]
+    found += REPO_PATH.findall(text)
+    return [p.rstrip(".,;:") for p in found if p and not re.search(r"[{}*<>$]", p)]
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_path_mentioned_exists(doc: Path) -> None:
+    bases = [
+        ROOT,
+        doc.parent,
+        *([ROOT / "js"] if doc.name == "web.md" else []),
+    ]  # web.md: the package's paths
+    missing = [
+        p
+        for p in _mentioned_paths(doc)
+        if not p.startswith(BUILD_OUTPUTS) and not any((base / p).exists() for base in bases)
+    ]
+    assert not missing, f"{doc.relative_to(ROOT)} names paths that do not exist: {missing}"
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("rstreams' parser has no subcommands")
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {flag for action in parser._actions for flag in action.option_strings}
+
+
+def _command_lines() -> list[tuple[str, str]]:
+    lines = []
+    for doc in DOCUMENTS:
+        for block in re.findall(r"```sh\n(.*?)```", doc.read_text(), re.S):
+            for line in block.splitlines():
+                line = line.split(" #")[0].strip()
+                if line.startswith("rstreams "):
+                    lines.append((doc.name, line))
+    return lines
+
+
+@pytest.mark.parametrize(("doc", "line"), _command_lines())
+def test_every_command_line_parses(doc: str, line: str) -> None:
+    argv = shlex.split(line)[1:]
+    if argv[0] == "conformance":  # its own parser takes every argument after the name
+        _runner._parser().parse_args(argv[1:])
+    elif argv[0] == "bench":
+        pytest.skip("rstreams bench passes its arguments to benchmarks/run.py")
+    else:
+        cli._parser().parse_args(argv)
+
+
+def test_the_command_lines_are_found() -> None:
+    assert len(_command_lines()) >= 8, _command_lines()
+
+
+def test_every_option_the_readme_names_is_accepted() -> None:
+    parser = cli._parser()
+    known = _options(parser) | _options(_runner._parser())
+    for sub in _subparsers(parser).values():
+        known |= _options(sub)
+    named = set(re.findall(r"(?<![\w-])(--[A-Za-z][\w-]*)", README.read_text()))
+    unknown = []
+    for flag in sorted(named - known):
+        if flag not in OTHER_PROGRAMS:
+            unknown.append(flag)
+        elif (home := OTHER_PROGRAMS[flag]) is not None and f'"{flag}"' not in (ROOT / home).read_text():
+            unknown.append(f"{flag} (not in {home})")
+    assert not unknown, f"README.md names options no parser accepts: {unknown}"
+
+
+def _architecture() -> str:
+    text = README.read_text()
+    start = text.index("## Architecture")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+@pytest.mark.parametrize("package", ["net", "wire"])
+def test_the_architecture_names_every_module(package: str) -> None:
+    section = _architecture()
+    modules = sorted(
+        p.name for p in (ROOT / "src" / "rstreams" / package).glob("*.py") if p.name != "__init__.py"
+    )
+    unnamed = [m for m in modules if not re.search(rf"(?<![\w]){re.escape(m)}", section)]
+    assert not unnamed, f"README.md's architecture section does not name {package}/ modules: {unnamed}"
+
+
+def test_every_module_the_architecture_names_exists() -> None:
+    existing = {p.name for p in (ROOT / "src" / "rstreams").rglob("*.py")} | {
+        p.name for p in (ROOT / "tests").rglob("*.py")
+    }
+    named = set(re.findall(r"(?<![\w.])(_?[a-z][a-z_]*\.py)\b", _architecture()))
+    assert named, "no module names found in the architecture section"
+    assert not named - existing, (
+        f"README.md's architecture section names missing modules: {sorted(named - existing)}"
+    )
+
+
+def test_the_conformance_suite_size_is_current() -> None:
+    counts = re.findall(r"runs (\d+) scripted cases|servers \((\d+) cases", README.read_text())
+    assert len(counts) == 2, counts
+    assert {int(a or b) for a, b in counts} == {len(CASES)}, (
+        f"README.md says {counts}; the suite has {len(CASES)}"
+    )
