@@ -1,0 +1,53 @@
+"""PROTOCOL.md §4.4's table of registered extensions is the code's registry: the same ids, names,
+message types and reserved types, each pointing at the section that specifies the extension."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rstreams.wire.extensions import REGISTERED, Extension
+
+pytestmark = pytest.mark.timeout(30)
+
+PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
+HEX = re.compile(r"`0x([0-9A-F]{2})`(?:\u2013`0x([0-9A-F]{2})`)?")
+
+
+def _types(text: str) -> set[int]:
+    found: set[int] = set()
+    for first, last in HEX.findall(text):
+        found |= set(range(int(first, 16), int(last or first, 16) + 1))
+    return found
+
+
+def _rows() -> dict[int, list[str]]:
+    table = PROTOCOL.split("Registered extensions:")[1].split("\n\n")[1]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows[int(cells[0])] = cells
+    return rows
+
+
+def test_the_table_lists_every_registered_extension_once() -> None:
+    assert sorted(_rows()) == sorted(ext.id for ext in REGISTERED)
+
+
+@pytest.mark.parametrize("ext", REGISTERED, ids=lambda ext: ext.name)
+def test_each_row_is_the_registry(ext: Extension) -> None:
+    _, name, types, section = _rows()[ext.id]
+    assert name == ext.name
+    assert _types(types) == set(ext.message_types), f"{name}: the row's types are not the registry's"
+    reserved: set[int] = set().union(
+        *(_types(part) for part in re.findall(r"\(([^)]*reserved[^)]*)\)", types))
+    )
+    assert reserved == set(ext.reserved), f"{name}: the row's reserved types are not the registry's"
+    number = section.lstrip("§")
+    heading = re.search(rf"^#+ {re.escape(number)}\.? (.*)$", PROTOCOL, re.M)
+    assert heading, f"{name}: §{number} does not exist"
+    assert name in heading.group(1) and f"id {ext.id}" in heading.group(1), (
+        f"{name}: §{number} is {heading.group(1)!r}, not this extension's section"
+    )
