@@ -1,5 +1,5 @@
-"""PROTOCOL.md §4.4's table of registered extensions is the code's registry: the same ids, names,
-message types and reserved types, each pointing at the section that specifies the extension."""
+"""PROTOCOL.md's hand-written tables are the code's: §4.4's registered extensions (ids, names,
+message and reserved types, each row's section) and §11's limits with their defaults."""
 
 from __future__ import annotations
 
@@ -51,3 +51,26 @@ def test_each_row_is_the_registry(ext: Extension) -> None:
     assert name in heading.group(1) and f"id {ext.id}" in heading.group(1), (
         f"{name}: §{number} is {heading.group(1)!r}, not this extension's section"
     )
+
+
+def test_the_limits_table_gives_the_code_s_defaults() -> None:
+    """§11's table: each `ConnectionConfig` field and `Resume.x` with the default the code has."""
+    from rstreams.net import Resume
+    from rstreams.wire import ConnectionConfig
+
+    table = PROTOCOL.split("## 11. Limits")[1].split("\n\n")[2]
+    config, resume = ConnectionConfig(), Resume()
+    units = {"KiB": 1024, "MiB": 1024 * 1024, "s": 1}
+    checked = set()
+    for line in table.splitlines()[2:]:
+        setting, default = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        named = re.match(r"`(?:Resume\.)?(\w+)`", setting)
+        if not named:
+            continue  # a limit with no setting (channel marks, input demand)
+        owner = resume if setting.startswith("`Resume.") else config
+        value = re.match(r"(\d+)(?: (KiB|MiB|s)\b)?", default)
+        assert value, f"§11: {setting}'s default {default!r} is not a number"
+        stated = int(value.group(1)) * units.get(value.group(2) or "", 1)
+        assert stated == getattr(owner, named.group(1)), f"§11 says {setting} = {default!r}"
+        checked.add(named.group(1))
+    assert len(checked) >= 12, checked
