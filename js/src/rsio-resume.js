@@ -400,10 +400,18 @@ export class ResumableSession extends SessionStream {
 
   _finish(error = null) {
     if (this.mode === "CLOSED") return;
-    this.mode = "CLOSED";
     this._clock.clearTimeout(this._ackTimer);
     this._clock.clearTimeout(this._stallTimer);
     this._out = new ReplayBuffer();
-    this.onend?.(error);
+    const onend = this.onend;
+    this.onend = null;
+    if (error === null && this.mode !== "DETACHED") { // a plain end: the Connection may still answer on the transport (§9.3)
+      this.mode = "PASSTHROUGH";
+      onend?.(null);
+      this.mode = "CLOSED";
+      return;
+    }
+    this.mode = "CLOSED";
+    onend?.(error);
   }
 }

@@ -142,6 +142,23 @@ test("a server without resume: no buffer is kept, and a break ends the connectio
   assert.equal(s.opened.length, 1);
 });
 
+for (const [what, hello] of [["without the token yet", [HELLO]], ["from a server without resume", [{ ...HELLO, extensions: [1] }]]]) {
+  test(`input that stops inside a message ${what} is answered with the §9.3 goodbye on the same transport`, async () => {
+    const s = await session();
+    s.first.feed(...hello);
+    const next = bytes(el("cut"));
+    s.first.feed(next.subarray(0, next.length - 2));
+    s.first.onend(); // the peer's input ends; our side of the transport still takes writes
+    const error = await s.conn.closed;
+    assert.ok(error instanceof ProtocolError && error.section === "§9.3", String(error));
+    await tick();
+    const [goodbye] = s.first.of("goodbye");
+    assert.match(goodbye?.reason ?? "", /the input ended inside a message \(PROTOCOL\.md §9\.3\)$/);
+    assert.ok(s.first.closed);
+    assert.equal(s.opened.length, 1);
+  });
+}
+
 test("after our goodbye a closing transport is not resumed", async () => {
   const s = await session();
   s.first.feed(HELLO, token);
