@@ -27,7 +27,10 @@
 // inputNextPart messages of that size and a last inputNext; a served input joins them (the
 // first part takes the demand; partial inputs count against maxPartsInFlight and
 // maxReassemblyBytes together with the connection's split output elements, §11) and hands
-// its Subscriber one element. One joined above maxElementSize ends that input only.
+// its Subscriber one element. One joined above maxElementSize ends that input only. After
+// an element it had to split, an opener asks its input Publisher for one element at a time
+// (each once the transport takes writes) until a small one comes again, so a run of large
+// elements does not pile up in the write buffer.
 
 import { EXTENSIONS, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
 
@@ -273,6 +276,7 @@ class Input {
     this.done = false; // ended: terminal sent, cancelled by the peer, or the output ended
     this._waiting = false;
     this._turn = 0; // elements requested since the last wait: at most INPUT_WINDOW per turn
+    this._window = INPUT_WINDOW; // 1 after a split element (§21.6)
   }
 
   /** Subscribe to the input Publisher (its signals must follow the channel's subscribe). */
@@ -310,7 +314,7 @@ class Input {
   _pull() {
     const upstream = this._upstream;
     if (upstream === null || this.done) return;
-    const window = this.granted < BigInt(INPUT_WINDOW) ? Number(this.granted) : INPUT_WINDOW;
+    const window = this.granted < BigInt(this._window) ? Number(this.granted) : this._window;
     const want = window - this.outstanding;
     if (want <= 0) return;
     if (!this._conn.writable) {
@@ -392,6 +396,7 @@ class Input {
       this._channels._send(INPUT_NEXT_PART, this.id, bytes.subarray(at, at + part));
     }
     this._channels._send(INPUT_NEXT, this.id, at === 0 ? bytes : bytes.subarray(at));
+    this._window = at === 0 ? INPUT_WINDOW : 1; // large elements one at a time, not a window in the write buffer
     if (this.outstanding <= INPUT_WINDOW / 2) this._pull();
   }
 

@@ -371,4 +371,33 @@ describe("serving channels (listen()'s side)", () => {
     assert.deepEqual(channelFrames(ws).slice(1), [[0xa6, 1, "abcd"], [0xa6, 1, "efgh"], [0xa3, 1, "ij"], [0xa3, 1, "k"],
       [0xa4, 1, ""]]);
   });
+
+  test("§21.6: after a split input element the opener asks its input for one element at a time, each once writable", async () => {
+    const { ws, conn } = scripted({ limits: { splitThreshold: 4 } });
+    let subscriber = null;
+    const requests = [];
+    const input = { subscribe(s) { subscriber = s; s.onSubscribe({ request: (n) => requests.push(Number(n)), cancel() {} }); } };
+    conn.channel("up", input).subscribe(recorder(1));
+    ws.feed({ ...HELLO, extensions: [1, 8, 9] });
+    await tick();
+    ws.feed(inputRequest(1, 200));
+    await tick();
+    assert.deepEqual(requests, [64]); // a window of small elements would be welcome
+    for (let i = 0; i < 64; i++) subscriber.onNext("0123456789"); // each split in three
+    await tick();
+    assert.deepEqual(requests, [64, 1]); // not a window of large ones piling up in the write buffer
+    ws.writable = false;
+    subscriber.onNext("0123456789");
+    await tick();
+    assert.deepEqual(requests, [64, 1]); // the next one waits for the transport to take writes
+    assert.ok(ws.waitingForDrain >= 1);
+    ws.drain();
+    await tick();
+    assert.deepEqual(requests, [64, 1, 1]);
+    subscriber.onNext("abc");
+    await tick();
+    assert.deepEqual(requests, [64, 1, 1, 64]); // a small element: the window again
+    assert.equal(channelFrames(ws).filter(([code]) => code === 0xa6).length, 65 * 2);
+    assert.equal(channelFrames(ws).filter(([code]) => code === 0xa3).length, 66);
+  });
 });
