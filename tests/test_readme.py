@@ -13,6 +13,7 @@ import pytest
 
 from rstreams import cli
 from rstreams.conformance import CASES, _runner
+from rstreams.conformance._client_suite import CLIENT_CASES
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -151,4 +152,13 @@ def test_the_conformance_suite_size_is_current() -> None:
     assert len(counts) == 2, counts
     assert {int(a or b) for a, b in counts} == {len(CASES)}, (
         f"README.md says {counts}; the suite has {len(CASES)}"
+    )
+
+
+def test_the_client_suite_size_is_current() -> None:
+    import rstreams.conformance.clients  # noqa: F401  (registers the client cases)
+
+    stated = re.findall(r"drives a client through (\d+) cases", README.read_text())
+    assert stated == [str(len(CLIENT_CASES))], (
+        f"README.md says {stated}; the client suite has {len(CLIENT_CASES)}"
     )
