@@ -5,9 +5,11 @@ size. A file moved, an option renamed or a module added without its line fails h
 from __future__ import annotations
 
 import argparse
+import inspect
 import re
 import shlex
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,3 +164,33 @@ def test_the_client_suite_size_is_current() -> None:
     assert stated == [str(len(CLIENT_CASES))], (
         f"README.md says {stated}; the client suite has {len(CLIENT_CASES)}"
     )
+
+
+def _callable(name: str) -> Any:
+    import rstreams
+    import rstreams.net
+    import rstreams.replay
+    import rstreams.web
+    import rstreams.wire
+
+    for home in (rstreams.net, rstreams.wire, rstreams.replay, rstreams.web, rstreams, rstreams.Flow):
+        if hasattr(home, name):
+            return getattr(home, name)
+    raise AssertionError(f"the documents call {name}(...), which rstreams does not have")
+
+
+def test_every_default_the_documents_state_is_the_code_s() -> None:
+    """`Name(option=N)` in the documents states a default: the parameter exists with that default."""
+    units = {"KiB": 1024, "MiB": 1024 * 1024}
+    stated_default = re.compile(r"`([A-Za-z_]+)\(([a-z_]+)=([0-9][0-9.]*)(?: (KiB|MiB))?\)`")
+    spans = set()
+    for doc in DOCUMENTS:
+        spans |= set(stated_default.findall(doc.read_text()))
+    assert len(spans) >= 5, spans
+    wrong = []
+    for name, option, number, unit in sorted(spans):
+        parameter = inspect.signature(_callable(name)).parameters.get(option)
+        stated = float(number) * units.get(unit, 1)
+        if parameter is None or parameter.default != stated:
+            wrong.append(f"{name}({option}={number}{' ' + unit if unit else ''}): the code has {parameter}")
+    assert not wrong, wrong
