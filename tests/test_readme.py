@@ -194,3 +194,15 @@ def test_every_default_the_documents_state_is_the_code_s() -> None:
         if parameter is None or parameter.default != stated:
             wrong.append(f"{name}({option}={number}{' ' + unit if unit else ''}): the code has {parameter}")
     assert not wrong, wrong
+
+
+def test_every_option_of_the_rstreams_command_is_documented() -> None:
+    """Each option of each `rstreams` subcommand is named in the README or a page of docs/."""
+    named = set(re.findall(r"(?<![\w-])(--[A-Za-z][\w-]*)", "".join(doc.read_text() for doc in DOCUMENTS)))
+    undocumented = []
+    for command, sub in _subparsers(cli._parser()).items():
+        for action in sub._actions:
+            flags = [flag for flag in action.option_strings if flag.startswith("--") and flag != "--help"]
+            if flags and not named.intersection(flags):
+                undocumented.append(f"rstreams {command} {flags[0]}")
+    assert not undocumented, f"options no document names: {undocumented}"
