@@ -288,3 +288,90 @@ async def test_newcomers_still_get_in_while_garbage_connections_keep_coming() ->
             await asyncio.to_thread(join, threads)
             await conn.aclose()
     assert flooded > 0, "no garbage connection was ever answered"
+
+
+# -- WebSocket: accepted and charged within the same budget -------------------------------------
+def upgrade_request(path: str) -> bytes:
+    return (
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n"
+    ).encode()
+
+
+def ws_address(url: str) -> tuple[str, int]:
+    host, _, rest = url.removeprefix("ws://").partition(":")
+    return host, int(rest.partition("/")[0])
+
+
+@pytest.fixture
+def ticking_admission(monkeypatch: pytest.MonkeyPatch) -> list[Admission]:
+    """serve() makes its budget with a clock that ticks a second per reading and a share so small
+    that nothing refills during the test; the list holds what it made."""
+    made: list[Admission] = []
+
+    def ticking(loop: asyncio.AbstractEventLoop, share: float) -> Admission:
+        made.append(Admission(loop, 1e-12, burst=0.0, clock=Ticks()))
+        return made[-1]
+
+    monkeypatch.setattr(rstreams.net._server, "Admission", ticking)
+    return made
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(30)
+async def test_a_websocket_listener_charges_its_connections_and_stops_accepting_when_spent(
+    ticking_admission: list[Admission],
+) -> None:
+    pytest.importorskip("websockets")
+    server = await serve("ws://127.0.0.1:0/rs", OFFER, admission_share=0.5)
+    [admission] = ticking_admission
+    try:
+        assert admission.balance == 0.0 and accepting(admission)
+        conn = await connect(server.url)  # accepted on the burst, then the budget is spent
+        try:
+            for _ in range(ADMISSION_READS + 1):  # each subscribe is a read at least
+                assert len(await asyncio.wait_for(conn.publisher("greeting").collect(), 20)) == 10_000
+            charged = round(-admission.balance)
+            # the accept, websockets' connection_made, the request's read, the response, the RS.io
+            # handler's connection_made, and its first reads (each a websockets callback and the
+            # RS.io handler's, both charged)
+            assert charged >= 5 + 2 * ADMISSION_READS, charged
+            assert not accepting(admission)
+            for _ in range(3):
+                assert len(await asyncio.wait_for(conn.publisher("greeting").collect(), 20)) == 10_000
+            assert round(-admission.balance) == charged  # established: its work is no longer charged
+            # A newcomer's upgrade request waits unanswered in the kernel's backlog.
+            with socket.create_connection(ws_address(server.url), timeout=5) as newcomer:
+                newcomer.sendall(upgrade_request("/rs"))
+                answer = await asyncio.to_thread(lambda: select.select([newcomer], [], [], 0.5)[0])
+                assert answer == [], "the spent budget still accepted a WebSocket connection"
+        finally:
+            await conn.aclose()
+    finally:
+        await server.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(30)
+async def test_a_websocket_refused_at_the_http_level_is_charged_for_all_of_its_work(
+    ticking_admission: list[Admission],
+) -> None:
+    pytest.importorskip("websockets")
+    server = await serve("ws://127.0.0.1:0/rs", OFFER, admission_share=0.5)
+    [admission] = ticking_admission
+    try:
+        with socket.create_connection(ws_address(server.url), timeout=5) as peer:
+            peer.sendall(upgrade_request("/elsewhere"))
+            reply = await asyncio.to_thread(peer.recv, 4096)
+            assert reply.startswith(b"HTTP/1.1 404")
+            while await asyncio.to_thread(peer.recv, 4096):  # until the server closes
+                pass
+        for _ in range(100):  # the end of the transport runs on the server's loop
+            if admission.balance <= -5:
+                break
+            await asyncio.sleep(0.01)
+        # accept, connection_made, the request's read, the response, the end of the transport
+        assert admission.balance <= -5
+    finally:
+        await server.aclose()

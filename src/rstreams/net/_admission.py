@@ -34,7 +34,8 @@ least ``1 - share`` of the loop; newcomers are still accepted, in the order they
 at the rate the share allows, so no one is starved.
 
 The listening sockets are asyncio's own (``create_server(start_serving=False)`` binds them,
-with asyncio's address handling), duplicated so that this module accepts from them with
+with asyncio's address handling; for WebSocket, the websockets server's, see
+:func:`rstreams.net._endpoints.listen_endpoint`), duplicated so that this module accepts from them with
 ``loop.add_reader`` and hands each accepted socket to ``loop.connect_accepted_socket``.
 """
 
@@ -46,7 +47,7 @@ import logging
 import socket
 import ssl as _ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "Admission",
     "AdmittingServer",
     "Gate",
+    "Listening",
     "check_share",
 ]
 
@@ -99,6 +101,18 @@ def check_share(share: object) -> None:
         return
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
         raise ValueError(f"admission_share must be a number with 0 < share <= 1, or None, got {share!r}")
+
+
+class Listening(Protocol):
+    """What binds the listening sockets and closes them: an :class:`asyncio.Server` that is not
+    serving, or a websockets server whose own accepting was taken off the loop."""
+
+    @property
+    def sockets(self) -> Sequence[socket.socket]: ...
+
+    def close(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
 
 
 class Gate(Protocol):
@@ -201,12 +215,12 @@ class AdmittingServer:
 
     def __init__(
         self,
-        server: asyncio.Server,
+        server: Listening,
         factory: Callable[[], asyncio.BaseProtocol],
         admission: Admission,
         ssl: _ssl.SSLContext | None,
     ) -> None:
-        self._server = server  # asyncio's, never serving: it bound the sockets and closes them
+        self._server = server  # it bound the sockets and closes them; it never accepts
         self._socks = [s.dup() for s in server.sockets]
         for sock in self._socks:
             sock.setblocking(False)
@@ -223,7 +237,7 @@ class AdmittingServer:
     @classmethod
     def start(
         cls,
-        server: asyncio.Server,
+        server: Listening,
         factory: Callable[[], asyncio.BaseProtocol],
         admission: Admission,
         ssl: _ssl.SSLContext | None,

@@ -132,8 +132,8 @@ async def listen_endpoint(
 ) -> Listener:
     """Start listening; each accepted connection gets ``handler_factory()`` as its handler.
 
-    With ``admission``, TCP, TLS and Unix sockets are accepted within its budget
-    (:mod:`rstreams.net._admission`); WebSocket servers accept on their own.
+    With ``admission``, connections of every scheme are accepted within its budget
+    (:mod:`rstreams.net._admission`; for WebSocket, :class:`~rstreams.net._websocket.AdmittedConnection`).
     The returned Listener's ``endpoint`` carries the bound port (when 0 was asked for).
     """
     loop = asyncio.get_running_loop()
@@ -161,17 +161,27 @@ async def listen_endpoint(
     from websockets.asyncio.server import serve as ws_serve
     from websockets.http11 import Request, Response
 
-    from rstreams.net._websocket import SUBPROTOCOL, WebSocketTransport
+    from rstreams.net._pending import Pending
+    from rstreams.net._websocket import SUBPROTOCOL, AdmittedConnection, WebSocketTransport
 
     served_path = endpoint.path.partition("?")[0]
 
     def check_path(ws: ServerConnection, request: Request) -> Response | None:
+        if isinstance(ws, AdmittedConnection):
+            ws.handshake_started()
         if request.path.partition("?")[0] != served_path:
             return ws.respond(HTTPStatus.NOT_FOUND, f"RS.io is served at {served_path}\n")
         return None
 
+    def answered(ws: ServerConnection, request: Request, response: Response) -> None:
+        if isinstance(ws, AdmittedConnection):
+            ws.handshake_answered()
+
     async def handle(ws: ServerConnection) -> None:
-        await WebSocketTransport(ws, handler_factory(), high=high, low=low).run()
+        handler = handler_factory()
+        if isinstance(ws, AdmittedConnection):  # charged until its RS.io connection is established
+            ws.established = (lambda: handler.established) if isinstance(handler, Pending) else (lambda: True)
+        await WebSocketTransport(ws, handler, high=high, low=low).run()
 
     ws_server = await ws_serve(
         handle,
@@ -182,5 +192,22 @@ async def listen_endpoint(
         subprotocols=[SUBPROTOCOL],
         ping_interval=None,
         process_request=check_path,
+        process_response=answered,
+        start_serving=admission is None,
     )
-    return Listener(endpoint.with_port(ws_server.sockets[0].getsockname()[1]), ws_server)
+    bound = endpoint.with_port(ws_server.sockets[0].getsockname()[1])
+    if admission is None:
+        return Listener(bound, ws_server)
+    # Accepting within the budget: the websockets server is told it serves (its handshakes
+    # answer 503 otherwise) but its accepting is taken off the loop; the admitting listener
+    # accepts instead and makes each connection as websockets' own serve() would, with the
+    # same subprotocol and no compression.
+    await ws_server.start_serving()
+    for sock in ws_server.sockets:
+        loop.remove_reader(sock.fileno())
+    budget = admission  # (a name mypy keeps narrowed in the closure)
+
+    def connection() -> AdmittedConnection:
+        return AdmittedConnection(ws_server, budget)
+
+    return Listener(bound, AdmittingServer.start(ws_server, connection, admission, context))

@@ -47,6 +47,7 @@ class Pending:
 
     __slots__ = (
         "_admission",
+        "_established",
         "_make",
         "_pump",
         "_reads",
@@ -73,6 +74,13 @@ class Pending:
         self._received = b""
         self._pump: Pump | None = None
         self._reads = 0  # reads handled since the hello was whole (while charged to admission)
+        self._established = False
+
+    @property
+    def established(self) -> bool:
+        """Whether the connection's work has stopped being charged to admission: its first
+        :data:`ADMISSION_READS` reads after the clientHello handled, its conversation open."""
+        return self._established
 
     def connection_made(self, transport: Transport) -> None:
         admission = self._admission
@@ -106,6 +114,7 @@ class Pending:
             self._reads += 1
             if self._reads >= ADMISSION_READS and pump.outbox.core.state is ConnectionState.OPEN:
                 self._admission = None  # established: its work is no longer the newcomers'
+                self._established = True
 
     def _hello_bytes(self, data: memoryview) -> None:
         received = self._received + data.tobytes()

@@ -219,7 +219,7 @@ async def serve(
         admission_share: share of the server's event-loop time (default 0.2) that
             connections not yet established may take: accepting them, their hello and
             first reads, and all the work of one refused or closed before that (garbage,
-            a failed handshake). While that budget is spent, TCP, TLS and Unix listeners
+            a failed handshake). While that budget is spent, listeners of every scheme
             stop accepting, so new connections wait in the kernel's backlog and
             established streams keep the rest of the loop (:mod:`rstreams.net._admission`;
             what asyncio and the kernel spend outside our callbacks is not measured: the

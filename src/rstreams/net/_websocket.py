@@ -11,20 +11,30 @@ joins everything queued into messages of at most :data:`MAX_MESSAGE` bytes and a
 ``send`` for each. The bytes queued here (plus the message being sent) are the transport's
 write buffer size; passing the high mark calls ``pause_writing`` and draining below the
 low mark calls ``resume_writing``, exactly like asyncio's socket transports.
+
+Admission (:mod:`rstreams.net._admission`). A server's listener made with a budget accepts
+WebSocket connections itself and makes each one an :class:`AdmittedConnection`: the
+websockets library's connection, whose protocol callbacks (the HTTP request and the frames
+parsed from each read, the end of the transport) and its opening handshake's response are
+timed and charged to the budget until the RS.io connection carried on it is established.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any, cast
 
 from websockets.asyncio.connection import Connection as _WsConnection
+from websockets.asyncio.server import Server, ServerConnection
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
+from websockets.server import ServerProtocol
 
+from rstreams.net._admission import Admission
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, TransportHandler
 
-__all__ = ["MAX_MESSAGE", "SUBPROTOCOL", "WebSocketTransport"]
+__all__ = ["MAX_MESSAGE", "SUBPROTOCOL", "AdmittedConnection", "WebSocketTransport"]
 
 MAX_MESSAGE = 256 * 1024
 """Largest message this side sends: a quarter of websockets' default ``max_size`` (1 MiB),
@@ -163,3 +173,79 @@ class WebSocketTransport(Transport):
         if name == "websocket":
             return self._ws
         return self._ws.transport.get_extra_info(name, default)
+
+
+class AdmittedConnection(ServerConnection):  # type: ignore[misc]  # websockets is untyped here
+    """A server's WebSocket connection charged to ``admission`` until its RS.io connection is
+    established (see the module docstring).
+
+    ``established`` is set by whoever starts the RS.io handler on it, once the opening
+    handshake is done: until it returns true, every protocol callback is charged. A
+    connection refused at the HTTP level, or ended before that, is charged for all of its
+    callbacks up to the end of its transport.
+    """
+
+    def __init__(self, server: Server, admission: Admission) -> None:
+        protocol = ServerProtocol(subprotocols=[SUBPROTOCOL])  # compression: none, as serve() asks
+        super().__init__(protocol, server, ping_interval=None)
+        self.admission: Admission | None = admission
+        self.established: Callable[[], bool] | None = None
+        self._handshake_started = 0.0
+
+    def _charged(self, started: float) -> None:
+        admission = self.admission
+        assert admission is not None
+        admission.charge(admission.clock() - started)
+        established = self.established
+        if established is not None and established():
+            self.admission = None  # its work is no longer the newcomers'
+
+    def handshake_started(self) -> None:
+        """The HTTP request is whole (``process_request``): the response is being made."""
+        if self.admission is not None:
+            self._handshake_started = self.admission.clock()
+
+    def handshake_answered(self) -> None:
+        """The response is made (``process_response``): charge the time since the request."""
+        if self.admission is not None:
+            self._charged(self._handshake_started)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        admission = self.admission
+        assert admission is not None
+        started = admission.clock()
+        try:
+            super().connection_made(transport)
+        finally:
+            self._charged(started)
+
+    def data_received(self, data: bytes) -> None:
+        admission = self.admission
+        if admission is None:
+            super().data_received(data)
+            return
+        started = admission.clock()
+        try:
+            super().data_received(data)
+        finally:
+            self._charged(started)
+
+    def eof_received(self) -> None:
+        admission = self.admission
+        if admission is None:
+            super().eof_received()
+            return
+        started = admission.clock()
+        try:
+            super().eof_received()
+        finally:
+            self._charged(started)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        admission, self.admission = self.admission, None
+        started = admission.clock() if admission is not None else 0.0
+        try:
+            super().connection_lost(exc)
+        finally:
+            if admission is not None:
+                admission.charge(admission.clock() - started)
