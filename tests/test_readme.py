@@ -206,3 +206,20 @@ def test_every_option_of_the_rstreams_command_is_documented() -> None:
             if flags and not named.intersection(flags):
                 undocumented.append(f"rstreams {command} {flags[0]}")
     assert not undocumented, f"options no document names: {undocumented}"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_anchor_linked_is_a_heading(doc: Path) -> None:
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]*#[^)\s]+)\)", doc.read_text()):
+        file, anchor = target.split("#", 1)
+        linked = (doc.parent / file).resolve() if file else doc
+        headings = {_slug(h) for h in re.findall(r"^#+ (.*)$", linked.read_text(), re.M)}
+        if anchor not in headings:
+            broken.append(target)
+    assert not broken, f"{doc.relative_to(ROOT)} links to anchors no heading has: {broken}"
