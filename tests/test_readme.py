@@ -170,10 +170,20 @@ def _callable(name: str) -> Any:
     import rstreams
     import rstreams.net
     import rstreams.replay
+    import rstreams.tck
     import rstreams.web
     import rstreams.wire
 
-    for home in (rstreams.net, rstreams.wire, rstreams.replay, rstreams.web, rstreams, rstreams.Flow):
+    homes = (
+        rstreams.net,
+        rstreams.wire,
+        rstreams.replay,
+        rstreams.web,
+        rstreams.tck,
+        rstreams,
+        rstreams.Flow,
+    )
+    for home in homes:
         if hasattr(home, name):
             return getattr(home, name)
     raise AssertionError(f"the documents call {name}(...), which rstreams does not have")
@@ -223,3 +233,27 @@ def test_every_anchor_linked_is_a_heading(doc: Path) -> None:
         if anchor not in headings:
             broken.append(target)
     assert not broken, f"{doc.relative_to(ROOT)} links to anchors no heading has: {broken}"
+
+
+def test_every_keyword_the_documents_pass_is_a_parameter() -> None:
+    """`name(..., option=...)` in the documents (rstreams' functions and classes, `conn.` methods):
+    each option is a parameter of what is called."""
+    from rstreams.net._connection import Connection
+
+    call = re.compile(r"`(?:rstreams\.(?:net\.|wire\.|replay\.|web\.)?)?(conn\.)?([A-Za-z_]+)\(([^()`]*)\)")
+    wrong, checked = [], 0
+    for doc in DOCUMENTS:
+        for on_conn, name, args in call.findall(doc.read_text()):
+            try:
+                target = getattr(Connection, name) if on_conn else _callable(name)
+                parameters = inspect.signature(target).parameters
+            except (AssertionError, AttributeError, TypeError, ValueError):
+                continue  # not one of rstreams' callables (a JavaScript or Java name, a builtin)
+            if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+                continue
+            for option in re.findall(r"(?:^|,\s*)([a-z_]+)=", args):
+                checked += 1
+                if option not in parameters:
+                    wrong.append(f"{doc.name}: {on_conn}{name}({option}=...)")
+    assert checked >= 100, checked
+    assert not wrong, f"options the called functions do not take: {wrong}"
