@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +260,29 @@ def test_every_keyword_the_documents_pass_is_a_parameter() -> None:
                     wrong.append(f"{doc.name}: {on_conn}{name}({option}=...)")
     assert checked >= 100, checked
     assert not wrong, f"options the called functions do not take: {wrong}"
+
+
+def _python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def _run(code: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_first_stream_runs() -> None:
+    """README, "A first stream": the pipeline's total, and the Subscriber of one's own."""
+    first = next(block for block in _python_blocks() if "total = (" in block)
+    printer = next(block for block in _python_blocks() if "class Printer" in block)
+    out = _run(first + "print(total)\n" + printer)
+    assert out.split() == [str(sum(range(2, 1_000_001, 2))), "a", "b", "c", "done"]
+
+
+def test_the_network_example_runs() -> None:
+    """README, "Across the network": a server and a client on loopback, five readings, then cancel."""
+    example = next(block for block in _python_blocks() if "asyncio.run(main())" in block)
+    lines = _run(example).splitlines()
+    assert lines == [str({"id": "kitchen", "seq": seq}) for seq in range(100, 105)]
