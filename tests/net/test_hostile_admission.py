@@ -15,15 +15,17 @@ import itertools
 import os
 import select
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import cast
 
 import pytest
 
 import rstreams
 from rstreams.net import connect, serve
-from rstreams.net._admission import BURST, REOPEN, Admission, check_share
+from rstreams.net._admission import BURST, REOPEN, Admission, check_share, tls_handshake_cost
 from rstreams.net._pending import ADMISSION_READS, Pending
 from rstreams.net._pump import Pump
 from rstreams.wire import ClientHello, ConnectionClosed, Request, ServerHello, Subscribe, encode
@@ -373,5 +375,80 @@ async def test_a_websocket_refused_at_the_http_level_is_charged_for_all_of_its_w
             await asyncio.sleep(0.01)
         # accept, connection_made, the request's read, the response, the end of the transport
         assert admission.balance <= -5
+    finally:
+        await server.aclose()
+
+
+# -- TLS: each handshake is charged what one costs the server ------------------------------------
+def test_a_tls_handshake_cost_is_measured_on_the_server_side_only(server_ssl: ssl.SSLContext) -> None:
+    steps = tls_handshake_cost(server_ssl, Ticks())
+    assert steps == 2  # TLS 1.3: the server answers the clientHello, then reads the client's Finished
+    cost = tls_handshake_cost(server_ssl)
+    assert 0 < cost < 1.0
+
+
+def test_a_tls_handshake_refused_for_want_of_a_client_certificate_is_timed_to_the_refusal(
+    server_ssl: ssl.SSLContext, tls_files: tuple[Path, Path]
+) -> None:
+    server_ssl.verify_mode = ssl.CERT_REQUIRED  # mutual TLS: the measuring client has no certificate
+    server_ssl.load_verify_locations(tls_files[0])
+    assert tls_handshake_cost(server_ssl, Ticks()) == 2  # the answer to its hello, then the refusal
+
+
+async def charged_at_least(admission: Admission, expected: float) -> float:
+    """The budget's charge once it has reached ``expected`` (the server's loop charges a TLS
+    handshake after its connection is made, so a little after the peer hears of it)."""
+    for _ in range(500):
+        if round(-admission.balance) >= expected:
+            break
+        await asyncio.sleep(0.01)
+    return round(-admission.balance)
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("handshake", ["done", "garbage"])
+async def test_a_tls_listener_charges_each_handshake(
+    ticking_admission: list[Admission], server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext, handshake: str
+) -> None:
+    server = await serve("tls://127.0.0.1:0", OFFER, ssl=server_ssl, admission_share=0.5)
+    [admission] = ticking_admission
+    try:
+        host, _, port = server.url.removeprefix("tls://").partition(":")
+        if handshake == "done":  # the accept, the handshake (2 steps), the serverHello: then silence
+            reader, writer = await asyncio.open_connection(host, int(port), ssl=client_ssl)
+            assert await asyncio.wait_for(reader.readexactly(1), 10)
+            expected = 1 + 2 + 1
+        else:  # not a TLS clientHello: the accept and the failed handshake
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(b"\x16\x03\x01\x00\x05hello" + b"\xff" * 64)
+            assert await asyncio.wait_for(reader.read(), 10) is not None  # the server closes
+            expected = 1 + 2
+        assert await charged_at_least(admission, expected) == expected
+        writer.close()
+    finally:
+        await server.aclose()
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(30)
+async def test_a_resumable_server_charges_a_connections_hello_and_first_reads(
+    ticking_admission: list[Admission],
+) -> None:
+    server = await serve("tcp://127.0.0.1:0", OFFER, resume=True, admission_share=0.5)
+    [admission] = ticking_admission
+    try:
+        conn = await connect(server.url, resume=True)
+        try:
+            for _ in range(ADMISSION_READS + 2):  # each subscribe is a read at least
+                assert len(await asyncio.wait_for(conn.publisher("greeting").collect(), 20)) == 10_000
+            charged = round(-admission.balance)
+            # the accept, the link's connection_made, its hello and the reads after it
+            assert charged == 1 + 1 + 1 + ADMISSION_READS
+            for _ in range(3):
+                assert len(await asyncio.wait_for(conn.publisher("greeting").collect(), 20)) == 10_000
+            assert round(-admission.balance) == charged  # established: no longer charged
+        finally:
+            await conn.aclose()
     finally:
         await server.aclose()

@@ -21,6 +21,12 @@ drawn down by the time measured in the work of connections that are not establis
 * all of the work of a connection that ends (or is refused) before that: the goodbye to
   garbage or to a failed handshake, the lingering close, the end of the transport.
 
+* a TLS handshake (``tls://``, ``wss://``): asyncio's SSL layer runs it before any of our
+  callbacks and offers no hook into it, and the time from accept to ``connection_made`` is
+  mostly waiting for the peer; so each accepted TLS connection is charged, once its
+  handshake has ended (done or failed), what one handshake with the server's context costs:
+  :func:`tls_handshake_cost`, measured in memory once per listener as it starts.
+
 The time is wall-clock time spent in those callbacks (``time.perf_counter``): what the
 kernel and asyncio do for a connection outside them (making the transport, registering and
 closing the socket, the loop's own turns) is not counted. Measured on loopback that is about
@@ -62,6 +68,7 @@ __all__ = [
     "Gate",
     "Listening",
     "check_share",
+    "tls_handshake_cost",
 ]
 
 DEFAULT_ADMISSION_SHARE = 0.2
@@ -101,6 +108,47 @@ def check_share(share: object) -> None:
         return
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
         raise ValueError(f"admission_share must be a number with 0 < share <= 1, or None, got {share!r}")
+
+
+def tls_handshake_cost(
+    context: _ssl.SSLContext, clock: Callable[[], float] = time.perf_counter, *, rounds: int = 3
+) -> float:
+    """Seconds of the server's own work in one TLS handshake with ``context``: the least of
+    ``rounds`` handshakes with an in-memory client (no certificate, nothing verified), timing
+    only the server side's steps. A handshake the server refuses (a client certificate
+    required) is timed up to its refusal, which comes after the server's costly part."""
+    client_context = _ssl.SSLContext(_ssl.PROTOCOL_TLS_CLIENT)
+    client_context.check_hostname = False
+    client_context.verify_mode = _ssl.CERT_NONE
+    least = float("inf")
+    for _ in range(rounds):
+        to_client, to_server = _ssl.MemoryBIO(), _ssl.MemoryBIO()
+        from_client, from_server = _ssl.MemoryBIO(), _ssl.MemoryBIO()
+        client = client_context.wrap_bio(to_client, from_client, server_side=False)
+        server = context.wrap_bio(to_server, from_server, server_side=True)
+        spent = 0.0
+        for _flight in range(8):  # a handshake takes two or three flights
+            try:
+                client.do_handshake()
+            except _ssl.SSLWantReadError:
+                pass
+            except _ssl.SSLError:
+                break  # the client refuses what the server sent: the server's part is done
+            to_server.write(from_client.read())
+            started = clock()
+            try:
+                server.do_handshake()
+                done = True
+            except _ssl.SSLWantReadError:
+                done = False
+            except _ssl.SSLError:
+                done = True
+            spent += clock() - started
+            to_client.write(from_server.read())
+            if done:
+                break
+        least = min(least, spent)
+    return least
 
 
 class Listening(Protocol):
@@ -228,6 +276,7 @@ class AdmittingServer:
         self._factory = factory
         self._admission = admission
         self._ssl = ssl
+        self._tls_cost = tls_handshake_cost(ssl, admission.clock) if ssl is not None else 0.0
         self._loop = asyncio.get_running_loop()
         self._starting: set[asyncio.Task[Any]] = set()
         self._reading = False
@@ -295,13 +344,19 @@ class AdmittingServer:
     async def _connect(self, sock: socket.socket) -> None:
         try:
             await self._loop.connect_accepted_socket(self._factory, sock, ssl=self._ssl)
+            if self._tls_cost:
+                self._admission.charge(self._tls_cost)  # its handshake: see the module docstring
         except (SystemExit, KeyboardInterrupt):
             raise
         except asyncio.CancelledError:
             sock.close()
             raise
-        except BaseException as error:  # as asyncio's own servers report it
+        except BaseException as error:  # a failed TLS handshake, mostly
+            if self._tls_cost:
+                self._admission.charge(self._tls_cost)
             sock.close()
+            if not self._loop.get_debug():  # as asyncio's own servers: reported in debug mode only,
+                return  # or every garbage TLS connection would be an error in the log
             self._loop.call_exception_handler(
                 {
                     "message": "Error on transport creation for incoming connection",

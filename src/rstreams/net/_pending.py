@@ -16,6 +16,8 @@ conversation still open) the time spent in each of these callbacks is charged to
 server's admission budget; a connection that ends before that (garbage, a refused or
 timed-out handshake, a peer that says goodbye at once) is charged for all of its work, up to
 its transport's end. Once established, the connection's reads are forwarded without timing.
+On a server with ``resume=`` the handler of an accepted transport is a resumption link
+instead; :class:`Charged` charges its first reads in the same way.
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from collections.abc import Callable
 
 from rstreams.net._admission import Admission
 from rstreams.net._pump import Pump
-from rstreams.net._transport import Transport
+from rstreams.net._transport import Transport, TransportHandler
 from rstreams.wire import ConnectionState, FrameType
 from rstreams.wire._resume import ResumeError, hello_end
 
-__all__ = ["ADMISSION_READS", "HELLO_BYTES", "Pending"]
+__all__ = ["ADMISSION_READS", "HELLO_BYTES", "Charged", "Pending"]
 
 ADMISSION_READS = 3
 """Reads, counted from the one that completed the clientHello, that a connection's work is
@@ -186,3 +188,66 @@ class Pending:
         timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
+
+
+class Charged:
+    """Another handler (a resumption link, :mod:`rstreams.net._resume`) charged to ``admission``
+    for its first reads: ``connection_made`` and the first ``reads`` reads (its hello or resume
+    request, and as many reads as :class:`Pending` charges after the hello), and everything
+    up to the end of its transport if it ends before that."""
+
+    __slots__ = ("_admission", "_handler", "_reads")
+
+    def __init__(
+        self, handler: TransportHandler, admission: Admission, reads: int = 1 + ADMISSION_READS
+    ) -> None:
+        self._handler = handler
+        self._admission: Admission | None = admission
+        self._reads = reads  # reads still charged
+
+    def connection_made(self, transport: Transport) -> None:
+        admission = self._admission
+        assert admission is not None
+        started = admission.clock()
+        try:
+            self._handler.connection_made(transport)
+        finally:
+            admission.charge(admission.clock() - started)
+
+    def data_received(self, data: memoryview) -> None:
+        admission = self._admission
+        if admission is None:
+            self._handler.data_received(data)
+            return
+        started = admission.clock()
+        try:
+            self._handler.data_received(data)
+        finally:
+            admission.charge(admission.clock() - started)
+            self._reads -= 1
+            if self._reads <= 0:
+                self._admission = None  # established: its work is no longer the newcomers'
+
+    def eof_received(self) -> None:
+        admission = self._admission
+        started = admission.clock() if admission is not None else 0.0
+        try:
+            self._handler.eof_received()
+        finally:
+            if admission is not None:
+                admission.charge(admission.clock() - started)
+
+    def connection_lost(self, error: BaseException | None) -> None:
+        admission, self._admission = self._admission, None
+        started = admission.clock() if admission is not None else 0.0
+        try:
+            self._handler.connection_lost(error)
+        finally:
+            if admission is not None:
+                admission.charge(admission.clock() - started)
+
+    def pause_writing(self) -> None:
+        self._handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self._handler.resume_writing()

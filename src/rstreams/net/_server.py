@@ -25,7 +25,7 @@ from rstreams.net._endpoints import Listener, listen_endpoint
 from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, check_interval
 from rstreams.net._messages import Handler, check_handlers
-from rstreams.net._pending import Pending
+from rstreams.net._pending import Charged, Pending
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
 from rstreams.net._routes import Offer, Router, WithCodec
@@ -359,6 +359,14 @@ async def serve(
             resuming, make_connection, high=high_water, handshake_timeout=handshake_timeout
         )
         factory = registry.make_link
+        if admission is not None:
+            budget = admission  # (a name mypy keeps narrowed in the closure)
+
+            def charged_link() -> TransportHandler:
+                return Charged(registry.make_link(), budget)
+
+            factory = charged_link
+
     server._listener = await listen_endpoint(
         endpoint, factory, ssl=ssl, high=high_water, low=low_water, admission=admission
     )
