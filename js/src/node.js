@@ -122,6 +122,7 @@ export function socketTransport(socket) {
 
 const CLOSE_TIMEOUT_MS = 3000; // how long close() waits for each connection's goodbye exchange
 const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this long is closed (§14.2)
+const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams servers: for the clientHello, then for auth (§15.3)
 
 /**
  * Accept RS.io connections on `url` (tcp://host:port, unix:///path, ws://host:port/path; port
@@ -141,7 +142,11 @@ const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this lo
  * metadata)`, `authRequired`, default true) it offers extension auth (§15; gate.js). It
  * closes a connection idle for `options.idleTimeout` seconds (default 60; null: never,
  * PROTOCOL.md §14.2); on a resumable session the transport is dropped instead and the
- * session waits for its resume. Resolves with {url, connections, close()} once listening;
+ * session waits for its resume. A connection whose clientHello has not come within
+ * `options.handshakeTimeout` seconds (default 10; null: never) is said goodbye `handshake
+ * timeout (no clientHello within N s)`, and with authenticate one whose authenticate is not
+ * settled within as long of the hello `authentication timeout (not settled within N s of the
+ * hello) (PROTOCOL.md §15.3)`, both with error code 11 (timeout), as rstreams servers. Resolves with {url, connections, close()} once listening;
  * close() says goodbye to every connection.
  */
 export async function listen(url, options = {}) {
@@ -160,7 +165,8 @@ export async function listen(url, options = {}) {
   const parsed = new URL(url);
   const connections = new Set();
   const open = (transport) => {
-    const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S, ...rest, gate: gate(), role: "server" });
+    const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S,
+      handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT_S, ...rest, gate: gate(), role: "server" });
     const announce = () => {
       connections.add(conn);
       conn.closed.then(() => connections.delete(conn));

@@ -282,6 +282,17 @@ export class Connection {
     this._lastActive = this._clock.now(); // input read, or output the peer took (not our pings)
     this._wrote = false; // something other than a ping is in _out
     this._idleTimer = this._idleMs === null ? null : this._clock.setTimeout(() => this._idleCheck(), this._idleMs);
+    // the accepting side's handshake timeout: the clientHello, then (auth, §15.3) the authenticate
+    // settled, each within handshakeTimeout seconds (of the transport, then of the hello)
+    if (options.handshakeTimeout != null && this._role !== ROLES.server) {
+      throw new TypeError("handshakeTimeout is for accepting endpoints (listen())");
+    }
+    if (options.handshakeTimeout != null && !(options.handshakeTimeout > 0)) {
+      throw new RangeError(`handshakeTimeout is a number of seconds > 0, got ${options.handshakeTimeout}`);
+    }
+    this._handshakeS = options.handshakeTimeout ?? null;
+    this._handshakeTimer = this._handshakeS === null ? null
+      : this._clock.setTimeout(() => this._handshakeExpired(), this._handshakeS * 1000);
     this.onclose = options.onclose ?? null;
     this.onerror = options.onerror ?? ((error) => console.error("rsio:", error));
     this._decoder = new FrameDecoder((id) => this._subs.get(id)?.elementSize ?? 0, this._limits);
@@ -550,6 +561,17 @@ export class Connection {
       ERROR_CODES.TIMEOUT);
   }
 
+  /** The handshake timeout: no clientHello yet, or its authenticate not settled (§15.3): goodbye. */
+  _handshakeExpired() {
+    this._handshakeTimer = null;
+    if (this.state === "AWAITING_HELLO") {
+      this._quit(`handshake timeout (no clientHello within ${this._handshakeS} s)`, undefined, ERROR_CODES.TIMEOUT);
+    } else if (this.state === "OPEN" && this._gate?.pending) {
+      this._quit(`authentication timeout (not settled within ${this._handshakeS} s of the hello) (PROTOCOL.md §15.3)`,
+        undefined, ERROR_CODES.TIMEOUT);
+    }
+  }
+
   _waitWritable() {
     this._transport.waitWritable?.();
   }
@@ -598,6 +620,8 @@ export class Connection {
         "§4.2");
     }
     this.state = "OPEN";
+    this._clock.clearTimeout(this._handshakeTimer);
+    this._handshakeTimer = null;
     for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
     this._messages.hello(this.extensions.has(MESSAGES.id)); // not offered: never active (§20.1)
     this._session?.settle(this.extensions.has(RESUME.id), () => this.state === "OPEN");
@@ -605,6 +629,9 @@ export class Connection {
     if (refusal !== null) {
       this._quit(refusal);
       return;
+    }
+    if (this._gate?.pending && this._handshakeS !== null) { // counted again from the hello (§15.3)
+      this._handshakeTimer = this._clock.setTimeout(() => this._handshakeExpired(), this._handshakeS * 1000);
     }
     if (this.#credentials !== null) {
       if (!this.extensions.has(AUTH.id)) {
@@ -820,6 +847,7 @@ export class Connection {
     this._clock.clearTimeout(this._closeTimer);
     this._clock.clearTimeout(this._pingTimer);
     this._clock.clearTimeout(this._idleTimer);
+    this._clock.clearTimeout(this._handshakeTimer);
     this.state = "CLOSED";
     this.closeReason = error;
     this._failAll(error ?? this._closedError());
@@ -836,6 +864,7 @@ export class Connection {
     this._clock.clearTimeout(this._closeTimer);
     this._clock.clearTimeout(this._pingTimer);
     this._clock.clearTimeout(this._idleTimer);
+    this._clock.clearTimeout(this._handshakeTimer);
     this._out = [];
     this.state = "CLOSED";
     this.closeReason = new ConnectionClosedError("the transport resumed another session (PROTOCOL.md §16.3)");

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { AuthGate } from "../src/gate.js";
 import { Connection, ConnectionClosedError, ProtocolError, connect, fromIterable, listen } from "../src/node.js";
 import { encodeCredentials, encodeVarint, concat } from "../src/rsio-wire.js";
-import { FakeTransport, tick } from "./support.mjs";
+import { FakeTransport, ManualClock, tick } from "./support.mjs";
 
 const hello = (...extensions) => ({ type: "clientHello", version: 0, extensions });
 const authenticate = (credentials) => ({ type: "extension", code: 0x84, payload: encodeCredentials(credentials) });
@@ -30,6 +30,59 @@ test("§15.2: the serverHello lists auth; a clientHello without it is refused wh
   await conn.closed;
   assert.deepEqual(ws.sent[0], { type: "serverHello", version: 0, extensions: [1, 2, 4, 5, 6, 7, 8, 9] });
   assert.match(ws.sent.at(-1).reason, /^authentication required: .*\(PROTOCOL\.md §15\.2\)$/);
+});
+
+/** A server Connection with handshakeTimeout 1 s on a manual clock; `verdict(credentials)` decides. */
+function timed(verdict) {
+  const clock = new ManualClock();
+  const ws = new FakeTransport();
+  const conn = new Connection(ws, { role: "server", gate: new AuthGate({ authenticate: verdict }), handshakeTimeout: 1,
+    clock, onerror: () => {}, keepalive: null, publishers: { news: fromIterable(["a"]) } });
+  return { clock, ws, conn };
+}
+
+test("handshakeTimeout: no clientHello within it is a goodbye with code 11 (timeout)", async () => {
+  const { clock, ws, conn } = timed(() => "p");
+  clock.advance(999);
+  await tick();
+  assert.equal(conn.state, "AWAITING_HELLO");
+  clock.advance(1);
+  await tick();
+  assert.equal(conn.state, "CLOSED");
+  assert.equal(ws.sent.at(-1).reason, "handshake timeout (no clientHello within 1 s)");
+  assert.ok(ws.closed);
+});
+
+test("§15.3: an authenticate not settled within handshakeTimeout of the hello is a goodbye with code 11", async () => {
+  const { clock, ws, conn } = timed(() => new Promise(() => {})); // a check that never ends
+  clock.advance(600);
+  ws.feed(hello(1, 2, 6), subscribe("news", 1)); // counted again from the hello
+  clock.advance(900);
+  ws.feed(authenticate("good"));
+  await tick();
+  assert.equal(conn.state, "OPEN");
+  clock.advance(100);
+  await tick();
+  assert.equal(conn.state, "CLOSED");
+  const [qualifier, goodbye] = ws.sent.slice(-2);
+  assert.deepEqual([qualifier.code, [...qualifier.payload]], [0x99, [11]]);
+  assert.equal(goodbye.reason, "authentication timeout (not settled within 1 s of the hello) (PROTOCOL.md §15.3)");
+  assert.equal(ws.of("onSubscribe").length, 0);
+  const error = await conn.closed;
+  assert.match(error.message, /authentication timeout/);
+});
+
+test("§15.3: credentials settled in time: the handshake timeout has no more say", async () => {
+  const { clock, ws, conn } = timed((c) => (c === "good" ? "p" : null));
+  ws.feed(hello(1, 2), authenticate("good"), subscribe("news", 1));
+  await tick();
+  clock.advance(5000);
+  await tick();
+  assert.equal(conn.state, "OPEN");
+  assert.deepEqual(ws.sent.slice(1).map((f) => f.code ?? f.type), [0x85, "onSubscribe", "onNext", "onComplete"]);
+  assert.throws(() => new Connection(new FakeTransport(), { handshakeTimeout: 5 }), TypeError);
+  assert.throws(() => new Connection(new FakeTransport(), { role: "server", handshakeTimeout: 0 }),
+    (e) => e instanceof RangeError && /handshakeTimeout/.test(e.message));
 });
 
 test("§15.3: subscribes are held until authenticate; authenticated goes first; the principal reaches authorize", async () => {

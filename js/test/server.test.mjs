@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { ConnectionClosedError, connect, fromIterable, listen } from "../src/node.js";
 import { cli, skip } from "./servers.mjs";
+import { ManualClock } from "./support.mjs";
 
 /** A Publisher of "0", "1", ... up to n that records the demand it was given. */
 function recorded(n) {
@@ -103,4 +104,28 @@ test("listen() refuses what it cannot offer, naming it", async () => {
   await assert.rejects(listen("tcp://127.0.0.1:0", { auth: "t" }), (e) => e instanceof TypeError && /options\.authenticate/.test(e.message));
   await assert.rejects(listen("tcp://127.0.0.1:0", { authorize: () => true }), (e) => e instanceof TypeError && /authorize needs authenticate/.test(e.message));
   await assert.rejects(listen("http://127.0.0.1:0"), (e) => e instanceof TypeError && /tcp, unix and ws/.test(e.message));
+});
+
+test("listen() says goodbye to a connection whose clientHello has not come within 10 s (handshakeTimeout's default)", async () => {
+  const clock = new ManualClock();
+  const server = await listen("tcp://127.0.0.1:0", { clock, keepalive: null });
+  try {
+    const { port } = new URL(server.url);
+    const chunks = [];
+    let closed = false;
+    const socket = net.connect({ host: "127.0.0.1", port: Number(port) });
+    socket.on("data", (data) => chunks.push(data));
+    const whenClosed = new Promise((resolve) => socket.on("close", resolve));
+    whenClosed.then(() => { closed = true; });
+    while (chunks.length === 0) await new Promise((resolve) => setImmediate(resolve)); // the serverHello: accepted
+    clock.advance(9999);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(chunks.length, 1);
+    assert.equal(closed, false);
+    clock.advance(1);
+    await whenClosed;
+    assert.match(Buffer.concat(chunks).toString("utf8"), /handshake timeout \(no clientHello within 10 s\)$/);
+  } finally {
+    await server.close();
+  }
 });

@@ -136,6 +136,8 @@ export interface ConnectOptions {
   role?: "client" | "server";
   /** Accepting endpoints only (role "server"): seconds of silence before a goodbye (§14.2). */
   idleTimeout?: number | null;
+  /** Accepting endpoints only (role "server"): seconds for the clientHello, then for its authenticate to be settled (§15.3). */
+  handshakeTimeout?: number | null;
   /** Node, tls:// only: options for tls.connect (ca, cert, key, servername, ...). */
   tls?: Record<string, unknown>;
   /** Handlers of the peer's one-way messages (§20): names or "{field}" patterns. */
@@ -311,6 +313,8 @@ export declare function socketTransport(socket: unknown): Transport;
 export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | "role" | "WebSocket" | "tls"> {
   /** Seconds a connection may stay silent (nothing read, nothing taken) before a goodbye (§14.2); default 60, null: never. */
   idleTimeout?: number | null;
+  /** Seconds for a clientHello, then (with authenticate) for its credentials to be settled, before a goodbye (§15.3); default 10, null: never. */
+  handshakeTimeout?: number | null;
   /** Called with each accepted connection (it may subscribe to the client's publishers). */
   onconnection?: (connection: Connection) => void;
   /** Offer extension auth (§15): the credentials' principal, or null to refuse; may be async. */
