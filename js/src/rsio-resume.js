@@ -120,6 +120,8 @@ export class SessionStream {
     this._acked = 0n; // the position our last resumeAck carried
     this._ackOnly = 0; // bytes since then that were the peer's own acks
     this._ackTimer = null;
+    this._stallTimer = null;
+    this._heard = clock.now(); // when the attached transport last gave input
     this._full = false;
     this._closing = false;
     this._isOpen = () => true;
@@ -193,6 +195,19 @@ export class SessionStream {
     this.send(encodeFrame({ type: "extension", code: ACK, payload: encodeVarint(this.received) }));
   }
 
+  /** Nothing read on the attached transport for stallTimeout ms: it is taken for broken (`_stalled()`). */
+  _watchStall() {
+    const timeout = this._options.stallTimeout;
+    if (timeout == null || this.mode !== "RESUMABLE") return;
+    this._clock.clearTimeout(this._stallTimer);
+    this._stallTimer = this._clock.setTimeout(() => {
+      this._stallTimer = null;
+      if (this.mode !== "RESUMABLE") return;
+      if (this._clock.now() - this._heard < timeout) this._watchStall();
+      else if (this._resumable()) this._stalled();
+    }, this._heard + timeout - this._clock.now());
+  }
+
   _checkFull() {
     const held = this._out.held;
     const bound = this._options.bufferBytes;
@@ -210,8 +225,6 @@ export class ResumableSession extends SessionStream {
   constructor(link, reopen, options, clock) {
     super(options, clock);
     this._reopen = reopen;
-    this._stallTimer = null;
-    this._heard = clock.now();
     this.token = null;
     this.resumes = 0;
     this._attach(link);
@@ -274,16 +287,8 @@ export class ResumableSession extends SessionStream {
     else this._finish();
   }
 
-  _watchStall() {
-    const timeout = this._options.stallTimeout;
-    if (timeout === null || this.mode !== "RESUMABLE") return;
-    this._clock.clearTimeout(this._stallTimer);
-    this._stallTimer = this._clock.setTimeout(() => {
-      this._stallTimer = null;
-      if (this.mode !== "RESUMABLE") return;
-      if (this._clock.now() - this._heard < timeout) this._watchStall();
-      else if (this._resumable()) this._broken();
-    }, this._heard + timeout - this._clock.now());
+  _stalled() {
+    this._broken();
   }
 
   _broken() {

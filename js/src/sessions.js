@@ -20,8 +20,10 @@
 // or bytes after the resume before the answer are refused with `resumeRefused` (the last two
 // also end the session, §16.3). A transport that breaks under a RESUMABLE session that is
 // open (no goodbye sent or received) detaches it: the session waits `sessionTimeout` ms for
-// a resume, then ends as after an end without goodbye (§9.3). The idle timeout (§14.2) of a
-// resumable session drops the transport instead of saying goodbye (`dropLink`).
+// a resume, then ends as after an end without goodbye (§9.3). So does a transport from which
+// nothing was read for `stallTimeout` ms (taken for dead, as rstreams servers do). The idle
+// timeout (§14.2) of a resumable session drops the transport instead of saying goodbye
+// (`dropLink`).
 
 import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeFrame, encodeVarint } from "./rsio-wire.js";
 import { ReplayBuffer, SessionStream, position } from "./rsio-resume.js";
@@ -37,6 +39,7 @@ const utf8 = new TextEncoder();
 export const SERVER_RESUME_DEFAULTS = Object.freeze({
   sessionTimeout: 30_000, // how long a broken session waits for its resume
   bufferBytes: 4 * 1024 * 1024,
+  stallTimeout: 45_000, // nothing read this long: the transport is dropped, the session waits; null: never
   ackDelay: 20,
 });
 
@@ -49,6 +52,7 @@ export function serverResumeOptions(resume) {
         + `${Object.keys(SERVER_RESUME_DEFAULTS).join(", ")}`);
     }
     const least = key === "ackDelay" ? 0 : 1;
+    if (key === "stallTimeout" && value === null) continue;
     if (!Number.isFinite(value) || value < least) throw new RangeError(`resume.${key} must be a number >= ${least}, got ${value}`);
   }
   return options;
@@ -158,6 +162,7 @@ export class ServerSession extends SessionStream {
     this.mode = "RESUMABLE";
     this.token = this._sessions._register(this);
     this.send(extension(TOKEN, this.token)); // once, as soon as the clientHello is read (§16.1)
+    this._watchStall();
   }
 
   /** A resume message inside the session (§16.2, §16.4); throws ProtocolError. */
@@ -190,6 +195,7 @@ export class ServerSession extends SessionStream {
 
   _input(link, data) {
     if (link !== this._link || this.mode === "CLOSED") return;
+    this._heard = this._clock.now();
     if (!this._doorway) {
       this._pass(data);
       return;
@@ -267,12 +273,18 @@ export class ServerSession extends SessionStream {
     else this._finish(null);
   }
 
+  _stalled() {
+    this._detach();
+  }
+
   _detach() {
     const old = this._link;
     this.mode = "DETACHED";
     this._link = null;
     this._clock.clearTimeout(this._ackTimer);
     this._ackTimer = null;
+    this._clock.clearTimeout(this._stallTimer);
+    this._stallTimer = null;
     old.onbytes = old.onend = old.ondrain = null;
     old.close();
     const wait = this._options.sessionTimeout;
@@ -296,6 +308,8 @@ export class ServerSession extends SessionStream {
     this.mode = "RESUMABLE";
     this.resumes += 1;
     this._attach(link);
+    this._heard = this._clock.now();
+    this._watchStall();
     link.send(concat([extension(RESUMED, encodeVarint(this.received)), ...replay]));
     if (!this._full) this.ondrain?.();
   }
@@ -315,6 +329,7 @@ export class ServerSession extends SessionStream {
     this._sessions._forget(this);
     this._clock.clearTimeout(this._ackTimer);
     this._clock.clearTimeout(this._waitTimer);
+    this._clock.clearTimeout(this._stallTimer);
     const onend = this.onend;
     this.onend = null;
     const answerable = error === null && this._link !== null;

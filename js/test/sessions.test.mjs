@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Connection } from "../src/rsio.js";
 import { concat, encodeFrame, encodeVarint } from "../src/rsio-wire.js";
-import { Sessions } from "../src/sessions.js";
+import { SERVER_RESUME_DEFAULTS, Sessions, serverResumeOptions } from "../src/sessions.js";
 import { FakeTransport, ManualClock, tick } from "./support.mjs";
 
 const ELEMENT = 100; // bytes of each element; onNext adds 1 + 1 + 2 bytes of header
@@ -31,9 +31,9 @@ function endless() {
 }
 
 /** A server session as listen() makes one, with a client that listed resume and subscribed without bound. */
-async function session(options = {}) {
+async function session(options = {}, resume = {}) {
   const clock = new ManualClock();
-  const sessions = new Sessions({ sessionTimeout: 1000, bufferBytes: BOUND, ackDelay: 20 }, clock);
+  const sessions = new Sessions({ sessionTimeout: 1000, bufferBytes: BOUND, ackDelay: 20, ...resume }, clock);
   const link = new FakeTransport();
   const transport = sessions.session(link);
   const source = endless();
@@ -136,4 +136,25 @@ test("§16.3, §14.2: the idle timeout of a resumable session drops the transpor
   clock.advance(1);
   const error = await conn.closed;
   assert.match(error.message, /not resumed within 1 s/);
+});
+
+test("§16.3: a transport nothing was read from for stallTimeout is dropped without a goodbye; the session waits", async () => {
+  const { clock, link, transport, conn, sessions } = await session({}, { stallTimeout: 500 });
+  clock.advance(400);
+  link.feed({ type: "extension", code: 0x8c, payload: encodeVarint(streamBytes(link)) }); // input at 0.4 s
+  clock.advance(499);
+  assert.equal(transport.mode, "RESUMABLE");
+  assert.ok(!link.closed);
+  clock.advance(1); // 0.5 s after the last input; our own output does not count
+  assert.equal(transport.mode, "DETACHED");
+  assert.ok(link.closed);
+  assert.equal(link.of("goodbye").length, 0);
+  assert.equal(conn.state, "OPEN");
+  assert.equal(sessions.size, 1); // a resume may still take it up
+  clock.advance(1000);
+  const error = await conn.closed;
+  assert.match(error.message, /not resumed within 1 s/);
+  assert.equal(SERVER_RESUME_DEFAULTS.stallTimeout, 45_000); // as rstreams' Resume.stall_timeout
+  assert.equal(serverResumeOptions({ stallTimeout: null }).stallTimeout, null);
+  assert.throws(() => serverResumeOptions({ stallTimeout: 0 }), /resume\.stallTimeout/);
 });

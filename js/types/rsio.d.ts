@@ -337,6 +337,8 @@ export interface ServerResumeOptions {
   sessionTimeout: number;
   /** Bound of the replay buffer; production pauses there. Default 4 MiB. */
   bufferBytes: number;
+  /** Nothing read on a session's transport this long: it is dropped (no goodbye) and the session waits for its resume. Default 45000; null: never. */
+  stallTimeout: number | null;
   /** Acknowledge this long after anything arrived, unless a quarter of the buffer came first. Default 20. */
   ackDelay: number;
 }
