@@ -286,3 +286,9 @@ def test_the_network_example_runs() -> None:
     example = next(block for block in _python_blocks() if "asyncio.run(main())" in block)
     lines = _run(example).splitlines()
     assert lines == [str({"id": "kitchen", "seq": seq}) for seq in range(100, 105)]
+
+
+def test_the_architecture_lists_every_rstreams_command() -> None:
+    listed = re.search(r"`rstreams ((?:[a-z]+ \| )+[a-z]+)`", _architecture())
+    assert listed, "README.md's architecture section lost the line of cli.py's commands"
+    assert sorted(listed.group(1).split(" | ")) == sorted(_subparsers(cli._parser()))
