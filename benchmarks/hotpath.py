@@ -9,6 +9,8 @@ of both ends for one operation:
   latency  one element on an open stream: ``request(1)`` -> ``on_next``
   large    one 64 KiB element of a stream, window 256 (as stream-large)
   small    one 8-byte element of a stream, window 256 (as stream-small)
+  refuse   one ``conn.request("missing")``: a subscribe for a name nobody offers and its
+           refusal, onError (what a subscribe flood costs the server, as hostile's)
 
 Usage::
 
@@ -43,13 +45,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from net_rstreams import CONFIG, OneAtATime, WindowSubscriber, _bench, _echo, metadata_of
 
-from rstreams.net import Connection, connect, serve
+from rstreams.net import Connection, UnknownPublisherError, connect, serve
 
-MODES = ("rr", "rr-metadata", "latency", "large", "small")
-WARM_UP = {"rr": 200, "rr-metadata": 200, "latency": 200, "large": 200, "small": 10_000}
+MODES = ("rr", "rr-metadata", "latency", "large", "small", "refuse")
+WARM_UP = {"rr": 200, "rr-metadata": 200, "latency": 200, "large": 200, "small": 10_000, "refuse": 200}
 """Operations before measuring (fixed, so that runs of different lengths difference cleanly)."""
-COUNTS = {"rr": 2000, "rr-metadata": 2000, "latency": 2000, "large": 4000, "small": 100_000}
-COUNTS_UNDER_VALGRIND = {"rr": 300, "rr-metadata": 300, "latency": 300, "large": 300, "small": 20_000}
+COUNTS = {"rr": 2000, "rr-metadata": 2000, "latency": 2000, "large": 4000, "small": 100_000, "refuse": 2000}
+COUNTS_UNDER_VALGRIND = {
+    "rr": 300,
+    "rr-metadata": 300,
+    "latency": 300,
+    "large": 300,
+    "small": 20_000,
+    "refuse": 300,
+}
 LARGE = 64 * 1024
 WINDOW = 256
 _RSTREAMS = str(Path(__import__("rstreams").__file__).resolve().parent)
@@ -107,6 +116,17 @@ async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[
                     raise AssertionError("wrong echo")
 
         return rr_metadata
+    if mode == "refuse":
+
+        async def refuse(n: int) -> None:
+            for _ in range(n):
+                try:
+                    await conn.request("missing")
+                except UnknownPublisherError:
+                    continue
+                raise AssertionError("a subscribe for an unknown name was not refused")
+
+        return refuse
     if mode == "latency":
         one = OneAtATime()
         conn.publisher("bench?n=100000000&size=8").subscribe(one)

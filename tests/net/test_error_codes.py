@@ -133,3 +133,23 @@ async def test_a_goodbye_code_reaches_the_streams_it_ends() -> None:
         with pytest.raises(ConnectionBrokenError) as caught:
             await pending
         assert caught.value.code == ErrorCode.NORMAL
+
+
+def _refusing_factory(params: dict[str, str]) -> Any:
+    raise UnknownPublisherError(f"rooms/{params['room']}")
+
+
+async def test_unknown_names_are_refused_alike_whether_missed_or_refused_by_a_factory() -> None:
+    """A name no key or pattern matches, a function offer's None and a factory raising
+    UnknownPublisherError: the same unknown-publisher refusal, with the path decoded."""
+    offers: list[Any] = [
+        {"rooms/{room}": _refusing_factory, "other/{x}": _refusing_factory},
+        lambda path, params: None,
+    ]
+    for offer in offers:
+        async with await serve("tcp://127.0.0.1:0", offer) as server:
+            for name in ("rooms/r%20x?y=1", "nope%2Fx?z=2"):
+                unknown = await _error(server.url, name)
+                path = "rooms/r x" if name.startswith("rooms") else "nope/x"
+                assert isinstance(unknown, UnknownPublisher) and unknown.code == ErrorCode.UNKNOWN_PUBLISHER
+                assert unknown.message == f"no publisher named {path!r}"

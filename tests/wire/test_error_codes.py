@@ -175,3 +175,38 @@ def test_the_code_is_checked_when_sent() -> None:
         conn.send_error(1, "x", -1)
     with pytest.raises(TypeError, match="error code"):
         conn.close("x", code="2")  # type: ignore[arg-type]
+
+
+def _server_with_subscriber(sid: int) -> Core:
+    conn = _connected(Side.SERVER)
+    conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid)))
+    conn.events_received()
+    return conn
+
+
+@pytest.mark.parametrize(("sid", "code"), [(1, 2), (127, 127), (128, 2), (1, 300), (70_000, 2**40)])
+def test_send_error_writes_what_the_frames_encode(sid: int, code: int) -> None:
+    """send_error builds no frame (a refusal flood's cost): its bytes are the frames' all the same."""
+    conn = _server_with_subscriber(sid)
+    conn.send_error(sid, "no publisher named 'p' ✓", code)
+    expected = encode(ExtensionMessage(type=ERROR_CODE, payload=encode_error_code(sid, code)))
+    assert conn.data_to_send() == [
+        expected + encode(OnError(subscriber=sid, error="no publisher named 'p' ✓"))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sid", "error", "raised"),
+    [(1, "\ud800", UnicodeEncodeError), (1, b"x", TypeError), (-1, "x", ValueError), (True, "x", TypeError)],
+)
+def test_send_error_checks_its_arguments_before_ending_the_stream(
+    sid: object, error: object, raised: type[Exception]
+) -> None:
+    conn = _server_with_subscriber(1)
+    with pytest.raises(raised):
+        conn.send_error(sid, error, 2)  # type: ignore[arg-type]
+    conn.send_error(1, "x", 2)  # the subscription was left open
+    assert conn.data_to_send() == [
+        encode(ExtensionMessage(type=ERROR_CODE, payload=b"\x01\x02"))
+        + encode(OnError(subscriber=1, error="x"))
+    ]

@@ -99,8 +99,13 @@ class UnknownPublisherError(ReactiveStreamsError, LookupError):
     """No publisher is offered under the requested name."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"no publisher named {name!r}")
+        super().__init__(unknown_message(name))
         self.name = name
+
+
+def unknown_message(path: str) -> str:
+    """What a subscribe for ``path`` is refused with when nothing is offered under it."""
+    return f"no publisher named {path!r}"
 
 
 def split_name(name: str) -> tuple[str, dict[str, str]]:
@@ -218,14 +223,24 @@ class Router:
 
     def resolve_batched(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None, bool]:
         """Like :meth:`resolve`, plus whether the Publisher emits batches (``with_codec(batched=True)``)."""
+        found = self.find_batched(name)
+        if found is None:
+            raise UnknownPublisherError(split_name(name)[0])
+        return found
+
+    def find_batched(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None, bool] | None:
+        """Like :meth:`resolve_batched`, but ``None`` when nothing is offered under ``name``: no
+        exception, since refusing unknown names is what a flooding peer makes a server do."""
         path, params = split_name(name)
         target: Target | None
         if self._function is not None:
             target = self._function(path, params)
-            if target is None:
-                raise UnknownPublisherError(path)
         else:
-            target = self._lookup(path, params)
+            target = self._exact.get(path)
+            if target is None and self._patterns:
+                target = self._match(path, params)
+        if target is None:
+            return None
         codec = self._codec
         batched = False
         if isinstance(target, WithCodec):
@@ -250,13 +265,12 @@ class Router:
                 return key
         return "(unknown)"
 
-    def _lookup(self, path: str, params: dict[str, str]) -> Target:
-        target = self._exact.get(path)
-        if target is None:
-            for pattern, candidate in self._patterns:
-                match = pattern.fullmatch(path)
-                if match is not None:
-                    params.update(match.groupdict())
-                    return candidate
-            raise UnknownPublisherError(path)
-        return target
+    def _match(self, path: str, params: dict[str, str]) -> Target | None:
+        """The target of the first ``{field}`` pattern ``path`` matches (its fields added to
+        ``params``), or ``None``."""
+        for pattern, candidate in self._patterns:
+            match = pattern.fullmatch(path)
+            if match is not None:
+                params.update(match.groupdict())
+                return candidate
+        return None

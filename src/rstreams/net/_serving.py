@@ -39,7 +39,7 @@ from rstreams.net._codec import Codec, identity
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import code_of
-from rstreams.net._routes import Offer, Router, UnknownPublisherError
+from rstreams.net._routes import Offer, Router, UnknownPublisherError, split_name, unknown_message
 from rstreams.rules import check_error
 from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked
 
@@ -564,8 +564,8 @@ class ServingTable:
             return
         token = CURRENT.set(metadata) if metadata is not EMPTY else None  # none: no cost (§18)
         try:
-            publisher, codec, batched = self._router.resolve_batched(name)
-        except UnknownPublisherError as unknown:
+            found = self._router.find_batched(name)
+        except UnknownPublisherError as unknown:  # raised by a factory: refused like a miss
             self.refuse(sid, str(unknown), ErrorCode.UNKNOWN_PUBLISHER, name)
             return
         except Exception as error:
@@ -578,7 +578,10 @@ class ServingTable:
             )
             return
         else:
-            self.attach(name, sid, initial_demand, publisher, codec, batched, metadata)
+            if found is None:  # no exception for an unknown name: refusals come in floods
+                self.refuse(sid, unknown_message(split_name(name)[0]), ErrorCode.UNKNOWN_PUBLISHER, name)
+            else:
+                self.attach(name, sid, initial_demand, *found, metadata)
         finally:
             if token is not None:
                 CURRENT.reset(token)

@@ -436,10 +436,12 @@ class Connection:
     def send_error(self, subscriber: int, error: str, code: int | None = None) -> None:
         """``send(OnError(subscriber=..., error=...))``, preceded by an errorCode carrying
         ``code`` when extension error-codes is active (§19); without it, just the onError."""
-        if code is not None:
+        if code is not None and type(code) is not ErrorCode:  # (an ErrorCode is valid)
             _check_code(code)
+        if type(subscriber) is not int or subscriber < 0 or type(error) is not str or not error.isascii():
+            OnError(subscriber=subscriber, error=error)  # raises what the frame's checks raise, if any
         self._check_can_send()
-        self._send_terminal(OnError(subscriber=subscriber, error=error), code)
+        self._terminal(subscriber, error, code)  # no frame built: refusals come in floods
 
     # -- sending: the measured fast paths, fields instead of a frame -----------------------------
     def on_next(self, subscriber: int, element: bytes) -> None:
@@ -666,7 +668,10 @@ class Connection:
             write_on_complete(out, sid)
         else:
             if code is not None and self._codes:  # in the same chunk: adjacent on the wire (§19.1)
-                write_extension(out, ERROR_CODE, encode_error_code(sid, code))
+                if sid < 0x80 and code < 0x80:  # both one-byte varints: the message at once
+                    out += bytes((ERROR_CODE, 2, sid, code))
+                else:
+                    write_extension(out, ERROR_CODE, encode_error_code(sid, code))
             write_on_error(out, sid, error)
         if backlog:
             self._output.emit(sid, bytes(out))
