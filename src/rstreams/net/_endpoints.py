@@ -203,8 +203,11 @@ async def listen_endpoint(
     # accepts instead and makes each connection as websockets' own serve() would, with the
     # same subprotocol and no compression.
     await ws_server.start_serving()
-    for sock in ws_server.sockets:
-        loop.remove_reader(sock.fileno())
+    removed = [loop.remove_reader(sock.fileno()) for sock in ws_server.sockets]  # every one
+    if not all(removed):
+        # A loop that accepts without readers (uvloop): websockets accepts on its own, outside
+        # the budget (docs/security.md).
+        return Listener(bound, ws_server)
     budget = admission  # (a name mypy keeps narrowed in the closure)
 
     def connection() -> AdmittedConnection:
