@@ -97,6 +97,15 @@ export function socketTransport(socket) {
     get writable() {
       return !socket.writableNeedDrain;
     },
+    get unsent() {
+      return socket.writableLength;
+    },
+    pauseReading() {
+      socket.pause();
+    },
+    resumeReading() {
+      if (!socket.destroyed) socket.resume();
+    },
     waitWritable() {
       if (waiting) return;
       waiting = true;

@@ -88,6 +88,11 @@ const GOODBYE_TIMEOUT_MS = 2000; // how long we wait for the answer to our goodb
 const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
+// Input backpressure (§6.3), as rstreams' net/_intake.py: see Connection._checkBacklog.
+const REPLY_MARK = 256 * 1024; // unsent reply bytes past which the peer is no longer read (rstreams' low_water)
+const MARK_SPACING = 4 * 1024; // writes closer than this share one ledger mark (ReplyLedger)
+const MAX_UNSENT = 16 * 1024 * 1024; // unsent bytes past which the peer is said goodbye at once
+const DEFAULT_UNREAD_TIMEOUT_S = 30; // as rstreams' unread_timeout: replies left unread this long: goodbye
 const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES,
   contentTypes: CONTENT_TYPES, metadata: METADATA, channels: CHANNELS, inputParts: INPUT_PARTS } = EXTENSIONS;
 const DEFAULT_MESSAGES_IN_FLIGHT = 16; // as rstreams' max_messages_in_flight (§20.3)
@@ -192,6 +197,17 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
     get writable() {
       return ws.bufferedAmount < HIGH_WATER;
     },
+    get unsent() {
+      return ws.bufferedAmount;
+    },
+    // the `ws` package's WebSocket (listen(), connect() under Node without a global one) can
+    // stop reading; a browser's cannot, so there only unreadTimeout and MAX_UNSENT hold
+    pauseReading() {
+      ws.pause?.();
+    },
+    resumeReading() {
+      if (ws.readyState === 1) ws.resume?.();
+    },
     waitWritable() {
       if (polling !== null) return;
       const look = () => {
@@ -282,6 +298,17 @@ export class Connection {
     this._lastActive = this._clock.now(); // input read, or output the peer took (not our pings)
     this._wrote = false; // something other than a ping is in _out
     this._idleTimer = this._idleMs === null ? null : this._clock.setTimeout(() => this._idleCheck(), this._idleMs);
+    // input backpressure (§6.3; _checkBacklog): on transports that tell their unsent bytes
+    if (options.unreadTimeout != null && !(typeof options.unreadTimeout === "number" && options.unreadTimeout > 0)) {
+      throw new RangeError(`unreadTimeout is a number of seconds > 0 (null: no limit), got ${options.unreadTimeout}`);
+    }
+    this._unreadS = options.unreadTimeout === undefined ? DEFAULT_UNREAD_TIMEOUT_S : options.unreadTimeout;
+    this._ledger = new ReplyLedger();
+    this._outReplies = 0; // reply bytes in _out
+    this._backedUp = false; // our replies back up: the peer is not read
+    this._unreadTimer = null;
+    this._repliesTimer = null;
+    this._quitting = false;
     // the accepting side's handshake timeout: the clientHello, then (auth, §15.3) the authenticate
     // settled, each within handshakeTimeout seconds (of the transport, then of the hello)
     if (options.handshakeTimeout != null && this._role !== ROLES.server) {
@@ -521,7 +548,11 @@ export class Connection {
     } else if (frame.contentType != null && this.extensions.has(CONTENT_TYPES.id)) { // adjacent (§17.1)
       this._out.push(encodeFrame(contentTypeFrame(frame.subscriber, frame.contentType)));
     }
-    this._out.push(encodeFrame(frame, elementSize));
+    const encoded = encodeFrame(frame, elementSize);
+    this._out.push(encoded);
+    if (ELEMENT_FRAMES.has(frame.type) || (frame.type === "extension" && ELEMENT_EXTENSIONS.has(frame.code))) {
+      this._outReplies -= encoded.length; // _flush counts the rest of what it writes as replies
+    }
     if (frame.type !== "extension" || frame.code !== KEEPALIVE.types.ping) this._wrote = true;
     if (!this._flushQueued) {
       this._flushQueued = true;
@@ -541,6 +572,66 @@ export class Connection {
     if (this._wrote && this._transport.writable !== false) this._lastActive = this._clock.now(); // §14.2
     this._wrote = false;
     this._transport.send(data);
+    this._ledger.wrote(data.length, data.length + this._outReplies);
+    this._outReplies = 0;
+    this._checkBacklog();
+  }
+
+  // -- input backpressure (§6.3) ----------------------------------------------------------------
+  // What we write in answer to the peer (refusals, errors, acknowledgements, pongs, goodbyes)
+  // waits in the transport until the peer reads it; elements are bounded already (served
+  // streams produce only while the transport is writable). Once the *replies* among the unsent
+  // bytes pass REPLY_MARK, we stop reading the peer, so it cannot make us answer more; below a
+  // quarter of the mark we read again. Counting replies, not all unsent bytes, keeps two
+  // endpoints streaming to each other from both waiting for the other to read. Replies left
+  // unread for unreadTimeout, or unsent bytes past MAX_UNSENT: goodbye. Only transports that
+  // tell their `unsent` bytes take part (pauseReading()/resumeReading() where they can).
+
+  /** After a write: stop reading the peer if the unsent replies pass the mark. */
+  _checkBacklog() {
+    const unsent = this._transport.unsent;
+    if (unsent === undefined || this._backedUp || this._quitting) return;
+    if (this.state !== "OPEN" && this.state !== "AWAITING_HELLO") return;
+    if (unsent > MAX_UNSENT) {
+      this._quit(`peer not reading: more than ${MAX_UNSENT} bytes unsent to it (MAX_UNSENT)`, undefined,
+        ERROR_CODES.LIMIT_EXCEEDED);
+      return;
+    }
+    if (!this._ledger.mayPassMark || this._ledger.unsentReplies(unsent) <= REPLY_MARK) return;
+    this._backedUp = true;
+    this._transport.pauseReading?.();
+    if (this._unreadS !== null) {
+      this._unreadTimer = this._clock.setTimeout(() => this._unreadExpired(), this._unreadS * 1000);
+    }
+    this._repliesTimer = this._clock.setTimeout(() => this._repliesCheck(), DRAIN_POLL_MS);
+  }
+
+  /** While backed up, every DRAIN_POLL_MS: read again once the unsent replies are below a quarter of the mark. */
+  _repliesCheck() {
+    this._repliesTimer = null;
+    if (!this._backedUp) return;
+    if (this._ledger.unsentReplies(this._transport.unsent) > REPLY_MARK / 4) {
+      this._repliesTimer = this._clock.setTimeout(() => this._repliesCheck(), DRAIN_POLL_MS);
+      return;
+    }
+    this._readAgain();
+  }
+
+  _readAgain() {
+    if (!this._backedUp) return;
+    this._backedUp = false;
+    this._clock.clearTimeout(this._unreadTimer);
+    this._clock.clearTimeout(this._repliesTimer);
+    this._unreadTimer = null;
+    this._repliesTimer = null;
+    this._transport.resumeReading?.();
+  }
+
+  _unreadExpired() {
+    this._unreadTimer = null;
+    if (!this._backedUp) return;
+    this._quit(`peer not reading: replies left unread for ${this._unreadS} s (unreadTimeout)`, undefined,
+      ERROR_CODES.LIMIT_EXCEEDED);
   }
 
   /** §14.2: nothing read and nothing taken by the peer for idleTimeout: goodbye. */
@@ -821,6 +912,7 @@ export class Connection {
   /** Goodbye with `reason` (and `code`, §19), and end at once: every subscription fails with `error`. */
   _quit(reason, error = new ConnectionClosedError(reason), code = null) {
     if (this.state === "CLOSED") return;
+    this._quitting = true;
     if (this.state !== "CLOSING") this._send({ type: "goodbye", reason, errorCode: code });
     this._flush();
     this._end(error);
@@ -848,6 +940,7 @@ export class Connection {
     this._clock.clearTimeout(this._pingTimer);
     this._clock.clearTimeout(this._idleTimer);
     this._clock.clearTimeout(this._handshakeTimer);
+    this._readAgain(); // the lingering close reads what is left (and so hears the peer's close)
     this.state = "CLOSED";
     this.closeReason = error;
     this._failAll(error ?? this._closedError());
@@ -865,7 +958,10 @@ export class Connection {
     this._clock.clearTimeout(this._pingTimer);
     this._clock.clearTimeout(this._idleTimer);
     this._clock.clearTimeout(this._handshakeTimer);
+    this._clock.clearTimeout(this._unreadTimer);
+    this._clock.clearTimeout(this._repliesTimer);
     this._out = [];
+    this._outReplies = 0;
     this.state = "CLOSED";
     this.closeReason = new ConnectionClosedError("the transport resumed another session (PROTOCOL.md §16.3)");
   }
@@ -908,6 +1004,59 @@ function inputPublisher(input) {
   if (input != null && typeof input !== "string" && typeof input[Symbol.iterator] === "function") return fromIterable(input);
   throw new TypeError("a channel's input is a Publisher, an async iterable or an iterable of elements (PROTOCOL.md §21), "
     + `got ${input === null ? "null" : typeof input}`);
+}
+
+/** Frames that carry elements (bounded by demand and `writable`); everything else we write is a reply. */
+const ELEMENT_FRAMES = new Set(["onNext", "onNextPacked", "onNextPart", "onNextLastPart"]);
+const ELEMENT_EXTENSIONS = new Set([EXTENSIONS.channels.types.inputNext, EXTENSIONS.inputParts.types.inputNextPart]);
+
+/**
+ * Which of the unsent bytes are replies (input backpressure, §6.3). Every write is recorded
+ * with its reply bytes; a transport sends in order, so the unsent bytes are the newest written
+ * and the replies among them are read off the marks. Writes less than MARK_SPACING apart share
+ * one mark (their replies count as unsent until the last of them is sent: on the safe side),
+ * so the ledger stays small however small the writes.
+ */
+class ReplyLedger {
+  constructor() {
+    this.written = 0; // bytes handed to the transport, in all
+    this.replies = 0; // of which replies
+    this.sentReplies = 0; // replies among the bytes the transport has sent
+    this._marks = []; // [written, replies] after writes with replies; from _head on
+    this._head = 0;
+    this._lastMark = 0; // where the last mark was added
+  }
+
+  wrote(nbytes, replies) {
+    const written = this.written += nbytes;
+    if (replies <= 0) return;
+    this.replies += replies;
+    const marks = this._marks;
+    if (marks.length > this._head && written - this._lastMark < MARK_SPACING) {
+      marks[marks.length - 1] = [written, this.replies]; // close behind the last mark: joins it
+    } else {
+      marks.push([written, this.replies]);
+      this._lastMark = written;
+    }
+  }
+
+  /** Whether the unsent replies could be past REPLY_MARK (all replies not known to be sent). */
+  get mayPassMark() {
+    return this.replies - this.sentReplies > REPLY_MARK;
+  }
+
+  /** Reply bytes among the `unsent` newest bytes written, never more than `unsent`. */
+  unsentReplies(unsent) {
+    const sent = this.written - unsent;
+    const marks = this._marks;
+    while (this._head < marks.length && marks[this._head][0] <= sent) this.sentReplies = marks[this._head++][1];
+    if (this._head > 1024 && this._head * 2 > marks.length) {
+      marks.splice(0, this._head);
+      this._head = 0;
+    }
+    const replies = this.replies - this.sentReplies;
+    return replies < unsent ? replies : unsent;
+  }
 }
 
 const HANDLERS = {

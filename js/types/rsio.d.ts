@@ -92,6 +92,11 @@ export interface Transport {
   /** `failure`: why a resumable session could not go on (§16.6); absent for a plain end. */
   onend: ((failure?: Error | null) => void) | null;
   ondrain: (() => void) | null;
+  /** Bytes written and not yet taken by the peer: with it the Connection has input backpressure (§6.3). */
+  readonly unsent?: number;
+  /** Stop and restart reading the peer (input backpressure, §6.3), where the transport can. */
+  pauseReading?(): void;
+  resumeReading?(): void;
 }
 
 /** Session resumption (PROTOCOL.md §16): times in ms, sizes in bytes. */
@@ -136,6 +141,8 @@ export interface ConnectOptions {
   role?: "client" | "server";
   /** Accepting endpoints only (role "server"): seconds of silence before a goodbye (§14.2). */
   idleTimeout?: number | null;
+  /** Seconds the peer may leave our replies unread (we stop reading it meanwhile, §6.3) before a goodbye; default 30, null: no limit. */
+  unreadTimeout?: number | null;
   /** Accepting endpoints only (role "server"): seconds for the clientHello, then for its authenticate to be settled (§15.3). */
   handshakeTimeout?: number | null;
   /** Node, tls:// only: options for tls.connect (ca, cert, key, servername, ...). */
