@@ -226,3 +226,62 @@ def test_the_browser_client_sends_messages_within_the_credit(tmp_path: Path) -> 
     assert 7 in seen["extensions"], seen
     assert seen["refused"] == "MessageCreditError", seen
     assert got == [(str(i), f"from the page {i}".encode()) for i in range(40)]
+
+
+CHANNEL = """(async () => {
+  const { connect } = await import("./rsio.js");
+  const conn = await connect(%(url)s);
+  await conn.ready;
+  let pulled = 0;
+  const big = "b".repeat(150000);  // above 64 KiB: travels in parts (extension input-parts, §21.6)
+  function* words() {
+    yield big;
+    for (let i = 0; i < 1000; i++) { pulled += 1; yield "word " + i; }
+  }
+  const answers = [];
+  for await (const answer of conn.channel("upper", words(), { window: 4, decode: "text" })) {
+    answers.push(answer);
+    if (answers.length === 21) break;  // cancels the channel, and with it the input
+  }
+  const extensions = [...conn.extensions];
+  await conn.close("done");
+  return { extensions, pulled, bigLength: answers[0].length, bigUpper: answers[0] === big.toUpperCase(),
+    rest: answers.slice(1) };
+})()"""
+
+
+@pytest.mark.timeout(60)
+def test_the_browser_client_opens_a_channel_with_demand_both_ways(tmp_path: Path) -> None:
+    """In Chromium, conn.channel() streams its input to a Python channel factory and reads the
+    results on the same subscription (extension channels, §21): a 150 kB input element arrives
+    joined (input-parts, §21.6), the answers come in order, and the input is pulled only about as
+    fast as the 21 answers are taken — not the 1,000 the generator could give — before the
+    break cancels both directions."""
+    assert CHROMIUM is not None
+    inputs: list[int] = []
+
+    def upper(words: Any, params: dict[str, str]) -> Any:
+        def one(word: bytes) -> bytes:
+            inputs.append(len(word))
+            return bytes(word).upper()
+
+        return rstreams.from_publisher(words).map(one)
+
+    with LivePage({"x": rstreams.just(b"{}")}, publisher="x") as live:
+
+        async def drive() -> Any:
+            server = await rstreams.serve("ws://127.0.0.1:0/rsio", {}, channels={"upper": upper})
+            try:
+                async with chromium(CHROMIUM, tmp_path / "profile") as browser:
+                    page = await browser.open(live.url)
+                    return await page.evaluate(CHANNEL % {"url": json.dumps(server.url)})
+            finally:
+                await server.aclose()
+
+        seen = asyncio.run(drive())
+    assert {8, 9} <= set(seen["extensions"]), seen["extensions"]
+    assert seen["bigUpper"] and seen["bigLength"] == 150_000
+    assert seen["rest"] == [f"WORD {i}" for i in range(20)]
+    assert inputs[0] == 150_000 and inputs[1:21] == [len(f"word {i}") for i in range(20)]
+    # the server asked for input only as its answers were taken: a window's worth ahead, not all
+    assert 20 <= seen["pulled"] <= 20 + 2 * 64, seen["pulled"]
