@@ -17,6 +17,7 @@ Usage::
     python benchmarks/hotpath.py rr latency           # Python calls per operation
     python benchmarks/hotpath.py rr --top 25          # ... and the functions called most
     python benchmarks/hotpath.py rr --instructions    # instructions per operation (valgrind)
+    python benchmarks/hotpath.py rr small --metrics   # the same with the server counting metrics
 
 Calls are counted with ``sys.setprofile`` over ``--count`` operations after a warm-up:
 ``calls`` are Python function calls (the event loop's included: the ceiling pays those
@@ -141,8 +142,9 @@ async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[
     return lambda n: _stream(conn, n, size)
 
 
-async def measure(mode: str, count: int, *, profile: bool, top: int) -> dict[str, Any]:
-    server = await serve("tcp://127.0.0.1:0", {"bench": _bench, "echo": _echo}, config=CONFIG)
+async def measure(mode: str, count: int, *, profile: bool, top: int, metrics: bool = False) -> dict[str, Any]:
+    offer = {"bench": _bench, "echo": _echo}
+    server = await serve("tcp://127.0.0.1:0", offer, config=CONFIG, metrics=metrics or None)
     try:
         async with await connect(server.url, config=CONFIG) as conn:
             run = await _operations(conn, mode)
@@ -170,7 +172,7 @@ async def measure(mode: str, count: int, *, profile: bool, top: int) -> dict[str
         await server.wait_closed()
 
 
-def instructions(mode: str, count: int) -> float:
+def instructions(mode: str, count: int, *, metrics: bool = False) -> float:
     """Instructions per operation, counted by valgrind (cachegrind's ``I refs``: deterministic,
     and available where ``perf stat -e instructions:u`` is not, as on VMs without hardware
     counters): runs of ``count`` and ``2 * count`` operations, differenced."""
@@ -178,6 +180,7 @@ def instructions(mode: str, count: int) -> float:
     def total(n: int) -> int:
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
         command += [sys.executable, __file__, mode, "--count", str(n), "--no-profile"]
+        command += ["--metrics"] if metrics else []
         done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
         for line in done.stderr.splitlines():
             if "I   refs:" in line or "I refs:" in line:
@@ -193,16 +196,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--count", type=int, default=0, help="operations measured (default: per mode)")
     parser.add_argument("--top", type=int, default=0, help="also list the N functions called most")
     parser.add_argument("--instructions", action="store_true", help="instructions per operation (valgrind)")
+    parser.add_argument(
+        "--metrics", action="store_true", help="the server counts metrics (serve(metrics=True))"
+    )
     parser.add_argument("--no-profile", dest="profile", action="store_false", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     defaults = COUNTS_UNDER_VALGRIND if args.instructions else COUNTS
     for mode in args.modes:
         count = args.count or defaults[mode]
         if args.instructions and args.profile:
-            per_op = instructions(mode, count)
+            per_op = instructions(mode, count, metrics=args.metrics)
             print(f"{mode:8} {per_op:12,.0f} instructions per operation ({count} vs {2 * count} operations)")
             continue
-        result = asyncio.run(measure(mode, count, profile=args.profile, top=args.top))
+        result = asyncio.run(measure(mode, count, profile=args.profile, top=args.top, metrics=args.metrics))
         if not result:
             continue
         print(
