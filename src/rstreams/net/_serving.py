@@ -610,7 +610,8 @@ class ServingTable:
         if observer is not None:
             if pattern is None:
                 pattern = self._router.pattern(name)
-            stream.obs = observer.stream_opened(pattern, name, sid, initial_demand, metadata.traceparent)
+            traceparent = None if metadata is EMPTY else metadata.traceparent
+            stream.obs = observer.stream_opened(pattern, name, sid, initial_demand, traceparent)
         try:
             publisher.subscribe(stream)
         except Exception as error:

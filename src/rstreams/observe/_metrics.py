@@ -196,9 +196,11 @@ class StreamObserver:
         if self.span is not None:
             self.span.element()
         if self.elements >= self.granted and self.starved_since is None:
-            now = self._clock()
-            self.starved_since = now
-            self._socket_end(now)
+            now = self.starved_since = self._clock()
+            since = self.socket_since
+            if since is not None:
+                self.stalled_socket += now - since
+                self.socket_since = None
 
     def demand(self, n: int) -> None:
         """The peer sent ``request(n)``."""
@@ -220,15 +222,18 @@ class StreamObserver:
         if conn.streams.pop(self.sid, None) is not self:
             return
         now = self._clock()
-        stalled_demand, stalled_socket = self.stalled(now)
         totals = self.totals
         totals.elements += self.elements
         totals.bytes += self.bytes
         totals.requests += self.requests
         totals.inputs += self.inputs
-        totals.demand_granted += self.bounded_grants()
-        totals.stalled_demand += stalled_demand
-        totals.stalled_socket += stalled_socket
+        granted = self.granted
+        if granted < UNBOUNDED:  # an unbounded grant is not counted (as bounded_grants)
+            totals.demand_granted += granted
+        since = self.starved_since  # as stalled(now), inlined: every served stream ends here
+        totals.stalled_demand += self.stalled_demand if since is None else self.stalled_demand + now - since
+        since = self.socket_since
+        totals.stalled_socket += self.stalled_socket if since is None else self.stalled_socket + now - since
         if outcome == "completed":
             totals.completed += 1
         elif outcome == "cancelled":
@@ -237,7 +242,8 @@ class StreamObserver:
             totals.errors[stream_error_reason(reason)] += 1
         if self.span is not None:
             self.span.end(outcome, reason)
-        conn.log_stream(self, outcome)
+        if conn.log is not None:
+            conn.log_stream(self, outcome)
 
     # -- reading -------------------------------------------------------------------------------------
     def stalled(self, now: float) -> tuple[float, float]:
