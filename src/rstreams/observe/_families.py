@@ -123,15 +123,23 @@ _PER_QUERY = (
 )
 
 
+def _per_row(
+    table: tuple[tuple[str, str, str, str], ...], rows: dict[str, dict[str, Any]], label: str
+) -> Iterator[Family]:
+    """One family per ``(name, kind, key, doc)`` of ``table``: ``row[key]`` of each row that has
+    it, labelled ``label`` = the row's name."""
+    for name, kind, key, doc in table:
+        family_type = new_gauge if kind == "gauge" else new_counter
+        family = family_type(f"rstreams_{name}", doc, labels=[label])
+        for row_name, row in rows.items():
+            if key in row:
+                family.add_metric([row_name], row[key])
+        yield family
+
+
 def _spark(queries: dict[str, dict[str, Any]]) -> Iterator[Family]:
     """A Spark session's streaming queries (``rstreams.spark.watch_progress``), labelled by query."""
-    for name, kind, key, doc in _PER_QUERY:
-        family_type = new_gauge if kind == "gauge" else new_counter
-        family = family_type(f"rstreams_{name}", doc, labels=["query"])
-        for query, row in queries.items():
-            if key in row:
-                family.add_metric([query], row[key])
-        yield family
+    yield from _per_row(_PER_QUERY, queries, "query")
 
 
 _PER_LOG = (
@@ -145,12 +153,7 @@ _PER_LOG = (
 
 
 def _replay(logs: dict[str, dict[str, Any]]) -> Iterator[Family]:
-    for name, kind, key, doc in _PER_LOG:
-        family_type = new_gauge if kind == "gauge" else new_counter
-        family = family_type(f"rstreams_{name}", doc, labels=["log"])
-        for log, row in logs.items():
-            family.add_metric([log], row[key])
-        yield family
+    yield from _per_row(_PER_LOG, logs, "log")
     staged = new_gauge(
         "rstreams_replay_staged_bytes", "Bytes uploaded to a sink log, not yet published.", labels=["log"]
     )
