@@ -36,6 +36,13 @@ async def _with_channels(ctx: Context) -> Peer:
     return await with_extension(ctx, CHANNELS, "channels")
 
 
+async def _refused_channel(peer: Peer, sid: int) -> None:
+    """Open channel ``sid`` under a random name nobody offers and wait for its onError (§21.3)."""
+    name = f"conformance/no-channel-{secrets.token_hex(4)}"
+    await peer.send(_frame(CHANNEL, sid), subscribe(name, sid, 1))
+    await peer.failed(sid)
+
+
 @case(
     "ex.ch_unknown_channel",
     S213,
@@ -45,9 +52,7 @@ async def _with_channels(ctx: Context) -> Peer:
 )
 async def _unknown(ctx: Context) -> None:
     peer = await _with_channels(ctx)
-    name = f"conformance/no-channel-{secrets.token_hex(4)}"
-    await peer.send(_frame(CHANNEL, 1), subscribe(name, 1, 1))
-    await peer.failed(1)
+    await _refused_channel(peer, 1)
     await peer.send(_frame(INPUT_COMPLETE, 1), subscribe(ctx.name("range", n=2), 2, 2))
     view = await peer.completed(2)
     check(view.elements == range_elements(2), "the connection did not go on after a refused channel")
@@ -163,9 +168,7 @@ async def _ip_malformed(ctx: Context) -> None:
 )
 async def _ip_stray(ctx: Context) -> None:
     peer = await _with_input_parts(ctx)
-    name = f"conformance/no-channel-{secrets.token_hex(4)}"
-    await peer.send(_frame(CHANNEL, 1), subscribe(name, 1, 1))
-    await peer.failed(1)
+    await _refused_channel(peer, 1)
     parts = (_frame(INPUT_NEXT_PART, 1, b"ab"), _frame(INPUT_NEXT_PART, 1, b""), _frame(INPUT_NEXT, 1, b"c"))
     await peer.send(*parts, _frame(INPUT_COMPLETE, 1), subscribe(ctx.name("range", n=3), 2, 3))
     view = await peer.completed(2)
