@@ -12,6 +12,7 @@ from rstreams.wire import (
     LimitExceededError,
     OnComplete,
     OnNext,
+    OnNextBatch,
     OnNextPacked,
     OnSubscribe,
     Request,
@@ -185,3 +186,41 @@ def test_every_type_byte_has_a_decoder() -> None:
     assert unknown == {0x00} | set(range(0x0E, 0x80))
     assert extension == set(range(0x80, 0x100))
     assert {code for code in range(256) if code not in unknown | extension} == {t.value for t in FrameType}
+
+
+def _elements(frames: list[object]) -> list[tuple[int, bytes]]:
+    """(subscriber, element) of every onNext in ``frames``, batches flattened."""
+    out: list[tuple[int, bytes]] = []
+    for frame in frames:
+        if isinstance(frame, OnNextBatch):
+            out += [(frame.subscriber, element) for element in frame.elements]
+        else:
+            assert isinstance(frame, OnNext)
+            out.append((frame.subscriber, frame.element))
+    return out
+
+
+@pytest.mark.parametrize("batch", [False, True])
+@pytest.mark.parametrize("read", [1 << 20, 70_000, 20_000, 4096, 1000])
+def test_large_elements_come_out_whole_and_in_order_however_read(batch: bool, read: int) -> None:
+    """Large onNext frames (one- and two-byte ids, three-byte lengths) of interleaved
+    subscribers, read in chunks of any size: the same elements in the same order; in batch
+    mode consecutive ones of one subscriber share an OnNextBatch."""
+    sent = [(1, bytes([i]) * (16_384 + i * 1000)) for i in range(3)]
+    sent += [(300, b"b" * 20_000), (300, b"c" * 70_000), (1, b"d" * 16_384), (1, b"e" * 5)]
+    data = b"".join(wire(OnNext(subscriber=sid, element=element)) for sid, element in sent)
+    p = FrameParser(max_element_size=1 << 20, max_string_length=1000, max_extensions=8, batch_on_next=batch)
+    frames: list[object] = []
+    for i in range(0, len(data), read):
+        frames += p.feed(memoryview(data)[i : i + read])
+    assert p.error is None and _elements(frames) == sent
+    if batch and read > len(data):
+        assert [type(f) for f in frames] == [OnNextBatch, OnNextBatch, OnNextBatch]
+
+
+def test_large_element_with_a_non_minimal_length_is_a_framing_error() -> None:
+    """The inline three-byte length decoding refuses what decode_varint refuses (§2.1)."""
+    data = bytes([FrameType.ON_NEXT, 1, 0x80, 0x81, 0x00]) + bytes(1 << 15)
+    p = FrameParser(max_element_size=1 << 22, max_string_length=1000, max_extensions=8, batch_on_next=True)
+    assert p.feed(data) == []
+    assert isinstance(p.error, FrameError) and "non-minimal" in str(p.error)

@@ -121,7 +121,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         if len(chunks) == 1:
             transport.write(chunks[0])
         else:
-            write_grouped(transport.writelines, chunks)  # asyncio 3.11 joins writelines' chunks
+            write_grouped(transport.write, chunks)  # asyncio 3.11 joins writelines' chunks
 
     def get_write_buffer_size(self) -> int:
         return self._transport.get_write_buffer_size() if self._transport is not None else 0
@@ -242,7 +242,7 @@ class PipeTransport(Transport):
     # -- Transport -----------------------------------------------------------------
     def writelines(self, chunks: list[bytes]) -> None:
         if self._writer is not None and not self._writer.is_closing():
-            write_grouped(self._writer.writelines, chunks)  # asyncio 3.11 joins writelines' chunks
+            write_grouped(self._writer.write, chunks)  # asyncio 3.11 joins writelines' chunks
 
     def get_write_buffer_size(self) -> int:
         return self._writer.get_write_buffer_size() if self._writer is not None else 0

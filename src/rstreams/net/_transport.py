@@ -145,18 +145,19 @@ DIRECT_WRITE = 32 * 1024
 """Chunks at least this big are handed to the lower layer on their own (:func:`write_grouped`)."""
 
 
-def write_grouped(writelines: Callable[[list[bytes]], object], chunks: list[bytes]) -> None:
-    """``writelines`` for a lower layer that joins its chunks into one ``bytes`` (asyncio's socket
-    and pipe transports before Python 3.12): a large chunk is written on its own, not copied into
-    the join; small chunks are still joined, so small frames still cost one ``send`` per turn."""
+def write_grouped(write: Callable[[bytes], object], chunks: list[bytes]) -> None:
+    """``writelines`` for a lower layer whose own ``writelines`` joins its chunks into one ``bytes``
+    (asyncio's socket and pipe transports before Python 3.12): each chunk of at least
+    :data:`DIRECT_WRITE` bytes is handed to ``write`` on its own, not copied into a join; the
+    small chunks between them are joined, so small frames still cost one ``send`` per turn."""
     small: list[bytes] = []
     for chunk in chunks:
         if len(chunk) >= DIRECT_WRITE:
             if small:
-                writelines(small)
+                write(small[0] if len(small) == 1 else b"".join(small))
                 small = []
-            writelines([chunk])
+            write(chunk)
         else:
             small.append(chunk)
     if small:
-        writelines(small)
+        write(small[0] if len(small) == 1 else b"".join(small))

@@ -181,7 +181,9 @@ class FrameParser:
                 self._missing = missing - len(data)
                 return frames
             self._pieces.append(bytes(data[:missing]))
-            frames.append(make_on_next(self._pending_sid, b"".join(self._pieces)))
+            element = b"".join(self._pieces)
+            sid = self._pending_sid
+            frames.append(OnNextBatch(sid, [element]) if self._batch else make_on_next(sid, element))
             self._pieces = None
             data = data[missing:]
             if not data:
@@ -210,16 +212,34 @@ class FrameParser:
         """Take the large onNext frames at the start of ``data``; return the bytes consumed.
 
         Each element is copied once, from ``data`` into its ``bytes``, rather than first
-        copying the whole read into one ``bytes`` and slicing it. An incomplete last one
+        copying the whole read into one ``bytes`` and slicing it. The common header (a
+        one-byte id, a three-byte length) is decoded inline; in batch mode consecutive
+        elements of one subscriber become one :class:`OnNextBatch`. An incomplete last one
         becomes the pending payload. Anything else (small or malformed) is left to _parse.
         """
         n = len(data)
         pos = 0
         max_element = self._max_element
+        batch: list[bytes] | None = None  # the elements of the OnNextBatch being filled
+        batch_sid = -1
+        last = frames[-1] if frames else None
+        if type(last) is OnNextBatch:  # a pending element just completed: the run goes on
+            batch, batch_sid = last.elements, last.subscriber
         try:
             while pos < n and data[pos] == _ON_NEXT:
-                sid, p = decode_varint(data, pos + 1, n)  # type: ignore[arg-type]  # any buffer indexes to ints
-                length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
+                p = pos + 5
+                if (
+                    p <= n
+                    and data[pos + 1] < 0x80
+                    and data[pos + 2] >= 0x80
+                    and data[pos + 3] >= 0x80
+                    and 0 < data[pos + 4] < 0x80
+                ):
+                    sid = data[pos + 1]
+                    length = (data[pos + 2] & 0x7F) | (data[pos + 3] & 0x7F) << 7 | data[pos + 4] << 14
+                else:
+                    sid, p = decode_varint(data, pos + 1, n)  # type: ignore[arg-type]  # any buffer indexes to ints
+                    length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
                 if length < _PENDING_MIN or length > max_element:
                     break
                 end = p + length
@@ -228,8 +248,15 @@ class FrameParser:
                     self._pieces = [bytes(data[p:])]
                     self._missing = end - n
                     return n
-                frames.append(make_on_next(sid, bytes(data[p:end])))
+                element = bytes(data[p:end])
                 pos = end
+                if not self._batch:
+                    frames.append(make_on_next(sid, element))
+                elif sid == batch_sid:
+                    batch.append(element)  # type: ignore[union-attr]  # set with batch_sid
+                else:
+                    batch, batch_sid = [element], sid
+                    frames.append(OnNextBatch(sid, batch))
         except (Incomplete, FrameError):
             pass
         return pos
