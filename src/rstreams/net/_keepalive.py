@@ -1,10 +1,11 @@
 """Keepalive pings and the idle timeout for one connection (PROTOCOL.md §14), on one loop timer.
 
 Theory of operation. The pump records the loop time of every read in
-``outbox.heard_at`` and of every write in ``outbox.sent_at`` (one ``loop.time()`` per read or
-write, nothing else on the hot path). A :class:`Keepalive` owns a single ``loop.call_at``
-timer per connection, armed for the *next moment something could be due*, never
-periodically:
+``outbox.heard_at``, and, when there is an idle timeout, the outbox that of every write made
+outside a read in ``outbox.sent_at`` (a write that answers a read happens at ``heard_at``):
+at most one ``loop.time()`` per read and per write of its own, nothing else on the hot path.
+A :class:`Keepalive` owns a single ``loop.call_at`` timer per connection, armed for the *next
+moment something could be due*, never periodically:
 
 * the idle deadline, ``max(heard_at, sent_at) + idle_timeout``: if nothing was read and
   nothing could be written since, the connection ends with goodbye ``idle timeout ...``
@@ -75,6 +76,7 @@ class Keepalive:
         self._loop = outbox.loop
         self._interval = interval
         self._idle_timeout = idle_timeout
+        outbox.stamps_sent = idle_timeout is not None  # only the idle deadline reads sent_at
         self._pinged_at = 0.0
         self._idle_from = 0.0  # loop time a resumable session's idle link was dropped (§14.2)
         self._pings = 0

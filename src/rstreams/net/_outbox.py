@@ -58,12 +58,14 @@ class Outbox:
         "flush_handle",
         "flush_scheduled",
         "heard_at",
+        "in_read",
         "ledger",
         "loop",
         "observer",
         "on_writable",
         "reading",
         "sent_at",
+        "stamps_sent",
         "transport",
         "writable",
         "wrote_through",
@@ -84,9 +86,14 @@ class Outbox:
         self.wrote_through = False
         """:meth:`write_soon` wrote at once since the last read or flush: later output coalesces."""
         self.heard_at = 0.0
-        """Loop time of the last read (the keepalive's clock)."""
+        """Loop time of the last read (the keepalive's clock: read once per read, by the pump)."""
+        self.in_read = False
+        """A read is being handled, from its bytes to its answer: its writes happen at ``heard_at``."""
         self.sent_at = 0.0
-        """Loop time of the last write that counts as activity (PROTOCOL.md §14.2)."""
+        """Loop time of the last write that counts as activity (PROTOCOL.md §14.2), outside reads."""
+        self.stamps_sent = False
+        """Whether writes update :attr:`sent_at` (only an idle timeout reads it: the keepalive sets
+        this). A write while a read is handled does not: ``heard_at`` already says that moment."""
         self.ended: BaseException | None = None
         """Why streams can no longer run on this connection; ``None`` while they can."""
         self.closing = False
@@ -153,7 +160,7 @@ class Outbox:
         observer = self.observer
         if observer is not None:
             observer.wrote(nbytes, data)
-        if activity:
+        if activity and self.stamps_sent and not self.in_read:
             self.sent_at = self.loop.time()
         if may_pass_mark:
             self._backlogged()  # it may have closed the connection: ask again
@@ -179,7 +186,12 @@ class Outbox:
             self.mark_dirty()
             return
         self.wrote_through = True
-        self.write_now()
+        transport = self.transport  # write_now, inlined: the request/response path
+        if transport.is_closing():
+            return
+        data = self.core.data_to_send()
+        if self.write(transport, data) if data else self.core.has_data_to_send:
+            self.mark_dirty()
 
     @property
     def writes_through(self) -> bool:

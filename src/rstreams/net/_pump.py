@@ -252,15 +252,28 @@ class Pump:
     def _consume(self, data: memoryview, first: int = READ_TURN) -> bool:
         """Handle a read, or its first parts if it holds many small messages (fairness,
         :mod:`rstreams.net._intake`); hold the rest for a later turn, not reading meanwhile.
-        Returns whether a rest is held."""
+        Returns whether a rest is held. The keepalive's clock is read once, here."""
+        outbox = self.outbox
+        if self.keepalive is not None:
+            outbox.heard_at = outbox.loop.time()
+        outbox.in_read = True
         size = len(data)
-        if size <= first:  # the common case: one part
+        if size <= first:  # the common case: one part (_part, inlined: a call less per read)
+            core = outbox.core
+            outbox.wrote_through = False
             try:
-                self._part(data)
+                if outbox.observer is not None:
+                    outbox.observer.read(data)
+                core.receive_data(data)
+                received = core.events_received()
+                outbox.reading = True
+                try:
+                    self._dispatch(received)
+                finally:
+                    outbox.reading = False
             finally:  # what the read caused is flushed now: nothing else schedules it (mark_dirty)
                 self._answer()
             return False
-        outbox = self.outbox
         start, part = 0, first
         try:
             while True:
@@ -320,7 +333,6 @@ class Pump:
         """Feed one part of the input to the core and route its events; returns how many."""
         outbox = self.outbox
         core = outbox.core
-        outbox.heard_at = outbox.loop.time()
         outbox.wrote_through = False
         observer = outbox.observer
         if observer is not None:
@@ -340,8 +352,11 @@ class Pump:
         scheduled a flush; the core may also have answered by itself (a cancel's
         acknowledgement, a goodbye)."""
         outbox = self.outbox
-        if outbox.flush_scheduled or outbox.core.has_data_to_send:
-            outbox.flush_now()
+        try:
+            if outbox.flush_scheduled or outbox.core.has_data_to_send:
+                outbox.flush_now()
+        finally:
+            outbox.in_read = False  # later writes (of a flush, a task) stamp their own time
 
     def eof_received(self) -> None:
         if self.closing.eof_while_lingering():

@@ -391,7 +391,13 @@ class Connection:
         round, until about ``limit`` bytes are collected; call again while
         :attr:`has_data_to_send` is true and the transport accepts more.
         """
-        return self._output.take(limit)
+        output = self._output
+        buf = output.buf
+        if buf and not output.chunks and not output.backlogs:  # Output.take's common case, inlined
+            data = [bytes(buf)]
+            buf.clear()
+            return data
+        return output.take(limit)
 
     # -- sending: the one path -------------------------------------------------------------------
     def send(self, frame: Frame) -> None:
