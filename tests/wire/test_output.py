@@ -19,6 +19,20 @@ def test_large_payloads_are_handed_over_without_a_copy() -> None:
     assert not output.pending
 
 
+def test_many_large_payloads_share_one_head_and_keep_their_place() -> None:
+    """write_many_large: each payload by reference behind the shared head, after what was buffered."""
+    output = Output(part_size=1 << 20)
+    output.emit(3, b"<before>")
+    payloads = [b"p" * 20_000, b"q" * 20_000, b"r" * 20_000]
+    output.write_many_large(on_next_head(on_next_header(1), 20_000, 0), payloads)
+    output.emit(3, b"<after>")
+    chunks = output.take(1 << 20)
+    assert all(chunks[i] is payloads[i // 2] for i in (1, 3, 5))  # by reference
+    frames = b"".join(encode(OnNext(subscriber=1, element=payload)) for payload in payloads)
+    assert b"".join(chunks) == b"<before>" + frames + b"<after>"
+    assert not output.pending
+
+
 def test_split_elements_interleave_and_later_frames_wait_behind_them() -> None:
     """Two split elements go out one part per stream per round; a frame emitted behind one keeps its place."""
     output = Output(part_size=2)

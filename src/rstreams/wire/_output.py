@@ -65,6 +65,17 @@ class Output:
         buf.clear()
         self.chunks.append(payload)
 
+    def write_many_large(self, head: bytes, payloads: list[bytes]) -> None:
+        """:meth:`write_large` for each of ``payloads``, all with the same ``head``, in C loops."""
+        chunks: list[bytes] = [head] * (2 * len(payloads))
+        chunks[1::2] = payloads
+        buf = self.buf
+        if buf:
+            buf += head
+            chunks[0] = bytes(buf)
+            buf.clear()
+        self.chunks += chunks
+
     def emit(self, sid: int, frame: bytes) -> None:
         """Queue an encoded frame of publisher ``sid``, behind its split element if any."""
         backlog = self.backlogs.get(sid)

@@ -487,8 +487,9 @@ class Connection:
 
         The same frames as :meth:`on_next` per element, encoded in one go: when the
         elements have one length (the common case) their frames are ``head.join``-ed by
-        a single C call. Demand is checked once for the batch: ``len(elements)`` credits
-        must be available. Raises like :meth:`send`; nothing is queued then.
+        a single C call, or, for large ones, share one head between their payloads. Demand
+        is checked once for the batch: ``len(elements)`` credits must be available. Raises
+        like :meth:`send`; nothing is queued then.
         """
         count = len(elements)
         if not count:
@@ -510,6 +511,11 @@ class Connection:
                     out = self._out
                     out += head
                     out += head.join(elements)
+                    return
+                if size <= self.config.split_threshold:  # large: handed over by reference, one head
+                    if st.credit != UNBOUNDED:
+                        st.credit -= count
+                    self._output.write_many_large(on_next_head(st.header, size, 0), elements)
                     return
         for element in elements:
             self.on_next(subscriber, element)
