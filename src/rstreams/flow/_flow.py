@@ -32,6 +32,7 @@ from rstreams.flow._combine import combine_latest, concat, race, zip_
 from rstreams.flow._concat_map import ConcatMapFlow
 from rstreams.flow._element import ElementFlow
 from rstreams.flow._filter import FilterFlow
+from rstreams.flow._iterable import IterableFlow
 from rstreams.flow._map import MapFlow
 from rstreams.flow._merge import FlatMapFlow, merge
 from rstreams.flow._observe_on import ObserveOnFlow
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
 
     import reactivex
 
-__all__ = ["AwaitableFlow", "Flow", "GroupedFlow", "from_publisher", "wrap"]
+__all__ = ["AwaitableFlow", "Flow", "GroupedFlow", "from_publisher", "known_elements", "wrap"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -540,9 +541,23 @@ def _unwrap(flow: Flow[T]) -> Publisher[T]:
     return flow.publisher if isinstance(flow, _Wrapped) else flow
 
 
-def wrap(publisher: Publisher[T]) -> Flow[T]:
-    """``publisher`` (made by rstreams, so it obeys the rules) as a Flow."""
-    return _Wrapped(publisher)
+def known_elements(publisher: Publisher[T]) -> tuple[T, ...] | None:
+    """The elements of ``just(...)`` or ``empty()`` (a Flow, or the Publisher under it), which
+    are fixed before anything subscribes; ``None`` for any other Publisher.
+
+    For a Subscriber inside rstreams that serves them itself, without a Subscription (the
+    serving side of :mod:`rstreams.net` answers a request/response this way): it must then
+    act as the subscription would, emitting within demand and completing right after the
+    last element, or right after ``on_subscribe`` when there is none (rule 1.5).
+    """
+    if type(publisher) is _Wrapped:
+        publisher = publisher.publisher
+    return publisher.known if type(publisher) is IterableFlow else None
+
+
+wrap = _Wrapped
+"""``wrap(publisher)``: ``publisher`` (made by rstreams, so it obeys the rules) as a Flow (the
+class itself: a source made per request, ``just(...)``, pays no call of a function around it)."""
 
 
 def from_publisher(publisher: Publisher[T]) -> Flow[T]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice, repeat
 from operator import is_, length_hint
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
@@ -54,12 +54,18 @@ SOURCE_NONE = "rule 2.13: the source produced None; None is never a stream eleme
 
 
 class IterableFlow(Publisher[T]):
-    """A cold Publisher over the iterator that ``factory()`` returns, one per subscription."""
+    """A cold Publisher over the iterator that ``factory()`` returns, one per subscription.
 
-    __slots__ = ("_factory",)
+    ``known``: the elements, when they are fixed before anything subscribes (``just``,
+    ``empty``): a Subscriber inside rstreams that can take them without a Subscription
+    reads them with :func:`rstreams.flow._flow.known_elements` (reactor's scalar sources).
+    """
 
-    def __init__(self, factory: Callable[[], Iterator[T]]) -> None:
+    __slots__ = ("_factory", "known")
+
+    def __init__(self, factory: Callable[[], Iterator[T]], known: tuple[T, ...] | None = None) -> None:
         self._factory = factory
+        self.known = known
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
@@ -113,14 +119,15 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
     def request(self, n: int) -> None:
         if self.stopped:
             return  # rules 3.6 and 1.7: after cancel or a terminal signal, a no-op
-        problem = demand.invalid(n)
+        problem = demand.invalid(n) if type(n) is not int or n <= 0 else None  # its common case, inlined
         with self.lock:
             if problem is not None:
                 if self.error is None:
                     self.error = problem
                     self.halt = True
             else:
-                self.requested = demand.add(self.requested, n)
+                requested = self.requested + n  # demand.add, inlined: once per request
+                self.requested = requested if requested < demand.UNBOUNDED else demand.UNBOUNDED
             self.wip += 1
             if self.wip != 1:
                 return
@@ -195,7 +202,8 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
             count += 1
         else:
             self.emitted = count
-            return want < 0 or count < want or self._at_end()
+            # _at_end, inlined: once per pass
+            return want < 0 or count < want or (self.exact and length_hint(iterator) == 0)
         self.emitted = count
         return False
 
@@ -277,19 +285,22 @@ def from_iterable(iterable: Iterable[T]) -> Publisher[T]:
 def range_(start: int, stop: int | None = None, step: int = 1) -> Publisher[int]:
     """The publisher behind :func:`rstreams.range`."""
     numbers = range(start) if stop is None else range(start, stop, step)
-    return IterableFlow(lambda: iter(numbers))
+    return IterableFlow(numbers.__iter__)
 
 
 def just(*items: T) -> Publisher[T]:
     """The publisher behind :func:`rstreams.just`."""
-    if any(item is None for item in items):
+    if any(map(is_, items, repeat(None))):
         raise TypeError("just() got None; None is never a stream element (rule 2.13)")
-    return IterableFlow(lambda: iter(items))
+    return IterableFlow(items.__iter__, items)
+
+
+_NOTHING: tuple[Any, ...] = ()
 
 
 def empty() -> Publisher[T]:
     """The publisher behind :func:`rstreams.empty`."""
-    return IterableFlow(lambda: iter(()))
+    return IterableFlow(_NOTHING.__iter__, _NOTHING)
 
 
 def error(exc: BaseException) -> Publisher[T]:

@@ -94,6 +94,20 @@ a dict mixing Publishers and factories type-checks; they are checked when the of
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
+_Route: TypeAlias = "tuple[Publisher[Any] | None, PublisherFactory | None, Codec[Any] | None, bool]"
+"""A target taken apart once: the Publisher or the factory (the other is ``None``), its codec,
+whether it is batched."""
+
+
+def _route(target: Target, codec: Codec[Any] | None) -> _Route:
+    """``target`` taken apart (``codec``: the side's, unless ``with_codec`` gives its own)."""
+    batched = False
+    if isinstance(target, WithCodec):
+        codec, batched, target = target.codec, target.batched, target.target
+    if callable(getattr(target, "subscribe", None)):
+        return target, None, codec, batched  # type: ignore[return-value]
+    return None, target, codec, batched  # type: ignore[return-value]
+
 
 class UnknownPublisherError(ReactiveStreamsError, LookupError):
     """No publisher is offered under the requested name."""
@@ -189,8 +203,8 @@ class Router:
 
     def __init__(self, offer: Offer | None, codec: Codec[Any] | None = None) -> None:
         self._codec = codec
-        self._exact: dict[str, Target] = {}
-        self._patterns: list[tuple[re.Pattern[str], Target]] = []
+        self._exact: dict[str, _Route] = {}  # taken apart once, not on every subscribe
+        self._patterns: list[tuple[re.Pattern[str], _Route]] = []
         self._keys: list[str] = []  # the patterns as written, in the order of _patterns
         self._function: Callable[[str, dict[str, str]], Publisher[Any] | WithCodec | None] | None = None
         if offer is None:
@@ -206,10 +220,10 @@ class Router:
                 ):
                     raise TypeError(f"publisher {key!r} must map to a Publisher or a factory, got {target!r}")
                 if _PLACEHOLDER.search(key):
-                    self._patterns.append((_compile(key), target))
+                    self._patterns.append((_compile(key), _route(target, codec)))
                     self._keys.append(key)
                 else:
-                    self._exact[key] = target
+                    self._exact[key] = _route(target, codec)
         elif callable(offer):
             self._function = offer
         else:
@@ -231,25 +245,22 @@ class Router:
     def find_batched(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None, bool] | None:
         """Like :meth:`resolve_batched`, but ``None`` when nothing is offered under ``name``: no
         exception, since refusing unknown names is what a flooding peer makes a server do."""
-        path, params = split_name(name)
-        target: Target | None
+        cached = _split_cache.get(name)  # split_name's common case, inlined: once per subscribe
+        path, params = split_name(name) if cached is None else (cached[0], dict(cached[1]))
+        route: _Route | None
         if self._function is not None:
             target = self._function(path, params)
+            route = None if target is None else _route(target, self._codec)
         else:
-            target = self._exact.get(path)
-            if target is None and self._patterns:
-                target = self._match(path, params)
-        if target is None:
+            route = self._exact.get(path)
+            if route is None and self._patterns:
+                route = self._match(path, params)
+        if route is None:
             return None
-        codec = self._codec
-        batched = False
-        if isinstance(target, WithCodec):
-            codec = target.codec
-            batched = target.batched
-            target = target.target
-        if callable(getattr(target, "subscribe", None)):
-            return target, codec, batched  # type: ignore[return-value]
-        return target(params), codec, batched  # type: ignore[operator]
+        publisher, factory, codec, batched = route
+        if factory is not None:
+            publisher = factory(params)
+        return publisher, codec, batched  # type: ignore[return-value]
 
     def pattern(self, name: str) -> str:
         """The key of the offer that ``name`` resolves by: the exact name or the ``{field}``
@@ -265,7 +276,7 @@ class Router:
                 return key
         return "(unknown)"
 
-    def _match(self, path: str, params: dict[str, str]) -> Target | None:
+    def _match(self, path: str, params: dict[str, str]) -> _Route | None:
         """The target of the first ``{field}`` pattern ``path`` matches (its fields added to
         ``params``), or ``None``."""
         for pattern, candidate in self._patterns:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
+from rstreams.flow._flow import known_elements
 from rstreams.net._codec import Codec, identity
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
@@ -86,6 +87,8 @@ class ServingStream(Subscriber[Any]):
         "_core",
         "_encode",
         "_inbox",
+        "_known",
+        "_known_at",
         "_loop_thread",
         "_pack",
         "_pack_limit",
@@ -133,6 +136,8 @@ class ServingStream(Subscriber[Any]):
         self._loop_thread = _ident()
         self._inbox: list[tuple[int, Any]] | None = None
         self._scheduled = False
+        self._known: tuple[bytes, ...] | None = None  # elements served without a Subscription
+        self._known_at = 0  # how many of them were sent
 
     # -- driven by the connection (loop thread) -----------------------------------------
     def add_demand(self, n: int) -> None:
@@ -164,7 +169,29 @@ class ServingStream(Subscriber[Any]):
             n = min(want, FIRST_BATCH)
             estimate = room // FIRST_BATCH  # assume the worst for this turn's budget
         self.outstanding += n
-        self._request(upstream, n)
+        known = self._known
+        if known is None:
+            self._request(upstream, n)
+            return n * estimate
+        # Known elements (serve_known): what their subscription would do, without it.
+        at = self._known_at
+        chunk = known[at : at + n]
+        count = len(chunk)
+        self._known_at = at = at + count
+        self.outstanding -= count
+        if self.remote_demand != UNBOUNDED:
+            self.remote_demand -= count
+        pack = self._pack
+        if at == len(known):  # the end is known: complete with the last element (rule 1.5)
+            self._known = None
+            pack += chunk
+            self._completed()  # sends the pack first
+            return n * estimate
+        if not pack:
+            self._table.want_pack(self)
+        pack += chunk
+        if self.remote_demand > self.outstanding and not self.queued:
+            self._table.want_refill(self)
         return n * estimate
 
     def flush_pack(self) -> None:
@@ -196,7 +223,10 @@ class ServingStream(Subscriber[Any]):
         estimate = self.estimate
         # decaying maximum: a jump up counts at once, a drop slowly (1/8 per batch)
         self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
-        core.on_next_many(sid, pack)
+        if len(pack) == 1:  # one element a turn: an open stream's latency, a request's answer
+            core.on_next(sid, pack[0])
+        else:
+            core.on_next_many(sid, pack)
 
     def stop(self) -> None:
         """The peer cancelled, or the connection ended: cancel upstream, send nothing more."""
@@ -209,6 +239,26 @@ class ServingStream(Subscriber[Any]):
         upstream, self.upstream = self.upstream, None
         if upstream is not None:
             _cancel(upstream)
+
+    def serve_known(self, elements: tuple[Any, ...]) -> bool:
+        """Serve elements fixed before subscribing (``just(...)``, ``empty()``: see
+        :func:`~rstreams.flow._flow.known_elements`) without subscribing: onSubscribe now,
+        the elements in :meth:`refill` as the peer's demand and the room allow, onComplete
+        with the last one (at once when there is none). ``False``, and nothing done, unless
+        they go out as they are (bytes, of the codec's ``element_size`` if it has one)."""
+        if not self._raw:
+            return False
+        size = self.element_size
+        for element in elements:
+            if element.__class__ is not bytes or (size and len(element) != size):
+                return False
+        self._known = elements
+        self.upstream = _KNOWN
+        self._table.opened(self)
+        if not elements:
+            self._known = None
+            self._completed()
+        return True
 
     # -- user code, guarded: a Subscription that raises fails only its stream -----------------
     def _request(self, upstream: Subscription, n: int) -> None:
@@ -314,7 +364,6 @@ class ServingStream(Subscriber[Any]):
             return
         self.upstream = subscription
         self._table.opened(self)
-        self._table.want_refill(self)
 
     def _completed(self) -> None:
         if self.done:
@@ -371,6 +420,21 @@ class ServingStream(Subscriber[Any]):
                     self._completed()
                 else:
                     self._errored(value)
+
+
+class _Known(Subscription):
+    """The upstream of a stream that serves known elements itself: nothing to ask or cancel."""
+
+    __slots__ = ()
+
+    def request(self, n: int) -> None:
+        """Never called: :meth:`ServingStream.refill` sends the elements."""
+
+    def cancel(self) -> None:
+        """Nothing runs upstream."""
+
+
+_KNOWN = _Known()
 
 
 def _cancel(subscription: Subscription) -> None:
@@ -612,6 +676,9 @@ class ServingTable:
                 pattern = self._router.pattern(name)
             traceparent = None if metadata is EMPTY else metadata.traceparent
             stream.obs = observer.stream_opened(pattern, name, sid, initial_demand, traceparent)
+        known = known_elements(publisher)
+        if known is not None and stream.serve_known(known):
+            return
         try:
             publisher.subscribe(stream)
         except Exception as error:
@@ -669,10 +736,14 @@ class ServingTable:
         self.outbox.mark_dirty()
 
     def opened(self, stream: ServingStream) -> None:
-        """The local publisher called ``on_subscribe``: tell the peer."""
-        if self.streams.get(stream.sid) is stream and self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send_on_subscribe(stream.sid, stream.element_size, stream.content_type)
-            self.outbox.mark_dirty()
+        """The local publisher called ``on_subscribe``: tell the peer, and queue the stream's
+        first refill (:meth:`want_refill`, inlined)."""
+        outbox = self.outbox
+        if self.streams.get(stream.sid) is stream and outbox.core.state is not _CLOSED:
+            outbox.core.send_on_subscribe(stream.sid, stream.element_size, stream.content_type)
+        stream.queued = True
+        self.refills[stream] = None
+        outbox.mark_dirty()
 
     def completed(self, stream: ServingStream) -> None:
         if stream.obs is not None:
