@@ -33,7 +33,13 @@ from rstreams.flow._flow import Flow
 from rstreams.net._channels import ChannelPublisher
 from rstreams.net._closing import CLOSE_TIMEOUT
 from rstreams.net._codec import Codec
-from rstreams.net._consuming import Batching, RemotePublisher, RemoteStreamError, ScalarSubscriber
+from rstreams.net._consuming import (
+    Batching,
+    RemotePublisher,
+    RemoteStreamError,
+    ScalarRequest,
+    ScalarSubscriber,
+)
 from rstreams.net._metadata import entries as metadata_entries
 from rstreams.net._pump import Pump
 from rstreams.wire._auth import as_credentials
@@ -234,12 +240,13 @@ class Connection:
         pump = self._pump
         prelude = _requiring_metadata(pump, name) if metadata_required and encoded is not None else None
         future: asyncio.Future[Any] = pump.outbox.loop.create_future()
-        subscriber = ScalarSubscriber(future, name, pump.defer)
         # on the loop's thread already (a coroutine): open the subscription directly
         decode = codec.decode if codec is not None else None
+        subscriber: ScalarRequest | ScalarSubscriber
         if prelude is None:  # the common case: demand 1 from the start
-            pump.subscriptions.open_request(name, subscriber, decode, codec, encoded)
+            subscriber = pump.subscriptions.open_request(name, future, decode, codec, encoded, pump.defer)
         else:
+            subscriber = ScalarSubscriber(future, name, pump.defer)
             pump.subscriptions.open(name, subscriber, decode, prelude=prelude, codec=codec, metadata=encoded)
         try:
             return await future

@@ -56,6 +56,7 @@ __all__ = [
     "RemotePublisher",
     "RemoteStreamError",
     "RemoteSubscription",
+    "ScalarRequest",
     "ScalarSubscriber",
     "SubscriptionTable",
 ]
@@ -382,11 +383,6 @@ class ScalarSubscriber(Subscriber[Any]):
             self._subscription = subscription
             subscription.request(1)
 
-    def started(self, subscription: Subscription) -> None:
-        """``on_subscribe`` for a subscription opened with its demand of 1 already counted
-        (:meth:`SubscriptionTable.open_request`): it only remembers it, for cancelling."""
-        self._subscription = subscription
-
     def on_next(self, item: Any) -> None:
         if not self._future.done():
             self._future.set_result(item)
@@ -409,6 +405,98 @@ class ScalarSubscriber(Subscriber[Any]):
     def cancel(self) -> None:
         if self._subscription is not None:
             self._subscription.cancel()
+
+
+class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
+    """Request/response in one object: a :class:`RemoteSubscription` opened with demand 1
+    that is its own Subscriber and takes the single element into a future.
+
+    What a :class:`ScalarSubscriber` does over a subscription, for ``conn.request``'s
+    common case (:meth:`SubscriptionTable.open_request`) with fewer objects and calls: the
+    answer goes from the read to the future directly. An element the publisher follows
+    with more (no terminal signal in the same read) has the subscription cancelled once
+    that read has been handled, as with :class:`ScalarSubscriber`.
+    """
+
+    __slots__ = ("_defer", "_future", "_name")
+
+    def __init__(
+        self,
+        table: SubscriptionTable,
+        sid: int,
+        future: Any,
+        name: str,
+        decode: Callable[[bytes], Any] | None,
+        codec: Codec[Any] | None,
+        defer: Callable[[Callable[[], None]], object],
+    ) -> None:
+        # RemoteSubscription's fields, set here: one call less per request
+        self._table = table
+        self._outbox = table.outbox
+        self.sid = sid
+        self.subscriber = self
+        self._decode = decode
+        self._batch = None
+        self._lists = False
+        self._codec = codec
+        self.content_type = None
+        self.pending = 1  # the one element, asked for in the subscribe itself
+        self.started = False
+        self.done = False
+        self._loop_thread = threading.get_ident()
+        self._future = future  # asyncio.Future, resolved on the loop's thread
+        self._name = name
+        self._defer = defer  # runs a call once the current read is handled
+
+    # -- as the subscription: the peer's signals, fast -----------------------------------------
+    def deliver_many(self, elements: list[bytes]) -> None:
+        if len(elements) != 1 or self._decode is not None or self._lists or self.subscriber is None:
+            super().deliver_many(elements)  # decoded, or not the one answer (never with demand 1)
+            return
+        future = self._future  # on_next, inlined
+        if not future.done():
+            future.set_result(elements[0])
+            if self._outbox.core.id_in_use(self.sid):  # no onComplete/onError in this read
+                self._defer(self._cancel_if_open)
+
+    def complete(self) -> None:
+        self.done = True
+        self.subscriber = None
+        future = self._future  # on_complete, inlined
+        if not future.done():
+            future.set_exception(LookupError(f"publisher {self._name!r} completed without an element"))
+
+    def error(self, error: BaseException) -> None:
+        self.done = True
+        self.subscriber = None
+        future = self._future  # on_error, inlined
+        if not future.done():
+            future.set_exception(error)
+
+    def _cancel_if_open(self) -> None:
+        if not self.done:
+            self.cancel()
+
+    # -- as the Subscriber (the slow paths: decoding, failing locally) ---------------------------
+    def on_subscribe(self, subscription: Subscription) -> None:
+        """Never called: the subscription is this object, opened with its demand."""
+
+    def on_next(self, item: Any) -> None:
+        future = self._future
+        if not future.done():
+            future.set_result(item)
+            if self._outbox.core.id_in_use(self.sid):
+                self._defer(self._cancel_if_open)
+
+    def on_error(self, error: BaseException) -> None:
+        future = self._future
+        if not future.done():
+            future.set_exception(error)
+
+    def on_complete(self) -> None:
+        future = self._future
+        if not future.done():
+            future.set_exception(LookupError(f"publisher {self._name!r} completed without an element"))
 
 
 class SubscriptionTable:
@@ -522,16 +610,17 @@ class SubscriptionTable:
     def open_request(
         self,
         name: str,
-        subscriber: ScalarSubscriber,
+        future: Any,
         decode: Callable[[bytes], Any] | None,
         codec: Codec[Any] | None,
         metadata: bytes | None,
-    ) -> None:
-        """Request/response (``conn.request``, loop thread): :meth:`open` for a
-        :class:`ScalarSubscriber`, whose subscription starts with demand 1, so the Subscriber
-        protocol's ``on_subscribe`` -> ``request(1)`` round is skipped. What :meth:`open`
-        handles specially (a subscribe held for the peer's hello, a closing connection) goes
-        through it."""
+        defer: Callable[[Callable[[], None]], object],
+    ) -> ScalarRequest | ScalarSubscriber:
+        """Request/response (``conn.request``, loop thread): subscribe to ``name`` with demand
+        1 and resolve ``future`` with its element; returns what cancels it. Usually one
+        :class:`ScalarRequest`, so the Subscriber protocol's ``on_subscribe`` -> ``request(1)``
+        round is skipped; what :meth:`open` handles specially (a subscribe held for the
+        peer's hello, a closing connection) goes through it with a :class:`ScalarSubscriber`."""
         outbox = self.outbox
         if (
             outbox.ended is not None
@@ -541,14 +630,14 @@ class SubscriptionTable:
                 and outbox.core.state is ConnectionState.AWAITING_HELLO
             )
         ):
+            subscriber = ScalarSubscriber(future, name, defer)
             self.open(name, subscriber, decode, None, None, None, codec, metadata)
-            return
-        subscription: RemoteSubscription[Any] = RemoteSubscription(
-            self, self._take_id(), subscriber, decode, None, codec
-        )
-        subscription.pending = 1
-        subscriber.started(subscription)
-        self._start(name, subscription, metadata)
+            return subscriber
+        free = self._free_ids
+        sid = heapq.heappop(free) if free and not self._unacked else self._take_id()  # _take_id's common case
+        request = ScalarRequest(self, sid, future, name, decode, codec, defer)
+        self._start(name, request, metadata)
+        return request
 
     def _start(self, name: str, subscription: RemoteSubscription[Any], metadata: bytes | None) -> None:
         """Queue ``subscription``'s subscribe (with its pending demand and ``metadata``, §18) and
@@ -606,7 +695,7 @@ class SubscriptionTable:
         the others in the turn's flush."""
         outbox = self.outbox
         if outbox.writes_through and outbox.ended is None:
-            n = subscription.take_pending()
+            n, subscription.pending = subscription.pending, 0  # take_pending, inlined
             outbox.core.request(subscription.sid, n)
             outbox.write_soon()
             return
@@ -660,7 +749,8 @@ class SubscriptionTable:
         sid = event.subscriber
         subscription = self.subscriptions.pop(sid, None)
         self._names.pop(sid, None)
-        self._free_id(sid)
+        self._unacked.discard(sid)  # _free_id, inlined: once per stream
+        heapq.heappush(self._free_ids, sid)
         if subscription is not None:
             if self.outbox.observer is not None:
                 self.outbox.observer.unsubscribed(sid, "completed")

@@ -101,14 +101,7 @@ class StreamTable:
         self._max_subscriptions = max_subscriptions
         self._max_name = max_name_length
 
-    # -- bookkeeping -----------------------------------------------------------------------
-    def open(self, sid: int, *, publishing: bool, credit: int) -> Stream:
-        """A new subscription ``sid`` (its id is no longer "recently closed")."""
-        self._closed.pop((publishing, sid), None)
-        st = Stream(sid, publishing, credit)
-        (self.publishing if publishing else self.subscribing)[sid] = st
-        return st
-
+    # -- bookkeeping (a subscription opens in receive_subscribe or send_subscribe) -------------
     def close(self, st: Stream, signal: Signal) -> None:
         """``signal`` (a terminal) ends ``st``: it leaves its table and is remembered as closed."""
         st.state = STREAM_TRANSITIONS[st.state, signal]
@@ -158,7 +151,8 @@ class StreamTable:
         if refusal:
             self._remember_closed(True, sid)
             return refusal
-        return self.open(sid, publishing=True, credit=f.initial_demand)
+        st = self.publishing[sid] = Stream(sid, True, f.initial_demand)
+        return st
 
     def receive_request(self, sid: int, n: int) -> Stream | Violation | None:
         """The peer requests ``n``: its stream with the credit added, ``None`` when the id is not
@@ -236,7 +230,9 @@ class StreamTable:
                 f"again once its onComplete/onError has been received (PROTOCOL.md §5.3)",
                 subscriber=sid,
             )
-        return self.open(sid, publishing=False, credit=initial_demand)
+        self._closed.pop((False, sid), None)  # a new subscription: no longer "recently closed"
+        st = self.subscribing[sid] = Stream(sid, False, initial_demand)
+        return st
 
     def send_request_or_cancel(self, sid: int, signal: Signal) -> Stream | None:
         """Our subscription ``sid`` if ``signal`` (request or cancel) goes out on it; ``None`` if

@@ -639,7 +639,10 @@ class Connection:
             OnComplete(subscriber=subscriber)  # raises
         if self._state is not _OPEN:
             self._check_can_send()
-        self._terminal(subscriber, None, None)
+        if subscriber in self._backlogs:  # behind a split element: queued after its parts
+            self._terminal(subscriber, None, None)
+        elif self._streams.send_terminal(subscriber, _ON_COMPLETE, "OnComplete") is not None:
+            write_on_complete(self._out, subscriber)  # _terminal's common case, inlined
 
     def _send_on_next_packed(self, f: OnNextPacked) -> None:
         sid, count, elements = f.subscriber, f.count, f.elements
@@ -866,17 +869,10 @@ class Connection:
         self._output.drop(subscriber)
         write_on_complete(self._out, subscriber)
 
-    def _ours(self, sid: int, signal: Signal) -> tuple[Stream, StreamState] | None:
-        """Our subscription ``sid`` and the state ``signal`` moves it to, or None after failing."""
-        verdict = self._streams.ours(sid, signal)
-        if isinstance(verdict, Violation):
-            self._violated(verdict)
-            return None
-        return verdict
-
     def _recv_on_subscribe(self, f: OnSubscribe) -> None:
-        found = self._ours(f.subscriber, _ON_SUBSCRIBE)
-        if found is None:
+        found = self._streams.ours(f.subscriber, _ON_SUBSCRIBE)
+        if isinstance(found, Violation):
+            self._violated(found)
             return
         qualifiers = self._take_qualifiers(OnSubscribe, f.subscriber) if self._qualifiers else None
         if found[0].state in QUIET_STATES or self._state is _CLOSED:
@@ -889,8 +885,11 @@ class Connection:
         self._events.append(f)
 
     def _recv_elements(self, f: OnNext | OnNextPacked, count: int) -> None:
-        found = self._ours(f.subscriber, _ON_NEXT)
-        if found is None or found[0].state in QUIET_STATES:
+        found = self._streams.ours(f.subscriber, _ON_NEXT)
+        if isinstance(found, Violation):
+            self._violated(found)
+            return
+        if found[0].state in QUIET_STATES:
             return
         verdict = self._streams.take(found[0], count)
         if verdict is not None:
@@ -906,10 +905,13 @@ class Connection:
 
     def _recv_part(self, f: OnNextPart | OnNextLastPart) -> None:
         sid = f.subscriber
-        found = self._ours(sid, _ON_NEXT)
-        if found is None or found[0].state in QUIET_STATES:
+        found = self._streams.ours(sid, _ON_NEXT)
+        if isinstance(found, Violation):
+            self._violated(found)
             return
         st = found[0]
+        if st.state in QUIET_STATES:
+            return
         if self._assembler.starts(sid, f.element_id):  # the first part of an element takes its credit
             verdict = self._streams.take(st, 1)
             if verdict is not None:
@@ -937,8 +939,9 @@ class Connection:
     def _recv_terminal(self, f: OnComplete | OnError) -> None:
         sid = f.subscriber
         signal = _ON_COMPLETE if type(f) is OnComplete else _ON_ERROR
-        found = self._ours(sid, signal)
-        if found is None:
+        found = self._streams.ours(sid, signal)
+        if isinstance(found, Violation):
+            self._violated(found)
             return
         st = found[0]
         quiet = st.state in QUIET_STATES

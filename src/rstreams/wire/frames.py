@@ -417,6 +417,8 @@ _ON_NEXT_BYTE = _BYTE[FrameType.ON_NEXT]
 _ON_NEXT_PACKED_BYTE = _BYTE[FrameType.ON_NEXT_PACKED]
 _ON_NEXT_PART_BYTE = _BYTE[FrameType.ON_NEXT_PART]
 _ON_NEXT_LAST_PART_BYTE = _BYTE[FrameType.ON_NEXT_LAST_PART]
+_ON_NEXT_HEADERS = tuple(_ON_NEXT_BYTE + _BYTE[sid] for sid in range(0x80))
+""":func:`on_next_header` of the one-byte ids, made once."""
 _ON_COMPLETE = int(FrameType.ON_COMPLETE)
 _ON_ERROR = int(FrameType.ON_ERROR)
 
@@ -448,7 +450,12 @@ def write_goodbye(out: bytearray, reason: str) -> None:
 def write_subscribe(out: bytearray, publisher: bytes, subscriber: int, initial_demand: int) -> None:
     """Append a subscribe (§5.1); ``publisher`` is the name already encoded as UTF-8."""
     out.append(_SUBSCRIBE)
-    _write_string(out, publisher)
+    size = len(publisher)  # _write_string, inlined: once per request/response
+    if size < 0x80:
+        out.append(size)
+    else:
+        out += _V(size)
+    out += publisher
     if 0 <= subscriber < 0x80 and 0 <= initial_demand < 0x80:  # small ids and demands: no varint calls
         out.append(subscriber)
         out.append(initial_demand)
@@ -496,6 +503,8 @@ def write_on_subscribe(out: bytearray, subscriber: int, element_size: int) -> No
 
 def on_next_header(subscriber: int) -> bytes:
     """The bytes every onNext for ``subscriber`` starts with: type and id (built once per stream)."""
+    if 0 <= subscriber < 0x80:
+        return _ON_NEXT_HEADERS[subscriber]
     return _ON_NEXT_BYTE + _V(subscriber)
 
 
