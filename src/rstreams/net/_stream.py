@@ -2,7 +2,7 @@
 
 Sockets: :class:`StreamProtocol` adapts an asyncio socket transport to the seam in both
 directions: it is the :class:`~rstreams.net._transport.Transport` the handler writes to
-(forwarding to asyncio's, which already has the shape), and it is an
+(writing only into an empty asyncio buffer, see the class), and it is an
 :class:`asyncio.BufferedProtocol`: the loop ``recv_into``s a reused buffer and the
 handler gets a memoryview of the filled part, so no ``bytes`` object is made per read and the
 default loop's 256 KiB ``recv`` pitfall is avoided (notes/machine-limits.md). The buffer starts
@@ -37,6 +37,7 @@ from rstreams.net._transport import (
 
 __all__ = [
     "FIRST_READ_SIZE",
+    "JOINED_WRITE",
     "SHRINK_AFTER",
     "SMALL_READ_SIZE",
     "PipeTransport",
@@ -51,15 +52,43 @@ a server's thousands of connections that have not said hello yet cost little (is
 SMALL_READ_SIZE = 16 * 1024
 """A socket connection's read buffer while its reads are small (most connections, most of the time)."""
 
+JOINED_WRITE = 256 * 1024
+"""Most bytes of queued chunks joined into one socket write. asyncio before Python 3.12 has no
+scatter-gather write, so a frame's head and its large payload (by reference) would be two
+``send`` calls, the head a packet of its own; one copy into a join costs less than a system
+call per chunk (stream-large: two ``sendto`` per element before, about one per four now)."""
+
 SHRINK_AFTER = 64
 """Reads in a row of at most :data:`SMALL_READ_SIZE` bytes after which a grown buffer is dropped."""
 
 
 class StreamProtocol(asyncio.BufferedProtocol):
     """Adapts an asyncio socket transport to the seam, both ways: it is the asyncio protocol
-    (reads go to the :class:`TransportHandler`) and the :class:`Transport` the handler writes to."""
+    (reads go to the :class:`TransportHandler`) and the :class:`Transport` the handler writes to.
 
-    __slots__ = ("_handler", "_high", "_low", "_small_reads", "_tls", "_transport", "_view")
+    Writing (TCP and Unix sockets): chunks are handed to asyncio only while its buffer is
+    empty, so a write goes straight to the socket and asyncio copies at most the part the
+    socket did not take. While asyncio holds unsent bytes the chunks wait here, by reference,
+    in :attr:`_queue`: asyncio's own buffer (a ``bytearray`` before Python 3.12) would copy
+    each of them in, and again whenever it grows after a partial send. asyncio's marks are
+    set to zero so that it says when its buffer stops being empty (``pause_writing``) and
+    when it is empty again (``resume_writing``: the queue goes on); the handler's marks apply
+    to everything unsent, here and in asyncio. TLS keeps asyncio's buffering (its layer
+    encrypts into buffers of its own anyway)."""
+
+    __slots__ = (
+        "_blocked",
+        "_handler",
+        "_high",
+        "_low",
+        "_paused",
+        "_queue",
+        "_queued",
+        "_small_reads",
+        "_tls",
+        "_transport",
+        "_view",
+    )
 
     def __init__(
         self, handler: TransportHandler, *, high: int = DEFAULT_HIGH_WATER, low: int = DEFAULT_LOW_WATER
@@ -71,12 +100,19 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
         self._tls = False
         self._transport: asyncio.Transport | None = None
+        self._queue: list[bytes] = []  # chunks waiting for asyncio's buffer to be empty (not TLS)
+        self._queued = 0  # their bytes
+        self._blocked = False  # asyncio's buffer holds bytes: chunks queue here
+        self._paused = False  # the handler was told pause_writing (unsent bytes passed the high mark)
 
     # -- asyncio's side ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
-        transport.set_write_buffer_limits(self._high, self._low)
         self._tls = transport.get_extra_info("sslcontext") is not None
+        if self._tls:
+            transport.set_write_buffer_limits(self._high, self._low)
+        else:  # hear when its buffer stops being empty, and when it is empty again
+            transport.set_write_buffer_limits(0, 0)
         self._handler.connection_made(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -106,30 +142,94 @@ class StreamProtocol(asyncio.BufferedProtocol):
         return not self._tls
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._queue = []
+        self._queued = 0
         self._handler.connection_lost(exc)
 
     def pause_writing(self) -> None:
-        self._handler.pause_writing()
+        if self._tls:
+            self._handler.pause_writing()
+        else:
+            self._blocked = True  # (the handler's marks are checked by the writer)
 
     def resume_writing(self) -> None:
-        self._handler.resume_writing()
+        if self._tls:
+            self._handler.resume_writing()
+            return
+        self._blocked = False  # asyncio's buffer is empty: the queue goes on
+        if self._queue:
+            chunks, self._queue, self._queued = self._queue, [], 0
+            self._send(chunks)
+        if self._paused and self.get_write_buffer_size() <= self._low:
+            self._paused = False
+            self._handler.resume_writing()
 
     # -- the handler's side: Transport ----------------------------------------------------
     def writelines(self, chunks: list[bytes]) -> None:
         transport = self._transport
         assert transport is not None
-        if len(chunks) == 1:
+        if self._tls:
+            if len(chunks) == 1:
+                transport.write(chunks[0])
+            else:
+                write_grouped(transport.write, chunks)  # asyncio 3.11 joins writelines' chunks
+            return
+        if self._blocked:
+            self._queue += chunks
+            self._queued += len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))
+        elif len(chunks) == 1:
             transport.write(chunks[0])
         else:
-            write_grouped(transport.write, chunks)  # asyncio 3.11 joins writelines' chunks
+            self._send(chunks)
+        if self._blocked and not self._paused:
+            self._check_high()
+
+    def _send(self, chunks: list[bytes]) -> None:
+        """Write ``chunks`` while asyncio's buffer stays empty, joined into writes of up to
+        :data:`JOINED_WRITE` bytes (a larger chunk on its own); queue the rest once it holds bytes."""
+        write = self._transport.write  # type: ignore[union-attr]  # only while connected
+        n = len(chunks)
+        i = 0
+        while i < n:
+            if self._blocked:
+                rest = chunks[i:]
+                self._queue += rest
+                self._queued += sum(map(len, rest))
+                return
+            size = len(chunks[i])
+            j = i + 1
+            while j < n and size + len(chunks[j]) <= JOINED_WRITE:
+                size += len(chunks[j])
+                j += 1
+            write(chunks[i] if j == i + 1 else b"".join(chunks[i:j]))
+            i = j
+
+    def _check_high(self) -> None:
+        """Tell the handler to stop producing once the unsent bytes pass its high mark."""
+        if not self._paused and self.get_write_buffer_size() > self._high:
+            self._paused = True
+            self._handler.pause_writing()
+
+    def _hand_over_queue(self) -> None:
+        """Give asyncio every queued chunk now (before a close or a half-close, which send what
+        asyncio holds first)."""
+        transport = self._transport
+        chunks, self._queue, self._queued = self._queue, [], 0
+        if transport is not None:
+            for chunk in chunks:
+                transport.write(chunk)
 
     def get_write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() if self._transport is not None else 0
+        return self._transport.get_write_buffer_size() + self._queued if self._transport is not None else 0
 
     def set_write_buffer_limits(self, high: int, low: int) -> None:
         self._high, self._low = high, low
-        if self._transport is not None:
+        if self._transport is None:
+            return
+        if self._tls:
             self._transport.set_write_buffer_limits(high, low)
+        else:
+            self._check_high()  # like asyncio's: "not writable" at once if already above
 
     def pause_reading(self) -> None:
         if self._transport is not None and self._transport.is_reading():
@@ -150,6 +250,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
     def write_eof(self) -> None:
         transport = self._transport
         if transport is not None and not transport.is_closing():
+            self._hand_over_queue()
             try:
                 transport.write_eof()  # asyncio sends what is queued first
             except OSError:  # the peer is gone already (ENOTCONN): nothing is left to half-close
@@ -157,9 +258,15 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     def close(self) -> None:
         if self._transport is not None:
+            if self._transport.is_closing():
+                self._queue, self._queued = [], 0
+            else:
+                self._hand_over_queue()
             self._transport.close()
 
     def abort(self) -> None:
+        self._queue = []
+        self._queued = 0
         if self._transport is not None:
             self._transport.abort()
 

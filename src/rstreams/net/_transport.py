@@ -13,8 +13,8 @@ follow the same contract:
   leave the rest of a read for later without copying it); ``eof_received()`` once at end of
   input; ``connection_lost(exc)`` exactly once at the very end (``exc`` is ``None`` for an
   orderly close);
-* writing: ``transport.writelines(chunks)`` takes a list of byte chunks and never blocks (a
-  transport whose lower layer would copy a large chunk into a join writes it on its own); the
+* writing: ``transport.writelines(chunks)`` takes a list of byte chunks and never blocks (how
+  it hands them to its lower layer, joined or one by one, is its own choice); the
   driver calls it about once per event-loop turn (write coalescing: one syscall for
   everything that turn produced). ``get_write_buffer_size()`` tells what is still
   unsent; when it passes the high-water mark the transport calls
