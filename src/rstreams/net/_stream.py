@@ -78,6 +78,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     __slots__ = (
         "_blocked",
+        "_closed",
         "_handler",
         "_high",
         "_low",
@@ -103,6 +104,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._queue: list[bytes] = []  # chunks waiting for asyncio's buffer to be empty (not TLS)
         self._queued = 0  # their bytes
         self._blocked = False  # asyncio's buffer holds bytes: chunks queue here
+        self._closed = False  # close() or abort() was called, or the connection was lost
         self._paused = False  # the handler was told pause_writing (unsent bytes passed the high mark)
 
     # -- asyncio's side ------------------------------------------------------------------
@@ -142,6 +144,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         return not self._tls
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
         self._queue = []
         self._queued = 0
         self._handler.connection_lost(exc)
@@ -220,7 +223,11 @@ class StreamProtocol(asyncio.BufferedProtocol):
                 transport.write(chunk)
 
     def get_write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() + self._queued if self._transport is not None else 0
+        if self._transport is None:
+            return 0
+        if not self._blocked and not self._tls:
+            return self._queued  # asyncio's buffer is empty (it would have said otherwise)
+        return self._transport.get_write_buffer_size() + self._queued
 
     def set_write_buffer_limits(self, high: int, low: int) -> None:
         self._high, self._low = high, low
@@ -257,6 +264,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
                 transport.abort()  # connection_lost follows, as for a write to a broken pipe
 
     def close(self) -> None:
+        self._closed = True
         if self._transport is not None:
             if self._transport.is_closing():
                 self._queue, self._queued = [], 0
@@ -265,13 +273,20 @@ class StreamProtocol(asyncio.BufferedProtocol):
             self._transport.close()
 
     def abort(self) -> None:
+        self._closed = True
         self._queue = []
         self._queued = 0
         if self._transport is not None:
             self._transport.abort()
 
     def is_closing(self) -> bool:
-        return self._transport is None or self._transport.is_closing()
+        # Without asking asyncio on the write path: a transport asyncio closes itself after an
+        # error says so here only at connection_lost, a loop turn later; writes in between are
+        # dropped by asyncio, as they would have been here. TLS: asyncio also closes at the end
+        # of input (see eof_received), so it is asked.
+        if self._tls and self._transport is not None:
+            return self._transport.is_closing()
+        return self._closed or self._transport is None
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         if self._transport is None:

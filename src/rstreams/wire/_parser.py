@@ -174,6 +174,7 @@ class FrameParser:
         if self.error is not None:
             return []
         frames: list[Frame | OnNextBatch] = []
+        large = len(data) >= _PENDING_MIN  # worth looking for large onNext frames first
         if self._pieces is not None:  # the rest of a large onNext payload
             missing = self._missing
             if len(data) < missing:
@@ -188,7 +189,8 @@ class FrameParser:
             data = data[missing:]
             if not data:
                 return frames
-        if not self._buf and len(data) >= _PENDING_MIN and data[0] == _ON_NEXT and not self.element_sizes:
+            large = True  # more of them probably follow
+        if large and not self._buf and data[0] == _ON_NEXT and not self.element_sizes:
             pos = self._large_frames(data, frames)  # copied once each, straight from the read
             if pos:
                 data = data[pos:]
