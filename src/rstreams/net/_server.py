@@ -284,13 +284,13 @@ async def serve(
         raise TypeError(f"metrics must be True, 'host:port' or None, got {metrics!r}")
     address = parse_address(metrics) if isinstance(metrics, str) else None
     if metrics is not None and metrics is not False:
-        server._metrics = ServerMetrics(asyncio.get_running_loop().time, version=version)
+        server._metrics = ServerMetrics(version=version)
         if sdk_configured():  # the application set up OpenTelemetry: the numbers go there too
             bridge(server._metrics, asyncio.get_running_loop(), version=version())
     server._observing = server._metrics
     logs, spans = logs_wanted(), tracer()  # rstreams.observe._log; an OpenTelemetry SDK (._trace)
     if (logs or spans is not None) and server._observing is None:
-        server._observing = ServerMetrics(asyncio.get_running_loop().time, version=version)
+        server._observing = ServerMetrics(version=version)
     if logs:  # the rstreams.streams / rstreams.frames loggers listen
         assert server._observing is not None
         server._observing.logger = attach_logs

@@ -671,11 +671,14 @@ class ServingTable:
         if metadata is not EMPTY:
             stream.metadata = metadata
         observer = self.outbox.observer
-        if observer is not None:
-            if pattern is None:
-                pattern = self._router.pattern(name)
-            traceparent = None if metadata is EMPTY else metadata.traceparent
-            stream.obs = observer.stream_opened(pattern, name, sid, initial_demand, traceparent)
+        if observer is not None:  # the pattern is looked up once per name (rstreams.observe)
+            stream.obs = observer.stream_opened(
+                self._router.pattern if pattern is None else pattern,
+                name,
+                sid,
+                initial_demand,
+                None if metadata is EMPTY else metadata.traceparent,
+            )
         known = known_elements(publisher)
         if known is not None and stream.serve_known(known):
             return

@@ -19,12 +19,15 @@ Three levels keep what a scrape reads bounded:
 * :class:`StreamObserver`, one per open serving stream: elements, bytes and demand, and the
   two ways a stream waits: *stalled on demand* (the subscriber has granted nothing more) and
   *stalled on the socket* (it has demand, but the transport is above its high-water mark).
-  Stall time is measured on the loop's clock from the moment the state began to the moment
+  Stall time is measured on the server's clock (``time.monotonic``, which asyncio's own loop
+  reads too, called directly: a C function) from the moment the state began to the moment
   it ended, so a stall still under way counts up to the moment of a snapshot.
 
-A stream's numbers join its pattern's totals when it ends, and a connection's join the
-server's when it closes, so totals only grow (Prometheus counters) and a snapshot is the
-closed totals plus what the open ones hold.
+A stream's numbers join its pattern's totals when it ends (its requests are counted there at
+once), and a connection's join the server's when it closes, so totals only grow (Prometheus
+counters) and a snapshot is the closed totals plus what the open ones hold. The pattern a
+name matched is looked up once per name on a connection: a peer asks for the same names
+again and again.
 """
 
 from __future__ import annotations
@@ -100,6 +103,7 @@ def stream_error_reason(text: str) -> str:
 class PatternTotals:
     """The numbers of every stream served under one publisher pattern, ended or open."""
 
+    pattern: str = ""
     subscriptions: int = 0
     completed: int = 0
     cancelled: int = 0
@@ -118,10 +122,11 @@ class StreamObserver:
 
     Demand is tracked the way the stream tracks it, from the same signals: outstanding is
     what was granted minus what was sent, so the observer needs no view of the stream.
+    Made by :meth:`ConnectionObserver.stream_opened`, which sets every field (every subscribe
+    served makes one: one call, where an ``__init__`` would be a second).
     """
 
     __slots__ = (
-        "_clock",
         "bytes",
         "conn",
         "elements",
@@ -129,58 +134,34 @@ class StreamObserver:
         "inputs",
         "name",
         "opened_at",
-        "pattern",
-        "requests",
         "sid",
         "socket_since",
-        "span",
         "stalled_demand",
         "stalled_socket",
         "starved_since",
         "totals",
     )
 
-    def __init__(
-        self,
-        conn: ConnectionObserver,
-        pattern: str,
-        name: str,
-        sid: int,
-        initial_demand: int,
-        traceparent: str | None = None,
-    ) -> None:
-        self.conn = conn
-        self._clock = clock = conn.clock
-        self.pattern = pattern
-        self.name = name
-        self.sid = sid
-        self.totals = conn.server.pattern(pattern)
-        self.totals.subscriptions += 1
-        self.elements = 0
-        self.bytes = 0
-        self.requests = 0
-        self.inputs = 0
-        """Elements received on the stream's channel input (PROTOCOL.md §21), if it is a channel."""
-        self.granted = initial_demand
-        self.opened_at = now = clock()
-        self.stalled_demand = 0.0
-        self.stalled_socket = 0.0
-        self.starved_since: float | None = now if initial_demand == 0 else None
-        self.socket_since: float | None = now if conn.paused_since is not None and initial_demand else None
-        self.span: SubscriptionSpan | None = None
-        tracer = conn.server.tracer
-        if tracer is not None:
-            from rstreams.observe._trace import SubscriptionSpan
+    conn: ConnectionObserver
+    name: str
+    sid: int
+    totals: PatternTotals
+    """Its pattern's totals (requests are counted there at once: a stream shows none of its own)."""
+    elements: int
+    bytes: int
+    inputs: int
+    """Elements received on the stream's channel input (PROTOCOL.md §21), if it is a channel."""
+    granted: int
+    opened_at: float
+    stalled_demand: float
+    stalled_socket: float
+    starved_since: float | None
+    socket_since: float | None
 
-            path = name.partition("?")[0]  # no query: its values may be secrets
-            attributes = {"rstreams.publisher": path, "rstreams.pattern": pattern, "rstreams.subscriber": sid}
-            self.span = SubscriptionSpan(
-                tracer,
-                f"rstreams serve {pattern}",
-                server=True,
-                traceparent=traceparent,
-                attributes=attributes,
-            )
+    @property
+    def pattern(self) -> str:
+        """The publisher pattern the stream's name matched (its label)."""
+        return self.totals.pattern
 
     @property
     def outstanding(self) -> int:
@@ -191,12 +172,11 @@ class StreamObserver:
     # -- hooks (rstreams.net calls these) --------------------------------------------------------
     def sent(self, count: int, nbytes: int) -> None:
         """A turn's elements went to the core: ``count`` elements, ``nbytes`` payload bytes."""
-        self.elements += count
         self.bytes += nbytes
-        if self.span is not None:
-            self.span.element()
-        if self.elements >= self.granted and self.starved_since is None:
-            now = self.starved_since = self._clock()
+        elements = self.elements = self.elements + count
+        if elements >= self.granted and self.starved_since is None:
+            clock = self.conn.clock  # read, then called: a slot's callable is no method
+            now = self.starved_since = clock()
             since = self.socket_since
             if since is not None:
                 self.stalled_socket += now - since
@@ -204,15 +184,17 @@ class StreamObserver:
 
     def demand(self, n: int) -> None:
         """The peer sent ``request(n)``."""
-        self.requests += 1
+        self.totals.requests += 1
         granted = self.granted + n
         self.granted = UNBOUNDED if granted >= UNBOUNDED else granted
         since = self.starved_since
         if since is not None:
-            now = self._clock()
+            conn = self.conn
+            clock = conn.clock
+            now = clock()
             self.stalled_demand += now - since
             self.starved_since = None
-            if self.conn.paused_since is not None:
+            if conn.paused_since is not None:
                 self.socket_since = now
 
     def ended(self, outcome: str, reason: str = "") -> None:
@@ -221,27 +203,30 @@ class StreamObserver:
         conn = self.conn
         if conn.streams.pop(self.sid, None) is not self:
             return
-        now = self._clock()
         totals = self.totals
         totals.elements += self.elements
         totals.bytes += self.bytes
-        totals.requests += self.requests
         totals.inputs += self.inputs
         granted = self.granted
         if granted < UNBOUNDED:  # an unbounded grant is not counted (as bounded_grants)
             totals.demand_granted += granted
-        since = self.starved_since  # as stalled(now), inlined: every served stream ends here
-        totals.stalled_demand += self.stalled_demand if since is None else self.stalled_demand + now - since
-        since = self.socket_since
-        totals.stalled_socket += self.stalled_socket if since is None else self.stalled_socket + now - since
+        demand, socket = self.stalled_demand, self.stalled_socket
+        starved, paused = self.starved_since, self.socket_since
+        if starved is not None or paused is not None:  # a stall under way ends now (as stalled())
+            clock = conn.clock
+            now = clock()
+            if starved is not None:
+                demand += now - starved
+            if paused is not None:
+                socket += now - paused
+        totals.stalled_demand += demand
+        totals.stalled_socket += socket
         if outcome == "completed":
             totals.completed += 1
         elif outcome == "cancelled":
             totals.cancelled += 1
         elif outcome == "error":
             totals.errors[stream_error_reason(reason)] += 1
-        if self.span is not None:
-            self.span.end(outcome, reason)
         if conn.log is not None:
             conn.log_stream(self, outcome)
 
@@ -289,6 +274,23 @@ class StreamObserver:
         }
 
 
+class _TracedStream(StreamObserver):
+    """A stream served while tracing (an OpenTelemetry SDK is installed): it has a span."""
+
+    __slots__ = ("span",)
+
+    span: SubscriptionSpan
+
+    def sent(self, count: int, nbytes: int) -> None:
+        self.span.element()
+        StreamObserver.sent(self, count, nbytes)
+
+    def ended(self, outcome: str, reason: str = "") -> None:
+        if self.conn.streams.get(self.sid) is self:
+            StreamObserver.ended(self, outcome, reason)
+            self.span.end(outcome, reason)
+
+
 class ConnectionObserver:
     """One connection's numbers and its open serving streams' observers."""
 
@@ -302,6 +304,7 @@ class ConnectionObserver:
         "goodbyes",
         "id",
         "log",
+        "names",
         "paused_since",
         "replayed_bytes",
         "resumptions",
@@ -317,6 +320,9 @@ class ConnectionObserver:
         """The connection's number on its server, from 1 in the order they opened (0 until then)."""
         self.clock = server.clock
         self.streams: dict[int, StreamObserver] = {}
+        self.names: dict[str, PatternTotals] = {}
+        """The totals of the pattern each name served on this connection matched (at most
+        :data:`_NAMES_REMEMBERED`): a name asked for again needs no pattern lookup."""
         self.client_spans: dict[int, SubscriptionSpan] = {}  # our subscriptions' spans, when tracing
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -396,14 +402,50 @@ class ConnectionObserver:
                 span.end(outcome, reason)
 
     def stream_opened(
-        self, pattern: str, name: str, sid: int, initial_demand: int, traceparent: str | None = None
+        self,
+        pattern: str | Callable[[str], str],
+        name: str,
+        sid: int,
+        initial_demand: int,
+        traceparent: str | None = None,
     ) -> StreamObserver:
-        """A subscribe is being served; ``traceparent``: its metadata's W3C trace context, if any."""
-        stream = StreamObserver(self, pattern, name, sid, initial_demand, traceparent)
-        self.streams[sid] = stream
+        """A subscribe to ``name`` is being served as the peer's ``sid``. ``pattern``: the
+        publisher pattern ``name`` matched, or the function that finds it (``Router.pattern``),
+        asked once per name on this connection since a peer asks for the same names again and
+        again; ``traceparent``: the subscribe metadata's W3C trace context, if any."""
+        if isinstance(pattern, str):
+            totals = self.server.pattern(pattern)
+        else:
+            known = self.names.get(name)
+            totals = known if known is not None else self._totals_of(name, pattern)
+        totals.subscriptions += 1
+        tracer = self.server.tracer
+        self.streams[sid] = stream = StreamObserver() if tracer is None else _TracedStream()
+        stream.conn = self
+        stream.name = name
+        stream.sid = sid
+        stream.totals = totals
+        stream.elements = stream.bytes = stream.inputs = 0
+        stream.granted = initial_demand
+        clock = self.clock
+        stream.opened_at = now = clock()
+        stream.stalled_demand = stream.stalled_socket = 0.0
+        stream.starved_since = None if initial_demand else now
+        stream.socket_since = now if self.paused_since is not None and initial_demand else None
+        if tracer is not None:
+            _trace(stream, tracer, traceparent)
         if self.log is not None:
             self.log("subscription opened", stream, name)
         return stream
+
+    def _totals_of(self, name: str, pattern_of: Callable[[str], str]) -> PatternTotals:
+        """The totals of the pattern ``name`` matches, remembered for this connection (a bounded
+        number of names: a peer asking for ever new ones makes it start over)."""
+        names = self.names
+        if len(names) >= _NAMES_REMEMBERED:
+            names.clear()
+        totals = names[name] = self.server.pattern(pattern_of(name))
+        return totals
 
     def refused(self, pattern: str, message: str) -> None:
         """A subscribe was answered with ``onError`` at once (unknown, unauthorized, ...)."""
@@ -455,6 +497,29 @@ class ConnectionObserver:
             self.log(f"subscription {outcome}", stream, "")
 
 
+_NAMES_REMEMBERED = 256
+"""Names whose pattern a connection remembers (:attr:`ConnectionObserver.names`)."""
+
+
+def _trace(stream: StreamObserver, tracer: Any, traceparent: str | None) -> None:
+    """Give a stream served while tracing its span (:mod:`rstreams.observe._trace`)."""
+    from rstreams.observe._trace import SubscriptionSpan
+
+    assert isinstance(stream, _TracedStream)
+    path = stream.name.partition("?")[0]  # no query: its values may be secrets
+    stream.span = SubscriptionSpan(
+        tracer,
+        f"rstreams serve {stream.pattern}",
+        server=True,
+        traceparent=traceparent,
+        attributes={
+            "rstreams.publisher": path,
+            "rstreams.pattern": stream.pattern,
+            "rstreams.subscriber": stream.sid,
+        },
+    )
+
+
 def _no_parts() -> tuple[int, int]:
     return 0, 0
 
@@ -486,7 +551,7 @@ class ServerMetrics:
     def pattern(self, pattern: str) -> PatternTotals:
         totals = self.patterns.get(pattern)
         if totals is None:
-            totals = self.patterns[pattern] = PatternTotals()
+            totals = self.patterns[pattern] = PatternTotals(pattern)
         return totals
 
     def connection(self) -> ConnectionObserver:
@@ -532,7 +597,6 @@ class ServerMetrics:
                 row["open"] += 1
                 row["elements"] += stream.elements
                 row["bytes"] += stream.bytes
-                row["requests"] += stream.requests
                 row["inputs"] += stream.inputs
                 row["granted"] += stream.bounded_grants()
                 row["demand"] = min(UNBOUNDED, row["demand"] + stream.outstanding)
@@ -551,7 +615,7 @@ class ServerMetrics:
                 "errors": dict(closed.errors),
                 "elements_sent": closed.elements + row["elements"],
                 "bytes_sent": closed.bytes + row["bytes"],
-                "requests": closed.requests + row["requests"],
+                "requests": closed.requests,  # counted at once, open streams' included
                 "demand_granted": closed.demand_granted + row["granted"],
                 "demand_outstanding": row["demand"],
                 "stalled_demand_seconds": closed.stalled_demand + row["stalled_demand"],
@@ -603,7 +667,6 @@ def _open_row() -> dict[str, Any]:
             "open",
             "elements",
             "bytes",
-            "requests",
             "inputs",
             "granted",
             "demand",
