@@ -673,7 +673,7 @@ class ServingTable:
         observer = self.outbox.observer
         if observer is not None:  # the pattern is looked up once per name (rstreams.observe)
             stream.obs = observer.stream_opened(
-                self._router.pattern if pattern is None else pattern,
+                self._router if pattern is None else pattern,
                 name,
                 sid,
                 initial_demand,

@@ -36,7 +36,7 @@ import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rstreams.observe._log import FrameLog
@@ -56,6 +56,15 @@ UNBOUNDED = 2**63 - 1
 """Demand that never runs out (rule 3.17): a stream granted it is never stalled on demand."""
 
 Clock = Callable[[], float]
+
+
+class Patterns(Protocol):
+    """What finds the publisher pattern a name matches (``rstreams.net``'s router)."""
+
+    def pattern(self, name: str) -> str:
+        """The offer's key ``name`` matches (``"(unknown)"`` when none does): a bounded label."""
+        ...
+
 
 # Goodbye and onError texts are free text; labels must not be. Each text is reduced to the
 # first entry whose prefix it starts with, else "other".
@@ -206,7 +215,8 @@ class StreamObserver:
         totals = self.totals
         totals.elements += self.elements
         totals.bytes += self.bytes
-        totals.inputs += self.inputs
+        if self.inputs:  # a channel's (the numbers that are mostly 0 are added when they are not)
+            totals.inputs += self.inputs
         granted = self.granted
         if granted < UNBOUNDED:  # an unbounded grant is not counted (as bounded_grants)
             totals.demand_granted += granted
@@ -219,8 +229,10 @@ class StreamObserver:
                 demand += now - starved
             if paused is not None:
                 socket += now - paused
-        totals.stalled_demand += demand
-        totals.stalled_socket += socket
+        if demand:
+            totals.stalled_demand += demand
+        if socket:
+            totals.stalled_socket += socket
         if outcome == "completed":
             totals.completed += 1
         elif outcome == "cancelled":
@@ -403,16 +415,16 @@ class ConnectionObserver:
 
     def stream_opened(
         self,
-        pattern: str | Callable[[str], str],
+        pattern: str | Patterns,
         name: str,
         sid: int,
         initial_demand: int,
         traceparent: str | None = None,
     ) -> StreamObserver:
         """A subscribe to ``name`` is being served as the peer's ``sid``. ``pattern``: the
-        publisher pattern ``name`` matched, or the function that finds it (``Router.pattern``),
-        asked once per name on this connection since a peer asks for the same names again and
-        again; ``traceparent``: the subscribe metadata's W3C trace context, if any."""
+        publisher pattern ``name`` matched, or what finds it (the serving side's router), asked
+        once per name on this connection since a peer asks for the same names again and again;
+        ``traceparent``: the subscribe metadata's W3C trace context, if any."""
         if isinstance(pattern, str):
             totals = self.server.pattern(pattern)
         else:
@@ -438,13 +450,13 @@ class ConnectionObserver:
             self.log("subscription opened", stream, name)
         return stream
 
-    def _totals_of(self, name: str, pattern_of: Callable[[str], str]) -> PatternTotals:
+    def _totals_of(self, name: str, patterns: Patterns) -> PatternTotals:
         """The totals of the pattern ``name`` matches, remembered for this connection (a bounded
         number of names: a peer asking for ever new ones makes it start over)."""
         names = self.names
         if len(names) >= _NAMES_REMEMBERED:
             names.clear()
-        totals = names[name] = self.server.pattern(pattern_of(name))
+        totals = names[name] = self.server.pattern(patterns.pattern(name))
         return totals
 
     def refused(self, pattern: str, message: str) -> None:
