@@ -359,9 +359,9 @@ class _Wire:
         parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
         feed = peer.core.receive_data
 
-        def recording(data: Any) -> None:
+        def recording(data: Any, limit: int = 0) -> int:
             self.frames += parser.feed(bytes(data))
-            feed(data)
+            return feed(data)
 
         peer.core.receive_data = recording  # type: ignore[method-assign]
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
+
 import pytest
 
 from rstreams.wire import (
@@ -188,7 +191,7 @@ def test_every_type_byte_has_a_decoder() -> None:
     assert {code for code in range(256) if code not in unknown | extension} == {t.value for t in FrameType}
 
 
-def _elements(frames: list[object]) -> list[tuple[int, bytes]]:
+def _elements(frames: Sequence[object]) -> list[tuple[int, bytes]]:
     """(subscriber, element) of every onNext in ``frames``, batches flattened."""
     out: list[tuple[int, bytes]] = []
     for frame in frames:
@@ -224,3 +227,54 @@ def test_large_element_with_a_non_minimal_length_is_a_framing_error() -> None:
     p = FrameParser(max_element_size=1 << 22, max_string_length=1000, max_extensions=8, batch_on_next=True)
     assert p.feed(data) == []
     assert isinstance(p.error, FrameError) and "non-minimal" in str(p.error)
+
+
+def _feed_limited(p: FrameParser, data: bytes, read: int, limit: int) -> list[object]:
+    """Reads of ``read`` bytes, each fed in parts of about ``limit`` bytes, as the pump does."""
+    frames: list[object] = []
+    for i in range(0, len(data), read):
+        chunk = memoryview(data)[i : i + read]
+        while chunk:
+            frames += p.feed(chunk, limit)
+            assert p.taken > 0 or p.error is not None
+            chunk = chunk[p.taken :]
+    return frames
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_limit_takes_whole_frames_and_large_elements_whole(batch: bool) -> None:
+    """feed(data, limit): about ``limit`` bytes of small frames, a first frame longer than the
+    limit whole, large elements whole whatever the limit; the rest is left to feed again."""
+    small = [(1, bytes([i]) * 10) for i in range(100)]
+    data = b"".join(wire(OnNext(subscriber=sid, element=element)) for sid, element in small)
+    p = FrameParser(max_element_size=1 << 20, max_string_length=1000, max_extensions=8, batch_on_next=batch)
+    frames = p.feed(data, 100)
+    assert p.taken == 8 * 13  # whole 13-byte frames: seven, and the one that runs past the limit
+    assert _elements(frames) == small[:8]
+    long = wire(OnNext(subscriber=2, element=b"L" * 5000))
+    p = FrameParser(max_element_size=1 << 20, max_string_length=1000, max_extensions=8, batch_on_next=batch)
+    assert _elements(p.feed(long + data, 100)) == [(2, b"L" * 5000)] and p.taken == len(long)
+    large = b"".join(wire(OnNext(subscriber=3, element=bytes([i]) * 20_000)) for i in range(3))
+    p = FrameParser(max_element_size=1 << 20, max_string_length=1000, max_extensions=8, batch_on_next=batch)
+    got = _elements(p.feed(large + data, 100))  # the large ones, then about the limit's worth
+    assert len(got) == 3 + 8 and got[3:] == small[:8] and p.taken == len(large) + 8 * 13
+
+
+def test_limited_feeding_parses_like_unlimited() -> None:
+    """However the input is read and limited, the same frames come out, in order."""
+    rng = random.Random(13)
+    sent = []
+    for _ in range(300):
+        size = rng.choice([0, 1, 8, 100, 200, 5000, 17_000, 70_000])
+        sent.append((rng.choice([1, 2, 300]), bytes([rng.randrange(256)]) * size))
+    data = b"".join(wire(OnNext(subscriber=sid, element=element)) for sid, element in sent)
+    data += wire(Request(subscriber=5, demand=3)) + wire(OnComplete(subscriber=1))
+    for read, limit in [(1 << 20, 64), (4096, 4096), (1000, 64), (70_001, 300), (7, 5)]:
+        for batch in (False, True):
+            p = FrameParser(
+                max_element_size=1 << 20, max_string_length=1000, max_extensions=8, batch_on_next=batch
+            )
+            frames = _feed_limited(p, data, read, limit)
+            assert p.error is None
+            assert _elements(frames[:-2]) == sent
+            assert frames[-2:] == [Request(subscriber=5, demand=3), OnComplete(subscriber=1)]

@@ -277,15 +277,17 @@ class Pump:
         start, part = 0, first
         try:
             while True:
-                events = self._part(data[start : start + part])
-                start += part
+                # A part: whole messages in about ``part`` bytes (large elements whole, so that
+                # none is cut in two and copied twice).
+                events, taken = self._part(data[start:], part)
+                start += taken
                 if start >= size or outbox.ended is not None:
                     start = size  # all read, or a goodbye in this part (the linger discards the rest)
                     break
                 if events >= _FEW or outbox.core.has_data_to_send:
                     break  # small messages, or ones the core answers itself: a part per turn
-                # Large elements: feed more at once (fewer partial frames to join); all the rest
-                # when this part did not even complete a frame (it was inside one element).
+                # Few messages: feed more at once; all the rest when this part did not even
+                # complete a message (the core holds the start of a long one).
                 part = size if not events else part * 4
         finally:
             self._answer()
@@ -329,22 +331,23 @@ class Pump:
                 self._held_eof = False
                 self.eof_received()
 
-    def _part(self, data: memoryview) -> int:
-        """Feed one part of the input to the core and route its events; returns how many."""
+    def _part(self, data: memoryview, limit: int) -> tuple[int, int]:
+        """Feed about ``limit`` bytes of ``data`` to the core (whole messages) and route their
+        events; returns how many events, and how many bytes the core took."""
         outbox = self.outbox
         core = outbox.core
         outbox.wrote_through = False
+        taken = core.receive_data(data, limit)
         observer = outbox.observer
         if observer is not None:
-            observer.read(data)
-        core.receive_data(data)
+            observer.read(data[:taken])  # what the core took: the rest comes in a later part
         events = core.events_received()
         outbox.reading = True
         try:
             self._dispatch(events)
         finally:
             outbox.reading = False
-        return len(events)
+        return len(events), taken
 
     def _answer(self) -> None:
         """Write what the read caused now, in one write, rather than on the next loop turn: a

@@ -137,6 +137,7 @@ class FrameParser:
         "_probe",
         "element_sizes",
         "error",
+        "taken",
     )
 
     def __init__(
@@ -161,6 +162,8 @@ class FrameParser:
         """Our subscriber id -> fixed element size, for subscriptions with ``element_size != 0``."""
         self.error: RemoteProtocolError | None = None
         """The first malformed-input error; once set, :meth:`feed` returns nothing more."""
+        self.taken = 0
+        """Bytes of its input the last :meth:`feed` took (less than all only with a ``limit``)."""
 
     @property
     def buffered(self) -> int:
@@ -169,12 +172,19 @@ class FrameParser:
             return sum(map(len, self._pieces)) + 1  # + 1: the header, roughly
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame | OnNextBatch]:
-        """Parse ``data`` (after any buffered remainder); return the complete frames in it."""
+    def feed(self, data: bytes | bytearray | memoryview, limit: int = 0) -> list[Frame | OnNextBatch]:
+        """Parse ``data`` (after any buffered remainder); return the complete frames in it.
+
+        ``limit``: take only about that many bytes of small frames (whole frames: at least
+        one), and leave the rest of ``data`` to be fed again; large onNext frames are taken
+        whole whatever the limit (their cost is a copy, not per-frame work). :attr:`taken`
+        says how many bytes of ``data`` were taken (all of them without a limit).
+        """
+        total = self.taken = len(data)
         if self.error is not None:
             return []
         frames: list[Frame | OnNextBatch] = []
-        large = len(data) >= _PENDING_MIN  # worth looking for large onNext frames first
+        large = total >= _PENDING_MIN  # worth looking for large onNext frames first
         if self._pieces is not None:  # the rest of a large onNext payload
             missing = self._missing
             if len(data) < missing:
@@ -196,6 +206,15 @@ class FrameParser:
                 data = data[pos:]
                 if not data:
                     return frames
+        if limit and len(data) > limit:
+            if not self._buf:
+                pos = self._parse_part(data, limit, frames)
+                if pos:
+                    self.taken = total - len(data) + pos
+                    return frames
+            else:  # the rest of a buffered frame first: only ``limit`` more bytes join it
+                self.taken = total - len(data) + limit
+                data = data[:limit]
         if self._buf:
             self._buf += data
             if len(self._buf) < self._need:
@@ -209,6 +228,21 @@ class FrameParser:
         if pos < len(chunk) and not failed and not self._start_pending(chunk, pos):
             self._buf = bytearray(chunk[pos:]) if pos else bytearray(chunk)
         return frames
+
+    def _parse_part(
+        self, data: bytes | bytearray | memoryview, limit: int, frames: list[Frame | OnNextBatch]
+    ) -> int:
+        """The whole frames in the first ``limit`` bytes of ``data`` and the one that runs past
+        them (so at least one frame, however long); returns where they end, nothing buffered.
+        0: the first frame does not end in ``data`` (the caller parses it all, buffering that
+        frame's start)."""
+        n = len(data)
+        end = limit
+        pos = self._parse(bytes(data[:end]), frames)
+        while self.error is None and pos < end and pos + self._need <= n:
+            end = pos + self._need  # the frame at ``pos`` ends there (or its header is longer)
+            pos += self._parse(bytes(data[pos:end]), frames)
+        return pos if self.error is None else n
 
     def _large_frames(self, data: bytes | bytearray | memoryview, frames: list[Frame | OnNextBatch]) -> int:
         """Take the large onNext frames at the start of ``data``; return the bytes consumed.

@@ -305,18 +305,23 @@ class Connection:
         return {sid: st.state for sid, st in table.items()}
 
     # -- input -------------------------------------------------------------------------------
-    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+    def receive_data(self, data: bytes | bytearray | memoryview, limit: int = 0) -> int:
         """Feed bytes read from the transport; then call :meth:`data_to_send` and :meth:`events_received`.
+
+        ``limit`` bounds the work: only about that many bytes of small messages are taken
+        (whole messages, at least one; large elements whole, whatever the limit); the rest
+        of ``data`` is the caller's to feed later. Returns how many bytes were taken (all of
+        them without a limit).
 
         Raises:
             ConnectionBrokenError: the connection is already closed.
         """
         if self._state is _CLOSED:
             raise self._broken()
-        if self._receive_frames(self._parser.feed(data)):
-            return
-        if self._parser.error is not None:
-            self._fail(self._parser.error)
+        parser = self._parser
+        if not self._receive_frames(parser.feed(data, limit)) and parser.error is not None:
+            self._fail(parser.error)
+        return parser.taken
 
     def _receive_frames(self, frames: list[Frame | OnNextBatch]) -> bool:
         """Handle parsed frames in order; ``True`` once the connection is closed."""
