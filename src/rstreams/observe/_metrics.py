@@ -113,7 +113,10 @@ class PatternTotals:
     """The numbers of every stream served under one publisher pattern, ended or open."""
 
     pattern: str = ""
-    subscriptions: int = 0
+    others: int = 0
+    """Subscribes that did not end completed or cancelled: refused, failed, or cut off by their
+    connection's end (the subscriptions counted are these, the completed, the cancelled and the
+    open ones: a stream that completes counts once, when it does)."""
     completed: int = 0
     cancelled: int = 0
     elements: int = 0
@@ -237,8 +240,10 @@ class StreamObserver:
             totals.completed += 1
         elif outcome == "cancelled":
             totals.cancelled += 1
-        elif outcome == "error":
-            totals.errors[stream_error_reason(reason)] += 1
+        else:
+            totals.others += 1
+            if outcome == "error":
+                totals.errors[stream_error_reason(reason)] += 1
         if conn.log is not None:
             conn.log_stream(self, outcome)
 
@@ -430,7 +435,6 @@ class ConnectionObserver:
         else:
             known = self.names.get(name)
             totals = known if known is not None else self._totals_of(name, pattern)
-        totals.subscriptions += 1
         tracer = self.server.tracer
         self.streams[sid] = stream = StreamObserver() if tracer is None else _TracedStream()
         stream.conn = self
@@ -462,7 +466,7 @@ class ConnectionObserver:
     def refused(self, pattern: str, message: str) -> None:
         """A subscribe was answered with ``onError`` at once (unknown, unauthorized, ...)."""
         totals = self.server.pattern(pattern)
-        totals.subscriptions += 1
+        totals.others += 1
         totals.errors[stream_error_reason(message)] += 1
         if self.log is not None:
             self.log("subscription refused", None, message)
@@ -621,7 +625,7 @@ class ServerMetrics:
             row = open_patterns.get(pattern, _open_row())
             publishers[pattern] = {
                 "subscriptions_open": row["open"],
-                "subscriptions_total": closed.subscriptions,
+                "subscriptions_total": closed.others + closed.completed + closed.cancelled + row["open"],
                 "completed": closed.completed,
                 "cancelled": closed.cancelled,
                 "errors": dict(closed.errors),
