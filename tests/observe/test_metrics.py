@@ -99,6 +99,34 @@ async def test_errors_refusals_and_cancels_by_reason() -> None:
         assert publishers["numbers/{n}"]["subscriptions_total"] == 2
 
 
+async def test_names_asked_again_count_under_their_pattern_and_a_closed_connection_ends_its_streams() -> None:
+    """A connection looks a name's pattern up once: the labels stay right when names come
+    again; a stream cut off by its connection's end still counts as a subscription."""
+    opened = Opened(lambda params: rstreams.interval(3600.0).map(lambda i: b"tick"))  # silent for an hour
+    offer = {"numbers/{n}": numbers, "n": rstreams.just(b"x"), "quiet": opened}
+    async with await serve("tcp://127.0.0.1:0", offer, metrics=True) as server:
+        async with await connect(server.url) as conn:
+            for name in ("numbers/2", "n", "numbers/2", "numbers/3", "n?x=1", "n"):
+                if name.startswith("numbers/"):
+                    waiter = Waiter(initial=100)
+                    conn.publisher(name).subscribe(waiter)
+                    await waiter.wait(done=True)
+                else:
+                    assert await conn.request(name) == b"x"
+            conn.publisher("quiet").subscribe(Waiter(initial=1))
+            await opened.wait(1)
+            assert server.metrics()["publishers"]["quiet"]["subscriptions_open"] == 1
+            [served] = server.connections
+        await served.wait_closed()
+        publishers = server.metrics()["publishers"]
+    numbered = publishers["numbers/{n}"]
+    assert (numbered["subscriptions_total"], numbered["completed"], numbered["elements_sent"]) == (3, 3, 7)
+    assert (publishers["n"]["subscriptions_total"], publishers["n"]["completed"]) == (3, 3)
+    quiet = publishers["quiet"]
+    assert (quiet["subscriptions_total"], quiet["subscriptions_open"], quiet["completed"]) == (1, 0, 0)
+    assert (quiet["cancelled"], quiet["errors"]) == (0, {})  # ended by the connection's end
+
+
 async def test_connections_and_goodbyes() -> None:
     async with await serve("tcp://127.0.0.1:0", {"n": rstreams.just(b"x")}, metrics=True) as server:
         for _ in range(3):
