@@ -272,7 +272,11 @@ class Pump:
                 finally:
                     outbox.reading = False
             finally:  # what the read caused is flushed now: nothing else schedules it (mark_dirty)
-                self._answer()
+                try:  # _answer, inlined
+                    if outbox.flush_scheduled or core.has_data_to_send:
+                        outbox.flush_now()
+                finally:
+                    outbox.in_read = False
             return False
         start, part = 0, first
         try:

@@ -223,7 +223,8 @@ class FrameParser:
         else:
             chunk = data if type(data) is bytes else bytes(data)
         pos = self._parse(chunk, frames)
-        self._buf = bytearray()
+        if self._buf:  # parsed (as a copy, chunk): start a new one
+            self._buf = bytearray()
         failed = self.error is not None  # _parse may have set it
         if pos < len(chunk) and not failed and not self._start_pending(chunk, pos):
             self._buf = bytearray(chunk[pos:]) if pos else bytearray(chunk)
