@@ -29,6 +29,7 @@ EXPECTED = {
     "RemoteInvalidDemandError",
     "LimitExceededError",
     "LocalProtocolError",
+    "Metadata",
     "OnComplete",
     "OnError",
     "OnNext",

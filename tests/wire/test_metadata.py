@@ -1,5 +1,6 @@
 """Extension metadata in the core (PROTOCOL.md §18): subscribeMetadata written adjacent to its
-subscribe, read back as a Qualifier, checked and bounded, and absent when not negotiated."""
+subscribe, read back as a Metadata event right before it, checked and bounded, and absent when
+not negotiated."""
 
 from __future__ import annotations
 
@@ -13,15 +14,16 @@ from rstreams.wire import (
     ConnectionConfig,
     ExtensionMessage,
     LimitExceededError,
+    Metadata,
     OnError,
-    Qualifier,
     Side,
     Subscribe,
     encode,
 )
 from rstreams.wire import Connection as Core
 from rstreams.wire._errors import ExtensionError
-from rstreams.wire._metadata import KNOWN_KEYS, decode_metadata, encode_entries, encode_metadata
+from rstreams.wire._metadata import KNOWN_KEYS, _decode, decode_metadata, encode_entries, encode_metadata
+from rstreams.wire.connection import REMEMBERED_METADATA
 from rstreams.wire.extensions import METADATA, SUBSCRIBE_METADATA
 from testkit.wire import ConnectionPair, parser
 
@@ -42,7 +44,7 @@ def _md(sid: int, entries: dict[str, bytes]) -> bytes:
     return encode(ExtensionMessage(type=SUBSCRIBE_METADATA, payload=encode_metadata(sid, entries)))
 
 
-def test_metadata_goes_right_before_its_subscribe_and_comes_back_as_a_qualifier() -> None:
+def test_metadata_goes_right_before_its_subscribe_and_comes_back_as_an_event_before_it() -> None:
     pair = ConnectionPair(ON, ON)
     pair.client.send_subscribe("news", 1, 1, encode_entries({"traceparent": TRACE, "x": b""}))
     data = b"".join(pair.client.data_to_send())
@@ -52,10 +54,11 @@ def test_metadata_goes_right_before_its_subscribe_and_comes_back_as_a_qualifier(
     pair.server.receive_data(data)
     events = pair.server.events_received()
     assert events == [
-        Qualifier(type=SUBSCRIBE_METADATA, subscriber=1, value={"traceparent": TRACE, "x": b""}),
+        Metadata({"traceparent": TRACE, "x": b""}),
         Subscribe(publisher="news", subscriber=1, initial_demand=1),
     ]
-    assert list(events[0].value) == ["traceparent", "x"]  # type: ignore[union-attr,arg-type]  # as sent
+    assert type(events[0]) is Metadata and list(events[0]) == ["traceparent", "x"]  # as sent
+    assert events[0].traceparent == TRACE.decode()
 
 
 _KEYS = st.text("abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=1, max_size=64)
@@ -73,8 +76,9 @@ def test_entries_round_trip_through_the_core_across_the_one_byte_varint_boundari
     assert data == _md(sid, entries) + encode(Subscribe(publisher="news", subscriber=sid, initial_demand=1))
     assert decode_metadata(encode_metadata(sid, entries), max_bytes=1 << 20, max_entries=64) == (sid, entries)
     pair.server.receive_data(data)
-    qualifier = Qualifier(type=SUBSCRIBE_METADATA, subscriber=sid, value=entries)
-    assert pair.server.events_received()[0] == qualifier
+    events = pair.server.events_received()
+    assert type(events[0]) is Metadata and dict(events[0]) == entries and list(events[0]) == list(entries)
+    assert events[1] == Subscribe(publisher="news", subscriber=sid, initial_demand=1)
 
 
 @pytest.mark.parametrize("sid", [0, 127, 128, 16_383, 16_384])
@@ -169,3 +173,89 @@ def test_keys_past_the_remembered_ones_are_still_checked_both_ways() -> None:
     bad = encode_metadata(1, {"k0": b""}).replace(b"k0", b"K0")
     with pytest.raises(ExtensionError, match=r"malformed subscribeMetadata payload \(a metadata key is"):
         decode_metadata(bad, max_bytes=1 << 20, max_entries=8)
+
+
+_PAYLOADS = st.one_of(
+    st.binary(max_size=40),
+    st.builds(  # well-formed, then maybe cut, grown or with one byte changed: near the valid ones
+        lambda sid, entries, cut, extra, flip: _mangled(encode_metadata(sid, entries), cut, extra, flip),
+        st.integers(0, 300),
+        st.dictionaries(
+            st.sampled_from(["traceparent", "x", "k0", "x-pad"]), st.binary(max_size=140), max_size=3
+        ),
+        st.integers(0, 3),
+        st.binary(max_size=2),
+        st.none() | st.tuples(st.integers(0, 400), st.integers(0, 255)),
+    ),
+)
+
+
+def _mangled(payload: bytes, cut: int, extra: bytes, flip: tuple[int, int] | None) -> bytes:
+    data = bytearray(payload[: len(payload) - cut] + extra)
+    if flip is not None and data:
+        data[flip[0] % len(data)] = flip[1]
+    return bytes(data)
+
+
+def _outcome(decode: object, payload: bytes) -> object:
+    try:
+        return decode(payload, 200, 2)  # type: ignore[operator]
+    except (ExtensionError, LimitExceededError) as error:
+        return type(error), str(error)
+
+
+@given(payload=_PAYLOADS)
+def test_the_quick_pass_decodes_exactly_as_the_careful_decoder(payload: bytes) -> None:
+    """decode_metadata's quick pass gives what the careful decoder gives, errors included."""
+    decode_metadata(encode_metadata(1, {"traceparent": b"", "x": b"", "k0": b"", "x-pad": b""}), 200, 4)
+    assert _outcome(decode_metadata, payload) == _outcome(_decode, payload)
+
+
+def test_the_same_payload_again_is_the_same_metadata_even_for_another_id() -> None:
+    conn = _server()
+    entries = {"traceparent": TRACE, "x-tenant": b"acme"}
+    seen = []
+    for sid in (1, 2, 1):
+        conn.receive_data(_md(sid, entries) + encode(Subscribe(publisher="p", subscriber=sid)))
+        events = conn.events_received()
+        assert events[0] == entries and events[1] == Subscribe(publisher="p", subscriber=sid)
+        seen.append(events[0])
+        conn.send_on_complete(sid)
+    assert seen[0] is seen[1] is seen[2]  # decoded once: read-only, so shared
+    conn.receive_data(_md(3, {"x-tenant": b"other"}) + encode(Subscribe(publisher="p", subscriber=3)))
+    assert conn.events_received()[0] == {"x-tenant": b"other"}
+
+
+def test_a_remembered_payload_still_needs_its_subscribe_next_and_only_one() -> None:
+    """The remembered decoding skips no check: the id must match, and two in a row fail."""
+    for data, words in (
+        (_md(1, {"x": b"1"}) + _md(1, {"x": b"1"}), "two 0x94"),
+        (_md(2, {"x": b"1"}) + encode(Subscribe(publisher="p", subscriber=1)), "subscriber 2"),
+    ):
+        conn = _server()
+        conn.receive_data(_md(5, {"x": b"1"}) + encode(Subscribe(publisher="p", subscriber=5)))  # remembered
+        conn.receive_data(data)
+        closed = conn.events_received()[-1]
+        assert isinstance(closed, ConnectionClosed) and words in closed.reason and "§18.1" in closed.reason
+
+
+@pytest.mark.parametrize(
+    ("sid", "size", "remembered"),
+    [
+        (127, 1, True),
+        (128, 1, False),
+        (1, REMEMBERED_METADATA - 6, True),
+        (1, REMEMBERED_METADATA - 5, False),
+    ],
+)
+def test_only_short_payloads_with_a_one_byte_id_are_remembered(sid: int, size: int, remembered: bool) -> None:
+    conn = _server()
+    entries = {"x": b"v" * size}  # payload: id, count, 1, "x", a two-byte length, the value
+    seen = []
+    for _ in range(2):
+        conn.receive_data(_md(sid, entries) + encode(Subscribe(publisher="p", subscriber=sid)))
+        events = conn.events_received()
+        assert events[0] == entries and events[1] == Subscribe(publisher="p", subscriber=sid)
+        seen.append(events[0])
+        conn.send_on_complete(sid)
+    assert (seen[0] is seen[1]) is remembered

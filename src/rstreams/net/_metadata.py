@@ -10,49 +10,11 @@ the Publisher's ``subscribe`` run for that subscribe, and on the serving stream 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
-from rstreams.wire._metadata import encode_entries
+from rstreams.wire._metadata import EMPTY, Metadata, encode_entries
 
 __all__ = ["CURRENT", "EMPTY", "Metadata", "entries", "subscribe_metadata"]
-
-
-class Metadata(Mapping[str, bytes]):
-    """Received metadata: a read-only mapping of key -> value bytes, in the order sent.
-
-    ``text(key)`` gives a value decoded as UTF-8; :attr:`traceparent` the W3C Trace Context
-    header, the entry this extension is mostly for.
-    """
-
-    __slots__ = ("_entries",)
-
-    def __init__(self, entries: Mapping[str, bytes] | None = None) -> None:
-        self._entries: dict[str, bytes] = dict(entries or {})
-
-    def __getitem__(self, key: str) -> bytes:
-        return self._entries[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __repr__(self) -> str:
-        return f"Metadata({self._entries!r})"
-
-    def text(self, key: str, default: str | None = None) -> str | None:
-        """The value of ``key`` as text (UTF-8, undecodable bytes replaced), or ``default``."""
-        value = self._entries.get(key)
-        return default if value is None else value.decode("utf-8", "replace")
-
-    @property
-    def traceparent(self) -> str | None:
-        """The ``traceparent`` entry (W3C Trace Context), or ``None``."""
-        return self.text("traceparent")
-
-
-EMPTY = Metadata()
 
 CURRENT: contextvars.ContextVar[Metadata] = contextvars.ContextVar(
     "rstreams_subscribe_metadata", default=EMPTY
@@ -71,13 +33,35 @@ def subscribe_metadata() -> Metadata:
     return CURRENT.get()
 
 
+ENCODED_KEPT = 64
+"""Most metadata mappings remembered with their encoding (:func:`entries`). A subscriber that
+sends the same entries again (``conn.request(name, metadata=headers)`` in a loop, or a new dict
+with the same items) finds them encoded; one that sends new entries each time (a new
+``traceparent`` per request) fills it and then simply encodes each time."""
+_encoded: dict[tuple[tuple[str, str | bytes], ...], bytes] = {}
+
+
 def entries(metadata: Mapping[str, str | bytes]) -> bytes:
     """``metadata`` checked and encoded (count and entries, §18.1); ``str`` values as UTF-8.
+
+    The same items in the same order always encode to the same bytes, so a ``dict`` whose
+    items were encoded before is one lookup (:data:`ENCODED_KEPT`).
 
     Raises:
         TypeError, ValueError: a key that is not 1..64 of a-z 0-9 ``-_.``, or a value that is
             neither ``str`` nor ``bytes``.
     """
-    if type(metadata) is not dict and not isinstance(metadata, Mapping):
+    if type(metadata) is dict:
+        items = tuple(metadata.items())
+        try:
+            encoded = _encoded.get(items)
+        except TypeError:  # an unhashable value (a bytearray): not remembered
+            return encode_entries(metadata)
+        if encoded is None:
+            encoded = encode_entries(metadata)  # checks every key and value as it encodes
+            if len(_encoded) < ENCODED_KEPT:
+                _encoded[items] = encoded
+        return encoded
+    if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata is a mapping of str keys to str or bytes values, got {metadata!r}")
     return encode_entries(metadata)  # checks every key and value as it encodes

@@ -79,7 +79,6 @@ from rstreams.wire.extensions import (
     KEEPALIVE,
     MESSAGES,
     METADATA,
-    SUBSCRIBE_METADATA,
 )
 
 if TYPE_CHECKING:
@@ -199,6 +198,7 @@ class Pump:
             ConnectionClosed: self._conversation_over,
             ExtensionReceived: self._extension,
             Qualifier: self._qualifier,
+            Metadata: self._metadata_received,
             ClientHello: self._hello,
             ServerHello: self._hello,
             OnSubscribe: _ignore,
@@ -534,12 +534,14 @@ class Pump:
         """What an extension message says about the signal routed next (PROTOCOL.md §17, §19)."""
         if event.type == CONTENT_TYPE:
             self.subscriptions.content_type(event.subscriber, event.value)  # type: ignore[arg-type]
-        elif event.type == SUBSCRIBE_METADATA:
-            self._metadata = Metadata(event.value)  # type: ignore[arg-type]  # for the subscribe routed next
         elif event.type == CHANNEL:  # the subscribe routed next opens a channel (§21.3)
             self.serving.channel_marks.add(event.subscriber)
         else:
             self.subscriptions.qualified[event.type] = event.value
+
+    def _metadata_received(self, event: Metadata) -> None:
+        """A subscribeMetadata's entries (§18): for the subscribe routed next, which they qualify."""
+        self._metadata = event
 
     def _extension(self, event: ExtensionReceived) -> None:
         handler = self.extension_handlers.get(event.type)

@@ -28,6 +28,7 @@ from rstreams.wire._errors import LimitExceededError as LimitExceededError
 from rstreams.wire._errors import RemoteInvalidDemandError as RemoteInvalidDemandError
 from rstreams.wire._errors import StreamStateError as StreamStateError
 from rstreams.wire._errors import UnsupportedVersionError as UnsupportedVersionError
+from rstreams.wire._metadata import Metadata as Metadata
 from rstreams.wire._parser import FrameParser as FrameParser
 from rstreams.wire._state import ConnectionState as ConnectionState
 from rstreams.wire._state import StreamState as StreamState
@@ -83,6 +84,7 @@ __all__ = [
     "HandshakeError",
     "LimitExceededError",
     "LocalProtocolError",
+    "Metadata",
     "OnComplete",
     "OnError",
     "OnNext",

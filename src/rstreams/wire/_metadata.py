@@ -13,14 +13,16 @@ The receiver bounds a message by its size and its number of entries (``max_metad
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from rstreams.errors import RemoteProtocolError
 from rstreams.wire._errors import ExtensionError, LimitExceededError
 from rstreams.wire._varint import Incomplete, decode_varint, encode_varint
 
 __all__ = [
+    "EMPTY",
     "MAX_KEY_LENGTH",
+    "Metadata",
     "check_key",
     "decode_metadata",
     "encode_entries",
@@ -35,6 +37,46 @@ subscribe): a known key is one dict lookup instead of a check and a conversion. 
 peer sending new keys only stops more from being remembered."""
 _encoded_keys: dict[str, bytes] = {}
 _decoded_keys: dict[bytes, str] = {}
+
+
+class Metadata(Mapping[str, bytes]):
+    """Received metadata: a read-only mapping of key -> value bytes, in the order sent.
+
+    ``text(key)`` gives a value decoded as UTF-8; :attr:`traceparent` the W3C Trace Context
+    header, the entry this extension is mostly for. The core emits one as the event right
+    before the :class:`~rstreams.wire.Subscribe` it qualifies (§18.1).
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Mapping[str, bytes] | None = None) -> None:
+        self._entries: dict[str, bytes] = dict(entries or {})
+
+    def __getitem__(self, key: str) -> bytes:
+        return self._entries[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Metadata({self._entries!r})"
+
+    def text(self, key: str, default: str | None = None) -> str | None:
+        """The value of ``key`` as text (UTF-8, undecodable bytes replaced), or ``default``."""
+        value = self._entries.get(key)
+        return default if value is None else value.decode("utf-8", "replace")
+
+    @property
+    def traceparent(self) -> str | None:
+        """The ``traceparent`` entry (W3C Trace Context), or ``None``."""
+        return self.text("traceparent")
+
+
+EMPTY = Metadata()
+"""No metadata: what a subscribe without any sees."""
 
 
 def check_key(key: object) -> str | None:
@@ -109,9 +151,42 @@ def _malformed(what: str) -> ExtensionError:
     return ExtensionError(f"malformed subscribeMetadata payload ({what})", section="18.1")
 
 
-def decode_metadata(data: bytes, *, max_bytes: int, max_entries: int) -> tuple[int, dict[str, bytes]]:
+def decode_metadata(data: bytes, max_bytes: int, max_entries: int) -> tuple[int, dict[str, bytes]]:
     """``(subscriber, entries)``, in the order sent; :class:`ExtensionError` (§18.1) if malformed,
-    :class:`LimitExceededError` (§11) if above ``max_bytes`` or ``max_entries``."""
+    :class:`LimitExceededError` (§11) if above ``max_bytes`` or ``max_entries``.
+
+    The common payload is read in one quick pass: a one-byte id and count, keys already seen
+    (remembered as checked, :data:`KNOWN_KEYS`), values below 128 bytes. Anything else (a new
+    key, a longer varint, a payload that is wrong in any way) is read again by the careful
+    decoder, which says exactly what is wrong.
+    """
+    end = len(data)
+    count = data[1] if end >= 2 else 0x80
+    if count >= 0x80 or end > max_bytes or data[0] >= 0x80 or count > max_entries:
+        return _decode(data, max_bytes, max_entries)
+    known = _decoded_keys
+    entries: dict[str, bytes] = {}
+    pos = 2
+    try:
+        while pos < end:
+            stop = pos + 1 + data[pos]  # a key length above 0x7f is no key: it is not known
+            key = known.get(data[pos + 1 : stop])
+            if key is None or key in entries:
+                return _decode(data, max_bytes, max_entries)
+            length = data[stop]  # past the end: IndexError (the key ran past the payload)
+            if length >= 0x80:  # a value of 128 bytes or more: a longer varint
+                return _decode(data, max_bytes, max_entries)
+            pos = stop + 1 + length
+            entries[key] = data[stop + 1 : pos]
+    except IndexError:
+        return _decode(data, max_bytes, max_entries)
+    if pos != end or len(entries) != count:  # a value ran past the payload, or not `count` entries
+        return _decode(data, max_bytes, max_entries)
+    return data[0], entries
+
+
+def _decode(data: bytes, max_bytes: int, max_entries: int) -> tuple[int, dict[str, bytes]]:
+    """:func:`decode_metadata` for any payload, checking each rule as it reads."""
     if len(data) > max_bytes:
         raise LimitExceededError(
             f"subscribeMetadata of {len(data)} bytes exceeds max_metadata_bytes={max_bytes}",

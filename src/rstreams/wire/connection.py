@@ -31,7 +31,6 @@ Once closed, ``receive_data`` and ``send`` raise :class:`ConnectionBrokenError`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from enum import Enum
 from typing import Any
@@ -57,7 +56,7 @@ from rstreams.wire._errors import (
     StreamStateError,
     UnsupportedVersionError,
 )
-from rstreams.wire._metadata import decode_metadata
+from rstreams.wire._metadata import EMPTY, Metadata, decode_metadata
 from rstreams.wire._output import LARGE, Output
 from rstreams.wire._parser import FrameParser
 from rstreams.wire._state import (
@@ -151,15 +150,25 @@ def _channel_mark(payload: bytes) -> tuple[int, object]:
 
 _QUALIFIERS: dict[int, tuple[type[Frame], str]] = {
     CONTENT_TYPE: (OnSubscribe, "17.1"),
-    SUBSCRIBE_METADATA: (Subscribe, "18.1"),
     CHANNEL: (Subscribe, "21.3"),
     ERROR_CODE: (OnError, "19.1"),
     GOODBYE_CODE: (Goodbye, "19.1"),
 }
 """Extension messages that qualify the core message sent right after them: type -> (the
-qualified message's class, the section whose rules they follow); §17.1, §18.1, §19.1, §21.3
+qualified message's class, the section whose rules they follow); §17.1, §19.1, §21.3
 (a channel mark is taken by the next subscribe whether it is accepted or refused). Their
-payload decoders (-> subscriber id, value) are each connection's ``_decoders``."""
+payload decoders (-> subscriber id, value) are each connection's ``_decoders``. The one
+qualifier most subscribes carry, subscribeMetadata (§18.1), has a path of its own: the
+connection holds it in ``_held_metadata`` and emits it as a :class:`Metadata` event."""
+
+REMEMBERED_METADATA = 512
+"""A subscribeMetadata payload up to this size is remembered, decoded, until the next one: a
+subscriber that sends the same entries with every subscribe (its headers, a token, the trace
+of a batch of requests) is decoded once. The decoding is a function of the bytes and of this
+connection's limits alone, and the :class:`Metadata` is read-only, so it is shared."""
+
+_new_metadata = Metadata.__new__
+_set_entries = Metadata.__dict__["_entries"].__set__  # a received dict, wrapped without a copy
 
 
 def _code_of(error: RemoteProtocolError) -> int:
@@ -222,14 +231,14 @@ class Connection:
         self._metadata = False  # extension metadata is active (§18)
         self._decoders: dict[int, Callable[[bytes], tuple[int, Any]]] = {
             CONTENT_TYPE: decode_content_type,
-            SUBSCRIBE_METADATA: functools.partial(  # a partial: no Python frame of its own
-                decode_metadata, max_bytes=config.max_metadata_bytes, max_entries=config.max_metadata_entries
-            ),
             ERROR_CODE: decode_error_code,
             GOODBYE_CODE: _goodbye_code,
             CHANNEL: _channel_mark,
         }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
+        self._held_metadata: tuple[int, Metadata] | None = None  # subscribeMetadata, awaiting its subscribe
+        self._last_metadata: tuple[bytes | None, Metadata] = (None, EMPTY)
+        """The last short subscribeMetadata's payload after its one-byte id, and what it decoded to."""
         self.peer_hello: ClientHello | ServerHello | None = None
         self.acknowledge_cancels = True
         """Whether a received cancel is answered at once with its onComplete (§5.4). A driver that
@@ -756,6 +765,29 @@ class Connection:
         self._events.append(f)
 
     def _recv_extension(self, f: ExtensionMessage) -> None:
+        if f.type == SUBSCRIBE_METADATA and self._metadata:  # a qualifier (§18.1), held for its subscribe
+            payload = f.payload
+            last = self._last_metadata
+            if payload[1:] == last[0] and payload[0] < 0x80:  # as last time, for a one-byte id
+                sid, metadata = payload[0], last[1]
+            else:
+                config = self.config
+                try:
+                    sid, entries = decode_metadata(
+                        payload, config.max_metadata_bytes, config.max_metadata_entries
+                    )
+                except RemoteProtocolError as error:  # malformed (§18.1) or a limit (§11)
+                    self._fail(error)
+                    return
+                metadata = _new_metadata(Metadata)
+                _set_entries(metadata, entries)
+                if sid < 0x80 and len(payload) <= REMEMBERED_METADATA:
+                    self._last_metadata = (payload[1:], metadata)
+            if self._held_metadata is not None:
+                self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
+                return
+            self._held_metadata = (sid, metadata)
+            return
         owner = BY_TYPE.get(f.type)
         if owner is None or owner.id not in self.extensions:
             whose = "no extension" if owner is None else f"extension {owner}, which is not active"
@@ -827,6 +859,18 @@ class Connection:
         return None if held is None else int(held[1])
 
     def _recv_subscribe(self, f: Subscribe) -> None:
+        held = self._held_metadata
+        if held is not None:
+            self._held_metadata = None
+            if held[0] != f.subscriber:
+                self._fail(
+                    ExtensionError(
+                        f"0x{SUBSCRIBE_METADATA:02x} for subscriber {held[0]} followed by a Subscribe "
+                        f"for subscriber {f.subscriber}",
+                        section="18.1",
+                    )
+                )
+                return
         qualifiers = self._take_qualifiers(Subscribe, f.subscriber) if self._qualifiers else None
         if self._state is _CLOSED:
             return
@@ -843,6 +887,8 @@ class Connection:
         else:
             if qualifiers:
                 self._events += qualifiers
+            if held is not None:
+                self._events.append(held[1])
             self._events.append(f)
 
     def _recv_request(self, f: Request) -> None:
@@ -999,6 +1045,7 @@ class Connection:
         self._state = CONNECTION_TRANSITIONS[self._state, why]
         self._error = error
         self._qualifiers.clear()
+        self._held_metadata = None
         self._close_all_streams()
         self._events.append(ConnectionClosed(error=error, reason=reason, code=code))
 

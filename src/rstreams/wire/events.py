@@ -1,4 +1,4 @@
-"""What :meth:`Connection.events_received` returns: frames plus two synthetic events.
+"""What :meth:`Connection.events_received` returns: frames plus synthetic events.
 
 Received frames are surfaced as themselves, with two exceptions: ``OnNextPart`` ...
 ``OnNextLastPart`` are joined into one :class:`~rstreams.wire.frames.OnNext`, and signals
@@ -9,6 +9,10 @@ that were in flight after our cancel are dropped (PROTOCOL.md §5.4). The synthe
 * :class:`ExtensionReceived`: a message of an active extension (§4.4).
 * :class:`Qualifier`: what an extension message said about the core message whose event
   follows it at once (an error code, §19); the core checked that it qualifies that message.
+* :class:`~rstreams.wire.Metadata`: the entries of a subscribeMetadata (§18), a read-only
+  mapping, for the :class:`~rstreams.wire.frames.Subscribe` event that follows it at once
+  (the core checked that they are for that subscriber id); a subscribe the core refuses
+  drops them.
 * :class:`ConnectionClosed`: always the last event of a connection.
 """
 
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from rstreams.errors import RemoteProtocolError
+from rstreams.wire._metadata import Metadata
 from rstreams.wire.frames import (
     Cancel,
     ClientHello,
@@ -93,8 +98,9 @@ class Qualifier:
 
     Emitted just before that event, for the same ``subscriber``, and only when the core
     accepted the message (a signal dropped after our cancel drops its qualifiers too).
-    ``value`` is the decoded payload: the ``str`` media type of contentType (§17), the
-    ``dict[str, bytes]`` entries of subscribeMetadata (§18), an ``int`` error code (§19).
+    ``value`` is the decoded payload: the ``str`` media type of contentType (§17), an ``int``
+    error code (§19), ``None`` for a channel mark (§21.3). (subscribeMetadata, §18, comes as a
+    :class:`~rstreams.wire.Metadata` event of its own.)
     """
 
     type: int
@@ -134,5 +140,6 @@ Event: TypeAlias = (
     | StreamError
     | ExtensionReceived
     | Qualifier
+    | Metadata
     | ConnectionClosed
 )

@@ -1,0 +1,54 @@
+"""Encoding subscribe metadata on the subscribing side (PROTOCOL.md §18.1, §18.3): a dict whose
+items were encoded before is not encoded again, and that changes neither the bytes nor what
+is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from rstreams.net._metadata import ENCODED_KEPT, _encoded, entries
+from rstreams.wire._metadata import encode_entries
+
+TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_equal_items_give_the_same_bytes_without_encoding_again() -> None:
+    headers: dict[str, str | bytes] = {"traceparent": TRACE, "x-tenant": b"acme"}
+    first = entries(headers)
+    assert first == encode_entries(headers)
+    assert entries(dict(headers)) is first  # a new dict with the same items: remembered
+    assert (
+        entries({"x-tenant": b"acme", "traceparent": TRACE})
+        == encode_entries({"x-tenant": b"acme", "traceparent": TRACE})
+        != first
+    )  # the order is part of the bytes
+    headers["x-tenant"] = "other"  # a dict changed since: its new items
+    assert entries(headers) == encode_entries(headers) != first
+
+
+def test_values_without_a_hash_and_mappings_that_are_not_dicts_are_encoded_each_time() -> None:
+    mutable = {"x": bytearray(b"1")}  # bytes-like, taken as bytes (no hash: not remembered)
+    assert entries(mutable) == encode_entries({"x": b"1"})  # type: ignore[arg-type]
+    assert entries(mutable) == encode_entries({"x": b"1"})  # type: ignore[arg-type]
+
+    class Headers(dict[str, str]):
+        pass
+
+    assert entries(Headers(x="1")) == encode_entries({"x": "1"})
+
+
+def test_what_is_refused_stays_refused_whatever_was_remembered() -> None:
+    assert entries({"x": "1"}) == encode_entries({"x": "1"})
+    with pytest.raises(ValueError, match=r"§18\.1"):
+        entries({"X": "1"})
+    with pytest.raises(TypeError, match="str or bytes"):
+        entries({"x": 1})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="mapping"):
+        entries([("x", "1")])  # type: ignore[arg-type]
+
+
+def test_the_remembered_encodings_are_bounded() -> None:
+    for i in range(ENCODED_KEPT + 10):
+        assert entries({"n": str(i)}) == encode_entries({"n": str(i)})
+    assert len(_encoded) <= ENCODED_KEPT
+    assert entries({"n": "new"}) == encode_entries({"n": "new"})  # past the bound: still right
