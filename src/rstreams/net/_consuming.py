@@ -253,6 +253,12 @@ class RemoteSubscription(Subscription, Generic[T]):
             for element in elements:
                 self.deliver(element)
             return
+        if len(elements) == 1:  # one element a read: an open stream's latency
+            try:
+                subscriber.on_next(elements[0])  # type: ignore[arg-type]
+            except Exception as error:
+                self._broken(error, "on_next")
+            return
         self._deliver_each(subscriber, elements)
 
     def _deliver_each(self, subscriber: Subscriber[T], elements: list[Any]) -> None:
@@ -674,11 +680,6 @@ class SubscriptionTable:
         self._next_id = sid + 1
         return sid
 
-    def _free_id(self, sid: int) -> None:
-        """The terminal signal for our ``sid`` was received: the id may be reused."""
-        self._unacked.discard(sid)  # a cancel that crossed the terminal: freed once, here
-        heapq.heappush(self._free_ids, sid)
-
     # -- demand and cancel (from the subscriptions) ------------------------------------------------
     def request_now(self, subscription: RemoteSubscription[Any]) -> None:
         """Send ``subscription``'s pending demand, and anything else queued, in a write of its own."""
@@ -749,7 +750,7 @@ class SubscriptionTable:
         sid = event.subscriber
         subscription = self.subscriptions.pop(sid, None)
         self._names.pop(sid, None)
-        self._unacked.discard(sid)  # _free_id, inlined: once per stream
+        self._unacked.discard(sid)  # its terminal came: the id is free (a crossed cancel's too)
         heapq.heappush(self._free_ids, sid)
         if subscription is not None:
             if self.outbox.observer is not None:
@@ -766,7 +767,8 @@ class SubscriptionTable:
         sid = event.subscriber
         subscription = self.subscriptions.pop(sid, None)
         name = self._names.pop(sid, "?")
-        self._free_id(sid)
+        self._unacked.discard(sid)  # its terminal came: the id is free (a crossed cancel's too)
+        heapq.heappush(self._free_ids, sid)
         code = self.qualified.pop(ERROR_CODE, None) if self.qualified else None
         if subscription is not None:
             if self.outbox.observer is not None:

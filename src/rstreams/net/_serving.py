@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import report_unhandled
+from rstreams.errors import ConnectionBrokenError, report_unhandled
 from rstreams.flow._flow import known_elements
 from rstreams.net._codec import Codec, identity
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
@@ -171,7 +171,10 @@ class ServingStream(Subscriber[Any]):
         self.outstanding += n
         known = self._known
         if known is None:
-            self._request(upstream, n)
+            try:  # _request, inlined: once per batch
+                upstream.request(n)
+            except Exception as error:
+                self._request_failed(upstream, n, error)
             return n * estimate
         # Known elements (serve_known): what their subscription would do, without it.
         at = self._known_at
@@ -266,12 +269,15 @@ class ServingStream(Subscriber[Any]):
         try:
             upstream.request(n)
         except Exception as error:
-            what = f"{type(upstream).__name__}.request"
-            report_unhandled(error, what)
-            if not self.done:
-                self._fail_locally(
-                    RuntimeError(f"rule 3.16: {what}({n}) must return normally, it raised {error!r}")
-                )
+            self._request_failed(upstream, n, error)
+
+    def _request_failed(self, upstream: Subscription, n: int, error: Exception) -> None:
+        what = f"{type(upstream).__name__}.request"
+        report_unhandled(error, what)
+        if not self.done:
+            self._fail_locally(
+                RuntimeError(f"rule 3.16: {what}({n}) must return normally, it raised {error!r}")
+            )
 
     # -- Subscriber (the local Publisher calls these, from any thread) --------------------
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -731,29 +737,40 @@ class ServingTable:
     def want_refill(self, stream: ServingStream) -> None:
         stream.queued = True
         self.refills[stream] = None
-        self.outbox.mark_dirty()
+        if not self.outbox.flush_scheduled:  # mark_dirty's own test first (in a flush, it is)
+            self.outbox.mark_dirty()
 
     def want_pack(self, stream: ServingStream) -> None:
         """``stream`` holds elements to send in this turn's write."""
         self.packs.append(stream)
-        self.outbox.mark_dirty()
+        if not self.outbox.flush_scheduled:  # mark_dirty's own test first (in a flush, it is)
+            self.outbox.mark_dirty()
 
     def opened(self, stream: ServingStream) -> None:
         """The local publisher called ``on_subscribe``: tell the peer, and queue the stream's
         first refill (:meth:`want_refill`, inlined)."""
         outbox = self.outbox
-        if self.streams.get(stream.sid) is stream and outbox.core.state is not _CLOSED:
-            outbox.core.send_on_subscribe(stream.sid, stream.element_size, stream.content_type)
+        if self.streams.get(stream.sid) is stream:
+            try:
+                outbox.core.send_on_subscribe(stream.sid, stream.element_size, stream.content_type)
+            except ConnectionBrokenError:
+                pass  # the core closed (a violation later in this read): not sent
         stream.queued = True
         self.refills[stream] = None
-        outbox.mark_dirty()
+        if not outbox.flush_scheduled:  # mark_dirty's own test first: most often a read's flush is due
+            outbox.mark_dirty()
 
     def completed(self, stream: ServingStream) -> None:
         if stream.obs is not None:
             stream.obs.ended("completed")
-        if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
-            self.outbox.core.send_on_complete(stream.sid)
-            self.outbox.mark_dirty()
+        if self.streams.pop(stream.sid, None) is not None:
+            outbox = self.outbox
+            try:
+                outbox.core.send_on_complete(stream.sid)
+            except ConnectionBrokenError:  # the core closed (in this read): its goodbye ended the stream
+                return
+            if not outbox.flush_scheduled:  # mark_dirty's own test first: most often it runs in the flush
+                outbox.mark_dirty()
 
     def errored(self, stream: ServingStream, error: BaseException) -> None:
         if stream.obs is not None:
@@ -775,7 +792,14 @@ class ServingTable:
         *ahead* of it and of any other that re-queued this turn; otherwise the first
         stream would be served first every turn and starve the rest.
         """
-        streams = list(self.refills)
+        refills = self.refills
+        if len(refills) == 1:  # one stream waits (a request's answer, an open stream): all the room
+            if room <= 0 or not self.outbox.writable:
+                return 0  # it stays queued
+            [stream] = refills
+            refills.clear()
+            return stream.refill(room)
+        streams = list(refills)
         self.refills.clear()
         share = max(room // len(streams), _MIN_SHARE)
         used = 0

@@ -460,7 +460,8 @@ class Connection:
             _check_code(code)
         if type(subscriber) is not int or subscriber < 0 or type(error) is not str or not error.isascii():
             OnError(subscriber=subscriber, error=error)  # raises what the frame's checks raise, if any
-        self._check_can_send()
+        if self._state is not _OPEN:
+            self._check_can_send()
         self._terminal(subscriber, error, code)  # no frame built: refusals come in floods
 
     # -- sending: the measured fast paths, fields instead of a frame -----------------------------

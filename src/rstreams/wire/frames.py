@@ -546,7 +546,10 @@ def part_head(last: bool, subscriber: int, element_id: int, length: int) -> byte
 def write_on_error(out: bytearray, subscriber: int, error: str) -> None:
     """Append an onError (§5.2): id and UTF-8 text."""
     out.append(_ON_ERROR)
-    out += _V(subscriber)
+    if 0 <= subscriber < 0x80:
+        out.append(subscriber)
+    else:
+        out += _V(subscriber)
     _write_string(out, error.encode())
 
 
