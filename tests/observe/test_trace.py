@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.net import RemoteStreamError, connect, serve
+from rstreams.net import Metadata, RemoteStreamError, connect, serve
 from rstreams.observe import ServerMetrics
 from rstreams.observe._trace import tracer
 from testkit.observe import Opened, Waiter
@@ -37,7 +37,9 @@ async def test_a_traceparent_becomes_the_spans_parent() -> None:
     metrics.tracer = spans
     conn = metrics.connection()
     metrics.opened(conn)
-    stream = conn.stream_opened("sensors/{id}", "sensors/7", 1, 10, TRACEPARENT)
+    stream = conn.stream_opened(
+        "sensors/{id}", "sensors/7", 1, 10, Metadata({"traceparent": TRACEPARENT.encode()})
+    )
     stream.sent(3, 24)
     stream.sent(2, 16)
     stream.ended("completed")

@@ -683,7 +683,7 @@ class ServingTable:
                 name,
                 sid,
                 initial_demand,
-                None if metadata is EMPTY else metadata.traceparent,
+                metadata,  # its traceparent is read only when tracing
             )
         known = known_elements(publisher)
         if known is not None and stream.serve_known(known):

@@ -58,6 +58,15 @@ UNBOUNDED = 2**63 - 1
 Clock = Callable[[], float]
 
 
+class Traceable(Protocol):
+    """A subscribe's metadata (``rstreams.net``'s), as far as tracing reads it."""
+
+    @property
+    def traceparent(self) -> str | None:
+        """Its W3C Trace Context entry, or ``None``."""
+        ...
+
+
 class Patterns(Protocol):
     """What finds the publisher pattern a name matches (``rstreams.net``'s router)."""
 
@@ -424,12 +433,13 @@ class ConnectionObserver:
         name: str,
         sid: int,
         initial_demand: int,
-        traceparent: str | None = None,
+        metadata: Traceable | None = None,
     ) -> StreamObserver:
         """A subscribe to ``name`` is being served as the peer's ``sid``. ``pattern``: the
         publisher pattern ``name`` matched, or what finds it (the serving side's router), asked
         once per name on this connection since a peer asks for the same names again and again;
-        ``traceparent``: the subscribe metadata's W3C trace context, if any."""
+        ``metadata``: the subscribe's (PROTOCOL.md §18), whose W3C ``traceparent`` is read only
+        when tracing."""
         if isinstance(pattern, str):
             totals = self.server.pattern(pattern)
         else:
@@ -449,7 +459,7 @@ class ConnectionObserver:
         stream.starved_since = None if initial_demand else now
         stream.socket_since = now if self.paused_since is not None and initial_demand else None
         if tracer is not None:
-            _trace(stream, tracer, traceparent)
+            _trace(stream, tracer, None if metadata is None else metadata.traceparent)
         if self.log is not None:
             self.log("subscription opened", stream, name)
         return stream
