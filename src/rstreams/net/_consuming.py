@@ -64,6 +64,8 @@ __all__ = [
 T = TypeVar("T")
 
 
+_ident = threading.get_ident
+
 EARLY_REQUEST = 64
 """Demand that is written at once when requested while a read is being delivered, instead of
 with everything else at the end of that read. A subscriber that re-requests half its window
@@ -179,13 +181,13 @@ class RemoteSubscription(Subscription, Generic[T]):
         self.pending = 0  # demand requested locally, not yet sent
         self.started = False  # the subscribe frame was queued
         self.done = False  # cancelled or terminated: deliver nothing more
-        self._loop_thread = threading.get_ident()
+        self._loop_thread = _ident()
 
     # -- Subscription (the local Subscriber calls these, from any thread) ----------------
     def request(self, n: int) -> None:
         if self.done:
             return  # rule 3.6
-        if threading.get_ident() != self._loop_thread:
+        if _ident() != self._loop_thread:
             self._outbox.call_soon_threadsafe(self.request, n)
             return
         if type(n) is not int or n <= 0:  # demand.invalid's common case, inlined
@@ -208,7 +210,7 @@ class RemoteSubscription(Subscription, Generic[T]):
     def cancel(self) -> None:
         if self.done:
             return  # rule 3.7
-        if threading.get_ident() != self._loop_thread:
+        if _ident() != self._loop_thread:
             self._outbox.call_soon_threadsafe(self.cancel)
             return
         self.done = True
@@ -449,7 +451,7 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         self.pending = 1  # the one element, asked for in the subscribe itself
         self.started = False
         self.done = False
-        self._loop_thread = threading.get_ident()
+        self._loop_thread = _ident()
         self._future = future  # asyncio.Future, resolved on the loop's thread
         self._name = name
         self._defer = defer  # runs a call once the current read is handled

@@ -140,15 +140,6 @@ class ServingStream(Subscriber[Any]):
         self._known_at = 0  # how many of them were sent
 
     # -- driven by the connection (loop thread) -----------------------------------------
-    def add_demand(self, n: int) -> None:
-        """The peer sent ``request(n)``."""
-        remote = self.remote_demand + n  # demand.add, inlined: once per request received
-        self.remote_demand = remote if remote < UNBOUNDED else UNBOUNDED
-        if self.obs is not None:
-            self.obs.demand(n)
-        if not self.done:
-            self._table.want_refill(self)
-
     def refill(self, room: int) -> int:
         """Request more from the local Publisher, within the peer's demand and ``room`` bytes.
 
@@ -711,7 +702,17 @@ class ServingTable:
         stream = self.streams.get(sid)
         if stream is None:
             return False
-        stream.add_demand(n)
+        # The stream's demand grows and it waits for a refill (want_refill): once per request
+        # received (one element at a time on an open stream), so inlined here.
+        remote = stream.remote_demand + n  # demand.add, inlined
+        stream.remote_demand = remote if remote < UNBOUNDED else UNBOUNDED
+        if stream.obs is not None:
+            stream.obs.demand(n)
+        if not stream.done:
+            stream.queued = True
+            self.refills[stream] = None
+            if not self.outbox.flush_scheduled:
+                self.outbox.mark_dirty()
         return True
 
     def cancel(self, sid: int) -> None:
