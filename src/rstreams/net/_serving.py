@@ -78,6 +78,7 @@ _CLOSED = ConnectionState.CLOSED
 UNBOUNDED = demand.UNBOUNDED
 _NEXT, _COMPLETE, _ERROR, _SUBSCRIBE = range(4)
 _ident = threading.get_ident
+_BYTES = {bytes}
 
 
 class ServingStream(Subscriber[Any]):
@@ -307,6 +308,35 @@ class ServingStream(Subscriber[Any]):
             self._enqueue(_NEXT, item)
             return
         self._emit(item)  # encodes, or fails the stream (wrong size, rule 1.1), or drops (done)
+
+    def on_next_many(self, items: list[Any]) -> None:
+        """The internal batch signal (:mod:`rstreams.flow._signals`): exactly ``on_next(x)`` for
+        each ``x``. Raw bytes on the loop's thread within the demand (:meth:`on_next`'s fast
+        path, for all of them) join this turn's pack at once; anything else goes one by one."""
+        count = len(items)
+        outstanding = self.outstanding - count
+        size = self.element_size
+        if (
+            self._raw
+            and outstanding >= 0
+            and self._inbox is None
+            and _ident() == self._loop_thread
+            and set(map(type, items)) == _BYTES
+            and (not size or set(map(len, items)) == {size})
+        ):
+            self.outstanding = outstanding
+            remote = self.remote_demand
+            if remote != UNBOUNDED:
+                remote = self.remote_demand = remote - count
+            pack = self._pack
+            if not pack:
+                self._table.want_pack(self)
+            pack += items
+            if outstanding <= _HALF_BATCH and remote > outstanding and not self.queued:
+                self._table.want_refill(self)  # as on_next asks, at the element that gets here
+            return
+        for item in items:
+            self.on_next(item)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)
