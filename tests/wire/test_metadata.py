@@ -22,8 +22,14 @@ from rstreams.wire import (
 )
 from rstreams.wire import Connection as Core
 from rstreams.wire._errors import ExtensionError
-from rstreams.wire._metadata import KNOWN_KEYS, _decode, decode_metadata, encode_entries, encode_metadata
-from rstreams.wire.connection import REMEMBERED_METADATA
+from rstreams.wire._metadata import (
+    KNOWN_KEYS,
+    REMEMBERED_METADATA,
+    _decode,
+    decode_metadata,
+    encode_entries,
+    encode_metadata,
+)
 from rstreams.wire.extensions import METADATA, SUBSCRIBE_METADATA
 from testkit.wire import ConnectionPair, parser
 
@@ -259,3 +265,19 @@ def test_only_short_payloads_with_a_one_byte_id_are_remembered(sid: int, size: i
         seen.append(events[0])
         conn.send_on_complete(sid)
     assert (seen[0] is seen[1]) is remembered
+
+
+def test_the_parser_gives_the_same_frame_for_the_same_bytes_and_only_then() -> None:
+    p = parser()
+    first, second = _md(1, {"x": b"1"}), _md(2, {"x": b"1"})
+    a = p.feed(first + first)
+    assert a[0] is a[1] and a[0] == ExtensionMessage(type=SUBSCRIBE_METADATA, payload=first[2:])
+    (b,) = p.feed(second)
+    assert b is not a[0] and b == ExtensionMessage(type=SUBSCRIBE_METADATA, payload=second[2:])
+    (c,) = p.feed(first)
+    assert c is not a[0] and c == a[0]  # only the last one is remembered
+    one_by_one = [frame for byte in first + second + second for frame in p.feed(bytes([byte]))]
+    assert one_by_one == [a[0], b, b]  # equal whatever the reads
+    long = _md(1, {"x": b"v" * REMEMBERED_METADATA})  # a payload longer than remembered
+    d = p.feed(long + long)
+    assert d[0] == d[1] and d[0] is not d[1]

@@ -182,10 +182,13 @@ def test_small_element_limits_hold_for_one_byte_lengths(batch: bool, limit: int)
 
 def test_every_type_byte_has_a_decoder() -> None:
     """The decoder table covers all 256 type bytes: each core type by its own decoder, 0x80..0xFF
-    as extension messages, everything else as unknown."""
+    as extension messages (subscribeMetadata's remembers the last one, §18.1), everything else
+    as unknown."""
     assert len(_DECODERS) == 256
     unknown = {code for code in range(256) if _DECODERS[code] is FrameParser._unknown}
-    extension = {code for code in range(256) if _DECODERS[code] is FrameParser._extension}
+    own = {FrameParser._extension, FrameParser._subscribe_metadata}
+    extension = {code for code in range(256) if _DECODERS[code] in own}
+    assert _DECODERS[0x94] is FrameParser._subscribe_metadata
     assert unknown == {0x00} | set(range(0x0E, 0x80))
     assert extension == set(range(0x80, 0x100))
     assert {code for code in range(256) if code not in unknown | extension} == {t.value for t in FrameType}

@@ -183,7 +183,7 @@ class Pump:
         for message_type in CHANNEL_MESSAGES:
             self.extension_handlers[message_type] = self.channels.received
         self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
-        self._metadata: Metadata = EMPTY  # of the subscribe the core reports next (§18)
+        self._metadata: list[Metadata] = []  # of the subscribe the core reports next (§18), if any
         subscriptions = self.subscriptions
         self._routes: dict[type, Callable[[Any], object]] = {
             OnNextBatch: subscriptions.on_next_batch,
@@ -198,7 +198,7 @@ class Pump:
             ConnectionClosed: self._conversation_over,
             ExtensionReceived: self._extension,
             Qualifier: self._qualifier,
-            Metadata: self._metadata_received,
+            Metadata: self._metadata.append,  # held for the Subscribe that follows (a C call: no frame)
             ClientHello: self._hello,
             ServerHello: self._hello,
             OnSubscribe: _ignore,
@@ -502,9 +502,7 @@ class Pump:
                     report_unhandled(error, "a call after handling a read")
 
     def _subscribe(self, event: Subscribe) -> None:
-        metadata = self._metadata  # what a subscribeMetadata right before it said (§18)
-        if metadata is not EMPTY:
-            self._metadata = EMPTY
+        metadata = self._metadata.pop() if self._metadata else EMPTY  # a subscribeMetadata right before (§18)
         if self.gate is not None:
             if self.outbox.core.state is not ConnectionState.CLOSED and not self.outbox.closing:
                 self.gate.subscribe(event.publisher, event.subscriber, event.initial_demand, metadata)
@@ -538,10 +536,6 @@ class Pump:
             self.serving.channel_marks.add(event.subscriber)
         else:
             self.subscriptions.qualified[event.type] = event.value
-
-    def _metadata_received(self, event: Metadata) -> None:
-        """A subscribeMetadata's entries (§18): for the subscribe routed next, which they qualify."""
-        self._metadata = event
 
     def _extension(self, event: ExtensionReceived) -> None:
         handler = self.extension_handlers.get(event.type)

@@ -22,6 +22,7 @@ from rstreams.wire._varint import Incomplete, decode_varint, encode_varint
 __all__ = [
     "EMPTY",
     "MAX_KEY_LENGTH",
+    "REMEMBERED_METADATA",
     "Metadata",
     "check_key",
     "decode_metadata",
@@ -36,6 +37,12 @@ KNOWN_KEYS = 256
 subscribe): a known key is one dict lookup instead of a check and a conversion. Bounded, so a
 peer sending new keys only stops more from being remembered."""
 _encoded_keys: dict[str, bytes] = {}
+REMEMBERED_METADATA = 512
+"""A subscribeMetadata payload up to this size is remembered until the next one, as its frame
+(by the parser) and decoded (by the connection): a subscriber that sends the same entries with
+every subscribe (its headers, a token, the trace of a batch of requests) has them copied and
+decoded once. Frames and :class:`Metadata` are immutable and decoding is a function of the
+bytes and of the connection's limits alone, so sharing them changes nothing else."""
 _decoded_keys: dict[bytes, str] = {}
 
 

@@ -26,7 +26,9 @@ Theory of operation:
   the connection keeps its own per-subscription state in its stream table
   (:mod:`rstreams.wire._streams`), whether it accepted the onSubscribe or dropped it.
 * Every frame but the common onNext is decoded by one method per type, found in a
-  table indexed by the type byte (:data:`_DECODERS`).
+  table indexed by the type byte (:data:`_DECODERS`). subscribeMetadata (``0x94``, §18)
+  has one of its own: the same bytes as the previous one give the same (immutable) frame,
+  as a subscriber that sends the same metadata with every subscribe does.
 * Malformed input stops parsing: the frames before the bad one are returned and
   :attr:`FrameParser.error` holds the :class:`~rstreams.errors.RemoteProtocolError`.
   The parser raises nothing for bad input.
@@ -39,12 +41,14 @@ from struct import Struct
 
 from rstreams.errors import RemoteProtocolError
 from rstreams.wire._errors import ExtensionError, FrameError, LimitExceededError
+from rstreams.wire._metadata import REMEMBERED_METADATA
 from rstreams.wire._varint import Incomplete, decode_varint
 from rstreams.wire.events import OnNextBatch
-from rstreams.wire.extensions import BY_TYPE
+from rstreams.wire.extensions import BY_TYPE, SUBSCRIBE_METADATA
 from rstreams.wire.frames import (
     FIRST_EXTENSION_TYPE,
     ClientHello,
+    ExtensionMessage,
     Frame,
     FrameType,
     Goodbye,
@@ -55,7 +59,6 @@ from rstreams.wire.frames import (
     OnNextPart,
     ServerHello,
     make_cancel,
-    make_extension_message,
     make_on_complete,
     make_on_next,
     make_on_subscribe,
@@ -68,6 +71,8 @@ __all__ = ["FrameParser"]
 _new = object.__new__
 _set_subscriber = OnNext.__dict__["subscriber"].__set__  # slot descriptors skip the frozen check
 _set_element = OnNext.__dict__["element"].__set__
+_set_type = ExtensionMessage.__dict__["type"].__set__
+_set_payload = ExtensionMessage.__dict__["payload"].__set__
 
 _ON_NEXT = int(FrameType.ON_NEXT)
 _CANCEL = int(FrameType.CANCEL)
@@ -127,6 +132,7 @@ class FrameParser:
     __slots__ = (
         "_batch",
         "_buf",
+        "_last_metadata",
         "_max_element",
         "_max_extensions",
         "_max_string",
@@ -158,6 +164,7 @@ class FrameParser:
         self._max_element = max_element_size
         self._max_string = max_string_length
         self._max_extensions = max_extensions
+        self._last_metadata: tuple[bytes, Frame] | None = None  # see _subscribe_metadata
         self.element_sizes: dict[int, int] = {}
         """Our subscriber id -> fixed element size, for subscriptions with ``element_size != 0``."""
         self.error: RemoteProtocolError | None = None
@@ -577,7 +584,21 @@ class FrameParser:
         end = p + length
         if end > n:
             raise Incomplete(end)
-        return make_extension_message(t, data[p:end]), end  # t: owned by an extension, so >= 0x80
+        frame = _new(ExtensionMessage)  # make_extension_message inline (a qualifier precedes many subscribes)
+        _set_type(frame, t)  # owned by an extension, so >= 0x80
+        _set_payload(frame, data[p:end])
+        return frame, end
+
+    def _subscribe_metadata(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+        """A subscribeMetadata (§18.1): the previous one's frame again if its bytes (length and
+        payload) are the same, else :meth:`_extension`'s, remembered when short."""
+        last = self._last_metadata
+        if last is not None and data.startswith(last[0], p):
+            return last[1], p + len(last[0])
+        frame, end = self._extension(data, p, n)
+        if end - p <= REMEMBERED_METADATA + 2:  # a payload up to that size and its varint length
+            self._last_metadata = (data[p:end], frame)
+        return frame, end
 
     def _unknown(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
         raise FrameError(f"unknown message type 0x{data[p - 1]:02x}")
@@ -628,6 +649,7 @@ _DECODERS: list[_Decoder] = [
     _BY_CODE.get(code, FrameParser._extension if code >= FIRST_EXTENSION_TYPE else FrameParser._unknown)
     for code in range(256)
 ]
+_DECODERS[SUBSCRIBE_METADATA] = FrameParser._subscribe_metadata
 """Type byte -> its decoder: the core types (§3), extension messages (§4.4), the rest unknown."""
 
 

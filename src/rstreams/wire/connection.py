@@ -56,7 +56,7 @@ from rstreams.wire._errors import (
     StreamStateError,
     UnsupportedVersionError,
 )
-from rstreams.wire._metadata import EMPTY, Metadata, decode_metadata
+from rstreams.wire._metadata import EMPTY, REMEMBERED_METADATA, Metadata, decode_metadata
 from rstreams.wire._output import LARGE, Output
 from rstreams.wire._parser import FrameParser
 from rstreams.wire._state import (
@@ -161,12 +161,6 @@ payload decoders (-> subscriber id, value) are each connection's ``_decoders``. 
 qualifier most subscribes carry, subscribeMetadata (§18.1), has a path of its own: the
 connection holds it in ``_held_metadata`` and emits it as a :class:`Metadata` event."""
 
-REMEMBERED_METADATA = 512
-"""A subscribeMetadata payload up to this size is remembered, decoded, until the next one: a
-subscriber that sends the same entries with every subscribe (its headers, a token, the trace
-of a batch of requests) is decoded once. The decoding is a function of the bytes and of this
-connection's limits alone, and the :class:`Metadata` is read-only, so it is shared."""
-
 _new_metadata = Metadata.__new__
 _set_entries = Metadata.__dict__["_entries"].__set__  # a received dict, wrapped without a copy
 
@@ -237,8 +231,9 @@ class Connection:
         }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self._held_metadata: tuple[int, Metadata] | None = None  # subscribeMetadata, awaiting its subscribe
-        self._last_metadata: tuple[bytes | None, Metadata] = (None, EMPTY)
-        """The last short subscribeMetadata's payload after its one-byte id, and what it decoded to."""
+        self._last_metadata: tuple[bytes | None, bytes | None, int, Metadata] = (None, None, 0, EMPTY)
+        """The last short subscribeMetadata with a one-byte id: its payload, the payload after
+        the id, the id, and what it decoded to (REMEMBERED_METADATA)."""
         self.peer_hello: ClientHello | ServerHello | None = None
         self.acknowledge_cancels = True
         """Whether a received cancel is answered at once with its onComplete (§5.4). A driver that
@@ -769,8 +764,10 @@ class Connection:
         if f.type == SUBSCRIBE_METADATA and self._metadata:  # a qualifier (§18.1), held for its subscribe
             payload = f.payload
             last = self._last_metadata
-            if payload[1:] == last[0] and payload[0] < 0x80:  # as last time, for a one-byte id
-                sid, metadata = payload[0], last[1]
+            if payload == last[0]:  # as last time
+                sid, metadata = last[2], last[3]
+            elif payload[1:] == last[1] and payload[0] < 0x80:  # as last time, for another one-byte id
+                sid, metadata = payload[0], last[3]
             else:
                 config = self.config
                 try:
@@ -783,7 +780,7 @@ class Connection:
                 metadata = _new_metadata(Metadata)
                 _set_entries(metadata, entries)
                 if sid < 0x80 and len(payload) <= REMEMBERED_METADATA:
-                    self._last_metadata = (payload[1:], metadata)
+                    self._last_metadata = (payload, payload[1:], sid, metadata)
             if self._held_metadata is not None:
                 self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
                 return
