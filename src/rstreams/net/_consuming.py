@@ -635,7 +635,7 @@ class SubscriptionTable:
             or outbox.closing
             or (
                 (metadata is not None or (outbox.observer is not None and outbox.observer.tracing))
-                and outbox.core.state is ConnectionState.AWAITING_HELLO
+                and outbox.core.peer_hello is None  # no hello yet (an attribute; open() checks the state)
             )
         ):
             subscriber = ScalarSubscriber(future, name, defer)
