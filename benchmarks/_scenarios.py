@@ -433,15 +433,26 @@ def request_response_metadata(quick: bool) -> ScenarioDef:
             f"{int(n):,} sequential round trips of 8 bytes after 200 warm-up ones, as in "
             "request-response; `metadata`: every `conn.request(name, metadata=...)` carries a W3C "
             "traceparent and a padding entry, about 100 bytes encoded, which the server decodes "
-            "for its factory. Target: at most 10% slower than without, in the same run."
+            "for its factory; `metadata-fresh`: the same with a new trace id in every request's "
+            "traceparent (a new dict each time, as a traced client sends: nothing a cache could "
+            "remember). Target: at most 10% slower than without, in the same run."
         ),
         metric="rate",
         unit="rt/s",
         contestants=[
             _rs("rstreams", "conn.request()", "net_rstreams.py", *common),
             _rs("metadata", "conn.request(metadata=~100 B)", "net_rstreams.py", *common, "--metadata", "100"),
+            _rs(
+                "metadata-fresh",
+                "conn.request(metadata=~100 B), a new traceparent each time",
+                "net_rstreams.py",
+                *common,
+                "--metadata",
+                "100",
+                "--fresh-traceparent",
+            ),
         ],
-        ratios=[("metadata", "rstreams")],
+        ratios=[("metadata", "rstreams"), ("metadata-fresh", "rstreams")],
         targets=[],
         extras=[("p50_us", "p50", "µs"), ("p99_us", "p99", "µs")],
     )

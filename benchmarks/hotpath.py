@@ -6,6 +6,7 @@ of both ends for one operation:
 
   rr       one ``conn.request("echo?d=12345678")`` round trip
   rr-metadata  the same with ~100 bytes of subscribe metadata (as request-response-metadata)
+  rr-metadata-fresh  the same with a new traceparent (a new dict) for every request
   latency  one element on an open stream: ``request(1)`` -> ``on_next``
   large    one 64 KiB element of a stream, window 256 (as stream-large)
   small    one 8-byte element of a stream, window 256 (as stream-small)
@@ -44,17 +45,34 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from net_rstreams import CONFIG, OneAtATime, WindowSubscriber, _bench, _echo, metadata_of
+from net_rstreams import CONFIG, OneAtATime, WindowSubscriber, _bench, _echo, fresh_metadata_of, metadata_of
 
 from rstreams.net import Connection, UnknownPublisherError, connect, serve
 
-MODES = ("rr", "rr-metadata", "latency", "large", "small", "refuse")
-WARM_UP = {"rr": 200, "rr-metadata": 200, "latency": 200, "large": 200, "small": 10_000, "refuse": 200}
+MODES = ("rr", "rr-metadata", "rr-metadata-fresh", "latency", "large", "small", "refuse")
+WARM_UP = {
+    "rr": 200,
+    "rr-metadata": 200,
+    "rr-metadata-fresh": 200,
+    "latency": 200,
+    "large": 200,
+    "small": 10_000,
+    "refuse": 200,
+}
 """Operations before measuring (fixed, so that runs of different lengths difference cleanly)."""
-COUNTS = {"rr": 2000, "rr-metadata": 2000, "latency": 2000, "large": 4000, "small": 100_000, "refuse": 2000}
+COUNTS = {
+    "rr": 2000,
+    "rr-metadata": 2000,
+    "rr-metadata-fresh": 2000,
+    "latency": 2000,
+    "large": 4000,
+    "small": 100_000,
+    "refuse": 2000,
+}
 COUNTS_UNDER_VALGRIND = {
     "rr": 300,
     "rr-metadata": 300,
+    "rr-metadata-fresh": 300,
     "latency": 300,
     "large": 300,
     "small": 20_000,
@@ -117,6 +135,15 @@ async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[
                     raise AssertionError("wrong echo")
 
         return rr_metadata
+    if mode == "rr-metadata-fresh":
+        make = fresh_metadata_of(100)
+
+        async def rr_metadata_fresh(n: int) -> None:
+            for _ in range(n):
+                if await conn.request("echo?d=12345678", metadata=make()) != b"12345678":
+                    raise AssertionError("wrong echo")
+
+        return rr_metadata_fresh
     if mode == "refuse":
 
         async def refuse(n: int) -> None:

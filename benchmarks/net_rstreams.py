@@ -24,7 +24,9 @@ Modes:
   rr       ``count`` sequential ``conn.request("echo?d=12345678")`` round trips (subscribe with
            demand 1, one onNext, onComplete). Also per-round-trip p50/p99. ``--metadata N``:
            every subscribe carries about N bytes of metadata (a W3C traceparent and a
-           padding entry, PROTOCOL.md §18), passed to each ``conn.request`` call.
+           padding entry, PROTOCOL.md §18), passed to each ``conn.request`` call;
+           ``--fresh-traceparent``: a new dict with a new trace id for every request, as a
+           traced client sends (nothing a cache could remember).
   latency  one long-lived stream; per element: ``request(1)`` then wait for the ``on_next``.
   memory   first an unthrottled run for up to 5 s measures the production rate; then the
            client requests 2**63-1 and reads at a tenth of that rate (``--slow-factor``) for
@@ -45,6 +47,7 @@ import itertools
 import os
 import sys
 import time
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -260,7 +263,24 @@ def metadata_of(size: int) -> dict[str, str]:
     return {"traceparent": TRACEPARENT, "x-pad": "p" * pad}
 
 
+def fresh_metadata_of(size: int) -> Callable[[], dict[str, str]]:
+    """Like :func:`metadata_of`, but each call makes a new dict whose traceparent has a new
+    trace id (same length), as a traced client does for every request."""
+    pad = "p" * max(0, size - 69 - 7)
+    trace_ids = itertools.count(1)
+
+    def make() -> dict[str, str]:
+        return {"traceparent": f"00-{next(trace_ids):032x}-00f067aa0ba902b7-01", "x-pad": pad}
+
+    return make
+
+
 async def mode_rr(conn: Connection, args: argparse.Namespace) -> dict[str, Any]:
+    if args.metadata and args.fresh_traceparent:
+        make = fresh_metadata_of(args.metadata)
+        return await round_trips(
+            lambda: conn.request("echo?d=12345678", metadata=make()), b"12345678", args.count
+        )
     if args.metadata:
         metadata = metadata_of(args.metadata)
         return await round_trips(
@@ -378,6 +398,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--metrics", action="store_true", help="the server counts (serve(..., metrics=True))")
     parser.add_argument(
         "--metadata", type=int, default=0, help="rr mode: about this many bytes of metadata per subscribe"
+    )
+    parser.add_argument(
+        "--fresh-traceparent",
+        action="store_true",
+        help="rr mode with --metadata: a new traceparent (a new dict) for every request",
     )
     args = parser.parse_args(argv)
     if args.metrics:
