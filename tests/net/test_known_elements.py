@@ -3,7 +3,6 @@ the peer receives exactly the bytes the Publisher's own subscription would have 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +13,7 @@ from rstreams import UNBOUNDED
 from rstreams.flow._flow import known_elements
 from rstreams.net import fixed_size, with_codec
 from rstreams.wire import Cancel, Frame, OnComplete, OnNext, OnNextPacked, OnSubscribe, Request, Subscribe
-from testkit.net import MemoryPeer, connection, memory_pair, run_virtual
+from testkit.net import BytePeer, serve_plan
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -72,30 +71,8 @@ PLANS: dict[str, Plan] = {
 }
 
 
-class _BytePeer(MemoryPeer):
-    """A peer that also keeps every byte it received."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.received = bytearray()
-
-    def data_received(self, data: memoryview) -> None:
-        self.received += data
-        super().data_received(data)
-
-
-def _run(plan: list[list[Frame]]) -> _BytePeer:
-    async def main() -> _BytePeer:
-        server = connection(client=False, offer=_offer())
-        peer = _BytePeer()
-        memory_pair(server, peer)
-        await asyncio.sleep(1.0)  # virtual time: until both hellos are through
-        for frames in plan:
-            peer.send(*frames)
-            await asyncio.sleep(1.0)  # until the server has answered all it will
-        return peer
-
-    return run_virtual(main)
+def _run(plan: list[list[Frame]]) -> BytePeer:
+    return serve_plan(_offer(), plan)
 
 
 @pytest.mark.parametrize("plan", PLANS.values(), ids=PLANS.keys())

@@ -4,7 +4,6 @@ publishers served by a ServingStream without the batch signal)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +14,7 @@ from rstreams import UNBOUNDED
 from rstreams.net import fixed_size, with_codec
 from rstreams.net._serving import ServingStream
 from rstreams.wire import Cancel, Frame, Request, Subscribe
-from testkit.net import MemoryPeer, connection, memory_pair, run_virtual
+from testkit.net import BytePeer, serve_plan
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -58,28 +57,8 @@ PLANS: dict[str, Plan] = {
 }
 
 
-class _BytePeer(MemoryPeer):
-    def __init__(self) -> None:
-        super().__init__()
-        self.received = bytearray()
-
-    def data_received(self, data: memoryview) -> None:
-        self.received += data
-        super().data_received(data)
-
-
-def _run(plan: list[list[Frame]]) -> _BytePeer:
-    async def main() -> _BytePeer:
-        server = connection(client=False, offer=_offer())
-        peer = _BytePeer()
-        memory_pair(server, peer)
-        await asyncio.sleep(1.0)  # virtual time: until both hellos are through
-        for frames in plan:
-            peer.send(*frames)
-            await asyncio.sleep(1.0)  # until the server has answered all it will
-        return peer
-
-    return run_virtual(main)
+def _run(plan: list[list[Frame]]) -> BytePeer:
+    return serve_plan(_offer(), plan)
 
 
 @pytest.mark.parametrize("plan", PLANS.values(), ids=PLANS.keys())

@@ -463,3 +463,32 @@ class RawPeer:
 
     def close(self) -> None:
         self.writer.close()
+
+
+class BytePeer(MemoryPeer):
+    """A :class:`MemoryPeer` that also keeps every byte it received."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.received = bytearray()
+
+    def data_received(self, data: memoryview) -> None:
+        self.received += data
+        super().data_received(data)
+
+
+def serve_plan(offer: Any, plan: list[list[Any]]) -> BytePeer:
+    """A server offering ``offer`` on a memory pair with a :class:`BytePeer`, on a virtual clock:
+    after both hellos, each step's frames are sent and the server answers all it will."""
+
+    async def main() -> BytePeer:
+        server = connection(client=False, offer=offer)
+        peer = BytePeer()
+        memory_pair(server, peer)
+        await asyncio.sleep(1.0)  # virtual time: until both hellos are through
+        for frames in plan:
+            peer.send(*frames)
+            await asyncio.sleep(1.0)  # until the server has answered all it will
+        return peer
+
+    return run_virtual(main)
