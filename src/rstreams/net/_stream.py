@@ -53,10 +53,13 @@ SMALL_READ_SIZE = 16 * 1024
 """A socket connection's read buffer while its reads are small (most connections, most of the time)."""
 
 JOINED_WRITE = 256 * 1024
-"""Most bytes of queued chunks joined into one socket write. asyncio before Python 3.12 has no
-scatter-gather write, so a frame's head and its large payload (by reference) would be two
-``send`` calls, the head a packet of its own; one copy into a join costs less than a system
-call per chunk (stream-large: two ``sendto`` per element before, about one per four now)."""
+"""Most bytes of queued chunks joined into one write where the chunks cannot go to the socket
+with ``writev`` (no descriptor, or no ``os.writev``): one copy into a join costs less than a
+system call per chunk (a frame's head and its large payload would be two ``send`` calls, the
+head a packet of its own)."""
+
+WRITEV_CHUNKS = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 16
+"""Most chunks given to one ``writev`` (the system's limit, IOV_MAX)."""
 
 SHRINK_AFTER = 64
 """Reads in a row of at most :data:`SMALL_READ_SIZE` bytes after which a grown buffer is dropped."""
@@ -66,19 +69,24 @@ class StreamProtocol(asyncio.BufferedProtocol):
     """Adapts an asyncio socket transport to the seam, both ways: it is the asyncio protocol
     (reads go to the :class:`TransportHandler`) and the :class:`Transport` the handler writes to.
 
-    Writing (TCP and Unix sockets): chunks are handed to asyncio only while its buffer is
-    empty, so a write goes straight to the socket and asyncio copies at most the part the
-    socket did not take. While asyncio holds unsent bytes the chunks wait here, by reference,
-    in :attr:`_queue`: asyncio's own buffer (a ``bytearray`` before Python 3.12) would copy
-    each of them in, and again whenever it grows after a partial send. asyncio's marks are
-    set to zero so that it says when its buffer stops being empty (``pause_writing``) and
-    when it is empty again (``resume_writing``: the queue goes on); the handler's marks apply
-    to everything unsent, here and in asyncio. TLS keeps asyncio's buffering (its layer
-    encrypts into buffers of its own anyway)."""
+    Writing (TCP and Unix sockets): chunks are handed to asyncio only while its buffer is empty,
+    so a write goes straight to the socket and asyncio copies at most the part the socket did
+    not take. Several chunks go to the socket's descriptor with one ``writev`` while asyncio's
+    buffer is empty (asyncio before Python 3.12 would join them into one ``bytes``, a copy of
+    every large payload; the order of bytes is kept because asyncio writes only what it holds,
+    and it holds nothing then); the part the socket did not take goes to asyncio, as with its
+    own write. While asyncio holds unsent bytes the chunks wait here, by reference, in
+    :attr:`_queue`: asyncio's own buffer (a ``bytearray`` before Python 3.12) would copy each of
+    them in, and again whenever it grows after a partial send. asyncio's marks are set to zero
+    so that it says when its buffer stops being empty (``pause_writing``) and when it is empty
+    again (``resume_writing``: the queue goes on); the handler's marks apply to everything
+    unsent, here and in asyncio. TLS keeps asyncio's buffering (its layer encrypts into buffers
+    of its own anyway)."""
 
     __slots__ = (
         "_blocked",
         "_closed",
+        "_fd",
         "_handler",
         "_high",
         "_low",
@@ -105,6 +113,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._queued = 0  # their bytes
         self._blocked = False  # asyncio's buffer holds bytes: chunks queue here
         self._closed = False  # close() or abort() was called, or the connection was lost
+        self._fd = -1  # the socket's descriptor, for writev (not TLS); -1: asyncio's writes only
         self._paused = False  # the handler was told pause_writing (unsent bytes passed the high mark)
 
     # -- asyncio's side ------------------------------------------------------------------
@@ -115,6 +124,9 @@ class StreamProtocol(asyncio.BufferedProtocol):
             transport.set_write_buffer_limits(self._high, self._low)
         else:  # hear when its buffer stops being empty, and when it is empty again
             transport.set_write_buffer_limits(0, 0)
+            sock = transport.get_extra_info("socket")
+            if sock is not None and hasattr(os, "writev"):
+                self._fd = sock.fileno()
         self._handler.connection_made(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -188,8 +200,12 @@ class StreamProtocol(asyncio.BufferedProtocol):
             self._check_high()
 
     def _send(self, chunks: list[bytes]) -> None:
-        """Write ``chunks`` while asyncio's buffer stays empty, joined into writes of up to
-        :data:`JOINED_WRITE` bytes (a larger chunk on its own); queue the rest once it holds bytes."""
+        """Write ``chunks`` while asyncio's buffer stays empty, queue the rest once it holds bytes:
+        with :meth:`_writev` on a socket, else joined into writes of up to :data:`JOINED_WRITE`
+        bytes (a larger chunk on its own)."""
+        if self._fd >= 0 and not self._closed:
+            self._writev(chunks)
+            return
         write = self._transport.write  # type: ignore[union-attr]  # only while connected
         n = len(chunks)
         i = 0
@@ -206,6 +222,41 @@ class StreamProtocol(asyncio.BufferedProtocol):
                 j += 1
             write(chunks[i] if j == i + 1 else b"".join(chunks[i:j]))
             i = j
+
+    def _writev(self, chunks: list[bytes]) -> None:
+        """:meth:`_send` on a socket: ``writev`` the chunks, none copied; asyncio gets the rest
+        of a chunk the socket took only part of (it sends it when the socket has room, and says
+        when it is done: ``resume_writing``); the chunks after it are queued."""
+        fd = self._fd
+        n = len(chunks)
+        i = 0
+        while i < n:
+            batch = chunks if not i and n <= WRITEV_CHUNKS else chunks[i : i + WRITEV_CHUNKS]
+            try:
+                sent = os.writev(fd, batch)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:  # a broken socket: asyncio's own write meets the error and reports it
+                self._fd = -1
+                self._send(chunks[i:])
+                return
+            if sent == sum(map(len, batch)):
+                i += len(batch)
+                continue
+            for chunk in batch:  # skip what went out: the chunk the socket stopped inside is i
+                if sent < len(chunk):
+                    break
+                sent -= len(chunk)
+                i += 1
+            chunk = chunks[i]
+            i += 1
+            self._transport.write(memoryview(chunk)[sent:] if sent else chunk)  # type: ignore[union-attr]
+            if self._blocked:  # (else asyncio's send took it all: go on)
+                if i < n:
+                    rest = chunks[i:]
+                    self._queue += rest
+                    self._queued += sum(map(len, rest))
+                return
 
     def _check_high(self) -> None:
         """Tell the handler to stop producing once the unsent bytes pass its high mark."""
