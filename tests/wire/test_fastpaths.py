@@ -19,6 +19,8 @@ from rstreams.wire import (
     ConnectionClosed,
     DemandExceededError,
     Frame,
+    FrameType,
+    OnComplete,
     OnNext,
     OnNextBatch,
     OnSubscribe,
@@ -28,6 +30,7 @@ from rstreams.wire import (
     encode,
 )
 from rstreams.wire._parser import FrameParser
+from rstreams.wire._varint import encode_varint
 
 
 def make_parser(batch: bool = False) -> FrameParser:
@@ -236,3 +239,84 @@ def test_fixed_size_streams_parse_alike_batched_or_not(
     assert flatten(feed_in(data, [], batch=False)) == frames
     assert flatten(feed_in(data, cuts, batch=False)) == frames
     assert flatten(feed_in(data, cuts, batch=True)) == frames
+
+
+def _bytewise(data: bytes, *, batch: bool) -> tuple[list[Frame], FrameParser]:
+    """``data`` fed one byte at a time: every frame is parsed alone, by its own decoder."""
+    parser = make_parser(batch)
+    got: list[Frame | OnNextBatch] = []
+    for i in range(len(data)):
+        got += parser.feed(data[i : i + 1])
+    return flatten(got), parser
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([0, 1, 5, 127, 128, 300]),
+    st.sampled_from([0, 0, 0, 1, 8]),
+    st.binary(max_size=140),
+    st.sampled_from([0, 0, 0, 1, 2]),
+    st.sampled_from([0, 0, 0, 1, 3]),
+    st.binary(max_size=12),
+    st.booleans(),
+)
+def test_an_answer_in_one_pass_parses_as_its_frames_one_by_one(
+    sid: int, size: int, element: bytes, other_next: int, other_end: int, tail: bytes, batch: bool
+) -> None:
+    """onSubscribe + onNext + onComplete back to back (a request/response's answer, taken in
+    one pass when all its fields are one byte) gives the frames the decoders give one by one,
+    and so do near misses: another elementSize, another id, a long element, trailing bytes."""
+    if size:
+        element = (element + bytes(size))[:size]
+    data = encode(OnSubscribe(subscriber=sid, element_size=size))
+    data += encode(OnNext(subscriber=sid + other_next, element=element), element_size=size)
+    data += encode(OnComplete(subscriber=sid + other_end)) + tail
+    parser = make_parser(batch)
+    whole = flatten(parser.feed(data))
+    one_by_one, reference = _bytewise(data, batch=batch)
+    assert whole == one_by_one
+    assert type(parser.error) is type(reference.error)
+    assert parser.buffered == reference.buffered
+    assert parser.element_sizes == reference.element_sizes
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_an_answer_is_taken_in_one_pass(batch: bool) -> None:
+    answer = encode(OnSubscribe(subscriber=3)) + encode(OnNext(subscriber=3, element=b"12345678"))
+    answer += encode(OnComplete(subscriber=3))
+    frames: list[Frame | OnNextBatch] = []
+    assert make_parser(batch)._answer(answer, 0, len(answer), frames) == len(answer)
+    assert flatten(frames) == [
+        OnSubscribe(subscriber=3),
+        OnNext(subscriber=3, element=b"12345678"),
+        OnComplete(subscriber=3),
+    ]
+    assert type(frames[1]) is (OnNextBatch if batch else OnNext)
+    assert make_parser(batch)._answer(answer[:-1], 0, len(answer) - 1, []) == 0  # incomplete: declined
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(st.text(max_size=140), st.binary(max_size=140)),
+    st.sampled_from([0, 1, 127, 128, 300]),
+    st.sampled_from([0, 1, 127, 128, 2**63 - 1]),
+    st.binary(max_size=6),
+)
+def test_a_subscribe_parses_alike_whole_and_bytewise(
+    name: str | bytes, sid: int, demand: int, tail: bytes
+) -> None:
+    """A subscribe with a short name, a one-byte id and demand is decoded inline; whole or
+    byte by byte (each step through the general decoder), any name (invalid UTF-8 too)
+    gives the same frame or the same error."""
+    raw = name.encode() if isinstance(name, str) else name
+    data = bytes([FrameType.SUBSCRIBE]) + encode_varint(len(raw)) + raw
+    data += encode_varint(sid) + encode_varint(demand) + tail
+    parser = make_parser()
+    whole = flatten(parser.feed(data))
+    one_by_one, reference = _bytewise(data, batch=False)
+    assert whole == one_by_one
+    assert type(parser.error) is type(reference.error)
+    assert str(parser.error) == str(reference.error)
+    assert parser.buffered == reference.buffered
+    if isinstance(name, str) and not tail:
+        assert whole == [Subscribe(publisher=name, subscriber=sid, initial_demand=demand)]

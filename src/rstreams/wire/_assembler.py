@@ -26,11 +26,12 @@ __all__ = ["Assembler"]
 class Assembler:
     """The partly received split elements of one connection."""
 
-    __slots__ = ("_bytes", "_count", "_inputs", "_max_bytes", "_max_element", "_max_parts", "_parts")
+    __slots__ = ("_bytes", "_count", "_inputs", "_max_bytes", "_max_element", "_max_parts", "parts")
 
     def __init__(self, *, max_element_size: int, max_parts_in_flight: int, max_reassembly_bytes: int) -> None:
-        self._parts: dict[int, dict[int, bytearray]] = {}
-        """Subscriber id -> element id -> the bytes received so far."""
+        self.parts: dict[int, dict[int, bytearray]] = {}
+        """Subscriber id -> element id -> the bytes received so far. Read (never changed) by the
+        connection's fast paths: a subscriber id with no entry has no unfinished element."""
         self._inputs: dict[int, bytearray] = {}
         """The peer's channel (its subscriber id) -> the bytes of its partly received input element."""
         self._count = 0
@@ -46,19 +47,19 @@ class Assembler:
 
     def starts(self, sid: int, element_id: int) -> bool:
         """Whether a part of ``element_id`` on ``sid`` begins a new element (it takes a credit)."""
-        pending = self._parts.get(sid)
+        pending = self.parts.get(sid)
         return pending is None or element_id not in pending
 
     def unfinished(self, sid: int) -> int:
         """How many elements of ``sid`` have parts received but not their last part."""
-        pending = self._parts.get(sid)
+        pending = self.parts.get(sid)
         return len(pending) if pending else 0
 
     def add(self, st: Stream, element_id: int, data: bytes, last: bool) -> bytes | Violation | None:
         """Take one part: the whole element after its last part, ``None`` while more are to
         come, or the limit it breaks."""
         sid = st.sid
-        pending = self._parts.get(sid)
+        pending = self.parts.get(sid)
         buf = pending.get(element_id) if pending is not None else None
         if buf is None:
             if last:  # an element in one part
@@ -72,7 +73,7 @@ class Assembler:
                     )
                 )
             if pending is None:
-                pending = self._parts[sid] = {}
+                pending = self.parts[sid] = {}
             buf = pending[element_id] = bytearray()
             self._count += 1
         if len(buf) + len(data) > self._max_element:
@@ -95,10 +96,10 @@ class Assembler:
         self._bytes += len(data)
         if not last:
             return None
-        pending = self._parts[sid]
+        pending = self.parts[sid]
         del pending[element_id]
         if not pending:
-            del self._parts[sid]
+            del self.parts[sid]
         self._count -= 1
         self._bytes -= len(buf)
         return bytes(buf)
@@ -155,14 +156,14 @@ class Assembler:
 
     def drop(self, sid: int) -> None:
         """Forget the unfinished elements of ``sid`` (its subscription ended)."""
-        pending = self._parts.pop(sid, None)
+        pending = self.parts.pop(sid, None)
         if pending:
             self._count -= len(pending)
             self._bytes -= sum(map(len, pending.values()))
 
     def clear(self) -> None:
         """The connection ended: forget everything."""
-        self._parts.clear()
+        self.parts.clear()
         self._inputs.clear()
         self._count = 0
         self._bytes = 0

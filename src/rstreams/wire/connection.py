@@ -63,6 +63,7 @@ from rstreams.wire._state import (
     CONNECTION_TRANSITIONS,
     FLOWING,
     QUIET_STATES,
+    STREAM_TRANSITIONS,
     ConnectionInput,
     ConnectionState,
     Signal,
@@ -138,6 +139,17 @@ _ON_SUBSCRIBE = Signal.ON_SUBSCRIBE
 _ON_NEXT = Signal.ON_NEXT
 _ON_COMPLETE = Signal.ON_COMPLETE
 _ON_ERROR = Signal.ON_ERROR
+_SUBSCRIBED = StreamState.SUBSCRIBED
+_ACCEPTED = STREAM_TRANSITIONS[_SUBSCRIBED, _ON_SUBSCRIBE]
+"""The state our subscription's onSubscribe moves it to from SUBSCRIBED (read from the table once)."""
+_ENDABLE = frozenset(
+    state
+    for state in StreamState
+    if state not in QUIET_STATES
+    and (state, _ON_COMPLETE) in STREAM_TRANSITIONS
+    and (state, _ON_ERROR) in STREAM_TRANSITIONS
+)
+"""States a received onComplete or onError ends and surfaces (read from the table once)."""
 
 
 def _goodbye_code(payload: bytes) -> tuple[int, int]:
@@ -211,6 +223,9 @@ class Connection:
             max_parts_in_flight=config.max_parts_in_flight,
             max_reassembly_bytes=config.max_reassembly_bytes,
         )
+        self._split_parts = (
+            self._assembler.parts
+        )  # the receive fast paths' view: sids with unfinished elements
         self._output = Output(config.split_threshold)
         self._out = self._output.buf  # the fast paths write here directly
         self._backlogs = self._output.backlogs
@@ -873,9 +888,13 @@ class Connection:
         if self._state is _CLOSED:
             return
         verdict = self._streams.receive_subscribe(f)
-        if isinstance(verdict, Violation):
-            self._violated(verdict)
-        elif isinstance(verdict, str):
+        if type(verdict) is Stream:  # accepted
+            if qualifiers:
+                self._events += qualifiers
+            if held is not None:
+                self._events.append(held[1])
+            self._events.append(f)
+        elif type(verdict) is str:
             if self._codes:
                 code = (
                     ErrorCode.INVALID_DEMAND if verdict.startswith("rule 3.9") else ErrorCode.LIMIT_EXCEEDED
@@ -883,11 +902,7 @@ class Connection:
                 write_extension(self._out, ERROR_CODE, encode_error_code(f.subscriber, code))
             write_on_error(self._out, f.subscriber, verdict)
         else:
-            if qualifiers:
-                self._events += qualifiers
-            if held is not None:
-                self._events.append(held[1])
-            self._events.append(f)
+            self._violated(verdict)  # type: ignore[arg-type]  # the one type left
 
     def _recv_request(self, f: Request) -> None:
         verdict = self._streams.receive_request(f.subscriber, f.demand)
@@ -919,6 +934,12 @@ class Connection:
         write_on_complete(self._out, subscriber)
 
     def _recv_on_subscribe(self, f: OnSubscribe) -> None:
+        st = self._subscribing.get(f.subscriber)
+        if st is not None and st.state is _SUBSCRIBED and not self._qualifiers:  # the common case
+            st.state = _ACCEPTED  # ours() and the table's step, inlined
+            st.element_size = f.element_size
+            self._events.append(f)
+            return
         found = self._streams.ours(f.subscriber, _ON_SUBSCRIBE)
         if isinstance(found, Violation):
             self._violated(found)
@@ -988,6 +1009,13 @@ class Connection:
     def _recv_terminal(self, f: OnComplete | OnError) -> None:
         sid = f.subscriber
         signal = _ON_COMPLETE if type(f) is OnComplete else _ON_ERROR
+        st = self._subscribing.get(sid)
+        if (
+            st is not None and st.state in _ENDABLE and not self._qualifiers and sid not in self._split_parts
+        ):  # the common case: what follows, without the calls
+            self._streams.close(st, signal)
+            self._events.append(f)
+            return
         found = self._streams.ours(sid, signal)
         if isinstance(found, Violation):
             self._violated(found)
