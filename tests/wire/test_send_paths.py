@@ -154,7 +154,7 @@ def test_subscribe(publisher: str, sid: int, demand: int) -> None:
     expected = encode(Subscribe(publisher=publisher, subscriber=sid, initial_demand=min(demand, UNBOUNDED)))
     assert out(via_send) == out(via_fast) == expected
     for conn in (via_send, via_fast):
-        assert conn.id_in_use(sid)
+        assert conn.id_in_use(sid) and sid in conn.ids_in_use
         assert conn.subscriptions(publishing=False) == {sid: StreamState.SUBSCRIBED}
 
 

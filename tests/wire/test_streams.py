@@ -141,3 +141,16 @@ def test_step_is_the_table(state: StreamState, signal: Signal) -> None:
     stream = Stream(1, True, 0)
     stream.state = state
     assert step(stream, signal) is STREAM_TRANSITIONS.get((state, signal))
+
+
+def test_the_table_makes_streams_as_the_constructor_does() -> None:
+    """The table builds its streams field by field (no __init__ call on the hot path): every
+    slot is set, to what ``Stream(sid, publishing, credit)`` sets it."""
+    t = table()
+    received = t.receive_subscribe(subscribe(7, 3))
+    sent = t.send_subscribe(9, 5)
+    assert isinstance(received, Stream)
+    for made, publishing, sid, credit in ((received, True, 7, 3), (sent, False, 9, 5)):
+        expected = Stream(sid, publishing, credit)
+        for name in Stream.__slots__:
+            assert getattr(made, name) == getattr(expected, name), name

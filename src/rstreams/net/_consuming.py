@@ -153,6 +153,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         "_table",
         "content_type",
         "done",
+        "name",
         "pending",
         "sid",
         "started",
@@ -178,6 +179,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         self._codec = codec  # explicit; None: decode by the announced type (PROTOCOL.md §17)
         self.content_type: str | None = None
         """The media type the publisher announced (extension content-types, §17), if any."""
+        self.name = "?"  # the publisher's name, once subscribed (for error messages)
         self.pending = 0  # demand requested locally, not yet sent
         self.started = False  # the subscribe frame was queued
         self.done = False  # cancelled or terminated: deliver nothing more
@@ -426,7 +428,7 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
     that read has been handled, as with :class:`ScalarSubscriber`.
     """
 
-    __slots__ = ("_defer", "_future", "_name")
+    __slots__ = ("_defer", "_future")
 
     def __init__(
         self,
@@ -448,12 +450,12 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         self._lists = False
         self._codec = codec
         self.content_type = None
-        self.pending = 1  # the one element, asked for in the subscribe itself
-        self.started = False
+        self.name = name
+        self.pending = 0  # the one element is asked for in the subscribe itself
+        self.started = True  # by open_request, at once
         self.done = False
         self._loop_thread = _ident()
         self._future = future  # asyncio.Future, resolved on the loop's thread
-        self._name = name
         self._defer = defer  # runs a call once the current read is handled
 
     # -- as the subscription: the peer's signals, fast -----------------------------------------
@@ -464,7 +466,7 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         future = self._future  # on_next, inlined
         if not future.done():
             future.set_result(elements[0])
-            if self._outbox.core.id_in_use(self.sid):  # no onComplete/onError in this read
+            if self.sid in self._outbox.core.ids_in_use:  # no onComplete/onError in this read
                 self._defer(self._cancel_if_open)
 
     def complete(self) -> None:
@@ -472,7 +474,7 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         self.subscriber = None
         future = self._future  # on_complete, inlined
         if not future.done():
-            future.set_exception(LookupError(f"publisher {self._name!r} completed without an element"))
+            future.set_exception(LookupError(f"publisher {self.name!r} completed without an element"))
 
     def error(self, error: BaseException) -> None:
         self.done = True
@@ -493,7 +495,7 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         future = self._future
         if not future.done():
             future.set_result(item)
-            if self._outbox.core.id_in_use(self.sid):
+            if self.sid in self._outbox.core.ids_in_use:
                 self._defer(self._cancel_if_open)
 
     def on_error(self, error: BaseException) -> None:
@@ -504,7 +506,7 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
     def on_complete(self) -> None:
         future = self._future
         if not future.done():
-            future.set_exception(LookupError(f"publisher {self._name!r} completed without an element"))
+            future.set_exception(LookupError(f"publisher {self.name!r} completed without an element"))
 
 
 class SubscriptionTable:
@@ -520,7 +522,6 @@ class SubscriptionTable:
     __slots__ = (
         "_deferred",
         "_free_ids",
-        "_names",
         "_next_id",
         "_unacked",
         "describe",
@@ -534,7 +535,6 @@ class SubscriptionTable:
         self.outbox = outbox
         self.describe = describe  # the connection's repr, for RemotePublisher's
         self.subscriptions: dict[int, RemoteSubscription[Any]] = {}
-        self._names: dict[int, str] = {}
         self.requests: dict[RemoteSubscription[Any], None] = {}
         """Subscriptions with demand to send this turn (the pump's flush reads it)."""
         self._next_id = 1  # the lowest id never used
@@ -643,8 +643,12 @@ class SubscriptionTable:
             return subscriber
         free = self._free_ids
         sid = heapq.heappop(free) if free and not self._unacked else self._take_id()  # _take_id's common case
-        request = ScalarRequest(self, sid, future, name, decode, codec, defer)
-        self._start(name, request, metadata)
+        request = ScalarRequest(self, sid, future, name, decode, codec, defer)  # started, demand 1
+        self.subscriptions[sid] = request  # _start, inlined
+        if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
+            metadata = outbox.observer.subscribed(sid, name, metadata)
+        outbox.core.send_subscribe(name, sid, 1, metadata)  # with extension metadata active, §18
+        outbox.write_soon()
         return request
 
     def _start(self, name: str, subscription: RemoteSubscription[Any], metadata: bytes | None) -> None:
@@ -652,7 +656,7 @@ class SubscriptionTable:
         write it at once unless other frames of this turn are to join it."""
         sid = subscription.sid
         self.subscriptions[sid] = subscription
-        self._names[sid] = name
+        subscription.name = name
         subscription.started = True
         outbox = self.outbox
         if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
@@ -719,7 +723,6 @@ class SubscriptionTable:
         self.requests.pop(subscription, None)
         if self.subscriptions.get(sid) is subscription and self.outbox.ended is None:
             del self.subscriptions[sid]
-            self._names.pop(sid, None)
             if self.outbox.observer is not None:
                 self.outbox.observer.unsubscribed(sid, "cancelled")
             self.outbox.core.send(Cancel(subscriber=sid))
@@ -751,8 +754,8 @@ class SubscriptionTable:
     def on_complete(self, event: OnComplete) -> None:
         sid = event.subscriber
         subscription = self.subscriptions.pop(sid, None)
-        self._names.pop(sid, None)
-        self._unacked.discard(sid)  # its terminal came: the id is free (a crossed cancel's too)
+        if self._unacked:
+            self._unacked.discard(sid)  # its terminal came: the id is free (a crossed cancel's too)
         heapq.heappush(self._free_ids, sid)
         if subscription is not None:
             if self.outbox.observer is not None:
@@ -763,13 +766,14 @@ class SubscriptionTable:
         """The peer announced ``media_type`` for our ``sid``; its onSubscribe follows (§17)."""
         subscription = self.subscriptions.get(sid)
         if subscription is not None:
-            subscription.announced(media_type, self._names.get(sid, "?"))
+            subscription.announced(media_type, subscription.name)
 
     def on_error(self, event: OnError) -> None:
         sid = event.subscriber
         subscription = self.subscriptions.pop(sid, None)
-        name = self._names.pop(sid, "?")
-        self._unacked.discard(sid)  # its terminal came: the id is free (a crossed cancel's too)
+        name = "?" if subscription is None else subscription.name
+        if self._unacked:
+            self._unacked.discard(sid)  # its terminal came: the id is free (a crossed cancel's too)
         heapq.heappush(self._free_ids, sid)
         code = self.qualified.pop(ERROR_CODE, None) if self.qualified else None
         if subscription is not None:
@@ -782,7 +786,6 @@ class SubscriptionTable:
     def stream_error(self, sid: int, error: BaseException) -> None:
         """The core found the peer breaking the rules on our ``sid`` and cancelled it."""
         subscription = self.subscriptions.pop(sid, None)
-        self._names.pop(sid, None)
         self._unacked.add(sid)  # the core cancelled it: wait for the acknowledgement
         if subscription is not None:
             if self.outbox.observer is not None:

@@ -65,6 +65,12 @@ class Stream:
         """The id the next element split into parts gets (publishing end, §8)."""
 
 
+_new = object.__new__
+"""The table makes its streams with ``_new(Stream)`` and sets every field as
+:meth:`Stream.__init__` does, without that call (two per request/response, one at each
+end); tests/wire/test_streams.py holds the two alike."""
+
+
 class Violation:
     """A verdict: the peer broke a rule, and how much that ends (PROTOCOL.md §10).
 
@@ -96,7 +102,9 @@ class StreamTable:
         """Our subscriptions on the peer, by our ids (never rebound: callers keep it)."""
         # Oldest first. An OrderedDict: dropping the oldest is O(1) (a dict's next(iter(...)) walks
         # past every slot deleted at its front: ~2 us each under a stream of refused subscribes).
-        self._closed: OrderedDict[tuple[bool, int], None] = OrderedDict()
+        self._closed: OrderedDict[int, None] = OrderedDict()
+        """Recently closed ids, keyed ``sid`` (the peer's, we publish) or ``~sid`` (ours, a
+        negative number): one int, not a (side, sid) tuple to build for every stream."""
         self._max_closed = max_closed
         self._max_subscriptions = max_subscriptions
         self._max_name = max_name_length
@@ -108,13 +116,13 @@ class StreamTable:
         publishing, sid = st.publishing, st.sid
         del (self.publishing if publishing else self.subscribing)[sid]
         closed = self._closed  # _remember_closed, inlined: every stream ends here
-        closed[publishing, sid] = None
+        closed[sid if publishing else ~sid] = None
         if len(closed) > self._max_closed:
             closed.popitem(last=False)
 
     def _remember_closed(self, publishing: bool, sid: int) -> None:
         closed = self._closed
-        closed[publishing, sid] = None
+        closed[sid if publishing else ~sid] = None
         if len(closed) > self._max_closed:
             closed.popitem(last=False)
 
@@ -135,7 +143,7 @@ class StreamTable:
                     section="5.3",
                 )
             )
-        self._closed.pop((True, sid), None)  # a new subscription, accepted or refused
+        self._closed.pop(sid, None)  # a new subscription, accepted or refused
         refusal = ""
         if len(self.publishing) >= self._max_subscriptions:
             refusal = (
@@ -151,7 +159,14 @@ class StreamTable:
         if refusal:
             self._remember_closed(True, sid)
             return refusal
-        st = self.publishing[sid] = Stream(sid, True, f.initial_demand)
+        st = self.publishing[sid] = _new(Stream)  # Stream(sid, True, f.initial_demand), see _new
+        st.sid = sid
+        st.publishing = True
+        st.state = _SUBSCRIBED
+        st.credit = f.initial_demand
+        st.element_size = 0
+        st.header = b""
+        st.next_element_id = 0
         return st
 
     def receive_request(self, sid: int, n: int) -> Stream | Violation | None:
@@ -217,7 +232,7 @@ class StreamTable:
     # -- sent: misuse raises, a recently closed id drops quietly -----------------------------
     def _gone(self, publishing: bool, sid: int, what: str) -> None:
         """``sid`` has no subscription: fine (None) if it closed recently, else misuse."""
-        if (publishing, sid) not in self._closed:
+        if (sid if publishing else ~sid) not in self._closed:
             side = "the peer's subscription" if publishing else "our subscription"
             raise LocalProtocolError(f"can't send {what}: {side} {sid} does not exist", subscriber=sid)
 
@@ -230,8 +245,15 @@ class StreamTable:
                 f"again once its onComplete/onError has been received (PROTOCOL.md §5.3)",
                 subscriber=sid,
             )
-        self._closed.pop((False, sid), None)  # a new subscription: no longer "recently closed"
-        st = self.subscribing[sid] = Stream(sid, False, initial_demand)
+        self._closed.pop(~sid, None)  # a new subscription: no longer "recently closed"
+        st = self.subscribing[sid] = _new(Stream)  # Stream(sid, False, initial_demand), see _new
+        st.sid = sid
+        st.publishing = False
+        st.state = _SUBSCRIBED
+        st.credit = initial_demand
+        st.element_size = 0
+        st.header = b""
+        st.next_element_id = 0
         return st
 
     def send_request_or_cancel(self, sid: int, signal: Signal) -> Stream | None:

@@ -31,7 +31,7 @@ Once closed, ``receive_data`` and ``send`` raise :class:`ConnectionBrokenError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, KeysView
 from enum import Enum
 from typing import Any
 
@@ -94,6 +94,7 @@ from rstreams.wire.extensions import (
     SUBSCRIBE_METADATA,
 )
 from rstreams.wire.frames import (
+    ON_NEXT_HEADERS,
     PROTOCOL_VERSION,
     Cancel,
     ClientHello,
@@ -113,6 +114,7 @@ from rstreams.wire.frames import (
     Subscribe,
     make_on_next,
     on_next_head,
+    on_next_header,
     on_next_packed_head,
     write_cancel,
     write_extension,
@@ -218,6 +220,9 @@ class Connection:
         )
         self._publishing = self._streams.publishing  # the fast paths' view of the tables
         self._subscribing = self._streams.subscribing
+        self.ids_in_use: KeysView[int] = self._subscribing.keys()
+        """Our subscriber ids in use, a live view: ``sid in ids_in_use`` is :meth:`id_in_use`
+        without a call (a request/response asks it once per answer)."""
         self._assembler = Assembler(
             max_element_size=config.max_element_size,
             max_parts_in_flight=config.max_parts_in_flight,
@@ -649,6 +654,14 @@ class Connection:
         ):
             OnSubscribe(subscriber=subscriber, element_size=element_size)  # raises
         stated = content_type is not None and self._content_types
+        if not stated and self._state is _OPEN:  # the common case: StreamTable.send_on_subscribe's, inlined
+            st = self._publishing.get(subscriber)
+            if st is not None and st.state is _SUBSCRIBED:
+                st.state = _ACCEPTED
+                st.element_size = element_size
+                st.header = ON_NEXT_HEADERS[subscriber] if subscriber < 0x80 else on_next_header(subscriber)
+                write_on_subscribe(self._out, subscriber, element_size)
+                return
         payload = encode_content_type(subscriber, content_type) if stated else b""  # type: ignore[arg-type]
         if self._state is not _OPEN:
             self._check_can_send()
@@ -666,8 +679,13 @@ class Connection:
             self._check_can_send()
         if subscriber in self._backlogs:  # behind a split element: queued after its parts
             self._terminal(subscriber, None, None)
-        elif self._streams.send_terminal(subscriber, _ON_COMPLETE, "OnComplete") is not None:
+            return
+        st = self._publishing.get(subscriber)  # StreamTable.send_terminal's common case, inlined
+        if st is not None:
+            self._streams.close(st, _ON_COMPLETE)  # SUBSCRIBED and ACTIVE both allow it
             write_on_complete(self._out, subscriber)  # _terminal's common case, inlined
+        elif self._streams.send_terminal(subscriber, _ON_COMPLETE, "OnComplete") is not None:
+            write_on_complete(self._out, subscriber)
 
     def _send_on_next_packed(self, f: OnNextPacked) -> None:
         sid, count, elements = f.subscriber, f.count, f.elements

@@ -417,8 +417,8 @@ _ON_NEXT_BYTE = _BYTE[FrameType.ON_NEXT]
 _ON_NEXT_PACKED_BYTE = _BYTE[FrameType.ON_NEXT_PACKED]
 _ON_NEXT_PART_BYTE = _BYTE[FrameType.ON_NEXT_PART]
 _ON_NEXT_LAST_PART_BYTE = _BYTE[FrameType.ON_NEXT_LAST_PART]
-_ON_NEXT_HEADERS = tuple(_ON_NEXT_BYTE + _BYTE[sid] for sid in range(0x80))
-""":func:`on_next_header` of the one-byte ids, made once."""
+ON_NEXT_HEADERS = tuple(_ON_NEXT_BYTE + _BYTE[sid] for sid in range(0x80))
+""":func:`on_next_header` of the one-byte ids (0 ... 127), made once."""
 _ON_COMPLETE = int(FrameType.ON_COMPLETE)
 _ON_ERROR = int(FrameType.ON_ERROR)
 
@@ -504,7 +504,7 @@ def write_on_subscribe(out: bytearray, subscriber: int, element_size: int) -> No
 def on_next_header(subscriber: int) -> bytes:
     """The bytes every onNext for ``subscriber`` starts with: type and id (built once per stream)."""
     if 0 <= subscriber < 0x80:
-        return _ON_NEXT_HEADERS[subscriber]
+        return ON_NEXT_HEADERS[subscriber]
     return _ON_NEXT_BYTE + _V(subscriber)
 
 
