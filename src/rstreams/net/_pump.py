@@ -92,8 +92,9 @@ itself: pongs, refusals); below it, the next part is four times as long, so a re
 elements is fed in a few big parts in one turn."""
 
 
-def _ignore(event: Event) -> None:
-    """OnSubscribe and Goodbye need nothing here: the core keeps their state."""
+_ignore: Callable[[Event], object] = id
+"""The route of OnSubscribe and Goodbye, which need nothing here (the core keeps their state):
+a builtin that does nothing with its argument, so that routing one costs no Python frame."""
 
 
 class Pump:
@@ -236,7 +237,8 @@ class Pump:
     def data_received(self, data: memoryview) -> None:
         # The conversation is over only once the streams ended (closing sets ``ended`` first):
         # a plain field on the hot path, the call only then.
-        if self.outbox.ended is not None and self.closing.discarding(len(data)):
+        outbox = self.outbox
+        if outbox.ended is not None and self.closing.discarding(len(data)):
             return  # after the goodbyes: nothing more is read (a lingering close discards it, bounded)
         held = self._held
         if held is not None:  # a read already under way when reading paused (WebSocket)
@@ -246,11 +248,43 @@ class Pump:
             self._hold(data)
             self._held_read = len(data) <= HELD_PART  # a whole read of one part: see _go_on
             return
-        if self._consume(data):
-            self._flooding = True
+        if len(data) > READ_TURN:  # many messages, perhaps: a part at a time (_consume)
+            if self._consume(data, READ_TURN):
+                self._flooding = True
+            return
+        # The common case, one part: _part, _dispatch and _answer inlined (a read costs one
+        # Python call here, not four). The keepalive's clock is read once, here.
+        if self.keepalive is not None:
+            outbox.heard_at = outbox.loop.time()
+        outbox.in_read = True
+        core = outbox.core
+        outbox.wrote_through = False
+        try:
+            if outbox.observer is not None:
+                outbox.observer.read(data)
+            core.receive_data(data)
+            events = core.events_received()
+            outbox.reading = True
+            try:
+                routes = self._routes
+                for event in events:
+                    routes[event.__class__](event)
+                if self._after_dispatch:
+                    self._run_after_dispatch()
+            finally:
+                outbox.reading = False
+        finally:  # what the read caused is written now: nothing else schedules it (mark_dirty)
+            try:
+                if outbox.flush_scheduled or core.has_data_to_send:
+                    if outbox.flush_handle is None:
+                        self.flush()
+                    else:
+                        outbox.flush_now()
+            finally:
+                outbox.in_read = False
 
-    def _consume(self, data: memoryview, first: int = READ_TURN) -> bool:
-        """Handle a read, or its first parts if it holds many small messages (fairness,
+    def _consume(self, data: memoryview, first: int) -> bool:
+        """Handle the first parts of a read that may hold many small messages (fairness,
         :mod:`rstreams.net._intake`); hold the rest for a later turn, not reading meanwhile.
         Returns whether a rest is held. The keepalive's clock is read once, here."""
         outbox = self.outbox
@@ -258,26 +292,6 @@ class Pump:
             outbox.heard_at = outbox.loop.time()
         outbox.in_read = True
         size = len(data)
-        if size <= first:  # the common case: one part (_part, inlined: a call less per read)
-            core = outbox.core
-            outbox.wrote_through = False
-            try:
-                if outbox.observer is not None:
-                    outbox.observer.read(data)
-                core.receive_data(data)
-                received = core.events_received()
-                outbox.reading = True
-                try:
-                    self._dispatch(received)
-                finally:
-                    outbox.reading = False
-            finally:  # what the read caused is flushed now: nothing else schedules it (mark_dirty)
-                try:  # _answer, inlined
-                    if outbox.flush_scheduled or core.has_data_to_send:
-                        outbox.flush_now()
-                finally:
-                    outbox.in_read = False
-            return False
         start, part = 0, first
         try:
             while True:
@@ -493,6 +507,11 @@ class Pump:
         routes = self._routes
         for event in events:
             routes[event.__class__](event)
+        if self._after_dispatch:
+            self._run_after_dispatch()
+
+    def _run_after_dispatch(self) -> None:
+        """The calls deferred until the read's events were routed (:meth:`defer`), and theirs."""
         while self._after_dispatch:
             calls, self._after_dispatch = self._after_dispatch, []
             for call in calls:
