@@ -210,7 +210,7 @@ class FrameParser:
                 self._pieces.append(bytes(data))
                 self._missing = missing - len(data)
                 return frames
-            self._pieces.append(bytes(data[:missing]))
+            self._pieces.append(memoryview(data)[:missing])  # joined now, while data is valid: no copy first
             element = b"".join(self._pieces)
             sid = self._pending_sid
             frames.append(OnNextBatch(sid, [element]) if self._batch else make_on_next(sid, element))
