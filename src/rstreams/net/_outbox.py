@@ -37,7 +37,13 @@ from rstreams.wire import ExtensionMessage
 if TYPE_CHECKING:
     from rstreams.observe import ConnectionObserver
 
-__all__ = ["Outbox"]
+__all__ = ["WRITE_LIMIT", "Outbox"]
+
+
+WRITE_LIMIT = 1 << 20
+"""Bytes asked of the core per write (``data_to_send(WRITE_LIMIT)``): it returns all it holds
+unless that is at least this much, so only a write this large can leave output behind (parts
+of split elements, PROTOCOL.md §8), and only then is the core asked whether it did."""
 
 
 def _not_installed(*args: object) -> None:
@@ -146,7 +152,7 @@ class Outbox:
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        data = self.core.data_to_send()
+        data = self.core.data_to_send(WRITE_LIMIT)
         if self.write(transport, data, activity=activity) if data else self.core.has_data_to_send:
             self.mark_dirty()
 
@@ -155,7 +161,7 @@ class Outbox:
         Returns whether the core still holds output (parts of a split element, §8)."""
         transport.writelines(data)
         nbytes = len(data[0]) if len(data) == 1 else sum(map(len, data))
-        more = self.core.has_data_to_send
+        more = nbytes >= WRITE_LIMIT and self.core.has_data_to_send  # below it, all was taken
         may_pass_mark = self.ledger.wrote(nbytes, more=more)
         observer = self.observer
         if observer is not None:
@@ -189,7 +195,7 @@ class Outbox:
         transport = self.transport  # write_now, inlined: the request/response path
         if transport.is_closing():
             return
-        data = self.core.data_to_send()
+        data = self.core.data_to_send(WRITE_LIMIT)
         if self.write(transport, data) if data else self.core.has_data_to_send:
             self.mark_dirty()
 

@@ -39,7 +39,7 @@ from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT, HELD_PART, MAX_UNSENT, 
 from rstreams.net._keepalive import Keepalive, check_interval
 from rstreams.net._messages import MESSAGE_TYPES, Handler, Messages, check_handlers
 from rstreams.net._metadata import EMPTY, Metadata
-from rstreams.net._outbox import Outbox
+from rstreams.net._outbox import WRITE_LIMIT, Outbox
 from rstreams.net._routes import Offer
 from rstreams.net._serving import ServingTable
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, check_water_marks
@@ -494,7 +494,7 @@ class Pump:
             serving.flush_packs()
         outbox.flush_scheduled = False
         core = outbox.core
-        data = core.data_to_send()
+        data = core.data_to_send(WRITE_LIMIT)
         self._turn_bytes = 0
         writes = data and not transport.is_closing()
         more = outbox.write(transport, data) if writes else core.has_data_to_send  # split parts left
