@@ -55,13 +55,12 @@ from rstreams.wire.frames import (
     Frame,
     FrameType,
     Goodbye,
-    OnComplete,
     OnError,
     OnNext,
     OnNextLastPart,
     OnNextPacked,
     OnNextPart,
-    OnSubscribe,
+    Request,
     ServerHello,
     Subscribe,
     make_cancel,
@@ -79,10 +78,9 @@ _set_subscriber = OnNext.__dict__["subscriber"].__set__  # slot descriptors skip
 _set_element = OnNext.__dict__["element"].__set__
 _set_type = ExtensionMessage.__dict__["type"].__set__
 _set_payload = ExtensionMessage.__dict__["payload"].__set__
-_set_accepted = OnSubscribe.__dict__["subscriber"].__set__
-_set_element_size = OnSubscribe.__dict__["element_size"].__set__
-_set_completed = OnComplete.__dict__["subscriber"].__set__
 _set_name = Subscribe.__dict__["publisher"].__set__
+_set_requester = Request.__dict__["subscriber"].__set__
+_set_requested = Request.__dict__["demand"].__set__
 _set_sid = Subscribe.__dict__["subscriber"].__set__
 _set_demand = Subscribe.__dict__["initial_demand"].__set__
 
@@ -101,6 +99,14 @@ _SERVER_HELLO = int(FrameType.SERVER_HELLO)
 _SUBSCRIBE = int(FrameType.SUBSCRIBE)
 _BYTE = [bytes((i,)) for i in range(256)]
 _ON_NEXT_BYTE = _BYTE[_ON_NEXT]
+_ANSWER_HEADS = [bytes((_ON_SUBSCRIBE, sid, 0, _ON_NEXT, sid)) for sid in range(0x80)]
+"""How a request/response's answer to one-byte id ``sid`` starts: onSubscribe(sid, 0), an onNext's
+type and id."""
+_ON_COMPLETES = [bytes((_ON_COMPLETE, sid)) for sid in range(0x80)]
+_ACCEPTED = [make_on_subscribe(sid, 0) for sid in range(0x80)]
+_COMPLETED = [make_on_complete(sid) for sid in range(0x80)]
+"""The frames onSubscribe(sid, 0) and onComplete(sid) of the one-byte ids, made once: frames
+are immutable, so every such message parses to the same object (as subscribeMetadata's do)."""
 _PENDING_MIN = 16 * 1024
 """An incomplete onNext at least this big is collected as pieces and joined once."""
 _RUN_MIN, _RUN_MAX = 8, 4096
@@ -420,30 +426,18 @@ class FrameParser:
         the onNext path and :meth:`_on_complete` would have (the onNext as an
         :class:`OnNextBatch` in batch mode) and returns where they end; 0 (nothing appended)
         for anything else, which the decoders then take frame by frame."""
-        p = pos + 1  # 07 sid 00 | 08 sid length element | 0C sid
-        if p + 4 >= n:
+        if pos + 5 >= n:
             return 0
-        sid = data[p]
-        length = data[p + 4]
-        end = p + 5 + length
-        if (
-            sid >= 0x80
-            or data[p + 1]
-            or data[p + 2] != _ON_NEXT
-            or data[p + 3] != sid
-            or length >= 0x80
-            or length > self._max_element
-            or end + 1 >= n
-            or data[end] != _ON_COMPLETE
-            or data[end + 1] != sid
-        ):
+        sid = data[pos + 1]  # 07 sid 00 | 08 sid length element | 0C sid
+        if sid >= 0x80 or not data.startswith(_ANSWER_HEADS[sid], pos):
+            return 0
+        length = data[pos + 5]
+        end = pos + 6 + length
+        if length >= 0x80 or length > self._max_element or not data.startswith(_ON_COMPLETES[sid], end):
             return 0
         if self.element_sizes:
             self.element_sizes.pop(sid, None)
-        accepted = _new(OnSubscribe)
-        _set_accepted(accepted, sid)
-        _set_element_size(accepted, 0)
-        frames.append(accepted)
+        frames.append(_ACCEPTED[sid])
         element = data[end - length : end]
         if self._batch:
             batch = _new(OnNextBatch)
@@ -455,9 +449,7 @@ class FrameParser:
             _set_subscriber(frame, sid)
             _set_element(frame, element)
             frames.append(frame)
-        completed = _new(OnComplete)
-        _set_completed(completed, sid)
-        frames.append(completed)
+        frames.append(_COMPLETED[sid])
         return end + 2
 
     def _take_run(
@@ -506,7 +498,10 @@ class FrameParser:
         if type(last) is OnNextBatch and last.subscriber == sid:
             last.elements += elements
         else:
-            frames.append(OnNextBatch(sid, elements))
+            batch = _new(OnNextBatch)  # OnNextBatch(sid, elements) without its __init__ call
+            batch.subscriber = sid
+            batch.elements = elements
+            frames.append(batch)
         return stop
 
     # -- one decoder per type (§3): fields start at ``p``; each returns (frame, end) -----------
@@ -535,8 +530,11 @@ class FrameParser:
     # small demands) and call decode_varint for anything else, which also reports
     # non-minimal and over-long encodings.
     def _request(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
-        if p + 1 < n and data[p] < 0x80 and data[p + 1] < 0x80:
-            return make_request(data[p], data[p + 1]), p + 2
+        if p + 1 < n and data[p] < 0x80 and data[p + 1] < 0x80:  # make_request, inlined
+            frame = _new(Request)
+            _set_requester(frame, data[p])
+            _set_requested(frame, data[p + 1])
+            return frame, p + 2
         sid, p = decode_varint(data, p, n)
         demand, p = decode_varint(data, p, n)
         return make_request(sid, demand), p
@@ -553,7 +551,7 @@ class FrameParser:
             sid, p = decode_varint(data, p, n)
         if self.element_sizes:
             self.element_sizes.pop(sid, None)
-        return make_on_complete(sid), p
+        return (_COMPLETED[sid] if sid < 0x80 else make_on_complete(sid)), p
 
     def _on_error(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
         sid, p = decode_varint(data, p, n)
@@ -597,9 +595,10 @@ class FrameParser:
             raise _too_big("onSubscribe elementSize", size, self._max_element, sid)
         if size:
             self.element_sizes[sid] = size
-        else:
+            return make_on_subscribe(sid, size), p
+        if self.element_sizes:
             self.element_sizes.pop(sid, None)
-        return make_on_subscribe(sid, size), p
+        return (_ACCEPTED[sid] if sid < 0x80 else make_on_subscribe(sid, 0)), p
 
     def _subscribe(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
         length = data[p] if p < n else 0x80

@@ -923,6 +923,13 @@ class Connection:
             self._violated(verdict)  # type: ignore[arg-type]  # the one type left
 
     def _recv_request(self, f: Request) -> None:
+        st = self._publishing.get(f.subscriber)
+        n = f.demand
+        if st is not None and 0 < n <= UNBOUNDED and st.state in REQUEST_KEEPS:  # receive_request's
+            credit = st.credit + n  # common case, inlined: no state change (read from the table)
+            st.credit = credit if credit < UNBOUNDED else UNBOUNDED
+            self._events.append(f)
+            return
         verdict = self._streams.receive_request(f.subscriber, f.demand)
         if isinstance(verdict, Violation):
             self._violated(verdict)
