@@ -80,6 +80,8 @@ _set_type = ExtensionMessage.__dict__["type"].__set__
 _set_payload = ExtensionMessage.__dict__["payload"].__set__
 _set_name = Subscribe.__dict__["publisher"].__set__
 _set_requester = Request.__dict__["subscriber"].__set__
+_set_failed = OnError.__dict__["subscriber"].__set__
+_set_error = OnError.__dict__["error"].__set__
 _set_requested = Request.__dict__["demand"].__set__
 _set_sid = Subscribe.__dict__["subscriber"].__set__
 _set_demand = Subscribe.__dict__["initial_demand"].__set__
@@ -554,10 +556,18 @@ class FrameParser:
         return (_COMPLETED[sid] if sid < 0x80 else make_on_complete(sid)), p
 
     def _on_error(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
-        sid, p = decode_varint(data, p, n)
+        if p < n and data[p] < 0x80:
+            sid = data[p]
+            p += 1
+        else:
+            sid, p = decode_varint(data, p, n)
         text, p = self._string(data, p, n, "onError error")
-        self.element_sizes.pop(sid, None)
-        return OnError(subscriber=sid, error=text), p
+        if self.element_sizes:
+            self.element_sizes.pop(sid, None)
+        frame = _new(OnError)  # OnError(subscriber=sid, error=text): both fields are valid, decoded
+        _set_failed(frame, sid)
+        _set_error(frame, text)
+        return frame, p
 
     def _on_next_packed(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
         sid, p = decode_varint(data, p, n)

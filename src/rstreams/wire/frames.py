@@ -550,7 +550,13 @@ def write_on_error(out: bytearray, subscriber: int, error: str) -> None:
         out.append(subscriber)
     else:
         out += _V(subscriber)
-    _write_string(out, error.encode())
+    text = error.encode()
+    size = len(text)  # _write_string, inlined: once per refused subscribe
+    if size < 0x80:
+        out.append(size)
+    else:
+        out += _V(size)
+    out += text
 
 
 def write_extension(out: bytearray, type: int, payload: bytes) -> None:  # noqa: A002  # the field's name
