@@ -49,14 +49,11 @@ READ_BUFFER_SIZE = 64 * 1024
 ``recv`` makes glibc map and unmap a block on every read on this class of machine
 (notes/machine-limits.md, pitfall 1); ``recv_into`` a reused 64 KiB buffer avoids it."""
 
-SOCKET_READ_SIZE = 1024 * 1024
+SOCKET_READ_SIZE = 256 * 1024
 """Size of a socket connection's ``recv_into`` buffer during bulk transfer (it starts small and
 grows when a read fills it, see :mod:`rstreams.net._stream`). Reading into a reused buffer
 never allocates, so the 256 KiB pitfall above does not apply; large reads mean fewer
-syscalls and loop turns for large elements, and fewer elements cut by a read's end (copied
-twice: the part in the first read, then the whole). On loopback a bulk reader's reads fill
-it: 64 KiB elements take one read per 16 elements, not per 4. The memory is a bulk reader's
-only: the buffer goes back to small after a run of small reads or when reading pauses."""
+syscalls and loop turns for large elements."""
 
 DEFAULT_HIGH_WATER = 1024 * 1024
 """Unsent bytes above which the transport reports "not writable" and local publishers stop
