@@ -180,8 +180,16 @@ class ServingStream(Subscriber[Any]):
         if at == len(known):  # the end is known: complete with the last element (rule 1.5)
             self._known = None
             pack += chunk
+            if self.obs is None and at == count:  # all at the first refill: counted in one call
+                observer = self._table.outbox.observer
+                if observer is not None:  # (if it is deferred: rstreams.observe)
+                    observer.served_known(self.sid, count, sum(map(len, chunk)))
             self._completed()  # sends the pack first
             return n * estimate
+        if self.obs is None and at == count:  # more to come: counted by an observer after all
+            observer = self._table.outbox.observer
+            if observer is not None:
+                observer.open_deferred(self.sid)
         if not pack:
             self._table.want_pack(self)
         pack += chunk
@@ -252,6 +260,9 @@ class ServingStream(Subscriber[Any]):
         self._table.opened(self)
         if not elements:
             self._known = None
+            observer = self._table.outbox.observer
+            if observer is not None and self.obs is None:  # deferred: counted in one call
+                observer.served_known(self.sid, 0, 0)
             self._completed()
         return True
 
@@ -697,18 +708,21 @@ class ServingTable:
         self.streams[sid] = stream
         if metadata is not EMPTY:
             stream.metadata = metadata
+        known = known_elements(publisher)
         observer = self.outbox.observer
         if observer is not None:  # the pattern is looked up once per name (rstreams.observe)
-            stream.obs = observer.stream_opened(
-                self._router if pattern is None else pattern,
-                name,
-                sid,
-                initial_demand,
-                metadata,  # its traceparent is read only when tracing
-            )
-        known = known_elements(publisher)
-        if known is not None and stream.serve_known(known):
-            return
+            patterns = self._router if pattern is None else pattern
+            if known is None:  # metadata: its traceparent is read only when tracing
+                stream.obs = observer.stream_opened(patterns, name, sid, initial_demand, metadata)
+            else:  # None while the first refill may send them all (served_known counts it then)
+                stream.obs = observer.known_stream_opened(
+                    stream, patterns, name, sid, initial_demand, len(known), metadata
+                )
+        if known is not None:
+            if stream.serve_known(known):
+                return
+            if observer is not None and stream.obs is None:  # subscribed to after all: counted as such
+                observer.open_deferred(sid)
         try:
             publisher.subscribe(stream)
         except Exception as error:
@@ -736,8 +750,13 @@ class ServingTable:
         # received (one element at a time on an open stream), so inlined here.
         remote = stream.remote_demand + n  # demand.add, inlined
         stream.remote_demand = remote if remote < UNBOUNDED else UNBOUNDED
-        if stream.obs is not None:
-            stream.obs.demand(n)
+        obs = stream.obs
+        if obs is not None:
+            obs.demand(n)
+        elif self.outbox.observer is not None:  # before a deferred stream's first refill
+            obs = self.outbox.observer.open_deferred(sid)
+            if obs is not None:
+                obs.demand(n)
         if not stream.done:
             stream.queued = True
             self.refills[stream] = None
@@ -752,8 +771,11 @@ class ServingTable:
         if stream is not None:
             self.refills.pop(stream, None)
             stream.queued = False
-            if stream.obs is not None:
-                stream.obs.ended("cancelled")
+            obs = stream.obs
+            if obs is None and self.outbox.observer is not None:  # before a deferred stream's first refill
+                obs = self.outbox.observer.open_deferred(sid)
+            if obs is not None:
+                obs.ended("cancelled")
             stream.stop()
 
     def stop_all(self) -> None:
@@ -804,8 +826,11 @@ class ServingTable:
                 outbox.mark_dirty()
 
     def errored(self, stream: ServingStream, error: BaseException) -> None:
-        if stream.obs is not None:
-            stream.obs.ended("error", f"{type(error).__name__}: {error}")
+        obs = stream.obs
+        if obs is None and self.outbox.observer is not None:  # a deferred stream (none errs so far)
+            obs = self.outbox.observer.open_deferred(stream.sid)
+        if obs is not None:
+            obs.ended("error", f"{type(error).__name__}: {error}")
         if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
             # The peer sees the error's type and text: what a Publisher signals is its
             # public outcome. Internal failures (factories) are summarised in subscribe.

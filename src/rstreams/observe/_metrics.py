@@ -28,6 +28,14 @@ once), and a connection's join the server's when it closes, so totals only grow 
 counters) and a snapshot is the closed totals plus what the open ones hold. The pattern a
 name matched is looked up once per name on a connection: a peer asks for the same names
 again and again.
+
+A stream answered from elements known before it opened (``just(x)``, ``empty()``: a
+request's answer) and granted demand for all of them is *deferred*: it gets no observer
+when it opens, and if its first refill sends everything, :meth:`ConnectionObserver.served_known`
+adds to its pattern's totals in one call what opening, sending and completing would have.
+Anything that would have read or changed its observer before that (a request, a cancel, a
+pause of the socket, the connection's end, a snapshot) makes the observer first, so every
+number comes out as if it had had one from the start.
 """
 
 from __future__ import annotations
@@ -65,6 +73,14 @@ class Traceable(Protocol):
     def traceparent(self) -> str | None:
         """Its W3C Trace Context entry, or ``None``."""
         ...
+
+
+class Deferred(Protocol):
+    """A serving stream (``rstreams.net``'s) whose observer is made only if it is needed
+    (:meth:`ConnectionObserver.known_stream_opened`)."""
+
+    obs: StreamObserver | None
+    """Its observer: set by :meth:`ConnectionObserver.open_deferred`."""
 
 
 class Patterns(Protocol):
@@ -135,6 +151,10 @@ class PatternTotals:
     stalled_demand: float = 0.0
     stalled_socket: float = 0.0
     inputs: int = 0
+    answers: int = 0
+    """Streams that sent one known element on a grant of one and completed (a request's answer,
+    :meth:`ConnectionObserver.served_known`): each is one more completed, elements and
+    demand_granted (kept apart: one addition for the three)."""
     errors: Counter[str] = dataclasses.field(default_factory=Counter)
 
 
@@ -325,6 +345,7 @@ class ConnectionObserver:
         "bytes_sent",
         "client_spans",
         "clock",
+        "deferred",
         "elements_received",
         "frames",
         "goodbyes",
@@ -349,6 +370,10 @@ class ConnectionObserver:
         self.names: dict[str, PatternTotals] = {}
         """The totals of the pattern each name served on this connection matched (at most
         :data:`_NAMES_REMEMBERED`): a name asked for again needs no pattern lookup."""
+        self.deferred: dict[int, tuple[Deferred, PatternTotals, str, int, Traceable | None, float]] = {}
+        """Streams answered from known elements that have no observer yet, by subscriber id:
+        ``(stream, its pattern's totals, name, initial demand, metadata, time opened)``
+        (:meth:`known_stream_opened`)."""
         self.client_spans: dict[int, SubscriptionSpan] = {}  # our subscriptions' spans, when tracing
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -473,6 +498,71 @@ class ConnectionObserver:
         totals = names[name] = self.server.pattern(patterns.pattern(name))
         return totals
 
+    def known_stream_opened(
+        self,
+        stream: Deferred,
+        pattern: str | Patterns,
+        name: str,
+        sid: int,
+        initial_demand: int,
+        count: int,
+        metadata: Traceable | None = None,
+    ) -> StreamObserver | None:
+        """As :meth:`stream_opened`, for a ``stream`` that answers from ``count`` elements known
+        before it opened (``just(x)``, ``empty()``). When ``initial_demand`` covers them all (and
+        no log or span needs the observer), nothing is made yet: ``None``, the stream is
+        deferred until :meth:`served_known` counts it or :meth:`open_deferred` makes its observer."""
+        if (
+            initial_demand < count
+            or self.paused_since is not None
+            or self.log is not None
+            or self.server.tracer is not None
+        ):
+            return self.stream_opened(pattern, name, sid, initial_demand, metadata)
+        if isinstance(pattern, str):
+            totals = self.server.pattern(pattern)
+        else:
+            known = self.names.get(name)
+            totals = known if known is not None else self._totals_of(name, pattern)
+        clock = self.clock
+        self.deferred[sid] = (stream, totals, name, initial_demand, metadata, clock())
+        return None
+
+    def served_known(self, sid: int, count: int, nbytes: int) -> None:
+        """The deferred stream ``sid`` sent its ``count`` known elements (``nbytes`` payload
+        bytes) at its first refill, and completes: its pattern counts what :meth:`stream_opened`,
+        :meth:`StreamObserver.sent` and :meth:`StreamObserver.ended` would have (with no stall:
+        it never waited), in one call. Nothing if it is not deferred (any more)."""
+        entry = self.deferred.pop(sid, None)
+        if entry is None:
+            return
+        totals = entry[1]
+        totals.bytes += nbytes
+        granted = entry[3]
+        if count == 1 and granted == 1:  # a request's answer
+            totals.answers += 1
+            return
+        totals.completed += 1
+        totals.elements += count
+        if granted < UNBOUNDED:
+            totals.demand_granted += granted
+
+    def open_deferred(self, sid: int) -> StreamObserver | None:
+        """Make the observer of the deferred stream ``sid`` now (something is about to read or
+        change it) and give it to the stream; ``None`` if ``sid`` is not deferred."""
+        entry = self.deferred.pop(sid, None)
+        if entry is None:
+            return None
+        stream, totals, name, granted, metadata, opened_at = entry
+        observer = stream.obs = self.stream_opened(totals.pattern, name, sid, granted, metadata)
+        observer.opened_at = opened_at
+        return observer
+
+    def open_all_deferred(self) -> None:
+        """Make every deferred stream's observer (before a snapshot, a pause, the end)."""
+        for sid in list(self.deferred):
+            self.open_deferred(sid)
+
     def refused(self, pattern: str, message: str) -> None:
         """A subscribe was answered with ``onError`` at once (unknown, unauthorized, ...)."""
         totals = self.server.pattern(pattern)
@@ -484,6 +574,8 @@ class ConnectionObserver:
     def socket_paused(self) -> None:
         """The transport went above its high-water mark: streams with demand wait for it."""
         if self.paused_since is None:
+            if self.deferred:  # they have demand: their socket stall starts now, as the others'
+                self.open_all_deferred()
             self.paused_since = now = self.clock()
             for stream in self.streams.values():
                 stream.socket_paused(now)
@@ -511,6 +603,8 @@ class ConnectionObserver:
 
     def closed(self) -> None:
         """The transport closed: every stream left ends as ``"closed"``; the totals join the server's."""
+        if self.deferred:
+            self.open_all_deferred()
         for stream in list(self.streams.values()):
             stream.ended("closed")
         for sid in list(self.client_spans):
@@ -613,6 +707,8 @@ class ServerMetrics:
         parts = [0, 0]
         stream_rows: list[dict[str, Any]] = []
         for conn in self.connections.values():
+            if conn.deferred:  # open streams, counted as such
+                conn.open_all_deferred()
             totals.add(conn, now)
             sending, receiving = conn.split_parts()
             parts[0] += sending
@@ -633,16 +729,17 @@ class ServerMetrics:
         publishers: dict[str, dict[str, Any]] = {}
         for pattern, closed in sorted(self.patterns.items()):
             row = open_patterns.get(pattern, _open_row())
+            completed, answers = closed.completed + closed.answers, closed.answers
             publishers[pattern] = {
                 "subscriptions_open": row["open"],
-                "subscriptions_total": closed.others + closed.completed + closed.cancelled + row["open"],
-                "completed": closed.completed,
+                "subscriptions_total": closed.others + completed + closed.cancelled + row["open"],
+                "completed": completed,
                 "cancelled": closed.cancelled,
                 "errors": dict(closed.errors),
-                "elements_sent": closed.elements + row["elements"],
+                "elements_sent": closed.elements + answers + row["elements"],
                 "bytes_sent": closed.bytes + row["bytes"],
                 "requests": closed.requests,  # counted at once, open streams' included
-                "demand_granted": closed.demand_granted + row["granted"],
+                "demand_granted": closed.demand_granted + answers + row["granted"],
                 "demand_outstanding": row["demand"],
                 "stalled_demand_seconds": closed.stalled_demand + row["stalled_demand"],
                 "stalled_socket_seconds": closed.stalled_socket + row["stalled_socket"],
