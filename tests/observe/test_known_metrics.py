@@ -1,5 +1,5 @@
 """A stream answered from known elements (``just(x)``, ``empty()``) is counted without an observer
-when its first refill sends everything (``ConnectionObserver.served_known``): the numbers a
+when its first refill sends everything (``ConnectionObserver.known_stream_opened``): the numbers a
 scrape reads must be exactly those of the same elements served by subscribing, whatever comes
 before that refill (a scrape, a request, a cancel, a pause of the socket, the connection's end)."""
 
@@ -14,6 +14,7 @@ import pytest
 import rstreams
 from rstreams import UNBOUNDED
 from rstreams.net import Connection, fixed_size, with_codec
+from rstreams.net._serving import FIRST_BATCH
 from rstreams.observe import ConnectionObserver, ServerMetrics, StreamObserver
 from rstreams.observe._families import families
 from rstreams.observe._metrics import Patterns, Traceable
@@ -24,6 +25,7 @@ from testkit.observe import Clock
 pytestmark = pytest.mark.timeout(30)
 
 WORDS = (b"a", b"bb", b"ccc")
+MANY = tuple(bytes([i]) * i for i in range(1, FIRST_BATCH + 5))
 
 
 class Spy(ConnectionObserver):
@@ -199,6 +201,10 @@ PUBLISHERS = {
     "one": (lambda: rstreams.just(b"12345678"), lambda: rstreams.from_iterable([b"12345678"])),
     "three": (lambda: rstreams.just(*WORDS), lambda: rstreams.from_iterable(list(WORDS))),
     "none": (rstreams.empty, lambda: rstreams.from_iterable([])),
+    "many": (
+        lambda: rstreams.just(*MANY),
+        lambda: rstreams.from_iterable(list(MANY)),
+    ),  # a refill's worth and more
     "fixed": (
         lambda: with_codec(rstreams.just(b"1234", b"5678"), fixed_size(4)),
         lambda: with_codec(rstreams.from_iterable([b"1234", b"5678"]), fixed_size(4)),

@@ -180,10 +180,10 @@ class ServingStream(Subscriber[Any]):
         if at == len(known):  # the end is known: complete with the last element (rule 1.5)
             self._known = None
             pack += chunk
-            if self.obs is None and at == count:  # all at the first refill: counted in one call
+            if self.obs is None and at == count:  # all at the first refill, as counted ahead
                 observer = self._table.outbox.observer
-                if observer is not None:  # (if it is deferred: rstreams.observe)
-                    observer.served_known(self.sid, count, sum(map(len, chunk)))
+                if observer is not None:  # the count stands (rstreams.observe)
+                    observer.deferred.pop(self.sid, None)
             self._completed()  # sends the pack first
             return n * estimate
         if self.obs is None and at == count:  # more to come: counted by an observer after all
@@ -243,26 +243,39 @@ class ServingStream(Subscriber[Any]):
         if upstream is not None:
             _cancel(upstream)
 
-    def serve_known(self, elements: tuple[Any, ...]) -> bool:
+    def serve_known(
+        self, elements: tuple[Any, ...], name: str, pattern: str | None, metadata: Metadata
+    ) -> bool:
         """Serve elements fixed before subscribing (``just(...)``, ``empty()``: see
         :func:`~rstreams.flow._flow.known_elements`) without subscribing: onSubscribe now,
         the elements in :meth:`refill` as the peer's demand and the room allow, onComplete
         with the last one (at once when there is none). ``False``, and nothing done, unless
-        they go out as they are (bytes, of the codec's ``element_size`` if it has one)."""
+        they go out as they are (bytes, of the codec's ``element_size`` if it has one).
+        ``name``, ``pattern``, ``metadata``: the subscribe's, as :meth:`ServingTable.attach` has them."""
         if not self._raw:
             return False
         size = self.element_size
         for element in elements:
             if element.__class__ is not bytes or (size and len(element) != size):
                 return False
+        observer = self._table.outbox.observer
+        if observer is not None:  # None: counted ahead, as the first refill may send them all
+            self.obs = observer.known_stream_opened(
+                self,
+                self._table._router if pattern is None else pattern,
+                name,
+                self.sid,
+                self.remote_demand,
+                elements,
+                metadata,
+            )
         self._known = elements
         self.upstream = _KNOWN
         self._table.opened(self)
         if not elements:
             self._known = None
-            observer = self._table.outbox.observer
-            if observer is not None and self.obs is None:  # deferred: counted in one call
-                observer.served_known(self.sid, 0, 0)
+            if observer is not None and self.obs is None:  # the count ahead stands
+                observer.deferred.pop(self.sid, None)
             self._completed()
         return True
 
@@ -709,20 +722,17 @@ class ServingTable:
         if metadata is not EMPTY:
             stream.metadata = metadata
         known = known_elements(publisher)
+        if known is not None and stream.serve_known(known, name, pattern, metadata):
+            return
         observer = self.outbox.observer
         if observer is not None:  # the pattern is looked up once per name (rstreams.observe)
-            patterns = self._router if pattern is None else pattern
-            if known is None:  # metadata: its traceparent is read only when tracing
-                stream.obs = observer.stream_opened(patterns, name, sid, initial_demand, metadata)
-            else:  # None while the first refill may send them all (served_known counts it then)
-                stream.obs = observer.known_stream_opened(
-                    stream, patterns, name, sid, initial_demand, len(known), metadata
-                )
-        if known is not None:
-            if stream.serve_known(known):
-                return
-            if observer is not None and stream.obs is None:  # subscribed to after all: counted as such
-                observer.open_deferred(sid)
+            stream.obs = observer.stream_opened(
+                self._router if pattern is None else pattern,
+                name,
+                sid,
+                initial_demand,
+                metadata,  # its traceparent is read only when tracing
+            )
         try:
             publisher.subscribe(stream)
         except Exception as error:

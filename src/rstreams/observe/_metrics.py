@@ -30,12 +30,13 @@ name matched is looked up once per name on a connection: a peer asks for the sam
 again and again.
 
 A stream answered from elements known before it opened (``just(x)``, ``empty()``: a
-request's answer) and granted demand for all of them is *deferred*: it gets no observer
-when it opens, and if its first refill sends everything, :meth:`ConnectionObserver.served_known`
-adds to its pattern's totals in one call what opening, sending and completing would have.
-Anything that would have read or changed its observer before that (a request, a cancel, a
-pause of the socket, the connection's end, a snapshot) makes the observer first, so every
-number comes out as if it had had one from the start.
+request's answer) and granted demand for all of them is *counted ahead*: when it opens,
+:meth:`ConnectionObserver.known_stream_opened` adds to its pattern's totals what sending them
+all and completing will add, in one call and without an observer; the serving side forgets
+the stream's entry once it did (:attr:`ConnectionObserver.deferred`). Anything that would
+have read or changed its observer before that (a request, a cancel, a pause of the socket,
+the connection's end, a snapshot) takes the count back and makes the observer first, so every
+number comes out as if it had had one from the start, and a snapshot never sees a count ahead.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ class PatternTotals:
     inputs: int = 0
     answers: int = 0
     """Streams that sent one known element on a grant of one and completed (a request's answer,
-    :meth:`ConnectionObserver.served_known`): each is one more completed, elements and
+    :meth:`ConnectionObserver.known_stream_opened`): each is one more completed, elements and
     demand_granted (kept apart: one addition for the three)."""
     errors: Counter[str] = dataclasses.field(default_factory=Counter)
 
@@ -370,10 +371,13 @@ class ConnectionObserver:
         self.names: dict[str, PatternTotals] = {}
         """The totals of the pattern each name served on this connection matched (at most
         :data:`_NAMES_REMEMBERED`): a name asked for again needs no pattern lookup."""
-        self.deferred: dict[int, tuple[Deferred, PatternTotals, str, int, Traceable | None, float]] = {}
-        """Streams answered from known elements that have no observer yet, by subscriber id:
-        ``(stream, its pattern's totals, name, initial demand, metadata, time opened)``
-        (:meth:`known_stream_opened`)."""
+        self.deferred: dict[
+            int, tuple[Deferred, PatternTotals, str, int, Traceable | None, float, int, int]
+        ] = {}
+        """Streams counted ahead (:meth:`known_stream_opened`), by subscriber id: ``(stream,
+        its pattern's totals, name, initial demand, metadata, time opened, elements, bytes)``.
+        The serving side removes a stream's entry once it has sent them all and completed (its
+        count then stands): a dict operation, not a call, on a request's answer."""
         self.client_spans: dict[int, SubscriptionSpan] = {}  # our subscriptions' spans, when tracing
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -505,13 +509,14 @@ class ConnectionObserver:
         name: str,
         sid: int,
         initial_demand: int,
-        count: int,
+        elements: tuple[bytes, ...],
         metadata: Traceable | None = None,
     ) -> StreamObserver | None:
-        """As :meth:`stream_opened`, for a ``stream`` that answers from ``count`` elements known
-        before it opened (``just(x)``, ``empty()``). When ``initial_demand`` covers them all (and
-        no log or span needs the observer), nothing is made yet: ``None``, the stream is
-        deferred until :meth:`served_known` counts it or :meth:`open_deferred` makes its observer."""
+        """As :meth:`stream_opened`, for a ``stream`` that answers from ``elements`` known before
+        it opened (``just(x)``, ``empty()``). When ``initial_demand`` covers them all (and no log
+        or span needs an observer): ``None``, and the stream is counted ahead as sent and
+        completed (:attr:`deferred`, :meth:`open_deferred`)."""
+        count = len(elements)
         if (
             initial_demand < count
             or self.paused_since is not None
@@ -524,42 +529,33 @@ class ConnectionObserver:
         else:
             known = self.names.get(name)
             totals = known if known is not None else self._totals_of(name, pattern)
+        nbytes = len(elements[0]) if count == 1 else sum(map(len, elements))
+        totals.bytes += nbytes  # _count_known(..., +1), inlined
+        if count == 1 and initial_demand == 1:  # a request's answer
+            totals.answers += 1
+        else:
+            totals.completed += 1
+            totals.elements += count
+            if initial_demand < UNBOUNDED:
+                totals.demand_granted += initial_demand
         clock = self.clock
-        self.deferred[sid] = (stream, totals, name, initial_demand, metadata, clock())
+        self.deferred[sid] = (stream, totals, name, initial_demand, metadata, clock(), count, nbytes)
         return None
 
-    def served_known(self, sid: int, count: int, nbytes: int) -> None:
-        """The deferred stream ``sid`` sent its ``count`` known elements (``nbytes`` payload
-        bytes) at its first refill, and completes: its pattern counts what :meth:`stream_opened`,
-        :meth:`StreamObserver.sent` and :meth:`StreamObserver.ended` would have (with no stall:
-        it never waited), in one call. Nothing if it is not deferred (any more)."""
-        entry = self.deferred.pop(sid, None)
-        if entry is None:
-            return
-        totals = entry[1]
-        totals.bytes += nbytes
-        granted = entry[3]
-        if count == 1 and granted == 1:  # a request's answer
-            totals.answers += 1
-            return
-        totals.completed += 1
-        totals.elements += count
-        if granted < UNBOUNDED:
-            totals.demand_granted += granted
-
     def open_deferred(self, sid: int) -> StreamObserver | None:
-        """Make the observer of the deferred stream ``sid`` now (something is about to read or
-        change it) and give it to the stream; ``None`` if ``sid`` is not deferred."""
+        """Take back the count ahead of the stream ``sid`` and make its observer (something is
+        about to read or change it), which the stream gets too; ``None`` if it has none."""
         entry = self.deferred.pop(sid, None)
         if entry is None:
             return None
-        stream, totals, name, granted, metadata, opened_at = entry
+        stream, totals, name, granted, metadata, opened_at, count, nbytes = entry
+        _count_known(totals, count, nbytes, granted, -1)
         observer = stream.obs = self.stream_opened(totals.pattern, name, sid, granted, metadata)
         observer.opened_at = opened_at
         return observer
 
     def open_all_deferred(self) -> None:
-        """Make every deferred stream's observer (before a snapshot, a pause, the end)."""
+        """:meth:`open_deferred` for every stream counted ahead (before a snapshot, a pause, the end)."""
         for sid in list(self.deferred):
             self.open_deferred(sid)
 
@@ -615,6 +611,19 @@ class ConnectionObserver:
     def log_stream(self, stream: StreamObserver, outcome: str) -> None:
         if self.log is not None:
             self.log(f"subscription {outcome}", stream, "")
+
+
+def _count_known(totals: PatternTotals, count: int, nbytes: int, granted: int, sign: int) -> None:
+    """Add (``sign`` 1) or take back (-1) a stream's count ahead: ``count`` elements of ``nbytes``
+    bytes sent on a grant of ``granted``, completed (as :meth:`ConnectionObserver.known_stream_opened`)."""
+    totals.bytes += sign * nbytes
+    if count == 1 and granted == 1:
+        totals.answers += sign
+        return
+    totals.completed += sign
+    totals.elements += sign * count
+    if granted < UNBOUNDED:
+        totals.demand_granted += sign * granted
 
 
 _NAMES_REMEMBERED = 256
