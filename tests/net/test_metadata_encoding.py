@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from rstreams.net import _metadata
 from rstreams.net._metadata import ENCODED_KEPT, _encoded, entries
 from rstreams.wire._metadata import encode_entries
 
@@ -52,3 +53,31 @@ def test_the_remembered_encodings_are_bounded() -> None:
         assert entries({"n": str(i)}) == encode_entries({"n": str(i)})
     assert len(_encoded) <= ENCODED_KEPT
     assert entries({"n": "new"}) == encode_entries({"n": "new"})  # past the bound: still right
+
+
+def test_after_many_misses_in_a_row_dicts_are_looked_up_now_and_then_and_still_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_metadata, "_encoded", {})
+    monkeypatch.setattr(_metadata, "_misses", 0)
+    headers = {"x-tenant": "acme"}
+    remembered = entries(headers)
+    for i in range(ENCODED_KEPT - 1):  # fills what is remembered
+        entries({"traceparent": f"f{i:054}"})
+    looked_up = 0
+    for i in range(3 * ENCODED_KEPT):  # new ones: a lookup in vain each (then only now and then)
+        fresh = {"traceparent": f"{i:055x}"}
+        before = _metadata._misses
+        assert entries(fresh) == encode_entries(fresh)
+        looked_up += _metadata._misses == before + 1 and before < ENCODED_KEPT
+    assert ENCODED_KEPT <= looked_up <= ENCODED_KEPT + 3  # the first in vain, then once per ENCODED_KEPT
+    for _ in range(2 * ENCODED_KEPT):  # the remembered dict comes back: found at the next lookup
+        if entries(dict(headers)) is remembered:
+            break
+    else:
+        raise AssertionError("a remembered dict was not found again")
+    assert _metadata._misses == 0
+    assert entries(dict(headers)) is remembered  # and then every time
+    for _ in range(2 * ENCODED_KEPT):  # between lookups too, every dict is checked
+        with pytest.raises(ValueError, match=r"§18\.1"):
+            entries({"X": "1"})

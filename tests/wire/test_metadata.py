@@ -8,10 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rstreams.errors import RemoteProtocolError
 from rstreams.wire import (
     ClientHello,
     ConnectionClosed,
     ConnectionConfig,
+    ConnectionState,
     ExtensionMessage,
     LimitExceededError,
     Metadata,
@@ -30,6 +32,7 @@ from rstreams.wire._metadata import (
     encode_entries,
     encode_metadata,
 )
+from rstreams.wire._varint import Incomplete, decode_varint
 from rstreams.wire.extensions import METADATA, SUBSCRIBE_METADATA
 from testkit.wire import ConnectionPair, parser
 
@@ -281,3 +284,55 @@ def test_the_parser_gives_the_same_frame_for_the_same_bytes_and_only_then() -> N
     long = _md(1, {"x": b"v" * REMEMBERED_METADATA})  # a payload longer than remembered
     d = p.feed(long + long)
     assert d[0] == d[1] and d[0] is not d[1]
+
+
+_SHAPES = st.lists(st.tuples(_KEYS, st.integers(0, 140)), max_size=4)
+
+
+@st.composite
+def _pairs(draw: st.DrawFn) -> tuple[bytes, bytes]:
+    """Two subscribeMetadata payloads, the second often the first with other values of the
+    same lengths (the remembered layout's case), sometimes mangled (any bytes)."""
+    shape = dict(draw(_SHAPES))
+    sids = draw(st.lists(st.integers(1, 130), min_size=2, max_size=2, unique=True))  # no id reused (§5.3)
+    first, second = (
+        encode_metadata(sid, {k: draw(st.binary(min_size=n, max_size=n)) for k, n in shape.items()})
+        for sid in sids
+    )
+    if draw(st.booleans()):  # any bytes after the id's
+        cut, extra = draw(st.integers(0, 3)), draw(st.binary(max_size=3))
+        mangled = bytearray(second[: max(1, len(second) - cut)] + extra)
+        at, byte = draw(st.integers(1, 400)), draw(st.integers(0, 255))
+        if len(mangled) > 1:
+            mangled[1 + at % (len(mangled) - 1)] = byte
+        second = bytes(mangled)
+    return first, second
+
+
+def _received(conn: Core, payload: bytes) -> object:
+    """What ``payload`` then its subscribe give first: the Metadata, or the connection's end."""
+    try:
+        sid = decode_varint(payload, 0, len(payload))[0]
+    except (Incomplete, RemoteProtocolError):
+        sid = 0
+    conn.receive_data(encode(ExtensionMessage(type=SUBSCRIBE_METADATA, payload=payload)))
+    if conn.state is not ConnectionState.CLOSED:
+        conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid)))
+    first = conn.events_received()[0]
+    if conn.state is not ConnectionState.CLOSED and conn.id_in_use(sid):
+        conn.send_on_complete(sid)
+    return (ConnectionClosed, first.reason) if isinstance(first, ConnectionClosed) else first
+
+
+@given(pair=_pairs())
+def test_a_payload_after_a_remembered_one_decodes_as_on_a_new_connection(pair: tuple[bytes, bytes]) -> None:
+    """The remembered layout (only values changed) gives what decoding gives, errors included."""
+    first, second = pair
+    config = ConnectionConfig(
+        extensions=frozenset({METADATA.id}), max_metadata_bytes=400, max_metadata_entries=3
+    )
+    conn = _server(config)
+    _received(conn, first)
+    after = _received(conn, second) if conn.state is not ConnectionState.CLOSED else None
+    if after is not None:
+        assert after == _received(_server(config), second)

@@ -37,8 +37,13 @@ ENCODED_KEPT = 64
 """Most metadata mappings remembered with their encoding (:func:`entries`). A subscriber that
 sends the same entries again (``conn.request(name, metadata=headers)`` in a loop, or a new dict
 with the same items) finds them encoded; one that sends new entries each time (a new
-``traceparent`` per request) fills it and then simply encodes each time."""
+``traceparent`` per request) fills it and then simply encodes each time: after
+``ENCODED_KEPT`` such misses in a row it looks a dict up only once in ``ENCODED_KEPT`` (a
+lookup that finds it remembered looks every time again)."""
 _encoded: dict[tuple[tuple[str, str | bytes], ...], bytes] = {}
+_misses = 0
+"""Lookups in a row that found nothing with no room left; from ENCODED_KEPT on, calls since
+the last lookup (up to 2 * ENCODED_KEPT: then one lookup)."""
 
 
 def entries(metadata: Mapping[str, str | bytes]) -> bytes:
@@ -51,7 +56,11 @@ def entries(metadata: Mapping[str, str | bytes]) -> bytes:
         TypeError, ValueError: a key that is not 1..64 of a-z 0-9 ``-_.``, or a value that is
             neither ``str`` nor ``bytes``.
     """
+    global _misses
     if type(metadata) is dict:
+        if _misses >= ENCODED_KEPT:  # new items every time lately: a lookup would be in vain
+            _misses = _misses + 1 if _misses < 2 * ENCODED_KEPT else ENCODED_KEPT - 1
+            return encode_entries(metadata)  # checks every key and value as it encodes
         items = tuple(metadata.items())
         try:
             encoded = _encoded.get(items)
@@ -61,6 +70,10 @@ def entries(metadata: Mapping[str, str | bytes]) -> bytes:
             encoded = encode_entries(metadata)  # checks every key and value as it encodes
             if len(_encoded) < ENCODED_KEPT:
                 _encoded[items] = encoded
+            else:
+                _misses += 1
+        elif _misses:
+            _misses = 0
         return encoded
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata is a mapping of str keys to str or bytes values, got {metadata!r}")
