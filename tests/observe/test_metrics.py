@@ -140,6 +140,27 @@ async def test_connections_and_goodbyes() -> None:
         assert snapshot["elements_received"] == 0  # the server subscribed to nothing
 
 
+async def test_a_closed_connections_bytes_stay_in_the_totals() -> None:
+    """Byte counts are read from the connection when scraped, and once more when it closes."""
+    async with await serve("tcp://127.0.0.1:0", {"n": rstreams.just(b"x")}, metrics=True) as server:
+        async with await connect(server.url) as conn:
+            await conn.request("n")
+            [served] = server.connections
+            open_ = server.metrics()
+            assert open_["bytes_sent"] > 0 and open_["bytes_received"] > 0
+        await served.wait_closed()
+        closed = server.metrics()
+        assert closed["connections_open"] == 0
+        assert closed["bytes_sent"] >= open_["bytes_sent"]
+        assert closed["bytes_received"] > open_["bytes_received"]  # the client's goodbye came since
+        async with await connect(server.url) as conn:
+            await conn.request("n")
+            [served] = server.connections
+            both = server.metrics()  # one connection closed, one open
+        assert both["bytes_sent"] >= closed["bytes_sent"] + open_["bytes_sent"]
+        assert both["bytes_received"] >= closed["bytes_received"] + open_["bytes_received"]
+
+
 async def test_auth_failures_are_counted_without_the_secret() -> None:
     secret = "s3cret-CANARY-7731"
 

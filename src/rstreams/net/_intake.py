@@ -90,6 +90,11 @@ class ReplyLedger:
         self._sent_replies = 0  # replies among the bytes the transport has sent
         self._last_mark = 0  # where the last mark was added (later writes close to it join it)
 
+    @property
+    def written(self) -> int:
+        """Bytes handed to the transport, in all (the count of bytes sent, read when scraped)."""
+        return self._written
+
     def elements(self, nbytes: int) -> None:
         """The serving side handed ``nbytes`` of elements to the core."""
         self._element_bytes += nbytes

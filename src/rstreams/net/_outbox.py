@@ -58,6 +58,7 @@ class Outbox:
         "_close_now",
         "_flush",
         "_loop_thread",
+        "bytes_read",
         "closing",
         "core",
         "ended",
@@ -105,7 +106,10 @@ class Outbox:
         self.closing = False
         """This side said (or is saying) goodbye."""
         self.ledger = ReplyLedger(mark=0)
-        """Which unsent bytes are replies (input backpressure, :mod:`rstreams.net._intake`)."""
+        """Which unsent bytes are replies (input backpressure, :mod:`rstreams.net._intake`); its
+        :attr:`~rstreams.net._intake.ReplyLedger.written` is the count of bytes sent."""
+        self.bytes_read = 0
+        """Bytes read from the transport (the pump counts them; counting reads it when scraped)."""
         self.on_writable: list[Callable[[], object]] = []
         """Called once when the transport is writable again (a channel's input waits for it)."""
         self.observer: ConnectionObserver | None = None
@@ -164,8 +168,8 @@ class Outbox:
         more = nbytes >= WRITE_LIMIT and self.core.has_data_to_send  # below it, all was taken
         may_pass_mark = self.ledger.wrote(nbytes, more=more)
         observer = self.observer
-        if observer is not None:
-            observer.wrote(nbytes, data)
+        if observer is not None and observer.frames is not None:  # the frame log (bytes: the ledger)
+            observer.wrote(data)
         if activity and self.stamps_sent and not self.in_read:
             self.sent_at = self.loop.time()
         if may_pass_mark:

@@ -142,6 +142,8 @@ class Pump:
         )
         outbox.install_flush(self.flush, self._check_backlog)
         outbox.observer = observer
+        if observer is not None:
+            observer.transferred = self._transferred
         outbox.ledger.mark = low_water
         self._high = high_water
         self._low = low_water
@@ -260,8 +262,11 @@ class Pump:
         core = outbox.core
         outbox.wrote_through = False
         try:
-            if outbox.observer is not None:
-                outbox.observer.read(data)
+            observer = outbox.observer
+            if observer is not None:  # counting: a plain field, read when scraped
+                outbox.bytes_read += len(data)
+                if observer.frames is not None:
+                    observer.read(data)
             core.receive_data(data)
             events = core.events_received()
             outbox.reading = True
@@ -339,6 +344,11 @@ class Pump:
         if not self._consume(held, HELD_PART):
             self._resume()
 
+    def _transferred(self) -> tuple[int, int]:
+        """``(bytes sent, bytes received)`` so far: what the observer reads when scraped."""
+        outbox = self.outbox
+        return outbox.ledger.written, outbox.bytes_read
+
     def _resume(self) -> None:
         """Nothing held: read again (unless replies back up), then take a held end of input."""
         if self._held is None and not self._backed_up:
@@ -357,8 +367,10 @@ class Pump:
         outbox.wrote_through = False
         taken = core.receive_data(data, limit)
         observer = outbox.observer
-        if observer is not None:
-            observer.read(data[:taken])  # what the core took: the rest comes in a later part
+        if observer is not None:  # what the core took: the rest comes in a later part
+            outbox.bytes_read += taken
+            if observer.frames is not None:
+                observer.read(data[:taken])
         events = core.events_received()
         outbox.reading = True
         try:

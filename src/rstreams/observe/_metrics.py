@@ -342,8 +342,6 @@ class ConnectionObserver:
     """One connection's numbers and its open serving streams' observers."""
 
     __slots__ = (
-        "bytes_received",
-        "bytes_sent",
         "client_spans",
         "clock",
         "deferred",
@@ -360,6 +358,7 @@ class ConnectionObserver:
         "split_parts",
         "stalled_socket",
         "streams",
+        "transferred",
     )
 
     def __init__(self, server: ServerMetrics) -> None:
@@ -379,8 +378,6 @@ class ConnectionObserver:
         The serving side removes a stream's entry once it has sent them all and completed (its
         count then stands): a dict operation, not a call, on a request's answer."""
         self.client_spans: dict[int, SubscriptionSpan] = {}  # our subscriptions' spans, when tracing
-        self.bytes_sent = 0
-        self.bytes_received = 0
         self.elements_received = 0
         self.resumptions = 0
         self.replayed_bytes = 0
@@ -389,6 +386,10 @@ class ConnectionObserver:
         self.goodbyes: Counter[tuple[str, str]] = Counter()
         self.split_parts: Callable[[], tuple[int, int]] = _no_parts
         """``() -> (split elements being sent, being received)``: set by the server."""
+        self.transferred: Callable[[], tuple[int, int]] = _no_bytes
+        """``() -> (bytes sent, bytes received)`` so far: set by the connection, which counts
+        them in plain fields (no call per read or write); read when scraped, and once more
+        when the connection closes (its final counts join the server's totals)."""
         self.log: Callable[[str, StreamObserver | None, str], None] | None = None
         """Structured log records for this connection (:mod:`rstreams.observe._log`), or ``None``."""
         self.frames: FrameLog | None = None
@@ -402,15 +403,15 @@ class ConnectionObserver:
         return self.server.tracer is not None
 
     # -- hooks (rstreams.net calls these) --------------------------------------------------------
-    def wrote(self, nbytes: int, data: list[bytes]) -> None:
-        """``data`` (``nbytes`` in all) was handed to the transport."""
-        self.bytes_sent += nbytes
+    def wrote(self, data: list[bytes]) -> None:
+        """``data`` was handed to the transport; called only while :attr:`frames` logs (the
+        byte counts come from :attr:`transferred`)."""
         if self.frames is not None:
             self.frames.sent(data)
 
     def read(self, data: memoryview) -> None:
-        """``data`` was read from the transport (and is about to be handled)."""
-        self.bytes_received += len(data)
+        """``data`` was read from the transport (and is about to be handled); called only
+        while :attr:`frames` logs (the byte counts come from :attr:`transferred`)."""
         if self.frames is not None:
             self.frames.received(data)
 
@@ -653,6 +654,10 @@ def _no_parts() -> tuple[int, int]:
     return 0, 0
 
 
+def _no_bytes() -> tuple[int, int]:
+    return 0, 0
+
+
 class ServerMetrics:
     """A server's numbers; see the module docstring. Made by ``serve(..., metrics=...)``."""
 
@@ -832,8 +837,9 @@ class ConnectionTotals:
         self.goodbyes: Counter[tuple[str, str]] = Counter()
 
     def add(self, conn: ConnectionObserver, now: float | None = None) -> None:
-        self.bytes_sent += conn.bytes_sent
-        self.bytes_received += conn.bytes_received
+        sent, received = conn.transferred()
+        self.bytes_sent += sent
+        self.bytes_received += received
         self.elements_received += conn.elements_received
         self.resumptions += conn.resumptions
         self.replayed_bytes += conn.replayed_bytes
