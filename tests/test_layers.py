@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit.imports import find_cycle, import_graph
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "rstreams"
 
@@ -128,6 +130,29 @@ def test_the_map_has_no_cycle() -> None:
         order.extend(ready)
         for p in ready:
             del pending[p]
+
+
+PACKAGES = sorted({path.parent for path in SRC.rglob("__init__.py")})
+"""Every package directory of rstreams (the root, net, wire, observe, conformance/cases, ...)."""
+
+
+@pytest.mark.parametrize("directory", PACKAGES, ids=lambda d: str(d.relative_to(SRC.parent)))
+def test_no_import_cycles_inside_a_package(directory: Path) -> None:
+    """Within one package no module imports one that imports it back, not even under
+    TYPE_CHECKING (a type the lower module needs is a Protocol it defines itself)."""
+    package = ".".join(directory.relative_to(SRC.parent).parts)
+    graph = import_graph(directory, package)
+    if package == "rstreams":  # the root's lazy re-exports (PEP 562) name every subpackage
+        graph.pop("rstreams", None)
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_package_cycle_check_sees_a_cycle(tmp_path: Path) -> None:
+    """The check above can fail: two modules of one package that import each other."""
+    (tmp_path / "a.py").write_text("if TYPE_CHECKING:\n    from pkg.b import B\n")
+    (tmp_path / "b.py").write_text("from pkg.a import A\n")
+    assert find_cycle(import_graph(tmp_path, "pkg")) == ["pkg.a", "pkg.b", "pkg.a"]
 
 
 def test_readme_shows_the_same_map() -> None:

@@ -48,7 +48,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from rstreams.observe._log import FrameLog
     from rstreams.observe._trace import SubscriptionSpan
 
 __all__ = [
@@ -82,6 +81,20 @@ class Deferred(Protocol):
 
     obs: StreamObserver | None
     """Its observer: set by :meth:`ConnectionObserver.open_deferred`."""
+
+
+class FrameTap(Protocol):
+    """What logs every frame written and read (``rstreams.observe._log``'s frame log, set on
+    :attr:`ConnectionObserver.frames` by the debug switch): typed here so that this module
+    does not import the one that builds on it."""
+
+    def sent(self, data: list[bytes]) -> None:
+        """``data`` was handed to the transport."""
+        ...
+
+    def received(self, data: bytes | memoryview) -> None:
+        """``data`` was read from the transport."""
+        ...
 
 
 class Patterns(Protocol):
@@ -392,7 +405,7 @@ class ConnectionObserver:
         when the connection closes (its final counts join the server's totals)."""
         self.log: Callable[[str, StreamObserver | None, str], None] | None = None
         """Structured log records for this connection (:mod:`rstreams.observe._log`), or ``None``."""
-        self.frames: FrameLog | None = None
+        self.frames: FrameTap | None = None
         """Logs every frame written and read (the debug switch, :mod:`rstreams.observe._log`), or ``None``."""
 
     @property
