@@ -11,7 +11,7 @@ import pytest
 
 import rstreams
 from rstreams.net import Resume, connect, serve
-from testkit.net import WAIT
+from testkit.net import WAIT, listen_url
 
 pytestmark = [pytest.mark.asyncio]
 
@@ -28,13 +28,7 @@ ELEMENTS = [
 async def test_large_elements_arrive_whole_over_each_transport(
     scheme: str, tmp_path: Path, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
 ) -> None:
-    url = {
-        "tcp": "tcp://127.0.0.1:0",
-        "tcp-resume": "tcp://127.0.0.1:0",
-        "tls": "tls://127.0.0.1:0",
-        "unix": f"unix://{tmp_path / 'rs.sock'}",
-        "ws": "ws://127.0.0.1:0/rs",
-    }[scheme]
+    url = listen_url("tcp" if scheme == "tcp-resume" else scheme, tmp_path)
     secure = scheme == "tls"
     resume = Resume() if scheme == "tcp-resume" else None
     offer = {"big": rstreams.from_iterable(ELEMENTS)}

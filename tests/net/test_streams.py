@@ -30,7 +30,7 @@ from rstreams.net import (
 )
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.wire import OnNext, OnNextBatch, OnNextPacked
-from testkit.net import WAIT, CountingSource, pump_of
+from testkit.net import WAIT, CountingSource, listen_url, pump_of
 from testkit.recording import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -70,13 +70,7 @@ async def test_stream_over_each_transport(
     scheme: str, tmp_path: Path, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
 ) -> None:
     """10 000 elements arrive in order, then on_complete, over every socket transport."""
-    url = {
-        "tcp": "tcp://127.0.0.1:0",
-        "tls": "tls://127.0.0.1:0",
-        "unix": f"unix://{tmp_path / 'rs.sock'}",
-        "ws": "ws://127.0.0.1:0/rs",
-        "wss": "wss://127.0.0.1:0/rs",
-    }[scheme]
+    url = listen_url(scheme, tmp_path)
     secure = scheme in ("tls", "wss")
     async with await _served(url, ssl_server=server_ssl if secure else None) as server:
         conn = await connect(server.url, ssl=client_ssl if secure else None)

@@ -6,6 +6,7 @@ import asyncio
 import math
 import selectors
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from types import UnionType
 from typing import Any, TypeVar
 
@@ -28,6 +29,18 @@ from rstreams.wire import Connection as Core
 WAIT = 10.0
 
 T = TypeVar("T")
+
+
+def listen_url(scheme: str, directory: Path) -> str:
+    """A URL to serve on over ``scheme`` (tcp, tls, unix, ws, wss): port 0, or a socket file
+    in ``directory``."""
+    return {
+        "tcp": "tcp://127.0.0.1:0",
+        "tls": "tls://127.0.0.1:0",
+        "unix": f"unix://{directory / 'rs.sock'}",
+        "ws": "ws://127.0.0.1:0/rs",
+        "wss": "wss://127.0.0.1:0/rs",
+    }[scheme]
 
 
 def connection(**options: Any) -> Connection:

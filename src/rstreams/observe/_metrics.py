@@ -397,9 +397,9 @@ class ConnectionObserver:
         self.stalled_socket = 0.0
         self.paused_since: float | None = None
         self.goodbyes: Counter[tuple[str, str]] = Counter()
-        self.split_parts: Callable[[], tuple[int, int]] = _no_parts
+        self.split_parts: Callable[[], tuple[int, int]] = _none_yet
         """``() -> (split elements being sent, being received)``: set by the server."""
-        self.transferred: Callable[[], tuple[int, int]] = _no_bytes
+        self.transferred: Callable[[], tuple[int, int]] = _none_yet
         """``() -> (bytes sent, bytes received)`` so far: set by the connection, which counts
         them in plain fields (no call per read or write); read when scraped, and once more
         when the connection closes (its final counts join the server's totals)."""
@@ -663,11 +663,9 @@ def _trace(stream: StreamObserver, tracer: Any, traceparent: str | None) -> None
     )
 
 
-def _no_parts() -> tuple[int, int]:
-    return 0, 0
-
-
-def _no_bytes() -> tuple[int, int]:
+def _none_yet() -> tuple[int, int]:
+    """``(0, 0)``: :attr:`ConnectionObserver.split_parts` and ``transferred`` until the server
+    and the connection set theirs."""
     return 0, 0
 
 
