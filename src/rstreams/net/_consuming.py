@@ -204,10 +204,23 @@ class RemoteSubscription(Subscription, Generic[T]):
         self.pending = pending
         if not self.started:
             return
-        if pending >= EARLY_REQUEST and self._outbox.reading:
+        outbox = self._outbox
+        if pending >= EARLY_REQUEST and outbox.reading:
             self._table.request_now(self)  # mid-read: let the peer produce while we consume
         elif first:
-            self._table.want_request(self)
+            if (  # the table's want_request with outbox.writes_through, inlined: one at a time
+                outbox.flush_scheduled
+                or outbox.reading
+                or outbox.wrote_through
+                or not outbox.writable
+                or outbox.transport is None
+                or outbox.ended is not None
+            ):
+                self._table.want_request(self)
+                return
+            self.pending = 0
+            outbox.core.request(self.sid, pending)
+            outbox.write_soon()
 
     def cancel(self) -> None:
         if self.done:
@@ -733,9 +746,23 @@ class SubscriptionTable:
     def on_next_batch(self, event: OnNextBatch) -> None:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
+            elements = event.elements
             if self.outbox.observer is not None:
-                self.outbox.observer.received(len(event.elements), event.subscriber)
-            subscription.deliver_many(event.elements)
+                self.outbox.observer.received(len(elements), event.subscriber)
+            subscriber = subscription.subscriber
+            if (
+                subscriber is not None
+                and type(subscription) is RemoteSubscription
+                and subscription._decode is None
+                and not subscription._lists
+                and len(elements) == 1
+            ):  # deliver_many's one element a read, inlined: an open stream's latency
+                try:
+                    subscriber.on_next(elements[0])
+                except Exception as error:
+                    subscription._broken(error, "on_next")
+                return
+            subscription.deliver_many(elements)
 
     def on_next(self, event: OnNext) -> None:
         subscription = self.subscriptions.get(event.subscriber)

@@ -267,8 +267,7 @@ class Pump:
                 outbox.bytes_read += len(data)
                 if observer.frames is not None:
                     observer.read(data)
-            core.receive_data(data)
-            events = core.events_received()
+            events = core.receive(data)
             outbox.reading = True
             try:
                 routes = self._routes

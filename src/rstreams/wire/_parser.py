@@ -408,7 +408,19 @@ class FrameParser:
                 if end > n:
                     raise Incomplete(end)
                 if batch:
-                    pos = self._take_run(data, pos, n, sid, hdr, length, frames)
+                    if end < n:  # more behind it: perhaps a run of equal frames
+                        pos = self._take_run(data, pos, n, sid, hdr, length, frames)
+                        continue
+                    element = data[pos + hdr : end]  # the last frame (one element a read): no run
+                    last = frames[-1] if frames else None
+                    if type(last) is OnNextBatch and last.subscriber == sid:
+                        last.elements.append(element)
+                    else:
+                        run = new(OnNextBatch)  # OnNextBatch(sid, [element]) without its __init__ call
+                        run.subscriber = sid
+                        run.elements = [element]
+                        append(run)
+                    pos = end
                     continue
                 frame = new(OnNext)
                 set_subscriber(frame, sid)

@@ -7,6 +7,7 @@ Usage by a transport (PROTOCOL.md is the rulebook; section numbers below refer t
     on bytes:  conn.receive_data(chunk)
     on EOF:    conn.receive_eof()
     after any receive_* or send: write(conn.data_to_send()); handle(conn.events_received())
+    (or, for a read, both at once: handle(conn.receive(chunk)))
 
 The connection holds the connection-level state (§12) and routes every frame, in and
 out, through a table to one handler per message type. Its parts each have one job:
@@ -142,6 +143,8 @@ _ON_NEXT = Signal.ON_NEXT
 _ON_COMPLETE = Signal.ON_COMPLETE
 _ON_ERROR = Signal.ON_ERROR
 _SUBSCRIBED = StreamState.SUBSCRIBED
+_REQUEST_ONE = [bytes((FrameType.REQUEST, sid, 1)) for sid in range(0x80)]
+"""request(sid, 1) of the one-byte ids: one element at a time on an open stream."""
 _ACCEPTED = STREAM_TRANSITIONS[_SUBSCRIBED, _ON_SUBSCRIBE]
 """The state our subscription's onSubscribe moves it to from SUBSCRIBED (read from the table once)."""
 _ENDABLE = frozenset(
@@ -340,41 +343,47 @@ class Connection:
         Raises:
             ConnectionBrokenError: the connection is already closed.
         """
+        self._events = self.receive(data, limit)  # nothing is added to it once receive returns
+        return self._parser.taken
+
+    def receive(self, data: bytes | bytearray | memoryview, limit: int = 0) -> list[Event]:
+        """:meth:`receive_data` and :meth:`events_received` in one call (what a driver does with
+        every read): returns the events, handed over. ``limit`` as for :meth:`receive_data`,
+        whose return value is then the parser's ``taken``.
+
+        Raises:
+            ConnectionBrokenError: the connection is already closed.
+        """
         if self._state is _CLOSED:
             raise self._broken()
         parser = self._parser
-        if not self._receive_frames(parser.feed(data, limit)) and parser.error is not None:
-            self._fail(parser.error)
-        return parser.taken
-
-    def _receive_frames(self, frames: list[Frame | OnNextBatch]) -> bool:
-        """Handle parsed frames in order; ``True`` once the connection is closed."""
+        # The frames, in order (one loop here, not a method: a read costs one call less).
         events = self._events
         subs = self._subscribing
         handlers = self._handlers
-        for f in frames:
+        for f in parser.feed(data, limit):
             if type(f) is OnNextBatch:  # the batched hot path: consecutive elements within demand
                 sid = f.subscriber
                 elements = f.elements
                 st = subs.get(sid)
-                if (
-                    st is not None
-                    and st.state is FLOWING
-                    and st.credit >= len(elements)
-                    and self._state is _OPEN
-                ):
-                    if st.credit != UNBOUNDED:
-                        st.credit -= len(elements)
-                    events.append(f)
-                    continue
+                if st is not None and st.state is FLOWING and self._state is _OPEN:
+                    credit = st.credit
+                    if credit == UNBOUNDED:
+                        events.append(f)
+                        continue
+                    count = len(elements)
+                    if credit >= count:
+                        st.credit = credit - count
+                        events.append(f)
+                        continue
                 # Not all within demand (or not open): judge element by element, as OnNext frames.
-                if self._receive_frames([make_on_next(sid, element) for element in elements]):
-                    return True
+                if self._receive_elements(sid, elements):
+                    break
                 continue
             if self._state is not _OPEN:
                 self._recv_not_open(f)  # type: ignore[arg-type]  # OnNextBatch was handled above
                 if self._state is _CLOSED:
-                    return True
+                    break
                 continue
             if type(f) is OnNext:  # the hot path: an element within demand
                 st = subs.get(f.subscriber)
@@ -384,6 +393,34 @@ class Connection:
                     events.append(f)
                     continue
             handlers[f.__class__](f)  # type: ignore[index]  # OnNextBatch was handled above
+            if self._state is _CLOSED:
+                break
+        else:
+            if parser.error is not None:
+                self._fail(parser.error)
+        self._events = []
+        return events
+
+    def _receive_elements(self, sid: int, elements: list[bytes]) -> bool:
+        """The elements of a batch not all within demand (or arriving while the connection is
+        not open), judged one by one as the OnNext frames they came as; ``True`` once the
+        connection is closed."""
+        subs = self._subscribing
+        events = self._events
+        for element in elements:
+            f = make_on_next(sid, element)
+            if self._state is not _OPEN:
+                self._recv_not_open(f)
+                if self._state is _CLOSED:
+                    return True
+                continue
+            st = subs.get(sid)
+            if st is not None and st.state is FLOWING and st.credit:
+                if st.credit != UNBOUNDED:
+                    st.credit -= 1
+                events.append(f)
+                continue
+            self._recv_on_next(f)
             if self._state is _CLOSED:
                 return True
         return False
@@ -571,7 +608,10 @@ class Connection:
             demand = UNBOUNDED
         credit = st.credit + demand  # demand.add, inlined (the one-element-at-a-time path)
         st.credit = credit if credit < UNBOUNDED else UNBOUNDED
-        write_request(self._out, subscriber, demand)
+        if demand == 1 and subscriber < 0x80:  # write_request's most common frame, made once
+            self._out += _REQUEST_ONE[subscriber]
+        else:
+            write_request(self._out, subscriber, demand)
 
     # -- sending, by frame type (the table in __init__) ------------------------------------------
     def _check_can_send(self) -> None:
