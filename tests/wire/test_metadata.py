@@ -336,3 +336,63 @@ def test_a_payload_after_a_remembered_one_decodes_as_on_a_new_connection(pair: t
     after = _received(conn, second) if conn.state is not ConnectionState.CLOSED else None
     if after is not None:
         assert after == _received(_server(config), second)
+
+
+@st.composite
+def _runs(draw: st.DrawFn) -> list[bytes]:
+    """Subscribe metadata payloads of one subscriber: mostly the same keys and value lengths
+    with one value (or more, or none) new each time, as a new traceparent per request; some
+    of another shape, some mangled (any bytes)."""
+    shape = dict(draw(_SHAPES))
+    values = {k: draw(st.binary(min_size=n, max_size=n)) for k, n in shape.items()}
+    payloads = []
+    sids = draw(st.lists(st.integers(1, 130), min_size=2, max_size=6, unique=True))  # no id reused (§5.3)
+    for sid in sids:
+        kind = draw(st.sampled_from(["one", "one", "some", "other", "mangled"]))
+        if kind == "one" and values:
+            key = draw(st.sampled_from(sorted(values)))
+            values = {**values, key: draw(st.binary(min_size=shape[key], max_size=shape[key]))}
+        elif kind == "some":
+            values = {k: draw(st.binary(min_size=n, max_size=n)) if draw(st.booleans()) else values[k]
+                      for k, n in shape.items()}  # fmt: skip
+        payload = encode_metadata(sid, draw(_ENTRIES) if kind == "other" else values)
+        if kind == "mangled":
+            mangled = bytearray(payload)
+            at, byte = draw(st.integers(1, 400)), draw(st.integers(0, 255))
+            if len(mangled) > 1:
+                mangled[1 + at % (len(mangled) - 1)] = byte
+            payload = bytes(mangled)
+        payloads.append(payload)
+    return payloads
+
+
+@given(payloads=_runs())
+def test_payloads_after_remembered_ones_decode_as_on_a_new_connection(payloads: list[bytes]) -> None:
+    """The remembered payload and its window (one value read anew) give what decoding gives,
+    errors included, whichever values change from one payload to the next."""
+    config = ConnectionConfig(
+        extensions=frozenset({METADATA.id}), max_metadata_bytes=400, max_metadata_entries=4
+    )
+    conn = _server(config)
+    for payload in payloads:
+        got = _received(conn, payload)
+        assert got == _received(_server(config), payload)
+        if conn.state is ConnectionState.CLOSED:
+            break
+
+
+def test_a_new_value_in_the_remembered_window_is_read_anew_and_the_rest_shared() -> None:
+    """A new traceparent (same length) with the other entries the same: decoded as a whole
+    once, then only the traceparent is read; the same payload again is the same Metadata."""
+    conn = _server()
+    traces = [TRACE.replace(b"4bf9", f"{i:04x}".encode()) for i in range(4)]
+    seen = []
+    for sid, trace in zip((1, 2, 3, 4), traces, strict=True):
+        entries = {"x-tenant": b"acme", "traceparent": trace, "x-pad": b"p" * 30}
+        seen.append(_received(conn, encode_metadata(sid, entries)))
+        assert seen[-1] == entries and list(seen[-1]) == list(entries)
+    assert len({id(m) for m in seen}) == 4
+    last = {"x-tenant": b"acme", "traceparent": traces[3], "x-pad": b"p" * 30}
+    assert _received(conn, encode_metadata(5, last)) is seen[-1]  # the same entries for another id
+    other = {**last, "x-tenant": b"acmf"}  # a value outside the window
+    assert _received(conn, encode_metadata(6, other)) == other

@@ -28,6 +28,7 @@ __all__ = [
     "decode_metadata",
     "encode_entries",
     "encode_metadata",
+    "remembered",
 ]
 
 MAX_KEY_LENGTH = 64
@@ -42,7 +43,12 @@ REMEMBERED_METADATA = 512
 (by the parser) and decoded (by the connection): a subscriber that sends the same entries with
 every subscribe (its headers, a token, the trace of a batch of requests) has them copied and
 decoded once. Frames and :class:`Metadata` are immutable and decoding is a function of the
-bytes and of the connection's limits alone, so sharing them changes nothing else."""
+bytes and of the connection's limits alone, so sharing them changes nothing else.
+
+The connection also remembers where one value lies in that payload (:func:`remembered`): a
+payload of the same length whose bytes outside that value are the same decodes to the same
+entries with that value read anew. That is a subscriber sending a new ``traceparent`` (same
+length, new trace id) with otherwise the same entries on every subscribe."""
 _decoded_keys: dict[bytes, str] = {}
 
 
@@ -190,6 +196,42 @@ def decode_metadata(data: bytes, max_bytes: int, max_entries: int) -> tuple[int,
     if pos != end or len(entries) != count:  # a value ran past the payload, or not `count` entries
         return _decode(data, max_bytes, max_entries)
     return data[0], entries
+
+
+Remembered = tuple[bytes | None, int, Metadata, dict[str, bytes], bytes, bytes, str | None, int, int]
+"""What a connection remembers of its last short subscribeMetadata (:data:`REMEMBERED_METADATA`):
+the payload, its length, its decoding (as :class:`Metadata` and as the dict it wraps), then a
+window: the payload's bytes after the id and before one value, the bytes after that value, the
+value's key (``None``: no entries, the window is empty) and where it starts and stops."""
+
+NOTHING_REMEMBERED: Remembered = (None, -1, EMPTY, {}, b"", b"", None, 0, 0)
+"""No payload remembered: its length (-1) is no payload's."""
+
+
+def remembered(
+    payload: bytes, metadata: Metadata, entries: dict[str, bytes], previous: dict[str, bytes]
+) -> Remembered:
+    """What to remember of ``payload`` (a one-byte id, decoded to ``entries``, wrapped as
+    ``metadata``): the window is the value that differs from ``previous`` (the entries
+    remembered before) when just one does, else the ``traceparent``, else the last entry."""
+    key: str | None = None
+    for name, value in entries.items():
+        if previous.get(name) != value:
+            key = name if key is None else ""
+    if not key:  # none or more than one changed
+        key = "traceparent" if "traceparent" in entries else next(reversed(entries), None)
+    count = len(entries)
+    pos = 1 + (1 if count < 0x80 else len(encode_varint(count)))  # the id (one byte), the count
+    start = stop = len(payload)
+    for name, value in entries.items():
+        pos += 1 + len(name)  # a key is at most 64 ASCII bytes: a one-byte length (§18.1)
+        size = len(value)
+        pos += 1 if size < 0x80 else len(encode_varint(size))
+        if name == key:
+            start, stop = pos, pos + size
+            break
+        pos += size
+    return (payload, len(payload), metadata, entries, payload[1:start], payload[stop:], key, start, stop)
 
 
 def _decode(data: bytes, max_bytes: int, max_entries: int) -> tuple[int, dict[str, bytes]]:

@@ -27,8 +27,8 @@ Theory of operation:
   (:mod:`rstreams.wire._streams`), whether it accepted the onSubscribe or dropped it.
 * Every frame but the common onNext is decoded by one method per type, found in a
   table indexed by the type byte (:data:`_DECODERS`). subscribeMetadata (``0x94``, §18)
-  has one of its own: the same bytes as the previous one give the same (immutable) frame,
-  as a subscriber that sends the same metadata with every subscribe does.
+  has one of its own: the same payload as the previous one gives the same (immutable)
+  frame, as a subscriber that sends the same metadata with every subscribe does.
 * A request/response's answer, onSubscribe + one short onNext + onComplete of one
   subscriber back to back, is taken in one pass (:meth:`FrameParser._answer`): the same
   three frames as the decoders give, one call instead of six.
@@ -694,14 +694,32 @@ class FrameParser:
         return frame, end
 
     def _subscribe_metadata(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
-        """A subscribeMetadata (§18.1): the previous one's frame again if its bytes (length and
-        payload) are the same, else :meth:`_extension`'s, remembered when short."""
+        """A subscribeMetadata (§18.1): the previous one's frame again if its payload is the same,
+        else :meth:`_extension`'s (inline: metadata that changes on every subscribe, a new
+        traceparent per request, comes this way every time), remembered when short."""
+        if p < n and data[p] < 0x80:  # a one-byte length, inline (§2.1)
+            length = data[p]
+            p += 1
+        else:
+            length, p = decode_varint(data, p, n)
         last = self._last_metadata
-        if last is not None and data.startswith(last[0], p):
-            return last[1], p + len(last[0])
-        frame, end = self._extension(data, p, n)
-        if end - p <= REMEMBERED_METADATA + 2:  # a payload up to that size and its varint length
-            self._last_metadata = (data[p:end], frame)
+        if last is not None and len(last[0]) == length and data.startswith(last[0], p):
+            return last[1], p + length
+        if length > self._max_string:
+            raise LimitExceededError(
+                f"extension message 0x{SUBSCRIBE_METADATA:02x} payload of {length} bytes exceeds "
+                f"max_string_length={self._max_string}",
+                limit="max_string_length",
+            )
+        end = p + length
+        if end > n:
+            raise Incomplete(end)
+        payload = data[p:end]
+        frame = _new(ExtensionMessage)
+        _set_type(frame, SUBSCRIBE_METADATA)
+        _set_payload(frame, payload)
+        if length <= REMEMBERED_METADATA:
+            self._last_metadata = (payload, frame)
         return frame, end
 
     def _unknown(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:

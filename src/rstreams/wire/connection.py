@@ -57,7 +57,14 @@ from rstreams.wire._errors import (
     StreamStateError,
     UnsupportedVersionError,
 )
-from rstreams.wire._metadata import EMPTY, REMEMBERED_METADATA, Metadata, decode_metadata
+from rstreams.wire._metadata import (
+    NOTHING_REMEMBERED,
+    REMEMBERED_METADATA,
+    Metadata,
+    Remembered,
+    decode_metadata,
+    remembered,
+)
 from rstreams.wire._output import LARGE, Output
 from rstreams.wire._parser import FrameParser
 from rstreams.wire._state import (
@@ -254,9 +261,9 @@ class Connection:
         }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self._held_metadata: tuple[int, Metadata] | None = None  # subscribeMetadata, awaiting its subscribe
-        self._last_metadata: tuple[bytes | None, bytes | None, int, Metadata] = (None, None, 0, EMPTY)
-        """The last short subscribeMetadata with a one-byte id: its payload, the payload after
-        the id, the id, and what it decoded to (REMEMBERED_METADATA)."""
+        self._last_metadata: Remembered = NOTHING_REMEMBERED
+        """The last short subscribeMetadata with a one-byte id, decoded, and the window of one
+        of its values (REMEMBERED_METADATA, :func:`~rstreams.wire._metadata.remembered`)."""
         self.peer_hello: ClientHello | ServerHello | None = None
         self.acknowledge_cancels = True
         """Whether a received cancel is answered at once with its onComplete (§5.4). A driver that
@@ -838,9 +845,25 @@ class Connection:
             payload = f.payload
             last = self._last_metadata
             if payload == last[0]:  # as last time
-                sid, metadata = last[2], last[3]
-            elif payload[1:] == last[1] and payload[0] < 0x80:  # as last time, for another one-byte id
-                sid, metadata = payload[0], last[3]
+                sid, metadata = payload[0], last[2]
+            elif (
+                len(payload) == last[1]
+                and payload[0] < 0x80
+                and payload.startswith(last[4], 1)
+                and payload.endswith(last[5])
+            ):  # as last time but for the id and the window's value: that value read anew
+                sid, metadata = payload[0], last[2]
+                key = last[6]
+                if key is not None:
+                    value = payload[last[7] : last[8]]
+                    if value != last[3][key]:
+                        entries = last[3].copy()
+                        entries[key] = value
+                        metadata = _new_metadata(Metadata)
+                        _set_entries(metadata, entries)
+                        self._last_metadata = (
+                            payload, last[1], metadata, entries, last[4], last[5], key, last[7], last[8]
+                        )  # fmt: skip
             else:
                 config = self.config
                 try:
@@ -853,7 +876,7 @@ class Connection:
                 metadata = _new_metadata(Metadata)
                 _set_entries(metadata, entries)
                 if sid < 0x80 and len(payload) <= REMEMBERED_METADATA:
-                    self._last_metadata = (payload, payload[1:], sid, metadata)
+                    self._last_metadata = remembered(payload, metadata, entries, last[3])
             if self._held_metadata is not None:
                 self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
                 return
