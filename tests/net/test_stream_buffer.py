@@ -7,6 +7,7 @@ import pytest
 
 from rstreams.net._stream import FIRST_READ_SIZE, SHRINK_AFTER, SMALL_READ_SIZE, StreamProtocol
 from rstreams.net._transport import SOCKET_READ_SIZE
+from rstreams.wire._parser import ReadBuffer
 from testkit.net import RecordingHandler
 
 pytestmark = [pytest.mark.asyncio]
@@ -53,3 +54,60 @@ async def test_the_buffer_grows_on_a_full_read_and_shrinks_after_small_ones() ->
         + 1
     )
     assert len(handler.data) == expected  # every byte reached the handler
+
+
+class Borrowing(RecordingHandler):
+    """Keeps a view of the reads it is told to (as the parser does with a cut large element),
+    checking that the one kept before is still intact when the next read arrives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.borrow = False
+        self.kept: tuple[memoryview, bytes] | None = None
+
+    def data_received(self, data: memoryview) -> None:
+        super().data_received(data)
+        if self.kept is not None:
+            view, copy = self.kept
+            assert view == copy  # not read into while kept
+            self.kept = None
+        if self.borrow:
+            buffer = data.obj
+            assert isinstance(buffer, ReadBuffer)
+            buffer.lent = True
+            self.kept = (data, bytes(data))
+
+
+async def test_a_lent_buffer_is_not_read_into_until_the_next_read_was_handed_over() -> None:
+    handler = Borrowing()
+    protocol = StreamProtocol(handler)
+    read(protocol, b"i" * FIRST_READ_SIZE)
+    read(protocol, b"b" * SMALL_READ_SIZE)  # bulk: the big buffer
+    big = protocol.get_buffer(-1)
+    handler.borrow = True
+    read(protocol, b"x" * 1000)  # kept: the next read goes to a spare of the same size
+    spare = protocol.get_buffer(-1)
+    assert spare.obj is not big.obj and len(spare) == SOCKET_READ_SIZE
+    read(protocol, b"y" * 1000)  # kept too: the two take turns
+    assert protocol.get_buffer(-1).obj is big.obj
+    read(protocol, b"z" * 1000)
+    assert protocol.get_buffer(-1).obj is spare.obj
+    handler.borrow = False
+    read(protocol, b"w" * 1000)  # nothing kept: the same buffer again
+    assert protocol.get_buffer(-1).obj is spare.obj
+    assert (
+        handler.kept is None
+        and bytes(handler.data[-4000:]) == b"x" * 1000 + b"y" * 1000 + b"z" * 1000 + b"w" * 1000
+    )
+
+
+async def test_a_paused_connection_keeps_no_spare_buffer() -> None:
+    handler = Borrowing()
+    protocol = StreamProtocol(handler)
+    read(protocol, b"i" * FIRST_READ_SIZE)
+    read(protocol, b"b" * SMALL_READ_SIZE)
+    handler.borrow = True
+    read(protocol, b"x" * 1000)
+    protocol.get_buffer(-1)  # the spare is made
+    protocol.pause_reading()
+    assert protocol._spare is None and len(protocol.get_buffer(-1)) == SMALL_READ_SIZE

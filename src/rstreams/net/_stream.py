@@ -10,7 +10,11 @@ tiny (:data:`FIRST_READ_SIZE`, enough for a hello), is small (:data:`SMALL_READ_
 read fills that and while reads are small, so an idle or chatty connection costs
 little memory (a server holds thousands), and grows to ``SOCKET_READ_SIZE`` as soon as a
 read fills it (bulk transfer: fewer syscalls and loop turns); after :data:`SHRINK_AFTER`
-reads in a row that would have fitted the small buffer it goes back to small. TLS is the
+reads in a row that would have fitted the small buffer it goes back to small. The buffer is a
+:class:`~rstreams.wire._parser.ReadBuffer`: when the parser keeps a view of a read's last bytes
+(a large element cut by the end of the read, joined once the rest arrives: one copy of it, not
+two), the next read goes into a spare buffer of the same size, and the two take turns while
+that goes on (so a connection in bulk transfer holds at most two big buffers). TLS is the
 same transport with ``ssl=``: asyncio's SSL layer honours BufferedProtocol too.
 
 Pipes: a pipe pair is two asyncio transports (one read, one write), which
@@ -34,6 +38,7 @@ from rstreams.net._transport import (
     TransportHandler,
     write_grouped,
 )
+from rstreams.wire._parser import ReadBuffer
 
 __all__ = [
     "FIRST_READ_SIZE",
@@ -85,6 +90,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     __slots__ = (
         "_blocked",
+        "_buffer",
         "_closed",
         "_fd",
         "_handler",
@@ -94,6 +100,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         "_queue",
         "_queued",
         "_small_reads",
+        "_spare",
         "_tls",
         "_transport",
         "_view",
@@ -105,7 +112,9 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._handler = handler
         self._high = high
         self._low = low
-        self._view = memoryview(bytearray(FIRST_READ_SIZE))
+        self._buffer = ReadBuffer(FIRST_READ_SIZE)  # what the next read goes into ...
+        self._view = memoryview(self._buffer)  # ... as the loop takes it
+        self._spare: ReadBuffer | None = None  # the buffer before, while the parser keeps views of it
         self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
         self._tls = False
         self._transport: asyncio.Transport | None = None
@@ -130,7 +139,28 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._handler.connection_made(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
+        if self._buffer.lent:  # the parser keeps a view of the last read's end: read elsewhere
+            self._swap()
         return self._view
+
+    def _swap(self) -> None:
+        """Read into the spare buffer next; the lent one becomes the spare (read into again only
+        after the next read was handed over, by when the parser is done with its view)."""
+        lent = self._buffer
+        lent.lent = False
+        spare = self._spare
+        if spare is None or len(spare) != len(lent):
+            spare = ReadBuffer(len(lent))
+        self._spare = lent
+        self._buffer = spare
+        self._view = memoryview(spare)
+
+    def _resize(self, size: int) -> None:
+        """A new buffer of ``size`` bytes (a view the handler kept into the old one keeps that alive
+        as long as it needs); no spare."""
+        self._buffer = buffer = ReadBuffer(size)
+        self._view = memoryview(buffer)
+        self._spare = None
 
     def buffer_updated(self, nbytes: int) -> None:
         view = self._view
@@ -139,15 +169,14 @@ class StreamProtocol(asyncio.BufferedProtocol):
         size = len(view)
         if size <= SMALL_READ_SIZE:
             if nbytes == size:  # more was probably waiting: read bigger (bulk transfer: big)
-                bigger = SMALL_READ_SIZE if size < SMALL_READ_SIZE else SOCKET_READ_SIZE
-                self._view = memoryview(bytearray(bigger))
+                self._resize(SMALL_READ_SIZE if size < SMALL_READ_SIZE else SOCKET_READ_SIZE)
         elif nbytes > SMALL_READ_SIZE:
             self._small_reads = 0
         else:
             self._small_reads += 1
             if self._small_reads >= SHRINK_AFTER:
                 self._small_reads = 0
-                self._view = memoryview(bytearray(SMALL_READ_SIZE))
+                self._resize(SMALL_READ_SIZE)
 
     def eof_received(self) -> bool:
         self._handler.eof_received()
@@ -293,9 +322,8 @@ class StreamProtocol(asyncio.BufferedProtocol):
         if self._transport is not None and self._transport.is_reading():
             self._transport.pause_reading()
         if len(self._view) > SMALL_READ_SIZE:
-            # A paused connection (one whose replies back up may stay so) holds no big buffer;
-            # a view the handler kept into the old one keeps that alive as long as it needs.
-            self._view = memoryview(bytearray(SMALL_READ_SIZE))
+            # A paused connection (one whose replies back up may stay so) holds no big buffer.
+            self._resize(SMALL_READ_SIZE)
 
     def resume_reading(self) -> None:
         transport = self._transport

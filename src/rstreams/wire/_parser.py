@@ -8,6 +8,10 @@ Theory of operation:
   remainder has reached the length the pending frame declared (``_need``), so a large
   element arriving in many small reads is copied once, not once per read.
 * Frames are committed only when complete; a partial frame at the end stays buffered.
+* A large onNext cut by the end of a read is kept as its first piece until the rest arrives,
+  then joined: one copy of its bytes in all when the read came in a :class:`ReadBuffer`
+  that lends its bytes (the piece is a view; the reader reads into another buffer next),
+  else two (the piece is copied out of the read first).
 * Every length prefix is checked against its limit the moment it is read, before its
   bytes arrive, so a hostile prefix cannot make the parser wait for (and buffer) more
   than ``max_element_size`` / ``max_string_length`` bytes.
@@ -71,7 +75,7 @@ from rstreams.wire.frames import (
     make_subscribe,
 )
 
-__all__ = ["FrameParser"]
+__all__ = ["FrameParser", "ReadBuffer"]
 
 _new = object.__new__
 _set_subscriber = OnNext.__dict__["subscriber"].__set__  # slot descriptors skip the frozen check
@@ -146,6 +150,23 @@ def _cutter(hdr: int, length: int, count: int) -> Struct:
     return cutter
 
 
+class ReadBuffer(bytearray):
+    """A reader's buffer whose bytes a :class:`FrameParser` may keep a view of past a feed.
+
+    The reader (a transport) feeds a memoryview of what it read into the buffer. When a large
+    onNext runs past the end of that read, the parser keeps a view of its start instead of a
+    copy and sets :attr:`lent`; the reader then reads into another buffer next (clearing the
+    flag), so the view stays valid until the next feed returns, by which time the parser has
+    joined the element or copied the view. The parser keeps a view of one read at most."""
+
+    __slots__ = ("lent",)
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.lent = False
+        """A parser keeps a view of these bytes: do not read into them before the next feed."""
+
+
 class FrameParser:
     """Turns a byte stream into frames; see the module docstring."""
 
@@ -153,6 +174,7 @@ class FrameParser:
         "_batch",
         "_buf",
         "_last_metadata",
+        "_lent",
         "_max_element",
         "_max_extensions",
         "_max_string",
@@ -178,6 +200,7 @@ class FrameParser:
         self._buf = bytearray()
         self._need = 0
         self._pieces: list[bytes | memoryview] | None = None  # a large onNext payload, arriving
+        self._lent = False  # its last piece is a view into a ReadBuffer (see _keep)
         self._missing = 0  # bytes of that payload still to come
         self._pending_sid = 0
         self._probe = _RUN_MIN
@@ -215,7 +238,9 @@ class FrameParser:
         if self._pieces is not None:  # the rest of a large onNext payload
             missing = self._missing
             if len(data) < missing:
-                self._pieces.append(bytes(data))
+                if self._lent:  # its buffer is read into again after this feed: copy it now
+                    self._pieces[-1] = bytes(self._pieces[-1])
+                self._pieces.append(self._keep(data))
                 self._missing = missing - len(data)
                 return frames
             self._pieces.append(memoryview(data)[:missing])  # joined now, while data is valid: no copy first
@@ -309,7 +334,7 @@ class FrameParser:
                 end = p + length
                 if end > n:
                     self._pending_sid = sid
-                    self._pieces = [bytes(data[p:])]
+                    self._pieces = [self._keep(data[p:])]
                     self._missing = end - n
                     return n
                 element = bytes(data[p:end])
@@ -325,6 +350,18 @@ class FrameParser:
             pass
         return pos
 
+    def _keep(self, data: bytes | bytearray | memoryview) -> bytes | memoryview:
+        """A piece of a large onNext payload, kept until the rest arrives: a view when ``data``
+        is a read into a :class:`ReadBuffer` (lent to us until the next feed), else a copy."""
+        if type(data) is memoryview:
+            buffer = data.obj
+            if type(buffer) is ReadBuffer:
+                buffer.lent = True
+                self._lent = True
+                return data
+        self._lent = False
+        return bytes(data)
+
     def _start_pending(self, chunk: bytes, pos: int) -> bool:
         """If ``chunk[pos:]`` starts a large onNext, keep its payload as pieces (no re-copying)."""
         n = len(chunk)
@@ -337,6 +374,7 @@ class FrameParser:
             return False
         self._pending_sid = sid
         self._pieces = [memoryview(chunk)[p:]]  # chunk is immutable bytes: a view is safe to keep
+        self._lent = False
         self._missing = length - (n - p)
         return True
 

@@ -1,0 +1,112 @@
+"""The parser fed from ReadBuffers, as StreamProtocol feeds it: a large element cut by the end of
+a read is kept as a view of that read (one copy in all, when joined), the buffer says so
+(``lent``), and the reader reads into another one next. Every buffer the parser may no longer
+hold a view of is overwritten after each feed: the elements still come out whole."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rstreams.wire import OnComplete, OnNext, Request
+from rstreams.wire._parser import FrameParser, ReadBuffer
+from rstreams.wire.events import OnNextBatch
+from rstreams.wire.frames import Frame
+from testkit.wire import wire
+
+SIZES = [65536, 16384, 20000, 1, 65535, 300, 200_000, 65536, 17, 40000]
+FRAMES: list[Frame] = [
+    OnNext(
+        subscriber=1 + i % 2, element=bytes([(i * 11 + k) % 253 for k in range(251)]) * (size // 251) + b"t"
+    )
+    for i, size in enumerate(SIZES)
+]
+FRAMES.insert(3, Request(subscriber=5, demand=9))
+FRAMES.append(OnComplete(subscriber=1))
+DATA = wire(*FRAMES)
+BUFFER = 100_000
+
+
+def _elements(frames: list[Frame | OnNextBatch]) -> list[tuple[int, bytes]]:
+    out: list[tuple[int, bytes]] = []
+    for frame in frames:
+        if isinstance(frame, OnNextBatch):
+            out += [(frame.subscriber, e) for e in frame.elements]
+        elif isinstance(frame, OnNext):
+            out.append((frame.subscriber, frame.element))
+    return out
+
+
+EXPECTED = _elements(list(FRAMES))
+
+
+def _feed(cuts: list[int], *, batch: bool) -> tuple[list[Frame | OnNextBatch], int]:
+    """Feed DATA in reads of ``cuts`` bytes (at most BUFFER each); returns the frames and how many
+    reads the parser kept a view of."""
+    parser = FrameParser(
+        max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
+    )
+    current, spare = ReadBuffer(BUFFER), ReadBuffer(BUFFER)
+    frames: list[Frame | OnNextBatch] = []
+    pos = lent = 0
+    for size in cuts:
+        if current.lent:  # what StreamProtocol.get_buffer does
+            current.lent = False
+            current, spare = spare, current
+        read = DATA[pos : pos + size]
+        current[: len(read)] = read
+        frames += parser.feed(memoryview(current)[: len(read)])
+        # Only the read just fed may still be viewed, and only if the parser said so.
+        spare[:] = b"\xee" * BUFFER
+        if current.lent:
+            lent += 1
+        else:
+            current[:] = b"\xee" * BUFFER
+        pos += size
+    assert pos >= len(DATA) and parser.error is None
+    return frames, lent
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["frames", "batches"])
+@pytest.mark.parametrize("read", [1000, 16384, 65536, 65541, 70_000, BUFFER])
+def test_reads_of_one_size(read: int, batch: bool) -> None:
+    frames, lent = _feed([read] * (len(DATA) // read + 1), batch=batch)
+    assert _elements(frames) == EXPECTED
+    assert frames[-1] == OnComplete(subscriber=1)
+    if read >= 65536:
+        assert lent  # cut elements were kept as views, not copied
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_reads_cut_at_random(seed: int) -> None:
+    rng = random.Random(seed)
+    cuts: list[int] = []
+    while sum(cuts) < len(DATA):
+        cuts.append(rng.choice([1, 2, 5, rng.randrange(1, 70_000), rng.randrange(60_000, BUFFER + 1)]))
+    assert _elements(_feed(cuts, batch=seed % 2 == 0)[0]) == EXPECTED
+
+
+def test_a_cut_element_is_kept_as_a_view_and_joined_once() -> None:
+    element = bytes(range(256)) * 256  # 64 KiB
+    data = wire(OnNext(subscriber=1, element=element))
+    parser = FrameParser(max_element_size=1 << 20, max_string_length=100, max_extensions=8)
+    first = ReadBuffer(40_000)
+    first[:] = data[:40_000]
+    assert parser.feed(memoryview(first)) == []
+    assert first.lent and parser.buffered > 30_000
+    second = ReadBuffer(40_000)
+    rest = data[40_000:]
+    second[: len(rest)] = rest
+    assert parser.feed(memoryview(second)[: len(rest)]) == [OnNext(subscriber=1, element=element)]
+    assert not second.lent
+
+
+def test_other_buffers_are_copied_from_as_before() -> None:
+    element = b"q" * 70_000
+    data = wire(OnNext(subscriber=1, element=element))
+    parser = FrameParser(max_element_size=1 << 20, max_string_length=100, max_extensions=8)
+    buffer = bytearray(data[:30_000])
+    assert parser.feed(memoryview(buffer)) == []
+    buffer[:] = b"\xee" * len(buffer)  # a plain buffer is the reader's again once the feed returns
+    assert parser.feed(data[30_000:]) == [OnNext(subscriber=1, element=element)]
