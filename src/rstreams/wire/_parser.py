@@ -113,6 +113,8 @@ _ACCEPTED = [make_on_subscribe(sid, 0) for sid in range(0x80)]
 _COMPLETED = [make_on_complete(sid) for sid in range(0x80)]
 """The frames onSubscribe(sid, 0) and onComplete(sid) of the one-byte ids, made once: frames
 are immutable, so every such message parses to the same object (as subscribeMetadata's do)."""
+_HEAD = Struct("5B")
+"""A large onNext's header, read at once: type, a one-byte id, a three-byte length."""
 _PENDING_MIN = 16 * 1024
 """An incomplete onNext at least this big is collected as pieces and joined once."""
 _RUN_MIN, _RUN_MAX = 8, 4096
@@ -314,18 +316,15 @@ class FrameParser:
         last = frames[-1] if frames else None
         if type(last) is OnNextBatch:  # a pending element just completed: the run goes on
             batch, batch_sid = last.elements, last.subscriber
+        head = _HEAD.unpack_from
         try:
-            while pos < n and data[pos] == _ON_NEXT:
-                p = pos + 5
-                if (
-                    p <= n
-                    and data[pos + 1] < 0x80
-                    and data[pos + 2] >= 0x80
-                    and data[pos + 3] >= 0x80
-                    and 0 < data[pos + 4] < 0x80
-                ):
-                    sid = data[pos + 1]
-                    length = (data[pos + 2] & 0x7F) | (data[pos + 3] & 0x7F) << 7 | data[pos + 4] << 14
+            while pos + 5 <= n:  # (a large element's header takes 5 bytes at least)
+                kind, sid, low, middle, high = head(data, pos)
+                if kind != _ON_NEXT:
+                    break
+                if sid < 0x80 and low >= 0x80 and middle >= 0x80 and 0 < high < 0x80:
+                    p = pos + 5
+                    length = (low & 0x7F) | (middle & 0x7F) << 7 | high << 14
                 else:
                     sid, p = decode_varint(data, pos + 1, n)  # type: ignore[arg-type]  # any buffer indexes to ints
                     length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
@@ -345,7 +344,10 @@ class FrameParser:
                     batch.append(element)  # type: ignore[union-attr]  # set with batch_sid
                 else:
                     batch, batch_sid = [element], sid
-                    frames.append(OnNextBatch(sid, batch))
+                    run = _new(OnNextBatch)  # OnNextBatch(sid, batch) without its __init__ call
+                    run.subscriber = sid
+                    run.elements = batch
+                    frames.append(run)
         except (Incomplete, FrameError):
             pass
         return pos
