@@ -28,6 +28,7 @@ __all__ = [
     "decode_metadata",
     "encode_entries",
     "encode_metadata",
+    "nothing_remembered",
     "remembered",
 ]
 
@@ -198,14 +199,37 @@ def decode_metadata(data: bytes, max_bytes: int, max_entries: int) -> tuple[int,
     return data[0], entries
 
 
-Remembered = tuple[bytes | None, int, Metadata, dict[str, bytes], bytes, bytes, str | None, int, int]
-"""What a connection remembers of its last short subscribeMetadata (:data:`REMEMBERED_METADATA`):
-the payload, its length, its decoding (as :class:`Metadata` and as the dict it wraps), then a
-window: the payload's bytes after the id and before one value, the bytes after that value, the
-value's key (``None``: no entries, the window is empty) and where it starts and stops."""
+class Remembered:
+    """What a connection remembers of its last short subscribeMetadata (:data:`REMEMBERED_METADATA`):
+    the payload, its length, its decoding (as :class:`Metadata` and as the dict it wraps), and
+    a window on one of its values: the payload's bytes after the id and before that value,
+    the bytes after it, its key (``None``: no entries, an empty window) and where it lies."""
 
-NOTHING_REMEMBERED: Remembered = (None, -1, EMPTY, {}, b"", b"", None, 0, 0)
-"""No payload remembered: its length (-1) is no payload's."""
+    __slots__ = ("entries", "key", "length", "metadata", "payload", "prefix", "start", "stop", "suffix")
+
+    def __init__(
+        self,
+        payload: bytes | None,
+        metadata: Metadata,
+        entries: dict[str, bytes],
+        key: str | None,
+        start: int,
+        stop: int,
+    ) -> None:
+        self.payload = payload
+        self.length = -1 if payload is None else len(payload)  # -1: no payload's
+        self.metadata = metadata
+        self.entries = entries
+        self.key = key
+        self.start = start
+        self.stop = stop
+        self.prefix = b"" if payload is None else payload[1:start]
+        self.suffix = b"" if payload is None else payload[stop:]
+
+
+def nothing_remembered() -> Remembered:
+    """A connection's memory before its first subscribeMetadata."""
+    return Remembered(None, EMPTY, {}, None, 0, 0)
 
 
 def remembered(
@@ -231,7 +255,7 @@ def remembered(
             start, stop = pos, pos + size
             break
         pos += size
-    return (payload, len(payload), metadata, entries, payload[1:start], payload[stop:], key, start, stop)
+    return Remembered(payload, metadata, entries, key, start, stop)
 
 
 def _decode(data: bytes, max_bytes: int, max_entries: int) -> tuple[int, dict[str, bytes]]:

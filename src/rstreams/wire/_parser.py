@@ -209,7 +209,7 @@ class FrameParser:
         self._max_element = max_element_size
         self._max_string = max_string_length
         self._max_extensions = max_extensions
-        self._last_metadata: tuple[bytes, Frame] | None = None  # see _subscribe_metadata
+        self._last_metadata: tuple[bytes, Frame] = _NO_METADATA  # see _subscribe_metadata
         self.element_sizes: dict[int, int] = {}
         """Our subscriber id -> fixed element size, for subscriptions with ``element_size != 0``."""
         self.error: RemoteProtocolError | None = None
@@ -742,9 +742,6 @@ class FrameParser:
             p += 1
         else:
             length, p = decode_varint(data, p, n)
-        last = self._last_metadata
-        if last is not None and len(last[0]) == length and data.startswith(last[0], p):
-            return last[1], p + length
         if length > self._max_string:
             raise LimitExceededError(
                 f"extension message 0x{SUBSCRIBE_METADATA:02x} payload of {length} bytes exceeds "
@@ -755,6 +752,9 @@ class FrameParser:
         if end > n:
             raise Incomplete(end)
         payload = data[p:end]
+        last = self._last_metadata
+        if payload == last[0]:  # compared once sliced: a new payload is sliced for its frame anyway
+            return last[1], end
         frame = _new(ExtensionMessage)
         _set_type(frame, SUBSCRIBE_METADATA)
         _set_payload(frame, payload)
@@ -813,6 +813,9 @@ _DECODERS: list[_Decoder] = [
 ]
 _DECODERS[SUBSCRIBE_METADATA] = FrameParser._subscribe_metadata
 """Type byte -> its decoder: the core types (§3), extension messages (§4.4), the rest unknown."""
+_NO_METADATA: tuple[bytes, Frame] = (b"", ExtensionMessage(type=SUBSCRIBE_METADATA, payload=b""))
+"""What the parser remembers before its first subscribeMetadata: the frame an empty payload
+parses to (frames are immutable: the same as parsing one)."""
 
 
 def _too_big(what: str, size: int, limit: int, sid: int) -> LimitExceededError:

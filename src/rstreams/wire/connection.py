@@ -58,11 +58,11 @@ from rstreams.wire._errors import (
     UnsupportedVersionError,
 )
 from rstreams.wire._metadata import (
-    NOTHING_REMEMBERED,
     REMEMBERED_METADATA,
     Metadata,
     Remembered,
     decode_metadata,
+    nothing_remembered,
     remembered,
 )
 from rstreams.wire._output import LARGE, Output
@@ -261,7 +261,7 @@ class Connection:
         }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self._held_metadata: tuple[int, Metadata] | None = None  # subscribeMetadata, awaiting its subscribe
-        self._last_metadata: Remembered = NOTHING_REMEMBERED
+        self._last_metadata: Remembered = nothing_remembered()
         """The last short subscribeMetadata with a one-byte id, decoded, and the window of one
         of its values (REMEMBERED_METADATA, :func:`~rstreams.wire._metadata.remembered`)."""
         self.peer_hello: ClientHello | ServerHello | None = None
@@ -844,26 +844,24 @@ class Connection:
         if f.type == SUBSCRIBE_METADATA and self._metadata:  # a qualifier (§18.1), held for its subscribe
             payload = f.payload
             last = self._last_metadata
-            if payload == last[0]:  # as last time
-                sid, metadata = payload[0], last[2]
+            if payload == last.payload:  # as last time
+                sid, metadata = payload[0], last.metadata
             elif (
-                len(payload) == last[1]
+                len(payload) == last.length
                 and payload[0] < 0x80
-                and payload.startswith(last[4], 1)
-                and payload.endswith(last[5])
+                and payload.startswith(last.prefix, 1)
+                and payload.endswith(last.suffix)
             ):  # as last time but for the id and the window's value: that value read anew
-                sid, metadata = payload[0], last[2]
-                key = last[6]
+                sid, metadata = payload[0], last.metadata
+                key = last.key
                 if key is not None:
-                    value = payload[last[7] : last[8]]
-                    if value != last[3][key]:
-                        entries = last[3].copy()
+                    value = payload[last.start : last.stop]
+                    if value != last.entries[key]:
+                        entries = last.entries.copy()
                         entries[key] = value
                         metadata = _new_metadata(Metadata)
                         _set_entries(metadata, entries)
-                        self._last_metadata = (
-                            payload, last[1], metadata, entries, last[4], last[5], key, last[7], last[8]
-                        )  # fmt: skip
+                        last.payload, last.metadata, last.entries = payload, metadata, entries
             else:
                 config = self.config
                 try:
@@ -876,7 +874,7 @@ class Connection:
                 metadata = _new_metadata(Metadata)
                 _set_entries(metadata, entries)
                 if sid < 0x80 and len(payload) <= REMEMBERED_METADATA:
-                    self._last_metadata = remembered(payload, metadata, entries, last[3])
+                    self._last_metadata = remembered(payload, metadata, entries, last.entries)
             if self._held_metadata is not None:
                 self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
                 return
