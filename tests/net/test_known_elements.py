@@ -31,6 +31,10 @@ def _offer() -> dict[str, Any]:
         "fixed": with_codec(rstreams.just(*FIXED), fixed_size(4)),
         "fixed-iterated": with_codec(rstreams.from_iterable(list(FIXED)), fixed_size(4)),
         "factory": lambda params: rstreams.just(*WORDS),
+        "one": rstreams.just(b"a"),
+        "one-iterated": rstreams.from_iterable([b"a"]),
+        "one-fixed": with_codec(rstreams.just(b"1234"), fixed_size(4)),
+        "one-fixed-iterated": with_codec(rstreams.from_iterable([b"1234"]), fixed_size(4)),
     }
 
 
@@ -83,6 +87,8 @@ def _run(plan: list[list[Frame]]) -> BytePeer:
         ("empty", "empty-iterated"),
         ("fixed", "fixed-iterated"),
         ("factory", "iterated"),
+        ("one", "one-iterated"),
+        ("one-fixed", "one-fixed-iterated"),
     ],
 )
 def test_known_elements_go_out_as_their_subscription_would_send_them(
@@ -90,8 +96,27 @@ def test_known_elements_go_out_as_their_subscription_would_send_them(
 ) -> None:
     served = _run(plan(known))
     subscribed = _run(plan(iterated))
+    if known.startswith("one") and plan is PLANS["two in one read"]:
+        # A one-element answer goes out whole at its subscribe (ServingTable._answer): the
+        # next subscribe's onSubscribe follows it rather than coming before its onNext.
+        for sid in (1, 2):
+            assert _of(served, sid) == _of(subscribed, sid)
+        return
     assert served.received == subscribed.received
     assert served.events == subscribed.events
+
+
+def _of(peer: BytePeer, sid: int) -> list[Any]:
+    return [event for event in peer.events if getattr(event, "subscriber", None) == sid]
+
+
+def test_a_lone_request_is_answered_whole_in_the_bytes_of_its_subscription() -> None:
+    """``just(x)`` asked for with demand 1: onSubscribe, onNext and onComplete, byte for byte."""
+    plan = PLANS["exactly all"]
+    for known, iterated in (("one", "one-iterated"), ("one-fixed", "one-fixed-iterated")):
+        served = _run(plan(known))
+        assert served.received == _run(plan(iterated)).received
+        assert [type(event) for event in served.events[1:]] == [OnSubscribe, OnNext, OnComplete]
 
 
 def test_the_end_goes_with_the_last_element_without_spare_demand() -> None:

@@ -225,6 +225,51 @@ def test_on_complete(sid: int) -> None:
     assert out(via_send) == out(via_fast) == b""
 
 
+def _subscribed(sid: int, demand: int, config: ConnectionConfig | None = None) -> Connection:
+    """A server on which the peer subscribed with ``sid``, not answered yet."""
+    conn = Connection(Side.SERVER, config)
+    conn.receive_data(encode(ClientHello(extensions=tuple(sorted(config.extensions)) if config else ())))
+    conn.receive_data(encode(Subscribe(publisher="p", subscriber=sid, initial_demand=demand)))
+    out(conn)
+    conn.events_received()
+    return conn
+
+
+@SETTINGS
+@given(ids, st.binary(max_size=300), st.booleans(), st.sampled_from([None, "text/plain"]), st.booleans())
+def test_send_answer(sid: int, element: bytes, fixed: bool, media_type: str | None, typed: bool) -> None:
+    """send_answer writes what send_on_subscribe, on_next and send_on_complete write in turn (with
+    the contentType when the extension is active), and closes the stream as they do."""
+    size = len(element) if fixed and element else 0
+    config = ConnectionConfig(extensions=frozenset({extensions.CONTENT_TYPES.id})) if typed else None
+    via_three, via_one = _subscribed(sid, 1, config), _subscribed(sid, 1, config)
+    via_three.send_on_subscribe(sid, size, media_type)
+    via_three.on_next(sid, element)
+    via_three.send_on_complete(sid)
+    assert via_one.send_answer(sid, size, media_type, element)
+    assert out(via_one) == out(via_three)
+    for conn in (via_three, via_one):
+        assert conn.subscriptions(publishing=True) == {}
+    assert not via_one.send_answer(sid, size, media_type, element)  # closed: nothing done
+    assert out(via_one) == b""
+
+
+def test_send_answer_declines_what_it_does_not_write_whole() -> None:
+    """No demand, an answered subscription, a wrong size, an element that would be handed over:
+    ``False`` and nothing queued, the stream as it was."""
+    assert not _subscribed(1, 0).send_answer(1, 0, None, b"x")
+    answered = _subscribed(1, 1)
+    answered.send_on_subscribe(1, 0)
+    out(answered)
+    assert not answered.send_answer(1, 0, None, b"x")
+    assert not _subscribed(1, 1).send_answer(1, 4, None, b"x")
+    large = _subscribed(1, 1)
+    assert not large.send_answer(1, 0, None, bytes(64 * 1024))
+    for conn in (answered, large):
+        assert out(conn) == b""
+    assert large.subscriptions(publishing=True) == {1: StreamState.SUBSCRIBED}
+
+
 @pytest.mark.parametrize(
     ("send", "frame"),
     [

@@ -714,6 +714,14 @@ class ServingTable:
     ) -> None:
         """Serve ``publisher`` to the peer's subscriber ``sid`` (a resolved subscribe; ``metadata``:
         its subscribe's, §18; ``pattern``: its metrics label when not the offer's, a channel's)."""
+        known = known_elements(publisher)
+        if (
+            known is not None
+            and len(known) == 1
+            and not batched
+            and self._answer(sid, initial_demand, codec, known[0])
+        ):
+            return
         if batched and codec is not None:
             stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
         else:
@@ -721,7 +729,6 @@ class ServingTable:
         self.streams[sid] = stream
         if metadata is not EMPTY:
             stream.metadata = metadata
-        known = known_elements(publisher)
         if known is not None and stream.serve_known(known, name, pattern, metadata):
             return
         observer = self.outbox.observer
@@ -739,6 +746,41 @@ class ServingTable:
             report_unhandled(error, f"{type(publisher).__name__}.subscribe")
             if not stream.done:
                 stream.on_error(error)
+
+    def _answer(self, sid: int, initial_demand: int, codec: Codec[Any] | None, element: Any) -> bool:
+        """Send the whole answer of a known one-element publisher (``just(x)``) at once, in one
+        call to the core, without a stream: the onSubscribe, onNext and onComplete that
+        :meth:`ServingStream.serve_known` and the turn's refill would send. Only when the peer
+        asked for the element, the transport is writable, the element goes out as it is, no
+        observer counts the connection (it counts a request or cancel of the stream later in
+        the same read against the stream), and nothing waits for this turn's flush (no stream's
+        output, no request moves behind it). Each stream's frames are the same as on the
+        stream's way; what later events of the same read cause (another subscribe's
+        onSubscribe) follows the whole answer instead of coming between its onSubscribe and
+        its onNext. ``False``, and nothing done, otherwise."""
+        if codec is None:
+            size, media_type = 0, None
+        elif codec.encode is identity:
+            size, media_type = codec.element_size, codec.media_type
+        else:
+            return False
+        outbox = self.outbox
+        if (
+            element.__class__ is not bytes
+            or (size and len(element) != size)
+            or not initial_demand
+            or outbox.observer is not None
+            or outbox.flush_scheduled
+            or not outbox.writable
+            or not outbox.core.send_answer(sid, size, media_type, element)
+        ):
+            return False
+        outbox.ledger.elements(len(element) + _ELEMENT_HEAD)
+        if outbox.reading:  # mark_dirty, inlined: the read's flush writes it
+            outbox.flush_scheduled = True
+        else:
+            outbox.mark_dirty()
+        return True
 
     def refuse(self, sid: int, message: str, code: int, name: str = "") -> None:
         """Refuse a subscribe (to ``name``): onError without onSubscribe (PROTOCOL.md §5.2), with

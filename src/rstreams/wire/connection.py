@@ -124,6 +124,7 @@ from rstreams.wire.frames import (
     on_next_head,
     on_next_header,
     on_next_packed_head,
+    write_answer,
     write_cancel,
     write_extension,
     write_goodbye,
@@ -733,6 +734,34 @@ class Connection:
             write_on_complete(self._out, subscriber)  # _terminal's common case, inlined
         elif self._streams.send_terminal(subscriber, _ON_COMPLETE, "OnComplete") is not None:
             write_on_complete(self._out, subscriber)
+
+    def send_answer(
+        self, subscriber: int, element_size: int, content_type: str | None, element: bytes
+    ) -> bool:
+        """onSubscribe, one onNext of ``element`` and onComplete for the peer's new subscription
+        ``subscriber`` (a known one-element answer, ``just(x)``), written in one go: what
+        :meth:`send_on_subscribe`, :meth:`on_next` and :meth:`send_on_complete` in turn would
+        write, for an element that is neither split nor handed over. ``False``, and nothing
+        done, when that is not the case now (no demand, the subscription not waiting for its
+        onSubscribe, the connection not open, a large element): the caller sends the three
+        signals as usual then."""
+        st = self._publishing.get(subscriber)
+        if (
+            st is None
+            or st.state is not _SUBSCRIBED
+            or not st.credit
+            or self._state is not _OPEN
+            or len(element) >= self._small
+            or (element_size and len(element) != element_size)
+            or subscriber in self._backlogs
+        ):
+            return False
+        st.state = _ACCEPTED  # then onNext (no change) and onComplete: the table's close
+        self._streams.close(st, _ON_COMPLETE)
+        if content_type is not None and self._content_types:  # adjacent to its onSubscribe (§17.1)
+            write_extension(self._out, CONTENT_TYPE, encode_content_type(subscriber, content_type))
+        write_answer(self._out, subscriber, element_size, element)
+        return True
 
     def _send_on_next_packed(self, f: OnNextPacked) -> None:
         sid, count, elements = f.subscriber, f.count, f.elements

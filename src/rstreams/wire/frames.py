@@ -413,6 +413,7 @@ _SUBSCRIBE = int(FrameType.SUBSCRIBE)
 _REQUEST = int(FrameType.REQUEST)
 _CANCEL = int(FrameType.CANCEL)
 _ON_SUBSCRIBE = int(FrameType.ON_SUBSCRIBE)
+_ON_NEXT = int(FrameType.ON_NEXT)
 _ON_NEXT_BYTE = _BYTE[FrameType.ON_NEXT]
 _ON_NEXT_PACKED_BYTE = _BYTE[FrameType.ON_NEXT_PACKED]
 _ON_NEXT_PART_BYTE = _BYTE[FrameType.ON_NEXT_PART]
@@ -499,6 +500,25 @@ def write_on_subscribe(out: bytearray, subscriber: int, element_size: int) -> No
         return
     out += _V(subscriber)
     out += _V(element_size)
+
+
+def write_answer(out: bytearray, subscriber: int, element_size: int, element: bytes) -> None:
+    """Append a whole one-element answer: onSubscribe, onNext with ``element``, onComplete
+    (§5.2): the bytes of :func:`write_on_subscribe`, :func:`write_on_next` and
+    :func:`write_on_complete` in turn, one call (a test holds them equal)."""
+    size = len(element)
+    if 0 <= subscriber < 0x80 and 0 <= element_size < 0x80 and size < 0x80:  # one-byte varints
+        if element_size:
+            out += bytes((_ON_SUBSCRIBE, subscriber, element_size, _ON_NEXT, subscriber))
+        else:
+            out += bytes((_ON_SUBSCRIBE, subscriber, 0, _ON_NEXT, subscriber, size))
+        out += element
+        out.append(_ON_COMPLETE)
+        out.append(subscriber)
+        return
+    write_on_subscribe(out, subscriber, element_size)
+    write_on_next(out, on_next_header(subscriber), element, element_size)
+    write_on_complete(out, subscriber)
 
 
 def on_next_header(subscriber: int) -> bytes:
