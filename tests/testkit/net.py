@@ -215,9 +215,9 @@ class MemoryTransport:
         self.writes = 0
         self.loop = asyncio.get_running_loop()
 
-    def writelines(self, chunks: list[bytes]) -> None:
+    def writelines(self, chunks: list[bytes]) -> bool:
         if self.closing:
-            return
+            return False
         self.writes += 1
         data = b"".join(chunks)
         self.buffer.append(data)
@@ -226,6 +226,7 @@ class MemoryTransport:
             self.paused = True
             self.handler.pause_writing()
         self.loop.call_soon(self.deliver)
+        return True
 
     def deliver(self) -> None:
         peer = self.peer

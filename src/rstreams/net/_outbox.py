@@ -154,7 +154,7 @@ class Outbox:
         keepalive ping must not make a silent peer look alive, PROTOCOL.md §14.2).
         """
         transport = self.transport
-        if transport is None or transport.is_closing():
+        if transport is None:
             return
         data = self.core.data_to_send(WRITE_LIMIT)
         if self.write(transport, data, activity=activity) if data else self.core.has_data_to_send:
@@ -162,8 +162,11 @@ class Outbox:
 
     def write(self, transport: Transport, data: list[bytes], *, activity: bool = True) -> bool:
         """Hand ``data`` (the core's output) to ``transport``: every write goes through here.
-        Returns whether the core still holds output (parts of a split element, §8)."""
-        transport.writelines(data)
+        Returns whether the core still holds output (parts of a split element, §8). Once the
+        transport is closing, ``data`` is dropped (its ``writelines`` says so: no write is
+        counted)."""
+        if not transport.writelines(data):
+            return self.core.has_data_to_send
         nbytes = len(data[0]) if len(data) == 1 else sum(map(len, data))
         more = nbytes >= WRITE_LIMIT and self.core.has_data_to_send  # below it, all was taken
         may_pass_mark = self.ledger.wrote(nbytes, more=more)
@@ -197,8 +200,6 @@ class Outbox:
             return
         self.wrote_through = True
         transport = self.transport  # write_now, inlined: the request/response path
-        if transport.is_closing():
-            return
         data = self.core.data_to_send(WRITE_LIMIT)
         if self.write(transport, data) if data else self.core.has_data_to_send:
             self.mark_dirty()

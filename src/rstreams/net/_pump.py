@@ -507,8 +507,7 @@ class Pump:
         core = outbox.core
         data = core.data_to_send(WRITE_LIMIT)
         self._turn_bytes = 0
-        writes = data and not transport.is_closing()
-        more = outbox.write(transport, data) if writes else core.has_data_to_send  # split parts left
+        more = outbox.write(transport, data) if data else core.has_data_to_send  # split parts left
         if (serving.refills or more) and outbox.writable:
             outbox.mark_dirty()  # room or the write limit was used up this turn: go on next turn
 

@@ -154,7 +154,9 @@ class Session:
             driver.extension_handlers[message_type] = self.extension_received
 
     # -- the transport seam, as the driver sees it --------------------------------------
-    def writelines(self, chunks: list[bytes]) -> None:
+    def writelines(self, chunks: list[bytes]) -> bool:
+        if self._closing or self._finished:  # is_closing
+            return False
         out = self.out
         before = out.end
         recording = self.mode is not _Mode.PASSTHROUGH
@@ -163,10 +165,10 @@ class Session:
                 out.append(chunk)
         link = self.link
         if link is None:
-            return
+            return True
         if not recording:
             self._write(link, chunks)
-            return
+            return True
         end = out.end
         if self._written < end:
             if self._written > before:  # the start of this write went out already (a pre-sent hello)
@@ -174,6 +176,7 @@ class Session:
             self._write(link, chunks)
             self._written = end
         self._check_full()
+        return True
 
     @staticmethod
     def _write(link: Link, chunks: list[bytes]) -> None:
@@ -642,7 +645,7 @@ class Link:
 class _NoTransport:
     """Stands in for a link's transport before ``connection_made``."""
 
-    def writelines(self, chunks: list[bytes]) -> None:
+    def writelines(self, chunks: list[bytes]) -> bool:
         raise RuntimeError("no transport yet")
 
     def get_write_buffer_size(self) -> int:

@@ -209,15 +209,18 @@ class StreamProtocol(asyncio.BufferedProtocol):
             self._handler.resume_writing()
 
     # -- the handler's side: Transport ----------------------------------------------------
-    def writelines(self, chunks: list[bytes]) -> None:
+    def writelines(self, chunks: list[bytes]) -> bool:
         transport = self._transport
-        assert transport is not None
-        if self._tls:
+        if self._tls:  # is_closing, inlined (asked of asyncio, see there)
+            if transport is None or transport.is_closing():
+                return False
             if len(chunks) == 1:
                 transport.write(chunks[0])
             else:
                 write_grouped(transport.write, chunks)  # asyncio 3.11 joins writelines' chunks
-            return
+            return True
+        if self._closed or transport is None:  # is_closing, inlined
+            return False
         if self._blocked:
             self._queue += chunks
             self._queued += len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))
@@ -227,6 +230,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
             self._send(chunks)
         if self._blocked and not self._paused:
             self._check_high()
+        return True
 
     def _send(self, chunks: list[bytes]) -> None:
         """Write ``chunks`` while asyncio's buffer stays empty, queue the rest once it holds bytes:
@@ -441,9 +445,12 @@ class PipeTransport(Transport):
         self.handler.connection_lost(self._error)
 
     # -- Transport -----------------------------------------------------------------
-    def writelines(self, chunks: list[bytes]) -> None:
+    def writelines(self, chunks: list[bytes]) -> bool:
+        if self._closing or self._open_halves < 2:  # is_closing
+            return False
         if self._writer is not None and not self._writer.is_closing():
             write_grouped(self._writer.write, chunks)  # asyncio 3.11 joins writelines' chunks
+        return True
 
     def get_write_buffer_size(self) -> int:
         return self._writer.get_write_buffer_size() if self._writer is not None else 0

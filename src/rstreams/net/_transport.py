@@ -14,7 +14,9 @@ follow the same contract:
   input; ``connection_lost(exc)`` exactly once at the very end (``exc`` is ``None`` for an
   orderly close);
 * writing: ``transport.writelines(chunks)`` takes a list of byte chunks and never blocks (how
-  it hands them to its lower layer, joined or one by one, is its own choice); the
+  it hands them to its lower layer, joined or one by one, is its own choice), or, once
+  the transport is closing, drops them and returns ``False`` (write-if-open: the
+  driver does not ask ``is_closing()`` before every write); the
   driver calls it about once per event-loop turn (write coalescing: one syscall for
   everything that turn produced). ``get_write_buffer_size()`` tells what is still
   unsent; when it passes the high-water mark the transport calls
@@ -106,8 +108,10 @@ class TransportHandler(Protocol):
 class Transport(Protocol):
     """A full-duplex, ordered byte pipe (the draft's requirements for a transport)."""
 
-    def writelines(self, chunks: list[bytes]) -> None:
-        """Queue ``chunks`` for sending, in order; never blocks, never raises for a closed pipe."""
+    def writelines(self, chunks: list[bytes]) -> bool:
+        """Queue ``chunks`` for sending, in order; never blocks, never raises for a closed pipe.
+        Returns ``False``, and queues nothing, once :meth:`is_closing` (one call per write asks
+        both: the writer need not ask first)."""
 
     def get_write_buffer_size(self) -> int:
         """Bytes queued but not yet handed to the operating system (or the peer library)."""

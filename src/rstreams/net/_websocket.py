@@ -123,15 +123,16 @@ class WebSocketTransport(Transport):
                     self._handler.resume_writing()
 
     # -- Transport -----------------------------------------------------------------
-    def writelines(self, chunks: list[bytes]) -> None:
+    def writelines(self, chunks: list[bytes]) -> bool:
         if self._closing:
-            return
+            return False
         self._out.extend(chunks)
         self._size += sum(map(len, chunks))
         self._wakeup.set()
         if not self._paused and self._size > self._high:
             self._paused = True
             self._handler.pause_writing()
+        return True
 
     def get_write_buffer_size(self) -> int:
         return self._size
