@@ -775,7 +775,7 @@ class ServingTable:
             or not outbox.core.send_answer(sid, size, media_type, element)
         ):
             return False
-        outbox.ledger.elements(len(element) + _ELEMENT_HEAD)
+        outbox.ledger.element_bytes += len(element) + _ELEMENT_HEAD  # ReplyLedger.elements, inlined
         if outbox.reading:  # mark_dirty, inlined: the read's flush writes it
             outbox.flush_scheduled = True
         else:
