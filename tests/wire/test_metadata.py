@@ -4,6 +4,8 @@ not negotiated."""
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +22,7 @@ from rstreams.wire import (
     OnError,
     Side,
     Subscribe,
+    _metadata,
     encode,
 )
 from rstreams.wire import Connection as Core
@@ -88,6 +91,70 @@ def test_entries_round_trip_through_the_core_across_the_one_byte_varint_boundari
     events = pair.server.events_received()
     assert type(events[0]) is Metadata and dict(events[0]) == entries and list(events[0]) == list(entries)
     assert events[1] == Subscribe(publisher="news", subscriber=sid, initial_demand=1)
+
+
+def _plain_entries(entries: dict[object, object]) -> bytes | type[Exception]:
+    """Entries as §18.1 lays them out, byte by byte (no remembered keys, no text layout), or the
+    class of error encoding them must raise (the first wrong key or value, in order)."""
+    out = bytearray(_varint(len(entries)))
+    for key, value in entries.items():
+        if not isinstance(key, str) or not 0 < len(key) <= 64 or not set(key) <= set(_KEY_ALPHABET):
+            return ValueError
+        if isinstance(value, str):
+            try:
+                value = value.encode()
+            except UnicodeEncodeError:
+                return UnicodeEncodeError
+        elif not isinstance(value, bytes | bytearray):
+            return TypeError
+        out += _varint(len(key)) + key.encode() + _varint(len(value)) + value
+    return bytes(out)
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes((n,)))
+
+
+_KEY_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789-_."
+_ASCII = st.text(st.characters(max_codepoint=0x7F), max_size=140)
+_VALUES = st.one_of(
+    _ASCII,  # the common values, taken whole as text
+    _ASCII.map(str.encode),
+    st.text(st.characters(max_codepoint=0x7F), min_size=120, max_size=135),  # around the one-byte length
+    st.text(max_size=140),  # non-ASCII and lone surrogates included
+    st.binary(max_size=140),
+)
+
+
+@given(
+    entries=st.dictionaries(st.sampled_from(["traceparent", "x-pad", "k" * 64]) | _KEYS, _VALUES, max_size=6)
+    | st.dictionaries(  # a wrong key or value among right ones
+        st.sampled_from(["traceparent", "k0", "K0", "", "k" * 65]) | st.integers(0, 2),
+        _VALUES | st.builds(bytearray, st.binary(max_size=4)) | st.integers(),
+        max_size=4,
+    )
+    | st.dictionaries(  # around the one-byte count
+        st.sampled_from(["x", "y"]) | _KEYS, st.sampled_from(["", "1"]), min_size=120, max_size=130
+    ),
+    again=st.booleans(),
+)
+def test_encoding_gives_the_bytes_of_the_plain_layout_or_refuses_as_it_does(
+    entries: dict[object, object], again: bool
+) -> None:
+    """Remembered keys and the text layout change nothing: the bytes are §18.1's, and what is
+    not an entry is refused with the same error class, the first time or again."""
+    expected = _plain_entries(entries)
+    with patch.dict(_metadata._encoded_keys, clear=True), patch.dict(_metadata._KEY_TEXTS, clear=True):
+        for _ in range(1 + again):  # again: the keys are remembered now
+            if isinstance(expected, bytes):
+                assert encode_entries(entries) == expected  # type: ignore[arg-type]
+            else:
+                with pytest.raises(expected):
+                    encode_entries(entries)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("sid", [0, 127, 128, 16_383, 16_384])

@@ -39,6 +39,11 @@ KNOWN_KEYS = 256
 subscribe): a known key is one dict lookup instead of a check and a conversion. Bounded, so a
 peer sending new keys only stops more from being remembered."""
 _encoded_keys: dict[str, bytes] = {}
+_KEY_TEXTS: dict[str, str] = {}
+"""The keys of :data:`_encoded_keys` as text, each after its length (a one-byte varint, as a
+character below 0x80): what :func:`encode_entries` lays out before a value's length and value."""
+_CHARS = tuple(map(chr, range(0x80)))
+"""``_CHARS[n]``: ``n`` below 0x80 as a character, which UTF-8 encodes as the one byte ``n``."""
 REMEMBERED_METADATA = 512
 """A subscribeMetadata payload up to this size is remembered until the next one, as its frame
 (by the parser) and decoded (by the connection): a subscriber that sends the same entries with
@@ -112,9 +117,33 @@ def encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
 
     Checks as it encodes: a key that fails :func:`check_key` is a ``ValueError`` naming what is
     wrong, a value that is neither ``str`` (encoded as UTF-8) nor ``bytes``/``bytearray`` a
-    ``TypeError``. Lengths below 0x80 (every key, most values) are appended inline as their
-    one-byte varint.
+    ``TypeError``. The common entries (a ``dict`` of up to 127 remembered keys, values of ASCII
+    text or bytes below 128 bytes) are laid out as text and encoded once (:data:`_KEY_TEXTS`):
+    every length is then one byte, the same in text and in bytes, and a text whose encoding
+    is longer than itself had something else in it; anything else is encoded entry by entry,
+    with lengths below 0x80 appended inline as their one-byte varint.
     """
+    if type(entries) is dict:
+        try:
+            chars = _CHARS
+            text = chars[len(entries)]
+            for key, value in entries.items():
+                if type(value) is not str:
+                    if type(value) is not bytes:
+                        break
+                    value = value.decode("latin-1")  # bytes above 0x7f: two bytes in UTF-8, caught below
+                text = f"{text}{_KEY_TEXTS[key]}{chars[len(value)]}{value}"
+            else:
+                raw = text.encode()
+                if len(raw) == len(text):  # all ASCII: each length char is its one-byte varint
+                    return raw
+        except (KeyError, IndexError, UnicodeEncodeError):  # a new key, a long value, a lone surrogate
+            pass
+    return _encode_entries(entries)
+
+
+def _encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
+    """:func:`encode_entries` for any entries, entry by entry."""
     count = len(entries)
     out = bytearray((count,)) if count < 0x80 else bytearray(encode_varint(count))
     for key, value in entries.items():
@@ -144,6 +173,7 @@ def _encode_key(key: object) -> bytes:
     raw = key.encode()
     if type(key) is str and len(_encoded_keys) < KNOWN_KEYS:
         _encoded_keys[key] = raw
+        _KEY_TEXTS[key] = _CHARS[len(raw)] + key
     return raw
 
 
