@@ -30,6 +30,8 @@ from rstreams.wire._errors import ExtensionError
 from rstreams.wire._metadata import (
     KNOWN_KEYS,
     REMEMBERED_METADATA,
+    WINDOW_RETRY,
+    WINDOW_TRIES,
     _decode,
     decode_metadata,
     encode_entries,
@@ -412,10 +414,14 @@ def _runs(draw: st.DrawFn) -> list[bytes]:
     of another shape, some mangled (any bytes)."""
     shape = dict(draw(_SHAPES))
     values = {k: draw(st.binary(min_size=n, max_size=n)) for k, n in shape.items()}
-    payloads = []
-    sids = draw(st.lists(st.integers(1, 130), min_size=2, max_size=6, unique=True))  # no id reused (§5.3)
+    payloads, history = [], []
+    sids = draw(st.lists(st.integers(1, 130), min_size=2, max_size=8, unique=True))  # no id reused (§5.3)
     for sid in sids:
-        kind = draw(st.sampled_from(["one", "one", "some", "other", "mangled"]))
+        kind = draw(st.sampled_from(["one", "one", "some", "earlier", "other", "mangled"]))
+        history.append(values)
+        if kind == "earlier":  # another id with an earlier payload's values, one of them new
+            values = draw(st.sampled_from(history))
+            kind = "one"
         if kind == "one" and values:
             key = draw(st.sampled_from(sorted(values)))
             values = {**values, key: draw(st.binary(min_size=shape[key], max_size=shape[key]))}
@@ -463,3 +469,33 @@ def test_a_new_value_in_the_remembered_window_is_read_anew_and_the_rest_shared()
     assert _received(conn, encode_metadata(5, last)) is seen[-1]  # the same entries for another id
     other = {**last, "x-tenant": b"acmf"}  # a value outside the window
     assert _received(conn, encode_metadata(6, other)) == other
+
+
+def test_after_many_payloads_decoded_whole_the_window_is_placed_only_now_and_then() -> None:
+    """Two values new every time: each payload is decoded whole (and right); after WINDOW_TRIES
+    in a row the window is placed again only every WINDOW_RETRY th time, and once one value
+    alone changes again, the window reads it."""
+    conn = _server()
+    for sid in range(1, 3 * WINDOW_RETRY):
+        entries = {"traceparent": TRACE[:-4] + b"%04d" % sid, "x-request": b"%06d" % sid}
+        assert _received(conn, encode_metadata(sid, entries)) == entries
+        assert conn._last_metadata.misses == sid
+        assert (conn._last_metadata.length == -1) is (sid > WINDOW_TRIES and sid % WINDOW_RETRY != 0)
+    for sid in range(3 * WINDOW_RETRY, 3 * WINDOW_RETRY + 3):
+        entries = {"traceparent": TRACE[:-4] + b"%04d" % sid, "x-request": b"000000"}
+        assert _received(conn, encode_metadata(sid, entries)) == entries
+    assert conn._last_metadata.key == "traceparent"  # placed at the WINDOW_RETRY th miss
+    assert conn._last_metadata.payload is not conn._last_metadata.base  # then read in the window
+
+
+def test_a_payload_remembered_without_a_window_leaves_none_from_before() -> None:
+    """Decoded whole three times in a row (the third remembered without a window), then the
+    second one's values again but a new traceparent: decoded as on a new connection."""
+    conn = _server()
+
+    def entries(trace: int, other: bytes) -> dict[str, bytes]:
+        return {"traceparent": TRACE[:-4] + b"%04d" % trace, "x-a": other, "x-b": other}
+
+    sent = [entries(1, b"aa"), entries(2, b"bb"), entries(3, b"cc"), entries(4, b"bb")]
+    for sid, each in enumerate(sent, start=1):
+        assert _received(conn, encode_metadata(sid, each)) == each

@@ -23,6 +23,8 @@ __all__ = [
     "EMPTY",
     "MAX_KEY_LENGTH",
     "REMEMBERED_METADATA",
+    "WINDOW_RETRY",
+    "WINDOW_TRIES",
     "Metadata",
     "check_key",
     "decode_metadata",
@@ -233,9 +235,23 @@ class Remembered:
     """What a connection remembers of its last short subscribeMetadata (:data:`REMEMBERED_METADATA`):
     the payload, its length, its decoding (as :class:`Metadata` and as the dict it wraps), and
     a window on one of its values: the payload's bytes after the id and before that value,
-    the bytes after it, its key (``None``: no entries, an empty window) and where it lies."""
+    the bytes after it, its key (``None``: no entries, an empty window) and where it lies;
+    ``misses``: the payloads in a row that were decoded whole (:data:`WINDOW_TRIES`), ``base``
+    the last of them (the payload is another once a value was read in the window)."""
 
-    __slots__ = ("entries", "key", "length", "metadata", "payload", "prefix", "start", "stop", "suffix")
+    __slots__ = (
+        "base",
+        "entries",
+        "key",
+        "length",
+        "metadata",
+        "misses",
+        "payload",
+        "prefix",
+        "start",
+        "stop",
+        "suffix",
+    )
 
     def __init__(
         self,
@@ -255,6 +271,16 @@ class Remembered:
         self.stop = stop
         self.prefix = b"" if payload is None else payload[1:start]
         self.suffix = b"" if payload is None else payload[stop:]
+        self.misses = 0
+        self.base = payload  # ``payload`` until a value read in the window replaces it
+
+
+WINDOW_TRIES = 2
+"""Payloads decoded whole in a row after which the window is only placed again every
+:data:`WINDOW_RETRY` th time (the payload itself is still remembered): a subscriber whose
+payloads differ in more than one value each time pays for the window's placing only now
+and then."""
+WINDOW_RETRY = 16
 
 
 def nothing_remembered() -> Remembered:

@@ -59,6 +59,8 @@ from rstreams.wire._errors import (
 )
 from rstreams.wire._metadata import (
     REMEMBERED_METADATA,
+    WINDOW_RETRY,
+    WINDOW_TRIES,
     Metadata,
     Remembered,
     decode_metadata,
@@ -903,7 +905,13 @@ class Connection:
                 metadata = _new_metadata(Metadata)
                 _set_entries(metadata, entries)
                 if sid < 0x80 and len(payload) <= REMEMBERED_METADATA:
-                    self._last_metadata = remembered(payload, metadata, entries, last.entries)
+                    misses = last.misses + 1 if last.payload is last.base else 1  # in a row
+                    if misses <= WINDOW_TRIES or misses % WINDOW_RETRY == 0:  # place the window
+                        self._last_metadata = remembered(payload, metadata, entries, last.entries)
+                        self._last_metadata.misses = misses
+                    else:  # the payload alone (its length, -1, matches none: no window)
+                        last.payload = last.base = payload
+                        last.metadata, last.entries, last.length, last.misses = metadata, entries, -1, misses
             if self._held_metadata is not None:
                 self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
                 return
