@@ -719,6 +719,7 @@ class ServingTable:
             known is not None
             and len(known) == 1
             and not batched
+            and self.outbox.observer is None  # (_answer's own test, first: no call when counting)
             and self._answer(sid, initial_demand, codec, known[0])
         ):
             return
