@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self, TypeAlias, TypeVar, overload
 
@@ -91,11 +92,18 @@ class Connection:
     :meth:`request`) and serve its own (``publishers=`` when connecting or serving).
     """
 
-    __slots__ = ("_pump",)
+    __slots__ = ("_new_future", "_pump")
 
     def __init__(self, pump: Pump) -> None:
         self._pump = pump
         pump.subscriptions.describe = self.__repr__
+        loop = pump.outbox.loop
+        create = loop.create_future
+        self._new_future: Callable[[], asyncio.Future[Any]] = (
+            functools.partial(asyncio.Future, loop=loop)  # what the default loop's makes, without its frame
+            if getattr(create, "__func__", None) is asyncio.BaseEventLoop.create_future
+            else create  # a loop with futures of its own
+        )
 
     # -- the peer's publishers ------------------------------------------------------------------
     @overload
@@ -239,7 +247,7 @@ class Connection:
         encoded = None if metadata is None else metadata_entries(metadata)
         pump = self._pump
         prelude = _requiring_metadata(pump, name) if metadata_required and encoded is not None else None
-        future: asyncio.Future[Any] = pump.outbox.loop.create_future()
+        future = self._new_future()
         # on the loop's thread already (a coroutine): open the subscription directly
         decode = codec.decode if codec is not None else None
         subscriber: ScalarRequest | ScalarSubscriber

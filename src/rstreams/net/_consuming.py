@@ -752,16 +752,23 @@ class SubscriptionTable:
             subscriber = subscription.subscriber
             if (
                 subscriber is not None
-                and type(subscription) is RemoteSubscription
                 and subscription._decode is None
                 and not subscription._lists
                 and len(elements) == 1
-            ):  # deliver_many's one element a read, inlined: an open stream's latency
-                try:
-                    subscriber.on_next(elements[0])
-                except Exception as error:
-                    subscription._broken(error, "on_next")
-                return
+            ):  # deliver_many's one element a read, inlined
+                if type(subscription) is RemoteSubscription:  # an open stream's latency
+                    try:
+                        subscriber.on_next(elements[0])
+                    except Exception as error:
+                        subscription._broken(error, "on_next")
+                    return
+                if type(subscription) is ScalarRequest:  # a request/response's answer
+                    future = subscription._future
+                    if not future.done():
+                        future.set_result(elements[0])
+                        if subscription.sid in self.outbox.core.ids_in_use:  # no terminal in this read
+                            subscription._defer(subscription._cancel_if_open)
+                    return
             subscription.deliver_many(elements)
 
     def on_next(self, event: OnNext) -> None:

@@ -409,13 +409,21 @@ class FrameParser:
         decoders = _DECODERS
         try:
             while pos < n:
-                if data[pos] != _ON_NEXT:
-                    if data[pos] == _ON_SUBSCRIBE:
+                kind = data[pos]
+                if kind != _ON_NEXT:
+                    if kind == _REQUEST and pos + 2 < n and data[pos + 1] < 0x80 and data[pos + 2] < 0x80:
+                        request = new(Request)  # _request's common case, inlined: one element at a time
+                        _set_requester(request, data[pos + 1])
+                        _set_requested(request, data[pos + 2])
+                        append(request)
+                        pos += 3
+                        continue
+                    if kind == _ON_SUBSCRIBE:
                         end = self._answer(data, pos, n, frames)
                         if end:
                             pos = end
                             continue
-                    frame, pos = decoders[data[pos]](self, data, pos + 1, n)
+                    frame, pos = decoders[kind](self, data, pos + 1, n)
                     append(frame)
                     continue
                 if general or pos + 2 >= n:

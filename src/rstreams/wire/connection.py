@@ -361,13 +361,16 @@ class Connection:
         every read): returns the events, handed over. ``limit`` as for :meth:`receive_data`,
         whose return value is then the parser's ``taken``.
 
+        The loop over the frames is written out here, the common case of each frame of a
+        request/response and of an element at a time included (their handlers take the rest):
+        at a few calls per message, a call saved is a measurable part of a round trip.
+
         Raises:
             ConnectionBrokenError: the connection is already closed.
         """
         if self._state is _CLOSED:
             raise self._broken()
         parser = self._parser
-        # The frames, in order (one loop here, not a method: a read costs one call less).
         events = self._events
         subs = self._subscribing
         handlers = self._handlers
@@ -395,11 +398,40 @@ class Connection:
                 if self._state is _CLOSED:
                     break
                 continue
+            # The common case of the frames of a request/response and of one element at a time,
+            # inlined from their handlers (no qualifiers, nothing split, no state to judge).
             if type(f) is OnNext:  # the hot path: an element within demand
                 st = subs.get(f.subscriber)
                 if st is not None and st.state is FLOWING and st.credit:
                     if st.credit != UNBOUNDED:
                         st.credit -= 1
+                    events.append(f)
+                    continue
+            elif type(f) is Request:  # receive_request's, no state change (read from the table)
+                st = self._publishing.get(f.subscriber)
+                n = f.demand
+                if st is not None and 0 < n <= UNBOUNDED and st.state in REQUEST_KEEPS:
+                    credit = st.credit + n
+                    st.credit = credit if credit < UNBOUNDED else UNBOUNDED
+                    events.append(f)
+                    continue
+            elif type(f) is OnSubscribe:
+                st = subs.get(f.subscriber)
+                if st is not None and st.state is _SUBSCRIBED and not self._qualifiers:
+                    st.state = _ACCEPTED  # ours() and the table's step
+                    st.element_size = f.element_size
+                    events.append(f)
+                    continue
+            elif type(f) is OnComplete:  # _recv_terminal's
+                sid = f.subscriber
+                st = subs.get(sid)
+                if (
+                    st is not None
+                    and st.state in _ENDABLE
+                    and not self._qualifiers
+                    and sid not in self._split_parts
+                ):
+                    self._streams.close(st, _ON_COMPLETE)
                     events.append(f)
                     continue
             handlers[f.__class__](f)  # type: ignore[index]  # OnNextBatch was handled above
@@ -1020,14 +1052,7 @@ class Connection:
         else:
             self._violated(verdict)  # type: ignore[arg-type]  # the one type left
 
-    def _recv_request(self, f: Request) -> None:
-        st = self._publishing.get(f.subscriber)
-        n = f.demand
-        if st is not None and 0 < n <= UNBOUNDED and st.state in REQUEST_KEEPS:  # receive_request's
-            credit = st.credit + n  # common case, inlined: no state change (read from the table)
-            st.credit = credit if credit < UNBOUNDED else UNBOUNDED
-            self._events.append(f)
-            return
+    def _recv_request(self, f: Request) -> None:  # the common case is receive's
         verdict = self._streams.receive_request(f.subscriber, f.demand)
         if isinstance(verdict, Violation):
             self._violated(verdict)
@@ -1056,13 +1081,7 @@ class Connection:
         self._output.drop(subscriber)
         write_on_complete(self._out, subscriber)
 
-    def _recv_on_subscribe(self, f: OnSubscribe) -> None:
-        st = self._subscribing.get(f.subscriber)
-        if st is not None and st.state is _SUBSCRIBED and not self._qualifiers:  # the common case
-            st.state = _ACCEPTED  # ours() and the table's step, inlined
-            st.element_size = f.element_size
-            self._events.append(f)
-            return
+    def _recv_on_subscribe(self, f: OnSubscribe) -> None:  # the common case is receive's
         found = self._streams.ours(f.subscriber, _ON_SUBSCRIBE)
         if isinstance(found, Violation):
             self._violated(found)
@@ -1135,7 +1154,7 @@ class Connection:
         st = self._subscribing.get(sid)
         if (
             st is not None and st.state in _ENDABLE and not self._qualifiers and sid not in self._split_parts
-        ):  # the common case: what follows, without the calls
+        ):  # the common case (an onComplete's is receive's): what follows, without the calls
             self._streams.close(st, signal)
             self._events.append(f)
             return
