@@ -320,3 +320,65 @@ def test_a_subscribe_parses_alike_whole_and_bytewise(
     assert parser.buffered == reference.buffered
     if isinstance(name, str) and not tail:
         assert whole == [Subscribe(publisher=name, subscriber=sid, initial_demand=demand)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([FrameType.ON_NEXT, FrameType.REQUEST, FrameType.CANCEL]),
+    st.sampled_from([0, 1, 127, 128]),
+    st.binary(max_size=140),
+    st.sampled_from([0x7F, 0x80, 1 << 20]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_read_of_one_short_frame_parses_as_in_a_longer_read(
+    kind: int, sid: int, rest: bytes, max_element: int, batch: bool, fixed: bool
+) -> None:
+    """A read that is exactly one request or one short onNext with one-byte fields (taken
+    without the parse loop) gives the frame, of the same type, or the same error, that the
+    parse loop gives for those bytes followed by another frame; so does any near miss."""
+    data = bytes([kind]) + encode_varint(sid) + rest[:2]
+    if kind == FrameType.ON_NEXT and len(rest) > 2:
+        data = data[:2] + bytes([rest[0] & 0x7F]) + rest[1 : 1 + (rest[0] & 0x7F)]
+    after = encode(Request(subscriber=9, demand=9))
+
+    def parser() -> FrameParser:
+        made = FrameParser(
+            max_element_size=max_element, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
+        )
+        if fixed:
+            made.element_sizes[1] = 4  # a stream with an elementSize: no length prefix (§7)
+        return made
+
+    alone, longer = parser(), parser()
+    got = alone.feed(memoryview(bytearray(data)))  # a reused-buffer-like view, as a transport gives
+    reference = longer.feed(data + after)
+    if longer.error is not None or alone.error is not None or alone.buffered:
+        assert type(alone.error) is type(longer.error) or alone.buffered  # an error, or one to come
+        return
+    assert [type(f) for f in got] == [type(f) for f in reference[: len(got)]]
+    assert flatten(got) == flatten(reference)[: len(flatten(got))]
+    assert flatten(reference)[len(flatten(got)) :] == [Request(subscriber=9, demand=9)]
+
+
+def test_receive_is_receive_data_then_events_received() -> None:
+    """``receive`` gives the events ``receive_data`` and ``events_received`` give, handed over."""
+    twins = [_pair(), _pair()]
+    reads: list[bytes] = []
+    for client, server in twins:
+        client.send(Subscribe(publisher="p", subscriber=1, initial_demand=2))
+        server.receive_data(b"".join(client.data_to_send()))
+        server.send(OnSubscribe(subscriber=1))
+        server.on_next(1, b"a")
+        reads = [b"".join(server.data_to_send())]
+        server.on_next(1, b"b")
+        server.send(OnComplete(subscriber=1))
+        reads.append(b"".join(server.data_to_send()))
+        reads.append(encode(OnNext(subscriber=1, element=b"late")))  # after the end: a violation
+    (by_receive, _), (by_parts, _) = twins
+    for data in reads:
+        events = by_receive.receive(data)
+        assert by_receive.events_received() == []
+        assert by_parts.receive_data(data) == len(data)
+        assert repr(events) == repr(by_parts.events_received())  # (errors compare by identity)
+    assert by_receive.state is by_parts.state

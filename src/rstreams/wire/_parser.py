@@ -115,6 +115,8 @@ _COMPLETED = [make_on_complete(sid) for sid in range(0x80)]
 are immutable, so every such message parses to the same object (as subscribeMetadata's do)."""
 _HEAD = Struct("5B")
 """A large onNext's header, read at once: type, a one-byte id, a three-byte length."""
+_ONE_MAX = 3 + 0x7F
+"""The longest read that :meth:`FrameParser.feed` looks at as one frame (an onNext of 127 bytes)."""
 _PENDING_MIN = 16 * 1024
 """An incomplete onNext at least this big is collected as pieces and joined once."""
 _RUN_MIN, _RUN_MAX = 8, 4096
@@ -276,6 +278,38 @@ class FrameParser:
             chunk = bytes(self._buf)
         else:
             chunk = data if type(data) is bytes else bytes(data)
+            if 3 <= total <= _ONE_MAX and not frames:  # (no frames yet: chunk is all of data)
+                n = total
+                # Exactly one request or one short onNext with one-byte fields (an element at
+                # a time reads one on each side): the frame the parse loop makes, without the
+                # loop (an onNext under a max_element_size below 128 is left to its general
+                # path). Other short reads cost an indexing here.
+                kind = chunk[0]
+                if kind == _ON_NEXT:
+                    sid = chunk[1]
+                    if (
+                        sid < 0x80
+                        and n == chunk[2] + 3
+                        and not self.element_sizes
+                        and self._max_element >= 0x80
+                    ):
+                        if self._batch:
+                            batch = _new(OnNextBatch)
+                            batch.subscriber = sid
+                            batch.elements = [chunk[3:]]
+                            frames.append(batch)
+                        else:
+                            frame = _new(OnNext)
+                            _set_subscriber(frame, sid)
+                            _set_element(frame, chunk[3:])
+                            frames.append(frame)
+                        return frames
+                elif kind == _REQUEST and n == 3 and chunk[1] < 0x80 and chunk[2] < 0x80:
+                    request = _new(Request)
+                    _set_requester(request, chunk[1])
+                    _set_requested(request, chunk[2])
+                    frames.append(request)
+                    return frames
         pos = self._parse(chunk, frames)
         if self._buf:  # parsed (as a copy, chunk): start a new one
             self._buf = bytearray()
