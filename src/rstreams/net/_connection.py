@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Self, TypeAlias, TypeVar, overload
 
@@ -97,13 +96,7 @@ class Connection:
     def __init__(self, pump: Pump) -> None:
         self._pump = pump
         pump.subscriptions.describe = self.__repr__
-        loop = pump.outbox.loop
-        create = loop.create_future
-        self._new_future: Callable[[], asyncio.Future[Any]] = (
-            functools.partial(asyncio.Future, loop=loop)  # what the default loop's makes, without its frame
-            if getattr(create, "__func__", None) is asyncio.BaseEventLoop.create_future
-            else create  # a loop with futures of its own
-        )
+        self._new_future: Callable[[], asyncio.Future[Any]] = pump.outbox.loop.create_future
 
     # -- the peer's publishers ------------------------------------------------------------------
     @overload

@@ -23,9 +23,7 @@ joins them through the :class:`~rstreams.net._outbox.Outbox`:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -147,12 +145,7 @@ class Pump:
         if observer is not None:
             observer.transferred = self._transferred
         outbox.ledger.mark = low_water
-        loop_time = outbox.loop.time
-        self._clock: Callable[[], float] = (
-            time.monotonic  # what the default loop's time() returns, without its Python frame
-            if getattr(loop_time, "__func__", None) is asyncio.BaseEventLoop.time
-            else loop_time  # a loop with a clock of its own (a virtual one in tests)
-        )
+        self._clock: Callable[[], float] = outbox.loop.time
         self._high = high_water
         self._low = low_water
         # Reading (rstreams.net._intake): the rest of a read left for the next turn, and why
