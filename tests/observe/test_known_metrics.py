@@ -257,3 +257,25 @@ def test_a_cancel_before_the_first_refill_counts_as_a_cancel() -> None:
         1,
     )
     assert row["demand_granted"] == 3
+
+
+def test_a_request_answer_goes_out_whole_while_counted() -> None:
+    """With metrics on, ``just(x)`` asked for with demand 1 is still answered whole at its
+    subscribe (``ServingTable._answer``): the next subscribe of the same read follows it."""
+
+    async def two_in_one_read(served: Served, name: str) -> None:
+        served.send(
+            Subscribe(publisher=name, subscriber=1, initial_demand=1),
+            Subscribe(publisher=name, subscriber=3, initial_demand=1),
+        )
+        await _turns()
+        served.scrape()
+
+    served = _serve(PUBLISHERS["one"][0], two_in_one_read)
+    kinds = [(type(event).__name__, getattr(event, "subscriber", None)) for event in served.peer.events[1:]]
+    assert kinds[:4] == [("OnSubscribe", 1), ("OnNext", 1), ("OnComplete", 1), ("OnSubscribe", 3)]
+    assert served.observer.made == 0
+    assert served.observer.deferred == {}
+    assert pump_of(served.conn).serving.answered.sid == -1  # settled in the turn's flush
+    row = served.snapshots[-1]["snapshot"]["publishers"]["p/{k}"]
+    assert (row["completed"], row["elements_sent"], row["bytes_sent"], row["demand_granted"]) == (2, 2, 16, 2)

@@ -643,7 +643,17 @@ class ServingTable:
     through its outbox the core) for everything they send.
     """
 
-    __slots__ = ("_router", "channel_marks", "lock", "open_channel", "outbox", "packs", "refills", "streams")
+    __slots__ = (
+        "_router",
+        "answered",
+        "channel_marks",
+        "lock",
+        "open_channel",
+        "outbox",
+        "packs",
+        "refills",
+        "streams",
+    )
 
     def __init__(self, outbox: Outbox, offer: Offer | None, codec: Codec[Any] | None) -> None:
         self.outbox = outbox
@@ -652,8 +662,12 @@ class ServingTable:
         self.refills: dict[ServingStream, None] = {}
         """Streams waiting to be refilled, in order (the pump's flush reads it: plain fields,
         not properties, on the per-turn path)."""
-        self.packs: list[ServingStream] = []
-        """Streams holding elements for this turn's write."""
+        self.packs: list[ServingStream | _Answered] = []
+        """Streams holding elements for this turn's write (and answers counted in it)."""
+        self.answered = _Answered(self)
+        """The count of the answer sent whole (:meth:`_answer`, at most one a turn) while an
+        observer counts the connection, until this turn's :meth:`flush_packs` (its ``sid``
+        is -1 when there is none)."""
         self.lock = threading.Lock()
         """Guards the streams' hand-over of signals from other threads (one lock for all: it is
         held for a list append or swap, and a stream costs no lock of its own)."""
@@ -719,8 +733,7 @@ class ServingTable:
             known is not None
             and len(known) == 1
             and not batched
-            and self.outbox.observer is None  # (_answer's own test, first: no call when counting)
-            and self._answer(sid, initial_demand, codec, known[0])
+            and self._answer(sid, initial_demand, codec, known[0], name, pattern, metadata)
         ):
             return
         if batched and codec is not None:
@@ -748,17 +761,29 @@ class ServingTable:
             if not stream.done:
                 stream.on_error(error)
 
-    def _answer(self, sid: int, initial_demand: int, codec: Codec[Any] | None, element: Any) -> bool:
+    def _answer(
+        self,
+        sid: int,
+        initial_demand: int,
+        codec: Codec[Any] | None,
+        element: Any,
+        name: str,
+        pattern: str | None,
+        metadata: Metadata,
+    ) -> bool:
         """Send the whole answer of a known one-element publisher (``just(x)``) at once, in one
         call to the core, without a stream: the onSubscribe, onNext and onComplete that
         :meth:`ServingStream.serve_known` and the turn's refill would send. Only when the peer
-        asked for the element, the transport is writable, the element goes out as it is, no
-        observer counts the connection (it counts a request or cancel of the stream later in
-        the same read against the stream), and nothing waits for this turn's flush (no stream's
-        output, no request moves behind it). Each stream's frames are the same as on the
-        stream's way; what later events of the same read cause (another subscribe's
-        onSubscribe) follows the whole answer instead of coming between its onSubscribe and
-        its onNext. ``False``, and nothing done, otherwise."""
+        asked for the element, the transport is writable, the element goes out as it is, and
+        nothing waits for this turn's flush (no stream's output, no request moves behind it).
+        Each stream's frames are the same as on the stream's way; what later events of the
+        same read cause (another subscribe's onSubscribe) follows the whole answer instead of
+        coming between its onSubscribe and its onNext. A cancel of the subscription in the
+        same read (the core has it already) leaves it to the stream's way. When an observer
+        counts the connection, the answer is counted as its stream would be: ahead when it
+        opens, and at this turn's flush as sent and completed by an :class:`_Answered`, which
+        a request of the same read reaches (:meth:`request`). ``False``, and nothing done,
+        otherwise."""
         if codec is None:
             size, media_type = 0, None
         elif codec.encode is identity:
@@ -766,17 +791,32 @@ class ServingTable:
         else:
             return False
         outbox = self.outbox
+        observer = outbox.observer
         if (
             element.__class__ is not bytes
             or (size and len(element) != size)
             or not initial_demand
-            or outbox.observer is not None
             or outbox.flush_scheduled
             or not outbox.writable
+            or (observer is not None and self.answered.sid >= 0)  # (one a turn: not yet settled)
             or not outbox.core.send_answer(sid, size, media_type, element)
         ):
             return False
         outbox.ledger.element_bytes += len(element) + _ELEMENT_HEAD  # ReplyLedger.elements, inlined
+        if observer is not None:  # counted as serve_known and the first refill count it
+            answered = self.answered
+            answered.sid = sid
+            answered.nbytes = len(element)
+            self.packs.append(answered)  # its count is settled in this turn's flush_packs
+            answered.obs = observer.answer_opened(
+                answered,
+                self._router if pattern is None else pattern,
+                name,
+                sid,
+                initial_demand,
+                answered.nbytes,
+                metadata,
+            )
         if outbox.reading:  # mark_dirty, inlined: the read's flush writes it
             outbox.flush_scheduled = True
         else:
@@ -798,6 +838,10 @@ class ServingTable:
         """The peer's ``request(n)``; ``False`` if ``sid`` is not served here."""
         stream = self.streams.get(sid)
         if stream is None:
+            answered = self.answered
+            if answered.sid == sid:  # counted as its stream's request would be (rstreams.observe)
+                answered.request(n)
+                return True
             return False
         # The stream's demand grows and it waits for a refill (want_refill): once per request
         # received (one element at a time on an open stream), so inlined here.
@@ -836,6 +880,7 @@ class ServingTable:
         streams, self.streams = self.streams, {}
         self.refills.clear()
         self.packs.clear()
+        self.answered.sid = -1
         for stream in streams.values():
             stream.stop()
 
@@ -926,5 +971,60 @@ class ServingTable:
     def flush_packs(self) -> None:
         """Hand the elements the streams collected this turn to the core."""
         packs, self.packs = self.packs, []
+        answered = self.answered
         for stream in packs:
-            stream.flush_pack()
+            if stream is not answered:
+                stream.flush_pack()
+                continue
+            if answered.obs is None:  # _Answered.flush_pack, inlined: the count ahead stands
+                sid = answered.sid
+                answered.sid = -1
+                observer = self.outbox.observer
+                if observer is not None:
+                    observer.deferred.pop(sid, None)
+            else:
+                answered.flush_pack()
+
+
+class _Answered:
+    """The count of an answer sent whole (:meth:`ServingTable._answer`) while an observer counts
+    the connection: what its :class:`ServingStream` would count from its opening to its first
+    refill, at this turn's :meth:`ServingTable.flush_packs`, where that refill would send it
+    and complete. A request of the same read (the core took it before the answer went out)
+    counts as it would on the stream: its count ahead is taken back (:attr:`obs`). One per
+    table, used again each turn (a turn sends at most one answer whole)."""
+
+    __slots__ = ("_table", "nbytes", "obs", "sid")
+
+    def __init__(self, table: ServingTable) -> None:
+        self._table = table
+        self.sid = -1
+        """The answer's subscriber id; -1: none now (the table's one is free)."""
+        self.nbytes = 0
+        self.obs: StreamObserver | None = None
+
+    def request(self, n: int) -> None:
+        """The peer's ``request(n)``, in the read of the answer's subscribe."""
+        obs = self.obs
+        if obs is None:
+            observer = self._table.outbox.observer
+            if observer is None:
+                return
+            obs = observer.open_deferred(self.sid)
+            if obs is None:
+                return
+        obs.demand(n)
+
+    def flush_pack(self) -> None:
+        """Its first refill's count: sent and completed (as counted ahead, unless taken back)."""
+        sid = self.sid
+        self.sid = -1
+        obs = self.obs
+        if obs is None:  # the count ahead stands
+            observer = self._table.outbox.observer
+            if observer is not None:
+                observer.deferred.pop(sid, None)
+            return
+        self.obs = None
+        obs.sent(1, self.nbytes)
+        obs.ended("completed")

@@ -556,6 +556,37 @@ class ConnectionObserver:
         self.deferred[sid] = (stream, totals, name, initial_demand, metadata, clock(), count, nbytes)
         return None
 
+    def answer_opened(
+        self,
+        stream: Deferred,
+        pattern: str | Patterns,
+        name: str,
+        sid: int,
+        initial_demand: int,
+        nbytes: int,
+        metadata: Traceable | None = None,
+    ) -> StreamObserver | None:
+        """:meth:`known_stream_opened` for one element of ``nbytes`` bytes and ``initial_demand``
+        of at least one (a request's answer, sent whole): the same count ahead, or observer."""
+        if self.paused_since is not None or self.log is not None or self.server.tracer is not None:
+            return self.stream_opened(pattern, name, sid, initial_demand, metadata)
+        if isinstance(pattern, str):
+            totals = self.server.pattern(pattern)
+        else:
+            known = self.names.get(name)
+            totals = known if known is not None else self._totals_of(name, pattern)
+        totals.bytes += nbytes  # _count_known(totals, 1, nbytes, initial_demand, +1), inlined
+        if initial_demand == 1:
+            totals.answers += 1
+        else:
+            totals.completed += 1
+            totals.elements += 1
+            if initial_demand < UNBOUNDED:
+                totals.demand_granted += initial_demand
+        clock = self.clock
+        self.deferred[sid] = (stream, totals, name, initial_demand, metadata, clock(), 1, nbytes)
+        return None
+
     def open_deferred(self, sid: int) -> StreamObserver | None:
         """Take back the count ahead of the stream ``sid`` and make its observer (something is
         about to read or change it), which the stream gets too; ``None`` if it has none."""
