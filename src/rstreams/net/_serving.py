@@ -266,7 +266,8 @@ class ServingStream(Subscriber[Any]):
                 name,
                 self.sid,
                 self.remote_demand,
-                elements,
+                len(elements),
+                len(elements[0]) if len(elements) == 1 else sum(map(len, elements)),
                 metadata,
             )
         self._known = elements
@@ -808,12 +809,13 @@ class ServingTable:
             answered.sid = sid
             answered.nbytes = len(element)
             self.packs.append(answered)  # its count is settled in this turn's flush_packs
-            answered.obs = observer.answer_opened(
+            answered.obs = observer.known_stream_opened(
                 answered,
                 self._router if pattern is None else pattern,
                 name,
                 sid,
                 initial_demand,
+                1,
                 answered.nbytes,
                 metadata,
             )

@@ -523,14 +523,15 @@ class ConnectionObserver:
         name: str,
         sid: int,
         initial_demand: int,
-        elements: tuple[bytes, ...],
+        count: int,
+        nbytes: int,
         metadata: Traceable | None = None,
     ) -> StreamObserver | None:
-        """As :meth:`stream_opened`, for a ``stream`` that answers from ``elements`` known before
-        it opened (``just(x)``, ``empty()``). When ``initial_demand`` covers them all (and no log
-        or span needs an observer): ``None``, and the stream is counted ahead as sent and
-        completed (:attr:`deferred`, :meth:`open_deferred`)."""
-        count = len(elements)
+        """As :meth:`stream_opened`, for a ``stream`` that answers from ``count`` elements of
+        ``nbytes`` bytes in all, known before it opened (``just(x)``, ``empty()``, a request's
+        answer sent whole). When ``initial_demand`` covers them all (and no log or span needs an
+        observer): ``None``, and the stream is counted ahead as sent and completed
+        (:attr:`deferred`, :meth:`open_deferred`)."""
         if (
             initial_demand < count
             or self.paused_since is not None
@@ -543,7 +544,6 @@ class ConnectionObserver:
         else:
             known = self.names.get(name)
             totals = known if known is not None else self._totals_of(name, pattern)
-        nbytes = len(elements[0]) if count == 1 else sum(map(len, elements))
         totals.bytes += nbytes  # _count_known(..., +1), inlined
         if count == 1 and initial_demand == 1:  # a request's answer
             totals.answers += 1
@@ -554,37 +554,6 @@ class ConnectionObserver:
                 totals.demand_granted += initial_demand
         clock = self.clock
         self.deferred[sid] = (stream, totals, name, initial_demand, metadata, clock(), count, nbytes)
-        return None
-
-    def answer_opened(
-        self,
-        stream: Deferred,
-        pattern: str | Patterns,
-        name: str,
-        sid: int,
-        initial_demand: int,
-        nbytes: int,
-        metadata: Traceable | None = None,
-    ) -> StreamObserver | None:
-        """:meth:`known_stream_opened` for one element of ``nbytes`` bytes and ``initial_demand``
-        of at least one (a request's answer, sent whole): the same count ahead, or observer."""
-        if self.paused_since is not None or self.log is not None or self.server.tracer is not None:
-            return self.stream_opened(pattern, name, sid, initial_demand, metadata)
-        if isinstance(pattern, str):
-            totals = self.server.pattern(pattern)
-        else:
-            known = self.names.get(name)
-            totals = known if known is not None else self._totals_of(name, pattern)
-        totals.bytes += nbytes  # _count_known(totals, 1, nbytes, initial_demand, +1), inlined
-        if initial_demand == 1:
-            totals.answers += 1
-        else:
-            totals.completed += 1
-            totals.elements += 1
-            if initial_demand < UNBOUNDED:
-                totals.demand_granted += initial_demand
-        clock = self.clock
-        self.deferred[sid] = (stream, totals, name, initial_demand, metadata, clock(), 1, nbytes)
         return None
 
     def open_deferred(self, sid: int) -> StreamObserver | None:
