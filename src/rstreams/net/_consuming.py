@@ -204,23 +204,10 @@ class RemoteSubscription(Subscription, Generic[T]):
         self.pending = pending
         if not self.started:
             return
-        outbox = self._outbox
-        if pending >= EARLY_REQUEST and outbox.reading:
+        if pending >= EARLY_REQUEST and self._outbox.reading:
             self._table.request_now(self)  # mid-read: let the peer produce while we consume
         elif first:
-            if (  # the table's want_request with outbox.writes_through, inlined: one at a time
-                outbox.flush_scheduled
-                or outbox.reading
-                or outbox.wrote_through
-                or not outbox.writable
-                or outbox.transport is None
-                or outbox.ended is not None
-            ):
-                self._table.want_request(self)
-                return
-            self.pending = 0
-            outbox.core.request(self.sid, pending)
-            outbox.write_soon()
+            self._table.want_request(self)
 
     def cancel(self) -> None:
         if self.done:
@@ -746,30 +733,9 @@ class SubscriptionTable:
     def on_next_batch(self, event: OnNextBatch) -> None:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
-            elements = event.elements
             if self.outbox.observer is not None:
-                self.outbox.observer.received(len(elements), event.subscriber)
-            subscriber = subscription.subscriber
-            if (
-                subscriber is not None
-                and subscription._decode is None
-                and not subscription._lists
-                and len(elements) == 1
-            ):  # deliver_many's one element a read, inlined
-                if type(subscription) is RemoteSubscription:  # an open stream's latency
-                    try:
-                        subscriber.on_next(elements[0])
-                    except Exception as error:
-                        subscription._broken(error, "on_next")
-                    return
-                if type(subscription) is ScalarRequest:  # a request/response's answer
-                    future = subscription._future
-                    if not future.done():
-                        future.set_result(elements[0])
-                        if subscription.sid in self.outbox.core.ids_in_use:  # no terminal in this read
-                            subscription._defer(subscription._cancel_if_open)
-                    return
-            subscription.deliver_many(elements)
+                self.outbox.observer.received(len(event.elements), event.subscriber)
+            subscription.deliver_many(event.elements)
 
     def on_next(self, event: OnNext) -> None:
         subscription = self.subscriptions.get(event.subscriber)
