@@ -41,8 +41,8 @@ def _elements(frames: list[Frame | OnNextBatch]) -> list[tuple[int, bytes]]:
 EXPECTED = _elements(list(FRAMES))
 
 
-def _feed(cuts: list[int], *, batch: bool) -> tuple[list[Frame | OnNextBatch], int]:
-    """Feed DATA in reads of ``cuts`` bytes (at most BUFFER each); returns the frames and how many
+def _feed(cuts: list[int], *, batch: bool, data: bytes = DATA) -> tuple[list[Frame | OnNextBatch], int]:
+    """Feed ``data`` in reads of ``cuts`` bytes (at most BUFFER each); returns the frames and how many
     reads the parser kept a view of."""
     parser = FrameParser(
         max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
@@ -54,7 +54,7 @@ def _feed(cuts: list[int], *, batch: bool) -> tuple[list[Frame | OnNextBatch], i
         if current.lent:  # what StreamProtocol.get_buffer does
             current.lent = False
             current, spare = spare, current
-        read = DATA[pos : pos + size]
+        read = data[pos : pos + size]
         current[: len(read)] = read
         frames += parser.feed(memoryview(current)[: len(read)])
         # Only the read just fed may still be viewed, and only if the parser said so.
@@ -64,7 +64,7 @@ def _feed(cuts: list[int], *, batch: bool) -> tuple[list[Frame | OnNextBatch], i
         else:
             current[:] = b"\xee" * BUFFER
         pos += size
-    assert pos >= len(DATA) and parser.error is None
+    assert pos >= len(data) and parser.error is None
     return frames, lent
 
 
@@ -110,3 +110,20 @@ def test_other_buffers_are_copied_from_as_before() -> None:
     assert parser.feed(memoryview(buffer)) == []
     buffer[:] = b"\xee" * len(buffer)  # a plain buffer is the reader's again once the feed returns
     assert parser.feed(data[30_000:]) == [OnNext(subscriber=1, element=element)]
+
+
+RUNS: list[Frame] = [
+    OnNext(subscriber=sid, element=bytes([k]) * size)
+    for k, (sid, size) in enumerate(
+        [(1, 20_000)] * 3 + [(1, 30_000), (2, 30_000), (2, 30_000), (1, 20_000), (1, 20_001), (1, 20_001)]
+    )
+]
+"""Runs of large frames with equal headers (one subscriber, one length), and changes of each."""
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["frames", "batches"])
+@pytest.mark.parametrize("read", [20_005, 60_015, BUFFER])
+def test_runs_of_equal_headers_and_their_ends(read: int, batch: bool) -> None:
+    data = wire(*RUNS)
+    frames, _ = _feed([read] * (len(data) // read + 1), batch=batch, data=data)
+    assert _elements(frames) == _elements(list(RUNS))

@@ -139,21 +139,19 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._handler.connection_made(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        if self._buffer.lent:  # the parser keeps a view of the last read's end: read elsewhere
-            self._swap()
+        buffer = self._buffer
+        if buffer.lent:
+            # The parser keeps a view of the last read's end: read into the spare buffer next;
+            # the lent one becomes the spare (read into again only after the next read was
+            # handed over, by when the parser is done with its view).
+            buffer.lent = False
+            spare = self._spare
+            if spare is None or len(spare) != len(buffer):
+                spare = ReadBuffer(len(buffer))
+            self._spare = buffer
+            self._buffer = spare
+            self._view = memoryview(spare)
         return self._view
-
-    def _swap(self) -> None:
-        """Read into the spare buffer next; the lent one becomes the spare (read into again only
-        after the next read was handed over, by when the parser is done with its view)."""
-        lent = self._buffer
-        lent.lent = False
-        spare = self._spare
-        if spare is None or len(spare) != len(lent):
-            spare = ReadBuffer(len(lent))
-        self._spare = lent
-        self._buffer = spare
-        self._view = memoryview(spare)
 
     def _resize(self, size: int) -> None:
         """A new buffer of ``size`` bytes (a view the handler kept into the old one keeps that alive

@@ -113,8 +113,9 @@ _ACCEPTED = [make_on_subscribe(sid, 0) for sid in range(0x80)]
 _COMPLETED = [make_on_complete(sid) for sid in range(0x80)]
 """The frames onSubscribe(sid, 0) and onComplete(sid) of the one-byte ids, made once: frames
 are immutable, so every such message parses to the same object (as subscribeMetadata's do)."""
-_HEAD = Struct("5B")
-"""A large onNext's header, read at once: type, a one-byte id, a three-byte length."""
+_HEAD = Struct("<BI")
+"""A large onNext's header, read at once: the type, and the next four bytes as one word (the
+common header: a one-byte id and a three-byte length, lowest byte first)."""
 _ONE_MAX = 3 + 0x7F
 """The longest read that :meth:`FrameParser.feed` looks at as one frame (an onNext of 127 bytes)."""
 _PENDING_MIN = 16 * 1024
@@ -204,7 +205,7 @@ class FrameParser:
         self._buf = bytearray()
         self._need = 0
         self._pieces: list[bytes | memoryview] | None = None  # a large onNext payload, arriving
-        self._lent = False  # its last piece is a view into a ReadBuffer (see _keep)
+        self._lent = False  # its last piece is a view into a ReadBuffer (see _large_frames)
         self._missing = 0  # bytes of that payload still to come
         self._pending_sid = 0
         self._probe = _RUN_MIN
@@ -238,25 +239,9 @@ class FrameParser:
         if self.error is not None:
             return []
         frames: list[Frame | OnNextBatch] = []
-        large = total >= _PENDING_MIN  # worth looking for large onNext frames first
-        if self._pieces is not None:  # the rest of a large onNext payload
-            missing = self._missing
-            if len(data) < missing:
-                if self._lent:  # its buffer is read into again after this feed: copy it now
-                    self._pieces[-1] = bytes(self._pieces[-1])
-                self._pieces.append(self._keep(data))
-                self._missing = missing - len(data)
-                return frames
-            self._pieces.append(memoryview(data)[:missing])  # joined now, while data is valid: no copy first
-            element = b"".join(self._pieces)
-            sid = self._pending_sid
-            frames.append(OnNextBatch(sid, [element]) if self._batch else make_on_next(sid, element))
-            self._pieces = None
-            data = data[missing:]
-            if not data:
-                return frames
-            large = True  # more of them probably follow
-        if large and not self._buf and data[0] == _ON_NEXT and not self.element_sizes:
+        if self._pieces is not None or (
+            total >= _PENDING_MIN and not self._buf and data[0] == _ON_NEXT and not self.element_sizes
+        ):  # the rest of a large onNext payload, or large onNext frames first (worth looking)
             pos = self._large_frames(data, frames)  # copied once each, straight from the read
             if pos:
                 data = data[pos:]
@@ -334,69 +319,107 @@ class FrameParser:
         return pos if self.error is None else n
 
     def _large_frames(self, data: bytes | bytearray | memoryview, frames: list[Frame | OnNextBatch]) -> int:
-        """Take the large onNext frames at the start of ``data``; return the bytes consumed.
+        """Take the rest of a pending large onNext payload and the large onNext frames at the start
+        of ``data``; return the bytes consumed.
 
         Each element is copied once, from ``data`` into its ``bytes``, rather than first
-        copying the whole read into one ``bytes`` and slicing it. The common header (a
-        one-byte id, a three-byte length) is decoded inline; in batch mode consecutive
-        elements of one subscriber become one :class:`OnNextBatch`. An incomplete last one
-        becomes the pending payload. Anything else (small or malformed) is left to _parse.
+        copying the whole read into one ``bytes`` and slicing it; a pending one is joined from
+        its pieces and the start of ``data``. The common header (a one-byte id, a three-byte
+        length) is decoded inline; in batch mode consecutive elements of one subscriber become
+        one :class:`OnNextBatch`. A payload that runs past the end of ``data`` is kept as pieces
+        until the rest arrives: a piece is a view when ``data`` is a read into a
+        :class:`ReadBuffer` (lent to us until the next feed, which the buffer is told), else a
+        copy. Anything else (small or malformed) is left to _parse.
         """
         n = len(data)
         pos = 0
-        max_element = self._max_element
+        is_batch = self._batch
         batch: list[bytes] | None = None  # the elements of the OnNextBatch being filled
         batch_sid = -1
-        last = frames[-1] if frames else None
-        if type(last) is OnNextBatch:  # a pending element just completed: the run goes on
-            batch, batch_sid = last.elements, last.subscriber
-        head = _HEAD.unpack_from
-        try:
-            while pos + 5 <= n:  # (a large element's header takes 5 bytes at least)
-                kind, sid, low, middle, high = head(data, pos)
-                if kind != _ON_NEXT:
-                    break
-                if sid < 0x80 and low >= 0x80 and middle >= 0x80 and 0 < high < 0x80:
-                    p = pos + 5
-                    length = (low & 0x7F) | (middle & 0x7F) << 7 | high << 14
-                else:
-                    sid, p = decode_varint(data, pos + 1, n)  # type: ignore[arg-type]  # any buffer indexes to ints
-                    length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
-                if length < _PENDING_MIN or length > max_element:
-                    break
-                end = p + length
-                if end > n:
-                    self._pending_sid = sid
-                    self._pieces = [self._keep(data[p:])]
-                    self._missing = end - n
-                    return n
-                element = bytes(data[p:end])
-                pos = end
-                if not self._batch:
-                    frames.append(make_on_next(sid, element))
-                elif sid == batch_sid:
-                    batch.append(element)  # type: ignore[union-attr]  # set with batch_sid
-                else:
+        cut = -1  # where a payload that runs past the end of data starts
+        pieces = self._pieces
+        if pieces is not None:  # the rest of a pending payload
+            missing = self._missing
+            if n < missing:
+                cut = 0
+                self._missing = missing - n
+                if self._lent:  # its buffer is read into again after this feed: copy it now
+                    pieces[-1] = bytes(pieces[-1])
+            else:
+                pieces.append(memoryview(data)[:missing])  # joined now, while data is valid: no copy first
+                element = b"".join(pieces)
+                self._pieces = None
+                pos = missing
+                sid = self._pending_sid
+                if is_batch:
                     batch, batch_sid = [element], sid
                     run = _new(OnNextBatch)  # OnNextBatch(sid, batch) without its __init__ call
                     run.subscriber = sid
                     run.elements = batch
                     frames.append(run)
-        except (Incomplete, FrameError):
-            pass
-        return pos
-
-    def _keep(self, data: bytes | bytearray | memoryview) -> bytes | memoryview:
-        """A piece of a large onNext payload, kept until the rest arrives: a view when ``data``
-        is a read into a :class:`ReadBuffer` (lent to us until the next feed), else a copy."""
-        if type(data) is memoryview:
-            buffer = data.obj
-            if type(buffer) is ReadBuffer:
-                buffer.lent = True
-                self._lent = True
-                return data
-        self._lent = False
-        return bytes(data)
+                else:
+                    frames.append(make_on_next(sid, element))
+                if self.element_sizes:  # framing without length prefixes: left to _parse
+                    return pos
+        if cut < 0:
+            max_element = self._max_element
+            head = _HEAD.unpack_from
+            known = -1  # the last header taken whole (5 bytes): the same again is not decoded again
+            length = 0
+            try:
+                while pos + 5 <= n:  # (a large element's header takes 5 bytes at least)
+                    kind, word = head(data, pos)
+                    if kind != _ON_NEXT:
+                        break
+                    if word == known:  # the same id and length as the element before
+                        p = pos + 5
+                    else:
+                        sid, low, middle, high = word & 0xFF, word >> 8 & 0xFF, word >> 16 & 0xFF, word >> 24
+                        if sid < 0x80 and low >= 0x80 and middle >= 0x80 and 0 < high < 0x80:
+                            p = pos + 5
+                            length = (low & 0x7F) | (middle & 0x7F) << 7 | high << 14
+                        else:
+                            sid, p = decode_varint(data, pos + 1, n)  # type: ignore[arg-type]  # any buffer indexes to ints
+                            length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
+                        if length < _PENDING_MIN or length > max_element:
+                            break
+                        known = word if p == pos + 5 else -1
+                    end = p + length
+                    if end > n:
+                        cut = p
+                        self._pending_sid = sid
+                        self._missing = end - n
+                        break
+                    element = bytes(data[p:end])
+                    pos = end
+                    if not is_batch:
+                        frames.append(make_on_next(sid, element))
+                    elif sid == batch_sid:
+                        batch.append(element)  # type: ignore[union-attr]  # set with batch_sid
+                    else:
+                        batch, batch_sid = [element], sid
+                        run = _new(OnNextBatch)  # OnNextBatch(sid, batch) without its __init__ call
+                        run.subscriber = sid
+                        run.elements = batch
+                        frames.append(run)
+            except (Incomplete, FrameError):
+                pass
+            if cut < 0:
+                return pos
+        # Keep data[cut:] as the payload's next piece.
+        buffer = data.obj if type(data) is memoryview else None
+        if type(buffer) is ReadBuffer:
+            buffer.lent = True
+            piece: bytes | memoryview = data[cut:] if cut else data  # type: ignore[assignment]  # a memoryview
+            self._lent = True
+        else:
+            piece = bytes(data[cut:])
+            self._lent = False
+        if self._pieces is None:
+            self._pieces = [piece]
+        else:
+            self._pieces.append(piece)
+        return n
 
     def _start_pending(self, chunk: bytes, pos: int) -> bool:
         """If ``chunk[pos:]`` starts a large onNext, keep its payload as pieces (no re-copying)."""
