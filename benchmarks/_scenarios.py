@@ -381,8 +381,11 @@ def request_response(quick: bool) -> ScenarioDef:
         title="Sequential request/response over loopback TCP",
         description=(
             f"{int(n):,} sequential round trips of 8 bytes after 200 warm-up ones. rstreams: "
-            "`await conn.request(name)` (subscribe with demand 1, one onNext, onComplete); "
-            "rsocket-py: `request_response` (echo); ceiling: an 8-byte framed echo."
+            "`await conn.request(name)` (subscribe with demand 1, one onNext, onComplete), with "
+            "the defaults (keepalive on both ends, the server's idle timeout: one loop timer armed "
+            "on each side); rstreams-no-timers: the same with both off, as the ceiling has no "
+            "timer (an armed timer costs asyncio's loop work on every turn); rsocket-py: "
+            "`request_response` (echo); ceiling: an 8-byte framed echo."
         ),
         metric="rate",
         unit="rt/s",
@@ -403,6 +406,13 @@ def request_response(quick: bool) -> ScenarioDef:
                 "--uvloop",
                 needs="uvloop",
             ),
+            _rs(
+                "rstreams-no-timers",
+                "conn.request(), keepalive and idle timeout off (no loop timer, like the ceiling)",
+                "net_rstreams.py",
+                *common,
+                "--no-timers",
+            ),
             _peer("rsocket-py", "request_response", "net_rsocket.py", *common),
             _peer("ceiling", "plain asyncio ping-pong", "net_ceiling.py", *common),
             _peer("ceiling-uvloop", "plain asyncio ping-pong, uvloop", "net_ceiling.py", *common, "--uvloop"),
@@ -411,6 +421,7 @@ def request_response(quick: bool) -> ScenarioDef:
             ("rstreams", "rsocket-py"),
             ("rstreams-uvloop", "rsocket-py"),
             ("rstreams", "ceiling"),
+            ("rstreams-no-timers", "ceiling"),
             ("rstreams-uvloop", "ceiling-uvloop"),
             ("rstreams-metrics", "rstreams"),
         ],
@@ -465,8 +476,10 @@ def latency(quick: bool) -> ScenarioDef:
         title="Latency of one element over loopback TCP",
         description=(
             f"{int(n):,} samples after 200 warm-up ones. rstreams-stream: on an open stream, "
-            "`request(1)` and wait for the `on_next`; rstreams-request: `conn.request()`; the "
-            "ceiling: a framed 8-byte ping-pong; rsocket-py: `request_response`. Lower is better."
+            "`request(1)` and wait for the `on_next` (keepalive and idle timeout at their "
+            "defaults; rstreams-stream-no-timers: both off, no loop timer armed, as in the "
+            "ceiling); rstreams-request: `conn.request()`; the ceiling: a framed 8-byte "
+            "ping-pong; rsocket-py: `request_response`. Lower is better."
         ),
         metric="p50_us",
         unit="µs",
@@ -493,6 +506,17 @@ def latency(quick: bool) -> ScenarioDef:
                 n,
                 "--uvloop",
                 needs="uvloop",
+            ),
+            _rs(
+                "rstreams-stream-no-timers",
+                "same, keepalive and idle timeout off (no loop timer, like the ceiling)",
+                "net_rstreams.py",
+                "client",
+                "--mode",
+                "latency",
+                "--count",
+                n,
+                "--no-timers",
             ),
             _rs(
                 "rstreams-request",
@@ -531,6 +555,7 @@ def latency(quick: bool) -> ScenarioDef:
         ],
         ratios=[
             ("rstreams-stream", "ceiling"),
+            ("rstreams-stream-no-timers", "ceiling"),
             ("rstreams-stream-uvloop", "ceiling-uvloop"),
             ("rstreams-request", "rsocket-py"),
         ],

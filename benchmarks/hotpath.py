@@ -19,6 +19,7 @@ Usage::
     python benchmarks/hotpath.py rr --top 25          # ... and the functions called most
     python benchmarks/hotpath.py rr --instructions    # instructions per operation (valgrind)
     python benchmarks/hotpath.py rr small --metrics   # the same with the server counting metrics
+    python benchmarks/hotpath.py rr --no-timers       # keepalive and idle timeout off (no loop timer)
 
 Calls are counted with ``sys.setprofile`` over ``--count`` operations after a warm-up:
 ``calls`` are Python function calls (the event loop's included: the ceiling pays those
@@ -169,11 +170,16 @@ async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[
     return lambda n: _stream(conn, n, size)
 
 
-async def measure(mode: str, count: int, *, profile: bool, top: int, metrics: bool = False) -> dict[str, Any]:
+async def measure(
+    mode: str, count: int, *, profile: bool, top: int, metrics: bool = False, timers: bool = True
+) -> dict[str, Any]:
     offer = {"bench": _bench, "echo": _echo}
-    server = await serve("tcp://127.0.0.1:0", offer, config=CONFIG, metrics=metrics or None)
+    # without timers: keepalive and idle timeout off on both ends, no loop timer armed (as the ceiling)
+    off: dict[str, Any] = {} if timers else {"keepalive": None}
+    server_off: dict[str, Any] = {} if timers else {"keepalive": None, "idle_timeout": None}
+    server = await serve("tcp://127.0.0.1:0", offer, config=CONFIG, metrics=metrics or None, **server_off)
     try:
-        async with await connect(server.url, config=CONFIG) as conn:
+        async with await connect(server.url, config=CONFIG, **off) as conn:
             run = await _operations(conn, mode)
             await run(WARM_UP[mode])
             gc.collect()
@@ -199,7 +205,7 @@ async def measure(mode: str, count: int, *, profile: bool, top: int, metrics: bo
         await server.wait_closed()
 
 
-def instructions(mode: str, count: int, *, metrics: bool = False) -> float:
+def instructions(mode: str, count: int, *, metrics: bool = False, timers: bool = True) -> float:
     """Instructions per operation, counted by valgrind (cachegrind's ``I refs``: deterministic,
     and available where ``perf stat -e instructions:u`` is not, as on VMs without hardware
     counters): runs of ``count`` and ``2 * count`` operations, differenced."""
@@ -208,6 +214,7 @@ def instructions(mode: str, count: int, *, metrics: bool = False) -> float:
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
         command += [sys.executable, __file__, mode, "--count", str(n), "--no-profile"]
         command += ["--metrics"] if metrics else []
+        command += [] if timers else ["--no-timers"]
         done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
         for line in done.stderr.splitlines():
             if "I   refs:" in line or "I refs:" in line:
@@ -226,16 +233,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--metrics", action="store_true", help="the server counts metrics (serve(metrics=True))"
     )
+    parser.add_argument(
+        "--no-timers",
+        dest="timers",
+        action="store_false",
+        help="keepalive and idle timeout off on both ends: no loop timer armed, as in the ceiling",
+    )
     parser.add_argument("--no-profile", dest="profile", action="store_false", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     defaults = COUNTS_UNDER_VALGRIND if args.instructions else COUNTS
     for mode in args.modes:
         count = args.count or defaults[mode]
         if args.instructions and args.profile:
-            per_op = instructions(mode, count, metrics=args.metrics)
+            per_op = instructions(mode, count, metrics=args.metrics, timers=args.timers)
             print(f"{mode:8} {per_op:12,.0f} instructions per operation ({count} vs {2 * count} operations)")
             continue
-        result = asyncio.run(measure(mode, count, profile=args.profile, top=args.top, metrics=args.metrics))
+        result = asyncio.run(
+            measure(mode, count, profile=args.profile, top=args.top, metrics=args.metrics, timers=args.timers)
+        )
         if not result:
             continue
         print(

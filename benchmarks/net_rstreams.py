@@ -28,6 +28,8 @@ Modes:
            ``--fresh-traceparent``: a new dict with a new trace id for every request, as a
            traced client sends (nothing a cache could remember).
   latency  one long-lived stream; per element: ``request(1)`` then wait for the ``on_next``.
+  ``--no-timers`` (rr, latency): keepalive and idle timeout off on both ends, so that no loop
+           timer is armed, like the plain-asyncio ceiling (which has none).
   memory   first an unthrottled run for up to 5 s measures the production rate; then the
            client requests 2**63-1 and reads at a tenth of that rate (``--slow-factor``) for
            ``--duration`` s while the server's RSS is sampled from /proc.
@@ -105,12 +107,19 @@ async def serve_main() -> None:
     }
     # --metrics reaches the server child through the environment (it is started with --uvloop only)
     metrics = os.environ.get(METRICS_ENV) == "1"
-    server = await serve(f"tcp://{HOST}:0", offer, config=CONFIG, metrics=True if metrics else None)
+    timers = {} if os.environ.get(NO_TIMERS_ENV) != "1" else {"keepalive": None, "idle_timeout": None}
+    server = await serve(f"tcp://{HOST}:0", offer, config=CONFIG, metrics=True if metrics else None, **timers)
     await serve_until_stdin_closes(int(server.url.rsplit(":", 1)[1]))
 
 
 METRICS_ENV = "RSTREAMS_BENCH_METRICS"
 """Set to ``1`` (by ``--metrics``) for the server child: it then serves with ``metrics=True``."""
+
+NO_TIMERS_ENV = "RSTREAMS_BENCH_NO_TIMERS"
+"""Set to ``1`` (by ``--no-timers``) for the server child: it then serves with ``keepalive=None,
+idle_timeout=None``, and the client connects with ``keepalive=None``: no loop timer is armed,
+as in the plain-asyncio ceiling (an armed timer, however far away, costs asyncio's loop a
+clock read and a heap check on every turn)."""
 
 
 # ------------------------------------------------------------------------------ client
@@ -295,7 +304,8 @@ class OneAtATime:
     def __init__(self) -> None:
         self.subscription: Subscription | None = None
         self.waiter: asyncio.Future[bytes] | None = None
-        self.subscribed = asyncio.get_running_loop().create_future()
+        self.loop = asyncio.get_running_loop()  # once: as the ceiling's client (a getpid() per call on 3.11)
+        self.subscribed = self.loop.create_future()
 
     def on_subscribe(self, subscription: Subscription) -> None:
         self.subscription = subscription
@@ -314,7 +324,7 @@ class OneAtATime:
         self.on_error(EOFError("stream completed"))
 
     async def next(self) -> bytes:
-        self.waiter = asyncio.get_running_loop().create_future()
+        self.waiter = self.loop.create_future()
         self.subscription.request(1)  # type: ignore[union-attr]
         return await self.waiter
 
@@ -374,7 +384,8 @@ async def mode_subs(conn: Connection, port: int, args: argparse.Namespace, serve
 async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> dict[str, Any]:
     if args.mode == "conns":
         return await connections_memory(_streams(port, args), server_pid, args)
-    async with await connect(f"tcp://{HOST}:{port}", config=CONFIG) as conn:
+    timers = {"keepalive": None} if args.no_timers else {}
+    async with await connect(f"tcp://{HOST}:{port}", config=CONFIG, **timers) as conn:
         if args.mode == "stream":
             return await mode_stream(conn, args)
         if args.mode == "rr":
@@ -404,9 +415,16 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="rr mode with --metadata: a new traceparent (a new dict) for every request",
     )
+    parser.add_argument(
+        "--no-timers",
+        action="store_true",
+        help="keepalive and idle timeout off on both ends (no loop timer armed, as in the ceiling)",
+    )
     args = parser.parse_args(argv)
     if args.metrics:
         os.environ[METRICS_ENV] = "1"
+    if args.no_timers:
+        os.environ[NO_TIMERS_ENV] = "1"
     run_roles(args, __file__, serve_main, client_main, impl="rstreams", version=version("rstreams"))
 
 

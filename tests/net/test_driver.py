@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+import rstreams
 from rstreams import UNBOUNDED
 from rstreams._cli_publishers import builtin_publishers
 from rstreams.net import Connection, fixed_size, with_codec
 from rstreams.net._serving import MAX_BATCH
-from testkit.net import WAIT, CountingSource, connection, memory_pair, pump_of
+from testkit.net import WAIT, CountingSource, MemoryTransport, connection, memory_pair, pump_of
 from testkit.recording import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -129,6 +130,11 @@ async def _turns(done: Callable[[], bool], limit: int = 100) -> None:
     raise AssertionError(f"not done after {limit} loop turns")
 
 
+async def _items(subscriber: RecordingSubscriber[bytes], count: int) -> None:
+    """Run loop turns until ``subscriber`` holds ``count`` elements."""
+    await _turns(lambda: len(subscriber.items) >= count)
+
+
 async def _open_never(client: Connection) -> set[int]:
     """Subscribe to ``never`` once more; return our open subscription ids."""
     subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
@@ -163,4 +169,81 @@ async def test_a_served_publisher_that_knows_its_end_completes_without_spare_dem
     await _turns(lambda: subscriber.completed)
     assert [int.from_bytes(item, "big") for item in subscriber.items] == list(range(1, 301))
     assert sum(source.requests) == 300  # never asked for more than the peer's demand
+    await client.aclose()
+
+
+class _ReadSpy:
+    """Stands between a memory transport and a pump: how many writes each read made while
+    the pump handled it."""
+
+    def __init__(self, pump: Any, transport: MemoryTransport) -> None:
+        self.pump = pump
+        self.transport = transport
+        self.writes: list[int] = []
+
+    def data_received(self, data: memoryview) -> None:
+        before = self.transport.writes
+        self.pump.data_received(data)
+        self.writes.append(self.transport.writes - before)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pump, name)
+
+
+_Spied = tuple[MemoryTransport, MemoryTransport, _ReadSpy, _ReadSpy]
+
+
+def _spied(server: Connection, client: Connection) -> _Spied:
+    """``memory_pair`` with a :class:`_ReadSpy` on each side's reads."""
+    server_transport, client_transport = memory_pair(server, client)
+    server_spy = _ReadSpy(pump_of(server), server_transport)
+    client_spy = _ReadSpy(pump_of(client), client_transport)
+    server_transport.handler, client_transport.handler = server_spy, client_spy
+    return server_transport, client_transport, server_spy, client_spy
+
+
+async def test_a_request_response_is_one_write_each_way_with_no_loop_turn_before_either() -> None:
+    """The client's subscribe is written in the turn that asked for it (not by a flush a turn
+    later), the server's answer inside the read that brought the subscribe, and the client's
+    read of the answer writes nothing: one write each way, as the ping-pong ceiling does."""
+    server = connection(client=False, offer={"echo": lambda params: rstreams.just(b"12345678")})
+    client = connection(client=True)
+    server_transport, client_transport, server_spy, client_spy = _spied(server, client)
+    assert await asyncio.wait_for(client.request("echo"), WAIT) == b"12345678"  # hellos exchanged
+    for _ in range(3):
+        sent, answered = client_transport.writes, server_transport.writes
+        server_spy.writes.clear()
+        client_spy.writes.clear()
+        request = asyncio.ensure_future(client.request("echo"))
+        await asyncio.sleep(0)  # the request's first step ran; what it wrote is not delivered yet
+        assert client_transport.writes == sent + 1
+        assert server_spy.writes == []
+        assert await asyncio.wait_for(request, WAIT) == b"12345678"
+        assert server_spy.writes == [1]  # answered within the read of the subscribe
+        assert client_spy.writes == [0]  # nothing follows the answer
+        assert (client_transport.writes, server_transport.writes) == (sent + 1, answered + 1)
+    await client.aclose()
+
+
+async def test_one_element_on_an_open_stream_is_one_write_each_way_with_no_loop_turn_before_either() -> None:
+    """request(1) on an open stream is written within the call, the element inside the read
+    that brought the request, and the client's read of the element writes nothing."""
+    source = CountingSource()
+    server = connection(client=False, offer={"n": source})
+    client = connection(client=True)
+    server_transport, client_transport, server_spy, client_spy = _spied(server, client)
+    subscriber: RecordingSubscriber[bytes] = RecordingSubscriber(initial=1)
+    client.publisher("n").subscribe(subscriber)
+    await _turns(lambda: len(subscriber.items) == 1)
+    assert subscriber.subscription is not None
+    for count in range(2, 5):
+        sent, answered = client_transport.writes, server_transport.writes
+        server_spy.writes.clear()
+        client_spy.writes.clear()
+        subscriber.subscription.request(1)
+        assert client_transport.writes == sent + 1  # written through, not at a later flush
+        await _items(subscriber, count)
+        assert server_spy.writes == [1]  # the element went out within the read of the request
+        assert client_spy.writes == [0]
+        assert (client_transport.writes, server_transport.writes) == (sent + 1, answered + 1)
     await client.aclose()

@@ -147,11 +147,22 @@ _VALUES = st.one_of(
 def test_encoding_gives_the_bytes_of_the_plain_layout_or_refuses_as_it_does(
     entries: dict[object, object], again: bool
 ) -> None:
-    """Remembered keys and the text layout change nothing: the bytes are §18.1's, and what is
-    not an entry is refused with the same error class, the first time or again."""
+    """Remembered keys, remembered entries and the text layout change nothing: the bytes are
+    §18.1's, and what is not an entry is refused with the same error class, the first time or
+    again: looked up and found, laid out with its keys known, or between lookups."""
     expected = _plain_entries(entries)
-    with patch.dict(_metadata._encoded_keys, clear=True), patch.dict(_metadata._KEY_TEXTS, clear=True):
-        for _ in range(1 + again):  # again: the keys are remembered now
+    with (
+        patch.dict(_metadata._encoded_keys, clear=True),
+        patch.dict(_metadata._KEY_TEXTS, clear=True),
+        patch.dict(_metadata._encoded, clear=True),
+        patch.object(_metadata, "_misses", 0),
+        patch.object(_metadata, "_skips", 0),
+    ):
+        for turn in range(1 + 3 * again):  # again: the keys (and maybe the entries) are remembered now
+            if turn == 2:
+                _metadata._encoded.clear()  # laid out again with its keys known
+            if turn == 3:
+                _metadata._skips = 2  # between lookups: laid out without one
             if isinstance(expected, bytes):
                 assert encode_entries(entries) == expected  # type: ignore[arg-type]
             else:

@@ -21,6 +21,7 @@ from rstreams.wire._varint import Incomplete, decode_varint, encode_varint
 
 __all__ = [
     "EMPTY",
+    "ENCODED_KEPT",
     "MAX_KEY_LENGTH",
     "REMEMBERED_METADATA",
     "WINDOW_RETRY",
@@ -114,38 +115,89 @@ def encode_metadata(subscriber: int, entries: Mapping[str, str | bytes]) -> byte
     return encode_varint(subscriber) + encode_entries(entries)
 
 
+ENCODED_KEPT = 64
+"""Most entries remembered with their encoding (:func:`encode_entries`). A subscriber that
+sends the same entries again (``conn.request(name, metadata=headers)`` in a loop, or a new dict
+with the same items) finds them encoded; one that sends new entries each time (a new
+``traceparent`` per request) fills it and then simply encodes each time: after
+``ENCODED_KEPT`` lookups in vain in a row it looks entries up only once in ``ENCODED_KEPT``
+calls (a lookup that finds them remembered looks every time again)."""
+_encoded: dict[tuple[tuple[str, str | bytes], ...], bytes] = {}
+_misses = 0
+"""Lookups in a row that found nothing with no room left in :data:`_encoded`."""
+_skips = 0
+"""Calls still to go before the next lookup (after ``ENCODED_KEPT`` misses in a row)."""
+
+
 def encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
     """The part of a subscribeMetadata payload after the subscriber id: count, then the entries.
 
     Checks as it encodes: a key that fails :func:`check_key` is a ``ValueError`` naming what is
     wrong, a value that is neither ``str`` (encoded as UTF-8) nor ``bytes``/``bytearray`` a
-    ``TypeError``. The common entries (a ``dict`` of up to 127 remembered keys, values of ASCII
-    text or bytes below 128 bytes) are laid out as text and encoded once (:data:`_KEY_TEXTS`):
-    every length is then one byte, the same in text and in bytes, and a text whose encoding
-    is longer than itself had something else in it; anything else is encoded entry by entry,
-    with lengths below 0x80 appended inline as their one-byte varint.
+    ``TypeError``, and so is ``entries`` when it is no mapping. The same items in the same
+    order always encode to the same bytes, so a ``dict`` whose items were encoded before is
+    one lookup (:data:`ENCODED_KEPT`). The common entries (a ``dict`` of up to 127 remembered
+    keys, values of ASCII text or bytes below 128 bytes) are laid out as text and encoded
+    once (:data:`_KEY_TEXTS`): every length is then one byte, the same in text and in bytes;
+    anything else is encoded entry by entry (:func:`_encode_entries`).
+
+    One function for the lookup and the text layout: a subscriber calls it once per
+    subscribe (``conn.request(name, metadata=...)``), where a second call would cost as much
+    as the lookup saves.
     """
-    if type(entries) is dict:
+    global _misses, _skips
+    if type(entries) is not dict:
+        return _encode_entries(entries)
+    items = None
+    if _skips:  # new items every time lately: a lookup would be in vain
+        _skips -= 1
+    else:
+        items = tuple(entries.items())
         try:
-            chars = _CHARS
-            text = chars[len(entries)]
-            for key, value in entries.items():
-                if type(value) is not str:
-                    if type(value) is not bytes:
-                        break
-                    value = value.decode("latin-1")  # bytes above 0x7f: two bytes in UTF-8, caught below
-                text = f"{text}{_KEY_TEXTS[key]}{chars[len(value)]}{value}"
-            else:
-                raw = text.encode()
-                if len(raw) == len(text):  # all ASCII: each length char is its one-byte varint
-                    return raw
-        except (KeyError, IndexError, UnicodeEncodeError):  # a new key, a long value, a lone surrogate
-            pass
-    return _encode_entries(entries)
+            encoded = _encoded.get(items)
+        except TypeError:  # an unhashable value (a bytearray): not remembered
+            return _encode_entries(entries)
+        if encoded is not None:
+            if _misses:
+                _misses = 0  # found after misses: look up every time again
+            return encoded
+    encoded = None
+    try:
+        chars = _CHARS
+        text = chars[len(entries)]
+        for key, value in entries.items():
+            if type(value) is not str:
+                if type(value) is not bytes:
+                    break
+                value = value.decode("latin-1")  # bytes above 0x7f: not ASCII, caught below
+            text = f"{text}{_KEY_TEXTS[key]}{chars[len(value)]}{value}"
+        else:
+            if text.isascii():  # each length char is then its one-byte varint
+                encoded = text.encode()
+    except (KeyError, IndexError):  # a new key, a long value
+        pass
+    if encoded is None:
+        encoded = _encode_entries(entries)  # checks every key and value as it encodes
+    if items is not None:
+        _remember(items, encoded)
+    return encoded
+
+
+def _remember(items: tuple[tuple[str, str | bytes], ...], encoded: bytes) -> None:
+    """After a lookup in vain: ``items`` remembered if there is room, else a miss counted."""
+    global _misses, _skips
+    if len(_encoded) < ENCODED_KEPT:
+        _encoded[items] = encoded
+        return
+    _misses += 1
+    if _misses >= ENCODED_KEPT:
+        _skips = ENCODED_KEPT - 1
 
 
 def _encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
     """:func:`encode_entries` for any entries, entry by entry."""
+    if not isinstance(entries, Mapping):
+        raise TypeError(f"metadata is a mapping of str keys to str or bytes values, got {entries!r}")
     count = len(entries)
     out = bytearray((count,)) if count < 0x80 else bytearray(encode_varint(count))
     for key, value in entries.items():
