@@ -113,9 +113,8 @@ _ACCEPTED = [make_on_subscribe(sid, 0) for sid in range(0x80)]
 _COMPLETED = [make_on_complete(sid) for sid in range(0x80)]
 """The frames onSubscribe(sid, 0) and onComplete(sid) of the one-byte ids, made once: frames
 are immutable, so every such message parses to the same object (as subscribeMetadata's do)."""
-_HEAD = Struct("<BI")
-"""A large onNext's header, read at once: the type, and the next four bytes as one word (the
-common header: a one-byte id and a three-byte length, lowest byte first)."""
+_HEAD = Struct("5B")
+"""A large onNext's header, read at once: type, a one-byte id, a three-byte length."""
 _ONE_MAX = 3 + 0x7F
 """The longest read that :meth:`FrameParser.feed` looks at as one frame (an onNext of 127 bytes)."""
 _PENDING_MIN = 16 * 1024
@@ -364,17 +363,19 @@ class FrameParser:
         if cut < 0:
             max_element = self._max_element
             head = _HEAD.unpack_from
-            known = -1  # the last header taken whole (5 bytes): the same again is not decoded again
+            # The last header taken whole (5 bytes): the same again (the next element of a run) is
+            # not decoded again.
+            known: tuple[int, ...] | None = None
             length = 0
             try:
                 while pos + 5 <= n:  # (a large element's header takes 5 bytes at least)
-                    kind, word = head(data, pos)
-                    if kind != _ON_NEXT:
-                        break
-                    if word == known:  # the same id and length as the element before
+                    fields = head(data, pos)
+                    if fields == known:  # an onNext with the same id and length as the one before
                         p = pos + 5
                     else:
-                        sid, low, middle, high = word & 0xFF, word >> 8 & 0xFF, word >> 16 & 0xFF, word >> 24
+                        kind, sid, low, middle, high = fields
+                        if kind != _ON_NEXT:
+                            break
                         if sid < 0x80 and low >= 0x80 and middle >= 0x80 and 0 < high < 0x80:
                             p = pos + 5
                             length = (low & 0x7F) | (middle & 0x7F) << 7 | high << 14
@@ -383,7 +384,7 @@ class FrameParser:
                             length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
                         if length < _PENDING_MIN or length > max_element:
                             break
-                        known = word if p == pos + 5 else -1
+                        known = fields if p == pos + 5 else None
                     end = p + length
                     if end > n:
                         cut = p
