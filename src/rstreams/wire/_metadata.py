@@ -161,7 +161,6 @@ def encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
             if _misses:
                 _misses = 0  # found after misses: look up every time again
             return encoded
-    encoded = None
     try:
         chars = _CHARS
         text = chars[len(entries)]
@@ -174,10 +173,12 @@ def encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
         else:
             if text.isascii():  # each length char is then its one-byte varint
                 encoded = text.encode()
+                if items is not None:
+                    _remember(items, encoded)
+                return encoded
     except (KeyError, IndexError):  # a new key, a long value
         pass
-    if encoded is None:
-        encoded = _encode_entries(entries)  # checks every key and value as it encodes
+    encoded = _encode_entries(entries)  # checks every key and value as it encodes
     if items is not None:
         _remember(items, encoded)
     return encoded

@@ -694,12 +694,13 @@ class Connection:
         out = self._out
         if metadata is not None and self._metadata:  # adjacent to its subscribe (§18.1)
             out.append(SUBSCRIBE_METADATA)
-            if subscriber < 0x80 and len(metadata) < 0x7F:  # one-byte varints, inline (§2.1)
-                out.append(1 + len(metadata))
+            size = len(metadata)
+            if subscriber < 0x80 and size < 0x7F:  # one-byte varints, inline (§2.1)
+                out.append(1 + size)
                 out.append(subscriber)
             else:
                 sid = encode_varint(subscriber)
-                out += encode_varint(len(sid) + len(metadata))
+                out += encode_varint(len(sid) + size)
                 out += sid
             out += metadata
         write_subscribe(out, name, subscriber, demand)
