@@ -26,12 +26,12 @@ import pytest
 import rstreams
 from rstreams.net import connect, serve
 from rstreams.net._admission import BURST, REOPEN, Admission, check_share, tls_handshake_cost
-from rstreams.net._pending import ADMISSION_READS, Pending
+from rstreams.net._pending import ADMISSION_READS, Charged, Pending
 from rstreams.net._pump import Pump
 from rstreams.wire import ClientHello, ConnectionClosed, Request, ServerHello, Subscribe, encode
 from testkit.clock import VirtualLoop
 from testkit.hostile import Legit, ServerProcess, server_process
-from testkit.net import MemoryPeer, memory_pair, run_virtual
+from testkit.net import MemoryPeer, RecordingHandler, memory_pair, run_virtual
 
 OFFER = {"greeting": lambda _params: rstreams.from_iterable([b"hi"] * 10_000)}
 HELLO = encode(ClientHello())
@@ -131,10 +131,20 @@ class Ticks:
         return float(next(self.count))
 
 
-def charged_peer(admission_of: Callable[[], Admission]) -> tuple[Admission, MemoryPeer, Pending]:
+def charged_peer(
+    admission_of: Callable[[], Admission], made: list[Pump] | None = None
+) -> tuple[Admission, MemoryPeer, Pending]:
+    """A pending connection charged to ``admission_of()`` and its peer (``made``: gets its pump)."""
     admission = admission_of()
     server_hello = b"".join(Pump(client=False, offer=OFFER).outbox.core.data_to_send())
-    pending = Pending(lambda: Pump(client=False, offer=OFFER), server_hello, 10.0, admission)
+
+    def make() -> Pump:
+        pump = Pump(client=False, offer=OFFER)
+        if made is not None:
+            made.append(pump)
+        return pump
+
+    pending = Pending(make, server_hello, 10.0, admission)
     peer = MemoryPeer(hello=False)
     memory_pair(pending, peer)
     return admission, peer, pending
@@ -177,6 +187,48 @@ def test_an_established_connection_stops_being_charged() -> None:
     assert peer.of(ServerHello)
     assert established == pytest.approx(-1 - ADMISSION_READS)  # the serverHello and its first reads
     assert round(later) == round(established)  # twenty more reads, none charged
+
+
+def test_a_charged_connection_hands_its_transport_over_to_the_pump_once_established() -> None:
+    async def main() -> tuple[list[object], Pump, bool]:
+        made: list[Pump] = []
+        _, peer, pending = charged_peer(new_admission, made)
+        transport = peer.transport.peer
+        assert transport is not None
+        handlers = [transport.handler]
+        peer.transport.writelines([HELLO + encode(Subscribe(publisher="greeting", subscriber=1))])
+        await asyncio.sleep(0.1)
+        handlers.append(transport.handler)
+        for _ in range(ADMISSION_READS - 1):  # counted from the read that completed the hello
+            peer.transport.writelines([encode(Request(subscriber=1, demand=1))])
+            await asyncio.sleep(0.1)
+            handlers.append(transport.handler)
+        return handlers, made[0], pending.established
+
+    handlers, pump, established = run_virtual(main)
+    assert established
+    assert handlers[:-1] == [handlers[0]] * ADMISSION_READS  # charged: each read timed by Pending
+    assert isinstance(handlers[0], Pending)
+    assert handlers[-1] is pump  # established: its reads go to the pump
+
+
+def test_a_charged_link_hands_its_transport_over_once_its_reads_are_charged() -> None:
+    async def main() -> tuple[list[object], RecordingHandler, float]:
+        admission = new_admission()
+        link = RecordingHandler()
+        transport, other = memory_pair(Charged(link, admission, reads=2), RecordingHandler())
+        handlers = [transport.handler]
+        for chunk in (b"a", b"b", b"c"):
+            other.writelines([chunk])  # read by our end's handler
+            await asyncio.sleep(0.1)
+            handlers.append(transport.handler)
+        return handlers, link, admission.balance
+
+    handlers, link, balance = run_virtual(main)
+    assert isinstance(handlers[0], Charged) and handlers[1] is handlers[0]
+    assert handlers[2:] == [link, link]  # its two reads charged: the link takes the transport
+    assert balance == pytest.approx(-3)  # connection_made and the two reads, not the third
+    assert bytes(link.data) == b"abc"
 
 
 # -- end to end: a server process, raw sockets ---------------------------------------------------

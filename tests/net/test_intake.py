@@ -329,6 +329,34 @@ def test_a_connection_is_made_only_once_its_hello_is_whole() -> None:
     assert peer.of(ServerHello) and peer.of(OnSubscribe)  # one hello, then the stream
 
 
+def test_a_pending_connection_hands_its_transport_over_to_the_pump_once_made() -> None:
+    made: list[Pump] = []
+
+    def make() -> Pump:
+        pump = Pump(client=False, offer=OFFER)
+        made.append(pump)
+        return pump
+
+    async def main() -> tuple[object, object, MemoryPeer]:
+        server_hello = b"".join(Pump(client=False, offer=OFFER).outbox.core.data_to_send())
+        pending = Pending(make, server_hello, timeout=10.0)
+        peer = MemoryPeer(hello=False)
+        transport, _ = memory_pair(pending, peer)
+        hello = encode(ClientHello())
+        peer.transport.writelines([hello[:1]])
+        await asyncio.sleep(0.1)
+        before = transport.handler  # one byte of a hello: still pending
+        peer.core.send(Subscribe(publisher="greeting", subscriber=1))
+        peer.transport.writelines([hello[1:], *peer.core.data_to_send()])
+        await asyncio.sleep(0.1)
+        assert before is pending
+        return transport.handler, made[0], peer
+
+    handler, pump, peer = run_virtual(main)
+    assert handler is pump  # its reads go to the pump, not through the pending handler
+    assert peer.of(ServerHello) and peer.of(OnSubscribe)
+
+
 def test_a_pending_connection_gets_the_handshake_goodbye() -> None:
     async def main() -> MemoryPeer:
         server_hello = b"".join(Pump(client=False, offer=OFFER).outbox.core.data_to_send())

@@ -215,6 +215,9 @@ class MemoryTransport:
         self.writes = 0
         self.loop = asyncio.get_running_loop()
 
+    def set_handler(self, handler: Any) -> None:
+        self.handler = handler
+
     def writelines(self, chunks: list[bytes]) -> bool:
         if self.closing:
             return False

@@ -7,17 +7,20 @@ transport first gets a :class:`Pending` handler: it writes the server's hello at
 same bytes on every connection, §4.1), keeps the few bytes received so far and arms the
 handshake timer. When the clientHello is whole, or the bytes cannot become one, or the
 timer fires, the real connection is made: its pump is told its hello is already out and is
-handed the transport and the bytes, and from then on the pending handler only forwards the
-transport's calls to it. A transport that ends before that leaves nothing behind.
+handed the transport and the bytes. From then on the pending handler would only forward the
+transport's calls to it: once its work is no longer charged to admission (at once without
+admission), it hands the transport over to the pump (``Transport.set_handler``), so a read costs no
+call here. A transport that ends before that leaves nothing behind.
 
 Admission (:mod:`rstreams.net._admission`). Until the connection is established (its first
 :data:`ADMISSION_READS` reads from the one that completed the clientHello handled, its
 conversation still open) the time spent in each of these callbacks is charged to the
 server's admission budget; a connection that ends before that (garbage, a refused or
 timed-out handshake, a peer that says goodbye at once) is charged for all of its work, up to
-its transport's end. Once established, the connection's reads are forwarded without timing.
+its transport's end. Once established, the connection's reads go to its pump without timing.
 On a server with ``resume=`` the handler of an accepted transport is a resumption link
-instead; :class:`Charged` charges its first reads in the same way.
+instead; :class:`Charged` charges its first reads in the same way, then hands the transport
+over to the link.
 """
 
 from __future__ import annotations
@@ -117,6 +120,7 @@ class Pending:
             if self._reads >= ADMISSION_READS and pump.outbox.core.state is ConnectionState.OPEN:
                 self._admission = None  # established: its work is no longer the newcomers'
                 self._established = True
+                _hand_over(self._transport, pump)
 
     def _hello_bytes(self, data: memoryview) -> None:
         received = self._received + data.tobytes()
@@ -180,6 +184,8 @@ class Pending:
         pump.outbox.core.data_to_send()  # its hello: already written, the same bytes
         assert self._transport is not None
         pump.connection_made(self._transport)
+        if self._admission is None:  # nothing to charge: the pump takes the transport's calls
+            _hand_over(self._transport, pump)
         if received:
             pump.data_received(memoryview(received))
         return pump
@@ -196,7 +202,7 @@ class Charged:
     request, and as many reads as :class:`Pending` charges after the hello), and everything
     up to the end of its transport if it ends before that."""
 
-    __slots__ = ("_admission", "_handler", "_reads")
+    __slots__ = ("_admission", "_handler", "_reads", "_transport")
 
     def __init__(
         self, handler: TransportHandler, admission: Admission, reads: int = 1 + ADMISSION_READS
@@ -204,10 +210,12 @@ class Charged:
         self._handler = handler
         self._admission: Admission | None = admission
         self._reads = reads  # reads still charged
+        self._transport: Transport | None = None
 
     def connection_made(self, transport: Transport) -> None:
         admission = self._admission
         assert admission is not None
+        self._transport = transport
         started = admission.clock()
         try:
             self._handler.connection_made(transport)
@@ -227,6 +235,7 @@ class Charged:
             self._reads -= 1
             if self._reads <= 0:
                 self._admission = None  # established: its work is no longer the newcomers'
+                _hand_over(self._transport, self._handler)
 
     def eof_received(self) -> None:
         admission = self._admission
@@ -251,3 +260,9 @@ class Charged:
 
     def resume_writing(self) -> None:
         self._handler.resume_writing()
+
+
+def _hand_over(transport: Transport | None, handler: TransportHandler) -> None:
+    """Let ``handler`` take ``transport``'s calls from now on."""
+    if transport is not None:
+        transport.set_handler(handler)

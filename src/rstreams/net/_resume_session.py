@@ -19,7 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from rstreams.errors import ConnectionBrokenError
-from rstreams.net._transport import Transport
+from rstreams.net._transport import Transport, TransportHandler
 from rstreams.wire import ConnectionState, FrameType
 from rstreams.wire._resume import (
     RESUME,
@@ -227,6 +227,9 @@ class Session:
         if self.link is not None:
             return self.link.transport.get_extra_info(name, default)
         return self._extra.get(name, default)
+
+    def set_handler(self, handler: TransportHandler) -> None:
+        raise TypeError("a session's handler is the driver it is bound to (Session.bind), for good")
 
     def _end_transport(self, *, abort: bool) -> None:
         self._closing = True
@@ -677,6 +680,9 @@ class _NoTransport:
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return default
+
+    def set_handler(self, handler: TransportHandler) -> None:
+        pass  # (no transport yet: nothing calls a handler)
 
 
 _NO_TRANSPORT = _NoTransport()

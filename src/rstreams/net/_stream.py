@@ -207,6 +207,9 @@ class StreamProtocol(asyncio.BufferedProtocol):
             self._handler.resume_writing()
 
     # -- the handler's side: Transport ----------------------------------------------------
+    def set_handler(self, handler: TransportHandler) -> None:
+        self._handler = handler
+
     def writelines(self, chunks: list[bytes]) -> bool:
         transport = self._transport
         if self._tls:  # is_closing, inlined (asked of asyncio, see there)
@@ -443,6 +446,9 @@ class PipeTransport(Transport):
         self.handler.connection_lost(self._error)
 
     # -- Transport -----------------------------------------------------------------
+    def set_handler(self, handler: TransportHandler) -> None:
+        self.handler = handler
+
     def writelines(self, chunks: list[bytes]) -> bool:
         if self._closing or self._open_halves < 2:  # is_closing
             return False

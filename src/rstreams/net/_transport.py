@@ -22,6 +22,7 @@ follow the same contract:
   unsent; when it passes the high-water mark the transport calls
   ``handler.pause_writing()``, and ``resume_writing()`` once it drains below the low mark.
   That "writable" state is what ties demand to the socket.
+* handing over: ``transport.set_handler(handler)`` makes ``handler`` the one called from then on.
 
 Every transport translates its lower layer's exceptions (OSError, ssl.SSLError,
 websockets.ConnectionClosed) into the ``exc`` it passes to ``connection_lost``; the driver
@@ -143,6 +144,12 @@ class Transport(Protocol):
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         """Lower-layer details: ``peername``, ``sockname``, ``ssl_object``, ``path``..."""
+
+    def set_handler(self, handler: TransportHandler) -> None:
+        """Call ``handler`` instead of the current handler from the next call on (a call under way
+        finishes as it is). A handler that only forwards its calls to another from some point on
+        (a server's pending connection once it is established, :mod:`rstreams.net._pending`)
+        hands its transport over to that one, so a read costs no call of its own."""
 
 
 DIRECT_WRITE = 32 * 1024

@@ -86,21 +86,20 @@ class WebSocketTransport(Transport):
 
     async def _read_loop(self) -> BaseException | None:
         ws = self._ws
-        handler = self._handler
         while True:
             if not self._reading.is_set():
                 await self._reading.wait()
             try:
                 message = await ws.recv()
             except ConnectionClosedOK:
-                handler.eof_received()
+                self._handler.eof_received()
                 return None
             except ConnectionClosed as closed:
                 return cast(BaseException, closed)
             if isinstance(message, str):
                 await ws.close(1003, "RS.io uses binary messages")  # 1003: unsupported data
                 return ValueError("the peer sent a text WebSocket message; RS.io uses binary messages")
-            handler.data_received(memoryview(message))
+            self._handler.data_received(memoryview(message))  # (set_handler may change it)
 
     async def _write_loop(self) -> None:
         ws = self._ws
@@ -123,6 +122,9 @@ class WebSocketTransport(Transport):
                     self._handler.resume_writing()
 
     # -- Transport -----------------------------------------------------------------
+    def set_handler(self, handler: TransportHandler) -> None:
+        self._handler = handler
+
     def writelines(self, chunks: list[bytes]) -> bool:
         if self._closing:
             return False
