@@ -1,0 +1,89 @@
+"""Instructions per element of each side of a network stream benchmark: its client process and its
+server process, counted apart.
+
+``hotpath.py`` counts both ends in one process; the timed scenarios run the two ends as two
+processes on two CPUs, where the slower side sets the rate. This runs a network script's
+``client --mode stream`` (``net_rstreams.py``, ``net_ceiling.py``, ...) under valgrind
+(cachegrind, no cache simulation) with ``count`` and ``2 * count`` elements and reports the
+difference per element for each process::
+
+    python benchmarks/sides.py net_rstreams.py --size 65536 --count 300
+    python benchmarks/sides.py net_ceiling.py --size 65536 --count 300 --style batched
+    python benchmarks/sides.py net_rstreams.py --size 65536 --count 3000 --client-only
+
+Each client runs a warm-up of ``count // 10`` elements before its measured run, so the
+difference covers ``1.1 * count`` elements. ``--client-only`` leaves the server native: it
+then keeps the client's socket full, so the client's reads are as large as its buffer
+(steadier counts, and the client's cost at full speed). Counts of runs differ by about 1k
+per element (start-up work that varies between runs does not cancel out fully): prefer a
+``count`` in the thousands with ``--client-only``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CHILD_TIMEOUT = 600.0
+"""Seconds the client waits for its server child's port (under valgrind it starts slowly)."""
+
+
+def _as_client(argv: list[str]) -> None:
+    """Run ``argv`` (a script and its arguments) as ``__main__`` with a patient server start."""
+    sys.path.insert(0, str(HERE))
+    import _netcommon
+
+    _netcommon.server_child.__wrapped__.__defaults__ = (CHILD_TIMEOUT,)  # type: ignore[attr-defined]
+    sys.argv = argv
+    runpy.run_path(argv[0], run_name="__main__")
+
+
+def _counts(script: str, count: int, size: int, extra: list[str], both: bool) -> dict[str, int]:
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    command += ["--trace-children=yes"] if both else []
+    command += [sys.executable, __file__, "--as-client", str(HERE / script), "client", "--mode", "stream"]
+    command += ["--size", str(size), "--count", str(count), *extra]
+    done = subprocess.run(command, capture_output=True, text=True, env=os.environ)
+    if done.returncode:
+        raise RuntimeError(f"the run failed: {done.stderr[-3000:]}")
+    commands: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for line in done.stderr.splitlines():
+        seen = re.match(r"==(\d+)== Command: (.*)", line)
+        if seen:
+            commands[seen.group(1)] = seen.group(2)  # the last program a process ran (taskset execs)
+        refs = re.match(r"==(\d+)== I\s+refs:\s+([\d,]+)", line)
+        if refs:
+            role = "server" if " server" in commands.get(refs.group(1), "") else "client"
+            counts[role] = counts.get(role, 0) + int(refs.group(2).replace(",", ""))
+    return counts
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--as-client"]:
+        _as_client(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("script", help="a network script in benchmarks/ (net_rstreams.py, net_ceiling.py)")
+    parser.add_argument("--count", type=int, default=300, help="elements of the shorter run")
+    parser.add_argument("--size", type=int, default=65536)
+    parser.add_argument("--window", type=int, default=256)
+    parser.add_argument("--client-only", action="store_true", help="count the client; the server runs as is")
+    args, extra = parser.parse_known_args()
+    extra += ["--window", str(args.window)]
+    once = _counts(args.script, args.count, args.size, extra, not args.client_only)
+    twice = _counts(args.script, 2 * args.count, args.size, extra, not args.client_only)
+    elements = 1.1 * args.count  # each run is a warm-up of count // 10 and the measured run
+    for role in sorted(twice):
+        per = (twice[role] - once.get(role, 0)) / elements
+        print(f"{args.script} {role:6} {per:10,.0f} instructions per element")
+
+
+if __name__ == "__main__":
+    main()
