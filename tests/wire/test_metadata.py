@@ -350,20 +350,34 @@ def test_only_short_payloads_with_a_one_byte_id_are_remembered(sid: int, size: i
     assert (seen[0] is seen[1]) is remembered
 
 
-def test_the_parser_gives_the_same_frame_for_the_same_bytes_and_only_then() -> None:
+def test_the_parser_reads_what_its_window_describes_and_gives_frames_for_the_rest() -> None:
+    """A parser of its own (no connection's window) gives a frame for every subscribeMetadata;
+    given a connection's window it reads what the window describes (another one-byte id,
+    another value in the window) as ``(subscriber, Metadata)``, whatever the reads, and gives
+    a frame for anything else."""
     p = parser()
-    first, second = _md(1, {"x": b"1"}), _md(2, {"x": b"1"})
-    a = p.feed(first + first)
-    assert a[0] is a[1] and a[0] == ExtensionMessage(type=SUBSCRIBE_METADATA, payload=first[2:])
-    (b,) = p.feed(second)
-    assert b is not a[0] and b == ExtensionMessage(type=SUBSCRIBE_METADATA, payload=second[2:])
-    (c,) = p.feed(first)
-    assert c is not a[0] and c == a[0]  # only the last one is remembered
-    one_by_one = [frame for byte in first + second + second for frame in p.feed(bytes([byte]))]
-    assert one_by_one == [a[0], b, b]  # equal whatever the reads
-    long = _md(1, {"x": b"v" * REMEMBERED_METADATA})  # a payload longer than remembered
-    d = p.feed(long + long)
-    assert d[0] == d[1] and d[0] is not d[1]
+    first = _md(1, {"traceparent": TRACE, "x": b"1"})
+    assert p.feed(first + first) == [ExtensionMessage(type=SUBSCRIBE_METADATA, payload=first[2:])] * 2
+    conn = _server()
+    conn.receive_data(first + encode(Subscribe(publisher="p", subscriber=1)))
+    decoded = conn.events_received()[0]
+    p.metadata_window = conn._parser.metadata_window  # the traceparent's
+    assert p.metadata_window.key == "traceparent"
+    (same,) = p.feed(_md(2, {"traceparent": TRACE, "x": b"1"}))
+    assert same == (2, decoded) and same[1] is decoded  # type: ignore[index]
+    other = TRACE.replace(b"4bf9", b"0000")
+    new_trace = _md(3, {"traceparent": other, "x": b"1"})
+    for reads in ([new_trace], [bytes([byte]) for byte in new_trace]):
+        (held,) = [got for read in reads for got in p.feed(read)]
+        assert held == (3, {"traceparent": other, "x": b"1"})
+        assert type(held[1]) is Metadata and list(held[1]) == ["traceparent", "x"]  # type: ignore[index]
+    for data in (
+        _md(4, {"traceparent": other, "x": b"2"}),  # a value outside the window
+        _md(5, {"traceparent": other, "x": b"12"}),  # another length
+        _md(200, {"traceparent": other, "x": b"1"}),  # a two-byte id
+        _md(6, {"traceparent": other, "y": b"1"}),  # another key
+    ):
+        assert p.feed(data) == [ExtensionMessage(type=SUBSCRIBE_METADATA, payload=data[2:])]
 
 
 _SHAPES = st.lists(st.tuples(_KEYS, st.integers(0, 140)), max_size=4)
@@ -465,6 +479,44 @@ def test_payloads_after_remembered_ones_decode_as_on_a_new_connection(payloads: 
             break
 
 
+@given(payloads=_runs())
+def test_payloads_in_one_read_decode_as_each_on_a_new_connection(payloads: list[bytes]) -> None:
+    """Many subscribeMetadata and subscribes in one read: the parser reads each against the
+    window as it stood when the read began or as earlier ones in the read moved it, before
+    the connection has handled any; each still gives what decoding it alone gives, errors
+    included."""
+    config = ConnectionConfig(
+        extensions=frozenset({METADATA.id}), max_metadata_bytes=400, max_metadata_entries=4
+    )
+    read, expected, sids = b"", [], set()
+    for payload in payloads:
+        try:
+            sid = decode_varint(payload, 0, len(payload))[0]
+        except (Incomplete, RemoteProtocolError):
+            sid = 0
+        if sid in sids:  # a mangled id reused: its subscribe would be refused (§5.3)
+            break
+        sids.add(sid)
+        pair = encode(ExtensionMessage(type=SUBSCRIBE_METADATA, payload=payload)) + encode(
+            Subscribe(publisher="p", subscriber=sid)
+        )
+        read += pair
+        alone = _server(config)
+        alone.receive_data(pair)
+        first = alone.events_received()[0]
+        expected.append((ConnectionClosed, first.reason) if isinstance(first, ConnectionClosed) else first)
+        if alone.state is ConnectionState.CLOSED:
+            break
+    conn = _server(config)
+    conn.receive_data(read)
+    got = [
+        (ConnectionClosed, event.reason) if isinstance(event, ConnectionClosed) else event
+        for event in conn.events_received()
+        if isinstance(event, Metadata | ConnectionClosed)
+    ]
+    assert got == expected
+
+
 def test_a_new_value_in_the_remembered_window_is_read_anew_and_the_rest_shared() -> None:
     """A new traceparent (same length) with the other entries the same: decoded as a whole
     once, then only the traceparent is read; the same payload again is the same Metadata."""
@@ -482,6 +534,27 @@ def test_a_new_value_in_the_remembered_window_is_read_anew_and_the_rest_shared()
     assert _received(conn, encode_metadata(6, other)) == other
 
 
+def test_metadata_read_in_the_window_is_the_decoded_metadata_in_every_way() -> None:
+    """Metadata read in the window makes its entries when first read (the decoded payload's,
+    with the window's value): until then it has none, then it is what decoding gives, in
+    every accessor, and the metadata read before it keep their own values."""
+    conn = _server()
+    traces = [TRACE.replace(b"4bf9", f"{i:04x}".encode()) for i in range(3)]
+    sent = [{"x-tenant": b"acme", "traceparent": trace, "x-pad": b"p" * 30} for trace in traces]
+    seen = [_received(conn, encode_metadata(sid, each)) for sid, each in enumerate(sent, start=1)]
+    assert conn._parser.metadata_window.key == "traceparent"
+    read = seen[-1]
+    assert type(read) is Metadata
+    with pytest.raises(AttributeError):
+        Metadata.__dict__["_entries"].__get__(read)  # not made yet: read in the window
+    decoded = Metadata(sent[-1])
+    assert repr(read) == repr(decoded) and list(read.items()) == list(decoded.items())
+    assert read == decoded and dict(read) == sent[-1] and len(read) == 3 and "x-pad" in read
+    assert read.traceparent == traces[-1].decode() and read.text("x-tenant") == "acme"
+    assert read.get("nope") is None and read.text("nope", "none") == "none"
+    assert seen == sent  # each its own traceparent, the rest shared
+
+
 def test_after_many_payloads_decoded_whole_the_window_is_placed_only_now_and_then() -> None:
     """Two values new every time: each payload is decoded whole (and right); after WINDOW_TRIES
     in a row the window is placed again only every WINDOW_RETRY th time, and once one value
@@ -490,13 +563,14 @@ def test_after_many_payloads_decoded_whole_the_window_is_placed_only_now_and_the
     for sid in range(1, 3 * WINDOW_RETRY):
         entries = {"traceparent": TRACE[:-4] + b"%04d" % sid, "x-request": b"%06d" % sid}
         assert _received(conn, encode_metadata(sid, entries)) == entries
-        assert conn._last_metadata.misses == sid
-        assert (conn._last_metadata.length == -1) is (sid > WINDOW_TRIES and sid % WINDOW_RETRY != 0)
+        window = conn._parser.metadata_window
+        assert window.misses == sid
+        assert (window.key is None) is (sid > WINDOW_TRIES and sid % WINDOW_RETRY != 0)
     for sid in range(3 * WINDOW_RETRY, 3 * WINDOW_RETRY + 3):
         entries = {"traceparent": TRACE[:-4] + b"%04d" % sid, "x-request": b"000000"}
         assert _received(conn, encode_metadata(sid, entries)) == entries
-    assert conn._last_metadata.key == "traceparent"  # placed at the WINDOW_RETRY th miss
-    assert conn._last_metadata.payload is not conn._last_metadata.base  # then read in the window
+    assert conn._parser.metadata_window.key == "traceparent"  # placed at the WINDOW_RETRY th miss
+    assert conn._parser.metadata_window.misses == 0  # then read in the window
 
 
 def test_a_payload_remembered_without_a_window_leaves_none_from_before() -> None:

@@ -48,16 +48,19 @@ character below 0x80): what :func:`encode_entries` lays out before a value's len
 _CHARS = tuple(map(chr, range(0x80)))
 """``_CHARS[n]``: ``n`` below 0x80 as a character, which UTF-8 encodes as the one byte ``n``."""
 REMEMBERED_METADATA = 512
-"""A subscribeMetadata payload up to this size is remembered until the next one, as its frame
-(by the parser) and decoded (by the connection): a subscriber that sends the same entries with
-every subscribe (its headers, a token, the trace of a batch of requests) has them copied and
-decoded once. Frames and :class:`Metadata` are immutable and decoding is a function of the
-bytes and of the connection's limits alone, so sharing them changes nothing else.
+"""A subscribeMetadata payload up to this size with a one-byte subscriber id is remembered
+until the next one decoded whole (:class:`Remembered`): decoded by the connection, compared
+by its parser with the bytes of each new one as they arrive. A subscriber that sends the
+same entries with every subscribe (its headers, a token, the trace of a batch of requests)
+has them decoded once, whatever its id. :class:`Metadata` is immutable and decoding is a
+function of the bytes and of the connection's limits alone, so sharing it changes nothing else.
 
 The connection also remembers where one value lies in that payload (:func:`remembered`): a
 payload of the same length whose bytes outside that value are the same decodes to the same
 entries with that value read anew. That is a subscriber sending a new ``traceparent`` (same
-length, new trace id) with otherwise the same entries on every subscribe."""
+length, new trace id) with otherwise the same entries on every subscribe: the parser reads
+it as it arrives (the bytes around the value compared in place, the value sliced), without a
+frame for the connection to decode."""
 _decoded_keys: dict[bytes, str] = {}
 
 
@@ -69,10 +72,26 @@ class Metadata(Mapping[str, bytes]):
     before the :class:`~rstreams.wire.Subscribe` it qualifies (§18.1).
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_window")
 
     def __init__(self, entries: Mapping[str, bytes] | None = None) -> None:
         self._entries: dict[str, bytes] = dict(entries or {})
+        self._window: tuple[dict[str, bytes], str, bytes]
+        """Received metadata read in a window (:class:`Remembered`) has no ``_entries`` until
+        they are first read: ``(entries, key, value)``, a decoded payload's entries (never
+        changed) and its key's value here. Most such metadata is never read (no factory asks
+        for the traceparent), and a copy of the entries per subscribe would cost more than the
+        rest of reading it."""
+
+    def __getattr__(self, name: str) -> dict[str, bytes]:
+        """``_entries`` first read: the window's entries, made now (see ``_window``)."""
+        if name != "_entries":
+            raise AttributeError(name)
+        base, key, value = self._window
+        entries = base.copy()
+        entries[key] = value
+        self._entries = entries
+        return entries
 
     def __getitem__(self, key: str) -> bytes:
         return self._entries[key]
@@ -285,47 +304,49 @@ def decode_metadata(data: bytes, max_bytes: int, max_entries: int) -> tuple[int,
 
 
 class Remembered:
-    """What a connection remembers of its last short subscribeMetadata (:data:`REMEMBERED_METADATA`):
-    the payload, its length, its decoding (as :class:`Metadata` and as the dict it wraps), and
-    a window on one of its values: the payload's bytes after the id and before that value,
-    the bytes after it, its key (``None``: no entries, an empty window) and where it lies;
-    ``misses``: the payloads in a row that were decoded whole (:data:`WINDOW_TRIES`), ``base``
-    the last of them (the payload is another once a value was read in the window)."""
+    """What a connection remembers of its last short subscribeMetadata (:data:`REMEMBERED_METADATA`),
+    read by its parser (:meth:`~rstreams.wire._parser.FrameParser._subscribe_metadata`): its
+    ``entries`` as decoded and a window on one of its values. A payload of ``length`` bytes
+    with a one-byte id whose bytes after the id and before ``start`` are ``prefix`` and whose
+    bytes from ``stop`` on are ``suffix`` decodes to ``entries`` with the value of ``key``
+    read from ``start:stop`` anew; ``value`` is the last one read there, ``metadata`` its
+    :class:`Metadata` (built without a copy of the entries: ``Metadata._window``). No
+    window (``key`` ``None``: no entries, or the payload remembered alone) is the empty one at
+    the end: the same payload, for any one-byte id. ``misses``: the payloads in a row that
+    were decoded whole (:data:`WINDOW_TRIES`); a value read anew in the window ends the row."""
 
     __slots__ = (
-        "base",
         "entries",
         "key",
         "length",
         "metadata",
         "misses",
-        "payload",
         "prefix",
         "start",
         "stop",
         "suffix",
+        "value",
     )
 
     def __init__(
         self,
-        payload: bytes | None,
+        payload: bytes,
         metadata: Metadata,
         entries: dict[str, bytes],
         key: str | None,
         start: int,
         stop: int,
     ) -> None:
-        self.payload = payload
-        self.length = -1 if payload is None else len(payload)  # -1: no payload's
+        self.length = len(payload)
         self.metadata = metadata
         self.entries = entries
         self.key = key
+        self.value = b"" if key is None else entries[key]
         self.start = start
         self.stop = stop
-        self.prefix = b"" if payload is None else payload[1:start]
-        self.suffix = b"" if payload is None else payload[stop:]
+        self.prefix = payload[1:start]
+        self.suffix = payload[stop:]
         self.misses = 0
-        self.base = payload  # ``payload`` until a value read in the window replaces it
 
 
 WINDOW_TRIES = 2
@@ -337,19 +358,28 @@ WINDOW_RETRY = 16
 
 
 def nothing_remembered() -> Remembered:
-    """A connection's memory before its first subscribeMetadata."""
-    return Remembered(None, EMPTY, {}, None, 0, 0)
+    """A connection's memory before its first subscribeMetadata: a length no payload has."""
+    nothing = Remembered(b"", EMPTY, {}, None, 0, 0)
+    nothing.length = -1
+    return nothing
 
 
-def remembered(
-    payload: bytes, metadata: Metadata, entries: dict[str, bytes], previous: dict[str, bytes]
-) -> Remembered:
+def remembered(payload: bytes, metadata: Metadata, entries: dict[str, bytes], last: Remembered) -> Remembered:
     """What to remember of ``payload`` (a one-byte id, decoded to ``entries``, wrapped as
-    ``metadata``): the window is the value that differs from ``previous`` (the entries
-    remembered before) when just one does, else the ``traceparent``, else the last entry."""
+    ``metadata``), decoded whole after ``last`` (what was remembered before). The window is
+    the value that differs from ``last``'s entries when just one does, else the
+    ``traceparent``, else the last entry; after :data:`WINDOW_TRIES` payloads decoded whole
+    in a row it is placed only every :data:`WINDOW_RETRY` th time (else no window: the
+    payload alone)."""
+    misses = last.misses + 1
+    if misses > WINDOW_TRIES and misses % WINDOW_RETRY:
+        alone = Remembered(payload, metadata, entries, None, len(payload), len(payload))
+        alone.misses = misses
+        return alone
+    previous, last_key = last.entries, last.key  # last_key's value is last.value (read in the window)
     key: str | None = None
     for name, value in entries.items():
-        if previous.get(name) != value:
+        if (last.value if name == last_key else previous.get(name)) != value:
             key = name if key is None else ""
     if not key:  # none or more than one changed
         key = "traceparent" if "traceparent" in entries else next(reversed(entries), None)
@@ -364,7 +394,9 @@ def remembered(
             start, stop = pos, pos + size
             break
         pos += size
-    return Remembered(payload, metadata, entries, key, start, stop)
+    window = Remembered(payload, metadata, entries, key, start, stop)
+    window.misses = misses
+    return window
 
 
 def _decode(data: bytes, max_bytes: int, max_entries: int) -> tuple[int, dict[str, bytes]]:

@@ -31,8 +31,9 @@ Theory of operation:
   (:mod:`rstreams.wire._streams`), whether it accepted the onSubscribe or dropped it.
 * Every frame but the common onNext is decoded by one method per type, found in a
   table indexed by the type byte (:data:`_DECODERS`). subscribeMetadata (``0x94``, §18)
-  has one of its own: the same payload as the previous one gives the same (immutable)
-  frame, as a subscriber that sends the same metadata with every subscribe does.
+  has one of its own: a payload that the connection's last decoded one describes but for
+  one value (a new traceparent per request) or the id is read as it arrives, and given as
+  ``(subscriber, Metadata)`` instead of a frame (:attr:`FrameParser.metadata_window`).
 * A request/response's answer, onSubscribe + one short onNext + onComplete of one
   subscriber back to back, is taken in one pass (:meth:`FrameParser._answer`): the same
   three frames as the decoders give, one call instead of six.
@@ -48,7 +49,7 @@ from struct import Struct
 
 from rstreams.errors import RemoteProtocolError
 from rstreams.wire._errors import ExtensionError, FrameError, LimitExceededError
-from rstreams.wire._metadata import REMEMBERED_METADATA
+from rstreams.wire._metadata import Metadata, Remembered, nothing_remembered
 from rstreams.wire._varint import Incomplete, decode_varint
 from rstreams.wire.events import OnNextBatch
 from rstreams.wire.extensions import BY_TYPE, SUBSCRIBE_METADATA
@@ -177,7 +178,6 @@ class FrameParser:
     __slots__ = (
         "_batch",
         "_buf",
-        "_last_metadata",
         "_lent",
         "_max_element",
         "_max_extensions",
@@ -189,6 +189,7 @@ class FrameParser:
         "_probe",
         "element_sizes",
         "error",
+        "metadata_window",
         "taken",
     )
 
@@ -211,7 +212,10 @@ class FrameParser:
         self._max_element = max_element_size
         self._max_string = max_string_length
         self._max_extensions = max_extensions
-        self._last_metadata: tuple[bytes, Frame] = _NO_METADATA  # see _subscribe_metadata
+        self.metadata_window: Remembered = _NO_WINDOW
+        """The connection's last subscribeMetadata decoded whole (extension metadata, §18), set
+        by the connection: one that it describes is given as ``(subscriber, Metadata)`` instead
+        of a frame (:meth:`_subscribe_metadata`). None before that (a parser of its own)."""
         self.element_sizes: dict[int, int] = {}
         """Our subscriber id -> fixed element size, for subscriptions with ``element_size != 0``."""
         self.error: RemoteProtocolError | None = None
@@ -800,9 +804,13 @@ class FrameParser:
         return frame, end
 
     def _subscribe_metadata(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
-        """A subscribeMetadata (§18.1): the previous one's frame again if its payload is the same,
-        else :meth:`_extension`'s (inline: metadata that changes on every subscribe, a new
-        traceparent per request, comes this way every time), remembered when short."""
+        """A subscribeMetadata (§18.1). One that :attr:`metadata_window` describes (the
+        connection's last one decoded whole, with perhaps another one-byte id and another value
+        in its window: a new traceparent per request) is read here, as it arrives: the bytes
+        around the window compared in place, the value sliced, and ``(subscriber, Metadata)``
+        given, what the connection holds for its subscribe (the same :class:`Metadata` as
+        last time when the value is too). Any other one is :meth:`_extension`'s frame (inline),
+        for the connection to decode."""
         if p < n and data[p] < 0x80:  # a one-byte length, inline (§2.1)
             length = data[p]
             p += 1
@@ -817,15 +825,22 @@ class FrameParser:
         end = p + length
         if end > n:
             raise Incomplete(end)
-        payload = data[p:end]
-        last = self._last_metadata
-        if payload == last[0]:  # compared once sliced: a new payload is sliced for its frame anyway
-            return last[1], end
+        window = self.metadata_window
+        if (
+            length == window.length
+            and data[p] < 0x80
+            and data[p + 1 : p + window.start] == window.prefix
+            and data[p + window.stop : end] == window.suffix
+        ):
+            value = data[p + window.start : p + window.stop]
+            if value != window.value:  # the window's value anew, the rest shared (no key: b"")
+                metadata = _new_metadata(Metadata)
+                metadata._window = (window.entries, window.key, value)  # type: ignore[assignment]  # a value: a key
+                window.value, window.metadata, window.misses = value, metadata, 0
+            return (data[p], window.metadata), end  # type: ignore[return-value]  # see metadata_window
         frame = _new(ExtensionMessage)
         _set_type(frame, SUBSCRIBE_METADATA)
-        _set_payload(frame, payload)
-        if length <= REMEMBERED_METADATA:
-            self._last_metadata = (payload, frame)
+        _set_payload(frame, data[p:end])
         return frame, end
 
     def _unknown(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
@@ -879,9 +894,9 @@ _DECODERS: list[_Decoder] = [
 ]
 _DECODERS[SUBSCRIBE_METADATA] = FrameParser._subscribe_metadata
 """Type byte -> its decoder: the core types (§3), extension messages (§4.4), the rest unknown."""
-_NO_METADATA: tuple[bytes, Frame] = (b"", ExtensionMessage(type=SUBSCRIBE_METADATA, payload=b""))
-"""What the parser remembers before its first subscribeMetadata: the frame an empty payload
-parses to (frames are immutable: the same as parsing one)."""
+_NO_WINDOW = nothing_remembered()
+"""The window of a parser whose connection has decoded no subscribeMetadata: matches none."""
+_new_metadata = Metadata.__new__
 
 
 def _too_big(what: str, size: int, limit: int, sid: int) -> LimitExceededError:

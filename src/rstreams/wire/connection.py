@@ -59,12 +59,8 @@ from rstreams.wire._errors import (
 )
 from rstreams.wire._metadata import (
     REMEMBERED_METADATA,
-    WINDOW_RETRY,
-    WINDOW_TRIES,
     Metadata,
-    Remembered,
     decode_metadata,
-    nothing_remembered,
     remembered,
 )
 from rstreams.wire._output import LARGE, Output
@@ -264,9 +260,6 @@ class Connection:
         }
         self._qualifiers: dict[int, tuple[int, Any]] = {}  # received, awaiting the message they qualify
         self._held_metadata: tuple[int, Metadata] | None = None  # subscribeMetadata, awaiting its subscribe
-        self._last_metadata: Remembered = nothing_remembered()
-        """The last short subscribeMetadata with a one-byte id, decoded, and the window of one
-        of its values (REMEMBERED_METADATA, :func:`~rstreams.wire._metadata.remembered`)."""
         self.peer_hello: ClientHello | ServerHello | None = None
         self.acknowledge_cancels = True
         """Whether a received cancel is answered at once with its onComplete (§5.4). A driver that
@@ -305,6 +298,7 @@ class Connection:
             OnComplete: self._recv_terminal,
             OnError: self._recv_terminal,
             ExtensionMessage: self._recv_extension,
+            tuple: self._recv_metadata,  # type: ignore[dict-item]  # a subscribeMetadata the parser read
         }
 
     # -- state ---------------------------------------------------------------------------------
@@ -907,48 +901,20 @@ class Connection:
     def _recv_extension(self, f: ExtensionMessage) -> None:
         if f.type == SUBSCRIBE_METADATA and self._metadata:  # a qualifier (§18.1), held for its subscribe
             payload = f.payload
-            last = self._last_metadata
-            if payload == last.payload:  # as last time
-                sid, metadata = payload[0], last.metadata
-            elif (
-                len(payload) == last.length
-                and payload[0] < 0x80
-                and payload.startswith(last.prefix, 1)
-                and payload.endswith(last.suffix)
-            ):  # as last time but for the id and the window's value: that value read anew
-                sid, metadata = payload[0], last.metadata
-                key = last.key
-                if key is not None:
-                    value = payload[last.start : last.stop]
-                    if value != last.entries[key]:
-                        entries = last.entries.copy()
-                        entries[key] = value
-                        metadata = _new_metadata(Metadata)
-                        _set_entries(metadata, entries)
-                        last.payload, last.metadata, last.entries = payload, metadata, entries
-            else:
-                config = self.config
-                try:
-                    sid, entries = decode_metadata(
-                        payload, config.max_metadata_bytes, config.max_metadata_entries
-                    )
-                except RemoteProtocolError as error:  # malformed (§18.1) or a limit (§11)
-                    self._fail(error)
-                    return
-                metadata = _new_metadata(Metadata)
-                _set_entries(metadata, entries)
-                if sid < 0x80 and len(payload) <= REMEMBERED_METADATA:
-                    misses = last.misses + 1 if last.payload is last.base else 1  # in a row
-                    if misses <= WINDOW_TRIES or misses % WINDOW_RETRY == 0:  # place the window
-                        self._last_metadata = remembered(payload, metadata, entries, last.entries)
-                        self._last_metadata.misses = misses
-                    else:  # the payload alone (its length, -1, matches none: no window)
-                        last.payload = last.base = payload
-                        last.metadata, last.entries, last.length, last.misses = metadata, entries, -1, misses
-            if self._held_metadata is not None:
-                self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
+            config = self.config
+            try:
+                sid, entries = decode_metadata(
+                    payload, config.max_metadata_bytes, config.max_metadata_entries
+                )
+            except RemoteProtocolError as error:  # malformed (§18.1) or a limit (§11)
+                self._fail(error)
                 return
-            self._held_metadata = (sid, metadata)
+            metadata = _new_metadata(Metadata)
+            _set_entries(metadata, entries)
+            if sid < 0x80 and len(payload) <= REMEMBERED_METADATA:  # the parser reads the next ones
+                parser = self._parser
+                parser.metadata_window = remembered(payload, metadata, entries, parser.metadata_window)
+            self._recv_metadata((sid, metadata))
             return
         owner = BY_TYPE.get(f.type)
         if owner is None or owner.id not in self.extensions:
@@ -975,6 +941,15 @@ class Connection:
             self._qualify(f.type, f.payload)
             return
         self._events.append(ExtensionReceived(type=f.type, payload=f.payload))
+
+    def _recv_metadata(self, held: tuple[int, Metadata]) -> None:
+        """A subscribeMetadata, decoded (by :meth:`_recv_extension`, or by the parser when its
+        window describes it: :attr:`~rstreams.wire._parser.FrameParser.metadata_window`), held
+        for the subscribe it qualifies, which must come next (§18.1)."""
+        if self._held_metadata is not None:
+            self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
+            return
+        self._held_metadata = held
 
     def _qualify(self, kind: int, payload: bytes) -> None:
         """A qualifier (§19.1): held until the message it qualifies, which must come next."""
