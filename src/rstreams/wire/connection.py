@@ -428,6 +428,11 @@ class Connection:
                     self._streams.close(st, _ON_COMPLETE)
                     events.append(f)
                     continue
+            # A subscribeMetadata the parser read (typed as a frame: FrameParser.metadata_window),
+            # nothing held yet: _recv_metadata's common case.
+            elif type(f) is tuple and self._held_metadata is None:  # type: ignore[comparison-overlap,unreachable]
+                self._held_metadata = f  # type: ignore[unreachable]
+                continue
             handlers[f.__class__](f)  # type: ignore[index]  # OnNextBatch was handled above
             if self._state is _CLOSED:
                 break
@@ -945,7 +950,8 @@ class Connection:
     def _recv_metadata(self, held: tuple[int, Metadata]) -> None:
         """A subscribeMetadata, decoded (by :meth:`_recv_extension`, or by the parser when its
         window describes it: :attr:`~rstreams.wire._parser.FrameParser.metadata_window`), held
-        for the subscribe it qualifies, which must come next (§18.1)."""
+        for the subscribe it qualifies, which must come next (§18.1). The common case of one the
+        parser read, nothing held yet, is also written out in :meth:`receive`."""
         if self._held_metadata is not None:
             self._fail(ExtensionError("two 0x94 messages before one Subscribe", section="18.1"))
             return
