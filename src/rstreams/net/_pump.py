@@ -196,7 +196,7 @@ class Pump:
             OnComplete: subscriptions.on_complete,
             OnError: subscriptions.on_error,
             Subscribe: self._subscribe,
-            Request: self._request,
+            Request: self.serving.request if self.gate is None else self._request,
             Cancel: self._cancel,
             StreamError: self._stream_error,
             ConnectionClosed: self._conversation_over,
@@ -540,7 +540,10 @@ class Pump:
             self.serving.subscribe(event.publisher, event.subscriber, event.initial_demand, metadata)
 
     def _request(self, event: Request) -> None:
-        if not self.serving.request(event.subscriber, event.demand) and self.gate is not None:
+        """A request with an auth gate (routed to the serving table alone without one): the gate
+        holds the requests of the subscribes it holds."""
+        if not self.serving.request(event):
+            assert self.gate is not None
             self.gate.request(event.subscriber, event.demand)
 
     def _cancel(self, event: Cancel) -> None:

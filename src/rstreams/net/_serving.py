@@ -42,7 +42,7 @@ from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import code_of
 from rstreams.net._routes import Offer, Router, UnknownPublisherError, split_name, unknown_message
 from rstreams.rules import check_error
-from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked
+from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked, Request
 
 if TYPE_CHECKING:
     from rstreams.observe import StreamObserver
@@ -836,8 +836,10 @@ class ServingTable:
             self.outbox.core.send_error(sid, message, code)
             self.outbox.mark_dirty()
 
-    def request(self, sid: int, n: int) -> bool:
-        """The peer's ``request(n)``; ``False`` if ``sid`` is not served here."""
+    def request(self, event: Request) -> bool:
+        """The peer's ``request(n)`` (the pump routes it here as the core reports it); ``False``
+        if its subscription is not served here."""
+        sid, n = event.subscriber, event.demand
         stream = self.streams.get(sid)
         if stream is None:
             answered = self.answered
