@@ -711,7 +711,8 @@ class ServingTable:
             if found is None:  # no exception for an unknown name: refusals come in floods
                 self.refuse(sid, unknown_message(split_name(name)[0]), ErrorCode.UNKNOWN_PUBLISHER, name)
             else:
-                self.attach(name, sid, initial_demand, *found, metadata)
+                publisher, codec, batched = found  # (a plain call: no argument tuple built)
+                self.attach(name, sid, initial_demand, publisher, codec, batched, metadata)
         finally:
             if token is not None:
                 CURRENT.reset(token)
