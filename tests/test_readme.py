@@ -44,6 +44,7 @@ OTHER_PROGRAMS = {
     "--demo": "examples/spark_cluster.py",
     "--client": "src/rstreams/conformance/clients.py",
     "--transport": "src/rstreams/conformance/clients.py",
+    "--no-timers": "benchmarks/net_rstreams.py",
 }
 
 
