@@ -760,10 +760,6 @@ class SubscriptionTable:
         if subscription is not None:
             if self.outbox.observer is not None:
                 self.outbox.observer.unsubscribed(sid, "completed")
-            if type(subscription) is ScalarRequest and subscription._future.done():
-                subscription.done = True  # complete()'s common case, inlined: after the answer
-                subscription.subscriber = None
-                return
             subscription.complete()
 
     def content_type(self, sid: int, media_type: str) -> None:

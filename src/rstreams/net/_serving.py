@@ -804,7 +804,7 @@ class ServingTable:
             or not outbox.core.send_answer(sid, size, media_type, element)
         ):
             return False
-        outbox.ledger.element_bytes += len(element) + _ELEMENT_HEAD  # ReplyLedger.elements, inlined
+        outbox.ledger.elements(len(element) + _ELEMENT_HEAD)
         if observer is not None:  # counted as serve_known and the first refill count it
             answered = self.answered
             answered.sid = sid
@@ -820,10 +820,7 @@ class ServingTable:
                 answered.nbytes,
                 metadata,
             )
-        if outbox.reading:  # mark_dirty, inlined: the read's flush writes it
-            outbox.flush_scheduled = True
-        else:
-            outbox.mark_dirty()
+        outbox.mark_dirty()  # (while reading: the read's flush writes it)
         return True
 
     def refuse(self, sid: int, message: str, code: int, name: str = "") -> None:
@@ -976,19 +973,8 @@ class ServingTable:
     def flush_packs(self) -> None:
         """Hand the elements the streams collected this turn to the core."""
         packs, self.packs = self.packs, []
-        answered = self.answered
         for stream in packs:
-            if stream is not answered:
-                stream.flush_pack()
-                continue
-            if answered.obs is None:  # _Answered.flush_pack, inlined: the count ahead stands
-                sid = answered.sid
-                answered.sid = -1
-                observer = self.outbox.observer
-                if observer is not None:
-                    observer.deferred.pop(sid, None)
-            else:
-                answered.flush_pack()
+            stream.flush_pack()
 
 
 class _Answered:
