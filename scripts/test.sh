@@ -26,8 +26,9 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 source scripts/_setup.sh
 setup_venv .venv-test "test" websockets spark spark-connect
-echo "== lint: ruff, mypy --strict (src and tests: pyproject.toml)"
+echo "== lint: ruff check, ruff format --check, mypy --strict (src and tests: pyproject.toml)"
 "$VENV/bin/ruff" check src tests
+"$VENV/bin/ruff" format --check src tests benchmarks
 "$VENV/bin/mypy"
 # --- the JavaScript package (js/): npm ci from the committed lockfile, tsc, npm test -----------
 # Its Node tests start `rstreams serve` with this checkout's venv (RSTREAMS_PYTHON); pytest's

@@ -56,9 +56,7 @@ async def test_a_greedy_client_fails_the_demand_case() -> None:
 @pytest.mark.timeout(60)
 async def test_a_deaf_client_fails_the_goodbye_and_demand_cases() -> None:
     """A client that ignores goodbyes and accepts elements beyond demand fails those cases."""
-    results = await run_clients(
-        _broken("deaf"), Options(timeout=1), pattern="client.[bs]*_*[de]"
-    )
+    results = await run_clients(_broken("deaf"), Options(timeout=1), pattern="client.[bs]*_*[de]")
     by_id = {r.case.id: r for r in results}
     assert by_id["client.beyond_demand_is_refused"].outcome is Outcome.FAIL
     assert "goodbye" in by_id["client.beyond_demand_is_refused"].message

@@ -148,7 +148,9 @@ def test_verify_functions_take_one_set_of_keyword_options() -> None:
     from testkit.broken_subscribers import ReferenceSubscriber
 
     common: dict[str, Any] = {
-        "env": TestEnvironment(default_timeout=1.0), "case_timeout": 60.0, "skip_stochastic": True
+        "env": TestEnvironment(default_timeout=1.0),
+        "case_timeout": 60.0,
+        "skip_stochastic": True,
     }
     reports = [
         verify_publisher(lambda n: rstreams.range(n), max_elements=100, **common),
