@@ -3,7 +3,8 @@
 A scenario is made by a factory ``(quick) -> ScenarioDef``; ``quick`` shrinks every size so
 that all scenarios together run in well under a minute (a smoke test, not a measurement).
 Contestant names say the implementation first: ``rstreams-...``, ``rsocket-py-...``,
-``ceiling-...`` (plain asyncio framing), then the variant.
+``ceiling-...`` (plain asyncio framing), ``rs-floor-...`` (the ceiling plus the least a
+Reactive Streams round trip must signal, no rstreams code), then the variant.
 """
 
 from __future__ import annotations
@@ -385,7 +386,11 @@ def request_response(quick: bool) -> ScenarioDef:
             "the defaults (keepalive on both ends, the server's idle timeout: one loop timer armed "
             "on each side); rstreams-no-timers: the same with both off, as the ceiling has no "
             "timer (an armed timer costs asyncio's loop work on every turn); rsocket-py: "
-            "`request_response` (echo); ceiling: an 8-byte framed echo."
+            "`request_response` (echo); ceiling: an 8-byte framed echo; rs-floor: the ceiling's "
+            "transport plus only the signals a Reactive Streams request must make (subscribe, "
+            "onSubscribe, request(1), one frame with stream id, route and demand; on the server a "
+            "Publisher by name, subscribe, onSubscribe, request, onNext, onComplete in one frame; "
+            "onNext and onComplete delivered by stream id), no rstreams code: a lower bound."
         ),
         metric="rate",
         unit="rt/s",
@@ -416,12 +421,15 @@ def request_response(quick: bool) -> ScenarioDef:
             _peer("rsocket-py", "request_response", "net_rsocket.py", *common),
             _peer("ceiling", "plain asyncio ping-pong", "net_ceiling.py", *common),
             _peer("ceiling-uvloop", "plain asyncio ping-pong, uvloop", "net_ceiling.py", *common, "--uvloop"),
+            _peer("rs-floor", "Reactive Streams floor: the ceiling + the signals", "net_floor.py", *common),
         ],
         ratios=[
             ("rstreams", "rsocket-py"),
             ("rstreams-uvloop", "rsocket-py"),
             ("rstreams", "ceiling"),
             ("rstreams-no-timers", "ceiling"),
+            ("rs-floor", "ceiling"),
+            ("rstreams-no-timers", "rs-floor"),
             ("rstreams-uvloop", "ceiling-uvloop"),
             ("rstreams-metrics", "rstreams"),
         ],
@@ -479,7 +487,11 @@ def latency(quick: bool) -> ScenarioDef:
             "`request(1)` and wait for the `on_next` (keepalive and idle timeout at their "
             "defaults; rstreams-stream-no-timers: both off, no loop timer armed, as in the "
             "ceiling); rstreams-request: `conn.request()`; the ceiling: a framed 8-byte "
-            "ping-pong; rsocket-py: `request_response`. Lower is better."
+            "ping-pong; rsocket-py: `request_response`; rs-floor-stream: the ceiling's transport "
+            "plus only what an open Reactive Streams stream must do per element (request(1) "
+            "written, the server's Subscription.request -> onNext written, onNext delivered by "
+            "stream id), no rstreams code: a lower bound; rs-floor-request: its round trip as in "
+            "request-response. Lower is better."
         ),
         metric="p50_us",
         unit="µs",
@@ -552,10 +564,32 @@ def latency(quick: bool) -> ScenarioDef:
                 n,
                 "--uvloop",
             ),
+            _peer(
+                "rs-floor-stream",
+                "Reactive Streams floor: request(1) -> on_next on an open stream",
+                "net_floor.py",
+                "client",
+                "--mode",
+                "latency",
+                "--count",
+                n,
+            ),
+            _peer(
+                "rs-floor-request",
+                "Reactive Streams floor: a request's round trip",
+                "net_floor.py",
+                "client",
+                "--mode",
+                "rr",
+                "--count",
+                n,
+            ),
         ],
         ratios=[
             ("rstreams-stream", "ceiling"),
             ("rstreams-stream-no-timers", "ceiling"),
+            ("rs-floor-stream", "ceiling"),
+            ("rstreams-stream-no-timers", "rs-floor-stream"),
             ("rstreams-stream-uvloop", "ceiling-uvloop"),
             ("rstreams-request", "rsocket-py"),
         ],

@@ -12,6 +12,12 @@ of both ends for one operation:
   small    one 8-byte element of a stream, window 256 (as stream-small)
   refuse   one ``conn.request("missing")``: a subscribe for a name nobody offers and its
            refusal, onError (what a subscribe flood costs the server, as hostile's)
+  ceiling  one round trip of the plain-asyncio ping-pong (``net_ceiling.py --mode rr``: an
+           8-byte framed echo, no protocol), what the request-response and latency
+           scenarios compare rstreams with
+  floor-rr  one round trip of the Reactive Streams floor (``net_floor.py --mode rr``): the
+           ceiling's transport plus the least a Reactive Streams request/response must signal
+  floor-latency  one element on the floor's open stream (``net_floor.py --mode latency``)
 
 Usage::
 
@@ -20,15 +26,18 @@ Usage::
     python benchmarks/hotpath.py rr --instructions    # instructions per operation (valgrind)
     python benchmarks/hotpath.py rr small --metrics   # the same with the server counting metrics
     python benchmarks/hotpath.py rr --no-timers       # keepalive and idle timeout off (no loop timer)
+    python benchmarks/hotpath.py ceiling floor-rr floor-latency --instructions  # no rstreams code
 
 Calls are counted with ``sys.setprofile`` over ``--count`` operations after a warm-up:
 ``calls`` are Python function calls (the event loop's included: the ceiling pays those
-too), ``rstreams`` those of rstreams' own code, ``c_calls`` calls of builtins. For rr and
-latency they are exact (one frame each way); for streams they depend a little on how the
-kernel splits reads. ``--instructions`` runs this script under valgrind (cachegrind, no
-cache simulation: user-space instructions, deterministic) with ``--count`` and with twice
-as many operations and reports the difference per operation, so start-up and warm-up
-cancel out. Under valgrind a run is ~50x slower: keep ``--count`` small.
+too), ``rstreams`` those of rstreams' own code (none in ``ceiling`` and the ``floor``
+modes, which ``--metrics`` and ``--no-timers`` do not change: they have neither),
+``c_calls`` calls of builtins. For rr, latency and the plain modes they are exact (one
+frame each way); for streams they depend a little on how the kernel splits reads.
+``--instructions`` runs this script under valgrind (cachegrind, no cache simulation:
+user-space instructions, deterministic) with ``--count`` and with twice as many operations
+and reports the difference per operation, so start-up and warm-up cancel out. Under
+valgrind a run is ~50x slower: keep ``--count`` small.
 """
 
 from __future__ import annotations
@@ -46,11 +55,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import net_ceiling
+import net_floor
+from _netcommon import HOST
 from net_rstreams import CONFIG, OneAtATime, WindowSubscriber, _bench, _echo, fresh_metadata_of, metadata_of
 
 from rstreams.net import Connection, UnknownPublisherError, connect, serve
 
-MODES = ("rr", "rr-metadata", "rr-metadata-fresh", "latency", "large", "small", "refuse")
+RSTREAMS_MODES = ("rr", "rr-metadata", "rr-metadata-fresh", "latency", "large", "small", "refuse")
+PLAIN_MODES = ("ceiling", "floor-rr", "floor-latency")
+"""Modes without rstreams: the ceiling's and the floor's client and server (stdlib only)."""
+MODES = RSTREAMS_MODES + PLAIN_MODES
 WARM_UP = {
     "rr": 200,
     "rr-metadata": 200,
@@ -59,6 +74,9 @@ WARM_UP = {
     "large": 200,
     "small": 10_000,
     "refuse": 200,
+    "ceiling": 200,
+    "floor-rr": 200,
+    "floor-latency": 200,
 }
 """Operations before measuring (fixed, so that runs of different lengths difference cleanly)."""
 COUNTS = {
@@ -69,6 +87,9 @@ COUNTS = {
     "large": 4000,
     "small": 100_000,
     "refuse": 2000,
+    "ceiling": 2000,
+    "floor-rr": 2000,
+    "floor-latency": 2000,
 }
 COUNTS_UNDER_VALGRIND = {
     "rr": 300,
@@ -78,6 +99,9 @@ COUNTS_UNDER_VALGRIND = {
     "large": 300,
     "small": 20_000,
     "refuse": 300,
+    "ceiling": 300,
+    "floor-rr": 300,
+    "floor-latency": 300,
 }
 LARGE = 64 * 1024
 WINDOW = 256
@@ -173,6 +197,8 @@ async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[
 async def measure(
     mode: str, count: int, *, profile: bool, top: int, metrics: bool = False, timers: bool = True
 ) -> dict[str, Any]:
+    if mode in PLAIN_MODES:
+        return await _measure_plain(mode, count, profile=profile, top=top)
     offer = {"bench": _bench, "echo": _echo}
     # without timers: keepalive and idle timeout off on both ends, no loop timer armed (as the ceiling)
     off: dict[str, Any] = {} if timers else {"keepalive": None}
@@ -181,28 +207,99 @@ async def measure(
     try:
         async with await connect(server.url, config=CONFIG, **off) as conn:
             run = await _operations(conn, mode)
-            await run(WARM_UP[mode])
-            gc.collect()
-            if not profile:
-                await run(count)
-                return {}
-            counter = Counter(top > 0)
-            sys.setprofile(counter)
-            try:
-                await run(count)
-            finally:
-                sys.setprofile(None)
-            result: dict[str, Any] = {
-                "calls": counter.calls / count,
-                "rstreams": counter.ours / count,
-                "c_calls": counter.c_calls / count,
-            }
-            if counter.by_function is not None:
-                result["top"] = [(name, n / count) for name, n in counter.by_function.most_common(top)]
-            return result
+            return await _count(run, mode, count, profile=profile, top=top)
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def _count(
+    run: Callable[[int], Awaitable[None]], mode: str, count: int, *, profile: bool, top: int
+) -> dict[str, Any]:
+    """Warm up, then ``run(count)``, its calls counted when ``profile``."""
+    await run(WARM_UP[mode])
+    gc.collect()
+    if not profile:
+        await run(count)
+        return {}
+    counter = Counter(top > 0)
+    sys.setprofile(counter)
+    try:
+        await run(count)
+    finally:
+        sys.setprofile(None)
+    result: dict[str, Any] = {
+        "calls": counter.calls / count,
+        "rstreams": counter.ours / count,
+        "c_calls": counter.c_calls / count,
+    }
+    if counter.by_function is not None:
+        result["top"] = [(name, n / count) for name, n in counter.by_function.most_common(top)]
+    return result
+
+
+async def _measure_plain(mode: str, count: int, *, profile: bool, top: int) -> dict[str, Any]:
+    """The ``ceiling`` and ``floor`` modes: the stdlib scripts' own servers and clients."""
+    loop = asyncio.get_running_loop()
+    ceiling = mode == "ceiling"
+    server = await (loop.create_server(net_ceiling.Sender, HOST, 0) if ceiling else net_floor.serve())
+    port = server.sockets[0].getsockname()[1]
+    try:
+        if ceiling:
+            receiver = await net_ceiling._open(port, net_ceiling.ECHO, 0, 8, 0)
+            try:
+                return await _count(_ceiling_rr(receiver), mode, count, profile=profile, top=top)
+            finally:
+                receiver.done.cancel()
+                receiver.transport.close()  # type: ignore[union-attr]
+        client = await net_floor.connect(port)
+        try:
+            return await _count(_floor_operations(client, mode), mode, count, profile=profile, top=top)
+        finally:
+            client.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def _ceiling_rr(receiver: net_ceiling.Receiver) -> Callable[[int], Awaitable[None]]:
+    """``run(n)``: ``n`` of the ceiling's round trips. ``once`` is the twin of the one in
+    ``net_ceiling.client_main`` (a closure there): the same steps, one coroutine per round trip."""
+    frame = net_ceiling.HDR.pack(8) + b"12345678"
+    write = receiver.transport.write  # type: ignore[union-attr]
+    loop = asyncio.get_running_loop()
+
+    async def once() -> bytes:
+        receiver.waiter = loop.create_future()
+        write(frame)
+        return await receiver.waiter
+
+    async def ceiling(n: int) -> None:
+        for _ in range(n):
+            if await once() != b"12345678":
+                raise AssertionError("wrong echo")
+
+    return ceiling
+
+
+def _floor_operations(client: net_floor.FloorClient, mode: str) -> Callable[[int], Awaitable[None]]:
+    """``run(n)``: ``n`` of the floor's round trips (``floor-rr``) or elements (``floor-latency``)."""
+    if mode == "floor-rr":
+
+        async def floor_rr(n: int) -> None:
+            for _ in range(n):
+                if await client.request(net_floor.ECHO_ROUTE) != net_floor.ELEMENT:
+                    raise AssertionError("wrong echo")
+
+        return floor_rr
+    one = net_floor.OneAtATime(client.loop)
+    client.publisher(net_floor.REPEAT_ROUTE).subscribe(one)
+
+    async def floor_latency(n: int) -> None:
+        for _ in range(n):
+            await one.next()
+
+    return floor_latency
 
 
 def instructions(mode: str, count: int, *, metrics: bool = False, timers: bool = True) -> float:
