@@ -251,24 +251,24 @@ class Pump:
             self._hold(data)
             self._held_read = len(data) <= HELD_PART  # a whole read of one part: see _go_on
             return
-        if len(data) > READ_TURN:  # many messages, perhaps: a part at a time (_consume)
-            if self._consume(data, READ_TURN):
-                self._flooding = True
-            return
-        # The common case, one part: _part, _dispatch and _answer inlined (a read costs one
-        # Python call here, not four). The keepalive's clock is read once, here.
+        # The first part of the read, READ_TURN bytes of small messages or large elements whole (all
+        # of most reads), with _part, _dispatch and _answer inlined: a read costs one Python call
+        # here, not four. A read of many small messages goes on in _further. The keepalive's
+        # clock is read once, here.
         if self.keepalive is not None:
             outbox.heard_at = self._clock()
         outbox.in_read = True
         core = outbox.core
         outbox.wrote_through = False
+        size = rest = len(data)
         try:
+            events = core.receive(data, READ_TURN)
+            taken = size if size <= READ_TURN else core.taken
             observer = outbox.observer
             if observer is not None:  # counting: a plain field, read when scraped
-                outbox.bytes_read += len(data)
+                outbox.bytes_read += taken
                 if observer.frames is not None:
-                    observer.read(data)
-            events = core.receive(data)
+                    observer.read(data if taken == size else data[:taken])
             outbox.reading = True
             try:
                 routes = self._routes
@@ -278,6 +278,8 @@ class Pump:
                     self._run_after_dispatch()
             finally:
                 outbox.reading = False
+            if taken < size:  # many messages, perhaps: a part at a time (fairness, _intake)
+                rest = self._further(data, taken, len(events), READ_TURN)
         finally:  # what the read caused is written now: nothing else schedules it (mark_dirty)
             try:
                 if outbox.flush_scheduled or core.has_data_to_send:
@@ -287,38 +289,48 @@ class Pump:
                         outbox.flush_now()
             finally:
                 outbox.in_read = False
+        if rest < size:
+            self._hold(data[rest:])
+            self._held_read = False
+            self._flooding = True
 
     def _consume(self, data: memoryview, first: int) -> bool:
-        """Handle the first parts of a read that may hold many small messages (fairness,
+        """Handle the first parts of a held read that may hold many small messages (fairness,
         :mod:`rstreams.net._intake`); hold the rest for a later turn, not reading meanwhile.
         Returns whether a rest is held. The keepalive's clock is read once, here."""
         outbox = self.outbox
         if self.keepalive is not None:
             outbox.heard_at = outbox.loop.time()
         outbox.in_read = True
-        size = len(data)
-        start, part = 0, first
         try:
-            while True:
-                # A part: whole messages in about ``part`` bytes (large elements whole, so that
-                # none is cut in two and copied twice).
-                events, taken = self._part(data[start:], part)
-                start += taken
-                if start >= size or outbox.ended is not None:
-                    start = size  # all read, or a goodbye in this part (the linger discards the rest)
-                    break
-                if events >= _FEW or outbox.core.has_data_to_send:
-                    break  # small messages, or ones the core answers itself: a part per turn
-                # Few messages: feed more at once; all the rest when this part did not even
-                # complete a message (the core holds the start of a long one).
-                part = size if not events else part * 4
+            events, taken = self._part(data, first)
+            start = self._further(data, taken, events, first)
         finally:
             self._answer()
-        if start >= size:
+        if start >= len(data):
             return False
         self._hold(data[start:])
         self._held_read = False
         return True
+
+    def _further(self, data: memoryview, start: int, events: int, part: int) -> int:
+        """After a part of ``data`` that ended at ``start`` with ``events`` events, the next
+        parts while they are few messages; returns where the parts stopped (``len(data)``: all
+        of it taken, or a goodbye came and the linger discards the rest)."""
+        outbox = self.outbox
+        size = len(data)
+        while True:
+            if start >= size or outbox.ended is not None:
+                return size
+            if events >= _FEW or outbox.core.has_data_to_send:
+                return start  # small messages, or ones the core answers itself: a part per turn
+            # Few messages: feed more at once; all the rest when this part did not even
+            # complete a message (the core holds the start of a long one).
+            part = size if not events else part * 4
+            # A part: whole messages in about ``part`` bytes (large elements whole, so that
+            # none is cut in two and copied twice).
+            events, taken = self._part(data[start:], part)
+            start += taken
 
     def _hold(self, data: memoryview) -> None:
         """Keep ``data`` for the backlog to hand out a part at a time; read nothing meanwhile."""

@@ -350,6 +350,12 @@ class Connection:
         self._events = self.receive(data, limit)  # nothing is added to it once receive returns
         return self._parser.taken
 
+    @property
+    def taken(self) -> int:
+        """Bytes of its input the last :meth:`receive` took: all of them, unless a ``limit`` left
+        a rest for the caller to feed later."""
+        return self._parser.taken
+
     def receive(self, data: bytes | bytearray | memoryview, limit: int = 0) -> list[Event]:
         """:meth:`receive_data` and :meth:`events_received` in one call (what a driver does with
         every read): returns the events, handed over. ``limit`` as for :meth:`receive_data`,
