@@ -101,6 +101,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         "_queued",
         "_small_reads",
         "_spare",
+        "_spare_view",
         "_tls",
         "_transport",
         "_view",
@@ -115,6 +116,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._buffer = ReadBuffer(FIRST_READ_SIZE)  # what the next read goes into ...
         self._view = memoryview(self._buffer)  # ... as the loop takes it
         self._spare: ReadBuffer | None = None  # the buffer before, while the parser keeps views of it
+        self._spare_view = self._view  # ... as the loop took it (the two views take turns with their buffers)
         self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
         self._tls = False
         self._transport: asyncio.Transport | None = None
@@ -148,16 +150,16 @@ class StreamProtocol(asyncio.BufferedProtocol):
             spare = self._spare
             if spare is None or len(spare) != len(buffer):
                 spare = ReadBuffer(len(buffer))
-            self._spare = buffer
-            self._buffer = spare
-            self._view = memoryview(spare)
+                self._spare_view = memoryview(spare)
+            self._spare, self._buffer = buffer, spare
+            self._spare_view, self._view = self._view, self._spare_view
         return self._view
 
     def _resize(self, size: int) -> None:
         """A new buffer of ``size`` bytes (a view the handler kept into the old one keeps that alive
         as long as it needs); no spare."""
         self._buffer = buffer = ReadBuffer(size)
-        self._view = memoryview(buffer)
+        self._view = self._spare_view = memoryview(buffer)
         self._spare = None
 
     def buffer_updated(self, nbytes: int) -> None:
