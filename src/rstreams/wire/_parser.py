@@ -178,6 +178,7 @@ class FrameParser:
     __slots__ = (
         "_batch",
         "_buf",
+        "_known",
         "_lent",
         "_max_element",
         "_max_extensions",
@@ -209,6 +210,10 @@ class FrameParser:
         self._missing = 0  # bytes of that payload still to come
         self._pending_sid = 0
         self._probe = _RUN_MIN
+        self._known: tuple[tuple[int, ...] | None, int, int] = (None, 0, 0)
+        """The last large onNext header of 5 bytes taken whole, its id and its length (headers of
+        equal bytes mean the same: no framing state changes what they mean while large frames are
+        looked for, see :meth:`feed`)."""
         self._max_element = max_element_size
         self._max_string = max_string_length
         self._max_extensions = max_extensions
@@ -247,9 +252,9 @@ class FrameParser:
         ):  # the rest of a large onNext payload, or large onNext frames first (worth looking)
             pos = self._large_frames(data, frames)  # copied once each, straight from the read
             if pos:
-                data = data[pos:]
-                if not data:
+                if pos == total:
                     return frames
+                data = data[pos:]
         if limit and len(data) > limit:
             if not self._buf:
                 pos = self._parse_part(data, limit, frames)
@@ -367,10 +372,9 @@ class FrameParser:
         if cut < 0:
             max_element = self._max_element
             head = _HEAD.unpack_from
-            # The last header taken whole (5 bytes): the same again (the next element of a run) is
-            # not decoded again.
-            known: tuple[int, ...] | None = None
-            length = 0
+            # The last header taken whole (5 bytes), in this feed or an earlier one, with its id
+            # and length: the same again (the next element of a run) is not decoded again.
+            known, sid, length = self._known
             try:
                 while pos + 5 <= n:  # (a large element's header takes 5 bytes at least)
                     fields = head(data, pos)
@@ -388,7 +392,11 @@ class FrameParser:
                             length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
                         if length < _PENDING_MIN or length > max_element:
                             break
-                        known = fields if p == pos + 5 else None
+                        if p == pos + 5:
+                            known = fields
+                            self._known = (fields, sid, length)
+                        else:
+                            known = None
                     end = p + length
                     if end > n:
                         cut = p
