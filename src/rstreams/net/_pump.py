@@ -263,9 +263,9 @@ class Pump:
         size = rest = len(data)
         try:
             events = core.receive(data, READ_TURN)
-            taken = size if size <= READ_TURN else core.taken
             observer = outbox.observer
             if observer is not None:  # counting: a plain field, read when scraped
+                taken = size if size <= READ_TURN else core.taken
                 outbox.bytes_read += taken
                 if observer.frames is not None:
                     observer.read(data if taken == size else data[:taken])
@@ -278,8 +278,8 @@ class Pump:
                     self._run_after_dispatch()
             finally:
                 outbox.reading = False
-            if taken < size:  # many messages, perhaps: a part at a time (fairness, _intake)
-                rest = self._further(data, taken, len(events), READ_TURN)
+            if size > READ_TURN and core.taken < size:  # many messages, perhaps: a part at a time
+                rest = self._further(data, core.taken, len(events), READ_TURN)  # (fairness, _intake)
         finally:  # what the read caused is written now: nothing else schedules it (mark_dirty)
             try:
                 if outbox.flush_scheduled or core.has_data_to_send:
