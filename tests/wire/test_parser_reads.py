@@ -85,14 +85,15 @@ def test_an_element_ends_in_the_read_that_brings_the_next_frames() -> None:
 def test_a_header_remembered_from_an_earlier_read_means_only_itself(batch: bool) -> None:
     """The parser remembers the last large header it decoded, across reads: the same bytes again
     are that id and length; a header of another id or another length, in the next read, is
-    decoded as itself."""
+    decoded as itself (longer headers too: a two-byte id, a four-byte length)."""
     parser = FrameParser(
-        max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
+        max_element_size=4 << 20, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
     )
     reads = [
         [OnNext(subscriber=1, element=b"a" * 20000)] * 2,
         [OnNext(subscriber=2, element=b"b" * 20000), OnNext(subscriber=1, element=b"c" * 20000)],
         [OnNext(subscriber=1, element=b"d" * 30000), OnNext(subscriber=1, element=b"e" * 20000)],
+        [OnNext(subscriber=300, element=b"f" * 20000), OnNext(subscriber=1, element=b"g" * (3 << 20))],
     ]
     got: list[tuple[int, bytes]] = []
     for frames in reads:

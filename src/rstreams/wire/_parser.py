@@ -145,6 +145,20 @@ def _cut(data: bytes, pos: int, count: int, hdr: int, length: int) -> list[bytes
     return out
 
 
+_takers: dict[int, Callable[..., tuple[bytes]]] = {}
+
+
+def _taker(length: int) -> Callable[..., tuple[bytes]]:
+    """``unpack_from(buffer, offset)`` of one ``length``-byte element: its ``bytes`` made in C
+    straight from the buffer (no memoryview slice first)."""
+    taker = _takers.get(length)
+    if taker is None:
+        if len(_takers) >= _CUTTERS_MAX:
+            _takers.clear()
+        taker = _takers[length] = Struct(f"{length}s").unpack_from
+    return taker
+
+
 def _cutter(hdr: int, length: int, count: int) -> Struct:
     key = (hdr << 24) | (length << 8) | count
     cutter = _cutters.get(key)
@@ -210,7 +224,12 @@ class FrameParser:
         self._missing = 0  # bytes of that payload still to come
         self._pending_sid = 0
         self._probe = _RUN_MIN
-        self._known: tuple[tuple[int, ...] | None, int, int] = (None, 0, 0)
+        self._known: tuple[tuple[int, ...] | None, int, int, Callable[..., tuple[bytes]]] = (
+            None,
+            0,
+            0,
+            _taker(_PENDING_MIN),
+        )
         """The last large onNext header of 5 bytes taken whole, its id and its length (headers of
         equal bytes mean the same: no framing state changes what they mean while large frames are
         looked for, see :meth:`feed`)."""
@@ -374,7 +393,7 @@ class FrameParser:
             head = _HEAD.unpack_from
             # The last header taken whole (5 bytes), in this feed or an earlier one, with its id
             # and length: the same again (the next element of a run) is not decoded again.
-            known, sid, length = self._known
+            known, sid, length, take = self._known
             try:
                 while pos + 5 <= n:  # (a large element's header takes 5 bytes at least)
                     fields = head(data, pos)
@@ -392,9 +411,10 @@ class FrameParser:
                             length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
                         if length < _PENDING_MIN or length > max_element:
                             break
+                        take = _taker(length)
                         if p == pos + 5:
                             known = fields
-                            self._known = (fields, sid, length)
+                            self._known = (fields, sid, length, take)
                         else:
                             known = None
                     end = p + length
@@ -403,7 +423,7 @@ class FrameParser:
                         self._pending_sid = sid
                         self._missing = end - n
                         break
-                    element = bytes(data[p:end])
+                    element = take(data, p)[0]  # (bytes(data[p:end]), made in C without a slice)
                     pos = end
                     if not is_batch:
                         frames.append(make_on_next(sid, element))
