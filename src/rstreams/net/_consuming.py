@@ -245,27 +245,25 @@ class RemoteSubscription(Subscription, Generic[T]):
         except Exception as error:
             self._broken(error, "on_next")
 
-    def deliver_many(self, elements: list[bytes]) -> None:
-        """Several elements in order (an ``onNextPacked`` frame, or a run of ``onNext``)."""
+    def deliver_many(self, elements: list[Any], decoded: bool = False) -> None:
+        """Several elements in order (an ``onNextPacked`` frame, or a run of ``onNext``);
+        ``decoded``: a packed frame's codec decoded them already."""
         subscriber = self.subscriber
         if subscriber is None:
             return
         if self._lists:
-            self._deliver_list(elements, self._batch.decode)  # type: ignore[union-attr]
+            self._deliver_list(elements, None if decoded else self._batch.decode)  # type: ignore[union-attr]
             return
-        if self._decode is not None:
+        if self._decode is not None and not decoded:
             for element in elements:
                 self.deliver(element)
             return
         if len(elements) == 1:  # one element a read: an open stream's latency
             try:
-                subscriber.on_next(elements[0])  # type: ignore[arg-type]
+                subscriber.on_next(elements[0])
             except Exception as error:
                 self._broken(error, "on_next")
             return
-        self._deliver_each(subscriber, elements)
-
-    def _deliver_each(self, subscriber: Subscriber[T], elements: list[Any]) -> None:
         on_next = subscriber.on_next
         try:
             for element in elements:
@@ -288,10 +286,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         except Exception as error:
             self.fail_locally(error)
             return
-        if self._lists:
-            self._deliver_list(elements, None)
-            return
-        self._deliver_each(self.subscriber, elements)  # decoded already
+        self.deliver_many(elements, True)
 
     def _deliver_list(self, elements: list[Any], decode: Callable[[bytes], Any] | None) -> None:
         """Batched mode: one ``on_next(list)``."""
@@ -459,9 +454,9 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         self._defer = defer  # runs a call once the current read is handled
 
     # -- as the subscription: the peer's signals, fast -----------------------------------------
-    def deliver_many(self, elements: list[bytes]) -> None:
+    def deliver_many(self, elements: list[Any], decoded: bool = False) -> None:
         if len(elements) != 1 or self._decode is not None or self._lists or self.subscriber is None:
-            super().deliver_many(elements)  # decoded, or not the one answer (never with demand 1)
+            super().deliver_many(elements, decoded)  # decoded, or not the one answer (never with demand 1)
             return
         future = self._future  # on_next, inlined
         if not future.done():
