@@ -262,7 +262,7 @@ class Pump:
         outbox.wrote_through = False
         size = rest = len(data)
         try:
-            events = core.receive(data, READ_TURN)
+            events = core.receive(data, READ_TURN) if size > READ_TURN else core.receive(data)
             observer = outbox.observer
             if observer is not None:  # counting: a plain field, read when scraped
                 taken = size if size <= READ_TURN else core.taken
