@@ -584,3 +584,18 @@ def test_a_payload_remembered_without_a_window_leaves_none_from_before() -> None
     sent = [entries(1, b"aa"), entries(2, b"bb"), entries(3, b"cc"), entries(4, b"bb")]
     for sid, each in enumerate(sent, start=1):
         assert _received(conn, encode_metadata(sid, each)) == each
+
+
+def test_the_window_reads_only_its_own_length_and_longer_payloads_still_meet_the_string_limit() -> None:
+    """A payload of the window's length was within max_string_length when it was decoded whole
+    (so it is not checked again); any other length is checked as before (§11)."""
+    config = ConnectionConfig(extensions=frozenset({METADATA.id}), max_string_length=120, max_name_length=100)
+    conn = _server(config)
+    entries = {"traceparent": TRACE, "x-pad": b"p" * 20}
+    assert _received(conn, encode_metadata(1, entries)) == entries
+    window = conn._parser.metadata_window
+    assert window.key == "traceparent" and window.length == len(encode_metadata(1, entries))
+    fresh = {"traceparent": TRACE.replace(b"4bf9", b"0000"), "x-pad": b"p" * 20}
+    assert _received(conn, encode_metadata(2, fresh)) == fresh  # read in the window
+    closed = _received(conn, encode_metadata(3, {"traceparent": TRACE, "x-pad": b"p" * 80}))
+    assert closed[0] is ConnectionClosed and "max_string_length=120" in closed[1]  # type: ignore[index]

@@ -72,24 +72,26 @@ class Metadata(Mapping[str, bytes]):
     before the :class:`~rstreams.wire.Subscribe` it qualifies (§18.1).
     """
 
-    __slots__ = ("_entries", "_window")
+    __slots__ = ("_entries", "_value", "_window")
 
     def __init__(self, entries: Mapping[str, bytes] | None = None) -> None:
         self._entries: dict[str, bytes] = dict(entries or {})
-        self._window: tuple[dict[str, bytes], str, bytes]
+        self._window: tuple[dict[str, bytes], str]
+        self._value: bytes
         """Received metadata read in a window (:class:`Remembered`) has no ``_entries`` until
-        they are first read: ``(entries, key, value)``, a decoded payload's entries (never
-        changed) and its key's value here. Most such metadata is never read (no factory asks
-        for the traceparent), and a copy of the entries per subscribe would cost more than the
-        rest of reading it."""
+        they are first read: ``_window`` is the window's ``base``, ``(entries, key)``, a
+        decoded payload's entries (never changed) and the key whose value here is ``_value``
+        (two fields, not one tuple of three: one tuple fewer per subscribe). Most such
+        metadata is never read (no factory asks for the traceparent), and a copy of the
+        entries per subscribe would cost more than the rest of reading it."""
 
     def __getattr__(self, name: str) -> dict[str, bytes]:
         """``_entries`` first read: the window's entries, made now (see ``_window``)."""
         if name != "_entries":
             raise AttributeError(name)
-        base, key, value = self._window
+        base, key = self._window
         entries = base.copy()
-        entries[key] = value
+        entries[key] = self._value
         self._entries = entries
         return entries
 
@@ -312,10 +314,13 @@ class Remembered:
     read from ``start:stop`` anew; ``value`` is the last one read there, ``metadata`` its
     :class:`Metadata` (built without a copy of the entries: ``Metadata._window``). No
     window (``key`` ``None``: no entries, or the payload remembered alone) is the empty one at
-    the end: the same payload, for any one-byte id. ``misses``: the payloads in a row that
-    were decoded whole (:data:`WINDOW_TRIES`); a value read anew in the window ends the row."""
+    the end: the same payload, for any one-byte id. ``base`` is ``(entries, key)``, shared by
+    the metadata read in the window (``Metadata._window``). ``misses``: the payloads in a row
+    that were decoded whole (:data:`WINDOW_TRIES`); a value read anew in the window ends the
+    row."""
 
     __slots__ = (
+        "base",
         "entries",
         "key",
         "length",
@@ -341,6 +346,7 @@ class Remembered:
         self.metadata = metadata
         self.entries = entries
         self.key = key
+        self.base = (entries, key)
         self.value = b"" if key is None else entries[key]
         self.start = start
         self.stop = stop

@@ -837,14 +837,31 @@ class FrameParser:
         in its window: a new traceparent per request) is read here, as it arrives: the bytes
         around the window compared in place, the value sliced, and ``(subscriber, Metadata)``
         given, what the connection holds for its subscribe (the same :class:`Metadata` as
-        last time when the value is too). Any other one is :meth:`_extension`'s frame (inline),
-        for the connection to decode."""
+        last time when the value is too). Its length is the window's, which was within
+        ``max_string_length`` (no check again). Any other one is :meth:`_extension`'s frame
+        (inline), for the connection to decode."""
         if p < n and data[p] < 0x80:  # a one-byte length, inline (§2.1)
             length = data[p]
             p += 1
         else:
             length, p = decode_varint(data, p, n)
-        if length > self._max_string:
+        window = self.metadata_window
+        if length == window.length:
+            end = p + length
+            if end > n:
+                raise Incomplete(end)
+            sid = data[p]
+            start = p + window.start
+            stop = p + window.stop
+            if sid < 0x80 and data[p + 1 : start] == window.prefix and data[stop:end] == window.suffix:
+                value = data[start:stop]
+                if value != window.value:  # the window's value anew, the rest shared (no key: b"")
+                    metadata = _new_metadata(Metadata)
+                    metadata._window = window.base  # type: ignore[assignment]  # a window has a key
+                    metadata._value = value
+                    window.value, window.metadata, window.misses = value, metadata, 0
+                return (sid, window.metadata), end  # type: ignore[return-value]  # see metadata_window
+        elif length > self._max_string:
             raise LimitExceededError(
                 f"extension message 0x{SUBSCRIBE_METADATA:02x} payload of {length} bytes exceeds "
                 f"max_string_length={self._max_string}",
@@ -853,19 +870,6 @@ class FrameParser:
         end = p + length
         if end > n:
             raise Incomplete(end)
-        window = self.metadata_window
-        if (
-            length == window.length
-            and data[p] < 0x80
-            and data[p + 1 : p + window.start] == window.prefix
-            and data[p + window.stop : end] == window.suffix
-        ):
-            value = data[p + window.start : p + window.stop]
-            if value != window.value:  # the window's value anew, the rest shared (no key: b"")
-                metadata = _new_metadata(Metadata)
-                metadata._window = (window.entries, window.key, value)  # type: ignore[assignment]  # a value: a key
-                window.value, window.metadata, window.misses = value, metadata, 0
-            return (data[p], window.metadata), end  # type: ignore[return-value]  # see metadata_window
         frame = _new(ExtensionMessage)
         _set_type(frame, SUBSCRIBE_METADATA)
         _set_payload(frame, data[p:end])
