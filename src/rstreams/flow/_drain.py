@@ -47,7 +47,7 @@ import abc
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
@@ -104,6 +104,13 @@ class DrainLoop:
 
     __slots__ = ("lock", "wip")
 
+    settles: ClassVar[bool] = False
+    """Whether the class overrides :meth:`settle`; the loop calls it only then (set per class)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.settles = cls.settle is not DrainLoop.settle
+
     def init_drain(self, *, held: bool = False) -> None:
         """Set up the counter; ``held`` keeps the loop from running until :meth:`leave`."""
         self.lock = threading.Lock()
@@ -136,7 +143,8 @@ class DrainLoop:
             if self.drain_pass():
                 return  # the stream ended for good: the loop stays held
             with self.lock:
-                self.settle()
+                if self.settles:
+                    self.settle()
                 self.wip -= missed
                 missed = self.wip
                 if missed == 0:
@@ -147,7 +155,10 @@ class DrainLoop:
         """Do all the work there is; ``True`` when the stream has ended for good."""
 
     def settle(self) -> None:
-        """Bookkeeping after a pass, under the lock (e.g. subtract what was emitted)."""
+        """Bookkeeping after a pass, under the lock (e.g. subtract what was emitted).
+
+        A class that needs none leaves it alone: the loop then makes no call for it.
+        """
 
 
 class DrainSubscriber(DrainLoop, Subscriber[T], Subscription, Generic[T, R]):

@@ -4,12 +4,14 @@ Each subscription pulls from its own iterator, lazily: ``from_iterable(itertools
 works, and nothing is read before it is requested.
 
 Theory of operation: the drain loop of :mod:`rstreams.flow._drain` (rules 1.3 and 3.3).
-``request(n)`` adds to the outstanding demand under the lock; whoever finds the loop idle
-runs it and emits until the demand is used up; a ``request`` that arrives meanwhile, from
+``request(n)`` adds to the demand under the lock; whoever finds the loop idle runs it and
+emits until the demand is used up; a ``request`` that arrives meanwhile, from
 ``on_next`` on the same thread or from another thread, only adds demand and returns. The
 loop starts held, so nothing is emitted before ``on_subscribe`` has returned. ``cancel``
 sets a flag the loop checks before every element (3.5, 3.12), and an illegal ``request``
-records its error for the loop to deliver (3.9, serially).
+records its error for the loop to deliver (3.9, serially). The demand is two running
+totals, ``requested`` (written under the lock) and ``emitted`` (written by the loop only):
+what is outstanding is their difference, so a pass needs no bookkeeping after it.
 
 Completion needs no spare demand (1.5): when the iterator's length is known
 (``range``, lists, tuples, strings: :data:`_EXACT`), ``on_complete`` follows the last
@@ -96,8 +98,8 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
         self.exact = type(iterator) in _EXACT
         self.many: NextMany | None = next_many(subscriber) if self.exact else None
         self.init_drain(held=True)  # nothing is emitted before on_subscribe has returned
-        self.requested = 0
-        self.emitted = 0  # by the current pass; settled under the lock
+        self.requested = 0  # in all; may pass UNBOUNDED (3.17): outstanding = requested - emitted
+        self.emitted = 0  # in all; written only by the drain loop
         self.stopped = False  # cancelled, failed or completed: emit nothing more
         self.error: BaseException | None = None  # to deliver from the drain loop
         self.halt = False  # stopped or an error is pending: the loop must look up
@@ -126,8 +128,7 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
                     self.error = problem
                     self.halt = True
             else:
-                requested = self.requested + n  # demand.add, inlined: once per request
-                self.requested = requested if requested < demand.UNBOUNDED else demand.UNBOUNDED
+                self.requested += n
             self.wip += 1
             if self.wip != 1:
                 return
@@ -145,13 +146,13 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
     def _at_end(self) -> bool:
         return self.exact and length_hint(self.iterator) == 0
 
-    def settle(self) -> None:
-        if self.requested != demand.UNBOUNDED:
-            self.requested -= self.emitted
-        self.emitted = 0
-
     def drain_pass(self) -> bool:
-        """Emit within the demand; the only place elements and terminals are sent."""
+        """Emit within the demand; the only place elements and terminals are sent.
+
+        One ``on_next`` per element, unless the Subscriber takes lists
+        (:meth:`_emit_batches`): the hot path for every Subscriber from outside, one pass
+        over an iterator segment with nothing per element but the checks the rules require.
+        """
         subscriber = self.subscriber
         iterator = self.iterator
         if self.stopped or subscriber is None or iterator is None:
@@ -161,15 +162,35 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
             self._stop()
             signal_terminal(subscriber, error)
             return True
-        requested = self.requested
-        want = -1 if requested == demand.UNBOUNDED else requested
-        if want == 0:
+        emitted = self.emitted
+        want = self.requested - emitted
+        if want >= demand.UNBOUNDED:
+            want = -1  # effectively unbounded (3.17)
+        elif want == 0:
             return False
         try:
             if self.many is not None:
                 ended = self._emit_batches(subscriber, self.many, iterator, want)
             else:
-                ended = self._emit_each(subscriber, iterator, want)
+                on_next = subscriber.on_next
+                count = 0
+                ended = False
+                for item in iterator if want < 0 else islice(iterator, want):
+                    if self.halt:
+                        break  # cancelled, or an illegal request to report: see the top
+                    if item is None:  # type: ignore[comparison-overlap, unused-ignore]
+                        raise TypeError(SOURCE_NONE)
+                    try:
+                        on_next(item)
+                    except Exception as exc:  # rule 2.13: consider the subscription cancelled
+                        self._stop()
+                        report_broken(exc, subscriber, "on_next")
+                        return True
+                    count += 1
+                else:
+                    # _at_end, inlined: once per pass
+                    ended = want < 0 or count < want or (self.exact and length_hint(iterator) == 0)
+                self.emitted = emitted + count
         except Exception as exc:  # the iterator failed, or produced None
             if not self.stopped:
                 self._stop()
@@ -180,33 +201,6 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
             signal_terminal(subscriber, None)
         return self.stopped
 
-    def _emit_each(self, subscriber: Subscriber[T], iterator: Iterator[T], want: int) -> bool:
-        """One ``on_next`` per element, up to ``want`` (-1: unbounded); true at the end.
-
-        The hot path for every Subscriber from outside: one pass over an iterator
-        segment, with nothing per element but the checks the rules require.
-        """
-        on_next = subscriber.on_next
-        count = 0
-        for item in iterator if want < 0 else islice(iterator, want):
-            if self.halt:
-                break  # cancelled, or an illegal request to report: see the loop's top
-            if item is None:  # type: ignore[comparison-overlap, unused-ignore]
-                raise TypeError(SOURCE_NONE)
-            try:
-                on_next(item)
-            except Exception as exc:  # rule 2.13: consider the subscription cancelled
-                self._stop()
-                report_broken(exc, subscriber, "on_next")
-                return False
-            count += 1
-        else:
-            self.emitted = count
-            # _at_end, inlined: once per pass
-            return want < 0 or count < want or (self.exact and length_hint(iterator) == 0)
-        self.emitted = count
-        return False
-
     def _emit_batches(
         self, subscriber: Subscriber[T], many: NextMany, iterator: Iterator[T], want: int
     ) -> bool:
@@ -216,11 +210,12 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
         again, from inside ``many``, goes into the same pass.
         """
         check_none = type(iterator) is not _RANGE
-        count = 0
+        base = self.emitted
+        count = 0  # by this pass
         while True:
             if want >= 0:
-                want = self.requested  # only grows during a pass (settle runs after it)
-                if want == demand.UNBOUNDED:
+                want = self.requested - base  # only grows during a pass
+                if want >= demand.UNBOUNDED:
                     want = -1
                 elif count == want:
                     break
@@ -240,15 +235,15 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
                     report_broken(exc, subscriber, "on_next")
                     return False
             if failure is not None:
-                self.emitted = count
+                self.emitted = base + count
                 raise failure
             if pulled < size:
-                self.emitted = count
+                self.emitted = base + count
                 return True
             if self.halt:
-                self.emitted = count
+                self.emitted = base + count
                 return False
-        self.emitted = count
+        self.emitted = base + count
         return self._at_end()
 
 
