@@ -13,7 +13,8 @@ element: the wrapper hands the subscriber straight to the operator, and an opera
 built over the unwrapped Publisher, so the chain of subscribers is the operators' alone.
 Classes users make that are Flows themselves (``MulticastProcessor``, ``PushSource``, and
 the ``Publisher`` subclasses of :mod:`rstreams.net` and :mod:`rstreams.replay`) subclass
-Flow; it has no state of its own (``__slots__ = ()``).
+Flow; it has no state of its own (``__slots__ = ()``). So does ``just(...)``
+(:class:`JustFlow`, often built per request): the source is the Flow, with no wrapper.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from rstreams.flow._combine import combine_latest, concat, race, zip_
 from rstreams.flow._concat_map import ConcatMapFlow
 from rstreams.flow._element import ElementFlow
 from rstreams.flow._filter import FilterFlow
-from rstreams.flow._iterable import IterableFlow
+from rstreams.flow._iterable import IterableFlow, Just
 from rstreams.flow._map import MapFlow
 from rstreams.flow._merge import FlatMapFlow, merge
 from rstreams.flow._observe_on import ObserveOnFlow
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
 
     import reactivex
 
-__all__ = ["AwaitableFlow", "Flow", "GroupedFlow", "from_publisher", "known_elements", "wrap"]
+__all__ = ["AwaitableFlow", "Flow", "GroupedFlow", "JustFlow", "from_publisher", "known_elements", "wrap"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -541,6 +542,16 @@ def _unwrap(flow: Flow[T]) -> Publisher[T]:
     return flow.publisher if isinstance(flow, _Wrapped) else flow
 
 
+class JustFlow(Just[T], Flow[T]):
+    """``rstreams.just(...)``: the source itself is the Flow, with no :class:`_Wrapped` around it."""
+
+    __slots__ = ()
+
+
+_KNOWN: frozenset[type] = frozenset({IterableFlow, Just, JustFlow})
+"""The Publishers that may carry ``known`` elements."""
+
+
 def known_elements(publisher: Publisher[T]) -> tuple[T, ...] | None:
     """The elements of ``just(...)`` or ``empty()`` (a Flow, or the Publisher under it), which
     are fixed before anything subscribes; ``None`` for any other Publisher.
@@ -552,7 +563,7 @@ def known_elements(publisher: Publisher[T]) -> tuple[T, ...] | None:
     """
     if type(publisher) is _Wrapped:
         publisher = publisher.publisher
-    return publisher.known if type(publisher) is IterableFlow else None
+    return publisher.known if type(publisher) in _KNOWN else None  # type: ignore[attr-defined]
 
 
 wrap = _Wrapped

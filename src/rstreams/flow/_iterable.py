@@ -44,7 +44,7 @@ from rstreams.flow._signals import (
 )
 from rstreams.rules import check_subscriber
 
-__all__ = ["IterableFlow", "empty", "error", "from_iterable", "just", "range_"]
+__all__ = ["IterableFlow", "Just", "empty", "error", "from_iterable", "just", "range_"]
 
 T = TypeVar("T")
 
@@ -283,11 +283,25 @@ def range_(start: int, stop: int | None = None, step: int = 1) -> Publisher[int]
     return IterableFlow(numbers.__iter__)
 
 
+class Just(IterableFlow[T]):
+    """``just(*items)``: the IterableFlow over ``items``, checked; ``None`` is refused here.
+
+    It sets the fields itself rather than calling ``IterableFlow.__init__``: a source made
+    per request (a request/response answer) pays one call to be built.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, items: tuple[T, ...]) -> None:
+        if any(map(is_, items, repeat(None))):
+            raise TypeError("just() got None; None is never a stream element (rule 2.13)")
+        self._factory = items.__iter__
+        self.known = items
+
+
 def just(*items: T) -> Publisher[T]:
     """The publisher behind :func:`rstreams.just`."""
-    if any(map(is_, items, repeat(None))):
-        raise TypeError("just() got None; None is never a stream element (rule 2.13)")
-    return IterableFlow(items.__iter__, items)
+    return Just(items)
 
 
 _NOTHING: tuple[Any, ...] = ()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from rstreams.api import Publisher
 from rstreams.flow import _async_source, _combine, _iterable, _merge, _push, _rx, _time
-from rstreams.flow._flow import Flow, wrap
+from rstreams.flow._flow import Flow, JustFlow, wrap
 from rstreams.flow._multicast import Multicast
 from rstreams.flow._push import OverflowStrategy, PushHub
 
@@ -66,7 +66,7 @@ def range_(start: int, stop: int | None = None, step: int = 1) -> Flow[int]:
 
 def just(*items: T) -> Flow[T]:
     """A Flow of exactly these elements. ``None`` is refused here, before anything runs."""
-    return wrap(_iterable.just(*items))
+    return JustFlow(items)
 
 
 def empty() -> Flow[T]:
