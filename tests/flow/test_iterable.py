@@ -187,3 +187,39 @@ def test_map_returning_none_fails_the_stream() -> None:
     s: RecordingSubscriber[object] = RecordingSubscriber(initial=10)
     rstreams.range(0, 3).map(lambda x: None if x == 1 else x).subscribe(s)
     assert s.items == [0] and isinstance(s.error, TypeError)
+
+
+def test_bounded_then_unbounded_demand_delivers_everything() -> None:
+    """Rule 3.17: demand added after a bounded pass, past 2**63-1 in all, is unbounded."""
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.from_iterable(iter(range(10))).subscribe(s)  # not exact: ends on a pull
+    s.request(3)
+    assert s.items == [0, 1, 2] and "on_complete" not in s.signals
+    s.request(rstreams.UNBOUNDED)
+    assert s.items == list(range(10)) and s.completed and s.error is None
+
+
+def test_drain_loop_calls_settle_only_when_overridden() -> None:
+    """DrainLoop skips the no-op settle; a class that overrides it is settled after each pass."""
+    from rstreams.flow._drain import DrainLoop
+
+    class Plain(DrainLoop):
+        passes = 0
+
+        def drain_pass(self) -> bool:
+            self.passes += 1
+            return False
+
+    class Settling(Plain):
+        settled = 0
+
+        def settle(self) -> None:
+            self.settled += 1
+
+    plain, settling = Plain(), Settling()
+    for loop in (plain, settling):
+        loop.init_drain()
+        loop.drain()
+        loop.drain()
+    assert (Plain.settles, Settling.settles) == (False, True)
+    assert plain.passes == 2 and settling.passes == 2 and settling.settled == 2
