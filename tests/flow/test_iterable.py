@@ -223,3 +223,29 @@ def test_drain_loop_calls_settle_only_when_overridden() -> None:
         loop.drain()
     assert (Plain.settles, Settling.settles) == (False, True)
     assert plain.passes == 2 and settling.passes == 2 and settling.settled == 2
+
+
+def test_just_holds_what_the_iterable_flow_it_stands_for_holds() -> None:
+    """``Just`` sets IterableFlow's fields itself (one call per request/response answer): the
+    same fields, the same values, and it subscribes as the IterableFlow over its items would."""
+    from rstreams.flow._flow import JustFlow, known_elements
+    from rstreams.flow._iterable import IterableFlow
+
+    items = (1, "two", 3.0)
+    twin = IterableFlow(items.__iter__, items)
+    # Every field IterableFlow has (a new one fails here until Just sets it too) ...
+    assert IterableFlow.__slots__ == ("_factory", "known")
+
+    def fields(flow: IterableFlow[object]) -> tuple[object, ...]:  # ... and what each holds
+        factory = flow._factory
+        return (factory.__self__, factory.__name__, flow.known)  # type: ignore[attr-defined]
+
+    for made in (JustFlow(items), rstreams.just(*items)):
+        assert type(made) is JustFlow and isinstance(made, IterableFlow)
+        assert fields(made) == fields(twin)
+        assert known_elements(made) == items
+        s: RecordingSubscriber[object] = RecordingSubscriber(initial=3)
+        made.subscribe(s)
+        assert s.items == list(items) and s.completed
+    with pytest.raises(TypeError, match=r"rule 2\.13"):
+        rstreams.just(1, None)
