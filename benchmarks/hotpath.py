@@ -263,16 +263,8 @@ async def _measure_plain(mode: str, count: int, *, profile: bool, top: int) -> d
 
 
 def _ceiling_rr(receiver: net_ceiling.Receiver) -> Callable[[int], Awaitable[None]]:
-    """``run(n)``: ``n`` of the ceiling's round trips. ``once`` is the twin of the one in
-    ``net_ceiling.client_main`` (a closure there): the same steps, one coroutine per round trip."""
-    frame = net_ceiling.HDR.pack(8) + b"12345678"
-    write = receiver.transport.write  # type: ignore[union-attr]
-    loop = asyncio.get_running_loop()
-
-    async def once() -> bytes:
-        receiver.waiter = loop.create_future()
-        write(frame)
-        return await receiver.waiter
+    """``run(n)``: ``n`` of the ceiling's round trips, each ``net_ceiling.echo_once``'s."""
+    once = net_ceiling.echo_once(receiver)
 
     async def ceiling(n: int) -> None:
         for _ in range(n):

@@ -102,8 +102,9 @@ class Subscriber(Protocol):
 
 
 # ------------------------------------------------------------------------------ server
-class Just:
-    """A Publisher of one element, then completion; its own Subscription (one subscriber)."""
+class _Source:
+    """A Publisher of ``value`` that is its own Subscription (one subscriber): subscribe is
+    on_subscribe at once (rule 1.9); what ``request`` emits is the subclass's."""
 
     __slots__ = ("subscriber", "value")
 
@@ -113,6 +114,12 @@ class Just:
     def subscribe(self, subscriber: Subscriber) -> None:
         self.subscriber = subscriber
         subscriber.on_subscribe(self)
+
+
+class Just(_Source):
+    """One element, then completion."""
+
+    __slots__ = ()
 
     def request(self, n: int) -> None:
         subscriber = self.subscriber
@@ -120,17 +127,10 @@ class Just:
         subscriber.on_complete()
 
 
-class Repeat:
-    """A Publisher of ``value`` for ever, one per unit of demand; its own Subscription."""
+class Repeat(_Source):
+    """``value`` for ever, one per unit of demand."""
 
-    __slots__ = ("subscriber", "value")
-
-    def __init__(self, value: bytes) -> None:
-        self.value = value
-
-    def subscribe(self, subscriber: Subscriber) -> None:
-        self.subscriber = subscriber
-        subscriber.on_subscribe(self)
+    __slots__ = ()
 
     def request(self, n: int) -> None:
         on_next, value = self.subscriber.on_next, self.value
