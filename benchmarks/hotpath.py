@@ -250,7 +250,6 @@ async def _measure_plain(mode: str, count: int, *, profile: bool, top: int) -> d
             try:
                 return await _count(_ceiling_rr(receiver), mode, count, profile=profile, top=top)
             finally:
-                receiver.done.cancel()
                 receiver.transport.close()  # type: ignore[union-attr]
         client = await net_floor.connect(port)
         try:
