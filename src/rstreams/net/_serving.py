@@ -151,14 +151,21 @@ class ServingStream(Subscriber[Any]):
         upstream = self.upstream
         if upstream is None or self.done:
             return 0
-        want = min(self.remote_demand, MAX_BATCH) - self.outstanding
+        # (comparisons, not min() and max(), which parse keyword arguments: a refill per element
+        # on an open stream)
+        remote = self.remote_demand
+        want = (remote if remote < MAX_BATCH else MAX_BATCH) - self.outstanding
         if want <= 0:
             return 0
         estimate = self.estimate
         if estimate:
-            n = min(want, max(1, room // estimate))
+            n = room // estimate  # min(want, max(1, room // estimate)):
+            if n < 1:
+                n = 1
+            if n > want:
+                n = want
         else:  # element sizes unknown yet: a small first batch to learn them
-            n = min(want, FIRST_BATCH)
+            n = want if want < FIRST_BATCH else FIRST_BATCH
             estimate = room // FIRST_BATCH  # assume the worst for this turn's budget
         self.outstanding += n
         known = self._known
@@ -218,15 +225,20 @@ class ServingStream(Subscriber[Any]):
                 else:
                     core.send(OnNextPacked(subscriber=sid, count=len(chunk), elements=b"".join(chunk)))
             return
-        nbytes = sum(map(len, pack))
-        self._table.outbox.ledger.elements(nbytes + len(pack) * _ELEMENT_HEAD)
+        count = len(pack)
+        if count == 1:  # one element a turn: an open stream's latency, a request's answer
+            nbytes = size = len(pack[0])
+        else:
+            nbytes = sum(map(len, pack))
+            size = max(map(len, pack))
+        self._table.outbox.ledger.elements(nbytes + count * _ELEMENT_HEAD)
         if obs is not None:
-            obs.sent(len(pack), nbytes)
-        size = max(map(len, pack)) + _FRAME_OVERHEAD
+            obs.sent(count, nbytes)
+        size += _FRAME_OVERHEAD
         estimate = self.estimate
         # decaying maximum: a jump up counts at once, a drop slowly (1/8 per batch)
         self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
-        if len(pack) == 1:  # one element a turn: an open stream's latency, a request's answer
+        if count == 1:
             core.on_next(sid, pack[0])
         else:
             core.on_next_many(sid, pack)
