@@ -518,3 +518,16 @@ def test_serve_a_log_with_metrics_exposes_what_the_log_holds() -> None:
         process.stderr.close()
         process.stdout.close()
     assert process.returncode == 0, err
+
+
+@pytest.mark.timeout(60)
+def test_python_dash_m_rstreams_is_the_command() -> None:
+    """``python -m rstreams`` runs the same command as the ``rstreams`` entry point."""
+    done = subprocess.run(
+        [sys.executable, "-m", "rstreams", "ping", "--count", "0", "tcp://127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("rstreams ping: --count needs >= 1")

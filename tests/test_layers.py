@@ -45,6 +45,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "cli": BASE
     | {"flow", "net", "observe", "conformance", "replay", "web", "spark", "_cli_publishers", "_cli_observe"},
     "__init__": BASE | {"flow", "net"},
+    "__main__": frozenset({"cli"}),
 }
 
 
