@@ -418,19 +418,23 @@ def _serve_log(args: argparse.Namespace) -> int:
 def _publish(args: argparse.Namespace) -> int:
     import uuid
 
+    from rstreams.net import parse_url
     from rstreams.replay import (
         Access,
         AccessDeniedError,
-        AccessError,
+        RemoteLogError,
         ServerUnavailableError,
         request_json,
         upload,
     )
 
+    if not args.timeout > 0:
+        return _fail("publish", f"--timeout needs a number of seconds > 0, got {args.timeout}")
     access = Access(auth=args.token, cafile=args.cafile, server_name=args.server_name)
     try:
+        parse_url(args.url)
         access.ssl_context(args.url, names={"cafile": "--cafile", "server_name": "--server-name"})
-    except AccessError as bad:
+    except ValueError as bad:  # AccessError too
         return _fail("publish", str(bad))
     token = uuid.uuid4().hex
     lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)
@@ -438,8 +442,16 @@ def _publish(args: argparse.Namespace) -> int:
         count = upload(args.url, args.name, token, lines, args.timeout, access=access)
         name = f"{args.name}?publish=0&writer=cli-{token}&tokens={token}"
         answer = request_json(args.url, name, args.timeout, access=access)
+    except RemoteLogError as refused:  # not a sink log, no such name
+        return _fail("publish", f"{args.url} refused {args.name!r}: {refused}", 1)
     except (AccessDeniedError, ServerUnavailableError) as bad:
         return _fail("publish", f"{bad} (--token, --cafile, --server-name, --timeout)")
+    except TimeoutError:
+        return _fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
+    except (ReactiveStreamsError, OSError) as broken:
+        return _fail("publish", f"connection to {args.url} ended: {broken}")
+    except KeyboardInterrupt:
+        return _fail("publish", "interrupted", 130)
     print(f"published {answer['count']} of {count} lines on {args.name!r}", file=sys.stderr)
     return 0
 

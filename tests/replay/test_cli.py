@@ -64,6 +64,54 @@ def test_publish_stages_then_publishes_standard_input(serve: Any, monkeypatch: p
     assert fetch_range(server.url, "out", 0, 3) == [b"one", b"two", b"three"]
 
 
+@pytest.mark.parametrize(
+    ("target", "status", "says"),
+    [
+        ("words", 1, "refused 'words': LookupError: log 'words' is not a sink log"),
+        ("nothing", 1, "refused 'nothing': no publisher named 'nothing'"),
+    ],
+)
+def test_publish_to_what_is_not_a_sink_log_exits_1(
+    serve: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+    status: int,
+    says: str,
+) -> None:
+    """The server's refusal is one line naming the log, not a traceback."""
+    server = serve({"words": ReplayLog("words", capacity=10)})
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+    assert main(["publish", server.url, target]) == status
+    err = capsys.readouterr().err
+    assert err.startswith("rstreams publish: ") and says in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["bogus://x", "out"], "unsupported URL scheme 'bogus'"),
+        (["tcp://127.0.0.1:1", "out", "--timeout", "-1"], "--timeout needs a number of seconds > 0"),
+        (["tcp://127.0.0.1:{closed}", "out", "--timeout", "0.3"], "could not be reached for 0.3 s"),
+    ],
+)
+def test_publish_bad_input_exits_2_in_one_line(
+    argv: list[str], says: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad URL or timeout, a server that is not there: one line naming it, exit 2."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+    assert main(["publish", *(a.format(closed=closed) for a in argv)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rstreams publish: ") and says in err
+    assert err.count("\n") == 1
+
+
 def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -92,6 +92,13 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
     return None
 
 
+def _unavailable(url: str, timeout: float, failures: list[BaseException]) -> ServerUnavailableError:
+    return ServerUnavailableError(
+        f"replay server {url} could not be reached for {timeout:g} s "
+        f"({len(failures)} attempts; the last: {failures[-1]})"
+    )
+
+
 class _Client:
     """This process's event loop thread and its connections, one per (URL, access)."""
 
@@ -145,10 +152,7 @@ class _Client:
             raise RemoteLogError(error.message) from None
         except TimeoutError:
             if failures:
-                raise ServerUnavailableError(
-                    f"replay server {url} could not be reached for {timeout:g} s "
-                    f"({len(failures)} attempts; the last: {failures[-1]})"
-                ) from None
+                raise _unavailable(url, timeout, failures) from None
             raise
         except Exception as error:
             denied = _denied(error, url)
@@ -403,17 +407,16 @@ def upload(
             raise RemoteLogError(error.message) from None
         except TimeoutError:
             if failures:
-                raise ServerUnavailableError(
-                    f"replay server {url} could not be reached for {timeout:g} s "
-                    f"({len(failures)} attempts; the last: {failures[-1]})"
-                ) from None
+                raise _unavailable(url, timeout, failures) from None
             raise
         except Exception as error:
             denied = _denied(error, url)
             if denied is not None:
                 raise denied from None
-            if not _retryable(error) or time.monotonic() + delay >= deadline:
+            if not _retryable(error):
                 raise
             failures.append(error)
+            if time.monotonic() + delay >= deadline:
+                raise _unavailable(url, timeout, failures) from None
         time.sleep(delay)
         delay = min(2 * delay, RETRY_MAX)
