@@ -359,8 +359,18 @@ def _serve_log(args: argparse.Namespace) -> int:
     from rstreams.replay import ReplayLog, ReplayServer
     from rstreams.replay._lines import LineSource
 
-    capacity = args.capacity or 100_000
+    capacity = 100_000 if args.capacity is None else args.capacity
     timeouts = {"pending_timeout": args.pending_timeout, "reader_timeout": args.reader_timeout}
+    problem = _log_names_problem(args)
+    if problem is None and capacity < 1:
+        problem = f"--capacity needs an integer >= 1, got {capacity}"
+    if problem is None and args.web_publisher is not None:
+        if args.web is None:
+            problem = "--web-publisher needs --web (it names the log the live page charts)"
+        elif args.web_publisher not in (args.name, *args.sink):
+            problem = f"--web-publisher names a log served (NAME or a --sink), not {args.web_publisher!r}"
+    if problem is not None:
+        return _fail("serve", problem)
     try:
         context = _server_tls(args)
     except ValueError as bad:  # the TLS options
@@ -369,6 +379,8 @@ def _serve_log(args: argparse.Namespace) -> int:
         log = ReplayLog(args.name, capacity=capacity, path=args.path, **timeouts)
     except ValueError as bad:
         return _fail("serve", f"{bad} (--pending-timeout, --reader-timeout)")
+    except OSError as bad:  # --path is a file, or a directory that cannot be made
+        return _fail("serve", f"cannot keep the log in --path {args.path}: {bad}")
     try:
         log.feed(LineSource(sys.stdin.buffer), position=args.input_from)
     except ValueError as bad:
@@ -405,14 +417,31 @@ def _serve_log(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     except OSError as error:  # the page's address is taken
-        print(f"rstreams serve: cannot serve the live page on {args.web}: {error}", file=sys.stderr)
-        return 2
+        return _fail("serve", f"cannot serve the live page on {args.web}: {error}")
+    except ValueError as bad:  # not HOST:PORT, or --web-publisher names no log served
+        return _fail("serve", f"{bad} (--web, --web-publisher)")
     finally:
         if page is not None:
             page.stop()
         server.stop()
         log.close()
     return 0
+
+
+def _log_names_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``serve URL NAME --sink S ...``'s log names, if anything: a name is read
+    back as ``NAME?from=A&to=B``, so it cannot hold a ``?``, and each must be another log."""
+    names = [args.name, *args.sink]
+    for option, name in [("NAME", args.name), *(("--sink", sink) for sink in args.sink)]:
+        if not name or "?" in name:
+            return (
+                f"{option} {name!r}: a log's name is not empty and has no '?' "
+                "(readers add ?from=A&to=B to it)"
+            )
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        return f"log {twice!r} is named twice (NAME and --sink name different logs)"
+    return None
 
 
 def _publish(args: argparse.Namespace) -> int:

@@ -156,6 +156,13 @@ def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
         (["--pending-timeout", "0"], "pending_timeout= needs a number of seconds > 0"),
         (["--reader-timeout", "-1"], "reader_timeout= needs a number of seconds > 0"),
         (["--input-from", "5"], "feed(position=5) is past the log's end 0"),
+        (["--capacity", "0"], "--capacity needs an integer >= 1, got 0"),
+        (["--path", __file__], "cannot keep the log in --path "),
+        (["--sink", "lines"], "log 'lines' is named twice"),
+        (["--sink", "a?b"], "--sink 'a?b': a log's name is not empty and has no '?'"),
+        (["--web-publisher", "lines"], "--web-publisher needs --web"),
+        (["--web", "127.0.0.1:0", "--web-publisher", "nope"], "--web-publisher names a log served"),
+        (["--web", "nowhere"], "the page's address is HOST:PORT"),
     ],
 )
 def test_bad_log_options_exit_2_naming_them(
@@ -166,3 +173,4 @@ def test_bad_log_options_exit_2_naming_them(
     assert main(["serve", "tcp://127.0.0.1:0", "lines", *option]) == 2
     err = capsys.readouterr().err
     assert says in err and option[0] in err
+    assert err.startswith("rstreams serve: ") and err.count("\n") == 1  # one line, no traceback
