@@ -11,7 +11,7 @@ import pytest
 import rstreams
 from rstreams.net._closing import LINGER_BYTES, LINGER_SECONDS
 from rstreams.wire import ConnectionClosed, OnSubscribe, Subscribe, encode
-from testkit.net import MemoryPeer, closed_after, connection, memory_pair, run_virtual
+from testkit.net import MemoryPeer, closed_after, connection, memory_pair, pump_of, run_virtual
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -67,6 +67,29 @@ def test_after_an_error_goodbye_input_is_discarded_until_the_linger_ends() -> No
     assert peer.of(OnSubscribe) == []  # the subscribe sent while lingering was not served
     assert peer.time_of(ConnectionClosed) == pytest.approx(0.1)
     assert peer.closed_at == pytest.approx(0.1 + LINGER_SECONDS)
+
+
+@pytest.mark.parametrize("tail", [b"", b"\x01"], ids=["without-goodbye", "inside-a-frame"])
+def test_a_goodbye_for_the_end_of_input_closes_at_once(tail: bytes) -> None:
+    """Input that ends without a goodbye, or inside a frame (§9.3), gets the goodbye that says
+    so, and the transport closes at once: the peer's input is over, nothing is left to linger
+    for (the linger ends at the peer's end of input, and this goodbye is for that very end)."""
+
+    async def main() -> MemoryPeer:
+        server = connection(client=False, offer=OFFER)
+        peer = MemoryPeer()
+        memory_pair(server, peer)
+        await asyncio.sleep(0.1)
+        peer.transport.writelines([tail])
+        await asyncio.sleep(0.1)
+        pump_of(server).eof_received()  # (a memory transport cannot half-close: its end of input)
+        await asyncio.sleep(LINGER_SECONDS)
+        return peer
+
+    peer = run_virtual(main)
+    [closed] = peer.of(ConnectionClosed)
+    assert "input ended" in closed.reason and "§9.3" in closed.reason
+    assert peer.closed_at == pytest.approx(0.2)
 
 
 def test_the_linger_ends_early_once_enough_input_was_discarded() -> None:

@@ -115,6 +115,14 @@ class Closing:
         self._end_linger()  # the peer has stopped sending: nothing can reset the goodbye now
         return True
 
+    def input_over(self) -> None:
+        """The peer's input ended and that ended the conversation (a goodbye for that very end,
+        §9.3): nothing is left to linger for. The transport closes once the goodbye is written;
+        the linger's timer still aborts one that cannot write it by then."""
+        transport = self._outbox.transport
+        if self._linger is not None and transport is not None and not transport.is_closing():
+            transport.close()
+
     # -- ending -----------------------------------------------------------------------------------
     def end_streams(self, error: BaseException) -> None:
         self._outbox.ended = error
@@ -261,9 +269,9 @@ class Closing:
         if linger is not None:
             linger.cancel()
         transport = self._outbox.transport
-        if transport is None or transport.is_closing():
+        if transport is None:
             return
         if transport.get_write_buffer_size():
             transport.abort()  # the peer has not read even the goodbye: nothing more will go out
-        else:
+        elif not transport.is_closing():
             transport.close()

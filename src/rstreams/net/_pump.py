@@ -413,6 +413,7 @@ class Pump:
         core.receive_eof()
         self._dispatch(core.events_received())
         self.outbox.flush_now()
+        self.closing.input_over()  # a goodbye for this end of input lingers for nothing
 
     def connection_lost(self, error: BaseException | None) -> None:
         if self.keepalive is not None:
