@@ -1,0 +1,404 @@
+"""Fuzz a real server: any bytes, in any reads, into one connection of ``rstreams.net.serve``.
+
+The server listens on a Unix socket with publishers, message handlers and channels (so every
+extension it offers is active when the client's hello lists them), and subscribes to a
+publisher of each client's (so it receives elements too: the large-element read path). For
+each input a raw client connects, writes the input's reads one loop turn apart (the server
+reads each as it comes, through its real transport: read buffers, the inline 64 KiB path,
+parts held for later turns), reads everything the server writes with a client core, and ends
+its output (EOF). Invariants:
+
+* nothing escapes into the event loop: its exception handler and rstreams' unhandled-error
+  hook record every call, and a run with one fails;
+* the server writes well-formed RS.io, and a goodbye for a protocol error names its
+  PROTOCOL.md section;
+* the connection ends (a goodbye and a close, or a close after our EOF) within ``WAIT`` seconds,
+  and then no task is left behind and the server no longer counts it;
+* what the server holds for the connection while it reads stays bounded: the parser's
+  incomplete frame, split elements and split channel input, the rest of a read it holds for a
+  later turn, the bytes a connection without a hello holds;
+* a second, well-behaved client on the same server keeps working: after every input it makes
+  a request/response, and every few inputs sends a message and runs a channel (its input in
+  parts).
+
+The input layout is the wire harness's (fuzz_connection.py: chunks, large onNext frames cut
+across reads, subscribeMetadata windows): byte 0 bit 0 prepends a clientHello listing every
+extension, bits 1-7 are free; byte 1 is ignored.
+
+Run::
+
+    .venv/bin/python fuzz/fuzz_net.py --pure 100000 [SEED [SECONDS]]
+    .venv/bin/python fuzz/fuzz_net.py --replay HEX
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fuzz_connection as wire_harness  # (this directory, put on the path above)
+
+import rstreams
+from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import set_unhandled_error_hook
+from rstreams.net import Connection, connect, serve
+from rstreams.net._intake import MAX_UNSENT
+from rstreams.net._transport import SOCKET_READ_SIZE
+from rstreams.wire import ClientHello, ConnectionConfig, FrameParser, Goodbye, encode
+
+WAIT = 10.0
+"""Seconds anything one input starts may take: longer is a hang."""
+CONFIG = ConnectionConfig(
+    max_element_size=256 * 1024,
+    max_reassembly_bytes=512 * 1024,
+    max_parts_in_flight=8,
+    max_subscriptions=64,
+    max_string_length=64 * 1024,
+)
+"""The server's limits: large elements are possible (the large path starts at 16 KiB) and
+the bounds the checks below hold it to stay small."""
+SLACK = 64 * 1024
+"""What the parser may hold beyond one element: the frames after it in the same read."""
+NOT_VIOLATIONS = ("goodbye acknowledged", "handshake timeout", "idle timeout", "peer not reading")
+"""How the server's goodbyes that answer no violation begin; every other one cites its section."""
+HELLO = encode(ClientHello(extensions=tuple(sorted(wire_harness.ALL_EXTENSIONS))))
+_Failure = tuple[str, str]
+
+
+class Drain(Subscriber[Any]):
+    """The server's subscriber to each client's ``up``: takes elements one at a time, forever."""
+
+    received = 0
+    """Elements all of them received (a campaign's reach)."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.subscription = subscription
+        subscription.request(4)
+
+    def on_next(self, element: Any) -> None:
+        Drain.received += 1
+        self.subscription.request(1)
+
+    def on_error(self, error: BaseException) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        pass
+
+
+def _echo(source: Publisher[bytes], params: dict[str, str]) -> Publisher[bytes]:
+    return rstreams.from_publisher(source).map(bytes.upper)
+
+
+class Target:
+    """The server under fuzz, a well-behaved client of it, and what the checks record."""
+
+    def __init__(self) -> None:
+        self.failures: list[_Failure] = []
+        self.connections: list[Connection] = []
+        """The server's side of the fuzzed connections (those that sent a hello)."""
+        self.legit_server: Connection | None = None
+        """The server's side of the well-behaved client's connection."""
+        self._next_is_legit = False
+        self.messages = 0
+
+    def _record(self, what: str, detail: object) -> None:
+        self.failures.append((what, repr(detail)))
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Target]:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: self._record("loop exception", context))
+        previous = set_unhandled_error_hook(lambda error, where: self._record(f"unhandled in {where}", error))
+        with tempfile.TemporaryDirectory() as directory:
+            self.server = await serve(
+                f"unix://{directory}/fuzz.sock",
+                {
+                    "numbers": rstreams.range(3).map(lambda n: bytes([n])),
+                    "big": rstreams.just(bytes(100_000)),
+                },
+                config=CONFIG,
+                handlers={"log": self._message},
+                channels={"echo": _echo},
+                on_connection=self._connected,
+                handshake_timeout=WAIT / 2,
+                admission_share=None,
+            )
+            try:
+                self.url = self.server.url
+                self.legit = await self.connect_legit()
+                yield self
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.legit.aclose(), WAIT)
+                await asyncio.wait_for(self.server.aclose(), WAIT)
+                set_unhandled_error_hook(previous)
+
+    async def connect_legit(self) -> Connection:
+        """A new well-behaved client (the server's side of it is :attr:`legit_server`)."""
+        self._next_is_legit = True
+        conn = await asyncio.wait_for(connect(self.url), WAIT)
+        await asyncio.wait_for(conn.request("numbers"), WAIT)  # (the server has made its side)
+        return conn
+
+    def _message(self, message: Any) -> None:
+        self.messages += 1
+
+    def _connected(self, conn: Connection) -> None:
+        if self._next_is_legit:
+            self._next_is_legit = False
+            self.legit_server = conn
+            return
+        self.connections.append(conn)
+        conn.publisher("up").subscribe(Drain())
+
+    async def run(self, data: bytes) -> list[_Failure]:
+        """One input against the running server; the failures it caused (none: all held)."""
+        self.failures = []
+        try:
+            await asyncio.wait_for(self._run(data), WAIT * 3)
+        except TimeoutError:
+            self._record("hang", "the input's run took longer than its bound")
+        except AssertionError as error:
+            self._record("invariant", error)
+        return self.failures
+
+    async def _run(self, data: bytes) -> None:
+        head, _, chunks = wire_harness.parse_input(data) if data else (0, 0, [])
+        if head & 1:
+            chunks.insert(0, HELLO)
+        known = len(self.connections)
+        self.baseline = _tasks()  # (the legit client's, the caller's)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_unix_connection(self.url[len("unix://") :]), WAIT
+        )
+        self.peer = peer = _Peer(reader)
+        reading = asyncio.create_task(peer.read_all())
+        try:
+            for chunk in chunks:
+                if reading.done() or peer.said_goodbye.is_set():  # the server is done with us
+                    break
+                if chunk == wire_harness.ACT:
+                    await asyncio.sleep(0)
+                    continue
+                if chunk == wire_harness.EOF:
+                    break
+                assert isinstance(chunk, bytes)
+                writer.write(chunk)
+                await asyncio.wait_for(writer.drain(), WAIT)
+                await asyncio.sleep(0)  # a turn: the server reads this chunk as one read
+                self._check_holding(known)
+            if not reading.done() and writer.can_write_eof():
+                writer.write_eof()
+            # The server closes, or says goodbye and waits for ours (or our close, §9.2): close.
+            said = asyncio.create_task(peer.said_goodbye.wait())
+            await asyncio.wait({reading, said}, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
+            said.cancel()
+            assert reading.done() or peer.said_goodbye.is_set(), "the server neither closed nor said goodbye"
+        except (ConnectionError, BrokenPipeError):
+            pass  # the server closed first
+        finally:
+            writer.close()
+        await asyncio.wait_for(asyncio.shield(reading), WAIT)
+        peer.check()
+        for conn in self.connections[known:]:
+            await asyncio.wait_for(conn.wait_closed(), WAIT)
+        del self.connections[known:]
+        await self._check_left_nothing()
+        await self._check_legit(len(data))
+
+    def _check_holding(self, known: int) -> None:
+        """What the server holds for the fuzzed connection stays within its limits."""
+        for conn in self.connections[known:]:
+            pump = conn._pump
+            core = pump.outbox.core
+            parser = core._parser
+            assert parser.buffered <= CONFIG.max_element_size + SLACK, f"parser holds {parser.buffered} bytes"
+            split = core._assembler.held[1]
+            assert split <= CONFIG.max_reassembly_bytes, f"{split} bytes of split elements held"
+            inputs = sum(map(len, core.input_parts._inputs.values()))
+            assert inputs <= CONFIG.max_reassembly_bytes, f"{inputs} bytes of split channel input held"
+            held = pump._held
+            assert held is None or len(held) <= SOCKET_READ_SIZE, f"a held read of {len(held)} bytes"
+            transport = pump.outbox.transport
+            unsent = transport.get_write_buffer_size() if transport is not None else 0
+            assert unsent <= MAX_UNSENT + SOCKET_READ_SIZE, f"{unsent} bytes unsent to the peer"
+
+    async def _check_left_nothing(self) -> None:
+        for _ in range(20):  # the closing callbacks of the connection run in a few loop turns
+            if _tasks() <= self.baseline and self.server.connections == {self.legit_server}:
+                return
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.05)
+        left = _tasks() - self.baseline
+        assert not left, f"tasks left behind: {left}"
+        others = self.server.connections - {self.legit_server}
+        assert not others, f"the server still counts {len(others)} fuzzed connections"
+
+    async def _check_legit(self, salt: int) -> None:
+        legit = self.legit
+        assert not legit.closed, "the well-behaved client's connection closed"
+        got = await asyncio.wait_for(legit.request("numbers"), WAIT)
+        assert got == b"\x00", f"request/response answered {got!r}"
+        if salt % 8 == 0:
+            before = self.messages
+            await asyncio.wait_for(legit.send("log", b"still here"), WAIT)
+            parts = [bytes(40_000), b"x"]  # larger than the split threshold: sent in parts
+            out = await asyncio.wait_for(legit.channel("echo", rstreams.from_iterable(parts)).collect(), WAIT)
+            assert out == [bytes(40_000), b"X"], "the channel's output"
+            for _ in range(20):
+                if self.messages > before:
+                    break
+                await asyncio.sleep(0)
+            assert self.messages > before, "the message did not reach its handler"
+
+
+class _Peer:
+    """The raw client's reading side: everything the server writes is parsed as RS.io."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+        self.parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
+        self.goodbyes: list[Goodbye] = []
+        self.said_goodbye = asyncio.Event()
+
+    async def read_all(self) -> None:
+        with contextlib.suppress(ConnectionError):
+            while data := await self.reader.read(1 << 16):
+                for frame in self.parser.feed(data):
+                    if isinstance(frame, Goodbye):
+                        self.goodbyes.append(frame)
+                        self.said_goodbye.set()
+
+    def check(self) -> None:
+        """The server wrote well-formed RS.io, and a goodbye of its own says why."""
+        assert self.parser.error is None, f"the server wrote malformed bytes: {self.parser.error}"
+        assert self.parser.eof() is None, "the server's output ends inside a frame"
+        for goodbye in self.goodbyes:
+            reason = goodbye.reason
+            assert "§" in reason or reason.startswith(NOT_VIOLATIONS), f"goodbye {reason!r} names no section"
+        assert len(self.goodbyes) <= 1, f"{len(self.goodbyes)} goodbyes"
+
+
+def _tasks() -> set[asyncio.Task[Any]]:
+    current = asyncio.current_task()
+    return {task for task in asyncio.all_tasks() if task is not current and not task.done()}
+
+
+# -- drivers ---------------------------------------------------------------------------------------
+def _seeds() -> list[bytes]:
+    """Conversations to mutate: subscribes and demand, metadata windows, messages, channels with
+    split input, the server's own subscription answered with large elements, goodbyes."""
+    from rstreams.wire import OnNext, OnSubscribe, Request, Subscribe
+    from rstreams.wire._channels import (
+        CHANNEL,
+        INPUT_COMPLETE,
+        INPUT_NEXT,
+        INPUT_NEXT_PART,
+        encode_channel_message,
+    )
+    from rstreams.wire._messages import MESSAGE, encode_message
+    from rstreams.wire.frames import ExtensionMessage
+
+    def chunked(*frames: bytes) -> bytes:
+        return b"".join(bytes((len(f),)) + f + b"\x00" for f in frames)
+
+    def ext(kind: int, payload: bytes) -> bytes:
+        return encode(ExtensionMessage(type=kind, payload=payload))
+
+    m, a, L = wire_harness.METADATA_OP, wire_harness.ACT, wire_harness.LARGE_OP
+    serving = chunked(
+        encode(Subscribe(publisher="numbers", subscriber=1, initial_demand=2)),
+        encode(Request(subscriber=1, demand=5)),
+        encode(Subscribe(publisher="big", subscriber=2, initial_demand=1)),
+        encode(Goodbye(reason="bye")),
+    )
+    extensions = chunked(
+        ext(MESSAGE, encode_message("log", b"hello")),
+        ext(CHANNEL, encode_channel_message(CHANNEL, 3)),
+        encode(Subscribe(publisher="echo", subscriber=3, initial_demand=4)),
+        ext(INPUT_NEXT_PART, encode_channel_message(INPUT_NEXT_PART, 3, b"par")),
+        ext(INPUT_NEXT, encode_channel_message(INPUT_NEXT, 3, b"t")),
+        ext(INPUT_COMPLETE, encode_channel_message(INPUT_COMPLETE, 3)),
+    )
+    windows = bytes((m, 4, 1, a, m, 5, 2, a, m, 6, 3, a, m, 7, 0x84, a))
+    accepted = encode(OnSubscribe(subscriber=1)) + encode(OnNext(subscriber=1, element=b"up"))
+    large = bytes((len(accepted), *accepted, L, 1, 1, 5, a, L, 1, 0x41, 2, a))
+    return [
+        bytes((1, 0)) + serving,
+        bytes((1, 0)) + extensions + bytes((a, a)),
+        bytes((1, 0)) + windows,
+        bytes((1, 0)) + large,
+        bytes((1, 0)) + large + extensions + windows + serving,
+        bytes((0, 0, 5)) + HELLO,  # the hello as data: cut by mutations
+    ]
+
+
+def _mutate(rng: random.Random, data: bytes) -> bytes:
+    mutated: bytes = wire_harness._mutate(rng, data)
+    return mutated
+
+
+async def campaign(runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
+    """``runs`` inputs (or as many as ``seconds`` allow) against one server; returns how many ran
+    and how many failed (each printed with its input in hex)."""
+    rng = random.Random(seed)
+    corpus = _seeds()
+    failed = ran = 0
+    start = time.monotonic()
+    async with Target().running() as target:
+        for ran in range(runs):  # (how many ran, after the loop)
+            if seconds is not None and time.monotonic() - start > seconds:
+                break
+            if rng.random() < 0.2:
+                data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 200)))
+            else:
+                data = _mutate(rng, rng.choice(corpus))
+                if len(corpus) < 500 and rng.random() < 0.05:
+                    corpus.append(data)
+            failures = await target.run(data)
+            if failures:
+                failed += 1
+                print(f"input {ran} failed: {failures}: {data.hex()}", flush=True)
+                if target.legit.closed:  # go on with a new well-behaved client
+                    target.legit = await target.connect_legit()
+            if ran and ran % 1000 == 0:
+                print(f"{ran} inputs, {time.monotonic() - start:.0f} s, {failed} failed", flush=True)
+        else:
+            ran = runs
+    return ran, failed
+
+
+async def replay(data: bytes) -> list[_Failure]:
+    """One input against a fresh server: its failures."""
+    async with Target().running() as target:
+        return await target.run(data)
+
+
+def main() -> None:
+    """``--pure N [SEED [SECONDS]]``: a campaign; ``--replay HEX``: one input."""
+    logging.getLogger("rstreams").setLevel(logging.ERROR)  # not "message dropped" for every mutated name
+    if len(sys.argv) >= 3 and sys.argv[1] == "--pure":
+        args = [*sys.argv[2:], "0", "0"]
+        start = time.monotonic()
+        ran, failed = asyncio.run(campaign(int(args[0]), int(args[1]), float(args[2]) or None))
+        print(f"done: {ran} inputs in {time.monotonic() - start:.0f} s, {failed} failed (crashes and hangs)")
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--replay":
+        print(asyncio.run(replay(bytes.fromhex(sys.argv[2]))) or "no failure")
+        return
+    sys.exit(main.__doc__)
+
+
+if __name__ == "__main__":
+    main()

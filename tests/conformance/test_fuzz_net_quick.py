@@ -1,0 +1,57 @@
+"""The net fuzz driver's invariant, run briefly in CI (fuzz/fuzz_net.py runs it for long): any
+bytes, in any reads, into one connection of a real server leave the server and its other
+clients working."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import random
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+def _load() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "fuzz" / "fuzz_net.py"
+    spec = importlib.util.spec_from_file_location("fuzz_net", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fuzz_net"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+driver = _load()
+QUICK = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.timeout(120)
+@QUICK
+@given(st.binary(max_size=400))
+def test_any_bytes_after_a_hello_leave_the_server_working(data: bytes) -> None:
+    """After a clientHello listing every extension: our protocol error or a working connection,
+    nothing escaping into the loop, nothing left behind, the other client served."""
+    assert asyncio.run(driver.replay(b"\x01\x00" + data)) == []
+
+
+@pytest.mark.timeout(120)
+@QUICK
+@given(st.sampled_from(driver._seeds()), st.integers(0, 2**32 - 1))
+def test_mutated_conversations_leave_the_server_working(seed: bytes, salt: int) -> None:
+    """Valid conversations (subscribes, metadata windows, messages, channels with split input,
+    large elements cut across reads), mutated."""
+    assert asyncio.run(driver.replay(driver._mutate(random.Random(salt), seed))) == []
+
+
+@pytest.mark.timeout(120)
+def test_the_seeds_and_a_short_campaign_hold() -> None:
+    """Every seed as it is, then a short campaign against one server (the well-behaved client's
+    message and channel checks included)."""
+    for seed in driver._seeds():
+        assert asyncio.run(driver.replay(seed)) == [], seed.hex()
+    assert asyncio.run(driver.campaign(100, 1, None)) == (100, 0)
