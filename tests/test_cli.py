@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import queue
@@ -464,6 +465,8 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
         ),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"], "--demand needs an integer >= 1"),
         (["subscribe", "bogus://x", "x"], "unsupported URL scheme 'bogus'"),
+        (["serve", "tcp://127.0.0.1:0", "--metrics", "bogus"], "--metrics needs HOST:PORT (e.g. "),
+        (["serve", "tcp://127.0.0.1:0", "log", "--metrics", "h:99999"], "--metrics needs HOST:PORT"),
     ],
 )
 def test_bad_options_exit_2(
@@ -531,3 +534,21 @@ def test_python_dash_m_rstreams_is_the_command() -> None:
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith("rstreams ping: --count needs >= 1")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("log", [[], ["log"]], ids=["publishers", "log"])
+def test_a_metrics_address_in_use_is_named(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, log: list[str]
+) -> None:
+    """--metrics HOST:PORT already taken: the message names --metrics and its address, not the URL."""
+    pytest.importorskip("prometheus_client")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        assert main(["serve", "tcp://127.0.0.1:0", *log, "--metrics", address]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams serve: cannot serve /metrics on {address}: ")
+    assert err.endswith("(--metrics)\n") and err.count("\n") == 1

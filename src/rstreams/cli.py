@@ -251,7 +251,23 @@ def _serve(args: argparse.Namespace) -> int:
         option = "--" + stray[0].replace("_", "-")
         which = "a replay log (rstreams serve URL NAME)" if args.name else "publishers (rstreams serve URL)"
         return _fail("serve", f"{option} does not apply when serving {which}")
+    if args.metrics not in (None, "on"):
+        from rstreams.observe._prometheus import parse_address
+
+        try:
+            parse_address(args.metrics)
+        except ValueError:
+            return _fail(
+                "serve", f"--metrics needs HOST:PORT (e.g. 127.0.0.1:9464) or on, got {args.metrics!r}"
+            )
     return _serve_log(args) if args.name else _serve_publishers(args)
+
+
+def _cannot_serve(url: str, bad: BaseException) -> str:
+    """Why serving failed: the URL's address, or ``--metrics``' (its own message says so)."""
+    if isinstance(bad, OSError) and str(bad.strerror).startswith("cannot serve /metrics"):
+        return f"{bad.strerror} (--metrics)"
+    return f"cannot serve on {url}: {bad}"
 
 
 def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
@@ -322,7 +338,7 @@ def _serve_publishers(args: argparse.Namespace) -> int:
                 metrics=True if args.metrics == "on" else args.metrics,
             )
         except (OSError, ValueError, TypeError, ImportError) as bad:
-            return _fail("serve", f"cannot serve on {args.url}: {bad}")
+            return _fail("serve", _cannot_serve(args.url, bad))
         print(f"serving {', '.join(names)} on {server.url}", flush=True)
         if server.metrics_url is not None:
             print(f"metrics at {server.metrics_url}", flush=True)
@@ -400,7 +416,7 @@ def _serve_log(args: argparse.Namespace) -> int:
         server.start()
     except (OSError, ValueError) as bad:
         log.close()
-        return _fail("serve", f"cannot serve on {args.url}: {bad}")
+        return _fail("serve", _cannot_serve(args.url, bad))
     print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
     if server.metrics_url is not None:
         print(f"metrics at {server.metrics_url}", flush=True)

@@ -70,7 +70,10 @@ class Exposition:
             raise ImportError(_INSTALL_HINT) from error
         registry = CollectorRegistry(auto_describe=False)
         registry.register(Collector(metrics, loop))
-        self._httpd, self._thread = start_http_server(port, host, registry=registry)
+        try:
+            self._httpd, self._thread = start_http_server(port, host, registry=registry)
+        except OSError as error:  # taken, or not this machine's: say which address it was
+            raise OSError(error.errno, f"cannot serve /metrics on {host}:{port}: {error.strerror}") from error
         bound_host, bound_port = self._httpd.server_address[:2]
         shown = str(bound_host) if isinstance(bound_host, str) else bound_host.decode()
         if ":" in shown:
