@@ -26,7 +26,10 @@ Input layout (so that the fuzzer reaches deep states):
   four large onNext frames (16 KiB and more, the parser's large-element path) cut into reads at
   points ``cuts`` seeds (inside the 5-byte header too), 253 by two bytes ``sid, variant``: a
   subscribeMetadata (a traceparent that changes with ``variant``, other entries that do not)
-  and its subscribe, the parser's remembered-window path.
+  and its subscribe, the parser's remembered-window path; 252 by a byte ``r``: the next read's
+  bytes ``1 + 16 r`` times over in that read (reads of many small messages, past the driver's
+  READ_TURN: its fair parts and held rests), 251 by a byte ``n``: the next ``n`` reads join the
+  one before (large frames and small ones in one read); neither makes a read above 256 KiB.
 
 Run for a long time with atheris (libFuzzer options after the script)::
 
@@ -90,7 +93,9 @@ SMALL = ConnectionConfig(
 EVENT_TYPES = tuple(getattr(_events.Event, "__args__", ()))
 LARGE = 16 * 1024
 """The smallest element the parser's large-element path takes (``_parser._PENDING_MIN``)."""
-ACT, EOF, LARGE_OP, METADATA_OP = 0, 255, 254, 253
+ACT, EOF, LARGE_OP, METADATA_OP, REPEAT_OP, JOIN_OP = 0, 255, 254, 253, 252, 251
+MAX_READ = 256 * 1024
+"""The longest read a repeat or a join makes."""
 
 
 def _act(conn: Connection, step: int, sizes: dict[int, int]) -> None:
@@ -190,23 +195,44 @@ def parse_input(data: bytes) -> tuple[int, int, list[Chunk]]:
     head = data[0]
     mode = data[1] if len(data) > 1 else 0
     chunks: list[Chunk] = []
+    repeat = 1  # how many times the next read's bytes come in it
+    joining = 0  # how many more reads join the last one
     pos = 2
     while pos < len(data):
         length = data[pos]
         pos += 1
+        reads: list[bytes] = []
         if length in (ACT, EOF):
             chunks.append(length)
+            joining = 0
         elif length == LARGE_OP:
             sid, code, cuts = (data[pos : pos + 3] + b"\x01\x00\x00")[:3]
             pos += 3
-            chunks += _cuts(_large(sid & 0x7F or 1, code), cuts)
+            reads = _cuts(_large(sid & 0x7F or 1, code), cuts)
         elif length == METADATA_OP:
             sid, variant = (data[pos : pos + 2] + b"\x01\x00")[:2]
             pos += 2
-            chunks.append(_metadata(sid & 0x7F, variant))
+            reads = [_metadata(sid & 0x7F, variant)]
+        elif length in (REPEAT_OP, JOIN_OP):
+            count = data[pos] if pos < len(data) else 1
+            pos += 1
+            if length == REPEAT_OP:
+                repeat = 1 + count * 16
+            else:
+                joining = count
         elif pos < len(data):  # (a length byte last: no read)
-            chunks.append(data[pos : pos + length])
+            reads = [data[pos : pos + length]]
             pos += length
+        for read in reads:
+            if repeat > 1:
+                read = read * min(repeat, MAX_READ // len(read))
+                repeat = 1
+            last = chunks[-1] if chunks else None
+            if joining and isinstance(last, bytes) and len(last) + len(read) <= MAX_READ:
+                chunks[-1] = last + read
+                joining -= 1
+            else:
+                chunks.append(read)
     return head, mode, chunks
 
 
@@ -463,6 +489,9 @@ def _seeds() -> list[bytes]:
         bytes((0b101, 0b00000001)) + windows + chunked(server_ext[-1]),
         bytes((0b01101100, 0b00000110)) + large,
         bytes((0b01101100, 0b00100111)) + large + bytes((ACT, EOF)),
+        bytes((0b01101100, 0b00011110)) + bytes((JOIN_OP, 3)) + large,
+        bytes((0b111, 0b00100000)) + chunked(server_in[0]) + bytes((REPEAT_OP, 250)) + chunked(server_in[1]),
+        bytes((0b101, 0b00111111)) + bytes((REPEAT_OP, 200)) + chunked(server_ext[0]),
     ]
 
 
@@ -482,7 +511,9 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
         elif op == 4:
             buf[pos:pos] = rng.choice(
                 [bytes((LARGE_OP, rng.randrange(4), rng.randrange(256), rng.randrange(256))),
-                 bytes((METADATA_OP, rng.randrange(4), rng.randrange(256)))]
+                 bytes((METADATA_OP, rng.randrange(4), rng.randrange(256))),
+                 bytes((REPEAT_OP, rng.randrange(256))),
+                 bytes((JOIN_OP, rng.randrange(1, 8)))]
             )  # fmt: skip
         else:
             buf += rng.choice(_seeds())[2:]

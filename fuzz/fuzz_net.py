@@ -308,6 +308,7 @@ def _seeds() -> list[bytes]:
         encode_channel_message,
     )
     from rstreams.wire._messages import MESSAGE, encode_message
+    from rstreams.wire.extensions import PING
     from rstreams.wire.frames import ExtensionMessage
 
     def chunked(*frames: bytes) -> bytes:
@@ -341,6 +342,8 @@ def _seeds() -> list[bytes]:
         bytes((1, 0)) + large,
         bytes((1, 0)) + large + extensions + windows + serving,
         bytes((0, 0, 5)) + HELLO,  # the hello as data: cut by mutations
+        bytes((1, 0, wire_harness.REPEAT_OP, 255)) + chunked(ext(PING, bytes(8))),  # a read of 4 081 pings
+        bytes((1, 0, wire_harness.JOIN_OP, 4)) + large + serving,  # large and small frames in one read
     ]
 
 
