@@ -25,7 +25,7 @@ import signal
 import ssl
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from typing import Any, TextIO
 
 from rstreams.errors import ReactiveStreamsError
@@ -44,13 +44,33 @@ from rstreams.observe._table import (
 __all__ = ["add_commands", "render"]
 
 
+CLOSE_TIMEOUT = 1.0
+"""Seconds these commands wait for the server's goodbye when they leave (a live server answers at
+once; one that never spoke RS.io would hold Ctrl-C or a --timeout for the library's 5 s)."""
+
+
 def _fail(command: str, message: str, status: int = 2) -> int:
     print(f"rstreams {command}: {message}", file=sys.stderr)
     return status
 
 
+def _run(main: Coroutine[Any, Any, int]) -> int:
+    """``asyncio.run(main)``: Ctrl-C exits 130 and a closed standard output (``| head``) 0,
+    without a traceback."""
+    try:
+        return asyncio.run(main)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # the reader has had enough; say nothing more on the closed pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
 async def _connect(args: argparse.Namespace) -> Connection:
-    context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+    try:
+        context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
+    except (OSError, ssl.SSLError) as bad:
+        raise ValueError(f"cannot load --cafile {args.cafile}: {bad}") from None
     async with asyncio.timeout(args.timeout):
         return await connect(args.url, ssl=context, auth=args.token)
 
@@ -86,10 +106,10 @@ def _ping(args: argparse.Namespace) -> int:
         except ReactiveStreamsError as broken:
             return _fail("ping", f"connection to {args.url} ended: {broken}")
         finally:
-            await conn.aclose()
+            await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
 
-    return asyncio.run(run())
+    return _run(run())
 
 
 # -- top ------------------------------------------------------------------------------------------
@@ -157,7 +177,13 @@ def _top(args: argparse.Namespace) -> int:
 
         async def show() -> None:
             previous = None
-            async for snapshot in stats:
+            snapshots = aiter(stats)
+            while True:
+                try:
+                    async with asyncio.timeout(args.interval + args.timeout):  # a silent server
+                        snapshot = await anext(snapshots)
+                except StopAsyncIteration:
+                    return
                 screen.show(render(args.url, previous, snapshot))
                 previous = snapshot
 
@@ -170,17 +196,22 @@ def _top(args: argparse.Namespace) -> int:
                 for task in (showing, quitting):
                     task.cancel()
                 await asyncio.gather(showing, quitting, return_exceptions=True)
-                await conn.aclose()
+                await conn.aclose(timeout=CLOSE_TIMEOUT)
         if showing.cancelled():
             return 0
         error = showing.exception()
         if isinstance(error, RemoteStreamError):
             return _fail("top", f"{args.url}: {error.message}", 1)
+        if isinstance(error, TimeoutError):
+            silent = args.interval + args.timeout
+            return _fail("top", f"{args.url} sent no snapshot for {silent:g} s (--interval + --timeout)")
+        if isinstance(error, BrokenPipeError):
+            raise error
         if error is not None:
             return _fail("top", f"connection to {args.url} ended: {error}")
         return 0
 
-    return asyncio.run(run())
+    return _run(run())
 
 
 # -- the parser -----------------------------------------------------------------------------------
@@ -189,7 +220,11 @@ def _client_options(parser: argparse.ArgumentParser, timeout: float) -> None:
     parser.add_argument("--token", default=os.environ.get("RSTREAMS_TOKEN"), help="($RSTREAMS_TOKEN)")
     parser.add_argument("--cafile", default=None, help="trust this CA (tls://, wss://)")
     parser.add_argument(
-        "--timeout", type=float, default=timeout, metavar="S", help=f"give up after S seconds ({timeout:g})"
+        "--timeout",
+        type=float,
+        default=timeout,
+        metavar="S",
+        help=f"give up on a server silent for S seconds ({timeout:g})",
     )
 
 

@@ -191,6 +191,7 @@ def _client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
 
 
 def _subscribe(args: argparse.Namespace) -> int:
+    from rstreams._cli_observe import CLOSE_TIMEOUT
     from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, ResourceClosedError
     from rstreams.net import RemoteStreamError, connect
 
@@ -225,7 +226,7 @@ def _subscribe(args: argparse.Namespace) -> int:
         except BrokenPipeError:  # `rstreams subscribe ... | head`: the reader has had enough
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         finally:
-            await conn.aclose()
+            await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
 
     try:
@@ -712,10 +713,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rstreams`` command; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in _PASS_THROUGH:  # their own parsers take every argument after the name
-        return _PASS_THROUGH[argv[0]](argparse.Namespace(rest=argv[1:]))
-    args = _parser().parse_args(argv)
-    status: int = args.run(args)
+    try:
+        if argv and argv[0] in _PASS_THROUGH:  # their own parsers take every argument after the name
+            return _PASS_THROUGH[argv[0]](argparse.Namespace(rest=argv[1:]))
+        args = _parser().parse_args(argv)
+        status: int = args.run(args)
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (while importing, say)
+        return 130
     return status
 
 

@@ -140,3 +140,57 @@ def test_top_shows_a_stalled_stream_waiting_for_demand() -> None:
                     assert await asyncio.to_thread(terminal.finish) == (0, b"")
 
         asyncio.run(hold())
+
+
+@pytest.mark.parametrize("command", ["ping", "top"])
+def test_a_server_that_never_answers_is_given_up_on(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Something that accepts but never speaks RS.io: exit 2 naming --timeout, not a hang (top
+    waited for its first snapshot for ever)."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        extra = ["--interval", "0.2"] if command == "top" else []
+        assert main([command, url, "--timeout", "0.3", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams {command}: {url} ") and "--timeout" in err
+    assert err.count("\n") == 1
+
+
+def test_ping_into_a_closed_pipe_exits_quietly() -> None:
+    """``rstreams ping URL --count N | head -1``: no BrokenPipeError traceback once head leaves."""
+    with served({"n": rstreams.just(b"x")}) as url:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rstreams.cli", "ping", url, "--count", "1000000"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith(f"{url}: ok in ".encode())
+        process.stdout.close()  # what head does after its line
+        _, err = process.communicate(timeout=WAIT)
+    assert (process.returncode, err.decode()) == (0, "")
+
+
+def test_ctrl_c_while_waiting_for_a_silent_server_exits_130_at_once() -> None:
+    """Ctrl-C during ``rstreams subscribe`` to a server that never answers: exit 130, no traceback."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        code = "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        code += "from rstreams.cli import main; sys.exit(main())"
+        process = subprocess.Popen(
+            [sys.executable, "-c", code, "subscribe", url, "counter"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        accepted, _ = silent.accept()  # the client is connected: it now waits for its stream
+        with accepted:
+            process.send_signal(signal.SIGINT)  # (a background job's SIGINT is ignored: hence -c)
+            out, err = process.communicate(timeout=WAIT)
+    assert (process.returncode, out, err) == (130, b"", b"")
