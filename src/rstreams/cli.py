@@ -505,7 +505,7 @@ def _publish(args: argparse.Namespace) -> int:
 def _conformance(args: argparse.Namespace) -> int:
     from rstreams.conformance import main as conformance_main
 
-    return conformance_main(args.rest)
+    return conformance_main(args.rest, prog="rstreams conformance")
 
 
 def _bench(args: argparse.Namespace) -> int:

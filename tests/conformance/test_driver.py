@@ -99,6 +99,30 @@ def test_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
     assert "cannot run the suite" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["-k", "no-such-case"], "no case matches -k 'no-such-case' (--list shows every case)"),
+        (["--timeout", "-1"], "--timeout needs a number > 0, got -1.0"),
+        (["--jobs", "0"], "--jobs needs a number > 0, got 0"),
+        (["--idle-timeout", "0"], "--idle-timeout needs a number > 0, got 0.0"),
+        (["--quiet", "nan"], "--quiet needs a number of seconds >= 0, got nan"),
+        (
+            ["--junit", "no-such-dir/report.xml"],
+            "--junit no-such-dir/report.xml: no directory 'no-such-dir' to write it in",
+        ),
+    ],
+)
+def test_bad_options_are_named_before_anything_runs(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pattern that selects nothing, a number out of range, a report nowhere to go: exit 2 at
+    once, one line naming the option (the report's directory was found missing after the run,
+    as a traceback; a pattern that matched nothing passed with 0 cases)."""
+    assert main(["tcp://127.0.0.1:1", *argv], prog="rstreams conformance") == 2
+    assert capsys.readouterr().err == f"rstreams conformance: {says}\n"
+
+
 @pytest.mark.asyncio
 @pytest.mark.timeout(60)
 async def test_main_partial_offer_and_junit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

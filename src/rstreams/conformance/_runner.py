@@ -257,9 +257,9 @@ def catalogue_markdown(cases: Sequence[Case] = CASES) -> str:
 
 
 # -- command line ------------------------------------------------------------------------------
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str = "python -m rstreams.conformance") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m rstreams.conformance",
+        prog=prog,
         description="Run the RS.io conformance suite against an endpoint (docs/conformance.md).",
     )
     parser.add_argument(
@@ -317,10 +317,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The command line; returns 0 if no case failed, 1 if one did, 2 if the endpoint is unreachable."""
-    args = _parser().parse_args(argv)
+def _bad_numbers(args: argparse.Namespace) -> str | None:
+    """The first numeric option out of its range, as a message naming it; ``None`` if all fit."""
+    positive = {
+        "--timeout": args.timeout,
+        "--case-timeout": args.case_timeout,
+        "--jobs": args.jobs,
+        "--max-subscriptions": args.max_subscriptions,
+        "--max-element-size": args.max_element_size,
+        "--idle-timeout": 1 if args.idle_timeout is None else args.idle_timeout,
+    }
+    for option, value in positive.items():
+        if not value > 0:  # NaN too
+            return f"{option} needs a number > 0, got {value}"
+    if not args.quiet >= 0:
+        return f"--quiet needs a number of seconds >= 0, got {args.quiet}"
+    return None
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "python -m rstreams.conformance") -> int:
+    """The command line; returns 0 if no case failed, 1 if one did, 2 if the endpoint is
+    unreachable or an option is wrong (named on standard error)."""
+    args = _parser(prog).parse_args(argv)
     cases = select(args.pattern)
+    if not cases:
+        sys.stderr.write(f"{prog}: no case matches -k {args.pattern!r} (--list shows every case)\n")
+        return 2
+    problem = _bad_numbers(args)
+    if problem is None and args.junit and not os.path.isdir(os.path.dirname(args.junit) or "."):
+        problem = f"--junit {args.junit}: no directory {os.path.dirname(args.junit)!r} to write it in"
+    if problem is not None:
+        sys.stderr.write(f"{prog}: {problem}\n")
+        return 2
     if args.list and args.markdown:
         sys.stdout.write(catalogue_markdown(cases))
         return 0
@@ -357,6 +385,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     label = args.url + (" [--insecure: its certificate was NOT verified]" if options.insecure else "")
     report(results, label, sys.stdout, verbose=args.verbose)
+    failed = any(r.outcome is Outcome.FAIL for r in results)
     if args.junit:
-        write_junit(results, args.junit)
-    return 1 if any(r.outcome is Outcome.FAIL for r in results) else 0
+        try:
+            write_junit(results, args.junit)
+        except OSError as error:
+            sys.stderr.write(f"{prog}: cannot write --junit {args.junit}: {error}\n")
+            return 1 if failed else 2
+    return 1 if failed else 0
