@@ -229,6 +229,11 @@ def test_codecs_on_both_ends(capsys: pytest.CaptureFixture[str]) -> None:
     with served(builtin_publishers("json")) as url:
         assert subscribe(capsys, url, "counter?to=2", "--codec", "json")[:2] == (0, ["0", "1"])
         assert subscribe(capsys, url, "counter?to=2", "--codec", "raw")[:2] == (0, ["30", "31"])
+        status, _, err = subscribe(capsys, url, "counter?to=2", "--codec", "float64")
+        assert (status, err) == (
+            1,
+            "rstreams subscribe: element 1 is not float64: 1 bytes where float64 takes 8\n",
+        )
 
 
 @pytest.mark.timeout(60)
@@ -463,7 +468,9 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
             ["subscribe", "tls://127.0.0.1:1", "x", "--cafile", "missing.pem"],
             "cannot load --cafile missing.pem: ",
         ),
-        (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"], "--demand needs an integer >= 1"),
+        (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"], "--demand needs an integer >= 1, got 0"),
+        (["subscribe", "tcp://127.0.0.1:1", "x", "--count", "-1"], "--count needs an integer >= 0"),
+        (["subscribe", "tcp://127.0.0.1:1", "x", "--timeout", "nan"], "--timeout needs a number of seconds"),
         (["subscribe", "bogus://x", "x"], "unsupported URL scheme 'bogus'"),
         (["serve", "tcp://127.0.0.1:0", "--metrics", "bogus"], "--metrics needs HOST:PORT (e.g. "),
         (["serve", "tcp://127.0.0.1:0", "log", "--metrics", "h:99999"], "--metrics needs HOST:PORT"),

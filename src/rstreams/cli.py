@@ -122,7 +122,7 @@ def _formatter(codec: str) -> Callable[[bytes], str]:
 
     def number(data: bytes) -> str:
         if len(data) != size:
-            raise ValueError(f"{len(data)} bytes, not the {size} of an {codec}")
+            raise ValueError(f"{len(data)} bytes where {codec} takes {size}")
         return repr(struct.unpack(kind, data)[0])
 
     return number
@@ -195,12 +195,12 @@ def _subscribe(args: argparse.Namespace) -> int:
     from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, ResourceClosedError
     from rstreams.net import RemoteStreamError, connect
 
-    if args.demand < 1 or args.count < 0 or not args.timeout >= 0:
-        return _fail(
-            "subscribe",
-            f"--demand needs an integer >= 1, --count and --timeout >= 0; "
-            f"got {args.demand}, {args.count}, {args.timeout}",
-        )
+    if args.demand < 1:
+        return _fail("subscribe", f"--demand needs an integer >= 1, got {args.demand}")
+    if args.count < 0:
+        return _fail("subscribe", f"--count needs an integer >= 0 (0: no limit), got {args.count}")
+    if not args.timeout >= 0:
+        return _fail("subscribe", f"--timeout needs a number of seconds >= 0 (0: never), got {args.timeout}")
 
     async def run() -> int:
         try:
