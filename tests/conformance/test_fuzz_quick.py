@@ -48,17 +48,24 @@ def test_mutated_conversations_keep_the_invariant(seed: bytes, salt: int) -> Non
 @given(
     st.integers(0, 255),
     st.integers(0, 255),
-    st.lists(st.tuples(st.integers(0, 3), st.binary(min_size=3, max_size=3)), max_size=4),
+    st.lists(st.tuples(st.integers(0, 6), st.binary(min_size=3, max_size=3)), max_size=5),
 )
 def test_large_elements_and_metadata_windows_in_any_reads(
     head: int, mode: int, ops: list[tuple[int, bytes]]
 ) -> None:
-    """Large elements cut anywhere (the parser's large path, views of read buffers, limits) and
-    subscribeMetadata in a remembered window: the same events as fed whole, or our error."""
+    """Large elements cut anywhere (the parser's large path, views of read buffers, limits),
+    subscribeMetadata in a remembered window, reads of a frame repeated and reads joined: the
+    same events as fed whole, or our error."""
     body = bytearray()
     for op, args in ops:
         body += (
-            (bytes((harness.LARGE_OP,)) + args, bytes((harness.METADATA_OP,)) + args[:2], b"\x00", b"\xff")
+            bytes((harness.LARGE_OP,)) + args,
+            bytes((harness.METADATA_OP,)) + args[:2],
+            b"\x00",
+            b"\xff",
+            bytes((harness.REPEAT_OP, args[0], 3)) + args,
+            bytes((harness.JOIN_OP, args[0] & 7)),
+            b"\x03" + args,
         )[op]
     harness.one_input(bytes((head, mode)) + bytes(body))
 
