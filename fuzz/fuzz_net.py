@@ -16,14 +16,17 @@ its output (EOF). Invariants:
   and then no task is left behind and the server no longer counts it;
 * what the server holds for the connection while it reads stays bounded: the parser's
   incomplete frame, split elements and split channel input, the rest of a read it holds for a
-  later turn, the bytes a connection without a hello holds;
+  later turn, the output not yet written (checked once the connection has its hello: before it,
+  ``_pending.HELLO_BYTES`` bounds what is kept);
 * a second, well-behaved client on the same server keeps working: after every input it makes
   a request/response, and every few inputs sends a message and runs a channel (its input in
   parts).
 
 The input layout is the wire harness's (fuzz_connection.py: chunks, large onNext frames cut
-across reads, subscribeMetadata windows): byte 0 bit 0 prepends a clientHello listing every
-extension, bits 1-7 are free; byte 1 is ignored.
+across reads, subscribeMetadata windows, repeated and joined reads): byte 0 bit 0 prepends a
+clientHello listing every extension, bit 1 makes a lazy peer, which reads nothing until it has
+written its input (its replies back up: the server, with water marks of 64 and 16 KiB, stops
+reading it and says goodbye after an ``unread_timeout`` of 1 s); byte 1 is ignored.
 
 Run::
 
@@ -133,6 +136,9 @@ class Target:
                 on_connection=self._connected,
                 handshake_timeout=WAIT / 2,
                 admission_share=None,
+                high_water=64 * 1024,
+                low_water=16 * 1024,
+                unread_timeout=1.0,
             )
             try:
                 self.url = self.server.url
@@ -184,6 +190,8 @@ class Target:
         )
         self.peer = peer = _Peer(reader)
         reading = asyncio.create_task(peer.read_all())
+        if not head & 2:  # (else a lazy peer: it reads nothing until its input is written)
+            peer.go.set()
         try:
             for chunk in chunks:
                 if reading.done() or peer.said_goodbye.is_set():  # the server is done with us
@@ -198,6 +206,7 @@ class Target:
                 await asyncio.wait_for(writer.drain(), WAIT)
                 await asyncio.sleep(0)  # a turn: the server reads this chunk as one read
                 self._check_holding(known)
+            peer.go.set()
             if not reading.done() and writer.can_write_eof():
                 writer.write_eof()
             # The server closes, or says goodbye and waits for ours (or our close, §9.2): close.
@@ -208,6 +217,7 @@ class Target:
         except (ConnectionError, BrokenPipeError):
             pass  # the server closed first
         finally:
+            peer.go.set()
             writer.close()
         await asyncio.wait_for(asyncio.shield(reading), WAIT)
         peer.check()
@@ -271,8 +281,11 @@ class _Peer:
         self.parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
         self.goodbyes: list[Goodbye] = []
         self.said_goodbye = asyncio.Event()
+        self.go = asyncio.Event()
+        """Set when reading starts (at once, or once a lazy peer has written its input)."""
 
     async def read_all(self) -> None:
+        await self.go.wait()
         with contextlib.suppress(ConnectionError):
             while data := await self.reader.read(1 << 16):
                 for frame in self.parser.feed(data):
@@ -335,6 +348,7 @@ def _seeds() -> list[bytes]:
     windows = bytes((m, 4, 1, a, m, 5, 2, a, m, 6, 3, a, m, 7, 0x84, a))
     accepted = encode(OnSubscribe(subscriber=1)) + encode(OnNext(subscriber=1, element=b"up"))
     large = bytes((len(accepted), *accepted, L, 1, 1, 5, a, L, 1, 0x41, 2, a))
+    pings = bytes((wire_harness.REPEAT_OP, 255)) + chunked(ext(PING, bytes(8)))
     return [
         bytes((1, 0)) + serving,
         bytes((1, 0)) + extensions + bytes((a, a)),
@@ -342,8 +356,9 @@ def _seeds() -> list[bytes]:
         bytes((1, 0)) + large,
         bytes((1, 0)) + large + extensions + windows + serving,
         bytes((0, 0, 5)) + HELLO,  # the hello as data: cut by mutations
-        bytes((1, 0, wire_harness.REPEAT_OP, 255)) + chunked(ext(PING, bytes(8))),  # a read of 4 081 pings
+        bytes((1, 0)) + pings,  # a read of 4 081 pings
         bytes((1, 0, wire_harness.JOIN_OP, 4)) + large + serving,  # large and small frames in one read
+        bytes((3, 0)) + pings * 8,  # a lazy peer: its pongs back up, the server stops reading it
     ]
 
 
