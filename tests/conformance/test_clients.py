@@ -3,10 +3,17 @@
 Each case starts the adapter as a real process and plays the server on loopback; nothing is
 mocked. The broken adapter (tests/conformance/broken_client.py) proves that the suite catches
 the rules it claims to check, with the section in the message.
+
+Every wait in these cases ends at an event: the adapter's connection or exit, a frame, the end
+of its input. The suite's deadlines are only safety nets here (``PATIENT``), far above what a
+loaded machine needs, and each test's own timeout bounds the whole; the one test that judges
+by a deadline waits for a frame that never comes.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import shlex
 import sys
 from pathlib import Path
 
@@ -17,6 +24,7 @@ from rstreams.conformance.clients import CLIENT_CASES, Options, main, run_client
 
 HERE = Path(__file__).resolve().parent
 PYTHON_ADAPTER = f"{sys.executable} -m rstreams.conformance.adapter {{url}} {{publisher}} {{script}}"
+PATIENT = Options(timeout=30.0, start_timeout=60.0, case_timeout=60.0)
 
 
 def _broken(mode: str) -> str:
@@ -27,7 +35,7 @@ def _broken(mode: str) -> str:
 @pytest.mark.timeout(120)
 async def test_rstreams_client_passes_every_case() -> None:
     """rstreams' own client, through its adapter, passes all client cases over TCP."""
-    results = await run_clients(PYTHON_ADAPTER)
+    results = await run_clients(PYTHON_ADAPTER, PATIENT)
     failed = [f"{r.case.id}: {r.message}" for r in results if r.outcome is not Outcome.PASS]
     assert len(results) == len(CLIENT_CASES) >= 13
     assert not failed, failed
@@ -37,7 +45,9 @@ async def test_rstreams_client_passes_every_case() -> None:
 @pytest.mark.timeout(60)
 async def test_rstreams_client_passes_over_websocket() -> None:
     """The same cases with the scripted server speaking WebSocket (a sample, to keep it short)."""
-    results = await run_clients(PYTHON_ADAPTER, Options(transport="ws"), pattern="client.s*")
+    results = await run_clients(
+        PYTHON_ADAPTER, dataclasses.replace(PATIENT, transport="ws"), pattern="client.s*"
+    )
     assert len(results) >= 3
     failed = [f"{r.case.id}: {r.message}" for r in results if r.outcome is not Outcome.PASS]
     assert not failed, failed
@@ -47,7 +57,7 @@ async def test_rstreams_client_passes_over_websocket() -> None:
 @pytest.mark.timeout(60)
 async def test_a_greedy_client_fails_the_demand_case() -> None:
     """A client that grants 10 when its subscriber asked for 3 fails client.demand_adds_up, citing §6.1."""
-    (result,) = await run_clients(_broken("greedy"), Options(timeout=2), pattern="client.demand_adds_up")
+    (result,) = await run_clients(_broken("greedy"), PATIENT, pattern="client.demand_adds_up")
     assert result.outcome is Outcome.FAIL
     assert "§6.1" in result.message and "granted 10" in result.message
 
@@ -56,18 +66,49 @@ async def test_a_greedy_client_fails_the_demand_case() -> None:
 @pytest.mark.timeout(60)
 async def test_a_deaf_client_fails_the_goodbye_and_demand_cases() -> None:
     """A client that ignores goodbyes and accepts elements beyond demand fails those cases."""
-    results = await run_clients(_broken("deaf"), Options(timeout=1), pattern="client.[bs]*_*[de]")
+    results = await run_clients(_broken("deaf"), PATIENT, pattern="client.[bs]e*")
     by_id = {r.case.id: r for r in results}
-    assert by_id["client.beyond_demand_is_refused"].outcome is Outcome.FAIL
-    assert "goodbye" in by_id["client.beyond_demand_is_refused"].message
-    assert by_id["client.server_goodbye"].outcome is Outcome.FAIL
+    assert sorted(by_id) == ["client.beyond_demand_is_refused", "client.server_goodbye"]
+    beyond, goodbye = by_id["client.beyond_demand_is_refused"], by_id["client.server_goodbye"]
+    assert beyond.outcome is Outcome.FAIL and goodbye.outcome is Outcome.FAIL
+    assert "closed without a goodbye (the second element was beyond demand)" in beyond.message
+    assert "closed without a goodbye (answer to the server's goodbye)" in goodbye.message
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_an_adapter_that_exits_before_connecting_fails_at_once() -> None:
+    """Its exit ends the wait for its connection (no deadline is waited out), its stderr in the message."""
+    crash = shlex.join([sys.executable, "-c", "import sys; sys.exit('no client here')"])
+    options = dataclasses.replace(PATIENT, start_timeout=3600.0)
+    (result,) = await run_clients(
+        f"{crash} {{url}} {{publisher}} {{script}}", options, pattern="client.packed*"
+    )
+    assert result.outcome is Outcome.FAIL
+    assert "the adapter exited with 1 before its connection was accepted: no client here" in result.message
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_the_adapters_start_up_is_not_judged_by_the_frame_deadline() -> None:
+    """An adapter slower to start than the frame deadline is waited for; then its silence fails.
+
+    The deadline of a frame (0.1 s here) starts at the connection: the slow-mute adapter
+    connects at least 0.5 s after its start and then sends nothing, so the case fails waiting
+    for its clientHello, never for its connection.
+    """
+    options = dataclasses.replace(PATIENT, timeout=0.1)
+    (result,) = await run_clients(_broken("slow-mute"), options, pattern="client.packed*")
+    assert result.outcome is Outcome.FAIL
+    assert result.message.startswith("timed out waiting for the clientHello from the client"), result.message
 
 
 @pytest.mark.timeout(120)
 def test_command_line_writes_junit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`python -m rstreams.conformance.clients --client ... --junit F` reports per case and exits 0."""
     junit = tmp_path / "clients.xml"
-    status = main(["--client", PYTHON_ADAPTER, "--junit", str(junit), "-k", "client.packed*"])
+    patient = ["--timeout", "30", "--case-timeout", "60"]  # safety nets only, as PATIENT
+    status = main(["--client", PYTHON_ADAPTER, *patient, "--junit", str(junit), "-k", "client.packed*"])
     assert status == 0
     assert "1 of 1 client cases passed" in capsys.readouterr().out
     assert 'name="client.packed_elements"' in junit.read_text()

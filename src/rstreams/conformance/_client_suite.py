@@ -279,13 +279,14 @@ class _Adapter:
         self.process: asyncio.subprocess.Process | None = None
         self.stderr = b""
 
-    async def start(self) -> None:
+    async def start(self) -> asyncio.subprocess.Process:
         self.process = await asyncio.create_subprocess_exec(
             *self.argv,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
+        return self.process
 
     async def finish(self, timeout: float) -> None:  # noqa: ASYNC109
         """Wait for the adapter to exit and collect its output; kill it past ``timeout``."""
@@ -346,10 +347,45 @@ class Options:
     """Deadline of each wait for a frame from the client, in seconds."""
     quiet: float = 0.25
     """How long a case watches for frames that must not come."""
+    start_timeout: float = 60.0
+    """Deadline for the adapter to connect, its process start-up included (an interpreter or a
+    JVM starting on a loaded machine may take seconds). Only an adapter that neither connects
+    nor exits waits this long: the case goes on at its connection, and fails at its exit."""
     case_timeout: float = 20.0
-    """Deadline of a whole case (the adapter included)."""
+    """Deadline of a whole case from the adapter's connection to its exit."""
     transport: str = "tcp"
     """``tcp`` or ``ws``: what the scripted server listens on."""
+
+
+async def _connected(adapter: _Adapter, listener: RawListener, timeout: float) -> RawTransport:  # noqa: ASYNC109
+    """Start the adapter; its connection, or a failure when it exits first or ``timeout`` passes.
+
+    Both ends of the wait are events, so an adapter that starts slowly (a cold interpreter, a
+    JVM, a loaded machine) is never judged by the deadline of a frame: that clock starts at
+    its connection. ``timeout`` only ends an adapter that neither connects nor exits.
+    """
+    process = await adapter.start()
+    accepted = asyncio.ensure_future(listener.accept())
+    exited = asyncio.ensure_future(process.wait())
+    try:
+        await asyncio.wait((accepted, exited), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        exited.cancel()
+        if not accepted.done():
+            accepted.cancel()
+            await asyncio.wait(
+                (accepted,)
+            )  # a connection it took meanwhile is its result; else it stays queued
+    link = listener.accept_nowait() if accepted.cancelled() else accepted.result()
+    if link is not None:
+        return link
+    if process.returncode is not None:
+        await adapter.stop()  # collects its output
+        raise ClientFailure(
+            f"the adapter exited with {process.returncode} before its connection was accepted: "
+            f"{adapter.stderr.decode(errors='replace')[-400:].strip()}"
+        )
+    raise ClientFailure(f"the adapter did not connect within {timeout:g} s of its start")
 
 
 async def run_client_case(case: ClientCase, command: str, options: Options) -> CaseResult:
@@ -363,9 +399,8 @@ async def run_client_case(case: ClientCase, command: str, options: Options) -> C
     server: Server | None = None
     link: RawTransport | None = None
     try:
+        link = await _connected(adapter, listener, options.start_timeout)
         async with asyncio.timeout(options.case_timeout):
-            await adapter.start()
-            link = await listener.accept(options.timeout)
             server = Server(link, adapter, timeout=options.timeout, quiet=options.quiet)
             await case.fn(server)
     except ClientSkip as skip:
@@ -373,7 +408,8 @@ async def run_client_case(case: ClientCase, command: str, options: Options) -> C
     except ClientFailure as failure:
         outcome, message = Outcome.FAIL, str(failure)
     except TimeoutError:
-        outcome, message = Outcome.FAIL, f"the case did not finish within {options.case_timeout:g} s"
+        outcome = Outcome.FAIL
+        message = f"the case did not finish within {options.case_timeout:g} s of the adapter's connection"
     except OSError as error:
         outcome, message = Outcome.FAIL, f"could not run the adapter: {type(error).__name__}: {error}"
     finally:

@@ -294,9 +294,13 @@ class RawListener:
         else:
             raise ValueError(f"the client suite listens on tcp or ws, not {scheme!r}")
 
-    async def accept(self, timeout: float) -> RawTransport:  # noqa: ASYNC109
-        """The next connection; :class:`TimeoutError` when none arrives within ``timeout``."""
-        return await asyncio.wait_for(self._queue.get(), timeout)
+    async def accept(self) -> RawTransport:
+        """The next connection, whenever it arrives (the caller bounds the wait). Cancel-safe."""
+        return await self._queue.get()
+
+    def accept_nowait(self) -> RawTransport | None:
+        """The next connection if one is queued already, else ``None``."""
+        return None if self._queue.empty() else self._queue.get_nowait()
 
     async def aclose(self) -> None:
         """Stop listening and drop connections not yet accepted."""

@@ -58,6 +58,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-k", metavar="PATTERN", help="run the cases whose id matches this glob")
     parser.add_argument("--transport", choices=("tcp", "ws"), default="tcp")
     parser.add_argument("--timeout", type=float, default=Options.timeout, help="seconds per wait (default 5)")
+    parser.add_argument(
+        "--start-timeout",
+        type=float,
+        default=Options.start_timeout,
+        help="seconds for the adapter to start and connect (default 60)",
+    )
+    parser.add_argument(
+        "--case-timeout",
+        type=float,
+        default=Options.case_timeout,
+        help="seconds per case from the adapter's connection (default 20)",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -66,7 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if "{url}" not in args.client:
         parser.error("--client must contain {url} (and usually {publisher} and {script})")
-    options = Options(timeout=args.timeout, transport=args.transport)
+    options = Options(
+        timeout=args.timeout,
+        start_timeout=args.start_timeout,
+        case_timeout=args.case_timeout,
+        transport=args.transport,
+    )
     results = asyncio.run(run_clients(args.client, options, pattern=args.k))
     _report(results, sys.stdout)
     if args.junit:
