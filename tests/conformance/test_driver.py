@@ -25,6 +25,7 @@ from rstreams.conformance import (
     run_case,
     select,
 )
+from rstreams.conformance._case import Case, Context
 from rstreams.conformance._monitor import Monitor
 from rstreams.net import serve
 from rstreams.wire import (
@@ -388,3 +389,22 @@ async def test_idle_case_fails_when_the_endpoint_keeps_idle_peers() -> None:
         await server.aclose()
     assert result.outcome is Outcome.FAIL
     assert "goodbye" in result.message
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+async def test_a_timeout_inside_a_case_is_not_reported_as_its_deadline() -> None:
+    """A wait that timed out inside the case (a connection) is told apart from the case's own deadline."""
+
+    async def times_out(ctx: Context) -> None:
+        raise TimeoutError  # what opening a connection raises after --timeout
+
+    async def hangs(ctx: Context) -> None:
+        await asyncio.Event().wait()
+
+    inner = await run_case(Case("hs.inner", "here", "a wait", times_out), "tcp://127.0.0.1:1", Options(), ALL)
+    assert (inner.outcome, inner.message) == (Outcome.FAIL, "a connection timed out (after --timeout 5 s)")
+    hang = await run_case(
+        Case("hs.hang", "here", "a hang", hangs, timeout=0.01), "tcp://127.0.0.1:1", Options(), ALL
+    )
+    assert (hang.outcome, hang.message) == (Outcome.FAIL, "the case did not finish within 0.01 s (a hang)")

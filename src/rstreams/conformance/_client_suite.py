@@ -398,9 +398,10 @@ async def run_client_case(case: ClientCase, command: str, options: Options) -> C
     outcome, message = Outcome.PASS, ""
     server: Server | None = None
     link: RawTransport | None = None
+    scope = asyncio.timeout(options.case_timeout)
     try:
         link = await _connected(adapter, listener, options.start_timeout)
-        async with asyncio.timeout(options.case_timeout):
+        async with scope:
             server = Server(link, adapter, timeout=options.timeout, quiet=options.quiet)
             await case.fn(server)
     except ClientSkip as skip:
@@ -409,7 +410,11 @@ async def run_client_case(case: ClientCase, command: str, options: Options) -> C
         outcome, message = Outcome.FAIL, str(failure)
     except TimeoutError:
         outcome = Outcome.FAIL
-        message = f"the case did not finish within {options.case_timeout:g} s of the adapter's connection"
+        message = (
+            f"the case did not finish within {options.case_timeout:g} s of the adapter's connection"
+            if scope.expired()
+            else "a wait inside the case timed out"
+        )
     except OSError as error:
         outcome, message = Outcome.FAIL, f"could not run the adapter: {type(error).__name__}: {error}"
     finally:

@@ -119,15 +119,21 @@ async def run_case(case: Case, url: str, options: Options, available: frozenset[
     start = time.monotonic()
     deadline = case.timeout or options.case_timeout
     outcome, message = Outcome.PASS, ""
+    scope = asyncio.timeout(deadline)
     try:
-        async with asyncio.timeout(deadline):
+        async with scope:
             await case.fn(ctx)
     except Skip as skip:
         outcome, message = Outcome.SKIP, str(skip)
     except CaseFailure as failure:
         outcome, message = Outcome.FAIL, str(failure)
     except TimeoutError:
-        outcome, message = Outcome.FAIL, f"the case did not finish within {deadline:g} s (a hang)"
+        outcome = Outcome.FAIL
+        message = (
+            f"the case did not finish within {deadline:g} s (a hang)"
+            if scope.expired()
+            else f"a connection timed out (after --timeout {options.timeout:g} s)"
+        )
     except OSError as error:
         outcome, message = Outcome.FAIL, f"connection error: {type(error).__name__}: {error}"
     except Exception as error:  # a case must report, not crash the run
