@@ -4,6 +4,7 @@ cases fail against a deliberately broken endpoint (a suite that cannot fail prov
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
@@ -44,6 +45,8 @@ from testkit.tls import TestCA, server_context
 
 PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
 ALL = frozenset(KINDS)
+PATIENT = Options(quiet=0.1, timeout=30.0)
+"""For runs that must pass: every wait ends at an event, the deadline is only a safety net."""
 
 
 def test_catalogue() -> None:
@@ -227,7 +230,7 @@ async def test_run_against_unix_socket(tmp_path: Path) -> None:
     relay = ("rv.server_subscribes", "rv.refusal_is_not_fatal", "rv.cancel_reaches_the_publisher")
     cases = select("hs.") + [c for c in CASES if c.id in relay]
     try:
-        results = await run(server.url, Options(quiet=0.1), cases=cases)
+        results = await run(server.url, PATIENT, cases=cases)
     finally:
         await server.aclose()
     assert {r.outcome for r in results} == {Outcome.PASS}
@@ -306,7 +309,7 @@ async def test_run_over_wss_with_options(tmp_path: Path) -> None:
     issued = ca.issue("wss server", san=("localhost",))
     server = await serve("wss://127.0.0.1:0/rsio", conformance_publishers(), ssl=server_context(issued))
     try:
-        options = Options(quiet=0.1, cafile=str(ca.cert), server_name="localhost")
+        options = dataclasses.replace(PATIENT, cafile=str(ca.cert), server_name="localhost")
         results = await run(server.url, options, cases=select("cl."))
     finally:
         await server.aclose()
@@ -326,7 +329,7 @@ async def test_main_with_a_client_certificate(
     client = ca.issue("conformance driver", client=True)
     server = await serve(url, conformance_publishers(), ssl=context)
     try:
-        base = [server.url, "-k", "hs.", "--cafile", str(ca.cert), "--quiet", "0.1"]
+        base = [server.url, "-k", "hs.", "--cafile", str(ca.cert), "--quiet", "0.1", "--timeout", "30"]
         with_cert = [*base, "--certfile", str(client.cert), "--keyfile", str(client.key)]
         assert await asyncio.to_thread(main, with_cert) == 0
         assert await asyncio.to_thread(main, base) == 2
@@ -366,7 +369,7 @@ async def test_extension_cases_skip_with_reasons() -> None:
     cases are skipped (with the reason), the keepalive ones pass."""
     server = await serve("tcp://127.0.0.1:0", conformance_publishers())
     try:
-        results = await run(server.url, Options(quiet=0.1), cases=select("ex."), available=ALL)
+        results = await run(server.url, PATIENT, cases=select("ex."), available=ALL)
     finally:
         await server.aclose()
     outcome = {r.case.id: r for r in results}

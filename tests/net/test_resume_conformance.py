@@ -10,7 +10,9 @@ from rstreams.net._resume import Resume
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
-OPTIONS = Options(quiet=0.1, timeout=5.0, case_timeout=30.0)
+OPTIONS = Options(
+    quiet=0.1, timeout=30.0, case_timeout=50.0
+)  # safety nets, as tests/conformance/test_suite.py
 RESUME_CASES = [c for c in CASES if c.area == "rs"]
 
 
