@@ -398,9 +398,10 @@ async def run_client_case(case: ClientCase, command: str, options: Options) -> C
     outcome, message = Outcome.PASS, ""
     server: Server | None = None
     link: RawTransport | None = None
-    scope = asyncio.timeout(options.case_timeout)
+    scope: asyncio.Timeout | None = None
     try:
         link = await _connected(adapter, listener, options.start_timeout)
+        scope = asyncio.timeout(options.case_timeout)  # its deadline is fixed here, at the connection
         async with scope:
             server = Server(link, adapter, timeout=options.timeout, quiet=options.quiet)
             await case.fn(server)
@@ -412,7 +413,7 @@ async def run_client_case(case: ClientCase, command: str, options: Options) -> C
         outcome = Outcome.FAIL
         message = (
             f"the case did not finish within {options.case_timeout:g} s of the adapter's connection"
-            if scope.expired()
+            if scope is not None and scope.expired()
             else "a wait inside the case timed out"
         )
     except OSError as error:
