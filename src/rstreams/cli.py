@@ -36,8 +36,8 @@ import ssl
 import struct
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from rstreams.errors import ReactiveStreamsError
 
@@ -340,12 +340,13 @@ def _serve_publishers(args: argparse.Namespace) -> int:
             )
         except (OSError, ValueError, TypeError, ImportError) as bad:
             return _fail("serve", _cannot_serve(args.url, bad))
+        stop = asyncio.Event()
+        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loops
+            # before the announcement: whoever reads it may stop the server at once
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         print(f"serving {', '.join(names)} on {server.url}", flush=True)
         if server.metrics_url is not None:
             print(f"metrics at {server.metrics_url}", flush=True)
-        stop = asyncio.Event()
-        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loops
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         try:
             await stop.wait()
         finally:
@@ -358,18 +359,33 @@ def _serve_publishers(args: argparse.Namespace) -> int:
         return 0
 
 
-def _wait_for_stop() -> None:
-    """Until Ctrl-C (KeyboardInterrupt) or SIGTERM, which ends the wait so the caller closes
-    the server and the log as for Ctrl-C."""
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[threading.Event]:
+    """An event that SIGTERM sets while inside; wait on it until Ctrl-C (KeyboardInterrupt) or
+    SIGTERM, after which the caller closes the server and the log as for Ctrl-C."""
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():  # signals reach the main one
-        stop.wait()
+        yield stop
         return
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     try:
-        stop.wait()
+        yield stop
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _own_stdin() -> BinaryIO:
+    """Standard input as a reader of its own (a duplicate of the descriptor, buffered apart).
+
+    The log's thread blocks in it, holding its buffer's lock, until a line comes; if that were
+    ``sys.stdin.buffer``, the interpreter's exit (Ctrl-C, SIGTERM) would find the lock taken
+    while it flushes the standard streams, and abort ("Fatal Python error: _enter_buffered_busy").
+    """
+    try:
+        descriptor = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without one (tests)
+        return sys.stdin.buffer
+    return open(os.dup(descriptor), "rb", closefd=True)
 
 
 def _serve_log(args: argparse.Namespace) -> int:
@@ -399,7 +415,7 @@ def _serve_log(args: argparse.Namespace) -> int:
     except OSError as bad:  # --path is a file, or a directory that cannot be made
         return _fail("serve", f"cannot keep the log in --path {args.path}: {bad}")
     try:
-        log.feed(LineSource(sys.stdin.buffer), position=args.input_from)
+        log.feed(LineSource(_own_stdin()), position=args.input_from)
     except ValueError as bad:
         log.close()
         return _fail("serve", f"{bad} (--input-from)")
@@ -413,35 +429,38 @@ def _serve_log(args: argparse.Namespace) -> int:
         authenticate=None if token is None else _token_check(token),
         metrics=True if args.metrics == "on" else (args.metrics or False),
     )
-    try:
-        server.start()
-    except (OSError, ValueError) as bad:
-        log.close()
-        return _fail("serve", _cannot_serve(args.url, bad))
-    print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
-    if server.metrics_url is not None:
-        print(f"metrics at {server.metrics_url}", flush=True)
-    page = None
-    try:
-        if args.web is not None:
-            from rstreams.web import page_for_logs
+    with _stopped_by_sigterm() as stop:  # from before the announcement: its reader may stop us
+        try:
+            server.start()
+        except (OSError, ValueError) as bad:
+            log.close()
+            return _fail("serve", _cannot_serve(args.url, bad))
+        print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
+        if server.metrics_url is not None:
+            print(f"metrics at {server.metrics_url}", flush=True)
+        page = None
+        try:
+            if args.web is not None:
+                from rstreams.web import page_for_logs
 
-            page = page_for_logs(
-                args.web, {args.name: log, **sinks}, publisher=args.web_publisher or args.name
-            )
-            print(f"live page: {page.url} (charts {page.publisher!r}; RS.io on {page.ws_url})", flush=True)
-        _wait_for_stop()
-    except KeyboardInterrupt:
-        pass
-    except OSError as error:  # the page's address is taken
-        return _fail("serve", f"cannot serve the live page on {args.web}: {error}")
-    except ValueError as bad:  # not HOST:PORT, or --web-publisher names no log served
-        return _fail("serve", f"{bad} (--web, --web-publisher)")
-    finally:
-        if page is not None:
-            page.stop()
-        server.stop()
-        log.close()
+                page = page_for_logs(
+                    args.web, {args.name: log, **sinks}, publisher=args.web_publisher or args.name
+                )
+                print(
+                    f"live page: {page.url} (charts {page.publisher!r}; RS.io on {page.ws_url})", flush=True
+                )
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+        except OSError as error:  # the page's address is taken
+            return _fail("serve", f"cannot serve the live page on {args.web}: {error}")
+        except ValueError as bad:  # not HOST:PORT, or --web-publisher names no log served
+            return _fail("serve", f"{bad} (--web, --web-publisher)")
+        finally:
+            if page is not None:
+                page.stop()
+            server.stop()
+            log.close()
     return 0
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +178,76 @@ def test_bad_log_options_exit_2_naming_them(
     err = capsys.readouterr().err
     assert says in err and option[0] in err
     assert err.startswith("rstreams serve: ") and err.count("\n") == 1  # one line, no traceback
+
+
+def _reads_a_pipe(pid: int) -> bool:
+    """Whether a thread of process ``pid`` waits in a pipe read (Linux' /proc/PID/task/*/wchan)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            if "pipe_read" in (task / "wchan").read_text():
+                return True
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the reading thread")
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_serve_stops_cleanly_while_reading_a_live_pipe(stop: signal.Signals) -> None:
+    """``producer | rstreams serve URL NAME``, stopped while the producer still writes: exit 0,
+    nothing on standard error. (The log's thread read sys.stdin itself, holding its buffer's lock
+    while it read, and the interpreter's exit could find the lock taken and abort: 'Fatal Python
+    error: _enter_buffered_busy', SIGABRT; not every time, so each run tries.)"""
+    code = "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    code += "from rstreams.cli import main; sys.exit(main())"  # (a background job ignores SIGINT)
+    server = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "tcp://127.0.0.1:0", "lines"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    stop_writing = threading.Event()
+
+    def produce() -> None:  # a producer that is still there when the server stops
+        assert server.stdin is not None
+        with contextlib.suppress(OSError, ValueError):  # the server has gone
+            while not stop_writing.wait(0.01):
+                server.stdin.write(b"reading\n")
+                server.stdin.flush()
+
+    producer = threading.Thread(target=produce)
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(b"reading\n" * 50)
+        server.stdin.flush()
+        assert server.stdout.readline().startswith(b"serving 'lines'")
+        producer.start()
+        deadline = time.monotonic() + 20
+        while not _reads_a_pipe(server.pid):  # until the log's thread is in a read
+            if time.monotonic() > deadline:
+                pytest.skip("no thread seen in a pipe read (/proc/PID/task/*/wchan)")
+            threading.Event().wait(0.01)
+        server.send_signal(stop)
+        _, err = server.communicate(timeout=20)
+    finally:
+        stop_writing.set()
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+        producer.join(10)
+    assert (server.returncode, err.decode()) == (0, "")
+
+
+@pytest.mark.parametrize("log", [[], ["lines"]], ids=["publishers", "log"])
+def test_sigterm_right_after_the_announcement_stops_cleanly(log: list[str]) -> None:
+    """Whoever reads 'serving ...' may stop the server at once: SIGTERM is handled from before
+    that line (it was set up after it, and a SIGTERM in between killed the process: -15)."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0", *log],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stdout is not None
+    assert server.stdout.readline().startswith(b"serving ")
+    server.terminate()
+    _, err = server.communicate(timeout=20)
+    assert (server.returncode, err.decode()) == (0, "")
