@@ -473,6 +473,11 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
         (["subscribe", "tcp://127.0.0.1:1", "x", "--timeout", "nan"], "--timeout needs a number of seconds"),
         (["subscribe", "bogus://x", "x"], "unsupported URL scheme 'bogus'"),
         (["serve", "tcp://127.0.0.1:0", "--metrics", "bogus"], "--metrics needs HOST:PORT (e.g. "),
+        (["demo", "--seconds", "0"], "--seconds needs a number > 0, got 0.0"),
+        (["demo", "--sensors", "0"], "--sensors needs an integer >= 1, got 0"),
+        (["demo", "--window", "-2"], "--window needs an integer >= 1, got -2"),
+        (["demo", "--rate", "-1"], "--rate needs readings/s >= 0"),
+        (["demo", "--web", "8000"], "--web needs HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got '8000'"),
         (["serve", "tcp://127.0.0.1:0", "log", "--metrics", "h:99999"], "--metrics needs HOST:PORT"),
     ],
 )

@@ -48,7 +48,25 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
+def _demo_problem(args: argparse.Namespace) -> str | None:
+    """The first ``rstreams demo`` option out of range, named; checked before Spark starts."""
+    if not args.seconds > 0:
+        return f"--seconds needs a number > 0, got {args.seconds}"
+    for option, count in (("--sensors", args.sensors), ("--batch", args.batch), ("--window", args.window)):
+        if count < 1:
+            return f"{option} needs an integer >= 1, got {count}"
+    if not args.rate >= 0:
+        return f"--rate needs readings/s >= 0 (0: as fast as Spark takes), got {args.rate}"
+    host, colon, port = args.web.rpartition(":")
+    if not args.no_web and (not colon or not host or not port.isdigit() or int(port) > 65535):
+        return f"--web needs HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}"
+    return None
+
+
 def _demo(args: argparse.Namespace) -> int:
+    problem = _demo_problem(args)
+    if problem is not None:
+        return _fail("demo", problem)
     try:
         from rstreams.spark import JavaMissingError, check_java
     except ImportError as error:
