@@ -411,3 +411,28 @@ async def test_a_timeout_inside_a_case_is_not_reported_as_its_deadline() -> None
         Case("hs.hang", "here", "a hang", hangs, timeout=0.01), "tcp://127.0.0.1:1", Options(), ALL
     )
     assert (hang.outcome, hang.message) == (Outcome.FAIL, "the case did not finish within 0.01 s (a hang)")
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["-k", "no-such-case"], "no case matches -k 'no-such-case' (--list shows every case)"),
+        (["--timeout", "0"], "--timeout needs seconds > 0, got 0.0"),
+        (["--start-timeout", "nan"], "--start-timeout needs seconds > 0, got nan"),
+        (
+            ["--junit", "no-such-dir/r.xml"],
+            "--junit no-such-dir/r.xml: no directory 'no-such-dir' to write it in",
+        ),
+    ],
+)
+def test_the_client_suite_names_bad_options_before_running(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The client suite's command line: exit 2 at once naming the option (a pattern that matched
+    nothing passed with '0 of 0 client cases passed')."""
+    from rstreams.conformance.clients import main as clients_main
+
+    with pytest.raises(SystemExit) as exit_info:
+        clients_main(["--client", "never-run {url}", *argv])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: {says}\n")

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fnmatch
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -78,6 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if "{url}" not in args.client:
         parser.error("--client must contain {url} (and usually {publisher} and {script})")
+    if args.k is not None and not any(fnmatch.fnmatch(c.id, args.k) for c in CLIENT_CASES):
+        parser.error(f"no case matches -k {args.k!r} (--list shows every case)")
+    for option in ("timeout", "start_timeout", "case_timeout"):
+        if not getattr(args, option) > 0:  # NaN too
+            parser.error(f"--{option.replace('_', '-')} needs seconds > 0, got {getattr(args, option)}")
+    if args.junit and not os.path.isdir(os.path.dirname(args.junit) or "."):
+        parser.error(f"--junit {args.junit}: no directory {os.path.dirname(args.junit)!r} to write it in")
     options = Options(
         timeout=args.timeout,
         start_timeout=args.start_timeout,
