@@ -109,3 +109,12 @@ def test_exported_names_report_their_public_module(package: str) -> None:
         if is_private_module(home) or getattr(importlib.import_module(home), name, None) is not obj:
             wrong.append(f"{name}: {home}")
     assert not wrong, f"{package} exports names that report a private or wrong module: {wrong}"
+
+
+@pytest.mark.parametrize("name", ["serve", "connect", "connect_pipe"])
+def test_the_network_entry_points_say_what_they_raise(name: str) -> None:
+    """``help(rstreams.connect)`` and its siblings list the errors a caller should expect."""
+    doc = inspect.getdoc(getattr(rstreams, name)) or ""
+    raises = doc.partition("\nRaises:\n")[2]
+    assert raises.strip(), f"rstreams.{name}'s docstring has no Raises: section"
+    assert "ValueError" in raises

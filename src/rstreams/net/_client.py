@@ -133,7 +133,13 @@ async def connect_pipe(
 
     For a subprocess: the parent uses ``connect_pipe(proc.stdout, proc.stdin)``; the child
     ``connect_pipe(0, 1, server=True, publishers=...)`` (``server=True`` on exactly one
-    end: it decides who sends which hello and whose ids are even).
+    end: it decides who sends which hello and whose ids are even). The other options are
+    :func:`connect`'s.
+
+    Raises:
+        ValueError / TypeError: bad ``publishers``, ``handlers`` or ``channels``; a reader or
+            writer that is not a pipe or a socket (a regular file, say).
+        OSError: a descriptor that is not open.
     """
     Router(publishers)
     check_handlers(handlers)
