@@ -246,6 +246,9 @@ class Connection:
         self._small = min(LARGE, config.split_threshold + 1)
         """Elements below this size are copied into the output buffer, neither split nor handed over."""
         self._events: list[Event] = []
+        self.taken = 0
+        """Bytes of its input the last :meth:`receive` took: all of them, unless a ``limit`` left
+        a rest for the caller to feed later (a plain field: a driver asks after every long read)."""
         self._error: RemoteProtocolError | None = None
         self.extensions: frozenset[int] = frozenset()
         """Active extensions: ours ∩ the peer's hello (§4.4); empty until the peer's hello."""
@@ -350,12 +353,6 @@ class Connection:
         self._events = self.receive(data, limit)  # nothing is added to it once receive returns
         return self._parser.taken
 
-    @property
-    def taken(self) -> int:
-        """Bytes of its input the last :meth:`receive` took: all of them, unless a ``limit`` left
-        a rest for the caller to feed later."""
-        return self._parser.taken
-
     def receive(self, data: bytes | bytearray | memoryview, limit: int = 0) -> list[Event]:
         """:meth:`receive_data` and :meth:`events_received` in one call (what a driver does with
         every read): returns the events, handed over. ``limit`` as for :meth:`receive_data`,
@@ -445,6 +442,7 @@ class Connection:
         else:
             if parser.error is not None:
                 self._fail(parser.error)
+        self.taken = parser.taken
         self._events = []
         return events
 
