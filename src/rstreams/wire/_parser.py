@@ -373,7 +373,8 @@ class FrameParser:
                 if self._lent:  # its buffer is read into again after this feed: copy it now
                     pieces[-1] = bytes(pieces[-1])
             else:
-                pieces.append(memoryview(data)[:missing])  # joined now, while data is valid: no copy first
+                # joined now, while data is valid: a view of it, no copy first
+                pieces.append(data[:missing] if type(data) is memoryview else memoryview(data)[:missing])
                 element = b"".join(pieces)
                 self._pieces = None
                 pos = missing
