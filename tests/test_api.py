@@ -45,3 +45,10 @@ def test_from_publisher_wraps_foreign_publishers() -> None:
     assert rstreams.from_publisher(inner) is inner
     with pytest.raises(TypeError, match="subscribe"):
         rstreams.from_publisher(42)  # type: ignore[arg-type]
+
+
+def test_a_flow_shows_what_it_is_made_of() -> None:
+    """``repr`` of a Flow names its Publisher, not the private class that wraps it."""
+    assert repr(rstreams.range(3).map(str).filter(bool)) == "<rstreams.Flow: FilterFlow>"
+    assert repr(rstreams.just(1)) == "<rstreams.Flow: JustFlow>"
+    assert "_Wrapped" not in repr(rstreams.from_publisher(rstreams.range(3)))

@@ -97,6 +97,9 @@ class Flow(Publisher[T], abc.ABC):
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         """Start a subscription (see :class:`rstreams.api.Publisher`)."""
 
+    def __repr__(self) -> str:  # the Publisher it is made of, not the private wrapper's name
+        return f"<rstreams.Flow: {type(_unwrap(self)).__name__}>"
+
     # -- composition ---------------------------------------------------------------
 
     def pipe(self, *operators: Callable[[Flow[Any]], Flow[Any]]) -> Flow[Any]:
