@@ -204,10 +204,20 @@ class RemoteSubscription(Subscription, Generic[T]):
         self.pending = pending
         if not self.started:
             return
-        if pending >= EARLY_REQUEST and self._outbox.reading:
+        outbox = self._outbox
+        if pending >= EARLY_REQUEST and outbox.reading:
             self._table.request_now(self)  # mid-read: let the peer produce while we consume
-        elif first:
-            self._table.want_request(self)
+        elif not first:
+            return  # the request of this turn takes it too
+        elif outbox.writes_through and outbox.ended is None:
+            # At once when nothing else waits for this turn's write: one element at a time on an
+            # open stream costs no extra loop turn.
+            self.pending = 0
+            outbox.core.request(self.sid, pending)
+            outbox.write_soon()
+        else:  # with the others, in the turn's flush (SubscriptionTable.send_requests)
+            self._table.requests[self] = None
+            outbox.mark_dirty()
 
     def cancel(self) -> None:
         if self.done:
@@ -690,19 +700,6 @@ class SubscriptionTable:
             return
         self.outbox.core.request(subscription.sid, n)
         self.outbox.write_now()
-
-    def want_request(self, subscription: RemoteSubscription[Any]) -> None:
-        """``subscription`` has demand to send: at once if nothing else waits for this turn's
-        write (one element at a time on an open stream costs no extra loop turn), else with
-        the others in the turn's flush."""
-        outbox = self.outbox
-        if outbox.writes_through and outbox.ended is None:
-            n, subscription.pending = subscription.pending, 0  # take_pending, inlined
-            outbox.core.request(subscription.sid, n)
-            outbox.write_soon()
-            return
-        self.requests[subscription] = None
-        outbox.mark_dirty()
 
     def send_requests(self) -> None:
         """Queue one ``request`` frame per subscription that asked for more this turn."""

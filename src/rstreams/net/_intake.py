@@ -99,7 +99,7 @@ class ReplyLedger:
         """The serving side handed ``nbytes`` of elements to the core."""
         self._element_bytes += nbytes
 
-    def wrote(self, nbytes: int, *, more: bool) -> bool:
+    def wrote(self, nbytes: int, more: bool) -> bool:
         """``nbytes`` were handed to the transport; ``more``: the core still holds output
         (parts of a split element), which the element bytes not written yet belong to.
         Returns :attr:`may_pass_mark` (the writer checks it after every write)."""

@@ -169,7 +169,7 @@ class Outbox:
             return self.core.has_data_to_send
         nbytes = len(data[0]) if len(data) == 1 else sum(map(len, data))
         more = nbytes >= WRITE_LIMIT and self.core.has_data_to_send  # below it, all was taken
-        may_pass_mark = self.ledger.wrote(nbytes, more=more)
+        may_pass_mark = self.ledger.wrote(nbytes, more)  # (positional: a keyword costs a name lookup)
         observer = self.observer
         if observer is not None and observer.frames is not None:  # the frame log (bytes: the ledger)
             observer.wrote(data)
