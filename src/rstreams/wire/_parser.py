@@ -289,13 +289,19 @@ class FrameParser:
                 return frames
             chunk = bytes(self._buf)
         else:
+            # Exactly one request or one short onNext with one-byte fields (an element at a time
+            # reads one on each side): the frame the parse loop makes, without the loop (an
+            # onNext under a max_element_size below 128 is left to its general path). Other
+            # short reads cost an indexing here. (No frames yet: data is all that was fed.)
+            if total == 3 and not frames and data[0] == _REQUEST and data[1] < 0x80 and data[2] < 0x80:
+                request = _new(Request)  # read from data itself: nothing to copy
+                _set_requester(request, data[1])
+                _set_requested(request, data[2])
+                frames.append(request)
+                return frames
             chunk = data if type(data) is bytes else bytes(data)
-            if 3 <= total <= _ONE_MAX and not frames:  # (no frames yet: chunk is all of data)
+            if 3 <= total <= _ONE_MAX and not frames:
                 n = total
-                # Exactly one request or one short onNext with one-byte fields (an element at
-                # a time reads one on each side): the frame the parse loop makes, without the
-                # loop (an onNext under a max_element_size below 128 is left to its general
-                # path). Other short reads cost an indexing here.
                 kind = chunk[0]
                 if kind == _ON_NEXT:
                     sid = chunk[1]
@@ -316,12 +322,6 @@ class FrameParser:
                             _set_element(frame, chunk[3:])
                             frames.append(frame)
                         return frames
-                elif kind == _REQUEST and n == 3 and chunk[1] < 0x80 and chunk[2] < 0x80:
-                    request = _new(Request)
-                    _set_requester(request, chunk[1])
-                    _set_requested(request, chunk[2])
-                    frames.append(request)
-                    return frames
         pos = self._parse(chunk, frames)
         if self._buf:  # parsed (as a copy, chunk): start a new one
             self._buf = bytearray()
