@@ -281,6 +281,26 @@ def test_bad_publishers_spec_exits_2(capsys: pytest.CaptureFixture[str], spec: s
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
+    ("mapping", "says"),
+    [
+        ("{'x': 5}", "publisher 'x' must map to a Publisher or a factory, got 5"),
+        ("{'x?y': rstreams.just(b'a')}", "the name 'x?y' cannot be offered: '?' starts a requested name's"),
+    ],
+)
+def test_a_mapping_serve_refuses_is_blamed_on_publishers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, mapping: str, says: str
+) -> None:
+    """A mapping that loads but that serve() refuses names --publishers, not the URL (a name
+    with '?' was served, and could never be subscribed to)."""
+    (tmp_path / "offer.py").write_text(f"import rstreams\nPUBLISHERS = {mapping}\n")
+    spec = f"{tmp_path / 'offer.py'}:PUBLISHERS"
+    assert main(["serve", "tcp://127.0.0.1:0", "--publishers", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams serve: --publishers {spec!r}: {says}") and err.count("\n") == 1
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
     "argv",
     [
         ["serve", "tcp://127.0.0.1:0", "--capacity", "5"],

@@ -218,7 +218,7 @@ def _top(args: argparse.Namespace) -> int:
 def _client_options(parser: argparse.ArgumentParser, timeout: float) -> None:
     parser.add_argument("url", help="the server: tcp://host:port, tls://, unix://, ws://, wss://")
     parser.add_argument("--token", default=os.environ.get("RSTREAMS_TOKEN"), help="($RSTREAMS_TOKEN)")
-    parser.add_argument("--cafile", default=None, help="trust this CA (tls://, wss://)")
+    parser.add_argument("--cafile", metavar="PEM", default=None, help="trust this CA (tls://, wss://)")
     parser.add_argument(
         "--timeout",
         type=float,

@@ -326,9 +326,13 @@ def _token_check(token: str) -> Callable[[Credentials], str | None]:
 
 def _serve_publishers(args: argparse.Namespace) -> int:
     from rstreams._cli_publishers import CODECS, PublishersSpecError, builtin_publishers, load_publishers
-    from rstreams.net import serve
+    from rstreams.net import parse_url, serve
 
     offer: Any
+    try:
+        parse_url(args.url)  # so that serve()'s ValueError or TypeError can only be the offer's
+    except ValueError as bad:
+        return _fail("serve", _cannot_serve(args.url, bad))
     try:
         if args.publishers is not None:
             offer = load_publishers(args.publishers)
@@ -356,7 +360,11 @@ def _serve_publishers(args: argparse.Namespace) -> int:
                 resume=True if args.resume else None,
                 metrics=True if args.metrics == "on" else args.metrics,
             )
-        except (OSError, ValueError, TypeError, ImportError) as bad:
+        except (ValueError, TypeError) as bad:
+            if args.publishers is not None:  # a name or a target serve() refuses
+                return _fail("serve", f"--publishers {args.publishers!r}: {bad}")
+            return _fail("serve", _cannot_serve(args.url, bad))
+        except (OSError, ImportError) as bad:
             return _fail("serve", _cannot_serve(args.url, bad))
         stop = asyncio.Event()
         with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loops

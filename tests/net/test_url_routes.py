@@ -91,6 +91,16 @@ def test_router_rejects_bad_offers() -> None:
         Router(42)  # type: ignore[arg-type]
 
 
+def test_an_offered_name_cannot_hold_a_question_mark() -> None:
+    """'x?y' could never be matched (a requested name's '?' starts its parameters): refused."""
+    from rstreams.net._routes import NameTable
+
+    with pytest.raises(ValueError, match=r"the name 'x\?y' cannot be offered: '\?' starts"):
+        Router({"x?y": just(b"a")})
+    with pytest.raises(ValueError, match=r"offer 'events/\{kind\}'"):
+        NameTable({"events/{kind}?v=1": print})  # message handlers are named alike
+
+
 @pytest.mark.asyncio
 @pytest.mark.timeout(10)
 async def test_serve_and_connect_check_their_arguments_first() -> None:

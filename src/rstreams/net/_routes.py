@@ -155,6 +155,16 @@ def _compile(pattern: str) -> re.Pattern[str]:
 V = TypeVar("V")
 
 
+def _check_name(key: str) -> None:
+    """A name offered must be reachable: what follows a ``?`` in a requested name is its
+    parameters, so an offered name holding one could never be matched."""
+    if "?" in key:
+        raise ValueError(
+            f"the name {key!r} cannot be offered: '?' starts a requested name's parameters "
+            f"(offer {key.partition('?')[0]!r}; its factory gets the parameters)"
+        )
+
+
 class NameTable(Generic[V]):
     """Names and ``{field}`` patterns mapped to values, matched like publisher names: exact
     names first, then patterns in the order given (message handlers, PROTOCOL.md §20)."""
@@ -166,6 +176,7 @@ class NameTable(Generic[V]):
         for key, value in entries.items():
             if not isinstance(key, str):
                 raise TypeError(f"names are str such as 'events/{{kind}}', got {key!r}")
+            _check_name(key)
             if _PLACEHOLDER.search(key):
                 self._patterns.append((_compile(key), value))
                 self._keys.append(key)
@@ -213,6 +224,7 @@ class Router:
             for key, target in offer.items():
                 if not isinstance(key, str):
                     raise TypeError(f"publisher names are str, got {key!r}")
+                _check_name(key)
                 if not (
                     isinstance(target, WithCodec)
                     or callable(getattr(target, "subscribe", None))
