@@ -436,3 +436,18 @@ def test_the_client_suite_names_bad_options_before_running(
         clients_main(["--client", "never-run {url}", *argv])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.endswith(f"error: {says}\n")
+
+
+def test_the_area_table_keeps_its_columns_for_every_title() -> None:
+    """Each row of the summary puts its counts under the header's, the longest area title
+    included (titles past 28 characters pushed their counts right)."""
+    import io
+
+    from rstreams.conformance._runner import CaseResult, report
+
+    results = [CaseResult(case, Outcome.SKIP, "not offered") for case in CASES]
+    out = io.StringIO()
+    report(results, "tcp://127.0.0.1:1", out)
+    table = out.getvalue().split("\n\n")[-1].splitlines()
+    assert table[0].startswith("area ") and table[-1].startswith("total ")
+    assert len({len(line) for line in table}) == 1, table

@@ -191,7 +191,8 @@ def report(results: Sequence[CaseResult], url: str, out: TextIO, *, verbose: boo
             out.write(f"      rule: {r.case.text}\n      why:  {r.message}\n")
         elif r.outcome is Outcome.SKIP:
             out.write(f"      {r.message}\n")
-    out.write(f"\n{'area':<28} {'pass':>5} {'fail':>5} {'skip':>5}\n")
+    column = max(len(title) for title in AREAS.values())  # the longest area's title fits
+    out.write(f"\n{'area':<{column}} {'pass':>5} {'fail':>5} {'skip':>5}\n")
     totals = dict.fromkeys(Outcome, 0)
     for area, title in AREAS.items():
         counts = dict.fromkeys(Outcome, 0)
@@ -199,13 +200,12 @@ def report(results: Sequence[CaseResult], url: str, out: TextIO, *, verbose: boo
             if r.case.area == area:
                 counts[r.outcome] += 1
         if sum(counts.values()):
-            out.write(
-                f"{title:<28} {counts[Outcome.PASS]:>5} {counts[Outcome.FAIL]:>5} {counts[Outcome.SKIP]:>5}\n"
-            )
+            passed, failed, skipped = counts[Outcome.PASS], counts[Outcome.FAIL], counts[Outcome.SKIP]
+            out.write(f"{title:<{column}} {passed:>5} {failed:>5} {skipped:>5}\n")
         for key, value in counts.items():
             totals[key] += value
     out.write(
-        f"{'total':<28} {totals[Outcome.PASS]:>5} {totals[Outcome.FAIL]:>5} {totals[Outcome.SKIP]:>5}\n"
+        f"{'total':<{column}} {totals[Outcome.PASS]:>5} {totals[Outcome.FAIL]:>5} {totals[Outcome.SKIP]:>5}\n"
     )
 
 
