@@ -541,6 +541,8 @@ def write_on_next(out: bytearray, header: bytes, element: bytes, element_size: i
 
     The per-element form of :func:`on_next_head`, written out so that the hot path makes
     one call per element and no intermediate ``bytes``; a property test holds the two equal.
+    :meth:`rstreams.wire.Connection.on_next` writes out its common case (a length below 128, no
+    elementSize) as a twin, held equal to the table's encoding by its own property test.
     """
     out += header
     if not element_size:
