@@ -109,3 +109,36 @@ def test_the_linger_ends_early_once_enough_input_was_discarded() -> None:
 
     peer = run_virtual(main)
     assert peer.closed_at == pytest.approx(0.2)
+
+
+def test_aclose_before_the_peers_hello_does_not_wait_for_a_goodbye() -> None:
+    """A peer that never sent its hello may not speak RS.io at all (§9.1): the goodbye is
+    written and the transport closed at once, not after CLOSE_TIMEOUT."""
+
+    async def main() -> tuple[MemoryPeer, float]:
+        client = connection(client=True)
+        peer = MemoryPeer(client=False, hello=False)
+        memory_pair(client, peer)
+        await asyncio.sleep(0.1)
+        await client.aclose("leaving")
+        return peer, asyncio.get_running_loop().time()
+
+    peer, done = run_virtual(main)
+    assert done == pytest.approx(0.1)
+    [closed] = peer.of(ConnectionClosed)
+    assert closed.reason == "leaving"
+    assert peer.closed_at == pytest.approx(0.1)
+
+
+def test_aclose_after_the_peers_hello_waits_for_its_goodbye() -> None:
+    """Once the hello has arrived the peer speaks RS.io: its answer is awaited (here it never
+    comes, so for the whole timeout)."""
+
+    async def main() -> float:
+        client = connection(client=True)
+        memory_pair(client, MemoryPeer(client=False))
+        await asyncio.sleep(0.1)
+        await client.aclose("leaving", timeout=3.0)
+        return asyncio.get_running_loop().time()
+
+    assert run_virtual(main) == pytest.approx(3.1)

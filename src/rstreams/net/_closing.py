@@ -130,7 +130,11 @@ class Closing:
             hook(error)
 
     async def aclose(self, reason: str, timeout: float) -> None:  # noqa: ASYNC109
-        """Say goodbye, wait (up to ``timeout`` s) for the peer's goodbye, close the transport."""
+        """Say goodbye, wait (up to ``timeout`` s) for the peer's goodbye, close the transport.
+
+        Before the peer's hello there is no answer to wait for (PROTOCOL.md §9.1): the peer
+        may not speak RS.io at all, so the goodbye is written and the transport closed at once.
+        """
         outbox = self._outbox
         if not self.made:
             # The transport never came up (e.g. a failed TLS handshake): nothing to say goodbye on.
@@ -141,14 +145,16 @@ class Closing:
             return
         if not outbox.closing and outbox.ended is None:
             outbox.closing = True
+            answered = outbox.core.peer_hello is not None  # else the peer may not speak RS.io
             with contextlib.suppress(LocalProtocolError, ConnectionBrokenError):
                 outbox.core.close(reason, code=ErrorCode.NORMAL)
             if outbox.observer is not None:
                 outbox.observer.goodbye(reason, sent=True)
             self.end_streams(ResourceClosedError("the connection was closed by this side"))
             outbox.flush_now()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._ended_event.wait(), timeout)
+            if answered:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._ended_event.wait(), timeout)
         transport = outbox.transport
         if transport is not None and not transport.is_closing():
             transport.close()
