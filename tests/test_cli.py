@@ -468,6 +468,29 @@ def test_a_silent_server_is_given_up_on(capsys: pytest.CaptureFixture[str]) -> N
 
 
 @pytest.mark.timeout(30)
+def test_a_web_server_at_a_tcp_url_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """tcp:// pointed at an HTTP server: the error says the answer looks like HTTP and names
+    ws://, not only that type byte 0x48 ('H') is unknown."""
+
+    def answer(listening: socket.socket) -> None:
+        peer, _ = listening.accept()
+        with peer:
+            peer.recv(1024)
+            peer.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    with socket.socket() as web:
+        web.bind(("127.0.0.1", 0))
+        web.listen()
+        thread = threading.Thread(target=answer, args=(web,))
+        thread.start()
+        url = f"tcp://127.0.0.1:{web.getsockname()[1]}"
+        status, lines, err = subscribe(capsys, url, "counter", "--timeout", "10")
+        thread.join(10)
+    assert (status, lines) == (2, [])
+    assert "they look like an HTTP response; for a WebSocket server use ws:// or wss://" in err
+
+
+@pytest.mark.timeout(30)
 def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.CaptureFixture[str]) -> None:
     """Readings 0.6 s apart with --timeout 0.4: the server's pings keep the connection alive."""
     with served(builtin_publishers(), keepalive=0.1) as url:

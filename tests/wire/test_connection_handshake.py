@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rstreams.wire import (
     ClientHello,
     Connection,
     ConnectionClosed,
     ConnectionConfig,
     ConnectionState,
+    FrameError,
     Goodbye,
     HandshakeError,
     OnSubscribe,
@@ -119,3 +122,42 @@ def test_goodbye_instead_of_hello() -> None:
     server.receive_data(encode(Goodbye(reason="no thanks")))
     assert server.events_received() == [Goodbye(reason="no thanks"), ConnectionClosed(reason="no thanks")]
     assert server.data_to_send()[0][0] == 0x03
+
+
+@pytest.mark.parametrize(
+    ("side", "first", "says"),
+    [
+        (
+            Side.CLIENT,
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            "an HTTP response; for a WebSocket server use ws://",
+        ),
+        (Side.SERVER, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "an HTTP request; this endpoint speaks RS.io"),
+    ],
+    ids=["http-server", "http-client"],
+)
+def test_first_bytes_that_look_like_http_are_named(side: Side, first: bytes, says: str) -> None:
+    """A peer that speaks HTTP fails the handshake (§4.1) with a reason that says what it spoke,
+    not only which type byte it does not know."""
+    conn = Connection(side)
+    conn.data_to_send()
+    conn.receive_data(first)
+    [closed] = conn.events_received()
+    assert isinstance(closed, ConnectionClosed) and isinstance(closed.error, HandshakeError)
+    assert f"not an RS.io hello (they look like {says}" in closed.reason
+    assert closed.reason.endswith("(PROTOCOL.md §4.1)")
+
+
+def test_other_first_bytes_keep_the_frame_error() -> None:
+    """Bytes that are not HTTP, and HTTP-looking bytes after the hello, are a frame error (§3)."""
+    conn = Connection(Side.CLIENT)
+    conn.data_to_send()
+    conn.receive_data(b"\x7fjunk")
+    [closed] = conn.events_received()
+    assert isinstance(closed, ConnectionClosed) and isinstance(closed.error, FrameError)
+    assert "unknown message type 0x7f" in closed.reason
+    pair = ConnectionPair()
+    pair.client.receive_data(b"HTTP/1.1 200 OK\r\n")
+    [closed] = pair.client.events_received()
+    assert isinstance(closed, ConnectionClosed) and isinstance(closed.error, FrameError)
+    assert "unknown message type 0x48" in closed.reason

@@ -51,6 +51,7 @@ from rstreams.wire._content import decode_content_type, encode_content_type
 from rstreams.wire._errors import (
     AbruptCloseError,
     ExtensionError,
+    FrameError,
     HandshakeError,
     LimitExceededError,
     RemoteInvalidDemandError,
@@ -195,6 +196,24 @@ def _code_of(error: RemoteProtocolError) -> int:
     if isinstance(error, RemoteInvalidDemandError):
         return ErrorCode.INVALID_DEMAND
     return ErrorCode.PROTOCOL_VIOLATION
+
+
+_HTTP_METHODS = (b"GET ", b"POST ", b"PUT ", b"HEAD ", b"OPTIONS ", b"DELETE ", b"PATCH ", b"CONNECT ")
+
+
+def _first_bytes(error: RemoteProtocolError, data: bytes | bytearray | memoryview) -> RemoteProtocolError:
+    """The error for a peer's first bytes that do not parse: when they look like HTTP, one that
+    says so (a plain RS.io URL pointed at a web server, or a browser at an RS.io port)."""
+    if type(error) is not FrameError:
+        return error
+    head = bytes(data[:8])
+    if head.startswith(b"HTTP/"):
+        looks = "an HTTP response; for a WebSocket server use ws:// or wss://"
+    elif head.startswith(_HTTP_METHODS):
+        looks = "an HTTP request; this endpoint speaks RS.io, not HTTP"
+    else:
+        return error
+    return HandshakeError(f"the peer's first bytes are not an RS.io hello (they look like {looks})")
 
 
 class Side(Enum):
@@ -441,7 +460,9 @@ class Connection:
                 break
         else:
             if parser.error is not None:
-                self._fail(parser.error)
+                self._fail(
+                    parser.error if self._state is not _AWAITING_HELLO else _first_bytes(parser.error, data)
+                )
         self.taken = parser.taken
         self._events = []
         return events
