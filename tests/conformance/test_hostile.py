@@ -103,16 +103,24 @@ async def test_never_reads(served: tuple[Server, ConformancePublishers]) -> None
                                  initial_demand=UNBOUNDED))  # fmt: skip
     await hostile.elements(1, 1)
     stats = publishers.stats["h"]
-    previous = -1
-    for _ in range(100):  # the server runs until its output budget is used up, then stalls
-        await asyncio.sleep(0.05)
-        if stats.pulled == previous:
+    [conn] = server.connections
+
+    def stalled() -> bool:
+        """The server's transport is above its high-water mark and the source has served all it
+        was asked for: nothing asks it for more until the peer reads."""
+        return not conn.statistics().writable and stats.pulled == stats.requested
+
+    for _ in range(3000):  # the server runs until its output budget is used up (30 s at most)
+        if stalled():
             break
-        previous = stats.pulled
-    assert stats.pulled == previous, "production never stalled"
-    assert stats.pulled * 1032 <= 16 << 20, f"{stats.pulled} elements produced for a peer that reads nothing"
+        await asyncio.sleep(0.01)
+    else:
+        pytest.fail(f"production never stalled ({stats.pulled} elements produced)")
+    stalled_at = stats.pulled
+    assert stalled_at * 1032 <= 16 << 20, f"{stalled_at} elements produced for a peer that reads nothing"
     await well_behaved(server.url)
-    assert stats.pulled == previous, "production resumed without the peer reading"
+    assert stalled(), "the server's transport drained without the peer reading"
+    assert stats.pulled == stalled_at, "production resumed without the peer reading"
     hostile.abort()
     ctx.close()
 
