@@ -46,7 +46,8 @@ __all__ = ["add_commands", "render"]
 
 CLOSE_TIMEOUT = 1.0
 """Seconds these commands wait for the server's goodbye when they leave (a live server answers at
-once; one that never spoke RS.io would hold Ctrl-C or a --timeout for the library's 5 s)."""
+once; one that said hello and then hung would hold Ctrl-C or a --timeout for the library's 5 s;
+one that never said hello is not waited for at all)."""
 
 
 def _fail(command: str, message: str, status: int = 2) -> int:
