@@ -45,6 +45,7 @@ OTHER_PROGRAMS = {
     "--client": "src/rstreams/conformance/clients.py",
     "--transport": "src/rstreams/conformance/clients.py",
     "--no-timers": "benchmarks/net_rstreams.py",
+    "--outside-copies": "benchmarks/sides.py",
 }
 
 
