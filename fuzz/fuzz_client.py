@@ -22,10 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
@@ -154,43 +152,13 @@ def _seeds() -> list[bytes]:
 
 async def campaign(runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
     """``runs`` inputs (or as many as ``seconds`` allow); how many ran and how many failed."""
-    rng = random.Random(seed)
-    corpus = _seeds()
-    failed = ran = 0
-    start = time.monotonic()
-    for ran in range(runs):  # (how many ran, after the loop)
-        if seconds is not None and time.monotonic() - start > seconds:
-            break
-        if rng.random() < 0.2:
-            data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 200)))
-        else:
-            data = fuzz_net._mutate(rng, rng.choice(corpus))
-            if len(corpus) < 500 and rng.random() < 0.05:
-                corpus.append(data)
-        failures = await run(data)
-        if failures:
-            failed += 1
-            print(f"input {ran} failed: {failures}: {data.hex()}", flush=True)
-        if ran and ran % 1000 == 0:
-            print(f"{ran} inputs, {time.monotonic() - start:.0f} s, {failed} failed", flush=True)
-    else:
-        ran = runs
-    return ran, failed
+    return await fuzz_net.pure_loop(runs, seed, seconds, _seeds(), run)
 
 
 def main() -> None:
     """``--pure N [SEED [SECONDS]]``: a campaign; ``--replay HEX``: one input."""
     logging.getLogger("rstreams").setLevel(logging.CRITICAL)
-    if len(sys.argv) >= 3 and sys.argv[1] == "--pure":
-        args = [*sys.argv[2:], "0", "0"]
-        start = time.monotonic()
-        ran, failed = asyncio.run(campaign(int(args[0]), int(args[1]), float(args[2]) or None))
-        print(f"done: {ran} inputs in {time.monotonic() - start:.0f} s, {failed} failed (crashes and hangs)")
-        return
-    if len(sys.argv) == 3 and sys.argv[1] == "--replay":
-        print(asyncio.run(run(bytes.fromhex(sys.argv[2]))) or "no failure")
-        return
-    sys.exit(main.__doc__)
+    fuzz_net.command_line(campaign, run)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -367,34 +367,71 @@ def _mutate(rng: random.Random, data: bytes) -> bytes:
     return mutated
 
 
+async def pure_loop(
+    runs: int,
+    seed: int,
+    seconds: float | None,
+    corpus: list[bytes],
+    run_one: Callable[[bytes], Awaitable[list[Any]]],
+    after_failure: Callable[[], Awaitable[None]] | None = None,
+) -> tuple[int, int]:
+    """The pure campaign both net drivers run: ``runs`` inputs (or as many as ``seconds``
+    allow), each random bytes (one in five) or a mutation of the growing ``corpus``, handed to
+    ``run_one``; returns how many ran and how many failed (each printed with its input in hex).
+    ``after_failure`` runs after each failed input."""
+    rng = random.Random(seed)
+    failed = ran = 0
+    start = time.monotonic()
+    for ran in range(runs):  # (how many ran, after the loop)
+        if seconds is not None and time.monotonic() - start > seconds:
+            break
+        if rng.random() < 0.2:
+            data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 200)))
+        else:
+            data = _mutate(rng, rng.choice(corpus))
+            if len(corpus) < 500 and rng.random() < 0.05:
+                corpus.append(data)
+        failures = await run_one(data)
+        if failures:
+            failed += 1
+            print(f"input {ran} failed: {failures}: {data.hex()}", flush=True)
+            if after_failure is not None:
+                await after_failure()
+        if ran and ran % 1000 == 0:
+            print(f"{ran} inputs, {time.monotonic() - start:.0f} s, {failed} failed", flush=True)
+    else:
+        ran = runs
+    return ran, failed
+
+
+def command_line(
+    campaign: Callable[[int, int, float | None], Coroutine[Any, Any, tuple[int, int]]],
+    replay: Callable[[bytes], Coroutine[Any, Any, list[Any]]],
+) -> None:
+    """Both net drivers' command line: ``--pure N [SEED [SECONDS]]`` runs a campaign,
+    ``--replay HEX`` one input."""
+    if len(sys.argv) >= 3 and sys.argv[1] == "--pure":
+        args = [*sys.argv[2:], "0", "0"]
+        start = time.monotonic()
+        ran, failed = asyncio.run(campaign(int(args[0]), int(args[1]), float(args[2]) or None))
+        print(f"done: {ran} inputs in {time.monotonic() - start:.0f} s, {failed} failed (crashes and hangs)")
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--replay":
+        print(asyncio.run(replay(bytes.fromhex(sys.argv[2]))) or "no failure")
+        return
+    sys.exit(command_line.__doc__)
+
+
 async def campaign(runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
     """``runs`` inputs (or as many as ``seconds`` allow) against one server; returns how many ran
     and how many failed (each printed with its input in hex)."""
-    rng = random.Random(seed)
-    corpus = _seeds()
-    failed = ran = 0
-    start = time.monotonic()
     async with Target().running() as target:
-        for ran in range(runs):  # (how many ran, after the loop)
-            if seconds is not None and time.monotonic() - start > seconds:
-                break
-            if rng.random() < 0.2:
-                data = bytes(rng.randrange(256) for _ in range(rng.randint(1, 200)))
-            else:
-                data = _mutate(rng, rng.choice(corpus))
-                if len(corpus) < 500 and rng.random() < 0.05:
-                    corpus.append(data)
-            failures = await target.run(data)
-            if failures:
-                failed += 1
-                print(f"input {ran} failed: {failures}: {data.hex()}", flush=True)
-                if target.legit.closed:  # go on with a new well-behaved client
-                    target.legit = await target.connect_legit()
-            if ran and ran % 1000 == 0:
-                print(f"{ran} inputs, {time.monotonic() - start:.0f} s, {failed} failed", flush=True)
-        else:
-            ran = runs
-    return ran, failed
+
+        async def reconnect() -> None:
+            if target.legit.closed:  # go on with a new well-behaved client
+                target.legit = await target.connect_legit()
+
+        return await pure_loop(runs, seed, seconds, _seeds(), target.run, reconnect)
 
 
 async def replay(data: bytes) -> list[_Failure]:
@@ -406,16 +443,7 @@ async def replay(data: bytes) -> list[_Failure]:
 def main() -> None:
     """``--pure N [SEED [SECONDS]]``: a campaign; ``--replay HEX``: one input."""
     logging.getLogger("rstreams").setLevel(logging.ERROR)  # not "message dropped" for every mutated name
-    if len(sys.argv) >= 3 and sys.argv[1] == "--pure":
-        args = [*sys.argv[2:], "0", "0"]
-        start = time.monotonic()
-        ran, failed = asyncio.run(campaign(int(args[0]), int(args[1]), float(args[2]) or None))
-        print(f"done: {ran} inputs in {time.monotonic() - start:.0f} s, {failed} failed (crashes and hangs)")
-        return
-    if len(sys.argv) == 3 and sys.argv[1] == "--replay":
-        print(asyncio.run(replay(bytes.fromhex(sys.argv[2]))) or "no failure")
-        return
-    sys.exit(main.__doc__)
+    command_line(campaign, replay)
 
 
 if __name__ == "__main__":
