@@ -341,6 +341,14 @@ def _bad_numbers(args: argparse.Namespace) -> str | None:
     return None
 
 
+def junit_problem(path: str | None) -> str | None:
+    """``--junit PATH`` named, when its directory is missing (found before a run, not after it,
+    as a traceback); both suites' command lines ask."""
+    if path and not os.path.isdir(os.path.dirname(path) or "."):
+        return f"--junit {path}: no directory {os.path.dirname(path)!r} to write it in"
+    return None
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m rstreams.conformance") -> int:
     """The command line; returns 0 if no case failed, 1 if one did, 2 if the endpoint is
     unreachable or an option is wrong (named on standard error)."""
@@ -349,9 +357,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m rstreams.c
     if not cases:
         sys.stderr.write(f"{prog}: no case matches -k {args.pattern!r} (--list shows every case)\n")
         return 2
-    problem = _bad_numbers(args)
-    if problem is None and args.junit and not os.path.isdir(os.path.dirname(args.junit) or "."):
-        problem = f"--junit {args.junit}: no directory {os.path.dirname(args.junit)!r} to write it in"
+    problem = _bad_numbers(args) or junit_problem(args.junit)
     if problem is not None:
         sys.stderr.write(f"{prog}: {problem}\n")
         return 2

@@ -23,14 +23,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fnmatch
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from rstreams.conformance import _client_cases  # noqa: F401 - registers the cases
 from rstreams.conformance._client_suite import CLIENT_CASES, ClientCase, Options, run_client_case, run_clients
-from rstreams.conformance._runner import CaseResult, Outcome, write_junit
+from rstreams.conformance._runner import CaseResult, Outcome, junit_problem, write_junit
 
 __all__ = ["CLIENT_CASES", "ClientCase", "Options", "main", "run_client_case", "run_clients"]
 
@@ -85,8 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for option in ("timeout", "start_timeout", "case_timeout"):
         if not getattr(args, option) > 0:  # NaN too
             parser.error(f"--{option.replace('_', '-')} needs seconds > 0, got {getattr(args, option)}")
-    if args.junit and not os.path.isdir(os.path.dirname(args.junit) or "."):
-        parser.error(f"--junit {args.junit}: no directory {os.path.dirname(args.junit)!r} to write it in")
+    problem = junit_problem(args.junit)
+    if problem is not None:
+        parser.error(problem)
     options = Options(
         timeout=args.timeout,
         start_timeout=args.start_timeout,
