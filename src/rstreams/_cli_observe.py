@@ -55,9 +55,9 @@ def _fail(command: str, message: str, status: int = 2) -> int:
     return status
 
 
-def _run(main: Coroutine[Any, Any, int]) -> int:
-    """``asyncio.run(main)``: Ctrl-C exits 130 and a closed standard output (``| head``) 0,
-    without a traceback."""
+def run_command(main: Coroutine[Any, Any, int]) -> int:
+    """``asyncio.run(main)`` for a client command (ping, top, subscribe): Ctrl-C exits 130 and a
+    closed standard output (``| head``) 0, without a traceback."""
     try:
         return asyncio.run(main)
     except KeyboardInterrupt:
@@ -110,7 +110,7 @@ def _ping(args: argparse.Namespace) -> int:
             await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
 
-    return _run(run())
+    return run_command(run())
 
 
 # -- top ------------------------------------------------------------------------------------------
@@ -212,7 +212,7 @@ def _top(args: argparse.Namespace) -> int:
             return _fail("top", f"connection to {args.url} ended: {error}")
         return 0
 
-    return _run(run())
+    return run_command(run())
 
 
 # -- the parser -----------------------------------------------------------------------------------

@@ -209,7 +209,7 @@ def _client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
 
 
 def _subscribe(args: argparse.Namespace) -> int:
-    from rstreams._cli_observe import CLOSE_TIMEOUT
+    from rstreams._cli_observe import CLOSE_TIMEOUT, run_command
     from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, ResourceClosedError
     from rstreams.net import RemoteStreamError, connect
 
@@ -241,16 +241,11 @@ def _subscribe(args: argparse.Namespace) -> int:
             return _fail(
                 "subscribe", f"{args.name!r} on {args.url} failed: {type(failed).__name__}: {failed}", 1
             )
-        except BrokenPipeError:  # `rstreams subscribe ... | head`: the reader has had enough
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         finally:
             await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
 
-    try:
-        return asyncio.run(run())
-    except KeyboardInterrupt:
-        return 130
+    return run_command(run())  # `rstreams subscribe ... | head`: a closed pipe exits 0
 
 
 def _fail(command: str, message: str, status: int = 2) -> int:

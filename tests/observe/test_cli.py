@@ -174,6 +174,22 @@ def test_ping_into_a_closed_pipe_exits_quietly() -> None:
     assert (process.returncode, err.decode()) == (0, "")
 
 
+def test_subscribe_into_a_closed_pipe_exits_quietly() -> None:
+    """``rstreams subscribe URL NAME | head -1``: exit 0, no BrokenPipeError traceback (the same
+    runner as ping's)."""
+    with served({"n": rstreams.range(0, 10_000_000).map(lambda i: b"%d" % i)}) as url:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rstreams.cli", "subscribe", url, "n"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"0\n"
+        process.stdout.close()  # what head does after its line
+        _, err = process.communicate(timeout=WAIT)
+    assert (process.returncode, err.decode()) == (0, "")
+
+
 def test_ctrl_c_while_waiting_for_a_silent_server_exits_130_at_once() -> None:
     """Ctrl-C during ``rstreams subscribe`` to a server that never answers: exit 130, no traceback."""
     import socket
