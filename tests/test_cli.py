@@ -475,8 +475,14 @@ def test_a_web_server_at_a_tcp_url_is_named(capsys: pytest.CaptureFixture[str]) 
     def answer(listening: socket.socket) -> None:
         peer, _ = listening.accept()
         with peer:
+            peer.settimeout(10)
             peer.recv(1024)
             peer.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+            # Read on until the client hangs up: closing with its later bytes unread (a subscribe
+            # sent after the hello) would reset the connection, and the reset can overtake the
+            # answer on the client's side.
+            while peer.recv(1024):
+                pass
 
     with socket.socket() as web:
         web.bind(("127.0.0.1", 0))
