@@ -13,6 +13,7 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Credentials, RemoteStreamError, Token, UserPassword, connect, serve
 from rstreams.wire import (
     Cancel,
+    ClientHello,
     ConnectionClosed,
     ExtensionMessage,
     ExtensionReceived,
@@ -250,6 +251,23 @@ async def test_authenticate_twice_and_wrong_directions_get_a_goodbye() -> None:
         closed = await peer.read_until(ConnectionClosed)
         assert "sent to a server" in closed.reason
         peer.close()
+
+
+async def test_an_authenticate_accepted_in_a_read_that_then_breaks_the_protocol_sends_nothing() -> None:
+    """An accepted authenticate and, later in the same read, a violation: the read's events
+    before the violation are still routed, but the core has closed, so the gate must not answer
+    ``authenticated``; the connection ends with the violation's goodbye and nothing reaches the
+    loop's exception handler (found by fuzz/fuzz_deployed.py auth)."""
+    escaped: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: escaped.append(context))
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=check) as server:
+        peer = await RawPeer.open(server.url, hello=False, extensions=(AUTH.id,))
+        authenticate = ExtensionMessage(type=AUTH_AUTHENTICATE, payload=encode_credentials(Token(SECRET)))
+        peer.writer.write(encode(ClientHello(extensions=(AUTH.id,))) + encode(authenticate) + b"\x1d")
+        closed = await peer.read_until(ConnectionClosed)
+        assert "unknown message type 0x1d" in closed.reason and "§" in closed.reason
+        peer.close()
+    assert escaped == []
 
 
 async def test_subscribe_credentials_from_a_raw_client() -> None:

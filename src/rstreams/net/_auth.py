@@ -41,7 +41,7 @@ from rstreams.demand import add
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._serving import ServingTable
-from rstreams.wire import ErrorCode, ExtensionError
+from rstreams.wire import ConnectionState, ErrorCode, ExtensionError
 from rstreams.wire._auth import (
     Credentials,
     decode_credentials,
@@ -266,6 +266,8 @@ class AuthGate:
             self._held.clear()
             self._outbox.close_now("authentication failed (PROTOCOL.md §15.3)", ErrorCode.UNAUTHENTICATED)
             return
+        if self._outbox.core.state is not ConnectionState.OPEN:
+            return  # a violation later in the same read closed it: nothing may be sent
         self.principal = principal
         self.pending = False
         self._outbox.send_extension(AUTH_OK, b"")
