@@ -133,7 +133,7 @@ def subscribe(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list
 def test_serve_builtins_then_subscribe(capsys: pytest.CaptureFixture[str]) -> None:
     """`rstreams serve URL` names its built-ins; counter and sensors/{id} print line by line."""
     with cli_server() as announced:
-        assert announced.startswith("serving counter, sensors/{id} on tcp://127.0.0.1:")
+        assert announced.startswith("serving counter, sensors/{id}, channel upper on tcp://127.0.0.1:")
         url = url_of(announced)
         assert subscribe(capsys, url, "counter?from=3&to=8", "--demand", "2") == (
             0,
@@ -150,6 +150,26 @@ def test_serve_builtins_then_subscribe(capsys: pytest.CaptureFixture[str]) -> No
         status, _, err = subscribe(capsys, url, "counter?rate=fast")
         assert status == 1
         assert "rate needs a number of elements per second >= 0, got 'fast'" in err
+
+
+@pytest.mark.timeout(60)
+def test_serve_builtins_offer_the_channel_upper() -> None:
+    """`rstreams serve URL` answers on its channel `upper` (the JavaScript README's quick start
+    opens it): one upper-cased answer per input element; a parameter is refused by name."""
+    from rstreams import from_iterable
+    from rstreams.net import RemoteStreamError, connect
+
+    async def talk(url: str) -> tuple[list[bytes], str]:
+        async with await connect(url) as conn:
+            answers = await conn.channel("upper", from_iterable([b"a", b"bc", b"d1e"])).collect()
+            with pytest.raises(RemoteStreamError) as refused:
+                await conn.channel("upper?x=1", from_iterable([b"a"])).collect()
+        return answers, str(refused.value)
+
+    with cli_server() as announced:
+        answers, refused = asyncio.run(talk(url_of(announced)))
+    assert answers == [b"A", b"BC", b"D1E"]
+    assert "upper: unknown parameter 'x'; this publisher takes no parameters" in refused
 
 
 @pytest.mark.timeout(30)

@@ -33,12 +33,20 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rstreams.api import Publisher
 from rstreams.errors import ReactiveStreamsError
-from rstreams.flow._flow import Flow
+from rstreams.flow._flow import Flow, from_publisher
 from rstreams.flow._public import error, from_async_iterable, from_iterable
 from rstreams.net import FLOAT64, INT64, JSON, UTF8, Codec, with_codec
 
-__all__ = ["BUILTIN_NAMES", "CODECS", "PublishersSpecError", "builtin_publishers", "load_publishers"]
+__all__ = [
+    "BUILTIN_NAMES",
+    "CODECS",
+    "PublishersSpecError",
+    "builtin_channels",
+    "builtin_publishers",
+    "load_publishers",
+]
 
 T = TypeVar("T")
 
@@ -74,6 +82,19 @@ def builtin_publishers(codec_name: str = "utf8") -> dict[str, Any]:
         counter = with_codec(_checked("counter", _counter(lambda n: n)), codec)
     sensors = with_codec(_checked("sensors", _sensor), JSON)
     return {"counter": counter, "sensors/{id}": sensors}
+
+
+def builtin_channels() -> dict[str, Any]:
+    """The built-in channels (PROTOCOL.md §21): ``upper`` answers each input element upper-cased."""
+    return {"upper": _upper}
+
+
+def _upper(inputs: Publisher[bytes], params: dict[str, str]) -> Flow[bytes]:
+    try:
+        _only(params)
+    except ValueError as bad:
+        return error(ValueError(f"upper: {bad}"))
+    return from_publisher(inputs).map(bytes.upper)
 
 
 def _checked(
@@ -162,7 +183,8 @@ async def _paced(items: Iterator[T], rate: float) -> AsyncIterator[T]:
 def _only(params: dict[str, str], *allowed: str) -> None:
     unknown = sorted(set(params) - set(allowed))
     if unknown:
-        raise ValueError(f"unknown parameter {unknown[0]!r}; this publisher takes {', '.join(allowed)}")
+        takes = f"takes {', '.join(allowed)}" if allowed else "takes no parameters"
+        raise ValueError(f"unknown parameter {unknown[0]!r}; this publisher {takes}")
 
 
 def _int(params: dict[str, str], key: str, default: int) -> int:

@@ -320,10 +320,17 @@ def _token_check(token: str) -> Callable[[Credentials], str | None]:
 
 
 def _serve_publishers(args: argparse.Namespace) -> int:
-    from rstreams._cli_publishers import CODECS, PublishersSpecError, builtin_publishers, load_publishers
+    from rstreams._cli_publishers import (
+        CODECS,
+        PublishersSpecError,
+        builtin_channels,
+        builtin_publishers,
+        load_publishers,
+    )
     from rstreams.net import parse_url, serve
 
     offer: Any
+    channels: dict[str, Any] | None = None
     try:
         parse_url(args.url)  # so that serve()'s ValueError or TypeError can only be the offer's
     except ValueError as bad:
@@ -334,8 +341,8 @@ def _serve_publishers(args: argparse.Namespace) -> int:
             names = list(offer) if isinstance(offer, Mapping) else [f"what {args.publishers} finds"]
             codec = CODECS[args.codec or "raw"]
         else:
-            offer = builtin_publishers(args.codec or "utf8")
-            names, codec = list(offer), None
+            offer, channels = builtin_publishers(args.codec or "utf8"), builtin_channels()
+            names, codec = [*offer, *(f"channel {name}" for name in channels)], None
         context = _server_tls(args)
     except PublishersSpecError as bad:
         return _fail("serve", f"--publishers {bad}")
@@ -354,6 +361,7 @@ def _serve_publishers(args: argparse.Namespace) -> int:
                 authenticate=None if token is None else _token_check(token),
                 resume=True if args.resume else None,
                 metrics=True if args.metrics == "on" else args.metrics,
+                channels=channels,
             )
         except (ValueError, TypeError) as bad:
             if args.publishers is not None:  # a name or a target serve() refuses
@@ -567,6 +575,7 @@ _SERVE_DESCRIPTION = """\
 rstreams serve URL                  the built-in demo publishers:
     counter?from=0&to=10&rate=5     integers from..to-1 (to: none = endless), rate/s (0 = as asked)
     sensors/{id}?rate=10&count=100  JSON readings {"sensor","seq","ts","value"}, value a random walk
+    and the channel upper           each input element upper-cased (PROTOCOL.md §21)
 rstreams serve URL --publishers my_module:PUBLISHERS   (or path/to/file.py:PUBLISHERS)
     the mapping of names or {field} patterns to Publishers or factories that
     rstreams.serve(url, publishers) takes

@@ -1,0 +1,47 @@
+// The README's example, as written there, against the `rstreams serve` its text names.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { pathToFileURL } from "node:url";
+import { REPO, serve, skip } from "./servers.mjs";
+
+const README = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+const README_URL = "tcp://127.0.0.1:9000";
+
+describe("js/README.md's example", { skip }, () => {
+  let server;
+  let dir;
+  before(async () => {
+    const command = /`rstreams serve tcp:\/\/127\.0\.0\.1:9000((?: [^`\s]+)*)`/.exec(README);
+    assert.ok(command, "js/README.md no longer says which rstreams serve its example reads");
+    server = await serve("tcp://127.0.0.1:0", command[1].trim().split(" ").filter(Boolean));
+    dir = mkdtempSync(join(tmpdir(), "rsio-readme-"));
+  });
+  after(async () => {
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("runs against that server: the sensor's five readings, the channel's answers", async () => {
+    const block = /```js\n(.*?)```/s.exec(README);
+    assert.ok(block, "js/README.md has no ```js block");
+    assert.ok(block[1].includes(README_URL), `the example no longer connects to ${README_URL}`);
+    const node = pathToFileURL(join(REPO, "js", "src", "node.js")).href;
+    const script = join(dir, "example.mjs");
+    writeFileSync(script, block[1].replaceAll('"@rstreams/rsio"', JSON.stringify(node)).replaceAll(README_URL, server.url));
+    const child = spawn(process.execPath, [script], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => { stdout += chunk; });
+    child.stderr.on("data", (chunk) => { stderr += chunk; });
+    const code = await new Promise((resolve) => child.once("close", resolve));
+    assert.equal(code, 0, stderr);
+    assert.equal(stderr, "");
+    const lines = stdout.split("\n");
+    assert.equal(lines.filter((line) => line.startsWith("{ sensor: '7', seq: ")).length, 5, stdout);
+    assert.deepEqual(lines.filter((line) => line === "A" || line === "B"), ["A", "B"], stdout);
+  });
+});
