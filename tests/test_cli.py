@@ -537,6 +537,10 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
             ["subscribe", "tls://127.0.0.1:1", "x", "--cafile", "missing.pem"],
             "cannot load --cafile missing.pem: ",
         ),
+        (
+            ["publish", "tls://127.0.0.1:1", "x", "--cafile", "missing.pem"],
+            "cannot load --cafile missing.pem (FileNotFoundError: ",
+        ),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"], "--demand needs an integer >= 1, got 0"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--count", "-1"], "--count needs an integer >= 0"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--timeout", "nan"], "--timeout needs a number of seconds"),

@@ -57,7 +57,11 @@ def batch_sink(**options: Any) -> Any:
         ({"password": SECRET}, "user", "go together"),
         ({"token": SECRET, "user": "ann", "password": SECRET}, "token", "not both"),
         ({"tlsCaFile": "/no/such/ca.pem"}, "tlsCaFile", "is for tls:// and wss://"),
-        ({"url": "tls://h:1", "tlsCaFile": "/no/such/ca.pem"}, "tlsCaFile", "cannot load option tlsCaFile"),
+        (
+            {"url": "tls://h:1", "tlsCaFile": "/no/such/ca.pem"},
+            "tlsCaFile",
+            "cannot load option tlsCaFile /no/such/ca.pem (",
+        ),
         ({"url": "tls://h:1", "tlsKeyFile": "/no/key.pem"}, "tlsKeyFile", "needs option tlsCertFile"),
         ({"url": ""}, "url", ".option('url', ...)"),
     ],

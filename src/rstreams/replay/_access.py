@@ -90,15 +90,17 @@ class Access:
             raise AccessError(f"{key} needs {cert} too")
         context = _NamedContext(ssl.PROTOCOL_TLS_CLIENT)
         context.server_name = self.server_name or ""
-        where = said.get("cafile", "cafile")
+        where = said.get("cafile", "cafile") + ("" if self.cafile is None else f" {self.cafile}")
         try:
             if self.cafile is None:
                 context.load_default_certs(ssl.Purpose.SERVER_AUTH)
             else:
                 context.load_verify_locations(cafile=self.cafile)
             if self.certfile is not None:
-                where = said.get("certfile", "certfile")
+                where = f"{said.get('certfile', 'certfile')} {self.certfile}"
+                if self.keyfile is not None:
+                    where += f" / {said.get('keyfile', 'keyfile')} {self.keyfile}"
                 context.load_cert_chain(self.certfile, self.keyfile)
-        except (OSError, ssl.SSLError) as bad:
+        except (OSError, ssl.SSLError) as bad:  # the file's name: ssl's errors leave it out
             raise AccessError(f"cannot load {where} ({type(bad).__name__}: {bad})") from None
         return context
