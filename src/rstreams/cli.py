@@ -464,11 +464,11 @@ def _serve_log(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as bad:
             log.close()
             return _fail("serve", _cannot_serve(args.url, bad))
-        print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
-        if server.metrics_url is not None:
-            print(f"metrics at {server.metrics_url}", flush=True)
         page = None
-        try:
+        try:  # from the announcement on: a Ctrl-C that its reader sends at once stops cleanly
+            print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
+            if server.metrics_url is not None:
+                print(f"metrics at {server.metrics_url}", flush=True)
             if args.web is not None:
                 from rstreams.web import page_for_logs
 
