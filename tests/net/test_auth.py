@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import warnings
 from typing import Any
 
 import pytest
@@ -268,6 +270,32 @@ async def test_an_authenticate_accepted_in_a_read_that_then_breaks_the_protocol_
         assert "unknown message type 0x1d" in closed.reason and "§" in closed.reason
         peer.close()
     assert escaped == []
+
+
+async def test_an_async_check_cancelled_before_it_started_leaves_no_coroutine_unawaited() -> None:
+    """An async authenticate hook's check, and in the same read a violation: the connection
+    closes before the check's task has run once, and the hook's coroutine is closed with it,
+    not left for the garbage collector to warn about ("coroutine ... was never awaited", an
+    error under this suite's filterwarnings; found by fuzz/fuzz_deployed.py auth)."""
+    started: list[Credentials] = []
+
+    async def async_check(credentials: Credentials) -> str | None:
+        started.append(credentials)
+        return check(credentials)
+
+    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=async_check) as server:
+        peer = await RawPeer.open(server.url, hello=False, extensions=(AUTH.id,))
+        authenticate = ExtensionMessage(
+            type=AUTH_AUTHENTICATE, payload=encode_credentials(UserPassword("bob", SECRET))
+        )
+        peer.writer.write(encode(ClientHello(extensions=(AUTH.id,))) + encode(authenticate) + b"\x1d")
+        closed = await peer.read_until(ConnectionClosed)
+        assert "unknown message type 0x1d" in closed.reason
+        peer.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gc.collect()
+    assert started == []  # (the check never ran: the case under test)
 
 
 async def test_subscribe_credentials_from_a_raw_client() -> None:

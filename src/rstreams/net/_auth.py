@@ -295,6 +295,9 @@ class AuthGate:
         task = asyncio.get_running_loop().create_task(self._await(result, then))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if inspect.iscoroutine(result):  # a task cancelled before it ran never awaits it: close it
+            coroutine = result
+            task.add_done_callback(lambda _: coroutine.close())
 
     async def _await(self, result: Awaitable[Any], then: Callable[[Any], None]) -> None:
         try:
