@@ -40,7 +40,7 @@ from rstreams.errors import OverflowStrategyError
 from rstreams.flow._concat_map import ConcatMapFlow
 from rstreams.flow._drain import OUTER, DrainSubscriber, InnerSubscriber, check_prefetch
 from rstreams.flow._iterable import empty, from_iterable
-from rstreams.flow._operator import MISSING, OperatorFlow
+from rstreams.flow._operator import MISSING, OperatorFlow, check_publishers
 from rstreams.flow._signals import NONE_ITEM, report_broken
 from rstreams.rules import check_error
 
@@ -54,9 +54,7 @@ DEFAULT_PREFETCH = 32
 
 
 def _checked(operator: str, publishers: tuple[Publisher[Any], ...], prefetch: int) -> None:
-    for publisher in publishers:
-        if not callable(getattr(publisher, "subscribe", None)):
-            raise TypeError(f"{operator}() needs Publishers (objects with subscribe), got {publisher!r}")
+    check_publishers(operator, publishers)
     check_prefetch(operator, "prefetch", prefetch)
 
 

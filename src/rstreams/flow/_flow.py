@@ -575,7 +575,11 @@ class itself: a source made per request, ``just(...)``, pays no call of a functi
 
 
 def from_publisher(publisher: Publisher[T]) -> Flow[T]:
-    """Any Reactive Streams Publisher as a :class:`Flow` (a Flow is returned as it is)."""
+    """Any Reactive Streams Publisher as a :class:`Flow` (a Flow is returned as it is).
+
+    Raises:
+        TypeError: ``publisher`` has no ``subscribe(subscriber)`` method.
+    """
     if isinstance(publisher, Flow):
         return publisher
     if not callable(getattr(publisher, "subscribe", None)):

@@ -39,7 +39,7 @@ from rstreams.flow._drain import (
     check_prefetch,
 )
 from rstreams.flow._iterable import empty, from_iterable
-from rstreams.flow._operator import OperatorFlow, check_callable
+from rstreams.flow._operator import OperatorFlow, check_callable, check_publishers
 from rstreams.flow._signals import NONE_ITEM, NextMany, next_many, report_broken
 
 __all__ = ["FlatMapFlow", "merge"]
@@ -75,8 +75,7 @@ def _identity(publisher: Publisher[T]) -> Publisher[T]:
 
 def merge(*publishers: Publisher[T], prefetch: int = 32) -> Publisher[T]:
     """The publisher behind :func:`rstreams.merge`."""
-    for publisher in publishers:
-        as_publisher("merge", publisher, publisher)
+    check_publishers("merge", publishers)
     check_prefetch("merge", "prefetch", prefetch)
     if not publishers:
         return empty()

@@ -98,6 +98,13 @@ def check_count(operator: str, n: object, name: str = "n") -> int:
     return n
 
 
+def check_publishers(operator: str, publishers: tuple[object, ...]) -> None:
+    """``TypeError`` naming the operator unless every one of ``publishers`` has ``subscribe``."""
+    for publisher in publishers:
+        if not callable(getattr(publisher, "subscribe", None)):
+            raise TypeError(f"{operator}() needs Publishers (objects with subscribe), got {publisher!r}")
+
+
 class OperatorFlow(Publisher[R], Generic[T, R]):
     """An operator's Publisher: ``source`` plus checked arguments; one inner subscriber per subscribe."""
 

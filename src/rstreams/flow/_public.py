@@ -3,7 +3,8 @@ classes users construct that are Flows themselves (``MulticastProcessor``, ``Pus
 
 The top of :mod:`rstreams.flow`: each function checks its arguments through the plain
 Publisher that does the work (in its own private module, which knows nothing of Flow)
-and wraps that Publisher in a :class:`~rstreams.Flow`. The two classes add the Flow
+and wraps that Publisher in a :class:`~rstreams.Flow`; ``range`` checks its own here, so
+its messages name ``range`` rather than the builtin it wraps. The two classes add the Flow
 methods to their core by inheritance (Flow keeps no state). Nothing in ``flow/``
 imports this module.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeVar
 
 from rstreams.api import Publisher
 from rstreams.flow import _async_source, _combine, _iterable, _merge, _push, _rx, _time
@@ -55,17 +56,45 @@ def from_iterable(iterable: Iterable[T]) -> Flow[T]:
     Lazy: elements are pulled only as they are requested, so infinite iterables work.
     An *iterator* (or generator) can be consumed only once: a second subscription gets
     ``on_error(RuntimeError)`` saying so.
+
+    Raises:
+        TypeError: ``iterable`` is not iterable.
     """
     return wrap(_iterable.from_iterable(iterable))
 
 
 def range_(start: int, stop: int | None = None, step: int = 1) -> Flow[int]:
-    """Like the builtin ``range``: ``range_(5)`` is 0..4, ``range_(2, 5)`` is 2..4."""
+    """Like the builtin ``range``: ``range_(5)`` is 0..4, ``range_(2, 5)`` is 2..4.
+
+    Raises:
+        TypeError: an argument is not an int, or ``step`` is given without ``stop``
+            (``range(5, step=2)``; write ``range(0, 5, 2)``).
+        ValueError: ``step`` is 0.
+    """
+    _check_range(start, stop, step)
     return wrap(_iterable.range_(start, stop, step))
 
 
+def _check_range(start: object, stop: object, step: object) -> None:
+    """The builtin's checks, with messages that name ``range`` and the argument."""
+    for name, value in (("start", start), ("stop", stop), ("step", step)):
+        if not isinstance(value, SupportsIndex) and not (value is None and name == "stop"):
+            raise TypeError(f"range({name}=) needs an int, got {value!r}")
+    if stop is None and step != 1:
+        raise TypeError(
+            f"range({start!r}, step={step!r}) has no stop, so {start!r} is the stop and the step "
+            f"would be ignored; write range(0, {start!r}, {step!r})"
+        )
+    if step == 0:
+        raise ValueError("range(step=) needs a step other than 0, got 0")
+
+
 def just(*items: T) -> Flow[T]:
-    """A Flow of exactly these elements. ``None`` is refused here, before anything runs."""
+    """A Flow of exactly these elements. ``None`` is refused here, before anything runs.
+
+    Raises:
+        TypeError: one of ``items`` is ``None`` (rule 2.13).
+    """
     return JustFlow(items)
 
 
@@ -75,7 +104,11 @@ def empty() -> Flow[T]:
 
 
 def error(exc: BaseException) -> Flow[T]:
-    """A Flow that signals ``on_subscribe`` and then ``on_error(exc)``, without any request."""
+    """A Flow that signals ``on_subscribe`` and then ``on_error(exc)``, without any request.
+
+    Raises:
+        TypeError: ``exc`` is not an exception instance (an exception class, say).
+    """
     return wrap(_iterable.error(exc))
 
 
@@ -94,6 +127,10 @@ def from_async_iterable(
     Lazy: ``__anext__`` is awaited only for requested elements. Cancelling ``aclose()``s
     the iterator. Without ``loop=`` and without a running loop at ``subscribe``, the
     subscriber gets ``on_subscribe`` then ``on_error(RuntimeError)``.
+
+    Raises:
+        TypeError: ``source`` is neither an async iterable nor a callable, or ``loop`` is not
+            an asyncio event loop.
     """
     return wrap(_async_source.from_async_iterable(source, loop=loop))
 
@@ -109,6 +146,11 @@ class PushSource(PushHub[T], Flow[T]):
 
     ``push`` may deliver ``on_next`` on the producer's thread when the subscriber has
     demand, so the producer should not hold its own locks while pushing.
+
+    Raises:
+        TypeError: ``overflow`` is missing or not an :class:`OverflowStrategy`.
+        ValueError: ``capacity`` is not an int >= 0, is 0 with ``LATEST``, or is above 0 with
+            ``ERROR`` (which buffers nothing).
     """
 
     __slots__ = ()
@@ -128,6 +170,12 @@ def from_push(
     subscriber cancels or the stream ends. If ``register`` raises, the subscriber gets
     that error. ``overflow`` must be chosen: the specification leaves "buffer or drop"
     to the publisher, and only the user knows which is right.
+
+    Raises:
+        TypeError: ``register`` is not callable, or ``overflow`` is not an
+            :class:`OverflowStrategy`.
+        ValueError: ``capacity`` is not an int >= 0, is 0 with ``LATEST``, or is above 0 with
+            ``ERROR`` (which buffers nothing).
     """
     pushed: Any = _push.from_push(register, overflow=overflow, capacity=capacity, make=PushSource)
     return wrap(pushed)
@@ -148,6 +196,13 @@ def interval(
     the subscriber gets ``on_subscribe`` then ``on_error(RuntimeError)``. A tick without
     demand is handled by ``overflow`` (default ``ERROR``: the stream fails, rule 1.1).
     Each subscription has its own clock.
+
+    Raises:
+        TypeError: ``period`` or ``initial_delay`` is not a number of seconds (an int or a
+            float; a bool is not), ``loop`` is not an asyncio event loop, or ``overflow`` is
+            not an :class:`OverflowStrategy`.
+        ValueError: ``period`` is not > 0 or ``initial_delay`` is not >= 0 (NaN is neither);
+            ``capacity`` does not fit ``overflow`` (as for :func:`from_push`).
     """
     return wrap(
         _time.interval(period, loop=loop, initial_delay=initial_delay, overflow=overflow, capacity=capacity)
@@ -165,6 +220,14 @@ def timer(
 
     Without demand at that moment, ``overflow`` decides (default ``ERROR``: on_error, as in
     RxJava; ``BUFFER``/``LATEST`` hold the 0 until requested; ``DROP`` completes empty).
+    Without ``loop=``, the loop running at ``subscribe`` is used, as for :func:`interval`.
+
+    Raises:
+        TypeError: ``delay`` is not a number of seconds (an int or a float; a bool is not),
+            ``loop`` is not an asyncio event loop, or ``overflow`` is not an
+            :class:`OverflowStrategy`.
+        ValueError: ``delay`` is not >= 0 (NaN is not); ``capacity`` does not fit
+            ``overflow`` (as for :func:`from_push`).
     """
     return wrap(_time.timer(delay, loop=loop, overflow=overflow, capacity=capacity))
 
@@ -184,6 +247,13 @@ def from_observable(
     ``capacity`` (default 0); ``"latest"`` keeps the newest ``capacity`` (default 1);
     ``"error"`` fails at the first element without demand. Cancelling disposes the
     Observable subscription. Needs reactivex (``pip install rstreams[reactivex]``).
+
+    Raises:
+        ImportError: reactivex is not installed.
+        TypeError: ``observable`` has no ``subscribe``, or ``overflow`` is neither an
+            :class:`OverflowStrategy` nor a string.
+        ValueError: ``overflow`` is a string that names no strategy, or ``capacity`` does not
+            fit ``overflow`` (as for :func:`from_push`).
     """
     return wrap(_rx.from_observable(observable, overflow=overflow, capacity=capacity))
 
@@ -197,6 +267,10 @@ def merge(*publishers: Publisher[T], prefetch: int = 32) -> Flow[T]:
     Every Publisher is subscribed at once, each buffered up to ``prefetch`` elements.
     Completes when all have completed; the first error cancels the others and is passed
     on. ``merge()`` with no Publishers completes at once.
+
+    Raises:
+        TypeError: one of ``publishers`` has no ``subscribe``, or ``prefetch`` is not an int.
+        ValueError: ``prefetch`` is below 1.
     """
     return wrap(_merge.merge(*publishers, prefetch=prefetch))
 
@@ -206,6 +280,9 @@ def concat(*publishers: Publisher[T]) -> Flow[T]:
 
     The outstanding demand carries over to the next Publisher (rule 1.1); an error ends
     the stream at once. ``concat()`` completes at once.
+
+    Raises:
+        TypeError: one of ``publishers`` has no ``subscribe``.
     """
     return wrap(_combine.concat(*publishers))
 
@@ -215,6 +292,10 @@ def zip_(*publishers: Publisher[Any], prefetch: int = _combine.DEFAULT_PREFETCH)
 
     ``request(n)`` asks each Publisher for ``n`` (at most ``prefetch`` ahead of what was
     taken); ``zip()`` completes at once.
+
+    Raises:
+        TypeError: one of ``publishers`` has no ``subscribe``, or ``prefetch`` is not an int.
+        ValueError: ``prefetch`` is below 1.
     """
     return wrap(_combine.zip_(*publishers, prefetch=prefetch))
 
@@ -226,6 +307,10 @@ def combine_latest(
 
     Nothing is emitted until every Publisher has emitted once; each is asked for at most
     ``prefetch`` elements ahead. ``combine_latest()`` completes at once.
+
+    Raises:
+        TypeError: one of ``publishers`` has no ``subscribe``, or ``prefetch`` is not an int.
+        ValueError: ``prefetch`` is below 1.
     """
     return wrap(_combine.combine_latest(*publishers, prefetch=prefetch))
 
@@ -235,6 +320,10 @@ def race(*publishers: Publisher[T], prefetch: int = _combine.DEFAULT_PREFETCH) -
 
     Also known as ``amb``. Until a winner is known every Publisher is asked for the
     downstream's demand (at most ``prefetch`` ahead). ``race()`` completes at once.
+
+    Raises:
+        TypeError: one of ``publishers`` has no ``subscribe``, or ``prefetch`` is not an int.
+        ValueError: ``prefetch`` is below 1.
     """
     return wrap(_combine.race(*publishers, prefetch=prefetch))
 
@@ -255,6 +344,9 @@ class MulticastProcessor(Multicast[T], Flow[T]):
     when the last subscriber cancels. ``replay=n`` keeps the last ``n`` elements for
     subscribers that join later: they get those first (within their demand), and after a
     completion those and then the completion. All methods are thread-safe.
+
+    Raises:
+        ValueError: ``buffer_size`` is not an int > 0, or ``replay`` is not an int >= 0.
     """
 
     __slots__ = ()

@@ -64,18 +64,25 @@ _DEFAULT_CAPACITY = {
 }
 
 
-def resolve_capacity(overflow: OverflowStrategy, capacity: int | None) -> int:
-    """Check ``overflow``/``capacity`` when a source is built; ``None`` means the default."""
+def resolve_capacity(overflow: OverflowStrategy, capacity: int | None, who: str) -> int:
+    """Check ``overflow``/``capacity`` when ``who`` (a source or operator) is built; ``None``
+    means the default. The errors name ``who`` and the argument."""
     if not isinstance(overflow, OverflowStrategy):
-        raise TypeError(f"overflow= needs an OverflowStrategy (e.g. OverflowStrategy.DROP), got {overflow!r}")
+        raise TypeError(
+            f"{who}(overflow=) needs an OverflowStrategy (e.g. OverflowStrategy.DROP), got {overflow!r}"
+        )
     if capacity is None:
         return _DEFAULT_CAPACITY[overflow]
     if type(capacity) is not int or capacity < 0:
-        raise ValueError(f"capacity= needs an int >= 0, got {capacity!r}")
+        raise ValueError(f"{who}(capacity=) needs an int >= 0, got {capacity!r}")
     if overflow is OverflowStrategy.LATEST and capacity < 1:
-        raise ValueError("overflow=LATEST keeps the latest elements, so it needs capacity >= 1, got 0")
+        raise ValueError(
+            f"{who}(overflow=LATEST) keeps the latest elements, so it needs capacity >= 1, got 0"
+        )
     if overflow is OverflowStrategy.ERROR and capacity:
-        raise ValueError(f"overflow=ERROR buffers nothing; use overflow=BUFFER with capacity={capacity}")
+        raise ValueError(
+            f"{who}(overflow=ERROR) buffers nothing; use overflow=BUFFER with capacity={capacity}"
+        )
     return capacity
 
 
@@ -319,7 +326,7 @@ class PushHub(Publisher[T]):
     )
 
     def __init__(self, *, overflow: OverflowStrategy, capacity: int | None = None) -> None:
-        self._capacity = resolve_capacity(overflow, capacity)
+        self._capacity = resolve_capacity(overflow, capacity, type(self).__name__)
         self._overflow = overflow
         self._lock = threading.Lock()
         self._subscriptions: tuple[BufferedSubscription[T], ...] = ()
@@ -451,9 +458,11 @@ def from_push(
     overflow: OverflowStrategy,
     capacity: int | None = None,
     make: Callable[..., H],
+    who: str = "from_push",
 ) -> Publisher[T]:
-    """The publisher behind :func:`rstreams.from_push`; ``make`` builds each subscription's hub."""
+    """The publisher behind :func:`rstreams.from_push`; ``make`` builds each subscription's hub
+    (``who`` names the public function in the errors about ``overflow``/``capacity``)."""
     if not callable(register):
         raise TypeError(f"from_push(register) needs a callable taking the PushSource, got {register!r}")
-    resolve_capacity(overflow, capacity)
+    resolve_capacity(overflow, capacity, who)
     return _PushFlow(register, overflow, capacity, make)

@@ -173,7 +173,7 @@ def backpressure_buffer(source: Publisher[T], n: int, overflow: OverflowStrategy
     capacity = check_prefetch("on_backpressure_buffer", "n", n)
     if overflow is OverflowStrategy.ERROR:
         overflow = OverflowStrategy.BUFFER  # ERROR holds nothing; here it means "fail past n"
-    resolve_capacity(overflow, capacity)
+    resolve_capacity(overflow, capacity, "on_backpressure_buffer")
     return BackpressureFlow(source, "on_backpressure_buffer", overflow, capacity)
 
 

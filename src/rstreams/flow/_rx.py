@@ -125,6 +125,11 @@ def to_observable(publisher: Publisher[T], *, window: int | None = None) -> reac
     ``window=None`` requests unbounded demand (rule 3.17); ``window=n`` keeps at most ``n``
     outstanding. Elements are delivered on whatever thread the publisher signals on; the
     ``scheduler`` given to ``subscribe`` is not used. Disposing cancels the subscription.
+
+    Raises:
+        ImportError: reactivex is not installed.
+        TypeError: ``publisher`` has no ``subscribe``.
+        ValueError: ``window`` is not an int > 0 (rule 3.9: a request must be > 0).
     """
     rx = _import_reactivex()
     check_publisher(publisher, "to_observable")
@@ -197,4 +202,4 @@ def from_observable(
         )
         return disposable.dispose
 
-    return from_push(register, overflow=overflow, capacity=capacity, make=PushHub)
+    return from_push(register, overflow=overflow, capacity=capacity, make=PushHub, who="from_observable")

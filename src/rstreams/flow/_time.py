@@ -41,6 +41,15 @@ def _seconds(value: object, what: str, *, positive: bool) -> float:
     return float(value)
 
 
+_LOOP_METHODS = ("time", "call_at", "call_soon_threadsafe")
+"""What a clock uses of its loop (a test's virtual loop provides just these)."""
+
+
+def _check_loop(loop: object, who: str) -> None:
+    if loop is not None and not all(callable(getattr(loop, name, None)) for name in _LOOP_METHODS):
+        raise TypeError(f"{who}(loop=) needs an asyncio event loop, got {loop!r}")
+
+
 class _ClockFlow(Publisher[int]):
     __slots__ = ("_capacity", "_delay", "_loop", "_name", "_overflow", "_period")
 
@@ -53,12 +62,13 @@ class _ClockFlow(Publisher[int]):
         overflow: OverflowStrategy,
         capacity: int | None,
     ) -> None:
+        _check_loop(loop, name)
         self._name = name
         self._delay = delay
         self._period = period  # None: a timer, one tick then complete
         self._loop = loop
         self._overflow = overflow
-        self._capacity = resolve_capacity(overflow, capacity)
+        self._capacity = resolve_capacity(overflow, capacity, name)
 
     def subscribe(self, subscriber: Subscriber[int]) -> None:
         check_subscriber(subscriber)
