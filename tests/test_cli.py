@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import io
 import json
 import os
@@ -637,3 +638,37 @@ def test_a_metrics_address_in_use_is_named(
     err = capsys.readouterr().err
     assert err.startswith(f"rstreams serve: cannot serve /metrics on {address}: ")
     assert err.endswith("(--metrics)\n") and err.count("\n") == 1
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("metrics_taken", [False, True], ids=["serving", "both"])
+def test_a_serving_address_in_use_is_named_not_metrics(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, metrics_taken: bool
+) -> None:
+    """The URL's port taken (alone, or with --metrics' port taken too): the message names the
+    URL, bound first, and not --metrics."""
+    pytest.importorskip("prometheus_client")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    with socket.socket() as taken, socket.socket() as metrics:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        metrics.bind(("127.0.0.1", 0))
+        if metrics_taken:
+            metrics.listen()
+        url = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
+        address = f"127.0.0.1:{metrics.getsockname()[1] if metrics_taken else 0}"
+        assert main(["serve", url, "--metrics", address]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams serve: cannot serve on {url}: ")
+    assert "--metrics" not in err and err.count("\n") == 1
+
+
+def test_the_metrics_case_is_told_by_the_error_type_not_its_text() -> None:
+    """An OSError that merely reads like the exposition's is the serving address's failure."""
+    from rstreams.cli import _cannot_serve
+    from rstreams.observe import MetricsExpositionError
+
+    lookalike = OSError(errno.EADDRINUSE, "cannot serve /metrics on 127.0.0.1:9464: in use")
+    assert _cannot_serve("tcp://h:1", lookalike).startswith("cannot serve on tcp://h:1: ")
+    real = MetricsExpositionError(errno.EADDRINUSE, "in use", "127.0.0.1", 9464)
+    assert _cannot_serve("tcp://h:1", real) == "cannot serve /metrics on 127.0.0.1:9464: in use (--metrics)"

@@ -278,8 +278,10 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _cannot_serve(url: str, bad: BaseException) -> str:
-    """Why serving failed: the URL's address, or ``--metrics``' (its own message says so)."""
-    if isinstance(bad, OSError) and str(bad.strerror).startswith("cannot serve /metrics"):
+    """Why serving failed: the URL's address, or ``--metrics``' (its error type says which)."""
+    from rstreams.observe import MetricsExpositionError
+
+    if isinstance(bad, MetricsExpositionError):
         return f"{bad.strerror} (--metrics)"
     return f"cannot serve on {url}: {bad}"
 

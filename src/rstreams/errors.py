@@ -14,6 +14,7 @@
     │   defined beside the code that raises them, all below this root:
     ├── net: RemoteStreamError, UnknownPublisherError (LookupError); wire: the
     │        RemoteProtocolError kinds (FrameError, HandshakeError, ...)
+    ├── observe: MetricsExpositionError (OSError)
     ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError)
     ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError)
     ├── tck: TCKFailure (AssertionError), SkipTest (unittest.SkipTest), InjectedError

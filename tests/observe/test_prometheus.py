@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 import urllib.error
 import urllib.request
 from typing import Any
@@ -10,6 +12,7 @@ import pytest
 
 import rstreams
 from rstreams.net import connect, serve
+from rstreams.observe import MetricsExpositionError
 from rstreams.observe._prometheus import parse_address
 from testkit.observe import Clock, Opened, Waiter, scrape, use_clock
 
@@ -74,3 +77,39 @@ async def test_bad_addresses_are_refused_by_name() -> None:
     assert parse_address("[::1]:9464") == ("::1", 9464)
     with pytest.raises(ValueError, match="metrics must be 'host:port'"):
         await serve("tcp://127.0.0.1:0", {}, metrics="nowhere")
+
+
+async def test_a_taken_metrics_port_raises_its_own_error_and_closes_the_server() -> None:
+    """``metrics=`` at a taken port: MetricsExpositionError (an OSError too) with the address,
+    and the serving port, bound first, is released again."""
+    with socket.socket() as taken, socket.socket() as serving:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        serving.bind(("127.0.0.1", 0))
+        port = serving.getsockname()[1]
+        serving.close()  # a free port to serve on, so the test can see it released afterwards
+        metrics_port = taken.getsockname()[1]
+        with pytest.raises(MetricsExpositionError) as caught:
+            await serve(f"tcp://127.0.0.1:{port}", {}, metrics=f"127.0.0.1:{metrics_port}")
+    bad = caught.value
+    assert issubclass(MetricsExpositionError, OSError)  # so `except OSError` clauses still catch it
+    assert issubclass(MetricsExpositionError, rstreams.ReactiveStreamsError)
+    assert (bad.host, bad.port, bad.errno) == ("127.0.0.1", metrics_port, errno.EADDRINUSE)
+    assert isinstance(bad.__cause__, OSError)
+    server = await serve(f"tcp://127.0.0.1:{port}", {})  # the serving port is free again
+    await server.aclose()
+
+
+async def test_a_taken_serving_port_is_a_plain_oserror_even_with_metrics() -> None:
+    """The serving address is bound first: taken, it fails as before, not as the exposition."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        try:
+            await serve(f"tcp://127.0.0.1:{taken.getsockname()[1]}", {}, metrics="127.0.0.1:0")
+        except OSError as bad:
+            failure = bad
+        else:
+            pytest.fail("serving on a taken port succeeded")
+    assert not isinstance(failure, MetricsExpositionError)
+    assert failure.errno == errno.EADDRINUSE

@@ -264,6 +264,9 @@ async def serve(
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
         OSError: the address cannot be bound.
+        MetricsExpositionError: ``metrics="host:port"`` cannot be bound (the server is
+            closed again). It is an ``OSError`` too; catch it first to tell the two apart.
+        ImportError: ``metrics="host:port"`` without ``prometheus_client`` installed.
     """
     endpoint = parse_url(url)
     Router(publishers)  # check the offer and the limits now, where the caller made the mistake

@@ -2,7 +2,8 @@
 
 ``serve(url, publishers, metrics=True)`` counts (``server.metrics()`` returns the numbers);
 ``metrics="127.0.0.1:9464"`` also serves them at ``http://127.0.0.1:9464/metrics`` in
-Prometheus' text format (needs ``prometheus_client``: ``pip install 'rstreams[metrics]'``).
+Prometheus' text format (needs ``prometheus_client``: ``pip install 'rstreams[metrics]'``);
+an address it cannot bind raises :class:`MetricsExpositionError`.
 Every metric is listed in docs/observability.md. Off (the default), nothing is counted: the
 connections' hook is ``None`` and costs one test on the paths that would count.
 """
@@ -10,6 +11,7 @@ connections' hook is ``None`` and costs one test on the paths that would count.
 from __future__ import annotations
 
 from rstreams._exports import claim as _claim
+from rstreams.observe._errors import MetricsExpositionError as MetricsExpositionError
 from rstreams.observe._metrics import ConnectionObserver as ConnectionObserver
 from rstreams.observe._metrics import ServerMetrics as ServerMetrics
 from rstreams.observe._metrics import StreamObserver as StreamObserver
@@ -19,6 +21,7 @@ from rstreams.observe._replay import replay_metrics as replay_metrics
 
 __all__ = [
     "ConnectionObserver",
+    "MetricsExpositionError",
     "ServerMetrics",
     "StreamObserver",
     "goodbye_reason",

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
+from rstreams.observe._errors import MetricsExpositionError
 from rstreams.observe._families import families as metric_families
 from rstreams.observe._families import snapshot_on_loop
 from rstreams.observe._metrics import ServerMetrics
@@ -61,7 +62,12 @@ class Collector:
 
 
 class Exposition:
-    """``/metrics`` over HTTP at ``host:port`` for one server (a ``prometheus_client`` thread)."""
+    """``/metrics`` over HTTP at ``host:port`` for one server (a ``prometheus_client`` thread).
+
+    Raises:
+        ImportError: ``prometheus_client`` is not installed.
+        MetricsExpositionError: ``host:port`` cannot be bound (taken, or not this machine's).
+    """
 
     def __init__(self, metrics: ServerMetrics, host: str, port: int, loop: asyncio.AbstractEventLoop) -> None:
         try:
@@ -73,7 +79,7 @@ class Exposition:
         try:
             self._httpd, self._thread = start_http_server(port, host, registry=registry)
         except OSError as error:  # taken, or not this machine's: say which address it was
-            raise OSError(error.errno, f"cannot serve /metrics on {host}:{port}: {error.strerror}") from error
+            raise MetricsExpositionError(error.errno, error.strerror, host, port) from error
         bound_host, bound_port = self._httpd.server_address[:2]
         shown = str(bound_host) if isinstance(bound_host, str) else bound_host.decode()
         if ":" in shown:
