@@ -45,6 +45,22 @@ def test_the_handshake_timer_stops_at_the_hello() -> None:
     assert run_virtual(main).of(ConnectionClosed) == []
 
 
+def test_a_client_that_says_hello_is_not_timed_out() -> None:
+    """The hello cancels the timer: the connection outlives the timeout and keeps serving
+    (the real client's hello arrives at time 0 here, however loaded the machine is)."""
+
+    async def main() -> None:
+        server = connection(client=False, offer=OFFER, handshake_timeout=0.1)
+        client = connection(client=True)
+        memory_pair(client, server)
+        assert await asyncio.wait_for(client.request("greeting"), 10) == b"hello"
+        assert not await closed_after(server, 0.3)  # the timer would have fired at 0.1
+        assert await asyncio.wait_for(client.request("greeting"), 10) == b"hello"
+        assert not client.closed
+
+    run_virtual(main)
+
+
 def test_after_an_error_goodbye_input_is_discarded_until_the_linger_ends() -> None:
     """A peer that breaks the protocol gets the goodbye at once; its transport is closed only
     LINGER_SECONDS later (so that the goodbye is read, not reset away), whatever it sends meanwhile."""
