@@ -13,6 +13,7 @@ import pytest
 import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Credentials, RemoteStreamError, Token, UserPassword, connect, serve
+from rstreams.net._auth import ServerAuth
 from rstreams.wire import (
     Cancel,
     ClientHello,
@@ -30,7 +31,7 @@ from rstreams.wire import (
 from rstreams.wire._auth import encode_credentials, encode_subscribe_credentials
 from rstreams.wire._parser import FrameParser
 from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
-from testkit.net import RawPeer
+from testkit.net import RawPeer, connection, memory_pair, run_virtual
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -354,15 +355,25 @@ async def test_bad_hooks_are_refused_early() -> None:
 
 
 async def test_a_hook_that_never_answers_is_bounded_by_the_handshake_timeout() -> None:
+    """On a virtual clock over memory transports (its own loop, in a worker thread): the client's
+    hello is in at time 0 however loaded the machine is, so the timer that ends the connection
+    is the authentication's."""
+
     async def hangs(credentials: Credentials) -> str:
         await asyncio.Event().wait()
         return "never"
 
-    async with await serve("tcp://127.0.0.1:0", OFFER, authenticate=hangs, handshake_timeout=0.2) as server:
-        conn = await connect(server.url, auth=SECRET)
+    async def main() -> None:
+        auth = ServerAuth(authenticate=hangs, authorize=None, required=False)
+        server = connection(client=False, offer=OFFER, server_auth=auth, handshake_timeout=0.2)
+        client = connection(client=True, credentials=Token(SECRET))
+        memory_pair(client, server)
         with pytest.raises(ConnectionBrokenError, match=r"authentication timeout \(not settled within 0.2 s"):
-            await within(conn.request("greeting"))
-        await within(conn.aclose())
+            await asyncio.wait_for(client.request("greeting"), 10)
+        assert asyncio.get_running_loop().time() == pytest.approx(0.2)
+        await asyncio.wait_for(client.aclose(), 10)
+
+    await asyncio.to_thread(run_virtual, main)
 
 
 async def test_subscribes_are_answered_in_arrival_order_while_a_check_runs() -> None:

@@ -153,8 +153,11 @@ async def test_a_stalled_link_bounds_the_replay_buffers() -> None:
 
 
 async def test_expired_session_fails_with_on_error_on_both_sides() -> None:
-    """A resume after the server dropped the session is refused: every subscriber gets on_error."""
-    client_resume = Resume(attempts=50, backoff=0.05, max_backoff=0.05)
+    """A resume after the server dropped the session is refused: every subscriber gets on_error.
+
+    The client keeps trying until the proxy lets it through (after the session expired): its
+    attempts (20 s of them) only bound a hang, so a slow expiry cannot exhaust them first."""
+    client_resume = Resume(attempts=400, backoff=0.05, max_backoff=0.05)
     server_resume = Resume(session_timeout=0.2)
     async with Pair(10**9, client_resume=client_resume, server_resume=server_resume) as pair:
         await pair.from_server.wait_items(100)
