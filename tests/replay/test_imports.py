@@ -56,3 +56,5 @@ def test_the_spark_guard_names_the_extra() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "pip install 'rstreams[spark]'" in done.stdout
+    # in a Spark worker the interpreter may not be the driver's: the message names it
+    assert f"is missing in {sys.executable})" in done.stdout and "PYSPARK_PYTHON" in done.stdout

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 __all__ = ["MIN_PYSPARK"]
 
+import sys
+
 try:
     import pyarrow as _pyarrow  # noqa: F401
     import pyspark as _pyspark
 except ImportError as _missing:  # pragma: no cover - exercised without the extra
     raise ImportError(
-        f"rstreams.spark needs PySpark and pyarrow ({_missing.name} is missing): "
-        "pip install 'rstreams[spark]'"
+        f"rstreams.spark needs PySpark and pyarrow ({_missing.name} is missing in {sys.executable}): "
+        "pip install 'rstreams[spark]'; Spark's Python workers run PYSPARK_PYTHON (python3 on the "
+        "PATH when unset), which must be an interpreter that has them"
     ) from _missing
 
 MIN_PYSPARK = (4, 2)
