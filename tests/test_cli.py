@@ -366,10 +366,13 @@ def test_token_refusal(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.M
         url = url_of(announced)
         status, _, err = subscribe(capsys, url, "counter?to=2", "--token", "wrong")
         assert status == 2
-        assert "authentication failed" in err
+        assert "authentication failed" in err and err.endswith(" (--token: the server refused this one)\n")
         assert "wrong" not in err and "s3cret" not in err
         status, _, err = subscribe(capsys, url, "counter?to=2")
         assert (status, "authentication required" in err) == (2, True)
+        assert err.endswith(" (--token: this server asks for one)\n")
+        assert main(["ping", url]) == 2
+        assert capsys.readouterr().err.endswith(" (--token: this server asks for one)\n")
         assert subscribe(capsys, url, "counter?to=2", "--token", "s3cret-h8")[:2] == (0, ["0", "1"])
 
 
@@ -389,7 +392,13 @@ def test_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         status, _, err = subscribe(capsys, url, "counter?to=2")
         assert status == 2
         assert err.startswith(f"rstreams subscribe: cannot connect to {url}: ")
-        assert "CERTIFICATE_VERIFY_FAILED" in err
+        hint = " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)\n"
+        assert "CERTIFICATE_VERIFY_FAILED" in err and err.endswith(hint)
+        assert main(["ping", url]) == 2
+        assert capsys.readouterr().err.endswith(hint)
+        named = url.replace("127.0.0.1", "localhost")  # a name the certificate does not carry
+        status, _, err = subscribe(capsys, named, "counter?to=2", "--cafile", str(ca.cert))
+        assert status == 2 and err.endswith(" (connect by a host name the server's certificate carries)\n")
 
 
 class ManualPublisher:

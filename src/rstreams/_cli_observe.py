@@ -41,7 +41,7 @@ from rstreams.observe._table import (
     table,
 )
 
-__all__ = ["add_commands", "render"]
+__all__ = ["access_hint", "add_commands", "render"]
 
 
 CLOSE_TIMEOUT = 1.0
@@ -53,6 +53,21 @@ one that never said hello is not waited for at all)."""
 def _fail(command: str, message: str, status: int = 2) -> int:
     print(f"rstreams {command}: {message}", file=sys.stderr)
     return status
+
+
+def access_hint(error: object) -> str:
+    """The option to change when the server turned the client away in its handshake, as
+    `` (--cafile ...)``; ``""`` for any other failure."""
+    text = str(error)
+    if "CERTIFICATE_VERIFY_FAILED" in text and "mismatch" in text:
+        return " (connect by a host name the server's certificate carries)"
+    if "CERTIFICATE_VERIFY_FAILED" in text:
+        return " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
+    if "PROTOCOL.md §15.2" in text:
+        return " (--token: this server asks for one)"
+    if "PROTOCOL.md §15.3" in text:
+        return " (--token: the server refused this one)"
+    return ""
 
 
 def run_command(main: Coroutine[Any, Any, int]) -> int:
@@ -85,7 +100,8 @@ def _ping(args: argparse.Namespace) -> int:
         try:
             conn = await _connect(args)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
-            return _fail("ping", f"cannot reach {args.url}: {str(bad) or type(bad).__name__}")
+            why = str(bad) or type(bad).__name__
+            return _fail("ping", f"cannot reach {args.url}: {why}{access_hint(why)}")
         try:
             for _ in range(args.count):
                 start = time.perf_counter()
@@ -105,7 +121,7 @@ def _ping(args: argparse.Namespace) -> int:
         except TimeoutError:
             return _fail("ping", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
         except ReactiveStreamsError as broken:
-            return _fail("ping", f"connection to {args.url} ended: {broken}")
+            return _fail("ping", f"connection to {args.url} ended: {broken}{access_hint(broken)}")
         finally:
             await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
@@ -172,7 +188,8 @@ def _top(args: argparse.Namespace) -> int:
         try:
             conn = await _connect(args)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
-            return _fail("top", f"cannot reach {args.url}: {str(bad) or type(bad).__name__}")
+            why = str(bad) or type(bad).__name__
+            return _fail("top", f"cannot reach {args.url}: {why}{access_hint(why)}")
         stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
         screen = Screen(sys.stdout)
 
@@ -209,7 +226,7 @@ def _top(args: argparse.Namespace) -> int:
         if isinstance(error, BrokenPipeError):
             raise error
         if error is not None:
-            return _fail("top", f"connection to {args.url} ended: {error}")
+            return _fail("top", f"connection to {args.url} ended: {error}{access_hint(error)}")
         return 0
 
     return run_command(run())

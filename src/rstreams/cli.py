@@ -209,7 +209,7 @@ def _client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
 
 
 def _subscribe(args: argparse.Namespace) -> int:
-    from rstreams._cli_observe import CLOSE_TIMEOUT, run_command
+    from rstreams._cli_observe import CLOSE_TIMEOUT, access_hint, run_command
     from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, ResourceClosedError
     from rstreams.net import RemoteStreamError, connect
 
@@ -225,16 +225,18 @@ def _subscribe(args: argparse.Namespace) -> int:
             context = _client_tls(args)
             conn = await connect(args.url, ssl=context, auth=args.token, idle_timeout=args.timeout or None)
         except ConnectionBrokenError as broken:
-            return _fail("subscribe", f"cannot connect to {args.url}: {broken.__cause__ or broken}")
+            why = broken.__cause__ or broken
+            return _fail("subscribe", f"cannot connect to {args.url}: {why}{access_hint(why)}")
         except (OSError, ssl.SSLError, ValueError, TypeError, ImportError) as bad:
-            return _fail("subscribe", f"cannot connect to {args.url}: {bad}")
+            return _fail("subscribe", f"cannot connect to {args.url}: {bad}{access_hint(bad)}")
         try:
             await _print_elements(conn, args)
         except RemoteStreamError as failed:
             return _fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {failed.message}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth
-            return _fail("subscribe", f"connection to {args.url} ended: {broken.__cause__ or broken}")
+            why = broken.__cause__ or broken
+            return _fail("subscribe", f"connection to {args.url} ended: {why}{access_hint(why)}")
         except _ElementError as bad:
             return _fail("subscribe", str(bad), 1)
         except ReactiveStreamsError as failed:  # e.g. the server broke the protocol
