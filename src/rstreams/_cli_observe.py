@@ -70,6 +70,13 @@ def access_hint(error: object) -> str:
     return ""
 
 
+def _offered_hint(message: str, name: str) -> str:
+    """What a server without ``name`` is (``ping`` and ``top`` read publishers of rstreams' own)."""
+    if f"no publisher named '{name}" in message:  # top's name carries ?interval=S
+        return f" ({name} is offered by rstreams' Python servers, not by the Java and JavaScript ones)"
+    return ""
+
+
 def run_command(main: Coroutine[Any, Any, int]) -> int:
     """``asyncio.run(main)`` for a client command (ping, top, subscribe): Ctrl-C exits 130 and a
     closed standard output (``| head``) 0, without a traceback."""
@@ -117,7 +124,10 @@ def _ping(args: argparse.Namespace) -> int:
                 if not health.get("ok"):
                     return 1
         except RemoteStreamError as refused:
-            return _fail("ping", f"{args.url} answered rstreams/health with an error: {refused.message}", 1)
+            hint = _offered_hint(refused.message, "rstreams/health")
+            return _fail(
+                "ping", f"{args.url} answered rstreams/health with an error: {refused.message}{hint}", 1
+            )
         except TimeoutError:
             return _fail("ping", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
         except ReactiveStreamsError as broken:
@@ -219,7 +229,9 @@ def _top(args: argparse.Namespace) -> int:
             return 0
         error = showing.exception()
         if isinstance(error, RemoteStreamError):
-            return _fail("top", f"{args.url}: {error.message}", 1)
+            return _fail(
+                "top", f"{args.url}: {error.message}{_offered_hint(error.message, 'rstreams/stats')}", 1
+            )
         if isinstance(error, TimeoutError):
             silent = args.interval + args.timeout
             return _fail("top", f"{args.url} sent no snapshot for {silent:g} s (--interval + --timeout)")

@@ -35,6 +35,17 @@ def test_ping_a_refusing_server_exits_1(capsys: pytest.CaptureFixture[str]) -> N
     assert "answered rstreams/health with an error: unauthorized" in capsys.readouterr().err
 
 
+def test_ping_a_server_without_health_says_which_servers_have_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """A server that does not offer rstreams/health (the Java and JavaScript servers refuse it
+    as unknown, stood in for here by an entry of the same name)."""
+    unknown: rstreams.Flow[bytes] = rstreams.error(LookupError("no publisher named 'rstreams/health'"))
+    with served({"rstreams/health": unknown}) as url:
+        assert main(["ping", url]) == 1
+    assert capsys.readouterr().err.endswith(
+        "(rstreams/health is offered by rstreams' Python servers, not by the Java and JavaScript ones)\n"
+    )
+
+
 def test_ping_nothing_listening_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     import socket
 
