@@ -91,3 +91,22 @@ def test_each_section_matches_the_code(name: str) -> None:
     assert heading == _code()[name]
     assert re.search(r"^```\n.+?\n```$", body, re.M | re.S), f"{name}: no marble diagram"
     assert "**Demand:**" in body and "**Errors:**" in body, f"{name}: demand or errors missing"
+
+
+def test_the_runnable_example_prints_what_it_says() -> None:
+    """The page's runnable example, run as written, prints the list its last comment shows
+    (the debounce's timer is due before the sleep that follows the burst ends: asyncio runs
+    timers in the order they are due, however late the loop is)."""
+    import os
+    import subprocess
+    import sys
+
+    example = re.search(r"A runnable example:\n\n```python\n(.*?)```", DOC.read_text(), re.S)
+    assert example, "docs/operators.md lost its runnable example"
+    promised = re.search(r"print\(await typed\)\s+# (.*)\n", example.group(1))
+    assert promised, "the example's print no longer says what it prints"
+    env = {**os.environ, "PYTHONPATH": str(DOC.parents[1] / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", example.group(1)], capture_output=True, text=True, timeout=50, env=env
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, promised.group(1)), done.stderr
