@@ -470,7 +470,8 @@ def _serve_log(args: argparse.Namespace) -> int:
             return _fail("serve", _cannot_serve(args.url, bad))
         page = None
         try:  # from the announcement on: a Ctrl-C that its reader sends at once stops cleanly
-            print(f"serving {args.name!r} (lines of standard input) on {server.url}", flush=True)
+            sinks_said = "".join(f", sink log {name!r}" for name in args.sink)
+            print(f"serving {args.name!r} (lines of standard input){sinks_said} on {server.url}", flush=True)
             if server.metrics_url is not None:
                 print(f"metrics at {server.metrics_url}", flush=True)
             if args.web is not None:

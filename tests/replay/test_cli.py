@@ -135,7 +135,9 @@ def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
         assert server.stdin is not None and server.stdout is not None
         server.stdin.write(b"a\nb\n")
         server.stdin.flush()
-        url = server.stdout.readline().decode().split(" on ")[-1].strip()
+        announced = server.stdout.readline().decode()
+        assert announced.startswith("serving 'lines' (lines of standard input), sink log 'out' on tls://")
+        url = announced.split(" on ")[-1].strip()
         access = Access(auth=token, cafile=str(ca.cert))
         assert fetch_range(url, "lines", 0, 2, access=access) == [b"a", b"b"]
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\n")))
