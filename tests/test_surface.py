@@ -15,6 +15,7 @@ import importlib
 import inspect
 import pkgutil
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -118,3 +119,23 @@ def test_the_network_entry_points_say_what_they_raise(name: str) -> None:
     raises = doc.partition("\nRaises:\n")[2]
     assert raises.strip(), f"rstreams.{name}'s docstring has no Raises: section"
     assert "ValueError" in raises
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "expected"),
+    [
+        ("Resume", lambda: rstreams.Resume(attempts=-1), ValueError),
+        ("Resume", lambda: rstreams.Resume(stall_timeout=0), ValueError),
+        ("Token", lambda: rstreams.Token(5), TypeError),  # type: ignore[arg-type]
+        ("Token", lambda: rstreams.Token("a\udc00"), ValueError),
+        ("UserPassword", lambda: rstreams.UserPassword("u", None), TypeError),  # type: ignore[arg-type]
+        ("UserPassword", lambda: rstreams.UserPassword("u", "a\udc00"), ValueError),
+    ],
+)
+def test_the_network_settings_say_what_they_raise(name: str, call: Any, expected: type[Exception]) -> None:
+    """``rstreams.Resume``, ``Token`` and ``UserPassword`` refuse bad fields with an error their
+    docstring's ``Raises:`` section lists."""
+    with pytest.raises(expected):
+        call()
+    doc = inspect.getdoc(getattr(rstreams, name)) or ""
+    assert expected.__name__ in doc.partition("\nRaises:\n")[2]

@@ -58,6 +58,11 @@ class Resume:
     Both sides must ask for it (extension 3 in both hellos), else the connection runs as
     without it. The client uses ``attempts``, ``backoff``, ``max_backoff`` and
     ``attempt_timeout``; the server uses ``session_timeout``; both use ``buffer_bytes``.
+
+    Raises:
+        ValueError: a field out of range, named: ``attempts`` not an int >= 0,
+            ``buffer_bytes`` not an int >= 4096, a number of seconds below 0 (or not a
+            number), ``stall_timeout`` neither ``None`` nor > 0.
     """
 
     attempts: int = 8

@@ -31,7 +31,13 @@ _USER_PASSWORD = 2
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """A bearer token (credentials kind 1). Its ``repr`` hides the token."""
+    """A bearer token (credentials kind 1). Its ``repr`` hides the token.
+
+    Raises:
+        TypeError: ``token`` is not a str.
+        ValueError: ``token`` cannot be encoded as UTF-8 (a lone surrogate); the message
+            shows only the offending character.
+    """
 
     token: str = field(repr=False)
 
@@ -44,7 +50,13 @@ class Token:
 
 @dataclass(frozen=True, slots=True)
 class UserPassword:
-    """A user name and password (credentials kind 2). Its ``repr`` shows the user only."""
+    """A user name and password (credentials kind 2). Its ``repr`` shows the user only.
+
+    Raises:
+        TypeError: ``user`` or ``password`` is not a str.
+        ValueError: either cannot be encoded as UTF-8 (a lone surrogate); the message shows
+            only the offending character.
+    """
 
     user: str
     password: str = field(repr=False)
