@@ -250,7 +250,7 @@ def test_requests_for_unknown_ids_are_read_on() -> None:
 def test_the_ledger_counts_only_unsent_replies() -> None:
     ledger = ReplyLedger(mark=150)
     ledger.wrote(100, more=False)  # 100 bytes of replies
-    ledger.elements(MARK_SPACING)
+    ledger.element_bytes += MARK_SPACING
     ledger.wrote(MARK_SPACING + 100, more=False)  # elements, and 100 bytes of replies
     # 200 replies not yet known to be sent (one assert: mypy would keep may_pass_mark narrowed to True)
     assert (ledger.may_pass_mark, ledger.unsent_replies(MARK_SPACING + 200)) == (True, 200)
@@ -259,7 +259,7 @@ def test_the_ledger_counts_only_unsent_replies() -> None:
     assert ledger.unsent_replies(50) == 50  # never more than what is unsent
     assert ledger.unsent_replies(0) == 0
     assert not ledger.may_pass_mark
-    ledger.elements(5000)
+    ledger.element_bytes += 5000
     ledger.wrote(1000, more=True)  # parts of a split element: the rest of its bytes come later
     ledger.wrote(1000, more=False)
     assert ledger.unsent_replies(2000) == 0

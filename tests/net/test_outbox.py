@@ -61,7 +61,7 @@ async def test_a_split_element_larger_than_a_write_goes_on_with_the_next_flush()
     outbox.install_flush(lambda: flushes.append(None), lambda: None)
     element = bytes(3 * WRITE_LIMIT)
     pair.server.send(OnNext(subscriber=1, element=element))
-    outbox.ledger.elements(len(element))  # as the serving side says (no replies: no backlog check)
+    outbox.ledger.element_bytes += len(element)  # as the serving side says (no replies: no backlog check)
     outbox.write_now()
     assert WRITE_LIMIT <= transport.size < len(element)
     assert outbox.flush_scheduled

@@ -78,14 +78,16 @@ goodbye and closed (two keepalive intervals: a live peer reads long before)."""
 class ReplyLedger:
     """Which of the unsent bytes are replies; see the module docstring."""
 
-    __slots__ = ("_element_bytes", "_last_mark", "_marks", "_replies", "_sent_replies", "_written", "mark")
+    __slots__ = ("_last_mark", "_marks", "_replies", "_sent_replies", "_written", "element_bytes", "mark")
 
     def __init__(self, mark: int) -> None:
         self.mark = mark
         """Unsent reply bytes past which the peer is no longer read (the low-water mark)."""
         self._written = 0  # bytes handed to the transport, in all
         self._replies = 0  # of which replies
-        self._element_bytes = 0  # element bytes handed to the core, not yet written
+        self.element_bytes = 0
+        """Element bytes handed to the core, not yet written: the serving side adds what it hands
+        over (a plain field, not a method: once per element on an open stream)."""
         self._marks: deque[tuple[int, int]] = deque()  # (written, replies) after each write with replies
         self._sent_replies = 0  # replies among the bytes the transport has sent
         self._last_mark = 0  # where the last mark was added (later writes close to it join it)
@@ -95,17 +97,13 @@ class ReplyLedger:
         """Bytes handed to the transport, in all (the count of bytes sent, read when scraped)."""
         return self._written
 
-    def elements(self, nbytes: int) -> None:
-        """The serving side handed ``nbytes`` of elements to the core."""
-        self._element_bytes += nbytes
-
     def wrote(self, nbytes: int, more: bool) -> bool:
         """``nbytes`` were handed to the transport; ``more``: the core still holds output
         (parts of a split element), which the element bytes not written yet belong to.
         Returns :attr:`may_pass_mark` (the writer checks it after every write)."""
-        element_bytes = self._element_bytes
+        element_bytes = self.element_bytes
         elements = nbytes if nbytes < element_bytes else element_bytes
-        self._element_bytes = element_bytes - elements if more else 0
+        self.element_bytes = element_bytes - elements if more else 0
         written = self._written = self._written + nbytes
         if nbytes == elements:
             return self._replies - self._sent_replies > self.mark

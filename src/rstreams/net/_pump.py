@@ -281,8 +281,8 @@ class Pump:
             if size > READ_TURN and core.taken < size:  # many messages, perhaps: a part at a time
                 rest = self._further(data, core.taken, len(events), READ_TURN)  # (fairness, _intake)
         finally:  # what the read caused is written now: nothing else schedules it (mark_dirty)
-            try:
-                if outbox.flush_scheduled or core.has_data_to_send:
+            try:  # (the peer's requests leave streams waiting for a refill, without mark_dirty)
+                if outbox.flush_scheduled or self.serving.refills or core.has_data_to_send:
                     if outbox.flush_handle is None:
                         self.flush()
                     else:
@@ -397,8 +397,8 @@ class Pump:
         scheduled a flush; the core may also have answered by itself (a cancel's
         acknowledgement, a goodbye)."""
         outbox = self.outbox
-        try:
-            if outbox.flush_scheduled or outbox.core.has_data_to_send:
+        try:  # (the peer's requests leave streams waiting for a refill, without mark_dirty)
+            if outbox.flush_scheduled or self.serving.refills or outbox.core.has_data_to_send:
                 outbox.flush_now()
         finally:
             outbox.in_read = False  # later writes (of a flush, a task) stamp their own time
@@ -516,7 +516,8 @@ class Pump:
                 self._turn_bytes += serving.refill(room)
                 if subscriptions.requests:  # a local publisher that relays a remote one
                     subscriptions.send_requests()
-            serving.flush_packs()
+            if serving.packs:  # (what a refill brought, the refill sent)
+                serving.flush_packs()
         outbox.flush_scheduled = False
         core = outbox.core
         data = core.data_to_send(WRITE_LIMIT)

@@ -3,11 +3,15 @@
 Theory of operation. When the peer sends ``subscribe(name, id, initialDemand)``, the
 connection resolves ``name`` to a local Publisher and subscribes a :class:`ServingStream`
 to it. The stream is the local Publisher's Subscriber; every element it receives is
-encoded and collected; once per event-loop turn, just before the connection writes, the
-turn's elements go to the protocol core in one call: ``onNext`` frames encoded together
-(``send_on_next_many``), or, when the codec declares a fixed ``element_size``,
-``onNextPacked`` frames (at most :data:`PACK_BYTES` each). :class:`BatchServingStream`
-serves publishers whose elements are lists (``with_codec(..., batched=True)``).
+encoded and collected in the stream's pack, which goes to the protocol core in one call:
+``onNext`` frames encoded together (``send_on_next_many``), or, when the codec declares a
+fixed ``element_size``, ``onNextPacked`` frames (at most :data:`PACK_BYTES` each). One
+owner sends each pack, before the turn's write: the refill whose request brought its
+elements at once (the common case: a synchronous Publisher), right after that request
+returns; otherwise (elements from a timer, another thread, a later callback) the pack
+registers with the table and goes out in the turn's ``flush_packs``, in the order the
+packs registered. :class:`BatchServingStream` serves publishers whose elements are lists
+(``with_codec(..., batched=True)``).
 
 Demand, and why memory stays bounded: the peer's demand (``remote_demand``, up to
 ``2**63 - 1``) is a *permission*, not what we ask the local Publisher for. What we
@@ -90,10 +94,12 @@ class ServingStream(Subscriber[Any]):
         "_inbox",
         "_known",
         "_known_at",
+        "_ledger",
         "_loop_thread",
         "_pack",
         "_pack_limit",
         "_raw",
+        "_refilling",
         "_scheduled",
         "_table",
         "content_type",
@@ -112,6 +118,7 @@ class ServingStream(Subscriber[Any]):
     def __init__(self, table: ServingTable, sid: int, initial_demand: int, codec: Codec[Any] | None) -> None:
         self._table = table
         self._core = table.outbox.core
+        self._ledger = table.outbox.ledger  # the element bytes handed to the core are counted there
         self.sid = sid
         encode = codec.encode if codec is not None else None
         self._encode: Callable[[Any], bytes] | None = None if encode is identity else encode
@@ -129,6 +136,7 @@ class ServingStream(Subscriber[Any]):
         self.remote_demand = initial_demand  # elements the peer still allows us to send
         self.outstanding = 0  # requested from the local Publisher, not yet received
         self.queued = False  # waiting in the connection's refill set
+        self._refilling = False  # in refill's request: the elements it brings are the refill's to send
         # Wire bytes per element: a decaying maximum of what was seen; unknown (0) at first.
         self.estimate = size + _FRAME_OVERHEAD if size else 0
         self.upstream: Subscription | None = None
@@ -168,14 +176,32 @@ class ServingStream(Subscriber[Any]):
             n = want if want < FIRST_BATCH else FIRST_BATCH
             estimate = room // FIRST_BATCH  # assume the worst for this turn's budget
         self.outstanding += n
-        known = self._known
-        if known is None:
+        # What this refill brings at once into an empty pack is the refill's to send (below),
+        # not a pack registered for the turn's flush_packs (a pack that holds elements already
+        # is registered: they join it).
+        mine = not self._pack
+        if self._known is None:
+            self._refilling = mine  # (on_next leaves the table alone meanwhile)
             try:  # _request, inlined: once per batch
                 upstream.request(n)
             except Exception as error:
                 self._request_failed(upstream, n, error)
-            return n * estimate
-        # Known elements (serve_known): what their subscription would do, without it.
+            finally:
+                self._refilling = False
+        elif self._take_known(n):
+            return n * estimate  # completed: the pack went out first
+        if mine and self._pack:
+            if self._table.packs:  # packs from before this refill wait: this one goes behind them
+                self._table.want_pack(self)
+            else:
+                self.flush_pack()
+        return n * estimate
+
+    def _take_known(self, n: int) -> bool:
+        """Put up to ``n`` of the known elements (:meth:`serve_known`) in the pack, as their
+        subscription would emit them; ``True`` when that was the last (the stream completed)."""
+        known = self._known
+        assert known is not None
         at = self._known_at
         chunk = known[at : at + n]
         count = len(chunk)
@@ -183,29 +209,26 @@ class ServingStream(Subscriber[Any]):
         self.outstanding -= count
         if self.remote_demand != UNBOUNDED:
             self.remote_demand -= count
-        pack = self._pack
+        self._pack += chunk
         if at == len(known):  # the end is known: complete with the last element (rule 1.5)
             self._known = None
-            pack += chunk
             if self.obs is None and at == count:  # all at the first refill, as counted ahead
                 observer = self._table.outbox.observer
                 if observer is not None:  # the count stands (rstreams.observe)
                     observer.deferred.pop(self.sid, None)
             self._completed()  # sends the pack first
-            return n * estimate
+            return True
         if self.obs is None and at == count:  # more to come: counted by an observer after all
             observer = self._table.outbox.observer
             if observer is not None:
                 observer.open_deferred(self.sid)
-        if not pack:
-            self._table.want_pack(self)
-        pack += chunk
         if self.remote_demand > self.outstanding and not self.queued:
             self._table.want_refill(self)
-        return n * estimate
+        return False
 
     def flush_pack(self) -> None:
-        """Send the elements of this turn to the core (the table calls it before the turn's write)."""
+        """Send the pack's elements to the core (its refill calls it, or the table's
+        :meth:`~ServingTable.flush_packs`, before the turn's write)."""
         pack = self._pack
         if not pack or self.done:
             return
@@ -215,7 +238,7 @@ class ServingStream(Subscriber[Any]):
         obs = self.obs
         if limit:
             nbytes = len(pack) * self.element_size
-            self._table.outbox.ledger.elements(nbytes)
+            self._ledger.element_bytes += nbytes
             if obs is not None:
                 obs.sent(len(pack), nbytes)
             for start in range(0, len(pack), limit):
@@ -231,7 +254,7 @@ class ServingStream(Subscriber[Any]):
         else:
             nbytes = sum(map(len, pack))
             size = max(map(len, pack))
-        self._table.outbox.ledger.elements(nbytes + count * _ELEMENT_HEAD)
+        self._ledger.element_bytes += nbytes + count * _ELEMENT_HEAD
         if obs is not None:
             obs.sent(count, nbytes)
         size += _FRAME_OVERHEAD
@@ -333,7 +356,7 @@ class ServingStream(Subscriber[Any]):
             if remote != UNBOUNDED:
                 remote = self.remote_demand = remote - 1
             pack = self._pack
-            if not pack:
+            if not pack and not self._refilling:  # (in its refill, the refill sends it)
                 self._table.want_pack(self)
             pack.append(item)
             if outstanding <= _HALF_BATCH and remote > outstanding and not self.queued:
@@ -366,7 +389,7 @@ class ServingStream(Subscriber[Any]):
             if remote != UNBOUNDED:
                 remote = self.remote_demand = remote - count
             pack = self._pack
-            if not pack:
+            if not pack and not self._refilling:  # (in its refill, the refill sends it)
                 self._table.want_pack(self)
             pack += items
             if outstanding <= _HALF_BATCH and remote > outstanding and not self.queued:
@@ -414,7 +437,7 @@ class ServingStream(Subscriber[Any]):
             self.remote_demand -= 1
         outstanding = self.outstanding = self.outstanding - 1
         pack = self._pack
-        if not pack:
+        if not pack and not self._refilling:  # (in its refill, the refill sends it)
             self._table.want_pack(self)
         pack.append(data)
         if outstanding <= _HALF_BATCH and not self.queued and self.remote_demand > outstanding:
@@ -609,7 +632,7 @@ class BatchServingStream(ServingStream):
         limit = self._pack_limit
         core, sid = self._core, self.sid
         end = at + count * size
-        self._table.outbox.ledger.elements(end - at)
+        self._ledger.element_bytes += end - at
         while at < end:
             n = min(limit, (end - at) // size)
             stop = at + n * size
@@ -652,8 +675,8 @@ class ServingTable:
 
     The pump hands it the peer's ``subscribe``/``request``/``cancel``; once per loop turn,
     before writing, it calls :meth:`refill` (while the transport is writable, with the room
-    left under the high-water mark) and :meth:`flush_packs`. Streams reach the table (and
-    through its outbox the core) for everything they send.
+    left under the high-water mark) and, when packs registered, :meth:`flush_packs`. Streams
+    reach the table (and through its outbox the core) for everything they send.
     """
 
     __slots__ = (
@@ -816,7 +839,7 @@ class ServingTable:
             or not outbox.core.send_answer(sid, size, media_type, element)
         ):
             return False
-        outbox.ledger.elements(len(element) + _ELEMENT_HEAD)
+        outbox.ledger.element_bytes += len(element) + _ELEMENT_HEAD
         if observer is not None:  # counted as serve_known and the first refill count it
             answered = self.answered
             answered.sid = sid
@@ -871,7 +894,7 @@ class ServingTable:
         if not stream.done:
             stream.queued = True
             self.refills[stream] = None
-            if not self.outbox.flush_scheduled:
+            if not self.outbox.reading:  # a read's end flushes when streams wait for a refill
                 self.outbox.mark_dirty()
         return True
 
