@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 import rstreams
 from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
+from rstreams.flow._iterable import puller
 from testkit.recording import RecordingSubscriber
 
 
@@ -249,3 +251,73 @@ def test_just_holds_what_the_iterable_flow_it_stands_for_holds() -> None:
         assert s.items == list(items) and s.completed
     with pytest.raises(TypeError, match=r"rule 2\.13"):
         rstreams.just(1, None)
+
+
+def _sources() -> dict[str, Callable[[], rstreams.Flow[Any]]]:
+    """Iterable sources whose pulled and requested outcomes must agree (exact and not; ends
+    at a step's edge and inside it; a failure and a None after some elements)."""
+
+    def failing() -> Iterator[int]:
+        yield 1
+        yield 2
+        raise ValueError("boom")
+
+    def with_none() -> Iterator[int | None]:
+        yield 1
+        yield None
+        yield 3
+
+    return {
+        "range": lambda: rstreams.range(0, 6),
+        "list": lambda: rstreams.from_iterable([b"a", b"b", b"c", b"d"]),
+        "repeat at an edge": lambda: rstreams.from_iterable(itertools.repeat(b"x", 4)),
+        "repeat inside a step": lambda: rstreams.from_iterable(itertools.repeat(b"x", 5)),
+        "empty": rstreams.empty,
+        "failing": lambda: rstreams.from_iterable(failing()),
+        "none": lambda: rstreams.from_iterable(with_none()),
+    }
+
+
+@pytest.mark.parametrize("name", list(_sources()))
+@pytest.mark.parametrize("step", [1, 2, 4])
+def test_pulling_gives_what_requesting_delivers(name: str, step: int) -> None:
+    """A consumer that pulls (puller: the serving side's refill) gets the elements, then the
+    completion or the error, exactly as a Subscriber requesting the same amounts does: the
+    completion as soon as the end is known (rule 1.5), the elements before a failure first."""
+    requested: RecordingSubscriber[Any] = RecordingSubscriber()
+    _sources()[name]().subscribe(requested)
+    pulling: RecordingSubscriber[Any] = RecordingSubscriber()
+    _sources()[name]().subscribe(pulling)
+    assert pulling.subscription is not None
+    pull = puller(pulling.subscription)
+    assert pull is not None or name == "empty"  # empty() completed within subscribe
+    pulled: list[Any] = []
+    end: bool | BaseException = bool(pulling.completed)
+    for _ in range(10):
+        if end is not False or pull is None:
+            break
+        requested.request(step)
+        items, end = pull(step)
+        pulled += items
+        assert pulled == requested.items
+        assert (end is True) == requested.completed
+        if isinstance(end, BaseException):
+            assert (type(end), str(end)) == (type(requested.error), str(requested.error))
+        else:
+            assert requested.error is None
+    assert end is not False and pulled == requested.items
+    assert pulling.signals == ["on_subscribe"] + (["on_complete"] if name == "empty" else [])
+
+
+def test_puller_is_only_for_iterable_sources_and_stops_on_cancel() -> None:
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.range(0, 5).map(lambda x: x + 1).subscribe(s)
+    assert s.subscription is not None and puller(s.subscription) is None
+    t: RecordingSubscriber[int] = RecordingSubscriber()
+    rstreams.range(0, 5).subscribe(t)
+    assert t.subscription is not None
+    pull = puller(t.subscription)
+    assert pull is not None and pull(2) == ([0, 1], False)
+    t.subscription.cancel()
+    assert pull(2) == ([], False)  # cancelled: nothing more, and no signal
+    assert t.signals == ["on_subscribe"]

@@ -44,7 +44,7 @@ from rstreams.flow._signals import (
 )
 from rstreams.rules import check_subscriber
 
-__all__ = ["IterableFlow", "Just", "empty", "error", "from_iterable", "just", "range_"]
+__all__ = ["IterableFlow", "Just", "Pull", "empty", "error", "from_iterable", "just", "puller", "range_"]
 
 T = TypeVar("T")
 
@@ -136,6 +136,34 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
 
     def cancel(self) -> None:
         self._stop()
+
+    def pull(self, n: int) -> tuple[list[T], bool | BaseException]:
+        """Up to ``n`` elements taken at once by a consumer that pulls them (see :func:`puller`),
+        and how the source stands after them: ``False`` while more may come, ``True`` when it
+        completed with them (as soon as its end is known, rule 1.5, as :meth:`drain_pass`
+        completes), or the error it failed with (the elements before the failure are
+        returned, as :meth:`drain_pass` delivers them before it; ``None`` is a failure, 2.13).
+        No demand, drain loop or signal: the consumer acts on what this returns."""
+        items: list[T] = []
+        iterator = self.iterator
+        if self.halt or iterator is None:
+            return items, False  # cancelled: the consumer stopped
+        failure: BaseException | None = None
+        try:
+            items.extend(islice(iterator, n))  # (what came before a failure stays in items)
+        except Exception as exc:
+            failure = exc
+        if type(iterator) is not _RANGE and any(map(is_, items, repeat(None))):
+            del items[[item is None for item in items].index(True) :]  # the elements before it go on
+            failure = TypeError(SOURCE_NONE)
+        self.emitted += len(items)
+        if failure is not None:
+            self._stop()
+            return items, failure
+        if len(items) < n or (self.exact and length_hint(iterator) == 0):  # _at_end, inlined: once per pull
+            self._stop()
+            return items, True
+        return items, False
 
     def _stop(self) -> None:
         self.stopped = True
@@ -245,6 +273,25 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
                 return False
         self.emitted = base + count
         return self._at_end()
+
+
+Pull = Callable[[int], tuple[list[Any], "bool | BaseException"]]
+"""``pull(n)``: see :meth:`_IterableSubscription.pull`."""
+
+
+def puller(subscription: Subscription) -> Pull | None:
+    """The ``pull`` of a subscription to an iterable source, for a consumer inside rstreams that
+    takes elements when it is ready for them instead of requesting them (reactor's synchronous
+    fusion); ``None`` for any other Subscription.
+
+    A consumer that uses it calls only ``pull`` (never ``request``) and ``cancel``, on one
+    thread, once its ``on_subscribe`` has returned; it then gets no ``on_next``,
+    ``on_complete`` or ``on_error`` for what ``pull`` returns, and acts on the result itself:
+    the elements, then the completion or the error (the serving side of :mod:`rstreams.net`
+    refills its streams this way)."""
+    if type(subscription) is _IterableSubscription:
+        return subscription.pull
+    return None
 
 
 class _OneShot(Iterator[T]):

@@ -40,6 +40,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, report_unhandled
 from rstreams.flow._flow import known_elements
+from rstreams.flow._iterable import Pull, puller
 from rstreams.net._codec import Codec, identity
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
@@ -98,6 +99,7 @@ class ServingStream(Subscriber[Any]):
         "_loop_thread",
         "_pack",
         "_pack_limit",
+        "_pull",
         "_raw",
         "_refilling",
         "_scheduled",
@@ -146,6 +148,7 @@ class ServingStream(Subscriber[Any]):
         self._inbox: list[tuple[int, Any]] | None = None
         self._scheduled = False
         self._known: tuple[bytes, ...] | None = None  # elements served without a Subscription
+        self._pull: Pull | None = None  # an iterable source's, pulled in refill instead of requested
         self._known_at = 0  # how many of them were sent
 
     # -- driven by the connection (loop thread) -----------------------------------------
@@ -180,7 +183,18 @@ class ServingStream(Subscriber[Any]):
         # not a pack registered for the turn's flush_packs (a pack that holds elements already
         # is registered: they join it).
         mine = not self._pack
-        if self._known is None:
+        pull = self._pull
+        if pull is not None:  # an iterable source: its elements taken now, no request, no drain loop
+            self._refilling = mine
+            try:
+                items, end = pull(n)
+                if items:
+                    self.on_next_many(items)  # the batch signal's checks, into the pack
+            finally:
+                self._refilling = False
+            if end is not False:
+                self._pulled_all(end)
+        elif self._known is None:
             self._refilling = mine  # (on_next leaves the table alone meanwhile)
             try:  # _request, inlined: once per batch
                 upstream.request(n)
@@ -196,6 +210,16 @@ class ServingStream(Subscriber[Any]):
             else:
                 self.flush_pack()
         return n * estimate
+
+    def _pulled_all(self, end: bool | BaseException) -> None:
+        """The pulled source completed (``True``) or failed with ``end``: what its ``on_complete``
+        or ``on_error`` would do, after the elements of the same pull."""
+        self._pull = None
+        if end is True:
+            self._completed()
+        else:
+            assert isinstance(end, BaseException)
+            self._errored(end)
 
     def _take_known(self, n: int) -> bool:
         """Put up to ``n`` of the known elements (:meth:`serve_known`) in the pack, as their
@@ -272,6 +296,7 @@ class ServingStream(Subscriber[Any]):
             return
         self.done = True
         self._raw = False
+        self._pull = None
         if self._pack:
             self._pack.clear()
         upstream, self.upstream = self.upstream, None
@@ -450,6 +475,8 @@ class ServingStream(Subscriber[Any]):
             _cancel(subscription)  # the peer cancelled before the Publisher answered
             return
         self.upstream = subscription
+        if self._raw:  # (bytes as they are: the batch signal's fast path takes what is pulled)
+            self._pull = puller(subscription)
         self._table.opened(self)
 
     def _completed(self) -> None:
