@@ -14,7 +14,16 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
 from rstreams.net._resume_session import Session
-from rstreams.wire._resume import Refused, ResumeReplyParser
+from rstreams.wire import ClientHello, FrameParser, encode
+from rstreams.wire._resume import (
+    RESUME,
+    RESUME_TOKEN,
+    Refused,
+    ResumeReplyParser,
+    encode_message,
+    encode_resume,
+)
+from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
 from testkit.chaos import ChaosProxy
 from testkit.net import WAIT, CountingSource
 from testkit.net import session_of as session_or_none
@@ -428,3 +437,37 @@ async def test_positions_count_every_byte_resume_acks_included() -> None:
         # one link, never cut: every byte on the wire, both ways, is in the two streams
         assert pair.proxy.links_made == 1
         assert pair.proxy.forwarded == client.out.end + server.out.end
+
+
+async def test_a_session_whose_conversation_is_over_is_not_resumed() -> None:
+    """A resume for a session that is ending (here: an error goodbye sent, the server waiting
+    for the client's close) is refused as expired (PROTOCOL.md §16.3), and the session still
+    ends once the old transport does. Resuming it put a closing session on a new transport
+    that nothing closed: the server kept the connection for good (found by
+    fuzz/fuzz_deployed.py resume)."""
+    ended: list[Connection] = []
+    async with await serve("tcp://127.0.0.1:0", offer(3), resume=FAST, on_connection=ended.append) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(encode(ClientHello(extensions=(RESUME_EXTENSION.id,))))
+        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+        received, token = 0, None
+        while token is None:
+            data = await asyncio.wait_for(reader.read(1 << 16), WAIT)
+            assert data, "the server closed before sending its resumeToken"
+            received += len(data)
+            token = next(
+                (f.payload for f in parser.feed(data) if getattr(f, "type", None) == RESUME_TOKEN), None
+            )
+        writer.write(b"\x7f")  # a reserved type byte: goodbye, and the session is over
+        rest = await asyncio.wait_for(reader.read(), WAIT)  # the goodbye, then the server's end of input
+        assert b"0x7f" in rest
+        again_reader, again_writer = await asyncio.open_connection("127.0.0.1", port)
+        again_writer.write(encode_message(RESUME, encode_resume(token, received + len(rest))))
+        answer = await asyncio.wait_for(again_reader.read(), WAIT)  # until the server closes
+        again_writer.close()
+        outcome = ResumeReplyParser().feed(answer)
+        assert outcome == Refused("unknown or expired session token (PROTOCOL.md §16.3)"), answer
+        writer.close()
+        await asyncio.wait_for(ended[0].wait_closed(), WAIT)
+        assert not server.connections

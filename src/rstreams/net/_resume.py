@@ -206,7 +206,7 @@ class ResumeRegistry:
             return False
         request, end = parsed
         session = self.sessions.get(request.token)
-        if session is None:
+        if session is None or not session.resumable:  # (ending: its close must not land on this link)
             self._refuse(link, "unknown or expired session token (PROTOCOL.md §16.3)")
         elif end != len(buf):
             session.fail(ConnectionBrokenError("the client sent bytes before the resume was answered"))

@@ -328,6 +328,12 @@ class Session:
             self._link_paused = not writable
             self._update_driver_writable()
 
+    @property
+    def resumable(self) -> bool:
+        """Whether a new transport may take the session over (§16.3): it is resumable and its
+        conversation is not over (no goodbye or violation, not closing, not finished)."""
+        return self._resumable()
+
     def _resumable(self) -> bool:
         driver = self.driver
         return (
