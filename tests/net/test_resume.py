@@ -14,7 +14,7 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
 from rstreams.net._resume_session import Session
-from rstreams.wire import ClientHello, FrameParser, encode
+from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, encode
 from rstreams.wire._resume import (
     RESUME,
     RESUME_TOKEN,
@@ -456,8 +456,10 @@ async def test_a_session_whose_conversation_is_over_is_not_resumed() -> None:
             data = await asyncio.wait_for(reader.read(1 << 16), WAIT)
             assert data, "the server closed before sending its resumeToken"
             received += len(data)
+            frames = parser.feed(data)
             token = next(
-                (f.payload for f in parser.feed(data) if getattr(f, "type", None) == RESUME_TOKEN), None
+                (f.payload for f in frames if isinstance(f, ExtensionMessage) and f.type == RESUME_TOKEN),
+                None,
             )
         writer.write(b"\x7f")  # a reserved type byte: goodbye, and the session is over
         rest = await asyncio.wait_for(reader.read(), WAIT)  # the goodbye, then the server's end of input
