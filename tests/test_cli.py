@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from rstreams import Subscriber, cli
+from rstreams import Subscriber, cli, just
 from rstreams._cli_publishers import builtin_publishers, load_publishers
 from rstreams.cli import main
 from rstreams.net import serve
@@ -255,6 +255,22 @@ def test_codecs_on_both_ends(capsys: pytest.CaptureFixture[str]) -> None:
             1,
             "rstreams subscribe: element 1 is not float64: 1 bytes where float64 takes 8\n",
         )
+
+
+@pytest.mark.timeout(30)
+def test_without_codec_elements_are_shown_by_their_announced_content_type(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No --codec: the publisher's content type (PROTOCOL.md §17) says how to show its elements;
+    none announced (a plain Publisher of bytes), utf8 text."""
+    with served(builtin_publishers("float64")) as url:
+        assert subscribe(capsys, url, "counter?to=2")[:2] == (0, ["0.0", "1.0"])
+        assert subscribe(capsys, url, "counter?to=1", "--codec", "raw")[:2] == (0, ["0000000000000000"])
+    with served(builtin_publishers("int64")) as url:
+        assert subscribe(capsys, url, "counter?from=-1&to=1")[:2] == (0, ["-1", "0"])
+        assert subscribe(capsys, url, "sensors/a?rate=0&count=1")[1][0].startswith('{"sensor":"a","seq":0,')
+    with served({"plain": just(b"caf\xc3\xa9")}) as url:
+        assert subscribe(capsys, url, "plain")[:2] == (0, ["café"])
 
 
 @pytest.mark.timeout(60)

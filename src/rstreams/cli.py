@@ -146,6 +146,16 @@ def _formatter(codec: str) -> Callable[[bytes], str]:
     return number
 
 
+def _announced_codec(media_type: str | None) -> str:
+    """The ``--codec`` that shows elements of the announced ``media_type`` (PROTOCOL.md §17):
+    utf8 for text, none announced, or a type without a built-in way to show it."""
+    from rstreams.net import FLOAT64, INT64, JSON
+    from rstreams.net._codec import codec_for
+
+    codec = None if media_type is None else codec_for(media_type)
+    return {id(JSON): "json", id(INT64): "int64", id(FLOAT64): "float64"}.get(id(codec), "utf8")
+
+
 async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
     """Subscribe to ``args.name`` and print each element as it arrives (its bytes, shown by ``--codec``).
 
@@ -158,7 +168,8 @@ async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
     from rstreams.net import RAW  # imported late: the CLI starts without the network stack
 
     conn.publisher(args.name, codec=RAW).subscribe(inbox)
-    show = _formatter(args.codec)
+    codec = args.codec or "utf8"  # without --codec: by the announced content type (below)
+    show = _formatter(codec)
     window, count = args.demand, args.count
     top_up = max(1, window // 2)
     subscription: Subscription | None = None
@@ -171,11 +182,15 @@ async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
             value.request(requested)
         elif kind == "next":
             assert subscription is not None
+            if args.codec is None and printed == 0:  # the announcement came before the first element
+                codec = _announced_codec(getattr(subscription, "content_type", None))
+                show = _formatter(codec)
             try:
                 line = show(value)
             except ValueError as bad:
                 subscription.cancel()
-                raise _ElementError(f"element {printed + 1} is not {args.codec}: {bad}") from None
+                said = "" if args.codec else f" (announced {getattr(subscription, 'content_type', None)})"
+                raise _ElementError(f"element {printed + 1} is not {codec}{said}: {bad}") from None
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
             printed += 1
@@ -700,8 +715,9 @@ def _parser() -> argparse.ArgumentParser:
     subscribe.add_argument(
         "--codec",
         choices=("utf8", "json", "int64", "float64", "raw"),
-        default="utf8",
-        help="how to show each element: utf8 text (default), json, int64/float64 numbers, raw as hex",
+        default=None,
+        help="how to show each element: utf8 text, json, int64/float64 numbers, raw as hex "
+        "(default: by the content type the publisher announces, else utf8)",
     )
     subscribe.add_argument(
         "--token",
