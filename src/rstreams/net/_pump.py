@@ -157,7 +157,6 @@ class Pump:
         self._held_read = False  # what is held is a whole read of at most HELD_PART bytes
         self._unread_timeout = unread_timeout
         self._unread_timer: Any = None
-        self._turn_bytes = 0  # bytes produced by refills this turn, not yet written
         self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
         self._task: object = None  # a transport's own task (WebSocket), kept referenced
         self.closing = Closing(outbox, handshake_timeout)
@@ -512,8 +511,7 @@ class Pump:
             return
         if serving.refills or serving.packs:
             if serving.refills and outbox.writable:
-                room = self._high - transport.get_write_buffer_size() - self._turn_bytes
-                self._turn_bytes += serving.refill(room)
+                serving.refill(self._high - transport.get_write_buffer_size())  # the room left
                 if subscriptions.requests:  # a local publisher that relays a remote one
                     subscriptions.send_requests()
             if serving.packs:  # (what a refill brought, the refill sent)
@@ -521,7 +519,6 @@ class Pump:
         outbox.flush_scheduled = False
         core = outbox.core
         data = core.data_to_send(WRITE_LIMIT)
-        self._turn_bytes = 0
         more = outbox.write(transport, data) if data else core.has_data_to_send  # split parts left
         if (serving.refills or more) and outbox.writable:
             outbox.mark_dirty()  # room or the write limit was used up this turn: go on next turn
