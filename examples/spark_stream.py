@@ -56,12 +56,19 @@ def main() -> None:
             .option("checkpointLocation", tempfile.mkdtemp())
             .start()
         )
+
+        def batches() -> list[int]:
+            return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
         # The log holds at most 2000 numbers; it gets the rest from upstream as Spark commits.
+        # The sink publishes a batch before Spark reports its progress: wait for both.
         deadline = time.monotonic() + 300
-        while squares.info()["end"] < 5000 and query.isActive and time.monotonic() < deadline:
+        while (squares.info()["end"] < 5000 or sum(batches()) < 5000) and time.monotonic() < deadline:
+            if not query.isActive:
+                break
             time.sleep(0.2)
         query.stop()
-        print("micro-batches:", [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]])
+        print("micro-batches:", batches())
         print("published on 'squares':", squares.info())
         spark.stop()
 
