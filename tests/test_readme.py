@@ -300,3 +300,15 @@ def test_the_architecture_lists_every_rstreams_command() -> None:
     listed = re.search(r"`rstreams ((?:[a-z]+ \| )+[a-z]+)`", _architecture())
     assert listed, "README.md's architecture section lost the line of cli.py's commands"
     assert sorted(listed.group(1).split(" | ")) == sorted(_subparsers(cli._parser()))
+
+
+def test_the_java_coordinates_are_the_pom_s() -> None:
+    """The README's Maven coordinates of the Java binding are those java/pom.xml builds."""
+    import xml.etree.ElementTree as ElementTree
+
+    pom = ElementTree.parse(ROOT / "java" / "pom.xml").getroot()
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    coordinates = ":".join(
+        pom.findtext(f"m:{tag}", namespaces=ns) or "" for tag in ("groupId", "artifactId", "version")
+    )
+    assert f"`{coordinates}`" in README.read_text(), f"README.md does not name {coordinates}"
