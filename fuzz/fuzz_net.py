@@ -9,7 +9,8 @@ parts held for later turns), reads everything the server writes with a client co
 its output (EOF). Invariants:
 
 * nothing escapes into the event loop: its exception handler and rstreams' unhandled-error
-  hook record every call, and a run with one fails;
+  hook record every call, and a run with one fails; so does a RuntimeWarning (a coroutine
+  never awaited);
 * the server writes well-formed RS.io, and a goodbye for a protocol error names its
   PROTOCOL.md section;
 * the connection ends (a goodbye and a close, or a close after our EOF) within ``WAIT`` seconds,
@@ -40,12 +41,14 @@ import asyncio
 import contextlib
 import logging
 import random
+import ssl
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -76,6 +79,7 @@ NOT_VIOLATIONS = ("goodbye acknowledged", "handshake timeout", "idle timeout", "
 """How the server's goodbyes that answer no violation begin; every other one cites its section."""
 HELLO = encode(ClientHello(extensions=tuple(sorted(wire_harness.ALL_EXTENSIONS))))
 _Failure = tuple[str, str]
+T = TypeVar("T")
 
 
 class Drain(Subscriber[Any]):
@@ -106,6 +110,9 @@ def _echo(source: Publisher[bytes], params: dict[str, str]) -> Publisher[bytes]:
 class Target:
     """The server under fuzz, a well-behaved client of it, and what the checks record."""
 
+    settle = 0.05
+    """Seconds a closed connection's tasks and count may take to go, after its first loop turns."""
+
     def __init__(self) -> None:
         self.failures: list[_Failure] = []
         self.connections: list[Connection] = []
@@ -118,27 +125,69 @@ class Target:
     def _record(self, what: str, detail: object) -> None:
         self.failures.append((what, repr(detail)))
 
+    # -- what a mode (fuzz_deployed.py) changes -------------------------------------------
+    def address(self, directory: str) -> str:
+        """The URL the server listens at."""
+        return f"unix://{directory}/fuzz.sock"
+
+    def serve_options(self, directory: str) -> dict[str, Any]:
+        """``serve()``'s keyword arguments beyond the ones every mode shares."""
+        return {"admission_share": None}
+
+    def legit_options(self) -> dict[str, Any]:
+        """``connect()``'s keyword arguments for the well-behaved client."""
+        return {}
+
+    def prepare(self, head: int, chunks: list[wire_harness.Chunk]) -> list[wire_harness.Chunk]:
+        """The reads the raw client writes: byte 0 bit 0 prepends a clientHello."""
+        if head & 1:
+            chunks.insert(0, HELLO)
+        return chunks
+
+    async def open_peer(self, head: int) -> tuple[Reader, Writer]:
+        """A raw client's connection to the server."""
+        return await asyncio.open_unix_connection(self.url[len("unix://") :])
+
+    def parses_output(self, head: int) -> bool:
+        """Whether what the server writes to this input's raw client is RS.io to check."""
+        return True
+
+    def expected(self, context: dict[str, Any]) -> bool:
+        """Whether a report to the loop's exception handler is the mode's due (not a failure)."""
+        return False
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[Target]:
         loop = asyncio.get_running_loop()
-        loop.set_exception_handler(lambda _, context: self._record("loop exception", context))
+        loop.set_exception_handler(
+            lambda _, context: None if self.expected(context) else self._record("loop exception", context)
+        )
         previous = set_unhandled_error_hook(lambda error, where: self._record(f"unhandled in {where}", error))
-        with tempfile.TemporaryDirectory() as directory:
+        with tempfile.TemporaryDirectory() as directory, warnings.catch_warnings():
+            warnings.simplefilter("always", RuntimeWarning)  # (e.g. a coroutine never awaited)
+            shown = warnings.showwarning
+            warnings.showwarning = lambda message, category, *rest: (
+                self._record("warning", f"{category.__name__}: {message}")
+                if issubclass(category, RuntimeWarning)
+                else shown(message, category, *rest)
+            )
+            options: dict[str, Any] = {
+                "config": CONFIG,
+                "handlers": {"log": self._message},
+                "channels": {"echo": _echo},
+                "on_connection": self._connected,
+                "handshake_timeout": WAIT / 2,
+                "high_water": 64 * 1024,
+                "low_water": 16 * 1024,
+                "unread_timeout": 1.0,
+            }
             self.server = await serve(
-                f"unix://{directory}/fuzz.sock",
+                self.address(directory),
                 {
                     "numbers": rstreams.range(3).map(lambda n: bytes([n])),
                     "big": rstreams.just(bytes(100_000)),
                 },
-                config=CONFIG,
-                handlers={"log": self._message},
-                channels={"echo": _echo},
-                on_connection=self._connected,
-                handshake_timeout=WAIT / 2,
-                admission_share=None,
-                high_water=64 * 1024,
-                low_water=16 * 1024,
-                unread_timeout=1.0,
+                **(options | self.serve_options(directory)),
             )
             try:
                 self.url = self.server.url
@@ -153,7 +202,7 @@ class Target:
     async def connect_legit(self) -> Connection:
         """A new well-behaved client (the server's side of it is :attr:`legit_server`)."""
         self._next_is_legit = True
-        conn = await asyncio.wait_for(connect(self.url), WAIT)
+        conn = await asyncio.wait_for(connect(self.url, **self.legit_options()), WAIT)
         await asyncio.wait_for(conn.request("numbers"), WAIT)  # (the server has made its side)
         return conn
 
@@ -180,17 +229,31 @@ class Target:
         return self.failures
 
     async def _run(self, data: bytes) -> None:
-        head, _, chunks = wire_harness.parse_input(data) if data else (0, 0, [])
-        if head & 1:
-            chunks.insert(0, HELLO)
+        head, self.byte1, chunks = wire_harness.parse_input(data) if data else (0, 0, [])
         known = len(self.connections)
         self.baseline = _tasks()  # (the legit client's, the caller's)
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_unix_connection(self.url[len("unix://") :]), WAIT
-        )
-        self.peer = peer = _Peer(reader)
+        await self.converse(head, self.prepare(head, chunks), known)
+        for conn in self.connections[known:]:
+            await _within(conn.wait_closed(), "the server's side of the connection to close")
+        del self.connections[known:]
+        await self._check_left_nothing()
+        await self._check_legit(len(data))
+
+    async def converse(self, head: int, chunks: list[wire_harness.Chunk], known: int) -> None:
+        """One raw client writes ``chunks`` and ends its output; the server must end the
+        connection (a close, or a goodbye that waits for ours) and write well-formed RS.io."""
+        reader, writer = await asyncio.wait_for(self.open_peer(head), WAIT)
+        self.peer = peer = _Peer(reader, self.parses_output(head))
+        await self.write(peer, writer, chunks, known, lazy=bool(head & 2))
+        peer.check()
+
+    async def write(
+        self, peer: _Peer, writer: Writer, chunks: list[wire_harness.Chunk], known: int, *, lazy: bool
+    ) -> None:
+        """Write ``chunks`` (one loop turn apart), end, wait for the server's end, close.
+        ``lazy``: read nothing until the input is written (the server's replies back up)."""
         reading = asyncio.create_task(peer.read_all())
-        if not head & 2:  # (else a lazy peer: it reads nothing until its input is written)
+        if not lazy:
             peer.go.set()
         try:
             for chunk in chunks:
@@ -203,29 +266,29 @@ class Target:
                     break
                 assert isinstance(chunk, bytes)
                 writer.write(chunk)
-                await asyncio.wait_for(writer.drain(), WAIT)
+                await _within(writer.drain(), "the server to read the input")
                 await asyncio.sleep(0)  # a turn: the server reads this chunk as one read
                 self._check_holding(known)
             peer.go.set()
-            if not reading.done() and writer.can_write_eof():
-                writer.write_eof()
-            # The server closes, or says goodbye and waits for ours (or our close, §9.2): close.
-            said = asyncio.create_task(peer.said_goodbye.wait())
-            await asyncio.wait({reading, said}, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
-            said.cancel()
-            assert reading.done() or peer.said_goodbye.is_set(), "the server neither closed nor said goodbye"
-        except (ConnectionError, BrokenPipeError):
+            if not reading.done() and not writer.can_write_eof():  # (TLS, WebSocket) we close
+                peer.cut = True  # (and read no more)
+            else:
+                if not reading.done():
+                    writer.write_eof()
+                # The server closes, or says goodbye and waits for ours (or our close, §9.2): close.
+                said = asyncio.create_task(peer.said_goodbye.wait())
+                await asyncio.wait({reading, said}, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
+                said.cancel()
+                ended = reading.done() or peer.said_goodbye.is_set()
+                assert ended, "the server neither closed nor said goodbye"
+        except OSError:  # (ConnectionError; TLS errors; a shutdown of a reset socket)
             pass  # the server closed first
         finally:
             peer.go.set()
             writer.close()
-        await asyncio.wait_for(asyncio.shield(reading), WAIT)
-        peer.check()
-        for conn in self.connections[known:]:
-            await asyncio.wait_for(conn.wait_closed(), WAIT)
-        del self.connections[known:]
-        await self._check_left_nothing()
-        await self._check_legit(len(data))
+        await _within(asyncio.shield(reading), "the server's output to end after our close")
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(writer.wait_closed(), WAIT)
 
     def _check_holding(self, known: int) -> None:
         """What the server holds for the fuzzed connection stays within its limits."""
@@ -249,7 +312,11 @@ class Target:
             if _tasks() <= self.baseline and self.server.connections == {self.legit_server}:
                 return
             await asyncio.sleep(0)
-        await asyncio.sleep(0.05)
+        deadline = time.monotonic() + self.settle
+        while time.monotonic() < deadline:  # (a TLS or WebSocket close takes a few more reads)
+            await asyncio.sleep(0.01)
+            if _tasks() <= self.baseline and self.server.connections == {self.legit_server}:
+                return
         left = _tasks() - self.baseline
         assert not left, f"tasks left behind: {left}"
         others = self.server.connections - {self.legit_server}
@@ -258,7 +325,7 @@ class Target:
     async def _check_legit(self, salt: int) -> None:
         legit = self.legit
         assert not legit.closed, "the well-behaved client's connection closed"
-        got = await asyncio.wait_for(legit.request("numbers"), WAIT)
+        got = await _within(legit.request("numbers"), "the well-behaved client's request/response")
         assert got == b"\x00", f"request/response answered {got!r}"
         if salt % 8 == 0:
             before = self.messages
@@ -273,11 +340,34 @@ class Target:
             assert self.messages > before, "the message did not reach its handler"
 
 
-class _Peer:
-    """The raw client's reading side: everything the server writes is parsed as RS.io."""
+class Reader(Protocol):
+    """A raw client's reading side (an asyncio StreamReader, or a WebSocket's messages)."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    async def read(self, n: int) -> bytes: ...
+
+
+class Writer(Protocol):
+    """A raw client's writing side (an asyncio StreamWriter, or a WebSocket's messages)."""
+
+    def write(self, data: bytes) -> None: ...
+    async def drain(self) -> None: ...
+    def can_write_eof(self) -> bool: ...
+    def write_eof(self) -> None: ...
+    def close(self) -> None: ...
+    async def wait_closed(self) -> None: ...
+
+
+class _Peer:
+    """The raw client's reading side: everything the server writes is parsed as RS.io (unless
+    ``parses``: then it is only read, e.g. a WebSocket's frames or a failed TLS handshake's)."""
+
+    def __init__(self, reader: Reader, parses: bool = True) -> None:
         self.reader = reader
+        self.parses = parses
+        self.received = 0
+        """Bytes the server wrote (a resumed session's position)."""
+        self.cut = False
+        """Whether the output may end inside a frame (we closed first, or a link broke)."""
         self.parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
         self.goodbyes: list[Goodbye] = []
         self.said_goodbye = asyncio.Event()
@@ -286,21 +376,39 @@ class _Peer:
 
     async def read_all(self) -> None:
         await self.go.wait()
-        with contextlib.suppress(ConnectionError):
+        with contextlib.suppress(ConnectionError, ssl.SSLError):
             while data := await self.reader.read(1 << 16):
-                for frame in self.parser.feed(data):
-                    if isinstance(frame, Goodbye):
-                        self.goodbyes.append(frame)
-                        self.said_goodbye.set()
+                self.received += len(data)
+                if self.parses:
+                    self.feed(data)
+
+    def feed(self, data: bytes) -> None:
+        """Parse what the server wrote."""
+        for frame in self.parser.feed(data):
+            self.frame(frame)
+
+    def frame(self, frame: object) -> None:
+        """One frame the server wrote."""
+        if isinstance(frame, Goodbye):
+            self.goodbyes.append(frame)
+            self.said_goodbye.set()
 
     def check(self) -> None:
         """The server wrote well-formed RS.io, and a goodbye of its own says why."""
         assert self.parser.error is None, f"the server wrote malformed bytes: {self.parser.error}"
-        assert self.parser.eof() is None, "the server's output ends inside a frame"
+        assert self.cut or self.parser.eof() is None, "the server's output ends inside a frame"
         for goodbye in self.goodbyes:
             reason = goodbye.reason
             assert "§" in reason or reason.startswith(NOT_VIOLATIONS), f"goodbye {reason!r} names no section"
         assert len(self.goodbyes) <= 1, f"{len(self.goodbyes)} goodbyes"
+
+
+async def _within(awaitable: Awaitable[T], what: str) -> T:
+    """``awaitable``'s result; a failed invariant naming ``what`` if it takes longer than ``WAIT``."""
+    try:
+        return await asyncio.wait_for(awaitable, WAIT)
+    except TimeoutError:
+        raise AssertionError(f"hang: waited {WAIT:g} s for {what}") from None
 
 
 def _tasks() -> set[asyncio.Task[Any]]:

@@ -66,3 +66,33 @@ def test_a_client_fed_any_bytes_ends_its_calls(seed: bytes, salt: int) -> None:
     """A server's answers, mutated: the client's request, stream and message each end with a
     value or an rstreams error within the bound, nothing escapes, nothing is left behind."""
     assert asyncio.run(client_driver.run(driver._mutate(random.Random(salt), seed))) == []
+
+
+deployed = _load("fuzz_deployed")
+BRIEF = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MODES = sorted(deployed.MODES)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", MODES)
+def test_the_deployed_servers_seeds_and_a_short_campaign_hold(mode: str) -> None:
+    """Each deployed server (auth, resume, TLS, WebSocket): its seeds as they are, then a short
+    campaign against one server."""
+    assert asyncio.run(deployed.replay(mode, *deployed.MODES[mode][1]())) == []
+    assert asyncio.run(deployed.campaign(mode, 20, 1, None)) == (20, 0)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", MODES)
+def test_mutated_conversations_leave_the_deployed_servers_working(mode: str) -> None:
+    """Each deployed server's conversations, mutated: before, during and after authentication;
+    resumes with garbage tokens and positions, at the wrong time; garbage for a ClientHello;
+    text and fragmented WebSocket messages, bad upgrades."""
+    seeds = deployed.MODES[mode][1]()
+
+    @BRIEF
+    @given(st.sampled_from(seeds), st.integers(0, 2**32 - 1))
+    def check(seed: bytes, salt: int) -> None:
+        assert asyncio.run(deployed.replay(mode, driver._mutate(random.Random(salt), seed))) == []
+
+    check()
