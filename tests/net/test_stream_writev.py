@@ -1,6 +1,6 @@
 """StreamProtocol's writes on a real socket: several chunks go to it with one ``writev``, none
-joined; what the socket does not take goes to asyncio (the rest of a chunk) or waits here (the
-chunks after it), and everything arrives once, in order."""
+joined, and one chunk with one ``write``; what the socket does not take goes to asyncio (the
+rest of a chunk) or waits here (the chunks after it), and everything arrives once, in order."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ async def test_chunks_go_to_the_socket_in_one_writev(monkeypatch: pytest.MonkeyP
     protocol.writelines(chunks)
     assert calls == [len(chunks)] and protocol.get_write_buffer_size() == 0
     assert await _read_all(peer, sum(map(len, chunks))) == b"".join(chunks)
-    protocol.writelines([b"one chunk"])  # asyncio's write, as before
+    protocol.writelines([b"one chunk"])  # one chunk: a write of its own, no writev
     assert calls == [len(chunks)]
     assert await _read_all(peer, 9) == b"one chunk"
     protocol.close()
@@ -112,6 +112,51 @@ async def test_what_the_socket_does_not_take_arrives_later_in_order(
     await handler.lost
 
 
+def _count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the bytes of each one-chunk write to the socket."""
+    calls: list[int] = []
+    real: Callable[[int, bytes], int] = os.write
+
+    def counting(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        return real(fd, data)
+
+    monkeypatch.setattr(_stream, "_write", counting)
+    return calls
+
+
+@pytest.mark.parametrize("family", [socket.AF_UNIX, socket.AF_INET], ids=["unix", "tcp"])
+async def test_one_chunk_goes_to_the_socket_itself(monkeypatch: pytest.MonkeyPatch, family: int) -> None:
+    writes, vectors = _count_writes(monkeypatch), _count_writev(monkeypatch)
+    protocol, handler, peer = await _connect(family)
+    protocol.writelines([b"a frame"])
+    protocol.writelines([b"and another"])
+    assert writes == [7, 11] and vectors == [] and protocol.get_write_buffer_size() == 0
+    assert await _read_all(peer, 18) == b"a frameand another"
+    protocol.close()
+    peer.close()
+    await handler.lost
+
+
+@pytest.mark.parametrize("family", [socket.AF_UNIX, socket.AF_INET], ids=["unix", "tcp"])
+async def test_the_rest_of_one_chunk_goes_to_asyncio_in_order(
+    monkeypatch: pytest.MonkeyPatch, family: int
+) -> None:
+    writes = _count_writes(monkeypatch)
+    protocol, handler, peer = await _connect(family, sndbuf=65536, high=256 * 1024, low=64 * 1024)
+    first = bytes(range(256)) * 8192  # 2 MiB: the socket takes part, asyncio the rest
+    protocol.writelines([first])
+    assert writes == [len(first)] and handler.paused == 1 and protocol.get_write_buffer_size() > 0
+    protocol.writelines([b"behind it"])  # queued here, not written past asyncio's buffer
+    assert writes == [len(first)]
+    assert await _read_all(peer, len(first) + 9) == first + b"behind it"
+    await handler.wait_for(lambda: handler.resumed == 1, "resume_writing")
+    assert protocol.get_write_buffer_size() == 0
+    protocol.close()
+    peer.close()
+    await handler.lost
+
+
 async def test_more_chunks_than_one_writev_takes(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _count_writev(monkeypatch)
     monkeypatch.setattr(_stream, "WRITEV_CHUNKS", 4)
@@ -129,5 +174,13 @@ async def test_a_broken_socket_is_reported_by_asyncio_as_before() -> None:
     protocol, handler, peer = await _connect(socket.AF_UNIX)
     peer.close()
     protocol.writelines(_frames(2, 1000))  # writev fails (EPIPE): asyncio's own write meets it
+    error = await asyncio.wait_for(handler.lost, 10)
+    assert isinstance(error, OSError)
+
+
+async def test_a_broken_socket_is_reported_by_asyncio_for_one_chunk_too() -> None:
+    protocol, handler, peer = await _connect(socket.AF_UNIX)
+    peer.close()
+    protocol.writelines([b"x" * 1000])  # the write fails (EPIPE): asyncio's own write meets it
     error = await asyncio.wait_for(handler.lost, 10)
     assert isinstance(error, OSError)

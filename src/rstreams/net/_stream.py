@@ -63,6 +63,8 @@ with ``writev`` (no descriptor, or no ``os.writev``): one copy into a join costs
 system call per chunk (a frame's head and its large payload would be two ``send`` calls, the
 head a packet of its own)."""
 
+_write = os.write
+
 WRITEV_CHUNKS = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 16
 """Most chunks given to one ``writev`` (the system's limit, IOV_MAX)."""
 
@@ -76,17 +78,18 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     Writing (TCP and Unix sockets): chunks are handed to asyncio only while its buffer is empty,
     so a write goes straight to the socket and asyncio copies at most the part the socket did
-    not take. Several chunks go to the socket's descriptor with one ``writev`` while asyncio's
-    buffer is empty (asyncio before Python 3.12 would join them into one ``bytes``, a copy of
-    every large payload; the order of bytes is kept because asyncio writes only what it holds,
-    and it holds nothing then); the part the socket did not take goes to asyncio, as with its
-    own write. While asyncio holds unsent bytes the chunks wait here, by reference, in
-    :attr:`_queue`: asyncio's own buffer (a ``bytearray`` before Python 3.12) would copy each of
-    them in, and again whenever it grows after a partial send. asyncio's marks are set to zero
-    so that it says when its buffer stops being empty (``pause_writing``) and when it is empty
-    again (``resume_writing``: the queue goes on); the handler's marks apply to everything
-    unsent, here and in asyncio. TLS keeps asyncio's buffering (its layer encrypts into buffers
-    of its own anyway)."""
+    not take. While asyncio's buffer is empty, chunks go to the socket's descriptor itself: one
+    with a ``write`` (no Python frame of asyncio's per write: a request/response makes one each
+    way), several with one ``writev`` (asyncio before Python 3.12 would join them into one
+    ``bytes``, a copy of every large payload); the order of bytes is kept because asyncio
+    writes only what it holds, and it holds nothing then; the part the socket did not take goes
+    to asyncio, as with its own write. While asyncio holds unsent bytes the chunks wait here,
+    by reference, in :attr:`_queue`: asyncio's own buffer (a ``bytearray`` before Python 3.12)
+    would copy each of them in, and again whenever it grows after a partial send. asyncio's
+    marks are set to zero so that it says when its buffer stops being empty (``pause_writing``)
+    and when it is empty again (``resume_writing``: the queue goes on); the handler's marks
+    apply to everything unsent, here and in asyncio. TLS keeps asyncio's buffering (its layer
+    encrypts into buffers of its own anyway)."""
 
     __slots__ = (
         "_blocked",
@@ -227,10 +230,21 @@ class StreamProtocol(asyncio.BufferedProtocol):
         if self._blocked:
             self._queue += chunks
             self._queued += len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))
-        elif len(chunks) == 1:
-            transport.write(chunks[0])
-        else:
+        elif len(chunks) != 1:
             self._send(chunks)
+        elif self._fd < 0:
+            transport.write(chunks[0])
+        else:  # one chunk on a socket (a request/response's every write): _writev's one-chunk case
+            chunk = chunks[0]
+            try:
+                sent = _write(self._fd, chunk)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:  # a broken socket: asyncio's own write meets the error and reports it
+                self._fd = -1
+                sent = 0
+            if sent != len(chunk):  # asyncio gets the rest (and says when it holds bytes)
+                transport.write(memoryview(chunk)[sent:] if sent else chunk)
         if self._blocked and not self._paused:
             self._check_high()
         return True
