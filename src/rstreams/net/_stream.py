@@ -96,6 +96,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         "_buffer",
         "_closed",
         "_fd",
+        "_full",
         "_handler",
         "_high",
         "_low",
@@ -121,6 +122,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._spare: ReadBuffer | None = None  # the buffer before, while the parser keeps views of it
         self._spare_view = self._view  # ... as the loop took it (the two views take turns with their buffers)
         self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
+        self._full = FIRST_READ_SIZE  # a read this long may resize the buffer: its size while small, else 0
         self._tls = False
         self._transport: asyncio.Transport | None = None
         self._queue: list[bytes] = []  # chunks waiting for asyncio's buffer to be empty (not TLS)
@@ -164,10 +166,13 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._buffer = buffer = ReadBuffer(size)
         self._view = self._spare_view = memoryview(buffer)
         self._spare = None
+        self._full = size if size <= SMALL_READ_SIZE else 0
 
     def buffer_updated(self, nbytes: int) -> None:
-        view = self._view
+        view, full = self._view, self._full
         self._handler.data_received(view[:nbytes])
+        if nbytes < full:  # a small buffer, not filled (small messages): it stays
+            return
         # Resize only after the handler returned: the view it got is valid during its call only.
         size = len(view)
         if size <= SMALL_READ_SIZE:
