@@ -110,6 +110,28 @@ async def test_tls_client_rejects_untrusted_certificate(server_ssl: ssl.SSLConte
 
 @pytest.mark.asyncio
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize("scheme", ["ws", "wss"])
+async def test_a_websocket_path_the_server_lacks_is_named(
+    scheme: str, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+) -> None:
+    """A server's HTTP 404 for another path says so, not that TLS refused a client certificate."""
+    secure = scheme == "wss"
+    listener = await listen_endpoint(
+        parse_url(f"{scheme}://127.0.0.1:0/rs"), RecordingHandler, ssl=server_ssl if secure else None
+    )
+    try:
+        wrong = parse_url(f"{scheme}://127.0.0.1:{listener.endpoint.port}/other")
+        with pytest.raises(ConnectionRefusedError) as refused:
+            await connect_endpoint(wrong, RecordingHandler(), ssl=client_ssl if secure else None)
+        assert "HTTP 404 (nothing serves RS.io at the path '/other' of this server)" in str(refused.value)
+        assert "certificate" not in str(refused.value)
+    finally:
+        listener.close()
+        await listener.wait_closed()
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(30)
 async def test_pipes_both_ways() -> None:
     """Two os.pipe pairs make one full-duplex transport per side."""
     a_read, b_write = os.pipe()

@@ -94,7 +94,13 @@ async def connect_endpoint(
             ping_interval=None,
         )
     except InvalidHandshake as error:
-        hint = f" ({TLS_REFUSAL_HINT})" if context is not None else ""
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        if status == 404:  # the session was accepted: it is the path
+            hint = f" (nothing serves RS.io at the path {endpoint.path or '/'!r} of this server)"
+        elif status is None and context is not None:  # no HTTP answer came at all
+            hint = f" ({TLS_REFUSAL_HINT})"
+        else:
+            hint = ""
         message = f"WebSocket handshake with {endpoint.url} failed: {error}{hint}"
         raise ConnectionRefusedError(message) from error
     transport = WebSocketTransport(ws, handler, high=high, low=low)
