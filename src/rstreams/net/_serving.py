@@ -188,7 +188,9 @@ class ServingStream(Subscriber[Any]):
             self._refilling = mine
             try:
                 items, end = pull(n)
-                if items:
+                if len(items) == 1:  # one at a time (an open stream's latency): the plain signal
+                    self.on_next(items[0])
+                elif items:
                     self.on_next_many(items)  # the batch signal's checks, into the pack
             finally:
                 self._refilling = False
