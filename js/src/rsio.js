@@ -155,7 +155,9 @@ function webSocket(url, WS, { clock, tls }) {
   ws.binaryType = "arraybuffer";
   return new Promise((resolve, reject) => {
     ws.onopen = () => resolve(webSocketTransport(ws, clock));
-    ws.onerror = () => reject(new ConnectionClosedError(`cannot open a WebSocket to ${url}`));
+    // the `ws` package says why ("Unexpected server response: 404": no RS.io at that path); browsers do not
+    ws.onerror = (event) => reject(new ConnectionClosedError(
+      `cannot open a WebSocket to ${url}${event?.message ? `: ${event.message}` : ""}`));
     ws.onclose = (event) => reject(new ConnectionClosedError(
       `the WebSocket to ${url} closed during the handshake (code ${event.code})`));
   });

@@ -129,3 +129,14 @@ test("listen() says goodbye to a connection whose clientHello has not come withi
     await server.close();
   }
 });
+
+test("a WebSocket path the server does not serve: the client's error gives the server's HTTP answer", async () => {
+  const server = await listen("ws://127.0.0.1:0/rsio", { publishers: { n: fromIterable(["1"]) } });
+  try {
+    const wrong = server.url.replace("/rsio", "/other");
+    await assert.rejects(connect(wrong), (e) => e instanceof ConnectionClosedError
+      && e.message === `cannot open a WebSocket to ${wrong}: Unexpected server response: 400`);
+  } finally {
+    await server.close();
+  }
+});
