@@ -153,7 +153,9 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
             items.extend(islice(iterator, n))  # (what came before a failure stays in items)
         except Exception as exc:
             failure = exc
-        if type(iterator) is not _RANGE and any(map(is_, items, repeat(None))):
+        if type(iterator) is not _RANGE and (
+            items[0] is None if len(items) == 1 else any(map(is_, items, repeat(None)))  # (one: no map)
+        ):
             del items[[item is None for item in items].index(True) :]  # the elements before it go on
             failure = TypeError(SOURCE_NONE)
         self.emitted += len(items)
