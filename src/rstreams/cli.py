@@ -250,7 +250,7 @@ def _subscribe(args: argparse.Namespace) -> int:
             return _fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {failed.message}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth
-            why = broken.__cause__ or broken
+            why = broken if " before its hello; " in str(broken) else (broken.__cause__ or broken)
             return _fail("subscribe", f"connection to {args.url} ended: {why}{access_hint(why)}")
         except _ElementError as bad:
             return _fail("subscribe", str(bad), 1)

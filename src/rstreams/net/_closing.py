@@ -27,7 +27,7 @@ from collections.abc import Callable
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.net._outbox import Outbox
 from rstreams.net._transport import TLS_REFUSAL_HINT, Transport
-from rstreams.wire import ConnectionState, ErrorCode, Side
+from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
 
 __all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing"]
 
@@ -39,6 +39,13 @@ LINGER_SECONDS = 2.0
 
 LINGER_BYTES = 4 * 1024 * 1024
 """After an error goodbye, how many bytes of input are discarded at most before closing."""
+
+
+NOT_RSIO_HINT = (
+    "an endpoint that does not speak RS.io on this URL's scheme closes like this (a WebSocket "
+    "server reached with tcp://, say: its URL is ws://host:port/path)"
+)
+"""Added to the error of a plain connection whose input ended before the peer's hello."""
 
 
 class Closing:
@@ -201,6 +208,8 @@ class Closing:
                 message = f"the peer broke the protocol: {error}"
                 if outbox.core.peer_hello is None and self._over_tls():
                     message += f" before its hello; {TLS_REFUSAL_HINT}"
+                elif isinstance(error, AbruptCloseError) and self._unanswered_client():
+                    message += f" before its hello; {NOT_RSIO_HINT}"
                 broken = ConnectionBrokenError(message, code=code)
                 broken.__cause__ = error
             self.end_streams(broken)
@@ -227,6 +236,8 @@ class Closing:
                 message = f"the connection failed: {error}"
             if outbox.core.state is ConnectionState.AWAITING_HELLO and self._over_tls():
                 message += f" before its hello; {TLS_REFUSAL_HINT}"
+            elif outbox.core.state is ConnectionState.AWAITING_HELLO and self._unanswered_client():
+                message += f" before its hello; {NOT_RSIO_HINT}"
             broken = ConnectionBrokenError(message)
             if error is not None:
                 broken.__cause__ = error
@@ -241,6 +252,11 @@ class Closing:
                 callback()
             except Exception as exc:
                 report_unhandled(exc, "a connection close callback")
+
+    def _unanswered_client(self) -> bool:
+        """A client whose server has not said hello (and over a plain transport: TLS has its hint)."""
+        core = self._outbox.core
+        return core.side is Side.CLIENT and core.peer_hello is None and not self._over_tls()
 
     def _over_tls(self) -> bool:
         transport = self._outbox.transport
