@@ -54,6 +54,9 @@ _EXACT: frozenset[type] = frozenset({_RANGE, type(iter([])), type(iter(())), typ
 
 SOURCE_NONE = "rule 2.13: the source produced None; None is never a stream element"
 
+_END: Any = object()
+"""What ``next(iterator, _END)`` returns at the iterator's end (a pull of one element)."""
+
 
 class IterableFlow(Publisher[T]):
     """A cold Publisher over the iterator that ``factory()`` returns, one per subscription.
@@ -150,7 +153,12 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
             return items, False  # cancelled: the consumer stopped
         failure: BaseException | None = None
         try:
-            items.extend(islice(iterator, n))  # (what came before a failure stays in items)
+            if n == 1:  # one at a time (an open stream's latency): no islice made
+                item = next(iterator, _END)
+                if item is not _END:
+                    items.append(item)
+            else:
+                items.extend(islice(iterator, n))  # (what came before a failure stays in items)
         except Exception as exc:
             failure = exc
         if type(iterator) is not _RANGE and (
