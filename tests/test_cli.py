@@ -72,15 +72,16 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 @contextlib.contextmanager
-def served(offer: Any, **options: Any) -> Iterator[str]:
-    """``rstreams.serve(offer)`` on a loop in a thread (so ``main()`` can run its own); yields the URL."""
+def served(offer: Any, url: str = "tcp://127.0.0.1:0", **options: Any) -> Iterator[str]:
+    """``rstreams.serve(url, offer)`` on a loop in a thread (so ``main()`` can run its own); yields
+    the URL served."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     urls: list[str] = []
     stop: list[asyncio.Event] = []
 
     async def run() -> None:
-        server = await serve("tcp://127.0.0.1:0", offer, **options)
+        server = await serve(url, offer, **options)
         stop.append(asyncio.Event())
         urls.append(server.url)
         ready.set()
@@ -417,6 +418,56 @@ def test_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         assert status == 2 and err.endswith(" (connect by a host name the server's certificate carries)\n")
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("scheme", "version"), [("tls", "1.3"), ("wss", "1.3"), ("tls", "1.2")])
+def test_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path, scheme: str, version: str) -> None:
+    """A server that requires client certificates: subscribe, ping and top reach it with
+    --certfile/--keyfile; without them, or with one it does not trust, the error names the
+    option (TLS 1.3 refuses after the client's handshake, TLS 1.2 in it); a file that does not
+    load is named with its option, before connecting."""
+    import ssl
+
+    from testkit.tls import TestCA, server_context
+
+    ca, other = TestCA.make(tmp_path, "mtls CA"), TestCA.make(tmp_path, "another CA")
+    server = ca.issue("server", san=("127.0.0.1",))
+    alice, mallory = ca.issue("alice", client=True), other.issue("mallory", client=True)
+    trust = ["--cafile", str(ca.cert)]
+    client = [*trust, "--certfile", str(alice.cert), "--keyfile", str(alice.key)]
+    address = {"tls": "tls://127.0.0.1:0", "wss": "wss://127.0.0.1:0/rsio"}[scheme]
+    context = server_context(server, client_ca=ca)
+    if version == "1.2":
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+    with served(builtin_publishers(), url=address, ssl=context) as url:
+        assert subscribe(capsys, url, "counter?to=2", *client)[:2] == (0, ["0", "1"])
+        assert main(["ping", url, *client]) == 0
+        assert capsys.readouterr().out.startswith(f"{url}: ok in ")
+        assert main(["top", url, *client]) == 1  # connected: this server does not count (metrics=)
+        assert "this server counts nothing" in capsys.readouterr().err
+
+        hint = " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
+        status, _, err = subscribe(capsys, url, "counter?to=2", *trust)
+        assert status == 2 and err.endswith(hint), err
+        for command in ("ping", "top"):
+            assert main([command, url, *trust]) == 2
+            err = capsys.readouterr().err
+            assert err.startswith(f"rstreams {command}: ") and err.endswith(hint), err
+
+        untrusted = [*trust, "--certfile", str(mallory.cert), "--keyfile", str(mallory.key)]
+        status, _, err = subscribe(capsys, url, "counter?to=2", *untrusted)
+        assert status == 2
+        assert err.endswith(
+            f" (--certfile {mallory.cert}: a client certificate the server trusts, when it requires one)\n"
+        )
+
+        mismatched = [*trust, "--certfile", str(alice.cert), "--keyfile", str(mallory.key)]
+        for command, name in (("subscribe", ["counter"]), ("ping", []), ("top", [])):
+            assert main([command, url, *name, *mismatched]) == 2
+            err = capsys.readouterr().err
+            said = f"cannot load --certfile {alice.cert} / --keyfile {mallory.key} (SSLError: "
+            assert err.startswith(f"rstreams {command}: {said}") and err.count("\n") == 1, err
+
+
 class ManualPublisher:
     """One subscriber; the test emits to it (from its own thread) once demand has arrived."""
 
@@ -562,12 +613,24 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
         (["serve", "tls://127.0.0.1:0", "--tls-cert", "missing.pem"], "cannot load --tls-cert missing.pem: "),
         (
             ["subscribe", "tls://127.0.0.1:1", "x", "--cafile", "missing.pem"],
-            "cannot load --cafile missing.pem: ",
+            "cannot load --cafile missing.pem (FileNotFoundError: ",
         ),
         (
             ["publish", "tls://127.0.0.1:1", "x", "--cafile", "missing.pem"],
             "cannot load --cafile missing.pem (FileNotFoundError: ",
         ),
+        *(
+            (
+                [command, "tls://127.0.0.1:1", *name, *options],
+                says,
+            )
+            for command, name in (("subscribe", ["x"]), ("ping", []), ("top", []))
+            for options, says in (
+                (["--certfile", "missing.pem"], "cannot load --certfile missing.pem (FileNotFoundError: "),
+                (["--keyfile", "k.pem"], "--keyfile k.pem needs --certfile too"),
+            )
+        ),
+        (["ping", "tcp://127.0.0.1:1", "--certfile", "c.pem"], "--certfile is for tls:// and wss:// URLs"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"], "--demand needs an integer >= 1, got 0"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--count", "-1"], "--count needs an integer >= 0"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--timeout", "nan"], "--timeout needs a number of seconds"),

@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 from rstreams.errors import ReactiveStreamsError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
+from rstreams.net._transport import TLS_REFUSAL_HINT
 from rstreams.observe._table import (
     BUILTIN_PREFIX,
     HEADER,
@@ -41,7 +42,7 @@ from rstreams.observe._table import (
     table,
 )
 
-__all__ = ["access_hint", "add_commands", "render"]
+__all__ = ["access_hint", "add_commands", "add_tls_options", "client_tls", "render"]
 
 
 CLOSE_TIMEOUT = 1.0
@@ -55,14 +56,19 @@ def _fail(command: str, message: str, status: int = 2) -> int:
     return status
 
 
-def access_hint(error: object) -> str:
+def access_hint(error: object, certfile: str | None = None) -> str:
     """The option to change when the server turned the client away in its handshake, as
-    `` (--cafile ...)``; ``""`` for any other failure."""
+    `` (--cafile ...)``; ``""`` for any other failure. ``certfile``: the ``--certfile``
+    presented, if any (a server that refuses it does not trust it)."""
     text = str(error)
     if "CERTIFICATE_VERIFY_FAILED" in text and "mismatch" in text:
         return " (connect by a host name the server's certificate carries)"
     if "CERTIFICATE_VERIFY_FAILED" in text:
         return " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
+    if TLS_REFUSAL_HINT in text:  # the connection ended in or just after the TLS handshake
+        if certfile is None:
+            return " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
+        return f" (--certfile {certfile}: a client certificate the server trusts, when it requires one)"
     if "PROTOCOL.md §15.2" in text:
         return " (--token: this server asks for one)"
     if "PROTOCOL.md §15.3" in text:
@@ -89,11 +95,37 @@ def run_command(main: Coroutine[Any, Any, int]) -> int:
         return 0
 
 
-async def _connect(args: argparse.Namespace) -> Connection:
-    try:
-        context = ssl.create_default_context(cafile=args.cafile) if args.cafile else None
-    except (OSError, ssl.SSLError) as bad:
-        raise ValueError(f"cannot load --cafile {args.cafile}: {bad}") from None
+def add_tls_options(parser: argparse.ArgumentParser) -> None:
+    """``--cafile``, ``--certfile`` and ``--keyfile`` of the client commands (subscribe, ping, top)."""
+    parser.add_argument("--cafile", metavar="PEM", help="trust these CA certificates for tls:// and wss://")
+    parser.add_argument(
+        "--certfile",
+        metavar="PEM",
+        help="present this client certificate (chain) to a server that requires one (mutual TLS)",
+    )
+    parser.add_argument("--keyfile", metavar="PEM", help="its private key, when not in --certfile")
+
+
+_TLS_OPTIONS = {"cafile": "--cafile", "certfile": "--certfile", "keyfile": "--keyfile"}
+
+
+def client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The client's TLS context from :func:`add_tls_options`' options (``None`` without them:
+    ``connect``'s default, the system's CAs).
+
+    Raises:
+        ValueError: a file does not load, a key without its certificate, or an option on a URL
+            without TLS; one line naming the option and its file.
+    """
+    from rstreams.replay._access import Access  # the same checks and messages as rstreams publish
+
+    access = Access(cafile=args.cafile, certfile=args.certfile, keyfile=args.keyfile)
+    if not access.uses_tls:
+        return None
+    return access.ssl_context(args.url, names=_TLS_OPTIONS)
+
+
+async def _connect(args: argparse.Namespace, context: ssl.SSLContext | None) -> Connection:
     async with asyncio.timeout(args.timeout):
         return await connect(args.url, ssl=context, auth=args.token)
 
@@ -102,13 +134,17 @@ async def _connect(args: argparse.Namespace) -> Connection:
 def _ping(args: argparse.Namespace) -> int:
     if args.count < 1 or not args.timeout > 0:
         return _fail("ping", f"--count needs >= 1 and --timeout > 0; got {args.count}, {args.timeout}")
+    try:
+        context = client_tls(args)
+    except ValueError as bad:
+        return _fail("ping", str(bad))
 
     async def run() -> int:
         try:
-            conn = await _connect(args)
+            conn = await _connect(args, context)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
             why = str(bad) or type(bad).__name__
-            return _fail("ping", f"cannot reach {args.url}: {why}{access_hint(why)}")
+            return _fail("ping", f"cannot reach {args.url}: {why}{access_hint(why, args.certfile)}")
         try:
             for _ in range(args.count):
                 start = time.perf_counter()
@@ -131,7 +167,8 @@ def _ping(args: argparse.Namespace) -> int:
         except TimeoutError:
             return _fail("ping", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
         except ReactiveStreamsError as broken:
-            return _fail("ping", f"connection to {args.url} ended: {broken}{access_hint(broken)}")
+            hint = access_hint(broken, args.certfile)
+            return _fail("ping", f"connection to {args.url} ended: {broken}{hint}")
         finally:
             await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
@@ -188,6 +225,10 @@ def _keys(stdin: TextIO, loop: asyncio.AbstractEventLoop, quit_: asyncio.Event) 
 def _top(args: argparse.Namespace) -> int:
     if not args.interval > 0 or not args.timeout > 0:
         return _fail("top", f"--interval and --timeout need > 0 seconds; got {args.interval}, {args.timeout}")
+    try:
+        context = client_tls(args)
+    except ValueError as bad:
+        return _fail("top", str(bad))
 
     async def run() -> int:
         loop = asyncio.get_running_loop()
@@ -196,10 +237,10 @@ def _top(args: argparse.Namespace) -> int:
             loop.add_signal_handler(signal.SIGINT, quit_.set)
             loop.add_signal_handler(signal.SIGTERM, quit_.set)
         try:
-            conn = await _connect(args)
+            conn = await _connect(args, context)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
             why = str(bad) or type(bad).__name__
-            return _fail("top", f"cannot reach {args.url}: {why}{access_hint(why)}")
+            return _fail("top", f"cannot reach {args.url}: {why}{access_hint(why, args.certfile)}")
         stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
         screen = Screen(sys.stdout)
 
@@ -238,7 +279,7 @@ def _top(args: argparse.Namespace) -> int:
         if isinstance(error, BrokenPipeError):
             raise error
         if error is not None:
-            return _fail("top", f"connection to {args.url} ended: {error}{access_hint(error)}")
+            return _fail("top", f"connection to {args.url} ended: {error}{access_hint(error, args.certfile)}")
         return 0
 
     return run_command(run())
@@ -248,7 +289,6 @@ def _top(args: argparse.Namespace) -> int:
 def _client_options(parser: argparse.ArgumentParser, timeout: float) -> None:
     parser.add_argument("url", help="the server: tcp://host:port, tls://, unix://, ws://, wss://")
     parser.add_argument("--token", default=os.environ.get("RSTREAMS_TOKEN"), help="($RSTREAMS_TOKEN)")
-    parser.add_argument("--cafile", metavar="PEM", default=None, help="trust this CA (tls://, wss://)")
     parser.add_argument(
         "--timeout",
         type=float,
@@ -256,6 +296,7 @@ def _client_options(parser: argparse.ArgumentParser, timeout: float) -> None:
         metavar="S",
         help=f"give up on a server silent for S seconds ({timeout:g})",
     )
+    add_tls_options(parser)
 
 
 def add_commands(commands: Any) -> None:

@@ -214,17 +214,8 @@ class _ElementError(ReactiveStreamsError):
     """An element that ``--codec`` cannot show."""
 
 
-def _client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
-    if args.cafile is None:
-        return None  # tls:// and wss:// then verify against the system's certificates
-    try:
-        return ssl.create_default_context(cafile=args.cafile)
-    except (OSError, ssl.SSLError) as bad:
-        raise ValueError(f"cannot load --cafile {args.cafile}: {bad}") from None
-
-
 def _subscribe(args: argparse.Namespace) -> int:
-    from rstreams._cli_observe import CLOSE_TIMEOUT, access_hint, run_command
+    from rstreams._cli_observe import CLOSE_TIMEOUT, access_hint, client_tls, run_command
     from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, ResourceClosedError
     from rstreams.net import RemoteStreamError, connect
 
@@ -234,16 +225,20 @@ def _subscribe(args: argparse.Namespace) -> int:
         return _fail("subscribe", f"--count needs an integer >= 0 (0: no limit), got {args.count}")
     if not args.timeout >= 0:
         return _fail("subscribe", f"--timeout needs a number of seconds >= 0 (0: never), got {args.timeout}")
+    try:
+        context = client_tls(args)
+    except ValueError as bad:
+        return _fail("subscribe", str(bad))
 
     async def run() -> int:
         try:
-            context = _client_tls(args)
             conn = await connect(args.url, ssl=context, auth=args.token, idle_timeout=args.timeout or None)
-        except ConnectionBrokenError as broken:
-            why = broken.__cause__ or broken
-            return _fail("subscribe", f"cannot connect to {args.url}: {why}{access_hint(why)}")
+        except ConnectionBrokenError as broken:  # its cause alone, unless it says more than that
+            cause = broken.__cause__
+            why = cause if cause is not None and str(broken).endswith(f": {cause}") else broken
+            return _fail("subscribe", f"cannot connect to {args.url}: {why}{access_hint(why, args.certfile)}")
         except (OSError, ssl.SSLError, ValueError, TypeError, ImportError) as bad:
-            return _fail("subscribe", f"cannot connect to {args.url}: {bad}{access_hint(bad)}")
+            return _fail("subscribe", f"cannot connect to {args.url}: {bad}{access_hint(bad, args.certfile)}")
         try:
             await _print_elements(conn, args)
         except RemoteStreamError as failed:
@@ -251,7 +246,9 @@ def _subscribe(args: argparse.Namespace) -> int:
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth
             why = broken if " before its hello; " in str(broken) else (broken.__cause__ or broken)
-            return _fail("subscribe", f"connection to {args.url} ended: {why}{access_hint(why)}")
+            return _fail(
+                "subscribe", f"connection to {args.url} ended: {why}{access_hint(why, args.certfile)}"
+            )
         except _ElementError as bad:
             return _fail("subscribe", str(bad), 1)
         except ReactiveStreamsError as failed:  # e.g. the server broke the protocol
@@ -607,6 +604,8 @@ Then: rstreams subscribe URL 'counter?to=5'   (Ctrl-C or SIGTERM stops the serve
 
 
 def _parser() -> argparse.ArgumentParser:
+    from rstreams._cli_observe import add_commands, add_tls_options
+
     parser = argparse.ArgumentParser(prog="rstreams", description="Reactive Streams for Python")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="sensors -> RS.io -> Spark -> RS.io, with a live view")
@@ -732,9 +731,7 @@ def _parser() -> argparse.ArgumentParser:
         help="give up after S seconds without hearing from the server (30; 0: never); "
         "an RS.io server pings an idle client every 15 s",
     )
-    subscribe.add_argument(
-        "--cafile", metavar="PEM", help="trust these CA certificates for tls:// and wss://"
-    )
+    add_tls_options(subscribe)
     subscribe.set_defaults(run=_subscribe)
     publish = commands.add_parser("publish", help="publish standard input's lines on a server's sink log")
     publish.add_argument(
@@ -774,8 +771,6 @@ def _parser() -> argparse.ArgumentParser:
         "rest", nargs=argparse.REMAINDER, help="scenarios and options, as for benchmarks/run.py"
     )
     bench.set_defaults(run=_bench)
-    from rstreams._cli_observe import add_commands
-
     add_commands(commands)
     return parser
 

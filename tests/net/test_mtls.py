@@ -124,3 +124,18 @@ async def test_refusal_names_the_client_certificate(scheme: str, pki: Pki) -> No
     async with await _serve(scheme, pki, subjects) as server:
         error = await _refused(server.url, client_context(pki.ca))
     assert "certificate" in str(error)
+
+
+@pytest.mark.parametrize("scheme", list(URLS))
+async def test_a_tls_1_2_refusal_in_the_handshake_says_what_it_may_mean(scheme: str, pki: Pki) -> None:
+    """A TLS 1.2 server refuses in the handshake itself, which asyncio reports as a bare
+    ConnectionResetError: the error says where it happened and what it usually means."""
+    context = server_context(pki.server, client_ca=pki.ca)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    async with await serve(URLS[scheme], OFFER, ssl=context) as server:
+        error = await _refused(server.url, client_context(pki.ca))
+    assert isinstance(error.__cause__, ConnectionResetError)
+    assert str(error).startswith(
+        f"could not connect to {server.url}: ConnectionResetError in the TLS handshake; "
+    )
+    assert "requires a client certificate" in str(error)

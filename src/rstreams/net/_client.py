@@ -18,7 +18,7 @@ from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, check_resume, connect_resumable, resume_config
 from rstreams.net._routes import Offer, Router
 from rstreams.net._stream import open_pipe_transport
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TLS_REFUSAL_HINT
 from rstreams.net._url import parse_url
 from rstreams.observe._log import client_observer
 from rstreams.wire import ConnectionConfig
@@ -108,7 +108,10 @@ async def connect(
             return conn
         task = await connect_endpoint(endpoint, pump, ssl=ssl, high=high_water, low=low_water)
     except OSError as error:
-        raise ConnectionBrokenError(f"could not connect to {endpoint.url}: {error}") from error
+        why = str(error) or type(error).__name__  # asyncio's reset in a TLS handshake has no text
+        if endpoint.secure and isinstance(error, ConnectionResetError):
+            why += f" in the TLS handshake; {TLS_REFUSAL_HINT}"  # a TLS 1.2 server's refusal
+        raise ConnectionBrokenError(f"could not connect to {endpoint.url}: {why}") from error
     pump.keep(task)
     return conn
 

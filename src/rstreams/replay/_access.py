@@ -87,7 +87,7 @@ class Access:
             return None
         if self.keyfile is not None and self.certfile is None:
             key, cert = said.get("keyfile", "keyfile"), said.get("certfile", "certfile")
-            raise AccessError(f"{key} needs {cert} too")
+            raise AccessError(f"{key} {self.keyfile} needs {cert} too")
         context = _NamedContext(ssl.PROTOCOL_TLS_CLIENT)
         context.server_name = self.server_name or ""
         where = said.get("cafile", "cafile") + ("" if self.cafile is None else f" {self.cafile}")
