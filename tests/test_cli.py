@@ -631,6 +631,10 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
             )
         ),
         (["ping", "tcp://127.0.0.1:1", "--certfile", "c.pem"], "--certfile is for tls:// and wss:// URLs"),
+        (
+            ["publish", "tls://127.0.0.1:1", "x", "--certfile", "missing.pem"],
+            "cannot load --certfile missing.pem (FileNotFoundError: ",
+        ),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"], "--demand needs an integer >= 1, got 0"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--count", "-1"], "--count needs an integer >= 0"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--timeout", "nan"], "--timeout needs a number of seconds"),

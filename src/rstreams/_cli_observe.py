@@ -42,7 +42,7 @@ from rstreams.observe._table import (
     table,
 )
 
-__all__ = ["access_hint", "add_commands", "add_tls_options", "client_tls", "render"]
+__all__ = ["TLS_OPTIONS", "access_hint", "add_commands", "add_tls_options", "client_tls", "render"]
 
 
 CLOSE_TIMEOUT = 1.0
@@ -96,7 +96,8 @@ def run_command(main: Coroutine[Any, Any, int]) -> int:
 
 
 def add_tls_options(parser: argparse.ArgumentParser) -> None:
-    """``--cafile``, ``--certfile`` and ``--keyfile`` of the client commands (subscribe, ping, top)."""
+    """``--cafile``, ``--certfile`` and ``--keyfile`` of the client commands (subscribe, ping, top,
+    publish)."""
     parser.add_argument("--cafile", metavar="PEM", help="trust these CA certificates for tls:// and wss://")
     parser.add_argument(
         "--certfile",
@@ -106,7 +107,8 @@ def add_tls_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keyfile", metavar="PEM", help="its private key, when not in --certfile")
 
 
-_TLS_OPTIONS = {"cafile": "--cafile", "certfile": "--certfile", "keyfile": "--keyfile"}
+TLS_OPTIONS = {"cafile": "--cafile", "certfile": "--certfile", "keyfile": "--keyfile"}
+"""The options of :func:`add_tls_options` by the :class:`rstreams.replay.Access` field they set."""
 
 
 def client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
@@ -122,7 +124,7 @@ def client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     access = Access(cafile=args.cafile, certfile=args.certfile, keyfile=args.keyfile)
     if not access.uses_tls:
         return None
-    return access.ssl_context(args.url, names=_TLS_OPTIONS)
+    return access.ssl_context(args.url, names=TLS_OPTIONS)
 
 
 async def _connect(args: argparse.Namespace, context: ssl.SSLContext | None) -> Connection:

@@ -529,6 +529,7 @@ def _log_names_problem(args: argparse.Namespace) -> str | None:
 def _publish(args: argparse.Namespace) -> int:
     import uuid
 
+    from rstreams._cli_observe import TLS_OPTIONS, access_hint
     from rstreams.net import parse_url
     from rstreams.replay import (
         Access,
@@ -541,10 +542,16 @@ def _publish(args: argparse.Namespace) -> int:
 
     if not args.timeout > 0:
         return _fail("publish", f"--timeout needs a number of seconds > 0, got {args.timeout}")
-    access = Access(auth=args.token, cafile=args.cafile, server_name=args.server_name)
+    access = Access(
+        auth=args.token,
+        cafile=args.cafile,
+        server_name=args.server_name,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+    )
     try:
         parse_url(args.url)
-        access.ssl_context(args.url, names={"cafile": "--cafile", "server_name": "--server-name"})
+        access.ssl_context(args.url, names={**TLS_OPTIONS, "server_name": "--server-name"})
     except ValueError as bad:  # AccessError too
         return _fail("publish", str(bad))
     token = uuid.uuid4().hex
@@ -556,7 +563,8 @@ def _publish(args: argparse.Namespace) -> int:
     except RemoteLogError as refused:  # not a sink log, no such name
         return _fail("publish", f"{args.url} refused {args.name!r}: {refused}", 1)
     except (AccessDeniedError, ServerUnavailableError) as bad:
-        return _fail("publish", f"{bad} (--token, --cafile, --server-name, --timeout)")
+        hint = access_hint(bad, args.certfile) or " (--token, --cafile, --certfile, --server-name, --timeout)"
+        return _fail("publish", f"{bad}{hint}")
     except TimeoutError:
         return _fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
     except (ReactiveStreamsError, OSError) as broken:
@@ -743,7 +751,7 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("RSTREAMS_TOKEN"),
         help="present this token (default: $RSTREAMS_TOKEN); only to servers that ask for one",
     )
-    publish.add_argument("--cafile", metavar="PEM", help="trust these CA certificates for tls:// and wss://")
+    add_tls_options(publish)
     publish.add_argument(
         "--server-name", metavar="NAME", help="the name the server's certificate must carry (the URL's host)"
     )

@@ -253,3 +253,32 @@ def test_sigterm_right_after_the_announcement_stops_cleanly(log: list[str]) -> N
     server.terminate()
     _, err = server.communicate(timeout=20)
     assert (server.returncode, err.decode()) == (0, "")
+
+
+def test_publish_to_a_server_requiring_client_certificates(
+    serve: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """publish --certfile/--keyfile reaches a sink log behind mutual TLS; without them, the
+    message (once --timeout is spent retrying) names the option."""
+    from testkit.tls import server_context
+
+    ca = TestCA.make(tmp_path, "mtls CA")
+    alice = ca.issue("alice", client=True)
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    server = serve(
+        {}, sinks={"out": ReplayLog("out", capacity=10, evict=True)}, url="tls://127.0.0.1:0", ssl=context
+    )
+    trust = ["--cafile", str(ca.cert)]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\n")))
+    client = [*trust, "--certfile", str(alice.cert), "--keyfile", str(alice.key)]
+    assert main(["publish", server.url, "out", *client]) == 0
+    access = Access(cafile=str(ca.cert), certfile=str(alice.cert), keyfile=str(alice.key))
+    assert fetch_range(server.url, "out", 0, 2, access=access) == [b"one", b"two"]
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n")))
+    assert main(["publish", server.url, "out", *trust, "--timeout", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rstreams publish: ") and err.count("\n") == 1
+    assert err.endswith(
+        " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
+    )
