@@ -357,6 +357,7 @@ class _WsWriter:
         self.ws = ws
         self.mixed = mixed
         self.queued: list[bytes] = []
+        self.pinged: set[bytes] = set()
         self.closing: asyncio.Task[None] | None = None
 
     def write(self, data: bytes) -> None:
@@ -374,7 +375,8 @@ class _WsWriter:
                 elif kind == 2:
                     await self.ws.send([data[: len(data) // 2], data[len(data) // 2 :]])
                 else:
-                    if kind == 3:
+                    if kind == 3 and data[:125] not in self.pinged:  # (one ping per payload at a time)
+                        self.pinged.add(data[:125])
                         await self.ws.ping(data[:125])
                     await self.ws.send(data)
         except ConnectionClosed as closed:
