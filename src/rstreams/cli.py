@@ -89,7 +89,10 @@ def _demo(args: argparse.Namespace) -> int:
         master=args.master,
         out=args.out,
         web=None if args.no_web else args.web,
+        signals=True,
     )
+    if figures["stopped"] is not None:  # SIGTERM or Ctrl-C: stopped cleanly, before its time
+        return 128 + int(figures["stopped"])
     median = figures["median_batch_s"]
     rate = figures["rows_per_s"]
     print(
@@ -623,7 +626,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--batch", type=int, default=200_000, help="maxRecordsPerBatch (200000)")
     demo.add_argument("--window", type=int, default=2, help="window length in seconds (2)")
     demo.add_argument("--master", default="local[2]", help="Spark master (local[2]; or spark://host:7077)")
-    demo.add_argument("--out", default=None, help="directory for the checkpoint and Parquet (a temp dir)")
+    demo.add_argument("--out", default=None, help="for the checkpoint, Parquet and spark.log (a temp dir)")
     demo.add_argument(
         "--web",
         default="127.0.0.1:8000",

@@ -1,11 +1,16 @@
-"""`rstreams demo`'s pipeline, short, on the shared session: rows, windows back, Parquet, the live page."""
+"""`rstreams demo`'s pipeline, short, on the shared session: rows, windows back, Parquet, the live page;
+and the command stopped by SIGTERM or Ctrl-C (SIGINT) at several moments, in a process of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import io
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -14,6 +19,7 @@ from typing import Any
 import pytest
 
 from rstreams.spark._demo import run_demo
+from testkit.spark import kill_group, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -80,3 +86,56 @@ def test_demo_pipeline_publishes_windows_and_saves_them(spark: Any, tmp_path: Pa
     assert out.page_url.startswith("http://127.0.0.1:"), text
     assert seen.get("config", {}).get("publisher") == "results", (seen, text)
     assert {"sensor", "avg", "window"} <= set(seen.get("row", {})), (seen, text)
+
+
+def _group_ended(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(
+    ("signum", "moment"),
+    [
+        (signal.SIGTERM, "(Spark's log: "),  # the JVM starting
+        (signal.SIGINT, "pipeline started after "),  # the query started, Python workers starting
+        (signal.SIGTERM, "first micro-batch done after "),  # the pipeline running
+    ],
+)
+def test_a_signal_stops_the_demo_cleanly(signum: int, moment: str, tmp_path: Path) -> None:
+    """SIGTERM or SIGINT once the demo prints ``moment``: the demo says it stops, stops the
+    query, Spark and the server, saves what was published or says nothing was, and exits with
+    128 + the signal's number; no Java stack trace on the terminal (Spark's log goes to a file);
+    the JVM ends with it."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "rstreams.cli", "demo", "--seconds", "600", "--no-web"]
+    command += ["--batch", "20000", "--window", "1", "--out", str(out)]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    with (tmp_path / "stderr").open("w+") as errors:
+        demo = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env, start_new_session=True
+        )
+        assert demo.stdout is not None
+        try:
+            lines, line = [], ""
+            for line in demo.stdout:  # bounded by the test's timeout
+                lines.append(line)
+                if line.startswith(moment):
+                    demo.send_signal(signum)
+                    break
+            rest, _ = demo.communicate(timeout=180)
+            text = "".join(lines) + rest
+            assert line.startswith(moment), text
+            wait_until(lambda: _group_ended(demo.pid), 120, "the JVM to end with the demo")
+        finally:
+            kill_group(demo)  # the demo and its JVM, whatever happened
+        errors.seek(0)
+        stderr = errors.read()
+    assert demo.returncode == 128 + signum, (demo.returncode, text, stderr)
+    assert f"{signal.Signals(signum).name}: stopping the demo" in text, text
+    assert "saved to " in text or "nothing saved" in text, text
+    assert "Exception" not in stderr and "at org.apache" not in stderr and "Traceback" not in stderr, stderr
+    assert (out / "spark.log").exists()

@@ -74,7 +74,7 @@ def start_query(url: str, checkpoint: Path, log: Path, rows: str = "50") -> subp
         )
 
 
-def kill_group(process: subprocess.Popen[bytes]) -> None:
+def kill_group(process: subprocess.Popen[Any]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -19,19 +19,24 @@ What runs, all on this machine:
    subscribes to ``results`` over RS.io on a WebSocket and draws a chart per sensor.
 
 After ``--seconds`` it stops by itself, saves the results to Parquet (a batch read of the
-``results`` log through the same source) and prints where the outputs are.
+``results`` log through the same source) and prints where the outputs are. SIGTERM or
+Ctrl-C stops it the same way at any moment (``run_demo(signals=True)``, what the command
+uses); the JVM's output goes to ``spark.log`` beside them, not to the terminal.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from rstreams import demand
@@ -42,7 +47,7 @@ from rstreams.replay import ReplayLog, ReplayServer
 from rstreams.rules import check_subscriber
 from rstreams.spark._demo_view import DemoView, Tick, window_lines
 
-__all__ = ["SensorSource", "run_demo"]
+__all__ = ["SensorSource", "Stopped", "run_demo"]
 
 SCHEMA = "sensor string, ts timestamp, value double"
 FIRST_BATCH_TIMEOUT = 180.0
@@ -153,24 +158,128 @@ def _watch_results(url: str, view: _LiveView, stop: threading.Event) -> None:
     asyncio.run(main())
 
 
-def _session(master: str) -> Any:
+def _session(master: str, log: str, guard: _Signals) -> Any:
+    """A SparkSession on ``master`` whose JVM writes its output to the file ``log``.
+
+    The JVM inherits the descriptor of standard error as it starts: it gets ``log``'s
+    instead, so Spark's warnings and, when the demo is stopped, the JVM's reports of the work
+    it aborts go there rather than to the terminal (the Python workers' output too).
+
+    A signal while the session starts waits until it is up: interrupted while the JVM
+    starts, PySpark would lose the process before it watches its standard input (which ends
+    it with this one).
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("rstreams-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    conf = (
+        SparkConf()
+        .setMaster(master)
+        .setAppName("rstreams-demo")
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.sql.shuffle.partitions", "2")
+        .set("spark.sql.session.timeZone", "UTC")
     )
+    with guard.held():
+        sys.stderr.flush()
+        terminal = os.dup(2)
+        try:
+            with open(log, "ab") as file:
+                os.dup2(file.fileno(), 2)
+            SparkContext._ensure_initialized(conf=conf)  # the JVM, started (PySpark's own step)
+        finally:
+            os.dup2(terminal, 2)
+            os.close(terminal)
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
+        guard.install()  # again: the SparkContext put its own SIGINT handler in
     spark.sparkContext.setLogLevel("ERROR")
     from rstreams.spark import register
 
     register(spark)
     return spark
+
+
+class Stopped(BaseException):
+    """Raised in the main thread by the first SIGTERM or SIGINT while the demo starts or runs.
+
+    A ``BaseException``, as ``KeyboardInterrupt`` is: no ``except Exception`` on the way
+    swallows it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Signals:
+    """SIGTERM and SIGINT while the demo runs (handled in the main thread only).
+
+    The first one raises :class:`Stopped` while the demo starts or runs (but see
+    :meth:`held`); once it is stopping anyway, it is only noted (the stopping goes on,
+    without saving if nothing was published). A second one ends the process at once, the JVM
+    with it (its standard input closes).
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.stopping = False
+        self._holding = False
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                previous = signal.signal(signum, self._handle)
+                self._previous.setdefault(signum, previous)
+
+    def restore(self) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Inside, a signal is only noted; raised as :class:`Stopped` on the way out."""
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        self.check()
+
+    def check(self) -> None:
+        """Raise :class:`Stopped` if a signal was only noted (see :meth:`_handle`)."""
+        if self.signum is not None and not (self.stopping or self._holding):
+            raise Stopped(self.signum)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        """Raise :class:`Stopped`, unless held, stopping or inside a call into the JVM (an
+        exception there would leave Py4J's connection mid-answer): the signal is then only
+        noted, and raised by the next :meth:`check`, once the call has returned."""
+        if self.signum is None:
+            self.signum = signum
+            if not _in_py4j(frame):
+                self.check()
+        elif not self._holding:
+            os.write(2, f"rstreams demo: {signal.Signals(signum).name} again: stopped at once\n".encode())
+            os._exit(128 + self.signum)
+
+
+def _in_py4j(frame: Any) -> bool:
+    """Whether the interrupted ``frame`` runs in Py4J (a call into the JVM or its answer)."""
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith("py4j"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _first_line(error: BaseException) -> str:
+    """An error's first line (a Py4J error's text goes on with the Java stack trace)."""
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
 
 
 def run_demo(
@@ -185,45 +294,144 @@ def run_demo(
     stream: TextIO = sys.stdout,
     spark: Any = None,
     web: str | None = None,
+    signals: bool = False,
 ) -> dict[str, Any]:
     """Run the demo for ``seconds`` once the pipeline is up; returns the measured figures.
 
     ``spark``: an existing SparkSession to use (left running); by default one is started
-    on ``master`` and stopped at the end. ``web``: ``HOST:PORT`` (port 0: any) to serve
-    the live page on while the demo runs; its address is printed (``live page: URL``).
+    on ``master`` (its JVM's output going to ``OUT/spark.log``) and stopped at the end.
+    ``web``: ``HOST:PORT`` (port 0: any) to serve the live page on while the demo runs; its
+    address is printed (``live page: URL``).
+
+    Stopping early: with ``signals`` (from the main thread), SIGTERM and SIGINT (Ctrl-C) stop
+    the demo at any moment; without, Ctrl-C (``KeyboardInterrupt``) does. The query, the
+    session, the page and the server are stopped, the windows published so far saved (or a
+    line says nothing was), and the figures' ``stopped`` is the signal's number (``None``
+    when the demo ran its course). A second signal ends the process at once.
     """
 
     def say(text: str) -> None:
         print(text, file=stream, flush=True)
 
     out = out or tempfile.mkdtemp(prefix="rstreams-demo-")
-    source = SensorSource(sensors, rate)
-    log = ReplayLog("sensors", capacity=max(4 * batch, 10_000)).feed(source)
-    results = ReplayLog("results", capacity=100_000, evict=True)
-    server = ReplayServer(
-        {"sensors": log}, sinks={"results": results}, url="tcp://127.0.0.1:0", metrics=True
-    ).start()
-    say(f"RS.io server on {server.url}: publishers 'sensors' (replay log, {sensors} sensors) and 'results'")
-    page = None
-    if web is not None:
-        from rstreams.web import page_for_logs
-
-        try:
-            page = page_for_logs(
-                web, {"sensors": log, "results": results}, publisher="results", title="rstreams demo"
-            )
-            say(f"live page: {page.url} (charts of 'results' per sensor; RS.io for it on {page.ws_url})")
-        except OSError as error:  # the address is taken: the demo runs on without its page
-            say(f"live page not started on {web}: {error} (choose another with --web HOST:PORT)")
-    say(f"starting Spark ({master}); the first start takes 20-40 s (JVM, Python workers)...")
-    t0 = time.monotonic()
+    os.makedirs(out, exist_ok=True)
+    guard = _Signals()
     own_session = spark is None
-    if spark is None:
-        spark = _session(master)
-    else:
-        from rstreams.spark import register
+    server: ReplayServer | None = None
+    page: Any = None
+    progress: Any = None
+    watcher: threading.Thread | None = None
+    view = _LiveView()
+    stop = threading.Event()
+    figures: dict[str, Any] = {}
+    source = SensorSource(sensors, rate)
+    failed: Exception | None = None
+    parquet: str | None = None
+    try:
+        try:
+            if signals:
+                guard.install()
+            log = ReplayLog("sensors", capacity=max(4 * batch, 10_000)).feed(source)
+            results = ReplayLog("results", capacity=100_000, evict=True)
+            server = ReplayServer(
+                {"sensors": log}, sinks={"results": results}, url="tcp://127.0.0.1:0", metrics=True
+            ).start()
+            names = f"publishers 'sensors' (replay log, {sensors} sensors) and 'results'"
+            say(f"RS.io server on {server.url}: {names}")
+            if web is not None:
+                from rstreams.web import page_for_logs
 
-        register(spark)
+                try:
+                    page = page_for_logs(
+                        web, {"sensors": log, "results": results}, publisher="results", title="rstreams demo"
+                    )
+                    charts = f"charts of 'results' per sensor; RS.io for it on {page.ws_url}"
+                    say(f"live page: {page.url} ({charts})")
+                except OSError as error:  # the address is taken: the demo runs on without its page
+                    say(f"live page not started on {web}: {error} (choose another with --web HOST:PORT)")
+            t0 = time.monotonic()
+            say(f"starting Spark ({master}); the first start takes 20-40 s (JVM, Python workers)...")
+            if spark is None:
+                spark_log = os.path.join(out, "spark.log")
+                say(f"(Spark's log: {spark_log})")
+                spark = _session(master, spark_log, guard)
+            else:
+                from rstreams.spark import register
+
+                register(spark)
+            guard.check()
+            progress, query = _start_query(spark, server, batch, window, out)
+            guard.check()
+            watcher = threading.Thread(target=_watch_results, args=(server.url, view, stop), daemon=True)
+            watcher.start()
+            say(f"pipeline started after {time.monotonic() - t0:.0f} s; running for {seconds:.0f} s")
+            say(f"(from another terminal: rstreams top {server.url})\n")
+            figures = _watch(query, server, source, view, seconds, stream, guard.check)
+            guard.stopping = True
+        except Stopped:
+            pass
+        except KeyboardInterrupt:  # Ctrl-C without ``signals``
+            guard.signum = signal.SIGINT
+        except Exception as error:  # the demo is stopped as below, then the error raised again
+            failed = error
+        guard.stopping = True
+        if guard.signum is not None:
+            say(f"\n{signal.Signals(guard.signum).name}: stopping the demo")
+        if spark is not None:
+            try:
+                spark.sparkContext.setLogLevel("OFF")  # stopping aborts the running batch: expected, not news
+                for active in spark.streams.active:  # the demo's query, even if its start was interrupted
+                    if active.name == QUERY:
+                        active.stop()
+                if progress is not None:
+                    spark.streams.removeListener(progress)
+            except Exception as error:
+                say(f"(stopping the query: {_first_line(error)})")
+        view.closing = True
+        stop.set()
+        if watcher is not None:
+            watcher.join(10)
+        if view.received:
+            say("\nlatest windows:")
+            for line in window_lines(view.snapshot()):
+                say(line)
+        parquet = None
+        if (
+            spark is not None
+            and server is not None
+            and failed is None
+            and (guard.signum is None or view.received)
+        ):
+            parquet = os.path.join(out, "results.parquet")
+            try:
+                _save(spark, server.url, parquet)
+            except Exception as error:
+                say(f"(results not saved: {_first_line(error)})")
+                parquet = None
+        _stop_session(spark, own_session, say)
+        if page is not None:
+            page.stop()
+        if server is not None:
+            server.stop()
+        if failed is not None:
+            raise failed
+        if parquet is not None:
+            say(f"\nresults: {view.received} window updates published on 'results'; saved to {parquet}")
+            say(f"checkpoint: {os.path.join(out, 'checkpoint')}")
+        elif not view.received:
+            say("\nno window was published on 'results' yet: nothing saved")
+    finally:
+        guard.restore()
+    figures.update(results=view.received, parquet=parquet, stopped=guard.signum)
+    return figures
+
+
+QUERY = "rstreams-demo"
+"""The streaming query's name."""
+
+
+def _start_query(spark: Any, server: ReplayServer, batch: int, window: int, out: str) -> tuple[Any, Any]:
+    """The demo's streaming query, started: (Spark's progress listener, the query)."""
     from pyspark.sql import functions as F
 
     from rstreams.spark._progress import watch_progress
@@ -243,7 +451,7 @@ def run_demo(
     )
     progress = watch_progress(spark, server)  # Spark's progress among the server's numbers
     query = (
-        aggregates.writeStream.queryName("rstreams-demo")
+        aggregates.writeStream.queryName(QUERY)
         .format("rstreams")
         .option("url", server.url)
         .option("publisher", "results")
@@ -252,43 +460,40 @@ def run_demo(
         .trigger(processingTime="0 seconds")
         .start()
     )
-    view = _LiveView()
-    stop = threading.Event()
-    watcher = threading.Thread(target=_watch_results, args=(server.url, view, stop), daemon=True)
-    watcher.start()
-    say(f"pipeline started after {time.monotonic() - t0:.0f} s; running for {seconds:.0f} s")
-    say(f"(from another terminal: rstreams top {server.url})\n")
-    figures: dict[str, Any] = _watch(query, server, source, view, seconds, stream)
-    spark.sparkContext.setLogLevel("OFF")  # stopping aborts the running batch: expected, not news
-    query.stop()
-    spark.streams.removeListener(progress)
-    view.closing = True
-    stop.set()
-    watcher.join(10)
-    say("\nlatest windows:")
-    for line in window_lines(view.snapshot()):
-        say(line)
-    parquet = os.path.join(out, "results.parquet")
+    return progress, query
+
+
+def _save(spark: Any, url: str, parquet: str) -> None:
+    """The ``results`` log to Parquet: a batch read through the same source."""
     saved = (
         spark.read.format("rstreams")
-        .option("url", server.url)
+        .option("url", url)
         .option("publisher", "results")
         .option(
             "schema", "window struct<start: timestamp, end: timestamp>, sensor string, avg double, n bigint"
         )
     )
     saved.load().write.mode("overwrite").parquet(parquet)
-    if own_session:
-        spark.stop()
-    else:
-        spark.sparkContext.setLogLevel("ERROR")
-    if page is not None:
-        page.stop()
-    server.stop()
-    say(f"\nresults: {view.received} window updates published on 'results'; saved to {parquet}")
-    say(f"checkpoint: {os.path.join(out, 'checkpoint')}")
-    figures.update(results=view.received, parquet=parquet)
-    return figures
+
+
+def _stop_session(spark: Any, own_session: bool, say: Any) -> None:
+    """Stop the demo's own session (one whose start was interrupted too); a given one is
+    left running, its log level back to errors."""
+    try:
+        if not own_session:
+            spark.sparkContext.setLogLevel("ERROR")
+        elif spark is not None:
+            spark.stop()
+        else:
+            from pyspark import SparkContext
+
+            context = SparkContext._active_spark_context
+            if context is not None:
+                context.stop()
+    except ImportError:
+        pass
+    except Exception as error:
+        say(f"(stopping Spark: {_first_line(error)})")
 
 
 def _behind(progress: Any) -> int | None:
@@ -302,7 +507,13 @@ def _behind(progress: Any) -> int | None:
 
 
 def _watch(
-    query: Any, server: ReplayServer, source: SensorSource, view: _LiveView, seconds: float, stream: TextIO
+    query: Any,
+    server: ReplayServer,
+    source: SensorSource,
+    view: _LiveView,
+    seconds: float,
+    stream: TextIO,
+    check: Callable[[], None] = lambda: None,
 ) -> Any:
     """Show the demo's view (:mod:`rstreams.spark._demo_view`) until ``seconds`` have passed:
     every second on a terminal, every 2 s elsewhere; return the figures.
@@ -314,6 +525,7 @@ def _watch(
     while query.isActive and not any(p["numInputRows"] for p in query.recentProgress):
         if time.monotonic() - waited > FIRST_BATCH_TIMEOUT:
             raise RuntimeError(f"no micro-batch finished within {FIRST_BATCH_TIMEOUT} s")
+        check()
         time.sleep(0.2)
     first = time.monotonic() - waited
     print(f"first micro-batch done after {first:.0f} s (Python workers started)", file=stream, flush=True)
@@ -353,6 +565,7 @@ def _watch(
         if now >= next_show:
             next_show += every
             screen.show(tick())
+        check()
         time.sleep(0.2)
     if query.exception() is not None:
         raise RuntimeError(f"the Spark query failed: {query.exception()}")
