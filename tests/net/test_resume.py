@@ -14,7 +14,7 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
 from rstreams.net._resume_session import Session
-from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, encode
+from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, Goodbye, encode
 from rstreams.wire._resume import (
     RESUME,
     RESUME_TOKEN,
@@ -473,3 +473,36 @@ async def test_a_session_whose_conversation_is_over_is_not_resumed() -> None:
         writer.close()
         await asyncio.wait_for(ended[0].wait_closed(), WAIT)
         assert not server.connections
+
+
+@pytest.mark.parametrize(
+    "first", [b"\x89\x12\x10\x00\x00", b"\x89", b""], ids=["cut-resume", "type-byte-only", "nothing"]
+)
+async def test_input_ending_before_the_first_bytes_decide_ends_the_connection_at_once(first: bytes) -> None:
+    """The peer's end of input inside ``resume`` (or before any byte) ends the connection at
+    once: resumeRefused naming §9.3's truncated message (or, for no byte at all, the goodbye of
+    a server without resumption), then the close. The link kept waiting for the rest of the
+    resume until the handshake timeout (found by fuzz/fuzz_deployed.py resume); without one,
+    for good. No handshake timeout here, so only the end of input can end the connection."""
+    async with await serve("tcp://127.0.0.1:0", offer(3), resume=FAST, handshake_timeout=None) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(first)
+        writer.write_eof()
+        data = await asyncio.wait_for(reader.read(), WAIT)  # until the server closes
+        writer.close()
+        if first:
+            outcome = ResumeReplyParser().feed(data)
+            assert outcome == Refused(
+                f"input ended inside resume ({len(first)} bytes of an incomplete message) (PROTOCOL.md §9.3)"
+            ), data
+        else:
+            parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+            goodbyes = [frame for frame in parser.feed(data) if isinstance(frame, Goodbye)]
+            assert len(goodbyes) == 1 and "§9.3" in goodbyes[0].reason, data
+        received = Collector()
+        client = await connect(server.url, resume=FAST)
+        client.publisher("count").subscribe(received)
+        await received.finished()
+        await client.aclose()
+        assert received.items == [0, 1, 2]

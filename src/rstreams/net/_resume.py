@@ -189,8 +189,14 @@ class ResumeRegistry:
                 timer.pop().cancel()
             return decided
 
+        def input_ended(link: Link, buf: bytearray) -> None:
+            if timer:
+                timer.pop().cancel()
+            self._input_ended(link, buf)
+
         link.on_made = made
         link.on_first_bytes = first_bytes
+        link.on_input_ended = input_ended
         return link
 
     def _first_bytes(self, link: Link, buf: bytearray) -> bool:
@@ -218,7 +224,17 @@ class ResumeRegistry:
                 self._refuse(link, error.reason)
         return True
 
-    def _new_session(self, link: Link, first: bytes) -> None:
+    def _input_ended(self, link: Link, buf: bytearray) -> None:
+        """The input ended before the first bytes decided: the connection ends at once."""
+        if buf:  # a resume cut short (anything else is decided at its first byte): §9.3's truncated message
+            self._refuse(
+                link,
+                f"input ended inside resume ({len(buf)} bytes of an incomplete message) (PROTOCOL.md §9.3)",
+            )
+        else:  # no byte at all: a new session's core ends it, as without resumption
+            self._new_session(link, None)
+
+    def _new_session(self, link: Link, first: bytes | None) -> None:
         driver = self._make_driver()
         session = Session(self.resume, client=False, high=self._high)
         session.bind(driver)
@@ -226,7 +242,10 @@ class ResumeRegistry:
         session.on_finished = self._forget
         session.attach(link, [], presented=len(self._hello))
         driver.connection_made(session)
-        session.link_data(link, first)
+        if first is None:  # (the input ended before its first byte)
+            session.link_eof(link)
+        else:
+            session.link_data(link, first)
 
     def _register(self, session: Session) -> None:
         assert session.token is not None

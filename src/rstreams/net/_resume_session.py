@@ -583,6 +583,7 @@ class Link:
         self.session: Session | None = None
         self.on_made: Callable[[Link], object] | None = None
         self.on_first_bytes: Callable[[Link, bytearray], bool] | None = None  # server: decide
+        self.on_input_ended: Callable[[Link, bytearray], object] | None = None  # server: undecided
         self.resume_token: bytes | None = None  # client resume: what to send
         self.resume_position = 0
         self.parser: ResumeReplyParser | None = None
@@ -633,6 +634,11 @@ class Link:
     def eof_received(self) -> None:
         if self.session is not None:
             self.session.link_eof(self)
+        elif self.on_first_bytes is not None and self.on_input_ended is not None:
+            # A server link still deciding: the input ended before any byte or inside resume.
+            self.on_first_bytes = None
+            deciding, self._deciding = self._deciding, bytearray()
+            self.on_input_ended(self, deciding)
         else:
             self._no_answer(ConnectionResetError("the connection ended during the resume exchange"))
 
