@@ -224,6 +224,9 @@ class Admission:
         """Come back when the bucket has refilled to :data:`REOPEN` of the burst."""
         wait = (self.burst * REOPEN - self._balance) / self.share
         self._reopen = self._loop.call_later(wait, self._reopened)
+        _log.debug(
+            "the admission budget is spent: accepting again in %.3f s (%.3f s owed)", wait, -self._balance
+        )
 
     def add_gate(self, gate: Gate) -> None:
         """Pause ``gate`` whenever the bucket runs empty, resume it once it has refilled."""
