@@ -41,7 +41,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "web": BASE | {"net", "observe", "replay"},
     "spark": BASE | {"flow", "net", "observe", "replay", "web"},
     "_cli_publishers": BASE | {"flow", "net"},
-    "_cli_observe": BASE | {"net", "observe"},
+    "_cli_observe": BASE | {"net", "observe", "replay"},
     "cli": BASE
     | {"flow", "net", "observe", "conformance", "replay", "web", "spark", "_cli_publishers", "_cli_observe"},
     "__init__": BASE | {"flow", "net"},

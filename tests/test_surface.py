@@ -64,10 +64,26 @@ def test_the_walk_sees_the_package() -> None:
     assert len(SLOTTED) > 50
 
 
-@pytest.mark.parametrize("cls", EXCEPTIONS, ids=_name)
+INTERNAL_SIGNALS = {"rstreams.spark._demo._Stopped"}
+"""BaseExceptions that never leave the function that raises them: the demo's stop on SIGTERM or
+Ctrl-C, raised in its main thread and caught by run_demo itself (a BaseException, as
+KeyboardInterrupt is, so that no ``except Exception`` on the way swallows it)."""
+
+
+@pytest.mark.parametrize("cls", [c for c in EXCEPTIONS if _name(c) not in INTERNAL_SIGNALS], ids=_name)
 def test_every_exception_is_in_the_tree(cls: type[BaseException]) -> None:
     """`except rstreams.ReactiveStreamsError` catches everything rstreams raises or signals."""
     assert issubclass(cls, rstreams.ReactiveStreamsError), f"{_name(cls)} is outside ReactiveStreamsError"
+
+
+@pytest.mark.parametrize("name", sorted(INTERNAL_SIGNALS))
+def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
+    """What the tree test leaves out is a private BaseException that ``except Exception`` does not
+    catch, and that its module does not export."""
+    (cls,) = [c for c in EXCEPTIONS if _name(c) == name]
+    module = importlib.import_module(cls.__module__)
+    assert cls.__name__.startswith("_") and not issubclass(cls, Exception)
+    assert cls.__name__ not in getattr(module, "__all__", ())
 
 
 @pytest.mark.parametrize(

@@ -119,7 +119,7 @@ def client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
         ValueError: a file does not load, a key without its certificate, or an option on a URL
             without TLS; one line naming the option and its file.
     """
-    from rstreams.replay._access import Access  # the same checks and messages as rstreams publish
+    from rstreams.replay import Access  # the same checks and messages as rstreams publish
 
     access = Access(cafile=args.cafile, certfile=args.certfile, keyfile=args.keyfile)
     if not access.uses_tls:

@@ -47,7 +47,7 @@ from rstreams.replay import ReplayLog, ReplayServer
 from rstreams.rules import check_subscriber
 from rstreams.spark._demo_view import DemoView, Tick, window_lines
 
-__all__ = ["SensorSource", "Stopped", "run_demo"]
+__all__ = ["SensorSource", "run_demo"]
 
 SCHEMA = "sensor string, ts timestamp, value double"
 FIRST_BATCH_TIMEOUT = 180.0
@@ -201,7 +201,7 @@ def _session(master: str, log: str, guard: _Signals) -> Any:
     return spark
 
 
-class Stopped(BaseException):
+class _Stopped(BaseException):
     """Raised in the main thread by the first SIGTERM or SIGINT while the demo starts or runs.
 
     A ``BaseException``, as ``KeyboardInterrupt`` is: no ``except Exception`` on the way
@@ -216,7 +216,7 @@ class Stopped(BaseException):
 class _Signals:
     """SIGTERM and SIGINT while the demo runs (handled in the main thread only).
 
-    The first one raises :class:`Stopped` while the demo starts or runs (but see
+    The first one raises :class:`_Stopped` while the demo starts or runs (but see
     :meth:`held`); once it is stopping anyway, it is only noted (the stopping goes on,
     without saving if nothing was published). A second one ends the process at once, the JVM
     with it (its standard input closes).
@@ -241,7 +241,7 @@ class _Signals:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        """Inside, a signal is only noted; raised as :class:`Stopped` on the way out."""
+        """Inside, a signal is only noted; raised as :class:`_Stopped` on the way out."""
         self._holding = True
         try:
             yield
@@ -250,12 +250,12 @@ class _Signals:
         self.check()
 
     def check(self) -> None:
-        """Raise :class:`Stopped` if a signal was only noted (see :meth:`_handle`)."""
+        """Raise :class:`_Stopped` if a signal was only noted (see :meth:`_handle`)."""
         if self.signum is not None and not (self.stopping or self._holding):
-            raise Stopped(self.signum)
+            raise _Stopped(self.signum)
 
     def _handle(self, signum: int, frame: Any) -> None:
-        """Raise :class:`Stopped`, unless held, stopping or inside a call into the JVM (an
+        """Raise :class:`_Stopped`, unless held, stopping or inside a call into the JVM (an
         exception there would leave Py4J's connection mid-answer): the signal is then only
         noted, and raised by the next :meth:`check`, once the call has returned."""
         if self.signum is None:
@@ -368,7 +368,7 @@ def run_demo(
             say(f"(from another terminal: rstreams top {server.url})\n")
             figures = _watch(query, server, source, view, seconds, stream, guard.check)
             guard.stopping = True
-        except Stopped:
+        except _Stopped:
             pass
         except KeyboardInterrupt:  # Ctrl-C without ``signals``
             guard.signum = signal.SIGINT
