@@ -111,3 +111,21 @@ async def test_a_paused_connection_keeps_no_spare_buffer() -> None:
     protocol.get_buffer(-1)  # the spare is made
     protocol.pause_reading()
     assert protocol._spare is None and len(protocol.get_buffer(-1)) == SMALL_READ_SIZE
+
+
+async def test_a_read_size_the_parser_said_applies_to_the_next_read_only() -> None:
+    handler = Borrowing()
+    protocol = StreamProtocol(handler)
+    read(protocol, b"i" * FIRST_READ_SIZE)
+    read(protocol, b"b" * SMALL_READ_SIZE)  # bulk: the big buffer
+    big = protocol.get_buffer(-1)
+    assert isinstance(big.obj, ReadBuffer)
+    big.obj.fits = 1000  # as the parser says in a run of large frames
+    assert len(protocol.get_buffer(-1)) == 1000 and big.obj.fits == 0
+    read(protocol, b"x" * 1000)
+    assert len(protocol.get_buffer(-1)) == SOCKET_READ_SIZE
+    handler.borrow = True  # a cut element: kept, and a size said; it applies to the spare
+    read(protocol, b"y" * 1000)
+    big.obj.fits = 3000
+    spare = protocol.get_buffer(-1)
+    assert spare.obj is not big.obj and len(spare) == 3000

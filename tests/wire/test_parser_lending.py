@@ -127,3 +127,45 @@ def test_runs_of_equal_headers_and_their_ends(read: int, batch: bool) -> None:
     data = wire(*RUNS)
     frames, _ = _feed([read] * (len(data) // read + 1), batch=batch, data=data)
     assert _elements(frames) == _elements(list(RUNS))
+
+
+def test_in_a_run_of_large_frames_the_buffer_says_the_read_size_that_cuts_none() -> None:
+    element = bytes(range(256)) * 256  # 64 KiB: 65541 bytes a frame
+    data = wire(*[OnNext(subscriber=1, element=element)] * 40, OnComplete(subscriber=1))
+    parser = FrameParser(
+        max_element_size=1 << 20, max_string_length=100, max_extensions=8, batch_on_next=True
+    )
+    current, spare = ReadBuffer(3 * BUFFER), ReadBuffer(3 * BUFFER)
+    frames: list[Frame | OnNextBatch] = []
+    pos = lent = 0
+    sizes: list[int] = []
+    while pos < len(data):
+        size = current.fits or 100_000  # the first read cuts an element: the others need not
+        current.fits = 0
+        if current.lent:  # what StreamProtocol.get_buffer does
+            current.lent = False
+            current, spare = spare, current
+        read = data[pos : pos + size]
+        current[: len(read)] = read
+        frames += parser.feed(memoryview(current)[: len(read)])
+        spare[:] = b"\xee" * len(spare)
+        lent += current.lent
+        sizes.append(size)
+        pos += len(read)
+    assert _elements(frames) == [(1, element)] * 40 and frames[-1] == OnComplete(subscriber=1)
+    assert lent == 1  # the first read's end only
+    # After the first: the rest of the cut frame and four whole frames, then four whole frames.
+    assert sizes[1] == (2 * 65541 - 100_000) + 4 * 65541 and set(sizes[2:-1]) == {4 * 65541}
+
+
+def test_no_read_size_is_said_outside_runs_of_large_frames() -> None:
+    parser = FrameParser(max_element_size=1 << 20, max_string_length=100, max_extensions=8)
+    buffer = ReadBuffer(BUFFER)
+    small = wire(*[OnNext(subscriber=1, element=b"s" * 100)] * 10)
+    buffer[: len(small)] = small
+    parser.feed(memoryview(buffer)[: len(small)])
+    assert buffer.fits == 0
+    big = wire(OnNext(subscriber=1, element=b"b" * (BUFFER + 10)))  # longer than the buffer: none fits
+    buffer[:] = big[:BUFFER]
+    parser.feed(memoryview(buffer))
+    assert buffer.lent and buffer.fits == 0

@@ -14,7 +14,10 @@ reads in a row that would have fitted the small buffer it goes back to small. Th
 :class:`~rstreams.wire._parser.ReadBuffer`: when the parser keeps a view of a read's last bytes
 (a large element cut by the end of the read, joined once the rest arrives: one copy of it, not
 two), the next read goes into a spare buffer of the same size, and the two take turns while
-that goes on (so a connection in bulk transfer holds at most two big buffers). TLS is the
+that goes on (so a connection in bulk transfer holds at most two big buffers). In a run of
+large frames the parser also says the size of a read that ends where a frame ends
+(``ReadBuffer.fits``): the next read asks for that much, cuts no element and lends nothing,
+so reads go on into one buffer, which stays in the cache. TLS is the
 same transport with ``ssl=``: asyncio's SSL layer honours BufferedProtocol too.
 
 Pipes: a pipe pair is two asyncio transports (one read, one write), which
@@ -147,6 +150,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint: int) -> memoryview:
         buffer = self._buffer
+        fits = buffer.fits  # in a run of large frames: the size of a read that ends where one does
         if buffer.lent:
             # The parser keeps a view of the last read's end: read into the spare buffer next;
             # the lent one becomes the spare (read into again only after the next read was
@@ -158,6 +162,9 @@ class StreamProtocol(asyncio.BufferedProtocol):
                 self._spare_view = memoryview(spare)
             self._spare, self._buffer = buffer, spare
             self._spare_view, self._view = self._view, self._spare_view
+        if fits:  # (the same in both buffers: they are as long)
+            buffer.fits = 0  # for this read only
+            return self._view[:fits]  # it cuts no element: nothing lent, the next read comes here too
         return self._view
 
     def _resize(self, size: int) -> None:

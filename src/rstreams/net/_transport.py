@@ -52,11 +52,13 @@ READ_BUFFER_SIZE = 64 * 1024
 ``recv`` makes glibc map and unmap a block on every read on this class of machine
 (notes/machine-limits.md, pitfall 1); ``recv_into`` a reused 64 KiB buffer avoids it."""
 
-SOCKET_READ_SIZE = 256 * 1024
+SOCKET_READ_SIZE = 272 * 1024
 """Size of a socket connection's ``recv_into`` buffer during bulk transfer (it starts small and
 grows when a read fills it, see :mod:`rstreams.net._stream`). Reading into a reused buffer
 never allocates, so the 256 KiB pitfall above does not apply; large reads mean fewer
-syscalls and loop turns for large elements."""
+syscalls and loop turns for large elements. 256 KiB and a sixteenth: in a run of large
+elements reads are sized to end where a frame ends (``ReadBuffer.fits``), and four 64 KiB
+elements with their headers are a little more than 256 KiB."""
 
 DEFAULT_HIGH_WATER = 1024 * 1024
 """Unsent bytes above which the transport reports "not writable" and local publishers stop

@@ -176,14 +176,23 @@ class ReadBuffer(bytearray):
     onNext runs past the end of that read, the parser keeps a view of its start instead of a
     copy and sets :attr:`lent`; the reader then reads into another buffer next (clearing the
     flag), so the view stays valid until the next feed returns, by which time the parser has
-    joined the element or copied the view. The parser keeps a view of one read at most."""
+    joined the element or copied the view. The parser keeps a view of one read at most.
 
-    __slots__ = ("lent",)
+    During a run of large onNext frames of one length the parser also says how long the next
+    read should be to end where a frame ends (:attr:`fits`): reads of that size cut no element,
+    so nothing is lent and the reader keeps reading into this one buffer, which stays warm in
+    the cache, rather than into two in turns."""
+
+    __slots__ = ("fits", "lent")
 
     def __init__(self, size: int) -> None:
         super().__init__(size)
         self.lent = False
         """A parser keeps a view of these bytes: do not read into them before the next feed."""
+        self.fits = 0
+        """The size of the next read that ends where a large frame ends (at most this buffer's
+        length), set by the parser in a run of large frames; 0: no such size known. For the
+        next read only: the reader clears it when it uses it."""
 
 
 class FrameParser:
@@ -202,6 +211,7 @@ class FrameParser:
         "_pending_sid",
         "_pieces",
         "_probe",
+        "_stride",
         "element_sizes",
         "error",
         "metadata_window",
@@ -223,6 +233,7 @@ class FrameParser:
         self._lent = False  # its last piece is a view into a ReadBuffer (see _large_frames)
         self._missing = 0  # bytes of that payload still to come
         self._pending_sid = 0
+        self._stride = 0  # the bytes of that onNext frame, header and payload
         self._probe = _RUN_MIN
         self._known: tuple[tuple[int, ...] | None, int, int, Callable[..., tuple[bytes]]] = (
             None,
@@ -423,6 +434,7 @@ class FrameParser:
                         cut = p
                         self._pending_sid = sid
                         self._missing = end - n
+                        self._stride = end - pos
                         break
                     element = take(data, p)[0]  # (bytes(data[p:end]), made in C without a slice)
                     pos = end
@@ -439,10 +451,17 @@ class FrameParser:
             except (Incomplete, FrameError):
                 pass
             if cut < 0:
+                if pos == n and known is not None:  # the read ended where a frame of the run did
+                    buffer = data.obj if type(data) is memoryview else None
+                    if type(buffer) is ReadBuffer:  # the next may too: whole frames of 5 + length
+                        buffer.fits = len(buffer) // (5 + length) * (5 + length)  # (0: none fits)
                 return pos
         # Keep data[cut:] as the payload's next piece.
         buffer = data.obj if type(data) is memoryview else None
         if type(buffer) is ReadBuffer:
+            # the next read: the rest of this payload and as many whole frames as fit after it
+            whole = (len(buffer) - self._missing) // self._stride
+            buffer.fits = self._missing + whole * self._stride if whole > 0 else 0
             buffer.lent = True
             piece: bytes | memoryview = data[cut:] if cut else data  # type: ignore[assignment]  # a memoryview
             self._lent = True
@@ -466,6 +485,7 @@ class FrameParser:
         except Incomplete:
             return False
         self._pending_sid = sid
+        self._stride = p - pos + length
         self._pieces = [memoryview(chunk)[p:]]  # chunk is immutable bytes: a view is safe to keep
         self._lent = False
         self._missing = length - (n - p)
