@@ -468,6 +468,51 @@ def test_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path, scheme: 
             assert err.startswith(f"rstreams {command}: {said}") and err.count("\n") == 1, err
 
 
+@pytest.mark.timeout(60)
+def test_serve_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """`serve --tls-client-ca`: a client with a certificate that CA signed reads; one without a
+    certificate is refused, and told to pass --certfile."""
+    from testkit.tls import TestCA
+
+    ca = TestCA.make(tmp_path, "serve mtls CA")
+    server, alice = ca.issue("server", san=("127.0.0.1",)), ca.issue("alice", client=True)
+    trust = ["--cafile", str(ca.cert)]
+    with cli_server(
+        *("--tls-cert", str(server.cert), "--tls-key", str(server.key), "--tls-client-ca", str(ca.cert)),
+        url="tls://127.0.0.1:0",
+    ) as line:
+        url = url_of(line)
+        client = [*trust, "--certfile", str(alice.cert), "--keyfile", str(alice.key)]
+        assert subscribe(capsys, url, "counter?to=2", *client)[:2] == (0, ["0", "1"])
+        status, lines, err = subscribe(capsys, url, "counter?to=2", *trust)
+        assert (status, lines) == (2, [])
+        hint = " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
+        assert err.startswith("rstreams subscribe: ") and url in err and err.endswith(hint), err
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", [[], ["log"]])
+@pytest.mark.parametrize("kind", ["missing", "not PEM"])
+def test_serve_tls_client_ca_that_does_not_load(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: list[str], kind: str
+) -> None:
+    """A --tls-client-ca file that is missing or holds no certificate: one line naming the
+    option and the file, exit 2, before listening (on a port that is then still free)."""
+    from testkit.tls import TestCA
+
+    server = TestCA.make(tmp_path, "CA").issue("server", san=("127.0.0.1",))
+    bad = tmp_path / "clients-ca.pem"
+    if kind == "not PEM":
+        bad.write_text("not a certificate\n")
+    port = _closed_port()
+    tls = ["--tls-cert", str(server.cert), "--tls-key", str(server.key), "--tls-client-ca", str(bad)]
+    assert main(["serve", f"tls://127.0.0.1:{port}", *name, *tls]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams serve: cannot load --tls-client-ca {bad}: ") and err.count("\n") == 1
+    with socket.socket() as probe:  # nothing was bound: the port is still free
+        probe.bind(("127.0.0.1", port))
+
+
 class ManualPublisher:
     """One subscriber; the test emits to it (from its own thread) once demand has arrived."""
 
@@ -611,6 +656,14 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
         (["serve", "tcp://127.0.0.1:0", "--tls-cert", "c.pem"], "--tls-cert is for tls:// and wss:// URLs"),
         (["serve", "tls://127.0.0.1:0", "--tls-key", "k.pem"], "--tls-key needs --tls-cert too"),
         (["serve", "tls://127.0.0.1:0", "--tls-cert", "missing.pem"], "cannot load --tls-cert missing.pem: "),
+        (
+            ["serve", "tcp://127.0.0.1:0", "--tls-client-ca", "ca.pem"],
+            "--tls-client-ca ca.pem is for tls:// and wss:// URLs, not tcp://127.0.0.1:0",
+        ),
+        (
+            ["serve", "ws://127.0.0.1:0/rsio", "log", "--tls-client-ca", "ca.pem"],
+            "--tls-client-ca ca.pem is for tls:// and wss:// URLs, not ws://127.0.0.1:0/rsio",
+        ),
         (
             ["subscribe", "tls://127.0.0.1:1", "x", "--cafile", "missing.pem"],
             "cannot load --cafile missing.pem (FileNotFoundError: ",

@@ -5,7 +5,8 @@
 * ``rstreams serve URL``: serve the built-in demo publishers ``counter`` and
   ``sensors/{id}`` (:mod:`rstreams._cli_publishers`), or with ``--publishers
   module:NAME`` (or ``file.py:NAME``) a user's mapping, as ``rstreams.serve`` takes it;
-  ``--codec``, ``--resume``; both forms take ``--tls-cert``/``--tls-key`` and ``--token``.
+  ``--codec``, ``--resume``; both forms take ``--tls-cert``/``--tls-key`` (and
+  ``--tls-client-ca``: mutual TLS) and ``--token``.
 * ``rstreams serve URL NAME``: serve the lines of standard input as a replay log ``NAME``
   (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
   reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to;
@@ -304,8 +305,13 @@ def _cannot_serve(url: str, bad: BaseException) -> str:
 
 
 def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
-    """The server's TLS context from ``--tls-cert``/``--tls-key``; ValueError names a mismatch."""
+    """The server's TLS context from ``--tls-cert``/``--tls-key`` (and ``--tls-client-ca``: mutual
+    TLS, as docs/security.md builds it); ValueError names a mismatch."""
     secure = args.url.partition("://")[0] in ("tls", "wss")
+    if args.tls_client_ca is not None and not secure:
+        raise ValueError(
+            f"--tls-client-ca {args.tls_client_ca} is for tls:// and wss:// URLs, not {args.url}"
+        )
     if args.tls_cert is None:
         if args.tls_key is not None:
             raise ValueError("--tls-key needs --tls-cert too")
@@ -322,6 +328,12 @@ def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     except (OSError, ssl.SSLError) as bad:
         key = "" if args.tls_key is None else f" / --tls-key {args.tls_key}"
         raise ValueError(f"cannot load --tls-cert {args.tls_cert}{key}: {bad}") from None
+    if args.tls_client_ca is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        try:
+            context.load_verify_locations(cafile=args.tls_client_ca)
+        except (OSError, ssl.SSLError) as bad:
+            raise ValueError(f"cannot load --tls-client-ca {args.tls_client_ca}: {bad}") from None
     return context
 
 
@@ -647,6 +659,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("name", nargs="?", help="serve standard input's lines as the replay log NAME")
     serve.add_argument("--tls-cert", metavar="PEM", help="certificate chain for tls:// and wss://")
     serve.add_argument("--tls-key", metavar="PEM", help="its private key (if not in --tls-cert)")
+    serve.add_argument(
+        "--tls-client-ca",
+        metavar="PEM",
+        help="mutual TLS: clients must present a certificate signed by this CA (or one of these CAs)",
+    )
     serve.add_argument(
         "--token",
         help="accept only clients presenting this token (default: $RSTREAMS_TOKEN; none: no auth)",
