@@ -40,6 +40,16 @@ def offer(n: int) -> dict[str, Any]:
     return {"count": lambda params: counted(int(params.get("n", n)))}
 
 
+async def serves_a_resumable_client(url: str) -> None:
+    """A well-behaved resumable client still reads ``count`` (offer(3)) from the server at url."""
+    received = Collector()
+    client = await connect(url, resume=FAST)
+    client.publisher("count").subscribe(received)
+    await received.finished()
+    await client.aclose()
+    assert received.items == [0, 1, 2]
+
+
 def session_of(conn: Connection) -> Session:
     session = session_or_none(conn)
     assert session is not None
@@ -368,12 +378,7 @@ async def test_malformed_resume_is_refused_and_the_server_goes_on(first: bytes) 
         outcome = parser.feed(data)
         assert isinstance(outcome, Refused), data
         assert "§16" in outcome.reason
-        received = Collector()
-        client = await connect(server.url, resume=FAST)
-        client.publisher("count").subscribe(received)
-        await received.finished()
-        await client.aclose()
-        assert received.items == [0, 1, 2]
+        await serves_a_resumable_client(server.url)
 
 
 async def test_resume_over_websocket() -> None:
@@ -500,9 +505,4 @@ async def test_input_ending_before_the_first_bytes_decide_ends_the_connection_at
             parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
             goodbyes = [frame for frame in parser.feed(data) if isinstance(frame, Goodbye)]
             assert len(goodbyes) == 1 and "§9.3" in goodbyes[0].reason, data
-        received = Collector()
-        client = await connect(server.url, resume=FAST)
-        client.publisher("count").subscribe(received)
-        await received.finished()
-        await client.aclose()
-        assert received.items == [0, 1, 2]
+        await serves_a_resumable_client(server.url)
