@@ -469,9 +469,10 @@ def test_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path, scheme: 
 
 
 @pytest.mark.timeout(60)
-def test_serve_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """`serve --tls-client-ca`: a client with a certificate that CA signed reads; one without a
-    certificate is refused, and told to pass --certfile."""
+@pytest.mark.parametrize("address", ["tls://127.0.0.1:0", "wss://127.0.0.1:0/rsio"])
+def test_serve_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path, address: str) -> None:
+    """`serve --tls-client-ca` on tls:// and wss://: a client with a certificate that CA signed
+    reads; one without a certificate is refused, and told to pass --certfile."""
     from testkit.tls import TestCA
 
     ca = TestCA.make(tmp_path, "serve mtls CA")
@@ -479,9 +480,10 @@ def test_serve_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     trust = ["--cafile", str(ca.cert)]
     with cli_server(
         *("--tls-cert", str(server.cert), "--tls-key", str(server.key), "--tls-client-ca", str(ca.cert)),
-        url="tls://127.0.0.1:0",
+        url=address,
     ) as line:
         url = url_of(line)
+        assert url.startswith(address.partition(":0")[0] + ":"), url
         client = [*trust, "--certfile", str(alice.cert), "--keyfile", str(alice.key)]
         assert subscribe(capsys, url, "counter?to=2", *client)[:2] == (0, ["0", "1"])
         status, lines, err = subscribe(capsys, url, "counter?to=2", *trust)
