@@ -581,13 +581,23 @@ def test_serve_resume(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.timeout(30)
-def test_a_token_for_a_server_without_auth_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    """--token towards a server that does not do auth: the client refuses to go on, and says why."""
+def test_a_token_for_a_server_without_auth_exits_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--token towards a server that does not do auth: the client refuses to go on, says why,
+    and that the server takes no token (not that it asks for one); subscribe, ping, top, publish."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+    hint = " (--token: this server takes none; leave it out, and $RSTREAMS_TOKEN unset)\n"
     with served(builtin_publishers()) as url:
         status, lines, err = subscribe(capsys, url, "counter?to=2", "--token", "t")
-    assert (status, lines) == (2, [])
-    assert err.startswith(f"rstreams subscribe: connection to {url} ended: ")
-    assert "does not offer extension auth" in err
+        assert (status, lines) == (2, [])
+        assert err.startswith(f"rstreams subscribe: connection to {url} ended: ")
+        assert "does not offer extension auth" in err and err.endswith(hint), err
+        for command, name in (("ping", []), ("top", []), ("publish", ["results"])):
+            assert main([command, url, *name, "--token", "t", "--timeout", "10"]) == 2
+            err = capsys.readouterr().err
+            assert err.startswith(f"rstreams {command}: ") and err.count("\n") == 1, err
+            assert "does not offer extension auth" in err and err.endswith(hint), err
 
 
 @pytest.mark.timeout(30)

@@ -69,6 +69,8 @@ def access_hint(error: object, certfile: str | None = None) -> str:
         if certfile is None:
             return " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
         return f" (--certfile {certfile}: a client certificate the server trusts, when it requires one)"
+    if "does not offer extension auth" in text:  # our token, towards a server without auth
+        return " (--token: this server takes none; leave it out, and $RSTREAMS_TOKEN unset)"
     if "PROTOCOL.md §15.2" in text:
         return " (--token: this server asks for one)"
     if "PROTOCOL.md §15.3" in text:
