@@ -601,6 +601,28 @@ def test_a_token_for_a_server_without_auth_exits_2(
 
 
 @pytest.mark.timeout(30)
+def test_tls_towards_a_server_without_it_names_the_url(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tls:// to a server that serves tcp://: one line saying the server does not speak TLS
+    there (not only OpenSSL's "wrong version number"), exit 2; subscribe, ping, top, publish."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+    hint = " (the URL: the server does not speak TLS there; tcp:// or ws:// for one served without it)\n"
+    with served(builtin_publishers()) as plain:
+        url = plain.replace("tcp://", "tls://")
+        for command, name in (
+            ("subscribe", ["counter"]),
+            ("ping", []),
+            ("top", []),
+            ("publish", ["results"]),
+        ):
+            assert main([command, url, *name, "--timeout", "10"]) == 2
+            err = capsys.readouterr().err
+            assert err.startswith(f"rstreams {command}: ") and err.count("\n") == 1, err
+            assert "WRONG_VERSION_NUMBER" in err and err.endswith(hint), err
+
+
+@pytest.mark.timeout(30)
 def test_the_token_variable_leaves_the_log_mode_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """$RSTREAMS_TOKEN set does not make `serve URL NAME` refuse --token it was never given."""
     monkeypatch.setenv("RSTREAMS_TOKEN", "t")

@@ -65,6 +65,8 @@ def access_hint(error: object, certfile: str | None = None) -> str:
         return " (connect by a host name the server's certificate carries)"
     if "CERTIFICATE_VERIFY_FAILED" in text:
         return " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
+    if "WRONG_VERSION_NUMBER" in text:  # TLS towards a server that does not speak it
+        return " (the URL: the server does not speak TLS there; tcp:// or ws:// for one served without it)"
     if TLS_REFUSAL_HINT in text:  # the connection ended in or just after the TLS handshake
         if certfile is None:
             return " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
