@@ -105,6 +105,7 @@ def cli_server(*options: str, url: str = "tcp://127.0.0.1:0") -> Iterator[str]:
     """``rstreams serve URL OPTIONS`` as a process; yields the line it announces itself with."""
     process = subprocess.Popen(
         [sys.executable, "-m", "rstreams.cli", "serve", url, *options],
+        stdin=subprocess.DEVNULL,  # serve URL NAME: an empty log, served on
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -620,6 +621,80 @@ def test_tls_towards_a_server_without_it_names_the_url(
             err = capsys.readouterr().err
             assert err.startswith(f"rstreams {command}: ") and err.count("\n") == 1, err
             assert "WRONG_VERSION_NUMBER" in err and err.endswith(hint), err
+
+
+def publish(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, stdin: bytes, *argv: str
+) -> tuple[int, str]:
+    """``rstreams publish ARGV`` in this process, ``stdin`` its standard input: (exit status, stderr)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    status = main(["publish", *argv])
+    return status, capsys.readouterr().err
+
+
+NOT_A_SINK = " (NAME: a sink log of that server, one it serves with --sink NAME)\n"
+
+
+@pytest.mark.timeout(60)
+def test_publish_refusals_name_what_to_change(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rstreams serve URL log --sink results` as a process: publish's refusals are one line,
+    exit 1, saying what to pass instead: a name that is no log, a log that is not a sink, one of
+    the server's own publishers (its JSON answer is not a sink log's), a line past
+    max_element_size (PROTOCOL.md §11); the sink itself takes the lines."""
+    with cli_server("log", "--sink", "results") as announced:
+        url = url_of(announced)
+        for name, says in (
+            ("nope", f"rstreams publish: {url} refused 'nope': no publisher named 'nope'"),
+            ("log", f"rstreams publish: {url} refused 'log': LookupError: log 'log' is not a sink log"),
+            (
+                "rstreams/health",
+                f"rstreams publish: {url} did not answer 'rstreams/health' as a sink log does",
+            ),
+        ):
+            status, err = publish(capsys, monkeypatch, b"one\n", url, name, "--timeout", "10")
+            assert status == 1 and err.startswith(says) and err.endswith(NOT_A_SINK), err
+            assert err.count("\n") == 1, err
+        line = b"x" * (16 * 1024 * 1024 + 1) + b"\n"
+        status, err = publish(capsys, monkeypatch, line, url, "results", "--timeout", "30")
+        assert (status, err.count("\n")) == (1, 1), err
+        assert err.startswith(f"rstreams publish: {url} refused 'results': ") and "max_element_size" in err
+        assert err.endswith(" (each line is one element, at most max_element_size bytes: PROTOCOL.md §11)\n")
+        assert publish(capsys, monkeypatch, b"one\ntwo\n", url, "results") == (
+            0,
+            "published 2 of 2 lines on 'results'\n",
+        )
+
+
+@pytest.mark.timeout(30)
+def test_publish_past_the_staging_bound_says_to_publish_in_parts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More lines than a sink log stages at once (its bound, staging_bytes=): exit 1, and the
+    line says that standard input is staged whole, so publish it in parts."""
+    from rstreams.replay import ReplayLog, ReplayServer
+
+    sinks = {"results": ReplayLog("results", capacity=10, evict=True)}
+    with ReplayServer({}, sinks=sinks, staging_bytes=8) as server:
+        url = server.url
+        status, err = publish(capsys, monkeypatch, b"12345\n67890\n", url, "results")
+    assert (status, err.count("\n")) == (1, 1), err
+    assert err.startswith(f"rstreams publish: {url} refused 'results': ") and "staging area full" in err
+    assert err.endswith(" (all of standard input is staged before it is published: publish it in parts)\n")
+
+
+@pytest.mark.timeout(30)
+def test_publish_to_a_closed_server_names_the_url_and_timeout(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing listening (a server stopped, a wrong port): retried for --timeout, then one line
+    asking whether a server listens at the URL and naming --timeout, exit 2."""
+    url = f"tcp://127.0.0.1:{_closed_port()}"
+    status, err = publish(capsys, monkeypatch, b"one\n", url, "results", "--timeout", "0.3")
+    assert (status, err.count("\n")) == (2, 1), err
+    assert err.startswith(f"rstreams publish: replay server {url} could not be reached for 0.3 s (")
+    assert err.endswith(" (the URL: is a server listening there? --timeout S: how long to retry)\n")
 
 
 @pytest.mark.timeout(30)

@@ -574,11 +574,26 @@ def _publish(args: argparse.Namespace) -> int:
     try:
         count = upload(args.url, args.name, token, lines, args.timeout, access=access)
         name = f"{args.name}?publish=0&writer=cli-{token}&tokens={token}"
-        answer = request_json(args.url, name, args.timeout, access=access)
-    except RemoteLogError as refused:  # not a sink log, no such name
-        return _fail("publish", f"{args.url} refused {args.name!r}: {refused}", 1)
-    except (AccessDeniedError, ServerUnavailableError) as bad:
-        hint = access_hint(bad, args.certfile) or " (--token, --cafile, --certfile, --server-name, --timeout)"
+        published = request_json(args.url, name, args.timeout, access=access)["count"]
+    except RemoteLogError as refused:  # not a sink log, no such name, a line too long
+        return _fail(
+            "publish", f"{args.url} refused {args.name!r}: {refused}{_refusal_hint(str(refused))}", 1
+        )
+    except (TypeError, ValueError, KeyError) as odd:  # an answer, but not a sink log's (JSON, a count)
+        said = f"{type(odd).__name__}: {odd}"
+        return _fail(
+            "publish", f"{args.url} did not answer {args.name!r} as a sink log does ({said}){_NOT_A_SINK}", 1
+        )
+    except AccessDeniedError as bad:
+        return _fail(
+            "publish",
+            f"{bad}{access_hint(bad, args.certfile) or ' (--token, --cafile, --certfile, --server-name)'}",
+        )
+    except ServerUnavailableError as bad:
+        hint = (
+            access_hint(bad, args.certfile)
+            or " (the URL: is a server listening there? --timeout S: how long to retry)"
+        )
         return _fail("publish", f"{bad}{hint}")
     except TimeoutError:
         return _fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
@@ -586,8 +601,20 @@ def _publish(args: argparse.Namespace) -> int:
         return _fail("publish", f"connection to {args.url} ended: {broken}")
     except KeyboardInterrupt:
         return _fail("publish", "interrupted", 130)
-    print(f"published {answer['count']} of {count} lines on {args.name!r}", file=sys.stderr)
+    print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)
     return 0
+
+
+_NOT_A_SINK = " (NAME: a sink log of that server, one it serves with --sink NAME)"
+
+
+def _refusal_hint(message: str) -> str:
+    """What to change when the server refused ``rstreams publish``'s upload with ``message``."""
+    if "max_element_size" in message:
+        return " (each line is one element, at most max_element_size bytes: PROTOCOL.md §11)"
+    if "staging area full" in message:
+        return " (all of standard input is staged before it is published: publish it in parts)"
+    return _NOT_A_SINK
 
 
 def _conformance(args: argparse.Namespace) -> int:
