@@ -685,6 +685,21 @@ def test_publish_past_the_staging_bound_says_to_publish_in_parts(
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", ["", "results?from=0", "results?staged=1"])
+def test_publish_a_name_with_a_query_exits_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """NAME empty or with a '?' (publish adds its own query; `?staged=T` would wait for an upload
+    that never comes): one line naming NAME, exit 2, before connecting."""
+    status, err = publish(capsys, monkeypatch, b"one\n", f"tcp://127.0.0.1:{_closed_port()}", name)
+    assert (status, err) == (
+        2,
+        f"rstreams publish: NAME {name!r}: a sink log's name is not empty and has no '?' "
+        "(publish adds its own query)\n",
+    )
+
+
+@pytest.mark.timeout(30)
 def test_publish_to_a_closed_server_names_the_url_and_timeout(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

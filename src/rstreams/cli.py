@@ -557,6 +557,11 @@ def _publish(args: argparse.Namespace) -> int:
 
     if not args.timeout > 0:
         return _fail("publish", f"--timeout needs a number of seconds > 0, got {args.timeout}")
+    if not args.name or "?" in args.name:
+        return _fail(
+            "publish",
+            f"NAME {args.name!r}: a sink log's name is not empty and has no '?' (publish adds its own query)",
+        )
     access = Access(
         auth=args.token,
         cafile=args.cafile,
