@@ -1,0 +1,291 @@
+"""Fuzz the Java and the JavaScript servers: fuzz_net.py's inputs, over TCP, into a real process.
+
+``MODE`` is ``java`` (``RsioServer``, run as ``io.rstreams.conformance.FuzzServerMain`` from
+java/'s test classes, built by Maven here) or ``js`` (``listen()`` of @rstreams/rsio, run as
+``node fuzz/polyglot_server.mjs``; js/node_modules from ``npm ci``). Each serves the names
+fuzz_net's inputs use (``numbers``, ``big``, ``packed``; the JavaScript one also the message
+handler ``log`` and the channel ``echo``) with fuzz_net's small limits, and subscribes to each
+client's ``up``.
+
+The input layout and the raw client are fuzz_net.py's (imported, not copied): byte 0 bit 0
+prepends a clientHello listing every extension, bit 1 makes a lazy peer; each input's reads go
+to a fresh TCP connection one loop turn apart, then the raw client ends its output. The
+invariants are those fuzz_net can check from outside the server's process:
+
+* the server writes well-formed RS.io, and a goodbye for a protocol error names its PROTOCOL.md
+  section (fuzz_net's ``_Peer.check``);
+* the connection ends within ``WAIT`` seconds of our end of input (a close, or a goodbye that
+  waits for ours), and the server's output ends within ``WAIT`` of our close;
+* the server process stays alive and writes nothing to stderr (where the Java server's Netty
+  logs an exception that reached the end of its pipeline, and where the JavaScript server
+  writes every error reported to its ``onerror``);
+* a second, well-behaved client (the Python ``rstreams.connect``) completes a request/response
+  after every ``LEGIT_EVERY`` inputs (against the JavaScript server it also sends a message and
+  runs a channel whose input goes in parts), and after every failed input.
+
+A server that died is started again, so a campaign goes on past it.
+
+Run::
+
+    .venv/bin/python fuzz/fuzz_polyglot.py {java,js} --pure 100000 [SEED [SECONDS]]
+    .venv/bin/python fuzz/fuzz_polyglot.py {java,js} --replay HEX
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import IO
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fuzz_connection as wire_harness  # (this directory, put on the path above)
+import fuzz_net
+from fuzz_net import WAIT, Reader, Target, Writer, _Peer
+
+import rstreams
+from rstreams.errors import set_unhandled_error_hook
+from rstreams.net import connect
+from rstreams.wire import FrameParser, Goodbye, Request, Subscribe, encode
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+STARTUP = 120.0
+"""Seconds a server (and Maven, for the Java one's classpath) may take to start."""
+LEGIT_EVERY = 5
+"""The well-behaved client's request/response runs after every this many inputs."""
+
+
+def unavailable(mode: str) -> str | None:
+    """Why ``mode``'s server cannot run here (None: it can)."""
+    if mode == "java":
+        if shutil.which("mvn") is None or shutil.which("java") is None:
+            return "no mvn/java (JDK 17+ and Maven): the Java server needs them"
+        return None
+    if shutil.which("node") is None:
+        return "no node (Node.js 20+): the JavaScript server needs it"
+    if not (ROOT / "js" / "node_modules" / "ws").is_dir():
+        return "js/node_modules is missing: run `npm ci` in js/"
+    return None
+
+
+def java_classpath() -> str:
+    """java/'s test classes, classes and test-scope dependencies (compiled by Maven first)."""
+    java = ROOT / "java"
+    out = java / "target" / "fuzz-classpath.txt"
+    subprocess.run(
+        [
+            "mvn", "-B", "-ntp", "-q", "-f", str(java / "pom.xml"), "test-compile",
+            "dependency:build-classpath", f"-Dmdep.outputFile={out}", "-Dmdep.includeScope=test",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=STARTUP * 2,
+    )  # fmt: skip
+    deps = out.read_text(encoding="utf-8").strip()
+    return os.pathsep.join([str(java / "target" / "test-classes"), str(java / "target" / "classes"), deps])
+
+
+def server_command(mode: str) -> list[str]:
+    """The command that starts ``mode``'s server on a free TCP port of 127.0.0.1."""
+    if mode == "java":
+        main = "io.rstreams.conformance.FuzzServerMain"
+        return ["java", "-cp", java_classpath(), main, "tcp://127.0.0.1:0"]
+    return ["node", str(HERE / "polyglot_server.mjs"), "tcp://127.0.0.1:0"]
+
+
+class PolyglotTarget(Target):
+    """A server of another language, run as a process; fuzz_net's raw client and checks."""
+
+    def __init__(self, mode: str, command: list[str], every: int = LEGIT_EVERY) -> None:
+        super().__init__()
+        self.mode = mode
+        self.command = command
+        self.every = every
+        self.inputs = 0
+        self.restarts = 0
+        self.reasons: collections.Counter[str] = collections.Counter()
+        """The server's goodbyes, by reason (numbers left out)."""
+
+    # -- the process -----------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the server and wait for its ``serving on URL`` line."""
+        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+        self.process = await asyncio.create_subprocess_exec(
+            *self.command, stdout=subprocess.PIPE, stderr=self.stderr, cwd=ROOT
+        )
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), STARTUP)
+        if not line.startswith(b"serving on "):
+            await self.stop()
+            raise RuntimeError(f"{self.command[0]} server did not start: {line!r}, {self.logged()!r}")
+        self.url = line.decode().strip().rsplit(" ", 1)[1]
+        self.host, _, port = self.url.removeprefix("tcp://").rpartition(":")
+        self.port = int(port)
+        self.stdout = asyncio.create_task(self.process.stdout.read())  # (drained until it ends)
+        self.seen = 0
+        self.logged()  # (what it wrote while starting is not a failure)
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.terminate()
+            try:
+                await asyncio.wait_for(self.process.wait(), WAIT)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+        self.stderr.close()
+
+    def logged(self) -> str:
+        """What the server wrote to stderr since the last call."""
+        self.stderr.seek(self.seen)
+        text = self.stderr.read()
+        self.seen += len(text)
+        return text.decode(errors="replace")
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[PolyglotTarget]:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, context: self._record("loop exception", context))
+        previous = set_unhandled_error_hook(lambda error, where: self._record(f"unhandled in {where}", error))
+        await self.start()
+        try:
+            self.legit = await self.connect_legit()
+            yield self
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.legit.aclose(), WAIT)
+            await self.stop()
+            set_unhandled_error_hook(previous)
+
+    async def recover(self) -> None:
+        """After a failed input: a dead server is started again, a closed legit client reconnected."""
+        if self.process.returncode is not None:
+            self.restarts += 1
+            self.stderr.close()
+            await self.start()
+            self.legit = await self.connect_legit()
+        elif self.legit.closed:
+            self.legit = await self.connect_legit()
+
+    # -- fuzz_net's Target, from outside the server's process ---------------------------------
+    async def connect_legit(self) -> rstreams.net.Connection:
+        conn = await asyncio.wait_for(connect(self.url), WAIT)
+        await asyncio.wait_for(conn.request("numbers"), WAIT)
+        return conn
+
+    async def open_peer(self, head: int) -> tuple[Reader, Writer]:
+        return await asyncio.open_connection(self.host, self.port)
+
+    async def converse(self, head: int, chunks: list[wire_harness.Chunk], known: int) -> None:
+        """fuzz_net's conversation; a goodbye that answers the input's own may say anything (§9.1)."""
+        reader, writer = await asyncio.wait_for(self.open_peer(head), WAIT)
+        self.peer = peer = _Peer(reader)
+        await self.write(peer, writer, chunks, known, lazy=bool(head & 2))
+        for goodbye in peer.goodbyes:  # (a campaign's reach: which rules its inputs broke)
+            self.reasons[re.sub(r"\d+", "N", goodbye.reason)[:100]] += 1
+        if _says_goodbye(chunks):
+            peer.goodbyes = [goodbye for goodbye in peer.goodbyes if goodbye.reason]
+        peer.check()
+
+    async def _run(self, data: bytes) -> None:
+        head, self.byte1, chunks = wire_harness.parse_input(data) if data else (0, 0, [])
+        self.inputs += 1
+        try:
+            await self.converse(head, self.prepare(head, chunks), 0)
+        except AssertionError as error:  # (then the checks below still run)
+            self._record("invariant", error)
+        await asyncio.sleep(0.01)  # (what the server logs about this input reaches stderr)
+        if logged := self.logged():
+            self._record("the server logged", logged[-2000:])
+        assert self.process.returncode is None, f"the server exited with status {self.process.returncode}"
+        if self.inputs % self.every == 0 or self.failures:
+            await self._check_legit(self.inputs)
+
+    async def _check_legit(self, salt: int) -> None:
+        legit = self.legit
+        assert not legit.closed, "the well-behaved client's connection closed"
+        got = await fuzz_net._within(legit.request("numbers"), "the well-behaved client's request/response")
+        assert got == b"\x00", f"request/response answered {got!r}"
+        if self.mode == "js" and salt % (self.every * 4) == 0:
+            before = int(await asyncio.wait_for(legit.request("messages"), WAIT))
+            await asyncio.wait_for(legit.send("log", b"still here"), WAIT)
+            parts = [bytes(40_000), b"x"]  # larger than the split threshold: sent in parts
+            out = await asyncio.wait_for(legit.channel("echo", rstreams.from_iterable(parts)).collect(), WAIT)
+            assert out == [bytes(40_000), b"X"], "the channel's output"
+            after = int(await asyncio.wait_for(legit.request("messages"), WAIT))
+            assert after > before, "the message did not reach its handler"
+
+
+def _says_goodbye(chunks: list[wire_harness.Chunk]) -> bool:
+    """Whether the reads before the input's end hold a goodbye (among well-formed frames)."""
+    end = chunks.index(wire_harness.EOF) if wire_harness.EOF in chunks else len(chunks)
+    written = b"".join(chunk for chunk in chunks[:end] if isinstance(chunk, bytes))
+    parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
+    return any(isinstance(frame, Goodbye) for frame in parser.feed(written))
+
+
+def _seeds() -> list[bytes]:
+    """fuzz_net's conversations, and packed elements requested, cancelled and requested again."""
+    sub = encode(Subscribe(publisher="packed", subscriber=7, initial_demand=10))
+    more = encode(Request(subscriber=7, demand=200))
+    return [*fuzz_net._seeds(), bytes((1, 0)) + bytes((len(sub), *sub, 0, len(more), *more, 0))]
+
+
+async def campaign(mode: str, runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
+    """``runs`` inputs (or as many as ``seconds`` allow) against one server process of ``mode``."""
+    command = await asyncio.to_thread(server_command, mode)
+    target = PolyglotTarget(mode, command)
+    async with target.running():
+        ran, failed = await fuzz_net.pure_loop(runs, seed, seconds, _seeds(), target.run, target.recover)
+    if target.restarts:
+        print(f"the server was started again {target.restarts} times")
+    print(f"the server's goodbyes: {len(target.reasons)} reasons, the most frequent:")
+    for reason, count in target.reasons.most_common(25):
+        print(f"{count:8} {reason}")
+    return ran, failed
+
+
+async def replay(mode: str, *inputs: bytes) -> list[tuple[str, str]]:
+    """``inputs``, one after the other, against one fresh server of ``mode``: their failures."""
+    command = await asyncio.to_thread(server_command, mode)
+    failures: list[tuple[str, str]] = []
+    target = PolyglotTarget(mode, command, every=1)
+    async with target.running():
+        for data in inputs:
+            failures += [(what, f"{detail}, input {data.hex()}") for what, detail in await target.run(data)]
+            if target.failures:
+                await target.recover()
+    return failures
+
+
+def main() -> None:
+    """``MODE --pure N [SEED [SECONDS]]``: a campaign; ``MODE --replay HEX``: one input."""
+    logging.getLogger("rstreams").setLevel(logging.ERROR)
+    if len(sys.argv) < 2 or sys.argv[1] not in ("java", "js"):
+        sys.exit("usage: fuzz_polyglot.py {java,js} --pure N [SEED [SECONDS]] | --replay HEX")
+    mode = sys.argv.pop(1)
+    if why := unavailable(mode):
+        sys.exit(why)
+
+    async def run_campaign(runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
+        return await campaign(mode, runs, seed, seconds)
+
+    async def run_replay(data: bytes) -> list[tuple[str, str]]:
+        return await replay(mode, data)
+
+    fuzz_net.command_line(run_campaign, run_replay)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""fuzz/fuzz_polyglot.py's invariants, run briefly in CI against the Java and the JavaScript
+servers (real processes): any bytes, in any reads, into one TCP connection get well-formed RS.io
+and a goodbye naming its section, the connection ends within the bound, the server stays up and
+logs nothing, and a well-behaved Python client is still served."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def _load(name: str) -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "fuzz" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+polyglot = _load("fuzz_polyglot")
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("mode", ["java", "js"])
+def test_the_seeds_and_a_short_campaign_hold(mode: str) -> None:
+    """Every seed as it is against one server, then 200 inputs against another (the well-behaved
+    client served after every few)."""
+    why = polyglot.unavailable(mode)
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    assert asyncio.run(polyglot.replay(mode, *polyglot._seeds())) == []
+    assert asyncio.run(polyglot.campaign(mode, 200, 1, None)) == (200, 0)
+
+
+FAILING_SERVER = """
+import asyncio, os, sys
+import rstreams
+from rstreams.net import serve
+
+accepted = 0
+
+def connected(conn):
+    global accepted
+    accepted += 1
+    if accepted == 2:  # the first input's connection (the first is the well-behaved client's)
+        print("a failure", file=sys.stderr, flush=True)
+    if accepted == 3:
+        os._exit(3)
+
+async def main():
+    numbers = rstreams.range(3).map(lambda n: bytes([n]))
+    server = await serve("tcp://127.0.0.1:0", {"numbers": numbers}, on_connection=connected)
+    print(f"serving on {server.url}", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.timeout(60)
+def test_the_checks_catch_a_server_that_logs_or_dies() -> None:
+    """The driver fails an input after which the server wrote to stderr, and one after which it
+    exited; it then starts the server again and goes on."""
+    target = polyglot.PolyglotTarget("python", [sys.executable, "-c", FAILING_SERVER], every=1)
+    goodbye = b"\x01\x00" + bytes((5, 3, 3, *b"bye", 0))  # a hello, then a goodbye
+
+    async def inputs() -> list[list[tuple[str, str]]]:
+        async with target.running():
+            logged = await target.run(goodbye)
+            died = await target.run(goodbye)
+            await target.recover()
+            again = await target.run(goodbye)
+        return [logged, died, again]
+
+    logged, died, again = asyncio.run(inputs())
+    assert [what for what, _ in logged] == ["the server logged"] and "a failure" in logged[0][1]
+    assert ("invariant", "AssertionError('the server exited with status 3')") in died
+    assert target.restarts == 1
+    assert [what for what, _ in again] == ["the server logged"]
