@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
+import socket
+import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rstreams
+from rstreams.net._transport import TLS_REFUSAL_HINT
 from rstreams.replay import (
     Access,
     AccessDeniedError,
@@ -298,3 +303,78 @@ def test_the_server_lists_its_logs_and_serves_one_added_while_running(serve: Any
     assert fetch_range(server.url, "a/late", 0, 1) == [b"x"]
     with pytest.raises(ValueError, match="served already"):
         server.add("b", ReplayLog("b", capacity=4))
+
+
+@pytest.fixture
+def mutual_tls(serve: Any, tmp_path: Path) -> tuple[str, TestCA]:
+    """A tls:// replay server requiring client certificates its CA signed: its URL and that CA."""
+    ca = TestCA.make(tmp_path, "mtls CA")
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"0", b"1"])
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    sinks = {"out": ReplayLog("out", capacity=10, evict=True)}
+    return serve({"nums": log}, sinks=sinks, url="tls://127.0.0.1:0", ssl=context).url, ca
+
+
+@pytest.mark.parametrize("presented", ["none", "untrusted"])
+def test_a_server_requiring_a_client_certificate_refuses_at_once(
+    mutual_tls: tuple[str, TestCA], tmp_path: Path, presented: str
+) -> None:
+    """No client certificate, or one the server's CA did not sign: every call fails with an
+    AccessDeniedError saying so, not after its timeout (600 s here: the test's 30 s would end first)."""
+    url, ca = mutual_tls
+    access = Access(cafile=str(ca.cert))
+    if presented == "untrusted":
+        stranger = TestCA.make(tmp_path, "other CA").issue("mallory", client=True)
+        access = Access(cafile=str(ca.cert), certfile=str(stranger.cert), keyfile=str(stranger.key))
+    refused = rf"^{url} ended the TLS session twice in a row: .*{re.escape(TLS_REFUSAL_HINT)}$"
+    with pytest.raises(AccessDeniedError, match=refused):
+        request_json(url, "nums?latest", timeout=600, access=access)
+    with pytest.raises(AccessDeniedError, match=refused):
+        fetch_range(url, "nums", 0, 2, timeout=600, access=access)
+    with pytest.raises(AccessDeniedError, match=refused):
+        upload(url, "out", "t1", [b"x"], timeout=600, access=access)
+
+
+def _tls_server_for_one_connection(context: ssl.SSLContext, then: Callable[[str], object]) -> str:
+    """A TLS listener that takes one connection, stops listening, makes the TLS handshake
+    (a refusal of the client's certificate is sent as an alert), ends the connection without a
+    word of RS.io, then calls ``then(url)``, in a thread; returns the URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"tls://127.0.0.1:{listener.getsockname()[1]}"
+
+    def run() -> None:
+        accepted, _ = listener.accept()
+        listener.close()
+        with context.wrap_socket(accepted, server_side=True, do_handshake_on_connect=False) as tls:
+            with contextlib.suppress(ssl.SSLError):
+                tls.do_handshake()
+            tls.shutdown(socket.SHUT_WR)  # the alert reaches the client before an end of input
+            while socket.socket.recv(tls, 4096):  # until the client closes: no reset
+                pass
+        then(url)
+
+    threading.Thread(target=run, name="one TLS session", daemon=True).start()
+    return url
+
+
+def test_a_client_certificate_alert_is_a_refusal_naming_it(tmp_path: Path) -> None:
+    """A server that refuses the missing certificate with TLS 1.3's certificate_required alert (as
+    Java's and Node's do): AccessDeniedError at once, with the alert and the hint about it."""
+    ca = TestCA.make(tmp_path, "alerting CA")
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    url = _tls_server_for_one_connection(context, then=lambda url: None)
+    alert = rf"^the TLS handshake with {url} failed: .*CERTIFICATE_REQUIRED.*; {re.escape(TLS_REFUSAL_HINT)}$"
+    with pytest.raises(AccessDeniedError, match=alert):
+        request_json(url, "nums?latest", timeout=600, access=Access(cafile=str(ca.cert)))
+
+
+def test_a_tls_session_ended_once_before_the_hello_is_tried_again(serve: Any, tmp_path: Path) -> None:
+    """A server killed between its TLS handshake and its hello looks, once, like a refusal of
+    the client's certificate: the call tries again and gets the restarted server's answer."""
+    ca = TestCA.make(tmp_path, "restart CA")
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)))
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"0", b"1", b"2"])
+    url = _tls_server_for_one_connection(context, then=lambda url: serve({"nums": log}, url=url, ssl=context))
+    assert request_json(url, "nums?latest", timeout=20, access=Access(cafile=str(ca.cert)))["end"] == 3

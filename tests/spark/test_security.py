@@ -170,3 +170,28 @@ def test_a_token_from_the_spark_conf_serves_queries_that_set_none(
     finally:
         spark.conf.unset("spark.rstreams.token")
         register(spark)
+
+
+@pytest.mark.timeout(180)
+def test_no_client_certificate_fails_reads_and_writes_at_once_naming_the_options(
+    spark: Any, secured: dict[str, Any]
+) -> None:
+    """Without tlsCertFile and tlsKeyFile the server ends each TLS session: a read and a write fail
+    at once saying which options to set, not after the option timeout (600 s: the test's 180 s
+    would end first)."""
+    options = {**secured["options"], "token": SECRET, "timeout": "600"}
+    del options["tlsCertFile"], options["tlsKeyFile"]
+    says = "the server requires a client certificate: set the options tlsCertFile and tlsKeyFile"
+    read = spark.read.format("rstreams").option("publisher", "nums")
+    read = read.option("schema", "sensor string, seq bigint, value double")
+    for key, value in options.items():
+        read = read.option(key, value)
+    with pytest.raises(Exception, match="ended the TLS session twice in a row") as refused:
+        read.load().count()
+    assert says in str(refused.value)
+    write = spark.createDataFrame([(1, "a")], "id int, name string").write.format("rstreams")
+    for key, value in {**options, "publisher": "out"}.items():
+        write = write.option(key, value)
+    with pytest.raises(Exception, match="ended the TLS session twice in a row") as refused:
+        write.mode("append").save()
+    assert says in str(refused.value) and SECRET not in str(refused.value)

@@ -32,6 +32,7 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError
 from rstreams.flow._public import from_iterable
 from rstreams.net import RAW, Connection, RemoteStreamError, connect
+from rstreams.net._transport import TLS_REFUSAL_HINT
 from rstreams.replay._access import Access
 from rstreams.replay._cursor import packed_count, unpack
 from rstreams.replay._server import UPLOAD_NAME
@@ -67,11 +68,41 @@ class RemoteLogError(ReactiveStreamsError, RuntimeError):
 
 
 class AccessDeniedError(ReactiveStreamsError, PermissionError):
-    """The server refused the credentials, or the TLS handshake failed; not retried."""
+    """The server refused the credentials, or the TLS handshake failed, or the server ended the TLS
+    session before its hello twice in a row (it wants a client certificate); not retried."""
 
 
 class ServerUnavailableError(ReactiveStreamsError, ConnectionError):
     """The server could not be reached (or kept breaking the connection) for the whole timeout."""
+
+
+_CERTIFICATE_ALERTS = frozenset(
+    {
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "TLSV1_ALERT_UNKNOWN_CA",
+    }
+)
+"""The TLS alerts by which a server refuses the client's certificate, or its lack of one."""
+
+
+def _refused_tls(error: BaseException) -> bool:
+    """Whether ``error`` is a TLS session that ended after its handshake, before the server's hello.
+
+    A server that requires a client certificate and gets none (or one it does not trust)
+    ends the session right after the client's side of the TLS 1.3 handshake, without an
+    alert when it is Python's asyncio. A server killed just then looks the same once;
+    :meth:`_Client.call` and :func:`upload` therefore try a second connection at once, and
+    only a second such end in a row is a refusal. (A reset inside the handshake, a TLS 1.2
+    server's way of refusing, is not told apart from a server going down: it is retried.)
+    """
+    return isinstance(error, ConnectionBrokenError) and f"before its hello; {TLS_REFUSAL_HINT}" in str(error)
+
+
+def _second_refusal(error: BaseException, failures: list[BaseException]) -> bool:
+    """Whether ``error`` is a TLS refusal (:func:`_refused_tls`) right after another."""
+    return _refused_tls(error) and bool(failures) and _refused_tls(failures[-1])
 
 
 def _retryable(error: BaseException) -> bool:
@@ -82,9 +113,17 @@ def _retryable(error: BaseException) -> bool:
 
 
 def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
-    """The :class:`AccessDeniedError` for a refused handshake or refused credentials, else ``None``."""
-    if isinstance(error, ConnectionBrokenError) and isinstance(error.__cause__, ssl.SSLError):
-        return AccessDeniedError(f"the TLS handshake with {url} failed: {error.__cause__}")
+    """The :class:`AccessDeniedError` for a refused handshake or refused credentials, else ``None``.
+
+    A refusal of the client's certificate carries :data:`TLS_REFUSAL_HINT`, which callers
+    look for to name their own client certificate options.
+    """
+    cause = error.__cause__
+    if isinstance(error, ConnectionBrokenError) and isinstance(cause, ssl.SSLError):
+        hint = f"; {TLS_REFUSAL_HINT}" if cause.reason in _CERTIFICATE_ALERTS else ""
+        return AccessDeniedError(f"the TLS handshake with {url} failed: {cause}{hint}")
+    if _refused_tls(error):
+        return AccessDeniedError(f"{url} ended the TLS session twice in a row: {error}")
     if isinstance(error, ConnectionBrokenError) and "authentic" in str(error):
         return AccessDeniedError(f"{url} refused the credentials: {error}")
     if "authentication" in str(error):  # our side gave up: the server does not take credentials
@@ -139,9 +178,11 @@ class _Client:
                 try:
                     return await make(await self.connection(url, access))
                 except Exception as error:
-                    if not _retryable(error):
+                    if not _retryable(error) or _second_refusal(error, failures):
                         raise
                     failures.append(error)
+                    if _refused_tls(error):
+                        continue  # a second connection at once (see _refused_tls)
                 await asyncio.sleep(delay)
                 delay = min(2 * delay, RETRY_MAX)
 
@@ -273,18 +314,27 @@ def _stream(
     """The wire elements of ``[start, end)``, subscribing again after a broken connection."""
     deadline = time.monotonic() + timeout
     position = start
+    failures: list[BaseException] = []
     while True:
-        failure = yield from _stream_part(url, log, position, end, deadline, pack, access)
+        failure = yield from _stream_part(url, log, position, end, deadline, pack, access, failures)
         if failure is None:
             return
         position = failure
 
 
 def _stream_part(
-    url: str, log: str, start: int, end: int, deadline: float, pack: int, access: Access
+    url: str,
+    log: str,
+    start: int,
+    end: int,
+    deadline: float,
+    pack: int,
+    access: Access,
+    failures: list[BaseException],
 ) -> Generator[bytes, None, int | None]:
     """One subscription to ``[start, end)``, yielding wire elements (packed if ``pack``);
-    returns ``None`` when complete, or the position to go on from after a broken connection."""
+    returns ``None`` when complete, or the position to go on from after a broken connection
+    (added to ``failures``, the range's, for telling a TLS refusal: :func:`_refused_tls`)."""
     client = _client()
     name = f"{log}?from={start}&to={end}" + (f"&pack={pack}" if pack else "")
     feed = _Feed()
@@ -320,8 +370,12 @@ def _stream_part(
     if error is not None:
         if isinstance(error, RemoteStreamError):
             raise RemoteLogError(error.message)
-        if _retryable(error) and time.monotonic() < deadline:
+        if _retryable(error) and not _second_refusal(error, failures) and time.monotonic() < deadline:
+            failures.append(error)
             return start + count
+        denied = _denied(error, url)
+        if denied is not None:
+            raise denied from None
         raise error
     if count != end - start:
         raise RuntimeError(
@@ -410,6 +464,9 @@ def upload(
                 raise _unavailable(url, timeout, failures) from None
             raise
         except Exception as error:
+            if _retryable(error) and _refused_tls(error) and not _second_refusal(error, failures):
+                failures.append(error)
+                continue  # a second connection at once (see _refused_tls)
             denied = _denied(error, url)
             if denied is not None:
                 raise denied from None

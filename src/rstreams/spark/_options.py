@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from rstreams.errors import ReactiveStreamsError
+from rstreams.net._transport import TLS_REFUSAL_HINT
 from rstreams.replay import Access, AccessDeniedError, AccessError, ServerUnavailableError
 
 __all__ = [
@@ -336,7 +337,11 @@ def _text(options: Mapping[str, str], name: str) -> str | None:
 def explain(error: BaseException, url: str, access: Access) -> BaseException:
     """A remote failure restated with the options the user can change (or ``error`` itself)."""
     if isinstance(error, AccessDeniedError):
-        if "TLS" in str(error):
+        if TLS_REFUSAL_HINT in str(error) and access.certfile is None:
+            hint = "the server requires a client certificate: set the options tlsCertFile and tlsKeyFile"
+        elif TLS_REFUSAL_HINT in str(error):
+            hint = "the server does not trust the certificate of option tlsCertFile (or requires another)"
+        elif "TLS" in str(error):
             hint = "check the options tlsCaFile, tlsServerName, tlsCertFile and tlsKeyFile"
         elif access.auth is None:
             hint = "the server asks for credentials: set the option token (or tokenEnv), or user and password"
