@@ -516,6 +516,25 @@ def test_serve_tls_client_ca_that_does_not_load(
         probe.bind(("127.0.0.1", port))
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("web", ["nowhere", "127.0.0.1:99999", "127.0.0.1:"])
+def test_serve_a_bad_web_address_exits_2_before_listening(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, web: str
+) -> None:
+    """`serve URL NAME --web` with no HOST:PORT, or a port past 65535 (a traceback once): one
+    line naming --web, exit 2, before the server announces itself or binds its port."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    port = _closed_port()
+    assert main(["serve", f"tcp://127.0.0.1:{port}", "log", "--web", web]) == 2
+    assert capsys.readouterr() == (
+        "",
+        "rstreams serve: --web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), "
+        f"got {web!r}\n",
+    )
+    with socket.socket() as probe:  # nothing was bound: the port is still free
+        probe.bind(("127.0.0.1", port))
+
+
 class ManualPublisher:
     """One subscriber; the test emits to it (from its own thread) once demand has arrived."""
 

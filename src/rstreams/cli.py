@@ -292,6 +292,12 @@ def _serve(args: argparse.Namespace) -> int:
             return _fail(
                 "serve", f"--metrics needs HOST:PORT (e.g. 127.0.0.1:9464) or on, got {args.metrics!r}"
             )
+    _, colon, port = (args.web or "").rpartition(":")
+    if args.web is not None and (not colon or not port.isdigit() or int(port) > 65535):
+        return _fail(  # before anything listens (the page starts after the server)
+            "serve",
+            f"--web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}",
+        )
     return _serve_log(args) if args.name else _serve_publishers(args)
 
 
