@@ -860,6 +860,34 @@ def test_bad_options_exit_2(
     assert err.count("\n") == 1
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["serve", "tcp://127.0.0.1:0", "--codec", "bogus"],
+            "rstreams serve: argument --codec: invalid choice: ",
+        ),
+        (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "x"], "rstreams subscribe: argument --demand: "),
+        (["publish", "tcp://127.0.0.1:1"], "rstreams publish: the following arguments are required: name"),
+        (["top", "tcp://127.0.0.1:1", "--interval", "x"], "rstreams top: argument --interval: "),
+        (["bogus"], "rstreams: argument command: invalid choice: 'bogus'"),
+    ],
+)
+def test_options_argparse_refuses_are_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    """What the parser itself refuses (a type, a choice, a missing argument) is one line naming
+    the option and where the options are listed, exit 2, like the commands' own checks: no usage
+    block above it."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    command = says.split(":")[0]
+    assert err.startswith(says) and err.endswith(f" (see {command} --help)\n") and err.count("\n") == 1, err
+
+
 @pytest.mark.timeout(60)
 def test_serve_a_log_with_metrics_exposes_what_the_log_holds() -> None:
     pytest.importorskip("prometheus_client")

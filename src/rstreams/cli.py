@@ -38,7 +38,7 @@ import struct
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from rstreams.errors import ReactiveStreamsError
 
@@ -664,10 +664,18 @@ Then: rstreams subscribe URL 'counter?to=5'   (Ctrl-C or SIGTERM stops the serve
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too), with a usage error in one line, exit 2, like the
+    commands' own checks: ``rstreams subscribe: argument --demand: invalid int value: 'x' (...)``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     from rstreams._cli_observe import add_commands, add_tls_options
 
-    parser = argparse.ArgumentParser(prog="rstreams", description="Reactive Streams for Python")
+    parser = _Parser(prog="rstreams", description="Reactive Streams for Python")
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="sensors -> RS.io -> Spark -> RS.io, with a live view")
     demo.add_argument("--seconds", type=float, default=30.0, help="how long to run once started (30)")
