@@ -21,6 +21,7 @@ from testkit.broken_subscribers import (
     KeepsSecondUpstream,
     KeepsUpstreamWhenDownstreamCancels,
     LosesTerminalBeforeSubscriber,
+    SubscribesDownstreamTwice,
     WithholdsErrorWithoutDemand,
     WrappedProcessor,
 )
@@ -80,6 +81,8 @@ BROKEN = [
     (WithholdsErrorWithoutDemand, SPEC104, "on_error"),
     (LosesTerminalBeforeSubscriber, SPEC105, "rule 1.5: the processor's upstream completed before any"),
     (LosesTerminalBeforeSubscriber, IMMEDIATE, "rule 1.4: the processor's upstream failed before any"),
+    (SubscribesDownstreamTwice, SPEC104, "rule 2.12: the processor called on_subscribe twice"),
+    (SubscribesDownstreamTwice, SPEC105, "rule 2.12: on_subscribe was called twice"),
 ]
 
 

@@ -289,7 +289,7 @@ class CancelTwiceRaisesSubscription(SyncSubscription):
 
 
 class DoubleOnSubscribeSubscription(SyncSubscription):
-    """Rule 1.9: calls on_subscribe twice."""
+    """Rule 2.12: calls on_subscribe twice."""
 
     def start(self) -> None:
         assert self.subscriber is not None

@@ -391,3 +391,28 @@ class LosesTerminalBeforeSubscriber(WrappedProcessor):
     def on_complete(self) -> None:
         if self.has_subscriber:
             super().on_complete()
+
+
+class SubscribesDownstreamTwice(WrappedProcessor):
+    """Breaks 2.12 as a publisher: calls each subscriber's on_subscribe twice."""
+
+    def wrap_downstream(self, subscriber: Subscriber[Any]) -> Subscriber[Any]:
+        return _OnSubscribeTwice(subscriber)
+
+
+class _OnSubscribeTwice(Subscriber[Any]):
+    def __init__(self, downstream: Subscriber[Any]) -> None:
+        self.downstream = downstream
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.downstream.on_subscribe(subscription)
+        self.downstream.on_subscribe(subscription)
+
+    def on_next(self, item: Any) -> None:
+        self.downstream.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        self.downstream.on_error(error)
+
+    def on_complete(self) -> None:
+        self.downstream.on_complete()

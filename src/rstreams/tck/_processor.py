@@ -239,7 +239,10 @@ class _DownstreamSubscriber(Subscriber[Any]):
         if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None)")
         if self.subscription is not None:
-            self.env.record_failure("rule 1.9/2.5: the processor called on_subscribe twice on one subscriber")
+            self.env.record_failure(
+                "rule 2.12: the processor called on_subscribe twice on one subscriber;"
+                " at most once per Subscriber"
+            )
             subscription.cancel()
             return
         self.subscription = subscription

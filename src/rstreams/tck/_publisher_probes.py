@@ -77,7 +77,9 @@ class OnSubscribeFirstProbe(TestSubscriber[Any]):
         if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None)")
         if not self.subscription.try_complete(subscription):
-            self.env.record_failure("rule 1.9: on_subscribe was called twice for one subscribe()")
+            self.env.record_failure(
+                "rule 2.12: on_subscribe was called twice for one subscribe(); at most once per Subscriber"
+            )
 
     def _check(self, signal: str, *, terminal: bool) -> None:
         if not self.subscription.is_completed:
@@ -111,7 +113,9 @@ class FailedPublisherProbe(TestSubscriber[Any]):
         if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None)")
         if not self.subscription.try_complete(subscription):
-            self.env.record_failure("rule 1.9: on_subscribe was called twice for one subscribe()")
+            self.env.record_failure(
+                "rule 2.12: on_subscribe was called twice for one subscribe(); at most once per Subscriber"
+            )
         self.subscribed.close()
 
     def on_next(self, item: Any) -> None:

@@ -178,7 +178,9 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None)")
         if not self.subscription.try_complete(subscription):
-            self.env.record_failure("rule 1.9/2.5: on_subscribe was called twice for one subscribe()")
+            self.env.record_failure(
+                "rule 2.12: on_subscribe was called twice for one subscribe(); at most once per Subscriber"
+            )
             subscription.cancel()
         with self._cond:
             self._cond.notify_all()
