@@ -362,3 +362,29 @@ def test_on_a_real_loop_passes_the_publisher_tck_over_each_upstream_shape(
         max_elements=1000,
     )
     assert report.ok, str(report)
+
+
+@pytest.mark.parametrize(
+    ("build", "who"),
+    [
+        (lambda loop: rstreams.range(3).debounce(1, loop=loop), "debounce"),
+        (lambda loop: rstreams.range(3).throttle_first(1, loop=loop), "throttle_first"),
+        (lambda loop: rstreams.range(3).throttle_latest(1, loop=loop), "throttle_latest"),
+        (lambda loop: rstreams.range(3).sample(1, loop=loop), "sample"),
+        (lambda loop: rstreams.range(3).delay(1, loop=loop), "delay"),
+        (lambda loop: rstreams.range(3).buffer_time(1, loop=loop), "buffer_time"),
+        (lambda loop: rstreams.range(3).timeout(1, loop=loop), "timeout"),
+        (lambda loop: rstreams.range(3).window_time(1, loop=loop), "window_time"),
+        (lambda loop: rstreams.range(3).retry(1, loop=loop), "retry"),
+        (lambda loop: rstreams.range(3).retry_when(bool, loop=loop), "retry_when"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_a_loop_that_is_not_one_is_refused_when_built(
+    build: Callable[[object], rstreams.Flow[Any]], who: str
+) -> None:
+    """loop=3 is a TypeError naming the operator and loop=, at the call, not an on_error later."""
+    with pytest.raises(TypeError, match=rf"^{who}\(loop=\) needs an asyncio event loop, got 3$"):
+        build(3)
+    _, loop = clock_and_loop()
+    build(loop)  # the test's virtual loop has what a clock uses

@@ -64,6 +64,16 @@ def resolve_loop(
     )
 
 
+LOOP_METHODS = ("time", "call_at", "call_later", "call_soon_threadsafe")
+"""What a clock or a backoff uses of its loop (a test's virtual loop provides just these)."""
+
+
+def check_loop(loop: object, who: str) -> None:
+    """Refuse at once a ``loop=`` that is not an event loop, naming ``who`` (``None`` is fine)."""
+    if loop is not None and not all(callable(getattr(loop, name, None)) for name in LOOP_METHODS):
+        raise TypeError(f"{who}(loop=) needs an asyncio event loop, got {loop!r}")
+
+
 class AsyncIterableFlow(Publisher[T]):
     """A Publisher over the async iterator that ``factory()`` makes, one per subscription."""
 

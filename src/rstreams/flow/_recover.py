@@ -35,7 +35,7 @@ from typing import Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.flow._async_source import resolve_loop
+from rstreams.flow._async_source import check_loop, resolve_loop
 from rstreams.flow._iterable import just
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
 from rstreams.flow._signals import NONE_ITEM
@@ -90,6 +90,7 @@ class RetryFlow(OperatorFlow[T, T]):
         loop: asyncio.AbstractEventLoop | None,
     ) -> None:
         super().__init__(source)
+        check_loop(loop, name)
         self.name = name
         self.times = times
         self.predicate = predicate

@@ -26,7 +26,7 @@ import asyncio
 from typing import Any
 
 from rstreams.api import Publisher, Subscriber
-from rstreams.flow._async_source import on_loop_thread, resolve_loop
+from rstreams.flow._async_source import check_loop, on_loop_thread, resolve_loop
 from rstreams.flow._push import BufferedSubscription, OverflowStrategy, resolve_capacity
 from rstreams.rules import check_subscriber
 
@@ -41,15 +41,6 @@ def _seconds(value: object, what: str, *, positive: bool) -> float:
     return float(value)
 
 
-_LOOP_METHODS = ("time", "call_at", "call_soon_threadsafe")
-"""What a clock uses of its loop (a test's virtual loop provides just these)."""
-
-
-def _check_loop(loop: object, who: str) -> None:
-    if loop is not None and not all(callable(getattr(loop, name, None)) for name in _LOOP_METHODS):
-        raise TypeError(f"{who}(loop=) needs an asyncio event loop, got {loop!r}")
-
-
 class _ClockFlow(Publisher[int]):
     __slots__ = ("_capacity", "_delay", "_loop", "_name", "_overflow", "_period")
 
@@ -62,7 +53,7 @@ class _ClockFlow(Publisher[int]):
         overflow: OverflowStrategy,
         capacity: int | None,
     ) -> None:
-        _check_loop(loop, name)
+        check_loop(loop, name)
         self._name = name
         self._delay = delay
         self._period = period  # None: a timer, one tick then complete

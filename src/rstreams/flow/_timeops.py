@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ReactiveStreamsError
-from rstreams.flow._async_source import on_loop_thread, resolve_loop
+from rstreams.flow._async_source import check_loop, on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
 from rstreams.flow._iterable import error
 from rstreams.flow._operator import MISSING, OperatorFlow
@@ -80,6 +80,7 @@ class TimedFlow(OperatorFlow[T, R]):
         loop: asyncio.AbstractEventLoop | None,
     ) -> None:
         super().__init__(source)
+        check_loop(loop, kind.name)
         self.kind = kind
         self.args = args
         self.loop = loop

@@ -43,7 +43,7 @@ from typing import Any, Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import OverflowStrategyError
-from rstreams.flow._async_source import on_loop_thread, resolve_loop
+from rstreams.flow._async_source import check_loop, on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
 from rstreams.flow._operator import OperatorFlow, check_callable
 from rstreams.flow._signals import (
@@ -536,6 +536,7 @@ class WindowTimeFlow(GroupByFlow[T, G]):
         self.period = seconds("window_time", "seconds", period, positive=True)
         self.prefetch = check_prefetch("window_time", "prefetch", prefetch)
         self.key, self.max_groups, self.size, self.wrap = None, 2**63 - 1, None, wrap
+        check_loop(loop, "window_time")
         self.loop = loop
 
     def subscribe(self, subscriber: Subscriber[G]) -> None:
