@@ -553,3 +553,24 @@ def test_a_publisher_thread_that_ignores_cancel_is_stopped_within_its_case(case:
     for thread in threads:
         thread.join(10)  # a bound for a liveness check, not a speed assertion
         assert not thread.is_alive(), "a runaway delivery thread survived its case"
+
+
+def test_a_signal_after_the_end_of_its_case_fails_a_later_case_naming_the_first() -> None:
+    """A second on_complete that comes only after its case ended is not lost with the case: the
+    next case of the same verification fails on it, naming the case whose stream it was."""
+    spec107 = "required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled"
+    spec302 = "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"
+    for publisher, broken in ((bp.CompletesAgainLaterPublisher, True), (bp.SyncPublisher, False)):
+        bp.COMPLETED_EARLIER.clear()
+        verification = type("LateCase", (Broken,), {"publisher_type": staticmethod(publisher)})()
+        assert run_cases(verification, [spec107]).results[0].outcome == "passed"
+        assert len(bp.COMPLETED_EARLIER) == (1 if broken else 0)
+        for subscriber in bp.COMPLETED_EARLIER:
+            subscriber.on_complete()  # the case is over: its subscriber is closed
+        later = run_cases(verification, [spec302]).results[0]
+        if not broken:
+            assert later.outcome == "passed", later
+            continue
+        assert later.outcome == "failed", later
+        assert later.message.startswith("rule 1.7: on_complete() after on_complete"), later.message
+        assert f"after the case {spec107} had ended" in later.message, later.message

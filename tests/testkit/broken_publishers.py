@@ -810,3 +810,22 @@ class _RunawaySubscription(Subscription):
             except Exception:
                 return  # rule 2.13: a subscriber that raises is cancelled; the only exit
         subscriber.on_complete()
+
+
+class CompletesAgainLaterPublisher(SyncPublisher):
+    """Rule 1.7, late: remembers every subscriber it completed in :data:`COMPLETED_EARLIER`, for a
+    test to signal ``on_complete`` to once more after the case that made it has ended."""
+
+    @property
+    def subscription_type(self) -> type[SyncSubscription]:
+        return _RemembersCompleted
+
+
+COMPLETED_EARLIER: list[Subscriber[int]] = []
+
+
+class _RemembersCompleted(SyncSubscription):
+    def complete(self) -> None:
+        if self.subscriber is not None:
+            COMPLETED_EARLIER.append(self.subscriber)
+        super().complete()

@@ -114,6 +114,29 @@ class TrackedSubscriber(Subscriber[Any], Protocol):
     def release(self) -> None: ...
 
 
+class LateBreaches:
+    """Rule breaches a stream commits after its case ended, kept for a later case to report.
+
+    One per verification class: the runner hands it to each case's environment, and a case
+    that finds breaches of earlier cases' streams in it fails, naming the case.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[tuple[str, str]] = []
+
+    def add(self, case: str, message: str) -> None:
+        with self._lock:
+            if len(self._items) < MAX_RECORDED:
+                self._items.append((case, message))
+
+    def take(self) -> list[tuple[str, str]]:
+        """The breaches recorded so far, oldest first; the log is empty afterwards."""
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
 class TestEnvironment:
     """Timeouts and the thread-safe list of asynchronous errors for one TCK case."""
 
@@ -152,6 +175,10 @@ class TestEnvironment:
         self._on_close: list[Callable[[], None]] = []
         self.used = False
         """Set when a case ran with this environment; the runner gives the next case a fresh one."""
+        self.case = ""
+        """The name of the case this environment serves (set by the runner)."""
+        self.late: LateBreaches | None = None
+        """Where breaches seen after the case ended go (set by the runner); None: dropped."""
 
     def fresh(self) -> TestEnvironment:
         """A new environment with the same timeouts and nothing recorded."""
@@ -203,6 +230,11 @@ class TestEnvironment:
         failure = TCKFailure(message)
         self.record_async_error(failure)
         return failure
+
+    def record_late(self, message: str) -> None:
+        """Keep a breach a subscriber saw after this case ended, for a later case to report."""
+        if self.late is not None:
+            self.late.add(self.case, message)
 
     def flop(self, message: str) -> NoReturn:
         """Record a :class:`TCKFailure` with ``message`` and raise it on the caller's stack."""

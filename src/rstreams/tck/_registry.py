@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 import unittest
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
@@ -60,7 +61,7 @@ from rstreams.tck._failures import (
 from rstreams.tck._jvm_names import snake
 
 if TYPE_CHECKING:
-    from rstreams.tck._env import TestEnvironment
+    from rstreams.tck._env import LateBreaches, TestEnvironment
 
 __all__ = [
     "DEFAULT_CASE_TIMEOUT",
@@ -297,12 +298,14 @@ class Verification:
         """
         info = self.tck_case(name)
         env = self._fresh_env()
+        env.case, env.late = info.name, _late_breaches(type(self))
         hung = False
         try:
             if info.category == "untested":
                 raise SkipTest(self.not_verified_message)
             try:
                 self._run_body(getattr(self, info.name), env)
+                _raise_late(env.late)
             except unittest.SkipTest:
                 raise
             except Exception as exc:
@@ -370,6 +373,39 @@ class Verification:
             )
         if raised:
             raise raised.pop()
+
+
+_LATE: Final[weakref.WeakKeyDictionary[type, LateBreaches]] = weakref.WeakKeyDictionary()
+_LATE_LOCK: Final = threading.Lock()
+
+
+def _late_breaches(verification: type) -> LateBreaches:
+    """The log of breaches seen after their case ended, one per verification class.
+
+    Per class, because pytest makes a new instance for every case it runs.
+    """
+    from rstreams.tck._env import LateBreaches
+
+    with _LATE_LOCK:
+        log = _LATE.get(verification)
+        if log is None:
+            log = _LATE[verification] = LateBreaches()
+        return log
+
+
+def _raise_late(log: LateBreaches) -> None:
+    """Fail the case running now with the breaches earlier cases' streams made after their end.
+
+    Black-box waits are finite: a stream that breaks a rule only after its case stopped
+    watching is caught by the TCK's closed subscribers and reported here, naming that case.
+    """
+    late = log.take()
+    if late:
+        lines = "".join(f"\n  then: {message} (case {case})" for case, message in late[1:5])
+        case, message = late[0]
+        raise TCKFailure(
+            f"{message}, signalled to a subscriber of an earlier case after the case {case} had ended{lines}"
+        )
 
 
 def _unwinding(body: Callable[[], None], env: TestEnvironment) -> None:

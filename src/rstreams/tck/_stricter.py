@@ -169,4 +169,14 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         "The case ends by checking that nothing was recorded on another thread.",
         "The JVM cases have no final check, so an error raised back into the publisher passes.",
     ),
+    Stricter(
+        "PublisherVerification",
+        (),
+        "1.1, 1.7, 2.12",
+        "A subscriber whose case has ended still checks what reaches it: an element beyond its demand,"
+        " a signal after a terminal one, a second on_subscribe. The next case of the same verification"
+        " fails on such a breach, naming the case whose stream it was.",
+        "A black-box wait is finite: a stream that breaks a rule only after its case stopped watching"
+        " (a second on_complete 150 ms later) passes every JVM case.",
+    ),
 )

@@ -172,13 +172,14 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         self.completed = False
         self.error: BaseException | None = None
         self._end_taken = False
+        self._late_reported = False
 
     # -- signals -------------------------------------------------------------------
     def on_subscribe(self, subscription: Subscription) -> None:
         if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None)")
         if not self.subscription.try_complete(subscription):
-            self.env.record_failure(
+            (self.env.record_late if self.closed else self.env.record_failure)(
                 "rule 2.12: on_subscribe was called twice for one subscribe(); at most once per Subscriber"
             )
             subscription.cancel()
@@ -187,6 +188,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
 
     def on_next(self, item: T) -> None:
         if not self._element_arrived():
+            self._late_element(item)
             return
         problems: list[str] = []
         overflow = False
@@ -219,6 +221,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
 
     def on_complete(self) -> None:
         if not self._signal_arrived():
+            self._late_terminal("on_complete()", None)
             return
         problem = self._terminal_problem("on_complete()")
         with self._cond:
@@ -233,6 +236,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if error is None:
             raise TypeError("rule 2.13: on_error(None)")
         if not self._signal_arrived():
+            self._late_terminal(f"on_error({_describe(error)})", error)
             return
         problem = self._terminal_problem(f"on_error({_describe(error)})")
         with self._cond:
@@ -242,6 +246,37 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if problem:
             self.env.record_failure(problem)
         self.env.record_async_error(error)
+
+    # -- after the case ended: still checked, reported by a later case -------------------
+    def _late_element(self, item: T) -> None:
+        """An element after the case ended: rule 1.7 (after a terminal) and 1.1 still hold."""
+        with self._cond:
+            self.received += 1
+            if self._terminated:
+                problem = f"rule 1.7: on_next({item!r}) after {self._terminal_name}"
+            elif self.received > self.requested:
+                problem = (
+                    f"rule 1.1: received element #{self.received} ({item!r})"
+                    f" but only {self.requested} were requested"
+                )
+            else:
+                return
+        self._report_late(problem)
+
+    def _late_terminal(self, signal: str, error: BaseException | None) -> None:
+        """A terminal signal after the case ended: fine once (3.12 lets a stream end after
+        cancel), a breach of rule 1.7 after another."""
+        with self._cond:
+            problem = f"rule 1.7: {signal} after {self._terminal_name}" if self._terminated else None
+            if not self._terminated:
+                self.completed, self.error = error is None, error
+        if problem:
+            self._report_late(problem)
+
+    def _report_late(self, problem: str) -> None:
+        if not self._late_reported:  # one per subscriber: a late flood is one breach
+            self._late_reported = True
+            self.env.record_late(problem)
 
     @property
     def _terminated(self) -> bool:
