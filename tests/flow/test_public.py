@@ -72,6 +72,8 @@ BAD_CALLS: list[tuple[str, Callable[[], object], type[Exception]]] = [
     ("PushSource", lambda: rstreams.PushSource(overflow=OverflowStrategy.LATEST, capacity=0), ValueError),
     ("MulticastProcessor", lambda: rstreams.MulticastProcessor(buffer_size=0), ValueError),
     ("MulticastProcessor", lambda: rstreams.MulticastProcessor(replay=-1), ValueError),
+    ("MulticastProcessor", lambda: rstreams.MulticastProcessor(buffer_size="8"), TypeError),  # type: ignore[arg-type]
+    ("MulticastProcessor", lambda: rstreams.MulticastProcessor(replay=1.5), TypeError),  # type: ignore[arg-type]
 ]
 
 SOURCES = sorted({name for name, _, _ in BAD_CALLS})

@@ -165,6 +165,8 @@ def iter_blocking(publisher: Publisher[T], *, window: int = 256, timeout: float 
     """
     check_publisher(publisher, "iter_blocking")
     check_window(window, "iter_blocking")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+        raise TypeError(f"iter_blocking(timeout=...) needs a number of seconds > 0 or None, got {timeout!r}")
     if timeout is not None and not timeout > 0:
         raise ValueError(f"iter_blocking(timeout=...) needs a number of seconds > 0 or None, got {timeout!r}")
     return _iterate(publisher, window, timeout)

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber
 from rstreams.errors import ReactiveStreamsError
-from rstreams.flow._operator import MISSING, OperatorFlow, OperatorSubscriber, check_count
+from rstreams.flow._operator import MISSING, OperatorFlow, OperatorSubscriber
 from rstreams.flow._signals import NONE_ITEM
 from rstreams.flow._sinks import SinkResult, SinkSubscriber, check_publisher
 
@@ -46,8 +46,12 @@ class ElementFlow(OperatorFlow[T, T], Generic[T]):
 
     def __init__(self, source: Publisher[T], index: int | None, default: T, name: str) -> None:
         super().__init__(source)
-        if index is not None:
-            check_count(name, index, "index")
+        if index is not None and type(index) is not int:
+            raise TypeError(f"element_at(index) needs an int, got {index!r}")
+        if index is not None and index < 0:
+            raise ValueError(
+                f"element_at(index) needs index >= 0, got {index}; the first element is element_at(0)"
+            )
         if default is None:
             raise TypeError(f"{name}: default=None is refused; None is never a stream element (rule 2.13)")
         self.index = index  # None: the last element

@@ -104,6 +104,9 @@ class Flow(Publisher[T], abc.ABC):
 
     def pipe(self, *operators: Callable[[Flow[Any]], Flow[Any]]) -> Flow[Any]:
         """Apply functions ``Flow -> Flow`` left to right: ``flow.pipe(f, g) == g(f(flow))``."""
+        for operator in operators:
+            if not callable(operator):
+                raise TypeError(f"pipe() needs functions Flow -> Flow, got {operator!r}")
         flow: Flow[Any] = self
         for operator in operators:
             flow = operator(flow)
@@ -226,8 +229,7 @@ class Flow(Publisher[T], abc.ABC):
         return self._tap_one("do_on_request", on_request=fn)
 
     def _tap_one(self, operator: str, **hook: Any) -> Flow[T]:
-        if next(iter(hook.values())) is None:
-            raise TypeError(f"{operator}(fn) needs a callable, got None")
+        check_callable(operator, next(iter(hook.values())), "fn")
         return _Wrapped(TapFlow(_unwrap(self), Hooks(operator=operator, **hook)))
 
     def retry(
@@ -438,7 +440,11 @@ class Flow(Publisher[T], abc.ABC):
         delay_error: bool = False,
     ) -> Flow[T]:
         """The same operator as :meth:`observe_on` (reactor's name for it)."""
-        return self.observe_on(target, buffer_size=buffer_size, delay_error=delay_error)
+        return _Wrapped(
+            ObserveOnFlow(
+                _unwrap(self), target, buffer_size=buffer_size, delay_error=delay_error, operator="publish_on"
+            )
+        )
 
     def group_by(
         self, key: Callable[[T], Hashable], *, max_groups: int = 256, prefetch: int = 256

@@ -75,9 +75,12 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
     )
 
     def __init__(self, *, buffer_size: int = 256, auto_cancel: bool = True, replay: int = 0) -> None:
-        if type(buffer_size) is not int or buffer_size <= 0:
+        for name, value in (("buffer_size", buffer_size), ("replay", replay)):
+            if type(value) is not int:
+                raise TypeError(f"MulticastProcessor({name}=...) needs an int, got {value!r}")
+        if buffer_size <= 0:
             raise ValueError(f"MulticastProcessor(buffer_size=...) needs an int > 0, got {buffer_size!r}")
-        if type(replay) is not int or replay < 0:
+        if replay < 0:
             raise ValueError(f"MulticastProcessor(replay=...) needs an int >= 0, got {replay!r}")
         self._buffer_size = buffer_size
         self._replay = replay

@@ -97,10 +97,13 @@ class ObserveOnFlow(OperatorFlow[T, T]):
         *,
         buffer_size: int = 256,
         delay_error: bool = False,
+        operator: str = "observe_on",
     ) -> None:
         super().__init__(source)
-        if type(buffer_size) is not int or buffer_size <= 0:
-            raise ValueError(f"observe_on(buffer_size=...) needs an int > 0, got {buffer_size!r}")
+        if type(buffer_size) is not int:
+            raise TypeError(f"{operator}(buffer_size=...) needs an int, got {buffer_size!r}")
+        if buffer_size <= 0:
+            raise ValueError(f"{operator}(buffer_size=...) needs an int > 0, got {buffer_size!r}")
         self.schedule = _scheduler(target)
         self.buffer_size = buffer_size
         self.delay_error = delay_error

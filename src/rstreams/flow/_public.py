@@ -346,7 +346,8 @@ class MulticastProcessor(Multicast[T], Flow[T]):
     completion those and then the completion. All methods are thread-safe.
 
     Raises:
-        ValueError: ``buffer_size`` is not an int > 0, or ``replay`` is not an int >= 0.
+        TypeError: ``buffer_size`` or ``replay`` is not an int.
+        ValueError: ``buffer_size`` is not > 0, or ``replay`` is not >= 0.
     """
 
     __slots__ = ()

@@ -36,7 +36,9 @@ class ShareFlow(Publisher[T]):
     def __init__(
         self, source: Publisher[T], buffer_size: int, operator: str = "share", replay: int = 0
     ) -> None:
-        if type(buffer_size) is not int or buffer_size <= 0:
+        if type(buffer_size) is not int:
+            raise TypeError(f"{operator}(buffer_size=) needs an int, got {buffer_size!r}")
+        if buffer_size <= 0:
             raise ValueError(f"{operator}(buffer_size=) needs an int > 0, got {buffer_size!r}")
         self._source = source
         self._buffer_size = buffer_size

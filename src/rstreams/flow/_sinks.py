@@ -375,7 +375,9 @@ def check_publisher(publisher: Publisher[T], where: str) -> Publisher[T]:
 
 def check_window(window: int, where: str) -> int:
     """``window`` must be a positive int: a consumer's standing demand (rule 3.9 upfront)."""
-    if type(window) is not int or window <= 0:
+    if type(window) is not int:
+        raise TypeError(f"{where}(window=...) needs an int, got {window!r}")
+    if window <= 0:
         raise ValueError(
             f"{where}(window=...) needs an int > 0, got {window!r}; "
             "it is the demand kept outstanding, and rule 3.9 forbids requesting <= 0"
