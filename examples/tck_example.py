@@ -6,6 +6,8 @@
 The publisher below is a deliberately small, correct, hand-written one: a countdown
 that emits from the caller's thread, trampolines re-entrant requests (rule 3.3),
 signals request(n <= 0) as on_error (3.9) and saturates demand at 2**63-1 (3.17).
+Every signal after on_subscribe comes from the one drain loop, so none overlaps another
+even when requests come from several threads (1.3).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class _CountdownSubscription:
         self.subscriber: Subscriber[int] | None = subscriber
         self.left = n
         self.demand = 0
+        self.error: ValueError | None = None  # a bad request's error, for the drain loop to signal
         self.busy = True  # no emission before on_subscribe has returned
         self.lock = threading.Lock()
 
@@ -49,12 +52,11 @@ class _CountdownSubscription:
     def request(self, n: int) -> None:
         if self.subscriber is None:
             return  # after cancel or the end: a no-op (3.6)
-        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
-            subscriber, self.subscriber = self.subscriber, None
-            subscriber.on_error(ValueError(f"rule 3.9: request({n!r}) needs n > 0"))
-            return
         with self.lock:
-            self.demand = min(self.demand + n, UNBOUNDED)
+            if type(n) is not int or n <= 0:  # bool and float too
+                self.error = self.error or ValueError(f"rule 3.9: request({n!r}) needs n > 0")
+            else:
+                self.demand = min(self.demand + n, UNBOUNDED)
             if self.busy:
                 return  # the drain loop in progress will see the new demand
             self.busy = True
@@ -66,12 +68,16 @@ class _CountdownSubscription:
     def drain(self) -> None:
         while True:
             with self.lock:
-                if self.demand == 0 or self.subscriber is None:
+                subscriber, error = self.subscriber, self.error
+                if subscriber is not None and error is not None:
+                    self.subscriber = None  # the end: nothing follows the error (1.7)
+                elif self.demand == 0 or subscriber is None:
                     self.busy = False
                     return
-                self.demand -= 1
-            subscriber = self.subscriber
-            if subscriber is None:
+                else:
+                    self.demand -= 1
+            if error is not None:
+                subscriber.on_error(error)  # from the loop, so never beside an on_next
                 return
             subscriber.on_next(self.left)
             self.left -= 1
