@@ -807,9 +807,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_tls_options(subscribe)
     subscribe.set_defaults(run=_subscribe)
-    publish = commands.add_parser("publish", help="publish standard input's lines on a server's sink log")
+    publish = commands.add_parser(
+        "publish",
+        help="publish standard input's lines on a server's sink log",
+        description="Publish standard input's lines on the sink log NAME of the server at URL (one "
+        "it serves with rstreams serve URL LOG --sink NAME): all of them are staged first, then "
+        "published as one batch. Exit status: 0 when published, 1 when the server refuses NAME "
+        "(not a sink log, a line past max_element_size, its staging area full), 2 for a bad option "
+        "or when the server cannot be reached within --timeout, refuses the token or the TLS handshake.",
+    )
     publish.add_argument(
-        "url", help="tcp://host:port (or tls://, ws://, wss://) of a server with sink logs (serve --sink)"
+        "url",
+        help="tcp://host:port (or tls://, unix://, ws://, wss://) of a server with sink logs (serve --sink)",
     )
     publish.add_argument("name", help="the sink log's name")
     publish.add_argument(
