@@ -31,6 +31,7 @@ from typing import Any, TextIO
 from rstreams.errors import ReactiveStreamsError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
 from rstreams.net._transport import TLS_REFUSAL_HINT
+from rstreams.observe._builtin import MIN_INTERVAL
 from rstreams.observe._table import (
     BUILTIN_PREFIX,
     HEADER,
@@ -229,8 +230,11 @@ def _keys(stdin: TextIO, loop: asyncio.AbstractEventLoop, quit_: asyncio.Event) 
 
 
 def _top(args: argparse.Namespace) -> int:
-    if not args.interval > 0 or not args.timeout > 0:
-        return _fail("top", f"--interval and --timeout need > 0 seconds; got {args.interval}, {args.timeout}")
+    if not args.interval >= MIN_INTERVAL:  # what the server would refuse, said before connecting
+        shortest = f"{MIN_INTERVAL:g} seconds (each snapshot walks every open stream)"
+        return _fail("top", f"--interval needs at least {shortest}, got {args.interval:g}")
+    if not args.timeout > 0:
+        return _fail("top", f"--timeout needs a number of seconds > 0, got {args.timeout:g}")
     try:
         context = client_tls(args)
     except ValueError as bad:
@@ -313,5 +317,7 @@ def add_commands(commands: Any) -> None:
     ping.set_defaults(run=_ping)
     top = commands.add_parser("top", help="a live table of a server's streams: demand, rate, where they wait")
     _client_options(top, 10.0)
-    top.add_argument("--interval", type=float, default=1.0, metavar="S", help="refresh every S seconds (1)")
+    top.add_argument(
+        "--interval", type=float, default=1.0, metavar="S", help="refresh every S seconds (1; at least 0.1)"
+    )
     top.set_defaults(run=_top)
