@@ -835,6 +835,7 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
         (["top", "tcp://127.0.0.1:1", "--interval", "0.05"], "--interval needs at least 0.1 seconds ("),
         (["top", "tcp://127.0.0.1:1", "--interval", "nan"], "--interval needs at least 0.1 seconds ("),
         (["top", "tcp://127.0.0.1:1", "--timeout", "0"], "--timeout needs a number of seconds > 0, got 0"),
+        (["ping", "tcp://127.0.0.1:1", "--timeout", "-1"], "--timeout needs a number of seconds > 0, got -1"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--count", "-1"], "--count needs an integer >= 0"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--timeout", "nan"], "--timeout needs a number of seconds"),
         (["subscribe", "bogus://x", "x"], "unsupported URL scheme 'bogus'"),
@@ -939,7 +940,7 @@ def test_python_dash_m_rstreams_is_the_command() -> None:
         timeout=50,
     )
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr.startswith("rstreams ping: --count needs >= 1")
+    assert done.stderr == "rstreams ping: --count needs an integer >= 1, got 0\n"
 
 
 @pytest.mark.timeout(30)

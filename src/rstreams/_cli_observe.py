@@ -139,8 +139,10 @@ async def _connect(args: argparse.Namespace, context: ssl.SSLContext | None) -> 
 
 # -- ping -----------------------------------------------------------------------------------------
 def _ping(args: argparse.Namespace) -> int:
-    if args.count < 1 or not args.timeout > 0:
-        return _fail("ping", f"--count needs >= 1 and --timeout > 0; got {args.count}, {args.timeout}")
+    if args.count < 1:
+        return _fail("ping", f"--count needs an integer >= 1, got {args.count}")
+    if not args.timeout > 0:
+        return _fail("ping", f"--timeout needs a number of seconds > 0, got {args.timeout:g}")
     try:
         context = client_tls(args)
     except ValueError as bad:
