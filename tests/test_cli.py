@@ -595,9 +595,33 @@ def test_each_element_is_printed_as_it_arrives() -> None:
 
 @pytest.mark.timeout(60)
 def test_serve_resume(capsys: pytest.CaptureFixture[str]) -> None:
-    """`serve --resume` still serves clients that do not resume."""
+    """`serve --resume` keeps the session of a resumable client whose link is cut twice in the
+    middle of a stream (every element once, in order, on one session), and still serves clients
+    that do not resume."""
+    from rstreams.net import UTF8, Resume, connect
+    from testkit.chaos import ChaosProxy
+
+    n = 20_000
+
+    async def read_through_cuts(url: str) -> tuple[list[str], int]:
+        async with ChaosProxy("127.0.0.1", int(url.rsplit(":", 1)[1])) as proxy:
+            resume = Resume(attempts=20, backoff=0.01, max_backoff=0.1, attempt_timeout=10.0)
+            async with await connect(proxy.url, resume=resume) as conn:
+                received: list[str] = []
+                async for number in conn.publisher(f"counter?to={n}", codec=UTF8):
+                    received.append(number)
+                    if len(received) in (1_000, 5_000):  # elements are still in flight
+                        links = proxy.links_made
+                        proxy.cut()
+                        await proxy.wait_links(links + 1)  # the client reconnected
+            return received, proxy.links_made
+
     with cli_server("--resume") as announced:
-        assert subscribe(capsys, url_of(announced), "counter?to=3")[:2] == (0, ["0", "1", "2"])
+        url = url_of(announced)
+        received, links = asyncio.run(read_through_cuts(url))
+        assert received == [str(i) for i in range(n)]
+        assert links == 3  # the first link and one per cut, each resuming the one session
+        assert subscribe(capsys, url, "counter?to=3")[:2] == (0, ["0", "1", "2"])
 
 
 @pytest.mark.timeout(30)
