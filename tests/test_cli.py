@@ -535,6 +535,47 @@ def test_serve_a_bad_web_address_exits_2_before_listening(
         probe.bind(("127.0.0.1", port))
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "guard", [["--token", "t"], ["--tls-client-ca", "ca.pem"], []], ids=["token", "client-ca", "variable"]
+)
+def test_serve_a_guarded_log_with_an_open_web_page_exits_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, guard: list[str]
+) -> None:
+    """`serve URL NAME --token T` (or $RSTREAMS_TOKEN, or --tls-client-ca) with `--web` on an
+    address beyond this machine: refused before listening, naming --web. The page's own RS.io
+    server asks for no token and no certificate, so it would hand the guarded logs to anyone."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    monkeypatch.delenv("RSTREAMS_TOKEN", raising=False)
+    if not guard:
+        monkeypatch.setenv("RSTREAMS_TOKEN", "t")
+    port = _closed_port()
+    assert main(["serve", f"tls://127.0.0.1:{port}", "log", *guard, "--web", "0.0.0.0:0"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith("rstreams serve: --web 0.0.0.0:0: the live page's server asks for no token and no ")
+    assert err.endswith("; give --web a loopback address (127.0.0.1:PORT)\n")
+    with socket.socket() as probe:  # nothing was bound: the port is still free
+        probe.bind(("127.0.0.1", port))
+
+
+@pytest.mark.parametrize(
+    ("web", "open_"),
+    [
+        ("127.0.0.1:8000", False),
+        ("localhost:0", False),
+        ("[::1]:0", False),
+        (":8000", False),  # no host: the page listens on 127.0.0.1
+        ("0.0.0.0:8000", True),
+        ("192.0.2.7:80", True),
+        ("example.org:80", True),
+    ],
+)
+def test_which_web_addresses_face_the_network(web: str, open_: bool) -> None:
+    """Loopback addresses (and none) keep the page on this machine; any other may not."""
+    assert (cli._open_page_problem(web) is not None) == open_
+
+
 class ManualPublisher:
     """One subscriber; the test emits to it (from its own thread) once demand has arrived."""
 

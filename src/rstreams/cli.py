@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import json
 import os
 import signal
@@ -468,6 +469,9 @@ def _serve_log(args: argparse.Namespace) -> int:
             problem = "--web-publisher needs --web (it names the log the live page charts)"
         elif args.web_publisher not in (args.name, *args.sink):
             problem = f"--web-publisher names a log served (NAME or a --sink), not {args.web_publisher!r}"
+    token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
+    if problem is None and args.web is not None and (token is not None or args.tls_client_ca is not None):
+        problem = _open_page_problem(args.web)
     if problem is not None:
         return _fail("serve", problem)
     try:
@@ -485,7 +489,6 @@ def _serve_log(args: argparse.Namespace) -> int:
     except ValueError as bad:
         log.close()
         return _fail("serve", f"{bad} (--input-from)")
-    token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
     sinks = {name: ReplayLog(name, capacity=capacity, evict=True) for name in args.sink}
     server = ReplayServer(
         {args.name: log},
@@ -529,6 +532,23 @@ def _serve_log(args: argparse.Namespace) -> int:
             server.stop()
             log.close()
     return 0
+
+
+def _open_page_problem(web: str) -> str | None:
+    """Why ``--web`` may not listen beyond this machine next to ``--token`` or ``--tls-client-ca``:
+    the live page's server asks for neither, so it would serve the logs to whoever reaches it."""
+    host = web.rpartition(":")[0].removeprefix("[").removesuffix("]") or "127.0.0.1"
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        loopback = False
+    if loopback:
+        return None
+    return (
+        f"--web {web}: the live page's server asks for no token and no client certificate, so it "
+        "would serve the logs that --token or --tls-client-ca guard to anyone who reaches it; "
+        "give --web a loopback address (127.0.0.1:PORT)"
+    )
 
 
 def _log_names_problem(args: argparse.Namespace) -> str | None:
