@@ -227,6 +227,7 @@ class ResumeTarget(Target):
             exact = offset == 0 and first.token is not None
             self.again = again = _ResumingPeer(reader, first, continues=exact)
             await self.write(again, writer, [request, *second], known, lazy=False)
+            first.answering = again.answering = first.answering or again.answering  # (one goodbye list)
             again.check()
 
         if head & 8:  # the second transport once the first has the token, while it is still up

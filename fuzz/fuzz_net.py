@@ -112,6 +112,8 @@ class Target:
 
     settle = 0.05
     """Seconds a closed connection's tasks and count may take to go, after its first loop turns."""
+    act_pause = 0.0
+    """Seconds the raw client waits at an input's local action (one loop turn: the server is here)."""
 
     def __init__(self) -> None:
         self.failures: list[_Failure] = []
@@ -252,6 +254,7 @@ class Target:
     ) -> None:
         """Write ``chunks`` (one loop turn apart), end, wait for the server's end, close.
         ``lazy``: read nothing until the input is written (the server's replies back up)."""
+        peer.answering = peer.answering or _says_goodbye(chunks)
         reading = asyncio.create_task(peer.read_all())
         if not lazy:
             peer.go.set()
@@ -260,7 +263,7 @@ class Target:
                 if reading.done() or peer.said_goodbye.is_set():  # the server is done with us
                     break
                 if chunk == wire_harness.ACT:
-                    await asyncio.sleep(0)
+                    await asyncio.sleep(self.act_pause)
                     continue
                 if chunk == wire_harness.EOF:
                     break
@@ -367,6 +370,8 @@ class _Peer:
         self.received = 0
         """Bytes the server wrote (a resumed session's position)."""
         self.cut = False
+        self.answering = False
+        """Whether our input holds a goodbye: the server's may be its answer, with any reason (§9.1)."""
         """Whether the output may end inside a frame (we closed first, or a link broke)."""
         self.parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
         self.goodbyes: list[Goodbye] = []
@@ -399,8 +404,19 @@ class _Peer:
         assert self.cut or self.parser.eof() is None, "the server's output ends inside a frame"
         for goodbye in self.goodbyes:
             reason = goodbye.reason
-            assert "§" in reason or reason.startswith(NOT_VIOLATIONS), f"goodbye {reason!r} names no section"
+            answer = self.answering and not reason  # (as the Java and JavaScript servers answer)
+            assert answer or "§" in reason or reason.startswith(NOT_VIOLATIONS), (
+                f"goodbye {reason!r} names no section"
+            )
         assert len(self.goodbyes) <= 1, f"{len(self.goodbyes)} goodbyes"
+
+
+def _says_goodbye(chunks: list[wire_harness.Chunk]) -> bool:
+    """Whether the reads before the input's end hold a goodbye (among well-formed frames)."""
+    end = chunks.index(wire_harness.EOF) if wire_harness.EOF in chunks else len(chunks)
+    written = b"".join(chunk for chunk in chunks[:end] if isinstance(chunk, bytes))
+    parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
+    return any(isinstance(frame, Goodbye) for frame in parser.feed(written))
 
 
 async def _within(awaitable: Awaitable[T], what: str) -> T:

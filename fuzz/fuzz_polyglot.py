@@ -43,20 +43,21 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz_connection as wire_harness  # (this directory, put on the path above)
+import fuzz_deployed
 import fuzz_net
-from fuzz_net import WAIT, Reader, Target, Writer, _Peer
+from fuzz_net import WAIT, Reader, Target, Writer
 
 import rstreams
 from rstreams.errors import set_unhandled_error_hook
 from rstreams.net import connect
-from rstreams.wire import FrameParser, Goodbye, Request, Subscribe, encode
+from rstreams.wire import Goodbye, Request, Subscribe, encode
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -68,7 +69,7 @@ LEGIT_EVERY = 5
 
 def unavailable(mode: str) -> str | None:
     """Why ``mode``'s server cannot run here (None: it can)."""
-    if mode == "java":
+    if mode.startswith("java"):
         if shutil.which("mvn") is None or shutil.which("java") is None:
             return "no mvn/java (JDK 17+ and Maven): the Java server needs them"
         return None
@@ -98,14 +99,19 @@ def java_classpath() -> str:
 
 def server_command(mode: str) -> list[str]:
     """The command that starts ``mode``'s server on a free TCP port of 127.0.0.1."""
-    if mode == "java":
+    resume = ["--resume"] if mode.endswith("-resume") else []
+    if mode.startswith("java"):
         main = "io.rstreams.conformance.FuzzServerMain"
-        return ["java", "-cp", java_classpath(), main, "tcp://127.0.0.1:0"]
-    return ["node", str(HERE / "polyglot_server.mjs"), "tcp://127.0.0.1:0"]
+        return ["java", "-cp", java_classpath(), main, "tcp://127.0.0.1:0", *resume]
+    return ["node", str(HERE / "polyglot_server.mjs"), "tcp://127.0.0.1:0", *resume]
 
 
 class PolyglotTarget(Target):
     """A server of another language, run as a process; fuzz_net's raw client and checks."""
+
+    act_pause = 0.002
+    """At an input's local action the raw client waits this long: the server, in another
+    process, answers what came so far before the next reads (e.g. onSubscribe before a request)."""
 
     def __init__(self, mode: str, command: list[str], every: int = LEGIT_EVERY) -> None:
         super().__init__()
@@ -180,23 +186,12 @@ class PolyglotTarget(Target):
 
     # -- fuzz_net's Target, from outside the server's process ---------------------------------
     async def connect_legit(self) -> rstreams.net.Connection:
-        conn = await asyncio.wait_for(connect(self.url), WAIT)
+        conn = await asyncio.wait_for(connect(self.url, **self.legit_options()), WAIT)
         await asyncio.wait_for(conn.request("numbers"), WAIT)
         return conn
 
     async def open_peer(self, head: int) -> tuple[Reader, Writer]:
         return await asyncio.open_connection(self.host, self.port)
-
-    async def converse(self, head: int, chunks: list[wire_harness.Chunk], known: int) -> None:
-        """fuzz_net's conversation; a goodbye that answers the input's own may say anything (§9.1)."""
-        reader, writer = await asyncio.wait_for(self.open_peer(head), WAIT)
-        self.peer = peer = _Peer(reader)
-        await self.write(peer, writer, chunks, known, lazy=bool(head & 2))
-        for goodbye in peer.goodbyes:  # (a campaign's reach: which rules its inputs broke)
-            self.reasons[re.sub(r"\d+", "N", goodbye.reason)[:100]] += 1
-        if _says_goodbye(chunks):
-            peer.goodbyes = [goodbye for goodbye in peer.goodbyes if goodbye.reason]
-        peer.check()
 
     async def _run(self, data: bytes) -> None:
         head, self.byte1, chunks = wire_harness.parse_input(data) if data else (0, 0, [])
@@ -205,6 +200,8 @@ class PolyglotTarget(Target):
             await self.converse(head, self.prepare(head, chunks), 0)
         except AssertionError as error:  # (then the checks below still run)
             self._record("invariant", error)
+        for goodbye in self.peer.goodbyes:  # (a campaign's reach: which rules its inputs broke)
+            self.reasons[re.sub(r"\d+", "N", goodbye.reason)[:100]] += 1
         await asyncio.sleep(0.01)  # (what the server logs about this input reaches stderr)
         if logged := self.logged():
             self._record("the server logged", logged[-2000:])
@@ -227,27 +224,94 @@ class PolyglotTarget(Target):
             assert after > before, "the message did not reach its handler"
 
 
-def _says_goodbye(chunks: list[wire_harness.Chunk]) -> bool:
-    """Whether the reads before the input's end hold a goodbye (among well-formed frames)."""
-    end = chunks.index(wire_harness.EOF) if wire_harness.EOF in chunks else len(chunks)
-    written = b"".join(chunk for chunk in chunks[:end] if isinstance(chunk, bytes))
-    parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
-    return any(isinstance(frame, Goodbye) for frame in parser.feed(written))
-
-
 def _seeds() -> list[bytes]:
-    """fuzz_net's conversations, and packed elements requested, cancelled and requested again."""
-    sub = encode(Subscribe(publisher="packed", subscriber=7, initial_demand=10))
-    more = encode(Request(subscriber=7, demand=200))
-    return [*fuzz_net._seeds(), bytes((1, 0)) + bytes((len(sub), *sub, 0, len(more), *more, 0))]
+    """fuzz_net's conversations, and core ones (the Java binding offers keepalive only): demand,
+    cancels and reused ids on the server's publishers; the client's answers on ``up``, the
+    server's subscription (elements, packed, split and interleaved, terminal signals)."""
+    from rstreams.wire import (
+        Cancel,
+        ClientHello,
+        OnComplete,
+        OnError,
+        OnNext,
+        OnNextLastPart,
+        OnNextPacked,
+        OnNextPart,
+        OnSubscribe,
+    )
+    from rstreams.wire.extensions import PING, PONG
+
+    chunked, ext = fuzz_deployed.chunked, fuzz_deployed.ext
+    core = encode(ClientHello(extensions=(1,)))
+    up = 1  # (the server's one subscription: to the client's "up")
+    return [
+        *fuzz_net._seeds(),
+        bytes((0, 0))
+        + chunked(
+            core,
+            encode(Subscribe(publisher="numbers", subscriber=2, initial_demand=0)),
+            encode(Request(subscriber=2, demand=3)),
+            encode(Subscribe(publisher="packed", subscriber=3, initial_demand=5)),
+            encode(Request(subscriber=3, demand=50)) + encode(Cancel(subscriber=3)),
+            encode(Subscribe(publisher="packed", subscriber=3, initial_demand=1)),
+            encode(Subscribe(publisher="big", subscriber=4, initial_demand=1)) + encode(Cancel(subscriber=4)),
+            encode(Request(subscriber=4, demand=1)),
+            encode(Goodbye(reason="bye")),
+        ),
+        bytes((0, 0))
+        + chunked(
+            core,
+            encode(OnSubscribe(subscriber=up)),
+            encode(OnNext(subscriber=up, element=b"a")) + encode(OnNext(subscriber=up, element=b"b")),
+            encode(OnNextPart(subscriber=up, element_id=0, data=b"xx")),
+            encode(OnNextLastPart(subscriber=up, element_id=0, data=b"yy")),
+            encode(OnComplete(subscriber=up)),
+        ),
+        bytes((0, 0))
+        + chunked(
+            core,
+            encode(OnSubscribe(subscriber=up, element_size=4)),
+            encode(OnNextPacked(subscriber=up, count=2, elements=bytes(8))),
+            ext(PING, bytes(8)) + ext(PONG, bytes(8)),
+            encode(OnError(subscriber=up, error="boom")),
+        ),
+        bytes((0, 0))
+        + chunked(
+            core,
+            encode(OnSubscribe(subscriber=up)),
+            *(encode(OnNextPart(subscriber=up, element_id=k, data=bytes(20_000))) for k in range(3)),
+            *(encode(OnNextLastPart(subscriber=up, element_id=k, data=b"z")) for k in (2, 0, 1)),
+            encode(Request(subscriber=9, demand=1)) + encode(Cancel(subscriber=9)),
+        ),
+        bytes((1, 0))
+        + chunked(
+            encode(Subscribe(publisher="packed", subscriber=7, initial_demand=10)),
+            encode(Request(subscriber=7, demand=200)),
+        ),
+    ]
+
+
+class ResumeTarget(fuzz_deployed.ResumeTarget, PolyglotTarget):
+    """fuzz_deployed's resume mode (a second transport that resumes the first's session, garbage
+    resumes, resumes at the wrong time) against a server process that keeps sessions for 0.5 s."""
+
+
+MODES: dict[str, tuple[type[PolyglotTarget], Callable[[], list[bytes]]]] = {
+    "java": (PolyglotTarget, _seeds),
+    "js": (PolyglotTarget, _seeds),
+    "java-resume": (ResumeTarget, fuzz_deployed._resume_seeds),
+    "js-resume": (ResumeTarget, fuzz_deployed._resume_seeds),
+}
+"""Each mode's target and seeds."""
 
 
 async def campaign(mode: str, runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
     """``runs`` inputs (or as many as ``seconds`` allow) against one server process of ``mode``."""
     command = await asyncio.to_thread(server_command, mode)
-    target = PolyglotTarget(mode, command)
+    kind, seeds = MODES[mode]
+    target = kind(mode, command)
     async with target.running():
-        ran, failed = await fuzz_net.pure_loop(runs, seed, seconds, _seeds(), target.run, target.recover)
+        ran, failed = await fuzz_net.pure_loop(runs, seed, seconds, seeds(), target.run, target.recover)
     if target.restarts:
         print(f"the server was started again {target.restarts} times")
     print(f"the server's goodbyes: {len(target.reasons)} reasons, the most frequent:")
@@ -260,7 +324,7 @@ async def replay(mode: str, *inputs: bytes) -> list[tuple[str, str]]:
     """``inputs``, one after the other, against one fresh server of ``mode``: their failures."""
     command = await asyncio.to_thread(server_command, mode)
     failures: list[tuple[str, str]] = []
-    target = PolyglotTarget(mode, command, every=1)
+    target = MODES[mode][0](mode, command, every=1)
     async with target.running():
         for data in inputs:
             failures += [(what, f"{detail}, input {data.hex()}") for what, detail in await target.run(data)]
@@ -272,8 +336,8 @@ async def replay(mode: str, *inputs: bytes) -> list[tuple[str, str]]:
 def main() -> None:
     """``MODE --pure N [SEED [SECONDS]]``: a campaign; ``MODE --replay HEX``: one input."""
     logging.getLogger("rstreams").setLevel(logging.ERROR)
-    if len(sys.argv) < 2 or sys.argv[1] not in ("java", "js"):
-        sys.exit("usage: fuzz_polyglot.py {java,js} --pure N [SEED [SECONDS]] | --replay HEX")
+    if len(sys.argv) < 2 or sys.argv[1] not in MODES:
+        sys.exit(f"usage: fuzz_polyglot.py {{{','.join(MODES)}}} --pure N [SEED [SECONDS]] | --replay HEX")
     mode = sys.argv.pop(1)
     if why := unavailable(mode):
         sys.exit(why)

@@ -1,4 +1,4 @@
-// The JavaScript server under fuzz/fuzz_polyglot.py: node fuzz/polyglot_server.mjs [URL]
+// The JavaScript server under fuzz/fuzz_polyglot.py: node fuzz/polyglot_server.mjs [URL [--resume]]
 //
 // @rstreams/rsio's listen() with the names fuzz/fuzz_net.py's inputs use (numbers: the bytes 0, 1,
 // 2; big: one 100 000-byte element, split into parts; packed: 8-byte elements sent packed), a
@@ -6,6 +6,7 @@
 // fuzz_net's server; it subscribes to each client's `up` (so it receives elements too). It prints
 // "serving on URL" once it listens, writes every error reported to its onerror to stderr (the
 // driver counts them as failures) but for the messages it drops (§20.4), and runs until killed.
+// With --resume it keeps sessions (§16) for 0.5 s after their transport breaks, buffering 64 KiB.
 import { fixedSize, fromIterable, listen } from "../js/src/node.js";
 
 const upper = (input) => ({
@@ -47,6 +48,7 @@ const server = await listen(process.argv[2] ?? "tcp://127.0.0.1:0", {
   },
   handshakeTimeout: 5,
   unreadTimeout: 1,
+  resume: process.argv[3] === "--resume" ? { sessionTimeout: 500, bufferBytes: 64 * 1024 } : undefined,
   onerror: (error) => {
     if (/^message to '.*' dropped/.test(error?.message)) return; // §20.4: reported, by design
     process.stderr.write(`reported: ${error?.stack ?? error}\n`);

@@ -3,14 +3,16 @@ package io.rstreams.conformance;
 import io.rstreams.net.FixedSizePublisher;
 import io.rstreams.net.RsioServer;
 import io.rstreams.wire.Limits;
+import java.time.Duration;
 import java.util.concurrent.Flow;
 
 /**
- * The Java server under fuzz/fuzz_polyglot.py: {@code java ... FuzzServerMain [url]} serves the
+ * The Java server under fuzz/fuzz_polyglot.py: {@code java ... FuzzServerMain [url [--resume]]} serves the
  * names fuzz/fuzz_net.py's inputs use ({@code numbers}: the bytes 0, 1, 2; {@code big}: one
  * 100 000-byte element, split into parts; {@code packed}: 8-byte elements sent packed) and the
  * conformance publishers, with the small limits of fuzz_net's server, subscribes to each client's
  * {@code up} (so it receives elements too), prints {@code serving on URL} and runs until killed.
+ * With {@code --resume} it keeps sessions (§16) for 0.5 s after their transport breaks.
  */
 public final class FuzzServerMain {
     private FuzzServerMain() {}
@@ -23,6 +25,8 @@ public final class FuzzServerMain {
                 .route("packed", r -> FixedSizePublisher.of(
                         new IndexedSource(i -> ConformancePublishers.elementBytes(i, 8), 100, -1, null, false), 8))
                 .limits(limits)
+                .resume(args.length > 1 && args[1].equals("--resume"))
+                .sessionTimeout(Duration.ofMillis(500))
                 .onConnection(conn -> conn.publisher("up").subscribe(new Drain()))
                 .bind(args.length > 0 ? args[0] : "tcp://127.0.0.1:0")) {
             System.out.println("serving on " + server.url());
