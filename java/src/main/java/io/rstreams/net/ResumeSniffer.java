@@ -12,16 +12,18 @@ import io.rstreams.wire.ProtocolException;
  * The first handler of a server transport when extension resume is on (PROTOCOL.md §16.3): if
  * the first byte is a resume (0x89), the transport continues an existing session and the fresh
  * endpoint behind this handler (whose hello was the transport's hello) is replaced by the
- * session's; otherwise this handler steps aside.
+ * session's; otherwise this handler steps aside and announces the fresh endpoint's session.
  */
 final class ResumeSniffer extends ChannelInboundHandlerAdapter {
     private final Endpoint fresh;
     private final java.util.function.Function<byte[], Endpoint> sessions;
+    private final Runnable announce;
     private ByteBuf pending;
 
-    ResumeSniffer(Endpoint fresh, java.util.function.Function<byte[], Endpoint> sessions) {
+    ResumeSniffer(Endpoint fresh, java.util.function.Function<byte[], Endpoint> sessions, Runnable announce) {
         this.fresh = fresh;
         this.sessions = sessions;
+        this.announce = announce;
     }
 
     @Override
@@ -29,6 +31,7 @@ final class ResumeSniffer extends ChannelInboundHandlerAdapter {
         ByteBuf in = (ByteBuf) msg;
         if (pending == null && in.isReadable() && (in.getByte(in.readerIndex()) & 0xFF) != FrameType.RESUME) {
             ctx.pipeline().remove(this);
+            announce.run();
             ctx.fireChannelRead(in);
             return;
         }

@@ -82,14 +82,15 @@ public final class RsioServer implements AutoCloseable {
                     protected void initChannel(Channel ch) {
                         channels.add(ch);
                         Endpoint endpoint = new Endpoint(Connection.Side.SERVER, options);
+                        Runnable announce = hook == null ? () -> {} : () -> hook.accept(endpoint.facade());
                         if (options.resume() != null) {
+                            // announced once the first byte shows a new session, not a resume (§16.3):
+                            // what the hook sends must not come between a resumed transport's hello and resumed
                             Pipelines.server(ch.pipeline(), where, ssl, new ResumeSniffer(endpoint,
-                                    token -> sessions.get(java.util.HexFormat.of().formatHex(token))), endpoint);
+                                    token -> sessions.get(java.util.HexFormat.of().formatHex(token)), announce), endpoint);
                         } else {
                             Pipelines.server(ch.pipeline(), where, ssl, endpoint);
-                        }
-                        if (hook != null) {
-                            hook.accept(endpoint.facade());
+                            announce.run();
                         }
                     }
                 });
@@ -229,7 +230,11 @@ public final class RsioServer implements AutoCloseable {
             return this;
         }
 
-        /** Called (on the connection's I/O thread) for every accepted connection. */
+        /**
+         * Called (on the connection's I/O thread) for every accepted connection; with resume on,
+         * once the connection's first byte shows a new session (a transport that resumes one is
+         * not a new connection, §16.3).
+         */
         public Builder onConnection(Consumer<RsioConnection> hook) {
             this.onConnection = hook;
             return this;

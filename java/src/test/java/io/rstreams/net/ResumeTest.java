@@ -9,6 +9,7 @@ import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.TestSubscriber;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import java.util.stream.LongStream;
 import org.testng.annotations.Test;
@@ -53,6 +54,24 @@ public class ResumeTest {
                 .route("counter", Codec.INT64, r -> Counters.range(r.longParam("from", 0), r.longParam("to", Long.MAX_VALUE)))
                 .bind("tcp://127.0.0.1:0")) {
             cutAndCarryOn("127.0.0.1", server.port(), 3);
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aHookThatSubscribesToTheClientLeavesResumptionWorking() throws Exception {
+        // The hook's subscribe used to go out on every new transport, between the hello and
+        // resumed, which a client must refuse (§16.3); the hook now sees each session once.
+        AtomicInteger announced = new AtomicInteger();
+        try (RsioServer server = RsioServer.builder()
+                .resume(true)
+                .route("counter", Codec.INT64, r -> Counters.range(r.longParam("from", 0), r.longParam("to", Long.MAX_VALUE)))
+                .onConnection(conn -> {
+                    announced.incrementAndGet();
+                    conn.publisher("up").subscribe(new TestSubscriber<>());
+                })
+                .bind("tcp://127.0.0.1:0")) {
+            cutAndCarryOn("127.0.0.1", server.port(), 3);
+            assertEquals(announced.get(), 1, "the hook sees the session, not the transports that resume it");
         }
     }
 
