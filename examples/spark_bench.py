@@ -1,19 +1,21 @@
 """Rows/s into Spark's noop sink: an RS.io replay log (per codec) beside the ceilings, in one session.
 
-    python examples/spark_bench.py [--rows 2000000] [--batch-rows 1000000] [--remote]
+    python examples/spark_bench.py [--rows 2000000] [--batch-rows 1000000] [--json-rows 300000] [--remote]
 
 In one run, on one Spark session (local[2]): the ``rstreams`` source reading a replay log
 served over TCP (``arrow``: elements of 64 Ki rows, the log counting rows so that
-``maxRecordsPerBatch`` is rows; ``json``: one row per element), an in-process Python source
-yielding Arrow batches (no network: the ceiling for a Python source), and Spark's JVM
-``rate-micro-batch`` source, each in micro-batches of about ``--batch-rows`` rows.
-``--remote`` serves the logs from a separate process (a remote publisher) instead of a
-thread of the driver. Printed: steady rows/s (rows over the summed trigger time, first
-batch excluded, as in ../shared/notes/spark-python-datasource.md), end-to-end rows/s and
-the median batch time.
+``maxRecordsPerBatch`` is rows), an in-process Python source yielding Arrow batches (no
+network: the ceiling for a Python source) and Spark's JVM ``rate-micro-batch`` source, each
+``--rows`` rows in micro-batches of ``--batch-rows`` rounded down to whole 64 Ki elements
+(at least one); then the ``rstreams`` source with the ``json`` codec (one row per element),
+``--json-rows`` rows in micro-batches of 50,000. ``--remote`` serves the logs from a
+separate process (a remote publisher) instead of a thread of the driver. Printed per
+source: steady rows/s (rows over the summed trigger time, the first batch, which carries
+the start-up, excluded), end-to-end rows/s and the median batch time.
 
 The sources and the measurement are benchmarks/spark_sources.py's (the harness's ``spark``
 scenario runs each in a fresh process); this script puts them side by side in one session.
+Needs ``pip install 'rstreams[spark]'`` and Java 17+.
 """
 
 from __future__ import annotations
@@ -92,13 +94,26 @@ def rstreams_stream(spark: Any, url: str, log: str, codec: str, per_batch: int) 
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--batch-rows", type=int, default=1_000_000)
-    parser.add_argument("--json-rows", type=int, default=300_000)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="spark_bench.py")
+    parser.add_argument("--rows", type=int, default=2_000_000, help="rows per source (arrow, ceilings)")
+    parser.add_argument("--batch-rows", type=int, default=1_000_000, help="rows per micro-batch (about)")
+    parser.add_argument("--json-rows", type=int, default=300_000, help="rows through the json codec")
     parser.add_argument("--remote", action="store_true", help="serve the logs from another process")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    for option, value in (
+        ("--rows", args.rows),
+        ("--batch-rows", args.batch_rows),
+        ("--json-rows", args.json_rows),
+    ):
+        if value < 1:
+            parser.exit(2, f"{parser.prog}: {option} needs a whole number >= 1, got {value}\n")
+    from rstreams.spark import JavaMissingError, check_java
+
+    try:
+        check_java()
+    except JavaMissingError as missing:
+        parser.exit(2, f"{parser.prog}: {missing}\n")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -107,6 +122,7 @@ def main() -> None:
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # its bars would cut into the printed lines
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "4g")
         .getOrCreate()

@@ -4,8 +4,8 @@
     python examples/spark_cluster.py --demo [--seconds 30]     # the rstreams demo pipeline instead
 
 PySpark's pip package ships the standalone master and worker (``bin/spark-class``). This
-starts ``Master`` and two ``Worker`` processes (1 core, 1 GiB each) and waits until both
-have registered. Then three replay servers (``ReplayServer``, one port each) serve a log
+starts ``Master`` and ``--workers`` ``Worker`` processes (1 core, 1 GiB each) and waits until
+all have registered. Then three replay servers (``ReplayServer``, one port each) serve a log
 ``sensors/I`` of JSON rows and a sink log ``results``; one streaming query on
 ``spark://127.0.0.1:PORT`` reads ``sensors/*`` from the three servers (executors on the
 workers fetch each log's ranges straight from its server; the driver only plans), converts
@@ -26,12 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pyspark
 
 from rstreams.replay import ReplayLog, ReplayServer, fetch_range
-from rstreams.spark import check_java, register
+from rstreams.spark import JavaMissingError, check_java, register
 from rstreams.spark._demo import run_demo
 
 REGISTER_TIMEOUT = 120.0
@@ -51,15 +53,21 @@ def spark_class(*args: str, log: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen([str(home / "bin" / "spark-class"), *args], stdout=out, stderr=out, env=env)
 
 
-def wait_for_workers(master_log: Path, count: int) -> None:
+def wait_for_workers(master_log: Path, count: int, processes: list[subprocess.Popen[bytes]]) -> None:
     deadline = time.monotonic() + REGISTER_TIMEOUT
     while master_log.read_text(errors="replace").count("Registering worker") < count:
+        exited = [process.returncode for process in processes if process.poll() is not None]
+        if exited:
+            raise RuntimeError(
+                f"a Spark process exited ({exited[0]}) before the workers registered; see {master_log.parent}"
+            )
         if time.monotonic() > deadline:
             raise RuntimeError(f"workers did not register within {REGISTER_TIMEOUT} s; see {master_log}")
         time.sleep(0.5)
 
 
-SENSORS = ("attic", "cellar", "garage", "kitchen", "porch")
+SENSORS = ("attic", "cellar", "garage", "garden", "kitchen")
+"""Names whose hashes (option keyColumn) reach each of the three sink logs: 3, 1 and 1 of them."""
 
 
 def readings(server: int, count: int) -> list[bytes]:
@@ -70,6 +78,16 @@ def readings(server: int, count: int) -> list[bytes]:
         ).encode()
         for i in range(count)
     ]
+
+
+def tasks_per_executor(spark: Any) -> dict[str, int]:
+    """Tasks each executor ran (``host:port``), from the driver's UI (Spark's REST API)."""
+    app = spark.sparkContext.applicationId
+    with urllib.request.urlopen(
+        f"{spark.sparkContext.uiWebUrl}/api/v1/applications/{app}/executors"
+    ) as answer:
+        executors = json.load(answer)
+    return {e["hostPort"]: e["totalTasks"] for e in executors if e["id"] != "driver"}
 
 
 def many_servers(master: str, rows: int, work: Path) -> dict[str, object]:
@@ -130,6 +148,7 @@ def many_servers(master: str, rows: int, work: Path) -> dict[str, object]:
             "micro_batches": len(batches),
             "rows_per_sink_log": [len(rows_) for rows_ in written],
             "sensors_per_sink_log": [sorted({row["sensor"] for row in rows_}) for rows_ in written],
+            "tasks_per_executor": tasks_per_executor(spark),
         }
     finally:
         spark.stop()
@@ -137,14 +156,37 @@ def many_servers(master: str, rows: int, work: Path) -> dict[str, object]:
             server.stop()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=300_000, help="rows over the three servers")
+def problem(args: argparse.Namespace) -> str | None:
+    """The first option out of range, named (checked before anything starts)."""
+    if args.rows < 3:
+        return f"--rows needs a whole number >= 3 (a third per server), got {args.rows}"
+    if args.workers < 1:
+        return f"--workers needs a whole number >= 1, got {args.workers}"
+    if not args.seconds > 0:
+        return f"--seconds needs a number > 0, got {args.seconds}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="spark_cluster.py")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=300_000,
+        help="rows over the three servers (rounded down to a multiple of 3)",
+    )
     parser.add_argument("--demo", action="store_true", help="run the rstreams demo pipeline instead")
     parser.add_argument("--seconds", type=float, default=30.0, help="the demo's duration")
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
-    check_java()
+    parser.add_argument("--workers", type=int, default=2, help="Worker processes (1 core, 1 GiB each)")
+    args = parser.parse_args(argv)
+    bad = problem(args)
+    if bad is None:
+        try:
+            check_java()
+        except JavaMissingError as missing:
+            bad = str(missing)
+    if bad is not None:
+        parser.exit(2, f"{parser.prog}: {bad}\n")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     work = Path(tempfile.mkdtemp(prefix="rstreams-cluster-"))
     port = free_port()
@@ -168,7 +210,7 @@ def main() -> None:
             )
             for i in range(args.workers)
         )
-        wait_for_workers(master_log, args.workers)
+        wait_for_workers(master_log, args.workers, processes)
         print(f"standalone cluster at {url}: {args.workers} workers registered (logs in {work})")
         if args.demo:
             figures = run_demo(seconds=args.seconds, master=url, out=str(work / "demo"))

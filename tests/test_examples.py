@@ -66,3 +66,27 @@ def test_channel_example_streams_answers_without_pulling_ahead(capsys: pytest.Ca
     answers = asyncio.run(_load("rsio_channel").main())
     assert [a["answer"] for a in answers] == [7.0, -6.0, 14.0, 0.43, 11.0]
     assert "8 answers for 8 questions" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("example", "args", "says"),
+    [
+        ("spark_cluster", ["--rows", "2"], "--rows needs a whole number >= 3 (a third per server), got 2"),
+        ("spark_cluster", ["--workers", "0"], "--workers needs a whole number >= 1, got 0"),
+        ("spark_cluster", ["--demo", "--seconds", "0"], "--seconds needs a number > 0, got 0.0"),
+        ("spark_bench", ["--rows", "0"], "--rows needs a whole number >= 1, got 0"),
+        ("spark_bench", ["--batch-rows", "-5"], "--batch-rows needs a whole number >= 1, got -5"),
+        ("spark_bench", ["--json-rows", "0"], "--json-rows needs a whole number >= 1, got 0"),
+    ],
+)
+def test_spark_examples_refuse_bad_options_in_one_line(
+    capsys: pytest.CaptureFixture[str], example: str, args: list[str], says: str
+) -> None:
+    """examples/spark_cluster.py and spark_bench.py: an option out of range exits 2 with one line
+    naming it, before any Spark process starts."""
+    pytest.importorskip("pyspark")
+    with pytest.raises(SystemExit) as exited:
+        _load(example).main(args)
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"{example}.py: {says}\n"
