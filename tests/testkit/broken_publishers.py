@@ -829,3 +829,16 @@ class _RemembersCompleted(SyncSubscription):
         if self.subscriber is not None:
             COMPLETED_EARLIER.append(self.subscriber)
         super().complete()
+
+
+class CompletesOnHugeDemandSubscription(SyncSubscription):
+    """Rule 3.17: takes a request of 2**62 or more as 'everything' and completes at once."""
+
+    def request(self, n: int) -> None:
+        if not self.done and not _illegal(n) and n >= 2**62:
+            self.complete()
+            return
+        super().request(n)
+
+
+CompletesOnHugeDemandPublisher = _publisher_with(CompletesOnHugeDemandSubscription)

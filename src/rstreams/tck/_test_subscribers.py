@@ -309,7 +309,8 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         """Whether ``on_complete`` or ``on_error`` has arrived."""
         return self._terminated
 
-    def _state(self) -> str:
+    def state(self) -> str:
+        """What arrived, in words: "2 received of 4 requested", then the terminal signal if any."""
         end = f", then {self._terminal_name}" if self._terminated else ""
         return f"{self.received} received of {self.requested} requested{end}"
 
@@ -331,9 +332,9 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if error is not None:
             self.env.flop(f"{error_msg or f'expected {what}'}, but got on_error({_describe(error)})")
         if env.has_failure:
-            self.env.flop(f"{error_msg or f'expected {what}'}; stopped at a failure; {self._state()}")
+            self.env.flop(f"{error_msg or f'expected {what}'}; stopped at a failure; {self.state()}")
         self.env.flop(
-            f"{error_msg or f'expected {what}'}, but none arrived within {_ms(total)}; {self._state()}"
+            f"{error_msg or f'expected {what}'}, but none arrived within {_ms(total)}; {self.state()}"
         )
 
     def next_element(self, timeout: float | None = None, error_msg: str | None = None) -> T:
@@ -341,7 +342,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         total = self.env.default_timeout if timeout is None else timeout
         item = self._take(total, "an element", error_msg)
         if item is _END:
-            self.env.flop(f"{error_msg or 'expected an element'}, but the stream completed; {self._state()}")
+            self.env.flop(f"{error_msg or 'expected an element'}, but the stream completed; {self.state()}")
         return item  # type: ignore[return-value]
 
     def next_elements(self, n: int, timeout: float | None = None, error_msg: str | None = None) -> list[T]:
@@ -364,14 +365,12 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
             error = self.error
         what = error_msg or f"expected {n} elements"
         if ended:
-            self.env.flop(f"{what}, but the stream completed after {got} of them; {self._state()}")
+            self.env.flop(f"{what}, but the stream completed after {got} of them; {self.state()}")
         if error is not None:
-            self.env.flop(
-                f"{what}, but got on_error({_describe(error)}) after {got} of them; {self._state()}"
-            )
+            self.env.flop(f"{what}, but got on_error({_describe(error)}) after {got} of them; {self.state()}")
         if env.has_failure:
-            self.env.flop(f"{what}; stopped waiting at a failure after {got} of them; {self._state()}")
-        self.env.flop(f"{what}, but only {got} arrived within {_ms(total)}; {self._state()}")
+            self.env.flop(f"{what}; stopped waiting at a failure after {got} of them; {self.state()}")
+        self.env.flop(f"{what}, but only {got} arrived within {_ms(total)}; {self.state()}")
 
     def next_element_or_end_of_stream(
         self, timeout: float | None = None, error_msg: str | None = None
@@ -392,7 +391,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         item = self._take(total, "on_complete", error_msg)
         if item is not _END:
             self.env.flop(
-                f"{error_msg or 'expected on_complete'}, but got the element {item!r}; {self._state()}"
+                f"{error_msg or 'expected on_complete'}, but got the element {item!r}; {self.state()}"
             )
 
     def expect_error(
@@ -414,7 +413,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
             error = self.error
         if pending is not None:
             got = "on_complete" if pending is _END else f"the element {pending!r}"
-            self.env.flop(f"{error_msg or 'expected no signal'}, but got {got}; {self._state()}")
+            self.env.flop(f"{error_msg or 'expected no signal'}, but got {got}; {self.state()}")
         if error is not None:
             self.env.flop(f"{error_msg or 'expected no signal'}, but got on_error({_describe(error)})")
 
