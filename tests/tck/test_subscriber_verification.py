@@ -35,6 +35,7 @@ from testkit.broken_subscribers import (
     NeverRegisters,
     NeverRequests,
     OneAtATimeWhiteboxSubscriber,
+    RaisesInOnComplete,
     RaisesOnErrorWithoutDemand,
     RaisesOnLateElement,
     ReferenceSubscriber,
@@ -166,6 +167,11 @@ WHITEBOX_BROKEN = [
         "AttributeError",
     ),
     (
+        RaisesInOnComplete,
+        "required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_complete",
+        "rule 2.13: the Subscriber's on_complete() raised RuntimeError: on_complete raised",
+    ),
+    (
         AcceptsNoneElement,
         "required_spec213_on_next_must_throw_null_pointer_exception_when_parameters_are_null",
         "returned normally",
@@ -209,6 +215,16 @@ BLACKBOX_BROKEN = [
         "required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call",
         "rule 2.13: the Subscriber's on_error(InjectedError: Test Exception: Boom!) raised RuntimeError:"
         " on_error before any element",
+    ),
+    (
+        RaisesInOnComplete,
+        "required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_complete",
+        "rule 2.13: the Subscriber's on_complete() raised RuntimeError: on_complete raised",
+    ),
+    (
+        RaisesOnErrorWithoutDemand,
+        "required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_error",
+        "rule 2.13: the Subscriber's on_error(InjectedError: Test Exception: Boom!) raised RuntimeError:",
     ),
     (
         AcceptsNoneElement,

@@ -229,6 +229,14 @@ class RaisesOnErrorWithoutDemand(ReferenceSubscriber):
             raise RuntimeError("on_error before any element")
 
 
+class RaisesInOnComplete(ReferenceSubscriber):
+    """Breaks 2.13: on_complete raises back into the publisher."""
+
+    def on_complete(self) -> None:
+        super().on_complete()
+        raise RuntimeError("on_complete raised")
+
+
 class AcceptsNoneElement(ReferenceSubscriber):
     """Breaks 2.13: accepts on_next(None) silently."""
 

@@ -425,16 +425,23 @@ class TerminalGuardSubscription(Subscription):
             self.env.record_failure(f"rule 2.3: Subscription.cancel() was called inside {signal}")
 
     def deliver_complete(self, subscriber: Subscriber[object]) -> None:
-        self._inside.signal = "on_complete"
-        try:
-            subscriber.on_complete()
-        finally:
-            self._inside.signal = None
+        self._deliver("on_complete", "on_complete()", subscriber.on_complete)
 
     def deliver_error(self, subscriber: Subscriber[object], error: BaseException) -> None:
-        self._inside.signal = "on_error"
+        self._deliver("on_error", f"on_error({_describe(error)})", lambda: subscriber.on_error(error))
+
+    def _deliver(self, signal: str, what: str, call: Callable[[], None]) -> None:
+        """``call()`` marked as inside ``signal``; it must return normally (rule 2.13)."""
+        self._inside.signal = signal
         try:
-            subscriber.on_error(error)
+            call()
+        except TCKFailure:
+            raise
+        except Exception as exc:
+            raise _fail(
+                f"rule 2.13: the Subscriber's {what} raised {_describe(exc)}; a Subscriber's signal methods"
+                " must return normally"
+            ) from exc
         finally:
             self._inside.signal = None
 
