@@ -26,6 +26,7 @@ from rstreams.tck._subscriber_support import HelperPublisher, WhiteboxSubscriber
 from testkit.broken_subscribers import (
     AcceptsNoneElement,
     AcceptsNoneError,
+    AsksForZeroLater,
     CancelsBothSubscriptions,
     CancelsInOnError,
     ChecksNoneAfterDuplicate,
@@ -185,6 +186,11 @@ WHITEBOX_BROKEN = [
 
 BLACKBOX_BROKEN = [
     (NeverRequests, "required_spec201_blackbox_must_signal_demand_via_subscription_request", "request"),
+    (
+        AsksForZeroLater,
+        "required_spec201_blackbox_must_signal_demand_via_subscription_request",
+        "rule 3.9: the Subscriber called request(0); only n > 0 is legal",
+    ),
     (
         RequestsInOnComplete,
         "required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_complete",

@@ -142,6 +142,15 @@ class NeverRequests(ReferenceSubscriber):
         pass
 
 
+class AsksForZeroLater(ReferenceSubscriber):
+    """Misuses 3.9 (blackbox): asks for 1 first, then request(0) after each element, which any
+    publisher answers with on_error."""
+
+    def request_more(self) -> None:
+        assert self.subscription is not None
+        self.subscription.request(0 if self.received else 1)
+
+
 class RequestsOnlyOnce(ReferenceSubscriber):
     """Breaks 3.8 (whitebox): the puppet's demand for n is honoured with a single request(1)."""
 

@@ -125,6 +125,8 @@ class ManualPublisher(Publisher[T], Generic[T]):
 
     # -- what the Subscriber calls ---------------------------------------------------
     def _record_request(self, n: int) -> None:
+        if demand.invalid(n) is not None:  # every request, not only those a case waits for
+            self.env.record_failure(f"rule 3.9: {self.subject} called request({n!r}); only n > 0 is legal")
         with self._cond:
             self._requests.append(n)
             self._cond.notify_all()
