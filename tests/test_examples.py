@@ -33,6 +33,9 @@ def test_pipeline_example_never_pulls_beyond_its_window(capsys: pytest.CaptureFi
     # 64 lines of window + one batch in flight inside concat_map + filter/buffer prefetch
     batches_needed = lines // 4 + 64 // 4 + 2
     assert example.pulled <= (batches_needed + 2) * 40 * 2
+    # what the last line claims: never further ahead of the lines consumed than demand allows
+    assert 0 < example.most_ahead <= example.BOUND == 760
+    assert f"at most {example.most_ahead} readings ahead" in out
 
 
 @pytest.mark.timeout(120)
