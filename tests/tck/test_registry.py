@@ -13,6 +13,7 @@ import textwrap
 import threading
 import unittest
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -419,3 +420,61 @@ def test_an_overrun_case_says_what_its_streams_did() -> None:
     )
     env.close()
     assert sub.closed and not sub._element_arrived()  # closed: counted, not delivered
+
+
+def _verify_calls() -> list[tuple[str, Any, type[Exception], str]]:
+    import rstreams
+    import rstreams.tck
+
+    tck: Any = rstreams.tck  # the calls below are wrong on purpose
+    verify_processor = tck.verify_processor
+    verify_publisher = tck.verify_publisher
+    verify_subscriber_blackbox = tck.verify_subscriber_blackbox
+    verify_subscriber_whitebox = tck.verify_subscriber_whitebox
+
+    def processor(n: int) -> Any:
+        return rstreams.MulticastProcessor(buffer_size=n)
+
+    return [
+        ("publisher 3", lambda: verify_publisher(3), TypeError,
+         "verify_publisher(create_publisher) needs a callable, got 3"),
+        ("failed 3", lambda: verify_publisher(rstreams.range, create_failed_publisher=3), TypeError,
+         "verify_publisher(create_failed_publisher=) needs a callable or None, got 3"),
+        ("env 3", lambda: verify_publisher(rstreams.range, env=3), ValueError,
+         "env must be a TestEnvironment or None, got 3"),
+        ("stochastic x", lambda: verify_publisher(rstreams.range, skip_stochastic="x"), ValueError,
+         "skip_stochastic must be True or False, got 'x'"),
+        ("timeout x", lambda: verify_publisher(rstreams.range, case_timeout="x"), ValueError,
+         "case_timeout must be a positive number of seconds or None, got 'x'"),
+        ("processor None", lambda: verify_processor(None), TypeError,
+         "verify_processor(create_processor) needs a callable"),
+        ("element 3", lambda: verify_processor(processor, create_element=3), TypeError,
+         "verify_processor(create_element=) needs a callable, got 3"),
+        ("whitebox 3", lambda: verify_subscriber_whitebox(3), TypeError,
+         "verify_subscriber_whitebox(create_subscriber) needs a callable, got 3"),
+        ("blackbox 3", lambda: verify_subscriber_blackbox(3), TypeError,
+         "verify_subscriber_blackbox(create_subscriber) needs a callable, got 3"),
+        ("trigger 3", lambda: verify_subscriber_blackbox(object, trigger_request=3), TypeError,
+         "verify_subscriber_blackbox(trigger_request=) needs a callable or None, got 3"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "call", "kind", "message"),
+    _verify_calls(),
+    ids=lambda v: v if isinstance(v, str) and " " in v and len(v) < 20 else "",
+)
+def test_a_verify_function_refuses_a_bad_argument_before_running_a_case(
+    name: str, call: Any, kind: type[Exception], message: str
+) -> None:
+    """Not 38 failed cases that each say "'int' object is not callable": one error, at the call."""
+    with pytest.raises(kind) as caught:
+        call()
+    assert type(caught.value) is kind and str(caught.value).startswith(message), caught.value
+
+
+def test_a_test_environment_refuses_a_timeout_that_is_not_a_number() -> None:
+    from rstreams.tck import TestEnvironment
+
+    with pytest.raises(TypeError, match=r"^default_timeout must be a number of seconds, got 'x'$"):
+        TestEnvironment(default_timeout="x")  # type: ignore[arg-type]

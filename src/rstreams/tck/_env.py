@@ -164,7 +164,10 @@ class TestEnvironment:
             else default_poll_timeout
         )
         for name in ("default_timeout", "default_no_signals_timeout", "default_poll_timeout"):
-            if getattr(self, name) < 0:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{name} must be a number of seconds, got {value!r}")
+            if value < 0:
                 raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
         self.cond = threading.Condition()
         """The case's one condition: every TCK object of the case waits and notifies on it."""

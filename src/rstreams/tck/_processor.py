@@ -526,7 +526,15 @@ def verify_processor(
     on the processor-as-publisher cases. Returns the :class:`Report`; ``report.ok`` is
     false if any case failed.
     """
-    check_options(case_timeout=case_timeout, max_elements=max_elements)
+    check_options(
+        "verify_processor",
+        case_timeout=case_timeout,
+        max_elements=max_elements,
+        env=env,
+        skip_stochastic=skip_stochastic,
+        factories={"create_processor": create_processor, "create_element=": create_element},
+        optional={"create_failed_publisher": create_failed_publisher},
+    )
     if not whole(buffer_size) or buffer_size < 1:
         raise ValueError(f"buffer_size must be a whole number >= 1, got {buffer_size!r}")
     if not whole(max_supported_subscribers):

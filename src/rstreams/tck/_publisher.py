@@ -839,7 +839,15 @@ def verify_publisher(
     ``max_elements`` is ``max_elements_from_publisher()``. Returns a :class:`Report`;
     ``report.ok`` tells whether any case failed.
     """
-    check_options(case_timeout=case_timeout, max_elements=max_elements)
+    check_options(
+        "verify_publisher",
+        case_timeout=case_timeout,
+        max_elements=max_elements,
+        env=env,
+        skip_stochastic=skip_stochastic,
+        factories={"create_publisher": create_publisher},
+        optional={"create_failed_publisher": create_failed_publisher},
+    )
 
     class _Verification(PublisherVerification):
         def create_publisher(self, elements: int) -> Publisher[Any]:

@@ -100,11 +100,38 @@ def whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_options(*, case_timeout: float | None, max_elements: int) -> None:
-    """Validate the options every ``verify_*`` function takes; a bad one raises naming it."""
-    if case_timeout is not None and not case_timeout > 0:
+def check_options(
+    who: str,
+    *,
+    case_timeout: object,
+    max_elements: object,
+    env: object,
+    skip_stochastic: object,
+    factories: dict[str, object],
+    optional: dict[str, object] | None = None,
+) -> None:
+    """Validate what a ``verify_*`` function was given, before any case runs.
+
+    A factory that is not callable is a ``TypeError`` naming it (``factories`` are required,
+    ``optional`` may be ``None``); a bad option a ``ValueError`` naming it.
+    """
+    for name, factory in factories.items():
+        if not callable(factory):
+            raise TypeError(f"{who}({name}) needs a callable, got {factory!r}")
+    for name, factory in (optional or {}).items():
+        if factory is not None and not callable(factory):
+            raise TypeError(f"{who}({name}=) needs a callable or None, got {factory!r}")
+    from rstreams.tck._env import TestEnvironment
+
+    if env is not None and not isinstance(env, TestEnvironment):
+        raise ValueError(f"env must be a TestEnvironment or None, got {env!r}")
+    if not isinstance(skip_stochastic, bool):
+        raise ValueError(f"skip_stochastic must be True or False, got {skip_stochastic!r}")
+    if case_timeout is not None and (
+        isinstance(case_timeout, bool) or not isinstance(case_timeout, int | float) or not case_timeout > 0
+    ):
         raise ValueError(f"case_timeout must be a positive number of seconds or None, got {case_timeout!r}")
-    if not whole(max_elements) or max_elements < 0:
+    if not isinstance(max_elements, int) or isinstance(max_elements, bool) or max_elements < 0:
         raise ValueError(f"max_elements must be a whole number >= 0, got {max_elements!r}")
 
 

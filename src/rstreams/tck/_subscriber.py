@@ -831,8 +831,14 @@ def verify_subscriber_whitebox(
     ``skip_stochastic`` and ``max_elements`` are checked and change nothing here. Returns
     the :class:`Report`; ``report.ok`` is false if any case failed.
     """
-    check_options(case_timeout=case_timeout, max_elements=max_elements)
-    del skip_stochastic  # accepted for one set of options across the verify_* functions
+    check_options(
+        "verify_subscriber_whitebox",
+        case_timeout=case_timeout,
+        max_elements=max_elements,
+        env=env,
+        skip_stochastic=skip_stochastic,
+        factories={"create_subscriber": create_subscriber, "create_element=": create_element},
+    )
 
     class _AdHoc(SubscriberWhiteboxVerification):
         def create_subscriber(self, probe: WhiteboxSubscriberProbe[Any]) -> Subscriber[Any]:
@@ -865,8 +871,15 @@ def verify_subscriber_blackbox(
     :func:`verify_subscriber_whitebox`). Returns the :class:`Report`; ``report.ok`` is
     false if any case failed.
     """
-    check_options(case_timeout=case_timeout, max_elements=max_elements)
-    del skip_stochastic  # accepted for one set of options across the verify_* functions
+    check_options(
+        "verify_subscriber_blackbox",
+        case_timeout=case_timeout,
+        max_elements=max_elements,
+        env=env,
+        skip_stochastic=skip_stochastic,
+        factories={"create_subscriber": create_subscriber, "create_element=": create_element},
+        optional={"trigger_request": trigger_request},
+    )
 
     class _AdHoc(SubscriberBlackboxVerification):
         def create_subscriber(self) -> Subscriber[Any]:
