@@ -86,3 +86,13 @@ def test_the_sessions_use_every_query_parameter_the_server_takes() -> None:
     assert used >= set(QUERY_KEYS), set(QUERY_KEYS) - used
     doc = server_module.__doc__ or ""
     assert all(re.search(rf"[?&]{key}\b", doc) for key in QUERY_KEYS), "rstreams.replay._server's docstring"
+
+
+def test_the_first_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/replay.md's opening Python block, run as it stands, prints what its comments say."""
+    block = re.search(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
+    assert block is not None
+    exec(compile(block.group(1), str(DOC), "exec"), {})
+    url, fetched = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", url)
+    assert fetched == "[b'0', b'1', b'2']"
