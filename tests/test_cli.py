@@ -957,6 +957,33 @@ def test_options_argparse_refuses_are_one_line(
     assert err.startswith(says) and err.endswith(f" (see {command} --help)\n") and err.count("\n") == 1, err
 
 
+@pytest.mark.timeout(30)
+def test_a_failed_demo_is_one_line_exit_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo's Spark query failing (as under a heavy load: 'Python worker failed to connect
+    back', with the query's description on the lines after it) is one line naming the error and
+    Spark's log, exit 1; it was a traceback."""
+    pytest.importorskip("pyspark")
+    import rstreams.spark
+    import rstreams.spark._demo
+
+    def failing(**options: Any) -> dict[str, Any]:
+        raise RuntimeError(
+            "the Spark query failed: Python worker failed to connect back.\n=== Streaming Query ==="
+        )
+
+    monkeypatch.setattr(rstreams.spark, "check_java", lambda: 17)
+    monkeypatch.setattr(rstreams.spark._demo, "run_demo", failing)
+    assert main(["demo", "--no-web"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "Java 17 found\n"
+    assert err == (
+        "rstreams demo: RuntimeError: the Spark query failed: Python worker failed to connect back. "
+        "(Spark's log, if named above, has more)\n"
+    )
+
+
 @pytest.mark.timeout(60)
 def test_serve_a_log_with_metrics_exposes_what_the_log_holds() -> None:
     pytest.importorskip("prometheus_client")

@@ -82,17 +82,21 @@ def _demo(args: argparse.Namespace) -> int:
     print(f"Java {version} found")
     from rstreams.spark._demo import run_demo
 
-    figures = run_demo(
-        seconds=args.seconds,
-        sensors=args.sensors,
-        rate=args.rate,
-        batch=args.batch,
-        window=args.window,
-        master=args.master,
-        out=args.out,
-        web=None if args.no_web else args.web,
-        signals=True,
-    )
+    try:
+        figures = run_demo(
+            seconds=args.seconds,
+            sensors=args.sensors,
+            rate=args.rate,
+            batch=args.batch,
+            window=args.window,
+            master=args.master,
+            out=args.out,
+            web=None if args.no_web else args.web,
+            signals=True,
+        )
+    except Exception as failed:  # Spark's (the demo has stopped everything); the rest is in spark.log
+        said = (str(failed).strip().splitlines() or [""])[0]
+        return _fail("demo", f"{type(failed).__name__}: {said} (Spark's log, if named above, has more)", 1)
     if figures["stopped"] is not None:  # SIGTERM or Ctrl-C: stopped cleanly, before its time
         return 128 + int(figures["stopped"])
     median = figures["median_batch_s"]
