@@ -133,6 +133,28 @@ def test_every_option_a_document_names_is_accepted(doc: Path) -> None:
     assert not unknown, f"{doc.relative_to(ROOT)} names options no parser accepts: {unknown}"
 
 
+def test_every_option_named_after_a_command_is_that_command_s() -> None:
+    """`rstreams CMD ... --option` written in one code span: CMD itself accepts the option (the
+    test above only asks that some parser does; `rstreams ping --capacity` would pass it)."""
+    commands = _subparsers(cli._parser())
+    spans = [
+        (doc, span)
+        for doc in DOCUMENTS
+        for span in re.findall(r"`(rstreams [a-z]+ [^`]*--[^`]*)`", doc.read_text())
+    ]
+    assert len(spans) >= 5, spans
+    wrong = []
+    for doc, span in spans:
+        command = span.split()[1]
+        if command == "bench":
+            continue  # its options are benchmarks/run.py's
+        parser = _runner._parser() if command == "conformance" else commands.get(command)
+        accepted = set() if parser is None else _options(parser)
+        flags = re.findall(r"(?<![\w-])(--[A-Za-z][\w-]*)", span)
+        wrong += [f"{doc.relative_to(ROOT)}: `{span}`: {flag}" for flag in flags if flag not in accepted]
+    assert not wrong, wrong
+
+
 def _architecture() -> str:
     text = README.read_text()
     start = text.index("## Architecture")
