@@ -354,6 +354,24 @@ def test_options_of_the_other_mode_exit_2(capsys: pytest.CaptureFixture[str], ar
     assert "does not apply when serving" in capsys.readouterr().err
 
 
+def test_serve_help_groups_the_options_by_the_mode_that_takes_them() -> None:
+    """`rstreams serve --help` lists under "publishers" exactly the options only `serve URL` takes,
+    and under "a replay log" those only `serve URL NAME` takes (--metrics, taken by both, was
+    listed with the publishers' alone)."""
+    import argparse
+
+    commands = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    serve = commands.choices["serve"]
+    groups = {group.title: {action.dest for action in group._group_actions} for group in serve._action_groups}
+    assert groups["publishers (rstreams serve URL)"] == set(cli._PUBLISHER_OPTIONS)
+    # --pending-timeout has a default, so its use cannot be told apart in the other mode
+    assert groups["a replay log of standard input (rstreams serve URL NAME)"] == {
+        *cli._LOG_OPTIONS,
+        "pending_timeout",
+    }
+    assert "metrics" in groups["options"]
+
+
 @pytest.mark.timeout(30)
 def test_unreachable_server_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     """Nothing listening: one line naming the URL, exit 2, no traceback."""

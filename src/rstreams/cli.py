@@ -738,6 +738,11 @@ def _parser() -> argparse.ArgumentParser:
         "--token",
         help="accept only clients presenting this token (default: $RSTREAMS_TOKEN; none: no auth)",
     )
+    serve.add_argument(
+        "--metrics",
+        metavar="HOST:PORT|on",
+        help="count what streams do (rstreams top, rstreams/stats); HOST:PORT also serves /metrics",
+    )
     served = serve.add_argument_group("publishers (rstreams serve URL)")
     served.add_argument(
         "--publishers",
@@ -750,11 +755,6 @@ def _parser() -> argparse.ArgumentParser:
         help="how counter's numbers are encoded (utf8); with --publishers, the elements' codec (raw bytes)",
     )
     served.add_argument("--resume", action="store_true", help="keep sessions of clients whose link breaks")
-    served.add_argument(
-        "--metrics",
-        metavar="HOST:PORT|on",
-        help="count what streams do (rstreams top, rstreams/stats); HOST:PORT also serves /metrics",
-    )
     logged = serve.add_argument_group("a replay log of standard input (rstreams serve URL NAME)")
     logged.add_argument("--capacity", type=int, default=None, help="elements held (100000)")
     logged.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
@@ -787,7 +787,8 @@ def _parser() -> argparse.ArgumentParser:
         const="127.0.0.1:8000",
         default=None,
         metavar="HOST:PORT",
-        help="also serve the live page (default address 127.0.0.1:8000; port 0: any)",
+        help="also serve the live page (default address 127.0.0.1:8000; port 0: any; a loopback "
+        "address next to --token or --tls-client-ca)",
     )
     logged.add_argument("--web-publisher", default=None, help="the log the page charts (the served log)")
     serve.set_defaults(run=_serve)
