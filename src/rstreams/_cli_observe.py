@@ -300,7 +300,11 @@ def _top(args: argparse.Namespace) -> int:
 # -- the parser -----------------------------------------------------------------------------------
 def _client_options(parser: argparse.ArgumentParser, timeout: float) -> None:
     parser.add_argument("url", help="the server: tcp://host:port, tls://, unix://, ws://, wss://")
-    parser.add_argument("--token", default=os.environ.get("RSTREAMS_TOKEN"), help="($RSTREAMS_TOKEN)")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("RSTREAMS_TOKEN"),
+        help="present this token (default: $RSTREAMS_TOKEN); only to servers that ask for one",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -313,11 +317,26 @@ def _client_options(parser: argparse.ArgumentParser, timeout: float) -> None:
 
 def add_commands(commands: Any) -> None:
     """Add ``ping`` and ``top`` to the ``rstreams`` command's subparsers."""
-    ping = commands.add_parser("ping", help="a server's health and round-trip time (exit 0: ok)")
+    ping = commands.add_parser(
+        "ping",
+        help="a server's health and round-trip time (exit 0: ok)",
+        description="Time rstreams/health round trips and print the server's answer. Exit status: 0 "
+        "when the server says ok, 1 when it says not ok or refuses rstreams/health (the Java and "
+        "JavaScript servers have none), 2 when it cannot be reached within --timeout, refuses the "
+        "token or the TLS handshake fails.",
+    )
     _client_options(ping, 5.0)
-    ping.add_argument("--count", type=int, default=1, help="round trips (1)")
+    ping.add_argument("--count", type=int, default=1, metavar="N", help="round trips (1)")
     ping.set_defaults(run=_ping)
-    top = commands.add_parser("top", help="a live table of a server's streams: demand, rate, where they wait")
+    top = commands.add_parser(
+        "top",
+        help="a live table of a server's streams: demand, rate, where they wait",
+        description="Redraw a table of the server's streams from rstreams/stats every --interval "
+        "seconds (q or Ctrl-C quits; not on a terminal, the tables follow one another). Exit status: "
+        "0 when quit, 1 when the server counts nothing (served without --metrics) or refuses "
+        "rstreams/stats, 2 when it cannot be reached or falls silent, refuses the token or the TLS "
+        "handshake fails.",
+    )
     _client_options(top, 10.0)
     top.add_argument(
         "--interval", type=float, default=1.0, metavar="S", help="refresh every S seconds (1; at least 0.1)"
