@@ -437,6 +437,26 @@ def test_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         assert status == 2 and err.endswith(" (connect by a host name the server's certificate carries)\n")
 
 
+@pytest.mark.timeout(30)
+def test_publish_by_a_name_the_certificate_lacks_names_server_name(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """publish to tls://localhost:PORT when the certificate carries 127.0.0.1 only: exit 2, at once,
+    the hint naming --server-name too (publish takes it; subscribe, whose hint stays, does not)."""
+    from testkit.tls import TestCA, server_context
+
+    ca = TestCA.make(tmp_path, "names CA")
+    context = server_context(ca.issue("server", san=("127.0.0.1",)))
+    with served(builtin_publishers(), url="tls://127.0.0.1:0", ssl=context) as url:
+        named = url.replace("127.0.0.1", "localhost")
+        status, err = publish(capsys, monkeypatch, b"one\n", named, "results", "--cafile", str(ca.cert))
+    assert (status, err.count("\n")) == (2, 1), err
+    assert "CERTIFICATE_VERIFY_FAILED" in err
+    assert err.endswith(
+        " (connect by a host name the server's certificate carries, or give it with --server-name NAME)\n"
+    )
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize(("scheme", "version"), [("tls", "1.3"), ("wss", "1.3"), ("tls", "1.2")])
 def test_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path, scheme: str, version: str) -> None:

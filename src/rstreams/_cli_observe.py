@@ -57,13 +57,15 @@ def _fail(command: str, message: str, status: int = 2) -> int:
     return status
 
 
-def access_hint(error: object, certfile: str | None = None) -> str:
+def access_hint(error: object, certfile: str | None = None, *, server_name: bool = False) -> str:
     """The option to change when the server turned the client away in its handshake, as
     `` (--cafile ...)``; ``""`` for any other failure. ``certfile``: the ``--certfile``
-    presented, if any (a server that refuses it does not trust it)."""
+    presented, if any (a server that refuses it does not trust it); ``server_name``: whether the
+    command takes ``--server-name``."""
     text = str(error)
     if "CERTIFICATE_VERIFY_FAILED" in text and "mismatch" in text:
-        return " (connect by a host name the server's certificate carries)"
+        other = ", or give it with --server-name NAME" if server_name else ""
+        return f" (connect by a host name the server's certificate carries{other})"
     if "CERTIFICATE_VERIFY_FAILED" in text:
         return " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
     if "WRONG_VERSION_NUMBER" in text:  # TLS towards a server that does not speak it

@@ -620,13 +620,11 @@ def _publish(args: argparse.Namespace) -> int:
             "publish", f"{args.url} did not answer {args.name!r} as a sink log does ({said}){_NOT_A_SINK}", 1
         )
     except AccessDeniedError as bad:
-        return _fail(
-            "publish",
-            f"{bad}{access_hint(bad, args.certfile) or ' (--token, --cafile, --certfile, --server-name)'}",
-        )
+        hint = access_hint(bad, args.certfile, server_name=True)
+        return _fail("publish", f"{bad}{hint or ' (--token, --cafile, --certfile, --server-name)'}")
     except ServerUnavailableError as bad:
         hint = (
-            access_hint(bad, args.certfile)
+            access_hint(bad, args.certfile, server_name=True)
             or " (the URL: is a server listening there? --timeout S: how long to retry)"
         )
         return _fail("publish", f"{bad}{hint}")
