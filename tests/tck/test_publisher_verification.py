@@ -579,3 +579,22 @@ def test_a_signal_after_the_end_of_its_case_fails_a_later_case_naming_the_first(
         assert later.outcome == "failed", later
         assert later.message.startswith("rule 1.7: on_complete() after on_complete"), later.message
         assert f"after the case {spec107} had ended" in later.message, later.message
+
+
+def test_a_late_second_completion_of_an_empty_stream_fails_a_later_case() -> None:
+    """The same for the empty stream's probes (rule 1.9's case subscribes two to create_publisher(0))."""
+    spec109 = "required_spec109_must_issue_on_subscribe_for_non_null_subscriber"
+    spec302 = "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"
+    bp.COMPLETED_EARLIER.clear()
+    verification = type(
+        "LateEmpty", (Broken,), {"publisher_type": staticmethod(bp.CompletesAgainLaterPublisher)}
+    )()
+    assert run_cases(verification, [spec109]).results[0].outcome == "passed"
+    assert len(bp.COMPLETED_EARLIER) == 2
+    for subscriber in bp.COMPLETED_EARLIER:
+        subscriber.on_complete()
+    bp.COMPLETED_EARLIER.clear()
+    later = run_cases(verification, [spec302]).results[0]
+    assert later.outcome == "failed", later
+    assert later.message.startswith("rule 1.7: on_complete() after on_complete()"), later.message
+    assert f"after the case {spec109} had ended" in later.message, later.message

@@ -182,6 +182,7 @@ class TestEnvironment:
         """The name of the case this environment serves (set by the runner)."""
         self.late: LateBreaches | None = None
         """Where breaches seen after the case ended go (set by the runner); None: dropped."""
+        self._ended = False
 
     def fresh(self) -> TestEnvironment:
         """A new environment with the same timeouts and nothing recorded."""
@@ -228,9 +229,13 @@ class TestEnvironment:
     def record_failure(self, message: str) -> TCKFailure:
         """Record a :class:`TCKFailure` with ``message`` and return it, without raising.
 
-        What signal methods use: raising into a publisher would only confuse it.
+        What signal methods use: raising into a publisher would only confuse it. After
+        :meth:`close` nobody looks here any more: the failure goes to :meth:`record_late`.
         """
         failure = TCKFailure(message)
+        if self._ended:
+            self.record_late(message)
+            return failure
         self.record_async_error(failure)
         return failure
 
@@ -364,7 +369,8 @@ class TestEnvironment:
 
     def close(self) -> None:
         """End of the case: stop the TCK's own publishers, close every tracked subscriber and
-        cancel its subscription."""
+        cancel its subscription. Failures recorded from now on are late breaches."""
+        self._ended = True
         self._run_on_close()
         tracked = self._subscribers()
         self._tracked = []

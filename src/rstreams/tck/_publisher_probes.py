@@ -86,19 +86,19 @@ class OnSubscribeFirstProbe(TestSubscriber[Any]):
             self.env.record_failure(f"rule 1.9: {signal} was signalled before on_subscribe")
         self.terminals.signal(signal, terminal=terminal)
 
+    # after the case ended too: what is recorded then is a late breach (TestEnvironment.close)
     def on_next(self, item: Any) -> None:
-        if not self._element_arrived():
-            return
+        self._element_arrived()
         self._check(f"on_next({item!r})", terminal=False)
         self.env.record_failure(f"rule 1.1: on_next({item!r}) from an empty stream")
 
     def on_error(self, error: BaseException) -> None:
-        if self._signal_arrived():
-            self._check(f"on_error({_describe(error)})", terminal=True)
+        self._signal_arrived()
+        self._check(f"on_error({_describe(error)})", terminal=True)
 
     def on_complete(self) -> None:
-        if self._signal_arrived():
-            self._check("on_complete()", terminal=True)
+        self._signal_arrived()
+        self._check("on_complete()", terminal=True)
 
 
 class FailedPublisherProbe(TestSubscriber[Any]):
