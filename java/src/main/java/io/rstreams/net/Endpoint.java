@@ -367,6 +367,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     private void process() {
         for (Event e : conn.events()) {
+            if (ended && !(e instanceof Event.Closed)) {
+                continue; // the connection ended while this batch was handled: the rest is moot
+            }
             if (e instanceof Event.Element el) {
                 RemoteSubscription<?> s = consuming.get(el.id());
                 if (s != null) {
@@ -587,6 +590,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             }
         } catch (ProtocolException e) {
             conn.abort(e.getMessage());
+            process(); // its goodbye ends the connection now (§10), not at the peer's next read
         }
     }
 

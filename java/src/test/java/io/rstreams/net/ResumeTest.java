@@ -7,6 +7,9 @@ import static org.testng.Assert.assertTrue;
 import io.rstreams.testing.CuttingProxy;
 import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.TestSubscriber;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -73,6 +76,44 @@ public class ResumeTest {
             cutAndCarryOn("127.0.0.1", server.port(), 3);
             assertEquals(announced.get(), 1, "the hook sees the session, not the transports that resume it");
         }
+    }
+
+    /**
+     * Writes a clientHello offering keepalive and resume, then {@code rest}, to a resuming server
+     * whose hook subscribes to the client's {@code up} with {@code hooked}; never ends its own
+     * side, so the server must end the connection by itself. Returns all the server wrote.
+     */
+    private static String rawSession(byte[] rest, TestSubscriber<byte[]> hooked) throws Exception {
+        try (RsioServer server = RsioServer.builder()
+                .resume(true)
+                .route("counter", Codec.INT64, r -> Counters.range(0, 10))
+                .onConnection(conn -> conn.publisher("up").subscribe(hooked))
+                .bind("tcp://127.0.0.1:0");
+             Socket socket = new Socket("127.0.0.1", server.port())) {
+            socket.setSoTimeout(10_000);
+            byte[] input = new byte[5 + rest.length];
+            System.arraycopy(new byte[] {0x01, 0x00, 0x02, 0x01, 0x03}, 0, input, 0, 5);
+            System.arraycopy(rest, 0, input, 5, rest.length);
+            OutputStream out = socket.getOutputStream();
+            out.write(input);
+            out.flush();
+            return new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void aResumeInsideASessionEndsItAtOnce() throws Exception {
+        // A resume (0x89) after the hello is a §16.2 error: the goodbye went out, but the
+        // connection ended only at the peer's next read, and the hook's subscription, made
+        // meanwhile, threw on the I/O thread (IllegalStateException) instead of ending.
+        TestSubscriber<byte[]> hooked = new TestSubscriber<>();
+        byte[] resume = new byte[20]; // resume(token of 16 zero bytes, position 0)
+        resume[0] = (byte) 0x89;
+        resume[1] = 18;
+        resume[2] = 16;
+        String answer = rawSession(resume, hooked);
+        assertTrue(answer.contains("start a new transport (PROTOCOL.md §16.2)"), answer);
+        assertTrue(hooked.terminated.get(10, TimeUnit.SECONDS) instanceof ConnectionClosedException);
     }
 
     @Test(timeOut = 60_000)
