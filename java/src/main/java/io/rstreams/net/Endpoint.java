@@ -416,7 +416,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     private void helloReceived(Event.PeerHello h) {
-        if (options.credentials() == null) {
+        if (options.credentials() == null || conn.state() != Connection.State.OPEN) {
             return;
         }
         if (!h.active().contains(FrameType.AUTH)) {
@@ -551,6 +551,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     private void resumeNegotiated(Event.PeerHello h) {
         if (replay == null) {
+            return;
+        }
+        if (conn.state() != Connection.State.OPEN) {
+            replay = null; // a violation in the hello's read closed the connection: no session to offer
             return;
         }
         if (!h.active().contains(FrameType.RESUME_EXTENSION)) {

@@ -116,6 +116,15 @@ public class ResumeTest {
         assertTrue(hooked.terminated.get(10, TimeUnit.SECONDS) instanceof ConnectionClosedException);
     }
 
+    @Test(timeOut = 30_000)
+    public void anErrorInTheHellosReadGetsItsGoodbye() throws Exception {
+        // The hello and a violation in one read: the connection closed while parsing, then the
+        // hello's event tried to send the resumeToken (IllegalStateException on the I/O thread),
+        // and the transport was closed without the goodbye.
+        String answer = rawSession(new byte[] {0x00}, new TestSubscriber<>());
+        assertTrue(answer.contains("unknown message type 0x00 (PROTOCOL.md §3)"), answer);
+    }
+
     @Test(timeOut = 60_000)
     public void javaClientResumesOnThePythonServer() throws Exception {
         try (PythonRstreams python = PythonRstreams.serve("--codec", "int64", "--resume")) {
