@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from rstreams import Subscriber, cli, just
+from rstreams import Subscriber, _cli_logs, cli, just
 from rstreams._cli_publishers import builtin_publishers, load_publishers
 from rstreams.cli import main
 from rstreams.net import serve
@@ -366,7 +366,7 @@ def test_serve_help_groups_the_options_by_the_mode_that_takes_them() -> None:
     assert groups["publishers (rstreams serve URL)"] == set(cli._PUBLISHER_OPTIONS)
     # --pending-timeout has a default, so its use cannot be told apart in the other mode
     assert groups["a replay log of standard input (rstreams serve URL NAME)"] == {
-        *cli._LOG_OPTIONS,
+        *_cli_logs.LOG_OPTIONS,
         "pending_timeout",
     }
     assert "metrics" in groups["options"]
@@ -611,7 +611,7 @@ def test_serve_a_guarded_log_with_an_open_web_page_exits_2(
 )
 def test_which_web_addresses_face_the_network(web: str, open_: bool) -> None:
     """Loopback addresses (and none) keep the page on this machine; any other may not."""
-    assert (cli._open_page_problem(web) is not None) == open_
+    assert (_cli_logs._open_page_problem(web) is not None) == open_
 
 
 class ManualPublisher:
@@ -1116,10 +1116,10 @@ def test_a_serving_address_in_use_is_named_not_metrics(
 
 def test_the_metrics_case_is_told_by_the_error_type_not_its_text() -> None:
     """An OSError that merely reads like the exposition's is the serving address's failure."""
-    from rstreams.cli import _cannot_serve
+    from rstreams._cli_common import cannot_serve
     from rstreams.observe import MetricsExpositionError
 
     lookalike = OSError(errno.EADDRINUSE, "cannot serve /metrics on 127.0.0.1:9464: in use")
-    assert _cannot_serve("tcp://h:1", lookalike).startswith("cannot serve on tcp://h:1: ")
+    assert cannot_serve("tcp://h:1", lookalike).startswith("cannot serve on tcp://h:1: ")
     real = MetricsExpositionError(errno.EADDRINUSE, "in use", "127.0.0.1", 9464)
-    assert _cannot_serve("tcp://h:1", real) == "cannot serve /metrics on 127.0.0.1:9464: in use (--metrics)"
+    assert cannot_serve("tcp://h:1", real) == "cannot serve /metrics on 127.0.0.1:9464: in use (--metrics)"

@@ -40,10 +40,21 @@ ALLOWED: dict[str, frozenset[str]] = {
     "replay": BASE | {"flow", "net", "observe"},
     "web": BASE | {"net", "observe", "replay"},
     "spark": BASE | {"flow", "net", "observe", "replay", "web"},
+    "_cli_common": BASE | {"net", "observe"},
     "_cli_publishers": BASE | {"flow", "net"},
-    "_cli_observe": BASE | {"net", "observe", "replay"},
+    "_cli_observe": BASE | {"net", "observe", "replay", "_cli_common"},
+    "_cli_logs": BASE | {"net", "replay", "web", "_cli_common", "_cli_observe"},
     "cli": BASE
-    | {"flow", "net", "observe", "conformance", "replay", "web", "spark", "_cli_publishers", "_cli_observe"},
+    | {
+        "net",
+        "observe",
+        "conformance",
+        "spark",
+        "_cli_common",
+        "_cli_publishers",
+        "_cli_observe",
+        "_cli_logs",
+    },
     "__init__": BASE | {"flow", "net"},
     "__main__": frozenset({"cli"}),
 }

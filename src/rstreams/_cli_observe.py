@@ -28,6 +28,7 @@ import time
 from collections.abc import Coroutine, Iterator
 from typing import Any, TextIO
 
+from rstreams._cli_common import fail
 from rstreams.errors import ReactiveStreamsError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
 from rstreams.net._transport import TLS_REFUSAL_HINT
@@ -50,11 +51,6 @@ CLOSE_TIMEOUT = 1.0
 """Seconds these commands wait for the server's goodbye when they leave (a live server answers at
 once; one that said hello and then hung would hold Ctrl-C or a --timeout for the library's 5 s;
 one that never said hello is not waited for at all)."""
-
-
-def _fail(command: str, message: str, status: int = 2) -> int:
-    print(f"rstreams {command}: {message}", file=sys.stderr)
-    return status
 
 
 def access_hint(error: object, certfile: str | None = None, *, server_name: bool = False) -> str:
@@ -142,20 +138,20 @@ async def _connect(args: argparse.Namespace, context: ssl.SSLContext | None) -> 
 # -- ping -----------------------------------------------------------------------------------------
 def _ping(args: argparse.Namespace) -> int:
     if args.count < 1:
-        return _fail("ping", f"--count needs an integer >= 1, got {args.count}")
+        return fail("ping", f"--count needs an integer >= 1, got {args.count}")
     if not args.timeout > 0:
-        return _fail("ping", f"--timeout needs a number of seconds > 0, got {args.timeout:g}")
+        return fail("ping", f"--timeout needs a number of seconds > 0, got {args.timeout:g}")
     try:
         context = client_tls(args)
     except ValueError as bad:
-        return _fail("ping", str(bad))
+        return fail("ping", str(bad))
 
     async def run() -> int:
         try:
             conn = await _connect(args, context)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
             why = str(bad) or type(bad).__name__
-            return _fail("ping", f"cannot reach {args.url}: {why}{access_hint(why, args.certfile)}")
+            return fail("ping", f"cannot reach {args.url}: {why}{access_hint(why, args.certfile)}")
         try:
             for _ in range(args.count):
                 start = time.perf_counter()
@@ -172,14 +168,14 @@ def _ping(args: argparse.Namespace) -> int:
                     return 1
         except RemoteStreamError as refused:
             hint = _offered_hint(refused.message, "rstreams/health")
-            return _fail(
+            return fail(
                 "ping", f"{args.url} answered rstreams/health with an error: {refused.message}{hint}", 1
             )
         except TimeoutError:
-            return _fail("ping", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
+            return fail("ping", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
         except ReactiveStreamsError as broken:
             hint = access_hint(broken, args.certfile)
-            return _fail("ping", f"connection to {args.url} ended: {broken}{hint}")
+            return fail("ping", f"connection to {args.url} ended: {broken}{hint}")
         finally:
             await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
@@ -236,13 +232,13 @@ def _keys(stdin: TextIO, loop: asyncio.AbstractEventLoop, quit_: asyncio.Event) 
 def _top(args: argparse.Namespace) -> int:
     if not args.interval >= MIN_INTERVAL:  # what the server would refuse, said before connecting
         shortest = f"{MIN_INTERVAL:g} seconds (each snapshot walks every open stream)"
-        return _fail("top", f"--interval needs at least {shortest}, got {args.interval:g}")
+        return fail("top", f"--interval needs at least {shortest}, got {args.interval:g}")
     if not args.timeout > 0:
-        return _fail("top", f"--timeout needs a number of seconds > 0, got {args.timeout:g}")
+        return fail("top", f"--timeout needs a number of seconds > 0, got {args.timeout:g}")
     try:
         context = client_tls(args)
     except ValueError as bad:
-        return _fail("top", str(bad))
+        return fail("top", str(bad))
 
     async def run() -> int:
         loop = asyncio.get_running_loop()
@@ -254,7 +250,7 @@ def _top(args: argparse.Namespace) -> int:
             conn = await _connect(args, context)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
             why = str(bad) or type(bad).__name__
-            return _fail("top", f"cannot reach {args.url}: {why}{access_hint(why, args.certfile)}")
+            return fail("top", f"cannot reach {args.url}: {why}{access_hint(why, args.certfile)}")
         stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
         screen = Screen(sys.stdout)
 
@@ -284,16 +280,16 @@ def _top(args: argparse.Namespace) -> int:
             return 0
         error = showing.exception()
         if isinstance(error, RemoteStreamError):
-            return _fail(
+            return fail(
                 "top", f"{args.url}: {error.message}{_offered_hint(error.message, 'rstreams/stats')}", 1
             )
         if isinstance(error, TimeoutError):
             silent = args.interval + args.timeout
-            return _fail("top", f"{args.url} sent no snapshot for {silent:g} s (--interval + --timeout)")
+            return fail("top", f"{args.url} sent no snapshot for {silent:g} s (--interval + --timeout)")
         if isinstance(error, BrokenPipeError):
             raise error
         if error is not None:
-            return _fail("top", f"connection to {args.url} ended: {error}{access_hint(error, args.certfile)}")
+            return fail("top", f"connection to {args.url} ended: {error}{access_hint(error, args.certfile)}")
         return 0
 
     return run_command(run())

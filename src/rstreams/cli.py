@@ -9,9 +9,7 @@
   ``--tls-client-ca``: mutual TLS) and ``--token``.
 * ``rstreams serve URL NAME``: serve the lines of standard input as a replay log ``NAME``
   (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
-  reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to;
-  ``--web [HOST:PORT]`` also serves the live page (charts of the log's JSON lines, or of a sink's
-  with ``--web-publisher``) and RS.io over WebSocket for it (needs the ``websockets`` extra).
+  with ``--sink``, ``--web`` and the rest of its options (:mod:`rstreams._cli_logs`).
 * ``rstreams subscribe URL NAME``: print a remote publisher's elements as they arrive, with
   a demand window (``--demand N``: never more than N outstanding), ``--count N`` and
   ``--timeout S`` (silence from the server); exit 1
@@ -21,7 +19,7 @@
   streams (:mod:`rstreams._cli_observe`); ``rstreams serve URL [NAME] --metrics HOST:PORT|on``
   counts for them (and serves Prometheus' ``/metrics``).
 * ``rstreams publish URL NAME``: publish standard input's lines on a server's sink log
-  ``NAME`` (staged, then published as one batch, like the Spark sink does).
+  ``NAME`` (staged, then published as one batch, like the Spark sink does; :mod:`rstreams._cli_logs`).
 """
 
 from __future__ import annotations
@@ -29,8 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hmac
-import ipaddress
 import json
 import os
 import signal
@@ -38,14 +34,15 @@ import ssl
 import struct
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from rstreams._cli_common import cannot_serve, fail, server_tls, token_check
 from rstreams.errors import ReactiveStreamsError
 
 if TYPE_CHECKING:
     from rstreams.api import Subscription
-    from rstreams.net import Connection, Credentials
+    from rstreams.net import Connection
 
 __all__ = ["main"]
 
@@ -68,7 +65,7 @@ def _demo_problem(args: argparse.Namespace) -> str | None:
 def _demo(args: argparse.Namespace) -> int:
     problem = _demo_problem(args)
     if problem is not None:
-        return _fail("demo", problem)
+        return fail("demo", problem)
     try:
         from rstreams.spark import JavaMissingError, check_java
     except ImportError as error:
@@ -96,7 +93,7 @@ def _demo(args: argparse.Namespace) -> int:
         )
     except Exception as failed:  # Spark's (the demo has stopped everything); the rest is in spark.log
         said = (str(failed).strip().splitlines() or [""])[0]
-        return _fail("demo", f"{type(failed).__name__}: {said} (Spark's log, if named above, has more)", 1)
+        return fail("demo", f"{type(failed).__name__}: {said} (Spark's log, if named above, has more)", 1)
     if figures["stopped"] is not None:  # SIGTERM or Ctrl-C: stopped cleanly, before its time
         return 128 + int(figures["stopped"])
     median = figures["median_batch_s"]
@@ -229,15 +226,15 @@ def _subscribe(args: argparse.Namespace) -> int:
     from rstreams.net import RemoteStreamError, connect
 
     if args.demand < 1:
-        return _fail("subscribe", f"--demand needs an integer >= 1, got {args.demand}")
+        return fail("subscribe", f"--demand needs an integer >= 1, got {args.demand}")
     if args.count < 0:
-        return _fail("subscribe", f"--count needs an integer >= 0 (0: no limit), got {args.count}")
+        return fail("subscribe", f"--count needs an integer >= 0 (0: no limit), got {args.count}")
     if not args.timeout >= 0:
-        return _fail("subscribe", f"--timeout needs a number of seconds >= 0 (0: never), got {args.timeout}")
+        return fail("subscribe", f"--timeout needs a number of seconds >= 0 (0: never), got {args.timeout}")
     try:
         context = client_tls(args)
     except ValueError as bad:
-        return _fail("subscribe", str(bad))
+        return fail("subscribe", str(bad))
 
     async def run() -> int:
         try:
@@ -245,23 +242,23 @@ def _subscribe(args: argparse.Namespace) -> int:
         except ConnectionBrokenError as broken:  # its cause alone, unless it says more than that
             cause = broken.__cause__
             why = cause if cause is not None and str(broken).endswith(f": {cause}") else broken
-            return _fail("subscribe", f"cannot connect to {args.url}: {why}{access_hint(why, args.certfile)}")
+            return fail("subscribe", f"cannot connect to {args.url}: {why}{access_hint(why, args.certfile)}")
         except (OSError, ssl.SSLError, ValueError, TypeError, ImportError) as bad:
-            return _fail("subscribe", f"cannot connect to {args.url}: {bad}{access_hint(bad, args.certfile)}")
+            return fail("subscribe", f"cannot connect to {args.url}: {bad}{access_hint(bad, args.certfile)}")
         try:
             await _print_elements(conn, args)
         except RemoteStreamError as failed:
-            return _fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {failed.message}", 1)
+            return fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {failed.message}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth
             why = broken if " before its hello; " in str(broken) else (broken.__cause__ or broken)
-            return _fail(
+            return fail(
                 "subscribe", f"connection to {args.url} ended: {why}{access_hint(why, args.certfile)}"
             )
         except _ElementError as bad:
-            return _fail("subscribe", str(bad), 1)
+            return fail("subscribe", str(bad), 1)
         except ReactiveStreamsError as failed:  # e.g. the server broke the protocol
-            return _fail(
+            return fail(
                 "subscribe", f"{args.name!r} on {args.url} failed: {type(failed).__name__}: {failed}", 1
             )
         finally:
@@ -271,94 +268,30 @@ def _subscribe(args: argparse.Namespace) -> int:
     return run_command(run())  # `rstreams subscribe ... | head`: a closed pipe exits 0
 
 
-def _fail(command: str, message: str, status: int = 2) -> int:
-    print(f"rstreams {command}: {message}", file=sys.stderr)
-    return status
-
-
-_LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher", "input_from", "reader_timeout")
 _PUBLISHER_OPTIONS = ("publishers", "codec", "resume")
+"""The options only ``serve URL`` takes (``serve URL NAME``'s: :data:`rstreams._cli_logs.LOG_OPTIONS`)."""
 
 
 def _serve(args: argparse.Namespace) -> int:
     """``serve URL NAME``: the replay log of standard input; ``serve URL``: publishers."""
-    other = _PUBLISHER_OPTIONS if args.name else _LOG_OPTIONS
+    from rstreams._cli_logs import LOG_OPTIONS, serve_log
+
+    other = _PUBLISHER_OPTIONS if args.name else LOG_OPTIONS
     stray = [name for name in other if getattr(args, name) not in (None, False, [])]
     if stray:
         option = "--" + stray[0].replace("_", "-")
         which = "a replay log (rstreams serve URL NAME)" if args.name else "publishers (rstreams serve URL)"
-        return _fail("serve", f"{option} does not apply when serving {which}")
+        return fail("serve", f"{option} does not apply when serving {which}")
     if args.metrics not in (None, "on"):
         from rstreams.observe._prometheus import parse_address
 
         try:
             parse_address(args.metrics)
         except ValueError:
-            return _fail(
+            return fail(
                 "serve", f"--metrics needs HOST:PORT (e.g. 127.0.0.1:9464) or on, got {args.metrics!r}"
             )
-    _, colon, port = (args.web or "").rpartition(":")
-    if args.web is not None and (not colon or not port.isdigit() or int(port) > 65535):
-        return _fail(  # before anything listens (the page starts after the server)
-            "serve",
-            f"--web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}",
-        )
-    return _serve_log(args) if args.name else _serve_publishers(args)
-
-
-def _cannot_serve(url: str, bad: BaseException) -> str:
-    """Why serving failed: the URL's address, or ``--metrics``' (its error type says which)."""
-    from rstreams.observe import MetricsExpositionError
-
-    if isinstance(bad, MetricsExpositionError):
-        return f"{bad.strerror} (--metrics)"
-    return f"cannot serve on {url}: {bad}"
-
-
-def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
-    """The server's TLS context from ``--tls-cert``/``--tls-key`` (and ``--tls-client-ca``: mutual
-    TLS, as docs/security.md builds it); ValueError names a mismatch."""
-    secure = args.url.partition("://")[0] in ("tls", "wss")
-    if args.tls_client_ca is not None and not secure:
-        raise ValueError(
-            f"--tls-client-ca {args.tls_client_ca} is for tls:// and wss:// URLs, not {args.url}"
-        )
-    if args.tls_cert is None:
-        if args.tls_key is not None:
-            raise ValueError("--tls-key needs --tls-cert too")
-        if secure:
-            raise ValueError(
-                f"serving {args.url} needs --tls-cert PEM (and --tls-key PEM if the key is apart)"
-            )
-        return None
-    if not secure:
-        raise ValueError(f"--tls-cert is for tls:// and wss:// URLs, not {args.url}")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    try:
-        context.load_cert_chain(args.tls_cert, args.tls_key)
-    except (OSError, ssl.SSLError) as bad:
-        key = "" if args.tls_key is None else f" / --tls-key {args.tls_key}"
-        raise ValueError(f"cannot load --tls-cert {args.tls_cert}{key}: {bad}") from None
-    if args.tls_client_ca is not None:
-        context.verify_mode = ssl.CERT_REQUIRED
-        try:
-            context.load_verify_locations(cafile=args.tls_client_ca)
-        except (OSError, ssl.SSLError) as bad:
-            raise ValueError(f"cannot load --tls-client-ca {args.tls_client_ca}: {bad}") from None
-    return context
-
-
-def _token_check(token: str) -> Callable[[Credentials], str | None]:
-    from rstreams.net import Token
-
-    expected = token.encode()
-
-    def authenticate(credentials: Credentials) -> str | None:
-        if isinstance(credentials, Token) and hmac.compare_digest(credentials.token.encode(), expected):
-            return "token"
-        return None
-
-    return authenticate
+    return serve_log(args) if args.name else _serve_publishers(args)
 
 
 def _serve_publishers(args: argparse.Namespace) -> int:
@@ -376,7 +309,7 @@ def _serve_publishers(args: argparse.Namespace) -> int:
     try:
         parse_url(args.url)  # so that serve()'s ValueError or TypeError can only be the offer's
     except ValueError as bad:
-        return _fail("serve", _cannot_serve(args.url, bad))
+        return fail("serve", cannot_serve(args.url, bad))
     try:
         if args.publishers is not None:
             offer = load_publishers(args.publishers)
@@ -385,11 +318,11 @@ def _serve_publishers(args: argparse.Namespace) -> int:
         else:
             offer, channels = builtin_publishers(args.codec or "utf8"), builtin_channels()
             names, codec = [*offer, *(f"channel {name}" for name in channels)], None
-        context = _server_tls(args)
+        context = server_tls(args)
     except PublishersSpecError as bad:
-        return _fail("serve", f"--publishers {bad}")
+        return fail("serve", f"--publishers {bad}")
     except ValueError as bad:  # the TLS options
-        return _fail("serve", str(bad))
+        return fail("serve", str(bad))
 
     token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
 
@@ -400,17 +333,17 @@ def _serve_publishers(args: argparse.Namespace) -> int:
                 offer,
                 codec=codec,
                 ssl=context,
-                authenticate=None if token is None else _token_check(token),
+                authenticate=None if token is None else token_check(token),
                 resume=True if args.resume else None,
                 metrics=True if args.metrics == "on" else args.metrics,
                 channels=channels,
             )
         except (ValueError, TypeError) as bad:
             if args.publishers is not None:  # a name or a target serve() refuses
-                return _fail("serve", f"--publishers {args.publishers!r}: {bad}")
-            return _fail("serve", _cannot_serve(args.url, bad))
+                return fail("serve", f"--publishers {args.publishers!r}: {bad}")
+            return fail("serve", cannot_serve(args.url, bad))
         except (OSError, ImportError) as bad:
-            return _fail("serve", _cannot_serve(args.url, bad))
+            return fail("serve", cannot_serve(args.url, bad))
         stop = asyncio.Event()
         with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loops
             # before the announcement: whoever reads it may stop the server at once
@@ -428,226 +361,6 @@ def _serve_publishers(args: argparse.Namespace) -> int:
         return asyncio.run(run())
     except KeyboardInterrupt:
         return 0
-
-
-@contextlib.contextmanager
-def _stopped_by_sigterm() -> Iterator[threading.Event]:
-    """An event that SIGTERM sets while inside; wait on it until Ctrl-C (KeyboardInterrupt) or
-    SIGTERM, after which the caller closes the server and the log as for Ctrl-C."""
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():  # signals reach the main one
-        yield stop
-        return
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    try:
-        yield stop
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _own_stdin() -> BinaryIO:
-    """Standard input as a reader of its own (a duplicate of the descriptor, buffered apart).
-
-    The log's thread blocks in it, holding its buffer's lock, until a line comes; if that were
-    ``sys.stdin.buffer``, the interpreter's exit (Ctrl-C, SIGTERM) would find the lock taken
-    while it flushes the standard streams, and abort ("Fatal Python error: _enter_buffered_busy").
-    """
-    try:
-        descriptor = sys.stdin.fileno()
-    except (AttributeError, OSError, ValueError):  # replaced by an object without one (tests)
-        return sys.stdin.buffer
-    return open(os.dup(descriptor), "rb", closefd=True)
-
-
-def _serve_log(args: argparse.Namespace) -> int:
-    from rstreams.replay import ReplayLog, ReplayServer
-    from rstreams.replay._lines import LineSource
-
-    capacity = 100_000 if args.capacity is None else args.capacity
-    timeouts = {"pending_timeout": args.pending_timeout, "reader_timeout": args.reader_timeout}
-    problem = _log_names_problem(args)
-    if problem is None and capacity < 1:
-        problem = f"--capacity needs an integer >= 1, got {capacity}"
-    if problem is None and args.web_publisher is not None:
-        if args.web is None:
-            problem = "--web-publisher needs --web (it names the log the live page charts)"
-        elif args.web_publisher not in (args.name, *args.sink):
-            problem = f"--web-publisher names a log served (NAME or a --sink), not {args.web_publisher!r}"
-    token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
-    if problem is None and args.web is not None and (token is not None or args.tls_client_ca is not None):
-        problem = _open_page_problem(args.web)
-    if problem is not None:
-        return _fail("serve", problem)
-    try:
-        context = _server_tls(args)
-    except ValueError as bad:  # the TLS options
-        return _fail("serve", str(bad))
-    try:
-        log = ReplayLog(args.name, capacity=capacity, path=args.path, **timeouts)
-    except ValueError as bad:
-        return _fail("serve", f"{bad} (--pending-timeout, --reader-timeout)")
-    except OSError as bad:  # --path is a file, or a directory that cannot be made
-        return _fail("serve", f"cannot keep the log in --path {args.path}: {bad}")
-    try:
-        log.feed(LineSource(_own_stdin()), position=args.input_from)
-    except ValueError as bad:
-        log.close()
-        return _fail("serve", f"{bad} (--input-from)")
-    sinks = {name: ReplayLog(name, capacity=capacity, evict=True) for name in args.sink}
-    server = ReplayServer(
-        {args.name: log},
-        sinks=sinks,
-        url=args.url,
-        ssl=context,
-        authenticate=None if token is None else _token_check(token),
-        metrics=True if args.metrics == "on" else (args.metrics or False),
-    )
-    with _stopped_by_sigterm() as stop:  # from before the announcement: its reader may stop us
-        try:
-            server.start()
-        except (OSError, ValueError) as bad:
-            log.close()
-            return _fail("serve", _cannot_serve(args.url, bad))
-        page = None
-        try:  # from the announcement on: a Ctrl-C that its reader sends at once stops cleanly
-            sinks_said = "".join(f", sink log {name!r}" for name in args.sink)
-            print(f"serving {args.name!r} (lines of standard input){sinks_said} on {server.url}", flush=True)
-            if server.metrics_url is not None:
-                print(f"metrics at {server.metrics_url}", flush=True)
-            if args.web is not None:
-                from rstreams.web import page_for_logs
-
-                page = page_for_logs(
-                    args.web, {args.name: log, **sinks}, publisher=args.web_publisher or args.name
-                )
-                print(
-                    f"live page: {page.url} (charts {page.publisher!r}; RS.io on {page.ws_url})", flush=True
-                )
-            stop.wait()
-        except KeyboardInterrupt:
-            pass
-        except OSError as error:  # the page's address is taken
-            return _fail("serve", f"cannot serve the live page on {args.web}: {error}")
-        except ValueError as bad:  # not HOST:PORT, or --web-publisher names no log served
-            return _fail("serve", f"{bad} (--web, --web-publisher)")
-        finally:
-            if page is not None:
-                page.stop()
-            server.stop()
-            log.close()
-    return 0
-
-
-def _open_page_problem(web: str) -> str | None:
-    """Why ``--web`` may not listen beyond this machine next to ``--token`` or ``--tls-client-ca``:
-    the live page's server asks for neither, so it would serve the logs to whoever reaches it."""
-    host = web.rpartition(":")[0].removeprefix("[").removesuffix("]") or "127.0.0.1"
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name
-        loopback = False
-    if loopback:
-        return None
-    return (
-        f"--web {web}: the live page's server asks for no token and no client certificate, so it "
-        "would serve the logs that --token or --tls-client-ca guard to anyone who reaches it; "
-        "give --web a loopback address (127.0.0.1:PORT)"
-    )
-
-
-def _log_names_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with ``serve URL NAME --sink S ...``'s log names, if anything: a name is read
-    back as ``NAME?from=A&to=B``, so it cannot hold a ``?``, and each must be another log."""
-    names = [args.name, *args.sink]
-    for option, name in [("NAME", args.name), *(("--sink", sink) for sink in args.sink)]:
-        if not name or "?" in name:
-            return (
-                f"{option} {name!r}: a log's name is not empty and has no '?' "
-                "(readers add ?from=A&to=B to it)"
-            )
-    twice = next((name for name in names if names.count(name) > 1), None)
-    if twice is not None:
-        return f"log {twice!r} is named twice (NAME and --sink name different logs)"
-    return None
-
-
-def _publish(args: argparse.Namespace) -> int:
-    import uuid
-
-    from rstreams._cli_observe import TLS_OPTIONS, access_hint
-    from rstreams.net import parse_url
-    from rstreams.replay import (
-        Access,
-        AccessDeniedError,
-        RemoteLogError,
-        ServerUnavailableError,
-        request_json,
-        upload,
-    )
-
-    if not args.timeout > 0:
-        return _fail("publish", f"--timeout needs a number of seconds > 0, got {args.timeout}")
-    if not args.name or "?" in args.name:
-        return _fail(
-            "publish",
-            f"NAME {args.name!r}: a sink log's name is not empty and has no '?' (publish adds its own query)",
-        )
-    access = Access(
-        auth=args.token,
-        cafile=args.cafile,
-        server_name=args.server_name,
-        certfile=args.certfile,
-        keyfile=args.keyfile,
-    )
-    try:
-        parse_url(args.url)
-        access.ssl_context(args.url, names={**TLS_OPTIONS, "server_name": "--server-name"})
-    except ValueError as bad:  # AccessError too
-        return _fail("publish", str(bad))
-    token = uuid.uuid4().hex
-    lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)
-    try:
-        count = upload(args.url, args.name, token, lines, args.timeout, access=access)
-        name = f"{args.name}?publish=0&writer=cli-{token}&tokens={token}"
-        published = request_json(args.url, name, args.timeout, access=access)["count"]
-    except RemoteLogError as refused:  # not a sink log, no such name, a line too long
-        return _fail(
-            "publish", f"{args.url} refused {args.name!r}: {refused}{_refusal_hint(str(refused))}", 1
-        )
-    except (TypeError, ValueError, KeyError) as odd:  # an answer, but not a sink log's (JSON, a count)
-        said = f"{type(odd).__name__}: {odd}"
-        return _fail(
-            "publish", f"{args.url} did not answer {args.name!r} as a sink log does ({said}){_NOT_A_SINK}", 1
-        )
-    except AccessDeniedError as bad:
-        hint = access_hint(bad, args.certfile, server_name=True)
-        return _fail("publish", f"{bad}{hint or ' (--token, --cafile, --certfile, --server-name)'}")
-    except ServerUnavailableError as bad:
-        hint = (
-            access_hint(bad, args.certfile, server_name=True)
-            or " (the URL: is a server listening there? --timeout S: how long to retry)"
-        )
-        return _fail("publish", f"{bad}{hint}")
-    except TimeoutError:
-        return _fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
-    except (ReactiveStreamsError, OSError) as broken:
-        return _fail("publish", f"connection to {args.url} ended: {broken}")
-    except KeyboardInterrupt:
-        return _fail("publish", "interrupted", 130)
-    print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)
-    return 0
-
-
-_NOT_A_SINK = " (NAME: a sink log of that server, one it serves with --sink NAME)"
-
-
-def _refusal_hint(message: str) -> str:
-    """What to change when the server refused ``rstreams publish``'s upload with ``message``."""
-    if "max_element_size" in message:
-        return " (each line is one element, at most max_element_size bytes: PROTOCOL.md §11)"
-    if "staging area full" in message:
-        return " (all of standard input is staged before it is published: publish it in parts)"
-    return _NOT_A_SINK
 
 
 def _conformance(args: argparse.Namespace) -> int:
@@ -695,6 +408,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from rstreams._cli_logs import add_log_options, add_publish
     from rstreams._cli_observe import add_commands, add_tls_options
 
     parser = _Parser(prog="rstreams", description="Reactive Streams for Python")
@@ -753,42 +467,7 @@ def _parser() -> argparse.ArgumentParser:
         help="how counter's numbers are encoded (utf8); with --publishers, the elements' codec (raw bytes)",
     )
     served.add_argument("--resume", action="store_true", help="keep sessions of clients whose link breaks")
-    logged = serve.add_argument_group("a replay log of standard input (rstreams serve URL NAME)")
-    logged.add_argument("--capacity", type=int, default=None, help="elements held (100000)")
-    logged.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
-    logged.add_argument("--sink", action="append", default=[], help="also offer a sink log with this name")
-    logged.add_argument(
-        "--input-from",
-        type=int,
-        default=None,
-        metavar="P",
-        help="standard input's first line is position P; lines the log already has are skipped "
-        "(restart with --path and the same input: --input-from 0; default: the log's end)",
-    )
-    logged.add_argument(
-        "--pending-timeout",
-        type=float,
-        default=120.0,
-        metavar="S",
-        help="forget a pending reader (a Spark query before its first checkpoint) unheard for S s (120)",
-    )
-    logged.add_argument(
-        "--reader-timeout",
-        type=float,
-        default=None,
-        metavar="S",
-        help="drop a reader unheard for S s while the log is full (default: never)",
-    )
-    logged.add_argument(
-        "--web",
-        nargs="?",
-        const="127.0.0.1:8000",
-        default=None,
-        metavar="HOST:PORT",
-        help="also serve the live page (default address 127.0.0.1:8000; port 0: any; a loopback "
-        "address next to --token or --tls-client-ca)",
-    )
-    logged.add_argument("--web-publisher", default=None, help="the log the page charts (the served log)")
+    add_log_options(serve)
     serve.set_defaults(run=_serve)
     subscribe = commands.add_parser(
         "subscribe",
@@ -830,37 +509,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_tls_options(subscribe)
     subscribe.set_defaults(run=_subscribe)
-    publish = commands.add_parser(
-        "publish",
-        help="publish standard input's lines on a server's sink log",
-        description="Publish standard input's lines on the sink log NAME of the server at URL (one "
-        "it serves with rstreams serve URL LOG --sink NAME): all of them are staged first, then "
-        "published as one batch. Exit status: 0 when published, 1 when the server refuses NAME "
-        "(not a sink log, a line past max_element_size, its staging area full), 2 for a bad option "
-        "or when the server cannot be reached within --timeout, refuses the token or the TLS handshake.",
-    )
-    publish.add_argument(
-        "url",
-        help="tcp://host:port (or tls://, unix://, ws://, wss://) of a server with sink logs (serve --sink)",
-    )
-    publish.add_argument("name", help="the sink log's name")
-    publish.add_argument(
-        "--token",
-        default=os.environ.get("RSTREAMS_TOKEN"),
-        help="present this token (default: $RSTREAMS_TOKEN); only to servers that ask for one",
-    )
-    add_tls_options(publish)
-    publish.add_argument(
-        "--server-name", metavar="NAME", help="the name the server's certificate must carry (the URL's host)"
-    )
-    publish.add_argument(
-        "--timeout",
-        type=float,
-        default=300.0,
-        metavar="S",
-        help="give up after S seconds, retries of a restarting server included (300)",
-    )
-    publish.set_defaults(run=_publish)
+    add_publish(commands)
     conformance = commands.add_parser(
         "conformance",
         help="run the RS.io conformance suite against an endpoint (see --help after the URL)",

@@ -1,0 +1,80 @@
+"""What the ``rstreams`` commands share: the one-line failure, and the options of both forms of
+``rstreams serve`` (``serve URL``: :mod:`rstreams.cli`; ``serve URL NAME``: :mod:`rstreams._cli_logs`).
+
+The lowest of the command's modules: it imports none of them, so each can use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import ssl
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rstreams.net import Credentials
+
+__all__ = ["cannot_serve", "fail", "server_tls", "token_check"]
+
+
+def fail(command: str, message: str, status: int = 2) -> int:
+    """Print ``rstreams COMMAND: MESSAGE`` on standard error; return the exit status (2: usage, access)."""
+    print(f"rstreams {command}: {message}", file=sys.stderr)
+    return status
+
+
+def cannot_serve(url: str, bad: BaseException) -> str:
+    """Why serving failed: the URL's address, or ``--metrics``' (its error type says which)."""
+    from rstreams.observe import MetricsExpositionError
+
+    if isinstance(bad, MetricsExpositionError):
+        return f"{bad.strerror} (--metrics)"
+    return f"cannot serve on {url}: {bad}"
+
+
+def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """The server's TLS context from ``--tls-cert``/``--tls-key`` (and ``--tls-client-ca``: mutual
+    TLS, as docs/security.md builds it); ValueError names a mismatch."""
+    secure = args.url.partition("://")[0] in ("tls", "wss")
+    if args.tls_client_ca is not None and not secure:
+        raise ValueError(
+            f"--tls-client-ca {args.tls_client_ca} is for tls:// and wss:// URLs, not {args.url}"
+        )
+    if args.tls_cert is None:
+        if args.tls_key is not None:
+            raise ValueError("--tls-key needs --tls-cert too")
+        if secure:
+            raise ValueError(
+                f"serving {args.url} needs --tls-cert PEM (and --tls-key PEM if the key is apart)"
+            )
+        return None
+    if not secure:
+        raise ValueError(f"--tls-cert is for tls:// and wss:// URLs, not {args.url}")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+    except (OSError, ssl.SSLError) as bad:
+        key = "" if args.tls_key is None else f" / --tls-key {args.tls_key}"
+        raise ValueError(f"cannot load --tls-cert {args.tls_cert}{key}: {bad}") from None
+    if args.tls_client_ca is not None:
+        context.verify_mode = ssl.CERT_REQUIRED
+        try:
+            context.load_verify_locations(cafile=args.tls_client_ca)
+        except (OSError, ssl.SSLError) as bad:
+            raise ValueError(f"cannot load --tls-client-ca {args.tls_client_ca}: {bad}") from None
+    return context
+
+
+def token_check(token: str) -> Callable[[Credentials], str | None]:
+    from rstreams.net import Token
+
+    expected = token.encode()
+
+    def authenticate(credentials: Credentials) -> str | None:
+        if isinstance(credentials, Token) and hmac.compare_digest(credentials.token.encode(), expected):
+            return "token"
+        return None
+
+    return authenticate

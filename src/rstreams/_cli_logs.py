@@ -1,0 +1,338 @@
+"""``rstreams serve URL NAME`` and ``rstreams publish URL NAME``: the commands of replay logs.
+
+* ``serve URL NAME`` serves the lines of standard input as the replay log ``NAME``
+  (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
+  reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to;
+  ``--web [HOST:PORT]`` also serves the live page (charts of the log's JSON lines, or of a sink's
+  with ``--web-publisher``) and RS.io over WebSocket for it (needs the ``websockets`` extra).
+* ``publish URL NAME`` publishes standard input's lines on a server's sink log ``NAME``
+  (staged, then published as one batch, like the Spark sink does).
+
+:mod:`rstreams.cli` adds the log's options to ``serve`` (:func:`add_log_options`) and the
+``publish`` command (:func:`add_publish`), and hands ``serve URL NAME`` to :func:`serve_log`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from rstreams._cli_common import cannot_serve, fail, server_tls, token_check
+from rstreams.errors import ReactiveStreamsError
+
+__all__ = ["LOG_OPTIONS", "add_log_options", "add_publish", "publish", "serve_log"]
+
+LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher", "input_from", "reader_timeout")
+"""The options only ``serve URL NAME`` takes (that have no default to tell their use apart)."""
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm() -> Iterator[threading.Event]:
+    """An event that SIGTERM sets while inside; wait on it until Ctrl-C (KeyboardInterrupt) or
+    SIGTERM, after which the caller closes the server and the log as for Ctrl-C."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main one
+        yield stop
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _own_stdin() -> BinaryIO:
+    """Standard input as a reader of its own (a duplicate of the descriptor, buffered apart).
+
+    The log's thread blocks in it, holding its buffer's lock, until a line comes; if that were
+    ``sys.stdin.buffer``, the interpreter's exit (Ctrl-C, SIGTERM) would find the lock taken
+    while it flushes the standard streams, and abort ("Fatal Python error: _enter_buffered_busy").
+    """
+    try:
+        descriptor = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without one (tests)
+        return sys.stdin.buffer
+    return open(os.dup(descriptor), "rb", closefd=True)
+
+
+def serve_log(args: argparse.Namespace) -> int:
+    """``rstreams serve URL NAME`` (the command has refused ``serve URL``'s options before)."""
+    _, colon, port = (args.web or "").rpartition(":")
+    if args.web is not None and (not colon or not port.isdigit() or int(port) > 65535):
+        return fail(  # before anything listens (the page starts after the server)
+            "serve",
+            f"--web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}",
+        )
+    from rstreams.replay import ReplayLog, ReplayServer
+    from rstreams.replay._lines import LineSource
+
+    capacity = 100_000 if args.capacity is None else args.capacity
+    timeouts = {"pending_timeout": args.pending_timeout, "reader_timeout": args.reader_timeout}
+    problem = _log_names_problem(args)
+    if problem is None and capacity < 1:
+        problem = f"--capacity needs an integer >= 1, got {capacity}"
+    if problem is None and args.web_publisher is not None:
+        if args.web is None:
+            problem = "--web-publisher needs --web (it names the log the live page charts)"
+        elif args.web_publisher not in (args.name, *args.sink):
+            problem = f"--web-publisher names a log served (NAME or a --sink), not {args.web_publisher!r}"
+    token = args.token if args.token is not None else os.environ.get("RSTREAMS_TOKEN")
+    if problem is None and args.web is not None and (token is not None or args.tls_client_ca is not None):
+        problem = _open_page_problem(args.web)
+    if problem is not None:
+        return fail("serve", problem)
+    try:
+        context = server_tls(args)
+    except ValueError as bad:  # the TLS options
+        return fail("serve", str(bad))
+    try:
+        log = ReplayLog(args.name, capacity=capacity, path=args.path, **timeouts)
+    except ValueError as bad:
+        return fail("serve", f"{bad} (--pending-timeout, --reader-timeout)")
+    except OSError as bad:  # --path is a file, or a directory that cannot be made
+        return fail("serve", f"cannot keep the log in --path {args.path}: {bad}")
+    try:
+        log.feed(LineSource(_own_stdin()), position=args.input_from)
+    except ValueError as bad:
+        log.close()
+        return fail("serve", f"{bad} (--input-from)")
+    sinks = {name: ReplayLog(name, capacity=capacity, evict=True) for name in args.sink}
+    server = ReplayServer(
+        {args.name: log},
+        sinks=sinks,
+        url=args.url,
+        ssl=context,
+        authenticate=None if token is None else token_check(token),
+        metrics=True if args.metrics == "on" else (args.metrics or False),
+    )
+    with _stopped_by_sigterm() as stop:  # from before the announcement: its reader may stop us
+        try:
+            server.start()
+        except (OSError, ValueError) as bad:
+            log.close()
+            return fail("serve", cannot_serve(args.url, bad))
+        page = None
+        try:  # from the announcement on: a Ctrl-C that its reader sends at once stops cleanly
+            sinks_said = "".join(f", sink log {name!r}" for name in args.sink)
+            print(f"serving {args.name!r} (lines of standard input){sinks_said} on {server.url}", flush=True)
+            if server.metrics_url is not None:
+                print(f"metrics at {server.metrics_url}", flush=True)
+            if args.web is not None:
+                from rstreams.web import page_for_logs
+
+                page = page_for_logs(
+                    args.web, {args.name: log, **sinks}, publisher=args.web_publisher or args.name
+                )
+                print(
+                    f"live page: {page.url} (charts {page.publisher!r}; RS.io on {page.ws_url})", flush=True
+                )
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+        except OSError as error:  # the page's address is taken
+            return fail("serve", f"cannot serve the live page on {args.web}: {error}")
+        except ValueError as bad:  # not HOST:PORT, or --web-publisher names no log served
+            return fail("serve", f"{bad} (--web, --web-publisher)")
+        finally:
+            if page is not None:
+                page.stop()
+            server.stop()
+            log.close()
+    return 0
+
+
+def _open_page_problem(web: str) -> str | None:
+    """Why ``--web`` may not listen beyond this machine next to ``--token`` or ``--tls-client-ca``:
+    the live page's server asks for neither, so it would serve the logs to whoever reaches it."""
+    host = web.rpartition(":")[0].removeprefix("[").removesuffix("]") or "127.0.0.1"
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        loopback = False
+    if loopback:
+        return None
+    return (
+        f"--web {web}: the live page's server asks for no token and no client certificate, so it "
+        "would serve the logs that --token or --tls-client-ca guard to anyone who reaches it; "
+        "give --web a loopback address (127.0.0.1:PORT)"
+    )
+
+
+def _log_names_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``serve URL NAME --sink S ...``'s log names, if anything: a name is read
+    back as ``NAME?from=A&to=B``, so it cannot hold a ``?``, and each must be another log."""
+    names = [args.name, *args.sink]
+    for option, name in [("NAME", args.name), *(("--sink", sink) for sink in args.sink)]:
+        if not name or "?" in name:
+            return (
+                f"{option} {name!r}: a log's name is not empty and has no '?' "
+                "(readers add ?from=A&to=B to it)"
+            )
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        return f"log {twice!r} is named twice (NAME and --sink name different logs)"
+    return None
+
+
+def publish(args: argparse.Namespace) -> int:
+    """``rstreams publish URL NAME``: stage standard input's lines on the sink log, then publish them."""
+    import uuid
+
+    from rstreams._cli_observe import TLS_OPTIONS, access_hint
+    from rstreams.net import parse_url
+    from rstreams.replay import (
+        Access,
+        AccessDeniedError,
+        RemoteLogError,
+        ServerUnavailableError,
+        request_json,
+        upload,
+    )
+
+    if not args.timeout > 0:
+        return fail("publish", f"--timeout needs a number of seconds > 0, got {args.timeout}")
+    if not args.name or "?" in args.name:
+        return fail(
+            "publish",
+            f"NAME {args.name!r}: a sink log's name is not empty and has no '?' (publish adds its own query)",
+        )
+    access = Access(
+        auth=args.token,
+        cafile=args.cafile,
+        server_name=args.server_name,
+        certfile=args.certfile,
+        keyfile=args.keyfile,
+    )
+    try:
+        parse_url(args.url)
+        access.ssl_context(args.url, names={**TLS_OPTIONS, "server_name": "--server-name"})
+    except ValueError as bad:  # AccessError too
+        return fail("publish", str(bad))
+    token = uuid.uuid4().hex
+    lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)
+    try:
+        count = upload(args.url, args.name, token, lines, args.timeout, access=access)
+        name = f"{args.name}?publish=0&writer=cli-{token}&tokens={token}"
+        published = request_json(args.url, name, args.timeout, access=access)["count"]
+    except RemoteLogError as refused:  # not a sink log, no such name, a line too long
+        return fail("publish", f"{args.url} refused {args.name!r}: {refused}{_refusal_hint(str(refused))}", 1)
+    except (TypeError, ValueError, KeyError) as odd:  # an answer, but not a sink log's (JSON, a count)
+        said = f"{type(odd).__name__}: {odd}"
+        return fail(
+            "publish", f"{args.url} did not answer {args.name!r} as a sink log does ({said}){_NOT_A_SINK}", 1
+        )
+    except AccessDeniedError as bad:
+        hint = access_hint(bad, args.certfile, server_name=True)
+        return fail("publish", f"{bad}{hint or ' (--token, --cafile, --certfile, --server-name)'}")
+    except ServerUnavailableError as bad:
+        hint = (
+            access_hint(bad, args.certfile, server_name=True)
+            or " (the URL: is a server listening there? --timeout S: how long to retry)"
+        )
+        return fail("publish", f"{bad}{hint}")
+    except TimeoutError:
+        return fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
+    except (ReactiveStreamsError, OSError) as broken:
+        return fail("publish", f"connection to {args.url} ended: {broken}")
+    except KeyboardInterrupt:
+        return fail("publish", "interrupted", 130)
+    print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)
+    return 0
+
+
+_NOT_A_SINK = " (NAME: a sink log of that server, one it serves with --sink NAME)"
+
+
+def _refusal_hint(message: str) -> str:
+    """What to change when the server refused ``rstreams publish``'s upload with ``message``."""
+    if "max_element_size" in message:
+        return " (each line is one element, at most max_element_size bytes: PROTOCOL.md §11)"
+    if "staging area full" in message:
+        return " (all of standard input is staged before it is published: publish it in parts)"
+    return _NOT_A_SINK
+
+
+# -- the parser -----------------------------------------------------------------------------------
+def add_log_options(serve: argparse.ArgumentParser) -> None:
+    """Add the options of ``serve URL NAME`` (:data:`LOG_OPTIONS` and ``--pending-timeout``) to
+    ``serve``, as a group of their own."""
+    logged = serve.add_argument_group("a replay log of standard input (rstreams serve URL NAME)")
+    logged.add_argument("--capacity", type=int, default=None, help="elements held (100000)")
+    logged.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
+    logged.add_argument("--sink", action="append", default=[], help="also offer a sink log with this name")
+    logged.add_argument(
+        "--input-from",
+        type=int,
+        default=None,
+        metavar="P",
+        help="standard input's first line is position P; lines the log already has are skipped "
+        "(restart with --path and the same input: --input-from 0; default: the log's end)",
+    )
+    logged.add_argument(
+        "--pending-timeout",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="forget a pending reader (a Spark query before its first checkpoint) unheard for S s (120)",
+    )
+    logged.add_argument(
+        "--reader-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="drop a reader unheard for S s while the log is full (default: never)",
+    )
+    logged.add_argument(
+        "--web",
+        nargs="?",
+        const="127.0.0.1:8000",
+        default=None,
+        metavar="HOST:PORT",
+        help="also serve the live page (default address 127.0.0.1:8000; port 0: any; a loopback "
+        "address next to --token or --tls-client-ca)",
+    )
+    logged.add_argument("--web-publisher", default=None, help="the log the page charts (the served log)")
+
+
+def add_publish(commands: Any) -> None:
+    """Add ``publish`` to the ``rstreams`` command's subparsers."""
+    from rstreams._cli_observe import add_tls_options
+
+    command = commands.add_parser(
+        "publish",
+        help="publish standard input's lines on a server's sink log",
+        description="Publish standard input's lines on the sink log NAME of the server at URL (one "
+        "it serves with rstreams serve URL LOG --sink NAME): all of them are staged first, then "
+        "published as one batch. Exit status: 0 when published, 1 when the server refuses NAME "
+        "(not a sink log, a line past max_element_size, its staging area full), 2 for a bad option "
+        "or when the server cannot be reached within --timeout, refuses the token or the TLS handshake.",
+    )
+    command.add_argument(
+        "url",
+        help="tcp://host:port (or tls://, unix://, ws://, wss://) of a server with sink logs (serve --sink)",
+    )
+    command.add_argument("name", help="the sink log's name")
+    command.add_argument(
+        "--token",
+        default=os.environ.get("RSTREAMS_TOKEN"),
+        help="present this token (default: $RSTREAMS_TOKEN); only to servers that ask for one",
+    )
+    add_tls_options(command)
+    command.add_argument(
+        "--server-name", metavar="NAME", help="the name the server's certificate must carry (the URL's host)"
+    )
+    command.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="give up after S seconds, retries of a restarting server included (300)",
+    )
+    command.set_defaults(run=publish)
