@@ -598,3 +598,21 @@ def test_a_late_second_completion_of_an_empty_stream_fails_a_later_case() -> Non
     assert later.outcome == "failed", later
     assert later.message.startswith("rule 1.7: on_complete() after on_complete()"), later.message
     assert f"after the case {spec109} had ended" in later.message, later.message
+
+
+@pytest.mark.parametrize(
+    ("failed", "message"),
+    [
+        (bp.FailsAgainOnRequestPublisher, "rule 1.7: on_error was signalled twice"),
+        (bp.RaisesOnRequestFailedPublisher, "rule 3.16: request(10) after on_error raised RuntimeError"),
+    ],
+    ids=["fails again", "raises"],
+)
+def test_a_failed_publisher_must_take_a_request_after_its_error_as_a_no_op(
+    failed: Callable[[], Publisher[int]], message: str
+) -> None:
+    """After on_error the subscription counts as cancelled (1.6): request(10) returns normally
+    (3.6, 3.16) and signals nothing (1.7), as spec107 checks after on_complete."""
+    result = run_one(MAY_REJECT, failed_type=staticmethod(failed))
+    assert result.outcome == "failed", result
+    assert result.message.startswith(message), result.message

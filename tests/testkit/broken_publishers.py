@@ -842,3 +842,40 @@ class CompletesOnHugeDemandSubscription(SyncSubscription):
 
 
 CompletesOnHugeDemandPublisher = _publisher_with(CompletesOnHugeDemandSubscription)
+
+
+class FailsAgainOnRequestPublisher(Publisher[int]):
+    """Rule 1.7 (1.6): a failed publisher whose subscription signals on_error again on each request."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        error = RuntimeError("this publisher always fails")
+
+        class Again(Subscription):
+            def request(self, n: int) -> None:
+                subscriber.on_error(error)
+
+            def cancel(self) -> None:
+                pass
+
+        subscriber.on_subscribe(Again())
+        subscriber.on_error(error)
+
+
+class RaisesOnRequestFailedPublisher(Publisher[int]):
+    """Rule 3.16 (3.6): a failed publisher whose subscription raises when asked for elements."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+
+        class Refuses(Subscription):
+            def request(self, n: int) -> None:
+                raise RuntimeError("this publisher has failed")
+
+            def cancel(self) -> None:
+                pass
+
+        subscriber.on_subscribe(Refuses())
+        subscriber.on_error(RuntimeError("this publisher always fails"))

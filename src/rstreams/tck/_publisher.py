@@ -458,7 +458,8 @@ class PublisherVerification(Verification, abc.ABC):
     ) -> None:
         """Rule 1.9: a rejecting (failed) publisher calls on_subscribe, then on_error; it does not raise.
 
-        Skipped when create_failed_publisher() returns None.
+        Beyond the JVM TCK: a request(10) after on_error then returns normally and signals
+        nothing (rules 1.6, 3.6, 1.7). Skipped when create_failed_publisher() returns None.
         """
         publisher = self.failed_publisher()
         sub = FailedPublisherProbe(self.env)
@@ -472,7 +473,11 @@ class PublisherVerification(Verification, abc.ABC):
         sub.errored.expect_close(
             error_msg="rule 1.9: the failed publisher did not signal on_error after on_subscribe"
         )
-        self.env.verify_no_async_errors_no_delay()
+        # beyond the JVM TCK: after on_error the subscription counts as cancelled (1.6), so a
+        # request is a no-op (3.6) that returns normally (3.16) and signals nothing (1.7)
+        subscription = sub.subscription.value
+        self._no_raise("request(10) after on_error", lambda: subscription.request(10))
+        self.env.verify_no_async_errors()
 
     untested_spec110_reject_a_subscription_request_if_the_same_subscriber_subscribes_twice = untested(
         "untested_spec110_rejectASubscriptionRequestIfTheSameSubscriberSubscribesTwice",

@@ -189,4 +189,16 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         "The JVM TCK looks at n only in expectRequest, so a Subscriber that asks for 1 and then request(0)"
         " after each element passes.",
     ),
+    Stricter(
+        "PublisherVerification",
+        (
+            "required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them"
+            "_rejection_must_trigger_on_error_after_on_subscribe",
+        ),
+        "1.6, 3.6, 3.16, 1.7",
+        "After the failed publisher's on_error, request(10) on its subscription must return normally and"
+        " signal nothing: the subscription counts as cancelled.",
+        "The JVM case stops at on_error, so a failed publisher that signals on_error again on every request"
+        " (or raises) passes; its spec107 checks the same only after on_complete.",
+    ),
 )
