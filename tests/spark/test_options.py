@@ -140,3 +140,27 @@ def test_the_readme_table_lists_every_option_with_its_default() -> None:
     for option in OPTIONS:
         where = "both" if option.source and option.sink else "source" if option.source else "sink"
         assert table[option.name] == (option.default, where), option.name
+
+
+@pytest.mark.parametrize("presented", ["none", "untrusted"])
+def test_a_refused_client_certificate_names_the_options_at_once(
+    serve: Any, tmp_path: Path, presented: str
+) -> None:
+    """A server requiring client certificates: without tlsCertFile, or with one its CA did not sign,
+    the source's first call fails at once naming the options (timeout 600 s: the test's 30 s would
+    end first)."""
+    from rstreams.replay import AccessDeniedError, ReplayLog
+    from testkit.tls import TestCA, server_context
+
+    ca = TestCA.make(tmp_path, "mtls CA")
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    server = serve({"nums": ReplayLog("nums", capacity=10)}, url="tls://127.0.0.1:0", ssl=context)
+    options: dict[str, Any] = {"url": server.url, "tlsCaFile": ca.cert, "timeout": 600}
+    says = "the server requires a client certificate: set the options tlsCertFile and tlsKeyFile"
+    if presented == "untrusted":
+        stranger = TestCA.make(tmp_path, "other CA").issue("mallory", client=True)
+        options.update(tlsCertFile=stranger.cert, tlsKeyFile=stranger.key)
+        says = "the server does not trust the certificate of option tlsCertFile"
+    with pytest.raises(AccessDeniedError, match="ended the TLS session twice in a row") as refused:
+        source(**options).initialOffset()
+    assert says in str(refused.value)
