@@ -7,6 +7,7 @@ import rstreams.wire as wire
 EXPECTED = {
     "PROTOCOL_VERSION",
     "AbruptCloseError",
+    "Answer",
     "Cancel",
     "ClientHello",
     "Connection",

@@ -9,12 +9,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rstreams.errors import LocalProtocolError
 from rstreams.wire import (
+    Answer,
     Connection,
     ConnectionClosed,
     DemandExceededError,
@@ -33,20 +37,29 @@ from rstreams.wire._parser import FrameParser
 from rstreams.wire._varint import encode_varint
 
 
-def make_parser(batch: bool = False) -> FrameParser:
+def make_parser(batch: bool = False, answers: bool = False) -> FrameParser:
     return FrameParser(
-        max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
+        max_element_size=1 << 20,
+        max_string_length=1 << 16,
+        max_extensions=64,
+        batch_on_next=batch,
+        answers=answers,
     )
 
 
-def flatten(frames: list[Frame | OnNextBatch]) -> list[Frame]:
+def flatten(frames: Sequence[object]) -> list[Frame]:
+    """The frames a plain parser gives: batches and answers (typed as frames by the parser) spelled out."""
     out: list[Frame] = []
     for f in frames:
         if isinstance(f, OnNextBatch):
             assert f.elements, "an OnNextBatch is never empty"
             out += [OnNext(subscriber=f.subscriber, element=e) for e in f.elements]
+        elif isinstance(f, Answer):
+            sid = f.subscriber
+            out += [OnSubscribe(subscriber=sid), OnNext(subscriber=sid, element=f.element)]
+            out.append(OnComplete(subscriber=sid))
         else:
-            out.append(f)
+            out.append(cast(Frame, f))
     return out
 
 
@@ -259,20 +272,29 @@ def _bytewise(data: bytes, *, batch: bool) -> tuple[list[Frame], FrameParser]:
     st.sampled_from([0, 0, 0, 1, 3]),
     st.binary(max_size=12),
     st.booleans(),
+    st.booleans(),
 )
 def test_an_answer_in_one_pass_parses_as_its_frames_one_by_one(
-    sid: int, size: int, element: bytes, other_next: int, other_end: int, tail: bytes, batch: bool
+    sid: int,
+    size: int,
+    element: bytes,
+    other_next: int,
+    other_end: int,
+    tail: bytes,
+    batch: bool,
+    answers: bool,
 ) -> None:
     """onSubscribe + onNext + onComplete back to back (a request/response's answer, taken in
-    one pass when all its fields are one byte) gives the frames the decoders give one by one,
-    and so do near misses: another elementSize, another id, a long element, trailing bytes."""
+    one pass when all its fields are one byte, as one Answer with ``answers``) gives the frames
+    the decoders give one by one, and so do near misses: another elementSize, another id, a
+    long element, trailing bytes. Alone in a read, or followed by more."""
     if size:
         element = (element + bytes(size))[:size]
     data = encode(OnSubscribe(subscriber=sid, element_size=size))
     data += encode(OnNext(subscriber=sid + other_next, element=element), element_size=size)
     data += encode(OnComplete(subscriber=sid + other_end)) + tail
-    parser = make_parser(batch)
-    whole = flatten(parser.feed(data))
+    parser = make_parser(batch, answers)
+    whole = flatten(parser.feed(memoryview(bytearray(data))))  # a reused-buffer-like view
     one_by_one, reference = _bytewise(data, batch=batch)
     assert whole == one_by_one
     assert type(parser.error) is type(reference.error)
@@ -293,6 +315,17 @@ def test_an_answer_is_taken_in_one_pass(batch: bool) -> None:
     ]
     assert type(frames[1]) is (OnNextBatch if batch else OnNext)
     assert make_parser(batch)._answer(answer[:-1], 0, len(answer) - 1, []) == 0  # incomplete: declined
+
+
+def test_with_answers_an_answer_is_one_answer_alone_in_a_read_or_not() -> None:
+    first = encode(OnSubscribe(subscriber=3)) + encode(OnNext(subscriber=3, element=b"12345678"))
+    first += encode(OnComplete(subscriber=3))
+    second = first.replace(b"\x03", b"\x04")  # subscriber 4 (the element holds no 3)
+    alone: list[object] = [*make_parser(True, True).feed(memoryview(bytearray(first)))]
+    assert alone == [Answer(3, b"12345678")]
+    both: list[object] = [*make_parser(True, True).feed(first + second)]
+    assert both == [Answer(3, b"12345678"), Answer(4, b"12345678")]
+    assert flatten(make_parser(True, True).feed(first[:-1])) == flatten(make_parser(True).feed(first[:-1]))
 
 
 @settings(max_examples=300, deadline=None)

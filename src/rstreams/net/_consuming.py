@@ -38,6 +38,7 @@ from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import RemoteStreamError, remote_error
 from rstreams.rules import check_subscriber
 from rstreams.wire import (
+    Answer,
     Cancel,
     ConnectionState,
     ExtensionMessage,
@@ -464,15 +465,21 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         self._defer = defer  # runs a call once the current read is handled
 
     # -- as the subscription: the peer's signals, fast -----------------------------------------
-    def deliver_many(self, elements: list[Any], decoded: bool = False) -> None:
-        if len(elements) != 1 or self._decode is not None or self._lists or self.subscriber is None:
-            super().deliver_many(elements, decoded)  # decoded, or not the one answer (never with demand 1)
+    def deliver(self, element: bytes) -> None:
+        if self._decode is not None or self._lists or self.subscriber is None:
+            super().deliver(element)  # decoded, or cancelled
             return
         future = self._future  # on_next, inlined
         if not future.done():
-            future.set_result(elements[0])
+            future.set_result(element)
             if self.sid in self._outbox.core.ids_in_use:  # no onComplete/onError in this read
                 self._defer(self._cancel_if_open)
+
+    def deliver_many(self, elements: list[Any], decoded: bool = False) -> None:
+        if len(elements) == 1 and not decoded:  # the one answer (never more, with demand 1)
+            self.deliver(elements[0])
+        else:
+            super().deliver_many(elements, decoded)
 
     def complete(self) -> None:
         self.done = True
@@ -729,6 +736,17 @@ class SubscriptionTable:
                 self.outbox.observer.received(len(event.elements), event.subscriber)
             subscription.deliver_many(event.elements)
 
+    def on_answer(self, event: Answer) -> None:
+        """A request/response's answer, which the core took whole (its onSubscribe, one onNext
+        and onComplete): the element, then the completion, as :meth:`on_next` and
+        :meth:`on_complete` would have had them."""
+        subscription = self.subscriptions.get(event.subscriber)
+        if subscription is not None:
+            if self.outbox.observer is not None:
+                self.outbox.observer.received(1, event.subscriber)
+            subscription.deliver(event.element)
+        self.on_complete(event)
+
     def on_next(self, event: OnNext) -> None:
         subscription = self.subscriptions.get(event.subscriber)
         if subscription is not None:
@@ -743,7 +761,7 @@ class SubscriptionTable:
                 self.outbox.observer.received(event.count, event.subscriber)
             subscription.deliver_packed(event.elements, event.count)
 
-    def on_complete(self, event: OnComplete) -> None:
+    def on_complete(self, event: OnComplete | Answer) -> None:
         sid = event.subscriber
         subscription = self.subscriptions.pop(sid, None)
         if self._unacked:

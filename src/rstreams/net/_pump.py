@@ -44,6 +44,7 @@ from rstreams.net._routes import Offer
 from rstreams.net._serving import ServingTable
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, check_water_marks
 from rstreams.wire import (
+    Answer,
     Cancel,
     ClientHello,
     ConnectionClosed,
@@ -138,7 +139,7 @@ class Pump:
             wanted = (config.extensions | ids) - config.disabled_extensions
             config = dataclasses.replace(config, extensions=frozenset(wanted))
         self.outbox = outbox = Outbox(
-            Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True)
+            Core(Side.CLIENT if client else Side.SERVER, config, batch_on_next=True, answers=True)
         )
         outbox.install_flush(self.flush, self._check_backlog)
         outbox.observer = observer
@@ -190,6 +191,7 @@ class Pump:
         subscriptions = self.subscriptions
         self._routes: dict[type, Callable[[Any], object]] = {
             OnNextBatch: subscriptions.on_next_batch,
+            Answer: subscriptions.on_answer,
             OnNext: subscriptions.on_next,
             OnNextPacked: subscriptions.on_next_packed,
             OnComplete: subscriptions.on_complete,

@@ -35,6 +35,7 @@ from rstreams.wire._state import StreamState as StreamState
 from rstreams.wire.config import ConnectionConfig as ConnectionConfig
 from rstreams.wire.connection import Connection as Connection
 from rstreams.wire.connection import Side as Side
+from rstreams.wire.events import Answer as Answer
 from rstreams.wire.events import ConnectionClosed as ConnectionClosed
 from rstreams.wire.events import Event as Event
 from rstreams.wire.events import ExtensionReceived as ExtensionReceived
@@ -63,6 +64,7 @@ from rstreams.wire.frames import encode as encode
 __all__ = [
     "PROTOCOL_VERSION",
     "AbruptCloseError",
+    "Answer",
     "Cancel",
     "ClientHello",
     "Connection",

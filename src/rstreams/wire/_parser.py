@@ -36,7 +36,9 @@ Theory of operation:
   ``(subscriber, Metadata)`` instead of a frame (:attr:`FrameParser.metadata_window`).
 * A request/response's answer, onSubscribe + one short onNext + onComplete of one
   subscriber back to back, is taken in one pass (:meth:`FrameParser._answer`): the same
-  three frames as the decoders give, one call instead of six.
+  three frames as the decoders give, one call instead of six; with ``answers=True``, one
+  :class:`~rstreams.wire.events.Answer` that stands for them (the connection checks it as
+  those three frames, or spells it out into them).
 * Malformed input stops parsing: the frames before the bad one are returned and
   :attr:`FrameParser.error` holds the :class:`~rstreams.errors.RemoteProtocolError`.
   The parser raises nothing for bad input.
@@ -51,7 +53,7 @@ from rstreams.errors import RemoteProtocolError
 from rstreams.wire._errors import ExtensionError, FrameError, LimitExceededError
 from rstreams.wire._metadata import Metadata, Remembered, nothing_remembered
 from rstreams.wire._varint import Incomplete, decode_varint
-from rstreams.wire.events import OnNextBatch
+from rstreams.wire.events import Answer, OnNextBatch
 from rstreams.wire.extensions import BY_TYPE, SUBSCRIBE_METADATA
 from rstreams.wire.frames import (
     FIRST_EXTENSION_TYPE,
@@ -199,6 +201,7 @@ class FrameParser:
     """Turns a byte stream into frames; see the module docstring."""
 
     __slots__ = (
+        "_answers",
         "_batch",
         "_buf",
         "_known",
@@ -225,8 +228,10 @@ class FrameParser:
         max_string_length: int,
         max_extensions: int,
         batch_on_next: bool = False,
+        answers: bool = False,
     ) -> None:
         self._batch = batch_on_next
+        self._answers = answers  # a request/response's answer as one Answer, not its three frames
         self._buf = bytearray()
         self._need = 0
         self._pieces: list[bytes | memoryview] | None = None  # a large onNext payload, arriving
@@ -597,8 +602,9 @@ class FrameParser:
         followed by one short onNext and the onComplete of the same subscriber, all in
         ``data`` and all with one-byte fields. Appends the three frames :meth:`_on_subscribe`,
         the onNext path and :meth:`_on_complete` would have (the onNext as an
-        :class:`OnNextBatch` in batch mode) and returns where they end; 0 (nothing appended)
-        for anything else, which the decoders then take frame by frame."""
+        :class:`OnNextBatch` in batch mode), or the one :class:`Answer` that stands for them
+        with ``answers``, and returns where they end; 0 (nothing appended) for anything else,
+        which the decoders then take frame by frame."""
         if pos + 5 >= n:
             return 0
         sid = data[pos + 1]  # 07 sid 00 | 08 sid length element | 0C sid
@@ -610,8 +616,14 @@ class FrameParser:
             return 0
         if self.element_sizes:
             self.element_sizes.pop(sid, None)
-        frames.append(_ACCEPTED[sid])
         element = data[end - length : end]
+        if self._answers:
+            answer = _new(Answer)  # Answer(sid, element) without its __init__ call
+            answer.subscriber = sid
+            answer.element = element
+            frames.append(answer)  # type: ignore[arg-type]  # typed as a frame, as subscribeMetadata's tuple is
+            return end + 2
+        frames.append(_ACCEPTED[sid])
         if self._batch:
             batch = _new(OnNextBatch)
             batch.subscriber = sid

@@ -80,6 +80,7 @@ from rstreams.wire._streams import REQUEST_KEEPS, Stream, StreamTable, Violation
 from rstreams.wire._varint import MAX_U64, encode_varint
 from rstreams.wire.config import ConnectionConfig
 from rstreams.wire.events import (
+    Answer,
     ConnectionClosed,
     Event,
     ExtensionReceived,
@@ -119,7 +120,9 @@ from rstreams.wire.frames import (
     Request,
     ServerHello,
     Subscribe,
+    make_on_complete,
     make_on_next,
+    make_on_subscribe,
     on_next_head,
     on_next_header,
     on_next_packed_head,
@@ -227,11 +230,18 @@ class Connection:
     """The RS.io protocol state of one connection; see the module docstring."""
 
     def __init__(
-        self, side: Side, config: ConnectionConfig | None = None, *, batch_on_next: bool = False
+        self,
+        side: Side,
+        config: ConnectionConfig | None = None,
+        *,
+        batch_on_next: bool = False,
+        answers: bool = False,
     ) -> None:
         """``batch_on_next=True``: consecutive in-demand onNext frames of one subscriber
         are reported as one :class:`OnNextBatch` event instead of one :class:`OnNext`
-        each (cheaper for a driver that delivers them in a loop)."""
+        each (cheaper for a driver that delivers them in a loop). ``answers=True``: a
+        request/response's answer that arrives whole (onSubscribe, one onNext, onComplete)
+        is reported as one :class:`Answer` event instead of three."""
         self.side = side
         self.config = config = config or ConnectionConfig()
         self._state = _AWAITING_HELLO
@@ -240,6 +250,7 @@ class Connection:
             max_string_length=config.max_string_length,
             max_extensions=config.max_extensions,
             batch_on_next=batch_on_next,
+            answers=answers,
         )
         self._streams = StreamTable(
             max_closed=config.max_closed_streams,
@@ -321,6 +332,7 @@ class Connection:
             OnError: self._recv_terminal,
             ExtensionMessage: self._recv_extension,
             tuple: self._recv_metadata,  # type: ignore[dict-item]  # a subscribeMetadata the parser read
+            Answer: self._recv_answer,  # type: ignore[dict-item]  # one receive's fast path declined
         }
 
     # -- state ---------------------------------------------------------------------------------
@@ -390,7 +402,8 @@ class Connection:
         events = self._events
         subs = self._subscribing
         handlers = self._handlers
-        for f in parser.feed(data, limit):
+        frames: list[Frame | OnNextBatch | Answer] = parser.feed(data, limit)  # type: ignore[assignment]
+        for f in frames:  # (the parser types an Answer as a frame: see FrameParser._answer)
             if type(f) is OnNextBatch:  # the batched hot path: consecutive elements within demand
                 sid = f.subscriber
                 elements = f.elements
@@ -423,6 +436,20 @@ class Connection:
                 if st is not None and 0 < n <= UNBOUNDED and st.state in REQUEST_KEEPS:
                     credit = st.credit + n
                     st.credit = credit if credit < UNBOUNDED else UNBOUNDED
+                    events.append(f)
+                    continue
+            elif type(f) is Answer:  # a request/response's answer (answers=True): its frames' common case
+                sid = f.subscriber
+                st = subs.get(sid)
+                if (
+                    st is not None
+                    and st.state is _SUBSCRIBED
+                    and st.credit
+                    and not self._qualifiers
+                    and sid not in self._split_parts
+                ):
+                    st.state = _ACCEPTED  # the onSubscribe (the onNext keeps the state) ...
+                    self._streams.close(st, _ON_COMPLETE)  # ... and the onComplete
                     events.append(f)
                     continue
             elif type(f) is OnSubscribe:
@@ -904,7 +931,9 @@ class Connection:
         write_extension(self._out, f.type, f.payload)
 
     # -- receiving, by frame type (the table in __init__) ----------------------------------------
-    def _recv_not_open(self, f: Frame) -> None:
+    def _recv_not_open(self, f: Frame | Answer) -> None:
+        if type(f) is Answer:  # its first frame says it all: a handshake error, or discarded
+            f = make_on_subscribe(f.subscriber, 0)
         if self._state is _AWAITING_HELLO:
             if type(f) is Goodbye:
                 self._recv_goodbye(f)
@@ -1112,6 +1141,15 @@ class Connection:
         if qualifiers:
             self._events += qualifiers
         self._events.append(f)
+
+    def _recv_answer(self, f: Answer) -> None:  # only reached when receive's fast path declined
+        """A request/response's answer parsed whole (``answers=True``) that is not the common
+        case (no demand, a qualifier held, not our subscription, ...): its frames one by one."""
+        sid = f.subscriber
+        self._recv_on_subscribe(make_on_subscribe(sid, 0))
+        if self._state is _CLOSED or self._receive_elements(sid, [f.element]):
+            return
+        self._recv_terminal(make_on_complete(sid))
 
     def _recv_elements(self, f: OnNext | OnNextPacked, count: int) -> None:
         found = self._streams.ours(f.subscriber, _ON_NEXT)

@@ -37,7 +37,15 @@ from rstreams.wire.frames import (
     Subscribe,
 )
 
-__all__ = ["ConnectionClosed", "Event", "ExtensionReceived", "OnNextBatch", "Qualifier", "StreamError"]
+__all__ = [
+    "Answer",
+    "ConnectionClosed",
+    "Event",
+    "ExtensionReceived",
+    "OnNextBatch",
+    "Qualifier",
+    "StreamError",
+]
 
 
 class OnNextBatch:
@@ -64,6 +72,35 @@ class OnNextBatch:
 
     def __repr__(self) -> str:
         return f"OnNextBatch(subscriber={self.subscriber}, elements=<{len(self.elements)} elements>)"
+
+
+class Answer:
+    """A request/response's whole answer: ``onSubscribe`` (elementSize 0), one ``onNext`` and
+    ``onComplete`` of one subscriber, back to back in one read.
+
+    Only emitted by a :class:`~rstreams.wire.Connection` made with ``answers=True`` (the
+    asyncio driver does: it settles a request with one call instead of three); it then
+    stands for those three events, in that order, which the core has already checked (the
+    element within demand) and taken (the subscription is closed). An answer the core
+    cannot take whole (a qualifier before it, no demand, ...) comes as its three events.
+    Not a frame: nothing sends it.
+    """
+
+    __slots__ = ("element", "subscriber")
+
+    def __init__(self, subscriber: int, element: bytes) -> None:
+        self.subscriber = subscriber
+        self.element = element
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Answer):
+            return NotImplemented
+        return self.subscriber == other.subscriber and self.element == other.element
+
+    __hash__ = None  # type: ignore[assignment]  # like OnNextBatch's
+
+    def __repr__(self) -> str:
+        return f"Answer(subscriber={self.subscriber}, element={self.element!r})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +172,7 @@ Event: TypeAlias = (
     | OnNext
     | OnNextPacked
     | OnNextBatch
+    | Answer
     | OnComplete
     | OnError
     | StreamError
