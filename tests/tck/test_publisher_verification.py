@@ -333,6 +333,8 @@ BROKEN: list[tuple[str, Callable[[int], Publisher[int]], str]] = [
      bp.CompletesTwiceWhenEmptyPublisher, "rule 1.7: on_complete() after on_complete()"),
     ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",
      bp.SecondSubscribeRaisesPublisher, "rule 1.9: subscribe() raised RuntimeError: this publisher serves"),
+    ("required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled",
+     bp.CancelRaisesAfterCompletePublisher, "rule 3.15: cancel() raised RuntimeError: already completed"),
     # a stream that ends early says so, instead of only counting what arrived
     ("required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling",
      bp.CompletesOnHugeDemandPublisher, "; 0 received of 9223372036854775807 requested, then on_complete"),
@@ -605,8 +607,9 @@ def test_a_late_second_completion_of_an_empty_stream_fails_a_later_case() -> Non
     [
         (bp.FailsAgainOnRequestPublisher, "rule 1.7: on_error was signalled twice"),
         (bp.RaisesOnRequestFailedPublisher, "rule 3.16: request(10) after on_error raised RuntimeError"),
+        (bp.CancelRaisesFailedPublisher, "rule 3.15: cancel() after on_error raised RuntimeError"),
     ],
-    ids=["fails again", "raises"],
+    ids=["fails again", "raises", "cancel raises"],
 )
 def test_a_failed_publisher_must_take_a_request_after_its_error_as_a_no_op(
     failed: Callable[[], Publisher[int]], message: str

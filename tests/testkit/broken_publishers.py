@@ -879,3 +879,39 @@ class RaisesOnRequestFailedPublisher(Publisher[int]):
 
         subscriber.on_subscribe(Refuses())
         subscriber.on_error(RuntimeError("this publisher always fails"))
+
+
+class CancelRaisesAfterCompleteSubscription(SyncSubscription):
+    """Rules 3.15 and 3.7: once it has completed, cancel() raises instead of being a no-op."""
+
+    ended = False
+
+    def complete(self) -> None:
+        self.ended = True
+        super().complete()
+
+    def cancel(self) -> None:
+        if self.ended:
+            raise RuntimeError("already completed")
+        super().cancel()
+
+
+CancelRaisesAfterCompletePublisher = _publisher_with(CancelRaisesAfterCompleteSubscription)
+
+
+class CancelRaisesFailedPublisher(Publisher[int]):
+    """Rule 3.15 (3.7): a failed publisher whose subscription raises on cancel() after on_error."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+
+        class Ended(Subscription):
+            def request(self, n: int) -> None:
+                pass
+
+            def cancel(self) -> None:
+                raise RuntimeError("already failed")
+
+        subscriber.on_subscribe(Ended())
+        subscriber.on_error(RuntimeError("this publisher always fails"))

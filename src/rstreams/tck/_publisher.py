@@ -387,7 +387,11 @@ class PublisherVerification(Verification, abc.ABC):
         jvm="required_spec107_mustNotEmitFurtherSignalsOnceOnCompleteHasBeenSignalled",
     )
     def required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled(self) -> None:
-        """Rule 1.7: after on_complete, a further request(10) is a no-op: no signal, no error."""
+        """Rule 1.7: after on_complete, a further request(10) is a no-op: no signal, no error.
+
+        Beyond the JVM TCK: a cancel() then returns normally too (3.15; the subscription
+        counts as cancelled, 1.6, so it is a no-op, 3.7).
+        """
         with self.active_publisher(1, completion_required=True) as publisher:
             sub = new_manual_subscriber(self.env, publisher)
             sub.request(10)
@@ -395,6 +399,7 @@ class PublisherVerification(Verification, abc.ABC):
             sub.expect_completion(error_msg="rule 1.2: a 1-element stream must complete after its element")
             self._no_raise("request(10) after on_complete", lambda: sub.request(10))
             sub.expect_none(error_msg="rule 1.7: after on_complete, request(10) must produce no signal")
+            sub.cancel()  # flops citing 3.15 if it raises
 
     untested_spec107_must_not_emit_further_signals_once_on_error_has_been_signalled = untested(
         "untested_spec107_mustNotEmitFurtherSignalsOnceOnErrorHasBeenSignalled",
@@ -458,8 +463,9 @@ class PublisherVerification(Verification, abc.ABC):
     ) -> None:
         """Rule 1.9: a rejecting (failed) publisher calls on_subscribe, then on_error; it does not raise.
 
-        Beyond the JVM TCK: a request(10) after on_error then returns normally and signals
-        nothing (rules 1.6, 3.6, 1.7). Skipped when create_failed_publisher() returns None.
+        Beyond the JVM TCK: a request(10) and a cancel() after on_error then return normally
+        and signal nothing (rules 1.6, 3.6, 3.7, 3.15, 3.16, 1.7). Skipped when
+        create_failed_publisher() returns None.
         """
         publisher = self.failed_publisher()
         sub = FailedPublisherProbe(self.env)
@@ -477,6 +483,7 @@ class PublisherVerification(Verification, abc.ABC):
         # request is a no-op (3.6) that returns normally (3.16) and signals nothing (1.7)
         subscription = sub.subscription.value
         self._no_raise("request(10) after on_error", lambda: subscription.request(10))
+        self._no_raise("cancel() after on_error", subscription.cancel, rule="3.15")
         self.env.verify_no_async_errors()
 
     untested_spec110_reject_a_subscription_request_if_the_same_subscriber_subscribes_twice = untested(

@@ -195,10 +195,17 @@ STRICTER: Final[tuple[Stricter, ...]] = (
             "required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them"
             "_rejection_must_trigger_on_error_after_on_subscribe",
         ),
-        "1.6, 3.6, 3.16, 1.7",
-        "After the failed publisher's on_error, request(10) on its subscription must return normally and"
-        " signal nothing: the subscription counts as cancelled.",
+        "1.6, 3.6, 3.7, 3.15, 3.16, 1.7",
+        "After the failed publisher's on_error, request(10) and cancel() on its subscription must return"
+        " normally and signal nothing: the subscription counts as cancelled.",
         "The JVM case stops at on_error, so a failed publisher that signals on_error again on every request"
         " (or raises) passes; its spec107 checks the same only after on_complete.",
+    ),
+    Stricter(
+        "PublisherVerification",
+        ("required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled",),
+        "3.15, 3.7",
+        "After on_complete (and the request(10) that must do nothing), cancel() must return normally.",
+        "No JVM case cancels a completed subscription, so a cancel() that raises 'already completed' passes.",
     ),
 )
