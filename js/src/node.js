@@ -145,7 +145,8 @@ const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams servers: for the clientHe
  * error's message), messages (§20: `options.handlers`), channels (§21: `options.channels`,
  * names or "{field}" patterns -> factories (input, params, path, connection, metadata)
  * returning the output Publisher; input elements may come split, §21.6) and, with
- * `options.resume` (true or {sessionTimeout, bufferBytes, ackDelay}, ms and bytes),
+ * `options.resume` (true or {sessionTimeout, bufferBytes, stallTimeout, ackDelay}: times in
+ * ms, unlike the connection's timeouts below, which are in seconds; bufferBytes in bytes),
  * resumption (§16; sessions.js). With
  * `authenticate(credentials) -> principal | null` (and `authorize(principal, name,
  * metadata)`, `authRequired`, default true) it offers extension auth (§15; gate.js). It

@@ -45,3 +45,17 @@ describe("js/README.md's example", { skip }, () => {
     assert.deepEqual(lines.filter((line) => line === "A" || line === "B"), ["A", "B"], stdout);
   });
 });
+
+describe("js/README.md's units of the time options", () => {
+  it("names every time option of resume among the milliseconds, and the defaults are milliseconds", async () => {
+    const { RESUME_DEFAULTS } = await import("../src/rsio.js");
+    const { SERVER_RESUME_DEFAULTS } = await import("../src/sessions.js");
+    const sentence = /`resume`'s times \(([^)]*)\) are milliseconds/.exec(README.replace(/\s+/g, " "));
+    assert.ok(sentence, "js/README.md no longer says which options are milliseconds");
+    const times = new Set([...Object.keys(RESUME_DEFAULTS), ...Object.keys(SERVER_RESUME_DEFAULTS)]
+      .filter((key) => key !== "attempts" && key !== "bufferBytes"));
+    for (const key of times) assert.ok(sentence[1].includes(`\`${key}\``), `${key} is not named there`);
+    assert.equal(RESUME_DEFAULTS.stallTimeout, 45_000); // 45 s (§16.7), in ms
+    assert.equal(SERVER_RESUME_DEFAULTS.sessionTimeout, 30_000); // 30 s, in ms
+  });
+});
