@@ -29,17 +29,18 @@ polyglot = _load("fuzz_polyglot")
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("mode", ["java", "js"])
+@pytest.mark.parametrize("mode", sorted(polyglot.MODES))
 def test_the_seeds_and_a_short_campaign_hold(mode: str) -> None:
-    """Every seed as it is against one server, then 200 inputs against another (the well-behaved
-    client served after every few)."""
+    """Every seed as it is against one server, then a short campaign against another (the
+    well-behaved client served after every few); with resume, fuzz_deployed's resume driver."""
     why = polyglot.unavailable(mode)
     if why is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(why)
         pytest.skip(why)
-    assert asyncio.run(polyglot.replay(mode, *polyglot._seeds())) == []
-    assert asyncio.run(polyglot.campaign(mode, 200, 1, None)) == (200, 0)
+    assert asyncio.run(polyglot.replay(mode, *polyglot.MODES[mode][1]())) == []
+    runs = 100 if mode.endswith("-resume") else 200
+    assert asyncio.run(polyglot.campaign(mode, runs, 1, None)) == (runs, 0)
 
 
 FAILING_SERVER = """

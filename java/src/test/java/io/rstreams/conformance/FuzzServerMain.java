@@ -3,8 +3,13 @@ package io.rstreams.conformance;
 import io.rstreams.net.FixedSizePublisher;
 import io.rstreams.net.RsioServer;
 import io.rstreams.wire.Limits;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.concurrent.Flow;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 /**
  * The Java server under fuzz/fuzz_polyglot.py: {@code java ... FuzzServerMain [url [--resume]]} serves the
@@ -15,9 +20,12 @@ import java.util.concurrent.Flow;
  * With {@code --resume} it keeps sessions (§16) for 0.5 s after their transport breaks.
  */
 public final class FuzzServerMain {
+    private static final Logger IO_LOG = Logger.getLogger("io.rstreams.net"); // (held: configured below)
+
     private FuzzServerMain() {}
 
     public static void main(String[] args) throws Exception {
+        reportErrorsOnTheIoThreads();
         Limits limits = new Limits(256 << 10, 64 << 10, 1024, 64, 8, 512 << 10, 64, 64 << 10);
         try (RsioServer server = new ConformancePublishers().addTo(RsioServer.builder())
                 .route("numbers", r -> new IndexedSource(i -> new byte[] {(byte) i}, 3, -1, null, false))
@@ -33,6 +41,31 @@ public final class FuzzServerMain {
             System.out.flush();
             server.awaitClose();
         }
+    }
+
+    /**
+     * An exception that reaches the end of a connection's pipeline is logged at DEBUG ("transport
+     * error on ...") and the transport closed: written to stderr here (where the driver sees it),
+     * unless it is the transport's own (an I/O error such as a reset by the peer).
+     */
+    private static void reportErrorsOnTheIoThreads() {
+        IO_LOG.setLevel(Level.FINE);
+        IO_LOG.addHandler(new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                Throwable thrown = record.getThrown();
+                if (thrown != null && !(thrown instanceof IOException)) {
+                    System.err.println(record.getMessage());
+                    thrown.printStackTrace();
+                }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        });
     }
 
     /** Takes the client's elements one at a time, forever. */
