@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from rstreams import Subscriber, _cli_logs, cli, just
-from rstreams._cli_publishers import builtin_publishers, load_publishers
+from rstreams._cli_publishers import builtin_channels, builtin_publishers, load_publishers
 from rstreams.cli import main
 from rstreams.net import serve
 
@@ -392,6 +392,37 @@ def test_unknown_name_exits_1_with_the_servers_error(capsys: pytest.CaptureFixtu
         assert (status, lines) == (1, [])
         assert err == f"rstreams subscribe: publisher 'countr' on {url} failed: no publisher named 'countr'\n"
         assert subscribe(capsys, url, "counter?to=1")[:2] == (0, ["0"])
+
+
+CHANNEL_HINT = (
+    "(rstreams subscribe opens no channels; in Python: conn.channel('upper', input_publisher), "
+    "README.md, 'Channels: a stream in, a stream out')"
+)
+
+
+@pytest.mark.timeout(30)
+def test_subscribing_to_a_channel_says_it_is_one_and_how_to_open_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`rstreams subscribe URL upper` to a server that offers upper only as a channel: the refusal
+    says it is a channel (PROTOCOL.md §21.3), and the hint how to open one, exit 1."""
+    with served(builtin_publishers(), channels=builtin_channels()) as url:
+        status, lines, err = subscribe(capsys, url, "upper")
+        assert (status, lines) == (1, [])
+        assert err == (
+            f"rstreams subscribe: publisher 'upper' on {url} failed: no publisher named 'upper' "
+            f"('upper' is a channel: open it as one, PROTOCOL.md §21.3) {CHANNEL_HINT}\n"
+        )
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "### Channels: a stream in, a stream out" in readme  # the section the hint names
+    assert "`conn.channel(name, input_publisher)`" in readme
+
+
+@pytest.mark.timeout(30)
+def test_a_publisher_named_like_a_channel_is_what_subscribe_gets(capsys: pytest.CaptureFixture[str]) -> None:
+    """A plain subscribe reaches the publisher of that name, never the channel of that name."""
+    with served({"upper": just(b"plain")}, channels=builtin_channels()) as url:
+        assert subscribe(capsys, url, "upper") == (0, ["plain"], "")
 
 
 @pytest.mark.timeout(60)

@@ -216,6 +216,17 @@ async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
             return
 
 
+def _channel_hint(message: str, name: str) -> str:
+    """How to open ``name`` when the server refused the subscribe because ``name`` is a channel
+    (PROTOCOL.md §21.3): no command of rstreams opens one, the Python API does."""
+    if "is a channel: open it as one" not in message:
+        return ""
+    return (
+        f" (rstreams subscribe opens no channels; in Python: conn.channel({name!r}, input_publisher), "
+        "README.md, 'Channels: a stream in, a stream out')"
+    )
+
+
 class _ElementError(ReactiveStreamsError):
     """An element that ``--codec`` cannot show."""
 
@@ -248,7 +259,8 @@ def _subscribe(args: argparse.Namespace) -> int:
         try:
             await _print_elements(conn, args)
         except RemoteStreamError as failed:
-            return fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {failed.message}", 1)
+            said = f"{failed.message}{_channel_hint(failed.message, args.name)}"
+            return fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {said}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth
             why = broken if " before its hello; " in str(broken) else (broken.__cause__ or broken)

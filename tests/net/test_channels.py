@@ -222,6 +222,34 @@ async def test_unknown_channels_and_unauthorized_ones_are_refused() -> None:
         assert await within(conn.channel("upper", rstreams.just(b"a")).collect()) == [b"A"]
 
 
+async def test_a_plain_subscribe_to_a_channel_is_refused_saying_it_is_one() -> None:
+    """A name offered only as a channel is unknown to a plain subscribe (§21.3), and the refusal
+    says it is a channel; its code and its metrics kind are an unknown publisher's. A publisher
+    of the same name wins, and the channel still opens as one."""
+    from rstreams.net import UnknownPublisherError
+    from rstreams.observe._metrics import stream_error_reason
+    from rstreams.wire import ErrorCode
+
+    channels = {"upper": upper, "lang/{code}": upper}
+    async with client(channels=channels) as conn:
+        for name, path in [("upper", "upper"), ("lang/fr?x=1", "lang/fr")]:
+            with pytest.raises(RemoteStreamError) as refused:
+                await within(conn.publisher(name).collect())
+            assert refused.value.message == (
+                f"no publisher named '{path}' ('{path}' is a channel: open it as one, PROTOCOL.md §21.3)"
+            )
+            assert isinstance(refused.value, UnknownPublisherError)
+            assert refused.value.code == ErrorCode.UNKNOWN_PUBLISHER
+            assert stream_error_reason(refused.value.message) == "unknown publisher"
+        with pytest.raises(RemoteStreamError) as refused:
+            await within(conn.publisher("lower").collect())
+        assert refused.value.message == "no publisher named 'lower'"
+    server = await serve("tcp://127.0.0.1:0", {"upper": rstreams.just(b"plain")}, channels=channels)
+    async with server, await connect(server.url) as conn:
+        assert await within(conn.publisher("upper").collect()) == [b"plain"]
+        assert await within(conn.channel("upper", rstreams.just(b"a")).collect()) == [b"A"]
+
+
 async def test_the_server_opens_a_channel_on_the_client() -> None:
     made: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
     server = await serve("tcp://127.0.0.1:0", {}, on_connection=made.set_result)

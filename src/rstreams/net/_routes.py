@@ -17,7 +17,9 @@ publisher its own element codec instead of the connection's.
 
 An unknown name becomes that subscription's ``onError`` (the connection stays up); so
 does a factory that raises (its message is not sent to the peer, only its type, so no
-internals leak).
+internals leak). A name the side offers only as a channel (extension channels, PROTOCOL.md
+§21) is unknown to a plain subscribe too, but its refusal says it is a channel
+(:meth:`Router.offer_channels`).
 """
 
 from __future__ import annotations
@@ -110,15 +112,20 @@ def _route(target: Target, codec: Codec[Any] | None) -> _Route:
 
 
 class UnknownPublisherError(ReactiveStreamsError, LookupError):
-    """No publisher is offered under the requested name."""
+    """No publisher is offered under the requested name (``channel``: the name is a channel's)."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(unknown_message(name))
+    def __init__(self, name: str, *, channel: bool = False) -> None:
+        super().__init__(unknown_message(name, channel=channel))
         self.name = name
 
 
-def unknown_message(path: str) -> str:
-    """What a subscribe for ``path`` is refused with when nothing is offered under it."""
+def unknown_message(path: str, *, channel: bool = False) -> str:
+    """What a subscribe for ``path`` is refused with when nothing is offered under it;
+    ``channel``: when the side offers ``path`` as a channel, which a plain subscribe never
+    reaches (PROTOCOL.md §21.3). Always starts ``no publisher named 'PATH'``: the metrics
+    (:mod:`rstreams.observe`) and the ``rstreams`` command tell the refusal by that."""
+    if channel:
+        return f"no publisher named {path!r} ({path!r} is a channel: open it as one, PROTOCOL.md §21.3)"
     return f"no publisher named {path!r}"
 
 
@@ -218,6 +225,7 @@ class Router:
         self._patterns: list[tuple[re.Pattern[str], _Route]] = []
         self._keys: list[str] = []  # the patterns as written, in the order of _patterns
         self._function: Callable[[str, dict[str, str]], Publisher[Any] | WithCodec | None] | None = None
+        self._channels: NameTable[Any] | None = None  # see offer_channels
         if offer is None:
             return
         if isinstance(offer, Mapping):
@@ -241,6 +249,12 @@ class Router:
         else:
             raise TypeError(f"publishers must be a mapping or a callable (path, params), got {offer!r}")
 
+    def offer_channels(self, channels: NameTable[Any]) -> None:
+        """The names the same side offers as channels (``channels=``, PROTOCOL.md §21): a plain
+        subscribe to one of them that no publisher answers is refused saying that it is a
+        channel, to be opened as one (:func:`unknown_message`). A publisher of that name wins."""
+        self._channels = channels if channels._exact or channels._patterns else None
+
     def resolve(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None]:
         """The Publisher for ``name`` and its codec; raises :class:`UnknownPublisherError` or
         whatever the factory raised."""
@@ -256,7 +270,9 @@ class Router:
 
     def find_batched(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None, bool] | None:
         """Like :meth:`resolve_batched`, but ``None`` when nothing is offered under ``name``: no
-        exception, since refusing unknown names is what a flooding peer makes a server do."""
+        exception, since refusing unknown names is what a flooding peer makes a server do. The
+        one exception: :class:`UnknownPublisherError` saying so for a name offered only as a
+        channel (:meth:`offer_channels`)."""
         cached = _split_cache.get(name)  # split_name's common case, inlined: once per subscribe
         path, params = split_name(name) if cached is None else (cached[0], dict(cached[1]))
         route: _Route | None
@@ -268,6 +284,8 @@ class Router:
             if route is None and self._patterns:
                 route = self._match(path, params)
         if route is None:
+            if self._channels is not None and self._channels.lookup(name) is not None:
+                raise UnknownPublisherError(path, channel=True)
             return None
         publisher, factory, codec, batched = route
         if factory is not None:
