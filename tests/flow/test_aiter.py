@@ -14,6 +14,7 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.flow._aiter import _Receiver, iter_async
 from rstreams.tck._subscriber import verify_subscriber_blackbox
 from testkit.recording import WAIT
+from testkit.shapes import patient_env
 
 
 class RecordingPublisher(rstreams.Flow[int]):
@@ -264,7 +265,7 @@ def test_receiver_passes_the_tck() -> None:
     """The TCK's blackbox Subscriber verification passes for the async iterator's receiver."""
     loop = asyncio.new_event_loop()
     try:
-        report = verify_subscriber_blackbox(lambda: _Receiver(8, loop))
+        report = verify_subscriber_blackbox(lambda: _Receiver(8, loop), env=patient_env())
     finally:
         loop.close()
     assert report.ok, str(report)

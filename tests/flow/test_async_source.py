@@ -16,6 +16,7 @@ from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import from_async_iterable
 from testkit.recording import WAIT, RecordingSubscriber
+from testkit.shapes import patient_env
 
 T = TypeVar("T")
 
@@ -399,6 +400,6 @@ def test_passes_the_publisher_tck(loop_thread: asyncio.AbstractEventLoop) -> Non
 
         return from_async_iterable(factory, loop=loop_thread)
 
-    report = verify_publisher(numbers, create_failed_publisher=failed)
+    report = verify_publisher(numbers, create_failed_publisher=failed, env=patient_env())
     assert report.ok, str(report)
     assert len(report.passed) >= 30

@@ -15,7 +15,7 @@ import rstreams
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
 from testkit.publishers import ManualPublisher, ThreadPublisher, drive
 from testkit.recording import WAIT, RecordingSubscriber
-from testkit.shapes import SHAPES, loop_thread, upstreams
+from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
 
 Make = Callable[[int], rstreams.Flow[Any]]
 
@@ -373,7 +373,9 @@ def test_passes_the_publisher_tck_over_each_upstream_shape(
         "with_latest_from": lambda: failed.with_latest_from(rstreams.just(0)),
         "switch_map": lambda: failed.switch_map(rstreams.just),
     }
-    report = verify_publisher(make, create_failed_publisher=failing[name], max_elements=1000)
+    report = verify_publisher(
+        make, create_failed_publisher=failing[name], max_elements=1000, env=patient_env()
+    )
     assert report.ok, str(report)
 
 

@@ -18,6 +18,7 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.errors import InvalidDemandError, OverflowStrategyError, set_unhandled_error_hook
 from rstreams.flow._observe_on import ObserveOnFlow
 from testkit.recording import WAIT, RecordingSubscriber
+from testkit.shapes import patient_env
 
 T = TypeVar("T")
 
@@ -382,7 +383,7 @@ def test_passes_the_publisher_tck(kind: str) -> None:
         return ObserveOnFlow(rstreams.error(RuntimeError("failed publisher")), target)
 
     try:
-        report = verify_publisher(create, create_failed_publisher=create_failed)
+        report = verify_publisher(create, create_failed_publisher=create_failed, env=patient_env())
     finally:
         loop.call_soon_threadsafe(loop.stop)
         runner.join(WAIT)

@@ -16,7 +16,7 @@ import rstreams
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
 from testkit.publishers import ManualPublisher, drive
 from testkit.recording import WAIT, RecordingSubscriber
-from testkit.shapes import SHAPES, loop_thread, upstreams
+from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
 
 Strategy = rstreams.OverflowStrategy
 
@@ -217,5 +217,6 @@ def test_passes_the_publisher_tck_over_each_upstream_shape(
         lambda n: op(up(n)),
         create_failed_publisher=lambda: op(rstreams.error(RuntimeError("failed"))),
         max_elements=1000,
+        env=patient_env(),
     )
     assert report.ok, str(report)

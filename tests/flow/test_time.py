@@ -17,6 +17,7 @@ from rstreams.flow._public import interval, timer
 from rstreams.flow._push import OverflowStrategy
 from testkit.clock import VirtualLoop
 from testkit.recording import WAIT, RecordingSubscriber
+from testkit.shapes import patient_env
 
 
 @pytest.fixture
@@ -290,14 +291,14 @@ def test_interval_and_timer_pass_the_publisher_tck() -> None:
             )
             return endless if n == UNBOUNDED else endless.take(n)
 
-        report = verify_publisher(clock, max_elements=1000)
+        report = verify_publisher(clock, max_elements=1000, env=patient_env())
         assert report.ok, str(report)
         assert len(report.passed) >= 28
 
         def one(n: int) -> Flow[int]:
             return timer(0.0005, loop=loop, overflow=OverflowStrategy.BUFFER)
 
-        report = verify_publisher(one, max_elements=1)
+        report = verify_publisher(one, max_elements=1, env=patient_env())
         assert report.ok, str(report)
     finally:
         loop.call_soon_threadsafe(loop.stop)

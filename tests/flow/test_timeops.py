@@ -16,7 +16,7 @@ from rstreams.flow._timeops import StreamTimeoutError
 from testkit.clock import Stepped, clock_and_loop
 from testkit.publishers import ManualPublisher
 from testkit.recording import WAIT, RecordingSubscriber
-from testkit.shapes import SHAPES, loop_thread, upstreams
+from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
 
 
 def _subscribe(flow: rstreams.Flow[Any], initial: int = 0) -> RecordingSubscriber[Any]:
@@ -360,6 +360,7 @@ def test_on_a_real_loop_passes_the_publisher_tck_over_each_upstream_shape(
         lambda n: op(up(n)),
         create_failed_publisher=lambda: op(rstreams.error(RuntimeError("failed"))),
         max_elements=1000,
+        env=patient_env(),
     )
     assert report.ok, str(report)
 

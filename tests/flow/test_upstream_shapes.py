@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import rstreams
-from testkit.shapes import SHAPES, loop_thread, upstreams
+from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
 
 Build = Callable[[rstreams.Flow[int]], rstreams.Flow[Any]]
 Upstream = Callable[[int], rstreams.Flow[int]]
@@ -53,5 +53,6 @@ def test_operator_passes_the_publisher_tck_over_each_upstream_shape(
         lambda n: build(upstream(n)),
         create_failed_publisher=lambda: build(rstreams.error(RuntimeError("failed"))),
         max_elements=1000,
+        env=patient_env(),
     )
     assert report.ok, str(report)

@@ -23,6 +23,7 @@ from rstreams.demand import UNBOUNDED
 from rstreams.flow._aiter import _Receiver
 from rstreams.flow._map import MapFlow
 from rstreams.tck import verify_publisher, verify_subscriber_blackbox
+from testkit.shapes import patient_env
 
 
 def _numbers(elements: int) -> rstreams.Flow[int]:
@@ -103,5 +104,5 @@ def test_async_for_receiver_passes_the_blackbox_verification(
     loop_in_thread: asyncio.AbstractEventLoop,
 ) -> None:
     """The subscriber behind `async for` obeys rules 2.x, fed from the TCK's threads."""
-    report = verify_subscriber_blackbox(lambda: _Receiver(8, loop_in_thread))
+    report = verify_subscriber_blackbox(lambda: _Receiver(8, loop_in_thread), env=patient_env())
     assert report.ok, str(report)

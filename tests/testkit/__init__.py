@@ -7,7 +7,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 ``testkit.recording``     ``RecordingSubscriber`` and ``WAIT``, the bound of every wait
 ``testkit.publishers``    publishers the operator tests drive by hand or from a thread
 ``testkit.clock``         a virtual clock for the time-based building blocks
-``testkit.shapes``        one stream from three upstream shapes (synchronous, thread, asyncio)
+``testkit.shapes``        one stream from three upstream shapes; the TCK environment for them
 ``testkit.wire``          the wire tests' connected pair, three-way feeding, strategies
 ``testkit.net``           memory transports, a recording handler, a virtual-time loop
 ``testkit.resume``        the resumption tests' batching collector

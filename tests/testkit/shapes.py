@@ -7,6 +7,9 @@
   TCK's longest, fall back to the synchronous source);
 * ``asyncio``: an async generator pulled on a loop that runs in another thread
   (:func:`loop_thread`).
+
+A TCK run over a real thread or loop takes :func:`patient_env`: the TCK's default signal
+timeout (500 ms) is a bound a loaded 2-core CI box can trip before a thread is scheduled.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from contextlib import contextmanager
 from typing import Final
 
 import rstreams
+from rstreams.tck import TestEnvironment
 from testkit.publishers import ThreadPublisher
 from testkit.recording import WAIT
 
@@ -26,6 +30,16 @@ Upstream = Callable[[int], rstreams.Flow[int]]
 
 SHAPES: Final = ("synchronous", "threaded", "asyncio")
 THREADED_LIMIT: Final = 10_000
+
+
+def patient_env() -> TestEnvironment:
+    """A TCK environment for streams signalled from real threads or loops.
+
+    It waits up to :data:`~testkit.recording.WAIT` for each expected signal, a bound only a
+    hang trips; the window in which nothing may happen (``default_no_signals_timeout``) keeps
+    its default, so every "expect no signal" check watches as long as in any other run.
+    """
+    return TestEnvironment(default_timeout=WAIT)
 
 
 @contextmanager
