@@ -38,6 +38,13 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private static final System.Logger LOG = System.getLogger("io.rstreams.net");
     /** How long an endpoint that sent an error goodbye keeps reading before it closes (PROTOCOL.md §10). */
     private static final long LINGER_MILLIS = 2000;
+    /**
+     * Unsent bytes past which the peer is said goodbye and the transport closed: production
+     * stops at the channel's high-water mark, but replies (pongs, refusals, acknowledgements) to
+     * a peer that writes and never reads would otherwise pile up without bound (§6.3), as
+     * rstreams' MAX_UNSENT.
+     */
+    static final long MAX_UNSENT = 16L << 20;
 
     /** Options shared by client and server ends; {@code resume} null: no session resumption. */
     record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Credentials credentials,
@@ -236,6 +243,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             }
             ctx.write(output());
             scheduleFlush();
+            Connection.State state = conn.state();
+            if (channel.bytesBeforeWritable() > MAX_UNSENT
+                    && (state == Connection.State.OPEN || state == Connection.State.AWAITING_HELLO)) {
+                conn.abort("peer not reading: more than " + MAX_UNSENT + " bytes unsent to it (PROTOCOL.md §6.3)");
+                process(); // the goodbye queues behind what the peer does not read: the linger time closes
+            }
         }
     }
 

@@ -6,6 +6,12 @@ import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.Credentials;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketException;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Flow;
@@ -272,5 +278,46 @@ public class JavaServerTest {
             source.submit("b");
             assertEquals(sub.take(2), List.of("a", "b"));
         }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aPeerThatWritesAndNeverReadsIsClosedBeforeItsRepliesPileUp() throws Exception {
+        // 32 MiB of pings, none of the pongs read: the server used to keep every pong it could not
+        // write (its heap grew by the size of the input); it now says goodbye past MAX_UNSENT and
+        // closes, and the pongs it drops are never sent (§6.3).
+        byte[] pings = new byte[10 * 100_000];
+        for (int k = 0; k < pings.length; k += 10) {
+            pings[k] = (byte) 0x80; // ping, 8-byte payload
+            pings[k + 1] = 8;
+        }
+        long written = 0;
+        long read = 0;
+        try (RsioServer local = RsioServer.builder().route("counter", Codec.INT64, r -> Counters.range(0, 3))
+                .bind("tcp://127.0.0.1:0");
+             Socket socket = new Socket()) {
+            socket.setReceiveBufferSize(4096);
+            socket.connect(new InetSocketAddress("127.0.0.1", local.port()));
+            socket.setSoTimeout(10_000);
+            OutputStream out = socket.getOutputStream();
+            out.write(new byte[] {0x01, 0x00, 0x01, 0x01}); // clientHello offering keepalive
+            try {
+                while (written < 32L << 20) {
+                    out.write(pings);
+                    written += pings.length;
+                }
+            } catch (IOException closed) {
+                // the server closed while we wrote
+            }
+            InputStream in = socket.getInputStream();
+            byte[] buffer = new byte[1 << 16];
+            try {
+                for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                    read += n;
+                }
+            } catch (SocketException reset) {
+                // closed with input unread: a reset ends our reading too
+            }
+        }
+        assertTrue(read < written - (4L << 20), "the server answered " + read + " bytes of " + written + " of pings");
     }
 }
