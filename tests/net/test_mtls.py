@@ -19,6 +19,7 @@ import pytest
 import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, Server, connect, serve
+from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO
 from testkit.net import WAIT
 from testkit.tls import Issued, TestCA, client_context, server_context
 
@@ -124,6 +125,18 @@ async def test_refusal_names_the_client_certificate(scheme: str, pki: Pki) -> No
     async with await _serve(scheme, pki, subjects) as server:
         error = await _refused(server.url, client_context(pki.ca))
     assert "certificate" in str(error)
+
+
+@pytest.mark.parametrize("scheme", list(URLS))
+@pytest.mark.parametrize("who", ["no certificate", "another CA"])
+async def test_a_tls_1_3_refusal_ends_the_same_way_on_both_schemes(scheme: str, who: str, pki: Pki) -> None:
+    """A TLS 1.3 server refuses after the client's side of the handshake: the session ends
+    before the server's hello on tls://, before its HTTP response on wss://; both errors end
+    with TLS_ENDED_BEFORE_HELLO, by which a caller that retries tells a refusal apart."""
+    untrusted = client_context(pki.ca) if who == "no certificate" else client_context(pki.ca, pki.mallory)
+    async with await _serve(scheme, pki, Subjects()) as server:
+        error = await _refused(server.url, untrusted)
+    assert str(error).endswith(TLS_ENDED_BEFORE_HELLO), error
 
 
 @pytest.mark.parametrize("scheme", list(URLS))

@@ -255,8 +255,13 @@ def test_sigterm_right_after_the_announcement_stops_cleanly(log: list[str]) -> N
     assert (server.returncode, err.decode()) == (0, "")
 
 
+@pytest.mark.parametrize("scheme", ["tls", "wss"])
 def test_publish_to_a_server_requiring_client_certificates(
-    serve: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    serve: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    scheme: str,
 ) -> None:
     """publish --certfile/--keyfile reaches a sink log behind mutual TLS; without them, the
     one-line message names the options at once, not after --timeout (600 s here: the test's
@@ -266,9 +271,8 @@ def test_publish_to_a_server_requiring_client_certificates(
     ca = TestCA.make(tmp_path, "mtls CA")
     alice = ca.issue("alice", client=True)
     context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
-    server = serve(
-        {}, sinks={"out": ReplayLog("out", capacity=10, evict=True)}, url="tls://127.0.0.1:0", ssl=context
-    )
+    sinks = {"out": ReplayLog("out", capacity=10, evict=True)}
+    server = serve({}, sinks=sinks, url=f"{scheme}://127.0.0.1:0", ssl=context)
     trust = ["--cafile", str(ca.cert)]
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\n")))
     client = [*trust, "--certfile", str(alice.cert), "--keyfile", str(alice.key)]
@@ -284,3 +288,36 @@ def test_publish_to_a_server_requiring_client_certificates(
     assert err.endswith(
         " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
     )
+
+
+def test_publish_over_wss_to_serve_with_a_client_ca_and_no_certificate_exits_2_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rstreams serve wss://... --tls-client-ca CA` and `rstreams publish` without --certfile: exit 2
+    naming --certfile at once, not after --timeout (600 s here: the test's 60 s would end first)."""
+    ca = TestCA.make(tmp_path, "serve mtls CA")
+    cert = ca.issue("logs", san=("127.0.0.1",))
+    serve_cmd = ["serve", "wss://127.0.0.1:0", "lines", "--sink", "results"]
+    serve_cmd += ["--tls-cert", str(cert.cert), "--tls-key", str(cert.key), "--tls-client-ca", str(ca.cert)]
+    server = subprocess.Popen(
+        [sys.executable, "-c", NO_SPARK + "from rstreams.cli import main; sys.exit(main())", *serve_cmd],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().decode().split(" on ")[-1].strip()
+        assert url.startswith("wss://127.0.0.1:"), url
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n")))
+        assert main(["publish", url, "results", "--cafile", str(ca.cert), "--timeout", "600"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"rstreams publish: {url} ended the TLS session twice in a row: ")
+        assert err.endswith(
+            " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
+        )
+        assert err.count("\n") == 1
+    finally:
+        server.terminate()
+        server.wait(20)
+        if server.stdout is not None:
+            server.stdout.close()

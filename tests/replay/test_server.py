@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.net._transport import TLS_REFUSAL_HINT
+from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT
 from rstreams.replay import (
     Access,
     AccessDeniedError,
@@ -305,15 +305,16 @@ def test_the_server_lists_its_logs_and_serves_one_added_while_running(serve: Any
         server.add("b", ReplayLog("b", capacity=4))
 
 
-@pytest.fixture
-def mutual_tls(serve: Any, tmp_path: Path) -> tuple[str, TestCA]:
-    """A tls:// replay server requiring client certificates its CA signed: its URL and that CA."""
+@pytest.fixture(params=["tls", "wss"])
+def mutual_tls(request: pytest.FixtureRequest, serve: Any, tmp_path: Path) -> tuple[str, TestCA]:
+    """A tls:// or wss:// replay server requiring client certificates its CA signed: its URL and
+    that CA."""
     ca = TestCA.make(tmp_path, "mtls CA")
     log = ReplayLog("nums", capacity=10)
     log.append([b"0", b"1"])
     context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
     sinks = {"out": ReplayLog("out", capacity=10, evict=True)}
-    return serve({"nums": log}, sinks=sinks, url="tls://127.0.0.1:0", ssl=context).url, ca
+    return serve({"nums": log}, sinks=sinks, url=f"{request.param}://127.0.0.1:0", ssl=context).url, ca
 
 
 @pytest.mark.parametrize("presented", ["none", "untrusted"])
@@ -327,7 +328,9 @@ def test_a_server_requiring_a_client_certificate_refuses_at_once(
     if presented == "untrusted":
         stranger = TestCA.make(tmp_path, "other CA").issue("mallory", client=True)
         access = Access(cafile=str(ca.cert), certfile=str(stranger.cert), keyfile=str(stranger.key))
-    refused = rf"^{url} ended the TLS session twice in a row: .*{re.escape(TLS_REFUSAL_HINT)}$"
+    refused = (
+        rf"^{re.escape(url)} ended the TLS session twice in a row: .*{re.escape(TLS_ENDED_BEFORE_HELLO)}$"
+    )
     with pytest.raises(AccessDeniedError, match=refused):
         request_json(url, "nums?latest", timeout=600, access=access)
     with pytest.raises(AccessDeniedError, match=refused):
@@ -336,12 +339,15 @@ def test_a_server_requiring_a_client_certificate_refuses_at_once(
         upload(url, "out", "t1", [b"x"], timeout=600, access=access)
 
 
-def _tls_server_for_one_connection(context: ssl.SSLContext, then: Callable[[str], object]) -> str:
+def _tls_server_for_one_connection(
+    context: ssl.SSLContext, then: Callable[[str], object], scheme: str = "tls"
+) -> str:
     """A TLS listener that takes one connection, stops listening, makes the TLS handshake
     (a refusal of the client's certificate is sent as an alert), ends the connection without a
-    word of RS.io, then calls ``then(url)``, in a thread; returns the URL."""
+    word of RS.io (or of HTTP), then calls ``then(url)``, in a thread; returns the URL, of
+    ``scheme`` (``tls`` or ``wss``)."""
     listener = socket.create_server(("127.0.0.1", 0))
-    url = f"tls://127.0.0.1:{listener.getsockname()[1]}"
+    url = f"{scheme}://127.0.0.1:{listener.getsockname()[1]}"
 
     def run() -> None:
         accepted, _ = listener.accept()
@@ -369,12 +375,20 @@ def test_a_client_certificate_alert_is_a_refusal_naming_it(tmp_path: Path) -> No
         request_json(url, "nums?latest", timeout=600, access=Access(cafile=str(ca.cert)))
 
 
-def test_a_tls_session_ended_once_before_the_hello_is_tried_again(serve: Any, tmp_path: Path) -> None:
-    """A server killed between its TLS handshake and its hello looks, once, like a refusal of
-    the client's certificate: the call tries again and gets the restarted server's answer."""
+@pytest.mark.parametrize("scheme", ["tls", "wss"])
+def test_a_tls_session_ended_once_before_the_hello_is_tried_again(
+    serve: Any, tmp_path: Path, scheme: str
+) -> None:
+    """A server killed between its TLS handshake and its hello (on wss://, its HTTP response)
+    looks, once, like a refusal of the client's certificate: the call tries again and gets the
+    restarted server's answer."""
     ca = TestCA.make(tmp_path, "restart CA")
     context = server_context(ca.issue("logs", san=("127.0.0.1",)))
     log = ReplayLog("nums", capacity=10)
     log.append([b"0", b"1", b"2"])
-    url = _tls_server_for_one_connection(context, then=lambda url: serve({"nums": log}, url=url, ssl=context))
+
+    def restart(url: str) -> object:
+        return serve({"nums": log}, url=url, ssl=context)
+
+    url = _tls_server_for_one_connection(context, then=restart, scheme=scheme)
     assert request_json(url, "nums?latest", timeout=20, access=Access(cafile=str(ca.cert)))["end"] == 3

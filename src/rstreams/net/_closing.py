@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
 from rstreams.net._outbox import Outbox
-from rstreams.net._transport import TLS_REFUSAL_HINT, Transport
+from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, Transport
 from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
 
 __all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing"]
@@ -207,7 +207,7 @@ class Closing:
             else:
                 message = f"the peer broke the protocol: {error}"
                 if outbox.core.peer_hello is None and self._over_tls():
-                    message += f" before its hello; {TLS_REFUSAL_HINT}"
+                    message += f" {TLS_ENDED_BEFORE_HELLO}"
                 elif isinstance(error, AbruptCloseError) and self._unanswered_client():
                     message += f" before its hello; {NOT_RSIO_HINT}"
                 broken = ConnectionBrokenError(message, code=code)
@@ -235,7 +235,7 @@ class Closing:
             else:
                 message = f"the connection failed: {error}"
             if outbox.core.state is ConnectionState.AWAITING_HELLO and self._over_tls():
-                message += f" before its hello; {TLS_REFUSAL_HINT}"
+                message += f" {TLS_ENDED_BEFORE_HELLO}"
             elif outbox.core.state is ConnectionState.AWAITING_HELLO and self._unanswered_client():
                 message += f" before its hello; {NOT_RSIO_HINT}"
             broken = ConnectionBrokenError(message)

@@ -26,7 +26,7 @@ from typing import Any
 
 from rstreams.net._admission import Admission, AdmittingServer
 from rstreams.net._stream import StreamProtocol
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TLS_REFUSAL_HINT, TransportHandler
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler
 from rstreams.net._url import Endpoint
 
 __all__ = ["Listener", "connect_endpoint", "listen_endpoint"]
@@ -79,30 +79,9 @@ async def connect_endpoint(
     if scheme == "unix":
         await loop.create_unix_connection(lambda: StreamProtocol(handler, high=high, low=low), endpoint.path)
         return None
-    from websockets.asyncio.client import connect as ws_connect
-    from websockets.exceptions import InvalidHandshake
+    from rstreams.net._websocket import WebSocketTransport, open_websocket
 
-    from rstreams.net._websocket import SUBPROTOCOL, WebSocketTransport
-
-    try:
-        ws = await ws_connect(
-            endpoint.url,
-            ssl=context,
-            proxy=None,
-            compression=None,
-            subprotocols=[SUBPROTOCOL],
-            ping_interval=None,
-        )
-    except InvalidHandshake as error:
-        status = getattr(getattr(error, "response", None), "status_code", None)
-        if status == 404:  # the session was accepted: it is the path
-            hint = f" (nothing serves RS.io at the path {endpoint.path or '/'!r} of this server)"
-        elif status is None and context is not None:  # no HTTP answer came at all
-            hint = f" ({TLS_REFUSAL_HINT})"
-        else:
-            hint = ""
-        message = f"WebSocket handshake with {endpoint.url} failed: {error}{hint}"
-        raise ConnectionRefusedError(message) from error
+    ws = await open_websocket(endpoint, context)
     transport = WebSocketTransport(ws, handler, high=high, low=low)
     return asyncio.create_task(transport.run(), name=f"rstreams-ws {endpoint.url}")
 

@@ -40,6 +40,7 @@ __all__ = [
     "DIRECT_WRITE",
     "READ_BUFFER_SIZE",
     "SOCKET_READ_SIZE",
+    "TLS_ENDED_BEFORE_HELLO",
     "TLS_REFUSAL_HINT",
     "Transport",
     "TransportHandler",
@@ -77,6 +78,13 @@ TLS_REFUSAL_HINT = (
 """Added to the error of a TLS connection that ends before the peer's hello: with TLS 1.3 the
 server checks a client certificate after the client's handshake has completed, so the refusal
 reaches the client as an end of input, not as a handshake error."""
+
+TLS_ENDED_BEFORE_HELLO = f"before its hello; {TLS_REFUSAL_HINT}"
+"""How the error of a TLS connection that the server ended after the handshake, before its first
+word, ends, on every scheme: before its RS.io hello on ``tls://``, before the HTTP response of
+the WebSocket handshake on ``wss://``. A server refusing the client's certificate does this on
+every connection, a server killed at that moment once: callers that retry tell the two apart by
+whether a second connection made at once ends with it too (the replay client does)."""
 
 
 def check_water_marks(high: int, low: int) -> None:

@@ -12,6 +12,11 @@ joins everything queued into messages of at most :data:`MAX_MESSAGE` bytes and a
 write buffer size; passing the high mark calls ``pause_writing`` and draining below the
 low mark calls ``resume_writing``, exactly like asyncio's socket transports.
 
+Opening (:func:`open_websocket`, the client's side): the websockets library's errors of the
+opening handshake become ``ConnectionRefusedError``; one that ended before any HTTP answer
+over TLS says so as a ``tls://`` connection ended before the server's hello does, so that a
+refusal of the client's certificate reads, and is told apart, the same on both schemes.
+
 Admission (:mod:`rstreams.net._admission`). A server's listener made with a budget accepts
 WebSocket connections itself and makes each one an :class:`AdmittedConnection`: the
 websockets library's connection, whose protocol callbacks (the HTTP request and the frames
@@ -23,18 +28,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Callable
 from typing import Any, cast
 
+from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.connection import Connection as _WsConnection
 from websockets.asyncio.server import Server, ServerConnection
-from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidHandshake, InvalidMessage
 from websockets.server import ServerProtocol
 
 from rstreams.net._admission import Admission
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, Transport, TransportHandler
+from rstreams.net._transport import (
+    DEFAULT_HIGH_WATER,
+    DEFAULT_LOW_WATER,
+    TLS_ENDED_BEFORE_HELLO,
+    TLS_REFUSAL_HINT,
+    Transport,
+    TransportHandler,
+)
+from rstreams.net._url import Endpoint
 
-__all__ = ["MAX_MESSAGE", "SUBPROTOCOL", "AdmittedConnection", "WebSocketTransport"]
+__all__ = ["MAX_MESSAGE", "SUBPROTOCOL", "AdmittedConnection", "WebSocketTransport", "open_websocket"]
 
 MAX_MESSAGE = 256 * 1024
 """Largest message this side sends: a quarter of websockets' default ``max_size`` (1 MiB),
@@ -42,6 +57,40 @@ so any default-configured peer accepts it, and big enough that message overhead 
 
 SUBPROTOCOL = "rsio.v0"
 """The WebSocket subprotocol both sides offer (RFC 6455 section 1.9)."""
+
+
+async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> _WsConnection:
+    """The client's WebSocket connection to ``endpoint`` (``context``: for ``wss://``), its opening
+    handshake made.
+
+    Raises:
+        OSError: the connection or the TLS handshake failed (websockets passes these on as they
+            are); ``ConnectionRefusedError`` when the opening handshake did: a server that ended
+            the TLS session before its HTTP response (as one refusing the client's certificate
+            does) gives a message ending with :data:`~rstreams.net._transport.TLS_ENDED_BEFORE_HELLO`,
+            as a ``tls://`` connection's error does.
+    """
+    try:
+        return await ws_connect(
+            endpoint.url,
+            ssl=context,
+            proxy=None,
+            compression=None,
+            subprotocols=[SUBPROTOCOL],
+            ping_interval=None,
+        )
+    except InvalidHandshake as error:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        ended = isinstance(error, InvalidMessage) and isinstance(error.__cause__, EOFError)
+        if status == 404:  # the session was accepted: it is the path
+            why = f"{error} (nothing serves RS.io at the path {endpoint.path or '/'!r} of this server)"
+        elif ended and context is not None:  # no answer at all: said as on tls://
+            why = f"the server ended the TLS session without an HTTP response, {TLS_ENDED_BEFORE_HELLO}"
+        elif status is None and context is not None:
+            why = f"{error} ({TLS_REFUSAL_HINT})"
+        else:
+            why = f"{error}"
+        raise ConnectionRefusedError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error
 
 
 class WebSocketTransport(Transport):
