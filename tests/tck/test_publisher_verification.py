@@ -627,3 +627,19 @@ def test_a_failed_publisher_must_take_a_request_after_its_error_as_a_no_op(
     result = run_one(MAY_REJECT, failed_type=staticmethod(failed))
     assert result.outcome == "failed", result
     assert result.message.startswith(message), result.message
+
+
+def test_a_signal_after_the_end_of_the_last_case_fails_that_case() -> None:
+    """The run's last case has no next case: a breach its stream commits once the case ended
+    (here while the TCK cancels at the end of the case) fails that case when the run ends."""
+    spec302 = "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"
+    for publisher, broken in ((bp.CompletesAgainOnCancelPublisher, True), (bp.SyncPublisher, False)):
+        verification = type("LastCase", (Broken,), {"publisher_type": staticmethod(publisher)})()
+        result = run_cases(verification, [spec302]).results[0]
+        if not broken:
+            assert result.outcome == "passed", result
+            continue
+        assert result.outcome == "failed", result
+        assert result.message.startswith("rule 1.7: on_complete() after on_complete"), result.message
+        assert "after its case had ended" in result.message, result.message
+        assert result.message.endswith("the case itself: passed"), result.message

@@ -915,3 +915,29 @@ class CancelRaisesFailedPublisher(Publisher[int]):
 
         subscriber.on_subscribe(Ended())
         subscriber.on_error(RuntimeError("this publisher always fails"))
+
+
+class CompletesAgainOnCancelPublisher(SyncPublisher):
+    """Rules 1.7 and 3.7: a ``cancel()`` after the stream completed signals ``on_complete`` again.
+
+    The TCK cancels every subscription when a case ends, so the second ``on_complete`` comes
+    at a point the run fixes, after the case stopped watching: the late breach of the last
+    case of a run, with no timer.
+    """
+
+    @property
+    def subscription_type(self) -> type[SyncSubscription]:
+        return _CompletesAgainOnCancel
+
+
+class _CompletesAgainOnCancel(SyncSubscription):
+    completed: Subscriber[int] | None = None
+
+    def complete(self) -> None:
+        self.completed = self.subscriber
+        super().complete()
+
+    def cancel(self) -> None:
+        super().cancel()
+        if self.completed is not None:
+            self.completed.on_complete()

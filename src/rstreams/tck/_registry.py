@@ -46,7 +46,7 @@ import time
 import unittest
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar
 
 from rstreams.tck._failures import (
@@ -588,4 +588,31 @@ def run_cases(verification: Verification, names: Iterable[str] | None = None) ->
                 duration=time.monotonic() - started,
             )
         )
-    return Report(tuple(results))
+    return Report(tuple(_with_late_breaches(results, _late_breaches(type(verification)).take())))
+
+
+def _with_late_breaches(results: list[CaseResult], late: list[tuple[str, str]]) -> list[CaseResult]:
+    """``results``, with each case whose stream broke a rule after the case ended failed.
+
+    A breach after a case ended fails the next case (:func:`_raise_late`); the run's last
+    case has no next, so what the log holds when the run ends fails the case it names (or,
+    for a case of an earlier run, the last case, naming it). This reads the log once and
+    never waits: a breach committed after ``run_cases`` returned is not reported.
+    """
+    if not late or not results:
+        return results
+    names = {result.name for result in results}
+    out = list(results)
+    for i, result in enumerate(out):
+        mine = [message for case, message in late if case == result.name]
+        if i == len(out) - 1:
+            mine += [f"{message} (case {case})" for case, message in late if case not in names]
+        if mine:
+            was = f"{result.outcome}: {result.message}" if result.message else result.outcome
+            then = "".join(f"\n  then: {message}" for message in mine[1:5])
+            message = (
+                f"{mine[0]}, signalled to a subscriber after its case had ended (found when the run"
+                f" ended){then}\n  the case itself: {was}"
+            )
+            out[i] = replace(result, outcome="failed", message=message)
+    return out

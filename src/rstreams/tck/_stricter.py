@@ -175,7 +175,8 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         "1.1, 1.7, 2.12",
         "A subscriber whose case has ended still checks what reaches it: an element beyond its demand,"
         " a signal after a terminal one, a second on_subscribe. The next case of the same verification"
-        " fails on such a breach, naming the case whose stream it was.",
+        " fails on such a breach, naming the case whose stream it was; at the end of a run (run_cases,"
+        " verify_publisher) a breach no later case found fails the case whose stream it was.",
         "A black-box wait is finite: a stream that breaks a rule only after its case stopped watching"
         " (a second on_complete 150 ms later) passes every JVM case.",
     ),
