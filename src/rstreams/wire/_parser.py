@@ -306,9 +306,9 @@ class FrameParser:
             chunk = bytes(self._buf)
         else:
             # Exactly one request or one short onNext with one-byte fields (an element at a time
-            # reads one on each side): the frame the parse loop makes, without the loop (an
-            # onNext under a max_element_size below 128 is left to its general path). Other
-            # short reads cost an indexing here. (No frames yet: data is all that was fed.)
+            # reads one on each side), or one answer: the frames the parse loop makes, without the
+            # loop (an onNext under a max_element_size below 128 is left to its general path).
+            # Other short reads cost an indexing here. (No frames yet: data is all that was fed.)
             if total == 3 and not frames and data[0] == _REQUEST and data[1] < 0x80 and data[2] < 0x80:
                 request = _new(Request)  # read from data itself: nothing to copy
                 _set_requester(request, data[1])
@@ -338,6 +338,15 @@ class FrameParser:
                             _set_element(frame, chunk[3:])
                             frames.append(frame)
                         return frames
+                # One request/response's answer (onSubscribe, onNext, onComplete) is the whole read:
+                # _answer takes it in one pass, as the loop would, and the loop is not entered
+                elif (
+                    kind == _ON_SUBSCRIBE
+                    and n > 5
+                    and n == chunk[5] + 8
+                    and self._answer(chunk, 0, n, frames)
+                ):
+                    return frames
         pos = self._parse(chunk, frames)
         if self._buf:  # parsed (as a copy, chunk): start a new one
             self._buf = bytearray()
