@@ -643,3 +643,18 @@ def test_a_signal_after_the_end_of_the_last_case_fails_that_case() -> None:
         assert result.message.startswith("rule 1.7: on_complete() after on_complete"), result.message
         assert "after its case had ended" in result.message, result.message
         assert result.message.endswith("the case itself: passed"), result.message
+
+
+def test_under_pytest_a_breach_after_the_last_case_fails_the_class_teardown() -> None:
+    """pytest calls teardown_class after a class's last case: the late breach of that case
+    fails there, naming it; a correct publisher's class tears down quietly."""
+    spec302 = "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"
+    for publisher, broken in ((bp.CompletesAgainOnCancelPublisher, True), (bp.SyncPublisher, False)):
+        cls: type[Broken] = type("LastPytestCase", (Broken,), {"publisher_type": staticmethod(publisher)})
+        cls().run_tck_case(spec302)
+        if not broken:
+            cls.teardown_class()
+            continue
+        with pytest.raises(TCKFailure, match=rf"^rule 1\.7: on_complete\(\) after on_complete.*{spec302}"):
+            cls.teardown_class()
+        cls.teardown_class()  # reported once

@@ -310,6 +310,12 @@ class Verification:
         return env
 
     # -- running -----------------------------------------------------------------
+    @classmethod
+    def teardown_class(cls) -> None:
+        """pytest calls this after the class's last case: a breach a stream committed after its
+        case ended, that no later case reported, fails here (naming that case); never waits."""
+        _raise_late(_late_breaches(cls))
+
     def tck_case(self, name: str) -> CaseInfo:
         """The :class:`CaseInfo` called ``name`` (Python or JVM spelling)."""
         for info in self.tck_cases:

@@ -176,7 +176,8 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         "A subscriber whose case has ended still checks what reaches it: an element beyond its demand,"
         " a signal after a terminal one, a second on_subscribe. The next case of the same verification"
         " fails on such a breach, naming the case whose stream it was; at the end of a run (run_cases,"
-        " verify_publisher) a breach no later case found fails the case whose stream it was.",
+        " verify_publisher) a breach no later case found fails the case whose stream it was, and under"
+        " pytest the class's teardown_class fails on it.",
         "A black-box wait is finite: a stream that breaks a rule only after its case stopped watching"
         " (a second on_complete 150 ms later) passes every JVM case.",
     ),
