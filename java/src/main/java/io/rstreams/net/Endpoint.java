@@ -379,7 +379,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     // ---- events ---------------------------------------------------------------------------
 
     private void process() {
-        for (Event e : conn.events()) {
+        List<Event> batch = conn.events();
+        boolean[] moot = cancelledLater(batch);
+        for (int i = 0; i < batch.size(); i++) {
+            Event e = batch.get(i);
             if (ended && !(e instanceof Event.Closed)) {
                 continue; // the connection ended while this batch was handled: the rest is moot
             }
@@ -395,7 +398,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 }
             } else if (e instanceof Event.Demand d) {
                 ServingStream s = serving.get(d.id());
-                if (s != null) {
+                if (s != null && (moot == null || !moot[i])) {
                     s.refill();
                 }
             } else if (e instanceof Event.Subscribed s) {
@@ -426,6 +429,32 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
         maybeAcknowledge();
         scheduleFlush();
+    }
+
+    /**
+     * Which Demand events of {@code batch} belong to a subscription the peer cancels later in the
+     * same batch (null: no cancel in it). The connection parsed the whole read before its events
+     * are handled, so such an id may already be subscribed again: the cancelled stream must not
+     * drain into the new one, and the peer wants none of those elements anyway (§5.4).
+     */
+    private static boolean[] cancelledLater(List<Event> batch) {
+        boolean[] moot = null;
+        Set<Long> cancelled = null;
+        for (int i = batch.size() - 1; i >= 0; i--) {
+            Event e = batch.get(i);
+            if (e instanceof Event.Cancelled c) {
+                if (cancelled == null) {
+                    cancelled = new HashSet<>();
+                    moot = new boolean[batch.size()];
+                }
+                cancelled.add(c.id());
+            } else if (cancelled != null && e instanceof Event.Subscribed sub) {
+                cancelled.remove(sub.id()); // events before it concern an earlier subscription of that id
+            } else if (cancelled != null && e instanceof Event.Demand d) {
+                moot[i] = cancelled.contains(d.id());
+            }
+        }
+        return moot;
     }
 
     private void helloReceived(Event.PeerHello h) {

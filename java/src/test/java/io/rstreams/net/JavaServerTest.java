@@ -6,6 +6,7 @@ import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.Credentials;
+import io.rstreams.wire.FrameParser;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -319,5 +320,70 @@ public class JavaServerTest {
             }
         }
         assertTrue(read < written - (4L << 20), "the server answered " + read + " bytes of " + written + " of pings");
+    }
+
+    @Test(timeOut = 30_000)
+    public void aRequestCancelledAndTheIdSubscribedAgainInOneReadSendsNothingOnTheNewId() throws Exception {
+        // request, cancel and a new subscribe of the same id in one read: Connection parsed them
+        // all before Endpoint handled the events, so the cancelled stream's Demand drained into
+        // the new id 3 (IllegalStateException: onNext before onSubscribe, out of channelRead) and
+        // the transport was closed without answering our goodbye.
+        try (RsioServer local = RsioServer.builder().route("counter", Codec.INT64, r -> Counters.range(0, 1000))
+                .bind("tcp://127.0.0.1:0");
+             Socket socket = new Socket("127.0.0.1", local.port())) {
+            socket.setSoTimeout(10_000);
+            OutputStream out = socket.getOutputStream();
+            InputStream in = socket.getInputStream();
+            byte[] subscribe = {0x04, 0x07, 'c', 'o', 'u', 'n', 't', 'e', 'r', 0x03, 0x02}; // id 3, demand 2
+            out.write(new byte[] {0x01, 0x00, 0x00}); // clientHello
+            out.write(subscribe);
+            FrameParser parser = new FrameParser(io.rstreams.wire.Limits.DEFAULT);
+            List<io.rstreams.wire.Frame> frames = new java.util.ArrayList<>();
+            byte[] buffer = new byte[1 << 16];
+            long elements = 0;
+            while (elements < 2) { // both elements of the first id 3 arrived: its stream is started
+                int n = in.read(buffer);
+                assertTrue(n > 0, "the server closed early: " + frames);
+                parser.feed(buffer, 0, n);
+                for (io.rstreams.wire.Frame f : parser.parseAll()) {
+                    frames.add(f);
+                    if (f instanceof io.rstreams.wire.Frame.OnNext) {
+                        elements++;
+                    } else if (f instanceof io.rstreams.wire.Frame.OnNextPacked p) {
+                        elements += p.count();
+                    }
+                }
+            }
+            byte[] again = {0x05, 0x03, 0x32, 0x06, 0x03}; // request(3, 50), cancel(3)
+            java.io.ByteArrayOutputStream one = new java.io.ByteArrayOutputStream();
+            one.write(again);
+            one.write(subscribe);
+            out.write(one.toByteArray()); // one write, one read
+            frames.clear();
+            elements = 0;
+            boolean acknowledged = false;
+            while (!acknowledged || elements < 2) { // the cancel's onComplete, then the new id 3's two elements
+                int n = in.read(buffer);
+                assertTrue(n > 0, "the server closed the connection: " + frames);
+                parser.feed(buffer, 0, n);
+                for (io.rstreams.wire.Frame f : parser.parseAll()) {
+                    frames.add(f);
+                    if (f instanceof io.rstreams.wire.Frame.OnComplete) {
+                        acknowledged = true;
+                    } else if (acknowledged && f instanceof io.rstreams.wire.Frame.OnNext) {
+                        elements++;
+                    } else if (acknowledged && f instanceof io.rstreams.wire.Frame.OnNextPacked p) {
+                        elements += p.count();
+                    }
+                }
+            }
+            out.write(new byte[] {0x03, 0x03, 'b', 'y', 'e'});
+            frames.clear();
+            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                parser.feed(buffer, 0, n);
+                frames.addAll(parser.parseAll());
+            }
+            assertTrue(frames.get(frames.size() - 1) instanceof io.rstreams.wire.Frame.Goodbye, "no answer to our goodbye: " + frames);
+        }
     }
 }
