@@ -210,12 +210,10 @@ class RemoteSubscription(Subscription, Generic[T]):
             self._table.request_now(self)  # mid-read: let the peer produce while we consume
         elif not first:
             return  # the request of this turn takes it too
-        elif outbox.writes_through and outbox.ended is None:
-            # At once when nothing else waits for this turn's write: one element at a time on an
-            # open stream costs no extra loop turn.
+        elif outbox.ended is None and outbox.write_soon(self.sid, pending):
+            # Sent at once when nothing else waits for this turn's write: one element at a time
+            # on an open stream costs no extra loop turn.
             self.pending = 0
-            outbox.core.request(self.sid, pending)
-            outbox.write_soon()
         else:  # with the others, in the turn's flush (SubscriptionTable.send_requests)
             self._table.requests[self] = None
             outbox.mark_dirty()

@@ -10,7 +10,7 @@ hold the :class:`Outbox`, which sits below them and offers only
 * :meth:`~Outbox.mark_dirty`: "the core holds output, or a piece wants its turn": one
   ``call_soon``-scheduled flush per event-loop turn, whatever number of pieces asked;
 * :meth:`~Outbox.write_now` / :meth:`~Outbox.write_soon`: write what the core holds at once
-  (a ping; a subscribe that nothing else in this turn is waiting to join);
+  (a ping; a subscribe or a request that nothing else in this turn is waiting to join);
 * :meth:`~Outbox.close_now`: say goodbye and close (a limit or a protocol rule was broken);
 * the state the pieces read on their hot paths: the transport, whether it is writable,
   whether a read is being delivered, when something was last read or written, whether
@@ -180,41 +180,40 @@ class Outbox:
             return self.core.has_data_to_send
         return more
 
-    def write_soon(self) -> None:
-        """Write what the core holds now, unless that would split a coalesced write.
+    def write_soon(self, subscriber: int = -1, n: int = 0) -> bool:
+        """Write what the core holds now, unless that would split a coalesced write; returns
+        whether it wrote at once.
 
         Written at once when no flush is pending, no read is being delivered, nothing was
         written this way since the last read or flush, and the transport is writable: the
         caller's frame does not wait a loop turn, so a request/response is one write each
         way. Anything else goes out with the next flush, so the many subscribes of one
         turn (tasks woken by one read, say) cost two writes, not one each.
+
+        ``subscriber`` (when not -1): queue ``request(n)`` on our subscription ``subscriber``
+        first, only if it is written at once (one element at a time on an open stream costs
+        no loop turn); otherwise nothing is queued or marked, and ``False`` tells the caller
+        to leave the request to the turn's flush. This method alone decides: whether a
+        write goes through is asked in one place.
         """
-        if (  # not self.writes_through, inlined: the request/response path
+        if (
             self.flush_scheduled
             or self.reading
             or self.wrote_through
             or not self.writable
             or self.transport is None
         ):
-            self.mark_dirty()
-            return
+            if subscriber < 0:
+                self.mark_dirty()
+            return False
+        if subscriber >= 0:
+            self.core.request(subscriber, n)
         self.wrote_through = True
         transport = self.transport  # write_now, inlined: the request/response path
         data = self.core.data_to_send(WRITE_LIMIT)
         if self.write(transport, data) if data else self.core.has_data_to_send:
             self.mark_dirty()
-
-    @property
-    def writes_through(self) -> bool:
-        """Whether :meth:`write_soon` would write at once (a piece that coalesces its frames
-        queues one now only then)."""
-        return not (
-            self.flush_scheduled
-            or self.reading
-            or self.wrote_through
-            or not self.writable
-            or self.transport is None
-        )
+        return True
 
     def send_extension(self, message_type: int, payload: bytes) -> None:
         """Send a message of an active extension (PROTOCOL.md §4.4) with this turn's write."""
