@@ -146,27 +146,33 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
         completed with them (as soon as its end is known, rule 1.5, as :meth:`drain_pass`
         completes), or the error it failed with (the elements before the failure are
         returned, as :meth:`drain_pass` delivers them before it; ``None`` is a failure, 2.13).
-        No demand, drain loop or signal: the consumer acts on what this returns."""
-        items: list[T] = []
+        No demand, drain loop or signal: the consumer acts on what this returns (and, never
+        requesting, reads no count of what was emitted: that is the drain loop's)."""
         iterator = self.iterator
         if self.halt or iterator is None:
-            return items, False  # cancelled: the consumer stopped
+            return [], False  # cancelled: the consumer stopped
+        if n == 1:  # one at a time (an open stream's latency): no list searched, no islice made
+            try:
+                item = next(iterator, _END)
+            except Exception as exc:
+                self._stop()
+                return [], exc
+            if item is _END or item is None:
+                self._stop()
+                return [], True if item is _END else TypeError(SOURCE_NONE)
+            if self.exact and length_hint(iterator) == 0:  # _at_end, inlined: once per pull
+                self._stop()
+                return [item], True
+            return [item], False
+        items: list[T] = []
         failure: BaseException | None = None
         try:
-            if n == 1:  # one at a time (an open stream's latency): no islice made
-                item = next(iterator, _END)
-                if item is not _END:
-                    items.append(item)
-            else:
-                items.extend(islice(iterator, n))  # (what came before a failure stays in items)
+            items.extend(islice(iterator, n))  # (what came before a failure stays in items)
         except Exception as exc:
             failure = exc
-        if type(iterator) is not _RANGE and (
-            items[0] is None if len(items) == 1 else any(map(is_, items, repeat(None)))  # (one: no map)
-        ):
+        if type(iterator) is not _RANGE and any(map(is_, items, repeat(None))):
             del items[[item is None for item in items].index(True) :]  # the elements before it go on
             failure = TypeError(SOURCE_NONE)
-        self.emitted += len(items)
         if failure is not None:
             self._stop()
             return items, failure
