@@ -102,12 +102,15 @@ class ReplyLedger:
         (parts of a split element), which the element bytes not written yet belong to.
         Returns :attr:`may_pass_mark` (the writer checks it after every write)."""
         element_bytes = self.element_bytes
-        elements = nbytes if nbytes < element_bytes else element_bytes
-        self.element_bytes = element_bytes - elements if more else 0
         written = self._written = self._written + nbytes
-        if nbytes == elements:
-            return self._replies - self._sent_replies > self.mark
-        replies = self._replies = self._replies + nbytes - elements
+        if element_bytes:
+            elements = nbytes if nbytes < element_bytes else element_bytes
+            self.element_bytes = element_bytes - elements if more else 0
+            if nbytes == elements:
+                return self._replies - self._sent_replies > self.mark
+            replies = self._replies = self._replies + nbytes - elements
+        else:  # no element bytes (a request, a subscribe, a refusal): all of it replies
+            replies = self._replies = self._replies + nbytes
         marks = self._marks
         if marks and written - self._last_mark < MARK_SPACING:
             marks[-1] = (written, replies)  # a write close behind the last mark joins it
