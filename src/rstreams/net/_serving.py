@@ -89,6 +89,10 @@ _BYTES = {bytes}
 class ServingStream(Subscriber[Any]):
     """Subscriber to a local Publisher on behalf of the peer's subscriber ``sid``."""
 
+    _pulls = True
+    """Whether :meth:`refill` pulls an iterable source's elements (:func:`puller`) rather than
+    requesting them; not a batched stream's (its elements are lists, one request at a time)."""
+
     __slots__ = (
         "_core",
         "_encode",
@@ -477,7 +481,7 @@ class ServingStream(Subscriber[Any]):
             _cancel(subscription)  # the peer cancelled before the Publisher answered
             return
         self.upstream = subscription
-        if self._raw:  # (bytes as they are: the batch signal's fast path takes what is pulled)
+        if self._pulls:  # an iterable source: its elements are taken in refill (raw or encoded)
             self._pull = puller(subscription)
         self._table.opened(self)
 
@@ -588,6 +592,8 @@ class BatchServingStream(ServingStream):
     """
 
     __slots__ = ("_codec", "_complete_after", "_held", "_held_at")
+
+    _pulls = False
 
     def __init__(self, table: ServingTable, sid: int, initial_demand: int, codec: Codec[Any]) -> None:
         super().__init__(table, sid, initial_demand, codec)
