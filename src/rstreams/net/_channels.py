@@ -135,7 +135,7 @@ class Channels:
         self.relays: dict[int, InputRelay] = {}  # channels we opened, by our subscriber id
         self.inputs: dict[int, ChannelInput] = {}  # channels the peer opened, by its subscriber id
         serving.open_channel = self.open
-        serving._router.offer_channels(factories)  # a plain subscribe to a channel: refused saying so
+        serving.offer_channels(factories)  # a plain subscribe to a channel: refused saying so
 
     def send(self, message_type: int, sid: int, rest: bytes | int = b"") -> None:
         """Queue one of this extension's messages (when the connection can still take it)."""

@@ -45,7 +45,7 @@ from rstreams.net._codec import Codec, identity
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import code_of
-from rstreams.net._routes import Offer, Router, UnknownPublisherError, split_name, unknown_message
+from rstreams.net._routes import NameTable, Offer, Router, UnknownPublisherError, split_name, unknown_message
 from rstreams.rules import check_error
 from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked, Request
 
@@ -786,6 +786,11 @@ class ServingTable:
         finally:
             if token is not None:
                 CURRENT.reset(token)
+
+    def offer_channels(self, channels: NameTable[Any]) -> None:
+        """The names this side also offers as channels: a plain subscribe to one of them that no
+        publisher answers is refused saying it is a channel (:meth:`Router.offer_channels`)."""
+        self._router.offer_channels(channels)
 
     def attach(
         self,
