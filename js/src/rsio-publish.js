@@ -318,6 +318,10 @@ export class ServingTable {
     const found = (channel ? this._channels : this._offer).find(name);
     if (found === null) {
       if (channel) return this._refuse(id, `no channel named '${name}' (PROTOCOL.md §21.3)`, UNKNOWN_PUBLISHER);
+      if (this._channels?.find(name) != null) { // offered only as a channel: say so (§21.3)
+        return this._refuse(id, `no publisher named '${name}' ('${name}' is a channel: open it as one, `
+          + "PROTOCOL.md §21.3)", UNKNOWN_PUBLISHER);
+      }
       const offered = this._offer.size ? "" : ": this endpoint publishes nothing";
       return this._refuse(id, `no publisher named '${name}'${offered}`, UNKNOWN_PUBLISHER);
     }

@@ -326,6 +326,18 @@ describe("serving channels (listen()'s side)", () => {
       { type: "subscribe", publisher: "in", subscriber: 1, initial_demand: 1n });
     return { ws, conn, seen };
   }
+  test("§21.3: a plain subscribe to a name offered only as a channel is refused saying it is one", async () => {
+    const { ws } = served(1);
+    await tick();
+    ws.feed({ type: "subscribe", publisher: "in", subscriber: 2, initial_demand: 1n },
+      { type: "subscribe", publisher: "out", subscriber: 3, initial_demand: 1n });
+    await tick();
+    assert.deepEqual(ws.of("onError").map((f) => [f.subscriber, f.error]), [
+      [2, "no publisher named 'in' ('in' is a channel: open it as one, PROTOCOL.md §21.3)"],
+      [3, "no publisher named 'out': this endpoint publishes nothing"],
+    ]);
+  });
+
   const part = (sid, data) => ext(0xa6, encodeVarint(sid), new TextEncoder().encode(data));
   const next = (sid, data) => ext(0xa3, encodeVarint(sid), new TextEncoder().encode(data));
 
