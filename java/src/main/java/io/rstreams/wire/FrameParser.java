@@ -254,6 +254,11 @@ public final class FrameParser {
                 }
                 int version = buf[next[0]] & 0xFF;
                 next[0]++;
+                if (version != 0) {
+                    // judged by its version first (§4.2): the goodbye names the version, whatever the
+                    // rest holds (it has that version's layout, not a list this endpoint could limit)
+                    return new Frame.Hello(t == FrameType.SERVER_HELLO, version, List.of());
+                }
                 long count = varint();
                 if (Long.compareUnsigned(count, limits.maxExtensions()) > 0) {
                     throw new ProtocolException("hello lists " + Long.toUnsignedString(count)

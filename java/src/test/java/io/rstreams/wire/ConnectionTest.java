@@ -105,6 +105,28 @@ public class ConnectionTest {
     }
 
     @Test(timeOut = 5_000)
+    public void helloWithAnotherVersionAndTooManyExtensionsGetsTheGoodbyeNamingTheVersion() {
+        byte[] in = new byte[3 + 65]; // version 1, 65 extension ids: one over max_extensions=64
+        in[1] = 1;
+        in[2] = 65;
+        for (int i = 0; i < 65; i++) {
+            in[3 + i] = (byte) (i + 1);
+        }
+        for (Connection.Side side : Connection.Side.values()) {
+            Connection c = new Connection(side, Limits.DEFAULT, Set.of());
+            c.dataToSend();
+            in[0] = (byte) (side == Connection.Side.SERVER ? FrameType.CLIENT_HELLO : FrameType.SERVER_HELLO);
+            c.receiveData(in, 0, in.length);
+            Event.Closed closed = closed(c, new ArrayList<>());
+            String reason = closed.error().getMessage();
+            assertTrue(reason.contains("unsupported version 1") && reason.contains("§4.2"), side + ": " + reason);
+            byte[] out = c.dataToSend();
+            assertEquals(out[0], FrameType.GOODBYE);
+            assertTrue(new String(out, java.nio.charset.StandardCharsets.UTF_8).contains("§4.2"), side + ": goodbye");
+        }
+    }
+
+    @Test(timeOut = 5_000)
     public void cancelIsAcknowledgedAndInFlightElementsAreDropped() {
         Pair p = new Pair();
         long id = p.client.subscribe("x", 5);
