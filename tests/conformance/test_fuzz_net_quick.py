@@ -6,25 +6,18 @@ value or an rstreams error, never a hang."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import random
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from testkit.scripts import load_script
+
 
 def _load(name: str) -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "fuzz" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"fuzz/{name}.py")
 
 
 driver = _load("fuzz_net")

@@ -6,23 +6,17 @@ logs nothing, and a well-behaved Python client is still served."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from testkit.scripts import load_script
+
 
 def _load(name: str) -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "fuzz" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"fuzz/{name}.py")
 
 
 polyglot = _load("fuzz_polyglot")

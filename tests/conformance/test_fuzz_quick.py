@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from testkit.scripts import load_script
+
 
 def _load() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "fuzz" / "fuzz_connection.py"
-    spec = importlib.util.spec_from_file_location("fuzz_connection", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_connection"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fuzz/fuzz_connection.py")
 
 
 harness = _load()

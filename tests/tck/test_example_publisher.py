@@ -3,26 +3,18 @@ its signals stay serial (rule 1.3) even when request(n <= 0) comes from another 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import threading
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from rstreams.api import Subscription
+from testkit.scripts import load_script
 
 WAIT = 10.0
 
 
 def _example() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "examples" / "tck_example.py"
-    spec = importlib.util.spec_from_file_location("example_tck_example", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("examples/tck_example.py", "example_tck_example")
 
 
 class _Blocking:

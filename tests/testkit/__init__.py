@@ -18,6 +18,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 ``testkit.spark``         records, readers, bounded waits on Spark query progress
 ``testkit.web``           a publisher recording the demand it is given
 ``testkit.chromium``      headless Chromium over the DevTools protocol
+``testkit.scripts``       examples/, fuzz/ and docs/'s scripts loaded as modules
 ``testkit.observe``       a clock the test moves, a subscriber that waits on events
 ``testkit.imports``       a package's import graph and a cycle finder (structure tests)
 ``testkit.broken_publishers``, ``testkit.broken_subscribers``: the TCK's own test subjects

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -28,19 +27,14 @@ from rstreams.wire import (
 )
 from rstreams.wire._varint import varint_size
 from rstreams.wire.frames import FRAME_CLASSES, Frame
+from testkit.scripts import load_script
 from testkit.wire import feed_three_ways, frames_without_size, packed, parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_docs_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_protocol_docs", ROOT / "docs" / "make_protocol_docs.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs/make_protocol_docs.py")
 
 
 def load_vectors() -> list[dict[str, Any]]:

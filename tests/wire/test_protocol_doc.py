@@ -8,10 +8,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -40,6 +38,7 @@ from rstreams.wire._parser import FrameParser
 from rstreams.wire._resume import ReplayBuffer, ResumeError, _read_message, decode_position
 from rstreams.wire._varint import decode_varint, encode_varint
 from rstreams.wire.extensions import AUTH, BY_TYPE, KEEPALIVE, REGISTERED, RESUME
+from testkit.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = (ROOT / "PROTOCOL.md").read_text()
@@ -48,14 +47,7 @@ CITATION = re.compile(r"\(PROTOCOL\.md §(\d+(?:\.\d+)?)\)$")
 
 
 def _load_docs_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "make_protocol_docs", ROOT / "docs" / "make_protocol_docs.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("make_protocol_docs", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs/make_protocol_docs.py")
 
 
 DOCS = _load_docs_script()
