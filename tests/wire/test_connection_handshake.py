@@ -60,6 +60,50 @@ def test_version_mismatch_says_goodbye_and_closes() -> None:
     assert server.state is ConnectionState.CLOSED
 
 
+def _other_version_hello(side: Side) -> bytes:
+    """The peer's hello with version 1 and 65 extension ids: one over max_extensions=64 (§11)."""
+    kind = 0x01 if side is Side.SERVER else 0x02
+    return bytes([kind, 1, 65, *range(1, 66)])
+
+
+def _closed_after(side: Side, pieces: list[bytes]) -> tuple[Connection, ConnectionClosed]:
+    conn = Connection(side)
+    conn.data_to_send()
+    events = []
+    for piece in pieces:
+        if conn.state is ConnectionState.CLOSED:
+            break  # closed at the version byte: the rest is not for this endpoint
+        events += conn.receive(piece)
+    [closed] = events
+    assert isinstance(closed, ConnectionClosed)
+    return conn, closed
+
+
+@pytest.mark.parametrize("side", [Side.SERVER, Side.CLIENT])
+def test_another_version_is_judged_before_its_extension_count(side: Side) -> None:
+    """A hello of another version gets the goodbye naming the version (§4.2), not the limits one
+    (§11), whatever follows its version byte: whole, or fed in pieces cut anywhere."""
+    data = _other_version_hello(side)
+    cuts = [[data]] + [[data[:cut], data[cut:]] for cut in range(1, len(data))]
+    for pieces in [*cuts, [data[i : i + 1] for i in range(len(data))]]:
+        conn, closed = _closed_after(side, pieces)
+        assert type(closed.error) is UnsupportedVersionError, (pieces, closed.error)
+        assert closed.error.version == 1
+        [goodbye] = conn.data_to_send()
+        assert goodbye[0] == 0x03 and b"version 1" in goodbye and b"4.2" in goodbye, goodbye
+        assert b"max_extensions" not in goodbye
+        assert conn.state is ConnectionState.CLOSED
+
+
+def test_version_0_hello_still_limits_its_extensions() -> None:
+    """Version 0's extension list is read and limited as before (§11)."""
+    conn = Connection(Side.SERVER)
+    conn.data_to_send()
+    [closed] = conn.receive(bytes([0x01, 0, 65, *range(1, 66)]))
+    assert isinstance(closed, ConnectionClosed) and closed.error is not None
+    assert "max_extensions=64" in str(closed.error)
+
+
 def test_optimistic_messages_before_server_hello() -> None:
     """A client may subscribe before the serverHello arrives; the server handles it after the hello (§4.3)."""
     client = Connection(Side.CLIENT)

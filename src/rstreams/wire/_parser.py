@@ -57,6 +57,7 @@ from rstreams.wire.events import Answer, OnNextBatch
 from rstreams.wire.extensions import BY_TYPE, SUBSCRIBE_METADATA
 from rstreams.wire.frames import (
     FIRST_EXTENSION_TYPE,
+    PROTOCOL_VERSION,
     ClientHello,
     ExtensionMessage,
     Frame,
@@ -838,6 +839,12 @@ class FrameParser:
         if p >= n:
             raise Incomplete
         version = data[p]
+        if version != PROTOCOL_VERSION:
+            # Judged by its version first (§4.2): the connection's goodbye names the version, whatever
+            # follows it (that version's layout, not a list this endpoint could limit). The hello
+            # ends at its version byte; the connection closes on it before any frame or error the
+            # parser makes of what follows (those come after it: see Connection.receive).
+            return hello(version=version), p + 1
         count, p = decode_varint(data, p + 1, n)
         if count > self._max_extensions:
             raise LimitExceededError(
