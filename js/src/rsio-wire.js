@@ -277,6 +277,12 @@ class Reader {
 
 function hello(type, r) {
   const version = r.raw(1)[0];
+  if (version !== VERSION) {
+    // judged by its version first (§4.2): the goodbye names the version, whatever follows it (that
+    // version's layout, not a list this endpoint could limit). The hello ends at its version byte;
+    // the connection closes on it before it asks for another frame.
+    return { type, version, extensions: [] };
+  }
   const count = r.number(r.limits.maxExtensions, "extension count");
   const ids = [];
   for (let i = 0; i < count; i++) ids.push(small(r.bigint()));

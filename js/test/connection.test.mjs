@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Connection, ConnectionClosedError, ProtocolError, RemoteStreamError, UNBOUNDED } from "../src/rsio.js";
-import { encodeFrame } from "../src/rsio-wire.js";
+import { FrameDecoder, encodeFrame } from "../src/rsio-wire.js";
 import { FakeTransport, ManualClock, recorder, tick } from "./support.mjs";
 
 const HELLO = { type: "serverHello", version: 0, extensions: [] };
@@ -134,6 +134,36 @@ test("§4.1: a first message other than serverHello", () =>
   violation((ws) => ws.feed({ type: "onSubscribe", subscriber: 1, element_size: 0 }), "§4.1"));
 test("§4.1: a second serverHello", () => violation((ws) => ws.feed(HELLO, HELLO), "§4.1"));
 test("§4.2: another version", () => violation((ws) => ws.feed({ ...HELLO, version: 1 }), "§4.2"));
+
+// version 1 and 65 extension ids, one over maxExtensions=64 (§11): judged by its version (§4.2)
+// whatever follows the version byte, fed whole or in pieces cut anywhere, at either side
+const otherVersionHello = (code) => Uint8Array.of(code, 1, 65, ...Array.from({ length: 65 }, (_, i) => i + 1));
+
+for (const role of ["client", "server"]) {
+  test(`§4.2 before §11: a ${role} fed another version's hello with too many extensions names the version`, async () => {
+    const data = otherVersionHello(role === "client" ? 0x02 : 0x01);
+    const feeds = [[data], Array.from(data, (b) => Uint8Array.of(b))];
+    for (let cut = 1; cut < data.length; cut++) feeds.push([data.subarray(0, cut), data.subarray(cut)]);
+    for (const pieces of feeds) {
+      const ws = new FakeTransport();
+      const conn = new Connection(ws, { role, onerror: () => {} });
+      for (const piece of pieces) ws.feed(piece);
+      const error = await conn.closed;
+      assert.ok(error instanceof ProtocolError, String(error));
+      assert.equal(error.section, "§4.2", error.message);
+      const goodbye = ws.sent.at(-1);
+      assert.equal(goodbye.type, "goodbye");
+      assert.ok(/version 1/.test(goodbye.reason) && goodbye.reason.endsWith("(PROTOCOL.md §4.2)"), goodbye.reason);
+      assert.ok(ws.closed);
+    }
+  });
+}
+
+test("a version-0 hello still has its extension list limited (§11)", () => {
+  const decoder = new FrameDecoder();
+  decoder.push(Uint8Array.of(0x01, 0, 65, ...Array.from({ length: 65 }, (_, i) => i + 1)));
+  assert.throws(() => decoder.next(), (e) => e instanceof ProtocolError && e.section === "§11");
+});
 test("§4.4: an extension message", () =>
   violation((ws) => ws.feed(HELLO, { type: "extension", code: 0x80, payload: new Uint8Array(8) }), "§4.4"));
 test("§5.2: onNext before onSubscribe", () => violation((ws) => ws.feed(HELLO, el(1, "a")), "§5.2"));
