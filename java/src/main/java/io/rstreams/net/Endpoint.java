@@ -45,10 +45,23 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * rstreams' MAX_UNSENT.
      */
     static final long MAX_UNSENT = 16L << 20;
+    /**
+     * Unsent reply bytes past which the peer is no longer read, until it has read them (input
+     * backpressure, §6.3), as rstreams' low_water (DEFAULT_LOW_WATER): a peer that makes us answer
+     * and reads nothing pins about this much, and MAX_UNSENT stays the last resort. Reading
+     * resumes when the channel is writable again, below Netty's low-water mark (32 KiB), which
+     * is under a quarter of this one.
+     */
+    static final long LOW_WATER = 256 * 1024;
+    /**
+     * How long a peer may leave our replies unread, while we do not read it, before it is said
+     * goodbye (as rstreams' unread_timeout: two keepalive intervals of its default, 30 s).
+     */
+    static final Duration DEFAULT_UNREAD_TIMEOUT = Duration.ofSeconds(30);
 
     /** Options shared by client and server ends; {@code resume} null: no session resumption. */
-    record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Credentials credentials,
-            Predicate<Credentials> authenticator, ResumeOptions resume) {}
+    record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
+            Credentials credentials, Predicate<Credentials> authenticator, ResumeOptions resume) {}
 
     /** Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports. */
     record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector) {}
@@ -92,6 +105,13 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private int attempts;
     private boolean ackQueued;
     private ScheduledFuture<?> expiry;
+    // input backpressure (§6.3): replies among the unsent bytes; reading paused while they back up
+    private final ReplyLedger ledger = new ReplyLedger();
+    private boolean backedUp;
+    private ScheduledFuture<?> unreadTimer;
+    /** Bytes read from the peer, and how many times reading was paused (read by tests from other threads). */
+    private volatile long bytesRead;
+    private volatile int readPauses;
 
     Endpoint(Connection.Side side, Options options) {
         this.options = options;
@@ -121,6 +141,23 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     Connection connection() {
         return conn;
+    }
+
+    ReplyLedger ledger() {
+        return ledger;
+    }
+
+    long bytesRead() {
+        return bytesRead;
+    }
+
+    int readPauses() {
+        return readPauses;
+    }
+
+    /** Whether reading from the peer is paused because our replies to it back up (§6.3). */
+    boolean readingPaused() {
+        return backedUp;
     }
 
     Map<Long, RemoteSubscription<?>> consuming() {
@@ -201,6 +238,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         for (java.nio.ByteBuffer b : buffers) {
             out.writeBytes(b.duplicate()); // the replay keeps b as it is
         }
+        ledger.wrote(total, conn.hasQueuedParts());
         return out;
     }
 
@@ -243,12 +281,62 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             }
             ctx.write(output());
             scheduleFlush();
-            Connection.State state = conn.state();
-            if (channel.bytesBeforeWritable() > MAX_UNSENT
-                    && (state == Connection.State.OPEN || state == Connection.State.AWAITING_HELLO)) {
-                conn.abort("peer not reading: more than " + MAX_UNSENT + " bytes unsent to it (PROTOCOL.md §6.3)");
-                process(); // the goodbye queues behind what the peer does not read: the linger time closes
+            checkBacklog();
+        }
+    }
+
+    /** Bytes handed to the channel and not yet taken by the socket. */
+    private long unsent() {
+        io.netty.channel.ChannelOutboundBuffer buffer = channel.unsafe().outboundBuffer();
+        return buffer == null ? 0 : buffer.totalPendingWriteBytes();
+    }
+
+    /**
+     * Input backpressure (§6.3): stops reading the peer once the replies among the unsent bytes
+     * pass LOW_WATER (the channel is then not writable: its writability coming back resumes
+     * reading); past MAX_UNSENT, whatever they are, the peer is said goodbye.
+     */
+    private void checkBacklog() {
+        Connection.State state = conn.state();
+        if (state != Connection.State.OPEN && state != Connection.State.AWAITING_HELLO) {
+            return;
+        }
+        long unsent = unsent();
+        if (unsent > MAX_UNSENT) {
+            conn.abort("peer not reading: more than " + MAX_UNSENT + " bytes unsent to it (PROTOCOL.md §6.3)");
+            process(); // the goodbye queues behind what the peer does not read: the linger time closes
+            return;
+        }
+        if (!backedUp && !ended && ledger.unsentReplies(unsent) > LOW_WATER) {
+            backedUp = true;
+            readPauses++;
+            channel.config().setAutoRead(false);
+            if (options.unreadTimeout() != null) {
+                unreadTimer = channel.eventLoop().schedule(this::unreadExpired,
+                        options.unreadTimeout().toMillis(), TimeUnit.MILLISECONDS);
             }
+        }
+    }
+
+    private void unreadExpired() {
+        unreadTimer = null;
+        Connection.State state = conn.state();
+        if (backedUp && !ended && (state == Connection.State.OPEN || state == Connection.State.AWAITING_HELLO)) {
+            String seconds = String.valueOf(options.unreadTimeout().toMillis() / 1000.0).replaceAll("\\.0$", "");
+            conn.abort("peer not reading: replies left unread for " + seconds + " s (unreadTimeout, PROTOCOL.md §6.3)");
+            process(); // the goodbye queues behind what the peer does not read: the linger time closes
+        }
+    }
+
+    /** Reads from the peer again: it took our replies, or the conversation is over (a linger discards). */
+    private void resumeReading() {
+        if (backedUp) {
+            backedUp = false;
+            if (unreadTimer != null) {
+                unreadTimer.cancel(false);
+                unreadTimer = null;
+            }
+            channel.config().setAutoRead(true);
         }
     }
 
@@ -285,6 +373,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 return; // a replaced transport, or a connection that is over
             }
             lastActivity = System.nanoTime();
+            bytesRead += buf.readableBytes();
             if (replay != null) {
                 replay.received(buf.readableBytes());
             }
@@ -299,6 +388,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             buf.release();
         }
         process();
+        writePending(); // each read's replies count before the next read (§6.3); flushed when the reads are done
     }
 
     @Override
@@ -311,6 +401,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
         if (ctx == this.ctx && channel.isWritable()) {
+            resumeReading(); // the peer took our replies (§6.3)
             scheduleFlush(); // queued parts go first
             refillAll();
         }
@@ -535,6 +626,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
         ended = true;
         closedError = why;
+        if (channel != null) {
+            resumeReading(); // to hear the peer's goodbye, or discard its input while lingering (§10)
+        }
         if (replay != null && replay.token != null && options.resume().sessions() != null) {
             options.resume().sessions().forget(replay.token, this);
         }
@@ -672,6 +766,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /** The transport broke: the client reconnects, the server waits for a resume (§16.3). */
     private void detach() {
         linkUp = false;
+        resumeReading(); // the unread timer is the broken transport's, not the session's
         if (conn.side() == Connection.Side.CLIENT) {
             attempts = 0;
             attemptFailed();
@@ -737,6 +832,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         ChannelHandlerContext old = this.ctx;
+        resumeReading(); // a stalled link's pause and unread timer do not carry over to the new transport
         this.ctx = newCtx;
         this.channel = newCtx.channel();
         if (linkUp && old != null) {

@@ -42,7 +42,7 @@ public final class RsioClient implements AutoCloseable {
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 Transport.ioHandler());
-        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.credentials, null, null);
+        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null);
         this.resume = b.resume;
         try {
             this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
@@ -77,7 +77,7 @@ public final class RsioClient implements AutoCloseable {
                     }
                 });
             };
-            opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(),
+            opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(), options.unreadTimeout(),
                     options.credentials(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again));
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
@@ -128,6 +128,7 @@ public final class RsioClient implements AutoCloseable {
         private final Routes routes = new Routes();
         private Duration keepalive = Duration.ofSeconds(15);
         private Duration idleTimeout;
+        private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;
         private Credentials credentials;
         private int threads = 1;
         private SSLContext tls;
@@ -166,6 +167,20 @@ public final class RsioClient implements AutoCloseable {
         /** Close a connection on which nothing arrived for this long (§14.2); default: never. */
         public Builder idleTimeout(Duration timeout) {
             this.idleTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Say goodbye to a peer that leaves our replies unread this long (§6.3): past
+         * {@value Endpoint#LOW_WATER} bytes of unsent replies the peer is no longer read until it
+         * reads them, and this bounds how long; null: no limit (only the idle timeout and the
+         * 16 MiB cap on unsent bytes hold). Default 30 s, as rstreams' unread_timeout.
+         */
+        public Builder unreadTimeout(Duration timeout) {
+            if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+                throw new IllegalArgumentException("unreadTimeout must be > 0 (null: no limit), got " + timeout);
+            }
+            this.unreadTimeout = timeout;
             return this;
         }
 

@@ -19,6 +19,10 @@ public final class RsioConnection implements AutoCloseable {
         this.endpoint = endpoint;
     }
 
+    Endpoint endpoint() {
+        return endpoint;
+    }
+
     /** The peer's publisher {@code name} (with parameters, e.g. {@code counter?to=5}), elements as raw bytes. */
     public RemotePublisher<byte[]> publisher(String name) {
         return new RemotePublisher<>(endpoint, name, Codec.BYTES);

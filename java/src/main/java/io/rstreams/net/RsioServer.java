@@ -61,7 +61,7 @@ public final class RsioServer implements AutoCloseable {
                 sessions.remove(java.util.HexFormat.of().formatHex(token), endpoint);
             }
         };
-        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, null, b.authenticator,
+        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, null, b.authenticator,
                 b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
         workers = new MultiThreadIoEventLoopGroup(b.resume ? 1 : b.threads, new DefaultThreadFactory("rstreams-server", true),
@@ -148,6 +148,7 @@ public final class RsioServer implements AutoCloseable {
         private Limits limits = Limits.DEFAULT;
         private Duration keepalive = Duration.ofSeconds(15);
         private Duration idleTimeout = Duration.ofSeconds(60);
+        private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;
         private Consumer<RsioConnection> onConnection;
         private int threads = 1;
         private SSLContext tls;
@@ -227,6 +228,20 @@ public final class RsioServer implements AutoCloseable {
         /** Close a peer from which nothing arrived for this long (§14.2); null: never. Default 60 s. */
         public Builder idleTimeout(Duration timeout) {
             this.idleTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Say goodbye to a peer that leaves our replies unread this long (§6.3): past
+         * {@value Endpoint#LOW_WATER} bytes of unsent replies the peer is no longer read until it
+         * reads them, and this bounds how long; null: no limit (only the idle timeout and the
+         * 16 MiB cap on unsent bytes hold). Default 30 s, as rstreams' unread_timeout.
+         */
+        public Builder unreadTimeout(Duration timeout) {
+            if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+                throw new IllegalArgumentException("unreadTimeout must be > 0 (null: no limit), got " + timeout);
+            }
+            this.unreadTimeout = timeout;
             return this;
         }
 

@@ -136,8 +136,11 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
                         }
                     } else if (elementSize > 0) {
                         fail(conn, s, "an element of " + element.length + " bytes on a stream of " + elementSize + "-byte elements");
-                    } else if (!conn.onNext(id, element)) {
-                        cancelFromPeer();
+                    } else {
+                        endpoint.ledger().elementBytes += element.length; // elements are not replies (§6.3)
+                        if (!conn.onNext(id, element)) {
+                            cancelFromPeer();
+                        }
                     }
                     continue;
                 }
@@ -170,6 +173,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
     }
 
     private void send(Connection conn, ByteArrayOutputStream pack, int count) {
+        endpoint.ledger().elementBytes += pack.size();
         boolean open = count == 1 ? conn.onNext(id, pack.toByteArray()) : conn.onNextPacked(id, pack.toByteArray(), count);
         if (!open) {
             cancelFromPeer();

@@ -284,8 +284,9 @@ public class JavaServerTest {
     @Test(timeOut = 60_000)
     public void aPeerThatWritesAndNeverReadsIsClosedBeforeItsRepliesPileUp() throws Exception {
         // 32 MiB of pings, none of the pongs read: the server used to keep every pong it could not
-        // write (its heap grew by the size of the input); it now says goodbye past MAX_UNSENT and
-        // closes, and the pongs it drops are never sent (§6.3).
+        // write (its heap grew by the size of the input); it now stops reading the peer once
+        // LOW_WATER of pongs are unsent, says goodbye after its unread timeout and closes, and
+        // the pings it did not read are never answered (§6.3; MAX_UNSENT stays the last resort).
         byte[] pings = new byte[10 * 100_000];
         for (int k = 0; k < pings.length; k += 10) {
             pings[k] = (byte) 0x80; // ping, 8-byte payload
@@ -294,6 +295,7 @@ public class JavaServerTest {
         long written = 0;
         long read = 0;
         try (RsioServer local = RsioServer.builder().route("counter", Codec.INT64, r -> Counters.range(0, 3))
+                .unreadTimeout(java.time.Duration.ofSeconds(1))
                 .bind("tcp://127.0.0.1:0");
              Socket socket = new Socket()) {
             socket.setReceiveBufferSize(4096);
