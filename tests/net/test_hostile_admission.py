@@ -1,7 +1,8 @@
 """The admission budget (rstreams.net._admission): new connections take at most a share of the loop.
 
 The bucket and its gates run on a virtual clock; what the pending handler charges is read
-off a clock that ticks once per call, over memory transports. The end-to-end tests use a
+off a clock that ticks once per call, over memory transports; the work clock itself (the
+loop thread's CPU time) is shown to charge a callback's work and not a stall. The end-to-end tests use a
 server process and raw sockets: a burst of garbage connections waits in the kernel's
 backlog while an established stream goes on, and a newcomer still gets in during a flood
 that does not stop.
@@ -17,6 +18,7 @@ import select
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
@@ -25,7 +27,14 @@ import pytest
 
 import rstreams
 from rstreams.net import connect, serve
-from rstreams.net._admission import BURST, REOPEN, Admission, check_share, tls_handshake_cost
+from rstreams.net._admission import (
+    BURST,
+    DEFAULT_ADMISSION_SHARE,
+    REOPEN,
+    Admission,
+    check_share,
+    tls_handshake_cost,
+)
 from rstreams.net._pending import ADMISSION_READS, Charged, Pending
 from rstreams.net._pump import Pump
 from rstreams.wire import ClientHello, ConnectionClosed, Request, ServerHello, Subscribe, encode
@@ -106,6 +115,52 @@ def test_a_removed_gate_is_not_resumed_and_leaves_no_timer() -> None:
     admission.remove_gate(gate)
     loop.advance(100.0)
     assert gate.calls == ["resume", "pause"]
+
+
+# -- what the budget's clock measures: the loop thread's work, not a stall --------------------------
+def spin(seconds: float) -> None:
+    """Work until this thread has spent ``seconds`` of CPU time."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def timed(admission: Admission, work: Callable[[], object]) -> None:
+    """Run ``work`` as a pending connection's callback is run: timed, and charged."""
+    started = admission.clock()
+    try:
+        work()
+    finally:
+        admission.charge(admission.clock() - started)
+
+
+def test_a_stall_of_the_loops_thread_inside_a_callback_is_not_charged() -> None:
+    """The process stalls in a callback (here the loop's thread waits while another thread works
+    for twice the burst; on a busy machine, other processes run) and 2 s of the loop's time pass:
+    only the callback's own work is charged, and the door stays open. Charged by wall-clock
+    time, the stall closed it for (2 s + a quarter of the burst) / share, 10 s at the default."""
+    loop, admission, gate = budget(share=DEFAULT_ADMISSION_SHARE)  # the default clock
+
+    def stall() -> None:
+        other = threading.Thread(target=spin, args=(2 * BURST,))
+        other.start()
+        other.join()
+        loop.advance(2.0)
+
+    timed(admission, stall)
+    assert accepting(admission) and gate.calls == ["resume"]
+    assert admission.balance > BURST / 2
+
+
+def test_the_loops_own_work_in_a_callback_is_charged_in_full() -> None:
+    """A flood is throttled as before: a callback that works for 10 ms more than the burst closes
+    the door until the share has refilled the bucket to a quarter of the burst."""
+    loop, admission, gate = budget(share=0.25)  # the default clock
+    timed(admission, lambda: spin(BURST + 0.01))
+    assert not accepting(admission) and gate.calls == ["resume", "pause"]
+    assert admission.balance <= -0.01
+    loop.advance((BURST * REOPEN + 0.01) / 0.25 - 0.001)
+    assert not accepting(admission)
 
 
 @pytest.mark.parametrize("share", [0, -0.1, 1.5, "0.5", True, float("nan")])

@@ -27,11 +27,17 @@ drawn down by the time measured in the work of connections that are not establis
   handshake has ended (done or failed), what one handshake with the server's context costs:
   :func:`tls_handshake_cost`, measured in memory once per listener as it starts.
 
-The time is wall-clock time spent in those callbacks (``time.perf_counter``): what the
-kernel and asyncio do for a connection outside them (making the transport, registering and
-closing the socket, the loop's own turns) is not counted. Measured on loopback that is about
-40% of a new connection's cost, whether it sends garbage, half a hello or a short
-conversation, so the true share is about ``share / 0.6``.
+The time is the CPU time of the loop's thread spent in those callbacks
+(:data:`WORK_CLOCK`, ``time.thread_time``: user and system time, the system calls made in a
+callback included), not wall-clock time: a callback during which the process did not run
+(the machine busy with other processes, the process stopped) is charged only what it did.
+With wall-clock time a stall of 2 s inside one callback was charged in full and, at the
+default share, closed the door for about 10 s. A stall costs newcomers nothing, then; a
+flood of connections is charged the work it makes, as before. What the kernel and asyncio do
+for a connection outside our callbacks (making the transport, registering and closing the
+socket, the loop's own turns) is not counted. Measured on loopback that is about 40% of a
+new connection's cost, whether it sends garbage, half a hello or a short conversation, so
+the true share is about ``share / 0.6``.
 
 While the bucket is empty the server stops accepting: it removes its listening sockets
 from the loop, and new connections wait in the kernel's listen backlog (not in Python)
@@ -52,6 +58,7 @@ import errno
 import logging
 import socket
 import ssl as _ssl
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -63,6 +70,7 @@ __all__ = [
     "DEFAULT_ADMISSION_SHARE",
     "LISTEN_BACKLOG",
     "REOPEN",
+    "WORK_CLOCK",
     "Admission",
     "AdmittingServer",
     "Gate",
@@ -97,6 +105,11 @@ retry them."""
 ACCEPT_RETRY = 1.0
 """Seconds accepting pauses when the process is out of file descriptors or memory (like asyncio)."""
 
+WORK_CLOCK: Callable[[], float] = time.perf_counter if sys.platform == "win32" else time.thread_time
+"""What measures the work charged to the budget: the CPU time of the calling thread (the loop's),
+so that a stall of the process is not charged (see the module docstring). On Windows a thread's
+CPU time moves in steps of about 16 ms, coarser than a callback: there it is wall-clock time."""
+
 _ACCEPT_LATER = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 _log = logging.getLogger("rstreams.net.admission")
@@ -111,7 +124,7 @@ def check_share(share: object) -> None:
 
 
 def tls_handshake_cost(
-    context: _ssl.SSLContext, clock: Callable[[], float] = time.perf_counter, *, rounds: int = 3
+    context: _ssl.SSLContext, clock: Callable[[], float] = WORK_CLOCK, *, rounds: int = 3
 ) -> float:
     """Seconds of the server's own work in one TLS handshake with ``context``: the least of
     ``rounds`` handshakes with an in-memory client (no certificate, nothing verified), timing
@@ -176,7 +189,7 @@ class Gate(Protocol):
 class Admission:
     """The bucket of loop time for connections not yet established; see the module docstring.
 
-    ``clock`` measures work (``time.perf_counter``); the bucket refills by ``loop.time()``.
+    ``clock`` measures work (:data:`WORK_CLOCK`); the bucket refills by ``loop.time()``.
     ``share`` and ``burst`` are seconds per second and seconds.
     """
 
@@ -188,7 +201,7 @@ class Admission:
         share: float,
         *,
         burst: float = BURST,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] = WORK_CLOCK,
     ) -> None:
         self._loop = loop
         self.share = share
