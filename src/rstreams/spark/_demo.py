@@ -188,11 +188,11 @@ def _session(master: str, log: str, guard: _Signals) -> Any:
         try:
             with open(log, "ab") as file:
                 os.dup2(file.fileno(), 2)
-            SparkContext._ensure_initialized(conf=conf)  # the JVM, started (PySpark's own step)
+            context = SparkContext(conf=conf)  # the JVM starts here, inheriting the log
         finally:
             os.dup2(terminal, 2)
             os.close(terminal)
-        spark = SparkSession.builder.config(conf=conf).getOrCreate()
+        spark = SparkSession(context)
         guard.install()  # again: the SparkContext put its own SIGINT handler in
     spark.sparkContext.setLogLevel("ERROR")
     from rstreams.spark import register
@@ -353,6 +353,7 @@ def run_demo(
             say(f"starting Spark ({master}); the first start takes 20-40 s (JVM, Python workers)...")
             if spark is None:
                 spark_log = os.path.join(out, "spark.log")
+                open(spark_log, "ab").close()  # the log named on the terminal exists, whatever comes next
                 say(f"(Spark's log: {spark_log})")
                 spark = _session(master, spark_log, guard)
             else:
