@@ -39,12 +39,14 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
     private boolean done;
     private long asked;
     private boolean large;
+    /** The size of the last element, -1 before the first (unknown). */
     private int lastSize;
 
     ServingStream(Endpoint endpoint, long id, int elementSize) {
         this.endpoint = endpoint;
         this.id = id;
         this.elementSize = elementSize;
+        this.lastSize = elementSize > 0 ? elementSize : -1;
     }
 
     @Override
@@ -194,8 +196,11 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
         if (done || !started || s == null || !endpoint.writable() || conn.queuedBytes(id) > 0) {
             return false;
         }
-        // large elements: fewer at a time, so what is asked for stays near WINDOW_BYTES
-        long window = large ? 1 : Math.max(1, Math.min(WINDOW, WINDOW_BYTES / Math.max(1, lastSize)));
+        // large elements: fewer at a time, so what is asked for stays near WINDOW_BYTES; before the
+        // first element tells their size, they may be as large as the largest written whole (a
+        // publisher that emits inside request(n) puts its whole first window into one write)
+        int size = lastSize >= 0 ? lastSize : conn.limits().splitThreshold();
+        long window = large ? 1 : Math.max(1, Math.min(WINDOW, WINDOW_BYTES / Math.max(1, size)));
         long credit = conn.credit(id);
         long room = Math.min(credit, window) - asked;
         if (room > 0 && (room >= window / 2 || asked == 0 || room == credit - asked)) {

@@ -33,6 +33,7 @@ public class JavaServerTest {
                 .route("counter", Codec.INT64, r -> Counters.range(r.longParam("from", 0), r.longParam("to", Long.MAX_VALUE)))
                 .route("text/{word}", Codec.UTF8, r -> Counters.repeat(r.param("word", "?"), r.longParam("n", 3)))
                 .route("big", r -> Counters.repeat(bigElement(), r.longParam("n", 2)))
+                .route("block", r -> Counters.repeat(new byte[(int) r.longParam("size", 1)], r.longParam("n", 1)))
                 .bind("tcp://127.0.0.1:0");
         client = RsioClient.builder().build();
     }
@@ -92,6 +93,21 @@ public class JavaServerTest {
             for (byte[] got : sub.take(2)) {
                 assertTrue(Arrays.equals(got, bigElement()));
             }
+            assertNull(sub.awaitTerminal());
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void aWideWindowOfElementsOfTheSplitSizeIsServed() throws Exception {
+        // 64 KiB elements (the largest written whole) from a publisher that emits inside request(n),
+        // 300 asked for at once: the server asked its publisher for 256 before the first element
+        // told their size, wrote 16 MiB and a little more in one turn and said goodbye to its
+        // peer for more than MAX_UNSENT unsent bytes (the 64 KiB rows of the JVM benchmark).
+        try (RsioConnection conn = connect()) {
+            TestSubscriber<byte[]> sub = new TestSubscriber<>();
+            conn.publisher("block?size=65536&n=300").subscribe(sub);
+            sub.request(300);
+            assertEquals(sub.take(300).size(), 300);
             assertNull(sub.awaitTerminal());
         }
     }
