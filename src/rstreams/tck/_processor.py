@@ -408,6 +408,7 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
             body(setup)
         finally:
             setup.close()
+        setup.upstream.serial.check()  # rule 2.7: the processor's calls upstream were serial
 
     @tck_test(
         rule="1.04",

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from rstreams.tck._subscriber_support import SERIAL_EARLY_CALLS, SERIAL_WINDOW
+
 __all__ = ["STRICTER", "Stricter"]
 
 
@@ -209,5 +211,17 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         "3.15, 3.7",
         "After on_complete (and the request(10) that must do nothing), cancel() must return normally.",
         "No JVM case cancels a completed subscription, so a cancel() that raises 'already completed' passes.",
+    ),
+    Stricter(
+        "SubscriberWhiteboxVerification",
+        (),
+        "2.7",
+        "The Subscription handed to the Subscriber under test fails a request() or cancel() that enters"
+        " while another call is still inside, from any thread, naming both calls and their threads. Its"
+        f" first {SERIAL_EARLY_CALLS} calls, and every call once a second thread has called, stay inside"
+        f" {SERIAL_WINDOW * 1000:g} ms longer, so unserialised calls are likely to meet. The same holds for"
+        " the blackbox verification and for a processor's calls upstream.",
+        "The JVM TCK lists rule 2.7 as untested: a Subscriber that requests from two threads without"
+        " serialising passes.",
     ),
 )

@@ -198,6 +198,7 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
             body(stage)
         finally:
             stage.tees.cancel()
+        stage.serial.check()  # rule 2.7, in every staged case
 
     def _terminal_guard_test(
         self, deliver: Callable[[TerminalGuardSubscription, Subscriber[Any]], None]
@@ -206,6 +207,7 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
         guard = TerminalGuardSubscription(self.env)
         subscriber.on_subscribe(guard)
         deliver(guard, subscriber)
+        guard.serial.check()
         self.env.verify_no_async_errors_no_delay()
 
     # -- cases --------------------------------------------------------------------------
@@ -300,7 +302,8 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
     untested_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization = untested(  # noqa: E501
         "untested_spec207_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization",
-        "Rule 2.7: not verifiable from outside.",
+        "Rule 2.7: checked in every staged case instead: the probe Subscription fails a call that"
+        " enters while another is still inside (a case of its own would prove no more).",
     )
 
     @tck_test(
@@ -536,6 +539,7 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
             body(stage)
         finally:
             stage.tees.cancel()
+        stage.serial.check()  # rule 2.7, in every staged case
 
     def _terminal_guard_test(
         self, deliver: Callable[[TerminalGuardSubscription, Subscriber[Any]], None]
@@ -544,6 +548,7 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
         guard = TerminalGuardSubscription(self.env)
         subscriber.on_subscribe(guard)
         deliver(guard, subscriber)
+        guard.serial.check()
         self.env.verify_no_async_errors_no_delay()
 
     # -- cases --------------------------------------------------------------------------
@@ -638,7 +643,8 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
     untested_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization = untested(  # noqa: E501
         "untested_spec207_blackbox_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization",
-        "Rule 2.7: not verifiable from outside.",
+        "Rule 2.7: checked in every staged case instead: the probe Subscription fails a call that"
+        " enters while another is still inside (a case of its own would prove no more).",
     )
 
     untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel = untested(  # noqa: E501

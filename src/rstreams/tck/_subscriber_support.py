@@ -13,6 +13,8 @@
   pulls fresh values from it one at a time.
 * :class:`TerminalGuardSubscription` catches calls made *during* ``on_complete`` /
   ``on_error`` (rule 2.3) with a per-thread "inside a terminal signal" flag.
+* :class:`SerialCalls` catches a Subscriber whose calls on the probe Subscription overlap
+  (rule 2.7): both probe Subscriptions above pass every ``request``/``cancel`` through it.
 
 Every wait is bounded by the environment's timeouts and blocks on a condition; nothing
 polls with ``sleep``. Failures the test is waiting for raise :class:`TCKFailure` at once;
@@ -24,10 +26,11 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import threading
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
@@ -37,12 +40,15 @@ from rstreams.tck._env import TestEnvironment
 from rstreams.tck._registry import TCKFailure
 
 __all__ = [
+    "SERIAL_EARLY_CALLS",
+    "SERIAL_WINDOW",
     "BlackboxProbe",
     "BlackboxSubscriberProxy",
     "ElementSource",
     "HelperPublisher",
     "InjectedError",
     "ManualPublisher",
+    "SerialCalls",
     "SubscriberProbe",
     "SubscriberPuppet",
     "SubscriberPuppeteer",
@@ -79,20 +85,90 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+# -- rule 2.7: serial calls on a Subscription ------------------------------------------------
+
+SERIAL_WINDOW: Final = 0.001
+"""Seconds a call on a probe Subscription stays inside after its work (see :class:`SerialCalls`),
+so that an unserialised call from another thread meets it there."""
+SERIAL_EARLY_CALLS: Final = 16
+"""The first calls on a probe Subscription that stay inside :data:`SERIAL_WINDOW` even while
+only one thread has called: a second thread's first call is likely to come early."""
+
+
+class SerialCalls:
+    """Rule 2.7: catches a call on a Subscription that enters while another is still inside.
+
+    A probe Subscription runs each ``request``/``cancel`` through :meth:`guarded`, which
+    keeps the calls inside in a list under a lock; a call that enters
+    while another is inside, from any thread, records a rule-2.7 failure naming both (the
+    first overlap only: a broken Subscriber overlaps again and again) and keeps it as
+    :attr:`breach`, which the case raises when it ends (:meth:`check`); after the case
+    ended it is a late breach, reported by a later case. A Subscriber that serialises its
+    calls (one thread, or a lock) is never reported.
+
+    Overlaps are made likely to be seen: a call stays inside :data:`SERIAL_WINDOW` longer
+    (releasing the GIL) if it is one of the first :data:`SERIAL_EARLY_CALLS` or once the
+    Subscriber has called from more than one thread. A Subscriber that calls from one
+    thread only pays the window on its first calls; its calls cannot overlap, because a
+    probe never calls back into it.
+    """
+
+    def __init__(self, env: TestEnvironment, subject: Callable[[], str]) -> None:
+        self._env = env
+        self._subject = subject
+        self._lock = threading.Lock()
+        self._inside: list[tuple[str, str]] = []
+        self._threads: set[int | None] = set()
+        self._calls = 0
+        self.breach: TCKFailure | None = None
+        """The first overlap seen, recorded on the environment too; None while calls were serial."""
+
+    def guarded(self, call: str, body: Callable[[], None]) -> None:
+        """``body()`` as the call ``call`` (``"request(1)"``): checked for overlap on the way
+        in, then kept inside the window if the class's policy says so."""
+        thread = threading.current_thread()
+        entry = (call, thread.name)
+        with self._lock:
+            if self._inside and self.breach is None:
+                other, where = self._inside[0]
+                self.breach = self._env.record_failure(
+                    f"rule 2.7: {self._subject()} called {call} on thread {thread.name!r} while its {other}"
+                    f" on thread {where!r} was still inside; calls on a Subscription must be serial"
+                    " (make them from one thread, or serialise them with a lock)"
+                )
+            self._inside.append(entry)
+            self._threads.add(thread.ident)
+            self._calls += 1
+            linger = self._calls <= SERIAL_EARLY_CALLS or len(self._threads) > 1
+        try:
+            body()
+            if linger:
+                time.sleep(SERIAL_WINDOW)  # a window for an unserialised call to meet this one
+        finally:
+            with self._lock:
+                self._inside.remove(entry)  # equal entries are interchangeable
+
+    def check(self) -> None:
+        """Raise the rule-2.7 breach, if one was seen (the case ends with this)."""
+        if self.breach is not None:
+            raise self.breach
+
+
 # -- the test's upstream ----------------------------------------------------------------
 
 
 class _RecordingSubscription(Subscription):
-    """Records ``request(n)`` and ``cancel()``; does nothing else."""
+    """Records ``request(n)`` and ``cancel()``, each checked for overlap (rule 2.7)."""
 
     def __init__(self, publisher: ManualPublisher[object]) -> None:
         self._publisher = publisher
 
     def request(self, n: int) -> None:
-        self._publisher._record_request(n)
+        # n is examined (rule 3.9) inside the guarded call
+        self._publisher.serial.guarded(f"request({n!r})", lambda: self._publisher._record_request(n))
 
     def cancel(self) -> None:
-        self._publisher._record_cancel()
+        self._publisher.serial.guarded("cancel()", self._publisher._record_cancel)
 
 
 class ManualPublisher(Publisher[T], Generic[T]):
@@ -112,6 +188,8 @@ class ManualPublisher(Publisher[T], Generic[T]):
         self._requests: deque[int] = deque()
         self._cancelled = False
         self._cond = threading.Condition()
+        self.serial = SerialCalls(env, lambda: self.subject)
+        """Rule 2.7: the Subscriber's calls on its subscription must not overlap."""
 
     def subscribe(self, subscriber: Subscriber[T]) -> None:
         check_subscriber(subscriber)
@@ -412,19 +490,22 @@ class TerminalGuardSubscription(Subscription):
     def __init__(self, env: TestEnvironment) -> None:
         self.env = env
         self._inside = threading.local()
+        self.serial = SerialCalls(env, lambda: "the Subscriber")
+        """Rule 2.7, as for the ManualPublisher's subscription."""
 
     def _current(self) -> str | None:
         return getattr(self._inside, "signal", None)
 
     def request(self, n: int) -> None:
-        signal = self._current()
-        if signal is not None:
-            self.env.record_failure(f"rule 2.3: Subscription.request({n!r}) was called inside {signal}")
+        self.serial.guarded(f"request({n!r})", lambda: self._check(f"request({n!r})"))
 
     def cancel(self) -> None:
+        self.serial.guarded("cancel()", lambda: self._check("cancel()"))
+
+    def _check(self, call: str) -> None:
         signal = self._current()
         if signal is not None:
-            self.env.record_failure(f"rule 2.3: Subscription.cancel() was called inside {signal}")
+            self.env.record_failure(f"rule 2.3: Subscription.{call} was called inside {signal}")
 
     def deliver_complete(self, subscriber: Subscriber[object]) -> None:
         self._deliver("on_complete", "on_complete()", subscriber.on_complete)
