@@ -11,7 +11,7 @@ must pass every case.
 from __future__ import annotations
 
 import threading
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import pytest
 
@@ -20,8 +20,9 @@ from rstreams.tck._registry import run_cases
 from rstreams.tck._subscriber import (
     SubscriberBlackboxVerification,
     SubscriberWhiteboxVerification,
+    verify_subscriber_whitebox,
 )
-from rstreams.tck._subscriber_support import WhiteboxSubscriberProbe
+from rstreams.tck._subscriber_support import WhiteboxSubscriberProbe, _RecordingSubscription
 from testkit.broken_subscribers import ReferenceSubscriber
 
 WAIT = 10.0
@@ -198,3 +199,33 @@ class TestSerialisedBlackbox(SubscriberBlackboxVerification):
 
     def create_subscriber(self) -> Subscriber[Any]:
         return SerialisedRequests()
+
+
+class _Remembered(ReferenceSubscriber):
+    """Correct; remembers every instance, so that a test can misuse one after its case ended."""
+
+    made: ClassVar[list[_Remembered]] = []
+
+    def __init__(self, probe: WhiteboxSubscriberProbe[Any] | None = None) -> None:
+        super().__init__(probe)
+        self.made.append(self)
+
+
+@pytest.mark.timeout(60)
+def test_overlapping_calls_after_the_run_returned_fail_their_case_on_recheck() -> None:
+    """A subscriber's thread may still call after its case ended and the run returned: the
+    probe Subscription records the overlap, and report.recheck() fails the case it served."""
+    _Remembered.made.clear()
+    report = verify_subscriber_whitebox(_Remembered)
+    assert report.ok, str(report)
+    staged = [s for s in _Remembered.made if isinstance(s.subscription, _RecordingSubscription)]
+    last = staged[-1]  # subscribed to the probe Subscription of the last staged case, which has ended
+    _overlap(last.subscription, "request", 1)
+    assert report.ok, "a report is a value: it does not change by itself"
+    rechecked = report.recheck()
+    assert len(rechecked.failed) == 1, str(rechecked)
+    failed = rechecked.failed[0]
+    assert failed.message.startswith("rule 2.7: the Subscriber called request(1)"), failed.message
+    assert "after its case had ended (found by recheck())" in failed.message, failed.message
+    assert failed.message.endswith("the case itself: passed"), failed.message
+    assert rechecked.recheck() == rechecked  # reported once

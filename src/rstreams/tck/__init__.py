@@ -15,6 +15,9 @@ untested). Use it from pytest by subclassing a verification class whose name sta
     report = verify_publisher(my_publisher)
     assert report.ok, str(report)
 
+A breach a stream commits after the run returned (a second ``on_complete`` from a thread
+still running) is found by ``report.recheck()``, called once the implementation stopped.
+
 This package does not import pytest. A skipped case raises :class:`SkipTest` (a
 :class:`unittest.SkipTest`), a failed one :class:`TCKFailure` (an AssertionError) whose
 message starts with the rule that broke first; an optional case that finds a required rule

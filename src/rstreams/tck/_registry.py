@@ -161,9 +161,30 @@ class CaseResult:
 
 @dataclass(frozen=True)
 class Report:
-    """All case results of one verification run; ``ok`` when nothing failed."""
+    """All case results of one verification run; ``ok`` when nothing failed.
+
+    ``late`` is the run's log of breaches seen after their case ended, which
+    :meth:`recheck` reads again.
+    """
 
     results: tuple[CaseResult, ...] = field(default_factory=tuple)
+    late: LateBreaches | None = field(default=None, compare=False, repr=False)
+
+    def recheck(self) -> Report:
+        """This report again, with every breach recorded since the run returned failing its case.
+
+        The run's subscribers stay alive as long as the implementation under test holds
+        them, and they keep checking what reaches them (an element beyond demand, a signal
+        after a terminal one, a second ``on_subscribe``, overlapping calls on a probe
+        Subscription): call this once the implementation has stopped (its threads joined,
+        its loop closed), and nothing it signalled is missed. It never waits. A breach is
+        reported once: by the first of a later case of the same verification class, the end
+        of a run, ``teardown_class`` or this call to read it.
+        """
+        if self.late is None:
+            return self
+        results = _with_late_breaches(list(self.results), self.late.take(), "found by recheck()")
+        return replace(self, results=tuple(results))
 
     @property
     def ok(self) -> bool:
@@ -594,16 +615,20 @@ def run_cases(verification: Verification, names: Iterable[str] | None = None) ->
                 duration=time.monotonic() - started,
             )
         )
-    return Report(tuple(_with_late_breaches(results, _late_breaches(type(verification)).take())))
+    log = _late_breaches(type(verification))
+    return Report(tuple(_with_late_breaches(results, log.take(), "found when the run ended")), late=log)
 
 
-def _with_late_breaches(results: list[CaseResult], late: list[tuple[str, str]]) -> list[CaseResult]:
+def _with_late_breaches(
+    results: list[CaseResult], late: list[tuple[str, str]], found: str
+) -> list[CaseResult]:
     """``results``, with each case whose stream broke a rule after the case ended failed.
 
     A breach after a case ended fails the next case (:func:`_raise_late`); the run's last
     case has no next, so what the log holds when the run ends fails the case it names (or,
     for a case of an earlier run, the last case, naming it). This reads the log once and
-    never waits: a breach committed after ``run_cases`` returned is not reported.
+    never waits; a breach committed after ``run_cases`` returned is found by
+    :meth:`Report.recheck`. ``found`` says when in the message.
     """
     if not late or not results:
         return results
@@ -617,8 +642,8 @@ def _with_late_breaches(results: list[CaseResult], late: list[tuple[str, str]]) 
             was = f"{result.outcome}: {result.message}" if result.message else result.outcome
             then = "".join(f"\n  then: {message}" for message in mine[1:5])
             message = (
-                f"{mine[0]}, signalled to a subscriber after its case had ended (found when the run"
-                f" ended){then}\n  the case itself: {was}"
+                f"{mine[0]}, signalled to a subscriber after its case had ended ({found}){then}"
+                f"\n  the case itself: {was}"
             )
             out[i] = replace(result, outcome="failed", message=message)
     return out
