@@ -6,18 +6,22 @@ import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.Credentials;
+import io.rstreams.wire.Frame;
 import io.rstreams.wire.FrameParser;
+import io.rstreams.wire.ProtocolException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketException;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Flow;
 import java.util.concurrent.SubmissionPublisher;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import org.testng.annotations.AfterClass;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
@@ -356,52 +360,56 @@ public class JavaServerTest {
             out.write(new byte[] {0x01, 0x00, 0x00}); // clientHello
             out.write(subscribe);
             FrameParser parser = new FrameParser(io.rstreams.wire.Limits.DEFAULT);
-            List<io.rstreams.wire.Frame> frames = new java.util.ArrayList<>();
-            byte[] buffer = new byte[1 << 16];
-            long elements = 0;
-            while (elements < 2) { // both elements of the first id 3 arrived: its stream is started
-                int n = in.read(buffer);
-                assertTrue(n > 0, "the server closed early: " + frames);
-                parser.feed(buffer, 0, n);
-                for (io.rstreams.wire.Frame f : parser.parseAll()) {
-                    frames.add(f);
-                    if (f instanceof io.rstreams.wire.Frame.OnNext) {
-                        elements++;
-                    } else if (f instanceof io.rstreams.wire.Frame.OnNextPacked p) {
-                        elements += p.count();
-                    }
-                }
-            }
+            List<Frame> frames = new ArrayList<>();
+            readUntil(in, parser, frames, f -> elements(f) >= 2); // both elements of the first id 3: its stream is started
             byte[] again = {0x05, 0x03, 0x32, 0x06, 0x03}; // request(3, 50), cancel(3)
             java.io.ByteArrayOutputStream one = new java.io.ByteArrayOutputStream();
             one.write(again);
             one.write(subscribe);
             out.write(one.toByteArray()); // one write, one read
             frames.clear();
-            elements = 0;
-            boolean acknowledged = false;
-            while (!acknowledged || elements < 2) { // the cancel's onComplete, then the new id 3's two elements
-                int n = in.read(buffer);
-                assertTrue(n > 0, "the server closed the connection: " + frames);
-                parser.feed(buffer, 0, n);
-                for (io.rstreams.wire.Frame f : parser.parseAll()) {
-                    frames.add(f);
-                    if (f instanceof io.rstreams.wire.Frame.OnComplete) {
-                        acknowledged = true;
-                    } else if (acknowledged && f instanceof io.rstreams.wire.Frame.OnNext) {
-                        elements++;
-                    } else if (acknowledged && f instanceof io.rstreams.wire.Frame.OnNextPacked p) {
-                        elements += p.count();
-                    }
-                }
-            }
+            readUntil(in, parser, frames, f -> { // the cancel's onComplete, then the new id 3's two elements
+                int acknowledged = indexOf(f, Frame.OnComplete.class);
+                return acknowledged >= 0 && elements(f.subList(acknowledged + 1, f.size())) >= 2;
+            });
             out.write(new byte[] {0x03, 0x03, 'b', 'y', 'e'});
             frames.clear();
-            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                parser.feed(buffer, 0, n);
-                frames.addAll(parser.parseAll());
-            }
-            assertTrue(frames.get(frames.size() - 1) instanceof io.rstreams.wire.Frame.Goodbye, "no answer to our goodbye: " + frames);
+            readUntil(in, parser, frames, f -> indexOf(f, Frame.Goodbye.class) >= 0); // the answer to our goodbye
         }
+    }
+
+    /** Reads and parses frames into {@code frames} until {@code enough} holds for them; the server closing first fails the test. */
+    private static void readUntil(InputStream in, FrameParser parser, List<Frame> frames, Predicate<List<Frame>> enough)
+            throws IOException, ProtocolException {
+        byte[] buffer = new byte[1 << 16];
+        while (!enough.test(frames)) {
+            int n = in.read(buffer);
+            assertTrue(n > 0, "the server closed the connection: " + frames);
+            parser.feed(buffer, 0, n);
+            frames.addAll(parser.parseAll());
+        }
+    }
+
+    /** Elements among {@code frames}: one per onNext, its count per onNextPacked. */
+    private static long elements(List<Frame> frames) {
+        long n = 0;
+        for (Frame f : frames) {
+            if (f instanceof Frame.OnNext) {
+                n++;
+            } else if (f instanceof Frame.OnNextPacked p) {
+                n += p.count();
+            }
+        }
+        return n;
+    }
+
+    /** The index of the first frame of type {@code type} among {@code frames}, -1 if none. */
+    private static int indexOf(List<Frame> frames, Class<? extends Frame> type) {
+        for (int i = 0; i < frames.size(); i++) {
+            if (type.isInstance(frames.get(i))) {
+                return i;
+            }
+        }
+        return -1;
     }
 }
