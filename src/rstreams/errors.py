@@ -10,6 +10,7 @@
     │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
     ├── ResourceClosedError                 you closed it and then used it
     ├── ConnectionBrokenError               peer or network failure; __cause__ holds why
+    │   └── TLSRefusedError                 TLS ended before the server's hello (mutual TLS?)
     │
     │   defined beside the code that raises them, all below this root:
     ├── net: RemoteStreamError, UnknownPublisherError (LookupError); wire: the
@@ -43,6 +44,7 @@ __all__ = [
     "ReactiveStreamsError",
     "RemoteProtocolError",
     "ResourceClosedError",
+    "TLSRefusedError",
     "report_unhandled",
     "set_unhandled_error_hook",
 ]
@@ -101,6 +103,19 @@ class ConnectionBrokenError(ReactiveStreamsError):
     def __init__(self, *args: object, code: int | None = None) -> None:
         super().__init__(*args)
         self.code = code
+
+
+class TLSRefusedError(ConnectionBrokenError):
+    """The server ended the TLS session before its first word: after the TLS handshake, before
+    its RS.io hello on ``tls://``, before the HTTP response of the WebSocket handshake on
+    ``wss://``. The message ends with the same words on both schemes.
+
+    A TLS 1.3 server that requires a client certificate (mutual TLS) and got none it trusts
+    does this on every connection; a server killed at that moment does it once. A caller that
+    retries tells the two apart by whether a second connection, made at once, ends the same
+    way (the replay client does). ``__cause__`` says how the session ended, as for any
+    :class:`ConnectionBrokenError`.
+    """
 
 
 UnhandledErrorHook = Callable[[BaseException, str], None]

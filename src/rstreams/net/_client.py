@@ -6,7 +6,7 @@ import ssl as _ssl
 from collections.abc import Mapping
 from typing import IO, Any
 
-from rstreams.errors import ConnectionBrokenError
+from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net._channels import ChannelFactory, check_channels
 from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
@@ -18,7 +18,7 @@ from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, check_resume, connect_resumable, resume_config
 from rstreams.net._routes import Offer, Router
 from rstreams.net._stream import open_pipe_transport
-from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TLS_REFUSAL_HINT
+from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TLS_REFUSAL_HINT, TLSEndedError
 from rstreams.net._url import parse_url
 from rstreams.observe._log import client_observer
 from rstreams.wire import ConnectionConfig
@@ -74,6 +74,8 @@ async def connect(
         ValueError / TypeError: a bad URL, ``publishers``, ``ssl`` or ``auth`` (the message
             never shows the credentials).
         ConnectionBrokenError: the connection could not be made; ``__cause__`` says why.
+            :class:`~rstreams.errors.TLSRefusedError` when the server ended the TLS session
+            before its first word (it may require a client certificate).
     """
     endpoint = parse_url(url)
     Router(publishers)
@@ -111,7 +113,8 @@ async def connect(
         why = str(error) or type(error).__name__  # asyncio's reset in a TLS handshake has no text
         if endpoint.secure and isinstance(error, ConnectionResetError):
             why += f" in the TLS handshake; {TLS_REFUSAL_HINT}"  # a TLS 1.2 server's refusal
-        raise ConnectionBrokenError(f"could not connect to {endpoint.url}: {why}") from error
+        kind = TLSRefusedError if isinstance(error, TLSEndedError) else ConnectionBrokenError
+        raise kind(f"could not connect to {endpoint.url}: {why}") from error
     pump.keep(task)
     return conn
 

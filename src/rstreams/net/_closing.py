@@ -7,7 +7,8 @@ peer's, or a violation the core answered with a goodbye) and the bytes (the tran
 (:class:`ResourceClosedError` when this side closed, :class:`ConnectionBrokenError` with
 the cause otherwise) and local Publishers are cancelled; the pieces that hold streams
 register for that with :attr:`Closing.on_end`. Lower-layer exceptions are translated into
-:class:`ConnectionBrokenError` here, in :meth:`Closing.lost`, and nowhere else.
+:class:`ConnectionBrokenError` here, in :meth:`Closing.lost`, and nowhere else; a TLS session
+that ended before the peer's hello becomes its subclass :class:`TLSRefusedError`.
 
 After an error goodbye (ours or the core's) the transport is not closed at once: closing a
 socket with unread input makes the kernel send RST, which makes the peer's kernel drop what
@@ -24,7 +25,13 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 
-from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ResourceClosedError, report_unhandled
+from rstreams.errors import (
+    ConnectionBrokenError,
+    LocalProtocolError,
+    ResourceClosedError,
+    TLSRefusedError,
+    report_unhandled,
+)
 from rstreams.net._outbox import Outbox
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, Transport
 from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
@@ -206,11 +213,13 @@ class Closing:
                 broken = ConnectionBrokenError(f"the peer said goodbye: {reason!r}", code=code)
             else:
                 message = f"the peer broke the protocol: {error}"
+                kind = ConnectionBrokenError
                 if outbox.core.peer_hello is None and self._over_tls():
                     message += f" {TLS_ENDED_BEFORE_HELLO}"
+                    kind = TLSRefusedError
                 elif isinstance(error, AbruptCloseError) and self._unanswered_client():
                     message += f" before its hello; {NOT_RSIO_HINT}"
-                broken = ConnectionBrokenError(message, code=code)
+                broken = kind(message, code=code)
                 broken.__cause__ = error
             self.end_streams(broken)
         self._ended_event.set()
@@ -234,11 +243,13 @@ class Closing:
                 message = "the peer closed the connection without a goodbye"
             else:
                 message = f"the connection failed: {error}"
+            kind = ConnectionBrokenError
             if outbox.core.state is ConnectionState.AWAITING_HELLO and self._over_tls():
                 message += f" {TLS_ENDED_BEFORE_HELLO}"
+                kind = TLSRefusedError
             elif outbox.core.state is ConnectionState.AWAITING_HELLO and self._unanswered_client():
                 message += f" before its hello; {NOT_RSIO_HINT}"
-            broken = ConnectionBrokenError(message)
+            broken = kind(message)
             if error is not None:
                 broken.__cause__ = error
             self.end_streams(broken)

@@ -34,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from rstreams.errors import ReactiveStreamsError
+
 __all__ = [
     "DEFAULT_HIGH_WATER",
     "DEFAULT_LOW_WATER",
@@ -42,6 +44,7 @@ __all__ = [
     "SOCKET_READ_SIZE",
     "TLS_ENDED_BEFORE_HELLO",
     "TLS_REFUSAL_HINT",
+    "TLSEndedError",
     "Transport",
     "TransportHandler",
     "check_water_marks",
@@ -84,7 +87,15 @@ TLS_ENDED_BEFORE_HELLO = f"before its hello; {TLS_REFUSAL_HINT}"
 word, ends, on every scheme: before its RS.io hello on ``tls://``, before the HTTP response of
 the WebSocket handshake on ``wss://``. A server refusing the client's certificate does this on
 every connection, a server killed at that moment once: callers that retry tell the two apart by
-whether a second connection made at once ends with it too (the replay client does)."""
+whether a second connection made at once ends with it too (the replay client does).
+:class:`~rstreams.errors.TLSRefusedError` is the type of such errors."""
+
+
+class TLSEndedError(ReactiveStreamsError, ConnectionRefusedError):
+    """Opening a ``wss://`` connection failed because the server ended the TLS session before
+    the HTTP response of the WebSocket handshake (its message ends with
+    :data:`TLS_ENDED_BEFORE_HELLO`); ``connect`` raises :class:`~rstreams.errors.TLSRefusedError`
+    for it, as for a ``tls://`` session that ends before the hello."""
 
 
 def check_water_marks(high: int, low: int) -> None:

@@ -44,6 +44,7 @@ from rstreams.net._transport import (
     DEFAULT_LOW_WATER,
     TLS_ENDED_BEFORE_HELLO,
     TLS_REFUSAL_HINT,
+    TLSEndedError,
     Transport,
     TransportHandler,
 )
@@ -67,8 +68,9 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
         OSError: the connection or the TLS handshake failed (websockets passes these on as they
             are); ``ConnectionRefusedError`` when the opening handshake did: a server that ended
             the TLS session before its HTTP response (as one refusing the client's certificate
-            does) gives a message ending with :data:`~rstreams.net._transport.TLS_ENDED_BEFORE_HELLO`,
-            as a ``tls://`` connection's error does.
+            does) gives its subclass :class:`~rstreams.net._transport.TLSEndedError`, with a message
+            ending with :data:`~rstreams.net._transport.TLS_ENDED_BEFORE_HELLO`, as a ``tls://``
+            connection's error does.
     """
     try:
         return await ws_connect(
@@ -86,6 +88,7 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
             why = f"{error} (nothing serves RS.io at the path {endpoint.path or '/'!r} of this server)"
         elif ended and context is not None:  # no answer at all: said as on tls://
             why = f"the server ended the TLS session without an HTTP response, {TLS_ENDED_BEFORE_HELLO}"
+            raise TLSEndedError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error
         elif status is None and context is not None:
             why = f"{error} ({TLS_REFUSAL_HINT})"
         else:

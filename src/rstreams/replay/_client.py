@@ -29,10 +29,10 @@ from itertools import chain
 from typing import Any, TypeVar
 
 from rstreams.api import Subscriber, Subscription
-from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError
+from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, TLSRefusedError
 from rstreams.flow._public import from_iterable
 from rstreams.net import RAW, Connection, RemoteStreamError, connect
-from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT
+from rstreams.net._transport import TLS_REFUSAL_HINT
 from rstreams.replay._access import Access
 from rstreams.replay._cursor import packed_count, unpack
 from rstreams.replay._server import UPLOAD_NAME
@@ -89,18 +89,19 @@ _CERTIFICATE_ALERTS = frozenset(
 
 def _refused_tls(error: BaseException) -> bool:
     """Whether ``error`` is a TLS session that ended after its handshake, before the server's hello
-    (on ``wss://``, before the HTTP response of the WebSocket handshake).
+    (on ``wss://``, before the HTTP response of the WebSocket handshake): a
+    :class:`~rstreams.errors.TLSRefusedError`.
 
     A server that requires a client certificate and gets none (or one it does not trust)
     ends the session right after the client's side of the TLS 1.3 handshake, without an
-    alert when it is Python's asyncio; the connection's error then carries
-    :data:`~rstreams.net._transport.TLS_ENDED_BEFORE_HELLO` on either scheme. A server killed
-    just then looks the same once; :meth:`_Client.call` and :func:`upload` therefore try a
-    second connection at once, and only a second such end in a row is a refusal. (A reset
+    alert when it is Python's asyncio; the connection's error is then of that type on either
+    scheme. A server killed just then looks the same once; :meth:`_Client.call` and
+    :func:`upload` therefore try a second connection at once, and only a second such end in a
+    row is a refusal. (A reset
     inside the handshake, a TLS 1.2 server's way of refusing, is not told apart from a server
     going down: it is retried.)
     """
-    return isinstance(error, ConnectionBrokenError) and TLS_ENDED_BEFORE_HELLO in str(error)
+    return isinstance(error, TLSRefusedError)
 
 
 def _second_refusal(error: BaseException, failures: list[BaseException]) -> bool:
