@@ -18,6 +18,7 @@ own, because the server subscribes to the uploading connection's publisher.
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import os
 import queue
@@ -87,33 +88,55 @@ _CERTIFICATE_ALERTS = frozenset(
 """The TLS alerts by which a server refuses the client's certificate, or its lack of one."""
 
 
-def _refused_tls(error: BaseException) -> bool:
-    """Whether ``error`` is a TLS session that ended after its handshake, before the server's hello
-    (on ``wss://``, before the HTTP response of the WebSocket handshake): a
-    :class:`~rstreams.errors.TLSRefusedError`.
-
-    A server that requires a client certificate and gets none (or one it does not trust)
-    ends the session right after the client's side of the TLS 1.3 handshake, without an
-    alert when it is Python's asyncio; the connection's error is then of that type on either
-    scheme. A server killed just then looks the same once; :meth:`_Client.call` and
-    :func:`upload` therefore try a second connection at once, and only a second such end in a
-    row is a refusal. (A reset
-    inside the handshake, a TLS 1.2 server's way of refusing, is not told apart from a server
-    going down: it is retried.)
-    """
-    return isinstance(error, TLSRefusedError)
-
-
-def _second_refusal(error: BaseException, failures: list[BaseException]) -> bool:
-    """Whether ``error`` is a TLS refusal (:func:`_refused_tls`) right after another."""
-    return _refused_tls(error) and bool(failures) and _refused_tls(failures[-1])
-
-
 def _retryable(error: BaseException) -> bool:
     """Whether ``error`` looks like a server restarting or out of reach for a moment."""
     if isinstance(error, ConnectionBrokenError):
         return not isinstance(error.__cause__, ssl.SSLError) and "authentic" not in str(error)
     return isinstance(error, OSError) and not isinstance(error, ssl.SSLError | TimeoutError)
+
+
+class _Step(enum.Enum):
+    """What a call does after a failed attempt (:meth:`_Attempts.step`)."""
+
+    GIVE_UP = "give up"
+    AT_ONCE = "try again at once"
+    AFTER_DELAY = "try again after the delay"
+
+
+class _Attempts:
+    """The failed attempts of one call (:meth:`_Client.call`, a range of :func:`_stream`, an
+    :func:`upload`) and what to do after each: the one place the retry decision is made.
+
+    A server that requires a client certificate and gets none (or one it does not trust)
+    ends the TLS session right after the client's side of the TLS 1.3 handshake, without an
+    alert when it is Python's asyncio: a :class:`~rstreams.errors.TLSRefusedError`, on
+    either scheme. A server killed just then looks the same once; the first such end is
+    therefore tried again at once, and a second in a row is the refusal: the call gives up
+    (:func:`_denied` says so). Any other break that :func:`_retryable` accepts is tried again
+    after the delay, which doubles from :data:`RETRY_FIRST` up to :data:`RETRY_MAX`, until the
+    caller's timeout. (A reset inside the handshake, a TLS 1.2 server's way of refusing, is
+    not told apart from a server going down: it is retried.)
+    """
+
+    def __init__(self) -> None:
+        self.failures: list[BaseException] = []
+        self._delay = RETRY_FIRST
+
+    def step(self, error: BaseException) -> _Step:
+        """What to do after ``error``, the latest attempt's; kept in :attr:`failures` unless
+        the answer is to give up."""
+        if not _retryable(error):
+            return _Step.GIVE_UP
+        refused = isinstance(error, TLSRefusedError)
+        if refused and self.failures and isinstance(self.failures[-1], TLSRefusedError):
+            return _Step.GIVE_UP
+        self.failures.append(error)
+        return _Step.AT_ONCE if refused else _Step.AFTER_DELAY
+
+    def delay(self) -> float:
+        """Seconds to wait before the attempt after an :attr:`_Step.AFTER_DELAY` (then doubled)."""
+        delay, self._delay = self._delay, min(2 * self._delay, RETRY_MAX)
+        return delay
 
 
 def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
@@ -126,7 +149,7 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
     if isinstance(error, ConnectionBrokenError) and isinstance(cause, ssl.SSLError):
         hint = f"; {TLS_REFUSAL_HINT}" if cause.reason in _CERTIFICATE_ALERTS else ""
         return AccessDeniedError(f"the TLS handshake with {url} failed: {cause}{hint}")
-    if _refused_tls(error):
+    if isinstance(error, TLSRefusedError):
         return AccessDeniedError(f"{url} ended the TLS session twice in a row: {error}")
     if isinstance(error, ConnectionBrokenError) and "authentic" in str(error):
         return AccessDeniedError(f"{url} refused the credentials: {error}")
@@ -174,21 +197,18 @@ class _Client:
             ServerUnavailableError: the server stayed out of reach for ``timeout`` s.
             TimeoutError: the server was there but did not answer within ``timeout`` s.
         """
-        failures: list[BaseException] = []
+        attempts = _Attempts()
 
         async def attempt() -> T:
-            delay = RETRY_FIRST
             while True:
                 try:
                     return await make(await self.connection(url, access))
                 except Exception as error:
-                    if not _retryable(error) or _second_refusal(error, failures):
+                    step = attempts.step(error)
+                    if step is _Step.GIVE_UP:
                         raise
-                    failures.append(error)
-                    if _refused_tls(error):
-                        continue  # a second connection at once (see _refused_tls)
-                await asyncio.sleep(delay)
-                delay = min(2 * delay, RETRY_MAX)
+                    if step is _Step.AFTER_DELAY:
+                        await asyncio.sleep(attempts.delay())
 
         future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(attempt(), timeout), self.loop)
         try:
@@ -196,8 +216,8 @@ class _Client:
         except RemoteStreamError as error:
             raise RemoteLogError(error.message) from None
         except TimeoutError:
-            if failures:
-                raise _unavailable(url, timeout, failures) from None
+            if attempts.failures:
+                raise _unavailable(url, timeout, attempts.failures) from None
             raise
         except Exception as error:
             denied = _denied(error, url)
@@ -318,9 +338,9 @@ def _stream(
     """The wire elements of ``[start, end)``, subscribing again after a broken connection."""
     deadline = time.monotonic() + timeout
     position = start
-    failures: list[BaseException] = []
+    attempts = _Attempts()
     while True:
-        failure = yield from _stream_part(url, log, position, end, deadline, pack, access, failures)
+        failure = yield from _stream_part(url, log, position, end, deadline, pack, access, attempts)
         if failure is None:
             return
         position = failure
@@ -334,11 +354,12 @@ def _stream_part(
     deadline: float,
     pack: int,
     access: Access,
-    failures: list[BaseException],
+    attempts: _Attempts,
 ) -> Generator[bytes, None, int | None]:
     """One subscription to ``[start, end)``, yielding wire elements (packed if ``pack``);
     returns ``None`` when complete, or the position to go on from after a broken connection
-    (added to ``failures``, the range's, for telling a TLS refusal: :func:`_refused_tls`)."""
+    that ``attempts`` (the range's) says to try again: at once, as the subscription made again
+    goes through :meth:`_Client.call`, which waits for a server out of reach."""
     client = _client()
     name = f"{log}?from={start}&to={end}" + (f"&pack={pack}" if pack else "")
     feed = _Feed()
@@ -374,8 +395,7 @@ def _stream_part(
     if error is not None:
         if isinstance(error, RemoteStreamError):
             raise RemoteLogError(error.message)
-        if _retryable(error) and not _second_refusal(error, failures) and time.monotonic() < deadline:
-            failures.append(error)
+        if time.monotonic() < deadline and attempts.step(error) is not _Step.GIVE_UP:
             return start + count
         denied = _denied(error, url)
         if denied is not None:
@@ -453,31 +473,29 @@ def upload(
             sent.append(row)
             yield row
 
-    failures: list[BaseException] = []
-    delay = RETRY_FIRST
+    attempts = _Attempts()
     while True:
         left = deadline - time.monotonic()
         try:
-            attempt = _upload(url, log, token, replayed(), chosen, bool(failures))
+            attempt = _upload(url, log, token, replayed(), chosen, bool(attempts.failures))
             count: int = asyncio.run(asyncio.wait_for(attempt, max(0.001, left)))
             return count
         except RemoteStreamError as error:
             raise RemoteLogError(error.message) from None
         except TimeoutError:
-            if failures:
-                raise _unavailable(url, timeout, failures) from None
+            if attempts.failures:
+                raise _unavailable(url, timeout, attempts.failures) from None
             raise
         except Exception as error:
-            if _retryable(error) and _refused_tls(error) and not _second_refusal(error, failures):
-                failures.append(error)
-                continue  # a second connection at once (see _refused_tls)
-            denied = _denied(error, url)
-            if denied is not None:
-                raise denied from None
-            if not _retryable(error):
+            step = attempts.step(error)
+            if step is _Step.GIVE_UP:
+                denied = _denied(error, url)
+                if denied is not None:
+                    raise denied from None
                 raise
-            failures.append(error)
+            if step is _Step.AT_ONCE:
+                continue
+            delay = attempts.delay()
             if time.monotonic() + delay >= deadline:
-                raise _unavailable(url, timeout, failures) from None
-        time.sleep(delay)
-        delay = min(2 * delay, RETRY_MAX)
+                raise _unavailable(url, timeout, attempts.failures) from None
+            time.sleep(delay)

@@ -1,0 +1,77 @@
+"""The replay client's retry decision (replay/_client._Attempts), shared by its three loops:
+a call, a range read and an upload each ask it what to do after a failed attempt."""
+
+from __future__ import annotations
+
+import ssl
+
+import pytest
+
+from rstreams.errors import ConnectionBrokenError, TLSRefusedError
+from rstreams.replay._client import RETRY_FIRST, RETRY_MAX, _Attempts, _Step
+
+
+def _refused() -> TLSRefusedError:
+    return TLSRefusedError("the peer closed the connection without a goodbye before its hello; ...")
+
+
+def _alert() -> ConnectionBrokenError:
+    broken = ConnectionBrokenError("could not connect: certificate verify failed")
+    broken.__cause__ = ssl.SSLError(1, "CERTIFICATE_VERIFY_FAILED")
+    return broken
+
+
+def test_a_tls_refusal_is_tried_again_at_once_and_the_second_in_a_row_gives_up() -> None:
+    attempts = _Attempts()
+    first = _refused()
+    assert attempts.step(first) is _Step.AT_ONCE
+    assert attempts.step(_refused()) is _Step.GIVE_UP
+    assert attempts.failures == [first]  # what gives up is not kept: the caller raises it
+
+
+def test_refusals_apart_are_each_tried_again_at_once() -> None:
+    """Only two in a row are the refusal: a server restarting may end one session now and then."""
+    attempts = _Attempts()
+    assert attempts.step(_refused()) is _Step.AT_ONCE
+    assert attempts.step(ConnectionRefusedError("nothing listens")) is _Step.AFTER_DELAY
+    assert attempts.step(_refused()) is _Step.AT_ONCE
+    assert len(attempts.failures) == 3
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionRefusedError("nothing listens"),
+        ConnectionResetError(),
+        ConnectionBrokenError("the peer closed the connection without a goodbye"),
+    ],
+    ids=repr,
+)
+def test_other_breaks_are_tried_again_after_the_delay(error: Exception) -> None:
+    attempts = _Attempts()
+    assert [attempts.step(error) for _ in range(3)] == [_Step.AFTER_DELAY] * 3
+    assert attempts.failures == [error] * 3
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _alert(),
+        ConnectionBrokenError("the peer said goodbye: 'authentication failed (PROTOCOL.md §15.3)'"),
+        TimeoutError(),
+        ValueError("bad name"),
+    ],
+    ids=repr,
+)
+def test_what_waiting_would_not_mend_gives_up_at_once(error: Exception) -> None:
+    attempts = _Attempts()
+    assert attempts.step(error) is _Step.GIVE_UP
+    assert attempts.failures == []
+
+
+def test_the_delay_doubles_up_to_its_bound() -> None:
+    attempts = _Attempts()
+    delays = [attempts.delay() for _ in range(12)]
+    assert delays[:3] == [RETRY_FIRST, 2 * RETRY_FIRST, 4 * RETRY_FIRST]
+    assert max(delays) == RETRY_MAX and delays[-1] == RETRY_MAX
+    assert delays == sorted(delays)
