@@ -223,7 +223,7 @@ async def serve(
             stop accepting, so new connections wait in the kernel's backlog and
             established streams keep the rest of the loop (:mod:`rstreams.net._admission`;
             what asyncio and the kernel spend outside our callbacks is not measured: the
-            true share is about ``admission_share / 0.6``). ``None``: accept as fast as
+            true share is about ``admission_share / 0.67``). ``None``: accept as fast as
             connections come.
         authenticate: ``authenticate(credentials) -> principal`` (or a coroutine
             function): checks the ``Token``/``UserPassword`` a client presents (§15).
