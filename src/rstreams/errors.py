@@ -10,7 +10,7 @@
     │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
     ├── ResourceClosedError                 you closed it and then used it
     ├── ConnectionBrokenError               peer or network failure; __cause__ holds why
-    │   └── TLSRefusedError                 TLS ended before the server's hello (mutual TLS?)
+    │   └── TLSRefusedError                 TLS ended before the server's first word (mutual TLS?)
     │
     │   defined beside the code that raises them, all below this root:
     ├── net: RemoteStreamError, UnknownPublisherError (LookupError); wire: the
@@ -108,12 +108,15 @@ class ConnectionBrokenError(ReactiveStreamsError):
 class TLSRefusedError(ConnectionBrokenError):
     """The server ended the TLS session before its first word: after the TLS handshake, before
     its RS.io hello on ``tls://``, before the HTTP response of the WebSocket handshake on
-    ``wss://``. The message ends with the same words on both schemes.
+    ``wss://`` (the message ends with the same words on both schemes); or it reset the
+    connection inside the TLS handshake (``__cause__`` is then a ``ConnectionResetError``).
 
-    A TLS 1.3 server that requires a client certificate (mutual TLS) and got none it trusts
-    does this on every connection; a server killed at that moment does it once. A caller that
-    retries tells the two apart by whether a second connection, made at once, ends the same
-    way (the replay client does). ``__cause__`` says how the session ended, as for any
+    A server that requires a client certificate (mutual TLS) and got none it trusts does this
+    on every connection: the first way with TLS 1.3, the second with TLS 1.2 when it is
+    Python's asyncio (other TLS 1.2 servers send an alert, an ``ssl.SSLError``, which is not
+    this error). A server killed at that moment does it once. A caller that retries tells the
+    two apart by whether a second connection, made at once, ends the same way (the replay
+    client does). ``__cause__`` says how the session ended, as for any
     :class:`ConnectionBrokenError`.
     """
 

@@ -3,8 +3,9 @@
 A server requiring a client certificate (mutual TLS) that gets none it trusts ends the TLS 1.3
 session after the client's side of the handshake: before its RS.io hello on tls://, before the
 HTTP response on wss://. Either way the client's error is a :class:`TLSRefusedError` (a
-:class:`ConnectionBrokenError`), whose message ends with the same words on both schemes; other
-ends before the hello, and ends after it, keep the plain type. Certificates are made per module
+:class:`ConnectionBrokenError`), whose message ends with the same words on both schemes; so is
+a TLS 1.2 server's reset inside the handshake. Other ends before the hello, and ends after it,
+keep the plain type. Certificates are made per module
 (tests/testkit/tls.py).
 """
 
@@ -86,6 +87,19 @@ async def test_a_refused_client_certificate_is_a_tls_refused_error(scheme: str, 
     assert type(error) is TLSRefusedError, repr(error)
     assert str(error).endswith(TLS_ENDED_BEFORE_HELLO), error
     assert error.__cause__ is not None  # how the session ended
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("scheme", list(URLS))
+async def test_a_tls_1_2_reset_in_the_handshake_is_one_too(scheme: str, pki: Pki) -> None:
+    """A TLS 1.2 server refuses inside the handshake, by a reset when it is Python's asyncio."""
+    context = server_context(pki.server, client_ca=pki.ca)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    async with await serve(URLS[scheme], OFFER, ssl=context) as server:
+        error = await _broken(server.url, client_context(pki.ca))
+        assert await _numbers(server.url, client_context(pki.ca, pki.alice)) == [b"\0", b"\1", b"\2"]
+    assert type(error) is TLSRefusedError, repr(error)
+    assert isinstance(error.__cause__, ConnectionResetError)
 
 
 @contextlib.asynccontextmanager

@@ -156,6 +156,37 @@ def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
                 pipe.close()
 
 
+@pytest.mark.parametrize(("scheme", "version"), [("tls", "TLSv1_3"), ("wss", "TLSv1_3"), ("tls", "TLSv1_2")])
+def test_publish_to_a_server_requiring_a_client_certificate_names_certfile_at_once(
+    serve: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    scheme: str,
+    version: str,
+) -> None:
+    """publish without --certfile, towards a server that requires a client certificate (refusing
+    after the TLS 1.3 handshake, or inside the TLS 1.2 one): one line naming --certfile and
+    --keyfile, exit 2, at once, not after its --timeout (600 s: the test's 60 s would end first)."""
+    import ssl
+
+    from testkit.tls import server_context
+
+    ca = TestCA.make(tmp_path, "mtls CA")
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    context.maximum_version = ssl.TLSVersion[version]
+    sinks = {"out": ReplayLog("out", capacity=10, evict=True)}
+    url = serve({}, sinks=sinks, url=f"{scheme}://127.0.0.1:0", ssl=context).url
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+    assert main(["publish", url, "out", "--cafile", str(ca.cert), "--timeout", "600"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams publish: {url} ended the TLS session twice in a row: "), err
+    assert err.endswith(
+        " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
+    )
+    assert err.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     ("option", "says"),
     [

@@ -339,6 +339,31 @@ def test_a_server_requiring_a_client_certificate_refuses_at_once(
         upload(url, "out", "t1", [b"x"], timeout=600, access=access)
 
 
+@pytest.mark.parametrize("scheme", ["tls", "wss"])
+def test_a_tls_1_2_server_requiring_a_client_certificate_refuses_at_once(
+    serve: Any, tmp_path: Path, scheme: str
+) -> None:
+    """A TLS 1.2 server refuses a missing certificate inside the handshake, which Python's asyncio
+    does by a reset, no alert: a second reset in a row at once is the refusal, as a TLS 1.3
+    server's end before the hello is (timeout 600 s: the test's 30 s would end first)."""
+    ca = TestCA.make(tmp_path, "TLS 1.2 CA")
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    sinks = {"out": ReplayLog("out", capacity=10, evict=True)}
+    url = serve(
+        {"nums": ReplayLog("nums", capacity=10)}, sinks=sinks, url=f"{scheme}://127.0.0.1:0", ssl=context
+    ).url
+    access = Access(cafile=str(ca.cert))
+    reset = f"could not connect to {url}: ConnectionResetError in the TLS handshake; {TLS_REFUSAL_HINT}"
+    refused = rf"^{re.escape(url)} ended the TLS session twice in a row: {re.escape(reset)}$"
+    with pytest.raises(AccessDeniedError, match=refused):
+        request_json(url, "nums?latest", timeout=600, access=access)
+    with pytest.raises(AccessDeniedError, match=refused):
+        fetch_range(url, "nums", 0, 1, timeout=600, access=access)
+    with pytest.raises(AccessDeniedError, match=refused):
+        upload(url, "out", "t1", [b"x"], timeout=600, access=access)
+
+
 def _tls_server_for_one_connection(
     context: ssl.SSLContext, then: Callable[[str], object], scheme: str = "tls"
 ) -> str:
@@ -371,6 +396,18 @@ def test_a_client_certificate_alert_is_a_refusal_naming_it(tmp_path: Path) -> No
     context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
     url = _tls_server_for_one_connection(context, then=lambda url: None)
     alert = rf"^the TLS handshake with {url} failed: .*CERTIFICATE_REQUIRED.*; {re.escape(TLS_REFUSAL_HINT)}$"
+    with pytest.raises(AccessDeniedError, match=alert):
+        request_json(url, "nums?latest", timeout=600, access=Access(cafile=str(ca.cert)))
+
+
+def test_a_tls_1_2_handshake_failure_alert_is_a_refusal_naming_the_certificate(tmp_path: Path) -> None:
+    """OpenSSL's TLS 1.2 server (Python's blocking ssl module here) refuses a missing certificate
+    with a handshake_failure alert: AccessDeniedError at once, with the alert and the hint."""
+    ca = TestCA.make(tmp_path, "alerting CA")
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    url = _tls_server_for_one_connection(context, then=lambda url: None)
+    alert = rf"^the TLS handshake with {url} failed: .*HANDSHAKE_FAILURE.*; {re.escape(TLS_REFUSAL_HINT)}$"
     with pytest.raises(AccessDeniedError, match=alert):
         request_json(url, "nums?latest", timeout=600, access=Access(cafile=str(ca.cert)))
 

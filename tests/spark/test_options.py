@@ -142,18 +142,22 @@ def test_the_readme_table_lists_every_option_with_its_default() -> None:
         assert table[option.name] == (option.default, where), option.name
 
 
+@pytest.mark.parametrize("version", ["TLSv1_3", "TLSv1_2"])
 @pytest.mark.parametrize("presented", ["none", "untrusted"])
 def test_a_refused_client_certificate_names_the_options_at_once(
-    serve: Any, tmp_path: Path, presented: str
+    serve: Any, tmp_path: Path, presented: str, version: str
 ) -> None:
     """A server requiring client certificates: without tlsCertFile, or with one its CA did not sign,
     the source's first call fails at once naming the options (timeout 600 s: the test's 30 s would
-    end first)."""
+    end first), whether the server refuses after the handshake (TLS 1.3) or in it (TLS 1.2)."""
+    import ssl
+
     from rstreams.replay import AccessDeniedError, ReplayLog
     from testkit.tls import TestCA, server_context
 
     ca = TestCA.make(tmp_path, "mtls CA")
     context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    context.maximum_version = ssl.TLSVersion[version]
     server = serve({"nums": ReplayLog("nums", capacity=10)}, url="tls://127.0.0.1:0", ssl=context)
     options: dict[str, Any] = {"url": server.url, "tlsCaFile": ca.cert, "timeout": 600}
     says = "the server requires a client certificate: set the options tlsCertFile and tlsKeyFile"

@@ -75,7 +75,8 @@ async def connect(
             never shows the credentials).
         ConnectionBrokenError: the connection could not be made; ``__cause__`` says why.
             :class:`~rstreams.errors.TLSRefusedError` when the server ended the TLS session
-            before its first word (it may require a client certificate).
+            before its first word, or reset it in the handshake (it may require a client
+            certificate).
     """
     endpoint = parse_url(url)
     Router(publishers)
@@ -111,9 +112,11 @@ async def connect(
         task = await connect_endpoint(endpoint, pump, ssl=ssl, high=high_water, low=low_water)
     except OSError as error:
         why = str(error) or type(error).__name__  # asyncio's reset in a TLS handshake has no text
+        refused = isinstance(error, TLSEndedError)
         if endpoint.secure and isinstance(error, ConnectionResetError):
             why += f" in the TLS handshake; {TLS_REFUSAL_HINT}"  # a TLS 1.2 server's refusal
-        kind = TLSRefusedError if isinstance(error, TLSEndedError) else ConnectionBrokenError
+            refused = True
+        kind = TLSRefusedError if refused else ConnectionBrokenError
         raise kind(f"could not connect to {endpoint.url}: {why}") from error
     pump.keep(task)
     return conn

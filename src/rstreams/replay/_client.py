@@ -81,11 +81,13 @@ _CERTIFICATE_ALERTS = frozenset(
     {
         "TLSV13_ALERT_CERTIFICATE_REQUIRED",
         "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_HANDSHAKE_FAILURE",  # OpenSSL's TLS 1.2 server, given no certificate
         "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
         "TLSV1_ALERT_UNKNOWN_CA",
     }
 )
-"""The TLS alerts by which a server refuses the client's certificate, or its lack of one."""
+"""The TLS alerts by which a server refuses the client's certificate, or its lack of one
+(handshake_failure may also mean that no cipher suite is shared: the hint says "e.g.")."""
 
 
 def _retryable(error: BaseException) -> bool:
@@ -108,14 +110,14 @@ class _Attempts:
     :func:`upload`) and what to do after each: the one place the retry decision is made.
 
     A server that requires a client certificate and gets none (or one it does not trust)
-    ends the TLS session right after the client's side of the TLS 1.3 handshake, without an
-    alert when it is Python's asyncio: a :class:`~rstreams.errors.TLSRefusedError`, on
-    either scheme. A server killed just then looks the same once; the first such end is
-    therefore tried again at once, and a second in a row is the refusal: the call gives up
-    (:func:`_denied` says so). Any other break that :func:`_retryable` accepts is tried again
-    after the delay, which doubles from :data:`RETRY_FIRST` up to :data:`RETRY_MAX`, until the
-    caller's timeout. (A reset inside the handshake, a TLS 1.2 server's way of refusing, is
-    not told apart from a server going down: it is retried.)
+    ends the TLS session right after the client's side of the TLS 1.3 handshake, or resets it
+    inside a TLS 1.2 handshake, without an alert when it is Python's asyncio: a
+    :class:`~rstreams.errors.TLSRefusedError`, on either scheme. A server killed just then
+    looks the same once; the first such end is therefore tried again at once, and a second in
+    a row is the refusal: the call gives up (:func:`_denied` says so). Any other break that
+    :func:`_retryable` accepts is tried again after the delay, which doubles from
+    :data:`RETRY_FIRST` up to :data:`RETRY_MAX`, until the caller's timeout. (A refusal by an
+    alert, as other TLS servers send, is an ``ssl.SSLError``: not retried at all.)
     """
 
     def __init__(self) -> None:
