@@ -31,9 +31,9 @@ The time is the CPU time of the loop's thread spent in those callbacks
 (:data:`WORK_CLOCK`, ``time.thread_time``: user and system time, the system calls made in a
 callback included), not wall-clock time: a callback during which the process did not run
 (the machine busy with other processes, the process stopped) is charged only what it did.
-With wall-clock time a stall of 2 s inside one callback was charged in full and, at the
-default share, closed the door for about 10 s. A stall costs newcomers nothing, then; a
-flood of connections is charged the work it makes, as before. What the kernel and asyncio do
+So a stall of the process does not close the door to newcomers (charged by wall-clock time,
+a stall of 2 s inside one callback closed it for about 10 s at the default share), and a
+flood of connections is still charged all the work it makes. What the kernel and asyncio do
 for a connection outside our callbacks (making the transport, registering and closing the
 socket, the loop's own turns) is not counted. Measured on loopback (the loop thread's CPU
 time against what was charged, 300 connections of each kind from another process) about two
