@@ -31,7 +31,7 @@ from typing import Any, TextIO
 from rstreams._cli_common import fail
 from rstreams.errors import ReactiveStreamsError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
-from rstreams.net._transport import TLS_REFUSAL_HINT
+from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT
 from rstreams.observe._builtin import MIN_INTERVAL
 from rstreams.observe._table import (
     BUILTIN_PREFIX,
@@ -66,7 +66,8 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
         return " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
     if "WRONG_VERSION_NUMBER" in text:  # TLS towards a server that does not speak it
         return " (the URL: the server does not speak TLS there; tcp:// or ws:// for one served without it)"
-    if TLS_REFUSAL_HINT in text:  # the connection ended in or just after the TLS handshake
+    if TLS_REFUSAL_HINT in text or any(alert in text for alert in CERTIFICATE_ALERTS):
+        # the connection ended in or just after the TLS handshake, or an alert refused it
         if certfile is None:
             return " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
         return f" (--certfile {certfile}: a client certificate the server trusts, when it requires one)"

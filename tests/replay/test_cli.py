@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import io
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -185,6 +187,57 @@ def test_publish_to_a_server_requiring_a_client_certificate_names_certfile_at_on
         " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
     )
     assert err.count("\n") == 1
+
+
+def _alerting_tls_server(context: ssl.SSLContext) -> str:
+    """The URL of a TLS listener, in a thread, that takes one connection, makes the TLS handshake
+    with the blocking ``ssl`` module (whose refusal of the client's certificate is an alert), and
+    ends the session."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def run() -> None:
+        accepted, _ = listener.accept()
+        listener.close()
+        with context.wrap_socket(accepted, server_side=True, do_handshake_on_connect=False) as tls:
+            with contextlib.suppress(ssl.SSLError):
+                tls.do_handshake()
+            with contextlib.suppress(OSError):
+                tls.shutdown(socket.SHUT_WR)  # the alert reaches the client before an end of input
+                while socket.socket.recv(tls, 4096):  # until the client closes: no reset
+                    pass
+
+    threading.Thread(target=run, name="one TLS session", daemon=True).start()
+    return f"tls://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.mark.parametrize(
+    ("presented", "alert"),
+    [("none", "SSLV3_ALERT_HANDSHAKE_FAILURE"), ("untrusted", "TLSV1_ALERT_UNKNOWN_CA")],
+)
+def test_subscribe_refused_by_a_tls_1_2_alert_names_certfile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], presented: str, alert: str
+) -> None:
+    """A TLS 1.2 server that refuses the client's certificate with an alert (OpenSSL's
+    handshake_failure for none, unknown_ca for one its CA did not sign; Java's and Node's servers
+    alert too): subscribe's one line names --certfile, as for a refusal without an alert."""
+    from testkit.tls import server_context
+
+    ca = TestCA.make(tmp_path, "mtls CA")
+    context = server_context(ca.issue("logs", san=("127.0.0.1",)), client_ca=ca)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    options = ["--cafile", str(ca.cert)]
+    hint = " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
+    if presented == "untrusted":
+        stranger = TestCA.make(tmp_path, "other CA").issue("mallory", client=True)
+        options += ["--certfile", str(stranger.cert), "--keyfile", str(stranger.key)]
+        hint = (
+            f" (--certfile {stranger.cert}: a client certificate the server trusts, when it requires one)\n"
+        )
+    url = _alerting_tls_server(context)
+    assert main(["subscribe", url, "lines", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams subscribe: cannot connect to {url}: ") and alert in err, err
+    assert err.endswith(hint) and err.count("\n") == 1, err
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,7 @@ from typing import Any, Protocol
 from rstreams.errors import ReactiveStreamsError
 
 __all__ = [
+    "CERTIFICATE_ALERTS",
     "DEFAULT_HIGH_WATER",
     "DEFAULT_LOW_WATER",
     "DIRECT_WRITE",
@@ -89,6 +90,20 @@ the WebSocket handshake on ``wss://``. A server refusing the client's certificat
 every connection, a server killed at that moment once: callers that retry tell the two apart by
 whether a second connection made at once ends with it too (the replay client does).
 :class:`~rstreams.errors.TLSRefusedError` is the type of such errors."""
+
+
+CERTIFICATE_ALERTS = frozenset(
+    {
+        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
+        "SSLV3_ALERT_BAD_CERTIFICATE",
+        "SSLV3_ALERT_HANDSHAKE_FAILURE",  # OpenSSL's TLS 1.2 server, given no certificate
+        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+        "TLSV1_ALERT_UNKNOWN_CA",
+    }
+)
+"""The TLS alerts (``ssl.SSLError.reason``) by which a server refuses the client's certificate,
+or its lack of one, instead of ending the session: as Java's and Node's servers do, and Python's
+blocking ``ssl`` module (handshake_failure may also mean that no cipher suite is shared)."""
 
 
 class TLSEndedError(ReactiveStreamsError, ConnectionRefusedError):

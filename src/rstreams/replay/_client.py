@@ -33,7 +33,7 @@ from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, TLSRefusedError
 from rstreams.flow._public import from_iterable
 from rstreams.net import RAW, Connection, RemoteStreamError, connect
-from rstreams.net._transport import TLS_REFUSAL_HINT
+from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT
 from rstreams.replay._access import Access
 from rstreams.replay._cursor import packed_count, unpack
 from rstreams.replay._server import UPLOAD_NAME
@@ -75,19 +75,6 @@ class AccessDeniedError(ReactiveStreamsError, PermissionError):
 
 class ServerUnavailableError(ReactiveStreamsError, ConnectionError):
     """The server could not be reached (or kept breaking the connection) for the whole timeout."""
-
-
-_CERTIFICATE_ALERTS = frozenset(
-    {
-        "TLSV13_ALERT_CERTIFICATE_REQUIRED",
-        "SSLV3_ALERT_BAD_CERTIFICATE",
-        "SSLV3_ALERT_HANDSHAKE_FAILURE",  # OpenSSL's TLS 1.2 server, given no certificate
-        "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
-        "TLSV1_ALERT_UNKNOWN_CA",
-    }
-)
-"""The TLS alerts by which a server refuses the client's certificate, or its lack of one
-(handshake_failure may also mean that no cipher suite is shared: the hint says "e.g.")."""
 
 
 def _retryable(error: BaseException) -> bool:
@@ -149,7 +136,7 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
     """
     cause = error.__cause__
     if isinstance(error, ConnectionBrokenError) and isinstance(cause, ssl.SSLError):
-        hint = f"; {TLS_REFUSAL_HINT}" if cause.reason in _CERTIFICATE_ALERTS else ""
+        hint = f"; {TLS_REFUSAL_HINT}" if cause.reason in CERTIFICATE_ALERTS else ""
         return AccessDeniedError(f"the TLS handshake with {url} failed: {cause}{hint}")
     if isinstance(error, TLSRefusedError):
         return AccessDeniedError(f"{url} ended the TLS session twice in a row: {error}")
