@@ -37,7 +37,8 @@ Theory of operation:
   ``cancel``, a subscriber joining) is recorded under the loop's lock and counted;
   whoever finds the loop idle runs it on its own thread, which delivers to all
   subscribers and repeats while events were missed. The lock guards only bookkeeping;
-  no user code runs while it is held.
+  no user code runs while it is held. The loop alone calls the upstream's ``request`` and
+  ``cancel``, so those calls are serial whichever thread decided them (2.7).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         "_auto_cancel",
         "_buffer",
         "_buffer_size",
+        "_cancelling",
         "_done",
         "_error",
         "_head",
@@ -88,6 +90,7 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         self._auto_cancel = auto_cancel
         self.init_drain()
         self._upstream: Subscription | None = None
+        self._cancelling: Subscription | None = None  # to cancel on the loop's thread (2.7)
         self._subscribed = False  # an upstream subscription was ever accepted (2.5)
         self._outstanding = 0  # requested upstream, not yet received
         self._buffer: list[T] = []
@@ -181,15 +184,14 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
             self._done = True
             self._error = error
             upstream, self._upstream = self._upstream, None
+            if cancel_upstream:
+                self._cancelling = upstream
             owner = self._enter()
-        if cancel_upstream and upstream is not None:
-            upstream.cancel()
         if owner:
             self.drain_loop()
 
     def _remove(self, inner: _MulticastSubscription[T], *, cancelled: bool) -> None:
         """Detach ``inner``; if it cancelled and was the last one, apply auto_cancel."""
-        upstream = None
         with self.lock:
             if inner not in self._subscribers:
                 return
@@ -200,23 +202,26 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
                     "MulticastProcessor cancelled its upstream when its last subscriber cancelled "
                     "(auto_cancel=True); create a new processor, or pass auto_cancel=False"
                 )
-                upstream, self._upstream = self._upstream, None
+                self._cancelling, self._upstream = self._upstream, None
             owner = self._enter()
-        if upstream is not None:
-            upstream.cancel()
         if owner:
             self.drain_loop()
 
     def drain_pass(self) -> bool:
-        """Deliver, trim the buffer, request upstream.
+        """Deliver, trim the buffer, request or cancel upstream.
 
         The upstream is asked while this thread still holds the loop: elements it sends
         synchronously from ``request`` are only queued, and the next pass delivers them (3.3).
+        A cancel decided on another thread (the last subscriber leaving, rule 1.1 broken) is
+        made here too, so calls on the upstream's Subscription never overlap (2.7).
         """
         self._deliver()
         with self.lock:
+            cancelling, self._cancelling = self._cancelling, None
             upstream, n = self._trim_and_plan()
-        if upstream is not None:
+        if cancelling is not None:
+            cancelling.cancel()
+        elif upstream is not None:
             upstream.request(n)
         return False
 
