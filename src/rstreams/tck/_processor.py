@@ -4,7 +4,8 @@
 
 * the 38 :class:`~rstreams.tck.PublisherVerification` cases, run against
   ``helper publisher -> processor``: ``create_publisher(n)`` makes a fresh processor and
-  subscribes it to ``create_helper_publisher(n)``;
+  subscribes it to ``create_helper_publisher(n)``, through a pass-through that checks the
+  processor's calls on its upstream subscription for overlap (rule 2.7);
 * the 27 :class:`~rstreams.tck.SubscriberWhiteboxVerification` cases, run against the
   processor as Subscriber: a downstream subscriber reports to the probe and its puppet
   requests and cancels on the processor's downstream subscription. So the processor must
@@ -54,6 +55,7 @@ from rstreams.tck._subscriber_support import (
     ElementSource,
     InjectedError,
     ManualPublisher,
+    SerialCalls,
     WhiteboxSubscriberProbe,
 )
 from rstreams.tck._test_subscribers import ManualSubscriber
@@ -130,18 +132,66 @@ class _ProcessorAsSubscriber(SubscriberWhiteboxVerification):
 # -- the processor as Publisher -------------------------------------------------------------
 
 
+class _CheckedSubscription(Subscription):
+    """The helper publisher's subscription as the processor sees it: its calls are checked (2.7)."""
+
+    def __init__(self, inner: Subscription, serial: SerialCalls) -> None:
+        self._inner = inner
+        self._serial = serial
+
+    def request(self, n: int) -> None:
+        self._serial.guarded(f"request({n!r})", lambda: self._inner.request(n))
+
+    def cancel(self) -> None:
+        self._serial.guarded("cancel()", self._inner.cancel)
+
+
+class _CheckedUpstream(Subscriber[Any]):
+    """Between the helper publisher and the processor under test: passes every signal on, and
+    hands the processor a subscription whose calls are checked for overlap (rule 2.7)."""
+
+    def __init__(self, processor: Processor[Any, Any], env: TestEnvironment) -> None:
+        self._processor = processor
+        self.serial = SerialCalls(env, lambda: "the processor")
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self._processor.on_subscribe(_CheckedSubscription(subscription, self.serial))
+
+    def on_next(self, item: Any) -> None:
+        self._processor.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        self._processor.on_error(error)
+
+    def on_complete(self) -> None:
+        self._processor.on_complete()
+
+
 class _ProcessorAsPublisher(PublisherVerification):
-    """A PublisherVerification over ``helper -> processor``, sharing the outer case's environment."""
+    """A PublisherVerification over ``helper -> processor``, sharing the outer case's environment.
+
+    The processor's calls on its upstream subscription are checked for overlap (rule 2.7);
+    :meth:`run` fails the case with the first overlap when the case is over.
+    """
 
     def __init__(self, outer: IdentityProcessorVerification) -> None:
         self._outer = outer
+        self._upstreams: list[_CheckedUpstream] = []
+
+    def run(self, name: str) -> None:
+        """Run the publisher case ``name``, then check the processors' calls upstream (2.7)."""
+        getattr(self, name)()
+        for upstream in self._upstreams:
+            upstream.serial.check()
 
     def create_env(self) -> TestEnvironment:
         return self._outer.env
 
     def create_publisher(self, elements: int) -> Publisher[Any]:
         processor = self._outer.create_processor(self._outer.processor_buffer_size())
-        self._outer.create_helper_publisher(elements).subscribe(processor)
+        upstream = _CheckedUpstream(processor, self.env)
+        self._upstreams.append(upstream)
+        self._outer.create_helper_publisher(elements).subscribe(upstream)
         return processor
 
     def create_failed_publisher(self) -> Publisher[Any] | None:
@@ -167,7 +217,11 @@ def _delegate(
     info: CaseInfo, side: Callable[[IdentityProcessorVerification], Verification]
 ) -> Callable[..., None]:
     def case(self: IdentityProcessorVerification) -> None:
-        getattr(side(self), info.name)()
+        verification = side(self)
+        if isinstance(verification, _ProcessorAsPublisher):
+            verification.run(info.name)
+        else:
+            getattr(verification, info.name)()
 
     case.__name__ = case.__qualname__ = info.name
     case.__doc__ = info.doc
@@ -387,7 +441,9 @@ class IdentityProcessorVerification(_HelperPublisherMixin, _IPVDelegates, abc.AB
         Beyond the JVM TCK: a processor whose upstream completed before any subscriber
         arrived passes ``on_complete`` to the subscriber that arrives later.
         """
-        _ProcessorAsPublisher(self).required_spec105_must_signal_on_complete_when_finite_stream_terminates()
+        _ProcessorAsPublisher(self).run(
+            "required_spec105_must_signal_on_complete_when_finite_stream_terminates"
+        )
         sub = self._late_subscriber(lambda upstream: upstream.send_completion())
         sub.request(1)
         sub.expect_completion(

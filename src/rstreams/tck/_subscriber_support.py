@@ -100,7 +100,7 @@ class SerialCalls:
 
     A probe Subscription runs each ``request``/``cancel`` through :meth:`guarded`, which
     keeps the calls inside in a list under a lock; a call that enters
-    while another is inside, from any thread, records a rule-2.7 failure naming both (the
+    while another thread's call is inside records a rule-2.7 failure naming both (the
     first overlap only: a broken Subscriber overlaps again and again) and keeps it as
     :attr:`breach`, which the case raises when it ends (:meth:`check`); after the case
     ended it is a late breach, reported by a later case. A Subscriber that serialises its
@@ -109,15 +109,16 @@ class SerialCalls:
     Overlaps are made likely to be seen: a call stays inside :data:`SERIAL_WINDOW` longer
     (releasing the GIL) if it is one of the first :data:`SERIAL_EARLY_CALLS` or once the
     Subscriber has called from more than one thread. A Subscriber that calls from one
-    thread only pays the window on its first calls; its calls cannot overlap, because a
-    probe never calls back into it.
+    thread only pays the window on its first calls. A call nested in another on the same
+    thread is not an overlap: a Subscription whose ``request`` signals ``on_next`` at once
+    may see the Subscriber request again from there (rule 3.3 bounds that recursion).
     """
 
     def __init__(self, env: TestEnvironment, subject: Callable[[], str]) -> None:
         self._env = env
         self._subject = subject
         self._lock = threading.Lock()
-        self._inside: list[tuple[str, str]] = []
+        self._inside: list[tuple[str, str, int | None]] = []
         self._threads: set[int | None] = set()
         self._calls = 0
         self.breach: TCKFailure | None = None
@@ -127,12 +128,13 @@ class SerialCalls:
         """``body()`` as the call ``call`` (``"request(1)"``): checked for overlap on the way
         in, then kept inside the window if the class's policy says so."""
         thread = threading.current_thread()
-        entry = (call, thread.name)
+        entry = (call, thread.name, thread.ident)
         with self._lock:
-            if self._inside and self.breach is None:
-                other, where = self._inside[0]
+            other = next((e for e in self._inside if e[2] != thread.ident), None)
+            if other is not None and self.breach is None:
+                inside, where, _ = other
                 self.breach = self._env.record_failure(
-                    f"rule 2.7: {self._subject()} called {call} on thread {thread.name!r} while its {other}"
+                    f"rule 2.7: {self._subject()} called {call} on thread {thread.name!r} while its {inside}"
                     f" on thread {where!r} was still inside; calls on a Subscription must be serial"
                     " (make them from one thread, or serialise them with a lock)"
                 )
