@@ -1,8 +1,52 @@
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 # Hypothesis' per-example deadline (200 ms) is a wall-clock assertion: on a loaded machine it
 # fails properties that are correct. The suite checks behaviour, never speed (benchmarks/ does).
 from hypothesis import settings
 
 settings.register_profile("rstreams", deadline=None)
 settings.load_profile("rstreams")
+
+# -- on several cores: scripts/test.sh runs pytest -n 2 --dist loadgroup (pytest-xdist) ----------
+# Tests are handed out one at a time, except those that must not run beside each other: each group
+# below runs on one worker, one test after another, while the others take everything else.
+#   spark: a SparkSession JVM per process (tests/spark/conftest.py) and the tests that start Spark
+#          in a subprocess (all in tests/spark), so that two Spark JVMs never share the cores;
+#   java:  `mvn test-compile` into java/target (the interop matrix, the polyglot fuzz run), which
+#          two Maven builds at once in one directory would break.
+GROUPS = {
+    "tests/spark/": "spark",
+    "tests/interop/test_matrix.py": "java",
+    "tests/conformance/test_fuzz_polyglot_quick.py": "java",
+}
+
+
+def xdist_group(nodeid: str) -> str | None:
+    """The group of the test ``nodeid`` (None: it may run on any worker, beside anything)."""
+    for prefix, group in GROUPS.items():
+        if nodeid.startswith(prefix):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: without it, never called
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups above; the largest group starts first.
+
+    The groups are chosen by path, not by ``xdist_group`` marks: pytest-xdist 3.8 groups a
+    marked test by renaming its node id, which pytest 9.2 no longer lets it do (the marks are
+    then silently ignored); the scheduler sees the node ids and can group them itself."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class GroupScheduling(LoadGroupScheduling):  # type: ignore[misc]  # xdist has no type information
+        def _split_scope(self, nodeid: str) -> str:
+            group = xdist_group(nodeid)
+            return super()._split_scope(nodeid) if group is None else f"group {group}"
+
+    return GroupScheduling(config, log)

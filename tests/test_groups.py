@@ -1,0 +1,45 @@
+"""The worker groups of tests/conftest.py (scripts/test.sh runs pytest -n 2 --dist loadgroup)
+name real paths, and every test file that builds java/ with Maven or starts Spark is in its group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import GROUPS, xdist_group
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted(
+    path.relative_to(ROOT).as_posix()
+    for path in (ROOT / "tests").rglob("*.py")
+    if path.parent.name != "testkit" and path.name not in ("conftest.py", "test_groups.py")
+)
+
+
+@pytest.mark.parametrize("prefix", sorted(GROUPS))
+def test_every_group_names_a_path_that_exists(prefix: str) -> None:
+    assert (ROOT / prefix).exists(), f"tests/conftest.py's GROUPS names {prefix}, which is gone"
+
+
+def test_groups_are_read_from_node_ids() -> None:
+    assert xdist_group("tests/spark/test_sink.py::test_x[a]") == "spark"
+    assert xdist_group("tests/interop/test_matrix.py::test_cell[java-python-tcp]") == "java"
+    assert xdist_group("tests/wire/test_varint.py::test_x") is None
+    assert xdist_group("tests/sparkle/test_x.py::test_x") is None
+
+
+@pytest.mark.parametrize(
+    ("needle", "group"),
+    [
+        ('"mvn"', "java"),  # runs Maven on java/
+        ("fuzz_polyglot", "java"),  # fuzz/fuzz_polyglot.py runs Maven on java/
+        ("testkit.spark", "spark"),
+        ("getOrCreate", "spark"),
+        ('"rstreams.cli", "demo"', "spark"),
+    ],
+)
+def test_every_file_that_needs_a_group_has_it(needle: str, group: str) -> None:
+    users = [path for path in SOURCES if needle in (ROOT / path).read_text(encoding="utf-8")]
+    assert users, f"no file in tests/ mentions {needle}: this check would be vacuous"
+    assert [path for path in users if xdist_group(f"{path}::test") != group] == []
