@@ -1145,6 +1145,35 @@ def test_a_serving_address_in_use_is_named_not_metrics(
     assert "--metrics" not in err and err.count("\n") == 1
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("log", [[], ["log"]], ids=["publishers", "log"])
+def test_a_serving_address_in_use_says_what_to_do(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    log: list[str],
+) -> None:
+    """A taken port, or a file already at a unix:// path: the one line ends with what to change."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        url = f"tcp://127.0.0.1:{taken.getsockname()[1]}"
+        assert main(["serve", url, *log]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams serve: cannot serve on {url}: ") and err.count("\n") == 1
+    assert err.endswith(
+        "(another server listens there: stop it, or choose another port; port 0: any free one)\n"
+    )
+    path = tmp_path / "s.sock"
+    path.touch()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    assert main(["serve", f"unix://{path}", *log]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams serve: cannot serve on unix://{path}: ") and err.count("\n") == 1
+    assert err.endswith("(remove the file if no server listens on it, or choose another path)\n")
+
+
 def test_the_metrics_case_is_told_by_the_error_type_not_its_text() -> None:
     """An OSError that merely reads like the exposition's is the serving address's failure."""
     from rstreams._cli_common import cannot_serve

@@ -7,6 +7,7 @@ The lowest of the command's modules: it imports none of them, so each can use it
 from __future__ import annotations
 
 import argparse
+import errno
 import hmac
 import ssl
 import sys
@@ -26,12 +27,18 @@ def fail(command: str, message: str, status: int = 2) -> int:
 
 
 def cannot_serve(url: str, bad: BaseException) -> str:
-    """Why serving failed: the URL's address, or ``--metrics``' (its error type says which)."""
+    """Why serving failed: the URL's address, or ``--metrics``' (its error type says which); an
+    address in use says what to do about it."""
     from rstreams.observe import MetricsExpositionError
 
     if isinstance(bad, MetricsExpositionError):
         return f"{bad.strerror} (--metrics)"
-    return f"cannot serve on {url}: {bad}"
+    said = f"cannot serve on {url}: {bad}"
+    if isinstance(bad, OSError) and bad.errno == errno.EADDRINUSE:
+        if url.startswith("unix://"):
+            return f"{said} (remove the file if no server listens on it, or choose another path)"
+        return f"{said} (another server listens there: stop it, or choose another port; port 0: any free one)"
+    return said
 
 
 def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
