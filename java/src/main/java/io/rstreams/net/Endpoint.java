@@ -285,7 +285,11 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Bytes handed to the channel and not yet taken by the socket. */
+    /**
+     * Bytes handed to the channel and not yet taken by the socket, as Netty counts them: after
+     * the pipeline's encoders, plus its overhead per queued write (ReplyLedger says what that
+     * does to the count of unsent replies).
+     */
     private long unsent() {
         io.netty.channel.ChannelOutboundBuffer buffer = channel.unsafe().outboundBuffer();
         return buffer == null ? 0 : buffer.totalPendingWriteBytes();

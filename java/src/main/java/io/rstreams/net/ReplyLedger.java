@@ -16,6 +16,20 @@ import java.util.ArrayDeque;
  * Writes less than {@link #MARK_SPACING} apart share one mark (their replies count as unsent
  * until the last of them is sent: an estimate on the safe side), so the ledger stays small.
  * Confined to the channel's event loop, as rstreams' ReplyLedger.
+ *
+ * <p>What is counted, precisely, and why it errs on the side of pausing early: "written" and
+ * "replies" are RS.io bytes, as the connection hands them to the channel; only element payload
+ * bytes are taken out, so the heads of onNext, onNextPacked and part frames count as replies,
+ * and so do the messages this end sends of its own accord (subscribe, request, cancel). The
+ * unsent bytes (see {@link #unsentReplies}) are Netty's {@code
+ * ChannelOutboundBuffer.totalPendingWriteBytes()}: bytes as they leave the pipeline, after TLS
+ * records or WebSocket frame heads were added, and 96 bytes more for each write not yet taken
+ * by the socket (Netty's entry overhead, {@code
+ * io.netty.transport.outboundBufferEntrySizeOverhead}). Each of these makes the unsent figure
+ * larger than the RS.io bytes not yet sent, so marks are taken for sent later and the unsent
+ * replies can only be over-estimated. Netty's figure alone cannot take the ledger's place: it
+ * does not tell replies from elements, and pausing on every unsent byte would stop two ends
+ * that stream to each other.
  */
 final class ReplyLedger {
     /** Least distance, in bytes written, between two marks. */
