@@ -597,15 +597,19 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 : new ConnectionClosedException(c.reason() == null ? "the connection closed"
                         : "the peer said goodbye" + (c.reason().isEmpty() ? "" : ": " + c.reason()));
         ended(c.reason(), why);
-        boolean weSentErrorGoodbye = error != null && conn.pendingOutput() > 0;
+        boolean weSentGoodbye = conn.pendingOutput() > 0; // our error goodbye, or our answer to the peer's
+        boolean weSentErrorGoodbye = error != null && weSentGoodbye;
         writePending();
         if (!channel.isActive() || inputEnded) {
             return; // the input-shutdown handler closes after the write
         }
         boolean canHalfClose = ctx.pipeline().get(WebSocketBridge.class) == null && ctx.pipeline().get(SslHandler.class) == null;
-        if (weSentErrorGoodbye && canHalfClose && channel instanceof DuplexChannel socket) {
+        if (weSentGoodbye && canHalfClose && channel instanceof DuplexChannel socket) {
             // §10: write the goodbye, close our sending side, keep reading (and discarding) until
-            // the peer closes or the linger time is over, then close.
+            // the peer closes or the linger time is over, then close. An answer to the peer's
+            // goodbye too: a peer that goes on writing after its goodbye (§9.1 says it must not)
+            // would otherwise be reset by a close with its bytes unread, and could lose the
+            // answer; one that does not closes at once and ends the linger with it.
             discarding = true;
             ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(f -> socket.shutdownOutput());
             channel.eventLoop().schedule(() -> {

@@ -378,6 +378,64 @@ public class JavaServerTest {
         }
     }
 
+    @Test(timeOut = 30_000)
+    public void theAnswerToAGoodbyeReachesAPeerThatGoesOnWritingAfterIt() throws Exception {
+        // A peer that goes on writing after its goodbye (it must not, §9.1): the server wrote its
+        // answer behind a stream's elements and closed as soon as that was handed to the socket,
+        // with the peer's later bytes unread. Closing with unread input resets the connection and
+        // drops what the kernel had not sent yet: the peer's input ended inside a frame, without
+        // the answer (fuzz_polyglot.py java --pure 100000 101 600, input 3). The server now closes
+        // its sending side after the answer and discards input until the peer closes, as after
+        // an error goodbye (§10).
+        byte[] pings = new byte[10 * 10_000];
+        for (int k = 0; k < pings.length; k += 10) {
+            pings[k] = (byte) 0x80; // ping, 8-byte payload
+            pings[k + 1] = 8;
+        }
+        try (RsioServer local = RsioServer.builder().route("counter", Codec.INT64, r -> Counters.range(0, Long.MAX_VALUE))
+                .bind("tcp://127.0.0.1:0");
+             Socket socket = new Socket()) {
+            socket.setReceiveBufferSize(4096);
+            socket.connect(new InetSocketAddress("127.0.0.1", local.port()));
+            socket.setSoTimeout(10_000);
+            OutputStream out = socket.getOutputStream();
+            out.write(new byte[] {0x01, 0x00, 0x01, 0x01}); // clientHello offering keepalive
+            out.write(new byte[] {0x04, 0x07, 'c', 'o', 'u', 'n', 't', 'e', 'r', 0x01, (byte) 0xC0, (byte) 0x84, 0x3D}); // id 1, demand 1,000,000
+            InputStream in = socket.getInputStream();
+            FrameParser parser = new FrameParser(io.rstreams.wire.Limits.DEFAULT);
+            List<Frame> frames = new ArrayList<>();
+            readUntil(in, parser, frames, f -> elements(f) > 0); // the stream is under way: its elements back up
+            out.write(new byte[] {0x03, 0x03, 'b', 'y', 'e'});
+            java.util.concurrent.atomic.AtomicBoolean reading = new java.util.concurrent.atomic.AtomicBoolean(true);
+            Thread writer = new Thread(() -> {
+                try {
+                    while (reading.get()) {
+                        out.write(pings); // after our goodbye, until our input ends
+                    }
+                } catch (IOException closed) {
+                    // the server closed
+                }
+            });
+            writer.start();
+            byte[] buffer = new byte[1 << 16];
+            SocketException reset = null;
+            try {
+                for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                    parser.feed(buffer, 0, n);
+                    frames.addAll(parser.parseAll());
+                }
+            } catch (SocketException e) {
+                reset = e;
+            }
+            reading.set(false);
+            socket.close();
+            writer.join();
+            assertNull(reset, "the server reset the connection (its answer may be lost)");
+            assertTrue(frames.get(frames.size() - 1) instanceof Frame.Goodbye, "the answer to our goodbye did not come last: " + frames.size());
+            assertEquals(parser.buffered(), 0, "our input ended inside a frame");
+        }
+    }
+
     /** Reads and parses frames into {@code frames} until {@code enough} holds for them; the server closing first fails the test. */
     private static void readUntil(InputStream in, FrameParser parser, List<Frame> frames, Predicate<List<Frame>> enough)
             throws IOException, ProtocolException {
