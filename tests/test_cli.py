@@ -10,6 +10,7 @@ import json
 import os
 import queue
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -23,7 +24,9 @@ import pytest
 from rstreams import Subscriber, _cli_logs, cli, just
 from rstreams._cli_publishers import builtin_channels, builtin_publishers, load_publishers
 from rstreams.cli import main
+from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net import serve
+from rstreams.replay import AccessDeniedError, CertificateRefusedError
 
 
 @pytest.mark.timeout(30)
@@ -536,6 +539,70 @@ def test_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path, scheme: 
             err = capsys.readouterr().err
             said = f"cannot load --certfile {alice.cert} / --keyfile {mallory.key} (SSLError: "
             assert err.startswith(f"rstreams {command}: {said}") and err.count("\n") == 1, err
+
+
+def _alert(reason: str) -> ssl.SSLError:
+    """An ``ssl.SSLError`` as OpenSSL makes it for the TLS alert ``reason``."""
+    error = ssl.SSLError(1, f"[SSL: {reason}] {reason.lower()}")
+    error.reason = reason
+    return error
+
+
+def _caused(error: BaseException, cause: BaseException) -> BaseException:
+    error.__cause__ = cause
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "refused"),
+    [
+        (TLSRefusedError("the peer closed the connection without a goodbye before its hello; ..."), True),
+        (CertificateRefusedError("tls://h:1 ended the TLS session twice in a row: ..."), True),
+        (_alert("TLSV1_ALERT_UNKNOWN_CA"), True),
+        (_caused(ConnectionBrokenError("could not connect"), _alert("SSLV3_ALERT_HANDSHAKE_FAILURE")), True),
+        (_caused(ConnectionBrokenError("could not connect"), _alert("WRONG_VERSION_NUMBER")), False),
+        (ConnectionBrokenError("the peer said goodbye: 'SSLV3_ALERT_BAD_CERTIFICATE'"), False),
+        (AccessDeniedError("the TLS handshake with tls://h:1 failed: [SSL: ...]"), False),
+    ],
+    ids=["ended", "replay-refused", "alert", "alert-cause", "other-ssl", "words-only", "other-denied"],
+)
+def test_access_hint_tells_a_refused_client_certificate_by_type(error: BaseException, refused: bool) -> None:
+    """The --certfile hint follows the error's type (or its cause's: a certificate alert), not
+    words that happen to name an alert."""
+    from rstreams._cli_observe import access_hint
+
+    hint = " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
+    assert access_hint(error) == (hint if refused else "")
+    if refused:
+        assert "--certfile me.pem: a client certificate the server trusts" in access_hint(error, "me.pem")
+
+
+@pytest.mark.timeout(30)
+def test_subscribe_to_an_endpoint_that_closes_before_its_hello_says_what_it_may_be(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An endpoint that resets the connection without a word (not RS.io on this scheme): the line
+    is the connection error's own message, which says what that may mean, not only its cause
+    (the reset)."""
+    import struct
+
+    from rstreams.net._closing import NOT_RSIO_HINT
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up() -> None:
+        accepted, _ = listener.accept()
+        listener.close()
+        accepted.recv(1)  # the client's hello: it is connected
+        accepted.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        accepted.close()  # a reset: the connection error has a cause
+
+    threading.Thread(target=hang_up, name="hang up", daemon=True).start()
+    url = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    assert main(["subscribe", url, "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams subscribe: connection to {url} ended: "), err
+    assert err.endswith(f" before its hello; {NOT_RSIO_HINT}\n") and err.count("\n") == 1, err
 
 
 @pytest.mark.timeout(60)

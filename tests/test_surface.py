@@ -98,12 +98,25 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("UnknownPublisherError", LookupError),
         ("InvalidDemandError", ValueError),
         ("TCKFailure", AssertionError),
+        ("AccessDeniedError", PermissionError),
+        ("CertificateRefusedError", PermissionError),
+        ("ServerUnavailableError", ConnectionError),
     ],
 )
 def test_exceptions_keep_their_stdlib_base(name: str, stdlib: type[BaseException]) -> None:
     """Callers that catch the stdlib type (LookupError, ValueError...) still catch these."""
     (cls,) = [c for c in EXCEPTIONS if c.__name__ == name]
     assert issubclass(cls, stdlib)
+
+
+def test_the_refusals_of_a_client_certificate_refine_their_errors() -> None:
+    """A caller tells a refused client certificate by type, and one that catches the broader
+    error (a broken connection, a denied access) still catches it."""
+    from rstreams.errors import ConnectionBrokenError, TLSRefusedError
+    from rstreams.replay import AccessDeniedError, CertificateRefusedError
+
+    assert issubclass(TLSRefusedError, ConnectionBrokenError)
+    assert issubclass(CertificateRefusedError, AccessDeniedError)
 
 
 @pytest.mark.parametrize("cls", SLOTTED, ids=_name)

@@ -29,7 +29,7 @@ from collections.abc import Coroutine, Iterator
 from typing import Any, TextIO
 
 from rstreams._cli_common import fail
-from rstreams.errors import ReactiveStreamsError
+from rstreams.errors import ReactiveStreamsError, TLSRefusedError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
 from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT
 from rstreams.observe._builtin import MIN_INTERVAL
@@ -66,8 +66,12 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
         return " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
     if "WRONG_VERSION_NUMBER" in text:  # TLS towards a server that does not speak it
         return " (the URL: the server does not speak TLS there; tcp:// or ws:// for one served without it)"
-    if TLS_REFUSAL_HINT in text or any(alert in text for alert in CERTIFICATE_ALERTS):
-        # the connection ended in or just after the TLS handshake, or an alert refused it
+    # By type, or by the hint's words where no type carries it: a wss:// handshake that failed
+    # with no HTTP response, other than by an end of input, is a ConnectionRefusedError whose
+    # message adds the hint (net/_websocket.py), and the replay client's ServerUnavailableError
+    # names its last failure (a TLSRefusedError when the timeout ended the attempt it makes at once
+    # after one) in its message only.
+    if _refuses_certificate(error) or TLS_REFUSAL_HINT in text:
         if certfile is None:
             return " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
         return f" (--certfile {certfile}: a client certificate the server trusts, when it requires one)"
@@ -78,6 +82,23 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
     if "PROTOCOL.md §15.3" in text:
         return " (--token: the server refused this one)"
     return ""
+
+
+def _refuses_certificate(error: object) -> bool:
+    """Whether ``error`` is a server's refusal of the client's certificate, or of its lack of one,
+    by its type or along its ``__cause__`` chain: the session ended in or just after the TLS
+    handshake (:class:`~rstreams.errors.TLSRefusedError`, or the replay client's
+    :class:`~rstreams.replay.CertificateRefusedError`), or a certificate alert refused it (an
+    ``ssl.SSLError`` whose reason is one of :data:`~rstreams.net._transport.CERTIFICATE_ALERTS`)."""
+    from rstreams.replay import CertificateRefusedError  # here: ping and top do not load replay/
+
+    while isinstance(error, BaseException):
+        if isinstance(error, TLSRefusedError | CertificateRefusedError):
+            return True
+        if isinstance(error, ssl.SSLError) and error.reason in CERTIFICATE_ALERTS:
+            return True
+        error = error.__cause__
+    return False
 
 
 def _offered_hint(message: str, name: str) -> str:
@@ -152,7 +173,7 @@ def _ping(args: argparse.Namespace) -> int:
             conn = await _connect(args, context)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
             why = str(bad) or type(bad).__name__
-            return fail("ping", f"cannot reach {args.url}: {why}{access_hint(why, args.certfile)}")
+            return fail("ping", f"cannot reach {args.url}: {why}{access_hint(bad, args.certfile)}")
         try:
             for _ in range(args.count):
                 start = time.perf_counter()
@@ -251,7 +272,7 @@ def _top(args: argparse.Namespace) -> int:
             conn = await _connect(args, context)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
             why = str(bad) or type(bad).__name__
-            return fail("top", f"cannot reach {args.url}: {why}{access_hint(why, args.certfile)}")
+            return fail("top", f"cannot reach {args.url}: {why}{access_hint(bad, args.certfile)}")
         stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
         screen = Screen(sys.stdout)
 

@@ -233,8 +233,14 @@ class _ElementError(ReactiveStreamsError):
 
 def _subscribe(args: argparse.Namespace) -> int:
     from rstreams._cli_observe import CLOSE_TIMEOUT, access_hint, client_tls, run_command
-    from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, ResourceClosedError
+    from rstreams.errors import (
+        ConnectionBrokenError,
+        ReactiveStreamsError,
+        ResourceClosedError,
+        TLSRefusedError,
+    )
     from rstreams.net import RemoteStreamError, connect
+    from rstreams.net._closing import NOT_RSIO_HINT
 
     if args.demand < 1:
         return fail("subscribe", f"--demand needs an integer >= 1, got {args.demand}")
@@ -262,8 +268,12 @@ def _subscribe(args: argparse.Namespace) -> int:
             said = f"{failed.message}{_channel_hint(failed.message, args.name)}"
             return fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {said}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
-            # a refused token or TLS client certificate; our token towards a server without auth
-            why = broken if " before its hello; " in str(broken) else (broken.__cause__ or broken)
+            # a refused token or TLS client certificate; our token towards a server without auth.
+            # Its cause says why, except for an end before the server's hello, which the error's
+            # own message explains: a TLSRefusedError, or (by its words: it has no type of its
+            # own) a plain connection's end that says the endpoint may not speak RS.io.
+            said_why = isinstance(broken, TLSRefusedError) or str(broken).endswith(NOT_RSIO_HINT)
+            why = broken if said_why else (broken.__cause__ or broken)
             return fail(
                 "subscribe", f"connection to {args.url} ended: {why}{access_hint(why, args.certfile)}"
             )

@@ -16,7 +16,9 @@
     ├── net: RemoteStreamError, UnknownPublisherError (LookupError); wire: the
     │        RemoteProtocolError kinds (FrameError, HandshakeError, ...)
     ├── observe: MetricsExpositionError (OSError)
-    ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError)
+    ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError),
+    │           ServerUnavailableError (ConnectionError), AccessDeniedError (PermissionError)
+    │           └── CertificateRefusedError  the server refused the client certificate (or none)
     ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError)
     ├── tck: TCKFailure (AssertionError), SkipTest (unittest.SkipTest), InjectedError
     └── cli: PublishersSpecError (ValueError); conformance: CaseFailure (AssertionError)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.errors import ConnectionBrokenError
+from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net import Connection, Server, connect, serve
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO
 from testkit.net import WAIT
@@ -131,11 +131,13 @@ async def test_refusal_names_the_client_certificate(scheme: str, pki: Pki) -> No
 @pytest.mark.parametrize("who", ["no certificate", "another CA"])
 async def test_a_tls_1_3_refusal_ends_the_same_way_on_both_schemes(scheme: str, who: str, pki: Pki) -> None:
     """A TLS 1.3 server refuses after the client's side of the handshake: the session ends
-    before the server's hello on tls://, before its HTTP response on wss://; both errors end
-    with TLS_ENDED_BEFORE_HELLO, by which a caller that retries tells a refusal apart."""
+    before the server's hello on tls://, before its HTTP response on wss://. Both errors are a
+    TLSRefusedError, by which a caller that retries tells a refusal apart (tests/net/
+    test_tls_refusal.py), and both end with the same words, TLS_ENDED_BEFORE_HELLO."""
     untrusted = client_context(pki.ca) if who == "no certificate" else client_context(pki.ca, pki.mallory)
     async with await _serve(scheme, pki, Subjects()) as server:
         error = await _refused(server.url, untrusted)
+    assert isinstance(error, TLSRefusedError), repr(error)
     assert str(error).endswith(TLS_ENDED_BEFORE_HELLO), error
 
 

@@ -211,15 +211,24 @@ def _alerting_tls_server(context: ssl.SSLContext) -> str:
 
 
 @pytest.mark.parametrize(
+    ("command", "says"), [(["subscribe"], "cannot connect to"), (["ping", "--count", "1"], "cannot reach")]
+)
+@pytest.mark.parametrize(
     ("presented", "alert"),
     [("none", "SSLV3_ALERT_HANDSHAKE_FAILURE"), ("untrusted", "TLSV1_ALERT_UNKNOWN_CA")],
 )
 def test_subscribe_refused_by_a_tls_1_2_alert_names_certfile(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], presented: str, alert: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    presented: str,
+    alert: str,
+    command: list[str],
+    says: str,
 ) -> None:
     """A TLS 1.2 server that refuses the client's certificate with an alert (OpenSSL's
     handshake_failure for none, unknown_ca for one its CA did not sign; Java's and Node's servers
-    alert too): subscribe's one line names --certfile, as for a refusal without an alert."""
+    alert too): subscribe's one line names --certfile, as for a refusal without an alert, and so
+    does ping's (which tells the alert by the error's cause, as top does)."""
     from testkit.tls import server_context
 
     ca = TestCA.make(tmp_path, "mtls CA")
@@ -234,9 +243,10 @@ def test_subscribe_refused_by_a_tls_1_2_alert_names_certfile(
             f" (--certfile {stranger.cert}: a client certificate the server trusts, when it requires one)\n"
         )
     url = _alerting_tls_server(context)
-    assert main(["subscribe", url, "lines", *options]) == 2
+    name = ["lines"] if command == ["subscribe"] else []
+    assert main([command[0], url, *name, *command[1:], *options]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"rstreams subscribe: cannot connect to {url}: ") and alert in err, err
+    assert err.startswith(f"rstreams {command[0]}: {says} {url}: ") and alert in err, err
     assert err.endswith(hint) and err.count("\n") == 1, err
 
 

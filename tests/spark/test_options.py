@@ -148,11 +148,12 @@ def test_a_refused_client_certificate_names_the_options_at_once(
     serve: Any, tmp_path: Path, presented: str, version: str
 ) -> None:
     """A server requiring client certificates: without tlsCertFile, or with one its CA did not sign,
-    the source's first call fails at once naming the options (timeout 600 s: the test's 30 s would
-    end first), whether the server refuses after the handshake (TLS 1.3) or in it (TLS 1.2)."""
+    the source's first call fails at once, a CertificateRefusedError naming the options (timeout
+    600 s: the test's 30 s would end first), whether the server refuses after the handshake
+    (TLS 1.3) or in it (TLS 1.2)."""
     import ssl
 
-    from rstreams.replay import AccessDeniedError, ReplayLog
+    from rstreams.replay import CertificateRefusedError, ReplayLog
     from testkit.tls import TestCA, server_context
 
     ca = TestCA.make(tmp_path, "mtls CA")
@@ -165,6 +166,6 @@ def test_a_refused_client_certificate_names_the_options_at_once(
         stranger = TestCA.make(tmp_path, "other CA").issue("mallory", client=True)
         options.update(tlsCertFile=stranger.cert, tlsKeyFile=stranger.key)
         says = "the server does not trust the certificate of option tlsCertFile"
-    with pytest.raises(AccessDeniedError, match="ended the TLS session twice in a row") as refused:
+    with pytest.raises(CertificateRefusedError, match="ended the TLS session twice in a row") as refused:
         source(**options).initialOffset()
     assert says in str(refused.value)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from rstreams.replay._access import Access as Access
 from rstreams.replay._access import AccessError as AccessError
 from rstreams.replay._client import AccessDeniedError as AccessDeniedError
+from rstreams.replay._client import CertificateRefusedError as CertificateRefusedError
 from rstreams.replay._client import RemoteLogError as RemoteLogError
 from rstreams.replay._client import ServerUnavailableError as ServerUnavailableError
 from rstreams.replay._client import fetch_range as fetch_range
@@ -51,6 +52,7 @@ __all__ = [
     "Access",
     "AccessDeniedError",
     "AccessError",
+    "CertificateRefusedError",
     "RemoteLogError",
     "ReplayLog",
     "ReplayServer",

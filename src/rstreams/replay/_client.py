@@ -40,6 +40,7 @@ from rstreams.replay._server import UPLOAD_NAME
 
 __all__ = [
     "AccessDeniedError",
+    "CertificateRefusedError",
     "RemoteLogError",
     "ServerUnavailableError",
     "fetch_range",
@@ -71,6 +72,14 @@ class RemoteLogError(ReactiveStreamsError, RuntimeError):
 class AccessDeniedError(ReactiveStreamsError, PermissionError):
     """The server refused the credentials, or the TLS handshake failed, or the server ended the TLS
     session before its hello twice in a row (it wants a client certificate); not retried."""
+
+
+class CertificateRefusedError(AccessDeniedError):
+    """The server refused the client's TLS certificate, or its lack of one (mutual TLS): by a
+    certificate alert (:data:`~rstreams.net._transport.CERTIFICATE_ALERTS`), or by ending the TLS
+    session before its first word twice in a row (a
+    :class:`~rstreams.errors.TLSRefusedError` each time). Callers tell it by this type; the
+    message says which it was and ends with the same hint as the network error's."""
 
 
 class ServerUnavailableError(ReactiveStreamsError, ConnectionError):
@@ -131,15 +140,18 @@ class _Attempts:
 def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
     """The :class:`AccessDeniedError` for a refused handshake or refused credentials, else ``None``.
 
-    A refusal of the client's certificate carries :data:`TLS_REFUSAL_HINT`, which callers
-    look for to name their own client certificate options.
+    A refusal of the client's certificate is a :class:`CertificateRefusedError`, by which callers
+    know to name their own client certificate options.
     """
     cause = error.__cause__
     if isinstance(error, ConnectionBrokenError) and isinstance(cause, ssl.SSLError):
-        hint = f"; {TLS_REFUSAL_HINT}" if cause.reason in CERTIFICATE_ALERTS else ""
-        return AccessDeniedError(f"the TLS handshake with {url} failed: {cause}{hint}")
+        if cause.reason in CERTIFICATE_ALERTS:
+            return CertificateRefusedError(
+                f"the TLS handshake with {url} failed: {cause}; {TLS_REFUSAL_HINT}"
+            )
+        return AccessDeniedError(f"the TLS handshake with {url} failed: {cause}")
     if isinstance(error, TLSRefusedError):
-        return AccessDeniedError(f"{url} ended the TLS session twice in a row: {error}")
+        return CertificateRefusedError(f"{url} ended the TLS session twice in a row: {error}")
     if isinstance(error, ConnectionBrokenError) and "authentic" in str(error):
         return AccessDeniedError(f"{url} refused the credentials: {error}")
     if "authentication" in str(error):  # our side gave up: the server does not take credentials

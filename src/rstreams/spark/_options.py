@@ -23,8 +23,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from rstreams.errors import ReactiveStreamsError
-from rstreams.net._transport import TLS_REFUSAL_HINT
-from rstreams.replay import Access, AccessDeniedError, AccessError, ServerUnavailableError
+from rstreams.replay import (
+    Access,
+    AccessDeniedError,
+    AccessError,
+    CertificateRefusedError,
+    ServerUnavailableError,
+)
 
 __all__ = [
     "CONF_PREFIX",
@@ -335,13 +340,19 @@ def _text(options: Mapping[str, str], name: str) -> str | None:
 
 
 def explain(error: BaseException, url: str, access: Access) -> BaseException:
-    """A remote failure restated with the options the user can change (or ``error`` itself)."""
-    if isinstance(error, AccessDeniedError):
-        if TLS_REFUSAL_HINT in str(error) and access.certfile is None:
+    """A remote failure restated with the options the user can change (or ``error`` itself), of
+    the same type: a refused client certificate stays a
+    :class:`~rstreams.replay.CertificateRefusedError`, by which a caller tells it."""
+    if isinstance(error, CertificateRefusedError):
+        if access.certfile is None:
             hint = "the server requires a client certificate: set the options tlsCertFile and tlsKeyFile"
-        elif TLS_REFUSAL_HINT in str(error):
+        else:
             hint = "the server does not trust the certificate of option tlsCertFile (or requires another)"
-        elif "TLS" in str(error):
+        return CertificateRefusedError(f"rstreams: {error}; {hint}")
+    if isinstance(error, AccessDeniedError):
+        # by its words: another failed TLS handshake has no type of its own, and the replay
+        # client says "the TLS handshake with URL failed" for it
+        if "TLS" in str(error):
             hint = "check the options tlsCaFile, tlsServerName, tlsCertFile and tlsKeyFile"
         elif access.auth is None:
             hint = "the server asks for credentials: set the option token (or tokenEnv), or user and password"
