@@ -429,3 +429,21 @@ def test_a_tls_session_ended_once_before_the_hello_is_tried_again(
 
     url = _tls_server_for_one_connection(context, then=restart, scheme=scheme)
     assert request_json(url, "nums?latest", timeout=20, access=Access(cafile=str(ca.cert)))["end"] == 3
+
+
+def test_the_handshake_timeout_is_the_servers_own(serve: Any) -> None:
+    """``handshake_timeout`` reaches the RS.io server: a connection silent for 0.2 s is said
+    goodbye naming it (a test on a loaded machine sets a longer one)."""
+    from rstreams.wire import Connection as Core
+    from rstreams.wire import ConnectionClosed, Side
+
+    server = serve({"nums": ReplayLog("nums", capacity=10)}, handshake_timeout=0.2)
+    host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as silent:
+        data = b""
+        while chunk := silent.recv(4096):  # sends nothing; reads to the server's end of input
+            data += chunk
+    core = Core(Side.CLIENT)
+    core.receive_data(data)
+    (goodbye,) = [event for event in core.events_received() if isinstance(event, ConnectionClosed)]
+    assert goodbye.reason.startswith("handshake timeout") and "0.2 s" in goodbye.reason, goodbye.reason

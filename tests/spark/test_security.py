@@ -23,6 +23,8 @@ pytestmark = pytest.mark.spark
 
 SECRET = "s3cret-RECOGNISABLE-5b7e"
 WRONG = "wrong-RECOGNISABLE-0d2c"
+PATIENT = 120.0
+"""The server's handshake (and authentication) timeout: a bound only a hang reaches."""
 
 
 @pytest.fixture
@@ -47,6 +49,9 @@ def secured(serve: Any, tmp_path: Path) -> dict[str, Any]:
         ssl=server_context(server_cert, client_ca=ca),
         authenticate=authenticate,
         authorize=lambda who, log: who == "spark" and not log.startswith("private"),
+        # a Spark worker on a loaded machine can take more than the default 10 s between its
+        # hello and its credentials; every refusal these tests expect comes at once, not then
+        handshake_timeout=PATIENT,
     )
     options = {
         "url": server.url,

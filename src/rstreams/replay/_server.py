@@ -60,6 +60,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import error as error_flow
+from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT
 from rstreams.replay._log import ReplayLog
 from rstreams.rules import check_subscriber
 
@@ -459,7 +460,9 @@ class ReplayServer:
     names: ``False`` refuses it with ``unauthorized: ...`` naming the log.
     ``metrics=True`` counts what the server's streams do and its logs hold (``metrics()``,
     ``rstreams top``, ``rstreams/stats``); ``metrics="host:port"`` also serves Prometheus'
-    ``/metrics`` there (``metrics_url``; docs/observability.md).
+    ``/metrics`` there (``metrics_url``; docs/observability.md). ``handshake_timeout``: as for
+    :func:`rstreams.serve`, the seconds a connection has for its hello and then for settling
+    its credentials.
     """
 
     def __init__(
@@ -474,6 +477,7 @@ class ReplayServer:
         authenticate: Callable[[Any], Any] | None = None,
         authorize: Callable[[Any, str], bool] | None = None,
         metrics: bool | str = False,
+        handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
     ) -> None:
         self._logs = {**logs, **(sinks or {})}
         self._metrics = metrics
@@ -484,6 +488,7 @@ class ReplayServer:
         self._ssl = ssl
         self._authenticate = authenticate
         self._authorize = authorize
+        self._handshake_timeout = handshake_timeout
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self.loop.run_forever, name="rstreams-replay-server", daemon=True
@@ -510,6 +515,7 @@ class ReplayServer:
             authenticate=self._authenticate,
             authorize=by_log,
             metrics=self._metrics,
+            handshake_timeout=self._handshake_timeout,
         )
         self._server = asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
         if self._metrics:
