@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import os
 import re
 import shlex
@@ -371,3 +372,46 @@ def test_the_channel_example_runs() -> None:
         setup, head + connect + "async for " + loop, "await conn.aclose()\nawait server.aclose()\n"
     )
     assert _run(code).split() == ["10", "20", "30"]
+
+
+@pytest.mark.timeout(60)
+def test_the_command_line_walk_through_runs() -> None:
+    """README, "From the command line": `rstreams serve` announces what its comment says, and
+    each `rstreams subscribe` line exits 0 with what it asks for (on a free port, not 9000)."""
+    block = re.search(r"### From the command line\n\n```sh\n(.*?)```", README.read_text(), re.S)
+    assert block, "README.md lost the command-line walk-through"
+    serve_line, *subscribe_lines = block.group(1).splitlines()
+    command, said = (part.strip() for part in serve_line.split(" # "))
+    url = shlex.split(command)[2]
+    assert (
+        command == f"rstreams serve {url}"
+        and said == f"serving counter, sensors/{{id}}, channel upper on {url}"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    rstreams = [sys.executable, "-m", "rstreams"]
+    with subprocess.Popen(
+        [*rstreams, "serve", "tcp://127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    ) as server:
+        try:
+            assert server.stdout is not None
+            announced = server.stdout.readline().strip()
+            here = announced.rsplit(" on ", 1)[1]
+            assert announced == said.replace(url, here)
+            outputs = []
+            for line in subscribe_lines:
+                argv = shlex.split(line.split(" #")[0].replace(url, here))
+                assert argv[:2] == ["rstreams", "subscribe"], line
+                done = subprocess.run(
+                    [*rstreams, *argv[1:]], capture_output=True, text=True, timeout=30, env=env
+                )
+                assert (done.returncode, done.stderr) == (0, ""), line
+                outputs.append(done.stdout.splitlines())
+        finally:
+            server.terminate()
+    counter, sensors = outputs
+    assert counter == ["1", "2", "3", "4", "5"]  # counter?from=1&to=6: to is excluded
+    assert [json.loads(reading)["seq"] for reading in sensors] == list(range(10))  # --count 10
