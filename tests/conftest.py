@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import shlex
+import sys
 from typing import Any
 
 import pytest
@@ -50,3 +52,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return super()._split_scope(nodeid) if group is None else f"group {group}"
 
     return GroupScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-xdist's workers are new interpreters: they get the controller's ``-X dev`` (which
+    scripts/test.sh gives: unclosed resources warn, hence fail, and asyncio checks its calls)."""
+    tx = getattr(config.option, "tx", None)
+    if sys.flags.dev_mode and tx and not hasattr(config, "workerinput"):
+        python = f"{shlex.quote(sys.executable)} -X dev"
+        config.option.tx = [f"{spec}//python={python}" if spec == "popen" else spec for spec in tx]
