@@ -18,7 +18,9 @@ PUBLIC = {
     "UNBOUNDED",
     # errors and the unhandled-error channel
     "InvalidDemandError",
+    "NoSuchElementError",
     "OverflowStrategyError",
+    "StreamTimeoutError",
     "ReactiveStreamsError",
     "set_unhandled_error_hook",
     # the fluent base and the sources
@@ -62,6 +64,15 @@ def test_all_is_exactly_the_documented_api() -> None:
     assert set(rstreams.__all__) == PUBLIC
     for name in rstreams.__all__:
         assert getattr(rstreams, name) is not None
+
+
+def test_the_operators_errors_are_caught_by_their_public_names() -> None:
+    """The errors the README names for `first()` and `timeout()` are `rstreams.` names."""
+    with pytest.raises(rstreams.NoSuchElementError):
+        rstreams.empty().first().result(5)
+    assert issubclass(rstreams.NoSuchElementError, LookupError)
+    assert issubclass(rstreams.StreamTimeoutError, TimeoutError)
+    assert rstreams.NoSuchElementError.__module__ == rstreams.StreamTimeoutError.__module__ == "rstreams"
 
 
 def test_importing_rstreams_pulls_in_no_optional_dependency() -> None:

@@ -27,6 +27,7 @@ from rstreams.errors import ReactiveStreamsError as ReactiveStreamsError
 from rstreams.errors import set_unhandled_error_hook as set_unhandled_error_hook
 
 if TYPE_CHECKING:
+    from rstreams.flow._element import NoSuchElementError as NoSuchElementError
     from rstreams.flow._flow import Flow as Flow
     from rstreams.flow._flow import from_publisher as from_publisher
     from rstreams.flow._public import MulticastProcessor as MulticastProcessor
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from rstreams.flow._push import OverflowStrategy as OverflowStrategy
     from rstreams.flow._rx import to_observable as to_observable
     from rstreams.flow._sinks import SinkResult as SinkResult
+    from rstreams.flow._timeops import StreamTimeoutError as StreamTimeoutError
     from rstreams.net import Resume as Resume
     from rstreams.net import Token as Token
     from rstreams.net import UserPassword as UserPassword
@@ -63,9 +65,11 @@ __version__ = "0.1.0"
 _LAZY: dict[str, tuple[str, str]] = {
     "Flow": ("rstreams.flow._flow", "Flow"),
     "MulticastProcessor": ("rstreams.flow._public", "MulticastProcessor"),
+    "NoSuchElementError": ("rstreams.flow._element", "NoSuchElementError"),
     "OverflowStrategy": ("rstreams.flow._push", "OverflowStrategy"),
     "PushSource": ("rstreams.flow._public", "PushSource"),
     "SinkResult": ("rstreams.flow._sinks", "SinkResult"),
+    "StreamTimeoutError": ("rstreams.flow._timeops", "StreamTimeoutError"),
     "amb": ("rstreams.flow._public", "race"),
     "combine_latest": ("rstreams.flow._public", "combine_latest"),
     "concat": ("rstreams.flow._public", "concat"),
@@ -122,6 +126,7 @@ __all__ = [
     "Flow",
     "InvalidDemandError",
     "MulticastProcessor",
+    "NoSuchElementError",
     "OverflowStrategy",
     "OverflowStrategyError",
     "Processor",
@@ -130,6 +135,7 @@ __all__ = [
     "ReactiveStreamsError",
     "Resume",
     "SinkResult",
+    "StreamTimeoutError",
     "Subscriber",
     "Subscription",
     "Token",
