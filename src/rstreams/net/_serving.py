@@ -182,34 +182,58 @@ class ServingStream(Subscriber[Any]):
         else:  # element sizes unknown yet: a small first batch to learn them
             n = want if want < FIRST_BATCH else FIRST_BATCH
             estimate = room // FIRST_BATCH  # assume the worst for this turn's budget
-        self.outstanding += n
         # What this refill brings at once into an empty pack is the refill's to send (below),
         # not a pack registered for the turn's flush_packs (a pack that holds elements already
         # is registered: they join it).
         mine = not self._pack
         pull = self._pull
         if pull is not None:  # an iterable source: its elements taken now, no request, no drain loop
-            self._refilling = mine
-            try:
-                items, end = pull(n)
-                if len(items) == 1:  # one at a time (an open stream's latency): the plain signal
-                    self.on_next(items[0])
-                elif items:
-                    self.on_next_many(items)  # the batch signal's checks, into the pack
-            finally:
-                self._refilling = False
+            items, end = pull(n)
+            count = len(items)
+            size = self.element_size
+            if (
+                count
+                and self._raw
+                and (
+                    items[0].__class__ is bytes and (not size or len(items[0]) == size)
+                    if count == 1  # one at a time (an open stream's latency)
+                    else set(map(type, items)) == _BYTES and (not size or set(map(len, items)) == {size})
+                )
+            ):
+                # Bytes that go out as they are: into the pack as on_next and on_next_many take them
+                # (their checks of the demand and the thread hold here: pulled within n, on the
+                # loop's thread), without their calls. Nothing is outstanding on a pulled stream.
+                # tests/net/test_pulled.py holds the bytes equal to those of the signals' way.
+                if remote != UNBOUNDED:
+                    remote = self.remote_demand = remote - count
+                if mine:
+                    self._pack = items
+                else:
+                    self._pack += items
+                if remote and not self.queued:
+                    self._table.want_refill(self)
+            elif count:  # to encode, or not all bytes: one by one, as on_next takes them
+                self.outstanding += count
+                self._refilling = mine
+                try:
+                    for item in items:
+                        self.on_next(item)
+                finally:
+                    self._refilling = False
             if end is not False:
                 self._pulled_all(end)
-        elif self._known is None:
-            self._refilling = mine  # (on_next leaves the table alone meanwhile)
-            try:  # _request, inlined: once per batch
-                upstream.request(n)
-            except Exception as error:
-                self._request_failed(upstream, n, error)
-            finally:
-                self._refilling = False
-        elif self._take_known(n):
-            return n * estimate  # completed: the pack went out first
+        else:
+            self.outstanding += n
+            if self._known is None:
+                self._refilling = mine  # (on_next leaves the table alone meanwhile)
+                try:  # _request, inlined: once per batch
+                    upstream.request(n)
+                except Exception as error:
+                    self._request_failed(upstream, n, error)
+                finally:
+                    self._refilling = False
+            elif self._take_known(n):
+                return n * estimate  # completed: the pack went out first
         if mine and self._pack:
             if self._table.packs:  # packs from before this refill wait: this one goes behind them
                 self._table.want_pack(self)
