@@ -111,6 +111,9 @@ def serve_log(args: argparse.Namespace) -> int:
         ssl=context,
         authenticate=None if token is None else token_check(token),
         metrics=True if args.metrics == "on" else (args.metrics or False),
+        origins=args.origin
+        if args.origin and args.url.partition("://")[0].lower() in ("ws", "wss")
+        else None,
     )
     with _stopped_by_sigterm() as stop:  # from before the announcement: its reader may stop us
         try:
@@ -128,7 +131,10 @@ def serve_log(args: argparse.Namespace) -> int:
                 from rstreams.web import page_for_logs
 
                 page = page_for_logs(
-                    args.web, {args.name: log, **sinks}, publisher=args.web_publisher or args.name
+                    args.web,
+                    {args.name: log, **sinks},
+                    publisher=args.web_publisher or args.name,
+                    origins=args.origin or None,
                 )
                 print(
                     f"live page: {page.url} (charts {page.publisher!r}; RS.io on {page.ws_url})", flush=True

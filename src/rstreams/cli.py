@@ -313,7 +313,24 @@ def _serve(args: argparse.Namespace) -> int:
             return fail(
                 "serve", f"--metrics needs HOST:PORT (e.g. 127.0.0.1:9464) or on, got {args.metrics!r}"
             )
+    if args.origin:
+        from rstreams.net._origins import check_origins
+
+        try:
+            check_origins(args.origin)
+        except ValueError as bad:
+            return fail("serve", f"--origin: {bad}")
+        if not _browser_facing(args.url) and args.web is None:
+            return fail(
+                "serve",
+                f"--origin applies to ws:// and wss:// servers and the live page (--web), not to {args.url}",
+            )
     return serve_log(args) if args.name else _serve_publishers(args)
+
+
+def _browser_facing(url: str) -> bool:
+    """Whether ``url`` is a WebSocket server's, which browser pages may use (``--origin``)."""
+    return url.partition("://")[0].lower() in ("ws", "wss")
 
 
 def _serve_publishers(args: argparse.Namespace) -> int:
@@ -359,6 +376,7 @@ def _serve_publishers(args: argparse.Namespace) -> int:
                 resume=True if args.resume else None,
                 metrics=True if args.metrics == "on" else args.metrics,
                 channels=channels,
+                origins=args.origin or None,
             )
         except (ValueError, TypeError) as bad:
             if args.publishers is not None:  # a name or a target serve() refuses
@@ -476,6 +494,14 @@ def _parser() -> argparse.ArgumentParser:
         "--metrics",
         metavar="HOST:PORT|on",
         help="count what streams do (rstreams top, rstreams/stats); HOST:PORT also serves /metrics",
+    )
+    serve.add_argument(
+        "--origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="ws://, wss:// (and --web): also accept browser pages from this origin, e.g. "
+        "https://app.example:8443 (repeatable; '*': every page); by default only the server's own",
     )
     served = serve.add_argument_group("publishers (rstreams serve URL)")
     served.add_argument(

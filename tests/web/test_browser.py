@@ -214,6 +214,7 @@ def test_the_browser_client_sends_messages_within_the_credit(tmp_path: Path) -> 
                 "ws://127.0.0.1:0/rsio",
                 {},
                 handlers={"events/click": on_click, "events/flood": lambda m: None},
+                origins=[live.url],  # the script runs in the live page, another server's
             )
             try:
                 async with chromium(CHROMIUM, tmp_path / "profile") as browser:
@@ -270,7 +271,12 @@ def test_the_browser_client_opens_a_channel_with_demand_both_ways(tmp_path: Path
     with LivePage({"x": rstreams.just(b"{}")}, publisher="x") as live:
 
         async def drive() -> Any:
-            server = await rstreams.serve("ws://127.0.0.1:0/rsio", {}, channels={"upper": upper})
+            server = await rstreams.serve(
+                "ws://127.0.0.1:0/rsio",
+                {},
+                channels={"upper": upper},
+                origins=[live.url],  # the script runs in the live page, another server's
+            )
             try:
                 async with chromium(CHROMIUM, tmp_path / "profile") as browser:
                     page = await browser.open(live.url)
@@ -285,3 +291,43 @@ def test_the_browser_client_opens_a_channel_with_demand_both_ways(tmp_path: Path
     assert inputs[0] == 150_000 and inputs[1:21] == [len(f"word {i}") for i in range(20)]
     # the server asked for input only as its answers were taken: a window's worth ahead, not all
     assert 20 <= seen["pulled"] <= 20 + 2 * 64, seen["pulled"]
+
+
+OTHER_SERVER = """(async () => {
+  const { connect } = await import("./rsio.js");
+  try {
+    const conn = await connect(%(url)s);
+    await conn.ready;
+    await conn.close("done");
+    return "connected";
+  } catch (error) {
+    return error.name + ": " + error.message;
+  }
+})()"""
+
+
+@pytest.mark.timeout(60)
+def test_a_page_from_another_origin_cannot_use_a_websocket_server(tmp_path: Path) -> None:
+    """In Chromium, a page (the live page's) cannot open RS.io on another ws:// server on the same
+    machine: the server refuses its origin (403, cross-site WebSocket hijacking) unless it was
+    served with origins= naming the page's origin."""
+    assert CHROMIUM is not None
+    with LivePage({"x": rstreams.just(b"{}")}, publisher="x") as live:
+
+        async def drive() -> list[str]:
+            strict = await rstreams.serve("ws://127.0.0.1:0/rsio", {"x": rstreams.just(b"1")})
+            allowing = await rstreams.serve("ws://127.0.0.1:0/rsio", {}, origins=[live.url])
+            try:
+                async with chromium(CHROMIUM, tmp_path / "profile") as browser:
+                    page = await browser.open(live.url)
+                    return [
+                        await page.evaluate(OTHER_SERVER % {"url": json.dumps(server.url)})
+                        for server in (strict, allowing)
+                    ]
+            finally:
+                await strict.aclose()
+                await allowing.aclose()
+
+        refused, allowed = asyncio.run(drive())
+    assert refused.startswith("ConnectionClosedError: cannot open a WebSocket to ws://127.0.0.1:"), refused
+    assert allowed == "connected"

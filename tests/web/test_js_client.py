@@ -176,9 +176,14 @@ def test_the_package_in_chromium_authenticates_and_publishes(tmp_path: Path) -> 
     rows = 3000
     servers: list[subprocess.Popen[bytes]] = []
     try:
-        token_url = _serve(servers, "ws://127.0.0.1:0/rsio", "--token", "tk-browser")
-        log_url = _serve(servers, "ws://127.0.0.1:0/rsio", "nums", "--sink", "out", stdin=b"a\n")
         with LivePage({"x": rstreams.just(b"{}")}, publisher="x") as live:
+            # the script runs in the live page: the servers accept its origin (--origin)
+            token_url = _serve(
+                servers, "ws://127.0.0.1:0/rsio", "--token", "tk-browser", "--origin", live.url
+            )
+            log_url = _serve(
+                servers, "ws://127.0.0.1:0/rsio", "nums", "--sink", "out", "--origin", live.url, stdin=b"a\n"
+            )
 
             async def drive() -> Any:
                 async with chromium(executable, tmp_path / "profile") as browser:

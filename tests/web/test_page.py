@@ -166,3 +166,37 @@ def test_a_taken_port_is_an_oserror_and_leaves_nothing_running(page: LivePage) -
     with pytest.raises(OSError, match="address already in use"):
         second.start()
     assert not second._thread.is_alive() and second.loop.is_closed()
+
+
+async def _ws_status(url: str, origin: str | None) -> int:
+    """101 when a handshake carrying ``origin`` opens a WebSocket at ``url``, else the HTTP status."""
+    from websockets.asyncio.client import connect as ws_connect
+    from websockets.exceptions import InvalidStatus
+
+    try:
+        async with ws_connect(url, subprotocols=["rsio.v0"], origin=origin, proxy=None, open_timeout=10):
+            return 101
+    except InvalidStatus as refused:
+        return int(refused.response.status_code)
+
+
+@pytest.mark.timeout(30)
+def test_the_page_websocket_accepts_the_page_and_refuses_other_origins(page: LivePage) -> None:
+    """The page's RS.io server serves its own page (by any loopback name) and clients without an
+    Origin; a page from elsewhere gets 403 (cross-site WebSocket hijacking: docs/security.md)."""
+    port = page.url.rstrip("/").rsplit(":", 1)[1]
+    asked = [page.url.rstrip("/"), f"http://localhost:{port}", None, "http://evil.example", page.ws_url]
+    statuses = [asyncio.run(_ws_status(page.ws_url, origin)) for origin in asked]
+    assert statuses == [101, 101, 101, 403, 403]  # (the last: a ws:// URL is no page's origin)
+
+
+@pytest.mark.timeout(30)
+def test_the_page_websocket_accepts_the_origins_given() -> None:
+    offer = {"x": rstreams.just(b"{}")}
+    with LivePage(offer, publisher="x", origins=["https://dash.example"]) as live:
+        assert asyncio.run(_ws_status(live.ws_url, "https://dash.example")) == 101
+        assert asyncio.run(_ws_status(live.ws_url, "http://evil.example")) == 403
+    with LivePage(offer, publisher="x", origins=["*"]) as live:
+        assert asyncio.run(_ws_status(live.ws_url, "http://evil.example")) == 101
+    with pytest.raises(ValueError, match="an origin has no path"):
+        LivePage(offer, publisher="x", origins=["https://dash.example/page"])

@@ -9,10 +9,11 @@ client without one gets :func:`ssl.create_default_context` (certificate and host
 verified). Passing ``ssl=`` with a plain scheme is refused, so a URL never lies about
 whether the connection is encrypted.
 
-A WebSocket server answers only at its URL's path (404 elsewhere) and only to clients that
+A WebSocket server answers only at its URL's path (404 elsewhere), only to clients that
 offer the ``rsio.v0`` subprotocol (the draft asks transports to signal the protocol
-version where they can). WebSocket clients never use an HTTP proxy from the environment:
-an RS.io URL names the peer to connect to, and nothing else is contacted.
+version where they can), and to browser pages only from its own origin or those allowed
+(:mod:`rstreams.net._origins`; others get 403). WebSocket clients never use an HTTP proxy
+from the environment: an RS.io URL names the peer to connect to, and nothing else is contacted.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rstreams.net._admission import Admission, AdmittingServer
+from rstreams.net._origins import origins_allowed, own_origins
 from rstreams.net._stream import StreamProtocol
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler
 from rstreams.net._url import Endpoint
@@ -114,12 +116,15 @@ async def listen_endpoint(
     high: int = DEFAULT_HIGH_WATER,
     low: int = DEFAULT_LOW_WATER,
     admission: Admission | None = None,
+    origins: tuple[str, ...] | None = (),
 ) -> Listener:
     """Start listening; each accepted connection gets ``handler_factory()`` as its handler.
 
     With ``admission``, connections of every scheme are accepted within its budget
     (:mod:`rstreams.net._admission`; for WebSocket, :class:`~rstreams.net._websocket.AdmittedConnection`).
     The returned Listener's ``endpoint`` carries the bound port (when 0 was asked for).
+    ``origins``: for ``ws``/``wss``, the browser origins allowed besides the server's own (checked
+    by :func:`~rstreams.net._websocket.check_origins`; ``None``: all).
     """
     loop = asyncio.get_running_loop()
     context = _check_ssl(endpoint, ssl, server=True)
@@ -147,7 +152,12 @@ async def listen_endpoint(
     from websockets.http11 import Request, Response
 
     from rstreams.net._pending import Pending
-    from rstreams.net._websocket import SUBPROTOCOL, AdmittedConnection, WebSocketTransport
+    from rstreams.net._websocket import (
+        SUBPROTOCOL,
+        AdmittedConnection,
+        WebSocketTransport,
+        origin_refused,
+    )
 
     served_path = endpoint.path.partition("?")[0]
 
@@ -158,9 +168,11 @@ async def listen_endpoint(
             return ws.respond(HTTPStatus.NOT_FOUND, f"RS.io is served at {served_path}\n")
         return None
 
-    def answered(ws: ServerConnection, request: Request, response: Response) -> None:
+    def answered(ws: ServerConnection, request: Request, response: Response) -> Response | None:
+        refused = origin_refused(ws, request, response)
         if isinstance(ws, AdmittedConnection):
             ws.handshake_answered()
+        return refused
 
     async def handle(ws: ServerConnection) -> None:
         handler = handler_factory()
@@ -168,6 +180,9 @@ async def listen_endpoint(
             ws.established = (lambda: handler.established) if isinstance(handler, Pending) else (lambda: True)
         await WebSocketTransport(ws, handler, high=high, low=low).run()
 
+    # The origins allowed: the list is websockets' own (its handshakes read it); the server's
+    # own origins join once its port is bound, before it serves.
+    allowed = origins_allowed((), origins)
     ws_server = await ws_serve(
         handle,
         endpoint.host,
@@ -176,12 +191,16 @@ async def listen_endpoint(
         compression=None,
         subprotocols=[SUBPROTOCOL],
         ping_interval=None,
+        origins=allowed,
         process_request=check_path,
         process_response=answered,
-        start_serving=admission is None,
+        start_serving=False,
     )
     bound = endpoint.with_port(ws_server.sockets[0].getsockname()[1])
+    if allowed is not None:
+        allowed[1:1] = own_origins(bound.host, bound.port, secure=bound.secure)
     if admission is None:
+        await ws_server.start_serving()
         return Listener(bound, ws_server)
     # Accepting within the budget: the websockets server is told it serves (its handshakes
     # answer 503 otherwise) but its accepting is taken off the loop; the admitting listener
@@ -196,6 +215,6 @@ async def listen_endpoint(
     budget = admission  # (a name mypy keeps narrowed in the closure)
 
     def connection() -> AdmittedConnection:
-        return AdmittedConnection(ws_server, budget)
+        return AdmittedConnection(ws_server, budget, allowed)
 
     return Listener(bound, AdmittingServer.start(ws_server, connection, admission, context))

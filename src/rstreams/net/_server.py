@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl as _ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -25,6 +25,7 @@ from rstreams.net._endpoints import Listener, listen_endpoint
 from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, check_interval
 from rstreams.net._messages import Handler, check_handlers
+from rstreams.net._origins import check_origins
 from rstreams.net._pending import Charged, Pending
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
@@ -178,6 +179,7 @@ async def serve(
     metrics: bool | str | None = None,
     handlers: Mapping[str, Handler] | None = None,
     channels: Mapping[str, ChannelFactory] | None = None,
+    origins: Iterable[str] | None = None,
 ) -> Server:
     """Listen on ``url`` and serve ``publishers`` to every client.
 
@@ -260,6 +262,13 @@ async def serve(
             ``codec``); the returned Publisher is the output, encoded with ``codec``.
             ``conn.channel(name, input)`` on a client opens one; subscribes to a channel are
             authorized like any other.
+        origins: for ``ws://`` and ``wss://``: the browser pages, besides the server's own, that
+            may connect, as origins ``"https://app.example:8443"`` (a page's scheme, host and
+            port); ``"*"`` among them: every page. A handshake whose ``Origin`` header (browsers
+            send one, other clients normally none) names another origin is refused with HTTP
+            403. The server's own origin is that of its URL (``http://127.0.0.1:9000`` for
+            ``ws://127.0.0.1:9000/rsio``; for a loopback or wildcard host, every loopback name).
+            See docs/security.md.
 
     Raises:
         ValueError / TypeError: a bad URL, ``publishers`` or ``ssl``.
@@ -281,6 +290,9 @@ async def serve(
     check_interval("idle_timeout", idle_timeout)
     check_interval("unread_timeout", unread_timeout)
     check_share(admission_share)
+    allowed = check_origins(origins)
+    if origins is not None and endpoint.scheme not in ("ws", "wss"):
+        raise ValueError(f"origins= applies to ws:// and wss:// servers (browser pages), not to {url!r}")
     server_auth = _server_auth(authenticate, authorize, auth_required)
     server = Server()
     if metrics is not None and not isinstance(metrics, bool | str):
@@ -371,7 +383,7 @@ async def serve(
             factory = charged_link
 
     server._listener = await listen_endpoint(
-        endpoint, factory, ssl=ssl, high=high_water, low=low_water, admission=admission
+        endpoint, factory, ssl=ssl, high=high_water, low=low_water, admission=admission, origins=allowed
     )
     if address is not None and server._metrics is not None:
         try:

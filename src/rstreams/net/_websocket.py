@@ -22,20 +22,37 @@ WebSocket connections itself and makes each one an :class:`AdmittedConnection`: 
 websockets library's connection, whose protocol callbacks (the HTTP request and the frames
 parsed from each read, the end of the transport) and its opening handshake's response are
 timed and charged to the budget until the RS.io connection carried on it is established.
+
+Origins (cross-site WebSocket hijacking). A browser lets any page open a WebSocket to any
+address, loopback included, and tells the server which page asked in the ``Origin`` header;
+other clients (Python, Java, Node) normally send none. A server accepts a request without
+``Origin``, and one whose origin is its own (``http(s)://host:port`` of its URL) or one the
+application allowed (:mod:`rstreams.net._origins`); websockets' ``origins=`` check does the
+comparing, and refuses the rest with HTTP 403 (:func:`origin_refused` words
+its body).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from http import HTTPStatus
 from typing import Any, cast
 
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.connection import Connection as _WsConnection
 from websockets.asyncio.server import Server, ServerConnection
-from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidHandshake, InvalidMessage
+from websockets.exceptions import (
+    ConnectionClosed,
+    ConnectionClosedOK,
+    InvalidHandshake,
+    InvalidMessage,
+    InvalidOrigin,
+)
+from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
 from rstreams.net._admission import Admission
@@ -50,7 +67,16 @@ from rstreams.net._transport import (
 )
 from rstreams.net._url import Endpoint
 
-__all__ = ["MAX_MESSAGE", "SUBPROTOCOL", "AdmittedConnection", "WebSocketTransport", "open_websocket"]
+__all__ = [
+    "MAX_MESSAGE",
+    "SUBPROTOCOL",
+    "AdmittedConnection",
+    "WebSocketTransport",
+    "open_websocket",
+    "origin_refused",
+]
+
+_log = logging.getLogger("rstreams.net.websocket")
 
 MAX_MESSAGE = 256 * 1024
 """Largest message this side sends: a quarter of websockets' default ``max_size`` (1 MiB),
@@ -58,6 +84,20 @@ so any default-configured peer accepts it, and big enough that message overhead 
 
 SUBPROTOCOL = "rsio.v0"
 """The WebSocket subprotocol both sides offer (RFC 6455 section 1.9)."""
+
+
+def origin_refused(ws: ServerConnection, request: Request, response: Response) -> Response | None:
+    """For a ``process_response``: the 403 websockets made for an origin it refused, worded to
+    say how to allow it (else ``None``: the response stays)."""
+    if not isinstance(ws.protocol.handshake_exc, InvalidOrigin):
+        return None
+    origin = request.headers.get("Origin")
+    _log.debug("refused a WebSocket handshake from a page at origin %r", origin)
+    return ws.respond(
+        HTTPStatus.FORBIDDEN,
+        f"a page at origin {origin} may not connect to this RS.io server (only its own origin may); "
+        f"to allow it, serve with origins=[{origin!r}] or rstreams serve --origin {origin}\n",
+    )
 
 
 async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> _WsConnection:
@@ -240,8 +280,9 @@ class AdmittedConnection(ServerConnection):  # type: ignore[misc]  # websockets 
     callbacks up to the end of its transport.
     """
 
-    def __init__(self, server: Server, admission: Admission) -> None:
-        protocol = ServerProtocol(subprotocols=[SUBPROTOCOL])  # compression: none, as serve() asks
+    def __init__(self, server: Server, admission: Admission, origins: Sequence[str | None] | None) -> None:
+        # compression: none and the same origins, as serve() asks
+        protocol = ServerProtocol(origins=origins, subprotocols=[SUBPROTOCOL])
         super().__init__(protocol, server, ping_interval=None)
         self.admission: Admission | None = admission
         self.established: Callable[[], bool] | None = None

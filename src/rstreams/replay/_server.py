@@ -52,7 +52,7 @@ import concurrent.futures
 import json
 import ssl as _ssl
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
 
 from rstreams import demand
@@ -462,7 +462,8 @@ class ReplayServer:
     ``rstreams top``, ``rstreams/stats``); ``metrics="host:port"`` also serves Prometheus'
     ``/metrics`` there (``metrics_url``; docs/observability.md). ``handshake_timeout``: as for
     :func:`rstreams.serve`, the seconds a connection has for its hello and then for settling
-    its credentials.
+    its credentials. ``origins``: for ``ws://`` and ``wss://``, the browser pages allowed
+    besides the server's own, as :func:`rstreams.serve` takes them.
     """
 
     def __init__(
@@ -478,8 +479,10 @@ class ReplayServer:
         authorize: Callable[[Any, str], bool] | None = None,
         metrics: bool | str = False,
         handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
+        origins: Iterable[str] | None = None,
     ) -> None:
         self._logs = {**logs, **(sinks or {})}
+        self._origins = origins
         self._metrics = metrics
         self._route = replay_offer(logs, sinks, staging_bytes=staging_bytes)
         self._offer = offer if offer is not None else self._route
@@ -516,6 +519,7 @@ class ReplayServer:
             authorize=by_log,
             metrics=self._metrics,
             handshake_timeout=self._handshake_timeout,
+            origins=self._origins,
         )
         self._server = asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
         if self._metrics:

@@ -6,18 +6,22 @@ at :attr:`LivePage.url`, RS.io at :attr:`LivePage.ws_url` (``ws://host:port/rsio
 page reads ``/config.json`` to learn the WebSocket URL and the publisher to chart, so one
 page works for any server; ``?url=...&publisher=...`` on the page's address overrides them.
 The WebSocket server counts (``metrics=True``): beside its charts the page shows where the
-server's streams wait, from ``rstreams/stats`` (docs/observability.md).
+server's streams wait, from ``rstreams/stats`` (docs/observability.md). The WebSocket server
+accepts browser pages from the page's own origin (``http://host:port`` of :attr:`LivePage.url`,
+by any loopback name for a loopback host) and from ``origins``; other pages get HTTP 403
+(docs/security.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 from rstreams.errors import report_unhandled
 from rstreams.net import Server, serve
+from rstreams.net._origins import check_origins, own_origins
 from rstreams.net._routes import Offer
 from rstreams.observe import replay_metrics
 from rstreams.replay import ReplayLog, replay_offer
@@ -41,6 +45,8 @@ class LivePage:
         port: the page's HTTP port (0: any free one); the WebSocket server takes any free port.
         title: the page's heading.
         window: the demand window the page keeps (elements requested and not yet drawn).
+        origins: more origins whose pages may use the WebSocket server besides the page's own
+            (as :func:`rstreams.net.serve` takes them; ``"*"``: every page).
     """
 
     def __init__(
@@ -52,9 +58,12 @@ class LivePage:
         port: int = 0,
         title: str = "rstreams live",
         window: int = 64,
+        origins: Iterable[str] | None = None,
     ) -> None:
         if type(window) is not int or window < 1:
             raise ValueError(f"window must be an int >= 1, got {window!r}")
+        more = check_origins(origins)
+        self._origins = None if more is None else list(more)
         self._offer = offer
         self._host = host
         self._port = port
@@ -100,10 +109,14 @@ class LivePage:
         return self
 
     async def _start(self) -> None:
-        self._ws = await serve(f"ws://{_host_in_url(self._host)}:0{WS_PATH}", self._offer, metrics=True)
+        # The page first: its origin is one the WebSocket server accepts.
+        self._http_port = await self._http.start(self._host, self._port)
+        page = own_origins(self._host, self._http_port, secure=False)
+        origins = ["*"] if self._origins is None else [*page, *self._origins]
+        ws_url = f"ws://{_host_in_url(self._host)}:0{WS_PATH}"
+        self._ws = await serve(ws_url, self._offer, metrics=True, origins=origins)
         if self._logs:  # the page shows the server's numbers (rstreams/stats), its logs' among them
             self._ws.add_metrics("replay", replay_metrics(self._logs))
-        self._http_port = await self._http.start(self._host, self._port)
 
     def stop(self) -> None:
         """Close both servers (every page's connection gets a goodbye) and the loop thread."""
@@ -130,9 +143,15 @@ class LivePage:
 
 
 def page_for_logs(
-    address: str, logs: Mapping[str, ReplayLog], *, publisher: str, title: str = "rstreams live"
+    address: str,
+    logs: Mapping[str, ReplayLog],
+    *,
+    publisher: str,
+    title: str = "rstreams live",
+    origins: Iterable[str] | None = None,
 ) -> LivePage:
-    """Start a :class:`LivePage` on ``HOST:PORT`` (port 0: any) serving ``logs`` read-only.
+    """Start a :class:`LivePage` on ``HOST:PORT`` (port 0: any) serving ``logs`` read-only
+    (``origins``: as :class:`LivePage` takes them).
 
     What ``rstreams serve --web`` and ``rstreams demo`` run: the page charts ``publisher``,
     one of the logs; a sink log is served for reading only (uploads go to the main server).
@@ -143,7 +162,12 @@ def page_for_logs(
     if publisher not in logs:
         raise ValueError(f"the page charts one of the logs {sorted(logs)}, got {publisher!r}")
     page = LivePage(
-        replay_offer(logs), publisher=publisher, host=host or "127.0.0.1", port=int(port), title=title
+        replay_offer(logs),
+        publisher=publisher,
+        host=host or "127.0.0.1",
+        port=int(port),
+        title=title,
+        origins=origins,
     )
     page._logs = logs
     return page.start()
