@@ -393,7 +393,11 @@ def test_unknown_name_exits_1_with_the_servers_error(capsys: pytest.CaptureFixtu
     with served(builtin_publishers()) as url:
         status, lines, err = subscribe(capsys, url, "countr")
         assert (status, lines) == (1, [])
-        assert err == f"rstreams subscribe: publisher 'countr' on {url} failed: no publisher named 'countr'\n"
+        assert err == (
+            f"rstreams subscribe: publisher 'countr' on {url} failed: no publisher named 'countr'"
+            f" (the names it offers: rstreams subscribe {url} rstreams/publishers)\n"
+        )
+        assert subscribe(capsys, url, "rstreams/publishers")[0] == 0
         assert subscribe(capsys, url, "counter?to=1")[:2] == (0, ["0"])
 
 

@@ -216,10 +216,13 @@ async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
             return
 
 
-def _channel_hint(message: str, name: str) -> str:
+def _channel_hint(message: str, name: str, url: str) -> str:
     """How to open ``name`` when the server refused the subscribe because ``name`` is a channel
-    (PROTOCOL.md §21.3): no command of rstreams opens one, the Python API does."""
+    (PROTOCOL.md §21.3): no command of rstreams opens one, the Python API does; for any other
+    unknown name, where the server lists the names it has."""
     if "is a channel: open it as one" not in message:
+        if message.startswith("no publisher named "):  # where the names are, on an rstreams server
+            return f" (the names it offers: rstreams subscribe {url} rstreams/publishers)"
         return ""
     return (
         f" (rstreams subscribe opens no channels; in Python: conn.channel({name!r}, input_publisher), "
@@ -265,7 +268,7 @@ def _subscribe(args: argparse.Namespace) -> int:
         try:
             await _print_elements(conn, args)
         except RemoteStreamError as failed:
-            said = f"{failed.message}{_channel_hint(failed.message, args.name)}"
+            said = f"{failed.message}{_channel_hint(failed.message, args.name, args.url)}"
             return fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {said}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
             # a refused token or TLS client certificate; our token towards a server without auth.
