@@ -1051,6 +1051,18 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.Capture
         (["demo", "--rate", "-1"], "--rate needs readings/s >= 0"),
         (["demo", "--web", "8000"], "--web needs HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got '8000'"),
         (["serve", "tcp://127.0.0.1:0", "log", "--metrics", "h:99999"], "--metrics needs HOST:PORT"),
+        (
+            ["serve", "tcp://127.0.0.1:0", "log", "--reader-timeout", "nan"],
+            "--reader-timeout needs a number of seconds > 0",
+        ),
+        (
+            ["serve", "tcp://127.0.0.1:0", "log", "--input-from", "-1"],
+            "--input-from needs a position >= 0 (0: the log's",
+        ),
+        (
+            ["serve", "tcp://127.0.0.1:0", "log", "--sink", "a", "--sink", "a"],
+            "log 'a' is named twice (NAME and each --sink",
+        ),
     ],
 )
 def test_bad_options_exit_2(

@@ -78,6 +78,14 @@ def serve_log(args: argparse.Namespace) -> int:
     problem = _log_names_problem(args)
     if problem is None and capacity < 1:
         problem = f"--capacity needs an integer >= 1, got {capacity}"
+    for option, seconds in (
+        ("--pending-timeout", args.pending_timeout),
+        ("--reader-timeout", args.reader_timeout),
+    ):
+        if problem is None and seconds is not None and not seconds > 0:
+            problem = f"{option} needs a number of seconds > 0, got {seconds:g}"
+    if problem is None and args.input_from is not None and args.input_from < 0:
+        problem = f"--input-from needs a position >= 0 (0: the log's first element), got {args.input_from}"
     if problem is None and args.web_publisher is not None:
         if args.web is None:
             problem = "--web-publisher needs --web (it names the log the live page charts)"
@@ -183,7 +191,7 @@ def _log_names_problem(args: argparse.Namespace) -> str | None:
             )
     twice = next((name for name in names if names.count(name) > 1), None)
     if twice is not None:
-        return f"log {twice!r} is named twice (NAME and --sink name different logs)"
+        return f"log {twice!r} is named twice (NAME and each --sink name a different log)"
     return None
 
 

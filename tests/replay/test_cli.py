@@ -253,8 +253,8 @@ def test_subscribe_refused_by_a_tls_1_2_alert_names_certfile(
 @pytest.mark.parametrize(
     ("option", "says"),
     [
-        (["--pending-timeout", "0"], "pending_timeout= needs a number of seconds > 0"),
-        (["--reader-timeout", "-1"], "reader_timeout= needs a number of seconds > 0"),
+        (["--pending-timeout", "0"], "--pending-timeout needs a number of seconds > 0, got 0\n"),
+        (["--reader-timeout", "-1"], "--reader-timeout needs a number of seconds > 0, got -1\n"),
         (["--input-from", "5"], "feed(position=5) is past the log's end 0"),
         (["--capacity", "0"], "--capacity needs an integer >= 1, got 0"),
         (["--path", __file__], "cannot keep the log in --path "),
