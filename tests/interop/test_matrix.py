@@ -395,12 +395,16 @@ def server_commands(
     """(command, environment, transports it serves, in the order it prints them) for ``server``;
     skips when the server's language is not installed."""
     listen = {"tcp": "tcp://127.0.0.1:0", "ws": "ws://127.0.0.1:0/rsio"}
+    # The browser driver's page comes from its own file server, on a port chosen when it starts:
+    # the Python WebSocket server accepts every page's origin (--origin '*'; rstreams' servers
+    # accept only their own by default, docs/security.md; the Java and JavaScript ones do not check).
+    pages = {"tcp": [], "ws": ["--origin", "*"]}
     if server == "python":  # rstreams serve takes one URL
         return [
             (
                 [
                     sys.executable, "-m", "rstreams.cli", "serve", listen[t], "--token", TOKEN,
-                    "--publishers", str(HERE / "offer.py"),
+                    "--publishers", str(HERE / "offer.py"), *pages[t],
                 ],
                 python_env(),
                 [t],
