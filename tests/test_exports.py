@@ -25,6 +25,7 @@ PUBLIC = {
     "set_unhandled_error_hook",
     # the fluent base and the sources
     "Flow",
+    "GroupedFlow",
     "empty",
     "error",
     "from_async_iterable",
@@ -67,12 +68,15 @@ def test_all_is_exactly_the_documented_api() -> None:
 
 
 def test_the_operators_errors_are_caught_by_their_public_names() -> None:
-    """The errors the README names for `first()` and `timeout()` are `rstreams.` names."""
+    """The errors the README names for `first()` and `timeout()`, and `group_by`'s groups'
+    type, are `rstreams.` names."""
     with pytest.raises(rstreams.NoSuchElementError):
         rstreams.empty().first().result(5)
     assert issubclass(rstreams.NoSuchElementError, LookupError)
     assert issubclass(rstreams.StreamTimeoutError, TimeoutError)
     assert rstreams.NoSuchElementError.__module__ == rstreams.StreamTimeoutError.__module__ == "rstreams"
+    group = rstreams.just(1, 2).group_by(lambda x: x % 2).first().result(5)
+    assert type(group) is rstreams.GroupedFlow and group.key == 1
 
 
 def test_importing_rstreams_pulls_in_no_optional_dependency() -> None:

@@ -29,6 +29,7 @@ from rstreams.errors import set_unhandled_error_hook as set_unhandled_error_hook
 if TYPE_CHECKING:
     from rstreams.flow._element import NoSuchElementError as NoSuchElementError
     from rstreams.flow._flow import Flow as Flow
+    from rstreams.flow._flow import GroupedFlow as GroupedFlow
     from rstreams.flow._flow import from_publisher as from_publisher
     from rstreams.flow._public import MulticastProcessor as MulticastProcessor
     from rstreams.flow._public import PushSource as PushSource
@@ -64,6 +65,7 @@ __version__ = "0.1.0"
 # name -> (module, attribute) it is loaded from on first access
 _LAZY: dict[str, tuple[str, str]] = {
     "Flow": ("rstreams.flow._flow", "Flow"),
+    "GroupedFlow": ("rstreams.flow._flow", "GroupedFlow"),
     "MulticastProcessor": ("rstreams.flow._public", "MulticastProcessor"),
     "NoSuchElementError": ("rstreams.flow._element", "NoSuchElementError"),
     "OverflowStrategy": ("rstreams.flow._push", "OverflowStrategy"),
@@ -124,6 +126,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "UNBOUNDED",
     "Flow",
+    "GroupedFlow",
     "InvalidDemandError",
     "MulticastProcessor",
     "NoSuchElementError",
