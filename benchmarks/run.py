@@ -202,6 +202,7 @@ def make_plots(out: Path, peers: Path | None, say: Callable[[str], None]) -> Non
 def main(argv: Sequence[str] | None = None) -> int:
     names = list(SCENARIOS)
     parser = argparse.ArgumentParser(
+        prog="rstreams bench",
         description=(__doc__ or "").splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="scenarios: " + ", ".join(names),

@@ -50,6 +50,31 @@ def test_bench_help_runs_the_benchmarks_script() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--quick" in done.stdout
+    assert done.stdout.startswith("usage: rstreams bench "), done.stdout
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", ["subscribe", "ping", "top"])
+def test_a_url_where_nothing_listens_asks_whether_a_server_is_there(command: str, tmp_path: Path) -> None:
+    """Connection refused (tcp://) or no socket file (unix://): one line that says what to check."""
+    with socket.socket() as probe:  # a port that was free a moment ago, nothing listening on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for url in (f"tcp://127.0.0.1:{port}", f"unix://{tmp_path / 'none.sock'}"):
+        args = [sys.executable, "-m", "rstreams.cli", command, url]
+        done = subprocess.run(
+            args + (["counter"] if command == "subscribe" else []),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=50,
+        )
+        assert done.returncode == 2, (url, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].endswith("(the URL: is a server listening there?)"), (
+            url,
+            done.stderr,
+        )
 
 
 @pytest.mark.timeout(30)

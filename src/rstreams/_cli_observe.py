@@ -81,6 +81,10 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
         return " (--token: this server asks for one)"
     if "PROTOCOL.md §15.3" in text:
         return " (--token: the server refused this one)"
+    while isinstance(error, BaseException):  # the error or its cause: nothing at that port or path
+        if isinstance(error, ConnectionRefusedError | FileNotFoundError):
+            return " (the URL: is a server listening there?)"
+        error = error.__cause__
     return ""
 
 
