@@ -13,6 +13,7 @@ import net from "node:net";
 import tls from "node:tls";
 
 import { AuthGate } from "./gate.js";
+import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
 import {
   Connection, ConnectionClosedError, SUBPROTOCOL, connect as connectWebSocket, connectTransport, holdUntilStarted,
@@ -156,15 +157,20 @@ const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams servers: for the clientHe
  * `options.handshakeTimeout` seconds (default 10; null: never) is said goodbye `handshake
  * timeout (no clientHello within N s)`, and with authenticate one whose authenticate is not
  * settled within as long of the hello `authentication timeout (not settled within N s of the
- * hello) (PROTOCOL.md §15.3)`, both with error code 11 (timeout), as rstreams servers. Resolves with {url, connections, close()} once listening;
- * close() says goodbye to every connection.
+ * hello) (PROTOCOL.md §15.3)`, both with error code 11 (timeout), as rstreams servers. A ws://
+ * server accepts a browser page (a handshake with an Origin header) only from its own origin
+ * (http://host:port; for a loopback or wildcard host every loopback name) or one of
+ * `options.origins` (["https://app.example:8443"]; "*": every page), others get HTTP 403
+ * (origins.js); clients sending no Origin (Node, Python, Java) are accepted. Resolves with
+ * {url, connections, close()} once listening; close() says goodbye to every connection.
  */
 export async function listen(url, options = {}) {
   if (options.auth != null) {
     throw new TypeError("listen() takes no auth credentials: authenticate clients with options.authenticate "
       + "(and authorize)");
   }
-  const { authenticate, authorize, authRequired = true, resume, ...rest } = options;
+  const { authenticate, authorize, authRequired = true, resume, origins, ...rest } = options;
+  const moreOrigins = checkOrigins(origins); // checked for every scheme, used by ws://
   if (authenticate === undefined && authorize !== undefined) {
     throw new TypeError("authorize needs authenticate too: listen(url, {authenticate, authorize})");
   }
@@ -216,6 +222,8 @@ export async function listen(url, options = {}) {
     const wss = new WebSocketServer({
       host: host(parsed), port: port(parsed), path,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
+      // browser pages: its own origin (known once bound) and those allowed; others get 403
+      verifyClient: originCheck(() => ownOrigins(host(parsed), wss.address().port), moreOrigins),
     });
     await new Promise((resolve, reject) => {
       wss.once("error", reject);

@@ -61,8 +61,11 @@ export async function usage(): Promise<void> {
     authenticate: async (credentials) => (typeof credentials === "string" ? credentials : credentials.user),
     authorize: (principal, name) => name.startsWith(`users/${String(principal)}/`),
     authRequired: false,
+    origins: ["https://app.example:8443"],
   });
   await guarded.close();
+  // @ts-expect-error origins is a list, even of one ("*": every page)
+  await listen("ws://127.0.0.1:0/rsio", { origins: "*" });
   // @ts-expect-error the accepting side checks credentials, it presents none
   await listen("tcp://127.0.0.1:0", { auth: "t" });
   // @ts-expect-error publisher names are strings

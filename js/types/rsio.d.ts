@@ -336,6 +336,12 @@ export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | 
   authRequired?: boolean;
   /** Serve resumable sessions (§16): true, or options (ms and bytes). */
   resume?: boolean | Partial<ServerResumeOptions>;
+  /**
+   * ws:// only: the browser pages, besides the server's own origin, that may connect
+   * (`SCHEME://HOST[:PORT]`, e.g. "https://app.example:8443"; "*": every page). A handshake
+   * with any other Origin gets HTTP 403; one without Origin (non-browser clients) is accepted.
+   */
+  origins?: readonly string[];
 }
 
 /** listen()'s session resumption (PROTOCOL.md §16.7): ms and bytes. */

@@ -4,7 +4,8 @@
 // and serves the names the Python and Java servers of the matrix offer, written here from
 // docs/conformance.md: counter?from=A&to=B (little-endian int64, offered with elementSize 8 so
 // that it travels packed), conformance/large?size=S&n=N, conformance/error?after=K,
-// conformance/infinite?tag=T and conformance/stats?tag=T. It prints "serving on URL" for each
+// conformance/infinite?tag=T and conformance/stats?tag=T. Its ws:// server accepts every page's
+// origin (the browser driver's). It prints "serving on URL" for each
 // once it listens and runs until killed.
 import { fixedSize, listen } from "../../js/src/node.js";
 
@@ -95,6 +96,7 @@ for (const url of urls) {
     publishers,
     authenticate: (credentials) => (credentials === token ? "matrix" : null),
     onerror: (error) => process.stderr.write(`${error?.stack ?? error}\n`),
+    origins: ["*"], // the browser driver's page comes from its own file server, on a port of its own
   });
   servers.push(server);
   process.stdout.write(`serving on ${server.url}\n`);

@@ -397,7 +397,8 @@ def server_commands(
     listen = {"tcp": "tcp://127.0.0.1:0", "ws": "ws://127.0.0.1:0/rsio"}
     # The browser driver's page comes from its own file server, on a port chosen when it starts:
     # the Python WebSocket server accepts every page's origin (--origin '*'; rstreams' servers
-    # accept only their own by default, docs/security.md; the Java and JavaScript ones do not check).
+    # accept only their own by default, docs/security.md), as server.mjs's listen() does (its
+    # origins: ["*"]); the Java one does not check.
     pages = {"tcp": [], "ws": ["--origin", "*"]}
     if server == "python":  # rstreams serve takes one URL
         return [
