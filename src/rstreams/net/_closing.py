@@ -17,6 +17,12 @@ stays open and input is discarded until the peer's end of input, :data:`LINGER_B
 :data:`LINGER_SECONDS`, whichever comes first; where the transport can half-close (TCP,
 Unix) the goodbye is also followed by ``write_eof``, so the peer sees goodbye, then end of
 input. TLS and WebSocket cannot half-close: there the goodbye simply goes out first.
+
+The answer to the peer's goodbye closes the same way where the transport can half-close: a
+peer that goes on writing after its goodbye (§9.1 forbids it) would otherwise be reset, and
+could lose the answer; a peer that does not closes on reading it, which ends the linger at
+once. Over TLS and WebSocket the transport closes once the answer is written, as before (with
+no half-close, two ends that each waited for the other's close would wait for the linger).
 """
 
 from __future__ import annotations
@@ -42,10 +48,12 @@ CLOSE_TIMEOUT = 5.0
 """Seconds :meth:`Closing.aclose` waits for the peer's goodbye, then for the transport."""
 
 LINGER_SECONDS = 2.0
-"""After an error goodbye, how long input is still read (and discarded) before closing."""
+"""After an error goodbye (or an answer, over TCP and Unix), how long input is still read
+(and discarded) before closing."""
 
 LINGER_BYTES = 4 * 1024 * 1024
-"""After an error goodbye, how many bytes of input are discarded at most before closing."""
+"""After an error goodbye (or an answer, over TCP and Unix), how many bytes of input are
+discarded at most before closing."""
 
 
 NOT_RSIO_HINT = (
@@ -227,7 +235,13 @@ class Closing:
         transport = outbox.transport
         if transport is None or transport.is_closing():
             return
-        if error is not None and self._start_linger(transport):
+        # Our error goodbye, or our answer to the peer's goodbye where we can half-close: a peer
+        # that goes on writing after its goodbye (§9.1 says it must not) would be reset by a
+        # close with its bytes unread, and could lose the answer. One that stops closes on
+        # reading the answer, which ends the linger at once. Without a half-close (TLS,
+        # WebSocket) the answer is followed by the close: both ends would wait for the other.
+        peer_first = error is None and not outbox.closing and transport.can_write_eof()
+        if (error is not None or peer_first) and self._start_linger(transport):
             return
         transport.close()
 
@@ -285,7 +299,7 @@ class Closing:
 
     # -- the lingering close ------------------------------------------------------------------------
     def _start_linger(self, transport: Transport) -> bool:
-        """After an error goodbye: stop writing, go on reading (and discarding) for a while.
+        """After an error goodbye (or an answer): stop writing, go on reading (and discarding) for a while.
 
         Returns whether it lingers (always, unless the transport is already closing).
         """
