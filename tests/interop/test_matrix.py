@@ -398,7 +398,7 @@ def server_commands(
     # The browser driver's page comes from its own file server, on a port chosen when it starts:
     # the Python WebSocket server accepts every page's origin (--origin '*'; rstreams' servers
     # accept only their own by default, docs/security.md), as server.mjs's listen() does (its
-    # origins: ["*"]); the Java one does not check.
+    # origins: ["*"]) and InteropServerMain's RsioServer (its origins("*")).
     pages = {"tcp": [], "ws": ["--origin", "*"]}
     if server == "python":  # rstreams serve takes one URL
         return [

@@ -60,12 +60,20 @@ final class Pipelines {
                 ClientAuth.NONE, null, false);
     }
 
-    static void server(ChannelPipeline p, RsioUrl url, SslContext ssl, io.netty.channel.ChannelHandler... last) {
+    /**
+     * {@code origins}: the pages besides the server's own that may open a WebSocket
+     * ({@link OriginCheck#check}; null: every page).
+     */
+    static void server(ChannelPipeline p, RsioUrl url, SslContext ssl, java.util.Set<String> origins,
+            io.netty.channel.ChannelHandler... last) {
         if (url.secure()) {
             p.addLast(ssl.newHandler(p.channel().alloc()), new TlsGate());
         }
         if (url.websocket()) {
             p.addLast(new HttpServerCodec(), new HttpObjectAggregator(64 * 1024));
+            if (origins != null) {
+                p.addLast(new OriginCheck(url, origins));
+            }
             p.addLast(new WebSocketServerProtocolHandler(WebSocketServerProtocolConfig.newBuilder()
                     .websocketPath(url.path())
                     .subprotocols(WebSocketBridge.SUBPROTOCOL)

@@ -74,6 +74,7 @@ public final class RsioServer implements AutoCloseable {
             throw new IllegalArgumentException("tls(SSLContext) was given for " + where.scheme() + "://; use tls:// or wss://");
         }
         SslContext ssl = b.tls == null ? null : Pipelines.sslContext(b.tls, false);
+        java.util.Set<String> origins = b.origins;
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(boss, workers)
                 .channel(Transport.serverChannel(where.unix()))
@@ -86,10 +87,10 @@ public final class RsioServer implements AutoCloseable {
                         if (options.resume() != null) {
                             // announced once the first byte shows a new session, not a resume (§16.3):
                             // what the hook sends must not come between a resumed transport's hello and resumed
-                            Pipelines.server(ch.pipeline(), where, ssl, new ResumeSniffer(endpoint,
+                            Pipelines.server(ch.pipeline(), where, ssl, origins, new ResumeSniffer(endpoint,
                                     token -> sessions.get(java.util.HexFormat.of().formatHex(token)), announce), endpoint);
                         } else {
-                            Pipelines.server(ch.pipeline(), where, ssl, endpoint);
+                            Pipelines.server(ch.pipeline(), where, ssl, origins, endpoint);
                             announce.run();
                         }
                     }
@@ -155,8 +156,26 @@ public final class RsioServer implements AutoCloseable {
         private Predicate<Credentials> authenticator;
         private boolean resume;
         private Duration sessionTimeout = Duration.ofSeconds(30);
+        private java.util.Set<String> origins = java.util.Set.of();
 
         private Builder() {}
+
+        /**
+         * The browser pages, besides the server's own, that may open a {@code ws://} or
+         * {@code wss://} connection (docs/security.md): each an origin as a page's address begins,
+         * {@code "https://app.example:8443"}, or {@code "*"} for every page. A handshake without
+         * an Origin header (Java, Python and Node clients) is always accepted, and so is the
+         * server's own origin ({@code http(s)://host:port} of its URL; for a loopback or wildcard
+         * host also {@code localhost}, {@code 127.0.0.1} and {@code [::1]}); any other gets HTTP
+         * 403. Default: none besides the server's own. Each call replaces the previous list.
+         *
+         * @throws IllegalArgumentException naming {@code origins} if one is not
+         *     {@code http(s)://host[:port]} or {@code "*"}
+         */
+        public Builder origins(String... origins) {
+            this.origins = OriginCheck.check(java.util.Arrays.asList(Objects.requireNonNull(origins, "origins")));
+            return this;
+        }
 
         /**
          * Offers extension resume (PROTOCOL.md §16): a client whose transport breaks can continue

@@ -10,7 +10,8 @@ import java.util.List;
  * The Java server of the interop matrix (tests/interop): {@code java ... InteropServerMain TOKEN URL...}
  * serves the conformance publishers and {@code counter?from=A&to=B} (the integers A..B-1 as
  * {@link Codec#INT64}, sent packed) on every URL, requiring TOKEN (§15), prints {@code serving on URL}
- * for each once it listens, and runs until killed.
+ * for each once it listens, and runs until killed. Its WebSocket servers accept every page's Origin
+ * ({@code origins("*")}): the browser driver's page comes from its own file server, on a port of its own.
  */
 public final class InteropServerMain {
     private InteropServerMain() {}
@@ -27,6 +28,7 @@ public final class InteropServerMain {
                                     i -> Codec.INT64.encode(from + i), Math.max(0, to - from), -1, null, false), 8);
                         })
                         .token(args[0])
+                        .origins("*")
                         .bind(args[k]);
                 servers.add(server);
                 System.out.println("serving on " + server.url());
