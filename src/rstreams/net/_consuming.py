@@ -184,7 +184,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         self.pending = 0  # demand requested locally, not yet sent
         self.started = False  # the subscribe frame was queued
         self.done = False  # cancelled or terminated: deliver nothing more
-        self._loop_thread = _ident()
+        self._loop_thread = table.loop_thread
 
     # -- Subscription (the local Subscriber calls these, from any thread) ----------------
     def request(self, n: int) -> None:
@@ -458,7 +458,7 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         self.pending = 0  # the one element is asked for in the subscribe itself
         self.started = True  # by open_request, at once
         self.done = False
-        self._loop_thread = _ident()
+        self._loop_thread = table.loop_thread
         self._future = future  # asyncio.Future, resolved on the loop's thread
         self._defer = defer  # runs a call once the current read is handled
 
@@ -535,6 +535,7 @@ class SubscriptionTable:
         "_next_id",
         "_unacked",
         "describe",
+        "loop_thread",
         "outbox",
         "qualified",
         "requests",
@@ -543,6 +544,9 @@ class SubscriptionTable:
 
     def __init__(self, outbox: Outbox, describe: Callable[[], str]) -> None:
         self.outbox = outbox
+        self.loop_thread = _ident()
+        """The event loop's thread, where the table is made and its subscriptions are signalled
+        (they hand over a request or cancel made on another thread)."""
         self.describe = describe  # the connection's repr, for RemotePublisher's
         self.subscriptions: dict[int, RemoteSubscription[Any]] = {}
         self.requests: dict[RemoteSubscription[Any], None] = {}
