@@ -10,8 +10,11 @@ import pytest
 # fails properties that are correct. The suite checks behaviour, never speed (benchmarks/ does).
 from hypothesis import settings
 
+from testkit.groups import xdist_group
+
 settings.register_profile("rstreams", deadline=None)
 settings.load_profile("rstreams")
+
 
 # -- on several cores: scripts/test.sh runs pytest -n 2 --dist loadgroup (pytest-xdist) ----------
 # Tests are handed out one at a time, except those that must not run beside each other: each group
@@ -20,21 +23,6 @@ settings.load_profile("rstreams")
 #          in a subprocess (all in tests/spark), so that two Spark JVMs never share the cores;
 #   java:  `mvn test-compile` into java/target (the interop matrix, the polyglot fuzz run), which
 #          two Maven builds at once in one directory would break.
-GROUPS = {
-    "tests/spark/": "spark",
-    "tests/interop/test_matrix.py": "java",
-    "tests/conformance/test_fuzz_polyglot_quick.py": "java",
-}
-
-
-def xdist_group(nodeid: str) -> str | None:
-    """The group of the test ``nodeid`` (None: it may run on any worker, beside anything)."""
-    for prefix, group in GROUPS.items():
-        if nodeid.startswith(prefix):
-            return group
-    return None
-
-
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: without it, never called
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` with the groups above; the largest group starts first.

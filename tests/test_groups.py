@@ -7,19 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GROUPS, xdist_group
+from testkit.groups import GROUPS, xdist_group
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(
     path.relative_to(ROOT).as_posix()
     for path in (ROOT / "tests").rglob("*.py")
-    if path.parent.name != "testkit" and path.name not in ("conftest.py", "test_groups.py")
+    if path.parent.name != "testkit" and path.name != "test_groups.py"
 )
 
 
 @pytest.mark.parametrize("prefix", sorted(GROUPS))
 def test_every_group_names_a_path_that_exists(prefix: str) -> None:
-    assert (ROOT / prefix).exists(), f"tests/conftest.py's GROUPS names {prefix}, which is gone"
+    assert (ROOT / prefix).exists(), f"tests/testkit/groups.py's GROUPS names {prefix}, which is gone"
 
 
 def test_groups_are_read_from_node_ids() -> None:
@@ -33,7 +33,7 @@ def test_groups_are_read_from_node_ids() -> None:
     ("needle", "group"),
     [
         ('"mvn"', "java"),  # runs Maven on java/
-        ("fuzz_polyglot", "java"),  # fuzz/fuzz_polyglot.py runs Maven on java/
+        ('"fuzz_polyglot"', "java"),  # loads fuzz/fuzz_polyglot.py, which runs Maven on java/
         ("testkit.spark", "spark"),
         ("getOrCreate", "spark"),
         ('"rstreams.cli", "demo"', "spark"),

@@ -21,6 +21,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 ``testkit.scripts``       examples/, fuzz/ and docs/'s scripts loaded as modules
 ``testkit.observe``       a clock the test moves, a subscriber that waits on events
 ``testkit.imports``       a package's import graph and a cycle finder (structure tests)
+``testkit.groups``        the tests that pytest -n 2 runs on one worker (tests/conftest.py)
 ``testkit.broken_publishers``, ``testkit.broken_subscribers``: the TCK's own test subjects
 ========================  ============================================================
 """
