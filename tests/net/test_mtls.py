@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +19,7 @@ from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net import Connection, Server, connect, serve
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO
 from testkit.net import WAIT
-from testkit.tls import Issued, TestCA, client_context, server_context
+from testkit.tls import MutualPki, client_context, server_context
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -29,29 +27,9 @@ URLS = {"tls": "tls://127.0.0.1:0", "wss": "wss://127.0.0.1:0/rsio"}
 OFFER: dict[str, Any] = {"numbers": lambda params: rstreams.range(5).map(lambda i: bytes([i]))}
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca: TestCA
-    other_ca: TestCA
-    server: Issued
-    alice: Issued
-    bob: Issued
-    mallory: Issued
-    """Signed by ``other_ca``: not trusted by the server."""
-
-
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    directory: Path = tmp_path_factory.mktemp("mtls")
-    ca, other = TestCA.make(directory, "rstreams test CA"), TestCA.make(directory, "another CA")
-    return Pki(
-        ca,
-        other,
-        ca.issue("rstreams server", san=("127.0.0.1", "localhost")),
-        ca.issue("alice", client=True),
-        ca.issue("bob", client=True),
-        other.issue("mallory", client=True),
-    )
+def pki(tmp_path_factory: pytest.TempPathFactory) -> MutualPki:
+    return MutualPki.make(tmp_path_factory.mktemp("mtls"))
 
 
 class Subjects:
@@ -66,7 +44,7 @@ class Subjects:
         self.names.append(subject.get("commonName", "<no certificate>"))
 
 
-async def _serve(scheme: str, pki: Pki, subjects: Subjects) -> Server:
+async def _serve(scheme: str, pki: MutualPki, subjects: Subjects) -> Server:
     return await serve(
         URLS[scheme], OFFER, ssl=server_context(pki.server, client_ca=pki.ca), on_connection=subjects
     )
@@ -85,7 +63,9 @@ async def _refused(url: str, context: ssl.SSLContext) -> ConnectionBrokenError:
 
 
 @pytest.mark.parametrize("scheme", list(URLS))
-async def test_client_with_a_certificate_from_the_ca_streams_and_is_identified(scheme: str, pki: Pki) -> None:
+async def test_client_with_a_certificate_from_the_ca_streams_and_is_identified(
+    scheme: str, pki: MutualPki
+) -> None:
     subjects = Subjects()
     async with await _serve(scheme, pki, subjects) as server:
         assert await _numbers(server.url, client_context(pki.ca, pki.alice)) == [bytes([i]) for i in range(5)]
@@ -95,7 +75,7 @@ async def test_client_with_a_certificate_from_the_ca_streams_and_is_identified(s
 
 @pytest.mark.parametrize("scheme", list(URLS))
 @pytest.mark.parametrize("who", ["no certificate", "another CA"])
-async def test_client_without_a_trusted_certificate_is_refused(scheme: str, who: str, pki: Pki) -> None:
+async def test_client_without_a_trusted_certificate_is_refused(scheme: str, who: str, pki: MutualPki) -> None:
     """Refused in the TLS handshake: never a connection; the server keeps serving others."""
     subjects = Subjects()
     untrusted = client_context(pki.ca) if who == "no certificate" else client_context(pki.ca, pki.mallory)
@@ -109,7 +89,7 @@ async def test_client_without_a_trusted_certificate_is_refused(scheme: str, who:
 
 
 @pytest.mark.parametrize("scheme", list(URLS))
-async def test_clients_at_once_are_told_apart(scheme: str, pki: Pki) -> None:
+async def test_clients_at_once_are_told_apart(scheme: str, pki: MutualPki) -> None:
     """Concurrent clients, each seen with its own certificate, all served."""
     subjects = Subjects()
     async with await _serve(scheme, pki, subjects) as server:
@@ -120,7 +100,7 @@ async def test_clients_at_once_are_told_apart(scheme: str, pki: Pki) -> None:
 
 
 @pytest.mark.parametrize("scheme", list(URLS))
-async def test_refusal_names_the_client_certificate(scheme: str, pki: Pki) -> None:
+async def test_refusal_names_the_client_certificate(scheme: str, pki: MutualPki) -> None:
     subjects = Subjects()
     async with await _serve(scheme, pki, subjects) as server:
         error = await _refused(server.url, client_context(pki.ca))
@@ -129,7 +109,9 @@ async def test_refusal_names_the_client_certificate(scheme: str, pki: Pki) -> No
 
 @pytest.mark.parametrize("scheme", list(URLS))
 @pytest.mark.parametrize("who", ["no certificate", "another CA"])
-async def test_a_tls_1_3_refusal_ends_the_same_way_on_both_schemes(scheme: str, who: str, pki: Pki) -> None:
+async def test_a_tls_1_3_refusal_ends_the_same_way_on_both_schemes(
+    scheme: str, who: str, pki: MutualPki
+) -> None:
     """A TLS 1.3 server refuses after the client's side of the handshake: the session ends
     before the server's hello on tls://, before its HTTP response on wss://. Both errors are a
     TLSRefusedError, by which a caller that retries tells a refusal apart (tests/net/
@@ -142,7 +124,7 @@ async def test_a_tls_1_3_refusal_ends_the_same_way_on_both_schemes(scheme: str, 
 
 
 @pytest.mark.parametrize("scheme", list(URLS))
-async def test_a_tls_1_2_refusal_in_the_handshake_says_what_it_may_mean(scheme: str, pki: Pki) -> None:
+async def test_a_tls_1_2_refusal_in_the_handshake_says_what_it_may_mean(scheme: str, pki: MutualPki) -> None:
     """A TLS 1.2 server refuses in the handshake itself, which asyncio reports as a bare
     ConnectionResetError: the error says where it happened and what it usually means."""
     context = server_context(pki.server, client_ca=pki.ca)

@@ -16,8 +16,6 @@ import contextlib
 import socket
 import ssl
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +25,7 @@ from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, TLSRefu
 from rstreams.net import connect, serve
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO
 from testkit.net import WAIT
-from testkit.tls import Issued, TestCA, client_context, server_context
+from testkit.tls import MutualPki, client_context, server_context
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -35,25 +33,9 @@ URLS = {"tls": "tls://127.0.0.1:0", "wss": "wss://127.0.0.1:0/rsio"}
 OFFER: dict[str, Any] = {"numbers": lambda params: rstreams.range(3).map(lambda i: bytes([i]))}
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca: TestCA
-    server: Issued
-    alice: Issued
-    mallory: Issued
-    """Signed by another CA: not trusted by the server."""
-
-
 @pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    directory: Path = tmp_path_factory.mktemp("refusal")
-    ca, other = TestCA.make(directory, "refusal CA"), TestCA.make(directory, "other CA")
-    return Pki(
-        ca,
-        ca.issue("server", san=("127.0.0.1",)),
-        ca.issue("alice", client=True),
-        other.issue("mallory", client=True),
-    )
+def pki(tmp_path_factory: pytest.TempPathFactory) -> MutualPki:
+    return MutualPki.make(tmp_path_factory.mktemp("refusal"))
 
 
 async def _numbers(url: str, context: ssl.SSLContext | None) -> list[bytes]:
@@ -78,7 +60,9 @@ def test_it_is_a_connection_broken_error_in_the_tree() -> None:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("scheme", list(URLS))
 @pytest.mark.parametrize("who", ["no certificate", "another CA"])
-async def test_a_refused_client_certificate_is_a_tls_refused_error(scheme: str, who: str, pki: Pki) -> None:
+async def test_a_refused_client_certificate_is_a_tls_refused_error(
+    scheme: str, who: str, pki: MutualPki
+) -> None:
     untrusted = client_context(pki.ca) if who == "no certificate" else client_context(pki.ca, pki.mallory)
     context = server_context(pki.server, client_ca=pki.ca)
     async with await serve(URLS[scheme], OFFER, ssl=context) as server:
@@ -91,7 +75,7 @@ async def test_a_refused_client_certificate_is_a_tls_refused_error(scheme: str, 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("scheme", list(URLS))
-async def test_a_tls_1_2_reset_in_the_handshake_is_one_too(scheme: str, pki: Pki) -> None:
+async def test_a_tls_1_2_reset_in_the_handshake_is_one_too(scheme: str, pki: MutualPki) -> None:
     """A TLS 1.2 server refuses inside the handshake, by a reset when it is Python's asyncio."""
     context = server_context(pki.server, client_ca=pki.ca)
     context.maximum_version = ssl.TLSVersion.TLSv1_2
@@ -103,7 +87,7 @@ async def test_a_tls_1_2_reset_in_the_handshake_is_one_too(scheme: str, pki: Pki
 
 
 @contextlib.asynccontextmanager
-async def ends_after_handshake(pki: Pki) -> AsyncIterator[str]:
+async def ends_after_handshake(pki: MutualPki) -> AsyncIterator[str]:
     """A tls:// URL whose server makes the TLS handshake (no client certificate asked for), then
     ends each session without a word: as a server killed just then does, and as one refusing a
     client certificate does."""
@@ -117,7 +101,7 @@ async def ends_after_handshake(pki: Pki) -> AsyncIterator[str]:
 
 
 @pytest.mark.asyncio
-async def test_a_session_ended_after_the_handshake_is_one_too(pki: Pki) -> None:
+async def test_a_session_ended_after_the_handshake_is_one_too(pki: MutualPki) -> None:
     """The type says how the session ended, not why: one ended once looks the same."""
     async with ends_after_handshake(pki) as url:
         error = await _broken(url, client_context(pki.ca))
@@ -147,7 +131,7 @@ async def test_a_plain_connection_ended_before_the_hello_is_not_one() -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_websocket_at_a_wrong_path_is_not_one(pki: Pki) -> None:
+async def test_a_websocket_at_a_wrong_path_is_not_one(pki: MutualPki) -> None:
     """A wss:// server that answers the WebSocket handshake (404: nothing at that path) did
     not end the session before its first word."""
     async with await serve(URLS["wss"], OFFER, ssl=server_context(pki.server)) as server:
@@ -158,7 +142,7 @@ async def test_a_websocket_at_a_wrong_path_is_not_one(pki: Pki) -> None:
 
 
 @pytest.mark.asyncio
-async def test_a_session_that_said_hello_ends_with_the_plain_error(pki: Pki) -> None:
+async def test_a_session_that_said_hello_ends_with_the_plain_error(pki: MutualPki) -> None:
     """After the server's hello, an ended TLS session is an ordinary ConnectionBrokenError."""
     offer = {**OFFER, "later": lambda params: rstreams.timer(60).map(lambda i: b"x")}
     server = await serve(URLS["tls"], offer, ssl=server_context(pki.server, client_ca=pki.ca))

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["Issued", "TestCA", "client_context", "server_context"]
+__all__ = ["Issued", "MutualPki", "TestCA", "client_context", "server_context"]
 
 _DAY = datetime.timedelta(days=1)
 
@@ -153,3 +153,28 @@ def _general_name(name: str) -> x509.GeneralName:
 
 def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in text)
+
+
+@dataclass(frozen=True)
+class MutualPki:
+    """What a mutual-TLS test needs: a CA with its server and two clients, and a client signed
+    by another CA (``mallory``), which the server does not trust."""
+
+    ca: TestCA
+    other_ca: TestCA
+    server: Issued
+    alice: Issued
+    bob: Issued
+    mallory: Issued
+
+    @classmethod
+    def make(cls, directory: Path) -> MutualPki:
+        ca, other = TestCA.make(directory, "rstreams test CA"), TestCA.make(directory, "another CA")
+        return cls(
+            ca,
+            other,
+            ca.issue("rstreams server", san=("127.0.0.1", "localhost")),
+            ca.issue("alice", client=True),
+            ca.issue("bob", client=True),
+            other.issue("mallory", client=True),
+        )
