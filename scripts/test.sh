@@ -69,8 +69,11 @@ else
   if [ "${CI:-}" = true ]; then exit 1; fi
 fi
 # --- end of the Java binding's block -------------------------------------------------------------
+# pytest on two worker processes (pytest-xdist; tests/conftest.py keeps the Spark tests on one
+# worker and the Maven-built ones on one); arguments given to this script come after, so `-n 0`
+# runs everything in this process and `-n auto` uses every core.
 echo "== tests"
-"$VENV/bin/python" -X dev -m pytest "$@"
+"$VENV/bin/python" -X dev -m pytest -n 2 --dist loadgroup "$@"
 # Spark: the run above uses the newest PySpark the spark extra allows; the oldest it declares gets
 # a virtual environment of its own and the tests of the streaming reader, whose API is what changes
 # between versions (RSTREAMS_SPARK_OLDEST=0 skips this).
