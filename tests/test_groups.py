@@ -43,3 +43,10 @@ def test_every_file_that_needs_a_group_has_it(needle: str, group: str) -> None:
     users = [path for path in SOURCES if needle in (ROOT / path).read_text(encoding="utf-8")]
     assert users, f"no file in tests/ mentions {needle}: this check would be vacuous"
     assert [path for path in users if xdist_group(f"{path}::test") != group] == []
+
+
+def test_the_scheduler_still_groups_by_our_scope() -> None:
+    """tests/conftest.py's scheduler overrides pytest-xdist's ``_split_scope`` (pinned below 3.9 in
+    pyproject.toml): should a version rename it, the groups would be silently ignored."""
+    scheduler = pytest.importorskip("xdist.scheduler")
+    assert callable(getattr(scheduler.LoadGroupScheduling, "_split_scope", None))
