@@ -124,7 +124,7 @@ async def listen_endpoint(
     (:mod:`rstreams.net._admission`; for WebSocket, :class:`~rstreams.net._websocket.AdmittedConnection`).
     The returned Listener's ``endpoint`` carries the bound port (when 0 was asked for).
     ``origins``: for ``ws``/``wss``, the browser origins allowed besides the server's own (checked
-    by :func:`~rstreams.net._websocket.check_origins`; ``None``: all).
+    by :func:`~rstreams.net._origins.check_origins`; ``None``: all).
     """
     loop = asyncio.get_running_loop()
     context = _check_ssl(endpoint, ssl, server=True)
@@ -182,7 +182,7 @@ async def listen_endpoint(
 
     # The origins allowed: the list is websockets' own (its handshakes read it); the server's
     # own origins join once its port is bound, before it serves.
-    allowed = origins_allowed((), origins)
+    allowed = origins_allowed(origins)
     ws_server = await ws_serve(
         handle,
         endpoint.host,

@@ -11,7 +11,7 @@ result to websockets' ``origins=`` check.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 __all__ = ["ALL_ORIGINS", "check_origins", "origins_allowed", "own_origins"]
 
@@ -86,7 +86,8 @@ def check_origins(origins: Iterable[str] | None) -> tuple[str, ...] | None:
     return None if ALL_ORIGINS in checked else checked
 
 
-def origins_allowed(own: Sequence[str], more: tuple[str, ...] | None) -> list[str | None] | None:
-    """What websockets' ``origins=`` is given: no ``Origin`` header (``None``), ``own`` and
-    ``more`` (from :func:`check_origins`); ``None`` (no check) when ``more`` is."""
-    return None if more is None else [None, *dict.fromkeys([*own, *more])]
+def origins_allowed(more: tuple[str, ...] | None) -> list[str | None] | None:
+    """What websockets' ``origins=`` is given: no ``Origin`` header (``None``) and ``more`` (from
+    :func:`check_origins`); ``None`` (no check) when ``more`` is. The server's own origins
+    (:func:`own_origins`) join the list once its port is known."""
+    return None if more is None else [None, *dict.fromkeys(more)]
