@@ -41,6 +41,11 @@ def cannot_serve(url: str, bad: BaseException) -> str:
     return said
 
 
+def browser_facing(url: str) -> bool:
+    """Whether ``url`` is a WebSocket server's, which browser pages may use (``--origin``)."""
+    return url.partition("://")[0].lower() in ("ws", "wss")
+
+
 def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     """The server's TLS context from ``--tls-cert``/``--tls-key`` (and ``--tls-client-ca``: mutual
     TLS, as docs/security.md builds it); ValueError names a mismatch."""

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from rstreams._cli_common import cannot_serve, fail, server_tls, token_check
+from rstreams._cli_common import browser_facing, cannot_serve, fail, server_tls, token_check
 from rstreams.errors import ReactiveStreamsError
 
 __all__ = ["LOG_OPTIONS", "add_log_options", "add_publish", "publish", "serve_log"]
@@ -119,9 +119,7 @@ def serve_log(args: argparse.Namespace) -> int:
         ssl=context,
         authenticate=None if token is None else token_check(token),
         metrics=True if args.metrics == "on" else (args.metrics or False),
-        origins=args.origin
-        if args.origin and args.url.partition("://")[0].lower() in ("ws", "wss")
-        else None,
+        origins=args.origin if args.origin and browser_facing(args.url) else None,
     )
     with _stopped_by_sigterm() as stop:  # from before the announcement: its reader may stop us
         try:

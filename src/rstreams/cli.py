@@ -37,7 +37,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from rstreams._cli_common import cannot_serve, fail, server_tls, token_check
+from rstreams._cli_common import browser_facing, cannot_serve, fail, server_tls, token_check
 from rstreams.errors import ReactiveStreamsError
 
 if TYPE_CHECKING:
@@ -323,17 +323,12 @@ def _serve(args: argparse.Namespace) -> int:
             check_origins(args.origin)
         except ValueError as bad:
             return fail("serve", f"--origin: {bad}")
-        if not _browser_facing(args.url) and args.web is None:
+        if not browser_facing(args.url) and args.web is None:
             return fail(
                 "serve",
                 f"--origin applies to ws:// and wss:// servers and the live page (--web), not to {args.url}",
             )
     return serve_log(args) if args.name else _serve_publishers(args)
-
-
-def _browser_facing(url: str) -> bool:
-    """Whether ``url`` is a WebSocket server's, which browser pages may use (``--origin``)."""
-    return url.partition("://")[0].lower() in ("ws", "wss")
 
 
 def _serve_publishers(args: argparse.Namespace) -> int:
