@@ -86,6 +86,12 @@ _ident = threading.get_ident
 _BYTES = {bytes}
 
 
+def _as_is(items: list[Any], size: int) -> bool:
+    """Whether raw ``items`` go out as they are: all ``bytes``, each ``size`` long when the size
+    is fixed (not 0). What :meth:`ServingStream.on_next_many` and a refill's pulled batch check."""
+    return set(map(type, items)) == _BYTES and (not size or set(map(len, items)) == {size})
+
+
 class ServingStream(Subscriber[Any]):
     """Subscriber to a local Publisher on behalf of the peer's subscriber ``sid``."""
 
@@ -197,7 +203,7 @@ class ServingStream(Subscriber[Any]):
                 and (
                     items[0].__class__ is bytes and (not size or len(items[0]) == size)
                     if count == 1  # one at a time (an open stream's latency)
-                    else set(map(type, items)) == _BYTES and (not size or set(map(len, items)) == {size})
+                    else _as_is(items, size)
                 )
             ):
                 # Bytes that go out as they are: into the pack as on_next and on_next_many take them
@@ -436,8 +442,7 @@ class ServingStream(Subscriber[Any]):
             and outstanding >= 0
             and self._inbox is None
             and _ident() == self._loop_thread
-            and set(map(type, items)) == _BYTES
-            and (not size or set(map(len, items)) == {size})
+            and _as_is(items, size)
         ):
             self.outstanding = outstanding
             remote = self.remote_demand
