@@ -23,7 +23,7 @@ from rstreams.tck._subscriber import (
     verify_subscriber_whitebox,
 )
 from rstreams.tck._subscriber_support import WhiteboxSubscriberProbe, _RecordingSubscription
-from testkit.broken_subscribers import ReferenceSubscriber
+from testkit.broken_subscribers import BlackboxOf, ReferenceSubscriber, WhiteboxOf
 
 WAIT = 10.0
 """A bound on each rendezvous, so that a broken test fails instead of hanging."""
@@ -128,22 +128,6 @@ class SerialisedRequests(ReferenceSubscriber):
             self.subscription.cancel()
 
 
-class _Whitebox(SubscriberWhiteboxVerification):
-    def __init__(self, cls: type[ReferenceSubscriber]) -> None:
-        self.cls = cls
-
-    def create_subscriber(self, probe: WhiteboxSubscriberProbe[Any]) -> Subscriber[Any]:
-        return self.cls(probe)
-
-
-class _Blackbox(SubscriberBlackboxVerification):
-    def __init__(self, cls: type[ReferenceSubscriber]) -> None:
-        self.cls = cls
-
-    def create_subscriber(self) -> Subscriber[Any]:
-        return self.cls()
-
-
 SPEC201 = "required_spec201_must_signal_demand_via_subscription_request"
 HAPPY_PATH = "required_exercise_whitebox_happy_path"
 SPEC201_BLACKBOX = "required_spec201_blackbox_must_signal_demand_via_subscription_request"
@@ -153,9 +137,9 @@ SPEC201_BLACKBOX = "required_spec201_blackbox_must_signal_demand_via_subscriptio
 @pytest.mark.parametrize(
     ("verification", "case", "calls"),
     [
-        (_Whitebox(OverlappingRequests), SPEC201, ("request(1) on thread 'rstreams-tck-", "its request(1)")),
-        (_Whitebox(CancelsBesideARequest), HAPPY_PATH, ("cancel() on thread", "its request(1)")),
-        (_Blackbox(OverlappingRequests), SPEC201_BLACKBOX, ("request(1) on thread", "its request(1)")),
+        (WhiteboxOf(OverlappingRequests), SPEC201, ("request(1) on thread 'rstreams-tck-", "its request(1)")),
+        (WhiteboxOf(CancelsBesideARequest), HAPPY_PATH, ("cancel() on thread", "its request(1)")),
+        (BlackboxOf(OverlappingRequests), SPEC201_BLACKBOX, ("request(1) on thread", "its request(1)")),
     ],
     ids=["whitebox requests", "whitebox cancel", "blackbox requests"],
 )
@@ -180,7 +164,7 @@ def test_overlapping_calls_on_the_subscription_fail_naming_rule_2_7_and_both_cal
 def test_a_processor_setup_names_the_processor() -> None:
     """The message names what is verified: a processor's upstream probe says "the processor"."""
 
-    class AsProcessor(_Whitebox):
+    class AsProcessor(WhiteboxOf):
         subject = "the processor"
 
     result = run_cases(AsProcessor(OverlappingRequests), [SPEC201]).results[0]

@@ -27,6 +27,7 @@ from testkit.broken_subscribers import (
     AcceptsNoneElement,
     AcceptsNoneError,
     AsksForZeroLater,
+    BlackboxOf,
     CancelsBothSubscriptions,
     CancelsInOnError,
     ChecksNoneAfterDuplicate,
@@ -43,6 +44,7 @@ from testkit.broken_subscribers import (
     RequestsFromSecondSubscription,
     RequestsInOnComplete,
     RequestsOnlyOnce,
+    WhiteboxOf,
     WrapsErrors,
 )
 
@@ -245,22 +247,6 @@ BLACKBOX_BROKEN = [
 ]
 
 
-class _Whitebox(SubscriberWhiteboxVerification):
-    def __init__(self, cls: type[ReferenceSubscriber]) -> None:
-        self.cls = cls
-
-    def create_subscriber(self, probe: WhiteboxSubscriberProbe[Any]) -> Subscriber[Any]:
-        return self.cls(probe)
-
-
-class _Blackbox(SubscriberBlackboxVerification):
-    def __init__(self, cls: type[ReferenceSubscriber]) -> None:
-        self.cls = cls
-
-    def create_subscriber(self) -> Subscriber[Any]:
-        return self.cls()
-
-
 @pytest.mark.parametrize(
     ("broken", "case", "fragment"), WHITEBOX_BROKEN, ids=lambda v: getattr(v, "__name__", "")
 )
@@ -268,10 +254,10 @@ def test_broken_whitebox_subscriber_fails_its_rule(
     broken: type[ReferenceSubscriber], case: str, fragment: str
 ) -> None:
     """The broken subscriber fails the named whitebox case; the correct twin passes it."""
-    result = run_cases(_Whitebox(broken), [case]).results[0]
+    result = run_cases(WhiteboxOf(broken), [case]).results[0]
     assert result.outcome == "failed", result
     assert fragment in result.message, result.message
-    twin = run_cases(_Whitebox(ReferenceSubscriber), [case]).results[0]
+    twin = run_cases(WhiteboxOf(ReferenceSubscriber), [case]).results[0]
     assert twin.outcome == "passed", twin
 
 
@@ -282,16 +268,16 @@ def test_broken_blackbox_subscriber_fails_its_rule(
     broken: type[ReferenceSubscriber], case: str, fragment: str
 ) -> None:
     """The broken subscriber fails the named blackbox case; the correct twin passes it."""
-    result = run_cases(_Blackbox(broken), [case]).results[0]
+    result = run_cases(BlackboxOf(broken), [case]).results[0]
     assert result.outcome == "failed", result
     assert fragment in result.message, result.message
-    twin = run_cases(_Blackbox(ReferenceSubscriber), [case]).results[0]
+    twin = run_cases(BlackboxOf(ReferenceSubscriber), [case]).results[0]
     assert twin.outcome == "passed", twin
 
 
 def test_whitebox_subscriber_that_never_registers_fails_every_staged_case() -> None:
     """Forgetting probe.register_on_subscribe fails each case that builds a stage, saying so."""
-    report = run_cases(_Whitebox(NeverRegisters))
+    report = run_cases(WhiteboxOf(NeverRegisters))
     failed = {r.name for r in report.failed}
     assert len(failed) == 12, str(report)  # 14 executable cases minus the two rule-2.3 cases
     assert all("registerOnSubscribe" in r.message for r in report.failed)
@@ -299,8 +285,8 @@ def test_whitebox_subscriber_that_never_registers_fails_every_staged_case() -> N
 
 def test_every_required_rule_has_a_broken_subscriber() -> None:
     """Each executable subscriber rule is shown to catch at least one broken subscriber."""
-    white_rules = {_Whitebox(ReferenceSubscriber).tck_case(case).rule for _, case, _ in WHITEBOX_BROKEN}
-    black_rules = {_Blackbox(ReferenceSubscriber).tck_case(case).rule for _, case, _ in BLACKBOX_BROKEN}
+    white_rules = {WhiteboxOf(ReferenceSubscriber).tck_case(case).rule for _, case, _ in WHITEBOX_BROKEN}
+    black_rules = {BlackboxOf(ReferenceSubscriber).tck_case(case).rule for _, case, _ in BLACKBOX_BROKEN}
     required_white = {c.rule for c in SubscriberWhiteboxVerification.tck_cases if c.category == "required"}
     required_black = {c.rule for c in SubscriberBlackboxVerification.tck_cases if c.category == "required"}
     assert required_white - {None} <= white_rules
@@ -371,7 +357,7 @@ def test_the_helper_publisher_stops_delivering_when_its_case_ends() -> None:
 
 def test_a_verification_stops_its_helper_publishers_when_the_case_ends() -> None:
     """create_helper_publisher registers the publisher with the case's environment."""
-    verification = _Blackbox(ReferenceSubscriber)
+    verification = BlackboxOf(ReferenceSubscriber)
     env = verification.env
     helper = verification.create_helper_publisher(10)
     assert isinstance(helper, HelperPublisher) and not helper._stopped

@@ -12,7 +12,31 @@ from typing import Any
 from rstreams.api import Processor, Subscriber, Subscription
 from rstreams.flow._public import MulticastProcessor
 from rstreams.rules import check_error, check_item
+from rstreams.tck._subscriber import SubscriberBlackboxVerification, SubscriberWhiteboxVerification
 from rstreams.tck._subscriber_support import SubscriberPuppet, WhiteboxSubscriberProbe
+
+# -- verifications of a Subscriber class ---------------------------------------------------
+
+
+class WhiteboxOf(SubscriberWhiteboxVerification):
+    """The whitebox verification of ``cls``, made with the probe (a ReferenceSubscriber or a twin)."""
+
+    def __init__(self, cls: type[ReferenceSubscriber]) -> None:
+        self.cls = cls
+
+    def create_subscriber(self, probe: WhiteboxSubscriberProbe[Any]) -> Subscriber[Any]:
+        return self.cls(probe)
+
+
+class BlackboxOf(SubscriberBlackboxVerification):
+    """The blackbox verification of ``cls``, made without a probe."""
+
+    def __init__(self, cls: type[ReferenceSubscriber]) -> None:
+        self.cls = cls
+
+    def create_subscriber(self) -> Subscriber[Any]:
+        return self.cls()
+
 
 # -- correct references ------------------------------------------------------------------
 
