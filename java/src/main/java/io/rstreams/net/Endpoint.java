@@ -301,14 +301,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * reading); past MAX_UNSENT, whatever they are, the peer is said goodbye.
      */
     private void checkBacklog() {
-        Connection.State state = conn.state();
-        if (state != Connection.State.OPEN && state != Connection.State.AWAITING_HELLO) {
+        if (!conversing()) {
             return;
         }
         long unsent = unsent();
         if (unsent > MAX_UNSENT) {
-            conn.abort("peer not reading: more than " + MAX_UNSENT + " bytes unsent to it (PROTOCOL.md §6.3)");
-            process(); // the goodbye queues behind what the peer does not read: the linger time closes
+            notReading("more than " + MAX_UNSENT + " bytes unsent to it (PROTOCOL.md §6.3)");
             return;
         }
         if (!backedUp && !ended && ledger.unsentReplies(unsent) > LOW_WATER) {
@@ -324,12 +322,22 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     private void unreadExpired() {
         unreadTimer = null;
-        Connection.State state = conn.state();
-        if (backedUp && !ended && (state == Connection.State.OPEN || state == Connection.State.AWAITING_HELLO)) {
+        if (backedUp && !ended && conversing()) {
             String seconds = String.valueOf(options.unreadTimeout().toMillis() / 1000.0).replaceAll("\\.0$", "");
-            conn.abort("peer not reading: replies left unread for " + seconds + " s (unreadTimeout, PROTOCOL.md §6.3)");
-            process(); // the goodbye queues behind what the peer does not read: the linger time closes
+            notReading("replies left unread for " + seconds + " s (unreadTimeout, PROTOCOL.md §6.3)");
         }
+    }
+
+    /** Whether the conversation is on (or about to be): a peer not reading is then said goodbye. */
+    private boolean conversing() {
+        Connection.State state = conn.state();
+        return state == Connection.State.OPEN || state == Connection.State.AWAITING_HELLO;
+    }
+
+    /** Says goodbye to a peer that does not read what we send it, saying {@code why}. */
+    private void notReading(String why) {
+        conn.abort("peer not reading: " + why);
+        process(); // the goodbye queues behind what the peer does not read: the linger time closes
     }
 
     /** Reads from the peer again: it took our replies, or the conversation is over (a linger discards). */
