@@ -16,7 +16,8 @@ untested). Use it from pytest by subclassing a verification class whose name sta
     assert report.ok, str(report)
 
 A breach a stream commits after the run returned (a second ``on_complete`` from a thread
-still running) is found by ``report.recheck()``, called once the implementation stopped.
+still running) is found by ``report.recheck()``, called once the implementation stopped;
+under pytest, one committed after the class was torn down fails the end of the session.
 
 This package does not import pytest. A skipped case raises :class:`SkipTest` (a
 :class:`unittest.SkipTest`), a failed one :class:`TCKFailure` (an AssertionError) whose

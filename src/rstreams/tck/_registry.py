@@ -179,7 +179,7 @@ class Report:
         Subscription): call this once the implementation has stopped (its threads joined,
         its loop closed), and nothing it signalled is missed. It never waits. A breach is
         reported once: by the first of a later case of the same verification class, the end
-        of a run, ``teardown_class`` or this call to read it.
+        of a run, ``teardown_class``, the end of a pytest session or this call to read it.
         """
         if self.late is None:
             return self
@@ -314,6 +314,10 @@ class Verification:
                 if alias not in vars(cls):
                     setattr(cls, alias, _alias(info))
         cls.tck_cases = tuple(cases.values())
+        if "pytest" in sys.modules:  # under pytest: report breaches after teardown_class at the session's end
+            from rstreams.tck._pytest import install
+
+            install(cls)
 
     # -- configuration -----------------------------------------------------------
     def create_env(self) -> TestEnvironment:
@@ -334,7 +338,8 @@ class Verification:
     @classmethod
     def teardown_class(cls) -> None:
         """pytest calls this after the class's last case: a breach a stream committed after its
-        case ended, that no later case reported, fails here (naming that case); never waits."""
+        case ended, that no later case reported, fails here (naming that case); never waits.
+        One committed later still fails the end of the session (:mod:`rstreams.tck._pytest`)."""
         _raise_late(_late_breaches(cls))
 
     def tck_case(self, name: str) -> CaseInfo:

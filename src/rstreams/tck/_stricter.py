@@ -180,7 +180,8 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         " fails on such a breach, naming the case whose stream it was; at the end of a run (run_cases,"
         " verify_publisher) a breach no later case found fails the case whose stream it was, and under"
         " pytest the class's teardown_class fails on it. A breach committed after the run returned fails"
-        " its case in report.recheck(), called once the publisher has stopped.",
+        " its case in report.recheck(), called once the publisher has stopped; under pytest, one"
+        " committed after the class was torn down fails the end of the session, naming class, case and rule.",
         "A black-box wait is finite: a stream that breaks a rule only after its case stopped watching"
         " (a second on_complete 150 ms later) passes every JVM case.",
     ),
