@@ -26,7 +26,8 @@ from rstreams._cli_publishers import builtin_channels, builtin_publishers, load_
 from rstreams.cli import main
 from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net import serve
-from rstreams.replay import AccessDeniedError, CertificateRefusedError
+from rstreams.net._transport import TLS_REFUSAL_HINT, TLSNoResponseError
+from rstreams.replay import AccessDeniedError, CertificateRefusedError, ServerUnavailableError
 
 
 @pytest.mark.timeout(30)
@@ -592,12 +593,31 @@ def _caused(error: BaseException, cause: BaseException) -> BaseException:
         (_caused(ConnectionBrokenError("could not connect"), _alert("WRONG_VERSION_NUMBER")), False),
         (ConnectionBrokenError("the peer said goodbye: 'SSLV3_ALERT_BAD_CERTIFICATE'"), False),
         (AccessDeniedError("the TLS handshake with tls://h:1 failed: [SSL: ...]"), False),
+        (_caused(ConnectionBrokenError("could not connect"), TLSNoResponseError("no HTTP response")), True),
+        (ConnectionBrokenError(f"WebSocket handshake failed: ... ({TLS_REFUSAL_HINT})"), False),
+        (ServerUnavailableError("... the last: ...", last=TLSRefusedError("ended before its hello")), True),
+        (ServerUnavailableError("...", last=_caused(ConnectionBrokenError(), TLSNoResponseError())), True),
+        (ServerUnavailableError(f"... the last: could not connect: ...; {TLS_REFUSAL_HINT}"), False),
     ],
-    ids=["ended", "replay-refused", "alert", "alert-cause", "other-ssl", "words-only", "other-denied"],
+    ids=[
+        "ended",
+        "replay-refused",
+        "alert",
+        "alert-cause",
+        "other-ssl",
+        "words-only",
+        "other-denied",
+        "wss-no-response",
+        "wss-words-only",
+        "unavailable-last",
+        "unavailable-last-cause",
+        "unavailable-words-only",
+    ],
 )
 def test_access_hint_tells_a_refused_client_certificate_by_type(error: BaseException, refused: bool) -> None:
-    """The --certfile hint follows the error's type (or its cause's: a certificate alert), not
-    words that happen to name an alert."""
+    """The --certfile hint follows the error's type (or its cause's: a certificate alert, a
+    wss:// handshake with no HTTP response over TLS; or the last failure of the replay client's
+    ServerUnavailableError), not words that happen to name an alert or carry the hint."""
     from rstreams._cli_observe import access_hint
 
     hint = " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"

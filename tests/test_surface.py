@@ -100,6 +100,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("TCKFailure", AssertionError),
         ("AccessDeniedError", PermissionError),
         ("CertificateRefusedError", PermissionError),
+        ("TLSHandshakeError", PermissionError),
         ("ServerUnavailableError", ConnectionError),
     ],
 )
@@ -110,13 +111,18 @@ def test_exceptions_keep_their_stdlib_base(name: str, stdlib: type[BaseException
 
 
 def test_the_refusals_of_a_client_certificate_refine_their_errors() -> None:
-    """A caller tells a refused client certificate by type, and one that catches the broader
-    error (a broken connection, a denied access) still catches it."""
+    """A caller tells a refused client certificate, or another failed TLS handshake, by type, and
+    one that catches the broader error (a broken connection, a denied access, a refused
+    connection) still catches it."""
     from rstreams.errors import ConnectionBrokenError, TLSRefusedError
-    from rstreams.replay import AccessDeniedError, CertificateRefusedError
+    from rstreams.net._transport import TLSEndedError, TLSNoResponseError
+    from rstreams.replay import AccessDeniedError, CertificateRefusedError, TLSHandshakeError
 
     assert issubclass(TLSRefusedError, ConnectionBrokenError)
-    assert issubclass(CertificateRefusedError, AccessDeniedError)
+    assert issubclass(CertificateRefusedError, TLSHandshakeError)
+    assert issubclass(TLSHandshakeError, AccessDeniedError)
+    assert issubclass(TLSEndedError, TLSNoResponseError)
+    assert issubclass(TLSNoResponseError, ConnectionRefusedError)
 
 
 @pytest.mark.parametrize("cls", SLOTTED, ids=_name)

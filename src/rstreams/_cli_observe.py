@@ -31,7 +31,7 @@ from typing import Any, TextIO
 from rstreams._cli_common import fail
 from rstreams.errors import ReactiveStreamsError, TLSRefusedError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
-from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT
+from rstreams.net._transport import CERTIFICATE_ALERTS, TLSNoResponseError
 from rstreams.observe._builtin import MIN_INTERVAL
 from rstreams.observe._table import (
     BUILTIN_PREFIX,
@@ -66,12 +66,7 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
         return " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
     if "WRONG_VERSION_NUMBER" in text:  # TLS towards a server that does not speak it
         return " (the URL: the server does not speak TLS there; tcp:// or ws:// for one served without it)"
-    # By type, or by the hint's words where no type carries it: a wss:// handshake that failed
-    # with no HTTP response, other than by an end of input, is a ConnectionRefusedError whose
-    # message adds the hint (net/_websocket.py), and the replay client's ServerUnavailableError
-    # names its last failure (a TLSRefusedError when the timeout ended the attempt it makes at once
-    # after one) in its message only.
-    if _refuses_certificate(error) or TLS_REFUSAL_HINT in text:
+    if _refuses_certificate(error):
         if certfile is None:
             return " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
         return f" (--certfile {certfile}: a client certificate the server trusts, when it requires one)"
@@ -90,18 +85,21 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
 
 def _refuses_certificate(error: object) -> bool:
     """Whether ``error`` is a server's refusal of the client's certificate, or of its lack of one,
-    by its type or along its ``__cause__`` chain: the session ended in or just after the TLS
-    handshake (:class:`~rstreams.errors.TLSRefusedError`, or the replay client's
-    :class:`~rstreams.replay.CertificateRefusedError`), or a certificate alert refused it (an
-    ``ssl.SSLError`` whose reason is one of :data:`~rstreams.net._transport.CERTIFICATE_ALERTS`)."""
-    from rstreams.replay import CertificateRefusedError  # here: ping and top do not load replay/
+    by its type, along its ``__cause__`` chain (and a replay client's
+    :class:`~rstreams.replay.ServerUnavailableError`'s ``last`` failure): the session ended in or
+    just after the TLS handshake (:class:`~rstreams.errors.TLSRefusedError`, or the replay
+    client's :class:`~rstreams.replay.CertificateRefusedError`), a ``wss://`` handshake got no
+    HTTP response over TLS (:class:`~rstreams.net._transport.TLSNoResponseError`), or a
+    certificate alert refused it (an ``ssl.SSLError`` whose reason is one of
+    :data:`~rstreams.net._transport.CERTIFICATE_ALERTS`)."""
+    from rstreams.replay import CertificateRefusedError, ServerUnavailableError  # ping, top: no replay/
 
     while isinstance(error, BaseException):
-        if isinstance(error, TLSRefusedError | CertificateRefusedError):
+        if isinstance(error, TLSRefusedError | CertificateRefusedError | TLSNoResponseError):
             return True
         if isinstance(error, ssl.SSLError) and error.reason in CERTIFICATE_ALERTS:
             return True
-        error = error.__cause__
+        error = error.last if isinstance(error, ServerUnavailableError) else error.__cause__
     return False
 
 

@@ -18,7 +18,8 @@
     ├── observe: MetricsExpositionError (OSError)
     ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError),
     │           ServerUnavailableError (ConnectionError), AccessDeniedError (PermissionError)
-    │           └── CertificateRefusedError  the server refused the client certificate (or none)
+    │           └── TLSHandshakeError        the TLS handshake failed (not the credentials)
+    │               └── CertificateRefusedError  the server refused the client certificate (or none)
     ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError)
     ├── tck: TCKFailure (AssertionError), SkipTest (unittest.SkipTest), InjectedError
     └── cli: PublishersSpecError (ValueError); conformance: CaseFailure (AssertionError)

@@ -23,7 +23,7 @@ import pytest
 import rstreams
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, TLSRefusedError
 from rstreams.net import connect, serve
-from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO
+from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT, TLSNoResponseError
 from testkit.net import WAIT
 from testkit.tls import MutualPki, client_context, server_context
 
@@ -153,3 +153,26 @@ async def test_a_session_that_said_hello_ends_with_the_plain_error(pki: MutualPk
         with pytest.raises(ConnectionBrokenError) as raised:
             await asyncio.wait_for(later, WAIT)
     assert type(raised.value) is ConnectionBrokenError, repr(raised.value)
+
+
+@pytest.mark.asyncio
+async def test_a_websocket_handshake_without_an_http_response_says_so_by_type(pki: MutualPki) -> None:
+    """A wss:// server that makes the TLS handshake and then answers no HTTP response (bytes that
+    are not one) is no TLSRefusedError (it did not end the session): the error's cause is a
+    TLSNoResponseError, by which a caller names the client certificate options, and still a
+    ConnectionRefusedError for those that catch that."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # the client's WebSocket request
+        writer.write(b"not an HTTP response\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_context(pki.server))
+    async with server:
+        url = f"wss://127.0.0.1:{server.sockets[0].getsockname()[1]}/rsio"
+        error = await _broken(url, client_context(pki.ca))
+    assert type(error) is ConnectionBrokenError, repr(error)
+    assert type(error.__cause__) is TLSNoResponseError, repr(error.__cause__)
+    assert isinstance(error.__cause__, ConnectionRefusedError)
+    assert str(error).endswith(f"({TLS_REFUSAL_HINT})"), error

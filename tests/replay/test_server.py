@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import rstreams
+from rstreams.errors import ConnectionBrokenError
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT
 from rstreams.replay import (
     Access,
@@ -22,6 +23,7 @@ from rstreams.replay import (
     RemoteLogError,
     ReplayLog,
     ServerUnavailableError,
+    TLSHandshakeError,
     fetch_range,
     request_json,
     stream_range,
@@ -178,8 +180,13 @@ def test_a_call_waits_for_a_restarting_server_within_its_timeout(serve: Any) -> 
     first = serve({"nums": log})
     url = first.url
     first.stop()
-    with pytest.raises(ServerUnavailableError, match=rf"{url} could not be reached for 0.3 s \(\d+ attempts"):
+    with pytest.raises(
+        ServerUnavailableError, match=rf"{url} could not be reached for 0.3 s \(\d+ attempts"
+    ) as unavailable:
         request_json(url, "nums?latest", timeout=0.3)
+    last = unavailable.value.last  # the last attempt's failure, by type: nothing listening
+    assert isinstance(last, ConnectionBrokenError) and isinstance(last.__cause__, ConnectionRefusedError)
+    assert str(unavailable.value).endswith(f"the last: {last})")
     restart = threading.Timer(0.5, lambda: serve({"nums": log}, url=url))
     restart.start()
     try:
@@ -208,9 +215,24 @@ def test_refused_credentials_are_not_retried(serve: Any) -> None:
     log = ReplayLog("nums", capacity=10)
     server = serve({"nums": log}, authenticate=lambda credentials: None)
     started = time.monotonic()
-    with pytest.raises(AccessDeniedError, match="authentication"):
+    with pytest.raises(AccessDeniedError, match="authentication") as refused:
         request_json(server.url, "nums?latest", timeout=20)
     assert time.monotonic() - started < 10
+    assert not isinstance(refused.value, TLSHandshakeError)  # by type: the credentials, not TLS
+
+
+def test_a_server_certificate_not_trusted_is_a_tls_handshake_error(serve: Any, tmp_path: Path) -> None:
+    """A server whose certificate the client does not trust fails the call at once with a
+    TLSHandshakeError: an AccessDeniedError (tests/test_surface.py pins its bases) that callers
+    tell from a refusal of the credentials, or of the client's certificate, by type."""
+    served = TestCA.make(tmp_path, "the server's CA")
+    context = server_context(served.issue("logs", san=("127.0.0.1",)))
+    url = serve({"nums": ReplayLog("nums", capacity=10)}, url="tls://127.0.0.1:0", ssl=context).url
+    other = TestCA.make(tmp_path, "another CA")
+    said = rf"^the TLS handshake with {re.escape(url)} failed: .*CERTIFICATE_VERIFY_FAILED"
+    with pytest.raises(TLSHandshakeError, match=said) as failed:
+        request_json(url, "nums?latest", timeout=600, access=Access(cafile=str(other.cert)))
+    assert type(failed.value) is TLSHandshakeError, repr(failed.value)  # not a certificate refusal
 
 
 def test_wss_with_a_token_and_uploads_authorized_per_log(serve: Any, tmp_path: Path) -> None:

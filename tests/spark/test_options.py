@@ -169,3 +169,28 @@ def test_a_refused_client_certificate_names_the_options_at_once(
     with pytest.raises(CertificateRefusedError, match="ended the TLS session twice in a row") as refused:
         source(**options).initialOffset()
     assert says in str(refused.value)
+
+
+def _explained(error: BaseException, **access: Any) -> BaseException:
+    from rstreams.replay import Access
+    from rstreams.spark._options import explain
+
+    return explain(error, "tls://h:1", Access(**access))
+
+
+def test_explain_names_the_options_by_the_errors_type() -> None:
+    """A failed TLS handshake names the TLS options, a refused access the credential options,
+    each by its type (words of the message do not decide), and keeps that type."""
+    from rstreams.errors import TLSRefusedError
+    from rstreams.replay import AccessDeniedError, ServerUnavailableError, TLSHandshakeError
+
+    tls = _explained(TLSHandshakeError("the TLS handshake with tls://h:1 failed: [SSL: ...]"))
+    assert type(tls) is TLSHandshakeError
+    assert str(tls).endswith("; check the options tlsCaFile, tlsServerName, tlsCertFile and tlsKeyFile")
+    denied = _explained(AccessDeniedError("tls://h:1 refused the credentials: ... TLS ..."), auth="t0k")
+    assert type(denied) is AccessDeniedError
+    assert str(denied).endswith("; check the option token (or tokenEnv), or user and password")
+    last = TLSRefusedError("ended before its hello")
+    unavailable = _explained(ServerUnavailableError("tls://h:1 could not be reached", last=last))
+    assert type(unavailable) is ServerUnavailableError and unavailable.last is last
+    assert str(unavailable).endswith("; the option timeout says how long to wait for it")

@@ -46,6 +46,7 @@ __all__ = [
     "TLS_ENDED_BEFORE_HELLO",
     "TLS_REFUSAL_HINT",
     "TLSEndedError",
+    "TLSNoResponseError",
     "Transport",
     "TransportHandler",
     "check_water_marks",
@@ -106,7 +107,14 @@ or its lack of one, instead of ending the session: as Java's and Node's servers 
 blocking ``ssl`` module (handshake_failure may also mean that no cipher suite is shared)."""
 
 
-class TLSEndedError(ReactiveStreamsError, ConnectionRefusedError):
+class TLSNoResponseError(ReactiveStreamsError, ConnectionRefusedError):
+    """Opening a ``wss://`` connection failed without an HTTP response to the WebSocket handshake
+    (the TLS handshake done): its message says so with :data:`TLS_REFUSAL_HINT`, and callers
+    tell it by this type, along the ``__cause__`` of ``connect``'s
+    :class:`~rstreams.errors.ConnectionBrokenError`, to name the client certificate options."""
+
+
+class TLSEndedError(TLSNoResponseError):
     """Opening a ``wss://`` connection failed because the server ended the TLS session before
     the HTTP response of the WebSocket handshake (its message ends with
     :data:`TLS_ENDED_BEFORE_HELLO`); ``connect`` raises :class:`~rstreams.errors.TLSRefusedError`

@@ -62,6 +62,7 @@ from rstreams.net._transport import (
     TLS_ENDED_BEFORE_HELLO,
     TLS_REFUSAL_HINT,
     TLSEndedError,
+    TLSNoResponseError,
     Transport,
     TransportHandler,
 )
@@ -110,7 +111,8 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
             the TLS session before its HTTP response (as one refusing the client's certificate
             does) gives its subclass :class:`~rstreams.net._transport.TLSEndedError`, with a message
             ending with :data:`~rstreams.net._transport.TLS_ENDED_BEFORE_HELLO`, as a ``tls://``
-            connection's error does.
+            connection's error does; one that failed otherwise with no HTTP response over TLS
+            gives its base :class:`~rstreams.net._transport.TLSNoResponseError`.
     """
     try:
         return await ws_connect(
@@ -131,6 +133,7 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
             raise TLSEndedError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error
         elif status is None and context is not None:
             why = f"{error} ({TLS_REFUSAL_HINT})"
+            raise TLSNoResponseError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error
         else:
             why = f"{error}"
         raise ConnectionRefusedError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error

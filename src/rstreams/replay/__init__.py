@@ -26,6 +26,7 @@ from rstreams.replay._client import AccessDeniedError as AccessDeniedError
 from rstreams.replay._client import CertificateRefusedError as CertificateRefusedError
 from rstreams.replay._client import RemoteLogError as RemoteLogError
 from rstreams.replay._client import ServerUnavailableError as ServerUnavailableError
+from rstreams.replay._client import TLSHandshakeError as TLSHandshakeError
 from rstreams.replay._client import fetch_range as fetch_range
 from rstreams.replay._client import request_json as request_json
 from rstreams.replay._client import stream_range as stream_range
@@ -58,6 +59,7 @@ __all__ = [
     "ReplayServer",
     "ServerUnavailableError",
     "StagingFullError",
+    "TLSHandshakeError",
     "TrimmedError",
     "fetch_range",
     "pack",

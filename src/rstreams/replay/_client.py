@@ -43,6 +43,7 @@ __all__ = [
     "CertificateRefusedError",
     "RemoteLogError",
     "ServerUnavailableError",
+    "TLSHandshakeError",
     "fetch_range",
     "request_json",
     "stream_packs",
@@ -74,7 +75,14 @@ class AccessDeniedError(ReactiveStreamsError, PermissionError):
     session before its hello twice in a row (it wants a client certificate); not retried."""
 
 
-class CertificateRefusedError(AccessDeniedError):
+class TLSHandshakeError(AccessDeniedError):
+    """The TLS handshake with the server failed (an ``ssl.SSLError``: its certificate not trusted
+    or not for that name, no TLS spoken there, ...), or the server refused the client's
+    certificate (:class:`CertificateRefusedError`). Callers tell it by this type from a refusal
+    of the credentials; the message names the URL and the TLS error."""
+
+
+class CertificateRefusedError(TLSHandshakeError):
     """The server refused the client's TLS certificate, or its lack of one (mutual TLS): by a
     certificate alert (:data:`~rstreams.net._transport.CERTIFICATE_ALERTS`), or by ending the TLS
     session before its first word twice in a row (a
@@ -83,7 +91,17 @@ class CertificateRefusedError(AccessDeniedError):
 
 
 class ServerUnavailableError(ReactiveStreamsError, ConnectionError):
-    """The server could not be reached (or kept breaking the connection) for the whole timeout."""
+    """The server could not be reached (or kept breaking the connection) for the whole timeout.
+
+    ``last`` is the last attempt's failure (``None`` when not known; the message names it too),
+    by which a caller tells why: e.g. a :class:`~rstreams.errors.TLSRefusedError` when the
+    timeout ended the attempt made at once after one (the server may refuse the client's
+    certificate).
+    """
+
+    def __init__(self, *args: object, last: BaseException | None = None) -> None:
+        super().__init__(*args)
+        self.last = last
 
 
 def _retryable(error: BaseException) -> bool:
@@ -140,8 +158,9 @@ class _Attempts:
 def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
     """The :class:`AccessDeniedError` for a refused handshake or refused credentials, else ``None``.
 
-    A refusal of the client's certificate is a :class:`CertificateRefusedError`, by which callers
-    know to name their own client certificate options.
+    A failed TLS handshake is a :class:`TLSHandshakeError`, and a refusal of the client's
+    certificate its :class:`CertificateRefusedError`, by which callers know to name their own
+    TLS options, or their client certificate options.
     """
     cause = error.__cause__
     if isinstance(error, ConnectionBrokenError) and isinstance(cause, ssl.SSLError):
@@ -149,7 +168,7 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
             return CertificateRefusedError(
                 f"the TLS handshake with {url} failed: {cause}; {TLS_REFUSAL_HINT}"
             )
-        return AccessDeniedError(f"the TLS handshake with {url} failed: {cause}")
+        return TLSHandshakeError(f"the TLS handshake with {url} failed: {cause}")
     if isinstance(error, TLSRefusedError):
         return CertificateRefusedError(f"{url} ended the TLS session twice in a row: {error}")
     if isinstance(error, ConnectionBrokenError) and "authentic" in str(error):
@@ -162,7 +181,8 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
 def _unavailable(url: str, timeout: float, failures: list[BaseException]) -> ServerUnavailableError:
     return ServerUnavailableError(
         f"replay server {url} could not be reached for {timeout:g} s "
-        f"({len(failures)} attempts; the last: {failures[-1]})"
+        f"({len(failures)} attempts; the last: {failures[-1]})",
+        last=failures[-1],
     )
 
 

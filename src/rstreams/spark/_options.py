@@ -29,6 +29,7 @@ from rstreams.replay import (
     AccessError,
     CertificateRefusedError,
     ServerUnavailableError,
+    TLSHandshakeError,
 )
 
 __all__ = [
@@ -342,23 +343,24 @@ def _text(options: Mapping[str, str], name: str) -> str | None:
 def explain(error: BaseException, url: str, access: Access) -> BaseException:
     """A remote failure restated with the options the user can change (or ``error`` itself), of
     the same type: a refused client certificate stays a
-    :class:`~rstreams.replay.CertificateRefusedError`, by which a caller tells it."""
+    :class:`~rstreams.replay.CertificateRefusedError`, and another failed TLS handshake a
+    :class:`~rstreams.replay.TLSHandshakeError`, by which a caller tells them."""
     if isinstance(error, CertificateRefusedError):
         if access.certfile is None:
             hint = "the server requires a client certificate: set the options tlsCertFile and tlsKeyFile"
         else:
             hint = "the server does not trust the certificate of option tlsCertFile (or requires another)"
         return CertificateRefusedError(f"rstreams: {error}; {hint}")
+    if isinstance(error, TLSHandshakeError):
+        hint = "check the options tlsCaFile, tlsServerName, tlsCertFile and tlsKeyFile"
+        return TLSHandshakeError(f"rstreams: {error}; {hint}")
     if isinstance(error, AccessDeniedError):
-        # by its words: another failed TLS handshake has no type of its own, and the replay
-        # client says "the TLS handshake with URL failed" for it
-        if "TLS" in str(error):
-            hint = "check the options tlsCaFile, tlsServerName, tlsCertFile and tlsKeyFile"
-        elif access.auth is None:
+        if access.auth is None:
             hint = "the server asks for credentials: set the option token (or tokenEnv), or user and password"
         else:
             hint = "check the option token (or tokenEnv), or user and password"
         return AccessDeniedError(f"rstreams: {error}; {hint}")
     if isinstance(error, ServerUnavailableError):
-        return ServerUnavailableError(f"rstreams: {error}; the option timeout says how long to wait for it")
+        said = f"rstreams: {error}; the option timeout says how long to wait for it"
+        return ServerUnavailableError(said, last=error.last)
     return error
