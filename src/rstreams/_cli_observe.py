@@ -32,7 +32,7 @@ from rstreams._cli_common import fail
 from rstreams.errors import ReactiveStreamsError, TLSRefusedError
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
 from rstreams.net._transport import CERTIFICATE_ALERTS, TLSNoResponseError
-from rstreams.observe._builtin import MIN_INTERVAL
+from rstreams.observe._builtin import HEALTH, MIN_INTERVAL
 from rstreams.observe._table import (
     BUILTIN_PREFIX,
     HEADER,
@@ -253,6 +253,26 @@ def _keys(stdin: TextIO, loop: asyncio.AbstractEventLoop, quit_: asyncio.Event) 
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
+NO_METRICS = (
+    "this server counts nothing, so it has no rstreams/stats to show: start it with "
+    "rstreams serve URL --metrics on (or --metrics HOST:PORT), or serve(..., metrics=True)"
+)
+"""What ``top`` says of a server that was started without metrics (:func:`_counts_nothing`)."""
+
+
+async def _counts_nothing(conn: Connection, seconds: float) -> bool:
+    """Whether the server says it counts nothing: its ``rstreams/health`` answer's ``metrics`` is
+    false (it was started without metrics; its ``rstreams/stats`` then fails with code 1, the
+    publisher's own error, as PROTOCOL.md §19.2 has it). ``False`` when it does not say so: it
+    refuses ``rstreams/health`` too, or does not answer within ``seconds``."""
+    try:
+        async with asyncio.timeout(seconds):
+            health = await conn.request(HEALTH, codec=JSON)
+    except (TimeoutError, ReactiveStreamsError):
+        return False
+    return isinstance(health, dict) and health.get("metrics") is False
+
+
 def _top(args: argparse.Namespace) -> int:
     if not args.interval >= MIN_INTERVAL:  # what the server would refuse, said before connecting
         shortest = f"{MIN_INTERVAL:g} seconds (each snapshot walks every open stream)"
@@ -278,7 +298,9 @@ def _top(args: argparse.Namespace) -> int:
         stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
         screen = Screen(sys.stdout)
 
-        async def show() -> None:
+        async def show() -> bool:
+            """Redraw each snapshot until the stream ends; ``True`` when it failed at once because
+            the server counts nothing (:func:`_counts_nothing`), else what failed it is raised."""
             previous = None
             snapshots = aiter(stats)
             while True:
@@ -286,7 +308,11 @@ def _top(args: argparse.Namespace) -> int:
                     async with asyncio.timeout(args.interval + args.timeout):  # a silent server
                         snapshot = await anext(snapshots)
                 except StopAsyncIteration:
-                    return
+                    return False
+                except RemoteStreamError:
+                    if previous is None and await _counts_nothing(conn, args.timeout):
+                        return True
+                    raise
                 screen.show(render(args.url, previous, snapshot))
                 previous = snapshot
 
@@ -303,6 +329,8 @@ def _top(args: argparse.Namespace) -> int:
         if showing.cancelled():
             return 0
         error = showing.exception()
+        if error is None and showing.result():
+            return fail("top", f"{args.url}: {NO_METRICS}", 1)
         if isinstance(error, RemoteStreamError):
             return fail(
                 "top", f"{args.url}: {error.message}{_offered_hint(error.message, 'rstreams/stats')}", 1

@@ -153,6 +153,43 @@ def test_top_shows_a_stalled_stream_waiting_for_demand() -> None:
         asyncio.run(hold())
 
 
+def test_top_against_a_server_without_metrics_says_how_to_start_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A server started without metrics: one line saying so and naming rstreams serve's option
+    (told by rstreams/health's "metrics", not by the stats error's words), exit 1, no traceback
+    and no Python type name."""
+    from rstreams._cli_observe import NO_METRICS
+
+    with served({"n": rstreams.just(b"x")}) as url:
+        assert main(["top", url, "--interval", "0.2"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"rstreams top: {url}: {NO_METRICS}\n" and captured.out == ""
+    assert "rstreams serve URL --metrics on" in NO_METRICS and "Error" not in NO_METRICS
+
+
+@pytest.mark.parametrize(
+    ("metrics", "refused"),
+    [(True, "rstreams/stats"), (False, "rstreams/")],
+    ids=["counts-refuses-stats", "refuses-health-too"],
+)
+def test_top_refused_otherwise_says_the_servers_words(
+    metrics: bool, refused: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that counts but refuses rstreams/stats, or one that refuses rstreams/health too
+    (so it does not say whether it counts): the server's own error, exit 1."""
+    from rstreams._cli_observe import NO_METRICS
+
+    def authorize(who: object, name: str) -> bool:
+        return not name.startswith(refused)
+
+    with served({"n": rstreams.just(b"x")}, metrics=metrics, authorize=authorize) as url:
+        assert main(["top", url, "--interval", "0.2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams top: {url}: unauthorized") and err.count("\n") == 1, err
+    assert NO_METRICS not in err
+
+
 @pytest.mark.parametrize("command", ["ping", "top"])
 def test_a_server_that_never_answers_is_given_up_on(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Something that accepts but never speaks RS.io: exit 2 naming --timeout, not a hang (top
