@@ -53,7 +53,10 @@ LINGER_SECONDS = 2.0
 
 LINGER_BYTES = 4 * 1024 * 1024
 """After an error goodbye (or an answer, over TCP and Unix), how many bytes of input are
-discarded at most before closing."""
+discarded at most before closing. Discarded input skips the read turns that hold a peer's live
+input to its share of the loop (:mod:`rstreams.net._intake`), so without this a peer flooding
+during the linger would have the loop read for it at full speed for all of
+:data:`LINGER_SECONDS` (PROTOCOL.md §9.1 allows the bound; the other bindings bound time only)."""
 
 
 NOT_RSIO_HINT = (
