@@ -4,6 +4,11 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.embedded.EmbeddedChannel;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.testing.TlsFixture;
 import java.io.ByteArrayOutputStream;
@@ -11,7 +16,13 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import javax.net.ssl.SSLSocket;
 import org.testng.annotations.Test;
 
@@ -30,6 +41,13 @@ public class OriginTest {
         return b.bind(where);
     }
 
+    private static String upgrade(int port, String origin) {
+        return "GET /rsio HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n"
+                + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: " + WebSocketBridge.SUBPROTOCOL + "\r\n"
+                + (origin == null ? "" : "Origin: " + origin + "\r\n") + "\r\n";
+    }
+
     /** The server's HTTP answer (status line, headers and body up to end of input or 4 KiB) to a WebSocket upgrade with {@code origin} (null: none). */
     private static String handshake(RsioServer server, String origin) throws Exception {
         try (Socket socket = server.url().startsWith("wss")
@@ -39,10 +57,7 @@ public class OriginTest {
             if (socket instanceof SSLSocket tls) {
                 tls.startHandshake();
             }
-            String request = "GET /rsio HTTP/1.1\r\nHost: 127.0.0.1:" + server.port() + "\r\n"
-                    + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                    + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: " + WebSocketBridge.SUBPROTOCOL + "\r\n"
-                    + (origin == null ? "" : "Origin: " + origin + "\r\n") + "\r\n";
+            String request = upgrade(server.port(), origin);
             OutputStream out = socket.getOutputStream();
             out.write(request.getBytes(StandardCharsets.US_ASCII));
             out.flush();
@@ -135,5 +150,87 @@ public class OriginTest {
             assertTrue(e.getMessage().startsWith("origins: origin \"" + bad + "\": "), e.getMessage());
         }
         expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().origins("https://ok.example", null));
+    }
+
+    /** A server's WebSocket pipeline in memory, its endpoint replaced by a handler counting channelActive. */
+    private static final class Embedded {
+        final EmbeddedChannel channel = new EmbeddedChannel();
+        int actives;
+
+        Embedded(String... origins) {
+            Pipelines.server(channel.pipeline(), RsioUrl.parse("ws://127.0.0.1:9000/rsio"), null, OriginCheck.check(List.of(origins)),
+                    new ChannelInboundHandlerAdapter() {
+                        @Override
+                        public void channelActive(ChannelHandlerContext ctx) {
+                            actives++;
+                        }
+                    });
+        }
+
+        /** What the server wrote in answer to an upgrade with {@code origin}. */
+        String answer(String origin) {
+            channel.writeInbound(Unpooled.copiedBuffer(upgrade(9000, origin), StandardCharsets.US_ASCII));
+            channel.runPendingTasks();
+            StringBuilder out = new StringBuilder();
+            for (Object msg = channel.readOutbound(); msg != null; msg = channel.readOutbound()) {
+                ByteBuf buf = (ByteBuf) msg;
+                out.append(buf.toString(StandardCharsets.UTF_8));
+                buf.release();
+            }
+            return out.toString();
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void theCheckLeavesThePipelineOnceTheHandshakeIsComplete() {
+        Embedded server = new Embedded("https://app.example");
+        assertTrue(server.channel.pipeline().get(OriginCheck.class) != null);
+        String answer = server.answer("https://app.example");
+        assertTrue(answer.startsWith("HTTP/1.1 101 "), answer);
+        assertEquals(server.channel.pipeline().get(OriginCheck.class), null);
+        assertEquals(server.actives, 1);
+        server.channel.finishAndReleaseAll();
+
+        Embedded refusing = new Embedded("https://app.example");
+        answer = refusing.answer("https://evil.example");
+        assertTrue(answer.startsWith("HTTP/1.1 403 "), answer);
+        assertEquals(refusing.actives, 0);
+        assertTrue(!refusing.channel.isOpen());
+        refusing.channel.finishAndReleaseAll();
+    }
+
+    @Test(timeOut = 60_000)
+    public void eachRefusalIsLoggedWithTheOriginAndHowToAllowIt() {
+        Logger log = Logger.getLogger("io.rstreams.net");
+        List<LogRecord> records = new ArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getMessage().contains("https://evil.example")) {
+                    records.add(record);
+                }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+        };
+        log.addHandler(capture);
+        try {
+            Embedded server = new Embedded();
+            assertTrue(server.answer("https://evil.example").startsWith("HTTP/1.1 403 "));
+            server.channel.finishAndReleaseAll();
+            Embedded accepting = new Embedded();
+            assertTrue(accepting.answer("http://localhost:9000").startsWith("HTTP/1.1 101 "));
+            accepting.channel.finishAndReleaseAll();
+        } finally {
+            log.removeHandler(capture);
+        }
+        assertEquals(records.size(), 1, records.toString());
+        assertEquals(records.get(0).getLevel(), Level.INFO);
+        assertEquals(records.get(0).getMessage(), "refused a WebSocket handshake from a page at origin https://evil.example (HTTP 403);"
+                + " to allow it, build the RsioServer with origins(\"https://evil.example\")");
     }
 }
