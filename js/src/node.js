@@ -161,8 +161,10 @@ const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams servers: for the clientHe
  * server accepts a browser page (a handshake with an Origin header) only from its own origin
  * (http://host:port; for a loopback or wildcard host every loopback name) or one of
  * `options.origins` (["https://app.example:8443"]; "*": every page), others get HTTP 403
- * (origins.js); clients sending no Origin (Node, Python, Java) are accepted. Resolves with
- * {url, connections, close()} once listening; close() says goodbye to every connection.
+ * (origins.js), each refusal reported to `options.onerror` (default: one line on
+ * console.error) naming the origin and the option; clients sending no Origin (Node, Python,
+ * Java) are accepted. Resolves with {url, connections, close()} once listening; close() says
+ * goodbye to every connection.
  */
 export async function listen(url, options = {}) {
   if (options.auth != null) {
@@ -219,11 +221,19 @@ export async function listen(url, options = {}) {
   } else if (parsed.protocol === "ws:") {
     const { WebSocketServer } = await import("ws");
     const path = parsed.pathname || "/";
+    // a refused page is reported as connections report theirs: to onerror, else one line on stderr
+    const refused = (error) => {
+      try {
+        (options.onerror ?? ((e) => console.error("rsio:", e.message)))(error);
+      } catch {
+        // an error handler that throws has nowhere left to report to
+      }
+    };
     const wss = new WebSocketServer({
       host: host(parsed), port: port(parsed), path,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
       // browser pages: its own origin (known once bound) and those allowed; others get 403
-      verifyClient: originCheck(() => ownOrigins(host(parsed), wss.address().port), moreOrigins),
+      verifyClient: originCheck(() => ownOrigins(host(parsed), wss.address().port), moreOrigins, refused),
     });
     await new Promise((resolve, reject) => {
       wss.once("error", reject);

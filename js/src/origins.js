@@ -75,16 +75,19 @@ export function checkOrigins(origins) {
 /**
  * The `ws` package's verifyClient for a server whose own origins `own()` gives (known once it
  * listens) and that allows `more` besides (checkOrigins(); null: every page): no Origin, one of
- * those, or a 403 whose body says how to allow it.
+ * those, or a 403 whose body says how to allow it. Each refusal goes to `report(error)` too,
+ * naming the origin and the option: the page cannot read the 403's body, a browser shows it
+ * only a failed WebSocket.
  */
-export function originCheck(own, more) {
+export function originCheck(own, more, report) {
   let allowed = null;
   return ({ origin }, verified) => {
     if (more === null || origin === undefined) return verified(true);
     allowed ??= new Set([...own(), ...more]);
     if (allowed.has(origin)) return verified(true);
-    const body = `a page at origin ${origin} may not connect to this RS.io server (only its own origin may); `
-      + `to allow it, listen with {origins: [${JSON.stringify(origin)}]}\n`;
+    const allow = `to allow it, listen with {origins: [${JSON.stringify(origin)}]}`;
+    report(new Error(`refused a WebSocket handshake from a page at origin ${origin} (HTTP 403); ${allow}`));
+    const body = `a page at origin ${origin} may not connect to this RS.io server (only its own origin may); ${allow}\n`;
     return verified(false, 403, body, { "Content-Type": "text/plain; charset=utf-8" });
   };
 }

@@ -1,7 +1,8 @@
 // listen()'s ws:// server and browser pages (cross-site WebSocket hijacking, docs/security.md):
 // a handshake with an Origin header is accepted from the server's own origin or one of
 // `origins` ("*": every page), refused with HTTP 403 naming the option otherwise; one without
-// Origin (Node, Python, Java clients) is accepted. A malformed origin is refused by listen().
+// Origin (Node, Python, Java clients) is accepted. Each refusal is reported to onerror (default:
+// one line on console.error). A malformed origin is refused by listen().
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -10,9 +11,11 @@ import { connect, fromIterable, listen } from "../src/node.js";
 
 const OTHER = "https://elsewhere.example";
 
-/** Serve "words" on ws://127.0.0.1:0/rsio with `options`, run `body(server)`, close. */
+/** Serve "words" on ws://127.0.0.1:0/rsio with `options` (refusals unreported unless they say), run `body(server)`, close. */
 async function serving(options, body) {
-  const server = await listen("ws://127.0.0.1:0/rsio", { publishers: { words: () => fromIterable(["a", "b"]) }, ...options });
+  const server = await listen("ws://127.0.0.1:0/rsio", {
+    publishers: { words: () => fromIterable(["a", "b"]) }, onerror: () => {}, ...options,
+  });
   try {
     await body(server);
   } finally {
@@ -73,6 +76,30 @@ test("a page from another origin gets HTTP 403 naming `origins`; the server keep
     await assert.rejects(words(server.url, OTHER), /cannot open a WebSocket.*403/);
     assert.deepEqual(await words(server.url, undefined), ["a", "b"]);
   });
+});
+
+test("each refusal is reported to onerror, naming the origin and `origins`; an accepted page is not", { timeout: 20000 }, async () => {
+  const reported = [];
+  await serving({ onerror: (error) => reported.push(error) }, async (server) => {
+    const { port } = new URL(server.url);
+    assert.equal((await handshake(server.url, OTHER)).status, 403);
+    assert.deepEqual(await words(server.url, `http://localhost:${port}`), ["a", "b"]);
+  });
+  assert.equal(reported.length, 1, String(reported));
+  assert.ok(reported[0] instanceof Error);
+  assert.equal(reported[0].message, "refused a WebSocket handshake from a page at origin https://elsewhere.example"
+    + ' (HTTP 403); to allow it, listen with {origins: ["https://elsewhere.example"]}');
+});
+
+test("without onerror a refusal is one line on console.error", { timeout: 20000 }, async (t) => {
+  const lines = [];
+  t.mock.method(console, "error", (...args) => lines.push(args.join(" ")));
+  await serving({ onerror: undefined }, async (server) => {
+    assert.equal((await handshake(server.url, OTHER)).status, 403);
+  });
+  t.mock.restoreAll();
+  assert.deepEqual(lines, ["rsio: refused a WebSocket handshake from a page at origin https://elsewhere.example"
+    + ' (HTTP 403); to allow it, listen with {origins: ["https://elsewhere.example"]}']);
 });
 
 test("a page from the server's own origin is accepted, by every loopback name of a loopback host", { timeout: 20000 }, async () => {

@@ -339,7 +339,8 @@ export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | 
   /**
    * ws:// only: the browser pages, besides the server's own origin, that may connect
    * (`SCHEME://HOST[:PORT]`, e.g. "https://app.example:8443"; "*": every page). A handshake
-   * with any other Origin gets HTTP 403; one without Origin (non-browser clients) is accepted.
+   * with any other Origin gets HTTP 403, reported to `onerror` (default: a line on console.error)
+   * with the origin; one without Origin (non-browser clients) is accepted.
    */
   origins?: readonly string[];
 }
