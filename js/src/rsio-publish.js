@@ -7,10 +7,11 @@
 // onSubscribe and the local Publisher is subscribed with a ServedStream as its Subscriber;
 // refusals (unknown name, limits, rule 3.9) are an onError without onSubscribe (§5.2).
 // Demand is never passed through whole: the peer's outstanding demand (`wanted`, a BigInt
-// saturating at 2**63 - 1) is drawn from the local Publisher at most PULL elements at a
-// time, and only while the transport takes writes (`conn.writable`; when it is full, the
-// table waits for the transport's drain). So a peer that requests 2**63 - 1 and stops
-// reading stalls production instead of filling memory, as in the Python server. A cancel is acknowledged with onComplete (§5.4); request and cancel
+// saturating at 2**63 - 1) is drawn from the local Publisher at most PULL elements (and about
+// PULL_BYTES, by the last element's size) at a time, and only while the transport takes
+// writes (`conn.writable`; when it is full, the table waits for the transport's drain). So a
+// peer that requests 2**63 - 1 and stops reading stalls production instead of filling memory,
+// as in the Python server. A cancel is acknowledged with onComplete (§5.4); request and cancel
 // for ids not open are ignored (they may have crossed our terminal signal). Elements larger
 // than `splitThreshold` go out as onNextPart ... onNextLastPart (§8).
 //
@@ -108,6 +109,12 @@ function encoding(subscriber, encode, strings) {
 
 /** Elements requested from a local Publisher at a time while the peer's demand lasts. */
 const PULL = 32;
+/**
+ * Bytes of elements requested at a time, at most: PULL of the default splitThreshold (64 KiB).
+ * A publisher may emit a whole request in one turn, all written at once; with a larger
+ * splitThreshold, PULL elements written whole could pass MAX_UNSENT (16 MiB) by themselves.
+ */
+const PULL_BYTES = PULL * 64 * 1024;
 
 /**
  * Run `callback` in a later turn of the event loop, after pending I/O: pulling again in a
@@ -212,6 +219,7 @@ class ServedStream {
     this.wanted = wanted; // the peer's outstanding demand (§6.1), a BigInt
     this.asked = 0; // requested from the local Publisher and not yet received
     this.sent = 0; // elements sent to the peer
+    this.lastSize = elementSize || -1; // bytes of the last element; -1 before the first
     this.upstream = null;
     this.done = false;
     this.input = null; // a channel's input (rsio-channels.js ServedInput), ended with this stream (§21.5)
@@ -252,6 +260,7 @@ class ServedStream {
     this.asked -= 1;
     if (this.wanted !== UNBOUNDED) this.wanted -= 1n;
     this.sent += 1;
+    this.lastSize = bytes.length;
     this._table.sendElement(this, bytes);
     if (this.asked === 0) this._table.schedulePull(this);
   }
@@ -400,7 +409,10 @@ export class ServingTable {
   pull(stream) {
     if (stream.done || stream.upstream === null) return;
     if (stream.queue.length > 0) return; // a split element is going out: no more until it is (memory)
-    const target = stream.wanted < BigInt(PULL) ? Number(stream.wanted) : PULL;
+    // before the first element tells their size, they may be as large as the largest written whole
+    const size = stream.lastSize >= 0 ? stream.lastSize : this._limits.splitThreshold;
+    const pull = Math.max(1, Math.min(PULL, Math.floor(PULL_BYTES / Math.max(1, size))));
+    const target = stream.wanted < BigInt(pull) ? Number(stream.wanted) : pull;
     if (stream.asked >= target) return;
     if (!this._conn.writable) {
       this._conn._waitWritable();

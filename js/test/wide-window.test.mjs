@@ -13,14 +13,12 @@ const SERVER = fileURLToPath(new URL("fixtures/blocks-server.mjs", import.meta.u
 const SIZE = 64 * 1024;
 const COUNT = 600; // more than two windows
 
-let child;
-let url;
-let stderr = "";
-
-before(async () => {
-  child = spawn(process.execPath, [SERVER], { stdio: ["pipe", "pipe", "pipe"] });
+/** Start blocks-server.mjs with `args`: {url, stderr(), stop()}. */
+async function start(args = []) {
+  const child = spawn(process.execPath, [SERVER, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
   child.stderr.on("data", (chunk) => { stderr += chunk; });
-  url = await new Promise((resolve, reject) => {
+  const url = await new Promise((resolve, reject) => {
     let stdout = "";
     child.stdout.on("data", (chunk) => {
       stdout += chunk;
@@ -29,17 +27,42 @@ before(async () => {
     });
     child.once("exit", (code) => reject(new Error(`blocks-server exited with ${code}: ${stderr}`)));
   });
-});
+  return {
+    url,
+    stderr: () => stderr,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
 
-after(async () => {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.stdin.end();
-  await exited;
-});
+/** Subscribe to `name` at `url` requesting `count` at once: how many elements of `size` bytes came. */
+async function takeAtOnce(url, name, count, size) {
+  const conn = await connect(url);
+  try {
+    return await new Promise((resolve, reject) => {
+      let got = 0;
+      conn.subscribe(name, {
+        onSubscribe(s) { s.request(count); },
+        onNext(element) { if (element.length === size) got += 1; },
+        onError: reject,
+        onComplete: () => resolve(got),
+      });
+    });
+  } finally {
+    await conn.close();
+  }
+}
+
+let server;
+before(async () => { server = await start(); });
+after(async () => { await server?.stop(); });
 
 test("a window of 256 elements of 64 KiB from the server: every element, no goodbye", { timeout: 120000 }, async () => {
-  const conn = await connect(url);
+  const conn = await connect(server.url);
   try {
     let count = 0;
     for await (const element of conn.stream(`blocks?n=${COUNT}&size=${SIZE}`, { window: 256 })) {
@@ -50,29 +73,15 @@ test("a window of 256 elements of 64 KiB from the server: every element, no good
   } finally {
     await conn.close();
   }
-  assert.equal(stderr, "");
+  assert.equal(server.stderr(), "");
 });
 
 test("300 requested at once of 64 KiB elements the server's publisher emits inside request(n)", { timeout: 120000 }, async () => {
-  const conn = await connect(url);
-  try {
-    const count = await new Promise((resolve, reject) => {
-      let got = 0;
-      conn.subscribe(`blocks?n=300&size=${SIZE}`, {
-        onSubscribe(s) { s.request(300); },
-        onNext(element) { if (element.length === SIZE) got += 1; },
-        onError: reject,
-        onComplete: () => resolve(got),
-      });
-    });
-    assert.equal(count, 300);
-  } finally {
-    await conn.close();
-  }
+  assert.equal(await takeAtOnce(server.url, `blocks?n=300&size=${SIZE}`, 300, SIZE), 300);
 });
 
 test("an input of 64 KiB elements to the server's channel, which grants a window of 256", { timeout: 120000 }, async () => {
-  const conn = await connect(url);
+  const conn = await connect(server.url);
   try {
     function* blocks() {
       for (let i = 0; i < COUNT; i += 1) yield new Uint8Array(SIZE);
@@ -85,5 +94,16 @@ test("an input of 64 KiB elements to the server's channel, which grants a window
   } finally {
     await conn.close();
   }
-  assert.equal(stderr, "");
+  assert.equal(server.stderr(), "");
+});
+
+test("a server whose splitThreshold is 1 MiB asks for fewer elements that large at a time", { timeout: 120000 }, async () => {
+  // 32 elements of 1 MiB written whole in one turn would be twice MAX_UNSENT
+  const large = await start([String(1 << 20)]);
+  try {
+    assert.equal(await takeAtOnce(large.url, `blocks?n=64&size=${1 << 20}`, 64, 1 << 20), 64);
+    assert.equal(large.stderr(), "");
+  } finally {
+    await large.stop();
+  }
 });
