@@ -27,7 +27,12 @@ from rstreams.cli import main
 from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net import serve
 from rstreams.net._transport import TLS_REFUSAL_HINT, TLSNoResponseError
-from rstreams.replay import AccessDeniedError, CertificateRefusedError, ServerUnavailableError
+from rstreams.replay import (
+    AccessDeniedError,
+    CertificateRefusedError,
+    ServerUnavailableError,
+    TLSHandshakeError,
+)
 
 
 @pytest.mark.timeout(30)
@@ -590,7 +595,7 @@ def _caused(error: BaseException, cause: BaseException) -> BaseException:
         (CertificateRefusedError("tls://h:1 ended the TLS session twice in a row: ..."), True),
         (_alert("TLSV1_ALERT_UNKNOWN_CA"), True),
         (_caused(ConnectionBrokenError("could not connect"), _alert("SSLV3_ALERT_HANDSHAKE_FAILURE")), True),
-        (_caused(ConnectionBrokenError("could not connect"), _alert("WRONG_VERSION_NUMBER")), False),
+        (_caused(ConnectionBrokenError("could not connect"), _alert("TLSV1_ALERT_PROTOCOL_VERSION")), False),
         (ConnectionBrokenError("the peer said goodbye: 'SSLV3_ALERT_BAD_CERTIFICATE'"), False),
         (AccessDeniedError("the TLS handshake with tls://h:1 failed: [SSL: ...]"), False),
         (_caused(ConnectionBrokenError("could not connect"), TLSNoResponseError("no HTTP response")), True),
@@ -624,6 +629,54 @@ def test_access_hint_tells_a_refused_client_certificate_by_type(error: BaseExcep
     assert access_hint(error) == (hint if refused else "")
     if refused:
         assert "--certfile me.pem: a client certificate the server trusts" in access_hint(error, "me.pem")
+
+
+def _unverified(code: int, why: str) -> ssl.SSLCertVerificationError:
+    """An ``ssl.SSLCertVerificationError`` as OpenSSL makes it for the verify ``code``."""
+    error = ssl.SSLCertVerificationError(
+        1, f"[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: {why}"
+    )
+    error.reason, error.verify_code, error.verify_message = "CERTIFICATE_VERIFY_FAILED", code, why
+    return error
+
+
+NAME_HINT = " (connect by a host name the server's certificate carries)"
+CA_HINT = " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
+URL_HINT = " (the URL: the server does not speak TLS there; tcp:// or ws:// for one served without it)"
+
+
+@pytest.mark.parametrize(
+    ("error", "hint"),
+    [
+        (
+            _caused(ConnectionBrokenError("could not connect"), _unverified(62, "Hostname mismatch")),
+            NAME_HINT,
+        ),
+        (_caused(TLSHandshakeError("failed"), _unverified(64, "IP address mismatch")), NAME_HINT),
+        (
+            _caused(ConnectionBrokenError("could not connect"), _unverified(20, "unable to get issuer")),
+            CA_HINT,
+        ),
+        (_caused(ConnectionBrokenError("could not connect"), _alert("WRONG_VERSION_NUMBER")), URL_HINT),
+        (TLSHandshakeError("the TLS handshake failed: [SSL: CERTIFICATE_VERIFY_FAILED] ... mismatch"), ""),
+        (ConnectionBrokenError("could not connect: [SSL: WRONG_VERSION_NUMBER] wrong version number"), ""),
+    ],
+    ids=[
+        "name-mismatch",
+        "replay-ip-mismatch",
+        "unknown-ca",
+        "not-tls",
+        "verify-words-only",
+        "version-words-only",
+    ],
+)
+def test_access_hint_tells_a_failed_tls_handshake_by_type(error: BaseException, hint: str) -> None:
+    """The hints for a server certificate not trusted or not for that name, and for TLS towards
+    a server that does not speak it, follow the ``ssl.SSLError`` along the error's causes (its
+    verify code, its reason), not the message's words."""
+    from rstreams._cli_observe import access_hint
+
+    assert access_hint(error) == hint
 
 
 @pytest.mark.timeout(30)

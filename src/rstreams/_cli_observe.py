@@ -59,12 +59,13 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
     presented, if any (a server that refuses it does not trust it); ``server_name``: whether the
     command takes ``--server-name``."""
     text = str(error)
-    if "CERTIFICATE_VERIFY_FAILED" in text and "mismatch" in text:
+    tls = _tls_error(error)
+    if isinstance(tls, ssl.SSLCertVerificationError) and tls.verify_code in _NAME_MISMATCH:
         other = ", or give it with --server-name NAME" if server_name else ""
         return f" (connect by a host name the server's certificate carries{other})"
-    if "CERTIFICATE_VERIFY_FAILED" in text:
+    if isinstance(tls, ssl.SSLCertVerificationError):
         return " (--cafile PEM: the CA that signed the server's certificate, when not a system CA)"
-    if "WRONG_VERSION_NUMBER" in text:  # TLS towards a server that does not speak it
+    if tls is not None and tls.reason == "WRONG_VERSION_NUMBER":  # TLS towards a server without it
         return " (the URL: the server does not speak TLS there; tcp:// or ws:// for one served without it)"
     if _refuses_certificate(error):
         if certfile is None:
@@ -83,6 +84,27 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
     return ""
 
 
+_NAME_MISMATCH = frozenset({62, 64})
+"""The verify codes (``ssl.SSLCertVerificationError.verify_code``) of a server certificate that
+does not carry the name connected to: OpenSSL's ``X509_V_ERR_HOSTNAME_MISMATCH`` and
+``X509_V_ERR_IP_ADDRESS_MISMATCH``."""
+
+
+def _causes(error: object) -> Iterator[BaseException]:
+    """``error`` and what caused it: its ``__cause__`` chain, through a replay client's
+    :class:`~rstreams.replay.ServerUnavailableError`'s ``last`` failure."""
+    from rstreams.replay import ServerUnavailableError  # here: ping and top do not load replay/
+
+    while isinstance(error, BaseException):
+        yield error
+        error = error.last if isinstance(error, ServerUnavailableError) else error.__cause__
+
+
+def _tls_error(error: object) -> ssl.SSLError | None:
+    """The first ``ssl.SSLError`` among ``error`` and its causes (:func:`_causes`), if any."""
+    return next((e for e in _causes(error) if isinstance(e, ssl.SSLError)), None)
+
+
 def _refuses_certificate(error: object) -> bool:
     """Whether ``error`` is a server's refusal of the client's certificate, or of its lack of one,
     by its type, along its ``__cause__`` chain (and a replay client's
@@ -92,15 +114,13 @@ def _refuses_certificate(error: object) -> bool:
     HTTP response over TLS (:class:`~rstreams.net._transport.TLSNoResponseError`), or a
     certificate alert refused it (an ``ssl.SSLError`` whose reason is one of
     :data:`~rstreams.net._transport.CERTIFICATE_ALERTS`)."""
-    from rstreams.replay import CertificateRefusedError, ServerUnavailableError  # ping, top: no replay/
+    from rstreams.replay import CertificateRefusedError  # here: ping and top do not load replay/
 
-    while isinstance(error, BaseException):
-        if isinstance(error, TLSRefusedError | CertificateRefusedError | TLSNoResponseError):
-            return True
-        if isinstance(error, ssl.SSLError) and error.reason in CERTIFICATE_ALERTS:
-            return True
-        error = error.last if isinstance(error, ServerUnavailableError) else error.__cause__
-    return False
+    refusals = TLSRefusedError | CertificateRefusedError | TLSNoResponseError
+    return any(
+        isinstance(e, refusals) or (isinstance(e, ssl.SSLError) and e.reason in CERTIFICATE_ALERTS)
+        for e in _causes(error)
+    )
 
 
 def _offered_hint(message: str, name: str) -> str:

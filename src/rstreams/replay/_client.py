@@ -160,15 +160,19 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
 
     A failed TLS handshake is a :class:`TLSHandshakeError`, and a refusal of the client's
     certificate its :class:`CertificateRefusedError`, by which callers know to name their own
-    TLS options, or their client certificate options.
+    TLS options, or their client certificate options; ``__cause__`` is then the
+    ``ssl.SSLError`` when there was one (raise it ``from`` that).
     """
     cause = error.__cause__
     if isinstance(error, ConnectionBrokenError) and isinstance(cause, ssl.SSLError):
+        failed = f"the TLS handshake with {url} failed: {cause}"
+        refused: TLSHandshakeError
         if cause.reason in CERTIFICATE_ALERTS:
-            return CertificateRefusedError(
-                f"the TLS handshake with {url} failed: {cause}; {TLS_REFUSAL_HINT}"
-            )
-        return TLSHandshakeError(f"the TLS handshake with {url} failed: {cause}")
+            refused = CertificateRefusedError(f"{failed}; {TLS_REFUSAL_HINT}")
+        else:
+            refused = TLSHandshakeError(failed)
+        refused.__cause__ = cause  # the TLS error, by which a caller tells which option to change
+        return refused
     if isinstance(error, TLSRefusedError):
         return CertificateRefusedError(f"{url} ended the TLS session twice in a row: {error}")
     if isinstance(error, ConnectionBrokenError) and "authentic" in str(error):
@@ -243,7 +247,7 @@ class _Client:
         except Exception as error:
             denied = _denied(error, url)
             if denied is not None:
-                raise denied from None
+                raise denied from denied.__cause__
             raise
 
 
@@ -420,7 +424,7 @@ def _stream_part(
             return start + count
         denied = _denied(error, url)
         if denied is not None:
-            raise denied from None
+            raise denied from denied.__cause__
         raise error
     if count != end - start:
         raise RuntimeError(
@@ -512,7 +516,7 @@ def upload(
             if step is _Step.GIVE_UP:
                 denied = _denied(error, url)
                 if denied is not None:
-                    raise denied from None
+                    raise denied from denied.__cause__
                 raise
             if step is _Step.AT_ONCE:
                 continue
