@@ -71,12 +71,15 @@ async def test_a_page_from_another_origin_is_refused_with_403_and_the_server_kee
     context = client_ssl if secure else None
     try:
         hello = await _hello(server, None, context)
-        with caplog.at_level(logging.DEBUG, logger="rstreams.net.websocket"):
+        with caplog.at_level(logging.INFO, logger="rstreams.net.websocket"):
             status, body = await _refusal(server, EVIL, context)
         assert status == 403
         assert f"origins=['{EVIL}']" in body and f"rstreams serve --origin {EVIL}" in body
         said = [record.getMessage() for record in caplog.records if record.name == "rstreams.net.websocket"]
-        assert said == [f"refused a WebSocket handshake from a page at origin '{EVIL}'"]
+        assert said == [
+            f"refused a WebSocket handshake from a page at origin {EVIL} (HTTP 403); "
+            f"to allow it, serve with origins=['{EVIL}'] or rstreams serve --origin {EVIL}"
+        ]
         assert await _hello(server, _own(server), context) == hello
         assert await _hello(server, _own(server, "localhost"), context) == hello
         assert await _hello(server, _own(server, "[::1]"), context) == hello

@@ -93,11 +93,13 @@ def origin_refused(ws: ServerConnection, request: Request, response: Response) -
     if not isinstance(ws.protocol.handshake_exc, InvalidOrigin):
         return None
     origin = request.headers.get("Origin")
-    _log.debug("refused a WebSocket handshake from a page at origin %r", origin)
+    allow = f"to allow it, serve with origins=[{origin!r}] or rstreams serve --origin {origin}"
+    # one line per refusal at INFO, worded as the Java and JavaScript servers word theirs
+    _log.info("refused a WebSocket handshake from a page at origin %s (HTTP 403); %s", origin, allow)
     return ws.respond(
         HTTPStatus.FORBIDDEN,
         f"a page at origin {origin} may not connect to this RS.io server (only its own origin may); "
-        f"to allow it, serve with origins=[{origin!r}] or rstreams serve --origin {origin}\n",
+        f"{allow}\n",
     )
 
 
