@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from rstreams import Subscriber, _cli_logs, cli, just
+from rstreams import Subscriber, _cli_logs, _cli_observe, cli, just
 from rstreams._cli_publishers import builtin_channels, builtin_publishers, load_publishers
 from rstreams.cli import main
 from rstreams.errors import ConnectionBrokenError, TLSRefusedError
@@ -33,6 +33,7 @@ from rstreams.replay import (
     ServerUnavailableError,
     TLSHandshakeError,
 )
+from testkit.net import run_virtual
 
 
 @pytest.mark.timeout(30)
@@ -1084,14 +1085,38 @@ def test_a_web_server_at_a_tcp_url_is_named(capsys: pytest.CaptureFixture[str]) 
     assert "they look like an HTTP response; for a WebSocket server use ws:// or wss://" in err
 
 
-@pytest.mark.timeout(30)
-def test_a_slow_stream_outlives_the_timeout_through_pings(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("keepalive", "status", "count"), [(0.1, 0, 3), (None, 2, 1)])
+def test_a_slow_stream_outlives_the_timeout_through_pings(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    keepalive: float | None,
+    status: int,
+    count: int,
+) -> None:
     """Readings 1.25 s apart with --timeout 1: the server's pings (every 0.1 s) keep the
-    connection alive, even when a loaded machine holds one back for most of a second."""
-    with served(builtin_publishers(), keepalive=0.1) as url:
-        status, lines, err = subscribe(capsys, url, "sensors/s?rate=0.8&count=3", "--timeout", "1")
-    assert (status, err) == (0, "")
-    assert len(lines) == 3
+    connection alive; without them the first gap ends it (exit 2, naming the idle timeout).
+
+    The server and the command share one loop on a virtual clock (testkit.net.run_virtual, a
+    Unix socket): time moves only when nothing is left to read, so a loaded machine can hold no
+    ping back past the timeout."""
+    url = f"unix://{tmp_path / 'rs.sock'}"
+
+    def on_virtual_time(command: Any) -> int:
+        async def beside_the_server() -> int:
+            server = await serve(url, builtin_publishers(), keepalive=keepalive)
+            try:
+                return int(await command)
+            finally:
+                await server.aclose()
+
+        return run_virtual(beside_the_server)
+
+    monkeypatch.setattr(_cli_observe, "run_command", on_virtual_time)
+    got, lines, err = subscribe(capsys, url, "sensors/s?rate=0.8&count=3", "--timeout", "1")
+    assert (got, len(lines)) == (status, count), err
+    assert ("idle timeout" in err) == (keepalive is None), err
 
 
 @pytest.mark.timeout(30)
