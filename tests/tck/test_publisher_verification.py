@@ -369,6 +369,22 @@ def test_the_overflow_publisher_still_passes_the_exact_maximum() -> None:
     assert run_one(case, bp.DelayedPublisher).outcome == "passed"
 
 
+@pytest.mark.timeout(120)
+def test_signals_from_two_threads_at_once_fail_the_required_cases_too() -> None:
+    """Rule 1.3 beyond the stochastic case: a publisher that runs each signal as its own pool
+    task fails required cases with the stochastic one skipped, because every TCK subscriber
+    checks that no two threads are inside its signals at once. Endless streams are left out
+    (max_elements): that twin would submit tasks without end."""
+    report = verify_publisher(
+        bp.PerElementTaskPublisher, env=fast_env(), skip_stochastic=True, max_elements=1000
+    )
+    overlapping = [r.name for r in report.failed if r.message.startswith("rule 1.3: ")]
+    assert overlapping, str(report)
+    assert all(r.category == "required" for r in report.failed if r.name in overlapping)
+    correct = verify_publisher(bp.SyncPublisher, env=fast_env(), skip_stochastic=True, max_elements=1000)
+    assert correct.ok, str(correct)
+
+
 class TestDelayedPublisher(PublisherVerification):
     """Asynchronous with a delay: demand accumulates before anything is delivered."""
 

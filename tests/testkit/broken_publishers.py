@@ -941,3 +941,52 @@ class _CompletesAgainOnCancel(SyncSubscription):
         super().cancel()
         if self.completed is not None:
             self.completed.on_complete()
+
+
+class PerElementTaskPublisher(SyncPublisher):
+    """Rule 1.3: each signal is its own task on a pool of four threads, so signals overlap.
+
+    Demand is counted correctly (under a lock) and the tasks are submitted in order; only the
+    serialisation is missing, the classic way an executor-based publisher goes wrong. The
+    stochastic case seldom sees it (it asks for one element at a time, from inside on_next);
+    the other cases do, because the TCK's subscribers check rule 1.3 themselves. An endless
+    stream (``elements == 2**63 - 1``) submits tasks without end: give it a bounded one.
+    """
+
+    @property
+    def subscription_type(self) -> type[SyncSubscription]:
+        return _TaskPerSignal
+
+
+_SIGNAL_TASKS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="signal-task")
+
+
+class _TaskPerSignal(SyncSubscription):
+    def __init__(self, publisher: SyncPublisher, subscriber: Subscriber[int]) -> None:
+        super().__init__(publisher, subscriber)
+        self.lock = threading.RLock()
+
+    def request(self, n: int) -> None:
+        with self.lock:
+            super().request(n)
+
+    def cancel(self) -> None:
+        with self.lock:
+            super().cancel()
+
+    def emit(self) -> None:
+        item, self.next = self.next, self.next + 1
+        assert self.subscriber is not None
+        _SIGNAL_TASKS.submit(self.subscriber.on_next, item)
+        if self.next == self.publisher.elements and not self.done:
+            self.complete()
+
+    def complete(self) -> None:
+        subscriber, self.subscriber, self.done = self.subscriber, None, True
+        if subscriber is not None:
+            _SIGNAL_TASKS.submit(subscriber.on_complete)
+
+    def fail(self, error: BaseException) -> None:
+        subscriber, self.subscriber, self.done = self.subscriber, None, True
+        if subscriber is not None:
+            _SIGNAL_TASKS.submit(subscriber.on_error, error)

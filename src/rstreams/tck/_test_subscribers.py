@@ -11,13 +11,15 @@
 * :class:`ManualSubscriber` is the workhorse: it starts with no demand, requests only when
   the test says so, keeps received elements in a bounded queue, and records every rule
   breach it can see by itself (signals before ``on_subscribe``, after a terminal signal,
-  beyond demand). Its waits end early when a failure is recorded.
+  beyond demand, and signals from two threads at once, rule 1.3: see :class:`SerialSignals`).
+  Its waits end early when a failure is recorded.
 * :class:`BlackholeSubscriber` counts elements but keeps none, for long or endless streams.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -29,10 +31,12 @@ from rstreams.tck._env import RUNAWAY_LIMIT, TEST_BUFFER_SIZE, Promise, TestEnvi
 from rstreams.tck._failures import StreamAbandoned, TCKFailure
 
 __all__ = [
+    "GIVE_WAY_SIGNALS",
     "BlackholeSubscriber",
     "BlackholeSubscriberWithSubscriptionSupport",
     "ManualSubscriber",
     "ManualSubscriberWithSubscriptionSupport",
+    "SerialSignals",
     "SubscriberBufferOverflowError",
     "TestSubscriber",
     "new_blackhole_subscriber",
@@ -41,6 +45,55 @@ __all__ = [
 
 T = TypeVar("T")
 E = TypeVar("E", bound=BaseException)
+
+
+GIVE_WAY_SIGNALS: Final = 64
+"""Signals per subscriber (before any cancel) during which :class:`SerialSignals` gives way."""
+
+
+class SerialSignals:
+    """Rule 1.3 in every case: no two threads inside one subscriber's signals at once.
+
+    :meth:`visit` marks the calling thread as inside a signal, gives way to other threads
+    (``time.sleep(0)`` releases the GIL) and leaves. A publisher that signals from two threads
+    at once (an element per pool task, ``on_complete`` from another thread than the elements)
+    then gets caught inside: the second thread finds the first still there. Only the first
+    :data:`GIVE_WAY_SIGNALS` signals before a cancel give way, so a long or runaway stream costs
+    nothing. Re-entry on the same thread is allowed (a request inside a signal may deliver at
+    once). The subscriber calls it before it makes the signal visible to the case, so the case's
+    thread, woken by a signal, cannot provoke an overlap by requesting more. One breach is
+    reported per subscriber: a publisher that overlaps does so again and again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._inside = ""
+        self._reported = False
+
+    def visit(self, signal: str, give_way: bool) -> str | None:
+        """The rule-1.3 breach ``signal`` commits on this thread, if any (reported once)."""
+        me = threading.get_ident()
+        with self._lock:
+            owner = self._owner
+            if owner is not None and owner != me:
+                if self._reported:
+                    return None
+                self._reported = True
+                return (
+                    f"rule 1.3: {signal} arrived on thread {me} while thread {owner} was still inside"
+                    f" {self._inside}; signals to one subscriber must be serial"
+                )
+            if owner == me:
+                return None
+            self._owner, self._inside = me, signal
+        try:
+            if give_way:
+                time.sleep(0)
+        finally:
+            with self._lock:
+                self._owner = None
+        return None
 
 
 class SubscriberBufferOverflowError(TCKFailure):
@@ -173,11 +226,13 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         self.error: BaseException | None = None
         self._end_taken = False
         self._late_reported = False
+        self._serial = SerialSignals()
 
     # -- signals -------------------------------------------------------------------
     def on_subscribe(self, subscription: Subscription) -> None:
         if subscription is None:
             raise TypeError("rule 2.13: on_subscribe(None)")
+        self._check_serial("on_subscribe")
         if not self.subscription.try_complete(subscription):
             (self.env.record_late if self.closed else self.env.record_failure)(
                 "rule 2.12: on_subscribe was called twice for one subscribe(); at most once per Subscriber"
@@ -190,6 +245,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if not self._element_arrived():
             self._late_element(item)
             return
+        self._check_serial(f"on_next({item!r})")
         problems: list[str] = []
         overflow = False
         with self._cond:
@@ -223,6 +279,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if not self._signal_arrived():
             self._late_terminal("on_complete()", None)
             return
+        self._check_serial("on_complete()")
         problem = self._terminal_problem("on_complete()")
         with self._cond:
             if not self._terminated:
@@ -238,6 +295,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if not self._signal_arrived():
             self._late_terminal(f"on_error({_describe(error)})", error)
             return
+        self._check_serial(f"on_error({_describe(error)})")
         problem = self._terminal_problem(f"on_error({_describe(error)})")
         with self._cond:
             if not self._terminated:
@@ -246,6 +304,13 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         if problem:
             self.env.record_failure(problem)
         self.env.record_async_error(error)
+
+    def _check_serial(self, signal: str) -> None:
+        """Rule 1.3: record a signal that arrives while another thread is inside one."""
+        give_way = self._cancelled_at is None and self.arrived <= GIVE_WAY_SIGNALS
+        problem = self._serial.visit(signal, give_way)
+        if problem is not None:
+            self.env.record_failure(problem)
 
     # -- after the case ended: still checked, reported by a later case -------------------
     def _late_element(self, item: T) -> None:
