@@ -344,6 +344,13 @@ class Connection:
             closed=outbox.ended is not None,
         )
 
+    @property
+    def extensions(self) -> frozenset[int]:
+        """The ids of the extensions active on this connection, those both hellos list
+        (PROTOCOL.md §4.4); empty until the peer's hello has arrived, which it has once any
+        answer of the peer's has (``await conn.request(...)`` returned)."""
+        return self._pump.outbox.core.extensions
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         """Transport details: ``peername``, ``sockname``, ``ssl_object``..."""
         transport = self._pump.outbox.transport

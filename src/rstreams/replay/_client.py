@@ -12,7 +12,9 @@ discard the objects that make them.
 :func:`stream_range` hands a range over as it arrives, a few wire elements ahead of the
 caller (its demand), so an executor decodes and passes on one part while the next is on
 the wire; :func:`fetch_range` collects it. Uploads (the sink) use a connection of their
-own, because the server subscribes to the uploading connection's publisher.
+own: one channel ``LOG?stage=TOKEN`` on it (PROTOCOL.md §21.8), or, with a server that lacks
+extensions channels and input-parts (or the channel), a reverse subscription, which the
+server makes to the uploading connection's publisher.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from typing import Any, TypeVar
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, TLSRefusedError
 from rstreams.flow._public import from_iterable
-from rstreams.net import RAW, Connection, RemoteStreamError, connect
+from rstreams.net import RAW, Connection, RemoteStreamError, UnknownPublisher, connect
 from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT
 from rstreams.replay._access import Access
-from rstreams.replay._cursor import packed_count, unpack
+from rstreams.replay._cursor import PACK_BYTES, pack, packed_count, unpack
 from rstreams.replay._server import UPLOAD_NAME
 
 __all__ = [
@@ -454,15 +456,58 @@ def fetch_range(
     return list(stream_range(url, log, start, end, timeout, pack=pack, access=access))
 
 
-async def _upload(url: str, log: str, token: str, rows: Iterable[bytes], access: Access, again: bool) -> int:
+_ON_A_CHANNEL = frozenset({8, 9})
+"""The ids of the extensions an upload on a channel needs: channels (8, PROTOCOL.md §21), and
+input-parts (9, §21.6) for rows above 64 KiB (Arrow batches)."""
+
+
+async def _upload(url: str, log: str, token: str, rows: Callable[[], Iterator[bytes]], access: Access) -> int:
+    """One attempt of :func:`upload`: on a channel if the server offers it, else by the
+    reverse subscription (PROTOCOL.md §21.8). ``rows()`` gives the rows from the first, each time."""
+    conn = await connect(url, ssl=access.ssl_context(url), auth=access.auth)
+    try:
+        # What an attempt cut short had staged under the token goes first (on a first attempt
+        # there is none). The answer comes after the server's hello: the extensions are known.
+        await conn.request(f"{log}?discard={token}")
+        if conn.extensions >= _ON_A_CHANNEL:
+            try:
+                packed = from_iterable(_packed(rows()))
+                answer: bytes = await conn.channel(f"{log}?stage={token}", packed).first()
+                return int(json.loads(answer)["count"])
+            except UnknownPublisher:  # a server from before uploads on channels: it has no such channel
+                pass
+    finally:
+        await conn.aclose()
+    return await _upload_reversed(url, log, token, rows(), access)
+
+
+def _packed(rows: Iterator[bytes]) -> Iterator[bytes]:
+    """``rows`` as packed elements (docs/replay.md, *The pack format*), each of up to
+    :data:`PACK` rows and about :data:`~rstreams.replay._cursor.PACK_BYTES` (a larger row alone)."""
+    chunk: list[bytes] = []
+    size = 0
+    for row in rows:
+        if chunk and size + len(row) > PACK_BYTES:
+            yield pack(chunk)
+            chunk, size = [], 0
+        chunk.append(row)
+        size += len(row)
+        if len(chunk) == PACK:
+            yield pack(chunk)
+            chunk, size = [], 0
+    if chunk:
+        yield pack(chunk)
+
+
+async def _upload_reversed(url: str, log: str, token: str, rows: Iterable[bytes], access: Access) -> int:
+    """The upload as the server's subscription to this side's ``rstreams/upload``: a JSON header
+    naming the log and the token, then the rows; ``LOG?staged=TOKEN`` answers with the count."""
     header = json.dumps({"log": log, "token": token}).encode()
     elements: Iterator[bytes] = chain([header], rows)
     conn = await connect(
         url, publishers={UPLOAD_NAME: from_iterable(elements)}, ssl=access.ssl_context(url), auth=access.auth
     )
     try:
-        if again:  # what an attempt cut short had staged, if the server is still the same one
-            await conn.request(f"{log}?discard={token}")
         answer = json.loads(await conn.request(f"{log}?staged={token}"))
     finally:
         await conn.aclose()
@@ -480,9 +525,12 @@ def upload(
 ) -> int:
     """Stage ``rows`` on the server's sink log ``log`` under ``token``; returns how many.
 
-    A server that cannot be reached, or breaks the connection half-way (it restarts), is
-    tried again with backoff until ``timeout``; the rows already sent are kept in memory for
-    that and sent again under the same token, after the server has dropped what it staged.
+    The rows travel on the channel ``LOG?stage=TOKEN`` when the server offers extensions channels
+    and input-parts, else as the reverse subscription (PROTOCOL.md §21.8). Each attempt first
+    asks the server to drop what the token has staged (``LOG?discard=TOKEN``). A server that
+    cannot be reached, or breaks the connection half-way (it restarts), is tried again with
+    backoff until ``timeout``; the rows already sent are kept in memory for that and sent again
+    under the same token.
 
     Raises:
         RemoteLogError, AccessDeniedError, ServerUnavailableError: as :func:`request_json`.
@@ -502,7 +550,7 @@ def upload(
     while True:
         left = deadline - time.monotonic()
         try:
-            attempt = _upload(url, log, token, replayed(), chosen, bool(attempts.failures))
+            attempt = _upload(url, log, token, replayed, chosen)
             count: int = asyncio.run(asyncio.wait_for(attempt, max(0.001, left)))
             return count
         except RemoteStreamError as error:

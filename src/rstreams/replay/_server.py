@@ -34,15 +34,21 @@ request/response is one JSON element (UTF-8 bytes):
 ``NAME?publish=B&writer=W&tokens=T,..`` (sink) append the staged uploads to the log as batch
                                         ``B``, once per ``(W, B)``: ``{"published", "count"}``
 ``NAME?discard=T,..``                   (sink) drop staged uploads (Spark's ``abort``)
+``NAME?stage=T``                        (sink) a *channel* (PROTOCOL.md §21.8), not a
+                                        publisher: stages its input under ``T``; its output
+                                        is ``{"count"}`` once the input completes
 ``rstreams/logs``                       ``{"logs": [...], "sinks": [...]}``: the names of the
                                         logs served now (sinks among them), sorted; Spark's
                                         source discovers logs by pattern with it
 ======================================  ======================================================
 
-Uploads travel the other way: RS.io is bidirectional, so the server asks each client
-for its publisher ``rstreams/upload`` (clients that have none refuse, which ends only
-that subscription). An upload's first element is a JSON header ``{"log", "token"}``;
-the rest are encoded rows, staged under the token until ``publish`` or ``discard``.
+Uploads go the other way. On a connection with extensions channels and input-parts
+(PROTOCOL.md §21) the client opens the channel ``NAME?stage=T`` with the rows as its input
+(:func:`_stage_channels`). Without them, a reverse subscription: RS.io is bidirectional, so
+the server asks each client for its publisher ``rstreams/upload`` (clients that have none
+refuse, which ends only that subscription); that upload's first element is a JSON header
+``{"log", "token"}``, and ``NAME?staged=T`` answers once it has completed. Either way the
+rows are staged under the token until ``publish`` or ``discard``.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ import asyncio
 import concurrent.futures
 import json
 import ssl as _ssl
+import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Self
@@ -60,7 +67,9 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import error as error_flow
+from rstreams.net._channels import ChannelFactory
 from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT
+from rstreams.replay._cursor import unpack
 from rstreams.replay._log import ReplayLog
 from rstreams.rules import check_subscriber
 
@@ -99,6 +108,9 @@ QUERY_KEYS = (
 """Every query parameter a log's name may carry; any other is refused (a typo is not a full read)."""
 _UPLOAD_WINDOW = 1024
 """Elements an upload may have in flight to the server; paced by staging."""
+_FLUSH_BYTES = 1024 * 1024
+"""Rows received are staged (and checked against the bound) at least every this many bytes,
+and at least every half window of elements: large rows (Arrow batches) are not held unchecked."""
 STAGING_BYTES = 256 * 1024 * 1024
 """Default bound of a sink log's staged (uploaded, not yet published) rows, in bytes."""
 
@@ -192,17 +204,39 @@ class _Staging:
         self.refused = 0  # publishes of a batch already published (a re-run batch)
 
     def future(self, token: str) -> concurrent.futures.Future[int]:
+        """The upload under ``token``'s count, resolved when it completes (the reverse
+        subscription's, whose ``NAME?staged=T`` may come before or after its header)."""
         with self._lock:
             return self._done.setdefault(token, concurrent.futures.Future())
 
-    def add(self, token: str, rows: list[bytes]) -> None:
-        """Stage ``rows`` under ``token``.
+    def begin(self, token: str) -> concurrent.futures.Future[int]:
+        """A new upload under ``token`` (a channel, PROTOCOL.md §21.8): its count's future,
+        which replaces the token's earlier one. An earlier upload still running can then stage
+        no more (:meth:`add`)."""
+        fresh: concurrent.futures.Future[int] = concurrent.futures.Future()
+        with self._lock:
+            earlier = self._done.get(token)
+            self._done[token] = fresh
+        if earlier is not None and not earlier.done():
+            earlier.set_exception(LookupError(f"sink log {self.log.name!r}: upload {token!r} began again"))
+        return fresh
+
+    def add(self, token: str, rows: list[bytes], upload: concurrent.futures.Future[int]) -> None:
+        """Stage ``rows`` under ``token`` for the upload whose count is ``upload``.
 
         Raises:
+            LookupError: since that upload began, ``token`` was discarded, published or began
+                again: ``upload`` is an attempt cut short whose late rows arrive after the
+                client's next attempt took over (nothing is staged; so a row is never twice).
             StagingFullError: they do not fit (nothing of ``token`` stays staged).
         """
         size = sum(map(len, rows))
         with self._lock:
+            if self._done.get(token) is not upload:
+                raise LookupError(
+                    f"sink log {self.log.name!r}: upload {token!r} was discarded, published or began again "
+                    "while its rows arrived; they are not staged"
+                )
             if self.staged_bytes + size > self.limit:
                 staged, uploads = self.staged_bytes, len(self._uploads)
                 self._forget(token)
@@ -259,26 +293,31 @@ class _Staging:
         return {"discarded": len(tokens)}
 
 
-class _UploadSubscriber(Subscriber[bytes]):
-    """Takes one client's ``rstreams/upload`` stream into a log's staging area.
+class _Stager(Subscriber[bytes]):
+    """Takes one upload's rows into a log's staging area under its token; resolves
+    ``future`` with their count once they complete.
 
-    Rows are staged in runs of half the window, each run as demand is renewed. A header
-    that names no sink log, or a staging area that is full, cancels the upload; the
-    client's ``NAME?staged=T`` request carries the reason (its own name is checked by
-    the route, so it fails at once too).
+    Demand is renewed by half the window as each half arrives. Rows are staged in runs, each
+    run when a half window of elements or :data:`_FLUSH_BYTES` bytes has arrived, and the
+    rest at the end. A staging area that is full, or a token taken over by a later attempt
+    (:meth:`_Staging.add`), cancels the rows and fails ``future``. An upload that fails or is
+    cut short fails ``future``; what it staged stays until ``discard`` (the client's next
+    attempt sends that first).
     """
 
     def __init__(
-        self, stagings: Mapping[str, _Staging], allowed: Callable[[str], bool] | None = None
+        self,
+        future: concurrent.futures.Future[int] | None,
+        staging: _Staging | None = None,
+        token: str = "",
     ) -> None:
-        self._stagings = stagings
-        self._allowed = allowed
+        self._future = future
+        self._staging = staging
+        self._token = token
         self._subscription: Subscription | None = None
-        self._staging: _Staging | None = None
-        self._token = ""
         self._rows: list[bytes] = []
+        self._bytes = 0
         self._count = 0
-        self._future: concurrent.futures.Future[int] | None = None
         self._received = 0
         self._done = False
 
@@ -291,13 +330,73 @@ class _UploadSubscriber(Subscriber[bytes]):
         if self._done:
             return
         self._received += 1
-        if self._received == 1:
-            self._begin(item)
-            return
-        self._rows.append(item)
+        self._take(item)
+
+    def _take(self, row: bytes) -> None:
+        self._rows.append(row)
+        self._bytes += len(row)
         renew = self._received % (_UPLOAD_WINDOW // 2) == 0
-        if renew and self._flush() and self._subscription is not None:
+        if (renew or self._bytes >= _FLUSH_BYTES) and not self._flush():
+            return
+        if renew and self._subscription is not None:
             self._subscription.request(_UPLOAD_WINDOW // 2)
+
+    def _flush(self) -> bool:
+        """Stage the rows received since the last flush; False if the upload failed."""
+        if self._staging is None or self._done:
+            return False
+        rows, self._rows, self._bytes = self._rows, [], 0
+        assert self._future is not None  # set with the staging area
+        try:
+            self._staging.add(self._token, rows, self._future)
+        except (StagingFullError, LookupError) as refused:
+            self._fail(refused, str(refused))
+            return False
+        self._count += len(rows)
+        return True
+
+    def _fail(self, error: BaseException | None, reason: str) -> None:
+        self._done = True
+        self._rows = []
+        if self._subscription is not None:
+            self._subscription.cancel()
+        if self._future is not None and not self._future.done():
+            self._future.set_exception(error if error is not None else LookupError(reason))
+
+    def on_error(self, error: BaseException) -> None:
+        self._done = True
+        self._rows = []
+        if self._future is not None and not self._future.done():
+            self._future.set_exception(error)
+
+    def on_complete(self) -> None:
+        if self._done or self._future is None:
+            return
+        if self._flush() and not self._future.done():
+            self._future.set_result(self._count)
+
+
+class _UploadSubscriber(_Stager):
+    """Takes one client's ``rstreams/upload`` stream (the reverse subscription) into a log's
+    staging area: its first element is the JSON header ``{"log", "token"}`` naming both.
+
+    A header that names no sink log, or a staging area that is full, cancels the upload; the
+    client's ``NAME?staged=T`` request carries the reason (its own name is checked by the
+    route, so it fails at once too).
+    """
+
+    def __init__(
+        self, stagings: Mapping[str, _Staging], allowed: Callable[[str], bool] | None = None
+    ) -> None:
+        super().__init__(None)
+        self._stagings = stagings
+        self._allowed = allowed
+
+    def _take(self, row: bytes) -> None:
+        if self._received == 1:
+            self._begin(row)
+        else:
+            super()._take(row)
 
     def _begin(self, header: bytes) -> None:
         try:
@@ -317,35 +416,106 @@ class _UploadSubscriber(Subscriber[bytes]):
             return
         self._future = self._staging.future(token)
 
-    def _flush(self) -> bool:
-        """Stage the rows received since the last flush; False if the upload failed."""
-        if self._staging is None or self._done:
-            return False
-        rows, self._rows = self._rows, []
-        try:
-            self._staging.add(self._token, rows)
-        except StagingFullError as full:
-            self._fail(full, str(full))
-            return False
-        self._count += len(rows)
-        return True
 
-    def _fail(self, error: BaseException | None, reason: str) -> None:
-        self._done = True
-        if self._subscription is not None:
-            self._subscription.cancel()
-        if self._future is not None and not self._future.done():
-            self._future.set_exception(error if error is not None else LookupError(reason))
+_IN_FLIGHT_BYTES = 8 * 1024 * 1024
+"""Bytes of input an upload channel lets its client have in flight (PROTOCOL.md §21.8): the
+input demand is this over the largest element seen, within 1 and :data:`_UPLOAD_WINDOW`."""
 
-    def on_error(self, error: BaseException) -> None:
-        if self._future is not None and not self._future.done():
-            self._future.set_exception(error)
 
-    def on_complete(self) -> None:
-        if self._done or self._future is None:
+class _ChannelStager(_Stager):
+    """The input of channel ``NAME?stage=T``: each element is packed rows (docs/replay.md, *The
+    pack format*), staged on arrival. Input demand starts at 1 and keeps about
+    :data:`_IN_FLIGHT_BYTES` in flight once element sizes are known, so large elements (Arrow
+    batches) are never asked for by the thousand. An element that is not a packed element
+    fails the upload."""
+
+    def __init__(self, future: concurrent.futures.Future[int], staging: _Staging, token: str) -> None:
+        super().__init__(future, staging, token)
+        self._outstanding = 0
+        self._largest = 1
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if demand.accept_subscription(self._subscription, subscription):
+            self._subscription = subscription
+            self._outstanding = 1
+            subscription.request(1)
+
+    def on_next(self, item: bytes) -> None:
+        if self._done:
             return
-        if self._flush() and not self._future.done():
-            self._future.set_result(self._count)
+        self._outstanding -= 1
+        try:
+            rows = _packed_rows(item)
+        except ValueError as bad:
+            log = self._staging.log.name if self._staging is not None else "?"
+            self._fail(ValueError(f"sink log {log!r}: {bad} (PROTOCOL.md §21.8)"), "")
+            return
+        self._rows = rows
+        if not self._flush():
+            return
+        self._largest = max(self._largest, len(item))
+        window = max(1, min(_UPLOAD_WINDOW, _IN_FLIGHT_BYTES // self._largest))
+        if self._outstanding <= window // 2 and self._subscription is not None:
+            self._subscription.request(window - self._outstanding)
+            self._outstanding = window
+
+
+def _packed_rows(item: bytes) -> list[bytes]:
+    """The rows of one packed element; ``ValueError`` unless it is exactly one."""
+    count = int.from_bytes(item[:4], "big")
+    header = 4 + 4 * count
+    if len(item) < header or header + sum(struct.unpack_from(f">{count}I", item, 4)) != len(item):
+        raise ValueError(
+            f"an upload channel's input elements are packed rows (docs/replay.md, The pack format); "
+            f"got {len(item)} bytes that are not one"
+        )
+    return unpack(item)
+
+
+class _StagedCount(Flow[bytes]):
+    """The output of channel ``NAME?stage=T`` (PROTOCOL.md §21.8): its input's rows are staged
+    under ``T`` (:class:`_ChannelStager`, subscribed when the output is), and the output is then one
+    element, ``{"count": N}`` as JSON, and complete; or ``onError`` (a full staging area, an
+    element that is not packed rows, the input failed, the token taken over by another upload).
+    The channel's tie ends the input with the output (PROTOCOL.md §21.5)."""
+
+    __slots__ = ("_answer", "_rows", "_stager")
+
+    def __init__(self, staging: _Staging, token: str, rows: Publisher[bytes]) -> None:
+        staged = staging.begin(token)
+        counted: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        staged.add_done_callback(lambda f: _chain_count(f, counted))
+        self._stager = _ChannelStager(staged, staging, token)
+        self._answer = _Answer(counted)
+        self._rows: Publisher[bytes] | None = rows
+
+    def subscribe(self, subscriber: Subscriber[bytes]) -> None:
+        check_subscriber(subscriber)
+        self._answer.subscribe(subscriber)
+        rows, self._rows = self._rows, None
+        if rows is not None:  # the channel's input may be subscribed to once
+            rows.subscribe(self._stager)
+
+
+def _stage_channels(stagings: Mapping[str, _Staging]) -> dict[str, ChannelFactory]:
+    """The channel factories of the sink logs' uploads, for ``serve(channels=)``: one per sink
+    log, by its name, opened as ``NAME?stage=T`` (PROTOCOL.md §21.8)."""
+
+    def factory(name: str, staging: _Staging) -> ChannelFactory:
+        def open_channel(rows: Publisher[Any], params: dict[str, str]) -> Publisher[Any]:
+            token = params.get("stage", "")
+            if set(params) != {"stage"} or not token:
+                return error_flow(
+                    ValueError(
+                        f"sink log {name!r}: an upload channel is named {name}?stage=TOKEN and takes no "
+                        f"other parameter; got {sorted(params)} (PROTOCOL.md §21.8)"
+                    )
+                )
+            return _StagedCount(staging, token, rows)
+
+        return open_channel
+
+    return {name: factory(name, staging) for name, staging in stagings.items()}
 
 
 def replay_offer(
@@ -358,7 +528,8 @@ def replay_offer(
 
     ``sinks`` are logs that Spark's ``rstreams`` sink writes to (they also serve readers);
     each stages at most ``staging_bytes`` of uploaded rows at once.
-    Returns the callable; its ``stagings`` attribute holds the sink staging areas, its ``logs``
+    Returns the callable; its ``stagings`` attribute holds the sink staging areas, its ``channels``
+    the uploads' channel factories for ``serve(channels=)`` (:func:`_stage_channels`), its ``logs``
     attribute every log by name (a log added there is served from then on). ``rstreams/logs``
     answers with the names (:data:`LOGS_NAME`).
     """
@@ -379,12 +550,13 @@ def replay_offer(
             return error_flow(error)
 
     route.stagings = stagings  # type: ignore[attr-defined]
+    route.channels = _stage_channels(stagings)  # type: ignore[attr-defined]
     route.logs = all_logs  # type: ignore[attr-defined]
     return route
 
 
 def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> Publisher[Any]:
-    unknown = sorted(params.keys() - set(QUERY_KEYS))
+    unknown = sorted(params.keys() - set(QUERY_KEYS) - {"stage"})
     if unknown:
         raise ValueError(
             f"log {log.name!r}: unknown parameter {unknown[0]!r}; a log's name takes {', '.join(QUERY_KEYS)}"
@@ -414,6 +586,11 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
     if "leave" in params:
         log.leave(params["leave"])
         return _answer(_readers(log))
+    if "stage" in params:
+        raise ValueError(
+            f"log {log.name!r}: {log.name}?stage=T is a channel, not a publisher: open it as one, "
+            "with the rows as its input (PROTOCOL.md §21.8)"
+        )
     if staging is None and ({"staged", "publish", "discard"} & params.keys()):
         raise LookupError(f"log {log.name!r} is not a sink log: it takes no uploads")
     if staging is not None:
@@ -463,7 +640,11 @@ class ReplayServer:
     ``/metrics`` there (``metrics_url``; docs/observability.md). ``handshake_timeout``: as for
     :func:`rstreams.serve`, the seconds a connection has for its hello and then for settling
     its credentials. ``origins``: for ``ws://`` and ``wss://``, the browser pages allowed
-    besides the server's own, as :func:`rstreams.serve` takes them.
+    besides the server's own, as :func:`rstreams.serve` takes them. ``config``: the protocol
+    core's limits and extensions (a :class:`rstreams.wire.ConnectionConfig`); sink logs take uploads on
+    a channel (PROTOCOL.md §21.8) from clients on connections with extensions channels and
+    input-parts (ids 8 and 9, on unless ``disabled_extensions`` withholds them), and by the
+    reverse subscription ``rstreams/upload`` from the others.
     """
 
     def __init__(
@@ -480,7 +661,9 @@ class ReplayServer:
         metrics: bool | str = False,
         handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
         origins: Iterable[str] | None = None,
+        config: Any = None,
     ) -> None:
+        self._config = config
         self._logs = {**logs, **(sinks or {})}
         self._origins = origins
         self._metrics = metrics
@@ -520,6 +703,8 @@ class ReplayServer:
             metrics=self._metrics,
             handshake_timeout=self._handshake_timeout,
             origins=self._origins,
+            config=self._config,
+            channels=self._route.channels,
         )
         self._server = asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
         if self._metrics:

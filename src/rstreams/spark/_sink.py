@@ -4,8 +4,11 @@ Two phases, as Spark's writer API intends:
 
 * ``write(rows)`` on an executor uploads its partition's rows to the server, where they
   are *staged* under a fresh token (not yet visible to subscribers), and returns the
-  token in its commit message. The upload is an RS.io stream the server requests from
-  with bounded demand, so a server that takes rows slowly slows the Spark task.
+  token in its commit message. The upload is an RS.io channel ``LOG?stage=TOKEN`` whose
+  input, the rows packed (Arrow batches above 64 KiB split), the server requests with
+  bounded demand, so a server that takes rows slowly slows the Spark task (a server without
+  extensions channels and input-parts gets the rows by reverse subscription, also with
+  bounded demand; PROTOCOL.md §21.8).
 * ``commit(messages, batchId)`` on the driver asks the server to publish the staged
   tokens as batch ``batchId`` of this query. The server publishes each
   ``(query, batchId)`` at most once: a restarted query that re-runs a batch whose
