@@ -837,6 +837,24 @@ class ManualPublisher:
 
 
 @pytest.mark.timeout(60)
+def test_subscribe_without_tls_options_does_not_import_the_replay_package() -> None:
+    """A command is a process of its own whose CPU time is mostly imports (a loaded machine
+    stretches every millisecond of it): subscribe, ping and top import rstreams.replay, whose
+    Access checks their TLS options, only when one is given."""
+    code = "import sys; from rstreams.cli import main; status = main(sys.argv[1:]); "
+    code += "print(status, sorted(name for name in sys.modules if name.startswith('rstreams.replay')))"
+    with served({"n": just(b"0", b"1")}) as url:
+        done = subprocess.run(
+            [sys.executable, "-c", code, "subscribe", url, "n"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=50,
+        )
+    assert done.stdout == "0\n1\n0 []\n", done.stdout + done.stderr
+
+
+@pytest.mark.timeout(60)
 def test_each_element_is_printed_as_it_arrives() -> None:
     """The first line reaches a pipe while the stream is still open (a flush per line)."""
     publisher = ManualPublisher()

@@ -166,11 +166,11 @@ def client_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
         ValueError: a file does not load, a key without its certificate, or an option on a URL
             without TLS; one line naming the option and its file.
     """
+    if all(getattr(args, name) is None for name in TLS_OPTIONS):
+        return None  # without importing the replay package (its server, log store, lzma...)
     from rstreams.replay import Access  # the same checks and messages as rstreams publish
 
     access = Access(cafile=args.cafile, certfile=args.certfile, keyfile=args.keyfile)
-    if not access.uses_tls:
-        return None
     return access.ssl_context(args.url, names=TLS_OPTIONS)
 
 
