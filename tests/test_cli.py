@@ -24,7 +24,14 @@ import pytest
 from rstreams import Subscriber, _cli_logs, _cli_observe, cli, just
 from rstreams._cli_publishers import builtin_channels, builtin_publishers, load_publishers
 from rstreams.cli import main
-from rstreams.errors import ConnectionBrokenError, TLSRefusedError
+from rstreams.errors import (
+    AuthNotOfferedError,
+    AuthRefusedError,
+    AuthRequiredError,
+    AuthTimeoutError,
+    ConnectionBrokenError,
+    TLSRefusedError,
+)
 from rstreams.net import serve
 from rstreams.net._transport import TLS_REFUSAL_HINT, TLSNoResponseError
 from rstreams.replay import (
@@ -675,6 +682,50 @@ def test_access_hint_tells_a_failed_tls_handshake_by_type(error: BaseException, 
     """The hints for a server certificate not trusted or not for that name, and for TLS towards
     a server that does not speak it, follow the ``ssl.SSLError`` along the error's causes (its
     verify code, its reason), not the message's words."""
+    from rstreams._cli_observe import access_hint
+
+    assert access_hint(error) == hint
+
+
+TAKES_NONE = " (--token: this server takes none; leave it out, and $RSTREAMS_TOKEN unset)"
+ASKS = " (--token: this server asks for one)"
+REFUSED = " (--token: the server refused this one)"
+
+
+@pytest.mark.parametrize(
+    ("error", "hint"),
+    [
+        (AuthNotOfferedError("closed by this side: ..."), TAKES_NONE),
+        (AuthRequiredError("the peer said goodbye: '...'"), ASKS),
+        (AuthRefusedError("the peer said goodbye: '...'", code=3), REFUSED),
+        (AuthTimeoutError("the peer said goodbye: '...'", code=11), ""),
+        (_caused(AccessDeniedError("http://h:1 refused the credentials: ..."), AuthRefusedError()), REFUSED),
+        (_caused(AccessDeniedError("http://h:1: ..."), AuthNotOfferedError()), TAKES_NONE),
+        (ServerUnavailableError("...", last=AuthRequiredError()), ASKS),
+        (
+            ConnectionBrokenError("... the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)"),
+            "",
+        ),
+        (ConnectionBrokenError("the peer said goodbye: 'authentication failed (PROTOCOL.md §15.3)'"), ""),
+        (AccessDeniedError("http://h:1 refused the credentials: ... (PROTOCOL.md §15.2)"), ""),
+    ],
+    ids=[
+        "not-offered",
+        "required",
+        "refused",
+        "timeout",
+        "replay-refused",
+        "replay-not-offered",
+        "unavailable-last",
+        "not-offered-words-only",
+        "refused-words-only",
+        "replay-words-only",
+    ],
+)
+def test_access_hint_tells_an_auth_failure_by_type(error: BaseException, hint: str) -> None:
+    """The --token hints follow the AuthenticationError subclass along the error's causes (a
+    replay client's AccessDeniedError keeps it as its cause), not the words of the goodbye: a
+    goodbye's code 3 does not tell §15.2 from §15.3, the client's state does."""
     from rstreams._cli_observe import access_hint
 
     assert access_hint(error) == hint

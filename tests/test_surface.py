@@ -125,6 +125,20 @@ def test_the_refusals_of_a_client_certificate_refine_their_errors() -> None:
     assert issubclass(TLSNoResponseError, ConnectionRefusedError)
 
 
+def test_the_ends_of_authentication_refine_a_broken_connection() -> None:
+    """A client tells how extension auth ended its connection (PROTOCOL.md §15.2, §15.3) by type,
+    exported beside ConnectionBrokenError, which a caller that catches the broader error still
+    catches."""
+    import rstreams.errors as errors
+    from rstreams.errors import AuthenticationError, ConnectionBrokenError
+
+    assert issubclass(AuthenticationError, ConnectionBrokenError)
+    cases = ["AuthNotOfferedError", "AuthRequiredError", "AuthRefusedError", "AuthTimeoutError"]
+    for name in cases:
+        assert issubclass(getattr(errors, name), AuthenticationError), name
+    assert {"AuthenticationError", *cases} <= set(errors.__all__)
+
+
 @pytest.mark.parametrize("cls", SLOTTED, ids=_name)
 def test_slotted_classes_have_no_dict(cls: type) -> None:
     """Every base of a slotted class declares slots too, so instances carry no __dict__."""

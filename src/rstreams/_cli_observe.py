@@ -29,7 +29,14 @@ from collections.abc import Coroutine, Iterator
 from typing import Any, TextIO
 
 from rstreams._cli_common import fail
-from rstreams.errors import ReactiveStreamsError, TLSRefusedError
+from rstreams.errors import (
+    AuthenticationError,
+    AuthNotOfferedError,
+    AuthRefusedError,
+    AuthRequiredError,
+    ReactiveStreamsError,
+    TLSRefusedError,
+)
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
 from rstreams.net._transport import CERTIFICATE_ALERTS, TLSNoResponseError
 from rstreams.observe._builtin import HEALTH, MIN_INTERVAL
@@ -58,7 +65,6 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
     `` (--cafile ...)``; ``""`` for any other failure. ``certfile``: the ``--certfile``
     presented, if any (a server that refuses it does not trust it); ``server_name``: whether the
     command takes ``--server-name``."""
-    text = str(error)
     tls = _tls_error(error)
     if isinstance(tls, ssl.SSLCertVerificationError) and tls.verify_code in _NAME_MISMATCH:
         other = ", or give it with --server-name NAME" if server_name else ""
@@ -71,11 +77,12 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
         if certfile is None:
             return " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
         return f" (--certfile {certfile}: a client certificate the server trusts, when it requires one)"
-    if "does not offer extension auth" in text:  # our token, towards a server without auth
+    auth = next((e for e in _causes(error) if isinstance(e, AuthenticationError)), None)
+    if isinstance(auth, AuthNotOfferedError):  # our token, towards a server without auth
         return " (--token: this server takes none; leave it out, and $RSTREAMS_TOKEN unset)"
-    if "PROTOCOL.md §15.2" in text:
+    if isinstance(auth, AuthRequiredError):
         return " (--token: this server asks for one)"
-    if "PROTOCOL.md §15.3" in text:
+    if isinstance(auth, AuthRefusedError):
         return " (--token: the server refused this one)"
     while isinstance(error, BaseException):  # the error or its cause: nothing at that port or path
         if isinstance(error, ConnectionRefusedError | FileNotFoundError):

@@ -10,7 +10,12 @@
     │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
     ├── ResourceClosedError                 you closed it and then used it
     ├── ConnectionBrokenError               peer or network failure; __cause__ holds why
-    │   └── TLSRefusedError                 TLS ended before the server's first word (mutual TLS?)
+    │   ├── TLSRefusedError                 TLS ended before the server's first word (mutual TLS?)
+    │   └── AuthenticationError             the client's authentication ended it (PROTOCOL.md §15)
+    │       ├── AuthNotOfferedError         credentials given; the server does not offer auth (§15.2)
+    │       ├── AuthRequiredError           no credentials given; the server requires them (§15.2)
+    │       ├── AuthRefusedError            the server refused the credentials (§15.3)
+    │       └── AuthTimeoutError            the server did not settle them in time (§15.3)
     │
     │   defined beside the code that raises them, all below this root:
     ├── net: RemoteStreamError, UnknownPublisherError (LookupError); wire: the
@@ -39,6 +44,11 @@ import logging
 from collections.abc import Callable
 
 __all__ = [
+    "AuthNotOfferedError",
+    "AuthRefusedError",
+    "AuthRequiredError",
+    "AuthTimeoutError",
+    "AuthenticationError",
     "ConnectionBrokenError",
     "InvalidDemandError",
     "LocalProtocolError",
@@ -122,6 +132,39 @@ class TLSRefusedError(ConnectionBrokenError):
     client does). ``__cause__`` says how the session ended, as for any
     :class:`ConnectionBrokenError`.
     """
+
+
+class AuthenticationError(ConnectionBrokenError):
+    """A client's connection ended for a reason of extension auth (PROTOCOL.md §15.2, §15.3):
+    one of the subclasses, each told by what the client knows (the credentials it was given,
+    the extensions both hellos list, whether ``authenticated`` arrived) and the goodbye's code,
+    never by the goodbye's words, which are the message as for any
+    :class:`ConnectionBrokenError`. Raised on the client side only; ``__cause__`` is ``None``.
+    """
+
+
+class AuthNotOfferedError(AuthenticationError):
+    """The client was given credentials and the server's hello does not list extension auth:
+    the client sent no credentials and said goodbye itself (PROTOCOL.md §15.2)."""
+
+
+class AuthRequiredError(AuthenticationError):
+    """The client was given no credentials, the server's hello lists extension auth, and the
+    server said goodbye with code 3 (unauthenticated) or without a code, as servers that require
+    authentication do to a clientHello without auth (PROTOCOL.md §15.2; rstreams' servers and the
+    other bindings send that goodbye without a code)."""
+
+
+class AuthRefusedError(AuthenticationError):
+    """The server said goodbye after the client's authenticate and before its ``authenticated``,
+    with code 3 (unauthenticated), or without a code from a server that sends none (PROTOCOL.md
+    §15.3: ``authentication failed``)."""
+
+
+class AuthTimeoutError(AuthenticationError):
+    """The server said goodbye with code 11 (timeout) after the client's authenticate and before
+    its ``authenticated``: it did not settle the credentials within its handshake timeout
+    (PROTOCOL.md §15.3)."""
 
 
 UnhandledErrorHook = Callable[[BaseException, str], None]

@@ -11,13 +11,21 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.errors import ConnectionBrokenError
+from rstreams.errors import (
+    AuthenticationError,
+    AuthNotOfferedError,
+    AuthRefusedError,
+    AuthRequiredError,
+    AuthTimeoutError,
+    ConnectionBrokenError,
+)
 from rstreams.net import Credentials, RemoteStreamError, Token, UserPassword, connect, serve
 from rstreams.net._auth import ServerAuth
 from rstreams.wire import (
     Cancel,
     ClientHello,
     ConnectionClosed,
+    ConnectionConfig,
     ExtensionMessage,
     ExtensionReceived,
     OnError,
@@ -368,7 +376,7 @@ async def test_a_hook_that_never_answers_is_bounded_by_the_handshake_timeout() -
         server = connection(client=False, offer=OFFER, server_auth=auth, handshake_timeout=0.2)
         client = connection(client=True, credentials=Token(SECRET))
         memory_pair(client, server)
-        with pytest.raises(ConnectionBrokenError, match=r"authentication timeout \(not settled within 0.2 s"):
+        with pytest.raises(AuthTimeoutError, match=r"authentication timeout \(not settled within 0.2 s"):
             await asyncio.wait_for(client.request("greeting"), 10)
         assert asyncio.get_running_loop().time() == pytest.approx(0.2)
         await asyncio.wait_for(client.aclose(), 10)
@@ -492,3 +500,91 @@ async def test_a_cancel_of_a_served_subscription_is_acknowledged_at_once() -> No
         assert wire.kinds()[2:5] == ["OnSubscribe(1)", "OnComplete(1)", "OnSubscribe(2)"]
         assert not peer.core.id_in_use(1)
         peer.close()
+
+
+# -- the client's error types: by what it knows and the goodbye's code, not by the words --------
+WITHOUT_CODES = ConnectionConfig(disabled_extensions=frozenset({6}))
+"""A server without extension error-codes (as Java's): its goodbyes carry no code (§19)."""
+
+
+@pytest.mark.parametrize("codes", [True, False], ids=["error-codes", "no-codes"])
+@pytest.mark.parametrize(
+    ("required", "credentials", "expected", "code"),
+    [
+        (True, Token("wrong"), AuthRefusedError, 3),  # §15.3: authentication failed
+        (True, None, AuthRequiredError, None),  # §15.2: sent without a code
+        (None, Token(SECRET), AuthNotOfferedError, None),  # §15.2: the client's own goodbye
+    ],
+    ids=["refused", "required", "not-offered"],
+)
+async def test_a_connection_ended_by_auth_fails_with_the_case_s_type(
+    required: bool | None,
+    credentials: Credentials | None,
+    expected: type[AuthenticationError],
+    code: int | None,
+    codes: bool,
+) -> None:
+    """Each way §15.2 and §15.3 end a connection is a subclass of AuthenticationError (a
+    ConnectionBrokenError) on the client, with or without the goodbye's code; its message is
+    the goodbye's reason, as before."""
+
+    async def main() -> None:
+        auth = None if required is None else ServerAuth(authenticate=check, authorize=None, required=required)
+        config = None if codes else WITHOUT_CODES
+        server = connection(client=False, offer=OFFER, server_auth=auth, config=config)
+        client = connection(client=True, credentials=credentials)
+        memory_pair(client, server)
+        with pytest.raises(ConnectionBrokenError) as failed:
+            await asyncio.wait_for(client.request("greeting"), 10)
+        assert type(failed.value) is expected
+        assert failed.value.__cause__ is None
+        if expected is not AuthNotOfferedError:
+            assert failed.value.code == (code if codes else None)
+        await asyncio.wait_for(client.aclose(), 10)
+
+    await asyncio.to_thread(run_virtual, main)
+
+
+@pytest.mark.parametrize("codes", [True, False], ids=["error-codes", "no-codes"])
+async def test_a_goodbye_after_authenticated_is_no_auth_error(codes: bool) -> None:
+    """The server's goodbye after it accepted the credentials (its own aclose), with or without a
+    code, is a plain ConnectionBrokenError; so is one a client without credentials gets from a
+    server whose auth is optional, when it says why with a code other than 3."""
+
+    async def main() -> None:
+        auth = ServerAuth(authenticate=check, authorize=None, required=False)
+        config = None if codes else WITHOUT_CODES
+        for credentials in (Token(SECRET), None):
+            if credentials is None and not codes:
+                continue  # a codeless goodbye to it is taken for §15.2's (AuthRequiredError says so)
+            server = connection(client=False, offer=OFFER, server_auth=auth, config=config)
+            client = connection(client=True, credentials=credentials)
+            memory_pair(client, server)
+            assert await asyncio.wait_for(client.request("greeting"), 10) == b"hello"
+            assert client.authenticated is (credentials is not None)
+            await asyncio.wait_for(server.aclose(), 10)
+            with pytest.raises(ConnectionBrokenError) as failed:
+                await asyncio.wait_for(client.request("greeting"), 10)
+            assert type(failed.value) is ConnectionBrokenError, failed.value
+            await asyncio.wait_for(client.aclose(), 10)
+
+    await asyncio.to_thread(run_virtual, main)
+
+
+async def test_a_goodbye_worded_like_auth_s_is_no_auth_error() -> None:
+    """A server's goodbye whose reason reads like §15.3's, but with code 0 (normal) and after
+    ``authenticated``, does not make an AuthenticationError: the words decide nothing."""
+
+    async def main() -> None:
+        auth = ServerAuth(authenticate=check, authorize=None, required=True)
+        server = connection(client=False, offer=OFFER, server_auth=auth)
+        client = connection(client=True, credentials=Token(SECRET))
+        memory_pair(client, server)
+        assert await asyncio.wait_for(client.request("greeting"), 10) == b"hello"
+        await asyncio.wait_for(server.aclose("authentication failed (PROTOCOL.md §15.3)"), 10)
+        with pytest.raises(ConnectionBrokenError, match="authentication failed") as failed:
+            await asyncio.wait_for(client.request("greeting"), 10)
+        assert type(failed.value) is ConnectionBrokenError
+        await asyncio.wait_for(client.aclose(), 10)
+
+    await asyncio.to_thread(run_virtual, main)

@@ -7,8 +7,17 @@ import ssl
 
 import pytest
 
-from rstreams.errors import ConnectionBrokenError, TLSRefusedError
-from rstreams.replay._client import RETRY_FIRST, RETRY_MAX, _Attempts, _Step
+from rstreams.errors import (
+    AuthenticationError,
+    AuthNotOfferedError,
+    AuthRefusedError,
+    AuthRequiredError,
+    AuthTimeoutError,
+    ConnectionBrokenError,
+    TLSRefusedError,
+)
+from rstreams.replay import AccessDeniedError, TLSHandshakeError
+from rstreams.replay._client import RETRY_FIRST, RETRY_MAX, _Attempts, _denied, _Step
 
 
 def _refused() -> TLSRefusedError:
@@ -44,6 +53,7 @@ def test_refusals_apart_are_each_tried_again_at_once() -> None:
         ConnectionRefusedError("nothing listens"),
         ConnectionResetError(),
         ConnectionBrokenError("the peer closed the connection without a goodbye"),
+        ConnectionBrokenError("the peer said goodbye: 'authentication failed (PROTOCOL.md §15.3)'"),
     ],
     ids=repr,
 )
@@ -57,7 +67,10 @@ def test_other_breaks_are_tried_again_after_the_delay(error: Exception) -> None:
     "error",
     [
         _alert(),
-        ConnectionBrokenError("the peer said goodbye: 'authentication failed (PROTOCOL.md §15.3)'"),
+        AuthRefusedError("the peer said goodbye: '...'", code=3),
+        AuthRequiredError("the peer said goodbye: '...'"),
+        AuthTimeoutError("the peer said goodbye: '...'", code=11),
+        AuthNotOfferedError("the connection was closed by this side: ..."),
         TimeoutError(),
         ValueError("bad name"),
     ],
@@ -75,3 +88,34 @@ def test_the_delay_doubles_up_to_its_bound() -> None:
     assert delays[:3] == [RETRY_FIRST, 2 * RETRY_FIRST, 4 * RETRY_FIRST]
     assert max(delays) == RETRY_MAX and delays[-1] == RETRY_MAX
     assert delays == sorted(delays)
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (AuthRefusedError("the peer said goodbye: 'x'", code=3), "tcp://h:1 refused the credentials: "),
+        (AuthRequiredError("the peer said goodbye: 'x'"), "tcp://h:1 refused the credentials: "),
+        (AuthTimeoutError("the peer said goodbye: 'x'", code=11), "tcp://h:1 refused the credentials: "),
+        (AuthNotOfferedError("the connection was closed by this side: x"), "tcp://h:1: "),
+    ],
+    ids=["refused", "required", "timeout", "not-offered"],
+)
+def test_credentials_refused_or_not_taken_are_denied_by_type(error: AuthenticationError, said: str) -> None:
+    """The AccessDeniedError for an AuthenticationError keeps it as its cause (by which the
+    commands name --token), and is no TLSHandshakeError."""
+    denied = _denied(error, "tcp://h:1")
+    assert type(denied) is AccessDeniedError and not isinstance(denied, TLSHandshakeError)
+    assert str(denied) == f"{said}{error}" and denied.__cause__ is error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionBrokenError("the peer said goodbye: 'authentication failed (PROTOCOL.md §15.3)'"),
+        ConnectionBrokenError("the connection was closed by this side: authentication not possible"),
+        RuntimeError("authentication"),
+    ],
+    ids=repr,
+)
+def test_words_alone_deny_nothing(error: Exception) -> None:
+    assert _denied(error, "tcp://h:1") is None

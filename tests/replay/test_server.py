@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.errors import ConnectionBrokenError
+from rstreams.errors import AuthRequiredError, ConnectionBrokenError
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT
 from rstreams.replay import (
     Access,
@@ -219,6 +219,7 @@ def test_refused_credentials_are_not_retried(serve: Any) -> None:
         request_json(server.url, "nums?latest", timeout=20)
     assert time.monotonic() - started < 10
     assert not isinstance(refused.value, TLSHandshakeError)  # by type: the credentials, not TLS
+    assert isinstance(refused.value.__cause__, AuthRequiredError)  # none given; the server wants some
 
 
 def test_a_server_certificate_not_trusted_is_a_tls_handshake_error(serve: Any, tmp_path: Path) -> None:

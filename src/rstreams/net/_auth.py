@@ -4,7 +4,11 @@ Theory of operation (client). A :class:`ClientAuth` holds the credentials given 
 ``connect(url, auth=...)``. When the serverHello arrives it sends ``authenticate`` (or, if
 the server does not offer extension auth, says goodbye); ``authenticated`` from the server
 sets :attr:`ClientAuth.authenticated`. Subscribes with their own credentials wait for the
-hello in the subscription table (:mod:`rstreams.net._consuming`).
+hello in the subscription table (:mod:`rstreams.net._consuming`). When the connection ends for
+a reason of auth, its streams end with a subclass of
+:class:`~rstreams.errors.AuthenticationError`, told by that state and the goodbye's code
+(:func:`goodbye_error`; :meth:`ClientAuth.refusal` for the client's own goodbye), never by the
+goodbye's words.
 
 Theory of operation (server). A :class:`ServerAuth` holds the application's hooks:
 ``authenticate(credentials) -> principal`` (sync or async; ``None`` or an exception
@@ -38,10 +42,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rstreams.demand import add
+from rstreams.errors import (
+    AuthNotOfferedError,
+    AuthRefusedError,
+    AuthRequiredError,
+    AuthTimeoutError,
+    ConnectionBrokenError,
+)
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._serving import ServingTable
-from rstreams.wire import ConnectionState, ErrorCode, ExtensionError
+from rstreams.wire import Connection as Core
+from rstreams.wire import ConnectionState, ErrorCode, ExtensionError, Side
 from rstreams.wire._auth import (
     Credentials,
     decode_credentials,
@@ -50,7 +62,15 @@ from rstreams.wire._auth import (
 )
 from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
 
-__all__ = ["MESSAGE_TYPES", "AuthGate", "Authenticate", "Authorize", "ClientAuth", "ServerAuth"]
+__all__ = [
+    "MESSAGE_TYPES",
+    "AuthGate",
+    "Authenticate",
+    "Authorize",
+    "ClientAuth",
+    "ServerAuth",
+    "goodbye_error",
+]
 
 MESSAGE_TYPES = (AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS)
 """The extension's message types: the pump routes them to the gate (server) or ClientAuth (client)."""
@@ -327,18 +347,21 @@ class AuthGate:
 class ClientAuth:
     """A client connection's credentials and whether the server accepted them (§15.2, §15.3)."""
 
-    __slots__ = ("_outbox", "authenticated", "credentials")
+    __slots__ = ("_outbox", "authenticated", "credentials", "refused")
 
     def __init__(self, outbox: Outbox, credentials: Credentials) -> None:
         self._outbox = outbox
         self.credentials = credentials
         self.authenticated = False
         """Whether the server answered ``authenticated`` (§15.3)."""
+        self.refused = False
+        """Whether this side said goodbye because the server does not offer extension auth (§15.2)."""
 
     def hello(self) -> bool:
         """The serverHello arrived: send ``authenticate``; ``False`` if the server cannot take it
-        (then the connection is closing)."""
+        (then the connection is closing, and its streams end with :meth:`refusal`)."""
         if AUTH.id not in self._outbox.core.extensions:
+            self.refused = True
             self._outbox.close_now(
                 "authentication not possible: the server does not offer extension auth (id 2) "
                 "(PROTOCOL.md §15.2)"
@@ -346,6 +369,12 @@ class ClientAuth:
             return False
         self._outbox.send_extension(AUTH_AUTHENTICATE, encode_credentials(self.credentials))
         return True
+
+    def refusal(self, message: str) -> AuthNotOfferedError | None:
+        """What the streams end with when this side says goodbye with ``message``: an
+        :class:`~rstreams.errors.AuthNotOfferedError` when :meth:`hello` refused the server,
+        else ``None`` (the usual :class:`~rstreams.errors.ResourceClosedError`)."""
+        return AuthNotOfferedError(message) if self.refused else None
 
     def received(self, message_type: int, payload: bytes) -> None:
         """An auth message from the server (the pump routes them here)."""
@@ -358,3 +387,37 @@ class ClientAuth:
             else (f"message type 0x{message_type:02x}, which only a client sends,")
         )
         self._outbox.close_now(f"{what} received by the client (PROTOCOL.md §15.5)")
+
+
+def goodbye_error(
+    core: Core, client_auth: ClientAuth | None, message: str, code: int | None
+) -> ConnectionBrokenError:
+    """The error a connection's streams end with when the peer said goodbye first (``message``
+    says so; ``code`` is the goodbye's, PROTOCOL.md §19.2): on a client, a subclass of
+    :class:`~rstreams.errors.AuthenticationError` when the goodbye ended its authentication,
+    told by what the client knows (``client_auth``: its part when it was given credentials)
+    and the code, since the words of §15.2's and §15.3's goodbyes are the peer's to choose:
+
+    * this client's hello does not list auth (it has no credentials), the server's does, code 3
+      or none: the server requires authentication (§15.2),
+      :class:`~rstreams.errors.AuthRequiredError`;
+    * authenticate sent, ``authenticated`` not received, code 3 or none (a server without
+      extension error-codes sends none): refused (§15.3),
+      :class:`~rstreams.errors.AuthRefusedError`; code 11: not settled in time (§15.3),
+      :class:`~rstreams.errors.AuthTimeoutError`.
+
+    Any other goodbye is a plain :class:`~rstreams.errors.ConnectionBrokenError`.
+    """
+    hello = core.peer_hello
+    kind: type[ConnectionBrokenError] = ConnectionBrokenError
+    if core.side is not Side.CLIENT or hello is None:
+        pass
+    elif AUTH.id not in core.config.extensions:
+        if AUTH.id in hello.extensions and code in (None, ErrorCode.UNAUTHENTICATED):
+            kind = AuthRequiredError
+    elif client_auth is not None and AUTH.id in core.extensions and not client_auth.authenticated:
+        if code is None or code == ErrorCode.UNAUTHENTICATED:
+            kind = AuthRefusedError
+        elif code == ErrorCode.TIMEOUT:
+            kind = AuthTimeoutError
+    return kind(message, code=code)

@@ -8,7 +8,10 @@ peer's, or a violation the core answered with a goodbye) and the bytes (the tran
 the cause otherwise) and local Publishers are cancelled; the pieces that hold streams
 register for that with :attr:`Closing.on_end`. Lower-layer exceptions are translated into
 :class:`ConnectionBrokenError` here, in :meth:`Closing.lost`, and nowhere else; a TLS session
-that ended before the peer's hello becomes its subclass :class:`TLSRefusedError`.
+that ended before the peer's hello becomes its subclass :class:`TLSRefusedError`. A goodbye that
+ended a client's authentication (the server's, or the client's own to a server without auth)
+gives a subclass of :class:`~rstreams.errors.AuthenticationError` instead, by what the client
+knows and the goodbye's code (:func:`~rstreams.net._auth.goodbye_error`), not by its words.
 
 After an error goodbye (ours or the core's) the transport is not closed at once: closing a
 socket with unread input makes the kernel send RST, which makes the peer's kernel drop what
@@ -38,6 +41,7 @@ from rstreams.errors import (
     TLSRefusedError,
     report_unhandled,
 )
+from rstreams.net._auth import ClientAuth, goodbye_error
 from rstreams.net._outbox import Outbox
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, Transport
 from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
@@ -78,6 +82,7 @@ class Closing:
         "_linger_left",
         "_lost",
         "_outbox",
+        "client_auth",
         "made",
         "on_end",
     )
@@ -95,6 +100,9 @@ class Closing:
         """Whether the transport came up (a failed TLS handshake never does)."""
         self.on_end: list[Callable[[BaseException], object]] = []
         """Called once with the error every open stream ends with."""
+        self.client_auth: ClientAuth | None = None
+        """A client's auth part, when it was given credentials (set once the pieces are joined):
+        what it knows tells the error of a goodbye that ended its authentication."""
         outbox.install_close(self.close_now)
 
     # -- the start ------------------------------------------------------------------------------
@@ -206,7 +214,9 @@ class Closing:
             outbox.core.close(reason, code=code)
         if outbox.observer is not None:
             outbox.observer.goodbye(reason, sent=True)
-        self.end_streams(ResourceClosedError(f"the connection was closed by this side: {reason}"))
+        message = f"the connection was closed by this side: {reason}"
+        refusal = self.client_auth.refusal(message) if self.client_auth is not None else None
+        self.end_streams(refusal or ResourceClosedError(message))
         self._ended_event.set()  # no answer is awaited: aclose() goes straight to the transport
         outbox.flush_now()
         transport = outbox.transport
@@ -221,7 +231,8 @@ class Closing:
             outbox.observer.goodbye(reason if error is None else "protocol error", sent=error is not None)
         if outbox.ended is None:
             if error is None:
-                broken = ConnectionBrokenError(f"the peer said goodbye: {reason!r}", code=code)
+                said = f"the peer said goodbye: {reason!r}"
+                broken = goodbye_error(outbox.core, self.client_auth, said, code)
             else:
                 message = f"the peer broke the protocol: {error}"
                 kind = ConnectionBrokenError

@@ -96,6 +96,7 @@ class Connection:
     def __init__(self, pump: Pump) -> None:
         self._pump = pump
         pump.subscriptions.describe = self.__repr__
+        pump.closing.client_auth = pump.client_auth  # an auth goodbye's error type (net/_auth.py)
         self._new_future: Callable[[], asyncio.Future[Any]] = pump.outbox.loop.create_future
 
     # -- the peer's publishers ------------------------------------------------------------------

@@ -32,7 +32,13 @@ from itertools import chain
 from typing import Any, TypeVar
 
 from rstreams.api import Subscriber, Subscription
-from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, TLSRefusedError
+from rstreams.errors import (
+    AuthenticationError,
+    AuthNotOfferedError,
+    ConnectionBrokenError,
+    ReactiveStreamsError,
+    TLSRefusedError,
+)
 from rstreams.flow._public import from_iterable
 from rstreams.net import RAW, Connection, RemoteStreamError, UnknownPublisher, connect
 from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT
@@ -108,8 +114,8 @@ class ServerUnavailableError(ReactiveStreamsError, ConnectionError):
 
 def _retryable(error: BaseException) -> bool:
     """Whether ``error`` looks like a server restarting or out of reach for a moment."""
-    if isinstance(error, ConnectionBrokenError):
-        return not isinstance(error.__cause__, ssl.SSLError) and "authentic" not in str(error)
+    if isinstance(error, ConnectionBrokenError):  # not a failed TLS handshake, nor refused access
+        return not isinstance(error.__cause__, ssl.SSLError) and not isinstance(error, AuthenticationError)
     return isinstance(error, OSError) and not isinstance(error, ssl.SSLError | TimeoutError)
 
 
@@ -163,7 +169,9 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
     A failed TLS handshake is a :class:`TLSHandshakeError`, and a refusal of the client's
     certificate its :class:`CertificateRefusedError`, by which callers know to name their own
     TLS options, or their client certificate options; ``__cause__`` is then the
-    ``ssl.SSLError`` when there was one (raise it ``from`` that).
+    ``ssl.SSLError`` when there was one (raise it ``from`` that). Credentials refused or not
+    taken (an :class:`~rstreams.errors.AuthenticationError`, told by type) keep that error as
+    the ``__cause__``, by which a caller tells which.
     """
     cause = error.__cause__
     if isinstance(error, ConnectionBrokenError) and isinstance(cause, ssl.SSLError):
@@ -177,10 +185,13 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
         return refused
     if isinstance(error, TLSRefusedError):
         return CertificateRefusedError(f"{url} ended the TLS session twice in a row: {error}")
-    if isinstance(error, ConnectionBrokenError) and "authentic" in str(error):
-        return AccessDeniedError(f"{url} refused the credentials: {error}")
-    if "authentication" in str(error):  # our side gave up: the server does not take credentials
-        return AccessDeniedError(f"{url}: {error}")
+    if isinstance(error, AuthenticationError):  # its type says which: the hint follows the cause
+        if isinstance(error, AuthNotOfferedError):  # our side gave up: the server takes no credentials
+            denied = AccessDeniedError(f"{url}: {error}")
+        else:
+            denied = AccessDeniedError(f"{url} refused the credentials: {error}")
+        denied.__cause__ = error
+        return denied
     return None
 
 
