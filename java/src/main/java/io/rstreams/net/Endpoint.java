@@ -112,6 +112,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /** Bytes read from the peer, and how many times reading was paused (read by tests from other threads). */
     private volatile long bytesRead;
     private volatile int readPauses;
+    private volatile long peakUnsent;
 
     Endpoint(Connection.Side side, Options options) {
         this.options = options;
@@ -184,6 +185,16 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     boolean writable() {
         return channel != null && linkUp && channel.isWritable() && (replay == null || replay.unacked() < replay.bound);
+    }
+
+    /** Whether the channel takes more now (below Netty's high-water mark): elements wait while it does not. */
+    boolean channelWritable() {
+        return channel != null && linkUp && channel.isWritable();
+    }
+
+    /** The most bytes ever unsent to the peer at once, as checkBacklog saw them (read by tests). */
+    long peakUnsent() {
+        return peakUnsent;
     }
 
     String describe() {
@@ -305,6 +316,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         long unsent = unsent();
+        if (unsent > peakUnsent) {
+            peakUnsent = unsent;
+        }
         if (unsent > MAX_UNSENT) {
             notReading("more than " + MAX_UNSENT + " bytes unsent to it (PROTOCOL.md §6.3)");
             return;

@@ -16,7 +16,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * elements beyond those written, never more than the peer's outstanding demand, and only while
  * the channel is writable. A slow peer therefore stops production instead of filling a queue,
  * whatever {@code request(n)} it sent (PROTOCOL.md §6.3). Signals from the publisher (any
- * thread) go through a queue to the I/O thread, drained by one loop at a time.
+ * thread) go through a queue to the I/O thread, drained by one loop at a time; elements leave
+ * that queue for the connection only while the channel is writable, so a window sized by small
+ * elements and answered with large ones waits there instead of passing MAX_UNSENT in one turn.
  */
 final class ServingStream implements Flow.Subscriber<byte[]> {
     /** Elements asked of the local publisher and not yet written, at most. */
@@ -118,7 +120,11 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
             }
             ByteArrayOutputStream pack = null;
             int packed = 0;
-            for (Object signal = inbox.poll(); signal != null; signal = inbox.poll()) {
+            for (Object signal = inbox.peek(); signal != null; signal = inbox.peek()) {
+                if (!done && signal instanceof byte[] && !roomForElement(conn)) {
+                    break; // it waits here, in order, until the channel takes more (refill)
+                }
+                inbox.poll();
                 if (done) {
                     continue; // dropped: the peer is gone (rule 3.12 lets signals arrive after cancel)
                 }
@@ -172,6 +178,24 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
             endpoint.scheduleFlush();
             missed = wip.addAndGet(-missed);
         } while (missed != 0);
+    }
+
+    /**
+     * Whether the next element may go to the connection now: while the channel is writable and
+     * no split element of this stream is still going out. What the publisher emitted beyond that
+     * waits in the inbox, so the bytes handed to the channel stay near its high-water mark
+     * whatever the elements' sizes: a window asked for by small elements may be answered with
+     * large ones (sizes may grow from one element to the next), and MAX_UNSENT must only ever
+     * catch a peer that does not read, never one turn's burst.
+     */
+    private boolean roomForElement(Connection conn) {
+        if (conn.queuedBytes(id) > 0) {
+            return false; // parts go out while the channel takes them; their end refills (§8)
+        }
+        if (conn.pendingOutput() >= WINDOW_BYTES) {
+            endpoint.writePending(); // so that the channel's writability counts it
+        }
+        return endpoint.channelWritable();
     }
 
     private void send(Connection conn, ByteArrayOutputStream pack, int count) {

@@ -20,6 +20,17 @@ public final class Counters {
         return new Source<>(i -> value, n);
     }
 
+    /**
+     * {@code n} elements of {@code small} bytes, then {@code m} of {@code large} bytes: a stream
+     * whose elements suddenly grow, so a window asked for by the small ones is answered with
+     * large ones.
+     */
+    public static Flow.Publisher<byte[]> growing(int small, long n, int large, long m) {
+        byte[] first = new byte[small];
+        byte[] then = new byte[large];
+        return new Source<>(i -> i < n ? first : then, n + m);
+    }
+
     private static final class Source<T> implements Flow.Publisher<T> {
         private final LongFunction<T> make;
         private final long count;
