@@ -453,7 +453,7 @@ export class ServingTable {
    * the event loop, round-robin (§8), so one large element never stalls the other streams.
    */
   sendElement(stream, bytes) {
-    if (stream.queue.length === 0 && bytes.length <= this._limits.splitThreshold) {
+    if (stream.queue.length === 0 && bytes.length <= this._limits.splitThreshold && this._roomForElement()) {
       if (stream.elementSize) this._pack(stream, bytes);
       else this._conn._send({ type: "onNext", subscriber: stream.id, element: bytes });
       return;
@@ -461,6 +461,18 @@ export class ServingTable {
     stream.queue.push({ bytes, at: 0 });
     this._splitting.add(stream);
     this._scheduleParts();
+  }
+
+  /**
+   * Whether an element may be written now: while the transport takes writes and what this turn
+   * queued for it is under PULL_BYTES. Otherwise it waits in its stream's queue, sent by
+   * _sendParts as the transport drains. A pull sized by small elements may be answered with
+   * large ones (sizes may grow from one element to the next, and a publisher may emit a whole
+   * pull in one turn); waiting here keeps the unsent bytes near the transport's high-water
+   * mark, so MAX_UNSENT only ever catches a peer that does not read, never one turn's burst.
+   */
+  _roomForElement() {
+    return this._conn.writable && this._conn._outBytes < PULL_BYTES;
   }
 
   /**
@@ -520,9 +532,12 @@ export class ServingTable {
         }
         continue;
       }
-      if (head.bytes.length <= threshold && head.at === 0) {
-        this._conn._send({ type: "onNext", subscriber: stream.id, element: head.bytes }, stream.elementSize);
-        stream.queue.shift();
+      if (head.bytes.length <= threshold && head.at === 0) { // whole elements: as many as there is room for
+        for (let next = head; next !== undefined && next.bytes.length <= threshold; next = stream.queue[0]) {
+          this._conn._send({ type: "onNext", subscriber: stream.id, element: next.bytes }, stream.elementSize);
+          stream.queue.shift();
+          if (!this._roomForElement()) break;
+        }
         if (stream.queue.length === 0 && !stream.done) this.schedulePull(stream);
         continue;
       }

@@ -307,6 +307,8 @@ export class Connection {
     this._unreadS = options.unreadTimeout === undefined ? DEFAULT_UNREAD_TIMEOUT_S : options.unreadTimeout;
     this._ledger = new ReplyLedger();
     this._outReplies = 0; // reply bytes in _out
+    this._outBytes = 0; // bytes in _out: handed to the transport at the end of this turn
+    this._peakUnsent = 0; // the most bytes unsent at once, as _checkBacklog saw them (for tests)
     this._backedUp = false; // our replies back up: the peer is not read
     this._unreadTimer = null;
     this._repliesTimer = null;
@@ -546,12 +548,12 @@ export class Connection {
   _send(frame, elementSize = 0) {
     if (this.state === "CLOSED" || (this.state === "CLOSING" && frame.type !== "goodbye")) return;
     if (frame.errorCode != null && this.extensions.has(ERROR_CODES_EXTENSION.id)) { // adjacent (§19.1)
-      this._out.push(encodeFrame(Qualifiers.qualify(frame, frame.errorCode)));
+      this._outPush(encodeFrame(Qualifiers.qualify(frame, frame.errorCode)));
     } else if (frame.contentType != null && this.extensions.has(CONTENT_TYPES.id)) { // adjacent (§17.1)
-      this._out.push(encodeFrame(contentTypeFrame(frame.subscriber, frame.contentType)));
+      this._outPush(encodeFrame(contentTypeFrame(frame.subscriber, frame.contentType)));
     }
     const encoded = encodeFrame(frame, elementSize);
-    this._out.push(encoded);
+    this._outPush(encoded);
     if (ELEMENT_FRAMES.has(frame.type) || (frame.type === "extension" && ELEMENT_EXTENSIONS.has(frame.code))) {
       this._outReplies -= encoded.length; // _flush counts the rest of what it writes as replies
     }
@@ -560,6 +562,11 @@ export class Connection {
       this._flushQueued = true;
       queueMicrotask(() => this._flush());
     }
+  }
+
+  _outPush(bytes) {
+    this._out.push(bytes);
+    this._outBytes += bytes.length;
   }
 
   _sendExtension(code, payload) {
@@ -571,6 +578,7 @@ export class Connection {
     if (this._out.length === 0) return;
     const data = concat(this._out);
     this._out = [];
+    this._outBytes = 0;
     if (this._wrote && this._transport.writable !== false) this._lastActive = this._clock.now(); // §14.2
     this._wrote = false;
     this._transport.send(data);
@@ -594,6 +602,7 @@ export class Connection {
     const unsent = this._transport.unsent;
     if (unsent === undefined || this._backedUp || this._quitting) return;
     if (this.state !== "OPEN" && this.state !== "AWAITING_HELLO") return;
+    if (unsent > this._peakUnsent) this._peakUnsent = unsent;
     if (unsent > MAX_UNSENT) {
       this._quit(`peer not reading: more than ${MAX_UNSENT} bytes unsent to it (MAX_UNSENT)`, undefined,
         ERROR_CODES.LIMIT_EXCEEDED);
@@ -963,6 +972,7 @@ export class Connection {
     this._clock.clearTimeout(this._unreadTimer);
     this._clock.clearTimeout(this._repliesTimer);
     this._out = [];
+    this._outBytes = 0;
     this._outReplies = 0;
     this.state = "CLOSED";
     this.closeReason = new ConnectionClosedError("the transport resumed another session (PROTOCOL.md §16.3)");
