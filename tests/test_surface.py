@@ -102,6 +102,8 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("CertificateRefusedError", PermissionError),
         ("TLSHandshakeError", PermissionError),
         ("ServerUnavailableError", ConnectionError),
+        ("MetricsOffError", RuntimeError),
+        ("StatsIntervalError", ValueError),
     ],
 )
 def test_exceptions_keep_their_stdlib_base(name: str, stdlib: type[BaseException]) -> None:

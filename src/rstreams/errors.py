@@ -20,7 +20,8 @@
     │   defined beside the code that raises them, all below this root:
     ├── net: RemoteStreamError, UnknownPublisherError (LookupError); wire: the
     │        RemoteProtocolError kinds (FrameError, HandshakeError, ...)
-    ├── observe: MetricsExpositionError (OSError)
+    ├── observe: MetricsExpositionError (OSError), MetricsOffError (RuntimeError),
+    │            StatsIntervalError (ValueError)
     ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError),
     │           ServerUnavailableError (ConnectionError), AccessDeniedError (PermissionError)
     │           └── TLSHandshakeError        the TLS handshake failed (not the credentials)

@@ -8,6 +8,8 @@ import pytest
 
 import rstreams
 from rstreams.net import JSON, RemoteStreamError, connect, serve
+from rstreams.observe import MetricsOffError
+from rstreams.wire import ErrorCode
 from testkit.observe import Clock, Opened, Waiter, use_clock
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -30,8 +32,15 @@ async def test_health_and_publishers_without_metrics() -> None:
             ],
             "more": False,
         }
-        with pytest.raises(RemoteStreamError, match=r"counts nothing \(serve\(\.\.\., metrics=True\)"):
+        with pytest.raises(RemoteStreamError, match=r"counts nothing \(serve\(\.\.\., metrics=True\)") as off:
             await conn.request("rstreams/stats", codec=JSON)
+        # the publisher's own error (code 1, PROTOCOL.md §19.2), named by its rstreams type
+        assert off.value.code == ErrorCode.APPLICATION
+        assert off.value.message.startswith("MetricsOffError: rstreams/stats: ")
+        with pytest.raises(MetricsOffError, match="counts nothing"):
+            server.metrics()
+        with pytest.raises(MetricsOffError, match="needs a server that counts"):
+            server.add_metrics("mine", dict)
 
 
 async def test_a_function_offer_keeps_the_builtins_and_its_own_names_win() -> None:
@@ -86,5 +95,9 @@ async def test_stats_is_a_live_stream_of_the_servers_numbers() -> None:
             await stats.wait(2)
             assert stats.items[1]["publishers"]["three"]["elements_sent"] == 3
             assert stats.items[1]["publishers"]["three"]["completed"] == 1
-            with pytest.raises(RemoteStreamError, match=r"interval must be seconds >= 0.1, got 'soon'"):
+            with pytest.raises(
+                RemoteStreamError, match=r"interval must be seconds >= 0.1, got 'soon'"
+            ) as bad:
                 await conn.request("rstreams/stats?interval=soon", codec=JSON)
+            assert bad.value.code == ErrorCode.APPLICATION
+            assert bad.value.message.startswith("StatsIntervalError: rstreams/stats: ")

@@ -32,7 +32,7 @@ from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_co
 from rstreams.net._routes import Offer, Router, WithCodec
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TransportHandler, check_water_marks
 from rstreams.net._url import parse_url
-from rstreams.observe import ConnectionObserver, ServerMetrics
+from rstreams.observe import ConnectionObserver, MetricsOffError, ServerMetrics
 from rstreams.observe._builtin import ServerFacts, builtin_factories, version
 from rstreams.observe._log import attach as attach_logs
 from rstreams.observe._log import wanted as logs_wanted
@@ -86,10 +86,11 @@ class Server:
         thread, Prometheus' ``/metrics`` and ``rstreams/stats`` hand the snapshot over safely.
 
         Raises:
-            RuntimeError: the server was made without ``metrics=`` (nothing is counted).
+            rstreams.observe.MetricsOffError: (a ``RuntimeError``) the server was made without
+                ``metrics=`` (nothing is counted).
         """
         if self._metrics is None:
-            raise RuntimeError(
+            raise MetricsOffError(
                 "this server counts nothing: serve(url, publishers, metrics=True) (or metrics='host:port' "
                 "to expose /metrics too; rstreams serve --metrics HOST:PORT)"
             )
@@ -101,11 +102,12 @@ class Server:
         :func:`rstreams.observe.replay_metrics`). Called on the server's loop.
 
         Raises:
-            RuntimeError: the server counts nothing (made without ``metrics=``).
+            rstreams.observe.MetricsOffError: (a ``RuntimeError``) the server counts nothing
+                (made without ``metrics=``).
             ValueError: ``name`` is taken by the server's own numbers or another section.
         """
         if self._metrics is None:
-            raise RuntimeError("add_metrics needs a server that counts: serve(..., metrics=True)")
+            raise MetricsOffError("add_metrics needs a server that counts: serve(..., metrics=True)")
         if name in self._metrics.snapshot(streams=False) or name == "streams":
             raise ValueError(f"add_metrics: the name {name!r} is taken")
         self._metrics.sections[name] = read

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from rstreams._exports import claim as _claim
 from rstreams.observe._errors import MetricsExpositionError as MetricsExpositionError
+from rstreams.observe._errors import MetricsOffError as MetricsOffError
+from rstreams.observe._errors import StatsIntervalError as StatsIntervalError
 from rstreams.observe._metrics import ConnectionObserver as ConnectionObserver
 from rstreams.observe._metrics import ServerMetrics as ServerMetrics
 from rstreams.observe._metrics import StreamObserver as StreamObserver
@@ -22,7 +24,9 @@ from rstreams.observe._replay import replay_metrics as replay_metrics
 __all__ = [
     "ConnectionObserver",
     "MetricsExpositionError",
+    "MetricsOffError",
     "ServerMetrics",
+    "StatsIntervalError",
     "StreamObserver",
     "goodbye_reason",
     "replay_metrics",

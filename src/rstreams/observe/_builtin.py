@@ -6,7 +6,9 @@ Theory of operation. They are ordinary publishers of JSON-able dicts, served lik
 from what :class:`ServerFacts` can tell: the server's start, its offer, and its
 :class:`~rstreams.observe.ServerMetrics` when counting is on. ``rstreams/stats`` is a tick
 every ``interval`` seconds mapped to a snapshot; a subscriber that falls behind gets the
-latest snapshot when it asks again, never a queue of stale ones.
+latest snapshot when it asks again, never a queue of stale ones. A server that counts nothing,
+or a bad interval, fails the stream with :class:`~rstreams.observe.MetricsOffError` or
+:class:`~rstreams.observe.StatsIntervalError` (``onError`` code 1, PROTOCOL.md §19.2).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rstreams.api import Publisher
+from rstreams.observe._errors import MetricsOffError, StatsIntervalError
 from rstreams.observe._metrics import ServerMetrics
 
 __all__ = ["HEALTH", "MIN_INTERVAL", "PUBLISHERS", "STATS", "ServerFacts", "builtin_factories", "version"]
@@ -98,7 +101,7 @@ def builtin_factories(facts: ServerFacts) -> dict[str, Callable[[dict[str, str]]
         metrics = facts.metrics
         if metrics is None:
             return error(
-                RuntimeError(
+                MetricsOffError(
                     f"{STATS}: this server counts nothing (serve(..., metrics=True); "
                     "rstreams serve --metrics on|HOST:PORT)"
                 )
@@ -109,7 +112,9 @@ def builtin_factories(facts: ServerFacts) -> dict[str, Callable[[dict[str, str]]
         except ValueError:
             seconds = 0.0
         if not seconds >= MIN_INTERVAL or seconds == float("inf"):
-            return error(ValueError(f"{STATS}: interval must be seconds >= {MIN_INTERVAL}, got {text!r}"))
+            return error(
+                StatsIntervalError(f"{STATS}: interval must be seconds >= {MIN_INTERVAL}, got {text!r}")
+            )
         ticks = interval(seconds, initial_delay=0.0, overflow=OverflowStrategy.LATEST)
         return ticks.map(lambda _: metrics.snapshot())
 
