@@ -337,6 +337,8 @@ BROKEN: list[tuple[str, Callable[[int], Publisher[int]], str]] = [
      bp.LosesCancelInOnNextPublisher, "elements arrived after cancel()"),
     ("required_spec317_must_not_signal_on_error_when_pending_above_long_max_value",
      bp.LosesCancelInOnNextPublisher, "elements arrived after cancel()"),
+    ("required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling",
+     bp.SetsUpAfterOnSubscribePublisher, "elements arrived after cancel()"),
     ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",
      bp.CompletesTwiceWhenEmptyPublisher, "rule 1.7: on_complete() after on_complete()"),
     ("required_spec109_must_issue_on_subscribe_for_non_null_subscriber",

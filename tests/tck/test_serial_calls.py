@@ -92,13 +92,17 @@ class CancelsBesideARequest(ReferenceSubscriber):
 
 
 class SerialisedRequests(ReferenceSubscriber):
-    """Correct: requests from a worker thread and from its own at the same time, under a lock."""
+    """Correct: requests from a worker thread and from its own at the same time, under a lock.
+
+    A re-entrant one: rule 3.10 lets request() call on_next at once, which requests again on
+    the same thread (the blackbox case answers the first request so).
+    """
 
     first = True
 
     def __init__(self, probe: WhiteboxSubscriberProbe[Any] | None = None) -> None:
         super().__init__(probe)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def _serial_request(self, n: int) -> None:
         assert self.subscription is not None

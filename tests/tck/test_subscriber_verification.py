@@ -31,6 +31,7 @@ from testkit.broken_subscribers import (
     CancelsBothSubscriptions,
     CancelsInOnError,
     ChecksNoneAfterDuplicate,
+    CountsDemandAfterRequesting,
     IgnoresCancelSignal,
     KeepsSecondSubscription,
     LosesEarlyCompletion,
@@ -44,6 +45,7 @@ from testkit.broken_subscribers import (
     RequestsFromSecondSubscription,
     RequestsInOnComplete,
     RequestsOnlyOnce,
+    StoresSubscriptionAfterRequesting,
     WhiteboxOf,
     WrapsErrors,
 )
@@ -188,6 +190,19 @@ WHITEBOX_BROKEN = [
 
 BLACKBOX_BROKEN = [
     (NeverRequests, "required_spec201_blackbox_must_signal_demand_via_subscription_request", "request"),
+    # rule 3.10 lets request() call on_next on the Subscriber's stack: spec201 answers the first
+    # request that way, and a Subscriber not ready for it breaks rule 2.13
+    (
+        StoresSubscriptionAfterRequesting,
+        "required_spec201_blackbox_must_signal_demand_via_subscription_request",
+        "rule 2.13: the Subscriber's on_next(0) raised AssertionError",
+    ),
+    (
+        CountsDemandAfterRequesting,
+        "required_spec201_blackbox_must_signal_demand_via_subscription_request",
+        "rule 2.13: the Subscriber's on_next(0) raised RuntimeError: element 0 arrived without outstanding"
+        " demand; it was sent from inside the Subscriber's request(1), on its stack, which rule 3.10 allows",
+    ),
     (
         AsksForZeroLater,
         "required_spec201_blackbox_must_signal_demand_via_subscription_request",

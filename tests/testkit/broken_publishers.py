@@ -990,3 +990,23 @@ class _TaskPerSignal(SyncSubscription):
         subscriber, self.subscriber, self.done = self.subscriber, None, True
         if subscriber is not None:
             _SIGNAL_TASKS.submit(subscriber.on_error, error)
+
+
+class SetsUpAfterOnSubscribeSubscription(SyncSubscription):
+    """Rules 3.12/1.8: holds delivery while ``on_subscribe`` runs, then sets its state up afresh,
+    so a ``cancel()`` made inside ``on_subscribe`` is forgotten and the requested stream floods."""
+
+    def start(self) -> None:
+        subscriber = self.subscriber
+        assert subscriber is not None
+        self.draining = True  # nothing is delivered until on_subscribe has returned
+        subscriber.on_subscribe(self)
+        self.draining = False
+        self.done, self.subscriber = False, subscriber  # the "set-up": what cancel() did is undone
+        if self.publisher.elements == 0:
+            self.complete()
+        elif self.demand:
+            self.drain()
+
+
+SetsUpAfterOnSubscribePublisher = _publisher_with(SetsUpAfterOnSubscribeSubscription)

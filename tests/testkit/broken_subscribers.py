@@ -457,3 +457,33 @@ class _OnSubscribeTwice(Subscriber[Any]):
 
     def on_complete(self) -> None:
         self.downstream.on_complete()
+
+
+class StoresSubscriptionAfterRequesting(ReferenceSubscriber):
+    """Breaks 2.13 when a request is answered at once (rule 3.10 allows it): asks for its first
+    element before it stores the subscription, so an on_next inside that request finds none."""
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if self.subscription is not None or self.probe is not None:
+            super().on_subscribe(subscription)
+            return
+        subscription.request(1)
+        self.subscription = subscription
+
+
+class CountsDemandAfterRequesting(ReferenceSubscriber):
+    """Breaks 2.13 when a request is answered at once (rule 3.10 allows it): counts what it
+    asked for only after request() returns, and takes an element beyond that count as a bug."""
+
+    outstanding = 0
+
+    def request_more(self) -> None:
+        super().request_more()
+        self.outstanding += 1
+
+    def on_next(self, item: Any) -> None:
+        if self.probe is None and not self.done:
+            if self.outstanding == 0:
+                raise RuntimeError(f"element {item!r} arrived without outstanding demand")
+            self.outstanding -= 1
+        super().on_next(item)

@@ -49,6 +49,7 @@ from rstreams.demand import UNBOUNDED
 from rstreams.tck._env import TestEnvironment, env_millis
 from rstreams.tck._publisher_probes import (
     CancelInsideOnNext,
+    CancelInsideOnSubscribe,
     DemandFlooder,
     FailedPublisherProbe,
     OnSubscribeFirstProbe,
@@ -700,8 +701,8 @@ class PublisherVerification(Verification, abc.ABC):
     def required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling(self) -> None:
         """Rule 3.12: after cancel() signals stop; in total never more than the 15 requested.
 
-        Beyond the JVM TCK: a cancel made *inside* ``on_next`` with unbounded demand left
-        must stop the stream too (rules 3.12 and 1.8).
+        Beyond the JVM TCK: a cancel made *inside* ``on_next`` or ``on_subscribe`` with
+        unbounded demand left must stop the stream too (rules 3.12 and 1.8).
         """
         with self.active_publisher(20, completion_required=False) as publisher:
             sub = new_manual_subscriber(self.env, publisher)
@@ -721,6 +722,7 @@ class PublisherVerification(Verification, abc.ABC):
                     break
                 seen = now
         self._cancel_inside_on_next()
+        self._cancel_inside_on_subscribe()
 
     def _cancel_inside_on_next(self) -> None:
         """Rules 3.12 and 1.8: a cancel made inside ``on_next``, with unbounded demand left, stops the stream.
@@ -740,6 +742,23 @@ class PublisherVerification(Verification, abc.ABC):
                 error_msg=lambda: f"rule 1.1: request(2**63-1) must produce {at} elements; {sub.state()}"
             )
             self._stops_after_cancel(sub, f"on_next #{at}")
+
+    def _cancel_inside_on_subscribe(self) -> None:
+        """Rules 3.12 and 1.8: ``request(2**63 - 1)`` then ``cancel()``, both inside ``on_subscribe``.
+
+        A publisher that sets its subscription up only after ``on_subscribe`` returned, and so
+        forgets a cancel made inside it, floods; past the runaway limit the TCK stops it.
+        """
+        elements = min(self.max_elements_from_publisher(), 2**31 - 1)
+        if elements == 0:
+            return
+        with self.active_publisher(elements, completion_required=False) as publisher:
+            sub = CancelInsideOnSubscribe(self.env)
+            self.env.subscribe(publisher, sub)
+            sub.cancelled.expect_close(
+                error_msg=lambda: f"rule 1.9: the subscriber did not get on_subscribe; {sub.state()}"
+            )
+            self._stops_after_cancel(sub, "on_subscribe")
 
     @tck_test(
         rule="3.13",

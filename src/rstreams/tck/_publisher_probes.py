@@ -20,6 +20,7 @@ from rstreams.tck._test_subscribers import BlackholeSubscriber, ManualSubscriber
 
 __all__ = [
     "CancelInsideOnNext",
+    "CancelInsideOnSubscribe",
     "DemandFlooder",
     "FailedPublisherProbe",
     "OnSubscribeFirstProbe",
@@ -341,6 +342,35 @@ class CancelInsideOnNext(BlackholeSubscriber[Any]):
     def on_next(self, item: Any) -> None:
         super().on_next(item)
         if self.received == self.at and not self.cancelled.is_closed:
+            self.cancelled.close()
+            self.cancel()
+
+
+class CancelInsideOnSubscribe(BlackholeSubscriber[Any]):
+    """Rules 3.12/1.8: requests ``2**63 - 1`` inside on_subscribe and cancels before it returns.
+
+    A publisher that delivers inside that request gets the cancel from inside the first
+    ``on_next`` instead. ``cancelled`` closes at the cancel; what arrives afterwards is
+    counted in :attr:`after_cancel`.
+    """
+
+    def __init__(self, env: TestEnvironment) -> None:
+        super().__init__(env)
+        self.cancelled = Latch(env)
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        super().on_subscribe(subscription)
+        if self.subscription.peek() is not subscription:
+            return  # a second on_subscribe: recorded (2.12) and cancelled above
+        self.request(UNBOUNDED)
+        self._cancel_once()
+
+    def on_next(self, item: Any) -> None:
+        super().on_next(item)
+        self._cancel_once()
+
+    def _cancel_once(self) -> None:
+        if not self.cancelled.is_closed and not self.closed:
             self.cancelled.close()
             self.cancel()
 

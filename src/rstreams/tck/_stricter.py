@@ -90,8 +90,10 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         "3.12, 1.8",
         "A cancel made inside on_next, with 2**63-1 requested from the longest stream allowed (up to"
         " 2**31-1 elements), must stop the stream: trailing elements may come, a flow still going after"
-        " the default timeout fails with the count.",
-        "No JVM case checks a cancel made from within on_next; a publisher that loses it floods.",
+        " the default timeout fails with the count. So must request(2**63-1) then cancel() made inside"
+        " on_subscribe.",
+        "No JVM case checks a cancel made from within on_next or on_subscribe; a publisher that loses it"
+        " (one that sets its subscription up only after on_subscribe returned) floods.",
     ),
     Stricter(
         "PublisherVerification",
@@ -170,6 +172,16 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         "2.1",
         "Up to min(n, 512) requested elements are sent before on_complete.",
         "The JVM emit loop tests cancellation the wrong way round and so sends no element at all.",
+    ),
+    Stricter(
+        "SubscriberBlackboxVerification",
+        ("required_spec201_blackbox_must_signal_demand_via_subscription_request",),
+        "3.10, 2.13",
+        "The first element is sent from inside the Subscriber's first request(n), on its stack, as rule"
+        " 3.10 allows; an on_next that then raises (the subscription not stored yet, demand counted only"
+        " after request() returned) fails the case.",
+        "The JVM TCK's publishers never signal inside request(), so a Subscriber that breaks when one"
+        " does passes every case.",
     ),
     Stricter(
         "SubscriberBlackboxVerification",

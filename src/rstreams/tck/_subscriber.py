@@ -23,7 +23,7 @@ from typing import Any
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.tck._env import TestEnvironment
+from rstreams.tck._env import TestEnvironment, _describe
 from rstreams.tck._registry import (
     DEFAULT_CASE_TIMEOUT,
     Report,
@@ -164,12 +164,34 @@ class _WhiteboxStage(_Stage):
 
 
 class _BlackboxStage(_Stage):
-    def __init__(self, verification: SubscriberBlackboxVerification) -> None:
+    def __init__(self, verification: SubscriberBlackboxVerification, at_once: bool = False) -> None:
         env = verification.env
         super().__init__(env, verification.create_helper_publisher(demand.UNBOUNDED))
         self.probe: BlackboxProbe[Any] = BlackboxProbe(env)
         self.sub = verification.create_subscriber()
+        self.answered_at_once = False
+        """Whether the first element went out inside the Subscriber's first request."""
+        if at_once:
+            self._answer_at_once(self.tees.next_element())
         self.subscribe(BlackboxSubscriberProxy(self.probe, self.sub))
+
+    def _answer_at_once(self, item: Any) -> None:
+        """Send ``item`` from inside the Subscriber's first request (rule 3.10 allows it);
+        a Subscriber that is not ready for that (it counts its demand or stores its
+        subscription only after request() returns) raises, which breaks rule 2.13."""
+
+        def answer(n: int) -> None:
+            self.answered_at_once, self.last_t = True, item
+            try:
+                self._target().on_next(item)
+            except Exception as exc:
+                self.env.record_failure(
+                    f"rule 2.13: the Subscriber's on_next({item!r}) raised {_describe(exc)}; it was sent"
+                    f" from inside the Subscriber's request({n}), on its stack, which rule 3.10 allows:"
+                    " a Subscriber must be ready for that"
+                )
+
+        self.answer_first_request(answer)
 
 
 class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.ABC):
@@ -533,8 +555,8 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
         """Make ``subscriber`` request, if it needs a nudge to; does nothing by default."""
 
     # -- runners ----------------------------------------------------------------------
-    def _stage_test(self, body: Callable[[_BlackboxStage], None]) -> None:
-        stage = _BlackboxStage(self)
+    def _stage_test(self, body: Callable[[_BlackboxStage], None], at_once: bool = False) -> None:
+        stage = _BlackboxStage(self, at_once)
         try:
             body(stage)
         finally:
@@ -562,13 +584,15 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
         Fixes a JVM defect: there the send loop's cancellation check is inverted, so no
         element is ever sent. Here up to ``min(n, 512)`` elements go out while the
-        subscription is not cancelled.
+        subscription is not cancelled. Beyond the JVM TCK, the first goes out from inside the
+        Subscriber's first ``request``, on its stack (rule 3.10 allows it): a Subscriber whose
+        ``on_next`` then raises breaks rule 2.13.
         """
 
         def body(stage: _BlackboxStage) -> None:
             self.trigger_request(stage.sub)
             n = stage.expect_request()
-            for _ in range(min(n, 512)):
+            for _ in range(min(n, 512) - int(stage.answered_at_once)):
                 if stage.is_cancelled:
                     break
                 stage.signal_next()
@@ -576,7 +600,7 @@ class SubscriberBlackboxVerification(_HelperPublisherMixin, Verification, abc.AB
                 stage.send_completion()
             self.env.verify_no_async_errors_no_delay()
 
-        self._stage_test(body)
+        self._stage_test(body, at_once=True)
 
     untested_spec202_blackbox_should_asynchronously_dispatch = untested(
         "untested_spec202_blackbox_shouldAsynchronouslyDispatch", "Rule 2.2: not verifiable from outside."

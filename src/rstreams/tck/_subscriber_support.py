@@ -190,6 +190,8 @@ class ManualPublisher(Publisher[T], Generic[T]):
         self._requests: deque[int] = deque()
         self._cancelled = False
         self._cond = threading.Condition()
+        self._at_once: Callable[[int], None] | None = None
+        self._answering = 0
         self.serial = SerialCalls(env, lambda: self.subject)
         """Rule 2.7: the Subscriber's calls on its subscription must not overlap."""
 
@@ -204,12 +206,34 @@ class ManualPublisher(Publisher[T], Generic[T]):
         subscriber.on_subscribe(_RecordingSubscription(self))  # type: ignore[arg-type]
 
     # -- what the Subscriber calls ---------------------------------------------------
+    def answer_first_request(self, answer: Callable[[int], None]) -> None:
+        """Run ``answer(n)`` inside the Subscriber's first valid ``request(n)``, on its stack.
+
+        Rule 3.10 lets a Subscription call ``on_next`` from inside ``request``; the test
+        thread's :meth:`expect_request` waits until ``answer`` has returned, so nothing the
+        test sends next overlaps it (1.3).
+        """
+        self._at_once = answer
+
     def _record_request(self, n: int) -> None:
-        if demand.invalid(n) is not None:  # every request, not only those a case waits for
+        valid = demand.invalid(n) is None
+        if not valid:  # every request, not only those a case waits for
             self.env.record_failure(f"rule 3.9: {self.subject} called request({n!r}); only n > 0 is legal")
         with self._cond:
             self._requests.append(n)
+            answer = self._at_once if valid else None
+            if answer is not None:
+                self._at_once = None
+                self._answering += 1
             self._cond.notify_all()
+        if answer is None:
+            return
+        try:
+            answer(n)
+        finally:
+            with self._cond:
+                self._answering -= 1
+                self._cond.notify_all()
 
     def _record_cancel(self) -> None:
         with self._cond:
@@ -256,7 +280,7 @@ class ManualPublisher(Publisher[T], Generic[T]):
         """
         wait = self.env.default_timeout if timeout is None else timeout
         with self._cond:
-            if not self._cond.wait_for(lambda: bool(self._requests), wait):
+            if not self._cond.wait_for(lambda: bool(self._requests) and not self._answering, wait):
                 raise _fail(what or f"{_rule(rule)}{self.subject} did not call request() within {_ms(wait)}")
             n = self._requests.popleft()
         if demand.invalid(n) is not None:
