@@ -20,15 +20,13 @@ Imported only when pytest already is (:func:`rstreams.tck._registry.Verification
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Iterator
+from typing import Any, Final
 
 import pytest
 
+from rstreams.tck._env import LateBreaches
 from rstreams.tck._failures import TCKFailure
-
-if TYPE_CHECKING:
-    from rstreams.tck._registry import Verification
 
 __all__ = ["ATTRIBUTE", "install"]
 
@@ -36,12 +34,9 @@ ATTRIBUTE: Final = "_rstreams_tck_session_end"
 """Where the fixture lives on a verification class (pytest finds it there when collecting)."""
 
 
-def _session_end(cls: type[Verification]) -> Iterator[None]:
-    """Set up with the class's first test; at the session's end, fail on late breaches."""
-    yield
-    from rstreams.tck._registry import _late_breaches
-
-    late = _late_breaches(cls).take()
+def _fail_on_late(cls: type, late: list[tuple[str, str]]) -> None:
+    """Fail naming the class, the case whose stream it was and the rule (nothing when ``late`` is
+    empty)."""
     if not late:
         return
     case, message = late[0]
@@ -52,9 +47,17 @@ def _session_end(cls: type[Verification]) -> Iterator[None]:
     )
 
 
-def install(cls: type[Verification]) -> None:
-    """Give ``cls`` (and so its subclasses) the session-end fixture, once."""
-    if not hasattr(cls, ATTRIBUTE):
-        fixture = pytest.fixture(scope="session", autouse=True, name="rstreams_tck_session_end")
-        method: Any = classmethod(_session_end)  # pytest takes a classmethod; its stubs say callable
-        setattr(cls, ATTRIBUTE, fixture(method))
+def install(cls: type, late_breaches: Callable[[type], LateBreaches]) -> None:
+    """Give ``cls`` (and so its subclasses) the session-end fixture, once; ``late_breaches`` gives
+    a class's log (the registry's, passed in so that this module does not import it back)."""
+    if hasattr(cls, ATTRIBUTE):
+        return
+
+    def session_end(verification: type) -> Iterator[None]:
+        """Set up with the class's first test; at the session's end, fail on late breaches."""
+        yield
+        _fail_on_late(verification, late_breaches(verification).take())
+
+    fixture = pytest.fixture(scope="session", autouse=True, name="rstreams_tck_session_end")
+    method: Any = classmethod(session_end)  # pytest takes a classmethod; its stubs say callable
+    setattr(cls, ATTRIBUTE, fixture(method))

@@ -317,7 +317,7 @@ class Verification:
         if "pytest" in sys.modules:  # under pytest: report breaches after teardown_class at the session's end
             from rstreams.tck._pytest import install
 
-            install(cls)
+            install(cls, _late_breaches)
 
     # -- configuration -----------------------------------------------------------
     def create_env(self) -> TestEnvironment:
