@@ -10,8 +10,10 @@ connection does both ends:
   makes an :class:`InputRelay` and asks the subscription table to open ``name`` with a
   *prelude*: after the peer's hello, just before the subscribe, the relay sends the
   ``channel`` mark and subscribes to the local input Publisher. It requests from it exactly
-  what the peer granted with ``inputRequest`` (rule-exact), at most :data:`INPUT_WINDOW`
-  at a time and only while the transport is writable, and sends each element as
+  what the peer granted with ``inputRequest`` (rule-exact), pulled the way the serving side
+  pulls a publisher's elements: only while the transport is writable, at most
+  :data:`~rstreams.net._outbox.WRITE_LIMIT` bytes (by the sizes seen so far, one element
+  while none is known) and :data:`INPUT_WINDOW` elements per loop turn, and sends each as
   ``inputNext``, or, when it is larger than the split threshold and the peer offers
   extension input-parts (§21.6), as ``inputNextPart``s ending with an ``inputNext``; its
   completion or failure as ``inputComplete``/``inputError``.
@@ -43,7 +45,7 @@ from rstreams.errors import LocalProtocolError, ReactiveStreamsError, ResourceCl
 from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
-from rstreams.net._outbox import Outbox
+from rstreams.net._outbox import WRITE_LIMIT, Outbox
 from rstreams.net._routes import NameTable
 from rstreams.net._serving import ServingTable
 from rstreams.rules import check_error, check_subscriber
@@ -78,11 +80,14 @@ MESSAGE_TYPES = tuple(sorted(CHANNELS.message_types | INPUT_PARTS.message_types)
 routes them to :meth:`Channels.received`."""
 
 INPUT_WINDOW = 64
-"""Most input elements the opener requests from its local input Publisher at a time, and per
-event-loop turn, and only while the transport is writable: the peer's ``inputRequest`` is a
-permission, not a reason to fill the write buffer, as for the elements a serving side produces.
-After an element that had to be split (§21.6) the window is 1 until a small one comes again,
-so large elements are asked for one at a time, each once the previous one's parts are written."""
+"""Most input elements the opener requests from its local input Publisher per event-loop turn,
+and only while the transport is writable: the peer's ``inputRequest`` is a permission, not a
+reason to fill the write buffer, as for the elements a serving side produces. Bytes bound a
+turn too: elements are requested while those sent this turn plus those requested times the
+size estimate (the largest recent element) stay within ``WRITE_LIMIT``, and one at a time
+while no size is known, so a large grant of large elements (§21.6) queues about one write's
+worth per turn, never the grant at once (which would pass ``MAX_UNSENT`` and close the
+opener's own connection)."""
 
 ChannelFactory: TypeAlias = Callable[[Publisher[Any], dict[str, str]], Publisher[Any]]
 """``factory(input, params) -> output``: ``input`` is the opener's stream, ``params`` the name's."""
@@ -253,7 +258,8 @@ class InputRelay(Subscriber[Any]):
         self._done = False  # ended: terminal sent, cancelled by the peer, or the output ended
         self._waiting = False  # for the transport to be writable, or for the next loop turn
         self._turn = 0  # elements requested since the last wait: at most INPUT_WINDOW per turn
-        self._window = INPUT_WINDOW  # 1 after a split element (§21.6)
+        self._sent = 0  # bytes of input sent since the last wait: at most about WRITE_LIMIT per turn
+        self._estimate = 0  # bytes of an element (the largest recent one); 0: none seen yet
 
     def open(self, sid: int) -> Exception | None:
         """The subscription table's prelude: mark the subscribe as a channel, subscribe to the input."""
@@ -297,23 +303,23 @@ class InputRelay(Subscriber[Any]):
                 report_unhandled(error, f"{type(upstream).__name__}.cancel")
 
     def _pull(self) -> None:
-        """Request from the input what the peer allows, within the window, while writable."""
+        """Request from the input what the peer allows, within this turn's bytes, while writable."""
         upstream = self._upstream
         if upstream is None or self._done:
             return
-        want = min(self._remote, self._window) - self._outstanding
-        if want <= 0:
-            return
+        want = self._allowed(self._sent, self._turn)
         outbox = self._outbox
+        if want <= 0:
+            if self._remote <= self._outstanding or self._allowed(0, 0) <= 0:
+                return  # the peer's inputRequest, or what is requested arriving, calls this again
+            if not self._waiting:  # the turn's elements or bytes are used: its write goes out first
+                self._waiting = True
+                outbox.loop.call_soon(self._writable)
+            return
         if not outbox.writable:
             if not self._waiting:
                 self._waiting = True
                 outbox.on_writable.append(self._writable)
-            return
-        if self._turn >= INPUT_WINDOW:  # a window per loop turn: the turn's write goes out first
-            if not self._waiting:
-                self._waiting = True
-                outbox.loop.call_soon(self._writable)
             return
         self._turn += want
         self._outstanding += want
@@ -323,9 +329,25 @@ class InputRelay(Subscriber[Any]):
             report_unhandled(error, f"{type(upstream).__name__}.request")
             self.end()
 
+    def _allowed(self, sent: int, turn: int) -> int:
+        """Elements to request now, after ``sent`` bytes and ``turn`` elements this turn."""
+        outstanding = self._outstanding
+        estimate = self._estimate
+        if estimate:  # within WRITE_LIMIT by the estimate, and one element a turn at least
+            fits = (WRITE_LIMIT - sent) // estimate
+            if fits < 1 and sent == 0:
+                fits = 1
+        else:  # no size known: one element, which teaches it
+            fits = 1
+        if fits > INPUT_WINDOW:
+            fits = INPUT_WINDOW
+        # (what is outstanding counts against the grant, the bytes and the window)
+        return min(min(self._remote, fits) - outstanding, INPUT_WINDOW - turn)
+
     def _writable(self) -> None:
         self._waiting = False
         self._turn = 0
+        self._sent = 0
         self._pull()
 
     def _terminate(self, message_type: int, text: str = "") -> None:
@@ -376,16 +398,18 @@ class InputRelay(Subscriber[Any]):
             return
         self._remote -= 1 if self._remote != demand.UNBOUNDED else 0
         self._outstanding -= 1
+        size = len(element)
+        self._sent += size
+        estimate = self._estimate
+        self._estimate = size if size > estimate // 2 else estimate // 2  # up at once, down by halves
         part_size = min(limit, core.config.split_threshold)
-        if split and len(element) > part_size:  # inputNextPart ... inputNext (§21.6)
+        if split and size > part_size:  # inputNextPart ... inputNext (§21.6)
             *parts, last = split_input(bytes(element), part_size)
             for data in parts:
                 self._channels.send(INPUT_NEXT_PART, self.sid, data)
             self._channels.send(INPUT_NEXT, self.sid, last)
-            self._window = 1
         else:
             self._channels.send(INPUT_NEXT, self.sid, bytes(element))
-            self._window = INPUT_WINDOW
         if self._outstanding <= INPUT_WINDOW // 2:
             self._pull()
 
