@@ -126,6 +126,12 @@ def test_functional_entry_points_report_every_case() -> None:
 WHITEBOX_BROKEN = [
     (NeverRequests, "required_spec201_must_signal_demand_via_subscription_request", "request"),
     (
+        CountsDemandAfterRequesting,
+        "required_spec201_must_signal_demand_via_subscription_request",
+        "rule 2.13: the Subscriber's on_next(0) raised RuntimeError: element 0 arrived without outstanding"
+        " demand; it was sent from inside its request(1)",
+    ),
+    (
         RequestsOnlyOnce,
         "required_spec308_request_must_register_given_number_elements_to_be_produced",
         "request",
@@ -201,7 +207,7 @@ BLACKBOX_BROKEN = [
         CountsDemandAfterRequesting,
         "required_spec201_blackbox_must_signal_demand_via_subscription_request",
         "rule 2.13: the Subscriber's on_next(0) raised RuntimeError: element 0 arrived without outstanding"
-        " demand; it was sent from inside the Subscriber's request(1), on its stack, which rule 3.10 allows",
+        " demand; it was sent from inside its request(1), on its stack, which rule 3.10 allows",
     ),
     (
         AsksForZeroLater,

@@ -481,8 +481,12 @@ class CountsDemandAfterRequesting(ReferenceSubscriber):
         super().request_more()
         self.outstanding += 1
 
+    def trigger(self, n: int) -> None:
+        super().trigger(n)
+        self.outstanding += n
+
     def on_next(self, item: Any) -> None:
-        if self.probe is None and not self.done:
+        if not self.done:
             if self.outstanding == 0:
                 raise RuntimeError(f"element {item!r} arrived without outstanding demand")
             self.outstanding -= 1

@@ -174,6 +174,16 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         "The JVM emit loop tests cancellation the wrong way round and so sends no element at all.",
     ),
     Stricter(
+        "SubscriberWhiteboxVerification",
+        ("required_spec201_must_signal_demand_via_subscription_request",),
+        "3.10, 2.13",
+        "The element answering the puppet's demand is sent from inside the Subscriber's request(n),"
+        " on its stack, as rule 3.10 allows; an on_next that then raises fails the case. A processor"
+        " verified as a Subscriber gets the same.",
+        "The JVM TCK's publishers never signal inside request(), so a Subscriber (or processor) that"
+        " breaks when one does passes every case.",
+    ),
+    Stricter(
         "SubscriberBlackboxVerification",
         ("required_spec201_blackbox_must_signal_demand_via_subscription_request",),
         "3.10, 2.13",

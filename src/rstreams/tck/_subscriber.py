@@ -143,21 +143,46 @@ class _Stage(ManualPublisher[Any]):
         self.tees = ElementSource(env, helper)
         self.last_t: Any = None
 
+        self.answered_at_once = False
+        """Whether the first element went out inside the Subscriber's first request."""
+
     def signal_next(self) -> Any:
         """Send the next fresh element downstream; it is remembered as ``last_t``."""
         self.last_t = self.tees.next_element()
         self.send_next(self.last_t)
         return self.last_t
 
+    def answer_at_once(self) -> None:
+        """Send a fresh element from inside the Subscriber's first request (rule 3.10 allows it);
+        a Subscriber that is not ready for that (it counts its demand or stores its
+        subscription only after request() returns) raises, which breaks rule 2.13. Call it
+        before subscribing."""
+        item = self.tees.next_element()
+
+        def answer(n: int) -> None:
+            self.answered_at_once, self.last_t = True, item
+            try:
+                self._target().on_next(item)
+            except Exception as exc:
+                self.env.record_failure(
+                    f"rule 2.13: {self.subject}'s on_next({item!r}) raised {_describe(exc)}; it was sent"
+                    f" from inside its request({n}), on its stack, which rule 3.10 allows: a Subscriber"
+                    " must be ready for that"
+                )
+
+        self.answer_first_request(answer)
+
 
 class _WhiteboxStage(_Stage):
-    def __init__(self, verification: SubscriberWhiteboxVerification) -> None:
+    def __init__(self, verification: SubscriberWhiteboxVerification, at_once: bool = False) -> None:
         env = verification.env
         super().__init__(env, verification.create_helper_publisher(demand.UNBOUNDED))
         self.subject = verification.subject
         self.probe: WhiteboxSubscriberProbe[Any] = WhiteboxSubscriberProbe(env)
         self.probe.subject = verification.subject
         self.sub = verification.create_subscriber(self.probe)
+        if at_once:
+            self.answer_at_once()
         self.subscribe(self.sub)
         self.puppet = self.probe.puppet()
         env.verify_no_async_errors_no_delay()
@@ -169,29 +194,9 @@ class _BlackboxStage(_Stage):
         super().__init__(env, verification.create_helper_publisher(demand.UNBOUNDED))
         self.probe: BlackboxProbe[Any] = BlackboxProbe(env)
         self.sub = verification.create_subscriber()
-        self.answered_at_once = False
-        """Whether the first element went out inside the Subscriber's first request."""
         if at_once:
-            self._answer_at_once(self.tees.next_element())
+            self.answer_at_once()
         self.subscribe(BlackboxSubscriberProxy(self.probe, self.sub))
-
-    def _answer_at_once(self, item: Any) -> None:
-        """Send ``item`` from inside the Subscriber's first request (rule 3.10 allows it);
-        a Subscriber that is not ready for that (it counts its demand or stores its
-        subscription only after request() returns) raises, which breaks rule 2.13."""
-
-        def answer(n: int) -> None:
-            self.answered_at_once, self.last_t = True, item
-            try:
-                self._target().on_next(item)
-            except Exception as exc:
-                self.env.record_failure(
-                    f"rule 2.13: the Subscriber's on_next({item!r}) raised {_describe(exc)}; it was sent"
-                    f" from inside the Subscriber's request({n}), on its stack, which rule 3.10 allows:"
-                    " a Subscriber must be ready for that"
-                )
-
-        self.answer_first_request(answer)
 
 
 class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.ABC):
@@ -214,8 +219,8 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
         """A new Subscriber under test, wired to ``probe``."""
 
     # -- runners ----------------------------------------------------------------------
-    def _stage_test(self, body: Callable[[_WhiteboxStage], None]) -> None:
-        stage = _WhiteboxStage(self)
+    def _stage_test(self, body: Callable[[_WhiteboxStage], None], at_once: bool = False) -> None:
+        stage = _WhiteboxStage(self, at_once)
         try:
             body(stage)
         finally:
@@ -256,14 +261,21 @@ class SubscriberWhiteboxVerification(_HelperPublisherMixin, Verification, abc.AB
 
     @tck_test(rule="2.01", category="required", jvm="required_spec201_mustSignalDemandViaSubscriptionRequest")
     def required_spec201_must_signal_demand_via_subscription_request(self) -> None:
-        """Rule 2.1: demand triggered through the puppet reaches ``Subscription.request``."""
+        """Rule 2.1: demand triggered through the puppet reaches ``Subscription.request``.
+
+        Beyond the JVM TCK, the element answering it goes out from inside that ``request``, on
+        the Subscriber's stack (rule 3.10 allows it): a Subscriber whose ``on_next`` then raises
+        breaks rule 2.13.
+        """
 
         def body(stage: _WhiteboxStage) -> None:
             stage.puppet.trigger_request(1)
             stage.expect_request()
-            stage.signal_next()
+            if not stage.answered_at_once:
+                stage.signal_next()
+            self.env.verify_no_async_errors_no_delay()
 
-        self._stage_test(body)
+        self._stage_test(body, at_once=True)
 
     untested_spec202_should_asynchronously_dispatch = untested(
         "untested_spec202_shouldAsynchronouslyDispatch", "Rule 2.2: not verifiable from outside."
