@@ -19,8 +19,11 @@ settings.load_profile("rstreams")
 # -- on several cores: scripts/test.sh runs pytest -n 2 --dist loadgroup (pytest-xdist) ----------
 # Tests are handed out one at a time, except those that must not run beside each other: each group
 # below runs on one worker, one test after another, while the others take everything else.
-#   spark: a SparkSession JVM per process (tests/spark/conftest.py) and the tests that start Spark
-#          in a subprocess (all in tests/spark), so that two Spark JVMs never share the cores;
+#   spark: the tests of the SparkSession JVM of each process (tests/spark/conftest.py's fixture
+#          `spark`), so that one worker starts it, once;
+#   spark-apart: the tests that start Spark in a process of their own (a Spark Connect server,
+#          `rstreams demo`), beside the session's group but never beside each other: at most two
+#          Spark JVMs share the cores. The tests in tests/spark that start no JVM have no group;
 #   java:  `mvn test-compile` into java/target (the interop matrix, the polyglot fuzz run), which
 #          two Maven builds at once in one directory would break.
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: without it, never called
