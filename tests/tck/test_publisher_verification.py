@@ -401,6 +401,10 @@ FAILED_BROKEN: list[tuple[Callable[[], Publisher[int]], str]] = [
     (bp.ErrorWithoutOnSubscribePublisher, "before on_subscribe"),
     (bp.RaisingFailedPublisher, "RuntimeError"),
     (bp.SilentFailedPublisher, "did not signal on_error"),
+    (
+        bp.MessageNotExceptionFailedPublisher,
+        "rule 1.4: on_error('this publisher always fails') carries a str",
+    ),
 ]
 
 MAY_REJECT = (

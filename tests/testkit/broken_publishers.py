@@ -1010,3 +1010,15 @@ class SetsUpAfterOnSubscribeSubscription(SyncSubscription):
 
 
 SetsUpAfterOnSubscribePublisher = _publisher_with(SetsUpAfterOnSubscribeSubscription)
+
+
+class MessageNotExceptionFailedPublisher(Publisher[int]):
+    """Rule 1.4: a failed publisher that signals on_error with a message string, not an exception."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        if subscriber is None:
+            raise TypeError("rule 1.9: subscribe(None)")
+        subscription = SyncSubscription(SyncPublisher(0), subscriber)
+        subscription.done = True
+        subscriber.on_subscribe(subscription)
+        subscriber.on_error("this publisher always fails")  # type: ignore[arg-type]

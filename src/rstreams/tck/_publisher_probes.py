@@ -16,7 +16,12 @@ from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
 from rstreams.tck._env import Latch, TestEnvironment
 from rstreams.tck._registry import StreamAbandoned, TCKFailure
-from rstreams.tck._test_subscribers import BlackholeSubscriber, ManualSubscriber, TestSubscriber
+from rstreams.tck._test_subscribers import (
+    BlackholeSubscriber,
+    ManualSubscriber,
+    TestSubscriber,
+    not_an_exception,
+)
 
 __all__ = [
     "CancelInsideOnNext",
@@ -130,6 +135,9 @@ class FailedPublisherProbe(TestSubscriber[Any]):
     def on_error(self, error: BaseException) -> None:
         if error is None:
             raise TypeError("rule 2.13: on_error(None)")
+        odd = not_an_exception(error)
+        if odd is not None:
+            self.env.record_failure(odd)
         if not self.subscribed.is_closed:
             self.env.record_failure(
                 f"rule 1.9: on_error({_describe(error)}) came before on_subscribe; a publisher that "

@@ -52,6 +52,16 @@ STRICTER: Final[tuple[Stricter, ...]] = (
     Stricter(
         "PublisherVerification",
         (),
+        "1.4",
+        "An on_error that carries no exception instance (a message string, an exception class) fails"
+        " the case: the subscriber most cases use (ManualSubscriber) and the failed-publisher probe"
+        " check what they get.",
+        "The JVM's types make it impossible (onError takes a Throwable); Python's do not, and the"
+        " Subscriber that reads the error's type or traceback breaks.",
+    ),
+    Stricter(
+        "PublisherVerification",
+        (),
         "1.7",
         "Every subscriber the TCK makes, in every case and on empty streams too, fails on any signal"
         " after a terminal one.",

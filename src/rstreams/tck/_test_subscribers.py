@@ -41,6 +41,7 @@ __all__ = [
     "TestSubscriber",
     "new_blackhole_subscriber",
     "new_manual_subscriber",
+    "not_an_exception",
 ]
 
 T = TypeVar("T")
@@ -94,6 +95,16 @@ class SerialSignals:
             with self._lock:
                 self._owner = None
         return None
+
+
+def not_an_exception(error: object) -> str | None:
+    """Rule 1.4: the breach of an ``on_error`` that carries no exception instance, or None."""
+    if isinstance(error, BaseException):
+        return None
+    return (
+        f"rule 1.4: on_error({error!r}) carries a {type(error).__name__}, not an exception instance;"
+        " a publisher signals its failure as one"
+    )
 
 
 class SubscriberBufferOverflowError(TCKFailure):
@@ -296,6 +307,9 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
             self._late_terminal(f"on_error({_describe(error)})", error)
             return
         self._check_serial(f"on_error({_describe(error)})")
+        odd = not_an_exception(error)
+        if odd is not None:
+            self.env.record_failure(odd)
         problem = self._terminal_problem(f"on_error({_describe(error)})")
         with self._cond:
             if not self._terminated:
