@@ -511,9 +511,16 @@ class Pump:
         if transport is None:
             outbox.flush_scheduled = False
             return
-        if serving.refills or serving.packs:
-            if serving.refills and outbox.writable:
-                serving.refill(self._high - transport.get_write_buffer_size())  # the room left
+        refills = serving.refills
+        if refills or serving.packs:
+            if refills and outbox.writable:
+                room = self._high - transport.get_write_buffer_size()  # the room left
+                if len(refills) == 1 and room > 0:  # one stream waits (an open stream): all the room
+                    [stream] = refills
+                    refills.clear()
+                    stream.refill(room)
+                else:  # several: fair shares (or no room: they stay queued)
+                    serving.refill(room)
                 if subscriptions.requests:  # a local publisher that relays a remote one
                     subscriptions.send_requests()
             if serving.packs:  # (what a refill brought, the refill sent)

@@ -10,8 +10,9 @@ owner sends each pack, before the turn's write: the refill whose request brought
 elements at once (the common case: a synchronous Publisher), right after that request
 returns; otherwise (elements from a timer, another thread, a later callback) the pack
 registers with the table and goes out in the turn's ``flush_packs``, in the order the
-packs registered. :class:`BatchServingStream` serves publishers whose elements are lists
-(``with_codec(..., batched=True)``).
+packs registered. One element pulled at a time (an open stream's latency) goes to the core
+at once, without a pack, when no pack waits before it. :class:`BatchServingStream` serves
+publishers whose elements are lists (``with_codec(..., batched=True)``).
 
 Demand, and why memory stays bounded: the peer's demand (``remote_demand``, up to
 ``2**63 - 1``) is a *permission*, not what we ask the local Publisher for. What we
@@ -212,12 +213,15 @@ class ServingStream(Subscriber[Any]):
                 # tests/net/test_pulled.py holds the bytes equal to those of the signals' way.
                 if remote != UNBOUNDED:
                     remote = self.remote_demand = remote - count
+                if remote and not self.queued:
+                    self._table.want_refill(self)
+                if count == 1 and mine and end is False and not self._pack_limit and not self._table.packs:
+                    self._send_one(items[0])  # one at a time (an open stream's latency): no pack
+                    return n * estimate
                 if mine:
                     self._pack = items
                 else:
                     self._pack += items
-                if remote and not self.queued:
-                    self._table.want_refill(self)
             elif count:  # to encode, or not all bytes: one by one, as on_next takes them
                 self.outstanding += count
                 self._refilling = mine
@@ -309,11 +313,11 @@ class ServingStream(Subscriber[Any]):
                     core.send(OnNextPacked(subscriber=sid, count=len(chunk), elements=b"".join(chunk)))
             return
         count = len(pack)
-        if count == 1:  # one element a turn: an open stream's latency, a request's answer
-            nbytes = size = len(pack[0])
-        else:
-            nbytes = sum(map(len, pack))
-            size = max(map(len, pack))
+        if count == 1:  # one element a turn: a request-driven publisher's, one at a time
+            self._send_one(pack[0])
+            return
+        nbytes = sum(map(len, pack))
+        size = max(map(len, pack))
         self._ledger.element_bytes += nbytes + count * _ELEMENT_HEAD
         if obs is not None:
             obs.sent(count, nbytes)
@@ -321,10 +325,20 @@ class ServingStream(Subscriber[Any]):
         estimate = self.estimate
         # decaying maximum: a jump up counts at once, a drop slowly (1/8 per batch)
         self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
-        if count == 1:
-            core.on_next(sid, pack[0])
-        else:
-            core.on_next_many(sid, pack)
+        core.on_next_many(sid, pack)
+
+    def _send_one(self, element: bytes) -> None:
+        """Send one element as it is, an onNext frame of its own: counted and learned from as
+        :meth:`flush_pack` counts a pack (the ledger, the observer, the size estimate)."""
+        size = len(element)
+        self._ledger.element_bytes += size + _ELEMENT_HEAD
+        obs = self.obs
+        if obs is not None:
+            obs.sent(1, size)
+        size += _FRAME_OVERHEAD
+        estimate = self.estimate
+        self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
+        self._core.on_next(self.sid, element)
 
     def stop(self) -> None:
         """The peer cancelled, or the connection ended: cancel upstream, send nothing more."""
@@ -1050,16 +1064,10 @@ class ServingTable:
         per turn. And round robin: a stream re-queues itself while it is being refilled
         (its elements arrive synchronously), so streams left without room are put back
         *ahead* of it and of any other that re-queued this turn; otherwise the first
-        stream would be served first every turn and starve the rest.
+        stream would be served first every turn and starve the rest. (A stream that waits
+        alone gets all the room from the pump's flush, without this call.)
         """
-        refills = self.refills
-        if len(refills) == 1:  # one stream waits (a request's answer, an open stream): all the room
-            if room <= 0 or not self.outbox.writable:
-                return 0  # it stays queued
-            [stream] = refills
-            refills.clear()
-            return stream.refill(room)
-        streams = list(refills)
+        streams = list(self.refills)
         self.refills.clear()
         share = max(room // len(streams), _MIN_SHARE)
         used = 0
