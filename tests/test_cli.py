@@ -1039,7 +1039,7 @@ def test_publish_refusals_name_what_to_change(
         url = url_of(announced)
         for name, says in (
             ("nope", f"rstreams publish: {url} refused 'nope': no publisher named 'nope'"),
-            ("log", f"rstreams publish: {url} refused 'log': LookupError: log 'log' is not a sink log"),
+            ("log", f"rstreams publish: {url} refused 'log': LogLookupError: log 'log' is not a sink log"),
             (
                 "rstreams/health",
                 f"rstreams publish: {url} did not answer 'rstreams/health' as a sink log does",

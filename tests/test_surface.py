@@ -104,6 +104,11 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("ServerUnavailableError", ConnectionError),
         ("MetricsOffError", RuntimeError),
         ("StatsIntervalError", ValueError),
+        ("AlreadySubscribedError", RuntimeError),
+        ("NoEventLoopError", RuntimeError),
+        ("LoopClosedError", RuntimeError),
+        ("LogRequestError", ValueError),
+        ("LogLookupError", LookupError),
     ],
 )
 def test_exceptions_keep_their_stdlib_base(name: str, stdlib: type[BaseException]) -> None:
@@ -190,3 +195,12 @@ def test_the_network_settings_say_what_they_raise(name: str, call: Any, expected
         call()
     doc = inspect.getdoc(getattr(rstreams, name)) or ""
     assert expected.__name__ in doc.partition("\nRaises:\n")[2]
+
+
+def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None:
+    """The operators' errors are exported by rstreams.errors, the replay server's by rstreams.replay."""
+    import rstreams.errors as errors
+    import rstreams.replay as replay
+
+    assert {"AlreadySubscribedError", "NoEventLoopError", "LoopClosedError"} <= set(errors.__all__)
+    assert {"LogRequestError", "LogLookupError"} <= set(replay.__all__)

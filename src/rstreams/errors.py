@@ -5,6 +5,9 @@
     ReactiveStreamsError                    root; never raised itself
     ├── InvalidDemandError (ValueError)     rule 3.9: request(n) with n <= 0; sent via on_error
     ├── OverflowStrategyError               a push source ran out of buffer ("buffer then error")
+    ├── AlreadySubscribedError (RuntimeError)  a one-subscriber Publisher subscribed again (1.9)
+    ├── NoEventLoopError (RuntimeError)     subscribed outside a running loop and without loop=
+    ├── LoopClosedError (RuntimeError)      the loop or executor a stream runs on was closed
     ├── ProtocolError                       RS.io: .subscriber is the stream id, None = connection
     │   ├── LocalProtocolError              you called the wire core wrong; raised at once
     │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
@@ -23,6 +26,7 @@
     ├── observe: MetricsExpositionError (OSError), MetricsOffError (RuntimeError),
     │            StatsIntervalError (ValueError)
     ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError),
+    │           LogRequestError (ValueError), LogLookupError (LookupError),
     │           ServerUnavailableError (ConnectionError), AccessDeniedError (PermissionError)
     │           └── TLSHandshakeError        the TLS handshake failed (not the credentials)
     │               └── CertificateRefusedError  the server refused the client certificate (or none)
@@ -45,6 +49,7 @@ import logging
 from collections.abc import Callable
 
 __all__ = [
+    "AlreadySubscribedError",
     "AuthNotOfferedError",
     "AuthRefusedError",
     "AuthRequiredError",
@@ -53,6 +58,8 @@ __all__ = [
     "ConnectionBrokenError",
     "InvalidDemandError",
     "LocalProtocolError",
+    "LoopClosedError",
+    "NoEventLoopError",
     "OverflowStrategyError",
     "ProtocolError",
     "ReactiveStreamsError",
@@ -85,6 +92,24 @@ class InvalidDemandError(ReactiveStreamsError, ValueError):
 
 class OverflowStrategyError(ReactiveStreamsError):
     """A producer that cannot be slowed down outran its buffer (the "error" strategy)."""
+
+
+class AlreadySubscribedError(ReactiveStreamsError, RuntimeError):
+    """A Publisher that serves one Subscriber was subscribed again: a group of ``group_by`` or a
+    window, an async iterator given to ``from_async_iterable``. The second Subscriber gets
+    ``on_subscribe`` then this through ``on_error`` (rule 1.9); never raised from ``subscribe``."""
+
+
+class NoEventLoopError(ReactiveStreamsError, RuntimeError):
+    """An operator that runs on an asyncio event loop (a clock, an async iterable) was subscribed
+    outside a running loop and given no ``loop=``. Signalled through ``on_error`` after
+    ``on_subscribe`` (rule 1.9); the message names the operator and how to pass its loop."""
+
+
+class LoopClosedError(ReactiveStreamsError, RuntimeError):
+    """The event loop or executor a stream runs on was closed or shut down while the stream
+    still needed it (a delivery could not be scheduled, a pulling task was cancelled), so the
+    stream ends with this rather than waiting forever; ``__cause__`` is the loop's own error."""
 
 
 class ProtocolError(ReactiveStreamsError):

@@ -12,7 +12,13 @@ import pytest
 
 import rstreams
 from rstreams.api import Subscription
-from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
+from rstreams.errors import (
+    AlreadySubscribedError,
+    InvalidDemandError,
+    LoopClosedError,
+    NoEventLoopError,
+    set_unhandled_error_hook,
+)
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import from_async_iterable
 from testkit.recording import WAIT, RecordingSubscriber
@@ -135,7 +141,7 @@ async def test_async_generator_object_can_be_consumed_once() -> None:
     flow.subscribe(second)
     await first.done_()
     assert first.items == [0, 1] and first.completed
-    assert isinstance(second.error, RuntimeError) and "once" in str(second.error)
+    assert isinstance(second.error, AlreadySubscribedError) and "once" in str(second.error)
 
 
 @pytest.mark.asyncio
@@ -279,12 +285,23 @@ async def test_raising_on_next_cancels_reports_and_closes() -> None:
         set_unhandled_error_hook(previous)
 
 
+def test_a_closed_loop_fails_the_subscriber_with_loop_closed_error() -> None:
+    """Rule 1.9 then 1.4: a loop= that is closed gives on_subscribe, then LoopClosedError (a
+    RuntimeError) with the loop's own error as its cause."""
+    loop = asyncio.new_event_loop()
+    loop.close()
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=1)
+    from_async_iterable(Probe(), loop=loop).subscribe(s)
+    assert s.signals == ["on_subscribe", "on_error"]
+    assert isinstance(s.error, LoopClosedError) and isinstance(s.error.__cause__, RuntimeError)
+
+
 def test_without_a_loop_the_subscriber_is_told_to_pass_loop() -> None:
     """Rule 1.9 then 1.4: no running loop and no loop= gives on_subscribe, then on_error."""
     s: RecordingSubscriber[int] = RecordingSubscriber(initial=1)
     from_async_iterable(Probe()).subscribe(s)
     assert s.signals == ["on_subscribe", "on_error"]
-    assert isinstance(s.error, RuntimeError) and "loop=" in str(s.error)
+    assert isinstance(s.error, NoEventLoopError) and "loop=" in str(s.error)
     s.request(1)
     s.cancel()
     with pytest.raises(TypeError, match=r"rule 1\.9"):
@@ -378,7 +395,7 @@ def test_loop_shutdown_ends_the_stream_with_an_error() -> None:
         await asyncio.sleep(0)
 
     asyncio.run(main())
-    assert s.items == [0] and isinstance(s.error, RuntimeError) and "cancelled" in str(s.error)
+    assert s.items == [0] and isinstance(s.error, LoopClosedError) and "cancelled" in str(s.error)
     assert closed == [True]
 
 

@@ -15,7 +15,12 @@ import pytest
 
 import rstreams
 from rstreams.api import Subscriber, Subscription
-from rstreams.errors import InvalidDemandError, OverflowStrategyError, set_unhandled_error_hook
+from rstreams.errors import (
+    InvalidDemandError,
+    LoopClosedError,
+    OverflowStrategyError,
+    set_unhandled_error_hook,
+)
 from rstreams.flow._observe_on import ObserveOnFlow
 from testkit.recording import WAIT, RecordingSubscriber
 from testkit.shapes import patient_env
@@ -326,14 +331,14 @@ def test_subscriber_raising_in_on_next_is_cancelled_and_reported() -> None:
 
 
 def test_closed_loop_fails_the_stream_instead_of_hanging() -> None:
-    """A drain that cannot be scheduled cancels upstream and signals on_error(RuntimeError)."""
+    """A drain that cannot be scheduled cancels upstream and signals on_error(LoopClosedError)."""
     loop = asyncio.new_event_loop()
     loop.close()
     source: ManualPublisher[int] = ManualPublisher()
     s: RecordingSubscriber[int] = RecordingSubscriber()
     ObserveOnFlow(source, loop).subscribe(s)
     s.request(1)
-    assert isinstance(s.error, RuntimeError) and source.cancelled
+    assert isinstance(s.error, LoopClosedError) and source.cancelled
 
 
 def test_arguments_are_checked_when_built_and_subscribe_none_raises() -> None:

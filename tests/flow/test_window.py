@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 import rstreams
 from rstreams.api import Subscriber
-from rstreams.errors import InvalidDemandError, OverflowStrategyError
+from rstreams.errors import (
+    AlreadySubscribedError,
+    InvalidDemandError,
+    LoopClosedError,
+    NoEventLoopError,
+    OverflowStrategyError,
+)
 from testkit.clock import Stepped, clock_and_loop
 from testkit.publishers import ManualPublisher
 from testkit.recording import WAIT, RecordingSubscriber
@@ -92,7 +98,7 @@ def test_a_group_can_be_subscribed_once() -> None:
     group = outer.items[0]
     _inner(group, initial=1)
     second = _inner(group)
-    assert isinstance(second.error, RuntimeError) and "'k'" in str(second.error)
+    assert isinstance(second.error, AlreadySubscribedError) and "'k'" in str(second.error)
 
 
 def test_key_raising_cancels_upstream_and_signals_everyone() -> None:
@@ -289,7 +295,17 @@ def test_window_time_refuses_bad_arguments_and_a_missing_loop() -> None:
     with pytest.raises(ValueError, match="window_time: prefetch"):
         flow.window_time(1, prefetch=0)
     s = _outer(flow.window_time(1.0), initial=1)
-    assert isinstance(s.error, RuntimeError) and "window_time" in str(s.error)
+    assert isinstance(s.error, NoEventLoopError) and "window_time" in str(s.error)
+
+
+def test_window_time_on_a_closed_loop_fails_with_loop_closed_error() -> None:
+    """A clock that can never tick ends the stream with LoopClosedError (still a RuntimeError),
+    the loop's own error as its cause, rather than leaving the window open forever."""
+    loop = asyncio.new_event_loop()
+    loop.close()
+    s = _outer(rstreams.range(0, 3).window_time(1.0, loop=loop), initial=1)
+    assert isinstance(s.error, LoopClosedError) and isinstance(s.error.__cause__, RuntimeError)
+    assert "window_time" in str(s.error)
 
 
 def test_window_time_passes_the_publisher_tck() -> None:

@@ -73,7 +73,7 @@ def test_publish_stages_then_publishes_standard_input(serve: Any, monkeypatch: p
 @pytest.mark.parametrize(
     ("target", "status", "says"),
     [
-        ("words", 1, "refused 'words': LookupError: log 'words' is not a sink log"),
+        ("words", 1, "refused 'words': LogLookupError: log 'words' is not a sink log"),
         ("nothing", 1, "refused 'nothing': no publisher named 'nothing'"),
     ],
 )

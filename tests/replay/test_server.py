@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import socket
@@ -20,15 +21,20 @@ from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT
 from rstreams.replay import (
     Access,
     AccessDeniedError,
+    LogLookupError,
+    LogRequestError,
     RemoteLogError,
     ReplayLog,
     ServerUnavailableError,
     TLSHandshakeError,
     fetch_range,
+    replay_offer,
     request_json,
     stream_range,
     upload,
 )
+from rstreams.wire import ErrorCode
+from testkit.recording import RecordingSubscriber
 from testkit.tls import TestCA, server_context
 
 pytestmark = pytest.mark.timeout(30)
@@ -90,6 +96,50 @@ def test_unknown_parameters_and_uploads_to_a_source_log_are_refused(serve: Any) 
         request_json(server.url, "nums?form=0")
     with pytest.raises(RemoteLogError, match="not a sink log"):
         request_json(server.url, "nums?discard=t1")
+
+
+@pytest.mark.parametrize(
+    ("query", "kind", "stdlib", "caused"),
+    [
+        ({"form": "0"}, LogRequestError, ValueError, False),  # an unknown parameter
+        ({"commit": "x"}, LogRequestError, ValueError, True),  # int()'s own error, named
+        ({"rows": "5"}, LogRequestError, ValueError, False),  # rows=R without from=A
+        ({"discard": "t1"}, LogLookupError, LookupError, False),  # not a sink log
+        ({"rows": "5", "from": "0"}, LogLookupError, LookupError, True),  # the log's own, named
+    ],
+)
+def test_a_request_a_log_cannot_take_signals_an_rstreams_error(
+    query: dict[str, str], kind: type[Exception], stdlib: type[Exception], caused: bool
+) -> None:
+    """What a log's request signals is rstreams' own error, keeping its stdlib base; a plain
+    error from int() or from the log is named so, itself the cause, its message unchanged."""
+    log = ReplayLog("nums", capacity=10)
+    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=1)
+    replay_offer({"nums": log})("nums", query).subscribe(s)
+    assert type(s.error) is kind and isinstance(s.error, stdlib)
+    assert isinstance(s.error.__cause__, stdlib) == caused
+    if caused:
+        assert str(s.error) == str(s.error.__cause__)
+
+
+async def _refusal(url: str, name: str) -> rstreams.net.RemoteStreamError:
+    conn = await rstreams.connect(url)
+    try:
+        with pytest.raises(rstreams.net.RemoteStreamError) as refused:
+            await asyncio.wait_for(conn.publisher(name).collect(), 10)
+        return refused.value
+    finally:
+        await conn.aclose()
+
+
+def test_a_refused_log_request_keeps_code_1_and_names_its_type(serve: Any) -> None:
+    """Over RS.io the onError's code stays 1, the publisher's own error (PROTOCOL.md §19.2: the
+    code is not chosen by the class), and its text starts with the rstreams type's name."""
+    server = serve({"nums": ReplayLog("nums", capacity=10)})
+    for name, kind in (("nums?form=0", "LogRequestError"), ("nums?discard=t1", "LogLookupError")):
+        refused = asyncio.run(_refusal(server.url, name))
+        assert refused.code == ErrorCode.APPLICATION, name
+        assert refused.message.startswith(f"{kind}: log 'nums'"), refused.message
 
 
 def test_readers_over_rs_io(serve: Any) -> None:

@@ -150,12 +150,12 @@ def test_the_channel_and_its_name_over_rs_io(serve: Any) -> None:
     server = serve({"src": ReplayLog("src", capacity=10)}, sinks={"out": ReplayLog("out", capacity=10)})
     assert asyncio.run(opened(server.url, "out?stage=t1", [pack([b"a"]), pack([b"b"])])) == b'{"count": 2}'
     assert asyncio.run(opened(server.url, "out?stage=t5", [pack([b"a"]), pack([b"b"])[:-1]])) == (
-        "error: ValueError: sink log 'out': an upload channel's input elements are packed rows "
+        "error: LogRequestError: sink log 'out': an upload channel's input elements are packed rows "
         "(docs/replay.md, The pack format); got 8 bytes that are not one (PROTOCOL.md §21.8)"
     )
-    assert asyncio.run(opened(server.url, "out?stage=t6", [b"ab"])).startswith("error: ValueError")
+    assert asyncio.run(opened(server.url, "out?stage=t6", [b"ab"])).startswith("error: LogRequestError")
     assert asyncio.run(opened(server.url, "out?stage=", [b"a"])) == (
-        "error: ValueError: sink log 'out': an upload channel is named out?stage=TOKEN and takes no "
+        "error: LogRequestError: sink log 'out': an upload channel is named out?stage=TOKEN and takes no "
         "other parameter; got ['stage'] (PROTOCOL.md §21.8)"
     )
     assert "takes no other parameter; got ['from', 'stage']" in asyncio.run(
@@ -206,11 +206,13 @@ def test_late_rows_of_an_attempt_cut_short_are_not_staged() -> None:
     stale.on_next(b"late")
     stale.on_complete()
     assert upstream.cancelled
-    with pytest.raises(LookupError, match="upload 't1' was discarded, published or began again"):
+    with pytest.raises(
+        server_module.LogLookupError, match="upload 't1' was discarded, published or began again"
+    ):
         early.result(0)
     assert not later.done() and staging.staged_bytes == 2
     again = staging.begin("t1")  # a third attempt without a discard: the second can stage no more
-    with pytest.raises(LookupError, match="began again"):
+    with pytest.raises(server_module.LogLookupError, match="began again"):
         later.result(0)
     assert not again.done()
 

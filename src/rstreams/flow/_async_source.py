@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import report_unhandled
+from rstreams.errors import AlreadySubscribedError, LoopClosedError, NoEventLoopError, report_unhandled
 from rstreams.flow._signals import report_broken, signal_subscribe, signal_terminal
 from rstreams.rules import check_subscriber
 
@@ -58,7 +58,7 @@ def resolve_loop(
     running = _running_loop()
     if running is not None:
         return running
-    return RuntimeError(
+    return NoEventLoopError(
         f"{who}: subscribe() was called outside a running asyncio event loop and no loop= was "
         f"given; pass {who}(..., loop=the_loop) or subscribe from a coroutine on that loop"
     )
@@ -98,7 +98,9 @@ class AsyncIterableFlow(Publisher[T]):
         try:
             loop.call_soon_threadsafe(subscription.start)
         except RuntimeError as exc:  # the loop is closed
-            _fail_now(subscriber, RuntimeError(f"from_async_iterable: cannot use the event loop: {exc}"))
+            closed = LoopClosedError(f"from_async_iterable: cannot use the event loop: {exc}")
+            closed.__cause__ = exc
+            _fail_now(subscriber, closed)
 
 
 class _Refused(Subscription):
@@ -273,7 +275,7 @@ class _AsyncIterSubscription(Subscription, Generic[T]):
                     return
         except asyncio.CancelledError as exc:
             if not self._stopped:  # cancelled by someone else, e.g. the loop shutting down
-                error = RuntimeError(
+                error = LoopClosedError(
                     "from_async_iterable: the pulling task was cancelled (loop shutting down?)"
                 )
                 error.__cause__ = exc
@@ -306,7 +308,7 @@ class _OneShot:
     def take(self) -> AsyncIterator[Any]:
         iterator, self._iterator = self._iterator, None
         if iterator is None:
-            raise RuntimeError(
+            raise AlreadySubscribedError(
                 "from_async_iterable() was given an async iterator (an async generator object), "
                 "which can be consumed once; it was already subscribed. Pass the async generator "
                 "function itself (from_async_iterable(gen), not gen()) for a fresh one per subscription"

@@ -33,7 +33,7 @@ run on the target instead of the signalling thread:
   so nothing is scheduled again.
 
 If the loop is closed or the executor shut down, the drain cannot be scheduled: the
-upstream is cancelled and the downstream gets ``on_error(RuntimeError)`` on the
+upstream is cancelled and the downstream gets ``on_error(LoopClosedError)`` on the
 calling thread, rather than waiting forever.
 """
 
@@ -47,7 +47,7 @@ from typing import Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import OverflowStrategyError
+from rstreams.errors import LoopClosedError, OverflowStrategyError
 from rstreams.flow._async_source import on_loop_thread
 from rstreams.flow._drain import DrainLoop
 from rstreams.flow._operator import OperatorFlow
@@ -243,7 +243,7 @@ class _ObserveOnSubscriber(DrainLoop, Subscriber[T], Subscription, Generic[T]):
             self._stop()
             self.queue.clear()
             if downstream is not None:
-                error = RuntimeError(f"observe_on: could not schedule delivery on the target: {exc}")
+                error = LoopClosedError(f"observe_on: could not schedule delivery on the target: {exc}")
                 error.__cause__ = exc
                 signal_terminal(downstream, error)
 

@@ -42,7 +42,7 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import OverflowStrategyError
+from rstreams.errors import AlreadySubscribedError, LoopClosedError, OverflowStrategyError
 from rstreams.flow._async_source import check_loop, on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
 from rstreams.flow._operator import OperatorFlow, check_callable
@@ -142,7 +142,7 @@ class Group(Publisher[T], Generic[T]):
         if again:
             subscriber.on_subscribe(_GroupSubscription(None))
             subscriber.on_error(
-                RuntimeError(f"{parent.name}: the group {self.key!r} can be subscribed only once")
+                AlreadySubscribedError(f"{parent.name}: the group {self.key!r} can be subscribed only once")
             )
             return
         if not signal_subscribe(subscriber, _GroupSubscription(self)):
@@ -597,7 +597,9 @@ class _TimedWindowing(_Grouping[T]):
         try:
             self.loop.call_soon_threadsafe(clock.arm, when)
         except RuntimeError as exc:  # the loop is closed: this clock can never tick
-            self.fail(exc)
+            closed = LoopClosedError(f"window_time: its event loop is closed, no window can end: {exc}")
+            closed.__cause__ = exc
+            self.fail(closed)
 
     def arm_on_loop(self, when: float) -> None:
         """``_arm`` handed over to the loop's thread."""

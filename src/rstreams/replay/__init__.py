@@ -40,6 +40,8 @@ from rstreams.replay._log import ReplayLog as ReplayLog
 from rstreams.replay._server import QUERY_KEYS as QUERY_KEYS
 from rstreams.replay._server import STAGING_BYTES as STAGING_BYTES
 from rstreams.replay._server import UPLOAD_NAME as UPLOAD_NAME
+from rstreams.replay._server import LogLookupError as LogLookupError
+from rstreams.replay._server import LogRequestError as LogRequestError
 from rstreams.replay._server import ReplayServer as ReplayServer
 from rstreams.replay._server import StagingFullError as StagingFullError
 from rstreams.replay._server import replay_offer as replay_offer
@@ -54,6 +56,8 @@ __all__ = [
     "AccessDeniedError",
     "AccessError",
     "CertificateRefusedError",
+    "LogLookupError",
+    "LogRequestError",
     "RemoteLogError",
     "ReplayLog",
     "ReplayServer",

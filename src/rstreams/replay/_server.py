@@ -181,6 +181,20 @@ class StagingFullError(ReactiveStreamsError, RuntimeError):
     """An upload would take a sink log's staging area past its bound (``staging_bytes``)."""
 
 
+class LogRequestError(ReactiveStreamsError, ValueError):
+    """A request a replay log cannot take (docs/replay.md, *Naming convention*): an unknown
+    parameter, a malformed number, a parameter without the one it needs, a channel's name opened
+    as a publisher; an upload channel's name with other parameters, or an input element that is
+    not packed rows (PROTOCOL.md §21.8). Signalled to that request's subscriber only."""
+
+
+class LogLookupError(ReactiveStreamsError, LookupError):
+    """A request to a replay log names what the log does not have: uploads to a log that is not a
+    sink log, bounds by rows of a log that counts none; an upload whose token was discarded,
+    published or taken over by a later upload, or is not staged here (PROTOCOL.md §21.8); an
+    upload header naming no sink log. Signalled to that request's subscriber only."""
+
+
 class _Staging:
     """Uploads of one sink log, staged by token until Spark's commit (or abort).
 
@@ -218,14 +232,14 @@ class _Staging:
             earlier = self._done.get(token)
             self._done[token] = fresh
         if earlier is not None and not earlier.done():
-            earlier.set_exception(LookupError(f"sink log {self.log.name!r}: upload {token!r} began again"))
+            earlier.set_exception(LogLookupError(f"sink log {self.log.name!r}: upload {token!r} began again"))
         return fresh
 
     def add(self, token: str, rows: list[bytes], upload: concurrent.futures.Future[int]) -> None:
         """Stage ``rows`` under ``token`` for the upload whose count is ``upload``.
 
         Raises:
-            LookupError: since that upload began, ``token`` was discarded, published or began
+            LogLookupError: since that upload began, ``token`` was discarded, published or began
                 again: ``upload`` is an attempt cut short whose late rows arrive after the
                 client's next attempt took over (nothing is staged; so a row is never twice).
             StagingFullError: they do not fit (nothing of ``token`` stays staged).
@@ -233,7 +247,7 @@ class _Staging:
         size = sum(map(len, rows))
         with self._lock:
             if self._done.get(token) is not upload:
-                raise LookupError(
+                raise LogLookupError(
                     f"sink log {self.log.name!r}: upload {token!r} was discarded, published or began again "
                     "while its rows arrived; they are not staged"
                 )
@@ -269,7 +283,7 @@ class _Staging:
             missing = [token for token in tokens if token not in self._uploads]
             if missing:  # never publish a batch with a hole in it
                 answer.set_exception(
-                    LookupError(
+                    LogLookupError(
                         f"sink log {self.log.name!r}: upload {missing[0]!r} is not staged here (was the "
                         "server restarted since it was uploaded?); batch "
                         f"{batch} of writer {writer!r} is not published"
@@ -349,7 +363,7 @@ class _Stager(Subscriber[bytes]):
         assert self._future is not None  # set with the staging area
         try:
             self._staging.add(self._token, rows, self._future)
-        except (StagingFullError, LookupError) as refused:
+        except (StagingFullError, LogLookupError) as refused:
             self._fail(refused, str(refused))
             return False
         self._count += len(rows)
@@ -361,7 +375,7 @@ class _Stager(Subscriber[bytes]):
         if self._subscription is not None:
             self._subscription.cancel()
         if self._future is not None and not self._future.done():
-            self._future.set_exception(error if error is not None else LookupError(reason))
+            self._future.set_exception(error if error is not None else LogLookupError(reason))
 
     def on_error(self, error: BaseException) -> None:
         self._done = True
@@ -448,7 +462,7 @@ class _ChannelStager(_Stager):
             rows = _packed_rows(item)
         except ValueError as bad:
             log = self._staging.log.name if self._staging is not None else "?"
-            self._fail(ValueError(f"sink log {log!r}: {bad} (PROTOCOL.md §21.8)"), "")
+            self._fail(LogRequestError(f"sink log {log!r}: {bad} (PROTOCOL.md §21.8)"), "")
             return
         self._rows = rows
         if not self._flush():
@@ -506,7 +520,7 @@ def _stage_channels(stagings: Mapping[str, _Staging]) -> dict[str, ChannelFactor
             token = params.get("stage", "")
             if set(params) != {"stage"} or not token:
                 return error_flow(
-                    ValueError(
+                    LogRequestError(
                         f"sink log {name!r}: an upload channel is named {name}?stage=TOKEN and takes no "
                         f"other parameter; got {sorted(params)} (PROTOCOL.md §21.8)"
                     )
@@ -546,8 +560,8 @@ def replay_offer(
             return None
         try:
             return _route(log, stagings.get(path), params)
-        except (ValueError, LookupError) as error:
-            return error_flow(error)
+        except (ValueError, LookupError) as error:  # the log's own, int()'s: named here
+            return error_flow(_named(error))
 
     route.stagings = stagings  # type: ignore[attr-defined]
     route.channels = _stage_channels(stagings)  # type: ignore[attr-defined]
@@ -555,21 +569,35 @@ def replay_offer(
     return route
 
 
+def _named(error: ValueError | LookupError) -> ReactiveStreamsError:
+    """``error`` as the rstreams error its subscriber gets, message unchanged: rstreams' own
+    (a :class:`LogRequestError`, a :class:`~rstreams.replay.TrimmedError`) as it is, a plain
+    ``ValueError`` (a malformed number) as a :class:`LogRequestError` and a plain ``LookupError``
+    (the log's) as a :class:`LogLookupError`, each with ``error`` as its cause."""
+    if isinstance(error, ReactiveStreamsError):
+        return error
+    named: ReactiveStreamsError = (
+        LogRequestError(str(error)) if isinstance(error, ValueError) else LogLookupError(str(error))
+    )
+    named.__cause__ = error
+    return named
+
+
 def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> Publisher[Any]:
     unknown = sorted(params.keys() - set(QUERY_KEYS) - {"stage"})
     if unknown:
-        raise ValueError(
+        raise LogRequestError(
             f"log {log.name!r}: unknown parameter {unknown[0]!r}; a log's name takes {', '.join(QUERY_KEYS)}"
         )
     if "latest" in params:
         return _answer(log.info())
     if "rows" in params:
         if "from" not in params:
-            raise ValueError(f"log {log.name!r}: rows=R needs from=A (the reader's position)")
+            raise LogRequestError(f"log {log.name!r}: rows=R needs from=A (the reader's position)")
         return _answer(log.end_within(int(params["from"]), int(params["rows"])))
     if "bytes" in params:
         if "from" not in params:
-            raise ValueError(f"log {log.name!r}: bytes=B needs from=A (the reader's position)")
+            raise LogRequestError(f"log {log.name!r}: bytes=B needs from=A (the reader's position)")
         return _answer(log.end_within_bytes(int(params["from"]), int(params["bytes"])))
     if "time" in params:
         return _answer({**log.info(), "position": log.position_at(int(params["time"]))})
@@ -578,7 +606,7 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
         return _answer(log.info())
     if "hold" in params:
         if "reader" not in params:
-            raise ValueError(f"log {log.name!r}: hold=P needs reader=R (the pending reader's name)")
+            raise LogRequestError(f"log {log.name!r}: hold=P needs reader=R (the pending reader's name)")
         position = log.hold(params["reader"], int(params["hold"]))
         return _answer({**log.info(), "position": position})
     if "readers" in params:
@@ -587,12 +615,12 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
         log.leave(params["leave"])
         return _answer(_readers(log))
     if "stage" in params:
-        raise ValueError(
+        raise LogRequestError(
             f"log {log.name!r}: {log.name}?stage=T is a channel, not a publisher: open it as one, "
             "with the rows as its input (PROTOCOL.md §21.8)"
         )
     if staging is None and ({"staged", "publish", "discard"} & params.keys()):
-        raise LookupError(f"log {log.name!r} is not a sink log: it takes no uploads")
+        raise LogLookupError(f"log {log.name!r} is not a sink log: it takes no uploads")
     if staging is not None:
         if "staged" in params:
             future = staging.future(params["staged"])
