@@ -109,6 +109,8 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("LoopClosedError", RuntimeError),
         ("LogRequestError", ValueError),
         ("LogLookupError", LookupError),
+        ("LogEndedError", RuntimeError),
+        ("TextMessageError", ValueError),
     ],
 )
 def test_exceptions_keep_their_stdlib_base(name: str, stdlib: type[BaseException]) -> None:
@@ -203,4 +205,13 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
     import rstreams.replay as replay
 
     assert {"AlreadySubscribedError", "NoEventLoopError", "LoopClosedError"} <= set(errors.__all__)
-    assert {"LogRequestError", "LogLookupError"} <= set(replay.__all__)
+    assert {"LogRequestError", "LogLookupError", "LogEndedError"} <= set(replay.__all__)
+
+
+def test_a_text_websocket_message_is_a_frame_error_exported_by_net() -> None:
+    """The WebSocket transport's violation (PROTOCOL.md §1) is a wire FrameError that
+    rstreams.net exports without the websockets extra."""
+    import rstreams.net as net
+    from rstreams.wire import FrameError
+
+    assert issubclass(net.TextMessageError, FrameError) and "TextMessageError" in net.__all__

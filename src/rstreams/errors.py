@@ -26,7 +26,7 @@
     ├── observe: MetricsExpositionError (OSError), MetricsOffError (RuntimeError),
     │            StatsIntervalError (ValueError)
     ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError),
-    │           LogRequestError (ValueError), LogLookupError (LookupError),
+    │           LogRequestError (ValueError), LogLookupError (LookupError), LogEndedError (RuntimeError),
     │           ServerUnavailableError (ConnectionError), AccessDeniedError (PermissionError)
     │           └── TLSHandshakeError        the TLS handshake failed (not the credentials)
     │               └── CertificateRefusedError  the server refused the client certificate (or none)

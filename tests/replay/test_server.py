@@ -21,6 +21,7 @@ from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT
 from rstreams.replay import (
     Access,
     AccessDeniedError,
+    LogEndedError,
     LogLookupError,
     LogRequestError,
     RemoteLogError,
@@ -140,6 +141,18 @@ def test_a_refused_log_request_keeps_code_1_and_names_its_type(serve: Any) -> No
         refused = asyncio.run(_refusal(server.url, name))
         assert refused.code == ErrorCode.APPLICATION, name
         assert refused.message.startswith(f"{kind}: log 'nums'"), refused.message
+
+
+def test_a_range_past_the_end_of_a_completed_log_is_log_ended_error(serve: Any) -> None:
+    """fetch_range of [0, 5) from a log whose producer completed after 3 elements: a LogEndedError
+    (still a RuntimeError) naming how many of the positions arrived."""
+    log = ReplayLog("nums", capacity=10).feed(rstreams.from_iterable([b"a", b"b", b"c"]))
+    server = serve({"nums": log})
+    with pytest.raises(
+        LogEndedError, match=r"ended after 3 of the 5 elements at positions \[0, 5\)"
+    ) as ended:
+        fetch_range(server.url, "nums", 0, 5, timeout=20)
+    assert isinstance(ended.value, RuntimeError)
 
 
 def test_readers_over_rs_io(serve: Any) -> None:

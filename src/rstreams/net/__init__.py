@@ -63,6 +63,7 @@ from rstreams.net._server import Server as Server
 from rstreams.net._server import serve as serve
 from rstreams.net._url import Endpoint as Endpoint
 from rstreams.net._url import parse_url as parse_url
+from rstreams.net._websocket_errors import TextMessageError as TextMessageError
 from rstreams.wire._auth import Credentials as Credentials
 from rstreams.wire._auth import Token as Token
 from rstreams.wire._auth import UserPassword as UserPassword
@@ -97,6 +98,7 @@ __all__ = [
     "RemoteStreamError",
     "Resume",
     "Server",
+    "TextMessageError",
     "TimedOut",
     "Token",
     "Unauthenticated",

@@ -67,6 +67,7 @@ from rstreams.net._transport import (
     TransportHandler,
 )
 from rstreams.net._url import Endpoint
+from rstreams.net._websocket_errors import TextMessageError
 
 __all__ = [
     "MAX_MESSAGE",
@@ -195,7 +196,9 @@ class WebSocketTransport(Transport):
                 return cast(BaseException, closed)
             if isinstance(message, str):
                 await ws.close(1003, "RS.io uses binary messages")  # 1003: unsupported data
-                return ValueError("the peer sent a text WebSocket message; RS.io uses binary messages")
+                return TextMessageError(
+                    "the peer sent a text WebSocket message; RS.io uses binary messages (PROTOCOL.md §1)"
+                )
             self._handler.data_received(memoryview(message))  # (set_handler may change it)
 
     async def _write_loop(self) -> None:

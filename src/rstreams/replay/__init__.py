@@ -24,6 +24,7 @@ from rstreams.replay._access import Access as Access
 from rstreams.replay._access import AccessError as AccessError
 from rstreams.replay._client import AccessDeniedError as AccessDeniedError
 from rstreams.replay._client import CertificateRefusedError as CertificateRefusedError
+from rstreams.replay._client import LogEndedError as LogEndedError
 from rstreams.replay._client import RemoteLogError as RemoteLogError
 from rstreams.replay._client import ServerUnavailableError as ServerUnavailableError
 from rstreams.replay._client import TLSHandshakeError as TLSHandshakeError
@@ -56,6 +57,7 @@ __all__ = [
     "AccessDeniedError",
     "AccessError",
     "CertificateRefusedError",
+    "LogEndedError",
     "LogLookupError",
     "LogRequestError",
     "RemoteLogError",

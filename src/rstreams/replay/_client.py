@@ -78,6 +78,12 @@ class RemoteLogError(ReactiveStreamsError, RuntimeError):
     """The replay log refused a request; the message is the server's."""
 
 
+class LogEndedError(ReactiveStreamsError, RuntimeError):
+    """A replay log ended before the positions a reader needs: its producer completed first (a
+    range read: the message says how many of the positions arrived), or failed (Spark's source:
+    the message carries the log's error)."""
+
+
 class AccessDeniedError(ReactiveStreamsError, PermissionError):
     """The server refused the credentials, or the TLS handshake failed, or the server ended the TLS
     session before its hello twice in a row (it wants a client certificate); not retried."""
@@ -440,7 +446,7 @@ def _stream_part(
             raise denied from denied.__cause__
         raise error
     if count != end - start:
-        raise RuntimeError(
+        raise LogEndedError(
             f"replay log {log!r} at {url} ended after {count} of the {end - start} "
             f"elements at positions [{start}, {end})"
         )

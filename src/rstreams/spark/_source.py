@@ -96,7 +96,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from rstreams.replay import Access
-from rstreams.replay._client import RemoteLogError, request_json, stream_packs, stream_range
+from rstreams.replay._client import LogEndedError, RemoteLogError, request_json, stream_packs, stream_range
 from rstreams.replay._cursor import packed_count
 from rstreams.replay._server import LOGS_NAME
 from rstreams.spark._codecs import BATCH_ROWS, check_codec, decode_batches, decode_packed
@@ -584,7 +584,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 ends = dict(begins)  # not enough yet: wait for more, at most maxTriggerDelay
         for key, begin in begins.items():
             if ends[key] <= begin and infos[key]["error"] is not None:
-                raise RuntimeError(
+                raise LogEndedError(
                     f"replay log {key[1]!r} at {key[0]} failed upstream: {infos[key]['error']}"
                 )
         if any(ends[key] > begin for key, begin in begins.items()):
