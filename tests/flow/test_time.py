@@ -11,7 +11,7 @@ import pytest
 
 from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
-from rstreams.errors import InvalidDemandError, OverflowStrategyError
+from rstreams.errors import InvalidDemandError, NoEventLoopError, OverflowStrategyError
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import interval, timer
 from rstreams.flow._push import OverflowStrategy
@@ -197,6 +197,7 @@ def test_without_a_loop_the_subscriber_is_told_to_pass_loop() -> None:
     s: RecordingSubscriber[int] = RecordingSubscriber(initial=1)
     flow.subscribe(s)
     assert s.signals == ["on_subscribe", "on_error"] and "loop=" in str(s.error)
+    assert isinstance(s.error, NoEventLoopError)  # the docstring of interval names it
     with pytest.raises(TypeError, match=r"rule 1\.9"):
         flow.subscribe(None)  # type: ignore[arg-type]
 

@@ -126,7 +126,7 @@ def from_async_iterable(
 
     Lazy: ``__anext__`` is awaited only for requested elements. Cancelling ``aclose()``s
     the iterator. Without ``loop=`` and without a running loop at ``subscribe``, the
-    subscriber gets ``on_subscribe`` then ``on_error(RuntimeError)``.
+    subscriber gets ``on_subscribe`` then ``on_error(NoEventLoopError)`` (a ``RuntimeError``).
 
     Raises:
         TypeError: ``source`` is neither an async iterable nor a callable, or ``loop`` is not
@@ -193,8 +193,8 @@ def interval(
 
     The first tick comes ``initial_delay`` seconds (default: ``period``) after
     ``subscribe``. Without ``loop=``, the loop running at ``subscribe`` is used; with none,
-    the subscriber gets ``on_subscribe`` then ``on_error(RuntimeError)``. A tick without
-    demand is handled by ``overflow`` (default ``ERROR``: the stream fails, rule 1.1).
+    the subscriber gets ``on_subscribe`` then ``on_error(NoEventLoopError)`` (a ``RuntimeError``).
+    A tick without demand is handled by ``overflow`` (default ``ERROR``: the stream fails, rule 1.1).
     Each subscription has its own clock.
 
     Raises:
