@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rstreams.wire import ExtensionError, LimitExceededError
+from rstreams.wire import Connection, ConnectionConfig, ExtensionError, LimitExceededError, Side
 from rstreams.wire._assembler import Assembler
 from rstreams.wire._channels import (
     CHANNEL,
@@ -16,11 +16,13 @@ from rstreams.wire._channels import (
     INPUT_REQUEST,
     decode_channel_message,
     encode_channel_message,
+    encode_input_parts,
     split_input,
 )
 from rstreams.wire._messages import Credit, decode_credit, decode_message, encode_credit, encode_message
 from rstreams.wire._streams import Stream
 from rstreams.wire.extensions import BY_TYPE, CHANNELS, INPUT_PARTS, MESSAGES
+from rstreams.wire.frames import ClientHello, ExtensionMessage, encode
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -113,6 +115,31 @@ def test_split_input_cuts_an_element_into_parts_of_at_most_the_size() -> None:
     assert split_input(b"", 3) == [b""]
     with pytest.raises(ValueError, match="part_size"):
         split_input(b"abc", 0)
+
+
+@pytest.mark.parametrize("size", [0, 1, 299, 300, 301, 1024])
+def test_input_parts_are_split_input_with_the_subscriber_id_ahead(size: int) -> None:
+    element = bytes(range(256)) * 4
+    expected = [encode_channel_message(INPUT_NEXT, 300, p) for p in split_input(element[:size], 300)]
+    assert encode_input_parts(300, element[:size], 300) == expected
+    with pytest.raises(ValueError, match="part_size"):
+        encode_input_parts(1, b"abc", 0)
+
+
+def test_a_large_extension_payload_goes_out_as_its_own_chunk_with_the_same_bytes() -> None:
+    """An input part of 64 KiB is handed to the transport as it is, not copied into the buffer."""
+    conn = Connection(Side.SERVER, ConnectionConfig(extensions=frozenset({CHANNELS.id, INPUT_PARTS.id})))
+    conn.receive_data(encode(ClientHello(extensions=(CHANNELS.id, INPUT_PARTS.id))))
+    conn.data_to_send()
+    small = ExtensionMessage(type=INPUT_REQUEST, payload=encode_channel_message(INPUT_REQUEST, 1, 5))
+    payload = encode_channel_message(INPUT_NEXT_PART, 1, bytes(65_536))
+    large = ExtensionMessage(type=INPUT_NEXT_PART, payload=payload)
+    conn.send(small)
+    conn.send(large)
+    conn.send(small)
+    data = conn.data_to_send()
+    assert b"".join(data) == encode(small) + encode(large) + encode(small)
+    assert any(chunk is payload for chunk in data)
 
 
 def test_split_input_shares_the_connection_limits_with_split_output() -> None:

@@ -61,7 +61,7 @@ from rstreams.wire._channels import (
     NAMES,
     decode_channel_message,
     encode_channel_message,
-    split_input,
+    encode_input_parts,
 )
 from rstreams.wire.extensions import CHANNELS, INPUT_PARTS
 
@@ -147,6 +147,13 @@ class Channels:
         outbox = self.outbox
         if outbox.ended is None and outbox.core.state is _OPEN:
             payload = encode_channel_message(message_type, sid, rest)
+            outbox.core.send(ExtensionMessage(type=message_type, payload=payload))
+            outbox.mark_dirty()
+
+    def send_encoded(self, message_type: int, payload: bytes) -> None:
+        """:meth:`send` for a payload :mod:`rstreams.wire._channels` encoded already."""
+        outbox = self.outbox
+        if outbox.ended is None and outbox.core.state is _OPEN:
             outbox.core.send(ExtensionMessage(type=message_type, payload=payload))
             outbox.mark_dirty()
 
@@ -404,10 +411,11 @@ class InputRelay(Subscriber[Any]):
         self._estimate = size if size > estimate // 2 else estimate // 2  # up at once, down by halves
         part_size = min(limit, core.config.split_threshold)
         if split and size > part_size:  # inputNextPart ... inputNext (§21.6)
-            *parts, last = split_input(bytes(element), part_size)
-            for data in parts:
-                self._channels.send(INPUT_NEXT_PART, self.sid, data)
-            self._channels.send(INPUT_NEXT, self.sid, last)
+            *parts, last = encode_input_parts(self.sid, element, part_size)
+            send = self._channels.send_encoded
+            for payload in parts:
+                send(INPUT_NEXT_PART, payload)
+            send(INPUT_NEXT, last)
         else:
             self._channels.send(INPUT_NEXT, self.sid, bytes(element))
         if self._outstanding <= INPUT_WINDOW // 2:

@@ -32,6 +32,7 @@ __all__ = [
     "NAMES",
     "decode_channel_message",
     "encode_channel_message",
+    "encode_input_parts",
     "split_input",
 ]
 
@@ -102,6 +103,19 @@ def decode_channel_message(message_type: int, payload: bytes) -> tuple[int, int 
         return sid, payload[pos:].decode()
     except UnicodeDecodeError:
         raise ExtensionError("inputError text is not valid UTF-8", section=_SECTION) from None
+
+
+def encode_input_parts(subscriber: int, element: bytes, part_size: int) -> list[bytes]:
+    """The payloads of the inputNextPart messages, then of the inputNext, that carry ``element``
+    for ``subscriber`` in parts of at most ``part_size`` bytes (§21.6): each the subscriber id
+    then its part, made with one copy of the element's bytes (``split_input`` then
+    ``encode_channel_message`` made two)."""
+    if part_size < 1:
+        raise ValueError(f"part_size must be >= 1, got {part_size}")
+    head = encode_varint(subscriber)
+    view = memoryview(element)
+    payloads = [head + view[at : at + part_size] for at in range(0, len(element), part_size)]
+    return payloads or [head]
 
 
 def split_input(element: bytes, part_size: int) -> list[bytes]:

@@ -928,7 +928,11 @@ class Connection:
                 f"can't send message type 0x{f.type:02x}: extension {owner} reserves it without "
                 "defining it (PROTOCOL.md §4.4)"
             )
-        write_extension(self._out, f.type, f.payload)
+        payload = f.payload
+        if len(payload) >= LARGE:  # its own chunk, not copied (a channel's input part, §21.6)
+            self._output.write_large(bytes((f.type,)) + encode_varint(len(payload)), payload)
+        else:
+            write_extension(self._out, f.type, payload)
 
     # -- receiving, by frame type (the table in __init__) ----------------------------------------
     def _recv_not_open(self, f: Frame | Answer) -> None:
