@@ -542,7 +542,9 @@ class Connection:
     def has_data_to_send(self) -> bool:
         """Whether :meth:`data_to_send` would return anything (split parts may remain, §8)."""
         output = self._output  # Output.pending, inlined: the driver asks after every read and write
-        return bool(output.buf or output.chunks or output.backlogs)
+        if output.buf or output.chunks or output.backlogs:  # noqa: SIM103  # bool(...) costs a call
+            return True
+        return False
 
     def data_to_send(self, limit: int = 1 << 20) -> list[bytes]:
         """Bytes to write, in order, as few chunks as possible (write them with one ``writelines``).
