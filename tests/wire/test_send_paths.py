@@ -146,14 +146,15 @@ def test_request(sid: int, demand: int) -> None:
 @SETTINGS
 @given(texts, ids, uints)
 def test_subscribe(publisher: str, sid: int, demand: int) -> None:
-    """Subscribe: send(frame) and send_subscribe write encode(Subscribe) with the initial demand
-    capped at 2**63-1, and leave the same subscription behind."""
-    via_send, via_fast = connected(Side.CLIENT), connected(Side.CLIENT)
+    """Subscribe: send(frame), send_subscribe and send_subscribe_unchecked write encode(Subscribe)
+    with the initial demand capped at 2**63-1, and leave the same subscription behind."""
+    via_send, via_fast, via_unchecked = connected(Side.CLIENT), connected(Side.CLIENT), connected(Side.CLIENT)
     via_send.send(Subscribe(publisher=publisher, subscriber=sid, initial_demand=demand))
     via_fast.send_subscribe(publisher, sid, demand)
+    via_unchecked.send_subscribe_unchecked(publisher, sid, demand)
     expected = encode(Subscribe(publisher=publisher, subscriber=sid, initial_demand=min(demand, UNBOUNDED)))
-    assert out(via_send) == out(via_fast) == expected
-    for conn in (via_send, via_fast):
+    assert out(via_send) == out(via_fast) == out(via_unchecked) == expected
+    for conn in (via_send, via_fast, via_unchecked):
         assert conn.id_in_use(sid) and sid in conn.ids_in_use
         assert conn.subscriptions(publishing=False) == {sid: StreamState.SUBSCRIBED}
 

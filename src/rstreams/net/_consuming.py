@@ -661,7 +661,7 @@ class SubscriptionTable:
         self.subscriptions[sid] = request  # _start, inlined
         if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
             metadata = outbox.observer.subscribed(sid, name, metadata)
-        outbox.core.send_subscribe(name, sid, 1, metadata)  # with extension metadata active, §18
+        outbox.core.send_subscribe_unchecked(name, sid, 1, metadata)  # our own id; metadata: §18
         outbox.write_soon()
         return request
 
@@ -676,7 +676,7 @@ class SubscriptionTable:
         if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
             metadata = outbox.observer.subscribed(sid, name, metadata)
         n, subscription.pending = subscription.pending, 0
-        outbox.core.send_subscribe(name, sid, n, metadata)  # with extension metadata active, §18
+        outbox.core.send_subscribe_unchecked(name, sid, n, metadata)  # our own id and demand; §18
         outbox.write_soon()
 
     def release_deferred(self) -> None:

@@ -21,7 +21,9 @@ Sending: :meth:`Connection.send` takes any frame we may send and dispatches it b
 Measured fast paths take fields instead of a frame and call the same encoders:
 :meth:`~Connection.on_next`, :meth:`~Connection.on_next_many`, :meth:`~Connection.request`,
 and the signals of every request/response, :meth:`~Connection.send_subscribe`,
-:meth:`~Connection.send_on_subscribe`, :meth:`~Connection.send_on_complete`.
+:meth:`~Connection.send_on_subscribe`, :meth:`~Connection.send_on_complete`. They check their
+fields as the frames do, except :meth:`~Connection.send_subscribe_unchecked`, which a driver
+that made the fields itself calls (the net layer: its own ids and demand).
 
 Errors: calling this object wrong raises (``LocalProtocolError``, ``ValueError``) and
 changes nothing. A peer's violation never raises out of ``receive_data``: a per-stream
@@ -749,6 +751,16 @@ class Connection:
             or not 0 <= initial_demand <= MAX_U64
         ):
             Subscribe(publisher=publisher, subscriber=subscriber, initial_demand=initial_demand)  # raises
+        self.send_subscribe_unchecked(publisher, subscriber, initial_demand, metadata)
+
+    def send_subscribe_unchecked(
+        self, publisher: str, subscriber: int, initial_demand: int, metadata: bytes | None = None
+    ) -> None:
+        """:meth:`send_subscribe` for a caller whose fields are right by construction: ``publisher``
+        a ``str``, ``subscriber`` and ``initial_demand`` ints in 0..2**64-1. They are not checked
+        again (the net layer's subscription table makes its ids and sums its demand itself, and
+        its ``request``/``publisher`` take only a ``str`` name); the connection's state, the id's
+        being free and the name's encoding are. Raises like :meth:`send`."""
         name = publisher.encode()  # first: a failure must leave the table as it was
         if self._state is not _OPEN:
             self._check_can_send()
@@ -775,7 +787,7 @@ class Connection:
         return self._assembler
 
     def _send_subscribe(self, f: Subscribe) -> None:
-        self.send_subscribe(f.publisher, f.subscriber, f.initial_demand)
+        self.send_subscribe_unchecked(f.publisher, f.subscriber, f.initial_demand)  # the frame checked them
 
     def _send_cancel(self, f: Cancel) -> None:
         st = self._streams.send_request_or_cancel(f.subscriber, _CANCEL)
