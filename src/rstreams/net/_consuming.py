@@ -335,8 +335,9 @@ class RemoteSubscription(Subscription, Generic[T]):
         self.content_type = media_type
         codec = self._codec
         if codec is not None:
-            if codec.media_type is not None and not same_media_type(codec.media_type, media_type):
-                self.fail_locally(ContentTypeError(name, media_type, codec))
+            problem = _mismatch(codec, media_type, name)
+            if problem is not None:
+                self.fail_locally(problem)
             return
         codec = codec_for(media_type)
         if codec is None:
@@ -421,18 +422,22 @@ class ScalarSubscriber(Subscriber[Any]):
             self._subscription.cancel()
 
 
-class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
-    """Request/response in one object: a :class:`RemoteSubscription` opened with demand 1
-    that is its own Subscriber and takes the single element into a future.
+class ScalarRequest:
+    """Request/response in one object: one of our subscriptions, opened with demand 1 in its
+    subscribe, whose single element goes into a future.
 
-    What a :class:`ScalarSubscriber` does over a subscription, for ``conn.request``'s
-    common case (:meth:`SubscriptionTable.open_request`) with fewer objects and calls: the
-    answer goes from the read to the future directly. An element the publisher follows
-    with more (no terminal signal in the same read) has the subscription cancelled once
-    that read has been handled, as with :class:`ScalarSubscriber`.
+    What a :class:`ScalarSubscriber` does over a :class:`RemoteSubscription`, for
+    ``conn.request``'s common case (:meth:`SubscriptionTable.open_request`) with fewer objects,
+    fields and calls: the answer goes from the read to the future directly. It is no
+    Subscription (no Subscriber ever sees it) and answers the table's calls as a
+    :class:`RemoteSubscription` does. Whether it is still open is the table's to say: once
+    ended or cancelled it is no longer in the table, which then routes nothing more to it and
+    makes :meth:`cancel` a no-op. An element the publisher follows with more (no terminal
+    signal in the same read) has the subscription cancelled once that read has been handled,
+    as with :class:`ScalarSubscriber`.
     """
 
-    __slots__ = ("_defer", "_future")
+    __slots__ = ("_codec", "_decode", "_defer", "_future", "_table", "name", "sid")
 
     def __init__(
         self,
@@ -444,79 +449,80 @@ class ScalarRequest(RemoteSubscription[Any], Subscriber[Any]):
         codec: Codec[Any] | None,
         defer: Callable[[Callable[[], None]], object],
     ) -> None:
-        # RemoteSubscription's fields, set here: one call less per request
         self._table = table
-        self._outbox = table.outbox
         self.sid = sid
-        self.subscriber = self
-        self._decode = decode
-        self._batch = None
-        self._lists = False
-        self._codec = codec
-        self.content_type = None
-        self.name = name
-        self.pending = 0  # the one element is asked for in the subscribe itself
-        self.started = True  # by open_request, at once
-        self.done = False
-        self._loop_thread = table.loop_thread
+        self.name = name  # the publisher's name (for error messages)
         self._future = future  # asyncio.Future, resolved on the loop's thread
+        self._decode = decode
+        self._codec = codec  # explicit; None: decode by the announced type (PROTOCOL.md §17)
         self._defer = defer  # runs a call once the current read is handled
 
-    # -- as the subscription: the peer's signals, fast -----------------------------------------
+    def cancel(self) -> None:
+        """Cancel it on the wire (loop thread: ``conn.request`` and the deferred check call it);
+        a no-op once it ended or was cancelled."""
+        self._table.cancel(self)
+
+    # -- the peer's signals, as the table routes them to a RemoteSubscription -------------------
     def deliver(self, element: bytes) -> None:
-        if self._decode is not None or self._lists or self.subscriber is None:
-            super().deliver(element)  # decoded, or cancelled
-            return
-        future = self._future  # on_next, inlined
+        decode = self._decode
+        if decode is not None:
+            try:
+                element = decode(element)
+            except Exception as error:  # bad data: the request fails with it
+                self.fail_locally(error)
+                return
+        future = self._future
         if not future.done():
             future.set_result(element)
-            if self.sid in self._outbox.core.ids_in_use:  # no onComplete/onError in this read
-                self._defer(self._cancel_if_open)
+            if self.sid in self._table.outbox.core.ids_in_use:  # no onComplete/onError in this read
+                self._defer(self.cancel)
 
-    def deliver_many(self, elements: list[Any], decoded: bool = False) -> None:
-        if len(elements) == 1 and not decoded:  # the one answer (never more, with demand 1)
-            self.deliver(elements[0])
-        else:
-            super().deliver_many(elements, decoded)
+    def deliver_many(self, elements: list[Any]) -> None:
+        for element in elements:  # one (the core holds the publisher to demand 1)
+            self.deliver(element)
+
+    def deliver_packed(self, payload: bytes, count: int) -> None:
+        self.deliver_many(split_packed(payload, len(payload) // count))
 
     def complete(self) -> None:
-        self.done = True
-        self.subscriber = None
-        future = self._future  # on_complete, inlined
+        future = self._future
         if not future.done():
             future.set_exception(LookupError(f"publisher {self.name!r} completed without an element"))
 
     def error(self, error: BaseException) -> None:
-        self.done = True
-        self.subscriber = None
-        future = self._future  # on_error, inlined
-        if not future.done():
-            future.set_exception(error)
-
-    def _cancel_if_open(self) -> None:
-        if not self.done:
-            self.cancel()
-
-    # -- as the Subscriber (the slow paths: decoding, failing locally) ---------------------------
-    def on_subscribe(self, subscription: Subscription) -> None:
-        """Never called: the subscription is this object, opened with its demand."""
-
-    def on_next(self, item: Any) -> None:
-        future = self._future
-        if not future.done():
-            future.set_result(item)
-            if self.sid in self._outbox.core.ids_in_use:
-                self._defer(self._cancel_if_open)
-
-    def on_error(self, error: BaseException) -> None:
         future = self._future
         if not future.done():
             future.set_exception(error)
 
-    def on_complete(self) -> None:
-        future = self._future
-        if not future.done():
-            future.set_exception(LookupError(f"publisher {self.name!r} completed without an element"))
+    def announced(self, media_type: str, name: str) -> None:
+        """As :meth:`RemoteSubscription.announced`: check the explicit codec, or decode by the
+        codec ``media_type`` names (§17)."""
+        codec = self._codec
+        if codec is not None:
+            problem = _mismatch(codec, media_type, name)
+            if problem is not None:
+                self.fail_locally(problem)
+            return
+        codec = codec_for(media_type)
+        if codec is not None:
+            self._decode = codec.decode
+
+    def fail_locally(self, error: BaseException) -> None:
+        """End the request here with ``error`` and cancel it on the wire."""
+        self._table.cancel(self)
+        self.error(error)
+
+
+def _mismatch(codec: Codec[Any], media_type: str, name: str) -> ContentTypeError | None:
+    """The error of a subscription with the explicit ``codec`` whose publisher announced
+    ``media_type`` (§17), or ``None`` if the two agree."""
+    if codec.media_type is not None and not same_media_type(codec.media_type, media_type):
+        return ContentTypeError(name, media_type, codec)
+    return None
+
+
+Consumer = RemoteSubscription[Any] | ScalarRequest
+"""One of our subscriptions, as the table keeps and signals it."""
 
 
 class SubscriptionTable:
@@ -548,7 +554,7 @@ class SubscriptionTable:
         """The event loop's thread, where the table is made and its subscriptions are signalled
         (they hand over a request or cancel made on another thread)."""
         self.describe = describe  # the connection's repr, for RemotePublisher's
-        self.subscriptions: dict[int, RemoteSubscription[Any]] = {}
+        self.subscriptions: dict[int, Consumer] = {}
         self.requests: dict[RemoteSubscription[Any], None] = {}
         """Subscriptions with demand to send this turn (the pump's flush reads it)."""
         self._next_id = 1  # the lowest id never used
@@ -657,7 +663,7 @@ class SubscriptionTable:
             return subscriber
         free = self._free_ids
         sid = heapq.heappop(free) if free and not self._unacked else self._take_id()  # _take_id's common case
-        request = ScalarRequest(self, sid, future, name, decode, codec, defer)  # started, demand 1
+        request = ScalarRequest(self, sid, future, name, decode, codec, defer)  # demand 1, in the subscribe
         self.subscriptions[sid] = request  # _start, inlined
         if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
             metadata = outbox.observer.subscribed(sid, name, metadata)
@@ -719,9 +725,11 @@ class SubscriptionTable:
             if n and not subscription.done:
                 core.request(subscription.sid, n)
 
-    def cancel(self, subscription: RemoteSubscription[Any]) -> None:
+    def cancel(self, subscription: Consumer) -> None:
+        """Cancel ``subscription`` on the wire unless it ended or was cancelled already (then it
+        is no longer the table's). Its demand still in :attr:`requests` is dropped by the flush:
+        it is done."""
         sid = subscription.sid
-        self.requests.pop(subscription, None)
         if self.subscriptions.get(sid) is subscription and self.outbox.ended is None:
             del self.subscriptions[sid]
             if self.outbox.observer is not None:
