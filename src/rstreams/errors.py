@@ -96,8 +96,9 @@ class OverflowStrategyError(ReactiveStreamsError):
 
 class AlreadySubscribedError(ReactiveStreamsError, RuntimeError):
     """A Publisher that serves one Subscriber was subscribed again: a group of ``group_by`` or a
-    window, an async iterator given to ``from_async_iterable``. The second Subscriber gets
-    ``on_subscribe`` then this through ``on_error`` (rule 1.9); never raised from ``subscribe``."""
+    window, an async iterator given to ``from_async_iterable``, an iterator (consumed once, unlike
+    a list or a range) given to ``from_iterable``. The second Subscriber gets ``on_subscribe``
+    then this through ``on_error`` (rule 1.9); never raised from ``subscribe``."""
 
 
 class NoEventLoopError(ReactiveStreamsError, RuntimeError):

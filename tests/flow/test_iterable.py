@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
+from rstreams.errors import AlreadySubscribedError, InvalidDemandError, set_unhandled_error_hook
 from rstreams.flow._iterable import puller
 from testkit.recording import RecordingSubscriber
 
@@ -119,7 +119,8 @@ def test_one_shot_iterator_refuses_second_subscription() -> None:
     second: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
     flow.subscribe(second)
     assert first.items == [1, 2] and first.completed
-    assert isinstance(second.error, RuntimeError) and "once" in str(second.error)
+    assert isinstance(second.error, AlreadySubscribedError) and "once" in str(second.error)
+    assert isinstance(second.error, RuntimeError)  # its stdlib base, for code that catches that
 
 
 def test_raising_on_next_cancels_and_reports() -> None:

@@ -33,6 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import AlreadySubscribedError
 from rstreams.flow._drain import DrainLoop
 from rstreams.flow._signals import (
     CHUNK,
@@ -319,7 +320,7 @@ class _OneShot(Iterator[T]):
     def take(self) -> Iterator[T]:
         iterator, self._iterator = self._iterator, None
         if iterator is None:
-            raise RuntimeError(
+            raise AlreadySubscribedError(
                 "from_iterable() was given an iterator, which can be consumed once; "
                 "it was already subscribed. Pass a re-iterable (a list, a range) or "
                 "build a new Flow per subscription"

@@ -55,7 +55,7 @@ def from_iterable(iterable: Iterable[T]) -> Flow[T]:
 
     Lazy: elements are pulled only as they are requested, so infinite iterables work.
     An *iterator* (or generator) can be consumed only once: a second subscription gets
-    ``on_error(RuntimeError)`` saying so.
+    ``on_error(AlreadySubscribedError)`` (a ``RuntimeError``) saying so.
 
     Raises:
         TypeError: ``iterable`` is not iterable.
