@@ -2,7 +2,7 @@
 ``sample``, ``delay``, ``timeout``, and ``buffer_time`` (lists by count-or-time).
 
 Each runs its timers on an asyncio loop (``loop=``, or the loop running at subscribe time;
-with neither, the subscriber gets ``on_subscribe`` then ``on_error(RuntimeError)``), and
+with neither, the subscriber gets ``on_subscribe`` then ``on_error(NoEventLoopError)``), and
 is built on :class:`rstreams.flow._drain.DrainSubscriber` (its module tells the theory of
 operation): upstream signals (any thread) and timer callbacks (the loop's thread) change
 the state under the lock and put elements that are due into ``ready``; only the drain loop
