@@ -35,6 +35,7 @@ def test_net_all_is_pinned() -> None:
             "InvalidDemand",
             "LimitExceeded",
             "ProtocolViolation",
+            "TextMessageError",
             "TimedOut",
             "Unauthenticated",
             "Unauthorized",
