@@ -355,6 +355,21 @@ def test_a_subscribe_parses_alike_whole_and_bytewise(
         assert whole == [Subscribe(publisher=name, subscriber=sid, initial_demand=demand)]
 
 
+@pytest.mark.parametrize("name", ["echo", "x" * 9, "\u00e9" * 5])
+def test_a_read_of_one_subscribe_is_held_to_max_string_length(name: str) -> None:
+    """A read that is exactly one subscribe (taken without the parse loop) gives the error the
+    loop gives for a name longer than max_string_length, and the frame for one as long."""
+    data = encode(Subscribe(publisher=name, subscriber=1, initial_demand=1))
+    for limit in (len(name.encode()) - 1, len(name.encode())):
+        alone = FrameParser(max_element_size=1 << 20, max_string_length=limit, max_extensions=64)
+        longer = FrameParser(max_element_size=1 << 20, max_string_length=limit, max_extensions=64)
+        got = alone.feed(memoryview(bytearray(data)))  # a reused-buffer-like view, as a transport gives
+        reference = longer.feed(data + encode(Request(subscriber=9, demand=9)))
+        assert type(alone.error) is type(longer.error) and str(alone.error) == str(longer.error)
+        frame = [] if alone.error is not None else [Subscribe(publisher=name, subscriber=1, initial_demand=1)]
+        assert got == reference[: len(got)] == frame
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from([FrameType.ON_NEXT, FrameType.REQUEST, FrameType.CANCEL]),

@@ -337,12 +337,22 @@ class FrameParser:
                         return frames
                 # One request/response's answer (onSubscribe, onNext, onComplete) is the whole read:
                 # _answer takes it in one pass, as the loop would, and the loop is not entered
+                elif kind == _ON_SUBSCRIBE:
+                    if n > 5 and n == chunk[5] + 8 and self._answer(chunk, 0, n, frames):
+                        return frames
+                # One subscribe with a short name and one-byte fields is the whole read (each request
+                # of a request/response, at the server): its decoder, without the loop around it
                 elif (
-                    kind == _ON_SUBSCRIBE
-                    and n > 5
-                    and n == chunk[5] + 8
-                    and self._answer(chunk, 0, n, frames)
+                    kind == _SUBSCRIBE
+                    and n == chunk[1] + 4
+                    and chunk[1] < 0x80
+                    and chunk[n - 2] < 0x80
+                    and chunk[n - 1] < 0x80
                 ):
+                    try:
+                        frames.append(self._subscribe(chunk, 1, n)[0])
+                    except RemoteProtocolError as exc:  # a name above max_string_length, or not UTF-8
+                        self.error = exc
                     return frames
         pos = self._parse(chunk, frames)
         if self._buf:  # parsed (as a copy, chunk): start a new one
