@@ -23,9 +23,7 @@ joins them through the :class:`~rstreams.net._outbox.Outbox`:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -148,12 +146,7 @@ class Pump:
         if observer is not None:
             observer.transferred = self._transferred
         outbox.ledger.mark = low_water
-        loop = outbox.loop
-        # The keepalive's clock, read once per read: the default loop's time() is time.monotonic()
-        # called from a Python frame of its own (a loop with a clock of its own keeps it: uvloop).
-        self._clock: Callable[[], float] = (
-            time.monotonic if type(loop).time is asyncio.BaseEventLoop.time else loop.time
-        )
+        self._clock: Callable[[], float] = outbox.loop.time
         self._high = high_water
         self._low = low_water
         # Reading (rstreams.net._intake): the rest of a read left for the next turn, and why
