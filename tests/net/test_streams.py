@@ -177,6 +177,16 @@ async def test_request_response() -> None:
             assert await within(conn.request(f"echo/{word}")) == word.encode()
 
 
+async def test_request_of_an_empty_publisher_is_no_such_element() -> None:
+    """A request whose publisher completes without an element fails with NoSuchElementError (a
+    LookupError), as ``first()`` of an empty Flow does; the connection stays up."""
+    offer: dict[str, Any] = {"nothing": rstreams.empty()}
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        with pytest.raises(rstreams.NoSuchElementError, match="'nothing' completed without an element"):
+            await within(conn.request("nothing"))
+        assert not conn.closed
+
+
 async def test_codec_json_both_sides() -> None:
     """With a codec, Python objects travel: encode on the serving side, decode on the subscriber."""
     offer = {"objects": rstreams.just({"a": 1}, [1, 2], "text")}

@@ -231,7 +231,7 @@ class Connection:
 
         Raises:
             RemoteStreamError: the remote publisher signalled ``onError`` (e.g. unknown name).
-            LookupError: it completed without an element.
+            NoSuchElementError: it completed without an element (a ``LookupError``).
             ConnectionBrokenError / ResourceClosedError: the connection ended first.
 
         Wrap it in ``asyncio.timeout(...)`` for a deadline: cancelling the call cancels the stream.

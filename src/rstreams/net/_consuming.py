@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import LocalProtocolError, ResourceClosedError, report_unhandled
+from rstreams.flow._element import NoSuchElementError
 from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec, ContentTypeError, codec_for, identity, split_packed
 from rstreams.net._outbox import Outbox
@@ -415,7 +416,8 @@ class ScalarSubscriber(Subscriber[Any]):
     def on_complete(self) -> None:
         self._done = True
         if not self._future.done():
-            self._future.set_exception(LookupError(f"publisher {self._name!r} completed without an element"))
+            empty = NoSuchElementError(f"publisher {self._name!r} completed without an element")
+            self._future.set_exception(empty)
 
     def cancel(self) -> None:
         if self._subscription is not None:
@@ -487,7 +489,7 @@ class ScalarRequest:
     def complete(self) -> None:
         future = self._future
         if not future.done():
-            future.set_exception(LookupError(f"publisher {self.name!r} completed without an element"))
+            future.set_exception(NoSuchElementError(f"publisher {self.name!r} completed without an element"))
 
     def error(self, error: BaseException) -> None:
         future = self._future
