@@ -107,6 +107,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("AlreadySubscribedError", RuntimeError),
         ("NoEventLoopError", RuntimeError),
         ("LoopClosedError", RuntimeError),
+        ("RuleViolationError", RuntimeError),
         ("LogRequestError", ValueError),
         ("LogLookupError", LookupError),
         ("LogEndedError", RuntimeError),
@@ -204,7 +205,9 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
     import rstreams.errors as errors
     import rstreams.replay as replay
 
-    assert {"AlreadySubscribedError", "NoEventLoopError", "LoopClosedError"} <= set(errors.__all__)
+    assert {"AlreadySubscribedError", "NoEventLoopError", "LoopClosedError", "RuleViolationError"} <= set(
+        errors.__all__
+    )
     assert {"LogRequestError", "LogLookupError", "LogEndedError"} <= set(replay.__all__)
 
 

@@ -8,6 +8,7 @@
     ├── AlreadySubscribedError (RuntimeError)  a one-subscriber Publisher subscribed again (1.9)
     ├── NoEventLoopError (RuntimeError)     subscribed outside a running loop and without loop=
     ├── LoopClosedError (RuntimeError)      the loop or executor a stream runs on was closed
+    ├── RuleViolationError (RuntimeError)   a local Publisher or Subscription broke a rule (1.1, 3.16)
     ├── ProtocolError                       RS.io: .subscriber is the stream id, None = connection
     │   ├── LocalProtocolError              you called the wire core wrong; raised at once
     │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
@@ -65,6 +66,7 @@ __all__ = [
     "ReactiveStreamsError",
     "RemoteProtocolError",
     "ResourceClosedError",
+    "RuleViolationError",
     "TLSRefusedError",
     "report_unhandled",
     "set_unhandled_error_hook",
@@ -111,6 +113,13 @@ class LoopClosedError(ReactiveStreamsError, RuntimeError):
     """The event loop or executor a stream runs on was closed or shut down while the stream
     still needed it (a delivery could not be scheduled, a pulling task was cancelled), so the
     stream ends with this rather than waiting forever; ``__cause__`` is the loop's own error."""
+
+
+class RuleViolationError(ReactiveStreamsError, RuntimeError):
+    """A Publisher or Subscription of this process broke a rule of the specification while
+    rstreams served it (its message begins with the rule: ``rule 1.1:`` elements nobody
+    requested, ``rule 3.16:`` a ``request`` that raised). Signalled through ``on_error`` to the
+    Subscriber it was serving (over RS.io: the remote one, error code 1); never raised."""
 
 
 class ProtocolError(ReactiveStreamsError):

@@ -104,6 +104,7 @@ async def test_a_raising_request_fails_only_its_stream(
         with pytest.raises(RemoteStreamError) as raised:
             await asyncio.wait_for(conn.publisher("bad").collect(), WAIT)
         assert "rule 3.16" in raised.value.message and "boom in request" in raised.value.message
+        assert raised.value.message.startswith("RuleViolationError: rule 3.16")  # a type of its own
         good = await asyncio.wait_for(conn.publisher("good").collect(), WAIT)
         assert len(good) == 100
         assert not conn.closed

@@ -477,7 +477,7 @@ async def test_local_publisher_breaking_rule_1_1_fails_only_its_stream() -> None
         await serve("tcp://127.0.0.1:0", {"flood": _Flooding(), **OFFER}) as server,
         await connect(server.url) as conn,
     ):
-        with pytest.raises(RemoteStreamError, match=r"rule 1\.1"):
+        with pytest.raises(RemoteStreamError, match=r"failed: RuleViolationError: rule 1\.1"):
             await within(conn.publisher("flood").collect())
         assert await within(conn.request("greeting")) == b"hello"
 

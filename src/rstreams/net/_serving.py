@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import ConnectionBrokenError, report_unhandled
+from rstreams.errors import ConnectionBrokenError, RuleViolationError, report_unhandled
 from rstreams.flow._flow import known_elements
 from rstreams.flow._iterable import Pull, puller
 from rstreams.net._codec import Codec, identity
@@ -403,7 +403,7 @@ class ServingStream(Subscriber[Any]):
         report_unhandled(error, what)
         if not self.done:
             self._fail_locally(
-                RuntimeError(f"rule 3.16: {what}({n}) must return normally, it raised {error!r}")
+                RuleViolationError(f"rule 3.16: {what}({n}) must return normally, it raised {error!r}")
             )
 
     # -- Subscriber (the local Publisher calls these, from any thread) --------------------
@@ -491,7 +491,8 @@ class ServingStream(Subscriber[Any]):
         if self.done:
             return  # rule 3.12: after cancel, late elements are dropped
         if self.outstanding <= 0:
-            self._fail_locally(RuntimeError("rule 1.1: the publisher sent more elements than were requested"))
+            unasked = RuleViolationError("rule 1.1: the publisher sent more elements than were requested")
+            self._fail_locally(unasked)
             return
         encode = self._encode
         if encode is None and item.__class__ is bytes:
@@ -671,7 +672,8 @@ class BatchServingStream(ServingStream):
         if self.done:
             return
         if self.outstanding <= 0:
-            self._fail_locally(RuntimeError("rule 1.1: the publisher sent more batches than were requested"))
+            unasked = RuleViolationError("rule 1.1: the publisher sent more batches than were requested")
+            self._fail_locally(unasked)
             return
         size = self.element_size
         try:
