@@ -116,7 +116,8 @@ STAGING_BYTES = 256 * 1024 * 1024
 
 
 class _Answer(Flow[bytes]):
-    """One element once ``future`` is done (request/response), then complete."""
+    """One element once ``future`` is done (request/response), then complete; or ``on_error``
+    with the future's failure, demand or not (rule 1.4)."""
 
     __slots__ = ("_future",)
 
@@ -154,18 +155,23 @@ class _AnswerSubscription(Subscription):
         self._subscriber = None
 
     def _emit(self) -> None:
+        """Signal the answer once the future is done: its element only after a request, its
+        failure at once (rule 1.4: ``on_error`` needs no demand)."""
+        future = self._future
         with self._lock:
-            if not (self._requested and self._future.done()):
+            if not future.done():
+                return
+            failure = future.exception()
+            if failure is None and not self._requested:
                 return
             subscriber, self._subscriber = self._subscriber, None
         if subscriber is None:
             return
-        failure = self._future.exception()
         try:
             if failure is not None:
                 subscriber.on_error(failure)
             else:
-                subscriber.on_next(json.dumps(self._future.result()).encode())
+                subscriber.on_next(json.dumps(future.result()).encode())
                 subscriber.on_complete()
         except Exception as error:
             report_unhandled(error, f"{type(subscriber).__name__} (replay log answer)")
