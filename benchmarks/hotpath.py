@@ -297,19 +297,30 @@ def instructions(mode: str, count: int, *, metrics: bool = False, timers: bool =
     """Instructions per operation, counted by valgrind (cachegrind's ``I refs``: deterministic,
     and available where ``perf stat -e instructions:u`` is not, as on VMs without hardware
     counters): runs of ``count`` and ``2 * count`` operations, differenced."""
+    flags = (["--metrics"] if metrics else []) + ([] if timers else ["--no-timers"])
+    runs = [[__file__, mode, "--count", str(n), "--no-profile", *flags] for n in (count, 2 * count)]
+    once, twice = valgrind_instructions(runs)
+    return (twice - once) / count
 
-    def total(n: int) -> int:
+
+def valgrind_instructions(runs: list[list[str]]) -> list[int]:
+    """The instructions each run (this interpreter's arguments: a script and its own) executed,
+    counted by valgrind's cachegrind, every run at once in a process of its own."""
+    started = []
+    for arguments in runs:
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-        command += [sys.executable, __file__, mode, "--count", str(n), "--no-profile"]
-        command += ["--metrics"] if metrics else []
-        command += [] if timers else ["--no-timers"]
-        done = subprocess.run(command, capture_output=True, text=True, check=True, env=os.environ)
-        for line in done.stderr.splitlines():
-            if "I   refs:" in line or "I refs:" in line:
-                return int(line.rsplit(":", 1)[1].replace(",", ""))
-        raise RuntimeError(f"valgrind printed no instruction count: {done.stderr[-2000:]!r}")
-
-    return (total(2 * count) - total(count)) / count
+        command += [sys.executable, *arguments]
+        started.append(subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=os.environ))
+    totals = []
+    for run in started:
+        _, stderr = run.communicate()
+        if run.returncode:
+            raise RuntimeError(f"the run failed: {stderr[-2000:]}")
+        refs = [line for line in stderr.splitlines() if "I   refs:" in line or "I refs:" in line]
+        if not refs:
+            raise RuntimeError(f"valgrind printed no instruction count: {stderr[-2000:]!r}")
+        totals.append(int(refs[0].rsplit(":", 1)[1].replace(",", "")))
+    return totals
 
 
 def main(argv: list[str] | None = None) -> None:

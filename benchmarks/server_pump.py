@@ -40,8 +40,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
-import subprocess
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hotpath import Counter
+from hotpath import Counter, valgrind_instructions
 from net_rstreams import CONFIG, _bench, _echo
 
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE
@@ -235,22 +233,10 @@ def instructions(mode: str, count: int, *, timers: bool = True) -> float:
     """Instructions per operation (per element in the stream modes), counted by valgrind:
     runs of ``count`` and ``2 * count`` operations (at once, one process each), differenced
     (as ``hotpath.instructions``)."""
-    runs = []
-    for n in (count, 2 * count):
-        command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
-        command += [sys.executable, __file__, mode, "--count", str(n), "--no-profile"]
-        command += [] if timers else ["--no-timers"]
-        runs.append(subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=os.environ))
-    totals = []
-    for run in runs:
-        _, stderr = run.communicate()
-        if run.returncode:
-            raise RuntimeError(f"the run failed: {stderr[-2000:]}")
-        refs = [line for line in stderr.splitlines() if "I   refs:" in line or "I refs:" in line]
-        if not refs:
-            raise RuntimeError(f"valgrind printed no instruction count: {stderr[-2000:]!r}")
-        totals.append(int(refs[0].rsplit(":", 1)[1].replace(",", "")))
-    return (totals[1] - totals[0]) / (count * PER_OPERATION.get(mode, 1))
+    flags = [] if timers else ["--no-timers"]
+    runs = [[__file__, mode, "--count", str(n), "--no-profile", *flags] for n in (count, 2 * count)]
+    once, twice = valgrind_instructions(runs)
+    return (twice - once) / (count * PER_OPERATION.get(mode, 1))
 
 
 def main(argv: list[str] | None = None) -> None:
