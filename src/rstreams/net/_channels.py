@@ -144,14 +144,11 @@ class Channels:
 
     def send(self, message_type: int, sid: int, rest: bytes | int = b"") -> None:
         """Queue one of this extension's messages (when the connection can still take it)."""
-        outbox = self.outbox
-        if outbox.ended is None and outbox.core.state is _OPEN:
-            payload = encode_channel_message(message_type, sid, rest)
-            outbox.core.send(ExtensionMessage(type=message_type, payload=payload))
-            outbox.mark_dirty()
+        self.send_encoded(message_type, encode_channel_message(message_type, sid, rest))
 
     def send_encoded(self, message_type: int, payload: bytes) -> None:
-        """:meth:`send` for a payload :mod:`rstreams.wire._channels` encoded already."""
+        """:meth:`send` for a payload :mod:`rstreams.wire._channels` encoded already (queued only
+        while the connection can still take it)."""
         outbox = self.outbox
         if outbox.ended is None and outbox.core.state is _OPEN:
             outbox.core.send(ExtensionMessage(type=message_type, payload=payload))
