@@ -1,0 +1,104 @@
+"""Goodbyes a server decides on outside the wire core, against PROTOCOL.md §10's table.
+
+A raw client sends a clientHello offering every extension (or nothing), reads until the
+server closes, and checks the goodbye's text and the goodbyeCode right before it (extension
+error-codes, §19) against the code §10 gives that row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+
+from rstreams.net import serve
+from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, Goodbye, encode
+from rstreams.wire._codes import decode_goodbye_code
+from rstreams.wire.extensions import GOODBYE_CODE, REGISTERED
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
+ALL = tuple(ext.id for ext in REGISTERED)
+
+
+def _codes(words: str) -> set[int]:
+    """The codes of §10's rows whose first cell contains ``words``."""
+    table = PROTOCOL.split("## 10. Errors")[1].split("\n## ")[0]
+    found: set[int] = set()
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and words in cells[0]:
+            found |= {int(n) for n in re.findall(r"\d+", cells[3])}
+    assert found, f"§10 has no row for {words!r}"
+    return found
+
+
+async def _goodbye(data: bytes, **options: object) -> tuple[str, int | None]:
+    """Send ``data`` to a fresh server; the goodbye it answers with, and its code."""
+    async with await serve("tcp://127.0.0.1:0", {}, **options) as server:  # type: ignore[arg-type]
+        host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(data)
+            received = b""
+            while chunk := await asyncio.wait_for(reader.read(1 << 16), 10):
+                received += chunk
+        finally:
+            writer.close()
+    frames = _parser().feed(received)
+    goodbyes = [i for i, f in enumerate(frames) if isinstance(f, Goodbye)]
+    assert goodbyes, f"no goodbye in {frames}"
+    at = goodbyes[0]
+    before = frames[at - 1]
+    goodbye = frames[at]
+    assert isinstance(goodbye, Goodbye)
+    if isinstance(before, ExtensionMessage) and before.type == GOODBYE_CODE:
+        return goodbye.reason, decode_goodbye_code(before.payload)
+    return goodbye.reason, None
+
+
+def _parser() -> FrameParser:
+    return FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+
+
+HELLO = encode(ClientHello(extensions=ALL))
+
+
+async def test_the_handshake_timeout() -> None:
+    reason, code = await _goodbye(b"", handshake_timeout=0.05)
+    assert reason.startswith("handshake timeout (no clientHello within")
+    assert code is None or code in _codes("no hello within")  # no hello, so no error-codes yet
+
+
+async def test_a_connection_beyond_max_connections() -> None:
+    """§10 says this goodbye carries no code."""
+    async with await serve("tcp://127.0.0.1:0", {}, max_connections=1) as server:
+        host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+        first = await asyncio.open_connection(host, int(port))
+        first[1].write(HELLO)
+        await asyncio.wait_for(first[0].read(3), 10)  # its serverHello: it is counted
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(HELLO)
+        received = b""
+        while chunk := await asyncio.wait_for(reader.read(1 << 16), 10):
+            received += chunk
+        writer.close()
+        first[1].close()
+    frames = _parser().feed(received)
+    goodbye = frames[-1]
+    assert isinstance(goodbye, Goodbye) and goodbye.reason.startswith("too many connections")
+    before = frames[-2]
+    assert not (isinstance(before, ExtensionMessage) and before.type == GOODBYE_CODE)
+    assert _codes_cell("beyond the server's `max_connections`") == "none"
+
+
+def _codes_cell(words: str) -> str:
+    table = PROTOCOL.split("## 10. Errors")[1].split("\n## ")[0]
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and words in cells[0]:
+            return cells[3]
+    raise AssertionError(f"§10 has no row for {words!r}")
