@@ -89,6 +89,39 @@ def test_a_url_where_nothing_listens_asks_whether_a_server_is_there(command: str
             url,
             done.stderr,
         )
+        assert "could not connect" not in lines[0], lines[0]  # the URL once, then why
+
+
+def test_rstreams_version_names_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    from rstreams.observe._builtin import version
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert (exit_info.value.code, capsys.readouterr().out) == (0, f"rstreams {version()}\n")
+
+
+@pytest.mark.parametrize(
+    ("url", "error", "hint"),
+    [
+        ("tcp://nowhere.invalid:1", socket.gaierror(-2, "Name or service not known"), "(the URL's host: "),
+        ("tcp://10.9.9.9:1", OSError(errno.EADDRNOTAVAIL, "cannot assign"), "(the URL's host: "),
+        ("unix:///no/dir/s.sock", FileNotFoundError(2, "No such file"), "(the socket's directory must"),
+    ],
+)
+def test_an_address_that_cannot_be_served_names_what_to_change(url: str, error: OSError, hint: str) -> None:
+    from rstreams._cli_common import cannot_serve
+
+    said = cannot_serve(url, error)
+    assert said.startswith(f"cannot serve on {url}: ") and hint in said, said
+
+
+def test_a_host_name_that_does_not_resolve_is_named() -> None:
+    from rstreams._cli_observe import access_hint
+    from rstreams.errors import ConnectionBrokenError
+
+    broken = ConnectionBrokenError("could not connect to tcp://nowhere.invalid:1: [Errno -2] no")
+    broken.__cause__ = socket.gaierror(-2, "no")
+    assert access_hint(broken) == " (the URL's host: this machine finds no address for that name)"
 
 
 @pytest.mark.timeout(30)
@@ -297,7 +330,15 @@ def test_codecs_on_both_ends(capsys: pytest.CaptureFixture[str]) -> None:
         status, _, err = subscribe(capsys, url, "counter?to=2", "--codec", "float64")
         assert (status, err) == (
             1,
-            "rstreams subscribe: element 1 is not float64: 1 bytes where float64 takes 8\n",
+            "rstreams subscribe: element 1 is not float64: 1 bytes where float64 takes 8 (--codec "
+            "float64; the publisher announces application/json: leave --codec out to show them so)\n",
+        )
+    with served({"plain": just(b"x")}) as url:  # nothing announced: the other --codec values
+        status, _, err = subscribe(capsys, url, "plain", "--codec", "int64")
+        assert (status, err) == (
+            1,
+            "rstreams subscribe: element 1 is not int64: 1 bytes where int64 takes 8 (--codec "
+            "int64; the publisher announces no content type: another --codec, or raw for hex)\n",
         )
 
 
@@ -1285,6 +1326,15 @@ def test_bad_options_exit_2(
         (["publish", "tcp://127.0.0.1:1"], "rstreams publish: the following arguments are required: name"),
         (["top", "tcp://127.0.0.1:1", "--interval", "x"], "rstreams top: argument --interval: "),
         (["bogus"], "rstreams: argument command: invalid choice: 'bogus'"),
+        (
+            ["subscribe", "tcp://127.0.0.1:1", "x", "--demnd", "2"],
+            "rstreams subscribe: unrecognized arguments: --demnd 2; did you mean --demand?",
+        ),
+        (
+            ["ping", "tcp://127.0.0.1:1", "--tiemout=3"],
+            "rstreams ping: unrecognized arguments: --tiemout=3; did you mean --timeout?",
+        ),
+        (["serve", "tcp://127.0.0.1:0", "log", "extra"], "rstreams serve: unrecognized arguments: extra"),
     ],
 )
 def test_options_argparse_refuses_are_one_line(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import hmac
+import socket
 import ssl
 import sys
 from collections.abc import Callable
@@ -34,6 +35,10 @@ def cannot_serve(url: str, bad: BaseException) -> str:
     if isinstance(bad, MetricsExpositionError):
         return f"{bad.strerror} (--metrics)"
     said = f"cannot serve on {url}: {bad}"
+    if isinstance(bad, socket.gaierror) or (isinstance(bad, OSError) and bad.errno == errno.EADDRNOTAVAIL):
+        return f"{said} (the URL's host: a name or address of this machine; 0.0.0.0: every interface)"
+    if url.startswith("unix://") and isinstance(bad, FileNotFoundError):
+        return f"{said} (the socket's directory must exist)"
     if isinstance(bad, OSError) and bad.errno == errno.EADDRINUSE:
         if url.startswith("unix://"):
             return f"{said} (remove the file if no server listens on it, or choose another path)"

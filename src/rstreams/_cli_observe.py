@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import ssl
 import sys
 import time
@@ -87,8 +88,19 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
     while isinstance(error, BaseException):  # the error or its cause: nothing at that port or path
         if isinstance(error, ConnectionRefusedError | FileNotFoundError):
             return " (the URL: is a server listening there?)"
+        if isinstance(error, socket.gaierror):
+            return " (the URL's host: this machine finds no address for that name)"
         error = error.__cause__
     return ""
+
+
+def _unreachable(error: BaseException) -> str:
+    """Why connecting failed, said once: the cause of a ``could not connect to URL: CAUSE`` (the
+    command's own message names the URL already), else the error itself."""
+    cause = error.__cause__
+    if cause is not None and str(error).endswith(f": {cause}"):
+        return str(cause) or type(cause).__name__
+    return str(error) or type(error).__name__
 
 
 _NAME_MISMATCH = frozenset({62, 64})
@@ -201,8 +213,8 @@ def _ping(args: argparse.Namespace) -> int:
         try:
             conn = await _connect(args, context)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
-            why = str(bad) or type(bad).__name__
-            return fail("ping", f"cannot reach {args.url}: {why}{access_hint(bad, args.certfile)}")
+            why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
+            return fail("ping", f"cannot reach {args.url}: {why}")
         try:
             for _ in range(args.count):
                 start = time.perf_counter()
@@ -320,8 +332,8 @@ def _top(args: argparse.Namespace) -> int:
         try:
             conn = await _connect(args, context)
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
-            why = str(bad) or type(bad).__name__
-            return fail("top", f"cannot reach {args.url}: {why}{access_hint(bad, args.certfile)}")
+            why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
+            return fail("top", f"cannot reach {args.url}: {why}")
         stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
         screen = Screen(sys.stdout)
 

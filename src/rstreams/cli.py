@@ -195,8 +195,19 @@ async def _print_elements(conn: Connection, args: argparse.Namespace) -> None:
                 line = show(value)
             except ValueError as bad:
                 subscription.cancel()
-                said = "" if args.codec else f" (announced {getattr(subscription, 'content_type', None)})"
-                raise _ElementError(f"element {printed + 1} is not {codec}{said}: {bad}") from None
+                announced = getattr(subscription, "content_type", None)
+                if args.codec is None:
+                    raise _ElementError(
+                        f"element {printed + 1} is not {codec} (announced {announced}): {bad} "
+                        "(--codec raw shows any element as hex)"
+                    ) from None
+                instead = (
+                    "leave --codec out to show them so" if announced else "another --codec, or raw for hex"
+                )
+                raise _ElementError(
+                    f"element {printed + 1} is not {codec}: {bad} (--codec {codec}; the publisher "
+                    f"announces {announced or 'no content type'}: {instead})"
+                ) from None
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
             printed += 1
@@ -445,12 +456,39 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class _CommandParser(_Parser):
+    """A subcommand's parser: it refuses the arguments it does not know itself, naming the option
+    it has that is nearest a mistyped one (``rstreams subscribe: unrecognized arguments: --demnd 2;
+    did you mean --demand?``), where argparse would leave them to ``rstreams``' own parser."""
+
+    def parse_known_args(  # type: ignore[override]  # argparse's stub spells two overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}{self._nearest(extras)}")
+        return parsed, extras
+
+    def _nearest(self, extras: list[str]) -> str:
+        import difflib
+
+        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        for extra in extras:
+            if extra.startswith("--"):
+                near = difflib.get_close_matches(extra.partition("=")[0], known, n=1)
+                if near:
+                    return f"; did you mean {near[0]}?"
+        return ""
+
+
 def _parser() -> argparse.ArgumentParser:
     from rstreams._cli_logs import add_log_options, add_publish
     from rstreams._cli_observe import add_commands, add_tls_options
+    from rstreams.observe._builtin import version
 
     parser = _Parser(prog="rstreams", description="Reactive Streams for Python")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"rstreams {version()}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     demo = commands.add_parser("demo", help="sensors -> RS.io -> Spark -> RS.io, with a live view")
     demo.add_argument("--seconds", type=float, default=30.0, help="how long to run once started (30)")
     demo.add_argument("--sensors", type=int, default=8, help="simulated sensors (8)")
@@ -531,7 +569,12 @@ def _parser() -> argparse.ArgumentParser:
         "--demand", type=int, default=64, metavar="N", help="at most N elements outstanding (64)"
     )
     subscribe.add_argument(
-        "--count", "--limit", type=int, default=0, metavar="N", help="stop (cancel) after N elements"
+        "--count",
+        "--limit",
+        type=int,
+        default=0,
+        metavar="N",
+        help="stop (cancel) after N elements (default 0: when the stream ends)",
     )
     subscribe.add_argument(
         "--codec",
