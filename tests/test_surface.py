@@ -112,6 +112,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("LogLookupError", LookupError),
         ("LogEndedError", RuntimeError),
         ("TextMessageError", ValueError),
+        ("ElementSizeError", ValueError),
     ],
 )
 def test_exceptions_keep_their_stdlib_base(name: str, stdlib: type[BaseException]) -> None:

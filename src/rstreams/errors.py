@@ -22,8 +22,8 @@
     │       └── AuthTimeoutError            the server did not settle them in time (§15.3)
     │
     │   defined beside the code that raises them, all below this root:
-    ├── net: RemoteStreamError, UnknownPublisherError (LookupError); wire: the
-    │        RemoteProtocolError kinds (FrameError, HandshakeError, ...)
+    ├── net: RemoteStreamError, UnknownPublisherError (LookupError), ElementSizeError
+    │        (ValueError); wire: the RemoteProtocolError kinds (FrameError, HandshakeError, ...)
     ├── observe: MetricsExpositionError (OSError), MetricsOffError (RuntimeError),
     │            StatsIntervalError (ValueError)
     ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError),

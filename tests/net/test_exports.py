@@ -25,6 +25,7 @@ def test_net_all_is_pinned() -> None:
             "ContentTypeError",
             "ConnectionStatistics",
             "Credentials",
+            "ElementSizeError",
             "Endpoint",
             "Message",
             "MessageCreditError",

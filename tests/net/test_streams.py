@@ -20,6 +20,7 @@ from rstreams.net import (
     INT64,
     JSON,
     Connection,
+    ElementSizeError,
     RemoteStreamError,
     Server,
     connect,
@@ -426,9 +427,12 @@ async def test_fixed_size_respects_small_demand() -> None:
 
 
 async def test_wrong_size_element_fails_the_stream() -> None:
-    """An element that breaks the codec's element_size ends that stream with an error, nothing else."""
+    """An element that breaks the codec's element_size ends that stream with an ElementSizeError
+    (a ValueError) naming PROTOCOL.md §7, nothing else; so does a batch that is not a whole
+    number of elements."""
     offer = {
         "bad": with_codec(rstreams.just(b"1234", b"12345"), fixed_size(4)),
+        "batches": with_codec(rstreams.just([b"1234"], [b"1234", b"123"]), fixed_size(4), batched=True),
         "greeting": rstreams.just(b"hi"),
     }
     async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
@@ -437,8 +441,16 @@ async def test_wrong_size_element_fails_the_stream() -> None:
         await within(asyncio.to_thread(subscriber.await_done))
         assert subscriber.items == [b"1234"]
         assert isinstance(subscriber.error, RemoteStreamError)
-        assert "element_size" in str(subscriber.error)
+        assert subscriber.error.message == (
+            "ElementSizeError: the codec promised 4-byte elements (its element_size; PROTOCOL.md §7: "
+            "every element of the subscription is exactly that), got 5 bytes"
+        )
+        with pytest.raises(RemoteStreamError) as raised:
+            await within(conn.publisher("batches").collect())
+        assert raised.value.message.startswith("ElementSizeError: the codec promised 4-byte elements")
+        assert raised.value.message.endswith("got a batch of 7 bytes, not a whole number of them")
         assert await within(conn.request("greeting")) == b"hi"
+    assert issubclass(ElementSizeError, ValueError) and ElementSizeError(5, 4).element_size == 4
 
 
 @pytest.mark.parametrize("url", ["tcp://127.0.0.1:0", "ws://127.0.0.1:0/"])

@@ -33,6 +33,7 @@ from rstreams.net._codec import RAW as RAW
 from rstreams.net._codec import UTF8 as UTF8
 from rstreams.net._codec import Codec as Codec
 from rstreams.net._codec import ContentTypeError as ContentTypeError
+from rstreams.net._codec import ElementSizeError as ElementSizeError
 from rstreams.net._codec import fixed_size as fixed_size
 from rstreams.net._connection import Connection as Connection
 from rstreams.net._connection import ConnectionStatistics as ConnectionStatistics
@@ -87,6 +88,7 @@ __all__ = [
     "ConnectionStatistics",
     "ContentTypeError",
     "Credentials",
+    "ElementSizeError",
     "Endpoint",
     "InternalError",
     "InvalidDemand",

@@ -10,7 +10,8 @@ that many bytes. The serving side then declares the size in ``onSubscribe`` and 
 the elements of one event-loop turn packed together in ``onNextPacked`` frames (no
 length prefix, one frame header per batch instead of per element): the cheapest way to
 move small fixed-size records such as ints, floats or structs. :func:`fixed_size` makes
-such a codec for raw bytes, :data:`INT64` and :data:`FLOAT64` for numbers.
+such a codec for raw bytes, :data:`INT64` and :data:`FLOAT64` for numbers. An element of
+another size ends its stream with :class:`ElementSizeError`.
 
 Content types (PROTOCOL.md §17): a codec names the media type of what it encodes
 (``media_type``). A serving side announces it when it answers a subscribe, and
@@ -57,6 +58,7 @@ __all__ = [
     "UTF8",
     "Codec",
     "ContentTypeError",
+    "ElementSizeError",
     "codec_for",
     "fixed_size",
     "split_packed",
@@ -251,6 +253,26 @@ def codec_for(media_type: str) -> Codec[Any] | None:
     """The built-in codec for an announced ``media_type``, or ``None`` (keep the bytes:
     ``application/octet-stream`` and types rstreams has no codec for)."""
     return _BY_MEDIA_TYPE.get(normal_form(media_type))
+
+
+class ElementSizeError(ReactiveStreamsError, ValueError):
+    """A served element, or a batch of them, does not have the size its codec promised: a codec
+    whose ``element_size`` is n (``fixed_size(n)``, ``INT64``, ``FLOAT64``) announces n in
+    ``onSubscribe``, and every element of that subscription must then be exactly n bytes
+    (PROTOCOL.md §7). The stream ends with this (its upstream cancelled); the remote subscriber
+    gets its type and text, code 1; other streams go on. ``size`` is what was encoded, in bytes,
+    ``element_size`` what was promised; ``batch`` tells a batch (``with_codec(...,
+    batched=True)``), whose size is not a multiple of ``element_size``."""
+
+    def __init__(self, size: int, element_size: int, *, batch: bool = False) -> None:
+        what = f"a batch of {size} bytes, not a whole number of them" if batch else f"{size} bytes"
+        super().__init__(
+            f"the codec promised {element_size}-byte elements (its element_size; PROTOCOL.md §7: "
+            f"every element of the subscription is exactly that), got {what}"
+        )
+        self.size = size
+        self.element_size = element_size
+        self.batch = batch
 
 
 class ContentTypeError(ReactiveStreamsError, TypeError):

@@ -42,7 +42,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ConnectionBrokenError, RuleViolationError, report_unhandled
 from rstreams.flow._flow import known_elements
 from rstreams.flow._iterable import Pull, puller
-from rstreams.net._codec import Codec, identity
+from rstreams.net._codec import Codec, ElementSizeError, identity
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import code_of
@@ -619,8 +619,8 @@ def _to_bytes(data: object) -> bytes:
     return memoryview(data).tobytes()  # type: ignore[arg-type]
 
 
-def _wrong_size(size: int, expected: int) -> ValueError:
-    return ValueError(f"the codec promised {expected}-byte elements (element_size), got {size} bytes")
+def _wrong_size(size: int, expected: int, batch: bool = False) -> ElementSizeError:
+    return ElementSizeError(size, expected, batch=batch)
 
 
 class BatchServingStream(ServingStream):
@@ -681,7 +681,7 @@ class BatchServingStream(ServingStream):
             if payload.__class__ is not bytes:
                 payload = _to_bytes(payload)
             if len(payload) % size:
-                raise _wrong_size(len(payload) % size, size)
+                raise _wrong_size(len(payload), size, True)
         except Exception as error:
             self._fail_locally(error)
             return
