@@ -111,6 +111,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("LogRequestError", ValueError),
         ("LogLookupError", LookupError),
         ("LogEndedError", RuntimeError),
+        ("ServerNotRunningError", RuntimeError),
         ("TextMessageError", ValueError),
         ("ElementSizeError", ValueError),
     ],
@@ -209,7 +210,9 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
     assert {"AlreadySubscribedError", "NoEventLoopError", "LoopClosedError", "RuleViolationError"} <= set(
         errors.__all__
     )
-    assert {"LogRequestError", "LogLookupError", "LogEndedError"} <= set(replay.__all__)
+    assert {"LogRequestError", "LogLookupError", "LogEndedError", "ServerNotRunningError"} <= set(
+        replay.__all__
+    )
 
 
 def test_a_text_websocket_message_is_a_frame_error_exported_by_net() -> None:

@@ -26,6 +26,8 @@ from rstreams.replay import (
     LogRequestError,
     RemoteLogError,
     ReplayLog,
+    ReplayServer,
+    ServerNotRunningError,
     ServerUnavailableError,
     TLSHandshakeError,
     fetch_range,
@@ -389,6 +391,33 @@ def test_the_server_lists_its_logs_and_serves_one_added_while_running(serve: Any
     assert fetch_range(server.url, "a/late", 0, 1) == [b"x"]
     with pytest.raises(ValueError, match="served already"):
         server.add("b", ReplayLog("b", capacity=4))
+
+
+def test_what_needs_a_running_server_says_to_start_it_first() -> None:
+    """``url``, ``metrics()`` and ``add_metrics()`` before ``start()`` and after ``stop()`` raise
+    ServerNotRunningError (a RuntimeError) naming the call and how to start the server, not an
+    AttributeError of None; started, they answer."""
+    log = ReplayLog("nums", capacity=4)
+    server = ReplayServer({"nums": log}, metrics=True)
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("url", lambda: server.url),
+        ("metrics", server.metrics),
+        ("add_metrics", lambda: server.add_metrics("spark", dict)),
+    ]
+    for name, call in calls:
+        with pytest.raises(ServerNotRunningError) as raised:
+            call()
+        assert isinstance(raised.value, RuntimeError)
+        assert str(raised.value).startswith(f"ReplayServer.{name}: the server is not running")
+        assert "with ReplayServer(...) as server:" in str(raised.value)
+    with server:
+        assert server.url.startswith("tcp://127.0.0.1:")
+        assert "nums" in server.metrics()["replay"]["logs"]
+    with pytest.raises(
+        ServerNotRunningError, match=r"^ReplayServer\.metrics: .*\(not started yet, or stopped\)"
+    ):
+        server.metrics()
+    log.close()
 
 
 @pytest.fixture(params=["tls", "wss"])

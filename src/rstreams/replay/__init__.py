@@ -44,6 +44,7 @@ from rstreams.replay._server import UPLOAD_NAME as UPLOAD_NAME
 from rstreams.replay._server import LogLookupError as LogLookupError
 from rstreams.replay._server import LogRequestError as LogRequestError
 from rstreams.replay._server import ReplayServer as ReplayServer
+from rstreams.replay._server import ServerNotRunningError as ServerNotRunningError
 from rstreams.replay._server import StagingFullError as StagingFullError
 from rstreams.replay._server import replay_offer as replay_offer
 
@@ -63,6 +64,7 @@ __all__ = [
     "RemoteLogError",
     "ReplayLog",
     "ReplayServer",
+    "ServerNotRunningError",
     "ServerUnavailableError",
     "StagingFullError",
     "TLSHandshakeError",

@@ -201,6 +201,18 @@ class LogLookupError(ReactiveStreamsError, LookupError):
     upload header naming no sink log. Signalled to that request's subscriber only."""
 
 
+class ServerNotRunningError(ReactiveStreamsError, RuntimeError):
+    """A :class:`ReplayServer` was asked for what only a running server has (``url``,
+    ``metrics()``, ``add_metrics()``) before its :meth:`~ReplayServer.start` or after its
+    :meth:`~ReplayServer.stop`; the message names the call and how to start the server."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(
+            f"ReplayServer.{call}: the server is not running (not started yet, or stopped); start it "
+            "first: server = ReplayServer(...).start(), or with ReplayServer(...) as server: ..."
+        )
+
+
 class _Staging:
     """Uploads of one sink log, staged by token until Spark's commit (or abort).
 
@@ -717,8 +729,9 @@ class ReplayServer:
 
     @property
     def url(self) -> str:
-        """The URL clients connect to (with the real port)."""
-        return str(self._server.url)
+        """The URL clients connect to (with the real port); :class:`ServerNotRunningError` before
+        :meth:`start` and after :meth:`stop`."""
+        return str(self._running("url").url)
 
     def start(self) -> Self:
         from rstreams.net import serve, split_name
@@ -757,9 +770,9 @@ class ReplayServer:
 
     def add_metrics(self, name: str, read: Callable[[], dict[str, Any]]) -> None:
         """Include ``read()`` under ``name`` in the server's numbers (:meth:`rstreams.net.Server.add_metrics`;
-        ``"spark"``: :func:`rstreams.spark.watch_progress`). Needs ``metrics=``."""
-        if self._server is None:
-            raise RuntimeError("ReplayServer.add_metrics: the server is not started")
+        ``"spark"``: :func:`rstreams.spark.watch_progress`). Needs ``metrics=`` and a started server
+        (else :class:`ServerNotRunningError`)."""
+        self._running("add_metrics")
 
         async def added() -> None:
             self._server.add_metrics(name, read)
@@ -769,10 +782,16 @@ class ReplayServer:
     def metrics(self) -> dict[str, Any]:
         """The server's numbers (``metrics=`` on): its streams as :meth:`rstreams.net.Server.metrics`
         gives them, and under ``"replay"`` each log's elements and bytes held, trims, and each
-        reader's committed position and lag (docs/observability.md)."""
-        if self._server is None:
-            raise RuntimeError("ReplayServer.metrics: the server is not started")
+        reader's committed position and lag (docs/observability.md). Needs a started server (else
+        :class:`ServerNotRunningError`)."""
+        self._running("metrics")
         return asyncio.run_coroutine_threadsafe(self._snapshot(), self.loop).result(10)
+
+    def _running(self, call: str) -> Any:
+        """The running server, for ``call``; :class:`ServerNotRunningError` when there is none."""
+        if self._server is None:
+            raise ServerNotRunningError(call)
+        return self._server
 
     async def _snapshot(self) -> dict[str, Any]:
         return dict(self._server.metrics())  # on the server's loop, where its numbers change
