@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import re
 import socket
 import ssl
@@ -19,6 +20,7 @@ import rstreams
 from rstreams.errors import AuthRequiredError, ConnectionBrokenError
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT
 from rstreams.replay import (
+    UPLOAD_NAME,
     Access,
     AccessDeniedError,
     LogEndedError,
@@ -179,6 +181,43 @@ def test_upload_to_a_log_that_is_no_sink_fails_at_once(serve: Any, name: str) ->
     with pytest.raises(RemoteLogError, match=rf"no publisher named {name!r}|log {name!r} is not a sink log"):
         upload(server.url, name, "t1", [b"a", b"b"], timeout=25)
     assert time.monotonic() - started < 5
+
+
+async def _upload_with_header(url: str, header: bytes, staged: str | None) -> Any:
+    """Offer ``rstreams/upload`` as ``header`` then rows without end; the answer to ``staged``
+    (None: wait until the server cancels the upload instead, and answer that)."""
+    cancelled = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    endless = rstreams.from_iterable(itertools.chain([header], itertools.repeat(b"row")))
+    rows = endless.do_on_cancel(lambda: loop.call_soon_threadsafe(cancelled.set))
+    conn = await rstreams.connect(url, publishers={UPLOAD_NAME: rows})
+    try:
+        await asyncio.wait_for(cancelled.wait(), 10)
+        if staged is None:
+            return "cancelled"
+        with pytest.raises(rstreams.net.RemoteStreamError) as refused:
+            await asyncio.wait_for(conn.request(staged), 10)
+        return refused.value
+    finally:
+        await conn.aclose()
+
+
+def test_a_malformed_upload_header_is_a_log_request_error(serve: Any) -> None:
+    """On the reverse subscription (PROTOCOL.md §21.8), a first element that is not the JSON header
+    {"log", "token"} cancels the upload. When it has a token, that token's NAME?staged=T fails
+    with LogRequestError (a ValueError: the request is wrong, nothing is missing), code 1, the
+    header quoted; when it has none (not JSON, not an object, nested past the parser's depth), the
+    upload is cancelled all the same. The server serves the next upload."""
+    server = serve({}, sinks={"out": ReplayLog("out", capacity=10)})
+    refused = asyncio.run(_upload_with_header(server.url, b'{"token": "t1"}', "out?staged=t1"))
+    assert refused.code == ErrorCode.APPLICATION
+    assert refused.message == (
+        'LogRequestError: an upload starts with a JSON header {"log", "token"} (PROTOCOL.md §21.8); '
+        'got b\'{"token": "t1"}\''
+    )
+    for header in (b"not json", b'["out", "t2"]', b'{"log": "out"}', b"[" * 100_000, b"\xff"):
+        assert asyncio.run(_upload_with_header(server.url, header, None)) == "cancelled", header
+    assert upload(server.url, "out", "t3", [b"a", b"b"], timeout=25) == 2
 
 
 def test_staging_area_is_bounded_with_an_error_naming_the_bound(serve: Any) -> None:

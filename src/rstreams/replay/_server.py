@@ -191,7 +191,8 @@ class LogRequestError(ReactiveStreamsError, ValueError):
     """A request a replay log cannot take (docs/replay.md, *Naming convention*): an unknown
     parameter, a malformed number, a parameter without the one it needs, a channel's name opened
     as a publisher; an upload channel's name with other parameters, or an input element that is
-    not packed rows (PROTOCOL.md §21.8). Signalled to that request's subscriber only."""
+    not packed rows (PROTOCOL.md §21.8); an upload header that is not ``{"log", "token"}``.
+    Signalled to that request's subscriber only."""
 
 
 class LogLookupError(ReactiveStreamsError, LookupError):
@@ -412,9 +413,10 @@ class _UploadSubscriber(_Stager):
     """Takes one client's ``rstreams/upload`` stream (the reverse subscription) into a log's
     staging area: its first element is the JSON header ``{"log", "token"}`` naming both.
 
-    A header that names no sink log, or a staging area that is full, cancels the upload; the
-    client's ``NAME?staged=T`` request carries the reason (its own name is checked by the
-    route, so it fails at once too).
+    A header that is not ``{"log", "token"}`` (:class:`LogRequestError`), names no sink log, or
+    a staging area that is full cancels the upload; the client's ``NAME?staged=T`` request
+    carries the reason (its own name is checked by the route, so it fails at once too; a
+    malformed header reaches it when it has a token, see :meth:`_malformed`).
     """
 
     def __init__(
@@ -433,10 +435,12 @@ class _UploadSubscriber(_Stager):
     def _begin(self, header: bytes) -> None:
         try:
             fields = json.loads(header)
-            name, token = str(fields["log"]), str(fields["token"])
-        except (ValueError, TypeError, KeyError):
-            self._fail(None, f'an upload starts with a JSON header {{"log", "token"}}; got {header[:80]!r}')
+        except (ValueError, RecursionError):  # not JSON (or nested past Python's stack)
+            fields = None
+        if not isinstance(fields, dict) or "log" not in fields or "token" not in fields:
+            self._malformed(header, fields)
             return
+        name, token = str(fields["log"]), str(fields["token"])
         self._staging = self._stagings.get(name)
         self._token = token
         if self._staging is None:
@@ -447,6 +451,21 @@ class _UploadSubscriber(_Stager):
             self._fail(None, f"unauthorized: uploads to sink log {name!r}")
             return
         self._future = self._staging.future(token)
+
+    def _malformed(self, header: bytes, fields: object) -> None:
+        """Cancel an upload whose header is not ``{"log", "token"}``. A header with a token (and
+        no log) fails that token's ``NAME?staged=T``, whichever sink log NAME is, with the reason;
+        one without has no request to tell."""
+        bad = LogRequestError(
+            f'an upload starts with a JSON header {{"log", "token"}} (PROTOCOL.md §21.8); got {header[:80]!r}'
+        )
+        token = fields.get("token") if isinstance(fields, dict) else None
+        if isinstance(token, str):
+            for staging in self._stagings.values():
+                future = staging.future(token)
+                if not future.done():
+                    future.set_exception(bad)
+        self._fail(bad, str(bad))
 
 
 _IN_FLIGHT_BYTES = 8 * 1024 * 1024
