@@ -415,3 +415,14 @@ def test_every_inline_example_is_whole_messages() -> None:
             parser.element_sizes[1] = 8  # §13's fixed-size rows (elementSize 8)
         frames = parser.feed(bytes.fromhex(hexed))
         assert frames and not parser.buffered and parser.error is None, hexed
+
+
+def test_every_section_the_document_refers_to_exists() -> None:
+    """A reference "§N" in PROTOCOL.md names one of its headings (not another document's: "RFC 6455 §1.9")."""
+    dangling = [
+        PROTOCOL[max(0, m.start() - 40) : m.end()].replace("\n", " ")
+        for m in re.finditer(r"§(\d+(?:\.\d+)*)", PROTOCOL)
+        if m.group(1) not in SECTIONS
+        and not re.search(r"RFC \d+ $", PROTOCOL[max(0, m.start() - 10) : m.start()])
+    ]
+    assert not dangling, dangling

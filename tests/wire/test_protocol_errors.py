@@ -73,7 +73,7 @@ ROWS = _table()
 def test_every_row_has_a_scope_an_action_and_a_code() -> None:
     assert len(ROWS) >= 40
     for what, scope, action, code in ROWS:
-        assert scope in {"connection", "subscription", "—"}, what
+        assert scope in {"connection", "subscription", "transport", "—"}, what
         assert re.search(r"§\d", action), f"§10: {what!r} cites no section"
         assert code in {"—", "none"} or re.match(r"^\d+( |$)", code), f"§10: {what!r} has code {code!r}"
         for number in re.findall(r"\b(\d+) \(", code) or re.findall(r"^\d+$", code):
