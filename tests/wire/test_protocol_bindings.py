@@ -206,3 +206,38 @@ def test_java_default_limits_are_section_11_s() -> None:
 
 def _camel_to_const(name: str) -> str:
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).upper()
+
+
+# -- the error-code registry (§19.2) ------------------------------------------------------------------
+def _registry() -> dict[int, str]:
+    """§19.2's table: code -> name, as a constant (``unknown publisher`` -> ``UNKNOWN_PUBLISHER``)."""
+    table = PROTOCOL.split("### 19.2")[1].split("\n\n")[2]
+    found = {}
+    for line in table.splitlines()[2:]:
+        code, name = (cell.strip() for cell in line.strip().strip("|").split("|")[:2])
+        found[int(code)] = name.upper().replace(" ", "_")
+    return found
+
+
+def test_python_error_codes_are_the_registry() -> None:
+    from rstreams.wire import ErrorCode
+
+    assert {code.value: code.name for code in ErrorCode} == _registry()
+
+
+def test_js_error_codes_are_the_registry() -> None:
+    source = (ROOT / "js" / "src" / "rsio-codes.js").read_text()
+    body = re.search(r"export const ERROR_CODES = Object\.freeze\(\{(.*?)\}\);", source, re.DOTALL)
+    assert body
+    assert {int(code): name for name, code in re.findall(r"(\w+): (\d+),", body.group(1))} == _registry()
+
+
+def test_the_typed_remote_errors_of_19_3_have_their_codes() -> None:
+    """§19.3 lists each class with its code: ``UnknownPublisher`` (2), ..."""
+    import rstreams.net
+
+    text = PROTOCOL.split("### 19.3")[1].split("\n## ")[0]
+    listed = re.findall(r"`(\w+)` \((\d+)\)", text)
+    assert len(listed) == 10
+    for name, code in listed:
+        assert int(code) == getattr(rstreams.net, name).CODE, name
