@@ -285,3 +285,12 @@ def test_a_refusal_carries_the_code_of_its_row(what: str, make: Callable[[], tup
     expected = _codes_for(section, "subscription")
     assert expected, f"{what}: no subscription row of §10 cites §{section} ({text!r})"
     assert code in expected, f"{what}: errorCode {code}, §10 says {sorted(expected)} for §{section}"
+
+
+def test_a_reserved_metadata_key_is_taken_like_any_other() -> None:
+    """§18.1: keys starting with ``rsio.`` are reserved for the document; a receiver takes them."""
+    assert "a receiver takes them like any other key" in PROTOCOL.replace("\n  ", " ")
+    core = _server(METADATA.id)
+    core.receive_data(_ext(SUBSCRIBE_METADATA, encode_metadata(1, {"rsio.x": b"1"})) + _SUB)
+    events = core.events_received()
+    assert [type(e).__name__ for e in events] == ["Metadata", "Subscribe"], events
