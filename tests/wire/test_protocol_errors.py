@@ -294,3 +294,17 @@ def test_a_reserved_metadata_key_is_taken_like_any_other() -> None:
     core.receive_data(_ext(SUBSCRIBE_METADATA, encode_metadata(1, {"rsio.x": b"1"})) + _SUB)
     events = core.events_received()
     assert [type(e).__name__ for e in events] == ["Metadata", "Subscribe"], events
+
+
+def test_each_code_of_the_table_is_used_with_the_message_the_row_sends() -> None:
+    """A code §10 gives a goodbye is one §19.2 says goes with goodbye, and so for onError."""
+    registry = PROTOCOL.split("### 19.2")[1].split("\n\n")[2]
+    used_with = {}
+    for line in registry.splitlines()[2:]:
+        code, _, used, *_ = (cell.strip() for cell in line.strip().strip("|").split("|"))
+        used_with[int(code)] = used
+    for what, _, action, code in ROWS:
+        message = "goodbye" if "goodbye" in action else "onError" if "onError" in action else None
+        for number in re.findall(r"\d+", code):
+            assert message is not None, f"§10: {what!r} has code {number} but sends no goodbye or onError"
+            assert message in used_with[int(number)], f"§10: {what!r}: code {number} is not for {message}"
