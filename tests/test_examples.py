@@ -89,3 +89,38 @@ def test_spark_examples_refuse_bad_options_in_one_line(
         _load(example).main(args)
     assert exited.value.code == 2
     assert capsys.readouterr().err == f"{example}.py: {says}\n"
+
+
+@pytest.mark.timeout(120)
+def test_conformance_offer_serves_every_publisher_the_suite_needs() -> None:
+    """examples/conformance_offer.py under `rstreams serve --publishers`: the probe finds every
+    conformance publisher, echo included (the offer's on_connection reaches serve), and the cases
+    of the server as a subscriber pass against the command's own server."""
+    import os
+    import subprocess
+
+    from rstreams.conformance import CaseResult, Options, Outcome, probe, run, select
+
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent / "src")}
+    command = [sys.executable, "-m", "rstreams", "serve", "tcp://127.0.0.1:0"]
+    with subprocess.Popen(
+        [*command, "--publishers", str(EXAMPLES / "conformance_offer.py")],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    ) as server:
+        try:
+            assert server.stdout is not None
+            url = server.stdout.readline().strip().rsplit(" on ", 1)[1]
+
+            async def judge() -> tuple[frozenset[str], list[CaseResult]]:
+                return await probe(url, Options()), await run(url, Options(), cases=select("rv."))
+
+            available, results = asyncio.run(judge())
+        finally:
+            server.terminate()
+    assert {"range", "fixed", "large", "error", "never", "infinite", "stats", "echo"} <= available
+    assert results and all(r.outcome is Outcome.PASS for r in results), [
+        (r.case.id, r.outcome, r.message) for r in results if r.outcome is not Outcome.PASS
+    ]

@@ -114,6 +114,17 @@ def test_every_command_line_parses(doc: str, line: str) -> None:
         cli._parser().parse_args(argv)
 
 
+def test_a_conformance_line_with_an_idle_timeout_gives_its_cases_time() -> None:
+    """`--idle-timeout S` makes ex.pings_keep_alive run 2 * S seconds: a documented line with it
+    also gives `--case-timeout` above that, or both idle cases end as hangs."""
+    lines = [line for _, line in _command_lines() if line.startswith("rstreams conformance ")]
+    parse = _runner._parser().parse_args
+    timed = [parse(shlex.split(line)[2:]) for line in lines if "--idle-timeout" in line]
+    assert timed, lines
+    short = [args for args in timed if not args.case_timeout > 2 * args.idle_timeout + args.timeout]
+    assert not short, f"--case-timeout must exceed 2 * --idle-timeout + --timeout: {short}"
+
+
 def test_the_command_lines_are_found() -> None:
     assert len(_command_lines()) >= 8, _command_lines()
 

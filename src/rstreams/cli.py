@@ -354,6 +354,7 @@ def _serve_publishers(args: argparse.Namespace) -> int:
 
     offer: Any
     channels: dict[str, Any] | None = None
+    on_connection = None  # an offer's own, when it has one (the conformance publishers' echo)
     try:
         parse_url(args.url)  # so that serve()'s ValueError or TypeError can only be the offer's
     except ValueError as bad:
@@ -362,6 +363,8 @@ def _serve_publishers(args: argparse.Namespace) -> int:
         if args.publishers is not None:
             offer = load_publishers(args.publishers)
             names = list(offer) if isinstance(offer, Mapping) else [f"what {args.publishers} finds"]
+            if callable(getattr(offer, "on_connection", None)):
+                on_connection = offer.on_connection
             codec = CODECS[args.codec or "raw"]
         else:
             offer, channels = builtin_publishers(args.codec or "utf8"), builtin_channels()
@@ -386,6 +389,7 @@ def _serve_publishers(args: argparse.Namespace) -> int:
                 metrics=True if args.metrics == "on" else args.metrics,
                 channels=channels,
                 origins=args.origin or None,
+                on_connection=on_connection,
             )
         except (ValueError, TypeError) as bad:
             if args.publishers is not None:  # a name or a target serve() refuses
@@ -543,7 +547,8 @@ def _parser() -> argparse.ArgumentParser:
     served.add_argument(
         "--publishers",
         metavar="MODULE:NAME",
-        help="serve the mapping NAME of a module or of path/to/file.py (NAME defaults to PUBLISHERS)",
+        help="serve the mapping NAME of a module or of path/to/file.py (NAME defaults to PUBLISHERS; "
+        "its on_connection, if it has one, gets each connection)",
     )
     served.add_argument(
         "--codec",
