@@ -74,3 +74,27 @@ def test_the_limits_table_gives_the_code_s_defaults() -> None:
         assert stated == getattr(owner, named.group(1)), f"§11 says {setting} = {default!r}"
         checked.add(named.group(1))
     assert len(checked) >= 12, checked
+
+
+def test_the_resume_limits_table_gives_the_code_s_defaults() -> None:
+    """§16.7's table: each `Resume` field it names, with the default the code has."""
+    from rstreams.net import Resume
+
+    table = PROTOCOL.split("### 16.7 Limits")[1].split("\n\n")[2]
+    resume = Resume()
+    units = {"MiB": 1024 * 1024, "s": 1}
+    checked = set()
+    for line in table.splitlines()[2:]:
+        setting, default = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        names = re.findall(r"`(\w+)`", setting)
+        if not names:
+            continue  # token size, payload bound: not settings
+        values = [v.strip() for v in default.split(",")]
+        assert len(values) == len(names), setting
+        for name, text in zip(names, values, strict=True):
+            value = re.match(r"(\d+(?:\.\d+)?)(?: (MiB|s)\b)?", text)
+            assert value, f"§16.7: {name}'s default {text!r} is not a number"
+            stated = float(value.group(1)) * units.get(value.group(2) or "", 1)
+            assert stated == getattr(resume, name), f"§16.7 says {name} = {text!r}"
+            checked.add(name)
+    assert len(checked) >= 7, checked
