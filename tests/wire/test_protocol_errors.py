@@ -308,3 +308,46 @@ def test_each_code_of_the_table_is_used_with_the_message_the_row_sends() -> None
         for number in re.findall(r"\d+", code):
             assert message is not None, f"§10: {what!r} has code {number} but sends no goodbye or onError"
             assert message in used_with[int(number)], f"§10: {what!r}: code {number} is not for {message}"
+
+
+def _reason(core: Connection, data: bytes) -> str:
+    return _goodbye(core, data)[0]
+
+
+def _marked_server() -> Connection:
+    return _server(8)
+
+
+# (the reason as PROTOCOL.md quotes it, how to make the core say it)
+QUOTED: list[tuple[str, Callable[[], str]]] = [
+    (
+        "1 element(s) for subscriber 7 exceed the outstanding demand of 0 (PROTOCOL.md §6.3)",
+        lambda: _reason(_client(7, 0), encode(OnNext(subscriber=7, element=b"x"))),
+    ),
+    (
+        "message type 0x80 belongs to extension keepalive (id 1), which is not active on this connection "
+        "(PROTOCOL.md §4.4)",
+        lambda: _reason(_server(), b"\x80\x08" + bytes(8)),
+    ),
+    (
+        "message type 0x87 is reserved by extension auth (id 2) (PROTOCOL.md §4.4)",
+        lambda: _reason(_server(AUTH.id), b"\x87\x00"),
+    ),
+    (
+        "0xa0 for subscriber 4 followed by a Subscribe for subscriber 5 (PROTOCOL.md §21.3)",
+        lambda: _reason(
+            _marked_server(),
+            _ext(0xA0, b"\x04") + encode(Subscribe(publisher="p", subscriber=5, initial_demand=1)),
+        ),
+    ),
+    (
+        "two 0xa0 messages before one Subscribe (PROTOCOL.md §21.3)",
+        lambda: _reason(_marked_server(), _ext(0xA0, b"\x04") * 2),
+    ),
+]
+
+
+@pytest.mark.parametrize(("quoted", "make"), QUOTED, ids=[q[0][:40] for q in QUOTED])
+def test_a_reason_the_document_quotes_is_what_the_core_says(quoted: str, make: Callable[[], str]) -> None:
+    assert f"`{quoted}`" in re.sub(r"\s*\n\s*", " ", PROTOCOL), f"PROTOCOL.md no longer quotes {quoted!r}"
+    assert make() == quoted
