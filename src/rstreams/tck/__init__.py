@@ -32,7 +32,9 @@ Timeouts come from :class:`TestEnvironment` (environment variables
 ``RSTREAMS_TCK_DEFAULT_POLL_TIMEOUT_MS``, ``RSTREAMS_TCK_PUBLISHER_REFERENCE_GC_TIMEOUT_MS``);
 a verification's ``create_env()`` may return one with other values. Each case runs in a
 worker thread for at most ``case_timeout`` seconds (120 by default), so an implementation
-that blocks fails its case, saying where, instead of hanging the run; a stream that keeps
+that blocks fails its case, saying where, instead of hanging the run; one whose thread sits
+blocked inside the implementation for the default timeout with nothing moving (a deadlock)
+fails then, naming the rule, the call and the implementation's frames; a stream that keeps
 flooding after the TCK cancelled it is stopped by :class:`StreamAbandoned` raised from
 ``on_next``. Where this port is stricter than the JVM TCK: docs/tck.md.
 """

@@ -391,6 +391,10 @@ class TestEnvironment:
 
         threading.Thread(target=cancel_all, name="rstreams-tck-abandon", daemon=True).start()
 
+    def latest_signal(self) -> float | None:
+        """When the last signal reached one of the case's subscribers (``time.monotonic()``), or None."""
+        return max((s.last_signal for s in self._subscribers() if s.last_signal is not None), default=None)
+
     def observation(self) -> str:
         """What the case's subscribers saw, in words: for the message of a case that overran."""
         subscribers = self._subscribers()

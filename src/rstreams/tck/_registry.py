@@ -30,7 +30,9 @@ Theory of operation:
 * Each case runs in a worker thread for at most ``case_timeout`` seconds. A case that
   overruns fails with what was observed (a runaway stream, no signal at all, or the call
   the case's thread is stuck in), and its subscribers are closed and cancelled without
-  waiting for the stuck thread.
+  waiting for the stuck thread. Meanwhile :class:`~rstreams.tck._watchdog.Watchdog` looks
+  at the worker every fifth of the default timeout: one blocked inside the implementation
+  for the default timeout with nothing moving fails the case sooner, the same way.
 
 Nothing here imports pytest: a skip is :class:`SkipTest`, a subclass of
 :class:`unittest.SkipTest`, which pytest and unittest both report as a skip.
@@ -59,6 +61,7 @@ from rstreams.tck._failures import (
     normalize_rule,
 )
 from rstreams.tck._jvm_names import snake
+from rstreams.tck._watchdog import Watchdog
 
 if TYPE_CHECKING:
     from rstreams.tck._env import LateBreaches, TestEnvironment
@@ -407,7 +410,8 @@ class Verification:
 
         A publisher that deadlocks inside ``subscribe``/``request``/``cancel``, or floods
         without end, must not hang the whole run: after the limit the case fails saying
-        what was observed, and the stuck (daemon) thread is abandoned.
+        what was observed, and the stuck (daemon) thread is abandoned. A worker blocked
+        inside the implementation fails the case as soon as the watchdog sees it.
         """
         limit = self.case_timeout
         if limit is None:
@@ -426,10 +430,16 @@ class Verification:
 
         worker = threading.Thread(target=work, name=f"rstreams-tck-{body.__name__[:48]}", daemon=True)
         worker.start()
-        if not done.wait(limit):
-            raise CaseHung(
-                f"the case did not finish within {limit:g} s (case_timeout): {_observe(worker, env)}"
-            )
+        watchdog = Watchdog(worker, env)
+        deadline = time.monotonic() + limit
+        while not done.wait(min(watchdog.step, max(deadline - time.monotonic(), 0.0))):
+            if time.monotonic() >= deadline:
+                raise CaseHung(
+                    f"the case did not finish within {limit:g} s (case_timeout): {_observe(worker, env)}"
+                )
+            blocked = watchdog.check()
+            if blocked is not None:
+                raise blocked
         if raised:
             raise raised.pop()
 

@@ -13,6 +13,7 @@ from typing import Final
 
 from rstreams.tck._subscriber_support import SERIAL_EARLY_CALLS, SERIAL_WINDOW
 from rstreams.tck._test_subscribers import GIVE_WAY_SIGNALS
+from rstreams.tck._watchdog import MIN_BLOCKED
 
 __all__ = ["STRICTER", "Stricter"]
 
@@ -269,5 +270,19 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         " the blackbox verification and for a processor's calls upstream.",
         "The JVM TCK lists rule 2.7 as untested: a Subscriber that requests from two threads without"
         " serialising passes.",
+    ),
+    Stricter(
+        "all",
+        (),
+        "1.9, 2.2, 3.2, 3.4, 3.5",
+        "A case whose thread sits blocked inside the implementation under test for the default timeout"
+        f" (at least {MIN_BLOCKED * 1000:g} ms), with no signal, no CPU time and no step of its own, fails"
+        " at once naming the rule, the call the TCK was making and the implementation's frames: a"
+        " Subscriber blocked in a signal (2.2; the message says when the signal came from inside its own"
+        " request(), the deadlock of a lock held around request() and taken again in on_next), a"
+        " subscribe() (1.9), a request() (3.4; 3.2 when called from inside a signal the implementation"
+        " was delivering) or a cancel() (3.5) that does not return.",
+        "The JVM TCK has no limit on a call into the implementation: a deadlocked Subscriber or Publisher"
+        " hangs the run, and a plain case timeout (120 s) would say only that the case overran.",
     ),
 )
