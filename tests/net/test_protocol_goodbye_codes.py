@@ -8,6 +8,7 @@ error-codes, §19) against the code §10 gives that row.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from pathlib import Path
 
@@ -102,3 +103,37 @@ def _codes_cell(words: str) -> str:
         if len(cells) == 4 and words in cells[0]:
             return cells[3]
     raise AssertionError(f"§10 has no row for {words!r}")
+
+
+async def test_a_client_with_credentials_and_a_server_without_auth() -> None:
+    """§15.2: the client says goodbye; §10 gives that goodbye no code."""
+    from rstreams.net import connect
+    from rstreams.wire import ServerHello
+
+    received = bytearray()
+    done = asyncio.Event()
+
+    async def server_without_auth(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(encode(ServerHello(extensions=(6,))))
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            while chunk := await asyncio.wait_for(reader.read(1 << 16), 10):
+                received.extend(chunk)
+        writer.close()
+        done.set()
+
+    listener = await asyncio.start_server(server_without_auth, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        with contextlib.suppress(Exception):  # how the client fails is not this test's business
+            conn = await connect(f"tcp://127.0.0.1:{port}", auth="tok")
+            with contextlib.suppress(Exception):
+                await conn.request("x")
+            await conn.aclose()
+        await asyncio.wait_for(done.wait(), 10)
+    finally:
+        listener.close()
+    frames = _parser().feed(bytes(received))
+    goodbye = frames[-1]
+    assert isinstance(goodbye, Goodbye) and "does not offer extension auth" in goodbye.reason
+    assert not any(isinstance(f, ExtensionMessage) and f.type == GOODBYE_CODE for f in frames)
+    assert _codes_cell("a serverHello without auth to a client") == "none"
