@@ -9,6 +9,8 @@ import io
 import json
 import os
 import queue
+import re
+import shlex
 import socket
 import ssl
 import subprocess
@@ -1508,3 +1510,17 @@ def test_the_metrics_case_is_told_by_the_error_type_not_its_text() -> None:
     assert cannot_serve("tcp://h:1", lookalike).startswith("cannot serve on tcp://h:1: ")
     real = MetricsExpositionError(errno.EADDRINUSE, "in use", "127.0.0.1", 9464)
     assert cannot_serve("tcp://h:1", real) == "cannot serve /metrics on 127.0.0.1:9464: in use (--metrics)"
+
+
+def test_the_top_level_help_shows_a_first_try_that_parses(capsys: pytest.CaptureFixture[str]) -> None:
+    """`rstreams --help` ends with where each command's options are and two commands to try; both
+    are command lines the parser takes."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Each command's options: rstreams COMMAND --help." in out
+    tries = re.findall(r"(rstreams (?:serve|subscribe) \S+(?: '[^']*')?)", out)
+    assert [line.split()[1] for line in tries] == ["serve", "subscribe"], out
+    for line in tries:
+        cli._parser().parse_args(shlex.split(line.rstrip(","))[1:])

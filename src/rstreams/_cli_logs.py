@@ -276,9 +276,17 @@ def add_log_options(serve: argparse.ArgumentParser) -> None:
     """Add the options of ``serve URL NAME`` (:data:`LOG_OPTIONS` and ``--pending-timeout``) to
     ``serve``, as a group of their own."""
     logged = serve.add_argument_group("a replay log of standard input (rstreams serve URL NAME)")
-    logged.add_argument("--capacity", type=int, default=None, help="elements held (100000)")
-    logged.add_argument("--path", default=None, help="keep the log in this directory (survives restarts)")
-    logged.add_argument("--sink", action="append", default=[], help="also offer a sink log with this name")
+    logged.add_argument("--capacity", type=int, default=None, metavar="N", help="elements held (100000)")
+    logged.add_argument(
+        "--path", default=None, metavar="DIR", help="keep the log in this directory (survives restarts)"
+    )
+    logged.add_argument(
+        "--sink",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also offer a sink log with this name (repeatable; rstreams publish uploads to it)",
+    )
     logged.add_argument(
         "--input-from",
         type=int,
@@ -310,7 +318,12 @@ def add_log_options(serve: argparse.ArgumentParser) -> None:
         help="also serve the live page (default address 127.0.0.1:8000; port 0: any; a loopback "
         "address next to --token or --tls-client-ca)",
     )
-    logged.add_argument("--web-publisher", default=None, help="the log the page charts (the served log)")
+    logged.add_argument(
+        "--web-publisher",
+        default=None,
+        metavar="LOG",
+        help="the log the page charts: NAME (the default) or one of the --sink logs",
+    )
 
 
 def add_publish(commands: Any) -> None:

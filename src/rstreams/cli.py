@@ -490,7 +490,12 @@ def _parser() -> argparse.ArgumentParser:
     from rstreams._cli_observe import add_commands, add_tls_options
     from rstreams.observe._builtin import version
 
-    parser = _Parser(prog="rstreams", description="Reactive Streams for Python")
+    parser = _Parser(
+        prog="rstreams",
+        description="Reactive Streams for Python",
+        epilog="Each command's options: rstreams COMMAND --help. A first try, in two terminals: "
+        "rstreams serve tcp://127.0.0.1:9000, then rstreams subscribe tcp://127.0.0.1:9000 'counter?to=5'.",
+    )
     parser.add_argument("--version", action="version", version=f"rstreams {version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     demo = commands.add_parser("demo", help="sensors -> RS.io -> Spark -> RS.io, with a live view")
