@@ -488,3 +488,22 @@ def test_every_extension_vector_s_payload_fields_encode_to_its_payload() -> None
     for vector in extension:
         payload = bytes.fromhex(vector["fields"]["payload"]["hex"])
         assert _encode_payload(vector["type"], vector["payload_fields"]) == payload, vector["note"]
+
+
+def test_every_section_the_bindings_and_docs_cite_exists() -> None:
+    """``PROTOCOL.md §N`` in the Java binding, the JavaScript typings, docs/ and README.md names a
+    heading of PROTOCOL.md (the Python and JavaScript sources are checked above)."""
+    paths = [
+        *(ROOT / "java" / "src").rglob("*.java"),
+        *(ROOT / "js" / "types").glob("*.ts"),
+        *(ROOT / "docs").glob("*.md"),
+        ROOT / "README.md",
+    ]
+    cited = [
+        (path, match.group(1))
+        for path in paths
+        for match in re.finditer(r"PROTOCOL\.md,? §(\d+(?:\.\d+)*)", path.read_text())
+    ]
+    assert len(cited) > 100
+    missing = [f"{path.relative_to(ROOT)}: §{number}" for path, number in cited if number not in SECTIONS]
+    assert not missing, missing
