@@ -131,21 +131,24 @@ def install_loop(use_uvloop: bool) -> str:
     return "asyncio"
 
 
+STARTUP_GUARD = 600.0
+"""Seconds a client waits for its server child's port: a hang guard, not a start-up time to meet
+(on a loaded machine, or under valgrind, a child takes long to import and listen). The child's
+printed port is the readiness signal; a child that exits first ends the wait at once."""
+
+
 @contextlib.contextmanager
 def server_child(
-    script: str, args: Sequence[str], cpu: int, timeout: float = 30.0
+    script: str, args: Sequence[str], cpu: int, timeout: float = STARTUP_GUARD
 ) -> Iterator[tuple[int, int]]:
-    """Start ``script server *args`` pinned to ``cpu``; yields ``(port, pid)``; stops it at exit."""
+    """Start ``script server *args`` pinned to ``cpu``; yields ``(port, pid)`` once the child has
+    printed the port it listens on; stops it at exit."""
     command = [sys.executable, script, "server", *args]
     if cpu >= 0 and shutil.which("taskset") and (os.cpu_count() or 1) > cpu:
         command = ["taskset", "-c", str(cpu), *command]
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert child.stdout is not None
-        line = _readline(child, timeout)
-        if not line.strip().isdigit():
-            raise RuntimeError(f"server child did not report a port: {line!r}")
-        yield int(line), child.pid
+        yield _await_port(child, command, timeout), child.pid
     finally:
         if child.stdin is not None:
             with contextlib.suppress(OSError):
@@ -159,17 +162,34 @@ def server_child(
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait(5)
+        if child.stdout is not None:
+            child.stdout.close()
 
 
-def _readline(child: subprocess.Popen[str], timeout: float) -> str:
+def _await_port(child: subprocess.Popen[str], command: Sequence[str], timeout: float) -> int:
+    """The port the child prints once it listens (:func:`announce_port`), read in a thread that
+    ends with that line or with the child's stdout (its exit); fails naming what went wrong."""
     out: list[str] = []
-    reader = threading.Thread(target=lambda: out.append(child.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    assert child.stdout is not None
+    stdout = child.stdout
+    reader = threading.Thread(target=lambda: out.append(stdout.readline()), daemon=True)
     reader.start()
     reader.join(timeout)
+    shown = " ".join(command)
     if not out:
         child.kill()
-        raise TimeoutError(f"server child gave no port within {timeout} s")
-    return out[0]
+        child.wait()
+        raise TimeoutError(
+            f"server child ({shown}) was still running without printing its port after {timeout:g} s"
+            " (server_child's timeout, a hang guard)"
+        )
+    line = out[0].strip()
+    if not line:
+        raise RuntimeError(f"server child ({shown}) exited with code {child.wait()} before printing its port")
+    if not line.isdigit():
+        child.kill()
+        raise RuntimeError(f"server child ({shown}) printed {line!r} where its port was expected")
+    return int(line)
 
 
 def wait_for_stdin_eof() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from _netcommon import (
     idle_subscriptions,
     make_parser,
     round_trips,
+    server_child,
 )
 from _scenarios import SCENARIOS
 from _tables import render_scenario
@@ -167,3 +169,25 @@ def test_a_failed_peer_row_reads_not_measured_and_the_other_ratios_stay() -> Non
     assert f"- `{failed}`: not measured (timed out after 600 s)" in table
     assert "| rstreams-subs-100 / rsocket-py-subs-100 | 10.00x | 10.00x | 10.00x |" in table
     assert "rstreams-subs-10000 / rsocket-py-subs-10000" not in table
+
+
+@pytest.mark.timeout(120)
+def test_a_server_child_is_ready_when_it_prints_its_port_and_a_failed_one_is_named(tmp_path: Path) -> None:
+    """The printed port is the readiness signal (no fixed start-up time); a child that exits
+    first, or prints something else, fails at once saying so."""
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import sys\n"
+        "mode = sys.argv[2] if len(sys.argv) > 2 else 'port'\n"
+        "if mode == 'exit':\n    sys.exit(3)\n"
+        "print(4321 if mode == 'port' else 'Traceback', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    with server_child(str(script), [], -1) as (port, pid):
+        assert port == 4321 and pid > 0
+    exited = pytest.raises(RuntimeError, match="exited with code 3 before printing its port")
+    with exited, server_child(str(script), ["exit"], -1):
+        pass
+    garbage = pytest.raises(RuntimeError, match="printed 'Traceback' where its port was expected")
+    with garbage, server_child(str(script), ["garbage"], -1):
+        pass
