@@ -137,3 +137,26 @@ async def test_a_client_with_credentials_and_a_server_without_auth() -> None:
     assert isinstance(goodbye, Goodbye) and "does not offer extension auth" in goodbye.reason
     assert not any(isinstance(f, ExtensionMessage) and f.type == GOODBYE_CODE for f in frames)
     assert _codes_cell("a serverHello without auth to a client") == "none"
+
+
+async def test_a_server_shutting_down_says_goodbye_with_code_0() -> None:
+    """§19.2: a server's aclose() says goodbye on each connection with code 0 (normal)."""
+    server = await serve("tcp://127.0.0.1:0", {})
+    host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(HELLO)
+    received = await asyncio.wait_for(reader.read(1 << 16), 10)  # its serverHello, at least
+    closing = asyncio.ensure_future(server.aclose())
+    while not any(isinstance(f, Goodbye) for f in _parser().feed(received)):
+        chunk = await asyncio.wait_for(reader.read(1 << 16), 10)
+        assert chunk, received
+        received += chunk
+    writer.write(encode(Goodbye(reason="ok")))  # the answer the server waits for
+    await asyncio.wait_for(closing, 10)
+    writer.close()
+    frames = _parser().feed(received)
+    goodbye = frames[-1]
+    assert isinstance(goodbye, Goodbye) and goodbye.reason == "server closing"
+    before = frames[-2]
+    assert isinstance(before, ExtensionMessage) and before.type == GOODBYE_CODE
+    assert decode_goodbye_code(before.payload) == 0
