@@ -98,3 +98,18 @@ def test_the_resume_limits_table_gives_the_code_s_defaults() -> None:
             assert stated == getattr(resume, name), f"§16.7 says {name} = {text!r}"
             checked.add(name)
     assert len(checked) >= 7, checked
+
+
+def test_every_extension_named_with_its_id_has_the_registry_s_id() -> None:
+    """ "extension NAME (id N)", a section's "Extension NAME (id N)", "NAME (id N)": N is NAME's id."""
+    ids = {ext.name: ext.id for ext in REGISTERED}
+    text = re.sub(r"\s+", " ", PROTOCOL).replace("**", "")
+    found = re.findall(r"([a-z][\w-]*) \(id (\d+)", text)
+    named = [(name, int(number)) for name, number in found if name in ids]
+    assert len(named) >= 15
+    wrong = [(name, number) for name, number in named if ids[name] != number]
+    assert not wrong, wrong
+    for ext in REGISTERED:  # each has a heading of its own naming its id
+        name = re.escape(ext.name)
+        heading = rf"^##+ [\d.]+ (?:Extension {name} \(id {ext.id}\)|.*\(extension {name}, id {ext.id}\))$"
+        assert re.search(heading, PROTOCOL, re.M), ext.name
