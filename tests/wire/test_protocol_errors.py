@@ -351,3 +351,30 @@ QUOTED: list[tuple[str, Callable[[], str]]] = [
 def test_a_reason_the_document_quotes_is_what_the_core_says(quoted: str, make: Callable[[], str]) -> None:
     assert f"`{quoted}`" in re.sub(r"\s*\n\s*", " ", PROTOCOL), f"PROTOCOL.md no longer quotes {quoted!r}"
     assert make() == quoted
+
+
+def _raised_sections() -> dict[str, set[str]]:
+    """Section -> files: the sections the code's protocol errors cite (``XError(..., section="N")``,
+    a ResumeError's N being §16.N) and the goodbyes it says itself (``close_now("... §N)")``)."""
+    root = Path(__file__).resolve().parents[2] / "src" / "rstreams"
+    found: dict[str, set[str]] = {}
+    for path in [*(root / "wire").rglob("*.py"), *(root / "net").rglob("*.py")]:
+        text = path.read_text()
+        for match in re.finditer(
+            r"(\w+Error)\((?:[^()]|\([^()]*\))*?section=\"(\d+(?:\.\d+)?)\"", text, re.S
+        ):
+            section = f"16.{match.group(2)}" if match.group(1) == "ResumeError" else match.group(2)
+            found.setdefault(section, set()).add(path.name)
+        for match in re.finditer(r"close_now\(\s*f?\"[^\"]*PROTOCOL\.md §(\d+(?:\.\d+)?)", text):
+            found.setdefault(match.group(1), set()).add(path.name)
+    return found
+
+
+def test_every_section_the_code_s_errors_cite_has_a_row() -> None:
+    """An implementer finds in §10 every kind of error the code answers bad input with."""
+    raised = _raised_sections()
+    assert len(raised) >= 20
+    in_table = {number for _, _, action, _ in ROWS for number in re.findall(r"§(\d+(?:\.\d+)?)", action)}
+    in_table |= {number for what, *_ in ROWS for number in re.findall(r"§(\d+(?:\.\d+)?)", what)}
+    missing = {section: sorted(files) for section, files in raised.items() if section not in in_table}
+    assert not missing, f"§10 has no row for errors citing {missing}"
