@@ -1524,3 +1524,22 @@ def test_the_top_level_help_shows_a_first_try_that_parses(capsys: pytest.Capture
     assert [line.split()[1] for line in tries] == ["serve", "subscribe"], out
     for line in tries:
         cli._parser().parse_args(shlex.split(line.rstrip(","))[1:])
+
+
+@pytest.mark.timeout(60)
+def test_a_websocket_handshake_the_server_answered_is_not_blamed_on_nothing_listening(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """ws:// to an RS.io server over TCP (no HTTP answer) says to use tcp://; a WebSocket server's
+    404 for another path says so, without asking whether a server listens there (one does)."""
+    pytest.importorskip("websockets")
+    with served({"x": just(b"x")}) as url:
+        status, _, err = subscribe(capsys, url.replace("tcp://", "ws://"), "x")
+        assert status == 2 and err.count("\n") == 1, err
+        assert err.endswith(
+            "(the URL: the server there does not speak WebSocket; tcp:// for RS.io over TCP)\n"
+        ), err
+    with served({"x": just(b"x")}, url="ws://127.0.0.1:0/rsio") as url:
+        status, _, err = subscribe(capsys, url.replace("/rsio", "/other"), "x")
+        assert status == 2 and err.count("\n") == 1, err
+        assert "HTTP 404" in err and "is a server listening" not in err, err

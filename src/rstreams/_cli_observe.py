@@ -85,6 +85,9 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
         return " (--token: this server asks for one)"
     if isinstance(auth, AuthRefusedError):
         return " (--token: the server refused this one)"
+    handshake = _websocket_handshake(error)
+    if handshake is not None:
+        return handshake
     while isinstance(error, BaseException):  # the error or its cause: nothing at that port or path
         if isinstance(error, ConnectionRefusedError | FileNotFoundError):
             return " (the URL: is a server listening there?)"
@@ -101,6 +104,22 @@ def _unreachable(error: BaseException) -> str:
     if cause is not None and str(error).endswith(f": {cause}"):
         return str(cause) or type(cause).__name__
     return str(error) or type(error).__name__
+
+
+def _websocket_handshake(error: object) -> str | None:
+    """The hint for a ``ws://``/``wss://`` handshake that a server answered, by the type of the
+    ``websockets`` error among the causes (the module is loaded only once a WebSocket was tried):
+    ``""`` for an HTTP status (the message names it and the path), what to change for an answer
+    that is not HTTP; ``None`` when no handshake was answered."""
+    exceptions = sys.modules.get("websockets.exceptions")
+    if exceptions is None:
+        return None
+    for cause in _causes(error):
+        if isinstance(cause, exceptions.InvalidStatus):
+            return ""
+        if isinstance(cause, exceptions.InvalidMessage):
+            return " (the URL: the server there does not speak WebSocket; tcp:// for RS.io over TCP)"
+    return None
 
 
 _NAME_MISMATCH = frozenset({62, 64})
