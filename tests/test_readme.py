@@ -426,3 +426,11 @@ def test_the_command_line_walk_through_runs() -> None:
     counter, sensors = outputs
     assert counter == ["1", "2", "3", "4", "5"]  # counter?from=1&to=6: to is excluded
     assert [json.loads(reading)["seq"] for reading in sensors] == list(range(10))  # --count 10
+
+
+def test_the_demo_publishers_defaults_are_the_code_s() -> None:
+    """README's and `rstreams serve --help`'s word on sensors/{id}'s default rate is the code's."""
+    from rstreams._cli_publishers import SENSOR_RATE
+
+    assert f"random walk, {SENSOR_RATE:g}/s by default" in " ".join(README.read_text().split())
+    assert f"(rate/s: {SENSOR_RATE:g}, 0 = as fast as asked" in cli._SERVE_DESCRIPTION

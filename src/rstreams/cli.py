@@ -439,8 +439,10 @@ def _bench(args: argparse.Namespace) -> int:
 
 _SERVE_DESCRIPTION = """\
 rstreams serve URL                  the built-in demo publishers:
-    counter?from=0&to=10&rate=5     integers from..to-1 (to: none = endless), rate/s (0 = as asked)
-    sensors/{id}?rate=10&count=100  JSON readings {"sensor","seq","ts","value"}, value a random walk
+    counter?from=0&to=10&rate=5     integers from..to-1 (from: 0, to: none = endless),
+                                    rate/s (none or 0: as fast as asked)
+    sensors/{id}?rate=10&count=100  JSON readings {"sensor","seq","ts","value"}, value a random
+                                    walk (rate/s: 10, 0 = as fast as asked; count: none = endless)
     and the channel upper           each input element upper-cased (PROTOCOL.md §21)
 rstreams serve URL --publishers my_module:PUBLISHERS   (or path/to/file.py:PUBLISHERS)
     the mapping of names or {field} patterns to Publishers or factories that
