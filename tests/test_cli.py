@@ -1543,3 +1543,46 @@ def test_a_websocket_handshake_the_server_answered_is_not_blamed_on_nothing_list
         status, _, err = subscribe(capsys, url.replace("/rsio", "/other"), "x")
         assert status == 2 and err.count("\n") == 1, err
         assert "HTTP 404" in err and "is a server listening" not in err, err
+
+
+_WITHOUT_WEBSOCKETS = """\
+import importlib.abc, sys
+class _Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] == "websockets":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, _Missing())
+from rstreams.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "ws://127.0.0.1:0"],
+        ["serve", "ws://127.0.0.1:0", "log"],
+        ["serve", "tcp://127.0.0.1:0", "log", "--web", "127.0.0.1:0"],
+        ["subscribe", "ws://127.0.0.1:1", "x"],
+        ["ping", "wss://127.0.0.1:1"],
+        ["top", "ws://127.0.0.1:1"],
+        ["publish", "ws://127.0.0.1:1", "x", "--timeout", "5"],
+    ],
+    ids=lambda argv: " ".join(argv[:3]),
+)
+def test_websockets_missing_says_which_extra_to_install(argv: list[str]) -> None:
+    """Without the websockets package, each command that would need it says what to install, in
+    one line, exit 2: no traceback."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_WEBSOCKETS, *argv],
+        input="a\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=50,
+    )
+    assert done.returncode == 2, done.stderr
+    said = done.stderr.strip().splitlines()
+    assert said[-1].startswith(f"rstreams {argv[0]}: ") and "Traceback" not in done.stderr, done.stderr
+    assert said[-1].endswith("need the websockets extra: pip install 'rstreams[websockets]')"), said

@@ -18,13 +18,23 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rstreams.net import Credentials
 
-__all__ = ["cannot_serve", "fail", "server_tls", "token_check"]
+__all__ = ["cannot_serve", "fail", "missing_extra", "server_tls", "token_check"]
 
 
 def fail(command: str, message: str, status: int = 2) -> int:
     """Print ``rstreams COMMAND: MESSAGE`` on standard error; return the exit status (2: usage, access)."""
     print(f"rstreams {command}: {message}", file=sys.stderr)
     return status
+
+
+def missing_extra(error: object) -> str:
+    """What to install, as `` (... pip install ...)``, when ``error`` or its ``__cause__`` is the
+    import of an optional dependency the commands use that is not installed; ``""`` otherwise."""
+    while isinstance(error, BaseException):
+        if isinstance(error, ImportError) and (error.name or "").partition(".")[0] == "websockets":
+            return " (ws://, wss:// and --web need the websockets extra: pip install 'rstreams[websockets]')"
+        error = error.__cause__
+    return ""
 
 
 def cannot_serve(url: str, bad: BaseException) -> str:
@@ -35,6 +45,8 @@ def cannot_serve(url: str, bad: BaseException) -> str:
     if isinstance(bad, MetricsExpositionError):
         return f"{bad.strerror} (--metrics)"
     said = f"cannot serve on {url}: {bad}"
+    if missing_extra(bad):
+        return f"{said}{missing_extra(bad)}"
     if isinstance(bad, socket.gaierror) or (isinstance(bad, OSError) and bad.errno == errno.EADDRNOTAVAIL):
         return f"{said} (the URL's host: a name or address of this machine; 0.0.0.0: every interface)"
     if url.startswith("unix://") and isinstance(bad, FileNotFoundError):

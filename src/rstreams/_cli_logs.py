@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from rstreams._cli_common import browser_facing, cannot_serve, fail, server_tls, token_check
+from rstreams._cli_common import browser_facing, cannot_serve, fail, missing_extra, server_tls, token_check
 from rstreams.errors import ReactiveStreamsError
 
 __all__ = ["LOG_OPTIONS", "add_log_options", "add_publish", "publish", "serve_log"]
@@ -124,7 +124,7 @@ def serve_log(args: argparse.Namespace) -> int:
     with _stopped_by_sigterm() as stop:  # from before the announcement: its reader may stop us
         try:
             server.start()
-        except (OSError, ValueError) as bad:
+        except (OSError, ValueError, ImportError) as bad:
             log.close()
             return fail("serve", cannot_serve(args.url, bad))
         page = None
@@ -148,8 +148,8 @@ def serve_log(args: argparse.Namespace) -> int:
             stop.wait()
         except KeyboardInterrupt:
             pass
-        except OSError as error:  # the page's address is taken
-            return fail("serve", f"cannot serve the live page on {args.web}: {error}")
+        except (OSError, ImportError) as error:  # the page's address is taken, or no websockets
+            return fail("serve", f"cannot serve the live page on {args.web}: {error}{missing_extra(error)}")
         except ValueError as bad:  # not HOST:PORT, or --web-publisher names no log served
             return fail("serve", f"{bad} (--web, --web-publisher)")
         finally:
@@ -253,6 +253,8 @@ def publish(args: argparse.Namespace) -> int:
         return fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
     except (ReactiveStreamsError, OSError) as broken:
         return fail("publish", f"connection to {args.url} ended: {broken}")
+    except ImportError as missing:  # ws:// or wss:// without the websockets extra
+        return fail("publish", f"cannot connect to {args.url}: {missing}{missing_extra(missing)}")
     except KeyboardInterrupt:
         return fail("publish", "interrupted", 130)
     print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)

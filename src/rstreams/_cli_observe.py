@@ -29,7 +29,7 @@ import time
 from collections.abc import Coroutine, Iterator
 from typing import Any, TextIO
 
-from rstreams._cli_common import fail
+from rstreams._cli_common import fail, missing_extra
 from rstreams.errors import (
     AuthenticationError,
     AuthNotOfferedError,
@@ -66,6 +66,8 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
     `` (--cafile ...)``; ``""`` for any other failure. ``certfile``: the ``--certfile``
     presented, if any (a server that refuses it does not trust it); ``server_name``: whether the
     command takes ``--server-name``."""
+    if missing_extra(error):
+        return missing_extra(error)
     tls = _tls_error(error)
     if isinstance(tls, ssl.SSLCertVerificationError) and tls.verify_code in _NAME_MISMATCH:
         other = ", or give it with --server-name NAME" if server_name else ""
@@ -231,7 +233,7 @@ def _ping(args: argparse.Namespace) -> int:
     async def run() -> int:
         try:
             conn = await _connect(args, context)
-        except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
+        except (OSError, ssl.SSLError, ValueError, TimeoutError, ImportError, ReactiveStreamsError) as bad:
             why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
             return fail("ping", f"cannot reach {args.url}: {why}")
         try:
@@ -350,7 +352,7 @@ def _top(args: argparse.Namespace) -> int:
             loop.add_signal_handler(signal.SIGTERM, quit_.set)
         try:
             conn = await _connect(args, context)
-        except (OSError, ssl.SSLError, ValueError, TimeoutError, ReactiveStreamsError) as bad:
+        except (OSError, ssl.SSLError, ValueError, TimeoutError, ImportError, ReactiveStreamsError) as bad:
             why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
             return fail("top", f"cannot reach {args.url}: {why}")
         stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
