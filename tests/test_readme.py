@@ -434,3 +434,13 @@ def test_the_demo_publishers_defaults_are_the_code_s() -> None:
 
     assert f"random walk, {SENSOR_RATE:g}/s by default" in " ".join(README.read_text().split())
     assert f"(rate/s: {SENSOR_RATE:g}, 0 = as fast as asked" in cli._SERVE_DESCRIPTION
+
+
+def test_the_extras_table_is_pyproject_s() -> None:
+    """README's table of extras names exactly the optional dependencies pyproject.toml declares."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    table = README.read_text().split("<!-- extras -->", 1)[1].split("\n\n", 1)[0]
+    listed = re.findall(r"^\| `([a-z-]+)` \|", table, re.M)
+    assert sorted(listed) == sorted(declared), (listed, sorted(declared))
