@@ -507,3 +507,27 @@ def test_every_section_the_bindings_and_docs_cite_exists() -> None:
     assert len(cited) > 100
     missing = [f"{path.relative_to(ROOT)}: §{number}" for path, number in cited if number not in SECTIONS]
     assert not missing, missing
+
+
+INVALID = json.loads((ROOT / "docs" / "protocol-vectors.json").read_text())["invalid"]
+
+
+@pytest.mark.parametrize("vector", INVALID, ids=[v["note"][:40] for v in INVALID])
+def test_an_invalid_vector_ends_the_connection_citing_its_section(vector: dict[str, Any]) -> None:
+    """docs/protocol-vectors.json's 'invalid': a connection that has read the peer's hello (and,
+    for an elementSize, answered subscriber 1) says goodbye citing the vector's section, whole
+    or fed byte by byte; the section states a rule and §10's table has a row citing it."""
+    data = bytes.fromhex(vector["hex"])
+    section = vector["section"]
+    assert section in SECTIONS
+    table = SECTIONS["10"]
+    assert re.search(rf"\| [^|\n]*§{re.escape(section)}\b[^|\n]*\|[^|\n]*\|\n", table), section
+    for chunks in ([data], [data[i : i + 1] for i in range(len(data))]):
+        core = _client_with(element_size=vector["element_size"]) if vector["element_size"] else _server()
+        closed: list[ConnectionClosed] = []
+        for chunk in chunks:
+            core.receive_data(chunk)
+            closed += [e for e in core.events_received() if isinstance(e, ConnectionClosed)]
+            if closed:
+                break
+        assert closed and closed[0].reason.endswith(f"(PROTOCOL.md §{section})"), (vector["note"], closed)
