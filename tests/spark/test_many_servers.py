@@ -20,13 +20,15 @@ import pytest
 from rstreams.replay import ReplayLog, fetch_range
 from testkit.spark import (
     SCHEMA,
+    TEST_TIMEOUT,
+    await_query,
     end_positions,
     free_port,
     read_stream,
     record,
     records,
     start_server,
-    wait_until,
+    wait_progressing,
 )
 
 pytestmark = pytest.mark.spark
@@ -36,7 +38,7 @@ def sink_rows(server: Any, log: ReplayLog) -> list[dict[str, Any]]:
     return [json.loads(item) for item in fetch_range(server.url, log.name, 0, log.end)]
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_a_pattern_over_three_servers_into_three_sink_logs_by_key(
     spark: Any, serve: Any, tmp_path: Path
 ) -> None:
@@ -67,7 +69,7 @@ def test_a_pattern_over_three_servers_into_three_sink_logs_by_key(
             .trigger(availableNow=True)
             .start()
         )
-        assert query.awaitTermination(150)
+        await_query(query, "the query over three servers to end", signs=lambda: [sink.end for sink in sinks])
         assert query.exception() is None
 
     run()
@@ -91,7 +93,7 @@ def test_a_pattern_over_three_servers_into_three_sink_logs_by_key(
     assert len({reader for log in [*sources, late] for reader in log.readers()}) == 1
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_one_of_three_servers_killed_and_the_query_restarted_loses_and_duplicates_nothing(
     spark: Any, serve: Any, tmp_path: Path
 ) -> None:
@@ -130,14 +132,16 @@ def test_one_of_three_servers_killed_and_the_query_restarted_loses_and_duplicate
 
     query = start()
     try:
-        wait_until(lambda: reached(query, 200), 150, "200 rows of each log through the query")
+        wait_progressing(lambda: reached(query, 200), "200 rows of each log through the query", query)
         filed.send_signal(signal.SIGKILL)
         filed.wait(30)
         filed = start_server(filed_url, store, lines, server_log, name="sensors/2", capacity=300)
-        wait_until(lambda: reached(query, 500), 150, "500 rows of each log after the server's restart")
+        wait_progressing(
+            lambda: reached(query, 500), "500 rows of each log after the server's restart", query
+        )
         query.stop()
         query = start()  # the query restarted from its checkpoint
-        wait_until(lambda: reached(query, per_log), 180, "every row through the restarted query")
+        wait_progressing(lambda: reached(query, per_log), "every row through the restarted query", query)
     finally:
         query.stop()
         filed.send_signal(signal.SIGKILL)

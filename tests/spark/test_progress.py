@@ -10,12 +10,12 @@ import pytest
 from rstreams.observe._families import families
 from rstreams.replay import ReplayLog
 from rstreams.spark import watch_progress
-from testkit.spark import read_stream, records, wait_until
+from testkit.spark import TEST_TIMEOUT, await_query, read_stream, records, wait_progressing
 
 pytestmark = pytest.mark.spark
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_rows_per_batch_and_lag_of_a_query_are_server_metrics(spark: Any, serve: Any, tmp_path: Path) -> None:
     """A query of 300 rows in batches of 100: the server's numbers show three batches, 300 rows,
     the last batch's 100 rows and nothing behind, under the query's name; the exposition has them."""
@@ -32,14 +32,16 @@ def test_rows_per_batch_and_lag_of_a_query_are_server_metrics(spark: Any, serve:
             .trigger(availableNow=True)
             .start()
         )
-        assert query.awaitTermination(120)
+        await_query(query, "the availableNow query of 300 rows to end")
         assert query.exception() is None
 
         def heard() -> bool:  # the listener bus delivers after the batch
             queries = server.metrics().get("spark", {}).get("queries", {})
             return bool(queries.get("counted", {}).get("rows") == 300)
 
-        wait_until(heard, 30, "the listener to hear every batch")
+        wait_progressing(
+            heard, "the listener to hear every batch", signs=lambda: server.metrics().get("spark", {})
+        )
     finally:
         spark.streams.removeListener(progress)
     numbers = server.metrics()["spark"]["queries"]["counted"]

@@ -16,7 +16,7 @@ import pytest
 from rstreams.net import Token
 from rstreams.replay import Access, ReplayLog, fetch_range
 from rstreams.spark import register
-from testkit.spark import records
+from testkit.spark import TEST_TIMEOUT, await_query, records
 from testkit.tls import TestCA, server_context
 
 pytestmark = pytest.mark.spark
@@ -71,7 +71,7 @@ def stream(spark: Any, options: dict[str, str], log: str = "nums") -> Any:
     return reader.load()
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_a_query_reads_and_writes_over_mutual_tls_with_a_token(
     spark: Any, secured: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: Any
 ) -> None:
@@ -84,7 +84,7 @@ def test_a_query_reads_and_writes_over_mutual_tls_with_a_token(
         writer = writer.option(key, value)
     writer = writer.option("checkpointLocation", str(tmp_path / "checkpoint"))
     query = writer.trigger(availableNow=True).start()
-    assert query.awaitTermination(180)
+    await_query(query, "the query over mutual TLS to end", signs=lambda: secured["out"].end)
     assert query.exception() is None
     out = secured["out"]
     rows = [json.loads(row) for row in _published(secured, out)]
@@ -109,7 +109,7 @@ def _published(secured: dict[str, Any], out: ReplayLog) -> list[bytes]:
     return fetch_range(options["url"], "out", 0, out.end, access=access)
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.parametrize(
     ("credentials", "says"),
     [
@@ -129,14 +129,14 @@ def test_a_missing_or_wrong_token_fails_the_query_at_start_naming_the_option(
         .start()
     )
     with pytest.raises(Exception, match=r"refused the credentials|authentication") as failure:
-        query.awaitTermination(120)
+        await_query(query, "the query to fail on its credentials")
     message = str(failure.value)
     assert says in message
     assert WRONG not in message and SECRET not in message
     assert not query.recentProgress or all(p["numInputRows"] == 0 for p in query.recentProgress)
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_a_log_the_principal_may_not_read_or_write_is_refused_by_name(
     spark: Any, secured: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -145,7 +145,7 @@ def test_a_log_the_principal_may_not_read_or_write_is_refused_by_name(
     query = stream(spark, options, "private").writeStream.format("memory").queryName("private_read")
     started = query.trigger(availableNow=True).start()
     with pytest.raises(Exception, match=r"unauthorized.*'private") as failure:
-        started.awaitTermination(120)
+        await_query(started, "the query of a forbidden log to fail")
     assert SECRET not in str(failure.value)
     df = spark.createDataFrame([(1, "a")], "id int, name string")
     write = df.write.format("rstreams").option("publisher", "private-out")
@@ -156,7 +156,7 @@ def test_a_log_the_principal_may_not_read_or_write_is_refused_by_name(
     assert SECRET not in str(refused.value)
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_a_token_from_the_spark_conf_serves_queries_that_set_none(
     spark: Any, secured: dict[str, Any]
 ) -> None:
@@ -177,14 +177,14 @@ def test_a_token_from_the_spark_conf_serves_queries_that_set_none(
         register(spark)
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_no_client_certificate_fails_reads_and_writes_at_once_naming_the_options(
     spark: Any, secured: dict[str, Any]
 ) -> None:
     """Without tlsCertFile and tlsKeyFile the server ends each TLS session: a read and a write fail
-    at once saying which options to set, not after the option timeout (600 s: the test's 180 s
-    would end first)."""
-    options = {**secured["options"], "token": SECRET, "timeout": "600"}
+    at once saying which options to set, not after the option timeout (3600 s: the test's hang
+    guard would end first)."""
+    options = {**secured["options"], "token": SECRET, "timeout": "3600"}
     del options["tlsCertFile"], options["tlsKeyFile"]
     says = "the server requires a client certificate: set the options tlsCertFile and tlsKeyFile"
     read = spark.read.format("rstreams").option("publisher", "nums")

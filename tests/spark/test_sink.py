@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rstreams.replay import ReplayLog, fetch_range, request_json
-from testkit.spark import read_stream, records
+from testkit.spark import TEST_TIMEOUT, await_query, read_stream, records, wait_progressing
 
 pytestmark = pytest.mark.spark
 
@@ -21,7 +21,7 @@ def published(server: Any, log: ReplayLog) -> list[dict[str, Any]]:
     return [json.loads(x) for x in fetch_range(server.url, log.name, info["first"], info["end"])]
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_stream_sink_publishes_each_batch_once_across_a_rerun(spark: Any, serve: Any, tmp_path: Path) -> None:
     """A batch re-run after its sink commit (checkpoint commit lost) is not published twice."""
     source = ReplayLog("nums", capacity=1000)
@@ -44,7 +44,7 @@ def test_stream_sink_publishes_each_batch_once_across_a_rerun(spark: Any, serve:
             .trigger(availableNow=True)
             .start()
         )
-        assert query.awaitTermination(120)
+        await_query(query, "the availableNow query into the sink log to end", signs=lambda: results.info())
         assert query.exception() is None
 
     run()
@@ -59,7 +59,7 @@ def test_stream_sink_publishes_each_batch_once_across_a_rerun(spark: Any, serve:
     assert server.sink_statistics("results") == {"published": 3, "refused": 1}
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_batch_write(spark: Any, serve: Any) -> None:
     """df.write.format("rstreams") publishes every row once."""
     results = ReplayLog("results", capacity=100, evict=True)
@@ -70,7 +70,7 @@ def test_batch_write(spark: Any, serve: Any) -> None:
     assert sorted(r["id"] for r in rows) == list(range(20)) and rows[0]["name"].startswith("n")
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_slow_reader_of_a_bounded_sink_log_holds_spark_back(spark: Any, serve: Any, tmp_path: Path) -> None:
     """A bounded sink log: Spark's commit waits for the reader; the log never holds more than its bound."""
     source = ReplayLog("nums", capacity=1000)
@@ -101,15 +101,17 @@ def test_slow_reader_of_a_bounded_sink_log_holds_spark_back(spark: Any, serve: A
         .start()
     )
     try:
-        assert query.awaitTermination(120)
-        reader.join(30)
+        await_query(query, "the query to write 300 rows past the slow reader", signs=lambda: len(got))
+        wait_progressing(
+            lambda: not reader.is_alive(), "the slow reader to read 300 rows", signs=lambda: len(got)
+        )
     finally:
         stop.set()
     assert sorted(r["seq"] for r in got) == list(range(300))
     assert results.max_held <= 100
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_a_batch_past_the_staging_bound_fails_with_what_to_change(spark: Any, serve: Any) -> None:
     """Rows beyond the server's staging_bytes: the write fails naming the bound; nothing is published."""
     results = ReplayLog("results", capacity=10_000)
@@ -125,7 +127,7 @@ def test_a_batch_past_the_staging_bound_fails_with_what_to_change(spark: Any, se
     assert results.info()["end"] == 20
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_arrow_sink_writes_batches_that_the_source_reads_back(spark: Any, serve: Any, tmp_path: Path) -> None:
     """codec arrow on the sink: Spark's Arrow writer stages IPC elements (up to 64 Ki rows each);
     reading the sink log with codec arrow gives back every row, once."""
@@ -144,7 +146,8 @@ def test_arrow_sink_writes_batches_that_the_source_reads_back(spark: Any, serve:
         .trigger(availableNow=True)
         .start()
     )
-    assert query.awaitTermination(150) and query.exception() is None
+    await_query(query, "the availableNow query into the Arrow sink log to end", signs=lambda: results.info())
+    assert query.exception() is None
     end = results.info()["end"]
     assert 3 <= end <= 6  # a few elements per micro-batch (one per task), not one per row
     back = (
@@ -160,7 +163,7 @@ def test_arrow_sink_writes_batches_that_the_source_reads_back(spark: Any, serve:
     assert server.sink_statistics("results") == {"published": 3, "refused": 0}
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_foreach_batch_publishes_a_batch_once_across_a_server_restart(
     spark: Any, serve: Any, tmp_path: Path
 ) -> None:

@@ -13,7 +13,15 @@ import pytest
 import rstreams
 from rstreams.replay import ReplayLog
 from rstreams.spark import arrow_ipc, arrow_rows
-from testkit.spark import SCHEMA, end_position, read_stream, records, wait_until
+from testkit.spark import (
+    SCHEMA,
+    TEST_TIMEOUT,
+    await_query,
+    end_position,
+    read_stream,
+    records,
+    wait_progressing,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -24,7 +32,7 @@ def full_log(name: str, items: list[bytes]) -> ReplayLog:
     return log
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_batch_read_of_a_range(spark: Any, serve: Any) -> None:
     """spark.read: the whole log, then [startingPosition, endingPosition)."""
     server = serve({"nums": full_log("nums", records(100))})
@@ -36,7 +44,7 @@ def test_batch_read_of_a_range(spark: Any, serve: Any) -> None:
     assert rows[0].sensor in {"s0", "s1", "s2"}
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_stream_available_now_in_batches_of_max_records(spark: Any, serve: Any) -> None:
     """maxRecordsPerBatch becomes ReadMaxRows; availableNow reads to the end fixed at start and stops,
     and the last batch is trimmed too (the source commits what Spark has finished)."""
@@ -49,14 +57,14 @@ def test_stream_available_now_in_batches_of_max_records(spark: Any, serve: Any) 
         .trigger(availableNow=True)
         .start()
     )
-    assert query.awaitTermination(90)
+    await_query(query, "the availableNow query to read the log's 250 rows and end")
     assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [100, 100, 50]
     got = spark.sql("select seq from available_now").collect()
     assert sorted(r.seq for r in got) == list(range(250))
     assert log.first == 250
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_spark_pace_sets_the_producer_demand(spark: Any, serve: Any) -> None:
     """A slow query: the producer never gets more than `capacity` ahead of what Spark consumed."""
     produced: list[int] = []
@@ -88,7 +96,12 @@ def test_spark_pace_sets_the_producer_demand(spark: Any, serve: Any) -> None:
         .start()
     )
     try:
-        wait_until(lambda: consumed[0] >= total or not query.isActive, 90, "all rows through the slow query")
+        wait_progressing(
+            lambda: consumed[0] >= total or not query.isActive,
+            "all rows through the slow query",
+            query,
+            signs=lambda: f"{consumed[0]} rows consumed",
+        )
     finally:
         query.stop()
     assert consumed[0] == total and sum(sizes) == total
@@ -97,7 +110,7 @@ def test_spark_pace_sets_the_producer_demand(spark: Any, serve: Any) -> None:
     assert log.max_held <= capacity
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_arrow_codec_elements_are_record_batches(spark: Any, serve: Any) -> None:
     """codec=arrow: an element is an Arrow IPC stream, cast to the schema; maxRecordsPerBatch counts rows."""
     elements = [
@@ -116,12 +129,12 @@ def test_arrow_codec_elements_are_record_batches(spark: Any, serve: Any) -> None
         .trigger(availableNow=True)
         .start()
     )
-    assert query.awaitTermination(90)
+    await_query(query, "the availableNow query to read the 50 Arrow rows and end")
     assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]] == [20, 20, 10]
     assert sorted(r.seq for r in spark.sql("select seq from arrow_codec").collect()) == list(range(50))
 
 
-@pytest.mark.timeout(150)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_two_queries_on_one_log_each_read_all_of_it(spark: Any, serve: Any) -> None:
     """Each query is its own reader: a commit of one never trims what the other still needs.
 
@@ -147,7 +160,7 @@ def test_two_queries_on_one_log_each_read_all_of_it(spark: Any, serve: Any) -> N
         return all(end_position(q) >= 400 for q in queries)
 
     try:
-        wait_until(both_done, 120, "both queries to read the whole log")
+        wait_progressing(both_done, "both queries to read the whole log", *queries)
     finally:
         for query in queries:
             query.stop()
@@ -156,7 +169,7 @@ def test_two_queries_on_one_log_each_read_all_of_it(spark: Any, serve: Any) -> N
     assert len(log.readers()) == 2 and log.max_held <= 100
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_undecodable_element_fails_the_query_naming_its_position(spark: Any, serve: Any) -> None:
     """A non-JSON element at position 7 fails the streaming query with that position."""
     items = records(10)
@@ -170,11 +183,11 @@ def test_undecodable_element_fails_the_query_naming_its_position(spark: Any, ser
         .start()
     )
     with pytest.raises(Exception, match=r"element at position 7 is not valid json") as failure:
-        query.awaitTermination(90)
+        await_query(query, "the query to fail at the undecodable element")
     assert "'bad'" in str(failure.value)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_element_not_fitting_the_schema_names_position_and_field(spark: Any, serve: Any) -> None:
     """{"seq": "abc"} at position 4 against `seq bigint`: the error names position 4 and field seq."""
     items = records(6)
@@ -185,7 +198,7 @@ def test_element_not_fitting_the_schema_names_position_and_field(spark: Any, ser
         df.option("schema", SCHEMA).load().collect()
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.parametrize("codec", ["json", "msgpack"])
 def test_codecs_decode_runs_across_packs(spark: Any, serve: Any, codec: str) -> None:
     """5,000 rows arrive as several packed wire elements per partition and are decoded in bulk; a
@@ -209,7 +222,7 @@ def test_codecs_decode_runs_across_packs(spark: Any, serve: Any, codec: str) -> 
         load("broken").collect()
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_starting_timestamp_in_a_streaming_query(spark: Any, serve: Any) -> None:
     """startingTimestamp: the query reads from the first element that arrived at that time on."""
     now = [1000.0]
@@ -225,5 +238,5 @@ def test_starting_timestamp_in_a_streaming_query(spark: Any, serve: Any) -> None
         .trigger(availableNow=True)
         .start()
     )
-    assert query.awaitTermination(90)
+    await_query(query, "the availableNow query from startingTimestamp to end")
     assert sorted(r.seq for r in spark.sql("select seq from by_time").collect()) == list(range(10, 15))

@@ -45,6 +45,92 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str) -> No
         time.sleep(0.05)
 
 
+STALL = 180.0
+"""Seconds a wait on queries goes on with no new sign of progress before it fails: far longer than
+one step of these queries takes at load 30 on two cores, so only a stall reaches it."""
+CAP = 600.0
+"""The bound of one wait however much progress it sees: a guard against a query that goes on
+moving without ever reaching what is waited for."""
+TEST_TIMEOUT = 900
+"""The hang guard (pytest-timeout) of a Spark test that waits on queries: above :data:`CAP`, so a
+wait fails first, saying what stalled; a quiet run takes seconds, one at load 30 minutes."""
+POLL = 0.2
+"""Seconds between two looks at the queries (each look is a few calls into the JVM)."""
+
+
+def progress_signs(query: Any) -> set[str]:
+    """What ``query`` has shown so far, as text: its status message and each micro-batch it
+    completed (id, rows, end offsets). A wait counts a sign it has not seen before as progress;
+    Spark's periodic reports of an idle query repeat the same signs, so they do not count."""
+    signs = {f"status {query.status['message']!r}"}
+    for progress in query.recentProgress:
+        ends = [source["endOffset"] for source in progress["sources"]]
+        signs.add(f"batch {progress['batchId']}: {progress['numInputRows']} rows, up to {ends}")
+    return signs
+
+
+def wait_progressing(
+    done: Callable[[], object],
+    what: str,
+    *queries: Any,
+    signs: Callable[[], object] | None = None,
+    stall: float = STALL,
+    cap: float = CAP,
+) -> None:
+    """Wait until ``done()`` while the ``queries`` (and ``signs()``, e.g. a sink log's end or a
+    count of rows seen) make progress; fail naming what stalled once nothing new was seen for
+    ``stall`` seconds, or after ``cap`` seconds in all. No fixed time for the work itself: on a
+    loaded machine it takes as long as it takes, as long as it moves."""
+    seen: set[str] = set()
+    last: list[str] = []
+    start = moved = time.monotonic()
+    while not done():
+        now = set()
+        for query in queries:
+            now |= {f"query {query.name or query.id}: {sign}" for sign in progress_signs(query)}
+        if signs is not None:
+            now.add(f"{signs()!r}")
+        at = time.monotonic()
+        if not now <= seen:
+            last = sorted(now - seen)
+            seen |= now
+            moved = at
+        elif at - moved > stall:
+            raise AssertionError(
+                f"stalled waiting for {what}: nothing moved for {stall:g} s; now: {_statuses(queries)};"
+                f" the last new signs of progress: {last}"
+            )
+        if at - start > cap:
+            raise AssertionError(
+                f"not done after {cap:g} s (the guard of a wait) waiting for {what}, though still"
+                f" moving; now: {_statuses(queries)}; the last new signs of progress: {last}"
+            )
+        time.sleep(POLL)
+
+
+def await_query(query: Any, what: str, *, signs: Callable[[], object] | None = None) -> None:
+    """Wait for ``query`` to end (an ``availableNow`` query, or one that fails) while it makes
+    progress (:func:`wait_progressing`); raise its failure as ``awaitTermination`` does."""
+    wait_progressing(lambda: not query.isActive, what, query, signs=signs)
+    query.awaitTermination()  # (ended: returns at once, or raises the query's exception)
+
+
+def _statuses(queries: tuple[Any, ...]) -> str:
+    """Each query's status and last completed micro-batch, for a failed wait's message."""
+    said = []
+    for query in queries:
+        batches = query.recentProgress
+        last = "none yet"
+        if batches:
+            ends = [source["endOffset"] for source in batches[-1]["sources"]]
+            last = f"{batches[-1]['batchId']} ({batches[-1]['numInputRows']} rows, up to {ends})"
+        said.append(
+            f"query {query.name or query.id}: status {query.status['message']!r}, active"
+            f" {query.isActive}, last micro-batch {last}"
+        )
+    return "; ".join(said) or "-"
+
+
 def end_position(query: Any) -> int:
     """The end offset of the query's last completed micro-batch (-1 before the first)."""
     progress = query.lastProgress
