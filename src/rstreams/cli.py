@@ -62,10 +62,23 @@ def _demo_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _importable(name: str) -> bool:
+    """Whether the module ``name`` can be imported (found, not imported)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _demo(args: argparse.Namespace) -> int:
     problem = _demo_problem(args)
     if problem is not None:
         return fail("demo", problem)
+    if not args.no_web and not _importable("websockets"):  # before Spark starts, not after
+        page = "the live page needs the websockets extra: pip install 'rstreams[websockets]'"
+        return fail("demo", f"{page} (or --no-web)")
     try:
         from rstreams.spark import JavaMissingError, check_java
     except ImportError as error:
