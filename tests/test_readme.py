@@ -444,3 +444,12 @@ def test_the_extras_table_is_pyproject_s() -> None:
     table = README.read_text().split("<!-- extras -->", 1)[1].split("\n\n", 1)[0]
     listed = re.findall(r"^\| `([a-z-]+)` \|", table, re.M)
     assert sorted(listed) == sorted(declared), (listed, sorted(declared))
+
+
+def test_what_the_limits_page_says_of_subscribe_s_idle_timeout_is_its_default() -> None:
+    """docs/security.md: `rstreams subscribe` uses the defaults but for the client's idle timeout,
+    its --timeout, whose default it states."""
+    subscribe = _subparsers(cli._parser())["subscribe"]
+    default = subscribe.get_default("timeout")
+    text = " ".join((ROOT / "docs" / "security.md").read_text().split())
+    assert f"`rstreams subscribe`'s `--timeout` ({default:g} s; 0: off)" in text
