@@ -1589,3 +1589,17 @@ def test_websockets_missing_says_which_extra_to_install(argv: list[str]) -> None
     assert "needs the websockets extra: pip install 'rstreams[websockets]'" in said[-1].replace(
         "need the", "needs the"
     ), said
+
+
+def test_publish_from_a_terminal_says_what_it_waits_for(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Standard input a terminal: one line says to type the lines and end them with Ctrl-D."""
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal(io.BytesIO(b"")))
+    assert main(["publish", f"tcp://127.0.0.1:{_closed_port()}", "out", "--timeout", "0.5"]) == 2
+    assert capsys.readouterr().err.startswith("rstreams publish: type the lines to publish, then Ctrl-D\n")

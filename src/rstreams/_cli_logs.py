@@ -228,6 +228,8 @@ def publish(args: argparse.Namespace) -> int:
     except ValueError as bad:  # AccessError too
         return fail("publish", str(bad))
     token = uuid.uuid4().hex
+    if sys.stdin.isatty():  # not a pipe or a file: say what the silence waits for
+        print("rstreams publish: type the lines to publish, then Ctrl-D", file=sys.stderr)
     lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)
     try:
         count = upload(args.url, args.name, token, lines, args.timeout, access=access)
