@@ -124,3 +124,37 @@ def test_conformance_offer_serves_every_publisher_the_suite_needs() -> None:
     assert results and all(r.outcome is Outcome.PASS for r in results), [
         (r.case.id, r.outcome, r.message) for r in results if r.outcome is not Outcome.PASS
     ]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("example", "says"),
+    [
+        (
+            "rsio_server_client",
+            [
+                "reading {'sensor': 'kitchen', 'seq': 100, 'value': 21.0}",
+                "reading {'sensor': 'kitchen', 'seq': 104, 'value': 23.0}",
+                "100000 squares, packed; the last is 9999800001",
+            ],
+        ),
+        ("rsio_subprocess", ["[0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55", "child exited with 0"]),
+    ],
+)
+def test_the_network_examples_run_as_their_docstrings_say(example: str, says: list[str]) -> None:
+    """examples/rsio_server_client.py and rsio_subprocess.py, run as the README links them."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent / "src")}
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / f"{example}.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=50,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    missing = [line for line in says if line not in done.stdout]
+    assert not missing, done.stdout
