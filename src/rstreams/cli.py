@@ -513,7 +513,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rstreams {version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
-    demo = commands.add_parser("demo", help="sensors -> RS.io -> Spark -> RS.io, with a live view")
+    demo = commands.add_parser(
+        "demo", help="sensors -> RS.io -> Spark -> RS.io, with a live view (the spark extra, Java 17+)"
+    )
     demo.add_argument("--seconds", type=float, default=30.0, help="how long to run once started (30)")
     demo.add_argument("--sensors", type=int, default=8, help="simulated sensors (8)")
     demo.add_argument("--rate", type=float, default=0.0, help="readings/s; 0 = as fast as Spark takes (0)")
@@ -626,7 +628,7 @@ def _parser() -> argparse.ArgumentParser:
     add_publish(commands)
     conformance = commands.add_parser(
         "conformance",
-        help="run the RS.io conformance suite against an endpoint (see --help after the URL)",
+        help="run the RS.io conformance suite against an endpoint (docs/conformance.md)",
         add_help=False,
     )
     conformance.add_argument(
