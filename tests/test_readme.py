@@ -5,6 +5,7 @@ size. A file moved, an option renamed or a module added without its line fails h
 from __future__ import annotations
 
 import argparse
+import ast
 import inspect
 import json
 import os
@@ -453,3 +454,28 @@ def test_what_the_limits_page_says_of_subscribe_s_idle_timeout_is_its_default() 
     default = subscribe.get_default("timeout")
     text = " ".join((ROOT / "docs" / "security.md").read_text().split())
     assert f"`rstreams subscribe`'s `--timeout` ({default:g} s; 0: off)" in text
+
+
+def test_every_operator_default_the_documents_state_is_the_code_s() -> None:
+    """`op(a, b=N)` of a Flow operator in the documents (README's table, docs/operators.md)
+    states b's default: the operator has that default."""
+    import rstreams
+
+    literal = re.compile(r"-?[0-9][0-9_.]*|None|True|False")
+    wrong, checked = [], 0
+    for doc in DOCUMENTS:
+        for name, args in re.findall(r"`([a-z_]+)\(([^()`]*=[^()`]*)\)`", doc.read_text()):
+            operator = getattr(rstreams.Flow, name, None)
+            if operator is None:
+                continue
+            parameters = inspect.signature(operator).parameters
+            for option, value in re.findall(r"([a-z_]+)=([^,]+)", args):
+                if not literal.fullmatch(value.strip()):
+                    continue
+                checked += 1
+                stated = ast.literal_eval(value.strip().replace("_", ""))
+                parameter = parameters.get(option)
+                if parameter is None or parameter.default != stated:
+                    wrong.append(f"{doc.name}: {name}({option}={value.strip()}): the code has {parameter}")
+    assert checked >= 20, checked
+    assert not wrong, wrong
