@@ -17,6 +17,7 @@ from collections import deque
 from typing import Any
 
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import report_unhandled
 
 MAX = 2**63 - 1
 
@@ -680,7 +681,12 @@ class _DelayedSubscription(Subscription):
                 else:
                     subscriber.on_complete()
                 return
-            subscriber.on_next(self.next - 1)
+            try:
+                subscriber.on_next(self.next - 1)
+            except Exception as exc:  # rule 2.13: the subscription counts as cancelled
+                self.cancel()
+                report_unhandled(exc, "DelayedPublisher: on_next raised")
+                return
 
 
 class DelayedOffByOnePublisher(DelayedPublisher):

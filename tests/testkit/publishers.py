@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
 from testkit.recording import WAIT, RecordingSubscriber
 
@@ -150,7 +151,12 @@ class _ThreadSubscription(Subscription, Generic[T]):
                 if self._error is not None:
                     break
                 self._demand = demand.sub(self._demand, 1)
-            self._subscriber.on_next(item)
+            try:
+                self._subscriber.on_next(item)
+            except Exception as exc:  # rule 2.13: the subscription counts as cancelled
+                self.cancel()
+                report_unhandled(exc, "ThreadPublisher: on_next raised")
+                return
         if self._cancelled:
             return
         error = self._error or self._publisher.failure

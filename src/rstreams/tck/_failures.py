@@ -15,6 +15,7 @@ from rstreams.errors import ReactiveStreamsError
 __all__ = [
     "CaseHung",
     "HardFailure",
+    "RaisedOnPurpose",
     "RequiredRuleViolated",
     "SkipTest",
     "StreamAbandoned",
@@ -62,6 +63,11 @@ class RequiredRuleViolated(HardFailure):
 
 class CaseHung(HardFailure):
     """A case ran past ``case_timeout``; the message says what was observed meanwhile."""
+
+
+class RaisedOnPurpose(ReactiveStreamsError):
+    """What a TCK subscriber raises from ``on_next`` to see the publisher take it as a cancel
+    (rule 2.13); it may travel back out of the ``request()`` that delivered the element."""
 
 
 class StreamAbandoned(ReactiveStreamsError):

@@ -46,7 +46,9 @@ from typing import Any, Final
 
 from rstreams.api import Publisher
 from rstreams.demand import UNBOUNDED
+from rstreams.errors import UnhandledErrorHook, set_unhandled_error_hook
 from rstreams.tck._env import TestEnvironment, env_millis
+from rstreams.tck._failures import RaisedOnPurpose
 from rstreams.tck._publisher_probes import (
     CancelInsideOnNext,
     CancelInsideOnSubscribe,
@@ -54,6 +56,7 @@ from rstreams.tck._publisher_probes import (
     FailedPublisherProbe,
     OnSubscribeFirstProbe,
     OverlappingRequester,
+    RaiseInsideOnNext,
     RecursionProbe,
     ReentrantRequester,
     SerialSignalProbe,
@@ -84,6 +87,24 @@ that needs ``on_complete`` is then skipped."""
 
 DEFAULT_GC_TIMEOUT_MS: Final = 300
 _MESSAGE_PARTS_3_9: Final = ("3.9", "non-positive subscription request", "negative subscription request")
+
+
+@contextmanager
+def _muted_raise_reports() -> Iterator[None]:
+    """While the case makes a Subscriber raise on purpose, rstreams' own report of that raise
+    (:func:`rstreams.errors.report_unhandled`, which a correct rstreams publisher calls) is
+    dropped; every other error still reaches the hook that was set."""
+    previous: list[UnhandledErrorHook] = []
+
+    def hook(error: BaseException, context: str) -> None:
+        if not isinstance(error, RaisedOnPurpose):
+            previous[0](error, context)
+
+    previous.append(set_unhandled_error_hook(hook))
+    try:
+        yield
+    finally:
+        set_unhandled_error_hook(previous[0])
 
 
 def _describe(exc: BaseException) -> str:
@@ -183,7 +204,32 @@ class PublisherVerification(Verification, abc.ABC):
         except Exception as exc:
             self.env.flop(f"rule {rule}: {what} raised {_describe(exc)}; it must return normally")
 
-    def _stops_after_cancel(self, sub: TestSubscriber[Any], where: str) -> None:
+    def _raise_inside_on_next(self) -> None:
+        """Rules 2.13 and 1.8: an ``on_next`` that raises, with unbounded demand left, stops the stream.
+
+        The publisher must consider the subscription cancelled: elements may trail, as after a
+        cancel (and a terminal signal, which is not checked), but stop. The raise may come back out of
+        the ``request()`` that delivered the element (a synchronous publisher that does not
+        catch it); one that catches it and delivers on floods, and past the runaway limit the
+        TCK stops it (the watchdog ends a flood that swallows that too).
+        """
+        elements = min(self.max_elements_from_publisher(), 2**31 - 1)
+        if elements == 0:
+            return
+        at = min(3, elements)
+        with _muted_raise_reports(), self.active_publisher(elements, completion_required=False) as publisher:
+            sub = RaiseInsideOnNext(self.env, at)
+            self.env.subscribe(publisher, sub)
+            try:
+                sub.request(UNBOUNDED)
+            except RaisedOnPurpose:
+                pass  # the Subscriber's own raise, travelling back through a synchronous request()
+            sub.raised.expect_close(
+                error_msg=lambda: f"rule 1.1: request(2**63-1) must produce {at} elements; {sub.state()}"
+            )
+            self._stops_after_cancel(sub, f"on_next #{at} raised", rule="2.13")
+
+    def _stops_after_cancel(self, sub: TestSubscriber[Any], where: str, rule: str = "3.12") -> None:
         """Rule 3.12: after ``sub`` cancelled (inside ``where``), signals may trail but must stop.
 
         Waits quiet windows until one passes without an element, for at most the default
@@ -203,10 +249,12 @@ class PublisherVerification(Verification, abc.ABC):
                 return
             seen = sub.arrived
             if time.monotonic() > deadline:
+                raised = rule == "2.13"
+                since, event = (where, "the raise") if raised else (f"cancel() inside {where}", "the cancel")
                 env.flop(
-                    f"rule 3.12: after cancel() inside {where} the publisher kept signalling:"
-                    f" {sub.after_cancel} elements arrived after the cancel within"
-                    f" {env.default_timeout * 1000:.0f} ms and more were still coming"
+                    f"rule {rule}: after {since} the publisher kept signalling: {sub.after_cancel} elements"
+                    f" arrived after {event} within {env.default_timeout * 1000:.0f} ms and more were"
+                    " still coming"
                 )
 
     def _await_progress(self, sub: SerialSignalProbe, run: str) -> None:
@@ -702,7 +750,8 @@ class PublisherVerification(Verification, abc.ABC):
         """Rule 3.12: after cancel() signals stop; in total never more than the 15 requested.
 
         Beyond the JVM TCK: a cancel made *inside* ``on_next`` or ``on_subscribe`` with
-        unbounded demand left must stop the stream too (rules 3.12 and 1.8).
+        unbounded demand left must stop the stream too (rules 3.12 and 1.8), and so must an
+        ``on_next`` that raises, which the publisher must take as a cancel (rule 2.13).
         """
         with self.active_publisher(20, completion_required=False) as publisher:
             sub = new_manual_subscriber(self.env, publisher)
@@ -723,6 +772,7 @@ class PublisherVerification(Verification, abc.ABC):
                 seen = now
         self._cancel_inside_on_next()
         self._cancel_inside_on_subscribe()
+        self._raise_inside_on_next()
 
     def _cancel_inside_on_next(self) -> None:
         """Rules 3.12 and 1.8: a cancel made inside ``on_next``, with unbounded demand left, stops the stream.

@@ -15,6 +15,7 @@ from typing import Any
 from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
 from rstreams.tck._env import Latch, TestEnvironment
+from rstreams.tck._failures import RaisedOnPurpose
 from rstreams.tck._registry import StreamAbandoned, TCKFailure
 from rstreams.tck._test_subscribers import (
     BlackholeSubscriber,
@@ -30,6 +31,7 @@ __all__ = [
     "FailedPublisherProbe",
     "OnSubscribeFirstProbe",
     "OverlappingRequester",
+    "RaiseInsideOnNext",
     "RecursionProbe",
     "ReentrantRequester",
     "SerialSignalProbe",
@@ -352,6 +354,41 @@ class CancelInsideOnNext(BlackholeSubscriber[Any]):
         if self.received == self.at and not self.cancelled.is_closed:
             self.cancelled.close()
             self.cancel()
+
+
+class RaiseInsideOnNext(BlackholeSubscriber[Any]):
+    """Rules 2.13/1.8: raises from inside on_next #``at`` with (effectively) unbounded demand left.
+
+    A Subscriber whose signal raises breaks rule 2.13, and the publisher must then consider
+    its subscription cancelled: ``raised`` closes at that moment and what arrives afterwards
+    is counted in :attr:`after_cancel`, as after a cancel. A terminal signal after the raise
+    may trail like an element (the JVM TCK lists "a cancelled subscription should not receive
+    on_error or on_complete" as untested, a SHOULD): it is noted, not checked.
+    """
+
+    def __init__(self, env: TestEnvironment, at: int) -> None:
+        super().__init__(env)
+        self.at = at
+        self.raised = Latch(env)
+
+    def on_next(self, item: Any) -> None:
+        super().on_next(item)
+        if self.received == self.at and not self.raised.is_closed:
+            self.count_as_cancelled(f"on_next #{self.at} raised", "2.13")
+            self.raised.close()
+            raise RaisedOnPurpose(f"on_next #{self.at} raised on purpose (a Subscriber breaking rule 2.13)")
+
+    def on_error(self, error: BaseException) -> None:
+        if self.raised.is_closed:
+            self._signal_arrived()  # rule 1.8 lets one terminal signal trail, like an element
+            return
+        super().on_error(error)
+
+    def on_complete(self) -> None:
+        if self.raised.is_closed:
+            self._signal_arrived()
+            return
+        super().on_complete()
 
 
 class CancelInsideOnSubscribe(BlackholeSubscriber[Any]):

@@ -108,6 +108,18 @@ STRICTER: Final[tuple[Stricter, ...]] = (
     ),
     Stricter(
         "PublisherVerification",
+        ("required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling",),
+        "2.13, 1.8",
+        "A subscriber raises from inside on_next #3 with 2**63-1 requested: the publisher must take it as a"
+        " cancel. Trailing elements may come (and the raise may travel back out of a synchronous"
+        " request()); a flow still going after the default timeout fails (rstreams' own report of that"
+        " raise, rstreams.errors.report_unhandled, is muted meanwhile). A flood that also swallows"
+        " StreamAbandoned is ended by the watchdog and, once its case is over, slowed to 20 elements a"
+        " second.",
+        "No JVM case makes a Subscriber raise, so a publisher that catches the raise and delivers on passes.",
+    ),
+    Stricter(
+        "PublisherVerification",
         ("required_spec317_must_not_signal_on_error_when_pending_above_long_max_value",),
         "3.12",
         "After the subscriber cancels inside on_next #11, the stream must stop, as above.",

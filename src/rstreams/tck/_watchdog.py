@@ -15,6 +15,9 @@ Theory of operation:
   call in far less; one blocked that long with nothing moving is deadlocked (or waits for
   something that will never come), and the case fails at once with :class:`CaseBlocked`
   instead of overrunning ``case_timeout``.
+* Once the case recorded a failure, a worker that stays inside one call into the
+  implementation for the limit (busy or not: a flood that swallows the ``StreamAbandoned``
+  the TCK raises never returns) fails the case the same way, after that failure.
 * Python cannot interrupt a thread stuck in a lock's ``acquire``: the stuck worker is a
   daemon thread and is left behind; the runner closes the case's subscribers and cancels
   them from another daemon thread (it never waits on the stuck one), and the run, or the
@@ -39,6 +42,7 @@ Theory of operation:
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import reprlib
@@ -77,7 +81,12 @@ class CaseBlocked(CaseHung):
 
 
 def _kind(frame: FrameType) -> Kind:
-    filename = frame.f_code.co_filename
+    return _kind_of_file(frame.f_code.co_filename)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kind_of_file(filename: str) -> Kind:
+    """Whose code ``filename`` is: the TCK's, the standard library's, or the implementation's."""
     if os.path.dirname(filename) == _TCK_DIR:
         return "tck"
     real = os.path.realpath(filename) if filename.startswith(os.sep) else filename
@@ -128,11 +137,15 @@ class Watchdog:
         self.step = self.limit / 5
         self._sample: tuple[object, ...] | None = None
         self._since = 0.0
+        self._busy: tuple[int, float] | None = None
 
     def check(self) -> CaseBlocked | None:
         """Sample the worker; a :class:`CaseBlocked` once it sat blocked in the implementation for
         :attr:`limit`, else None (and nothing is raised here: the runner raises it)."""
         frame = sys._current_frames().get(self.worker.ident or -1)
+        busy = self._busy_after_failure(frame)
+        if busy is not None:
+            return busy
         inner = frame
         while inner is not None and _kind(inner) == "lib":
             inner = inner.f_back
@@ -147,6 +160,32 @@ class Watchdog:
         if now - self._since < self.limit:
             return None
         return CaseBlocked(blocked_message(frames_of(frame), now - self._since))
+
+    def _busy_after_failure(self, frame: FrameType | None) -> CaseBlocked | None:
+        """Once a failure is recorded: the worker still inside the same outermost call into the
+        implementation for :attr:`limit` (a flood that swallows the StreamAbandoned the TCK raises
+        keeps it there, busy), as a failure; else None."""
+        if frame is None or not self.env.has_failure:
+            self._busy = None
+            return None
+        stack = frames_of(frame)
+        entry = next((item.frame for item in stack if item.kind == "impl"), None)
+        now = time.monotonic()
+        if entry is None:
+            self._busy = None
+            return None
+        if self._busy is None or self._busy[0] != id(entry):
+            self._busy = (id(entry), now)
+            return None
+        if now - self._busy[1] < self.limit:
+            return None
+        call = f"{entry.f_code.co_name}({_argument(entry)})"
+        return CaseBlocked(
+            f"the implementation under test did not return from {call} for"
+            f" {(now - self._busy[1]) * 1000:.0f} ms after the failure above was recorded (a stream that"
+            " swallows the StreamAbandoned the TCK raises from on_next keeps going); its thread is left"
+            f" running. The implementation's stack, outermost first:{_stack_text(_runs(stack))}"
+        )
 
 
 _REPR: Final = reprlib.Repr()

@@ -1,0 +1,145 @@
+"""Rule 2.13 on the Publisher's side: a Subscriber whose ``on_next`` raises counts as cancelled.
+
+The spec312 case makes on_next #3 raise with unbounded demand left; the publisher must stop
+(elements may trail, as after a cancel) and signal nothing more to that Subscriber. The
+publishers below are broken on purpose, each changing one thing in the correct
+:class:`SyncPublisher` (which lets the raise travel back out of ``request()``: allowed).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import nullcontext
+from typing import ClassVar
+
+import pytest
+
+from rstreams.api import Publisher, Subscription
+from rstreams.tck import PublisherVerification, StreamAbandoned, TestEnvironment
+from rstreams.tck._env import RUNAWAY_LIMIT
+from rstreams.tck._registry import run_cases
+from rstreams.tck._test_subscribers import SWALLOWED_PAUSE, TestSubscriber
+from testkit.broken_publishers import SyncPublisher, SyncSubscription
+
+SPEC312 = "required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling"
+
+
+class _SwallowsRaises(SyncSubscription):
+    """Catches what ``on_next`` raises and delivers on: the raise is lost (rule 2.13)."""
+
+    def emit(self) -> None:
+        try:
+            super().emit()
+        except Exception:
+            pass  # broken: the subscription is not considered cancelled
+
+
+class _FailsTheRaiser(SyncSubscription):
+    """Takes the raise as a cancel and hands the error to the Subscriber that raised: a terminal
+    signal may trail like an element (rule 1.8), so this passes."""
+
+    def emit(self) -> None:
+        try:
+            super().emit()
+        except Exception as exc:
+            self.fail(exc)
+
+
+class _CatchesAndStops(SyncSubscription):
+    """Correct: takes the raise as a cancel and reports it by other means."""
+
+    reported: ClassVar[list[BaseException]] = []
+
+    def emit(self) -> None:
+        try:
+            super().emit()
+        except Exception as exc:
+            self.cancel()
+            self.reported.append(exc)
+
+
+def _publisher_with(subscription: type[SyncSubscription]) -> type[SyncPublisher]:
+    class Publisher(SyncPublisher):
+        @property
+        def subscription_type(self) -> type[SyncSubscription]:
+            return subscription
+
+    return Publisher
+
+
+class PublisherOf(PublisherVerification):
+    def __init__(self, cls: type[Publisher[int]]) -> None:
+        self.cls = cls
+
+    def create_publisher(self, elements: int) -> Publisher[int]:
+        return self.cls(elements)  # type: ignore[call-arg]
+
+    def create_failed_publisher(self) -> Publisher[int] | None:
+        return None
+
+    def create_env(self) -> TestEnvironment:
+        return TestEnvironment(default_timeout=0.3, default_no_signals_timeout=0.03)
+
+
+@pytest.mark.timeout(60)  # well under case_timeout (120 s)
+@pytest.mark.parametrize(
+    ("subscription", "fragment"),
+    [
+        (
+            _SwallowsRaises,
+            "rule 2.13: 10001 elements arrived after on_next #3 raised and they kept coming",
+        ),
+    ],
+    ids=["swallows"],
+)
+def test_a_publisher_that_does_not_take_a_raise_as_a_cancel_fails_spec312(
+    subscription: type[SyncSubscription], fragment: str
+) -> None:
+    result = run_cases(PublisherOf(_publisher_with(subscription)), [SPEC312]).results[0]
+    assert result.outcome == "failed", result
+    assert result.message.startswith(fragment), result.message
+
+
+@pytest.mark.parametrize(
+    "subscription",
+    [SyncSubscription, _CatchesAndStops, _FailsTheRaiser],
+    ids=["propagates", "catches", "fails-the-raiser"],
+)
+def test_a_publisher_that_stops_after_the_raise_passes(subscription: type[SyncSubscription]) -> None:
+    """Letting the raise travel back out of request(), catching it and cancelling, or even ending the
+    stream with on_error: all pass."""
+    result = run_cases(PublisherOf(_publisher_with(subscription)), [SPEC312]).results[0]
+    assert result.outcome == "passed", result
+
+
+def test_a_closed_runaway_that_swallows_stream_abandoned_is_slowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past twice the runaway limit after its cancel, a closed subscriber sleeps before it raises."""
+    env = TestEnvironment(default_timeout=60.0)
+    sub: TestSubscriber[int] = TestSubscriber(env)
+    sub.subscription.complete(_Nothing())
+    sub.cancel()
+    sub.closed = True
+    me = threading.get_ident()
+    pauses: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        (pauses.append if threading.get_ident() == me else real_sleep)(seconds)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    for _ in range(2 * RUNAWAY_LIMIT):
+        with pytest.raises(StreamAbandoned) if sub.after_cancel >= RUNAWAY_LIMIT else nullcontext():
+            sub._element_arrived()
+    assert pauses == []
+    with pytest.raises(StreamAbandoned):
+        sub._element_arrived()
+    assert pauses == [SWALLOWED_PAUSE]
+
+
+class _Nothing(Subscription):
+    def request(self, n: int) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
