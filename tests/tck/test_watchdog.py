@@ -75,6 +75,30 @@ class WaitsInSubscribe(SyncPublisher):
         super().subscribe(subscriber)
 
 
+class LocksAroundOnSubscribe(SyncPublisher):
+    """Holds a non-reentrant lock around ``on_subscribe`` that ``request()`` takes too: a request
+    from inside ``on_subscribe`` deadlocks (rule 3.2)."""
+
+    def __init__(self, elements: int) -> None:
+        super().__init__(elements)
+        self.lock = threading.Lock()
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        with self.lock:
+            super().subscribe(subscriber)
+
+    @property
+    def subscription_type(self) -> type[SyncSubscription]:
+        publisher = self
+
+        class Locked(SyncSubscription):
+            def request(self, n: int) -> None:
+                with publisher.lock:
+                    super().request(n)
+
+        return Locked
+
+
 class _LocksWhileSignalling(SyncSubscription):
     """Holds a non-reentrant lock while it delivers: a ``request()`` from inside ``on_next``
     deadlocks (rule 3.2)."""
@@ -209,6 +233,17 @@ BLOCKING: list[tuple[Callable[[], Verification], Callable[[], Verification], str
         "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe",
         "3.2",
         ("the Subscription is blocked inside request(", "the TCK called it from inside on_next"),
+    ),
+    (
+        lambda: PublisherOf(LocksAroundOnSubscribe),
+        lambda: PublisherOf(SyncPublisher),
+        "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe",
+        "3.2",
+        (
+            "the Subscription is blocked inside request(",
+            "the TCK called it from inside on_subscribe, which the implementation was delivering from its"
+            " subscribe()",
+        ),
     ),
     (
         lambda: PublisherOf(CancelsUnderItsLockPublisher),
