@@ -346,3 +346,19 @@ def test_a_process_with_a_deadlocked_case_ends() -> None:
     assert result.returncode == 0, result.stderr
     assert "FAILED   2.1   required   required_spec201_blackbox" in result.stdout, result.stdout
     assert "rule 2.2: the Subscriber is blocked inside on_next(0)" in result.stdout, result.stdout
+
+
+class _SlowFactory(PublisherOf):
+    """Takes a second to build each publisher, as one that starts a server may."""
+
+    def create_publisher(self, elements: int) -> Publisher[int]:
+        RELEASE.wait(1.0)  # never set during the test: the full second
+        return super().create_publisher(elements)
+
+
+def test_a_factory_slow_to_build_is_not_a_deadlock() -> None:
+    """Only calls of the interfaces' methods are watched: a slow create_publisher is left alone."""
+    report = run_cases(
+        _SlowFactory(SyncPublisher), ["required_spec109_must_issue_on_subscribe_for_non_null_subscriber"]
+    )
+    assert report.results[0].outcome == "passed", report.results[0]

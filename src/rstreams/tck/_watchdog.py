@@ -10,7 +10,9 @@ Theory of operation:
   signal any of the case's subscribers saw.
 * The worker is *blocked inside the implementation* when the code it is in is not the
   TCK's (its innermost frame, once the standard library's frames are set aside, belongs to
-  the implementation under test) and none of the three samples moved for the limit: the
+  the implementation under test), the method the TCK called is one of the interfaces'
+  (``subscribe``, ``request``, ``cancel``, a signal: :data:`WATCHED`; a factory slow to
+  build a server is not a deadlock), and none of the three samples moved for the limit: the
   case's default timeout, at least :data:`MIN_BLOCKED`. A correct implementation answers a
   call in far less; one blocked that long with nothing moving is deadlocked (or waits for
   something that will never come), and the case fails at once with :class:`CaseBlocked`
@@ -67,6 +69,10 @@ the case, whatever the default timeout: a loaded machine may not schedule a thre
 milliseconds, and that is not a deadlock."""
 
 SIGNALS: Final = frozenset({"on_subscribe", "on_next", "on_error", "on_complete"})
+WATCHED: Final = SIGNALS | {"subscribe", "request", "cancel"}
+"""The methods of the interfaces: a thread blocked inside one of them is watched. One blocked in
+anything else the TCK calls (a factory such as ``create_publisher``, which may take its time to
+build a server) is left to ``case_timeout``."""
 
 _TCK_DIR: Final = os.path.dirname(__file__)
 _STDLIB: Final = tuple(
@@ -146,12 +152,10 @@ class Watchdog:
         busy = self._busy_after_failure(frame)
         if busy is not None:
             return busy
-        inner = frame
-        while inner is not None and _kind(inner) == "lib":
-            inner = inner.f_back
-        if frame is None or inner is None or _kind(inner) == "tck":
+        if _called_method(frame) not in WATCHED:
             self._sample = None
             return None
+        assert frame is not None
         sample = (id(frame), frame.f_lasti, _ticks(self.worker.native_id), self.env.latest_signal())
         now = time.monotonic()
         if sample != self._sample:
@@ -186,6 +190,20 @@ class Watchdog:
             " swallows the StreamAbandoned the TCK raises from on_next keeps going); its thread is left"
             f" running. The implementation's stack, outermost first:{_stack_text(_runs(stack))}"
         )
+
+
+def _called_method(frame: FrameType | None) -> str | None:
+    """The name of the implementation's method the TCK called last, when ``frame`` (the innermost)
+    is in the implementation's code (or the standard library's, called from it); else None."""
+    entry = None
+    while frame is not None:
+        kind = _kind(frame)
+        if kind == "tck":
+            break
+        if kind == "impl":
+            entry = frame
+        frame = frame.f_back
+    return None if entry is None else entry.f_code.co_name
 
 
 _REPR: Final = reprlib.Repr()
