@@ -1,11 +1,12 @@
 """A fast producer that cannot drown a slow consumer: the in-process pipeline.
 
-Run it with ``python examples/pipeline.py`` (or ``bash scripts/demo.sh``).
+Run it with ``python examples/pipeline.py``.
 
 * ``sensor_readings()`` is an async generator that could produce as fast as the CPU
   allows; rstreams only pulls from it what the consumer asked for.
-* ``map``/``filter``/``buffer`` shape the stream; ``flat_map`` fans out to a per-batch
-  enrichment step with bounded concurrency.
+* ``filter`` drops implausible readings (asking upstream for one more each), ``buffer``
+  cuts batches of 40, and ``concat_map`` turns each batch into one summary line per sensor,
+  batch after batch, in order.
 * ``async for`` at the end consumes slowly, with a window of 64 lines: the producer never
   runs further ahead of the lines consumed than demand reaches, i.e. the 64 lines of the
   window (16 batches), the 2 batches ``concat_map`` prefetches and the one it is splitting:
