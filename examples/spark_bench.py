@@ -96,9 +96,13 @@ def rstreams_stream(spark: Any, url: str, log: str, codec: str, per_batch: int) 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="spark_bench.py")
-    parser.add_argument("--rows", type=int, default=2_000_000, help="rows per source (arrow, ceilings)")
-    parser.add_argument("--batch-rows", type=int, default=1_000_000, help="rows per micro-batch (about)")
-    parser.add_argument("--json-rows", type=int, default=300_000, help="rows through the json codec")
+    parser.add_argument(
+        "--rows", type=int, default=2_000_000, help="rows per source (arrow, ceilings; 2000000)"
+    )
+    parser.add_argument(
+        "--batch-rows", type=int, default=1_000_000, help="rows per micro-batch (about; 1000000)"
+    )
+    parser.add_argument("--json-rows", type=int, default=300_000, help="rows through the json codec (300000)")
     parser.add_argument("--remote", action="store_true", help="serve the logs from another process")
     args = parser.parse_args(argv)
     for option, value in (

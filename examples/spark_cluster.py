@@ -173,11 +173,11 @@ def main(argv: list[str] | None = None) -> None:
         "--rows",
         type=int,
         default=300_000,
-        help="rows over the three servers (rounded down to a multiple of 3)",
+        help="rows over the three servers, rounded down to a multiple of 3 (300000)",
     )
     parser.add_argument("--demo", action="store_true", help="run the rstreams demo pipeline instead")
-    parser.add_argument("--seconds", type=float, default=30.0, help="the demo's duration")
-    parser.add_argument("--workers", type=int, default=2, help="Worker processes (1 core, 1 GiB each)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="the demo's duration in seconds (30)")
+    parser.add_argument("--workers", type=int, default=2, help="Worker processes, 1 core and 1 GiB each (2)")
     args = parser.parse_args(argv)
     bad = problem(args)
     if bad is None:
