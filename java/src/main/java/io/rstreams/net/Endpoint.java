@@ -59,9 +59,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      */
     static final Duration DEFAULT_UNREAD_TIMEOUT = Duration.ofSeconds(30);
 
-    /** Options shared by client and server ends; {@code resume} null: no session resumption. */
+    /**
+     * Options shared by client and server ends; {@code resume} null: no session resumption;
+     * {@code handshakeTimeout} (an accepting end's) null: none.
+     */
     record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
-            Credentials credentials, Predicate<Credentials> authenticator, ResumeOptions resume) {}
+            Credentials credentials, Predicate<Credentials> authenticator, ResumeOptions resume, Duration handshakeTimeout) {}
 
     /** Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports. */
     record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector) {}
@@ -98,6 +101,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private long pingCounter;
     private long lastPing = System.nanoTime();
     private ScheduledFuture<?> timer;
+    /** The accepting end's handshake deadline: the clientHello, then (auth) the authenticate settled. */
+    private ScheduledFuture<?> handshakeTimer;
+    private long helloAt;
     // extension resume (§16): null when not offered, or not active once the peer's hello came
     private Replay replay;
     private boolean resumeActive;
@@ -373,6 +379,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         if (this.ctx == null) {
             this.ctx = ctx;
             this.channel = ctx.channel();
+            Duration limit = options.handshakeTimeout();
+            if (limit != null) { // from the accept: a TLS or WebSocket handshake counts too
+                handshakeTimer = channel.eventLoop().schedule(this::handshakeExpired, limit.toNanos(), TimeUnit.NANOSECONDS);
+            }
         } // else: a new transport for this session, attached by attach() once resumed (§16.3)
     }
 
@@ -536,6 +546,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                     s.failed(f.error());
                 }
             } else if (e instanceof Event.PeerHello h) {
+                helloAt = System.nanoTime();
                 resumeNegotiated(h);
                 helloReceived(h);
             } else if (e instanceof Event.ExtensionMessage x) {
@@ -665,6 +676,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         if (expiry != null) {
             expiry.cancel(false);
         }
+        if (handshakeTimer != null) {
+            handshakeTimer.cancel(false);
+        }
         List<RemoteSubscription<?>> subs = new ArrayList<>(consuming.values());
         consuming.clear();
         for (RemoteSubscription<?> s : subs) {
@@ -688,6 +702,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         ended = true;
         if (timer != null) {
             timer.cancel(false);
+        }
+        if (handshakeTimer != null) {
+            handshakeTimer.cancel(false);
         }
         if (replay != null && replay.token != null && options.resume() != null && options.resume().sessions() != null) {
             options.resume().sessions().forget(replay.token, this);
@@ -886,6 +903,40 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             rest.release();
         }
         refillAll();
+    }
+
+    // ---- the handshake timeout (an accepting end's) ----------------------------------------
+
+    /**
+     * The handshake timeout passed (as rstreams' handshake_timeout): a peer that has not sent
+     * its clientHello is said goodbye and closed (one still in its TLS or WebSocket handshake is
+     * closed: no RS.io goes out before it); one whose credentials are not settled within the
+     * timeout of its hello, likewise (§15.3). A slow peer trickling bytes keeps the idle clock
+     * going, never this one.
+     */
+    private void handshakeExpired() {
+        handshakeTimer = null;
+        if (ended) {
+            return;
+        }
+        Duration limit = options.handshakeTimeout();
+        String seconds = String.valueOf(limit.toMillis() / 1000.0).replaceAll("\\.0$", "");
+        if (conn.state() == Connection.State.AWAITING_HELLO) {
+            if (!linkUp) {
+                channel.close();
+                return;
+            }
+            conn.abort("handshake timeout (no clientHello within " + seconds + " s)");
+            process();
+        } else if (conn.state() == Connection.State.OPEN && conn.authenticating()) {
+            long left = helloAt + limit.toNanos() - System.nanoTime();
+            if (left > 0) {
+                handshakeTimer = channel.eventLoop().schedule(this::handshakeExpired, left, TimeUnit.NANOSECONDS);
+                return;
+            }
+            conn.abort("authentication timeout (not settled within " + seconds + " s of the hello) (PROTOCOL.md §15.3)");
+            process();
+        }
     }
 
     // ---- keepalive (§14) ------------------------------------------------------------------

@@ -62,7 +62,7 @@ public final class RsioServer implements AutoCloseable {
             }
         };
         Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, null, b.authenticator,
-                b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null);
+                b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null, b.handshakeTimeout);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
         workers = new MultiThreadIoEventLoopGroup(b.resume ? 1 : b.threads, new DefaultThreadFactory("rstreams-server", true),
                 Transport.ioHandler());
@@ -150,6 +150,7 @@ public final class RsioServer implements AutoCloseable {
         private Duration keepalive = Duration.ofSeconds(15);
         private Duration idleTimeout = Duration.ofSeconds(60);
         private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;
+        private Duration handshakeTimeout = Duration.ofSeconds(10);
         private Consumer<RsioConnection> onConnection;
         private int threads = 1;
         private SSLContext tls;
@@ -247,6 +248,23 @@ public final class RsioServer implements AutoCloseable {
         /** Close a peer from which nothing arrived for this long (§14.2); null: never. Default 60 s. */
         public Builder idleTimeout(Duration timeout) {
             this.idleTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Say goodbye to a peer whose clientHello has not come this long after its connection was
+         * accepted (its TLS or WebSocket handshake included: one still in it is closed), goodbye
+         * {@code handshake timeout (no clientHello within N s)}; with {@link #authenticate}, also to
+         * one whose credentials are not settled this long after its hello, goodbye
+         * {@code authentication timeout (...) (PROTOCOL.md §15.3)}. Bytes trickled in keep the
+         * idle timeout from firing, never this one. null: no limit. Default 10 s, as rstreams'
+         * handshake_timeout.
+         */
+        public Builder handshakeTimeout(Duration timeout) {
+            if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+                throw new IllegalArgumentException("handshakeTimeout must be > 0 (null: no limit), got " + timeout);
+            }
+            this.handshakeTimeout = timeout;
             return this;
         }
 

@@ -917,6 +917,11 @@ public final class Connection {
         partialBytes = 0;
     }
 
+    /** Whether this end (a server checking credentials) still waits for the client's authenticate (§15.3). */
+    public boolean authenticating() {
+        return auth != null && auth.holding();
+    }
+
     /**
      * Ends the connection for a reason of this end's own (an idle or authentication timeout):
      * queues goodbye(reason) and closes without waiting for the answer, like after a protocol

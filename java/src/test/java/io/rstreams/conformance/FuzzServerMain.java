@@ -17,7 +17,8 @@ import java.util.logging.Logger;
  * 100 000-byte element, split into parts; {@code packed}: 8-byte elements sent packed) and the
  * conformance publishers, with the small limits of fuzz_net's server, subscribes to each client's
  * {@code up} (so it receives elements too), prints {@code serving on URL} and runs until killed.
- * With {@code --resume} it keeps sessions (§16) for 0.5 s after their transport breaks.
+ * With {@code --resume} it keeps sessions (§16) for 0.5 s after their transport breaks. A clientHello
+ * must come within 5 s (its handshake timeout), as with the JavaScript server.
  */
 public final class FuzzServerMain {
     private static final Logger IO_LOG = Logger.getLogger("io.rstreams.net"); // (held: configured below)
@@ -35,6 +36,7 @@ public final class FuzzServerMain {
                 .limits(limits)
                 .resume(args.length > 1 && args[1].equals("--resume"))
                 .sessionTimeout(Duration.ofMillis(500))
+                .handshakeTimeout(Duration.ofSeconds(5))
                 .onConnection(conn -> conn.publisher("up").subscribe(new Drain()))
                 .bind(args.length > 0 ? args[0] : "tcp://127.0.0.1:0")) {
             System.out.println("serving on " + server.url());
