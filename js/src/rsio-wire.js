@@ -147,8 +147,8 @@ export function decodeCredentials(payload, offset = 0) {
   try {
     if (offset >= payload.length) throw malformed("empty");
     const kind = payload[offset];
-    if (kind === 1) credentials = r.string();
-    else if (kind === 2) credentials = { user: r.string(), password: r.string() };
+    if (kind === 1) credentials = r.string("token");
+    else if (kind === 2) credentials = { user: r.string("user"), password: r.string("password") };
     else throw malformed(`unknown kind ${kind}`);
   } catch (error) {
     if (error === NEED_MORE) throw malformed("truncated");
@@ -239,9 +239,13 @@ class Reader {
     return got.value;
   }
 
-  number(limit, what, section = "§11") {
+  /**
+   * A varint of at most `limit`, the option `option` of `this.limits`; above it a ProtocolError
+   * (§11) names `what` it is, its value, and the option with its value, so a peer reads which limit.
+   */
+  number(limit, what, option, unit = " bytes") {
     const value = this.bigint();
-    if (value > BigInt(limit)) throw new ProtocolError(`${what} ${value} is above the limit of ${limit}`, section);
+    if (value > BigInt(limit)) throw new ProtocolError(`${what} of ${value}${unit} exceeds ${option}=${limit}`, "§11");
     return Number(value);
   }
 
@@ -261,12 +265,13 @@ class Reader {
     return data;
   }
 
-  bytesField(limit = this.limits.maxElementSize) {
-    return this.raw(this.number(limit, "byte length"));
+  /** A length-prefixed field (`what` it is, for the error) of at most maxElementSize bytes, or of `option`'s limit. */
+  bytesField(what, option = "maxElementSize") {
+    return this.raw(this.number(this.limits[option], what, option));
   }
 
-  string() {
-    const data = this.bytesField(this.limits.maxStringLength);
+  string(what) {
+    const data = this.bytesField(what, "maxStringLength");
     try {
       return strictUtf8.decode(data);
     } catch {
@@ -283,7 +288,7 @@ function hello(type, r) {
     // the connection closes on it before it asks for another frame.
     return { type, version, extensions: [] };
   }
-  const count = r.number(r.limits.maxExtensions, "extension count");
+  const count = r.number(r.limits.maxExtensions, `${type} extension count`, "maxExtensions", "");
   const ids = [];
   for (let i = 0; i < count; i++) ids.push(small(r.bigint()));
   return { type, version, extensions: ids };
@@ -296,37 +301,39 @@ function small(value) {
 const DECODERS = {
   [CODES.clientHello]: (r) => hello("clientHello", r),
   [CODES.serverHello]: (r) => hello("serverHello", r),
-  [CODES.goodbye]: (r) => ({ type: "goodbye", reason: r.string() }),
-  [CODES.subscribe]: (r) => ({ type: "subscribe", publisher: r.string(), subscriber: r.id(),
+  [CODES.goodbye]: (r) => ({ type: "goodbye", reason: r.string("goodbye reason") }),
+  [CODES.subscribe]: (r) => ({ type: "subscribe", publisher: r.string("subscribe publisher name"), subscriber: r.id(),
     initial_demand: r.bigint() }),
   [CODES.request]: (r) => ({ type: "request", subscriber: r.id(), demand: r.bigint() }),
   [CODES.cancel]: (r) => ({ type: "cancel", subscriber: r.id() }),
   [CODES.onSubscribe]: (r) => ({ type: "onSubscribe", subscriber: r.id(),
-    element_size: r.number(r.limits.maxElementSize, "elementSize") }),
+    element_size: r.number(r.limits.maxElementSize, "onSubscribe elementSize", "maxElementSize") }),
   [CODES.onNext]: (r, sizeOf) => {
     const subscriber = r.id();
     const size = sizeOf(subscriber);
-    return { type: "onNext", subscriber, element: size ? r.raw(size) : r.bytesField() };
+    return { type: "onNext", subscriber, element: size ? r.raw(size) : r.bytesField(`onNext element for subscriber ${subscriber}`) };
   },
   [CODES.onNextPacked]: (r, sizeOf) => {
     const subscriber = r.id();
     const size = sizeOf(subscriber);
     if (!size) throw new ProtocolError(`onNextPacked for subscriber ${subscriber}, whose elementSize is 0`, "§7");
-    const count = r.number(Math.floor(r.limits.maxElementSize / size), "onNextPacked count × elementSize");
+    const count = r.number(Math.floor(r.limits.maxElementSize / size),
+      `onNextPacked for subscriber ${subscriber}: a count`, `maxElementSize / elementSize ${size}`, "");
     if (count === 0) throw new ProtocolError(`onNextPacked with count 0 for subscriber ${subscriber}`, "§7");
     return { type: "onNextPacked", subscriber, count, elements: r.raw(count * size) };
   },
   [CODES.onNextPart]: (r) => ({ type: "onNextPart", subscriber: r.id(), element_id: r.id(),
-    data: r.bytesField() }),
+    data: r.bytesField("onNextPart data") }),
   [CODES.onNextLastPart]: (r) => ({ type: "onNextLastPart", subscriber: r.id(), element_id: r.id(),
-    data: r.bytesField() }),
+    data: r.bytesField("onNextLastPart data") }),
   [CODES.onComplete]: (r) => ({ type: "onComplete", subscriber: r.id() }),
-  [CODES.onError]: (r) => ({ type: "onError", subscriber: r.id(), error: r.string() }),
+  [CODES.onError]: (r) => ({ type: "onError", subscriber: r.id(), error: r.string("onError text") }),
 };
 
 /** Every extension message has one wire form, whatever the extension (§4.4): type, length, payload. */
 function decodeExtension(r) {
-  return { type: "extension", code: r.bytes[0], payload: r.bytesField(r.limits.maxStringLength) };
+  return { type: "extension", code: r.bytes[0], payload: r.bytesField(`extension message 0x${r.bytes[0].toString(16)} payload`,
+    "maxStringLength") };
 }
 
 /**
