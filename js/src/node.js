@@ -23,6 +23,10 @@ import {
 export * from "./rsio.js";
 
 const END_TIMEOUT_MS = 2000; // after our end(), how long the peer has to close its side
+// input discarded after our end() past which the socket is destroyed at once (a peer still
+// writing is reset), as rstreams' LINGER_BYTES: a peer flooding after our goodbye is not read
+// for all of END_TIMEOUT_MS
+const LINGER_BYTES = 4 * 1024 * 1024;
 
 /**
  * Open a connection: ws://, wss://, tcp://host:port, tls://host:port, unix:///path. Resolves
@@ -83,6 +87,7 @@ function openSocket(url, open, event) {
 /** A connected net.Socket (or tls.TLSSocket) as a Connection's transport. */
 export function socketTransport(socket) {
   let waiting = false;
+  let discarded = null; // bytes read after close(): null until then
   const transport = {
     onbytes: null,
     onend: null,
@@ -92,6 +97,7 @@ export function socketTransport(socket) {
     },
     close() {
       if (socket.destroyed) return;
+      discarded ??= 0;
       socket.end(); // our goodbye is written first; the peer then closes its side (§10)
       setTimeout(() => socket.destroy(), END_TIMEOUT_MS).unref();
     },
@@ -123,7 +129,13 @@ export function socketTransport(socket) {
     ended = true;
     deliver("onend");
   };
-  socket.on("data", (chunk) => deliver("onbytes", chunk));
+  socket.on("data", (chunk) => {
+    if (discarded === null) {
+      deliver("onbytes", chunk);
+    } else if ((discarded += chunk.length) > LINGER_BYTES) {
+      socket.destroy(); // §10's linger ends: the peer had enough time to read the goodbye
+    }
+  });
   socket.on("end", end); // the peer's end of input: with allowHalfOpen we may still answer (§10)
   socket.on("close", end);
   socket.on("error", () => {}); // "close" follows

@@ -4,8 +4,9 @@
 // breaks the protocol gets a goodbye naming the section.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { EventEmitter } from "node:events";
 import net from "node:net";
-import { ConnectionClosedError, connect, fromIterable, listen } from "../src/node.js";
+import { ConnectionClosedError, connect, fromIterable, listen, socketTransport } from "../src/node.js";
 import { cli, skip } from "./servers.mjs";
 import { ManualClock } from "./support.mjs";
 
@@ -98,6 +99,30 @@ test("a client that breaks the protocol gets a goodbye naming the section; close
   } finally {
     await server.close();
   }
+});
+
+test("a socket's transport discards input after close() and destroys the socket past 4 MiB (LINGER_BYTES)", () => {
+  // Before, the server read and dropped all a flooding peer could send for the whole linger
+  // (2 s): about 150 MB on loopback (tests/conformance/test_hostile_polyglot.py found it).
+  const socket = new EventEmitter();
+  Object.assign(socket, {
+    destroyed: false, writable: true, writableLength: 0, writableNeedDrain: false, ended: false,
+    write() { return true; },
+    end() { this.ended = true; },
+    destroy() { this.destroyed = true; },
+  });
+  const transport = socketTransport(socket);
+  const received = [];
+  transport.onbytes = (data) => received.push(data.length);
+  transport.start();
+  socket.emit("data", new Uint8Array(10));
+  transport.close();
+  assert.ok(socket.ended && !socket.destroyed);
+  for (let k = 0; k < 4; k++) socket.emit("data", new Uint8Array(1 << 20)); // 4 MiB: still lingering
+  assert.ok(!socket.destroyed);
+  socket.emit("data", new Uint8Array(1));
+  assert.ok(socket.destroyed, "the socket outlived 4 MiB of discarded input");
+  assert.deepEqual(received, [10]); // nothing read after close() reached the connection
 });
 
 test("listen() refuses what it cannot offer, naming it", async () => {

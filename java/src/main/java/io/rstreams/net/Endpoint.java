@@ -39,6 +39,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /** How long an endpoint that sent an error goodbye keeps reading before it closes (PROTOCOL.md §10). */
     private static final long LINGER_MILLIS = 2000;
     /**
+     * Bytes discarded while lingering past which the transport is closed at once (a peer still
+     * writing is reset), as rstreams' LINGER_BYTES: a peer flooding after our goodbye would
+     * otherwise have the I/O thread read and drop all it can send for the whole linger time.
+     */
+    static final long LINGER_BYTES = 4L << 20;
+    /**
      * Unsent bytes past which the peer is said goodbye and the transport closed: production
      * stops at the channel's high-water mark, but replies (pongs, refusals, acknowledgements) to
      * a peer that writes and never reads would otherwise pile up without bound (§6.3), as
@@ -93,6 +99,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private boolean flushQueued;
     private boolean ended;
     private boolean discarding;
+    private long discarded;
     private boolean inputEnded;
     private long refillRound;
     private RuntimeException closedError;
@@ -405,7 +412,14 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf buf = (ByteBuf) msg;
         try {
-            if (ctx != this.ctx || discarding || ended) {
+            if (ctx == this.ctx && discarding) {
+                discarded += buf.readableBytes();
+                if (discarded > LINGER_BYTES && channel.isActive()) {
+                    channel.close(); // §10's linger ends: the peer had enough time to read the goodbye
+                }
+                return;
+            }
+            if (ctx != this.ctx || ended) {
                 return; // a replaced transport, or a connection that is over
             }
             lastActivity = System.nanoTime();
