@@ -19,6 +19,9 @@ GROUPS: dict[str, str | None] = {
     "tests/spark/test_sensor_tck.py": None,
     "tests/interop/test_matrix.py": "java",
     "tests/conformance/test_fuzz_polyglot_quick.py": "java",
+    "tests/conformance/test_fuzz_polyglot_client_quick.py": "java",
+    "tests/conformance/test_hostile_polyglot.py": "java",
+    "tests/conformance/test_hostile_polyglot_client.py": "java",
 }
 """Node id prefixes and their groups; the longest prefix of a node id decides (None: no group)."""
 

@@ -1,0 +1,326 @@
+"""Fuzz the Java and JavaScript clients: any bytes, in any reads, from a server, to a real
+client process.
+
+fuzz_client.py's inputs and raw server, turned to the clients of the other bindings: one client
+process (``FuzzClientMain`` of java/'s tests, or ``fuzz/polyglot_client.mjs`` in Node) is sent
+one URL a line once it says ``ready``; for each, it connects, subscribes to ``numbers`` (demand
+1) and ``stream`` (demand 4 at a time), the JavaScript one also sends a message, and it prints
+one JSON line once every call has ended and the connection has closed. The raw server, on a loopback TCP port,
+writes the input's reads (byte 0 bit 0 prepends a serverHello listing every extension; local
+actions pause a moment, as the client is another process), reads what the client writes, ends
+its output and waits for the client to close. Invariants, for each input:
+
+* the client writes well-formed RS.io, at most one goodbye, and a goodbye of its own for a
+  violation names its PROTOCOL.md section;
+* it closes its side within ``WAIT`` of our end of input (a peer's end of input ends the
+  connection, §9.3), and its line comes within ``WAIT`` of our close: every call ended;
+* each call ended with its value or one of the binding's stream errors (``ALLOWED``), never
+  another exception;
+* the process stays alive and writes nothing to stderr (where the Java client's Netty logs an
+  exception that reached the end of its pipeline; an unhandled rejection ends the Node one).
+
+A client that died or hung is started again, so a campaign goes on past it.
+
+Run::
+
+    .venv/bin/python fuzz/fuzz_polyglot_client.py {java,js} --pure 100000 [SEED [SECONDS]]
+    .venv/bin/python fuzz/fuzz_polyglot_client.py {java,js} --replay HEX
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import functools
+import json
+import logging
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fuzz_client
+import fuzz_connection as wire_harness  # (this directory, put on the path above)
+import fuzz_net
+import fuzz_polyglot
+from fuzz_net import WAIT
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ACT_PAUSE = 0.002
+"""At an input's local action the raw server waits this long (the client answers what came)."""
+ALLOWED = {
+    "java": {"RemoteStreamException", "ConnectionClosedException"},
+    "js": {"RemoteStreamError", "ConnectionClosedError", "ProtocolError", "MessageCreditError"},
+}
+"""The errors a call may end with on bad input, by the name of their class (the JavaScript
+ProtocolError's message names its section: checked)."""
+NOT_ELEMENT = "completed without an element"
+"""How the JavaScript request() says an answer had no element (a RangeError, like Python's LookupError)."""
+NOT_OFFERED = "the peer does not offer extension"
+"""How the JavaScript send() and channel() say the server's hello lacks their extension (a plain
+Error naming §20.1 or §21.1; Python's LocalProtocolError)."""
+
+
+def allowed(mode: str, name: str, message: str) -> bool:
+    """Whether a call of ``mode``'s client may end with this error on bad input."""
+    if mode == "js" and name == "RangeError":
+        return NOT_ELEMENT in message
+    if mode == "js" and name == "Error":
+        return message.startswith(NOT_OFFERED) and "(PROTOCOL.md §" in message
+    return name in ALLOWED[mode]
+
+
+def unavailable(mode: str) -> str | None:
+    """Why ``mode``'s client cannot run here (None: it can)."""
+    return fuzz_polyglot.unavailable(mode)
+
+
+def client_command(mode: str) -> list[str]:
+    """The command that starts ``mode``'s client (Maven compiles java/ once per process)."""
+    return list(_command(mode))
+
+
+@functools.cache
+def _command(mode: str) -> tuple[str, ...]:
+    if mode == "java":
+        return ("java", "-cp", fuzz_polyglot.java_classpath(), "io.rstreams.conformance.FuzzClientMain")
+    return ("node", str(HERE / "polyglot_client.mjs"))
+
+
+class ClientTarget:
+    """One client process of ``mode``, fed a URL per input; its failures per input."""
+
+    def __init__(self, mode: str, command: list[str]) -> None:
+        self.mode = mode
+        self.command = command
+        self.restarts = 0
+        self.failures: list[tuple[str, str]] = []
+        self.outcomes: collections.Counter[str] = collections.Counter()
+        """How the calls ended, by error and message (numbers left out): a campaign's reach."""
+
+    async def start(self) -> None:
+        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+        self.seen = 0
+        self.process = await asyncio.create_subprocess_exec(
+            *self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, cwd=ROOT
+        )
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), fuzz_polyglot.STARTUP)
+        if line != b"ready\n":
+            raise RuntimeError(f"{self.command[0]} client did not start: {line!r}, {self.logged()!r}")
+        self.logged()  # (what it wrote while starting is not a failure)
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                await asyncio.wait_for(self.process.wait(), WAIT)
+            except TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+        self.stderr.close()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> Any:
+        await self.start()
+        try:
+            yield self
+        finally:
+            await self.stop()
+
+    async def recover(self) -> None:
+        """After a failed input: a dead or hung client is started again."""
+        if self.process.returncode is None and not self.hung:
+            return
+        self.restarts += 1
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        self.stderr.close()
+        await self.start()
+
+    def logged(self) -> str:
+        self.stderr.seek(self.seen)
+        text = self.stderr.read()
+        self.seen += len(text)
+        return text.decode(errors="replace")
+
+    def _record(self, what: str, detail: object) -> None:
+        self.failures.append((what, str(detail)))
+
+    async def run(self, data: bytes) -> list[tuple[str, str]]:
+        """One input: a raw server for it, the client's line for it, the checks."""
+        self.failures = []
+        self.hung = False
+        head, _, chunks = wire_harness.parse_input(data) if data else (0, 0, [])
+        if head & 1:
+            chunks.insert(0, fuzz_client.HELLO)
+        connected = asyncio.Event()
+        served: list[asyncio.Task[None]] = []
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if connected.is_set():
+                self._record("invariant", "the client connected twice")
+                writer.close()
+                return
+            connected.set()
+            served.append(asyncio.current_task())  # type: ignore[arg-type]  # (a connection handler's task)
+            await self.converse(reader, writer, chunks)
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        try:
+            port = server.sockets[0].getsockname()[1]
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write(f"tcp://127.0.0.1:{port}\n".encode())
+            await self.process.stdin.drain()
+            line_read = asyncio.ensure_future(self.process.stdout.readline())
+            try:
+                await asyncio.wait_for(connected.wait(), WAIT)
+                await asyncio.wait_for(asyncio.shield(served[0]), WAIT * 3)
+                line = await asyncio.wait_for(line_read, WAIT)
+            except TimeoutError:
+                line_read.cancel()
+                self.hung = True
+                self._record("hang", "the client's calls did not end within their bound after our close")
+            else:
+                self.check_line(line)
+        finally:
+            for task in served:
+                task.cancel()
+            server.close()
+            await server.wait_closed()
+        await asyncio.sleep(0.01)  # (what the client logs about this input reaches stderr)
+        if (
+            self.process.stdout is not None and self.process.stdout.at_eof()
+        ):  # (it exits: wait for its status)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.process.wait(), WAIT)
+        if logged := self.logged():
+            self._record("the client logged", logged[-2000:])
+        if self.process.returncode is not None:
+            self._record("crash", f"the client exited with status {self.process.returncode}")
+        return self.failures
+
+    async def converse(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, chunks: list[wire_harness.Chunk]
+    ) -> None:
+        """Write ``chunks`` one turn apart, end our output, wait for the client's end, close."""
+        peer = fuzz_net._Peer(reader)
+        peer.answering = fuzz_net._says_goodbye(chunks)
+        peer.go.set()
+        reading = asyncio.create_task(peer.read_all())
+        try:
+            for chunk in chunks:
+                if reading.done():
+                    break
+                if chunk == wire_harness.ACT:
+                    await asyncio.sleep(ACT_PAUSE)
+                    continue
+                if chunk == wire_harness.EOF:
+                    break
+                assert isinstance(chunk, bytes)
+                writer.write(chunk)
+                await asyncio.wait_for(writer.drain(), WAIT)
+                await asyncio.sleep(0)
+            if not reading.done():
+                writer.write_eof()
+            await asyncio.wait({reading}, timeout=WAIT)
+            if not reading.done():
+                self._record(
+                    "hang", "the client did not close within its bound after our end of input (§9.3)"
+                )
+        except TimeoutError:
+            self._record("hang", "the client did not read its input")
+        except OSError:
+            pass  # the client closed first
+        finally:
+            writer.close()
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+        try:
+            peer.cut = True  # (we may stop reading inside a frame)
+            peer.check()
+        except AssertionError as error:
+            self._record("invariant", str(error).replace("the server", "the client"))
+
+    def check_line(self, line: bytes) -> None:
+        if not line:
+            self._record("crash", "the client's output ended")
+            return
+        report = json.loads(line)
+        calls = report.get("calls", [])
+        if "connect" in report:
+            self._record("invariant", f"connect failed: {report['connect']}")
+        for outcome in calls:
+            if outcome.get("ok"):
+                continue
+            name, message = outcome["name"], outcome["message"]
+            self.outcomes[re.sub(r"\d+", "N", f"{name}: {message}")[:120]] += 1
+            if not allowed(self.mode, name, message):
+                self._record("crash", f"a call ended with {name}: {message}")
+            elif name == "ProtocolError" and "PROTOCOL.md §" not in message:
+                self._record("unhelpful error", f"{name}: {message} names no section")
+        for reported in report.get("reported", []):
+            if reported["name"] not in ALLOWED[self.mode] and "PROTOCOL.md §" not in reported["message"]:
+                self._record("reported", f"{reported['name']}: {reported['message']}")
+
+
+async def campaign(mode: str, runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
+    """``runs`` inputs (or as many as ``seconds`` allow) against one client process of ``mode``."""
+    command = await asyncio.to_thread(client_command, mode)
+    target = ClientTarget(mode, command)
+    async with target.running():
+        ran, failed = await fuzz_net.pure_loop(
+            runs, seed, seconds, fuzz_client._seeds(), target.run, target.recover
+        )
+    if target.restarts:
+        print(f"the client was started again {target.restarts} times")
+    print(f"how calls ended: {len(target.outcomes)} ways, the most frequent:")
+    for way, count in target.outcomes.most_common(25):
+        print(f"{count:8} {way}")
+    return ran, failed
+
+
+async def replay(mode: str, *inputs: bytes) -> list[tuple[str, str]]:
+    """``inputs``, one after the other, against one fresh client of ``mode``: their failures."""
+    command = await asyncio.to_thread(client_command, mode)
+    failures: list[tuple[str, str]] = []
+    target = ClientTarget(mode, command)
+    async with target.running():
+        for data in inputs:
+            found = await target.run(data)
+            failures += [(what, f"{detail}, input {data.hex()}") for what, detail in found]
+            if found:
+                await target.recover()
+    return failures
+
+
+def main() -> None:
+    """``MODE --pure N [SEED [SECONDS]]``: a campaign; ``MODE --replay HEX``: one input."""
+    logging.getLogger("rstreams").setLevel(logging.ERROR)
+    modes = ("java", "js")
+    if len(sys.argv) < 2 or sys.argv[1] not in modes:
+        sys.exit("usage: fuzz_polyglot_client.py {java,js} --pure N [SEED [SECONDS]] | --replay HEX")
+    mode = sys.argv.pop(1)
+    if why := unavailable(mode):
+        sys.exit(why)
+
+    async def run_campaign(runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
+        return await campaign(mode, runs, seed, seconds)
+
+    async def run_replay(data: bytes) -> list[tuple[str, str]]:
+        return await replay(mode, data)
+
+    fuzz_net.command_line(run_campaign, run_replay)
+
+
+if __name__ == "__main__":
+    main()
