@@ -1365,7 +1365,7 @@ def test_a_failed_demo_is_one_line_exit_1(
     import rstreams.spark._demo
 
     def failing(**options: Any) -> dict[str, Any]:
-        raise RuntimeError(
+        raise rstreams.spark.DemoQueryError(
             "the Spark query failed: Python worker failed to connect back.\n=== Streaming Query ==="
         )
 
@@ -1375,7 +1375,7 @@ def test_a_failed_demo_is_one_line_exit_1(
     out, err = capsys.readouterr()
     assert out == "Java 17 found\n"
     assert err == (
-        "rstreams demo: RuntimeError: the Spark query failed: Python worker failed to connect back. "
+        "rstreams demo: DemoQueryError: the Spark query failed: Python worker failed to connect back. "
         "(Spark's log, if named above, has more)\n"
     )
 

@@ -94,6 +94,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("StagingFullError", RuntimeError),
         ("ElementError", ValueError),
         ("JavaMissingError", RuntimeError),
+        ("DemoQueryError", RuntimeError),
         ("PublishersSpecError", ValueError),
         ("UnknownPublisherError", LookupError),
         ("InvalidDemandError", ValueError),

@@ -32,7 +32,7 @@
     │           ServerUnavailableError (ConnectionError), AccessDeniedError (PermissionError)
     │           └── TLSHandshakeError        the TLS handshake failed (not the credentials)
     │               └── CertificateRefusedError  the server refused the client certificate (or none)
-    ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError)
+    ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError), DemoQueryError (RuntimeError)
     ├── tck: TCKFailure (AssertionError), SkipTest (unittest.SkipTest), InjectedError
     └── cli: PublishersSpecError (ValueError); conformance: CaseFailure (AssertionError)
 

@@ -45,6 +45,7 @@ from rstreams.spark import _requires  # noqa: F401 - first: fails with what to i
 from rstreams.spark._codecs import ElementError as ElementError
 from rstreams.spark._codecs import arrow_ipc as arrow_ipc
 from rstreams.spark._codecs import arrow_rows as arrow_rows
+from rstreams.spark._demo import DemoQueryError as DemoQueryError
 from rstreams.spark._java import JavaMissingError as JavaMissingError
 from rstreams.spark._java import check_java as check_java
 from rstreams.spark._options import CONF_PREFIX
@@ -53,6 +54,7 @@ from rstreams.spark._progress import watch_progress as watch_progress
 from rstreams.spark._source import RStreamsDataSource as RStreamsDataSource
 
 __all__ = [
+    "DemoQueryError",
     "ElementError",
     "JavaMissingError",
     "RStreamsDataSource",

@@ -41,17 +41,25 @@ from typing import Any, TextIO
 
 from rstreams import demand
 from rstreams.api import Subscriber, Subscription
+from rstreams.errors import ReactiveStreamsError
 from rstreams.flow._flow import Flow
 from rstreams.flow._threaded import ThreadedSubscription
 from rstreams.replay import ReplayLog, ReplayServer
 from rstreams.rules import check_subscriber
 from rstreams.spark._demo_view import DemoView, Tick, window_lines
 
-__all__ = ["SensorSource", "run_demo"]
+__all__ = ["DemoQueryError", "SensorSource", "run_demo"]
 
 SCHEMA = "sensor string, ts timestamp, value double"
 FIRST_BATCH_TIMEOUT = 180.0
 """Seconds to wait for the first micro-batch (cold Python workers on a slow machine)."""
+
+
+class DemoQueryError(ReactiveStreamsError, RuntimeError):
+    """The demo's Spark query failed (the message has Spark's reason), or finished no micro-batch
+    within :data:`FIRST_BATCH_TIMEOUT` seconds of its start. :func:`run_demo` raises it once it
+    has stopped the query, the session, the page and the server; Spark's log (``OUT/spark.log``
+    when the demo started the session) has the rest."""
 
 
 class SensorSource(Flow[bytes]):
@@ -308,6 +316,10 @@ def run_demo(
     session, the page and the server are stopped, the windows published so far saved (or a
     line says nothing was), and the figures' ``stopped`` is the signal's number (``None``
     when the demo ran its course). A second signal ends the process at once.
+
+    Raises:
+        DemoQueryError: the Spark query failed, or ran no micro-batch in time (everything
+            stopped first, as above; nothing saved).
     """
 
     def say(text: str) -> None:
@@ -525,7 +537,10 @@ def _watch(
     waited = time.monotonic()
     while query.isActive and not any(p["numInputRows"] for p in query.recentProgress):
         if time.monotonic() - waited > FIRST_BATCH_TIMEOUT:
-            raise RuntimeError(f"no micro-batch finished within {FIRST_BATCH_TIMEOUT} s")
+            raise DemoQueryError(
+                f"no micro-batch finished within {FIRST_BATCH_TIMEOUT:.0f} s of the query's start "
+                "(FIRST_BATCH_TIMEOUT): Spark's Python workers did not start, or ran no batch"
+            )
         check()
         time.sleep(0.2)
     first = time.monotonic() - waited
@@ -569,7 +584,7 @@ def _watch(
         check()
         time.sleep(0.2)
     if query.exception() is not None:
-        raise RuntimeError(f"the Spark query failed: {query.exception()}")
+        raise DemoQueryError(f"the Spark query failed: {query.exception()}")
     elapsed = time.monotonic() - started
     rows = sum(rows for rows, _ in batches)
     latencies = [took for _, took in batches]
