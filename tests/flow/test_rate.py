@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from rstreams.errors import InvalidDemandError, OverflowStrategyError
+from rstreams.errors import InvalidDemandError, LoopClosedError, OverflowStrategyError
 from testkit.publishers import ManualPublisher, drive
 from testkit.recording import WAIT, RecordingSubscriber
 from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
@@ -161,12 +161,17 @@ def test_subscribe_on_subscribes_on_the_executors_thread() -> None:
 
 
 def test_subscribe_on_a_shut_down_executor_signals_an_error() -> None:
-    """Rule 1.9 then 1.4: on_subscribe, then on_error naming subscribe_on."""
+    """Rule 1.9 then 1.4: on_subscribe, then on_error(LoopClosedError) naming subscribe_on (still
+    a RuntimeError), the executor's own error as its cause; so for a closed loop."""
     pool = concurrent.futures.ThreadPoolExecutor(1)
     pool.shutdown()
-    s = _subscribe(rstreams.range(0, 3).subscribe_on(pool))
-    assert s.signals[0] == "on_subscribe" and isinstance(s.error, RuntimeError)
-    assert "subscribe_on" in str(s.error)
+    loop = asyncio.new_event_loop()
+    loop.close()
+    for target in (pool, loop):
+        s = _subscribe(rstreams.range(0, 3).subscribe_on(target))
+        assert s.signals[0] == "on_subscribe" and isinstance(s.error, LoopClosedError)
+        assert isinstance(s.error.__cause__, RuntimeError)
+        assert str(s.error).startswith(f"subscribe_on: cannot use {target!r}, it is closed or shut down: ")
 
 
 def test_publish_on_is_observe_on() -> None:

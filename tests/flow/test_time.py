@@ -11,7 +11,7 @@ import pytest
 
 from rstreams.api import Subscription
 from rstreams.demand import UNBOUNDED
-from rstreams.errors import InvalidDemandError, NoEventLoopError, OverflowStrategyError
+from rstreams.errors import InvalidDemandError, LoopClosedError, NoEventLoopError, OverflowStrategyError
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import interval, timer
 from rstreams.flow._push import OverflowStrategy
@@ -247,6 +247,20 @@ async def test_interval_and_timer_on_a_real_loop() -> None:
     timer(0.001).subscribe(t)
     await t.until(lambda: t.done)
     assert t.items == [0] and t.completed
+
+
+@pytest.mark.parametrize("clock", ["interval", "timer"])
+def test_a_clock_on_a_closed_loop_fails_with_loop_closed_error(clock: str) -> None:
+    """A clock whose loop= is closed can never tick: on_subscribe, then LoopClosedError (still a
+    RuntimeError) naming interval/timer, the loop's own error as its cause, rather than silence."""
+    loop = asyncio.new_event_loop()
+    loop.close()
+    flow = interval(1.0, loop=loop) if clock == "interval" else timer(1.0, loop=loop)
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=1)
+    flow.subscribe(s)
+    assert isinstance(s.error, LoopClosedError) and isinstance(s.error.__cause__, RuntimeError)
+    assert str(s.error).startswith("interval/timer: its event loop is closed, the clock can never tick")
+    assert s.items == []
 
 
 @pytest.mark.timeout(20)

@@ -429,7 +429,8 @@ class Flow(Publisher[T], abc.ABC):
 
     def subscribe_on(self, target: asyncio.AbstractEventLoop | concurrent.futures.Executor) -> Flow[T]:
         """Subscribe to this Flow on an asyncio loop or an executor's thread (whatever the
-        source does in ``subscribe`` runs there); signals then come from wherever it sends them."""
+        source does in ``subscribe`` runs there); signals then come from wherever it sends them.
+        A target closed or shut down: ``on_subscribe``, then ``on_error(LoopClosedError)``."""
         return _Wrapped(SubscribeOnFlow(_unwrap(self), target))
 
     def publish_on(

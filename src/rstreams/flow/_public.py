@@ -193,7 +193,8 @@ def interval(
 
     The first tick comes ``initial_delay`` seconds (default: ``period``) after
     ``subscribe``. Without ``loop=``, the loop running at ``subscribe`` is used; with none,
-    the subscriber gets ``on_subscribe`` then ``on_error(NoEventLoopError)`` (a ``RuntimeError``).
+    the subscriber gets ``on_subscribe`` then ``on_error(NoEventLoopError)`` (a ``RuntimeError``);
+    with a ``loop`` that is closed, ``on_error(LoopClosedError)`` (one too).
     A tick without demand is handled by ``overflow`` (default ``ERROR``: the stream fails, rule 1.1).
     Each subscription has its own clock.
 

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.demand import accept_subscription
+from rstreams.errors import LoopClosedError
 from rstreams.flow._async_source import on_loop_thread
 from rstreams.flow._drain import DrainLoop, check_prefetch
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
@@ -268,8 +269,10 @@ class SubscribeOnFlow(OperatorFlow[T, T]):
             else:
                 target.call_soon_threadsafe(self.source.subscribe, inner)
         except RuntimeError as exc:  # shut down or closed: it can never subscribe (rule 1.9, then 1.4)
+            closed = LoopClosedError(f"subscribe_on: cannot use {target!r}, it is closed or shut down: {exc}")
+            closed.__cause__ = exc
             subscriber.on_subscribe(_Nothing())
-            subscriber.on_error(RuntimeError(f"subscribe_on: cannot use {target!r}: {exc}"))
+            subscriber.on_error(closed)
 
     def subscriber(self, downstream: Subscriber[T]) -> Subscriber[T]:
         return _PassThrough(downstream)

@@ -26,6 +26,7 @@ import asyncio
 from typing import Any
 
 from rstreams.api import Publisher, Subscriber
+from rstreams.errors import LoopClosedError
 from rstreams.flow._async_source import check_loop, on_loop_thread, resolve_loop
 from rstreams.flow._push import BufferedSubscription, OverflowStrategy, resolve_capacity
 from rstreams.rules import check_subscriber
@@ -105,7 +106,11 @@ class _Clock:
             self._loop.call_soon_threadsafe(self._schedule)
         except RuntimeError as exc:  # the loop is closed: the clock can never tick
             if self.subscription is not None:
-                self.subscription.finish(RuntimeError(f"interval/timer: cannot use the event loop: {exc}"))
+                closed = LoopClosedError(
+                    f"interval/timer: its event loop is closed, the clock can never tick: {exc}"
+                )
+                closed.__cause__ = exc
+                self.subscription.finish(closed)
 
     def _schedule(self) -> None:
         if self._stopped:
