@@ -110,11 +110,15 @@ def test_break_cancels_at_once() -> None:
 
 @pytest.mark.timeout(10)
 def test_timeout_raises_and_cancels() -> None:
-    """No element within ``timeout``: TimeoutError naming it, and the subscription is cancelled."""
+    """No element within ``timeout``: StreamTimeoutError (a TimeoutError) naming it, and the
+    subscription is cancelled."""
     publisher = ManualPublisher()
     iterator = iter_blocking(publisher, timeout=0.05)
-    with pytest.raises(TimeoutError, match=r"timeout=0\.05"):
+    with pytest.raises(
+        rstreams.StreamTimeoutError, match=r"^iter_blocking: .* within timeout=0\.05"
+    ) as raised:
         next(iterator)
+    assert raised.value.seconds == 0.05
     assert publisher.cancelled.is_set()
 
 

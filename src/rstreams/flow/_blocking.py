@@ -28,6 +28,7 @@ from typing import Generic, TypeVar
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.flow._sinks import check_publisher, check_window
+from rstreams.flow._timeops import StreamTimeoutError
 from rstreams.rules import check_error
 
 __all__ = ["iter_blocking"]
@@ -96,7 +97,7 @@ class _Receiver(Subscriber[T], Generic[T]):
             self.cond.notify()
 
     def wait(self, timeout: float | None) -> None:
-        """Block until an element or a terminal signal is there; ``TimeoutError`` otherwise."""
+        """Block until an element or a terminal signal is there; ``StreamTimeoutError`` otherwise."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.cond:
             self.waiting = True
@@ -104,9 +105,10 @@ class _Receiver(Subscriber[T], Generic[T]):
                 while not self.buffer and self.terminal is None:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
-                        raise TimeoutError(
+                        raise StreamTimeoutError(
                             f"iter_blocking: no element or terminal signal within timeout={timeout}s; "
-                            "the subscription was cancelled"
+                            "the subscription was cancelled",
+                            timeout or 0.0,  # (not None: there is a deadline)
                         )
                     self.cond.wait(remaining)
             finally:
@@ -157,7 +159,8 @@ def iter_blocking(publisher: Publisher[T], *, window: int = 256, timeout: float 
     """``publisher`` as a blocking iterator keeping at most ``window`` elements outstanding.
 
     Subscribes on the first ``next()``. Each ``next()`` blocks until an element arrives;
-    after ``timeout`` seconds without one it raises :class:`TimeoutError` (and cancels).
+    after ``timeout`` seconds without one it raises :class:`~rstreams.StreamTimeoutError` (a
+    ``TimeoutError``) and cancels.
     The stream's error is raised from ``next()``. Closing the iterator, or leaving a
     ``for`` loop over it early, cancels the subscription (rule 3.5).
 

@@ -51,7 +51,8 @@ R = TypeVar("R")
 
 
 class StreamTimeoutError(ReactiveStreamsError, TimeoutError):
-    """``timeout``: no element (or no end) in time. ``seconds`` is the limit that passed."""
+    """``timeout``: no element (or no end) in time; ``iter_blocking(timeout=)``: no element or end
+    within it. ``seconds`` is the limit that passed."""
 
     def __init__(self, message: str, seconds: float) -> None:
         super().__init__(message)
