@@ -113,6 +113,8 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("LogLookupError", LookupError),
         ("LogEndedError", RuntimeError),
         ("ServerNotRunningError", RuntimeError),
+        ("ReplayTimeoutError", TimeoutError),
+        ("StreamTimeoutError", TimeoutError),
         ("TextMessageError", ValueError),
         ("ElementSizeError", ValueError),
     ],
@@ -211,9 +213,13 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
     assert {"AlreadySubscribedError", "NoEventLoopError", "LoopClosedError", "RuleViolationError"} <= set(
         errors.__all__
     )
-    assert {"LogRequestError", "LogLookupError", "LogEndedError", "ServerNotRunningError"} <= set(
-        replay.__all__
-    )
+    assert {
+        "LogRequestError",
+        "LogLookupError",
+        "LogEndedError",
+        "ServerNotRunningError",
+        "ReplayTimeoutError",
+    } <= set(replay.__all__)
 
 
 def test_a_text_websocket_message_is_a_frame_error_exported_by_net() -> None:

@@ -28,7 +28,7 @@
     │            StatsIntervalError (ValueError)
     ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError),
     │           LogRequestError (ValueError), LogLookupError (LookupError), LogEndedError (RuntimeError),
-    │           ServerNotRunningError (RuntimeError),
+    │           ServerNotRunningError (RuntimeError), ReplayTimeoutError (TimeoutError),
     │           ServerUnavailableError (ConnectionError), AccessDeniedError (PermissionError)
     │           └── TLSHandshakeError        the TLS handshake failed (not the credentials)
     │               └── CertificateRefusedError  the server refused the client certificate (or none)

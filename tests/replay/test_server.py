@@ -29,6 +29,7 @@ from rstreams.replay import (
     RemoteLogError,
     ReplayLog,
     ReplayServer,
+    ReplayTimeoutError,
     ServerNotRunningError,
     ServerUnavailableError,
     TLSHandshakeError,
@@ -157,6 +158,26 @@ def test_a_range_past_the_end_of_a_completed_log_is_log_ended_error(serve: Any) 
     ) as ended:
         fetch_range(server.url, "nums", 0, 5, timeout=20)
     assert isinstance(ended.value, RuntimeError)
+
+
+def test_what_does_not_come_within_the_timeout_is_a_replay_timeout_error(serve: Any) -> None:
+    """A server that is there but does not answer in time (a count of an upload never made, a
+    range past what the producer has made so far) is a ReplayTimeoutError (a TimeoutError) naming
+    the server and what it did not send; it was a TimeoutError without a message."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"0", b"1"])
+    server = serve({"nums": log}, sinks={"out": ReplayLog("out", capacity=10)})
+    with pytest.raises(ReplayTimeoutError) as silent:
+        request_json(server.url, "out?staged=never", timeout=1)
+    assert isinstance(silent.value, TimeoutError)
+    assert (
+        str(silent.value) == f"replay server {server.url} did not answer within timeout=1 s (it was reached)"
+    )
+    with pytest.raises(ReplayTimeoutError) as short:
+        fetch_range(server.url, "nums", 0, 5, timeout=1)
+    assert str(short.value) == (
+        f"replay log 'nums' at {server.url}: positions [0, 5) did not arrive within the timeout (2 did)"
+    )
 
 
 def test_readers_over_rs_io(serve: Any) -> None:

@@ -26,6 +26,7 @@ from rstreams.replay._client import AccessDeniedError as AccessDeniedError
 from rstreams.replay._client import CertificateRefusedError as CertificateRefusedError
 from rstreams.replay._client import LogEndedError as LogEndedError
 from rstreams.replay._client import RemoteLogError as RemoteLogError
+from rstreams.replay._client import ReplayTimeoutError as ReplayTimeoutError
 from rstreams.replay._client import ServerUnavailableError as ServerUnavailableError
 from rstreams.replay._client import TLSHandshakeError as TLSHandshakeError
 from rstreams.replay._client import fetch_range as fetch_range
@@ -64,6 +65,7 @@ __all__ = [
     "RemoteLogError",
     "ReplayLog",
     "ReplayServer",
+    "ReplayTimeoutError",
     "ServerNotRunningError",
     "ServerUnavailableError",
     "StagingFullError",

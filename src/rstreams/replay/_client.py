@@ -84,6 +84,13 @@ class LogEndedError(ReactiveStreamsError, RuntimeError):
     the message carries the log's error)."""
 
 
+class ReplayTimeoutError(ReactiveStreamsError, TimeoutError):
+    """The replay server was reached, but what was asked did not come within the caller's
+    ``timeout``: a request's answer, an upload's count, a range's elements (the message names the
+    server, the timeout and, for a range, how many of its positions arrived). A server out of
+    reach for the whole timeout is a :class:`ServerUnavailableError` instead."""
+
+
 class AccessDeniedError(ReactiveStreamsError, PermissionError):
     """The server refused the credentials, or the TLS handshake failed, or the server ended the TLS
     session before its hello twice in a row (it wants a client certificate); not retried."""
@@ -239,7 +246,7 @@ class _Client:
             RemoteLogError: the server answered with an error.
             AccessDeniedError: the TLS handshake or the credentials were refused.
             ServerUnavailableError: the server stayed out of reach for ``timeout`` s.
-            TimeoutError: the server was there but did not answer within ``timeout`` s.
+            ReplayTimeoutError: the server was there but did not answer within ``timeout`` s.
         """
         attempts = _Attempts()
 
@@ -262,7 +269,9 @@ class _Client:
         except TimeoutError:
             if attempts.failures:
                 raise _unavailable(url, timeout, attempts.failures) from None
-            raise
+            raise ReplayTimeoutError(
+                f"replay server {url} did not answer within timeout={timeout:g} s (it was reached)"
+            ) from None
         except Exception as error:
             denied = _denied(error, url)
             if denied is not None:
@@ -344,8 +353,8 @@ def stream_range(
 
     Raises:
         RemoteLogError: the server refused (for example positions already trimmed).
-        RuntimeError: fewer elements than asked for arrived (the log ended early).
-        TimeoutError: the range did not arrive within ``timeout`` seconds.
+        LogEndedError: fewer elements than asked for arrived (the log ended early).
+        ReplayTimeoutError: the range did not arrive within ``timeout`` seconds.
         AccessDeniedError, ServerUnavailableError: as :func:`request_json`.
     """
     if not pack:
@@ -420,9 +429,9 @@ def _stream_part(
             try:
                 item = feed.queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                raise TimeoutError(
-                    f"replay log {log!r} at {url}: positions [{start}, {end}) did not arrive in time "
-                    f"({count} did)"
+                raise ReplayTimeoutError(
+                    f"replay log {log!r} at {url}: positions [{start}, {end}) did not arrive within "
+                    f"the timeout ({count} did)"
                 ) from None
             if isinstance(item, _End):
                 end_signal = item
@@ -467,8 +476,8 @@ def fetch_range(
 
     Raises:
         RemoteLogError: the server refused (for example positions already trimmed).
-        RuntimeError: fewer elements than asked for arrived (the log ended early).
-        TimeoutError: the range did not arrive within ``timeout`` seconds.
+        LogEndedError: fewer elements than asked for arrived (the log ended early).
+        ReplayTimeoutError: the range did not arrive within ``timeout`` seconds.
     """
     return list(stream_range(url, log, start, end, timeout, pack=pack, access=access))
 
@@ -550,7 +559,8 @@ def upload(
     under the same token.
 
     Raises:
-        RemoteLogError, AccessDeniedError, ServerUnavailableError: as :func:`request_json`.
+        RemoteLogError, AccessDeniedError, ServerUnavailableError, ReplayTimeoutError: as
+            :func:`request_json`.
     """
     chosen = access or _NO_ACCESS
     deadline = time.monotonic() + timeout
@@ -575,7 +585,10 @@ def upload(
         except TimeoutError:
             if attempts.failures:
                 raise _unavailable(url, timeout, attempts.failures) from None
-            raise
+            raise ReplayTimeoutError(
+                f"replay server {url}: the upload {token!r} to sink log {log!r} was not counted within "
+                f"timeout={timeout:g} s (the server was reached)"
+            ) from None
         except Exception as error:
             step = attempts.step(error)
             if step is _Step.GIVE_UP:
