@@ -109,6 +109,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("NoEventLoopError", RuntimeError),
         ("LoopClosedError", RuntimeError),
         ("RuleViolationError", RuntimeError),
+        ("BlockingInLoopError", RuntimeError),
         ("LogRequestError", ValueError),
         ("LogLookupError", LookupError),
         ("LogEndedError", RuntimeError),
@@ -210,9 +211,13 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
     import rstreams.errors as errors
     import rstreams.replay as replay
 
-    assert {"AlreadySubscribedError", "NoEventLoopError", "LoopClosedError", "RuleViolationError"} <= set(
-        errors.__all__
-    )
+    assert {
+        "AlreadySubscribedError",
+        "NoEventLoopError",
+        "LoopClosedError",
+        "RuleViolationError",
+        "BlockingInLoopError",
+    } <= set(errors.__all__)
     assert {
         "LogRequestError",
         "LogLookupError",

@@ -8,6 +8,7 @@
     ├── AlreadySubscribedError (RuntimeError)  a one-subscriber Publisher subscribed again (1.9)
     ├── NoEventLoopError (RuntimeError)     subscribed outside a running loop and without loop=
     ├── LoopClosedError (RuntimeError)      the loop or executor a stream runs on was closed
+    ├── BlockingInLoopError (RuntimeError)  a blocking result() on a running loop's own thread
     ├── RuleViolationError (RuntimeError)   a local Publisher or Subscription broke a rule (1.1, 3.16)
     ├── ProtocolError                       RS.io: .subscriber is the stream id, None = connection
     │   ├── LocalProtocolError              you called the wire core wrong; raised at once
@@ -57,6 +58,7 @@ __all__ = [
     "AuthRequiredError",
     "AuthTimeoutError",
     "AuthenticationError",
+    "BlockingInLoopError",
     "ConnectionBrokenError",
     "InvalidDemandError",
     "LocalProtocolError",
@@ -114,6 +116,13 @@ class LoopClosedError(ReactiveStreamsError, RuntimeError):
     """The event loop or executor a stream runs on was closed or shut down while the stream
     still needed it (a delivery could not be scheduled, a pulling task was cancelled), so the
     stream ends with this rather than waiting forever; ``__cause__`` is the loop's own error."""
+
+
+class BlockingInLoopError(ReactiveStreamsError, RuntimeError):
+    """A call that blocks until a stream ends (``SinkResult.result()``: ``flow.collect().result()``
+    and the other sinks') was made on the thread of a running asyncio event loop before the
+    stream ended: blocking there would stop the loop the stream may need. Raised at once, never
+    signalled; the message names the call and the ``await`` to use instead."""
 
 
 class RuleViolationError(ReactiveStreamsError, RuntimeError):

@@ -13,6 +13,7 @@ import pytest
 
 import rstreams
 from rstreams.api import Subscriber, Subscription
+from rstreams.errors import BlockingInLoopError
 from rstreams.flow import _sinks
 from rstreams.flow._sinks import collect, count, for_each, reduce
 from rstreams.tck._subscriber import verify_subscriber_blackbox
@@ -308,21 +309,26 @@ def test_reduce_with_add_refuses_what_operator_add_refuses(fn: Callable[[Any, An
 
 
 def test_result_on_the_running_loops_thread_raises_at_once() -> None:
-    """Blocking inside the loop would stop the stream's own source: the message says to await."""
+    """Blocking inside the loop would stop the stream's own source: BlockingInLoopError (a
+    RuntimeError) at once, whose message says to await."""
     never: rstreams.PushSource[int] = rstreams.PushSource(overflow=rstreams.OverflowStrategy.DROP)
 
-    async def main() -> str:
+    async def main() -> BlockingInLoopError | None:
         pending = never.collect()
         try:
             pending.result(WAIT)
-        except RuntimeError as error:
-            return str(error)
+        except BlockingInLoopError as error:
+            return error
         finally:
             pending.cancel()
-        return "no error"
+        return None
 
-    message = asyncio.run(main())
-    assert "await" in message and "event loop" in message
+    error = asyncio.run(main())
+    assert isinstance(error, RuntimeError)
+    assert str(error).startswith(
+        "SinkResult.result() was called on the thread of a running asyncio event loop"
+    )
+    assert "`await flow.collect()`" in str(error)
 
 
 def test_result_on_the_loops_thread_returns_a_value_that_is_already_there() -> None:

@@ -28,6 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import BlockingInLoopError
 from rstreams.flow._signals import NONE_ITEM
 from rstreams.rules import check_error
 
@@ -70,12 +71,13 @@ class SinkResult(Generic[T]):
         Raises :class:`TimeoutError` after ``timeout`` seconds (the subscription stays
         active: call :meth:`cancel` to stop it), :class:`concurrent.futures.CancelledError`
         after :meth:`cancel`. On the thread of a running event loop a result that is not
-        there yet raises :class:`RuntimeError` at once: blocking would stop the very loop
-        the stream may need; ``await`` the result there instead.
+        there yet raises :class:`~rstreams.errors.BlockingInLoopError` (a ``RuntimeError``) at
+        once: blocking would stop the very loop the stream may need; ``await`` the result there
+        instead.
         """
         future = self._future
         if not future.done() and _loop_running_here():
-            raise RuntimeError(
+            raise BlockingInLoopError(
                 "SinkResult.result() was called on the thread of a running asyncio event loop "
                 "before the stream ended; blocking here would stop that loop. Use "
                 "`await flow.collect()` (or `await result`) inside a coroutine instead"
