@@ -229,7 +229,10 @@ def test_serve_builtins_then_subscribe(capsys: pytest.CaptureFixture[str]) -> No
         assert all(isinstance(r["value"], float) and isinstance(r["ts"], float) for r in readings)
         status, _, err = subscribe(capsys, url, "counter?rate=fast")
         assert status == 1
-        assert "rate needs a number of elements per second >= 0, got 'fast'" in err
+        assert (
+            "PublisherParameterError: counter: rate needs a number of elements per second >= 0, got 'fast'"
+            in err
+        )
 
 
 @pytest.mark.timeout(60)
@@ -249,7 +252,9 @@ def test_serve_builtins_offer_the_channel_upper() -> None:
     with cli_server() as announced:
         answers, refused = asyncio.run(talk(url_of(announced)))
     assert answers == [b"A", b"BC", b"D1E"]
-    assert "upper: unknown parameter 'x'; this publisher takes no parameters" in refused
+    assert (
+        "PublisherParameterError: upper: unknown parameter 'x'; this publisher takes no parameters" in refused
+    )
 
 
 @pytest.mark.timeout(30)

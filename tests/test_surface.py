@@ -96,6 +96,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("JavaMissingError", RuntimeError),
         ("DemoQueryError", RuntimeError),
         ("PublishersSpecError", ValueError),
+        ("PublisherParameterError", ValueError),
         ("UnknownPublisherError", LookupError),
         ("InvalidDemandError", ValueError),
         ("TCKFailure", AssertionError),

@@ -42,6 +42,7 @@ from rstreams.net import FLOAT64, INT64, JSON, UTF8, Codec, with_codec
 __all__ = [
     "BUILTIN_NAMES",
     "CODECS",
+    "PublisherParameterError",
     "PublishersSpecError",
     "builtin_channels",
     "builtin_publishers",
@@ -69,6 +70,12 @@ class PublishersSpecError(ReactiveStreamsError, ValueError):
     """``--publishers`` names no usable offer (module, file or attribute missing, wrong type)."""
 
 
+class PublisherParameterError(ReactiveStreamsError, ValueError):
+    """A built-in publisher or channel of ``rstreams serve`` (``counter``, ``sensors/{id}``,
+    ``upper``) was opened with a parameter it does not take, or a value it cannot use: that
+    subscription's onError (code 1), its message naming the publisher and the parameter."""
+
+
 def builtin_publishers(codec_name: str = "utf8") -> dict[str, Any]:
     """The built-in offer; ``codec_name`` (a :data:`CODECS` key) encodes ``counter``'s integers."""
     if codec_name not in CODECS:
@@ -93,7 +100,7 @@ def _upper(inputs: Publisher[bytes], params: dict[str, str]) -> Flow[bytes]:
     try:
         _only(params)
     except ValueError as bad:
-        return error(ValueError(f"upper: {bad}"))
+        return error(PublisherParameterError(f"upper: {bad}"))
     return from_publisher(inputs).map(bytes.upper)
 
 
@@ -106,7 +113,7 @@ def _checked(
         try:
             return factory(params)
         except ValueError as bad:
-            return error(ValueError(f"{what}: {bad}"))
+            return error(PublisherParameterError(f"{what}: {bad}"))
 
     return make
 

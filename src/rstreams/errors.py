@@ -35,7 +35,8 @@
     │               └── CertificateRefusedError  the server refused the client certificate (or none)
     ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError), DemoQueryError (RuntimeError)
     ├── tck: TCKFailure (AssertionError), SkipTest (unittest.SkipTest), InjectedError
-    └── cli: PublishersSpecError (ValueError); conformance: CaseFailure (AssertionError)
+    └── cli: PublishersSpecError (ValueError), PublisherParameterError (ValueError); conformance:
+             CaseFailure (AssertionError)
 
 ``except ReactiveStreamsError`` catches everything rstreams raises or signals; each class
 keeps the stdlib base a caller would expect (tests/test_surface.py walks every class).
