@@ -9,7 +9,7 @@ import pytest
 
 import rstreams
 from rstreams.api import Subscription
-from rstreams.replay import ReplayLog, TrimmedError, pack, unpack
+from rstreams.replay import LogLookupError, ReplayLog, TrimmedError, pack, unpack
 from testkit.recording import RecordingSubscriber
 
 pytestmark = pytest.mark.timeout(30)
@@ -166,7 +166,7 @@ def test_row_counting_log_bounds_a_range_by_rows() -> None:
     assert log.end_within(6, 10) == {"end": 6, "rows": 0}
     with pytest.raises(TrimmedError):
         log.end_within(1, 10)
-    with pytest.raises(LookupError, match="counts no rows"):
+    with pytest.raises(LogLookupError, match="counts no rows"):  # a LookupError too
         ReplayLog("plain").end_within(0, 10)
 
 
@@ -281,7 +281,7 @@ def test_arrival_times_are_not_kept_across_a_restart(tmp_path: Path) -> None:
     log.append([b"a", b"b"])
     log.close()
     again = ReplayLog("t", capacity=100, path=tmp_path / "t", wall=lambda: 2000.0)
-    with pytest.raises(LookupError, match=r"positions 0\.\.1 have no arrival time"):
+    with pytest.raises(LogLookupError, match=r"positions 0\.\.1 have no arrival time"):
         again.position_at(1_500_000)
     again.append([b"c"])
     assert again.position_at(2_000_001) == 3  # after every arrival it knows: the end

@@ -111,7 +111,7 @@ def test_unknown_parameters_and_uploads_to_a_source_log_are_refused(serve: Any) 
         ({"commit": "x"}, LogRequestError, ValueError, True),  # int()'s own error, named
         ({"rows": "5"}, LogRequestError, ValueError, False),  # rows=R without from=A
         ({"discard": "t1"}, LogLookupError, LookupError, False),  # not a sink log
-        ({"rows": "5", "from": "0"}, LogLookupError, LookupError, True),  # the log's own, named
+        ({"rows": "5", "from": "0"}, LogLookupError, LookupError, False),  # the log's own, as it is
     ],
 )
 def test_a_request_a_log_cannot_take_signals_an_rstreams_error(

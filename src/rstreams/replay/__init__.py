@@ -34,6 +34,7 @@ from rstreams.replay._client import request_json as request_json
 from rstreams.replay._client import stream_range as stream_range
 from rstreams.replay._client import upload as upload
 from rstreams.replay._cursor import PACK_BYTES as PACK_BYTES
+from rstreams.replay._cursor import LogLookupError as LogLookupError
 from rstreams.replay._cursor import TrimmedError as TrimmedError
 from rstreams.replay._cursor import pack as pack
 from rstreams.replay._cursor import unpack as unpack
@@ -42,7 +43,6 @@ from rstreams.replay._log import ReplayLog as ReplayLog
 from rstreams.replay._server import QUERY_KEYS as QUERY_KEYS
 from rstreams.replay._server import STAGING_BYTES as STAGING_BYTES
 from rstreams.replay._server import UPLOAD_NAME as UPLOAD_NAME
-from rstreams.replay._server import LogLookupError as LogLookupError
 from rstreams.replay._server import LogRequestError as LogRequestError
 from rstreams.replay._server import ReplayServer as ReplayServer
 from rstreams.replay._server import ServerNotRunningError as ServerNotRunningError

@@ -21,7 +21,7 @@ from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.rules import check_subscriber
 
-__all__ = ["PACK_BYTES", "LogView", "TrimmedError", "pack", "packed_count", "unpack"]
+__all__ = ["PACK_BYTES", "LogLookupError", "LogView", "TrimmedError", "pack", "packed_count", "unpack"]
 
 _CHUNK = 4096
 """Most elements a cursor takes from the log per lock acquisition."""
@@ -68,6 +68,14 @@ class TrimmedError(ReactiveStreamsError, LookupError):
         )
         self.position = position
         self.first = first
+
+
+class LogLookupError(ReactiveStreamsError, LookupError):
+    """A request to a replay log names what the log does not have: uploads to a log that is not a
+    sink log, bounds by rows of a log that counts none; an upload whose token was discarded,
+    published or taken over by a later upload, or is not staged here (PROTOCOL.md §21.8); an
+    upload header naming no sink log. Over RS.io, signalled to that request's subscriber only;
+    :class:`~rstreams.replay.ReplayLog`'s own ``end_within`` and ``position_at`` raise it."""
 
 
 class LogView(Protocol):

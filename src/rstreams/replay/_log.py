@@ -53,7 +53,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
-from rstreams.replay._cursor import TrimmedError, _Cursor, _Range
+from rstreams.replay._cursor import LogLookupError, TrimmedError, _Cursor, _Range
 from rstreams.replay._rows import ArrivalIndex, RowIndex
 from rstreams.replay._store import FileStore, MemoryStore, Store
 from rstreams.rules import check_error
@@ -166,7 +166,7 @@ class ReplayLog(Subscriber[Any]):
         later; the end if none did (``NAME?time=MS``; Spark's ``startingTimestamp``).
 
         Raises:
-            LookupError: the answer might be among held positions with no arrival time (a
+            LogLookupError: the answer might be among held positions with no arrival time (a
                 file-backed log keeps arrival times in memory only).
             ValueError: ``ms`` is not an int >= 0.
         """
@@ -181,7 +181,7 @@ class ReplayLog(Subscriber[Any]):
         rows (at least one element, if one is held past ``start``), and the rows up to there.
 
         Raises:
-            LookupError: the log counts no rows (made without ``rows=``).
+            LogLookupError: the log counts no rows (made without ``rows=``); a ``LookupError``.
             TrimmedError: ``start`` is below the oldest position held.
             ValueError: ``start`` is past the end or ``max_rows`` is below 1.
         """
@@ -189,7 +189,7 @@ class ReplayLog(Subscriber[Any]):
             raise ValueError(f"a row bound needs an int >= 1, got {max_rows!r}")
         with self._lock:
             if self._index is None:
-                raise LookupError(
+                raise LogLookupError(
                     f"replay log {self.name!r} counts no rows (made without rows=): bound reads by "
                     "elements, or serve it as ReplayLog(..., rows=...)"
                 )

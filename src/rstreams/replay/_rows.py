@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 
+from rstreams.replay._cursor import LogLookupError
+
 __all__ = ["ArrivalIndex", "RowIndex"]
 
 _COMPACT_MIN = 4096
@@ -79,11 +81,11 @@ class ArrivalIndex:
         """The first position held that arrived at ``ms`` or later (``end`` if none did).
 
         Raises:
-            LookupError: held positions without an arrival time might be the answer.
+            LogLookupError: held positions without an arrival time might be the answer.
         """
         index = bisect_left(self.times, ms)
         if index == 0 and first < self.known_from:
-            raise LookupError(
+            raise LogLookupError(
                 f"positions {first}..{self.known_from - 1} have no arrival time (arrival times are "
                 "kept in memory: they were held before the server started)"
             )

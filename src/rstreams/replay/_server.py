@@ -69,7 +69,7 @@ from rstreams.flow._flow import Flow
 from rstreams.flow._public import error as error_flow
 from rstreams.net._channels import ChannelFactory
 from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT
-from rstreams.replay._cursor import unpack
+from rstreams.replay._cursor import LogLookupError, unpack
 from rstreams.replay._log import ReplayLog
 from rstreams.rules import check_subscriber
 
@@ -193,13 +193,6 @@ class LogRequestError(ReactiveStreamsError, ValueError):
     as a publisher; an upload channel's name with other parameters, or an input element that is
     not packed rows (PROTOCOL.md §21.8); an upload header that is not ``{"log", "token"}``.
     Signalled to that request's subscriber only."""
-
-
-class LogLookupError(ReactiveStreamsError, LookupError):
-    """A request to a replay log names what the log does not have: uploads to a log that is not a
-    sink log, bounds by rows of a log that counts none; an upload whose token was discarded,
-    published or taken over by a later upload, or is not staged here (PROTOCOL.md §21.8); an
-    upload header naming no sink log. Signalled to that request's subscriber only."""
 
 
 class ServerNotRunningError(ReactiveStreamsError, RuntimeError):
@@ -610,7 +603,7 @@ def _named(error: ValueError | LookupError) -> ReactiveStreamsError:
     """``error`` as the rstreams error its subscriber gets, message unchanged: rstreams' own
     (a :class:`LogRequestError`, a :class:`~rstreams.replay.TrimmedError`) as it is, a plain
     ``ValueError`` (a malformed number) as a :class:`LogRequestError` and a plain ``LookupError``
-    (the log's) as a :class:`LogLookupError`, each with ``error`` as its cause."""
+    as a :class:`LogLookupError`, each with ``error`` as its cause."""
     if isinstance(error, ReactiveStreamsError):
         return error
     named: ReactiveStreamsError = (
