@@ -1608,3 +1608,10 @@ def test_publish_from_a_terminal_says_what_it_waits_for(
     monkeypatch.setattr(sys, "stdin", Terminal(io.BytesIO(b"")))
     assert main(["publish", f"tcp://127.0.0.1:{_closed_port()}", "out", "--timeout", "0.5"]) == 2
     assert capsys.readouterr().err.startswith("rstreams publish: type the lines to publish, then Ctrl-D\n")
+
+
+def test_rstreams_alone_lists_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """`rstreams` without a command prints the help (each command, one line each) and exits 2."""
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: rstreams ") and "print a remote publisher's elements" in err

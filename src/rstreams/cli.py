@@ -652,7 +652,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] in _PASS_THROUGH:  # their own parsers take every argument after the name
             return _PASS_THROUGH[argv[0]](argparse.Namespace(rest=argv[1:]))
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        if not argv:  # a first try: what there is, rather than a missing argument's name
+            parser.print_help(sys.stderr)
+            return 2
+        args = parser.parse_args(argv)
         status: int = args.run(args)
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling (while importing, say)
         return 130
