@@ -82,6 +82,24 @@ public class HandshakeTimeoutTest {
     }
 
     @Test(timeOut = 30_000)
+    public void aPeerStuckInItsWebSocketHandshakeIsClosedAtTheHandshakeTimeout() throws Exception {
+        // no RS.io goes out before the upgrade: the transport is closed, without a goodbye
+        try (RsioServer local = RsioServer.builder().handshakeTimeout(Duration.ofMillis(300)).bind("ws://127.0.0.1:0/rsio");
+             Socket socket = new Socket("127.0.0.1", local.port())) {
+            socket.setSoTimeout(20_000);
+            socket.getOutputStream().write("GET /rsio HTTP/1.1\r\nHost: 127.0.0.1\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            InputStream in = socket.getInputStream();
+            int n;
+            try {
+                n = in.read(new byte[4096]);
+            } catch (SocketException reset) {
+                n = -1;
+            }
+            assertEquals(n, -1, "the server answered a request whose headers never ended");
+        }
+    }
+
+    @Test(timeOut = 30_000)
     public void aPeerThatNeverAuthenticatesIsSaidGoodbyeNamingTheSection() throws Exception {
         try (RsioServer local = server(RsioServer.builder().token("secret"));
              Socket socket = new Socket("127.0.0.1", local.port())) {
