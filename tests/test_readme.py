@@ -479,3 +479,37 @@ def test_every_operator_default_the_documents_state_is_the_code_s() -> None:
                     wrong.append(f"{doc.name}: {name}({option}={value.strip()}): the code has {parameter}")
     assert checked >= 20, checked
     assert not wrong, wrong
+
+
+@pytest.mark.timeout(60)
+def test_the_javascript_example_runs_against_the_server_it_names(tmp_path: Path) -> None:
+    """README, "JavaScript": the snippet, run by Node against the `rstreams serve ... --token`
+    the sentence before it names (on a free port), prints the counter and the channel's answers."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("needs Node 20+")
+    text = README.read_text()
+    section = text[text.index("### JavaScript") :]
+    serve = re.search(r"Against\s+`(rstreams serve tcp://127\.0\.0\.1:9000[^`]*)`", section)
+    block = re.search(r"```js\n(.*?)```", section, re.S)
+    assert serve and block, "README.md lost the JavaScript example or the server it runs against"
+    argv = shlex.split(serve.group(1))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = [sys.executable, "-m", "rstreams", *argv[1:2], "tcp://127.0.0.1:0", *argv[3:]]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
+    ) as server:
+        try:
+            assert server.stdout is not None
+            url = server.stdout.readline().strip().rsplit(" on ", 1)[1]
+            script = tmp_path / "example.mjs"
+            code = block.group(1).replace("tcp://127.0.0.1:9000", url)
+            script.write_text(
+                code.replace('"@rstreams/rsio"', json.dumps((ROOT / "js/src/node.js").as_uri()))
+            )
+            done = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=40)
+        finally:
+            server.terminate()
+    assert (done.returncode, done.stdout.split()) == (0, ["0", "1", "2", "3", "4", "A", "B"]), done.stderr
