@@ -187,7 +187,6 @@ class Pump:
         for message_type in CHANNEL_MESSAGES:
             self.extension_handlers[message_type] = self.channels.received
         self._after_dispatch: list[Callable[[], object]] = []  # run once the current read is handled
-        self._metadata: list[Metadata] = []  # of the subscribe the core reports next (§18), if any
         subscriptions = self.subscriptions
         self._routes: dict[type, Callable[[Any], object]] = {
             OnNextBatch: subscriptions.on_next_batch,
@@ -196,14 +195,14 @@ class Pump:
             OnNextPacked: subscriptions.on_next_packed,
             OnComplete: subscriptions.on_complete,
             OnError: subscriptions.on_error,
-            Subscribe: self._subscribe,
+            Subscribe: self.serving.received if self.gate is None else self._subscribe,
             Request: self.serving.request if self.gate is None else self._request,
             Cancel: self._cancel,
             StreamError: self._stream_error,
             ConnectionClosed: self._conversation_over,
             ExtensionReceived: self._extension,
             Qualifier: self._qualifier,
-            Metadata: self._metadata.append,  # held for the Subscribe that follows (a C call: no frame)
+            Metadata: self.serving.held_metadata.append,  # for the Subscribe that follows (a C call: no frame)
             ClientHello: self._hello,
             ServerHello: self._hello,
             OnSubscribe: _ignore,
@@ -552,12 +551,13 @@ class Pump:
                     report_unhandled(error, "a call after handling a read")
 
     def _subscribe(self, event: Subscribe) -> None:
-        metadata = self._metadata.pop() if self._metadata else EMPTY  # a subscribeMetadata right before (§18)
-        if self.gate is not None:
-            if self.outbox.core.state is not ConnectionState.CLOSED and not self.outbox.closing:
-                self.gate.subscribe(event.publisher, event.subscriber, event.initial_demand, metadata)
-        else:
-            self.serving.subscribe(event.publisher, event.subscriber, event.initial_demand, metadata)
+        """A subscribe with an auth gate, which holds it until authenticated (routed to the
+        serving table alone without one)."""
+        held = self.serving.held_metadata
+        metadata = held.pop() if held else EMPTY  # a subscribeMetadata right before (§18)
+        if self.outbox.core.state is not ConnectionState.CLOSED and not self.outbox.closing:
+            assert self.gate is not None
+            self.gate.subscribe(event.publisher, event.subscriber, event.initial_demand, metadata)
 
     def _request(self, event: Request) -> None:
         """A request with an auth gate (routed to the serving table alone without one): the gate

@@ -48,7 +48,7 @@ from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import code_of
 from rstreams.net._routes import NameTable, Offer, Router, UnknownPublisherError, split_name, unknown_message
 from rstreams.rules import check_error
-from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked, Request
+from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked, Request, Subscribe
 
 if TYPE_CHECKING:
     from rstreams.observe import StreamObserver
@@ -763,6 +763,7 @@ class ServingTable:
         "_router",
         "answered",
         "channel_marks",
+        "held_metadata",
         "lock",
         "open_channel",
         "outbox",
@@ -792,20 +793,36 @@ class ServingTable:
         auth gate), opens a channel (extension channels, PROTOCOL.md §21.3)."""
         self.open_channel: Callable[[str, int, int], None] = _no_channels
         """Serves a marked subscribe (``name, sid, initial_demand``); set by the channels piece."""
+        self.held_metadata: list[Metadata] = []
+        """The subscribeMetadata of the subscribe the core reports next (§18), if any: the pump
+        routes it here, and :meth:`received` (or the auth gate's route) takes it."""
 
     # -- the peer's signals (from the pump) -----------------------------------------------
     def subscribe(self, name: str, sid: int, initial_demand: int, metadata: Metadata = EMPTY) -> None:
-        """Serve the peer's subscribe: resolve ``name`` and subscribe a stream to its publisher.
+        """Serve the peer's subscribe: resolve ``name`` and subscribe a stream to its publisher
+        (:meth:`received`, for a subscribe the auth gate held).
 
         ``metadata`` (extension metadata, §18) is :func:`subscribe_metadata` while the factory
         and the Publisher's ``subscribe`` run, and the stream's ``metadata``."""
-        if self.outbox.core.state is _CLOSED or self.outbox.closing:
-            # A violation later in the same read closed the core: the goodbye already ended
-            # this subscription, so no local publisher is started for it.
+        self.received(Subscribe(publisher=name, subscriber=sid, initial_demand=initial_demand), metadata)
+
+    def received(self, event: Subscribe, metadata: Metadata | None = None) -> None:
+        """The peer's subscribe as the core reports it: the pump routes it here (without an auth
+        gate, which holds subscribes until authenticated). Its ``metadata`` (§18) is the one
+        :attr:`held_metadata` holds, unless given. A violation later in the same read may have
+        closed the core: the goodbye ended this subscription then, and no local publisher is
+        started for it (refuse, :meth:`_answer` and :meth:`attach` check the core's state, as
+        late as they can: the core is open all but always)."""
+        if metadata is None:
+            held = self.held_metadata
+            metadata = held.pop() if held else EMPTY  # a subscribeMetadata right before (§18)
+        if self.outbox.closing:
             return
+        name, sid = event.publisher, event.subscriber
         if self.channel_marks and sid in self.channel_marks:  # extension channels (§21)
             self.channel_marks.discard(sid)
-            self.open_channel(name, sid, initial_demand)
+            if self.outbox.core.state is not _CLOSED:
+                self.open_channel(name, sid, event.initial_demand)
             return
         token = CURRENT.set(metadata) if metadata is not EMPTY else None  # none: no cost (§18)
         try:
@@ -827,7 +844,7 @@ class ServingTable:
                 self.refuse(sid, unknown_message(split_name(name)[0]), ErrorCode.UNKNOWN_PUBLISHER, name)
             else:
                 publisher, codec, batched = found  # (a plain call: no argument tuple built)
-                self.attach(name, sid, initial_demand, publisher, codec, batched, metadata)
+                self.attach(name, sid, event.initial_demand, publisher, codec, batched, metadata)
         finally:
             if token is not None:
                 CURRENT.reset(token)
@@ -858,6 +875,8 @@ class ServingTable:
             and self._answer(sid, initial_demand, codec, known[0], name, pattern, metadata)
         ):
             return
+        if self.outbox.core.state is _CLOSED:
+            return  # a violation later in the read that brought the subscribe (see received)
         if batched and codec is not None:
             stream: ServingStream = BatchServingStream(self, sid, initial_demand, codec)
         else:
@@ -940,7 +959,10 @@ class ServingTable:
                 answered.nbytes,
                 metadata,
             )
-        outbox.mark_dirty()  # (while reading: the read's flush writes it)
+        if outbox.reading:  # the read's end writes it (what mark_dirty does while reading)
+            outbox.flush_scheduled = True
+        else:
+            outbox.mark_dirty()
         return True
 
     def refuse(self, sid: int, message: str, code: int, name: str = "") -> None:
