@@ -202,7 +202,7 @@ class Pump:
             ConnectionClosed: self._conversation_over,
             ExtensionReceived: self._extension,
             Qualifier: self._qualifier,
-            Metadata: self.serving.held_metadata.append,  # for the Subscribe that follows (a C call: no frame)
+            Metadata: self.serving.held_metadata.append,  # for the Subscribe next (a C call: no frame)
             ClientHello: self._hello,
             ServerHello: self._hello,
             OnSubscribe: _ignore,
