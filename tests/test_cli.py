@@ -1615,3 +1615,20 @@ def test_rstreams_alone_lists_the_commands(capsys: pytest.CaptureFixture[str]) -
     assert main([]) == 2
     err = capsys.readouterr().err
     assert err.startswith("usage: rstreams ") and "print a remote publisher's elements" in err
+
+
+@pytest.mark.timeout(30)
+def test_a_live_page_address_in_use_says_what_to_do(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve URL NAME --web` on a taken port: the last line names --web and port 0."""
+    pytest.importorskip("websockets")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a\n")))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        web = f"127.0.0.1:{taken.getsockname()[1]}"
+        assert main(["serve", "tcp://127.0.0.1:0", "log", "--web", web]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams serve: cannot serve the live page on {web}: ") and err.count("\n") == 1
+    assert err.endswith("(another server listens there: --web HOST:PORT, port 0: any free one)\n"), err

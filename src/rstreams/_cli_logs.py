@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import ipaddress
 import os
 import signal
@@ -149,7 +150,10 @@ def serve_log(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             pass
         except (OSError, ImportError) as error:  # the page's address is taken, or no websockets
-            return fail("serve", f"cannot serve the live page on {args.web}: {error}{missing_extra(error)}")
+            said = missing_extra(error)
+            if isinstance(error, OSError) and error.errno == errno.EADDRINUSE:
+                said = " (another server listens there: --web HOST:PORT, port 0: any free one)"
+            return fail("serve", f"cannot serve the live page on {args.web}: {error}{said}")
         except ValueError as bad:  # not HOST:PORT, or --web-publisher names no log served
             return fail("serve", f"{bad} (--web, --web-publisher)")
         finally:
