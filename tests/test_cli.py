@@ -1632,3 +1632,12 @@ def test_a_live_page_address_in_use_says_what_to_do(
     err = capsys.readouterr().err
     assert err.startswith(f"rstreams serve: cannot serve the live page on {web}: ") and err.count("\n") == 1
     assert err.endswith("(another server listens there: --web HOST:PORT, port 0: any free one)\n"), err
+
+
+@pytest.mark.timeout(30)
+def test_an_empty_mapping_is_announced_as_such(tmp_path: Path) -> None:
+    """`--publishers` naming an empty mapping: the server runs (rstreams/* only) and says so."""
+    offer = tmp_path / "empty.py"
+    offer.write_text("PUBLISHERS = {}\n")
+    with cli_server("--publishers", str(offer)) as announced:
+        assert announced.startswith(f"serving no publishers ({offer} is an empty mapping) on tcp://")

@@ -414,7 +414,8 @@ def _serve_publishers(args: argparse.Namespace) -> int:
         with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loops
             # before the announcement: whoever reads it may stop the server at once
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        print(f"serving {', '.join(names)} on {server.url}", flush=True)
+        offered = ", ".join(names) or f"no publishers ({args.publishers} is an empty mapping)"
+        print(f"serving {offered} on {server.url}", flush=True)
         if server.metrics_url is not None:
             print(f"metrics at {server.metrics_url}", flush=True)
         try:
