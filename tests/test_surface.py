@@ -111,6 +111,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("LoopClosedError", RuntimeError),
         ("RuleViolationError", RuntimeError),
         ("BlockingInLoopError", RuntimeError),
+        ("NoneElementError", TypeError),
         ("LogRequestError", ValueError),
         ("LogLookupError", LookupError),
         ("LogEndedError", RuntimeError),
@@ -218,6 +219,7 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
         "LoopClosedError",
         "RuleViolationError",
         "BlockingInLoopError",
+        "NoneElementError",
     } <= set(errors.__all__)
     assert {
         "LogRequestError",

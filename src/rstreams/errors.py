@@ -10,6 +10,7 @@
     ├── LoopClosedError (RuntimeError)      the loop or executor a stream runs on was closed
     ├── BlockingInLoopError (RuntimeError)  a blocking result() on a running loop's own thread
     ├── RuleViolationError (RuntimeError)   a local Publisher or Subscription broke a rule (1.1, 3.16)
+    ├── NoneElementError (TypeError)        a source or an operator's function produced None (2.13)
     ├── ProtocolError                       RS.io: .subscriber is the stream id, None = connection
     │   ├── LocalProtocolError              you called the wire core wrong; raised at once
     │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
@@ -65,6 +66,7 @@ __all__ = [
     "LocalProtocolError",
     "LoopClosedError",
     "NoEventLoopError",
+    "NoneElementError",
     "OverflowStrategyError",
     "ProtocolError",
     "ReactiveStreamsError",
@@ -131,6 +133,14 @@ class RuleViolationError(ReactiveStreamsError, RuntimeError):
     rstreams served it (its message begins with the rule: ``rule 1.1:`` elements nobody
     requested, ``rule 3.16:`` a ``request`` that raised). Signalled through ``on_error`` to the
     Subscriber it was serving (over RS.io: the remote one, error code 1); never raised."""
+
+
+class NoneElementError(ReactiveStreamsError, TypeError):
+    """A source or an operator's function produced ``None``, which is never a stream element
+    (rule 2.13): an iterable, an async iterable or an Observable yielded it, a ``map`` or ``scan``
+    function returned it. Signalled through ``on_error`` after the elements before it, the
+    upstream cancelled; the message names the operator. (``on_next(None)`` called directly is a
+    plain ``TypeError``, raised on the caller's stack.)"""
 
 
 class ProtocolError(ReactiveStreamsError):

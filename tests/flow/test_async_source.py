@@ -17,6 +17,7 @@ from rstreams.errors import (
     InvalidDemandError,
     LoopClosedError,
     NoEventLoopError,
+    NoneElementError,
     set_unhandled_error_hook,
 )
 from rstreams.flow._flow import Flow
@@ -216,7 +217,7 @@ async def test_none_element_and_coroutine_factory_are_errors() -> None:
     s: AsyncRecorder[int | None] = AsyncRecorder(initial=5)
     from_async_iterable(with_none).subscribe(s)
     await s.done_()
-    assert s.items == [1] and isinstance(s.error, TypeError) and "2.13" in str(s.error)
+    assert s.items == [1] and isinstance(s.error, NoneElementError) and "2.13" in str(s.error)
 
     async def not_a_generator() -> int:
         return 1

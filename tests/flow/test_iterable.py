@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 
 import rstreams
-from rstreams.errors import AlreadySubscribedError, InvalidDemandError, set_unhandled_error_hook
+from rstreams.errors import (
+    AlreadySubscribedError,
+    InvalidDemandError,
+    NoneElementError,
+    set_unhandled_error_hook,
+)
 from rstreams.flow._iterable import puller
 from testkit.recording import RecordingSubscriber
 
@@ -189,7 +194,20 @@ def test_map_returning_none_fails_the_stream() -> None:
     """Rule 2.13: None is never an element, even when a map function returns it."""
     s: RecordingSubscriber[object] = RecordingSubscriber(initial=10)
     rstreams.range(0, 3).map(lambda x: None if x == 1 else x).subscribe(s)
-    assert s.items == [0] and isinstance(s.error, TypeError)
+    assert s.items == [0] and isinstance(s.error, NoneElementError)
+
+
+@pytest.mark.parametrize("source", [[0, None, 2], iter([0, None, 2])], ids=["list", "iterator"])
+def test_a_source_yielding_none_fails_with_none_element_error(source: Any) -> None:
+    """Rule 2.13: an iterable that yields None ends the stream with NoneElementError (a
+    TypeError) after the elements before it, on the exact (list) and the pulled (iterator) paths."""
+    for initial in (1, 10):
+        s: RecordingSubscriber[object] = RecordingSubscriber(initial=initial)
+        rstreams.from_iterable(list(source) if isinstance(source, list) else iter([0, None, 2])).subscribe(s)
+        if initial == 1:
+            s.request(5)
+        assert s.items == [0] and isinstance(s.error, NoneElementError), (initial, s.signals)
+        assert str(s.error) == "rule 2.13: the source produced None; None is never a stream element"
 
 
 def test_bounded_then_unbounded_demand_delivers_everything() -> None:

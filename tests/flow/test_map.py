@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
+from rstreams.errors import NoneElementError
 from rstreams.flow._map import MapFlow
 from testkit.publishers import ManualPublisher, drive
 from testkit.recording import WAIT, RecordingSubscriber
@@ -59,7 +60,7 @@ def test_fn_returning_none_fails_with_the_same_error_on_every_path(batched: bool
     source: rstreams.Flow[int] = rstreams.range(0, 5) if batched else rstreams.from_iterable(iter(range(5)))
     source.map(lambda x: None if x == 2 else x).filter(lambda x: x is not None).subscribe(s)
     assert s.items == [0, 1]
-    assert isinstance(s.error, TypeError)
+    assert isinstance(s.error, NoneElementError)  # a TypeError
     assert str(s.error) == "map: fn returned None for 2; None is never a stream element (rule 2.13)"
 
 

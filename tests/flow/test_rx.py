@@ -11,7 +11,7 @@ from reactivex import operators as ops
 from reactivex.subject import Subject
 
 import rstreams
-from rstreams.errors import OverflowStrategyError, set_unhandled_error_hook
+from rstreams.errors import NoneElementError, OverflowStrategyError, set_unhandled_error_hook
 from rstreams.flow._public import PushSource, from_observable
 from rstreams.flow._push import OverflowStrategy
 from rstreams.flow._rx import _ObserverSubscriber, to_observable
@@ -163,7 +163,7 @@ def test_observable_error_and_none() -> None:
     assert isinstance(from_observable(failing).collect().exception(WAIT), KeyError)
     with_none: reactivex.Observable[Any] = reactivex.of(1, None, 3)
     error = from_observable(with_none).collect().exception(WAIT)
-    assert isinstance(error, TypeError) and "2.13" in str(error)
+    assert isinstance(error, NoneElementError) and "2.13" in str(error)
 
 
 def test_bad_arguments() -> None:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstreams
-from rstreams.errors import InvalidDemandError
+from rstreams.errors import InvalidDemandError, NoneElementError
 from testkit.publishers import ManualPublisher, drive
 from testkit.recording import WAIT, RecordingSubscriber
 
@@ -204,6 +204,16 @@ def test_passes_the_publisher_tck(name: str) -> None:
         ),
     )
     assert report.ok, str(report)
+
+
+def test_scan_fn_returning_none_fails_with_none_element_error() -> None:
+    """Rule 2.13: an accumulator of None ends the stream with NoneElementError (a TypeError)
+    after the accumulators before it, batched or one by one."""
+    for source in (rstreams.range(1, 10), rstreams.from_iterable(iter(range(1, 10)))):
+        s: RecordingSubscriber[int] = RecordingSubscriber(initial=100)
+        source.scan(lambda acc, x: None if x == 3 else acc + x, 0).subscribe(s)  # type: ignore[arg-type, return-value]
+        assert s.items == [1, 3] and isinstance(s.error, NoneElementError), s.signals
+        assert str(s.error) == "scan: fn returned None for 3; None is never a stream element"
 
 
 def test_scan_over_batches_delivers_what_came_before_a_failure() -> None:

@@ -24,7 +24,13 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import AlreadySubscribedError, LoopClosedError, NoEventLoopError, report_unhandled
+from rstreams.errors import (
+    AlreadySubscribedError,
+    LoopClosedError,
+    NoEventLoopError,
+    NoneElementError,
+    report_unhandled,
+)
 from rstreams.flow._signals import report_broken, signal_subscribe, signal_terminal
 from rstreams.rules import check_subscriber
 
@@ -255,7 +261,7 @@ class _AsyncIterSubscription(Subscription, Generic[T]):
                     if subscriber is None:
                         return  # cancelled while waiting for the element (rule 3.12)
                     if item is None:  # type: ignore[comparison-overlap, unused-ignore]
-                        raise TypeError(
+                        raise NoneElementError(
                             "rule 2.13: the async iterable produced None; None is never an element"
                         )
                     requested = self._requested

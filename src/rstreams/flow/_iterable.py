@@ -33,7 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import AlreadySubscribedError
+from rstreams.errors import AlreadySubscribedError, NoneElementError
 from rstreams.flow._drain import DrainLoop
 from rstreams.flow._signals import (
     CHUNK,
@@ -160,7 +160,7 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
                 return [], exc
             if item is _END or item is None:
                 self._stop()
-                return [], True if item is _END else TypeError(SOURCE_NONE)
+                return [], True if item is _END else NoneElementError(SOURCE_NONE)
             if self.exact and length_hint(iterator) == 0:  # _at_end, inlined: once per pull
                 self._stop()
                 return [item], True
@@ -173,7 +173,7 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
             failure = exc
         if type(iterator) is not _RANGE and any(map(is_, items, repeat(None))):
             del items[[item is None for item in items].index(True) :]  # the elements before it go on
-            failure = TypeError(SOURCE_NONE)
+            failure = NoneElementError(SOURCE_NONE)
         if failure is not None:
             self._stop()
             return items, failure
@@ -224,7 +224,7 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
                     if self.halt:
                         break  # cancelled, or an illegal request to report: see the top
                     if item is None:  # type: ignore[comparison-overlap, unused-ignore]
-                        raise TypeError(SOURCE_NONE)
+                        raise NoneElementError(SOURCE_NONE)
                     try:
                         on_next(item)
                     except Exception as exc:  # rule 2.13: consider the subscription cancelled
@@ -270,7 +270,7 @@ class _IterableSubscription(DrainLoop, Subscription, Generic[T]):
             failure = None
             if check_none and any(map(is_, chunk, repeat(None))):
                 del chunk[[item is None for item in chunk].index(True) :]  # the elements before it go on
-                failure = TypeError(SOURCE_NONE)
+                failure = NoneElementError(SOURCE_NONE)
             if chunk:
                 count += len(chunk)  # counted before: the receiver owns the list from here
                 try:

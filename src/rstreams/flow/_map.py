@@ -3,7 +3,7 @@
 One :class:`MapFlow` serves every Publisher; on the iterable sources the same function
 runs fused into the source's iterator (:mod:`rstreams.flow._iterable`), with the same
 errors: a raise from ``fn`` cancels upstream and goes downstream as ``on_error``, and a
-``None`` result fails the stream with the ``TypeError`` of :func:`none_result` (2.13).
+``None`` result fails the stream with the ``NoneElementError`` of :func:`none_result` (2.13).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from operator import is_
 from typing import TypeVar
 
 from rstreams.api import Publisher, Subscriber
+from rstreams.errors import NoneElementError
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
 from rstreams.flow._signals import NONE_ITEM
 
@@ -23,9 +24,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def none_result(item: object) -> TypeError:
+def none_result(item: object) -> NoneElementError:
     """The error for ``fn(item) is None``: None is never a stream element (rule 2.13)."""
-    return TypeError(f"map: fn returned None for {item!r}; None is never a stream element (rule 2.13)")
+    return NoneElementError(f"map: fn returned None for {item!r}; None is never a stream element (rule 2.13)")
 
 
 class MapFlow(OperatorFlow[T, R]):

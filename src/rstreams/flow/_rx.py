@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import report_unhandled
+from rstreams.errors import NoneElementError, report_unhandled
 from rstreams.flow._push import OverflowStrategy, PushHub, from_push
 from rstreams.flow._sinks import check_publisher, check_window
 from rstreams.rules import check_error
@@ -158,7 +158,7 @@ class _ObservableBridge(Generic[T]):
             return
         if item is None:
             self.on_error(
-                TypeError(
+                NoneElementError(
                     "from_observable: the Observable emitted None; None is never a stream element (rule 2.13)"
                 )
             )

@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from rstreams.api import Publisher, Subscriber
+from rstreams.errors import NoneElementError
 from rstreams.flow._concat_map import ConcatMapFlow
 from rstreams.flow._filter import FilterSubscriber
 from rstreams.flow._iterable import just
@@ -115,8 +116,8 @@ class _ScanSubscriber(OperatorSubscriber[T, A]):
         self.emit_many(results)
 
 
-def _none_result(item: object) -> TypeError:
-    return TypeError(f"scan: fn returned None for {item!r}; None is never a stream element")
+def _none_result(item: object) -> NoneElementError:
+    return NoneElementError(f"scan: fn returned None for {item!r}; None is never a stream element")
 
 
 class _StatefulFilterFlow(OperatorFlow[T, T]):
