@@ -32,7 +32,9 @@
 // (each once the transport takes writes) until a small one comes again, so a run of large
 // elements does not pile up in the write buffer.
 
-import { EXTENSIONS, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
+import {
+  EXTENSIONS, ExtensionNotOfferedError, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint,
+} from "./rsio-wire.js";
 
 const CHANNELS = EXTENSIONS.channels;
 const { channel: CHANNEL, inputRequest: INPUT_REQUEST, inputCancel: INPUT_CANCEL, inputNext: INPUT_NEXT,
@@ -50,7 +52,7 @@ const nextTurn = typeof setImmediate === "function" ? setImmediate : (callback) 
 
 /** "the peer does not offer extension channels" (§21.1). */
 export function notActive() {
-  return new Error("the peer does not offer extension channels (id 8) (PROTOCOL.md §21.1)");
+  return new ExtensionNotOfferedError("channels", "§21.1");
 }
 
 /** {subscriber, rest} of an input message's payload; ProtocolError (§21.2) if malformed. */

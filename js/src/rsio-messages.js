@@ -10,7 +10,9 @@
 // {wait: false}, fails at once with MessageCreditError. Nothing is ever queued beyond the
 // credit on either side.
 
-import { EXTENSIONS, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint } from "./rsio-wire.js";
+import {
+  EXTENSIONS, ExtensionNotOfferedError, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint,
+} from "./rsio-wire.js";
 import { Offer } from "./rsio-publish.js";
 
 const MESSAGES = EXTENSIONS.messages;
@@ -97,7 +99,7 @@ export class Messages {
   hello(active) {
     this.active = active;
     if (!active) {
-      this._failWaiting(new Error("the peer does not offer extension messages (id 7) (PROTOCOL.md §20.1)"));
+      this._failWaiting(new ExtensionNotOfferedError("messages", "§20.1"));
       return;
     }
     this._granted = this._window;
@@ -115,7 +117,7 @@ export class Messages {
     const closed = this._conn._closedFor();
     if (closed !== null) return Promise.reject(closed);
     if (this.active === false) {
-      return Promise.reject(new Error("the peer does not offer extension messages (id 7) (PROTOCOL.md §20.1)"));
+      return Promise.reject(new ExtensionNotOfferedError("messages", "§20.1"));
     }
     if (this.active === true && this.credit > 0n && this._waiting.length === 0) {
       this._take(frame);

@@ -81,6 +81,21 @@ export class ProtocolError extends Error {
   }
 }
 
+/**
+ * A call that needs an extension the peer's hello does not list (send() needs messages, §20.1;
+ * channel() needs channels, §21.1): nothing was sent, the connection goes on. `extension` is
+ * the extension's name, `section` the PROTOCOL.md section (as rstreams' LocalProtocolError).
+ */
+export class ExtensionNotOfferedError extends Error {
+  constructor(extension, section) {
+    const { id } = EXTENSIONS[extension];
+    super(`the peer does not offer extension ${extension} (id ${id}) (PROTOCOL.md ${section})`);
+    this.name = "ExtensionNotOfferedError";
+    this.extension = extension;
+    this.section = section;
+  }
+}
+
 // -- varints (§2.1) ------------------------------------------------------------------------
 
 /** Encode a non-negative integer (Number or BigInt, below 2**64) as a minimal varint. */

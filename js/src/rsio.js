@@ -42,7 +42,7 @@ import { Messages } from "./rsio-messages.js";
 import { ContentTypes, contentTypeFrame } from "./rsio-content.js";
 import { MetadataQualifier, checkMetadata, encodeMetadata } from "./rsio-metadata.js";
 
-export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
+export { ExtensionNotOfferedError, ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 export { fixedSize, fromAsyncIterable, fromIterable } from "./rsio-publish.js";
 export { RESUME_DEFAULTS } from "./rsio-resume.js";
 export { ERROR_CODES, codeName } from "./rsio-codes.js";

@@ -3,7 +3,7 @@
 // against a real rstreams server with channel factories.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { ProtocolError, RemoteStreamError, fromIterable } from "../src/rsio.js";
+import { ExtensionNotOfferedError, ProtocolError, RemoteStreamError, fromIterable } from "../src/rsio.js";
 import { concat, encodeVarint } from "../src/rsio-wire.js";
 import { scripted, recorder, tick } from "./support.mjs";
 import { pythonPeer, skip } from "./servers.mjs";
@@ -171,6 +171,7 @@ test("§21.1: a peer without the extension: the output fails, saying so, and the
   conn.channel("upper", input).subscribe(out);
   ws.feed({ ...HELLO, extensions: [1] });
   await tick();
+  assert.ok(out.error instanceof ExtensionNotOfferedError && out.error.extension === "channels", String(out.error));
   assert.match(String(out.error), /does not offer extension channels \(id 8\) \(PROTOCOL\.md §21\.1\)/);
   assert.equal(input.subscriptions, 0);
   assert.equal(ws.of("subscribe").length, 0);

@@ -46,6 +46,13 @@ export declare class ProtocolError extends Error {
   readonly section: string;
 }
 
+/** A call needs an extension the peer's hello does not list (send(): messages, §20.1; channel(): channels, §21.1). */
+export declare class ExtensionNotOfferedError extends Error {
+  constructor(extension: "messages" | "channels", section: string);
+  readonly extension: string;
+  readonly section: string;
+}
+
 /** A token, or a user and a password (§15.1). */
 export type Credentials = string | { user: string; password: string };
 

@@ -4,7 +4,7 @@
 
 import type { Credentials, Limits } from "./rsio-wire.js";
 
-export { ProtocolError, UNBOUNDED } from "./rsio-wire.js";
+export { ExtensionNotOfferedError, ProtocolError, UNBOUNDED } from "./rsio-wire.js";
 export type { Credentials, Limits } from "./rsio-wire.js";
 
 /** Demand: a positive integer Number, a BigInt up to 2**63 - 1, or Infinity (= unbounded). */
