@@ -115,15 +115,13 @@ def test_every_command_line_parses(doc: str, line: str) -> None:
         cli._parser().parse_args(argv)
 
 
-def test_a_conformance_line_with_an_idle_timeout_gives_its_cases_time() -> None:
-    """`--idle-timeout S` makes ex.pings_keep_alive run 2 * S seconds: a documented line with it
-    also gives `--case-timeout` above that, or both idle cases end as hangs."""
+def test_a_conformance_line_with_an_idle_timeout_needs_no_case_timeout() -> None:
+    """`--idle-timeout S` lengthens the deadline of the two cases that wait for it (the runner's
+    tests check that), so a documented line with it leaves `--case-timeout` at its default."""
     lines = [line for _, line in _command_lines() if line.startswith("rstreams conformance ")]
-    parse = _runner._parser().parse_args
-    timed = [parse(shlex.split(line)[2:]) for line in lines if "--idle-timeout" in line]
+    timed = [line for line in lines if "--idle-timeout" in line]
     assert timed, lines
-    short = [args for args in timed if not args.case_timeout > 2 * args.idle_timeout + args.timeout]
-    assert not short, f"--case-timeout must exceed 2 * --idle-timeout + --timeout: {short}"
+    assert not [line for line in timed if "--case-timeout" in line], timed
 
 
 def test_the_command_lines_are_found() -> None:

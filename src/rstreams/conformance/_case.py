@@ -73,6 +73,9 @@ class Case:
     """Conformance publishers (``range``, ``never``...) the case uses."""
     timeout: float | None = None
     """Deadline for the whole case in seconds (default: ``Options.case_timeout``)."""
+    idle_waits: int = 0
+    """How many of the endpoint's idle timeouts the case waits through: with
+    ``Options.idle_timeout`` set, its deadline grows by that many plus one ``Options.timeout``."""
 
     @property
     def area(self) -> str:
@@ -98,7 +101,13 @@ CASES: list[Case] = []
 
 
 def case(
-    case_id: str, cite: str, text: str, *, needs: tuple[str, ...] = (), timeout: float | None = None
+    case_id: str,
+    cite: str,
+    text: str,
+    *,
+    needs: tuple[str, ...] = (),
+    timeout: float | None = None,
+    idle_waits: int = 0,
 ) -> Callable[[CaseFunction], CaseFunction]:
     """Register the decorated coroutine function as a case (ids are unique)."""
     if case_id.partition(".")[0] not in AREAS:
@@ -107,7 +116,7 @@ def case(
         raise ValueError(f"duplicate case id {case_id!r}")
 
     def register(fn: CaseFunction) -> CaseFunction:
-        CASES.append(Case(case_id, cite, text, fn, needs, timeout))
+        CASES.append(Case(case_id, cite, text, fn, needs, timeout, idle_waits))
         return fn
 
     return register

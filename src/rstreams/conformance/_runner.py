@@ -118,6 +118,8 @@ async def run_case(case: Case, url: str, options: Options, available: frozenset[
     ctx = Context(url, options, available)
     start = time.monotonic()
     deadline = case.timeout or options.case_timeout
+    if case.idle_waits and options.idle_timeout is not None:  # waits the endpoint's idle timeout out
+        deadline += case.idle_waits * options.idle_timeout + options.timeout
     outcome, message = Outcome.PASS, ""
     scope = asyncio.timeout(deadline)
     try:

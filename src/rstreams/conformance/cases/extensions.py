@@ -158,6 +158,7 @@ async def _pong(ctx: Context) -> None:
     S142,
     "An endpoint MAY end a connection on which it has received nothing for a time of its choosing: it sends "
     "goodbye with the reason `idle timeout: nothing received for N s (PROTOCOL.md §14.2)` and closes.",
+    idle_waits=1,
 )
 async def _idle(ctx: Context) -> None:
     idle = ctx.options.idle_timeout
@@ -181,6 +182,7 @@ async def _idle(ctx: Context) -> None:
     S142,
     "With keepalive active, a live peer is never idle: a ping (or the pong that answers ours) arrives at "
     "least every keepalive interval (here: pings only, for twice the idle timeout).",
+    idle_waits=2,
 )
 async def _alive(ctx: Context) -> None:
     idle = ctx.options.idle_timeout

@@ -1,0 +1,31 @@
+"""A conformance run given the endpoint's idle timeout gives the two idle cases the time they
+need: ex.pings_keep_alive pings for 2 x --idle-timeout and ex.idle_timeout waits up to
+--idle-timeout + --timeout, whatever --case-timeout says (default 30 s: `--idle-timeout 60`
+made both end as hangs)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rstreams.conformance import Options, Outcome, conformance_publishers, run_case, select
+from rstreams.net import serve
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.mark.parametrize("case_id", ["ex.idle_timeout", "ex.pings_keep_alive"])
+def test_an_idle_case_outlives_a_shorter_case_timeout(case_id: str) -> None:
+    async def main() -> Outcome:
+        offer = conformance_publishers()
+        server = await serve("tcp://127.0.0.1:0", offer, on_connection=offer.on_connection, idle_timeout=2.0)
+        try:
+            (case,) = select(case_id)
+            options = Options(idle_timeout=2.0, case_timeout=1.5, timeout=2.0, quiet=0.1)
+            result = await run_case(case, server.url, options, frozenset({"range"}))
+            return result.outcome
+        finally:
+            await server.aclose()
+
+    assert asyncio.run(main()) is Outcome.PASS
