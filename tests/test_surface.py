@@ -116,7 +116,10 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("LogLookupError", LookupError),
         ("LogEndedError", RuntimeError),
         ("ServerNotRunningError", RuntimeError),
+        ("ServerAlreadyRunningError", RuntimeError),
         ("ReplayTimeoutError", TimeoutError),
+        ("UnknownStaticFileError", KeyError),
+        ("StaticFileMissingError", FileNotFoundError),
         ("StreamTimeoutError", TimeoutError),
         ("TextMessageError", ValueError),
         ("ElementSizeError", ValueError),
@@ -209,9 +212,11 @@ def test_the_network_settings_say_what_they_raise(name: str, call: Any, expected
 
 
 def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None:
-    """The operators' errors are exported by rstreams.errors, the replay server's by rstreams.replay."""
+    """The operators' errors are exported by rstreams.errors, the replay server's by rstreams.replay,
+    the live page's static files' by rstreams.web."""
     import rstreams.errors as errors
     import rstreams.replay as replay
+    import rstreams.web as web
 
     assert {
         "AlreadySubscribedError",
@@ -226,8 +231,10 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
         "LogLookupError",
         "LogEndedError",
         "ServerNotRunningError",
+        "ServerAlreadyRunningError",
         "ReplayTimeoutError",
     } <= set(replay.__all__)
+    assert {"UnknownStaticFileError", "StaticFileMissingError"} <= set(web.__all__)
 
 
 def test_a_text_websocket_message_is_a_frame_error_exported_by_net() -> None:

@@ -30,10 +30,12 @@
     │            StatsIntervalError (ValueError)
     ├── replay: TrimmedError (LookupError), StagingFullError, RemoteLogError (RuntimeError),
     │           LogRequestError (ValueError), LogLookupError (LookupError), LogEndedError (RuntimeError),
-    │           ServerNotRunningError (RuntimeError), ReplayTimeoutError (TimeoutError),
-    │           ServerUnavailableError (ConnectionError), AccessDeniedError (PermissionError)
+    │           ServerNotRunningError (RuntimeError), ServerAlreadyRunningError (RuntimeError),
+    │           ReplayTimeoutError (TimeoutError), ServerUnavailableError (ConnectionError),
+    │           AccessDeniedError (PermissionError)
     │           └── TLSHandshakeError        the TLS handshake failed (not the credentials)
     │               └── CertificateRefusedError  the server refused the client certificate (or none)
+    ├── web: UnknownStaticFileError (KeyError), StaticFileMissingError (FileNotFoundError)
     ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError), DemoQueryError (RuntimeError)
     ├── tck: TCKFailure (AssertionError), SkipTest (unittest.SkipTest), InjectedError
     └── cli: PublishersSpecError (ValueError), PublisherParameterError (ValueError); conformance:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import re
 import socket
@@ -30,6 +31,7 @@ from rstreams.replay import (
     ReplayLog,
     ReplayServer,
     ReplayTimeoutError,
+    ServerAlreadyRunningError,
     ServerNotRunningError,
     ServerUnavailableError,
     TLSHandshakeError,
@@ -477,6 +479,52 @@ def test_what_needs_a_running_server_says_to_start_it_first() -> None:
         ServerNotRunningError, match=r"^ReplayServer\.metrics: .*\(not started yet, or stopped\)"
     ):
         server.metrics()
+    log.close()
+
+
+def test_a_running_server_refuses_a_second_start_and_a_stopped_one_starts_again() -> None:
+    """start() on a running server is a ServerAlreadyRunningError (a RuntimeError) naming its URL,
+    not threading's "threads can only be started once"; after stop() it starts again, on a new
+    loop thread, serving the same log with what it held; stop() twice is harmless."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"0", b"1"])
+    server = ReplayServer({"nums": log}, metrics=True).start()
+    first_loop, url = server.loop, server.url
+    with pytest.raises(ServerAlreadyRunningError) as raised:
+        server.start()
+    assert isinstance(raised.value, RuntimeError)
+    assert str(raised.value) == (
+        f"ReplayServer.start: the server is running already, at {url}; use it as it is, or "
+        "stop() it before starting it again"
+    )
+    assert fetch_range(server.url, "nums", 0, 2) == [b"0", b"1"]  # the refusal left it serving
+    server.stop()
+    server.stop()
+    log.append([b"2"])
+    with server:
+        assert server.loop is not first_loop and first_loop.is_closed()
+        assert fetch_range(server.url, "nums", 0, 3) == [b"0", b"1", b"2"]
+        assert "nums" in server.metrics()["replay"]["logs"]
+    assert server.loop.is_closed()
+    log.close()
+
+
+def test_a_server_that_failed_to_start_is_stopped_and_starts_again() -> None:
+    """A start that fails (its port taken) raises the OSError and leaves no loop thread running;
+    the same server starts once the port is free."""
+    log = ReplayLog("nums", capacity=4)
+    log.append([b"a"])
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        server = ReplayServer({"nums": log}, url=f"tcp://127.0.0.1:{port}")
+        with pytest.raises(OSError, match=r"(?i)address already in use") as failed:
+            server.start()
+        assert failed.value.errno == errno.EADDRINUSE
+        assert not server._thread.is_alive() and server.loop.is_closed()
+        with pytest.raises(ServerNotRunningError):
+            server.metrics()
+    with server:
+        assert fetch_range(server.url, "nums", 0, 1) == [b"a"]
     log.close()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import socket
@@ -16,9 +17,17 @@ from pathlib import Path
 import pytest
 
 import rstreams
+import rstreams.web._http as http
 from rstreams.net import connect
 from rstreams.replay import ReplayLog
-from rstreams.web import STATIC_FILES, LivePage, page_for_logs, static_file
+from rstreams.web import (
+    STATIC_FILES,
+    LivePage,
+    StaticFileMissingError,
+    UnknownStaticFileError,
+    page_for_logs,
+    static_file,
+)
 
 STATIC = Path(rstreams.__file__).parent / "web" / "static"
 JS_SRC = Path(__file__).resolve().parents[2] / "js" / "src"
@@ -78,6 +87,40 @@ def test_bad_requests_get_their_status(page: LivePage) -> None:
     assert raw(page, b"GET / HTTP/1.1\r\nX: " + b"a" * 20_000 + b"\r\n\r\n").startswith(b"HTTP/1.1 431 ")
     head = raw(page, b"HEAD /rsio.js HTTP/1.1\r\nHost: x\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200 ") and head.endswith(b"\r\n\r\n")
+
+
+@pytest.mark.timeout(30)
+def test_static_file_names_the_files_there_are() -> None:
+    """An unknown name is an UnknownStaticFileError (a KeyError) whose message lists the names
+    there are, as written (not a KeyError's quoted repr); over HTTP such a path is a 404."""
+    with pytest.raises(UnknownStaticFileError) as raised:
+        static_file("secret.py")
+    assert isinstance(raised.value, KeyError)
+    names = ", ".join(STATIC_FILES)
+    assert str(raised.value) == f"static_file: no static file 'secret.py'; there are {names}"
+
+
+@pytest.mark.timeout(30)
+def test_a_broken_install_says_what_is_missing_and_how_to_reinstall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An RS.io module in neither the package nor js/src (the checkout's js/src emptied) is a
+    StaticFileMissingError (a FileNotFoundError, errno ENOENT) naming the file, both places and
+    the reinstall; a LivePage fails with it when built, before it serves anything."""
+    monkeypatch.setattr(http, "_CHECKOUT_JS", tmp_path)
+    with pytest.raises(StaticFileMissingError) as raised:
+        static_file("rsio.js")
+    error = raised.value
+    assert isinstance(error, FileNotFoundError)
+    assert error.errno == errno.ENOENT
+    assert error.filename == "rsio.js"
+    message = str(error)
+    assert message.startswith("the live page's rsio.js is missing: it is neither in the installed package (")
+    assert f"nor in a source checkout's js/src/ ({tmp_path / 'rsio.js'})" in message
+    assert "pip install --force-reinstall rstreams" in message and "git checkout -- js/src" in message
+    assert static_file("index.html") == (STATIC / "index.html").read_bytes()  # the package's own still read
+    with pytest.raises(StaticFileMissingError, match=r"^the live page's rsio\.js is missing: "):
+        LivePage({"results": rstreams.range(3)}, publisher="results")
 
 
 @pytest.mark.timeout(30)

@@ -45,6 +45,7 @@ from rstreams.replay._server import STAGING_BYTES as STAGING_BYTES
 from rstreams.replay._server import UPLOAD_NAME as UPLOAD_NAME
 from rstreams.replay._server import LogRequestError as LogRequestError
 from rstreams.replay._server import ReplayServer as ReplayServer
+from rstreams.replay._server import ServerAlreadyRunningError as ServerAlreadyRunningError
 from rstreams.replay._server import ServerNotRunningError as ServerNotRunningError
 from rstreams.replay._server import StagingFullError as StagingFullError
 from rstreams.replay._server import replay_offer as replay_offer
@@ -66,6 +67,7 @@ __all__ = [
     "ReplayLog",
     "ReplayServer",
     "ReplayTimeoutError",
+    "ServerAlreadyRunningError",
     "ServerNotRunningError",
     "ServerUnavailableError",
     "StagingFullError",

@@ -207,6 +207,17 @@ class ServerNotRunningError(ReactiveStreamsError, RuntimeError):
         )
 
 
+class ServerAlreadyRunningError(ReactiveStreamsError, RuntimeError):
+    """:meth:`ReplayServer.start` was called on a server that is running (started and not
+    stopped); the message names its URL and the two ways on: use it, or ``stop()`` it first."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            f"ReplayServer.start: the server is running already, at {url}; use it as it is, or "
+            "stop() it before starting it again"
+        )
+
+
 class _Staging:
     """Uploads of one sink log, staged by token until Spark's commit (or abort).
 
@@ -734,10 +745,11 @@ class ReplayServer:
         self._authorize = authorize
         self._handshake_timeout = handshake_timeout
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="rstreams-replay-server", daemon=True
-        )
+        self._thread = self._loop_thread()
         self._server: Any = None
+
+    def _loop_thread(self) -> threading.Thread:
+        return threading.Thread(target=self.loop.run_forever, name="rstreams-replay-server", daemon=True)
 
     @property
     def url(self) -> str:
@@ -746,9 +758,32 @@ class ReplayServer:
         return str(self._running("url").url)
 
     def start(self) -> Self:
+        """Listen at the URL given and serve the logs, on an event loop in a new daemon thread.
+
+        A stopped server starts again: a new loop and thread, a new listening socket (a URL with
+        port 0 gets a new port; ``url`` has it), the same logs and sink logs, with what they hold;
+        numbers given with :meth:`add_metrics` are to be given again. A server that fails to start
+        is left stopped (its thread ended), and may be started again.
+
+        Raises:
+            ServerAlreadyRunningError: the server is running (started, and not stopped since).
+        """
+        if self._server is not None or self._thread.is_alive():
+            raise ServerAlreadyRunningError(self._server.url if self._server is not None else self._bind)
+        if self._thread.ident is not None or self.loop.is_closed():  # a loop and a thread serve one run
+            self.loop = asyncio.new_event_loop()
+            self._thread = self._loop_thread()
+        self._thread.start()
+        try:
+            self._listen()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _listen(self) -> None:
         from rstreams.net import serve, split_name
 
-        self._thread.start()
         on_connection = self._ask_for_uploads if self._stagings else None
         authorize = self._authorize
         by_log = None if authorize is None else (lambda who, name: authorize(who, split_name(name)[0]))
@@ -768,7 +803,6 @@ class ReplayServer:
         self._server = asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
         if self._metrics:
             asyncio.run_coroutine_threadsafe(self._count_logs(), self.loop).result(30)
-        return self
 
     async def _count_logs(self) -> None:
         from rstreams.observe import replay_metrics
@@ -845,7 +879,8 @@ class ReplayServer:
         return {"published": len(staging._published), "refused": staging.refused}
 
     def stop(self) -> None:
-        """Close every connection and the listening socket; stop the loop thread."""
+        """Close every connection and the listening socket; stop the loop thread. The server may
+        be started again (:meth:`start`); stopping a stopped server does nothing."""
         if self._server is not None:
             future = asyncio.run_coroutine_threadsafe(self._server.aclose(), self.loop)
             try:

@@ -12,11 +12,20 @@
 from __future__ import annotations
 
 from rstreams.web._http import STATIC_FILES as STATIC_FILES
+from rstreams.web._http import StaticFileMissingError as StaticFileMissingError
+from rstreams.web._http import UnknownStaticFileError as UnknownStaticFileError
 from rstreams.web._http import static_file as static_file
 from rstreams.web._page import LivePage as LivePage
 from rstreams.web._page import page_for_logs as page_for_logs
 
-__all__ = ["STATIC_FILES", "LivePage", "page_for_logs", "static_file"]
+__all__ = [
+    "STATIC_FILES",
+    "LivePage",
+    "StaticFileMissingError",
+    "UnknownStaticFileError",
+    "page_for_logs",
+    "static_file",
+]
 
 from rstreams._exports import claim as _claim
 

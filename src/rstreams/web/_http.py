@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import mimetypes
 from collections.abc import Callable
@@ -17,7 +18,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STATIC_FILES", "HttpServer", "static_file"]
+from rstreams.errors import ReactiveStreamsError
+
+__all__ = ["STATIC_FILES", "HttpServer", "StaticFileMissingError", "UnknownStaticFileError", "static_file"]
 
 MAX_HEAD = 16 * 1024
 """Bytes of request line and headers read before answering 431."""
@@ -48,21 +51,54 @@ _CHECKOUT_JS = Path(__file__).resolve().parents[3] / "js" / "src"
 """Where the RS.io modules are in a source checkout (an editable install, ``PYTHONPATH=src``)."""
 
 
+class UnknownStaticFileError(ReactiveStreamsError, KeyError):
+    """:func:`static_file` was asked for a name that is not one of :data:`STATIC_FILES`; the
+    message names it and lists the names there are."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"static_file: no static file {name!r}; there are {', '.join(STATIC_FILES)}")
+
+    def __str__(self) -> str:  # the message as written, not a KeyError's repr of it
+        return str(self.args[0])
+
+
+class StaticFileMissingError(ReactiveStreamsError, FileNotFoundError):
+    """One of :data:`STATIC_FILES` is neither in the installed package nor in a source checkout:
+    the install is broken. Raised by :func:`static_file`, and so when a :class:`LivePage` is
+    built (it reads every file then, before serving); the message names the file, the two places
+    looked in, and how to reinstall."""
+
+    def __init__(self, name: str, packaged: str, checkout: Path) -> None:
+        super().__init__(
+            errno.ENOENT,
+            f"the live page's {name} is missing: it is neither in the installed package ({packaged}) "
+            f"nor in a source checkout's js/src/ ({checkout}); the install is incomplete: reinstall "
+            "rstreams (pip install --force-reinstall rstreams), or in a source checkout restore "
+            f"js/src/{name} (git checkout -- js/src)",
+        )
+        self.filename = name
+
+    def __str__(self) -> str:  # the message alone, without OSError's "[Errno 2]"
+        return str(self.strerror)
+
+
 def static_file(name: str) -> bytes:
     """The bytes of one of :data:`STATIC_FILES`: from the installed package, where a wheel has the
     RS.io modules (``rsio*.js``, copied from ``js/src`` when the wheel is built), else, in a
-    source checkout, from ``js/src`` itself: the JavaScript package's files are the only copy."""
+    source checkout, from ``js/src`` itself: the JavaScript package's files are the only copy.
+
+    Raises:
+        UnknownStaticFileError: ``name`` is not one of :data:`STATIC_FILES` (a ``KeyError``).
+        StaticFileMissingError: the file is in neither place: a broken install (a ``FileNotFoundError``).
+    """
     if name not in STATIC_FILES:
-        raise KeyError(f"no static file {name!r}; the page has {', '.join(STATIC_FILES)}")
+        raise UnknownStaticFileError(name)
     packaged = resources.files("rstreams.web") / "static" / name
     if packaged.is_file():
         return packaged.read_bytes()
     checkout = _CHECKOUT_JS / name
     if not checkout.is_file():
-        raise FileNotFoundError(
-            f"{name} is neither in the installed package (rstreams/web/static/) nor in a source "
-            f"checkout's js/src/ ({checkout}): reinstall rstreams from a wheel or a complete checkout"
-        )
+        raise StaticFileMissingError(name, str(packaged), checkout)
     return checkout.read_bytes()
 
 

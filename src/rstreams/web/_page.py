@@ -70,10 +70,10 @@ class LivePage:
         self.publisher = publisher
         self.title = title
         self.window = window
+        self._http = HttpServer(self.config)  # first: a broken install fails here, before a loop exists
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="rstreams-live-page", daemon=True)
         self._ws: Server | None = None
-        self._http = HttpServer(self.config)
         self._http_port = 0
         self._logs: Mapping[str, ReplayLog] = {}  # replay logs whose numbers the page shows
 
