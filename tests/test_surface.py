@@ -112,6 +112,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("RuleViolationError", RuntimeError),
         ("BlockingInLoopError", RuntimeError),
         ("NoneElementError", TypeError),
+        ("MissingExtraError", ModuleNotFoundError),
         ("LogRequestError", ValueError),
         ("LogLookupError", LookupError),
         ("LogEndedError", RuntimeError),
@@ -225,6 +226,7 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
         "RuleViolationError",
         "BlockingInLoopError",
         "NoneElementError",
+        "MissingExtraError",
     } <= set(errors.__all__)
     assert {
         "LogRequestError",

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rstreams.errors import MissingExtraError
+
 if TYPE_CHECKING:
     from rstreams.net import Credentials
 
@@ -31,6 +33,8 @@ def missing_extra(error: object) -> str:
     """What to install, as `` (... pip install ...)``, when ``error`` or its ``__cause__`` is the
     import of an optional dependency the commands use that is not installed; ``""`` otherwise."""
     while isinstance(error, BaseException):
+        if isinstance(error, MissingExtraError):  # its message names the extra already
+            return ""
         if isinstance(error, ImportError) and (error.name or "").partition(".")[0] == "websockets":
             return " (ws://, wss:// and --web need the websockets extra: pip install 'rstreams[websockets]')"
         error = error.__cause__

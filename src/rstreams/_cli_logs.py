@@ -257,10 +257,10 @@ def publish(args: argparse.Namespace) -> int:
         return fail("publish", f"{bad}{hint}")
     except TimeoutError:
         return fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
-    except (ReactiveStreamsError, OSError) as broken:
-        return fail("publish", f"connection to {args.url} ended: {broken}")
     except ImportError as missing:  # ws:// or wss:// without the websockets extra
         return fail("publish", f"cannot connect to {args.url}: {missing}{missing_extra(missing)}")
+    except (ReactiveStreamsError, OSError) as broken:
+        return fail("publish", f"connection to {args.url} ended: {broken}")
     except KeyboardInterrupt:
         return fail("publish", "interrupted", 130)
     print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)

@@ -11,6 +11,7 @@
     ├── BlockingInLoopError (RuntimeError)  a blocking result() on a running loop's own thread
     ├── RuleViolationError (RuntimeError)   a local Publisher or Subscription broke a rule (1.1, 3.16)
     ├── NoneElementError (TypeError)        a source or an operator's function produced None (2.13)
+    ├── MissingExtraError (ModuleNotFoundError)  an optional dependency is missing: pip install 'rstreams[X]'
     ├── ProtocolError                       RS.io: .subscriber is the stream id, None = connection
     │   ├── LocalProtocolError              you called the wire core wrong; raised at once
     │   └── RemoteProtocolError             the peer broke the protocol; becomes a goodbye
@@ -67,6 +68,7 @@ __all__ = [
     "InvalidDemandError",
     "LocalProtocolError",
     "LoopClosedError",
+    "MissingExtraError",
     "NoEventLoopError",
     "NoneElementError",
     "OverflowStrategyError",
@@ -143,6 +145,13 @@ class NoneElementError(ReactiveStreamsError, TypeError):
     function returned it. Signalled through ``on_error`` after the elements before it, the
     upstream cancelled; the message names the operator. (``on_next(None)`` called directly is a
     plain ``TypeError``, raised on the caller's stack.)"""
+
+
+class MissingExtraError(ReactiveStreamsError, ModuleNotFoundError):
+    """A feature needs an optional dependency that is not installed: ``ws://`` and ``wss://``
+    the websockets package, the ``MSGPACK`` codec msgpack. The message names the extra to
+    install (``pip install 'rstreams[websockets]'``); ``name`` is the missing module and
+    ``__cause__`` the import's own error."""
 
 
 class ProtocolError(ReactiveStreamsError):

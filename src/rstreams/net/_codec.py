@@ -35,7 +35,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from rstreams.errors import ReactiveStreamsError
+from rstreams.errors import MissingExtraError, ReactiveStreamsError
 from rstreams.wire._content import (
     ARROW_STREAM,
     FLOAT64_LE,
@@ -192,16 +192,25 @@ def _unpack_float64(data: bytes) -> float:
     return float(_FLOAT64.unpack(data)[0])
 
 
-def _msgpack_encode(item: Any) -> bytes:
-    import msgpack  # the msgpack extra; imported on first use
+def _msgpack() -> Any:
+    """The msgpack module (the msgpack extra; imported on first use), or an error naming the extra."""
+    try:
+        import msgpack
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").partition(".")[0] != "msgpack":
+            raise
+        raise MissingExtraError(
+            "the MSGPACK codec needs the msgpack extra: pip install 'rstreams[msgpack]'", name=missing.name
+        ) from missing
+    return msgpack
 
-    return msgpack.packb(item, use_bin_type=True)  # type: ignore[no-any-return]
+
+def _msgpack_encode(item: Any) -> bytes:
+    return _msgpack().packb(item, use_bin_type=True)  # type: ignore[no-any-return]
 
 
 def _msgpack_decode(data: bytes) -> Any:
-    import msgpack
-
-    return msgpack.unpackb(data, raw=False)
+    return _msgpack().unpackb(data, raw=False)
 
 
 def _arrow_encode(data: Any) -> bytes:

@@ -22,9 +22,10 @@ import asyncio
 import contextlib
 import os
 import ssl as _ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from rstreams.errors import MissingExtraError
 from rstreams.net._admission import Admission, AdmittingServer
 from rstreams.net._origins import origins_allowed, own_origins
 from rstreams.net._stream import StreamProtocol
@@ -34,6 +35,20 @@ from rstreams.net._url import Endpoint
 __all__ = ["Listener", "connect_endpoint", "listen_endpoint"]
 
 HandlerFactory = Callable[[], TransportHandler]
+
+
+@contextlib.contextmanager
+def _websockets_extra(endpoint: Endpoint) -> Iterator[None]:
+    """Turn the import error of a missing websockets package into one naming the extra."""
+    try:
+        yield
+    except ModuleNotFoundError as missing:
+        if isinstance(missing, MissingExtraError) or (missing.name or "").partition(".")[0] != "websockets":
+            raise
+        raise MissingExtraError(
+            f"{endpoint.scheme}:// needs the websockets extra: pip install 'rstreams[websockets]'",
+            name=missing.name,
+        ) from missing
 
 
 def _check_ssl(
@@ -81,7 +96,8 @@ async def connect_endpoint(
     if scheme == "unix":
         await loop.create_unix_connection(lambda: StreamProtocol(handler, high=high, low=low), endpoint.path)
         return None
-    from rstreams.net._websocket import WebSocketTransport, open_websocket
+    with _websockets_extra(endpoint):
+        from rstreams.net._websocket import WebSocketTransport, open_websocket
 
     ws = await open_websocket(endpoint, context)
     transport = WebSocketTransport(ws, handler, high=high, low=low)
@@ -147,17 +163,19 @@ async def listen_endpoint(
         return Listener(bound, AdmittingServer.start(server, protocol, admission, context))
     from http import HTTPStatus
 
-    from websockets.asyncio.server import ServerConnection
-    from websockets.asyncio.server import serve as ws_serve
-    from websockets.http11 import Request, Response
-
     from rstreams.net._pending import Pending
-    from rstreams.net._websocket import (
-        SUBPROTOCOL,
-        AdmittedConnection,
-        WebSocketTransport,
-        origin_refused,
-    )
+
+    with _websockets_extra(endpoint):
+        from websockets.asyncio.server import ServerConnection
+        from websockets.asyncio.server import serve as ws_serve
+        from websockets.http11 import Request, Response
+
+        from rstreams.net._websocket import (
+            SUBPROTOCOL,
+            AdmittedConnection,
+            WebSocketTransport,
+            origin_refused,
+        )
 
     served_path = endpoint.path.partition("?")[0]
 
