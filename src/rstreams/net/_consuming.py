@@ -322,6 +322,12 @@ class RemoteSubscription(Subscription, Generic[T]):
             except Exception as error:
                 report_unhandled(error, f"{type(subscriber).__name__}.on_complete")
 
+    def answer(self, element: bytes) -> None:
+        """A request/response's answer (the table took it out already): the element, then the
+        completion."""
+        self.deliver(element)
+        self.complete()
+
     def error(self, error: BaseException) -> None:
         subscriber = self._finish()
         if subscriber is not None:
@@ -334,15 +340,9 @@ class RemoteSubscription(Subscription, Generic[T]):
         """The publisher stated its elements' media type (contentType, before onSubscribe):
         check it against an explicit codec, or take the codec it names (§17)."""
         self.content_type = media_type
-        codec = self._codec
-        if codec is not None:
-            problem = _mismatch(codec, media_type, name)
-            if problem is not None:
-                self.fail_locally(problem)
-            return
-        codec = codec_for(media_type)
+        codec = _announced_codec(self._codec, media_type, name, self.fail_locally)
         if codec is None:
-            return  # opaque bytes (octet-stream, or a type without a built-in codec)
+            return  # explicit codec, or opaque bytes (octet-stream, or a type without a built-in codec)
         batch = self._batch
         if batch is not None or (codec.element_size and codec.decode_many is not None):
             self._batch = Batching(codec, lists=batch is not None and batch.lists)
@@ -465,7 +465,9 @@ class ScalarRequest:
         self._table.cancel(self)
 
     # -- the peer's signals, as the table routes them to a RemoteSubscription -------------------
-    def deliver(self, element: bytes) -> None:
+    def answer(self, element: bytes) -> None:
+        """The element, as the answer: into the future (the completion that follows it in an
+        answer has nothing left to do)."""
         decode = self._decode
         if decode is not None:
             try:
@@ -476,8 +478,13 @@ class ScalarRequest:
         future = self._future
         if not future.done():
             future.set_result(element)
-            if self.sid in self._table.outbox.core.ids_in_use:  # no onComplete/onError in this read
-                self._defer(self.cancel)
+
+    def deliver(self, element: bytes) -> None:
+        """The element of a stream still open: :meth:`answer`, then a cancel once the read is
+        handled unless the stream's terminal signal came in it."""
+        self.answer(element)
+        if self.sid in self._table.outbox.core.ids_in_use:  # no onComplete/onError in this read
+            self._defer(self.cancel)
 
     def deliver_many(self, elements: list[Any]) -> None:
         for element in elements:  # one (the core holds the publisher to demand 1)
@@ -499,13 +506,7 @@ class ScalarRequest:
     def announced(self, media_type: str, name: str) -> None:
         """As :meth:`RemoteSubscription.announced`: check the explicit codec, or decode by the
         codec ``media_type`` names (§17)."""
-        codec = self._codec
-        if codec is not None:
-            problem = _mismatch(codec, media_type, name)
-            if problem is not None:
-                self.fail_locally(problem)
-            return
-        codec = codec_for(media_type)
+        codec = _announced_codec(self._codec, media_type, name, self.fail_locally)
         if codec is not None:
             self._decode = codec.decode
 
@@ -515,11 +516,16 @@ class ScalarRequest:
         self.error(error)
 
 
-def _mismatch(codec: Codec[Any], media_type: str, name: str) -> ContentTypeError | None:
-    """The error of a subscription with the explicit ``codec`` whose publisher announced
-    ``media_type`` (§17), or ``None`` if the two agree."""
-    if codec.media_type is not None and not same_media_type(codec.media_type, media_type):
-        return ContentTypeError(name, media_type, codec)
+def _announced_codec(
+    explicit: Codec[Any] | None, media_type: str, name: str, fail: Callable[[BaseException], None]
+) -> Codec[Any] | None:
+    """A subscription's publisher announced ``media_type`` (§17): the codec to decode by from
+    now on, the built-in one ``media_type`` names (``None``: none does). With an ``explicit``
+    codec, ``None`` (it stays), after ``fail(ContentTypeError)`` if the two types differ."""
+    if explicit is None:
+        return codec_for(media_type)
+    if explicit.media_type is not None and not same_media_type(explicit.media_type, media_type):
+        fail(ContentTypeError(name, media_type, explicit))
     return None
 
 
@@ -750,14 +756,22 @@ class SubscriptionTable:
 
     def on_answer(self, event: Answer) -> None:
         """A request/response's answer, which the core took whole (its onSubscribe, one onNext
-        and onComplete): the element, then the completion, as :meth:`on_next` and
-        :meth:`on_complete` would have had them."""
-        subscription = self.subscriptions.get(event.subscriber)
+        and onComplete): the subscription leaves the table and gets the element and the
+        completion in one call (``answer``); its id is free once that returned, as
+        :meth:`on_complete` frees it (a subscribe made in ``on_next`` takes another)."""
+        sid = event.subscriber
+        subscription = self.subscriptions.pop(sid, None)
         if subscription is not None:
-            if self.outbox.observer is not None:
-                self.outbox.observer.received(1, event.subscriber)
-            subscription.deliver(event.element)
-        self.on_complete(event)
+            observer = self.outbox.observer
+            if observer is None:
+                subscription.answer(event.element)
+            else:
+                observer.received(1, sid)
+                subscription.answer(event.element)
+                observer.unsubscribed(sid, "completed")
+        if self._unacked:
+            self._unacked.discard(sid)  # its terminal came: the id is free (a crossed cancel's too)
+        heapq.heappush(self._free_ids, sid)
 
     def on_next(self, event: OnNext) -> None:
         subscription = self.subscriptions.get(event.subscriber)
