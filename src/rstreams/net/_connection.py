@@ -97,6 +97,7 @@ class Connection:
         self._pump = pump
         pump.subscriptions.describe = self.__repr__
         pump.closing.client_auth = pump.client_auth  # an auth goodbye's error type (net/_auth.py)
+        pump.subscriptions.defer = pump.defer  # after the read's events, not a loop turn later
         self._new_future: Callable[[], asyncio.Future[Any]] = pump.outbox.loop.create_future
 
     # -- the peer's publishers ------------------------------------------------------------------
@@ -246,7 +247,7 @@ class Connection:
         decode = codec.decode if codec is not None else None
         subscriber: ScalarRequest | ScalarSubscriber
         if prelude is None:  # the common case: demand 1 from the start
-            subscriber = pump.subscriptions.open_request(name, future, decode, codec, encoded, pump.defer)
+            subscriber = pump.subscriptions.open_request(name, future, decode, codec, encoded)
         else:
             subscriber = ScalarSubscriber(future, name, pump.defer)
             pump.subscriptions.open(name, subscriber, decode, prelude=prelude, codec=codec, metadata=encoded)

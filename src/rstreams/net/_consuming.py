@@ -67,6 +67,7 @@ T = TypeVar("T")
 
 
 _ident = threading.get_ident
+_new = object.__new__
 
 EARLY_REQUEST = 64
 """Demand that is written at once when requested while a read is being delivered, instead of
@@ -439,43 +440,37 @@ class ScalarRequest:
     as with :class:`ScalarSubscriber`.
     """
 
-    __slots__ = ("_codec", "_decode", "_defer", "_future", "_table", "name", "sid")
+    __slots__ = ("codec", "decode", "future", "name", "sid", "table")
 
-    def __init__(
-        self,
-        table: SubscriptionTable,
-        sid: int,
-        future: Any,
-        name: str,
-        decode: Callable[[bytes], Any] | None,
-        codec: Codec[Any] | None,
-        defer: Callable[[Callable[[], None]], object],
-    ) -> None:
-        self._table = table
-        self.sid = sid
-        self.name = name  # the publisher's name (for error messages)
-        self._future = future  # asyncio.Future, resolved on the loop's thread
-        self._decode = decode
-        self._codec = codec  # explicit; None: decode by the announced type (PROTOCOL.md §17)
-        self._defer = defer  # runs a call once the current read is handled
+    # Made by the table alone (SubscriptionTable.open_request), which sets these fields without
+    # an __init__ call (a request/response makes one each time):
+    table: SubscriptionTable
+    sid: int
+    name: str
+    """The publisher's name (for error messages)."""
+    future: Any
+    """The asyncio.Future the answer goes into, resolved on the loop's thread."""
+    decode: Callable[[bytes], Any] | None
+    codec: Codec[Any] | None
+    """The explicit codec; ``None``: decode by the announced type (PROTOCOL.md §17)."""
 
     def cancel(self) -> None:
         """Cancel it on the wire (loop thread: ``conn.request`` and the deferred check call it);
         a no-op once it ended or was cancelled."""
-        self._table.cancel(self)
+        self.table.cancel(self)
 
     # -- the peer's signals, as the table routes them to a RemoteSubscription -------------------
     def answer(self, element: bytes) -> None:
         """The element, as the answer: into the future (the completion that follows it in an
         answer has nothing left to do)."""
-        decode = self._decode
+        decode = self.decode
         if decode is not None:
             try:
                 element = decode(element)
             except Exception as error:  # bad data: the request fails with it
                 self.fail_locally(error)
                 return
-        future = self._future
+        future = self.future
         if not future.done():
             future.set_result(element)
 
@@ -483,8 +478,8 @@ class ScalarRequest:
         """The element of a stream still open: :meth:`answer`, then a cancel once the read is
         handled unless the stream's terminal signal came in it."""
         self.answer(element)
-        if self.sid in self._table.outbox.core.ids_in_use:  # no onComplete/onError in this read
-            self._defer(self.cancel)
+        if self.sid in self.table.outbox.core.ids_in_use:  # no onComplete/onError in this read
+            self.table.defer(self.cancel)
 
     def deliver_many(self, elements: list[Any]) -> None:
         for element in elements:  # one (the core holds the publisher to demand 1)
@@ -494,25 +489,25 @@ class ScalarRequest:
         self.deliver_many(split_packed(payload, len(payload) // count))
 
     def complete(self) -> None:
-        future = self._future
+        future = self.future
         if not future.done():
             future.set_exception(NoSuchElementError(f"publisher {self.name!r} completed without an element"))
 
     def error(self, error: BaseException) -> None:
-        future = self._future
+        future = self.future
         if not future.done():
             future.set_exception(error)
 
     def announced(self, media_type: str, name: str) -> None:
         """As :meth:`RemoteSubscription.announced`: check the explicit codec, or decode by the
         codec ``media_type`` names (§17)."""
-        codec = _announced_codec(self._codec, media_type, name, self.fail_locally)
+        codec = _announced_codec(self.codec, media_type, name, self.fail_locally)
         if codec is not None:
-            self._decode = codec.decode
+            self.decode = codec.decode
 
     def fail_locally(self, error: BaseException) -> None:
         """End the request here with ``error`` and cancel it on the wire."""
-        self._table.cancel(self)
+        self.table.cancel(self)
         self.error(error)
 
 
@@ -548,6 +543,7 @@ class SubscriptionTable:
         "_free_ids",
         "_next_id",
         "_unacked",
+        "defer",
         "describe",
         "loop_thread",
         "outbox",
@@ -562,6 +558,8 @@ class SubscriptionTable:
         """The event loop's thread, where the table is made and its subscriptions are signalled
         (they hand over a request or cancel made on another thread)."""
         self.describe = describe  # the connection's repr, for RemotePublisher's
+        self.defer: Callable[[Callable[[], None]], object] = outbox.loop.call_soon
+        """Runs a call once the current read is handled (the connection sets the pump's)."""
         self.subscriptions: dict[int, Consumer] = {}
         self.requests: dict[RemoteSubscription[Any], None] = {}
         """Subscriptions with demand to send this turn (the pump's flush reads it)."""
@@ -650,7 +648,6 @@ class SubscriptionTable:
         decode: Callable[[bytes], Any] | None,
         codec: Codec[Any] | None,
         metadata: bytes | None,
-        defer: Callable[[Callable[[], None]], object],
     ) -> ScalarRequest | ScalarSubscriber:
         """Request/response (``conn.request``, loop thread): subscribe to ``name`` with demand
         1 and resolve ``future`` with its element; returns what cancels it. Usually one
@@ -666,12 +663,18 @@ class SubscriptionTable:
                 and outbox.core.peer_hello is None  # no hello yet (an attribute; open() checks the state)
             )
         ):
-            subscriber = ScalarSubscriber(future, name, defer)
+            subscriber = ScalarSubscriber(future, name, self.defer)
             self.open(name, subscriber, decode, None, None, None, codec, metadata)
             return subscriber
         free = self._free_ids
         sid = heapq.heappop(free) if free and not self._unacked else self._take_id()  # _take_id's common case
-        request = ScalarRequest(self, sid, future, name, decode, codec, defer)  # demand 1, in the subscribe
+        request = _new(ScalarRequest)  # ScalarRequest(...) without an __init__ call: its fields, set here
+        request.table = self
+        request.sid = sid
+        request.name = name
+        request.future = future
+        request.decode = decode
+        request.codec = codec  # its demand, 1, goes in the subscribe
         self.subscriptions[sid] = request  # _start, inlined
         if outbox.observer is not None:  # tracing: the span's traceparent joins the metadata
             metadata = outbox.observer.subscribed(sid, name, metadata)
