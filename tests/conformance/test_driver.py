@@ -102,9 +102,52 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
-    """An endpoint that refuses connections is exit code 2, not a crash."""
-    assert main(["tcp://127.0.0.1:1", "--timeout", "1"]) == 2
-    assert "cannot run the suite" in capsys.readouterr().err
+    """An endpoint that refuses connections is exit code 2, not a crash: one line, the command's
+    name first, with what to check."""
+    assert main(["tcp://127.0.0.1:1", "--timeout", "1"], prog="rstreams conformance") == 2
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1, said
+    assert said[0].startswith("rstreams conformance: cannot run the suite against tcp://127.0.0.1:1: "), said
+    assert said[0].endswith(
+        "(the URL: is an RS.io endpoint listening there? --timeout S: how long each wait lasts)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([], "the following arguments are required: url"),
+        (["tcp://127.0.0.1:1", "--zzz"], "unrecognized arguments: --zzz"),
+        (
+            ["tcp://127.0.0.1:1", "--case-timout", "9"],
+            "unrecognized arguments: --case-timout 9; did you mean --case-timeout?",
+        ),
+        (["tcp://127.0.0.1:1", "--jobs", "x"], "argument --jobs: invalid int value: 'x'"),
+    ],
+)
+def test_a_usage_error_is_one_line(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """As the other rstreams commands: the error and where the usage is, not the usage block."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv, prog="rstreams conformance")
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"rstreams conformance: {says} (see rstreams conformance --help)\n"
+
+
+def test_the_help_states_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for option, default in [
+        ("--timeout", "5.0"),
+        ("--quiet", "0.25"),
+        ("--case-timeout", "30.0"),
+        ("--jobs", "4"),
+        ("--max-subscriptions", "1024"),
+        ("--max-element-size", "16777216"),
+        ("--prefix", "conformance/"),
+    ]:
+        after = shown.partition(f"{option} {option.lstrip('-').replace('-', '_').upper()} ")[2]
+        assert after.partition("(default: ")[2].startswith(default + ")"), (option, after[:120])
 
 
 @pytest.mark.parametrize(
@@ -302,7 +345,8 @@ async def test_main_over_tls_insecure(
 def test_tls_options_need_a_tls_url(capsys: pytest.CaptureFixture[str]) -> None:
     """TLS options with tcp:// are a mistake, not silently ignored."""
     assert main(["tcp://127.0.0.1:1", "--insecure"]) == 2
-    assert "tls://" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert said.startswith("python -m rstreams.conformance: TLS options need a tls:// or wss:// URL"), said
 
 
 @pytest.mark.asyncio

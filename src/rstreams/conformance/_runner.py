@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import fnmatch
 import os
+import socket
 import ssl
 import sys
 import time
@@ -13,7 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from rstreams.conformance._case import AREAS, CASES, Case, CaseFailure, CitedCase, Context, Options, Skip
 from rstreams.wire import Subscribe
@@ -265,8 +267,23 @@ def catalogue_markdown(cases: Sequence[Case] = CASES) -> str:
 
 
 # -- command line ------------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with a usage error in one line, exit 2, as the other ``rstreams`` commands
+    say it: ``rstreams conformance: unrecognized arguments: --x (see rstreams conformance --help)``."""
+
+    def error(self, message: str) -> NoReturn:
+        unknown = message.partition("unrecognized arguments: ")[2].split()
+        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        for extra in (arg for arg in unknown if arg.startswith("--")):
+            near = difflib.get_close_matches(extra.partition("=")[0], known, n=1)
+            if near:
+                message += f"; did you mean {near[0]}?"
+                break
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _parser(prog: str = "python -m rstreams.conformance") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog,
         description="Run the RS.io conformance suite against an endpoint (docs/conformance.md).",
     )
@@ -285,15 +302,42 @@ def _parser(prog: str = "python -m rstreams.conformance") -> argparse.ArgumentPa
         choices=sorted(KINDS),
         help="the endpoint offers this conformance publisher (repeat; default: probe the endpoint)",
     )
-    parser.add_argument("--prefix", default=Options.prefix, help="where the conformance publishers live")
-    parser.add_argument("--timeout", type=float, default=Options.timeout, help="seconds per wait")
     parser.add_argument(
-        "--quiet", type=float, default=Options.quiet, help="seconds to watch for unwanted frames"
+        "--prefix",
+        default=Options.prefix,
+        help="where the conformance publishers live (default: %(default)s)",
     )
-    parser.add_argument("--case-timeout", type=float, default=Options.case_timeout, help="seconds per case")
-    parser.add_argument("--jobs", type=int, default=Options.jobs, help="cases run at once")
-    parser.add_argument("--max-subscriptions", type=int, default=Options.max_subscriptions)
-    parser.add_argument("--max-element-size", type=int, default=Options.max_element_size)
+    parser.add_argument(
+        "--timeout", type=float, default=Options.timeout, help="seconds per wait (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--quiet",
+        type=float,
+        default=Options.quiet,
+        help="seconds to watch for unwanted frames (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--case-timeout",
+        type=float,
+        default=Options.case_timeout,
+        help="seconds per case; the idle cases get their wait for --idle-timeout on top "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=Options.jobs, help="cases run at once (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--max-subscriptions",
+        type=int,
+        default=Options.max_subscriptions,
+        help="the endpoint's limit of subscriptions per connection (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-element-size",
+        type=int,
+        default=Options.max_element_size,
+        help="the endpoint's largest element in bytes, PROTOCOL.md §11 (default: %(default)s)",
+    )
     tls = parser.add_argument_group("TLS (tls://, wss://)")
     tls.add_argument("--cafile", metavar="PEM", help="CA certificates that verify the endpoint")
     tls.add_argument("--certfile", metavar="PEM", help="client certificate for mutual TLS")
@@ -343,6 +387,24 @@ def _bad_numbers(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _hint(error: BaseException) -> str:
+    """What to check when the suite could not start against the URL, as `` (...)``; ``""`` when
+    the error says it already (a URL the driver does not speak, a missing extra)."""
+    if isinstance(error, socket.gaierror):
+        return " (the URL's host: this machine finds no address for that name)"
+    if isinstance(error, ssl.SSLError):
+        return (
+            " (tls:// and wss://: --cafile PEM verifies the endpoint, --server-name NAME the name it carries)"
+        )
+    if isinstance(error, OSError):
+        return " (the URL: is an RS.io endpoint listening there? --timeout S: how long each wait lasts)"
+    if isinstance(error, CaseFailure) and error.__cause__ is None:
+        return (
+            " (the probe found no RS.io answer; --publisher NAME names what the endpoint offers, skipping it)"
+        )
+    return ""
+
+
 def junit_problem(path: str | None) -> str | None:
     """``--junit PATH`` named, when its directory is missing (found before a run, not after it,
     as a traceback); both suites' command lines ask."""
@@ -387,15 +449,15 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m rstreams.c
         token=args.token,
     )
     if options.uses_tls and not args.url.startswith(("tls://", "wss://")):
-        sys.stderr.write(f"TLS options need a tls:// or wss:// URL, not {args.url}\n")
+        sys.stderr.write(f"{prog}: TLS options need a tls:// or wss:// URL, not {args.url}\n")
         return 2
     if options.insecure:
         sys.stderr.write("warning: --insecure: the endpoint's certificate is NOT verified\n")
     available = frozenset(args.publisher) if args.publisher else None
     try:
         results = asyncio.run(run(args.url, options, cases=cases, available=available))
-    except (OSError, ValueError, CaseFailure) as error:
-        sys.stderr.write(f"cannot run the suite against {args.url}: {error}\n")
+    except (OSError, ValueError, CaseFailure, ImportError) as error:
+        sys.stderr.write(f"{prog}: cannot run the suite against {args.url}: {error}{_hint(error)}\n")
         return 2
     label = args.url + (" [--insecure: its certificate was NOT verified]" if options.insecure else "")
     report(results, label, sys.stdout, verbose=args.verbose)
