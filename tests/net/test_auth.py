@@ -512,7 +512,7 @@ WITHOUT_CODES = ConnectionConfig(disabled_extensions=frozenset({6}))
     ("required", "credentials", "expected", "code"),
     [
         (True, Token("wrong"), AuthRefusedError, 3),  # §15.3: authentication failed
-        (True, None, AuthRequiredError, None),  # §15.2: sent without a code
+        (True, None, AuthRequiredError, 3),  # §15.2: authentication required
         (None, Token(SECRET), AuthNotOfferedError, None),  # §15.2: the client's own goodbye
     ],
     ids=["refused", "required", "not-offered"],

@@ -10,12 +10,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from rstreams.net import serve
-from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, Goodbye, encode
+import rstreams
+from rstreams.net import connect, serve
+from rstreams.wire import (
+    ClientHello,
+    ConnectionConfig,
+    ExtensionMessage,
+    FrameParser,
+    Goodbye,
+    ServerHello,
+    Subscribe,
+    encode,
+)
 from rstreams.wire._codes import decode_goodbye_code
 from rstreams.wire.extensions import GOODBYE_CODE, REGISTERED
 
@@ -107,9 +118,6 @@ def _codes_cell(words: str) -> str:
 
 async def test_a_client_with_credentials_and_a_server_without_auth() -> None:
     """§15.2: the client says goodbye; §10 gives that goodbye no code."""
-    from rstreams.net import connect
-    from rstreams.wire import ServerHello
-
     received = bytearray()
     done = asyncio.Event()
 
@@ -160,3 +168,99 @@ async def test_a_server_shutting_down_says_goodbye_with_code_0() -> None:
     before = frames[-2]
     assert isinstance(before, ExtensionMessage) and before.type == GOODBYE_CODE
     assert decode_goodbye_code(before.payload) == 0
+
+
+def _ext(kind: int, payload: bytes) -> bytes:
+    return encode(ExtensionMessage(type=kind, payload=payload))
+
+
+async def test_a_malformed_channels_message() -> None:
+    reason, code = await _goodbye(HELLO + _ext(0xA1, b"\x01\x00"))  # inputRequest with demand 0
+    assert "§21.2" in reason
+    assert code in _codes("a malformed channels message"), (reason, code)
+
+
+async def test_a_malformed_message() -> None:
+    reason, code = await _goodbye(HELLO + _ext(0x9D, b"\x00"))  # messageCredit 0
+    assert "§20.2" in reason
+    assert code in _codes("a malformed message or messageCredit"), (reason, code)
+
+
+async def test_a_message_beyond_the_credit() -> None:
+    reason, code = await _goodbye(HELLO + _ext(0x9C, b"\x01x") * 17)  # the credit is 16
+    assert "§20.3" in reason
+    assert code in _codes("a message beyond the granted"), (reason, code)
+
+
+async def test_a_resume_message_inside_a_session() -> None:
+    hello = encode(ClientHello(extensions=(3, 6)))
+    reason, code = await _goodbye(hello + _ext(0x8A, b"\x00"), resume=True)  # a resume inside a session
+    assert "§16.2" in reason
+    assert code in _codes("a resume message that breaks"), (reason, code)
+
+
+async def test_authentication_required_but_not_offered() -> None:
+    reason, code = await _goodbye(
+        encode(ClientHello(extensions=(6,))), authenticate=lambda credentials: "p", auth_required=True
+    )
+    assert reason.startswith("authentication required") and "§15.2" in reason
+    assert code in _codes("authentication refused, required but not offered"), (reason, code)
+
+
+async def test_subscribe_credentials_beyond_max_subscriptions() -> None:
+    credentials = [_ext(0x86, bytes([sid]) + b"\x01\x01t") for sid in (1, 2)]
+    reason, code = await _goodbye(
+        encode(ClientHello(extensions=(2, 6))) + b"".join(credentials),
+        authenticate=lambda credentials: "p",
+        config=ConnectionConfig(max_subscriptions=1),
+    )
+    assert "§15.4" in reason
+    assert code in _codes("more subscribeCredentials waiting"), (reason, code)
+
+
+async def test_an_input_part_beyond_the_input_demand() -> None:
+    """A channel opened on the server, then an inputNextPart and an inputComplete: goodbye
+    citing §21.4 or §21.6 (whichever the input breaks first), code 6."""
+
+    def echo(requests: rstreams.Flow[object], params: Mapping[str, str]) -> rstreams.Flow[object]:
+        return rstreams.from_publisher(requests)
+
+    opening = _ext(0xA0, b"\x01") + encode(Subscribe(publisher="echo", subscriber=1, initial_demand=1))
+    part = _ext(0xA6, b"\x01abc")
+    complete = _ext(0xA4, b"\x01")
+    reason, code = await _goodbye(HELLO + opening + part + complete, channels={"echo": echo})
+    assert "§21.6" in reason or "§21.4" in reason
+    expected = _codes("inputComplete amid a split input element") | _codes("inputNext beyond")
+    assert code in expected, (reason, code)
+
+
+async def test_an_authenticated_with_a_payload_is_malformed() -> None:
+    """§15.1: a payload is exactly its fields, and authenticated's is empty: a client that
+    reads `85 01 00` says goodbye citing §15.1 and §15.5, with code 6."""
+    received = bytearray()
+    done = asyncio.Event()
+
+    async def fake_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(encode(ServerHello(extensions=(2, 6))) + b"\x85\x01\x00")
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            while chunk := await asyncio.wait_for(reader.read(1 << 16), 5):
+                received.extend(chunk)
+        writer.close()
+        done.set()
+
+    listener = await asyncio.start_server(fake_server, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        with contextlib.suppress(Exception):  # how the client fails is not this test's business
+            conn = await connect(f"tcp://127.0.0.1:{port}", auth="tok")
+            await asyncio.wait_for(done.wait(), 10)
+            await conn.aclose()
+        await asyncio.wait_for(done.wait(), 10)
+    finally:
+        listener.close()
+    frames = _parser().feed(bytes(received))
+    goodbye = frames[-1]
+    assert isinstance(goodbye, Goodbye) and "§15.1" in goodbye.reason and "§15.5" in goodbye.reason
+    before = frames[-2]
+    assert isinstance(before, ExtensionMessage) and before.type == GOODBYE_CODE
+    assert decode_goodbye_code(before.payload) in _codes("an auth message that breaks §15")

@@ -263,9 +263,11 @@ class AuthGate:
                     sid not in self._credentials
                     and len(self._credentials) >= self._outbox.core.config.max_subscriptions
                 ):
-                    raise ExtensionError(
-                        "more subscribeCredentials held than max_subscriptions", section="15.4"
+                    self._outbox.close_now(
+                        "more subscribeCredentials held than max_subscriptions (PROTOCOL.md §15.4)",
+                        ErrorCode.LIMIT_EXCEEDED,
                     )
+                    return
                 self._credentials[sid] = credentials
             else:
                 raise ExtensionError("authenticated (0x85) sent to a server", section="15.5")
@@ -378,15 +380,22 @@ class ClientAuth:
 
     def received(self, message_type: int, payload: bytes) -> None:
         """An auth message from the server (the pump routes them here)."""
-        if message_type == AUTH_OK and not self.authenticated:
+        if message_type == AUTH_OK and not self.authenticated and not payload:
             self.authenticated = True
             return
-        what = (
-            "authenticated (0x85) without an authenticate"
-            if message_type == AUTH_OK
-            else (f"message type 0x{message_type:02x}, which only a client sends,")
-        )
-        self._outbox.close_now(f"{what} received by the client (PROTOCOL.md §15.5)")
+        if message_type != AUTH_OK:
+            reason = (
+                f"message type 0x{message_type:02x}, which only a client sends, received by the "
+                "client (PROTOCOL.md §15.5)"
+            )
+        elif payload:
+            reason = (
+                f"authenticated (0x85) received by the client with a payload of {len(payload)} "
+                "byte(s); its payload is empty (PROTOCOL.md §15.1, §15.5)"
+            )
+        else:
+            reason = "authenticated (0x85) without an authenticate received by the client (PROTOCOL.md §15.5)"
+        self._outbox.close_now(reason, ErrorCode.PROTOCOL_VIOLATION)
 
 
 def goodbye_error(

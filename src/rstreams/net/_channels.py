@@ -172,7 +172,7 @@ class Channels:
                 if channel_input is not None:  # else: it crossed the end of the channel (§21.5)
                     channel_input.received(message_type, value)
         except ExtensionError as error:
-            self.outbox.close_now(error.reason)
+            self.outbox.close_now(error.reason, ErrorCode.PROTOCOL_VIOLATION)
         except LimitExceededError as error:  # max_parts_in_flight, max_reassembly_bytes (§21.6)
             self.outbox.close_now(error.reason, ErrorCode.LIMIT_EXCEEDED)
 

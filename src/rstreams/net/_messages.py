@@ -35,7 +35,7 @@ from rstreams.errors import ConnectionBrokenError, LocalProtocolError, ReactiveS
 from rstreams.net._auth import AuthGate
 from rstreams.net._outbox import Outbox
 from rstreams.net._routes import NameTable
-from rstreams.wire import ConnectionState, ExtensionError
+from rstreams.wire import ConnectionState, ErrorCode, ExtensionError
 from rstreams.wire._messages import (
     MESSAGE,
     MESSAGE_CREDIT,
@@ -206,7 +206,7 @@ class Messages:
                 )
             name, body = decode_message(payload)
         except ExtensionError as error:
-            self._outbox.close_now(error.reason)
+            self._outbox.close_now(error.reason, ErrorCode.PROTOCOL_VIOLATION)
             return
         gate = self._gate
         if gate is not None and gate.pending:

@@ -601,7 +601,7 @@ class Pump:
         if self.gate is not None:
             reason = self.gate.hello(AUTH.id in outbox.core.extensions)
             if reason is not None:
-                outbox.close_now(reason)
+                outbox.close_now(reason, ErrorCode.UNAUTHENTICATED)
             else:
                 self.messages.hello()
                 self.subscriptions.release_deferred()  # channels this side opened (§21)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net._transport import Transport, TransportHandler
-from rstreams.wire import ConnectionState, FrameType
+from rstreams.wire import ConnectionState, ErrorCode, FrameType
 from rstreams.wire._resume import (
     RESUME,
     RESUME_ACK,
@@ -465,7 +465,7 @@ class Session:
                 )
         except ResumeError as error:
             if self.driver is not None:
-                self.driver.outbox.close_now(error.reason)
+                self.driver.outbox.close_now(error.reason, ErrorCode.PROTOCOL_VIOLATION)
 
     def drop_idle_link(self) -> bool:
         """The keepalive found the connection idle: break the link, not the session (§14.2, §16.3).
