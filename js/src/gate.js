@@ -121,7 +121,8 @@ export class AuthGate {
     const credentials = decodeCredentials(payload, id.next);
     const key = id.value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id.value) : id.value;
     if (this._perSubscription.size >= this._conn._limits.maxSubscriptions) {
-      throw new ProtocolError("more subscription credentials held than max_subscriptions", "§15.4");
+      this._conn._quit("more subscription credentials held than max_subscriptions (PROTOCOL.md §15.4)", undefined, ERROR_CODES.LIMIT_EXCEEDED);
+      return;
     }
     this._perSubscription.set(key, undefined); // a subscribe before an asynchronous verdict is refused
     this._check(credentials, (principal) => { this._perSubscription.set(key, principal); });

@@ -729,7 +729,7 @@ export class Connection {
     this._session?.settle(this.extensions.has(RESUME.id), () => this.state === "OPEN");
     const refusal = this._gate?.hello(this.extensions.has(AUTH.id)) ?? null;
     if (refusal !== null) {
-      this._quit(refusal);
+      this._quit(refusal, undefined, ERROR_CODES.UNAUTHENTICATED);
       return;
     }
     if (this._gate?.pending && this._handshakeS !== null) { // counted again from the hello (§15.3)

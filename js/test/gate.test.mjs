@@ -32,6 +32,27 @@ test("§15.2: the serverHello lists auth; a clientHello without it is refused wh
   assert.match(ws.sent.at(-1).reason, /^authentication required: .*\(PROTOCOL\.md §15\.2\)$/);
 });
 
+test("§10, §19.2: with error-codes active, 'authentication required' carries code 3 (unauthenticated)", async () => {
+  const { ws, conn } = server();
+  ws.feed(hello(1, 6));
+  await conn.closed;
+  const [qualifier, goodbye] = ws.sent.slice(-2);
+  assert.match(goodbye.reason, /^authentication required: /);
+  assert.deepEqual([qualifier.code, [...qualifier.payload]], [0x99, [3]]);
+});
+
+test("§15.4, §19.2: subscribeCredentials beyond max_subscriptions: goodbye with code 7 (limit exceeded)", async () => {
+  const ws = new FakeTransport();
+  const conn = new Connection(ws, { role: "server", gate: new AuthGate({ authenticate: () => "p" }), onerror: () => {},
+    keepalive: null, limits: { maxSubscriptions: 1 }, publishers: { news: fromIterable(["a"]) } });
+  const credentials = (id) => ({ type: "extension", code: 0x86, payload: concat([encodeVarint(id), encodeCredentials("t")]) });
+  ws.feed(hello(2, 6), credentials(1), credentials(2));
+  await conn.closed;
+  const [qualifier, goodbye] = ws.sent.slice(-2);
+  assert.match(goodbye.reason, /^more subscription credentials held than max_subscriptions \(PROTOCOL\.md §15\.4\)$/);
+  assert.deepEqual([qualifier.code, [...qualifier.payload]], [0x99, [7]]);
+});
+
 /** A server Connection with handshakeTimeout 1 s on a manual clock; `verdict(credentials)` decides. */
 function timed(verdict) {
   const clock = new ManualClock();
