@@ -90,7 +90,7 @@ export function decodeMetadata(payload, { maxMetadataBytes, maxMetadataEntries }
     const keyEnd = keyLength.next + Number(keyLength.value);
     if (keyEnd > payload.length) throw malformed("a key runs past the payload");
     const key = textDecoder.decode(payload.subarray(keyLength.next, keyEnd));
-    if (!KEY.test(key) || key.startsWith("rsio.")) throw malformed(`key ${JSON.stringify(key)} breaks the key rules`);
+    if (!KEY.test(key)) throw malformed(`key ${JSON.stringify(key)} breaks the key rules`);
     if (metadata.has(key)) throw malformed(`key ${JSON.stringify(key)} twice`);
     const valueLength = varint(payload, keyEnd);
     const valueEnd = valueLength.next + Number(valueLength.value);
