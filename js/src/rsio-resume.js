@@ -52,7 +52,8 @@ export function resumeOptions(resume) {
 
 /** The one varint position of a resume message's payload (§16.2). */
 export function position(payload, what) {
-  const got = decodeVarint(payload, 0);
+  let got = null;
+  try { got = decodeVarint(payload, 0); } catch { /* a varint that breaks §2.1: not a position either */ }
   if (got === null || got.next !== payload.length) {
     throw new ProtocolError(`${what} payload is not exactly one varint position`, "§16.2");
   }
