@@ -1,7 +1,9 @@
 package io.rstreams.wire;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 
 /**
  * Credentials of extension auth (PROTOCOL.md §15.1): a token (kind 1) or a user and password
@@ -101,7 +103,13 @@ public final class Credentials {
         if (len < 0 || len > end - next[0]) {
             throw Varint.Incomplete.UNKNOWN;
         }
-        String s = new String(Arrays.copyOfRange(buf, next[0], next[0] + (int) len), StandardCharsets.UTF_8);
+        String s;
+        try { // strict: invalid bytes are an error, never replaced (§2.2)
+            s = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(buf, next[0], (int) len)).toString();
+        } catch (CharacterCodingException e) {
+            throw new ProtocolException("malformed credentials: a string that is not valid UTF-8 (PROTOCOL.md §2.2, §15.5)");
+        }
         next[0] += (int) len;
         return s;
     }
