@@ -12,11 +12,12 @@ import pytest
 import rstreams
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
-from rstreams.net._resume import Resume
-from rstreams.net._resume_session import Session
+from rstreams.net._resume import Resume, ResumeRegistry
+from rstreams.net._resume_session import Link, Session
 from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, Goodbye, encode
 from rstreams.wire._resume import (
     RESUME,
+    RESUME_REFUSED,
     RESUME_TOKEN,
     Refused,
     ResumeReplyParser,
@@ -25,7 +26,7 @@ from rstreams.wire._resume import (
 )
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
 from testkit.chaos import ChaosProxy
-from testkit.net import WAIT, CountingSource
+from testkit.net import WAIT, CountingSource, MemoryTransport
 from testkit.net import session_of as session_or_none
 from testkit.resume import SIZE, Collector
 
@@ -379,6 +380,15 @@ async def test_malformed_resume_is_refused_and_the_server_goes_on(first: bytes) 
         assert isinstance(outcome, Refused), data
         assert "§16" in outcome.reason
         await serves_a_resumable_client(server.url)
+
+
+async def test_a_long_refusal_is_cut_between_two_characters() -> None:
+    """§16.2: resumeRefused's reason is UTF-8; cut to 200 bytes, it never ends inside a character."""
+    link = Link()
+    transport = MemoryTransport(link)
+    link.transport = transport
+    ResumeRegistry._refuse(link, "x" + "é" * 150)  # 301 bytes: the 200th is the first half of an é
+    assert transport.buffer == [encode_message(RESUME_REFUSED, ("x" + "é" * 99).encode())]
 
 
 async def test_resume_over_websocket() -> None:

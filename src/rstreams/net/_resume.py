@@ -257,7 +257,9 @@ class ResumeRegistry:
 
     @staticmethod
     def _refuse(link: Link, reason: str) -> None:
-        link.transport.writelines([encode_message(RESUME_REFUSED, reason.encode()[:200])])
+        # at most 200 bytes (§16.7 allows 256), cut between characters so it stays UTF-8 (§16.2)
+        payload = reason.encode()[:200].decode(errors="ignore").encode()
+        link.transport.writelines([encode_message(RESUME_REFUSED, payload)])
         link.transport.close()
 
 
