@@ -55,7 +55,7 @@ class ErrorCode(IntEnum):
     CANCELLED = 10
     """The serving side ended the stream (or the connection) on its own decision."""
     TIMEOUT = 11
-    """Something did not happen in time (idle, authentication, handshake timeouts)."""
+    """Something did not happen in time (idle, authentication timeouts; a handshake timeout has no code)."""
 
 
 def _malformed(what: str) -> ExtensionError:
