@@ -196,8 +196,6 @@ class _ResumingPeer(_Peer):
 
 
 class ResumeTarget(Target):
-    settle = 1.0
-
     def serve_options(self, directory: str) -> dict[str, Any]:
         return {"resume": Resume(session_timeout=0.5, buffer_bytes=64 * 1024)}
 
@@ -264,8 +262,6 @@ def _resume_seeds() -> list[bytes]:
 
 # -- TLS -------------------------------------------------------------------------------------------
 class TlsTarget(Target):
-    settle = 1.0
-
     def address(self, directory: str) -> str:
         cert, key = f"{directory}/cert.pem", f"{directory}/key.pem"
         subprocess.run(
@@ -407,8 +403,6 @@ def _upgrade(port: int) -> bytes:
 
 
 class WsTarget(Target):
-    settle = 1.0
-
     def address(self, directory: str) -> str:
         return "ws://127.0.0.1:0/rsio"
 

@@ -110,8 +110,9 @@ def _echo(source: Publisher[bytes], params: dict[str, str]) -> Publisher[bytes]:
 class Target:
     """The server under fuzz, a well-behaved client of it, and what the checks record."""
 
-    settle = 0.05
-    """Seconds a closed connection's tasks and count may take to go, after its first loop turns."""
+    settle = WAIT
+    """Seconds after which a closed connection's tasks and count still there fail the input: a
+    hang guard, not a time to meet (the check waits on their end, whatever the load)."""
     act_pause = 0.0
     """Seconds the raw client waits at an input's local action (one loop turn: the server is here)."""
 
@@ -311,19 +312,34 @@ class Target:
             assert unsent <= MAX_UNSENT + SOCKET_READ_SIZE, f"{unsent} bytes unsent to the peer"
 
     async def _check_left_nothing(self) -> None:
-        for _ in range(20):  # the closing callbacks of the connection run in a few loop turns
-            if _tasks() <= self.baseline and self.server.connections == {self.legit_server}:
-                return
-            await asyncio.sleep(0)
-        deadline = time.monotonic() + self.settle
-        while time.monotonic() < deadline:  # (a TLS or WebSocket close takes a few more reads)
-            await asyncio.sleep(0.01)
-            if _tasks() <= self.baseline and self.server.connections == {self.legit_server}:
-                return
-        left = _tasks() - self.baseline
-        assert not left, f"tasks left behind: {left}"
-        others = self.server.connections - {self.legit_server}
-        assert not others, f"the server still counts {len(others)} fuzzed connections"
+        """Nothing of the fuzzed connection stays: its tasks end and the server stops counting
+        it. The check waits on those very events (each task's end, each connection's close
+        callbacks, which run after the server's own), never for a fixed time; only a hang
+        reaches :attr:`settle`."""
+        loop = asyncio.get_running_loop()
+        checking = {asyncio.current_task()}  # (wait_for runs settled() in a task of its own)
+
+        async def settled() -> None:
+            while True:
+                left = _tasks() - self.baseline - checking
+                others = self.server.connections - {self.legit_server}
+                if not left and not others:
+                    return
+                closed: asyncio.Future[None] = loop.create_future()
+                for conn in others:
+                    conn.add_close_callback(_resolver(closed))
+                await asyncio.wait([*left, closed], return_when=asyncio.FIRST_COMPLETED)
+                closed.cancel()
+
+        try:
+            await asyncio.wait_for(settled(), self.settle)
+        except TimeoutError:
+            left = _tasks() - self.baseline
+            assert not left, f"tasks left behind (after {self.settle:g} s): {left}"
+            others = self.server.connections - {self.legit_server}
+            assert not others, (
+                f"the server still counts {len(others)} fuzzed connections (after {self.settle:g} s)"
+            )
 
     async def _check_legit(self, salt: int) -> None:
         legit = self.legit
@@ -425,6 +441,16 @@ async def _within(awaitable: Awaitable[T], what: str) -> T:
         return await asyncio.wait_for(awaitable, WAIT)
     except TimeoutError:
         raise AssertionError(f"hang: waited {WAIT:g} s for {what}") from None
+
+
+def _resolver(future: asyncio.Future[None]) -> Callable[[Connection], None]:
+    """A close callback that resolves ``future`` (once, whichever connection closes first)."""
+
+    def resolve(_: Connection) -> None:
+        if not future.done():
+            future.set_result(None)
+
+    return resolve
 
 
 def _tasks() -> set[asyncio.Task[Any]]:
