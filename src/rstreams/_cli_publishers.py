@@ -81,8 +81,10 @@ def builtin_publishers(codec_name: str = "utf8") -> dict[str, Any]:
     if codec_name not in CODECS:
         raise ValueError(f"unknown codec {codec_name!r}; choose one of {', '.join(CODECS)}")
     codec = CODECS[codec_name]
-    if codec is None or codec is UTF8:  # text: the integer in decimal
+    if codec is None:  # raw: the integer in decimal, bytes with no content type announced
         counter = with_codec(_checked("counter", _counter(lambda n: str(n).encode())), None)
+    elif codec is UTF8:  # text: the integer in decimal, announced as text/plain (§17)
+        counter = with_codec(_checked("counter", _counter(str)), UTF8)
     elif codec is FLOAT64:
         counter = with_codec(_checked("counter", _counter(float)), codec)
     else:
