@@ -320,10 +320,20 @@ def run_demo(
     Raises:
         DemoQueryError: the Spark query failed, or ran no micro-batch in time (everything
             stopped first, as above; nothing saved).
+        MissingExtraError: ``web`` without the websockets extra (before anything starts).
     """
 
     def say(text: str) -> None:
         print(text, file=stream, flush=True)
+
+    if web is not None:  # the live page's extra: checked before the server and Spark start
+        try:
+            import websockets  # noqa: F401
+        except ModuleNotFoundError as missing:
+            from rstreams.errors import MissingExtraError
+
+            needs = "web= (the live page) needs the websockets extra: pip install 'rstreams[websockets]'"
+            raise MissingExtraError(needs, name=missing.name) from missing
 
     out = out or tempfile.mkdtemp(prefix="rstreams-demo-")
     os.makedirs(out, exist_ok=True)

@@ -1,0 +1,35 @@
+"""run_demo(web=...) without the websockets package fails at once, before its replay server or
+Spark starts, with a MissingExtraError naming the extra (it started the server, then failed
+on the page's import)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+HIDE = """\
+import importlib.abc, io, sys
+class _Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] == "websockets":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, _Missing())
+from rstreams.errors import MissingExtraError
+from rstreams.spark._demo import run_demo
+said = io.StringIO()
+try:
+    run_demo(seconds=1, web="127.0.0.1:0", stream=said)
+except MissingExtraError as missing:
+    print(repr(said.getvalue()), missing)
+"""
+
+
+def test_the_live_pages_extra_is_checked_before_anything_starts() -> None:
+    done = subprocess.run([sys.executable, "-c", HIDE], capture_output=True, text=True, timeout=110)
+    assert done.stdout.strip() == (
+        "'' web= (the live page) needs the websockets extra: pip install 'rstreams[websockets]'"
+    ), done.stdout + done.stderr
