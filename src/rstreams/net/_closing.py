@@ -64,8 +64,8 @@ during the linger would have the loop read for it at full speed for all of
 
 
 NOT_RSIO_HINT = (
-    "an endpoint that does not speak RS.io on this URL's scheme closes like this (a WebSocket "
-    "server reached with tcp://, say: its URL is ws://host:port/path)"
+    "an endpoint that does not speak RS.io on this URL's scheme closes like this (a TLS server "
+    "reached with tcp://, say: its URL is tls://host:port; a WebSocket server's is ws://host:port/path)"
 )
 """Added to the error of a plain connection whose input ended before the peer's hello."""
 

@@ -71,6 +71,7 @@ from rstreams.net._websocket_errors import TextMessageError
 
 __all__ = [
     "MAX_MESSAGE",
+    "NO_HTTP_HINT",
     "SUBPROTOCOL",
     "AdmittedConnection",
     "WebSocketTransport",
@@ -102,6 +103,13 @@ def origin_refused(ws: ServerConnection, request: Request, response: Response) -
         f"a page at origin {origin} may not connect to this RS.io server (only its own origin may); "
         f"{allow}\n",
     )
+
+
+NO_HTTP_HINT = (
+    "a server that does not answer HTTP on ws:// closes like this: a TLS server's URL is "
+    "wss://host:port/path, an RS.io server's over plain TCP tcp://host:port"
+)
+"""Added to the error of a ``ws://`` connection whose opening handshake got no HTTP response."""
 
 
 async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> _WsConnection:
@@ -137,6 +145,8 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
         elif status is None and context is not None:
             why = f"{error} ({TLS_REFUSAL_HINT})"
             raise TLSNoResponseError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error
+        elif status is None:  # ws:// and no HTTP answer: a TLS server, or RS.io over plain TCP
+            why = f"{error} ({NO_HTTP_HINT})"
         else:
             why = f"{error}"
         raise ConnectionRefusedError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error
