@@ -8,6 +8,7 @@ from typing import IO, Any
 
 from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net._channels import ChannelFactory, check_channels
+from rstreams.net._closing import check_handshake_timeout
 from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
@@ -17,6 +18,7 @@ from rstreams.net._messages import Handler, check_handlers
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, check_resume, connect_resumable, resume_config
 from rstreams.net._routes import Offer, Router
+from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT
 from rstreams.net._stream import open_pipe_transport
 from rstreams.net._transport import DEFAULT_HIGH_WATER, DEFAULT_LOW_WATER, TLS_REFUSAL_HINT, TLSEndedError
 from rstreams.net._url import parse_url
@@ -40,6 +42,7 @@ async def connect(
     keepalive: float | None = DEFAULT_KEEPALIVE,
     idle_timeout: float | None = None,
     unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
+    handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
     auth: object = None,
     handlers: Mapping[str, Handler] | None = None,
     channels: Mapping[str, ChannelFactory] | None = None,
@@ -62,6 +65,11 @@ async def connect(
     ``unread_timeout``: seconds (default 30) a server may leave this side's replies unread;
     meanwhile, once they pass ``high_water`` bytes, this side stops reading the server
     (PROTOCOL.md §6.3); then goodbye ``"peer not reading: ..."``. ``None``: no limit.
+    ``handshake_timeout``: seconds (default 10) the server has to send its serverHello,
+    counted from when the transport is up (PROTOCOL.md §4.1); a server that stays silent is
+    said goodbye and every stream fails with ``ConnectionBrokenError("handshake timeout (no
+    serverHello within N s) ...")``. A resumed session's reconnects are bounded by
+    ``Resume.attempt_timeout`` instead. ``None``: no limit.
     ``auth``: credentials presented to the server (PROTOCOL.md §15), a token ``str`` or a
     ``(user, password)`` tuple (or ``Token``/``UserPassword``). If
     the server refuses them it says goodbye and every stream fails with
@@ -71,8 +79,8 @@ async def connect(
     :func:`serve`; PROTOCOL.md §20). ``channels``: channels this side offers (§21).
 
     Raises:
-        ValueError / TypeError: a bad URL, ``publishers``, ``ssl`` or ``auth`` (the message
-            never shows the credentials).
+        ValueError / TypeError: a bad URL, ``publishers``, ``ssl``, ``handshake_timeout`` or
+            ``auth`` (the message never shows the credentials).
         ConnectionBrokenError: the connection could not be made; ``__cause__`` says why.
             :class:`~rstreams.errors.TLSRefusedError` when the server ended the TLS session
             before its first word, or reset it in the handshake (it may require a client
@@ -82,6 +90,7 @@ async def connect(
     Router(publishers)
     check_handlers(handlers)
     check_channels(channels)
+    check_handshake_timeout(handshake_timeout)
     credentials = as_credentials(auth) if auth is not None else None
     resuming = check_resume(resume)
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
@@ -96,6 +105,7 @@ async def connect(
         keepalive=keepalive,
         idle_timeout=idle_timeout,
         unread_timeout=unread_timeout,
+        handshake_timeout=handshake_timeout,
         credentials=credentials,
         handlers=handlers,
         observer=client_observer(),
@@ -135,6 +145,7 @@ async def connect_pipe(
     keepalive: float | None = DEFAULT_KEEPALIVE,
     idle_timeout: float | None = None,
     unread_timeout: float | None = DEFAULT_UNREAD_TIMEOUT,
+    handshake_timeout: float | None = DEFAULT_HANDSHAKE_TIMEOUT,
     handlers: Mapping[str, Handler] | None = None,
     channels: Mapping[str, ChannelFactory] | None = None,
 ) -> Connection:
@@ -146,13 +157,15 @@ async def connect_pipe(
     :func:`connect`'s.
 
     Raises:
-        ValueError / TypeError: bad ``publishers``, ``handlers`` or ``channels``; a reader or
+        ValueError / TypeError: bad ``publishers``, ``handlers``, ``channels`` or
+            ``handshake_timeout``; a reader or
             writer that is not a pipe or a socket (a regular file, say).
         OSError: a descriptor that is not open.
     """
     Router(publishers)
     check_handlers(handlers)
     check_channels(channels)
+    check_handshake_timeout(handshake_timeout)
     pump = Pump(
         client=not server,
         offer=publishers,
@@ -162,6 +175,7 @@ async def connect_pipe(
         low_water=low_water,
         keepalive=keepalive,
         idle_timeout=idle_timeout,
+        handshake_timeout=handshake_timeout,
         handlers=handlers,
         channels=channels,
     )

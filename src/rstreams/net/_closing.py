@@ -5,8 +5,9 @@ peer's, or a violation the core answered with a goodbye) and the bytes (the tran
 ``connection_lost``). Whichever comes first ends every open stream, once, through
 :meth:`Closing.end_streams`: local Subscribers get ``on_error``
 (:class:`ResourceClosedError` when this side closed, :class:`ConnectionBrokenError` with
-the cause otherwise) and local Publishers are cancelled; the pieces that hold streams
-register for that with :attr:`Closing.on_end`. Lower-layer exceptions are translated into
+the cause otherwise, and when a client's handshake timeout closed a silent server) and local
+Publishers are cancelled; the pieces that hold streams register for that with
+:attr:`Closing.on_end`. Lower-layer exceptions are translated into
 :class:`ConnectionBrokenError` here, in :meth:`Closing.lost`, and nowhere else; a TLS session
 that ended before the peer's hello becomes its subclass :class:`TLSRefusedError`. A goodbye that
 ended a client's authentication (the server's, or the client's own to a server without auth)
@@ -46,7 +47,7 @@ from rstreams.net._outbox import Outbox
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, Transport
 from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
 
-__all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing"]
+__all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing", "check_handshake_timeout"]
 
 CLOSE_TIMEOUT = 5.0
 """Seconds :meth:`Closing.aclose` waits for the peer's goodbye, then for the transport."""
@@ -68,6 +69,12 @@ NOT_RSIO_HINT = (
     "reached with tcp://, say: its URL is tls://host:port; a WebSocket server's is ws://host:port/path)"
 )
 """Added to the error of a plain connection whose input ended before the peer's hello."""
+
+
+def check_handshake_timeout(handshake_timeout: float | None) -> None:
+    """Refuse a ``handshake_timeout`` (serve's, connect's) that is not a positive number of seconds."""
+    if handshake_timeout is not None and not handshake_timeout > 0:
+        raise ValueError(f"handshake_timeout must be > 0 seconds or None, got {handshake_timeout!r}")
 
 
 class Closing:
@@ -126,10 +133,16 @@ class Closing:
             timer.cancel()
         core = self._outbox.core
         if core.state is ConnectionState.AWAITING_HELLO:
-            hello = "serverHello" if core.side is Side.CLIENT else "clientHello"
-            self.close_now(
-                f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)", ErrorCode.TIMEOUT
+            client = core.side is Side.CLIENT
+            hello = "serverHello" if client else "clientHello"
+            reason = f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)"
+            # a client's streams fail as over a broken connection: the server never answered
+            broken = (
+                ConnectionBrokenError(f"{reason}: the server did not say hello (connect's handshake_timeout)")
+                if client
+                else None
             )
+            self.close_now(reason, ErrorCode.TIMEOUT, error=broken)
 
     # -- input after the end ----------------------------------------------------------------------
     def discarding(self, nbytes: int) -> bool:
@@ -199,12 +212,13 @@ class Closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._lost), timeout)
 
-    def close_now(self, reason: str, code: int | None = None) -> None:
+    def close_now(self, reason: str, code: int | None = None, *, error: BaseException | None = None) -> None:
         """Say goodbye and close without waiting for the peer's answer (a limit or rule refusing it).
 
         Open streams end as in :meth:`aclose`; the transport closes as after an error goodbye:
         the goodbye goes out, then input is discarded for a bounded while, so that the peer
-        reads why it was closed. Idempotent; no-op once ending.
+        reads why it was closed. Idempotent; no-op once ending. ``error``: what the streams end
+        with instead of a :class:`ResourceClosedError` naming ``reason``.
         """
         outbox = self._outbox
         if outbox.closing or outbox.ended is not None:
@@ -216,7 +230,7 @@ class Closing:
             outbox.observer.goodbye(reason, sent=True)
         message = f"the connection was closed by this side: {reason}"
         refusal = self.client_auth.refusal(message) if self.client_auth is not None else None
-        self.end_streams(refusal or ResourceClosedError(message))
+        self.end_streams(refusal or error or ResourceClosedError(message))
         self._ended_event.set()  # no answer is awaited: aclose() goes straight to the transport
         outbox.flush_now()
         transport = outbox.transport

@@ -19,6 +19,7 @@ from typing import Any, Self
 from rstreams.net._admission import DEFAULT_ADMISSION_SHARE, Admission, check_share
 from rstreams.net._auth import Authenticate, Authorize, ServerAuth
 from rstreams.net._channels import ChannelFactory, check_channels
+from rstreams.net._closing import check_handshake_timeout
 from rstreams.net._codec import JSON, Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
@@ -284,8 +285,7 @@ async def serve(
     check_handlers(handlers)
     check_channels(channels)
     check_water_marks(high_water, low_water)
-    if handshake_timeout is not None and not handshake_timeout > 0:
-        raise ValueError(f"handshake_timeout must be > 0 seconds or None, got {handshake_timeout!r}")
+    check_handshake_timeout(handshake_timeout)
     if type(max_connections) is not int or max_connections < 1:
         raise ValueError(f"max_connections must be an int >= 1, got {max_connections!r}")
     check_interval("keepalive", keepalive)
