@@ -92,6 +92,7 @@ const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again 
 const REPLY_MARK = 256 * 1024; // unsent reply bytes past which the peer is no longer read (rstreams' low_water)
 const MARK_SPACING = 4 * 1024; // writes closer than this share one ledger mark (ReplyLedger)
 const MAX_UNSENT = 16 * 1024 * 1024; // unsent bytes past which the peer is said goodbye at once
+const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams' handshake_timeout: for the peer's hello
 const DEFAULT_UNREAD_TIMEOUT_S = 30; // as rstreams' unread_timeout: replies left unread this long: goodbye
 const { keepalive: KEEPALIVE, auth: AUTH, resume: RESUME, errorCodes: ERROR_CODES_EXTENSION, messages: MESSAGES,
   contentTypes: CONTENT_TYPES, metadata: METADATA, channels: CHANNELS, inputParts: INPUT_PARTS } = EXTENSIONS;
@@ -138,11 +139,17 @@ export function openWebSocket(url, WS, options = {}) {
  * called again for each attempt to resume the session (§16).
  */
 export async function connectTransport(open, options = {}) {
+  if (options.handshakeTimeout != null && !(options.handshakeTimeout > 0)) { // before opening anything
+    throw new RangeError(`handshakeTimeout is a number of seconds > 0, got ${options.handshakeTimeout}`);
+  }
   const resume = options.resume ? resumeOptions(options.resume) : null;
   const first = await open();
   const transport = resume === null ? first
     : new ResumableSession(first, open, resume, options.clock ?? SYSTEM_CLOCK);
-  return new Connection(transport, options);
+  // the serverHello is awaited for handshakeTimeout seconds (null: for good); a resume is no
+  // handshake: its attempts have their own bound (§16)
+  return new Connection(transport, options.handshakeTimeout === undefined
+    ? { ...options, handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT_S } : options);
 }
 
 function webSocket(url, WS, { clock, tls }) {
@@ -313,11 +320,8 @@ export class Connection {
     this._unreadTimer = null;
     this._repliesTimer = null;
     this._quitting = false;
-    // the accepting side's handshake timeout: the clientHello, then (auth, §15.3) the authenticate
-    // settled, each within handshakeTimeout seconds (of the transport, then of the hello)
-    if (options.handshakeTimeout != null && this._role !== ROLES.server) {
-      throw new TypeError("handshakeTimeout is for accepting endpoints (listen())");
-    }
+    // the handshake timeout: the peer's hello within handshakeTimeout seconds of the transport;
+    // on the accepting side, then (auth, §15.3) the authenticate settled within as many of the hello
     if (options.handshakeTimeout != null && !(options.handshakeTimeout > 0)) {
       throw new RangeError(`handshakeTimeout is a number of seconds > 0, got ${options.handshakeTimeout}`);
     }
@@ -663,11 +667,14 @@ export class Connection {
       ERROR_CODES.TIMEOUT);
   }
 
-  /** The handshake timeout: no clientHello yet, or its authenticate not settled (§15.3): goodbye. */
+  /** The handshake timeout: no peer's hello yet, or its authenticate not settled (§15.3): goodbye. */
   _handshakeExpired() {
     this._handshakeTimer = null;
     if (this.state === "AWAITING_HELLO") {
-      this._quit(`handshake timeout (no clientHello within ${this._handshakeS} s)`, undefined, ERROR_CODES.TIMEOUT);
+      const reason = `handshake timeout (no ${this._role.peerHello} within ${this._handshakeS} s)`;
+      const error = this._role === ROLES.client
+        ? new ConnectionClosedError(`${reason}: the server did not say hello (handshakeTimeout)`) : undefined;
+      this._quit(reason, error, ERROR_CODES.TIMEOUT);
     } else if (this.state === "OPEN" && this._gate?.pending) {
       this._quit(`authentication timeout (not settled within ${this._handshakeS} s of the hello) (PROTOCOL.md §15.3)`,
         undefined, ERROR_CODES.TIMEOUT);

@@ -101,7 +101,6 @@ test("§15.3: credentials settled in time: the handshake timeout has no more say
   await tick();
   assert.equal(conn.state, "OPEN");
   assert.deepEqual(ws.sent.slice(1).map((f) => f.code ?? f.type), [0x85, "onSubscribe", "onNext", "onComplete"]);
-  assert.throws(() => new Connection(new FakeTransport(), { handshakeTimeout: 5 }), TypeError);
   assert.throws(() => new Connection(new FakeTransport(), { role: "server", handshakeTimeout: 0 }),
     (e) => e instanceof RangeError && /handshakeTimeout/.test(e.message));
 });

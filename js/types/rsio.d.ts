@@ -143,7 +143,7 @@ export interface ConnectOptions {
   idleTimeout?: number | null;
   /** Seconds the peer may leave our replies unread (we stop reading it meanwhile, §6.3) before a goodbye; default 30, null: no limit. */
   unreadTimeout?: number | null;
-  /** Accepting endpoints only (role "server"): seconds for the clientHello, then for its authenticate to be settled (§15.3). */
+  /** Seconds for the peer's hello before a goodbye (§4.1); connect(): the serverHello, default 10, null: never (a resume is bounded by attemptTimeout instead). */
   handshakeTimeout?: number | null;
   /** Node, tls:// only: options for tls.connect (ca, cert, key, servername, ...). */
   tls?: Record<string, unknown>;
