@@ -67,7 +67,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     /**
      * Options shared by client and server ends; {@code resume} null: no session resumption;
-     * {@code handshakeTimeout} (an accepting end's) null: none.
+     * {@code handshakeTimeout} (for the peer's hello; an accepting end's also for its credentials) null: none.
      */
     record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
             Credentials credentials, Predicate<Credentials> authenticator, ResumeOptions resume, Duration handshakeTimeout) {}
@@ -387,7 +387,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             this.ctx = ctx;
             this.channel = ctx.channel();
             Duration limit = options.handshakeTimeout();
-            if (limit != null) { // from the accept: a TLS or WebSocket handshake counts too
+            if (limit != null && conn.side() == Connection.Side.SERVER) { // from the accept: a TLS or WebSocket handshake counts too
                 handshakeTimer = channel.eventLoop().schedule(this::handshakeExpired, limit.toNanos(), TimeUnit.NANOSECONDS);
             }
         } // else: a new transport for this session, attached by attach() once resumed (§16.3)
@@ -399,6 +399,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return; // a resumed transport is attached by attach()
         }
         linkUp = true;
+        Duration limit = options.handshakeTimeout();
+        if (limit != null && conn.side() == Connection.Side.CLIENT) { // from the transport up, for the serverHello
+            handshakeTimer = channel.eventLoop().schedule(this::handshakeExpired, limit.toNanos(), TimeUnit.NANOSECONDS);
+        }
         active.complete(facade);
         flushNow(); // our hello (§4.1)
         long period = timerPeriodMillis();
@@ -940,7 +944,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 channel.close();
                 return;
             }
-            conn.abort("handshake timeout (no clientHello within " + seconds + " s)");
+            String hello = conn.side() == Connection.Side.CLIENT ? "serverHello" : "clientHello";
+            conn.abort("handshake timeout (no " + hello + " within " + seconds + " s)");
             process();
         } else if (conn.state() == Connection.State.OPEN && conn.authenticating()) {
             long left = helloAt + limit.toNanos() - System.nanoTime();

@@ -42,7 +42,7 @@ public final class RsioClient implements AutoCloseable {
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 Transport.ioHandler());
-        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null, null);
+        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null, b.handshakeTimeout);
         this.resume = b.resume;
         try {
             this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
@@ -78,7 +78,7 @@ public final class RsioClient implements AutoCloseable {
                 });
             };
             opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(), options.unreadTimeout(),
-                    options.credentials(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again), null);
+                    options.credentials(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again), options.handshakeTimeout());
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
         CompletableFuture<RsioConnection> result = new CompletableFuture<>();
@@ -129,6 +129,7 @@ public final class RsioClient implements AutoCloseable {
         private Duration keepalive = Duration.ofSeconds(15);
         private Duration idleTimeout;
         private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;
+        private Duration handshakeTimeout = Duration.ofSeconds(10);
         private Credentials credentials;
         private int threads = 1;
         private SSLContext tls;
@@ -167,6 +168,21 @@ public final class RsioClient implements AutoCloseable {
         /** Close a connection on which nothing arrived for this long (§14.2); default: never. */
         public Builder idleTimeout(Duration timeout) {
             this.idleTimeout = timeout;
+            return this;
+        }
+
+        /**
+         * Say goodbye to a server whose serverHello has not come this long after the transport
+         * is up (after the TLS and WebSocket handshakes; PROTOCOL.md §4.1): its subscriptions
+         * fail naming {@code handshake timeout (no serverHello within N s)}. Only the first
+         * transport's hello: a resume is bounded by its own attempts. Default 10 s, as
+         * rstreams' handshake_timeout; null: no limit.
+         */
+        public Builder handshakeTimeout(Duration timeout) {
+            if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+                throw new IllegalArgumentException("handshakeTimeout must be > 0 (null: no limit), got " + timeout);
+            }
+            this.handshakeTimeout = timeout;
             return this;
         }
 
