@@ -196,42 +196,8 @@ class ServingStream(Subscriber[Any]):
         pull = self._pull
         if pull is not None:  # an iterable source: its elements taken now, no request, no drain loop
             items, end = pull(n)
-            count = len(items)
-            size = self.element_size
-            if (
-                count
-                and self._raw
-                and (
-                    items[0].__class__ is bytes and (not size or len(items[0]) == size)
-                    if count == 1  # one at a time (an open stream's latency)
-                    else _as_is(items, size)
-                )
-            ):
-                # Bytes that go out as they are: into the pack as on_next and on_next_many take them
-                # (their checks of the demand and the thread hold here: pulled within n, on the
-                # loop's thread), without their calls. Nothing is outstanding on a pulled stream.
-                # tests/net/test_pulled.py holds the bytes equal to those of the signals' way.
-                if remote != UNBOUNDED:
-                    remote = self.remote_demand = remote - count
-                if remote and not self.queued:
-                    self._table.want_refill(self)
-                if count == 1 and mine and end is False and not self._pack_limit and not self._table.packs:
-                    self._send_one(items[0])  # one at a time (an open stream's latency): no pack
-                    return n * estimate
-                if mine:
-                    self._pack = items
-                else:
-                    self._pack += items
-            elif count:  # to encode, or not all bytes: one by one, as on_next takes them
-                self.outstanding += count
-                self._refilling = mine
-                try:
-                    for item in items:
-                        self.on_next(item)
-                finally:
-                    self._refilling = False
-            if end is not False:
-                self._pulled_all(end)
+            if self._take(items, end, mine):
+                return n * estimate  # one at a time (an open stream's latency): sent, no pack
         else:
             self.outstanding += n
             if self._known is None:
@@ -250,6 +216,80 @@ class ServingStream(Subscriber[Any]):
             else:
                 self.flush_pack()
         return n * estimate
+
+    def _take(self, items: list[Any], end: bool | BaseException, mine: bool) -> bool:
+        """Take what a pull brought (``end``: the source's state after them, as a
+        :data:`~rstreams.flow._iterable.Pull` returns it) as the signals would (``mine``: as
+        :meth:`refill` has it). ``True`` when the one element went to the core at once (no pack)."""
+        count = len(items)
+        size = self.element_size
+        if (
+            count
+            and self._raw
+            and (
+                items[0].__class__ is bytes and (not size or len(items[0]) == size)
+                if count == 1  # one at a time (an open stream's latency)
+                else _as_is(items, size)
+            )
+        ):
+            # Bytes that go out as they are: into the pack as on_next and on_next_many take them
+            # (their checks of the demand and the thread hold here: pulled within the demand, on
+            # the loop's thread), without their calls. Nothing is outstanding on a pulled stream.
+            # tests/net/test_pulled.py holds the bytes equal to those of the signals' way.
+            remote = self.remote_demand
+            if remote != UNBOUNDED:
+                remote = self.remote_demand = remote - count
+            if remote and not self.queued:
+                self._table.want_refill(self)
+            if count == 1 and mine and end is False and not self._pack_limit and not self._table.packs:
+                self._send_one(items[0])  # one at a time (an open stream's latency): no pack
+                return True
+            if mine:
+                self._pack = items
+            else:
+                self._pack += items
+        elif count:  # to encode, or not all bytes: one by one, as on_next takes them
+            self.outstanding += count
+            self._refilling = mine
+            try:
+                for item in items:
+                    self.on_next(item)
+            finally:
+                self._refilling = False
+        if end is not False:
+            self._pulled_all(end)
+        return False
+
+    def pull_one(self) -> None:
+        """The one element the peer asked for, pulled now: :meth:`refill` for one element, which
+        the table's :meth:`~ServingTable.request` calls instead of queueing the stream for the
+        turn's refill (one element asked of an open stream of an iterable source while nothing
+        waits for the turn's write). Its common case first: bytes that go out as they are, to
+        the core at once, as :meth:`refill` sends one."""
+        pull = self._pull
+        if pull is None:
+            return
+        items, end = pull(1)
+        size = self.element_size
+        if (
+            end is False
+            and items
+            and self._raw
+            and not self._pack
+            and not self._pack_limit
+            and not self._table.packs
+            and items[0].__class__ is bytes
+            and (not size or len(items[0]) == size)
+        ):
+            self.remote_demand -= 1  # the one asked for (the table saw a demand of 1)
+            self._send_one(items[0])
+            return
+        mine = not self._pack
+        if not self._take(items, end, mine) and mine and self._pack:
+            if self._table.packs:  # as refill sends its pack
+                self._table.want_pack(self)
+            else:
+                self.flush_pack()
 
     def _pulled_all(self, end: bool | BaseException) -> None:
         """The pulled source completed (``True``) or failed with ``end``: what its ``on_complete``
@@ -999,10 +1039,26 @@ class ServingTable:
             if obs is not None:
                 obs.demand(n)
         if not stream.done:
+            outbox = self.outbox
+            if (
+                remote == 1
+                and stream._pull is not None
+                and not outbox.flush_scheduled
+                and outbox.reading
+                and outbox.writable
+                and not self.refills
+            ):
+                # One element asked of an open stream of an iterable source while nothing waits
+                # for this turn's write (an element at a time: its latency): pulled now, not by
+                # the turn's refill, and written at the read's end. One a read: what it sets
+                # sends the read's other requests to the refill (the room is asked there).
+                outbox.flush_scheduled = True  # (what mark_dirty does while reading)
+                stream.pull_one()  # one element whatever the room: there is some (writable)
+                return True
             stream.queued = True
             self.refills[stream] = None
-            if not self.outbox.reading:  # a read's end flushes when streams wait for a refill
-                self.outbox.mark_dirty()
+            if not outbox.reading:  # a read's end flushes when streams wait for a refill
+                outbox.mark_dirty()
         return True
 
     def cancel(self, sid: int) -> None:
