@@ -882,9 +882,17 @@ class ServingTable:
         else:
             if found is None:  # no exception for an unknown name: refusals come in floods
                 self.refuse(sid, unknown_message(split_name(name)[0]), ErrorCode.UNKNOWN_PUBLISHER, name)
-            else:
-                publisher, codec, batched = found  # (a plain call: no argument tuple built)
-                self.attach(name, sid, event.initial_demand, publisher, codec, batched, metadata)
+            else:  # attach's steps (its answer inlined: a request/response's, once per subscribe)
+                publisher, codec, batched = found
+                demand = event.initial_demand
+                known = known_elements(publisher)
+                if (
+                    known is None
+                    or len(known) != 1
+                    or batched
+                    or not self._answer(sid, demand, codec, known[0], name, None, metadata)
+                ):
+                    self._open(name, sid, demand, publisher, codec, batched, metadata, None, known)
         finally:
             if token is not None:
                 CURRENT.reset(token)
@@ -915,6 +923,22 @@ class ServingTable:
             and self._answer(sid, initial_demand, codec, known[0], name, pattern, metadata)
         ):
             return
+        self._open(name, sid, initial_demand, publisher, codec, batched, metadata, pattern, known)
+
+    def _open(
+        self,
+        name: str,
+        sid: int,
+        initial_demand: int,
+        publisher: Publisher[Any],
+        codec: Codec[Any] | None,
+        batched: bool,
+        metadata: Metadata,
+        pattern: str | None,
+        known: tuple[Any, ...] | None,
+    ) -> None:
+        """:meth:`attach`'s stream, for a subscribe not answered whole (``known``: the known
+        elements of ``publisher``, if it has them)."""
         if self.outbox.core.state is _CLOSED:
             return  # a violation later in the read that brought the subscribe (see received)
         if batched and codec is not None:
