@@ -18,7 +18,8 @@ joins them through the :class:`~rstreams.net._outbox.Outbox`:
   is writable, and only for the room left under the high-water mark (bytes unsent in the
   transport plus bytes produced this turn); ``pause_writing``/``resume_writing`` flip the
   writable state. A slow or non-reading peer therefore stops production, whatever demand it
-  signalled.
+  signalled. (One element asked for alone, on an open stream, is pulled in the read that
+  asked for it, once a read and while writable: see :mod:`rstreams.net._serving`.)
 """
 
 from __future__ import annotations

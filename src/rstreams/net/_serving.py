@@ -22,7 +22,10 @@ left under the connection's high-water mark. So a peer that requested "unbounded
 stopped reading stalls at ``high-water`` bytes plus one batch, whatever it asked for.
 ``refill`` asks for at most :data:`MAX_BATCH` elements, and fewer when elements are
 large (room / estimated element size), so a batch of big elements cannot overshoot the
-budget by much either.
+budget by much either. One exception, bounded the same way: a request that leaves an open
+stream of an iterable source one element to send, while nothing waits for the turn's write,
+pulls that element in the read that brought it (:meth:`ServingStream.pull_one`: an element
+at a time without waiting for the refill), while the transport is writable and once a read.
 
 Threads: a local Publisher may signal from any thread. Signals on the loop's thread are
 handled at once (the hot path: a few attribute updates and one call into the protocol
