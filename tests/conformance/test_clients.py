@@ -119,3 +119,46 @@ def test_command_line_refuses_a_client_without_url() -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--client", "my-adapter {publisher} {script}"])
     assert exit_info.value.code == 2
+
+
+CLIENTS = "python -m rstreams.conformance.clients"
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([], "the following arguments are required: --client"),
+        (["--client", PYTHON_ADAPTER, "--zzz"], "unrecognized arguments: --zzz"),
+        (
+            ["--client", PYTHON_ADAPTER, "--start-timout", "9"],
+            "unrecognized arguments: --start-timout 9; did you mean --start-timeout?",
+        ),
+        (["--client", PYTHON_ADAPTER, "--timeout", "x"], "argument --timeout: invalid float value: 'x'"),
+        (
+            ["--client", "my-adapter {publisher}"],
+            "--client must contain {url} (and usually {publisher} and {script})",
+        ),
+        (["--client", PYTHON_ADAPTER, "--case-timeout", "0"], "--case-timeout needs seconds > 0, got 0.0"),
+    ],
+)
+def test_a_usage_error_is_one_line(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """As `rstreams conformance`: the error, a near option, where the usage is; not the usage block."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"{CLIENTS}: {says} (see {CLIENTS} --help)\n"
+
+
+def test_the_help_states_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for option, metavar, default in [
+        ("--transport", "{tcp,ws}", "tcp"),
+        ("--timeout", "TIMEOUT", str(Options.timeout)),
+        ("--start-timeout", "START_TIMEOUT", str(Options.start_timeout)),
+        ("--case-timeout", "CASE_TIMEOUT", str(Options.case_timeout)),
+    ]:
+        after = shown.partition(f"{option} {metavar} ")[2]
+        assert after.partition("(default: ")[2].startswith(default + ")"), (option, after[:120])

@@ -488,7 +488,8 @@ def test_the_client_suite_names_bad_options_before_running(
     with pytest.raises(SystemExit) as exit_info:
         clients_main(["--client", "never-run {url}", *argv])
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err.endswith(f"error: {says}\n")
+    prog = "python -m rstreams.conformance.clients"
+    assert capsys.readouterr().err == f"{prog}: {says} (see {prog} --help)\n"
 
 
 def test_the_area_table_keeps_its_columns_for_every_title() -> None:

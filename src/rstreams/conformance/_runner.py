@@ -267,9 +267,10 @@ def catalogue_markdown(cases: Sequence[Case] = CASES) -> str:
 
 
 # -- command line ------------------------------------------------------------------------------
-class _Parser(argparse.ArgumentParser):
+class UsageParser(argparse.ArgumentParser):
     """argparse's parser with a usage error in one line, exit 2, as the other ``rstreams`` commands
-    say it: ``rstreams conformance: unrecognized arguments: --x (see rstreams conformance --help)``."""
+    say it: ``rstreams conformance: unrecognized arguments: --x (see rstreams conformance --help)``;
+    both suites' command lines use it."""
 
     def error(self, message: str) -> NoReturn:
         unknown = message.partition("unrecognized arguments: ")[2].split()
@@ -283,7 +284,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser(prog: str = "python -m rstreams.conformance") -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = UsageParser(
         prog=prog,
         description="Run the RS.io conformance suite against an endpoint (docs/conformance.md).",
     )

@@ -20,7 +20,6 @@ ids, demand, nothing after goodbye) and the adapter reported what a correct clie
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import fnmatch
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 
 from rstreams.conformance import _client_cases  # noqa: F401 - registers the cases
 from rstreams.conformance._client_suite import CLIENT_CASES, ClientCase, Options, run_client_case, run_clients
-from rstreams.conformance._runner import CaseResult, Outcome, junit_problem, write_junit
+from rstreams.conformance._runner import CaseResult, Outcome, UsageParser, junit_problem, write_junit
 
 __all__ = ["CLIENT_CASES", "ClientCase", "Options", "main", "run_client_case", "run_clients"]
 
@@ -45,8 +44,9 @@ def _report(results: Sequence[CaseResult], out: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: run the client suite against an adapter command; exit 1 if a case failed."""
-    parser = argparse.ArgumentParser(
+    """Command line: run the client suite against an adapter command; exit 1 if a case failed,
+    2 on a usage error (one line on standard error, as ``rstreams conformance``)."""
+    parser = UsageParser(
         prog="python -m rstreams.conformance.clients",
         description="Drive an RS.io client through the client conformance cases (docs/conformance.md).",
     )
@@ -57,19 +57,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("-k", metavar="PATTERN", help="run the cases whose id matches this glob")
-    parser.add_argument("--transport", choices=("tcp", "ws"), default="tcp")
-    parser.add_argument("--timeout", type=float, default=Options.timeout, help="seconds per wait (default 5)")
+    parser.add_argument(
+        "--transport",
+        choices=("tcp", "ws"),
+        default=Options.transport,
+        help="what the scripted server listens on (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=Options.timeout, help="seconds per wait (default: %(default)s)"
+    )
     parser.add_argument(
         "--start-timeout",
         type=float,
         default=Options.start_timeout,
-        help="seconds for the adapter to start and connect (default 60)",
+        help="seconds for the adapter to start and connect (default: %(default)s)",
     )
     parser.add_argument(
         "--case-timeout",
         type=float,
         default=Options.case_timeout,
-        help="seconds per case from the adapter's connection (default 20)",
+        help="seconds per case from the adapter's connection (default: %(default)s)",
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     args = parser.parse_args(argv)
