@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import itertools
 import re
 import socket
 import ssl
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -670,3 +672,25 @@ def test_the_handshake_timeout_is_the_servers_own(serve: Any) -> None:
     core.receive_data(data)
     (goodbye,) = [event for event in core.events_received() if isinstance(event, ConnectionClosed)]
     assert goodbye.reason.startswith("handshake timeout") and "0.2 s" in goodbye.reason, goodbye.reason
+
+
+def test_a_server_never_started_leaves_no_open_loop() -> None:
+    """A server built and never started closes its loop on stop(), and when collected without
+    one: nothing for -X dev to report as an unclosed event loop (a ResourceWarning)."""
+    log = ReplayLog("nums", capacity=4)
+    stopped = ReplayServer({"nums": log})
+    stopped.stop()
+    assert stopped.loop.is_closed()
+    with stopped:  # and it starts after all
+        assert fetch_range(stopped.url, "nums", 0, 0) == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dropped = ReplayServer({"nums": log})
+        loop = dropped.loop
+        del dropped
+        gc.collect()
+        assert loop.is_closed()
+        del loop
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    log.close()

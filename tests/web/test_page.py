@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import gc
 import json
 import os
 import socket
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -243,3 +245,21 @@ def test_the_page_websocket_accepts_the_origins_given() -> None:
         assert asyncio.run(_ws_status(live.ws_url, "http://evil.example")) == 101
     with pytest.raises(ValueError, match="an origin has no path"):
         LivePage(offer, publisher="x", origins=["https://dash.example/page"])
+
+
+def test_a_page_never_started_leaves_no_open_loop() -> None:
+    """A page built and never started closes its loop on stop(), and when collected without
+    one: nothing for -X dev to report as an unclosed event loop (a ResourceWarning)."""
+    stopped = LivePage({})
+    stopped.stop()
+    assert stopped.loop.is_closed()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dropped = LivePage({})
+        loop = dropped.loop
+        del dropped
+        gc.collect()
+        assert loop.is_closed()
+        del loop
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

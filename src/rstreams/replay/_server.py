@@ -68,6 +68,7 @@ from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import error as error_flow
 from rstreams.net._channels import ChannelFactory
+from rstreams.net._loop_thread import close_idle, loop_thread
 from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT
 from rstreams.replay._cursor import LogLookupError, unpack
 from rstreams.replay._log import ReplayLog
@@ -744,12 +745,8 @@ class ReplayServer:
         self._authenticate = authenticate
         self._authorize = authorize
         self._handshake_timeout = handshake_timeout
-        self.loop = asyncio.new_event_loop()
-        self._thread = self._loop_thread()
+        self.loop, self._thread = loop_thread(self, "rstreams-replay-server")
         self._server: Any = None
-
-    def _loop_thread(self) -> threading.Thread:
-        return threading.Thread(target=self.loop.run_forever, name="rstreams-replay-server", daemon=True)
 
     @property
     def url(self) -> str:
@@ -771,8 +768,7 @@ class ReplayServer:
         if self._server is not None or self._thread.is_alive():
             raise ServerAlreadyRunningError(self._server.url if self._server is not None else self._bind)
         if self._thread.ident is not None or self.loop.is_closed():  # a loop and a thread serve one run
-            self.loop = asyncio.new_event_loop()
-            self._thread = self._loop_thread()
+            self.loop, self._thread = loop_thread(self, "rstreams-replay-server")
         self._thread.start()
         try:
             self._listen()
@@ -891,7 +887,7 @@ class ReplayServer:
         if self._thread.is_alive():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
-            self.loop.close()
+        close_idle(self.loop)  # also a server never started: its loop never ran
 
     def __enter__(self) -> Self:
         return self.start()

@@ -15,12 +15,12 @@ by any loopback name for a loopback host) and from ``origins``; other pages get 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 from rstreams.errors import report_unhandled
 from rstreams.net import Server, serve
+from rstreams.net._loop_thread import close_idle, loop_thread
 from rstreams.net._origins import check_origins, own_origins
 from rstreams.net._routes import Offer
 from rstreams.observe import replay_metrics
@@ -71,8 +71,7 @@ class LivePage:
         self.title = title
         self.window = window
         self._http = HttpServer(self.config)  # first: a broken install fails here, before a loop exists
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="rstreams-live-page", daemon=True)
+        self.loop, self._thread = loop_thread(self, "rstreams-live-page")
         self._ws: Server | None = None
         self._http_port = 0
         self._logs: Mapping[str, ReplayLog] = {}  # replay logs whose numbers the page shows
@@ -128,7 +127,7 @@ class LivePage:
                 report_unhandled(error, "LivePage.stop")
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
-            self.loop.close()
+        close_idle(self.loop)  # also a page never started: its loop never ran
 
     async def _stop(self) -> None:
         await self._http.aclose()
