@@ -111,6 +111,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /** The accepting end's handshake deadline: the clientHello, then (auth) the authenticate settled. */
     private ScheduledFuture<?> handshakeTimer;
     private long helloAt;
+    /** A client's handshake timeout: the goodbye's reason, and what its streams fail with (naming the option). */
+    private String abortReason;
+    private String abortText;
     // extension resume (§16): null when not offered, or not active once the peer's hello came
     private Replay replay;
     private boolean resumeActive;
@@ -644,7 +647,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private void closedByProtocol(Event.Closed c) {
         ProtocolException error = c.error();
         RuntimeException why = error != null
-                ? new ConnectionClosedException(error.getMessage())
+                ? new ConnectionClosedException(error.getMessage().equals(abortReason) ? abortText : error.getMessage())
                 : new ConnectionClosedException(c.reason() == null ? "the connection closed"
                         : "the peer said goodbye" + (c.reason().isEmpty() ? "" : ": " + c.reason()));
         ended(c.reason(), why);
@@ -944,8 +947,13 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 channel.close();
                 return;
             }
-            String hello = conn.side() == Connection.Side.CLIENT ? "serverHello" : "clientHello";
-            conn.abort("handshake timeout (no " + hello + " within " + seconds + " s)");
+            boolean client = conn.side() == Connection.Side.CLIENT;
+            String reason = "handshake timeout (no " + (client ? "serverHello" : "clientHello") + " within " + seconds + " s)";
+            if (client) { // its streams fail as over a broken connection, naming the option (as rstreams' connect)
+                abortReason = reason;
+                abortText = reason + ": the server did not say hello (RsioClient.Builder.handshakeTimeout)";
+            }
+            conn.abort(reason);
             process();
         } else if (conn.state() == Connection.State.OPEN && conn.authenticating()) {
             long left = helloAt + limit.toNanos() - System.nanoTime();

@@ -174,9 +174,10 @@ public final class RsioClient implements AutoCloseable {
         /**
          * Say goodbye to a server whose serverHello has not come this long after the transport
          * is up (after the TLS and WebSocket handshakes; PROTOCOL.md §4.1): its subscriptions
-         * fail naming {@code handshake timeout (no serverHello within N s)}. Only the first
-         * transport's hello: a resume is bounded by its own attempts. Default 10 s, as
-         * rstreams' handshake_timeout; null: no limit.
+         * fail with {@code handshake timeout (no serverHello within N s): the server did not say
+         * hello (RsioClient.Builder.handshakeTimeout)} (the goodbye's reason is the part before
+         * the colon). Only the first transport's hello: a resume is bounded by its own
+         * attempts. Default 10 s, as rstreams' handshake_timeout; null: no limit.
          */
         public Builder handshakeTimeout(Duration timeout) {
             if (timeout != null && (timeout.isNegative() || timeout.isZero())) {

@@ -37,7 +37,8 @@ public class ClientHandshakeTimeoutTest {
                 accepted.setSoTimeout(20_000);
                 Throwable error = sub.awaitTerminal();
                 assertTrue(error instanceof ConnectionClosedException, String.valueOf(error));
-                assertTrue(error.getMessage().contains("handshake timeout (no serverHello within 0.3 s)"), error.getMessage());
+                assertEquals(error.getMessage(), "handshake timeout (no serverHello within 0.3 s): "
+                        + "the server did not say hello (RsioClient.Builder.handshakeTimeout)");
                 List<Frame> frames = readToTheEnd(accepted.getInputStream());
                 Frame last = frames.get(frames.size() - 1);
                 assertTrue(last instanceof Frame.Goodbye, "no goodbye came last: " + frames);
