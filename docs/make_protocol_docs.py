@@ -714,7 +714,8 @@ def _hello_of(server: bool, extensions: tuple[int, ...]) -> F.Frame:
 
 
 async def _recorded_exchange() -> list[tuple[str, F.Frame]]:
-    """A real `connect` subscribes to a real `serve`'s built-in ``counter?to=2`` with demand 2,
+    """A real `connect` subscribes to a real `serve`'s built-in ``counter?to=2`` (``--codec raw``:
+    the decimal text as bytes, no content type announced) with demand 2,
     takes both elements and the completion, and says goodbye; a proxy between them records
     every frame. The proxy reads the server's bytes only once the client's subscribe has
     passed, and hands them to the client only once the subscription's onComplete is among
@@ -728,7 +729,7 @@ async def _recorded_exchange() -> list[tuple[str, F.Frame]]:
     record: list[tuple[str, F.Frame]] = []
     subscribed = asyncio.Event()
     done = asyncio.Event()
-    server = await serve("tcp://127.0.0.1:0", builtin_publishers())
+    server = await serve("tcp://127.0.0.1:0", builtin_publishers("raw"))  # no content type announced
     host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
 
     async def relay(
