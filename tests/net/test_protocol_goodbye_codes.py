@@ -116,21 +116,30 @@ def _codes_cell(words: str) -> str:
     raise AssertionError(f"§10 has no row for {words!r}")
 
 
-async def test_a_client_with_credentials_and_a_server_without_auth() -> None:
-    """§15.2: the client says goodbye; §10 gives that goodbye no code."""
+async def _fake_server(
+    greeting: bytes, *, read_timeout: float
+) -> tuple[asyncio.Server, int, bytearray, asyncio.Event]:
+    """A one-connection fake server on a free port: it writes ``greeting``, then keeps what the
+    client sends (until the client closes or sends nothing for ``read_timeout`` s) in the
+    returned bytearray and sets the returned event once the connection is done."""
     received = bytearray()
     done = asyncio.Event()
 
-    async def server_without_auth(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(encode(ServerHello(extensions=(6,))))
+    async def serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(greeting)
         with contextlib.suppress(TimeoutError, ConnectionError):
-            while chunk := await asyncio.wait_for(reader.read(1 << 16), 10):
+            while chunk := await asyncio.wait_for(reader.read(1 << 16), read_timeout):
                 received.extend(chunk)
         writer.close()
         done.set()
 
-    listener = await asyncio.start_server(server_without_auth, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
+    listener = await asyncio.start_server(serve_one, "127.0.0.1", 0)
+    return listener, listener.sockets[0].getsockname()[1], received, done
+
+
+async def test_a_client_with_credentials_and_a_server_without_auth() -> None:
+    """§15.2: the client says goodbye; §10 gives that goodbye no code."""
+    listener, port, received, done = await _fake_server(encode(ServerHello(extensions=(6,))), read_timeout=10)
     try:
         with contextlib.suppress(Exception):  # how the client fails is not this test's business
             conn = await connect(f"tcp://127.0.0.1:{port}", auth="tok")
@@ -237,19 +246,8 @@ async def test_an_input_part_beyond_the_input_demand() -> None:
 async def test_an_authenticated_with_a_payload_is_malformed() -> None:
     """§15.1: a payload is exactly its fields, and authenticated's is empty: a client that
     reads `85 01 00` says goodbye citing §15.1 and §15.5, with code 6."""
-    received = bytearray()
-    done = asyncio.Event()
-
-    async def fake_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(encode(ServerHello(extensions=(2, 6))) + b"\x85\x01\x00")
-        with contextlib.suppress(TimeoutError, ConnectionError):
-            while chunk := await asyncio.wait_for(reader.read(1 << 16), 5):
-                received.extend(chunk)
-        writer.close()
-        done.set()
-
-    listener = await asyncio.start_server(fake_server, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
+    greeting = encode(ServerHello(extensions=(2, 6))) + b"\x85\x01\x00"
+    listener, port, received, done = await _fake_server(greeting, read_timeout=5)
     try:
         with contextlib.suppress(Exception):  # how the client fails is not this test's business
             conn = await connect(f"tcp://127.0.0.1:{port}", auth="tok")
