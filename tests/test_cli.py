@@ -42,6 +42,7 @@ from rstreams.replay import (
     ServerUnavailableError,
     TLSHandshakeError,
 )
+from testkit.imports import without_package
 from testkit.net import run_virtual
 
 
@@ -1550,16 +1551,13 @@ def test_a_websocket_handshake_the_server_answered_is_not_blamed_on_nothing_list
         assert "HTTP 404" in err and "is a server listening" not in err, err
 
 
-_WITHOUT_WEBSOCKETS = """\
-import importlib.abc, sys
-class _Missing(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] == "websockets":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-sys.meta_path.insert(0, _Missing())
+_WITHOUT_WEBSOCKETS = (
+    without_package("websockets")
+    + """\
 from rstreams.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+)
 
 
 @pytest.mark.timeout(60)

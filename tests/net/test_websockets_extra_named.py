@@ -9,15 +9,14 @@ import sys
 
 import pytest
 
+from testkit.imports import without_package
+
 pytestmark = pytest.mark.timeout(60)
 
-HIDE = """\
-import asyncio, importlib.abc, sys
-class _Missing(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] == "websockets":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-sys.meta_path.insert(0, _Missing())
+HIDE = (
+    without_package("websockets")
+    + """\
+import asyncio
 import rstreams
 async def main():
     try:
@@ -26,6 +25,7 @@ async def main():
         print(type(missing).__name__, missing)
 asyncio.run(main())
 """
+)
 
 
 @pytest.mark.parametrize("call", ["connect('ws://127.0.0.1:1/x')", "serve('ws://127.0.0.1:0/x', {})"])
@@ -35,13 +35,9 @@ def test_the_missing_extra_is_named(call: str) -> None:
     assert "MissingExtraError" in done.stdout, done.stdout
 
 
-HIDE_MSGPACK = """\
-import importlib.abc, sys
-class _Missing(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] == "msgpack":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-sys.meta_path.insert(0, _Missing())
+HIDE_MSGPACK = (
+    without_package("msgpack")
+    + """\
 from rstreams.errors import MissingExtraError
 from rstreams.net import MSGPACK
 for call in (lambda: MSGPACK.encode({"a": 1}), lambda: MSGPACK.decode(b"\\x80")):
@@ -51,6 +47,7 @@ for call in (lambda: MSGPACK.encode({"a": 1}), lambda: MSGPACK.decode(b"\\x80"))
         assert isinstance(missing, ModuleNotFoundError) and missing.name == "msgpack"
         print(missing)
 """
+)
 
 
 def test_the_msgpack_codec_names_its_extra() -> None:

@@ -9,15 +9,14 @@ import sys
 
 import pytest
 
+from testkit.imports import without_package
+
 pytestmark = pytest.mark.timeout(120)
 
-HIDE = """\
-import importlib.abc, io, sys
-class _Missing(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] == "websockets":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-sys.meta_path.insert(0, _Missing())
+HIDE = (
+    without_package("websockets")
+    + """\
+import io
 from rstreams.errors import MissingExtraError
 from rstreams.spark._demo import run_demo
 said = io.StringIO()
@@ -26,6 +25,7 @@ try:
 except MissingExtraError as missing:
     print(repr(said.getvalue()), missing)
 """
+)
 
 
 def test_the_live_pages_extra_is_checked_before_anything_starts() -> None:

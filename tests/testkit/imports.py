@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-__all__ = ["find_cycle", "import_graph", "package_imports"]
+__all__ = ["find_cycle", "import_graph", "package_imports", "without_package"]
 
 
 def package_imports(path: Path, package: str) -> set[str]:
@@ -53,3 +53,17 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if node not in state and (found := visit(node)) is not None:
             return found
     return None
+
+
+def without_package(package: str) -> str:
+    """Python source to begin a child interpreter's script with (``python -c``): from there on,
+    importing ``package`` or a module of it fails with ModuleNotFoundError, as when it is not
+    installed (the tests of the errors that name a missing extra run it)."""
+    return (
+        "import importlib.abc, sys\n"
+        "class _Missing(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        f"        if name.partition('.')[0] == {package!r}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _Missing())\n"
+    )
