@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import socket
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -108,9 +109,7 @@ def test_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1, said
     assert said[0].startswith("rstreams conformance: cannot run the suite against tcp://127.0.0.1:1: "), said
-    assert said[0].endswith(
-        "(the URL: is an RS.io endpoint listening there? --timeout S: how long each wait lasts)"
-    )
+    assert said[0].endswith("(connection refused: nothing listens at that host and port; check the URL)")
 
 
 @pytest.mark.parametrize(
@@ -384,6 +383,22 @@ async def test_main_with_a_client_certificate(
     finally:
         await server.aclose()
     assert "client certificate (--certfile)" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("scheme", ["tls", "wss", "tcp"])
+def test_a_port_where_nothing_listens_is_said_to_be_refused(
+    scheme: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tls:// or wss:// URL whose port refuses the connection: exit 2, the hint says nothing
+    listens there, and no word of client certificates (no TLS handshake was made)."""
+    with socket.socket() as bound:  # bound, never listening: a connection to it is refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"{scheme}://127.0.0.1:{bound.getsockname()[1]}" + ("/rsio" if scheme == "wss" else "")
+        assert main([url, "-k", "hs.", "--timeout", "10"]) == 2
+    said = capsys.readouterr().err
+    assert "(connection refused: nothing listens at that host and port; check the URL)" in said, said
+    assert "certificate" not in said and "--certfile" not in said, said
 
 
 def test_monitor_checks_the_server_as_subscriber() -> None:

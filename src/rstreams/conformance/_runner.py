@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import difflib
+import errno
 import fnmatch
 import os
 import socket
@@ -103,6 +104,7 @@ async def probe(url: str, options: Options) -> frozenset[str]:
             secure
             and options.certfile is None
             and not isinstance(error, ssl.SSLError)  # our side refused the endpoint: says why already
+            and not _unreachable(error)  # nothing there to ask for a certificate
             and (peer is None or peer.monitor.server_hello is None)
         ):
             hint = "the endpoint closed before its hello: does it require a client certificate (--certfile)?"
@@ -388,11 +390,25 @@ def _bad_numbers(args: argparse.Namespace) -> str | None:
     return None
 
 
+_UNREACHABLE = frozenset({errno.ECONNREFUSED, errno.ENOENT, errno.EHOSTUNREACH, errno.ENETUNREACH})
+"""The ``errno`` of a connection that never reached an endpoint: refused (nothing listens at that
+port), no such Unix socket, no route to the host or its network."""
+
+
+def _unreachable(error: BaseException) -> bool:
+    """Whether connecting failed before any endpoint answered (so no TLS handshake was made): the
+    host's name did not resolve, or the socket's connect failed with an ``errno`` of
+    :data:`_UNREACHABLE`."""
+    return isinstance(error, socket.gaierror) or (isinstance(error, OSError) and error.errno in _UNREACHABLE)
+
+
 def _hint(error: BaseException) -> str:
     """What to check when the suite could not start against the URL, as `` (...)``; ``""`` when
     the error says it already (a URL the driver does not speak, a missing extra)."""
     if isinstance(error, socket.gaierror):
         return " (the URL's host: this machine finds no address for that name)"
+    if isinstance(error, ConnectionRefusedError) and error.errno == errno.ECONNREFUSED:
+        return " (connection refused: nothing listens at that host and port; check the URL)"
     if isinstance(error, ssl.SSLError):
         return (
             " (tls:// and wss://: --cafile PEM verifies the endpoint, --server-name NAME the name it carries)"
