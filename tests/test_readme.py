@@ -511,3 +511,29 @@ def test_the_javascript_example_runs_against_the_server_it_names(tmp_path: Path)
         finally:
             server.terminate()
     assert (done.returncode, done.stdout.split()) == (0, ["0", "1", "2", "3", "4", "A", "B"]), done.stderr
+
+
+def test_the_handshake_timeouts_protocol_md_names_are_each_binding_s() -> None:
+    """PROTOCOL.md §4.1 names each implementation's handshake timeout, server and client, with
+    one default: each option exists there with that default (JavaScript's in seconds, Java's a
+    Duration)."""
+    from rstreams.net import connect, connect_pipe, serve
+
+    text = (ROOT / "PROTOCOL.md").read_text()
+    section = text[text.index("### 4.1 Hellos") : text.index("### 4.2 Versions")]
+    stated = re.search(r"bound both waits at (\d+) s by default", section)
+    assert stated, "PROTOCOL.md §4.1 no longer states the implementations' default"
+    seconds = int(stated.group(1))
+    for function in (serve, connect, connect_pipe):
+        assert f"`{function.__name__}(handshake_timeout={seconds})`" in section, function.__name__
+        assert inspect.signature(function).parameters["handshake_timeout"].default == seconds
+    for call in ("listen(url, {handshakeTimeout: %d})", "connect(url, {handshakeTimeout: %d})"):
+        assert f"`{call % seconds}`" in section, call
+    for module in ("rsio.js", "node.js"):  # the client's default, the server's
+        source = (ROOT / "js" / "src" / module).read_text()
+        assert f"const DEFAULT_HANDSHAKE_TIMEOUT_S = {seconds};" in source, module
+    for builder in ("RsioServer", "RsioClient"):
+        assert f"`{builder}.Builder.handshakeTimeout(Duration)`" in section, builder
+        source = (ROOT / "java/src/main/java/io/rstreams/net" / f"{builder}.java").read_text()
+        assert f"private Duration handshakeTimeout = Duration.ofSeconds({seconds});" in source, builder
+        assert "public Builder handshakeTimeout(Duration timeout)" in source, builder
