@@ -537,3 +537,30 @@ def test_the_handshake_timeouts_protocol_md_names_are_each_binding_s() -> None:
         source = (ROOT / "java/src/main/java/io/rstreams/net" / f"{builder}.java").read_text()
         assert f"private Duration handshakeTimeout = Duration.ofSeconds({seconds});" in source, builder
         assert "public Builder handshakeTimeout(Duration timeout)" in source, builder
+
+
+def test_the_java_readme_s_pom_builds_for_the_binding_s_release() -> None:
+    """java/README.md's `pom.xml` for a project of one's own depends on the coordinates
+    java/pom.xml builds, for its Java release, with its compiler plugin (Maven's default one
+    ignores `maven.compiler.release`); ReadmeExampleTest runs the program after it."""
+    import xml.etree.ElementTree as ElementTree
+
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    block = re.search(r"```xml\n(.*?)```", (ROOT / "java" / "README.md").read_text(), re.S)
+    assert block, "java/README.md lost its pom.xml"
+    theirs = ElementTree.fromstring(block.group(1))
+    ours = ElementTree.parse(ROOT / "java" / "pom.xml").getroot()
+    dependency = theirs.find("m:dependencies/m:dependency", ns)
+    assert dependency is not None
+    for tag in ("groupId", "artifactId", "version"):
+        assert dependency.findtext(f"m:{tag}", namespaces=ns) == ours.findtext(f"m:{tag}", namespaces=ns), tag
+    release = "m:properties/m:maven.compiler.release"
+    assert theirs.findtext(release, namespaces=ns) == ours.findtext(release, namespaces=ns)
+
+    def compiler(pom: ElementTree.Element) -> str | None:
+        for plugin in pom.iterfind("m:build/m:plugins/m:plugin", ns):
+            if plugin.findtext("m:artifactId", namespaces=ns) == "maven-compiler-plugin":
+                return plugin.findtext("m:version", namespaces=ns)
+        return None
+
+    assert compiler(theirs) is not None and compiler(theirs) == compiler(ours)

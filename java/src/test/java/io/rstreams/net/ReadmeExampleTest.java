@@ -5,21 +5,29 @@ import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.RepoPaths;
+import java.io.File;
+import java.io.IOException;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import javax.tools.ToolProvider;
 import org.testng.annotations.AfterClass;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 
 /**
  * The README's Java client, as written there, against {@code rstreams serve}: the lines between
- * the markers below are the README's (its URL aside), and they read the whole counter.
+ * the markers below are the README's (its URL aside), and they read the whole counter. And
+ * java/README.md's first program, compiled and run in a JVM of its own as written there.
  */
 public class ReadmeExampleTest {
     private static final String README_URL = "\"tcp://127.0.0.1:9000\"";
@@ -106,6 +114,48 @@ public class ReadmeExampleTest {
             }
         }
         assertEquals(here, readme, "README.md's Java client and ReadmeExampleTest's copy differ");
+    }
+
+    @Test(timeOut = 120_000)
+    public void theJavaReadmesProgramRunsAsWritten() throws Exception {
+        String readme = Files.readString(RepoPaths.root().resolve("java/README.md"));
+        Matcher block = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL).matcher(readme);
+        assertTrue(block.find(), "java/README.md has no ```java block");
+        assertTrue(block.group(1).contains(README_URL), "its program no longer reads " + README_URL);
+        Path dir = Files.createTempDirectory("rstreams-java-readme");
+        Process program = null;
+        try {
+            Path source = dir.resolve("Main.java");
+            Files.writeString(source, block.group(1).replace(README_URL, '"' + server.url() + '"'));
+            String classpath = System.getProperty("java.class.path");
+            StringWriter said = new StringWriter();
+            boolean compiled = ToolProvider.getSystemJavaCompiler().getTask(said, null, null,
+                    List.of("--release", "17", "-classpath", classpath, "-d", dir.toString()), null,
+                    ToolProvider.getSystemJavaCompiler().getStandardFileManager(null, null, StandardCharsets.UTF_8)
+                            .getJavaFileObjects(source)).call();
+            assertTrue(compiled, "java/README.md's program does not compile: " + said);
+            Path java = Path.of(System.getProperty("java.home"), "bin", "java");
+            program = new ProcessBuilder(java.toString(), "-cp", dir + File.pathSeparator + classpath, "Main")
+                    .redirectError(dir.resolve("stderr.txt").toFile())
+                    .start();
+            String out = new String(program.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue(program.waitFor(30, TimeUnit.SECONDS), "the program did not exit");
+            assertEquals(program.exitValue(), 0, Files.readString(dir.resolve("stderr.txt")));
+            assertEquals(out.lines().toList(), List.of("1", "2", "3", "4", "5"));
+        } finally {
+            if (program != null) {
+                program.destroyForcibly();
+            }
+            deleteTree(dir);
+        }
+    }
+
+    private static void deleteTree(Path dir) throws IOException {
+        try (Stream<Path> paths = Files.walk(dir)) {
+            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(path);
+            }
+        }
     }
 
     private static String normal(String line) {
