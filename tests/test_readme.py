@@ -45,6 +45,7 @@ OTHER_PROGRAMS = {
     "--noEmit": None,  # tsc
     "--tool": None,  # valgrind
     "--experimental-websocket": None,  # node
+    "--bind": None,  # python -m http.server
     "--start-timeout": "src/rstreams/conformance/clients.py",
     "--instructions": "benchmarks/hotpath.py",
     "--rows": "examples/spark_cluster.py",

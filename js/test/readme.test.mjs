@@ -59,3 +59,25 @@ describe("js/README.md's units of the time options", () => {
     assert.equal(SERVER_RESUME_DEFAULTS.sessionTimeout, 30_000); // 30 s, in ms
   });
 });
+
+describe("js/README.md's listen() example", () => {
+  it("runs as written: a ws:// server of the ticks, which a Node client reads", async () => {
+    const block = [...README.matchAll(/```js\n(.*?)```/gs)].map((m) => m[1]).find((code) => code.includes("listen("));
+    assert.ok(block, "js/README.md lost its listen() example");
+    assert.ok(block.includes("ws://127.0.0.1:9000/rsio"), "its server no longer listens on ws://127.0.0.1:9000/rsio");
+    const { connect, listen, fromIterable } = await import("../src/node.js");
+    const run = new Function("listen", "fromIterable",
+      `return (async () => { ${block.replace("ws://127.0.0.1:9000/rsio", "ws://127.0.0.1:0/rsio")}; return server; })();`);
+    const server = await run(listen, fromIterable);
+    try {
+      assert.match(server.url, /^ws:\/\/127\.0\.0\.1:\d+\/rsio$/);
+      const conn = await connect(server.url);
+      const ticks = [];
+      for await (const tick of conn.stream("ticks", { decode: "text" })) ticks.push(tick);
+      await conn.close();
+      assert.deepEqual(ticks, ["1", "2"]);
+    } finally {
+      await server.close();
+    }
+  });
+});
