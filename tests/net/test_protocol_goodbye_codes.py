@@ -85,26 +85,29 @@ async def test_the_handshake_timeout() -> None:
     assert code is None or code in _codes("no hello within")  # no hello, so no error-codes yet
 
 
-async def test_a_connection_beyond_max_connections() -> None:
-    """§10 says this goodbye carries no code."""
+@pytest.mark.parametrize("extensions", [ALL, ()], ids=["error-codes", "no-extensions"])
+async def test_a_connection_beyond_max_connections(extensions: tuple[int, ...]) -> None:
+    """The refusal comes at the clientHello: with error-codes offered, its goodbye carries §10's
+    code (8, unavailable); without, none."""
     async with await serve("tcp://127.0.0.1:0", {}, max_connections=1) as server:
+        first = await connect(server.url)
+        await asyncio.wait_for(first.request("rstreams/publishers"), 10)  # answered: it is counted
         host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
-        first = await asyncio.open_connection(host, int(port))
-        first[1].write(HELLO)
-        await asyncio.wait_for(first[0].read(3), 10)  # its serverHello: it is counted
         reader, writer = await asyncio.open_connection(host, int(port))
-        writer.write(HELLO)
+        writer.write(encode(ClientHello(extensions=extensions)))
         received = b""
         while chunk := await asyncio.wait_for(reader.read(1 << 16), 10):
             received += chunk
         writer.close()
-        first[1].close()
+        await first.aclose()
     frames = _parser().feed(received)
     goodbye = frames[-1]
     assert isinstance(goodbye, Goodbye) and goodbye.reason.startswith("too many connections")
-    before = frames[-2]
-    assert not (isinstance(before, ExtensionMessage) and before.type == GOODBYE_CODE)
-    assert _codes_cell("beyond the server's `max_connections`") == "none"
+    if extensions:
+        assert frames[1:-1] == [ExtensionMessage(type=GOODBYE_CODE, payload=b"\x08")], frames
+        assert _codes("beyond the server's `max_connections`") == {8}
+    else:
+        assert frames[1:-1] == [], frames
 
 
 def _codes_cell(words: str) -> str:

@@ -89,6 +89,7 @@ class Closing:
         "_linger_left",
         "_lost",
         "_outbox",
+        "_refusal",
         "client_auth",
         "made",
         "on_end",
@@ -100,6 +101,7 @@ class Closing:
         self._handshake_timer: asyncio.TimerHandle | None = None
         self._linger: asyncio.TimerHandle | None = None  # set while discarding input after an error
         self._linger_left = 0  # bytes still to discard before closing anyway
+        self._refusal: tuple[str, int] | None = None  # the goodbye to say at the peer's hello
         self._ended_event = asyncio.Event()  # the protocol conversation is over
         self._lost = outbox.loop.create_future()  # the transport is closed
         self._close_callbacks: list[Callable[[], object]] = []
@@ -121,10 +123,32 @@ class Closing:
                 self._handshake_timeout, self.handshake_expired
             )
 
-    def hello_received(self) -> None:
+    def refuse_at_hello(self, reason: str, code: int) -> None:
+        """Say goodbye ``reason`` with ``code`` as soon as the peer's hello has been read, before
+        anything after it is handled: a server refusing a connection (over ``max_connections``)
+        waits for the hello so that the goodbye carries its code when the hello makes
+        error-codes active (PROTOCOL.md §19). Until then the handshake timer runs as usual."""
+        if self._outbox.core.peer_hello is not None:
+            self.close_now(reason, code)
+        else:
+            self._refusal = (reason, code)
+
+    @property
+    def refusing(self) -> bool:
+        """Whether :meth:`refuse_at_hello` waits for the peer's hello."""
+        return self._refusal is not None
+
+    def hello_received(self) -> bool:
+        """The peer's hello has been read: stop the handshake timer. ``True`` when that said the
+        goodbye of :meth:`refuse_at_hello` (nothing else is then to be done with the hello)."""
         timer, self._handshake_timer = self._handshake_timer, None
         if timer is not None:
             timer.cancel()
+        refusal, self._refusal = self._refusal, None
+        if refusal is None:
+            return False
+        self.close_now(*refusal)
+        return True
 
     def handshake_expired(self) -> None:
         """The handshake timeout passed: goodbye, unless the peer's hello has arrived."""

@@ -7,7 +7,9 @@ transport first gets a :class:`Pending` handler: it writes the server's hello at
 same bytes on every connection, §4.1), keeps the few bytes received so far and arms the
 handshake timer. When the clientHello is whole, or the bytes cannot become one, or the
 timer fires, the real connection is made: its pump is told its hello is already out and is
-handed the transport and the bytes. From then on the pending handler would only forward the
+handed the transport and the bytes (the hello alone first when the server refuses the
+connection at its hello, so that the goodbye comes before anything after the hello is
+handled; the rest is then discarded). From then on the pending handler would only forward the
 transport's calls to it: once its work is no longer charged to admission (at once without
 admission), it hands the transport over to the pump (``Transport.set_handler``), so a read costs no
 call here. A transport that ends before that leaves nothing behind.
@@ -131,7 +133,7 @@ class Pending:
         if end is None and len(received) <= HELLO_BYTES:
             self._received = received
             return
-        self._start(received)
+        self._start(received, end or 0)
 
     def eof_received(self) -> None:
         admission = self._admission
@@ -176,8 +178,9 @@ class Pending:
                 if admission is not None:
                     admission.charge(admission.clock() - started)
 
-    def _start(self, received: bytes) -> Pump:
-        """Make the connection: its pump takes over the transport and the bytes so far."""
+    def _start(self, received: bytes, hello: int = 0) -> Pump:
+        """Make the connection: its pump takes over the transport and the bytes so far
+        (``hello``: where the clientHello ends in them, when it is whole)."""
         self._cancel_timer()
         self._received = b""
         pump = self._pump = self._make()
@@ -186,6 +189,9 @@ class Pending:
         pump.connection_made(self._transport)
         if self._admission is None:  # nothing to charge: the pump takes the transport's calls
             _hand_over(self._transport, pump)
+        if hello and pump.closing.refusing:  # refused at its hello: the rest is not handled
+            pump.data_received(memoryview(received)[:hello])
+            received = received[hello:]
         if received:
             pump.data_received(memoryview(received))
         return pump

@@ -597,7 +597,8 @@ class Pump:
             handler(event.type, event.payload)
 
     def _hello(self, event: ClientHello | ServerHello) -> None:
-        self.closing.hello_received()
+        if self.closing.hello_received():  # it said a goodbye waiting for the hello (a refusal)
+            return
         outbox = self.outbox
         if self.gate is not None:
             reason = self.gate.hello(AUTH.id in outbox.core.extensions)

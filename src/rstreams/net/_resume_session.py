@@ -413,8 +413,8 @@ class Session:
             core = driver.outbox.core
             if core.peer_hello is None:
                 return
-            if RESUME_EXTENSION.id not in core.extensions:
-                self._pass_through()
+            if RESUME_EXTENSION.id not in core.extensions or driver.outbox.ended is not None:
+                self._pass_through()  # (a conversation ended at the hello has nothing to resume)
                 return
             self.mode = _Mode.RESUMABLE
             if not self.client:

@@ -40,7 +40,7 @@ from rstreams.observe._log import wanted as logs_wanted
 from rstreams.observe._otel import bridge, sdk_configured
 from rstreams.observe._prometheus import Exposition, parse_address
 from rstreams.observe._trace import tracer
-from rstreams.wire import ConnectionConfig
+from rstreams.wire import ConnectionConfig, ErrorCode
 
 __all__ = ["DEFAULT_HANDSHAKE_TIMEOUT", "DEFAULT_MAX_CONNECTIONS", "Server", "serve"]
 
@@ -154,9 +154,12 @@ class Server:
         conn.add_close_callback(self._connections.discard)
 
     def _refuse(self, conn: Connection, pump: Pump, reason: str) -> None:
+        """Refuse ``conn`` at its clientHello, which makes the goodbye's code (8, unavailable)
+        go out when the hello makes error-codes active (PROTOCOL.md §10, §19); nothing the
+        peer sent after its hello is served."""
         self._refused.add(conn)
         conn.add_close_callback(self._refused.discard)
-        pump.outbox.close_now(reason)
+        pump.closing.refuse_at_hello(reason, ErrorCode.UNAVAILABLE)
 
 
 async def serve(
@@ -207,8 +210,10 @@ async def serve(
         max_connections: most connections open at once (default 10 000), counted from
             their clientHello (until then an accepted transport costs a few hundred bytes and
             the handshake timeout bounds it). A connection beyond it is sent a goodbye naming
-            the limit and closed, before ``on_connection`` would hear of it; it does not count
-            towards the limit while it closes.
+            the limit, with code 8 (unavailable) when its hello offers error-codes (PROTOCOL.md
+            §19), and closed, before ``on_connection`` would hear of it and before anything it
+            sent after its hello is served; it does not count towards the limit while it
+            closes.
         keepalive: seconds (default 15) without receiving anything from a client after
             which the server pings it, when the client offers extension keepalive
             (PROTOCOL.md §14). ``None``: never ping (pings are still answered).

@@ -49,7 +49,8 @@ class ErrorCode(IntEnum):
     LIMIT_EXCEEDED = 7
     """A limit of the receiver was exceeded (§11)."""
     UNAVAILABLE = 8
-    """The publisher or the endpoint cannot serve now (shutting down, overloaded); try later."""
+    """The publisher or the endpoint cannot serve now (shutting down, overloaded: a server beyond its
+    max_connections says goodbye with it, §10); try later."""
     INTERNAL = 9
     """The serving side failed (e.g. a publisher factory raised); not the subscriber's fault."""
     CANCELLED = 10
