@@ -565,3 +565,55 @@ def test_the_java_readme_s_pom_builds_for_the_binding_s_release() -> None:
         return None
 
     assert compiler(theirs) is not None and compiler(theirs) == compiler(ours)
+
+
+def test_the_conformance_options_defaults_docs_state_are_the_parser_s() -> None:
+    """docs/conformance.md's paragraph of options: each `--option` (..., N) states the default
+    of `rstreams conformance --option`."""
+    text = " ".join((ROOT / "docs" / "conformance.md").read_text().split())
+    options = text[text.index("Options: ") : text.index("Exit status:")]
+    stated = re.findall(r"`(--[a-z-]+)` \((?:[^()]*?[ ,])?([0-9][0-9.]*)( MiB)?\)", options)
+    stated += [
+        (flag, value, "") for flag, value in re.findall(r"`(--[a-z-]+)` \([^()]*default `([^`]+)`", options)
+    ]
+    assert len(stated) >= 7, stated
+    defaults = {
+        action.option_strings[-1]: action.default
+        for action in _runner._parser("rstreams conformance")._actions
+        if action.option_strings
+    }
+    wrong = []
+    for flag, value, unit in stated:
+        default = defaults.get(flag)
+        expected: object = value if isinstance(default, str) else float(value) * (1 << 20 if unit else 1)
+        if default != expected:
+            wrong.append(
+                f"{flag}: docs/conformance.md says {value}{unit}, the parser's default is {default!r}"
+            )
+    assert not wrong, wrong
+
+
+def test_the_idle_and_unread_options_protocol_md_names_are_each_binding_s() -> None:
+    """PROTOCOL.md §6.3 and §14.2 name the JavaScript and Java options of the unread-replies and
+    idle timeouts and keepalive: each exists, with the default stated."""
+    text = (ROOT / "PROTOCOL.md").read_text()
+    said = " ".join(text[text.index("### 6.3 ") : text.index("## 15. ")].split())
+    java = ROOT / "java/src/main/java/io/rstreams/net"
+    client, server = ((java / f"Rsio{side}.java").read_text() for side in ("Client", "Server"))
+    endpoint = (java / "Endpoint.java").read_text()
+    for builder in ("RsioClient", "RsioServer"):
+        assert f"`{builder}.Builder.unreadTimeout(Duration)`" in said, builder
+    for source in (client, server):
+        assert "public Builder unreadTimeout(Duration timeout)" in source
+        assert "private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;" in source
+        assert "private Duration keepalive = Duration.ofSeconds(15);" in source
+    assert "DEFAULT_UNREAD_TIMEOUT = Duration.ofSeconds(30);" in endpoint
+    assert "`RsioServer.Builder.idleTimeout(Duration)` (60 s)" in said
+    assert "private Duration idleTimeout = Duration.ofSeconds(60);" in server
+    assert "private Duration idleTimeout;" in client  # none unless set
+    assert "`listen(url, {idleTimeout: 60, keepalive: 15})` and `connect(url, {keepalive: 15})`" in said
+    node, rsio = ((ROOT / "js" / "src" / name).read_text() for name in ("node.js", "rsio.js"))
+    assert "const DEFAULT_IDLE_TIMEOUT_S = 60;" in node
+    assert "const DEFAULT_KEEPALIVE_S = 15;" in rsio
+    assert "const DEFAULT_UNREAD_TIMEOUT_S = 30;" in rsio
+    assert "replies left unread for 30 s (unread_timeout)" in said  # the Python default, the same

@@ -81,3 +81,25 @@ describe("js/README.md's listen() example", () => {
     }
   });
 });
+
+describe("docs/web.md's resume defaults", () => {
+  const WEB = readFileSync(new URL("../../docs/web.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+  const seconds = (ms) => `${ms / 1000} s`;
+  const mib = (bytes) => `${bytes / 2 ** 20} MiB`;
+
+  it("states the client's RESUME_DEFAULTS", async () => {
+    const { RESUME_DEFAULTS: d } = await import("../src/rsio.js");
+    for (const said of [
+      `Attempts are bounded (${d.attempts}, backoff from ${d.backoff} ms doubling to ${seconds(d.maxBackoff)})`,
+      `\`stallTimeout\` (${seconds(d.stallTimeout)})`,
+      `bounded by \`bufferBytes\` (${mib(d.bufferBytes)})`,
+      `else ${d.ackDelay} ms after anything arrived`,
+    ]) assert.ok(WEB.includes(said), `docs/web.md no longer says: ${said}`);
+  });
+
+  it("states listen()'s SERVER_RESUME_DEFAULTS", async () => {
+    const { SERVER_RESUME_DEFAULTS: d } = await import("../src/sessions.js");
+    const said = `${seconds(d.sessionTimeout)}, ${mib(d.bufferBytes)}, ${seconds(d.stallTimeout)}, ${d.ackDelay} ms by default`;
+    assert.ok(WEB.includes(said), `docs/web.md no longer says: ${said}`);
+  });
+});
