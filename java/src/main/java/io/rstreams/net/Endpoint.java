@@ -10,6 +10,7 @@ import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.DuplexChannel;
 import io.netty.handler.ssl.SslHandler;
 import io.rstreams.wire.Connection;
+import io.rstreams.wire.ErrorCode;
 import io.rstreams.wire.Event;
 import io.rstreams.wire.FrameType;
 import io.rstreams.wire.Limits;
@@ -134,6 +135,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         this.options = options;
         Set<Long> extensions = new HashSet<>();
         extensions.add(FrameType.KEEPALIVE);
+        extensions.add(FrameType.ERROR_CODES); // codes beside onError and goodbye texts when the peer offers it too (§19)
         if (options.credentials() != null || options.authenticator() != null) {
             extensions.add(FrameType.AUTH);
         }
@@ -366,7 +368,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     /** Says goodbye to a peer that does not read what we send it, saying {@code why}. */
     private void notReading(String why) {
-        conn.abort("peer not reading: " + why);
+        conn.abort("peer not reading: " + why, ErrorCode.LIMIT_EXCEEDED);
         process(); // the goodbye queues behind what the peer does not read: the linger time closes
     }
 
@@ -564,7 +566,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             } else if (e instanceof Event.Failed f) {
                 RemoteSubscription<?> s = consuming.remove(f.id());
                 if (s != null) {
-                    s.failed(f.error());
+                    s.failed(f.error(), f.code());
                 }
             } else if (e instanceof Event.PeerHello h) {
                 helloAt = System.nanoTime();
@@ -611,7 +613,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         if (!h.active().contains(FrameType.AUTH)) {
-            goodbyeAndClose("credentials were given, but the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)");
+            goodbyeAndClose("credentials were given, but the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)",
+                    null); // §10: this goodbye has no code
             return;
         }
         conn.sendExtension(FrameType.AUTHENTICATE, options.credentials().encode());
@@ -621,15 +624,17 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         Routes.Match match = options.routes().resolve(name, facade);
         Flow.Publisher<byte[]> publisher = null;
         String refusal = "no publisher named '" + name + "'";
+        long code = ErrorCode.UNKNOWN_PUBLISHER.value();
         if (match != null) {
             try {
                 publisher = match.route().factory().apply(match.request());
             } catch (RuntimeException e) {
                 refusal = ServingStream.text(e);
+                code = e instanceof RemoteStreamException r && r.code().isPresent() ? r.code().getAsLong() : ErrorCode.INTERNAL.value();
             }
         }
         if (publisher == null) {
-            conn.onError(id, refusal);
+            conn.onError(id, refusal, code); // §19.2: 2 for a name nothing serves, 9 for a factory that threw
             return;
         }
         int elementSize = publisher instanceof FixedSizePublisher f ? f.elementSize() : match.route().elementSize();
@@ -640,16 +645,16 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         } catch (RuntimeException e) {
             serving.remove(id);
             stream.cancelFromPeer();
-            conn.onError(id, ServingStream.text(e));
+            conn.onError(id, ServingStream.text(e), ErrorCode.INTERNAL.value());
         }
     }
 
     private void closedByProtocol(Event.Closed c) {
         ProtocolException error = c.error();
         RuntimeException why = error != null
-                ? new ConnectionClosedException(error.getMessage().equals(abortReason) ? abortText : error.getMessage())
+                ? new ConnectionClosedException(error.getMessage().equals(abortReason) ? abortText : error.getMessage(), c.code())
                 : new ConnectionClosedException(c.reason() == null ? "the connection closed"
-                        : "the peer said goodbye" + (c.reason().isEmpty() ? "" : ": " + c.reason()));
+                        : "the peer said goodbye" + (c.reason().isEmpty() ? "" : ": " + c.reason()), c.code());
         ended(c.reason(), why);
         boolean weSentGoodbye = conn.pendingOutput() > 0; // our error goodbye, or our answer to the peer's
         boolean weSentErrorGoodbye = error != null && weSentGoodbye;
@@ -714,7 +719,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     /** Orderly close from this end (§9.1): goodbye, then wait for the answer (at most the linger time). */
     CompletableFuture<Void> closeAsync(String reason) {
-        execute(() -> goodbyeAndClose(reason));
+        execute(() -> goodbyeAndClose(reason, ErrorCode.NORMAL)); // §19.2: an orderly close, code 0
         return closed;
     }
 
@@ -732,14 +737,14 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    private void goodbyeAndClose(String reason) {
+    private void goodbyeAndClose(String reason, ErrorCode code) {
         if (ended || conn.state() == Connection.State.CLOSED) {
             if (channel.isActive() && conn.state() == Connection.State.CLOSED && !discarding) {
                 channel.close();
             }
             return;
         }
-        conn.goodbye(reason);
+        conn.goodbye(reason, code);
         ended(null, new ConnectionClosedException("the connection was closed by this end" + (reason.isEmpty() ? "" : ": " + reason)));
         flushNow();
         if (!linkUp) {
@@ -797,7 +802,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                         x.type()));
             }
         } catch (ProtocolException e) {
-            conn.abort(e.getMessage());
+            conn.abort(e.getMessage(), e.code());
             process(); // its goodbye ends the connection now (§10), not at the peer's next read
         }
     }
@@ -961,7 +966,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 handshakeTimer = channel.eventLoop().schedule(this::handshakeExpired, left, TimeUnit.NANOSECONDS);
                 return;
             }
-            conn.abort("authentication timeout (not settled within " + seconds + " s of the hello) (PROTOCOL.md §15.3)");
+            conn.abort("authentication timeout (not settled within " + seconds + " s of the hello) (PROTOCOL.md §15.3)",
+                    ErrorCode.TIMEOUT);
             process();
         }
     }
@@ -991,7 +997,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
         if (options.idleTimeout() != null && idle >= options.idleTimeout().toNanos()) {
             String seconds = String.valueOf(options.idleTimeout().toMillis() / 1000.0).replaceAll("\\.0$", "");
-            conn.abort("idle timeout: nothing received for " + seconds + " s (PROTOCOL.md §14.2)");
+            conn.abort("idle timeout: nothing received for " + seconds + " s (PROTOCOL.md §14.2)", ErrorCode.TIMEOUT);
             process();
             return;
         }

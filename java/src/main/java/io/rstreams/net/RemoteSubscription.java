@@ -163,8 +163,8 @@ final class RemoteSubscription<T> implements Flow.Subscription {
         }
     }
 
-    void failed(String error) {
-        finish(new RemoteStreamException(name, error));
+    void failed(String error, Long code) {
+        finish(new RemoteStreamException(name, error, code));
     }
 
     /** Rule 2.13: a subscriber that throws is broken; cancel its subscription and report it. */

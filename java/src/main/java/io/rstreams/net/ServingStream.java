@@ -1,6 +1,7 @@
 package io.rstreams.net;
 
 import io.rstreams.wire.Connection;
+import io.rstreams.wire.ErrorCode;
 import java.io.ByteArrayOutputStream;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -159,7 +160,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
                 }
                 if (signal instanceof Failure f) {
                     done = true;
-                    conn.onError(id, text(f.error()));
+                    conn.onError(id, text(f.error()), codeOf(f.error()));
                 } else if (signal == COMPLETE) {
                     done = true;
                     conn.onComplete(id);
@@ -211,7 +212,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
         if (s != null) {
             s.cancel();
         }
-        conn.onError(id, why);
+        conn.onError(id, why, ErrorCode.INTERNAL.value()); // the serving side failed (§19.2)
         endpoint.serving().remove(id, this);
     }
 
@@ -233,6 +234,18 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
             return true;
         }
         return false;
+    }
+
+    /**
+     * The error code (§19.2) of a served publisher's failure: the code of a
+     * {@link RemoteStreamException} that has one (a relayed error keeps its code), else 1
+     * (application).
+     */
+    static long codeOf(Throwable error) {
+        if (error instanceof RemoteStreamException r && r.code().isPresent()) {
+            return r.code().getAsLong();
+        }
+        return ErrorCode.APPLICATION.value();
     }
 
     static String text(Throwable error) {

@@ -26,7 +26,7 @@ final class AuthGate {
     void helloReceived(Set<Long> active) throws ProtocolException {
         if (!active.contains(FrameType.AUTH)) {
             throw new ProtocolException("authentication required: this server needs extension auth (id 2), "
-                    + "which the clientHello does not list (PROTOCOL.md §15.2)");
+                    + "which the clientHello does not list (PROTOCOL.md §15.2)", ErrorCode.UNAUTHENTICATED);
         }
         pending = true;
     }
@@ -46,7 +46,7 @@ final class AuthGate {
         }
         Credentials c = Credentials.decode(payload, 0, payload.length);
         if (!check.test(c)) {
-            throw new ProtocolException("authentication failed (PROTOCOL.md §15.3)");
+            throw new ProtocolException("authentication failed (PROTOCOL.md §15.3)", ErrorCode.UNAUTHENTICATED);
         }
         pending = false;
         done = true;
@@ -63,7 +63,7 @@ final class AuthGate {
         }
         Credentials c = Credentials.decode(payload, next[0], payload.length);
         if (perSubscribe.size() >= maxCredentials) {
-            throw new ProtocolException("more than max_subscriptions=" + maxCredentials
+            throw ProtocolException.limit("more than max_subscriptions=" + maxCredentials
                     + " subscribeCredentials held (PROTOCOL.md §15.4)");
         }
         perSubscribe.put(id, check.test(c));

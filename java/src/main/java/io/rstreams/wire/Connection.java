@@ -30,6 +30,11 @@ import java.util.Set;
  * the protocol queues a goodbye naming the rule and section, moves to {@link State#CLOSED} and
  * ends with {@link Event.Closed} carrying the {@link ProtocolException}. Not thread-safe: one
  * thread (an event loop) drives it.
+ *
+ * <p>Extension error-codes (§19), when both hellos list it: an onError or goodbye this end
+ * sends with a code goes out right after its errorCode or goodbyeCode, in one write, so nothing
+ * comes between them; a qualifier received is kept ({@code qualified}) and checked against the
+ * very next message, whose event then carries the code.
  */
 public final class Connection {
     /** Which end opened the transport (§1). */
@@ -71,6 +76,11 @@ public final class Connection {
     private State state = State.AWAITING_HELLO;
     private boolean helloReceived;
     private Set<Long> active = Set.of();
+    private boolean codes; // extension error-codes is active (§19)
+    private boolean qualified; // an errorCode or goodbyeCode was read: the next message must be what it qualifies
+    private boolean qualifiesGoodbye;
+    private long qualifiedId;
+    private long qualifiedCode;
     private long nextId = 1;
     private final AuthGate auth; // null: this end checks no credentials
     private final List<Map.Entry<Long, Theirs>> heldOrder = new ArrayList<>(); // subscribes waiting for the authenticate
@@ -126,8 +136,8 @@ public final class Connection {
         int offset; // how much of the head element's parts are sent
     }
 
-    /** A terminal signal queued behind split elements: onError if {@code error} is set, else onComplete. */
-    private record Terminal(String error) {}
+    /** A terminal signal queued behind split elements: onError (with its code, or null) if {@code error} is set, else onComplete. */
+    private record Terminal(String error, Long code) {}
 
     private record PartKey(long id, long elementId) {}
 
@@ -259,12 +269,12 @@ public final class Connection {
         }
         ProtocolException truncated = parser.eof();
         if (state == State.CLOSING && truncated == null) {
-            close(null, null);
+            close(null, null, null);
         } else if (truncated != null) {
             fail(truncated);
         } else {
             close(null, new ProtocolException(
-                    "the peer closed the connection without a goodbye (PROTOCOL.md §9.3)"));
+                    "the peer closed the connection without a goodbye (PROTOCOL.md §9.3)"), null);
         }
     }
 
@@ -274,7 +284,7 @@ public final class Connection {
             if (f instanceof Frame.Hello h && peerKind) {
                 hello(h);
             } else if (f instanceof Frame.Goodbye g) {
-                goodbyeReceived(g);
+                goodbyeReceived(g, null); // error-codes is not active before the hello (§19.1)
             } else {
                 throw new ProtocolException(String.format(
                         "the first message must be the peer's %s, got message type 0x%02x (PROTOCOL.md §4.1)",
@@ -284,10 +294,14 @@ public final class Connection {
         }
         if (state == State.CLOSING) {
             if (f instanceof Frame.Goodbye) {
-                close(null, null); // the answer, or a simultaneous goodbye (§9.2)
+                Long code = qualified && qualifiesGoodbye ? qualifiedCode : null;
+                close(null, null, code); // the answer, or a simultaneous goodbye (§9.2)
+            } else if (codes && f instanceof Frame.Extension x && x.type() == FrameType.GOODBYE_CODE) {
+                qualifierReceived(x); // the code of the answering goodbye (§19.1)
             }
             return; // anything else is discarded after our goodbye (§9.1)
         }
+        Long code = qualified ? qualifiedCode(f) : null;
         if (f instanceof Frame.OnNext n) {
             onNextReceived(n.subscriber(), n.element());
         } else if (f instanceof Frame.Request r) {
@@ -303,11 +317,11 @@ public final class Connection {
         } else if (f instanceof Frame.OnNextPart p) {
             partReceived(p);
         } else if (f instanceof Frame.OnComplete c) {
-            terminalReceived(c.subscriber(), null);
+            terminalReceived(c.subscriber(), null, null);
         } else if (f instanceof Frame.OnError e) {
-            terminalReceived(e.subscriber(), e.error());
+            terminalReceived(e.subscriber(), e.error(), code);
         } else if (f instanceof Frame.Goodbye g) {
-            goodbyeReceived(g);
+            goodbyeReceived(g, code);
         } else if (f instanceof Frame.Extension x) {
             extensionReceived(x);
         } else {
@@ -328,6 +342,7 @@ public final class Connection {
             }
         }
         active = Set.copyOf(both);
+        codes = active.contains(FrameType.ERROR_CODES);
         if (state == State.AWAITING_HELLO) {
             state = State.OPEN;
         }
@@ -337,11 +352,85 @@ public final class Connection {
         events.add(new Event.PeerHello(h.extensions(), active));
     }
 
-    private void goodbyeReceived(Frame.Goodbye g) {
+    private void goodbyeReceived(Frame.Goodbye g, Long code) {
         if (state != State.CLOSING) {
-            out.write(new Frame.Goodbye(""), 0); // the answer (§9.1)
+            out.write(new Frame.Goodbye(""), 0); // the answer (§9.1), without a code: nothing failed
         }
-        close(g.reason(), null);
+        close(g.reason(), null, code);
+    }
+
+    /**
+     * The code a kept qualifier gives {@code f}, the message right after it; a connection error
+     * if {@code f} is not the message it qualifies (§19.1).
+     */
+    private Long qualifiedCode(Frame f) throws ProtocolException {
+        qualified = false;
+        if (f instanceof Frame.Extension x && (x.type() == FrameType.ERROR_CODE || x.type() == FrameType.GOODBYE_CODE)) {
+            throw new ProtocolException("a second errorCode or goodbyeCode before the message it qualifies (PROTOCOL.md §19.1)");
+        }
+        if (qualifiesGoodbye) {
+            if (f instanceof Frame.Goodbye) {
+                return qualifiedCode;
+            }
+            throw new ProtocolException(String.format(
+                    "goodbyeCode followed by message type 0x%02x, not by a goodbye (PROTOCOL.md §19.1)", f.type()));
+        }
+        if (f instanceof Frame.OnError e && e.subscriber() == qualifiedId) {
+            return qualifiedCode;
+        }
+        throw new ProtocolException(String.format("errorCode for subscriber %s followed by message type 0x%02x%s, "
+                + "not by its onError (PROTOCOL.md §19.1)", Long.toUnsignedString(qualifiedId), f.type(),
+                f instanceof Frame.OnError e ? " for subscriber " + Long.toUnsignedString(e.subscriber()) : ""));
+    }
+
+    /** An errorCode or goodbyeCode: kept for the message that must follow it (§19.1). */
+    private void qualifierReceived(Frame.Extension x) throws ProtocolException {
+        if (qualified) {
+            throw new ProtocolException("a second errorCode or goodbyeCode before the message it qualifies (PROTOCOL.md §19.1)");
+        }
+        boolean goodbye = x.type() == FrameType.GOODBYE_CODE;
+        long[] fields = qualifierFields(x.payload(), goodbye ? 1 : 2, goodbye ? "goodbyeCode" : "errorCode");
+        qualified = true;
+        qualifiesGoodbye = goodbye;
+        qualifiedId = goodbye ? 0 : fields[0];
+        qualifiedCode = fields[fields.length - 1];
+    }
+
+    /**
+     * The varints of an errorCode or goodbyeCode payload, which they must fill exactly (§19.1).
+     *
+     * @throws ProtocolException citing §19.1 for a truncated, non-minimal or over-long varint, or bytes after the fields
+     */
+    static long[] qualifierFields(byte[] payload, int count, String what) throws ProtocolException {
+        long[] fields = new long[count];
+        int[] next = new int[1];
+        for (int i = 0; i < count; i++) {
+            try {
+                fields[i] = Varint.read(payload, next[0], payload.length, next);
+            } catch (Varint.Incomplete | ProtocolException e) {
+                throw new ProtocolException("malformed " + what + " payload (a truncated, non-minimal or over-long varint) "
+                        + "(PROTOCOL.md §19.1)");
+            }
+        }
+        if (next[0] != payload.length) {
+            throw new ProtocolException("malformed " + what + " payload (" + (payload.length - next[0])
+                    + " byte(s) after its fields) (PROTOCOL.md §19.1)");
+        }
+        return fields;
+    }
+
+    /** An errorCode payload (§19.1): subscriber, code. */
+    static byte[] errorCodePayload(long subscriber, long code) {
+        byte[] payload = new byte[Varint.size(subscriber) + Varint.size(code)];
+        Varint.write(code, payload, Varint.write(subscriber, payload, 0));
+        return payload;
+    }
+
+    /** A goodbyeCode payload (§19.1): code. */
+    static byte[] goodbyeCodePayload(long code) {
+        byte[] payload = new byte[Varint.size(code)];
+        Varint.write(code, payload, 0);
+        return payload;
     }
 
     private void extensionReceived(Frame.Extension x) throws ProtocolException {
@@ -368,6 +457,10 @@ public final class Connection {
         }
         if (owner == FrameType.AUTH) {
             authReceived(x);
+            return;
+        }
+        if (owner == FrameType.ERROR_CODES) {
+            qualifierReceived(x);
             return;
         }
         events.add(new Event.ExtensionMessage(x.type(), x.payload()));
@@ -412,7 +505,7 @@ public final class Connection {
                 out.write(new Frame.OnComplete(e.getKey()), 0); // the cancel's acknowledgement (§5.4)
             } else if (!auth.admits(e.getKey())) {
                 theirs.remove(e.getKey());
-                refuse(e.getKey(), AuthGate.unauthenticated(name));
+                refuse(e.getKey(), AuthGate.unauthenticated(name), ErrorCode.UNAUTHENTICATED);
             } else {
                 events.add(new Event.Subscribed(e.getKey(), name, e.getValue().credit));
             }
@@ -430,12 +523,13 @@ public final class Connection {
         }
         if (s.initialDemand() < 0) {
             refuse(id, "rule 3.9: initialDemand must be < 2**63, got "
-                    + Long.toUnsignedString(s.initialDemand()) + " (PROTOCOL.md §6.2)");
+                    + Long.toUnsignedString(s.initialDemand()) + " (PROTOCOL.md §6.2)", ErrorCode.INVALID_DEMAND);
         } else if (s.publisher().getBytes(StandardCharsets.UTF_8).length > limits.maxNameLength()) {
-            refuse(id, "publisher name longer than max_name_length=" + limits.maxNameLength() + " bytes (PROTOCOL.md §11)");
+            refuse(id, "publisher name longer than max_name_length=" + limits.maxNameLength() + " bytes (PROTOCOL.md §11)",
+                    ErrorCode.LIMIT_EXCEEDED);
         } else if (theirs.size() >= limits.maxSubscriptions()) {
             refuse(id, "too many subscriptions on this connection: max_subscriptions="
-                    + limits.maxSubscriptions() + " (PROTOCOL.md §11)");
+                    + limits.maxSubscriptions() + " (PROTOCOL.md §11)", ErrorCode.LIMIT_EXCEEDED);
         } else if (auth != null && auth.holding()) {
             Theirs t = new Theirs(); // held until the authenticate is settled (§15.3)
             t.credit = s.initialDemand();
@@ -443,7 +537,7 @@ public final class Connection {
             theirs.put(id, t);
             heldOrder.add(Map.entry(id, t));
         } else if (auth != null && !auth.admits(id)) {
-            refuse(id, AuthGate.unauthenticated(s.publisher()));
+            refuse(id, AuthGate.unauthenticated(s.publisher()), ErrorCode.UNAUTHENTICATED);
         } else {
             Theirs t = new Theirs();
             t.credit = s.initialDemand();
@@ -452,8 +546,16 @@ public final class Connection {
         }
     }
 
-    private void refuse(long id, String text) {
-        out.write(new Frame.OnError(id, text), 0);
+    private void refuse(long id, String text, ErrorCode code) {
+        writeOnError(id, text, code.value());
+    }
+
+    /** onError, right after its errorCode when error-codes is active and there is a code (§19.1). */
+    private void writeOnError(long id, String error, Long code) {
+        if (codes && code != null) {
+            out.write(new Frame.Extension(FrameType.ERROR_CODE, errorCodePayload(id, code)), 0);
+        }
+        out.write(new Frame.OnError(id, error), 0);
     }
 
     private void requestReceived(long id, long n) {
@@ -464,7 +566,7 @@ public final class Connection {
         if (n <= 0) {
             theirs.remove(id);
             String reason = "rule 3.9: request(n) needs 0 < n < 2**63, got " + Long.toUnsignedString(n) + " (PROTOCOL.md §6.2)";
-            out.write(new Frame.OnError(id, reason), 0);
+            writeOnError(id, reason, ErrorCode.INVALID_DEMAND.value());
             events.add(new Event.Cancelled(id, reason));
             return;
         }
@@ -556,7 +658,7 @@ public final class Connection {
                 return;
             }
             if (partials.size() >= limits.maxPartsInFlight()) {
-                throw new ProtocolException("more than max_parts_in_flight=" + limits.maxPartsInFlight()
+                throw ProtocolException.limit("more than max_parts_in_flight=" + limits.maxPartsInFlight()
                         + " partially received elements (PROTOCOL.md §11)");
             }
             joined = new Parts();
@@ -564,7 +666,7 @@ public final class Connection {
         }
         partialBytes += p.data().length;
         if (partialBytes > limits.maxReassemblyBytes()) {
-            throw new ProtocolException("more than max_reassembly_bytes=" + limits.maxReassemblyBytes()
+            throw ProtocolException.limit("more than max_reassembly_bytes=" + limits.maxReassemblyBytes()
                     + " bytes in partially received elements (PROTOCOL.md §11)");
         }
         if ((long) joined.size() + p.data().length > limits.maxElementSize()) {
@@ -610,7 +712,7 @@ public final class Connection {
         return false;
     }
 
-    private void terminalReceived(long id, String error) throws ProtocolException {
+    private void terminalReceived(long id, String error, Long code) throws ProtocolException {
         Ours o = open(id, error == null ? Signal.ON_COMPLETE : Signal.ON_ERROR, error == null ? "onComplete" : "onError");
         boolean quiet = o.state == StreamState.CANCELLED;
         if (error == null && !quiet && !partials.isEmpty() && hasPartial(id)) {
@@ -622,25 +724,30 @@ public final class Connection {
         }
         ours.remove(id); // the id is free again (§5.3)
         if (!quiet) {
-            events.add(error == null ? new Event.Completed(id) : new Event.Failed(id, error, false));
+            events.add(error == null ? new Event.Completed(id) : new Event.Failed(id, error, false, code));
         }
     }
 
     private void fail(ProtocolException e) {
         if (state != State.CLOSED) {
+            Long code = codes && state == State.OPEN && e.code() != null ? e.code().value() : null;
+            if (code != null) {
+                out.write(new Frame.Extension(FrameType.GOODBYE_CODE, goodbyeCodePayload(code)), 0);
+            }
             out.write(new Frame.Goodbye(e.getMessage()), 0);
-            close(e.getMessage(), e);
+            close(e.getMessage(), e, code);
         }
     }
 
-    private void close(String reason, ProtocolException error) {
+    private void close(String reason, ProtocolException error, Long code) {
         state = State.CLOSED;
+        qualified = false;
         ours.clear();
         theirs.clear();
         splitting.clear();
         partials.clear();
         partialBytes = 0;
-        events.add(new Event.Closed(reason, error));
+        events.add(new Event.Closed(reason, error, code));
     }
 
     // ---- sending --------------------------------------------------------------------------
@@ -815,7 +922,11 @@ public final class Connection {
             if (head instanceof Terminal end) {
                 t.queued.clear();
                 theirs.remove(id);
-                out.write(end.error() == null ? new Frame.OnComplete(id) : new Frame.OnError(id, end.error()), 0);
+                if (end.error() == null) {
+                    out.write(new Frame.OnComplete(id), 0);
+                } else {
+                    writeOnError(id, end.error(), end.code());
+                }
                 emptied.add(id);
                 continue;
             }
@@ -865,27 +976,43 @@ public final class Connection {
 
     /** Completes the peer's subscription {@code id} (after any queued split element); false if it is already over. */
     public boolean onComplete(long id) {
-        return terminal(id, null);
+        return terminal(id, null, null);
     }
 
-    /** Fails the peer's subscription {@code id} with {@code error} (after any queued split element); false if it is already over. */
+    /** Fails the peer's subscription {@code id} with {@code error}, without an error code; false if it is already over. */
     public boolean onError(long id, String error) {
-        return terminal(id, error);
+        return terminal(id, error, null);
     }
 
-    private boolean terminal(long id, String error) {
+    /**
+     * Fails the peer's subscription {@code id} with {@code error} (after any queued split element);
+     * with extension error-codes active, an errorCode carrying {@code code} goes right before the
+     * onError (§19.1); without it, just the onError.
+     *
+     * @param code the error code (§19.2), or null for none
+     * @return false if that subscription is already over
+     */
+    public boolean onError(long id, String error, Long code) {
+        return terminal(id, error, code);
+    }
+
+    private boolean terminal(long id, String error, Long code) {
         Theirs t = theirs.get(id);
         if (t == null || state == State.CLOSING || state == State.CLOSED) {
             return false;
         }
         if (!t.queued.isEmpty()) {
             if (!(t.queued.peekLast() instanceof Terminal)) {
-                enqueue(id, t, new Terminal(error), 0);
+                enqueue(id, t, new Terminal(error, code), 0);
             }
             return true;
         }
         theirs.remove(id);
-        out.write(error == null ? new Frame.OnComplete(id) : new Frame.OnError(id, error), 0);
+        if (error == null) {
+            out.write(new Frame.OnComplete(id), 0);
+        } else {
+            writeOnError(id, error, code);
+        }
         return true;
     }
 
@@ -902,14 +1029,29 @@ public final class Connection {
 
     /**
      * Starts an orderly close (§9.1): queues goodbye, ends every subscription in both directions
-     * and waits in {@link State#CLOSING} for the answer. A no-op once closing or closed.
+     * and waits in {@link State#CLOSING} for the answer. A no-op once closing or closed. The
+     * goodbye carries no error code.
      */
     public void goodbye(String reason) {
+        goodbye(reason, null);
+    }
+
+    /**
+     * {@link #goodbye(String)}, with {@code code} (e.g. {@link ErrorCode#NORMAL}) in a goodbyeCode
+     * right before the goodbye when extension error-codes is active (§19.1).
+     *
+     * @param code the goodbye's code, or null for none
+     */
+    public void goodbye(String reason, ErrorCode code) {
         if (state == State.CLOSING || state == State.CLOSED) {
             return;
         }
+        if (codes && code != null && state == State.OPEN) {
+            out.write(new Frame.Extension(FrameType.GOODBYE_CODE, goodbyeCodePayload(code.value())), 0);
+        }
         out.write(new Frame.Goodbye(reason), 0);
         state = State.CLOSING;
+        qualified = false; // a qualifier read before our goodbye qualified a message now discarded (§9.1)
         ours.clear();
         theirs.clear();
         splitting.clear();
@@ -925,10 +1067,21 @@ public final class Connection {
     /**
      * Ends the connection for a reason of this end's own (an idle or authentication timeout):
      * queues goodbye(reason) and closes without waiting for the answer, like after a protocol
-     * error (§10, §14.2); emits {@link Event.Closed} with the reason as its error.
+     * error (§10, §14.2); emits {@link Event.Closed} with the reason as its error. The goodbye
+     * carries no error code.
      */
     public void abort(String reason) {
-        fail(new ProtocolException(reason));
+        abort(reason, null);
+    }
+
+    /**
+     * {@link #abort(String)}, with {@code code} (§10's for that reason, e.g. {@link ErrorCode#TIMEOUT})
+     * in a goodbyeCode right before the goodbye when extension error-codes is active (§19.1).
+     *
+     * @param code the goodbye's code, or null for none
+     */
+    public void abort(String reason, ErrorCode code) {
+        fail(new ProtocolException(reason, code));
     }
 
     /** Adds demand, saturating at {@link #UNBOUNDED} (§6.1). */

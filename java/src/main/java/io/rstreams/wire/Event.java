@@ -40,8 +40,15 @@ public sealed interface Event {
     /**
      * Our subscription {@code id} failed: the peer's onError ({@code local} false), or this end
      * cancelled it because of what it received ({@code local} true, e.g. an element above the limit).
+     * {@code code} is the peer's errorCode for that onError (extension error-codes, PROTOCOL.md §19),
+     * null without one.
      */
-    record Failed(long id, String error, boolean local) implements Event {}
+    record Failed(long id, String error, boolean local, Long code) implements Event {
+        /** A failure without an error code. */
+        public Failed(long id, String error, boolean local) {
+            this(id, error, local, null);
+        }
+    }
 
     /** An extension message this core does not handle itself (auth, resume): type and payload. */
     record ExtensionMessage(int type, byte[] payload) implements Event {}
@@ -49,7 +56,14 @@ public sealed interface Event {
     /**
      * The connection is over. {@code error} is null for an orderly goodbye, else what broke:
      * the peer's violation (a goodbye with its text was queued) or an end of input without goodbye.
-     * {@code reason} is the goodbye's reason, whoever sent it.
+     * {@code reason} is the goodbye's reason, whoever sent it. {@code code} is the goodbye's error
+     * code (extension error-codes, §19): the peer's goodbyeCode, or the code of the violation this
+     * end said goodbye for while the extension was active; null without one.
      */
-    record Closed(String reason, ProtocolException error) implements Event {}
+    record Closed(String reason, ProtocolException error, Long code) implements Event {
+        /** A close without an error code. */
+        public Closed(String reason, ProtocolException error) {
+            this(reason, error, null);
+        }
+    }
 }

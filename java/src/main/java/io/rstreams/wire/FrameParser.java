@@ -261,7 +261,7 @@ public final class FrameParser {
                 }
                 long count = varint();
                 if (Long.compareUnsigned(count, limits.maxExtensions()) > 0) {
-                    throw new ProtocolException("hello lists " + Long.toUnsignedString(count)
+                    throw ProtocolException.limit("hello lists " + Long.toUnsignedString(count)
                             + " extensions, more than max_extensions=" + limits.maxExtensions() + " (PROTOCOL.md §11)");
                 }
                 List<Long> extensions = new ArrayList<>((int) count);
@@ -278,7 +278,7 @@ public final class FrameParser {
                     }
                     long length = varint();
                     if (Long.compareUnsigned(length, limits.maxStringLength()) > 0) {
-                        throw new ProtocolException(String.format(
+                        throw ProtocolException.limit(String.format(
                                 "extension message 0x%02x payload of %s bytes exceeds max_string_length=%d (PROTOCOL.md §11)",
                                 t, Long.toUnsignedString(length), limits.maxStringLength()));
                     }
@@ -300,7 +300,7 @@ public final class FrameParser {
     }
 
     private ProtocolException tooBig(String what, long size, long sid) {
-        return new ProtocolException(what + " of " + (size < 0 ? "more than 2**31" : Long.toUnsignedString(size))
+        return ProtocolException.limit(what + " of " + (size < 0 ? "more than 2**31" : Long.toUnsignedString(size))
                 + " bytes for subscriber " + Long.toUnsignedString(sid) + " exceeds max_element_size="
                 + limits.maxElementSize() + " (PROTOCOL.md §11)");
     }
@@ -348,7 +348,7 @@ public final class FrameParser {
     private String string(String what) throws Varint.Incomplete, ProtocolException {
         long length = varint();
         if (Long.compareUnsigned(length, limits.maxStringLength()) > 0) {
-            throw new ProtocolException(what + " of " + Long.toUnsignedString(length)
+            throw ProtocolException.limit(what + " of " + Long.toUnsignedString(length)
                     + " bytes exceeds max_string_length=" + limits.maxStringLength() + " (PROTOCOL.md §11)");
         }
         byte[] raw = take((int) length);

@@ -53,6 +53,11 @@ public final class FrameType {
     /** resume (extension 3) resumeAck, §16.4. */
     public static final int RESUME_ACK = 0x8C;
 
+    /** error-codes (extension 6) errorCode, publisher to subscriber, right before the onError it qualifies, §19.1. */
+    public static final int ERROR_CODE = 0x98;
+    /** error-codes (extension 6) goodbyeCode, either way, right before the goodbye it qualifies, §19.1. */
+    public static final int GOODBYE_CODE = 0x99;
+
     /** Extension id of keepalive (§14). */
     public static final long KEEPALIVE = 1;
     /** Extension id of auth (§15). */
@@ -63,7 +68,7 @@ public final class FrameType {
     public static final long CONTENT_TYPES = 4;
     /** Extension id of metadata (§18); framed, not offered. */
     public static final long METADATA = 5;
-    /** Extension id of error-codes (§19); framed, not offered. */
+    /** Extension id of error-codes (§19); offered by every connection. */
     public static final long ERROR_CODES = 6;
     /** Extension id of messages (§20); framed, not offered. */
     public static final long MESSAGES = 7;
@@ -111,10 +116,10 @@ public final class FrameType {
      * connection error even while that extension is active (§4.4).
      *
      * @param type a type byte in 0x80..0xFF
-     * @return true for auth's 0x87 and resume's 0x8D..0x8F
+     * @return true for auth's 0x87, resume's 0x8D..0x8F and error-codes' 0x9A..0x9B
      */
     public static boolean reserved(int type) {
-        return type == 0x87 || (type >= 0x8D && type <= 0x8F);
+        return type == 0x87 || (type >= 0x8D && type <= 0x8F) || type == 0x9A || type == 0x9B;
     }
 
     /**
