@@ -314,6 +314,46 @@ public class ErrorCodesTest {
     }
 
     @Test(timeOut = 5_000)
+    public void aQualifiedOnErrorFedOneByteAtATimeKeepsItsCode() {
+        Connection client = clientAfter("02 00 01 06", CODES);
+        feed(client, "07 01 00");
+        for (String b : "98 02 01 02 0d 01 01 78".split(" ")) {
+            feed(client, b);
+        }
+        Event.Failed f = failed(client.events());
+        assertEquals(f.error(), "x");
+        assertEquals(f.code(), Long.valueOf(2));
+    }
+
+    @Test(timeOut = 60_000)
+    public void randomQualifiersEndInAGoodbyeOrKeepGoing() {
+        java.util.Random r = new java.util.Random(19);
+        int violations = 0;
+        for (int round = 0; round < 5_000; round++) {
+            Connection client = clientAfter("02 00 01 06", CODES);
+            feed(client, "07 01 00");
+            byte[] junk = new byte[1 + r.nextInt(24)];
+            r.nextBytes(junk);
+            junk[0] = (byte) (0x98 + r.nextInt(4));
+            if (junk.length > 1) {
+                junk[1] = (byte) r.nextInt(4); // a short payload, so the next message gets read
+            }
+            client.receiveData(junk, 0, junk.length);
+            client.receiveEof();
+            List<Event> events = client.events();
+            Event.Closed c = closed(events);
+            assertNotNull(c, "round " + round + ": " + events);
+            assertEquals(client.state(), Connection.State.CLOSED);
+            if (c.error() != null && c.error().getMessage().contains("§19.1")) {
+                violations++;
+                assertEquals(c.code(), Long.valueOf(6), c.toString());
+                assertTrue(hex(client.dataToSend()).startsWith("99 01 06 03"), c.toString());
+            }
+        }
+        assertTrue(violations > 500, "the random inputs exercised §19.1: " + violations);
+    }
+
+    @Test(timeOut = 5_000)
     public void aPrivateCodeIsKeptAsItsNumber() {
         Connection client = clientAfter("02 00 01 06", CODES);
         feed(client, "07 01 00");
