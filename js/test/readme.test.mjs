@@ -103,3 +103,35 @@ describe("docs/web.md's resume defaults", () => {
     assert.ok(WEB.includes(said), `docs/web.md no longer says: ${said}`);
   });
 });
+
+describe("js/README.md's install from a checkout", () => {
+  it("npm pack makes a package whose entry points load by name in a project of one's own", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const { mkdirSync, symlinkSync } = await import("node:fs");
+    const command = /```sh\n(cd js && npm pack)\s+# -> (\S+)\n/.exec(README);
+    assert.ok(command, "js/README.md no longer packs the package with npm pack");
+    const dir = mkdtempSync(join(tmpdir(), "rsio-pack-"));
+    try {
+      const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+      execFileSync(npm, ["pack", "--silent", "--pack-destination", dir], { cwd: join(REPO, "js") });
+      const home = join(dir, "project", "node_modules", "@rstreams", "rsio");
+      mkdirSync(home, { recursive: true });
+      execFileSync("tar", ["-xzf", join(dir, command[2]), "-C", home, "--strip-components=1"]);
+      symlinkSync(join(REPO, "js", "node_modules", "ws"), join(dir, "project", "node_modules", "ws")); // its one dependency, not fetched again
+      const script = join(dir, "project", "example.mjs");
+      writeFileSync(script, [
+        'import { connect, listen, fromIterable } from "@rstreams/rsio";',
+        'import { encodeFrame } from "@rstreams/rsio/wire";',
+        "console.log([connect, listen, fromIterable, encodeFrame].map((f) => typeof f).join(' '));",
+        "const server = await listen('ws://127.0.0.1:0/rsio', { publishers: { ticks: () => fromIterable(['1']) } });",
+        "const conn = await connect(server.url);",
+        "for await (const tick of conn.stream('ticks', { decode: 'text' })) console.log(tick);",
+        "await conn.close(); await server.close();",
+      ].join("\n"));
+      const out = execFileSync(process.execPath, [script], { cwd: join(dir, "project"), encoding: "utf8", timeout: 30_000 });
+      assert.deepEqual(out.trim().split("\n"), ["function function function function", "1"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
