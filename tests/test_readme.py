@@ -617,3 +617,41 @@ def test_the_idle_and_unread_options_protocol_md_names_are_each_binding_s() -> N
     assert "const DEFAULT_KEEPALIVE_S = 15;" in rsio
     assert "const DEFAULT_UNREAD_TIMEOUT_S = 30;" in rsio
     assert "replies left unread for 30 s (unread_timeout)" in said  # the Python default, the same
+
+
+def test_the_resume_table_is_resume_s_defaults() -> None:
+    """docs/resumption.md's table of `Resume`'s fields names each field once, with its default."""
+    import dataclasses
+
+    from rstreams.net import Resume
+
+    units = {"s": 1.0, "MiB": float(1 << 20), "": 1.0}
+    text = (ROOT / "docs" / "resumption.md").read_text()
+    rows = re.findall(r"^\| (`[a-z_]+`(?:, `[a-z_]+`)*) \| ([^|]+) \|", text, re.M)
+    stated: dict[str, float] = {}
+    for names, values in rows:
+        for name, value in zip(re.findall(r"`([a-z_]+)`", names), values.split(","), strict=True):
+            number, unit = re.fullmatch(r"\s*([0-9.]+) ?(s|MiB|)\s*", value).groups()  # type: ignore[union-attr]
+            stated[name] = float(number) * units[unit]
+    defaults = {field.name: field.default for field in dataclasses.fields(Resume)}
+    assert stated == defaults
+
+
+def test_the_java_readme_s_bounds_are_the_binding_s() -> None:
+    """java/README.md's theory of operation states the binding's bounds: each is its constant."""
+    said = " ".join((ROOT / "java" / "README.md").read_text().split())
+    net = ROOT / "java/src/main/java/io/rstreams/net"
+    endpoint = (net / "Endpoint.java").read_text()
+    serving = (net / "ServingStream.java").read_text()
+    pairs = [
+        ("asks its local publisher for at most 256 elements (about 256 KiB", serving, "WINDOW = 256;"),
+        ("(about 256 KiB for large ones)", serving, "WINDOW_BYTES = 256 * 1024;"),
+        ("`LOW_WATER` (256 KiB, rstreams' `low_water`)", endpoint, "LOW_WATER = 256 * 1024;"),
+        ("`unreadTimeout` (30 s by default", endpoint, "DEFAULT_UNREAD_TIMEOUT = Duration.ofSeconds(30);"),
+        ("more than 16 MiB unsent (`MAX_UNSENT`)", endpoint, "MAX_UNSENT = 16L << 20;"),
+        ("discards the peer's input for up to 2 s", endpoint, "LINGER_MILLIS = 2000;"),
+        ("past 4 MiB discarded (`LINGER_BYTES`", endpoint, "LINGER_BYTES = 4L << 20;"),
+    ]
+    for phrase, source, constant in pairs:
+        assert phrase in said, f"java/README.md no longer says {phrase!r}"
+        assert constant in source, f"the binding no longer has {constant!r} ({phrase!r})"
