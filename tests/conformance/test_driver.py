@@ -401,6 +401,27 @@ def test_a_port_where_nothing_listens_is_said_to_be_refused(
     assert "certificate" not in said and "--certfile" not in said, said
 
 
+@pytest.mark.asyncio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("scheme", ["tls", "wss"])
+async def test_tls_to_a_plain_endpoint_is_said_to_be_the_url_s(
+    scheme: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tls:// or wss:// to an RS.io server without TLS: exit 2, the hint names the URL's scheme,
+    not --cafile or a certificate."""
+    server = await serve("tcp://127.0.0.1:0", conformance_publishers())
+    try:
+        url = server.url.replace("tcp://", f"{scheme}://") + ("/rsio" if scheme == "wss" else "")
+        assert await asyncio.to_thread(main, [url, "-k", "hs.", "--timeout", "10"]) == 2
+    finally:
+        await server.aclose()
+    said = capsys.readouterr().err
+    assert said.endswith(
+        " (the URL: the endpoint does not speak TLS there; tcp:// or ws:// for one served without it)\n"
+    ), said
+    assert "--cafile" not in said and "certificate" not in said, said
+
+
 def test_monitor_checks_the_server_as_subscriber() -> None:
     """The monitor flags the endpoint's own subscriptions breaking §5.3, §5.2 and §6.2."""
     monitor = Monitor()

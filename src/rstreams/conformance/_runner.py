@@ -409,6 +409,8 @@ def _hint(error: BaseException) -> str:
         return " (the URL's host: this machine finds no address for that name)"
     if isinstance(error, ConnectionRefusedError) and error.errno == errno.ECONNREFUSED:
         return " (connection refused: nothing listens at that host and port; check the URL)"
+    if isinstance(error, ssl.SSLError) and error.reason == "WRONG_VERSION_NUMBER":  # TLS to a plain port
+        return " (the URL: the endpoint does not speak TLS there; tcp:// or ws:// for one served without it)"
     if isinstance(error, ssl.SSLError):
         return (
             " (tls:// and wss://: --cafile PEM verifies the endpoint, --server-name NAME the name it carries)"
