@@ -135,3 +135,14 @@ describe("js/README.md's install from a checkout", () => {
     }
   });
 });
+
+describe("docs/web.md's connect() options", () => {
+  it("names every key of DEFAULT_LIMITS among the limits", async () => {
+    const { DEFAULT_LIMITS } = await import("../src/rsio-wire.js");
+    const WEB = readFileSync(new URL("../../docs/web.md", import.meta.url), "utf8").replace(/\s+/g, " ");
+    const list = /`limits` \(([^)]*)\)/.exec(WEB);
+    assert.ok(list, "docs/web.md no longer lists the limits connect() takes");
+    const named = [...list[1].matchAll(/`(max\w+|split\w+)`/g)].map((m) => m[1]);
+    assert.deepEqual(named.toSorted(), Object.keys(DEFAULT_LIMITS).toSorted());
+  });
+});
