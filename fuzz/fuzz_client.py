@@ -3,10 +3,11 @@
 A raw server on a Unix socket writes the input's reads one loop turn apart (and reads and drops
 whatever the client writes), then ends its output and closes. The client meanwhile makes a
 request/response, streams a publisher and sends a message. Invariants: each of them ends,
-within ``WAIT`` seconds of the server's close, with its value or an rstreams error
-(:class:`~rstreams.errors.ReactiveStreamsError`, or :class:`LookupError` for an answer without
-an element), never another exception; nothing reaches the loop's exception handler or the
-unhandled-error hook; the connection ends and leaves no task behind.
+within ``WAIT`` seconds of the server's close (of the loop's own time: ``fuzz_net.Bound``),
+with its value or an rstreams error (:class:`~rstreams.errors.ReactiveStreamsError`, or
+:class:`LookupError` for an answer without an element), never another exception; nothing
+reaches the loop's exception handler or the unhandled-error hook; the connection ends and
+leaves no task behind.
 
 The input layout is the wire harness's (fuzz_connection.py); byte 0 bit 0 prepends a
 serverHello listing every extension.
@@ -85,12 +86,13 @@ async def run(data: bytes) -> list[tuple[str, str]]:
             path = f"{directory}/fuzz.sock"
             server = await asyncio.start_unix_server(serve, path)
             try:
-                await asyncio.wait_for(_client(f"unix://{path}", served, record), WAIT * 3)
+                async with fuzz_net.Bound(WAIT * 3):
+                    await _client(f"unix://{path}", served, record)
             except TimeoutError:
                 record("hang", "the client's calls took longer than their bound")
             finally:
                 server.close()
-                await asyncio.wait_for(server.wait_closed(), WAIT)
+                await fuzz_net.within(server.wait_closed(), "the raw server to close")
         for _ in range(20):
             if fuzz_net._tasks() <= baseline:
                 break
@@ -118,16 +120,21 @@ async def _client(url: str, served: asyncio.Event, record: Any) -> None:
     ]
     tasks = [asyncio.ensure_future(call) for call in calls]
     await served.wait()
-    done, pending = await asyncio.wait(tasks, timeout=WAIT)
-    for task in pending:
-        task.cancel()
-        record("hang", f"a call still waits {WAIT} s after the server closed: {task!r}")
-    for task in done:
+    bound = fuzz_net.Bound()
+    with contextlib.suppress(TimeoutError):
+        async with bound:
+            await asyncio.wait(tasks)
+    for task in tasks:
+        if not task.done():
+            task.cancel()
+            record("hang", f"a call still waits {bound.said()} after the server closed: {task!r}")
+            continue
         error = task.exception()
         if error is not None and not isinstance(error, ALLOWED):
             record("crash", f"{type(error).__name__}: {error}")
     with contextlib.suppress(*ALLOWED):
-        await asyncio.wait_for(conn.aclose(), WAIT)
+        async with fuzz_net.Bound():
+            await conn.aclose()
     if not conn.closed:
         record("hang", "the connection did not close")
 

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz_connection as wire_harness  # (this directory, put on the path above)
 import fuzz_net
-from fuzz_net import HELLO, WAIT, Reader, Target, Writer, _Peer
+from fuzz_net import HELLO, WAIT, Bound, Reader, Target, Writer, _Peer, within
 
 from rstreams.net import Resume
 from rstreams.wire import (
@@ -207,7 +207,7 @@ class ResumeTarget(Target):
         if head & 4 and EOF in chunks:
             at = chunks.index(EOF)
             chunks, second = chunks[:at], chunks[at + 1 :]
-        reader, writer = await asyncio.wait_for(self.open_peer(head), WAIT)
+        reader, writer = await within(self.open_peer(head), "the raw client to connect")
         self.peer = first = _ResumingPeer(reader)
         lazy = bool(head & 2)
         if not head & 4:
@@ -221,7 +221,7 @@ class ResumeTarget(Target):
             token = first.token or bytes([self.byte1]) * 16
             position = max(first.received + offset, 0)
             request = encode_resume_message(RESUME, encode_resume(token, position))
-            reader, writer = await asyncio.wait_for(self.open_peer(head), WAIT)
+            reader, writer = await within(self.open_peer(head), "the raw client to connect again")
             exact = offset == 0 and first.token is not None
             self.again = again = _ResumingPeer(reader, first, continues=exact)
             await self.write(again, writer, [request, *second], known, lazy=False)
@@ -231,7 +231,9 @@ class ResumeTarget(Target):
         if head & 8:  # the second transport once the first has the token, while it is still up
             writing = asyncio.create_task(self.write(first, writer, chunks, known, lazy=lazy))
             token = asyncio.create_task(first.has_token.wait())
-            await asyncio.wait({writing, token}, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
+            with contextlib.suppress(TimeoutError):
+                async with Bound():
+                    await asyncio.wait({writing, token}, return_when=asyncio.FIRST_COMPLETED)
             token.cancel()
             await resume()
             await writing

@@ -13,8 +13,9 @@ its output (EOF). Invariants:
   never awaited);
 * the server writes well-formed RS.io, and a goodbye for a protocol error names its
   PROTOCOL.md section;
-* the connection ends (a goodbye and a close, or a close after our EOF) within ``WAIT`` seconds,
-  and then no task is left behind and the server no longer counts it;
+* the connection ends (a goodbye and a close, or a close after our EOF) within ``WAIT`` seconds
+  of the loop's own time (wall time less what the machine's load kept it waiting for a CPU: see
+  :class:`Bound`), and then no task is left behind and the server no longer counts it;
 * what the server holds for the connection while it reads stays bounded: the parser's
   incomplete frame, split elements and split channel input, the rest of a read it holds for a
   later turn, the output not yet written (checked once the connection has its hello: before it,
@@ -48,7 +49,8 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from types import TracebackType
+from typing import Any, Protocol, Self, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -63,7 +65,11 @@ from rstreams.net._transport import SOCKET_READ_SIZE
 from rstreams.wire import ClientHello, ConnectionConfig, FrameParser, Goodbye, encode
 
 WAIT = 10.0
-"""Seconds anything one input starts may take: longer is a hang."""
+"""Seconds of the loop's own time (:class:`Bound`) anything one input starts may take: longer
+is a hang."""
+HARD = 30
+"""How many times its own-time limit in wall seconds any one wait may take, however loaded the
+machine: the bound that nothing passes (300 s for ``WAIT``)."""
 CONFIG = ConnectionConfig(
     max_element_size=256 * 1024,
     max_reassembly_bytes=512 * 1024,
@@ -111,8 +117,9 @@ class Target:
     """The server under fuzz, a well-behaved client of it, and what the checks record."""
 
     settle = WAIT
-    """Seconds after which a closed connection's tasks and count still there fail the input: a
-    hang guard, not a time to meet (the check waits on their end, whatever the load)."""
+    """Seconds (of the loop's own time, :class:`Bound`) after which a closed connection's tasks
+    and count still there fail the input: a hang guard, not a time to meet (the check waits on
+    their end, whatever the load)."""
     act_pause = 0.0
     """Seconds the raw client waits at an input's local action (one loop turn: the server is here)."""
 
@@ -198,15 +205,15 @@ class Target:
                 yield self
             finally:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self.legit.aclose(), WAIT)
-                await asyncio.wait_for(self.server.aclose(), WAIT)
+                    await within(self.legit.aclose(), "the well-behaved client to close")
+                await within(self.server.aclose(), "the server to close")
                 set_unhandled_error_hook(previous)
 
     async def connect_legit(self) -> Connection:
         """A new well-behaved client (the server's side of it is :attr:`legit_server`)."""
         self._next_is_legit = True
-        conn = await asyncio.wait_for(connect(self.url, **self.legit_options()), WAIT)
-        await asyncio.wait_for(conn.request("numbers"), WAIT)  # (the server has made its side)
+        conn = await within(connect(self.url, **self.legit_options()), "the well-behaved client to connect")
+        await within(conn.request("numbers"), "its first request")  # (the server has made its side)
         return conn
 
     def _message(self, message: Any) -> None:
@@ -224,7 +231,8 @@ class Target:
         """One input against the running server; the failures it caused (none: all held)."""
         self.failures = []
         try:
-            await asyncio.wait_for(self._run(data), WAIT * 3)
+            async with Bound(WAIT * 3):
+                await self._run(data)
         except TimeoutError:
             self._record("hang", "the input's run took longer than its bound")
         except AssertionError as error:
@@ -237,7 +245,7 @@ class Target:
         self.baseline = _tasks()  # (the legit client's, the caller's)
         await self.converse(head, self.prepare(head, chunks), known)
         for conn in self.connections[known:]:
-            await _within(conn.wait_closed(), "the server's side of the connection to close")
+            await within(conn.wait_closed(), "the server's side of the connection to close")
         del self.connections[known:]
         await self._check_left_nothing()
         await self._check_legit(len(data))
@@ -245,7 +253,7 @@ class Target:
     async def converse(self, head: int, chunks: list[wire_harness.Chunk], known: int) -> None:
         """One raw client writes ``chunks`` and ends its output; the server must end the
         connection (a close, or a goodbye that waits for ours) and write well-formed RS.io."""
-        reader, writer = await asyncio.wait_for(self.open_peer(head), WAIT)
+        reader, writer = await within(self.open_peer(head), "the raw client to connect")
         self.peer = peer = _Peer(reader, self.parses_output(head))
         await self.write(peer, writer, chunks, known, lazy=bool(head & 2))
         peer.check()
@@ -270,7 +278,7 @@ class Target:
                     break
                 assert isinstance(chunk, bytes)
                 writer.write(chunk)
-                await _within(writer.drain(), "the server to read the input")
+                await within(writer.drain(), "the server to read the input")
                 await asyncio.sleep(0)  # a turn: the server reads this chunk as one read
                 self._check_holding(known)
             peer.go.set()
@@ -281,7 +289,9 @@ class Target:
                     writer.write_eof()
                 # The server closes, or says goodbye and waits for ours (or our close, §9.2): close.
                 said = asyncio.create_task(peer.said_goodbye.wait())
-                await asyncio.wait({reading, said}, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
+                with contextlib.suppress(TimeoutError):
+                    async with Bound():
+                        await asyncio.wait({reading, said}, return_when=asyncio.FIRST_COMPLETED)
                 said.cancel()
                 ended = reading.done() or peer.said_goodbye.is_set()
                 assert ended, "the server neither closed nor said goodbye"
@@ -290,9 +300,9 @@ class Target:
         finally:
             peer.go.set()
             writer.close()
-        await _within(asyncio.shield(reading), "the server's output to end after our close")
+        await within(asyncio.shield(reading), "the server's output to end after our close")
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(writer.wait_closed(), WAIT)
+            await within(writer.wait_closed(), "the raw client's close")
 
     def _check_holding(self, known: int) -> None:
         """What the server holds for the fuzzed connection stays within its limits."""
@@ -317,11 +327,10 @@ class Target:
         callbacks, which run after the server's own), never for a fixed time; only a hang
         reaches :attr:`settle`."""
         loop = asyncio.get_running_loop()
-        checking = {asyncio.current_task()}  # (wait_for runs settled() in a task of its own)
 
         async def settled() -> None:
             while True:
-                left = _tasks() - self.baseline - checking
+                left = _tasks() - self.baseline
                 others = self.server.connections - {self.legit_server}
                 if not left and not others:
                     return
@@ -331,26 +340,29 @@ class Target:
                 await asyncio.wait([*left, closed], return_when=asyncio.FIRST_COMPLETED)
                 closed.cancel()
 
+        bound = Bound(self.settle)
         try:
-            await asyncio.wait_for(settled(), self.settle)
+            async with bound:
+                await settled()
         except TimeoutError:
             left = _tasks() - self.baseline
-            assert not left, f"tasks left behind (after {self.settle:g} s): {left}"
+            assert not left, f"tasks left behind (after {bound.said()}): {left}"
             others = self.server.connections - {self.legit_server}
             assert not others, (
-                f"the server still counts {len(others)} fuzzed connections (after {self.settle:g} s)"
+                f"the server still counts {len(others)} fuzzed connections (after {bound.said()})"
             )
 
     async def _check_legit(self, salt: int) -> None:
         legit = self.legit
         assert not legit.closed, "the well-behaved client's connection closed"
-        got = await _within(legit.request("numbers"), "the well-behaved client's request/response")
+        got = await within(legit.request("numbers"), "the well-behaved client's request/response")
         assert got == b"\x00", f"request/response answered {got!r}"
         if salt % 8 == 0:
             before = self.messages
-            await asyncio.wait_for(legit.send("log", b"still here"), WAIT)
+            await within(legit.send("log", b"still here"), "the well-behaved client's message")
             parts = [bytes(40_000), b"x"]  # larger than the split threshold: sent in parts
-            out = await asyncio.wait_for(legit.channel("echo", rstreams.from_iterable(parts)).collect(), WAIT)
+            channel = legit.channel("echo", rstreams.from_iterable(parts))
+            out = await within(channel.collect(), "the well-behaved client's channel")
             assert out == [bytes(40_000), b"X"], "the channel's output"
             for _ in range(20):
                 if self.messages > before:
@@ -435,12 +447,76 @@ def _says_goodbye(chunks: list[wire_harness.Chunk]) -> bool:
     return any(isinstance(frame, Goodbye) for frame in parser.feed(written))
 
 
-async def _within(awaitable: Awaitable[T], what: str) -> T:
-    """``awaitable``'s result; a failed invariant naming ``what`` if it takes longer than ``WAIT``."""
+_SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def _run_delay() -> float:
+    """Seconds this thread has spent runnable but waiting for a CPU (Linux's schedstat, its
+    second field); 0 where the system does not say (then a bound counts wall time)."""
     try:
-        return await asyncio.wait_for(awaitable, WAIT)
+        return int(_SCHEDSTAT.read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class Bound:
+    """A hang guard on what its block awaits: ``TimeoutError`` once the loop's thread has spent
+    ``limit`` seconds of its own time on it (wall time less the time the thread waited for a
+    CPU), or ``HARD`` times ``limit`` wall seconds, whichever comes first.
+
+    What one input starts runs in this process's loop (the server, the raw peer and the
+    well-behaved client alike), so a loaded machine slows all of it together: the seconds the
+    thread waited for a CPU are the load's, not the code's, and a wait does not count them. A
+    hang is the loop waiting for what never comes, on its own time, and reaches ``limit`` as on
+    an idle machine; a loop that spins reaches it too. No fixed time for the work itself."""
+
+    def __init__(self, limit: float = WAIT) -> None:
+        self.limit = limit
+        self._handle: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> Self:
+        loop = asyncio.get_running_loop()
+        self._start, self._delay = time.monotonic(), _run_delay()
+        self._scope = asyncio.timeout(None)
+        await self._scope.__aenter__()
+        self._check(loop)
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        await self._scope.__aexit__(kind, error, trace)  # (a cancel of its own: TimeoutError)
+
+    def spent(self) -> tuple[float, float]:
+        """Seconds of the thread's own time and wall seconds since the block began."""
+        wall = time.monotonic() - self._start
+        return wall - (_run_delay() - self._delay), wall
+
+    def _check(self, loop: asyncio.AbstractEventLoop) -> None:
+        own, wall = self.spent()
+        left = min(self.limit - own, HARD * self.limit - wall)
+        if left > 0:
+            self._handle = loop.call_later(left, self._check, loop)
+        else:
+            self._scope.reschedule(loop.time())  # now: what the block awaits is cancelled
+
+    def said(self) -> str:
+        """How long the block waited, for a failure's message."""
+        own, wall = self.spent()
+        return f"{self.limit:g} s of the loop's own time ({own:.1f} s; {wall:.1f} s in all)"
+
+
+async def within(awaitable: Awaitable[T], what: str, limit: float = WAIT) -> T:
+    """``awaitable``'s result; a failed invariant naming ``what`` if it takes longer than
+    ``limit`` (:class:`Bound`)."""
+    bound = Bound(limit)
+    try:
+        async with bound:
+            return await awaitable
     except TimeoutError:
-        raise AssertionError(f"hang: waited {WAIT:g} s for {what}") from None
+        raise AssertionError(f"hang: waited {bound.said()} for {what}") from None
 
 
 def _resolver(future: asyncio.Future[None]) -> Callable[[Connection], None]:

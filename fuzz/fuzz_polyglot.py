@@ -212,7 +212,7 @@ class PolyglotTarget(Target):
     async def _check_legit(self, salt: int) -> None:
         legit = self.legit
         assert not legit.closed, "the well-behaved client's connection closed"
-        got = await fuzz_net._within(legit.request("numbers"), "the well-behaved client's request/response")
+        got = await fuzz_net.within(legit.request("numbers"), "the well-behaved client's request/response")
         assert got == b"\x00", f"request/response answered {got!r}"
         if self.mode == "js" and salt % (self.every * 4) == 0:
             before = int(await asyncio.wait_for(legit.request("messages"), WAIT))

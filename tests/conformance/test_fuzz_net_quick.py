@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from types import ModuleType
 
 import pytest
@@ -94,3 +95,33 @@ def test_mutated_conversations_leave_the_deployed_servers_working(mode: str) -> 
         assert asyncio.run(deployed.replay(mode, driver._mutate(random.Random(salt), seed))) == []
 
     check()
+
+
+@pytest.mark.timeout(60)
+def test_a_bound_fails_a_wait_for_what_never_comes() -> None:
+    """An idle loop waiting for an event never set: a hang, named, once the limit's own time passed."""
+
+    async def wait() -> None:
+        await driver.within(asyncio.Event().wait(), "an event never set", limit=0.2)
+
+    with pytest.raises(AssertionError, match=r"^hang: waited 0.2 s of the loop's own time \(.*for an event"):
+        asyncio.run(wait())
+
+
+@pytest.mark.timeout(60)
+def test_time_the_thread_waited_for_a_cpu_is_not_counted_but_the_hard_bound_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As if the thread had waited for a CPU all along (the machine's load): a wait 15 times
+    longer than its limit ends with its result; one that never ends fails at the hard bound."""
+    monkeypatch.setattr(driver, "_run_delay", time.monotonic)
+
+    async def slow() -> str:
+        await asyncio.sleep(0.3)
+        return "done"
+
+    monkeypatch.setattr(driver, "HARD", 10**6)
+    assert asyncio.run(driver.within(slow(), "a slow answer", limit=0.02)) == "done"
+    monkeypatch.setattr(driver, "HARD", 5)
+    with pytest.raises(AssertionError, match=r"own time \(-?0.0 s; [.0-9]+ s in all\) for an event never"):
+        asyncio.run(driver.within(asyncio.Event().wait(), "an event never set", limit=0.02))
