@@ -655,3 +655,56 @@ def test_the_java_readme_s_bounds_are_the_binding_s() -> None:
     for phrase, source, constant in pairs:
         assert phrase in said, f"java/README.md no longer says {phrase!r}"
         assert constant in source, f"the binding no longer has {constant!r} ({phrase!r})"
+
+
+def _builder_methods(source: str) -> set[str]:
+    """`name(Type, Type)` of each public method of a Java builder that returns the builder."""
+    found = set()
+    for match in re.finditer(r"public (?:<\w+> )?Builder (\w+)\(([^)]*)\)", source):
+        params = match.group(2)
+        while re.search(r"<[^<>]*>", params):
+            params = re.sub(r"<[^<>]*>", "", params)
+        types = [param.split()[0].removesuffix("...") for param in params.split(",") if param.strip()]
+        found.add(f"{match.group(1)}({', '.join(types)})")
+    return found
+
+
+def test_the_java_readme_s_options_are_the_builders() -> None:
+    """java/README.md's tables of builder options: each method is the builder's (name and
+    parameter types), and each default stated is the field's initial value."""
+    text = (ROOT / "java" / "README.md").read_text()
+    net = ROOT / "java/src/main/java/io/rstreams/net"
+    unread = re.search(
+        r"DEFAULT_UNREAD_TIMEOUT = Duration\.ofSeconds\((\d+)\);", (net / "Endpoint.java").read_text()
+    )
+    assert unread
+    checked = 0
+    for builder in ("RsioClient", "RsioServer"):
+        source = (net / f"{builder}.java").read_text()
+        table = text.split(f"| `{builder}.Builder` | default |", 1)[1].split("\n\n", 1)[0]
+        rows = re.findall(r"^\| ((?:`[^`]+`(?:, )?)+) \| ([^|]+) \|", table, re.M)
+        assert len(rows) >= 9, rows
+        methods = _builder_methods(source)
+        for names, default in rows:
+            for method in re.findall(r"`([^`]+)`", names):
+                assert method.replace("...", "") in methods, (
+                    f"{builder}.Builder has no {method}: {sorted(methods)}"
+                )
+            name = method.split("(")[0]
+            seconds = re.fullmatch(r"(\d+) s", default.strip())
+            initial = re.search(rf"private \w+ {name}(?: = ([^;]+))?;", source)
+            if seconds and initial:
+                value = initial.group(1) or ""
+                assert value in (
+                    f"Duration.ofSeconds({seconds.group(1)})",
+                    "Endpoint.DEFAULT_UNREAD_TIMEOUT",
+                ), name
+                assert value != "Endpoint.DEFAULT_UNREAD_TIMEOUT" or unread.group(1) == seconds.group(1), name
+                checked += 1
+            elif default.strip() in ("none", "`false`") and initial and "Duration" in initial.group(0):
+                assert initial.group(1) is None, f"{builder}.Builder.{name} starts at {initial.group(1)}"
+                checked += 1
+            elif default.strip() in ("1", "`Limits.DEFAULT`") and initial:
+                assert initial.group(1) == default.strip().strip("`"), name
+                checked += 1
+    assert checked >= 13, checked
