@@ -146,3 +146,20 @@ describe("docs/web.md's connect() options", () => {
     assert.deepEqual(named.toSorted(), Object.keys(DEFAULT_LIMITS).toSorted());
   });
 });
+
+describe("the documents name every option the types declare", () => {
+  it("each key of ConnectOptions, ListenOptions and ResumeOptions is in docs/web.md or js/README.md", () => {
+    const types = readFileSync(new URL("../types/rsio.d.ts", import.meta.url), "utf8");
+    const docs = readFileSync(new URL("../../docs/web.md", import.meta.url), "utf8") + README;
+    const missing = [];
+    for (const name of ["ConnectOptions", "ListenOptions", "ResumeOptions"]) {
+      const body = new RegExp(`export interface ${name}\\b[^{]*\\{(.*?)\\n\\}`, "s").exec(types);
+      assert.ok(body, `types/rsio.d.ts has no ${name}`);
+      for (const [, key] of body[1].matchAll(/^\s+(\w+)\??:/gm)) {
+        if (key === "role") continue; // listen()'s own: it makes the server side's connections
+        if (!new RegExp(`[\`{ ,]${key}[\`}:,]`).test(docs)) missing.push(`${name}.${key}`);
+      }
+    }
+    assert.deepEqual(missing, []);
+  });
+});
