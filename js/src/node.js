@@ -169,7 +169,8 @@ const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams servers: for the clientHe
  * `options.handshakeTimeout` seconds (default 10; null: never) is said goodbye `handshake
  * timeout (no clientHello within N s)`, and with authenticate one whose authenticate is not
  * settled within as long of the hello `authentication timeout (not settled within N s of the
- * hello) (PROTOCOL.md §15.3)`, both with error code 11 (timeout), as rstreams servers. A ws://
+ * hello) (PROTOCOL.md §15.3)`, the latter with error code 11 (timeout) when error codes were
+ * agreed (the former comes before the hellos, so it carries none, §19.1), as rstreams servers. A ws://
  * server accepts a browser page (a handshake with an Origin header) only from its own origin
  * (http://host:port; for a loopback or wildcard host every loopback name) or one of
  * `options.origins` (["https://app.example:8443"]; "*": every page), others get HTTP 403
