@@ -6,7 +6,9 @@
 the Connect service) and connects this process to it over gRPC; the data source classes
 travel to the server pickled, and run there in its Python workers. Reads the replay log
 ``nums`` at URL once as a batch and once as a stream (``availableNow``, 40 rows per
-micro-batch) into the sink log ``out``; prints one JSON line with what it saw.
+micro-batch) into the sink log ``out``, waiting for the query's end while it makes progress
+(testkit.spark.wait_progressing: no fixed time for the work); prints one JSON line with what it
+saw.
 """
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from rstreams.spark import register
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for testkit
+
+from testkit.spark import wait_progressing  # (tests/, put on the path above)
 
 
 def main() -> None:
@@ -47,7 +54,7 @@ def main() -> None:
         .trigger(availableNow=True)
         .start()
     )
-    query.awaitTermination(180)
+    wait_progressing(lambda: not query.isActive, "the availableNow query through Connect to end", query)
     failure = query.exception()
     print(
         json.dumps(

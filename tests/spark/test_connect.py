@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rstreams.replay import ReplayLog, fetch_range
-from testkit.spark import records
+from testkit.spark import TEST_TIMEOUT, records
 
 pytestmark = pytest.mark.spark
 
@@ -29,7 +29,7 @@ MISSING = [
 ]
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.skipif(
     bool(MISSING), reason=f"Spark Connect's client needs {MISSING}: pip install 'rstreams[spark-connect]'"
 )
@@ -43,7 +43,7 @@ def test_source_and_sink_through_a_spark_connect_session(serve: Any, tmp_path: P
     done = subprocess.run(
         [sys.executable, str(SCRIPT), server.url, str(tmp_path / "checkpoint")],
         capture_output=True,
-        timeout=400,
+        timeout=TEST_TIMEOUT - 30,  # a hang guard: the query's wait fails first, saying what stalled
         env={**os.environ, "PYSPARK_PYTHON": sys.executable},
         check=False,
     )

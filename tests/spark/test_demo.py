@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from rstreams.spark._demo import run_demo
-from testkit.spark import kill_group, wait_until
+from testkit.spark import TEST_TIMEOUT, kill_group, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -64,7 +64,7 @@ def _watch_page(out: _Output, seen: dict[str, Any]) -> None:
         seen["error"] = repr(error)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_demo_pipeline_publishes_windows_and_saves_them(spark: Any, tmp_path: Path) -> None:
     """Sensors -> replay log -> Spark windowed averages -> rstreams sink -> live view, page and Parquet."""
     out = _Output()
@@ -96,7 +96,7 @@ def _group_ended(pid: int) -> bool:
     return False
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(TEST_TIMEOUT)
 @pytest.mark.parametrize(
     ("signum", "moment"),
     [

@@ -10,14 +10,14 @@ import pytest
 import rstreams
 from rstreams.api import Publisher
 from rstreams.replay import ReplayLog, replay_offer
-from testkit.spark import SCHEMA, end_position, read_stream, records, wait_until
+from testkit.spark import SCHEMA, TEST_TIMEOUT, end_position, read_stream, records, wait_progressing
 
 pytestmark = pytest.mark.spark
 
 TOTAL = 600
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_restarts_with_faults_lose_and_duplicate_nothing(spark: Any, serve: Any, tmp_path: Path) -> None:
     """Two injected read() faults and one graceful stop mid-stream; the parquet output is exactly the input.
 
@@ -55,7 +55,7 @@ def test_restarts_with_faults_lose_and_duplicate_nothing(spark: Any, serve: Any,
         def moved(q: Any = query, goal: int = goal) -> bool:
             return not q.isActive or end_position(q) >= goal
 
-        wait_until(moved, 120, "progress, a failure or the end")
+        wait_progressing(moved, f"{goal} rows, a failure or the end", query, signs=log.info)
         reached = max(reached, end_position(query))
         if query.exception() is not None:
             outcomes.append("failed")

@@ -11,14 +11,22 @@ import pytest
 
 from rstreams.replay import ReplayLog, fetch_range
 from testkit.replay import Serve
-from testkit.spark import kill_group, read_stream, records, start_query, wait_until
+from testkit.spark import (
+    TEST_TIMEOUT,
+    await_query,
+    kill_group,
+    read_stream,
+    records,
+    start_query,
+    wait_progressing,
+)
 
 pytestmark = pytest.mark.spark
 
 TOTAL = 1_000
 
 
-@pytest.mark.timeout(900)  # a hang guard: at load 25 on 2 cores the restart alone took over 90 s
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
     spark: Any, serve: Serve, tmp_path: Path
 ) -> None:
@@ -51,7 +59,11 @@ def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
             assert first.poll() is None, output.read_text()[-3000:]
             return server.sink_statistics("out")["published"] >= 3
 
-        wait_until(published_a_few, 180, "the first run to publish 3 batches")
+        wait_progressing(
+            published_a_few,
+            "the first run to publish 3 batches",
+            signs=lambda: (server.sink_statistics("out"), out.end, source.first, output.stat().st_size),
+        )
     finally:
         kill_group(first)
     assert first.returncode == -signal.SIGKILL
@@ -70,8 +82,7 @@ def test_driver_killed_with_sigkill_and_restarted_loses_and_duplicates_nothing(
         .trigger(availableNow=True)
         .start()
     )
-    assert restarted.awaitTermination(600)  # a hang guard too: availableNow ends by itself
-    assert restarted.exception() is None
+    await_query(restarted, "the restarted query to read to the end", signs=lambda: out.end)
     rows = [json.loads(item) for item in fetch_range(server.url, "out", 0, out.end)]
     assert sorted(row["seq"] for row in rows) == list(range(TOTAL))
     assert len(source.readers()) == 1  # the restarted query committed as the same reader

@@ -24,6 +24,7 @@ from rstreams.flow._flow import Flow
 from rstreams.replay import ReplayLog, replay_offer
 from testkit.spark import (
     SCHEMA,
+    TEST_TIMEOUT,
     end_position,
     free_port,
     kill_group,
@@ -32,7 +33,7 @@ from testkit.spark import (
     records,
     start_query,
     start_server,
-    wait_until,
+    wait_progressing,
 )
 
 pytestmark = pytest.mark.spark
@@ -53,7 +54,7 @@ class Never(Flow[bytes]):
         subscriber.on_subscribe(_Silent())
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_a_driver_killed_before_its_first_offset_leaves_no_reader_that_stalls_the_log(
     spark: Any, serve: Any, tmp_path: Path
 ) -> None:
@@ -84,7 +85,11 @@ def test_a_driver_killed_before_its_first_offset_leaves_no_reader_that_stalls_th
             assert first.poll() is None, output.read_text()[-3000:]
             return bool(stalled)
 
-        wait_until(in_the_window, 150, "the first run to ask for its first offsets")
+        wait_progressing(
+            in_the_window,
+            "the first run to ask for its first offsets",
+            signs=lambda: (log.pending(), log.readers(), output.stat().st_size),
+        )
     finally:
         kill_group(first)
     assert not list((checkpoint / "offsets").glob("*")), "the kill came after Spark wrote offsets"
@@ -101,10 +106,15 @@ def test_a_driver_killed_before_its_first_offset_leaves_no_reader_that_stalls_th
         .start()
     )
     try:
-        wait_until(lambda: end_position(query) >= total or query.exception() is not None, 150, "every row")
-    except AssertionError:
+        wait_progressing(
+            lambda: end_position(query) >= total or query.exception() is not None,
+            "every row",
+            query,
+            signs=lambda: (log.info(), log.readers(), log.pending(), log.expired),
+        )
+    except AssertionError as stalled:
         state = (log.info(), log.readers(), log.pending(), log.expired, query.recentProgress[-3:])
-        raise AssertionError(f"stalled: {state}") from None
+        raise AssertionError(f"{stalled}; the log: {state}") from None
     finally:
         query.stop()
     assert query.exception() is None
@@ -114,7 +124,7 @@ def test_a_driver_killed_before_its_first_offset_leaves_no_reader_that_stalls_th
     assert log.max_held <= 50
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(TEST_TIMEOUT)
 def test_a_log_server_killed_and_restarted_mid_stream_is_waited_for(spark: Any, tmp_path: Path) -> None:
     """SIGKILL to the log server (a file-backed log) mid-stream, and a restart whose producer
     replays the input from position 0: the query rides through it (its calls retry within
@@ -140,11 +150,16 @@ def test_a_log_server_killed_and_restarted_mid_stream_is_waited_for(spark: Any, 
             assert query.exception() is None, query.exception()
             return end_position(query) >= goal
 
-        wait_until(lambda: reached(500), 120, "500 rows through the query")
+        wait_progressing(lambda: reached(500), "500 rows through the query", query)
         server.send_signal(signal.SIGKILL)
         server.wait(30)
         server = start_server(url, store, lines, server_log)
-        wait_until(lambda: reached(total), 180, "every row through the query after the restart")
+        wait_progressing(
+            lambda: reached(total),
+            "every row through the query after the restart",
+            query,
+            signs=lambda: server_log.stat().st_size,
+        )
     finally:
         query.stop()
         server.send_signal(signal.SIGKILL)
