@@ -124,6 +124,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("StreamTimeoutError", TimeoutError),
         ("TextMessageError", ValueError),
         ("ElementSizeError", ValueError),
+        ("FailedOnPurposeError", RuntimeError),
     ],
 )
 def test_exceptions_keep_their_stdlib_base(name: str, stdlib: type[BaseException]) -> None:

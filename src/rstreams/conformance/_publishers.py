@@ -47,11 +47,13 @@ from typing import Any
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import InvalidDemandError, ReactiveStreamsError
 from rstreams.net import RAW, Connection, fixed_size, with_codec
 from rstreams.net._routes import WithCodec
 
 __all__ = [
     "ConformancePublishers",
+    "FailedOnPurposeError",
     "SourceStats",
     "address_text",
     "conformance_publishers",
@@ -62,7 +64,16 @@ MAX_SIZE = 64 * 1024 * 1024
 """Largest ``size`` parameter honoured: a conformance server must not be a memory bomb."""
 
 ERROR_TEXT = "conformance/error: the publisher failed on purpose"
-"""The text of the failure ``conformance/error`` signals (the server may prefix its type)."""
+"""The text of the failure ``conformance/error`` signals (the server may prefix its type); the
+Java and JavaScript bindings' conformance sources signal the same text."""
+
+
+class FailedOnPurposeError(ReactiveStreamsError, RuntimeError):
+    """What ``conformance/error`` signals after its K elements: :data:`ERROR_TEXT`, a failure
+    the driver asked for (the Java binding's ``IndexedSource`` signals a ``RuntimeException``)."""
+
+    def __init__(self) -> None:
+        super().__init__(ERROR_TEXT)
 
 
 def element_bytes(index: int, size: int) -> bytes:
@@ -132,7 +143,9 @@ class _Subscription(Subscription):
             return
         if type(n) is not int or n <= 0:
             self._done = True
-            self._subscriber.on_error(ValueError(f"rule 3.9: request(n) needs n > 0, got {n!r}"))
+            # every rstreams publisher's text for rule 3.9; the Java binding's IndexedSource says
+            # "rule 3.9: request(n) needs n > 0, got N", without "an int" and the JVM TCK's phrase
+            self._subscriber.on_error(InvalidDemandError(n))
             return
         stats = self._source._stats
         if stats is not None:
@@ -156,7 +169,7 @@ class _Subscription(Subscription):
             while not self._done:
                 if source._fail_after is not None and self._index >= source._fail_after:
                     self._done = True
-                    self._subscriber.on_error(RuntimeError(ERROR_TEXT))
+                    self._subscriber.on_error(FailedOnPurposeError())
                     return
                 if source._count is not None and self._index >= source._count:
                     self._done = True
