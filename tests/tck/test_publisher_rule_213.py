@@ -9,7 +9,6 @@ publishers below are broken on purpose, each changing one thing in the correct
 from __future__ import annotations
 
 import threading
-import time
 from contextlib import nullcontext
 from typing import ClassVar
 
@@ -19,7 +18,7 @@ from rstreams.api import Publisher, Subscription
 from rstreams.tck import PublisherVerification, StreamAbandoned, TestEnvironment
 from rstreams.tck._env import RUNAWAY_LIMIT
 from rstreams.tck._registry import run_cases
-from rstreams.tck._test_subscribers import SWALLOWED_PAUSE, TestSubscriber
+from rstreams.tck._test_subscribers import TestSubscriber
 from testkit.broken_publishers import SyncPublisher, SyncSubscription
 
 SPEC312 = "required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling"
@@ -113,28 +112,40 @@ def test_a_publisher_that_stops_after_the_raise_passes(subscription: type[SyncSu
     assert result.outcome == "passed", result
 
 
-def test_a_closed_runaway_that_swallows_stream_abandoned_is_slowed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past twice the runaway limit after its cancel, a closed subscriber sleeps before it raises."""
+class _Parked(Exception):
+    """What the test's stand-in for ``threading.Event().wait()`` raises instead of waiting for good."""
+
+
+class _NeverSetEvent:
+    def wait(self, timeout: float | None = None) -> bool:
+        raise _Parked
+
+
+def test_a_closed_runaway_that_swallows_stream_abandoned_is_halted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Past twice the runaway limit after its cancel, a closed subscriber raises a SystemExit (which
+    ``except Exception`` lets through) instead of StreamAbandoned; the thread that swallows that too
+    is parked for good, and says on stderr that, not being a daemon thread, it blocks the exit."""
     env = TestEnvironment(default_timeout=60.0)
+    env.case = "the_case"
     sub: TestSubscriber[int] = TestSubscriber(env)
     sub.subscription.complete(_Nothing())
     sub.cancel()
     sub.closed = True
-    me = threading.get_ident()
-    pauses: list[float] = []
-    real_sleep = time.sleep
-
-    def sleep(seconds: float) -> None:
-        (pauses.append if threading.get_ident() == me else real_sleep)(seconds)
-
-    monkeypatch.setattr(time, "sleep", sleep)
     for _ in range(2 * RUNAWAY_LIMIT):
         with pytest.raises(StreamAbandoned) if sub.after_cancel >= RUNAWAY_LIMIT else nullcontext():
             sub._element_arrived()
-    assert pauses == []
-    with pytest.raises(StreamAbandoned):
+    with pytest.raises(SystemExit) as halted:
         sub._element_arrived()
-    assert pauses == [SWALLOWED_PAUSE]
+    assert not isinstance(halted.value, Exception)
+    assert "the TCK halts a runaway stream: 20001 elements after cancel()" in str(halted.value)
+    monkeypatch.setattr(threading, "Event", _NeverSetEvent)
+    with pytest.raises(_Parked):
+        sub._element_arrived()  # this (main, not daemon) thread swallowed the SystemExit
+    err = capsys.readouterr().err
+    assert "case the_case swallowed StreamHalted (a SystemExit) too; its thread 'MainThread' is parked" in err
+    assert "not being a daemon thread, it keeps the process from exiting" in err
 
 
 class _Nothing(Subscription):

@@ -31,8 +31,10 @@ Theory of operation:
   overruns fails with what was observed (a runaway stream, no signal at all, or the call
   the case's thread is stuck in), and its subscribers are closed and cancelled without
   waiting for the stuck thread. Meanwhile :class:`~rstreams.tck._watchdog.Watchdog` looks
-  at the worker every fifth of the default timeout: one blocked inside the implementation
-  for the default timeout with nothing moving fails the case sooner, the same way.
+  at the worker, and at the implementation's own threads, every fifth of the default
+  timeout: one blocked inside the implementation for the default timeout with nothing
+  moving fails the case sooner, the same way; a case that fails by itself while one of the
+  implementation's threads sits blocked fails with that thread's deadlock first.
 
 Nothing here imports pytest: a skip is :class:`SkipTest`, a subclass of
 :class:`unittest.SkipTest`, which pytest and unittest both report as a skip.
@@ -61,7 +63,7 @@ from rstreams.tck._failures import (
     normalize_rule,
 )
 from rstreams.tck._jvm_names import snake
-from rstreams.tck._watchdog import Watchdog
+from rstreams.tck._watchdog import TCK_THREADS, CaseBlocked, Watchdog, current_frames
 
 if TYPE_CHECKING:
     from rstreams.tck._env import LateBreaches, TestEnvironment
@@ -428,9 +430,9 @@ class Verification:
             finally:
                 done.set()
 
-        worker = threading.Thread(target=work, name=f"rstreams-tck-{body.__name__[:48]}", daemon=True)
+        worker = threading.Thread(target=work, name=f"{TCK_THREADS}{body.__name__[:48]}", daemon=True)
+        watchdog = Watchdog(worker, env)  # before the start: it notes what the other threads are doing
         worker.start()
-        watchdog = Watchdog(worker, env)
         deadline = time.monotonic() + limit
         while not done.wait(min(watchdog.step, max(deadline - time.monotonic(), 0.0))):
             if time.monotonic() >= deadline:
@@ -441,7 +443,11 @@ class Verification:
             if blocked is not None:
                 raise blocked
         if raised:
-            raise raised.pop()
+            failure = raised.pop()
+            blocked = watchdog.explain(failure) if isinstance(failure, TCKFailure) else None
+            if blocked is not None:
+                raise blocked from failure
+            raise failure
 
 
 _LATE: Final[weakref.WeakKeyDictionary[type, LateBreaches]] = weakref.WeakKeyDictionary()
@@ -495,6 +501,8 @@ def _first_broken(exc: Exception, recorded: list[BaseException]) -> TCKFailure:
     errors that are not failures (an ``on_error`` the TCK received) are listed last.
     """
     failures = [e for e in recorded if isinstance(e, TCKFailure)]
+    if isinstance(exc, CaseBlocked) and exc.explains is not None:  # the watchdog's cause takes its place
+        failures = [exc if e is exc.explains else e for e in failures]
     if not any(e is exc for e in failures):
         failures.append(exc if isinstance(exc, TCKFailure) else _unexpected(exc))
     lead = failures[0]
@@ -538,7 +546,7 @@ def _where(exc: BaseException) -> str:
 def _observe(worker: threading.Thread, env: TestEnvironment) -> str:
     """What a case that overran showed: the streams' state, and where its thread is."""
     parts = [env.observation()]
-    frame = sys._current_frames().get(worker.ident or -1)
+    frame = current_frames().get(worker.ident or -1)
     inner = entry = None
     while frame is not None:  # innermost first; remember the outermost non-TCK frame of that run
         if _tck_file(frame.f_code.co_filename):
@@ -579,7 +587,7 @@ def _busy(thread: threading.Thread) -> bool | None:
             return None
 
     def position() -> tuple[object, int] | None:
-        frame = sys._current_frames().get(thread.ident or -1)
+        frame = current_frames().get(thread.ident or -1)
         return None if frame is None else (frame.f_code, frame.f_lasti)
 
     before, positions = ticks(), {position()}

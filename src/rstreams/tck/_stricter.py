@@ -114,8 +114,8 @@ STRICTER: Final[tuple[Stricter, ...]] = (
         " cancel. Trailing elements may come (and the raise may travel back out of a synchronous"
         " request()); a flow still going after the default timeout fails (rstreams' own report of that"
         " raise, rstreams.errors.report_unhandled, is muted meanwhile). A flood that also swallows"
-        " StreamAbandoned is ended by the watchdog and, once its case is over, slowed to 20 elements a"
-        " second.",
+        " StreamAbandoned is ended by the watchdog and, once its case is over and it swallowed another"
+        " 10,000, halted by a SystemExit from on_next.",
         "No JVM case makes a Subscriber raise, so a publisher that catches the raise and delivers on passes.",
     ),
     Stricter(

@@ -8,8 +8,13 @@
   with the count is recorded and ``on_next`` raises
   :class:`~rstreams.tck._registry.StreamAbandoned`. Once its case is over it is *closed*:
   later elements are only counted, and a stream that swallowed ``StreamAbandoned`` another
-  ``RUNAWAY_LIMIT`` times is slowed down (each ``on_next`` sleeps :data:`SWALLOWED_PAUSE`),
-  so that it does not keep a core busy for the rest of the process.
+  ``RUNAWAY_LIMIT`` times is halted: the next ``on_next`` raises :class:`_StreamHalted`, a
+  ``SystemExit``, which an ``except Exception`` does not catch, so that its thread ends
+  (a thread ends quietly on ``SystemExit``, an executor's worker takes it as the task's
+  outcome and goes on) instead of keeping a core busy and the process from exiting. A
+  stream that swallows that too is parked inside ``on_next`` for good (no CPU), and says
+  so on stderr: a process that waits for that thread at exit (it is not a daemon thread,
+  or an executor's worker) cannot exit.
 * :class:`ManualSubscriber` is the workhorse: it starts with no demand, requests only when
   the test says so, keeps received elements in a bounded queue, and records every rule
   breach it can see by itself (signals before ``on_subscribe``, after a terminal signal,
@@ -21,20 +26,21 @@
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, NoReturn, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.tck._env import RUNAWAY_LIMIT, TEST_BUFFER_SIZE, Promise, TestEnvironment, _describe, _ms
 from rstreams.tck._failures import RaisedOnPurpose, StreamAbandoned, TCKFailure
+from rstreams.tck._watchdog import TCK_THREADS
 
 __all__ = [
     "GIVE_WAY_SIGNALS",
-    "SWALLOWED_PAUSE",
     "BlackholeSubscriber",
     "BlackholeSubscriberWithSubscriptionSupport",
     "ManualSubscriber",
@@ -51,9 +57,13 @@ T = TypeVar("T")
 E = TypeVar("E", bound=BaseException)
 
 
-SWALLOWED_PAUSE: Final = 0.05
-"""Seconds each ``on_next`` of a closed runaway sleeps once the stream swallowed ``StreamAbandoned``
-``RUNAWAY_LIMIT`` times: such a stream then delivers 20 elements a second instead of a core's worth."""
+class _StreamHalted(SystemExit):
+    """Raised from a closed TCK subscriber's ``on_next`` into a runaway stream that swallowed
+    :class:`StreamAbandoned` another ``RUNAWAY_LIMIT`` times after its case ended: a
+    ``SystemExit``, the way a thread is asked to end, which an ``except Exception`` lets through.
+    Outside the error tree on purpose: it must not be caught as one of rstreams' errors."""
+
+
 GIVE_WAY_SIGNALS: Final = 64
 """Signals per subscriber (before any cancel) during which :class:`SerialSignals` gives way."""
 
@@ -117,6 +127,22 @@ class SubscriberBufferOverflowError(TCKFailure):
     """Raised into a publisher's ``on_next`` when the TCK subscriber's queue is full."""
 
 
+def _halting_note() -> str:
+    """For a runaway on one of the implementation's threads (which Python, or its executor, may wait
+    for at exit): how the TCK ends that thread if it swallows StreamAbandoned, and when it cannot."""
+    thread = threading.current_thread()
+    if thread.name.startswith(TCK_THREADS) or thread is threading.main_thread():
+        return ""
+    kind = "a daemon thread" if thread.daemon else "not a daemon thread: Python waits for it at exit"
+    return (
+        f"; the stream runs on the implementation's thread {thread.name!r} ({kind}): if it swallows"
+        f" StreamAbandoned {RUNAWAY_LIMIT} times more once the case is over, the TCK ends that thread with"
+        " SystemExit from on_next, and if it swallows that too (a bare except), parks it there for good,"
+        " and then a process that waits for it at exit (a thread that is not a daemon, an executor's"
+        " worker) cannot exit"
+    )
+
+
 class TestSubscriber(Subscriber[T], Generic[T]):
     """A Subscriber for which every signal is unexpected unless a subclass says otherwise.
 
@@ -138,6 +164,7 @@ class TestSubscriber(Subscriber[T], Generic[T]):
         self._stopped_by = "cancel()"
         self._stop_rule = "3.12"
         self._runaway = False
+        self._halted: set[int] = set()
 
     @property
     def after_cancel(self) -> int:
@@ -165,12 +192,37 @@ class TestSubscriber(Subscriber[T], Generic[T]):
                 self.env.record_failure(
                     f"rule {self._stop_rule}: {self.after_cancel} elements arrived after {self._stopped_by}"
                     " and they kept coming; the TCK stopped the stream by raising StreamAbandoned from"
-                    " on_next"
+                    f" on_next{_halting_note()}"
                 )
             if self.closed and self.after_cancel > 2 * RUNAWAY_LIMIT:
-                time.sleep(SWALLOWED_PAUSE)  # it swallows StreamAbandoned: the thread can only be slowed
+                self._halt()
             raise StreamAbandoned(f"{self.after_cancel} elements after {self._stopped_by}")
         return not self.closed
+
+    def _halt(self) -> NoReturn:
+        """End the thread of a closed runaway that swallows StreamAbandoned: raise StreamHalted; on
+        the thread that swallowed that too, park for good (it can never run the stream again)."""
+        me = threading.get_ident()
+        if me not in self._halted:
+            self._halted.add(me)
+            raise _StreamHalted(
+                f"the TCK halts a runaway stream: {self.after_cancel} elements after {self._stopped_by},"
+                " StreamAbandoned swallowed"
+            )
+        thread = threading.current_thread()
+        exits = (
+            "a process that waits for it at exit (an executor joins its workers) cannot exit"
+            if thread.daemon
+            else "not being a daemon thread, it keeps the process from exiting"
+        )
+        print(
+            f"rstreams.tck: the runaway stream of case {self.env.case} swallowed StreamHalted (a"
+            f" SystemExit) too; its thread {thread.name!r} is parked inside on_next for good, and {exits}",
+            file=sys.stderr,
+            flush=True,
+        )
+        threading.Event().wait()  # never set: a thread that will not end must at least not run
+        raise AssertionError("unreachable")
 
     def _signal_arrived(self) -> bool:
         """Note a terminal signal; False when the case is over."""
