@@ -80,12 +80,28 @@ def test_every_row_has_a_scope_an_action_and_a_code() -> None:
             assert f"| {number} |" in PROTOCOL.split("### 19.2")[1].split("###")[0], (what, number)
 
 
-def _codes_for(section: str, scope: str) -> set[int]:
-    """The codes §10 gives the rows of ``scope`` whose action cites ``section``."""
+def _quoted_goodbye(action: str) -> re.Pattern[str] | None:
+    """The goodbye a row's action quotes (`too many connections: ...`), as a pattern: ``...``
+    stands for any text, ``N`` for a number. None if the action quotes none."""
+    quoted = re.search(r"goodbye `([^`]+)`", action)
+    if quoted is None:
+        return None
+    pattern = re.escape(quoted.group(1)).replace(r"\.\.\.", ".*")
+    return re.compile(re.sub(r"\bN\b", r"[0-9.]+", pattern))
+
+
+def _codes_for(section: str, scope: str, reason: str | None = None) -> set[int]:
+    """The codes §10 gives the rows of ``scope`` whose action cites ``section``; with ``reason``,
+    a row that quotes its goodbye counts only for a goodbye that says what it quotes (§10's
+    max_connections row cites §11 with code 8, the other §11 goodbyes have 7)."""
     found: set[int] = set()
     for _, row_scope, action, code in ROWS:
-        if row_scope == scope and section in re.findall(r"§(\d+(?:\.\d+)?)", action):
-            found |= {int(n) for n in re.findall(r"\d+", code)}
+        if row_scope != scope or section not in re.findall(r"§(\d+(?:\.\d+)?)", action):
+            continue
+        quoted = _quoted_goodbye(action)
+        if reason is not None and quoted is not None and not quoted.match(reason):
+            continue
+        found |= {int(n) for n in re.findall(r"\d+", code)}
     return found
 
 
@@ -250,7 +266,7 @@ def test_a_goodbye_carries_the_code_of_its_row(what: str, make: Callable[[], tup
     reason, code = make()
     cited = CITATION.search(reason)
     assert cited is not None, f"{what}: {reason!r} cites no section"
-    expected = _codes_for(cited.group(1), "connection")
+    expected = _codes_for(cited.group(1), "connection", reason)
     assert expected, f"{what}: no connection row of §10 cites §{cited.group(1)} ({reason!r})"
     assert code in expected, f"{what}: goodbye code {code}, §10 says {sorted(expected)} for §{cited.group(1)}"
 
