@@ -5,9 +5,7 @@ import io.rstreams.net.RsioConnection;
 import io.rstreams.testing.Json;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.netty.util.internal.logging.JdkLoggerFactory;
-import io.rstreams.wire.Limits;
 import java.io.BufferedReader;
-import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -15,10 +13,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 
 /**
  * The Java client under fuzz/fuzz_polyglot_client.py: {@code java ... FuzzClientMain} reads one
@@ -31,17 +25,14 @@ import java.util.logging.Logger;
  * where the driver counts it as a failure.
  */
 public final class FuzzClientMain {
-    private static final Logger IO_LOG = Logger.getLogger("io.rstreams.net"); // (held: configured below)
-
     private FuzzClientMain() {}
 
     public static void main(String[] args) throws Exception {
         InternalLoggerFactory.setDefaultFactory(JdkLoggerFactory.INSTANCE); // (no SLF4J notice on stderr)
-        reportErrorsOnTheIoThreads();
-        Limits limits = new Limits(256 << 10, 64 << 10, 1024, 64, 8, 512 << 10, 64, 64 << 10);
+        FuzzProcesses.reportErrorsOnTheIoThreads();
         try (RsioClient client = RsioClient.builder()
                 .keepalive(null)
-                .limits(limits)
+                .limits(FuzzProcesses.LIMITS)
                 .serve("up", r -> new IndexedSource(i -> new byte[] {'u', 'p'}, 1, -1, null, false))
                 .build()) {
             System.out.println("ready");
@@ -90,31 +81,6 @@ public final class FuzzClientMain {
     private static String describe(Throwable error) {
         return "{\"name\": " + Json.quote(error.getClass().getSimpleName()) + ", \"message\": "
                 + Json.quote(String.valueOf(error.getMessage())) + "}";
-    }
-
-    /**
-     * An exception that reaches the end of a connection's pipeline is logged at DEBUG ("transport
-     * error on ...") and the transport closed: written to stderr here (where the driver sees it),
-     * unless it is the transport's own (an I/O error such as a reset by the peer).
-     */
-    private static void reportErrorsOnTheIoThreads() {
-        IO_LOG.setLevel(Level.FINE);
-        IO_LOG.addHandler(new Handler() {
-            @Override
-            public void publish(LogRecord record) {
-                Throwable thrown = record.getThrown();
-                if (thrown != null && !(thrown instanceof IOException)) {
-                    System.err.println(record.getMessage());
-                    thrown.printStackTrace();
-                }
-            }
-
-            @Override
-            public void flush() {}
-
-            @Override
-            public void close() {}
-        });
     }
 
     /** Requests {@code window} elements at a time until the stream ends; {@code done} says how. */

@@ -2,14 +2,8 @@ package io.rstreams.conformance;
 
 import io.rstreams.net.FixedSizePublisher;
 import io.rstreams.net.RsioServer;
-import io.rstreams.wire.Limits;
-import java.io.IOException;
 import java.time.Duration;
 import java.util.concurrent.Flow;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 
 /**
  * The Java server under fuzz/fuzz_polyglot.py: {@code java ... FuzzServerMain [url [--resume]]} serves the
@@ -21,19 +15,16 @@ import java.util.logging.Logger;
  * must come within 5 s (its handshake timeout), as with the JavaScript server.
  */
 public final class FuzzServerMain {
-    private static final Logger IO_LOG = Logger.getLogger("io.rstreams.net"); // (held: configured below)
-
     private FuzzServerMain() {}
 
     public static void main(String[] args) throws Exception {
-        reportErrorsOnTheIoThreads();
-        Limits limits = new Limits(256 << 10, 64 << 10, 1024, 64, 8, 512 << 10, 64, 64 << 10);
+        FuzzProcesses.reportErrorsOnTheIoThreads();
         try (RsioServer server = new ConformancePublishers().addTo(RsioServer.builder())
                 .route("numbers", r -> new IndexedSource(i -> new byte[] {(byte) i}, 3, -1, null, false))
                 .route("big", r -> new IndexedSource(i -> new byte[100_000], 1, -1, null, false))
                 .route("packed", r -> FixedSizePublisher.of(
                         new IndexedSource(i -> ConformancePublishers.elementBytes(i, 8), 100, -1, null, false), 8))
-                .limits(limits)
+                .limits(FuzzProcesses.LIMITS)
                 .resume(args.length > 1 && args[1].equals("--resume"))
                 .sessionTimeout(Duration.ofMillis(500))
                 .handshakeTimeout(Duration.ofSeconds(5))
@@ -43,31 +34,6 @@ public final class FuzzServerMain {
             System.out.flush();
             server.awaitClose();
         }
-    }
-
-    /**
-     * An exception that reaches the end of a connection's pipeline is logged at DEBUG ("transport
-     * error on ...") and the transport closed: written to stderr here (where the driver sees it),
-     * unless it is the transport's own (an I/O error such as a reset by the peer).
-     */
-    private static void reportErrorsOnTheIoThreads() {
-        IO_LOG.setLevel(Level.FINE);
-        IO_LOG.addHandler(new Handler() {
-            @Override
-            public void publish(LogRecord record) {
-                Throwable thrown = record.getThrown();
-                if (thrown != null && !(thrown instanceof IOException)) {
-                    System.err.println(record.getMessage());
-                    thrown.printStackTrace();
-                }
-            }
-
-            @Override
-            public void flush() {}
-
-            @Override
-            public void close() {}
-        });
     }
 
     /** Takes the client's elements one at a time, forever. */

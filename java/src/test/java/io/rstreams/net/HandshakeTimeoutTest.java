@@ -5,18 +5,14 @@ import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
+import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
-import io.rstreams.wire.Frame;
-import io.rstreams.wire.FrameParser;
-import io.rstreams.wire.Limits;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.SocketException;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
@@ -34,32 +30,10 @@ public class HandshakeTimeoutTest {
                 .bind("tcp://127.0.0.1:0");
     }
 
-    /** Everything the server writes until it closes: its frames, the last a goodbye. */
-    private static List<Frame> readToTheEnd(InputStream in) throws Exception {
-        FrameParser parser = new FrameParser(Limits.DEFAULT);
-        List<Frame> frames = new ArrayList<>();
-        byte[] buffer = new byte[4096];
-        try {
-            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                parser.feed(buffer, 0, n);
-                frames.addAll(parser.parseAll());
-            }
-        } catch (SocketException reset) {
-            // the frames before it count
-        }
-        return frames;
-    }
-
-    private static String goodbye(List<Frame> frames) {
-        assertTrue(!frames.isEmpty() && frames.get(frames.size() - 1) instanceof Frame.Goodbye, "no goodbye came last: " + frames);
-        return ((Frame.Goodbye) frames.get(frames.size() - 1)).reason();
-    }
-
     @Test(timeOut = 30_000)
     public void aPeerTricklingItsHelloIsSaidGoodbyeAtTheHandshakeTimeout() throws Exception {
         try (RsioServer local = server(RsioServer.builder().idleTimeout(Duration.ofSeconds(60)));
-             Socket socket = new Socket("127.0.0.1", local.port())) {
-            socket.setSoTimeout(20_000);
+             Socket socket = RawSockets.connect(local.port())) {
             OutputStream out = socket.getOutputStream();
             out.write(new byte[] {0x01, 0x00, 0x3F}); // a clientHello listing 63 extension ids, to come
             Thread trickle = new Thread(() -> {
@@ -74,7 +48,7 @@ public class HandshakeTimeoutTest {
             });
             trickle.setDaemon(true);
             trickle.start();
-            String reason = goodbye(readToTheEnd(socket.getInputStream()));
+            String reason = RawSockets.lastGoodbye(RawSockets.readToTheEnd(socket));
             assertEquals(reason, "handshake timeout (no clientHello within 0.3 s)");
             assertTrue(trickle.isAlive(), "the whole trickle was read before the goodbye");
             trickle.interrupt();
@@ -85,8 +59,7 @@ public class HandshakeTimeoutTest {
     public void aPeerStuckInItsWebSocketHandshakeIsClosedAtTheHandshakeTimeout() throws Exception {
         // no RS.io goes out before the upgrade: the transport is closed, without a goodbye
         try (RsioServer local = RsioServer.builder().handshakeTimeout(Duration.ofMillis(300)).bind("ws://127.0.0.1:0/rsio");
-             Socket socket = new Socket("127.0.0.1", local.port())) {
-            socket.setSoTimeout(20_000);
+             Socket socket = RawSockets.connect(local.port())) {
             socket.getOutputStream().write("GET /rsio HTTP/1.1\r\nHost: 127.0.0.1\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
             InputStream in = socket.getInputStream();
             int n;
@@ -102,12 +75,11 @@ public class HandshakeTimeoutTest {
     @Test(timeOut = 30_000)
     public void aPeerThatNeverAuthenticatesIsSaidGoodbyeNamingTheSection() throws Exception {
         try (RsioServer local = server(RsioServer.builder().token("secret"));
-             Socket socket = new Socket("127.0.0.1", local.port())) {
-            socket.setSoTimeout(20_000);
+             Socket socket = RawSockets.connect(local.port())) {
             OutputStream out = socket.getOutputStream();
             out.write(new byte[] {0x01, 0x00, 0x02, 0x01, 0x02}); // clientHello listing keepalive and auth
             out.write(new byte[] {0x04, 0x07, 'c', 'o', 'u', 'n', 't', 'e', 'r', 0x01, 0x01}); // held until authenticated
-            String reason = goodbye(readToTheEnd(socket.getInputStream()));
+            String reason = RawSockets.lastGoodbye(RawSockets.readToTheEnd(socket));
             assertEquals(reason, "authentication timeout (not settled within 0.3 s of the hello) (PROTOCOL.md §15.3)");
         }
     }

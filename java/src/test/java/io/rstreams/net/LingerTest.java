@@ -3,14 +3,11 @@ package io.rstreams.net;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
+import io.rstreams.testing.RawSockets;
 import io.rstreams.wire.Frame;
-import io.rstreams.wire.FrameParser;
-import io.rstreams.wire.Limits;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.testng.annotations.Test;
@@ -28,8 +25,7 @@ public class LingerTest {
     @Test(timeOut = 60_000)
     public void aPeerFloodingAfterItsErrorIsCutOffOnceTheLingerBytesAreDiscarded() throws Exception {
         try (RsioServer server = RsioServer.builder().bind("tcp://127.0.0.1:0");
-             Socket socket = new Socket("127.0.0.1", server.port())) {
-            socket.setSoTimeout(20_000);
+             Socket socket = RawSockets.connect(server.port())) {
             OutputStream out = socket.getOutputStream();
             out.write(new byte[] {0x01, 0x00, 0x00, 0x0E}); // a clientHello, then an unknown type byte (§3)
             AtomicLong written = new AtomicLong();
@@ -45,22 +41,9 @@ public class LingerTest {
                 }
             });
             flood.start();
-            InputStream in = socket.getInputStream();
-            FrameParser parser = new FrameParser(Limits.DEFAULT);
-            List<Frame> frames = new ArrayList<>();
-            byte[] buffer = new byte[4096];
-            try {
-                for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                    parser.feed(buffer, 0, n);
-                    frames.addAll(parser.parseAll());
-                }
-            } catch (IOException reset) {
-                // the frames before it count
-            }
+            List<Frame> frames = RawSockets.readToTheEnd(socket);
             flood.join();
-            Frame last = frames.get(frames.size() - 1);
-            assertTrue(last instanceof Frame.Goodbye, "the goodbye did not come last: " + frames);
-            assertEquals(((Frame.Goodbye) last).reason(), "unknown message type 0x0e (PROTOCOL.md §3)");
+            assertEquals(RawSockets.lastGoodbye(frames), "unknown message type 0x0e (PROTOCOL.md §3)");
             // LINGER_BYTES discarded, plus what the kernel's buffers of both ends held
             assertTrue(written.get() < 64L << 20, "the server took " + written.get() + " bytes after its goodbye");
         }
