@@ -41,6 +41,7 @@ __all__ = [
     "SlowReader",
     "Streams",
     "add_common_args",
+    "child_line",
     "connections_memory",
     "emit",
     "idle_subscriptions",
@@ -54,6 +55,7 @@ __all__ = [
     "serve_until_stdin_closes",
     "server_child",
     "slow_consumer_memory",
+    "stop_child",
     "wait_for_stdin_eof",
 ]
 
@@ -150,25 +152,23 @@ def server_child(
     try:
         yield _await_port(child, command, timeout), child.pid
     finally:
-        if child.stdin is not None:
-            with contextlib.suppress(OSError):
-                child.stdin.close()
-        try:
-            child.wait(5)
-        except subprocess.TimeoutExpired:
-            child.terminate()
-            try:
-                child.wait(5)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait(5)
-        if child.stdout is not None:
-            child.stdout.close()
+        stop_child(child)
 
 
 def _await_port(child: subprocess.Popen[str], command: Sequence[str], timeout: float) -> int:
-    """The port the child prints once it listens (:func:`announce_port`), read in a thread that
-    ends with that line or with the child's stdout (its exit); fails naming what went wrong."""
+    """The port the child prints once it listens (:func:`announce_port`)."""
+    line = child_line(child, command, timeout, "its port")
+    if not line.isdigit():
+        child.kill()
+        raise RuntimeError(f"server child ({' '.join(command)}) printed {line!r} where its port was expected")
+    return int(line)
+
+
+def child_line(child: subprocess.Popen[str], command: Sequence[str], timeout: float, what: str) -> str:
+    """The first line ``child`` (started as ``command``) prints, stripped: the sign that it is
+    ready, ``what`` in the errors. Read in a thread that ends with that line or with the child's
+    stdout (its exit); a child that exits first fails at once naming its exit code, one still
+    silent after ``timeout`` seconds (a hang guard, not a start-up time to meet) is killed."""
     out: list[str] = []
     assert child.stdout is not None
     stdout = child.stdout
@@ -180,16 +180,32 @@ def _await_port(child: subprocess.Popen[str], command: Sequence[str], timeout: f
         child.kill()
         child.wait()
         raise TimeoutError(
-            f"server child ({shown}) was still running without printing its port after {timeout:g} s"
-            " (server_child's timeout, a hang guard)"
+            f"server child ({shown}) was still running without printing {what} after {timeout:g} s"
+            " (the timeout is a hang guard)"
         )
     line = out[0].strip()
     if not line:
-        raise RuntimeError(f"server child ({shown}) exited with code {child.wait()} before printing its port")
-    if not line.isdigit():
-        child.kill()
-        raise RuntimeError(f"server child ({shown}) printed {line!r} where its port was expected")
-    return int(line)
+        raise RuntimeError(f"server child ({shown}) exited with code {child.wait()} before printing {what}")
+    return line
+
+
+def stop_child(child: subprocess.Popen[str], grace: float = 5.0) -> None:
+    """End ``child``: close its stdin (a server child's sign to exit) and wait ``grace`` seconds,
+    then terminate it and wait as long again, then kill it; close its stdout."""
+    if child.stdin is not None:
+        with contextlib.suppress(OSError):
+            child.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(grace)
+    if child.poll() is None:
+        child.terminate()
+        try:
+            child.wait(grace)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(grace)
+    if child.stdout is not None:
+        child.stdout.close()
 
 
 def wait_for_stdin_eof() -> None:

@@ -33,6 +33,7 @@ Run::
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import collections
 import contextlib
@@ -43,9 +44,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -106,45 +107,64 @@ def server_command(mode: str) -> list[str]:
     return ["node", str(HERE / "polyglot_server.mjs"), "tcp://127.0.0.1:0", *resume]
 
 
-class PolyglotTarget(Target):
-    """A server of another language, run as a process; fuzz_net's raw client and checks."""
+class Driven(Protocol):
+    """What :func:`replay_on` drives: :class:`PolyglotTarget`, or fuzz_polyglot_client.py's
+    ClientTarget."""
 
-    act_pause = 0.002
-    """At an input's local action the raw client waits this long: the server, in another
-    process, answers what came so far before the next reads (e.g. onSubscribe before a request)."""
+    role: str
+    restarts: int
 
-    def __init__(self, mode: str, command: list[str], every: int = LEGIT_EVERY) -> None:
-        super().__init__()
-        self.mode = mode
+    def running(self) -> contextlib.AbstractAsyncContextManager[object]: ...
+
+    async def run(self, data: bytes) -> list[tuple[str, str]]: ...
+
+    async def recover(self) -> None: ...
+
+
+class ChildProcess(abc.ABC):
+    """A server or client of another binding, run as a process from the checkout: started, its
+    first line of output awaited (bounded by ``STARTUP``), its stderr kept in a file that
+    :meth:`logged` reads on from where it last stopped, and ended (terminated, or its stdin
+    closed if it reads one; killed if it is not gone within ``WAIT``)."""
+
+    def __init__(self, command: list[str], role: str, *, stdin: bool = False) -> None:
         self.command = command
-        self.every = every
-        self.inputs = 0
+        self.role = role
+        """What the process is, in messages: ``server`` or ``client``."""
+        self.stdin = stdin
         self.restarts = 0
-        self.reasons: collections.Counter[str] = collections.Counter()
-        """The server's goodbyes, by reason (numbers left out)."""
 
-    # -- the process -----------------------------------------------------------------------
-    async def start(self) -> None:
-        """Start the server and wait for its ``serving on URL`` line."""
+    async def spawn(self, ready: bytes) -> bytes:
+        """Start the process; its first line, which must start with ``ready``."""
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
+        self.seen = 0
         self.process = await asyncio.create_subprocess_exec(
-            *self.command, stdout=subprocess.PIPE, stderr=self.stderr, cwd=ROOT
+            *self.command,
+            stdin=subprocess.PIPE if self.stdin else None,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            cwd=ROOT,
         )
         assert self.process.stdout is not None
         line = await asyncio.wait_for(self.process.stdout.readline(), STARTUP)
-        if not line.startswith(b"serving on "):
+        if not line.startswith(ready):
+            logged = self.logged()
             await self.stop()
-            raise RuntimeError(f"{self.command[0]} server did not start: {line!r}, {self.logged()!r}")
-        self.url = line.decode().strip().rsplit(" ", 1)[1]
-        self.host, _, port = self.url.removeprefix("tcp://").rpartition(":")
-        self.port = int(port)
-        self.stdout = asyncio.create_task(self.process.stdout.read())  # (drained until it ends)
-        self.seen = 0
+            raise RuntimeError(f"{self.command[0]} {self.role} did not start: {line!r}, {logged!r}")
         self.logged()  # (what it wrote while starting is not a failure)
+        return line
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Start the process (with :meth:`spawn`) and read what its first line says."""
 
     async def stop(self) -> None:
+        """End the process (if it still runs) and close its stderr file."""
         if self.process.returncode is None:
-            self.process.terminate()
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+            else:
+                self.process.terminate()
             try:
                 await asyncio.wait_for(self.process.wait(), WAIT)
             except TimeoutError:
@@ -152,12 +172,48 @@ class PolyglotTarget(Target):
                 await self.process.wait()
         self.stderr.close()
 
+    async def restart(self) -> None:
+        """Kill the process (dead or hung) and start it again."""
+        self.restarts += 1
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        self.stderr.close()
+        await self.start()
+
     def logged(self) -> str:
-        """What the server wrote to stderr since the last call."""
+        """What the process wrote to stderr since the last call."""
         self.stderr.seek(self.seen)
         text = self.stderr.read()
         self.seen += len(text)
         return text.decode(errors="replace")
+
+
+class PolyglotTarget(Target, ChildProcess):
+    """A server of another language, run as a process; fuzz_net's raw client and checks."""
+
+    act_pause = 0.002
+    """At an input's local action the raw client waits this long: the server, in another
+    process, answers what came so far before the next reads (e.g. onSubscribe before a request)."""
+
+    def __init__(self, mode: str, command: list[str], every: int = LEGIT_EVERY) -> None:
+        Target.__init__(self)
+        ChildProcess.__init__(self, command, "server")
+        self.mode = mode
+        self.every = every
+        self.inputs = 0
+        self.reasons: collections.Counter[str] = collections.Counter()
+        """The server's goodbyes, by reason (numbers left out)."""
+
+    # -- the process -----------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start the server and wait for its ``serving on URL`` line."""
+        line = await self.spawn(b"serving on ")
+        self.url = line.decode().strip().rsplit(" ", 1)[1]
+        self.host, _, port = self.url.removeprefix("tcp://").rpartition(":")
+        self.port = int(port)
+        assert self.process.stdout is not None
+        self.stdout = asyncio.create_task(self.process.stdout.read())  # (drained until it ends)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[PolyglotTarget]:
@@ -177,9 +233,7 @@ class PolyglotTarget(Target):
     async def recover(self) -> None:
         """After a failed input: a dead server is started again, a closed legit client reconnected."""
         if self.process.returncode is not None:
-            self.restarts += 1
-            self.stderr.close()
-            await self.start()
+            await self.restart()
             self.legit = await self.connect_legit()
         elif self.legit.closed:
             self.legit = await self.connect_legit()
@@ -310,10 +364,7 @@ async def campaign(mode: str, runs: int, seed: int, seconds: float | None) -> tu
     command = await asyncio.to_thread(server_command, mode)
     kind, seeds = MODES[mode]
     target = kind(mode, command)
-    async with target.running():
-        ran, failed = await fuzz_net.pure_loop(runs, seed, seconds, seeds(), target.run, target.recover)
-    if target.restarts:
-        print(f"the server was started again {target.restarts} times")
+    ran, failed = await campaign_on(target, runs, seed, seconds, seeds())
     print(f"the server's goodbyes: {len(target.reasons)} reasons, the most frequent:")
     for reason, count in target.reasons.most_common(25):
         print(f"{count:8} {reason}")
@@ -323,21 +374,47 @@ async def campaign(mode: str, runs: int, seed: int, seconds: float | None) -> tu
 async def replay(mode: str, *inputs: bytes) -> list[tuple[str, str]]:
     """``inputs``, one after the other, against one fresh server of ``mode``: their failures."""
     command = await asyncio.to_thread(server_command, mode)
+    return await replay_on(MODES[mode][0](mode, command, every=1), inputs)
+
+
+async def campaign_on(
+    target: Driven, runs: int, seed: int, seconds: float | None, seeds: list[bytes]
+) -> tuple[int, int]:
+    """fuzz_net's loop of ``runs`` inputs (or as many as ``seconds`` allow) against ``target`` (a
+    server's or, in fuzz_polyglot_client.py, a client's), started here: how many ran and failed."""
+    async with target.running():
+        ran, failed = await fuzz_net.pure_loop(runs, seed, seconds, seeds, target.run, target.recover)
+    if target.restarts:
+        print(f"the {target.role} was started again {target.restarts} times")
+    return ran, failed
+
+
+async def replay_on(target: Driven, inputs: Iterable[bytes]) -> list[tuple[str, str]]:
+    """``inputs``, one after the other, against ``target`` (a server's or, in
+    fuzz_polyglot_client.py, a client's), started here: their failures, each naming its input.
+    After a failed input the target recovers (a dead process is started again)."""
     failures: list[tuple[str, str]] = []
-    target = MODES[mode][0](mode, command, every=1)
     async with target.running():
         for data in inputs:
-            failures += [(what, f"{detail}, input {data.hex()}") for what, detail in await target.run(data)]
-            if target.failures:
+            found = await target.run(data)
+            failures += [(what, f"{detail}, input {data.hex()}") for what, detail in found]
+            if found:
                 await target.recover()
     return failures
 
 
-def main() -> None:
-    """``MODE --pure N [SEED [SECONDS]]``: a campaign; ``MODE --replay HEX``: one input."""
+def command_line(
+    script: str,
+    modes: Iterable[str],
+    campaign: Callable[[str, int, int, float | None], Coroutine[Any, Any, tuple[int, int]]],
+    replay: Callable[[str, bytes], Coroutine[Any, Any, list[tuple[str, str]]]],
+) -> None:
+    """Both polyglot drivers' ``main``: ``MODE --pure N [SEED [SECONDS]]`` runs ``campaign``,
+    ``MODE --replay HEX`` runs ``replay`` on one input (fuzz_net's command line, after the mode)."""
     logging.getLogger("rstreams").setLevel(logging.ERROR)
-    if len(sys.argv) < 2 or sys.argv[1] not in MODES:
-        sys.exit(f"usage: fuzz_polyglot.py {{{','.join(MODES)}}} --pure N [SEED [SECONDS]] | --replay HEX")
+    modes = tuple(modes)
+    if len(sys.argv) < 2 or sys.argv[1] not in modes:
+        sys.exit(f"usage: {script} {{{','.join(modes)}}} --pure N [SEED [SECONDS]] | --replay HEX")
     mode = sys.argv.pop(1)
     if why := unavailable(mode):
         sys.exit(why)
@@ -349,6 +426,11 @@ def main() -> None:
         return await replay(mode, data)
 
     fuzz_net.command_line(run_campaign, run_replay)
+
+
+def main() -> None:
+    """``MODE --pure N [SEED [SECONDS]]``: a campaign; ``MODE --replay HEX``: one input."""
+    command_line("fuzz_polyglot.py", MODES, campaign, replay)
 
 
 if __name__ == "__main__":

@@ -34,13 +34,10 @@ import collections
 import contextlib
 import functools
 import json
-import logging
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -51,7 +48,6 @@ import fuzz_polyglot
 from fuzz_net import WAIT
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 ACT_PAUSE = 0.002
 """At an input's local action the raw server waits this long (the client answers what came)."""
 ALLOWED = {
@@ -94,39 +90,19 @@ def _command(mode: str) -> tuple[str, ...]:
     return ("node", str(HERE / "polyglot_client.mjs"))
 
 
-class ClientTarget:
+class ClientTarget(fuzz_polyglot.ChildProcess):
     """One client process of ``mode``, fed a URL per input; its failures per input."""
 
     def __init__(self, mode: str, command: list[str]) -> None:
+        super().__init__(command, "client", stdin=True)
         self.mode = mode
-        self.command = command
-        self.restarts = 0
         self.failures: list[tuple[str, str]] = []
         self.outcomes: collections.Counter[str] = collections.Counter()
         """How the calls ended, by error and message (numbers left out): a campaign's reach."""
 
     async def start(self) -> None:
-        self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
-        self.seen = 0
-        self.process = await asyncio.create_subprocess_exec(
-            *self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, cwd=ROOT
-        )
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), fuzz_polyglot.STARTUP)
-        if line != b"ready\n":
-            raise RuntimeError(f"{self.command[0]} client did not start: {line!r}, {self.logged()!r}")
-        self.logged()  # (what it wrote while starting is not a failure)
-
-    async def stop(self) -> None:
-        if self.process.returncode is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            try:
-                await asyncio.wait_for(self.process.wait(), WAIT)
-            except TimeoutError:
-                self.process.kill()
-                await self.process.wait()
-        self.stderr.close()
+        """Start the client and wait for its ``ready`` line."""
+        await self.spawn(b"ready\n")
 
     @contextlib.asynccontextmanager
     async def running(self) -> Any:
@@ -138,20 +114,8 @@ class ClientTarget:
 
     async def recover(self) -> None:
         """After a failed input: a dead or hung client is started again."""
-        if self.process.returncode is None and not self.hung:
-            return
-        self.restarts += 1
-        if self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
-        self.stderr.close()
-        await self.start()
-
-    def logged(self) -> str:
-        self.stderr.seek(self.seen)
-        text = self.stderr.read()
-        self.seen += len(text)
-        return text.decode(errors="replace")
+        if self.process.returncode is not None or self.hung:
+            await self.restart()
 
     def _record(self, what: str, detail: object) -> None:
         self.failures.append((what, str(detail)))
@@ -278,12 +242,7 @@ async def campaign(mode: str, runs: int, seed: int, seconds: float | None) -> tu
     """``runs`` inputs (or as many as ``seconds`` allow) against one client process of ``mode``."""
     command = await asyncio.to_thread(client_command, mode)
     target = ClientTarget(mode, command)
-    async with target.running():
-        ran, failed = await fuzz_net.pure_loop(
-            runs, seed, seconds, fuzz_client._seeds(), target.run, target.recover
-        )
-    if target.restarts:
-        print(f"the client was started again {target.restarts} times")
+    ran, failed = await fuzz_polyglot.campaign_on(target, runs, seed, seconds, fuzz_client._seeds())
     print(f"how calls ended: {len(target.outcomes)} ways, the most frequent:")
     for way, count in target.outcomes.most_common(25):
         print(f"{count:8} {way}")
@@ -293,34 +252,12 @@ async def campaign(mode: str, runs: int, seed: int, seconds: float | None) -> tu
 async def replay(mode: str, *inputs: bytes) -> list[tuple[str, str]]:
     """``inputs``, one after the other, against one fresh client of ``mode``: their failures."""
     command = await asyncio.to_thread(client_command, mode)
-    failures: list[tuple[str, str]] = []
-    target = ClientTarget(mode, command)
-    async with target.running():
-        for data in inputs:
-            found = await target.run(data)
-            failures += [(what, f"{detail}, input {data.hex()}") for what, detail in found]
-            if found:
-                await target.recover()
-    return failures
+    return await fuzz_polyglot.replay_on(ClientTarget(mode, command), inputs)
 
 
 def main() -> None:
     """``MODE --pure N [SEED [SECONDS]]``: a campaign; ``MODE --replay HEX``: one input."""
-    logging.getLogger("rstreams").setLevel(logging.ERROR)
-    modes = ("java", "js")
-    if len(sys.argv) < 2 or sys.argv[1] not in modes:
-        sys.exit("usage: fuzz_polyglot_client.py {java,js} --pure N [SEED [SECONDS]] | --replay HEX")
-    mode = sys.argv.pop(1)
-    if why := unavailable(mode):
-        sys.exit(why)
-
-    async def run_campaign(runs: int, seed: int, seconds: float | None) -> tuple[int, int]:
-        return await campaign(mode, runs, seed, seconds)
-
-    async def run_replay(data: bytes) -> list[tuple[str, str]]:
-        return await replay(mode, data)
-
-    fuzz_net.command_line(run_campaign, run_replay)
+    fuzz_polyglot.command_line("fuzz_polyglot_client.py", ("java", "js"), campaign, replay)
 
 
 if __name__ == "__main__":

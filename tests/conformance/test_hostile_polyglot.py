@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _netcommon import child_line, stop_child
 
 import rstreams
 from rstreams.wire import (
@@ -62,7 +63,7 @@ class Served:
     """A server process of ``mode`` listening on ``url``; what it writes to stderr goes to ``log``."""
 
     mode: str
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[str]
     url: str
     log: Path
     seen: int = 0
@@ -93,23 +94,21 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         command.insert(1, HEAP)
     log = tmp_path_factory.mktemp(f"hostile-{mode}") / "stderr.txt"
     with open(log, "wb") as stderr:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, cwd=polyglot.ROOT)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, cwd=polyglot.ROOT, text=True
+        )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline().decode()
+        try:
+            line = child_line(process, command, polyglot.STARTUP, "'serving on URL'")
+        except (RuntimeError, TimeoutError) as error:
+            error.add_note(f"its stderr: {log.read_text(errors='replace')}")
+            raise
         assert line.startswith("serving on "), (line, log.read_text(errors="replace"))
         served = Served(mode, process, line.split()[-1], log)
         served.logged()  # (what it wrote while starting is not a failure)
         yield served
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        if process.stdout is not None:
-            process.stdout.close()
+        stop_child(process, 10)
 
 
 @pytest.fixture(autouse=True)
