@@ -723,6 +723,41 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         return closed;
     }
 
+    /**
+     * Refuses the peer at its clientHello (a server over its connection limit, PROTOCOL.md §10):
+     * goodbye {@code reason} with code 8 (unavailable) when the hello makes error-codes active;
+     * nothing the peer sent after its hello is served, and what it sends later is discarded for
+     * the linger time at most, as after any error goodbye. Called on the I/O thread before any read.
+     */
+    void refuseAtHello(String reason) {
+        conn.refuseAtHello(reason, ErrorCode.UNAVAILABLE);
+    }
+
+    /**
+     * A server closing (as rstreams' Server.aclose): goodbye {@code reason} with code 0 (normal),
+     * then the peer's answer is awaited for the linger time at most (§9.1). Before the peer's
+     * hello there is no answer to wait for (the peer may not speak RS.io): the goodbye is written
+     * and the transport closed as after an error goodbye (at once where the peer closes on
+     * reading it; its input discarded meanwhile, for the linger time at most); a transport still in its TLS or WebSocket handshake is
+     * closed. Called on the I/O thread; the future completes once the connection is over.
+     */
+    CompletableFuture<Void> serverClose(String reason) {
+        if (ctx == null || closed.isDone()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        if (linkUp && !ended && conn.state() == Connection.State.AWAITING_HELLO) {
+            // §19.1: no code before the hellos; closed as after an error goodbye (half-close and
+            // linger), so that a hello already on its way does not make the close a reset
+            conn.abort(reason);
+            process();
+        } else if (!linkUp && channel.isActive() && !ended && conn.state() == Connection.State.AWAITING_HELLO) {
+            channel.close(); // in its TLS or WebSocket handshake: no RS.io goes out before it
+        } else {
+            goodbyeAndClose(reason, ErrorCode.NORMAL);
+        }
+        return closed;
+    }
+
     /** This endpoint's transport continues another session (a resume): it stops without a word. */
     void retire() {
         ended = true;

@@ -21,6 +21,7 @@ import java.util.function.Predicate;
 import javax.net.ssl.SSLContext;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -42,12 +43,19 @@ import java.util.function.Function;
  * }</pre>
  */
 public final class RsioServer implements AutoCloseable {
+    /** {@link Builder#maxConnections}' default, as rstreams' max_connections. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 10_000;
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final Channel listener;
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
     private final String url;
     private final java.util.Map<String, Endpoint> sessions = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Connections admitted (counted against maxConnections) and refused, until each is over: close() says goodbye to them. */
+    private final java.util.Set<Endpoint> endpoints = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private final java.util.concurrent.atomic.AtomicInteger admitted = new java.util.concurrent.atomic.AtomicInteger();
+    private final int maxConnections;
+    private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
 
     private RsioServer(Builder b, RsioUrl where) throws InterruptedException {
         Endpoint.Sessions table = new Endpoint.Sessions() {
@@ -67,6 +75,7 @@ public final class RsioServer implements AutoCloseable {
         workers = new MultiThreadIoEventLoopGroup(b.resume ? 1 : b.threads, new DefaultThreadFactory("rstreams-server", true),
                 Transport.ioHandler());
         Consumer<RsioConnection> hook = b.onConnection;
+        maxConnections = b.maxConnections;
         if (where.secure() && b.tls == null) {
             throw new IllegalArgumentException(where.scheme() + ":// needs a certificate: call tls(SSLContext) on the builder");
         }
@@ -83,7 +92,12 @@ public final class RsioServer implements AutoCloseable {
                     protected void initChannel(Channel ch) {
                         channels.add(ch);
                         Endpoint endpoint = new Endpoint(Connection.Side.SERVER, options);
-                        Runnable announce = hook == null ? () -> {} : () -> hook.accept(endpoint.facade());
+                        // over: a connection's transport closed; with resume, its session over (§16.6)
+                        CompletableFuture<Void> over = options.resume() != null ? endpoint.closedFuture() : new CompletableFuture<>();
+                        if (options.resume() == null) {
+                            ch.closeFuture().addListener(f -> over.complete(null));
+                        }
+                        Runnable announce = () -> admit(endpoint, hook, over);
                         if (options.resume() != null) {
                             // announced once the first byte shows a new session, not a resume (§16.3):
                             // what the hook sends must not come between a resumed transport's hello and resumed
@@ -110,6 +124,35 @@ public final class RsioServer implements AutoCloseable {
         url = where.unix() ? where.toString() : where.withPort(((InetSocketAddress) listener.localAddress()).getPort()).toString();
     }
 
+    /**
+     * Counts a new connection (a new session, with resume) against maxConnections, on its I/O
+     * thread before anything is read from it: one beyond the limit is refused at its clientHello
+     * (goodbye with code 8, unavailable, PROTOCOL.md §10) and never announced; it stops counting
+     * once it is over (a session: once it can no longer be resumed).
+     */
+    private void admit(Endpoint endpoint, Consumer<RsioConnection> hook, CompletableFuture<Void> over) {
+        endpoints.add(endpoint);
+        over.whenComplete((v, e) -> endpoints.remove(endpoint));
+        if (closing.get()) {
+            endpoint.serverClose("server closing");
+            return;
+        }
+        if (admitted.incrementAndGet() > maxConnections) {
+            admitted.decrementAndGet();
+            endpoint.refuseAtHello("too many connections: this server accepts at most " + maxConnections + " (maxConnections)");
+            return;
+        }
+        over.whenComplete((v, e) -> admitted.decrementAndGet());
+        if (hook != null) {
+            hook.accept(endpoint.facade());
+        }
+    }
+
+    /** Connections counted against {@link Builder#maxConnections} now (read by tests). */
+    int admitted() {
+        return admitted.get();
+    }
+
     /** A builder with no routes yet. */
     public static Builder builder() {
         return new Builder();
@@ -130,13 +173,45 @@ public final class RsioServer implements AutoCloseable {
         listener.closeFuture().sync();
     }
 
-    /** Stops listening and closes every connection (transports closed, local publishers cancelled). */
+    /**
+     * Stops listening and says goodbye {@code server closing} to every connection, with code 0
+     * (normal) where error-codes is active, as rstreams' Server.aclose: each peer's answer is
+     * awaited for two seconds at most (the linger time); a connection whose peer has not said
+     * hello gets its goodbye without a code and no wait for an answer. Local publishers are
+     * cancelled; every transport left after five seconds is closed.
+     * Idempotent.
+     */
     @Override
     public void close() {
+        if (!closing.compareAndSet(false, true)) {
+            return;
+        }
         listener.close().syncUninterruptibly();
+        java.util.List<CompletableFuture<Void>> goodbyes = new java.util.ArrayList<>();
+        java.util.Set<Endpoint> all = new java.util.HashSet<>(endpoints);
+        all.addAll(sessions.values());
+        for (Endpoint endpoint : all) {
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            goodbyes.add(done);
+            try {
+                endpoint.loop().execute(() -> endpoint.serverClose("server closing").whenComplete((v, e) -> done.complete(null)));
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                done.complete(null);
+            }
+        }
+        try {
+            CompletableFuture.allOf(goodbyes.toArray(new CompletableFuture<?>[0])).get(CLOSE_SECONDS, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // bounded: whatever did not answer is closed below
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         channels.close().syncUninterruptibly();
         shutdownGroups();
     }
+
+    /** How long close() waits for its goodbyes in all, as rstreams' CLOSE_TIMEOUT (each waits the 2 s linger at most). */
+    private static final long CLOSE_SECONDS = 5;
 
     private void shutdownGroups() {
         boss.shutdownGracefully(0, 2, TimeUnit.SECONDS);
@@ -153,6 +228,7 @@ public final class RsioServer implements AutoCloseable {
         private Duration handshakeTimeout = Duration.ofSeconds(10);
         private Consumer<RsioConnection> onConnection;
         private int threads = 1;
+        private int maxConnections = DEFAULT_MAX_CONNECTIONS;
         private SSLContext tls;
         private Predicate<Credentials> authenticator;
         private boolean resume;
@@ -289,6 +365,25 @@ public final class RsioServer implements AutoCloseable {
          */
         public Builder onConnection(Consumer<RsioConnection> hook) {
             this.onConnection = hook;
+            return this;
+        }
+
+        /**
+         * Most connections open at once (default 10 000, as rstreams' max_connections), counted
+         * from the accept (with resume: from the first byte showing a new session) until the
+         * connection is over (a session: until it can no longer be resumed). One beyond it is sent
+         * a goodbye {@code too many connections: this server accepts at most N (maxConnections)} at
+         * its clientHello, with code 8 (unavailable) when its hello offers error-codes (PROTOCOL.md
+         * §10, §19); nothing it sent after the hello is served, and it is not passed to
+         * {@link #onConnection}. The handshake timeout bounds how long one waits for its hello.
+         *
+         * @throws IllegalArgumentException naming {@code maxConnections} if {@code max < 1}
+         */
+        public Builder maxConnections(int max) {
+            if (max < 1) {
+                throw new IllegalArgumentException("maxConnections must be >= 1, got " + max);
+            }
+            this.maxConnections = max;
             return this;
         }
 

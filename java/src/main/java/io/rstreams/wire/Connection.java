@@ -77,6 +77,7 @@ public final class Connection {
     private boolean helloReceived;
     private Set<Long> active = Set.of();
     private boolean codes; // extension error-codes is active (§19)
+    private ProtocolException refusal; // refuseAtHello's, thrown once the peer's hello is read
     private boolean qualified; // an errorCode or goodbyeCode was read: the next message must be what it qualifies
     private boolean qualifiesGoodbye;
     private long qualifiedId;
@@ -345,6 +346,9 @@ public final class Connection {
         codes = active.contains(FrameType.ERROR_CODES);
         if (state == State.AWAITING_HELLO) {
             state = State.OPEN;
+        }
+        if (refusal != null) {
+            throw refusal; // its goodbye carries the code now that the hellos made error-codes active (§19.1)
         }
         if (auth != null) {
             auth.helloReceived(active);
@@ -1082,6 +1086,20 @@ public final class Connection {
      */
     public void abort(String reason, ErrorCode code) {
         fail(new ProtocolException(reason, code));
+    }
+
+    /**
+     * Refuses the peer at its hello (a server over its connection limit): once the hello is read,
+     * {@link #abort(String, ErrorCode)} with {@code reason} and {@code code}, so the goodbye carries
+     * the code when the hello makes error-codes active (§19.1), and nothing the peer sent after its
+     * hello is handled. No {@link Event.PeerHello} is emitted. At once if the hello is in already.
+     */
+    public void refuseAtHello(String reason, ErrorCode code) {
+        if (helloReceived) {
+            abort(reason, code);
+        } else {
+            refusal = new ProtocolException(reason, code);
+        }
     }
 
     /** Adds demand, saturating at {@link #UNBOUNDED} (§6.1). */
