@@ -16,8 +16,8 @@ import { AuthGate } from "./gate.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
 import {
-  Connection, ConnectionClosedError, SUBPROTOCOL, connect as connectWebSocket, connectTransport, holdUntilStarted,
-  openWebSocket, webSocketTransport,
+  Connection, ConnectionClosedError, ERROR_CODES, SUBPROTOCOL, connect as connectWebSocket, connectTransport,
+  holdUntilStarted, openWebSocket, webSocketTransport,
 } from "./rsio.js";
 
 export * from "./rsio.js";
@@ -145,6 +145,7 @@ export function socketTransport(socket) {
 const CLOSE_TIMEOUT_MS = 3000; // how long close() waits for each connection's goodbye exchange
 const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this long is closed (§14.2)
 const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams servers: for the clientHello, then for auth (§15.3)
+const DEFAULT_MAX_CONNECTIONS = 10000; // as rstreams servers' max_connections
 
 /**
  * Accept RS.io connections on `url` (tcp://host:port, unix:///path, ws://host:port/path; port
@@ -176,15 +177,25 @@ const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams servers: for the clientHe
  * `options.origins` (["https://app.example:8443"]; "*": every page), others get HTTP 403
  * (origins.js), each refusal reported to `options.onerror` (default: one line on
  * console.error) naming the origin and the option; clients sending no Origin (Node, Python,
- * Java) are accepted. Resolves with {url, connections, close()} once listening; close() says
- * goodbye to every connection.
+ * Java) are accepted. At most `options.maxConnections` connections are open at once (default
+ * 10 000, as rstreams servers' max_connections; with resume, sessions), counted from the accept
+ * (with resume: from the first byte showing a new session) until each is over; one beyond it
+ * is said goodbye `too many connections: this server accepts at most N (maxConnections)` at its
+ * clientHello, with error code 8 (unavailable) when the hello offers error-codes (PROTOCOL.md
+ * §10), is not passed to onconnection, and nothing it sent after the hello is served.
+ * Resolves with {url, connections, close()} once listening; close() says goodbye `server
+ * closing` to every connection, with error code 0 (normal), as rstreams servers.
  */
 export async function listen(url, options = {}) {
   if (options.auth != null) {
     throw new TypeError("listen() takes no auth credentials: authenticate clients with options.authenticate "
       + "(and authorize)");
   }
-  const { authenticate, authorize, authRequired = true, resume, origins, ...rest } = options;
+  const { authenticate, authorize, authRequired = true, resume, origins, maxConnections = DEFAULT_MAX_CONNECTIONS,
+    ...rest } = options;
+  if (!Number.isInteger(maxConnections) || maxConnections < 1) {
+    throw new RangeError(`maxConnections must be an integer >= 1, got ${maxConnections}`);
+  }
   const moreOrigins = checkOrigins(origins); // checked for every scheme, used by ws://
   if (authenticate === undefined && authorize !== undefined) {
     throw new TypeError("authorize needs authenticate too: listen(url, {authenticate, authorize})");
@@ -195,10 +206,18 @@ export async function listen(url, options = {}) {
   const sessions = resume ? new Sessions(serverResumeOptions(resume), options.clock) : null;
   const parsed = new URL(url);
   const connections = new Set();
+  const refused = new Set(); // beyond maxConnections: said goodbye at their hello, not announced
   const open = (transport) => {
     const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S,
       handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT_S, ...rest, gate: gate(), role: "server" });
     const announce = () => {
+      if (connections.size >= maxConnections) {
+        conn._refuseAtHello(`too many connections: this server accepts at most ${maxConnections} (maxConnections)`,
+          ERROR_CODES.UNAVAILABLE);
+        refused.add(conn);
+        conn.closed.then(() => refused.delete(conn));
+        return;
+      }
       connections.add(conn);
       conn.closed.then(() => connections.delete(conn));
       try {
@@ -273,7 +292,7 @@ export async function listen(url, options = {}) {
     async close(reason = "server closing") {
       const bounded = (conn) => Promise.race([conn.close(reason),
         new Promise((resolve) => setTimeout(resolve, CLOSE_TIMEOUT_MS).unref())]);
-      await Promise.all([...connections].map(bounded));
+      await Promise.all([...connections, ...refused].map(bounded));
       await stop();
     },
   };

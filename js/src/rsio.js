@@ -280,6 +280,7 @@ export class Connection {
     this._gate = options.gate ?? null; // the accepting side of auth (node's listen(), §15)
     if (this._gate !== null && this._role !== ROLES.server) throw new TypeError("gate is for accepting endpoints");
     this._gate?.attach(this);
+    this._refusal = null; // [reason, code]: said at the peer's hello (listen()'s maxConnections)
     const disabled = new Set(options.disabledExtensions ?? []); // to behave like a peer that predates them
     this._offered = [KEEPALIVE.id, ...(this.#credentials === null && this._gate === null ? [] : [AUTH.id]),
       ...(this._session === null ? [] : [RESUME.id]), CONTENT_TYPES.id, METADATA.id, ERROR_CODES_EXTENSION.id,
@@ -502,15 +503,32 @@ export class Connection {
     return this._messages.credit;
   }
 
-  /** Say goodbye (§9.1); resolves when the transport has closed. */
+  /**
+   * Refuse the peer at its hello (listen() over maxConnections, PROTOCOL.md §10): goodbye `reason`
+   * with `code` as soon as the hello is read, nothing after it handled. Called before any input.
+   */
+  _refuseAtHello(reason, code) {
+    this._refusal = [reason, code];
+  }
+
+  /**
+   * Say goodbye (§9.1); resolves when the transport has closed. Before the peer's hello there is
+   * no answer to wait for (the peer may not speak RS.io): the transport is closed at once.
+   */
   close(reason = "") {
     if (this.state === "AWAITING_HELLO" || this.state === "OPEN") {
+      const answered = this.state === "OPEN";
       this._send({ type: "goodbye", reason, errorCode: ERROR_CODES.NORMAL });
       this.state = "CLOSING";
       const closing = new ConnectionClosedError(`connection closed by this endpoint: ${reason || "goodbye"}`);
       this._failAll(closing);
       this._messages.close(closing);
-      this._closeTimer = this._clock.setTimeout(() => this._transport.close(), GOODBYE_TIMEOUT_MS);
+      if (answered) {
+        this._closeTimer = this._clock.setTimeout(() => this._transport.close(), GOODBYE_TIMEOUT_MS);
+      } else {
+        this._flush();
+        this._transport.close();
+      }
     }
     return this.closed;
   }
@@ -732,6 +750,11 @@ export class Connection {
     this._clock.clearTimeout(this._handshakeTimer);
     this._handshakeTimer = null;
     for (const id of frame.extensions) if (this._offered.includes(id)) this.extensions.add(id);
+    if (this._refusal !== null) { // the goodbye carries its code if error-codes is now active (§19.1)
+      this._session?.settle(false, () => false); // no session to resume: no resumeToken goes out
+      this._quit(this._refusal[0], undefined, this._refusal[1]);
+      return;
+    }
     this._messages.hello(this.extensions.has(MESSAGES.id)); // not offered: never active (§20.1)
     this._session?.settle(this.extensions.has(RESUME.id), () => this.state === "OPEN");
     const refusal = this._gate?.hello(this.extensions.has(AUTH.id)) ?? null;

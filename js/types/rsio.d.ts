@@ -322,6 +322,8 @@ export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | 
   idleTimeout?: number | null;
   /** Seconds for a clientHello, then (with authenticate) for its credentials to be settled, before a goodbye (§15.3); default 10, null: never. */
   handshakeTimeout?: number | null;
+  /** Most connections open at once (§10; with resume, sessions); one beyond it is said goodbye at its clientHello, with code 8 (unavailable). Default 10 000, an integer >= 1. */
+  maxConnections?: number;
   /** Called with each accepted connection (it may subscribe to the client's publishers). */
   onconnection?: (connection: Connection) => void;
   /** Offer extension auth (§15): the credentials' principal, or null to refuse; may be async. */
