@@ -49,10 +49,10 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import fuzz_connection as wire_harness  # (this directory, put on the path above)
 
@@ -63,13 +63,8 @@ from rstreams.net import Connection, connect, serve
 from rstreams.net._intake import MAX_UNSENT
 from rstreams.net._transport import SOCKET_READ_SIZE
 from rstreams.wire import ClientHello, ConnectionConfig, FrameParser, Goodbye, encode
+from testkit.bound import WAIT, Bound  # (the tests' bound of a wait: tests/, put on the path above)
 
-WAIT = 10.0
-"""Seconds of the loop's own time (:class:`Bound`) anything one input starts may take: longer
-is a hang."""
-HARD = 30
-"""How many times its own-time limit in wall seconds any one wait may take, however loaded the
-machine: the bound that nothing passes (300 s for ``WAIT``)."""
 CONFIG = ConnectionConfig(
     max_element_size=256 * 1024,
     max_reassembly_bytes=512 * 1024,
@@ -445,67 +440,6 @@ def _says_goodbye(chunks: list[wire_harness.Chunk]) -> bool:
     written = b"".join(chunk for chunk in chunks[:end] if isinstance(chunk, bytes))
     parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
     return any(isinstance(frame, Goodbye) for frame in parser.feed(written))
-
-
-_SCHEDSTAT = Path("/proc/thread-self/schedstat")
-
-
-def _run_delay() -> float:
-    """Seconds this thread has spent runnable but waiting for a CPU (Linux's schedstat, its
-    second field); 0 where the system does not say (then a bound counts wall time)."""
-    try:
-        return int(_SCHEDSTAT.read_text().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-class Bound:
-    """A hang guard on what its block awaits: ``TimeoutError`` once the loop's thread has spent
-    ``limit`` seconds of its own time on it (wall time less the time the thread waited for a
-    CPU), or ``HARD`` times ``limit`` wall seconds, whichever comes first.
-
-    What one input starts runs in this process's loop (the server, the raw peer and the
-    well-behaved client alike), so a loaded machine slows all of it together: the seconds the
-    thread waited for a CPU are the load's, not the code's, and a wait does not count them. A
-    hang is the loop waiting for what never comes, on its own time, and reaches ``limit`` as on
-    an idle machine; a loop that spins reaches it too. No fixed time for the work itself."""
-
-    def __init__(self, limit: float = WAIT) -> None:
-        self.limit = limit
-        self._handle: asyncio.TimerHandle | None = None
-
-    async def __aenter__(self) -> Self:
-        loop = asyncio.get_running_loop()
-        self._start, self._delay = time.monotonic(), _run_delay()
-        self._scope = asyncio.timeout(None)
-        await self._scope.__aenter__()
-        self._check(loop)
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-        await self._scope.__aexit__(kind, error, trace)  # (a cancel of its own: TimeoutError)
-
-    def spent(self) -> tuple[float, float]:
-        """Seconds of the thread's own time and wall seconds since the block began."""
-        wall = time.monotonic() - self._start
-        return wall - (_run_delay() - self._delay), wall
-
-    def _check(self, loop: asyncio.AbstractEventLoop) -> None:
-        own, wall = self.spent()
-        left = min(self.limit - own, HARD * self.limit - wall)
-        if left > 0:
-            self._handle = loop.call_later(left, self._check, loop)
-        else:
-            self._scope.reschedule(loop.time())  # now: what the block awaits is cancelled
-
-    def said(self) -> str:
-        """How long the block waited, for a failure's message."""
-        own, wall = self.spent()
-        return f"{self.limit:g} s of the loop's own time ({own:.1f} s; {wall:.1f} s in all)"
 
 
 async def within(awaitable: Awaitable[T], what: str, limit: float = WAIT) -> T:

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from testkit import bound
 from testkit.scripts import load_script
 
 
@@ -114,14 +115,14 @@ def test_time_the_thread_waited_for_a_cpu_is_not_counted_but_the_hard_bound_hold
 ) -> None:
     """As if the thread had waited for a CPU all along (the machine's load): a wait 15 times
     longer than its limit ends with its result; one that never ends fails at the hard bound."""
-    monkeypatch.setattr(driver, "_run_delay", time.monotonic)
+    monkeypatch.setattr(bound, "_run_delay", time.monotonic)
 
     async def slow() -> str:
         await asyncio.sleep(0.3)
         return "done"
 
-    monkeypatch.setattr(driver, "HARD", 10**6)
+    monkeypatch.setattr(bound, "HARD", 10**6)
     assert asyncio.run(driver.within(slow(), "a slow answer", limit=0.02)) == "done"
-    monkeypatch.setattr(driver, "HARD", 5)
+    monkeypatch.setattr(bound, "HARD", 5)
     with pytest.raises(AssertionError, match=r"own time \(-?0.0 s; [.0-9]+ s in all\) for an event never"):
         asyncio.run(driver.within(asyncio.Event().wait(), "an event never set", limit=0.02))

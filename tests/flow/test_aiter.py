@@ -13,6 +13,7 @@ import rstreams
 from rstreams.api import Subscriber, Subscription
 from rstreams.flow._aiter import _Receiver, iter_async
 from rstreams.tck._subscriber import verify_subscriber_blackbox
+from testkit.bound import within
 from testkit.recording import WAIT
 from testkit.shapes import patient_env
 
@@ -284,7 +285,7 @@ async def test_aclose_wakes_a_parked_consumer() -> None:
     assert iterator._receiver.waiter is not None and not waiting.done()
     await iterator.aclose()
     with pytest.raises(StopAsyncIteration):
-        await asyncio.wait_for(waiting, WAIT)
+        await within(waiting)
 
 
 class _Silent(rstreams.Flow[int]):

@@ -22,6 +22,7 @@ from rstreams.errors import (
 )
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import from_async_iterable
+from testkit.bound import Bound, within
 from testkit.recording import WAIT, RecordingSubscriber
 from testkit.shapes import patient_env
 
@@ -57,7 +58,7 @@ class AsyncRecorder(RecordingSubscriber[T]):
         self._note()
 
     async def until(self, predicate: Callable[[], bool], what: str) -> None:
-        async with asyncio.timeout(WAIT):
+        async with Bound():
             while not predicate():
                 self.changed.clear()
                 await self.changed.wait()
@@ -168,7 +169,7 @@ async def test_cancel_closes_the_generator_so_finally_runs() -> None:
     await s.items_(3)
     s.cancel()
     s.cancel()
-    await asyncio.wait_for(probe.closed.wait(), WAIT)
+    await within(probe.closed.wait())
     s.request(5)
     assert s.items == [0, 1, 2] and not s.done and probe.pulled == [0, 1, 2]
 
@@ -185,9 +186,9 @@ async def test_cancel_closes_the_generator_so_finally_runs() -> None:
 
     s2: AsyncRecorder[int] = AsyncRecorder(initial=1)
     from_async_iterable(blocked).subscribe(s2)
-    await asyncio.wait_for(started.wait(), WAIT)
+    await within(started.wait())
     s2.cancel()
-    await asyncio.wait_for(closed.wait(), WAIT)
+    await within(closed.wait())
     assert s2.signals == ["on_subscribe"]
 
 
@@ -241,7 +242,7 @@ async def test_invalid_request_signals_on_error_and_closes_the_generator() -> No
         s.request(bad)
         await s.done_()
         assert isinstance(s.error, InvalidDemandError) and repr(bad) in str(s.error)
-        await asyncio.wait_for(probe.closed.wait(), WAIT)
+        await within(probe.closed.wait())
 
 
 @pytest.mark.asyncio
@@ -279,7 +280,7 @@ async def test_raising_on_next_cancels_reports_and_closes() -> None:
 
         s = Broken(initial=5)
         from_async_iterable(probe).subscribe(s)
-        await asyncio.wait_for(probe.closed.wait(), WAIT)
+        await within(probe.closed.wait())
         assert s.items == [0] and not s.done
         assert len(reported) == 1 and "on_next" in reported[0][1]
     finally:
@@ -356,7 +357,7 @@ def test_requests_and_cancel_from_a_foreign_thread(loop_thread: asyncio.Abstract
     assert signal_threads == {"test-loop"}
     s.cancel()
     _run(loop_thread, lambda: None)  # the cancel hand-over has run
-    closed = asyncio.run_coroutine_threadsafe(asyncio.wait_for(probe.closed.wait(), WAIT), loop_thread)
+    closed = asyncio.run_coroutine_threadsafe(within(probe.closed.wait()), loop_thread)
     closed.result(WAIT)
     assert len(probe.pulled) == 100
 

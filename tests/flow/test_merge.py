@@ -14,6 +14,7 @@ import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import InvalidDemandError, OverflowStrategyError, set_unhandled_error_hook
 from rstreams.flow._merge import FlatMapFlow, merge
+from testkit.bound import within
 from testkit.publishers import (
     ActivityProbe,
     ManualPublisher,
@@ -299,7 +300,7 @@ async def test_merge_of_threaded_sources_completes_an_asyncio_future() -> None:
             loop.call_soon_threadsafe(done.set_result, self.items)
 
     merge(ThreadPublisher(range(100)), ThreadPublisher(range(100, 200))).subscribe(ToFuture())
-    items = await asyncio.wait_for(done, WAIT)
+    items = await within(done)
     assert sorted(items) == list(range(200))
 
 

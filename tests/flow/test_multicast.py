@@ -22,6 +22,7 @@ from rstreams.errors import (
     set_unhandled_error_hook,
 )
 from rstreams.flow._public import MulticastProcessor
+from testkit.bound import within
 from testkit.recording import WAIT, RecordingSubscriber
 
 T = TypeVar("T")
@@ -416,7 +417,7 @@ async def test_subscribers_on_an_event_loop_through_observe_on() -> None:
         processor.observe_on(loop, buffer_size=8).subscribe(s)
     feeder = threading.Thread(target=rstreams.range(0, 2000).subscribe, args=(processor,))
     feeder.start()
-    await asyncio.wait_for(asyncio.gather(*finished), WAIT)
+    await within(asyncio.gather(*finished))
     feeder.join(WAIT)
     assert threads_seen == {loop_thread}
     for s in subscribers:

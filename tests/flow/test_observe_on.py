@@ -22,6 +22,7 @@ from rstreams.errors import (
     set_unhandled_error_hook,
 )
 from rstreams.flow._observe_on import ObserveOnFlow
+from testkit.bound import within
 from testkit.recording import WAIT, RecordingSubscriber
 from testkit.shapes import patient_env
 
@@ -160,7 +161,7 @@ async def test_signals_arrive_on_the_loop_thread_when_produced_elsewhere() -> No
     producer.join(WAIT)
     threading.Thread(target=s.request, args=(600,)).start()  # demand from another thread
     s.request(400)  # and from the loop itself (call_soon path)
-    await asyncio.wait_for(finished, WAIT)
+    await within(finished)
     assert s.items == list(range(1000))
     assert seen and all(ident == loop_thread and on_loop for ident, on_loop in seen)
 

@@ -17,6 +17,7 @@ from rstreams.errors import BlockingInLoopError
 from rstreams.flow import _sinks
 from rstreams.flow._sinks import collect, count, for_each, reduce
 from rstreams.tck._subscriber import verify_subscriber_blackbox
+from testkit.bound import within
 from testkit.recording import WAIT
 
 
@@ -188,7 +189,7 @@ async def test_cancelling_the_awaiting_task_cancels_the_subscription() -> None:
         return await result
 
     task = asyncio.ensure_future(consume())
-    await asyncio.wait_for(awaiting.wait(), WAIT)
+    await within(awaiting.wait())
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -15,6 +15,7 @@ from rstreams.errors import InvalidDemandError, LoopClosedError, NoEventLoopErro
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import interval, timer
 from rstreams.flow._push import OverflowStrategy
+from testkit.bound import Bound
 from testkit.clock import VirtualLoop
 from testkit.recording import WAIT, RecordingSubscriber
 from testkit.shapes import patient_env
@@ -228,7 +229,7 @@ class LoopRecorder(RecordingSubscriber[int]):
         self.changed.set()
 
     async def until(self, predicate: Callable[[], bool]) -> None:
-        async with asyncio.timeout(WAIT):
+        async with Bound():
             while not predicate():
                 self.changed.clear()
                 await self.changed.wait()

@@ -11,7 +11,8 @@ import pytest
 import rstreams
 from rstreams.api import Subscription
 from rstreams.net import Connection
-from testkit.net import WAIT, connection, memory_pair, pump_of
+from testkit.bound import within
+from testkit.net import connection, memory_pair, pump_of
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -55,7 +56,7 @@ class _Recorder:
 
 async def test_an_answer_is_on_next_then_on_complete_for_any_subscriber() -> None:
     client = _echo_pair()
-    assert await asyncio.wait_for(client.request("echo?d=x"), WAIT) == b"x"  # the hellos exchanged
+    assert await within(client.request("echo?d=x")) == b"x"  # the hellos exchanged
     answered: list[object] = []
     core = pump_of(client).outbox.core
     receive = core.receive
@@ -68,7 +69,7 @@ async def test_an_answer_is_on_next_then_on_complete_for_any_subscriber() -> Non
     core.receive = spy  # type: ignore[method-assign]
     recorder = _Recorder()
     client.publisher("echo?d=12345678").subscribe(recorder)
-    await asyncio.wait_for(recorder.finished, WAIT)
+    await within(recorder.finished)
     core.receive = receive  # type: ignore[method-assign]
     assert [type(e).__name__ for e in answered] == ["Answer"]  # read whole: the one event
     assert recorder.signals == [("on_subscribe", 1), ("on_next", b"12345678"), ("on_complete", None)]
@@ -79,12 +80,12 @@ async def test_a_subscribe_from_on_next_does_not_take_the_answered_id() -> None:
     """The answered subscription's id is free only once its completion is handled, after
     ``on_next`` returned: a subscribe made in ``on_next`` gets another id (bytes as before)."""
     client = _echo_pair()
-    assert await asyncio.wait_for(client.request("echo"), WAIT) == b"e"
+    assert await within(client.request("echo")) == b"e"
     outer = _Recorder(again=client)
     client.publisher("echo?d=outer").subscribe(outer)
-    await asyncio.wait_for(outer.finished, WAIT)
+    await within(outer.finished)
     assert outer.inner is not None
-    await asyncio.wait_for(outer.inner.finished, WAIT)
+    await within(outer.inner.finished)
     assert outer.signals == [("on_subscribe", 1), ("on_next", b"outer"), ("on_complete", None)]
     assert outer.inner.signals == [("on_subscribe", 2), ("on_next", b"inner"), ("on_complete", None)]
     await client.aclose()

@@ -39,6 +39,7 @@ from rstreams.wire import (
 from rstreams.wire._auth import encode_credentials, encode_subscribe_credentials
 from rstreams.wire._parser import FrameParser
 from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
+from testkit.bound import within
 from testkit.net import RawPeer, connection, memory_pair, run_virtual
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -46,11 +47,6 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 SECRET = "Zebra-Secret-9137"
 ADMIN = "Admin-Key-4411"
 OFFER: dict[str, Any] = {"greeting": rstreams.just(b"hello"), "vault": rstreams.just(b"gold")}
-WAIT = 10.0
-
-
-async def within(awaitable: Any) -> Any:
-    return await asyncio.wait_for(awaitable, WAIT)
 
 
 def check(credentials: Credentials) -> str | None:

@@ -3,7 +3,6 @@ read into 1 MiB buffers) arrive whole and in order over every transport, resumab
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from pathlib import Path
 
@@ -11,7 +10,8 @@ import pytest
 
 import rstreams
 from rstreams.net import Resume, connect, serve
-from testkit.net import WAIT, listen_url
+from testkit.bound import within
+from testkit.net import listen_url
 
 pytestmark = [pytest.mark.asyncio]
 
@@ -36,6 +36,6 @@ async def test_large_elements_arrive_whole_over_each_transport(
         await serve(url, offer, ssl=server_ssl if secure else None, resume=resume) as server,
         await connect(server.url, ssl=client_ssl if secure else None, resume=resume) as conn,
     ):
-        got = await asyncio.wait_for(conn.publisher("big").collect(), WAIT)
+        got = await within(conn.publisher("big").collect())
         assert [len(e) for e in got] == [len(e) for e in ELEMENTS]
         assert got == ELEMENTS

@@ -13,6 +13,7 @@ import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.net import connect, serve
 from rstreams.net._intake import MAX_UNSENT
+from testkit.bound import within
 from testkit.net import CountingSource
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
@@ -74,6 +75,6 @@ async def test_a_large_grant_of_one_mib_input_elements_completes(count: int) -> 
         await serve("tcp://127.0.0.1:0", {}, channels={"count": _granting(256)}) as server,
         await connect(server.url) as conn,
     ):
-        answer = await asyncio.wait_for(conn.channel("count", source).collect(), WAIT)
+        answer = await within(conn.channel("count", source).collect(), WAIT)
     assert answer == [str(count * MIB).encode()]
     assert source.requests == [1] * count  # one WRITE_LIMIT's worth per turn: one element

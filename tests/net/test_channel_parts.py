@@ -4,7 +4,6 @@ without the extension keep the 64 KiB bound."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from typing import Any
 
@@ -33,6 +32,7 @@ from rstreams.wire._channels import (
     encode_channel_message,
 )
 from rstreams.wire.extensions import CHANNELS, INPUT_PARTS
+from testkit import bound
 from testkit.net import CountingSource, RawPeer
 from testkit.recording import RecordingSubscriber
 
@@ -44,7 +44,7 @@ BIG = bytes(range(256)) * 800  # 200 KiB: more than one inputNext can hold (64 K
 
 
 async def within(awaitable: Any) -> Any:
-    return await asyncio.wait_for(awaitable, WAIT)
+    return await bound.within(awaitable, WAIT)
 
 
 def echo(source: Publisher[bytes], params: dict[str, str]) -> Publisher[bytes]:

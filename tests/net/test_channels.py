@@ -32,15 +32,10 @@ from rstreams.wire._channels import (
     encode_channel_message,
 )
 from rstreams.wire.extensions import CHANNELS, KEEPALIVE
+from testkit.bound import within
 from testkit.net import CountingSource, RawPeer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
-
-WAIT = 10.0
-
-
-async def within(awaitable: Any) -> Any:
-    return await asyncio.wait_for(awaitable, WAIT)
 
 
 @contextlib.asynccontextmanager

@@ -14,8 +14,9 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import DEFAULT_HANDSHAKE_TIMEOUT, connect, connect_pipe, serve
 from rstreams.net._resume import Resume
 from rstreams.wire import ConnectionClosed
+from testkit.bound import within
 from testkit.chaos import ChaosProxy
-from testkit.net import WAIT, MemoryPeer, closed_after, connection, memory_pair, run_virtual
+from testkit.net import MemoryPeer, closed_after, connection, memory_pair, run_virtual
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -82,8 +83,8 @@ async def test_a_silent_tcp_listener_does_not_hang_the_client() -> None:
     try:
         conn = await connect(f"tcp://127.0.0.1:{port}", handshake_timeout=0.2)
         with pytest.raises(ConnectionBrokenError, match=r"no serverHello within 0\.2 s.*handshake_timeout"):
-            await asyncio.wait_for(conn.request("anything"), WAIT)
-        await asyncio.wait_for(conn.aclose(), WAIT)
+            await within(conn.request("anything"))
+        await within(conn.aclose())
     finally:
         for writer in accepted:
             writer.close()
@@ -103,12 +104,12 @@ async def test_a_resumed_session_outlives_the_handshake_timeout() -> None:
         proxy = await ChaosProxy("127.0.0.1", port, seed=1).start()
         try:
             conn = await connect(proxy.url, resume=fast, handshake_timeout=0.1)
-            assert await asyncio.wait_for(conn.request("greeting"), WAIT) == b"hello"
+            assert await within(conn.request("greeting")) == b"hello"
             links = proxy.links_made
             proxy.cut()
             await proxy.wait_links(links + 1)
             await asyncio.sleep(0.3)  # past the handshake timeout, counted from either transport
-            assert await asyncio.wait_for(conn.request("greeting"), WAIT) == b"hello"
+            assert await within(conn.request("greeting")) == b"hello"
             assert not conn.closed
             await conn.aclose(timeout=1.0)
         finally:

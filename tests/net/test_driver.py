@@ -13,7 +13,8 @@ from rstreams import UNBOUNDED
 from rstreams._cli_publishers import builtin_publishers
 from rstreams.net import Connection, fixed_size, with_codec
 from rstreams.net._serving import MAX_BATCH
-from testkit.net import WAIT, CountingSource, MemoryTransport, connection, memory_pair, pump_of
+from testkit.bound import within
+from testkit.net import CountingSource, MemoryTransport, connection, memory_pair, pump_of
 from testkit.recording import RecordingSubscriber
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -25,7 +26,7 @@ async def test_writes_are_coalesced_per_loop_turn() -> None:
     server = connection(client=False, offer={"n": source})
     client = connection(client=True)
     server_transport, _ = memory_pair(server, client)
-    items = await asyncio.wait_for(client.publisher("n").collect(), WAIT)
+    items = await within(client.publisher("n").collect())
     assert len(items) == 10_000
     assert server_transport.writes <= 10_000 // MAX_BATCH + 5
 
@@ -39,11 +40,11 @@ async def test_output_budget_stops_production_for_a_non_reading_peer() -> None:
     server_transport, client_transport = memory_pair(server, client, high=high, low=high // 4)
     subscriber: RecordingSubscriber[bytes] = RecordingSubscriber()
     client.publisher("endless").subscribe(subscriber)
-    await asyncio.wait_for(source.subscribed.wait(), WAIT)
+    await within(source.subscribed.wait())
     client_transport.pause_reading()
     subscriber.request(UNBOUNDED)
     while not server_transport.paused:
-        await asyncio.wait_for(source.progress.wait(), WAIT)
+        await within(source.progress.wait())
         source.progress.clear()
     stalled_at = source.pulled
     for _ in range(100):  # loop turns: nothing more is produced while the transport is full
@@ -82,7 +83,7 @@ async def test_subscriber_ids_are_reused_lowest_first() -> None:
     client = connection(client=True)
     memory_pair(server, client)
     for _ in range(300):
-        assert await asyncio.wait_for(client.request("one"), WAIT) == (1).to_bytes(8, "big")
+        assert await within(client.request("one")) == (1).to_bytes(8, "big")
     open_ids = await _open_never(client)
     assert open_ids == {1}
     await client.aclose()
@@ -209,7 +210,7 @@ async def test_a_request_response_is_one_write_each_way_with_no_loop_turn_before
     server = connection(client=False, offer={"echo": lambda params: rstreams.just(b"12345678")})
     client = connection(client=True)
     server_transport, client_transport, server_spy, client_spy = _spied(server, client)
-    assert await asyncio.wait_for(client.request("echo"), WAIT) == b"12345678"  # hellos exchanged
+    assert await within(client.request("echo")) == b"12345678"  # hellos exchanged
     for _ in range(3):
         sent, answered = client_transport.writes, server_transport.writes
         server_spy.writes.clear()
@@ -218,7 +219,7 @@ async def test_a_request_response_is_one_write_each_way_with_no_loop_turn_before
         await asyncio.sleep(0)  # the request's first step ran; what it wrote is not delivered yet
         assert client_transport.writes == sent + 1
         assert server_spy.writes == []
-        assert await asyncio.wait_for(request, WAIT) == b"12345678"
+        assert await within(request) == b"12345678"
         assert server_spy.writes == [1]  # answered within the read of the subscribe
         assert client_spy.writes == [0]  # nothing follows the answer
         assert (client_transport.writes, server_transport.writes) == (sent + 1, answered + 1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +11,8 @@ from rstreams.errors import set_unhandled_error_hook
 from rstreams.net import RemoteStreamError, connect, serve
 from rstreams.wire import ClientHello, ConnectionClosed, Side, Subscribe, encode
 from rstreams.wire import Connection as Core
-from testkit.net import WAIT, CountingSource, RecordingHandler, connection, memory_pair, pump_of
+from testkit.bound import within
+from testkit.net import CountingSource, RecordingHandler, connection, memory_pair, pump_of
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -55,7 +55,7 @@ async def test_violation_after_a_subscribe_in_one_read_still_says_goodbye() -> N
         )
     )
     pump_of(server).data_received(memoryview(read))
-    await asyncio.wait_for(peer.lost, WAIT)
+    await within(peer.lost)
     assert "§5" in goodbye_in(bytes(peer.data))
     assert server.closed
 
@@ -102,10 +102,10 @@ async def test_a_raising_request_fails_only_its_stream(
     offer = {"bad": RaisingSource(cancel_raises=cancel_raises), "good": CountingSource(limit=100)}
     async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
         with pytest.raises(RemoteStreamError) as raised:
-            await asyncio.wait_for(conn.publisher("bad").collect(), WAIT)
+            await within(conn.publisher("bad").collect())
         assert "rule 3.16" in raised.value.message and "boom in request" in raised.value.message
         assert raised.value.message.startswith("RuleViolationError: rule 3.16")  # a type of its own
-        good = await asyncio.wait_for(conn.publisher("good").collect(), WAIT)
+        good = await within(conn.publisher("good").collect())
         assert len(good) == 100
         assert not conn.closed
     contexts = [context for _, context in unhandled]

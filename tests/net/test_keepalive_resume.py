@@ -18,8 +18,8 @@ from rstreams.errors import ConnectionBrokenError, ResourceClosedError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume
 from rstreams.net._resume_session import Session
+from testkit.bound import within
 from testkit.chaos import ChaosProxy
-from testkit.net import WAIT
 from testkit.net import session_of as session_or_none
 from testkit.resume import Collector
 
@@ -93,8 +93,8 @@ class Pair:
 
     async def all_arrived(self) -> None:
         """Both streams complete, each element exactly once and in order; neither side closed."""
-        await asyncio.wait_for(self.from_server.done.wait(), WAIT)
-        await asyncio.wait_for(self.from_client.done.wait(), WAIT)
+        await within(self.from_server.done.wait())
+        await within(self.from_client.done.wait())
         assert self.from_server.error is None, self.from_server.error
         assert self.from_client.error is None, self.from_client.error
         assert self.from_server.items == list(range(N))
@@ -123,7 +123,7 @@ async def test_server_idle_timeout_drops_the_link_and_waits_for_the_resume() -> 
         server_session = session_of(pair.server_conns[0])
         dropped = on_link_lost(server_session)
         pair.proxy.stall()
-        await asyncio.wait_for(dropped.wait(), WAIT)  # the idle server aborted the link
+        await within(dropped.wait())  # the idle server aborted the link
         assert server_session.link is None
         assert not pair.server_conns[0].closed  # the session waits for session_timeout
         pair.proxy.resume()  # the proxy now finds its upstream gone and cuts the client's side
@@ -148,11 +148,11 @@ async def test_idle_session_waits_only_session_timeout_for_the_resume() -> None:
             proxy.stall()
             served = Collector(pattern=False)
             server_conns[0].publisher(f"count?n={N}").subscribe(served)  # ends when the session does
-            await asyncio.wait_for(served.done.wait(), WAIT)
+            await within(served.done.wait())
             assert isinstance(served.error, ConnectionBrokenError), served.error
             assert "expired" in str(served.error.__cause__ or served.error)
             proxy.resume()
-            await asyncio.wait_for(received.done.wait(), WAIT)  # the resume is refused: the client fails
+            await within(received.done.wait())  # the resume is refused: the client fails
             assert isinstance(received.error, ConnectionBrokenError), received.error
             await client.aclose()
 
@@ -168,7 +168,7 @@ async def test_idle_timeout_without_resume_still_says_goodbye() -> None:
             client.publisher(f"count?n={N}").subscribe(received)
             await received.wait_items(100)
             proxy.stall()
-            await asyncio.wait_for(received.done.wait(), WAIT)
+            await within(received.done.wait())
             assert isinstance(received.error, ResourceClosedError), received.error
             assert "idle timeout: nothing received for 0.3 s (PROTOCOL.md §14.2)" in str(received.error)
             assert client.closed

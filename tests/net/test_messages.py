@@ -24,15 +24,10 @@ from rstreams.wire import (
 from rstreams.wire._auth import encode_credentials
 from rstreams.wire._messages import MESSAGE, MESSAGE_CREDIT, decode_credit, encode_credit, encode_message
 from rstreams.wire.extensions import AUTH, AUTH_AUTHENTICATE, KEEPALIVE, MESSAGES
+from testkit.bound import within
 from testkit.net import RawPeer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
-
-WAIT = 10.0
-
-
-async def within(awaitable: Any) -> Any:
-    return await asyncio.wait_for(awaitable, WAIT)
 
 
 @contextlib.asynccontextmanager

@@ -18,7 +18,7 @@ import rstreams
 from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net import Connection, Server, connect, serve
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO
-from testkit.net import WAIT
+from testkit.bound import within
 from testkit.tls import MutualPki, client_context, server_context
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
@@ -52,7 +52,7 @@ async def _serve(scheme: str, pki: MutualPki, subjects: Subjects) -> Server:
 
 async def _numbers(url: str, context: ssl.SSLContext) -> list[bytes]:
     async with await connect(url, ssl=context) as conn:
-        return await asyncio.wait_for(conn.publisher("numbers").collect(), WAIT)
+        return await within(conn.publisher("numbers").collect())
 
 
 async def _refused(url: str, context: ssl.SSLContext) -> ConnectionBrokenError:

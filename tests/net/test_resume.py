@@ -25,6 +25,7 @@ from rstreams.wire._resume import (
     encode_resume,
 )
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
+from testkit.bound import within
 from testkit.chaos import ChaosProxy
 from testkit.net import WAIT, CountingSource, MemoryTransport
 from testkit.net import session_of as session_or_none
@@ -303,7 +304,7 @@ async def test_split_elements_survive_cuts() -> None:
         try:
             client.publisher("big").subscribe(Big(batch=4))
             await proxy.cut_repeatedly(3, 100_000, 1_500_000)
-            await asyncio.wait_for(done.wait(), WAIT * 3)
+            await within(done.wait(), WAIT * 3)
         finally:
             await client.aclose(timeout=1.0)
     assert not errors, errors
@@ -336,7 +337,7 @@ async def test_closing_during_an_outage_ends_cleanly() -> None:
         session = session_of(pair.client)
         pair.proxy.refuse()
         pair.proxy.cut()
-        await asyncio.wait_for(pair.client.aclose(timeout=0.5), WAIT)
+        await within(pair.client.aclose(timeout=0.5))
         await pair.from_server.finished()
         assert pair.from_server.error is not None
         assert pair.client.closed
@@ -373,7 +374,7 @@ async def test_malformed_resume_is_refused_and_the_server_goes_on(first: bytes) 
         port = int(server.url.rsplit(":", 1)[1])
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(first)
-        data = await asyncio.wait_for(reader.read(), WAIT)  # until the server closes
+        data = await within(reader.read())  # until the server closes
         writer.close()
         parser = ResumeReplyParser()
         outcome = parser.feed(data)
@@ -420,7 +421,7 @@ async def test_error_goodbye_closes_promptly_on_a_resumable_server() -> None:
         writer.write(b"\x01\x00\x00\x7f")  # clientHello, then a reserved type byte
         loop = asyncio.get_running_loop()
         start = loop.time()
-        data = await asyncio.wait_for(reader.read(), WAIT)  # goodbye, then the server's end of input
+        data = await within(reader.read())  # goodbye, then the server's end of input
         elapsed = loop.time() - start
         writer.close()
     assert b"0x7f" in data
@@ -468,7 +469,7 @@ async def test_a_session_whose_conversation_is_over_is_not_resumed() -> None:
         parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
         received, token = 0, None
         while token is None:
-            data = await asyncio.wait_for(reader.read(1 << 16), WAIT)
+            data = await within(reader.read(1 << 16))
             assert data, "the server closed before sending its resumeToken"
             received += len(data)
             frames = parser.feed(data)
@@ -477,16 +478,16 @@ async def test_a_session_whose_conversation_is_over_is_not_resumed() -> None:
                 None,
             )
         writer.write(b"\x7f")  # a reserved type byte: goodbye, and the session is over
-        rest = await asyncio.wait_for(reader.read(), WAIT)  # the goodbye, then the server's end of input
+        rest = await within(reader.read())  # the goodbye, then the server's end of input
         assert b"0x7f" in rest
         again_reader, again_writer = await asyncio.open_connection("127.0.0.1", port)
         again_writer.write(encode_message(RESUME, encode_resume(token, received + len(rest))))
-        answer = await asyncio.wait_for(again_reader.read(), WAIT)  # until the server closes
+        answer = await within(again_reader.read())  # until the server closes
         again_writer.close()
         outcome = ResumeReplyParser().feed(answer)
         assert outcome == Refused("unknown or expired session token (PROTOCOL.md §16.3)"), answer
         writer.close()
-        await asyncio.wait_for(ended[0].wait_closed(), WAIT)
+        await within(ended[0].wait_closed())
         assert not server.connections
 
 
@@ -504,7 +505,7 @@ async def test_input_ending_before_the_first_bytes_decide_ends_the_connection_at
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(first)
         writer.write_eof()
-        data = await asyncio.wait_for(reader.read(), WAIT)  # until the server closes
+        data = await within(reader.read())  # until the server closes
         writer.close()
         if first:
             outcome = ResumeReplyParser().feed(data)

@@ -12,15 +12,12 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, RemoteStreamError, connect, serve
 from rstreams.net._websocket import SUBPROTOCOL
 from rstreams.wire import ClientHello, ConnectionConfig, Subscribe, encode
+from testkit.bound import within
 from testkit.net import WAIT, CountingSource
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
 OFFER: dict[str, Any] = {"greeting": rstreams.just(b"hello")}
-
-
-async def within(awaitable: Any) -> Any:
-    return await asyncio.wait_for(awaitable, WAIT)
 
 
 def _host_port(url: str) -> tuple[str, int]:

@@ -15,15 +15,11 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.wire import ClientHello, ConnectionClosed, Side, encode
 from rstreams.wire import Connection as Core
-from testkit.net import WAIT
+from testkit.bound import within
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
 OFFER: dict[str, Any] = {"greeting": rstreams.just(b"hello")}
-
-
-async def within(awaitable: Any) -> Any:
-    return await asyncio.wait_for(awaitable, WAIT)
 
 
 def _host_port(url: str) -> tuple[str, int]:

@@ -39,7 +39,8 @@ from rstreams.wire._resume import (
 )
 from rstreams.wire.extensions import ERROR_CODES, GOODBYE_CODE, REGISTERED
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
-from testkit.net import WAIT, CountingSource
+from testkit.bound import within
+from testkit.net import CountingSource
 from testkit.resume import Collector
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
@@ -93,7 +94,7 @@ async def _refused(url: str, *writes: bytes) -> list[object]:
         for data in writes:
             writer.write(data)
             await writer.drain()
-        received = await asyncio.wait_for(reader.read(), WAIT)
+        received = await within(reader.read())
     finally:
         writer.close()
     frames = _parser().feed(received)
@@ -104,7 +105,7 @@ async def _refused(url: str, *writes: bytes) -> list[object]:
 async def _counted(url: str) -> Connection:
     """A client that the server at ``url`` has counted (it answered a request)."""
     conn = await connect(url)
-    assert await asyncio.wait_for(conn.request("greeting"), WAIT) == b"hello"
+    assert await within(conn.request("greeting")) == b"hello"
     return conn
 
 
@@ -174,12 +175,12 @@ async def test_the_server_keeps_serving_its_other_connections() -> None:
         for _ in range(3):
             subscribe = encode(Subscribe(publisher="count", subscriber=1, initial_demand=10))
             assert await _refused(server.url, encode(ClientHello(extensions=ALL)) + subscribe) == CODED
-            assert await asyncio.wait_for(first.request("greeting"), WAIT) == b"hello"
+            assert await within(first.request("greeting")) == b"hello"
         await stream.finished()
         assert stream.error is None and stream.items == list(range(1, 20_001))
         assert len(server.connections) == 1
         await first.aclose()
-        await asyncio.wait_for(first.wait_closed(), WAIT)
+        await within(first.wait_closed())
         second = await _counted(server.url)  # below the limit again
         await second.aclose()
 
@@ -194,7 +195,7 @@ async def test_a_resume_at_the_limit_is_not_a_new_connection() -> None:
         writer.write(encode(ClientHello(extensions=(RESUME_EXTENSION.id, ERROR_CODES.id))))
         parser, received, token = _parser(), 0, None
         while token is None:
-            data = await asyncio.wait_for(reader.read(1 << 16), WAIT)
+            data = await within(reader.read(1 << 16))
             assert data, "the server closed before sending its resumeToken"
             received += len(data)
             frames = parser.feed(data)
@@ -212,13 +213,13 @@ async def test_a_resume_at_the_limit_is_not_a_new_connection() -> None:
         answer = ResumeReplyParser()
         outcome = None
         while outcome is None:
-            data = await asyncio.wait_for(again_reader.read(1 << 16), WAIT)
+            data = await within(again_reader.read(1 << 16))
             assert data, "the server closed before answering the resume"
             outcome = answer.feed(data)
         assert isinstance(outcome, Resumed), outcome
         assert len(server.connections) == 1
         again_writer.write(encode(Goodbye(reason="done")))
-        await asyncio.wait_for(again_reader.read(), WAIT)  # the answering goodbye, then the end
+        await within(again_reader.read())  # the answering goodbye, then the end
         again_writer.close()
 
 

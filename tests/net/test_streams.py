@@ -7,7 +7,6 @@ import concurrent.futures
 import os
 import ssl
 import sys
-from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from rstreams.net import (
 )
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.wire import OnNext, OnNextBatch, OnNextPacked
+from testkit.bound import within
 from testkit.net import WAIT, CountingSource, listen_url, pump_of
 from testkit.recording import RecordingSubscriber
 
@@ -57,10 +57,6 @@ OFFER: dict[str, Any] = {
 
 async def _served(url: str, *, ssl_server: ssl.SSLContext | None = None, **kwargs: Any) -> Server:
     return await serve(url, OFFER, ssl=ssl_server, **kwargs)
-
-
-async def within(awaitable: Awaitable[Any]) -> Any:
-    return await asyncio.wait_for(awaitable, WAIT)
 
 
 # -- each transport carries a stream end to end ---------------------------------------------
@@ -123,12 +119,12 @@ async def test_stream_from_a_subprocess_over_stdin_stdout() -> None:
         proc.stdout._transport.close()  # type: ignore[attr-defined]
         proc.stdin.transport.close()
         conn = await connect_pipe(stdout_fd, stdin_fd)
-        items = await within(conn.publisher("squares?n=100").collect())
+        items = await asyncio.wait_for(conn.publisher("squares?n=100").collect(), WAIT)
         assert [int(x) for x in items] == [i * i for i in range(100)]
-        await within(conn.aclose())
+        await asyncio.wait_for(conn.aclose(), WAIT)  # (a child serves: wall time)
         assert proc.stderr is not None
-        errors = await within(proc.stderr.read())
-        assert await within(proc.wait()) == 0
+        errors = await asyncio.wait_for(proc.stderr.read(), WAIT)
+        assert await asyncio.wait_for(proc.wait(), WAIT) == 0
         assert errors == b""  # the child closed its pipes cleanly: no tracebacks from asyncio
     finally:
         if proc.returncode is None:

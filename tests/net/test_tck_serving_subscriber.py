@@ -22,6 +22,7 @@ from rstreams import UNBOUNDED
 from rstreams.api import Subscriber
 from rstreams.net._serving import ServingStream
 from rstreams.tck import TestEnvironment, verify_subscriber_blackbox
+from testkit.bound import within
 from testkit.net import WAIT, connection, memory_pair
 from testkit.recording import RecordingSubscriber
 
@@ -66,7 +67,7 @@ async def test_the_serving_subscriber_passes_the_blackbox_tck() -> None:
         peer = Peer(completed_with_items)
         peers.append(peer)
         client.publisher("tck").subscribe(peer)
-        stream = await asyncio.wait_for(capture.streams.get(), WAIT)
+        stream = await within(capture.streams.get())
         assert isinstance(stream, ServingStream)
         return stream
 
@@ -85,7 +86,7 @@ async def test_the_serving_subscriber_passes_the_blackbox_tck() -> None:
     # signal it should not have (the TCK's elements reached the peer in order)
     assert not server.closed and not client.closed
     # the 2.1 case's elements and completion went all the way to its peer (bounded wait)
-    await asyncio.wait_for(completed_with_items.wait(), WAIT)
+    await within(completed_with_items.wait())
     for peer in peers:
         assert peer.items == [i.to_bytes(8, "big") for i in range(len(peer.items))]
     await client.aclose()

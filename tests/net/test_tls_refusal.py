@@ -24,7 +24,7 @@ import rstreams
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, TLSRefusedError
 from rstreams.net import connect, serve
 from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT, TLSNoResponseError
-from testkit.net import WAIT
+from testkit.bound import within
 from testkit.tls import MutualPki, client_context, server_context
 
 pytestmark = pytest.mark.timeout(30)
@@ -40,7 +40,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> MutualPki:
 
 async def _numbers(url: str, context: ssl.SSLContext | None) -> list[bytes]:
     async with await connect(url, ssl=context) as conn:
-        return await asyncio.wait_for(conn.publisher("numbers").collect(), WAIT)
+        return await within(conn.publisher("numbers").collect())
 
 
 async def _broken(url: str, context: ssl.SSLContext | None) -> ConnectionBrokenError:
@@ -122,7 +122,7 @@ async def test_a_plain_connection_ended_before_the_hello_is_not_one() -> None:
     closer = asyncio.create_task(accept_and_close())
     try:
         error = await _broken(f"tcp://127.0.0.1:{listener.getsockname()[1]}", None)
-        await asyncio.wait_for(closer, WAIT)
+        await within(closer)
     finally:
         closer.cancel()
         listener.close()
@@ -147,11 +147,11 @@ async def test_a_session_that_said_hello_ends_with_the_plain_error(pki: MutualPk
     offer = {**OFFER, "later": lambda params: rstreams.timer(60).map(lambda i: b"x")}
     server = await serve(URLS["tls"], offer, ssl=server_context(pki.server, client_ca=pki.ca))
     async with server, await connect(server.url, ssl=client_context(pki.ca, pki.alice)) as conn:
-        assert await asyncio.wait_for(conn.publisher("numbers").collect(), WAIT) == [b"\0", b"\1", b"\2"]
+        assert await within(conn.publisher("numbers").collect()) == [b"\0", b"\1", b"\2"]
         later = asyncio.ensure_future(conn.publisher("later").collect())
         await server.aclose()
         with pytest.raises(ConnectionBrokenError) as raised:
-            await asyncio.wait_for(later, WAIT)
+            await within(later)
     assert type(raised.value) is ConnectionBrokenError, repr(raised.value)
 
 

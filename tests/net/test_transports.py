@@ -15,7 +15,8 @@ import pytest
 from rstreams.net._endpoints import connect_endpoint, listen_endpoint
 from rstreams.net._stream import open_pipe_transport
 from rstreams.net._url import parse_url
-from testkit.net import WAIT, RecordingHandler
+from testkit.bound import within
+from testkit.net import RecordingHandler
 
 PAYLOAD = bytes(range(256)) * 1000  # 256 kB: several reads and, for WebSocket, several messages
 
@@ -34,20 +35,20 @@ async def _echo_round_trip(
     try:
         client = RecordingHandler()
         task = await connect_endpoint(listener.endpoint, client, ssl=ssl_client)
-        await asyncio.wait_for(client.made.wait(), WAIT)
+        await within(client.made.wait())
         assert client.transport is not None
         half = len(PAYLOAD) // 2
         client.transport.writelines([PAYLOAD[:half], PAYLOAD[half:]])
         assert await client.wait_bytes(len(PAYLOAD)) == PAYLOAD
         client.transport.close()
-        assert await asyncio.wait_for(client.lost, WAIT) is None
-        assert await asyncio.wait_for(servers[0].lost, WAIT) is None
+        assert await within(client.lost) is None
+        assert await within(servers[0].lost) is None
         assert bytes(servers[0].data) == PAYLOAD
         if task is not None:
-            await asyncio.wait_for(task, WAIT)
+            await within(task)
     finally:
         listener.close()
-        await asyncio.wait_for(listener.wait_closed(), WAIT)
+        await within(listener.wait_closed())
 
 
 @pytest.mark.asyncio
@@ -142,8 +143,8 @@ async def test_pipes_both_ways() -> None:
     ta.writelines([PAYLOAD])
     assert await a.wait_bytes(len(PAYLOAD)) == PAYLOAD
     ta.close()
-    assert await asyncio.wait_for(b.lost, WAIT) is None or b.eof
-    await asyncio.wait_for(a.lost, WAIT)
+    assert await within(b.lost) is None or b.eof
+    await within(a.lost)
 
 
 @pytest.mark.asyncio
@@ -164,10 +165,10 @@ async def test_pause_writing_when_the_peer_does_not_read(url: str) -> None:
     try:
         client = RecordingHandler()
         await connect_endpoint(listener.endpoint, client, high=64 * 1024, low=16 * 1024)
-        await asyncio.wait_for(client.made.wait(), WAIT)
-        await asyncio.wait_for(accepted.wait(), WAIT)
+        await within(client.made.wait())
+        await within(accepted.wait())
         server = servers[0]
-        await asyncio.wait_for(server.made.wait(), WAIT)
+        await within(server.made.wait())
         assert server.transport is not None and client.transport is not None
         server.transport.pause_reading()
         block = b"x" * 65536
@@ -181,7 +182,7 @@ async def test_pause_writing_when_the_peer_does_not_read(url: str) -> None:
         await client.wait_for(lambda: client.resumed > 0, "resume_writing")
         await server.wait_for(lambda: len(server.data) >= written, "all bytes")
         client.transport.close()
-        await asyncio.wait_for(client.lost, WAIT)
+        await within(client.lost)
     finally:
         listener.close()
         await listener.wait_closed()
@@ -197,16 +198,16 @@ async def test_half_closing_a_connection_the_peer_reset_aborts_it_instead_of_rai
     try:
         endpoint = listener.endpoint
         peer = await asyncio.to_thread(socket.create_connection, (endpoint.host, endpoint.port))
-        await asyncio.wait_for(server.made.wait(), WAIT)
+        await within(server.made.wait())
         assert server.transport is not None
         peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         peer.close()  # a reset
         _wait_for_reset(server.transport.get_extra_info("socket"))
         server.transport.write_eof()  # the peer is gone: must not raise
-        assert await asyncio.wait_for(server.lost, WAIT) is None
+        assert await within(server.lost) is None
     finally:
         listener.close()
-        await asyncio.wait_for(listener.wait_closed(), WAIT)
+        await within(listener.wait_closed())
 
 
 def _wait_for_reset(transport_socket: socket.socket) -> None:

@@ -5,6 +5,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 
 ========================  ============================================================
 ``testkit.recording``     ``RecordingSubscriber`` and ``WAIT``, the bound of every wait
+``testkit.bound``         ``within``/``Bound``: a wait bounded by the loop's own time, not the load
 ``testkit.publishers``    publishers the operator tests drive by hand or from a thread
 ``testkit.clock``         a virtual clock for the time-based building blocks
 ``testkit.shapes``        one stream from three upstream shapes; the TCK environment for them

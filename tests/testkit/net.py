@@ -25,6 +25,7 @@ from rstreams.wire import (
     encode,
 )
 from rstreams.wire import Connection as Core
+from testkit.bound import within
 
 WAIT = 10.0
 
@@ -109,7 +110,7 @@ class RecordingHandler:
                 await self._changed.wait()
 
         try:
-            await asyncio.wait_for(loop(), WAIT)
+            await within(loop())
         except TimeoutError:
             raise AssertionError(f"timed out waiting for {what}") from None
 
@@ -142,7 +143,7 @@ class CountingSource:
                 self.progress.clear()
                 await self.progress.wait()
 
-        await asyncio.wait_for(loop(), WAIT)
+        await within(loop())
 
     def subscribe(self, subscriber: Any) -> None:
         subscription = _CountingSubscription(self, subscriber)
@@ -460,7 +461,7 @@ class RawPeer:
                 self.core.receive_data(data)
                 self._take()
 
-        return await asyncio.wait_for(loop(), deadline)
+        return await within(loop(), deadline)
 
     def _take(self) -> None:
         events = self.core.events_received()

@@ -12,6 +12,7 @@ from typing import Any, Self
 
 from rstreams.api import Subscriber, Subscription
 from rstreams.net import Server, serve
+from testkit.bound import Bound
 
 WAIT = 10.0
 """Upper bound for any wait; a correct implementation answers far sooner."""
@@ -70,7 +71,7 @@ class Waiter(Subscriber[Any]):
 
     async def wait(self, count: int = 0, *, done: bool = False) -> None:
         """Until ``count`` elements arrived (and the stream ended, with ``done``)."""
-        async with asyncio.timeout(WAIT):
+        async with Bound():
             while len(self.items) < count or (done and not (self.completed or self.error)):
                 self._changed.clear()
                 await self._changed.wait()
@@ -90,7 +91,7 @@ class Opened:
         return self._factory(params)
 
     async def wait(self, count: int) -> None:
-        async with asyncio.timeout(WAIT):
+        async with Bound():
             while self.count < count:
                 self._changed.clear()
                 await self._changed.wait()

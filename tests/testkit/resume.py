@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from rstreams.api import Subscriber, Subscription
+from testkit.bound import within
 from testkit.net import WAIT
 
 SIZE = 64
@@ -57,7 +58,7 @@ class Collector(Subscriber[bytes]):
                 self.progress.clear()
                 await self.progress.wait()
 
-        await asyncio.wait_for(loop(), WAIT)
+        await within(loop())
 
     async def finished(self, timeout: float = WAIT) -> None:  # noqa: ASYNC109
-        await asyncio.wait_for(self.done.wait(), timeout)
+        await within(self.done.wait(), timeout)

@@ -1,0 +1,101 @@
+"""The bound of a wait in this process's event loop: the loop's own time, not the machine's load.
+
+A test's server, client and peers share one loop, so a loaded machine slows all of them
+together; a wall-time bound then fails correct code. :class:`Bound` counts only the seconds the
+loop's thread had a CPU or waited for what it awaits (wall time less the time it waited for a
+CPU), and stops at :data:`HARD` times its limit in wall time whatever the load. A hang is the
+loop waiting for what never comes, on its own time: it fails after the limit as on an idle
+machine. A wait on another process (a JVM, Node, Spark) is not the loop's to count: those keep
+their own bounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from pathlib import Path
+from types import TracebackType
+from typing import Self, TypeVar
+
+WAIT = 10.0
+"""Seconds of the loop's own time any one wait may take: longer is a hang."""
+HARD = 30
+"""How many times its own-time limit in wall seconds any one wait may take, however loaded the
+machine: the bound that nothing passes (300 s for ``WAIT``)."""
+
+T = TypeVar("T")
+
+_SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def _run_delay() -> float:
+    """Seconds this thread has spent runnable but waiting for a CPU (Linux's schedstat, its
+    second field); 0 where the system does not say (then a bound counts wall time)."""
+    try:
+        return int(_SCHEDSTAT.read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _own_clock(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` keeps a clock of its own (a virtual one) instead of the monotonic clock."""
+    return type(loop).time is not asyncio.BaseEventLoop.time
+
+
+class Bound:
+    """A hang guard on what its block awaits: ``TimeoutError`` once the loop's thread has spent
+    ``limit`` seconds of its own time on it (wall time less the time the thread waited for a
+    CPU), or ``HARD`` times ``limit`` wall seconds, whichever comes first.
+
+    On a loop with a clock of its own (``testkit.net.VirtualTimeLoop``) the load never shows:
+    the block is bounded by ``limit`` seconds of that clock, as ``asyncio.timeout`` would."""
+
+    def __init__(self, limit: float = WAIT) -> None:
+        self.limit = limit
+        self._handle: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> Self:
+        loop = asyncio.get_running_loop()
+        self._start, self._delay = time.monotonic(), _run_delay()
+        if _own_clock(loop):
+            self._scope = asyncio.timeout(self.limit)
+            await self._scope.__aenter__()
+            return self
+        self._scope = asyncio.timeout(None)
+        await self._scope.__aenter__()
+        self._check(loop)
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        await self._scope.__aexit__(kind, error, trace)  # (a cancel of its own: TimeoutError)
+
+    def spent(self) -> tuple[float, float]:
+        """Seconds of the thread's own time and wall seconds since the block began."""
+        wall = time.monotonic() - self._start
+        return wall - (_run_delay() - self._delay), wall
+
+    def _check(self, loop: asyncio.AbstractEventLoop) -> None:
+        own, wall = self.spent()
+        left = min(self.limit - own, HARD * self.limit - wall)
+        if left > 0:
+            self._handle = loop.call_later(left, self._check, loop)
+        else:
+            self._scope.reschedule(loop.time())  # now: what the block awaits is cancelled
+
+    def said(self) -> str:
+        """How long the block waited, for a failure's message."""
+        own, wall = self.spent()
+        return f"{self.limit:g} s of the loop's own time ({own:.1f} s; {wall:.1f} s in all)"
+
+
+async def within(awaitable: Awaitable[T], limit: float = WAIT) -> T:
+    """``awaitable``'s result, or ``TimeoutError`` (and ``awaitable`` cancelled) once it took
+    ``limit`` seconds of the loop's own time (:class:`Bound`): ``asyncio.wait_for`` for waits in
+    this process's loop."""
+    async with Bound(limit):
+        return await awaitable
