@@ -1,0 +1,56 @@
+"""testkit.bound: a wait's bound counts the loop's own time, and a virtual loop's own clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from testkit import bound
+from testkit.bound import Bound, within
+from testkit.net import run_virtual
+
+
+@pytest.mark.timeout(30)
+def test_within_gives_the_result_or_a_timeout_error_and_cancels_what_it_waited_for() -> None:
+    async def main() -> tuple[str, bool]:
+        async def answer() -> str:
+            await asyncio.sleep(0)
+            return "done"
+
+        never = asyncio.ensure_future(asyncio.Event().wait())
+        with pytest.raises(TimeoutError):
+            await within(never, 0.1)
+        return await within(answer()), never.cancelled()
+
+    assert asyncio.run(main()) == ("done", True)
+
+
+@pytest.mark.timeout(30)
+def test_time_spent_waiting_for_a_cpu_is_not_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the thread had waited for a CPU all along: a wait far past its limit still ends."""
+    monkeypatch.setattr(bound, "_run_delay", time.monotonic)
+
+    async def main() -> str:
+        async def slow() -> str:
+            await asyncio.sleep(0.2)
+            return "done"
+
+        return await within(slow(), 0.02)
+
+    assert asyncio.run(main()) == "done"
+
+
+@pytest.mark.timeout(30)
+def test_on_a_virtual_loop_the_bound_is_its_own_clock() -> None:
+    """The loop's clock jumps to the bound's end: the wait fails at that virtual time, at once."""
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        with pytest.raises(TimeoutError):
+            async with Bound(5.0):
+                await asyncio.Event().wait()
+        return loop.time()
+
+    assert run_virtual(main) == 5.0  # (counting real time, the virtual clock would run far past it)
