@@ -129,3 +129,33 @@ async def test_a_read_size_the_parser_said_applies_to_the_next_read_only() -> No
     big.obj.fits = 3000
     spare = protocol.get_buffer(-1)
     assert spare.obj is not big.obj and len(spare) == 3000
+
+
+async def test_reads_of_one_size_reuse_the_view_and_always_show_the_new_bytes() -> None:
+    """A read as long as the one before, into the same buffer, is handed the same view (no new
+    slice); one into the other buffer of a lent pair, or after a resize, gets a view of that one."""
+    handler = Borrowing()
+    seen: list[tuple[memoryview, bytes]] = []
+    record = handler.data_received
+
+    def received(data: memoryview) -> None:
+        seen.append((data, bytes(data)))
+        record(data)
+
+    handler.data_received = received  # type: ignore[method-assign]
+    protocol = StreamProtocol(handler)
+    read(protocol, b"a" * 11)
+    read(protocol, b"b" * 11)
+    assert seen[1][0] is seen[0][0] and seen[1][1] == b"b" * 11  # the same view, the new bytes
+    read(protocol, b"i" * FIRST_READ_SIZE)  # filled: the buffer grows
+    read(protocol, b"c" * 11)
+    read(protocol, b"d" * 11)
+    assert seen[3][0] is not seen[1][0] and seen[4][0] is seen[3][0]
+    assert seen[3][0].obj is protocol.get_buffer(-1).obj and bytes(seen[4][0]) == b"d" * 11
+    read(protocol, b"b" * SMALL_READ_SIZE)  # bulk: the big buffer
+    handler.borrow = True
+    read(protocol, b"x" * 11)  # kept: the next read goes into the spare buffer
+    handler.borrow = False
+    read(protocol, b"y" * 11)
+    assert seen[-1][0].obj is not seen[-2][0].obj and bytes(seen[-1][0]) == b"y" * 11
+    assert bytes(handler.data[-22:]) == b"x" * 11 + b"y" * 11

@@ -283,7 +283,14 @@ class Pump:
                 rest = self._further(data, core.taken, len(events), READ_TURN)  # (fairness, _intake)
         finally:  # what the read caused is written now: nothing else schedules it (mark_dirty)
             try:  # (the peer's requests leave streams waiting for a refill, without mark_dirty)
-                if outbox.flush_scheduled or self.serving.refills or core.has_data_to_send:
+                output = core.output  # core.has_data_to_send, inlined: the core's own answers
+                if (
+                    outbox.flush_scheduled
+                    or self.serving.refills
+                    or output.buf
+                    or output.chunks
+                    or output.backlogs
+                ):
                     if outbox.flush_handle is None:
                         self.flush()
                     else:

@@ -102,10 +102,12 @@ class StreamProtocol(asyncio.BufferedProtocol):
         "_full",
         "_handler",
         "_high",
+        "_last",
         "_low",
         "_paused",
         "_queue",
         "_queued",
+        "_read_size",
         "_small_reads",
         "_spare",
         "_spare_view",
@@ -126,6 +128,13 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._spare_view = self._view  # ... as the loop took it (the two views take turns with their buffers)
         self._small_reads = 0  # reads in a row that fitted SMALL_READ_SIZE, while the buffer is big
         self._full = FIRST_READ_SIZE  # a read this long may resize the buffer: its size while small, else 0
+        # The view of the last read handed over, and its size (-1 once the buffer changed): a read
+        # as long as it, into the same buffer, is handed the same view (a request/response reads
+        # the same size each time, and a view's slice costs more than the check). The handler's
+        # view is valid during its call only (or until reading resumes): reusing it later
+        # changes nothing it may still hold.
+        self._last = self._view
+        self._read_size = -1
         self._tls = False
         self._transport: asyncio.Transport | None = None
         self._queue: list[bytes] = []  # chunks waiting for asyncio's buffer to be empty (not TLS)
@@ -162,6 +171,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
                 self._spare_view = memoryview(spare)
             self._spare, self._buffer = buffer, spare
             self._spare_view, self._view = self._view, self._spare_view
+            self._read_size = -1  # (the last read's view is of the other buffer)
         if fits:  # (the same in both buffers: they are as long)
             buffer.fits = 0  # for this read only
             return self._view[:fits]  # it cuts no element: nothing lent, the next read comes here too
@@ -171,13 +181,19 @@ class StreamProtocol(asyncio.BufferedProtocol):
         """A new buffer of ``size`` bytes (a view the handler kept into the old one keeps that alive
         as long as it needs); no spare."""
         self._buffer = buffer = ReadBuffer(size)
-        self._view = self._spare_view = memoryview(buffer)
+        self._view = self._spare_view = self._last = memoryview(buffer)  # (the old buffer may go)
+        self._read_size = -1
         self._spare = None
         self._full = size if size <= SMALL_READ_SIZE else 0
 
     def buffer_updated(self, nbytes: int) -> None:
         view, full = self._view, self._full
-        self._handler.data_received(view[:nbytes])
+        if nbytes == self._read_size:  # as long as the last read, into the same buffer
+            self._handler.data_received(self._last)
+        else:
+            self._last = data = view[:nbytes]
+            self._read_size = nbytes
+            self._handler.data_received(data)
         if nbytes < full:  # a small buffer, not filled (small messages): it stays
             return
         # Resize only after the handler returned: the view it got is valid during its call only.

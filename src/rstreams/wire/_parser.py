@@ -312,7 +312,8 @@ class FrameParser:
                 _set_requested(request, data[2])
                 frames.append(request)
                 return frames
-            chunk = data if type(data) is bytes else bytes(data)
+            # (a read's memoryview copied by its own method: bytes(view) costs three times as much)
+            chunk = data.tobytes() if type(data) is memoryview else bytes(data)  # bytes: itself
             if 3 <= total <= _ONE_MAX and not frames:
                 n = total
                 kind = chunk[0]

@@ -272,7 +272,10 @@ class Connection:
         self._split_parts = (
             self._assembler.parts
         )  # the receive fast paths' view: sids with unfinished elements
-        self._output = Output(config.split_threshold)
+        self._output = self.output = Output(config.split_threshold)
+        """What is yet to be written, for a driver to read only: whether its ``buf``, ``chunks``
+        or ``backlogs`` hold anything is :attr:`has_data_to_send`, without a property's call
+        (a driver asks after every read)."""
         self._out = self._output.buf  # the fast paths write here directly
         self._backlogs = self._output.backlogs
         self._small = min(LARGE, config.split_threshold + 1)
@@ -453,6 +456,16 @@ class Connection:
                     st.state = _ACCEPTED  # the onSubscribe (the onNext keeps the state) ...
                     self._streams.close(st, _ON_COMPLETE)  # ... and the onComplete
                     events.append(f)
+                    continue
+            elif type(f) is Subscribe:  # _recv_subscribe's, no subscribeMetadata or qualifier held
+                if self._held_metadata is None and not self._qualifiers:
+                    verdict = self._streams.receive_subscribe(f)
+                    if type(verdict) is Stream:
+                        events.append(f)
+                    else:
+                        self._refuse_subscribe(f, verdict)  # type: ignore[arg-type]  # not a Stream
+                        if self._state is _CLOSED:
+                            break
                     continue
             elif type(f) is OnSubscribe:
                 st = subs.get(f.subscriber)
@@ -1106,7 +1119,13 @@ class Connection:
             if held is not None:
                 self._events.append(held[1])
             self._events.append(f)
-        elif type(verdict) is str:
+        else:
+            self._refuse_subscribe(f, verdict)  # type: ignore[arg-type]  # not a Stream
+
+    def _refuse_subscribe(self, f: Subscribe, verdict: Violation | str) -> None:
+        """The table's verdict on the peer's subscribe ``f`` was not a new stream: the onError
+        that refuses it, or the violation."""
+        if type(verdict) is str:
             if self._codes:
                 code = (
                     ErrorCode.INVALID_DEMAND if verdict.startswith("rule 3.9") else ErrorCode.LIMIT_EXCEEDED

@@ -422,6 +422,10 @@ ON_NEXT_HEADERS = tuple(_ON_NEXT_BYTE + _BYTE[sid] for sid in range(0x80))
 """:func:`on_next_header` of the one-byte ids (0 ... 127), made once."""
 _ON_COMPLETE = int(FrameType.ON_COMPLETE)
 _ON_ERROR = int(FrameType.ON_ERROR)
+_ANSWER_HEADS = tuple(bytes((_ON_SUBSCRIBE, sid, 0, _ON_NEXT, sid)) for sid in range(0x80))
+"""onSubscribe(sid, 0) and the start of an onNext of ``sid``, for the one-byte ids (write_answer)."""
+_COMPLETES = tuple(bytes((_ON_COMPLETE, sid)) for sid in range(0x80))
+"""onComplete(sid) of the one-byte ids (write_answer)."""
 
 
 def _write_string(out: bytearray, data: bytes) -> None:
@@ -510,11 +514,10 @@ def write_answer(out: bytearray, subscriber: int, element_size: int, element: by
     if 0 <= subscriber < 0x80 and 0 <= element_size < 0x80 and size < 0x80:  # one-byte varints
         if element_size:
             out += bytes((_ON_SUBSCRIBE, subscriber, element_size, _ON_NEXT, subscriber))
-        else:
-            out += bytes((_ON_SUBSCRIBE, subscriber, 0, _ON_NEXT, subscriber, size))
-        out += element
-        out.append(_ON_COMPLETE)
-        out.append(subscriber)
+            out += element
+            out += _COMPLETES[subscriber]
+        else:  # one join and one append to the buffer (each append may grow it: a realloc)
+            out += b"".join((_ANSWER_HEADS[subscriber], _BYTE[size], element, _COMPLETES[subscriber]))
         return
     write_on_subscribe(out, subscriber, element_size)
     write_on_next(out, on_next_header(subscriber), element, element_size)
