@@ -16,16 +16,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from rstreams.spark import register
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for testkit
-
-from testkit.spark import wait_progressing  # (tests/, put on the path above)
+from testkit.spark import wait_progressing  # tests/ is on PYTHONPATH (test_connect.py puts it there)
 
 
 def main() -> None:

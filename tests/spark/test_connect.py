@@ -22,6 +22,8 @@ from testkit.spark import TEST_TIMEOUT, records
 pytestmark = pytest.mark.spark
 
 SCRIPT = Path(__file__).with_name("connect_query.py")
+# The script imports testkit: tests/ joins the child's path (before what the parent was given)
+TESTS_PATH = os.pathsep.join(filter(None, [str(SCRIPT.parents[1]), os.environ.get("PYTHONPATH")]))
 MISSING = [
     name
     for name in ("grpc", "grpc_status", "google.rpc", "zstandard")
@@ -44,7 +46,7 @@ def test_source_and_sink_through_a_spark_connect_session(serve: Any, tmp_path: P
         [sys.executable, str(SCRIPT), server.url, str(tmp_path / "checkpoint")],
         capture_output=True,
         timeout=TEST_TIMEOUT - 30,  # a hang guard: the query's wait fails first, saying what stalled
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": TESTS_PATH},
         check=False,
     )
     lines = [line for line in done.stdout.decode().splitlines() if line.startswith("{")]
