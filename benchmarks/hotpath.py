@@ -26,6 +26,7 @@ Usage::
     python benchmarks/hotpath.py rr --instructions    # instructions per operation (valgrind)
     python benchmarks/hotpath.py rr small --metrics   # the same with the server counting metrics
     python benchmarks/hotpath.py rr --no-timers       # keepalive and idle timeout off (no loop timer)
+    python benchmarks/hotpath.py rr --instructions --no-gc  # the collector off while measuring
     python benchmarks/hotpath.py ceiling floor-rr floor-latency --instructions  # no rstreams code
 
 Calls are counted with ``sys.setprofile`` over ``--count`` operations after a warm-up:
@@ -38,6 +39,12 @@ frame each way); for streams they depend a little on how the kernel splits reads
 user-space instructions, deterministic) with ``--count`` and with twice as many operations
 and reports the difference per operation, so start-up and warm-up cancel out. Under
 valgrind a run is ~50x slower: keep ``--count`` small.
+
+``--no-gc`` turns the garbage collector off (``gc.disable()``) for the measured operations,
+after the warm-up and a ``gc.collect()``, in every run, the ones under valgrind included.
+Where collections fall moves an instruction count by 1-2 k per operation between otherwise
+equal runs, which hides small cuts in an A/B comparison; without it the counts are what a
+program with the collector on pays.
 """
 
 from __future__ import annotations
@@ -195,10 +202,18 @@ async def _operations(conn: Connection, mode: str) -> Callable[[int], Awaitable[
 
 
 async def measure(
-    mode: str, count: int, *, profile: bool, top: int, metrics: bool = False, timers: bool = True
+    mode: str,
+    count: int,
+    *,
+    profile: bool,
+    top: int,
+    metrics: bool = False,
+    timers: bool = True,
+    collect: bool = True,
 ) -> dict[str, Any]:
+    """Counts of ``count`` operations of ``mode``; ``collect=False``: the collector off while measuring."""
     if mode in PLAIN_MODES:
-        return await _measure_plain(mode, count, profile=profile, top=top)
+        return await _measure_plain(mode, count, profile=profile, top=top, collect=collect)
     offer = {"bench": _bench, "echo": _echo}
     # without timers: keepalive and idle timeout off on both ends, no loop timer armed (as the ceiling)
     off: dict[str, Any] = {} if timers else {"keepalive": None}
@@ -207,27 +222,34 @@ async def measure(
     try:
         async with await connect(server.url, config=CONFIG, **off) as conn:
             run = await _operations(conn, mode)
-            return await _count(run, mode, count, profile=profile, top=top)
+            return await _count(run, mode, count, profile=profile, top=top, collect=collect)
     finally:
         server.close()
         await server.wait_closed()
 
 
 async def _count(
-    run: Callable[[int], Awaitable[None]], mode: str, count: int, *, profile: bool, top: int
+    run: Callable[[int], Awaitable[None]], mode: str, count: int, *, profile: bool, top: int, collect: bool
 ) -> dict[str, Any]:
-    """Warm up, then ``run(count)``, its calls counted when ``profile``."""
+    """Warm up, then ``run(count)``, its calls counted when ``profile``, the collector off
+    during it unless ``collect``."""
     await run(WARM_UP[mode])
     gc.collect()
-    if not profile:
-        await run(count)
-        return {}
-    counter = Counter(top > 0)
-    sys.setprofile(counter)
+    counter = Counter(top > 0) if profile else None
+    if not collect:
+        gc.disable()
     try:
-        await run(count)
+        if counter is not None:
+            sys.setprofile(counter)
+        try:
+            await run(count)
+        finally:
+            sys.setprofile(None)
     finally:
-        sys.setprofile(None)
+        if not collect:
+            gc.enable()
+    if counter is None:
+        return {}
     result: dict[str, Any] = {
         "calls": counter.calls / count,
         "rstreams": counter.ours / count,
@@ -238,7 +260,7 @@ async def _count(
     return result
 
 
-async def _measure_plain(mode: str, count: int, *, profile: bool, top: int) -> dict[str, Any]:
+async def _measure_plain(mode: str, count: int, *, profile: bool, top: int, collect: bool) -> dict[str, Any]:
     """The ``ceiling`` and ``floor`` modes: the stdlib scripts' own servers and clients."""
     loop = asyncio.get_running_loop()
     ceiling = mode == "ceiling"
@@ -248,12 +270,16 @@ async def _measure_plain(mode: str, count: int, *, profile: bool, top: int) -> d
         if ceiling:
             receiver = await net_ceiling._open(port, net_ceiling.ECHO, 0, 8, 0)
             try:
-                return await _count(_ceiling_rr(receiver), mode, count, profile=profile, top=top)
+                return await _count(
+                    _ceiling_rr(receiver), mode, count, profile=profile, top=top, collect=collect
+                )
             finally:
                 receiver.transport.close()  # type: ignore[union-attr]
         client = await net_floor.connect(port)
         try:
-            return await _count(_floor_operations(client, mode), mode, count, profile=profile, top=top)
+            return await _count(
+                _floor_operations(client, mode), mode, count, profile=profile, top=top, collect=collect
+            )
         finally:
             client.close()
     finally:
@@ -293,11 +319,14 @@ def _floor_operations(client: net_floor.FloorClient, mode: str) -> Callable[[int
     return floor_latency
 
 
-def instructions(mode: str, count: int, *, metrics: bool = False, timers: bool = True) -> float:
+def instructions(
+    mode: str, count: int, *, metrics: bool = False, timers: bool = True, collect: bool = True
+) -> float:
     """Instructions per operation, counted by valgrind (cachegrind's ``I refs``: deterministic,
     and available where ``perf stat -e instructions:u`` is not, as on VMs without hardware
     counters): runs of ``count`` and ``2 * count`` operations, differenced."""
     flags = (["--metrics"] if metrics else []) + ([] if timers else ["--no-timers"])
+    flags += [] if collect else ["--no-gc"]
     runs = [[__file__, mode, "--count", str(n), "--no-profile", *flags] for n in (count, 2 * count)]
     once, twice = valgrind_instructions(runs)
     return (twice - once) / count
@@ -338,17 +367,32 @@ def main(argv: list[str] | None = None) -> None:
         action="store_false",
         help="keepalive and idle timeout off on both ends: no loop timer armed, as in the ceiling",
     )
+    parser.add_argument(
+        "--no-gc",
+        dest="collect",
+        action="store_false",
+        help="the garbage collector off (gc.disable()) while the operations are measured, "
+        "under valgrind too: steadier counts for A/B comparisons",
+    )
     parser.add_argument("--no-profile", dest="profile", action="store_false", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     defaults = COUNTS_UNDER_VALGRIND if args.instructions else COUNTS
     for mode in args.modes:
         count = args.count or defaults[mode]
         if args.instructions and args.profile:
-            per_op = instructions(mode, count, metrics=args.metrics, timers=args.timers)
+            per_op = instructions(mode, count, metrics=args.metrics, timers=args.timers, collect=args.collect)
             print(f"{mode:8} {per_op:12,.0f} instructions per operation ({count} vs {2 * count} operations)")
             continue
         result = asyncio.run(
-            measure(mode, count, profile=args.profile, top=args.top, metrics=args.metrics, timers=args.timers)
+            measure(
+                mode,
+                count,
+                profile=args.profile,
+                top=args.top,
+                metrics=args.metrics,
+                timers=args.timers,
+                collect=args.collect,
+            )
         )
         if not result:
             continue

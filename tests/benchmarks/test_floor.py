@@ -117,6 +117,23 @@ def test_hotpath_counts_the_plain_modes_without_rstreams() -> None:
         assert rest.startswith("(0.0 in rstreams)")
 
 
+def test_hotpath_no_gc_counts_with_the_collector_off() -> None:
+    """``--no-gc`` (the collector off while measuring) counts as without it; ``--help`` names it."""
+    hotpath = [sys.executable, str(ROOT / "benchmarks" / "hotpath.py")]
+    done = subprocess.run(
+        [*hotpath, "ceiling", "--count", "20", "--no-gc"],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[0] == "ceiling"
+    assert float(done.stdout.split()[1]) > 10
+    usage = subprocess.run([*hotpath, "--help"], capture_output=True, text=True, timeout=50, cwd=ROOT)
+    assert "--no-gc" in usage.stdout
+
+
 def test_the_floor_rows_are_paired_with_the_ceiling() -> None:
     for quick in (True, False):
         for name, floor in (("request-response", "rs-floor"), ("latency", "rs-floor-stream")):
