@@ -3,7 +3,7 @@
 A raw server on a Unix socket writes the input's reads one loop turn apart (and reads and drops
 whatever the client writes), then ends its output and closes. The client meanwhile makes a
 request/response, streams a publisher and sends a message. Invariants: each of them ends,
-within ``WAIT`` seconds of the server's close (of the loop's own time: ``fuzz_net.Bound``),
+within ``WAIT`` seconds of the server's close (of the loop's own time: ``testkit.bound.Bound``),
 with its value or an rstreams error (:class:`~rstreams.errors.ReactiveStreamsError`, or
 :class:`LookupError` for an answer without an element), never another exception; nothing
 reaches the loop's exception handler or the unhandled-error hook; the connection ends and
@@ -38,8 +38,8 @@ import rstreams
 from rstreams.errors import ReactiveStreamsError, set_unhandled_error_hook
 from rstreams.net import connect
 from rstreams.wire import OnComplete, OnNext, OnSubscribe, ServerHello, encode
+from testkit.bound import WAIT, Bound  # (tests/, put on the path by fuzz_net)
 
-WAIT = fuzz_net.WAIT
 HELLO = encode(ServerHello(extensions=tuple(sorted(wire_harness.ALL_EXTENSIONS))))
 ALLOWED = (ReactiveStreamsError, LookupError)
 """How a client's call may fail on bad input (LookupError: an answer without an element)."""
@@ -86,7 +86,7 @@ async def run(data: bytes) -> list[tuple[str, str]]:
             path = f"{directory}/fuzz.sock"
             server = await asyncio.start_unix_server(serve, path)
             try:
-                async with fuzz_net.Bound(WAIT * 3):
+                async with Bound(WAIT * 3):
                     await _client(f"unix://{path}", served, record)
             except TimeoutError:
                 record("hang", "the client's calls took longer than their bound")
@@ -120,7 +120,7 @@ async def _client(url: str, served: asyncio.Event, record: Any) -> None:
     ]
     tasks = [asyncio.ensure_future(call) for call in calls]
     await served.wait()
-    bound = fuzz_net.Bound()
+    bound = Bound()
     with contextlib.suppress(TimeoutError):
         async with bound:
             await asyncio.wait(tasks)
@@ -133,7 +133,7 @@ async def _client(url: str, served: asyncio.Event, record: Any) -> None:
         if error is not None and not isinstance(error, ALLOWED):
             record("crash", f"{type(error).__name__}: {error}")
     with contextlib.suppress(*ALLOWED):
-        async with fuzz_net.Bound():
+        async with Bound():
             await conn.aclose()
     if not conn.closed:
         record("hang", "the connection did not close")

@@ -585,7 +585,7 @@ def main() -> None:
         one_input(bytes.fromhex(sys.argv[2]))
         print("no failure")
         return
-    import atheris  # type: ignore[import-untyped,unused-ignore]
+    import atheris
 
     atheris.instrument_all()  # coverage feedback from every loaded module (rstreams.wire included)
     atheris.Setup(sys.argv, one_input)

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fuzz_connection as wire_harness  # (this directory, put on the path above)
 import fuzz_net
-from fuzz_net import HELLO, WAIT, Bound, Reader, Target, Writer, _Peer, within
+from fuzz_net import HELLO, Reader, Target, Writer, _Peer, within
 
 from rstreams.net import Resume
 from rstreams.wire import (
@@ -74,6 +74,7 @@ from rstreams.wire._resume import (
 from rstreams.wire._resume import encode_message as encode_resume_message
 from rstreams.wire.extensions import AUTH_AUTHENTICATE, AUTH_OK, AUTH_SUBSCRIBE_CREDENTIALS
 from rstreams.wire.frames import ExtensionMessage
+from testkit.bound import WAIT, Bound  # (tests/, put on the path by fuzz_net)
 
 A, EOF, JOIN = wire_harness.ACT, wire_harness.EOF, wire_harness.JOIN_OP
 

@@ -53,12 +53,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fuzz_connection as wire_harness  # (this directory, put on the path above)
 import fuzz_deployed
 import fuzz_net
-from fuzz_net import WAIT, Reader, Target, Writer
+from fuzz_net import Reader, Target, Writer
 
 import rstreams
 from rstreams.errors import set_unhandled_error_hook
 from rstreams.net import connect
 from rstreams.wire import Goodbye, Request, Subscribe, encode
+from testkit.bound import WAIT  # (tests/, put on the path by fuzz_net)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -45,7 +45,8 @@ import fuzz_client
 import fuzz_connection as wire_harness  # (this directory, put on the path above)
 import fuzz_net
 import fuzz_polyglot
-from fuzz_net import WAIT
+
+from testkit.bound import WAIT  # (tests/, put on the path by fuzz_net)
 
 HERE = Path(__file__).resolve().parent
 ACT_PAUSE = 0.002
@@ -162,9 +163,7 @@ class ClientTarget(fuzz_polyglot.ChildProcess):
             server.close()
             await server.wait_closed()
         await asyncio.sleep(0.01)  # (what the client logs about this input reaches stderr)
-        if (
-            self.process.stdout is not None and self.process.stdout.at_eof()
-        ):  # (it exits: wait for its status)
+        if self.process.stdout.at_eof():  # (it exits: wait for its status)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.process.wait(), WAIT)
         if logged := self.logged():

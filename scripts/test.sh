@@ -26,7 +26,7 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 source scripts/_setup.sh
 setup_venv .venv-test "test" websockets spark spark-connect
-echo "== lint: ruff check, ruff format --check, mypy --strict (src and tests: pyproject.toml)"
+echo "== lint: ruff check, ruff format --check, mypy --strict (src, tests and fuzz: pyproject.toml)"
 "$VENV/bin/ruff" check src tests
 "$VENV/bin/ruff" format --check src tests benchmarks
 "$VENV/bin/mypy"

@@ -1,4 +1,4 @@
-"""mypy's configuration: strict over src and tests, one answer with or without the optional extras.
+"""mypy's configuration: strict over src, tests and fuzz, one answer with or without the optional extras.
 
 An optional extra that mypy follows when it is installed types its callers differently from a
 machine without it (real types there, import-not-found or Any here), so every extra's modules
@@ -46,10 +46,16 @@ def skipped_modules() -> set[str]:
     return skipped
 
 
-def test_mypy_is_strict_over_src_and_tests() -> None:
+def test_mypy_is_strict_over_src_tests_and_fuzz() -> None:
     assert MYPY["strict"] is True and MYPY["warn_unreachable"] is True
-    assert set(MYPY["files"]) == {"src/rstreams", "tests"}
+    assert set(MYPY["files"]) == {"src/rstreams", "tests", "fuzz"}
     assert "tests" in MYPY["mypy_path"]  # `import testkit`, as pytest's pythonpath makes it
+    assert "fuzz" in MYPY["mypy_path"]  # the drivers import each other (`import fuzz_net`)
+
+
+def test_atheris_is_typed_the_same_installed_or_not() -> None:
+    """fuzz/fuzz_connection.py imports atheris, which is installed by hand, when it runs under it."""
+    assert {"atheris", "atheris.*"} <= skipped_modules()
 
 
 def test_every_optional_extra_is_typed_the_same_installed_or_not() -> None:
