@@ -143,8 +143,7 @@ class _Subscription(Subscription):
             return
         if type(n) is not int or n <= 0:
             self._done = True
-            # every rstreams publisher's text for rule 3.9; the Java binding's IndexedSource says
-            # "rule 3.9: request(n) needs n > 0, got N", without "an int" and the JVM TCK's phrase
+            # rstreams' text for rule 3.9 (the Java binding's IndexedSource says the same)
             self._subscriber.on_error(InvalidDemandError(n))
             return
         stats = self._source._stats

@@ -57,7 +57,8 @@ final class IndexedSource implements Flow.Publisher<byte[]> {
             }
             if (n <= 0) {
                 done = true;
-                subscriber.onError(new IllegalArgumentException("rule 3.9: request(n) needs n > 0, got " + n));
+                subscriber.onError(new IllegalArgumentException(
+                        "rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got " + n));
                 return;
             }
             if (stats != null) {
