@@ -14,12 +14,12 @@ from typing import ClassVar
 
 import pytest
 
-from rstreams.api import Publisher, Subscription
-from rstreams.tck import PublisherVerification, StreamAbandoned, TestEnvironment
+from rstreams.api import Subscription
+from rstreams.tck import StreamAbandoned, TestEnvironment
 from rstreams.tck._env import RUNAWAY_LIMIT
 from rstreams.tck._registry import run_cases
 from rstreams.tck._test_subscribers import TestSubscriber
-from testkit.broken_publishers import SyncPublisher, SyncSubscription
+from testkit.broken_publishers import PublisherOf, SyncSubscription, publisher_with
 
 SPEC312 = "required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling"
 
@@ -58,29 +58,6 @@ class _CatchesAndStops(SyncSubscription):
             self.reported.append(exc)
 
 
-def _publisher_with(subscription: type[SyncSubscription]) -> type[SyncPublisher]:
-    class Publisher(SyncPublisher):
-        @property
-        def subscription_type(self) -> type[SyncSubscription]:
-            return subscription
-
-    return Publisher
-
-
-class PublisherOf(PublisherVerification):
-    def __init__(self, cls: type[Publisher[int]]) -> None:
-        self.cls = cls
-
-    def create_publisher(self, elements: int) -> Publisher[int]:
-        return self.cls(elements)  # type: ignore[call-arg]
-
-    def create_failed_publisher(self) -> Publisher[int] | None:
-        return None
-
-    def create_env(self) -> TestEnvironment:
-        return TestEnvironment(default_timeout=0.3, default_no_signals_timeout=0.03)
-
-
 @pytest.mark.timeout(60)  # well under case_timeout (120 s)
 @pytest.mark.parametrize(
     ("subscription", "fragment"),
@@ -95,7 +72,7 @@ class PublisherOf(PublisherVerification):
 def test_a_publisher_that_does_not_take_a_raise_as_a_cancel_fails_spec312(
     subscription: type[SyncSubscription], fragment: str
 ) -> None:
-    result = run_cases(PublisherOf(_publisher_with(subscription)), [SPEC312]).results[0]
+    result = run_cases(PublisherOf(publisher_with(subscription)), [SPEC312]).results[0]
     assert result.outcome == "failed", result
     assert result.message.startswith(fragment), result.message
 
@@ -108,7 +85,7 @@ def test_a_publisher_that_does_not_take_a_raise_as_a_cancel_fails_spec312(
 def test_a_publisher_that_stops_after_the_raise_passes(subscription: type[SyncSubscription]) -> None:
     """Letting the raise travel back out of request(), catching it and cancelling, or even ending the
     stream with on_error: all pass."""
-    result = run_cases(PublisherOf(_publisher_with(subscription)), [SPEC312]).results[0]
+    result = run_cases(PublisherOf(publisher_with(subscription)), [SPEC312]).results[0]
     assert result.outcome == "passed", result
 
 

@@ -24,10 +24,9 @@ from typing import Any
 import pytest
 
 from rstreams.api import Publisher, Subscriber
-from rstreams.tck import PublisherVerification, TestEnvironment
 from rstreams.tck._registry import Verification, run_cases
 from rstreams.tck._watchdog import CaseBlocked
-from testkit.broken_publishers import SyncPublisher, SyncSubscription
+from testkit.broken_publishers import PublisherOf, SyncPublisher, SyncSubscription, publisher_with
 from testkit.broken_subscribers import BlackboxOf, ReferenceSubscriber, WhiteboxOf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,20 +144,10 @@ class _WaitsInCancel(SyncSubscription):
         super().cancel()
 
 
-def _publisher_with(subscription: type[SyncSubscription]) -> type[SyncPublisher]:
-    class Broken(SyncPublisher):
-        @property
-        def subscription_type(self) -> type[SyncSubscription]:
-            return subscription
-
-    Broken.__name__ = Broken.__qualname__ = subscription.__name__.lstrip("_") + "Publisher"
-    return Broken
-
-
-LocksWhileSignallingPublisher = _publisher_with(_LocksWhileSignalling)
-CancelsUnderItsLockPublisher = _publisher_with(_CancelsUnderItsLock)
-WaitsInRequestPublisher = _publisher_with(_WaitsInRequest)
-WaitsInCancelPublisher = _publisher_with(_WaitsInCancel)
+LocksWhileSignallingPublisher = publisher_with(_LocksWhileSignalling)
+CancelsUnderItsLockPublisher = publisher_with(_CancelsUnderItsLock)
+WaitsInRequestPublisher = publisher_with(_WaitsInRequest)
+WaitsInCancelPublisher = publisher_with(_WaitsInCancel)
 
 # -- the tests ----------------------------------------------------------------------------------
 
@@ -168,22 +157,6 @@ def _release_after() -> Iterator[None]:
     RELEASE.clear()
     yield
     RELEASE.set()  # the threads left waiting finish
-
-
-class PublisherOf(PublisherVerification):
-    """The publisher verification of ``cls`` with a 300 ms default timeout."""
-
-    def __init__(self, cls: Callable[[int], Publisher[int]]) -> None:
-        self.cls = cls
-
-    def create_publisher(self, elements: int) -> Publisher[int]:
-        return self.cls(elements)
-
-    def create_failed_publisher(self) -> Publisher[int] | None:
-        return None
-
-    def create_env(self) -> TestEnvironment:
-        return TestEnvironment(default_timeout=0.3, default_no_signals_timeout=0.03)
 
 
 SPEC201_BLACKBOX = "required_spec201_blackbox_must_signal_demand_via_subscription_request"

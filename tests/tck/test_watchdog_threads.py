@@ -28,10 +28,9 @@ from typing import Any, TypeVar
 import pytest
 
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.tck import PublisherVerification, TestEnvironment
 from rstreams.tck._registry import Verification, run_cases
 from rstreams.tck._watchdog import CaseBlocked
-from testkit.broken_publishers import SyncPublisher, SyncSubscription
+from testkit.broken_publishers import PublisherOf, SyncPublisher, SyncSubscription, publisher_with
 from testkit.broken_subscribers import ReferenceSubscriber, WhiteboxOf
 
 RELEASE = threading.Event()
@@ -56,22 +55,6 @@ def _release() -> None:
         lock = HELD.pop()
         if lock.locked():
             lock.release()  # the executor's task goes on; the abandoned request() then finds it free
-
-
-class PublisherOf(PublisherVerification):
-    """The publisher verification of ``cls`` with a 300 ms default timeout."""
-
-    def __init__(self, cls: Callable[[int], Publisher[int]]) -> None:
-        self.cls = cls
-
-    def create_publisher(self, elements: int) -> Publisher[int]:
-        return self.cls(elements)
-
-    def create_failed_publisher(self) -> Publisher[int] | None:
-        return None
-
-    def create_env(self) -> TestEnvironment:
-        return TestEnvironment(default_timeout=0.3, default_no_signals_timeout=0.03)
 
 
 # -- a publisher that delivers on a thread of its own --------------------------------------
@@ -332,16 +315,6 @@ class _LockInsideLoggedRequest(_Decorated):
             super().drain()
 
 
-def _publisher_with(subscription: type[SyncSubscription]) -> type[SyncPublisher]:
-    class Decorated(SyncPublisher):
-        @property
-        def subscription_type(self) -> type[SyncSubscription]:
-            return subscription
-
-    Decorated.__name__ = Decorated.__qualname__ = subscription.__name__.lstrip("_") + "Publisher"
-    return Decorated
-
-
 # -- the tests ----------------------------------------------------------------------------
 
 SPEC302 = "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"
@@ -390,8 +363,8 @@ BLOCKING: list[
     ),
     (
         "executor-under-lock",
-        lambda: PublisherOf(_publisher_with(_WaitsForItsExecutorUnderItsLock)),
-        lambda: PublisherOf(_publisher_with(_HandsRequestsToItsExecutor)),
+        lambda: PublisherOf(publisher_with(_WaitsForItsExecutorUnderItsLock)),
+        lambda: PublisherOf(publisher_with(_HandsRequestsToItsExecutor)),
         "required_spec102_may_signal_less_than_requested_and_terminate_subscription",
         "3.4",
         (
@@ -404,8 +377,8 @@ BLOCKING: list[
     ),
     (
         "synchronized-wrapper",
-        lambda: PublisherOf(_publisher_with(_SynchronizedRequest)),
-        lambda: PublisherOf(_publisher_with(_Decorated)),
+        lambda: PublisherOf(publisher_with(_SynchronizedRequest)),
+        lambda: PublisherOf(publisher_with(_Decorated)),
         SPEC302,
         "3.2",
         (
@@ -416,8 +389,8 @@ BLOCKING: list[
     ),
     (
         "lock-inside-logged",
-        lambda: PublisherOf(_publisher_with(_LockInsideLoggedRequest)),
-        lambda: PublisherOf(_publisher_with(_Decorated)),
+        lambda: PublisherOf(publisher_with(_LockInsideLoggedRequest)),
+        lambda: PublisherOf(publisher_with(_Decorated)),
         SPEC302,
         "3.2",
         (

@@ -14,10 +14,12 @@ import asyncio
 import concurrent.futures
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
+from rstreams.tck import PublisherVerification, TestEnvironment
 
 MAX = 2**63 - 1
 
@@ -1028,3 +1030,34 @@ class MessageNotExceptionFailedPublisher(Publisher[int]):
         subscription.done = True
         subscriber.on_subscribe(subscription)
         subscriber.on_error("this publisher always fails")  # type: ignore[arg-type]
+
+
+# -- verifications of a Publisher class ------------------------------------------------------
+
+
+class PublisherOf(PublisherVerification):
+    """The publisher verification of ``cls`` with a 300 ms default timeout (no failed publisher)."""
+
+    def __init__(self, cls: Callable[[int], Publisher[int]]) -> None:
+        self.cls = cls
+
+    def create_publisher(self, elements: int) -> Publisher[int]:
+        return self.cls(elements)
+
+    def create_failed_publisher(self) -> Publisher[int] | None:
+        return None
+
+    def create_env(self) -> TestEnvironment:
+        return TestEnvironment(default_timeout=0.3, default_no_signals_timeout=0.03)
+
+
+def publisher_with(subscription: type[SyncSubscription]) -> type[SyncPublisher]:
+    """A SyncPublisher with ``subscription`` subscriptions, named after it (``_Foo``: ``FooPublisher``)."""
+
+    class Made(SyncPublisher):
+        @property
+        def subscription_type(self) -> type[SyncSubscription]:
+            return subscription
+
+    Made.__name__ = Made.__qualname__ = subscription.__name__.lstrip("_") + "Publisher"
+    return Made
