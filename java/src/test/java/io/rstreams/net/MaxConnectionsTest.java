@@ -6,6 +6,7 @@ import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
 import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.ErrorCode;
 import io.rstreams.wire.Frame;
@@ -16,7 +17,6 @@ import io.rstreams.wire.Limits;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.net.Socket;
-import java.net.SocketException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -57,28 +57,11 @@ public class MaxConnectionsTest {
         return new Frame.Hello(false, 0, List.of(extensions));
     }
 
-    /** Everything the server writes until it closes. */
-    private static List<Frame> readToTheEnd(InputStream in) throws Exception {
-        FrameParser parser = new FrameParser(Limits.DEFAULT);
-        List<Frame> frames = new ArrayList<>();
-        byte[] buffer = new byte[4096];
-        try {
-            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                parser.feed(buffer, 0, n);
-                frames.addAll(parser.parseAll());
-            }
-        } catch (SocketException reset) {
-            // the frames before it count
-        }
-        return frames;
-    }
-
     /** The frames a raw peer reads after writing {@code bytes} in one write to {@code url}'s port. */
     private static List<Frame> exchange(int port, byte[] bytes) throws Exception {
-        try (Socket socket = new Socket("127.0.0.1", port)) {
-            socket.setSoTimeout(20_000);
+        try (Socket socket = RawSockets.connect(port)) {
             socket.getOutputStream().write(bytes);
-            return readToTheEnd(socket.getInputStream());
+            return RawSockets.readToTheEnd(socket);
         }
     }
 
@@ -260,7 +243,7 @@ public class MaxConnectionsTest {
                 seen.addAll(parser.parseAll());
             }
             server.close();
-            seen.addAll(readToTheEnd(in));
+            seen.addAll(RawSockets.readToTheEnd(raw));
             assertEquals(describe(seen), "serverHello goodbye(server closing)");
         } finally {
             server.close();
