@@ -236,7 +236,7 @@ class RemoteSubscription(Subscription, Generic[T]):
         n, self.pending = self.pending, 0
         return n
 
-    def deliver(self, element: bytes) -> None:
+    def deliver(self, element: Any) -> None:  # bytes, then (decoded in place) the element
         """An ``onNext`` for this subscription: the hot path."""
         subscriber = self.subscriber
         if subscriber is None:
@@ -247,12 +247,12 @@ class RemoteSubscription(Subscription, Generic[T]):
         decode = self._decode
         if decode is not None:
             try:
-                element = decode(element)  # type: ignore[assignment]
+                element = decode(element)
             except Exception as error:  # bad data, not the Subscriber's fault: tell it
                 self.fail_locally(error)
                 return
         try:
-            subscriber.on_next(element)  # type: ignore[arg-type]
+            subscriber.on_next(element)
         except Exception as error:
             self._broken(error, "on_next")
 
@@ -460,7 +460,7 @@ class ScalarRequest:
         self.table.cancel(self)
 
     # -- the peer's signals, as the table routes them to a RemoteSubscription -------------------
-    def answer(self, element: bytes) -> None:
+    def answer(self, element: Any) -> None:  # bytes, then (decoded in place) the answer
         """The element, as the answer: into the future (the completion that follows it in an
         answer has nothing left to do)."""
         decode = self.decode

@@ -276,7 +276,8 @@ class FrameParser:
         says how many bytes of ``data`` were taken (all of them without a limit).
         """
         total = self.taken = len(data)
-        if self.error is not None:
+        error = self.error  # a local: self.error is not narrowed below (_parse may set it)
+        if error is not None:
             return []
         frames: list[Frame | OnNextBatch] = []
         if self._pieces is not None or (
@@ -358,8 +359,7 @@ class FrameParser:
         pos = self._parse(chunk, frames)
         if self._buf:  # parsed (as a copy, chunk): start a new one
             self._buf = bytearray()
-        failed = self.error is not None  # _parse may have set it
-        if pos < len(chunk) and not failed and not self._start_pending(chunk, pos):
+        if pos < len(chunk) and self.error is None and not self._start_pending(chunk, pos):
             self._buf = bytearray(chunk[pos:]) if pos else bytearray(chunk)
         return frames
 
@@ -441,8 +441,8 @@ class FrameParser:
                             p = pos + 5
                             length = (low & 0x7F) | (middle & 0x7F) << 7 | high << 14
                         else:
-                            sid, p = decode_varint(data, pos + 1, n)  # type: ignore[arg-type]  # any buffer indexes to ints
-                            length, p = decode_varint(data, p, n)  # type: ignore[arg-type]
+                            sid, p = decode_varint(data, pos + 1, n)
+                            length, p = decode_varint(data, p, n)
                         if length < _PENDING_MIN or length > max_element:
                             break
                         take = _taker(length)

@@ -62,7 +62,7 @@ def varint_size(value: int) -> int:
     return max(1, (value.bit_length() + 6) // 7)
 
 
-def decode_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def decode_varint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
     """Decode the varint starting at ``buf[pos]``; return ``(value, position after it)``.
 
     Raises:
