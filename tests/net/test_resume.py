@@ -14,11 +14,10 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect, serve
 from rstreams.net._resume import Resume, ResumeRegistry
 from rstreams.net._resume_session import Link, Session
-from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, Goodbye, encode
+from rstreams.wire import ClientHello, FrameParser, Goodbye, encode
 from rstreams.wire._resume import (
     RESUME,
     RESUME_REFUSED,
-    RESUME_TOKEN,
     Refused,
     ResumeReplyParser,
     encode_message,
@@ -29,7 +28,7 @@ from testkit.bound import within
 from testkit.chaos import ChaosProxy
 from testkit.net import WAIT, CountingSource, MemoryTransport
 from testkit.net import session_of as session_or_none
-from testkit.resume import SIZE, Collector
+from testkit.resume import SIZE, Collector, read_resume_token
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -466,17 +465,7 @@ async def test_a_session_whose_conversation_is_over_is_not_resumed() -> None:
         port = int(server.url.rsplit(":", 1)[1])
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(encode(ClientHello(extensions=(RESUME_EXTENSION.id,))))
-        parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
-        received, token = 0, None
-        while token is None:
-            data = await within(reader.read(1 << 16))
-            assert data, "the server closed before sending its resumeToken"
-            received += len(data)
-            frames = parser.feed(data)
-            token = next(
-                (f.payload for f in frames if isinstance(f, ExtensionMessage) and f.type == RESUME_TOKEN),
-                None,
-            )
+        token, received = await read_resume_token(reader)
         writer.write(b"\x7f")  # a reserved type byte: goodbye, and the session is over
         rest = await within(reader.read())  # the goodbye, then the server's end of input
         assert b"0x7f" in rest

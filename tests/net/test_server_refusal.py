@@ -31,7 +31,6 @@ from rstreams.wire import (
 )
 from rstreams.wire._resume import (
     RESUME,
-    RESUME_TOKEN,
     Resumed,
     ResumeReplyParser,
     encode_message,
@@ -41,7 +40,7 @@ from rstreams.wire.extensions import ERROR_CODES, GOODBYE_CODE, REGISTERED
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
 from testkit.bound import within
 from testkit.net import CountingSource
-from testkit.resume import Collector
+from testkit.resume import Collector, read_resume_token
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -193,16 +192,7 @@ async def test_a_resume_at_the_limit_is_not_a_new_connection() -> None:
         host, port = _address(server.url)
         reader, writer = await asyncio.open_connection(host, port)
         writer.write(encode(ClientHello(extensions=(RESUME_EXTENSION.id, ERROR_CODES.id))))
-        parser, received, token = _parser(), 0, None
-        while token is None:
-            data = await within(reader.read(1 << 16))
-            assert data, "the server closed before sending its resumeToken"
-            received += len(data)
-            frames = parser.feed(data)
-            token = next(
-                (f.payload for f in frames if isinstance(f, ExtensionMessage) and f.type == RESUME_TOKEN),
-                None,
-            )
+        token, received = await read_resume_token(reader)
         assert len(server.connections) == 1
         writer.transport.abort()  # the link breaks: the session waits for its resume
 

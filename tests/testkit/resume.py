@@ -1,10 +1,13 @@
-"""What the resumption tests share: a Subscriber that requests in batches and records what arrives."""
+"""What the resumption tests share: a Subscriber that requests in batches and records what arrives,
+and a raw peer's wait for its resumeToken."""
 
 from __future__ import annotations
 
 import asyncio
 
 from rstreams.api import Subscriber, Subscription
+from rstreams.wire import ExtensionMessage, FrameParser
+from rstreams.wire._resume import RESUME_TOKEN
 from testkit.bound import within
 from testkit.net import WAIT
 
@@ -62,3 +65,19 @@ class Collector(Subscriber[bytes]):
 
     async def finished(self, timeout: float = WAIT) -> None:  # noqa: ASYNC109
         await within(self.done.wait(), timeout)
+
+
+async def read_resume_token(reader: asyncio.StreamReader) -> tuple[bytes, int]:
+    """A raw peer reads until the server's resumeToken (PROTOCOL.md §16.2) has come: the token,
+    and the bytes received so far (what a resume then counts as received)."""
+    parser = FrameParser(max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64)
+    received, token = 0, None
+    while token is None:
+        data = await within(reader.read(1 << 16))
+        assert data, "the server closed before sending its resumeToken"
+        received += len(data)
+        frames = parser.feed(data)
+        token = next(
+            (f.payload for f in frames if isinstance(f, ExtensionMessage) and f.type == RESUME_TOKEN), None
+        )
+    return token, received
