@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import gc
 import itertools
 import re
 import socket
 import ssl
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +42,7 @@ from rstreams.replay import (
     upload,
 )
 from rstreams.wire import ErrorCode
+from testkit.net import assert_collected_closes_its_loop
 from testkit.recording import RecordingSubscriber
 from testkit.tls import TestCA, server_context
 
@@ -683,14 +682,5 @@ def test_a_server_never_started_leaves_no_open_loop() -> None:
     assert stopped.loop.is_closed()
     with stopped:  # and it starts after all
         assert fetch_range(stopped.url, "nums", 0, 0) == []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dropped = ReplayServer({"nums": log})
-        loop = dropped.loop
-        del dropped
-        gc.collect()
-        assert loop.is_closed()
-        del loop
-        gc.collect()
-    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    assert_collected_closes_its_loop(lambda: ReplayServer({"nums": log}))
     log.close()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import selectors
+import warnings
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import UnionType
@@ -510,3 +512,19 @@ def serve_plan(offer: Any, plan: list[list[Any]]) -> BytePeer:
         return peer
 
     return run_virtual(main)
+
+
+def assert_collected_closes_its_loop(make: Callable[[], Any]) -> None:
+    """What ``make`` builds (an object with a loop thread: rstreams.net._loop_thread, as
+    ReplayServer and LivePage have), dropped without ever being started, closes its event loop
+    when collected: nothing for -X dev to report as an unclosed event loop (a ResourceWarning)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dropped = make()
+        loop = dropped.loop
+        del dropped
+        gc.collect()
+        assert loop.is_closed()
+        del loop
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []

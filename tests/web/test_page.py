@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import gc
 import json
 import os
 import socket
@@ -12,7 +11,6 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from rstreams.web import (
     page_for_logs,
     static_file,
 )
+from testkit.net import assert_collected_closes_its_loop
 
 STATIC = Path(rstreams.__file__).parent / "web" / "static"
 JS_SRC = Path(__file__).resolve().parents[2] / "js" / "src"
@@ -253,13 +252,4 @@ def test_a_page_never_started_leaves_no_open_loop() -> None:
     stopped = LivePage({})
     stopped.stop()
     assert stopped.loop.is_closed()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dropped = LivePage({})
-        loop = dropped.loop
-        del dropped
-        gc.collect()
-        assert loop.is_closed()
-        del loop
-        gc.collect()
-    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    assert_collected_closes_its_loop(lambda: LivePage({}))
