@@ -63,7 +63,7 @@ final class RemoteSubscription<T> implements Flow.Subscription {
             endpoint.execute(() -> {
                 if (!done) {
                     cancelRemote();
-                    finish(new IllegalArgumentException("rule 3.9: request(n) needs n > 0, got " + n));
+                    finish(new IllegalArgumentException("rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got " + n));
                 }
             });
             return;

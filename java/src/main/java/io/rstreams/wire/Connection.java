@@ -789,7 +789,7 @@ public final class Connection {
     /** Adds {@code n} (1 .. {@link #UNBOUNDED}) to the demand of our subscription {@code id}; a no-op once it ended. */
     public void request(long id, long n) {
         if (n <= 0) {
-            throw new IllegalArgumentException("rule 3.9: request(n) needs n > 0, got " + n);
+            throw new IllegalArgumentException("rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got " + n);
         }
         Ours o = ours.get(id);
         if (o == null || o.state == StreamState.CANCELLED || state == State.CLOSING || state == State.CLOSED) {

@@ -69,7 +69,7 @@ public final class Counters {
             if (n <= 0) {
                 if (!done) {
                     done = true;
-                    subscriber.onError(new IllegalArgumentException("rule 3.9: request(n) needs n > 0, got " + n));
+                    subscriber.onError(new IllegalArgumentException("rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got " + n));
                 }
                 return;
             }

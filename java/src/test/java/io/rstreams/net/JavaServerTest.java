@@ -146,6 +146,18 @@ public class JavaServerTest {
     }
 
     @Test(timeOut = 30_000)
+    public void aRequestOfZeroFailsTheSubscriberNamingRule39() throws Exception {
+        try (RsioConnection conn = connect()) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter", Codec.INT64).subscribe(sub);
+            sub.request(0);
+            Throwable error = sub.awaitTerminal();
+            assertTrue(error instanceof IllegalArgumentException, String.valueOf(error));
+            assertEquals(error.getMessage(), "rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got 0");
+        }
+    }
+
+    @Test(timeOut = 30_000)
     public void closingEndsOpenStreamsWithAnError() throws Exception {
         RsioConnection conn = connect();
         TestSubscriber<Long> sub = new TestSubscriber<>();

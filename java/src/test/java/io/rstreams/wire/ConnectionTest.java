@@ -5,6 +5,7 @@ import static org.testng.Assert.assertNotNull;
 import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertThrows;
 import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
 
 import io.rstreams.testing.Hex;
 import java.util.ArrayList;
@@ -150,6 +151,14 @@ public class ConnectionTest {
         assertTrue(events.contains(new Event.Subscribed(1, "a", 0)));
         assertTrue(events.get(events.size() - 1) instanceof Event.Cancelled c && c.reason().contains("rule 3.9"));
         assertEquals(server.state(), Connection.State.OPEN);
+    }
+
+    @Test(timeOut = 5_000)
+    public void aLocalRequestOfZeroIsRefusedWithRule39sText() {
+        Pair p = new Pair();
+        long id = p.client.subscribe("a", 0);
+        IllegalArgumentException e = expectThrows(IllegalArgumentException.class, () -> p.client.request(id, 0));
+        assertEquals(e.getMessage(), "rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got 0");
     }
 
     @Test(timeOut = 5_000)

@@ -169,7 +169,7 @@ public final class JvmBench {
         public void request(long k) {
             if (k <= 0) {
                 done = true;
-                subscriber.onError(new IllegalArgumentException("rule 3.9: request(n) needs n > 0, got " + k));
+                subscriber.onError(new IllegalArgumentException("rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got " + k));
                 return;
             }
             demand.accumulateAndGet(k, (a, b) -> a + b < 0 ? Long.MAX_VALUE : a + b);
