@@ -708,3 +708,56 @@ def test_the_java_readme_s_options_are_the_builders() -> None:
                 assert initial.group(1) == default.strip().strip("`"), name
                 checked += 1
     assert checked >= 13, checked
+
+
+BENCHMARKS_README = ROOT / "benchmarks" / "README.md"
+# The benchmarks' own commands, whose every option benchmarks/README.md describes.
+BENCHMARK_COMMANDS = ("run.py", "hotpath.py", "server_pump.py", "sides.py", "replay_upload.py")
+
+
+def _script_options(script: Path) -> set[str]:
+    """The `--options` a script's argparse parser declares, without those hidden from `--help`."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(script.read_text())):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"):
+            continue
+        hidden = any(
+            keyword.arg == "help"
+            and isinstance(keyword.value, ast.Attribute)
+            and keyword.value.attr == "SUPPRESS"
+            for keyword in node.keywords
+        )
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        found |= set() if hidden else {flag for flag in flags if flag.startswith("--")}
+    return found
+
+
+def test_every_option_of_the_benchmark_commands_is_in_their_readme() -> None:
+    named = set(re.findall(r"(?<![\w-])(--[A-Za-z][\w-]*)", BENCHMARKS_README.read_text()))
+    undocumented = [
+        f"{script} {flag}"
+        for script in BENCHMARK_COMMANDS
+        for flag in sorted(_script_options(ROOT / "benchmarks" / script))
+        if flag not in named
+    ]
+    assert not undocumented, f"benchmarks/README.md does not name: {undocumented}"
+
+
+def test_every_option_the_benchmarks_readme_names_is_a_script_s() -> None:
+    accepted = set().union(*(_script_options(p) for p in (ROOT / "benchmarks").glob("*.py")))
+    named = set(re.findall(r"(?<![\w-])(--[A-Za-z][\w-]*)", BENCHMARKS_README.read_text()))
+    assert named, "no options found in benchmarks/README.md"
+    assert not named - accepted, f"benchmarks/README.md names options no script takes: {named - accepted}"
+
+
+def test_the_test_script_lints_every_python_directory() -> None:
+    """scripts/test.sh runs `ruff check` and `ruff format --check` over every top-level directory
+    of Python code (not docs/, whose two generators sit beside the pages, nor the Java and
+    JavaScript trees, whose few Python files are test fixtures of those builds)."""
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    python_dirs = [d for d in TOP_DIRS if d not in ("docs", "java", "js")]
+    directories = {d for d in python_dirs if next((ROOT / d).rglob("*.py"), None)}
+    for command in ("check", "format --check"):
+        line = re.search(rf'"\$VENV/bin/ruff" {command} (.*)', script)
+        assert line, f"scripts/test.sh runs no `ruff {command}`"
+        assert directories <= set(line.group(1).split()), (command, sorted(directories))
