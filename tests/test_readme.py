@@ -761,3 +761,12 @@ def test_the_test_script_lints_every_python_directory() -> None:
         line = re.search(rf'"\$VENV/bin/ruff" {command} (.*)', script)
         assert line, f"scripts/test.sh runs no `ruff {command}`"
         assert directories <= set(line.group(1).split()), (command, sorted(directories))
+
+
+def test_every_benchmark_scenario_has_a_row_in_the_benchmarks_readme() -> None:
+    from _scenarios import SCENARIOS  # benchmarks/, on pytest's pythonpath
+
+    rows = set(re.findall(r"^\| `([a-z-]+)` \|", BENCHMARKS_README.read_text(), re.M))
+    assert rows == set(SCENARIOS), f"rows without a scenario: {rows - set(SCENARIOS)}, " + (
+        f"scenarios without a row: {set(SCENARIOS) - rows}"
+    )
