@@ -35,6 +35,7 @@
 import {
   EXTENSIONS, ExtensionNotOfferedError, ProtocolError, UNBOUNDED, concat, decodeVarint, encodeVarint,
 } from "./rsio-wire.js";
+import { invalidDemand } from "./rsio-subscribe.js";
 
 const CHANNELS = EXTENSIONS.channels;
 const { channel: CHANNEL, inputRequest: INPUT_REQUEST, inputCancel: INPUT_CANCEL, inputNext: INPUT_NEXT,
@@ -147,7 +148,7 @@ class ServedInput {
     const valid = (typeof n === "bigint" && n > 0n) || (typeof n === "number" && n > 0 && (Number.isInteger(n) || n === Infinity));
     if (!valid) {
       this._cancel();
-      this._call(this._subscriber, "onError", new RangeError(`rule 3.9: request(n) needs n > 0, got ${n}`));
+      this._call(this._subscriber, "onError", invalidDemand(n));
       return;
     }
     const more = typeof n === "bigint" ? n : n === Infinity || n > Number.MAX_SAFE_INTEGER ? UNBOUNDED : BigInt(n);

@@ -22,6 +22,7 @@ import { ProtocolError, UNBOUNDED, concat } from "./rsio-wire.js";
 import { ERROR_CODES } from "./rsio-codes.js";
 import { mediaTypeProblem, normalMediaType } from "./rsio-content.js";
 import { NO_METADATA } from "./rsio-metadata.js";
+import { invalidDemand } from "./rsio-subscribe.js";
 
 const { APPLICATION, INTERNAL, INVALID_DEMAND, LIMIT_EXCEEDED, UNKNOWN_PUBLISHER } = ERROR_CODES;
 
@@ -654,7 +655,7 @@ export function fromIterable(iterable) {
           if (!validDemand(n)) {
             done = true;
             iterator?.return?.();
-            subscriber.onError?.(new RangeError(`rule 3.9: request(n) needs n > 0, got ${n}`));
+            subscriber.onError?.(invalidDemand(n));
             return;
           }
           outstanding = addDemand(outstanding, n);
@@ -737,7 +738,7 @@ export function fromAsyncIterable(iterable) {
           if (!validDemand(n)) {
             done = true;
             iterator.return?.();
-            subscriber.onError?.(new RangeError(`rule 3.9: request(n) needs n > 0, got ${n}`));
+            subscriber.onError?.(invalidDemand(n));
             return;
           }
           outstanding = addDemand(outstanding, n);

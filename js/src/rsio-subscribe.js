@@ -9,6 +9,11 @@
 import { ContentTypeError, decoderForType, sameMediaType } from "./rsio-content.js";
 import { UNBOUNDED } from "./rsio-wire.js";
 
+/** The error a request(n) with an n that is not > 0 signals: rstreams' text (errors.py). */
+export function invalidDemand(n) {
+  return new RangeError(`rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got ${n}`);
+}
+
 function toDemand(n) {
   if (typeof n === "bigint") return n;
   if (typeof n === "number" && Number.isInteger(n)) return BigInt(n);
@@ -37,8 +42,7 @@ export class Subscription {
     const demand = toDemand(n);
     if (demand === null || demand <= 0n) {
       this.cancel();
-      this._finish((s) => s.onError?.(new RangeError(
-        `rule 3.9: request(n) needs n > 0, got ${n}`)));
+      this._finish((s) => s.onError?.(invalidDemand(n)));
       return;
     }
     const before = this.outstanding;

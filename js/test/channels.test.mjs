@@ -187,6 +187,18 @@ test("§21.3: a peer's mark qualifies only the subscribe right after it; this cl
   assert.equal(ws.of("onNext").length, 1);
 });
 
+test("rule 3.9: a served channel's input asked for 0 elements fails its Subscriber with the rule's text", async () => {
+  let error = null;
+  const { ws } = scripted({ channels: { sink: (input) => {
+    input.subscribe({ onSubscribe(s) { s.request(0); }, onError(e) { error = e; } });
+    return fromIterable([]);
+  } } });
+  ws.feed(HELLO, ext(0xa0, encodeVarint(3)), { type: "subscribe", publisher: "sink", subscriber: 3, initial_demand: 1n });
+  await tick();
+  assert.ok(error instanceof RangeError, String(error));
+  assert.equal(error.message, "rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got 0");
+});
+
 for (const [what, frames, section] of [
   ["a mark followed by a subscribe for another id", [ext(0xa0, encodeVarint(4)),
     { type: "subscribe", publisher: "x", subscriber: 5, initial_demand: 1n }], "§21.3"],

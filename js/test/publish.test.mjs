@@ -224,7 +224,11 @@ test("fromIterable honours rule 3.9 and re-entrant requests; fromAsyncIterable p
   assert.deepEqual(got, [1, 2, 3, "done"]);
   let error = null;
   fromIterable([1]).subscribe({ onSubscribe(s) { s.request(0); }, onError(e) { error = e; } });
-  assert.ok(error instanceof RangeError && /rule 3\.9/.test(error.message));
+  assert.ok(error instanceof RangeError, String(error));
+  assert.equal(error.message, "rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got 0");
+  error = null;
+  fromAsyncIterable((async function* one() { yield 1; })()).subscribe({ onSubscribe(s) { s.request(-1); }, onError(e) { error = e; } });
+  assert.equal(error?.message, "rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got -1");
   let pulled = 0;
   async function* source() { for (let i = 0; i < 5; i++) { pulled++; yield i; } }
   const seen = [];
