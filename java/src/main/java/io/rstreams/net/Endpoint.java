@@ -68,10 +68,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     /**
      * Options shared by client and server ends; {@code resume} null: no session resumption;
-     * {@code handshakeTimeout} (for the peer's hello; an accepting end's also for its credentials) null: none.
+     * {@code handshakeTimeout} (for the peer's hello; an accepting end's also for its credentials) null: none;
+     * {@code errorCodes} false: extension error-codes (§19) is not offered, so never active.
      */
     record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
-            Credentials credentials, Predicate<Credentials> authenticator, ResumeOptions resume, Duration handshakeTimeout) {}
+            Credentials credentials, Predicate<Credentials> authenticator, ResumeOptions resume, Duration handshakeTimeout,
+            boolean errorCodes) {}
 
     /** Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports. */
     record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector) {}
@@ -135,7 +137,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         this.options = options;
         Set<Long> extensions = new HashSet<>();
         extensions.add(FrameType.KEEPALIVE);
-        extensions.add(FrameType.ERROR_CODES); // codes beside onError and goodbye texts when the peer offers it too (§19)
+        if (options.errorCodes()) {
+            extensions.add(FrameType.ERROR_CODES); // codes beside onError and goodbye texts when the peer offers it too (§19)
+        }
         if (options.credentials() != null || options.authenticator() != null) {
             extensions.add(FrameType.AUTH);
         }

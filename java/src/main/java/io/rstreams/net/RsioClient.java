@@ -42,7 +42,8 @@ public final class RsioClient implements AutoCloseable {
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 Transport.ioHandler());
-        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null, b.handshakeTimeout);
+        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null, b.handshakeTimeout,
+                b.errorCodes);
         this.resume = b.resume;
         try {
             this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
@@ -78,7 +79,8 @@ public final class RsioClient implements AutoCloseable {
                 });
             };
             opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(), options.unreadTimeout(),
-                    options.credentials(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again), options.handshakeTimeout());
+                    options.credentials(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again), options.handshakeTimeout(),
+                    options.errorCodes());
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
         CompletableFuture<RsioConnection> result = new CompletableFuture<>();
@@ -134,6 +136,7 @@ public final class RsioClient implements AutoCloseable {
         private int threads = 1;
         private SSLContext tls;
         private boolean resume;
+        private boolean errorCodes = true;
 
         private Builder() {}
 
@@ -144,6 +147,19 @@ public final class RsioClient implements AutoCloseable {
          */
         public Builder resume(boolean on) {
             this.resume = on;
+            return this;
+        }
+
+        /**
+         * Offers extension error-codes (PROTOCOL.md §19), as every connection does by default: when
+         * the server offers it too, a code of §19.2 travels beside the text of each onError and
+         * goodbye. {@code false} withholds it (as rstreams'
+         * {@code ConnectionConfig(disabled_extensions=frozenset({6}))}), to behave like a client
+         * that predates it: no errorCode or goodbyeCode goes out, and one received is a protocol
+         * violation (§4.4); received errors have no code.
+         */
+        public Builder errorCodes(boolean on) {
+            this.errorCodes = on;
             return this;
         }
 

@@ -70,7 +70,8 @@ public final class RsioServer implements AutoCloseable {
             }
         };
         Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, null, b.authenticator,
-                b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null, b.handshakeTimeout);
+                b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null, b.handshakeTimeout,
+                b.errorCodes);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
         workers = new MultiThreadIoEventLoopGroup(b.resume ? 1 : b.threads, new DefaultThreadFactory("rstreams-server", true),
                 Transport.ioHandler());
@@ -232,6 +233,7 @@ public final class RsioServer implements AutoCloseable {
         private SSLContext tls;
         private Predicate<Credentials> authenticator;
         private boolean resume;
+        private boolean errorCodes = true;
         private Duration sessionTimeout = Duration.ofSeconds(30);
         private java.util.Set<String> origins = java.util.Set.of();
 
@@ -261,6 +263,19 @@ public final class RsioServer implements AutoCloseable {
          */
         public Builder resume(boolean on) {
             this.resume = on;
+            return this;
+        }
+
+        /**
+         * Offers extension error-codes (PROTOCOL.md §19), as every connection does by default: to a
+         * client that offers it too, a code of §19.2 travels beside the text of each onError and
+         * goodbye. {@code false} withholds it (as rstreams'
+         * {@code ConnectionConfig(disabled_extensions=frozenset({6}))}), to behave like a server
+         * that predates it: no errorCode or goodbyeCode goes out, and one received is a protocol
+         * violation (§4.4).
+         */
+        public Builder errorCodes(boolean on) {
+            this.errorCodes = on;
             return this;
         }
 

@@ -4,12 +4,23 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.ErrorCode;
+import io.rstreams.wire.Frame;
+import io.rstreams.wire.FrameParser;
+import io.rstreams.wire.FrameType;
+import io.rstreams.wire.FrameWriter;
+import io.rstreams.wire.Limits;
+import java.io.ByteArrayOutputStream;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
@@ -22,7 +33,8 @@ import org.testng.annotations.Test;
  * Extension error-codes (PROTOCOL.md §19) between the Java binding and real Python processes, both
  * ways: a Python client ({@code rstreams.connect}) reads the codes the Java server sends with its
  * refusals, its publishers' failures and its goodbyes; the Java client reads those of a Python
- * server ({@code rstreams serve}). Also the Java pair, in one process.
+ * server ({@code rstreams serve}). Also the Java pair, in one process; and both Java builders'
+ * {@code errorCodes(false)}, which withholds the extension: no qualifier goes out, none comes in.
  */
 public class ErrorCodesInteropTest {
     private static final String TOKEN = "error-codes-token";
@@ -53,8 +65,31 @@ public class ErrorCodesInteropTest {
             "from rstreams.net import Unavailable",
             "PUBLISHERS = {'unavailable': rstreams.error(Unavailable('overloaded'))}");
 
+    /** What the Python client does against the Java servers without error-codes: "case class code", then "active BOOL". */
+    private static final String PYTHON_CLIENT_WITHOUT = String.join("\n",
+            "import asyncio, sys",
+            "import rstreams",
+            "async def case(label, url, name):",
+            "    conn = await rstreams.connect(url, keepalive=None)",
+            "    try:",
+            "        await conn.request(name)",
+            "        print(label, 'no-error', None, flush=True)",
+            "    except Exception as error:",
+            "        print(label, type(error).__name__, getattr(error, 'code', None), flush=True)",
+            "    finally:",
+            "        if label == 'nope':",
+            "            print('active', 6 in conn.extensions, flush=True)",
+            "        await conn.aclose()",
+            "async def main(url, idle_url):",
+            "    for name in ('nope', 'broken'):",
+            "        await case(name, url, name)",
+            "    await case('idle', idle_url, 'silent')",
+            "asyncio.run(main(sys.argv[1], sys.argv[2]))");
+
     private RsioServer server;
     private RsioServer idle;
+    private RsioServer without;
+    private RsioServer idleWithout;
     private RsioClient client;
 
     @BeforeClass(timeOut = 30_000)
@@ -78,6 +113,17 @@ public class ErrorCodesInteropTest {
                     public void cancel() {}
                 }))
                 .bind("tcp://127.0.0.1:0");
+        without = RsioServer.builder()
+                .errorCodes(false)
+                .route("broken", r -> failing(new IllegalStateException("boom")))
+                .bind("tcp://127.0.0.1:0");
+        idleWithout = RsioServer.builder()
+                .errorCodes(false)
+                .keepalive(null)
+                .idleTimeout(Duration.ofMillis(300))
+                .route("silent", r -> failing(null))
+                .route("broken", r -> failing(new IllegalStateException("boom")))
+                .bind("tcp://127.0.0.1:0");
         client = RsioClient.builder().build();
     }
 
@@ -86,14 +132,14 @@ public class ErrorCodesInteropTest {
         if (client != null) {
             client.close();
         }
-        for (RsioServer s : new RsioServer[] {server, idle}) {
+        for (RsioServer s : new RsioServer[] {server, idle, without, idleWithout}) {
             if (s != null) {
                 s.close();
             }
         }
     }
 
-    /** A publisher that fails its subscriber at once with {@code error}. */
+    /** A publisher that fails its subscriber at once with {@code error} (null: never signals past onSubscribe). */
     static Flow.Publisher<byte[]> failing(RuntimeException error) {
         return s -> {
             s.onSubscribe(new Flow.Subscription() {
@@ -103,7 +149,9 @@ public class ErrorCodesInteropTest {
                 @Override
                 public void cancel() {}
             });
-            s.onError(error);
+            if (error != null) {
+                s.onError(error);
+            }
         };
     }
 
@@ -185,6 +233,98 @@ public class ErrorCodesInteropTest {
             assertEquals(((ConnectionClosedException) closed).errorCode(), ErrorCode.TIMEOUT, closed.getMessage());
         } finally {
             quiet.close();
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aPythonClientGetsNoCodesFromAJavaServerWithoutErrorCodes() throws Exception {
+        PythonRstreams.Result run = PythonRstreams.run(50, "-c", PYTHON_CLIENT_WITHOUT, without.url(), idleWithout.url());
+        assertEquals(run.status(), 0, run.output());
+        Map<String, String> seen = new LinkedHashMap<>();
+        for (String line : run.output().split("\n")) {
+            String[] words = line.trim().split(" ");
+            if (words.length >= 2) {
+                seen.put(words[0], line.trim().substring(words[0].length() + 1));
+            }
+        }
+        assertEquals(seen.get("active"), "False", run.output()); // the Python client offers id 6; the server does not
+        assertEquals(seen.get("nope"), "RemoteStreamError None", run.output()); // no errorCode before the onError
+        assertEquals(seen.get("broken"), "RemoteStreamError None", run.output());
+        assertTrue(seen.get("idle").endsWith(" None"), run.output()); // no goodbyeCode before "idle timeout ..."
+    }
+
+    @Test(timeOut = 30_000)
+    public void aJavaServerWithoutErrorCodesWritesNoQualifiers() throws Exception {
+        // a raw client that offers error-codes: the server's hello does not list it, and neither the
+        // refusal, nor the publisher's failure, nor the idle timeout's goodbye has a qualifier (§19.1)
+        try (Socket raw = RawSockets.connect(idleWithout.port())) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            for (Frame f : List.of(
+                    new Frame.Hello(false, 0, List.of(FrameType.ERROR_CODES)),
+                    new Frame.Subscribe("nope", 1, 1),
+                    new Frame.Subscribe("broken", 2, 1))) {
+                out.writeBytes(FrameWriter.encode(f, 0));
+            }
+            raw.getOutputStream().write(out.toByteArray());
+            List<Frame> frames = RawSockets.readToTheEnd(raw);
+            assertTrue(frames.get(0) instanceof Frame.Hello h
+                    && !h.extensions().contains(FrameType.ERROR_CODES), frames.toString());
+            assertEquals(frames.stream().filter(f -> f instanceof Frame.OnError).count(), 2L, frames.toString());
+            assertTrue(frames.stream().noneMatch(f -> f instanceof Frame.Extension), frames.toString());
+            assertTrue(RawSockets.lastGoodbye(frames).startsWith("idle timeout"), frames.toString());
+        }
+    }
+
+    @Test(timeOut = 90_000)
+    public void aJavaClientWithoutErrorCodesGetsNoCodesFromAPythonServer() throws Exception {
+        RsioClient plain = RsioClient.builder().errorCodes(false).build();
+        try (PythonRstreams python = PythonRstreams.serve();
+                PythonRstreams guarded = PythonRstreams.serve("--token", TOKEN)) {
+            try (RsioConnection conn = plain.connect(python.url()).get(10, TimeUnit.SECONDS)) {
+                RemoteStreamException unknown = (RemoteStreamException) terminal(conn, "nope");
+                assertTrue(unknown.code().isEmpty(), unknown.getMessage()); // the Python server sent no errorCode
+                assertTrue(!conn.activeExtensions().contains(FrameType.ERROR_CODES), conn.activeExtensions().toString());
+            }
+            RsioClient wrong = RsioClient.builder().errorCodes(false).token("not-the-token").build();
+            try {
+                Throwable closed;
+                try (RsioConnection conn = wrong.connect(guarded.url()).get(10, TimeUnit.SECONDS)) {
+                    closed = terminal(conn, "counter");
+                } catch (ExecutionException e) {
+                    closed = e.getCause();
+                }
+                assertTrue(closed instanceof ConnectionClosedException, String.valueOf(closed));
+                assertTrue(((ConnectionClosedException) closed).code().isEmpty(), closed.getMessage()); // no goodbyeCode
+            } finally {
+                wrong.close();
+            }
+        } finally {
+            plain.close();
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void aJavaClientWithoutErrorCodesDoesNotOfferIt() throws Exception {
+        for (boolean on : new boolean[] {true, false}) {
+            RsioClient c = RsioClient.builder().errorCodes(on).build();
+            try (ServerSocket listener = RawSockets.listen()) {
+                c.connect("tcp://127.0.0.1:" + listener.getLocalPort());
+                try (Socket peer = RawSockets.accept(listener)) {
+                    FrameParser parser = new FrameParser(Limits.DEFAULT);
+                    byte[] buffer = new byte[256];
+                    List<Frame> frames = new ArrayList<>();
+                    while (frames.isEmpty()) {
+                        int n = peer.getInputStream().read(buffer);
+                        assertTrue(n >= 0, "the client closed before its hello");
+                        parser.feed(buffer, 0, n);
+                        frames.addAll(parser.parseAll());
+                    }
+                    Frame.Hello hello = (Frame.Hello) frames.get(0);
+                    assertEquals(hello.extensions().contains(FrameType.ERROR_CODES), on, hello.toString());
+                }
+            } finally {
+                c.close();
+            }
         }
     }
 }
