@@ -153,7 +153,7 @@ export interface ConnectOptions {
   maxMessagesInFlight?: number;
   /** Channels the peer may open (§21): names or "{field}" patterns -> factories. */
   channels?: Record<string, ChannelFactory> | Map<string, ChannelFactory>;
-  /** Extension ids not to offer (1, 4-9), to behave like a peer that predates them. */
+  /** Extension ids not to offer (1, 4-9), to behave like a peer that predates them; [6]: no error codes (§19). */
   disabledExtensions?: Iterable<number>;
 }
 
