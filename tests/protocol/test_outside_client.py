@@ -1,0 +1,580 @@
+"""A client written from PROTOCOL.md alone interoperates with a live rstreams server.
+
+The first half of this module is that client: sockets, struct and json, nothing of rstreams
+(a test checks that it refers to nothing the module imports for its tests). Its constants,
+encodings and rules are the document's, each with its section: one subscription at a time,
+the messages a client receives, and the extensions keepalive (§14), resume (§16),
+content-types (§17), metadata (§18) and error-codes (§19). The second half starts
+``rstreams serve`` in a child process (testkit.hostile), serving tests/protocol/served.py: one
+publisher per content type of §17.3 with the element the table shows, so the bytes the
+document prints are checked against what the server sends. Each test opens its own
+connection; every read has the client's timeout (10 s).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import socket
+import struct
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testkit.hostile import ServerProcess, server_process
+
+# The two halves' headings, spelled so that these lines are not the headings themselves.
+CLIENT_STARTS = "# -- the client, from PROTOCOL.md alone " + "-" * 10
+TESTS_START = "# -- the tests: the client against a live server " + "-" * 10
+
+
+# -- the client, from PROTOCOL.md alone ----------
+# §3: core message types
+CLIENT_HELLO, SERVER_HELLO, GOODBYE = 0x01, 0x02, 0x03
+SUBSCRIBE, REQUEST, CANCEL = 0x04, 0x05, 0x06
+ON_SUBSCRIBE, ON_NEXT, ON_NEXT_PACKED = 0x07, 0x08, 0x09
+ON_NEXT_PART, ON_NEXT_LAST_PART, ON_COMPLETE, ON_ERROR = 0x0A, 0x0B, 0x0C, 0x0D
+# §4.4: extension ids; §14, §16, §17, §18, §19: their message types
+KEEPALIVE, RESUME_ID, CONTENT_TYPES, METADATA, ERROR_CODES = 1, 3, 4, 5, 6
+PING, PONG = 0x80, 0x81
+RESUME_TOKEN, RESUME, RESUMED, RESUME_REFUSED, RESUME_ACK = 0x88, 0x89, 0x8A, 0x8B, 0x8C
+CONTENT_TYPE = 0x90
+SUBSCRIBE_METADATA = 0x94
+ERROR_CODE, GOODBYE_CODE = 0x98, 0x99
+
+
+class OutsideProtocolError(Exception):
+    """The server sent something the document says it must not."""
+
+
+def varint(value: int) -> bytes:
+    """§2.1: unsigned base-128, least significant group first."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def string(text: str) -> bytes:
+    """§2.2: varint byte length, then UTF-8."""
+    data = text.encode()
+    return varint(len(data)) + data
+
+
+def blob(data: bytes) -> bytes:
+    """§2.2: varint length, then the bytes."""
+    return varint(len(data)) + data
+
+
+def extension(kind: int, payload: bytes) -> bytes:
+    """§4.4: type, varint payload length, payload."""
+    return bytes([kind]) + varint(len(payload)) + payload
+
+
+def client_hello(extensions: list[int]) -> bytes:
+    """§3, §4.1: type, version 0 (u8), varint count, the ids."""
+    return bytes([CLIENT_HELLO, 0]) + varint(len(extensions)) + b"".join(map(varint, extensions))
+
+
+def subscribe(name: str, sid: int, demand: int) -> bytes:
+    return bytes([SUBSCRIBE]) + string(name) + varint(sid) + varint(demand)
+
+
+def request(sid: int, demand: int) -> bytes:
+    return bytes([REQUEST]) + varint(sid) + varint(demand)
+
+
+def goodbye(reason: str) -> bytes:
+    return bytes([GOODBYE]) + string(reason)
+
+
+def read_varint(data: bytes, at: int = 0) -> tuple[int, int]:
+    """§2.1 with its strictness: at most 10 bytes, below 2**64, minimal. (value, next offset)."""
+    value = 0
+    for i in range(10):
+        if at + i >= len(data):
+            raise OutsideProtocolError("truncated varint (§2.1)")
+        byte = data[at + i]
+        if i == 9 and byte > 0x01:
+            raise OutsideProtocolError("varint of 2**64 or more (§2.1)")
+        value |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            if i and not byte:
+                raise OutsideProtocolError("non-minimal varint (§2.1)")
+            return value, at + i + 1
+    raise OutsideProtocolError("varint over 10 bytes (§2.1)")
+
+
+def decode(media_type: str | None, element: bytes) -> Any:
+    """§17.3: an element by its announced type (none announced: opaque bytes)."""
+    if media_type == "text/plain; charset=utf-8":
+        return element.decode("utf-8")
+    if media_type == "application/json":
+        return json.loads(element)
+    if media_type == "application/vnd.rsio.int64le":
+        return struct.unpack("<q", element)[0]
+    if media_type == "application/vnd.rsio.float64le":
+        return struct.unpack("<d", element)[0]
+    return element  # octet-stream, or a type this client leaves to the caller (msgpack, arrow)
+
+
+class Transport:
+    """One TCP connection; reads count the bytes of the server's stream (§16.3)."""
+
+    def __init__(self, address: tuple[str, int], timeout: float) -> None:
+        self.sock = socket.create_connection(address, timeout=timeout)
+        self.buffer = b""
+        self.position = 0
+        self.counting = True
+
+    def take(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise EOFError("input ended inside a message (§9.3)" if self.buffer else "input ended")
+            self.buffer += chunk
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        if self.counting:
+            self.position += n
+        return data
+
+    def varint(self) -> int:
+        data = b""
+        while not data or data[-1] & 0x80:
+            data += self.take(1)
+            if len(data) > 10:
+                raise OutsideProtocolError("varint over 10 bytes (§2.1)")
+        return read_varint(data)[0]
+
+    def frame(self, sizes: dict[int, int]) -> tuple[Any, ...]:
+        """One message by §3's table; ``sizes``: each subscription's elementSize (§7)."""
+        kind = self.take(1)[0]
+        if kind in (CLIENT_HELLO, SERVER_HELLO):
+            version = self.take(1)[0]
+            return (kind, version, [self.varint() for _ in range(self.varint())])
+        if kind == GOODBYE:
+            return (kind, self.take(self.varint()).decode("utf-8"))
+        if kind == ON_SUBSCRIBE:
+            return (kind, self.varint(), self.varint())
+        if kind == ON_NEXT:
+            sid = self.varint()
+            size = sizes.get(sid, 0)
+            return (kind, sid, self.take(size) if size else self.take(self.varint()))
+        if kind == ON_NEXT_PACKED:
+            sid, count = self.varint(), self.varint()
+            size = sizes.get(sid, 0)
+            if not size or not count:
+                raise OutsideProtocolError("onNextPacked without elementSize, or count 0 (§7)")
+            data = self.take(count * size)
+            return (kind, sid, [data[i : i + size] for i in range(0, len(data), size)])
+        if kind in (ON_NEXT_PART, ON_NEXT_LAST_PART):
+            return (kind, self.varint(), self.varint(), self.take(self.varint()))
+        if kind == ON_COMPLETE:
+            return (kind, self.varint())
+        if kind == ON_ERROR:
+            return (kind, self.varint(), self.take(self.varint()).decode("utf-8"))
+        if kind >= 0x80:
+            return (kind, self.take(self.varint()))
+        raise OutsideProtocolError(f"type 0x{kind:02x} is reserved (§3)")
+
+    def close_after_goodbye(self) -> bytes:
+        """§9.1's lingering close: shut our sending side, read to the server's end of input."""
+        self.sock.shutdown(socket.SHUT_WR)
+        rest = self.buffer
+        while chunk := self.sock.recv(1 << 16):
+            rest += chunk
+        self.sock.close()
+        return rest
+
+
+@dataclass
+class Signal:
+    """A core signal as the client's application sees it."""
+
+    kind: str  # onSubscribe, onNext, onComplete, onError, goodbye
+    sid: int | None = None
+    elements: list[Any] = field(default_factory=list)
+    raw: list[bytes] = field(default_factory=list)  # the elements' bytes, as received
+    text: str = ""
+    code: int | None = None
+    media_type: str | None = None
+    element_size: int = 0
+
+
+class Client:
+    """A session with one server: the hello, subscriptions, the extensions' messages."""
+
+    def __init__(self, address: tuple[str, int], offered: list[int], timeout: float = 10.0) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.transport = Transport(address, timeout)
+        self.offered = offered
+        self.active: set[int] = set()
+        self.server_extensions: list[int] = []
+        self.token: bytes | None = None
+        self.written = bytearray()  # our stream (§16.3), kept whole: this client never drops any
+        self.sizes: dict[int, int] = {}
+        self.types: dict[int, str | None] = {}
+        self.parts: dict[tuple[int, int], bytes] = {}
+        self.parts_received = 0
+        self.content_type: tuple[int, str] | None = None
+        self.code: tuple[int | None, int] | None = None
+        self.pongs: list[bytes] = []
+
+    def send(self, data: bytes) -> None:
+        self.written += data
+        self.transport.sock.sendall(data)
+
+    def hello(self, *optimistic: bytes) -> None:
+        """§4.1: our hello and anything optimistic (§4.3), then the server's hello."""
+        self.send(client_hello(self.offered) + b"".join(optimistic))
+        kind, version, extensions = self.transport.frame(self.sizes)
+        if kind != SERVER_HELLO or version != 0:
+            raise OutsideProtocolError(f"first message 0x{kind:02x} version {version} (§4.1, §4.2)")
+        self.server_extensions = extensions
+        self.active = set(self.offered) & set(extensions)  # §4.4
+
+    def subscribe(self, name: str, sid: int, demand: int, metadata: dict[str, bytes] | None = None) -> None:
+        """§3 subscribe, after §18.1's subscribeMetadata when there are entries."""
+        if metadata:
+            assert METADATA in self.active, "metadata is never sent optimistically (§18.1)"
+            entries = b"".join(string(key) + blob(value) for key, value in metadata.items())
+            self.send(extension(SUBSCRIBE_METADATA, varint(sid) + varint(len(metadata)) + entries))
+        self.send(subscribe(name, sid, demand))
+
+    def ping(self, payload: bytes) -> None:
+        self.send(extension(PING, payload))
+
+    def next(self) -> Signal:
+        """The next core signal, handling the extension messages before it."""
+        while True:
+            frame = self.transport.frame(self.sizes)
+            kind = frame[0]
+            if kind >= 0x80:
+                self._extension(kind, frame[1])
+                continue
+            if kind == ON_SUBSCRIBE:
+                sid, size = frame[1], frame[2]
+                announced = None
+                if self.content_type is not None:  # §17.1: a qualifier of this onSubscribe
+                    if self.content_type[0] != sid:
+                        raise OutsideProtocolError("contentType for another id (§17.1)")
+                    announced, self.content_type = self.content_type[1], None
+                self.sizes[sid], self.types[sid] = size, announced
+                return Signal("onSubscribe", sid, media_type=announced, element_size=size)
+            if kind == ON_NEXT:
+                return self._elements(frame[1], [frame[2]])
+            if kind == ON_NEXT_PACKED:
+                return self._elements(frame[1], frame[2])
+            if kind == ON_NEXT_PART:  # §8: keyed by (subscriber, element)
+                key = (frame[1], frame[2])
+                self.parts_received += 1
+                self.parts[key] = self.parts.get(key, b"") + frame[3]
+                continue
+            if kind == ON_NEXT_LAST_PART:
+                data = self.parts.pop((frame[1], frame[2]), b"") + frame[3]
+                return self._elements(frame[1], [data])
+            if kind == ON_COMPLETE:
+                return Signal("onComplete", frame[1])
+            if kind == ON_ERROR:
+                return Signal("onError", frame[1], text=frame[2], code=self._code_for(frame[1]))
+            if kind == GOODBYE:
+                return Signal("goodbye", text=frame[1], code=self._code_for(None))
+            raise OutsideProtocolError(f"a client receives no 0x{kind:02x} (§3)")
+
+    def _elements(self, sid: int, raw: list[bytes]) -> Signal:
+        media_type = self.types.get(sid)
+        return Signal("onNext", sid, [decode(media_type, element) for element in raw], raw)
+
+    def _code_for(self, sid: int | None) -> int | None:
+        """§19.1: the code of the qualifier right before, if it was for this message."""
+        if self.code is None:
+            return None
+        if self.code[0] != sid:
+            raise OutsideProtocolError("errorCode/goodbyeCode for another message (§19.1)")
+        code, self.code = self.code[1], None
+        return code
+
+    def _extension(self, kind: int, payload: bytes) -> None:
+        owner = {PING: KEEPALIVE, PONG: KEEPALIVE, RESUME_TOKEN: RESUME_ID, RESUME_ACK: RESUME_ID}
+        owner |= {CONTENT_TYPE: CONTENT_TYPES, ERROR_CODE: ERROR_CODES, GOODBYE_CODE: ERROR_CODES}
+        if owner.get(kind) not in self.active:
+            raise OutsideProtocolError(f"0x{kind:02x} of an extension that is not active (§4.4)")
+        if kind in (PING, PONG) and len(payload) != 8:
+            raise OutsideProtocolError("ping/pong payload not 8 bytes (§14.1)")
+        if kind == PING:
+            self.send(extension(PONG, payload))
+        elif kind == PONG:
+            self.pongs.append(payload)
+        elif kind == RESUME_TOKEN:
+            if not 1 <= len(payload) <= 64 or self.token is not None:
+                raise OutsideProtocolError("a bad or second resumeToken (§16.2)")
+            self.token = payload
+        elif kind == RESUME_ACK:
+            position, end = read_varint(payload)
+            if end != len(payload) or position > len(self.written):
+                raise OutsideProtocolError("a bad resumeAck (§16.2, §16.4)")
+        elif kind == CONTENT_TYPE:
+            sid, at = read_varint(payload)
+            media_type = payload[at:].decode("ascii")
+            if self.content_type is not None or "/" not in media_type:
+                raise OutsideProtocolError("a bad or second contentType (§17.1)")
+            self.content_type = (sid, media_type)
+        else:
+            target: int | None = None
+            at = 0
+            if kind == ERROR_CODE:
+                target, at = read_varint(payload)
+            code, end = read_varint(payload, at)
+            if end != len(payload) or self.code is not None:
+                raise OutsideProtocolError("a bad or second errorCode/goodbyeCode (§19.1)")
+            self.code = (target, code)
+
+    def stream(self, sid: int) -> tuple[Signal, Signal]:
+        """Subscription ``sid``'s onSubscribe, and its terminal signal carrying every element
+        received in between (decoded and raw)."""
+        first = self.next()
+        if first.kind != "onSubscribe":  # §5.2: a refusal is onError straight after subscribe
+            return first, first
+        elements: list[Any] = []
+        raw: list[bytes] = []
+        while (signal := self.next()).kind == "onNext":
+            assert signal.sid == sid, signal
+            elements += signal.elements
+            raw += signal.raw
+        assert signal.sid == sid, signal
+        signal.elements, signal.raw = elements, raw
+        return first, signal
+
+    def close(self, reason: str = "bye") -> Signal:
+        """§9.1 with §19.1: goodbyeCode 0 (normal), goodbye, the answer, the lingering close."""
+        if ERROR_CODES in self.active:
+            self.send(extension(GOODBYE_CODE, varint(0)))
+        self.send(goodbye(reason))
+        answer = self.next()
+        rest = self.transport.close_after_goodbye()
+        if rest:
+            raise OutsideProtocolError(f"{len(rest)} bytes after the answering goodbye (§9.1)")
+        return answer
+
+    def drop_transport(self) -> None:
+        """Break the transport without a goodbye (§16.3: broken)."""
+        self.transport.sock.close()
+
+    def resume(self) -> int:
+        """§16.3: a new transport, resume(token, position), the server's hello, resumed(p);
+        then our stream from p. Returns p."""
+        assert self.token is not None, "no token yet: this session cannot be resumed (§16.1)"
+        old = self.transport
+        new = Transport(self.address, self.timeout)
+        new.counting = False  # the hellos and the exchange of a later transport: outside the stream
+        new.sock.sendall(extension(RESUME, blob(self.token) + varint(old.position)))
+        kind = new.frame(self.sizes)[0]
+        if kind != SERVER_HELLO:
+            raise OutsideProtocolError(f"0x{kind:02x} instead of the server's hello (§16.3)")
+        kind, payload = new.frame(self.sizes)
+        if kind == RESUME_REFUSED:
+            raise OutsideProtocolError(f"resume refused: {payload.decode()}")
+        if kind != RESUMED:
+            raise OutsideProtocolError(f"0x{kind:02x} instead of resumed (§16.3)")
+        position, end = read_varint(payload)
+        if end != len(payload) or position > len(self.written):
+            raise OutsideProtocolError("a bad resumed position (§16.2, §16.6)")
+        new.counting, new.position = True, old.position
+        self.transport = new
+        new.sock.sendall(bytes(self.written[position:]))  # the replay (§16.3)
+        return position
+
+
+# -- the tests: the client against a live server ----------
+pytestmark = pytest.mark.timeout(60)
+
+HERE = Path(__file__).parent
+UTF8_TEXT = "text/plain; charset=utf-8"
+OFFERED = [KEEPALIVE, RESUME_ID, CONTENT_TYPES, METADATA, ERROR_CODES]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerProcess]:
+    with server_process(
+        "tcp://127.0.0.1:0", "--publishers", f"{HERE / 'served.py'}:PUBLISHERS", "--resume"
+    ) as child:
+        yield child
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> Iterator[Client]:
+    address = server.address
+    assert isinstance(address, tuple)
+    session = Client(address, OFFERED)
+    yield session
+    session.transport.sock.close()
+
+
+def test_the_client_half_uses_nothing_but_the_standard_library() -> None:
+    """The client half refers to no name that the module imports for its tests."""
+    source = Path(__file__).read_text()
+    client_half = source[source.index(CLIENT_STARTS) : source.index(TESTS_START)]
+    names = {node.id for node in ast.walk(ast.parse(client_half)) if isinstance(node, ast.Name)}
+    assert not names & {"pytest", "testkit", "server_process", "ServerProcess", "rstreams"}, names
+    header = source[: source.index(CLIENT_STARTS)]
+    modules = {
+        alias.name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
+        for node in ast.walk(ast.parse(header))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert modules - {"pytest", "testkit"} <= sys.stdlib_module_names, modules
+
+
+def test_the_hellos_activate_what_both_list_and_an_orderly_close_ends_the_session(client: Client) -> None:
+    client.hello()
+    assert set(OFFERED) <= set(client.server_extensions), client.server_extensions
+    assert client.active == set(OFFERED)
+    answer = client.close()
+    assert answer.kind == "goodbye" and answer.text, answer
+
+
+def test_an_optimistic_subscribe_streams_and_completes(client: Client) -> None:
+    client.hello(subscribe("counter?to=5", 1, 2))  # sent with the hello (§4.3)
+    first = client.next()
+    assert (first.kind, first.media_type, first.element_size) == ("onSubscribe", UTF8_TEXT, 0)
+    got = client.next().elements + client.next().elements
+    client.send(request(1, 10))  # spare demand: the end is known with the last element (§6.1)
+    while (signal := client.next()).kind == "onNext":
+        got += signal.elements
+    assert got == ["0", "1", "2", "3", "4"]
+    assert (signal.kind, signal.sid) == ("onComplete", 1)
+    client.close()
+
+
+PUBLISHER_OF = {
+    # a media type of §17.3's table -> the publisher of served.py with the table's example element
+    "application/octet-stream": "typed/octets",
+    "text/plain; charset=utf-8": "typed/utf8",
+    "application/json": "typed/json",
+    "application/msgpack": "typed/msgpack",
+    "application/vnd.rsio.int64le": "typed/int64",
+    "application/vnd.rsio.float64le": "typed/float64",
+}
+DECODED: dict[str, list[Any]] = {
+    "text/plain; charset=utf-8": ["hé"],
+    "application/json": [{"a": [1, "é"]}],
+    "application/vnd.rsio.int64le": [1, -2],
+    "application/vnd.rsio.float64le": [1.5],
+}
+"""What this client's decoder makes of the table's examples (the other types stay bytes)."""
+
+
+def _table_examples() -> list[tuple[str, str, list[bytes]]]:
+    """§17.3's rows with example bytes: (media type, elementSize cell, the examples)."""
+    section = (HERE.parents[1] / "PROTOCOL.md").read_text().split("### 17.3")[1].split("\n### ")[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if len(cells) != 4 or not cells[0].startswith("`"):
+            continue
+        hexes = re.findall(r"`((?:[0-9a-f]{2} )*[0-9a-f]{2})`", cells[3])
+        if hexes:
+            rows.append((cells[0].strip("`"), cells[2], [bytes.fromhex(h) for h in hexes]))
+    return rows
+
+
+EXAMPLES = _table_examples()
+
+
+def test_the_table_has_an_example_for_each_type_served() -> None:
+    assert {media_type for media_type, _, _ in EXAMPLES} == set(PUBLISHER_OF)
+
+
+@pytest.mark.parametrize(("media_type", "size", "wire"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
+def test_each_content_type_is_announced_and_its_elements_are_the_table_s_bytes(
+    client: Client, media_type: str, size: str, wire: list[bytes]
+) -> None:
+    client.hello()
+    client.subscribe(PUBLISHER_OF[media_type], 3, 10)
+    first, end = client.stream(3)
+    assert first.media_type == media_type, first
+    assert first.element_size == (int(size) if size.isdigit() else len(wire[0])), (first, size)
+    assert (end.kind, end.raw) == ("onComplete", wire), end
+    assert end.elements == DECODED.get(media_type, wire)
+    client.close()
+
+
+def test_raw_bytes_come_with_no_type(client: Client) -> None:
+    client.hello()
+    client.subscribe("raw", 1, 10)
+    first, end = client.stream(1)
+    assert (first.media_type, first.element_size) == (None, 0), first  # §17.1: opaque bytes
+    assert (end.kind, end.elements) == ("onComplete", [b"\x00\xff"]), end
+    client.close()
+
+
+def test_an_arrow_element_is_one_ipc_stream(client: Client) -> None:
+    pyarrow = pytest.importorskip("pyarrow")
+    client.hello()
+    client.subscribe("typed/arrow", 1, 10)
+    first, end = client.stream(1)
+    assert first.media_type == "application/vnd.apache.arrow.stream" and end.kind == "onComplete"
+    [element] = end.elements
+    assert element.endswith(bytes.fromhex("ff ff ff ff 00 00 00 00"))  # §17.3: end-of-stream marker
+    assert pyarrow.ipc.open_stream(element).read_all().to_pydict() == {"n": [7]}
+    client.close()
+
+
+def test_metadata_qualifies_a_subscribe_and_a_large_element_arrives_in_parts(client: Client) -> None:
+    client.hello()
+    traceparent = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    client.subscribe("big", 2, 2, metadata={"traceparent": traceparent, "x-tenant": b"acme"})
+    _, end = client.stream(2)
+    assert end.elements == [bytes(range(256)) * 400] and end.kind == "onComplete"
+    assert client.parts_received >= 1 and not client.parts  # onNextPart ... onNextLastPart (§8)
+    client.close()
+
+
+def test_refusals_carry_their_codes_and_a_ping_is_answered(client: Client) -> None:
+    client.hello()
+    client.ping(b"12345678")
+    client.subscribe("nope", 1, 1)
+    refused = client.next()
+    assert (refused.kind, refused.code) == ("onError", 2), refused  # §19.2: unknown publisher
+    assert "nope" in refused.text
+    client.subscribe("counter?to=3", 1, 0)
+    client.send(request(1, 0))  # rule 3.9 (§6.2)
+    _, invalid = client.stream(1)
+    assert (invalid.kind, invalid.code) == ("onError", 5) and "§6.2" in invalid.text, invalid
+    assert client.pongs == [b"12345678"]
+    client.close()
+
+
+def test_a_bad_frame_ends_the_connection_with_a_coded_goodbye(client: Client) -> None:
+    client.hello()
+    client.send(b"\x0e")  # a reserved core type (§3)
+    farewell = client.next()
+    assert (farewell.kind, farewell.code) == ("goodbye", 6), farewell  # §19.2: protocol violation
+    assert "§3" in farewell.text
+    client.send(goodbye(""))  # the answer (§9.1); a sender with no code sends none (§19.1)
+    assert client.transport.close_after_goodbye() == b""
+
+
+def test_a_broken_transport_is_resumed_where_each_side_stopped(client: Client) -> None:
+    client.hello()
+    client.subscribe("counter?to=8", 1, 3)
+    first, got = client.next(), list[Any]()
+    while len(got) < 3:
+        got += client.next().elements
+    assert first.kind == "onSubscribe" and client.token is not None
+    client.send(request(1, 10))  # the rest may be in flight when the transport breaks
+    client.drop_transport()
+    assert 0 < client.resume() <= len(client.written)  # what the server had; the rest is replayed
+    while (signal := client.next()).kind == "onNext":
+        got += signal.elements
+    assert got == [str(n) for n in range(8)] and signal.kind == "onComplete"
+    client.close()
