@@ -101,6 +101,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private Channel channel;
     private boolean flushQueued;
     private boolean ended;
+    /** This fresh endpoint's transport went on under another session (a resume, §16.3): it has nothing to close. */
+    private boolean retired;
     private boolean discarding;
     private long discarded;
     private boolean inputEnded;
@@ -746,7 +748,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * closed. Called on the I/O thread; the future completes once the connection is over.
      */
     CompletableFuture<Void> serverClose(String reason) {
-        if (ctx == null || closed.isDone()) {
+        if (ctx == null || closed.isDone() || retired) { // retired: its transport went on under a resumed session
             return CompletableFuture.completedFuture(null);
         }
         if (linkUp && !ended && conn.state() == Connection.State.AWAITING_HELLO) {
@@ -765,6 +767,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /** This endpoint's transport continues another session (a resume): it stops without a word. */
     void retire() {
         ended = true;
+        retired = true;
         if (timer != null) {
             timer.cancel(false);
         }

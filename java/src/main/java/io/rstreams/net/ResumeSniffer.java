@@ -29,6 +29,13 @@ final class ResumeSniffer extends ChannelInboundHandlerAdapter {
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         ByteBuf in = (ByteBuf) msg;
+        if (pending == null && fresh.closedError() != null) {
+            // the fresh endpoint said goodbye before the first byte came (a server closing, §9.1):
+            // nothing more is answered on this transport, whatever the byte; the endpoint discards
+            ctx.pipeline().remove(this);
+            ctx.fireChannelRead(in);
+            return;
+        }
         if (pending == null && in.isReadable() && (in.getByte(in.readerIndex()) & 0xFF) != FrameType.RESUME) {
             ctx.pipeline().remove(this);
             announce.run();

@@ -53,6 +53,8 @@ public final class RsioServer implements AutoCloseable {
     private final java.util.Map<String, Endpoint> sessions = new java.util.concurrent.ConcurrentHashMap<>();
     /** Connections admitted (counted against maxConnections) and refused, until each is over: close() says goodbye to them. */
     private final java.util.Set<Endpoint> endpoints = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** With resume: accepted transports whose first byte has not shown a new session or a resume yet (§16.3). */
+    private final java.util.Set<Endpoint> undecided = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private final java.util.concurrent.atomic.AtomicInteger admitted = new java.util.concurrent.atomic.AtomicInteger();
     private final int maxConnections;
     private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
@@ -98,13 +100,19 @@ public final class RsioServer implements AutoCloseable {
                         if (options.resume() == null) {
                             ch.closeFuture().addListener(f -> over.complete(null));
                         }
-                        Runnable announce = () -> admit(endpoint, hook, over);
                         if (options.resume() != null) {
                             // announced once the first byte shows a new session, not a resume (§16.3):
                             // what the hook sends must not come between a resumed transport's hello and resumed
+                            Runnable announce = () -> {
+                                undecided.remove(endpoint);
+                                admit(endpoint, hook, over);
+                            };
                             Pipelines.server(ch.pipeline(), where, ssl, origins, new ResumeSniffer(endpoint,
                                     token -> sessions.get(java.util.HexFormat.of().formatHex(token)), announce), endpoint);
+                            undecided.add(endpoint); // until its first byte: close() says goodbye to it too
+                            ch.closeFuture().addListener(f -> undecided.remove(endpoint));
                         } else {
+                            Runnable announce = () -> admit(endpoint, hook, over);
                             Pipelines.server(ch.pipeline(), where, ssl, origins, endpoint);
                             announce.run();
                         }
@@ -178,7 +186,8 @@ public final class RsioServer implements AutoCloseable {
      * Stops listening and says goodbye {@code server closing} to every connection, with code 0
      * (normal) where error-codes is active, as rstreams' Server.aclose: each peer's answer is
      * awaited for two seconds at most (the linger time); a connection whose peer has not said
-     * hello gets its goodbye without a code and no wait for an answer. Local publishers are
+     * hello gets its goodbye without a code and no wait for an answer (with resume, so does a
+     * transport whose first byte has not come yet, §16.3). Local publishers are
      * cancelled; every transport left after five seconds is closed.
      * Idempotent.
      */
@@ -191,6 +200,7 @@ public final class RsioServer implements AutoCloseable {
         java.util.List<CompletableFuture<Void>> goodbyes = new java.util.ArrayList<>();
         java.util.Set<Endpoint> all = new java.util.HashSet<>(endpoints);
         all.addAll(sessions.values());
+        all.addAll(undecided);
         for (Endpoint endpoint : all) {
             CompletableFuture<Void> done = new CompletableFuture<>();
             goodbyes.add(done);

@@ -6,11 +6,17 @@ import static org.testng.Assert.assertTrue;
 
 import io.rstreams.testing.CuttingProxy;
 import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
+import io.rstreams.wire.Frame;
+import io.rstreams.wire.FrameParser;
+import io.rstreams.wire.Limits;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
@@ -123,6 +129,41 @@ public class ResumeTest {
         // and the transport was closed without the goodbye.
         String answer = rawSession(new byte[] {0x00}, new TestSubscriber<>());
         assertTrue(answer.contains("unknown message type 0x00 (PROTOCOL.md §3)"), answer);
+    }
+
+    @Test(timeOut = 60_000)
+    public void aServerClosingSaysGoodbyeOnATransportWhoseFirstByteHasNotCome() throws Exception {
+        // With resume, a transport is a new session or a resume only once its first byte has come
+        // (§16.3); until then close() closed it without a word. It is said goodbye like any peer
+        // that has not said hello: no code (§19.1), no wait for an answer (§9.1).
+        RsioServer server = RsioServer.builder().resume(true).bind("tcp://127.0.0.1:0");
+        try (Socket raw = RawSockets.connect(server.port())) {
+            FrameParser parser = new FrameParser(Limits.DEFAULT);
+            List<Frame> frames = new ArrayList<>();
+            byte[] buffer = new byte[256];
+            while (frames.isEmpty()) { // the server's hello comes at once (§4.1)
+                int n = raw.getInputStream().read(buffer);
+                assertTrue(n >= 0, "the server closed before its hello");
+                parser.feed(buffer, 0, n);
+                frames.addAll(parser.parseAll());
+            }
+            assertTrue(frames.get(0) instanceof Frame.Hello, frames.toString());
+            CompletableFuture<Void> closing = CompletableFuture.runAsync(server::close);
+            int n = 0;
+            while (n >= 0 && (frames.isEmpty() || !(frames.get(frames.size() - 1) instanceof Frame.Goodbye))) {
+                n = raw.getInputStream().read(buffer);
+                if (n > 0) {
+                    parser.feed(buffer, 0, n);
+                    frames.addAll(parser.parseAll());
+                }
+            }
+            assertEquals(frames.size(), 2, frames.toString()); // hello, goodbye: no goodbyeCode before it
+            assertEquals(RawSockets.lastGoodbye(frames), "server closing");
+            closing.get(20, TimeUnit.SECONDS);
+            assertEquals(raw.getInputStream().read(), -1, "the transport stayed open after close()");
+        } finally {
+            server.close();
+        }
     }
 
     @Test(timeOut = 60_000)
