@@ -184,7 +184,8 @@ const DEFAULT_MAX_CONNECTIONS = 10000; // as rstreams servers' max_connections
  * clientHello, with error code 8 (unavailable) when the hello offers error-codes (PROTOCOL.md
  * §10), is not passed to onconnection, and nothing it sent after the hello is served.
  * Resolves with {url, connections, close()} once listening; close() says goodbye `server
- * closing` to every connection, with error code 0 (normal), as rstreams servers.
+ * closing` to every connection, with error code 0 (normal), as rstreams servers; with resume
+ * also to each transport whose first byte has not come (no code: no hello yet, §19.1).
  */
 export async function listen(url, options = {}) {
   if (options.auth != null) {
@@ -207,6 +208,7 @@ export async function listen(url, options = {}) {
   const parsed = new URL(url);
   const connections = new Set();
   const refused = new Set(); // beyond maxConnections: said goodbye at their hello, not announced
+  const undecided = new Set(); // with resume: transports whose first byte has not come (§16.3)
   const open = (transport) => {
     const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S,
       handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT_S, ...rest, gate: gate(), role: "server" });
@@ -227,8 +229,16 @@ export async function listen(url, options = {}) {
       }
     };
     if (transport instanceof ServerSession) {
-      transport.onadmit = announce; // once its first byte shows it is not a resume (§16.3)
-      transport.onabandon = () => conn._abandon();
+      undecided.add(conn);
+      conn.closed.then(() => undecided.delete(conn));
+      transport.onadmit = () => { // once its first byte shows it is not a resume (§16.3)
+        undecided.delete(conn);
+        announce();
+      };
+      transport.onabandon = () => {
+        undecided.delete(conn);
+        conn._abandon();
+      };
     } else {
       announce();
     }
@@ -292,7 +302,7 @@ export async function listen(url, options = {}) {
     async close(reason = "server closing") {
       const bounded = (conn) => Promise.race([conn.close(reason),
         new Promise((resolve) => setTimeout(resolve, CLOSE_TIMEOUT_MS).unref())]);
-      await Promise.all([...connections, ...refused].map(bounded));
+      await Promise.all([...connections, ...refused, ...undecided].map(bounded));
       await stop();
     },
   };

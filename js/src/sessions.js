@@ -195,6 +195,7 @@ export class ServerSession extends SessionStream {
 
   _input(link, data) {
     if (link !== this._link || this.mode === "CLOSED") return;
+    if (this._doorway && this._closing) return; // said goodbye before its first byte: no session, no resume
     this._heard = this._clock.now();
     if (!this._doorway) {
       this._pass(data);

@@ -141,6 +141,19 @@ test("close() says goodbye 'server closing' with code 0, to a refused connection
     assert.equal(describe(await refused.ended), "serverHello goodbye(server closing)");
   });
 
+test("with resume, close() says goodbye 'server closing' to a transport whose first byte has not come, as without",
+  { timeout: 30_000 }, async () => {
+    for (const resume of [true, false]) {
+      const announced = [];
+      const local = await server({ count: 0 }, { resume, handshakeTimeout: null, onconnection: (c) => announced.push(c) });
+      const silent = rawPeer(local.url, null); // sends nothing: neither a new session nor a resume yet (§16.3)
+      await new Promise((resolve) => silent.socket.once("data", resolve)); // its serverHello: accepted
+      await local.close(); // no handshake timeout would end it otherwise
+      assert.equal(describe(await silent.ended), "serverHello goodbye(server closing)", `resume: ${resume}`);
+      assert.equal(announced.length, resume ? 0 : 1); // with resume, announced at a first byte that never came
+    }
+  });
+
 const PYTHON_CLIENT = `
 import asyncio, sys
 import rstreams
