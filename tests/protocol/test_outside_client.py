@@ -227,6 +227,7 @@ class Client:
         self.content_type: tuple[int, str] | None = None
         self.code: tuple[int | None, int] | None = None
         self.pongs: list[bytes] = []
+        self.acked = 0  # the last position of the server's stream we acknowledged (§16.4)
 
     def send(self, data: bytes) -> None:
         self.written += data
@@ -253,7 +254,15 @@ class Client:
         self.send(extension(PING, payload))
 
     def next(self) -> Signal:
-        """The next core signal, handling the extension messages before it."""
+        """The next core signal, handling the extension messages before it; with resume
+        active, what arrived is acknowledged (§16.4), except after the peer's goodbye (§9.1)."""
+        signal = self._signal()
+        if signal.kind != "goodbye" and RESUME_ID in self.active and self.transport.position > self.acked:
+            self.acked = self.transport.position
+            self.send(extension(RESUME_ACK, varint(self.acked)))
+        return signal
+
+    def _signal(self) -> Signal:
         while True:
             frame = self.transport.frame(self.sizes)
             kind = frame[0]
