@@ -4,21 +4,24 @@ The first half of this module is that client: sockets, struct and json, nothing 
 (a test checks that it refers to nothing the module imports for its tests). Its constants,
 encodings and rules are the document's, each with its section: one subscription at a time,
 the messages a client receives, and the extensions keepalive (§14), resume (§16),
-content-types (§17), metadata (§18) and error-codes (§19). The second half starts
-``rstreams serve`` in a child process (testkit.hostile), serving tests/protocol/served.py: one
-publisher per content type of §17.3 with the element the table shows, so the bytes the
-document prints are checked against what the server sends. Each test opens its own
-connection; every read has the client's timeout (10 s).
+content-types (§17), metadata (§18) and error-codes (§19), over TCP or a WebSocket (§1). The
+second half starts ``rstreams serve`` in child processes (testkit.hostile), serving
+tests/protocol/served.py: one publisher per content type of §17.3 with the element the table
+shows, so the bytes the document prints are checked against what the server sends. Each test
+opens its own connection; every read has the client's timeout (10 s).
 """
 
 from __future__ import annotations
 
 import ast
+import base64
 import json
+import os
 import re
 import socket
 import struct
 import sys
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,9 +137,16 @@ class Transport:
         self.position = 0
         self.counting = True
 
+    def write(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def receive(self) -> bytes:
+        """The next bytes of the server's stream (b"": its end)."""
+        return self.sock.recv(1 << 16)
+
     def take(self, n: int) -> bytes:
         while len(self.buffer) < n:
-            chunk = self.sock.recv(1 << 16)
+            chunk = self.receive()
             if not chunk:
                 raise EOFError("input ended inside a message (§9.3)" if self.buffer else "input ended")
             self.buffer += chunk
@@ -194,6 +204,85 @@ class Transport:
         return rest
 
 
+def websocket_handshake(
+    address: tuple[str, int], path: str, subprotocol: str | None, timeout: float
+) -> tuple[socket.socket, str, bytes]:
+    """RFC 6455's opening handshake at ``path`` (§1): the socket, the status line, the bytes after."""
+    sock = socket.create_connection(address, timeout=timeout)
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = [f"GET {path} HTTP/1.1", f"Host: {address[0]}:{address[1]}", "Upgrade: websocket"]
+    lines += ["Connection: Upgrade", f"Sec-WebSocket-Key: {key}", "Sec-WebSocket-Version: 13"]
+    lines += [f"Sec-WebSocket-Protocol: {subprotocol}"] if subprotocol else []
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head and (chunk := sock.recv(4096)):
+        head += chunk
+    response, _, rest = head.partition(b"\r\n\r\n")
+    status, *headers = response.decode("latin-1").split("\r\n")
+    if " 101 " in status and f"sec-websocket-protocol: {subprotocol}" not in (h.lower() for h in headers):
+        raise OutsideProtocolError(f"the server did not select {subprotocol} (§1)")
+    return sock, status, rest
+
+
+class WebSocketTransport(Transport):
+    """§1: RS.io bytes in binary WebSocket messages, frame boundaries free."""
+
+    def __init__(self, address: tuple[str, int], timeout: float, path: str = "/") -> None:
+        self.sock, status, self.raw = websocket_handshake(address, path, "rsio.v0", timeout)
+        if " 101 " not in status:
+            raise OutsideProtocolError(f"WebSocket handshake refused: {status}")
+        self.buffer = b""
+        self.position = 0
+        self.counting = True
+        self.close_status: int | None = None
+
+    def write(self, data: bytes, opcode: int = 0x2) -> None:
+        mask = os.urandom(4)
+        size = len(data)
+        if size < 126:  # RFC 6455 §5.2: the shortest length form
+            length = bytes([0x80 | size])
+        elif size < 1 << 16:
+            length = bytes([0x80 | 126]) + struct.pack(">H", size)
+        else:
+            length = bytes([0x80 | 127]) + struct.pack(">Q", size)
+        masked = bytes(byte ^ mask[i % 4] for i, byte in enumerate(data))
+        self.sock.sendall(bytes([0x80 | opcode]) + length + mask + masked)
+
+    def _raw(self, n: int) -> bytes:
+        while len(self.raw) < n:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise EOFError("the WebSocket ended without a close frame")
+            self.raw += chunk
+        data, self.raw = self.raw[:n], self.raw[n:]
+        return data
+
+    def receive(self) -> bytes:
+        while self.close_status is None:
+            first, second = self._raw(2)
+            size = second & 0x7F
+            if size >= 126:
+                size = int.from_bytes(self._raw(2 if size == 126 else 8), "big")
+            payload = self._raw(size)
+            opcode = first & 0x0F
+            if opcode in (0x0, 0x2):
+                return payload
+            if opcode == 0x8:
+                self.close_status = int.from_bytes(payload[:2], "big") if payload else 1005
+            elif opcode == 0x1:
+                raise OutsideProtocolError("a text message: not RS.io bytes (§1)")
+        return b""
+
+    def close_after_goodbye(self) -> bytes:
+        """§9.1: a WebSocket cannot half-close; read to the server's close, answer it, close."""
+        rest = self.buffer
+        while chunk := self.receive():
+            rest += chunk
+        self.write(struct.pack(">H", 1000), opcode=0x8)
+        self.sock.close()
+        return rest
+
+
 @dataclass
 class Signal:
     """A core signal as the client's application sees it."""
@@ -211,10 +300,12 @@ class Signal:
 class Client:
     """A session with one server: the hello, subscriptions, the extensions' messages."""
 
-    def __init__(self, address: tuple[str, int], offered: list[int], timeout: float = 10.0) -> None:
+    def __init__(
+        self, address: tuple[str, int], offered: list[int], timeout: float = 10.0, websocket: bool = False
+    ) -> None:
         self.address = address
         self.timeout = timeout
-        self.transport = Transport(address, timeout)
+        self.transport = WebSocketTransport(address, timeout) if websocket else Transport(address, timeout)
         self.offered = offered
         self.active: set[int] = set()
         self.server_extensions: list[int] = []
@@ -231,7 +322,7 @@ class Client:
 
     def send(self, data: bytes) -> None:
         self.written += data
-        self.transport.sock.sendall(data)
+        self.transport.write(data)
 
     def hello(self, *optimistic: bytes) -> None:
         """§4.1: our hello and anything optimistic (§4.3), then the server's hello."""
@@ -367,7 +458,8 @@ class Client:
         if ERROR_CODES in self.active:
             self.send(extension(GOODBYE_CODE, varint(0)))
         self.send(goodbye(reason))
-        answer = self.next()
+        while (answer := self.next()).kind != "goodbye":
+            pass  # after our goodbye, anything but the answer is discarded (§9.1)
         rest = self.transport.close_after_goodbye()
         if rest:
             raise OutsideProtocolError(f"{len(rest)} bytes after the answering goodbye (§9.1)")
@@ -602,3 +694,41 @@ def test_a_broken_transport_is_resumed_where_each_side_stopped(client: Client) -
         got += signal.elements
     assert got == [str(n) for n in range(8)] and signal.kind == "onComplete"
     client.close()
+
+
+@pytest.fixture(scope="module")
+def ws_address() -> Iterator[tuple[str, int]]:
+    pytest.importorskip("websockets")  # the server's WebSocket transport
+    offer = f"{HERE / 'served.py'}:PUBLISHERS"
+    with server_process("ws://127.0.0.1:0", "--publishers", offer) as child:
+        url = urllib.parse.urlsplit(child.url)
+        assert url.hostname is not None and url.port is not None and url.path == "/", child.url
+        yield url.hostname, url.port
+
+
+def test_over_websocket_binary_messages_carry_the_same_bytes(ws_address: tuple[str, int]) -> None:
+    client = Client(ws_address, [CONTENT_TYPES, ERROR_CODES], websocket=True)
+    client.hello(subscribe("counter?to=3", 1, 5))
+    first, end = client.stream(1)
+    assert (first.media_type, end.kind, end.elements) == (UTF8_TEXT, "onComplete", ["0", "1", "2"])
+    assert client.close().kind == "goodbye"
+    transport = client.transport
+    assert isinstance(transport, WebSocketTransport) and transport.close_status == 1000
+
+
+def test_a_websocket_handshake_needs_the_path_and_the_subprotocol(ws_address: tuple[str, int]) -> None:
+    for path, subprotocol, refused in [("/other", "rsio.v0", " 404 "), ("/", None, " 400 ")]:
+        sock, status, _ = websocket_handshake(ws_address, path, subprotocol, 10.0)
+        sock.close()
+        assert refused in status, (path, subprotocol, status)
+
+
+def test_a_text_message_ends_the_websocket_with_1003_and_no_goodbye(ws_address: tuple[str, int]) -> None:
+    transport = WebSocketTransport(ws_address, 10.0)
+    transport.write(client_hello([ERROR_CODES]))
+    transport.write(b"hello", opcode=0x1)
+    assert transport.frame({})[0] == SERVER_HELLO
+    with pytest.raises(EOFError):
+        transport.frame({})  # no goodbye: the close frame ends the stream
+    assert transport.close_status == 1003
+    transport.sock.close()
