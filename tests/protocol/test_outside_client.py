@@ -43,12 +43,14 @@ SUBSCRIBE, REQUEST, CANCEL = 0x04, 0x05, 0x06
 ON_SUBSCRIBE, ON_NEXT, ON_NEXT_PACKED = 0x07, 0x08, 0x09
 ON_NEXT_PART, ON_NEXT_LAST_PART, ON_COMPLETE, ON_ERROR = 0x0A, 0x0B, 0x0C, 0x0D
 # §4.4: extension ids; §14, §16, §17, §18, §19: their message types
-KEEPALIVE, RESUME_ID, CONTENT_TYPES, METADATA, ERROR_CODES = 1, 3, 4, 5, 6
+KEEPALIVE, RESUME_ID, CONTENT_TYPES, METADATA, ERROR_CODES, CHANNELS, INPUT_PARTS = 1, 3, 4, 5, 6, 8, 9
 PING, PONG = 0x80, 0x81
 RESUME_TOKEN, RESUME, RESUMED, RESUME_REFUSED, RESUME_ACK = 0x88, 0x89, 0x8A, 0x8B, 0x8C
 CONTENT_TYPE = 0x90
 SUBSCRIBE_METADATA = 0x94
 ERROR_CODE, GOODBYE_CODE = 0x98, 0x99
+CHANNEL, INPUT_REQUEST, INPUT_CANCEL, INPUT_NEXT, INPUT_COMPLETE = 0xA0, 0xA1, 0xA2, 0xA3, 0xA4
+INPUT_NEXT_PART = 0xA6
 
 
 class OutsideProtocolError(Exception):
@@ -319,6 +321,7 @@ class Client:
         self.code: tuple[int | None, int] | None = None
         self.pongs: list[bytes] = []
         self.acked = 0  # the last position of the server's stream we acknowledged (§16.4)
+        self.input_demand: dict[int, int] = {}  # per channel: input elements we may send (§21.4)
 
     def send(self, data: bytes) -> None:
         self.written += data
@@ -341,6 +344,30 @@ class Client:
             self.send(extension(SUBSCRIBE_METADATA, varint(sid) + varint(len(metadata)) + entries))
         self.send(subscribe(name, sid, demand))
 
+    def open_channel(self, name: str, sid: int, demand: int) -> None:
+        """§21.3: the channel mark, then the subscribe it qualifies (never optimistic, §21.1)."""
+        assert CHANNELS in self.active
+        self.send(extension(CHANNEL, varint(sid)) + subscribe(name, sid, demand))
+
+    def wait_input_demand(self, sid: int) -> list[Signal]:
+        """Read until the channel's input has demand (§21.4); the core signals read meanwhile."""
+        signals = []
+        while not self.input_demand.get(sid):
+            if (signal := self._step()) is not None:
+                signals.append(signal)
+        return signals
+
+    def send_input(self, sid: int, element: bytes, part_size: int) -> None:
+        """One input element: in one inputNext, or, with input-parts, inputNextPart ... inputNext
+        (§21.6); it uses one input demand."""
+        assert self.input_demand.get(sid), "no input demand (§21.4)"
+        self.input_demand[sid] -= 1
+        if INPUT_PARTS in self.active:
+            while len(element) > part_size:
+                self.send(extension(INPUT_NEXT_PART, varint(sid) + element[:part_size]))
+                element = element[part_size:]
+        self.send(extension(INPUT_NEXT, varint(sid) + element))
+
     def ping(self, payload: bytes) -> None:
         self.send(extension(PING, payload))
 
@@ -354,40 +381,45 @@ class Client:
         return signal
 
     def _signal(self) -> Signal:
-        while True:
-            frame = self.transport.frame(self.sizes)
-            kind = frame[0]
-            if kind >= 0x80:
-                self._extension(kind, frame[1])
-                continue
-            if kind == ON_SUBSCRIBE:
-                sid, size = frame[1], frame[2]
-                announced = None
-                if self.content_type is not None:  # §17.1: a qualifier of this onSubscribe
-                    if self.content_type[0] != sid:
-                        raise OutsideProtocolError("contentType for another id (§17.1)")
-                    announced, self.content_type = self.content_type[1], None
-                self.sizes[sid], self.types[sid] = size, announced
-                return Signal("onSubscribe", sid, media_type=announced, element_size=size)
-            if kind == ON_NEXT:
-                return self._elements(frame[1], [frame[2]])
-            if kind == ON_NEXT_PACKED:
-                return self._elements(frame[1], frame[2])
-            if kind == ON_NEXT_PART:  # §8: keyed by (subscriber, element)
-                key = (frame[1], frame[2])
-                self.parts_received += 1
-                self.parts[key] = self.parts.get(key, b"") + frame[3]
-                continue
-            if kind == ON_NEXT_LAST_PART:
-                data = self.parts.pop((frame[1], frame[2]), b"") + frame[3]
-                return self._elements(frame[1], [data])
-            if kind == ON_COMPLETE:
-                return Signal("onComplete", frame[1])
-            if kind == ON_ERROR:
-                return Signal("onError", frame[1], text=frame[2], code=self._code_for(frame[1]))
-            if kind == GOODBYE:
-                return Signal("goodbye", text=frame[1], code=self._code_for(None))
-            raise OutsideProtocolError(f"a client receives no 0x{kind:02x} (§3)")
+        while (signal := self._step()) is None:
+            pass
+        return signal
+
+    def _step(self) -> Signal | None:
+        """One message: a core signal, or None for one the client handled itself."""
+        frame = self.transport.frame(self.sizes)
+        kind = frame[0]
+        if kind >= 0x80:
+            self._extension(kind, frame[1])
+            return None
+        if kind == ON_SUBSCRIBE:
+            sid, size = frame[1], frame[2]
+            announced = None
+            if self.content_type is not None:  # §17.1: a qualifier of this onSubscribe
+                if self.content_type[0] != sid:
+                    raise OutsideProtocolError("contentType for another id (§17.1)")
+                announced, self.content_type = self.content_type[1], None
+            self.sizes[sid], self.types[sid] = size, announced
+            return Signal("onSubscribe", sid, media_type=announced, element_size=size)
+        if kind == ON_NEXT:
+            return self._elements(frame[1], [frame[2]])
+        if kind == ON_NEXT_PACKED:
+            return self._elements(frame[1], frame[2])
+        if kind == ON_NEXT_PART:  # §8: keyed by (subscriber, element)
+            key = (frame[1], frame[2])
+            self.parts_received += 1
+            self.parts[key] = self.parts.get(key, b"") + frame[3]
+            return None
+        if kind == ON_NEXT_LAST_PART:
+            data = self.parts.pop((frame[1], frame[2]), b"") + frame[3]
+            return self._elements(frame[1], [data])
+        if kind == ON_COMPLETE:
+            return Signal("onComplete", frame[1])
+        if kind == ON_ERROR:
+            return Signal("onError", frame[1], text=frame[2], code=self._code_for(frame[1]))
+        if kind == GOODBYE:
+            return Signal("goodbye", text=frame[1], code=self._code_for(None))
+        raise OutsideProtocolError(f"a client receives no 0x{kind:02x} (§3)")
 
     def _elements(self, sid: int, raw: list[bytes]) -> Signal:
         media_type = self.types.get(sid)
@@ -405,6 +437,7 @@ class Client:
     def _extension(self, kind: int, payload: bytes) -> None:
         owner = {PING: KEEPALIVE, PONG: KEEPALIVE, RESUME_TOKEN: RESUME_ID, RESUME_ACK: RESUME_ID}
         owner |= {CONTENT_TYPE: CONTENT_TYPES, ERROR_CODE: ERROR_CODES, GOODBYE_CODE: ERROR_CODES}
+        owner |= {INPUT_REQUEST: CHANNELS, INPUT_CANCEL: CHANNELS}
         if owner.get(kind) not in self.active:
             raise OutsideProtocolError(f"0x{kind:02x} of an extension that is not active (§4.4)")
         if kind in (PING, PONG) and len(payload) != 8:
@@ -421,6 +454,17 @@ class Client:
             position, end = read_varint(payload)
             if end != len(payload) or position > len(self.written):
                 raise OutsideProtocolError("a bad resumeAck (§16.2, §16.4)")
+        elif kind == INPUT_REQUEST:  # §21.4: demand for the channel's input
+            sid, at = read_varint(payload)
+            demand, end = read_varint(payload, at)
+            if end != len(payload) or not 1 <= demand < 1 << 63:
+                raise OutsideProtocolError("a bad inputRequest (§21.2)")
+            self.input_demand[sid] = min(self.input_demand.get(sid, 0) + demand, (1 << 63) - 1)
+        elif kind == INPUT_CANCEL:
+            sid, end = read_varint(payload)
+            if end != len(payload):
+                raise OutsideProtocolError("a bad inputCancel (§21.2)")
+            self.input_demand[sid] = 0
         elif kind == CONTENT_TYPE:
             sid, at = read_varint(payload)
             media_type = payload[at:].decode("ascii")
@@ -698,9 +742,9 @@ def test_a_broken_transport_is_resumed_where_each_side_stopped(client: Client) -
 
 @pytest.fixture(scope="module")
 def ws_address() -> Iterator[tuple[str, int]]:
+    """``rstreams serve ws://...`` with its built-ins: ``counter`` and the channel ``upper``."""
     pytest.importorskip("websockets")  # the server's WebSocket transport
-    offer = f"{HERE / 'served.py'}:PUBLISHERS"
-    with server_process("ws://127.0.0.1:0", "--publishers", offer) as child:
+    with server_process("ws://127.0.0.1:0") as child:
         url = urllib.parse.urlsplit(child.url)
         assert url.hostname is not None and url.port is not None and url.path == "/", child.url
         yield url.hostname, url.port
@@ -732,3 +776,24 @@ def test_a_text_message_ends_the_websocket_with_1003_and_no_goodbye(ws_address: 
         transport.frame({})  # no goodbye: the close frame ends the stream
     assert transport.close_status == 1003
     transport.sock.close()
+
+
+def test_a_channel_takes_split_input_and_answers_a_split_element(ws_address: tuple[str, int]) -> None:
+    """The built-in channel ``upper`` (§21): the mark, input demand, an input element of 104 KB
+    in inputNextPart ... inputNext (§21.6), inputComplete; the answer arrives split (§8)."""
+    client = Client(ws_address, [ERROR_CODES, CHANNELS, INPUT_PARTS], websocket=True)
+    client.hello()
+    client.open_channel("upper", 1, 2)
+    seen = client.wait_input_demand(1)
+    element = bytes(range(97, 123)) * 4000
+    client.send_input(1, element, 40_000)
+    client.send(extension(INPUT_COMPLETE, varint(1)))
+    if not seen:
+        seen.append(client.next())
+    assert seen[0].kind == "onSubscribe", seen
+    got = [signal for signal in seen[1:] if signal.kind == "onNext"]
+    while (signal := client.next()).kind == "onNext":
+        got.append(signal)
+    assert [e for s in got for e in s.elements] == [element.upper()]
+    assert signal.kind == "onComplete" and client.parts_received >= 1, signal
+    client.close()
