@@ -14,18 +14,19 @@ import tls from "node:tls";
 
 import { AuthGate } from "./gate.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
-import { ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
+import { SYSTEM_CLOCK, ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
 import {
-  Connection, ConnectionClosedError, ERROR_CODES, SUBPROTOCOL, connect as connectWebSocket, connectTransport,
-  holdUntilStarted, openWebSocket, webSocketTransport,
+  CLOSE_TIMEOUT_MS, Connection, ConnectionClosedError, ERROR_CODES, SUBPROTOCOL, connect as connectWebSocket,
+  connectTransport, holdUntilStarted, openWebSocket, webSocketTransport,
 } from "./rsio.js";
 
 export * from "./rsio.js";
 
-const END_TIMEOUT_MS = 2000; // after our end(), how long the peer has to close its side
-// input discarded after our end() past which the socket is destroyed at once (a peer still
-// writing is reset), as rstreams' LINGER_BYTES: a peer flooding after our goodbye is not read
-// for all of END_TIMEOUT_MS
+// the lingering close (§9.1, §10): after our end(), how long the peer has to close its side,
+// and how much of its input is discarded meanwhile, before the socket is destroyed (a peer
+// still writing is reset), as rstreams' LINGER_SECONDS and LINGER_BYTES: a peer flooding
+// after our goodbye is not read for all of LINGER_MS
+const LINGER_MS = 2000;
 const LINGER_BYTES = 4 * 1024 * 1024;
 
 /**
@@ -44,17 +45,18 @@ export async function connect(url, options = {}) {
     }
     case "tcp:": {
       const where = { host: host(parsed), port: port(parsed), allowHalfOpen: true };
-      return connectTransport(() => openSocket(url, () => net.connect(where), "connect"), options);
+      return connectTransport(() => openSocket(url, () => net.connect(where), "connect", options.clock), options);
     }
     case "tls:": {
       const name = host(parsed); // SNI names a host, never an address (RFC 6066)
       const where = { ...(net.isIP(name) ? {} : { servername: name }), ...options.tls, host: name, port: port(parsed) };
-      return connectTransport(() => openSocket(url, () => tls.connect(where), "secureConnect"), options);
+      return connectTransport(() => openSocket(url, () => tls.connect(where), "secureConnect", options.clock), options);
     }
     case "unix:": {
       if (!parsed.pathname) throw new TypeError(`a unix URL names a socket path: unix:///path, got ${url}`);
       const path = decodeURIComponent(parsed.pathname);
-      return connectTransport(() => openSocket(url, () => net.connect({ path, allowHalfOpen: true }), "connect"), options);
+      const open = () => net.connect({ path, allowHalfOpen: true });
+      return connectTransport(() => openSocket(url, open, "connect", options.clock), options);
     }
     default:
       throw new TypeError(`cannot connect to ${url}: the schemes are ws, wss, tcp, tls and unix`);
@@ -71,7 +73,7 @@ function port(url) {
 }
 
 /** A promise of a connected socket's transport. */
-function openSocket(url, open, event) {
+function openSocket(url, open, event, clock) {
   return new Promise((resolve, reject) => {
     const socket = open();
     const failed = (error) => reject(new ConnectionClosedError(`cannot connect to ${url}: ${error.message}`, error));
@@ -79,13 +81,16 @@ function openSocket(url, open, event) {
     socket.once(event, () => {
       socket.off("error", failed);
       socket.setNoDelay?.(true);
-      resolve(socketTransport(socket));
+      resolve(socketTransport(socket, clock));
     });
   });
 }
 
-/** A connected net.Socket (or tls.TLSSocket) as a Connection's transport. */
-export function socketTransport(socket) {
+/**
+ * A connected net.Socket (or tls.TLSSocket) as a Connection's transport; `clock` ({setTimeout,
+ * clearTimeout}, the Connection's) times its lingering close.
+ */
+export function socketTransport(socket, clock = SYSTEM_CLOCK) {
   let waiting = false;
   let discarded = null; // bytes read after close(): null until then
   const transport = {
@@ -96,10 +101,14 @@ export function socketTransport(socket) {
       if (!socket.destroyed && socket.writable) socket.write(bytes);
     },
     close() {
-      if (socket.destroyed) return;
-      discarded ??= 0;
+      if (socket.destroyed || discarded !== null) return;
+      discarded = 0;
       socket.end(); // our goodbye is written first; the peer then closes its side (§10)
-      setTimeout(() => socket.destroy(), END_TIMEOUT_MS).unref();
+      const linger = clock.setTimeout(() => socket.destroy(), LINGER_MS);
+      socket.once("close", () => clock.clearTimeout(linger));
+    },
+    abort() {
+      socket.destroy();
     },
     get writable() {
       return !socket.writableNeedDrain;
@@ -142,7 +151,6 @@ export function socketTransport(socket) {
   return transport;
 }
 
-const CLOSE_TIMEOUT_MS = 3000; // how long close() waits for each connection's goodbye exchange
 const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this long is closed (§14.2)
 const DEFAULT_HANDSHAKE_TIMEOUT_S = 10; // as rstreams servers: for the clientHello, then for auth (§15.3)
 const DEFAULT_MAX_CONNECTIONS = 10000; // as rstreams servers' max_connections
@@ -204,7 +212,8 @@ export async function listen(url, options = {}) {
   const gate = () => (authenticate === undefined ? null
     : new AuthGate({ authenticate, authorize, required: authRequired }));
   gate(); // the hooks are checked now, not at the first connection
-  const sessions = resume ? new Sessions(serverResumeOptions(resume), options.clock) : null;
+  const clock = options.clock ?? SYSTEM_CLOCK;
+  const sessions = resume ? new Sessions(serverResumeOptions(resume), clock) : null;
   const parsed = new URL(url);
   const connections = new Set();
   const refused = new Set(); // beyond maxConnections: said goodbye at their hello, not announced
@@ -249,7 +258,7 @@ export async function listen(url, options = {}) {
   if (parsed.protocol === "tcp:" || parsed.protocol === "unix:") {
     const server = net.createServer({ allowHalfOpen: true }, (socket) => {
       socket.setNoDelay(true);
-      accept(socketTransport(socket));
+      accept(socketTransport(socket, clock));
     });
     const address = parsed.protocol === "tcp:" ? { host: host(parsed), port: port(parsed) }
       : { path: decodeURIComponent(parsed.pathname) };
@@ -286,7 +295,7 @@ export async function listen(url, options = {}) {
         ws.close(1002, `RS.io needs the WebSocket subprotocol ${SUBPROTOCOL}`);
         return;
       }
-      accept(webSocketTransport(ws));
+      accept(webSocketTransport(ws, clock));
     });
     const bound = wss.address();
     where = `ws://${hostText(bound.address)}:${bound.port}${path}`;
@@ -294,16 +303,31 @@ export async function listen(url, options = {}) {
   } else {
     throw new TypeError(`cannot listen on ${url}: the schemes are tcp, unix and ws`);
   }
+  let closing = null;
+  const shutDown = async (reason) => {
+    const stopped = stop(); // accepts no more; settles once every accepted transport has closed
+    const all = [...connections, ...refused, ...undecided];
+    for (const conn of all) conn.close(reason);
+    let timer;
+    const late = new Promise((resolve) => { timer = clock.setTimeout(() => resolve(true), CLOSE_TIMEOUT_MS); });
+    if (await Promise.race([stopped.then(() => false), late])) {
+      for (const conn of all) conn._abort(); // still answering or lingering when the time is up
+      await stopped;
+    }
+    clock.clearTimeout(timer);
+  };
   return {
     url: where,
     connections,
     sessions,
-    /** Goodbye to every connection (each has CLOSE_TIMEOUT_MS for the answer), then stop listening. */
-    async close(reason = "server closing") {
-      const bounded = (conn) => Promise.race([conn.close(reason),
-        new Promise((resolve) => setTimeout(resolve, CLOSE_TIMEOUT_MS).unref())]);
-      await Promise.all([...connections, ...refused, ...undecided].map(bounded));
-      await stop();
+    /**
+     * Goodbye to every connection at once, then stop listening: each waits for its answer and
+     * lingers as a Connection's close() does, and whatever is still open CLOSE_TIMEOUT_MS (5 s)
+     * after the call is aborted, as rstreams servers' close (CLOSE_TIMEOUT). Idempotent.
+     */
+    close(reason = "server closing") {
+      closing ??= shutDown(reason);
+      return closing;
     },
   };
 }

@@ -50,6 +50,12 @@ export function resumeOptions(resume) {
   return options;
 }
 
+/** End a session's transport now: abort() where it has one, else close(). */
+export function abortLink(link) {
+  if (typeof link.abort === "function") link.abort();
+  else link.close();
+}
+
 /** The one varint position of a resume message's payload (§16.2). */
 export function position(payload, what) {
   let got = null;
@@ -234,6 +240,13 @@ export class ResumableSession extends SessionStream {
   close() {
     this._closing = true;
     this._link?.close();
+    if (this.mode === "DETACHED") this._finish(null);
+  }
+
+  /** As close(), the transport attached aborted (Connection's close() unanswered, §9.1). */
+  abort() {
+    this._closing = true;
+    if (this._link !== null) abortLink(this._link);
     if (this.mode === "DETACHED") this._finish(null);
   }
 

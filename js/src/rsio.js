@@ -84,7 +84,9 @@ export class ConnectionClosedError extends Error {
   }
 }
 
-const GOODBYE_TIMEOUT_MS = 2000; // how long we wait for the answer to our goodbye (§9.1)
+// how long close() waits for the answer to our goodbye (§9.1) before it aborts the transport,
+// as rstreams' CLOSE_TIMEOUT (5 s); node.js's listen() closes all its connections at once
+export const CLOSE_TIMEOUT_MS = 5000;
 const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
@@ -202,6 +204,10 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
     },
     close() {
       ws.close();
+    },
+    abort() {
+      if (typeof ws.terminate === "function") ws.terminate(); // the `ws` package's; a browser's has only close()
+      else ws.close();
     },
     get writable() {
       return ws.bufferedAmount < HIGH_WATER;
@@ -513,7 +519,8 @@ export class Connection {
 
   /**
    * Say goodbye (§9.1); resolves when the transport has closed. Before the peer's hello there is
-   * no answer to wait for (the peer may not speak RS.io): the transport is closed at once.
+   * no answer to wait for (the peer may not speak RS.io): the transport is closed at once. A
+   * peer that has not answered within CLOSE_TIMEOUT_MS (5 s) has its transport aborted.
    */
   close(reason = "") {
     if (this.state === "AWAITING_HELLO" || this.state === "OPEN") {
@@ -524,7 +531,7 @@ export class Connection {
       this._failAll(closing);
       this._messages.close(closing);
       if (answered) {
-        this._closeTimer = this._clock.setTimeout(() => this._transport.close(), GOODBYE_TIMEOUT_MS);
+        this._closeTimer = this._clock.setTimeout(() => this._abort(), CLOSE_TIMEOUT_MS);
       } else {
         this._flush();
         this._transport.close();
@@ -991,6 +998,13 @@ export class Connection {
     this._ready.reject(error ?? this._closedError());
     this._resolveClosed(error);
     this.onclose?.(error);
+  }
+
+  /** End the transport now, without its lingering close (a transport without abort() is closed). */
+  _abort() {
+    const transport = this._transport;
+    if (typeof transport.abort === "function") transport.abort();
+    else transport.close();
   }
 
   /** listen(): this Connection's transport resumed another session (§16.3); it ends unseen, sending nothing more. */

@@ -26,7 +26,7 @@
 // (`dropLink`).
 
 import { EXTENSIONS, ProtocolError, concat, decodeVarint, encodeFrame, encodeVarint } from "./rsio-wire.js";
-import { ReplayBuffer, SessionStream, position } from "./rsio-resume.js";
+import { ReplayBuffer, SessionStream, abortLink, position } from "./rsio-resume.js";
 
 const { resumeToken: TOKEN, resume: RESUME, resumed: RESUMED, resumeRefused: REFUSED, resumeAck: ACK } =
   EXTENSIONS.resume.types;
@@ -58,7 +58,7 @@ export function serverResumeOptions(resume) {
   return options;
 }
 
-const SYSTEM_CLOCK = Object.freeze({
+export const SYSTEM_CLOCK = Object.freeze({
   now: () => Date.now(),
   setTimeout(callback, ms) {
     const timer = setTimeout(callback, ms);
@@ -149,6 +149,16 @@ export class ServerSession extends SessionStream {
     const link = this._link;
     if (this.mode === "DETACHED" || link === null) this._finish(null);
     else link.close();
+  }
+
+  /** As close(), the transport attached aborted (listen()'s close() past CLOSE_TIMEOUT_MS). */
+  abort() {
+    if (this.mode === "CLOSED") return; // a resume of another session: that one has the link now
+    this._closing = true;
+    this._sessions._forget(this);
+    const link = this._link;
+    if (this.mode === "DETACHED" || link === null) this._finish(null);
+    else abortLink(link);
   }
 
   /** The hellos are in: `active` says whether both listed resume; `isOpen()`: the Connection is OPEN. */

@@ -84,6 +84,8 @@ export interface Clock {
 export interface Transport {
   send(bytes: Uint8Array): void;
   close(): void;
+  /** End now, without a lingering close: a close() unanswered for CLOSE_TIMEOUT_MS (close() if absent). */
+  abort?(): void;
   readonly writable: boolean;
   waitWritable?(): void;
   /** Called by the Connection once its handlers are set: input held until then is delivered. */
@@ -110,6 +112,8 @@ export interface ResumeOptions {
   ackDelay: number;
 }
 export declare const RESUME_DEFAULTS: Readonly<ResumeOptions>;
+/** How long close() waits for the answer to its goodbye (§9.1), and listen()'s close() in all: 5000 ms, as rstreams' CLOSE_TIMEOUT. */
+export declare const CLOSE_TIMEOUT_MS: number;
 
 /** Subscribe metadata (extension metadata, §18): keys of a-z 0-9 - _ . (1-64), values text (UTF-8) or bytes. */
 export type Metadata = Record<string, string | Uint8Array> | Map<string, string | Uint8Array>;
@@ -315,7 +319,7 @@ export declare function connectTransport(open: () => Promise<Transport>, options
 /** For writing a Transport: hold its events until the Connection calls `start()`. */
 export declare function holdUntilStarted(transport: Transport): (kind: "onbytes" | "onend", value?: unknown) => void;
 /** Node only (the node entry): a connected net.Socket or tls.TLSSocket as a Transport. */
-export declare function socketTransport(socket: unknown): Transport;
+export declare function socketTransport(socket: unknown, clock?: Clock): Transport;
 
 export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | "role" | "WebSocket" | "tls"> {
   /** Seconds a connection may stay silent (nothing read, nothing taken) before a goodbye (§14.2); default 60, null: never. */
