@@ -37,8 +37,14 @@ import java.util.function.Predicate;
 @io.netty.channel.ChannelHandler.Sharable // one session may outlive several channels (extension resume)
 final class Endpoint extends ChannelInboundHandlerAdapter {
     private static final System.Logger LOG = System.getLogger("io.rstreams.net");
-    /** How long an endpoint that sent an error goodbye keeps reading before it closes (PROTOCOL.md §10). */
+    /** How long an endpoint that sent an error goodbye keeps reading before it closes (PROTOCOL.md §10), as rstreams' LINGER_SECONDS. */
     private static final long LINGER_MILLIS = 2000;
+    /**
+     * How long an orderly close (ours, §9.1) waits for the peer to answer our goodbye and end its
+     * input before the transport is closed anyway, as rstreams' CLOSE_TIMEOUT; a server's close()
+     * waits this long in all, its connections at the same time.
+     */
+    static final long CLOSE_MILLIS = 5000;
     /**
      * Bytes discarded while lingering past which the transport is closed at once (a peer still
      * writing is reset), as rstreams' LINGER_BYTES: a peer flooding after our goodbye would
@@ -620,7 +626,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
         if (!h.active().contains(FrameType.AUTH)) {
             goodbyeAndClose("credentials were given, but the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)",
-                    null); // §10: this goodbye has no code
+                    null, LINGER_MILLIS); // §10: this goodbye has no code
             return;
         }
         conn.sendExtension(FrameType.AUTHENTICATE, options.credentials().encode());
@@ -723,9 +729,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Orderly close from this end (§9.1): goodbye, then wait for the answer (at most the linger time). */
+    /** Orderly close from this end (§9.1): {@link #closeOrderly} on the I/O thread; completes once the transport closed. */
     CompletableFuture<Void> closeAsync(String reason) {
-        execute(() -> goodbyeAndClose(reason, ErrorCode.NORMAL)); // §19.2: an orderly close, code 0
+        execute(() -> closeOrderly(reason));
         return closed;
     }
 
@@ -740,28 +746,35 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * A server closing (as rstreams' Server.aclose): goodbye {@code reason} with code 0 (normal),
-     * then the peer's answer is awaited for the linger time at most (§9.1). Before the peer's
-     * hello there is no answer to wait for (the peer may not speak RS.io): the goodbye is written
-     * and the transport closed as after an error goodbye (at once where the peer closes on
-     * reading it; its input discarded meanwhile, for the linger time at most); a transport still in its TLS or WebSocket handshake is
-     * closed. Called on the I/O thread; the future completes once the connection is over.
+     * An orderly close from this end, as rstreams' Connection.aclose (a client's close(), a
+     * server's close() on each connection): goodbye {@code reason} with code 0 (normal), then
+     * the peer's answer (the end of its input) is awaited for {@link #CLOSE_MILLIS} at most
+     * (§9.1). Before the peer's hello there is no answer to wait for (the peer may not speak
+     * RS.io): the goodbye, without a code (§19.1), is written and the transport closed as after
+     * an error goodbye (at once where the peer closes on reading it; its input discarded
+     * meanwhile, for the linger time at most); a transport still in its TLS or WebSocket
+     * handshake is closed. Called on the I/O thread; the future completes once the connection is over.
      */
-    CompletableFuture<Void> serverClose(String reason) {
+    CompletableFuture<Void> closeOrderly(String reason) {
         if (ctx == null || closed.isDone() || retired) { // retired: its transport went on under a resumed session
             return CompletableFuture.completedFuture(null);
         }
         if (linkUp && !ended && conn.state() == Connection.State.AWAITING_HELLO) {
             // §19.1: no code before the hellos; closed as after an error goodbye (half-close and
             // linger), so that a hello already on its way does not make the close a reset
+            ended(null, closedByThisEnd(reason));
             conn.abort(reason);
             process();
         } else if (!linkUp && channel.isActive() && !ended && conn.state() == Connection.State.AWAITING_HELLO) {
             channel.close(); // in its TLS or WebSocket handshake: no RS.io goes out before it
         } else {
-            goodbyeAndClose(reason, ErrorCode.NORMAL);
+            goodbyeAndClose(reason, ErrorCode.NORMAL, CLOSE_MILLIS); // §19.2: an orderly close, code 0
         }
         return closed;
+    }
+
+    private static ConnectionClosedException closedByThisEnd(String reason) {
+        return new ConnectionClosedException("the connection was closed by this end" + (reason.isEmpty() ? "" : ": " + reason));
     }
 
     /** This endpoint's transport continues another session (a resume): it stops without a word. */
@@ -779,7 +792,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    private void goodbyeAndClose(String reason, ErrorCode code) {
+    /** Goodbye {@code reason}, then the transport is closed when the peer ends its input, or after {@code waitMillis}. */
+    private void goodbyeAndClose(String reason, ErrorCode code, long waitMillis) {
         if (ended || conn.state() == Connection.State.CLOSED) {
             if (channel.isActive() && conn.state() == Connection.State.CLOSED && !discarding) {
                 channel.close();
@@ -787,7 +801,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         conn.goodbye(reason, code);
-        ended(null, new ConnectionClosedException("the connection was closed by this end" + (reason.isEmpty() ? "" : ": " + reason)));
+        ended(null, closedByThisEnd(reason));
         flushNow();
         if (!linkUp) {
             closed.complete(null); // a session waiting for a resume: no transport to close
@@ -795,7 +809,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
         channel.eventLoop().schedule(() -> {
             channel.close();
-        }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
+        }, waitMillis, TimeUnit.MILLISECONDS);
     }
 
     // ---- extension resume (§16) ----------------------------------------------------------

@@ -55,21 +55,25 @@ public final class RsioConnection implements AutoCloseable {
 
     /**
      * Says goodbye (PROTOCOL.md §9.1): every stream in both directions ends, local subscribers
-     * with {@link ConnectionClosedException}; completes when the transport has closed.
+     * with {@link ConnectionClosedException}; the transport closes once the peer has answered
+     * and ended its input, or after five seconds (as rstreams' CLOSE_TIMEOUT). Before the
+     * peer's hello no answer is awaited (it may not speak RS.io): the transport closes once the
+     * peer ends its input, after two seconds (the linger time) at most. Completes when the
+     * transport has closed.
      */
     public CompletableFuture<Void> closeAsync() {
         return endpoint.closeAsync("");
     }
 
-    /** {@link #closeAsync()} and waits (at most 5 s) for the transport to close. */
+    /** {@link #closeAsync()} and waits for the transport to close (after five seconds at most, as there). */
     @Override
     public void close() {
         try {
-            closeAsync().get(5, TimeUnit.SECONDS);
+            closeAsync().get(2 * Endpoint.CLOSE_MILLIS, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException e) {
-            // closed as far as this end is concerned: the channel is closed at the linger timeout
+            // closed as far as this end is concerned: the channel is closed at the close timeout
         }
     }
 

@@ -143,7 +143,7 @@ public final class RsioServer implements AutoCloseable {
         endpoints.add(endpoint);
         over.whenComplete((v, e) -> endpoints.remove(endpoint));
         if (closing.get()) {
-            endpoint.serverClose("server closing");
+            endpoint.closeOrderly("server closing");
             return;
         }
         if (admitted.incrementAndGet() > maxConnections) {
@@ -184,12 +184,13 @@ public final class RsioServer implements AutoCloseable {
 
     /**
      * Stops listening and says goodbye {@code server closing} to every connection, with code 0
-     * (normal) where error-codes is active, as rstreams' Server.aclose: each peer's answer is
-     * awaited for two seconds at most (the linger time); a connection whose peer has not said
-     * hello gets its goodbye without a code and no wait for an answer (with resume, so does a
-     * transport whose first byte has not come yet, §16.3). Local publishers are
-     * cancelled; every transport left after five seconds is closed.
-     * Idempotent.
+     * (normal) where error-codes is active, as rstreams' Server.aclose: the peers' answers are
+     * awaited all at once, for five seconds at most in all (rstreams' CLOSE_TIMEOUT), each
+     * transport closing as soon as its peer has answered and ended its input; a connection whose
+     * peer has not said hello gets its goodbye without a code and no wait for an answer (its
+     * input discarded for the two-second linger at most; with resume, so does a transport whose
+     * first byte has not come yet, §16.3). Local publishers are cancelled; every transport left
+     * after the five seconds is closed. Idempotent.
      */
     @Override
     public void close() {
@@ -205,13 +206,13 @@ public final class RsioServer implements AutoCloseable {
             CompletableFuture<Void> done = new CompletableFuture<>();
             goodbyes.add(done);
             try {
-                endpoint.loop().execute(() -> endpoint.serverClose("server closing").whenComplete((v, e) -> done.complete(null)));
+                endpoint.loop().execute(() -> endpoint.closeOrderly("server closing").whenComplete((v, e) -> done.complete(null)));
             } catch (java.util.concurrent.RejectedExecutionException e) {
                 done.complete(null);
             }
         }
         try {
-            CompletableFuture.allOf(goodbyes.toArray(new CompletableFuture<?>[0])).get(CLOSE_SECONDS, TimeUnit.SECONDS);
+            CompletableFuture.allOf(goodbyes.toArray(new CompletableFuture<?>[0])).get(Endpoint.CLOSE_MILLIS, TimeUnit.MILLISECONDS);
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
             // bounded: whatever did not answer is closed below
         } catch (InterruptedException e) {
@@ -220,9 +221,6 @@ public final class RsioServer implements AutoCloseable {
         channels.close().syncUninterruptibly();
         shutdownGroups();
     }
-
-    /** How long close() waits for its goodbyes in all, as rstreams' CLOSE_TIMEOUT (each waits the 2 s linger at most). */
-    private static final long CLOSE_SECONDS = 5;
 
     private void shutdownGroups() {
         boss.shutdownGracefully(0, 2, TimeUnit.SECONDS);

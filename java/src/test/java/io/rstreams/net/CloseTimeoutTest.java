@@ -1,0 +1,184 @@
+package io.rstreams.net;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.rstreams.testing.RawSockets;
+import io.rstreams.wire.Connection;
+import io.rstreams.wire.Frame;
+import io.rstreams.wire.FrameParser;
+import io.rstreams.wire.FrameType;
+import io.rstreams.wire.FrameWriter;
+import io.rstreams.wire.Limits;
+import java.io.InputStream;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.testng.annotations.Test;
+
+/**
+ * How long an orderly close waits (PROTOCOL.md §9.1), as rstreams' Connection.aclose and
+ * Server.aclose: the peer's answer for five seconds at most (CLOSE_TIMEOUT), no answer at all
+ * before the peer's hello (the two-second linger then bounds the close), and a server's
+ * connections all at once. The bounds are checked on the virtual clock of Netty's
+ * EmbeddedChannel; the server's close over real sockets only has to return.
+ */
+public class CloseTimeoutTest {
+    private static final long LINGER_MILLIS = 2000;
+
+    /** One endpoint on an EmbeddedChannel whose clock moves only when the test says so. */
+    private static final class Embedded {
+        final Endpoint endpoint;
+        final EmbeddedChannel channel;
+        private final FrameParser parser = new FrameParser(Limits.DEFAULT);
+
+        Embedded(Connection.Side side) {
+            endpoint = new Endpoint(side, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null, null, null, null, null, true));
+            channel = new EmbeddedChannel(endpoint); // no timer is armed until the close (no keepalive, idle or handshake timeout)
+            channel.freezeTime();
+        }
+
+        void receive(Frame... frames) {
+            for (Frame f : frames) {
+                channel.writeInbound(Unpooled.wrappedBuffer(FrameWriter.encode(f, 0)));
+            }
+            channel.runPendingTasks();
+        }
+
+        /** What the endpoint has written since the last call. */
+        List<Frame> sent() throws Exception {
+            channel.runPendingTasks();
+            List<Frame> frames = new ArrayList<>();
+            for (ByteBuf b = channel.readOutbound(); b != null; b = channel.readOutbound()) {
+                byte[] bytes = new byte[b.readableBytes()];
+                b.readBytes(bytes);
+                b.release();
+                parser.feed(bytes, 0, bytes.length);
+                frames.addAll(parser.parseAll());
+            }
+            return frames;
+        }
+
+        /** Moves the virtual clock and runs what fell due. */
+        void advance(long millis) {
+            channel.advanceTimeBy(millis, TimeUnit.MILLISECONDS);
+            channel.runScheduledPendingTasks();
+            channel.runPendingTasks();
+        }
+    }
+
+    private static Frame.Hello hello(boolean fromServer) {
+        return new Frame.Hello(fromServer, 0, List.of(FrameType.ERROR_CODES));
+    }
+
+    private static void awaitsTheAnswerForTheCloseTimeout(Connection.Side side, CompletableFuture<Void> closed, Embedded e)
+            throws Exception {
+        List<Frame> goodbye = e.sent();
+        assertTrue(goodbye.get(goodbye.size() - 1) instanceof Frame.Goodbye, side + ": " + goodbye);
+        e.advance(Endpoint.CLOSE_MILLIS - 1);
+        assertTrue(e.channel.isOpen(), side + ": closed before the close timeout (the linger time is not the bound)");
+        assertFalse(closed.isDone());
+        e.advance(1);
+        assertFalse(e.channel.isOpen(), side + ": still open at the close timeout");
+        assertTrue(closed.isDone());
+    }
+
+    @Test(timeOut = 30_000)
+    public void aServerConnectionAwaitsTheAnswerForTheCloseTimeoutThenCloses() throws Exception {
+        Embedded e = new Embedded(Connection.Side.SERVER);
+        e.receive(hello(false));
+        assertTrue(e.sent().get(0) instanceof Frame.Hello);
+        CompletableFuture<Void> closed = e.endpoint.closeOrderly("server closing");
+        awaitsTheAnswerForTheCloseTimeout(Connection.Side.SERVER, closed, e);
+    }
+
+    @Test(timeOut = 30_000)
+    public void aClientConnectionAwaitsTheAnswerForTheCloseTimeoutThenCloses() throws Exception {
+        Embedded e = new Embedded(Connection.Side.CLIENT);
+        e.receive(hello(true));
+        assertTrue(e.sent().get(0) instanceof Frame.Hello);
+        CompletableFuture<Void> closed = e.endpoint.facade().closeAsync();
+        awaitsTheAnswerForTheCloseTimeout(Connection.Side.CLIENT, closed, e);
+    }
+
+    @Test(timeOut = 30_000)
+    public void aPeerThatAnswersAndEndsItsInputClosesAtOnce() throws Exception {
+        Embedded e = new Embedded(Connection.Side.SERVER);
+        e.receive(hello(false));
+        e.sent();
+        CompletableFuture<Void> closed = e.endpoint.closeOrderly("server closing");
+        List<Frame> out = e.sent();
+        assertEquals(out.size(), 2, out.toString()); // goodbyeCode(0), goodbye
+        e.receive(new Frame.Goodbye(""));
+        e.channel.pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+        e.channel.runPendingTasks();
+        assertFalse(e.channel.isOpen(), "the peer answered and ended its input: nothing is left to wait for");
+        assertTrue(closed.isDone());
+    }
+
+    @Test(timeOut = 30_000)
+    public void beforeThePeersHelloNoAnswerIsAwaitedAndTheLingerBoundsTheClose() throws Exception {
+        for (Connection.Side side : Connection.Side.values()) {
+            Embedded e = new Embedded(side);
+            e.sent(); // our hello
+            CompletableFuture<Void> closed = side == Connection.Side.SERVER
+                    ? e.endpoint.closeOrderly("server closing") : e.endpoint.facade().closeAsync();
+            List<Frame> out = e.sent();
+            assertEquals(out.size(), 1, side + ": a goodbye without a code (§19.1): " + out);
+            assertTrue(out.get(0) instanceof Frame.Goodbye, side + ": " + out);
+            e.advance(LINGER_MILLIS - 1);
+            assertTrue(e.channel.isOpen(), side + ": the peer may be reading the goodbye");
+            e.advance(1);
+            assertFalse(e.channel.isOpen(), side + ": still open after the linger");
+            assertTrue(closed.isDone());
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aServerClosingOnPeersThatNeverAnswerReturnsAndEachSawItsGoodbye() throws Exception {
+        RsioServer server = RsioServer.builder().bind("tcp://127.0.0.1:0");
+        List<Socket> peers = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                Socket peer = RawSockets.connect(server.port());
+                peers.add(peer);
+                peer.getOutputStream().write(FrameWriter.encode(hello(false), 0));
+                peer.getOutputStream().write(FrameWriter.encode(new Frame.Subscribe("nope", 1, 1), 0));
+                // hello, errorCode(1, 2), onError: the server has read our hello, so its goodbye has a code
+                assertTrue(readFrames(peer.getInputStream(), 3).get(2) instanceof Frame.OnError);
+            }
+            CompletableFuture<Void> closing = CompletableFuture.runAsync(server::close);
+            for (Socket peer : peers) {
+                List<Frame> frames = RawSockets.readToTheEnd(peer); // never answered: the server closes it
+                assertEquals(RawSockets.lastGoodbye(frames), "server closing");
+                assertEquals(frames.size(), 2, frames.toString()); // goodbyeCode(0), goodbye
+            }
+            closing.get(30, TimeUnit.SECONDS);
+        } finally {
+            for (Socket peer : peers) {
+                peer.close();
+            }
+            server.close();
+        }
+    }
+
+    private static List<Frame> readFrames(InputStream in, int count) throws Exception {
+        FrameParser parser = new FrameParser(Limits.DEFAULT);
+        List<Frame> frames = new ArrayList<>();
+        byte[] buffer = new byte[256];
+        while (frames.size() < count) {
+            int n = in.read(buffer);
+            assertTrue(n >= 0, "closed after " + frames);
+            parser.feed(buffer, 0, n);
+            frames.addAll(parser.parseAll());
+        }
+        return frames;
+    }
+}
