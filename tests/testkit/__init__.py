@@ -4,8 +4,9 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 (tests/test_testkit.py checks both). Outside pytest, ``PYTHONPATH=src:tests`` does the same.
 
 ========================  ============================================================
-``testkit.recording``     ``RecordingSubscriber`` and ``WAIT``, the bound of every wait
+``testkit.recording``     ``RecordingSubscriber`` and ``WAIT``, the bound of every wait (own time)
 ``testkit.bound``         ``within``/``Bound``: a wait bounded by the loop's own time, not the load
+``testkit.patience``      blocking waits (threads, futures, child processes) bounded the same way
 ``testkit.publishers``    publishers the operator tests drive by hand or from a thread
 ``testkit.clock``         a virtual clock for the time-based building blocks
 ``testkit.shapes``        one stream from three upstream shapes; the TCK environment for them

@@ -1,4 +1,5 @@
-"""Deterministic test tools shared by the suite: no sleeps, every wait bounded."""
+"""Deterministic test tools shared by the suite: no sleeps, every wait bounded by its own time
+(:mod:`testkit.patience`), not by the machine's load."""
 
 from __future__ import annotations
 
@@ -6,18 +7,21 @@ import threading
 from typing import Any, Generic, TypeVar
 
 from rstreams.api import Subscriber, Subscription
+from testkit.patience import Patience
 
 T = TypeVar("T")
 
 WAIT = 10.0
-"""Upper bound for any wait in a test; a correct implementation answers far sooner."""
+"""Upper bound for any wait in a test, in seconds of this process's own time (wall time less the
+time its threads waited for a CPU; :class:`~testkit.patience.Patience`); a correct implementation
+answers far sooner."""
 
 
 class RecordingSubscriber(Subscriber[T], Generic[T]):
     """Starts with zero demand (or ``initial``), requests on command, records every signal.
 
     Thread-safe: signals may come from any thread; ``await_*`` methods block on a
-    condition, never poll, and fail after :data:`WAIT` seconds.
+    condition, never poll, and fail after :data:`WAIT` seconds of this process's own time.
     """
 
     def __init__(self, initial: int = 0) -> None:
@@ -74,9 +78,12 @@ class RecordingSubscriber(Subscriber[T], Generic[T]):
         return self.completed or self.error is not None
 
     def _await(self, predicate: Any, what: str, timeout: float = WAIT) -> None:
+        patience = Patience(timeout)
         with self._cond:
-            if not self._cond.wait_for(predicate, timeout):
-                raise AssertionError(f"timed out after {timeout}s waiting for {what}; signals={self.signals}")
+            if not patience.until(lambda seconds: self._cond.wait_for(predicate, seconds)):
+                raise AssertionError(
+                    f"timed out after {patience.said()} waiting for {what}; signals={self.signals}"
+                )
 
     def await_items(self, n: int, timeout: float = WAIT) -> list[T]:
         self._await(lambda: len(self.items) >= n or self.done, f"{n} items", timeout)

@@ -1,0 +1,300 @@
+"""Blocking waits (a condition, an event, a future, a thread, a child process) bounded by the own
+time of the processes that do the awaited work, not by the machine's load.
+
+:mod:`testkit.bound` bounds a wait in an event loop by that loop's thread; a blocking wait awaits
+other threads of this process, or another process. :class:`Patience` counts wall time less the
+time the threads of those processes (this one always; a child and its descendants where the wait
+is on a child) spent runnable but waiting for a CPU, summed over the threads (Linux's
+``/proc/PID/task/TID/schedstat``, its second field). On an idle machine that is wall time: a hang
+fails after its limit. On a loaded one the seconds that other processes' CPU took from the awaited
+work do not count. Whatever the load, a wait ends after :data:`~testkit.bound.HARD` times its limit
+in wall time (every test keeps its pytest timeout too). Where the system does not say, the bound
+is wall time.
+
+The sum over threads counts two starved threads twice, so under load a hang takes longer to be
+reported (never past the hard bound); a thread that ended before the bound looked at it is not
+counted, which only shortens a wait towards wall time.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import IO, Any, AnyStr, Protocol, TypeVar
+
+from testkit.bound import HARD, WAIT
+
+__all__ = [
+    "Patience",
+    "child_line",
+    "communicate",
+    "exception",
+    "get",
+    "join",
+    "result",
+    "wait",
+    "wait_child",
+    "wait_for",
+]
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+STEP = 0.05
+"""The shortest wait between two looks at the bound: a bound nearly spent under load is looked at
+this often, not in a busy loop."""
+
+_clock = time.monotonic
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="ascii") as file:
+        return file.read()
+
+
+def _family(pids: Iterable[int]) -> set[int]:
+    """``pids`` and every descendant of them (``/proc/PID/task/TID/children``)."""
+    found: set[int] = set()
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        found.add(pid)
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                todo += [int(child) for child in _read(f"/proc/{pid}/task/{tid}/children").split()]
+            except (OSError, ValueError):
+                pass
+    return found
+
+
+def _delays(pids: Iterable[int], children: Iterable[int]) -> dict[int, float]:
+    """Thread id -> seconds it has spent runnable but waiting for a CPU, for every thread of
+    ``pids`` and of ``children`` and their descendants; empty where ``/proc`` does not say."""
+    found: dict[int, float] = {}
+    for pid in {*pids, *_family(children)}:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                found[int(tid)] = int(_read(f"/proc/{pid}/task/{tid}/schedstat").split()[1]) / 1e9
+            except (OSError, IndexError, ValueError):
+                pass
+    return found
+
+
+class Patience:
+    """The bound of one blocking wait: over once the awaited processes' own time since it began
+    (wall time less the time their threads waited for a CPU) reaches ``limit`` seconds, or wall
+    time reaches :data:`~testkit.bound.HARD` times ``limit``.
+
+    ``children``: the processes (with their descendants) whose threads do the awaited work
+    besides this process's own."""
+
+    def __init__(self, limit: float = WAIT, children: Iterable[int] = ()) -> None:
+        self.limit = limit
+        self._pids = (os.getpid(),)
+        self._children = tuple(children)
+        self._start = _clock()
+        self._base: dict[int, float] | None = None  # (read at the first look: most waits need none)
+        self._seen: dict[int, float] = {}
+
+    def spent(self) -> tuple[float, float]:
+        """Own seconds and wall seconds since the wait began."""
+        delays = _delays(self._pids, self._children)
+        if self._base is None:
+            self._base = delays
+        self._seen.update(delays)
+        base = self._base
+        delay = sum(max(seen - base.get(tid, 0.0), 0.0) for tid, seen in self._seen.items())
+        wall = _clock() - self._start
+        return max(wall - delay, 0.0), wall
+
+    def left(self) -> float:
+        """Seconds the wait may still take before it is looked at again; 0 or less: over."""
+        own, wall = self.spent()
+        return min(self.limit - own, HARD * self.limit - wall)
+
+    def until(self, step: Callable[[float], bool]) -> bool:
+        """Call ``step(seconds)`` (a blocking wait of at most ``seconds`` that says whether what it
+        awaits came) until it says so (True) or the bound is over (False)."""
+        if step(0):
+            return True
+        while (left := self.left()) > 0:
+            if step(max(left, min(STEP, self.limit))):
+                return True
+        return False
+
+    def said(self) -> str:
+        """How long the wait took, for a failure's message."""
+        own, wall = self.spent()
+        return f"{self.limit:g} s of own time ({own:.1f} s; {wall:.1f} s in all)"
+
+
+# -- this process's threads ---------------------------------------------------------------------
+
+
+def wait_for(condition: threading.Condition, predicate: Callable[[], T], limit: float = WAIT) -> T:
+    """``condition.wait_for(predicate, limit)`` bounded by :class:`Patience`: the predicate's last
+    value (falsy once the bound is over). Call it holding ``condition``, as ``wait_for``."""
+    patience = Patience(limit)
+    last: list[T] = []
+
+    def step(seconds: float) -> bool:
+        last[:] = [condition.wait_for(predicate, seconds)]
+        return bool(last[0])
+
+    patience.until(step)
+    return last[0] if last else predicate()
+
+
+def wait(event: threading.Event, limit: float = WAIT) -> bool:
+    """``event.wait(limit)`` bounded by :class:`Patience`: whether the event was set."""
+    return Patience(limit).until(event.wait)
+
+
+def _joined(thread: threading.Thread, seconds: float) -> bool:
+    thread.join(seconds)
+    return not thread.is_alive()
+
+
+def join(thread: threading.Thread, limit: float = WAIT) -> None:
+    """``thread.join(limit)`` bounded by :class:`Patience`; as ``join``, returns either way
+    (``thread.is_alive()`` says which)."""
+    Patience(limit).until(lambda seconds: _joined(thread, seconds))
+
+
+class Settles(Protocol[T_co]):
+    """What :func:`result` waits on: a ``concurrent.futures.Future`` or ``SinkResult``."""
+
+    def result(self, timeout: float | None = ...) -> T_co: ...
+
+    def exception(self, timeout: float | None = ...) -> BaseException | None: ...
+
+
+def _settled(future: Settles[object], seconds: float) -> bool:
+    try:
+        future.exception(seconds)
+    except TimeoutError:
+        return False
+    except BaseException:  # cancelled, or a blocking wait refused: result() raises it again
+        return True
+    return True
+
+
+def result(future: Settles[T], limit: float = WAIT) -> T:
+    """``future.result(limit)`` bounded by :class:`Patience`: its value, or its error raised;
+    ``TimeoutError`` once the bound is over."""
+    patience = Patience(limit)
+    if not patience.until(lambda seconds: _settled(future, seconds)):
+        raise TimeoutError(f"no result after {patience.said()}")
+    return future.result(0)
+
+
+def exception(future: Settles[object], limit: float = WAIT) -> BaseException | None:
+    """``future.exception(limit)`` bounded by :class:`Patience`."""
+    patience = Patience(limit)
+    if not patience.until(lambda seconds: _settled(future, seconds)):
+        raise TimeoutError(f"no outcome after {patience.said()}")
+    return future.exception(0)
+
+
+def get(items: queue.Queue[T], limit: float = WAIT, children: Iterable[int] = ()) -> T:
+    """``items.get(timeout=limit)`` bounded by :class:`Patience` (over ``children`` too, for a
+    queue that a child's output fills); ``queue.Empty`` once the bound is over."""
+    got: list[T] = []
+
+    def step(seconds: float) -> bool:
+        try:
+            got.append(items.get(timeout=seconds))
+        except queue.Empty:
+            return False
+        return True
+
+    patience = Patience(limit, children)
+    if not patience.until(step):
+        raise queue.Empty(f"nothing after {patience.said()}")
+    return got[0]
+
+
+# -- child processes ----------------------------------------------------------------------------
+
+
+def wait_child(child: subprocess.Popen[AnyStr], limit: float = WAIT) -> int:
+    """``child.wait(limit)`` bounded by :class:`Patience` over ``child`` and this process:
+    its exit status, or ``subprocess.TimeoutExpired`` (the child left running)."""
+
+    def step(seconds: float) -> bool:
+        try:
+            child.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    patience = Patience(limit, [child.pid])
+    if not patience.until(step):
+        expired = subprocess.TimeoutExpired(child.args, limit)
+        expired.add_note(f"the child ran {patience.said()} without exiting")
+        raise expired
+    return child.returncode
+
+
+def communicate(
+    child: subprocess.Popen[AnyStr], limit: float = WAIT, given: AnyStr | None = None
+) -> tuple[Any, Any]:
+    """``child.communicate(given, limit)`` bounded by :class:`Patience` over ``child`` and this
+    process (stdout and stderr, ``None`` where not piped, as ``communicate``);
+    ``subprocess.TimeoutExpired`` (the child left running) once the bound is over."""
+    out: list[tuple[Any, Any]] = []
+    pending = [given]
+
+    def step(seconds: float) -> bool:
+        if seconds == 0 and pending[0] is not None:
+            return False  # (communicate given input and no time loses the input: not yet)
+        sent, pending[:] = pending[0], [None]  # input goes once: communicate refuses it on a retry
+        try:
+            out.append(child.communicate(sent, seconds))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    patience = Patience(limit, [child.pid])
+    if not patience.until(step):
+        expired = subprocess.TimeoutExpired(child.args, limit)
+        expired.add_note(f"the child ran {patience.said()} without exiting")
+        raise expired
+    return out[0]
+
+
+def child_line(child: subprocess.Popen[AnyStr], what: str, limit: float = WAIT) -> AnyStr:
+    """The first line ``child`` prints (unstripped), its sign that it is ready (``what``, in the
+    errors); read in a daemon thread that ends with the line or with the child's stdout.
+
+    A child that exits first fails at once naming its exit status; one still silent once
+    :class:`Patience` over it is over (a hang guard, not a start-up time to meet) is killed and
+    fails with ``TimeoutError``."""
+    assert child.stdout is not None, "child_line needs stdout=subprocess.PIPE"
+    stdout: IO[AnyStr] = child.stdout
+    out: list[AnyStr] = []
+    reader = threading.Thread(target=lambda: out.append(stdout.readline()), daemon=True)
+    reader.start()
+    patience = Patience(limit, [child.pid])
+    if not patience.until(lambda seconds: _joined(reader, seconds)):
+        said = patience.said()
+        child.kill()
+        child.wait()
+        raise TimeoutError(f"{child.args!r} printed no {what} after {said} (a hang guard)")
+    if not out[0]:
+        raise RuntimeError(f"{child.args!r} exited with status {child.wait()} before printing {what}")
+    return out[0]
