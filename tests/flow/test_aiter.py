@@ -13,6 +13,7 @@ import rstreams
 from rstreams.api import Subscriber, Subscription
 from rstreams.flow._aiter import _Receiver, iter_async
 from rstreams.tck._subscriber import verify_subscriber_blackbox
+from testkit import patience
 from testkit.bound import within
 from testkit.recording import WAIT
 from testkit.shapes import patient_env
@@ -188,7 +189,7 @@ async def test_signals_from_another_thread() -> None:
     publisher = ThreadPublisher(5000)
     got = [x async for x in iter_async(publisher, window=32)]
     assert got == list(range(5000))
-    assert publisher.finished.wait(WAIT)
+    assert patience.wait(publisher.finished)
 
 
 @pytest.mark.asyncio

@@ -22,8 +22,9 @@ from rstreams.errors import (
 )
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import from_async_iterable
+from testkit import patience
 from testkit.bound import Bound, within
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 from testkit.shapes import patient_env
 
 T = TypeVar("T")
@@ -320,7 +321,7 @@ def loop_thread() -> Iterator[asyncio.AbstractEventLoop]:
         yield loop
     finally:
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(WAIT)
+        patience.join(thread)
         loop.close()
 
 
@@ -330,7 +331,7 @@ def _run(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> Any:
     async def call() -> Any:
         return fn()
 
-    return asyncio.run_coroutine_threadsafe(call(), loop).result(WAIT)
+    return patience.result(asyncio.run_coroutine_threadsafe(call(), loop))
 
 
 @pytest.mark.timeout(20)
@@ -358,7 +359,7 @@ def test_requests_and_cancel_from_a_foreign_thread(loop_thread: asyncio.Abstract
     s.cancel()
     _run(loop_thread, lambda: None)  # the cancel hand-over has run
     closed = asyncio.run_coroutine_threadsafe(within(probe.closed.wait()), loop_thread)
-    closed.result(WAIT)
+    patience.result(closed)
     assert len(probe.pulled) == 100
 
     s2: RecordingSubscriber[int] = RecordingSubscriber()

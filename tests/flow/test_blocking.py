@@ -12,6 +12,7 @@ import rstreams
 from rstreams.api import Subscriber, Subscription
 from rstreams.flow._blocking import _Receiver, iter_blocking
 from rstreams.tck._subscriber import verify_subscriber_blackbox
+from testkit import patience
 from testkit.recording import WAIT
 
 
@@ -45,7 +46,7 @@ class ManualPublisher(rstreams.Flow[int]):
         """Emit 0..n-1 from a new thread, each only after demand for it, then terminate."""
 
         def run() -> None:
-            assert self.subscribed.wait(WAIT)
+            assert patience.wait(self.subscribed)
             assert self.subscriber is not None
             for i in range(n):
                 if not self.demand.acquire(timeout=WAIT) or self.cancelled.is_set():
@@ -74,10 +75,10 @@ def test_producer_on_another_thread_and_bounded_demand() -> None:
     got: list[int] = []
     consumer = threading.Thread(target=lambda: got.extend(iter_blocking(publisher, window=8)))
     consumer.start()
-    assert publisher.subscribed.wait(WAIT)
+    assert patience.wait(publisher.subscribed)
     producer = publisher.produce(10_000)
-    consumer.join(WAIT)
-    producer.join(WAIT)
+    patience.join(consumer)
+    patience.join(producer)
     assert got == list(range(10_000))
     assert publisher.requests[0] == 8 and set(publisher.requests[1:]) == {4}
     assert sum(publisher.requests) <= 10_000 + 8

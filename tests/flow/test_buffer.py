@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 
 import rstreams
 from rstreams.errors import InvalidDemandError
+from testkit import patience
 from testkit.publishers import ManualPublisher, drive
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 
 def test_buffer_groups_elements_and_sends_the_short_last_list_on_complete() -> None:
@@ -124,6 +125,6 @@ def test_buffer_passes_the_publisher_tck() -> None:
 @given(items=st.lists(st.integers(), max_size=80), size=st.integers(1, 9))
 def test_buffer_then_flatten_is_the_identity(items: list[int], size: int) -> None:
     """The law of buffer(n): concatenating the lists gives the stream back; all but the last are full."""
-    lists = rstreams.from_iterable(items).buffer(size).collect().result(WAIT)
+    lists = patience.result(rstreams.from_iterable(items).buffer(size).collect())
     assert [x for chunk in lists for x in chunk] == items
     assert all(len(chunk) == size for chunk in lists[:-1]) and all(lists)

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import rstreams
 from rstreams.errors import InvalidDemandError, OverflowStrategyError
+from testkit import patience
 from testkit.publishers import ManualPublisher, ThreadPublisher, drive
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
 
 Make = Callable[[int], rstreams.Flow[Any]]
@@ -71,7 +72,7 @@ CASES: dict[str, tuple[Callable[[], rstreams.Flow[Any]], list[Any]]] = {
 def test_elements_in_order_then_complete(name: str) -> None:
     """Each operator's elements, in order, then on_complete."""
     build, expected = CASES[name]
-    assert build().collect().result(WAIT) == expected
+    assert patience.result(build().collect()) == expected
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -206,7 +207,7 @@ def test_race_asks_everybody_until_the_first_signal_then_cancels_the_losers() ->
 def test_race_a_completion_can_win() -> None:
     """An empty source that completes first wins: the stream completes, the rest cancelled."""
     never = _Never()
-    assert rstreams.race(rstreams.empty(), never).collect().result(WAIT) == []
+    assert patience.result(rstreams.race(rstreams.empty(), never).collect()) == []
     assert never.cancelled.is_set()
 
 
@@ -302,21 +303,21 @@ def test_bad_arguments_are_refused_when_built() -> None:
 def test_no_publishers_completes_at_once() -> None:
     """zip(), concat(), combine_latest(), race() are empty."""
     for combine in (rstreams.zip, rstreams.concat, rstreams.combine_latest, rstreams.race, rstreams.amb):
-        assert combine().collect().result(WAIT) == []
+        assert patience.result(combine().collect()) == []
 
 
 @given(st.lists(st.lists(st.integers(), max_size=12), min_size=1, max_size=4))
 def test_zip_is_as_long_as_the_shortest_and_pairs_by_position(parts: list[list[int]]) -> None:
     """The law of zip: the builtin's result."""
     flows = [rstreams.from_iterable(part) for part in parts]
-    assert rstreams.zip(*flows, prefetch=3).collect().result(WAIT) == list(zip(*parts, strict=False))
+    assert patience.result(rstreams.zip(*flows, prefetch=3).collect()) == list(zip(*parts, strict=False))
 
 
 @given(st.lists(st.lists(st.integers(), max_size=8), max_size=5))
 def test_concat_of_the_parts_is_the_whole(parts: list[list[int]]) -> None:
     """The law of concat."""
     flows = [rstreams.from_iterable(part) for part in parts]
-    assert rstreams.concat(*flows).collect().result(WAIT) == [x for part in parts for x in part]
+    assert patience.result(rstreams.concat(*flows).collect()) == [x for part in parts for x in part]
 
 
 @given(st.lists(st.integers(0, 1), min_size=1, max_size=30))

@@ -10,6 +10,7 @@ import pytest
 import rstreams
 from rstreams.errors import InvalidDemandError, ReactiveStreamsError
 from rstreams.flow._element import NoSuchElementError
+from testkit import patience
 from testkit.publishers import ManualPublisher
 from testkit.recording import WAIT, RecordingSubscriber
 
@@ -27,7 +28,7 @@ def test_as_sinks_result_and_await() -> None:
 
 def test_as_flows_they_chain() -> None:
     """Each is a Flow of one element: operators and sinks go on from it."""
-    assert rstreams.range(0, 10).last().map(str).collect().result(WAIT) == ["9"]
+    assert patience.result(rstreams.range(0, 10).last().map(str).collect()) == ["9"]
 
 
 def test_element_at_asks_for_exactly_index_plus_one_then_cancels() -> None:

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 import rstreams
 from rstreams.errors import NoneElementError
 from rstreams.flow._map import MapFlow
+from testkit import patience
 from testkit.publishers import ManualPublisher, drive
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 
 def _fails_at(bad: int) -> Any:
@@ -102,7 +103,7 @@ def test_a_list_holding_none_fails_after_the_elements_before_it() -> None:
     """Rule 2.13 at the source: the elements before the None go on, then on_error(TypeError)."""
     result = rstreams.from_iterable([1, 2, None, 4]).collect()
     with pytest.raises(TypeError, match=r"2\.13"):
-        result.result(WAIT)
+        patience.result(result)
     s: RecordingSubscriber[Any] = RecordingSubscriber(initial=10)
     rstreams.from_iterable([1, 2, None, 4]).map(lambda x: x).subscribe(s)
     assert s.items == [1, 2] and isinstance(s.error, TypeError)

@@ -14,6 +14,7 @@ import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import InvalidDemandError, OverflowStrategyError, set_unhandled_error_hook
 from rstreams.flow._merge import FlatMapFlow, merge
+from testkit import patience
 from testkit.bound import within
 from testkit.publishers import (
     ActivityProbe,
@@ -23,7 +24,7 @@ from testkit.publishers import (
     drive,
     requesting,
 )
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 
 def test_merge_delivers_every_element_keeping_each_sources_order() -> None:
@@ -110,7 +111,7 @@ def test_merge_of_sources_on_different_threads_never_overlaps_signals() -> None:
     for t in requesters:
         t.start()
     for t in requesters:
-        t.join(WAIT)
+        patience.join(t)
     recorder.await_done()
     assert recorder.completed and checker.overlaps == 0
     assert len(recorder.items) == 3000 and sorted(recorder.items) == sorted(
@@ -161,7 +162,7 @@ def test_an_error_on_one_thread_cancels_the_siblings_on_theirs() -> None:
     recorder.await_done()
     assert recorder.error is boom and recorder.signals.count("on_error") == 1
     for source in endless:
-        assert source.cancelled.wait(WAIT)
+        assert patience.wait(source.cancelled)
     assert checker.overlaps == 0
 
 
@@ -174,9 +175,9 @@ def test_cancel_from_another_thread_cancels_every_threaded_source() -> None:
     recorder.await_items(1000)
     canceller = threading.Thread(target=recorder.cancel)
     canceller.start()
-    canceller.join(WAIT)
+    patience.join(canceller)
     for source in sources:
-        assert source.cancelled.wait(WAIT)
+        assert patience.wait(source.cancelled)
     assert not recorder.done
 
 

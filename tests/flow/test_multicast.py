@@ -22,8 +22,9 @@ from rstreams.errors import (
     set_unhandled_error_hook,
 )
 from rstreams.flow._public import MulticastProcessor
+from testkit import patience
 from testkit.bound import within
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 T = TypeVar("T")
 
@@ -362,7 +363,7 @@ def test_serial_delivery_with_upstream_and_requests_on_other_threads() -> None:
         for t in threads:
             t.start()
         for t in threads:
-            t.join(WAIT)
+            patience.join(t)
         for s in subscribers:
             s.await_done()
     assert violations == 0
@@ -418,7 +419,7 @@ async def test_subscribers_on_an_event_loop_through_observe_on() -> None:
     feeder = threading.Thread(target=rstreams.range(0, 2000).subscribe, args=(processor,))
     feeder.start()
     await within(asyncio.gather(*finished))
-    feeder.join(WAIT)
+    patience.join(feeder)
     assert threads_seen == {loop_thread}
     for s in subscribers:
         assert s.items == list(range(2000))

@@ -22,8 +22,9 @@ from rstreams.errors import (
     set_unhandled_error_hook,
 )
 from rstreams.flow._observe_on import ObserveOnFlow
+from testkit import patience
 from testkit.bound import within
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 from testkit.shapes import patient_env
 
 T = TypeVar("T")
@@ -158,7 +159,7 @@ async def test_signals_arrive_on_the_loop_thread_when_produced_elsewhere() -> No
     producer = threading.Thread(target=flow.subscribe, args=(s,))
     producer.start()
     await loop.run_in_executor(None, s.await_subscribed)
-    producer.join(WAIT)
+    patience.join(producer)
     threading.Thread(target=s.request, args=(600,)).start()  # demand from another thread
     s.request(400)  # and from the loop itself (call_soon path)
     await within(finished)
@@ -198,7 +199,7 @@ def test_executor_delivers_serially_on_its_threads_under_concurrent_requests() -
         for t in requesters:
             t.start()
         for t in requesters:
-            t.join(WAIT)
+            patience.join(t)
         s.await_done()
     assert violations == 0 and s.items == list(range(n)) and s.completed
     assert threads and all(name.startswith("observer") for name in threads)
@@ -392,7 +393,7 @@ def test_passes_the_publisher_tck(kind: str) -> None:
         report = verify_publisher(create, create_failed_publisher=create_failed, env=patient_env())
     finally:
         loop.call_soon_threadsafe(loop.stop)
-        runner.join(WAIT)
+        patience.join(runner)
         loop.close()
         pool.shutdown()
     assert report.ok, str(report)

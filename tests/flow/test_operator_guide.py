@@ -11,8 +11,9 @@ from rstreams.api import Publisher, Subscriber
 from rstreams.flow import _operator
 from rstreams.flow._operator import OperatorFlow, OperatorSubscriber, check_callable
 from rstreams.flow._signals import NONE_ITEM
+from testkit import patience
 from testkit.publishers import ManualPublisher
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 
 def _example() -> Any:
@@ -39,7 +40,7 @@ def _example() -> Any:
 def test_the_example_maps_with_the_index() -> None:
     """Elements in order, each with its index; the chain goes on from it."""
     flow = rstreams.from_publisher(_example()(rstreams.range(10, 14), lambda i, x: (i, x)))
-    assert flow.collect().result(WAIT) == [(0, 10), (1, 11), (2, 12), (3, 13)]
+    assert patience.result(flow.collect()) == [(0, 10), (1, 11), (2, 12), (3, 13)]
 
 
 def test_the_example_fails_like_every_operator() -> None:

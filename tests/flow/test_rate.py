@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 import rstreams
 from rstreams.errors import InvalidDemandError, LoopClosedError, OverflowStrategyError
+from testkit import patience
 from testkit.publishers import ManualPublisher, drive
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
 
 Strategy = rstreams.OverflowStrategy
@@ -156,7 +157,7 @@ def test_subscribe_on_subscribes_on_the_executors_thread() -> None:
             rstreams.range(0, 3).subscribe(subscriber)
 
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="sub-on") as pool:
-        assert Where().subscribe_on(pool).collect().result(WAIT) == [0, 1, 2]
+        assert patience.result(Where().subscribe_on(pool).collect()) == [0, 1, 2]
     assert seen[0].startswith("sub-on")
 
 
@@ -177,7 +178,9 @@ def test_subscribe_on_a_shut_down_executor_signals_an_error() -> None:
 def test_publish_on_is_observe_on() -> None:
     """publish_on delivers on the target, like observe_on."""
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        assert rstreams.range(0, 5).publish_on(pool, buffer_size=2).collect().result(WAIT) == list(range(5))
+        assert patience.result(rstreams.range(0, 5).publish_on(pool, buffer_size=2).collect()) == list(
+            range(5)
+        )
 
 
 def test_bad_arguments_are_refused_when_built() -> None:

@@ -14,9 +14,10 @@ import pytest
 import rstreams
 from rstreams.api import Subscriber
 from rstreams.errors import InvalidDemandError
+from testkit import patience
 from testkit.clock import VirtualLoop
 from testkit.publishers import ManualPublisher
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 
 class Flaky(rstreams.Flow[int]):
@@ -309,4 +310,4 @@ def test_passes_the_publisher_tck(name: str) -> None:
 
 def test_retry_result_matches_a_blocking_collect() -> None:
     """The sink sees the same as the recorder: three attempts of [5]."""
-    assert Flaky([5], failures=2).retry(2).collect().result(WAIT) == [5, 5, 5]
+    assert patience.result(Flaky([5], failures=2).retry(2).collect()) == [5, 5, 5]

@@ -16,7 +16,8 @@ from rstreams.flow._public import PushSource, from_observable
 from rstreams.flow._push import OverflowStrategy
 from rstreams.flow._rx import _ObserverSubscriber, to_observable
 from rstreams.tck._subscriber import verify_subscriber_blackbox
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit import patience
+from testkit.recording import RecordingSubscriber
 
 
 class Events:
@@ -99,9 +100,9 @@ def test_raising_observer_cancels_and_reports() -> None:
 def test_round_trip_flow_observable_flow() -> None:
     """Flow -> Observable -> Flow keeps every element and the completion."""
     flow: rstreams.Flow[int] = from_observable(rstreams.range(0, 1000).to_observable(), capacity=1000)
-    assert flow.collect().result(WAIT) == list(range(1000))
+    assert patience.result(flow.collect()) == list(range(1000))
     observable = reactivex.from_iterable(range(50))
-    assert from_observable(observable).reduce(lambda a, b: a + b, 0).result(WAIT) == sum(range(50))
+    assert patience.result(from_observable(observable).reduce(lambda a, b: a + b, 0)) == sum(range(50))
 
 
 def push_five(overflow: str, capacity: int | None) -> tuple[RecordingSubscriber[int], Subject[int]]:
@@ -160,9 +161,9 @@ def test_cancel_disposes_the_observable_subscription() -> None:
 def test_observable_error_and_none() -> None:
     """An Observable's error reaches the subscriber; an emitted None fails the stream (2.13)."""
     failing: reactivex.Observable[int] = reactivex.throw(KeyError("k"))
-    assert isinstance(from_observable(failing).collect().exception(WAIT), KeyError)
+    assert isinstance(patience.exception(from_observable(failing).collect()), KeyError)
     with_none: reactivex.Observable[Any] = reactivex.of(1, None, 3)
-    error = from_observable(with_none).collect().exception(WAIT)
+    error = patience.exception(from_observable(with_none).collect())
     assert isinstance(error, NoneElementError) and "2.13" in str(error)
 
 

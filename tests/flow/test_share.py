@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 import rstreams
+from testkit import patience
 from testkit.publishers import ManualPublisher
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 Make = Callable[[rstreams.Flow[int]], rstreams.Flow[int]]
 
@@ -64,8 +65,8 @@ def test_the_last_one_leaving_cancels_and_the_next_starts_over() -> None:
 def test_after_completion_a_new_subscriber_gets_a_fresh_run() -> None:
     """A cold source shared: each generation sees it from the start."""
     shared = rstreams.range(0, 3).share()
-    assert shared.collect().result(WAIT) == [0, 1, 2]
-    assert shared.collect().result(WAIT) == [0, 1, 2]
+    assert patience.result(shared.collect()) == [0, 1, 2]
+    assert patience.result(shared.collect()) == [0, 1, 2]
 
 
 def test_an_error_reaches_every_member() -> None:

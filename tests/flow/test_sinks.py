@@ -17,8 +17,8 @@ from rstreams.errors import BlockingInLoopError
 from rstreams.flow import _sinks
 from rstreams.flow._sinks import collect, count, for_each, reduce
 from rstreams.tck._subscriber import verify_subscriber_blackbox
+from testkit import patience
 from testkit.bound import within
-from testkit.recording import WAIT
 
 
 class ManualPublisher(rstreams.Flow[Any]):
@@ -59,7 +59,7 @@ def threaded_range(n: int) -> rstreams.Flow[int]:
     publisher = ManualPublisher()
 
     def run() -> None:
-        publisher.subscribed.wait(WAIT)
+        patience.wait(publisher.subscribed)
         publisher.emit(*range(n))
         publisher.complete()
 
@@ -70,12 +70,12 @@ def threaded_range(n: int) -> rstreams.Flow[int]:
 def test_collect_reduce_count_on_a_sync_source() -> None:
     """The sinks give the same answers as Python's builtins."""
     flow = rstreams.range(0, 100)
-    assert flow.collect().result(WAIT) == list(range(100))
-    assert flow.reduce(operator.add, 0).result(WAIT) == sum(range(100))
-    assert flow.reduce(lambda acc, x: acc * 2 + x, 1).result(WAIT) > 0
-    assert flow.count().result(WAIT) == 100
-    assert rstreams.empty().collect().result(WAIT) == []
-    assert rstreams.empty().count().result(WAIT) == 0
+    assert patience.result(flow.collect()) == list(range(100))
+    assert patience.result(flow.reduce(operator.add, 0)) == sum(range(100))
+    assert patience.result(flow.reduce(lambda acc, x: acc * 2 + x, 1)) > 0
+    assert patience.result(flow.count()) == 100
+    assert patience.result(rstreams.empty().collect()) == []
+    assert patience.result(rstreams.empty().count()) == 0
 
 
 def test_sinks_request_unbounded_once() -> None:
@@ -86,15 +86,15 @@ def test_sinks_request_unbounded_once() -> None:
         assert publisher.requests == [rstreams.UNBOUNDED]
         publisher.emit(1, 2, 3)
         publisher.complete()
-        assert result.result(WAIT) in ([1, 2, 3], 3, 6)
+        assert patience.result(result) in ([1, 2, 3], 3, 6)
 
 
 @pytest.mark.timeout(10)
 def test_sinks_on_a_threaded_source_block_until_done() -> None:
     """``result()`` waits for a publisher signalling from another thread."""
-    assert collect(threaded_range(1000)).result(WAIT) == list(range(1000))
-    assert reduce(threaded_range(1000), operator.add, 0).result(WAIT) == sum(range(1000))
-    assert count(threaded_range(10)).result(WAIT) == 10
+    assert patience.result(collect(threaded_range(1000))) == list(range(1000))
+    assert patience.result(reduce(threaded_range(1000), operator.add, 0)) == sum(range(1000))
+    assert patience.result(count(threaded_range(10))) == 10
 
 
 @pytest.mark.asyncio
@@ -113,8 +113,8 @@ def test_source_error_fails_the_result() -> None:
     failing: rstreams.Flow[int] = rstreams.error(boom)
     result = failing.collect()
     with pytest.raises(RuntimeError, match="boom"):
-        result.result(WAIT)
-    assert result.exception(WAIT) is boom and result.done()
+        patience.result(result)
+    assert patience.exception(result) is boom and result.done()
 
 
 @pytest.mark.asyncio
@@ -138,7 +138,7 @@ def test_user_function_raising_cancels_and_fails() -> None:
     publisher.complete()  # also late: ignored
     assert publisher.cancelled.is_set()
     with pytest.raises(ValueError, match="bad element 2"):
-        result.result(WAIT)
+        patience.result(result)
 
     publisher = ManualPublisher()
     seen: list[int] = []
@@ -151,15 +151,15 @@ def test_user_function_raising_cancels_and_fails() -> None:
     result2 = for_each(publisher, callback)
     publisher.emit(0, 1, 2)
     assert publisher.cancelled.is_set() and seen == [0, 1]
-    assert isinstance(result2.exception(WAIT), KeyError)
+    assert isinstance(patience.exception(result2), KeyError)
 
 
 def test_add_specialisation_fails_like_the_general_reduce() -> None:
     """reduce(operator.add) on mixed types raises TypeError through the result."""
     result = rstreams.just(1, "a").reduce(operator.add, 0)
     with pytest.raises(TypeError):
-        result.result(WAIT)
-    assert rstreams.just("a", "b").reduce(operator.add, "").result(WAIT) == "ab"
+        patience.result(result)
+    assert patience.result(rstreams.just("a", "b").reduce(operator.add, "")) == "ab"
 
 
 def test_cancel_cancels_the_subscription() -> None:
@@ -171,10 +171,10 @@ def test_cancel_cancels_the_subscription() -> None:
     publisher.emit(1)  # late: ignored
     publisher.complete()
     with pytest.raises(concurrent.futures.CancelledError):
-        result.result(WAIT)
+        patience.result(result)
     assert "cancelled" in repr(result)
     done = rstreams.range(0, 2).collect()
-    assert not done.cancel() and done.result(WAIT) == [0, 1]
+    assert not done.cancel() and patience.result(done) == [0, 1]
 
 
 @pytest.mark.asyncio
@@ -193,7 +193,7 @@ async def test_cancelling_the_awaiting_task_cancels_the_subscription() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert publisher.cancelled.wait(WAIT)
+    assert patience.wait(publisher.cancelled)
 
 
 def test_for_each_window_keeps_demand_bounded() -> None:
@@ -209,8 +209,8 @@ def test_for_each_window_keeps_demand_bounded() -> None:
     publisher.emit(2, 3, 4, 5)
     assert publisher.requests == [4, 2, 2, 2] and sum(publisher.requests) - 6 <= 4
     publisher.complete()
-    assert result.result(WAIT) is None and seen == [0, 1, 2, 3, 4, 5]
-    assert rstreams.range(0, 1000).for_each(lambda x: None, window=1).result(WAIT) is None
+    assert patience.result(result) is None and seen == [0, 1, 2, 3, 4, 5]
+    assert patience.result(rstreams.range(0, 1000).for_each(lambda x: None, window=1)) is None
 
 
 def test_second_subscription_is_cancelled() -> None:
@@ -258,7 +258,7 @@ def test_result_timeout() -> None:
         result.result(0.01)
     assert not publisher.cancelled.is_set() and "pending" in repr(result)
     publisher.complete()
-    assert result.result(WAIT) == []
+    assert patience.result(result) == []
 
 
 @pytest.mark.timeout(30)
@@ -297,7 +297,7 @@ def test_reduce_with_add_never_mutates_the_callers_initial() -> None:
     """``reduce(operator.add, init)`` builds new accumulators: ``init`` is left as it was."""
     initial = [0]
     for flow in (rstreams.just([1], [2]), rstreams.from_publisher(rstreams.just([1], [2]))):
-        assert flow.reduce(operator.add, initial).result(WAIT) == [0, 1, 2]
+        assert patience.result(flow.reduce(operator.add, initial)) == [0, 1, 2]
         assert initial == [0]
 
 
@@ -306,7 +306,7 @@ def test_reduce_with_add_refuses_what_operator_add_refuses(fn: Callable[[Any, An
     """``[0] + (1,)`` is a TypeError (``+=`` would accept it): the result fails with it."""
     result = rstreams.just((1,)).reduce(fn, [0])
     with pytest.raises(TypeError):
-        result.result(WAIT)
+        patience.result(result)
 
 
 def test_result_on_the_running_loops_thread_raises_at_once() -> None:
@@ -317,7 +317,7 @@ def test_result_on_the_running_loops_thread_raises_at_once() -> None:
     async def main() -> BlockingInLoopError | None:
         pending = never.collect()
         try:
-            pending.result(WAIT)
+            patience.result(pending)
         except BlockingInLoopError as error:
             return error
         finally:
@@ -345,8 +345,8 @@ def test_batched_and_per_element_delivery_give_the_same_reduce() -> None:
     """The internal batch signal changes nothing visible: same fold, same order."""
     items = [[i] for i in range(300)]
     empty: list[int] = []
-    batched = rstreams.from_iterable(items).reduce(operator.add, empty).result(WAIT)
-    per_element = rstreams.from_publisher(ManualFlow(items)).reduce(operator.add, empty).result(WAIT)
+    batched = patience.result(rstreams.from_iterable(items).reduce(operator.add, empty))
+    per_element = patience.result(rstreams.from_publisher(ManualFlow(items)).reduce(operator.add, empty))
     assert batched == per_element == list(range(300))
 
 

@@ -8,8 +8,9 @@ import pytest
 
 import rstreams
 from rstreams.errors import set_unhandled_error_hook
+from testkit import patience
 from testkit.publishers import ManualPublisher, drive
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 
 def _raise(*_: object) -> None:
@@ -138,4 +139,4 @@ def test_passes_the_publisher_tck(name: str) -> None:
         create_failed_publisher=lambda: build(rstreams.error(RuntimeError("failed"))),
     )
     assert report.ok, str(report)
-    assert build(rstreams.range(0, 3)).collect().result(WAIT) == [0, 1, 2]
+    assert patience.result(build(rstreams.range(0, 3)).collect()) == [0, 1, 2]

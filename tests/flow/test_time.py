@@ -15,9 +15,10 @@ from rstreams.errors import InvalidDemandError, LoopClosedError, NoEventLoopErro
 from rstreams.flow._flow import Flow
 from rstreams.flow._public import interval, timer
 from rstreams.flow._push import OverflowStrategy
+from testkit import patience
 from testkit.bound import Bound
 from testkit.clock import VirtualLoop
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 from testkit.shapes import patient_env
 
 
@@ -282,11 +283,11 @@ def test_cancel_from_a_foreign_thread_stops_a_clock_on_a_loop_thread() -> None:
             scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
             return sum(not handle.cancelled() for handle in scheduled)
 
-        assert asyncio.run_coroutine_threadsafe(timers(), loop).result(WAIT) == 0
+        assert patience.result(asyncio.run_coroutine_threadsafe(timers(), loop)) == 0
         assert len(s.items) == 3 and not s.done
     finally:
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(WAIT)
+        patience.join(thread)
         loop.close()
 
 
@@ -318,5 +319,5 @@ def test_interval_and_timer_pass_the_publisher_tck() -> None:
         assert report.ok, str(report)
     finally:
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(WAIT)
+        patience.join(thread)
         loop.close()

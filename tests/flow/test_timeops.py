@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 import rstreams
 from rstreams.errors import InvalidDemandError
 from rstreams.flow._timeops import StreamTimeoutError
+from testkit import patience
 from testkit.clock import Stepped, clock_and_loop
 from testkit.publishers import ManualPublisher
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
 
 
@@ -148,7 +149,9 @@ def test_buffer_time_cuts_at_max_size_or_at_a_tick_whichever_first() -> None:
 def test_buffer_time_then_flatten_is_the_identity(items: list[int], size: int) -> None:
     """The law of buffering: concatenating the lists gives the stream back."""
     _, loop = clock_and_loop()
-    lists = rstreams.from_iterable(items).buffer_time(1.0, max_size=size, loop=loop).collect().result(WAIT)
+    lists = patience.result(
+        rstreams.from_iterable(items).buffer_time(1.0, max_size=size, loop=loop).collect()
+    )
     assert [x for batch in lists for x in batch] == items and all(0 < len(b) <= size for b in lists)
 
 

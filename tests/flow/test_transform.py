@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import rstreams
 from rstreams.errors import InvalidDemandError, NoneElementError
+from testkit import patience
 from testkit.publishers import ManualPublisher, drive
 from testkit.recording import WAIT, RecordingSubscriber
 
@@ -70,7 +71,7 @@ CASES: dict[str, tuple[Build, list[Any]]] = {
 def test_elements_in_order_then_complete(name: str) -> None:
     """Each operator's elements, in order, then on_complete."""
     build, expected = CASES[name]
-    assert build(rstreams.range(0, 10)).collect().result(WAIT) == expected
+    assert patience.result(build(rstreams.range(0, 10)).collect()) == expected
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -159,19 +160,19 @@ def test_bad_arguments_are_refused_when_built() -> None:
 def test_scan_then_last_equals_reduce(items: list[int]) -> None:
     """The law of a running fold: its last value is the fold."""
     flow = rstreams.from_iterable(items)
-    assert flow.scan(operator.add, 0).last().result(WAIT) == flow.reduce(operator.add, 0).result(WAIT)
+    assert flow.scan(operator.add, 0).last().result(WAIT) == patience.result(flow.reduce(operator.add, 0))
 
 
 @given(st.lists(st.integers(-5, 5), max_size=60))
 def test_distinct_has_no_repeats_and_keeps_first_occurrences(items: list[int]) -> None:
     """distinct == the first occurrence of each value, in order."""
-    assert rstreams.from_iterable(items).distinct().collect().result(WAIT) == list(dict.fromkeys(items))
+    assert patience.result(rstreams.from_iterable(items).distinct().collect()) == list(dict.fromkeys(items))
 
 
 @given(st.lists(st.integers(0, 3), max_size=60))
 def test_distinct_until_changed_has_no_adjacent_repeats(items: list[int]) -> None:
     """No two neighbours are equal, and dropping runs is all that happened."""
-    got = rstreams.from_iterable(items).distinct_until_changed().collect().result(WAIT)
+    got = patience.result(rstreams.from_iterable(items).distinct_until_changed().collect())
     assert all(a != b for a, b in itertools.pairwise(got))
     assert got == [x for i, x in enumerate(items) if i == 0 or items[i - 1] != x]
 

@@ -10,8 +10,9 @@ import pytest
 
 import rstreams
 from rstreams.errors import InvalidDemandError
+from testkit import patience
 from testkit.publishers import ManualPublisher, SerialChecker, ThreadPublisher, drive
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 
 
 def _pair() -> tuple[ManualPublisher[int], ManualPublisher[str]]:
@@ -162,4 +163,4 @@ def test_passes_the_publisher_tck(operator: str) -> None:
         create_failed_publisher=lambda: getattr(rstreams.error(RuntimeError("failed")), operator)(other),
     )
     assert report.ok, str(report)
-    assert rstreams.range(0, 3).take_until(rstreams.just(1)).collect().result(WAIT) == []
+    assert patience.result(rstreams.range(0, 3).take_until(rstreams.just(1)).collect()) == []

@@ -19,9 +19,10 @@ from rstreams.errors import (
     NoEventLoopError,
     OverflowStrategyError,
 )
+from testkit import patience
 from testkit.clock import Stepped, clock_and_loop
 from testkit.publishers import ManualPublisher
-from testkit.recording import WAIT, RecordingSubscriber
+from testkit.recording import RecordingSubscriber
 from testkit.shapes import SHAPES, loop_thread, patient_env, upstreams
 
 
@@ -57,12 +58,11 @@ def test_group_by_asks_upstream_only_once_asked_and_bounds_what_it_holds() -> No
 
 def test_groups_complete_with_the_upstream_and_the_outer_after_every_group() -> None:
     """Completion reaches every group after its elements, and the outer subscriber."""
-    got = (
+    got = patience.result(
         rstreams.range(0, 9)
         .group_by(lambda x: x % 3)
         .flat_map(lambda g: g.map(lambda x: (g.key, x)).buffer(10))
         .collect()
-        .result(WAIT)
     )
     assert sorted(got) == [[(0, 0), (0, 3), (0, 6)], [(1, 1), (1, 4), (1, 7)], [(2, 2), (2, 5), (2, 8)]]
 
@@ -147,7 +147,7 @@ def test_cancelling_the_outer_stream_keeps_emitted_groups_running() -> None:
 
 def test_window_cuts_consecutive_windows_of_count() -> None:
     """Each window completes with its count-th element; the last with the upstream."""
-    windows = rstreams.range(0, 7).window(3).concat_map(lambda w: w.buffer(10)).collect().result(WAIT)
+    windows = patience.result(rstreams.range(0, 7).window(3).concat_map(lambda w: w.buffer(10)).collect())
     assert windows == [[0, 1, 2], [3, 4, 5], [6]]
 
 
@@ -155,18 +155,17 @@ def test_window_cuts_consecutive_windows_of_count() -> None:
 def test_window_then_flatten_is_the_identity(items: list[int], count: int) -> None:
     """The law of window: concatenating the windows gives the stream back."""
     flow = rstreams.from_iterable(items).window(count, prefetch=4).concat_map(lambda w: w)
-    assert flow.collect().result(WAIT) == items
+    assert patience.result(flow.collect()) == items
 
 
 @given(st.lists(st.integers(0, 4), max_size=40))
 def test_group_by_partitions_in_order(items: list[int]) -> None:
     """The law of group_by: each group is the sub-sequence of its key, in order."""
-    groups = (
+    groups = patience.result(
         rstreams.from_iterable(items)
         .group_by(lambda x: x % 3, prefetch=4)
         .flat_map(lambda g: g.buffer(100).map(lambda b: (g.key, b)))
         .collect()
-        .result(WAIT)
     )
     assert dict(groups) == {k: [x for x in items if x % 3 == k] for k in {x % 3 for x in items}}
 
@@ -284,7 +283,7 @@ def test_window_time_then_flatten_is_the_identity() -> None:
     """Concatenating the windows gives the stream back, however the clock cuts it."""
     clock, loop = clock_and_loop()
     flow = rstreams.from_publisher(Stepped(10, clock, 0.4)).window_time(1.0, loop=loop)
-    assert flow.concat_map(lambda w: w).collect().result(WAIT) == list(range(10))
+    assert patience.result(flow.concat_map(lambda w: w).collect()) == list(range(10))
 
 
 def test_window_time_refuses_bad_arguments_and_a_missing_loop() -> None:

@@ -182,13 +182,17 @@ class Settles(Protocol[T_co]):
 
     def exception(self, timeout: float | None = ...) -> BaseException | None: ...
 
+    def done(self) -> bool: ...
+
 
 def _settled(future: Settles[object], seconds: float) -> bool:
+    """Whether ``future`` has its outcome after waiting ``seconds`` at most (``result`` waits, not
+    ``exception``: a ``SinkResult`` refuses a blocking wait on a loop's thread at once)."""
     try:
-        future.exception(seconds)
+        future.result(seconds)
     except TimeoutError:
-        return False
-    except BaseException:  # cancelled, or a blocking wait refused: result() raises it again
+        return future.done()  # (the outcome may be a TimeoutError)
+    except BaseException:  # its error, cancelled, or a blocking wait refused: raised again below
         return True
     return True
 

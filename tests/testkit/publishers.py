@@ -17,6 +17,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
+from testkit import patience
 from testkit.recording import WAIT, RecordingSubscriber
 
 T = TypeVar("T")
@@ -140,7 +141,7 @@ class _ThreadSubscription(Subscription, Generic[T]):
 
     def run(self) -> None:
         if self._publisher.hold is not None:
-            self._publisher.hold.wait(WAIT)
+            patience.wait(self._publisher.hold)
         for item in self._publisher.items:
             with self._cond:
                 ready = lambda: self._cancelled or self._error is not None or self._demand > 0  # noqa: E731

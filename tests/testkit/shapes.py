@@ -22,6 +22,7 @@ from typing import Final
 
 import rstreams
 from rstreams.tck import TestEnvironment
+from testkit import patience
 from testkit.publishers import ThreadPublisher
 from testkit.recording import WAIT
 
@@ -52,7 +53,7 @@ def loop_thread(name: str) -> Iterator[asyncio.AbstractEventLoop]:
         yield event_loop
     finally:
         event_loop.call_soon_threadsafe(event_loop.stop)
-        thread.join(WAIT)
+        patience.join(thread)
         event_loop.close()
 
 
