@@ -3,12 +3,14 @@
 The first half of this module is that client: sockets, struct and json, nothing of rstreams
 (a test checks that it refers to nothing the module imports for its tests). Its constants,
 encodings and rules are the document's, each with its section: one subscription at a time,
-the messages a client receives, and the extensions keepalive (§14), resume (§16),
-content-types (§17), metadata (§18) and error-codes (§19), over TCP or a WebSocket (§1). The
-second half starts ``rstreams serve`` in child processes (testkit.hostile), serving
-tests/protocol/served.py: one publisher per content type of §17.3 with the element the table
-shows, so the bytes the document prints are checked against what the server sends. Each test
-opens its own connection; every read has the client's timeout (10 s).
+the messages a client receives, and the extensions keepalive (§14), auth (§15), resume
+(§16), content-types (§17), metadata (§18), error-codes (§19), channels and input-parts
+(§21), over TCP or a WebSocket (§1). The second half starts ``rstreams serve`` in child
+processes (testkit.hostile): over TCP with a ``--token`` every client authenticates with, and
+serving tests/protocol/served.py, one publisher per content type of §17.3 with the element
+the table shows, so the bytes the document prints are checked against what the server sends;
+over WebSocket with its built-ins. Each test opens its own connection; every read has the
+client's timeout (10 s).
 """
 
 from __future__ import annotations
@@ -42,9 +44,11 @@ CLIENT_HELLO, SERVER_HELLO, GOODBYE = 0x01, 0x02, 0x03
 SUBSCRIBE, REQUEST, CANCEL = 0x04, 0x05, 0x06
 ON_SUBSCRIBE, ON_NEXT, ON_NEXT_PACKED = 0x07, 0x08, 0x09
 ON_NEXT_PART, ON_NEXT_LAST_PART, ON_COMPLETE, ON_ERROR = 0x0A, 0x0B, 0x0C, 0x0D
-# §4.4: extension ids; §14, §16, §17, §18, §19: their message types
-KEEPALIVE, RESUME_ID, CONTENT_TYPES, METADATA, ERROR_CODES, CHANNELS, INPUT_PARTS = 1, 3, 4, 5, 6, 8, 9
+# §4.4: extension ids; §14 to §21: their message types
+KEEPALIVE, AUTH, RESUME_ID, CONTENT_TYPES, METADATA, ERROR_CODES = 1, 2, 3, 4, 5, 6
+CHANNELS, INPUT_PARTS = 8, 9
 PING, PONG = 0x80, 0x81
+AUTHENTICATE, AUTHENTICATED = 0x84, 0x85
 RESUME_TOKEN, RESUME, RESUMED, RESUME_REFUSED, RESUME_ACK = 0x88, 0x89, 0x8A, 0x8B, 0x8C
 CONTENT_TYPE = 0x90
 SUBSCRIBE_METADATA = 0x94
@@ -303,9 +307,17 @@ class Client:
     """A session with one server: the hello, subscriptions, the extensions' messages."""
 
     def __init__(
-        self, address: tuple[str, int], offered: list[int], timeout: float = 10.0, websocket: bool = False
+        self,
+        address: tuple[str, int],
+        offered: list[int],
+        timeout: float = 10.0,
+        websocket: bool = False,
+        token: str | None = None,
     ) -> None:
+        """``token``: authenticate with it (§15; ``offered`` then lists auth, 2)."""
         self.address = address
+        self.credentials = token
+        self.authenticated = False
         self.timeout = timeout
         self.transport = WebSocketTransport(address, timeout) if websocket else Transport(address, timeout)
         self.offered = offered
@@ -335,6 +347,12 @@ class Client:
             raise OutsideProtocolError(f"first message 0x{kind:02x} version {version} (§4.1, §4.2)")
         self.server_extensions = extensions
         self.active = set(self.offered) & set(extensions)  # §4.4
+        if self.credentials is None:
+            return
+        if AUTH not in self.active:  # §15.2: no credentials to a server that does not offer auth
+            self.send(goodbye("the server does not offer extension auth (id 2) (PROTOCOL.md §15.2)"))
+            raise OutsideProtocolError("the server does not offer extension auth (§15.2)")
+        self.send(extension(AUTHENTICATE, bytes([1]) + string(self.credentials)))  # §15.1: kind 1, token
 
     def subscribe(self, name: str, sid: int, demand: int, metadata: dict[str, bytes] | None = None) -> None:
         """§3 subscribe, after §18.1's subscribeMetadata when there are entries."""
@@ -437,7 +455,7 @@ class Client:
     def _extension(self, kind: int, payload: bytes) -> None:
         owner = {PING: KEEPALIVE, PONG: KEEPALIVE, RESUME_TOKEN: RESUME_ID, RESUME_ACK: RESUME_ID}
         owner |= {CONTENT_TYPE: CONTENT_TYPES, ERROR_CODE: ERROR_CODES, GOODBYE_CODE: ERROR_CODES}
-        owner |= {INPUT_REQUEST: CHANNELS, INPUT_CANCEL: CHANNELS}
+        owner |= {INPUT_REQUEST: CHANNELS, INPUT_CANCEL: CHANNELS, AUTHENTICATED: AUTH}
         if owner.get(kind) not in self.active:
             raise OutsideProtocolError(f"0x{kind:02x} of an extension that is not active (§4.4)")
         if kind in (PING, PONG) and len(payload) != 8:
@@ -446,6 +464,10 @@ class Client:
             self.send(extension(PONG, payload))
         elif kind == PONG:
             self.pongs.append(payload)
+        elif kind == AUTHENTICATED:
+            if payload or self.credentials is None or self.authenticated:
+                raise OutsideProtocolError("a bad or unasked-for authenticated (§15.1, §15.5)")
+            self.authenticated = True
         elif kind == RESUME_TOKEN:
             if not 1 <= len(payload) <= 64 or self.token is not None:
                 raise OutsideProtocolError("a bad or second resumeToken (§16.2)")
@@ -543,13 +565,15 @@ pytestmark = pytest.mark.timeout(60)
 
 HERE = Path(__file__).parent
 UTF8_TEXT = "text/plain; charset=utf-8"
-OFFERED = [KEEPALIVE, RESUME_ID, CONTENT_TYPES, METADATA, ERROR_CODES]
+OFFERED = [KEEPALIVE, AUTH, RESUME_ID, CONTENT_TYPES, METADATA, ERROR_CODES]
+TOKEN = "a-token-from-the-outside"
+"""The TCP server's ``--token``: every client authenticates (§15)."""
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
     with server_process(
-        "tcp://127.0.0.1:0", "--publishers", f"{HERE / 'served.py'}:PUBLISHERS", "--resume"
+        "tcp://127.0.0.1:0", "--publishers", f"{HERE / 'served.py'}:PUBLISHERS", "--resume", "--token", TOKEN
     ) as child:
         yield child
 
@@ -558,7 +582,7 @@ def server() -> Iterator[ServerProcess]:
 def client(server: ServerProcess) -> Iterator[Client]:
     address = server.address
     assert isinstance(address, tuple)
-    session = Client(address, OFFERED)
+    session = Client(address, OFFERED, token=TOKEN)
     yield session
     session.transport.sock.close()
 
@@ -587,9 +611,33 @@ def test_the_hellos_activate_what_both_list_and_an_orderly_close_ends_the_sessio
     assert answer.kind == "goodbye" and answer.text, answer
 
 
+@pytest.mark.parametrize(
+    ("offered", "token", "reason"),
+    [
+        ([ERROR_CODES], None, "authentication required: "),
+        ([AUTH, ERROR_CODES], "not-the-token", "authentication failed (PROTOCOL.md §15.3)"),
+    ],
+    ids=["without auth", "a wrong token"],
+)
+def test_a_server_that_requires_authentication_says_goodbye_with_code_3(
+    server: ServerProcess, offered: list[int], token: str | None, reason: str
+) -> None:
+    address = server.address
+    assert isinstance(address, tuple)
+    client = Client(address, offered, token=token)
+    client.hello(subscribe("counter?to=5", 1, 2))  # held, then ended unanswered (§15.3)
+    farewell = client.next()
+    assert (farewell.kind, farewell.code) == ("goodbye", 3), farewell  # §19.2: unauthenticated
+    assert farewell.text.startswith(reason), farewell
+    assert TOKEN not in farewell.text and (token is None or token not in farewell.text)  # §15.5
+    client.send(goodbye(""))
+    assert client.transport.close_after_goodbye() == b""
+
+
 def test_an_optimistic_subscribe_streams_and_completes(client: Client) -> None:
-    client.hello(subscribe("counter?to=5", 1, 2))  # sent with the hello (§4.3)
+    client.hello(subscribe("counter?to=5", 1, 2))  # sent with the hello (§4.3), held until auth (§15.3)
     first = client.next()
+    assert client.authenticated  # authenticated comes before any answer to a held subscribe
     assert (first.kind, first.media_type, first.element_size) == ("onSubscribe", UTF8_TEXT, 0)
     got = client.next().elements + client.next().elements
     client.send(request(1, 10))  # spare demand: the end is known with the last element (§6.1)
