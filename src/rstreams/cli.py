@@ -254,6 +254,11 @@ def _channel_hint(message: str, name: str, url: str) -> str:
     )
 
 
+_IDLE_TIMEOUT = "idle timeout: nothing received for"
+"""How the connection's goodbye for its idle timeout begins (rstreams.net._keepalive, PROTOCOL.md
+§14.2): the error has no type of its own, and the timeout is ``rstreams subscribe --timeout``."""
+
+
 class _ElementError(ReactiveStreamsError):
     """An element that ``--codec`` cannot show."""
 
@@ -301,6 +306,11 @@ def _subscribe(args: argparse.Namespace) -> int:
             # own) a plain connection's end that says the endpoint may not speak RS.io.
             said_why = isinstance(broken, TLSRefusedError) or str(broken).endswith(NOT_RSIO_HINT)
             why = broken if said_why else (broken.__cause__ or broken)
+            if _IDLE_TIMEOUT in str(why):  # our own --timeout: the server sent nothing
+                return fail(
+                    "subscribe",
+                    f"{args.url} sent nothing for {args.timeout:g} s (--timeout S; 0: wait for ever)",
+                )
             return fail(
                 "subscribe", f"connection to {args.url} ended: {why}{access_hint(why, args.certfile)}"
             )
@@ -479,12 +489,25 @@ class _Parser(argparse.ArgumentParser):
 class _CommandParser(_Parser):
     """A subcommand's parser: it refuses the arguments it does not know itself, naming the option
     it has that is nearest a mistyped one (``rstreams subscribe: unrecognized arguments: --demnd 2;
-    did you mean --demand?``), where argparse would leave them to ``rstreams``' own parser."""
+    did you mean --demand?``), where argparse would leave them to ``rstreams``' own parser.
+
+    Its positional arguments may come after options (``rstreams serve URL --capacity 10 NAME``):
+    argparse alone gives an optional positional its value at the first positional it sees, so
+    NAME there would be an unrecognized argument. The passed-through commands (conformance,
+    bench) take the rest as it is."""
+
+    _parsing = False  # inside parse_known_intermixed_args, which calls parse_known_args twice
 
     def parse_known_args(  # type: ignore[override]  # argparse's stub spells two overloads
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
-        parsed, extras = super().parse_known_args(args, namespace)
+        if self._parsing or any(a.nargs == argparse.REMAINDER for a in self._actions):
+            return super().parse_known_args(args, namespace)
+        self._parsing = True
+        try:
+            parsed, extras = self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._parsing = False
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}{self._nearest(extras)}")
         return parsed, extras
