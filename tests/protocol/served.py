@@ -17,6 +17,15 @@ BIG = bytes(range(256)) * 400
 """102,400 bytes: above the default split_threshold of 64 KiB (§8, §11)."""
 
 
+def _warm_arrow() -> None:
+    """Encode one Arrow element at start-up: the first encoding imports most of pyarrow, which
+    would otherwise stall the server's loop in the middle of the tests."""
+    try:
+        ARROW.encode(_arrow_table())
+    except ImportError:
+        pass  # no pyarrow: typed/arrow fails its subscription, and its test is skipped
+
+
 def _arrow_table() -> Any:
     import pyarrow as pa
 
@@ -39,3 +48,5 @@ PUBLISHERS: dict[str, Any] = {
     "big": with_codec(rstreams.from_iterable([BIG]), None),
     "counter": with_codec(_counter, UTF8),
 }
+
+_warm_arrow()
