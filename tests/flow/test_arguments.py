@@ -41,6 +41,13 @@ CALLS: list[tuple[Callable[[asyncio.AbstractEventLoop], object], type[Exception]
     (lambda _: S.iter_async(window="8"), TypeError, "iter_async(window=...) needs an int, got '8'"),  # type: ignore[arg-type]
     (lambda _: S.iter_blocking(window=1.5), TypeError, "iter_blocking(window=...) needs an int, got 1.5"),  # type: ignore[arg-type]
     (lambda _: S.iter_blocking(timeout="1"), TypeError, "iter_blocking(timeout=...) needs a number"),  # type: ignore[arg-type]
+    (lambda _: S.element_at(None), TypeError, "element_at(index) needs an int, got None"),  # type: ignore[arg-type]
+    (lambda _: S.group_by(None), TypeError, "group_by(key) needs a callable, got None"),  # type: ignore[arg-type]
+    (lambda _: S.window(None), TypeError, "window: count needs an int, got None"),  # type: ignore[arg-type]
+    (lambda _: S.start_with(1, None), TypeError, "start_with(*items) got None"),  # type: ignore[arg-type]
+    (lambda _: S.debounce(float("nan")), ValueError, "debounce(seconds) needs seconds >= 0, got nan"),
+    (lambda _: S.retry(1, backoff=float("nan")), ValueError, "retry(backoff=) needs seconds >= 0, got nan"),
+    (lambda _: S.retry(1, jitter="0.5"), TypeError, "retry(jitter=) needs a fraction"),  # type: ignore[arg-type]
 ]  # fmt: skip
 
 

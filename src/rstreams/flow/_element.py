@@ -45,8 +45,9 @@ class ElementFlow(OperatorFlow[T, T], Generic[T]):
     __slots__ = ("default", "index", "name")
 
     def __init__(self, source: Publisher[T], index: int | None, default: T, name: str) -> None:
+        """``index`` ``None`` is ``last()`` (and only that: ``element_at(None)`` is refused)."""
         super().__init__(source)
-        if index is not None and type(index) is not int:
+        if type(index) is not int and not (index is None and name == "last()"):
             raise TypeError(f"element_at(index) needs an int, got {index!r}")
         if index is not None and index < 0:
             raise ValueError(

@@ -54,7 +54,9 @@ class Backoff:
     def __init__(self, operator: str, base: object, cap: object, jitter: object) -> None:
         self.base = _seconds(operator, "backoff", base)
         self.cap = _seconds(operator, "max_backoff", cap)
-        if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:
+        if isinstance(jitter, bool) or not isinstance(jitter, int | float):
+            raise TypeError(f"{operator}(jitter=) needs a fraction 0 <= jitter <= 1, got {jitter!r}")
+        if not 0 <= jitter <= 1:
             raise ValueError(f"{operator}(jitter=) needs a fraction 0 <= jitter <= 1, got {jitter!r}")
         self.jitter = float(jitter)
         self.random: Callable[[], float] = random.random
@@ -68,9 +70,9 @@ class Backoff:
 
 
 def _seconds(operator: str, name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{operator}({name}=) needs a number of seconds, got {value!r}")
-    if value < 0:
+    if value < 0 or value != value:  # NaN is no number of seconds
         raise ValueError(f"{operator}({name}=) needs seconds >= 0, got {value!r}")
     return float(value)
 

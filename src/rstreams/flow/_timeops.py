@@ -61,9 +61,9 @@ class StreamTimeoutError(ReactiveStreamsError, TimeoutError):
 
 def seconds(operator: str, name: str, value: object, *, positive: bool = False) -> float:
     """``value`` as seconds >= 0 (> 0 if ``positive``), or an error naming the operator."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{operator}({name}) needs a number of seconds, got {value!r}")
-    if value < 0 or (positive and value == 0):
+    if value < 0 or (positive and value == 0) or value != value:  # NaN is no number of seconds
         raise ValueError(f"{operator}({name}) needs seconds {'> 0' if positive else '>= 0'}, got {value!r}")
     return float(value)
 

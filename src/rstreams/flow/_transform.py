@@ -242,5 +242,7 @@ class _TakeWhileSubscriber(OperatorSubscriber[T, T]):
 
 def start_with(source: Publisher[T], items: tuple[T, ...]) -> OperatorFlow[Publisher[T], T]:
     """``items``, then ``source`` (subscribed once the items are delivered)."""
+    if any(item is None for item in items):
+        raise TypeError("start_with(*items) got None; None is never a stream element (rule 2.13)")
     prefix: Publisher[T] = just(*items)
     return ConcatMapFlow(just(prefix, source), _identity, prefetch=1)

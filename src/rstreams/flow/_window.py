@@ -45,7 +45,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import AlreadySubscribedError, LoopClosedError, OverflowStrategyError
 from rstreams.flow._async_source import check_loop, on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
-from rstreams.flow._operator import OperatorFlow, check_callable
+from rstreams.flow._operator import MISSING, OperatorFlow, check_callable
 from rstreams.flow._signals import (
     NONE_ITEM,
     NextMany,
@@ -64,7 +64,7 @@ G = TypeVar("G")
 
 
 class GroupByFlow(OperatorFlow[T, G], Generic[T, G]):
-    """``group_by``/``window``: ``key`` is ``None`` for windows of ``count``; each group goes
+    """``group_by(key)`` (no ``count``) or ``window(count)`` (``key`` ``None``); each group goes
     downstream as ``wrap(group)``."""
 
     __slots__ = ("key", "max_groups", "prefetch", "size", "wrap")
@@ -76,15 +76,16 @@ class GroupByFlow(OperatorFlow[T, G], Generic[T, G]):
         max_groups: int,
         prefetch: int,
         wrap: Callable[[Group[T]], G],
-        count: int | None = None,
+        count: int = MISSING,
     ) -> None:
         super().__init__(source)
         self.wrap = wrap
-        name = "window" if count is not None else "group_by"
-        self.key = None if key is None else check_callable(name, key, "key")
+        windows = count is not MISSING  # window(count) passes no key; group_by(key) no count
+        name = "window" if windows else "group_by"
+        self.key = None if windows else check_callable(name, key, "key")
         self.max_groups = check_prefetch("group_by", "max_groups", max_groups)
         self.prefetch = check_prefetch(name, "prefetch", prefetch)
-        self.size = None if count is None else check_prefetch("window", "count", count)
+        self.size = check_prefetch("window", "count", count) if windows else None
 
     def subscriber(self, downstream: Subscriber[G]) -> Subscriber[T]:
         if self.size is not None:
