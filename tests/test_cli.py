@@ -460,6 +460,19 @@ def test_options_of_the_other_mode_exit_2(capsys: pytest.CaptureFixture[str], ar
     assert "does not apply when serving" in capsys.readouterr().err
 
 
+@pytest.mark.timeout(30)
+def test_a_log_name_after_web_is_told_apart_from_an_address(capsys: pytest.CaptureFixture[str]) -> None:
+    """`serve URL --web readings`: --web's optional address took the log's name; the error says
+    so and how to write it, rather than that --web does not apply to publishers."""
+    assert main(["serve", "tcp://127.0.0.1:0", "--web", "readings"]) == 2
+    assert capsys.readouterr().err == (
+        "rstreams serve: --web takes HOST:PORT, got 'readings'; for the live page of the log "
+        "'readings': rstreams serve URL readings --web\n"
+    )
+    assert main(["serve", "tcp://127.0.0.1:0", "--web", "127.0.0.1:8000"]) == 2
+    assert "--web does not apply when serving publishers" in capsys.readouterr().err
+
+
 def test_serve_help_groups_the_options_by_the_mode_that_takes_them() -> None:
     """`rstreams serve --help` lists under "publishers" exactly the options only `serve URL` takes,
     and under "a replay log" those only `serve URL NAME` takes (--metrics, taken by both, was

@@ -337,6 +337,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     other = _PUBLISHER_OPTIONS if args.name else LOG_OPTIONS
     stray = [name for name in other if getattr(args, name) not in (None, False, [])]
+    if stray and stray[0] == "web" and ":" not in args.web:  # `serve URL --web NAME`: NAME went to --web
+        return fail(
+            "serve",
+            f"--web takes HOST:PORT, got {args.web!r}; for the live page of the log {args.web!r}: "
+            f"rstreams serve URL {args.web} --web",
+        )
     if stray:
         option = "--" + stray[0].replace("_", "-")
         which = "a replay log (rstreams serve URL NAME)" if args.name else "publishers (rstreams serve URL)"
