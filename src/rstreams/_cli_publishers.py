@@ -128,9 +128,24 @@ def _counter(convert: Callable[[int], Any]) -> Callable[[dict[str, str]], Flow[A
         if rate == 0:  # synchronous: as fast as the subscriber asks
             # map after the source, so that a bounded counter's end is known with its last element
             return from_iterable(_Replayable(lambda: _numbers(params))).map(convert)
-        return from_async_iterable(lambda: _paced(map(convert, _numbers(params)), rate))
+        paced = from_async_iterable(lambda: _paced(map(convert, _numbers(params)), rate))
+        return _ending(paced, _length(params))
 
     return make
+
+
+def _length(params: dict[str, str]) -> int | None:
+    """How many numbers a counter with these parameters yields (``None``: no ``to``, endless)."""
+    if "to" not in params:
+        return None
+    return max(0, _int(params, "to", 0) - _int(params, "from", 0))
+
+
+def _ending(paced: Flow[T], count: int | None) -> Flow[T]:
+    """``paced`` completing with its ``count``-th element: an async iterator tells its end only
+    when asked for one more, which a subscriber with exactly ``count`` of demand never does
+    (PROTOCOL.md §6.1)."""
+    return paced if count is None else paced.take(count)
 
 
 def _numbers(params: dict[str, str]) -> Iterator[int]:
@@ -157,7 +172,7 @@ def _sensor(params: dict[str, str]) -> Flow[Any]:
     count = _int(params, "count", -1) if "count" in params else None
     if count is not None and count < 0:
         raise ValueError(f"count needs an integer >= 0, got {params['count']!r}")
-    return from_async_iterable(lambda: _paced(_readings(sensor, count), rate))
+    return _ending(from_async_iterable(lambda: _paced(_readings(sensor, count), rate)), count)
 
 
 def _readings(sensor: str, count: int | None) -> Iterator[dict[str, Any]]:
