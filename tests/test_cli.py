@@ -1666,3 +1666,12 @@ def test_an_empty_mapping_is_announced_as_such(tmp_path: Path) -> None:
     offer.write_text("PUBLISHERS = {}\n")
     with cli_server("--publishers", str(offer)) as announced:
         assert announced.startswith(f"serving no publishers ({offer} is an empty mapping) on tcp://")
+
+
+@pytest.mark.timeout(30)
+def test_the_usage_error_the_readme_quotes_is_the_command_s(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    quoted = re.search(r"`(rstreams subscribe: --demand [^`]*)`", readme)
+    assert quoted, "README.md quotes no usage error of rstreams subscribe --demand"
+    assert main(["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"]) == 2
+    assert capsys.readouterr().err == quoted.group(1) + "\n"
