@@ -516,7 +516,7 @@ class ServingStream(Subscriber[Any]):
             self.on_next(item)
 
     def on_error(self, error: BaseException) -> None:
-        check_error(error)
+        check_error(error)  # rule 2.13: a caller that breaks the contract's type passes None (TypeError)
         if self._inbox is not None or _ident() != self._loop_thread:
             self._enqueue(_ERROR, error)
             return
