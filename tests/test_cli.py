@@ -1675,3 +1675,19 @@ def test_the_usage_error_the_readme_quotes_is_the_command_s(capsys: pytest.Captu
     assert quoted, "README.md quotes no usage error of rstreams subscribe --demand"
     assert main(["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"]) == 2
     assert capsys.readouterr().err == quoted.group(1) + "\n"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(("out", "why"), [("a-file", "File exists"), ("a-file/out", "Not a directory")])
+def test_a_demo_out_that_cannot_be_a_directory_exits_2_before_java(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, out: str, why: str
+) -> None:
+    """--out is made (or found) before Java is looked for and Spark starts; a file in its way is
+    one line naming --out, exit 2 (it was a FileExistsError from inside the demo, exit 1)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    assert main(["demo", "--no-web", "--out", out]) == 2
+    said = f"rstreams demo: --out needs a directory it can make or write in, got {out!r}: {why}\n"
+    assert capsys.readouterr().err == said
+    assert main(["demo", "--seconds", "0", "--out", "made/here"]) == 2  # an earlier problem first
+    assert not (tmp_path / "made").exists()

@@ -59,6 +59,11 @@ def _demo_problem(args: argparse.Namespace) -> str | None:
     host, colon, port = args.web.rpartition(":")
     if not args.no_web and (not colon or not host or not port.isdigit() or int(port) > 65535):
         return f"--web needs HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}"
+    if args.out is not None:  # made now, as the demo would make it, rather than after Java's check
+        try:
+            os.makedirs(args.out, exist_ok=True)
+        except OSError as bad:
+            return f"--out needs a directory it can make or write in, got {args.out!r}: {bad.strerror}"
     return None
 
 
