@@ -236,6 +236,18 @@ class Closing:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._lost), timeout)
 
+    async def wait_gone(self, timeout: float) -> None:  # noqa: ASYNC109
+        """After :meth:`close_now`: wait (up to ``timeout`` s) for the transport to close, its
+        lingering close included, then abort it and wait as long again."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self._lost), timeout)
+        except TimeoutError:
+            transport = self._outbox.transport
+            if transport is not None:
+                transport.abort()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._lost), timeout)
+
     def close_now(self, reason: str, code: int | None = None, *, error: BaseException | None = None) -> None:
         """Say goodbye and close without waiting for the peer's answer (a limit or rule refusing it).
 

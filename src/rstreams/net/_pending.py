@@ -23,6 +23,13 @@ its transport's end. Once established, the connection's reads go to its pump wit
 On a server with ``resume=`` the handler of an accepted transport is a resumption link
 instead; :class:`Charged` charges its first reads in the same way, then hands the transport
 over to the link.
+
+Closing the server (:class:`Doorway`). A transport at the hello stage (a :class:`Pending`
+without its connection, a resumption link whose first byte has not come) is not among the
+server's connections, so the server keeps them in its doorway: when it closes, each has its
+connection made at once, with no byte of the peer's handled, and the server, closing, has
+that connection say goodbye and close like any whose peer has not said hello (PROTOCOL.md
+§9.1, §10). What the peer sends afterwards (a late hello, a resume) is discarded.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from rstreams.net._transport import Transport, TransportHandler
 from rstreams.wire import ConnectionState, FrameType
 from rstreams.wire._resume import ResumeError, hello_end
 
-__all__ = ["ADMISSION_READS", "HELLO_BYTES", "Charged", "Pending"]
+__all__ = ["ADMISSION_READS", "HELLO_BYTES", "Charged", "Doorway", "Pending"]
 
 ADMISSION_READS = 3
 """Reads, counted from the one that completed the clientHello, that a connection's work is
@@ -49,11 +56,46 @@ HELLO_BYTES = 1024
 extensions a core accepts (64 ids of at most 10 bytes) fits; more means it is not one."""
 
 
+class Doorway:
+    """A server's transports at the hello stage, each with the call that makes its connection
+    now; see the module docstring. Once :meth:`close` was called, a transport entering has its
+    connection made at once."""
+
+    __slots__ = ("_members", "closed")
+
+    def __init__(self) -> None:
+        self._members: dict[object, Callable[[], object]] = {}
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def enter(self, member: object, start: Callable[[], object]) -> None:
+        """``member``'s transport is up and waits for its peer's first bytes; ``start()`` makes
+        its connection (which leaves the doorway)."""
+        if self.closed:
+            start()
+        else:
+            self._members[member] = start
+
+    def leave(self, member: object) -> None:
+        """``member`` is a connection now, or its transport ended."""
+        self._members.pop(member, None)
+
+    def close(self) -> None:
+        """Make the connection of every transport at the hello stage, now and from now on."""
+        self.closed = True
+        while self._members:
+            _, start = self._members.popitem()
+            start()
+
+
 class Pending:
     """The handler of one accepted transport until its clientHello; see the module docstring."""
 
     __slots__ = (
         "_admission",
+        "_doorway",
         "_established",
         "_make",
         "_pump",
@@ -71,8 +113,11 @@ class Pending:
         server_hello: bytes,
         timeout: float | None,
         admission: Admission | None = None,
+        *,
+        doorway: Doorway | None = None,
     ) -> None:
         self._admission = admission  # charged for our work until the connection is established
+        self._doorway = doorway  # the server's, while the transport is at the hello stage
         self._make = make  # the connection's pump, made once the peer has said hello
         self._server_hello = server_hello
         self._timeout = timeout
@@ -96,6 +141,8 @@ class Pending:
         transport.writelines([self._server_hello])
         if self._timeout is not None:
             self._timer = asyncio.get_running_loop().call_later(self._timeout, self._expired)
+        if self._doorway is not None:
+            self._doorway.enter(self, self._server_closing)
         if admission is not None:
             admission.charge(admission.clock() - started)
 
@@ -153,6 +200,7 @@ class Pending:
                 self._pump.connection_lost(error)
             else:
                 self._cancel_timer()
+                self._leave()
                 self._received = b""
                 self._transport = None  # never a connection: nothing else to end
         finally:
@@ -178,10 +226,22 @@ class Pending:
                 if admission is not None:
                     admission.charge(admission.clock() - started)
 
+    def _server_closing(self) -> None:
+        """The server closes: the connection is made now (the server has it say goodbye); the
+        bytes so far are handed to it after that, and discarded."""
+        if self._pump is None and self._transport is not None:
+            self._start(self._received)
+
+    def _leave(self) -> None:
+        doorway, self._doorway = self._doorway, None
+        if doorway is not None:
+            doorway.leave(self)
+
     def _start(self, received: bytes, hello: int = 0) -> Pump:
         """Make the connection: its pump takes over the transport and the bytes so far
         (``hello``: where the clientHello ends in them, when it is whole)."""
         self._cancel_timer()
+        self._leave()
         self._received = b""
         pump = self._pump = self._make()
         pump.outbox.core.data_to_send()  # its hello: already written, the same bytes

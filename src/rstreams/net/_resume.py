@@ -52,6 +52,7 @@ from rstreams.wire._resume import (
 from rstreams.wire.extensions import RESUME as RESUME_EXTENSION
 
 if TYPE_CHECKING:
+    from rstreams.net._pending import Doorway
     from rstreams.net._pump import Pump
 
 __all__ = ["Resume", "ResumeRegistry", "connect_resumable", "resume_config"]
@@ -161,11 +162,13 @@ class ResumeRegistry:
         *,
         high: int,
         handshake_timeout: float | None,
+        doorway: Doorway | None = None,
     ) -> None:
         self.resume = resume
         self._make_driver = make_driver
         self._high = high
         self._handshake_timeout = handshake_timeout
+        self._doorway = doorway  # the server's transports at the hello stage (rstreams.net._pending)
         # The hello a new driver writes first (its extensions are the driver's business):
         # written at once on every accepted transport, before we know what the client wants.
         self._hello = b"".join(make_driver().outbox.core.data_to_send())
@@ -175,6 +178,20 @@ class ResumeRegistry:
         """A handler for one accepted transport (the listener's handler factory)."""
         link = Link()
         timer: list[asyncio.TimerHandle] = []
+        doorway = self._doorway
+
+        def decided() -> None:  # (or ended): no longer at the hello stage
+            if timer:
+                timer.pop().cancel()
+            if doorway is not None:
+                doorway.leave(link)
+
+        def closing() -> None:  # the server closes before the first byte decided: a new session says goodbye
+            if link.on_first_bytes is None:
+                return
+            decided()
+            link.stop_deciding()
+            self._start_session(link)
 
         def made(link: Link) -> None:
             link.transport.writelines([self._hello])  # §4.1: the hello goes out at once
@@ -182,21 +199,26 @@ class ResumeRegistry:
                 timer.append(
                     asyncio.get_running_loop().call_later(self._handshake_timeout, link.transport.abort)
                 )
+            if doorway is not None:
+                doorway.enter(link, closing)
 
         def first_bytes(link: Link, buf: bytearray) -> bool:
-            decided = self._first_bytes(link, buf)
-            if decided and timer:
-                timer.pop().cancel()
-            return decided
+            decision = self._first_bytes(link, buf)
+            if decision:
+                decided()
+            return decision
 
         def input_ended(link: Link, buf: bytearray) -> None:
-            if timer:
-                timer.pop().cancel()
+            decided()
             self._input_ended(link, buf)
+
+        def lost(link: Link) -> None:
+            decided()
 
         link.on_made = made
         link.on_first_bytes = first_bytes
         link.on_input_ended = input_ended
+        link.on_lost = lost
         return link
 
     def _first_bytes(self, link: Link, buf: bytearray) -> bool:
@@ -235,6 +257,14 @@ class ResumeRegistry:
             self._new_session(link, None)
 
     def _new_session(self, link: Link, first: bytes | None) -> None:
+        session = self._start_session(link)
+        if first is None:  # (the input ended before its first byte)
+            session.link_eof(link)
+        else:
+            session.link_data(link, first)
+
+    def _start_session(self, link: Link) -> Session:
+        """A new session on ``link``, its driver's transport up (its hello already written)."""
         driver = self._make_driver()
         session = Session(self.resume, client=False, high=self._high)
         session.bind(driver)
@@ -242,10 +272,7 @@ class ResumeRegistry:
         session.on_finished = self._forget
         session.attach(link, [], presented=len(self._hello))
         driver.connection_made(session)
-        if first is None:  # (the input ended before its first byte)
-            session.link_eof(link)
-        else:
-            session.link_data(link, first)
+        return session
 
     def _register(self, session: Session) -> None:
         assert session.token is not None

@@ -584,6 +584,7 @@ class Link:
         self.on_made: Callable[[Link], object] | None = None
         self.on_first_bytes: Callable[[Link, bytearray], bool] | None = None  # server: decide
         self.on_input_ended: Callable[[Link, bytearray], object] | None = None  # server: undecided
+        self.on_lost: Callable[[Link], object] | None = None  # server: the transport ended undecided
         self.resume_token: bytes | None = None  # client resume: what to send
         self.resume_position = 0
         self.parser: ResumeReplyParser | None = None
@@ -646,7 +647,15 @@ class Link:
         if self.session is not None:
             self.session.link_lost(self, error)
         else:
+            on_lost, self.on_lost = self.on_lost, None
+            if on_lost is not None:
+                on_lost(self)
             self._no_answer(error or ConnectionResetError("the connection closed during the resume exchange"))
+
+    def stop_deciding(self) -> None:
+        """Server: the first bytes will not decide (the server is closing); drop what came."""
+        self.on_first_bytes = None
+        self._deciding = bytearray()
 
     def pause_writing(self) -> None:
         if self.session is not None:

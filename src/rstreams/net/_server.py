@@ -19,7 +19,7 @@ from typing import Any, Self
 from rstreams.net._admission import DEFAULT_ADMISSION_SHARE, Admission, check_share
 from rstreams.net._auth import Authenticate, Authorize, ServerAuth
 from rstreams.net._channels import ChannelFactory, check_channels
-from rstreams.net._closing import check_handshake_timeout
+from rstreams.net._closing import Closing, check_handshake_timeout
 from rstreams.net._codec import JSON, Codec
 from rstreams.net._connection import CLOSE_TIMEOUT, Connection
 from rstreams.net._endpoints import Listener, listen_endpoint
@@ -27,7 +27,7 @@ from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT
 from rstreams.net._keepalive import DEFAULT_IDLE_TIMEOUT, DEFAULT_KEEPALIVE, check_interval
 from rstreams.net._messages import Handler, check_handlers
 from rstreams.net._origins import check_origins
-from rstreams.net._pending import Charged, Pending
+from rstreams.net._pending import Charged, Doorway, Pending
 from rstreams.net._pump import Pump
 from rstreams.net._resume import Resume, ResumeRegistry, check_resume, resume_config
 from rstreams.net._routes import Offer, Router, WithCodec
@@ -58,6 +58,9 @@ class Server:
         self._listener: Listener | None = None
         self._connections: set[Connection] = set()
         self._refused: set[Connection] = set()  # over max_connections: closing on their own
+        self._doorway = Doorway()  # accepted transports at the hello stage (rstreams.net._pending)
+        self._leaving: set[Closing] = set()  # said goodbye at the hello stage as the server closed
+        self._closing: str | None = None  # close()'s reason, once called
         self._shutdown: asyncio.Task[None] | None = None
         self._metrics: ServerMetrics | None = None  # serve(..., metrics=...): what server.metrics() reads
         self._observing: ServerMetrics | None = None  # what connections report to (metrics or logs)
@@ -114,9 +117,21 @@ class Server:
         self._metrics.sections[name] = read
 
     def close(self, reason: str = "server closing") -> None:
-        """Stop accepting; say goodbye on every connection. :meth:`wait_closed` waits for the end."""
-        if self._shutdown is None:
-            self._shutdown = asyncio.get_running_loop().create_task(self._close(reason))
+        """Stop accepting; say goodbye on every connection. :meth:`wait_closed` waits for the end.
+
+        A transport whose clientHello has not come (with ``resume=``: whose first byte has not
+        told a new session from a resume) is said goodbye ``reason`` now, without a code (no
+        hello yet, PROTOCOL.md §19.1), and closed as after any goodbye said before the peer's
+        hello (§9.1, §10); nothing it sends afterwards is served, a resume included.
+        """
+        if self._shutdown is not None:
+            return
+        self._closing = reason
+        listener = self._listener
+        if listener is not None and listener.endpoint.scheme not in ("ws", "wss"):
+            listener.close()  # stop accepting (asyncio leaves accepted connections alone)
+        self._doorway.close()  # each one's connection is made: _hello_goodbye says goodbye
+        self._shutdown = asyncio.get_running_loop().create_task(self._close(reason))
 
     async def wait_closed(self) -> None:
         """Wait until :meth:`close` has finished: every connection closed, the socket too."""
@@ -130,14 +145,17 @@ class Server:
 
     async def _close(self, reason: str) -> None:
         listener = self._listener
-        if listener is not None and listener.endpoint.scheme not in ("ws", "wss"):
-            listener.close()  # stop accepting (asyncio leaves accepted connections alone)
         conns = [*self._connections, *self._refused]
         closing = [conn.aclose(reason, timeout=CLOSE_TIMEOUT) for conn in conns]
-        await asyncio.gather(*closing, return_exceptions=True)
+        gone = [leaving.wait_gone(CLOSE_TIMEOUT) for leaving in self._leaving]
+        await asyncio.gather(*closing, *gone, return_exceptions=True)
         if listener is not None:
             listener.close()  # websockets closes its connections here: after our goodbyes
             await listener.wait_closed()
+        # transports accepted while closing (a WebSocket's, a TLS handshake that was under way)
+        # were said goodbye on arrival: they close within the same bounds
+        gone = [leaving.wait_gone(CLOSE_TIMEOUT) for leaving in self._leaving]
+        await asyncio.gather(*gone, return_exceptions=True)
         if self._exposition is not None:
             await asyncio.to_thread(self._exposition.close)
 
@@ -152,6 +170,14 @@ class Server:
     def _track(self, conn: Connection) -> None:
         self._connections.add(conn)
         conn.add_close_callback(self._connections.discard)
+
+    def _hello_goodbye(self, pump: Pump, reason: str) -> None:
+        """The server closes: say goodbye to a connection made at the hello stage (its peer's
+        first bytes not handled; without a code, §19.1) and close it, lingering (§9.1, §10)."""
+        closing = pump.closing
+        self._leaving.add(closing)
+        closing.add_close_callback(lambda: self._leaving.discard(closing))
+        closing.close_now(reason)
 
     def _refuse(self, conn: Connection, pump: Pump, reason: str) -> None:
         """Refuse ``conn`` at its clientHello, which makes the goodbye's code (8, unavailable)
@@ -322,6 +348,9 @@ async def serve(
     publishers = _with_builtins(publishers, server)
 
     def made(conn: Connection, pump: Pump) -> None:
+        if server._closing is not None:  # made by the server's doorway as it closes: not announced
+            server._hello_goodbye(pump, server._closing)
+            return
         if len(server._connections) >= max_connections:
             server._refuse(
                 conn,
@@ -373,12 +402,16 @@ async def serve(
     admission = Admission(loop, admission_share) if admission_share is not None else None
 
     def pending() -> TransportHandler:
-        return Pending(make_connection, server_hello, handshake_timeout, admission)
+        return Pending(make_connection, server_hello, handshake_timeout, admission, doorway=server._doorway)
 
     factory: Callable[[], TransportHandler] = pending
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
         registry = ResumeRegistry(
-            resuming, make_connection, high=high_water, handshake_timeout=handshake_timeout
+            resuming,
+            make_connection,
+            high=high_water,
+            handshake_timeout=handshake_timeout,
+            doorway=server._doorway,
         )
         factory = registry.make_link
         if admission is not None:
