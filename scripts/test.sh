@@ -3,6 +3,16 @@
 # Usage: bash scripts/test.sh [extra pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Spark needs a Java 17+ runtime: as root with apt-get, the JDK the Java binding's block below
+# installs anyway comes first; otherwise say what to install.
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ] \
+    && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "== installing a JDK for Spark and the Java binding (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openjdk-17-jdk-headless >/dev/null 2>&1; } \
+    || echo "   could not install a JDK"
+fi
 if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
   echo "The Spark tests need Java 17 or newer and none was found." >&2
   echo "  Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless" >&2

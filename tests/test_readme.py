@@ -770,3 +770,39 @@ def test_every_benchmark_scenario_has_a_row_in_the_benchmarks_readme() -> None:
     assert rows == set(SCENARIOS), f"rows without a scenario: {rows - set(SCENARIOS)}, " + (
         f"scenarios without a row: {set(SCENARIOS) - rows}"
     )
+
+
+@pytest.mark.parametrize("root_with_apt", [True, False])
+def test_the_test_script_installs_java_as_root_or_says_what_to_install(
+    tmp_path: Path, root_with_apt: bool
+) -> None:
+    """scripts/test.sh's first block on a machine without Java: run as root with apt-get it
+    installs a JDK and goes on (README: it installs what is missing as root); otherwise one
+    message says what to install, exit 2. A stub apt-get and PATH stand in for the machine."""
+    script = (ROOT / "scripts" / "test.sh").read_text()
+    head = script[: script.index("# The browser test")] + 'echo "java: $(command -v java)"\n'
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "head.sh").write_text(head)
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    for tool in ("dirname", "id"):
+        found = subprocess.check_output(["sh", "-c", f"command -v {tool}"], text=True).strip()
+        (stub / tool).symlink_to(found)
+    java = stub / "java"
+    if root_with_apt:
+        (stub / "apt-get").write_text(
+            f'#!/bin/sh\n[ "$1" = install ] && printf "#!/bin/sh\\n" > {java} && /bin/chmod +x {java}\n'
+        )
+        (stub / "apt-get").chmod(0o755)
+    done = subprocess.run(
+        ["/bin/bash", str(tmp_path / "scripts" / "head.sh")],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(stub)},
+        timeout=30,
+    )
+    if root_with_apt and os.geteuid() == 0:
+        assert (done.returncode, done.stdout.splitlines()[-1]) == (0, f"java: {java}"), done
+    else:
+        assert done.returncode == 2, done
+        assert "The Spark tests need Java 17 or newer and none was found." in done.stderr
