@@ -175,6 +175,7 @@ async def listen_endpoint(
             AdmittedConnection,
             WebSocketTransport,
             origin_refused,
+            subprotocol_refused,
         )
 
     served_path = endpoint.path.partition("?")[0]
@@ -187,7 +188,7 @@ async def listen_endpoint(
         return None
 
     def answered(ws: ServerConnection, request: Request, response: Response) -> Response | None:
-        refused = origin_refused(ws, request, response)
+        refused = origin_refused(ws, request, response) or subprotocol_refused(ws, request, response)
         if isinstance(ws, AdmittedConnection):
             ws.handshake_answered()
         return refused

@@ -30,6 +30,10 @@ other clients (Python, Java, Node) normally send none. A server accepts a reques
 application allowed (:mod:`rstreams.net._origins`); websockets' ``origins=`` check does the
 comparing, and refuses the rest with HTTP 403 (:func:`origin_refused` words
 its body).
+
+Subprotocol. A handshake that does not offer ``rsio.v0`` is refused with HTTP 400 by
+websockets' own negotiation; :func:`subprotocol_refused` words its body: the subprotocol,
+PROTOCOL.md §1 and what was offered.
 """
 
 from __future__ import annotations
@@ -51,7 +55,9 @@ from websockets.exceptions import (
     InvalidHandshake,
     InvalidMessage,
     InvalidOrigin,
+    NegotiationError,
 )
+from websockets.headers import parse_subprotocol
 from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
@@ -77,6 +83,7 @@ __all__ = [
     "WebSocketTransport",
     "open_websocket",
     "origin_refused",
+    "subprotocol_refused",
 ]
 
 _log = logging.getLogger("rstreams.net.websocket")
@@ -102,6 +109,22 @@ def origin_refused(ws: ServerConnection, request: Request, response: Response) -
         HTTPStatus.FORBIDDEN,
         f"a page at origin {origin} may not connect to this RS.io server (only its own origin may); "
         f"{allow}\n",
+    )
+
+
+def subprotocol_refused(ws: ServerConnection, request: Request, response: Response) -> Response | None:
+    """For a ``process_response``: the 400 websockets made for a handshake that does not offer
+    :data:`SUBPROTOCOL`, worded to name it, PROTOCOL.md §1 and what was offered (else ``None``)."""
+    if not isinstance(ws.protocol.handshake_exc, NegotiationError):
+        return None
+    values = request.headers.get_all("Sec-WebSocket-Protocol")
+    offered = [name for value in values for name in parse_subprotocol(value)]
+    if SUBPROTOCOL in offered:
+        return None
+    return ws.respond(
+        HTTPStatus.BAD_REQUEST,
+        f"RS.io needs the WebSocket subprotocol {SUBPROTOCOL} (PROTOCOL.md §1); "
+        f"the handshake offered {', '.join(offered) or 'none'}\n",
     )
 
 
