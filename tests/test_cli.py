@@ -638,7 +638,11 @@ def test_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path, scheme: 
         assert main(["top", url, *client]) == 1  # connected: this server does not count (metrics=)
         assert "this server counts nothing" in capsys.readouterr().err
 
-        hint = " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)\n"
+        # TLS 1.2 (asyncio's server) resets inside the handshake, as a server without TLS may
+        plain = "; or the URL: tcp:// or ws:// for a server that speaks no TLS there" * (version == "1.2")
+        hint = (
+            f" (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one{plain})\n"
+        )
         status, _, err = subscribe(capsys, url, "counter?to=2", *trust)
         assert status == 2 and err.endswith(hint), err
         for command in ("ping", "top"):
@@ -649,9 +653,8 @@ def test_mutual_tls(capsys: pytest.CaptureFixture[str], tmp_path: Path, scheme: 
         untrusted = [*trust, "--certfile", str(mallory.cert), "--keyfile", str(mallory.key)]
         status, _, err = subscribe(capsys, url, "counter?to=2", *untrusted)
         assert status == 2
-        assert err.endswith(
-            f" (--certfile {mallory.cert}: a client certificate the server trusts, when it requires one)\n"
-        )
+        trusted = "a client certificate the server trusts, when it requires one"
+        assert err.endswith(f" (--certfile {mallory.cert}: {trusted}{plain})\n")
 
         mismatched = [*trust, "--certfile", str(alice.cert), "--keyfile", str(mallory.key)]
         for command, name in (("subscribe", ["counter"]), ("ping", []), ("top", [])):
@@ -1691,3 +1694,18 @@ def test_a_demo_out_that_cannot_be_a_directory_exits_2_before_java(
     assert capsys.readouterr().err == said
     assert main(["demo", "--seconds", "0", "--out", "made/here"]) == 2  # an earlier problem first
     assert not (tmp_path / "made").exists()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("scheme", ["wss", "tls"])
+def test_tls_towards_a_websocket_server_without_it_names_the_url_too(
+    capsys: pytest.CaptureFixture[str], scheme: str
+) -> None:
+    """wss:// (or tls://) towards a ws:// server: the WebSocket server resets the connection
+    inside the TLS handshake, as a TLS 1.2 server refusing a client certificate does, so the
+    hint names the URL beside --certfile rather than client certificates alone."""
+    with served(builtin_publishers(), url="ws://127.0.0.1:0/rsio") as url:
+        wrong = url.replace("ws://", f"{scheme}://")
+        status, lines, err = subscribe(capsys, wrong, "counter?to=2")
+    assert (status, lines) == (2, [])
+    assert err.endswith("; or the URL: tcp:// or ws:// for a server that speaks no TLS there)\n"), err

@@ -77,9 +77,14 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
     if tls is not None and tls.reason == "WRONG_VERSION_NUMBER":  # TLS towards a server without it
         return " (the URL: the server does not speak TLS there; tcp:// or ws:// for one served without it)"
     if _refuses_certificate(error):
+        # a reset inside the handshake is also what a server that speaks no TLS there may do
+        plain = _reset_in_handshake(error)
+        url = "; or the URL: tcp:// or ws:// for a server that speaks no TLS there" if plain else ""
         if certfile is None:
-            return " (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one)"
-        return f" (--certfile {certfile}: a client certificate the server trusts, when it requires one)"
+            return (
+                f" (--certfile PEM, --keyfile PEM: a client certificate, when the server requires one{url})"
+            )
+        return f" (--certfile {certfile}: a client certificate the server trusts, when it requires one{url})"
     auth = next((e for e in _causes(error) if isinstance(e, AuthenticationError)), None)
     if isinstance(auth, AuthNotOfferedError):  # our token, towards a server without auth
         return " (--token: this server takes none; leave it out, and $RSTREAMS_TOKEN unset)"
@@ -159,6 +164,17 @@ def _refuses_certificate(error: object) -> bool:
     refusals = TLSRefusedError | CertificateRefusedError | TLSNoResponseError
     return any(
         isinstance(e, refusals) or (isinstance(e, ssl.SSLError) and e.reason in CERTIFICATE_ALERTS)
+        for e in _causes(error)
+    )
+
+
+def _reset_in_handshake(error: object) -> bool:
+    """Whether the server reset the connection inside the TLS handshake (a
+    :class:`~rstreams.errors.TLSRefusedError` caused by a ``ConnectionResetError``): a TLS 1.2
+    asyncio server refusing a client certificate does that, and so does a server that speaks no
+    TLS at that address (a WebSocket server reached with ``wss://``, say)."""
+    return any(
+        isinstance(e, TLSRefusedError) and isinstance(e.__cause__, ConnectionResetError)
         for e in _causes(error)
     )
 
