@@ -1709,3 +1709,23 @@ def test_tls_towards_a_websocket_server_without_it_names_the_url_too(
         status, lines, err = subscribe(capsys, wrong, "counter?to=2")
     assert (status, lines) == (2, [])
     assert err.endswith("; or the URL: tcp:// or ws:// for a server that speaks no TLS there)\n"), err
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", [[], ["log"]])
+def test_metrics_without_prometheus_client_names_the_option_and_the_extra(name: list[str]) -> None:
+    """--metrics HOST:PORT without prometheus_client: one line naming --metrics and the extra
+    (not serve()'s "cannot serve on URL: metrics='host:port' needs ..."), exit 2, before
+    listening; --metrics on needs no extra."""
+    script = (
+        without_package("prometheus_client") + "from rstreams.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
+    argv = ["serve", "tcp://127.0.0.1:0", *name, "--metrics", "127.0.0.1:0"]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], input="a\n", capture_output=True, text=True, timeout=50
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done
+    assert done.stderr == (
+        "rstreams serve: --metrics HOST:PORT serves /metrics with prometheus_client: pip install "
+        "'rstreams[metrics]' (or --metrics on: counts for rstreams top, serves no /metrics)\n"
+    )

@@ -361,6 +361,12 @@ def _serve(args: argparse.Namespace) -> int:
             return fail(
                 "serve", f"--metrics needs HOST:PORT (e.g. 127.0.0.1:9464) or on, got {args.metrics!r}"
             )
+        if not _importable("prometheus_client"):
+            return fail(
+                "serve",
+                "--metrics HOST:PORT serves /metrics with prometheus_client: pip install "
+                "'rstreams[metrics]' (or --metrics on: counts for rstreams top, serves no /metrics)",
+            )
     if args.origin:
         from rstreams.net._origins import check_origins
 
