@@ -46,11 +46,13 @@ class Accepted:
         self.conns.append(conn)
 
 
-async def test_a_silent_connection_gets_a_handshake_timeout_goodbye() -> None:
-    """No clientHello within handshake_timeout: goodbye "handshake timeout (...)", then EOF and close."""
+@pytest.mark.parametrize("resume", [False, True], ids=["plain", "resume"])
+async def test_a_silent_connection_gets_a_handshake_timeout_goodbye(resume: bool) -> None:
+    """No clientHello within handshake_timeout: goodbye "handshake timeout (...)", then EOF and close.
+    With resume too: no first byte, neither a new session nor a resume, is no hello."""
     accepted = Accepted()
     async with await serve(
-        "tcp://127.0.0.1:0", OFFER, handshake_timeout=0.2, on_connection=accepted
+        "tcp://127.0.0.1:0", OFFER, handshake_timeout=0.2, on_connection=accepted, resume=resume
     ) as server:
         reader, writer = await asyncio.open_connection(*_host_port(server.url))
         data = await within(reader.read())  # sends nothing; reads to the server's EOF

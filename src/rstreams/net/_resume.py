@@ -193,12 +193,20 @@ class ResumeRegistry:
             link.stop_deciding()
             self._start_session(link)
 
+        def expired() -> None:  # no first byte in time: goodbye "handshake timeout", as without resume
+            timer.clear()
+            if link.on_first_bytes is None:
+                return
+            decided()
+            link.stop_deciding()
+            driver = self._start_session(link).driver
+            assert driver is not None
+            driver.closing.handshake_expired()
+
         def made(link: Link) -> None:
             link.transport.writelines([self._hello])  # §4.1: the hello goes out at once
             if self._handshake_timeout is not None:
-                timer.append(
-                    asyncio.get_running_loop().call_later(self._handshake_timeout, link.transport.abort)
-                )
+                timer.append(asyncio.get_running_loop().call_later(self._handshake_timeout, expired))
             if doorway is not None:
                 doorway.enter(link, closing)
 
