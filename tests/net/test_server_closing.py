@@ -5,12 +5,14 @@ not told a new session from a resume) is not among the server's connections. ``a
 says goodbye ``server closing`` to it, without a goodbyeCode (no hello yet, §19.1), closes its
 sending side and closes it once the peer ends its input (or the linger's bounds pass); what the
 peer sends after that goodbye, a late clientHello or a resume, is not served. ``aclose()``
-returns with no transport of the server left open. Raw peers read the bytes.
+returns with no transport of the server left open; so does ``rstreams serve`` stopped by
+SIGTERM. Raw peers read the bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -216,3 +218,34 @@ async def test_a_transport_accepted_while_closing_is_said_goodbye(resume: bool) 
     await within(server.aclose())
     assert watched.announced == []
     _all_closed(server)
+
+
+@pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
+async def test_rstreams_serve_stopped_by_sigterm_says_goodbye_to_a_silent_peer(resume: bool) -> None:
+    """The command's shutdown is the server's aclose(): the silent peer reads the goodbye, the
+    end, and the process exits 0 (bounded waits on another process: its own bounds)."""
+    options = ["--resume"] if resume else []
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0", *options,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        announced = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        assert announced.startswith("serving "), announced
+        reader, writer = await _open(announced.strip().rsplit(" on ", 1)[1])
+        process.terminate()
+        try:
+            assert list(_parser().feed(await asyncio.wait_for(reader.read(), 30))) == [
+                Goodbye(reason="server closing")
+            ]
+        finally:
+            writer.close()
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 0, err
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
