@@ -13,6 +13,7 @@ import net from "node:net";
 import tls from "node:tls";
 
 import { AuthGate } from "./gate.js";
+import { handshakeCheck } from "./handshake.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { SYSTEM_CLOCK, ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
 import {
@@ -180,8 +181,10 @@ const DEFAULT_MAX_CONNECTIONS = 10000; // as rstreams servers' max_connections
  * settled within as long of the hello `authentication timeout (not settled within N s of the
  * hello) (PROTOCOL.md §15.3)`, the latter with error code 11 (timeout) when error codes were
  * agreed (the former comes before the hellos, so it carries none, §19.1), as rstreams servers. A ws://
- * server accepts a browser page (a handshake with an Origin header) only from its own origin
- * (http://host:port; for a loopback or wildcard host every loopback name) or one of
+ * server answers a handshake at another path with HTTP 404 and one that does not offer the
+ * subprotocol rsio.v0 with HTTP 400 (PROTOCOL.md §1; handshake.js); it accepts a browser
+ * page (a handshake with an Origin header) only from its own origin (http://host:port; for a
+ * loopback or wildcard host every loopback name) or one of
  * `options.origins` (["https://app.example:8443"]; "*": every page), others get HTTP 403
  * (origins.js), each refusal reported to `options.onerror` (default: one line on
  * console.error) naming the origin and the option; clients sending no Origin (Node, Python,
@@ -280,23 +283,19 @@ export async function listen(url, options = {}) {
         // an error handler that throws has nowhere left to report to
       }
     };
+    // the path (404), browser pages: its own origin (known once bound) and those allowed (403),
+    // the subprotocol (400): refused at the HTTP handshake, before any WebSocket frame (§1)
+    const pages = originCheck(() => ownOrigins(host(parsed), wss.address().port), moreOrigins, refused);
     const wss = new WebSocketServer({
-      host: host(parsed), port: port(parsed), path,
+      host: host(parsed), port: port(parsed),
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
-      // browser pages: its own origin (known once bound) and those allowed; others get 403
-      verifyClient: originCheck(() => ownOrigins(host(parsed), wss.address().port), moreOrigins, refused),
+      verifyClient: handshakeCheck(path, pages),
     });
     await new Promise((resolve, reject) => {
       wss.once("error", reject);
       wss.once("listening", () => { wss.off("error", reject); resolve(); });
     });
-    wss.on("connection", (ws) => {
-      if (ws.protocol !== SUBPROTOCOL) { // §4.2: the transport signals the version too
-        ws.close(1002, `RS.io needs the WebSocket subprotocol ${SUBPROTOCOL}`);
-        return;
-      }
-      accept(webSocketTransport(ws, clock));
-    });
+    wss.on("connection", (ws) => accept(webSocketTransport(ws, clock)));
     const bound = wss.address();
     where = `ws://${hostText(bound.address)}:${bound.port}${path}`;
     stop = () => new Promise((resolve) => { wss.close(() => resolve()); });

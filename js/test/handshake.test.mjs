@@ -1,75 +1,110 @@
-// A client's handshake timeout (PROTOCOL.md §4.1): a server that accepts the transport but never
-// sends its serverHello is said goodbye and the connection ends, instead of waiting for good.
+// listen()'s ws:// server answers at the HTTP handshake, before any WebSocket frame (PROTOCOL.md
+// §1; handshake.js): 404 at a path it does not serve, 400 naming rsio.v0 and §1 to a handshake
+// that does not offer it, 101 selecting rsio.v0 when it is offered, alone or among others. Raw
+// HTTP over a socket; the same requests to `rstreams serve ws://` get the same answers.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
-import { Connection, ConnectionClosedError, connect, connectTransport } from "../src/node.js";
-import { FakeTransport, ManualClock, tick } from "./support.mjs";
+import { listen } from "../src/node.js";
+import { serve, skip } from "./servers.mjs";
 
-const serverHello = { type: "serverHello", version: 0, extensions: [] };
+const MISSING = (offered) => `RS.io needs the WebSocket subprotocol rsio.v0 (PROTOCOL.md §1); the handshake offered ${offered}\n`;
 
-function client(options) {
-  const clock = new ManualClock();
-  const ws = new FakeTransport();
-  const conn = new Connection(ws, { clock, onerror: () => {}, keepalive: null, ...options });
-  return { clock, ws, conn };
+/**
+ * The answer to a raw upgrade at `path` of the server at `url`, one Sec-WebSocket-Protocol
+ * header per offer, and `more` header lines: {status, headers (lower-case names), body (a
+ * refusal's, to the end)}.
+ */
+function answer(url, path, offers, more = []) {
+  const { hostname, port } = new URL(url);
+  const lines = [`GET ${path} HTTP/1.1`, `Host: ${hostname}:${port}`, "Upgrade: websocket", "Connection: Upgrade",
+    "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
+    ...offers.map((offer) => `Sec-WebSocket-Protocol: ${offer}`), ...more];
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: hostname, port: Number(port) });
+    const chunks = [];
+    const parse = () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      const end = text.indexOf("\r\n\r\n");
+      const [status, ...fields] = text.slice(0, end).split("\r\n");
+      const headers = Object.fromEntries(fields.map((field) => {
+        const colon = field.indexOf(":");
+        return [field.slice(0, colon).toLowerCase(), field.slice(colon + 1).trim()];
+      }));
+      return { status, headers, body: text.slice(end + 4) };
+    };
+    socket.on("data", (data) => {
+      chunks.push(data);
+      const text = Buffer.concat(chunks).toString("latin1");
+      if (text.startsWith("HTTP/1.1 101 ") && text.includes("\r\n\r\n")) { // accepted: the headers are enough
+        socket.destroy();
+        resolve({ ...parse(), body: "" });
+      }
+    });
+    socket.on("end", () => resolve(parse())); // a refusal: the server ends after its body
+    socket.on("error", reject);
+    socket.write(`${lines.join("\r\n")}\r\n\r\n`);
+  });
 }
 
-test("handshakeTimeout: no serverHello within it is a goodbye, and the connection ends naming the option", async () => {
-  const { clock, ws, conn } = client({ handshakeTimeout: 1 });
-  clock.advance(999);
-  await tick();
-  assert.equal(conn.state, "AWAITING_HELLO");
-  clock.advance(1);
-  const error = await conn.closed;
-  assert.equal(conn.state, "CLOSED");
-  assert.equal(ws.of("goodbye").at(-1).reason, "handshake timeout (no serverHello within 1 s)");
-  assert.ok(error instanceof ConnectionClosedError, String(error));
-  assert.match(error.message, /^handshake timeout \(no serverHello within 1 s\).*handshakeTimeout/);
-  assert.ok(ws.closed);
-});
+/** The refusals and acceptances every server at /rsio gives, as [path, offers, check(answer)]. */
+const CASES = [
+  ["/rsio", [], (a) => assert.deepEqual([a.status, a.body], ["HTTP/1.1 400 Bad Request", MISSING("none")])],
+  ["/rsio", ["chat, superchat"], (a) => assert.deepEqual([a.status, a.body],
+    ["HTTP/1.1 400 Bad Request", MISSING("chat, superchat")])],
+  ["/rsio", ["chat", "v2"], (a) => assert.deepEqual([a.status, a.body], ["HTTP/1.1 400 Bad Request", MISSING("chat, v2")])],
+  ["/other", ["rsio.v0"], (a) => assert.deepEqual([a.status, a.body], ["HTTP/1.1 404 Not Found", "RS.io is served at /rsio\n"])],
+  ["/rsio/more", [], (a) => assert.deepEqual([a.status, a.body], ["HTTP/1.1 404 Not Found", "RS.io is served at /rsio\n"])],
+  ["/rsio", ["rsio.v0"], (a) => assert.equal(a.headers["sec-websocket-protocol"], "rsio.v0")],
+  ["/rsio", ["chat, rsio.v0"], (a) => assert.equal(a.headers["sec-websocket-protocol"], "rsio.v0")],
+  ["/rsio", ["chat", "rsio.v0"], (a) => assert.equal(a.headers["sec-websocket-protocol"], "rsio.v0")],
+  ["/rsio?x=1", ["rsio.v0, chat"], (a) => assert.equal(a.headers["sec-websocket-protocol"], "rsio.v0")],
+];
 
-test("the serverHello stops the client's handshake timer", async () => {
-  const { clock, ws, conn } = client({ handshakeTimeout: 1 });
-  ws.feed(serverHello);
-  clock.advance(60_000);
-  await tick();
-  assert.equal(conn.state, "OPEN");
-  assert.deepEqual(ws.of("goodbye"), []);
-});
-
-test("connectTransport awaits the serverHello 10 s by default; null: for good; a bad value is refused first", async () => {
-  const clock = new ManualClock();
-  const conn = await connectTransport(async () => new FakeTransport(), { clock, keepalive: null, onerror: () => {} });
-  clock.advance(9_999);
-  await tick();
-  assert.equal(conn.state, "AWAITING_HELLO");
-  clock.advance(1);
-  assert.match((await conn.closed).message, /no serverHello within 10 s/);
-  const patient = await connectTransport(async () => new FakeTransport(),
-    { clock, keepalive: null, onerror: () => {}, handshakeTimeout: null });
-  clock.advance(3_600_000);
-  await tick();
-  assert.equal(patient.state, "AWAITING_HELLO");
-  let opened = false;
-  for (const bad of [0, -1, Number.NaN]) {
-    await assert.rejects(connectTransport(async () => { opened = true; return new FakeTransport(); },
-      { handshakeTimeout: bad }), (e) => e instanceof RangeError && /handshakeTimeout/.test(e.message));
+async function check(url) {
+  for (const [path, offers, expect] of CASES) {
+    const got = await answer(url, path, offers);
+    if (!got.status.startsWith("HTTP/1.1 101 ")) {
+      assert.equal(got.headers["content-type"], "text/plain; charset=utf-8", `${path} ${offers}`);
+    }
+    try {
+      expect(got);
+    } catch (error) {
+      error.message = `${path} offering ${JSON.stringify(offers)}: ${error.message}`;
+      throw error;
+    }
   }
-  assert.equal(opened, false);
-});
+}
 
-test("a silent TCP listener does not hang connect()", async () => {
-  const sockets = [];
-  const listener = net.createServer((socket) => { sockets.push(socket); socket.resume(); });
-  await new Promise((resolve) => listener.listen(0, "127.0.0.1", resolve));
+test("the handshake is refused over HTTP without rsio.v0 (400) or at another path (404), accepted with it", { timeout: 20000 },
+  async () => {
+    const server = await listen("ws://127.0.0.1:0/rsio", { publishers: {} });
+    try {
+      await check(server.url);
+    } finally {
+      await server.close();
+    }
+  });
+
+test("a page refused for its origin gets 403 before the subprotocol is looked at; an allowed one, 400 without it",
+  { timeout: 20000 }, async () => {
+    const server = await listen("ws://127.0.0.1:0/rsio", { publishers: {}, onerror: () => {} });
+    try {
+      const { hostname, port } = new URL(server.url);
+      const page = (origin) => answer(server.url, "/rsio", ["x"], [`Origin: ${origin}`]);
+      assert.equal((await page("https://elsewhere.example")).status, "HTTP/1.1 403 Forbidden");
+      const own = await page(`http://${hostname}:${port}`);
+      assert.deepEqual([own.status, own.body], ["HTTP/1.1 400 Bad Request", MISSING("x")]);
+    } finally {
+      await server.close();
+    }
+  });
+
+test("rstreams serve ws:// answers the same requests the same way", { skip, timeout: 60000 }, async () => {
+  const server = await serve("ws://127.0.0.1:0/rsio");
   try {
-    const conn = await connect(`tcp://127.0.0.1:${listener.address().port}`, { handshakeTimeout: 0.2, onerror: () => {} });
-    const error = await conn.closed;
-    assert.ok(error instanceof ConnectionClosedError, String(error));
-    assert.match(error.message, /no serverHello within 0\.2 s.*handshakeTimeout/);
+    await check(server.url);
   } finally {
-    for (const socket of sockets) socket.destroy();
-    await new Promise((resolve) => listener.close(resolve));
+    await server.stop();
   }
 });

@@ -160,7 +160,7 @@ test("a WebSocket path the server does not serve: the client's error gives the s
   try {
     const wrong = server.url.replace("/rsio", "/other");
     await assert.rejects(connect(wrong), (e) => e instanceof ConnectionClosedError
-      && e.message === `cannot open a WebSocket to ${wrong}: Unexpected server response: 400`);
+      && e.message === `cannot open a WebSocket to ${wrong}: Unexpected server response: 404`);
   } finally {
     await server.close();
   }

@@ -1,0 +1,44 @@
+// Which WebSocket handshakes listen()'s ws:// server answers with 101 (Node only), as rstreams'
+// Python and Java servers do (PROTOCOL.md §1). Each refusal is an HTTP answer, before any
+// WebSocket frame, with a plain-text body saying what was wrong, checked in this order:
+//   - a path other than the server's: 404 `RS.io is served at /path`;
+//   - a browser page from an origin not allowed: 403 (origins.js);
+//   - no offer of the subprotocol rsio.v0: 400 naming it, §1 and what was offered.
+// An offer of rsio.v0 among others is accepted, and the `ws` package's handleProtocols then
+// selects rsio.v0 in the 101.
+
+import { SUBPROTOCOL } from "./rsio.js";
+
+const PLAIN_TEXT = { "Content-Type": "text/plain; charset=utf-8" };
+
+/** The subprotocols a handshake offers, in its order (the `ws` package has checked the header's syntax). */
+function offered(request) {
+  const header = request.headers["sec-websocket-protocol"];
+  return header === undefined ? [] : header.split(",").map((name) => name.trim()).filter((name) => name !== "");
+}
+
+/** The body of the 400 answering a handshake that offers `names` and not rsio.v0. */
+export function missingSubprotocol(names) {
+  const offer = names.length === 0 ? "none" : names.join(", ");
+  return `RS.io needs the WebSocket subprotocol ${SUBPROTOCOL} (PROTOCOL.md §1); the handshake offered ${offer}\n`;
+}
+
+/**
+ * The `ws` package's verifyClient for a server at `path` whose Origin check is `origins` (a
+ * verifyClient of origins.js): the path, then the origin, then the subprotocol.
+ */
+export function handshakeCheck(path, origins) {
+  return (info, verified) => {
+    const url = info.req.url ?? "/";
+    const query = url.indexOf("?");
+    if ((query === -1 ? url : url.slice(0, query)) !== path) {
+      return verified(false, 404, `RS.io is served at ${path}\n`, PLAIN_TEXT);
+    }
+    return origins(info, (ok, ...refusal) => {
+      if (!ok) return verified(ok, ...refusal);
+      const names = offered(info.req);
+      if (names.includes(SUBPROTOCOL)) return verified(true);
+      return verified(false, 400, missingSubprotocol(names), PLAIN_TEXT);
+    });
+  };
+}
