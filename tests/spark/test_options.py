@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
@@ -194,3 +195,79 @@ def test_explain_names_the_options_by_the_errors_type() -> None:
     unavailable = _explained(ServerUnavailableError("tls://h:1 could not be reached", last=last))
     assert type(unavailable) is ServerUnavailableError and unavailable.last is last
     assert str(unavailable).endswith("; the option timeout says how long to wait for it")
+
+
+@pytest.mark.parametrize(
+    ("make", "options", "option", "says"),
+    [
+        (
+            source,
+            {"maxRowsPerBatch": 5},
+            "maxRowsPerBatch",
+            "has no option 'maxRowsPerBatch': did you mean maxRecordsPerBatch?",
+        ),
+        (source, {"maxrowsperbatch": 5}, "maxrowsperbatch", "did you mean maxRecordsPerBatch?"),
+        (source, {"startingOffsets": "earliest"}, "startingOffsets", "did you mean startingPosition?"),
+        (source, {"colour": "red"}, "colour", "its options: url, publisher, schema, codec,"),
+        (source, {"writerId": "w"}, "writerId", "option writerId is for the rstreams sink, not the source"),
+        (sink, {"maxRecordsPerBatch": 5}, "maxRecordsPerBatch", "is for the rstreams source, not the sink"),
+        (
+            sink,
+            {"keyColum": "sensor"},
+            "keyColum",
+            "the rstreams sink has no option 'keyColum': did you mean keyColumn?",
+        ),
+        (
+            batch_sink,
+            {"writerID": "w", "batchid": 1, "tokenEnvironment": "T"},
+            "tokenEnvironment",
+            "tokenEnv?",
+        ),
+    ],
+)
+def test_an_unknown_option_name_fails_naming_it_and_the_name_it_resembles(
+    make: Any, options: dict[str, Any], option: str, says: str
+) -> None:
+    """A misspelt or misplaced option is not silently ignored; names are case-insensitive, as
+    in Spark (which passes them in lower case)."""
+    with pytest.raises(OptionError) as failure:
+        make(**options)
+    assert failure.value.option == option and says in str(failure.value)
+
+
+def test_option_names_in_any_case_and_sparks_own_options_are_taken() -> None:
+    """Spark hands a data source its options in a case-insensitive dict, with ``path``
+    (``load(path)``), ``checkpointLocation`` and ``queryName`` among them: all taken."""
+    from pyspark.sql.datasource import CaseInsensitiveDict
+
+    given = {"url": "tcp://h:1", "publisher": "p", "path": "p", "checkpointlocation": "/c", "queryname": "q"}
+    found = RStreamsDataSource(CaseInsensitiveDict({**given, "MAXRECORDSPERBATCH": "7"}))
+    assert found.streamReader(SCHEMA)._opts.max_rows == 7
+    written = RStreamsDataSource(CaseInsensitiveDict({**given, "writerid": "w", "TIMEOUT": "5"}))
+    assert written.streamWriter(SCHEMA, False)._writer.timeout == 5.0
+
+
+@pytest.mark.parametrize("make", [source, sink])
+@pytest.mark.parametrize("url", ["http://h:1", "h:7000", "tcp://h", "tcp://h:1,udp://h:2"])
+def test_a_url_of_no_rs_io_scheme_fails_naming_option_url(make: Any, url: str) -> None:
+    """The source and the sink check each URL when the query starts (the sink too, not first on
+    an executor)."""
+    with pytest.raises(OptionError, match=r"^option url: ") as failure:
+        make(url=url)
+    assert failure.value.option == "url"
+
+
+def test_a_log_the_server_does_not_serve_fails_naming_option_publisher(serve: Any) -> None:
+    """The source: a name no server log has; the sink: that, or a log that is no sink log.
+    OptionError naming ``publisher`` and the server, not the server's bare refusal."""
+    from rstreams.replay import ReplayLog
+
+    server = serve({"nums": ReplayLog("nums", capacity=10)}, sinks={"out": ReplayLog("out", capacity=10)})
+    with pytest.raises(OptionError, match=r"option publisher: .* serves no log 'nope'") as failure:
+        source(url=server.url, publisher="nope").initialOffset()
+    assert failure.value.option == "publisher"
+    for log, says in (("nope", "serves no sink log 'nope'"), ("nums", "'nums' is not a sink log")):
+        writer = sink(url=server.url, publisher=log, timeout=30)._writer
+        with pytest.raises(OptionError, match=says) as refused:
+            writer.write_arrow(iter([pa.record_batch([pa.array([1])], names=["seq"])]))
+        assert refused.value.option == "publisher"

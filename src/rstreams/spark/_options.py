@@ -17,17 +17,20 @@ keys match ``spark.redaction.regex`` (by default: names containing ``token``, ``
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from rstreams.errors import ReactiveStreamsError
+from rstreams.net import parse_url
 from rstreams.replay import (
     Access,
     AccessDeniedError,
     AccessError,
     CertificateRefusedError,
+    RemoteLogError,
     ServerUnavailableError,
     TLSHandshakeError,
 )
@@ -39,8 +42,10 @@ __all__ = [
     "Option",
     "OptionError",
     "access_from",
+    "check_names",
     "explain",
     "flag",
+    "missing_log",
     "number",
     "positive",
     "required",
@@ -189,6 +194,38 @@ OPTIONS = (
 )
 """Every option of the source and the sink, in the order the README's table shows them."""
 
+SPARK_OWN = ("path", "checkpointLocation", "queryName")
+"""Options Spark itself passes on to a data source (``load(path)``, ``save(path)``, a streaming
+query's checkpoint and name): taken and ignored by both sides."""
+
+
+def check_names(options: Mapping[str, str], side: str) -> None:
+    """Every option name in ``options`` is one ``side`` (``"source"`` or ``"sink"``) takes, or
+    one of :data:`SPARK_OWN`; Spark's option names are case-insensitive (it passes them in lower
+    case), so is this check.
+
+    Raises:
+        OptionError: naming the first unknown option, the known name it looks like, if any, or
+        the side that takes it.
+    """
+    takes = {o.name.lower(): o.name for o in OPTIONS if (o.source if side == "source" else o.sink)}
+    known = {**takes, **{name.lower(): name for name in SPARK_OWN}}
+    every = {o.name.lower(): o for o in OPTIONS}
+    for given in options:
+        if given.lower() in known:
+            continue
+        other = every.get(given.lower())
+        if other is not None:
+            where = "source" if other.source else "sink"
+            raise OptionError(given, f"option {other.name} is for the rstreams {where}, not the {side}")
+        near = difflib.get_close_matches(given.lower(), list(takes), n=1, cutoff=0.6)
+        if near:
+            hint = f"did you mean {takes[near[0]]}?"
+        else:
+            hint = f"its options: {', '.join(takes.values())} (names are case-insensitive)"
+        raise OptionError(given, f"the rstreams {side} has no option {given!r}: {hint}")
+
+
 _ACCESS_NAMES = {
     "cafile": "option tlsCaFile",
     "server_name": "option tlsServerName",
@@ -305,6 +342,10 @@ def access_from(options: Mapping[str, str], url: str) -> Access:
     Raises:
         OptionError: naming the option (never showing a credential).
     """
+    try:
+        parse_url(url)
+    except ValueError as bad:
+        raise OptionError("url", f"option url: {bad}") from None
     token = _secret(options, "token")
     user = options.get("user")
     password = _secret(options, "password")
@@ -338,6 +379,19 @@ def access_from(options: Mapping[str, str], url: str) -> Access:
 def _text(options: Mapping[str, str], name: str) -> str | None:
     value = options.get(name)
     return str(value) if value else None
+
+
+def missing_log(error: RemoteLogError, url: str, name: str, side: str) -> BaseException:
+    """A server's refusal of the log ``name`` restated as the :class:`OptionError` of option
+    ``publisher`` when the server has no such log (or, for the sink, no such sink log);
+    ``error`` itself otherwise."""
+    said = str(error)
+    if said.startswith("no publisher named ") or "is not a sink log" in said:
+        kind = "sink log" if side == "sink" else "log"
+        return OptionError(
+            "publisher", f"option publisher: {url} serves no {kind} {name!r} (it said: {said})"
+        )
+    return error
 
 
 def explain(error: BaseException, url: str, access: Access) -> BaseException:

@@ -66,9 +66,17 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from rstreams.replay import Access
-from rstreams.replay._client import request_json, upload
+from rstreams.replay._client import RemoteLogError, request_json, upload
 from rstreams.spark._codecs import BATCH_ROWS, arrow_ipc, row_encoder
-from rstreams.spark._options import OptionError, access_from, explain, number, required
+from rstreams.spark._options import (
+    OptionError,
+    access_from,
+    check_names,
+    explain,
+    missing_log,
+    number,
+    required,
+)
 
 __all__ = [
     "RStreamsArrowBatchWriter",
@@ -101,8 +109,11 @@ class _Writer:
     """The sink's options (checked on the driver when the query starts) and its remote calls."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        check_names(options, "sink")
         urls = _listed(options, "url")
         names = _listed(options, "publisher")
+        checked = [access_from(options, url) for url in urls]  # each URL checked, its TLS files loaded
+        self.access: Access = checked[0]
         patterned = [name for name in names if _PATTERN.search(name)]
         if patterned:
             raise OptionError(
@@ -124,8 +135,6 @@ class _Writer:
         self.writer_id = options.get("writerId")
         self.batch_id = _batch_id(options, self.writer_id)
         self.timeout = number(options, "timeout", 300.0)
-        checked = [access_from(options, url) for url in urls]  # each URL: its TLS files load
-        self.access: Access = checked[0]
 
     def write_arrow(self, batches: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Stage a partition's record batches: ``arrow`` elements of at most BATCH_ROWS rows, or
@@ -165,6 +174,8 @@ class _Writer:
             count = upload(url, log, token, elements, self.timeout, access=self.access)
         except (PermissionError, ConnectionError) as error:
             raise explain(error, url, self.access) from None
+        except RemoteLogError as error:
+            raise missing_log(error, url, log, "sink") from None
         return token, count
 
     def _ask(self, target: tuple[str, str], query: str) -> dict[str, Any]:
@@ -173,6 +184,8 @@ class _Writer:
             return request_json(url, f"{log}?{query}", self.timeout, access=self.access)
         except (PermissionError, ConnectionError) as error:
             raise explain(error, url, self.access) from None
+        except RemoteLogError as error:
+            raise missing_log(error, url, log, "sink") from None
 
     def _tokens(self, messages: list[WriterCommitMessage | None]) -> tuple[str | None, dict[int, list[str]]]:
         """The writer and, per log index, the tokens ``messages`` staged."""

@@ -103,8 +103,10 @@ from rstreams.spark._codecs import BATCH_ROWS, check_codec, decode_batches, deco
 from rstreams.spark._options import (
     OptionError,
     access_from,
+    check_names,
     explain,
     flag,
+    missing_log,
     number,
     positive,
     required,
@@ -163,6 +165,8 @@ class _Log:
             return request_json(self.url, f"{self.name}?{query}", opts.timeout, access=opts.access)
         except (PermissionError, ConnectionError) as error:
             raise explain(error, self.url, opts.access) from None
+        except RemoteLogError as error:
+            raise missing_log(error, self.url, self.name, "source") from None
 
     def info(self) -> dict[str, Any]:
         return self.ask("latest")
@@ -259,6 +263,7 @@ class _Options:
     """The reader's options, checked once where the user set them (the query's start)."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        check_names(options, "source")
         self.urls = _listed(options, "url", "source")
         self.names = _listed(options, "publisher", "source")
         self.patterns = tuple(name for name in self.names if _PATTERN.search(name))
