@@ -288,3 +288,18 @@ def test_arrival_times_are_not_kept_across_a_restart(tmp_path: Path) -> None:
     with pytest.raises(LookupError):
         again.position_at(1_999_000)  # the old positions may have arrived after that
     again.close()
+
+
+def test_a_commit_past_the_end_is_refused_and_trims_nothing() -> None:
+    """A reader that commits past the end has read positions this log never held (another log of
+    that name, one restarted empty): refused, and the elements the log holds stay, unread."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"a", b"b", b"c"])
+    log.commit(1, "old")
+    with pytest.raises(ValueError, match=r"reader 'late' commits position 100, past the log's end 3"):
+        log.commit(100, "late")
+    with pytest.raises(ValueError, match="nothing was trimmed"):
+        log.commit(4, "old")
+    assert log.info()["first"] == 1 and log.readers() == {"old": 1}
+    log.commit(3, "old")
+    assert log.info()["first"] == 3

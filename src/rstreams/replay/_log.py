@@ -305,6 +305,11 @@ class ReplayLog(Subscriber[Any]):
         name commits for the first time by joining. The log trims below the *smallest*
         committed position of all its readers, and asks upstream for the room freed, so
         independent readers never trim each other's data. Commits never go backwards.
+
+        Raises:
+            ValueError: ``position`` is past the log's end: the reader has read positions this
+                log never held (it is another log of that name, e.g. one restarted without its
+                file), and trimming the elements it does hold would lose them unread.
         """
         if type(position) is not int or position < 0:
             raise ValueError(f"commit needs a position >= 0, got {position!r}")
@@ -312,6 +317,12 @@ class ReplayLog(Subscriber[Any]):
         self.housekeep()
         with self._lock:
             store = self._store
+            if position > store.end:
+                raise ValueError(
+                    f"replay log {self.name!r}: reader {reader!r} commits position {position}, past "
+                    f"the log's end {store.end}: it read positions this log never held (a log "
+                    "restarted without its file?); nothing was trimmed"
+                )
             readers = store.readers
             known = reader in readers
             floor = readers[reader] if known else self._pending.pop(reader, store.first)

@@ -201,7 +201,17 @@ class _Log:
         query = f"commit={position}"
         if reader is not None:
             query += f"&reader={quote(reader, safe='')}"
-        return self.ask(query)
+        try:
+            return self.ask(query)
+        except RemoteLogError as error:
+            if "past the log's end" not in str(error):
+                raise
+            raise RemoteLogError(
+                f"{error}; the query's checkpoint is ahead of log {self.name!r} at {self.url}, so it "
+                "cannot go on from there without losing rows: serve the log from a file "
+                "(ReplayLog(path=...)) to keep its positions across restarts, or start the query "
+                "again with a new checkpoint"
+            ) from None
 
     def hold(self, position: int, reader: str) -> dict[str, Any]:
         return self.ask(f"hold={position}&reader={quote(reader, safe='')}")
