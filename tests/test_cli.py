@@ -399,6 +399,7 @@ def test_publishers_from_a_module(
         (f"{EXAMPLES / 'my_publishers.py'}:NOPE", "has no attribute 'NOPE'"),
         (f"{EXAMPLES / 'my_publishers.py'}:PLANETS", "must be a mapping of names to Publishers or factories"),
         (f"{EXAMPLES / 'my_publishers.py'}:1x", "is not a Python name"),
+        (":PUBLISHERS", "':PUBLISHERS': no module or file before ':' (module:NAME or file.py:NAME)"),
     ],
 )
 def test_bad_publishers_spec_exits_2(capsys: pytest.CaptureFixture[str], spec: str, says: str) -> None:

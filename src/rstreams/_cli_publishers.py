@@ -242,7 +242,9 @@ def load_publishers(spec: str) -> Mapping[str, Any] | Callable[..., Any]:
         PublishersSpecError: the module or file cannot be loaded, has no ``NAME``, or
             ``NAME`` is neither a mapping nor a callable.
     """
-    where, _, attribute = spec.rpartition(":")
+    where, colon, attribute = spec.rpartition(":")
+    if colon and not where.strip():
+        raise PublishersSpecError(f"{spec!r}: no module or file before ':' (module:NAME or file.py:NAME)")
     if not where or (len(where) == 1 and os.sep == "\\"):  # no colon, or a drive letter
         where, attribute = spec, "PUBLISHERS"
     if not attribute.isidentifier():
