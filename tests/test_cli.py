@@ -1730,3 +1730,13 @@ def test_metrics_without_prometheus_client_names_the_option_and_the_extra(name: 
         "rstreams serve: --metrics HOST:PORT serves /metrics with prometheus_client: pip install "
         "'rstreams[metrics]' (or --metrics on: counts for rstreams top, serves no /metrics)\n"
     )
+
+
+@pytest.mark.parametrize("command", ["demo", "subscribe", "publish", "ping", "top"])
+def test_each_client_command_s_help_says_its_exit_statuses(command: str) -> None:
+    """`rstreams COMMAND --help` ends its description with what each exit status means."""
+    import argparse
+
+    commands = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    description = commands.choices[command].description or ""
+    assert "Exit status: 0 " in description and " 2 " in description, description

@@ -555,7 +555,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rstreams {version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
     demo = commands.add_parser(
-        "demo", help="sensors -> RS.io -> Spark -> RS.io, with a live view (the spark extra, Java 17+)"
+        "demo",
+        help="sensors -> RS.io -> Spark -> RS.io, with a live view (the spark extra, Java 17+)",
+        description="Simulated sensors served over RS.io, read by a Spark pipeline (local[2], or "
+        "--master) that publishes per-sensor window averages back over RS.io, shown live in the "
+        "terminal and, without --no-web, on a page. Exit status: 0 when it has run its --seconds "
+        "(the results saved to Parquet in --out), 1 when Spark failed, 2 for a bad option or when "
+        "an extra it needs (spark; websockets for the page) or Java 17+ is missing, 128 + the "
+        "signal's number when SIGTERM or Ctrl-C stopped it (a second signal ends it at once).",
     )
     demo.add_argument("--seconds", type=float, default=30.0, help="how long to run once started (30)")
     demo.add_argument("--sensors", type=int, default=8, help="simulated sensors (8)")
