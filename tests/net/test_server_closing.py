@@ -221,6 +221,29 @@ async def test_a_transport_accepted_while_closing_is_said_goodbye(resume: bool) 
 
 
 @pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
+async def test_a_refused_peer_lingering_as_the_server_closes(resume: bool) -> None:
+    """A peer refused at its hello (over max_connections) that keeps its side open and goes on
+    writing: the server's close leaves its lingering close to end within its bounds."""
+    watched = Watched()
+    offer = {"greeting": watched.greeting}
+    server = await serve("tcp://127.0.0.1:0", offer, max_connections=1, resume=resume)
+    client = await rstreams.net.connect(server.url)
+    assert await within(client.request("greeting")) == b"hello"
+    reader, writer = await _open(server.url)
+    writer.write(HELLO)
+    await writer.drain()
+    frames = await _rest(reader)
+    assert isinstance(frames[-1], Goodbye) and frames[-1].reason.startswith("too many connections"), frames
+    writer.write(SUBSCRIBE)  # after the refusal: discarded
+    await writer.drain()
+    await within(server.aclose())
+    writer.close()
+    await within(client.aclose())
+    assert watched.served == 1  # the client's request only
+    _all_closed(server)
+
+
+@pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
 async def test_rstreams_serve_stopped_by_sigterm_says_goodbye_to_a_silent_peer(resume: bool) -> None:
     """The command's shutdown is the server's aclose(): the silent peer reads the goodbye, the
     end, and the process exits 0 (bounded waits on another process: its own bounds)."""

@@ -57,7 +57,7 @@ class Server:
     def __init__(self) -> None:
         self._listener: Listener | None = None
         self._connections: set[Connection] = set()
-        self._refused: set[Connection] = set()  # over max_connections: closing on their own
+        self._refused: set[Closing] = set()  # over max_connections: closing on their own
         self._doorway = Doorway()  # accepted transports at the hello stage (rstreams.net._pending)
         self._leaving: set[Closing] = set()  # said goodbye at the hello stage as the server closed
         self._closing: str | None = None  # close()'s reason, once called
@@ -145,9 +145,11 @@ class Server:
 
     async def _close(self, reason: str) -> None:
         listener = self._listener
-        conns = [*self._connections, *self._refused]
-        closing = [conn.aclose(reason, timeout=CLOSE_TIMEOUT) for conn in conns]
-        gone = [leaving.wait_gone(CLOSE_TIMEOUT) for leaving in self._leaving]
+        closing = [conn.aclose(reason, timeout=CLOSE_TIMEOUT) for conn in self._connections]
+        for refused in self._refused:
+            refused.close_now(reason)  # (a no-op: each said its goodbye at its hello)
+        # those that said goodbye already close as after it, lingering: not cut short here
+        gone = [leaving.wait_gone(CLOSE_TIMEOUT) for leaving in (*self._refused, *self._leaving)]
         await asyncio.gather(*closing, *gone, return_exceptions=True)
         if listener is not None:
             listener.close()  # websockets closes its connections here: after our goodbyes
@@ -179,13 +181,14 @@ class Server:
         closing.add_close_callback(lambda: self._leaving.discard(closing))
         closing.close_now(reason)
 
-    def _refuse(self, conn: Connection, pump: Pump, reason: str) -> None:
-        """Refuse ``conn`` at its clientHello, which makes the goodbye's code (8, unavailable)
+    def _refuse(self, pump: Pump, reason: str) -> None:
+        """Refuse ``pump``'s connection at its clientHello, which makes the goodbye's code (8, unavailable)
         go out when the hello makes error-codes active (PROTOCOL.md §10, §19); nothing the
         peer sent after its hello is served."""
-        self._refused.add(conn)
-        conn.add_close_callback(self._refused.discard)
-        pump.closing.refuse_at_hello(reason, ErrorCode.UNAVAILABLE)
+        closing = pump.closing
+        self._refused.add(closing)
+        closing.add_close_callback(lambda: self._refused.discard(closing))
+        closing.refuse_at_hello(reason, ErrorCode.UNAVAILABLE)
 
 
 async def serve(
@@ -353,7 +356,6 @@ async def serve(
             return
         if len(server._connections) >= max_connections:
             server._refuse(
-                conn,
                 pump,
                 f"too many connections: this server accepts at most {max_connections} (max_connections)",
             )
