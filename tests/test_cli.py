@@ -1740,3 +1740,33 @@ def test_each_client_command_s_help_says_its_exit_statuses(command: str) -> None
     commands = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
     description = commands.choices[command].description or ""
     assert "Exit status: 0 " in description and " 2 " in description, description
+
+
+@pytest.mark.timeout(30)
+def test_serve_a_log_from_a_terminal_says_what_it_reads(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rstreams serve URL NAME` with standard input a terminal: after the announcement, one line
+    says that typed lines are the log's elements and what Ctrl-D and Ctrl-C do (a pipe or a
+    file gets no such line: test_the_token_variable_leaves_the_log_mode_alone and others)."""
+    import threading
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    @contextlib.contextmanager
+    def stopped_at_once() -> Iterator[threading.Event]:
+        stop = threading.Event()
+        stop.set()
+        yield stop
+
+    monkeypatch.setattr(sys, "stdin", Terminal(io.BytesIO(b"")))
+    monkeypatch.setattr(_cli_logs, "_stopped_by_sigterm", stopped_at_once)
+    assert main(["serve", "tcp://127.0.0.1:0", "nums"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("serving 'nums' (lines of standard input) on tcp://127.0.0.1:"), out
+    assert err == (
+        "rstreams serve: each line typed here is an element of 'nums'; Ctrl-D ends the log "
+        "(the server goes on), Ctrl-C stops the server\n"
+    )

@@ -132,6 +132,12 @@ def serve_log(args: argparse.Namespace) -> int:
         try:  # from the announcement on: a Ctrl-C that its reader sends at once stops cleanly
             sinks_said = "".join(f", sink log {name!r}" for name in args.sink)
             print(f"serving {args.name!r} (lines of standard input){sinks_said} on {server.url}", flush=True)
+            if sys.stdin.isatty():  # not a pipe or a file: say what the silence waits for
+                print(
+                    f"rstreams serve: each line typed here is an element of {args.name!r}; Ctrl-D "
+                    "ends the log (the server goes on), Ctrl-C stops the server",
+                    file=sys.stderr,
+                )
             if server.metrics_url is not None:
                 print(f"metrics at {server.metrics_url}", flush=True)
             if args.web is not None:
