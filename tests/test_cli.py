@@ -1374,6 +1374,13 @@ def test_bad_options_exit_2(
             "rstreams ping: unrecognized arguments: --tiemout=3; did you mean --timeout?",
         ),
         (["serve", "tcp://127.0.0.1:0", "log", "extra"], "rstreams serve: unrecognized arguments: extra"),
+        (["--verison"], "rstreams: unrecognized arguments: --verison; did you mean --version?"),
+        (["serve", "--hepl"], "rstreams serve: unrecognized arguments: --hepl; did you mean --help?"),
+        (
+            ["subscribe", "--demnd=2"],
+            "rstreams subscribe: unrecognized arguments: --demnd; did you mean --demand?",
+        ),
+        (["subscribe", "--dem", "2"], "rstreams subscribe: the following arguments are required: url, name"),
     ],
 )
 def test_options_argparse_refuses_are_one_line(

@@ -497,10 +497,46 @@ Then: rstreams subscribe URL 'counter?to=5'   (Ctrl-C or SIGTERM stops the serve
 
 class _Parser(argparse.ArgumentParser):
     """argparse's parser (its subcommands' too), with a usage error in one line, exit 2, like the
-    commands' own checks: ``rstreams subscribe: argument --demand: invalid int value: 'x' (...)``."""
+    commands' own checks: ``rstreams subscribe: argument --demand: invalid int value: 'x' (...)``.
+
+    A missing argument beside an option it does not know is told as that option, with the
+    nearest it has (``rstreams --verison``: ``unrecognized arguments: --verison; did you mean
+    --version?``), where argparse would say only that the argument is required."""
+
+    _given: tuple[str, ...] = ()  # the arguments of the parse under way, for error()
+    _parsing = False  # inside parse_known_intermixed_args, which calls parse_known_args twice
+
+    def parse_known_args(  # type: ignore[override]  # argparse's stub spells two overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if not self._parsing:
+            self._given = tuple(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
+        unknown = [
+            given.partition("=")[0]
+            for given in self._given
+            if given.startswith("--") and given != "--" and not self._knows(given.partition("=")[0])
+        ]
+        if unknown and message.startswith("the following arguments are required"):
+            message = f"unrecognized arguments: {' '.join(unknown)}{self._nearest(unknown)}"
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def _knows(self, option: str) -> bool:
+        """Whether ``option`` is one of this parser's, or a prefix argparse takes for one."""
+        return any(flag.startswith(option) for flag in self._option_string_actions)
+
+    def _nearest(self, extras: Sequence[str]) -> str:
+        import difflib
+
+        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
+        for extra in extras:
+            if extra.startswith("--"):
+                near = difflib.get_close_matches(extra.partition("=")[0], known, n=1)
+                if near:
+                    return f"; did you mean {near[0]}?"
+        return ""
 
 
 class _CommandParser(_Parser):
@@ -513,13 +549,12 @@ class _CommandParser(_Parser):
     NAME there would be an unrecognized argument. The passed-through commands (conformance,
     bench) take the rest as it is."""
 
-    _parsing = False  # inside parse_known_intermixed_args, which calls parse_known_args twice
-
     def parse_known_args(  # type: ignore[override]  # argparse's stub spells two overloads
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         if self._parsing or any(a.nargs == argparse.REMAINDER for a in self._actions):
             return super().parse_known_args(args, namespace)
+        self._given = tuple(args or ())
         self._parsing = True
         try:
             parsed, extras = self.parse_known_intermixed_args(args, namespace)
@@ -528,17 +563,6 @@ class _CommandParser(_Parser):
         if extras:
             self.error(f"unrecognized arguments: {' '.join(extras)}{self._nearest(extras)}")
         return parsed, extras
-
-    def _nearest(self, extras: list[str]) -> str:
-        import difflib
-
-        known = [flag for flag in self._option_string_actions if flag.startswith("--")]
-        for extra in extras:
-            if extra.startswith("--"):
-                near = difflib.get_close_matches(extra.partition("=")[0], known, n=1)
-                if near:
-                    return f"; did you mean {near[0]}?"
-        return ""
 
 
 def _parser() -> argparse.ArgumentParser:
