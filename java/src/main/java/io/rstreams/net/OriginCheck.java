@@ -1,20 +1,12 @@
 package io.rstreams.net;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.ChannelPipeline;
-import io.netty.handler.codec.http.DefaultFullHttpResponse;
 import io.netty.handler.codec.http.FullHttpRequest;
-import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -31,13 +23,11 @@ import java.util.Set;
  * Origin (Java, Python and Node clients send none), from the server's own origin, or from one
  * {@link RsioServer.Builder#origins} allows ("*": every page); the rest get HTTP 403.
  *
- * <p>The handler sits between the HTTP aggregator and Netty's WebSocket handshake, which fires its
- * HandshakeComplete past this handler: {@link WebSocketBridge} then takes it out of the pipeline
- * ({@link #leave}), so WebSocket frames do not pass through it. Each refusal is logged (INFO on
- * {@code io.rstreams.net}) with the origin and how to allow it: the page itself cannot read the
- * 403's body, a browser shows it only a failed WebSocket.
+ * <p>{@link HandshakeCheck} asks it about each handshake at the server's path ({@link #refuses}).
+ * Each refusal is logged (INFO on {@code io.rstreams.net}) with the origin and how to allow it:
+ * the page itself cannot read the 403's body, a browser shows it only a failed WebSocket.
  */
-final class OriginCheck extends ChannelInboundHandlerAdapter {
+final class OriginCheck {
     private static final System.Logger LOG = System.getLogger("io.rstreams.net");
     static final String ALL = "*";
     private static final List<String> LOOPBACK = List.of("localhost", "127.0.0.1", "::1");
@@ -122,24 +112,14 @@ final class OriginCheck extends ChannelInboundHandlerAdapter {
         return hosts.stream().filter(name -> !name.isEmpty()).map(name -> serialized(scheme, name, port)).toList();
     }
 
-    /** Out of {@code pipeline}, if it is there: called once the WebSocket handshake is complete. */
-    static void leave(ChannelPipeline pipeline) {
-        if (pipeline.get(OriginCheck.class) != null) {
-            pipeline.remove(OriginCheck.class);
+    /** True, once it has answered 403, when {@code request} comes from a page not allowed (the caller releases it). */
+    boolean refuses(ChannelHandlerContext ctx, FullHttpRequest request) {
+        String origin = request.headers().get(HttpHeaderNames.ORIGIN);
+        if (origin == null || allowed(ctx, origin)) {
+            return false;
         }
-    }
-
-    @Override
-    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        if (msg instanceof FullHttpRequest request) {
-            String origin = request.headers().get(HttpHeaderNames.ORIGIN);
-            if (origin != null && !allowed(ctx, origin)) {
-                request.release();
-                refuse(ctx, origin);
-                return;
-            }
-        }
-        ctx.fireChannelRead(msg);
+        refuse(ctx, origin);
+        return true;
     }
 
     private boolean allowed(ChannelHandlerContext ctx, String origin) {
@@ -155,14 +135,6 @@ final class OriginCheck extends ChannelInboundHandlerAdapter {
         String allow = "to allow it, build the RsioServer with origins(\"" + origin + "\")";
         LOG.log(System.Logger.Level.INFO, "refused a WebSocket handshake from a page at origin " + origin + " (HTTP 403); " + allow);
         String text = "a page at origin " + origin + " may not connect to this RS.io server (only its own origin may); " + allow + "\n";
-        ByteBuf body = Unpooled.copiedBuffer(text, StandardCharsets.UTF_8);
-        FullHttpResponse response = new DefaultFullHttpResponse(io.netty.handler.codec.http.HttpVersion.HTTP_1_1,
-                HttpResponseStatus.FORBIDDEN, body);
-        response.headers()
-                .set(HttpHeaderNames.CONTENT_TYPE, "text/plain; charset=utf-8")
-                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
-                .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
-        // closed from here: the WebSocket handler further on has no WebSocket to send a close frame on
-        ctx.writeAndFlush(response).addListener(f -> ctx.close());
+        HandshakeCheck.refuse(ctx, HttpResponseStatus.FORBIDDEN, text);
     }
 }

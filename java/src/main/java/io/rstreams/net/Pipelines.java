@@ -71,11 +71,11 @@ final class Pipelines {
         }
         if (url.websocket()) {
             p.addLast(new HttpServerCodec(), new HttpObjectAggregator(64 * 1024));
-            if (origins != null) {
-                p.addLast(new OriginCheck(url, origins));
-            }
+            // the path (404), the page's origin (403), the subprotocol (400): refused before Netty's handshake
+            p.addLast(new HandshakeCheck(url.path(), origins == null ? null : new OriginCheck(url, origins)));
             p.addLast(new WebSocketServerProtocolHandler(WebSocketServerProtocolConfig.newBuilder()
                     .websocketPath(url.path())
+                    .checkStartsWith(true) // a query too: HandshakeCheck has refused every other path
                     .subprotocols(WebSocketBridge.SUBPROTOCOL)
                     .maxFramePayloadLength(MAX_WS_MESSAGE)
                     .allowExtensions(false)

@@ -16,7 +16,7 @@ import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
  * no relation between the two framings (PROTOCOL.md §1). Sits between Netty's WebSocket
  * protocol handler and the {@link Endpoint}: inbound message payloads become plain bytes,
  * outbound bytes become binary messages of at most {@link #MAX_MESSAGE} bytes. The endpoint
- * becomes active only when the opening handshake is done, and a server's {@link OriginCheck} then
+ * becomes active only when the opening handshake is done, and a server's {@link HandshakeCheck} then
  * leaves the pipeline. A text message is refused (1003).
  */
 final class WebSocketBridge extends ChannelDuplexHandler {
@@ -34,7 +34,7 @@ final class WebSocketBridge extends ChannelDuplexHandler {
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt instanceof WebSocketServerProtocolHandler.HandshakeComplete
                 || evt == WebSocketClientProtocolHandler.ClientHandshakeStateEvent.HANDSHAKE_COMPLETE) {
-            OriginCheck.leave(ctx.pipeline()); // its work ends with the handshake
+            HandshakeCheck.leave(ctx.pipeline()); // its work ends with the handshake
             ctx.fireChannelActive();
             return;
         }

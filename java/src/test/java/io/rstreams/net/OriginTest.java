@@ -184,10 +184,10 @@ public class OriginTest {
     @Test(timeOut = 60_000)
     public void theCheckLeavesThePipelineOnceTheHandshakeIsComplete() {
         Embedded server = new Embedded("https://app.example");
-        assertTrue(server.channel.pipeline().get(OriginCheck.class) != null);
+        assertTrue(server.channel.pipeline().get(HandshakeCheck.class) != null);
         String answer = server.answer("https://app.example");
         assertTrue(answer.startsWith("HTTP/1.1 101 "), answer);
-        assertEquals(server.channel.pipeline().get(OriginCheck.class), null);
+        assertEquals(server.channel.pipeline().get(HandshakeCheck.class), null);
         assertEquals(server.actives, 1);
         server.channel.finishAndReleaseAll();
 

@@ -1,0 +1,104 @@
+package io.rstreams.net;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPipeline;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpVersion;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Which WebSocket handshakes a {@code ws://} or {@code wss://} server lets on to Netty's
+ * handshake, as rstreams' Python and JavaScript servers do (PROTOCOL.md §1). Each refusal is an
+ * HTTP answer, before any WebSocket frame, with a plain-text body saying what was wrong, checked
+ * in this order: a path other than the server's gets 404 {@code RS.io is served at /path}; a
+ * browser page from an origin not allowed gets 403 ({@link OriginCheck}); a handshake that does not
+ * offer the subprotocol {@value WebSocketBridge#SUBPROTOCOL} gets 400 naming it, §1 and what was
+ * offered. One offering it, alone or among others, goes on to Netty's handshake, which selects it.
+ *
+ * <p>The handler sits between the HTTP aggregator and Netty's WebSocket handshake, which fires its
+ * HandshakeComplete past this handler: {@link WebSocketBridge} then takes it out of the pipeline
+ * ({@link #leave}), so WebSocket frames do not pass through it.
+ */
+final class HandshakeCheck extends ChannelInboundHandlerAdapter {
+    private final String path;
+    private final OriginCheck origins;
+
+    /** {@code origins}: the page check, null when every page may connect. */
+    HandshakeCheck(String path, OriginCheck origins) {
+        this.path = path;
+        this.origins = origins;
+    }
+
+    /** Out of {@code pipeline}, if it is there: called once the WebSocket handshake is complete. */
+    static void leave(ChannelPipeline pipeline) {
+        if (pipeline.get(HandshakeCheck.class) != null) {
+            pipeline.remove(HandshakeCheck.class);
+        }
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (msg instanceof FullHttpRequest request) {
+            String uri = request.uri();
+            int query = uri.indexOf('?');
+            if (!(query < 0 ? uri : uri.substring(0, query)).equals(path)) {
+                request.release();
+                refuse(ctx, HttpResponseStatus.NOT_FOUND, "RS.io is served at " + path + "\n");
+                return;
+            }
+            if (origins != null && origins.refuses(ctx, request)) {
+                request.release();
+                return;
+            }
+            List<String> offered = offered(request);
+            if (!offered.contains(WebSocketBridge.SUBPROTOCOL)) {
+                request.release();
+                refuse(ctx, HttpResponseStatus.BAD_REQUEST, missingSubprotocol(offered));
+                return;
+            }
+            // one header line for them all: Netty's handshake reads only the first (RFC 6455 allows several)
+            request.headers().set(HttpHeaderNames.SEC_WEBSOCKET_PROTOCOL, String.join(", ", offered));
+        }
+        ctx.fireChannelRead(msg);
+    }
+
+    /** The subprotocols {@code request} offers, in its order, from every Sec-WebSocket-Protocol header. */
+    private static List<String> offered(FullHttpRequest request) {
+        List<String> names = new ArrayList<>();
+        for (String header : request.headers().getAll(HttpHeaderNames.SEC_WEBSOCKET_PROTOCOL)) {
+            for (String name : header.split(",")) {
+                if (!name.isBlank()) {
+                    names.add(name.trim());
+                }
+            }
+        }
+        return names;
+    }
+
+    /** The body of the 400 answering a handshake that offers {@code names} and not rsio.v0. */
+    static String missingSubprotocol(List<String> names) {
+        return "RS.io needs the WebSocket subprotocol " + WebSocketBridge.SUBPROTOCOL + " (PROTOCOL.md §1); the handshake offered "
+                + (names.isEmpty() ? "none" : String.join(", ", names)) + "\n";
+    }
+
+    /** Answers with {@code status} and {@code text}, then closes: there is no WebSocket to send a close frame on. */
+    static void refuse(ChannelHandlerContext ctx, HttpResponseStatus status, String text) {
+        ByteBuf body = Unpooled.copiedBuffer(text, StandardCharsets.UTF_8);
+        FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, body);
+        response.headers()
+                .set(HttpHeaderNames.CONTENT_TYPE, "text/plain; charset=utf-8")
+                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
+                .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        ctx.writeAndFlush(response).addListener(f -> ctx.close());
+    }
+}
