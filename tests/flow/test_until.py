@@ -1,4 +1,8 @@
-"""take_until(other) and skip_until(other): a second Publisher closes or opens the stream (1.3, 1.6)."""
+"""take_until(other) and skip_until(other): a second Publisher closes or opens the stream (1.3, 1.6).
+
+with_latest_from(other) shares their side subscriber, so the order in which ``other`` is
+subscribed is tested for all three here.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 import rstreams
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import InvalidDemandError
 from testkit import patience
 from testkit.publishers import ManualPublisher, SerialChecker, ThreadPublisher, drive
@@ -164,3 +169,51 @@ def test_passes_the_publisher_tck(operator: str) -> None:
     )
     assert report.ok, str(report)
     assert patience.result(rstreams.range(0, 3).take_until(rstreams.just(1)).collect()) == []
+
+
+class _Eager(Publisher[int]):
+    """Emits its numbers inside ``request``, one ``on_next`` each, as a plain synchronous source does."""
+
+    def __init__(self, *items: int) -> None:
+        self.items = items
+        self.cancelled = 0
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        publisher, left = self, list(self.items)
+
+        class Sub(Subscription):
+            def request(self, n: int) -> None:
+                while n > 0 and left and not publisher.cancelled:
+                    n -= 1
+                    subscriber.on_next(left.pop(0))
+                if not left and not publisher.cancelled:
+                    publisher.cancelled = -1  # ended
+                    subscriber.on_complete()
+
+            def cancel(self) -> None:
+                publisher.cancelled += publisher.cancelled >= 0
+
+        subscriber.on_subscribe(Sub())
+
+
+@pytest.mark.parametrize(
+    ("operator", "expected"),
+    [("take_until", []), ("skip_until", [1, 2, 3]), ("with_latest_from", [(1, 9), (2, 9), (3, 9)])],
+)
+def test_a_synchronous_other_is_subscribed_before_the_source(operator: str, expected: list[object]) -> None:
+    """As reactor's takeUntil/skipUntil/withLatestFrom: ``other`` first, so ``just(9)`` has fired
+    (or given its element) before a synchronous source's first element, whatever the demand."""
+    s: RecordingSubscriber[object] = RecordingSubscriber(initial=10)
+    getattr(rstreams.from_publisher(_Eager(1, 2, 3)), operator)(rstreams.just(9)).subscribe(s)
+    assert s.items == expected and s.completed and s.signals[0] == "on_subscribe"
+
+
+@pytest.mark.parametrize("operator", ["take_until", "skip_until", "with_latest_from"])
+def test_other_failing_at_once_reaches_the_downstream_after_its_on_subscribe(operator: str) -> None:
+    """Rule 1.9: other's error, signalled inside its subscribe, waits for the downstream's
+    on_subscribe; the source is cancelled and never emits."""
+    source = _Eager(1, 2)
+    s: RecordingSubscriber[object] = RecordingSubscriber(initial=10)
+    getattr(rstreams.from_publisher(source), operator)(rstreams.error(ValueError("other"))).subscribe(s)
+    assert s.signals == ["on_subscribe", "on_error"] and str(s.error) == "other"
+    assert source.cancelled == 1

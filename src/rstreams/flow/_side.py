@@ -1,11 +1,12 @@
 """The inner subscriber of an operator with a second Publisher beside its source.
 
 ``take_until``/``skip_until`` (:mod:`rstreams.flow._until`) and ``with_latest_from``
-(:mod:`rstreams.flow._with_latest`) subscribe to ``other`` through a *side* subscriber once
-the downstream has its subscription. Either side may end the stream; :meth:`end` makes that
-one terminal signal downstream, cancelling the other side. A terminal signal that arrives
-while the source's ``on_next`` runs (``busy``) is ``held`` and delivered by that ``on_next``
-when it returns (rule 1.3: signals stay serial).
+(:mod:`rstreams.flow._with_latest`) subscribe to ``other`` through a *side* subscriber when
+the source's subscription arrives, before the downstream gets its own. Either side may end
+the stream; :meth:`end` makes that one terminal signal downstream, cancelling the other side.
+A terminal signal that arrives while the source's ``on_next`` runs (``busy``) is ``held``
+and delivered by that ``on_next`` when it returns (rule 1.3: signals stay serial); one that
+``other`` makes inside its ``subscribe`` waits for the downstream's ``on_subscribe`` (1.9).
 """
 
 from __future__ import annotations
@@ -87,9 +88,24 @@ class SideOperatorSubscriber(OperatorSubscriber[T, R], Generic[T, R]):
     def make_side(self) -> Side:
         """The subscriber to ``other`` (built once, in ``__init__``)."""
 
-    def on_start(self) -> None:
-        if not self.done:
+    def on_subscribe(self, subscription: Subscription) -> None:
+        """``other`` is subscribed first (as reactor's ``skipUntil``/``withLatestFrom`` do), so
+        what a synchronous ``other`` signals is known before the source's first element; a
+        terminal signal it makes meanwhile is ``held`` until the downstream has its
+        subscription (rule 1.9)."""
+        if not accept_subscription(self.upstream, subscription):
+            return
+        self.upstream = subscription
+        self.busy = True
+        try:
             self.other.subscribe(self.side)
+        finally:
+            with self.lock:
+                self.busy = False
+                held, self.held = self.held, MISSING
+        self.downstream.on_subscribe(self)
+        if held is not MISSING:  # other ended the stream before it began
+            signal_terminal(self.downstream, held)
 
     def on_error(self, error: BaseException) -> None:
         check_error(error)

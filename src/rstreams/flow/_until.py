@@ -1,7 +1,8 @@
 """``take_until(other)`` and ``skip_until(other)``: a second Publisher opens or closes the stream.
 
-Both subscribe to ``other`` right after the downstream's ``on_subscribe`` and ask it for
-one element: its first ``on_next`` is the trigger, after which it is cancelled.
+Both subscribe to ``other`` before the downstream gets its ``on_subscribe`` (so a trigger
+that ``other`` sends at once comes before any of the source's elements, as in reactor)
+and ask it for one element: its first ``on_next`` is the trigger, after which it is cancelled.
 
 * ``take_until(other)``: the source's elements pass (``request(n)`` passes through) until
   the trigger; then the source is cancelled and the stream completes.

@@ -1,6 +1,7 @@
 """``with_latest_from(other)``: each element paired with ``other``'s latest element.
 
-``other`` is subscribed right after the downstream's ``on_subscribe`` and asked for
+``other`` is subscribed before the downstream gets its ``on_subscribe`` (so what a
+synchronous ``other`` sends is there for the source's first element, as in reactor) and asked for
 everything (``UNBOUNDED``): it is read continuously and only its latest element is kept,
 so the memory is one element whatever its pace (a synchronous ``other`` is read to its
 end inside that ``subscribe``; give it an end or an asynchronous source).
