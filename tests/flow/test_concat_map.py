@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rstreams
-from rstreams.api import Publisher, Subscriber
+from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import InvalidDemandError, set_unhandled_error_hook
 from testkit.publishers import ManualPublisher, SerialChecker, ThreadPublisher, drive, requesting
 from testkit.recording import RecordingSubscriber
@@ -301,3 +301,59 @@ def test_concat_map_passes_the_publisher_tck() -> None:
     )
     assert report.ok, str(report)
     assert len(report.passed) >= 30
+
+
+class _Eager(Publisher[int]):
+    """Sends its numbers inside ``request``, one ``on_next`` each, then ``error`` (or completes)."""
+
+    def __init__(self, items: list[int], error: BaseException | None) -> None:
+        self.items, self.error = items, error
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        left, error = list(self.items), self.error
+
+        class Sub(Subscription):
+            ended = False
+
+            def request(self, n: int) -> None:
+                while n > 0 and left and not self.ended:
+                    n -= 1
+                    subscriber.on_next(left.pop(0))
+                if not left and not self.ended:
+                    self.ended = True
+                    if error is None:
+                        subscriber.on_complete()
+                    else:
+                        subscriber.on_error(error)
+
+            def cancel(self) -> None:
+                self.ended = True
+
+        subscriber.on_subscribe(Sub())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    items=st.lists(st.integers(0, 9), max_size=8),
+    fails=st.booleans(),
+    requests=st.lists(st.integers(1, 4), max_size=6),
+    kind=st.sampled_from(["concat", "concat_map", "start_with", "race", "switch_map"]),
+)
+def test_one_inner_signals_exactly_what_it_sends(
+    items: list[int], fails: bool, requests: list[int], kind: str
+) -> None:
+    """concat(p), race(p), just(x).concat_map(-> p), just(x).switch_map(-> p) and p.start_with()
+    are p: an inner's error comes after the elements it sent within the demand, as in reactor,
+    whether they were asked for at once or bit by bit."""
+    error = RuntimeError("inner failed") if fails else None
+    p = rstreams.from_publisher(_Eager(items, error))
+    flow = {
+        "concat": lambda: rstreams.concat(p),
+        "concat_map": lambda: rstreams.just(0).concat_map(lambda _: p),
+        "start_with": lambda: p.start_with(),
+        "race": lambda: rstreams.race(p),
+        "switch_map": lambda: rstreams.just(0).switch_map(lambda _: p),
+    }[kind]()
+    s = drive(flow, requests)
+    assert s.items == items
+    assert s.error is error and s.completed is (error is None)

@@ -22,7 +22,8 @@ elements, and a source that sends more than it was asked fails the stream with
   every source has one only update the latest values. Completes when all sources have
   completed, or at once when one completes without any element.
 * ``race``: the first source to signal anything wins; the others are cancelled and
-  their signals ignored. Until then every source is asked for the same demand.
+  their signals ignored. Until then every source is asked for the same demand. The
+  winner's error comes after the elements it sent (all within the demand).
 
 The first error, from any source, cancels the others and is signalled once (rule 4.2).
 """
@@ -190,10 +191,22 @@ class _Slot(InnerSubscriber[Any, "_Combining[Any]"]):
         super().on_complete()
 
 
+class _WinnerSlot(_Slot):
+    """A race's source: asked only within the downstream's demand, so once it has won, what
+    it queued goes out before its error (``race(p)`` signals exactly what ``p`` does)."""
+
+    __slots__ = ()
+
+    ordered = True
+
+
 class _Combining(DrainSubscriber[Publisher[Any], R]):
     """The drain loop over ``count`` sources; subclasses write :meth:`step`."""
 
     __slots__ = ("count", "limit", "prefetch", "slots")
+
+    slot: type[_Slot] = _Slot
+    """The class of the subscriber to each source."""
 
     def __init__(self, downstream: Subscriber[R], count: int, prefetch: int) -> None:
         super().__init__(downstream)
@@ -208,7 +221,7 @@ class _Combining(DrainSubscriber[Publisher[Any], R]):
             raise TypeError(NONE_ITEM)
         if self.cancelled or self.done or self.error is not None:
             return
-        slot = _Slot(self, len(self.slots))
+        slot = self.slot(self, len(self.slots))
         self.slots.append(slot)
         try:
             item.subscribe(slot)
@@ -409,6 +422,7 @@ class _Race(_Combining[Any]):
     __slots__ = ("losers_cancelled", "race_lock", "winner")
 
     name = "race"
+    slot = _WinnerSlot
 
     def __init__(self, downstream: Subscriber[Any], count: int, prefetch: int) -> None:
         super().__init__(downstream, count, prefetch)
@@ -446,6 +460,9 @@ class _Race(_Combining[Any]):
             if not self.deliver(queue.popleft()):
                 return emitted, False
         if winner.done and not queue:
-            self.finish()
+            if winner.failure is not None:
+                self.fail(winner.failure)
+            else:
+                self.finish()
             return emitted, False
         return emitted, self.top_up(winner, self.target(emitted))

@@ -10,7 +10,10 @@ outstanding demand minus what it already owes, at most :data:`INNER_WINDOW` at a
 carries on to the next one (rule 1.1) and no queue outgrows the window. The upstream is asked for ``prefetch``
 elements up front and replenished in batches of ``prefetch - prefetch // 4`` as they are
 used, so at most ``prefetch`` upstream elements are ever held. Errors are immediate: the
-first one cancels the upstream and the inner and is signalled once (rule 4.2).
+first one cancels the upstream and the inner and is signalled once (rule 4.2); an inner's
+error comes after the elements that inner already sent, which it sent within the
+downstream's demand (as reactor's ``concatMap`` passes them on before it), so
+``concat(p)`` signals exactly what ``p`` does.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class _Inner(InnerSubscriber[R, "_ConcatMapSubscriber[Any, R]"]):
     """
 
     __slots__ = ("asked", "taken")
+
+    ordered = True  # asked only within the downstream's demand: its elements go before its error
 
     def __init__(self, parent: _ConcatMapSubscriber[Any, R]) -> None:
         InnerSubscriber.__init__(self, parent)  # not super(): 0.1 µs more, per inner
@@ -148,6 +153,8 @@ class _ConcatMapSubscriber(DrainSubscriber[T, R]):
             if inner.done:  # read before the queue: every element came before on_complete
                 if not items:
                     self._inner = None
+                    if inner.failure is not None:
+                        self.fail(inner.failure)
                     continue
                 return emitted
             subscription = inner.subscription

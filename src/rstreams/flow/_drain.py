@@ -373,13 +373,20 @@ class InnerSubscriber(Subscriber[R], Generic[R, P]):
     write ``on_next``: how an element is queued or emitted.
     """
 
-    __slots__ = ("cancelled", "done", "parent", "subscription")
+    __slots__ = ("cancelled", "done", "failure", "parent", "subscription")
+
+    ordered: ClassVar[bool] = False
+    """Whether an error waits behind the elements already queued from this inner (``failure``),
+    as a completion does, instead of cutting ahead of them. For operators that ask an inner
+    only for demand the downstream has granted (``concat_map``, a race's winner), so that
+    what is queued goes out at once and ``concat(p)`` signals what ``p`` does."""
 
     def __init__(self, parent: P) -> None:
         self.parent = parent
         self.subscription: Subscription | None = None
         self.done = False
         self.cancelled = False
+        self.failure: BaseException | None = None
 
     def on_subscribe(self, subscription: Subscription) -> None:
         if not accept_subscription(self.subscription, subscription):
@@ -398,7 +405,13 @@ class InnerSubscriber(Subscriber[R], Generic[R, P]):
             report_unhandled(error, f"{self.parent.name}: an inner Publisher's error after it was cancelled")
             return
         self.done = True
-        self.parent.fail(error)
+        if not self.ordered:
+            self.parent.fail(error)
+            return
+        self.failure = error  # the loop fails the stream once this inner's queue is empty
+        calling = self.parent.calling
+        if calling is not self and calling is not OUTER:
+            self.parent.drain()
 
     def on_complete(self) -> None:
         if self.done:

@@ -13,7 +13,8 @@ cancels the current inner, drops what it had queued and subscribes the new one.
   many were mapped (its elements are never queued: the newest replaces the rest).
 * Termination: complete when the upstream and the last inner are done; the first error,
   from the upstream, ``fn`` or the current inner, cancels everything and is signalled
-  once (rule 4.2). A replaced inner's elements are dropped; its late error is reported
+  once (rule 4.2); the current inner's error comes after the elements it already sent
+  (all within the demand). A replaced inner's elements are dropped; its late error is reported
   (:func:`rstreams.errors.report_unhandled`), as for any cancelled inner.
 """
 
@@ -54,6 +55,8 @@ class _Inner(InnerSubscriber[R, "_SwitchMapSubscriber[Any, R]"]):
     """Subscriber to one inner Publisher; ``asked``/``taken`` belong to the drain loop."""
 
     __slots__ = ("asked", "queue", "taken")
+
+    ordered = True  # asked only within the downstream's demand: its elements go before its error
 
     def __init__(self, parent: _SwitchMapSubscriber[Any, R]) -> None:
         InnerSubscriber.__init__(self, parent)
@@ -140,6 +143,8 @@ class _SwitchMapSubscriber(DrainSubscriber[T, R]):
             if inner.done:  # done first: every element came before on_complete
                 if not queue:
                     self.inner = None
+                    if inner.failure is not None:
+                        self.fail(inner.failure)
                     continue
                 return emitted
             if self._ask(inner, emitted):
@@ -164,6 +169,9 @@ class _SwitchMapSubscriber(DrainSubscriber[T, R]):
     def _switch(self, publisher: Publisher[R]) -> None:
         """Cancel the current inner, drop its queue, subscribe the new one."""
         old, self.inner = self.inner, None
+        if old is not None and old.failure is not None:
+            self.fail(old.failure)  # it failed before it was replaced: the error wins
+            return
         if old is not None:
             old.cancel()
             old.queue.clear()
