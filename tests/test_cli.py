@@ -1309,8 +1309,13 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(
             "cannot load --certfile missing.pem (FileNotFoundError: ",
         ),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--demand", "0"], "--demand needs an integer >= 1, got 0"),
-        (["top", "tcp://127.0.0.1:1", "--interval", "0.05"], "--interval needs at least 0.1 seconds ("),
-        (["top", "tcp://127.0.0.1:1", "--interval", "nan"], "--interval needs at least 0.1 seconds ("),
+        *(
+            (
+                ["top", "tcp://127.0.0.1:1", "--interval", bad],
+                "--interval needs a finite number of seconds >= 0.1 (",
+            )
+            for bad in ("0.05", "nan", "inf")
+        ),
         (["top", "tcp://127.0.0.1:1", "--timeout", "0"], "--timeout needs a number of seconds > 0, got 0"),
         (["ping", "tcp://127.0.0.1:1", "--timeout", "-1"], "--timeout needs a number of seconds > 0, got -1"),
         (["subscribe", "tcp://127.0.0.1:1", "x", "--count", "-1"], "--count needs an integer >= 0"),
@@ -1777,3 +1782,32 @@ def test_serve_a_log_from_a_terminal_says_what_it_reads(
         "rstreams serve: each line typed here is an element of 'nums'; Ctrl-D ends the log "
         "(the server goes on), Ctrl-C stops the server\n"
     )
+
+
+@pytest.mark.timeout(30)
+def test_top_asks_for_a_long_interval_percent_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--interval 1e9 is written 1e+09; in the name's query a bare "+" reads as a space, so top
+    sends it percent-encoded (PROTOCOL.md §5.5) and the server takes it."""
+    asked: list[str] = []
+
+    class Conn:
+        def publisher(self, name: str, codec: Any) -> Any:
+            asked.append(name)
+            raise _Asked
+
+        async def aclose(self, **closing: float) -> None:
+            return None
+
+    class _Asked(Exception):
+        pass
+
+    async def connected(args: Any, context: Any) -> Conn:
+        return Conn()
+
+    monkeypatch.setattr(_cli_observe, "_connect", connected)
+    with pytest.raises(_Asked):
+        main(["top", "tcp://127.0.0.1:1", "--interval", "1e9"])
+    assert asked == ["rstreams/stats?interval=1e%2B09"]
+    from rstreams.net._routes import split_name  # how the server reads the name back
+
+    assert split_name(asked[0]) == ("rstreams/stats", {"interval": "1e+09"})

@@ -20,12 +20,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import socket
 import ssl
 import sys
 import time
+import urllib.parse
 from collections.abc import Coroutine, Iterator
 from typing import Any, TextIO
 
@@ -350,9 +352,9 @@ async def _counts_nothing(conn: Connection, seconds: float) -> bool:
 
 
 def _top(args: argparse.Namespace) -> int:
-    if not args.interval >= MIN_INTERVAL:  # what the server would refuse, said before connecting
-        shortest = f"{MIN_INTERVAL:g} seconds (each snapshot walks every open stream)"
-        return fail("top", f"--interval needs at least {shortest}, got {args.interval:g}")
+    if not MIN_INTERVAL <= args.interval < math.inf:  # what the server refuses, said before connecting
+        seconds = f"a finite number of seconds >= {MIN_INTERVAL:g} (each snapshot walks every open stream)"
+        return fail("top", f"--interval needs {seconds}, got {args.interval:g}")
     if not args.timeout > 0:
         return fail("top", f"--timeout needs a number of seconds > 0, got {args.timeout:g}")
     try:
@@ -371,7 +373,9 @@ def _top(args: argparse.Namespace) -> int:
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ImportError, ReactiveStreamsError) as bad:
             why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
             return fail("top", f"cannot reach {args.url}: {why}")
-        stats = conn.publisher(f"rstreams/stats?interval={args.interval:g}", codec=JSON)
+        # percent-encoded (PROTOCOL.md §5.5): 1e+09's "+" would otherwise arrive as a space
+        interval = urllib.parse.quote(f"{args.interval:g}", safe="")
+        stats = conn.publisher(f"rstreams/stats?interval={interval}", codec=JSON)
         screen = Screen(sys.stdout)
 
         async def show() -> bool:
