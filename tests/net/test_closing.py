@@ -160,6 +160,23 @@ def test_aclose_after_the_peers_hello_waits_for_its_goodbye() -> None:
     assert run_virtual(main) == pytest.approx(3.1)
 
 
+def test_aclose_takes_its_timeout_in_all_even_when_the_transport_is_slow_to_close() -> None:
+    """No answer, and a transport whose close() does not finish (its peer reads nothing, so the
+    goodbye's bytes never drain): aborted when the one timeout is up, not after a second one."""
+
+    async def main() -> tuple[float, bool]:
+        client = connection(client=True)
+        transport, _ = memory_pair(client, MemoryPeer(client=False))
+        transport.close = lambda: setattr(transport, "closing", True)  # type: ignore[method-assign]
+        await asyncio.sleep(0.1)
+        await client.aclose("leaving", timeout=3.0)
+        return asyncio.get_running_loop().time(), transport.lost
+
+    done, aborted = run_virtual(main)
+    assert aborted
+    assert done == pytest.approx(3.1)
+
+
 @pytest.mark.timeout(30)
 def test_input_ended_before_the_hello_suggests_another_scheme() -> None:
     """A server that closes without a word (a WebSocket server reached with tcp://, anything

@@ -50,7 +50,8 @@ from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
 __all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing", "check_handshake_timeout"]
 
 CLOSE_TIMEOUT = 5.0
-"""Seconds :meth:`Closing.aclose` waits for the peer's goodbye, then for the transport."""
+"""Seconds :meth:`Closing.aclose` waits in all for the peer's goodbye and then for the transport
+to close; a transport still open then is aborted."""
 
 LINGER_SECONDS = 2.0
 """After an error goodbye (or an answer, over TCP and Unix), how long input is still read
@@ -61,7 +62,8 @@ LINGER_BYTES = 4 * 1024 * 1024
 discarded at most before closing. Discarded input skips the read turns that hold a peer's live
 input to its share of the loop (:mod:`rstreams.net._intake`), so without this a peer flooding
 during the linger would have the loop read for it at full speed for all of
-:data:`LINGER_SECONDS` (PROTOCOL.md §9.1 allows the bound; the other bindings bound time only)."""
+:data:`LINGER_SECONDS` (PROTOCOL.md §9.1 allows the bound; the JavaScript binding has it too,
+Java bounds time only)."""
 
 
 NOT_RSIO_HINT = (
@@ -200,12 +202,14 @@ class Closing:
             hook(error)
 
     async def aclose(self, reason: str, timeout: float) -> None:  # noqa: ASYNC109
-        """Say goodbye, wait (up to ``timeout`` s) for the peer's goodbye, close the transport.
+        """Say goodbye, wait for the peer's goodbye, close the transport: ``timeout`` s in all
+        (PROTOCOL.md §9.1), after which a transport still open is aborted.
 
         Before the peer's hello there is no answer to wait for (PROTOCOL.md §9.1): the peer
         may not speak RS.io at all, so the goodbye is written and the transport closed at once.
         """
         outbox = self._outbox
+        deadline = outbox.loop.time() + timeout
         if not self.made:
             # The transport never came up (e.g. a failed TLS handshake): nothing to say goodbye on.
             outbox.closing = True
@@ -229,11 +233,11 @@ class Closing:
         if transport is not None and not transport.is_closing():
             transport.close()
         try:
-            await asyncio.wait_for(asyncio.shield(self._lost), timeout)
+            await asyncio.wait_for(asyncio.shield(self._lost), max(0.0, deadline - outbox.loop.time()))
         except TimeoutError:
             if transport is not None:
                 transport.abort()
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(TimeoutError):  # an abort loses the transport in a turn or two
                 await asyncio.wait_for(asyncio.shield(self._lost), timeout)
 
     async def wait_gone(self, timeout: float) -> None:  # noqa: ASYNC109
