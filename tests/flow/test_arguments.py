@@ -48,6 +48,13 @@ CALLS: list[tuple[Callable[[asyncio.AbstractEventLoop], object], type[Exception]
     (lambda _: S.debounce(float("nan")), ValueError, "debounce(seconds) needs seconds >= 0, got nan"),
     (lambda _: S.retry(1, backoff=float("nan")), ValueError, "retry(backoff=) needs seconds >= 0, got nan"),
     (lambda _: S.retry(1, jitter="0.5"), TypeError, "retry(jitter=) needs a fraction"),  # type: ignore[arg-type]
+    (lambda _: S.concat_with(3), TypeError, "concat_with() needs Publishers (objects with subscribe), got 3"),  # type: ignore[arg-type]
+    (lambda _: S.merge_with(None), TypeError, "merge_with() needs Publishers (objects with subscribe)"),  # type: ignore[arg-type]
+    (lambda _: S.merge_with(S, prefetch=0), ValueError, "merge_with: prefetch needs an int >= 1, got 0"),
+    (lambda _: S.zip_with(3), TypeError, "zip_with() needs Publishers (objects with subscribe), got 3"),  # type: ignore[arg-type]
+    (lambda _: S.combine_latest_with(S, prefetch=0), ValueError, "combine_latest_with: prefetch needs"),
+    (lambda _: S.race_with(S, prefetch="1"), TypeError, "race_with: prefetch needs an int, got '1'"),  # type: ignore[arg-type]
+    (lambda _: rstreams.zip(S, 3), TypeError, "zip() needs Publishers (objects with subscribe), got 3"),  # type: ignore[arg-type]
 ]  # fmt: skip
 
 

@@ -63,35 +63,37 @@ def _identity(publisher: Publisher[T]) -> Publisher[T]:
     return publisher
 
 
-def concat(*publishers: Publisher[T]) -> Publisher[T]:
-    """The publisher behind :func:`rstreams.concat`."""
-    _checked("concat", publishers, 1)
+def concat(*publishers: Publisher[T], name: str = "concat") -> Publisher[T]:
+    """The publisher behind :func:`rstreams.concat` (``name``: the operator errors name)."""
+    _checked(name, publishers, 1)
     if not publishers:
         return empty()
     return ConcatMapFlow(from_iterable(publishers), _identity, prefetch=1)
 
 
-def zip_(*publishers: Publisher[Any], prefetch: int = DEFAULT_PREFETCH) -> Publisher[tuple[Any, ...]]:
-    """The publisher behind :func:`rstreams.zip`."""
-    _checked("zip", publishers, prefetch)
+def zip_(
+    *publishers: Publisher[Any], prefetch: int = DEFAULT_PREFETCH, name: str = "zip"
+) -> Publisher[tuple[Any, ...]]:
+    """The publisher behind :func:`rstreams.zip` (``name``: the operator errors name)."""
+    _checked(name, publishers, prefetch)
     if not publishers:
         return empty()
     return CombineFlow(from_iterable(publishers), _Zip, len(publishers), prefetch)
 
 
 def combine_latest(
-    *publishers: Publisher[Any], prefetch: int = DEFAULT_PREFETCH
+    *publishers: Publisher[Any], prefetch: int = DEFAULT_PREFETCH, name: str = "combine_latest"
 ) -> Publisher[tuple[Any, ...]]:
-    """The publisher behind :func:`rstreams.combine_latest`."""
-    _checked("combine_latest", publishers, prefetch)
+    """The publisher behind :func:`rstreams.combine_latest` (``name``: the operator errors name)."""
+    _checked(name, publishers, prefetch)
     if not publishers:
         return empty()
     return CombineFlow(from_iterable(publishers), _CombineLatest, len(publishers), prefetch)
 
 
-def race(*publishers: Publisher[T], prefetch: int = DEFAULT_PREFETCH) -> Publisher[T]:
-    """The publisher behind :func:`rstreams.race`."""
-    _checked("race", publishers, prefetch)
+def race(*publishers: Publisher[T], prefetch: int = DEFAULT_PREFETCH, name: str = "race") -> Publisher[T]:
+    """The publisher behind :func:`rstreams.race` (``name``: the operator errors name)."""
+    _checked(name, publishers, prefetch)
     if not publishers:
         return empty()
     return CombineFlow(from_iterable(publishers), _Race, len(publishers), prefetch)

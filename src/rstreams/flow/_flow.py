@@ -304,7 +304,7 @@ class Flow(Publisher[T], abc.ABC):
 
     def merge_with(self, *others: Publisher[T], prefetch: int = 32) -> Flow[T]:
         """Elements of this and ``others`` interleaved as they arrive (see :func:`merge`)."""
-        return _Wrapped(merge(_unwrap(self), *others, prefetch=prefetch))
+        return _Wrapped(merge(_unwrap(self), *others, prefetch=prefetch, name="merge_with"))
 
     def observe_on(
         self,
@@ -328,19 +328,19 @@ class Flow(Publisher[T], abc.ABC):
 
     def concat_with(self, *others: Publisher[T]) -> Flow[T]:
         """This Flow's elements, then each of ``others``' in turn (see :func:`rstreams.concat`)."""
-        return _Wrapped(concat(_unwrap(self), *others))
+        return _Wrapped(concat(_unwrap(self), *others, name="concat_with"))
 
     def zip_with(self, *others: Publisher[Any], prefetch: int = 32) -> Flow[tuple[Any, ...]]:
         """Tuples of this Flow's and ``others``' elements, pairwise (see :func:`rstreams.zip`)."""
-        return _Wrapped(zip_(_unwrap(self), *others, prefetch=prefetch))
+        return _Wrapped(zip_(_unwrap(self), *others, prefetch=prefetch, name="zip_with"))
 
     def combine_latest_with(self, *others: Publisher[Any], prefetch: int = 32) -> Flow[tuple[Any, ...]]:
         """Tuples of the latest elements, one per arrival (see :func:`rstreams.combine_latest`)."""
-        return _Wrapped(combine_latest(_unwrap(self), *others, prefetch=prefetch))
+        return _Wrapped(combine_latest(_unwrap(self), *others, prefetch=prefetch, name="combine_latest_with"))
 
     def race_with(self, *others: Publisher[T], prefetch: int = 32) -> Flow[T]:
         """Whichever of this Flow and ``others`` signals first (see :func:`rstreams.race`)."""
-        return _Wrapped(race(_unwrap(self), *others, prefetch=prefetch))
+        return _Wrapped(race(_unwrap(self), *others, prefetch=prefetch, name="race_with"))
 
     def with_latest_from(self, other: Publisher[Any]) -> Flow[tuple[T, Any]]:
         """``(element, latest of other)`` per element; elements before ``other`` has one are

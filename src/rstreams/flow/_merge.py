@@ -73,10 +73,10 @@ def _identity(publisher: Publisher[T]) -> Publisher[T]:
     return publisher
 
 
-def merge(*publishers: Publisher[T], prefetch: int = 32) -> Publisher[T]:
-    """The publisher behind :func:`rstreams.merge`."""
-    check_publishers("merge", publishers)
-    check_prefetch("merge", "prefetch", prefetch)
+def merge(*publishers: Publisher[T], prefetch: int = 32, name: str = "merge") -> Publisher[T]:
+    """The publisher behind :func:`rstreams.merge` (``name``: the operator errors name)."""
+    check_publishers(name, publishers)
+    check_prefetch(name, "prefetch", prefetch)
     if not publishers:
         return empty()
     return FlatMapFlow(
