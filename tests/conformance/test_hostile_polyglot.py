@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from _netcommon import child_line, stop_child
+from _netcommon import stop_child
 
 import rstreams
 from rstreams.wire import (
@@ -35,6 +35,7 @@ from rstreams.wire import (
     Subscribe,
     encode,
 )
+from testkit import patience
 from testkit.hostile import Flood, MiB, RssWatch, frames, numbered, rss_kib
 from testkit.scripts import load_script
 
@@ -99,7 +100,7 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         )
     try:
         try:
-            line = child_line(process, command, polyglot.STARTUP, "'serving on URL'")
+            line = patience.child_line(process, "'serving on URL'", polyglot.STARTUP).strip()
         except (RuntimeError, TimeoutError) as error:
             error.add_note(f"its stderr: {log.read_text(errors='replace')}")
             raise

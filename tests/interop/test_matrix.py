@@ -334,6 +334,8 @@ def serving_lines(
 ) -> tuple[list[str], threading.Thread]:
     """The first ``count`` lines of ``process``'s stdout that start with ``serving `` (fails after
     ``timeout``), and the thread that goes on draining stdout until it ends (then closes it)."""
+    from testkit import patience  # (here: `python tests/interop/test_matrix.py --write` has no testkit)
+
     lines: queue.Queue[str | None] = queue.Queue()
 
     def read() -> None:
@@ -347,10 +349,10 @@ def serving_lines(
     reader.start()
     found: list[str] = []
     while len(found) < count:
-        try:
-            line = lines.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"{process.args!r} printed no 'serving' line within {timeout} s") from None
+        try:  # (bounded by the server's own time and ours: a loaded machine starts a JVM late)
+            line = patience.get(lines, timeout, [process.pid])
+        except queue.Empty as empty:
+            raise AssertionError(f"{process.args!r} printed no 'serving' line: {empty}") from None
         if line is None:
             raise AssertionError(f"{process.args!r} ended (status {process.wait()}) before serving")
         if line.startswith("serving "):
@@ -528,9 +530,11 @@ def outputs(
                 subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env),
                 log,
             )
+    from testkit import patience
+
     for client, (process, log) in running.items():
         try:
-            out, _ = process.communicate(timeout=RUN_SECONDS)
+            out, _ = patience.communicate(process, RUN_SECONDS)
         except subprocess.TimeoutExpired:
             process.kill()
             out, _ = process.communicate()

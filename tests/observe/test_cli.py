@@ -10,12 +10,12 @@ import signal
 import subprocess
 import sys
 import termios
-import time
 
 import pytest
 
 import rstreams
 from rstreams.cli import main
+from testkit import patience
 from testkit.observe import WAIT, served
 
 pytestmark = pytest.mark.timeout(60)
@@ -78,11 +78,10 @@ class Terminal:
         self.screen = b""
 
     def read_until(self, text: bytes) -> bytes:
-        deadline = time.monotonic() + WAIT
-        while text not in self.screen:
-            left = deadline - time.monotonic()
-            assert left > 0, f"no {text!r} on the screen: {self.screen[-2000:]!r}"
-            ready, _, _ = select.select([self.master], [], [], left)
+        """The screen once ``text`` is on it; fails after WAIT seconds of top's own time and ours."""
+
+        def step(seconds: float) -> bool:
+            ready, _, _ = select.select([self.master], [], [], seconds)
             if ready:
                 try:
                     chunk = os.read(self.master, 65536)
@@ -90,12 +89,18 @@ class Terminal:
                     chunk = b""
                 assert chunk, f"top ended before {text!r}: {self.screen[-2000:]!r}"
                 self.screen += chunk
+            return text in self.screen
+
+        bound = patience.Patience(WAIT, [self.process.pid])
+        assert text in self.screen or bound.until(step), (
+            f"no {text!r} on the screen after {bound.said()}: {self.screen[-2000:]!r}"
+        )
         return self.screen
 
     def finish(self) -> tuple[int, bytes]:
         """Wait for the end: (exit status, what it wrote to stderr)."""
         try:
-            _, err = self.process.communicate(timeout=WAIT)
+            _, err = patience.communicate(self.process, WAIT)
             return self.process.returncode, err
         finally:
             os.close(self.master)
@@ -218,7 +223,7 @@ def test_ping_into_a_closed_pipe_exits_quietly() -> None:
         assert process.stdout is not None
         assert process.stdout.readline().startswith(f"{url}: ok in ".encode())
         process.stdout.close()  # what head does after its line
-        _, err = process.communicate(timeout=WAIT)
+        _, err = patience.communicate(process, WAIT)
     assert (process.returncode, err.decode()) == (0, "")
 
 
@@ -234,7 +239,7 @@ def test_subscribe_into_a_closed_pipe_exits_quietly() -> None:
         assert process.stdout is not None
         assert process.stdout.readline() == b"0\n"
         process.stdout.close()  # what head does after its line
-        _, err = process.communicate(timeout=WAIT)
+        _, err = patience.communicate(process, WAIT)
     assert (process.returncode, err.decode()) == (0, "")
 
 
@@ -256,5 +261,5 @@ def test_ctrl_c_while_waiting_for_a_silent_server_exits_130_at_once() -> None:
         accepted, _ = silent.accept()  # the client is connected: it now waits for its stream
         with accepted:
             process.send_signal(signal.SIGINT)  # (a background job's SIGINT is ignored: hence -c)
-            out, err = process.communicate(timeout=WAIT)
+            out, err = patience.communicate(process, WAIT)
     assert (process.returncode, out, err) == (130, b"", b"")

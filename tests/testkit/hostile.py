@@ -43,6 +43,7 @@ from typing import Any, Self
 
 import rstreams
 from rstreams.wire import ClientHello, Frame, encode
+from testkit import patience
 
 MiB = 1024 * 1024
 RCVBUF = 16 * 1024
@@ -184,12 +185,13 @@ def server_process(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env()
     )
     try:
-        assert child.stdout is not None
-        ready, _, _ = select.select([child.stdout], [], [], STARTUP)
-        line = child.stdout.readline() if ready else ""
+        try:  # (bounded by the child's own time and ours: a loaded machine starts it late, not never)
+            line = patience.child_line(child, "'serving ... on URL'", STARTUP)
+        except (RuntimeError, TimeoutError) as error:
+            line = str(error)
         if " on " not in line:
             child.kill()
-            _, err = child.communicate(timeout=10)
+            _, err = patience.communicate(child, 10)
             raise RuntimeError(f"the server did not start: {line!r} {err[-2000:]}")
         yield ServerProcess(child, line.strip().rpartition(" on ")[2])
     finally:
