@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 
 import pytest
@@ -54,3 +56,23 @@ def test_on_a_virtual_loop_the_bound_is_its_own_clock() -> None:
         return loop.time()
 
     assert run_virtual(main) == 5.0  # (counting real time, the virtual clock would run far past it)
+
+
+@pytest.mark.timeout(30)
+def test_time_a_child_spent_waiting_for_a_cpu_is_not_counted_either(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the child named had waited for a CPU all along: its line, 0.3 s late, still comes
+    within a 0.05 s bound; the same wait that does not name it fails."""
+    monkeypatch.setattr(bound, "_delays", lambda pids, children: {1: time.monotonic()} if children else {})
+
+    async def main() -> bytes:
+        code = "import time; time.sleep(0.3); print('ready')"
+        child = await asyncio.create_subprocess_exec(sys.executable, "-c", code, stdout=subprocess.PIPE)
+        assert child.stdout is not None
+        try:
+            with pytest.raises(TimeoutError):
+                await within(child.stdout.readline(), 0.05)
+            return await within(child.stdout.readline(), 0.05, children=[child.pid])
+        finally:
+            await child.wait()
+
+    assert asyncio.run(main()) == b"ready\n"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import pytest
 
-from testkit import patience
+from testkit import bound, patience
 from testkit.bound import HARD
 from testkit.patience import Patience
 from testkit.recording import RecordingSubscriber
@@ -23,7 +23,7 @@ LINUX_SCHEDSTAT = os.path.exists("/proc/thread-self/schedstat") and hasattr(os, 
 
 def starved_all_along(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if some thread had waited for a CPU all along: no wall second counts as own time."""
-    monkeypatch.setattr(patience, "_delays", lambda pids, children: {1: time.monotonic()})
+    monkeypatch.setattr(bound, "_delays", lambda pids, children: {1: time.monotonic()})
 
 
 @pytest.mark.timeout(30)
@@ -84,7 +84,7 @@ def fake_time(monkeypatch: pytest.MonkeyPatch, starved: float) -> list[float]:
     waiting for a CPU: [wall, delay]."""
     now = [0.0, 0.0]
     monkeypatch.setattr(patience, "_clock", lambda: now[0])
-    monkeypatch.setattr(patience, "_delays", lambda pids, children: {1: now[1]})
+    monkeypatch.setattr(bound, "_delays", lambda pids, children: {1: now[1]})
     return now
 
 
@@ -109,9 +109,9 @@ def test_on_a_virtual_clock_a_bound_ends_at_its_own_time_or_at_the_hard_bound(
     all along: the hard bound, HARD times the limit."""
     now = fake_time(monkeypatch, starved)
     waits: list[float] = []
-    bound = Patience(10.0)
-    assert bound.until(never_steps(now, starved, waits)) is False
-    spent_own, spent_wall = bound.spent()
+    wait = Patience(10.0)
+    assert wait.until(never_steps(now, starved, waits)) is False
+    spent_own, spent_wall = wait.spent()
     assert (spent_own, spent_wall) == pytest.approx((own, wall), abs=patience.STEP)  # (its last step)
     assert min(waits[1:]) >= patience.STEP  # (never a busy loop)
 
@@ -158,11 +158,11 @@ def test_cpu_that_other_processes_take_from_the_awaited_thread_is_not_counted() 
             done.set_result(time.monotonic())
             measured.wait()  # (a thread that ended is not counted: it stays until measured)
 
-        bound = Patience(0.3)
+        wait = Patience(0.3)
         started = time.monotonic()
         threading.Thread(target=work, daemon=True).start()
-        assert bound.until(lambda seconds: patience._settled(done, seconds)), bound.said()
-        own, _ = bound.spent()
+        assert wait.until(lambda seconds: patience._settled(done, seconds)), wait.said()
+        own, _ = wait.spent()
         wall = done.result() - started
     finally:
         measured.set()

@@ -36,6 +36,7 @@ from rstreams.wire import (
     encode,
 )
 from testkit import patience
+from testkit.bound import within
 from testkit.hostile import Flood, MiB, RssWatch, frames, numbered, rss_kib
 from testkit.scripts import load_script
 
@@ -117,32 +118,36 @@ def still_serving(server: Served) -> Iterator[None]:
     """After each test: the server is alive, serves a well-behaved client and logged nothing."""
     yield
     assert server.process.poll() is None, f"the {server.mode} server exited with {server.process.returncode}"
-    asyncio.run(well_behaved(server.url))
+    asyncio.run(well_behaved(server))
     logged = server.logged()
     assert not logged, f"the {server.mode} server logged: {logged[-2000:]}"
 
 
-async def well_behaved(url: str) -> None:
-    """A normal client (rstreams.connect) makes a request/response."""
-    async with await rstreams.connect(url) as conn:
-        assert await asyncio.wait_for(conn.request("numbers"), WAIT) == b"\x00"
+async def well_behaved(server: Served) -> None:
+    """A normal client (rstreams.connect) makes a request/response. Its waits count the server's
+    own time and ours, not the machine's load (testkit.bound): connect's own handshake timer is off."""
+    children = [server.process.pid]
+    conn = await within(rstreams.connect(server.url, handshake_timeout=None), WAIT, children)
+    async with conn:
+        assert await within(conn.request("numbers"), WAIT, children) == b"\x00"
 
 
 class Peer:
     """A raw socket to the server: what it writes, parsed as RS.io, until it closes."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pid: int) -> None:
         self.reader, self.writer = reader, writer
+        self.children = [pid]  # (the server: its waits for a CPU are not counted)
         self.parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
         self.frames: list[object] = []
 
     @classmethod
     async def open(cls, server: Served) -> Peer:
-        return cls(*await asyncio.open_connection(*server.address))
+        return cls(*await asyncio.open_connection(*server.address), server.process.pid)
 
     async def send(self, data: bytes) -> None:
         self.writer.write(data)
-        await asyncio.wait_for(self.writer.drain(), WAIT)
+        await within(self.writer.drain(), WAIT, self.children)
 
     async def until(self, done: type[Frame] | Callable[[list[object]], bool] | None) -> list[object]:
         """Read until a frame of type ``done`` came, or ``done(frames)`` holds (None: until the
@@ -151,7 +156,7 @@ class Peer:
             kind = done
             done = lambda frames: any(isinstance(f, kind) for f in frames)  # noqa: E731
         while done is None or not done(self.frames):
-            data = await asyncio.wait_for(self.reader.read(1 << 16), WAIT)
+            data = await within(self.reader.read(1 << 16), WAIT, self.children)
             assert data or done is None, f"the server closed: {self.frames[-3:]}"
             if not data:
                 break
@@ -199,7 +204,7 @@ def test_garbage_gets_a_goodbye_naming_its_section(server: Served) -> None:
     async def main() -> str:
         peer = await Peer.open(server)
         await peer.send(HELLO + garbage)
-        reason, _ = await asyncio.gather(peer.goodbye(), well_behaved(server.url))
+        reason, _ = await asyncio.gather(peer.goodbye(), well_behaved(server))
         peer.close()
         return reason
 
@@ -249,7 +254,7 @@ def test_a_slow_loris_handshake_is_said_goodbye_at_the_handshake_timeout(server:
                 await asyncio.sleep(0.1)
 
         trickling = asyncio.create_task(trickle())
-        await well_behaved(server.url)
+        await well_behaved(server)
         try:
             reason = await peer.goodbye()
         finally:
@@ -321,7 +326,7 @@ def test_a_flood_of_replies_never_read_keeps_the_server_bounded(server: Served) 
     ) as watch:
         peers.start()
         try:
-            asyncio.run(well_behaved(server.url))
+            asyncio.run(well_behaved(server))
             asyncio.run(peers.wait())
         finally:
             peers.close()

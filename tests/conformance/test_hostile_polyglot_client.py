@@ -19,6 +19,7 @@ from types import ModuleType
 import pytest
 
 from rstreams.wire import ExtensionMessage, ServerHello, Subscribe, extensions
+from testkit.bound import within
 from testkit.hostile import Flooder, MiB, Progress, RssWatch, frames, numbered, repeat_to, rss_kib
 from testkit.scripts import load_script
 
@@ -71,7 +72,7 @@ def test_a_client_facing_a_flooding_server_stops_reading_it(mode: str, kind: str
                 pid = target.process.pid
                 with RssWatch(pid, rss_kib(pid), limit_kib=RSS_BOUND // 1024, stop=server.stop) as watch:
                     server.ended = await asyncio.to_thread(server.pump, conn)
-            line = await asyncio.wait_for(target.process.stdout.readline(), clients.WAIT)
+            line = await within(target.process.stdout.readline(), clients.WAIT, children=[pid])
             listener.close()
             return server, watch.growth_kib * 1024, json.loads(line), target.logged()
 

@@ -5,15 +5,16 @@ together; a wall-time bound then fails correct code. :class:`Bound` counts only 
 loop's thread had a CPU or waited for what it awaits (wall time less the time it waited for a
 CPU), and stops at :data:`HARD` times its limit in wall time whatever the load. A hang is the
 loop waiting for what never comes, on its own time: it fails after the limit as on an idle
-machine. A wait on another process (a JVM, Node, Spark) is not the loop's to count: those keep
-their own bounds.
+machine. A wait on another process (a JVM, Node, Spark) names it (``children``): the time its
+threads waited for a CPU does not count either.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Self, TypeVar
@@ -38,6 +39,68 @@ def _run_delay() -> float:
         return 0.0
 
 
+def _read(path: str) -> str:
+    with open(path, encoding="ascii") as file:
+        return file.read()
+
+
+def _family(pids: Iterable[int]) -> set[int]:
+    """``pids`` and every descendant of them (``/proc/PID/task/TID/children``)."""
+    found: set[int] = set()
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        found.add(pid)
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                todo += [int(child) for child in _read(f"/proc/{pid}/task/{tid}/children").split()]
+            except (OSError, ValueError):
+                pass
+    return found
+
+
+def _delays(pids: Iterable[int], children: Iterable[int]) -> dict[int, float]:
+    """Thread id -> seconds it has spent runnable but waiting for a CPU, for every thread of
+    ``pids`` and of ``children`` and their descendants; empty where ``/proc`` does not say."""
+    found: dict[int, float] = {}
+    for pid in {*pids, *_family(children)}:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                found[int(tid)] = int(_read(f"/proc/{pid}/task/{tid}/schedstat").split()[1]) / 1e9
+            except (OSError, IndexError, ValueError):
+                pass
+    return found
+
+
+class Starved:
+    """Seconds the threads of ``pids`` and of ``children`` (with their descendants) have waited
+    for a CPU since this was made, summed over the threads; a thread that ended is counted up to
+    when it was last looked at (``read``). The first look, at the first ``read``, is the start."""
+
+    def __init__(self, pids: Iterable[int], children: Iterable[int]) -> None:
+        self._pids, self._children = tuple(pids), tuple(children)
+        self._base: dict[int, float] | None = None
+        self._seen: dict[int, float] = {}
+
+    def read(self) -> float:
+        delays = _delays(self._pids, self._children)
+        if self._base is None:
+            self._base = delays
+        self._seen.update(delays)
+        base = self._base
+        return sum(max(seen - base.get(tid, 0.0), 0.0) for tid, seen in self._seen.items())
+
+
 def _own_clock(loop: asyncio.AbstractEventLoop) -> bool:
     """Whether ``loop`` keeps a clock of its own (a virtual one) instead of the monotonic clock."""
     return type(loop).time is not asyncio.BaseEventLoop.time
@@ -48,16 +111,22 @@ class Bound:
     ``limit`` seconds of its own time on it (wall time less the time the thread waited for a
     CPU), or ``HARD`` times ``limit`` wall seconds, whichever comes first.
 
+    ``children``: processes whose work the block awaits too (a server or client child): the time
+    their threads (and their descendants') waited for a CPU is not counted either.
+
     On a loop with a clock of its own (``testkit.net.VirtualTimeLoop``) the load never shows:
     the block is bounded by ``limit`` seconds of that clock, as ``asyncio.timeout`` would."""
 
-    def __init__(self, limit: float = WAIT) -> None:
+    def __init__(self, limit: float = WAIT, children: Iterable[int] = ()) -> None:
         self.limit = limit
         self._handle: asyncio.TimerHandle | None = None
+        self._children = Starved((), children) if children else None
 
     async def __aenter__(self) -> Self:
         loop = asyncio.get_running_loop()
         self._start, self._delay = time.monotonic(), _run_delay()
+        if self._children is not None:
+            self._children.read()
         if _own_clock(loop):
             self._scope = asyncio.timeout(self.limit)
             await self._scope.__aenter__()
@@ -77,7 +146,8 @@ class Bound:
     def spent(self) -> tuple[float, float]:
         """Seconds of the thread's own time and wall seconds since the block began."""
         wall = time.monotonic() - self._start
-        return wall - (_run_delay() - self._delay), wall
+        theirs = 0.0 if self._children is None else self._children.read()
+        return wall - (_run_delay() - self._delay) - theirs, wall
 
     def _check(self, loop: asyncio.AbstractEventLoop) -> None:
         own, wall = self.spent()
@@ -93,9 +163,9 @@ class Bound:
         return f"{self.limit:g} s of the loop's own time ({own:.1f} s; {wall:.1f} s in all)"
 
 
-async def within(awaitable: Awaitable[T], limit: float = WAIT) -> T:
+async def within(awaitable: Awaitable[T], limit: float = WAIT, children: Iterable[int] = ()) -> T:
     """``awaitable``'s result, or ``TimeoutError`` (and ``awaitable`` cancelled) once it took
-    ``limit`` seconds of the loop's own time (:class:`Bound`): ``asyncio.wait_for`` for waits in
-    this process's loop."""
-    async with Bound(limit):
+    ``limit`` seconds of the loop's own time (:class:`Bound`, over ``children`` too):
+    ``asyncio.wait_for`` for waits in this process's loop."""
+    async with Bound(limit, children):
         return await awaitable

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import IO, Any, AnyStr, Protocol, TypeVar
 
-from testkit.bound import HARD, WAIT
+from testkit.bound import HARD, WAIT, Starved
 
 __all__ = [
     "Patience",
@@ -51,49 +51,6 @@ this often, not in a busy loop."""
 _clock = time.monotonic
 
 
-def _read(path: str) -> str:
-    with open(path, encoding="ascii") as file:
-        return file.read()
-
-
-def _family(pids: Iterable[int]) -> set[int]:
-    """``pids`` and every descendant of them (``/proc/PID/task/TID/children``)."""
-    found: set[int] = set()
-    todo = list(pids)
-    while todo:
-        pid = todo.pop()
-        if pid in found:
-            continue
-        found.add(pid)
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                todo += [int(child) for child in _read(f"/proc/{pid}/task/{tid}/children").split()]
-            except (OSError, ValueError):
-                pass
-    return found
-
-
-def _delays(pids: Iterable[int], children: Iterable[int]) -> dict[int, float]:
-    """Thread id -> seconds it has spent runnable but waiting for a CPU, for every thread of
-    ``pids`` and of ``children`` and their descendants; empty where ``/proc`` does not say."""
-    found: dict[int, float] = {}
-    for pid in {*pids, *_family(children)}:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                found[int(tid)] = int(_read(f"/proc/{pid}/task/{tid}/schedstat").split()[1]) / 1e9
-            except (OSError, IndexError, ValueError):
-                pass
-    return found
-
-
 class Patience:
     """The bound of one blocking wait: over once the awaited processes' own time since it began
     (wall time less the time their threads waited for a CPU) reaches ``limit`` seconds, or wall
@@ -104,20 +61,12 @@ class Patience:
 
     def __init__(self, limit: float = WAIT, children: Iterable[int] = ()) -> None:
         self.limit = limit
-        self._pids = (os.getpid(),)
-        self._children = tuple(children)
         self._start = _clock()
-        self._base: dict[int, float] | None = None  # (read at the first look: most waits need none)
-        self._seen: dict[int, float] = {}
+        self._starved = Starved((os.getpid(),), children)  # (read at the first look: most waits need none)
 
     def spent(self) -> tuple[float, float]:
         """Own seconds and wall seconds since the wait began."""
-        delays = _delays(self._pids, self._children)
-        if self._base is None:
-            self._base = delays
-        self._seen.update(delays)
-        base = self._base
-        delay = sum(max(seen - base.get(tid, 0.0), 0.0) for tid, seen in self._seen.items())
+        delay = self._starved.read()
         wall = _clock() - self._start
         return max(wall - delay, 0.0), wall
 
