@@ -17,7 +17,8 @@ from pyspark.sql.types import LongType, StructField, StructType
 import rstreams
 from rstreams.replay import RemoteLogError, ReplayLog
 from rstreams.spark import arrow_ipc, arrow_rows
-from rstreams.spark._source import RangePartition, RStreamsStreamReader
+from rstreams.spark._options import OptionError
+from rstreams.spark._source import RangePartition, RStreamsBatchReader, RStreamsStreamReader
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -305,8 +306,40 @@ def test_starting_timestamp_starts_at_the_first_element_that_arrived_then(serve:
     ],
 )
 def test_bad_starting_timestamps_fail_naming_the_option(options: dict[str, Any], says: str) -> None:
-    from rstreams.spark._options import OptionError
-
     with pytest.raises(OptionError) as failure:
         reader("tcp://127.0.0.1:1", "nums", **options)
     assert failure.value.option == "startingTimestamp" and says in str(failure.value)
+
+
+def test_a_starting_position_past_the_log_end_fails_naming_it_and_holds_nothing(serve: Any) -> None:
+    """startingPosition 99 on a log that ends at 10 is refused, not quietly started at 10 (which
+    would read the positions 10 to 98 the query was told to skip); no pending reader is left."""
+    log = ReplayLog("nums", capacity=20)
+    log.append([b"{}"] * 10)
+    server = serve({"nums": log})
+    with pytest.raises(OptionError, match=r"startingPosition 99: log 'nums' ends at 10") as failure:
+        reader(server.url, "nums", startingPosition="99").initialOffset()
+    assert failure.value.option == "startingPosition" and log.pending() == {}
+    assert reader(server.url, "nums", startingPosition="10").initialOffset()["position"] == 10
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({"endingPosition": "99"}, r"option endingPosition 99: log 'nums' at \S+ ends at 10"),
+        ({"startingPosition": "5", "endingPosition": "3"}, "endingPosition 3 is below startingPosition 5"),
+    ],
+)
+def test_a_batch_range_the_log_does_not_hold_fails_naming_ending_position(
+    serve: Any, options: dict[str, str], says: str
+) -> None:
+    """spark.read with endingPosition past the end (it was cut to the end) or below the start (it
+    was an empty read): OptionError naming endingPosition."""
+
+    log = ReplayLog("nums", capacity=20)
+    log.append([b"{}"] * 10)
+    server = serve({"nums": log})
+    batch = RStreamsBatchReader({"url": server.url, "publisher": "nums", **options}, SCHEMA)
+    with pytest.raises(OptionError, match=says) as failure:
+        batch.partitions()
+    assert failure.value.option == "endingPosition"

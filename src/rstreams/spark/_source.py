@@ -247,18 +247,14 @@ class _Log:
             wanted = self.position(starting, self.info())
         answer = self.hold(wanted, reader)
         position = int(answer["position"])
-        if (
-            starting not in ("earliest", "latest")
-            and not timed
-            and position > wanted
-            and not opts.reader_name
-        ):
-            raise OptionError(
-                "startingPosition",
-                f"option startingPosition {wanted}: log {self.name!r} no longer holds it "
-                f"(the oldest position held is {answer['first']})",
-            )
-        return position
+        if starting in ("earliest", "latest") or timed or opts.reader_name or position == wanted:
+            return position
+        self.ask(f"leave={quote(reader, safe='')}")  # the query does not start: nothing held for it
+        if position > wanted:
+            said = f"no longer holds it (the oldest position held is {answer['first']})"
+        else:
+            said = f"ends at {answer['end']}: a query starts at a position the log holds, or at 'latest'"
+        raise OptionError("startingPosition", f"option startingPosition {wanted}: log {self.name!r} {said}")
 
     def split(self, start: int, end: int, parts: int) -> list[InputPartition]:
         """``[start, end)`` in up to ``parts`` ranges of about equal length."""
@@ -785,7 +781,17 @@ class RStreamsBatchReader(DataSourceReader):
             log = opts.log(key)
             info = log.info()
             start = log.position(opts.starting, info)
-            end = min(log.position(opts.ending, info), int(info["end"]))
+            end = log.position(opts.ending, info)
+            if end > int(info["end"]):
+                raise OptionError(
+                    "endingPosition",
+                    f"option endingPosition {end}: log {log.name!r} at {log.url} ends at {info['end']}",
+                )
+            if end < start:
+                raise OptionError(
+                    "endingPosition",
+                    f"option endingPosition {end} is below startingPosition {start} (log {log.name!r})",
+                )
             ranges.append((log, start, end))
         return opts.split(ranges)
 
