@@ -131,6 +131,14 @@ def test_a_request_a_log_cannot_take_signals_an_rstreams_error(
         assert str(s.error) == str(s.error.__cause__)
 
 
+def test_staged_without_a_token_is_refused_at_once() -> None:
+    """``staged=`` names no upload, so no upload can answer it: a LogRequestError at once, not a
+    wait that only the client's timeout ends."""
+    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=1)
+    replay_offer({}, sinks={"out": ReplayLog("out", capacity=10)})("out", {"staged": ""}).subscribe(s)
+    assert type(s.error) is LogRequestError and "staged=T needs the token T" in str(s.error)
+
+
 async def _refusal(url: str, name: str) -> rstreams.net.RemoteStreamError:
     conn = await rstreams.connect(url)
     try:

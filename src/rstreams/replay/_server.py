@@ -665,6 +665,8 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
         raise LogLookupError(f"log {log.name!r} is not a sink log: it takes no uploads")
     if staging is not None:
         if "staged" in params:
+            if not params["staged"]:  # no upload would ever bring an empty token: refused, not waited for
+                raise LogRequestError(f"log {log.name!r}: staged=T needs the token T of an upload")
             future = staging.future(params["staged"])
             counted: concurrent.futures.Future[Any] = concurrent.futures.Future()
             future.add_done_callback(lambda f: _chain_count(f, counted))
