@@ -36,9 +36,9 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 source scripts/_setup.sh
 setup_venv .venv-test "test" websockets spark spark-connect
-echo "== lint: ruff check and ruff format --check (src, tests, benchmarks, examples, fuzz), mypy --strict (src, tests and fuzz: pyproject.toml)"
-"$VENV/bin/ruff" check src tests benchmarks examples fuzz
-"$VENV/bin/ruff" format --check src tests benchmarks examples fuzz
+echo "== lint: ruff check and ruff format --check (src, tests, benchmarks, examples, fuzz, the Java tests' Python), mypy --strict (src, tests and fuzz: pyproject.toml)"
+"$VENV/bin/ruff" check src tests benchmarks examples fuzz java/src/test/resources/python
+"$VENV/bin/ruff" format --check src tests benchmarks examples fuzz java/src/test/resources/python
 "$VENV/bin/mypy"
 # --- the JavaScript package (js/): npm ci from the committed lockfile, tsc, npm test -----------
 # Its Node tests start `rstreams serve` with this checkout's venv (RSTREAMS_PYTHON); pytest's

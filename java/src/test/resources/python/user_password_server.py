@@ -19,9 +19,12 @@ from rstreams.net import Credentials, UserPassword, serve
 
 async def main(url: str, user: str, password: str) -> None:
     def authenticate(credentials: Credentials) -> str | None:
-        if isinstance(credentials, UserPassword) and credentials.user == user:
-            if hmac.compare_digest(credentials.password.encode(), password.encode()):
-                return user
+        if (
+            isinstance(credentials, UserPassword)
+            and credentials.user == user
+            and hmac.compare_digest(credentials.password.encode(), password.encode())
+        ):
+            return user
         return None
 
     server = await serve(url, builtin_publishers("utf8"), authenticate=authenticate)
