@@ -15,7 +15,6 @@ from rstreams.wire import (
     OnComplete,
     OnError,
     OnNext,
-    OnNextBatch,
     OnNextLastPart,
     OnNextPacked,
     OnNextPart,
@@ -26,7 +25,7 @@ from rstreams.wire import (
     Subscribe,
     encode,
 )
-from rstreams.wire._parser import FrameParser
+from rstreams.wire._parser import FrameParser, Parsed
 
 U64 = 2**64 - 1
 
@@ -51,7 +50,7 @@ def feed_three_ways(data: bytes, expected: list[Frame], sizes: dict[int, int] | 
 
     bytewise = parser()
     bytewise.element_sizes.update(sizes or {})
-    got: list[Frame | OnNextBatch] = []
+    got: list[Parsed] = []
     for i in range(len(data)):
         got += bytewise.feed(data[i : i + 1])
     assert got == expected

@@ -33,7 +33,7 @@ from rstreams.wire import (
     Subscribe,
     encode,
 )
-from rstreams.wire._parser import FrameParser
+from rstreams.wire._parser import FrameParser, Parsed
 from rstreams.wire._varint import encode_varint
 
 
@@ -63,9 +63,9 @@ def flatten(frames: Sequence[object]) -> list[Frame]:
     return out
 
 
-def feed_in(data: bytes, cuts: list[int], *, batch: bool) -> list[Frame | OnNextBatch]:
+def feed_in(data: bytes, cuts: list[int], *, batch: bool) -> list[Parsed]:
     parser = make_parser(batch)
-    got: list[Frame | OnNextBatch] = []
+    got: list[Parsed] = []
     start = 0
     for cut in [*sorted(set(cuts)), len(data)]:
         if start < cut <= len(data):
@@ -257,7 +257,7 @@ def test_fixed_size_streams_parse_alike_batched_or_not(
 def _bytewise(data: bytes, *, batch: bool) -> tuple[list[Frame], FrameParser]:
     """``data`` fed one byte at a time: every frame is parsed alone, by its own decoder."""
     parser = make_parser(batch)
-    got: list[Frame | OnNextBatch] = []
+    got: list[Parsed] = []
     for i in range(len(data)):
         got += parser.feed(data[i : i + 1])
     return flatten(got), parser
@@ -306,7 +306,7 @@ def test_an_answer_in_one_pass_parses_as_its_frames_one_by_one(
 def test_an_answer_is_taken_in_one_pass(batch: bool) -> None:
     answer = encode(OnSubscribe(subscriber=3)) + encode(OnNext(subscriber=3, element=b"12345678"))
     answer += encode(OnComplete(subscriber=3))
-    frames: list[Frame | OnNextBatch] = []
+    frames: list[Parsed] = []
     assert make_parser(batch)._answer(answer, 0, len(answer), frames) == len(answer)
     assert flatten(frames) == [
         OnSubscribe(subscriber=3),

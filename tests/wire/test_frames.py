@@ -18,13 +18,13 @@ from rstreams.wire import (
     Goodbye,
     OnError,
     OnNext,
-    OnNextBatch,
     OnNextPacked,
     OnSubscribe,
     Request,
     Subscribe,
     encode,
 )
+from rstreams.wire._parser import Parsed
 from rstreams.wire._varint import varint_size
 from rstreams.wire.frames import FRAME_CLASSES, Frame
 from testkit.scripts import load_script
@@ -94,7 +94,7 @@ def test_any_chunking_gives_the_same_frames(frames: list[Frame], data: st.DataOb
     raw = b"".join(encode(f) for f in frames)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=10)))
     p = parser()
-    got: list[Frame | OnNextBatch] = []
+    got: list[Parsed] = []
     start = 0
     for cut in [*cuts, len(raw)]:
         got += p.feed(raw[start:cut])

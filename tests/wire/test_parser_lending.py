@@ -10,7 +10,7 @@ import random
 import pytest
 
 from rstreams.wire import OnComplete, OnNext, Request
-from rstreams.wire._parser import FrameParser, ReadBuffer
+from rstreams.wire._parser import FrameParser, Parsed, ReadBuffer
 from rstreams.wire.events import OnNextBatch
 from rstreams.wire.frames import Frame
 from testkit.wire import wire
@@ -28,7 +28,7 @@ DATA = wire(*FRAMES)
 BUFFER = 100_000
 
 
-def _elements(frames: list[Frame | OnNextBatch]) -> list[tuple[int, bytes]]:
+def _elements(frames: list[Parsed]) -> list[tuple[int, bytes]]:
     out: list[tuple[int, bytes]] = []
     for frame in frames:
         if isinstance(frame, OnNextBatch):
@@ -41,14 +41,14 @@ def _elements(frames: list[Frame | OnNextBatch]) -> list[tuple[int, bytes]]:
 EXPECTED = _elements(list(FRAMES))
 
 
-def _feed(cuts: list[int], *, batch: bool, data: bytes = DATA) -> tuple[list[Frame | OnNextBatch], int]:
+def _feed(cuts: list[int], *, batch: bool, data: bytes = DATA) -> tuple[list[Parsed], int]:
     """Feed ``data`` in reads of ``cuts`` bytes (at most BUFFER each); returns the frames and how many
     reads the parser kept a view of."""
     parser = FrameParser(
         max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
     )
     current, spare = ReadBuffer(BUFFER), ReadBuffer(BUFFER)
-    frames: list[Frame | OnNextBatch] = []
+    frames: list[Parsed] = []
     pos = lent = 0
     for size in cuts:
         if current.lent:  # what StreamProtocol.get_buffer does
@@ -136,7 +136,7 @@ def test_in_a_run_of_large_frames_the_buffer_says_the_read_size_that_cuts_none()
         max_element_size=1 << 20, max_string_length=100, max_extensions=8, batch_on_next=True
     )
     current, spare = ReadBuffer(3 * BUFFER), ReadBuffer(3 * BUFFER)
-    frames: list[Frame | OnNextBatch] = []
+    frames: list[Parsed] = []
     pos = lent = 0
     sizes: list[int] = []
     while pos < len(data):

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from rstreams.wire import OnComplete, OnNext, Request
-from rstreams.wire._parser import FrameParser
+from rstreams.wire._parser import FrameParser, Parsed
 from rstreams.wire.events import OnNextBatch
 from rstreams.wire.frames import Frame
 from testkit.wire import wire
@@ -27,7 +27,7 @@ FRAMES.append(OnComplete(subscriber=1))
 DATA = wire(*FRAMES)
 
 
-def _elements(frames: list[Frame | OnNextBatch]) -> list[tuple[int, bytes]]:
+def _elements(frames: list[Parsed]) -> list[tuple[int, bytes]]:
     out: list[tuple[int, bytes]] = []
     for frame in frames:
         if isinstance(frame, OnNextBatch):
@@ -40,12 +40,12 @@ def _elements(frames: list[Frame | OnNextBatch]) -> list[tuple[int, bytes]]:
 EXPECTED = _elements(list(FRAMES))
 
 
-def _feed_in_reads(cuts: list[int], *, batch: bool) -> list[Frame | OnNextBatch]:
+def _feed_in_reads(cuts: list[int], *, batch: bool) -> list[Parsed]:
     parser = FrameParser(
         max_element_size=1 << 20, max_string_length=1 << 16, max_extensions=64, batch_on_next=batch
     )
     buffer = bytearray(max(cuts) if cuts else 1)
-    frames: list[Frame | OnNextBatch] = []
+    frames: list[Parsed] = []
     pos = 0
     for size in cuts:
         read = DATA[pos : pos + size]

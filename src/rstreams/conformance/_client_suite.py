@@ -36,7 +36,7 @@ from rstreams.wire import (
     Subscribe,
     encode,
 )
-from rstreams.wire.events import OnNextBatch
+from rstreams.wire.events import Answer, OnNextBatch
 
 __all__ = [
     "CLIENT_CASES",
@@ -180,7 +180,7 @@ class Server:
                 self.eof = True
                 continue
             for frame in self._parser.feed(data):
-                assert not isinstance(frame, OnNextBatch)
+                assert not isinstance(frame, OnNextBatch | Answer | tuple)  # a parser of its own: frames only
                 self.monitor.saw(frame)
                 self._pending.append(frame)
             if self._parser.error is not None:

@@ -18,7 +18,7 @@ from rstreams.conformance._monitor import Monitor, ServedView, StreamView
 from rstreams.conformance._transport import RawTransport
 from rstreams.errors import ReactiveStreamsError
 from rstreams.wire import Frame, FrameParser, Goodbye, OnError, ServerHello, Subscribe, encode
-from rstreams.wire.events import OnNextBatch
+from rstreams.wire.events import Answer, OnNextBatch
 
 __all__ = ["CaseFailure", "Peer"]
 
@@ -117,7 +117,7 @@ class Peer:
         if self.malformed is not None:
             return
         for frame in self._parser.feed(data):
-            assert not isinstance(frame, OnNextBatch)  # only with batch_on_next=True
+            assert not isinstance(frame, OnNextBatch | Answer | tuple)  # a parser of its own: frames only
             self.monitor.received(frame)
             self.received.append(frame)
             self._pending.append(frame)

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from struct import Struct
+from typing import TypeAlias
 
 from rstreams.errors import RemoteProtocolError
 from rstreams.wire._errors import ExtensionError, FrameError, LimitExceededError
@@ -79,7 +80,17 @@ from rstreams.wire.frames import (
     make_subscribe,
 )
 
-__all__ = ["FrameParser", "ReadBuffer"]
+__all__ = ["FrameParser", "HeldMetadata", "Parsed", "ReadBuffer"]
+
+HeldMetadata: TypeAlias = tuple[int, Metadata]
+"""A subscribeMetadata (§18.1) that :attr:`FrameParser.metadata_window` described, read as it
+arrived: ``(subscriber, Metadata)``, what the connection holds for the subscribe it qualifies."""
+Parsed: TypeAlias = Frame | OnNextBatch | Answer | HeldMetadata
+"""What :meth:`FrameParser.feed` gives, in the order it was read: frames (§3); with
+``batch_on_next``, an :class:`~rstreams.wire.events.OnNextBatch` for consecutive onNext frames
+of one subscriber; with ``answers``, an :class:`~rstreams.wire.events.Answer` for a
+request/response's three frames; and a :data:`HeldMetadata` for a subscribeMetadata the metadata
+window read. The connection tells them apart by ``type()`` (a HeldMetadata is the one tuple)."""
 
 _new = object.__new__
 _set_subscriber = OnNext.__dict__["subscriber"].__set__  # slot descriptors skip the frozen check
@@ -267,8 +278,9 @@ class FrameParser:
             return sum(map(len, self._pieces)) + 1  # + 1: the header, roughly
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray | memoryview, limit: int = 0) -> list[Frame | OnNextBatch]:
-        """Parse ``data`` (after any buffered remainder); return the complete frames in it.
+    def feed(self, data: bytes | bytearray | memoryview, limit: int = 0) -> list[Parsed]:
+        """Parse ``data`` (after any buffered remainder); return the complete frames in it
+        (batched, answers and read subscribeMetadata as :data:`Parsed` says).
 
         ``limit``: take only about that many bytes of small frames (whole frames: at least
         one), and leave the rest of ``data`` to be fed again; large onNext frames are taken
@@ -279,7 +291,7 @@ class FrameParser:
         error = self.error  # a local: self.error is not narrowed below (_parse may set it)
         if error is not None:
             return []
-        frames: list[Frame | OnNextBatch] = []
+        frames: list[Parsed] = []
         if self._pieces is not None or (
             total >= _PENDING_MIN and not self._buf and data[0] == _ON_NEXT and not self.element_sizes
         ):  # the rest of a large onNext payload, or large onNext frames first (worth looking)
@@ -363,9 +375,7 @@ class FrameParser:
             self._buf = bytearray(chunk[pos:]) if pos else bytearray(chunk)
         return frames
 
-    def _parse_part(
-        self, data: bytes | bytearray | memoryview, limit: int, frames: list[Frame | OnNextBatch]
-    ) -> int:
+    def _parse_part(self, data: bytes | bytearray | memoryview, limit: int, frames: list[Parsed]) -> int:
         """The whole frames in the first ``limit`` bytes of ``data`` and the one that runs past
         them (so at least one frame, however long); returns where they end, nothing buffered.
         0: the first frame does not end in ``data`` (the caller parses it all, buffering that
@@ -378,7 +388,7 @@ class FrameParser:
             pos += self._parse(bytes(data[pos:end]), frames)
         return pos if self.error is None else n
 
-    def _large_frames(self, data: bytes | bytearray | memoryview, frames: list[Frame | OnNextBatch]) -> int:
+    def _large_frames(self, data: bytes | bytearray | memoryview, frames: list[Parsed]) -> int:
         """Take the rest of a pending large onNext payload and the large onNext frames at the start
         of ``data``; return the bytes consumed.
 
@@ -522,7 +532,7 @@ class FrameParser:
         return None
 
     # -- the loop --------------------------------------------------------------------------
-    def _parse(self, data: bytes, frames: list[Frame | OnNextBatch]) -> int:
+    def _parse(self, data: bytes, frames: list[Parsed]) -> int:
         """Append every complete frame of ``data`` to ``frames``; return where parsing stopped.
 
         The common frame, an onNext whose id and length take one or two bytes each (no
@@ -614,7 +624,7 @@ class FrameParser:
             self.error = exc
         return pos
 
-    def _answer(self, data: bytes, pos: int, n: int, frames: list[Frame | OnNextBatch]) -> int:
+    def _answer(self, data: bytes, pos: int, n: int, frames: list[Parsed]) -> int:
         """A request/response's answer in one pass: an onSubscribe (elementSize 0) at ``pos``
         (the caller read its type byte) followed by one short onNext and the onComplete of the
         same subscriber, all in ``data`` and all with one-byte fields. Appends the three frames
@@ -646,7 +656,7 @@ class FrameParser:
             answer = _new(Answer)  # Answer(sid, element) without its __init__ call
             answer.subscriber = sid
             answer.element = element
-            frames.append(answer)  # type: ignore[arg-type]  # typed as a frame, as subscribeMetadata's tuple is
+            frames.append(answer)
             return end + 2
         frames.append(_ACCEPTED[sid])
         if self._batch:
@@ -670,7 +680,7 @@ class FrameParser:
         sid: int,
         hdr: int,
         length: int,
-        frames: list[Frame | OnNextBatch],
+        frames: list[Parsed],
     ) -> int:
         """Batch mode: the complete onNext at ``pos`` and the equal frames right behind it
         (same ``hdr``-byte header, same ``length``) join the :class:`OnNextBatch` at the end
@@ -895,7 +905,7 @@ class FrameParser:
         _set_payload(frame, data[p:end])
         return frame, end
 
-    def _subscribe_metadata(self, data: bytes, p: int, n: int) -> tuple[Frame, int]:
+    def _subscribe_metadata(self, data: bytes, p: int, n: int) -> tuple[Frame | HeldMetadata, int]:
         """A subscribeMetadata (§18.1). One that :attr:`metadata_window` describes (the
         connection's last one decoded whole, with perhaps another one-byte id and another value
         in its window: a new traceparent per request) is read here, as it arrives: the bytes
@@ -924,7 +934,7 @@ class FrameParser:
                     metadata._window = window.base  # type: ignore[assignment]  # a window has a key
                     metadata._value = value
                     window.value, window.metadata, window.misses = value, metadata, 0
-                return (sid, window.metadata), end  # type: ignore[return-value]  # see metadata_window
+                return (sid, window.metadata), end
         elif length > self._max_string:
             raise LimitExceededError(
                 f"extension message 0x{SUBSCRIBE_METADATA:02x} payload of {length} bytes exceeds "
@@ -968,7 +978,7 @@ class FrameParser:
             raise FrameError(f"{what} is not valid UTF-8", section="2.2") from None
 
 
-_Decoder = Callable[[FrameParser, bytes, int, int], tuple[Frame, int]]
+_Decoder = Callable[[FrameParser, bytes, int, int], tuple[Frame | HeldMetadata, int]]
 _BY_CODE: dict[int, _Decoder] = {
     _CLIENT_HELLO: FrameParser._hello,
     _SERVER_HELLO: FrameParser._hello,

@@ -67,7 +67,7 @@ from rstreams.wire._metadata import (
     remembered,
 )
 from rstreams.wire._output import LARGE, Output
-from rstreams.wire._parser import FrameParser
+from rstreams.wire._parser import FrameParser, HeldMetadata, Parsed
 from rstreams.wire._state import (
     CONNECTION_TRANSITIONS,
     FLOWING,
@@ -321,7 +321,7 @@ class Connection:
             Goodbye: self._send_goodbye,
             ExtensionMessage: self._send_extension,
         }
-        self._handlers: dict[type[Frame], Callable[[Any], None]] = {
+        self._handlers: dict[type[Parsed], Callable[[Any], None]] = {
             ClientHello: self._recv_hello,
             ServerHello: self._recv_hello,
             Goodbye: self._recv_goodbye,
@@ -336,8 +336,8 @@ class Connection:
             OnComplete: self._recv_terminal,
             OnError: self._recv_terminal,
             ExtensionMessage: self._recv_extension,
-            tuple: self._recv_metadata,  # type: ignore[dict-item]  # a subscribeMetadata the parser read
-            Answer: self._recv_answer,  # type: ignore[dict-item]  # one receive's fast path declined
+            tuple: self._recv_metadata,  # a subscribeMetadata the parser read
+            Answer: self._recv_answer,  # one receive's fast path declined
         }
 
     # -- state ---------------------------------------------------------------------------------
@@ -407,8 +407,8 @@ class Connection:
         events = self._events
         subs = self._subscribing
         handlers = self._handlers
-        frames: list[Frame | OnNextBatch | Answer] = parser.feed(data, limit)  # type: ignore[assignment]
-        for f in frames:  # (the parser types an Answer as a frame: see FrameParser._answer)
+        frames = parser.feed(data, limit)
+        for f in frames:
             if type(f) is OnNextBatch:  # the batched hot path: consecutive elements within demand
                 sid = f.subscriber
                 elements = f.elements
@@ -493,12 +493,12 @@ class Connection:
                         st.credit -= 1
                     events.append(f)
                     continue
-            # A subscribeMetadata the parser read (typed as a frame: FrameParser.metadata_window),
-            # nothing held yet: _recv_metadata's common case.
-            elif type(f) is tuple and self._held_metadata is None:  # type: ignore[comparison-overlap,unreachable]
-                self._held_metadata = f  # type: ignore[unreachable]
+            # A subscribeMetadata the parser read (FrameParser.metadata_window), nothing held yet:
+            # _recv_metadata's common case.
+            elif type(f) is tuple and self._held_metadata is None:
+                self._held_metadata = f
                 continue
-            handlers[f.__class__](f)  # type: ignore[index]  # OnNextBatch was handled above
+            handlers[f.__class__](f)  # (OnNextBatch was handled above)
             if self._state is _CLOSED:
                 break
         else:
@@ -962,7 +962,7 @@ class Connection:
             write_extension(self._out, f.type, payload)
 
     # -- receiving, by frame type (the table in __init__) ----------------------------------------
-    def _recv_not_open(self, f: Frame | Answer) -> None:
+    def _recv_not_open(self, f: Frame | Answer | HeldMetadata) -> None:
         if type(f) is Answer:  # its first frame says it all: a handshake error, or discarded
             f = make_on_subscribe(f.subscriber, 0)
         if self._state is _AWAITING_HELLO:
