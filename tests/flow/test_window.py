@@ -132,6 +132,20 @@ def test_key_raising_inside_a_batch_ends_the_stream_once() -> None:
     assert all(isinstance(g.error, ValueError) for g in groups)
 
 
+@pytest.mark.parametrize("batched", [False, True])
+def test_an_unhashable_key_ends_the_stream_as_a_raising_key_does(batched: bool) -> None:
+    """As distinct's: a key that cannot be hashed is the stream's TypeError, upstream cancelled;
+    it was raised out of on_next (reported, the stream left hanging)."""
+    source: ManualPublisher[int] = ManualPublisher()
+    upstream: rstreams.Flow[int] = rstreams.range(0, 300) if batched else source
+    outer = _outer(upstream.group_by(lambda x: [x] if x == 2 else x % 2), initial=5)  # type: ignore[arg-type,return-value]
+    if not batched:
+        source.emit(1, 2)
+        assert source.cancelled == 1
+    assert isinstance(outer.error, TypeError) and "unhashable" in str(outer.error)
+    assert outer.signals.count("on_error") == 1
+
+
 def test_cancelling_the_outer_stream_keeps_emitted_groups_running() -> None:
     """New groups stop; the upstream is cancelled once no emitted group is left."""
     source: ManualPublisher[int] = ManualPublisher()

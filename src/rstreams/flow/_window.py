@@ -233,19 +233,23 @@ class _Grouping(DrainSubscriber[T, Any]):
             self.fail(exc)
             return
         self.seen += 1
-        overflow = None
+        overflow: Exception | None = None
         fast: Subscriber[T] | None = None
         with self.lock:
-            group = self.open.get(key)
-            if group is not None and not self.wip and self._direct(group):
-                self.wip = 1  # the fast path: deliver on this thread, holding the loop
-                fast = group.subscriber
-                group.received += 1
-                if count is not None and group.received == count:
-                    group.closed = True
-                    del self.open[key]
+            try:
+                group = self.open.get(key)
+            except TypeError as exc:  # an unhashable key: the stream fails, as when key raises
+                group, overflow = None, exc
             else:
-                overflow = self._place(item, key)
+                if group is not None and not self.wip and self._direct(group):
+                    self.wip = 1  # the fast path: deliver on this thread, holding the loop
+                    fast = group.subscriber
+                    group.received += 1
+                    if count is not None and group.received == count:
+                        group.closed = True
+                        del self.open[key]
+                else:
+                    overflow = self._place(item, key)
         if overflow is not None:
             self.fail(overflow)
             return
@@ -275,7 +279,11 @@ class _Grouping(DrainSubscriber[T, Any]):
         self.seen += len(keys)
         with self.lock:
             for item, k in zip(items, keys, strict=False):
-                overflow = self._place(item, k)
+                try:
+                    overflow = self._place(item, k)
+                except TypeError as exc:  # an unhashable key: as in on_next
+                    failure = exc
+                    break
                 if overflow is not None:
                     failure = overflow
                     break
