@@ -123,7 +123,8 @@ class _OwnThreadSubscription(Subscription):
                     self.demand -= 1
                     end, self.sent = self.sent, self.sent + 1
             if end == "error":
-                self.subscriber.on_error(ValueError(f"rule 3.9: request(n) needs n > 0, got {self.bad}"))
+                rule = "rule 3.9: request(n) needs an int n > 0 (non-positive subscription request)"
+                self.subscriber.on_error(ValueError(f"{rule}, got {self.bad}"))
                 return
             if end == "complete":
                 self.subscriber.on_complete()

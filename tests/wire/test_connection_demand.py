@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rstreams.demand import UNBOUNDED
-from rstreams.errors import LocalProtocolError
+from rstreams.errors import InvalidDemandError, LocalProtocolError
 from rstreams.wire import (
     ConnectionClosed,
     DemandExceededError,
@@ -62,13 +64,17 @@ def test_local_request_above_unbounded_is_clamped() -> None:
     assert pair.server.events_received() == [Request(subscriber=1, demand=UNBOUNDED)]
 
 
-@pytest.mark.parametrize("n", [0, -1])
-def test_local_request_must_be_positive(n: int) -> None:
-    """request(n <= 0) is the local subscriber's rule-3.9 error, never sent."""
+@pytest.mark.parametrize("n", [0, -1, 1.0, True])
+def test_local_request_must_be_positive(n: object) -> None:
+    """request(n) with n not an int above 0 is the local subscriber's rule-3.9 error, worded as
+    InvalidDemandError's, and never sent."""
     pair = ConnectionPair()
     pair.open(1)
-    with pytest.raises(ValueError, match=r"3\.9"):
-        pair.client.request(1, n)
+    said = f"rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got {n!r}"
+    with pytest.raises(ValueError, match=re.escape(said)) as raised:
+        pair.client.request(1, n)  # type: ignore[arg-type]  # the misuse under test
+    assert str(raised.value) == said == str(InvalidDemandError(n))
+    assert pair.client.data_to_send() == []
 
 
 @pytest.mark.parametrize("demand", [0, 2**63, 2**64 - 1])

@@ -712,12 +712,14 @@ class Connection:
         subscription; above 2**63-1 saturates (§6.1). A no-op once it is cancelled (rule 3.6).
 
         Raises:
-            ValueError: ``demand < 1`` (a request(n <= 0) is the local subscriber's rule-3.9
-                error, not something to put on the wire).
+            ValueError: ``demand`` not an int, or below 1 (a request(n <= 0) is the local
+                subscriber's rule-3.9 error, not something to put on the wire).
             LocalProtocolError, ConnectionBrokenError: like :meth:`send`.
         """
         if type(demand) is not int or demand < 1:
-            raise ValueError(f"rule 3.9: request(n) needs n > 0, got {demand!r}")
+            raise ValueError(
+                f"rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got {demand!r}"
+            )
         st = self._subscribing.get(subscriber)
         if st is None or st.state not in REQUEST_KEEPS or self._state is not _OPEN:
             self._check_can_send()
