@@ -111,7 +111,7 @@ def test_unknown_parameters_and_uploads_to_a_source_log_are_refused(serve: Any) 
     ("query", "kind", "stdlib", "caused"),
     [
         ({"form": "0"}, LogRequestError, ValueError, False),  # an unknown parameter
-        ({"commit": "x"}, LogRequestError, ValueError, True),  # int()'s own error, named
+        ({"commit": "x"}, LogRequestError, ValueError, True),  # a malformed number: int()'s error the cause
         ({"rows": "5"}, LogRequestError, ValueError, False),  # rows=R without from=A
         ({"discard": "t1"}, LogLookupError, LookupError, False),  # not a sink log
         ({"rows": "5", "from": "0"}, LogLookupError, LookupError, False),  # the log's own, as it is
@@ -120,15 +120,15 @@ def test_unknown_parameters_and_uploads_to_a_source_log_are_refused(serve: Any) 
 def test_a_request_a_log_cannot_take_signals_an_rstreams_error(
     query: dict[str, str], kind: type[Exception], stdlib: type[Exception], caused: bool
 ) -> None:
-    """What a log's request signals is rstreams' own error, keeping its stdlib base; a plain
-    error from int() or from the log is named so, itself the cause, its message unchanged."""
+    """What a log's request signals is rstreams' own error, keeping its stdlib base; a malformed
+    number names its parameter and the log, int()'s own error its cause."""
     log = ReplayLog("nums", capacity=10)
     s: RecordingSubscriber[Any] = RecordingSubscriber(initial=1)
     replay_offer({"nums": log})("nums", query).subscribe(s)
     assert type(s.error) is kind and isinstance(s.error, stdlib)
     assert isinstance(s.error.__cause__, stdlib) == caused
     if caused:
-        assert str(s.error) == str(s.error.__cause__)
+        assert str(s.error) == "log 'nums': commit= needs an integer, got 'x'"
 
 
 def test_staged_without_a_token_is_refused_at_once() -> None:

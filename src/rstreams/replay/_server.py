@@ -602,7 +602,7 @@ def replay_offer(
             return None
         try:
             return _route(log, stagings.get(path), params)
-        except (ValueError, LookupError) as error:  # the log's own, int()'s: named here
+        except (ValueError, LookupError) as error:  # the log's own: named here
             return error_flow(_named(error))
 
     route.stagings = stagings  # type: ignore[attr-defined]
@@ -636,20 +636,20 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
     if "rows" in params:
         if "from" not in params:
             raise LogRequestError(f"log {log.name!r}: rows=R needs from=A (the reader's position)")
-        return _answer(log.end_within(int(params["from"]), int(params["rows"])))
+        return _answer(log.end_within(_number(log, params, "from"), _number(log, params, "rows")))
     if "bytes" in params:
         if "from" not in params:
             raise LogRequestError(f"log {log.name!r}: bytes=B needs from=A (the reader's position)")
-        return _answer(log.end_within_bytes(int(params["from"]), int(params["bytes"])))
+        return _answer(log.end_within_bytes(_number(log, params, "from"), _number(log, params, "bytes")))
     if "time" in params:
-        return _answer({**log.info(), "position": log.position_at(int(params["time"]))})
+        return _answer({**log.info(), "position": log.position_at(_number(log, params, "time"))})
     if "commit" in params:
-        log.commit(int(params["commit"]), params.get("reader", ""))
+        log.commit(_number(log, params, "commit"), params.get("reader", ""))
         return _answer(log.info())
     if "hold" in params:
         if "reader" not in params:
             raise LogRequestError(f"log {log.name!r}: hold=P needs reader=R (the pending reader's name)")
-        position = log.hold(params["reader"], int(params["hold"]))
+        position = log.hold(params["reader"], _number(log, params, "hold"))
         return _answer({**log.info(), "position": position})
     if "readers" in params:
         return _answer(_readers(log))
@@ -673,12 +673,20 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
             return _Answer(counted)
         if "publish" in params:
             tokens = [t for t in params.get("tokens", "").split(",") if t]
-            return _Answer(staging.publish(params.get("writer", ""), int(params["publish"]), tokens))
+            return _Answer(staging.publish(params.get("writer", ""), _number(log, params, "publish"), tokens))
         if "discard" in params:
             return _answer(staging.discard([t for t in params["discard"].split(",") if t]))
-    start = int(params["from"]) if "from" in params else None
-    stop = int(params["to"]) if "to" in params else None
-    return log.cursor(start, stop, pack=int(params.get("pack", 0)))
+    start = _number(log, params, "from") if "from" in params else None
+    stop = _number(log, params, "to") if "to" in params else None
+    return log.cursor(start, stop, pack=_number(log, params, "pack") if "pack" in params else 0)
+
+
+def _number(log: ReplayLog, params: dict[str, str], key: str) -> int:
+    """The integer of parameter ``key``; one that is not an integer is named with its log."""
+    try:
+        return int(params[key])
+    except ValueError as error:
+        raise LogRequestError(f"log {log.name!r}: {key}= needs an integer, got {params[key]!r}") from error
 
 
 def _readers(log: ReplayLog) -> dict[str, Any]:
