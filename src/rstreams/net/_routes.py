@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from rstreams.api import Publisher
 from rstreams.errors import ReactiveStreamsError
+from rstreams.flow._public import error as _error
 from rstreams.net._codec import RAW as _RAW
 from rstreams.net._codec import Codec
 
@@ -130,20 +131,44 @@ def unknown_message(path: str, *, channel: bool = False) -> str:
 
 
 def split_name(name: str) -> tuple[str, dict[str, str]]:
-    """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded."""
+    """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded.
+
+    The query is read as RFC 3986 says (PROTOCOL.md §5.5): pairs split on ``&``, each on its
+    first ``=`` (none: the value is empty), each part percent-decoded; ``+`` stays a plus (a
+    space is ``%20``). A key given twice keeps its last value here; a subscribe naming one is
+    refused with onError (code 1) by :meth:`Router.find_batched`."""
     cached = _split_cache.get(name)
     if cached is None:
-        path, _, query = name.partition("?")
-        params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True)) if query else {}
-        cached = urllib.parse.unquote(path), params
-        if len(_split_cache) >= _SPLIT_CACHE_SIZE:
-            _split_cache.clear()
-        _split_cache[name] = cached
+        cached = _split(name)
     return cached[0], dict(cached[1])  # a fresh dict: callers may change it
 
 
+def _split(name: str) -> tuple[str, dict[str, str], str | None]:
+    """``name`` parsed (path, parameters, first repeated key) and cached."""
+    path, _, query = name.partition("?")
+    params: dict[str, str] = {}
+    repeated: str | None = None
+    if query:
+        for pair in query.split("&"):
+            key, _, value = pair.partition("=")
+            key = urllib.parse.unquote(key)
+            if key in params and repeated is None:
+                repeated = key
+            params[key] = urllib.parse.unquote(value)
+    cached = urllib.parse.unquote(path), params, repeated
+    if len(_split_cache) >= _SPLIT_CACHE_SIZE:
+        _split_cache.clear()
+    _split_cache[name] = cached
+    return cached
+
+
+def repeated_message(name: str, key: str) -> str:
+    """What a subscribe to ``name``, which gives query key ``key`` twice, is refused with."""
+    return f"publisher name {name!r} gives the parameter {key!r} more than once (PROTOCOL.md §5.5)"
+
+
 _SPLIT_CACHE_SIZE = 1024
-_split_cache: dict[str, tuple[str, dict[str, str]]] = {}
+_split_cache: dict[str, tuple[str, dict[str, str], str | None]] = {}
 """Names seen recently (request/response repeats the same few names): parsing a query costs more
 than the rest of serving a request."""
 
@@ -274,7 +299,11 @@ class Router:
         one exception: :class:`UnknownPublisherError` saying so for a name offered only as a
         channel (:meth:`offer_channels`)."""
         cached = _split_cache.get(name)  # split_name's common case, inlined: once per subscribe
-        path, params = split_name(name) if cached is None else (cached[0], dict(cached[1]))
+        if cached is None:
+            cached = _split(name)
+        if cached[2] is not None:  # a key given twice (§5.5): that subscription's onError
+            return _error(ValueError(repeated_message(name, cached[2]))), None, False
+        path, params = cached[0], dict(cached[1])
         route: _Route | None
         if self._function is not None:
             target = self._function(path, params)
