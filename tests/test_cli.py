@@ -26,6 +26,7 @@ import pytest
 from rstreams import Subscriber, _cli_logs, _cli_observe, cli, just
 from rstreams._cli_publishers import builtin_channels, builtin_publishers, load_publishers
 from rstreams.cli import main
+from rstreams.conformance import CASES
 from rstreams.errors import (
     AuthNotOfferedError,
     AuthRefusedError,
@@ -53,6 +54,13 @@ def test_conformance_help_is_the_suites_own(capsys: pytest.CaptureFixture[str]) 
         main(["conformance", "--help"])
     assert exit_info.value.code == 0
     assert "--junit" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(30)
+def test_conformance_list_needs_no_url(capsys: pytest.CaptureFixture[str]) -> None:
+    """`rstreams conformance --list` lists the cases: no endpoint is asked, so none is named."""
+    assert main(["conformance", "--list"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(CASES)
 
 
 @pytest.mark.timeout(60)

@@ -14,7 +14,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import NoReturn, TextIO
 
@@ -168,26 +168,50 @@ async def run(
     Raises:
         OSError: the endpoint cannot be reached at all (the probe failed to connect).
     """
-    options = options or Options()
-    chosen = list(CASES if cases is None else cases)
+    return await _run(url, options or Options(), CASES if cases is None else cases, available, _Progress())
+
+
+@dataclass(slots=True)
+class _Progress:
+    """How far a run got, for the summary of one that was interrupted: the results so far (in the
+    order the cases finished), the cases running now, whether the probe was done."""
+
+    finished: list[CaseResult] = field(default_factory=list)
+    running: list[str] = field(default_factory=list)
+    probed: bool = False
+
+
+async def _run(
+    url: str, options: Options, cases: Sequence[Case], available: frozenset[str] | None, progress: _Progress
+) -> list[CaseResult]:
+    """:func:`run`, keeping ``progress`` up to date."""
     if available is None:
         available = await probe(url, options)
+    progress.probed = True
     limit = asyncio.Semaphore(max(1, options.jobs))
 
     async def one(case: Case) -> CaseResult:
         async with limit:
-            return await run_case(case, url, options, available)
+            progress.running.append(case.id)
+            result = await run_case(case, url, options, available)
+            progress.running.remove(case.id)
+            progress.finished.append(result)
+            return result
 
-    return list(await asyncio.gather(*(one(c) for c in chosen)))
+    return list(await asyncio.gather(*(one(c) for c in cases)))
 
 
 # -- reporting ---------------------------------------------------------------------------------
 _MARK = {Outcome.PASS: "PASS", Outcome.FAIL: "FAIL", Outcome.SKIP: "skip"}
 
 
-def report(results: Sequence[CaseResult], url: str, out: TextIO, *, verbose: bool = False) -> None:
-    """Print one line per case (failures with their reason) and a table per area."""
-    out.write(f"RS.io conformance against {url}: {len(results)} cases\n\n")
+def report(
+    results: Sequence[CaseResult], url: str, out: TextIO, *, verbose: bool = False, interrupted: str = ""
+) -> None:
+    """Print one line per case (failures with their reason) and a table per area; ``interrupted``
+    says, for a run stopped before its end, how far it got and where it stopped (the table then
+    counts the cases that finished)."""
+    out.write(f"RS.io conformance against {url}: {interrupted or f'{len(results)} cases'}\n\n")
     width = max((len(r.case.id) for r in results), default=10)
     for r in results:
         if r.outcome is Outcome.PASS and not verbose:
@@ -292,7 +316,9 @@ def _parser(prog: str = "python -m rstreams.conformance") -> argparse.ArgumentPa
     )
     parser.add_argument(
         "url",
-        help="tcp://host:port, tls://host:port, unix:///path, ws://host:port/path or wss://host:port/path",
+        nargs="?",
+        help="tcp://host:port, tls://host:port, unix:///path, ws://host:port/path or wss://host:port/path "
+        "(not needed with --list)",
     )
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML to FILE")
     parser.add_argument(
@@ -434,8 +460,12 @@ def junit_problem(path: str | None) -> str | None:
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m rstreams.conformance") -> int:
     """The command line; returns 0 if no case failed, 1 if one did, 2 if the endpoint is
-    unreachable or an option is wrong (named on standard error)."""
-    args = _parser(prog).parse_args(argv)
+    unreachable or an option is wrong (named on standard error), 130 on Ctrl-C (after the summary
+    of the cases that finished)."""
+    parser = _parser(prog)
+    args = parser.parse_args(argv)
+    if args.url is None and not args.list:  # only a run needs an endpoint
+        parser.error("the following arguments are required: url (only --list runs without one)")
     cases = select(args.pattern)
     if not cases:
         sys.stderr.write(f"{prog}: no case matches -k {args.pattern!r} (--list shows every case)\n")
@@ -473,12 +503,27 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m rstreams.c
     if options.insecure:
         sys.stderr.write("warning: --insecure: the endpoint's certificate is NOT verified\n")
     available = frozenset(args.publisher) if args.publisher else None
+    label = args.url + (" [--insecure: its certificate was NOT verified]" if options.insecure else "")
+    progress = _Progress()
     try:
-        results = asyncio.run(run(args.url, options, cases=cases, available=available))
+        results = asyncio.run(_run(args.url, options, cases, available, progress))
     except (OSError, ValueError, CaseFailure, ImportError) as error:
         sys.stderr.write(f"{prog}: cannot run the suite against {args.url}: {error}{_hint(error)}\n")
         return 2
-    label = args.url + (" [--insecure: its certificate was NOT verified]" if options.insecure else "")
+    except KeyboardInterrupt:  # Ctrl-C: what finished so far, and where it stopped; exit 130 as a shell does
+        order = {c.id: index for index, c in enumerate(cases)}
+        finished = sorted(progress.finished, key=lambda r: order[r.case.id])
+        where = (
+            "while probing the endpoint"
+            if not progress.probed
+            else f"during {', '.join(progress.running)}"
+            if progress.running
+            else "between cases"
+        )
+        stopped = f"{len(finished)} of {len(cases)} cases, interrupted by Ctrl-C {where}"
+        report(finished, label, sys.stdout, verbose=args.verbose, interrupted=stopped)
+        sys.stdout.flush()
+        return 130
     report(results, label, sys.stdout, verbose=args.verbose)
     failed = any(r.outcome is Outcome.FAIL for r in results)
     if args.junit:

@@ -1,0 +1,77 @@
+"""Ctrl-C during a run: the command prints what finished so far, names the case it stopped in,
+and exits 130 (it exited 130 in silence)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import sys
+
+import pytest
+
+from rstreams.conformance import conformance_publishers
+from rstreams.net import serve
+
+
+def _default_sigint() -> None:
+    """In the child, before Python starts: SIGINT as a terminal's Ctrl-C delivers it, even where this
+    test runs with SIGINT ignored (a background job), which the child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(120)
+async def test_ctrl_c_prints_the_cases_finished_and_exits_130() -> None:
+    """One case at a time; the server serves the first two ranges a case asks for and lets the
+    third never end, so that case waits; SIGINT to the command's PID then."""
+    full = conformance_publishers()
+    ranges: list[str] = []
+    stuck = asyncio.Event()
+
+    def slow_third_range(path: str, params: dict[str, str]) -> object:
+        if path == "conformance/range" and params.get("n", "0") != "0":  # the probe's n=0 runs
+            ranges.append(params["n"])
+            if len(ranges) == 3:
+                stuck.set()
+                return full("conformance/never", {})
+        return full(path, params)
+
+    server = await serve("tcp://127.0.0.1:0", slow_third_range, on_connection=full.on_connection)
+    argv = [server.url, "-k", "dm.", "-v", "--jobs", "1", "--timeout", "60", "--case-timeout", "120"]
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "rstreams.cli",
+        "conformance",
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=_default_sigint,
+    )
+    try:
+        await asyncio.wait_for(stuck.wait(), 60)
+        os.kill(child.pid, signal.SIGINT)
+        out, err = await asyncio.wait_for(child.communicate(), 60)
+    finally:
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
+        await server.aclose()
+    said = out.decode()
+    assert child.returncode == 130, (said, err.decode())
+    header = said.splitlines()[0]
+    match = re.fullmatch(
+        rf"RS\.io conformance against {re.escape(server.url)}: "
+        r"(\d+) of (\d+) cases, interrupted by Ctrl-C during (dm\.\w+)",
+        header,
+    )
+    assert match, said
+    finished, total, running = match.groups()
+    assert 1 <= int(finished) < int(total), said
+    listed = [line.split()[1] for line in said.splitlines() if line.startswith(("PASS", "FAIL", "skip"))]
+    assert len(listed) == int(finished) and running not in listed, said
+    totals = said.splitlines()[-1].split()
+    assert totals[0] == "total" and sum(map(int, totals[1:])) == int(finished), said
+    assert "Traceback" not in err.decode(), err.decode()
