@@ -131,7 +131,7 @@ def check_key(key: object) -> str | None:
     return None
 
 
-def encode_metadata(subscriber: int, entries: Mapping[str, str | bytes]) -> bytes:
+def encode_metadata(subscriber: int, entries: Mapping[str, str | bytes | bytearray]) -> bytes:
     """A subscribeMetadata payload (§18.1), checked as :func:`encode_entries` checks it."""
     return encode_varint(subscriber) + encode_entries(entries)
 
@@ -150,7 +150,7 @@ _skips = 0
 """Calls still to go before the next lookup (after ``ENCODED_KEPT`` misses in a row)."""
 
 
-def encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
+def encode_entries(entries: Mapping[str, str | bytes | bytearray]) -> bytes:
     """The part of a subscribeMetadata payload after the subscriber id: count, then the entries.
 
     Checks as it encodes: a key that fails :func:`check_key` is a ``ValueError`` naming what is
@@ -216,7 +216,7 @@ def _remember(items: tuple[tuple[str, str | bytes], ...], encoded: bytes) -> Non
         _skips = ENCODED_KEPT - 1
 
 
-def _encode_entries(entries: Mapping[str, str | bytes]) -> bytes:
+def _encode_entries(entries: Mapping[str, str | bytes | bytearray]) -> bytes:
     """:func:`encode_entries` for any entries, entry by entry."""
     if not isinstance(entries, Mapping):
         raise TypeError(f"metadata is a mapping of str keys to str or bytes values, got {entries!r}")
