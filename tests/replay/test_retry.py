@@ -119,3 +119,17 @@ def test_credentials_refused_or_not_taken_are_denied_by_type(error: Authenticati
 )
 def test_words_alone_deny_nothing(error: Exception) -> None:
     assert _denied(error, "tcp://h:1") is None
+
+
+def test_a_session_ended_twice_keeps_the_refusal_as_its_cause_for_the_url_hint() -> None:
+    """A reset inside the TLS handshake is what a server without TLS at that address does too
+    (wss:// towards a ws:// server): the CertificateRefusedError keeps the TLSRefusedError as its
+    cause, so `rstreams publish` names the URL besides the client certificate, as subscribe does."""
+    from rstreams._cli_observe import access_hint
+    from rstreams.replay import CertificateRefusedError
+
+    refused = _refused()
+    refused.__cause__ = ConnectionResetError(104, "Connection reset by peer")
+    denied = _denied(refused, "wss://h:1/rs")
+    assert type(denied) is CertificateRefusedError and denied.__cause__ is refused
+    assert "tcp:// or ws://" in access_hint(denied)

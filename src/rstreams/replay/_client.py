@@ -197,7 +197,9 @@ def _denied(error: BaseException, url: str) -> AccessDeniedError | None:
         refused.__cause__ = cause  # the TLS error, by which a caller tells which option to change
         return refused
     if isinstance(error, TLSRefusedError):
-        return CertificateRefusedError(f"{url} ended the TLS session twice in a row: {error}")
+        ended = CertificateRefusedError(f"{url} ended the TLS session twice in a row: {error}")
+        ended.__cause__ = error  # a reset inside the handshake may also mean a server without TLS
+        return ended
     if isinstance(error, AuthenticationError):  # its type says which: the hint follows the cause
         if isinstance(error, AuthNotOfferedError):  # our side gave up: the server takes no credentials
             denied = AccessDeniedError(f"{url}: {error}")
