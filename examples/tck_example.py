@@ -54,7 +54,9 @@ class _CountdownSubscription:
             return  # after cancel or the end: a no-op (3.6)
         with self.lock:
             if type(n) is not int or n <= 0:  # bool and float too
-                self.error = self.error or ValueError(f"rule 3.9: request({n!r}) needs n > 0")
+                self.error = self.error or ValueError(
+                    f"rule 3.9: request(n) needs an int n > 0 (non-positive subscription request), got {n!r}"
+                )
             else:
                 self.demand = min(self.demand + n, UNBOUNDED)
             if self.busy:

@@ -1826,3 +1826,21 @@ def test_top_asks_for_a_long_interval_percent_encoded(monkeypatch: pytest.Monkey
     from rstreams.net._routes import split_name  # how the server reads the name back
 
     assert split_name(asked[0]) == ("rstreams/stats", {"interval": "1e+09"})
+
+
+def test_the_demos_last_line_says_when_no_micro_batch_finished_in_its_time() -> None:
+    """On a loaded machine a micro-batch may take longer than --seconds: the demo says so rather
+    than '0 rows in 0 micro-batches: 0 rows/s'."""
+    figures: dict[str, Any] = {
+        "rows": 0,
+        "batches": 0,
+        "rows_per_s": 0.0,
+        "steady_rows_per_s": 0.0,
+        "median_batch_s": None,
+        "waited_s": 9.5,
+    }
+    said = cli._demo_summary(figures, 10)
+    assert "no micro-batch finished in the 10 s after the first (--seconds)" in said
+    assert "0 rows" not in said and "waited 9.5 s" in said
+    figures.update(rows=3000, batches=2, rows_per_s=300.0, steady_rows_per_s=1500.0, median_batch_s=1.0)
+    assert "3,000 rows in 2 micro-batches: 300 rows/s into Spark" in cli._demo_summary(figures, 10)

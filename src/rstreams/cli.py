@@ -114,14 +114,24 @@ def _demo(args: argparse.Namespace) -> int:
         return fail("demo", f"{type(failed).__name__}: {said} (Spark's log, if named above, has more)", 1)
     if figures["stopped"] is not None:  # SIGTERM or Ctrl-C: stopped cleanly, before its time
         return 128 + int(figures["stopped"])
+    print(_demo_summary(figures, args.seconds))
+    return 0
+
+
+def _demo_summary(figures: dict[str, Any], seconds: float) -> str:
+    """The demo's last line: its figures over the ``seconds`` after the first micro-batch."""
+    if not figures["batches"]:
+        return (
+            f"\nno micro-batch finished in the {seconds:g} s after the first (--seconds): Spark took "
+            f"longer on this machine; sensors waited {figures['waited_s']:.1f} s for demand meanwhile"
+        )
     median = figures["median_batch_s"]
     rate = figures["rows_per_s"]
-    print(
+    return (
         f"\n{figures['rows']:,} rows in {figures['batches']} micro-batches: {rate:,.0f} rows/s "
         f"into Spark (steady {figures['steady_rows_per_s']:,.0f} rows/s), median micro-batch "
         f"{(median or 0) * 1000:.0f} ms; sensors waited {figures['waited_s']:.1f} s for demand"
     )
-    return 0
 
 
 class _Inbox:

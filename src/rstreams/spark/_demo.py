@@ -561,6 +561,7 @@ def _watch(
     seen = {p["batchId"] for p in query.recentProgress if p["numInputRows"]}  # the cold start
     batches: list[tuple[int, float]] = []  # (rows, seconds) of those finished since the clock started
     started = sampled = time.monotonic()
+    waited_before = source.waiting  # the cold start's wait is not the pipeline's
     busy = 0.0  # seconds the query was running a micro-batch, sampled each turn below
 
     def tick() -> Tick:
@@ -605,6 +606,6 @@ def _watch(
         "median_batch_s": statistics.median(latencies) if latencies else None,
         "steady_rows_per_s": rows / sum(latencies) if sum(latencies) else 0.0,
         "produced": source.produced,
-        "waited_s": source.waiting,
+        "waited_s": source.waiting - waited_before,
         "results": view.received,
     }
