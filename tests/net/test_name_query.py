@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
         ("n?q=a=b", {"q": "a=b"}),
         ("n?a%26b=c%3Dd", {"a&b": "c=d"}),
         ("n?x=1&y", {"x": "1", "y": ""}),
+        ("n?&x=1&&y=2&", {"x": "1", "y": "2"}),
     ],
 )
 async def test_query_parts_are_percent_decoded_and_plus_stays_a_plus(

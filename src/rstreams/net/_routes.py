@@ -133,10 +133,10 @@ def unknown_message(path: str, *, channel: bool = False) -> str:
 def split_name(name: str) -> tuple[str, dict[str, str]]:
     """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded.
 
-    The query is read as RFC 3986 says (PROTOCOL.md §5.5): pairs split on ``&``, each on its
-    first ``=`` (none: the value is empty), each part percent-decoded; ``+`` stays a plus (a
-    space is ``%20``). A key given twice keeps its last value here; a subscribe naming one is
-    refused with onError (code 1) by :meth:`Router.find_batched`."""
+    The query is read as RFC 3986 says (PROTOCOL.md §5.5): pairs split on ``&`` (empty ones
+    skipped), each on its first ``=`` (none: the value is empty), each part percent-decoded;
+    ``+`` stays a plus (a space is ``%20``). A key given twice keeps its last value here; a
+    subscribe naming one is refused with onError (code 1) by :meth:`Router.find_batched`."""
     cached = _split_cache.get(name)
     if cached is None:
         cached = _split(name)
@@ -150,6 +150,8 @@ def _split(name: str) -> tuple[str, dict[str, str], str | None]:
     repeated: str | None = None
     if query:
         for pair in query.split("&"):
+            if not pair:  # "a?x=1&": no empty key
+                continue
             key, _, value = pair.partition("=")
             key = urllib.parse.unquote(key)
             if key in params and repeated is None:
