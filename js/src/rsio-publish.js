@@ -161,15 +161,44 @@ export class Offer {
   find(name) {
     const question = name.indexOf("?");
     const path = question < 0 ? name : name.slice(0, question);
-    const params = question < 0 ? {} : Object.fromEntries(new URLSearchParams(name.slice(question + 1)));
+    const { params, repeated } = question < 0 ? { params: {}, repeated: null } : splitQuery(name.slice(question + 1));
     const exact = this.exact.get(path);
-    if (exact !== undefined) return { target: exact, params, path };
+    if (exact !== undefined) return { target: exact, params, path, repeated };
     const segments = path.split("/");
     for (const pattern of this.patterns) {
       const fields = match(pattern.segments, segments);
-      if (fields !== null) return { target: pattern.target, params: { ...params, ...fields }, path };
+      if (fields !== null) return { target: pattern.target, params: { ...params, ...fields }, path, repeated };
     }
     return null;
+  }
+}
+
+/**
+ * A name's query read as RFC 3986 says (PROTOCOL.md §5.5): pairs split on `&` (empty ones skipped),
+ * each on its first `=` (none: the value is empty), each part percent-decoded; `+` stays a plus (a space is %20).
+ * `params`: a repeated key keeps its last value; `repeated`: the first key given twice, or null.
+ */
+export function splitQuery(query) {
+  const entries = [];
+  const seen = new Set();
+  let repeated = null;
+  for (const pair of query.split("&")) {
+    if (pair === "") continue; // "a?x=1&": no empty key
+    const equals = pair.indexOf("=");
+    const key = decodePart(equals < 0 ? pair : pair.slice(0, equals));
+    if (seen.has(key) && repeated === null) repeated = key;
+    seen.add(key);
+    entries.push([key, equals < 0 ? "" : decodePart(pair.slice(equals + 1))]);
+  }
+  return { params: Object.fromEntries(entries), repeated };
+}
+
+/** One query part percent-decoded; a malformed escape leaves the part as it is. */
+function decodePart(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
   }
 }
 
@@ -326,6 +355,10 @@ export class ServingTable {
     const metadata = frame.metadata ?? NO_METADATA;
     const channel = frame.channel === true;
     const found = (channel ? this._channels : this._offer).find(name);
+    if (!channel && found?.repeated != null) { // a key given twice: refused, not the last one kept
+      return this._refuse(id, `publisher name '${name}' gives the parameter '${found.repeated}' more than once `
+        + "(PROTOCOL.md §5.5)", APPLICATION);
+    }
     if (found === null) {
       if (channel) return this._refuse(id, `no channel named '${name}' (PROTOCOL.md §21.3)`, UNKNOWN_PUBLISHER);
       if (this._channels?.find(name) != null) { // offered only as a channel: say so (§21.3)
