@@ -19,8 +19,11 @@ final class Routes {
     /** A publisher factory with the codec its elements are encoded with. */
     record Route(String pattern, int elementSize, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {}
 
-    /** What a subscribe resolved to. */
-    record Match(Route route, PublisherRequest request) {}
+    /**
+     * What a subscribe resolved to; {@code repeated}: the first query key the name gives more
+     * than once (its last value is in the request), or null. A subscribe naming one is refused.
+     */
+    record Match(Route route, PublisherRequest request, String repeated) {}
 
     private final List<Route> routes = new ArrayList<>();
 
@@ -32,11 +35,16 @@ final class Routes {
         return routes.isEmpty();
     }
 
-    /** The route for {@code name}, or null if none matches. */
+    /**
+     * The route for {@code name}, or null if none matches. The query is read as RFC 3986 says
+     * (PROTOCOL.md §5.5): pairs split on {@code &} (empty ones skipped), each on its first {@code =} (none: the value is
+     * empty), each part percent-decoded; {@code +} stays a plus (a space is {@code %20}).
+     */
     Match resolve(String name, RsioConnection connection) {
         int q = name.indexOf('?');
         String path = q < 0 ? name : name.substring(0, q);
         Map<String, String> params = new HashMap<>();
+        String repeated = null;
         if (q >= 0) {
             for (String pair : name.substring(q + 1).split("&")) {
                 if (pair.isEmpty()) {
@@ -45,12 +53,15 @@ final class Routes {
                 int eq = pair.indexOf('=');
                 String k = eq < 0 ? pair : pair.substring(0, eq);
                 String v = eq < 0 ? "" : pair.substring(eq + 1);
-                params.put(decode(k), decode(v));
+                String key = decode(k);
+                if (params.put(key, decode(v)) != null && repeated == null) {
+                    repeated = key;
+                }
             }
         }
         for (Route r : routes) {
             if (r.pattern().equals(path)) {
-                return new Match(r, new PublisherRequest(name, path, params, connection));
+                return new Match(r, new PublisherRequest(name, path, params, connection), repeated);
             }
         }
         String[] segments = path.split("/", -1);
@@ -59,7 +70,7 @@ final class Routes {
             if (fields != null) {
                 Map<String, String> all = new HashMap<>(params);
                 all.putAll(fields);
-                return new Match(r, new PublisherRequest(name, path, all, connection));
+                return new Match(r, new PublisherRequest(name, path, all, connection), repeated);
             }
         }
         return null;
