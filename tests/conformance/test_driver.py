@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import re
 import socket
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import pytest
 import pytest_asyncio
@@ -18,8 +20,10 @@ from rstreams.conformance import (
     AREAS,
     CASES,
     KINDS,
+    CaseResult,
     Options,
     Outcome,
+    _runner,
     catalogue_markdown,
     conformance_publishers,
     main,
@@ -205,6 +209,65 @@ async def test_main_partial_offer_and_junit(tmp_path: Path, capsys: pytest.Captu
     assert int(suite.get("skipped", "0")) > 0
     case = suite.find("testcase")
     assert case is not None and case.find("properties/property[@name='cite']") is not None
+
+
+def _interrupted_run(monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """Make the command's run stop as on Ctrl-C: the first dm. case finished, the second running;
+    returns their ids."""
+    first, second = select("dm.")[:2]
+
+    async def stopped(url: str, options: Options, cases: object, available: object, progress: Any) -> None:
+        progress.probed = True
+        progress.finished.append(CaseResult(first, Outcome.PASS, seconds=0.5))
+        progress.running.append(second.id)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_runner, "_run", stopped)
+    return first.id, second.id
+
+
+@pytest.mark.timeout(30)
+def test_ctrl_c_writes_junit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C with --junit: the finished case as it ended, the running one as an ``error`` of type
+    Interrupted; exit 130; the file has the mode a plain open() gives it."""
+    done, running = _interrupted_run(monkeypatch)
+    junit = tmp_path / "report.xml"
+    assert main(["tcp://127.0.0.1:1", "-k", "dm.", "--junit", str(junit)]) == 130
+    assert "1 of" in capsys.readouterr().out
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("errors"), suite.get("failures")) == ("2", "1", "0")
+    cases = {t.get("name"): t for t in suite.iter("testcase")}
+    assert list(cases) == [done, running] and cases[done].find("error") is None
+    error = cases[running].find("error")
+    assert error is not None and error.get("type") == "Interrupted"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert junit.stat().st_mode & 0o777 == 0o666 & ~mask
+    assert [p.name for p in tmp_path.iterdir()] == ["report.xml"]
+
+
+@pytest.mark.timeout(30)
+def test_second_ctrl_c_while_writing_junit_leaves_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C halfway through writing --junit (after Ctrl-C stopped the run): the file is still
+    the old one, no temporary file is left, and the command exits 130 saying so."""
+    _interrupted_run(monkeypatch)
+    junit = tmp_path / "report.xml"
+    junit.write_text("old")
+
+    def half_then_ctrl_c(tree: object, file: BinaryIO, **options: object) -> None:
+        file.write(b"<?xml version='1.0' encoding='utf-8'?>\n<testsuites>")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ET.ElementTree, "write", half_then_ctrl_c)
+    assert main(["tcp://127.0.0.1:1", "-k", "dm.", "--junit", str(junit)]) == 130
+    assert junit.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.xml"]
+    assert f"Ctrl-C again: stopped; --junit {junit} is as it was or complete" in capsys.readouterr().err
 
 
 # -- a deliberately broken endpoint ---------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Ctrl-C during a run: the command prints what finished so far, names the case it stopped in,
-and exits 130 (it exited 130 in silence)."""
+writes --junit for the cases that finished and the one that was running, and exits 130 (it
+exited 130 in silence, and wrote no JUnit file)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import re
 import signal
 import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -23,9 +26,11 @@ def _default_sigint() -> None:
 
 @pytest.mark.asyncio
 @pytest.mark.timeout(120)
-async def test_ctrl_c_prints_the_cases_finished_and_exits_130() -> None:
+async def test_ctrl_c_prints_the_cases_finished_and_exits_130(tmp_path: Path) -> None:
     """One case at a time; the server serves the first two ranges a case asks for and lets the
-    third never end, so that case waits; SIGINT to the command's PID then."""
+    third never end, so that case waits; SIGINT to the command's PID then. The --junit file holds
+    the finished cases as the summary lists them, and the running one as an error saying it was
+    interrupted; no temporary file is left beside it."""
     full = conformance_publishers()
     ranges: list[str] = []
     stuck = asyncio.Event()
@@ -40,6 +45,8 @@ async def test_ctrl_c_prints_the_cases_finished_and_exits_130() -> None:
 
     server = await serve("tcp://127.0.0.1:0", slow_third_range, on_connection=full.on_connection)
     argv = [server.url, "-k", "dm.", "-v", "--jobs", "1", "--timeout", "60", "--case-timeout", "120"]
+    junit = tmp_path / "report.xml"
+    argv += ["--junit", str(junit)]
     child = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -75,3 +82,17 @@ async def test_ctrl_c_prints_the_cases_finished_and_exits_130() -> None:
     totals = said.splitlines()[-1].split()
     assert totals[0] == "total" and sum(map(int, totals[1:])) == int(finished), said
     assert "Traceback" not in err.decode(), err.decode()
+
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    testcases = {t.get("name", ""): t for t in suite.iter("testcase")}
+    assert sorted(testcases) == sorted([*listed, running])
+    assert suite.get("tests") == str(int(finished) + 1) and suite.get("errors") == "1"
+    error = testcases[running].find("error")
+    assert error is not None and error.get("type") == "Interrupted", ET.tostring(suite)
+    assert "interrupted by Ctrl-C" in error.get("message", "")
+    for name in listed:
+        assert testcases[name].find("error") is None, ET.tostring(testcases[name])
+    stopped = suite.find("properties/property[@name='interrupted']")
+    assert stopped is not None and stopped.get("value") == header.split(": ", 1)[1]
+    assert os.listdir(tmp_path) == ["report.xml"]

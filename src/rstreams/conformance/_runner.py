@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import difflib
 import errno
 import fnmatch
 import os
+import secrets
 import socket
 import ssl
 import sys
@@ -239,8 +241,22 @@ def report(
     )
 
 
-def write_junit(results: Sequence[CaseResult], path: str, *, suite: str = "rstreams.conformance") -> None:
-    """Write JUnit XML: one testcase per case, its citation as a property and in failures."""
+def write_junit(
+    results: Sequence[CaseResult],
+    path: str,
+    *,
+    suite: str = "rstreams.conformance",
+    interrupted: Sequence[Case] = (),
+    stopped: str = "",
+) -> None:
+    """Write JUnit XML: one testcase per case, its citation as a property and in failures.
+
+    For a run stopped before its end, ``interrupted`` are the cases that were running: each is a
+    testcase with an ``error`` (type ``Interrupted``), so that a CI shows it as not finished rather
+    than as passed or skipped; ``stopped`` (how far the run got) becomes the suite's ``interrupted``
+    property. The file is written whole or not at all: into a temporary file beside ``path``,
+    renamed over it at the end, so an interrupt while writing leaves the old file (or none).
+    """
     root = ET.Element("testsuites")
     failures = sum(r.outcome is Outcome.FAIL for r in results)
     skipped = sum(r.outcome is Outcome.SKIP for r in results)
@@ -248,12 +264,14 @@ def write_junit(results: Sequence[CaseResult], path: str, *, suite: str = "rstre
         root,
         "testsuite",
         name=suite,
-        tests=str(len(results)),
+        tests=str(len(results) + len(interrupted)),
         failures=str(failures),
-        errors="0",
+        errors=str(len(interrupted)),
         skipped=str(skipped),
         time=f"{sum(r.seconds for r in results):.3f}",
     )
+    if stopped:
+        ET.SubElement(ET.SubElement(element, "properties"), "property", name="interrupted", value=stopped)
     for r in results:
         testcase = ET.SubElement(
             element,
@@ -270,8 +288,38 @@ def write_junit(results: Sequence[CaseResult], path: str, *, suite: str = "rstre
             failure.text = f"{r.case.cite}: {r.case.text}\n{r.message}"
         elif r.outcome is Outcome.SKIP:
             ET.SubElement(testcase, "skipped", message=r.message)
+    for c in interrupted:
+        testcase = ET.SubElement(element, "testcase", classname=f"conformance.{c.area}", name=c.id, time="0")
+        properties = ET.SubElement(testcase, "properties")
+        ET.SubElement(properties, "property", name="cite", value=c.cite)
+        ET.SubElement(properties, "property", name="rule", value=c.text)
+        error = ET.SubElement(testcase, "error", message=_UNFINISHED, type="Interrupted")
+        error.text = f"{c.cite}: {c.text}\n{_UNFINISHED}"
     ET.indent(root)
-    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+    _write_whole(ET.ElementTree(root), path)
+
+
+_UNFINISHED = "interrupted by Ctrl-C before this case finished: no outcome"
+
+
+def _write_whole(tree: ET.ElementTree[ET.Element], path: str) -> None:
+    """Write ``tree`` to ``path`` as XML atomically: a new temporary file in the same directory (so
+    the rename stays on one file system; made with the mode ``open()`` gives, the umask applied),
+    flushed to disk, then renamed over ``path``. On any error or interrupt before the rename, the
+    temporary file is removed and ``path`` is as it was."""
+    directory, name = os.path.split(os.path.abspath(path))
+    temporary = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with os.fdopen(handle, "wb") as file:
+            tree.write(file, encoding="utf-8", xml_declaration=True)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def catalogue_markdown(cases: Sequence[Case] = CASES) -> str:
@@ -511,18 +559,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m rstreams.c
         sys.stderr.write(f"{prog}: cannot run the suite against {args.url}: {error}{_hint(error)}\n")
         return 2
     except KeyboardInterrupt:  # Ctrl-C: what finished so far, and where it stopped; exit 130 as a shell does
-        order = {c.id: index for index, c in enumerate(cases)}
-        finished = sorted(progress.finished, key=lambda r: order[r.case.id])
-        where = (
-            "while probing the endpoint"
-            if not progress.probed
-            else f"during {', '.join(progress.running)}"
-            if progress.running
-            else "between cases"
-        )
-        stopped = f"{len(finished)} of {len(cases)} cases, interrupted by Ctrl-C {where}"
-        report(finished, label, sys.stdout, verbose=args.verbose, interrupted=stopped)
-        sys.stdout.flush()
+        try:
+            _report_interrupted(progress, cases, label, args, prog)
+        except KeyboardInterrupt:
+            _second_ctrl_c(args.junit, prog)
         return 130
     report(results, label, sys.stdout, verbose=args.verbose)
     failed = any(r.outcome is Outcome.FAIL for r in results)
@@ -532,4 +572,39 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m rstreams.c
         except OSError as error:
             sys.stderr.write(f"{prog}: cannot write --junit {args.junit}: {error}\n")
             return 1 if failed else 2
+        except KeyboardInterrupt:
+            _second_ctrl_c(args.junit, prog)
+            return 130
     return 1 if failed else 0
+
+
+def _report_interrupted(
+    progress: _Progress, cases: Sequence[Case], label: str, args: argparse.Namespace, prog: str
+) -> None:
+    """After Ctrl-C: the summary of the cases that finished (in case order), its first line saying
+    how far the run got and where it stopped; with ``--junit``, the file for those cases and the
+    running ones as interrupted (see :func:`write_junit`)."""
+    order = {c.id: index for index, c in enumerate(cases)}
+    finished = sorted(progress.finished, key=lambda r: order[r.case.id])
+    running = sorted((c for c in cases if c.id in progress.running), key=lambda c: order[c.id])
+    where = (
+        "while probing the endpoint"
+        if not progress.probed
+        else f"during {', '.join(c.id for c in running)}"
+        if running
+        else "between cases"
+    )
+    stopped = f"{len(finished)} of {len(cases)} cases, interrupted by Ctrl-C {where}"
+    report(finished, label, sys.stdout, verbose=args.verbose, interrupted=stopped)
+    sys.stdout.flush()
+    if args.junit:
+        try:
+            write_junit(finished, args.junit, interrupted=running, stopped=stopped)
+        except OSError as error:
+            sys.stderr.write(f"{prog}: cannot write --junit {args.junit}: {error}\n")
+
+
+def _second_ctrl_c(junit: str | None, prog: str) -> None:
+    """Say that a Ctrl-C came while the command was reporting, and what became of ``--junit``."""
+    kept = f"; --junit {junit} is as it was or complete" if junit else ""
+    sys.stderr.write(f"{prog}: Ctrl-C again: stopped{kept}\n")
