@@ -9,7 +9,8 @@ Theory of operation. Each connection has one :class:`Messages` piece, both ends 
   called with a :class:`Message` inside the read; a handler that returns an awaitable
   runs as a task. The credit goes back (one ``messageCredit`` per loop turn, whatever
   number finished) when the handler has returned, or its awaitable has finished, or the
-  message was dropped: unknown handler, refused by ``authorize``, handler raised. So a
+  message was dropped: unknown handler, refused by ``authorize``, a query key given twice
+  (§5.5), handler raised. So a
   slow async handler holds its credit and the peer's next sends wait: at most
   ``max_messages_in_flight`` messages are ever held, never a queue.
 * sending: :meth:`Messages.send` takes one credit and writes the message. Without credit
@@ -232,7 +233,15 @@ class Messages:
             _log.warning("message to %r dropped: no such handler (PROTOCOL.md §20.4)", name)
             self._give_back()
             return
-        handler, params = found
+        handler, params, repeated = found
+        if repeated is not None:  # a key given twice (§5.5): dropped, not the last value kept
+            _log.warning(
+                "message to %r dropped: its name gives the parameter %r more than once (PROTOCOL.md §5.5)",
+                name,
+                repeated,
+            )
+            self._give_back()
+            return
         try:
             result = handler(Message(name=name, params=params, payload=body))
         except Exception as error:

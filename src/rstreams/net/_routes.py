@@ -136,7 +136,8 @@ def split_name(name: str) -> tuple[str, dict[str, str]]:
     The query is read as RFC 3986 says (PROTOCOL.md §5.5): pairs split on ``&`` (empty ones
     skipped), each on its first ``=`` (none: the value is empty), each part percent-decoded;
     ``+`` stays a plus (a space is ``%20``). A key given twice keeps its last value here; a
-    subscribe naming one is refused with onError (code 1) by :meth:`Router.find_batched`."""
+    subscribe naming one is refused with onError (code 1) by :meth:`Router.find_batched`, a
+    channel or a message naming one as :meth:`NameTable.lookup` says."""
     cached = _split_cache.get(name)
     if cached is None:
         cached = _split(name)
@@ -164,9 +165,10 @@ def _split(name: str) -> tuple[str, dict[str, str], str | None]:
     return cached
 
 
-def repeated_message(name: str, key: str) -> str:
-    """What a subscribe to ``name``, which gives query key ``key`` twice, is refused with."""
-    return f"publisher name {name!r} gives the parameter {key!r} more than once (PROTOCOL.md §5.5)"
+def repeated_message(name: str, key: str, what: str = "publisher") -> str:
+    """What a subscribe to ``name`` (``what``: a publisher's, a channel's or a message's name),
+    which gives query key ``key`` twice, is refused with."""
+    return f"{what} name {name!r} gives the parameter {key!r} more than once (PROTOCOL.md §5.5)"
 
 
 _SPLIT_CACHE_SIZE = 1024
@@ -217,18 +219,24 @@ class NameTable(Generic[V]):
             else:
                 self._exact[key] = value
 
-    def lookup(self, name: str) -> tuple[V, dict[str, str]] | None:
-        """The value for ``name`` (``path?query``) and its parameters (query and matched
-        fields), or ``None``."""
-        path, params = split_name(name)
+    def lookup(self, name: str) -> tuple[V, dict[str, str], str | None] | None:
+        """The value for ``name`` (``path?query``), its parameters (query and matched fields)
+        and the first query key ``name`` gives more than once (``None``: none does), or
+        ``None`` when nothing matches. A channel open or a message whose name matches and
+        repeats a key is refused (PROTOCOL.md §5.5: onError code 1, or the message dropped);
+        an unknown name is unknown whatever its query."""
+        cached = _split_cache.get(name)
+        if cached is None:
+            cached = _split(name)
+        path, params, repeated = cached[0], dict(cached[1]), cached[2]
         value = self._exact.get(path)
         if value is not None:
-            return value, params
+            return value, params, repeated
         for pattern, candidate in self._patterns:
             match = pattern.fullmatch(path)
             if match is not None:
                 params.update(match.groupdict())
-                return candidate, params
+                return candidate, params, repeated
         return None
 
     def key(self, name: str) -> str:
@@ -299,15 +307,20 @@ class Router:
         """Like :meth:`resolve_batched`, but ``None`` when nothing is offered under ``name``: no
         exception, since refusing unknown names is what a flooding peer makes a server do. The
         one exception: :class:`UnknownPublisherError` saying so for a name offered only as a
-        channel (:meth:`offer_channels`)."""
+        channel (:meth:`offer_channels`).
+
+        A name that matches and gives a query key twice (§5.5) resolves to a Publisher that
+        signals onError (code 1) naming the key, its factory not called; an unknown name is
+        unknown (``None``) whatever its query. A function offer is the factory too: it is not
+        called for such a name, which is refused with code 1 whether it would match or not."""
         cached = _split_cache.get(name)  # split_name's common case, inlined: once per subscribe
         if cached is None:
             cached = _split(name)
-        if cached[2] is not None:  # a key given twice (§5.5): that subscription's onError
-            return _error(ValueError(repeated_message(name, cached[2]))), None, False
         path, params = cached[0], dict(cached[1])
         route: _Route | None
         if self._function is not None:
+            if cached[2] is not None:
+                return _error(ValueError(repeated_message(name, cached[2]))), None, False
             target = self._function(path, params)
             route = None if target is None else _route(target, self._codec)
         else:
@@ -318,6 +331,8 @@ class Router:
             if self._channels is not None and self._channels.lookup(name) is not None:
                 raise UnknownPublisherError(path, channel=True)
             return None
+        if cached[2] is not None:  # a key given twice (§5.5): that subscription's onError
+            return _error(ValueError(repeated_message(name, cached[2]))), None, False
         publisher, factory, codec, batched = route
         if factory is not None:
             publisher = factory(params)
