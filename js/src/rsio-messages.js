@@ -162,6 +162,12 @@ export class Messages {
       this._free();
       return;
     }
+    if (found.repeated != null) { // a key given twice: dropped, not the last value kept
+      this._conn._report(new Error(`message to '${name}' dropped: its name gives the parameter '${found.repeated}' `
+        + "more than once (PROTOCOL.md §5.5)"));
+      this._free();
+      return;
+    }
     let result;
     try {
       result = found.target({ name, path: found.path, params: found.params, payload: body });

@@ -355,9 +355,9 @@ export class ServingTable {
     const metadata = frame.metadata ?? NO_METADATA;
     const channel = frame.channel === true;
     const found = (channel ? this._channels : this._offer).find(name);
-    if (!channel && found?.repeated != null) { // a key given twice: refused, not the last one kept
-      return this._refuse(id, `publisher name '${name}' gives the parameter '${found.repeated}' more than once `
-        + "(PROTOCOL.md §5.5)", APPLICATION);
+    if (found?.repeated != null) { // a key given twice: refused, not the last one kept
+      return this._refuse(id, `${channel ? "channel" : "publisher"} name '${name}' gives the parameter `
+        + `'${found.repeated}' more than once (PROTOCOL.md §5.5)`, APPLICATION);
     }
     if (found === null) {
       if (channel) return this._refuse(id, `no channel named '${name}' (PROTOCOL.md §21.3)`, UNKNOWN_PUBLISHER);
