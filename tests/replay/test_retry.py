@@ -3,7 +3,11 @@ a call, a range read and an upload each ask it what to do after a failed attempt
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import ssl
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +20,10 @@ from rstreams.errors import (
     ConnectionBrokenError,
     TLSRefusedError,
 )
+from rstreams.net._transport import TLSServerError
 from rstreams.replay import AccessDeniedError, TLSHandshakeError
-from rstreams.replay._client import RETRY_FIRST, RETRY_MAX, _Attempts, _denied, _Step
+from rstreams.replay._client import RETRY_FIRST, RETRY_MAX, _Attempts, _denied, _Step, request_json
+from testkit.tls import TestCA, refusal_alert
 
 
 def _refused() -> TLSRefusedError:
@@ -71,6 +77,7 @@ def test_other_breaks_are_tried_again_after_the_delay(error: Exception) -> None:
         AuthRequiredError("the peer said goodbye: '...'"),
         AuthTimeoutError("the peer said goodbye: '...'", code=11),
         AuthNotOfferedError("the connection was closed by this side: ..."),
+        TLSServerError("tcp://h:1 answered with a TLS record ...; use tls://h:1"),
         TimeoutError(),
         ValueError("bad name"),
     ],
@@ -133,3 +140,38 @@ def test_a_session_ended_twice_keeps_the_refusal_as_its_cause_for_the_url_hint()
     denied = _denied(refused, "wss://h:1/rs")
     assert type(denied) is CertificateRefusedError and denied.__cause__ is refused
     assert "tcp:// or ws://" in access_hint(denied)
+
+
+@pytest.mark.timeout(30)
+def test_a_tls_server_reached_with_tcp_fails_the_call_at_once_naming_the_tls_url(tmp_path: Path) -> None:
+    """A server that answers the clientHello with a TLS alert speaks TLS at that address: the call
+    fails with the TLSServerError naming tls://, not after its timeout (600 s: the test's 30 s
+    would end first) as for a server restarting."""
+    ca = TestCA.make(tmp_path, "retry CA")
+    alert = refusal_alert(ca, ca.issue("server", san=("127.0.0.1",)))
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def run() -> None:  # every connection: the alert, then read until the client closes
+        with listener:
+            while True:
+                try:
+                    accepted, _ = listener.accept()
+                except OSError:
+                    return
+                with accepted, contextlib.suppress(OSError):
+                    accepted.recv(64)
+                    accepted.sendall(alert)
+                    while accepted.recv(4096):
+                        pass
+
+    threading.Thread(target=run, name="TLS alerts", daemon=True).start()
+    port = listener.getsockname()[1]
+    try:
+        with pytest.raises(TLSServerError) as told:
+            request_json(f"tcp://127.0.0.1:{port}", "log?latest", timeout=600)
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+    assert str(told.value).startswith(f"tcp://127.0.0.1:{port} answered with a TLS record"), told.value
+    assert str(told.value).endswith(f"; use tls://127.0.0.1:{port}"), told.value

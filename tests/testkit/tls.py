@@ -23,7 +23,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["Issued", "MutualPki", "TestCA", "client_context", "server_context"]
+__all__ = [
+    "Issued",
+    "MutualPki",
+    "TestCA",
+    "client_context",
+    "client_hello",
+    "refusal_alert",
+    "server_context",
+]
 
 _DAY = datetime.timedelta(days=1)
 
@@ -142,6 +150,41 @@ def client_context(ca: TestCA, client: Issued | None = None) -> ssl.SSLContext:
     if client is not None:
         context.load_cert_chain(client.cert, client.key)
     return context
+
+
+def client_hello(ca: TestCA) -> bytes:
+    """The first record of a TLS client's handshake (a handshake record, 0x16 0x03 ...), as
+    OpenSSL writes it through memory BIOs."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = client_context(ca).wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+    try:
+        client.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
+def refusal_alert(ca: TestCA, server: Issued) -> bytes:
+    """The alert record (0x15 0x03 ...) that a TLS 1.3 server presenting ``server`` sends a client
+    offering at most TLS 1.2, as OpenSSL writes it through memory BIOs: what a TLS server answers
+    a handshake it refuses with."""
+    hello = client_context(ca)
+    hello.maximum_version = ssl.TLSVersion.TLSv1_2
+    c_in, c_out, s_in, s_out = ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO(), ssl.MemoryBIO()
+    client = hello.wrap_bio(c_in, c_out, server_hostname="127.0.0.1")
+    context = server_context(server)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    refusing = context.wrap_bio(s_in, s_out, server_side=True)
+    try:
+        client.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    s_in.write(c_out.read())
+    try:
+        refusing.do_handshake()
+    except ssl.SSLError:
+        pass
+    return s_out.read()
 
 
 def _general_name(name: str) -> x509.GeneralName:

@@ -41,7 +41,7 @@ from rstreams.errors import (
 )
 from rstreams.flow._public import from_iterable
 from rstreams.net import RAW, Connection, RemoteStreamError, UnknownPublisher, connect
-from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT
+from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT, TLSServerError
 from rstreams.replay._access import Access
 from rstreams.replay._cursor import PACK_BYTES, pack, packed_count, unpack
 from rstreams.replay._server import UPLOAD_NAME
@@ -126,9 +126,13 @@ class ServerUnavailableError(ReactiveStreamsError, ConnectionError):
 
 
 def _retryable(error: BaseException) -> bool:
-    """Whether ``error`` looks like a server restarting or out of reach for a moment."""
-    if isinstance(error, ConnectionBrokenError):  # not a failed TLS handshake, nor refused access
-        return not isinstance(error.__cause__, ssl.SSLError) and not isinstance(error, AuthenticationError)
+    """Whether ``error`` looks like a server restarting or out of reach for a moment: not a failed
+    TLS handshake, nor refused access, nor a TLS server reached with ``tcp://``
+    (:class:`~rstreams.net._transport.TLSServerError`, whose message names the URL to use)."""
+    if isinstance(error, ConnectionBrokenError):
+        if isinstance(error, AuthenticationError | TLSServerError):
+            return False
+        return not isinstance(error.__cause__, ssl.SSLError)
     return isinstance(error, OSError) and not isinstance(error, ssl.SSLError | TimeoutError)
 
 
