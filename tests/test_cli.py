@@ -43,6 +43,7 @@ from rstreams.replay import (
     ServerUnavailableError,
     TLSHandshakeError,
 )
+from testkit import patience
 from testkit.imports import without_package
 from testkit.net import run_virtual
 
@@ -177,12 +178,12 @@ def served(offer: Any, url: str = "tcp://127.0.0.1:0", **options: Any) -> Iterat
     thread = threading.Thread(target=loop.run_until_complete, args=(run(),))
     thread.start()
     try:
-        assert ready.wait(10), "the test server did not start"
+        assert patience.wait(ready, 10), "the test server did not start"
         yield urls[0]
     finally:
         if stop:
             loop.call_soon_threadsafe(stop[0].set)
-        thread.join(10)
+        patience.join(thread, 10)
         loop.close()
 
 
@@ -199,11 +200,11 @@ def cli_server(*options: str, url: str = "tcp://127.0.0.1:0") -> Iterator[str]:
     try:
         assert process.stdout is not None
         announced = process.stdout.readline()  # ends at exit too: a crash cannot hang this
-        assert announced.startswith("serving "), announced + process.communicate(timeout=10)[1]
+        assert announced.startswith("serving "), announced + patience.communicate(process, 10)[1]
         yield announced
     finally:
         process.terminate()  # SIGTERM: the server closes its connections and exits 0
-        _, err = process.communicate(timeout=10)
+        _, err = patience.communicate(process, 10)
         assert process.returncode == 0, err
 
 
@@ -315,7 +316,7 @@ def test_demand_is_a_window_and_count_cancels(capsys: pytest.CaptureFixture[str]
     publisher = RecordingPublisher()
     with served({"numbers": publisher}) as url:
         status, lines, err = subscribe(capsys, url, "numbers", "--demand", str(window), "--count", "10")
-        assert publisher.cancelled.wait(10), "the subscription was not cancelled after --count"
+        assert patience.wait(publisher.cancelled, 10), "the subscription was not cancelled after --count"
     assert (status, err) == (0, "")
     assert lines == [str(n) for n in range(10)]
     assert publisher.most_outstanding <= window
@@ -1024,18 +1025,18 @@ def test_each_element_is_printed_as_it_arrives() -> None:
         reader = threading.Thread(target=read)
         reader.start()
         try:
-            assert publisher.asked.wait(30), "the subscriber never asked"
+            assert patience.wait(publisher.asked, 30, [process.pid]), "the subscriber never asked"
             assert publisher.subscriber is not None
             publisher.subscriber.on_next(b"first")
-            assert lines.get(timeout=30) == "first\n"  # while the stream is still open
+            assert patience.get(lines, 30, [process.pid]) == "first\n"  # while the stream is still open
             publisher.subscriber.on_next(b"second")
             publisher.subscriber.on_complete()
-            assert lines.get(timeout=30) == "second\n"
-            assert process.wait(30) == 0
+            assert patience.get(lines, 30, [process.pid]) == "second\n"
+            assert patience.wait_child(process, 30) == 0
         finally:
             process.kill()
-            process.communicate(timeout=10)
-            reader.join(10)
+            patience.communicate(process, 10)
+            patience.join(reader, 10)
 
 
 @pytest.mark.timeout(60)
@@ -1244,7 +1245,7 @@ def test_a_web_server_at_a_tcp_url_is_named(capsys: pytest.CaptureFixture[str]) 
         thread.start()
         url = f"tcp://127.0.0.1:{web.getsockname()[1]}"
         status, lines, err = subscribe(capsys, url, "counter", "--timeout", "10")
-        thread.join(10)
+        patience.join(thread, 10)
     assert (status, lines) == (2, [])
     assert "they look like an HTTP response; for a WebSocket server use ws:// or wss://" in err
 
@@ -1465,16 +1466,20 @@ def test_serve_a_log_with_metrics_exposes_what_the_log_holds() -> None:
         assert metrics_line.startswith("metrics at http://127.0.0.1:"), metrics_line
         url = metrics_line.split(" at ", 1)[1].strip()
         held = 'rstreams_replay_elements_held{log="sensors"} 2.0'
-        for _ in range(100):  # the lines are fed on the server's thread: ask until both are held
+
+        # the lines are fed on the server's thread: ask until both are held
+        def asked(seconds: float) -> bool:
             with urllib.request.urlopen(url, timeout=10) as response:
                 if held in response.read().decode():
-                    break
-            threading.Event().wait(0.1)
-        else:
+                    return True
+            threading.Event().wait(min(seconds, 0.1))
+            return False
+
+        if not patience.Patience(10, [process.pid]).until(asked):
             raise AssertionError(f"no {held!r} at {url}")
     finally:
         process.terminate()  # SIGTERM: the server closes its connections and exits 0
-        process.wait(10)
+        patience.wait_child(process, 10)
         assert process.stderr is not None and process.stdout is not None
         err = process.stderr.read()
         process.stderr.close()

@@ -72,6 +72,22 @@ def test_time_lost_waiting_for_a_cpu_is_not_counted(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.timeout(30)
+def test_an_event_wait_counts_the_childrens_time_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``wait(event, limit, children)``: the children's waits for a CPU are read as well."""
+    asked: list[list[int]] = []
+
+    def delays(pids: object, children: Iterable[int]) -> dict[int, float]:
+        asked.append(list(children))
+        return {1: time.monotonic()}  # (starved all along)
+
+    monkeypatch.setattr(bound, "_delays", delays)
+    late = threading.Event()
+    threading.Timer(0.2, late.set).start()
+    assert patience.wait(late, 0.02, [4242]) is True
+    assert asked and all(children == [4242] for children in asked)
+
+
+@pytest.mark.timeout(30)
 def test_the_hard_bound_ends_a_wait_however_loaded_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     starved_all_along(monkeypatch)
     started = time.monotonic()

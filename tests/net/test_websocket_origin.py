@@ -14,12 +14,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
 
 from rstreams.net import Server, serve
 from rstreams.net._origins import check_origins, own_origins
 from rstreams.net._websocket import SUBPROTOCOL
+from testkit import patience
+from testkit.bound import WAIT, within
 
 EVIL = "http://evil.example"
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -204,9 +207,16 @@ def _rstreams(*args: str) -> subprocess.Popen[str]:
 )
 def test_cli_serve_refuses_a_malformed_or_useless_origin(args: list[str], said: str) -> None:
     process = _rstreams("serve", *args)
-    out, err = process.communicate(timeout=30)
+    out, err = patience.communicate(process, 30)
     assert process.returncode == 2, (out, err)
     assert said in err and err.startswith("rstreams serve: "), err
+
+
+async def _opened(url: str, origin: str, pid: int) -> ClientConnection:
+    """A WebSocket opened at ``url`` by a handshake carrying ``origin``, bounded by the own time of
+    the server process ``pid`` and ours (testkit.bound), not by websockets' own timer."""
+    opening = ws_connect(url, subprotocols=[SUBPROTOCOL], origin=origin, proxy=None, open_timeout=None)
+    return await within(opening, WAIT, [pid])
 
 
 @pytest.mark.asyncio
@@ -221,13 +231,12 @@ async def test_cli_serve_origin_allows_that_page_only(form: list[str]) -> None:
         found = re.search(r" on (ws://\S+)", line)
         assert found is not None, line
         url = found.group(1)
-        async with ws_connect(url, subprotocols=[SUBPROTOCOL], origin="https://app.example:8443", proxy=None):
+        async with await _opened(url, "https://app.example:8443", process.pid):
             pass
         with pytest.raises(InvalidStatus) as refused:
-            async with ws_connect(url, subprotocols=[SUBPROTOCOL], origin=EVIL, proxy=None):
-                pass
+            await _opened(url, EVIL, process.pid)
         assert refused.value.response.status_code == 403
         assert f"rstreams serve --origin {EVIL}" in bytes(refused.value.response.body).decode()
     finally:
         process.terminate()
-        process.communicate(timeout=30)
+        patience.communicate(process, 30)

@@ -10,7 +10,6 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 
 from rstreams.cli import main
 from rstreams.replay import Access, ReplayLog, fetch_range, request_json
+from testkit import patience
 from testkit.tls import TestCA
 
 pytestmark = pytest.mark.timeout(60)
@@ -55,7 +55,7 @@ def test_serve_reads_standard_input_only_as_the_log_has_room() -> None:
         assert fetch_range(url, "lines", 5, 10, timeout=10) == [b"line %d" % i for i in range(5, 10)]
     finally:
         server.terminate()
-        server.wait(20)
+        patience.wait_child(server, 20)
         for pipe in (server.stdin, server.stdout):
             if pipe is not None:
                 pipe.close()
@@ -152,7 +152,7 @@ def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
         assert "refused the credentials" in err and "--token" in err and wrong not in err
     finally:
         server.terminate()
-        server.wait(20)
+        patience.wait_child(server, 20)
         for pipe in (server.stdin, server.stdout):
             if pipe is not None:
                 pipe.close()
@@ -316,19 +316,23 @@ def test_serve_stops_cleanly_while_reading_a_live_pipe(stop: signal.Signals) -> 
         server.stdin.flush()
         assert server.stdout.readline().startswith(b"serving 'lines'")
         producer.start()
-        deadline = time.monotonic() + 20
-        while not _reads_a_pipe(server.pid):  # until the log's thread is in a read
-            if time.monotonic() > deadline:
-                pytest.skip("no thread seen in a pipe read (/proc/PID/task/*/wchan)")
-            threading.Event().wait(0.01)
+
+        def reading(seconds: float) -> bool:  # until the log's thread is in a read
+            if _reads_a_pipe(server.pid):
+                return True
+            threading.Event().wait(min(seconds, 0.01))
+            return False
+
+        if not patience.Patience(20, [server.pid]).until(reading):
+            pytest.skip("no thread seen in a pipe read (/proc/PID/task/*/wchan)")
         server.send_signal(stop)
-        _, err = server.communicate(timeout=20)
+        _, err = patience.communicate(server, 20)
     finally:
         stop_writing.set()
         if server.poll() is None:
             server.kill()
             server.communicate()
-        producer.join(10)
+        patience.join(producer, 10)
     assert (server.returncode, err.decode()) == (0, "")
 
 
@@ -345,7 +349,7 @@ def test_sigterm_right_after_the_announcement_stops_cleanly(log: list[str]) -> N
     assert server.stdout is not None
     assert server.stdout.readline().startswith(b"serving ")
     server.terminate()
-    _, err = server.communicate(timeout=20)
+    _, err = patience.communicate(server, 20)
     assert (server.returncode, err.decode()) == (0, "")
 
 
@@ -412,6 +416,6 @@ def test_publish_over_wss_to_serve_with_a_client_ca_and_no_certificate_exits_2_a
         assert err.count("\n") == 1
     finally:
         server.terminate()
-        server.wait(20)
+        patience.wait_child(server, 20)
         if server.stdout is not None:
             server.stdout.close()

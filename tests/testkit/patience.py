@@ -108,9 +108,10 @@ def wait_for(condition: threading.Condition, predicate: Callable[[], T], limit: 
     return last[0] if last else predicate()
 
 
-def wait(event: threading.Event, limit: float = WAIT) -> bool:
-    """``event.wait(limit)`` bounded by :class:`Patience`: whether the event was set."""
-    return Patience(limit).until(event.wait)
+def wait(event: threading.Event, limit: float = WAIT, children: Iterable[int] = ()) -> bool:
+    """``event.wait(limit)`` bounded by :class:`Patience` (over ``children`` too, for an event
+    that a child's doing sets): whether the event was set."""
+    return Patience(limit, children).until(event.wait)
 
 
 def _joined(thread: threading.Thread, seconds: float) -> bool:

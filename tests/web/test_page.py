@@ -28,6 +28,8 @@ from rstreams.web import (
     page_for_logs,
     static_file,
 )
+from testkit import patience
+from testkit.bound import WAIT, within
 from testkit.net import assert_collected_closes_its_loop
 
 STATIC = Path(rstreams.__file__).parent / "web" / "static"
@@ -174,7 +176,7 @@ def test_cli_serve_web_serves_the_page_for_the_log() -> None:
         assert config["publisher"] == "lines"
 
         async def read() -> list[bytes]:
-            conn = await connect(config["url"])
+            conn = await within(connect(config["url"], handshake_timeout=None), WAIT, [process.pid])
             try:
                 return [item async for item in conn.publisher("lines?from=0&to=2")]
             finally:
@@ -183,7 +185,7 @@ def test_cli_serve_web_serves_the_page_for_the_log() -> None:
         assert [json.loads(row)["value"] for row in asyncio.run(read())] == [1.5, 2.5]
     finally:
         process.terminate()
-        process.communicate(timeout=20)
+        patience.communicate(process, 20)
 
 
 @pytest.mark.timeout(60)
