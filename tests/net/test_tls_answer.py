@@ -13,7 +13,7 @@ import pytest
 from rstreams.errors import ConnectionBrokenError
 from rstreams.net import connect
 from rstreams.net._closing import NOT_RSIO_HINT
-from rstreams.net._transport import TLSServerError
+from rstreams.net._transport import EndedBeforeHelloError, TLSServerError
 from testkit.tls import TestCA, client_hello, refusal_alert, server_context
 
 pytestmark = pytest.mark.timeout(30)
@@ -103,4 +103,4 @@ def test_an_asyncio_tls_server_that_closes_without_a_word_keeps_the_scheme_hint(
             await server.wait_closed()
 
     error = asyncio.run(main())
-    assert type(error) is ConnectionBrokenError and str(error).endswith(NOT_RSIO_HINT), repr(error)
+    assert type(error) is EndedBeforeHelloError and str(error).endswith(NOT_RSIO_HINT), repr(error)

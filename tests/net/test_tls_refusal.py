@@ -23,7 +23,12 @@ import pytest
 import rstreams
 from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, TLSRefusedError
 from rstreams.net import connect, serve
-from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLS_REFUSAL_HINT, TLSNoResponseError
+from rstreams.net._transport import (
+    TLS_ENDED_BEFORE_HELLO,
+    TLS_REFUSAL_HINT,
+    EndedBeforeHelloError,
+    TLSNoResponseError,
+)
 from testkit.bound import within
 from testkit.tls import MutualPki, client_context, server_context
 
@@ -126,7 +131,7 @@ async def test_a_plain_connection_ended_before_the_hello_is_not_one() -> None:
     finally:
         closer.cancel()
         listener.close()
-    assert type(error) is ConnectionBrokenError, repr(error)
+    assert type(error) is EndedBeforeHelloError and not isinstance(error, TLSRefusedError), repr(error)
     assert "before its hello" in str(error)
 
 

@@ -20,7 +20,7 @@ from rstreams.errors import (
     ConnectionBrokenError,
     TLSRefusedError,
 )
-from rstreams.net._transport import TLSServerError
+from rstreams.net._transport import EndedBeforeHelloError, TLSServerError
 from rstreams.replay import AccessDeniedError, TLSHandshakeError
 from rstreams.replay._client import RETRY_FIRST, RETRY_MAX, _Attempts, _denied, _Step, request_json
 from testkit.tls import TestCA, refusal_alert
@@ -175,3 +175,44 @@ def test_a_tls_server_reached_with_tcp_fails_the_call_at_once_naming_the_tls_url
         listener.close()
     assert str(told.value).startswith(f"tcp://127.0.0.1:{port} answered with a TLS record"), told.value
     assert str(told.value).endswith(f"; use tls://127.0.0.1:{port}"), told.value
+
+
+def test_a_plain_connection_ended_before_the_hello_twice_in_a_row_gives_up() -> None:
+    """Once may be a server killed just then (tried again at once); the same end again is the
+    address: an endpoint that does not speak RS.io on the URL's scheme."""
+    attempts = _Attempts()
+    assert attempts.step(EndedBeforeHelloError("ended before its hello")) is _Step.AT_ONCE
+    assert attempts.step(EndedBeforeHelloError("ended before its hello")) is _Step.GIVE_UP
+    after_other = _Attempts()
+    assert after_other.step(ConnectionBrokenError("reset")) is _Step.AFTER_DELAY
+    assert after_other.step(EndedBeforeHelloError("ended before its hello")) is _Step.AT_ONCE
+
+
+@pytest.mark.timeout(30)
+def test_a_python_tls_server_reached_with_tcp_fails_the_call_at_once(tmp_path: Path) -> None:
+    """Python's TLS server closes a plain client without a word (no alert to read): the call
+    gives up at the second such end with the scheme hint, not after its timeout (600 s)."""
+    import asyncio
+
+    from testkit.tls import server_context
+
+    ca = TestCA.make(tmp_path, "retry CA")
+    context = server_context(ca.issue("server", san=("127.0.0.1",)))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="TLS", daemon=True)
+    thread.start()
+
+    async def listen() -> asyncio.Server:
+        return await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0, ssl=context)
+
+    server = asyncio.run_coroutine_threadsafe(listen(), loop).result(10)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(EndedBeforeHelloError) as told:
+            request_json(f"tcp://127.0.0.1:{port}", "log?latest", timeout=600)
+    finally:
+        loop.call_soon_threadsafe(server.close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+    assert "its URL is tls://host:port" in str(told.value), told.value

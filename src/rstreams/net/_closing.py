@@ -44,7 +44,7 @@ from rstreams.errors import (
 )
 from rstreams.net._auth import ClientAuth, goodbye_error
 from rstreams.net._outbox import Outbox
-from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, Transport
+from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, EndedBeforeHelloError, Transport
 from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
 
 __all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing", "check_handshake_timeout"]
@@ -295,6 +295,7 @@ class Closing:
                     kind = TLSRefusedError
                 elif isinstance(error, AbruptCloseError) and self._unanswered_client():
                     message += f" before its hello; {NOT_RSIO_HINT}"
+                    kind = EndedBeforeHelloError
                 broken = kind(message, code=code)
                 broken.__cause__ = error
             self.end_streams(broken)
@@ -331,6 +332,7 @@ class Closing:
                 kind = TLSRefusedError
             elif outbox.core.state is ConnectionState.AWAITING_HELLO and self._unanswered_client():
                 message += f" before its hello; {NOT_RSIO_HINT}"
+                kind = EndedBeforeHelloError
             broken = kind(message)
             if error is not None:
                 broken.__cause__ = error

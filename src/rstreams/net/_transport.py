@@ -46,6 +46,7 @@ __all__ = [
     "TLS_ENDED_BEFORE_HELLO",
     "TLS_RECORD_TYPES",
     "TLS_REFUSAL_HINT",
+    "EndedBeforeHelloError",
     "TLSEndedError",
     "TLSNoResponseError",
     "TLSServerError",
@@ -138,6 +139,13 @@ class TLSServerError(ConnectionBrokenError):
     answers every connection the same way, so callers that retry (the replay client) do not.
     A TLS server that closes without a word instead (as Python's does) ends the connection as any
     server that closes before its hello does."""
+
+
+class EndedBeforeHelloError(ConnectionBrokenError):
+    """A plain connection that its server ended before its hello, without a word: the message
+    says that an endpoint not speaking RS.io on the URL's scheme closes like this. Once, it may
+    be a server killed just then; again at once, it is the address (a TLS server reached with
+    ``tcp://``, as Python's closes so): the replay client gives up at the second in a row."""
 
 
 def check_water_marks(high: int, low: int) -> None:

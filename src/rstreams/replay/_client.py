@@ -41,7 +41,12 @@ from rstreams.errors import (
 )
 from rstreams.flow._public import from_iterable
 from rstreams.net import RAW, Connection, RemoteStreamError, UnknownPublisher, connect
-from rstreams.net._transport import CERTIFICATE_ALERTS, TLS_REFUSAL_HINT, TLSServerError
+from rstreams.net._transport import (
+    CERTIFICATE_ALERTS,
+    TLS_REFUSAL_HINT,
+    EndedBeforeHelloError,
+    TLSServerError,
+)
 from rstreams.replay._access import Access
 from rstreams.replay._cursor import PACK_BYTES, pack, packed_count, unpack
 from rstreams.replay._server import UPLOAD_NAME
@@ -144,6 +149,12 @@ class _Step(enum.Enum):
     AFTER_DELAY = "try again after the delay"
 
 
+_ONCE_MAY_BE_A_RESTART = (TLSRefusedError, EndedBeforeHelloError)
+"""Ends that a server killed just then makes once, and a server that will never answer (one
+refusing our certificate; one not speaking RS.io on the URL's scheme, such as a TLS server
+reached with ``tcp://``) makes every time: tried again at once, given up at the second in a row."""
+
+
 class _Attempts:
     """The failed attempts of one call (:meth:`_Client.call`, a range of :func:`_stream`, an
     :func:`upload`) and what to do after each: the one place the retry decision is made.
@@ -156,7 +167,10 @@ class _Attempts:
     a row is the refusal: the call gives up (:func:`_denied` says so). Any other break that
     :func:`_retryable` accepts is tried again after the delay, which doubles from
     :data:`RETRY_FIRST` up to :data:`RETRY_MAX`, until the caller's timeout. (A refusal by an
-    alert, as other TLS servers send, is an ``ssl.SSLError``: not retried at all.)
+    alert, as other TLS servers send, is an ``ssl.SSLError``: not retried at all.) A plain
+    connection ended before the server's hello without a word
+    (:class:`~rstreams.net._transport.EndedBeforeHelloError`: what a TLS server reached with
+    ``tcp://`` does) is handled as a refusal: again at once, given up at the second in a row.
     """
 
     def __init__(self) -> None:
@@ -168,11 +182,14 @@ class _Attempts:
         the answer is to give up."""
         if not _retryable(error):
             return _Step.GIVE_UP
-        refused = isinstance(error, TLSRefusedError)
-        if refused and self.failures and isinstance(self.failures[-1], TLSRefusedError):
-            return _Step.GIVE_UP
+        for kind in _ONCE_MAY_BE_A_RESTART:
+            if isinstance(error, kind):
+                if self.failures and isinstance(self.failures[-1], kind):
+                    return _Step.GIVE_UP
+                self.failures.append(error)
+                return _Step.AT_ONCE
         self.failures.append(error)
-        return _Step.AT_ONCE if refused else _Step.AFTER_DELAY
+        return _Step.AFTER_DELAY
 
     def delay(self) -> float:
         """Seconds to wait before the attempt after an :attr:`_Step.AFTER_DELAY` (then doubled)."""
