@@ -196,11 +196,7 @@ def wait_child(child: subprocess.Popen[AnyStr], limit: float = WAIT) -> int:
             return False
         return True
 
-    patience = Patience(limit, [child.pid])
-    if not patience.until(step):
-        expired = subprocess.TimeoutExpired(child.args, limit)
-        expired.add_note(f"the child ran {patience.said()} without exiting")
-        raise expired
+    _until_exit(child, limit, step)
     return child.returncode
 
 
@@ -223,12 +219,18 @@ def communicate(
             return False
         return True
 
+    _until_exit(child, limit, step)
+    return out[0]
+
+
+def _until_exit(child: subprocess.Popen[AnyStr], limit: float, step: Callable[[float], bool]) -> None:
+    """Run ``step`` until it says the child is done, bounded by :class:`Patience` over ``child``
+    and this process; ``subprocess.TimeoutExpired`` (the child left running) once it is over."""
     patience = Patience(limit, [child.pid])
     if not patience.until(step):
         expired = subprocess.TimeoutExpired(child.args, limit)
         expired.add_note(f"the child ran {patience.said()} without exiting")
         raise expired
-    return out[0]
 
 
 def child_line(child: subprocess.Popen[AnyStr], what: str, limit: float = WAIT) -> AnyStr:
