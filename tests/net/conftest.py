@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import ssl
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_asyncio
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +46,16 @@ def server_ssl(tls_files: tuple[Path, Path]) -> ssl.SSLContext:
 def client_ssl(tls_files: tuple[Path, Path]) -> ssl.SSLContext:
     cert, _ = tls_files
     return ssl.create_default_context(cafile=str(cert))
+
+
+@pytest_asyncio.fixture
+async def nothing_escapes() -> AsyncIterator[None]:
+    """Nothing reaches the loop's exception handler (a transport callback that raised, say: a
+    resumable session sending its resumeToken after a refusal's goodbye did). Modules that want
+    it name it: ``pytest.mark.usefixtures("nothing_escapes")``."""
+    escaped: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: escaped.append(context))
+    yield
+    loop.set_exception_handler(None)
+    assert escaped == []

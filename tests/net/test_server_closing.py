@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import pytest_asyncio
 
 import rstreams
 from rstreams.net import Connection, Server, serve
@@ -28,24 +25,13 @@ from rstreams.wire.extensions import GOODBYE_CODE, REGISTERED
 from testkit.bound import within
 from testkit.net import listen_url
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60), pytest.mark.usefixtures("nothing_escapes")]
 
 ALL = tuple(ext.id for ext in REGISTERED)
 HELLO = encode(ClientHello(extensions=ALL))
 SUBSCRIBE = encode(Subscribe(publisher="greeting", subscriber=1, initial_demand=4))
 RESUMES = [False, True]
 RESUME_IDS = ["plain", "resume"]
-
-
-@pytest_asyncio.fixture(autouse=True)
-async def nothing_escapes() -> AsyncIterator[None]:
-    """Nothing reaches the loop's exception handler (a transport callback that raised)."""
-    escaped: list[dict[str, Any]] = []
-    loop = asyncio.get_running_loop()
-    loop.set_exception_handler(lambda _, context: escaped.append(context))
-    yield
-    loop.set_exception_handler(None)
-    assert escaped == []
 
 
 class Watched:
