@@ -232,3 +232,48 @@ def test_a_silent_child_is_killed_after_its_limit_and_one_that_exits_is_named() 
         out, err = patience.communicate(talking, given="hi")
         assert (out, err) == ("HI\n", None)
         assert patience.wait_child(talking) == 0
+
+
+@pytest.mark.timeout(30)
+def test_run_is_subprocess_run_bounded_by_the_childs_own_time() -> None:
+    """``run``: the child's output and status as ``subprocess.run``'s; a child still running once
+    its bound is over is killed, ``TimeoutExpired``; ``check`` raises for a failed one."""
+    done = patience.run(
+        [sys.executable, "-c", "import sys; print(input().upper()); sys.exit(2)"],
+        input="hi",
+        capture_output=True,
+        text=True,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (2, "HI\n", "")
+    with pytest.raises(subprocess.CalledProcessError):
+        patience.run([sys.executable, "-c", "raise SystemExit(1)"], check=True, capture_output=True)
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired, match=r"0\.2 s of own time"):
+        patience.run([sys.executable, "-c", "import time; time.sleep(60)"], 0.2, capture_output=True)
+    assert time.monotonic() - started < 20  # killed, not awaited for its minute
+
+
+@pytest.mark.timeout(30)
+def test_the_delays_walk_takes_a_childs_descendants_and_not_the_children_of_pids() -> None:
+    """One walk of /proc: a child's grandchild's threads are counted; ``pids`` are counted
+    without their descendants."""
+    if not os.path.exists("/proc/self/task"):
+        pytest.skip("needs /proc")
+    code = (
+        "import subprocess, sys, time\n"
+        "grandchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(grandchild.pid, flush=True); time.sleep(60)"
+    )
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as child:
+        try:
+            grandchild = int(patience.child_line(child, "its child's pid"))
+            try:
+                assert grandchild in bound._delays([], [child.pid])
+                assert child.pid in bound._delays([], [child.pid])
+                alone = bound._delays([os.getpid()], [])
+                assert threading.get_native_id() in alone
+                assert child.pid not in alone and grandchild not in alone
+            finally:
+                os.kill(grandchild, 9)
+        finally:
+            child.kill()

@@ -44,41 +44,36 @@ def _read(path: str) -> str:
         return file.read()
 
 
-def _family(pids: Iterable[int]) -> set[int]:
-    """``pids`` and every descendant of them (``/proc/PID/task/TID/children``)."""
-    found: set[int] = set()
-    todo = list(pids)
+def _delays(pids: Iterable[int], children: Iterable[int]) -> dict[int, float]:
+    """Thread id -> seconds it has spent runnable but waiting for a CPU (its ``schedstat``'s second
+    field), for every thread of ``pids`` and of ``children`` and their descendants; empty where
+    ``/proc`` does not say. One walk of ``/proc/PID/task``: a thread of a child gives its delay
+    and its own children (``/proc/PID/task/TID/children``), which the walk then takes too."""
+    found: dict[int, float] = {}
+    family = set(children)
+    todo, seen = [*family, *pids], set[int]()
     while todo:
         pid = todo.pop()
-        if pid in found:
+        if pid in seen:
             continue
-        found.add(pid)
+        seen.add(pid)
         try:
             tids = os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
         for tid in tids:
+            task = f"/proc/{pid}/task/{tid}"
             try:
-                todo += [int(child) for child in _read(f"/proc/{pid}/task/{tid}/children").split()]
-            except (OSError, ValueError):
-                pass
-    return found
-
-
-def _delays(pids: Iterable[int], children: Iterable[int]) -> dict[int, float]:
-    """Thread id -> seconds it has spent runnable but waiting for a CPU, for every thread of
-    ``pids`` and of ``children`` and their descendants; empty where ``/proc`` does not say."""
-    found: dict[int, float] = {}
-    for pid in {*pids, *_family(children)}:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                found[int(tid)] = int(_read(f"/proc/{pid}/task/{tid}/schedstat").split()[1]) / 1e9
+                found[int(tid)] = int(_read(f"{task}/schedstat").split()[1]) / 1e9
             except (OSError, IndexError, ValueError):
                 pass
+            if pid in family:
+                try:
+                    kids = [int(kid) for kid in _read(f"{task}/children").split()]
+                except (OSError, ValueError):
+                    continue
+                family.update(kids)
+                todo += kids
     return found
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "get",
     "join",
     "result",
+    "run",
     "wait",
     "wait_child",
     "wait_for",
@@ -221,6 +222,35 @@ def communicate(
 
     _until_exit(child, limit, step)
     return out[0]
+
+
+def run(
+    command: list[str],
+    limit: float = WAIT,
+    *,
+    input: AnyStr | None = None,  # noqa: A002 (subprocess.run's name)
+    capture_output: bool = False,
+    check: bool = False,
+    **popen: Any,
+) -> subprocess.CompletedProcess[Any]:
+    """``subprocess.run(command, timeout=limit, ...)`` bounded by :class:`Patience` over the child
+    and this process: its ``CompletedProcess``; ``subprocess.TimeoutExpired`` (the child killed)
+    once the bound is over, ``CalledProcessError`` for a failed child under ``check``."""
+    if input is not None:
+        popen["stdin"] = subprocess.PIPE
+    if capture_output:
+        popen["stdout"] = popen["stderr"] = subprocess.PIPE
+    with subprocess.Popen(command, **popen) as child:
+        try:
+            out, err = communicate(child, limit, input)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise
+    done = subprocess.CompletedProcess(command, child.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
 
 
 def _until_exit(child: subprocess.Popen[AnyStr], limit: float, step: Callable[[float], bool]) -> None:
