@@ -93,6 +93,7 @@ class Closing:
         "_outbox",
         "_refusal",
         "client_auth",
+        "handshake_deadline",
         "made",
         "on_end",
     )
@@ -109,6 +110,10 @@ class Closing:
         self._close_callbacks: list[Callable[[], object]] = []
         self.made = False
         """Whether the transport came up (a failed TLS handshake never does)."""
+        self.handshake_deadline: float | None = None
+        """Loop time by which the peer's hello must come, when set before :meth:`start`: a
+        server's transport was up, and its handshake timeout running, before its connection
+        was made (a resumable server's first bytes, :mod:`rstreams.net._resume`)."""
         self.on_end: list[Callable[[BaseException], object]] = []
         """Called once with the error every open stream ends with."""
         self.client_auth: ClientAuth | None = None
@@ -118,12 +123,15 @@ class Closing:
 
     # -- the start ------------------------------------------------------------------------------
     def start(self) -> None:
-        """The transport is up: the peer's hello is now awaited for at most the handshake timeout."""
+        """The transport is up: the peer's hello is now awaited for at most the handshake timeout
+        (until :attr:`handshake_deadline` when set)."""
         self.made = True
         if self._handshake_timeout is not None:
-            self._handshake_timer = self._outbox.loop.call_later(
-                self._handshake_timeout, self.handshake_expired
-            )
+            loop = self._outbox.loop
+            deadline = self.handshake_deadline
+            if deadline is None:
+                deadline = loop.time() + self._handshake_timeout
+            self._handshake_timer = loop.call_at(deadline, self.handshake_expired)
 
     def refuse_at_hello(self, reason: str, code: int) -> None:
         """Say goodbye ``reason`` with ``code`` as soon as the peer's hello has been read, before

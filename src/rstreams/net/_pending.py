@@ -240,10 +240,13 @@ class Pending:
     def _start(self, received: bytes, hello: int = 0) -> Pump:
         """Make the connection: its pump takes over the transport and the bytes so far
         (``hello``: where the clientHello ends in them, when it is whole)."""
-        self._cancel_timer()
+        timer, self._timer = self._timer, None
+        pump = self._pump = self._make()
+        if timer is not None:  # the clientHello is due when it was, not again from now
+            timer.cancel()
+            pump.closing.handshake_deadline = timer.when()
         self._leave()
         self._received = b""
-        pump = self._pump = self._make()
         pump.outbox.core.data_to_send()  # its hello: already written, the same bytes
         assert self._transport is not None
         pump.connection_made(self._transport)

@@ -206,7 +206,9 @@ class ResumeRegistry:
         def made(link: Link) -> None:
             link.transport.writelines([self._hello])  # §4.1: the hello goes out at once
             if self._handshake_timeout is not None:
-                timer.append(asyncio.get_running_loop().call_later(self._handshake_timeout, expired))
+                loop = asyncio.get_running_loop()
+                link.handshake_deadline = loop.time() + self._handshake_timeout
+                timer.append(loop.call_at(link.handshake_deadline, expired))
             if doorway is not None:
                 doorway.enter(link, closing)
 
@@ -279,6 +281,8 @@ class ResumeRegistry:
         session.on_token = self._register
         session.on_finished = self._forget
         session.attach(link, [], presented=len(self._hello))
+        # the clientHello is awaited from the transport's start, not again from its first bytes
+        driver.closing.handshake_deadline = link.handshake_deadline
         driver.connection_made(session)
         return session
 

@@ -593,6 +593,7 @@ class Link:
         self._deciding = bytearray()
         self.task: asyncio.Task[None] | None = None
         self.lost = False  # the transport ended before a session took it
+        self.handshake_deadline: float | None = None  # server: when the clientHello is due (§4.1)
         self.dropped = False  # given up on: abort the transport as soon as there is one
 
     def connection_made(self, transport: Transport) -> None:

@@ -233,9 +233,11 @@ async def serve(
             local publishers stops above ``high_water`` and resumes below ``low_water``.
         handshake_timeout: seconds (default 10) a new connection has to send its
             clientHello, counted from when its transport is up (for ``tls``/``wss``, after
-            the TLS handshake, which asyncio bounds on its own). A connection that stays
-            silent is sent a goodbye ``"handshake timeout (...)"`` and closed. ``None``:
-            no limit.
+            the TLS handshake, which asyncio bounds on its own), and only from then: the
+            first bytes of a hello do not restart it, nor (with ``resume=``) those that tell a
+            new session from a resume. A connection whose clientHello has not come whole by
+            then is sent a goodbye ``"handshake timeout (...)"`` and closed. ``None``: no
+            limit.
         max_connections: most connections open at once (default 10 000), counted from
             their clientHello (until then an accepted transport costs a few hundred bytes and
             the handshake timeout bounds it). A connection beyond it is sent a goodbye naming
