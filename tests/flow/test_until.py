@@ -37,15 +37,51 @@ def test_take_until_passes_elements_until_the_trigger_then_completes() -> None:
     assert source.cancelled == 1 and other.cancelled == 1
 
 
-def test_take_until_runs_on_when_other_completes_empty() -> None:
-    """An empty other is no trigger: the source goes on to its own end."""
+def test_take_until_completes_when_other_completes_empty() -> None:
+    """An empty other is a trigger too (reactor's takeUntilOther, RxJava 2+'s takeUntil):
+    the elements before it pass, then the source is cancelled and the stream completes."""
     source, other = _pair()
     s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
     source.take_until(other).subscribe(s)
-    other.complete()
     source.emit(1, 2)
+    other.complete()
+    assert s.items == [1, 2] and s.completed and source.cancelled == 1
+    source.emit(3, force=True)  # late, after the cancel (rule 3.12)
+    assert s.items == [1, 2] and s.signals.count("on_complete") == 1
+
+
+def test_take_until_an_other_empty_at_once_completes_before_any_element() -> None:
+    """other completing inside its subscribe: on_subscribe, then on_complete (rule 1.9), the
+    source cancelled before it sent anything."""
+    source = _Eager(1, 2)
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    rstreams.from_publisher(source).take_until(rstreams.empty()).subscribe(s)
+    assert s.signals == ["on_subscribe", "on_complete"] and source.cancelled == 1
+
+
+def test_take_until_the_source_completing_first_cancels_other() -> None:
+    """The other order: the source ends first; other, not yet ended, is cancelled and its
+    later completion changes nothing."""
+    source, other = _pair()
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    source.take_until(other).subscribe(s)
+    source.emit(1)
     source.complete()
-    assert s.items == [1, 2] and s.completed
+    other.complete()
+    assert s.items == [1] and s.signals.count("on_complete") == 1 and other.cancelled == 1
+
+
+def test_skip_until_opens_when_other_completes_empty() -> None:
+    """As reactor's skipUntilOther and RxJava's skipUntil: other's completion opens the gate."""
+    source, other = _pair()
+    s: RecordingSubscriber[int] = RecordingSubscriber(initial=5)
+    source.skip_until(other).subscribe(s)
+    source.emit(1)
+    other.complete()
+    source.emit(2, 3)
+    source.complete()
+    assert s.items == [2, 3] and s.completed and other.cancelled == 0
+    assert patience.result(rstreams.range(0, 3).skip_until(rstreams.empty()).collect()) == [0, 1, 2]
 
 
 def test_skip_until_drops_and_re_requests_until_the_trigger() -> None:
@@ -138,7 +174,7 @@ def test_signals_stay_serial_with_a_threaded_trigger(pool: concurrent.futures.Ex
 def test_illegal_request_goes_upstream() -> None:
     """Rule 3.9 is the source's to signal, in order."""
     s: RecordingSubscriber[int] = RecordingSubscriber()
-    rstreams.range(0, 5).take_until(rstreams.empty()).subscribe(s)
+    rstreams.range(0, 5).take_until(ManualPublisher()).subscribe(s)
     s.request(0)
     assert isinstance(s.error, InvalidDemandError)
 
@@ -153,22 +189,39 @@ def test_other_must_be_a_publisher() -> None:
 
 def test_demand_exact_under_any_pattern() -> None:
     """Never more than requested (rule 1.1), the trigger never firing."""
-    assert drive(rstreams.range(0, 40).take_until(rstreams.empty()), [1, 3, 2]).items == list(range(40))
+    assert drive(rstreams.range(0, 40).take_until(ManualPublisher()), [1, 3, 2]).items == list(range(40))
     assert drive(rstreams.range(0, 40).skip_until(rstreams.just(1)), [1, 3, 2]).items == list(range(40))
 
 
 @pytest.mark.parametrize("operator", ["take_until", "skip_until"])
 def test_passes_the_publisher_tck(operator: str) -> None:
-    """Every PublisherVerification case, with an other that never fires (and one that fires first)."""
+    """Every PublisherVerification case, with an other that never fires (take_until) or fires
+    first (skip_until)."""
     from rstreams.tck import verify_publisher
 
-    other: rstreams.Flow[int] = rstreams.empty() if operator == "take_until" else rstreams.just(0)
+    def other() -> rstreams.Flow[int]:
+        return rstreams.from_publisher(_Never()) if operator == "take_until" else rstreams.just(0)
+
     report = verify_publisher(
-        lambda n: getattr(rstreams.range(0, n), operator)(other),
-        create_failed_publisher=lambda: getattr(rstreams.error(RuntimeError("failed")), operator)(other),
+        lambda n: getattr(rstreams.range(0, n), operator)(other()),
+        create_failed_publisher=lambda: getattr(rstreams.error(RuntimeError("failed")), operator)(other()),
     )
     assert report.ok, str(report)
     assert patience.result(rstreams.range(0, 3).take_until(rstreams.just(1)).collect()) == []
+
+
+class _Never(Publisher[int]):
+    """Never signals after ``on_subscribe`` and keeps no reference to its subscriber (rule 3.13)."""
+
+    def subscribe(self, subscriber: Subscriber[int]) -> None:
+        class Sub(Subscription):
+            def request(self, n: int) -> None:
+                pass
+
+            def cancel(self) -> None:
+                pass
+
+        subscriber.on_subscribe(Sub())
 
 
 class _Eager(Publisher[int]):

@@ -163,13 +163,15 @@ class Flow(Publisher[T], abc.ABC):
         return _Wrapped(SkipWhileFlow(_unwrap(self), predicate))
 
     def take_until(self, other: Publisher[Any]) -> Flow[T]:
-        """Elements until ``other``'s first element; then cancel upstream and complete.
+        """Elements until ``other``'s first element or its completion; then cancel upstream
+        and complete.
 
         ``other`` is asked for one element; an error from it ends the stream."""
         return _Wrapped(TakeUntilFlow(_unwrap(self), other))
 
     def skip_until(self, other: Publisher[Any]) -> Flow[T]:
-        """Drops elements (re-requesting each) until ``other``'s first element, then passes all."""
+        """Drops elements (re-requesting each) until ``other``'s first element or its
+        completion, then passes all."""
         return _Wrapped(SkipUntilFlow(_unwrap(self), other))
 
     def first(self, *, default: Any = MISSING) -> AwaitableFlow[T]:

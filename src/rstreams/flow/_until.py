@@ -2,13 +2,15 @@
 
 Both subscribe to ``other`` before the downstream gets its ``on_subscribe`` (so a trigger
 that ``other`` sends at once comes before any of the source's elements, as in reactor)
-and ask it for one element: its first ``on_next`` is the trigger, after which it is cancelled.
+and ask it for one element: its first ``on_next`` is the trigger, after which it is
+cancelled. ``other`` completing without an element is a trigger too, as in reactor's
+``takeUntilOther``/``skipUntilOther`` and RxJava's ``takeUntil``/``skipUntil``: ``other``
+has said all it will, so waiting on for an element would wait forever.
 
 * ``take_until(other)``: the source's elements pass (``request(n)`` passes through) until
   the trigger; then the source is cancelled and the stream completes.
 * ``skip_until(other)``: the source's elements are dropped until the trigger, each one
-  asked for again upstream (like ``filter``); from the trigger on they pass. If ``other``
-  completes without an element, every element is dropped.
+  asked for again upstream (like ``filter``); from the trigger on they pass.
 
 An error from ``other`` cancels the source and goes downstream; an error or completion
 of the source cancels ``other``. The two upstreams may signal from different threads:
@@ -120,4 +122,7 @@ class _Trigger(Side):
         self.parent.triggered()
 
     def on_complete(self) -> None:
-        self.stopped = True  # no element: take_until runs on, skip_until never opens
+        if self.stopped:
+            return
+        self.stopped = True  # nothing to cancel: other has ended
+        self.parent.triggered()  # no element, still a trigger: take_until completes, skip_until opens
