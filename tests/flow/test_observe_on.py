@@ -255,6 +255,29 @@ def test_delay_error_delivers_queued_elements_first() -> None:
     assert s.items == [1, 2, 3] and s.error is boom
 
 
+@pytest.mark.parametrize(("operator", "delivered"), [("observe_on", []), ("publish_on", [1, 2, 3])])
+def test_each_name_keeps_its_peers_error_default(operator: str, delivered: list[int]) -> None:
+    """observe_on drops the queue at an error (RxJava's observeOn); publish_on delivers it
+    first, as demand allows (reactor's publishOn, delayError true by default)."""
+    source: ManualPublisher[int] = ManualPublisher()
+    s: RecordingSubscriber[int] = RecordingSubscriber()
+    getattr(rstreams.from_publisher(source), operator)(InlineExecutor()).subscribe(s)
+    source.emit(1, 2, 3)
+    boom = RuntimeError("boom")
+    assert source.subscriber is not None
+    source.subscriber.on_error(boom)
+    assert s.error is (None if delivered else boom)
+    s.request(3)
+    assert s.items == delivered and s.error is boom
+    off: RecordingSubscriber[int] = RecordingSubscriber()
+    other: ManualPublisher[int] = ManualPublisher()
+    rstreams.from_publisher(other).publish_on(InlineExecutor(), delay_error=False).subscribe(off)
+    other.emit(1)
+    assert other.subscriber is not None
+    other.subscriber.on_error(boom)
+    assert off.items == [] and off.error is boom
+
+
 def test_complete_waits_for_the_queue_then_needs_no_demand() -> None:
     """Rule 1.5: on_complete comes after the last queued element, without extra demand."""
     source: ManualPublisher[int] = ManualPublisher()

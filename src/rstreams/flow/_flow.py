@@ -440,9 +440,11 @@ class Flow(Publisher[T], abc.ABC):
         target: asyncio.AbstractEventLoop | concurrent.futures.Executor,
         *,
         buffer_size: int = DEFAULT_WINDOW,
-        delay_error: bool = False,
+        delay_error: bool = True,
     ) -> Flow[T]:
-        """The same operator as :meth:`observe_on` (reactor's name for it)."""
+        """:meth:`observe_on` under reactor's name, with reactor's default: an upstream error
+        waits behind the queued elements (``delay_error=True``), where ``observe_on`` keeps
+        RxJava's default and passes it on at once, dropping them."""
         return _Wrapped(
             ObserveOnFlow(
                 _unwrap(self), target, buffer_size=buffer_size, delay_error=delay_error, operator="publish_on"
