@@ -29,7 +29,11 @@ without its connection, a resumption link whose first byte has not come) is not 
 server's connections, so the server keeps them in its doorway: when it closes, each has its
 connection made at once, with no byte of the peer's handled, and the server, closing, has
 that connection say goodbye and close like any whose peer has not said hello (PROTOCOL.md
-§9.1, §10). What the peer sends afterwards (a late hello, a resume) is discarded.
+§9.1, §10). What the peer sends afterwards (a late hello, a resume) is discarded. A
+``tls://`` transport accepted but still in its TLS handshake has no handler call yet, and none
+if its handshake fails: the doorway keeps the task that awaits that handshake (asyncio makes the
+handler in it, :meth:`Doorway.accepted`), and the server closing cancels it, which aborts the
+transport at once; the server's close waits for those tasks to end.
 """
 
 from __future__ import annotations
@@ -58,21 +62,42 @@ extensions a core accepts (64 ids of at most 10 bytes) fits; more means it is no
 
 class Doorway:
     """A server's transports at the hello stage, each with the call that makes its connection
-    now; see the module docstring. Once :meth:`close` was called, a transport entering has its
-    connection made at once."""
+    now, and those still in their TLS handshake; see the module docstring. Once :meth:`close`
+    was called, a transport entering has its connection made at once."""
 
-    __slots__ = ("_members", "closed")
+    __slots__ = ("_handshakes", "_members", "closed")
 
     def __init__(self) -> None:
         self._members: dict[object, Callable[[], object]] = {}
+        self._handshakes: dict[object, asyncio.Task[object]] = {}
         self.closed = False
 
     def __len__(self) -> int:
         return len(self._members)
 
+    @property
+    def handshakes(self) -> int:
+        """How many accepted transports are in their TLS handshake (as far as :meth:`accepted` knows)."""
+        return len(self._handshakes)
+
+    def accepted(self, member: object) -> None:
+        """``member`` is the handler of a transport just accepted, whose TLS handshake is under
+        way: asyncio's servers (and ``connect_accepted_socket``) make the handler in the task that
+        then awaits the handshake, so that task is the handshake's, and cancelling it aborts the
+        transport. It ends when the transport comes up (:meth:`enter`) or the handshake fails.
+        Called outside a task (an event loop that accepts otherwise), it does nothing."""
+        task = asyncio.current_task()
+        if task is None:
+            return
+        self._handshakes[member] = task
+        task.add_done_callback(lambda _: self._handshakes.pop(member, None))
+        if self.closed:  # accepted as the server closes: aborted where it awaits its handshake
+            task.cancel()
+
     def enter(self, member: object, start: Callable[[], object]) -> None:
         """``member``'s transport is up and waits for its peer's first bytes; ``start()`` makes
         its connection (which leaves the doorway)."""
+        self._handshakes.pop(member, None)
         if self.closed:
             start()
         else:
@@ -83,11 +108,20 @@ class Doorway:
         self._members.pop(member, None)
 
     def close(self) -> None:
-        """Make the connection of every transport at the hello stage, now and from now on."""
+        """Make the connection of every transport at the hello stage, now and from now on, and
+        abort those in their TLS handshake (:meth:`handshakes_ended` waits for that)."""
         self.closed = True
         while self._members:
             _, start = self._members.popitem()
             start()
+        for task in self._handshakes.values():
+            task.cancel()
+
+    async def handshakes_ended(self) -> None:
+        """Wait until the TLS handshakes under way when :meth:`close` was called have ended
+        (aborted: cancelling such a task closes its transport at once)."""
+        while self._handshakes:
+            await asyncio.wait(list(self._handshakes.values()))
 
 
 class Pending:

@@ -122,7 +122,13 @@ class Server:
         A transport whose clientHello has not come (with ``resume=``: whose first byte has not
         told a new session from a resume) is said goodbye ``reason`` now, without a code (no
         hello yet, PROTOCOL.md §19.1), and closed as after any goodbye said before the peer's
-        hello (§9.1, §10); nothing it sends afterwards is served, a resume included.
+        hello (§9.1, §10); nothing it sends afterwards is served, a resume included. A
+        ``tls://`` transport still in its TLS handshake has no RS.io conversation to end: it
+        is aborted now, as a connection still in the listen backlog is reset when the listener
+        closes, and never comes up (asyncio, in debug mode, reports the cancelled handshake as
+        it reports a failed one; an event loop whose own accepting makes the transport's
+        handler outside a task, as uvloop's may, leaves it out of reach: it comes up to the
+        goodbye).
         """
         if self._shutdown is not None:
             return
@@ -130,11 +136,13 @@ class Server:
         listener = self._listener
         if listener is not None and listener.endpoint.scheme not in ("ws", "wss"):
             listener.close()  # stop accepting (asyncio leaves accepted connections alone)
-        self._doorway.close()  # each one's connection is made: _hello_goodbye says goodbye
+        # each one's connection is made (_hello_goodbye says goodbye); TLS handshakes are aborted
+        self._doorway.close()
         self._shutdown = asyncio.get_running_loop().create_task(self._close(reason))
 
     async def wait_closed(self) -> None:
-        """Wait until :meth:`close` has finished: every connection closed, the socket too."""
+        """Wait until :meth:`close` has finished: every connection closed, every transport at
+        the hello stage too, every TLS handshake under way aborted, the socket closed."""
         if self._shutdown is not None:
             await asyncio.shield(self._shutdown)
 
@@ -150,12 +158,12 @@ class Server:
             refused.close_now(reason)  # (a no-op: each said its goodbye at its hello)
         # those that said goodbye already close as after it, lingering: not cut short here
         gone = [leaving.wait_gone(CLOSE_TIMEOUT) for leaving in (*self._refused, *self._leaving)]
-        await asyncio.gather(*closing, *gone, return_exceptions=True)
+        await asyncio.gather(*closing, *gone, self._doorway.handshakes_ended(), return_exceptions=True)
         if listener is not None:
             listener.close()  # websockets closes its connections here: after our goodbyes
             await listener.wait_closed()
-        # transports accepted while closing (a WebSocket's, a TLS handshake that was under way)
-        # were said goodbye on arrival: they close within the same bounds
+        # transports accepted while closing (a WebSocket's, made after its handshakes) were said
+        # goodbye on arrival: they close within the same bounds
         gone = [leaving.wait_gone(CLOSE_TIMEOUT) for leaving in self._leaving]
         await asyncio.gather(*gone, return_exceptions=True)
         if self._exposition is not None:
@@ -405,8 +413,14 @@ async def serve(
     loop = asyncio.get_running_loop()
     admission = Admission(loop, admission_share) if admission_share is not None else None
 
+    doorway = server._doorway
+    tls = endpoint.scheme == "tls"  # (a wss:// handler is made after its TLS and HTTP handshakes)
+
     def pending() -> TransportHandler:
-        return Pending(make_connection, server_hello, handshake_timeout, admission, doorway=server._doorway)
+        handler = Pending(make_connection, server_hello, handshake_timeout, admission, doorway=doorway)
+        if tls:
+            doorway.accepted(handler)
+        return handler
 
     factory: Callable[[], TransportHandler] = pending
     if resuming is not None:  # -- resumption (rstreams.net._resume) --
@@ -415,16 +429,17 @@ async def serve(
             make_connection,
             high=high_water,
             handshake_timeout=handshake_timeout,
-            doorway=server._doorway,
+            doorway=doorway,
         )
-        factory = registry.make_link
-        if admission is not None:
-            budget = admission  # (a name mypy keeps narrowed in the closure)
+        budget = admission  # (a name mypy keeps narrowed in the closure)
 
-            def charged_link() -> TransportHandler:
-                return Charged(registry.make_link(), budget)
+        def link() -> TransportHandler:
+            made = registry.make_link()
+            if tls:
+                doorway.accepted(made)
+            return made if budget is None else Charged(made, budget)
 
-            factory = charged_link
+        factory = link
 
     server._listener = await listen_endpoint(
         endpoint, factory, ssl=ssl, high=high_water, low=low_water, admission=admission, origins=allowed

@@ -1,0 +1,131 @@
+"""A server closing aborts the transports still in their TLS handshake (PROTOCOL.md §9.1).
+
+A ``tls://`` peer whose handshake is under way when ``Server.aclose()`` is called has no RS.io
+conversation yet: the server aborts its transport at once, as the kernel resets a connection
+still in the listen backlog when the listener closes, and ``aclose()`` returns with it closed.
+Nothing is said to it afterwards: completing the handshake later finds the transport gone (it
+used to come up then and be said goodbye after ``aclose()`` had returned). The peer here is a
+TLS client over a raw socket that has read the server's whole handshake flight and stalls
+before sending its own last one (its Finished), so the server waits for it; no time passes
+in the test but that of the bounded waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+
+import pytest
+
+import rstreams
+from rstreams.net import Server, serve
+from rstreams.net._admission import DEFAULT_ADMISSION_SHARE
+from testkit.bound import within
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60), pytest.mark.usefixtures("nothing_escapes")]
+
+RESUMES = [False, True]
+RESUME_IDS = ["plain", "resume"]
+
+
+class StalledPeer:
+    """A TLS client that sent its ClientHello, read the server's answer to it (so its handshake
+    is done on this side) and holds back its Finished: the server's handshake waits for it."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, finished: bytes) -> None:
+        self.reader, self.writer, self.finished = reader, writer, finished
+
+    @classmethod
+    async def open(cls, url: str, context: ssl.SSLContext) -> StalledPeer:
+        host, port = url.removeprefix("tls://").rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        tls = context.wrap_bio(incoming, outgoing, server_hostname=host)
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                writer.write(outgoing.read())
+                data = await within(reader.read(1 << 16))
+                if not data:
+                    writer.close()
+                    raise ConnectionResetError("the server ended its TLS handshake") from None
+                incoming.write(data)
+        return cls(reader, writer, outgoing.read())
+
+    async def ended(self) -> bool:
+        """Whether the server's side is gone: its end of input, or a reset."""
+        try:
+            return await within(self.reader.read(1 << 16)) == b""
+        except ConnectionError:
+            return True
+
+
+async def _server(url: str, server_ssl: ssl.SSLContext, resume: bool, admission: bool) -> Server:
+    share = DEFAULT_ADMISSION_SHARE if admission else None  # the default budget, or asyncio's accepting
+    return await serve(
+        url, {"greeting": rstreams.just(b"hello")}, ssl=server_ssl, resume=resume, admission_share=share
+    )
+
+
+@pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
+async def test_aclose_aborts_a_tls_handshake_under_way(
+    resume: bool, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+) -> None:
+    server = await _server("tls://127.0.0.1:0", server_ssl, resume, admission=True)
+    client = await rstreams.net.connect(server.url, ssl=client_ssl, resume=resume)
+    assert await within(client.request("greeting")) == b"hello"
+    peer = await StalledPeer.open(server.url, client_ssl)
+    await within(server.aclose())
+    assert len(server._doorway) == 0 and server._doorway.handshakes == 0
+    assert client.closed
+    try:
+        assert await peer.ended()  # already: aclose() returned with the transport closed
+        peer.writer.write(peer.finished)  # the handshake's end, too late: nothing answers it
+        assert await peer.ended()
+    finally:
+        peer.writer.close()
+    await within(client.aclose())
+
+
+@pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
+async def test_a_tls_transport_accepted_as_the_server_closes_is_aborted(
+    resume: bool, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+) -> None:
+    """Accepted after close() (its accept was under way): aborted before its handshake goes on."""
+    server = await _server("tls://127.0.0.1:0", server_ssl, resume, admission=True)
+    server._doorway.close()  # as close() leaves it, with the listener still accepting
+    with pytest.raises(ConnectionError):
+        await StalledPeer.open(server.url, client_ssl)
+    await within(server.aclose())
+    assert server._doorway.handshakes == 0
+
+
+async def test_aclose_aborts_a_tls_handshake_accepted_by_asyncio(
+    server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+) -> None:
+    """Without an admission budget asyncio's own server accepts: the same abort. In debug mode
+    asyncio reports the cancelled handshake, as it reports every failed one."""
+    server = await _server("tls://127.0.0.1:0", server_ssl, False, admission=False)
+    peer = await StalledPeer.open(server.url, client_ssl)
+    reported: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: reported.append(context))
+    debug = loop.get_debug()
+    loop.set_debug(True)
+    try:
+        await within(server.aclose())
+    finally:
+        loop.set_debug(debug)
+        loop.set_exception_handler(None)
+    assert server._doorway.handshakes == 0
+    try:
+        assert await peer.ended()
+        peer.writer.write(peer.finished)
+        assert await peer.ended()
+    finally:
+        peer.writer.close()
+    assert [(c["message"], type(c["exception"])) for c in reported] == [
+        ("Error on transport creation for incoming connection", asyncio.CancelledError)
+    ]
