@@ -1,4 +1,9 @@
-"""What the Spark tests share: records, readers, bounded waits on query progress."""
+"""What the Spark tests share: records, readers, bounded waits on query progress.
+
+The waits are bounded by :class:`testkit.patience.Patience` over this process and its
+descendants (Spark's JVM, its Python workers, the servers a test started): the seconds other
+processes' CPU took from them do not count, so a loaded machine stretches a wait instead of
+failing it."""
 
 from __future__ import annotations
 
@@ -12,6 +17,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from testkit import patience
+from testkit.bound import HARD
+from testkit.patience import Patience
 
 SCHEMA = "sensor string, seq bigint, value double"
 
@@ -36,24 +45,32 @@ def read_stream(spark: Any, url: str, publisher: str, schema: str = SCHEMA, **op
     return reader.load()
 
 
+def _patience(limit: float) -> Patience:
+    """The bound of a wait on Spark: over this process and all its descendants (the JVM that
+    pyspark started, its workers, a test's servers)."""
+    return Patience(limit, [os.getpid()])
+
+
 def wait_until(condition: Callable[[], object], timeout: float, what: str) -> None:
-    """Poll ``condition`` (cheap: query status or progress) until true; fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
+    """Poll ``condition`` (cheap: query status or progress) until true; fail after ``timeout`` s
+    of the own time of this process and its descendants (:class:`Patience`)."""
+    bound = _patience(timeout)
     while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        if bound.left() <= 0:
+            raise AssertionError(f"timed out after {bound.said()} waiting for {what}")
         time.sleep(0.05)
 
 
 STALL = 180.0
-"""Seconds a wait on queries goes on with no new sign of progress before it fails: far longer than
-one step of these queries takes at load 30 on two cores, so only a stall reaches it."""
+"""Seconds (of own time, :func:`_patience`) a wait on queries goes on with no new sign of progress
+before it fails: far longer than one step of these queries takes, so only a stall reaches it."""
 CAP = 600.0
-"""The bound of one wait however much progress it sees: a guard against a query that goes on
-moving without ever reaching what is waited for."""
+"""The bound (in own time) of one wait however much progress it sees: a guard against a query that
+goes on moving without ever reaching what is waited for."""
 TEST_TIMEOUT = 900
-"""The hang guard (pytest-timeout) of a Spark test that waits on queries: above :data:`CAP`, so a
-wait fails first, saying what stalled; a quiet run takes seconds, one at load 30 minutes."""
+"""The hang guard (pytest-timeout, wall time) of a Spark test that waits on queries: above
+:data:`CAP`, so on a quiet machine a wait fails first, saying what stalled; a quiet run takes
+seconds, one at load 30 minutes."""
 POLL = 0.2
 """Seconds between two looks at the queries (each look is a few calls into the JVM)."""
 
@@ -79,31 +96,36 @@ def wait_progressing(
 ) -> None:
     """Wait until ``done()`` while the ``queries`` (and ``signs()``, e.g. a sink log's end or a
     count of rows seen) make progress; fail naming what stalled once nothing new was seen for
-    ``stall`` seconds, or after ``cap`` seconds in all. No fixed time for the work itself: on a
-    loaded machine it takes as long as it takes, as long as it moves."""
+    ``stall`` seconds, or after ``cap`` seconds in all (both of own time, :func:`_patience`). No
+    fixed time for the work itself: on a loaded machine it takes as long as it takes, as long as
+    it moves."""
     seen: set[str] = set()
     last: list[str] = []
-    start = moved = time.monotonic()
+    bound = _patience(cap)
+    moved = (0.0, 0.0)  # own and wall seconds at the last new sign (one look at /proc a poll)
     while not done():
         now = set()
         for query in queries:
             now |= {f"query {query.name or query.id}: {sign}" for sign in progress_signs(query)}
         if signs is not None:
             now.add(f"{signs()!r}")
-        at = time.monotonic()
+        own, wall = bound.spent()
+        still = own - moved[0], wall - moved[1]
         if not now <= seen:
             last = sorted(now - seen)
             seen |= now
-            moved = at
-        elif at - moved > stall:
+            moved = own, wall
+        elif min(stall - still[0], HARD * stall - still[1]) <= 0:
             raise AssertionError(
-                f"stalled waiting for {what}: nothing moved for {stall:g} s; now: {_statuses(queries)};"
+                f"stalled waiting for {what}: nothing moved for {stall:g} s of own time"
+                f" ({still[0]:.1f} s; {still[1]:.1f} s in all); now: {_statuses(queries)};"
                 f" the last new signs of progress: {last}"
             )
-        if at - start > cap:
+        if min(cap - own, HARD * cap - wall) <= 0:
             raise AssertionError(
                 f"not done after {cap:g} s (the guard of a wait) waiting for {what}, though still"
-                f" moving; now: {_statuses(queries)}; the last new signs of progress: {last}"
+                f" moving ({bound.said()}); now: {_statuses(queries)}; the last new signs of"
+                f" progress: {last}"
             )
         time.sleep(POLL)
 
@@ -165,7 +187,7 @@ def kill_group(process: subprocess.Popen[Any]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    process.wait(30)
+    patience.wait_child(process, 30)
 
 
 def free_port() -> int:
