@@ -40,8 +40,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /** How long an endpoint that sent an error goodbye keeps reading before it closes (PROTOCOL.md §10), as rstreams' LINGER_SECONDS. */
     private static final long LINGER_MILLIS = 2000;
     /**
-     * How long an orderly close (ours, §9.1) waits for the peer to answer our goodbye and end its
-     * input before the transport is closed anyway, as rstreams' CLOSE_TIMEOUT; a server's close()
+     * How long an orderly close (ours, §9.1) waits for the peer's answering goodbye (or its end
+     * of input) before the transport is closed anyway, as rstreams' CLOSE_TIMEOUT; a server's close()
      * waits this long in all, its connections at the same time.
      */
     static final long CLOSE_MILLIS = 5000;
@@ -111,6 +111,13 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private boolean retired;
     private boolean discarding;
     private long discarded;
+    /**
+     * Our goodbye is out and the peer's is awaited (§9.1): its input is still read, so that its
+     * answer ends the wait; the connection discards anything else (elements in flight included).
+     */
+    private boolean awaitingAnswer;
+    /** Closes the transport at the end of that wait ({@link #CLOSE_MILLIS} for an orderly close). */
+    private ScheduledFuture<?> closeTimer;
     private boolean inputEnded;
     private long refillRound;
     private RuntimeException closedError;
@@ -440,8 +447,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 }
                 return;
             }
-            if (ctx != this.ctx || ended) {
-                return; // a replaced transport, or a connection that is over
+            if (ctx != this.ctx || (ended && !awaitingAnswer)) {
+                return; // a replaced transport, or a connection that is over (and not awaiting the answer to our goodbye)
             }
             lastActivity = System.nanoTime();
             bytesRead += buf.readableBytes();
@@ -491,6 +498,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
         if (timer != null) {
             timer.cancel(false);
+        }
+        if (closeTimer != null) {
+            closeTimer.cancel(false);
         }
         linkUp = false;
         conn.receiveEof();
@@ -666,6 +676,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     private void closedByProtocol(Event.Closed c) {
+        awaitingAnswer = false; // the peer's answer (or its end of input) came: the close goes on below
         ProtocolException error = c.error();
         RuntimeException why = error != null
                 ? new ConnectionClosedException(error.getMessage().equals(abortReason) ? abortText : error.getMessage(), c.code())
@@ -752,8 +763,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /**
      * An orderly close from this end, as rstreams' Connection.aclose (a client's close(), a
      * server's close() on each connection): goodbye {@code reason} with code 0 (normal), then
-     * the peer's answer (the end of its input) is awaited for {@link #CLOSE_MILLIS} at most
-     * (§9.1). Before the peer's hello there is no answer to wait for (the peer may not speak
+     * the peer's input is still read, anything but its goodbye discarded (elements in flight
+     * included), and its answering goodbye or its end of input closes the transport, after
+     * {@link #CLOSE_MILLIS} at most (§9.1). Before the peer's hello there is no answer to wait for (the peer may not speak
      * RS.io): the goodbye, without a code (§19.1), is written and the transport closed as after
      * an error goodbye (at once where the peer closes on reading it; its input discarded
      * meanwhile, for the linger time at most); a transport still in its TLS or WebSocket
@@ -796,7 +808,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Goodbye {@code reason}, then the transport is closed when the peer ends its input, or after {@code waitMillis}. */
+    /**
+     * Goodbye {@code reason}, then the peer's input is read until its answering goodbye, or its
+     * end of input, closes the transport (§9.1); after {@code waitMillis} it is closed anyway.
+     */
     private void goodbyeAndClose(String reason, ErrorCode code, long waitMillis) {
         if (ended || conn.state() == Connection.State.CLOSED) {
             if (channel.isActive() && conn.state() == Connection.State.CLOSED && !discarding) {
@@ -811,7 +826,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             closed.complete(null); // a session waiting for a resume: no transport to close
             return;
         }
-        channel.eventLoop().schedule(() -> {
+        awaitingAnswer = true;
+        closeTimer = channel.eventLoop().schedule(() -> {
             channel.close();
         }, waitMillis, TimeUnit.MILLISECONDS);
     }

@@ -55,8 +55,9 @@ public final class RsioConnection implements AutoCloseable {
 
     /**
      * Says goodbye (PROTOCOL.md §9.1): every stream in both directions ends, local subscribers
-     * with {@link ConnectionClosedException}; the transport closes once the peer has answered
-     * and ended its input, or after five seconds (as rstreams' CLOSE_TIMEOUT). Before the
+     * with {@link ConnectionClosedException}; the peer's input is still read (anything but its
+     * goodbye discarded) and the transport closes once the peer's answering goodbye arrives or
+     * its input ends, or after five seconds (as rstreams' CLOSE_TIMEOUT). Before the
      * peer's hello no answer is awaited (it may not speak RS.io): the transport closes once the
      * peer ends its input, after two seconds (the linger time) at most. Completes when the
      * transport has closed.

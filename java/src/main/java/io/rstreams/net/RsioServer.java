@@ -186,7 +186,7 @@ public final class RsioServer implements AutoCloseable {
      * Stops listening and says goodbye {@code server closing} to every connection, with code 0
      * (normal) where error-codes is active, as rstreams' Server.aclose: the peers' answers are
      * awaited all at once, for five seconds at most in all (rstreams' CLOSE_TIMEOUT), each
-     * transport closing as soon as its peer has answered and ended its input; a connection whose
+     * transport closing as soon as its peer's answering goodbye arrives or its input ends; a connection whose
      * peer has not said hello gets its goodbye without a code and no wait for an answer (its
      * input discarded for the two-second linger at most; with resume, so does a transport whose
      * first byte has not come yet, §16.3). Local publishers are cancelled; every transport left

@@ -733,14 +733,17 @@ public final class Connection {
     }
 
     private void fail(ProtocolException e) {
-        if (state != State.CLOSED) {
-            Long code = codes && state == State.OPEN && e.code() != null ? e.code().value() : null;
+        if (state == State.CLOSED) {
+            return;
+        }
+        Long code = codes && state == State.OPEN && e.code() != null ? e.code().value() : null;
+        if (state != State.CLOSING) { // after our goodbye nothing more goes out (§9.1): the violation just ends it
             if (code != null) {
                 out.write(new Frame.Extension(FrameType.GOODBYE_CODE, goodbyeCodePayload(code)), 0);
             }
             out.write(new Frame.Goodbye(e.getMessage()), 0);
-            close(e.getMessage(), e, code);
         }
+        close(e.getMessage(), e, code);
     }
 
     private void close(String reason, ProtocolException error, Long code) {

@@ -9,6 +9,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.rstreams.testing.RawSockets;
+import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Frame;
 import io.rstreams.wire.FrameParser;
@@ -49,6 +50,11 @@ public class CloseTimeoutTest {
             for (Frame f : frames) {
                 channel.writeInbound(Unpooled.wrappedBuffer(FrameWriter.encode(f, 0)));
             }
+            channel.runPendingTasks();
+        }
+
+        void receiveBytes(byte[] bytes) {
+            channel.writeInbound(Unpooled.wrappedBuffer(bytes));
             channel.runPendingTasks();
         }
 
@@ -121,6 +127,65 @@ public class CloseTimeoutTest {
         e.channel.runPendingTasks();
         assertFalse(e.channel.isOpen(), "the peer answered and ended its input: nothing is left to wait for");
         assertTrue(closed.isDone());
+    }
+
+    @Test(timeOut = 30_000)
+    public void theAnswerClosesTheTransportEvenIfThePeerKeepsItsInputOpen() throws Exception {
+        for (Connection.Side side : Connection.Side.values()) {
+            Embedded e = new Embedded(side);
+            e.receive(hello(side == Connection.Side.CLIENT));
+            e.sent();
+            CompletableFuture<Void> closed = side == Connection.Side.SERVER
+                    ? e.endpoint.closeOrderly("server closing") : e.endpoint.facade().closeAsync();
+            assertEquals(e.sent().size(), 2, side + ": goodbyeCode(0), goodbye");
+            byte[] answer = FrameWriter.encode(new Frame.Goodbye("goodbye acknowledged"), 0);
+            e.channel.writeInbound(Unpooled.wrappedBuffer(answer, 0, 3)); // the answer in two reads
+            e.channel.runPendingTasks();
+            assertTrue(e.channel.isOpen(), side + ": closed on part of the answer");
+            e.receiveBytes(java.util.Arrays.copyOfRange(answer, 3, answer.length));
+            assertFalse(e.channel.isOpen(), side + ": the peer answered: nothing is left to wait for (§9.1)");
+            assertTrue(closed.isDone());
+            assertEquals(e.sent(), List.of(), side + ": nothing goes out after our goodbye");
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void whatThePeerSendsAfterOurGoodbyeIsReadAndDroppedUntilItsAnswer() throws Exception {
+        Embedded e = new Embedded(Connection.Side.CLIENT);
+        TestSubscriber<byte[]> sub = new TestSubscriber<>();
+        e.endpoint.facade().publisher("endless").subscribe(sub);
+        e.channel.runPendingTasks();
+        sub.request(2);
+        e.channel.runPendingTasks();
+        e.receive(hello(true), new Frame.OnSubscribe(1, 0), new Frame.OnNext(1, new byte[] {1}));
+        assertEquals(sub.all().size(), 1);
+        e.sent(); // hello, subscribe, request
+        CompletableFuture<Void> closed = e.endpoint.facade().closeAsync();
+        assertEquals(e.sent().size(), 2, "goodbyeCode(0), goodbye");
+        assertTrue(sub.terminated.getNow(null) instanceof ConnectionClosedException, String.valueOf(sub.terminated.getNow(null)));
+        // elements in flight (beyond the demand, which would be a violation before our goodbye),
+        // a subscribe, a ping, an onComplete: all discarded, nothing answered (§9.1)
+        e.receive(new Frame.OnNext(1, new byte[] {2}), new Frame.OnNext(1, new byte[] {3}), new Frame.OnNext(1, new byte[] {4}),
+                new Frame.Subscribe("ours", 1, 1), new Frame.Extension(FrameType.PING, new byte[8]), new Frame.OnComplete(1));
+        assertTrue(e.channel.isOpen(), "closed before the answer");
+        assertEquals(e.sent(), List.of(), "something answered after our goodbye");
+        assertEquals(sub.all().size(), 1, "an element after onError");
+        e.receive(new Frame.Goodbye("goodbye acknowledged"));
+        assertFalse(e.channel.isOpen(), "the answer came: the transport closes");
+        assertTrue(closed.isDone());
+    }
+
+    @Test(timeOut = 30_000)
+    public void aViolationAfterOurGoodbyeEndsTheWaitWithoutASecondGoodbye() throws Exception {
+        Embedded e = new Embedded(Connection.Side.SERVER);
+        e.receive(hello(false));
+        e.sent();
+        CompletableFuture<Void> closed = e.endpoint.closeOrderly("server closing");
+        assertEquals(e.sent().size(), 2, "goodbyeCode(0), goodbye");
+        e.receiveBytes(new byte[] {0x0E}); // a message of an unknown type (§3)
+        assertFalse(e.channel.isOpen(), "the peer broke the protocol: nothing is left to wait for");
+        assertTrue(closed.isDone());
+        assertEquals(e.sent(), List.of(), "we said goodbye already: nothing more goes out (§9.1)");
     }
 
     @Test(timeOut = 30_000)

@@ -261,6 +261,23 @@ public class ConnectionTest {
     }
 
     @Test(timeOut = 5_000)
+    public void aViolationAfterOurGoodbyeEndsTheConnectionWithoutASecondGoodbye() {
+        for (String hex : List.of("0e", "01 00 00 04 05")) { // an unknown type (§3); input that ends inside a message (§9.3)
+            Pair p = new Pair();
+            p.pump();
+            p.client.goodbye("bye");
+            p.client.dataToSend();
+            byte[] in = Hex.decode(hex);
+            p.client.receiveData(in, 0, in.length);
+            p.client.receiveEof();
+            Event.Closed c = closed(p.client, new ArrayList<>());
+            assertNotNull(c.error(), hex);
+            assertEquals(p.client.state(), Connection.State.CLOSED, hex);
+            assertEquals(p.client.dataToSend().length, 0, hex + ": nothing goes out after our goodbye (§9.1)");
+        }
+    }
+
+    @Test(timeOut = 5_000)
     public void malformedVarintsAndTruncationAreFramingErrors() {
         for (String hex : List.of("01 00 00 06 80 00", "01 00 00 05 01 ff ff ff ff ff ff ff ff ff 02")) {
             Connection server = new Connection(Connection.Side.SERVER, Limits.DEFAULT, Set.of());
