@@ -16,7 +16,8 @@ moment something could be due*, never periodically:
   hook is asked: a *resumable* session (:mod:`rstreams.net._resume_session`) takes the idle
   link for broken instead and drops it, and its own recovery follows (the client resumes
   on a new transport, the server waits for that resume), exactly as after a stalled link;
-  the idle clock then restarts from the drop;
+  the idle clock then restarts from the drop, and again when a transport takes the session
+  over (the session sets ``heard_at`` then: the resume, or its answer, was heard on it);
 * the ping deadline, ``max(heard_at, pinged_at) + interval``: if nothing was heard for
   ``interval`` and no ping went out in that time, a ping goes out (only once extension
   keepalive is active: the peer's hello listed it).

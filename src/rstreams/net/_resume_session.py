@@ -265,7 +265,10 @@ class Session:
         if replay:
             self._write(link, replay)
         self._written = max(self.out.end, presented)
-        self._heard = self._loop.time()
+        self._heard = now = self._loop.time()
+        driver = self.driver
+        if driver is not None:  # the peer was heard on this transport (its resume, or the answer to
+            driver.outbox.heard_at = now  # ours): the idle timeout counts from now (§14.2)
         self._watch_stall()
         self._check_full()
 
