@@ -119,8 +119,10 @@ class Keepalive:
             return
         # Due means the deadline _arm computed has come, by the same sums (so that rounding
         # cannot make a timer that fired look early and re-arm itself for the same moment);
-        # the loop may run a timer up to its clock resolution early, hence the slack.
-        now = self._loop.time() + _SLACK
+        # the loop may run a timer up to its clock resolution early, hence the slack (in the
+        # checks only: what is recorded, and so the next deadlines, is the clock's own time).
+        at = self._loop.time()
+        now = at + _SLACK
         idle_since = max(outbox.heard_at, outbox.sent_at, self._idle_from)
         if self._idle_timeout is not None and now >= idle_since + self._idle_timeout:
             hook = self.on_idle_link
@@ -130,7 +132,7 @@ class Keepalive:
                     ErrorCode.TIMEOUT,
                 )
                 return
-            self._idle_from = now
+            self._idle_from = at
         interval = self._interval
         if (
             interval is not None
@@ -142,5 +144,5 @@ class Keepalive:
             ping = self._pings.to_bytes(KEEPALIVE_PAYLOAD_SIZE, "big")
             core.send(ExtensionMessage(type=PING, payload=ping))
             outbox.write_now(activity=False)  # a ping must not make a silent peer look alive
-            self._pinged_at = now
-        self._arm(now)
+            self._pinged_at = at
+        self._arm(at)
