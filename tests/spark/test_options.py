@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
 from rstreams.spark._options import OPTIONS, OptionError
+from rstreams.spark._sink import RStreamsArrowBatchWriter, RStreamsArrowStreamWriter
 from rstreams.spark._source import RStreamsDataSource, RStreamsStreamReader
 
 pytestmark = pytest.mark.timeout(30)
@@ -26,14 +27,15 @@ def source(**options: Any) -> RStreamsStreamReader:
     return RStreamsStreamReader({**base, **{k: str(v) for k, v in options.items()}}, SCHEMA)
 
 
-def sink(**options: Any) -> Any:
+def sink(**options: Any) -> RStreamsArrowStreamWriter:
+    """The streaming writer with its options checked, its sink logs not asked (no server)."""
     base = {"url": "tcp://127.0.0.1:1", "publisher": "out"}
-    return RStreamsDataSource({**base, **{k: str(v) for k, v in options.items()}}).streamWriter(SCHEMA, False)
+    return RStreamsArrowStreamWriter({**base, **{k: str(v) for k, v in options.items()}}, SCHEMA)
 
 
-def batch_sink(**options: Any) -> Any:
+def batch_sink(**options: Any) -> RStreamsArrowBatchWriter:
     base = {"url": "tcp://127.0.0.1:1", "publisher": "out"}
-    return RStreamsDataSource({**base, **{k: str(v) for k, v in options.items()}}).writer(SCHEMA, False)
+    return RStreamsArrowBatchWriter({**base, **{k: str(v) for k, v in options.items()}}, SCHEMA)
 
 
 @pytest.mark.parametrize(
@@ -244,7 +246,7 @@ def test_option_names_in_any_case_and_sparks_own_options_are_taken() -> None:
     found = RStreamsDataSource(CaseInsensitiveDict({**given, "MAXRECORDSPERBATCH": "7"}))
     assert found.streamReader(SCHEMA)._opts.max_rows == 7
     written = RStreamsDataSource(CaseInsensitiveDict({**given, "writerid": "w", "TIMEOUT": "5"}))
-    assert written.streamWriter(SCHEMA, False)._writer.timeout == 5.0
+    assert RStreamsArrowStreamWriter(written.options, SCHEMA)._writer.timeout == 5.0
 
 
 @pytest.mark.parametrize("make", [source, sink])
@@ -258,8 +260,9 @@ def test_a_url_of_no_rs_io_scheme_fails_naming_option_url(make: Any, url: str) -
 
 
 def test_a_log_the_server_does_not_serve_fails_naming_option_publisher(serve: Any) -> None:
-    """The source: a name no server log has; the sink: that, or a log that is no sink log.
-    OptionError naming ``publisher`` and the server, not the server's bare refusal."""
+    """The source: a name no server log has; the sink: that, or a log that is no sink log, as
+    Spark builds the writer on the driver (streaming and batch), and again in an executor's write.
+    OptionError naming ``publisher`` and the server's URL, not the server's bare refusal."""
     from rstreams.replay import ReplayLog
 
     server = serve({"nums": ReplayLog("nums", capacity=10)}, sinks={"out": ReplayLog("out", capacity=10)})
@@ -267,7 +270,16 @@ def test_a_log_the_server_does_not_serve_fails_naming_option_publisher(serve: An
         source(url=server.url, publisher="nope").initialOffset()
     assert failure.value.option == "publisher"
     for log, says in (("nope", "serves no sink log 'nope'"), ("nums", "'nums' is not a sink log")):
-        writer = sink(url=server.url, publisher=log, timeout=30)._writer
+        options = {"url": server.url, "publisher": log, "timeout": "30"}
+        for build in (RStreamsDataSource(options).streamWriter, RStreamsDataSource(options).writer):
+            named = f"^option publisher: {re.escape(server.url)} .*{says}"
+            with pytest.raises(OptionError, match=named) as early:
+                build(SCHEMA, False)
+            assert early.value.option == "publisher"
+        writer = sink(**options)._writer
         with pytest.raises(OptionError, match=says) as refused:
             writer.write_arrow(iter([pa.record_batch([pa.array([1])], names=["seq"])]))
         assert refused.value.option == "publisher"
+    good = {"url": server.url, "publisher": "out", "timeout": "30"}
+    assert isinstance(RStreamsDataSource(good).streamWriter(SCHEMA, False), RStreamsArrowStreamWriter)
+    assert isinstance(RStreamsDataSource(good).writer(SCHEMA, False), RStreamsArrowBatchWriter)

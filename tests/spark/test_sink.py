@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -200,3 +201,29 @@ def test_foreach_batch_publishes_a_batch_once_across_a_server_restart(
     assert sorted(r["id"] for r in rows) == list(range(15))
     assert restarted.sink_statistics("results") == {"published": 2, "refused": 1}
     reopened.close()
+
+
+@pytest.mark.timeout(TEST_TIMEOUT)
+def test_a_sink_log_the_server_lacks_fails_the_query_at_its_start(
+    spark: Any, serve: Any, tmp_path: Path
+) -> None:
+    """A streaming query into a sink log the server does not serve fails as Spark builds its
+    writer on the driver (planning the first micro-batch), with the error naming option publisher
+    and the server's URL, not in a task: no micro-batch ran and no row of the source was read."""
+    source = ReplayLog("nums", capacity=100)
+    source.append(records(10))
+    server = serve({"nums": source}, sinks={"results": ReplayLog("results", capacity=100)})
+    query = (
+        read_stream(spark, server.url, "nums")
+        .writeStream.format("rstreams")
+        .option("url", server.url)
+        .option("publisher", "nope")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    with pytest.raises(
+        Exception, match=rf"option publisher: {re.escape(server.url)} serves no sink log 'nope'"
+    ) as failed:
+        await_query(query, "the query into a missing sink log to fail")
+    assert "Failed to initialize Python data source writer" in str(failed.value)
+    assert query.recentProgress == [] and set(source.readers().values()) <= {0}

@@ -178,6 +178,14 @@ class _Writer:
             raise missing_log(error, url, log, "sink") from None
         return token, count
 
+    def check_logs(self) -> None:
+        """Ask each sink log to discard nothing (``NAME?discard=``), on the driver as Spark builds the
+        writer: a server that serves no such sink log fails the query at its start with the
+        :class:`OptionError` of option ``publisher`` naming the URL, not its first task; so does a
+        log the server serves but not as a sink log. Refused credentials fail here too."""
+        for target in self.targets:
+            self._ask(target, "discard=")
+
     def _ask(self, target: tuple[str, str], query: str) -> dict[str, Any]:
         url, log = target
         try:
@@ -323,6 +331,12 @@ class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
     """``df.writeStream.format("rstreams")``: record batches, every codec."""
 
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        if options.get("batchId") is not None:
+            raise OptionError(
+                "batchId",
+                "option batchId is for df.write (e.g. inside foreachBatch); a streaming query publishes "
+                "each micro-batch under its own batch id",
+            )
         self._writer = _Writer(options, schema)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
@@ -355,16 +369,17 @@ class RStreamsArrowBatchWriter(DataSourceArrowWriter):
 
 
 def stream_writer(options: Mapping[str, str], schema: StructType) -> DataSourceStreamWriter:
-    """The streaming writer for the options' codec (checked here, on the driver)."""
-    if options.get("batchId") is not None:
-        raise OptionError(
-            "batchId",
-            "option batchId is for df.write (e.g. inside foreachBatch); a streaming query publishes "
-            "each micro-batch under its own batch id",
-        )
-    return RStreamsArrowStreamWriter(options, schema)
+    """The streaming writer, its options and its sink logs checked (here, on the driver).
+
+    Spark builds it as the query starts, and again for each micro-batch's commit (a fresh
+    writer in its commit worker): each time, one ``NAME?discard=`` per sink log."""
+    made = RStreamsArrowStreamWriter(options, schema)
+    made._writer.check_logs()
+    return made
 
 
 def writer(options: Mapping[str, str], schema: StructType) -> DataSourceWriter:
-    """The batch writer (every codec)."""
-    return RStreamsArrowBatchWriter(options, schema)
+    """The batch writer (every codec), its options and its sink logs checked on the driver."""
+    made = RStreamsArrowBatchWriter(options, schema)
+    made._writer.check_logs()
+    return made
