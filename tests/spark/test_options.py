@@ -41,7 +41,10 @@ def batch_sink(**options: Any) -> RStreamsArrowBatchWriter:
 @pytest.mark.parametrize(
     ("options", "option", "says"),
     [
-        ({"numPartitions": 0}, "numPartitions", "an int >= 1"),
+        ({"numPartitions": 0}, "numPartitions", "an int from 1 to 1,024, got '0'"),
+        ({"numPartitions": 1025}, "numPartitions", "an int from 1 to 1,024, got '1025'"),
+        ({"numPartitions": 10**9}, "numPartitions", "an int from 1 to 1,024"),
+        ({"numPartitions": "many"}, "numPartitions", "an int from 1 to 1,024"),
         ({"maxRecordsPerBatch": "lots"}, "maxRecordsPerBatch", "an int >= 1"),
         ({"maxElementsPerBatch": -3}, "maxElementsPerBatch", "an int >= 1"),
         ({"maxRecordsPerBatch": 5, "maxElementsPerBatch": 5}, "maxRecordsPerBatch", "not both"),
@@ -75,6 +78,14 @@ def test_a_bad_source_option_fails_naming_it(options: dict[str, Any], option: st
         source(**options)
     assert failure.value.option == option and says in str(failure.value)
     assert SECRET not in str(failure.value)
+
+
+def test_num_partitions_takes_up_to_its_bound() -> None:
+    """numPartitions' bound (MAX_PARTITIONS) is a value it takes."""
+    from rstreams.spark._options import MAX_PARTITIONS
+
+    assert source(numPartitions=MAX_PARTITIONS)._opts.partitions == MAX_PARTITIONS == 1024
+    assert source(numPartitions=1)._opts.partitions == 1
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,7 @@ from rstreams.replay import (
 __all__ = [
     "CONF_PREFIX",
     "CREDENTIALS",
+    "MAX_PARTITIONS",
     "OPTIONS",
     "Option",
     "OptionError",
@@ -55,6 +56,10 @@ __all__ = [
 CONF_PREFIX = "spark.rstreams."
 """Spark conf keys ``spark.rstreams.token``, ``.user``, ``.password``: credentials for every query."""
 CREDENTIALS = ("token", "tokenEnv", "user", "password", "passwordEnv")
+MAX_PARTITIONS = 1024
+"""The most ``numPartitions`` takes. Each partition is a Spark task of every micro-batch, its range
+read from one server (a process with one event loop): past about a thousand, more partitions
+only add tasks, and a value meant as something else (a row count) would plan a task per element."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,7 @@ OPTIONS = (
     Option(
         "numPartitions",
         "`2`",
-        "Spark partitions per micro-batch (ranges of the logs): over several logs, "
+        "Spark partitions per micro-batch (ranges of the logs), at most 1024: over several logs, "
         "`ceil(numPartitions / logs)` per log with rows to read",
         sink=False,
     ),
@@ -282,8 +287,8 @@ def required(options: Mapping[str, str], name: str, who: str) -> str:
     return str(value)
 
 
-def positive(options: Mapping[str, str], name: str, default: int) -> int:
-    """An int option >= 1 (``default`` when unset)."""
+def positive(options: Mapping[str, str], name: str, default: int, *, most: int | None = None) -> int:
+    """An int option >= 1, and <= ``most`` if given (``default`` when unset)."""
     text = options.get(name)
     if text is None:
         return default
@@ -291,6 +296,8 @@ def positive(options: Mapping[str, str], name: str, default: int) -> int:
         value = int(text)
     except ValueError:
         value = -1
+    if most is not None and not 1 <= value <= most:
+        raise OptionError(name, f"option {name} must be an int from 1 to {most:,}, got {text!r}")
     if value < 1:
         raise OptionError(name, f"option {name} must be an int >= 1, got {text!r}")
     return value

@@ -101,6 +101,7 @@ from rstreams.replay._cursor import packed_count
 from rstreams.replay._server import LOGS_NAME
 from rstreams.spark._codecs import BATCH_ROWS, check_codec, decode_batches, decode_packed
 from rstreams.spark._options import (
+    MAX_PARTITIONS,
     OptionError,
     access_from,
     check_names,
@@ -279,7 +280,7 @@ class _Options:
             self.codec = check_codec(str(options.get("codec", "json")))
         except ValueError as bad:
             raise OptionError("codec", str(bad)) from None
-        self.partitions = positive(options, "numPartitions", 2)
+        self.partitions = positive(options, "numPartitions", 2, most=MAX_PARTITIONS)
         self.max_rows = positive(options, "maxRecordsPerBatch", 0) or None
         self.max_elements = positive(options, "maxElementsPerBatch", 0) or None
         if self.max_rows is not None and self.max_elements is not None:
