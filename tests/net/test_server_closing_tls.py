@@ -1,8 +1,9 @@
 """A server closing aborts the transports still in their TLS handshake (PROTOCOL.md §9.1).
 
-A ``tls://`` peer whose handshake is under way when ``Server.aclose()`` is called has no RS.io
-conversation yet: the server aborts its transport at once, as the kernel resets a connection
-still in the listen backlog when the listener closes, and ``aclose()`` returns with it closed.
+A ``tls://`` or ``wss://`` peer whose TLS handshake is under way when ``Server.aclose()`` is
+called has no RS.io conversation yet: the server aborts its transport at once, as the kernel
+resets a connection still in the listen backlog when the listener closes, and ``aclose()``
+returns with it closed.
 Nothing is said to it afterwards: completing the handshake later finds the transport gone (it
 used to come up then and be said goodbye after ``aclose()`` had returned). The peer here is a
 TLS client over a raw socket that has read the server's whole handshake flight and stalls
@@ -26,6 +27,8 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60), pytest.mark.usefixtu
 
 RESUMES = [False, True]
 RESUME_IDS = ["plain", "resume"]
+URLS = ["tls://127.0.0.1:0", "wss://127.0.0.1:0/rsio"]
+SCHEMES = ["tls", "wss"]
 
 
 class StalledPeer:
@@ -37,7 +40,7 @@ class StalledPeer:
 
     @classmethod
     async def open(cls, url: str, context: ssl.SSLContext) -> StalledPeer:
-        host, port = url.removeprefix("tls://").rsplit(":", 1)
+        host, port = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)
         reader, writer = await asyncio.open_connection(host, int(port))
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         tls = context.wrap_bio(incoming, outgoing, server_hostname=host)
@@ -70,10 +73,11 @@ async def _server(url: str, server_ssl: ssl.SSLContext, resume: bool, admission:
 
 
 @pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
+@pytest.mark.parametrize("url", URLS, ids=SCHEMES)
 async def test_aclose_aborts_a_tls_handshake_under_way(
-    resume: bool, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+    url: str, resume: bool, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
 ) -> None:
-    server = await _server("tls://127.0.0.1:0", server_ssl, resume, admission=True)
+    server = await _server(url, server_ssl, resume, admission=True)
     client = await rstreams.net.connect(server.url, ssl=client_ssl, resume=resume)
     assert await within(client.request("greeting")) == b"hello"
     peer = await StalledPeer.open(server.url, client_ssl)
@@ -90,11 +94,12 @@ async def test_aclose_aborts_a_tls_handshake_under_way(
 
 
 @pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
+@pytest.mark.parametrize("url", URLS, ids=SCHEMES)
 async def test_a_tls_transport_accepted_as_the_server_closes_is_aborted(
-    resume: bool, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+    url: str, resume: bool, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
 ) -> None:
     """Accepted after close() (its accept was under way): aborted before its handshake goes on."""
-    server = await _server("tls://127.0.0.1:0", server_ssl, resume, admission=True)
+    server = await _server(url, server_ssl, resume, admission=True)
     server._doorway.close()  # as close() leaves it, with the listener still accepting
     with pytest.raises(ConnectionError):
         await StalledPeer.open(server.url, client_ssl)
@@ -102,12 +107,13 @@ async def test_a_tls_transport_accepted_as_the_server_closes_is_aborted(
     assert server._doorway.handshakes == 0
 
 
+@pytest.mark.parametrize("url", URLS, ids=SCHEMES)
 async def test_aclose_aborts_a_tls_handshake_accepted_by_asyncio(
-    server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
+    url: str, server_ssl: ssl.SSLContext, client_ssl: ssl.SSLContext
 ) -> None:
     """Without an admission budget asyncio's own server accepts: the same abort. In debug mode
     asyncio reports the cancelled handshake, as it reports every failed one."""
-    server = await _server("tls://127.0.0.1:0", server_ssl, False, admission=False)
+    server = await _server(url, server_ssl, False, admission=False)
     peer = await StalledPeer.open(server.url, client_ssl)
     reported: list[dict[str, object]] = []
     loop = asyncio.get_running_loop()

@@ -133,6 +133,7 @@ async def listen_endpoint(
     low: int = DEFAULT_LOW_WATER,
     admission: Admission | None = None,
     origins: tuple[str, ...] | None = (),
+    accepted: Callable[[object], object] | None = None,
 ) -> Listener:
     """Start listening; each accepted connection gets ``handler_factory()`` as its handler.
 
@@ -141,6 +142,9 @@ async def listen_endpoint(
     The returned Listener's ``endpoint`` carries the bound port (when 0 was asked for).
     ``origins``: for ``ws``/``wss``, the browser origins allowed besides the server's own (checked
     by :func:`~rstreams.net._origins.check_origins`; ``None``: all).
+    ``accepted``: for ``wss``, called with each accepted socket's WebSocket connection as it is
+    made, in the task that then awaits its TLS handshake (a ``wss`` handler is made only after
+    the TLS and HTTP handshakes; :meth:`~rstreams.net._pending.Doorway.accepted`).
     """
     loop = asyncio.get_running_loop()
     context = _check_ssl(endpoint, ssl, server=True)
@@ -199,6 +203,18 @@ async def listen_endpoint(
             ws.established = (lambda: handler.established) if isinstance(handler, Pending) else (lambda: True)
         await WebSocketTransport(ws, handler, high=high, low=low).run()
 
+    watch = accepted if scheme == "wss" else None
+    create_connection: type[ServerConnection] | None = None
+    if watch is not None:
+        told = watch  # (a name mypy keeps narrowed in the class)
+
+        class Watched(ServerConnection):  # type: ignore[misc]  # websockets is untyped here
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                told(self)
+
+        create_connection = Watched
+
     # The origins allowed: the list is websockets' own (its handshakes read it); the server's
     # own origins join once its port is bound, before it serves.
     allowed = origins_allowed(origins)
@@ -214,6 +230,7 @@ async def listen_endpoint(
         process_request=check_path,
         process_response=answered,
         start_serving=False,
+        create_connection=create_connection,
     )
     bound = endpoint.with_port(ws_server.sockets[0].getsockname()[1])
     if allowed is not None:
@@ -234,6 +251,9 @@ async def listen_endpoint(
     budget = admission  # (a name mypy keeps narrowed in the closure)
 
     def connection() -> AdmittedConnection:
-        return AdmittedConnection(ws_server, budget, allowed)
+        made = AdmittedConnection(ws_server, budget, allowed)
+        if watch is not None:
+            watch(made)
+        return made
 
     return Listener(bound, AdmittingServer.start(ws_server, connection, admission, context))

@@ -33,7 +33,9 @@ that connection say goodbye and close like any whose peer has not said hello (PR
 ``tls://`` transport accepted but still in its TLS handshake has no handler call yet, and none
 if its handshake fails: the doorway keeps the task that awaits that handshake (asyncio makes the
 handler in it, :meth:`Doorway.accepted`), and the server closing cancels it, which aborts the
-transport at once; the server's close waits for those tasks to end.
+transport at once; the server's close waits for those tasks to end. A ``wss://`` transport's
+handler comes after its TLS and HTTP handshakes: the doorway keeps its WebSocket connection
+instead, made in the same task, until that task ends (the TLS handshake done or failed).
 """
 
 from __future__ import annotations

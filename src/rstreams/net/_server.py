@@ -123,7 +123,7 @@ class Server:
         told a new session from a resume) is said goodbye ``reason`` now, without a code (no
         hello yet, PROTOCOL.md §19.1), and closed as after any goodbye said before the peer's
         hello (§9.1, §10); nothing it sends afterwards is served, a resume included. A
-        ``tls://`` transport still in its TLS handshake has no RS.io conversation to end: it
+        ``tls://`` or ``wss://`` transport still in its TLS handshake has no RS.io conversation: it
         is aborted now, as a connection still in the listen backlog is reset when the listener
         closes, and never comes up (asyncio, in debug mode, reports the cancelled handshake as
         it reports a failed one; an event loop whose own accepting makes the transport's
@@ -163,9 +163,9 @@ class Server:
             listener.close()  # websockets closes its connections here: after our goodbyes
             await listener.wait_closed()
         # transports accepted while closing (a WebSocket's, made after its handshakes) were said
-        # goodbye on arrival: they close within the same bounds
+        # goodbye on arrival, or aborted in their TLS handshake: they close within the same bounds
         gone = [leaving.wait_gone(CLOSE_TIMEOUT) for leaving in self._leaving]
-        await asyncio.gather(*gone, return_exceptions=True)
+        await asyncio.gather(*gone, self._doorway.handshakes_ended(), return_exceptions=True)
         if self._exposition is not None:
             await asyncio.to_thread(self._exposition.close)
 
@@ -442,7 +442,14 @@ async def serve(
         factory = link
 
     server._listener = await listen_endpoint(
-        endpoint, factory, ssl=ssl, high=high_water, low=low_water, admission=admission, origins=allowed
+        endpoint,
+        factory,
+        ssl=ssl,
+        high=high_water,
+        low=low_water,
+        admission=admission,
+        origins=allowed,
+        accepted=doorway.accepted,  # (wss: each connection before its TLS handshake)
     )
     if address is not None and server._metrics is not None:
         try:
