@@ -240,8 +240,9 @@ async def serve(
         high_water, low_water: per-connection output budget in bytes; production from
             local publishers stops above ``high_water`` and resumes below ``low_water``.
         handshake_timeout: seconds (default 10) a new connection has to send its
-            clientHello, counted from when its transport is up (for ``tls``/``wss``, after
-            the TLS handshake, which asyncio bounds on its own), and only from then: the
+            clientHello, counted from when its transport is up (for ``tls``, after the TLS
+            handshake, which asyncio bounds on its own; for ``ws``/``wss``, after the
+            WebSocket handshake, which websockets bounds), and only from then: the
             first bytes of a hello do not restart it, nor (with ``resume=``) those that tell a
             new session from a resume. A connection whose clientHello has not come whole by
             then is sent a goodbye ``"handshake timeout (...)"`` and closed. ``None``: no
