@@ -147,6 +147,53 @@ def test_upstream_error_cancels_the_active_inner() -> None:
     assert s.error is boom and inners.made[0].cancelled == 1 and outer.cancelled == 0
 
 
+class _FailsUpstream(Publisher[str]):
+    """Inside ``request`` sends ``items``, then makes the upstream fail (the same call)."""
+
+    def __init__(self, items: list[str], upstream: ManualPublisher[int], error: BaseException) -> None:
+        self.items, self.upstream, self.error = items, upstream, error
+        self.cancelled = 0
+
+    def subscribe(self, subscriber: Subscriber[str]) -> None:
+        publisher = self
+
+        class Sub(Subscription):
+            def request(self, n: int) -> None:
+                for item in publisher.items[:n]:
+                    subscriber.on_next(item)
+                publisher.upstream.fail(publisher.error)
+                subscriber.on_next("late")  # sent after the error, before the loop cancels it
+
+            def cancel(self) -> None:
+                publisher.cancelled += 1
+
+        subscriber.on_subscribe(Sub())
+
+
+def test_an_upstream_error_comes_after_the_inner_elements_already_received() -> None:
+    """Reactor's concatMap (IMMEDIATE, its default) hands an inner's element straight on, so
+    what the inner sent before an upstream error reaches the downstream before it. Here the
+    inner's elements wait in the queue (a synchronous inner, inside the loop's request) when
+    the upstream fails: they go out, then the error. What the inner sends after the error is
+    dropped (in reactor the error has gone out by then), and so are upstream elements not yet
+    mapped; the inner is cancelled."""
+    outer: ManualPublisher[int] = ManualPublisher()
+    boom = RuntimeError("outer failed")
+    inner = _FailsUpstream(["a", "b"], outer, boom)
+    mapped: list[int] = []
+
+    def fn(x: int) -> Publisher[str]:
+        mapped.append(x)
+        return inner
+
+    s: RecordingSubscriber[str] = RecordingSubscriber(initial=5)
+    outer.concat_map(fn, prefetch=2).subscribe(s)
+    outer.emit(1, 2)
+    assert s.items == ["a", "b"]
+    assert s.error is boom and s.signals.count("on_error") == 1
+    assert inner.cancelled == 1 and mapped == [1]
+
+
 def test_fn_raising_or_returning_a_non_publisher_fails_the_stream() -> None:
     boom = ValueError("bad element")
 

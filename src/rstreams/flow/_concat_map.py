@@ -9,11 +9,17 @@ outstanding demand minus what it already owes, at most :data:`INNER_WINDOW` at a
 (asked again when half of that is used), so the demand left over when it completes
 carries on to the next one (rule 1.1) and no queue outgrows the window. The upstream is asked for ``prefetch``
 elements up front and replenished in batches of ``prefetch - prefetch // 4`` as they are
-used, so at most ``prefetch`` upstream elements are ever held. Errors are immediate: the
-first one cancels the upstream and the inner and is signalled once (rule 4.2); an inner's
-error comes after the elements that inner already sent, which it sent within the
-downstream's demand (as reactor's ``concatMap`` passes them on before it), so
-``concat(p)`` signals exactly what ``p`` does.
+used, so at most ``prefetch`` upstream elements are ever held.
+
+Errors are immediate, as in reactor's ``concatMap`` (its ``IMMEDIATE`` mode, the default):
+the first one cancels the upstream and the inner and is signalled once (rule 4.2), and
+upstream elements not yet mapped are dropped. Elements the current inner has already sent
+are not: it was asked only within the downstream's demand, so they go out first, as
+reactor, which hands an inner's element straight on, has passed them on before the error.
+So an inner's own error comes after its elements (``concat(p)`` signals exactly what
+``p`` does), and so does an upstream error that arrives while a synchronous inner's
+elements wait in the queue for the loop (inside the same ``request``, say). What the
+inner sends once an error is recorded is dropped, and the loop cancels it.
 """
 
 from __future__ import annotations
@@ -80,9 +86,9 @@ class _Inner(InnerSubscriber[R, "_ConcatMapSubscriber[Any, R]"]):
     def on_next(self, item: R) -> None:
         if item is None:
             raise TypeError(NONE_ITEM)
-        if self.done:
-            return
         parent = self.parent
+        if self.done or parent.error is not None:
+            return  # late (3.12), or after an error: that goes on behind what came before, not this
         if parent.calling is self:  # see DrainSubscriber.call
             parent.items.append(item)
             return
@@ -168,6 +174,20 @@ class _ConcatMapSubscriber(DrainSubscriber[T, R]):
                         self.call(inner, subscription.request, want)
                         continue
             return emitted
+
+    def _before_error(self) -> bool:
+        """The elements the current inner already sent go out before a pending error.
+
+        They are within the demand (the inner is asked only for what the downstream
+        requested and not yet received), so the loop emits them at once. The inner is
+        cancelled now: what it sends from here on is dropped anyway.
+        """
+        if not self.items:
+            return False
+        inner = self._inner
+        if inner is not None and not inner.cancelled:
+            inner.cancel()
+        return True
 
     def _subscribe_next(self) -> None:
         """Map the next upstream element and subscribe to its Publisher; replenish upstream."""

@@ -323,16 +323,24 @@ class DrainSubscriber(DrainLoop, Subscriber[T], Subscription, Generic[T, R]):
             self.drain()  # counted as missed work: the loop runs and cleans up
 
     def _stopping(self) -> bool:
-        """Clean up after a cancel, or signal the first error; true if the pass must end."""
+        """Clean up after a cancel, or signal the first error (once what :meth:`_before_error`
+        keeps ahead of it has gone out); true if the pass must end."""
         if self.cancelled:
             self._clear()
             return True
         error = self.error
         if error is not None:
+            if self._before_error():
+                return False
             self.cancelled = True
             self._clear()
             signal_terminal(self.downstream, error)
             return True
+        return False
+
+    def _before_error(self) -> bool:
+        """Whether elements already received must go out before the pending error (the pass
+        then goes on); none by default: the error cuts ahead of what is queued."""
         return False
 
     def _start(self, n: int) -> bool:
