@@ -21,6 +21,7 @@ from rstreams.wire import (
     UnsupportedVersionError,
     encode,
 )
+from rstreams.wire._errors import TLSRecordError
 from testkit.wire import ConnectionPair, wire
 
 
@@ -205,3 +206,28 @@ def test_other_first_bytes_keep_the_frame_error() -> None:
     [closed] = pair.client.events_received()
     assert isinstance(closed, ConnectionClosed) and isinstance(closed.error, FrameError)
     assert "unknown message type 0x48" in closed.reason
+
+
+@pytest.mark.parametrize("side", [Side.CLIENT, Side.SERVER])
+@pytest.mark.parametrize("record", [0x15, 0x16])
+def test_a_tls_record_as_the_first_bytes_is_named(side: Side, record: int) -> None:
+    """A TLS alert or handshake record (0x15/0x16, then 0x03) as the peer's first bytes fails the
+    handshake (§4.1) with TLSRecordError, which the net layer tells a tcp:// client's error by;
+    0x15 not followed by 0x03, or after the hello, stays the unknown message type (§3)."""
+    conn = Connection(side)
+    conn.data_to_send()
+    conn.receive_data(bytes([record, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28]))
+    [closed] = conn.events_received()
+    assert isinstance(closed, ConnectionClosed) and type(closed.error) is TLSRecordError
+    assert closed.error.record_type == record
+    assert f"they look like a TLS record, 0x{record:02x} 0x03" in closed.reason
+    assert closed.reason.endswith("(PROTOCOL.md §4.1)")
+    conn = Connection(side)
+    conn.receive_data(bytes([record, 0x01, 0x00]))
+    [closed] = conn.events_received()
+    assert isinstance(closed, ConnectionClosed) and type(closed.error) is FrameError
+    assert f"unknown message type 0x{record:02x}" in closed.reason
+    pair = ConnectionPair()
+    pair.client.receive_data(bytes([record, 0x03, 0x03]))
+    [closed] = pair.client.events_received()
+    assert isinstance(closed, ConnectionClosed) and type(closed.error) is FrameError

@@ -23,12 +23,8 @@ from rstreams.net._stream import open_pipe_transport
 from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
     DEFAULT_LOW_WATER,
-    TLS_RECORD_TYPES,
     TLS_REFUSAL_HINT,
     TLSEndedError,
-    TLSServerError,
-    Transport,
-    TransportHandler,
 )
 from rstreams.net._url import parse_url
 from rstreams.observe._log import client_observer
@@ -130,8 +126,9 @@ async def connect(
         if resuming is not None:
             await connect_resumable(endpoint, pump, resuming, ssl=ssl, high=high_water, low=low_water)
             return conn
-        first: TransportHandler = _FirstRead(pump, endpoint.url) if endpoint.scheme == "tcp" else pump
-        task = await connect_endpoint(endpoint, first, ssl=ssl, high=high_water, low=low_water)
+        if endpoint.scheme == "tcp":  # a TLS record as the server's first bytes names tls:// (closing)
+            pump.closing.tcp_url = endpoint.url
+        task = await connect_endpoint(endpoint, pump, ssl=ssl, high=high_water, low=low_water)
     except OSError as error:
         why = str(error) or type(error).__name__  # asyncio's reset in a TLS handshake has no text
         refused = isinstance(error, TLSEndedError)
@@ -142,56 +139,6 @@ async def connect(
         raise kind(f"could not connect to {endpoint.url}: {why}") from error
     pump.keep(task)
     return conn
-
-
-class _FirstRead:
-    """A ``tcp://`` client's handler until its server's first bytes: if they begin like a TLS
-    record (:data:`~rstreams.net._transport.TLS_RECORD_TYPES`, then ``0x03``) the server speaks
-    TLS there, and the streams fail at once with :class:`TLSServerError` naming the ``tls://``
-    URL (the connection is aborted: no goodbye to a server that does not speak RS.io);
-    otherwise the transport is handed over to the pump, which then reads it as if from the
-    start (one call more on the first read only, none after it)."""
-
-    __slots__ = ("_pump", "_transport", "_url")
-
-    def __init__(self, pump: Pump, url: str) -> None:
-        self._pump = pump
-        self._url = url
-        self._transport: Transport | None = None
-
-    def connection_made(self, transport: Transport) -> None:
-        self._transport = transport
-        self._pump.connection_made(transport)
-
-    def data_received(self, data: memoryview) -> None:
-        transport = self._transport
-        assert transport is not None  # connection_made comes first
-        if len(data) >= 2 and data[0] in TLS_RECORD_TYPES and data[1] == 0x03:
-            pump = self._pump
-            if pump.outbox.ended is None:
-                tls_url = "tls://" + self._url.removeprefix("tcp://")
-                pump.closing.end_streams(
-                    TLSServerError(
-                        f"{self._url} answered with a TLS record (first bytes 0x{data[0]:02x} 0x03) "
-                        f"before its hello: the server speaks TLS at that address; use {tls_url}"
-                    )
-                )
-            transport.abort()
-            return
-        transport.set_handler(self._pump)
-        self._pump.data_received(data)
-
-    def eof_received(self) -> None:
-        self._pump.eof_received()
-
-    def connection_lost(self, error: BaseException | None) -> None:
-        self._pump.connection_lost(error)
-
-    def pause_writing(self) -> None:
-        self._pump.pause_writing()
-
-    def resume_writing(self) -> None:
-        self._pump.resume_writing()
 
 
 async def connect_pipe(

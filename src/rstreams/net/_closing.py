@@ -9,7 +9,9 @@ the cause otherwise, and when a client's handshake timeout closed a silent serve
 Publishers are cancelled; the pieces that hold streams register for that with
 :attr:`Closing.on_end`. Lower-layer exceptions are translated into
 :class:`ConnectionBrokenError` here, in :meth:`Closing.lost`, and nowhere else; a TLS session
-that ended before the peer's hello becomes its subclass :class:`TLSRefusedError`. A goodbye that
+that ended before the peer's hello becomes its subclass :class:`TLSRefusedError`, and a plain
+client's input that ended there :class:`EndedBeforeHelloError`; a ``tcp://`` client whose server's
+first bytes were a TLS record gets :class:`TLSServerError`, which names the ``tls://`` URL. A goodbye that
 ended a client's authentication (the server's, or the client's own to a server without auth)
 gives a subclass of :class:`~rstreams.errors.AuthenticationError` instead, by what the client
 knows and the goodbye's code (:func:`~rstreams.net._auth.goodbye_error`), not by its words.
@@ -44,8 +46,14 @@ from rstreams.errors import (
 )
 from rstreams.net._auth import ClientAuth, goodbye_error
 from rstreams.net._outbox import Outbox
-from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, EndedBeforeHelloError, Transport
+from rstreams.net._transport import (
+    TLS_ENDED_BEFORE_HELLO,
+    EndedBeforeHelloError,
+    TLSServerError,
+    Transport,
+)
 from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
+from rstreams.wire._errors import TLSRecordError
 
 __all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing", "check_handshake_timeout"]
 
@@ -96,6 +104,7 @@ class Closing:
         "handshake_deadline",
         "made",
         "on_end",
+        "tcp_url",
     )
 
     def __init__(self, outbox: Outbox, handshake_timeout: float | None) -> None:
@@ -119,6 +128,9 @@ class Closing:
         self.client_auth: ClientAuth | None = None
         """A client's auth part, when it was given credentials (set once the pieces are joined):
         what it knows tells the error of a goodbye that ended its authentication."""
+        self.tcp_url: str | None = None
+        """A ``tcp://`` client's URL (``connect`` sets it): a TLS record as its server's first
+        bytes ends the streams with :class:`TLSServerError` naming the ``tls://`` one."""
         outbox.install_close(self.close_now)
 
     # -- the start ------------------------------------------------------------------------------
@@ -301,6 +313,14 @@ class Closing:
                 if outbox.core.peer_hello is None and self._over_tls():
                     message += f" {TLS_ENDED_BEFORE_HELLO}"
                     kind = TLSRefusedError
+                elif type(error) is TLSRecordError and self.tcp_url is not None and self._unanswered_client():
+                    url = self.tcp_url  # the server speaks TLS (PROTOCOL.md §4.1): name its URL
+                    message = (
+                        f"{url} answered with a TLS record (first bytes 0x{error.record_type:02x} 0x03) "
+                        f"before its hello: the server speaks TLS at that address; "
+                        f"use tls://{url.removeprefix('tcp://')}"
+                    )
+                    kind = TLSServerError
                 elif isinstance(error, AbruptCloseError) and self._unanswered_client():
                     message += f" before its hello; {NOT_RSIO_HINT}"
                     kind = EndedBeforeHelloError

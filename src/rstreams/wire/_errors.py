@@ -36,6 +36,7 @@ __all__ = [
     "LimitExceededError",
     "RemoteInvalidDemandError",
     "StreamStateError",
+    "TLSRecordError",
     "UnsupportedVersionError",
 ]
 
@@ -74,6 +75,20 @@ class UnsupportedVersionError(HandshakeError):
     def __init__(self, version: int) -> None:
         super().__init__(f"unsupported protocol version {version}; this endpoint speaks version 0")
         self.version = version
+
+
+class TLSRecordError(HandshakeError):
+    """The peer's first bytes are a TLS record, not an RS.io hello (§4.1): an alert (0x15) or a
+    handshake record (0x16), then ``0x03``, the major version of every TLS version; no RS.io
+    message type is either (§3). The peer speaks TLS at this address. ``record_type``: the
+    first byte. (Not exported: the net layer tells a client's error by it.)"""
+
+    def __init__(self, record_type: int) -> None:
+        super().__init__(
+            f"the peer's first bytes are not an RS.io hello (they look like a TLS record, "
+            f"0x{record_type:02x} 0x03: the peer speaks TLS at this address)"
+        )
+        self.record_type = record_type
 
 
 class StreamStateError(_WireError):

@@ -58,6 +58,7 @@ from rstreams.wire._errors import (
     LimitExceededError,
     RemoteInvalidDemandError,
     StreamStateError,
+    TLSRecordError,
     UnsupportedVersionError,
 )
 from rstreams.wire._metadata import (
@@ -203,15 +204,20 @@ def _code_of(error: RemoteProtocolError) -> int:
     return ErrorCode.PROTOCOL_VIOLATION
 
 
+_TLS_RECORD_TYPES = (0x15, 0x16)
+"""The first byte of a TLS alert and of a TLS handshake record (no RS.io message type, §3)."""
 _HTTP_METHODS = (b"GET ", b"POST ", b"PUT ", b"HEAD ", b"OPTIONS ", b"DELETE ", b"PATCH ", b"CONNECT ")
 
 
 def _first_bytes(error: RemoteProtocolError, data: bytes | bytearray | memoryview) -> RemoteProtocolError:
     """The error for a peer's first bytes that do not parse: when they look like HTTP, one that
-    says so (a plain RS.io URL pointed at a web server, or a browser at an RS.io port)."""
+    says so (a plain RS.io URL pointed at a web server, or a browser at an RS.io port); when
+    they are a TLS record, :class:`TLSRecordError` (a plain client answered by a TLS server)."""
     if type(error) is not FrameError:
         return error
     head = bytes(data[:8])
+    if len(head) >= 2 and head[0] in _TLS_RECORD_TYPES and head[1] == 0x03:
+        return TLSRecordError(head[0])
     if head.startswith(b"HTTP/"):
         looks = "an HTTP response; for a WebSocket server use ws:// or wss://"
     elif head.startswith(_HTTP_METHODS):
