@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import rstreams
 from rstreams.net import Connection, Server, serve
+from rstreams.net._stream import StreamProtocol
 from rstreams.wire import ClientHello, ExtensionMessage, FrameParser, Goodbye, ServerHello, Subscribe, encode
 from rstreams.wire._resume import RESUME, encode_message, encode_resume
 from rstreams.wire.extensions import GOODBYE_CODE, REGISTERED
@@ -258,3 +260,30 @@ async def test_rstreams_serve_stopped_by_sigterm_says_goodbye_to_a_silent_peer(r
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+@pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
+async def test_a_transport_accepted_as_close_is_called_is_waited_for(
+    resume: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """close() called between a socket's accept and its transport's start (here: as its protocol
+    is made): wait_closed() returns only once that transport, said goodbye when it started, is
+    closed (the peer keeps its side open: at the linger's end)."""
+    watched = Watched()
+    server = await _server("tcp://127.0.0.1:0", watched, resume)
+    made = StreamProtocol.__init__
+
+    def closing_as_made(protocol: StreamProtocol, *args: Any, **kwargs: Any) -> None:
+        made(protocol, *args, **kwargs)
+        server.close()
+
+    monkeypatch.setattr(StreamProtocol, "__init__", closing_as_made)
+    reader, writer, after = await _connect(server.url)
+    monkeypatch.undo()
+    await within(server.wait_closed())
+    _all_closed(server)  # nothing left: the transport closed before wait_closed() returned
+    try:
+        assert [*after, *await _rest(reader)] == [Goodbye(reason="server closing")]
+    finally:
+        writer.close()
+    assert watched.announced == []

@@ -158,6 +158,9 @@ class Server:
             refused.close_now(reason)  # (a no-op: each said its goodbye at its hello)
         # those that said goodbye already close as after it, lingering: not cut short here
         gone = [leaving.wait_gone(CLOSE_TIMEOUT) for leaving in (*self._refused, *self._leaving)]
+        # (at least one loop turn, whatever is waited for: a plain transport whose accept was
+        # under way as close() was called starts meanwhile, its start being queued already;
+        # it is said goodbye then, and waited for below)
         await asyncio.gather(*closing, *gone, self._doorway.handshakes_ended(), return_exceptions=True)
         if listener is not None:
             listener.close()  # websockets closes its connections here: after our goodbyes
