@@ -125,10 +125,10 @@ class Server:
         hello (§9.1, §10); nothing it sends afterwards is served, a resume included. A
         ``tls://`` or ``wss://`` transport still in its TLS handshake has no RS.io conversation: it
         is aborted now, as a connection still in the listen backlog is reset when the listener
-        closes, and never comes up (asyncio, in debug mode, reports the cancelled handshake as
-        it reports a failed one; an event loop whose own accepting makes the transport's
-        handler outside a task, as uvloop's may, leaves it out of reach: it comes up to the
-        goodbye).
+        closes, and never comes up (with ``admission_share=None`` asyncio's own accepting, in
+        debug mode, reports the cancelled handshake as it reports a failed one; an event loop
+        whose own accepting makes the transport's handler outside a task, as uvloop's may,
+        leaves it out of reach: it comes up to the goodbye).
         """
         if self._shutdown is not None:
             return
