@@ -5,8 +5,12 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.util.concurrent.GlobalEventExecutor;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.rstreams.wire.Connection;
 import io.rstreams.wire.Credentials;
@@ -15,15 +19,23 @@ import io.netty.handler.ssl.SslContext;
 import java.io.IOException;
 import java.time.Duration;
 import javax.net.ssl.SSLContext;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
 /**
  * Connects to RS.io servers. One client owns its I/O threads (daemon threads) and any number
- * of connections; closing it closes them all.
+ * of connections; closing it says goodbye on each of them (PROTOCOL.md §9.1), then stops its threads.
  *
  * <pre>{@code
  * try (RsioClient client = RsioClient.builder().build();
@@ -38,6 +50,11 @@ public final class RsioClient implements AutoCloseable {
     private final Endpoint.Options options;
     private final SSLContext tls;
     private final boolean resume;
+    /** Every connection not yet over, with the I/O thread it lives on: close() says goodbye to each. */
+    private final Map<Endpoint, EventLoop> endpoints = new ConcurrentHashMap<>();
+    private final AtomicBoolean closing = new AtomicBoolean();
+    /** Every open transport, resumed ones included: close() closes what its goodbyes left open. */
+    private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
 
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
@@ -72,6 +89,7 @@ public final class RsioClient implements AutoCloseable {
         if (resume) {
             Endpoint.Reconnector again = (session, attempt) -> {
                 ChannelFuture f = bootstrap(session.loop(), u, ssl, new ResumeHandshake(session), session).connect(u.address());
+                channels.add(f.channel());
                 f.addListener(done -> {
                     if (!done.isSuccess()) {
                         session.attemptFailed();
@@ -85,8 +103,12 @@ public final class RsioClient implements AutoCloseable {
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
         CompletableFuture<RsioConnection> result = new CompletableFuture<>();
         ChannelFuture f = bootstrap(group, u, ssl, endpoint).connect(u.address());
+        channels.add(f.channel());
+        endpoints.put(endpoint, f.channel().eventLoop()); // resumed transports use the same thread (Endpoint.loop())
+        endpoint.closedFuture().whenComplete((v, e) -> endpoints.remove(endpoint));
         f.addListener(done -> {
             if (!done.isSuccess()) {
+                endpoints.remove(endpoint); // never up: nothing to say goodbye on
                 result.completeExceptionally(new IOException("can't connect to " + url + ": " + done.cause().getMessage(), done.cause()));
             }
         });
@@ -118,10 +140,70 @@ public final class RsioClient implements AutoCloseable {
         return u.unix() ? b : b.option(ChannelOption.TCP_NODELAY, true);
     }
 
-    /** Closes every connection of this client (without goodbye) and stops its I/O threads. */
+    /**
+     * Says goodbye on every connection of this client, as {@link RsioConnection#close()} does
+     * (code 0, normal; the peers' answers awaited all at once, five seconds at most in all, as
+     * rstreams' CLOSE_TIMEOUT), then closes whatever is left and stops the I/O threads. Streams
+     * end with {@link ConnectionClosedException}. Idempotent; {@link #close(Duration)} bounds the
+     * wait otherwise.
+     */
     @Override
     public void close() {
+        close(Duration.ofMillis(Endpoint.CLOSE_MILLIS));
+    }
+
+    /**
+     * {@link #close()}, waiting at most {@code wait} for the peers' answers (as rstreams'
+     * {@code Connection.aclose(timeout=...)}), and never longer than the five seconds after
+     * which each connection closes its transport anyway; {@code Duration.ZERO} ends at once: the
+     * goodbyes are written but no answer is awaited, and the transports are closed. A second call only
+     * waits for the I/O threads to stop. Call it from your own thread, not from a subscriber's
+     * callback (which runs on an I/O thread).
+     */
+    public void close(Duration wait) {
+        if (wait == null || wait.isNegative()) {
+            throw new IllegalArgumentException("close(wait) needs a wait >= 0 (Duration.ZERO: no wait), got " + wait);
+        }
+        Duration most = Duration.ofMillis(Endpoint.CLOSE_MILLIS);
+        Duration bounded = wait.compareTo(most) < 0 ? wait : most;
+        if (closing.compareAndSet(false, true)) {
+            List<CompletableFuture<Void>> written = new ArrayList<>();
+            List<CompletableFuture<Void>> answered = new ArrayList<>();
+            endpoints.forEach((endpoint, loop) -> {
+                CompletableFuture<Void> out = new CompletableFuture<>();
+                CompletableFuture<Void> over = new CompletableFuture<>();
+                written.add(out);
+                answered.add(over);
+                try {
+                    loop.execute(() -> {
+                        try {
+                            endpoint.closeOrderly("").whenComplete((v, e) -> over.complete(null));
+                        } finally {
+                            out.complete(null); // the goodbye is flushed
+                        }
+                    });
+                } catch (RejectedExecutionException e) {
+                    out.complete(null);
+                    over.complete(null);
+                }
+            });
+            // every goodbye is written before any transport is closed below, even without a wait
+            await(written, Duration.ofMillis(Endpoint.CLOSE_MILLIS));
+            await(answered, bounded);
+        }
+        channels.close().syncUninterruptibly(); // whatever did not answer in time
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    /** Waits for all of {@code futures}, {@code most} at most (an interrupt ends the wait and is kept). */
+    private static void await(List<CompletableFuture<Void>> futures, Duration most) {
+        try {
+            CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0])).get(most.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            // bounded: what is left is closed by the shutdown
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Options of a {@link RsioClient}. */

@@ -3,6 +3,7 @@ package io.rstreams.net;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -17,6 +18,7 @@ import io.rstreams.wire.FrameType;
 import io.rstreams.wire.FrameWriter;
 import io.rstreams.wire.Limits;
 import java.io.InputStream;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
@@ -234,8 +236,97 @@ public class CloseTimeoutTest {
         }
     }
 
+    @Test(timeOut = 60_000)
+    public void aClientClosingSaysGoodbyeWithCodeZeroOnEachConnectionAndReadsTheAnswer() throws Exception {
+        RsioClient client = RsioClient.builder().keepalive(null).build();
+        try (ServerSocket listener = RawSockets.listen()) {
+            CompletableFuture<RsioConnection> connecting = client.connect("tcp://127.0.0.1:" + listener.getLocalPort());
+            try (Socket peer = RawSockets.accept(listener)) {
+                TestSubscriber<byte[]> sub = new TestSubscriber<>();
+                connecting.get(20, TimeUnit.SECONDS).publisher("refused").subscribe(sub);
+                sub.request(1);
+                FrameParser parser = new FrameParser(Limits.DEFAULT);
+                List<Frame> opening = readFrames(peer.getInputStream(), parser, 2);
+                assertTrue(opening.get(0) instanceof Frame.Hello && opening.get(1) instanceof Frame.Subscribe, opening.toString());
+                peer.getOutputStream().write(FrameWriter.encode(hello(true), 0));
+                peer.getOutputStream().write(FrameWriter.encode(new Frame.OnError(1, "refused"), 0));
+                assertTrue(sub.awaitTerminal() instanceof RemoteStreamException); // our hello was read before
+                CompletableFuture<Void> closing = CompletableFuture.runAsync(client::close);
+                List<Frame> sent = new ArrayList<>();
+                while (sent.isEmpty() || !(sent.get(sent.size() - 1) instanceof Frame.Goodbye)) {
+                    sent.addAll(readFrames(peer.getInputStream(), parser, 1)); // the subscribe's request, then the goodbye
+                }
+                List<Frame> goodbye = sent.subList(sent.size() - 2, sent.size());
+                assertEquals(((Frame.Extension) goodbye.get(0)).type(), FrameType.GOODBYE_CODE, sent.toString());
+                assertEquals(((Frame.Extension) goodbye.get(0)).payload(), new byte[] {0}, "code 0, normal (§19.2)");
+                assertEquals(RawSockets.lastGoodbye(goodbye), "");
+                peer.getOutputStream().write(FrameWriter.encode(new Frame.Goodbye("goodbye acknowledged"), 0)); // socket left open
+                assertEquals(RawSockets.readToTheEnd(peer), List.of(), "the answer closes the transport, and nothing more came");
+                closing.get(30, TimeUnit.SECONDS);
+            }
+        } finally {
+            client.close();
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aClientClosingEndsTheServersStreamsWithItsGoodbye() throws Exception {
+        CompletableFuture<Throwable> atServer = new CompletableFuture<>();
+        try (RsioServer server = RsioServer.builder()
+                .onConnection(conn -> {
+                    TestSubscriber<byte[]> sub = new TestSubscriber<>();
+                    sub.terminated.whenComplete((error, e) -> atServer.complete(error));
+                    conn.publisher("silent").subscribe(sub); // a publisher of the client (§1)
+                })
+                .bind("tcp://127.0.0.1:0")) {
+            RsioClient client = RsioClient.builder()
+                    .serve("silent", r -> s -> s.onSubscribe(new java.util.concurrent.Flow.Subscription() {
+                        @Override
+                        public void request(long n) {}
+
+                        @Override
+                        public void cancel() {}
+                    }))
+                    .build();
+            try {
+                RsioConnection conn = client.connect(server.url()).get(20, TimeUnit.SECONDS);
+                TestSubscriber<String> sub = new TestSubscriber<>();
+                conn.publisher("nothing-here", Codec.UTF8).subscribe(sub);
+                sub.request(1);
+                assertTrue(sub.awaitTerminal() instanceof RemoteStreamException); // the server's hello came before its refusal
+            } finally {
+                client.close();
+            }
+            Throwable error = atServer.get(20, TimeUnit.SECONDS);
+            assertTrue(error instanceof ConnectionClosedException c && c.errorCode() == io.rstreams.wire.ErrorCode.NORMAL,
+                    String.valueOf(error));
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aClientClosedWithoutWaitWritesItsGoodbyeAndAwaitsNoAnswer() throws Exception {
+        RsioClient client = RsioClient.builder().keepalive(null).build();
+        try (ServerSocket listener = RawSockets.listen()) {
+            client.connect("tcp://127.0.0.1:" + listener.getLocalPort());
+            try (Socket peer = RawSockets.accept(listener)) {
+                assertTrue(readFrames(peer.getInputStream(), 1).get(0) instanceof Frame.Hello);
+                peer.getOutputStream().write(FrameWriter.encode(hello(true), 0));
+                CompletableFuture.runAsync(() -> client.close(java.time.Duration.ZERO)).get(30, TimeUnit.SECONDS); // no answer given
+                List<Frame> frames = RawSockets.readToTheEnd(peer);
+                assertEquals(RawSockets.lastGoodbye(frames), "", frames.toString());
+            }
+            expectThrows(IllegalArgumentException.class, () -> client.close(java.time.Duration.ofSeconds(-1)));
+        } finally {
+            client.close();
+        }
+    }
+
     private static List<Frame> readFrames(InputStream in, int count) throws Exception {
-        FrameParser parser = new FrameParser(Limits.DEFAULT);
+        return readFrames(in, new FrameParser(Limits.DEFAULT), count);
+    }
+
+    /** At least {@code count} frames (all those the reads brought), {@code parser} keeping what is left of a frame. */
+    private static List<Frame> readFrames(InputStream in, FrameParser parser, int count) throws Exception {
         List<Frame> frames = new ArrayList<>();
         byte[] buffer = new byte[256];
         while (frames.size() < count) {
