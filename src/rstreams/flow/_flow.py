@@ -298,15 +298,26 @@ class Flow(Publisher[T], abc.ABC):
         *,
         max_concurrency: int = 16,
         prefetch: int = 32,
+        delay_error: bool = False,
     ) -> Flow[R]:
         """Map each element to a Publisher and merge their elements as they come, with at
         most ``max_concurrency`` inner Publishers subscribed at once, each buffering at
-        most ``prefetch`` elements."""
-        return _Wrapped(FlatMapFlow(_unwrap(self), fn, max_concurrency=max_concurrency, prefetch=prefetch))
+        most ``prefetch`` elements.
 
-    def merge_with(self, *others: Publisher[T], prefetch: int = 32) -> Flow[T]:
+        The first error cancels everything and goes on at once, dropping what is queued;
+        with ``delay_error`` an error from the upstream or an inner waits until the others
+        have ended and everything queued has gone out (several: a ``BaseExceptionGroup``)."""
+        return _Wrapped(
+            FlatMapFlow(
+                _unwrap(self), fn, max_concurrency=max_concurrency, prefetch=prefetch, delay_error=delay_error
+            )
+        )
+
+    def merge_with(self, *others: Publisher[T], prefetch: int = 32, delay_error: bool = False) -> Flow[T]:
         """Elements of this and ``others`` interleaved as they arrive (see :func:`merge`)."""
-        return _Wrapped(merge(_unwrap(self), *others, prefetch=prefetch, name="merge_with"))
+        return _Wrapped(
+            merge(_unwrap(self), *others, prefetch=prefetch, delay_error=delay_error, name="merge_with")
+        )
 
     def observe_on(
         self,

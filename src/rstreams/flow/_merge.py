@@ -14,7 +14,14 @@ drain signals the downstream or calls ``request``/``cancel`` on any Subscription
   each time an inner has completed and its queue is empty, so no more than
   ``max_concurrency`` inners are ever subscribed at once.
 * Termination: complete when the upstream and every inner are done; the first error,
-  wherever from, cancels every other Subscription and is signalled once (rule 4.2).
+  wherever from, cancels every other Subscription and is signalled once (rule 4.2),
+  dropping the elements queued (reactor's and RxJava's ``flatMap``/``merge`` do the same).
+* ``delay_error=True`` (reactor's ``flatMapDelayError``/``mergeDelayError``, RxJava's
+  ``delayErrors``): an error from the upstream or from an inner ends only that Publisher;
+  the others run on, every queued element goes out, and the error comes instead of the
+  completion: the one error itself, or a ``BaseExceptionGroup`` of all of them in the order
+  they came. ``fn`` raising, an inner sending more than it was asked (rule 1.1) and an
+  illegal ``request`` (rule 3.9) still end the stream at once.
 
 ``merge`` is ``flat_map`` over the static list of its Publishers, all subscribed at once.
 """
@@ -27,7 +34,7 @@ from typing import Any, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber
-from rstreams.errors import OverflowStrategyError
+from rstreams.errors import OverflowStrategyError, report_unhandled
 from rstreams.flow._drain import (
     DRAIN,
     EMIT,
@@ -40,7 +47,8 @@ from rstreams.flow._drain import (
 )
 from rstreams.flow._iterable import empty, from_iterable
 from rstreams.flow._operator import OperatorFlow, check_callable, check_publishers
-from rstreams.flow._signals import NONE_ITEM, NextMany, next_many, report_broken
+from rstreams.flow._signals import NONE_ITEM, NextMany, next_many, report_broken, signal_terminal
+from rstreams.rules import check_error
 
 __all__ = ["FlatMapFlow", "merge"]
 
@@ -51,7 +59,7 @@ R = TypeVar("R")
 class FlatMapFlow(OperatorFlow[T, R]):
     """``source.flat_map(fn, ...)``; see :meth:`rstreams.Flow.flat_map`."""
 
-    __slots__ = ("fn", "max_concurrency", "prefetch")
+    __slots__ = ("delay_error", "fn", "max_concurrency", "prefetch")
 
     def __init__(
         self,
@@ -59,28 +67,46 @@ class FlatMapFlow(OperatorFlow[T, R]):
         fn: Callable[[T], Publisher[R]],
         max_concurrency: int = 16,
         prefetch: int = 32,
+        delay_error: bool = False,
+        name: str = "flat_map",
     ) -> None:
         super().__init__(source)
-        self.fn = check_callable("flat_map", fn)
-        self.max_concurrency = check_prefetch("flat_map", "max_concurrency", max_concurrency)
-        self.prefetch = check_prefetch("flat_map", "prefetch", prefetch)
+        self.fn = check_callable(name, fn)
+        self.max_concurrency = check_prefetch(name, "max_concurrency", max_concurrency)
+        self.prefetch = check_prefetch(name, "prefetch", prefetch)
+        self.delay_error = check_flag(name, "delay_error", delay_error)
 
     def subscriber(self, downstream: Subscriber[R]) -> Subscriber[T]:
-        return _FlatMapSubscriber(downstream, self.fn, self.max_concurrency, self.prefetch)
+        return _FlatMapSubscriber(downstream, self.fn, self.max_concurrency, self.prefetch, self.delay_error)
+
+
+def check_flag(operator: str, name: str, value: object) -> bool:
+    """``value`` if it is a bool, else ``TypeError`` naming the operator and the option."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{operator}({name}=...) needs True or False, got {value!r}")
+    return value
 
 
 def _identity(publisher: Publisher[T]) -> Publisher[T]:
     return publisher
 
 
-def merge(*publishers: Publisher[T], prefetch: int = 32, name: str = "merge") -> Publisher[T]:
+def merge(
+    *publishers: Publisher[T], prefetch: int = 32, delay_error: bool = False, name: str = "merge"
+) -> Publisher[T]:
     """The publisher behind :func:`rstreams.merge` (``name``: the operator errors name)."""
     check_publishers(name, publishers)
     check_prefetch(name, "prefetch", prefetch)
+    check_flag(name, "delay_error", delay_error)
     if not publishers:
         return empty()
     return FlatMapFlow(
-        from_iterable(publishers), _identity, max_concurrency=len(publishers), prefetch=prefetch
+        from_iterable(publishers),
+        _identity,
+        max_concurrency=len(publishers),
+        prefetch=prefetch,
+        delay_error=delay_error,
+        name=name,
     )
 
 
@@ -186,20 +212,49 @@ class _Inner(InnerSubscriber[R, "_FlatMapSubscriber[Any, R]"]):
                 )
             )
 
+    def on_error(self, error: BaseException) -> None:
+        parent = self.parent
+        if not parent.delay_error:
+            super().on_error(error)
+            return
+        check_error(error)
+        if self.done:  # late, after a cancel (rule 3.12): nobody can receive it
+            report_unhandled(error, f"{parent.name}: an inner Publisher's error after it was cancelled")
+            return
+        self.done = True  # like a completion: its queue still goes out
+        parent.defer(error)
+
     def cancel(self) -> None:
         super().cancel()
         self.queue.clear()
 
 
 class _FlatMapSubscriber(DrainSubscriber[T, R]):
-    __slots__ = ("_fn", "_index", "_inners", "_max_concurrency", "limit", "many", "prefetch")
+    __slots__ = (
+        "_fn",
+        "_index",
+        "_inners",
+        "_max_concurrency",
+        "delay_error",
+        "delayed",
+        "limit",
+        "many",
+        "prefetch",
+    )
 
     name = "flat_map/merge"
 
     def __init__(
-        self, downstream: Subscriber[R], fn: Callable[[T], Publisher[R]], max_concurrency: int, prefetch: int
+        self,
+        downstream: Subscriber[R],
+        fn: Callable[[T], Publisher[R]],
+        max_concurrency: int,
+        prefetch: int,
+        delay_error: bool = False,
     ) -> None:
         super().__init__(downstream)
+        self.delay_error = delay_error
+        self.delayed: list[BaseException] = []  # delay_error: the errors waiting for the end
         self._fn = fn
         self._max_concurrency = max_concurrency
         self.prefetch = prefetch
@@ -208,6 +263,43 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
         self._index = 0  # where the next round starts, so no inner is always served last
         self.many: NextMany | None = next_many(downstream)
         """``downstream.on_next_many`` when the downstream takes batches (rstreams' own stages)."""
+
+    def on_error(self, error: BaseException) -> None:
+        if not self.delay_error:
+            super().on_error(error)
+            return
+        check_error(error)
+        if self.done:  # a second terminal signal (rule 1.7): nobody can receive it
+            report_unhandled(error, f"{self.name}: an error after the upstream had terminated")
+            return
+        self.done = True  # like a completion: the inners run on
+        self.defer(error)
+
+    def defer(self, error: BaseException) -> None:
+        """``delay_error``: keep ``error`` for the end of the stream; report it if that is past."""
+        with self.lock:
+            late = self.cancelled
+            if not late:
+                self.delayed.append(error)
+        if late:
+            report_unhandled(error, f"{self.name}: an error after the stream had ended")
+        else:
+            self.drain()
+
+    def _complete(self) -> None:
+        """Everything has ended: complete, or signal the delayed errors instead."""
+        delayed = self.delayed
+        if not delayed:
+            super()._complete()
+            return
+        self.cancelled = True
+        self.delayed = []
+        error = delayed[0]
+        if len(delayed) > 1:
+            error = BaseExceptionGroup(
+                f"{self.name}(delay_error=True): {len(delayed)} Publishers failed", delayed
+            )
+        signal_terminal(self.downstream, error)
 
     def on_next(self, item: T) -> None:
         if item is None:
@@ -319,9 +411,15 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
         return emitted + want
 
     def _clear(self) -> None:
-        """Cancel the upstream and every inner, drop what is queued (rules 3.13, 4.2)."""
+        """Cancel the upstream and every inner, drop what is queued (rules 3.13, 4.2); the
+        errors ``delay_error`` kept can no longer be signalled, so they are reported."""
         with self.lock:
             inners, self._inners = self._inners, ()
+            delayed, self.delayed = self.delayed, []
         for inner in inners:
             inner.cancel()
         self._cancel_upstream()
+        for error in delayed:
+            report_unhandled(
+                error, f"{self.name}: an error delay_error kept, the stream having ended otherwise"
+            )

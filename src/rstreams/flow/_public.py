@@ -262,18 +262,22 @@ def from_observable(
 # -- several Publishers into one ----------------------------------------------------------
 
 
-def merge(*publishers: Publisher[T], prefetch: int = 32) -> Flow[T]:
+def merge(*publishers: Publisher[T], prefetch: int = 32, delay_error: bool = False) -> Flow[T]:
     """The elements of all ``publishers``, interleaved as they arrive.
 
     Every Publisher is subscribed at once, each buffered up to ``prefetch`` elements.
     Completes when all have completed; the first error cancels the others and is passed
-    on. ``merge()`` with no Publishers completes at once.
+    on at once, dropping what is buffered. With ``delay_error`` an error ends only its own
+    Publisher: the others run on, everything buffered goes out, and then the error comes
+    instead of the completion (several: a ``BaseExceptionGroup`` of them, in order).
+    ``merge()`` with no Publishers completes at once.
 
     Raises:
-        TypeError: one of ``publishers`` has no ``subscribe``, or ``prefetch`` is not an int.
+        TypeError: one of ``publishers`` has no ``subscribe``, ``prefetch`` is not an int,
+            or ``delay_error`` is not a bool.
         ValueError: ``prefetch`` is below 1.
     """
-    return wrap(_merge.merge(*publishers, prefetch=prefetch))
+    return wrap(_merge.merge(*publishers, prefetch=prefetch, delay_error=delay_error))
 
 
 def concat(*publishers: Publisher[T]) -> Flow[T]:

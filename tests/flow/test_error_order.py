@@ -1,0 +1,279 @@
+"""Elements an operator has received but not yet delivered when an upstream error comes:
+delivered before the error, or dropped (rules 1.4, 4.2).
+
+One test per row of docs/operators.md's table "Errors and what is already received", and a
+check that the table says what :data:`POLICY` says. In every case the downstream has asked
+for less than the operator holds, the upstream fails, and then the downstream asks for
+plenty: ``after`` means the held elements go out and then the error, ``immediate`` that
+the error goes on as soon as it comes and they are dropped.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+import rstreams
+from rstreams.errors import set_unhandled_error_hook
+from rstreams.flow._flow import Flow
+from testkit.publishers import ManualPublisher
+from testkit.recording import RecordingSubscriber
+
+pytestmark = pytest.mark.timeout(60)
+
+T = TypeVar("T")
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
+
+POLICY = {
+    "merge": "immediate",
+    "merge with delay_error=True": "after",
+    "flat_map": "immediate",
+    "flat_map with delay_error=True": "after",
+    "concat_map": "after",
+    "zip": "immediate",
+    "combine_latest": "immediate",
+    "group_by": "immediate",
+    "window": "immediate",
+    "share": "immediate",
+    "replay": "immediate",
+    "buffer": "immediate",
+    "observe_on": "immediate",
+    "publish_on": "after",
+    "on_backpressure_buffer": "after",
+    "on_backpressure_latest": "after",
+}
+"""Operator -> whether elements received before an upstream error are delivered before it."""
+
+BOOM = RuntimeError("upstream failed")
+
+
+class _Inline(concurrent.futures.Executor):
+    """An executor that runs each task at once, on the caller's thread."""
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[T]:
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def _held(
+    build: Callable[[Flow[int]], Flow[Any]], *, asked: int = 0, sent: int = 2
+) -> RecordingSubscriber[Any]:
+    """``build(source)`` asked for ``asked``; the source sends ``sent`` elements (within what
+    the operator asked of it), fails, and then the downstream asks for 10 more."""
+    source: ManualPublisher[int] = ManualPublisher()
+    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=asked)
+    build(source).subscribe(s)
+    source.emit(*range(1, sent + 1))
+    source.fail(BOOM)
+    s.request(10)
+    assert s.error is BOOM and s.signals.count("on_error") == 1
+    return s
+
+
+def _policy(items: list[Any], held: list[Any]) -> str:
+    """``after`` if every one of ``held`` was delivered (in any order: flat_map serves its
+    inners in turn), ``immediate`` if some were dropped (those delivered before the error,
+    within the demand, are fine)."""
+    if sorted(items) == sorted(held):
+        return "after"
+    assert all(item in held for item in items), items
+    return "immediate"
+
+
+def test_merge() -> None:
+    """Reactor's merge and RxJava's merge: the error cuts ahead of what is queued."""
+    other: ManualPublisher[int] = ManualPublisher()
+    assert _policy(_held(lambda src: rstreams.merge(src, other)).items, [1, 2]) == POLICY["merge"]
+    assert other.cancelled == 1
+
+
+def test_merge_delay_error() -> None:
+    """Reactor's mergeDelayError, RxJava's mergeDelayError: the others run on, everything
+    queued goes out, then the error instead of the completion."""
+    other: ManualPublisher[int] = ManualPublisher()
+    s = RecordingSubscriber[int]()
+    source: ManualPublisher[int] = ManualPublisher()
+    rstreams.merge(source, other, delay_error=True).subscribe(s)
+    source.emit(1, 2)
+    source.fail(BOOM)
+    s.request(10)
+    assert s.items == [1, 2] and not s.done and other.cancelled == 0
+    other.emit(3)
+    other.complete()
+    assert s.items == [1, 2, 3] and s.error is BOOM
+    assert POLICY["merge with delay_error=True"] == "after"
+
+
+def test_flat_map() -> None:
+    """An upstream error drops the inners' queued elements (reactor's and RxJava's flatMap)."""
+    items = _held(lambda src: src.flat_map(rstreams.just)).items
+    assert _policy(items, [1, 2]) == POLICY["flat_map"]
+    inner = _held(lambda src: rstreams.just(0).flat_map(lambda _: src)).items  # an inner's error too
+    assert _policy(inner, [1, 2]) == POLICY["flat_map"]
+
+
+def test_flat_map_delay_error() -> None:
+    """Reactor's flatMapDelayError, RxJava's flatMap(delayErrors): an upstream or an inner
+    error waits for the inners still running and for what is queued."""
+    items = _held(lambda src: src.flat_map(rstreams.just, delay_error=True)).items
+    assert _policy(items, [1, 2]) == POLICY["flat_map with delay_error=True"]
+    inner = _held(lambda src: rstreams.just(0).flat_map(lambda _: src, delay_error=True)).items
+    assert _policy(inner, [1, 2]) == POLICY["flat_map with delay_error=True"]
+
+
+def test_concat_map() -> None:
+    """Reactor's concatMap (IMMEDIATE): what the inner already sent goes out before the
+    upstream's error (see test_concat_map for the inner's queue); an inner's error comes after
+    its elements."""
+    items = _held(lambda src: rstreams.just(0).concat_map(lambda _: src), asked=2).items
+    assert _policy(items, [1, 2]) == POLICY["concat_map"]
+
+
+def test_zip() -> None:
+    """Reactor's and RxJava's zip: elements waiting for their partners are dropped."""
+    other: ManualPublisher[str] = ManualPublisher()
+    s = _held(lambda src: rstreams.zip(src, other), asked=2)
+    assert _policy(s.items, [(1, "x"), (2, "y")]) == POLICY["zip"] and other.cancelled == 1
+
+
+def test_combine_latest() -> None:
+    """Reactor's combineLatest: the latest values held for a tuple are dropped."""
+    other: ManualPublisher[str] = ManualPublisher()
+    s = _held(lambda src: rstreams.combine_latest(src, other), asked=2)
+    assert _policy(s.items, [(2, "x")]) == POLICY["combine_latest"] and other.cancelled == 1
+
+
+@pytest.mark.parametrize("operator", ["group_by", "window"])
+def test_groups(operator: str) -> None:
+    """Reactor's groupBy and window: every group and the outer get the error at once; what
+    a group holds is dropped."""
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = RecordingSubscriber[Any](initial=10)
+    flow = source.group_by(lambda x: x % 2) if operator == "group_by" else source.window(2)
+    flow.subscribe(outer)
+    source.emit(1, 2, 3)
+    groups = [RecordingSubscriber[int]() for _ in outer.items]
+    for group, s in zip(outer.items, groups, strict=True):
+        group.subscribe(s)
+    source.fail(BOOM)
+    for s in groups:
+        s.request(10)
+    assert len(groups) == 2 and outer.error is BOOM
+    assert all(s.error is BOOM for s in groups)
+    assert {
+        _policy(s.items, [1, 3] if i == 0 else [2] if operator == "group_by" else [3])
+        for i, s in enumerate(groups)
+    } == {POLICY[operator]}
+
+
+@pytest.mark.parametrize("operator", ["share", "replay"])
+def test_multicast(operator: str) -> None:
+    """Rule 4.2: a processor that does not recover an error passes it on immediately. As
+    reactor's share (publish); reactor's replay would replay what it holds first."""
+    build: Callable[[Flow[int]], Flow[int]] = (
+        (lambda src: src.share()) if operator == "share" else (lambda src: src.replay(2))
+    )
+    assert _policy(_held(build, asked=1).items, [1, 2]) == POLICY[operator]
+
+
+def test_buffer() -> None:
+    """Reactor's buffer: the partial list is dropped."""
+    assert _policy(_held(lambda src: src.buffer(3), asked=1).items, [[1, 2]]) == POLICY["buffer"]
+
+
+@pytest.mark.parametrize("operator", ["observe_on", "publish_on"])
+def test_boundaries(operator: str) -> None:
+    """RxJava's observeOn drops the queue; reactor's publishOn delivers it first."""
+    items = _held(lambda src: getattr(src, operator)(_Inline())).items
+    assert _policy(items, [1, 2]) == POLICY[operator]
+
+
+@pytest.mark.parametrize("operator", ["on_backpressure_buffer", "on_backpressure_latest"])
+def test_backpressure(operator: str) -> None:
+    """on_backpressure_buffer, as reactor's: the held elements, then the error.
+    on_backpressure_latest keeps that order too (reactor and RxJava drop the latest)."""
+    build: Callable[[Flow[int]], Flow[int]] = (
+        (lambda src: src.on_backpressure_buffer(8))
+        if operator == "on_backpressure_buffer"
+        else (lambda src: src.on_backpressure_latest())
+    )
+    items = _held(build).items
+    assert _policy(items, [1, 2] if operator == "on_backpressure_buffer" else [2]) == POLICY[operator]
+
+
+def test_the_docs_table_says_what_the_tests_pin() -> None:
+    """docs/operators.md's table has one row per entry of POLICY, with the same answer."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## Errors and what is already received", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(
+        r"^\| `([^`]+)`( with `delay_error=True`)?[^|]*\| \*\*(immediate|after)\*\*", section, re.M
+    )
+    assert {name + option.replace("`", ""): policy for name, option, policy in rows} == POLICY
+
+
+# -- delay_error in detail -------------------------------------------------------------
+
+
+def test_delay_error_gathers_several_errors_in_order() -> None:
+    """Several failed Publishers: one BaseExceptionGroup, in the order the errors came."""
+    a: ManualPublisher[int] = ManualPublisher()
+    b: ManualPublisher[int] = ManualPublisher()
+    s = RecordingSubscriber[int](initial=10)
+    rstreams.merge(a, b, delay_error=True).subscribe(s)
+    first, second = ValueError("a"), KeyError("b")
+    a.emit(1)
+    b.fail(second)
+    a.fail(first)
+    assert s.items == [1] and isinstance(s.error, BaseExceptionGroup)
+    assert list(s.error.exceptions) == [second, first] and "delay_error=True" in str(s.error)
+
+
+def test_delay_error_keeps_fn_raising_and_bad_requests_immediate() -> None:
+    """Your code raising (rule 2.13's treatment of every operator) and rule 3.9 end the stream at once."""
+    source: ManualPublisher[int] = ManualPublisher()
+    s = RecordingSubscriber[int]()
+    boom = ValueError("fn")
+
+    def fn(x: int) -> Flow[int]:
+        if x == 2:
+            raise boom
+        return rstreams.just(x)
+
+    source.flat_map(fn, delay_error=True).subscribe(s)
+    source.emit(1, 2)
+    assert s.error is boom and s.items == [] and source.cancelled == 1
+    bad = RecordingSubscriber[int]()
+    rstreams.merge(ManualPublisher[int](), delay_error=True).subscribe(bad)
+    bad.request(0)
+    assert "3.9" in str(bad.error)
+
+
+def test_a_cancel_reports_the_errors_delay_error_kept() -> None:
+    """Nobody can receive them any more: they go to the unhandled-error hook, never lost."""
+    reported: list[BaseException] = []
+    previous = set_unhandled_error_hook(lambda error, where: reported.append(error))
+    try:
+        a: ManualPublisher[int] = ManualPublisher()
+        b: ManualPublisher[int] = ManualPublisher()
+        s = RecordingSubscriber[int](initial=1)
+        rstreams.merge(a, b, delay_error=True).subscribe(s)
+        a.fail(BOOM)
+        s.cancel()
+        assert reported == [BOOM] and s.error is None and b.cancelled == 1
+    finally:
+        set_unhandled_error_hook(previous)
+
+
+def test_delay_error_must_be_a_bool() -> None:
+    """Checked when built, naming the operator."""
+    with pytest.raises(TypeError, match=r"merge\(delay_error=...\) needs True or False"):
+        rstreams.merge(rstreams.just(1), delay_error=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"flat_map\(delay_error=...\)"):
+        rstreams.just(1).flat_map(rstreams.just, delay_error="yes")  # type: ignore[arg-type]
