@@ -152,8 +152,8 @@ def test_combine_latest() -> None:
 
 @pytest.mark.parametrize("operator", ["group_by", "window"])
 def test_groups(operator: str) -> None:
-    """Reactor's groupBy and window: every group and the outer get the error at once; what
-    a group holds is dropped."""
+    """Every group and the outer get the error at once; what a group holds is dropped (as
+    RxJava's groupBy; reactor's groups and windows deliver it first)."""
     source: ManualPublisher[int] = ManualPublisher()
     outer = RecordingSubscriber[Any](initial=10)
     flow = source.group_by(lambda x: x % 2) if operator == "group_by" else source.window(2)
