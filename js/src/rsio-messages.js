@@ -162,9 +162,8 @@ export class Messages {
       this._free();
       return;
     }
-    if (found.repeated != null) { // a key given twice: dropped, not the last value kept
-      this._conn._report(new Error(`message to '${name}' dropped: its name gives the parameter '${found.repeated}' `
-        + "more than once (PROTOCOL.md §5.5)"));
+    if (found.fault != null) { // a malformed name (§5.5): dropped, not half understood
+      this._conn._report(new Error(`message to '${name}' dropped: its name ${found.fault} (PROTOCOL.md §5.5)`));
       this._free();
       return;
     }

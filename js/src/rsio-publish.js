@@ -157,17 +157,20 @@ export class Offer {
     return this.exact.size + this.patterns.length;
   }
 
-  /** {target, params, path} for a subscribe's publisher string, or null when nothing matches. */
+  /**
+   * {target, params, path, fault} for a subscribe's publisher string, or null when nothing
+   * matches; `fault`: what makes the name malformed (splitQuery), or null.
+   */
   find(name) {
     const question = name.indexOf("?");
     const path = question < 0 ? name : name.slice(0, question);
-    const { params, repeated } = question < 0 ? { params: {}, repeated: null } : splitQuery(name.slice(question + 1));
+    const { params, fault } = question < 0 ? { params: {}, fault: null } : splitQuery(name.slice(question + 1));
     const exact = this.exact.get(path);
-    if (exact !== undefined) return { target: exact, params, path, repeated };
+    if (exact !== undefined) return { target: exact, params, path, fault };
     const segments = path.split("/");
     for (const pattern of this.patterns) {
       const fields = match(pattern.segments, segments);
-      if (fields !== null) return { target: pattern.target, params: { ...params, ...fields }, path, repeated };
+      if (fields !== null) return { target: pattern.target, params: { ...params, ...fields }, path, fault };
     }
     return null;
   }
@@ -176,29 +179,42 @@ export class Offer {
 /**
  * A name's query read as RFC 3986 says (PROTOCOL.md §5.5): pairs split on `&` (empty ones skipped),
  * each on its first `=` (none: the value is empty), each part percent-decoded; `+` stays a plus (a space is %20).
- * `params`: a repeated key keeps its last value; `repeated`: the first key given twice, or null.
+ * `params`: a repeated key keeps its last value, a malformed part stays as written; `fault`: what makes
+ * the name malformed, or null: the first part, left to right (a key, then its value), that is not
+ * percent-encoded UTF-8, or the first key given twice, worded to follow "publisher name 'NAME' ".
  */
 export function splitQuery(query) {
   const entries = [];
   const seen = new Set();
-  let repeated = null;
+  let fault = null;
   for (const pair of query.split("&")) {
     if (pair === "") continue; // "a?x=1&": no empty key
     const equals = pair.indexOf("=");
-    const key = decodePart(equals < 0 ? pair : pair.slice(0, equals));
-    if (seen.has(key) && repeated === null) repeated = key;
+    const rawKey = equals < 0 ? pair : pair.slice(0, equals);
+    let key = decodePart(rawKey);
+    if (key === null) {
+      fault ??= notUtf8(rawKey);
+      key = rawKey;
+    } else if (seen.has(key)) {
+      fault ??= `gives the parameter '${key}' more than once`;
+    }
     seen.add(key);
-    entries.push([key, equals < 0 ? "" : decodePart(pair.slice(equals + 1))]);
+    const rawValue = equals < 0 ? "" : pair.slice(equals + 1);
+    const value = decodePart(rawValue);
+    if (value === null) fault ??= notUtf8(rawValue);
+    entries.push([key, value ?? rawValue]);
   }
-  return { params: Object.fromEntries(entries), repeated };
+  return { params: Object.fromEntries(entries), fault };
 }
 
-/** One query part percent-decoded; a malformed escape leaves the part as it is. */
+const notUtf8 = (part) => `has the query part '${part}', which is not percent-encoded UTF-8`;
+
+/** One query part percent-decoded; null when it is not percent-encoded UTF-8 (RFC 3986 §2.1). */
 function decodePart(part) {
   try {
     return decodeURIComponent(part);
   } catch {
-    return part;
+    return null;
   }
 }
 
@@ -355,9 +371,9 @@ export class ServingTable {
     const metadata = frame.metadata ?? NO_METADATA;
     const channel = frame.channel === true;
     const found = (channel ? this._channels : this._offer).find(name);
-    if (found?.repeated != null) { // a key given twice: refused, not the last one kept
-      return this._refuse(id, `${channel ? "channel" : "publisher"} name '${name}' gives the parameter `
-        + `'${found.repeated}' more than once (PROTOCOL.md §5.5)`, APPLICATION);
+    if (found?.fault != null) { // a malformed name: refused, not half understood (§5.5)
+      return this._refuse(id, `${channel ? "channel" : "publisher"} name '${name}' ${found.fault} (PROTOCOL.md §5.5)`,
+        APPLICATION);
     }
     if (found === null) {
       if (channel) return this._refuse(id, `no channel named '${name}' (PROTOCOL.md §21.3)`, UNKNOWN_PUBLISHER);

@@ -14,7 +14,7 @@ import rstreams
 from rstreams.api import Publisher
 from rstreams.net import Message, RemoteStreamError, split_name
 from rstreams.net._connection import Connection
-from rstreams.net._routes import NameTable, Router
+from rstreams.net._routes import MalformedNameError, NameTable, Router
 from rstreams.wire import ConnectionConfig, ErrorCode
 from testkit.bound import within
 from testkit.net import connection, memory_pair
@@ -86,14 +86,16 @@ async def test_the_factory_is_not_called_for_a_name_giving_a_key_twice() -> None
 
     router = Router({"a/{id}": factory})
     assert router.find_batched("b?to=1&to=2") is None  # unknown: no route, whatever the query
-    assert router.find_batched("a/1?to=1&to=2") is not None  # known: refused below, not served
+    with pytest.raises(MalformedNameError, match="'to' more than once"):  # known: refused, code 1
+        router.find_batched("a/1?to=1&to=2")
     assert called == []
 
 
 async def test_a_name_table_reports_the_first_key_given_twice() -> None:
     table = NameTable({"up": 1, "ev/{kind}": 2})
-    assert table.lookup("up?to=1&x&to=2&x") == (1, {"to": "2", "x": ""}, "to")
-    assert table.lookup("ev/a?k=1&k=2") == (2, {"k": "2", "kind": "a"}, "k")
+    twice = "gives the parameter '{}' more than once"
+    assert table.lookup("up?to=1&x&to=2&x") == (1, {"to": "2", "x": ""}, twice.format("to"))
+    assert table.lookup("ev/a?k=1&k=2") == (2, {"k": "2", "kind": "a"}, twice.format("k"))
     assert table.lookup("ev/a?k=1") == (2, {"k": "1", "kind": "a"}, None)
     assert table.lookup("nope?k=1&k=2") is None
 

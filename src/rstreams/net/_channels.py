@@ -46,7 +46,7 @@ from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.net._outbox import WRITE_LIMIT, Outbox
-from rstreams.net._routes import NameTable, repeated_message
+from rstreams.net._routes import NameTable, malformed_message
 from rstreams.net._serving import ServingTable
 from rstreams.rules import check_error, check_subscriber
 from rstreams.wire import ConnectionState, ErrorCode, ExtensionError, ExtensionMessage, LimitExceededError
@@ -185,9 +185,9 @@ class Channels:
             unknown = f"no channel named {name.partition('?')[0]!r} (PROTOCOL.md §21.3)"
             serving.refuse(sid, unknown, ErrorCode.UNKNOWN_PUBLISHER, name)
             return
-        factory, params, repeated = found
-        if repeated is not None:  # a key given twice (§5.5): refused, not the last value kept
-            serving.refuse(sid, repeated_message(name, repeated, "channel"), ErrorCode.APPLICATION, name)
+        factory, params, fault = found
+        if fault is not None:  # a malformed name (§5.5): refused, not half understood
+            serving.refuse(sid, malformed_message(name, fault, "channel"), ErrorCode.APPLICATION, name)
             return
         codec = self._codec
         channel_input = ChannelInput(self, sid, codec.decode if codec is not None else None)

@@ -233,13 +233,9 @@ class Messages:
             _log.warning("message to %r dropped: no such handler (PROTOCOL.md §20.4)", name)
             self._give_back()
             return
-        handler, params, repeated = found
-        if repeated is not None:  # a key given twice (§5.5): dropped, not the last value kept
-            _log.warning(
-                "message to %r dropped: its name gives the parameter %r more than once (PROTOCOL.md §5.5)",
-                name,
-                repeated,
-            )
+        handler, params, fault = found
+        if fault is not None:  # a malformed name (§5.5): dropped, not half understood
+            _log.warning("message to %r dropped: its name %s (PROTOCOL.md §5.5)", name, fault)
             self._give_back()
             return
         try:

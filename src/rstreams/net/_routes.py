@@ -32,11 +32,11 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from rstreams.api import Publisher
 from rstreams.errors import ReactiveStreamsError
-from rstreams.flow._public import error as _error
 from rstreams.net._codec import RAW as _RAW
 from rstreams.net._codec import Codec
 
 __all__ = [
+    "MalformedNameError",
     "NameTable",
     "Offer",
     "PublisherFactory",
@@ -120,6 +120,11 @@ class UnknownPublisherError(ReactiveStreamsError, LookupError):
         self.name = name
 
 
+class MalformedNameError(ReactiveStreamsError, ValueError):
+    """A name that matches what is offered but is malformed (PROTOCOL.md §5.5, :func:`name_fault`):
+    its subscribe is refused with onError code 1 and this text, which names the fault."""
+
+
 def unknown_message(path: str, *, channel: bool = False) -> str:
     """What a subscribe for ``path`` is refused with when nothing is offered under it;
     ``channel``: when the side offers ``path`` as a channel, which a plain subscribe never
@@ -135,40 +140,79 @@ def split_name(name: str) -> tuple[str, dict[str, str]]:
 
     The query is read as RFC 3986 says (PROTOCOL.md §5.5): pairs split on ``&`` (empty ones
     skipped), each on its first ``=`` (none: the value is empty), each part percent-decoded;
-    ``+`` stays a plus (a space is ``%20``). A key given twice keeps its last value here; a
-    subscribe naming one is refused with onError (code 1) by :meth:`Router.find_batched`, a
-    channel or a message naming one as :meth:`NameTable.lookup` says."""
+    ``+`` stays a plus (a space is ``%20``). A name that gives a key twice, or whose query has a
+    part that is not percent-encoded UTF-8, is malformed (:func:`name_fault`): a subscribe
+    naming one is refused with onError (code 1) by :meth:`Router.find_batched`, a channel or a
+    message naming one as :meth:`NameTable.lookup` says. Here a key given twice keeps its last
+    value and a malformed part stays as written."""
     cached = _split_cache.get(name)
     if cached is None:
         cached = _split(name)
     return cached[0], dict(cached[1])  # a fresh dict: callers may change it
 
 
+def name_fault(name: str) -> str | None:
+    """What makes ``name``'s query malformed (PROTOCOL.md §5.5), ``None`` when nothing does: the
+    first of its parts, left to right (a key, then its value), that is not percent-encoded UTF-8
+    (``%`` without two hex digits after it, or escapes that decode to no UTF-8), or the first
+    key given twice. Worded to follow ``NAME``: ``"gives the parameter 'to' more than once"``."""
+    cached = _split_cache.get(name)
+    if cached is None:
+        cached = _split(name)
+    return cached[2]
+
+
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+def _decode(part: str) -> str | None:
+    """``part`` percent-decoded, ``None`` when it is not percent-encoded UTF-8 (RFC 3986 §2.1)."""
+    if "%" not in part:
+        return part
+    if _BAD_ESCAPE.search(part) is not None:
+        return None
+    try:
+        return urllib.parse.unquote(part, errors="strict")
+    except UnicodeDecodeError:
+        return None
+
+
 def _split(name: str) -> tuple[str, dict[str, str], str | None]:
-    """``name`` parsed (path, parameters, first repeated key) and cached."""
+    """``name`` parsed (path, parameters, what makes it malformed: :func:`name_fault`) and cached."""
     path, _, query = name.partition("?")
     params: dict[str, str] = {}
-    repeated: str | None = None
+    fault: str | None = None
     if query:
         for pair in query.split("&"):
             if not pair:  # "a?x=1&": no empty key
                 continue
-            key, _, value = pair.partition("=")
-            key = urllib.parse.unquote(key)
-            if key in params and repeated is None:
-                repeated = key
-            params[key] = urllib.parse.unquote(value)
-    cached = urllib.parse.unquote(path), params, repeated
+            raw_key, _, raw_value = pair.partition("=")
+            key = _decode(raw_key)
+            if key is None:
+                fault = fault or _not_utf8(raw_key)
+                key = raw_key
+            elif key in params:
+                fault = fault or f"gives the parameter '{key}' more than once"
+            value = _decode(raw_value)
+            if value is None:
+                fault = fault or _not_utf8(raw_value)
+                value = raw_value
+            params[key] = value
+    cached = urllib.parse.unquote(path), params, fault
     if len(_split_cache) >= _SPLIT_CACHE_SIZE:
         _split_cache.clear()
     _split_cache[name] = cached
     return cached
 
 
-def repeated_message(name: str, key: str, what: str = "publisher") -> str:
+def _not_utf8(part: str) -> str:
+    return f"has the query part '{part}', which is not percent-encoded UTF-8"
+
+
+def malformed_message(name: str, fault: str, what: str = "publisher") -> str:
     """What a subscribe to ``name`` (``what``: a publisher's, a channel's or a message's name),
-    which gives query key ``key`` twice, is refused with."""
-    return f"{what} name {name!r} gives the parameter {key!r} more than once (PROTOCOL.md §5.5)"
+    malformed by ``fault`` (:func:`name_fault`), is refused with (PROTOCOL.md §5.5)."""
+    return f"{what} name '{name}' {fault} (PROTOCOL.md §5.5)"
 
 
 _SPLIT_CACHE_SIZE = 1024
@@ -221,22 +265,22 @@ class NameTable(Generic[V]):
 
     def lookup(self, name: str) -> tuple[V, dict[str, str], str | None] | None:
         """The value for ``name`` (``path?query``), its parameters (query and matched fields)
-        and the first query key ``name`` gives more than once (``None``: none does), or
-        ``None`` when nothing matches. A channel open or a message whose name matches and
-        repeats a key is refused (PROTOCOL.md §5.5: onError code 1, or the message dropped);
-        an unknown name is unknown whatever its query."""
+        and what makes ``name`` malformed (:func:`name_fault`; ``None``: nothing does), or
+        ``None`` when nothing matches. A channel open or a message whose name matches and is
+        malformed is refused (PROTOCOL.md §5.5: onError code 1, or the message dropped); an
+        unknown name is unknown whatever its query."""
         cached = _split_cache.get(name)
         if cached is None:
             cached = _split(name)
-        path, params, repeated = cached[0], dict(cached[1]), cached[2]
+        path, params, fault = cached[0], dict(cached[1]), cached[2]
         value = self._exact.get(path)
         if value is not None:
-            return value, params, repeated
+            return value, params, fault
         for pattern, candidate in self._patterns:
             match = pattern.fullmatch(path)
             if match is not None:
                 params.update(match.groupdict())
-                return candidate, params, repeated
+                return candidate, params, fault
         return None
 
     def key(self, name: str) -> str:
@@ -291,8 +335,8 @@ class Router:
         self._channels = channels if channels._exact or channels._patterns else None
 
     def resolve(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None]:
-        """The Publisher for ``name`` and its codec; raises :class:`UnknownPublisherError` or
-        whatever the factory raised."""
+        """The Publisher for ``name`` and its codec; raises :class:`UnknownPublisherError`,
+        :class:`MalformedNameError` or whatever the factory raised."""
         publisher, codec, _ = self.resolve_batched(name)
         return publisher, codec
 
@@ -309,10 +353,12 @@ class Router:
         one exception: :class:`UnknownPublisherError` saying so for a name offered only as a
         channel (:meth:`offer_channels`).
 
-        A name that matches and gives a query key twice (§5.5) resolves to a Publisher that
-        signals onError (code 1) naming the key, its factory not called; an unknown name is
-        unknown (``None``) whatever its query. A function offer is the factory too: it is not
-        called for such a name, which is refused with code 1 whether it would match or not."""
+        A name that matches and is malformed (§5.5: a query key given twice, a query part that is
+        not percent-encoded UTF-8; :func:`name_fault`) raises :class:`MalformedNameError`, its
+        factory not called (the subscribe is refused with code 1 and that text); an unknown name is unknown
+        (``None``) whatever its query. A function offer is the factory too: it is not called for
+        a malformed name, which is refused with code 1 whether it would match or not (its
+        parameters are not what the peer meant, so there is nothing to look up)."""
         cached = _split_cache.get(name)  # split_name's common case, inlined: once per subscribe
         if cached is None:
             cached = _split(name)
@@ -320,7 +366,7 @@ class Router:
         route: _Route | None
         if self._function is not None:
             if cached[2] is not None:
-                return _error(ValueError(repeated_message(name, cached[2]))), None, False
+                raise MalformedNameError(malformed_message(name, cached[2]))
             target = self._function(path, params)
             route = None if target is None else _route(target, self._codec)
         else:
@@ -331,8 +377,8 @@ class Router:
             if self._channels is not None and self._channels.lookup(name) is not None:
                 raise UnknownPublisherError(path, channel=True)
             return None
-        if cached[2] is not None:  # a key given twice (§5.5): that subscription's onError
-            return _error(ValueError(repeated_message(name, cached[2]))), None, False
+        if cached[2] is not None:  # a malformed name (§5.5): refused with code 1
+            raise MalformedNameError(malformed_message(name, cached[2]))
         publisher, factory, codec, batched = route
         if factory is not None:
             publisher = factory(params)

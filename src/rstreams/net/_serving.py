@@ -49,7 +49,15 @@ from rstreams.net._codec import Codec, ElementSizeError, identity
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
 from rstreams.net._remote_errors import code_of
-from rstreams.net._routes import NameTable, Offer, Router, UnknownPublisherError, split_name, unknown_message
+from rstreams.net._routes import (
+    MalformedNameError,
+    NameTable,
+    Offer,
+    Router,
+    UnknownPublisherError,
+    split_name,
+    unknown_message,
+)
 from rstreams.rules import check_error
 from rstreams.wire import ConnectionState, ErrorCode, OnNextPacked, Request, Subscribe
 
@@ -872,6 +880,9 @@ class ServingTable:
             found = self._router.find_batched(name)
         except UnknownPublisherError as unknown:  # raised by a factory: refused like a miss
             self.refuse(sid, str(unknown), ErrorCode.UNKNOWN_PUBLISHER, name)
+            return
+        except MalformedNameError as malformed:  # a name that matches, malformed (§5.5)
+            self.refuse(sid, str(malformed), ErrorCode.APPLICATION, name)
             return
         except Exception as error:
             report_unhandled(error, f"the publisher factory for {name!r}")

@@ -647,9 +647,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         Flow.Publisher<byte[]> publisher = null;
         String refusal = "no publisher named '" + name + "'";
         long code = ErrorCode.UNKNOWN_PUBLISHER.value();
-        if (match != null && match.repeated() != null) { // a key given twice: refused, not the last one kept
-            refusal = "publisher name '" + name + "' gives the parameter '" + match.repeated()
-                    + "' more than once (PROTOCOL.md §5.5)";
+        if (match != null && match.fault() != null) { // a malformed name: refused, not half understood (§5.5)
+            refusal = "publisher name '" + name + "' " + match.fault() + " (PROTOCOL.md §5.5)";
             code = ErrorCode.APPLICATION.value();
         } else if (match != null) {
             try {

@@ -1,6 +1,8 @@
 package io.rstreams.net;
 
-import java.net.URLDecoder;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -21,9 +23,13 @@ final class Routes {
 
     /**
      * What a subscribe resolved to; {@code repeated}: the first query key the name gives more
-     * than once (its last value is in the request), or null. A subscribe naming one is refused.
+     * than once (its last value is in the request), or null; {@code fault}: what makes the name
+     * malformed (PROTOCOL.md §5.5), worded to follow {@code "publisher name 'NAME' "}, or null:
+     * the first query part, left to right (a key, then its value), that is not percent-encoded
+     * UTF-8 (it stays as written in the request), or the first key given twice. A subscribe
+     * naming a malformed name is refused with code 1.
      */
-    record Match(Route route, PublisherRequest request, String repeated) {}
+    record Match(Route route, PublisherRequest request, String repeated, String fault) {}
 
     private final List<Route> routes = new ArrayList<>();
 
@@ -45,6 +51,7 @@ final class Routes {
         String path = q < 0 ? name : name.substring(0, q);
         Map<String, String> params = new HashMap<>();
         String repeated = null;
+        String fault = null;
         if (q >= 0) {
             for (String pair : name.substring(q + 1).split("&")) {
                 if (pair.isEmpty()) {
@@ -54,14 +61,24 @@ final class Routes {
                 String k = eq < 0 ? pair : pair.substring(0, eq);
                 String v = eq < 0 ? "" : pair.substring(eq + 1);
                 String key = decode(k);
-                if (params.put(key, decode(v)) != null && repeated == null) {
-                    repeated = key;
+                if (key == null) {
+                    fault = fault != null ? fault : notUtf8(k);
+                    key = k;
+                } else if (params.containsKey(key)) {
+                    repeated = repeated != null ? repeated : key;
+                    fault = fault != null ? fault : "gives the parameter '" + key + "' more than once";
                 }
+                String value = decode(v);
+                if (value == null) {
+                    fault = fault != null ? fault : notUtf8(v);
+                    value = v;
+                }
+                params.put(key, value);
             }
         }
         for (Route r : routes) {
             if (r.pattern().equals(path)) {
-                return new Match(r, new PublisherRequest(name, path, params, connection), repeated);
+                return new Match(r, new PublisherRequest(name, path, params, connection), repeated, fault);
             }
         }
         String[] segments = path.split("/", -1);
@@ -70,7 +87,7 @@ final class Routes {
             if (fields != null) {
                 Map<String, String> all = new HashMap<>(params);
                 all.putAll(fields);
-                return new Match(r, new PublisherRequest(name, path, all, connection), repeated);
+                return new Match(r, new PublisherRequest(name, path, all, connection), repeated, fault);
             }
         }
         return null;
@@ -95,7 +112,7 @@ final class Routes {
                 if (segments[i].isEmpty()) {
                     return null;
                 }
-                fields.put(p.substring(1, p.length() - 1), decode(segments[i]));
+                fields.put(p.substring(1, p.length() - 1), decodeField(segments[i]));
             } else if (!p.equals(segments[i])) {
                 return null;
             }
@@ -103,11 +120,66 @@ final class Routes {
         return pattern.length == segments.length ? fields : null;
     }
 
-    private static String decode(String s) {
-        try {
-            return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
-        } catch (IllegalArgumentException e) {
+    private static String notUtf8(String part) {
+        return "has the query part '" + part + "', which is not percent-encoded UTF-8";
+    }
+
+    /** A pattern's field, percent-decoded; as written when it is not percent-encoded UTF-8. */
+    private static String decodeField(String s) {
+        String decoded = decode(s);
+        return decoded == null ? s : decoded;
+    }
+
+    /**
+     * {@code s} percent-decoded ({@code +} stays a plus), or null when it is not percent-encoded
+     * UTF-8 (RFC 3986 §2.1): a {@code %} without two hex digits after it, or escapes that decode
+     * to no UTF-8 (a stray byte, a cut sequence, an overlong form, a surrogate).
+     */
+    static String decode(String s) {
+        int percent = s.indexOf('%');
+        if (percent < 0) {
             return s;
         }
+        StringBuilder out = new StringBuilder(s.length()).append(s, 0, percent);
+        byte[] run = new byte[s.length() / 3];
+        int i = percent;
+        while (i < s.length()) {
+            if (s.charAt(i) != '%') {
+                out.append(s.charAt(i++));
+                continue;
+            }
+            int n = 0;
+            while (i < s.length() && s.charAt(i) == '%') {
+                int high = i + 2 < s.length() ? hex(s.charAt(i + 1)) : -1;
+                int low = high < 0 ? -1 : hex(s.charAt(i + 2));
+                if (low < 0) {
+                    return null;
+                }
+                run[n++] = (byte) (high << 4 | low);
+                i += 3;
+            }
+            try {
+                out.append(StandardCharsets.UTF_8.newDecoder()
+                        .onMalformedInput(CodingErrorAction.REPORT)
+                        .onUnmappableCharacter(CodingErrorAction.REPORT)
+                        .decode(ByteBuffer.wrap(run, 0, n)));
+            } catch (CharacterCodingException e) {
+                return null;
+            }
+        }
+        return out.toString();
+    }
+
+    private static int hex(char c) {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
     }
 }
