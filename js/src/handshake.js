@@ -2,6 +2,9 @@
 // Python and Java servers do (PROTOCOL.md §1). Each refusal is an HTTP answer, before any
 // WebSocket frame, with a plain-text body saying what was wrong, checked in this order:
 //   - a path other than the server's: 404 `RS.io is served at /path`;
+//   - a request that asks for no upgrade to WebSocket (plain HTTP, as curl or a browser's address
+//     bar sends; Node's HTTP server hands it to plainRequest, not to the `ws` package): 426 with
+//     `Upgrade: websocket`, naming the path, rsio.v0 and §1;
 //   - a browser page from an origin not allowed: 403 (origins.js);
 //   - no offer of the subprotocol rsio.v0: 400 naming it, §1 and what was offered.
 // An offer of rsio.v0 among others is accepted, and the `ws` package's handleProtocols then
@@ -21,6 +24,30 @@ function offered(request) {
 export function missingSubprotocol(names) {
   const offer = names.length === 0 ? "none" : names.join(", ");
   return `RS.io needs the WebSocket subprotocol ${SUBPROTOCOL} (PROTOCOL.md §1); the handshake offered ${offer}\n`;
+}
+
+/** The body of the 426 answering a request at `path` that asks for no upgrade to WebSocket. */
+export function notUpgraded(path) {
+  return `RS.io is served at ${path} over WebSocket with the subprotocol ${SUBPROTOCOL} (PROTOCOL.md §1); `
+    + "this request asked for no upgrade to WebSocket\n";
+}
+
+/**
+ * The request listener of the HTTP server under listen()'s `ws` server at `path`: Node gives it
+ * the requests that ask for no upgrade (the others go to the `ws` package's handshake). 404 at
+ * another path, as a handshake there; 426 at the path, with the protocol to upgrade to (RFC 9110
+ * §15.5.22). Either closes the connection, as every refusal does.
+ */
+export function plainRequest(path) {
+  return (request, response) => {
+    const url = request.url ?? "/";
+    const query = url.indexOf("?");
+    const [status, body, more] = (query === -1 ? url : url.slice(0, query)) !== path
+      ? [404, `RS.io is served at ${path}\n`, {}] : [426, notUpgraded(path), { Upgrade: "websocket" }];
+    const bytes = Buffer.from(body, "utf8");
+    response.writeHead(status, { ...PLAIN_TEXT, ...more, "Content-Length": bytes.length, Connection: "close" });
+    response.end(bytes);
+  };
 }
 
 /**

@@ -13,7 +13,7 @@ import net from "node:net";
 import tls from "node:tls";
 
 import { AuthGate } from "./gate.js";
-import { handshakeCheck } from "./handshake.js";
+import { handshakeCheck, plainRequest } from "./handshake.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { SYSTEM_CLOCK, ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
 import {
@@ -181,7 +181,8 @@ const DEFAULT_MAX_CONNECTIONS = 10000; // as rstreams servers' max_connections
  * settled within as long of the hello `authentication timeout (not settled within N s of the
  * hello) (PROTOCOL.md §15.3)`, the latter with error code 11 (timeout) when error codes were
  * agreed (the former comes before the hellos, so it carries none, §19.1), as rstreams servers. A ws://
- * server answers a handshake at another path with HTTP 404 and one that does not offer the
+ * server answers a handshake at another path with HTTP 404, a plain HTTP request (one asking for
+ * no upgrade to WebSocket) with 426, and a handshake that does not offer the
  * subprotocol rsio.v0 with HTTP 400 (PROTOCOL.md §1; handshake.js); it accepts a browser
  * page (a handshake with an Origin header) only from its own origin (http://host:port; for a
  * loopback or wildcard host every loopback name) or one of
@@ -274,6 +275,7 @@ export async function listen(url, options = {}) {
     stop = () => new Promise((resolve) => { server.close(() => resolve()); });
   } else if (parsed.protocol === "ws:") {
     const { WebSocketServer } = await import("ws");
+    const http = await import("node:http");
     const path = parsed.pathname || "/";
     // a refused page is reported as connections report theirs: to onerror, else one line on stderr
     const refused = (error) => {
@@ -283,22 +285,25 @@ export async function listen(url, options = {}) {
         // an error handler that throws has nowhere left to report to
       }
     };
-    // the path (404), browser pages: its own origin (known once bound) and those allowed (403),
-    // the subprotocol (400): refused at the HTTP handshake, before any WebSocket frame (§1)
-    const pages = originCheck(() => ownOrigins(host(parsed), wss.address().port), moreOrigins, refused);
+    // the path (404), plain HTTP (426), browser pages: its own origin (known once bound) and
+    // those allowed (403), the subprotocol (400): refused at the HTTP handshake, before any
+    // WebSocket frame (§1); Node's HTTP server hands plain requests to plainRequest
+    const httpServer = http.createServer(plainRequest(path));
+    const pages = originCheck(() => ownOrigins(host(parsed), httpServer.address().port), moreOrigins, refused);
     const wss = new WebSocketServer({
-      host: host(parsed), port: port(parsed),
+      server: httpServer,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
       verifyClient: handshakeCheck(path, pages),
     });
     await new Promise((resolve, reject) => {
-      wss.once("error", reject);
-      wss.once("listening", () => { wss.off("error", reject); resolve(); });
+      httpServer.once("error", reject);
+      httpServer.listen(port(parsed), host(parsed), () => { httpServer.off("error", reject); resolve(); });
     });
     wss.on("connection", (ws) => accept(webSocketTransport(ws, clock)));
-    const bound = wss.address();
+    const bound = httpServer.address();
     where = `ws://${hostText(bound.address)}:${bound.port}${path}`;
-    stop = () => new Promise((resolve) => { wss.close(() => resolve()); });
+    // the `ws` server closes once its clients have; the HTTP server under it, once its sockets have
+    stop = () => new Promise((resolve) => { wss.close(() => httpServer.close(() => resolve())); });
   } else {
     throw new TypeError(`cannot listen on ${url}: the schemes are tcp, unix and ws`);
   }

@@ -180,6 +180,7 @@ async def listen_endpoint(
             WebSocketTransport,
             origin_refused,
             subprotocol_refused,
+            upgrade_required,
         )
 
     served_path = endpoint.path.partition("?")[0]
@@ -192,7 +193,11 @@ async def listen_endpoint(
         return None
 
     def answered(ws: ServerConnection, request: Request, response: Response) -> Response | None:
-        refused = origin_refused(ws, request, response) or subprotocol_refused(ws, request, response)
+        refused = (
+            upgrade_required(ws, request, response)
+            or origin_refused(ws, request, response)
+            or subprotocol_refused(ws, request, response)
+        )
         if isinstance(ws, AdmittedConnection):
             ws.handshake_answered()
         return refused

@@ -34,6 +34,10 @@ its body).
 Subprotocol. A handshake that does not offer ``rsio.v0`` is refused with HTTP 400 by
 websockets' own negotiation; :func:`subprotocol_refused` words its body: the subprotocol,
 PROTOCOL.md §1 and what was offered.
+
+Plain HTTP. A GET at the server's path that asks for no upgrade to WebSocket (``curl``, a
+browser's address bar) is answered 426 by websockets (its ``InvalidUpgrade``);
+:func:`upgrade_required` words the body as the Java and JavaScript servers do.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from websockets.exceptions import (
     InvalidHandshake,
     InvalidMessage,
     InvalidOrigin,
+    InvalidUpgrade,
     NegotiationError,
 )
 from websockets.headers import parse_subprotocol
@@ -84,6 +89,8 @@ __all__ = [
     "open_websocket",
     "origin_refused",
     "subprotocol_refused",
+    "upgrade_required",
+    "upgrade_required_text",
 ]
 
 _log = logging.getLogger("rstreams.net.websocket")
@@ -126,6 +133,25 @@ def subprotocol_refused(ws: ServerConnection, request: Request, response: Respon
         f"RS.io needs the WebSocket subprotocol {SUBPROTOCOL} (PROTOCOL.md §1); "
         f"the handshake offered {', '.join(offered) or 'none'}\n",
     )
+
+
+def upgrade_required_text(path: str) -> str:
+    """The body of the 426 answering a plain HTTP request at ``path`` (PROTOCOL.md §1)."""
+    return (
+        f"RS.io is served at {path} over WebSocket with the subprotocol {SUBPROTOCOL} (PROTOCOL.md §1); "
+        "this request asked for no upgrade to WebSocket\n"
+    )
+
+
+def upgrade_required(ws: ServerConnection, request: Request, response: Response) -> Response | None:
+    """For a ``process_response``: the 426 websockets made for a request that asks for no upgrade
+    to WebSocket (a plain GET), worded to say what the path serves (else ``None``). Its
+    ``Upgrade: websocket`` header stays, as RFC 9110 §15.5.22 asks of a 426."""
+    if not isinstance(ws.protocol.handshake_exc, InvalidUpgrade):
+        return None
+    answer = ws.respond(HTTPStatus.UPGRADE_REQUIRED, upgrade_required_text(request.path.partition("?")[0]))
+    answer.headers["Upgrade"] = "websocket"
+    return answer
 
 
 NO_HTTP_HINT = (

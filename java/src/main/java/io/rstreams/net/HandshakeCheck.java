@@ -21,6 +21,9 @@ import java.util.List;
  * handshake, as rstreams' Python and JavaScript servers do (PROTOCOL.md §1). Each refusal is an
  * HTTP answer, before any WebSocket frame, with a plain-text body saying what was wrong, checked
  * in this order: a path other than the server's gets 404 {@code RS.io is served at /path}; a
+ * request that asks for no upgrade to WebSocket (plain HTTP: no {@code Upgrade: websocket} with
+ * {@code Connection: Upgrade}, as {@code curl} or a browser's address bar sends) gets 426 with
+ * {@code Upgrade: websocket}, naming the path, the subprotocol and §1; a
  * browser page from an origin not allowed gets 403 ({@link OriginCheck}); a handshake that does not
  * offer the subprotocol {@value WebSocketBridge#SUBPROTOCOL} gets 400 naming it, §1 and what was
  * offered. One offering it, alone or among others, goes on to Netty's handshake, which selects it.
@@ -56,6 +59,11 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
                 refuse(ctx, HttpResponseStatus.NOT_FOUND, "RS.io is served at " + path + "\n");
                 return;
             }
+            if (!asksForWebSocket(request)) {
+                request.release();
+                refuse(ctx, HttpResponseStatus.UPGRADE_REQUIRED, notUpgraded(path));
+                return;
+            }
             if (origins != null && origins.refuses(ctx, request)) {
                 request.release();
                 return;
@@ -70,6 +78,18 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
             request.headers().set(HttpHeaderNames.SEC_WEBSOCKET_PROTOCOL, String.join(", ", offered));
         }
         ctx.fireChannelRead(msg);
+    }
+
+    /** Whether {@code request} asks for an upgrade to WebSocket, as Netty's handshake reads it. */
+    private static boolean asksForWebSocket(FullHttpRequest request) {
+        return request.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.UPGRADE, true)
+                && request.headers().containsValue(HttpHeaderNames.UPGRADE, HttpHeaderValues.WEBSOCKET, true);
+    }
+
+    /** The body of the 426 answering a request at {@code path} that asks for no upgrade to WebSocket. */
+    static String notUpgraded(String path) {
+        return "RS.io is served at " + path + " over WebSocket with the subprotocol " + WebSocketBridge.SUBPROTOCOL
+                + " (PROTOCOL.md §1); this request asked for no upgrade to WebSocket\n";
     }
 
     /** The subprotocols {@code request} offers, in its order, from every Sec-WebSocket-Protocol header. */
@@ -91,7 +111,10 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
                 + (names.isEmpty() ? "none" : String.join(", ", names)) + "\n";
     }
 
-    /** Answers with {@code status} and {@code text}, then closes: there is no WebSocket to send a close frame on. */
+    /**
+     * Answers with {@code status} and {@code text}, then closes: there is no WebSocket to send a close
+     * frame on. A 426 says which protocol to upgrade to, as RFC 9110 §15.5.22 asks.
+     */
     static void refuse(ChannelHandlerContext ctx, HttpResponseStatus status, String text) {
         ByteBuf body = Unpooled.copiedBuffer(text, StandardCharsets.UTF_8);
         FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, body);
@@ -99,6 +122,9 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
                 .set(HttpHeaderNames.CONTENT_TYPE, "text/plain; charset=utf-8")
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
                 .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
+        if (status.equals(HttpResponseStatus.UPGRADE_REQUIRED)) {
+            response.headers().set(HttpHeaderNames.UPGRADE, HttpHeaderValues.WEBSOCKET);
+        }
         ctx.writeAndFlush(response).addListener(f -> ctx.close());
     }
 }
