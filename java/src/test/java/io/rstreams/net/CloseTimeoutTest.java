@@ -280,13 +280,7 @@ public class CloseTimeoutTest {
                 })
                 .bind("tcp://127.0.0.1:0")) {
             RsioClient client = RsioClient.builder()
-                    .serve("silent", r -> s -> s.onSubscribe(new java.util.concurrent.Flow.Subscription() {
-                        @Override
-                        public void request(long n) {}
-
-                        @Override
-                        public void cancel() {}
-                    }))
+                    .serve("silent", r -> Counters.silent())
                     .build();
             try {
                 RsioConnection conn = client.connect(server.url()).get(20, TimeUnit.SECONDS);

@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongFunction;
 
-/** Small cold publishers for tests: a range of longs, a repeated value. Trampolined (rule 3.3). */
+/** Small cold publishers for tests: a range of longs, a repeated value, one that never signals. Trampolined (rule 3.3). */
 public final class Counters {
     private Counters() {}
 
@@ -29,6 +29,17 @@ public final class Counters {
         byte[] first = new byte[small];
         byte[] then = new byte[large];
         return new Source<>(i -> i < n ? first : then, n + m);
+    }
+
+    /** A publisher that calls onSubscribe and nothing more, whatever is requested. */
+    public static <T> Flow.Publisher<T> silent() {
+        return s -> s.onSubscribe(new Flow.Subscription() {
+            @Override
+            public void request(long n) {}
+
+            @Override
+            public void cancel() {}
+        });
     }
 
     private static final class Source<T> implements Flow.Publisher<T> {

@@ -105,13 +105,7 @@ public class ErrorCodesInteropTest {
         idle = RsioServer.builder()
                 .keepalive(null)
                 .idleTimeout(Duration.ofMillis(300))
-                .route("silent", r -> s -> s.onSubscribe(new Flow.Subscription() {
-                    @Override
-                    public void request(long n) {}
-
-                    @Override
-                    public void cancel() {}
-                }))
+                .route("silent", r -> failing(null))
                 .bind("tcp://127.0.0.1:0");
         without = RsioServer.builder()
                 .errorCodes(false)
@@ -141,18 +135,37 @@ public class ErrorCodesInteropTest {
 
     /** A publisher that fails its subscriber at once with {@code error} (null: never signals past onSubscribe). */
     static Flow.Publisher<byte[]> failing(RuntimeException error) {
+        Flow.Publisher<byte[]> silent = Counters.silent();
         return s -> {
-            s.onSubscribe(new Flow.Subscription() {
-                @Override
-                public void request(long n) {}
-
-                @Override
-                public void cancel() {}
-            });
+            silent.subscribe(s);
             if (error != null) {
                 s.onError(error);
             }
         };
+    }
+
+    /**
+     * The Python client's lines "case rest...", by case (the first word); lines of fewer than
+     * two words are left out.
+     */
+    private static Map<String, String> byCase(String output) {
+        Map<String, String> seen = new LinkedHashMap<>();
+        for (String line : output.split("\n")) {
+            String[] words = line.trim().split(" ");
+            if (words.length >= 2) {
+                seen.put(words[0], line.trim().substring(words[0].length() + 1));
+            }
+        }
+        return seen;
+    }
+
+    /** How a subscription of {@code wrong}'s (refused credentials) to {@code url}'s counter ends: the goodbye's error. */
+    private static Throwable refused(RsioClient wrong, String url) throws Exception {
+        try (RsioConnection conn = wrong.connect(url).get(10, TimeUnit.SECONDS)) {
+            return terminal(conn, "counter");
+        } catch (ExecutionException e) {
+            return e.getCause();
+        }
     }
 
     private static Throwable terminal(RsioConnection conn, String name) throws Exception {
@@ -166,13 +179,7 @@ public class ErrorCodesInteropTest {
     public void aPythonClientReadsTheJavaServersCodes() throws Exception {
         PythonRstreams.Result run = PythonRstreams.run(50, "-c", PYTHON_CLIENT, server.url(), idle.url());
         assertEquals(run.status(), 0, run.output());
-        Map<String, String> seen = new LinkedHashMap<>();
-        for (String line : run.output().split("\n")) {
-            String[] words = line.trim().split(" ");
-            if (words.length == 3) {
-                seen.put(words[0], words[1] + " " + words[2]);
-            }
-        }
+        Map<String, String> seen = byCase(run.output());
         assertEquals(seen.get("nope"), "UnknownPublisher 2", run.output()); // §19.2, a name nothing serves
         assertEquals(seen.get("unavailable"), "Unavailable 8", run.output()); // a publisher's own code
         assertEquals(seen.get("broken"), "RemoteStreamError 1", run.output()); // any other failure: application
@@ -197,12 +204,7 @@ public class ErrorCodesInteropTest {
             }
             RsioClient wrong = RsioClient.builder().token("not-the-token").build();
             try {
-                Throwable closed;
-                try (RsioConnection conn = wrong.connect(guarded.url()).get(10, TimeUnit.SECONDS)) {
-                    closed = terminal(conn, "counter");
-                } catch (ExecutionException e) {
-                    closed = e.getCause();
-                }
+                Throwable closed = refused(wrong, guarded.url());
                 assertTrue(closed instanceof ConnectionClosedException, String.valueOf(closed));
                 assertEquals(((ConnectionClosedException) closed).errorCode(), ErrorCode.UNAUTHENTICATED, closed.getMessage());
             } finally {
@@ -240,13 +242,7 @@ public class ErrorCodesInteropTest {
     public void aPythonClientGetsNoCodesFromAJavaServerWithoutErrorCodes() throws Exception {
         PythonRstreams.Result run = PythonRstreams.run(50, "-c", PYTHON_CLIENT_WITHOUT, without.url(), idleWithout.url());
         assertEquals(run.status(), 0, run.output());
-        Map<String, String> seen = new LinkedHashMap<>();
-        for (String line : run.output().split("\n")) {
-            String[] words = line.trim().split(" ");
-            if (words.length >= 2) {
-                seen.put(words[0], line.trim().substring(words[0].length() + 1));
-            }
-        }
+        Map<String, String> seen = byCase(run.output());
         assertEquals(seen.get("active"), "False", run.output()); // the Python client offers id 6; the server does not
         assertEquals(seen.get("nope"), "RemoteStreamError None", run.output()); // no errorCode before the onError
         assertEquals(seen.get("broken"), "RemoteStreamError None", run.output());
@@ -287,12 +283,7 @@ public class ErrorCodesInteropTest {
             }
             RsioClient wrong = RsioClient.builder().errorCodes(false).token("not-the-token").build();
             try {
-                Throwable closed;
-                try (RsioConnection conn = wrong.connect(guarded.url()).get(10, TimeUnit.SECONDS)) {
-                    closed = terminal(conn, "counter");
-                } catch (ExecutionException e) {
-                    closed = e.getCause();
-                }
+                Throwable closed = refused(wrong, guarded.url());
                 assertTrue(closed instanceof ConnectionClosedException, String.valueOf(closed));
                 assertTrue(((ConnectionClosedException) closed).code().isEmpty(), closed.getMessage()); // no goodbyeCode
             } finally {

@@ -3,15 +3,13 @@ package io.rstreams.net;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
+import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.testing.TlsFixture;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.net.Socket;
-import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
-import javax.net.ssl.SSLSocket;
 import org.testng.annotations.Test;
 
 /**
@@ -36,35 +34,12 @@ public class HandshakeTest {
      * offer and {@code more} header lines: a 101's status line and headers, a refusal's all to the end.
      */
     private static String answer(RsioServer server, String path, String[] offers, String... more) throws Exception {
-        StringBuilder request = new StringBuilder("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + server.port() + "\r\n"
-                + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                + "Sec-WebSocket-Version: 13\r\n");
+        List<String> lines = new ArrayList<>();
         for (String offer : offers) {
-            request.append("Sec-WebSocket-Protocol: ").append(offer).append("\r\n");
+            lines.add("Sec-WebSocket-Protocol: " + offer);
         }
-        for (String line : more) {
-            request.append(line).append("\r\n");
-        }
-        try (Socket socket = server.url().startsWith("wss")
-                ? TlsFixture.get().client.getSocketFactory().createSocket("127.0.0.1", server.port())
-                : new Socket("127.0.0.1", server.port())) {
-            socket.setSoTimeout(20_000);
-            if (socket instanceof SSLSocket tls) {
-                tls.startHandshake();
-            }
-            socket.getOutputStream().write(request.append("\r\n").toString().getBytes(StandardCharsets.US_ASCII));
-            InputStream in = socket.getInputStream();
-            ByteArrayOutputStream got = new ByteArrayOutputStream();
-            byte[] buffer = new byte[4096];
-            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                got.write(buffer, 0, n);
-                String sofar = got.toString(StandardCharsets.UTF_8);
-                if (sofar.startsWith("HTTP/1.1 101 ") && sofar.contains("\r\n\r\n")) {
-                    return sofar.substring(0, sofar.indexOf("\r\n\r\n") + 4);
-                }
-            }
-            return got.toString(StandardCharsets.UTF_8);
-        }
+        lines.addAll(List.of(more));
+        return RawSockets.httpAnswer(server.port(), server.url().startsWith("wss"), RawSockets.upgradeRequest(server.port(), path, lines));
     }
 
     private static void assertRefused(String answer, String status, String body) {

@@ -20,7 +20,6 @@ import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.testng.annotations.Test;
@@ -185,13 +184,7 @@ public class MaxConnectionsTest {
         RsioServer server = RsioServer.builder()
                 .route("endless", r -> {
                     subscribed.countDown(); // both hellos are in: the goodbyes carry their code
-                    return s -> s.onSubscribe(new Flow.Subscription() {
-                        @Override
-                        public void request(long n) {}
-
-                        @Override
-                        public void cancel() {}
-                    });
+                    return Counters.silent();
                 })
                 .bind("tcp://127.0.0.1:0");
         RsioClient client = RsioClient.builder().build();

@@ -9,7 +9,6 @@ import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.TestSubscriber;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
@@ -72,13 +71,7 @@ public class OrderlyCloseInteropTest {
         RsioServer server = RsioServer.builder()
                 .route("silent", r -> {
                     subscribed.complete(null);
-                    return s -> s.onSubscribe(new Flow.Subscription() {
-                        @Override
-                        public void request(long n) {}
-
-                        @Override
-                        public void cancel() {}
-                    });
+                    return Counters.silent();
                 })
                 .bind("tcp://127.0.0.1:0");
         try {

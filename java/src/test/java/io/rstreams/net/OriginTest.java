@@ -9,12 +9,9 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.rstreams.testing.RawSockets;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.testing.TlsFixture;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,7 +20,6 @@ import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
-import javax.net.ssl.SSLSocket;
 import org.testng.annotations.Test;
 
 /** The WebSocket server checks the handshake's Origin header (cross-site WebSocket hijacking, docs/security.md). */
@@ -42,38 +38,16 @@ public class OriginTest {
     }
 
     private static String upgrade(int port, String origin) {
-        return "GET /rsio HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n"
-                + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: " + WebSocketBridge.SUBPROTOCOL + "\r\n"
-                + (origin == null ? "" : "Origin: " + origin + "\r\n") + "\r\n";
+        List<String> lines = new ArrayList<>(List.of("Sec-WebSocket-Protocol: " + WebSocketBridge.SUBPROTOCOL));
+        if (origin != null) {
+            lines.add("Origin: " + origin);
+        }
+        return RawSockets.upgradeRequest(port, "/rsio", lines);
     }
 
-    /** The server's HTTP answer (status line, headers and body up to end of input or 4 KiB) to a WebSocket upgrade with {@code origin} (null: none). */
+    /** The server's HTTP answer (a 101's status line and headers; a refusal's all, body included) to a WebSocket upgrade with {@code origin} (null: none). */
     private static String handshake(RsioServer server, String origin) throws Exception {
-        try (Socket socket = server.url().startsWith("wss")
-                ? TlsFixture.get().client.getSocketFactory().createSocket("127.0.0.1", server.port())
-                : new Socket("127.0.0.1", server.port())) {
-            socket.setSoTimeout(20_000);
-            if (socket instanceof SSLSocket tls) {
-                tls.startHandshake();
-            }
-            String request = upgrade(server.port(), origin);
-            OutputStream out = socket.getOutputStream();
-            out.write(request.getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-            InputStream in = socket.getInputStream();
-            ByteArrayOutputStream answer = new ByteArrayOutputStream();
-            byte[] buffer = new byte[4096];
-            // a 101 keeps the connection open: read until the end of its headers; a 403 closes it after its body
-            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                answer.write(buffer, 0, n);
-                String sofar = answer.toString(StandardCharsets.UTF_8);
-                if (sofar.startsWith("HTTP/1.1 101 ") && sofar.contains("\r\n\r\n")) {
-                    break;
-                }
-            }
-            return answer.toString(StandardCharsets.UTF_8);
-        }
+        return RawSockets.httpAnswer(server.port(), server.url().startsWith("wss"), upgrade(server.port(), origin));
     }
 
     private static void assertServes(RsioServer server) throws Exception {

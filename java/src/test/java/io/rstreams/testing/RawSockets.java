@@ -6,19 +6,23 @@ import io.rstreams.wire.Frame;
 import io.rstreams.wire.FrameParser;
 import io.rstreams.wire.Limits;
 import io.rstreams.wire.ProtocolException;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import javax.net.ssl.SSLSocket;
 
 /**
  * Raw TCP for tests that play one end of a connection byte by byte: a socket to a server of
  * 127.0.0.1, a loopback listener that answers nothing, and what the other end wrote, parsed as
- * RS.io, until it closed. Every read is bounded by {@link #READ_DEADLINE_MS}.
+ * RS.io, until it closed; a WebSocket upgrade written by hand and the server's HTTP answer.
+ * Every read is bounded by {@link #READ_DEADLINE_MS}.
  */
 public final class RawSockets {
     /** How long one read may block: a hang guard, not a speed check. */
@@ -67,6 +71,48 @@ public final class RawSockets {
             // the frames before it count
         }
         return frames;
+    }
+
+    /**
+     * A WebSocket upgrade of {@code path} on 127.0.0.1:{@code port} (the key of RFC 6455's
+     * example), then {@code lines} (header lines without their CRLF), then the empty line.
+     */
+    public static String upgradeRequest(int port, String path, List<String> lines) {
+        StringBuilder request = new StringBuilder("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n"
+                + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                + "Sec-WebSocket-Version: 13\r\n");
+        for (String line : lines) {
+            request.append(line).append("\r\n");
+        }
+        return request.append("\r\n").toString();
+    }
+
+    /**
+     * Sends {@code request} to 127.0.0.1:{@code port} (over TLS, trusting {@link TlsFixture}'s
+     * certificate, when {@code tls}) and returns the HTTP answer: a 101's status line and headers
+     * (the connection stays open after them), any other answer all of it, to the end of input.
+     */
+    public static String httpAnswer(int port, boolean tls, String request) throws Exception {
+        try (Socket socket = tls
+                ? TlsFixture.get().client.getSocketFactory().createSocket("127.0.0.1", port)
+                : new Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(READ_DEADLINE_MS);
+            if (socket instanceof SSLSocket secure) {
+                secure.startHandshake();
+            }
+            socket.getOutputStream().write(request.getBytes(StandardCharsets.US_ASCII));
+            InputStream in = socket.getInputStream();
+            ByteArrayOutputStream got = new ByteArrayOutputStream();
+            byte[] buffer = new byte[4096];
+            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                got.write(buffer, 0, n);
+                String sofar = got.toString(StandardCharsets.UTF_8);
+                if (sofar.startsWith("HTTP/1.1 101 ") && sofar.contains("\r\n\r\n")) {
+                    return sofar.substring(0, sofar.indexOf("\r\n\r\n") + 4);
+                }
+            }
+            return got.toString(StandardCharsets.UTF_8);
+        }
     }
 
     /** The reason of the goodbye that came last in {@code frames}; fails if none did. */
