@@ -67,12 +67,12 @@ def test_conformance_list_needs_no_url(capsys: pytest.CaptureFixture[str]) -> No
 @pytest.mark.timeout(60)
 def test_bench_help_runs_the_benchmarks_script() -> None:
     """`rstreams bench --help` reaches benchmarks/run.py of this checkout."""
-    done = subprocess.run(
+    done = patience.run(
         [sys.executable, "-m", "rstreams.cli", "bench", "--help"],
+        50,
         capture_output=True,
         text=True,
         check=False,
-        timeout=50,
     )
     assert done.returncode == 0, done.stderr
     assert "--quick" in done.stdout
@@ -88,12 +88,12 @@ def test_a_url_where_nothing_listens_asks_whether_a_server_is_there(command: str
         port = probe.getsockname()[1]
     for url in (f"tcp://127.0.0.1:{port}", f"unix://{tmp_path / 'none.sock'}"):
         args = [sys.executable, "-m", "rstreams.cli", command, url]
-        done = subprocess.run(
+        done = patience.run(
             args + (["counter"] if command == "subscribe" else []),
+            50,
             capture_output=True,
             text=True,
             check=False,
-            timeout=50,
         )
         assert done.returncode == 2, (url, done.stderr)
         lines = done.stderr.strip().splitlines()
@@ -992,12 +992,12 @@ def test_subscribe_without_tls_options_does_not_import_the_replay_package() -> N
     code = "import sys; from rstreams.cli import main; status = main(sys.argv[1:]); "
     code += "print(status, sorted(name for name in sys.modules if name.startswith('rstreams.replay')))"
     with served({"n": just(b"0", b"1")}) as url:
-        done = subprocess.run(
+        done = patience.run(
             [sys.executable, "-c", code, "subscribe", url, "n"],
+            50,
             capture_output=True,
             text=True,
             check=False,
-            timeout=50,
         )
     assert done.stdout == "0\n1\n0 []\n", done.stdout + done.stderr
 
@@ -1490,11 +1490,11 @@ def test_serve_a_log_with_metrics_exposes_what_the_log_holds() -> None:
 @pytest.mark.timeout(60)
 def test_python_dash_m_rstreams_is_the_command() -> None:
     """``python -m rstreams`` runs the same command as the ``rstreams`` entry point."""
-    done = subprocess.run(
+    done = patience.run(
         [sys.executable, "-m", "rstreams", "ping", "--count", "0", "tcp://127.0.0.1:1"],
+        50,
         capture_output=True,
         text=True,
-        timeout=50,
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "rstreams ping: --count needs an integer >= 1, got 0\n"
@@ -1641,13 +1641,13 @@ sys.exit(main(sys.argv[1:]))
 def test_websockets_missing_says_which_extra_to_install(argv: list[str]) -> None:
     """Without the websockets package, each command that would need it says what to install, in
     one line, exit 2: no traceback."""
-    done = subprocess.run(
+    done = patience.run(
         [sys.executable, "-c", _WITHOUT_WEBSOCKETS, *argv],
+        50,
         input="a\n",
         capture_output=True,
         text=True,
         check=False,
-        timeout=50,
     )
     assert done.returncode == 2, done.stderr
     said = done.stderr.strip().splitlines()
@@ -1754,8 +1754,8 @@ def test_metrics_without_prometheus_client_names_the_option_and_the_extra(name: 
         without_package("prometheus_client") + "from rstreams.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     )
     argv = ["serve", "tcp://127.0.0.1:0", *name, "--metrics", "127.0.0.1:0"]
-    done = subprocess.run(
-        [sys.executable, "-c", script, *argv], input="a\n", capture_output=True, text=True, timeout=50
+    done = patience.run(
+        [sys.executable, "-c", script, *argv], 50, input="a\n", capture_output=True, text=True
     )
     assert (done.returncode, done.stdout) == (2, ""), done
     assert done.stderr == (

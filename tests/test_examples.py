@@ -9,6 +9,7 @@ from types import ModuleType
 
 import pytest
 
+from testkit import patience
 from testkit.scripts import load_script
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -37,14 +38,13 @@ def test_pipeline_example_never_pulls_beyond_its_window(capsys: pytest.CaptureFi
 @pytest.mark.timeout(120)
 def test_tck_example_runs_programmatically() -> None:
     """examples/tck_example.py verifies its publisher without pytest and exits 0."""
-    import subprocess
 
-    result = subprocess.run(
+    result = patience.run(
         [sys.executable, str(EXAMPLES / "tck_example.py")],
+        110,
         capture_output=True,
         text=True,
         check=False,
-        timeout=110,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "0 failed" in result.stdout
@@ -144,15 +144,14 @@ def test_conformance_offer_serves_every_publisher_the_suite_needs() -> None:
 def test_the_network_examples_run_as_their_docstrings_say(example: str, says: list[str]) -> None:
     """examples/rsio_server_client.py and rsio_subprocess.py, run as the README links them."""
     import os
-    import subprocess
 
     env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent / "src")}
-    done = subprocess.run(
+    done = patience.run(
         [sys.executable, str(EXAMPLES / f"{example}.py")],
+        50,
         capture_output=True,
         text=True,
         check=False,
-        timeout=50,
         env=env,
     )
     assert done.returncode == 0, done.stderr

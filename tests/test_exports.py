@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 import rstreams
+from testkit import patience
 
 PUBLIC = {
     # the specification's interfaces and constants
@@ -87,9 +87,7 @@ def test_importing_rstreams_pulls_in_no_optional_dependency() -> None:
         "bad = [m for m in extras if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
-    )
+    result = patience.run([sys.executable, "-c", code], 60, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -103,9 +101,7 @@ def test_importing_rstreams_is_light_and_names_load_on_first_use() -> None:
         "after = [m for m in heavy if m in sys.modules]\n"
         "print(before, after)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
-    )
+    out = patience.run([sys.executable, "-c", code], 60, capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     before, after = out.stdout.strip().split("] [")
     assert before == "[", f"import rstreams loaded {before}]"

@@ -22,6 +22,7 @@ import pytest
 from rstreams import cli
 from rstreams.conformance import CASES, _runner
 from rstreams.conformance._client_suite import CLIENT_CASES
+from testkit import patience
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -311,7 +312,7 @@ def _python_blocks() -> list[str]:
 
 def _run(code: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    done = patience.run([sys.executable, "-c", code], 60, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -416,9 +417,7 @@ def test_the_command_line_walk_through_runs() -> None:
             for line in subscribe_lines:
                 argv = shlex.split(line.split(" #")[0].replace(url, here))
                 assert argv[:2] == ["rstreams", "subscribe"], line
-                done = subprocess.run(
-                    [*rstreams, *argv[1:]], capture_output=True, text=True, timeout=30, env=env
-                )
+                done = patience.run([*rstreams, *argv[1:]], 30, capture_output=True, text=True, env=env)
                 assert (done.returncode, done.stderr) == (0, ""), line
                 outputs.append(done.stdout.splitlines())
         finally:
@@ -508,7 +507,7 @@ def test_the_javascript_example_runs_against_the_server_it_names(tmp_path: Path)
             script.write_text(
                 code.replace('"@rstreams/rsio"', json.dumps((ROOT / "js/src/node.js").as_uri()))
             )
-            done = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=40)
+            done = patience.run([node, str(script)], 40, capture_output=True, text=True)
         finally:
             server.terminate()
     assert (done.returncode, done.stdout.split()) == (0, ["0", "1", "2", "3", "4", "A", "B"]), done.stderr
@@ -794,12 +793,12 @@ def test_the_test_script_installs_java_as_root_or_says_what_to_install(
             f'#!/bin/sh\n[ "$1" = install ] && printf "#!/bin/sh\\n" > {java} && /bin/chmod +x {java}\n'
         )
         (stub / "apt-get").chmod(0o755)
-    done = subprocess.run(
+    done = patience.run(
         ["/bin/bash", str(tmp_path / "scripts" / "head.sh")],
+        30,
         capture_output=True,
         text=True,
         env={"PATH": str(stub)},
-        timeout=30,
     )
     if root_with_apt and os.geteuid() == 0:
         assert (done.returncode, done.stdout.splitlines()[-1]) == (0, f"java: {java}"), done

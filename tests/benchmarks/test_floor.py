@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -15,6 +14,8 @@ from typing import Any, TypeVar
 import net_floor
 import pytest
 from _scenarios import SCENARIOS
+
+from testkit import patience
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -96,7 +97,7 @@ def test_an_open_stream_delivers_one_element_per_request() -> None:
 def test_the_script_measures_its_mode(mode: str) -> None:
     command = [sys.executable, str(ROOT / "benchmarks" / "net_floor.py"), "client", "--mode", mode]
     command += ["--count", "50", "--client-cpu", "-1", "--server-cpu", "-1", "--timeout", "30"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=50, cwd=ROOT)
+    done = patience.run(command, 50, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["impl"] == "rs-floor"
@@ -107,7 +108,7 @@ def test_hotpath_counts_the_plain_modes_without_rstreams() -> None:
     """Run as a program: hotpath imports the rstreams scripts, which mypy does not check."""
     modes = ["ceiling", "floor-rr", "floor-latency"]
     command = [sys.executable, str(ROOT / "benchmarks" / "hotpath.py"), *modes, "--count", "20"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=50, cwd=ROOT)
+    done = patience.run(command, 50, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.strip().splitlines()
     assert [line.split()[0] for line in lines] == modes
@@ -120,17 +121,17 @@ def test_hotpath_counts_the_plain_modes_without_rstreams() -> None:
 def test_hotpath_no_gc_counts_with_the_collector_off() -> None:
     """``--no-gc`` (the collector off while measuring) counts as without it; ``--help`` names it."""
     hotpath = [sys.executable, str(ROOT / "benchmarks" / "hotpath.py")]
-    done = subprocess.run(
+    done = patience.run(
         [*hotpath, "ceiling", "--count", "20", "--no-gc"],
+        50,
         capture_output=True,
         text=True,
-        timeout=50,
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[0] == "ceiling"
     assert float(done.stdout.split()[1]) > 10
-    usage = subprocess.run([*hotpath, "--help"], capture_output=True, text=True, timeout=50, cwd=ROOT)
+    usage = patience.run([*hotpath, "--help"], 50, capture_output=True, text=True, cwd=ROOT)
     assert "--no-gc" in usage.stdout
 
 

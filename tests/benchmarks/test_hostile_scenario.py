@@ -7,7 +7,6 @@ stream and the attack both happened and that the server's RSS was sampled.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,8 @@ import pytest
 from _scenarios import SCENARIOS
 from _tables import render_scenario
 from net_hostile import ATTACKS
+
+from testkit import patience
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -56,7 +57,7 @@ def test_each_attack_runs(attack: str) -> None:
     command = [sys.executable, str(BENCH / "net_hostile.py"), "client", "--attack", attack]
     command += ["--duration", "0.3", "--ramp", "0.1", "--peers", "1", "--budget", "65536"]
     command += ["--client-cpu", "-1", "--server-cpu", "-1", "--timeout", "60"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=85, cwd=BENCH)
+    done = patience.run(command, 85, capture_output=True, text=True, cwd=BENCH)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.splitlines()[-1])
     assert result["attack"] == attack and result["elements"] >= 0 and result["series"]

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from testkit import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 HANG = 900.0
@@ -29,7 +30,7 @@ def test_quick_run_without_peers(tmp_path: Path) -> None:
     out = tmp_path / "results"
     command = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--no-peers", "--no-plots"]
     command += ["--out", str(out), "inprocess", "stream-small", "request-response", "scale"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=HANG, cwd=ROOT)
+    done = patience.run(command, HANG, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     readme = (out / "README.md").read_text(encoding="utf-8")
     for name in ("inprocess", "stream-small", "request-response", "scale"):

@@ -13,6 +13,7 @@ import pytest
 
 import rstreams
 from rstreams.demand import UNBOUNDED
+from testkit import patience
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "operators.md"
 
@@ -98,7 +99,6 @@ def test_the_runnable_example_prints_what_it_says() -> None:
     (the debounce's timer is due before the sleep that follows the burst ends: asyncio runs
     timers in the order they are due, however late the loop is)."""
     import os
-    import subprocess
     import sys
 
     example = re.search(r"A runnable example:\n\n```python\n(.*?)```", DOC.read_text(), re.S)
@@ -106,7 +106,5 @@ def test_the_runnable_example_prints_what_it_says() -> None:
     promised = re.search(r"print\(await typed\)\s+# (.*)\n", example.group(1))
     assert promised, "the example's print no longer says what it prints"
     env = {**os.environ, "PYTHONPATH": str(DOC.parents[1] / "src")}
-    done = subprocess.run(
-        [sys.executable, "-c", example.group(1)], capture_output=True, text=True, timeout=50, env=env
-    )
+    done = patience.run([sys.executable, "-c", example.group(1)], 50, capture_output=True, text=True, env=env)
     assert (done.returncode, done.stdout.strip()) == (0, promised.group(1)), done.stderr

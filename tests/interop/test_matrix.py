@@ -37,6 +37,8 @@ from typing import Any
 
 import pytest
 
+from testkit import patience
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 JAVA = ROOT / "java"
@@ -379,13 +381,13 @@ def java_classpath() -> str:
     if shutil.which("mvn") is None or shutil.which("javac") is None:
         unavailable("no mvn/javac (JDK 17+ and Maven): the Java cells need them")
     out = JAVA / "target" / "interop-classpath.txt"
-    subprocess.run(
+    patience.run(
         [
             "mvn", "-B", "-ntp", "-q", "-f", str(JAVA / "pom.xml"), "test-compile",
             "dependency:build-classpath", f"-Dmdep.outputFile={out}", "-Dmdep.includeScope=test",
         ],
+        STARTUP_SECONDS * 2,
         check=True,
-        timeout=STARTUP_SECONDS * 2,
     )  # fmt: skip
     deps = out.read_text(encoding="utf-8").strip()
     return os.pathsep.join([str(JAVA / "target" / "test-classes"), str(JAVA / "target" / "classes"), deps])

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import shutil
 import ssl
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+
+from testkit import patience
 
 
 @pytest.fixture(scope="session")
@@ -21,15 +22,15 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         pytest.skip("the openssl command is needed to make a test certificate")
     directory = tmp_path_factory.mktemp("tls")
     cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
+    patience.run(
         [
             "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
             "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
             "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
         ],
+        30,
         check=True,
         capture_output=True,
-        timeout=30,
     )  # fmt: skip
     return cert, key
 

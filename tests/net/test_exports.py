@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import rstreams.net
+from testkit import patience
 
 
 def test_net_all_is_pinned() -> None:
@@ -63,11 +64,8 @@ def test_net_all_is_pinned() -> None:
 
 def test_net_imports_without_websockets_installed_lazily() -> None:
     """websockets is imported only when a ws:// or wss:// URL is used (it is an optional extra)."""
-    import subprocess
     import sys
 
     code = "import sys, rstreams.net; print('websockets' in sys.modules)"
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
+    result = patience.run([sys.executable, "-c", code], 60, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

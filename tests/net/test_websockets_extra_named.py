@@ -4,11 +4,11 @@ as metrics='host:port' does for prometheus_client (they raised a bare "No module
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
+from testkit import patience
 from testkit.imports import without_package
 
 pytestmark = pytest.mark.timeout(60)
@@ -30,7 +30,7 @@ asyncio.run(main())
 
 @pytest.mark.parametrize("call", ["connect('ws://127.0.0.1:1/x')", "serve('ws://127.0.0.1:0/x', {})"])
 def test_the_missing_extra_is_named(call: str) -> None:
-    done = subprocess.run([sys.executable, "-c", HIDE % call], capture_output=True, text=True, timeout=50)
+    done = patience.run([sys.executable, "-c", HIDE % call], 50, capture_output=True, text=True)
     assert "pip install 'rstreams[websockets]'" in done.stdout, done.stdout + done.stderr
     assert "MissingExtraError" in done.stdout, done.stdout
 
@@ -51,7 +51,7 @@ for call in (lambda: MSGPACK.encode({"a": 1}), lambda: MSGPACK.decode(b"\\x80"))
 
 
 def test_the_msgpack_codec_names_its_extra() -> None:
-    done = subprocess.run([sys.executable, "-c", HIDE_MSGPACK], capture_output=True, text=True, timeout=50)
+    done = patience.run([sys.executable, "-c", HIDE_MSGPACK], 50, capture_output=True, text=True)
     said = done.stdout.splitlines()
     assert said == ["the MSGPACK codec needs the msgpack extra: pip install 'rstreams[msgpack]'"] * 2, (
         done.stdout + done.stderr

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from testkit import patience
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,7 +44,7 @@ def test_the_debug_switch_prints_frames_as_the_page_shows() -> None:
     switch, sample = _switch_and_sample()
     code = "import logging\n" + switch + SESSION
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=50, env=env)
+    done = patience.run([sys.executable, "-c", code], 50, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     printed = done.stderr.splitlines()
     for line in sample:  # each sample line's side, connection, direction and frame type

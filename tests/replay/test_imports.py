@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from testkit import patience
+
 pytestmark = pytest.mark.timeout(60)
 
 BLOCK = (
@@ -16,9 +18,7 @@ BLOCK = (
 
 
 def run(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", BLOCK + code], capture_output=True, text=True, timeout=50, check=False
-    )
+    return patience.run([sys.executable, "-c", BLOCK + code], 50, capture_output=True, text=True, check=False)
 
 
 def test_replay_imports_neither_pyspark_nor_pyarrow() -> None:

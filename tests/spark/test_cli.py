@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from typing import Any
 
 import pytest
 
 from rstreams.spark import JavaMissingError, check_java
+from testkit import patience
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.timeout(60)
 def test_demo_without_java_says_what_to_install(tmp_path: Any) -> None:
     """No usable Java: exit status 2 and the exact install command, before Spark is touched."""
     env = {**os.environ, "JAVA_HOME": str(tmp_path / "no-java")}
-    done = subprocess.run(
-        [sys.executable, "-m", "rstreams.cli", "demo"], env=env, capture_output=True, text=True, timeout=50
+    done = patience.run(
+        [sys.executable, "-m", "rstreams.cli", "demo"], 50, env=env, capture_output=True, text=True
     )
     assert done.returncode == 2
     assert "apt-get install openjdk-17-jre-headless" in done.stderr and "JAVA_HOME" in done.stderr

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from rstreams.replay import ReplayLog, fetch_range
+from testkit import patience
 from testkit.spark import TEST_TIMEOUT, records
 
 pytestmark = pytest.mark.spark
@@ -42,10 +42,11 @@ def test_source_and_sink_through_a_spark_connect_session(serve: Any, tmp_path: P
     nums.append(records(100))
     out = ReplayLog("out", capacity=1000, evict=True)
     server = serve({"nums": nums}, sinks={"out": out})
-    done = subprocess.run(
+    done = patience.run(
         [sys.executable, str(SCRIPT), server.url, str(tmp_path / "checkpoint")],
+        TEST_TIMEOUT - 30,
         capture_output=True,
-        timeout=TEST_TIMEOUT - 30,  # a hang guard: the query's wait fails first, saying what stalled
+        # a hang guard: the query's wait fails first, saying what stalled
         env={**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": TESTS_PATH},
         check=False,
     )

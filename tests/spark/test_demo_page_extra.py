@@ -4,11 +4,11 @@ on the page's import)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
+from testkit import patience
 from testkit.imports import without_package
 
 pytestmark = pytest.mark.timeout(120)
@@ -29,7 +29,7 @@ except MissingExtraError as missing:
 
 
 def test_the_live_pages_extra_is_checked_before_anything_starts() -> None:
-    done = subprocess.run([sys.executable, "-c", HIDE], capture_output=True, text=True, timeout=110)
+    done = patience.run([sys.executable, "-c", HIDE], 110, capture_output=True, text=True)
     assert done.stdout.strip() == (
         "'' web= (the live page) needs the websockets extra: pip install 'rstreams[websockets]'"
     ), done.stdout + done.stderr

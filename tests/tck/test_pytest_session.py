@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from testkit import patience
+
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS_OFF = ("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:asyncio")
 SPEC107 = "required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled"
@@ -48,13 +50,13 @@ def run_pytest(tmp_path: Path, publisher: str) -> subprocess.CompletedProcess[st
     module = tmp_path / "test_late_completer.py"
     module.write_text(textwrap.dedent(MODULE.format(publisher=publisher)), encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])}
-    return subprocess.run(
+    return patience.run(
         [sys.executable, "-m", "pytest", "-q", *PLUGINS_OFF, "-k", "spec107 or later", str(module)],
+        100,
         cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
-        timeout=100,
     )
 
 

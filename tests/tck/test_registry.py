@@ -7,7 +7,6 @@ needs nothing beside the repository.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import threading
@@ -23,6 +22,7 @@ from rstreams.tck._env import Latch, Promise, env_millis
 from rstreams.tck._jvm_names import PUBLISHER_VERIFICATION_RULES, snake
 from rstreams.tck._registry import HardFailure, Verification, run_cases, tck_test
 from rstreams.tck._test_subscribers import TestSubscriber
+from testkit import patience
 
 JVM_PUBLISHER_VERIFICATION = [
     ("required_createPublisher1MustProduceAStreamOfExactly1Element", None, "required"),
@@ -300,12 +300,12 @@ def test_subclasses_inherit_cases_and_overrides_run(tmp_path: Path) -> None:
             """
         )
     )
-    run = subprocess.run(
+    run = patience.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", str(module)],
+        120,
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     # 38 cases: 7 untested, 2 without a failed publisher, 1 stochastic, 1 needing 2**31-1 elements

@@ -14,7 +14,6 @@ whose exit is the point; the correct twins pass in-process.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, cast
 import pytest
 
 from rstreams.api import Publisher
+from testkit import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,11 +122,11 @@ def test_a_runaway_on_a_non_daemon_thread_fails_and_the_process_exits() -> None:
     waits for at exit); the process then exits by itself (the TCK once slowed such a stream to 20
     elements a second, for good, and the process never exited)."""
     script = PUBLISHERS + f"\nCASE = {SPEC312!r}\n" + textwrap.dedent(SCRIPT)
-    result = subprocess.run(
+    result = patience.run(
         [sys.executable, "-c", script],
+        80,
         capture_output=True,
         text=True,
-        timeout=80,
         check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )

@@ -13,7 +13,6 @@ process exits, as it would in a real run.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -26,6 +25,7 @@ import pytest
 from rstreams.api import Publisher, Subscriber
 from rstreams.tck._registry import Verification, run_cases
 from rstreams.tck._watchdog import CaseBlocked
+from testkit import patience
 from testkit.broken_publishers import PublisherOf, SyncPublisher, SyncSubscription, publisher_with
 from testkit.broken_subscribers import BlackboxOf, ReferenceSubscriber, WhiteboxOf
 
@@ -308,11 +308,11 @@ print(report)
 def test_a_process_with_a_deadlocked_case_ends() -> None:
     """The stuck thread is a daemon: the run reports the failure and the process exits at once."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    result = subprocess.run(
+    result = patience.run(
         [sys.executable, "-c", textwrap.dedent(SCRIPT)],
+        50,
         capture_output=True,
         text=True,
-        timeout=50,
         check=False,
         env=env,
     )

@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import IO, Any, AnyStr, Protocol, TypeVar
+from typing import IO, Any, AnyStr, Literal, Protocol, TypeVar, overload
 
 from testkit.bound import HARD, WAIT, Starved
 
@@ -224,13 +224,40 @@ def communicate(
     return out[0]
 
 
+@overload
+def run(
+    command: list[str],
+    limit: float = ...,
+    *,
+    input: str | None = ...,
+    capture_output: bool = ...,
+    check: bool = ...,
+    text: Literal[True],
+    **popen: Any,
+) -> subprocess.CompletedProcess[str]: ...
+
+
+@overload
+def run(
+    command: list[str],
+    limit: float = ...,
+    *,
+    input: bytes | None = ...,
+    capture_output: bool = ...,
+    check: bool = ...,
+    text: Literal[False] = ...,
+    **popen: Any,
+) -> subprocess.CompletedProcess[bytes]: ...
+
+
 def run(
     command: list[str],
     limit: float = WAIT,
     *,
-    input: AnyStr | None = None,  # noqa: A002 (subprocess.run's name)
+    input: str | bytes | None = None,  # noqa: A002 (subprocess.run's name)
     capture_output: bool = False,
     check: bool = False,
+    text: bool = False,
     **popen: Any,
 ) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run(command, timeout=limit, ...)`` bounded by :class:`Patience` over the child
@@ -240,7 +267,7 @@ def run(
         popen["stdin"] = subprocess.PIPE
     if capture_output:
         popen["stdout"] = popen["stderr"] = subprocess.PIPE
-    with subprocess.Popen(command, **popen) as child:
+    with subprocess.Popen(command, text=text, **popen) as child:
         try:
             out, err = communicate(child, limit, input)
         except subprocess.TimeoutExpired:

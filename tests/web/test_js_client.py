@@ -27,6 +27,7 @@ import pytest
 
 import rstreams
 from rstreams.web import STATIC_FILES, LivePage, static_file
+from testkit import patience
 from testkit.chromium import chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,13 +91,13 @@ def test_npm_test_against_python_servers() -> None:
     if not (JS / "node_modules" / "ws").is_dir():
         pytest.skip("js/node_modules is missing: run `npm ci` in js/ (scripts/test.sh does)")
     tests = sorted(str(path.relative_to(JS)) for path in (JS / "test").glob("*.test.mjs"))
-    done = subprocess.run(
+    done = patience.run(
         [NODE, "--test", "--test-timeout=180000", *tests],
+        280,
         cwd=JS,
         env={**os.environ, "RSTREAMS_PYTHON": sys.executable},
         capture_output=True,
         text=True,
-        timeout=280,
         check=False,
     )
     counts = summary(done.stdout)
@@ -201,7 +202,7 @@ def test_the_package_in_chromium_authenticates_and_publishes(tmp_path: Path) -> 
                     return await asyncio.wait_for(page.evaluate(script), 60)
 
             result = asyncio.run(drive())
-        read = subprocess.run(
+        read = patience.run(
             [
                 sys.executable,
                 "-m",
@@ -212,10 +213,10 @@ def test_the_package_in_chromium_authenticates_and_publishes(tmp_path: Path) -> 
                 "--demand",
                 "64",
             ],
+            60,
             env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
             capture_output=True,
             text=True,
-            timeout=60,
             check=False,
         )
     finally:

@@ -197,9 +197,7 @@ def test_web_needs_no_pyspark_and_imports_websockets_only_when_serving() -> None
         "import rstreams.web\n"
         "print('websockets' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=50, check=False
-    )
+    done = patience.run([sys.executable, "-c", code], 50, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
 

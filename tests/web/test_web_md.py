@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from testkit import patience
 from testkit.chromium import chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,12 +57,12 @@ def test_the_live_page_sample_starts_and_stops_the_page() -> None:
     Enter stops it."""
     block = next(block for block in _blocks("python") if "LivePage(" in block)
     assert "port=8000" in block
-    done = subprocess.run(
+    done = patience.run(
         [sys.executable, "-c", block.replace("port=8000", "port=0")],
+        40,
         input="\n",
         capture_output=True,
         text=True,
-        timeout=40,
         env=ENV,
     )
     assert done.returncode == 0, done.stderr
@@ -81,8 +82,8 @@ def test_a_page_of_one_s_own_shows_the_counter_in_chromium(tmp_path: Path) -> No
     assert serve and http, "docs/web.md lost the server the page reads or how the page is served"
     site = tmp_path / "site"
     site.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-c", write_modules], cwd=site, capture_output=True, text=True, timeout=30, env=ENV
+    done = patience.run(
+        [sys.executable, "-c", write_modules], 30, cwd=site, capture_output=True, text=True, env=ENV
     )
     assert done.returncode == 0, done.stderr
     assert (site / "rsio.js").exists()
@@ -136,7 +137,7 @@ def test_the_node_sample_reads_the_log_it_names(tmp_path: Path) -> None:
         )
         script = tmp_path / "sample.mjs"
         script.write_text(code + own)
-        done = subprocess.run(["node", str(script)], capture_output=True, text=True, timeout=40)
+        done = patience.run(["node", str(script)], 40, capture_output=True, text=True)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     lines = done.stdout.splitlines()
     assert [line for line in lines if line.startswith("row ")] == ["row 1", "row 2", "row 3"], lines

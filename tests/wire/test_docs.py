@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 from rstreams.wire import _errors
+from testkit import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_generated_blocks_and_vectors_are_current() -> None:
     """docs/make_protocol_docs.py --check finds nothing to regenerate."""
-    out = subprocess.run(
+    out = patience.run(
         [sys.executable, str(ROOT / "docs" / "make_protocol_docs.py"), "--check"],
+        60,
         capture_output=True,
         text=True,
-        timeout=60,
     )
     assert out.returncode == 0, out.stdout + out.stderr
 

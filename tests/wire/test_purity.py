@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
+
+from testkit import patience
 
 # A fresh interpreter with the I/O modules blocked: any import of them, by rstreams.wire or
 # by the root package it runs first, raises ImportError and fails the test.
@@ -21,7 +22,7 @@ print(sorted(m for m in sys.modules if m.startswith('rstreams')))
 
 def test_wire_imports_no_io() -> None:
     """`import rstreams.wire` (through the real root package) works with asyncio, socket, ssl blocked."""
-    out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=60)
+    out = patience.run([sys.executable, "-c", CODE], 60, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     loaded = eval(out.stdout)  # a printed list of module names
     assert "rstreams.wire.connection" in loaded
