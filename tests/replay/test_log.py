@@ -91,7 +91,13 @@ def test_evicting_log_keeps_the_newest() -> None:
     """evict=True: a ring of `capacity` elements; the producer is never paused."""
     produced: list[int] = []
     log = ReplayLog("n", capacity=4, evict=True).feed(rstreams.from_iterable(counting(10, produced)))
-    assert len(produced) == 10 and log.info() == {"first": 6, "end": 10, "complete": True, "error": None}
+    assert len(produced) == 10 and log.info() == {
+        "first": 6,
+        "end": 10,
+        "complete": True,
+        "error": None,
+        "epoch": log.epoch,
+    }
 
 
 def test_upstream_error_reaches_readers_at_the_end() -> None:
@@ -118,6 +124,7 @@ def test_bounded_log_appends_wait_for_commits() -> None:
         "end": 6,
         "complete": False,
         "error": None,
+        "epoch": log.epoch,
     }
     assert log.max_held == 4
 

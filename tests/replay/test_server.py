@@ -65,6 +65,7 @@ def test_naming_convention_over_rs_io(serve: Any) -> None:
         "end": 50,
         "complete": False,
         "error": None,
+        "epoch": log.epoch,
     }
     assert fetch_range(server.url, "nums", 10, 13) == [b"10", b"11", b"12"]
     assert request_json(server.url, "nums?commit=40")["end"] == 90

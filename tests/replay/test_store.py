@@ -67,7 +67,7 @@ def test_file_backed_log_survives_a_server_restart(tmp_path: Path) -> None:
     log.commit(30)
     log.close()
     restarted = ReplayLog("n", capacity=1000, path=tmp_path / "n")
-    assert restarted.info() == {"first": 30, "end": 100, "complete": False, "error": None}
+    assert restarted.info() == {"first": 30, "end": 100, "complete": False, "error": None, "epoch": log.epoch}
     reader: RecordingSubscriber[bytes] = RecordingSubscriber(initial=100)
     restarted.cursor(30, 100).subscribe(reader)
     assert reader.completed and reader.items == [str(i).encode() for i in range(30, 100)]

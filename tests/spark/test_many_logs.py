@@ -192,8 +192,11 @@ def test_a_checkpoint_of_one_log_read_by_a_query_over_several_names_the_options(
     server = serve({"a": filled("a", 3), "b": filled("b", 3)})
     single = reader([server.url], "a")
     old = single.initialOffset()
-    assert set(old) == {"position", "reader"}
-    assert single.latestOffset({"position": 1}, ReadAllAvailable()) == {"position": 3}  # reader-less, older
+    assert list(old) == ["position", "reader", "epoch"]
+    epoch = old["epoch"]
+    assert len(epoch) == 16
+    older = {"position": 1}  # an offset of a checkpoint before readers and epochs
+    assert single.latestOffset(older, ReadAllAvailable()) == {"position": 3, "epoch": epoch}
     several = reader([server.url], "a,b")
     with pytest.raises(OptionError, match="one log") as error:
         several.latestOffset(old, ReadAllAvailable())

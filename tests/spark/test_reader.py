@@ -63,18 +63,22 @@ def test_a_fresh_query_holds_the_log_until_batch_0_is_logged_then_commits(serve:
     server = serve({"nums": log})
     first, second = reader(server.url, "nums"), reader(server.url, "nums", readerName="mine")
     start = first.initialOffset()
-    assert first.initialOffset() == start and list(start) == ["position", "reader"]
-    assert second.initialOffset() == {"position": 0, "reader": "mine"}
+    assert first.initialOffset() == start and list(start) == ["position", "reader", "epoch"]
+    assert start["epoch"] == log.epoch
+    assert second.initialOffset() == {"position": 0, "reader": "mine", "epoch": log.epoch}
     assert log.pending() == {start["reader"]: 0, "mine": 0} and log.readers() == {}
     end = first.latestOffset(start, ReadAllAvailable())
-    assert end == {"position": 10, "reader": start["reader"]}
+    assert end == {"position": 10, "reader": start["reader"], "epoch": log.epoch}
     assert log.readers() == {}  # no checkpointed offset yet: still pending
     assert [(p.start, p.end) for p in first.partitions(start, end)] == [(0, 5), (5, 10)]
     assert log.readers() == {start["reader"]: 0} and log.pending() == {"mine": 0}
     first.commit(end)
     assert log.first == 0  # "mine" holds position 0
     old = reader(server.url, "nums")
-    assert old.latestOffset({"position": 3}, ReadAllAvailable()) == {"position": 10}  # an old checkpoint
+    # Older checkpoints: no reader, no epoch (the next offset has the log's).
+    assert old.latestOffset({"position": 3}, ReadAllAvailable()) == {"position": 10, "epoch": log.epoch}
+    again = old.latestOffset({"position": 10, "reader": "mine"}, ReadAllAvailable())
+    assert again == {"position": 10, "reader": "mine", "epoch": log.epoch}
 
 
 def test_a_driver_restarted_before_batch_0_was_done_replays_it_from_the_logged_reader(serve: Any) -> None:
@@ -292,7 +296,7 @@ def test_starting_timestamp_starts_at_the_first_element_that_arrived_then(serve:
     log.append([b'{"seq": 2}'])
     server = serve({"nums": log})
     source = reader(server.url, "nums", startingTimestamp=1_003_000, readerName="q")
-    assert source.initialOffset() == {"position": 2, "reader": "q"}
+    assert source.initialOffset() == {"position": 2, "reader": "q", "epoch": log.epoch}
     assert log.pending() == {"q": 2}
     late = reader(server.url, "nums", startingTimestamp=2_000_000, readerName="r")
     assert late.initialOffset()["position"] == 3  # nothing arrived since: the end

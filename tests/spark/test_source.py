@@ -240,3 +240,34 @@ def test_starting_timestamp_in_a_streaming_query(spark: Any, serve: Any) -> None
     )
     await_query(query, "the availableNow query from startingTimestamp to end")
     assert sorted(r.seq for r in spark.sql("select seq from by_time").collect()) == list(range(10, 15))
+
+
+@pytest.mark.timeout(TEST_TIMEOUT)
+def test_a_memory_log_restarted_and_refilled_past_the_checkpoint_fails_the_restarted_query(
+    spark: Any, serve: Any, tmp_path: Any
+) -> None:
+    """A query reads 20 rows of a memory log; the server restarts with a new memory log refilled
+    with 60 (past the checkpoint's 20); the query restarted from its checkpoint fails naming the
+    restart (the log's epoch changed) before any micro-batch, and nothing of the new log is
+    trimmed."""
+    first = serve({"nums": full_log("nums", records(20))})
+    url = first.url
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def run(name: str) -> Any:  # (the memory sink cannot restart from a checkpoint: noop can)
+        written = read_stream(spark, url, "nums").writeStream.format("noop").queryName(name)
+        return written.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+
+    query = run("before_restart")
+    await_query(query, "the query to read the log's 20 rows and end")
+    assert sum(p["numInputRows"] for p in query.recentProgress) == 20
+    first.stop()
+    refilled = full_log("nums", records(60, start=1000))
+    serve({"nums": refilled}, url=url)
+    again = run("after_restart")
+    with pytest.raises(
+        Exception, match=r"LogEpochError: replay log 'nums': epoch '[0-9a-f]{16}' is not"
+    ) as failed:
+        await_query(again, "the restarted query to fail on the restarted log")
+    assert "the rows between the checkpoint and now may differ" in str(failed.value)
+    assert again.recentProgress == [] and refilled.first == 0 and refilled.readers() == {}

@@ -3,6 +3,7 @@ it (no Spark session)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from rstreams.replay import LogEndedError, RemoteLogError, ReplayLog
 from rstreams.spark._source import RStreamsStreamReader
 
 pytestmark = pytest.mark.timeout(30)
+SCHEMA = StructType([StructField("seq", LongType())])
 
 
 def test_a_log_that_failed_upstream_fails_the_batch_with_log_ended_error(serve: Any) -> None:
@@ -30,26 +32,85 @@ def test_a_log_that_failed_upstream_fails_the_batch_with_log_ended_error(serve: 
     assert isinstance(ended.value, RuntimeError)
 
 
-def test_a_log_restarted_empty_under_a_query_fails_it_and_keeps_its_elements(serve: Any) -> None:
-    """A server restarted with a memory log (not its file) holds fewer positions than the query
-    read: the next micro-batch fails saying so and what to do, and does not trim the new log's
-    elements unread (a commit used to be cut to the log's end, trimming them)."""
-    schema = StructType([StructField("seq", LongType())])
+def restarted_in_memory(serve: Any, rows: int) -> tuple[dict[str, Any], dict[str, Any], ReplayLog]:
+    """A query read and committed 50 positions of a memory log; the server then restarted with
+    a new memory log of ``rows`` rows: the query's options, its checkpointed offset, the new log."""
     before = ReplayLog("nums", capacity=100)
     before.append([b'{"seq": %d}' % i for i in range(50)])
     first = serve({"nums": before})
     url = first.url
     options = {"url": url, "publisher": "nums"}
-    reader = RStreamsStreamReader(options, schema)
+    reader = RStreamsStreamReader(options, SCHEMA)
     batch = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
-    assert batch["position"] == 50
+    assert batch == {"position": 50, "reader": batch["reader"], "epoch": before.epoch}
     reader.commit(batch)
     first.stop()
     after = ReplayLog("nums", capacity=100)
-    after.append([b'{"seq": %d}' % i for i in range(1000, 1010)])
+    after.append([b'{"seq": %d}' % i for i in range(1000, 1000 + rows)])
     serve({"nums": after}, url=url)
-    restarted = RStreamsStreamReader(options, schema)  # the driver restarted from its checkpoint
-    with pytest.raises(RemoteLogError, match=r"commits position 50, past the log's end 10") as failed:
+    assert after.epoch != before.epoch
+    return options, batch, after
+
+
+@pytest.mark.parametrize("rows", [10, 80])
+def test_a_log_restarted_in_memory_under_a_query_fails_it_and_keeps_its_elements(
+    serve: Any, rows: int
+) -> None:
+    """A server restarted with a memory log (not its file): the log's epoch is another, so the
+    query's next micro-batch fails saying the log was restarted and what to do, and nothing of
+    the new log is trimmed, whether it holds fewer positions than the query read or, refilled
+    since, more (a commit of 50 would then have trimmed 50 rows the query never saw)."""
+    options, batch, after = restarted_in_memory(serve, rows)
+    restarted = RStreamsStreamReader(options, SCHEMA)  # the driver restarted from its checkpoint
+    named = r"LogEpochError: replay log 'nums': epoch '[0-9a-f]{16}' is not this log's"
+    with pytest.raises(RemoteLogError, match=named) as failed:
         restarted.latestOffset(batch, ReadAllAvailable())
+    said = str(failed.value)
+    assert "the log was restarted" in said and "the rows between the checkpoint and now may differ" in said
+    assert "serve the log from a file (ReplayLog(path=...))" in said
+    assert after.info()["first"] == 0 and after.end == rows and after.readers() == {}
+    (part, *_) = restarted.partitions({**batch, "position": 40}, batch)  # Spark replays a logged batch:
+    assert part.epoch == batch["epoch"]
+    with pytest.raises(RemoteLogError, match="LogEpochError"):  # its ranges are not read from the new log
+        list(restarted.read(part))
+    assert after.readers() == {}
+
+
+def test_a_checkpoint_without_an_epoch_still_meets_a_log_restarted_empty(serve: Any) -> None:
+    """An offset of an older checkpoint has no epoch: it is read as it is; a memory log restarted
+    with fewer positions still refuses its commit past the end (nothing trimmed)."""
+    options, batch, after = restarted_in_memory(serve, 10)
+    older = {"position": batch["position"], "reader": batch["reader"]}
+    restarted = RStreamsStreamReader(options, SCHEMA)
+    with pytest.raises(RemoteLogError, match=r"commits position 50, past the log's end 10") as failed:
+        restarted.latestOffset(older, ReadAllAvailable())
     assert "serve the log from a file (ReplayLog(path=...))" in str(failed.value)
     assert after.info()["first"] == 0 and after.end == 10
+
+
+def test_a_file_backed_log_keeps_its_epoch_across_a_restart_so_the_query_goes_on(
+    serve: Any, tmp_path: Path
+) -> None:
+    """A file-backed log restarted (a new ReplayLog on the same directory, a new server) has the
+    same epoch: the query's checkpointed offset goes on, nothing refused."""
+    before = ReplayLog("nums", capacity=100, path=tmp_path / "nums")
+    before.append([b'{"seq": %d}' % i for i in range(50)])
+    first = serve({"nums": before})
+    url = first.url
+    options = {"url": url, "publisher": "nums"}
+    reader = RStreamsStreamReader(options, SCHEMA)
+    batch = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
+    first.stop()
+    before.close()
+    after = ReplayLog("nums", capacity=100, path=tmp_path / "nums")
+    after.append([b'{"seq": %d}' % i for i in range(50, 70)])
+    serve({"nums": after}, url=url)
+    restarted = RStreamsStreamReader(options, SCHEMA)
+    assert [(p.start, p.end, p.epoch) for p in restarted.partitions(reader.initialOffset(), batch)] == [
+        (0, 25, before.epoch),
+        (25, 50, before.epoch),
+    ]
+    going_on = restarted.latestOffset(batch, ReadAllAvailable())
+    assert going_on == {"position": 70, "reader": batch["reader"], "epoch": before.epoch}
+    assert after.readers() == {batch["reader"]: 50}
+    after.close()

@@ -34,6 +34,7 @@ from rstreams.replay._client import request_json as request_json
 from rstreams.replay._client import stream_range as stream_range
 from rstreams.replay._client import upload as upload
 from rstreams.replay._cursor import PACK_BYTES as PACK_BYTES
+from rstreams.replay._cursor import LogEpochError as LogEpochError
 from rstreams.replay._cursor import LogLookupError as LogLookupError
 from rstreams.replay._cursor import TrimmedError as TrimmedError
 from rstreams.replay._cursor import pack as pack
@@ -61,6 +62,7 @@ __all__ = [
     "AccessError",
     "CertificateRefusedError",
     "LogEndedError",
+    "LogEpochError",
     "LogLookupError",
     "LogRequestError",
     "RemoteLogError",

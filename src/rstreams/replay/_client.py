@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator
 from itertools import chain
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from rstreams.api import Subscriber, Subscription
 from rstreams.errors import (
@@ -367,12 +368,15 @@ def stream_range(
     *,
     pack: int = PACK,
     access: Access | None = None,
+    epoch: str | None = None,
 ) -> Generator[bytes, None, None]:
     """The elements at positions ``[start, end)`` of ``log`` as they arrive (see the module docstring).
 
     Closing the iterator early cancels the remote subscription. A connection that breaks
     (the server restarts) is made again and the range goes on from the position reached,
-    all within ``timeout``.
+    all within ``timeout``. ``epoch``: the log's epoch the positions were taken from (its
+    ``latest`` answer's); a log of another epoch (restarted in memory meanwhile) refuses
+    with ``LogEpochError``.
 
     Raises:
         RemoteLogError: the server refused (for example positions already trimmed).
@@ -381,9 +385,9 @@ def stream_range(
         AccessDeniedError, ServerUnavailableError: as :func:`request_json`.
     """
     if not pack:
-        yield from _stream(url, log, start, end, timeout, 0, access or _NO_ACCESS)
+        yield from _stream(url, log, start, end, timeout, 0, access or _NO_ACCESS, epoch)
         return
-    for packed in _stream(url, log, start, end, timeout, pack, access or _NO_ACCESS):
+    for packed in _stream(url, log, start, end, timeout, pack, access or _NO_ACCESS, epoch):
         yield from unpack(packed)
 
 
@@ -396,6 +400,7 @@ def stream_packs(
     *,
     pack: int = PACK,
     access: Access | None = None,
+    epoch: str | None = None,
 ) -> Iterator[bytes]:
     """:func:`stream_range` without unpacking: each item is one packed element (docs/replay.md,
     *The pack format*) of up to ``pack`` consecutive elements, in order, covering ``[start, end)``.
@@ -405,18 +410,18 @@ def stream_packs(
     """
     if pack < 1:
         raise ValueError(f"stream_packs needs pack >= 1, got {pack!r}")
-    yield from _stream(url, log, start, end, timeout, pack, access or _NO_ACCESS)
+    yield from _stream(url, log, start, end, timeout, pack, access or _NO_ACCESS, epoch)
 
 
 def _stream(
-    url: str, log: str, start: int, end: int, timeout: float, pack: int, access: Access
+    url: str, log: str, start: int, end: int, timeout: float, pack: int, access: Access, epoch: str | None
 ) -> Iterator[bytes]:
     """The wire elements of ``[start, end)``, subscribing again after a broken connection."""
     deadline = time.monotonic() + timeout
     position = start
     attempts = _Attempts()
     while True:
-        failure = yield from _stream_part(url, log, position, end, deadline, pack, access, attempts)
+        failure = yield from _stream_part(url, log, position, end, deadline, pack, access, attempts, epoch)
         if failure is None:
             return
         position = failure
@@ -431,6 +436,7 @@ def _stream_part(
     pack: int,
     access: Access,
     attempts: _Attempts,
+    epoch: str | None,
 ) -> Generator[bytes, None, int | None]:
     """One subscription to ``[start, end)``, yielding wire elements (packed if ``pack``);
     returns ``None`` when complete, or the position to go on from after a broken connection
@@ -438,6 +444,8 @@ def _stream_part(
     goes through :meth:`_Client.call`, which waits for a server out of reach."""
     client = _client()
     name = f"{log}?from={start}&to={end}" + (f"&pack={pack}" if pack else "")
+    if epoch is not None:
+        name += f"&epoch={quote(epoch, safe='')}"
     feed = _Feed()
 
     async def open_range(conn: Connection) -> None:

@@ -70,6 +70,21 @@ class TrimmedError(ReactiveStreamsError, LookupError):
         self.first = first
 
 
+class LogEpochError(ReactiveStreamsError, LookupError):
+    """A request named an epoch (``NAME?...&epoch=E``) that is not the log's: the log the reader
+    knew is gone (restarted without its file, its positions starting again at 0, or its file
+    replaced), so the same positions may hold other elements. Nothing was done."""
+
+    def __init__(self, name: str, given: str, epoch: str) -> None:
+        super().__init__(
+            f"replay log {name!r}: epoch {given!r} is not this log's ({epoch!r}): the log was "
+            "restarted since the reader saw it (a log in memory starts again empty, at position 0; "
+            "or its file was replaced), so its positions may hold other elements; nothing was done"
+        )
+        self.given = given
+        self.epoch = epoch
+
+
 class LogLookupError(ReactiveStreamsError, LookupError):
     """A request to a replay log names what the log does not have: uploads to a log that is not a
     sink log, bounds by rows of a log that counts none; an upload whose token was discarded,

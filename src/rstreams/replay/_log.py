@@ -53,7 +53,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.flow._flow import Flow
-from rstreams.replay._cursor import LogLookupError, TrimmedError, _Cursor, _Range
+from rstreams.replay._cursor import LogEpochError, LogLookupError, TrimmedError, _Cursor, _Range
 from rstreams.replay._rows import ArrivalIndex, RowIndex
 from rstreams.replay._store import FileStore, MemoryStore, Store
 from rstreams.rules import check_error
@@ -226,8 +226,21 @@ class ReplayLog(Subscriber[Any]):
             sizes = self._sizes
             return sizes.totals[-1] - sizes.totals[self._store.first - sizes.base]
 
+    @property
+    def epoch(self) -> str:
+        """The incarnation of this log's positions (16 hex digits): new for each log in memory,
+        kept in its directory for a file-backed one (so a restart from the file keeps it). A
+        reader that records it tells a restarted memory log from the one it read
+        (``NAME?...&epoch=E``, docs/replay.md, *Epochs*)."""
+        return self._store.epoch
+
+    def check_epoch(self, given: str) -> None:
+        """Raises :class:`LogEpochError` unless ``given`` is this log's :attr:`epoch`."""
+        if given != self._store.epoch:
+            raise LogEpochError(self.name, given, self._store.epoch)
+
     def info(self) -> dict[str, Any]:
-        """``{"first", "end", "complete", "error"}``: what ``name?latest`` answers."""
+        """``{"first", "end", "complete", "error", "epoch"}``: what ``name?latest`` answers."""
         self.housekeep()
         with self._lock:
             error = self._error
@@ -236,6 +249,7 @@ class ReplayLog(Subscriber[Any]):
                 "end": self._store.end,
                 "complete": self._complete or error is not None,
                 "error": None if error is None else f"{type(error).__name__}: {error}",
+                "epoch": self._store.epoch,
             }
 
     # -- producer side -------------------------------------------------------------------

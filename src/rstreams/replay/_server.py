@@ -9,7 +9,10 @@ request/response is one JSON element (UTF-8 bytes):
                                         optional); ``onError`` naming the position if ``A``
                                         was already trimmed; ``&pack=N``: up to N elements
                                         per wire element (``unpack``)
-``NAME?latest``                         ``{"first", "end", "complete", "error"}`` of the log
+``NAME?latest``                         ``{"first", "end", "complete", "error", "epoch"}``
+                                        of the log (``epoch``: its incarnation)
+``NAME?...&epoch=E``                    any request, only if ``E`` is the log's epoch: else
+                                        ``onError`` (``LogEpochError``), nothing done
 ``NAME?rows=R&from=A``                  ``{"end", "rows"}``: how far a reader at ``A`` may
                                         go with at most ``R`` rows (logs made with ``rows=``)
 ``NAME?bytes=B&from=A``                 ``{"end", "bytes"}``: the same with at most ``B``
@@ -105,6 +108,7 @@ QUERY_KEYS = (
     "writer",
     "tokens",
     "discard",
+    "epoch",
 )
 """Every query parameter a log's name may carry; any other is refused (a typo is not a full read)."""
 _UPLOAD_WINDOW = 1024
@@ -631,6 +635,8 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
         raise LogRequestError(
             f"log {log.name!r}: unknown parameter {unknown[0]!r}; a log's name takes {', '.join(QUERY_KEYS)}"
         )
+    if "epoch" in params:  # the reader's epoch of the log: a restarted log refuses, before anything
+        log.check_epoch(params["epoch"])
     if "latest" in params:
         return _answer(log.info())
     if "rows" in params:

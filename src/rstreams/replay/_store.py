@@ -5,16 +5,20 @@ forgets the ``k`` oldest, ``read(position, count)`` returns up to ``count`` elem
 ``position`` (which the caller has checked is held), ``lengths()`` the held elements' sizes.
 ``batches`` is the set of ``(writer, batch)`` published on a sink log, ``record_batch`` adds
 one once its elements are appended (durably for a file). ``readers`` maps each named reader
-to the position it committed; the log changes it and calls ``save_readers()``. Neither store
-is thread-safe: the log calls them under its lock.
+to the position it committed; the log changes it and calls ``save_readers()``. ``epoch`` names
+the incarnation of the positions (:func:`new_epoch`): a memory store gets a new one each time it
+is made, a file store keeps its own in its state, so a restart from the file keeps it. Neither
+store is thread-safe: the log calls them under its lock.
 
 :class:`FileStore` makes a log survive a restart of the *server*: positions, and the
 elements not yet committed, are on disk. Layout in its directory:
 
 * ``elements-P``: records ``[4-byte big-endian length][bytes]``, the first one at position
   ``P``; a torn last record (a crash mid-append) is cut off when the log opens.
-* ``state.json``: ``{"file_first": P, "first": F, "readers": {NAME: POSITION}}``, replaced
-  atomically on every trim and whenever a reader joins or leaves.
+* ``state.json``: ``{"file_first": P, "first": F, "readers": {NAME: POSITION}, "epoch": E}``,
+  replaced atomically on every trim and whenever a reader joins or leaves; written when the
+  store opens without one or without its ``epoch`` (a directory of an earlier version), so the
+  epoch is on disk before any reader sees it.
 * ``batches.jsonl`` (sink logs only, made by :meth:`FileStore.keep_batches`): one line
   ``{"writer": W, "batch": B, "end": E}`` per batch published, written after the batch's
   records and before any reader is told of them. A sink log's records end where its last
@@ -34,15 +38,21 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import struct
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileStore", "MemoryStore", "Store"]
+__all__ = ["FileStore", "MemoryStore", "Store", "new_epoch"]
 
 _LENGTH = struct.Struct(">I")
 _COMPACT_MIN = 4096
 """Trimmed elements before a store compacts (memory: list slice; file: rewrite)."""
+
+
+def new_epoch() -> str:
+    """A fresh epoch: 64 random bits as 16 hex digits (text, so no JSON reader rounds it)."""
+    return secrets.token_hex(8)
 
 
 class MemoryStore:
@@ -55,6 +65,7 @@ class MemoryStore:
         self.first = 0  # position of _items[_head]
         self.readers: dict[str, int] = {}
         self.batches: set[tuple[str, int]] = set()
+        self.epoch = new_epoch()
 
     @property
     def end(self) -> int:
@@ -108,6 +119,10 @@ class FileStore:
         self.first = max(int(state["first"]), self._file_first)
         self.first = min(self.first, self._file_first + len(self._offsets))
         self.readers: dict[str, int] = {str(k): int(v) for k, v in state["readers"].items()}
+        known = state.get("epoch")
+        self.epoch = str(known) if known else new_epoch()
+        if not known:
+            self._save_state()
         self._batches_path = self._dir / "batches.jsonl"
         self.batches: set[tuple[str, int]] = set()
         if self._batches_path.exists():
@@ -231,7 +246,12 @@ class FileStore:
 
     def _save_state(self) -> None:
         scratch = self._state.with_suffix(".tmp")
-        state = {"file_first": self._file_first, "first": self.first, "readers": self.readers}
+        state = {
+            "file_first": self._file_first,
+            "first": self.first,
+            "readers": self.readers,
+            "epoch": self.epoch,
+        }
         scratch.write_text(json.dumps(state))
         os.replace(scratch, self._state)
 

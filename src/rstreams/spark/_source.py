@@ -16,7 +16,12 @@ fresh (``initialOffset``: option ``readerName``, else a new random name), and li
 the checkpoint, so a restarted query is the same reader and two queries on one log are
 two readers: the log trims only below the least commit of its readers (docs/replay.md).
 (Offsets of checkpoints written before readers had names lack ``R``; they commit as the
-unnamed reader.)
+unnamed reader.) Offsets also carry the log's *epoch* (``"epoch": E``; docs/replay.md,
+*Epochs*), the incarnation the positions belong to, from the log's answers: every commit and
+hold of the query, and every range an executor reads, names it, and a log of another epoch (a
+log in memory restarted since, even one refilled past the checkpoint) refuses with
+``LogEpochError``, which fails the query saying so before anything is trimmed or read. Offsets
+of older checkpoints have no epoch: they are used as they are, and the next offset has one.
 
 Several logs: options ``url`` and ``publisher`` take comma-separated lists, and a
 ``publisher`` entry may be a pattern (``*``, ``?``, ``[...]``, as :mod:`fnmatch`): the query
@@ -125,11 +130,13 @@ class RangePartition(InputPartition):
     The credentials are not in it: ``read`` takes them from the pickled reader.
     """
 
-    def __init__(self, url: str, publisher: str, start: int, end: int) -> None:
+    def __init__(self, url: str, publisher: str, start: int, end: int, epoch: str | None = None) -> None:
         self.url = url
         self.publisher = publisher
         self.start = start
         self.end = end
+        self.epoch = epoch
+        """The log's epoch the range was planned in (``None``: an offset of an older checkpoint)."""
 
     def __repr__(self) -> str:
         return f"RangePartition({self.url!r}, {self.publisher!r}, {self.start}, {self.end})"
@@ -137,6 +144,9 @@ class RangePartition(InputPartition):
 
 Key = tuple[str, str]
 """A log: ``(url, name)``."""
+
+Range = tuple["_Log", int, int, str | None]
+"""Positions ``[start, end)`` of a log to read, and the log's epoch they were planned in."""
 
 _PATTERN = re.compile(r"[*?\[]")
 
@@ -158,16 +168,30 @@ class _Log:
         self.opts = opts
         self.url = url
         self.name = name
+        self.epoch: str | None = None
+        """The log's epoch as its last answer gave it (``None`` before, or from a server that
+        gives none)."""
 
     def ask(self, query: str) -> dict[str, Any]:
         """``name?query``'s JSON answer; failures restated with the options to change."""
         opts = self.opts
         try:
-            return request_json(self.url, f"{self.name}?{query}", opts.timeout, access=opts.access)
+            answer = request_json(self.url, f"{self.name}?{query}", opts.timeout, access=opts.access)
         except (PermissionError, ConnectionError) as error:
             raise explain(error, self.url, opts.access) from None
         except RemoteLogError as error:
+            if "LogEpochError: " in str(error):
+                raise RemoteLogError(
+                    f"{error}; the query's checkpoint is of log {self.name!r} at {self.url} before that "
+                    "restart: the rows between the checkpoint and now may differ from what the query "
+                    "would have read, so it cannot go on from there without losing or repeating rows: "
+                    "serve the log from a file (ReplayLog(path=...)), whose epoch survives restarts, or "
+                    "start the query again with a new checkpoint"
+                ) from None
             raise missing_log(error, self.url, self.name, "source") from None
+        if "epoch" in answer:
+            self.epoch = str(answer["epoch"])
+        return answer
 
     def info(self) -> dict[str, Any]:
         return self.ask("latest")
@@ -198,10 +222,13 @@ class _Log:
         """The end of the longest range from ``start`` with at most ``max_bytes`` bytes of elements."""
         return int(self.ask(f"bytes={max_bytes}&from={start}")["end"])
 
-    def commit(self, position: int, reader: str | None) -> dict[str, Any]:
+    def commit(self, position: int, reader: str | None, epoch: str | None = None) -> dict[str, Any]:
+        """Commit ``position`` as ``reader``; with ``epoch``, only on the log of that epoch."""
         query = f"commit={position}"
         if reader is not None:
             query += f"&reader={quote(reader, safe='')}"
+        if epoch is not None:
+            query += f"&epoch={quote(epoch, safe='')}"
         try:
             return self.ask(query)
         except RemoteLogError as error:
@@ -214,8 +241,11 @@ class _Log:
                 "again with a new checkpoint"
             ) from None
 
-    def hold(self, position: int, reader: str) -> dict[str, Any]:
-        return self.ask(f"hold={position}&reader={quote(reader, safe='')}")
+    def hold(self, position: int, reader: str, epoch: str | None = None) -> dict[str, Any]:
+        query = f"hold={position}&reader={quote(reader, safe='')}"
+        if epoch is not None:
+            query += f"&epoch={quote(epoch, safe='')}"
+        return self.ask(query)
 
     def position_at(self, ms: int) -> int:
         """The first position that arrived at ``ms`` or later (``NAME?time=MS``)."""
@@ -257,13 +287,15 @@ class _Log:
             said = f"ends at {answer['end']}: a query starts at a position the log holds, or at 'latest'"
         raise OptionError("startingPosition", f"option startingPosition {wanted}: log {self.name!r} {said}")
 
-    def split(self, start: int, end: int, parts: int) -> list[InputPartition]:
-        """``[start, end)`` in up to ``parts`` ranges of about equal length."""
+    def split(self, start: int, end: int, parts: int, epoch: str | None) -> list[InputPartition]:
+        """``[start, end)`` in up to ``parts`` ranges of about equal length, read from ``epoch``."""
         total = end - start
         if total <= 0:
             return []
         step = -(-total // parts)
-        return [RangePartition(self.url, self.name, s, min(s + step, end)) for s in range(start, end, step)]
+        return [
+            RangePartition(self.url, self.name, s, min(s + step, end), epoch) for s in range(start, end, step)
+        ]
 
 
 class _Options:
@@ -315,14 +347,14 @@ class _Options:
             found = self._logs[key] = _Log(self, *key)
         return found
 
-    def split(self, ranges: list[tuple[_Log, int, int]]) -> list[InputPartition]:
+    def split(self, ranges: list[Range]) -> list[InputPartition]:
         """A batch's partitions: ``numPartitions`` shared among the logs with positions to read,
         at least one each (``ceil(numPartitions / logs)`` per log)."""
-        active = [(log, start, end) for log, start, end in ranges if end > start]
+        active = [(log, start, end, epoch) for log, start, end, epoch in ranges if end > start]
         if not active:
             return []
         each = -(-self.partitions // len(active))
-        return [part for log, start, end in active for part in log.split(start, end, each)]
+        return [part for log, start, end, epoch in active for part in log.split(start, end, each, epoch)]
 
     def names_it(self, key: Key) -> bool:
         """Whether the options name the log ``key`` (always, for one log)."""
@@ -389,7 +421,13 @@ class _Options:
         if self.codec == "arrow":
             return (yield from self._read_arrow(partition, start))
         packs = stream_packs(
-            partition.url, partition.publisher, start, partition.end, self.timeout, access=self.access
+            partition.url,
+            partition.publisher,
+            start,
+            partition.end,
+            self.timeout,
+            access=self.access,
+            epoch=getattr(partition, "epoch", None),  # (a partition pickled by an earlier version)
         )
         run: list[bytes] = []
         count = 0
@@ -413,7 +451,14 @@ class _Options:
         self, partition: RangePartition, start: int
     ) -> Generator[pa.RecordBatch, None, tuple[RemoteLogError | None, int]]:
         elements = stream_range(
-            partition.url, partition.publisher, start, partition.end, self.timeout, pack=0, access=self.access
+            partition.url,
+            partition.publisher,
+            start,
+            partition.end,
+            self.timeout,
+            pack=0,
+            access=self.access,
+            epoch=getattr(partition, "epoch", None),
         )
         try:
             for element in elements:
@@ -467,10 +512,14 @@ def _matches(name: str, patterns: tuple[str, ...]) -> bool:
 
 
 Offset = dict[str, Any]
-"""One log: ``{"position": int, "reader": str}`` (in this key order: Spark compares the text).
-Several: ``{"logs": {url: {name: position}}, "reader": str}`` (urls and names sorted)."""
+"""One log: ``{"position": int, "reader": str, "epoch": str}`` (in this key order: Spark compares
+the text). Several: ``{"logs": {url: {name: position}}, "reader": str, "epochs": {url: {name:
+epoch}}}`` (urls and names sorted). Offsets of older checkpoints lack the epochs (and the oldest
+the reader)."""
 
 Positions = dict[Key, int]
+Epochs = dict[Key, str]
+"""Each log's epoch (docs/replay.md, *Epochs*), where known."""
 
 
 def _share(budget: int, wants: dict[Key, int]) -> dict[Key, int]:
@@ -502,16 +551,38 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # Offsets: one log keeps the shape of earlier versions; several are a map.
 
-    def _offset(self, reader: str | None, positions: Positions) -> Offset:
+    def _offset(self, reader: str | None, positions: Positions, epochs: Epochs) -> Offset:
         if self._opts.single:
-            ((_, position),) = positions.items()
-            return {"position": position} if reader is None else {"position": position, "reader": reader}
+            ((key, position),) = positions.items()
+            one: Offset = {"position": position}
+            if reader is not None:
+                one["reader"] = reader
+            if key in epochs:
+                one["epoch"] = epochs[key]
+            return one
         logs: dict[str, dict[str, int]] = {}
         for (url, name), position in sorted(positions.items()):
             logs.setdefault(url, {})[name] = position
-        return {"logs": logs, "reader": reader}
+        offset: Offset = {"logs": logs, "reader": reader}
+        known: dict[str, dict[str, str]] = {}
+        for (url, name), epoch in sorted(epochs.items()):
+            if (url, name) in positions:
+                known.setdefault(url, {})[name] = epoch
+        if known:
+            offset["epochs"] = known
+        return offset
 
-    def _parse(self, offset: Offset) -> tuple[str | None, Positions]:
+    def _epochs(self, keys: Iterator[Key] | list[Key], given: Epochs) -> Epochs:
+        """Each log's epoch: the offset's (checked by the request that used it), else the one the
+        log answered last (an offset of an older checkpoint, a log entering the query)."""
+        epochs: Epochs = {}
+        for key in keys:
+            epoch = given.get(key) or self._opts.log(key).epoch
+            if epoch is not None:
+                epochs[key] = epoch
+        return epochs
+
+    def _parse(self, offset: Offset) -> tuple[str | None, Positions, Epochs]:
         opts = self._opts
         reader = offset.get("reader")
         reader = None if reader is None else str(reader)
@@ -524,7 +595,9 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"but options url and publisher now name one log, {opts.names[0]!r} at {opts.urls[0]}: "
                     "name the same logs again, or start from a new checkpointLocation",
                 )
-            return reader, {(opts.urls[0], opts.names[0]): int(offset["position"])}
+            key = (opts.urls[0], opts.names[0])
+            epochs = {key: str(offset["epoch"])} if offset.get("epoch") else {}
+            return reader, {key: int(offset["position"])}, epochs
         if "logs" not in offset:
             raise OptionError(
                 "publisher",
@@ -538,7 +611,12 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for url, names in offset["logs"].items()
             for name, position in names.items()
         }
-        return reader, positions
+        epochs = {
+            (str(url), str(name)): str(epoch)
+            for url, names in offset.get("epochs", {}).items()
+            for name, epoch in names.items()
+        }
+        return reader, positions, epochs
 
     def initialOffset(self) -> Offset:
         """A fresh query: hold each log for a new pending reader at the starting position."""
@@ -549,7 +627,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for key in opts.discover():
                 positions[key] = opts.log(key).start(reader, opts.starting, opts.starting_time is not None)
                 self._held[key] = (reader, positions[key])
-            self._initial = self._offset(reader, positions)
+            self._initial = self._offset(reader, positions, self._epochs(list(positions), {}))
         return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -566,14 +644,15 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
         opts = self._opts
-        reader, begins = self._parse(start)
+        reader, begins, epochs = self._parse(start)
         infos: dict[Key, dict[str, Any]] = {}
         for key, begin in begins.items():
             log = opts.log(key)
+            epoch = epochs.get(key)  # a log restarted since (another epoch) refuses
             if self._holding(key, reader, begin):
-                infos[key] = log.hold(begin, str(reader))  # still pending: only say we are alive
+                infos[key] = log.hold(begin, str(reader), epoch)  # still pending: only say we are alive
             else:  # the batch that ended at `start` is in Spark's commit log: the log may trim it
-                infos[key] = log.commit(begin, reader)
+                infos[key] = log.commit(begin, reader, epoch)
         ends = {key: int(info["end"]) for key, info in infos.items()}
         if self._targets is not None:
             ends = {key: min(end, self._targets.get(key, begins[key])) for key, end in ends.items()}
@@ -614,7 +693,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         stops = {key: max(ends[key], begin) for key, begin in begins.items() if opts.names_it(key)}
         if not opts.single and reader is not None:
             stops.update(self._entering(reader, begins))
-        return self._offset(reader, stops)
+        return self._offset(reader, stops, self._epochs(list(stops), epochs))
 
     def _bounded(self, ends: Positions, bases: Positions, limit: ReadLimit) -> Positions:
         """``ends`` within the read limit and ``maxBytesPerBatch``, shared among the logs."""
@@ -716,27 +795,28 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: Offset, end: Offset) -> list[InputPartition]:
         opts = self._opts
-        ours, begins = self._parse(start)
-        logged, stops = self._parse(end)
-        ranges: list[tuple[_Log, int, int]] = []
+        ours, begins, _ = self._parse(start)
+        logged, stops, epochs = self._parse(end)
+        ranges: list[Range] = []
         for key, stop in stops.items():
             log = opts.log(key)
             begin = begins.get(key)
+            epoch = epochs.get(key)
             if begin is None:  # enters with this batch: nothing to read before the next
-                log.commit(stop, logged)
+                log.commit(stop, logged, epoch)
                 self._confirmed.add(key)
                 continue
             if self._holding(key, ours, begin) and logged is not None:
-                begin = self._confirm(log, begin, str(ours), logged)
+                begin = self._confirm(log, begin, str(ours), logged, epoch)
             if not opts.fail_on_data_loss and begin < stop:
                 first = int(log.info()["first"])
                 if begin < first:  # trimmed before this batch could read it: skipped, and counted
                     self._lost[key] = self._lost.get(key, 0) + min(first, stop) - begin
                     begin = min(first, stop)
-            ranges.append((log, begin, stop))
+            ranges.append((log, begin, stop, epoch))
         return opts.split(ranges)
 
-    def _confirm(self, log: _Log, begin: int, ours: str, logged: str) -> int:
+    def _confirm(self, log: _Log, begin: int, ours: str, logged: str, epoch: str | None) -> int:
         """The batch that first reads ``log`` is in Spark's offset log: make its reader a
         committed one; its start.
 
@@ -749,7 +829,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             held = {**readers["readers"], **readers["pending"]}
             if logged in held:
                 begin = int(held[logged])
-        log.commit(begin, logged)
+        log.commit(begin, logged, epoch)
         self._confirmed.add((log.url, log.name))
         return begin
 
@@ -759,9 +839,9 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._opts.read(partition)
 
     def commit(self, end: Offset) -> None:
-        reader, stops = self._parse(end)
+        reader, stops, epochs = self._parse(end)
         for key, position in stops.items():
-            self._opts.log(key).commit(position, reader)
+            self._opts.log(key).commit(position, reader, epochs.get(key))
             self._confirmed.add(key)
 
     def stop(self) -> None:
@@ -777,7 +857,7 @@ class RStreamsBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         opts = self._opts
-        ranges: list[tuple[_Log, int, int]] = []
+        ranges: list[Range] = []
         for key in opts.discover():
             log = opts.log(key)
             info = log.info()
@@ -793,7 +873,7 @@ class RStreamsBatchReader(DataSourceReader):
                     "endingPosition",
                     f"option endingPosition {end} is below startingPosition {start} (log {log.name!r})",
                 )
-            ranges.append((log, start, end))
+            ranges.append((log, start, end, log.epoch))
         return opts.split(ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
