@@ -28,6 +28,15 @@ unless said):
 
 The attacker prints ``ready`` once every peer has started, and its counters as JSON when its
 stdin closes. Each process has a hard time limit; the server ends when its stdin closes.
+
+``count`` (no timing, so it means the same on a loaded machine): the subscribe flood in one
+process and one event loop, the server, the eight flooders (raw sockets, never reading) and
+the legitimate client together, over loopback TCP. It streams ``--elements`` elements beside
+the flood and reports, from the server's own ledgers, the bytes of refusals the flooders were
+answered while it ran (``flood_bytes``, and per element of the stream), the most any one
+flooder was answered in all, and how many flooders the server still reads at the end::
+
+    python benchmarks/net_hostile.py count --elements 1000000
 """
 
 from __future__ import annotations
@@ -67,7 +76,7 @@ from _netcommon import (
 
 import rstreams
 from rstreams.api import Subscription
-from rstreams.net import connect, serve
+from rstreams.net import Connection, connect, serve
 from rstreams.wire import Cancel, ClientHello, Goodbye, Request, Subscribe, encode
 
 ATTACKS = ("alone", "slow-hellos", "garbage", "subscribe-flood", "unbounded-demand", "churn")
@@ -374,9 +383,62 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
     }
 
 
+# ------------------------------------------------------------------------------ count
+async def count_main(args: argparse.Namespace) -> dict[str, Any]:
+    """The subscribe flood and the stream in this process; see the module docstring."""
+    made: list[Connection] = []
+    first_made, all_made = asyncio.Event(), asyncio.Event()
+
+    def on_connection(conn: Connection) -> None:
+        made.append(conn)
+        first_made.set()
+        if len(made) == 1 + args.peers:
+            all_made.set()
+
+    server = await serve(f"tcp://{HOST}:0", {"bench": _bench}, on_connection=on_connection)
+    loop = asyncio.get_running_loop()
+    host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+    conn = await connect(server.url)
+    socks, floods = [], []
+    try:
+        await asyncio.wait_for(first_made.wait(), args.timeout)  # the stream's: made[0]
+        for _ in range(args.peers):
+            sock = socket.socket()
+            sock.setblocking(False)
+            await loop.sock_connect(sock, (host, int(port)))
+            socks.append(sock)
+            floods.append(loop.create_task(loop.sock_sendall(sock, HELLO + _subscribes("nope", args.budget))))
+        await asyncio.wait_for(all_made.wait(), args.timeout)
+        # The server's pumps (beneath the public API, on purpose): their reply ledgers and reading.
+        flooders = [flooder._pump for flooder in made[1:]]  # made[0]: the stream's connection
+        before = sum(pump.outbox.ledger.written for pump in flooders)
+        stream = Counter()
+        started = time.process_time()
+        conn.publisher(f"bench?n={args.elements}").subscribe(stream)
+        await asyncio.wait_for(stream.done.wait(), args.timeout)
+        cpu = time.process_time() - started
+        answered = [pump.outbox.ledger.written for pump in flooders]
+        flood = sum(answered) - before
+        return {
+            "elements": stream.count,
+            "flood_bytes": flood,
+            "flood_bytes_per_element": flood / max(1, stream.count),
+            "most_answered_one_flooder": max(answered, default=0),
+            "flooders_still_read": sum(not pump._backed_up for pump in flooders),
+            "cpu_seconds_per_million": cpu / max(1, stream.count) * 1e6,
+        }
+    finally:
+        for task in floods:
+            task.cancel()
+        for sock in socks:
+            sock.close()
+        await asyncio.wait_for(conn.aclose(), 10)
+        server.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("role", choices=["client", "server", "attack"])
+    parser.add_argument("role", choices=["client", "server", "attack", "count"])
     parser.add_argument("--uvloop", action="store_true", help="run the client and the server on uvloop")
     parser.add_argument("--client-cpu", type=int, default=1, help="-1: do not pin")
     parser.add_argument("--server-cpu", type=int, default=0, help="-1: do not pin")
@@ -388,7 +450,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=5.0, help="seconds the legitimate stream runs")
     parser.add_argument("--ramp", type=float, default=0.5, help="seconds between attack start and measuring")
     parser.add_argument("--sample-interval", type=float, default=0.1)
+    parser.add_argument("--elements", type=int, default=1_000_000, help="count: elements streamed")
     args = parser.parse_args()
+    if args.role == "count":
+        emit(asyncio.run(count_main(args)))
+        return
     if args.role == "attack":
         run_with_timeout(lambda: attack_main(args), args.timeout)
         return

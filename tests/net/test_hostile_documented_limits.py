@@ -47,8 +47,9 @@ BYTES = {
     "MAX_UNSENT",
     "READ_TURN",
     "HELD_PART",
+    "UNREAD_MARK",
 }
-SECONDS = re.compile(r"timeout|keepalive|backoff|delay|SECONDS|TIMEOUT", re.IGNORECASE)
+SECONDS = re.compile(r"timeout|keepalive|backoff|delay|SECONDS|TIMEOUT|POLL", re.IGNORECASE)
 FUNCTIONS: dict[str, Callable[..., Any]] = {"serve()": serve, "connect()": connect}
 CLASSES: dict[str, type] = {"ConnectionConfig": ConnectionConfig, "Resume": Resume}
 

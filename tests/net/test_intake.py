@@ -17,7 +17,7 @@ import pytest
 import rstreams
 from rstreams import UNBOUNDED
 from rstreams.net import Connection
-from rstreams.net._intake import HELD_PART, MARK_SPACING, READ_TURN, Backlog, ReplyLedger
+from rstreams.net._intake import HELD_EVERY, HELD_PART, MARK_SPACING, READ_TURN, Backlog, ReplyLedger
 from rstreams.net._pending import Pending
 from rstreams.net._pump import Pump
 from rstreams.wire import (
@@ -186,7 +186,7 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
         before = len(peer.events)
         pump_of(server).data_received(memoryview(data))
         handled: list[int] = []
-        for _ in range(len(data) // HELD_PART + 10):  # enough turns for every held part
+        for _ in range(len(data) // HELD_PART * HELD_EVERY + 10):  # enough turns for every held part
             await asyncio.sleep(0)  # one loop turn: the pongs written so far arrive
             handled.append(len(peer.events) - before)
         return handled, peer
@@ -195,7 +195,7 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
     per_turn = READ_TURN // len(PING_FRAME) + 1
     assert 0 < handled[0] <= per_turn  # the first turn's part only
     steps = [b - a for a, b in itertools.pairwise(handled) if b > a]
-    assert max(steps) <= HELD_PART // len(PING_FRAME) + 1  # then a small held part per turn
+    assert max(steps) <= HELD_PART // len(PING_FRAME) + 1  # then a small held part at a time
     assert handled[-1] == 10_000
     pongs = [int.from_bytes(e.payload, "big") for e in peer.of(ExtensionReceived)]
     assert pongs == list(range(10_000))
@@ -211,23 +211,23 @@ def test_a_peer_that_outruns_its_turns_waits_for_the_backlog_with_every_read() -
         await asyncio.sleep(0.01)
         pump = pump_of(server)
         pump.data_received(memoryview(PING_FRAME * 1000))  # one part now, the rest held
-        for _ in range(11_000 // HELD_PART + 10):
+        for _ in range(11_000 // HELD_PART * HELD_EVERY + 10):
             await asyncio.sleep(0)
         count = len(peer.of(ExtensionReceived))
         assert count == 1000  # all of it handled, through the backlog
         pump.data_received(memoryview(PING_FRAME * 10))  # 110 bytes: held, not handled now
         await asyncio.sleep(0)  # the pongs a first part would have written arrive
         assert len(peer.of(ExtensionReceived)) - count <= HELD_PART // len(PING_FRAME) + 1
-        for _ in range(4):
+        for _ in range(10 * HELD_EVERY + 4):  # a part of a ping or more every HELD_EVERY turns
             await asyncio.sleep(0)
         assert len(peer.of(ExtensionReceived)) == count + 10
-        pump.data_received(memoryview(PING_FRAME * 5))  # 50 bytes: one part, still through the backlog
-        for _ in range(4):
+        pump.data_received(memoryview(PING_FRAME))  # one part, still through the backlog
+        for _ in range(HELD_EVERY + 2):
             await asyncio.sleep(0)
-        assert len(peer.of(ExtensionReceived)) == count + 15
+        assert len(peer.of(ExtensionReceived)) == count + 11
         pump.data_received(memoryview(PING_FRAME * 100))  # the last read fitted a part: read at once
         await asyncio.sleep(0)
-        assert len(peer.of(ExtensionReceived)) == count + 115
+        assert len(peer.of(ExtensionReceived)) == count + 111
 
     run_virtual(main)
 
@@ -374,8 +374,9 @@ def test_a_pending_connection_gets_the_handshake_goodbye() -> None:
     assert len(peer.of(ServerHello)) == 1
 
 
-def test_held_reads_of_many_connections_share_one_part_per_turn() -> None:
-    """However many peers flood at once, their held rests together get one part per loop turn."""
+def test_held_reads_of_many_connections_share_one_part_every_other_turn() -> None:
+    """However many peers flood at once, their held rests together get one part every HELD_EVERY
+    loop turns."""
 
     async def main() -> list[int]:
         peers = []
@@ -398,4 +399,4 @@ def test_held_reads_of_many_connections_share_one_part_per_turn() -> None:
 
     progress = run_virtual(main)
     per_part = HELD_PART // len(PING_FRAME) + 1
-    assert 0 < sum(progress) <= 8 * per_part  # eight turns: eight held parts in all, not 32
+    assert 0 < sum(progress) <= 8 // HELD_EVERY * per_part  # eight turns: four held parts in all, not 32

@@ -1,6 +1,6 @@
 """How much a connection reads: bounded work per loop turn, and no reading while replies back up.
 
-Theory of operation. Two rules decide when the pump (:mod:`rstreams.net._pump`) reads its
+Theory of operation. Three rules decide when the pump (:mod:`rstreams.net._pump`) reads its
 peer's bytes:
 
 * **Fairness.** One read can bring hundreds of kilobytes of small frames. The pump feeds a
@@ -10,21 +10,39 @@ peer's bytes:
   paused meanwhile), so one flooding peer cannot hold the loop while other connections
   wait. A part of a few large elements is followed at once by a part four times as long,
   so a read of large elements is still handled in one turn. The held rests of all
-  connections wait in one :class:`Backlog` per event loop, which hands out one part per
-  loop turn in turn: however many peers flood, together they get one part per turn, and
-  every other connection's reads are handled as they come.
+  connections wait in one :class:`Backlog` per event loop, which hands out one part every
+  :data:`HELD_EVERY` loop turns, to each connection in turn: however many peers flood,
+  together they get one part of :data:`HELD_PART` bytes every other turn, and every other
+  connection's reads are handled as they come.
 * **Input backpressure** (PROTOCOL.md §6.3). What we write in answer to the peer's
   messages (refusals, errors, acknowledgements, pongs, goodbyes) is queued in the transport
   until the peer reads it. Elements of our local publishers are bounded already: they are
   produced only while the transport is below its high-water mark. Replies are bounded here:
-  once the *replies* among the unsent bytes pass the low-water mark, the pump stops reading
-  from that peer, so it cannot make us answer more, and lowers the transport's marks to
-  hear when it drains: below a quarter of the low-water mark it reads again (and restores
-  the marks). Counting replies rather than all unsent bytes keeps two endpoints that stream
-  to each other from both waiting for the other to read; using the low mark keeps what a
-  peer that never reads can pin small (a quarter of the output budget).
+  once the *replies* among the unsent bytes pass the mark (the low-water mark, at most
+  :data:`UNREAD_MARK`), the pump stops reading from that peer, so it cannot make us answer
+  more, and lowers the transport's marks to hear when it drains: below a quarter of the
+  mark it reads again (and restores the marks). Counting replies rather than all unsent
+  bytes keeps two endpoints that stream to each other from both waiting for the other to
+  read; a mark this low keeps what a peer that never reads can pin small.
   A peer that leaves its replies unread for ``unread_timeout`` seconds, or lets unsent
   bytes pass :data:`MAX_UNSENT`, is said goodbye and closed.
+* **Unread replies in the socket.** A transport hands what it can to its socket at once,
+  and the kernel holds a good deal for a peer that does not read (loopback TCP grows a
+  socket's send buffer to 4 MiB): counted in the transport alone, a never-reading peer
+  kept being read, and answered, a part per turn, until the kernel was full, and so kept
+  its share of the loop for as long. So the unsent bytes are those of the transport plus,
+  where the system tells (:func:`socket_unsent`: Linux, TCP and Unix sockets), those its
+  socket holds for the peer, and the mark is at most :data:`UNREAD_MARK`. A TCP socket
+  holds bytes not yet sent only once the peer's receive window is closed, so a peer that
+  reads is not stopped by it, however far away; one that does not is stopped once its
+  receive buffer and :data:`UNREAD_MARK` of our replies are full, and costs nothing after
+  (eight peers flooding subscribes with a 16 KiB receive buffer were answered at most
+  about 48 KiB each, then no more). Linux grows a receive buffer that is never read,
+  though (past 500 KB on loopback for peers answered slowly), so what bounds a flood's
+  share until then is fairness. A transport does not say when its socket drains, so a
+  connection stopped on what its socket holds is looked at again after
+  :data:`UNREAD_POLL` seconds, and then at doubling waits up to :data:`UNREAD_POLL_MAX`
+  (one system call each).
 
 :class:`ReplyLedger` does the counting. Every write is recorded with how many of its bytes
 were replies (the bytes written minus the element bytes the serving side handed to the
@@ -38,28 +56,46 @@ the writes.
 from __future__ import annotations
 
 import asyncio
+import socket
+import sys
 import weakref
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "DEFAULT_UNREAD_TIMEOUT",
+    "HELD_EVERY",
     "HELD_PART",
     "MARK_SPACING",
     "MAX_UNSENT",
     "READ_TURN",
+    "UNREAD_MARK",
+    "UNREAD_POLL",
+    "UNREAD_POLL_MAX",
     "Backlog",
     "ReplyLedger",
+    "socket_unsent",
 ]
 
 READ_TURN = 4 * 1024
 """Bytes of one peer's small messages handled per loop turn (at most two thousand messages;
 the smallest are 2 bytes) before other connections get their turn."""
 
-HELD_PART = 64
+HELD_PART = 16
 """Bytes of a held rest handled when its turn comes (:class:`Backlog`): all flooding peers
-together take about this much work per loop turn (some tens of messages), so a connection
-that is read as its bytes come keeps most of each turn."""
+together take about this much work per loop turn (one or two small messages: a subscribe
+is 7-12 bytes, and its refusal costs the server more than a hundred small elements of a
+stream), so a connection that is read as its bytes come keeps most of each turn. With 64,
+eight peers flooding subscribes took about half of the server beside a stream of 8-byte
+elements; a peer alone whose reads outrun its turns pays a loop turn and a write per part."""
+
+HELD_EVERY = 2
+"""Loop turns per held part (:class:`Backlog`): between two parts of flooding peers, a turn of
+their own for the connections that are read as their bytes come. A held part costs a loop turn
+and a write besides its messages, which a smaller part does not make smaller; this halves
+those too (the loop turn left between costs a server that serves only flooders a few
+microseconds)."""
 
 MARK_SPACING = 4 * 1024
 """Least distance, in bytes written, between two of the ledger's marks: the writes in between
@@ -69,6 +105,19 @@ in many small writes costs the ledger one small entry per this many bytes, not o
 MAX_UNSENT = 16 * 1024 * 1024
 """Unsent bytes past which a connection is said goodbye and closed at once: a hard cap
 behind the high-water marks (production and reading both stop far below it)."""
+
+UNREAD_MARK = 16 * 1024
+"""Most unsent reply bytes (the transport's and its socket's, see the module docstring) before a
+peer is no longer read: the low-water mark when that is lower. A peer that reads keeps its
+socket's queue empty; one that does not gets its receive buffer's worth of replies and this."""
+
+UNREAD_POLL = 0.02
+"""Seconds before the first look at what the socket of a connection that is no longer read holds
+(the transport tells when its own buffer drains, not when its socket's does); each look that
+finds the replies still there doubles the wait, up to :data:`UNREAD_POLL_MAX`."""
+
+UNREAD_POLL_MAX = 1.0
+"""Longest wait between two looks (a thousand stalled peers cost a thousand looks a second)."""
 
 DEFAULT_UNREAD_TIMEOUT = 30.0
 """Seconds a peer may leave our replies unread, while we do not read it, before it is said
@@ -82,7 +131,8 @@ class ReplyLedger:
 
     def __init__(self, mark: int) -> None:
         self.mark = mark
-        """Unsent reply bytes past which the peer is no longer read (the low-water mark)."""
+        """Unsent reply bytes past which the peer is no longer read (the low-water mark, at most
+        :data:`UNREAD_MARK`)."""
         self._written = 0  # bytes handed to the transport, in all
         self._replies = 0  # of which replies
         self.element_bytes = 0
@@ -139,14 +189,16 @@ class ReplyLedger:
 
 
 class Backlog:
-    """The held rests of reads, all connections of one event loop: one part per loop turn."""
+    """The held rests of reads, all connections of one event loop: one part every
+    :data:`HELD_EVERY` loop turns."""
 
-    __slots__ = ("_loop", "_scheduled", "_waiting")
+    __slots__ = ("_loop", "_scheduled", "_turns", "_waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._waiting: deque[Callable[[], object]] = deque()
         self._scheduled = False
+        self._turns = 0  # loop turns waited since the last part
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> Backlog:
@@ -164,6 +216,11 @@ class Backlog:
             self._loop.call_soon(self._next)
 
     def _next(self) -> None:
+        self._turns += 1
+        if self._turns < HELD_EVERY:  # a turn for the other connections first
+            self._loop.call_soon(self._next)
+            return
+        self._turns = 0
         self._scheduled = False
         if self._waiting:
             self._waiting.popleft()()  # a connection that still holds a rest adds itself again
@@ -173,3 +230,34 @@ class Backlog:
 
 
 _BACKLOGS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Backlog] = weakref.WeakKeyDictionary()
+
+
+if sys.platform.startswith("linux"):
+    import fcntl
+    import termios
+
+    _UNREAD: int | None = termios.TIOCOUTQ  # SIOCOUTQ: on a Unix socket, what the peer has not read
+    _NOT_SENT = 0x894B  # SIOCOUTQNSD (linux/sockios.h): on TCP, what is not sent yet (not in flight)
+else:  # pragma: no cover - the system does not tell: the transport's buffer alone is counted
+    _UNREAD = None
+    _NOT_SENT = 0
+
+
+def socket_unsent(transport: Any) -> int:
+    """Bytes the socket under ``transport`` holds for a peer that has not taken them (Linux): on
+    TCP those not sent yet, held for the peer's window (bytes in flight are not counted, so a
+    distant peer that reads is not taken for one that does not); on a Unix socket those the
+    peer has not read, with the kernel's overhead (more than the bytes: on the safe side). 0
+    where there is no socket (pipes, memory) or the system does not tell. A system call: not
+    for every write."""
+    if _UNREAD is None:
+        return 0
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        request = _UNREAD if sock.family == socket.AF_UNIX else _NOT_SENT
+        queued = fcntl.ioctl(sock.fileno(), request, bytes(4))
+    except (OSError, ValueError):  # closed meanwhile, or a socket the call does not know
+        return 0
+    return int.from_bytes(queued, sys.byteorder, signed=True)

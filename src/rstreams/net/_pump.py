@@ -36,7 +36,17 @@ from rstreams.net._channels import ChannelFactory, Channels, check_channels
 from rstreams.net._closing import Closing
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
-from rstreams.net._intake import DEFAULT_UNREAD_TIMEOUT, HELD_PART, MAX_UNSENT, READ_TURN, Backlog
+from rstreams.net._intake import (
+    DEFAULT_UNREAD_TIMEOUT,
+    HELD_PART,
+    MAX_UNSENT,
+    READ_TURN,
+    UNREAD_MARK,
+    UNREAD_POLL,
+    UNREAD_POLL_MAX,
+    Backlog,
+    socket_unsent,
+)
 from rstreams.net._keepalive import Keepalive, check_interval
 from rstreams.net._messages import MESSAGE_TYPES, Handler, Messages, check_handlers
 from rstreams.net._metadata import EMPTY, Metadata
@@ -146,7 +156,7 @@ class Pump:
         outbox.observer = observer
         if observer is not None:
             observer.transferred = self._transferred
-        outbox.ledger.mark = low_water
+        self._mark = outbox.ledger.mark = min(low_water, UNREAD_MARK)  # unsent replies (_intake)
         self._clock: Callable[[], float] = outbox.loop.time
         self._high = high_water
         self._low = low_water
@@ -159,6 +169,8 @@ class Pump:
         self._held_read = False  # what is held is a whole read of at most HELD_PART bytes
         self._unread_timeout = unread_timeout
         self._unread_timer: Any = None
+        self._look: Any = None  # while not reading for what the socket holds: the next look at it
+        self._look_after = UNREAD_POLL  # seconds until that look (doubling)
         self._on_made = on_made  # called once the transport is up (a TLS handshake succeeded)
         self._task: object = None  # a transport's own task (WebSocket), kept referenced
         self.closing = Closing(outbox, handshake_timeout)
@@ -439,18 +451,8 @@ class Pump:
         outbox.writable = True
         if outbox.observer is not None:
             outbox.observer.socket_resumed()
-        if self._backed_up:  # our replies drained: the peer reads again, so do we
-            self._backed_up = False
-            timer, self._unread_timer = self._unread_timer, None
-            if timer is not None:
-                timer.cancel()
-            transport = outbox.transport
-            if transport is not None:
-                transport.set_write_buffer_limits(self._high, self._low)
-            if self._held is not None:
-                Backlog.of(outbox.loop).add(self._go_on)
-            elif transport is not None:
-                transport.resume_reading()
+        if self._backed_up and self._look is None:  # our replies drained: the peer reads again
+            self._drained()
         if outbox.on_writable:
             calls, outbox.on_writable = outbox.on_writable, []
             for call in calls:
@@ -460,7 +462,8 @@ class Pump:
 
     # -- input backpressure (rstreams.net._intake) ---------------------------------------------
     def _check_backlog(self) -> None:
-        """Replies may back up: stop reading the peer if the unsent ones pass the low-water mark."""
+        """Replies may back up: stop reading the peer if the unsent ones (the transport's and its
+        socket's) pass the mark."""
         outbox = self.outbox
         transport = outbox.transport
         if transport is None or outbox.ended is not None or self._backed_up:
@@ -472,15 +475,49 @@ class Pump:
                 ErrorCode.LIMIT_EXCEEDED,
             )
             return
-        if outbox.ledger.unsent_replies(unsent) <= self._low:
+        mark = self._mark
+        if outbox.ledger.unsent_replies(unsent + socket_unsent(transport)) <= mark:
             return
         self._backed_up = True
         transport.pause_reading()
         if self._unread_timeout is not None:
             self._unread_timer = outbox.loop.call_later(self._unread_timeout, self._unread_expired)
-        # Hear when the replies drain: marks this low make the transport say "not writable"
-        # now (it holds more than the low mark) and "writable" again below a quarter of it.
-        transport.set_write_buffer_limits(self._low, self._low // 4)
+        if unsent > mark:
+            # Hear when the replies drain: marks this low make the transport say "not writable"
+            # now (it holds more than the mark) and "writable" again below a quarter of it.
+            transport.set_write_buffer_limits(mark, mark // 4)
+        else:  # the socket holds them, and says nothing when it drains: look again
+            self._look_after = UNREAD_POLL
+            self._look = outbox.loop.call_later(UNREAD_POLL, self._look_again)
+
+    def _look_again(self) -> None:
+        """Not reading for the replies the socket holds: read again once a quarter of the mark is left."""
+        self._look = None
+        outbox = self.outbox
+        transport = outbox.transport
+        if not self._backed_up or transport is None:
+            return
+        unsent = transport.get_write_buffer_size() + socket_unsent(transport)
+        if outbox.ledger.unsent_replies(unsent) > self._mark // 4:
+            self._look_after = wait = min(self._look_after * 2, UNREAD_POLL_MAX)
+            self._look = outbox.loop.call_later(wait, self._look_again)
+        else:
+            self._drained()
+
+    def _drained(self) -> None:
+        """Our replies drained: the peer reads again, so do we."""
+        self._backed_up = False
+        timer, self._unread_timer = self._unread_timer, None
+        if timer is not None:
+            timer.cancel()
+        outbox = self.outbox
+        transport = outbox.transport
+        if transport is not None:
+            transport.set_write_buffer_limits(self._high, self._low)
+        if self._held is not None:
+            Backlog.of(outbox.loop).add(self._go_on)
+        elif transport is not None:
+            transport.resume_reading()
 
     def _unread_expired(self) -> None:
         self._unread_timer = None
@@ -497,6 +534,9 @@ class Pump:
         timer, self._unread_timer = self._unread_timer, None
         if timer is not None:
             timer.cancel()
+        look, self._look = self._look, None
+        if look is not None:
+            look.cancel()
         if self._backed_up:
             self._backed_up = False
             transport = self.outbox.transport
