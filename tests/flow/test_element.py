@@ -94,6 +94,19 @@ def test_errors_pass_through() -> None:
         rstreams.error(failure).last().result(WAIT)
 
 
+def test_last_drops_its_element_at_an_upstream_error() -> None:
+    """Nothing after the error (rule 1.7): a request that follows it does not bring out the
+    element ``last()`` held, nor a completion."""
+    source: ManualPublisher[int] = ManualPublisher()
+    s = RecordingSubscriber[int](initial=1)
+    source.last().subscribe(s)
+    source.emit(1, 2)
+    failure = RuntimeError("upstream failed")
+    source.fail(failure)
+    s.request(10)
+    assert s.signals == ["on_subscribe", "on_error"] and s.error is failure
+
+
 def test_bad_index_and_default_are_refused_when_built() -> None:
     """element_at needs an int >= 0, and no default may be None (rule 2.13), checked at once."""
     with pytest.raises(TypeError, match=r"2\.13"):

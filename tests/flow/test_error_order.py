@@ -43,6 +43,7 @@ POLICY = {
     "share": "immediate",
     "replay": "immediate",
     "buffer": "immediate",
+    "last": "immediate",
     "observe_on": "immediate",
     "publish_on": "after",
     "on_backpressure_buffer": "after",
@@ -186,6 +187,13 @@ def test_multicast(operator: str) -> None:
 def test_buffer() -> None:
     """Reactor's buffer: the partial list is dropped."""
     assert _policy(_held(lambda src: src.buffer(3), asked=1).items, [[1, 2]]) == POLICY["buffer"]
+
+
+def test_last() -> None:
+    """Reactor's last and RxJava's lastElement: the element held is dropped (and a request
+    after the error brings out nothing, rule 1.7)."""
+    s = _held(lambda src: src.last(), asked=1)
+    assert _policy(s.items, [2]) == POLICY["last"] and s.signals[-1] == "on_error"
 
 
 @pytest.mark.parametrize("operator", ["observe_on", "publish_on"])

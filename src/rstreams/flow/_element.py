@@ -9,7 +9,8 @@ for exactly ``i + 1`` elements, and once the ``i``-th arrives cancels the upstre
 completes; ``last()`` asks for everything (``UNBOUNDED``, rule 3.17) and emits the last
 element when the upstream completes. A stream that ends too soon gives ``default`` when
 one was passed (emitted as soon as there is demand), else
-``on_error(NoSuchElementError)``, which needs no demand (rule 1.4).
+``on_error(NoSuchElementError)``, which needs no demand (rule 1.4). An upstream error goes
+on at once; ``last()``'s element is dropped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rstreams.errors import ReactiveStreamsError
 from rstreams.flow._operator import MISSING, OperatorFlow, OperatorSubscriber
 from rstreams.flow._signals import NONE_ITEM
 from rstreams.flow._sinks import SinkResult, SinkSubscriber, check_publisher
+from rstreams.rules import check_error
 
 __all__ = ["MISSING", "ElementFlow", "NoSuchElementError"]
 
@@ -119,6 +121,15 @@ class _ElementSubscriber(OperatorSubscriber[T, T]):
             return
         self.seen = self.index
         self.on_next(items[ahead])
+
+    def on_error(self, error: BaseException) -> None:
+        check_error(error)
+        if self.done:
+            return
+        with self.lock:  # what ``request`` reads: nothing goes out after the error (rule 1.7)
+            self.done = True
+            self.held = MISSING  # ``last()``'s element is dropped
+        self.downstream.on_error(error)
 
     def on_complete(self) -> None:
         if self.done:
