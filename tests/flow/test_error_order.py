@@ -36,6 +36,7 @@ POLICY = {
     "flat_map": "immediate",
     "flat_map with delay_error=True": "after",
     "concat_map": "after",
+    "switch_map": "after",
     "zip": "immediate",
     "combine_latest": "immediate",
     "group_by": "immediate",
@@ -135,6 +136,57 @@ def test_concat_map() -> None:
     its elements."""
     items = _held(lambda src: rstreams.just(0).concat_map(lambda _: src), asked=2).items
     assert _policy(items, [1, 2]) == POLICY["concat_map"]
+
+
+class _Meanwhile(RecordingSubscriber[int]):
+    """Calls ``then`` inside its first ``on_next``: signals that come while the operator is
+    busy delivering, so that they wait in its queues."""
+
+    def __init__(self, then: Callable[[], None], initial: int) -> None:
+        super().__init__(initial=initial)
+        self.then: Callable[[], None] | None = then
+
+    def on_next(self, item: int) -> None:
+        super().on_next(item)
+        then, self.then = self.then, None
+        if then is not None:
+            then()
+
+
+@pytest.mark.parametrize("failing", ["upstream", "inner", "fn"])
+def test_switch_map(failing: str) -> None:
+    """As concat_map: the current inner is asked only within the demand, so what it sent
+    goes out before an upstream's or its own error (reactor's switchMap hands it straight on;
+    RxJava's drops the queue it prefetched); a Publisher mapped meanwhile is never subscribed;
+    ``fn`` raising is immediate. Here element 2 waits while 1 is delivered."""
+    source: ManualPublisher[int] = ManualPublisher()
+    inner: ManualPublisher[int] = ManualPublisher()
+    late: ManualPublisher[int] = ManualPublisher()
+
+    def fn(x: int) -> ManualPublisher[int]:
+        if x == 2:
+            raise BOOM
+        return inner if x == 0 else late
+
+    def meanwhile() -> None:
+        inner.emit(2)
+        if failing == "upstream":
+            source.emit(1)  # mapped to ``late``, then the error
+            source.fail(BOOM)
+        elif failing == "inner":
+            inner.fail(BOOM)
+        else:
+            source.emit(2)  # fn raises
+
+    s = _Meanwhile(meanwhile, initial=5)
+    source.switch_map(fn).subscribe(s)
+    source.emit(0)
+    inner.emit(1)
+    assert s.error is BOOM and s.signals.count("on_error") == 1 and late.subscriber is None
+    expected = "immediate" if failing == "fn" else POLICY["switch_map"]
+    assert _policy(s.items, [1, 2]) == expected
+    cancelled = {"upstream": (1, 0), "inner": (0, 1), "fn": (1, 1)}[failing]
+    assert (inner.cancelled, source.cancelled) == cancelled
 
 
 def test_zip() -> None:

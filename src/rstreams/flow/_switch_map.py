@@ -13,9 +13,11 @@ cancels the current inner, drops what it had queued and subscribes the new one.
   many were mapped (its elements are never queued: the newest replaces the rest).
 * Termination: complete when the upstream and the last inner are done; the first error,
   from the upstream, ``fn`` or the current inner, cancels everything and is signalled
-  once (rule 4.2); the current inner's error comes after the elements it already sent
-  (all within the demand). A replaced inner's elements are dropped; its late error is reported
-  (:func:`rstreams.errors.report_unhandled`), as for any cancelled inner.
+  once (rule 4.2). An error of the upstream or of the current inner comes after the
+  elements that inner already sent (all within the demand, as in ``concat_map``); a
+  Publisher mapped but not yet switched to is dropped. A replaced inner's elements are
+  dropped; its late error is reported (:func:`rstreams.errors.report_unhandled`), as for
+  any cancelled inner.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class _Inner(InnerSubscriber[R, "_SwitchMapSubscriber[Any, R]"]):
 
 
 class _SwitchMapSubscriber(DrainSubscriber[T, R]):
-    __slots__ = ("_fn", "_limit", "_mapped", "_prefetch", "inner", "pending")
+    __slots__ = ("_failure", "_fn", "_limit", "_mapped", "_prefetch", "inner", "pending")
 
     name = "switch_map"
 
@@ -88,6 +90,12 @@ class _SwitchMapSubscriber(DrainSubscriber[T, R]):
         self._mapped = 0  # upstream elements mapped since the last replenishing request
         self.pending: Publisher[R] | None = None
         self.inner: _Inner[R] | None = None
+        self._failure: BaseException | None = None  # the upstream's error (see _before_error)
+
+    def on_error(self, error: BaseException) -> None:
+        if not self.done:
+            self._failure = error
+        super().on_error(error)
 
     def on_next(self, item: T) -> None:
         if item is None:
@@ -121,7 +129,7 @@ class _SwitchMapSubscriber(DrainSubscriber[T, R]):
                     self._mapped = 0
             if mapped >= self._limit and not self.done and self.upstream is not None:
                 self.call(OUTER, self.upstream.request, mapped)
-            if pending is not None:
+            if pending is not None and self.error is None:  # with an error: dropped
                 self._switch(pending)
                 continue
             inner = self.inner
@@ -150,6 +158,17 @@ class _SwitchMapSubscriber(DrainSubscriber[T, R]):
             if self._ask(inner, emitted):
                 continue
             return emitted
+
+    def _before_error(self) -> bool:
+        """An upstream error waits behind what the current inner already sent, as in
+        ``concat_map`` (within the demand, so it goes out at once); the inner is cancelled
+        now. An error of ``fn`` or of a request does not wait."""
+        inner = self.inner
+        if inner is None or not inner.queue or self.error is not self._failure:
+            return False
+        if not inner.cancelled:
+            inner.cancel()
+        return True
 
     def _ask(self, inner: _Inner[R], emitted: int) -> bool:
         """Top the inner's window up to the outstanding demand; ``True`` if it was asked."""
