@@ -25,6 +25,7 @@ from rstreams.net._transport import (
     DEFAULT_LOW_WATER,
     TLS_REFUSAL_HINT,
     TLSEndedError,
+    TLSServerError,
 )
 from rstreams.net._url import parse_url
 from rstreams.observe._log import client_observer
@@ -130,6 +131,8 @@ async def connect(
             pump.closing.tcp_url = endpoint.url
         task = await connect_endpoint(endpoint, pump, ssl=ssl, high=high_water, low=low_water)
     except OSError as error:
+        if isinstance(error, TLSServerError):  # ws:// to a TLS server: its message names wss://
+            raise
         why = str(error) or type(error).__name__  # asyncio's reset in a TLS handshake has no text
         refused = isinstance(error, TLSEndedError)
         if endpoint.secure and isinstance(error, ConnectionResetError):

@@ -15,7 +15,12 @@ low mark calls ``resume_writing``, exactly like asyncio's socket transports.
 Opening (:func:`open_websocket`, the client's side): the websockets library's errors of the
 opening handshake become ``ConnectionRefusedError``; one that ended before any HTTP answer
 over TLS says so as a ``tls://`` connection ended before the server's hello does, so that a
-refusal of the client's certificate reads, and is told apart, the same on both schemes.
+refusal of the client's certificate reads, and is told apart, the same on both schemes. A
+``ws://`` client whose server answers its HTTP request with a TLS record (a TLS server's
+alert: Java's and Node's send one) is told so as a ``tcp://`` client is, by a
+:class:`~rstreams.net._transport.TLSServerError` naming the ``wss://`` URL
+(:class:`WebSocketTLSServerError`); the connection's first bytes are looked at as they arrive
+(:class:`_FirstBytes`), before websockets' HTTP parser reads them as a malformed response.
 
 Admission (:mod:`rstreams.net._admission`). A server's listener made with a budget accepts
 WebSocket connections itself and makes each one an :class:`AdmittedConnection`: the
@@ -50,6 +55,7 @@ from collections.abc import Callable, Sequence
 from http import HTTPStatus
 from typing import Any, cast
 
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.asyncio.connection import Connection as _WsConnection
 from websockets.asyncio.server import Server, ServerConnection
@@ -71,9 +77,11 @@ from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
     DEFAULT_LOW_WATER,
     TLS_ENDED_BEFORE_HELLO,
+    TLS_RECORD_TYPES,
     TLS_REFUSAL_HINT,
     TLSEndedError,
     TLSNoResponseError,
+    TLSServerError,
     Transport,
     TransportHandler,
 )
@@ -85,6 +93,7 @@ __all__ = [
     "NO_HTTP_HINT",
     "SUBPROTOCOL",
     "AdmittedConnection",
+    "WebSocketTLSServerError",
     "WebSocketTransport",
     "open_websocket",
     "origin_refused",
@@ -161,6 +170,31 @@ NO_HTTP_HINT = (
 """Added to the error of a ``ws://`` connection whose opening handshake got no HTTP response."""
 
 
+class WebSocketTLSServerError(TLSServerError, ConnectionRefusedError):
+    """A ``ws://`` server that answered the opening handshake with a TLS record: it speaks TLS
+    at that address, and the message names the ``wss://`` URL, as a ``tcp://`` client's
+    :class:`~rstreams.net._transport.TLSServerError` names the ``tls://`` one. Also a
+    ``ConnectionRefusedError``, as every failed opening handshake is, for the callers that count
+    those (a resumed session's attempts)."""
+
+
+class _FirstBytes(ClientConnection):  # type: ignore[misc]  # websockets is untyped here
+    """A plain (``ws://``) client connection that looks at its server's first bytes before
+    websockets' HTTP parser does: a TLS record there (:data:`TLS_RECORD_TYPES`, then ``0x03``)
+    is kept in :attr:`tls_record` and the connection aborted, so that the handshake fails at
+    once and :func:`open_websocket` says why."""
+
+    tls_record: int | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.data_received = super().data_received  # type: ignore[method-assign]  # the first read only
+        if len(data) >= 2 and data[0] in TLS_RECORD_TYPES and data[1] == 0x03:
+            self.tls_record = data[0]
+            self.transport.abort()
+            return
+        super().data_received(data)
+
+
 async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> _WsConnection:
     """The client's WebSocket connection to ``endpoint`` (``context``: for ``wss://``), its opening
     handshake made.
@@ -172,8 +206,16 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
             does) gives its subclass :class:`~rstreams.net._transport.TLSEndedError`, with a message
             ending with :data:`~rstreams.net._transport.TLS_ENDED_BEFORE_HELLO`, as a ``tls://``
             connection's error does; one that failed otherwise with no HTTP response over TLS
-            gives its base :class:`~rstreams.net._transport.TLSNoResponseError`.
+            gives its base :class:`~rstreams.net._transport.TLSNoResponseError`; a ``ws://``
+            server that answered with a TLS record gives :class:`WebSocketTLSServerError`.
     """
+    made: list[_FirstBytes] = []
+
+    def plain(*args: Any, **kwargs: Any) -> _FirstBytes:
+        connection = _FirstBytes(*args, **kwargs)
+        made.append(connection)
+        return connection
+
     try:
         return await ws_connect(
             endpoint.url,
@@ -182,8 +224,18 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
             compression=None,
             subprotocols=[SUBPROTOCOL],
             ping_interval=None,
+            create_connection=plain if context is None else None,
         )
-    except InvalidHandshake as error:
+    except (InvalidHandshake, OSError, ConnectionClosed) as error:
+        record = made[0].tls_record if made else None
+        if record is not None:
+            wss_url = "wss://" + endpoint.url.removeprefix("ws://")
+            raise WebSocketTLSServerError(
+                f"{endpoint.url} answered with a TLS record (first bytes 0x{record:02x} 0x03) instead of "
+                f"an HTTP response: the server speaks TLS at that address; use {wss_url}"
+            ) from error
+        if not isinstance(error, InvalidHandshake):
+            raise
         status = getattr(getattr(error, "response", None), "status_code", None)
         ended = isinstance(error, InvalidMessage) and isinstance(error.__cause__, EOFError)
         if status == 404:  # the session was accepted: it is the path
