@@ -296,17 +296,31 @@ class Pump:
         finally:  # what the read caused is written now: nothing else schedules it (mark_dirty)
             try:  # (the peer's requests leave streams waiting for a refill, without mark_dirty)
                 output = core.output  # core.has_data_to_send, inlined: the core's own answers
+                serving = self.serving
                 if (
                     outbox.flush_scheduled
-                    or self.serving.refills
+                    or serving.refills
                     or output.buf
                     or output.chunks
                     or output.backlogs
                 ):
-                    if outbox.flush_handle is None:
-                        self.flush()
-                    else:
+                    transport = outbox.transport
+                    if outbox.flush_handle is not None:
                         outbox.flush_now()
+                    elif (
+                        not output.buf
+                        or output.chunks
+                        or output.backlogs
+                        or serving.refills
+                        or serving.packs
+                        or self.subscriptions.requests
+                        or transport is None
+                    ):
+                        self.flush()
+                    else:  # only frames the read made (an answer, an element): flush's steps that apply
+                        outbox.flush_scheduled = False
+                        if outbox.write(transport, core.data_to_send(WRITE_LIMIT)) and outbox.writable:
+                            outbox.mark_dirty()  # the write limit was used up: go on next turn
             finally:
                 outbox.in_read = False
         if rest < size:

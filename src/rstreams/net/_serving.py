@@ -293,7 +293,16 @@ class ServingStream(Subscriber[Any]):
             and (not size or len(items[0]) == size)
         ):
             self.remote_demand -= 1  # the one asked for (the table saw a demand of 1)
-            self._send_one(items[0])
+            element = items[0]  # _send_one, inlined: an open stream's every element, one at a time
+            size = len(element)
+            self._ledger.element_bytes += size + _ELEMENT_HEAD
+            obs = self.obs
+            if obs is not None:
+                obs.sent(1, size)
+            size += _FRAME_OVERHEAD
+            estimate = self.estimate
+            self.estimate = size if size >= estimate else estimate - ((estimate - size) >> 3)
+            self._core.on_next(self.sid, element)
             return
         mine = not self._pack
         if not self._take(items, end, mine) and mine and self._pack:
