@@ -767,7 +767,12 @@ class SubscriptionTable:
         if subscription is not None:
             observer = self.outbox.observer
             if observer is None:
-                subscription.answer(event.element)
+                if subscription.__class__ is ScalarRequest and subscription.decode is None:
+                    future = subscription.future  # ScalarRequest.answer's common case, inlined:
+                    if not future.done():  # conn.request's answer, as bytes, into its future
+                        future.set_result(event.element)
+                else:
+                    subscription.answer(event.element)
             else:
                 observer.received(1, sid)
                 subscription.answer(event.element)
