@@ -77,7 +77,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import quote
@@ -572,7 +572,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             offset["epochs"] = known
         return offset
 
-    def _epochs(self, keys: Iterator[Key] | list[Key], given: Epochs) -> Epochs:
+    def _epochs(self, keys: Iterable[Key], given: Epochs) -> Epochs:
         """Each log's epoch: the offset's (checked by the request that used it), else the one the
         log answered last (an offset of an older checkpoint, a log entering the query)."""
         epochs: Epochs = {}
@@ -627,7 +627,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for key in opts.discover():
                 positions[key] = opts.log(key).start(reader, opts.starting, opts.starting_time is not None)
                 self._held[key] = (reader, positions[key])
-            self._initial = self._offset(reader, positions, self._epochs(list(positions), {}))
+            self._initial = self._offset(reader, positions, self._epochs(positions, {}))
         return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -693,7 +693,7 @@ class RStreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         stops = {key: max(ends[key], begin) for key, begin in begins.items() if opts.names_it(key)}
         if not opts.single and reader is not None:
             stops.update(self._entering(reader, begins))
-        return self._offset(reader, stops, self._epochs(list(stops), epochs))
+        return self._offset(reader, stops, self._epochs(stops, epochs))
 
     def _bounded(self, ends: Positions, bases: Positions, limit: ReadLimit) -> Positions:
         """``ends`` within the read limit and ``maxBytesPerBatch``, shared among the logs."""
