@@ -208,7 +208,8 @@ class ResumeTarget(Target):
         if head & 4 and EOF in chunks:
             at = chunks.index(EOF)
             chunks, second = chunks[:at], chunks[at + 1 :]
-        reader, writer = await within(self.open_peer(head), "the raw client to connect")
+        awaited = self.awaited()
+        reader, writer = await within(self.open_peer(head), "the raw client to connect", WAIT, awaited)
         self.peer = first = _ResumingPeer(reader)
         lazy = bool(head & 2)
         if not head & 4:
@@ -222,7 +223,9 @@ class ResumeTarget(Target):
             token = first.token or bytes([self.byte1]) * 16
             position = max(first.received + offset, 0)
             request = encode_resume_message(RESUME, encode_resume(token, position))
-            reader, writer = await within(self.open_peer(head), "the raw client to connect again")
+            reader, writer = await within(
+                self.open_peer(head), "the raw client to connect again", WAIT, awaited
+            )
             exact = offset == 0 and first.token is not None
             self.again = again = _ResumingPeer(reader, first, continues=exact)
             await self.write(again, writer, [request, *second], known, lazy=False)
@@ -233,7 +236,7 @@ class ResumeTarget(Target):
             writing = asyncio.create_task(self.write(first, writer, chunks, known, lazy=lazy))
             token = asyncio.create_task(first.has_token.wait())
             with contextlib.suppress(TimeoutError):
-                async with Bound():
+                async with Bound(WAIT, awaited):
                     await asyncio.wait({writing, token}, return_when=asyncio.FIRST_COMPLETED)
             token.cancel()
             await resume()

@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -139,6 +139,11 @@ class Target:
         """``serve()``'s keyword arguments beyond the ones every mode shares."""
         return {"admission_share": None}
 
+    def awaited(self) -> tuple[int, ...]:
+        """The processes whose work the checks' waits await besides this loop (a server or client
+        in another process): the time their threads waited for a CPU is not counted either."""
+        return ()
+
     def legit_options(self) -> dict[str, Any]:
         """``connect()``'s keyword arguments for the well-behaved client."""
         return {}
@@ -226,7 +231,7 @@ class Target:
         """One input against the running server; the failures it caused (none: all held)."""
         self.failures = []
         try:
-            async with Bound(WAIT * 3):
+            async with Bound(WAIT * 3, self.awaited()):
                 await self._run(data)
         except TimeoutError:
             self._record("hang", "the input's run took longer than its bound")
@@ -248,7 +253,7 @@ class Target:
     async def converse(self, head: int, chunks: list[wire_harness.Chunk], known: int) -> None:
         """One raw client writes ``chunks`` and ends its output; the server must end the
         connection (a close, or a goodbye that waits for ours) and write well-formed RS.io."""
-        reader, writer = await within(self.open_peer(head), "the raw client to connect")
+        reader, writer = await within(self.open_peer(head), "the raw client to connect", WAIT, self.awaited())
         self.peer = peer = _Peer(reader, self.parses_output(head))
         await self.write(peer, writer, chunks, known, lazy=bool(head & 2))
         peer.check()
@@ -273,7 +278,7 @@ class Target:
                     break
                 assert isinstance(chunk, bytes)
                 writer.write(chunk)
-                await within(writer.drain(), "the server to read the input")
+                await within(writer.drain(), "the server to read the input", WAIT, self.awaited())
                 await asyncio.sleep(0)  # a turn: the server reads this chunk as one read
                 self._check_holding(known)
             peer.go.set()
@@ -285,7 +290,7 @@ class Target:
                 # The server closes, or says goodbye and waits for ours (or our close, §9.2): close.
                 said = asyncio.create_task(peer.said_goodbye.wait())
                 with contextlib.suppress(TimeoutError):
-                    async with Bound():
+                    async with Bound(WAIT, self.awaited()):
                         await asyncio.wait({reading, said}, return_when=asyncio.FIRST_COMPLETED)
                 said.cancel()
                 ended = reading.done() or peer.said_goodbye.is_set()
@@ -295,9 +300,10 @@ class Target:
         finally:
             peer.go.set()
             writer.close()
-        await within(asyncio.shield(reading), "the server's output to end after our close")
+        awaited = self.awaited()
+        await within(asyncio.shield(reading), "the server's output to end after our close", WAIT, awaited)
         with contextlib.suppress(Exception):
-            await within(writer.wait_closed(), "the raw client's close")
+            await within(writer.wait_closed(), "the raw client's close", WAIT, awaited)
 
     def _check_holding(self, known: int) -> None:
         """What the server holds for the fuzzed connection stays within its limits."""
@@ -442,10 +448,10 @@ def _says_goodbye(chunks: list[wire_harness.Chunk]) -> bool:
     return any(isinstance(frame, Goodbye) for frame in parser.feed(written))
 
 
-async def within(awaitable: Awaitable[T], what: str, limit: float = WAIT) -> T:
+async def within(awaitable: Awaitable[T], what: str, limit: float = WAIT, children: Iterable[int] = ()) -> T:
     """``awaitable``'s result; a failed invariant naming ``what`` if it takes longer than
-    ``limit`` (:class:`Bound`)."""
-    bound = Bound(limit)
+    ``limit`` (:class:`Bound`, over ``children`` too: a server or client in another process)."""
+    bound = Bound(limit, children)
     try:
         async with bound:
             return await awaitable

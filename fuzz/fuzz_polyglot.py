@@ -59,7 +59,8 @@ import rstreams
 from rstreams.errors import set_unhandled_error_hook
 from rstreams.net import connect
 from rstreams.wire import Goodbye, Request, Subscribe, encode
-from testkit.bound import WAIT  # (tests/, put on the path by fuzz_net)
+from testkit import patience  # (tests/, put on the path by fuzz_net)
+from testkit.bound import WAIT, within
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -86,14 +87,14 @@ def java_classpath() -> str:
     """java/'s test classes, classes and test-scope dependencies (compiled by Maven first)."""
     java = ROOT / "java"
     out = java / "target" / "fuzz-classpath.txt"
-    subprocess.run(
+    patience.run(
         [
             "mvn", "-B", "-ntp", "-q", "-f", str(java / "pom.xml"), "test-compile",
             "dependency:build-classpath", f"-Dmdep.outputFile={out}", "-Dmdep.includeScope=test",
         ],
+        STARTUP * 2,
         check=True,
         capture_output=True,
-        timeout=STARTUP * 2,
     )  # fmt: skip
     deps = out.read_text(encoding="utf-8").strip()
     return os.pathsep.join([str(java / "target" / "test-classes"), str(java / "target" / "classes"), deps])
@@ -126,7 +127,8 @@ class ChildProcess(abc.ABC):
     """A server or client of another binding, run as a process from the checkout: started, its
     first line of output awaited (bounded by ``STARTUP``), its stderr kept in a file that
     :meth:`logged` reads on from where it last stopped, and ended (terminated, or its stdin
-    closed if it reads one; killed if it is not gone within ``WAIT``)."""
+    closed if it reads one; killed if it is not gone within ``WAIT``). Every wait on it is
+    bounded by its own time and this loop's (``testkit.bound.Bound`` over :meth:`awaited`)."""
 
     def __init__(self, command: list[str], role: str, *, stdin: bool = False) -> None:
         self.command = command
@@ -134,6 +136,10 @@ class ChildProcess(abc.ABC):
         """What the process is, in messages: ``server`` or ``client``."""
         self.stdin = stdin
         self.restarts = 0
+
+    def awaited(self) -> tuple[int, ...]:
+        """The process, whose threads' waits for a CPU a bound on it does not count."""
+        return (self.process.pid,)
 
     async def spawn(self, ready: bytes) -> bytes:
         """Start the process; its first line, which must start with ``ready``."""
@@ -147,7 +153,7 @@ class ChildProcess(abc.ABC):
             cwd=ROOT,
         )
         assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), STARTUP)
+        line = await within(self.process.stdout.readline(), STARTUP, self.awaited())
         if not line.startswith(ready):
             logged = self.logged()
             await self.stop()
@@ -167,7 +173,7 @@ class ChildProcess(abc.ABC):
             else:
                 self.process.terminate()
             try:
-                await asyncio.wait_for(self.process.wait(), WAIT)
+                await within(self.process.wait(), WAIT, self.awaited())
             except TimeoutError:
                 self.process.kill()
                 await self.process.wait()
@@ -207,6 +213,9 @@ class PolyglotTarget(Target, ChildProcess):
         """The server's goodbyes, by reason (numbers left out)."""
 
     # -- the process -----------------------------------------------------------------------
+    def awaited(self) -> tuple[int, ...]:
+        return ChildProcess.awaited(self)  # (not Target's: the server is that process)
+
     async def start(self) -> None:
         """Start the server and wait for its ``serving on URL`` line."""
         line = await self.spawn(b"serving on ")
@@ -227,7 +236,7 @@ class PolyglotTarget(Target, ChildProcess):
             yield self
         finally:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.legit.aclose(), WAIT)
+                await within(self.legit.aclose(), WAIT, self.awaited())
             await self.stop()
             set_unhandled_error_hook(previous)
 
@@ -241,8 +250,9 @@ class PolyglotTarget(Target, ChildProcess):
 
     # -- fuzz_net's Target, from outside the server's process ---------------------------------
     async def connect_legit(self) -> rstreams.net.Connection:
-        conn = await asyncio.wait_for(connect(self.url, **self.legit_options()), WAIT)
-        await asyncio.wait_for(conn.request("numbers"), WAIT)
+        awaited = self.awaited()  # (connect's own handshake timer, wall time, off: the bound is ours)
+        conn = await within(connect(self.url, handshake_timeout=None, **self.legit_options()), WAIT, awaited)
+        await within(conn.request("numbers"), WAIT, awaited)
         return conn
 
     async def open_peer(self, head: int) -> tuple[Reader, Writer]:
@@ -258,6 +268,10 @@ class PolyglotTarget(Target, ChildProcess):
         for goodbye in self.peer.goodbyes:  # (a campaign's reach: which rules its inputs broke)
             self.reasons[re.sub(r"\d+", "N", goodbye.reason)[:100]] += 1
         await asyncio.sleep(0.01)  # (what the server logs about this input reaches stderr)
+        assert self.process.stdout is not None
+        if self.stdout.done() or self.process.stdout.at_eof():  # its output ended: it is exiting
+            with contextlib.suppress(TimeoutError):  # (its status comes a few loop turns later)
+                await within(self.process.wait(), WAIT, self.awaited())
         if logged := self.logged():
             self._record("the server logged", logged[-2000:])
         assert self.process.returncode is None, f"the server exited with status {self.process.returncode}"
@@ -267,15 +281,18 @@ class PolyglotTarget(Target, ChildProcess):
     async def _check_legit(self, salt: int) -> None:
         legit = self.legit
         assert not legit.closed, "the well-behaved client's connection closed"
-        got = await fuzz_net.within(legit.request("numbers"), "the well-behaved client's request/response")
+        awaited = self.awaited()
+        got = await fuzz_net.within(
+            legit.request("numbers"), "the well-behaved client's request/response", WAIT, awaited
+        )
         assert got == b"\x00", f"request/response answered {got!r}"
         if self.mode == "js" and salt % (self.every * 4) == 0:
-            before = int(await asyncio.wait_for(legit.request("messages"), WAIT))
-            await asyncio.wait_for(legit.send("log", b"still here"), WAIT)
+            before = int(await within(legit.request("messages"), WAIT, awaited))
+            await within(legit.send("log", b"still here"), WAIT, awaited)
             parts = [bytes(40_000), b"x"]  # larger than the split threshold: sent in parts
-            out = await asyncio.wait_for(legit.channel("echo", rstreams.from_iterable(parts)).collect(), WAIT)
+            out = await within(legit.channel("echo", rstreams.from_iterable(parts)).collect(), WAIT, awaited)
             assert out == [bytes(40_000), b"X"], "the channel's output"
-            after = int(await asyncio.wait_for(legit.request("messages"), WAIT))
+            after = int(await within(legit.request("messages"), WAIT, awaited))
             assert after > before, "the message did not reach its handler"
 
 

@@ -46,7 +46,7 @@ import fuzz_connection as wire_harness  # (this directory, put on the path above
 import fuzz_net
 import fuzz_polyglot
 
-from testkit.bound import WAIT  # (tests/, put on the path by fuzz_net)
+from testkit.bound import WAIT, Bound, within  # (tests/, put on the path by fuzz_net)
 
 HERE = Path(__file__).resolve().parent
 ACT_PAUSE = 0.002
@@ -148,9 +148,10 @@ class ClientTarget(fuzz_polyglot.ChildProcess):
             await self.process.stdin.drain()
             line_read = asyncio.ensure_future(self.process.stdout.readline())
             try:
-                await asyncio.wait_for(connected.wait(), WAIT)
-                await asyncio.wait_for(asyncio.shield(served[0]), WAIT * 3)
-                line = await asyncio.wait_for(line_read, WAIT)
+                awaited = self.awaited()
+                await within(connected.wait(), WAIT, awaited)
+                await within(asyncio.shield(served[0]), WAIT * 3, awaited)
+                line = await within(line_read, WAIT, awaited)
             except TimeoutError:
                 line_read.cancel()
                 self.hung = True
@@ -165,7 +166,7 @@ class ClientTarget(fuzz_polyglot.ChildProcess):
         await asyncio.sleep(0.01)  # (what the client logs about this input reaches stderr)
         if self.process.stdout.at_eof():  # (it exits: wait for its status)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.process.wait(), WAIT)
+                await within(self.process.wait(), WAIT, self.awaited())
         if logged := self.logged():
             self._record("the client logged", logged[-2000:])
         if self.process.returncode is not None:
@@ -191,11 +192,13 @@ class ClientTarget(fuzz_polyglot.ChildProcess):
                     break
                 assert isinstance(chunk, bytes)
                 writer.write(chunk)
-                await asyncio.wait_for(writer.drain(), WAIT)
+                await within(writer.drain(), WAIT, self.awaited())
                 await asyncio.sleep(0)
             if not reading.done():
                 writer.write_eof()
-            await asyncio.wait({reading}, timeout=WAIT)
+            with contextlib.suppress(TimeoutError):
+                async with Bound(WAIT, self.awaited()):
+                    await asyncio.wait({reading})
             if not reading.done():
                 self._record(
                     "hang", "the client did not close within its bound after our end of input (§9.3)"

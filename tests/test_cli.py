@@ -199,7 +199,7 @@ def cli_server(*options: str, url: str = "tcp://127.0.0.1:0") -> Iterator[str]:
     )
     try:
         assert process.stdout is not None
-        announced = process.stdout.readline()  # ends at exit too: a crash cannot hang this
+        announced = patience.child_line(process, "its serving line")
         assert announced.startswith("serving "), announced + patience.communicate(process, 10)[1]
         yield announced
     finally:
@@ -250,10 +250,11 @@ def test_serve_builtins_offer_the_channel_upper() -> None:
     """`rstreams serve URL` answers on its channel `upper` (the JavaScript README's quick start
     opens it): one upper-cased answer per input element; a parameter is refused by name."""
     from rstreams import from_iterable
-    from rstreams.net import RemoteStreamError, connect
+    from rstreams.net import RemoteStreamError
+    from testkit.net import connect_child
 
     async def talk(url: str) -> tuple[list[bytes], str]:
-        async with await connect(url) as conn:
+        async with await connect_child(url) as conn:
             answers = await conn.channel("upper", from_iterable([b"a", b"bc", b"d1e"])).collect()
             with pytest.raises(RemoteStreamError) as refused:
                 await conn.channel("upper?x=1", from_iterable([b"a"])).collect()
@@ -1044,15 +1045,16 @@ def test_serve_resume(capsys: pytest.CaptureFixture[str]) -> None:
     """`serve --resume` keeps the session of a resumable client whose link is cut twice in the
     middle of a stream (every element once, in order, on one session), and still serves clients
     that do not resume."""
-    from rstreams.net import UTF8, Resume, connect
+    from rstreams.net import UTF8, Resume
     from testkit.chaos import ChaosProxy
+    from testkit.net import connect_child
 
     n = 20_000
 
     async def read_through_cuts(url: str) -> tuple[list[str], int]:
         async with ChaosProxy("127.0.0.1", int(url.rsplit(":", 1)[1])) as proxy:
             resume = Resume(attempts=20, backoff=0.01, max_backoff=0.1, attempt_timeout=10.0)
-            async with await connect(proxy.url, resume=resume) as conn:
+            async with await connect_child(proxy.url, resume=resume) as conn:
                 received: list[str] = []
                 async for number in conn.publisher(f"counter?to={n}", codec=UTF8):
                     received.append(number)
@@ -1460,9 +1462,9 @@ def test_serve_a_log_with_metrics_exposes_what_the_log_holds() -> None:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write("one\ntwo\n")
         process.stdin.close()  # the log keeps what it read; the server goes on serving
-        announced = process.stdout.readline()
+        announced = patience.child_line(process, "its serving line")
         assert announced.startswith("serving 'sensors'"), announced
-        metrics_line = process.stdout.readline()
+        metrics_line = patience.child_line(process, "its metrics line")
         assert metrics_line.startswith("metrics at http://127.0.0.1:"), metrics_line
         url = metrics_line.split(" at ", 1)[1].strip()
         held = 'rstreams_replay_elements_held{log="sensors"} 2.0'

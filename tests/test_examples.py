@@ -112,7 +112,7 @@ def test_conformance_offer_serves_every_publisher_the_suite_needs() -> None:
     ) as server:
         try:
             assert server.stdout is not None
-            url = server.stdout.readline().strip().rsplit(" on ", 1)[1]
+            url = patience.child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
 
             async def judge() -> tuple[frozenset[str], list[CaseResult]]:
                 return await probe(url, Options()), await run(url, Options(), cases=select("rv."))

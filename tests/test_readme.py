@@ -410,7 +410,7 @@ def test_the_command_line_walk_through_runs() -> None:
     ) as server:
         try:
             assert server.stdout is not None
-            announced = server.stdout.readline().strip()
+            announced = patience.child_line(server, "its serving line").strip()
             here = announced.rsplit(" on ", 1)[1]
             assert announced == said.replace(url, here)
             outputs = []
@@ -501,7 +501,7 @@ def test_the_javascript_example_runs_against_the_server_it_names(tmp_path: Path)
     ) as server:
         try:
             assert server.stdout is not None
-            url = server.stdout.readline().strip().rsplit(" on ", 1)[1]
+            url = patience.child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
             script = tmp_path / "example.mjs"
             code = block.group(1).replace("tcp://127.0.0.1:9000", url)
             script.write_text(

@@ -16,6 +16,7 @@ import pytest
 
 from rstreams.conformance import conformance_publishers
 from rstreams.net import serve
+from testkit.bound import within
 
 
 def _default_sigint() -> None:
@@ -58,9 +59,9 @@ async def test_ctrl_c_prints_the_cases_finished_and_exits_130(tmp_path: Path) ->
         preexec_fn=_default_sigint,
     )
     try:
-        await asyncio.wait_for(stuck.wait(), 60)
+        await within(stuck.wait(), 60, [child.pid])
         os.kill(child.pid, signal.SIGINT)
-        out, err = await asyncio.wait_for(child.communicate(), 60)
+        out, err = await within(child.communicate(), 60, [child.pid])
     finally:
         if child.returncode is None:
             child.kill()

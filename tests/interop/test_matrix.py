@@ -454,12 +454,12 @@ def servers(request: pytest.FixtureRequest) -> Iterator[dict[tuple[str, str], st
             process.terminate()
         for process, _, _ in started:
             try:
-                process.wait(timeout=10)
+                patience.wait_child(process, 10)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
         for reader in readers:
-            reader.join(timeout=10)
+            patience.join(reader, 10)
 
 
 def plan_for(client: str, urls: dict[tuple[str, str], str]) -> dict[str, Any]:

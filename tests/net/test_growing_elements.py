@@ -19,6 +19,7 @@ import pytest
 import rstreams
 from rstreams.net import Connection
 from rstreams.wire import ClientHello, ConnectionConfig, Subscribe, encode
+from testkit.bound import within
 
 MIB = 1 << 20
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -71,7 +72,7 @@ def test_a_client_of_another_process_reading_a_window_of_256_gets_every_element(
                 stderr=asyncio.subprocess.PIPE,
                 env={**os.environ, "PYTHONPATH": str(SRC)},
             )  # fmt: skip
-            out, err = await asyncio.wait_for(child.communicate(), 100)
+            out, err = await within(child.communicate(), 100, [child.pid])
             return child.returncode or 0, out.decode(), err.decode(), [closed_why(c) for c in connections]
 
     status, out, err, why = asyncio.run(main())

@@ -244,17 +244,17 @@ async def test_rstreams_serve_stopped_by_sigterm_says_goodbye_to_a_silent_peer(r
     )  # fmt: skip
     try:
         assert process.stdout is not None
-        announced = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+        announced = (await within(process.stdout.readline(), 60, [process.pid])).decode()
         assert announced.startswith("serving "), announced
         reader, writer = await _open(announced.strip().rsplit(" on ", 1)[1])
         process.terminate()
         try:
-            assert list(_parser().feed(await asyncio.wait_for(reader.read(), 30))) == [
+            assert list(_parser().feed(await within(reader.read(), 30, [process.pid]))) == [
                 Goodbye(reason="server closing")
             ]
         finally:
             writer.close()
-        _, err = await asyncio.wait_for(process.communicate(), 30)
+        _, err = await within(process.communicate(), 30, [process.pid])
         assert process.returncode == 0, err
     finally:
         if process.returncode is None:

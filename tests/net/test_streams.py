@@ -118,13 +118,14 @@ async def test_stream_from_a_subprocess_over_stdin_stdout() -> None:
         stdin_fd = os.dup(proc.stdin.transport.get_extra_info("pipe").fileno())
         proc.stdout._transport.close()  # type: ignore[attr-defined]
         proc.stdin.transport.close()
-        conn = await connect_pipe(stdout_fd, stdin_fd)
-        items = await asyncio.wait_for(conn.publisher("squares?n=100").collect(), WAIT)
+        child = [proc.pid]
+        conn = await within(connect_pipe(stdout_fd, stdin_fd, handshake_timeout=None), WAIT, child)
+        items = await within(conn.publisher("squares?n=100").collect(), WAIT, child)
         assert [int(x) for x in items] == [i * i for i in range(100)]
-        await asyncio.wait_for(conn.aclose(), WAIT)  # (a child serves: wall time)
+        await within(conn.aclose(), WAIT, child)  # (a child serves: its own time too)
         assert proc.stderr is not None
-        errors = await asyncio.wait_for(proc.stderr.read(), WAIT)
-        assert await asyncio.wait_for(proc.wait(), WAIT) == 0
+        errors = await within(proc.stderr.read(), WAIT, child)
+        assert await within(proc.wait(), WAIT, child) == 0
         assert errors == b""  # the child closed its pipes cleanly: no tracebacks from asyncio
     finally:
         if proc.returncode is None:

@@ -221,7 +221,7 @@ def test_ping_into_a_closed_pipe_exits_quietly() -> None:
             stderr=subprocess.PIPE,
         )
         assert process.stdout is not None
-        assert process.stdout.readline().startswith(f"{url}: ok in ".encode())
+        assert patience.child_line(process, "its first line").startswith(f"{url}: ok in ".encode())
         process.stdout.close()  # what head does after its line
         _, err = patience.communicate(process, WAIT)
     assert (process.returncode, err.decode()) == (0, "")
@@ -237,7 +237,7 @@ def test_subscribe_into_a_closed_pipe_exits_quietly() -> None:
             stderr=subprocess.PIPE,
         )
         assert process.stdout is not None
-        assert process.stdout.readline() == b"0\n"
+        assert patience.child_line(process, "its first line") == b"0\n"
         process.stdout.close()  # what head does after its line
         _, err = patience.communicate(process, WAIT)
     assert (process.returncode, err.decode()) == (0, "")

@@ -48,7 +48,7 @@ def test_serve_reads_standard_input_only_as_the_log_has_room() -> None:
         assert server.stdin is not None and server.stdout is not None
         server.stdin.write(b"".join(b"line %d\n" % i for i in range(20)))
         server.stdin.flush()
-        url = server.stdout.readline().decode().split(" on ")[-1].strip()
+        url = patience.child_line(server, "its serving line").decode().split(" on ")[-1].strip()
         assert fetch_range(url, "lines", 0, 2) == [b"line 0", b"line 1"]
         assert request_json(url, "lines?latest")["end"] == 5  # room for 5: no more was read
         request_json(url, "lines?commit=5")
@@ -137,7 +137,7 @@ def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
         assert server.stdin is not None and server.stdout is not None
         server.stdin.write(b"a\nb\n")
         server.stdin.flush()
-        announced = server.stdout.readline().decode()
+        announced = patience.child_line(server, "its serving line").decode()
         assert announced.startswith("serving 'lines' (lines of standard input), sink log 'out' on tls://")
         url = announced.split(" on ")[-1].strip()
         access = Access(auth=token, cafile=str(ca.cert))
@@ -314,7 +314,7 @@ def test_serve_stops_cleanly_while_reading_a_live_pipe(stop: signal.Signals) -> 
         assert server.stdin is not None and server.stdout is not None
         server.stdin.write(b"reading\n" * 50)
         server.stdin.flush()
-        assert server.stdout.readline().startswith(b"serving 'lines'")
+        assert patience.child_line(server, "its serving line").startswith(b"serving 'lines'")
         producer.start()
 
         def reading(seconds: float) -> bool:  # until the log's thread is in a read
@@ -347,7 +347,7 @@ def test_sigterm_right_after_the_announcement_stops_cleanly(log: list[str]) -> N
         stderr=subprocess.PIPE,
     )
     assert server.stdout is not None
-    assert server.stdout.readline().startswith(b"serving ")
+    assert patience.child_line(server, "its serving line").startswith(b"serving ")
     server.terminate()
     _, err = patience.communicate(server, 20)
     assert (server.returncode, err.decode()) == (0, "")
@@ -404,7 +404,7 @@ def test_publish_over_wss_to_serve_with_a_client_ca_and_no_certificate_exits_2_a
     )
     try:
         assert server.stdout is not None
-        url = server.stdout.readline().decode().split(" on ")[-1].strip()
+        url = patience.child_line(server, "its serving line").decode().split(" on ")[-1].strip()
         assert url.startswith("wss://127.0.0.1:"), url
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"x\n")))
         assert main(["publish", url, "results", "--cafile", str(ca.cert), "--timeout", "600"]) == 2

@@ -19,6 +19,9 @@ from typing import Any
 import pytest
 
 from rstreams.spark._demo import run_demo
+from testkit import patience
+from testkit.bound import family, within
+from testkit.net import connect_child
 from testkit.spark import TEST_TIMEOUT, kill_group, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -41,16 +44,14 @@ class _Output(io.StringIO):
 
 def _watch_page(out: _Output, seen: dict[str, Any]) -> None:
     """What a browser does: read config.json, subscribe over RS.io on its WebSocket, take a row."""
-    if not out.page.wait(60):
+    if not patience.wait(out.page, 60, family()):
         return
     with urllib.request.urlopen(out.page_url + "config.json", timeout=10) as answer:
         config = json.loads(answer.read())
     seen["config"] = config
 
     async def first_row() -> None:
-        from rstreams.net import connect
-
-        conn = await connect(config["url"])
+        conn = await connect_child(config["url"])
         try:
             async for element in conn.publisher(config["publisher"]):
                 seen["row"] = json.loads(element)
@@ -59,7 +60,7 @@ def _watch_page(out: _Output, seen: dict[str, Any]) -> None:
             await conn.aclose()
 
     try:
-        asyncio.run(asyncio.wait_for(first_row(), 200))
+        asyncio.run(within(first_row(), 200, family()))
     except Exception as error:  # reported by the assertions below, with the demo's output
         seen["error"] = repr(error)
 
@@ -126,7 +127,7 @@ def test_a_signal_stops_the_demo_cleanly(signum: int, moment: str, tmp_path: Pat
                 if line.startswith(moment):
                     demo.send_signal(signum)
                     break
-            rest, _ = demo.communicate(timeout=180)
+            rest, _ = patience.communicate(demo, 180)
             text = "".join(lines) + rest
             assert line.startswith(moment), text
             wait_until(lambda: _group_ended(demo.pid), 120, "the JVM to end with the demo")

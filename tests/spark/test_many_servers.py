@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from rstreams.replay import ReplayLog, fetch_range
+from testkit import patience
 from testkit.spark import (
     SCHEMA,
     TEST_TIMEOUT,
@@ -134,7 +135,7 @@ def test_one_of_three_servers_killed_and_the_query_restarted_loses_and_duplicate
     try:
         wait_progressing(lambda: reached(query, 200), "200 rows of each log through the query", query)
         filed.send_signal(signal.SIGKILL)
-        filed.wait(30)
+        patience.wait_child(filed, 30)
         filed = start_server(filed_url, store, lines, server_log, name="sensors/2", capacity=300)
         wait_progressing(
             lambda: reached(query, 500), "500 rows of each log after the server's restart", query
@@ -145,7 +146,7 @@ def test_one_of_three_servers_killed_and_the_query_restarted_loses_and_duplicate
     finally:
         query.stop()
         filed.send_signal(signal.SIGKILL)
-        filed.wait(30)
+        patience.wait_child(filed, 30)
     assert query.exception() is None
     ends = end_positions(query)
     assert sorted(ends.values()) == [per_log] * 3

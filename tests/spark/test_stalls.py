@@ -22,6 +22,7 @@ import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.flow._flow import Flow
 from rstreams.replay import ReplayLog, replay_offer
+from testkit import patience
 from testkit.spark import (
     SCHEMA,
     TEST_TIMEOUT,
@@ -152,7 +153,7 @@ def test_a_log_server_killed_and_restarted_mid_stream_is_waited_for(spark: Any, 
 
         wait_progressing(lambda: reached(500), "500 rows through the query", query)
         server.send_signal(signal.SIGKILL)
-        server.wait(30)
+        patience.wait_child(server, 30)
         server = start_server(url, store, lines, server_log)
         wait_progressing(
             lambda: reached(total),
@@ -163,7 +164,7 @@ def test_a_log_server_killed_and_restarted_mid_stream_is_waited_for(spark: Any, 
     finally:
         query.stop()
         server.send_signal(signal.SIGKILL)
-        server.wait(30)
+        patience.wait_child(server, 30)
     assert query.exception() is None
     seqs = sorted(row.seq for row in spark.read.schema(SCHEMA).parquet(str(output)).collect())
     assert seqs == list(range(total)), server_log.read_text()[-2000:]

@@ -23,10 +23,12 @@ from rstreams.tck._subscriber import (
     verify_subscriber_whitebox,
 )
 from rstreams.tck._subscriber_support import WhiteboxSubscriberProbe, _RecordingSubscription
+from testkit import patience
 from testkit.broken_subscribers import BlackboxOf, ReferenceSubscriber, WhiteboxOf
 
 WAIT = 10.0
-"""A bound on each rendezvous, so that a broken test fails instead of hanging."""
+"""A bound on each rendezvous, so that a broken test fails instead of hanging (seconds of this
+process's own time: :mod:`testkit.patience`)."""
 
 
 class _Held(int):
@@ -45,7 +47,7 @@ class _Held(int):
     def __gt__(self, other: object) -> bool:
         if not self.entered.is_set():
             self.entered.set()
-            self.released.wait(WAIT)
+            patience.wait(self.released, WAIT)
         return int(self) > other  # type: ignore[operator]
 
 
@@ -57,14 +59,14 @@ def _overlap(subscription: Subscription | None, second: str, n: int) -> None:
     worker = threading.Thread(target=subscription.request, args=(held,), name="rstreams-test-worker")
     worker.start()
     try:
-        assert held.entered.wait(WAIT), "the worker's request never got inside"
+        assert patience.wait(held.entered, WAIT), "the worker's request never got inside"
         if second == "cancel":
             subscription.cancel()
         else:
             subscription.request(n)
     finally:
         held.released.set()
-        worker.join(WAIT)
+        patience.join(worker, WAIT)
 
 
 class OverlappingRequests(ReferenceSubscriber):
@@ -113,7 +115,7 @@ class SerialisedRequests(ReferenceSubscriber):
         worker = threading.Thread(target=self._serial_request, args=(n,), name="rstreams-test-worker")
         worker.start()
         self._serial_request(n)  # at least n requested, as the puppet asks
-        worker.join(WAIT)
+        patience.join(worker, WAIT)
 
     def trigger(self, n: int) -> None:
         self._from_two_threads(n)

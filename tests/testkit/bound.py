@@ -77,6 +77,12 @@ def _delays(pids: Iterable[int], children: Iterable[int]) -> dict[int, float]:
     return found
 
 
+def family() -> tuple[int]:
+    """``children`` for a wait on whatever this process started, directly or not (a server, a JVM
+    and its workers): this process, whose descendants a bound counts with it."""
+    return (os.getpid(),)
+
+
 class Starved:
     """Seconds the threads of ``pids`` and of ``children`` (with their descendants) have waited
     for a CPU since this was made, summed over the threads; a thread that ended is counted up to

@@ -19,6 +19,8 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
+from testkit.bound import within
+
 FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -154,7 +156,7 @@ async def chromium(executable: str, profile: Path) -> AsyncIterator[Browser]:
         if process.returncode is None:
             process.terminate()
             try:
-                await asyncio.wait_for(process.wait(), 10)
+                await within(process.wait(), 10, [process.pid])
             except TimeoutError:
                 process.kill()
                 await process.wait()

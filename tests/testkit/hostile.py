@@ -44,6 +44,7 @@ from typing import Any, Self
 import rstreams
 from rstreams.wire import ClientHello, Frame, encode
 from testkit import patience
+from testkit.bound import within
 
 MiB = 1024 * 1024
 RCVBUF = 16 * 1024
@@ -203,10 +204,10 @@ def stop_process(child: subprocess.Popen[str]) -> None:
     if child.poll() is None:
         child.send_signal(signal.SIGTERM)
         try:
-            child.wait(10)
+            patience.wait_child(child, 10)
         except subprocess.TimeoutExpired:
             child.kill()
-            child.wait(10)
+            patience.wait_child(child, 10)
     for stream in (child.stdin, child.stdout, child.stderr):
         if stream is not None:
             stream.close()
@@ -426,7 +427,8 @@ class Legit:
 
     async def more_than(self, count: int, patience: float = STARVED) -> bool:
         """Wait until more than ``count`` elements have arrived: True, or False after ``patience``
-        seconds without that (the client was starved) or if the stream failed."""
+        seconds of the loop's own time (:class:`~testkit.bound.Bound`) without that (the client
+        was starved) or if the stream failed."""
 
         async def wait() -> None:
             while self.received <= count and self.error is None:
@@ -434,7 +436,7 @@ class Legit:
                 await self._arrived.wait()
 
         try:
-            await asyncio.wait_for(wait(), patience)
+            await within(wait(), patience)
         except TimeoutError:
             return False
         return self.error is None

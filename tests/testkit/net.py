@@ -7,12 +7,12 @@ import gc
 import math
 import selectors
 import warnings
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from types import UnionType
 from typing import Any, TypeVar
 
-from rstreams.net import Connection
+from rstreams.net import Connection, connect
 from rstreams.net._pump import Pump
 from rstreams.net._resume_session import Session
 from rstreams.net._transport import Transport
@@ -27,7 +27,7 @@ from rstreams.wire import (
     encode,
 )
 from rstreams.wire import Connection as Core
-from testkit.bound import within
+from testkit.bound import family, within
 
 WAIT = 10.0
 
@@ -44,6 +44,17 @@ def listen_url(scheme: str, directory: Path) -> str:
         "ws": "ws://127.0.0.1:0/rs",
         "wss": "wss://127.0.0.1:0/rs",
     }[scheme]
+
+
+async def connect_child(
+    url: str, children: Iterable[int] | None = None, limit: float = WAIT, **options: Any
+) -> Connection:
+    """``rstreams.net.connect(url, **options)`` to a server in another process: connect's own
+    handshake timer (wall time) off, the connect bounded instead by :class:`~testkit.bound.Bound`
+    over this loop and ``children`` (by default every process this one started): the time the
+    server waited for a CPU on a loaded machine does not count."""
+    awaited = family() if children is None else children
+    return await within(connect(url, handshake_timeout=None, **options), limit, awaited)
 
 
 def connection(**options: Any) -> Connection:

@@ -294,9 +294,9 @@ def child_line(child: subprocess.Popen[AnyStr], what: str, limit: float = WAIT) 
     """The first line ``child`` prints (unstripped), its sign that it is ready (``what``, in the
     errors); read in a daemon thread that ends with the line or with the child's stdout.
 
-    A child that exits first fails at once naming its exit status; one still silent once
-    :class:`Patience` over it is over (a hang guard, not a start-up time to meet) is killed and
-    fails with ``TimeoutError``."""
+    A child that exits first fails at once naming its exit status (and what it wrote to stderr,
+    if piped); one still silent once :class:`Patience` over it is over (a hang guard, not a
+    start-up time to meet) is killed and fails with ``TimeoutError``."""
     assert child.stdout is not None, "child_line needs stdout=subprocess.PIPE"
     stdout: IO[AnyStr] = child.stdout
     out: list[AnyStr] = []
@@ -309,5 +309,8 @@ def child_line(child: subprocess.Popen[AnyStr], what: str, limit: float = WAIT) 
         child.wait()
         raise TimeoutError(f"{child.args!r} printed no {what} after {said} (a hang guard)")
     if not out[0]:
-        raise RuntimeError(f"{child.args!r} exited with status {child.wait()} before printing {what}")
+        said = f"{child.args!r} exited with status {wait_child(child, limit)} before printing {what}"
+        if child.stderr is not None:
+            said += f"; its stderr: {communicate(child, limit)[1]!r}"
+        raise RuntimeError(said)
     return out[0]

@@ -28,6 +28,7 @@ import pytest
 import rstreams
 from rstreams.web import STATIC_FILES, LivePage, static_file
 from testkit import patience
+from testkit.bound import family, within
 from testkit.chromium import chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -162,7 +163,7 @@ def _serve(started: list[subprocess.Popen[bytes]], *args: str, stdin: bytes | No
     if stdin is not None:
         process.stdin.write(stdin)
     process.stdin.close()
-    line = process.stdout.readline().decode()
+    line = patience.child_line(process, "its serving line").decode()
     found = re.search(r" on ((?:ws|tcp)://\S+)", line)
     assert found is not None, line
     return found.group(1)
@@ -199,7 +200,7 @@ def test_the_package_in_chromium_authenticates_and_publishes(tmp_path: Path) -> 
                         "log_url": json.dumps(log_url),
                         "rows": rows,
                     }
-                    return await asyncio.wait_for(page.evaluate(script), 60)
+                    return await within(page.evaluate(script), 60, family())
 
             result = asyncio.run(drive())
         read = patience.run(
@@ -222,7 +223,7 @@ def test_the_package_in_chromium_authenticates_and_publishes(tmp_path: Path) -> 
     finally:
         for process in servers:
             process.terminate()
-            process.wait(10)
+            patience.wait_child(process, 10)
             if process.stdout is not None:
                 process.stdout.close()
     assert result["authenticated"] is True
