@@ -21,6 +21,7 @@ import pytest
 import rstreams
 from rstreams.errors import set_unhandled_error_hook
 from rstreams.flow._flow import Flow
+from testkit.clock import clock_and_loop
 from testkit.publishers import ManualPublisher
 from testkit.recording import RecordingSubscriber
 
@@ -41,10 +42,16 @@ POLICY = {
     "combine_latest": "immediate",
     "group_by": "immediate",
     "window": "immediate",
+    "window_time": "immediate",
     "share": "immediate",
     "replay": "immediate",
     "buffer": "immediate",
     "last": "immediate",
+    "buffer_time": "immediate",
+    "debounce": "immediate",
+    "sample": "immediate",
+    "throttle_latest": "immediate",
+    "delay": "immediate",
     "observe_on": "immediate",
     "publish_on": "after",
     "on_backpressure_buffer": "after",
@@ -111,6 +118,29 @@ def test_merge_delay_error() -> None:
     other.complete()
     assert s.items == [1, 2, 3] and s.error is BOOM
     assert POLICY["merge with delay_error=True"] == "after"
+
+
+def test_merge_with_delay_error() -> None:
+    """The method passes ``delay_error`` on, whichever side fails: this Flow's error waits
+    for the other's elements and end, the other's for this Flow's; several come as one
+    group, in the order they came."""
+    this: ManualPublisher[int] = ManualPublisher()
+    other: ManualPublisher[int] = ManualPublisher()
+    s = RecordingSubscriber[int]()
+    this.merge_with(other, delay_error=True).subscribe(s)
+    this.emit(1)
+    other.emit(2)
+    other.fail(BOOM)
+    assert s.items == [] and not s.done and this.cancelled == 0
+    s.request(10)
+    this.emit(3)
+    assert s.items == [1, 2, 3] and not s.done
+    second = KeyError("this")
+    this.fail(second)
+    assert isinstance(s.error, BaseExceptionGroup) and list(s.error.exceptions) == [BOOM, second]
+    assert "merge_with" in str(s.error)
+    with pytest.raises(TypeError, match=r"merge_with\(delay_error=...\) needs True or False"):
+        rstreams.just(1).merge_with(rstreams.just(2), delay_error=None)  # type: ignore[arg-type]
 
 
 def test_flat_map() -> None:
@@ -220,10 +250,52 @@ def test_groups(operator: str) -> None:
         s.request(10)
     assert len(groups) == 2 and outer.error is BOOM
     assert all(s.error is BOOM for s in groups)
-    assert {
-        _policy(s.items, [1, 3] if i == 0 else [2] if operator == "group_by" else [3])
-        for i, s in enumerate(groups)
-    } == {POLICY[operator]}
+    held = ([1, 3], [2]) if operator == "group_by" else ([1, 2], [3])
+    assert {_policy(s.items, h) for s, h in zip(groups, held, strict=True)} == {POLICY[operator]}
+
+
+def test_window_time() -> None:
+    """As window: every window, one already cut but not yet taken too, and the outer get the
+    error at once (reactor's and RxJava's timed windows deliver what they hold first)."""
+    clock, loop = clock_and_loop()
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = RecordingSubscriber[Any](initial=10)
+    source.window_time(1.0, loop=loop).subscribe(outer)
+    source.emit(1, 2)
+    clock.advance(1.0)  # the first window is cut
+    source.emit(3)
+    windows = [RecordingSubscriber[int]() for _ in outer.items]
+    for window, s in zip(outer.items, windows, strict=True):
+        window.subscribe(s)
+    source.fail(BOOM)
+    for s in windows:
+        s.request(10)
+    clock.advance(10.0)
+    assert len(windows) == 2 and outer.error is BOOM and all(s.error is BOOM for s in windows)
+    held = ([1, 2], [3])
+    assert {_policy(s.items, h) for s, h in zip(windows, held, strict=True)} == {POLICY["window_time"]}
+    assert clock.pending == 0
+
+
+@pytest.mark.parametrize(
+    ("operator", "asked", "sent", "held"),
+    [
+        ("debounce", 1, 1, [1]),
+        ("sample", 1, 1, [1]),
+        ("throttle_latest", 2, 2, [1, 2]),  # 1 goes out at once, 2 waits for the window's end
+        ("delay", 2, 2, [1, 2]),
+        ("buffer_time", 1, 2, [[1, 2]]),
+    ],
+)
+def test_clocked(operator: str, asked: int, sent: int, held: list[Any]) -> None:
+    """What waits for the clock is dropped, and the timer with it: RxJava's debounce, sample,
+    throttleLatest, delay (delayError false) and buffer(time, count); reactor's sampleTimeout,
+    sample, delayElements and bufferTimeout. Completion, not an error, sends the pending one."""
+    clock, loop = clock_and_loop()
+    s = _held(lambda src: getattr(src, operator)(1.0, loop=loop), asked=asked, sent=sent)
+    clock.advance(10.0)
+    assert _policy(s.items, held) == POLICY[operator] and s.signals[-1] == "on_error"
+    assert clock.pending == 0
 
 
 @pytest.mark.parametrize("operator", ["share", "replay"])

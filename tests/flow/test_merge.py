@@ -344,7 +344,7 @@ def test_flat_map_and_merge_pass_the_publisher_tck() -> None:
     assert len(flat.passed) >= 29 and len(merged.passed) >= 29
 
 
-def test_an_inner_error_after_cancel_is_reported_naming_flat_map() -> None:
+def test_an_inner_error_after_cancel_is_reported_naming_the_operator() -> None:
     """Rule 3.12: a cancelled inner may still fail; nobody can receive it, so it is reported."""
     reported: list[tuple[BaseException, str]] = []
     previous = set_unhandled_error_hook(lambda e, where: reported.append((e, where)))
@@ -360,6 +360,6 @@ def test_an_inner_error_after_cancel_is_reported_naming_flat_map() -> None:
         second.fail(late)
         second.complete()  # ignored: the inner is done
         assert s.items == [1] and s.signals == ["on_subscribe", "on_next"]
-        assert reported == [(late, "flat_map/merge: an inner Publisher's error after it was cancelled")]
+        assert reported == [(late, "merge: an inner Publisher's error after it was cancelled")]
     finally:
         set_unhandled_error_hook(previous)

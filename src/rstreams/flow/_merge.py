@@ -59,7 +59,7 @@ R = TypeVar("R")
 class FlatMapFlow(OperatorFlow[T, R]):
     """``source.flat_map(fn, ...)``; see :meth:`rstreams.Flow.flat_map`."""
 
-    __slots__ = ("delay_error", "fn", "max_concurrency", "prefetch")
+    __slots__ = ("delay_error", "fn", "max_concurrency", "name", "prefetch")
 
     def __init__(
         self,
@@ -75,9 +75,12 @@ class FlatMapFlow(OperatorFlow[T, R]):
         self.max_concurrency = check_prefetch(name, "max_concurrency", max_concurrency)
         self.prefetch = check_prefetch(name, "prefetch", prefetch)
         self.delay_error = check_flag(name, "delay_error", delay_error)
+        self.name = name
 
     def subscriber(self, downstream: Subscriber[R]) -> Subscriber[T]:
-        return _FlatMapSubscriber(downstream, self.fn, self.max_concurrency, self.prefetch, self.delay_error)
+        return _FlatMapSubscriber(
+            downstream, self.fn, self.max_concurrency, self.prefetch, self.delay_error, self.name
+        )
 
 
 def check_flag(operator: str, name: str, value: object) -> bool:
@@ -239,10 +242,9 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
         "delayed",
         "limit",
         "many",
+        "name",
         "prefetch",
     )
-
-    name = "flat_map/merge"
 
     def __init__(
         self,
@@ -251,8 +253,10 @@ class _FlatMapSubscriber(DrainSubscriber[T, R]):
         max_concurrency: int,
         prefetch: int,
         delay_error: bool = False,
+        name: str = "flat_map",
     ) -> None:
         super().__init__(downstream)
+        self.name = name  # the operator (flat_map, merge, merge_with), for error reports
         self.delay_error = delay_error
         self.delayed: list[BaseException] = []  # delay_error: the errors waiting for the end
         self._fn = fn
