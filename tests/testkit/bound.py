@@ -25,6 +25,11 @@ HARD = 30
 """How many times its own-time limit in wall seconds any one wait may take, however loaded the
 machine: the bound that nothing passes (300 s for ``WAIT``)."""
 
+LOOK = 1.0
+"""The longest wall time between two looks at the awaited processes' threads: a descendant that
+comes and goes between two looks (a test runner's process per file) is not counted, so a bound
+on such a family looks often enough to see most of them live."""
+
 T = TypeVar("T")
 
 _SCHEDSTAT = Path("/proc/thread-self/schedstat")
@@ -154,7 +159,7 @@ class Bound:
         own, wall = self.spent()
         left = min(self.limit - own, HARD * self.limit - wall)
         if left > 0:
-            self._handle = loop.call_later(left, self._check, loop)
+            self._handle = loop.call_later(min(left, LOOK), self._check, loop)
         else:
             self._scope.reschedule(loop.time())  # now: what the block awaits is cancelled
 

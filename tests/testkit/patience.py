@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import IO, Any, AnyStr, Literal, Protocol, TypeVar, overload
 
-from testkit.bound import HARD, WAIT, Starved
+from testkit.bound import HARD, LOOK, WAIT, Starved
 
 __all__ = [
     "Patience",
@@ -78,11 +78,13 @@ class Patience:
 
     def until(self, step: Callable[[float], bool]) -> bool:
         """Call ``step(seconds)`` (a blocking wait of at most ``seconds`` that says whether what it
-        awaits came) until it says so (True) or the bound is over (False)."""
+        awaits came) until it says so (True) or the bound is over (False); each step lasts at most
+        :data:`~testkit.bound.LOOK`, so that the bound sees the awaited processes' short-lived
+        descendants while they live."""
         if step(0):
             return True
         while (left := self.left()) > 0:
-            if step(max(left, min(STEP, self.limit))):
+            if step(min(max(left, min(STEP, self.limit)), LOOK)):
                 return True
         return False
 
