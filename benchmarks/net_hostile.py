@@ -37,6 +37,13 @@ answered while it ran (``flood_bytes``, and per element of the stream), the most
 flooder was answered in all, and how many flooders the server still reads at the end::
 
     python benchmarks/net_hostile.py count --elements 1000000
+
+``pipeline`` (no timing either): a legitimate client alone, a raw socket in the server's
+process and loop, writes ``--subscribes`` subscribes of one element each (demand 2, so that
+each stream completes) at once and reads the answers; it reports the loop turns, the
+process's CPU time and the wall time until every stream completed::
+
+    python benchmarks/net_hostile.py pipeline --subscribes 20000
 """
 
 from __future__ import annotations
@@ -77,7 +84,21 @@ from _netcommon import (
 import rstreams
 from rstreams.api import Subscription
 from rstreams.net import Connection, connect, serve
-from rstreams.wire import Cancel, ClientHello, Goodbye, Request, Subscribe, encode
+from rstreams.wire import (
+    Cancel,
+    ClientHello,
+    ConnectionClosed,
+    ConnectionConfig,
+    Goodbye,
+    OnComplete,
+    Request,
+    Side,
+    Subscribe,
+    encode,
+)
+from rstreams.wire import (
+    Connection as Core,
+)
 
 ATTACKS = ("alone", "slow-hellos", "garbage", "subscribe-flood", "unbounded-demand", "churn")
 UNBOUNDED = 2**63 - 1
@@ -436,9 +457,73 @@ async def count_main(args: argparse.Namespace) -> dict[str, Any]:
         server.close()
 
 
+# ------------------------------------------------------------------------------ pipeline
+class _PipelineLoop(asyncio.SelectorEventLoop):
+    """Counts its turns (CPython's selector loop: one ``_run_once`` per turn)."""
+
+    turns = 0
+
+    def _run_once(self) -> None:
+        self.turns += 1
+        super()._run_once()  # type: ignore[misc]
+
+
+class _Pipeliner(asyncio.Protocol):
+    """A raw client that sent its subscribes at once and decodes the answers (a wire core)."""
+
+    def __init__(self, subscribes: int) -> None:
+        self.core = Core(Side.CLIENT, ConnectionConfig())
+        self.left = subscribes
+        self.done = asyncio.get_running_loop().create_future()
+        self.closed: ConnectionClosed | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.core.receive_data(memoryview(data))
+        for event in self.core.events_received():
+            if isinstance(event, OnComplete):
+                self.left -= 1
+            elif isinstance(event, ConnectionClosed):
+                self.closed = event
+        if self.left <= 0 and not self.done.done():
+            self.done.set_result(None)
+
+    def connection_lost(self, error: BaseException | None) -> None:
+        if not self.done.done():
+            self.done.set_exception(ConnectionError(f"closed before every stream completed: {self.closed}"))
+
+
+async def pipeline_main(args: argparse.Namespace) -> dict[str, Any]:
+    """A legitimate client alone that pipelines ``--subscribes`` subscribes of one element each in
+    one write; see the module docstring."""
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, _PipelineLoop)
+    server = await serve(f"tcp://{HOST}:0", {"bench": _bench})
+    host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
+    transport, client = await loop.create_connection(lambda: _Pipeliner(args.subscribes), host, int(port))
+    try:
+        transport.writelines(client.core.data_to_send())  # its hello
+        for i in range(1, args.subscribes + 1):
+            client.core.send(Subscribe(publisher="bench?n=1", subscriber=i, initial_demand=2))
+        data = b"".join(client.core.data_to_send())
+        turns, cpu, wall = loop.turns, time.process_time(), time.perf_counter()
+        transport.write(data)
+        await asyncio.wait_for(client.done, args.timeout)
+        return {
+            "subscribes": args.subscribes,
+            "bytes_sent": len(data),
+            "loop_turns": loop.turns - turns,
+            "cpu_seconds": round(time.process_time() - cpu, 3),
+            "wall_seconds": round(time.perf_counter() - wall, 3),
+        }
+    finally:
+        transport.close()
+        server.close()
+        await server.wait_closed()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("role", choices=["client", "server", "attack", "count"])
+    parser.add_argument("role", choices=["client", "server", "attack", "count", "pipeline"])
     parser.add_argument("--uvloop", action="store_true", help="run the client and the server on uvloop")
     parser.add_argument("--client-cpu", type=int, default=1, help="-1: do not pin")
     parser.add_argument("--server-cpu", type=int, default=0, help="-1: do not pin")
@@ -451,7 +536,12 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=0.5, help="seconds between attack start and measuring")
     parser.add_argument("--sample-interval", type=float, default=0.1)
     parser.add_argument("--elements", type=int, default=1_000_000, help="count: elements streamed")
+    parser.add_argument("--subscribes", type=int, default=20_000, help="pipeline: subscribes sent at once")
     args = parser.parse_args()
+    if args.role == "pipeline":
+        with asyncio.Runner(loop_factory=_PipelineLoop) as runner:
+            emit(runner.run(pipeline_main(args)))
+        return
     if args.role == "count":
         emit(asyncio.run(count_main(args)))
         return

@@ -174,13 +174,34 @@ def test_a_client_facing_a_flooding_server_stops_reading_it_too() -> None:
     run_virtual(main)
 
 
+class Neighbour:
+    """Another connection busy every loop turn (a ping read, its pong written), so that the backlog
+    hands out its rationed parts: while none is, it hands out growing parts every turn."""
+
+    def __init__(self) -> None:
+        server, self.peer, _, _ = flooded()
+        self.pump = pump_of(server)
+        self.loop = asyncio.get_running_loop()
+        self.handle: Any = None
+
+    def start(self) -> None:
+        self.pump.data_received(memoryview(PING_FRAME))
+        self.handle = self.loop.call_soon(self.start)
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+
 def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
     """Fairness: a read of many small frames is handled READ_TURN bytes per loop turn, so other
-    connections run in between; every frame is still handled, in order."""
+    connections run in between, and while they are busy the rest of it HELD_PART bytes every
+    HELD_EVERY turns; every frame is still handled, in order."""
 
     async def main() -> tuple[list[int], MemoryPeer]:
         server, peer, _, _ = flooded()
+        neighbour = Neighbour()
         await asyncio.sleep(0.01)
+        neighbour.start()
         frames = [encode(ExtensionMessage(type=PING, payload=i.to_bytes(8, "big"))) for i in range(10_000)]
         data = b"".join(frames)  # 110,000 bytes: many turns' worth
         before = len(peer.events)
@@ -189,6 +210,7 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
         for _ in range(len(data) // HELD_PART * HELD_EVERY + 10):  # enough turns for every held part
             await asyncio.sleep(0)  # one loop turn: the pongs written so far arrive
             handled.append(len(peer.events) - before)
+        neighbour.stop()
         return handled, peer
 
     handled, peer = run_virtual(main)
@@ -201,6 +223,39 @@ def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
     assert pongs == list(range(10_000))
 
 
+def test_a_big_read_alone_is_handled_in_few_turns() -> None:
+    """Work-conserving: while no other connection is busy, the held rest of a big read gets a part
+    every loop turn, twice as long as the last up to READ_TURN, so a peer alone that pipelines
+    many small messages is served in about as many turns as READ_TURN parts (counted in loop
+    turns: not a part of HELD_PART every HELD_EVERY turns)."""
+
+    async def main() -> tuple[int, list[int], MemoryPeer]:
+        # The default marks: a part's pongs (4.5 KB) do not stop reading it (the unread mark).
+        server = connection(client=False, offer=OFFER)
+        peer = MemoryPeer(extensions=(KEEPALIVE.id,))
+        memory_pair(server, peer)
+        await asyncio.sleep(0.01)
+        frames = [encode(ExtensionMessage(type=PING, payload=i.to_bytes(8, "big"))) for i in range(10_000)]
+        data = b"".join(frames)  # 110,000 bytes
+        before = len(peer.events)
+        pump_of(server).data_received(memoryview(data))
+        handled: list[int] = []
+        turns = 0
+        while len(peer.events) - before < 10_000 and turns < 10_000:
+            await asyncio.sleep(0)
+            turns += 1
+            handled.append(len(peer.events) - before)
+        return turns, handled, peer
+
+    turns, handled, peer = run_virtual(main)
+    ramp = (READ_TURN // HELD_PART).bit_length()  # parts that double up to READ_TURN
+    assert turns <= 110_000 // READ_TURN + ramp + 4, turns  # 37 turns, not about 14,000
+    steps = [b - a for a, b in itertools.pairwise(handled)]
+    assert max(steps) <= READ_TURN // len(PING_FRAME) + 1  # still READ_TURN at most per turn
+    pongs = [int.from_bytes(e.payload, "big") for e in peer.of(ExtensionReceived)]
+    assert pongs == list(range(10_000))
+
+
 def test_a_peer_that_outruns_its_turns_waits_for_the_backlog_with_every_read() -> None:
     """Once a read left a rest held, the peer's later reads are not handled in their read
     callback (not even a first part): they wait for the backlog's turns, HELD_PART at a time,
@@ -208,7 +263,9 @@ def test_a_peer_that_outruns_its_turns_waits_for_the_backlog_with_every_read() -
 
     async def main() -> None:
         server, peer, _, _ = flooded()
+        neighbour = Neighbour()
         await asyncio.sleep(0.01)
+        neighbour.start()
         pump = pump_of(server)
         pump.data_received(memoryview(PING_FRAME * 1000))  # one part now, the rest held
         for _ in range(11_000 // HELD_PART * HELD_EVERY + 10):
@@ -228,6 +285,7 @@ def test_a_peer_that_outruns_its_turns_waits_for_the_backlog_with_every_read() -
         pump.data_received(memoryview(PING_FRAME * 100))  # the last read fitted a part: read at once
         await asyncio.sleep(0)
         assert len(peer.of(ExtensionReceived)) == count + 111
+        neighbour.stop()
 
     run_virtual(main)
 
@@ -376,14 +434,16 @@ def test_a_pending_connection_gets_the_handshake_goodbye() -> None:
 
 def test_held_reads_of_many_connections_share_one_part_every_other_turn() -> None:
     """However many peers flood at once, their held rests together get one part every HELD_EVERY
-    loop turns."""
+    loop turns while another connection is busy."""
 
     async def main() -> list[int]:
         peers = []
         for _ in range(4):
             server, peer, _, _ = flooded()
             peers.append((pump_of(server), peer))
+        neighbour = Neighbour()
         await asyncio.sleep(0.01)
+        neighbour.start()
         data = PING_FRAME * 2000
         for pump, _ in peers:
             pump.data_received(memoryview(data))  # each: one part now, the rest held
@@ -395,6 +455,7 @@ def test_held_reads_of_many_connections_share_one_part_every_other_turn() -> Non
         later = [len(peer.of(ExtensionReceived)) for _, peer in peers]
         assert counts == [0, 0, 0, 0]
         assert Backlog.of(asyncio.get_running_loop()) is Backlog.of(asyncio.get_running_loop())
+        neighbour.stop()
         return [b - a for a, b in zip(first, later, strict=True)]
 
     progress = run_virtual(main)

@@ -10,10 +10,16 @@ peer's bytes:
   paused meanwhile), so one flooding peer cannot hold the loop while other connections
   wait. A part of a few large elements is followed at once by a part four times as long,
   so a read of large elements is still handled in one turn. The held rests of all
-  connections wait in one :class:`Backlog` per event loop, which hands out one part every
-  :data:`HELD_EVERY` loop turns, to each connection in turn: however many peers flood,
-  together they get one part of :data:`HELD_PART` bytes every other turn, and every other
-  connection's reads are handled as they come.
+  connections wait in one :class:`Backlog` per event loop, which hands out parts to each
+  connection in turn. While other connections are busy (a pump read a peer as its bytes
+  came, or flushed, since the last part: each sets :attr:`Backlog.busy`, one store on its
+  normal path), one part of :data:`HELD_PART` bytes every :data:`HELD_EVERY` loop turns:
+  however many peers flood, together they get a refusal or two every other turn, and every
+  other connection's reads are handled as they come. While none is, the backlog is
+  work-conserving: a part every turn, twice as long as the last, up to :data:`READ_TURN`,
+  so the loop does not idle while input waits and a peer alone that pipelines thousands of
+  small messages is served a READ_TURN per turn (20,000 subscribes in one write: about a
+  hundred loop turns, not 25,000); the first busy turn brings the ration back.
 * **Input backpressure** (PROTOCOL.md §6.3). What we write in answer to the peer's
   messages (refusals, errors, acknowledgements, pongs, goodbyes) is queued in the transport
   until the peer reads it. Elements of our local publishers are bounded already: they are
@@ -83,7 +89,8 @@ READ_TURN = 4 * 1024
 the smallest are 2 bytes) before other connections get their turn."""
 
 HELD_PART = 16
-"""Bytes of a held rest handled when its turn comes (:class:`Backlog`): all flooding peers
+"""Bytes of a held rest handled when its turn comes while other connections are busy
+(:class:`Backlog`; while none is, parts grow to :data:`READ_TURN`): all flooding peers
 together take about this much work per loop turn (one or two small messages: a subscribe
 is 7-12 bytes, and its refusal costs the server more than a hundred small elements of a
 stream), so a connection that is read as its bytes come keeps most of each turn. With 64,
@@ -91,11 +98,12 @@ eight peers flooding subscribes took about half of the server beside a stream of
 elements; a peer alone whose reads outrun its turns pays a loop turn and a write per part."""
 
 HELD_EVERY = 2
-"""Loop turns per held part (:class:`Backlog`): between two parts of flooding peers, a turn of
-their own for the connections that are read as their bytes come. A held part costs a loop turn
-and a write besides its messages, which a smaller part does not make smaller; this halves
-those too (the loop turn left between costs a server that serves only flooders a few
-microseconds)."""
+"""Loop turns per held part while other connections are busy (:class:`Backlog`): between two
+parts of flooding peers, a turn of their own for the connections that are read as their bytes
+come. A held part costs a loop turn and a write besides its messages, which a smaller part
+does not make smaller; this halves those too. While no other connection is busy, no turn is
+left between (the backlog is work-conserving)."""
+
 
 MARK_SPACING = 4 * 1024
 """Least distance, in bytes written, between two of the ledger's marks: the writes in between
@@ -189,16 +197,22 @@ class ReplyLedger:
 
 
 class Backlog:
-    """The held rests of reads, all connections of one event loop: one part every
-    :data:`HELD_EVERY` loop turns."""
+    """The held rests of reads, all connections of one event loop: while other connections are
+    busy, one part of :data:`HELD_PART` bytes every :data:`HELD_EVERY` loop turns; while none
+    is, a part every turn, twice as long each time up to :data:`READ_TURN`."""
 
-    __slots__ = ("_loop", "_scheduled", "_turns", "_waiting")
+    __slots__ = ("_loop", "_part", "_scheduled", "_turns", "_waiting", "busy")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._waiting: deque[Callable[[], object]] = deque()
+        self._waiting: deque[Callable[[int], object]] = deque()
         self._scheduled = False
         self._turns = 0  # loop turns waited since the last part
+        self._part = HELD_PART  # bytes of the next part
+        self.busy = False
+        """Set by the loop's pumps on their normal paths (a read handled as it came, a flush of a
+        connection that holds no rest: one store each), cleared as each part is handed out: whether
+        other connections were busy since the last part."""
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> Backlog:
@@ -208,22 +222,28 @@ class Backlog:
             backlog = _BACKLOGS[loop] = cls(loop)
         return backlog
 
-    def add(self, go_on: Callable[[], object]) -> None:
-        """Call ``go_on()`` (handle the next part of a held read) when its turn comes."""
+    def add(self, go_on: Callable[[int], object]) -> None:
+        """Call ``go_on(part)`` (handle the next ``part`` bytes of a held read) when its turn comes."""
         self._waiting.append(go_on)
         if not self._scheduled:
             self._scheduled = True
+            self.busy = False  # the read that held this rest is not another connection's work
             self._loop.call_soon(self._next)
 
     def _next(self) -> None:
         self._turns += 1
-        if self._turns < HELD_EVERY:  # a turn for the other connections first
-            self._loop.call_soon(self._next)
-            return
+        if self.busy:  # other connections were busy since the last part: ration
+            self._part = HELD_PART
+            if self._turns < HELD_EVERY:  # a turn for them first
+                self._loop.call_soon(self._next)
+                return
+        elif self._part < READ_TURN:  # none were: no wait, and the part grows (work-conserving)
+            self._part *= 2
         self._turns = 0
         self._scheduled = False
         if self._waiting:
-            self._waiting.popleft()()  # a connection that still holds a rest adds itself again
+            self._waiting.popleft()(self._part)  # a connection that still holds a rest adds itself again
+        self.busy = False  # what that part caused is not another connection's work
         if self._waiting and not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._next)

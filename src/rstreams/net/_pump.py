@@ -167,6 +167,7 @@ class Pump:
         self._backed_up = False  # our replies to the peer back up: not reading it
         self._flooding = False  # a read left a rest held: later reads wait for the backlog too
         self._held_read = False  # what is held is a whole read of at most HELD_PART bytes
+        self._backlog = Backlog.of(outbox.loop)  # the loop's held reads, told when others are busy
         self._unread_timeout = unread_timeout
         self._unread_timer: Any = None
         self._look: Any = None  # while not reading for what the socket holds: the next look at it
@@ -264,6 +265,7 @@ class Pump:
             self._hold(data)
             self._held_read = len(data) <= HELD_PART  # a whole read of one part: see _go_on
             return
+        self._backlog.busy = True  # a read handled as it came: the backlog's parts wait (_intake)
         # The first part of the read, READ_TURN bytes of small messages or large elements whole (all
         # of most reads), with _part, _dispatch and _answer inlined: a read costs one Python call
         # here, not four. A read of many small messages goes on in _further. The keepalive's
@@ -374,10 +376,10 @@ class Pump:
         if transport is not None:
             transport.pause_reading()
         if not self._backed_up:
-            Backlog.of(outbox.loop).add(self._go_on)
+            self._backlog.add(self._go_on)
 
-    def _go_on(self) -> None:
-        """Handle the next part of a held read (a loop turn later, or once replies drained)."""
+    def _go_on(self, part: int) -> None:
+        """Handle the next ``part`` bytes of a held read (the backlog's turn for it)."""
         held, self._held = self._held, None
         if held is None or self._backed_up:
             self._held = held
@@ -387,7 +389,7 @@ class Pump:
             return
         if self._held_read:  # a whole read that fits one part: its peer keeps to its turns again
             self._held_read = self._flooding = False
-        if not self._consume(held, HELD_PART):
+        if not self._consume(held, part):
             self._resume()
 
     def _transferred(self) -> tuple[int, int]:
@@ -529,7 +531,7 @@ class Pump:
         if transport is not None:
             transport.set_write_buffer_limits(self._high, self._low)
         if self._held is not None:
-            Backlog.of(outbox.loop).add(self._go_on)
+            self._backlog.add(self._go_on)
         elif transport is not None:
             transport.resume_reading()
 
@@ -561,6 +563,8 @@ class Pump:
     # -- once per turn -----------------------------------------------------------------------
     def flush(self) -> None:
         """Send coalesced requests, refill local publishers, write: once per loop turn."""
+        if self._held is None:  # another connection's than the backlog's: its parts wait (_intake)
+            self._backlog.busy = True
         outbox = self.outbox
         outbox.flush_handle = None
         outbox.wrote_through = False
