@@ -1601,15 +1601,16 @@ def test_the_top_level_help_shows_a_first_try_that_parses(capsys: pytest.Capture
 def test_a_websocket_handshake_the_server_answered_is_not_blamed_on_nothing_listening(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """ws:// to an RS.io server over TCP (no HTTP answer) says to use tcp://; a WebSocket server's
-    404 for another path says so, without asking whether a server listens there (one does)."""
+    """ws:// to an RS.io server over TCP (no HTTP answer) says to use tcp:// (or wss:// for a TLS
+    server), once; a WebSocket server's 404 for another path says so, without asking whether a
+    server listens there (one does)."""
     pytest.importorskip("websockets")
+    from rstreams.net._websocket import NO_HTTP_HINT
+
     with served({"x": just(b"x")}) as url:
         status, _, err = subscribe(capsys, url.replace("tcp://", "ws://"), "x")
         assert status == 2 and err.count("\n") == 1, err
-        assert err.endswith(
-            "(the URL: the server there does not speak WebSocket; tcp:// for RS.io over TCP)\n"
-        ), err
+        assert err.endswith(f"({NO_HTTP_HINT})\n"), err
     with served({"x": just(b"x")}, url="ws://127.0.0.1:0/rsio") as url:
         status, _, err = subscribe(capsys, url.replace("/rsio", "/other"), "x")
         assert status == 2 and err.count("\n") == 1, err
@@ -1851,3 +1852,56 @@ def test_the_demos_last_line_says_when_no_micro_batch_finished_in_its_time() -> 
     assert "0 rows" not in said and "waited 9.5 s" in said
     figures.update(rows=3000, batches=2, rows_per_s=300.0, steady_rows_per_s=1500.0, median_batch_s=1.0)
     assert "3,000 rows in 2 micro-batches: 300 rows/s into Spark" in cli._demo_summary(figures, 10)
+
+
+@contextlib.contextmanager
+def answering_with_a_tls_alert() -> Iterator[str]:
+    """A TCP server that answers whatever comes with a TLS alert record (as a TLS server that
+    sends one to a request that is not TLS does) and closes; yields its ``ws://`` URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                peer, _ = listener.accept()
+                with peer:
+                    peer.recv(4096)
+                    peer.sendall(b"\x15\x03\x03\x00\x02\x02\x46")  # fatal protocol_version alert
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        yield f"ws://127.0.0.1:{listener.getsockname()[1]}/rsio"
+    finally:
+        listener.close()
+        patience.join(thread, 10)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", ["subscribe", "ping"])
+@pytest.mark.parametrize("server", ["closes", "alert"])
+def test_ws_towards_a_tls_server_names_wss_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, server: str
+) -> None:
+    """ws:// towards a server that speaks TLS there, whether it closes without a word (ours) or
+    answers with a TLS record: the one line names the wss:// URL and adds no hint of its own
+    that would contradict it (not "does not speak WebSocket; tcp://", not "is a server listening
+    there?")."""
+    pytest.importorskip("websockets")
+    from rstreams.net._websocket import NO_HTTP_HINT
+    from testkit.tls import TestCA, server_context
+
+    with contextlib.ExitStack() as stack:
+        if server == "closes":
+            context = server_context(TestCA.make(tmp_path, "ws CA").issue("server", san=("127.0.0.1",)))
+            tls = stack.enter_context(served(builtin_publishers(), url="tls://127.0.0.1:0", ssl=context))
+            wrong = tls.replace("tls://", "ws://") + "/rsio"
+        else:
+            wrong = stack.enter_context(answering_with_a_tls_alert())
+        argv = [wrong, "counter?to=2"] if command == "subscribe" else [wrong]
+        assert main([command, *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rstreams {command}: ") and err.count("\n") == 1, err
+    wss = wrong.replace("ws://", "wss://")
+    said = f"({NO_HTTP_HINT})" if server == "closes" else f"the server speaks TLS at that address; use {wss}"
+    assert err.endswith(f"{said}\n"), err

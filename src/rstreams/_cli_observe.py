@@ -118,16 +118,14 @@ def _unreachable(error: BaseException) -> str:
 def _websocket_handshake(error: object) -> str | None:
     """The hint for a ``ws://``/``wss://`` handshake that a server answered, by the type of the
     ``websockets`` error among the causes (the module is loaded only once a WebSocket was tried):
-    ``""`` for an HTTP status (the message names it and the path), what to change for an answer
-    that is not HTTP; ``None`` when no handshake was answered."""
+    ``""``, as the library's message says it all (an HTTP status and the path; for an answer that
+    is not HTTP, the ``wss://`` or ``tcp://`` URL to use instead), and a hint of ours would
+    repeat or contradict it; ``None`` when no handshake was answered."""
     exceptions = sys.modules.get("websockets.exceptions")
     if exceptions is None:
         return None
-    for cause in _causes(error):
-        if isinstance(cause, exceptions.InvalidStatus):
-            return ""
-        if isinstance(cause, exceptions.InvalidMessage):
-            return " (the URL: the server there does not speak WebSocket; tcp:// for RS.io over TCP)"
+    if any(isinstance(cause, exceptions.InvalidHandshake) for cause in _causes(error)):
+        return ""
     return None
 
 
