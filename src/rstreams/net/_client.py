@@ -69,8 +69,10 @@ async def connect(
     goodbye ``"idle timeout ..."`` (default ``None``: never; a server's pings keep an idle
     connection alive); on a resumable session it reconnects and resumes instead (§16).
     ``unread_timeout``: seconds (default 30) a server may leave this side's replies unread;
-    meanwhile, once they pass ``high_water`` bytes, this side stops reading the server
-    (PROTOCOL.md §6.3); then goodbye ``"peer not reading: ..."``. ``None``: no limit.
+    meanwhile, once more than ``low_water`` bytes, at most ``UNREAD_MARK`` (16 KiB), of them
+    wait unsent, counting on Linux what the socket holds back too, this side stops reading
+    the server until they drain below a quarter of that (PROTOCOL.md §6.3, docs/security.md);
+    then goodbye ``"peer not reading: ..."``. ``None``: no limit.
     ``handshake_timeout``: seconds (default 10) the server has to send its serverHello,
     counted from when the transport is up (PROTOCOL.md §4.1); a server that stays silent is
     said goodbye and every stream fails with ``ConnectionBrokenError("handshake timeout (no

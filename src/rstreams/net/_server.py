@@ -265,10 +265,12 @@ async def serve(
             the client offers keepalive (§14.2); on a resumable session the link is dropped
             instead and the session waits for a resume (§16). ``None``: no limit.
         unread_timeout: seconds (default 30) a client may leave the server's replies unread.
-            Once more than ``high_water`` bytes of replies (refusals, acknowledgements, pongs)
-            wait unsent, the server stops reading that client until they drain below
-            ``low_water`` (PROTOCOL.md §6.3); a client that leaves them so this long is sent
-            goodbye ``"peer not reading: ..."`` and closed. ``None``: no limit.
+            Once more than ``low_water`` bytes, at most ``UNREAD_MARK`` (16 KiB), of replies
+            (refusals, acknowledgements, pongs, goodbyes) wait unsent, counting on Linux what
+            the client's socket holds back too, the server stops reading that client until
+            they drain below a quarter of that (PROTOCOL.md §6.3, docs/security.md); a client
+            that leaves them so this long is sent goodbye ``"peer not reading: ..."`` and
+            closed. ``None``: no limit.
         admission_share: share of the server's event-loop time (default 0.2) that
             connections not yet established may take: accepting them, their hello and
             first reads, and all the work of one refused or closed before that (garbage,
