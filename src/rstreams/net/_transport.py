@@ -44,7 +44,6 @@ __all__ = [
     "READ_BUFFER_SIZE",
     "SOCKET_READ_SIZE",
     "TLS_ENDED_BEFORE_HELLO",
-    "TLS_RECORD_TYPES",
     "TLS_REFUSAL_HINT",
     "EndedBeforeHelloError",
     "TLSEndedError",
@@ -124,21 +123,13 @@ class TLSEndedError(TLSNoResponseError):
     for it, as for a ``tls://`` session that ends before the hello."""
 
 
-TLS_RECORD_TYPES = frozenset({0x15, 0x16})
-"""The first byte of the TLS records a TLS server sends a client that does not speak TLS: an alert
-(content type 21) or a handshake record (22); their second byte is ``0x03``, the major version of
-every TLS version. No RS.io message type is either (PROTOCOL.md §3), so a plain client's first
-bytes from its server that begin with one of them and ``0x03`` are a TLS record: the server
-speaks TLS at that address (:class:`TLSServerError`)."""
-
-
 class TLSServerError(ConnectionBrokenError):
     """A plain ``tcp://`` connection whose server's first bytes were a TLS record
-    (:data:`TLS_RECORD_TYPES`): the server speaks TLS at that address, and the message names the
-    URL to use (``tls://host:port``). A configuration mistake, not an outage: the same address
-    answers every connection the same way, so callers that retry (the replay client) do not.
-    A TLS server that closes without a word instead (as Python's does) ends the connection as any
-    server that closes before its hello does."""
+    (:data:`rstreams.wire._errors.TLS_RECORD_TYPES`, then ``0x03``): the server speaks TLS at
+    that address, and the message names the URL to use (``tls://host:port``). A configuration
+    mistake, not an outage: the same address answers every connection the same way, so callers
+    that retry (the replay client) do not. A TLS server that closes without a word instead (as
+    Python's does) ends the connection as any server that closes before its hello does."""
 
 
 class EndedBeforeHelloError(ConnectionBrokenError):

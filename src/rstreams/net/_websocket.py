@@ -77,7 +77,6 @@ from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
     DEFAULT_LOW_WATER,
     TLS_ENDED_BEFORE_HELLO,
-    TLS_RECORD_TYPES,
     TLS_REFUSAL_HINT,
     TLSEndedError,
     TLSNoResponseError,
@@ -87,6 +86,7 @@ from rstreams.net._transport import (
 )
 from rstreams.net._url import Endpoint
 from rstreams.net._websocket_errors import TextMessageError
+from rstreams.wire._errors import tls_record_type
 
 __all__ = [
     "MAX_MESSAGE",
@@ -180,7 +180,7 @@ class WebSocketTLSServerError(TLSServerError, ConnectionRefusedError):
 
 class _FirstBytes(ClientConnection):  # type: ignore[misc]  # websockets is untyped here
     """A plain (``ws://``) client connection that looks at its server's first bytes before
-    websockets' HTTP parser does: a TLS record there (:data:`TLS_RECORD_TYPES`, then ``0x03``)
+    websockets' HTTP parser does: a TLS record there (:func:`~rstreams.wire._errors.tls_record_type`)
     is kept in :attr:`tls_record` and the connection aborted, so that the handshake fails at
     once and :func:`open_websocket` says why."""
 
@@ -188,8 +188,8 @@ class _FirstBytes(ClientConnection):  # type: ignore[misc]  # websockets is unty
 
     def data_received(self, data: bytes) -> None:
         self.data_received = super().data_received  # type: ignore[method-assign]  # the first read only
-        if len(data) >= 2 and data[0] in TLS_RECORD_TYPES and data[1] == 0x03:
-            self.tls_record = data[0]
+        self.tls_record = tls_record_type(data[:2])
+        if self.tls_record is not None:
             self.transport.abort()
             return
         super().data_received(data)

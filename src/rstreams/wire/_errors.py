@@ -28,6 +28,7 @@ from typing import ClassVar
 from rstreams.errors import RemoteProtocolError
 
 __all__ = [
+    "TLS_RECORD_TYPES",
     "AbruptCloseError",
     "DemandExceededError",
     "ExtensionError",
@@ -38,6 +39,7 @@ __all__ = [
     "StreamStateError",
     "TLSRecordError",
     "UnsupportedVersionError",
+    "tls_record_type",
 ]
 
 
@@ -75,6 +77,22 @@ class UnsupportedVersionError(HandshakeError):
     def __init__(self, version: int) -> None:
         super().__init__(f"unsupported protocol version {version}; this endpoint speaks version 0")
         self.version = version
+
+
+TLS_RECORD_TYPES = frozenset({0x15, 0x16})
+"""The first byte of the TLS records a TLS server sends a client that does not speak TLS, or a
+TLS client sends first: an alert (content type 21) or a handshake record (22); their second
+byte is ``0x03``, the major version of every TLS version. No RS.io message type is either
+(§3). The one definition: the wire core tells a peer's first bytes by it, and the net layer a
+``ws://`` server's answer (the wire core imports nothing of the net layer)."""
+
+
+def tls_record_type(head: bytes) -> int | None:
+    """The record type (:data:`TLS_RECORD_TYPES`) when ``head``, a peer's first bytes, begins
+    with a TLS record; ``None`` otherwise."""
+    if len(head) >= 2 and head[0] in TLS_RECORD_TYPES and head[1] == 0x03:
+        return head[0]
+    return None
 
 
 class TLSRecordError(HandshakeError):

@@ -60,6 +60,7 @@ from rstreams.wire._errors import (
     StreamStateError,
     TLSRecordError,
     UnsupportedVersionError,
+    tls_record_type,
 )
 from rstreams.wire._metadata import (
     REMEMBERED_METADATA,
@@ -204,8 +205,6 @@ def _code_of(error: RemoteProtocolError) -> int:
     return ErrorCode.PROTOCOL_VIOLATION
 
 
-_TLS_RECORD_TYPES = (0x15, 0x16)
-"""The first byte of a TLS alert and of a TLS handshake record (no RS.io message type, §3)."""
 _HTTP_METHODS = (b"GET ", b"POST ", b"PUT ", b"HEAD ", b"OPTIONS ", b"DELETE ", b"PATCH ", b"CONNECT ")
 
 
@@ -216,8 +215,9 @@ def _first_bytes(error: RemoteProtocolError, data: bytes | bytearray | memoryvie
     if type(error) is not FrameError:
         return error
     head = bytes(data[:8])
-    if len(head) >= 2 and head[0] in _TLS_RECORD_TYPES and head[1] == 0x03:
-        return TLSRecordError(head[0])
+    record = tls_record_type(head)
+    if record is not None:
+        return TLSRecordError(record)
     if head.startswith(b"HTTP/"):
         looks = "an HTTP response; for a WebSocket server use ws:// or wss://"
     elif head.startswith(_HTTP_METHODS):
