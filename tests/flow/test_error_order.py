@@ -233,14 +233,13 @@ def test_combine_latest() -> None:
     assert _policy(s.items, [(2, "x")]) == POLICY["combine_latest"] and other.cancelled == 1
 
 
-@pytest.mark.parametrize("operator", ["group_by", "window"])
-def test_groups(operator: str) -> None:
+def test_group_by() -> None:
     """Every group and the outer get the error at once; what a group holds is dropped (as
-    RxJava's groupBy; reactor's groups and windows deliver it first)."""
+    RxJava's groupBy; reactor's groups deliver it first). A group is never complete before
+    the upstream is: another element of its key may always come."""
     source: ManualPublisher[int] = ManualPublisher()
     outer = RecordingSubscriber[Any](initial=10)
-    flow = source.group_by(lambda x: x % 2) if operator == "group_by" else source.window(2)
-    flow.subscribe(outer)
+    source.group_by(lambda x: x % 2).subscribe(outer)
     source.emit(1, 2, 3)
     groups = [RecordingSubscriber[int]() for _ in outer.items]
     for group, s in zip(outer.items, groups, strict=True):
@@ -250,13 +249,43 @@ def test_groups(operator: str) -> None:
         s.request(10)
     assert len(groups) == 2 and outer.error is BOOM
     assert all(s.error is BOOM for s in groups)
-    held = ([1, 3], [2]) if operator == "group_by" else ([1, 2], [3])
-    assert {_policy(s.items, h) for s, h in zip(groups, held, strict=True)} == {POLICY[operator]}
+    held = ([1, 3], [2])
+    assert {_policy(s.items, h) for s, h in zip(groups, held, strict=True)} == {POLICY["group_by"]}
+
+
+def _windows_at_an_error(outer: RecordingSubscriber[Any]) -> list[RecordingSubscriber[int]]:
+    """Subscribes to each window the outer got, asking nothing; the caller fails the source."""
+    windows = [RecordingSubscriber[int]() for _ in outer.items]
+    for window, s in zip(outer.items, windows, strict=True):
+        window.subscribe(s)
+    return windows
+
+
+def test_window() -> None:
+    """The open window and the outer get the error at once, what the window holds dropped;
+    a window already cut (its count-th element came) is complete: what it holds, then its
+    completion (reactor's and RxJava's windows, completed when cut; reactor's open window
+    delivers what it holds first)."""
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = RecordingSubscriber[Any](initial=10)
+    source.window(2).subscribe(outer)
+    source.emit(1, 2, 3)
+    cut, open_ = _windows_at_an_error(outer)
+    source.fail(BOOM)
+    assert outer.error is BOOM and open_.error is BOOM and cut.signals == ["on_subscribe"]
+    cut.request(1)
+    assert cut.items == [1] and not cut.done
+    cut.request(10)
+    open_.request(10)
+    assert cut.items == [1, 2] and cut.completed and cut.error is None
+    assert _policy(open_.items, [3]) == POLICY["window"]
+    assert source.cancelled == 0  # the upstream failed: nothing to cancel
 
 
 def test_window_time() -> None:
-    """As window: every window, one already cut but not yet taken too, and the outer get the
-    error at once (reactor's and RxJava's timed windows deliver what they hold first)."""
+    """As window: the window of the current period and the outer get the error at once; a
+    window its clock already cut, not yet taken, delivers what it holds and completes
+    (reactor's and RxJava's timed windows; both deliver the open window's elements first)."""
     clock, loop = clock_and_loop()
     source: ManualPublisher[int] = ManualPublisher()
     outer = RecordingSubscriber[Any](initial=10)
@@ -264,16 +293,14 @@ def test_window_time() -> None:
     source.emit(1, 2)
     clock.advance(1.0)  # the first window is cut
     source.emit(3)
-    windows = [RecordingSubscriber[int]() for _ in outer.items]
-    for window, s in zip(outer.items, windows, strict=True):
-        window.subscribe(s)
+    cut, open_ = _windows_at_an_error(outer)
     source.fail(BOOM)
-    for s in windows:
-        s.request(10)
+    assert outer.error is BOOM and open_.error is BOOM and not cut.done
+    cut.request(10)
+    open_.request(10)
     clock.advance(10.0)
-    assert len(windows) == 2 and outer.error is BOOM and all(s.error is BOOM for s in windows)
-    held = ([1, 2], [3])
-    assert {_policy(s.items, h) for s, h in zip(windows, held, strict=True)} == {POLICY["window_time"]}
+    assert cut.items == [1, 2] and cut.completed
+    assert _policy(open_.items, [3]) == POLICY["window_time"]
     assert clock.pending == 0
 
 

@@ -256,6 +256,57 @@ def test_the_outer_flow_alone_passes_the_publisher_tck() -> None:
     assert report.ok, str(report)
 
 
+# -- an error after a window was cut: that window is complete --------------------------------
+
+
+def test_a_cut_window_nobody_subscribed_to_yet_still_completes_after_an_error() -> None:
+    """The outer got the cut window before the error; whoever subscribes later gets its
+    elements and its completion. Cut windows the outer had not got yet go with the outer."""
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.window(1), initial=1)
+    source.emit(1, 2, 3)  # three cut windows: the outer asked for one
+    source.fail(RuntimeError("upstream"))
+    assert len(outer.items) == 1 and isinstance(outer.error, RuntimeError)
+    late = _inner(outer.items[0], initial=5)
+    assert late.items == [1] and late.completed
+    again = _inner(outer.items[0])
+    assert isinstance(again.error, AlreadySubscribedError)
+
+
+def test_an_error_of_the_stream_itself_spares_cut_windows_and_cancels_the_upstream() -> None:
+    """Rule 3.9 on the outer subscription: the upstream is cancelled, the open window fails,
+    the cut one completes once taken; a bad request on it then is its own error."""
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.window(2), initial=5)
+    source.emit(1, 2, 3, 4, 5)
+    first, second, open_ = (_inner(w) for w in outer.items)
+    outer.request(0)
+    assert isinstance(outer.error, InvalidDemandError) and source.cancelled == 1
+    assert isinstance(open_.error, InvalidDemandError) and open_.items == []
+    first.request(5)
+    assert first.items == [1, 2] and first.completed
+    second.request(0)
+    assert isinstance(second.error, InvalidDemandError) and second.items == []
+    source.emit(6)  # late, after the cancel (rule 3.12): nobody gets it
+    assert open_.signals.count("on_error") == 1 and first.signals.count("on_complete") == 1
+
+
+def test_a_cut_window_cancelled_after_an_error_lets_go() -> None:
+    """Its subscriber cancels: its elements are dropped and nothing more is signalled."""
+    clock, loop = clock_and_loop()
+    source: ManualPublisher[int] = ManualPublisher()
+    outer = _outer(source.window_time(1.0, loop=loop), initial=5)
+    source.emit(1, 2)
+    clock.advance(1.0)
+    cut = _inner(outer.items[0], initial=1)
+    source.fail(RuntimeError("upstream"))
+    assert cut.items == [1] and not cut.done
+    cut.cancel()
+    cut.request(5)
+    clock.advance(0)  # the clock's cancel is handed to the loop (this is not its thread)
+    assert cut.signals == ["on_subscribe", "on_next"] and clock.pending == 0
+
+
 # -- window_time: windows cut by a clock (a virtual one here) ---------------------------------
 
 

@@ -473,7 +473,8 @@ class Flow(Publisher[T], abc.ABC):
 
     def window(self, count: int, *, prefetch: int = 256) -> Flow[GroupedFlow[T]]:
         """A Flow of windows (``GroupedFlow``, ``.key`` 0, 1, ...) of ``count`` consecutive
-        elements each (the last may be shorter); demand like :meth:`group_by`."""
+        elements each (the last may be shorter); demand like :meth:`group_by`. An error fails
+        the open window; one already cut still delivers what it holds and completes."""
         return _Wrapped(GroupByFlow(_unwrap(self), None, 2**63 - 1, prefetch, GroupedFlow, count=count))
 
     def window_time(
@@ -481,8 +482,8 @@ class Flow(Publisher[T], abc.ABC):
     ) -> Flow[GroupedFlow[T]]:
         """A Flow of windows (``GroupedFlow``) cut every ``seconds`` by a clock on ``loop``
         (default: the running loop at subscribe); a window opens with its period's first
-        element (``.key``: the period's number) and completes when the period ends. Demand
-        like :meth:`group_by`."""
+        element (``.key``: the period's number) and completes when the period ends, even if
+        an error comes before it is taken. Demand like :meth:`group_by`."""
         return _Wrapped(WindowTimeFlow(_unwrap(self), seconds, prefetch, GroupedFlow, loop))
 
     def share(self, *, buffer_size: int = 256) -> Flow[T]:

@@ -29,8 +29,11 @@ subscriber, so all signals are serial (rules 1.3, 2.7) and a request inside any
   takes to cut, so no element lands in a window that was already cut.
 * The outer stream completes when the upstream completed and every group was emitted.
   Cancelling it stops new groups (their elements are dropped); the upstream is cancelled
-  once no emitted group is open any more. An error reaches every group and the outer
-  subscriber at once (rule 4.2).
+  once no emitted group is open any more. An error reaches the outer subscriber and every
+  open group at once (rule 4.2), dropping what they hold; a window already cut (full, or
+  its period over) before the error is complete: it delivers what it holds, within its
+  subscriber's demand, and completes (as reactor's and RxJava's windows, completed when
+  cut). A window cut but not yet handed to the outer subscriber is dropped with it.
 """
 
 from __future__ import annotations
@@ -188,6 +191,7 @@ class _Grouping(DrainSubscriber[T, Any]):
     __slots__ = (
         "consumed",
         "dirty",
+        "failed",
         "fresh",
         "key",
         "limit",
@@ -220,6 +224,7 @@ class _Grouping(DrainSubscriber[T, Any]):
         self.seen = 0  # window: elements so far
         self.outer_cancelled = False
         self.outer_ended = False
+        self.failed = False  # the error went out; only windows already cut are served
 
     def on_next(self, item: T) -> None:
         if item is None:
@@ -371,10 +376,15 @@ class _Grouping(DrainSubscriber[T, Any]):
         error = self.error
         if error is None:
             return False
-        self.cancelled = True
-        if not self.outer_ended and not self.outer_cancelled:
-            signal_terminal(self.downstream, error)  # first: a flat_map there cancels its groups
-        self._clear()
+        if not self.failed:
+            self.failed = True
+            if not self.outer_ended and not self.outer_cancelled:
+                signal_terminal(self.downstream, error)  # first: a flat_map there cancels its groups
+            self._end_all(error, keep_cut=True)
+        if self.live:  # windows cut before the error: what they hold, then their completion
+            self._serve_groups(True)
+        if not self.live:
+            self.cancelled = True
         return True
 
     def _pass(self, emitted: int) -> int:
@@ -510,13 +520,21 @@ class _Grouping(DrainSubscriber[T, Any]):
 
     def _clear(self) -> None:
         """Cancel the upstream; every group's subscriber gets the error, if there is one (4.2)."""
-        error = self.error
+        self._end_all(self.error, keep_cut=False)
+
+    def _end_all(self, error: BaseException | None, *, keep_cut: bool) -> None:
+        """Cancel the upstream and end every group with ``error`` (rule 4.2), except, with
+        ``keep_cut``, the emitted windows already cut: they stay in ``live``, complete."""
         with self.lock:
             self.open.clear()
         groups = [*self.live, *self.fresh]
         self.live, self.fresh = [], deque()
         for group in groups:
-            if not group.ended:
+            if group.ended:
+                continue
+            if keep_cut and group.closed and group.emitted and not group.cancelled:
+                self.live.append(group)  # served on: its own rule 3.9 error, if it has one
+            else:
                 self._end_group(group, None if group.cancelled else error)
         self._cancel_upstream()
 
@@ -623,7 +641,8 @@ class _TimedWindowing(_Grouping[T]):
             self.clock = None
             return
         with self.lock:
-            group = self.open.pop(self.index, None)
+            # after an error the open window fails: no cut may complete it (the lock orders them)
+            group = self.open.pop(self.index, None) if self.error is None else None
             self.index += 1
             if group is not None:
                 group.closed = True
@@ -638,9 +657,9 @@ class _TimedWindowing(_Grouping[T]):
         super().on_complete()
         self._stop_clock()  # no element comes any more: nothing left to cut
 
-    def _clear(self) -> None:
+    def _end_all(self, error: BaseException | None, *, keep_cut: bool) -> None:
         self._stop_clock()
-        super()._clear()
+        super()._end_all(error, keep_cut=keep_cut)
 
     def _stop_clock(self) -> None:
         """Cancel the armed cut, from any thread, and let the loop forget this operator (3.13)."""
