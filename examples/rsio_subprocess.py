@@ -3,6 +3,12 @@
 Run it with ``python examples/rsio_subprocess.py``: the parent starts itself again with
 ``--child``; the child serves ``fib?n=N`` over its standard streams, and the parent
 subscribes through the pipes. Nothing but the two pipes is used.
+
+Neither end sets a handshake timer (``handshake_timeout=None``; the default is 10 s of wall
+time): the child's start (an interpreter and the package's imports) takes what a busy machine
+gives it, and waiting on a pipe cannot hang on a process that is gone. A child that fails
+exits, its stdout ends and the parent's connection fails at once; a parent that is gone ends
+the child's stdin just as well.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ def fibonacci(n: int) -> Iterator[bytes]:
 
 async def child() -> None:
     offer = {"fib": lambda params: rstreams.from_iterable(fibonacci(int(params["n"])))}
-    conn = await connect_pipe(0, 1, server=True, publishers=offer)  # stdin, stdout
+    conn = await connect_pipe(0, 1, server=True, publishers=offer, handshake_timeout=None)  # stdin, stdout
     await conn.wait_closed()  # until the parent says goodbye
 
 
@@ -37,7 +43,7 @@ async def parent() -> None:
     )
     os.close(child_stdin)
     os.close(child_stdout)
-    conn = await connect_pipe(read_fd, write_fd)
+    conn = await connect_pipe(read_fd, write_fd, handshake_timeout=None)  # bounded by the child (above)
     numbers = [int(x) for x in await conn.publisher("fib?n=30").collect()]
     print("from the child process:", numbers)
     await conn.aclose()
