@@ -2,9 +2,10 @@
 // Python and Java servers do (PROTOCOL.md §1). Each refusal is an HTTP answer, before any
 // WebSocket frame, with a plain-text body saying what was wrong, checked in this order:
 //   - a path other than the server's: 404 `RS.io is served at /path`;
-//   - a request that asks for no upgrade to WebSocket (plain HTTP, as curl or a browser's address
-//     bar sends; Node's HTTP server hands it to plainRequest, not to the `ws` package): 426 with
-//     `Upgrade: websocket`, naming the path, rsio.v0 and §1;
+//   - a request that is not a GET asking for an upgrade to WebSocket (plain HTTP, as curl or a
+//     browser's address bar sends: Node's HTTP server hands it to plainRequest; another method or
+//     another upgrade, as `Upgrade: h2c`: onlyWebSocketUpgrades hands it there before the `ws`
+//     package's checks): 426 with `Upgrade: websocket`, naming the path, rsio.v0 and §1;
 //   - a browser page from an origin not allowed: 403 (origins.js);
 //   - no offer of the subprotocol rsio.v0: 400 naming it, §1 and what was offered.
 // An offer of rsio.v0 among others is accepted, and the `ws` package's handleProtocols then
@@ -26,10 +27,10 @@ export function missingSubprotocol(names) {
   return `RS.io needs the WebSocket subprotocol ${SUBPROTOCOL} (PROTOCOL.md §1); the handshake offered ${offer}\n`;
 }
 
-/** The body of the 426 answering a request at `path` that asks for no upgrade to WebSocket. */
+/** The body of the 426 answering a request at `path` that is not a GET asking for an upgrade to WebSocket. */
 export function notUpgraded(path) {
   return `RS.io is served at ${path} over WebSocket with the subprotocol ${SUBPROTOCOL} (PROTOCOL.md §1); `
-    + "this request asked for no upgrade to WebSocket\n";
+    + "this request is not a GET asking for an upgrade to WebSocket\n";
 }
 
 /**
@@ -47,6 +48,29 @@ export function plainRequest(path) {
     const bytes = Buffer.from(body, "utf8");
     response.writeHead(status, { ...PLAIN_TEXT, ...more, "Content-Length": bytes.length, Connection: "close" });
     response.end(bytes);
+  };
+}
+
+/**
+ * Makes the `ws` server `wss` hand an upgrade request that is not a GET asking for WebSocket
+ * (another method, or another protocol such as `Upgrade: h2c`) to `plain` (a plainRequest), as
+ * Node's HTTP server hands it the requests asking for no upgrade: answered 426 (404 at another
+ * path), as rstreams' Python and Java servers do, instead of the `ws` package's 405 or 400. The
+ * answer is written by Node's own ServerResponse on the request's socket, which then closes.
+ */
+export function onlyWebSocketUpgrades(wss, plain, ServerResponse) {
+  const handle = wss.handleUpgrade.bind(wss);
+  wss.handleUpgrade = (request, socket, head, done) => {
+    if (request.method === "GET" && (request.headers.upgrade ?? "").toLowerCase() === "websocket") {
+      return handle(request, socket, head, done);
+    }
+    const response = new ServerResponse(request);
+    response.assignSocket(socket);
+    response.on("finish", () => {
+      response.detachSocket(socket);
+      socket.end();
+    });
+    return plain(request, response);
   };
 }
 

@@ -13,7 +13,7 @@ import net from "node:net";
 import tls from "node:tls";
 
 import { AuthGate } from "./gate.js";
-import { handshakeCheck, plainRequest } from "./handshake.js";
+import { handshakeCheck, onlyWebSocketUpgrades, plainRequest } from "./handshake.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { SYSTEM_CLOCK, ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
 import {
@@ -181,9 +181,9 @@ const DEFAULT_MAX_CONNECTIONS = 10000; // as rstreams servers' max_connections
  * settled within as long of the hello `authentication timeout (not settled within N s of the
  * hello) (PROTOCOL.md §15.3)`, the latter with error code 11 (timeout) when error codes were
  * agreed (the former comes before the hellos, so it carries none, §19.1), as rstreams servers. A ws://
- * server answers a handshake at another path with HTTP 404, a plain HTTP request (one asking for
- * no upgrade to WebSocket) with 426, and a handshake that does not offer the
- * subprotocol rsio.v0 with HTTP 400 (PROTOCOL.md §1; handshake.js); it accepts a browser
+ * server answers a handshake at another path with HTTP 404, a request that is not a GET asking
+ * for an upgrade to WebSocket (plain HTTP, a POST, `Upgrade: h2c`) with 426, and a handshake
+ * that does not offer the subprotocol rsio.v0 with HTTP 400 (PROTOCOL.md §1; handshake.js); it accepts a browser
  * page (a handshake with an Origin header) only from its own origin (http://host:port; for a
  * loopback or wildcard host every loopback name) or one of
  * `options.origins` (["https://app.example:8443"]; "*": every page), others get HTTP 403
@@ -287,14 +287,17 @@ export async function listen(url, options = {}) {
     };
     // the path (404), plain HTTP (426), browser pages: its own origin (known once bound) and
     // those allowed (403), the subprotocol (400): refused at the HTTP handshake, before any
-    // WebSocket frame (§1); Node's HTTP server hands plain requests to plainRequest
-    const httpServer = http.createServer(plainRequest(path));
+    // WebSocket frame (§1); Node's HTTP server hands plain requests to plainRequest, and
+    // onlyWebSocketUpgrades the upgrades that are not a GET for WebSocket
+    const plain = plainRequest(path);
+    const httpServer = http.createServer(plain);
     const pages = originCheck(() => ownOrigins(host(parsed), httpServer.address().port), moreOrigins, refused);
     const wss = new WebSocketServer({
       server: httpServer,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
       verifyClient: handshakeCheck(path, pages),
     });
+    onlyWebSocketUpgrades(wss, plain, http.ServerResponse); // a POST or Upgrade: h2c: 426 too
     await new Promise((resolve, reject) => {
       httpServer.once("error", reject);
       httpServer.listen(port(parsed), host(parsed), () => { httpServer.off("error", reject); resolve(); });

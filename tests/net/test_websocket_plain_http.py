@@ -1,7 +1,9 @@
 """Plain HTTP at a WebSocket server (PROTOCOL.md §1): a GET that asks for no upgrade to
 WebSocket, as ``curl http://host:port/rsio`` or a browser's address bar sends, is answered 426
 Upgrade Required with ``Upgrade: websocket`` and a plain-text body naming the path, ``rsio.v0``
-and §1; at another path, 404 as a handshake there is. The Java and JavaScript servers answer
+and §1; at another path, 404 as a handshake there is. So is a request that is not a GET asking
+for an upgrade to WebSocket: a POST, with or without the WebSocket headers (websockets' 405),
+and a GET asking for another upgrade (``Upgrade: h2c``). The Java and JavaScript servers answer
 the same (java PlainHttpTest, js plain-http.test.mjs, both also against this server)."""
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
 NOT_UPGRADED = (
     "RS.io is served at /rsio over WebSocket with the subprotocol rsio.v0 (PROTOCOL.md §1); "
-    "this request asked for no upgrade to WebSocket\n"
+    "this request is not a GET asking for an upgrade to WebSocket\n"
 )
 
 
@@ -64,3 +66,52 @@ async def test_a_get_at_another_path_is_answered_404(admission_share: float | No
         for path in ["/", "/other", "/rsio/more"]:
             status, _, body = await asyncio.to_thread(_get, server.url, path, {})
             assert (status, body) == (404, "RS.io is served at /rsio\n"), path
+
+
+WEBSOCKET_HEADERS = {
+    "Connection": "Upgrade",
+    "Upgrade": "websocket",
+    "Sec-WebSocket-Version": "13",
+    "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+    "Sec-WebSocket-Protocol": "rsio.v0",
+}
+
+
+def _send(url: str, method: str, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
+    """An HTTP client's ``method`` request of /rsio at the server of ``url``: status, headers
+    (lower-case names) and body."""
+    host, _, port = url.removeprefix("ws://").partition("/")[0].rpartition(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request(method, "/rsio", body=b"" if method != "GET" else None, headers=headers)
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("admission_share", [0.2, None], ids=["admitted", "unbudgeted"])
+@pytest.mark.parametrize(
+    ("method", "headers"),
+    [
+        ("POST", {}),
+        ("POST", WEBSOCKET_HEADERS),  # websockets' own answer: 405
+        ("PUT", WEBSOCKET_HEADERS),
+        (
+            "GET",
+            {
+                "Connection": "Upgrade, HTTP2-Settings",
+                "Upgrade": "h2c",
+                "HTTP2-Settings": "AAMAAABkAARAAAAAAAIAAAAA",
+            },
+        ),
+    ],
+    ids=["post", "post-upgrade", "put-upgrade", "h2c"],
+)
+async def test_a_request_that_is_not_a_websocket_get_is_answered_426_too(
+    admission_share: float | None, method: str, headers: dict[str, str]
+) -> None:
+    async with await serve("ws://127.0.0.1:0/rsio", {}, admission_share=admission_share) as server:
+        status, got, body = await asyncio.to_thread(_send, server.url, method, headers)
+        assert (status, body) == (426, NOT_UPGRADED)
+        assert got["upgrade"] == "websocket" and "allow" not in got, got

@@ -40,9 +40,10 @@ Subprotocol. A handshake that does not offer ``rsio.v0`` is refused with HTTP 40
 websockets' own negotiation; :func:`subprotocol_refused` words its body: the subprotocol,
 PROTOCOL.md §1 and what was offered.
 
-Plain HTTP. A GET at the server's path that asks for no upgrade to WebSocket (``curl``, a
-browser's address bar) is answered 426 by websockets (its ``InvalidUpgrade``);
-:func:`upgrade_required` words the body as the Java and JavaScript servers do.
+Plain HTTP. A request at the server's path that is not a GET asking for an upgrade to
+WebSocket (``curl``, a browser's address bar, ``Upgrade: h2c``, a POST) is answered 426 by
+:func:`upgrade_required`, from websockets' ``InvalidUpgrade`` (its own 426) or
+``InvalidMethod`` (its 405), worded as the Java and JavaScript servers do.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from websockets.exceptions import (
     ConnectionClosedOK,
     InvalidHandshake,
     InvalidMessage,
+    InvalidMethod,
     InvalidOrigin,
     InvalidUpgrade,
     NegotiationError,
@@ -148,15 +150,16 @@ def upgrade_required_text(path: str) -> str:
     """The body of the 426 answering a plain HTTP request at ``path`` (PROTOCOL.md §1)."""
     return (
         f"RS.io is served at {path} over WebSocket with the subprotocol {SUBPROTOCOL} (PROTOCOL.md §1); "
-        "this request asked for no upgrade to WebSocket\n"
+        "this request is not a GET asking for an upgrade to WebSocket\n"
     )
 
 
 def upgrade_required(ws: ServerConnection, request: Request, response: Response) -> Response | None:
-    """For a ``process_response``: the 426 websockets made for a request that asks for no upgrade
-    to WebSocket (a plain GET), worded to say what the path serves (else ``None``). Its
-    ``Upgrade: websocket`` header stays, as RFC 9110 §15.5.22 asks of a 426."""
-    if not isinstance(ws.protocol.handshake_exc, InvalidUpgrade):
+    """For a ``process_response``: a 426 for a request that is not a GET asking for an upgrade to
+    WebSocket (websockets' 426 for a request asking for none, or another upgrade, and its 405 for
+    another method), worded to say what the path serves (else ``None``), with the header
+    ``Upgrade: websocket``, as RFC 9110 §15.5.22 asks of a 426 (PROTOCOL.md §1)."""
+    if not isinstance(ws.protocol.handshake_exc, InvalidUpgrade | InvalidMethod):
         return None
     answer = ws.respond(HTTPStatus.UPGRADE_REQUIRED, upgrade_required_text(request.path.partition("?")[0]))
     answer.headers["Upgrade"] = "websocket"

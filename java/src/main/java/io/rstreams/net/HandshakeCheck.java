@@ -10,6 +10,7 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
@@ -21,8 +22,9 @@ import java.util.List;
  * handshake, as rstreams' Python and JavaScript servers do (PROTOCOL.md §1). Each refusal is an
  * HTTP answer, before any WebSocket frame, with a plain-text body saying what was wrong, checked
  * in this order: a path other than the server's gets 404 {@code RS.io is served at /path}; a
- * request that asks for no upgrade to WebSocket (plain HTTP: no {@code Upgrade: websocket} with
- * {@code Connection: Upgrade}, as {@code curl} or a browser's address bar sends) gets 426 with
+ * request that is not a GET asking for an upgrade to WebSocket (plain HTTP: no {@code Upgrade:
+ * websocket} with {@code Connection: Upgrade}, as {@code curl} or a browser's address bar sends;
+ * another upgrade, as {@code Upgrade: h2c}; another method) gets 426 with
  * {@code Upgrade: websocket}, naming the path, the subprotocol and §1; a
  * browser page from an origin not allowed gets 403 ({@link OriginCheck}); a handshake that does not
  * offer the subprotocol {@value WebSocketBridge#SUBPROTOCOL} gets 400 naming it, §1 and what was
@@ -80,16 +82,17 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
         ctx.fireChannelRead(msg);
     }
 
-    /** Whether {@code request} asks for an upgrade to WebSocket, as Netty's handshake reads it. */
+    /** Whether {@code request} is a GET asking for an upgrade to WebSocket, as Netty's handshake reads it. */
     private static boolean asksForWebSocket(FullHttpRequest request) {
-        return request.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.UPGRADE, true)
+        return HttpMethod.GET.equals(request.method())
+                && request.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.UPGRADE, true)
                 && request.headers().containsValue(HttpHeaderNames.UPGRADE, HttpHeaderValues.WEBSOCKET, true);
     }
 
-    /** The body of the 426 answering a request at {@code path} that asks for no upgrade to WebSocket. */
+    /** The body of the 426 answering a request at {@code path} that is not a GET asking for an upgrade to WebSocket. */
     static String notUpgraded(String path) {
         return "RS.io is served at " + path + " over WebSocket with the subprotocol " + WebSocketBridge.SUBPROTOCOL
-                + " (PROTOCOL.md §1); this request asked for no upgrade to WebSocket\n";
+                + " (PROTOCOL.md §1); this request is not a GET asking for an upgrade to WebSocket\n";
     }
 
     /** The subprotocols {@code request} offers, in its order, from every Sec-WebSocket-Protocol header. */

@@ -20,11 +20,13 @@ import org.testng.annotations.Test;
  * Plain HTTP at a WebSocket server (PROTOCOL.md §1): a GET that asks for no upgrade to WebSocket,
  * as {@code curl http://host:port/rsio} or a browser's address bar sends, is answered 426 Upgrade
  * Required with {@code Upgrade: websocket} and a plain-text body naming the path, rsio.v0 and §1;
- * at another path, 404 as a handshake there is. Python's server answers the same.
+ * at another path, 404 as a handshake there is. So is a request that is not a GET asking for an
+ * upgrade to WebSocket: a POST, with or without the WebSocket headers, and a GET asking for another
+ * upgrade ({@code Upgrade: h2c}). Python's server answers the same.
  */
 public class PlainHttpTest {
     private static final String NOT_UPGRADED = "RS.io is served at /rsio over WebSocket with the subprotocol rsio.v0 "
-            + "(PROTOCOL.md §1); this request asked for no upgrade to WebSocket\n";
+            + "(PROTOCOL.md §1); this request is not a GET asking for an upgrade to WebSocket\n";
 
     /** Each is a request's extra header lines; none asks for an upgrade to WebSocket. */
     private static final String[][] NOT_ASKING = {
@@ -32,9 +34,24 @@ public class PlainHttpTest {
         {"Sec-WebSocket-Protocol: chat"},
     };
 
+    private static final String WEBSOCKET_HEADERS = "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+            + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: rsio.v0\r\n";
+
+    /** Requests at /rsio that are not a GET asking for an upgrade to WebSocket: request line and headers. */
+    private static final String[] NOT_A_WEBSOCKET_GET = {
+        "POST /rsio HTTP/1.1\r\nContent-Length: 0\r\n",
+        "POST /rsio HTTP/1.1\r\nContent-Length: 0\r\n" + WEBSOCKET_HEADERS,
+        "GET /rsio HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n",
+    };
+
     /** The whole answer (the server closes after a refusal) to a GET of {@code path} with {@code lines}. */
     private static String answer(int port, String path, String... lines) throws Exception {
-        StringBuilder request = new StringBuilder("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + port + "\r\n");
+        return exchange(port, "GET " + path + " HTTP/1.1\r\n", lines);
+    }
+
+    /** The whole answer (the server closes after a refusal) to {@code head} with {@code lines}. */
+    private static String exchange(int port, String head, String[] lines) throws Exception {
+        StringBuilder request = new StringBuilder(head + "Host: 127.0.0.1:" + port + "\r\n");
         for (String line : lines) {
             request.append(line).append("\r\n");
         }
@@ -49,6 +66,12 @@ public class PlainHttpTest {
     }
 
     private static void check(int port) throws Exception {
+        for (String head : NOT_A_WEBSOCKET_GET) {
+            String answer = exchange(port, head, new String[0]);
+            assertTrue(answer.startsWith("HTTP/1.1 426 "), head + answer);
+            assertTrue(answer.toLowerCase(Locale.ROOT).contains("\r\nupgrade: websocket\r\n"), answer);
+            assertTrue(answer.endsWith("\r\n\r\n" + NOT_UPGRADED), answer);
+        }
         for (String[] lines : NOT_ASKING) {
             for (String path : new String[] {"/rsio", "/rsio?x=1"}) {
                 String answer = answer(port, path, lines);
