@@ -85,7 +85,7 @@ def test_sink_uploads_publish_once_per_batch(serve: Any) -> None:
     assert out.info()["end"] == 0  # staged, not published
     assert request_json(server.url, "out?publish=0&writer=q&tokens=t1,t2") == {"published": True, "count": 3}
     assert request_json(server.url, "out?publish=0&writer=q&tokens=t3") == {"published": False, "count": 0}
-    assert request_json(server.url, "out?discard=t3") == {"discarded": 1}
+    assert request_json(server.url, "out?discard=t3") == {"discarded": 1, "epoch": out.epoch}
     assert fetch_range(server.url, "out", 0, 3) == [b"a", b"b", b"c"]
 
 

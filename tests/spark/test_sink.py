@@ -227,3 +227,43 @@ def test_a_sink_log_the_server_lacks_fails_the_query_at_its_start(
         await_query(query, "the query into a missing sink log to fail")
     assert "Failed to initialize Python data source writer" in str(failed.value)
     assert query.recentProgress == [] and set(source.readers().values()) <= {0}
+
+
+@pytest.mark.timeout(TEST_TIMEOUT)
+def test_a_query_restarted_against_a_restarted_memory_sink_log_fails_at_its_start(
+    spark: Any, serve: Any, tmp_path: Path
+) -> None:
+    """The sink keeps its logs' epochs in the checkpoint: the server restarted with a new sink log
+    in memory (it forgot the batches published), the query restarted from its checkpoint fails as
+    Spark builds its writer, saying the sink log restarted, before any micro-batch or publish."""
+    source = ReplayLog("nums", capacity=100)
+    source.append(records(20))
+    server = serve({"nums": source}, sinks={"results": ReplayLog("results", capacity=100, evict=True)})
+    url = server.url
+    checkpoint = tmp_path / "checkpoint"
+
+    def start() -> Any:
+        return (
+            read_stream(spark, url, "nums")
+            .writeStream.format("rstreams")
+            .option("url", url)
+            .option("publisher", "results")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    first = start()
+    await_query(first, "the first run into the sink log to end")
+    assert first.exception() is None and server.sink_statistics("results")["published"] >= 1
+    server.stop()
+    source.append(records(10, start=20))
+    restarted = ReplayLog("results", capacity=100, evict=True)
+    again = serve({"nums": source}, sinks={"results": restarted}, url=url)
+    query = start()
+    said = r"sink log 'results' at \S+ was restarted since this query recorded it in its checkpoint"
+    with pytest.raises(Exception, match=said) as failed:
+        await_query(query, "the restarted query into the restarted sink log to fail")
+    assert "rstreams-sink.json" in str(failed.value) and "published a second time" in str(failed.value)
+    assert query.recentProgress == [] and restarted.info()["end"] == 0
+    assert again.sink_statistics("results") == {"published": 0, "refused": 0}

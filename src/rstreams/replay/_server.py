@@ -36,7 +36,8 @@ request/response is one JSON element (UTF-8 bytes):
                                         ``{"count"}``
 ``NAME?publish=B&writer=W&tokens=T,..`` (sink) append the staged uploads to the log as batch
                                         ``B``, once per ``(W, B)``: ``{"published", "count"}``
-``NAME?discard=T,..``                   (sink) drop staged uploads (Spark's ``abort``)
+``NAME?discard=T,..``                   (sink) drop staged uploads (Spark's ``abort``):
+                                        ``{"discarded", "epoch"}``
 ``NAME?stage=T``                        (sink) a *channel* (PROTOCOL.md §21.8), not a
                                         publisher: stages its input under ``T``; its output
                                         is ``{"count"}`` once the input completes
@@ -332,7 +333,7 @@ class _Staging:
             for token in tokens:
                 self._forget(token)
                 self._done.pop(token, None)
-        return {"discarded": len(tokens)}
+        return {"discarded": len(tokens), "epoch": self.log.epoch}
 
 
 class _Stager(Subscriber[bytes]):

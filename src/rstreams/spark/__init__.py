@@ -51,6 +51,7 @@ from rstreams.spark._java import check_java as check_java
 from rstreams.spark._options import CONF_PREFIX
 from rstreams.spark._progress import SparkProgress as SparkProgress
 from rstreams.spark._progress import watch_progress as watch_progress
+from rstreams.spark._sink import SinkLogRestartedError as SinkLogRestartedError
 from rstreams.spark._source import RStreamsDataSource as RStreamsDataSource
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "RemoteLogError",
     "ReplayLog",
     "ReplayServer",
+    "SinkLogRestartedError",
     "SparkProgress",
     "TrimmedError",
     "arrow_ipc",

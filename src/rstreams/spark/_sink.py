@@ -25,6 +25,17 @@ Spark passes) it publishes as that batch, once: the re-run of a batch is refused
 server keeps the record of published batches with a file-backed sink log on disk, so it
 holds across a restart of the server (docs/replay.md).
 
+Epochs (docs/replay.md, *Epochs*): a sink log in memory whose server restarts starts again
+empty and has forgotten which batches it published, so a batch re-run after that restart would
+be published twice, and what its readers had not read is lost. The writer Spark builds on the
+driver records each sink log's epoch (the answer to ``NAME?discard=``); the tasks' commit
+messages carry it to ``commit``, which publishes with ``&epoch=E``: a log restarted meanwhile
+refuses, and the query fails saying so (:class:`SinkLogRestartedError`). A streaming query whose
+option ``checkpointLocation`` is an absolute local path (or a ``file:`` URL) also keeps the
+epochs in ``CHECKPOINT/rstreams-sink.json`` (``{"epochs": {url: {name: E}}}``), written the first
+time the writer meets a log, so a query restarted from its checkpoint against a restarted sink
+log fails at its start; a file-backed sink log keeps its epoch, so nothing fires.
+
 Several logs: options ``url`` and ``publisher`` may list several servers and sink logs (each
 named log on each server) and option ``keyColumn`` names the column whose value picks a row's
 log: the hash of the value's text (Arrow's cast to string, null as the empty string) modulo
@@ -44,13 +55,16 @@ its timestamps and dates made ISO text by Arrow a column at a time
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain
+from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -79,8 +93,10 @@ from rstreams.spark._options import (
 )
 
 __all__ = [
+    "EPOCHS_FILE",
     "RStreamsArrowBatchWriter",
     "RStreamsArrowStreamWriter",
+    "SinkLogRestartedError",
     "SpreadUpload",
     "StagedUpload",
     "stream_writer",
@@ -88,13 +104,25 @@ __all__ = [
 ]
 
 
+EPOCHS_FILE = "rstreams-sink.json"
+"""The file in a streaming query's checkpoint directory where the sink keeps its logs' epochs."""
+
+
+class SinkLogRestartedError(RemoteLogError):
+    """A sink log's epoch is not the one the query recorded: the log was restarted in memory
+    since, so what it published before may be lost to its readers, and a batch the query re-runs
+    could be published twice (docs/replay.md, *Epochs*)."""
+
+
 @dataclass
 class StagedUpload(WriterCommitMessage):
-    """What one ``write`` task staged: its token, row count and the query's id."""
+    """What one ``write`` task staged: its token, row count and the query's id; ``epochs``: each
+    sink log's epoch as the writer recorded it on the driver (by log index)."""
 
     token: str
     count: int
     writer: str
+    epochs: tuple[str | None, ...] = ()
 
 
 @dataclass
@@ -103,6 +131,7 @@ class SpreadUpload(WriterCommitMessage):
 
     parts: list[tuple[int, str, int]]
     writer: str
+    epochs: tuple[str | None, ...] = ()
 
 
 class _Writer:
@@ -135,6 +164,12 @@ class _Writer:
         self.writer_id = options.get("writerId")
         self.batch_id = _batch_id(options, self.writer_id)
         self.timeout = number(options, "timeout", 300.0)
+        self.epochs: tuple[str | None, ...] = ()
+        """Each sink log's epoch as :meth:`check_logs` found it on the driver, by target index
+        (``None``: a server that names none); pickled with the writer to the executors."""
+        given = next((str(v) for k, v in options.items() if k.lower() == "checkpointlocation"), None)
+        self.checkpoint = _local_directory(given)
+        """The query's checkpoint directory when it is local (the epochs are kept there), else None."""
 
     def write_arrow(self, batches: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Stage a partition's record batches: ``arrow`` elements of at most BATCH_ROWS rows, or
@@ -156,7 +191,8 @@ class _Writer:
 
     def _upload(self, elements: Iterator[bytes]) -> StagedUpload:
         token, count = self._stage(self.targets[0], elements)
-        return StagedUpload(token=token, count=count, writer=self.writer_id or _query_id())
+        writer = self.writer_id or _query_id()
+        return StagedUpload(token=token, count=count, writer=writer, epochs=self.epochs)
 
     def _spread(self, elements: list[Iterator[bytes]]) -> SpreadUpload:
         parts = []
@@ -165,7 +201,7 @@ class _Writer:
             if first is not None:  # a log with no rows from this task: no upload
                 token, count = self._stage(target, chain([first], rows))
                 parts.append((index, token, count))
-        return SpreadUpload(parts=parts, writer=self.writer_id or _query_id())
+        return SpreadUpload(parts=parts, writer=self.writer_id or _query_id(), epochs=self.epochs)
 
     def _stage(self, target: tuple[str, str], elements: Iterator[bytes]) -> tuple[str, int]:
         url, log = target
@@ -182,9 +218,46 @@ class _Writer:
         """Ask each sink log to discard nothing (``NAME?discard=``), on the driver as Spark builds the
         writer: a server that serves no such sink log fails the query at its start with the
         :class:`OptionError` of option ``publisher`` naming the URL, not its first task; so does a
-        log the server serves but not as a sink log. Refused credentials fail here too."""
+        log the server serves but not as a sink log. Refused credentials fail here too. The
+        answers' epochs become :attr:`epochs`."""
+        found = []
         for target in self.targets:
-            self._ask(target, "discard=")
+            epoch = self._ask(target, "discard=").get("epoch")
+            found.append(None if epoch is None else str(epoch))
+        self.epochs = tuple(found)
+
+    def keep_epochs(self) -> None:
+        """Check :attr:`epochs` against those kept in the checkpoint (:data:`EPOCHS_FILE`) and add
+        the logs it has none for; nothing without a local checkpoint directory.
+
+        Raises:
+            SinkLogRestartedError: a log's epoch is not the one kept: it was restarted since.
+        """
+        if self.checkpoint is None:
+            return
+        path = self.checkpoint / EPOCHS_FILE
+        kept = _read_epochs(path)
+        added = False
+        for (url, log), epoch in zip(self.targets, self.epochs, strict=True):
+            if epoch is None:
+                continue
+            recorded = kept.setdefault(url, {}).get(log)
+            if recorded is None:
+                kept[url][log] = epoch
+                added = True
+            elif recorded != epoch:
+                raise _restarted(
+                    url,
+                    log,
+                    f"this query recorded it in its checkpoint (epoch {recorded!r}, now {epoch!r})",
+                    "nothing more is published",
+                    path,
+                )
+        if added:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            scratch = path.with_suffix(".tmp")
+            scratch.write_text(json.dumps({"epochs": kept}, sort_keys=True))
+            os.replace(scratch, path)
 
     def _ask(self, target: tuple[str, str], query: str) -> dict[str, Any]:
         url, log = target
@@ -195,10 +268,13 @@ class _Writer:
         except RemoteLogError as error:
             raise missing_log(error, url, log, "sink") from None
 
-    def _tokens(self, messages: list[WriterCommitMessage | None]) -> tuple[str | None, dict[int, list[str]]]:
-        """The writer and, per log index, the tokens ``messages`` staged."""
+    def _tokens(
+        self, messages: list[WriterCommitMessage | None]
+    ) -> tuple[str | None, dict[int, list[str]], tuple[str | None, ...]]:
+        """The writer, per log index the tokens ``messages`` staged, and the epochs they carry."""
         writer: str | None = None
         tokens: dict[int, list[str]] = {}
+        epochs: tuple[str | None, ...] = ()
         for message in messages:
             if isinstance(message, StagedUpload):
                 tokens.setdefault(0, []).append(message.token)
@@ -208,15 +284,27 @@ class _Writer:
             else:
                 continue
             writer = message.writer
-        return writer, tokens
+            epochs = message.epochs or epochs
+        return writer, tokens, epochs
 
     def publish(self, messages: list[WriterCommitMessage | None], batch: int) -> dict[str, Any]:
         """Publish each log's staged tokens as ``batch``: ``{"published", "count"}`` summed."""
-        writer, tokens = self._tokens(messages)
+        writer, tokens, epochs = self._tokens(messages)
         answer: dict[str, Any] = {"published": False, "count": 0}
         for index, staged in sorted(tokens.items()):
             query = f"publish={batch}&writer={quote(str(writer), safe='')}&tokens={','.join(staged)}"
-            done = self._ask(self.targets[index], query)
+            epoch = epochs[index] if index < len(epochs) else None
+            if epoch is not None:
+                query += f"&epoch={quote(epoch, safe='')}"
+            try:
+                done = self._ask(self.targets[index], query)
+            except RemoteLogError as error:
+                if "LogEpochError: " not in str(error):
+                    raise
+                url, log = self.targets[index]
+                where = f"the query's writer recorded its epoch {epoch!r} ({error})"
+                outcome = f"batch {batch} was not published"
+                raise _restarted(url, log, where, outcome, self.checkpoint) from None
             answer = {
                 "published": answer["published"] or done["published"],
                 "count": answer["count"] + done["count"],
@@ -224,12 +312,63 @@ class _Writer:
         return answer
 
     def discard(self, messages: list[WriterCommitMessage | None]) -> None:
-        _, tokens = self._tokens(messages)
+        _, tokens, _ = self._tokens(messages)
         for index, staged in sorted(tokens.items()):
             self._ask(self.targets[index], f"discard={','.join(staged)}")
 
 
 _PATTERN = re.compile(r"[*?\[]")
+
+
+def _restarted(url: str, log: str, since: str, outcome: str, kept: Path | None) -> SinkLogRestartedError:
+    """The error of a sink log restarted since ``since``: what may be lost or twice, what to do."""
+    if kept is not None and kept.name != EPOCHS_FILE:
+        kept = kept / EPOCHS_FILE
+    if kept is None:  # no record kept: a restart from the checkpoint records the log as it is now
+        go_on = ", or restart it from its checkpoint to go on accepting that"
+    else:
+        go_on = f", or delete {kept} to go on in this one accepting that"
+    return SinkLogRestartedError(
+        f"rstreams sink: sink log {log!r} at {url} was restarted since {since}: a sink log in memory "
+        "starts again empty and forgets which batches it published, so rows published before the "
+        "restart that its readers had not read are lost, and a batch the query re-runs (one Spark had "
+        f"not recorded as committed) would be published a second time; {outcome}. Serve the sink log "
+        "from a file (ReplayLog(name, path=DIR) in ReplayServer(sinks=...)), whose epoch and record of "
+        f"published batches survive restarts, and start the query with a new checkpointLocation{go_on} "
+        "(docs/replay.md, Epochs)"
+    )
+
+
+def _local_directory(location: str | None) -> Path | None:
+    """``location`` (option checkpointLocation) as a local directory: an absolute path or a
+    ``file:`` URL; None for another file system (``hdfs:``, ``s3a:``, ...) or a relative path."""
+    if not location:
+        return None
+    parts = urlsplit(location)
+    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+        path = Path(unquote(parts.path))
+    elif not parts.scheme:
+        path = Path(location)
+    else:
+        return None
+    return path if path.is_absolute() else None
+
+
+def _read_epochs(path: Path) -> dict[str, dict[str, str]]:
+    """The epochs kept in ``path`` (``{url: {name: epoch}}``), empty when there is no such file."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    try:
+        kept = json.loads(text)["epochs"]
+        return {str(url): {str(name): str(e) for name, e in logs.items()} for url, logs in kept.items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise OptionError(
+            "checkpointLocation",
+            f"option checkpointLocation: {path} is not the rstreams sink's record of its logs' epochs "
+            '({"epochs": {url: {name: epoch}}}): delete it to record them again',
+        ) from None
 
 
 def _listed(options: Mapping[str, str], name: str) -> tuple[str, ...]:
@@ -372,9 +511,11 @@ def stream_writer(options: Mapping[str, str], schema: StructType) -> DataSourceS
     """The streaming writer, its options and its sink logs checked (here, on the driver).
 
     Spark builds it as the query starts, and again for each micro-batch's commit (a fresh
-    writer in its commit worker): each time, one ``NAME?discard=`` per sink log."""
+    writer in its commit worker): each time, one ``NAME?discard=`` per sink log, whose epochs
+    are checked against those kept in a local checkpoint (and added there)."""
     made = RStreamsArrowStreamWriter(options, schema)
     made._writer.check_logs()
+    made._writer.keep_epochs()
     return made
 
 

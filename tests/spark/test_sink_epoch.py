@@ -1,0 +1,190 @@
+"""The sink and its logs' epochs (docs/replay.md, *Epochs*): the writer built on the driver
+records each sink log's epoch and every publish names it, and a local checkpoint keeps it, so a
+sink log restarted in memory fails the query, saying so, instead of taking a re-run batch again.
+Real restarts of ``rstreams serve --sink`` (in memory) and of a server with a file-backed sink
+log; no Spark session (the writers are called as Spark calls them)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import LongType, StructField, StructType
+
+from rstreams.replay import ReplayLog, fetch_range, request_json
+from rstreams.spark._options import OptionError
+from rstreams.spark._sink import (
+    EPOCHS_FILE,
+    RStreamsArrowStreamWriter,
+    SinkLogRestartedError,
+    _local_directory,
+    stream_writer,
+    writer,
+)
+from testkit import patience
+
+pytestmark = pytest.mark.timeout(60)
+
+SCHEMA = StructType([StructField("seq", LongType())])
+
+
+@contextmanager
+def serving(url: str) -> Iterator[str]:
+    """``rstreams serve URL nums --sink results`` in a process of its own (a memory sink log); its URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", url, "nums", "--sink", "results"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        yield patience.child_line(server, "rstreams serve's announcement").decode().split(" on ")[-1].strip()
+    finally:
+        server.terminate()
+        patience.wait_child(server, 20)
+        for pipe in (server.stdin, server.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+def rows(*seqs: int) -> Iterator[pa.RecordBatch]:
+    return iter([pa.RecordBatch.from_pydict({"seq": pa.array(seqs, pa.int64())})])
+
+
+def options(url: str, **more: Any) -> dict[str, str]:
+    return {"url": url, "publisher": "results", **{k: str(v) for k, v in more.items()}}
+
+
+def test_a_memory_sink_log_restarted_under_a_running_query_refuses_its_next_publish() -> None:
+    """The writer Spark built at the query's start (the executors' copy) stages a batch on the
+    restarted log; its commit names the epoch recorded at the start and is refused: nothing is
+    published, and the error says what happened and what to do."""
+    with serving("tcp://127.0.0.1:0") as url:
+        built = stream_writer(options(url), SCHEMA)
+        before = request_json(url, "results?latest")["epoch"]
+        assert built._writer.epochs == (before,)
+        built.commit([built.write(rows(0, 1))], 0)
+        assert request_json(url, "results?latest")["end"] == 2
+    with serving(url) as again:
+        assert again == url
+        message = built.write(rows(2, 3))  # staged on the new log
+        assert message.epochs == (before,)
+        with pytest.raises(SinkLogRestartedError) as failed:
+            RStreamsArrowStreamWriter(options(url), SCHEMA).commit([message], 1)  # commit's own writer
+        said = str(failed.value)
+        assert f"sink log 'results' at {url} was restarted since the query's writer recorded" in said
+        assert f"epoch '{before}' is not this log's" in said and "batch 1 was not published" in said
+        assert "published a second time" in said and "ReplayLog(name, path=DIR)" in said
+        assert "restart it from its checkpoint to go on" in said  # no local checkpoint: no record kept
+        assert request_json(url, "results?latest")["end"] == 0
+
+
+def test_a_query_restarted_from_its_checkpoint_against_a_restarted_memory_sink_log_fails_at_its_start(
+    tmp_path: Path,
+) -> None:
+    """The checkpoint keeps the epochs (``rstreams-sink.json``): the writer built for the restarted
+    query finds the log's new epoch and fails before anything is written, naming both epochs and
+    the file; the file keeps the old epoch, so the query keeps failing until told otherwise."""
+    checkpoint = tmp_path / "checkpoint"
+    kept = checkpoint / EPOCHS_FILE
+    with serving("tcp://127.0.0.1:0") as url:
+        built = stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)
+        before = built._writer.epochs[0]
+        assert json.loads(kept.read_text()) == {"epochs": {url: {"results": before}}}
+        built.commit([built.write(rows(0, 1))], 0)
+        stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)  # each commit's writer: same epoch
+    with serving(url):
+        now = request_json(url, "results?latest")["epoch"]
+        for _ in range(2):
+            with pytest.raises(SinkLogRestartedError) as failed:
+                stream_writer(options(url, checkpointLocation=f"file://{checkpoint}"), SCHEMA)
+            said = str(failed.value)
+            assert f"this query recorded it in its checkpoint (epoch '{before}', now '{now}')" in said
+            assert "nothing more is published" in said and f"delete {kept}" in said
+        assert json.loads(kept.read_text()) == {"epochs": {url: {"results": before}}}
+        kept.unlink()  # told to go on
+        stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)
+        assert json.loads(kept.read_text()) == {"epochs": {url: {"results": now}}}
+
+
+def test_a_file_backed_sink_log_keeps_its_epoch_and_the_query_goes_on(serve: Any, tmp_path: Path) -> None:
+    """A server restarted with its sink log reopened from its directory: the same epoch, so the
+    writer built before the restart publishes, a restarted query's writer builds, and a re-run
+    batch is still refused (nothing false fires)."""
+    path = tmp_path / "results"
+    results = ReplayLog("results", capacity=100, path=path, evict=True)
+    server = serve({}, sinks={"results": results})
+    url = server.url
+    checkpoint = tmp_path / "checkpoint"
+    same = options(url, checkpointLocation=checkpoint, writerId="q")  # Spark's query id, outside Spark
+    built = stream_writer(same, SCHEMA)
+    built.commit([built.write(rows(0, 1))], 0)
+    server.stop()
+    results.close()
+    reopened = ReplayLog("results", capacity=100, path=path, evict=True)
+    serve({}, sinks={"results": reopened}, url=url)
+    assert reopened.epoch == results.epoch == built._writer.epochs[0]
+    built.commit([built.write(rows(2))], 1)
+    again = stream_writer(same, SCHEMA)
+    again.commit([again.write(rows(0, 1))], 0)  # a re-run of batch 0: refused by the kept record
+    assert [json.loads(x) for x in fetch_range(url, "results", 0, 3)] == [{"seq": 0}, {"seq": 1}, {"seq": 2}]
+    assert reopened.info()["end"] == 3
+    reopened.close()
+
+
+def test_the_batch_writer_names_the_epoch_it_found_on_every_publish(serve: Any) -> None:
+    """df.write: the writer built on the driver records the epoch; its commit names it."""
+    results = ReplayLog("results", capacity=100, evict=True)
+    server = serve({}, sinks={"results": results})
+    built = writer(options(server.url), SCHEMA)
+    message = built.write(rows(7))
+    assert message.epochs == (results.epoch,)
+    built.commit([message])
+    assert results.info()["end"] == 1
+    message.epochs = ("0" * 16,)
+    with pytest.raises(SinkLogRestartedError, match=re.escape("epoch '0000000000000000'")):
+        built.commit([message])
+    assert results.info()["end"] == 1
+
+
+def test_logs_added_later_are_kept_too_and_a_record_that_is_not_one_fails_naming_the_option(
+    serve: Any, tmp_path: Path
+) -> None:
+    a, b = ReplayLog("a", evict=True), ReplayLog("b", evict=True)
+    server = serve({}, sinks={"a": a, "b": b})
+    kept = tmp_path / EPOCHS_FILE
+    stream_writer({"url": server.url, "publisher": "a", "checkpointLocation": str(tmp_path)}, SCHEMA)
+    both = {"url": server.url, "publisher": "a,b", "keyColumn": "seq", "checkpointLocation": str(tmp_path)}
+    stream_writer(both, SCHEMA)
+    assert json.loads(kept.read_text()) == {"epochs": {server.url: {"a": a.epoch, "b": b.epoch}}}
+    kept.write_text("[1, 2]")
+    with pytest.raises(OptionError, match="is not the rstreams sink's record of its logs' epochs") as bad:
+        stream_writer(both, SCHEMA)
+    assert bad.value.option == "checkpointLocation"
+
+
+@pytest.mark.parametrize(
+    ("location", "kept"),
+    [
+        ("/tmp/q", "/tmp/q"),
+        ("file:/tmp/q", "/tmp/q"),
+        ("file:///tmp/q%20r", "/tmp/q r"),
+        ("file://localhost/tmp/q", "/tmp/q"),
+        ("hdfs://nn/q", None),
+        ("s3a://bucket/q", None),
+        ("checkpoint", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_the_epochs_are_kept_in_a_local_checkpoint_only(location: str | None, kept: str | None) -> None:
+    """An absolute local path or a file: URL; another file system or a relative path: not kept."""
+    found = _local_directory(location)
+    assert (None if found is None else str(found)) == kept
