@@ -133,7 +133,12 @@ const nextTurn = typeof setImmediate === "function" ? setImmediate
 
 const utf8 = new TextEncoder();
 
-/** Publisher names: exact names first, then `{field}` patterns, one segment per field (§5.5). */
+/**
+ * Publisher names: exact names first, then `{field}` patterns, one segment per field (§5.5). A path
+ * is compared segment by segment, each percent-decoded (RFC 3986): the requested `a%20b` and the
+ * offered `a b` (or `a%20b`) are the same name, and `%2F` is a `/` inside one segment, so
+ * `files/a%2Fb` matches `files/{name}` with `name` "a/b".
+ */
 export class Offer {
   /** `what`: "publishers" (Publishers or factories), "channels" or "handlers" (functions only). */
   constructor(publishers = {}, what = "publishers") {
@@ -148,8 +153,11 @@ export class Offer {
       if (what !== "publishers" && typeof target !== "function") {
         throw new TypeError(`${what}[${JSON.stringify(name)}] must be a function, got ${describe(target)}`);
       }
-      if (name.includes("{")) this.patterns.push({ segments: name.split("/"), target });
-      else this.exact.set(name, target);
+      if (name.includes("{")) {
+        this.patterns.push({ segments: name.split("/").map((s) => isField(s) ? s : offeredSegment(name, s)), target });
+      } else {
+        this.exact.set(pathKey(name, name.split("/").map((s) => offeredSegment(name, s))), target);
+      }
     }
   }
 
@@ -159,15 +167,24 @@ export class Offer {
 
   /**
    * {target, params, path, fault} for a subscribe's publisher string, or null when nothing
-   * matches; `fault`: what makes the name malformed (splitQuery), or null.
+   * matches; `path`: as written; `fault`: what makes the name malformed, or null: the first path
+   * segment that is not percent-encoded UTF-8 (it is matched as written), else splitQuery's.
    */
   find(name) {
     const question = name.indexOf("?");
     const path = question < 0 ? name : name.slice(0, question);
-    const { params, fault } = question < 0 ? { params: {}, fault: null } : splitQuery(name.slice(question + 1));
-    const exact = this.exact.get(path);
+    const query = question < 0 ? { params: {}, fault: null } : splitQuery(name.slice(question + 1));
+    const { params } = query;
+    let fault = query.fault;
+    let segments = path.split("/");
+    if (path.includes("%")) {
+      const decoded = segments.map(decodePart);
+      const bad = decoded.indexOf(null);
+      if (bad >= 0) fault = `has the path segment '${segments[bad]}', which is not percent-encoded UTF-8`;
+      segments = decoded.map((segment, i) => segment ?? segments[i]);
+    }
+    const exact = this.exact.get(pathKey(path, segments));
     if (exact !== undefined) return { target: exact, params, path, fault };
-    const segments = path.split("/");
     for (const pattern of this.patterns) {
       const fields = match(pattern.segments, segments);
       if (fields !== null) return { target: pattern.target, params: { ...params, ...fields }, path, fault };
@@ -218,18 +235,36 @@ function decodePart(part) {
   }
 }
 
+const isField = (segment) => segment.startsWith("{") && segment.endsWith("}");
+
+/** An offered name's segment percent-decoded; one that is not percent-encoded UTF-8 could never be asked for. */
+function offeredSegment(name, segment) {
+  const decoded = decodePart(segment);
+  if (decoded === null) {
+    throw new TypeError(`the name ${JSON.stringify(name)} cannot be offered: its path segment '${segment}' is not `
+      + "percent-encoded UTF-8 (write '%' as %25, PROTOCOL.md §5.5)");
+  }
+  return decoded;
+}
+
+/**
+ * The exact-match key of a path whose decoded segments are `segments`: the path itself when it
+ * has no escape, else the segments with `%` and `/` re-escaped, so equal segments give equal keys.
+ */
+function pathKey(path, segments) {
+  if (!path.includes("%")) return path;
+  return segments.map((s) => s.replaceAll("%", "%25").replaceAll("/", "%2F")).join("/");
+}
+
+/** The fields of a pattern (its literal segments decoded) matched by a name's decoded `segments`, or null. */
 function match(pattern, segments) {
   if (pattern.length !== segments.length) return null;
   const fields = {};
   for (let i = 0; i < pattern.length; i++) {
     const want = pattern[i];
-    if (want.startsWith("{") && want.endsWith("}")) {
+    if (isField(want)) {
       if (segments[i] === "") return null;
-      try {
-        fields[want.slice(1, -1)] = decodeURIComponent(segments[i]);
-      } catch {
-        return null;
-      }
+      fields[want.slice(1, -1)] = segments[i];
     } else if (want !== segments[i]) {
       return null;
     }

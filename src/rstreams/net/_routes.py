@@ -12,6 +12,10 @@ What a side offers (``serve(url, publishers)``, ``connect(url, publishers=...)``
   Exact names are tried first, then patterns in the order given; or
 * a callable ``(path, params) -> Publisher | None``; ``None`` means "no such publisher".
 
+A path is compared segment by segment, each percent-decoded (RFC 3986, PROTOCOL.md §5.5): the
+requested ``a%20b`` and the offered ``a b`` (or ``a%20b``) are the same name, and ``%2F`` is a
+``/`` inside one segment, so ``files/a%2Fb`` matches ``files/{name}`` with ``name`` ``a/b``.
+
 Any of those targets may be wrapped as ``with_codec(target, codec)`` to give that
 publisher its own element codec instead of the connection's.
 
@@ -136,15 +140,18 @@ def unknown_message(path: str, *, channel: bool = False) -> str:
 
 
 def split_name(name: str) -> tuple[str, dict[str, str]]:
-    """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded.
+    """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded
+    (the path's segment by segment, joined with ``/``: there ``%2F`` reads as ``/``, while
+    matching keeps it inside its segment, PROTOCOL.md §5.5).
 
     The query is read as RFC 3986 says (PROTOCOL.md §5.5): pairs split on ``&`` (empty ones
     skipped), each on its first ``=`` (none: the value is empty), each part percent-decoded;
     ``+`` stays a plus (a space is ``%20``). A name that gives a key twice, or whose query has a
     part that is not percent-encoded UTF-8, is malformed (:func:`name_fault`): a subscribe
     naming one is refused with onError (code 1) by :meth:`Router.find_batched`, a channel or a
-    message naming one as :meth:`NameTable.lookup` says. Here a key given twice keeps its last
-    value and a malformed part stays as written."""
+    message naming one as :meth:`NameTable.lookup` says. So is a name whose path has a segment that
+    is not percent-encoded UTF-8. Here a key given twice keeps its last value and a malformed part
+    (or segment) stays as written."""
     cached = _split_cache.get(name)
     if cached is None:
         cached = _split(name)
@@ -152,10 +159,11 @@ def split_name(name: str) -> tuple[str, dict[str, str]]:
 
 
 def name_fault(name: str) -> str | None:
-    """What makes ``name``'s query malformed (PROTOCOL.md §5.5), ``None`` when nothing does: the
-    first of its parts, left to right (a key, then its value), that is not percent-encoded UTF-8
-    (``%`` without two hex digits after it, or escapes that decode to no UTF-8), or the first
-    key given twice. Worded to follow ``NAME``: ``"gives the parameter 'to' more than once"``."""
+    """What makes ``name`` malformed (PROTOCOL.md §5.5), ``None`` when nothing does: the first of
+    its path segments, then of its query parts, left to right (a key, then its value), that is
+    not percent-encoded UTF-8 (``%`` without two hex digits after it, or escapes that decode to
+    no UTF-8), or the first key given twice. Worded to follow ``NAME``: ``"gives the parameter
+    'to' more than once"``, ``"has the path segment '%zz', which is not percent-encoded UTF-8"``."""
     cached = _split_cache.get(name)
     if cached is None:
         cached = _split(name)
@@ -177,11 +185,53 @@ def _decode(part: str) -> str | None:
         return None
 
 
-def _split(name: str) -> tuple[str, dict[str, str], str | None]:
-    """``name`` parsed (path, parameters, what makes it malformed: :func:`name_fault`) and cached."""
+def _segments(path: str) -> tuple[tuple[str, ...], str | None]:
+    """``path``'s segments, each percent-decoded (one that is not percent-encoded UTF-8 stays as
+    written), and the first such segment as written (``None``: none is)."""
+    if "%" not in path:
+        return tuple(path.split("/")), None
+    segments: list[str] = []
+    bad: str | None = None
+    for raw in path.split("/"):
+        segment = _decode(raw)
+        if segment is None:
+            bad = raw if bad is None else bad
+            segment = raw
+        segments.append(segment)
+    return tuple(segments), bad
+
+
+def _key(path: str, segments: tuple[str, ...]) -> str:
+    """The exact-match key of a path with these decoded ``segments``: the path itself when it has
+    no escape, else the segments with ``%`` and ``/`` re-escaped, so equal segments give equal keys."""
+    if "%" not in path:
+        return path
+    return "/".join(segment.replace("%", "%25").replace("/", "%2F") for segment in segments)
+
+
+def _offered_segments(key: str) -> tuple[str, ...]:
+    """An offered name's (or pattern's) segments, percent-decoded; a segment that is not
+    percent-encoded UTF-8 could never be asked for, so it is refused (PROTOCOL.md §5.5)."""
+    segments, bad = _segments(key)
+    if bad is not None:
+        raise ValueError(
+            f"the name {key!r} cannot be offered: its path segment {bad!r} is not percent-encoded "
+            f"UTF-8 (write '%' as %25, PROTOCOL.md §5.5)"
+        )
+    return segments
+
+
+_Split: TypeAlias = "tuple[str, dict[str, str], str | None, str, tuple[str, ...]]"
+"""A name parsed: its path decoded (segments joined with ``/``), its parameters, what makes it
+malformed (:func:`name_fault`), its exact-match key (:func:`_key`), its decoded segments."""
+
+
+def _split(name: str) -> _Split:
+    """``name`` parsed (:data:`_Split`) and cached."""
     path, _, query = name.partition("?")
     params: dict[str, str] = {}
-    fault: str | None = None
+    segments, bad = _segments(path)
+    fault = None if bad is None else f"has the path segment '{bad}', which is not percent-encoded UTF-8"
     if query:
         for pair in query.split("&"):
             if not pair:  # "a?x=1&": no empty key
@@ -198,7 +248,7 @@ def _split(name: str) -> tuple[str, dict[str, str], str | None]:
                 fault = fault or _not_utf8(raw_value)
                 value = raw_value
             params[key] = value
-    cached = urllib.parse.unquote(path), params, fault
+    cached = "/".join(segments), params, fault, _key(path, segments), segments
     if len(_split_cache) >= _SPLIT_CACHE_SIZE:
         _split_cache.clear()
     _split_cache[name] = cached
@@ -216,20 +266,49 @@ def malformed_message(name: str, fault: str, what: str = "publisher") -> str:
 
 
 _SPLIT_CACHE_SIZE = 1024
-_split_cache: dict[str, tuple[str, dict[str, str], str | None]] = {}
+_split_cache: dict[str, _Split] = {}
 """Names seen recently (request/response repeats the same few names): parsing a query costs more
 than the rest of serving a request."""
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    parts: list[str] = []
-    last = 0
-    for match in _PLACEHOLDER.finditer(pattern):
-        parts.append(re.escape(pattern[last : match.start()]))
-        parts.append(f"(?P<{match.group(1)}>[^/]+)")
-        last = match.end()
-    parts.append(re.escape(pattern[last:]))
-    return re.compile("".join(parts))
+_Compiled: TypeAlias = "tuple[re.Pattern[str] | str, ...]"
+"""A pattern's segments: a decoded literal (``str``) or a regex for one with ``{field}`` placeholders."""
+
+
+def _compile(pattern: str) -> _Compiled:
+    """``pattern`` taken apart into segments; a literal one (or the text around a placeholder) is
+    percent-decoded like a requested segment; a field matches one whole decoded segment's text."""
+    compiled: list[re.Pattern[str] | str] = []
+    for segment in pattern.split("/"):
+        if _PLACEHOLDER.search(segment) is None:
+            compiled.append(_offered_segments(segment)[0])
+            continue
+        parts: list[str] = []
+        last = 0
+        for match in _PLACEHOLDER.finditer(segment):
+            parts.append(re.escape(_offered_segments(segment[last : match.start()])[0]))
+            parts.append(f"(?P<{match.group(1)}>.+)")
+            last = match.end()
+        parts.append(re.escape(_offered_segments(segment[last:])[0]))
+        compiled.append(re.compile("".join(parts), re.DOTALL))
+    return tuple(compiled)
+
+
+def _fields(pattern: _Compiled, segments: tuple[str, ...]) -> dict[str, str] | None:
+    """The fields of ``pattern`` matched by a name's decoded ``segments``, ``None``: no match."""
+    if len(pattern) != len(segments):
+        return None
+    fields: dict[str, str] = {}
+    for want, segment in zip(pattern, segments, strict=True):
+        if isinstance(want, str):
+            if want != segment:
+                return None
+            continue
+        match = want.fullmatch(segment)
+        if match is None:
+            return None
+        fields.update(match.groupdict())
+    return fields
 
 
 V = TypeVar("V")
@@ -250,8 +329,9 @@ class NameTable(Generic[V]):
     names first, then patterns in the order given (message handlers, PROTOCOL.md §20)."""
 
     def __init__(self, entries: Mapping[str, V]) -> None:
-        self._exact: dict[str, V] = {}
-        self._patterns: list[tuple[re.Pattern[str], V]] = []
+        self._exact: dict[str, V] = {}  # by _key: a name's segments, decoded
+        self._names: dict[str, str] = {}  # _key -> the name as written
+        self._patterns: list[tuple[_Compiled, V]] = []
         self._keys: list[str] = []  # the patterns as written, in the order of _patterns
         for key, value in entries.items():
             if not isinstance(key, str):
@@ -261,7 +341,9 @@ class NameTable(Generic[V]):
                 self._patterns.append((_compile(key), value))
                 self._keys.append(key)
             else:
-                self._exact[key] = value
+                exact = _key(key, _offered_segments(key))
+                self._exact[exact] = value
+                self._names[exact] = key
 
     def lookup(self, name: str) -> tuple[V, dict[str, str], str | None] | None:
         """The value for ``name`` (``path?query``), its parameters (query and matched fields)
@@ -272,25 +354,28 @@ class NameTable(Generic[V]):
         cached = _split_cache.get(name)
         if cached is None:
             cached = _split(name)
-        path, params, fault = cached[0], dict(cached[1]), cached[2]
-        value = self._exact.get(path)
+        params, fault = dict(cached[1]), cached[2]
+        value = self._exact.get(cached[3])
         if value is not None:
             return value, params, fault
         for pattern, candidate in self._patterns:
-            match = pattern.fullmatch(path)
-            if match is not None:
-                params.update(match.groupdict())
+            fields = _fields(pattern, cached[4])
+            if fields is not None:
+                params.update(fields)
                 return candidate, params, fault
         return None
 
     def key(self, name: str) -> str:
         """The entry ``name`` matches as written (the exact name or the ``{field}`` pattern),
         ``"(unknown)"`` when none does: a bounded label for metrics, like :meth:`Router.pattern`."""
-        path = name.partition("?")[0]
-        if path in self._exact:
-            return path
+        cached = _split_cache.get(name)
+        if cached is None:
+            cached = _split(name)
+        exact = self._names.get(cached[3])
+        if exact is not None:
+            return exact
         for (compiled, _), key in zip(self._patterns, self._keys, strict=True):
-            if compiled.fullmatch(path) is not None:
+            if _fields(compiled, cached[4]) is not None:
                 return key
         return "(unknown)"
 
@@ -300,8 +385,9 @@ class Router:
 
     def __init__(self, offer: Offer | None, codec: Codec[Any] | None = None) -> None:
         self._codec = codec
-        self._exact: dict[str, _Route] = {}  # taken apart once, not on every subscribe
-        self._patterns: list[tuple[re.Pattern[str], _Route]] = []
+        self._exact: dict[str, _Route] = {}  # by _key; taken apart once, not on every subscribe
+        self._names: dict[str, str] = {}  # _key -> the name as written
+        self._patterns: list[tuple[_Compiled, _Route]] = []
         self._keys: list[str] = []  # the patterns as written, in the order of _patterns
         self._function: Callable[[str, dict[str, str]], Publisher[Any] | WithCodec | None] | None = None
         self._channels: NameTable[Any] | None = None  # see offer_channels
@@ -322,7 +408,9 @@ class Router:
                     self._patterns.append((_compile(key), _route(target, codec)))
                     self._keys.append(key)
                 else:
-                    self._exact[key] = _route(target, codec)
+                    exact = _key(key, _offered_segments(key))
+                    self._exact[exact] = _route(target, codec)
+                    self._names[exact] = key
         elif callable(offer):
             self._function = offer
         else:
@@ -353,12 +441,13 @@ class Router:
         one exception: :class:`UnknownPublisherError` saying so for a name offered only as a
         channel (:meth:`offer_channels`).
 
-        A name that matches and is malformed (§5.5: a query key given twice, a query part that is
-        not percent-encoded UTF-8; :func:`name_fault`) raises :class:`MalformedNameError`, its
-        factory not called (the subscribe is refused with code 1 and that text); an unknown name is unknown
-        (``None``) whatever its query. A function offer is the factory too: it is not called for
-        a malformed name, which is refused with code 1 whether it would match or not (its
-        parameters are not what the peer meant, so there is nothing to look up)."""
+        A name that matches and is malformed (§5.5: a path segment or a query part that is not
+        percent-encoded UTF-8, a query key given twice; :func:`name_fault`) raises
+        :class:`MalformedNameError`, its factory not called (the subscribe is refused with code 1
+        and that text); an unknown name is unknown (``None``) whatever its query. A function
+        offer is the factory too: it is not called for a malformed name, which is refused with
+        code 1 whether it would match or not (its parameters are not what the peer meant, so
+        there is nothing to look up)."""
         cached = _split_cache.get(name)  # split_name's common case, inlined: once per subscribe
         if cached is None:
             cached = _split(name)
@@ -370,9 +459,9 @@ class Router:
             target = self._function(path, params)
             route = None if target is None else _route(target, self._codec)
         else:
-            route = self._exact.get(path)
+            route = self._exact.get(cached[3])
             if route is None and self._patterns:
-                route = self._match(path, params)
+                route = self._match(cached[4], params)
         if route is None:
             if self._channels is not None and self._channels.lookup(name) is not None:
                 raise UnknownPublisherError(path, channel=True)
@@ -388,22 +477,25 @@ class Router:
         """The key of the offer that ``name`` resolves by: the exact name or the ``{field}``
         pattern as written; ``"*"`` for a function offer, ``"(unknown)"`` when nothing matches.
         A bounded label for metrics (:mod:`rstreams.observe`), however many names clients ask for."""
-        path = name.partition("?")[0]
         if self._function is not None:
             return "*"
-        if path in self._exact:
-            return path
+        cached = _split_cache.get(name)
+        if cached is None:
+            cached = _split(name)
+        exact = self._names.get(cached[3])
+        if exact is not None:
+            return exact
         for (compiled, _), key in zip(self._patterns, self._keys, strict=True):
-            if compiled.fullmatch(path) is not None:
+            if _fields(compiled, cached[4]) is not None:
                 return key
         return "(unknown)"
 
-    def _match(self, path: str, params: dict[str, str]) -> _Route | None:
-        """The target of the first ``{field}`` pattern ``path`` matches (its fields added to
-        ``params``), or ``None``."""
+    def _match(self, segments: tuple[str, ...], params: dict[str, str]) -> _Route | None:
+        """The target of the first ``{field}`` pattern a name's decoded ``segments`` match (its
+        fields added to ``params``), or ``None``."""
         for pattern, candidate in self._patterns:
-            match = pattern.fullmatch(path)
-            if match is not None:
-                params.update(match.groupdict())
+            fields = _fields(pattern, segments)
+            if fields is not None:
+                params.update(fields)
                 return candidate
         return None

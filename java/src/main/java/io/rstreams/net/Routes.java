@@ -15,7 +15,10 @@ import java.util.function.Function;
  * Names and name patterns mapped to publisher factories (PROTOCOL.md §5.5). A pattern's
  * segment {@code {field}} matches one path segment and becomes a parameter; a last segment
  * {@code {field...}} matches the rest of the path. Exact names win over patterns; patterns are
- * tried in the order they were added.
+ * tried in the order they were added. A path is compared segment by segment, each percent-decoded
+ * (RFC 3986): the requested {@code a%20b} and the offered {@code a b} (or {@code a%20b}) are the
+ * same name, and {@code %2F} is a {@code /} inside one segment, so {@code files/a%2Fb} matches
+ * {@code files/{name}} with {@code name} "a/b" (a rest field joins its decoded segments with '/').
  */
 final class Routes {
     /** A publisher factory with the codec its elements are encoded with. */
@@ -25,16 +28,35 @@ final class Routes {
      * What a subscribe resolved to; {@code repeated}: the first query key the name gives more
      * than once (its last value is in the request), or null; {@code fault}: what makes the name
      * malformed (PROTOCOL.md §5.5), worded to follow {@code "publisher name 'NAME' "}, or null:
-     * the first query part, left to right (a key, then its value), that is not percent-encoded
-     * UTF-8 (it stays as written in the request), or the first key given twice. A subscribe
+     * the first path segment, then query part, left to right (a key, then its value), that is not
+     * percent-encoded UTF-8 (it is matched, and stays in the request, as written), or the first key
+     * given twice. A subscribe
      * naming a malformed name is refused with code 1.
      */
     record Match(Route route, PublisherRequest request, String repeated, String fault) {}
 
     private final List<Route> routes = new ArrayList<>();
+    /** The routes' patterns split into segments, the literal ones percent-decoded; in the order of routes. */
+    private final List<String[]> segments = new ArrayList<>();
 
     void add(Route route) {
+        String[] parts = route.pattern().split("/", -1);
+        for (int i = 0; i < parts.length; i++) {
+            if (!isField(parts[i])) {
+                String decoded = decode(parts[i]);
+                if (decoded == null) {
+                    throw new IllegalArgumentException("the name '" + route.pattern() + "' cannot be offered: its path segment '"
+                            + parts[i] + "' is not percent-encoded UTF-8 (write '%' as %25, PROTOCOL.md §5.5)");
+                }
+                parts[i] = decoded;
+            }
+        }
         routes.add(route);
+        segments.add(parts);
+    }
+
+    private static boolean isField(String segment) {
+        return segment.length() > 2 && segment.startsWith("{") && segment.endsWith("}");
     }
 
     boolean isEmpty() {
@@ -52,6 +74,17 @@ final class Routes {
         Map<String, String> params = new HashMap<>();
         String repeated = null;
         String fault = null;
+        String[] segs = path.split("/", -1);
+        if (path.indexOf('%') >= 0) {
+            for (int i = 0; i < segs.length; i++) {
+                String decoded = decode(segs[i]);
+                if (decoded == null) {
+                    fault = fault != null ? fault : "has the path segment '" + segs[i] + "', which is not percent-encoded UTF-8";
+                } else {
+                    segs[i] = decoded;
+                }
+            }
+        }
         if (q >= 0) {
             for (String pair : name.substring(q + 1).split("&")) {
                 if (pair.isEmpty()) {
@@ -76,14 +109,14 @@ final class Routes {
                 params.put(key, value);
             }
         }
-        for (Route r : routes) {
-            if (r.pattern().equals(path)) {
-                return new Match(r, new PublisherRequest(name, path, params, connection), repeated, fault);
+        for (int i = 0; i < routes.size(); i++) {
+            if (exact(segments.get(i), segs)) {
+                return new Match(routes.get(i), new PublisherRequest(name, path, params, connection), repeated, fault);
             }
         }
-        String[] segments = path.split("/", -1);
-        for (Route r : routes) {
-            Map<String, String> fields = match(r.pattern().split("/", -1), segments);
+        for (int i = 0; i < routes.size(); i++) {
+            Route r = routes.get(i);
+            Map<String, String> fields = match(segments.get(i), segs);
             if (fields != null) {
                 Map<String, String> all = new HashMap<>(params);
                 all.putAll(fields);
@@ -93,11 +126,24 @@ final class Routes {
         return null;
     }
 
+    /** Whether a pattern without fields names these decoded segments. */
+    private static boolean exact(String[] pattern, String[] segments) {
+        if (pattern.length != segments.length) {
+            return false;
+        }
+        for (int i = 0; i < pattern.length; i++) {
+            if (isField(pattern[i]) || !pattern[i].equals(segments[i])) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private static Map<String, String> match(String[] pattern, String[] segments) {
         Map<String, String> fields = new HashMap<>();
         for (int i = 0; i < pattern.length; i++) {
             String p = pattern[i];
-            boolean field = p.length() > 2 && p.startsWith("{") && p.endsWith("}");
+            boolean field = isField(p);
             if (field && p.endsWith("...}") && i == pattern.length - 1) {
                 if (i >= segments.length) {
                     return null;
@@ -112,7 +158,7 @@ final class Routes {
                 if (segments[i].isEmpty()) {
                     return null;
                 }
-                fields.put(p.substring(1, p.length() - 1), decodeField(segments[i]));
+                fields.put(p.substring(1, p.length() - 1), segments[i]);
             } else if (!p.equals(segments[i])) {
                 return null;
             }
@@ -122,12 +168,6 @@ final class Routes {
 
     private static String notUtf8(String part) {
         return "has the query part '" + part + "', which is not percent-encoded UTF-8";
-    }
-
-    /** A pattern's field, percent-decoded; as written when it is not percent-encoded UTF-8. */
-    private static String decodeField(String s) {
-        String decoded = decode(s);
-        return decoded == null ? s : decoded;
     }
 
     /**
