@@ -336,6 +336,19 @@ def test_small_writes_share_the_ledgers_marks() -> None:
     assert ledger.unsent_replies(0) == 0
 
 
+def test_a_write_after_all_replies_went_out_opens_a_mark() -> None:
+    """Once the open mark's writes were sent, a write close behind them counts on its own."""
+    ledger = ReplyLedger(mark=1 << 30)
+    ledger.wrote(100, more=False)
+    assert ledger.unsent_replies(0) == 0  # all of it went out
+    ledger.wrote(50, more=False)
+    assert ledger.unsent_replies(50) == 50
+    ledger.element_bytes += 3000
+    ledger.wrote(3000, more=False)  # elements only: no mark
+    assert ledger.unsent_replies(3000) == 0  # the 50 bytes of replies went out
+    assert ledger.unsent_replies(0) == 0
+
+
 def test_every_subscribe_is_answered_across_a_pause() -> None:
     """Each subscribe gets its one refusal, and the refusals of one kind keep subscribe order,
     across a pause in reading."""

@@ -135,7 +135,16 @@ goodbye and closed (two keepalive intervals: a live peer reads long before)."""
 class ReplyLedger:
     """Which of the unsent bytes are replies; see the module docstring."""
 
-    __slots__ = ("_last_mark", "_marks", "_replies", "_sent_replies", "_written", "element_bytes", "mark")
+    __slots__ = (
+        "_last_mark",
+        "_marks",
+        "_replies",
+        "_sent_replies",
+        "_tail",
+        "_written",
+        "element_bytes",
+        "mark",
+    )
 
     def __init__(self, mark: int) -> None:
         self.mark = mark
@@ -146,9 +155,14 @@ class ReplyLedger:
         self.element_bytes = 0
         """Element bytes handed to the core, not yet written: the serving side adds what it hands
         over (a plain field, not a method: once per element on an open stream)."""
-        self._marks: deque[tuple[int, int]] = deque()  # (written, replies) after each write with replies
+        # The marks: (written, replies) after a write with replies, the newest one open. The open
+        # one is _tail alone (0: none): its replies are _replies, which only writes with replies
+        # change, so a write that joins it stores one int, and one that opens the next moves it
+        # to _marks, the closed ones, oldest first.
+        self._marks: deque[tuple[int, int]] = deque()
+        self._tail = 0
         self._sent_replies = 0  # replies among the bytes the transport has sent
-        self._last_mark = 0  # where the last mark was added (later writes close to it join it)
+        self._last_mark = -MARK_SPACING  # where the open mark was opened (later writes close to it join it)
 
     @property
     def written(self) -> int:
@@ -166,15 +180,13 @@ class ReplyLedger:
             self.element_bytes = element_bytes - elements if more else 0
             if nbytes == elements:
                 return self._replies - self._sent_replies > self.mark
-            replies = self._replies = self._replies + nbytes - elements
-        else:  # no element bytes (a request, a subscribe, a refusal): all of it replies
-            replies = self._replies = self._replies + nbytes
-        marks = self._marks
-        if marks and written - self._last_mark < MARK_SPACING:
-            marks[-1] = (written, replies)  # a write close behind the last mark joins it
-        else:
-            marks.append((written, replies))
+            nbytes -= elements  # the replies (no element bytes: a request, a subscribe, a refusal: all)
+        if written - self._last_mark >= MARK_SPACING:  # far from the open mark: it closes, this opens one
+            if self._tail:
+                self._marks.append((self._tail, self._replies))
             self._last_mark = written
+        self._tail = written  # (joins the open mark, or opens one where the last was sent)
+        replies = self._replies = self._replies + nbytes
         return replies - self._sent_replies > self.mark
 
     @property
@@ -192,6 +204,9 @@ class ReplyLedger:
         marks = self._marks
         while marks and marks[0][0] <= sent:
             self._sent_replies = marks.popleft()[1]
+        if self._tail and self._tail <= sent:  # the open mark's writes went out too (it is the newest)
+            self._sent_replies = self._replies
+            self._tail = 0
         replies = self._replies - self._sent_replies
         return replies if replies < unsent else unsent
 
