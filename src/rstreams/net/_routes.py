@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeAlias, TypeVar
 
 from rstreams.api import Publisher
@@ -324,6 +324,24 @@ def _check_name(key: str) -> None:
         )
 
 
+def _entry_key(
+    names: Mapping[str, str], patterns: Sequence[tuple[_Compiled, object]], keys: Sequence[str], name: str
+) -> str:
+    """The entry ``name`` matches, as written: the exact name (``names``: decoded key -> as
+    written) or the first ``{field}`` pattern (``keys``, in the order of ``patterns``) its decoded
+    segments match; ``"(unknown)"`` when none does. A bounded label for metrics."""
+    cached = _split_cache.get(name)
+    if cached is None:
+        cached = _split(name)
+    exact = names.get(cached[3])
+    if exact is not None:
+        return exact
+    for (compiled, _), key in zip(patterns, keys, strict=True):
+        if _fields(compiled, cached[4]) is not None:
+            return key
+    return "(unknown)"
+
+
 class NameTable(Generic[V]):
     """Names and ``{field}`` patterns mapped to values, matched like publisher names: exact
     names first, then patterns in the order given (message handlers, PROTOCOL.md §20)."""
@@ -368,16 +386,7 @@ class NameTable(Generic[V]):
     def key(self, name: str) -> str:
         """The entry ``name`` matches as written (the exact name or the ``{field}`` pattern),
         ``"(unknown)"`` when none does: a bounded label for metrics, like :meth:`Router.pattern`."""
-        cached = _split_cache.get(name)
-        if cached is None:
-            cached = _split(name)
-        exact = self._names.get(cached[3])
-        if exact is not None:
-            return exact
-        for (compiled, _), key in zip(self._patterns, self._keys, strict=True):
-            if _fields(compiled, cached[4]) is not None:
-                return key
-        return "(unknown)"
+        return _entry_key(self._names, self._patterns, self._keys, name)
 
 
 class Router:
@@ -479,16 +488,7 @@ class Router:
         A bounded label for metrics (:mod:`rstreams.observe`), however many names clients ask for."""
         if self._function is not None:
             return "*"
-        cached = _split_cache.get(name)
-        if cached is None:
-            cached = _split(name)
-        exact = self._names.get(cached[3])
-        if exact is not None:
-            return exact
-        for (compiled, _), key in zip(self._patterns, self._keys, strict=True):
-            if _fields(compiled, cached[4]) is not None:
-                return key
-        return "(unknown)"
+        return _entry_key(self._names, self._patterns, self._keys, name)
 
     def _match(self, segments: tuple[str, ...], params: dict[str, str]) -> _Route | None:
         """The target of the first ``{field}`` pattern a name's decoded ``segments`` match (its
