@@ -54,11 +54,7 @@ def test_serve_reads_standard_input_only_as_the_log_has_room() -> None:
         request_json(url, "lines?commit=5")
         assert fetch_range(url, "lines", 5, 10, timeout=10) == [b"line %d" % i for i in range(5, 10)]
     finally:
-        server.terminate()
-        patience.wait_child(server, 20)
-        for pipe in (server.stdin, server.stdout):
-            if pipe is not None:
-                pipe.close()
+        patience.stop_child(server, 20)
 
 
 def test_publish_stages_then_publishes_standard_input(serve: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -151,11 +147,7 @@ def test_serve_a_log_over_tls_with_a_token_and_publish_to_it(
         err = capsys.readouterr().err
         assert "refused the credentials" in err and "--token" in err and wrong not in err
     finally:
-        server.terminate()
-        patience.wait_child(server, 20)
-        for pipe in (server.stdin, server.stdout):
-            if pipe is not None:
-                pipe.close()
+        patience.stop_child(server, 20)
 
 
 @pytest.mark.parametrize(("scheme", "version"), [("tls", "TLSv1_3"), ("wss", "TLSv1_3"), ("tls", "TLSv1_2")])

@@ -37,11 +37,7 @@ def serving(url: str, lines: int, *extra: str) -> Iterator[str]:
         server.stdin.flush()
         yield server.stdout.readline().decode().split(" on ")[-1].strip()
     finally:
-        server.terminate()
-        patience.wait_child(server, 20)
-        for pipe in (server.stdin, server.stdout):
-            if pipe is not None:
-                pipe.close()
+        patience.stop_child(server, 20)
 
 
 def until_end(url: str, end: int) -> dict[str, Any]:

@@ -47,11 +47,7 @@ def serving(url: str) -> Iterator[str]:
     try:
         yield patience.child_line(server, "rstreams serve's announcement").decode().split(" on ")[-1].strip()
     finally:
-        server.terminate()
-        patience.wait_child(server, 20)
-        for pipe in (server.stdin, server.stdout):
-            if pipe is not None:
-                pipe.close()
+        patience.stop_child(server, 20)
 
 
 def rows(*seqs: int) -> Iterator[pa.RecordBatch]:

@@ -201,16 +201,7 @@ def server_process(
 
 def stop_process(child: subprocess.Popen[str]) -> None:
     """SIGTERM, then SIGKILL if it does not end; close its pipes."""
-    if child.poll() is None:
-        child.send_signal(signal.SIGTERM)
-        try:
-            patience.wait_child(child, 10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            patience.wait_child(child, 10)
-    for stream in (child.stdin, child.stdout, child.stderr):
-        if stream is not None:
-            stream.close()
+    patience.stop_child(child, 10)
 
 
 # -- flooders -----------------------------------------------------------------------------

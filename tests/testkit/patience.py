@@ -188,6 +188,21 @@ def get(items: queue.Queue[T], limit: float = WAIT, children: Iterable[int] = ()
 # -- child processes ----------------------------------------------------------------------------
 
 
+def stop_child(child: subprocess.Popen[AnyStr], limit: float = WAIT) -> None:
+    """End ``child``: SIGTERM, then SIGKILL if it has not ended within ``limit`` (as
+    :func:`wait_child` bounds it); then close its pipes."""
+    if child.poll() is None:
+        child.terminate()
+        try:
+            wait_child(child, limit)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            wait_child(child, limit)
+    for stream in (child.stdin, child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
+
+
 def wait_child(child: subprocess.Popen[AnyStr], limit: float = WAIT) -> int:
     """``child.wait(limit)`` bounded by :class:`Patience` over ``child`` and this process:
     its exit status, or ``subprocess.TimeoutExpired`` (the child left running)."""
