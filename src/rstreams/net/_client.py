@@ -8,7 +8,7 @@ from typing import IO, Any
 
 from rstreams.errors import ConnectionBrokenError, TLSRefusedError
 from rstreams.net._channels import ChannelFactory, check_channels
-from rstreams.net._closing import check_handshake_timeout
+from rstreams.net._closing import PIPE_ENDED_HINT, check_handshake_timeout
 from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
@@ -193,6 +193,7 @@ async def connect_pipe(
         handlers=handlers,
         channels=channels,
     )
+    pump.closing.ended_hint = PIPE_ENDED_HINT  # no URL to name: the process at the other end
     conn = Connection(pump)
     await open_pipe_transport(pump, reader, writer, high=high_water, low=low_water)
     return conn

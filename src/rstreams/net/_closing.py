@@ -80,6 +80,12 @@ NOT_RSIO_HINT = (
 )
 """Added to the error of a plain connection whose input ended before the peer's hello."""
 
+PIPE_ENDED_HINT = (
+    "the process at the other end closed the pipe before speaking RS.io (did it exit? its exit "
+    "status and standard error say why; it must call connect_pipe(0, 1, server=True, ...))"
+)
+"""Added instead of :data:`NOT_RSIO_HINT` when that connection is a pipe (``connect_pipe``)."""
+
 
 def check_handshake_timeout(handshake_timeout: float | None) -> None:
     """Refuse a ``handshake_timeout`` (serve's, connect's) that is not a positive number of seconds."""
@@ -101,6 +107,7 @@ class Closing:
         "_outbox",
         "_refusal",
         "client_auth",
+        "ended_hint",
         "handshake_deadline",
         "made",
         "on_end",
@@ -128,6 +135,9 @@ class Closing:
         self.client_auth: ClientAuth | None = None
         """A client's auth part, when it was given credentials (set once the pieces are joined):
         what it knows tells the error of a goodbye that ended its authentication."""
+        self.ended_hint = NOT_RSIO_HINT
+        """What the error of a client whose input ended before the peer's hello adds: where to
+        look (``connect_pipe`` sets :data:`PIPE_ENDED_HINT`; there is no URL to check there)."""
         self.tcp_url: str | None = None
         """A ``tcp://`` client's URL (``connect`` sets it): a TLS record as its server's first
         bytes ends the streams with :class:`TLSServerError` naming the ``tls://`` one."""
@@ -322,7 +332,7 @@ class Closing:
                     )
                     kind = TLSServerError
                 elif isinstance(error, AbruptCloseError) and self._unanswered_client():
-                    message += f" before its hello; {NOT_RSIO_HINT}"
+                    message += f" before its hello; {self.ended_hint}"
                     kind = EndedBeforeHelloError
                 broken = kind(message, code=code)
                 broken.__cause__ = error
@@ -359,7 +369,7 @@ class Closing:
                 message += f" {TLS_ENDED_BEFORE_HELLO}"
                 kind = TLSRefusedError
             elif outbox.core.state is ConnectionState.AWAITING_HELLO and self._unanswered_client():
-                message += f" before its hello; {NOT_RSIO_HINT}"
+                message += f" before its hello; {self.ended_hint}"
                 kind = EndedBeforeHelloError
             broken = kind(message)
             if error is not None:
