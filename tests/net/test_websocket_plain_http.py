@@ -23,13 +23,15 @@ NOT_UPGRADED = (
 )
 
 
-def _get(url: str, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
-    """An HTTP client's GET of ``path`` at the server of ``url``: status, headers (lower-case
-    names) and body."""
+def _send(
+    url: str, method: str, headers: dict[str, str], path: str = "/rsio"
+) -> tuple[int, dict[str, str], str]:
+    """An HTTP client's ``method`` request of ``path`` at the server of ``url``: status,
+    headers (lower-case names) and body."""
     host, _, port = url.removeprefix("ws://").partition("/")[0].rpartition(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
-        conn.request("GET", path, headers=headers)
+        conn.request(method, path, body=b"" if method != "GET" else None, headers=headers)
         response = conn.getresponse()
         return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
     finally:
@@ -53,7 +55,7 @@ async def test_a_get_asking_for_no_upgrade_is_answered_426_naming_rsio_v0(
 ) -> None:
     async with await serve("ws://127.0.0.1:0/rsio", {}, admission_share=admission_share) as server:
         for path in ["/rsio", "/rsio?x=1"]:
-            status, got, body = await asyncio.to_thread(_get, server.url, path, headers)
+            status, got, body = await asyncio.to_thread(_send, server.url, "GET", headers, path)
             assert status == 426, (path, body)
             assert got["upgrade"] == "websocket"
             assert got["content-type"] == "text/plain; charset=utf-8"
@@ -64,7 +66,7 @@ async def test_a_get_asking_for_no_upgrade_is_answered_426_naming_rsio_v0(
 async def test_a_get_at_another_path_is_answered_404(admission_share: float | None) -> None:
     async with await serve("ws://127.0.0.1:0/rsio", {}, admission_share=admission_share) as server:
         for path in ["/", "/other", "/rsio/more"]:
-            status, _, body = await asyncio.to_thread(_get, server.url, path, {})
+            status, _, body = await asyncio.to_thread(_send, server.url, "GET", {}, path)
             assert (status, body) == (404, "RS.io is served at /rsio\n"), path
 
 
@@ -75,19 +77,6 @@ WEBSOCKET_HEADERS = {
     "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
     "Sec-WebSocket-Protocol": "rsio.v0",
 }
-
-
-def _send(url: str, method: str, headers: dict[str, str]) -> tuple[int, dict[str, str], str]:
-    """An HTTP client's ``method`` request of /rsio at the server of ``url``: status, headers
-    (lower-case names) and body."""
-    host, _, port = url.removeprefix("ws://").partition("/")[0].rpartition(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
-    try:
-        conn.request(method, "/rsio", body=b"" if method != "GET" else None, headers=headers)
-        response = conn.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
-    finally:
-        conn.close()
 
 
 @pytest.mark.parametrize("admission_share", [0.2, None], ids=["admitted", "unbudgeted"])
