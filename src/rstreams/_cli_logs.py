@@ -3,6 +3,8 @@
 * ``serve URL NAME`` serves the lines of standard input as the replay log ``NAME``
   (``NAME?from=A&to=B``, ``NAME?latest``, ``NAME?commit=N``: what the Spark source reads),
   reading a line only when the log has room; ``--sink RESULTS`` adds a log Spark can write to;
+  ``--path DIR`` keeps the log in ``DIR`` and each sink log in ``DIR/sinks/RESULTS``, so a
+  server restarted with the same ``--path`` keeps their contents and epochs;
   ``--web [HOST:PORT]`` also serves the live page (charts of the log's JSON lines, or of a sink's
   with ``--web-publisher``) and RS.io over WebSocket for it (needs the ``websockets`` extra).
 * ``publish URL NAME`` publishes standard input's lines on a server's sink log ``NAME``
@@ -107,12 +109,20 @@ def serve_log(args: argparse.Namespace) -> int:
         return fail("serve", f"{bad} (--pending-timeout, --reader-timeout)")
     except OSError as bad:  # --path is a file, or a directory that cannot be made
         return fail("serve", f"cannot keep the log in --path {args.path}: {bad}")
+    sinks: dict[str, ReplayLog] = {}
+    for name in args.sink:
+        try:
+            sinks[name] = ReplayLog(name, capacity=capacity, evict=True, path=_sink_path(args.path, name))
+        except OSError as bad:  # DIR/sinks/NAME is a file, or cannot be made
+            for opened in (log, *sinks.values()):
+                opened.close()
+            return fail("serve", f"cannot keep sink log {name!r} in --path {args.path}: {bad}")
     try:
         log.feed(LineSource(_own_stdin()), position=args.input_from)
     except ValueError as bad:
-        log.close()
+        for opened in (log, *sinks.values()):
+            opened.close()
         return fail("serve", f"{bad} (--input-from)")
-    sinks = {name: ReplayLog(name, capacity=capacity, evict=True) for name in args.sink}
     server = ReplayServer(
         {args.name: log},
         sinks=sinks,
@@ -126,7 +136,8 @@ def serve_log(args: argparse.Namespace) -> int:
         try:
             server.start()
         except (OSError, ValueError, ImportError) as bad:
-            log.close()
+            for opened in (log, *sinks.values()):
+                opened.close()
             return fail("serve", cannot_serve(args.url, bad))
         page = None
         try:  # from the announcement on: a Ctrl-C that its reader sends at once stops cleanly
@@ -166,8 +177,24 @@ def serve_log(args: argparse.Namespace) -> int:
             if page is not None:
                 page.stop()
             server.stop()
-            log.close()
+            for opened in (log, *sinks.values()):
+                opened.close()
     return 0
+
+
+_SINKS_DIRECTORY = "sinks"
+"""With ``--path DIR``, each ``--sink NAME`` is kept in ``DIR/sinks/NAME`` (the log of standard
+input is ``DIR`` itself: its files are ``state.json``, ``elements-P`` and ``batches.jsonl``)."""
+
+
+def _sink_path(path: str | None, name: str) -> str | None:
+    """Where ``--sink name`` is kept: ``DIR/sinks/name`` with ``--path DIR``, else memory (None)."""
+    return None if path is None else os.path.join(path, _SINKS_DIRECTORY, name)
+
+
+def _one_directory_name(name: str) -> bool:
+    """Whether ``name`` names one entry of a directory (no separator or NUL, not ``.`` or ``..``)."""
+    return name not in (".", "..") and not any(sign in name for sign in ("/", "\\", "\0"))
 
 
 def _open_page_problem(web: str) -> str | None:
@@ -189,7 +216,9 @@ def _open_page_problem(web: str) -> str | None:
 
 def _log_names_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``serve URL NAME --sink S ...``'s log names, if anything: a name is read
-    back as ``NAME?from=A&to=B``, so it cannot hold a ``?``, and each must be another log."""
+    back as ``NAME?from=A&to=B``, so it cannot hold a ``?``, and each must be another log. With
+    ``--path DIR`` each sink name is a directory of ``DIR/sinks``, and ``NAME`` may not be that of
+    a sink log kept there (a restart that swapped the roles would serve one log as the other)."""
     names = [args.name, *args.sink]
     for option, name in [("NAME", args.name), *(("--sink", sink) for sink in args.sink)]:
         if not name or "?" in name:
@@ -200,6 +229,28 @@ def _log_names_problem(args: argparse.Namespace) -> str | None:
     twice = next((name for name in names if names.count(name) > 1), None)
     if twice is not None:
         return f"log {twice!r} is named twice (NAME and each --sink name a different log)"
+    if args.path is None:
+        return None
+    for sink in args.sink:  # each is a directory of its own: DIR/sinks/NAME
+        if not _one_directory_name(sink):
+            return (
+                f"--sink {sink!r} with --path: a sink log is kept in DIR/{_SINKS_DIRECTORY}/NAME, so its "
+                "name is one directory name (no '/', '\\' or NUL, not '.' or '..')"
+            )
+    folded = [sink.casefold() for sink in args.sink]
+    clash = next((sink for sink, fold in zip(args.sink, folded, strict=True) if folded.count(fold) > 1), None)
+    if clash is not None:
+        return (
+            f"--sink {clash!r} with --path: another --sink differs from it only in case, and both would "
+            f"be kept in one directory DIR/{_SINKS_DIRECTORY}/NAME on a file system that ignores case"
+        )
+    kept = _sink_path(args.path, args.name)
+    if _one_directory_name(args.name) and kept is not None and os.path.isdir(kept):
+        return (
+            f"NAME {args.name!r}: --path {args.path} keeps a sink log of that name ({kept}); NAME is "
+            "the log of standard input, kept in DIR itself: serve that sink log with --sink, or give "
+            "NAME another name"
+        )
     return None
 
 
@@ -292,14 +343,19 @@ def add_log_options(serve: argparse.ArgumentParser) -> None:
     logged = serve.add_argument_group("a replay log of standard input (rstreams serve URL NAME)")
     logged.add_argument("--capacity", type=int, default=None, metavar="N", help="elements held (100000)")
     logged.add_argument(
-        "--path", default=None, metavar="DIR", help="keep the log in this directory (survives restarts)"
+        "--path",
+        default=None,
+        metavar="DIR",
+        help="keep the log in this directory, and each --sink NAME in DIR/sinks/NAME (they survive "
+        "restarts: contents, epoch, published batches)",
     )
     logged.add_argument(
         "--sink",
         action="append",
         default=[],
         metavar="NAME",
-        help="also offer a sink log with this name (repeatable; rstreams publish uploads to it)",
+        help="also offer a sink log with this name (repeatable; rstreams publish uploads to it; "
+        "in memory unless --path)",
     )
     logged.add_argument(
         "--input-from",

@@ -78,6 +78,7 @@ def test_a_memory_sink_log_restarted_under_a_running_query_refuses_its_next_publ
         assert f"sink log 'results' at {url} was restarted since the query's writer recorded" in said
         assert f"epoch '{before}' is not this log's" in said and "batch 1 was not published" in said
         assert "published a second time" in said and "ReplayLog(name, path=DIR)" in said
+        assert "rstreams serve --sink NAME --path DIR" in said
         assert "restart it from its checkpoint to go on" in said  # no local checkpoint: no record kept
         assert request_json(url, "results?latest")["end"] == 0
 

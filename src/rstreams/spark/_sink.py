@@ -333,8 +333,9 @@ def _restarted(url: str, log: str, since: str, outcome: str, kept: Path | None) 
         "starts again empty and forgets which batches it published, so rows published before the "
         "restart that its readers had not read are lost, and a batch the query re-runs (one Spark had "
         f"not recorded as committed) would be published a second time; {outcome}. Serve the sink log "
-        "from a file (ReplayLog(name, path=DIR) in ReplayServer(sinks=...)), whose epoch and record of "
-        f"published batches survive restarts, and start the query with a new checkpointLocation{go_on} "
+        "from a file (ReplayLog(name, path=DIR) in ReplayServer(sinks=...), or rstreams serve --sink "
+        "NAME --path DIR), whose epoch and record of published batches survive restarts, and start "
+        f"the query with a new checkpointLocation{go_on} "
         "(docs/replay.md, Epochs)"
     )
 
