@@ -73,7 +73,7 @@ def serve_log(args: argparse.Namespace) -> int:
             "serve",
             f"--web: the page's address is HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}",
         )
-    from rstreams.replay import ReplayLog, ReplayServer
+    from rstreams.replay import LogDirectoryError, ReplayLog, ReplayServer
     from rstreams.replay._lines import LineSource
 
     capacity = 100_000 if args.capacity is None else args.capacity
@@ -105,6 +105,8 @@ def serve_log(args: argparse.Namespace) -> int:
         return fail("serve", str(bad))
     try:
         log = ReplayLog(args.name, capacity=capacity, path=args.path, **timeouts)
+    except LogDirectoryError as bad:  # --path holds another log
+        return fail("serve", f"{bad} (--path)")
     except ValueError as bad:
         return fail("serve", f"{bad} (--pending-timeout, --reader-timeout)")
     except OSError as bad:  # --path is a file, or a directory that cannot be made
@@ -113,7 +115,7 @@ def serve_log(args: argparse.Namespace) -> int:
     for name in args.sink:
         try:
             sinks[name] = ReplayLog(name, capacity=capacity, evict=True, path=_sink_path(args.path, name))
-        except OSError as bad:  # DIR/sinks/NAME is a file, or cannot be made
+        except (OSError, LogDirectoryError) as bad:  # DIR/sinks/NAME: a file, not made, another log
             for opened in (log, *sinks.values()):
                 opened.close()
             return fail("serve", f"cannot keep sink log {name!r} in --path {args.path}: {bad}")

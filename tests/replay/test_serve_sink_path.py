@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rstreams.cli import main
-from rstreams.replay import fetch_range, request_json, upload
+from rstreams.replay import ReplayLog, fetch_range, request_json, upload
 from testkit import patience
 
 pytestmark = pytest.mark.timeout(60)
@@ -120,3 +120,16 @@ def test_name_of_a_sink_log_kept_in_path_exits_2(
     err = capsys.readouterr().err
     assert err.startswith("rstreams serve: NAME 'out': --path ") and "keeps a sink log of that name" in err
     assert err.count("\n") == 1 and not (tmp_path / "d" / "sinks" / "lines").exists()
+
+
+def test_a_path_that_holds_another_log_exits_2_naming_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`serve URL other --path DIR` after `serve URL nums --path DIR`: DIR's state names the log
+    it holds, so its elements are not served under another name."""
+    ReplayLog("nums", path=tmp_path / "d").close()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    assert main(["serve", "tcp://127.0.0.1:0", "other", "--path", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rstreams serve: the log directory ") and err.count("\n") == 1
+    assert "holds the log 'nums', not 'other'" in err and err.rstrip().endswith("(--path)")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from rstreams.replay import ReplayLog
+from rstreams.replay import LogDirectoryError, ReplayLog
 from rstreams.replay._store import FileStore, MemoryStore, Store
 from testkit.recording import RecordingSubscriber
 
@@ -97,3 +98,27 @@ def test_file_backed_row_counting_log_recounts_on_open(tmp_path: Path) -> None:
     again = ReplayLog("n", capacity=100, path=tmp_path / "log", rows=len)
     assert again.end_within(4, 11) == {"end": 6, "rows": 11}  # 5 + 6
     again.close()
+
+
+def test_a_file_store_keeps_its_log_name_and_refuses_another(tmp_path: Path) -> None:
+    """state.json names the log a directory holds: reopened under its name it opens, under
+    another it is refused before anything is read (its elements would reach another log's
+    readers); a directory of an earlier version, without a name, takes the first it is given."""
+    store = FileStore(tmp_path / "log", "nums")
+    store.append(b"one")
+    store.close()
+    assert json.loads((tmp_path / "log" / "state.json").read_text())["name"] == "nums"
+    with pytest.raises(LogDirectoryError, match=r"holds the log 'nums', not 'other'") as refused:
+        FileStore(tmp_path / "log", "other")
+    assert refused.value.holds == "nums"
+    again = FileStore(tmp_path / "log", "nums")
+    assert again.read(0, 1) == [b"one"]
+    again.close()
+    state = json.loads((tmp_path / "log" / "state.json").read_text())
+    del state["name"]  # as an earlier version wrote it
+    (tmp_path / "log" / "state.json").write_text(json.dumps(state))
+    older = FileStore(tmp_path / "log", "renamed")
+    older.close()
+    assert json.loads((tmp_path / "log" / "state.json").read_text())["name"] == "renamed"
+    with pytest.raises(LogDirectoryError):
+        FileStore(tmp_path / "log", "nums")

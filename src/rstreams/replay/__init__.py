@@ -50,6 +50,7 @@ from rstreams.replay._server import ServerAlreadyRunningError as ServerAlreadyRu
 from rstreams.replay._server import ServerNotRunningError as ServerNotRunningError
 from rstreams.replay._server import StagingFullError as StagingFullError
 from rstreams.replay._server import replay_offer as replay_offer
+from rstreams.replay._store import LogDirectoryError as LogDirectoryError
 
 __all__ = [
     "PACK_BYTES",
@@ -61,6 +62,7 @@ __all__ = [
     "AccessDeniedError",
     "AccessError",
     "CertificateRefusedError",
+    "LogDirectoryError",
     "LogEndedError",
     "LogEpochError",
     "LogLookupError",

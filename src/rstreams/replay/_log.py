@@ -121,7 +121,7 @@ class ReplayLog(Subscriber[Any]):
         self.evict = evict
         self._encode = encode
         self._lock = threading.Lock()
-        self._store: Store = MemoryStore() if path is None else FileStore(path)
+        self._store: Store = MemoryStore() if path is None else FileStore(path, name)
         self._rows = rows
         self._index: RowIndex | None = None
         store = self._store

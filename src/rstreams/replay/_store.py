@@ -15,10 +15,12 @@ elements not yet committed, are on disk. Layout in its directory:
 
 * ``elements-P``: records ``[4-byte big-endian length][bytes]``, the first one at position
   ``P``; a torn last record (a crash mid-append) is cut off when the log opens.
-* ``state.json``: ``{"file_first": P, "first": F, "readers": {NAME: POSITION}, "epoch": E}``,
-  replaced atomically on every trim and whenever a reader joins or leaves; written when the
-  store opens without one or without its ``epoch`` (a directory of an earlier version), so the
-  epoch is on disk before any reader sees it.
+* ``state.json``: ``{"file_first": P, "first": F, "readers": {NAME: POSITION}, "epoch": E,
+  "name": LOG}``, replaced atomically on every trim and whenever a reader joins or leaves;
+  written when the store opens without one or without its ``epoch`` or ``name`` (a directory of
+  an earlier version), so the epoch is on disk before any reader sees it. A directory holding
+  another log's name is refused (:class:`LogDirectoryError`): served under another name, its
+  elements would reach readers of a log they are not.
 * ``batches.jsonl`` (sink logs only, made by :meth:`FileStore.keep_batches`): one line
   ``{"writer": W, "batch": B, "end": E}`` per batch published, written after the batch's
   records and before any reader is told of them. A sink log's records end where its last
@@ -43,11 +45,28 @@ import struct
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FileStore", "MemoryStore", "Store", "new_epoch"]
+from rstreams.errors import ReactiveStreamsError
+
+__all__ = ["FileStore", "LogDirectoryError", "MemoryStore", "Store", "new_epoch"]
 
 _LENGTH = struct.Struct(">I")
 _COMPACT_MIN = 4096
 """Trimmed elements before a store compacts (memory: list slice; file: rewrite)."""
+
+
+class LogDirectoryError(ReactiveStreamsError, ValueError):
+    """A log's ``path=`` directory holds another log: its ``state.json`` names it. Nothing was
+    opened; open it under its own name, or give this log a directory of its own."""
+
+    def __init__(self, directory: Path, holds: str, name: str) -> None:
+        super().__init__(
+            f"the log directory {str(directory)!r} holds the log {holds!r}, not {name!r}: served as "
+            f"{name!r}, its elements would reach readers of another log; open it as {holds!r}, or "
+            f"give {name!r} a directory of its own"
+        )
+        self.directory = directory
+        self.holds = holds
+        self.name = name
 
 
 def new_epoch() -> str:
@@ -105,13 +124,17 @@ class MemoryStore:
 class FileStore:
     """Elements in an append-only file in ``directory`` (created if missing); see the module docstring."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], name: str | None = None) -> None:
         self._dir = Path(directory)
         self._dir.mkdir(parents=True, exist_ok=True)
         self._state = self._dir / "state.json"
         state: dict[str, Any] = {"file_first": 0, "first": 0, "readers": {}}
         if self._state.exists():
             state.update(json.loads(self._state.read_text()))
+        holds = state.get("name")
+        if name is not None and holds is not None and holds != name:
+            raise LogDirectoryError(self._dir, str(holds), name)
+        self.name: str | None = name if holds is None else str(holds)
         self._file_first = int(state["file_first"])
         self._path = self._dir / f"elements-{self._file_first}"
         self._offsets: list[int] = []  # file offset of each record, from file_first on
@@ -121,7 +144,7 @@ class FileStore:
         self.readers: dict[str, int] = {str(k): int(v) for k, v in state["readers"].items()}
         known = state.get("epoch")
         self.epoch = str(known) if known else new_epoch()
-        if not known:
+        if not known or holds is None:
             self._save_state()
         self._batches_path = self._dir / "batches.jsonl"
         self.batches: set[tuple[str, int]] = set()
@@ -252,6 +275,8 @@ class FileStore:
             "readers": self.readers,
             "epoch": self.epoch,
         }
+        if self.name is not None:
+            state["name"] = self.name
         scratch.write_text(json.dumps(state))
         os.replace(scratch, self._state)
 
