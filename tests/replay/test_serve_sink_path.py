@@ -6,33 +6,16 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from rstreams.cli import main
 from rstreams.replay import ReplayLog, fetch_range, request_json, upload
-from testkit import patience
+from testkit.replay import serving_sink
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@contextmanager
-def serving(url: str, *extra: str) -> Iterator[str]:
-    """``rstreams serve URL nums --sink results ...`` in a process of its own; its URL."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "rstreams.cli", "serve", url, "nums", "--sink", "results", *extra],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        yield patience.child_line(server, "rstreams serve's announcement").decode().split(" on ")[-1].strip()
-    finally:
-        patience.stop_child(server, 20)
 
 
 def publish(url: str, token: str, rows: list[bytes], batch: int = 0) -> bool:
@@ -47,14 +30,14 @@ def test_a_sink_log_served_with_path_keeps_rows_epoch_and_batches_across_a_resta
     and rows, and refuses to publish the same batch again (nothing appended)."""
     where = ("--path", str(tmp_path / "kept"))
     rows = [b"a", b"b", b"c"]
-    with serving("tcp://127.0.0.1:0", *where) as url:
+    with serving_sink("tcp://127.0.0.1:0", *where) as url:
         assert publish(url, "t1", rows)
         before = request_json(url, "results?discard=")["epoch"]
         assert fetch_range(url, "results", 0, 3, timeout=20) == rows
     kept = tmp_path / "kept" / "sinks" / "results"
     assert json.loads((kept / "state.json").read_text())["epoch"] == before
     assert (tmp_path / "kept" / "state.json").exists()  # the log of standard input: DIR itself
-    with serving(url, *where) as again:
+    with serving_sink(url, *where) as again:
         assert again == url
         latest = request_json(url, "results?latest")
         assert (latest["epoch"], latest["end"]) == (before, 3)
@@ -66,10 +49,10 @@ def test_a_sink_log_served_with_path_keeps_rows_epoch_and_batches_across_a_resta
 
 def test_a_sink_log_in_memory_gets_a_new_epoch_and_starts_empty() -> None:
     """Without ``--path`` (as before): the restarted sink log is another one."""
-    with serving("tcp://127.0.0.1:0") as url:
+    with serving_sink("tcp://127.0.0.1:0") as url:
         assert publish(url, "t1", [b"a"])
         before = request_json(url, "results?latest")["epoch"]
-    with serving(url) as again:
+    with serving_sink(url) as again:
         latest = request_json(again, "results?latest")
         assert latest["epoch"] != before and latest["end"] == 0
 

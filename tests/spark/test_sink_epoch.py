@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,25 +26,11 @@ from rstreams.spark._sink import (
     stream_writer,
     writer,
 )
-from testkit import patience
+from testkit.replay import serving_sink
 
 pytestmark = pytest.mark.timeout(60)
 
 SCHEMA = StructType([StructField("seq", LongType())])
-
-
-@contextmanager
-def serving(url: str) -> Iterator[str]:
-    """``rstreams serve URL nums --sink results`` in a process of its own (a memory sink log); its URL."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "rstreams.cli", "serve", url, "nums", "--sink", "results"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        yield patience.child_line(server, "rstreams serve's announcement").decode().split(" on ")[-1].strip()
-    finally:
-        patience.stop_child(server, 20)
 
 
 def rows(*seqs: int) -> Iterator[pa.RecordBatch]:
@@ -62,13 +45,13 @@ def test_a_memory_sink_log_restarted_under_a_running_query_refuses_its_next_publ
     """The writer Spark built at the query's start (the executors' copy) stages a batch on the
     restarted log; its commit names the epoch recorded at the start and is refused: nothing is
     published, and the error says what happened and what to do."""
-    with serving("tcp://127.0.0.1:0") as url:
+    with serving_sink("tcp://127.0.0.1:0") as url:
         built = stream_writer(options(url), SCHEMA)
         before = request_json(url, "results?latest")["epoch"]
         assert built._writer.epochs == (before,)
         built.commit([built.write(rows(0, 1))], 0)
         assert request_json(url, "results?latest")["end"] == 2
-    with serving(url) as again:
+    with serving_sink(url) as again:
         assert again == url
         message = built.write(rows(2, 3))  # staged on the new log
         assert message.epochs == (before,)
@@ -91,13 +74,13 @@ def test_a_query_restarted_from_its_checkpoint_against_a_restarted_memory_sink_l
     the file; the file keeps the old epoch, so the query keeps failing until told otherwise."""
     checkpoint = tmp_path / "checkpoint"
     kept = checkpoint / EPOCHS_FILE
-    with serving("tcp://127.0.0.1:0") as url:
+    with serving_sink("tcp://127.0.0.1:0") as url:
         built = stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)
         before = built._writer.epochs[0]
         assert json.loads(kept.read_text()) == {"epochs": {url: {"results": before}}}
         built.commit([built.write(rows(0, 1))], 0)
         stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)  # each commit's writer: same epoch
-    with serving(url):
+    with serving_sink(url):
         now = request_json(url, "results?latest")["epoch"]
         for _ in range(2):
             with pytest.raises(SinkLogRestartedError) as failed:
