@@ -76,6 +76,23 @@ def test_a_request_naming_another_epoch_is_refused_with_nothing_done(serve: Any)
     assert log.readers() == {"r": 1} and log.pending() == {} and log.first == 1
 
 
+def test_fetch_range_takes_the_epoch_and_refuses_a_range_of_another(serve: Any) -> None:
+    """``fetch_range(..., epoch=E)``: the log's own epoch reads as without, packed or not;
+    another is refused with the server's LogEpochError naming both epochs, and nothing else."""
+    log = ReplayLog("nums", capacity=10)
+    log.append([b"a", b"b", b"c"])
+    server = serve({"nums": log})
+    for pack in (0, 2):
+        assert fetch_range(server.url, "nums", 0, 3, pack=pack, epoch=log.epoch) == [b"a", b"b", b"c"]
+        with pytest.raises(RemoteLogError) as refused:
+            fetch_range(server.url, "nums", 0, 3, pack=pack, epoch="0" * 16)
+        said = str(refused.value)
+        assert said.startswith(f"LogEpochError: replay log 'nums': epoch '{'0' * 16}' is not this log's")
+        assert f"('{log.epoch}')" in said and "the log was restarted since the reader saw it" in said
+    assert fetch_range(server.url, "nums", 1, 2, epoch=None) == [b"b"]
+    assert log.readers() == {} and log.first == 0
+
+
 def test_a_memory_log_restarted_and_refilled_past_a_reader_refuses_its_epoch(tmp_path: Path) -> None:
     """``rstreams serve`` killed and started again on the same URL with a memory log that is
     refilled past where a reader committed: the positions are there, but the epoch is another, so
@@ -92,6 +109,9 @@ def test_a_memory_log_restarted_and_refilled_past_a_reader_refuses_its_epoch(tmp
             request_json(url, f"nums?commit=8&reader=q&epoch={before['epoch']}")
         with pytest.raises(RemoteLogError, match=refused):
             list(stream_range(url, "nums", 5, 8, epoch=before["epoch"]))
+        with pytest.raises(RemoteLogError, match=refused):
+            fetch_range(url, "nums", 5, 8, epoch=before["epoch"])
+        assert fetch_range(url, "nums", 5, 8, epoch=after["epoch"]) == [b"line 5", b"line 6", b"line 7"]
         assert request_json(url, "nums?readers")["readers"] == {}
         assert request_json(url, "nums?latest")["first"] == 0
 

@@ -502,15 +502,23 @@ def fetch_range(
     *,
     pack: int = PACK,
     access: Access | None = None,
+    epoch: str | None = None,
 ) -> list[bytes]:
     """Exactly the elements at positions ``[start, end)`` of ``log``, ``pack`` per wire element.
 
+    ``epoch``: the log's epoch the positions were taken from (a ``latest`` answer's
+    ``"epoch"``, :attr:`ReplayLog.epoch <rstreams.replay.ReplayLog.epoch>`): a log of another
+    epoch (restarted in memory since, so its positions may hold other elements) refuses the
+    range before sending any of it (docs/replay.md, *Epochs*).
+
     Raises:
-        RemoteLogError: the server refused (for example positions already trimmed).
+        RemoteLogError: the server refused (for example positions already trimmed; or, with
+            ``epoch``, ``LogEpochError`` naming both epochs: the log was restarted).
         LogEndedError: fewer elements than asked for arrived (the log ended early).
         ReplayTimeoutError: the range did not arrive within ``timeout`` seconds.
+        AccessDeniedError, ServerUnavailableError: as :func:`request_json`.
     """
-    return list(stream_range(url, log, start, end, timeout, pack=pack, access=access))
+    return list(stream_range(url, log, start, end, timeout, pack=pack, access=access, epoch=epoch))
 
 
 _ON_A_CHANNEL = frozenset({8, 9})
