@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +45,7 @@ def _watch_page(out: _Output, seen: dict[str, Any]) -> None:
     """What a browser does: read config.json, subscribe over RS.io on its WebSocket, take a row."""
     if not patience.wait(out.page, 60, family()):
         return
-    with urllib.request.urlopen(out.page_url + "config.json", timeout=10) as answer:
-        config = json.loads(answer.read())
+    config = json.loads(patience.urlopen(out.page_url + "config.json", 10, family())[2])
     seen["config"] = config
 
     async def first_row() -> None:

@@ -6,12 +6,12 @@ import asyncio
 import contextlib
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any, Self
 
 from rstreams.api import Subscriber, Subscription
 from rstreams.net import Server, serve
+from testkit import patience
 from testkit.bound import Bound
 
 WAIT = 10.0
@@ -129,9 +129,9 @@ async def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], floa
     """Every sample of one scrape: (name, sorted labels) -> value (the scrape runs off the loop)."""
 
     def get() -> str:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            assert response.status == 200
-            return str(response.read().decode())
+        status, _, body = patience.urlopen(url)  # (the metrics server: a thread of this process)
+        assert status == 200, (status, body)
+        return body.decode()
 
     text = await asyncio.to_thread(get)
     from prometheus_client import parser  # the rstreams[metrics] extra

@@ -18,11 +18,15 @@ counted, which only shortens a wait towards wall time.
 
 from __future__ import annotations
 
+import concurrent.futures
+import email.message
 import os
 import queue
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterable
 from typing import IO, Any, AnyStr, Literal, Protocol, TypeVar, overload
 
@@ -30,6 +34,7 @@ from testkit.bound import HARD, LOOK, WAIT, Starved
 
 __all__ = [
     "Patience",
+    "call",
     "child_line",
     "communicate",
     "exception",
@@ -37,6 +42,7 @@ __all__ = [
     "join",
     "result",
     "run",
+    "urlopen",
     "wait",
     "wait_child",
     "wait_for",
@@ -183,6 +189,47 @@ def get(items: queue.Queue[T], limit: float = WAIT, children: Iterable[int] = ()
     if not patience.until(step):
         raise queue.Empty(f"nothing after {patience.said()}")
     return got[0]
+
+
+def call(function: Callable[[], T], limit: float = WAIT, children: Iterable[int] = ()) -> T:
+    """``function()`` run in a daemon thread and awaited, bounded by :class:`Patience` (over
+    ``children`` too, for a call that awaits a child): its value, or its error raised;
+    ``TimeoutError`` once the bound is over. The thread is then left to end by itself:
+    ``function`` must end on its own (a socket with a timeout of its own, as :func:`urlopen`)."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def target() -> None:
+        try:
+            future.set_result(function())
+        except BaseException as error:  # (given to the waiting thread, raised there)
+            future.set_exception(error)
+
+    threading.Thread(target=target, daemon=True).start()
+    patience = Patience(limit, children)
+    if not patience.until(lambda seconds: _settled(future, seconds)):
+        raise TimeoutError(f"no result after {patience.said()}")
+    return future.result(0)
+
+
+def urlopen(
+    request: str | urllib.request.Request, limit: float = WAIT, children: Iterable[int] = ()
+) -> tuple[int, email.message.Message, bytes]:
+    """``urllib.request.urlopen(request, timeout=limit)`` and its body read, bounded by
+    :func:`call` (over ``children`` too, where a child serves the request): the status, the
+    headers and the body, an HTTP error's as well (a 404 is an answer, not a failure).
+
+    The socket's own timeout is :data:`~testkit.bound.HARD` times ``limit``, the hard bound: it
+    only ends the thread of a request the bound gave up on."""
+
+    def fetch() -> tuple[int, email.message.Message, bytes]:
+        try:
+            with urllib.request.urlopen(request, timeout=HARD * limit) as answer:
+                return answer.status, answer.headers, answer.read()
+        except urllib.error.HTTPError as error:
+            with error:
+                return error.code, error.headers, error.read()
+
+    return call(fetch, limit, children)
 
 
 # -- child processes ----------------------------------------------------------------------------

@@ -9,9 +9,8 @@ import os
 import socket
 import subprocess
 import sys
-import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ from rstreams.web import (
     static_file,
 )
 from testkit import patience
-from testkit.bound import WAIT, within
+from testkit.bound import HARD, WAIT, family, within
 from testkit.net import assert_collected_closes_its_loop
 
 STATIC = Path(rstreams.__file__).parent / "web" / "static"
@@ -43,24 +42,26 @@ def page() -> Iterator[LivePage]:
         yield live
 
 
-def get(url: str, method: str = "GET") -> tuple[int, str, bytes]:
-    request = urllib.request.Request(url, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return answer.status, answer.headers["Content-Type"], answer.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers["Content-Type"], error.read()
+def get(url: str, method: str = "GET", children: Iterable[int] = ()) -> tuple[int, str, bytes]:
+    """The status, Content-Type and body, bounded by the own time of this process (where a
+    page's server is a thread) and of ``children`` (where it is a child)."""
+    status, headers, body = patience.urlopen(urllib.request.Request(url, method=method), WAIT, children)
+    return status, headers["Content-Type"], body
 
 
 def raw(page: LivePage, data: bytes) -> bytes:
-    """Send ``data`` as the request and read the whole answer."""
+    """Send ``data`` as the request and read the whole answer (bounded as :func:`get`)."""
     host, port = page.url.removeprefix("http://").rstrip("/").rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(data)
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
+
+    def exchange() -> bytes:
+        with socket.create_connection((host, int(port)), timeout=HARD * WAIT) as sock:
+            sock.sendall(data)
+            chunks = []
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    return patience.call(exchange)
 
 
 @pytest.mark.timeout(30)
@@ -167,12 +168,12 @@ def test_cli_serve_web_serves_the_page_for_the_log() -> None:
     try:
         process.stdin.write(b'{"sensor": "a", "value": 1.5}\n{"sensor": "b", "value": 2.5}\n')
         process.stdin.flush()
-        first = process.stdout.readline().decode()
-        second = process.stdout.readline().decode()
+        first = patience.child_line(process, "its serving line").decode()
+        second = patience.child_line(process, "its page's line").decode()
         assert first.startswith("serving 'lines'"), first
         assert second.startswith("live page: http://127.0.0.1:"), second
         url = second.split()[2]
-        config = json.loads(get(url + "config.json")[2])
+        config = json.loads(get(url + "config.json", children=[process.pid])[2])
         assert config["publisher"] == "lines"
 
         async def read() -> list[bytes]:
@@ -218,8 +219,10 @@ async def _ws_status(url: str, origin: str | None) -> int:
     from websockets.exceptions import InvalidStatus
 
     try:
-        async with ws_connect(url, subprotocols=["rsio.v0"], origin=origin, proxy=None, open_timeout=10):
-            return 101
+        opening = ws_connect(url, subprotocols=["rsio.v0"], origin=origin, proxy=None, open_timeout=None)
+        connection = await within(opening, WAIT, family())  # (the page's server: a thread of this process)
+        await within(connection.close(), WAIT, family())
+        return 101
     except InvalidStatus as refused:
         return int(refused.response.status_code)
 
