@@ -37,22 +37,22 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Self
 
 import rstreams
 from rstreams.wire import ClientHello, Frame, encode
 from testkit import patience
-from testkit.bound import within
+from testkit.bound import HARD, Starved, family, within
 
 MiB = 1024 * 1024
 RCVBUF = 16 * 1024
 """A flooder's receive buffer: small, so that the kernel holds little of what the server sends it."""
 STALL = 3.0
-"""A flood ends once none of its flooders got a byte out for this long: the server stopped
-reading them. (Today's server, busy parsing, still reads one of eight every few tenths of a
-second.)"""
+"""A flood ends once none of its flooders got a byte out for this long of the own time of this
+process and its descendants (:class:`Progress`): the server stopped reading them. (Today's
+server, busy parsing, still reads one of eight every few tenths of a second.)"""
 STARVED = 10.0
 """Seconds without the legitimate client's next elements after which it counts as starved
 (a failure detector, not a speed target: served, it takes milliseconds)."""
@@ -206,16 +206,40 @@ def stop_process(child: subprocess.Popen[str]) -> None:
 
 # -- flooders -----------------------------------------------------------------------------
 class Progress:
-    """When any flooder of a flood last got a byte into its socket (monotonic seconds)."""
+    """How long since any flooder of a flood last got a byte into its socket, in the own time of
+    the processes whose reading it awaits: wall time less the time their threads waited for a
+    CPU (:class:`~testkit.bound.Starved`; by default this process and its descendants, the peer
+    under test among them), so that a peer the machine's load starves is not taken for one
+    that stopped reading. Whatever the load, a stall is over after
+    :data:`~testkit.bound.HARD` times as much wall time."""
 
-    def __init__(self) -> None:
-        self.last = time.monotonic()
+    LOOK = 0.25
+    """Seconds between two looks at the threads' delays while stalled (the flooders ask every
+    0.1 s each)."""
+
+    def __init__(self, children: Iterable[int] | None = None) -> None:
+        self._children = tuple(family() if children is None else children)
+        self._lock = threading.Lock()
+        self.made()
 
     def made(self) -> None:
         self.last = time.monotonic()
+        self._starved: Starved | None = None  # (counted from the first look after this byte)
+        self._seen = (self.last, 0.0)
 
     def stalled_for(self) -> float:
-        return time.monotonic() - self.last
+        now = time.monotonic()
+        wall = now - self.last
+        with self._lock:
+            looked, delay = self._seen
+            if self._starved is None:
+                self._starved = Starved((), self._children)
+                self._starved.read()
+                self._seen = (now, 0.0)
+            elif now - looked >= self.LOOK:
+                self._seen = (now, self._starved.read())
+            delay = self._seen[1]
+        return max(wall - delay, wall / HARD)
 
 
 @dataclasses.dataclass
