@@ -73,16 +73,25 @@ class TrimmedError(ReactiveStreamsError, LookupError):
 class LogEpochError(ReactiveStreamsError, LookupError):
     """A request named an epoch (``NAME?...&epoch=E``) that is not the log's: the log the reader
     knew is gone (restarted without its file, its positions starting again at 0, or its file
-    replaced), so the same positions may hold other elements. Nothing was done."""
+    replaced), so the same positions may hold other elements. Nothing was done, except that a
+    publish refused so drops the uploads it names that were staged on the log since its restart
+    (``dropped``: how many): no writer naming the old epoch could ever publish them."""
 
-    def __init__(self, name: str, given: str, epoch: str) -> None:
+    def __init__(self, name: str, given: str, epoch: str, *, dropped: int = 0) -> None:
+        done = "nothing was done"
+        if dropped:
+            done = (
+                f"nothing was published, and the {dropped} upload(s) the publish named, staged on the "
+                "log since its restart, were dropped (a writer of the old epoch cannot publish them)"
+            )
         super().__init__(
             f"replay log {name!r}: epoch {given!r} is not this log's ({epoch!r}): the log was "
             "restarted since the reader saw it (a log in memory starts again empty, at position 0; "
-            "or its file was replaced), so its positions may hold other elements; nothing was done"
+            f"or its file was replaced), so its positions may hold other elements; {done}"
         )
         self.given = given
         self.epoch = epoch
+        self.dropped = dropped
 
 
 class LogLookupError(ReactiveStreamsError, LookupError):

@@ -74,7 +74,7 @@ from rstreams.flow._public import error as error_flow
 from rstreams.net._channels import ChannelFactory
 from rstreams.net._loop_thread import close_idle, loop_thread
 from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT
-from rstreams.replay._cursor import LogLookupError, unpack
+from rstreams.replay._cursor import LogEpochError, LogLookupError, unpack
 from rstreams.replay._log import ReplayLog
 from rstreams.rules import check_subscriber
 
@@ -313,9 +313,12 @@ class _Staging:
             if missing:  # never publish a batch with a hole in it
                 answer.set_exception(
                     LogLookupError(
-                        f"sink log {self.log.name!r}: upload {missing[0]!r} is not staged here (was the "
-                        "server restarted since it was uploaded?); batch "
-                        f"{batch} of writer {writer!r} is not published"
+                        f"sink log {self.log.name!r}: upload {missing[0]!r} is not staged here: staged "
+                        "uploads live in the server's memory, so a restart of the server since the upload "
+                        "lost it (or it never came here, or was discarded); batch "
+                        f"{batch} of writer {writer!r} is not published, nothing of it was appended, and "
+                        "its other uploads stay staged until discarded: upload the batch again and "
+                        "publish it (a Spark query restarted from its checkpoint re-runs it)"
                     )
                 )
                 return answer
@@ -329,11 +332,19 @@ class _Staging:
         return answer
 
     def discard(self, tokens: list[str]) -> dict[str, Any]:
+        self.drop(tokens)
+        return {"discarded": len(tokens), "epoch": self.log.epoch}
+
+    def drop(self, tokens: list[str]) -> int:
+        """Forget ``tokens`` (staged or under way); how many of them had rows or an upload here."""
+        found = 0
         with self._lock:
             for token in tokens:
+                if token in self._uploads or token in self._done:
+                    found += 1
                 self._forget(token)
                 self._done.pop(token, None)
-        return {"discarded": len(tokens), "epoch": self.log.epoch}
+        return found
 
 
 class _Stager(Subscriber[bytes]):
@@ -637,7 +648,15 @@ def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> 
             f"log {log.name!r}: unknown parameter {unknown[0]!r}; a log's name takes {', '.join(QUERY_KEYS)}"
         )
     if "epoch" in params:  # the reader's epoch of the log: a restarted log refuses, before anything
-        log.check_epoch(params["epoch"])
+        try:
+            log.check_epoch(params["epoch"])
+        except LogEpochError as refused:
+            if staging is None or "publish" not in params:
+                raise
+            # A writer of the old epoch staged these on the restarted log: no publish of its can
+            # take them, and no one else knows their tokens, so they go (not held until a restart).
+            dropped = staging.drop([t for t in params.get("tokens", "").split(",") if t])
+            raise LogEpochError(log.name, refused.given, refused.epoch, dropped=dropped) from None
     if "latest" in params:
         return _answer(log.info())
     if "rows" in params:
