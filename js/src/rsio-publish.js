@@ -224,6 +224,20 @@ export function splitQuery(query) {
   return { params: Object.fromEntries(entries), fault };
 }
 
+/**
+ * What a subscribe for `name` that nothing is offered under is refused with (PROTOCOL.md §5.5,
+ * §21.3), the same text in every binding: `PATH` is the name's path as written (up to its first
+ * `?`, not decoded, not escaped). `kind`: "publisher", "channel" (a channel open) or "channel-only"
+ * (a plain subscribe to a name offered only as a channel).
+ */
+export function unknownMessage(name, kind = "publisher") {
+  const question = name.indexOf("?");
+  const path = question < 0 ? name : name.slice(0, question);
+  if (kind === "channel") return `no channel named '${path}' (PROTOCOL.md §21.3)`;
+  if (kind === "channel-only") return `no publisher named '${path}' ('${path}' is a channel: open it as one, PROTOCOL.md §21.3)`;
+  return `no publisher named '${path}'`;
+}
+
 const notUtf8 = (part) => `has the query part '${part}', which is not percent-encoded UTF-8`;
 
 /** One query part percent-decoded; null when it is not percent-encoded UTF-8 (RFC 3986 §2.1). */
@@ -410,14 +424,9 @@ export class ServingTable {
       return this._refuse(id, `${channel ? "channel" : "publisher"} name '${name}' ${found.fault} (PROTOCOL.md §5.5)`,
         APPLICATION);
     }
-    if (found === null) {
-      if (channel) return this._refuse(id, `no channel named '${name}' (PROTOCOL.md §21.3)`, UNKNOWN_PUBLISHER);
-      if (this._channels?.find(name) != null) { // offered only as a channel: say so (§21.3)
-        return this._refuse(id, `no publisher named '${name}' ('${name}' is a channel: open it as one, `
-          + "PROTOCOL.md §21.3)", UNKNOWN_PUBLISHER);
-      }
-      const offered = this._offer.size ? "" : ": this endpoint publishes nothing";
-      return this._refuse(id, `no publisher named '${name}'${offered}`, UNKNOWN_PUBLISHER);
+    if (found === null) { // a plain subscribe to a name offered only as a channel says so (§21.3)
+      const kind = channel ? "channel" : this._channels?.find(name) != null ? "channel-only" : "publisher";
+      return this._refuse(id, unknownMessage(name, kind), UNKNOWN_PUBLISHER);
     }
     const input = channel ? this._conn._channels.serve(id) : null; // the opener's input (§21.3)
     let publisher = found.target;
@@ -435,8 +444,7 @@ export class ServingTable {
       }
       if (publisher == null) { // the factory's "none"
         input?.outputEnded();
-        return this._refuse(id, channel ? `no channel named '${name}' (PROTOCOL.md §21.3)` : `no publisher named '${name}'`,
-          UNKNOWN_PUBLISHER);
+        return this._refuse(id, unknownMessage(name, channel ? "channel" : "publisher"), UNKNOWN_PUBLISHER);
       }
       if (!isPublisher(publisher)) {
         input?.outputEnded();

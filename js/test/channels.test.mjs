@@ -347,7 +347,7 @@ describe("serving channels (listen()'s side)", () => {
     await tick();
     assert.deepEqual(ws.of("onError").map((f) => [f.subscriber, f.error]), [
       [2, "no publisher named 'in' ('in' is a channel: open it as one, PROTOCOL.md §21.3)"],
-      [3, "no publisher named 'out': this endpoint publishes nothing"],
+      [3, "no publisher named 'out'"],
     ]);
   });
 

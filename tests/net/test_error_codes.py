@@ -141,7 +141,8 @@ def _refusing_factory(params: dict[str, str]) -> Any:
 
 async def test_unknown_names_are_refused_alike_whether_missed_or_refused_by_a_factory() -> None:
     """A name no key or pattern matches, a function offer's None and a factory raising
-    UnknownPublisherError: the same unknown-publisher refusal, with the path decoded."""
+    UnknownPublisherError: the same unknown-publisher refusal (code 2). The side's own text names
+    the path as written (PROTOCOL.md §5.5); the factory's names what the factory gave."""
     offers: list[Any] = [
         {"rooms/{room}": _refusing_factory, "other/{x}": _refusing_factory},
         lambda path, params: None,
@@ -150,6 +151,7 @@ async def test_unknown_names_are_refused_alike_whether_missed_or_refused_by_a_fa
         async with await serve("tcp://127.0.0.1:0", offer) as server:
             for name in ("rooms/r%20x?y=1", "nope%2Fx?z=2"):
                 unknown = await _error(server.url, name)
-                path = "rooms/r x" if name.startswith("rooms") else "nope/x"
+                by_factory = name.startswith("rooms") and isinstance(offer, dict)
+                path = "rooms/r x" if by_factory else name.partition("?")[0]
                 assert isinstance(unknown, UnknownPublisher) and unknown.code == ErrorCode.UNKNOWN_PUBLISHER
-                assert unknown.message == f"no publisher named {path!r}"
+                assert unknown.message == f"no publisher named '{path}'"

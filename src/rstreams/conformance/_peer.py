@@ -17,6 +17,7 @@ from collections.abc import Callable
 from rstreams.conformance._monitor import Monitor, ServedView, StreamView
 from rstreams.conformance._transport import RawTransport
 from rstreams.errors import ReactiveStreamsError
+from rstreams.net._routes import unknown_message
 from rstreams.wire import Frame, FrameParser, Goodbye, OnError, ServerHello, Subscribe, encode
 from rstreams.wire.events import Answer, OnNextBatch
 
@@ -129,7 +130,7 @@ class Peer:
 
     def _refuse(self, frame: Subscribe) -> None:
         """Refuse a subscribe to a name the case does not offer (§5.5)."""
-        refusal = OnError(subscriber=frame.subscriber, error=f"no publisher named {frame.publisher!r}")
+        refusal = OnError(subscriber=frame.subscriber, error=unknown_message(frame.publisher))
         task = asyncio.get_running_loop().create_task(self.raw.write(self.prepare(refusal)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

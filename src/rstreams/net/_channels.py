@@ -182,7 +182,7 @@ class Channels:
         serving = self._serving
         found = self._factories.lookup(name)
         if found is None:
-            unknown = f"no channel named {name.partition('?')[0]!r} (PROTOCOL.md §21.3)"
+            unknown = f"no channel named '{name.partition('?')[0]}' (PROTOCOL.md §21.3)"  # path as written
             serving.refuse(sid, unknown, ErrorCode.UNKNOWN_PUBLISHER, name)
             return
         factory, params, fault = found

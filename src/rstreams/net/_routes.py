@@ -117,7 +117,8 @@ def _route(target: Target, codec: Codec[Any] | None) -> _Route:
 
 
 class UnknownPublisherError(ReactiveStreamsError, LookupError):
-    """No publisher is offered under the requested name (``channel``: the name is a channel's)."""
+    """No publisher is offered under the requested name (``channel``: the name is a channel's);
+    its text is :func:`unknown_message`'s."""
 
     def __init__(self, name: str, *, channel: bool = False) -> None:
         super().__init__(unknown_message(name, channel=channel))
@@ -129,14 +130,16 @@ class MalformedNameError(ReactiveStreamsError, ValueError):
     its subscribe is refused with onError code 1 and this text, which names the fault."""
 
 
-def unknown_message(path: str, *, channel: bool = False) -> str:
-    """What a subscribe for ``path`` is refused with when nothing is offered under it;
-    ``channel``: when the side offers ``path`` as a channel, which a plain subscribe never
-    reaches (PROTOCOL.md §21.3). Always starts ``no publisher named 'PATH'``: the metrics
-    (:mod:`rstreams.observe`) and the ``rstreams`` command tell the refusal by that."""
+def unknown_message(name: str, *, channel: bool = False) -> str:
+    """What a subscribe for ``name`` is refused with when nothing is offered under it (PROTOCOL.md
+    §5.5): ``no publisher named 'PATH'``, ``PATH`` the name's path as written (up to its first
+    ``?``, not decoded, not escaped), the same text in every binding; ``channel``: when the side
+    offers the name as a channel, which a plain subscribe never reaches (§21.3). The metrics
+    (:mod:`rstreams.observe`) and the ``rstreams`` command tell the refusal by its start."""
+    path = name.partition("?")[0]
     if channel:
-        return f"no publisher named {path!r} ({path!r} is a channel: open it as one, PROTOCOL.md §21.3)"
-    return f"no publisher named {path!r}"
+        return f"no publisher named '{path}' ('{path}' is a channel: open it as one, PROTOCOL.md §21.3)"
+    return f"no publisher named '{path}'"
 
 
 def split_name(name: str) -> tuple[str, dict[str, str]]:
@@ -441,7 +444,7 @@ class Router:
         """Like :meth:`resolve`, plus whether the Publisher emits batches (``with_codec(batched=True)``)."""
         found = self.find_batched(name)
         if found is None:
-            raise UnknownPublisherError(split_name(name)[0])
+            raise UnknownPublisherError(name)
         return found
 
     def find_batched(self, name: str) -> tuple[Publisher[Any], Codec[Any] | None, bool] | None:
@@ -473,7 +476,7 @@ class Router:
                 route = self._match(cached[4], params)
         if route is None:
             if self._channels is not None and self._channels.lookup(name) is not None:
-                raise UnknownPublisherError(path, channel=True)
+                raise UnknownPublisherError(name, channel=True)
             return None
         if cached[2] is not None:  # a malformed name (§5.5): refused with code 1
             raise MalformedNameError(malformed_message(name, cached[2]))

@@ -55,7 +55,6 @@ from rstreams.net._routes import (
     Offer,
     Router,
     UnknownPublisherError,
-    split_name,
     unknown_message,
 )
 from rstreams.rules import check_error
@@ -904,7 +903,7 @@ class ServingTable:
             return
         else:
             if found is None:  # no exception for an unknown name: refusals come in floods
-                self.refuse(sid, unknown_message(split_name(name)[0]), ErrorCode.UNKNOWN_PUBLISHER, name)
+                self.refuse(sid, unknown_message(name), ErrorCode.UNKNOWN_PUBLISHER, name)
             else:  # attach's steps (its answer inlined: a request/response's, once per subscribe)
                 publisher, codec, batched = found
                 demand = event.initial_demand

@@ -645,7 +645,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private void serve(long id, String name) {
         Routes.Match match = options.routes().resolve(name, facade);
         Flow.Publisher<byte[]> publisher = null;
-        String refusal = "no publisher named '" + name + "'";
+        String refusal = Routes.unknown(name);
         long code = ErrorCode.UNKNOWN_PUBLISHER.value();
         if (match != null && match.fault() != null) { // a malformed name: refused, not half understood (§5.5)
             refusal = "publisher name '" + name + "' " + match.fault() + " (PROTOCOL.md §5.5)";

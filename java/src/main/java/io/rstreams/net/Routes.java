@@ -166,6 +166,16 @@ final class Routes {
         return pattern.length == segments.length ? fields : null;
     }
 
+    /**
+     * What a subscribe for {@code name} that no route matches is refused with (PROTOCOL.md §5.5),
+     * the same text in every binding: {@code no publisher named 'PATH'}, PATH the name's path as
+     * written (up to its first {@code ?}, not decoded, not escaped).
+     */
+    static String unknown(String name) {
+        int q = name.indexOf('?');
+        return "no publisher named '" + (q < 0 ? name : name.substring(0, q)) + "'";
+    }
+
     private static String notUtf8(String part) {
         return "has the query part '" + part + "', which is not percent-encoded UTF-8";
     }
