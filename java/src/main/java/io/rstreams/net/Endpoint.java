@@ -675,7 +675,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     private void closedByProtocol(Event.Closed c) {
-        awaitingAnswer = false; // the peer's answer (or its end of input) came: the close goes on below
+        boolean saidGoodbye = awaitingAnswer; // our goodbye went out earlier (an orderly close, §9.1)
+        awaitingAnswer = false; // the peer's answer (or its end of input, or a violation) came: the close goes on below
         ProtocolException error = c.error();
         RuntimeException why = error != null
                 ? new ConnectionClosedException(error.getMessage().equals(abortReason) ? abortText : error.getMessage(), c.code())
@@ -683,13 +684,16 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                         : "the peer said goodbye" + (c.reason().isEmpty() ? "" : ": " + c.reason()), c.code());
         ended(c.reason(), why);
         boolean weSentGoodbye = conn.pendingOutput() > 0; // our error goodbye, or our answer to the peer's
-        boolean weSentErrorGoodbye = error != null && weSentGoodbye;
+        // our error goodbye, or a violation read while our goodbye awaits its answer: nothing more
+        // goes out (§9.1), but closing at once with the peer's input unread would reset the
+        // transport, and the peer could lose our goodbye; so the close lingers as after an error goodbye
+        boolean lingers = error != null && (weSentGoodbye || saidGoodbye);
         writePending();
         if (!channel.isActive() || inputEnded) {
             return; // the input-shutdown handler closes after the write
         }
         boolean canHalfClose = ctx.pipeline().get(WebSocketBridge.class) == null && ctx.pipeline().get(SslHandler.class) == null;
-        if (weSentGoodbye && canHalfClose && channel instanceof DuplexChannel socket) {
+        if ((weSentGoodbye || lingers) && canHalfClose && channel instanceof DuplexChannel socket) {
             // §10: write the goodbye, close our sending side, keep reading (and discarding) until
             // the peer closes or the linger time is over, then close. An answer to the peer's
             // goodbye too: a peer that goes on writing after its goodbye (§9.1 says it must not)
@@ -700,7 +704,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             channel.eventLoop().schedule(() -> {
                 channel.close();
             }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
-        } else if (weSentErrorGoodbye) {
+        } else if (lingers) {
             // TLS and WebSocket cannot half-close: discard input until the peer closes or the linger time is over
             discarding = true;
             ctx.flush();
@@ -764,7 +768,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * server's close() on each connection): goodbye {@code reason} with code 0 (normal), then
      * the peer's input is still read, anything but its goodbye discarded (elements in flight
      * included), and its answering goodbye or its end of input closes the transport, after
-     * {@link #CLOSE_MILLIS} at most (§9.1). Before the peer's hello there is no answer to wait for (the peer may not speak
+     * {@link #CLOSE_MILLIS} at most (§9.1); a violation ends the wait, and the transport closes
+     * as after an error goodbye (§10). Before the peer's hello there is no answer to wait for (the peer may not speak
      * RS.io): the goodbye, without a code (§19.1), is written and the transport closed as after
      * an error goodbye (at once where the peer closes on reading it; its input discarded
      * meanwhile, for the linger time at most); a transport still in its TLS or WebSocket

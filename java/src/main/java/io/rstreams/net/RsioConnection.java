@@ -57,7 +57,9 @@ public final class RsioConnection implements AutoCloseable {
      * Says goodbye (PROTOCOL.md §9.1): every stream in both directions ends, local subscribers
      * with {@link ConnectionClosedException}; the peer's input is still read (anything but its
      * goodbye discarded) and the transport closes once the peer's answering goodbye arrives or
-     * its input ends, or after five seconds (as rstreams' CLOSE_TIMEOUT). Before the
+     * its input ends, or after five seconds (as rstreams' CLOSE_TIMEOUT); a protocol violation
+     * by the peer ends the wait too, the transport then closing as after an error goodbye (its
+     * input discarded until the peer closes, two seconds at most). Before the
      * peer's hello no answer is awaited (it may not speak RS.io): the transport closes once the
      * peer ends its input, after two seconds (the linger time) at most. Completes when the
      * transport has closed.

@@ -178,16 +178,31 @@ public class CloseTimeoutTest {
     }
 
     @Test(timeOut = 30_000)
-    public void aViolationAfterOurGoodbyeEndsTheWaitWithoutASecondGoodbye() throws Exception {
-        Embedded e = new Embedded(Connection.Side.SERVER);
-        e.receive(hello(false));
-        e.sent();
-        CompletableFuture<Void> closed = e.endpoint.closeOrderly("server closing");
-        assertEquals(e.sent().size(), 2, "goodbyeCode(0), goodbye");
-        e.receiveBytes(new byte[] {0x0E}); // a message of an unknown type (§3)
-        assertFalse(e.channel.isOpen(), "the peer broke the protocol: nothing is left to wait for");
-        assertTrue(closed.isDone());
-        assertEquals(e.sent(), List.of(), "we said goodbye already: nothing more goes out (§9.1)");
+    public void aViolationAfterOurGoodbyeEndsTheWaitAndTheCloseLingersWithoutASecondGoodbye() throws Exception {
+        for (boolean peerCloses : new boolean[] {false, true}) {
+            Embedded e = new Embedded(Connection.Side.SERVER);
+            e.receive(hello(false));
+            e.sent();
+            CompletableFuture<Void> closed = e.endpoint.closeOrderly("server closing");
+            assertEquals(e.sent().size(), 2, "goodbyeCode(0), goodbye");
+            e.receiveBytes(new byte[] {0x0E}); // a message of an unknown type (§3)
+            assertTrue(e.channel.isOpen(), "closed at once: unread input would reset the transport, our goodbye with it");
+            e.receive(new Frame.Subscribe("ours", 1, 1), new Frame.Goodbye("late")); // discarded, even a goodbye
+            assertEquals(e.sent(), List.of(), "we said goodbye already: nothing more goes out (§9.1)");
+            if (peerCloses) {
+                e.channel.pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+                e.channel.runPendingTasks();
+                assertFalse(e.channel.isOpen(), "the peer ended its input: nothing is left to linger for");
+            } else {
+                e.advance(LINGER_MILLIS - 1);
+                assertTrue(e.channel.isOpen(), "the linger is two seconds");
+                assertFalse(closed.isDone());
+                e.advance(1);
+                assertFalse(e.channel.isOpen(), "still open after the linger");
+            }
+            assertTrue(closed.isDone());
+            assertEquals(e.sent(), List.of());
+        }
     }
 
     @Test(timeOut = 30_000)
@@ -236,36 +251,99 @@ public class CloseTimeoutTest {
         }
     }
 
+    /** A client without keepalive, connected to a raw peer that plays its server on a loopback listener. */
+    private static final class RawServer implements AutoCloseable {
+        final RsioClient client = RsioClient.builder().keepalive(null).build();
+        final ServerSocket listener;
+        final CompletableFuture<RsioConnection> connecting;
+        final Socket peer;
+        private final FrameParser parser = new FrameParser(Limits.DEFAULT);
+
+        RawServer() throws Exception {
+            listener = RawSockets.listen();
+            connecting = client.connect("tcp://127.0.0.1:" + listener.getLocalPort());
+            peer = RawSockets.accept(listener);
+        }
+
+        /** At least {@code count} more frames from the client (a frame cut by a read is kept for the next call). */
+        List<Frame> read(int count) throws Exception {
+            return readFrames(peer.getInputStream(), parser, count);
+        }
+
+        void write(Frame... frames) throws Exception {
+            for (Frame f : frames) {
+                peer.getOutputStream().write(FrameWriter.encode(f, 0));
+            }
+        }
+
+        /** Reads the client's hello and answers with ours (error-codes offered). */
+        void hellos() throws Exception {
+            assertTrue(read(1).get(0) instanceof Frame.Hello);
+            write(hello(true));
+        }
+
+        /**
+         * The opening of a connection whose client has read our hello: the client subscribes to
+         * {@code refused}, and we answer with our hello and an onError; returns once its
+         * subscriber has failed with that.
+         */
+        RsioConnection opened() throws Exception {
+            RsioConnection conn = connecting.get(20, TimeUnit.SECONDS);
+            TestSubscriber<byte[]> sub = new TestSubscriber<>();
+            conn.publisher("refused").subscribe(sub);
+            sub.request(1);
+            List<Frame> opening = read(2);
+            assertTrue(opening.get(0) instanceof Frame.Hello && opening.get(1) instanceof Frame.Subscribe, opening.toString());
+            write(hello(true), new Frame.OnError(1, "refused"));
+            assertTrue(sub.awaitTerminal() instanceof RemoteStreamException); // our hello was read before
+            return conn;
+        }
+
+        /** The client's frames up to its goodbye (the subscribe's request may come first); the last two returned. */
+        List<Frame> goodbye() throws Exception {
+            List<Frame> sent = new ArrayList<>();
+            while (sent.isEmpty() || !(sent.get(sent.size() - 1) instanceof Frame.Goodbye)) {
+                sent.addAll(read(1));
+            }
+            assertTrue(sent.size() >= 2, sent.toString());
+            return sent.subList(sent.size() - 2, sent.size());
+        }
+
+        @Override
+        public void close() throws Exception {
+            try (listener; peer) {
+                client.close();
+            }
+        }
+    }
+
     @Test(timeOut = 60_000)
     public void aClientClosingSaysGoodbyeWithCodeZeroOnEachConnectionAndReadsTheAnswer() throws Exception {
-        RsioClient client = RsioClient.builder().keepalive(null).build();
-        try (ServerSocket listener = RawSockets.listen()) {
-            CompletableFuture<RsioConnection> connecting = client.connect("tcp://127.0.0.1:" + listener.getLocalPort());
-            try (Socket peer = RawSockets.accept(listener)) {
-                TestSubscriber<byte[]> sub = new TestSubscriber<>();
-                connecting.get(20, TimeUnit.SECONDS).publisher("refused").subscribe(sub);
-                sub.request(1);
-                FrameParser parser = new FrameParser(Limits.DEFAULT);
-                List<Frame> opening = readFrames(peer.getInputStream(), parser, 2);
-                assertTrue(opening.get(0) instanceof Frame.Hello && opening.get(1) instanceof Frame.Subscribe, opening.toString());
-                peer.getOutputStream().write(FrameWriter.encode(hello(true), 0));
-                peer.getOutputStream().write(FrameWriter.encode(new Frame.OnError(1, "refused"), 0));
-                assertTrue(sub.awaitTerminal() instanceof RemoteStreamException); // our hello was read before
-                CompletableFuture<Void> closing = CompletableFuture.runAsync(client::close);
-                List<Frame> sent = new ArrayList<>();
-                while (sent.isEmpty() || !(sent.get(sent.size() - 1) instanceof Frame.Goodbye)) {
-                    sent.addAll(readFrames(peer.getInputStream(), parser, 1)); // the subscribe's request, then the goodbye
-                }
-                List<Frame> goodbye = sent.subList(sent.size() - 2, sent.size());
-                assertEquals(((Frame.Extension) goodbye.get(0)).type(), FrameType.GOODBYE_CODE, sent.toString());
-                assertEquals(((Frame.Extension) goodbye.get(0)).payload(), new byte[] {0}, "code 0, normal (§19.2)");
-                assertEquals(RawSockets.lastGoodbye(goodbye), "");
-                peer.getOutputStream().write(FrameWriter.encode(new Frame.Goodbye("goodbye acknowledged"), 0)); // socket left open
-                assertEquals(RawSockets.readToTheEnd(peer), List.of(), "the answer closes the transport, and nothing more came");
-                closing.get(30, TimeUnit.SECONDS);
-            }
-        } finally {
-            client.close();
+        try (RawServer s = new RawServer()) {
+            s.opened();
+            CompletableFuture<Void> closing = CompletableFuture.runAsync(s.client::close);
+            List<Frame> goodbye = s.goodbye();
+            assertEquals(((Frame.Extension) goodbye.get(0)).type(), FrameType.GOODBYE_CODE, goodbye.toString());
+            assertEquals(((Frame.Extension) goodbye.get(0)).payload(), new byte[] {0}, "code 0, normal (§19.2)");
+            assertEquals(RawSockets.lastGoodbye(goodbye), "");
+            s.write(new Frame.Goodbye("goodbye acknowledged")); // socket left open
+            assertEquals(RawSockets.readToTheEnd(s.peer), List.of(), "the answer closes the transport, and nothing more came");
+            closing.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aViolationAfterTheClientsGoodbyeIsAnsweredByItsEndOfInputOnly() throws Exception {
+        try (RawServer s = new RawServer()) {
+            RsioConnection conn = s.opened();
+            CompletableFuture<Void> closed = conn.closeAsync();
+            assertTrue(s.goodbye().get(0) instanceof Frame.Extension, "goodbyeCode(0), goodbye: the answer is awaited");
+            s.peer.getOutputStream().write(0x0E); // a message of an unknown type (§3)
+            // the client half-closes (its input discarded for the linger time at most): no second goodbye
+            assertEquals(RawSockets.readToTheEnd(s.peer), List.of());
+            s.peer.close(); // ends the linger
+            closed.get(20, TimeUnit.SECONDS);
+            assertFalse(conn.isOpen());
         }
     }
 
@@ -299,19 +377,12 @@ public class CloseTimeoutTest {
 
     @Test(timeOut = 60_000)
     public void aClientClosedWithoutWaitWritesItsGoodbyeAndAwaitsNoAnswer() throws Exception {
-        RsioClient client = RsioClient.builder().keepalive(null).build();
-        try (ServerSocket listener = RawSockets.listen()) {
-            client.connect("tcp://127.0.0.1:" + listener.getLocalPort());
-            try (Socket peer = RawSockets.accept(listener)) {
-                assertTrue(readFrames(peer.getInputStream(), 1).get(0) instanceof Frame.Hello);
-                peer.getOutputStream().write(FrameWriter.encode(hello(true), 0));
-                CompletableFuture.runAsync(() -> client.close(java.time.Duration.ZERO)).get(30, TimeUnit.SECONDS); // no answer given
-                List<Frame> frames = RawSockets.readToTheEnd(peer);
-                assertEquals(RawSockets.lastGoodbye(frames), "", frames.toString());
-            }
-            expectThrows(IllegalArgumentException.class, () -> client.close(java.time.Duration.ofSeconds(-1)));
-        } finally {
-            client.close();
+        try (RawServer s = new RawServer()) {
+            s.hellos();
+            CompletableFuture.runAsync(() -> s.client.close(java.time.Duration.ZERO)).get(30, TimeUnit.SECONDS); // no answer given
+            List<Frame> frames = RawSockets.readToTheEnd(s.peer);
+            assertEquals(RawSockets.lastGoodbye(frames), "", frames.toString());
+            expectThrows(IllegalArgumentException.class, () -> s.client.close(java.time.Duration.ofSeconds(-1)));
         }
     }
 
