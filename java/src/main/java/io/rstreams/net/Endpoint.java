@@ -442,8 +442,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         try {
             if (ctx == this.ctx && discarding) {
                 discarded += buf.readableBytes();
-                if (discarded > LINGER_BYTES && channel.isActive()) {
-                    channel.close(); // §10's linger ends: the peer had enough time to read the goodbye
+                if (discarded > LINGER_BYTES) {
+                    closeAfterWait(); // §10's linger ends: the peer had enough time to read the goodbye
                 }
                 return;
             }
@@ -701,16 +701,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             // answer; one that does not closes at once and ends the linger with it.
             discarding = true;
             ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(f -> socket.shutdownOutput());
-            channel.eventLoop().schedule(() -> {
-                channel.close();
-            }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
+            channel.eventLoop().schedule(this::closeAfterWait, LINGER_MILLIS, TimeUnit.MILLISECONDS);
         } else if (lingers) {
             // TLS and WebSocket cannot half-close: discard input until the peer closes or the linger time is over
             discarding = true;
             ctx.flush();
-            channel.eventLoop().schedule(() -> {
-                channel.close();
-            }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
+            channel.eventLoop().schedule(this::closeAfterWait, LINGER_MILLIS, TimeUnit.MILLISECONDS);
         } else {
             ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
         }
@@ -831,9 +827,25 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         awaitingAnswer = true;
-        closeTimer = channel.eventLoop().schedule(() -> {
-            channel.close();
-        }, waitMillis, TimeUnit.MILLISECONDS);
+        closeTimer = channel.eventLoop().schedule(this::closeAfterWait, waitMillis, TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * A bounded wait is over (the linger of §9.1 and §10, or the wait for the answer to our
+     * goodbye): the transport closes. Output still unsent then (a peer that has not read even
+     * our goodbye) is dropped, and over TCP the close is then a reset (SO_LINGER 0, as rstreams
+     * aborts its transport): a plain close would end the peer's input after whatever part of
+     * our output the kernel held, cut anywhere, as if the stream had ended there (a truncated
+     * frame, §9.3, or an end without goodbye).
+     */
+    private void closeAfterWait() {
+        if (!channel.isActive()) {
+            return;
+        }
+        if (unsent() > 0 && channel instanceof io.netty.channel.socket.SocketChannel) {
+            channel.config().setOption(io.netty.channel.ChannelOption.SO_LINGER, 0);
+        }
+        channel.close();
     }
 
     // ---- extension resume (§16) ----------------------------------------------------------
