@@ -1,6 +1,6 @@
 """The Python client's driver for the interop matrix: ``python tests/interop/driver.py PLAN.json``.
 
-The plan is ``{"cases": [{"id", "url", "token", "streams": [{"name", "script", "codec"}]}]}``.
+The plan is ``{"cases": [{"id", "url", "token", "pids", "streams": [{"name", "script", "codec"}]}]}``.
 Each case is one connection made with :func:`rstreams.connect` (presenting the token, if
 any); its streams are subscribed one after the other, each following its script: ``rN``
 request N, ``wN`` wait until N elements arrived in all, ``c`` cancel, ``t`` wait for the
@@ -10,6 +10,12 @@ to 64 bytes, ``value`` with the int64 codec, and here ``batch``: how many elemen
 the same frame), ``complete``, ``error`` (the publisher's onError
 text), ``closed`` (the connection ended), ``timeout``, ``done``; last ``{"event": "exit"}``.
 The Java (``InteropClientMain``) and JavaScript (``driver.mjs``) drivers print the same.
+
+Each wait (the connection, onSubscribe, a count, the end) is a hang guard of
+:data:`WAIT_SECONDS` of own time (:class:`testkit.bound.Bound`: wall time less what this loop's
+thread and the threads of the case's server, ``pids``, waited for a CPU), not of wall time: on a
+loaded machine a server that is served late is not taken for one that hangs. Needs
+``PYTHONPATH`` with ``tests``.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ import rstreams
 from rstreams.api import Subscription
 from rstreams.errors import ReactiveStreamsError
 from rstreams.net import INT64, RemoteStreamError
+from testkit.bound import within
 
 WAIT_SECONDS = 20.0
+"""Seconds of own time (this process's and the case's server's) any one wait may take."""
 
 
 def emit(case: str | None, stream: int | None, event: str, **fields: Any) -> None:
@@ -87,7 +95,7 @@ class Recorder:
             await self.changed.wait()
 
 
-async def run_stream(conn: Any, case: str, index: int, stream: dict[str, Any]) -> bool:
+async def run_stream(conn: Any, case: str, index: int, stream: dict[str, Any], pids: list[int]) -> bool:
     """One stream's script; False if a wait timed out (the case stops there)."""
     int64 = stream.get("codec") == "int64"
     recorder = Recorder(case, index, int64)
@@ -100,14 +108,14 @@ async def run_stream(conn: Any, case: str, index: int, stream: dict[str, Any]) -
         kind, count = step[0], int(step[1:] or 0)
         try:
             if kind in "rc":
-                await asyncio.wait_for(recorder.subscribed.wait(), WAIT_SECONDS)
+                await within(recorder.subscribed.wait(), WAIT_SECONDS, pids)
                 assert recorder.subscription is not None
                 if kind == "r":
                     recorder.subscription.request(count)
                 else:
                     recorder.subscription.cancel()
             elif kind in "wt":
-                await asyncio.wait_for(recorder.until(count if kind == "w" else None), WAIT_SECONDS)
+                await within(recorder.until(count if kind == "w" else None), WAIT_SECONDS, pids)
             else:
                 raise ValueError(f"bad script step {step!r}")
         except TimeoutError:
@@ -117,9 +125,10 @@ async def run_stream(conn: Any, case: str, index: int, stream: dict[str, Any]) -
 
 
 async def run_case(spec: dict[str, Any]) -> None:
-    case = spec["id"]
-    try:
-        conn = await asyncio.wait_for(rstreams.connect(spec["url"], auth=spec.get("token")), WAIT_SECONDS)
+    case, pids = spec["id"], spec.get("pids", [])
+    try:  # (connect's own handshake timer of wall time off: the bound is the one above)
+        connecting = rstreams.connect(spec["url"], auth=spec.get("token"), handshake_timeout=None)
+        conn = await within(connecting, WAIT_SECONDS, pids)
     except (OSError, ReactiveStreamsError, TimeoutError) as error:
         emit(case, None, "connect-failed", message=f"{type(error).__name__}: {error}")
         emit(case, None, "done")
@@ -127,7 +136,7 @@ async def run_case(spec: dict[str, Any]) -> None:
     emit(case, None, "connected")
     try:
         for index, stream in enumerate(spec["streams"]):
-            if not await run_stream(conn, case, index, stream):
+            if not await run_stream(conn, case, index, stream, pids):
                 break
     finally:
         with contextlib.suppress(OSError, ReactiveStreamsError):

@@ -425,13 +425,23 @@ def server_commands(
     return [(["node", str(HERE / "server.mjs"), TOKEN, *urls], dict(os.environ), transports)]
 
 
+@dataclass(frozen=True)
+class Served:
+    """The servers started: (server, transport) -> URL (or "skip: why"), and -> the process that
+    serves it (the drivers' waits count its own time)."""
+
+    urls: dict[tuple[str, str], str]
+    pids: dict[tuple[str, str], int]
+
+
 @pytest.fixture(scope="module")
-def servers(request: pytest.FixtureRequest) -> Iterator[dict[tuple[str, str], str]]:
-    """(server, transport) -> URL (or "skip: why"), each server started once and stopped at the end;
-    the Java and JavaScript servers listen on both transports in one process."""
+def servers(request: pytest.FixtureRequest) -> Iterator[Served]:
+    """Each server started once and stopped at the end; the Java and JavaScript servers listen on
+    both transports in one process."""
     started: list[tuple[subprocess.Popen[str], str, list[str]]] = []
     readers: list[threading.Thread] = []
     urls: dict[tuple[str, str], str] = {}
+    pids: dict[tuple[str, str], int] = {}
     try:
         for server in SERVERS:
             transports = [t for t in TRANSPORTS if any(c[1:] == (server, t) for c in CELLS)]
@@ -448,7 +458,8 @@ def servers(request: pytest.FixtureRequest) -> Iterator[dict[tuple[str, str], st
             readers.append(reader)
             for transport, line in zip(served, lines, strict=True):
                 urls[server, transport] = line.rsplit(" on ", 1)[1]
-        yield urls
+                pids[server, transport] = process.pid
+        yield Served(urls, pids)
     finally:
         for process, _, _ in started:
             process.terminate()
@@ -462,7 +473,10 @@ def servers(request: pytest.FixtureRequest) -> Iterator[dict[tuple[str, str], st
             patience.join(reader, 10)
 
 
-def plan_for(client: str, urls: dict[tuple[str, str], str]) -> dict[str, Any]:
+def plan_for(client: str, served: Served) -> dict[str, Any]:
+    """The client's plan; each case names the process of its server ("pids": the Python driver's
+    waits count its own time, the other drivers ignore it)."""
+    urls = served.urls
     cases = []
     for c, server, transport in CELLS:
         if c != client:
@@ -477,6 +491,7 @@ def plan_for(client: str, urls: dict[tuple[str, str], str]) -> dict[str, Any]:
                     "url": urls[server, transport],
                     "token": case.token,
                     "streams": case.streams(cid.replace("-", "_")),
+                    "pids": [served.pids[server, transport]],
                 }
             )
     return {"cases": cases}
@@ -485,8 +500,10 @@ def plan_for(client: str, urls: dict[tuple[str, str], str]) -> dict[str, Any]:
 def client_command(
     client: str, plan: Path, request: pytest.FixtureRequest
 ) -> tuple[list[str], dict[str, str]]:
-    if client == "python":
-        return [sys.executable, str(HERE / "driver.py"), str(plan)], python_env()
+    if client == "python":  # (testkit.bound, for its waits)
+        env = python_env()
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), env["PYTHONPATH"]])
+        return [sys.executable, str(HERE / "driver.py"), str(plan)], env
     if client == "java":
         classpath = request.getfixturevalue("java_classpath")
         main = "io.rstreams.interop.InteropClientMain"
@@ -506,7 +523,7 @@ def client_command(
 @pytest.fixture(scope="module")
 def outputs(
     request: pytest.FixtureRequest,
-    servers: dict[tuple[str, str], str],
+    servers: Served,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, Events | str]:
     """Case id -> the events its client printed; each client runs all its cells in one process,
@@ -515,8 +532,8 @@ def outputs(
     running: dict[str, tuple[subprocess.Popen[str], Path]] = {}
     results: dict[str, Events | str] = {}
     for (client, server, transport), case in itertools.product(CELLS, CASES):
-        if servers[server, transport].startswith("skip: "):
-            results[case_id(client, server, transport, case)] = servers[server, transport]
+        if servers.urls[server, transport].startswith("skip: "):
+            results[case_id(client, server, transport, case)] = servers.urls[server, transport]
     for client in CLIENTS:
         plan = directory / f"{client}.json"
         plan.write_text(json.dumps(plan_for(client, servers)), encoding="utf-8")
