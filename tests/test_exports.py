@@ -79,6 +79,7 @@ def test_the_operators_errors_are_caught_by_their_public_names() -> None:
     assert type(group) is rstreams.GroupedFlow and group.key == 1
 
 
+@pytest.mark.timeout(120)  # (above its child's 60 s of own time)
 def test_importing_rstreams_pulls_in_no_optional_dependency() -> None:
     """`import rstreams` needs no extra: reactivex, pyspark, websockets stay unimported."""
     code = (
@@ -91,6 +92,7 @@ def test_importing_rstreams_pulls_in_no_optional_dependency() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.timeout(120)  # (above its child's 60 s of own time)
 def test_importing_rstreams_is_light_and_names_load_on_first_use() -> None:
     """`import rstreams` loads no asyncio, ssl or socket; touching `rstreams.connect` loads the net layer."""
     code = (

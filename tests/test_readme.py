@@ -24,7 +24,9 @@ from rstreams.conformance import CASES, _runner
 from rstreams.conformance._client_suite import CLIENT_CASES
 from testkit import patience
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(120)
+"""Each test's last resort, above the own-time bounds of the children it waits for (a snippet's
+run: 60 s), which report a hang first."""
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -386,7 +388,7 @@ def test_the_channel_example_runs() -> None:
     assert _run(code).split() == ["10", "20", "30"]
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(240)  # (above its server's line and its two runs: 10 + 30 + 30 s of own time)
 def test_the_command_line_walk_through_runs() -> None:
     """README, "From the command line": `rstreams serve` announces what its comment says, and
     each `rstreams subscribe` line exits 0 with what it asks for (on a free port, not 9000)."""
@@ -479,7 +481,7 @@ def test_every_operator_default_the_documents_state_is_the_code_s() -> None:
     assert not wrong, wrong
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(180)  # (above the server's line and Node's run: 10 + 40 s of own time)
 def test_the_javascript_example_runs_against_the_server_it_names(tmp_path: Path) -> None:
     """README, "JavaScript": the snippet, run by Node against the `rstreams serve ... --token`
     the sentence before it names (on a free port), prints the counter and the channel's answers."""

@@ -9,6 +9,7 @@ tests that use it under a name of its own, and no conftest or test inserts a dir
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 
 import testkit
 
-pytestmark = pytest.mark.timeout(30)
+pytestmark = pytest.mark.timeout(120)  # (the parse of every module: ~5 s of CPU with -X dev, and load)
 
 TESTS = Path(__file__).resolve().parent
 KIT = TESTS / "testkit"
@@ -33,9 +34,12 @@ broken publishers and subscribers): importing one again is a regression."""
 PATH_EDITS = {"insert", "append", "extend", "remove", "pop", "clear", "__setitem__", "__iadd__"}
 
 
-def sources() -> Iterator[tuple[Path, ast.Module]]:
-    for path in sorted(TESTS.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+@functools.cache
+def sources() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every module under tests/, parsed once for the checks that read them all."""
+    return tuple(
+        (path, ast.parse(path.read_text(encoding="utf-8"), str(path))) for path in sorted(TESTS.rglob("*.py"))
+    )
 
 
 def where(path: Path, node: ast.AST) -> str:

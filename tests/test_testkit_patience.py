@@ -44,7 +44,7 @@ def test_every_wait_fails_after_its_limit_when_what_it_awaits_never_comes() -> N
     stuck.set()  # (a wait that did not end would meet the test's timeout)
 
 
-@pytest.mark.timeout(30)
+@pytest.mark.timeout(60)  # (above its waits' 10 s bounds one after another)
 def test_what_comes_in_time_is_given_and_errors_are_raised() -> None:
     done: concurrent.futures.Future[int] = concurrent.futures.Future()
     threading.Timer(0.01, done.set_result, [7]).start()
@@ -207,7 +207,7 @@ def test_a_childs_wait_for_a_cpu_is_not_counted_either() -> None:
     assert wall > 0.3, f"the child was not starved ({wall:.2f} s): this run proves nothing"
 
 
-@pytest.mark.timeout(30)
+@pytest.mark.timeout(60)  # (above its waits' 10 s bounds one after another)
 def test_a_silent_child_is_killed_after_its_limit_and_one_that_exits_is_named() -> None:
     silent = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)"], stdout=subprocess.PIPE, text=True

@@ -118,6 +118,7 @@ def test_hotpath_counts_the_plain_modes_without_rstreams() -> None:
         assert rest.startswith("(0.0 in rstreams)")
 
 
+@pytest.mark.timeout(150)  # (above its two children's 50 s of own time each)
 def test_hotpath_no_gc_counts_with_the_collector_off() -> None:
     """``--no-gc`` (the collector off while measuring) counts as without it; ``--help`` names it."""
     hotpath = [sys.executable, str(ROOT / "benchmarks" / "hotpath.py")]

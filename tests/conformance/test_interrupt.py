@@ -26,7 +26,7 @@ def _default_sigint() -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)  # (above its two waits on the child: 60 + 60 s of own time)
 async def test_ctrl_c_prints_the_cases_finished_and_exits_130(tmp_path: Path) -> None:
     """One case at a time; the server serves the first two ranges a case asks for and lets the
     third never end, so that case waits; SIGINT to the command's PID then. The --junit file holds

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import rstreams.net
 from testkit import patience
 
@@ -62,6 +64,7 @@ def test_net_all_is_pinned() -> None:
         assert getattr(rstreams.net, name) is not None
 
 
+@pytest.mark.timeout(120)  # (above its child's 60 s of own time)
 def test_net_imports_without_websockets_installed_lazily() -> None:
     """websockets is imported only when a ws:// or wss:// URL is used (it is an optional extra)."""
     import sys

@@ -231,6 +231,7 @@ async def test_a_refused_peer_lingering_as_the_server_closes(resume: bool) -> No
     _all_closed(server)
 
 
+@pytest.mark.timeout(240)  # (above its three waits on the child: 60 + 30 + 30 s of own time)
 @pytest.mark.parametrize("resume", RESUMES, ids=RESUME_IDS)
 async def test_rstreams_serve_stopped_by_sigterm_says_goodbye_to_a_silent_peer(resume: bool) -> None:
     """The command's shutdown is the server's aclose(): the silent peer reads the goodbye, the

@@ -276,6 +276,7 @@ def test_skip_and_failure_types() -> None:
     assert issubclass(TCKFailure, AssertionError) and issubclass(HardFailure, TCKFailure)
 
 
+@pytest.mark.timeout(240)  # (above its child's 120 s of own time)
 def test_subclasses_inherit_cases_and_overrides_run(tmp_path: Path) -> None:
     """Under real pytest: 38 tests per subclass, untested ones reported as skips."""
     module = tmp_path / "test_user_publisher.py"

@@ -169,7 +169,7 @@ def _serve(started: list[subprocess.Popen[bytes]], *args: str, stdin: bytes | No
     return found.group(1)
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(240)  # (above its build, the server's exit and the page: 60 + 10 + 60 s of own time)
 def test_the_package_in_chromium_authenticates_and_publishes(tmp_path: Path) -> None:
     """In Chromium: auth accepted and refused; a page's publisher uploads within the server's demand."""
     executable = find_chromium()

@@ -6,12 +6,15 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from rstreams.wire import _errors
 from testkit import patience
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.timeout(120)  # (above its child's 60 s of own time)
 def test_generated_blocks_and_vectors_are_current() -> None:
     """docs/make_protocol_docs.py --check finds nothing to regenerate."""
     out = patience.run(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from testkit import patience
 
 # A fresh interpreter with the I/O modules blocked: any import of them, by rstreams.wire or
@@ -20,6 +22,7 @@ print(sorted(m for m in sys.modules if m.startswith('rstreams')))
 """
 
 
+@pytest.mark.timeout(120)  # (above its child's 60 s of own time)
 def test_wire_imports_no_io() -> None:
     """`import rstreams.wire` (through the real root package) works with asyncio, socket, ssl blocked."""
     out = patience.run([sys.executable, "-c", CODE], 60, capture_output=True, text=True)
