@@ -13,6 +13,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 ``testkit.wire``          the wire tests' connected pair, three-way feeding, strategies
 ``testkit.net``           memory transports, a recording handler, a virtual-time loop
 ``testkit.resume``        the resumption tests' batching collector
+``testkit.names``         the ``names`` vectors (PROTOCOL.md §5.5), their offer, a message handler
 ``testkit.chaos``         a TCP proxy that cuts and stalls connections on purpose
 ``testkit.hostile``       a server process, raw-socket flooders, a legitimate client
 ``testkit.tls``           a CA made on the spot, and the certificates it signs

@@ -6,81 +6,96 @@ import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
+import io.rstreams.testing.Json;
 import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
-import io.rstreams.wire.ErrorCode;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
 /**
- * A publisher name's path is compared segment by segment, each percent-decoded, as RFC 3986 has it
- * (PROTOCOL.md §5.5): {@code a%20b} is the offered {@code a b} (or {@code a%20b}), {@code %2F} is a
- * {@code /} inside one segment ({@code f/a%2Fb} gives the field "a/b"; {@code f/a/b} has one
- * segment more), and a segment that is not percent-encoded UTF-8 makes a name that matches
- * malformed: refused with code 1 naming the segment as written. The same names and answers from
- * this binding's server and from Python's (tests/net/test_name_paths.py, js name-paths.test.mjs).
+ * Publisher names as docs/protocol-vectors.json's {@code names} has them (PROTOCOL.md §5.5): a path
+ * is compared segment by segment, each percent-decoded ({@code %2F} a {@code /} inside its segment),
+ * the query split on {@code &} and the first {@code =} and decoded, exact names before patterns; a
+ * name that matches and is malformed is refused with code 1 naming the fault, one that matches
+ * nothing with code 2 and {@code no publisher named 'PATH'}. This binding's routes, its server and
+ * Python's {@code rstreams serve} answer every case as the vectors say (so do
+ * tests/net/test_name_paths.py and js name-paths.test.mjs).
  */
 public class NamePathsTest {
-    private static final String[][] FOUND = {
-        {"a%20b", "exact a b"}, {"a b", "exact a b"}, {"%61%20%62", "exact a b"}, {"x%2Fy", "exact x%2Fy"},
-        {"x%2fy", "exact x%2Fy"}, {"100%25", "exact 100%25"}, {"f/a%2Fb", "x=a/b"}, {"f/a%20b", "x=a b"},
-        {"f/%25", "x=%"}, {"f/k%C3%BCche", "x=küche"},
-    };
-    private static final String[] UNKNOWN = {"x/y", "f/a/b", "f/", "a%2520b", "nope/%zz", "a%zz"};
-    private static final String[][] MALFORMED = {
-        {"f/%zz", "%zz"}, {"f/%FF", "%FF"}, {"f/a%2", "a%2"}, {"100%", "100%"}, {"f/%zz?y=%zz", "%zz"},
-    };
+    private static final Map<String, Object> NAMES = names();
 
-    /** The offer of these tests, the same as tests/net/test_name_paths.py's. */
-    private static final String OFFER_PY = """
-            import rstreams
-
-            def _field(params):
-                return rstreams.just(f"x={params['x']}".encode())
-
-            PUBLISHERS = {
-                "a b": rstreams.just(b"exact a b"),
-                "x%2Fy": rstreams.just(b"exact x%2Fy"),
-                "100%25": rstreams.just(b"exact 100%25"),
-                "f/{x}": _field,
-            }
-            """;
-
-    private static String segment(String part) {
-        return "has the path segment '" + part + "', which is not percent-encoded UTF-8";
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> names() {
+        try {
+            String text = Files.readString(RepoPaths.root().resolve("docs/protocol-vectors.json"), StandardCharsets.UTF_8);
+            return (Map<String, Object>) ((Map<String, Object>) Json.parse(text)).get("names");
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
     }
 
-    private static Routes routes() {
-        Routes routes = new Routes();
-        for (String name : List.of("a b", "x%2Fy", "100%25", "f/{x}")) {
-            routes.add(new Routes.Route(name, 0, r -> null));
+    @SuppressWarnings("unchecked")
+    private static List<String> offered() {
+        return (List<String>) NAMES.get("offered");
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Map<String, Object>> cases() {
+        return (List<Map<String, Object>>) NAMES.get("cases");
+    }
+
+    private static long code(Map<String, Object> c) {
+        return ((Number) c.get("code")).longValue();
+    }
+
+    /** What the offered {@code entry} answers: {@code {"offer": ENTRY, "params": PARAMS}} as JSON. */
+    private static String answer(String entry, Map<String, String> params) {
+        StringBuilder out = new StringBuilder("{\"offer\": ").append(Json.quote(entry)).append(", \"params\": {");
+        String comma = "";
+        for (Map.Entry<String, String> e : new TreeMap<>(params).entrySet()) {
+            out.append(comma).append(Json.quote(e.getKey())).append(": ").append(Json.quote(e.getValue()));
+            comma = ", ";
         }
-        return routes;
+        return out.append("}}").toString();
     }
 
     @Test(timeOut = 30_000)
-    public void segmentsAreComparedDecodedAndAMalformedOneIsTheFault() {
-        Routes routes = routes();
-        for (String[] c : FOUND) {
-            Routes.Match match = routes.resolve(c[0], null);
-            assertNotNull(match, c[0]);
-            assertNull(match.fault(), c[0]);
+    public void everyCaseAsTheseRoutesMatchIt() {
+        Routes routes = new Routes();
+        for (String entry : offered()) {
+            routes.add(new Routes.Route(entry, 0, r -> null));
         }
-        Routes.Match field = routes.resolve("f/a%2Fb?n=1", null);
-        assertEquals(field.request().params(), Map.of("n", "1", "x", "a/b"));
-        assertEquals(field.request().path(), "f/a%2Fb"); // the path as written
-        for (String name : UNKNOWN) {
-            assertNull(routes.resolve(name, null), name);
+        for (Map<String, Object> c : cases()) {
+            String name = (String) c.get("name");
+            Routes.Match match = routes.resolve(name, null);
+            switch ((String) c.get("outcome")) {
+                case "unknown" -> {
+                    assertNull(match, name);
+                    assertEquals(Routes.unknown(name), c.get("error"), name);
+                }
+                case "malformed" -> {
+                    assertNotNull(match, name);
+                    assertEquals("publisher name '" + name + "' " + match.fault() + " (PROTOCOL.md §5.5)", c.get("error"), name);
+                }
+                default -> {
+                    assertNotNull(match, name);
+                    assertNull(match.fault(), name);
+                    assertEquals(match.route().pattern(), c.get("offer"), name);
+                    assertEquals(match.request().params(), c.get("params"), name);
+                    assertEquals(match.request().path(), name.split("\\?", 2)[0], name); // the path as written
+                }
+            }
         }
-        for (String[] c : MALFORMED) {
-            assertEquals(routes.resolve(c[0], null).fault(), segment(c[1]), c[0]);
-        }
-        for (String name : List.of("100%", "a/%zz", "{x}/%E9")) {
+        @SuppressWarnings("unchecked")
+        List<String> never = (List<String>) NAMES.get("not_offerable");
+        for (String name : never) {
             IllegalArgumentException e = expectThrows(IllegalArgumentException.class,
                     () -> new Routes().add(new Routes.Route(name, 0, r -> null)));
             assertTrue(e.getMessage().matches(".*cannot be offered: its path segment .* \\(write '%' as %25, PROTOCOL\\.md §5\\.5\\)"),
@@ -96,37 +111,29 @@ public class NamePathsTest {
     }
 
     private static void cases(RsioConnection conn) throws Exception {
-        for (String[] c : FOUND) {
-            TestSubscriber<String> sub = new TestSubscriber<>();
-            conn.publisher(c[0], Codec.UTF8).subscribe(sub);
-            sub.request(1);
-            assertEquals(sub.take(1), List.of(c[1]), c[0]);
-        }
-        for (String name : UNKNOWN) {
+        for (Map<String, Object> c : cases()) {
+            String name = (String) c.get("name");
             TestSubscriber<String> sub = new TestSubscriber<>();
             conn.publisher(name, Codec.UTF8).subscribe(sub);
+            if ("found".equals(c.get("outcome"))) {
+                sub.request(1);
+                assertEquals(Json.parse(sub.take(1).get(0)), Map.of("offer", c.get("offer"), "params", c.get("params")), name);
+                continue;
+            }
             Throwable error = sub.awaitTerminal();
             assertTrue(error instanceof RemoteStreamException, name + ": " + error);
-            assertEquals(((RemoteStreamException) error).code().getAsLong(), ErrorCode.UNKNOWN_PUBLISHER.value(), name);
-        }
-        for (String[] c : MALFORMED) {
-            TestSubscriber<String> sub = new TestSubscriber<>();
-            conn.publisher(c[0], Codec.UTF8).subscribe(sub);
-            Throwable error = sub.awaitTerminal();
-            assertTrue(error instanceof RemoteStreamException, String.valueOf(error));
-            assertEquals(error.getMessage(), "publisher name '" + c[0] + "' " + segment(c[1]) + " (PROTOCOL.md §5.5)");
-            assertEquals(((RemoteStreamException) error).code().getAsLong(), ErrorCode.APPLICATION.value());
+            assertEquals(((RemoteStreamException) error).code().getAsLong(), code(c), name);
+            assertEquals(error.getMessage(), c.get("error"), name);
         }
     }
 
     @Test(timeOut = 30_000)
-    public void thisBindingsServerMatchesDecodedSegments() throws Exception {
-        try (RsioServer server = RsioServer.builder()
-                        .route("a b", Codec.UTF8, r -> Counters.repeat("exact a b", 1))
-                        .route("x%2Fy", Codec.UTF8, r -> Counters.repeat("exact x%2Fy", 1))
-                        .route("100%25", Codec.UTF8, r -> Counters.repeat("exact 100%25", 1))
-                        .route("f/{x}", Codec.UTF8, r -> Counters.repeat("x=" + r.params().get("x"), 1))
-                        .bind("tcp://127.0.0.1:0");
+    public void thisBindingsServerAnswersEveryCase() throws Exception {
+        RsioServer.Builder builder = RsioServer.builder();
+        for (String entry : offered()) {
+            builder.route(entry, Codec.UTF8, r -> Counters.repeat(answer(entry, r.params()), 1));
+        }
+        try (RsioServer server = builder.bind("tcp://127.0.0.1:0");
                 RsioClient client = RsioClient.builder().build();
                 RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
             cases(conn);
@@ -134,16 +141,12 @@ public class NamePathsTest {
     }
 
     @Test(timeOut = 120_000)
-    public void pythonsServerMatchesTheSameNamesWithTheSameAnswers() throws Exception {
-        Path dir = Files.createTempDirectory("name-paths");
-        Path offer = Files.writeString(dir.resolve("name_paths.py"), OFFER_PY, StandardCharsets.UTF_8);
-        try (PythonRstreams python = PythonRstreams.serve("--publishers", offer.toString());
+    public void pythonsServerAnswersEveryCaseAlike() throws Exception {
+        String offer = RepoPaths.root().resolve("js/test/fixtures/name_paths.py").toString(); // the vectors' offer
+        try (PythonRstreams python = PythonRstreams.serve("--publishers", offer);
                 RsioClient client = RsioClient.builder().build();
                 RsioConnection conn = client.connect(python.url()).get(30, TimeUnit.SECONDS)) {
             cases(conn);
-        } finally {
-            Files.deleteIfExists(offer);
-            Files.deleteIfExists(dir);
         }
     }
 }
