@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -305,6 +307,92 @@ def test_a_cut_window_cancelled_after_an_error_lets_go() -> None:
     cut.request(5)
     clock.advance(0)  # the clock's cancel is handed to the loop (this is not its thread)
     assert cut.signals == ["on_subscribe", "on_next"] and clock.pending == 0
+
+
+class _Element:
+    """An element whose lifetime a test can watch (``weakref.ref``)."""
+
+    __slots__ = ("__weakref__", "n")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+def _cut_and_end(
+    build: Callable[[rstreams.Flow[_Element]], rstreams.Flow[Any]], ending: str, clock: Any
+) -> tuple[RecordingSubscriber[Any], list[weakref.ref[_Element]]]:
+    """Three elements in windows of two (or one period), nobody subscribing to any window,
+    then the upstream ends as ``ending`` says."""
+    source: ManualPublisher[_Element] = ManualPublisher()
+    outer = _outer(build(source), initial=10)
+    elements = [_Element(n) for n in range(3)]
+    source.emit(*elements[:2])
+    if clock is not None:
+        clock.advance(1.0)
+    source.emit(elements[2])
+    if ending == "error":
+        source.fail(RuntimeError("upstream"))
+    else:
+        source.complete()
+    return outer, [weakref.ref(e) for e in elements]
+
+
+@pytest.mark.parametrize("ending", ["error", "complete"])
+@pytest.mark.parametrize("name", ["window", "window_time", "group_by"])
+def test_a_group_nobody_subscribed_to_is_held_by_itself_not_by_the_operator(name: str, ending: str) -> None:
+    """Once the outer stream is over, a group or window that no element can join and nobody
+    subscribed to keeps its elements only as long as somebody keeps the group (as reactor's
+    windows, which own their queues): the outer subscriber, which keeps its Subscription,
+    does not keep them alive. The open window at an error fails and drops its own."""
+    clock, loop = clock_and_loop()
+    builds: dict[str, Callable[[rstreams.Flow[_Element]], rstreams.Flow[Any]]] = {
+        "window": lambda f: f.window(2),
+        "window_time": lambda f: f.window_time(1.0, loop=loop),
+        "group_by": lambda f: f.group_by(lambda e: e.n < 2),
+    }
+    outer, alive = _cut_and_end(builds[name], ending, clock if name == "window_time" else None)
+    assert outer.done and len(outer.items) == 2 and outer.subscription is not None
+    outer.items.clear()
+    gc.collect()
+    assert [ref() for ref in alive] == [None, None, None]
+    clock.advance(0)  # the clock's cancel is handed to the loop (this is not its thread)
+    assert clock.pending == 0
+
+
+@pytest.mark.parametrize("ending", ["error", "complete"])
+def test_a_group_let_go_of_still_serves_whoever_subscribes_later(ending: str) -> None:
+    """Its elements within the subscriber's demand, then its completion; once only."""
+    outer = _cut_and_end(lambda f: f.window(2), ending, None)[0]
+    cut = outer.items[0]
+    late = _inner(cut, initial=1)
+    assert [e.n for e in late.items] == [0] and not late.done
+    late.request(5)
+    assert [e.n for e in late.items] == [0, 1] and late.completed
+    assert isinstance(_inner(cut).error, AlreadySubscribedError)
+    last = _inner(outer.items[1], initial=5)
+    assert (
+        [e.n for e in last.items] == [2] and last.completed
+        if ending == "complete"
+        else last.items == [] and isinstance(last.error, RuntimeError)
+    )
+
+
+@pytest.mark.parametrize("name", ["window", "window_time"])
+def test_cancelling_the_outer_stream_with_only_cut_windows_left_cancels_the_upstream(name: str) -> None:
+    """A cut window takes no more elements: once the outer subscriber cancelled, only an open
+    group keeps the upstream running, whether or not anybody subscribed to the cut ones."""
+    clock, loop = clock_and_loop()
+    source: ManualPublisher[int] = ManualPublisher()
+    flow = source.window(2) if name == "window" else source.window_time(1.0, loop=loop)
+    outer = _outer(flow, initial=1)
+    source.emit(1, 2)
+    clock.advance(1.0)
+    taken = _inner(outer.items[0], initial=1)
+    outer.cancel()
+    clock.advance(0)
+    assert source.cancelled == 1 and clock.pending == 0
+    taken.request(1)
+    assert taken.items == [1, 2] and taken.completed
 
 
 # -- window_time: windows cut by a clock (a virtual one here) ---------------------------------

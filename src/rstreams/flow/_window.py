@@ -29,11 +29,17 @@ subscriber, so all signals are serial (rules 1.3, 2.7) and a request inside any
   takes to cut, so no element lands in a window that was already cut.
 * The outer stream completes when the upstream completed and every group was emitted.
   Cancelling it stops new groups (their elements are dropped); the upstream is cancelled
-  once no emitted group is open any more. An error reaches the outer subscriber and every
-  open group at once (rule 4.2), dropping what they hold; a window already cut (full, or
-  its period over) before the error is complete: it delivers what it holds, within its
-  subscriber's demand, and completes (as reactor's and RxJava's windows, completed when
-  cut). A window cut but not yet handed to the outer subscriber is dropped with it.
+  once no emitted group can take an element any more (a cut window cannot). An error
+  reaches the outer subscriber and every open group at once (rule 4.2), dropping what
+  they hold; a window already cut (full, or its period over) before the error is
+  complete: it delivers what it holds, within its subscriber's demand, and completes (as
+  reactor's and RxJava's windows, completed when cut). A window cut but not yet handed to
+  the outer subscriber is dropped with it.
+* Once the outer stream is over (completed, failed or cancelled), an emitted group that
+  nobody subscribed to and that can take no more elements is let go of: its elements move
+  into the group, which serves them itself to whoever subscribes later, so they live as
+  long as the group object does and no longer (the operator, which the outer subscriber's
+  Subscription keeps, holds nothing of them).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import AlreadySubscribedError, LoopClosedError, OverflowStrategyError
 from rstreams.flow._async_source import check_loop, on_loop_thread, resolve_loop
 from rstreams.flow._drain import OUTER, DrainSubscriber, check_prefetch
+from rstreams.flow._iterable import IterableFlow
 from rstreams.flow._operator import MISSING, OperatorFlow, check_callable
 from rstreams.flow._signals import (
     NONE_ITEM,
@@ -113,6 +120,7 @@ class Group(Publisher[T], Generic[T]):
         "queue",
         "received",
         "requested",
+        "rest",
         "sent",
         "subscriber",
     )
@@ -133,6 +141,7 @@ class Group(Publisher[T], Generic[T]):
         self.failure: BaseException | None = None  # a rule 3.9 error for its subscriber
         self.marked = False  # in the parent's ``dirty`` queue (guarded by its lock)
         self.emitted = False  # handed to the outer subscriber: the loop serves it
+        self.rest: list[T] | None = None  # let go of by the operator: its elements, served by itself
 
     def __repr__(self) -> str:
         return f"Group(key={self.key!r})"
@@ -143,11 +152,15 @@ class Group(Publisher[T], Generic[T]):
         with parent.lock:
             again = self.attached
             self.attached = True
+            rest, self.rest = self.rest, None
         if again:
             subscriber.on_subscribe(_GroupSubscription(None))
             subscriber.on_error(
                 AlreadySubscribedError(f"{parent.name}: the group {self.key!r} can be subscribed only once")
             )
+            return
+        if rest is not None:  # the operator let go of it (see _Grouping.let_go): a finished list
+            IterableFlow(rest.__iter__).subscribe(subscriber)
             return
         if not signal_subscribe(subscriber, _GroupSubscription(self)):
             self.cancelled = True
@@ -381,6 +394,7 @@ class _Grouping(DrainSubscriber[T, Any]):
             if not self.outer_ended and not self.outer_cancelled:
                 signal_terminal(self.downstream, error)  # first: a flat_map there cancels its groups
             self._end_all(error, keep_cut=True)
+        self._let_go()
         if self.live:  # windows cut before the error: what they hold, then their completion
             self._serve_groups(True)
         if not self.live:
@@ -398,21 +412,44 @@ class _Grouping(DrainSubscriber[T, Any]):
             if self.cancelled:
                 return emitted
             self._serve_groups(upstream_done)
-            if self.consumed >= self.limit and not self.done and self.upstream is not None:
+            upstream = self.upstream
+            if self.consumed >= self.limit and not self.done and not self.upstream_cancelled and upstream:
                 used, self.consumed = self.consumed, 0
-                self.call(OUTER, self.upstream.request, used)
+                self.call(OUTER, upstream.request, used)
                 continue
-            if self.outer_cancelled and not self.live and not self.fresh:
-                self.cancelled = True  # nobody is left to take anything
-                self._cancel_upstream()
-                return emitted
             if upstream_done and not self.fresh and not self.outer_ended:
                 self.outer_ended = True
                 if not self.outer_cancelled:
                     signal_terminal(self.downstream, None)
-            if self.outer_ended and not self.live:
-                self.cancelled = True  # everything ended
+            if self.outer_cancelled or self.outer_ended:
+                self._let_go()
+            if self.outer_cancelled and not self.fresh and not self.open:
+                self._cancel_upstream()  # no group an element could join is left
+            if (self.outer_cancelled or self.outer_ended) and not self.live and not self.fresh:
+                self.cancelled = True  # nobody is left to take anything: everything ended
             return emitted
+
+    def _let_go(self) -> None:
+        """Once the outer stream is over, forget every emitted group that nobody subscribed
+        to and that no element can join any more (cut, or the upstream ended): its elements
+        move into the group itself, which serves them to whoever subscribes (as a list does),
+        so they are held as long as the group is, never by the operator (as reactor's
+        windows own their queues)."""
+        kept: list[Group[T]] = []
+        for group in self.live:
+            with self.lock:
+                idle = not group.attached and (group.closed or self.done)
+                if idle:
+                    group.rest = list(group.queue)
+                    if self.open.get(group.key) is group:
+                        del self.open[group.key]
+            if idle:
+                group.ended = True
+                self.consumed += len(group.queue)
+                group.queue.clear()
+            else:
+                kept.append(group)
+        self.live = kept
 
     def _emit_groups(self, emitted: int) -> int:
         """Hand opened groups to the outer subscriber while it has demand (or drop them)."""
@@ -660,6 +697,10 @@ class _TimedWindowing(_Grouping[T]):
     def _end_all(self, error: BaseException | None, *, keep_cut: bool) -> None:
         self._stop_clock()
         super()._end_all(error, keep_cut=keep_cut)
+
+    def _cancel_upstream(self) -> None:
+        self._stop_clock()  # no element comes any more: nothing left to cut
+        super()._cancel_upstream()
 
     def _stop_clock(self) -> None:
         """Cancel the armed cut, from any thread, and let the loop forget this operator (3.13)."""
