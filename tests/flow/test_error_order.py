@@ -44,7 +44,7 @@ POLICY = {
     "window": "immediate",
     "window_time": "immediate",
     "share": "immediate",
-    "replay": "immediate",
+    "replay": "after",
     "buffer": "immediate",
     "last": "immediate",
     "buffer_time": "immediate",
@@ -327,8 +327,9 @@ def test_clocked(operator: str, asked: int, sent: int, held: list[Any]) -> None:
 
 @pytest.mark.parametrize("operator", ["share", "replay"])
 def test_multicast(operator: str) -> None:
-    """Rule 4.2: a processor that does not recover an error passes it on immediately. As
-    reactor's share (publish); reactor's replay would replay what it holds first."""
+    """share, as reactor's (publish): the error cuts ahead of what is queued. replay, as
+    reactor's and RxJava's: the error is the end of the history, after what the subscriber
+    had still to take."""
     build: Callable[[Flow[int]], Flow[int]] = (
         (lambda src: src.share()) if operator == "share" else (lambda src: src.replay(2))
     )

@@ -173,7 +173,7 @@ def test_ref_count_is_share() -> None:
 
 def test_a_replaying_processor_replays_after_completion() -> None:
     """MulticastProcessor(replay=2): a subscriber after on_complete gets the last 2, then the end;
-    after an error only the error (rule 4.2)."""
+    after an error only the error (rule 4.2: it is a Processor)."""
     processor: rstreams.MulticastProcessor[int] = rstreams.MulticastProcessor(replay=2, auto_cancel=False)
     early: RecordingSubscriber[int] = RecordingSubscriber(initial=10)
     processor.subscribe(early)
@@ -208,3 +208,30 @@ def test_replay_passes_the_publisher_tck() -> None:
 
         report = verify_publisher(create, create_failed_publisher=failed, max_elements=1000)
         assert report.ok, str(report)
+
+
+def test_replay_keeps_an_error_behind_the_elements() -> None:
+    """As reactor's and RxJava's replay: each subscriber gets the upstream's error after what
+    it had still to take (at once, without demand, when nothing is left for it), and one
+    joining after the error (while the upstream subscription is still shared) gets the last
+    n and then the error. share keeps it immediate, and so does the MulticastProcessor."""
+    boom = RuntimeError("upstream")
+    source: ManualPublisher[int] = ManualPublisher()
+    replayed = source.replay(2)
+    slow: RecordingSubscriber[int] = RecordingSubscriber(initial=1)
+    fast: RecordingSubscriber[int] = RecordingSubscriber(initial=3)
+    replayed.subscribe(slow)
+    replayed.subscribe(fast)
+    source.emit(1, 2, 3)
+    source.fail(boom)
+    assert fast.items == [1, 2, 3] and fast.error is boom
+    assert slow.items == [1] and not slow.done
+    late: RecordingSubscriber[int] = RecordingSubscriber()
+    replayed.subscribe(late)
+    assert late.signals == ["on_subscribe"]
+    late.request(5)
+    assert late.items == [2, 3] and late.error is boom and late.signals.count("on_error") == 1
+    slow.request(1)
+    assert slow.items == [1, 2] and not slow.done
+    slow.request(5)
+    assert slow.items == [1, 2, 3] and slow.error is boom

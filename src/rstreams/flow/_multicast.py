@@ -18,15 +18,22 @@ Theory of operation:
   subscriber has taken plus ``buffer_size``: the slowest subscriber sets the pace, and
   a fast one runs at most ``buffer_size`` elements ahead of it.
 * ``on_error`` from upstream reaches every subscriber at once, even with zero demand,
-  and buffered elements are dropped (4.2). ``on_complete`` reaches each subscriber
-  after the buffered elements it can still take, or at once if none are left for it.
-  A subscriber that arrives after the end gets ``on_subscribe`` and then the end.
+  and buffered elements are dropped (4.2), unless errors are ordered (below).
+  ``on_complete`` reaches each subscriber after the buffered elements it can still take,
+  or at once if none are left for it. A subscriber that arrives after the end gets
+  ``on_subscribe`` and then the end.
 * ``replay=n``: the buffer also keeps the last ``n`` elements every subscriber has taken,
   and a subscriber joins ``n`` elements before the tail (or at the oldest one kept), so it
-  sees up to ``n`` earlier elements first, within its own demand; after a completion it
-  gets them and then the completion, after an error only the error (4.2). The replayed
-  elements do not count against ``buffer_size``: the pace is still set by what the
-  slowest current subscriber has not taken yet.
+  sees up to ``n`` earlier elements first, within its own demand. The replayed elements
+  do not count against ``buffer_size``: the pace is still set by what the slowest
+  current subscriber has not taken yet; after a completion a subscriber gets them and
+  then the completion, after an error only the error (4.2).
+* :meth:`Multicast.on_error` with ``ordered_errors`` (the ``replay(n)`` operator, a
+  Publisher rather than a Processor to its users): the upstream's error is part of the
+  history, as a completion is: each subscriber gets it after the buffered elements it can
+  still take (at once if none are left for it), and one that joins after it gets the
+  last ``n`` and then the error, as reactor's and RxJava's ``replay`` do. The processor's
+  own errors (rule 1.1 broken upstream, ``auto_cancel``) still come at once.
 * ``auto_cancel=True`` (the default): when the last subscriber cancels, the processor
   cancels its upstream (or the upstream it gets later) and ends; later subscribers get
   ``on_error(ResourceClosedError)``. With ``auto_cancel=False`` the upstream is kept;
@@ -69,6 +76,8 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         "_error",
         "_head",
         "_limit",
+        "_ordered",
+        "_ordered_errors",
         "_outstanding",
         "_replay",
         "_subscribed",
@@ -98,6 +107,8 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         self._subscribers: tuple[_MulticastSubscription[T], ...] = ()
         self._done = False  # upstream ended, failed, broke rule 1.1, or was auto-cancelled
         self._error: BaseException | None = None
+        self._ordered = False  # the error waits behind the buffered elements
+        self._ordered_errors = False  # set by the replay(n) operator: see the module's docstring
 
     @property
     def subscriber_count(self) -> int:
@@ -165,7 +176,7 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         )
 
     def on_error(self, error: BaseException) -> None:
-        self._terminate(check_error(error), cancel_upstream=False)
+        self._terminate(check_error(error), cancel_upstream=False, ordered=self._ordered_errors)
 
     def on_complete(self) -> None:
         self._terminate(None, cancel_upstream=False)
@@ -177,12 +188,15 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         self.wip += 1
         return self.wip == 1
 
-    def _terminate(self, error: BaseException | None, *, cancel_upstream: bool) -> None:
+    def _terminate(
+        self, error: BaseException | None, *, cancel_upstream: bool, ordered: bool = False
+    ) -> None:
         with self.lock:
             if self._done:
                 return
             self._done = True
             self._error = error
+            self._ordered = ordered
             upstream, self._upstream = self._upstream, None
             if cancel_upstream:
                 self._cancelling = upstream
@@ -229,6 +243,7 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
         """One pass over the subscribers. Reads the terminal state before the tail, so that
         a completion seen here comes after every element it could see (1.3 from upstream)."""
         done, error = self._done, self._error
+        at_once = error is not None and not self._ordered
         buffer = self._buffer
         head = self._head
         tail = head + len(buffer)
@@ -237,7 +252,7 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
             if downstream is None:
                 continue
             bad = inner.bad_request
-            if bad is not None or (done and error is not None):
+            if bad is not None or (done and at_once):
                 inner.downstream = None
                 self._remove(inner, cancelled=bad is not None)
                 signal_terminal(downstream, bad if bad is not None else error)
@@ -267,7 +282,7 @@ class Multicast(DrainLoop, Processor[T, T], Generic[T]):
             if done and position == tail and inner.downstream is not None:
                 inner.downstream = None
                 self._remove(inner, cancelled=False)
-                signal_terminal(downstream, None)
+                signal_terminal(downstream, error)  # a completion, or an error kept in order
 
     def _trim_and_plan(self) -> tuple[Subscription | None, int]:
         """Under the lock: drop what every subscriber has taken; say what to request upstream."""

@@ -9,7 +9,10 @@ see the elements that arrive after they joined; when the last one leaves (cancel
 receives the end), the processor cancels the upstream if it still runs, and the next
 subscriber starts over with a fresh subscription to the source. ``replay(n)`` is the same
 with a processor that keeps the last ``n`` elements for subscribers that join later
-(``Multicast(replay=n)``); a fresh start replays nothing of the previous one.
+(``Multicast(replay=n)``); a fresh start replays nothing of the previous one. Its
+upstream error is kept in that history, behind the elements each subscriber had still
+to take (the processor's ``ordered_errors``), as reactor's and RxJava's ``replay`` do;
+``share``'s goes on at once, as reactor's ``publish`` does.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class ShareFlow(Publisher[T]):
             first = processor is None
             if processor is None:
                 processor = self._processor = Multicast(buffer_size=self._buffer_size, replay=self._replay)
+                processor._ordered_errors = self._replay > 0
             self._members += 1
         processor.subscribe(_Member(self, processor, subscriber))
         if first:
