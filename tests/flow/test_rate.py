@@ -127,6 +127,26 @@ def test_on_backpressure_latest_keeps_only_the_newest() -> None:
     assert s.items == [3, 4]
 
 
+@pytest.mark.parametrize("ending", ["complete", "error"])
+def test_on_backpressure_latest_sends_what_it_holds_at_completion_not_at_an_error(ending: str) -> None:
+    """As reactor's and RxJava's onBackpressureLatest: the element nobody asked for yet goes
+    out once asked after a completion; an error goes on at once, without demand, and drops it."""
+    source: ManualPublisher[int] = ManualPublisher()
+    s = _subscribe(source.on_backpressure_latest())
+    source.emit(1, 2)
+    if ending == "complete":
+        source.complete()
+        assert s.signals == ["on_subscribe"]
+        s.request(5)
+        assert s.items == [2] and s.completed
+    else:
+        boom = RuntimeError("upstream")
+        source.fail(boom)
+        assert s.signals == ["on_subscribe", "on_error"] and s.error is boom
+        s.request(5)
+        assert s.items == []
+
+
 def test_cancel_cancels_the_upstream() -> None:
     """For every operator here, cancel reaches the upstream once."""
     for build in RATE_OPERATORS:

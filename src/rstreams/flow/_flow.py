@@ -438,7 +438,11 @@ class Flow(Publisher[T], abc.ABC):
 
     def on_backpressure_latest(self) -> Flow[T]:
         """Ask upstream for everything; keep only the latest element nobody asked for yet."""
-        return _Wrapped(BackpressureFlow(_unwrap(self), "on_backpressure_latest", OverflowStrategy.LATEST, 1))
+        return _Wrapped(
+            BackpressureFlow(
+                _unwrap(self), "on_backpressure_latest", OverflowStrategy.LATEST, 1, error_at_once=True
+            )
+        )
 
     def subscribe_on(self, target: asyncio.AbstractEventLoop | concurrent.futures.Executor) -> Flow[T]:
         """Subscribe to this Flow on an asyncio loop or an executor's thread (whatever the

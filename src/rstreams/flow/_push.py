@@ -217,13 +217,16 @@ class BufferedSubscription(DrainLoop, Subscription, Generic[T]):
             return
         self.leave()
 
-    def finish(self, error: BaseException | None) -> None:
-        """The producer ended: ``complete`` (``None``) or ``error``, after the buffered elements."""
+    def finish(self, error: BaseException | None, *, at_once: bool = False) -> None:
+        """The producer ended: ``complete`` (``None``) or ``error``, after the buffered
+        elements; with ``at_once`` an error goes ahead of them, and they are dropped."""
         with self.lock:
             if self._finished or self._stopped:
                 return
             self._finished = True
             self._terminal = error
+            if at_once and self._error is None:
+                self._error = error  # delivered first, as a rule 3.9 error is
             if not self._note_work():
                 return
         self.drain_loop()

@@ -14,7 +14,10 @@
   within its demand and holds the rest up to a bound, with the overflow behaviour of
   :class:`~rstreams.flow._push.OverflowStrategy`: ``ERROR``/``BUFFER`` fail the stream
   with :class:`~rstreams.errors.OverflowStrategyError` after the buffered elements (and
-  cancel the upstream), ``DROP`` drops the newest, ``LATEST`` the oldest.
+  cancel the upstream), ``DROP`` drops the newest, ``LATEST`` the oldest. An upstream
+  error comes after the buffered elements, except for ``on_backpressure_latest``: the
+  element it holds is one nobody asked for, and the error drops it (reactor's and
+  RxJava's ``onBackpressureLatest``), as a completion does not.
 * ``subscribe_on(target)``: the ``subscribe`` call to the upstream (and so whatever the
   upstream does in it) runs on an asyncio loop or an executor's thread.
 """
@@ -149,7 +152,7 @@ class _LimitRate(OperatorSubscriber[T, T]):
 class BackpressureFlow(OperatorFlow[T, T]):
     """``on_backpressure_buffer``/``_drop``/``_latest``: ``overflow`` with ``capacity``."""
 
-    __slots__ = ("capacity", "name", "on_drop", "overflow")
+    __slots__ = ("capacity", "error_at_once", "name", "on_drop", "overflow")
 
     def __init__(
         self,
@@ -158,8 +161,11 @@ class BackpressureFlow(OperatorFlow[T, T]):
         overflow: OverflowStrategy,
         capacity: int,
         on_drop: Callable[[T], object] | None = None,
+        *,
+        error_at_once: bool = False,
     ) -> None:
         super().__init__(source)
+        self.error_at_once = error_at_once  # an upstream error drops what is held
         self.name = name
         self.overflow = overflow
         self.capacity = capacity
@@ -188,11 +194,12 @@ def backpressure_drop(source: Publisher[T], on_drop: Callable[[T], object] | Non
 class _Backpressure(OperatorSubscriber[T, T]):
     """Feeds a :class:`BufferedSubscription`, which is what the downstream holds."""
 
-    __slots__ = ("buffered", "on_drop")
+    __slots__ = ("at_once", "buffered", "on_drop")
 
     def __init__(self, downstream: Subscriber[T], flow: BackpressureFlow[T]) -> None:
         super().__init__(downstream)
         self.on_drop = flow.on_drop
+        self.at_once = flow.error_at_once
         self.buffered: BufferedSubscription[T] = BufferedSubscription(
             downstream, flow.overflow, flow.capacity, flow.name, self._detached
         )
@@ -226,7 +233,7 @@ class _Backpressure(OperatorSubscriber[T, T]):
         check_error(error)
         if not self.done:
             self.done = True
-            self.buffered.finish(error)
+            self.buffered.finish(error, at_once=self.at_once)
 
     def on_complete(self) -> None:
         if not self.done:
