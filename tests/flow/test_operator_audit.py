@@ -8,6 +8,8 @@
   long stream whole (rule 3.3: such a request only adds demand, nothing recurses).
 * Cancel: reaches the upstream and every inner Publisher subscribed, once, and lets go
   of the operator's timers (rules 3.5, 3.13).
+* Bounds: with a downstream that stopped asking, an operator whose section states a bound
+  asks its upstream for no more than that.
 """
 
 from __future__ import annotations
@@ -504,3 +506,40 @@ def test_cancel_reaches_the_upstream_and_every_inner_once_and_stops_the_clock(na
     subscribed = [side for side in (a, b) if side.subscriber is not None]
     assert subscribed and [side.cancelled for side in subscribed] == [1] * len(subscribed)
     assert clock.pending == 0
+
+
+BOUNDED: dict[str, tuple[Callable[[Manual, Loop], Publisher[Any]], int]] = {
+    "buffer": (lambda a, loop: a.buffer(4), 4),
+    "merge": (lambda a, loop: rstreams.merge(a, prefetch=8), 8),
+    "zip": (lambda a, loop: rstreams.zip(a, rstreams.range(0, 10**6), prefetch=8), 8),
+    "flat_map": (lambda a, loop: a.flat_map(lambda x: rstreams.just(x, x), max_concurrency=4), 4),
+    "concat_map": (lambda a, loop: a.concat_map(lambda x: rstreams.just(x, x), prefetch=2), 2),
+    "group_by": (lambda a, loop: a.group_by(lambda x: x % 3, prefetch=8), 8),
+    "window": (lambda a, loop: a.window(3, prefetch=8), 8),
+    "window_time": (lambda a, loop: a.window_time(1.0, prefetch=8, loop=loop), 8),
+    "buffer_time": (lambda a, loop: a.buffer_time(1.0, max_size=8, loop=loop), 8),
+    "delay": (lambda a, loop: a.delay(1.0, max_pending=8, loop=loop), 8),
+    "observe_on": (lambda a, loop: a.observe_on(_Inline(), buffer_size=8), 8),
+    "publish_on": (lambda a, loop: a.publish_on(_Inline(), buffer_size=8), 8),
+    "share": (lambda a, loop: a.share(buffer_size=8), 8),
+    "replay": (lambda a, loop: a.replay(2, buffer_size=8), 8),
+    "limit_rate": (lambda a, loop: a.limit_rate(8), 0),
+}
+"""Operator (with its bound set small) -> the most it may ask of its upstream beyond the
+downstream's demand, as docs/operators.md states it."""
+
+
+@pytest.mark.parametrize("name", list(BOUNDED))
+def test_a_stalled_downstream_holds_no_more_than_the_documented_bound(name: str) -> None:
+    """The downstream asks for one element and nothing more; the upstream sends everything
+    it is asked for, at once: the operator asks for (and so holds) at most its bound."""
+    loop = clock_and_loop()[1]
+    build, bound = BOUNDED[name]
+    a: Manual = ManualPublisher()
+    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=1)
+    build(a, loop).subscribe(s)
+    while a.outstanding and not a.cancelled and a.emitted <= bound + 1:
+        a.emit(a.emitted)
+    assert a.requested <= bound + 1, a.requests
+    assert len(s.items) <= 1 and s.error is None
+    s.cancel()
