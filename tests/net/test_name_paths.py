@@ -9,6 +9,7 @@ same vectors (java NamePathsTest, js name-paths.test.mjs, both also against ``rs
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from rstreams.net._routes import (
     unknown_message,
 )
 from testkit.bound import within
-from testkit.names import NAMES, cases, client_of, expected, vector_offer
+from testkit.names import NAMES, Handled, cases, client_of, expected, vector_offer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -123,3 +124,19 @@ async def test_a_function_offer_gets_the_decoded_path_and_is_not_called_for_a_ma
         router.find_batched("a/%zz")
     assert called == ["a b/c"]
     assert split_name("f/a%2Fb?q=1") == ("f/a/b", {"q": "1"})
+
+
+async def test_a_channel_refusal_and_a_message_drop_quote_the_path_as_written(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Not escaped, as a subscribe's refusal (the vectors' ``it's/...``), so that every binding
+    writes the same text (PROTOCOL.md §20.4, §21.3)."""
+    handled = Handled(["ev/{kind}"], channels={"up": lambda source, params: source})
+    with pytest.raises(RemoteStreamError) as channel:
+        await within(handled.client.channel("it's?x=1", rstreams.just(b"a")).collect())
+    assert channel.value.message == "no channel named 'it's' (PROTOCOL.md §21.3)"
+    with caplog.at_level(logging.WARNING, logger="rstreams.net.messages"):
+        await within(handled.client.send("it's", b"dropped"))
+        await within(handled.client.send("ev/a", b"kept"))
+        await within(handled.arrived())
+    assert "message to 'it's' dropped: no such handler (PROTOCOL.md §20.4)" in caplog.text

@@ -225,17 +225,17 @@ class Messages:
             return
         refused = self._refused(name)
         if refused is not None:
-            _log.warning("message to %r dropped: %s (PROTOCOL.md §20.4)", name, refused)
+            _log.warning("message to '%s' dropped: %s (PROTOCOL.md §20.4)", name, refused)
             self._give_back()
             return
         found = self._handlers.lookup(name)
         if found is None:
-            _log.warning("message to %r dropped: no such handler (PROTOCOL.md §20.4)", name)
+            _log.warning("message to '%s' dropped: no such handler (PROTOCOL.md §20.4)", name)
             self._give_back()
             return
         handler, params, fault = found
         if fault is not None:  # a malformed name (§5.5): dropped, not half understood
-            _log.warning("message to %r dropped: its name %s (PROTOCOL.md §5.5)", name, fault)
+            _log.warning("message to '%s' dropped: its name %s (PROTOCOL.md §5.5)", name, fault)
             self._give_back()
             return
         try:
