@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import ssl
 import struct
@@ -47,6 +48,12 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
+_SPARK_MASTER = re.compile(
+    r"local(\[(\d+|\*)(,\s*\d+)?\])?|local-cluster\[\d+,\s*\d+,\s*\d+\]|yarn|(spark|k8s|mesos)://\S+"
+)
+"""The master URLs Spark takes (its ``SparkContext`` ends its JVM on any other)."""
+
+
 def _demo_problem(args: argparse.Namespace) -> str | None:
     """The first ``rstreams demo`` option out of range, named; checked before Spark starts."""
     if not args.seconds > 0:
@@ -56,6 +63,11 @@ def _demo_problem(args: argparse.Namespace) -> str | None:
             return f"{option} needs an integer >= 1, got {count}"
     if not args.rate >= 0:
         return f"--rate needs readings/s >= 0 (0: as fast as Spark takes), got {args.rate}"
+    if not _SPARK_MASTER.fullmatch(args.master):  # Spark would say only that its gateway exited
+        return (
+            f"--master needs a Spark master URL: local[N], local[*], spark://HOST:PORT, yarn or "
+            f"k8s://HOST:PORT; got {args.master!r}"
+        )
     host, colon, port = args.web.rpartition(":")
     if not args.no_web and (not colon or not host or not port.isdigit() or int(port) > 65535):
         return f"--web needs HOST:PORT (e.g. 127.0.0.1:8000; port 0: any), got {args.web!r}"
@@ -350,7 +362,8 @@ def _serve(args: argparse.Namespace) -> int:
     """``serve URL NAME``: the replay log of standard input; ``serve URL``: publishers."""
     from rstreams._cli_logs import LOG_OPTIONS, serve_log
 
-    other = _PUBLISHER_OPTIONS if args.name else LOG_OPTIONS
+    log = args.name is not None  # an empty NAME (`serve URL "$LOG"`, LOG unset) is a log's name, refused
+    other = _PUBLISHER_OPTIONS if log else LOG_OPTIONS
     stray = [name for name in other if getattr(args, name) not in (None, False, [])]
     if stray and stray[0] == "web" and ":" not in args.web:  # `serve URL --web NAME`: NAME went to --web
         return fail(
@@ -360,7 +373,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
     if stray:
         option = "--" + stray[0].replace("_", "-")
-        which = "a replay log (rstreams serve URL NAME)" if args.name else "publishers (rstreams serve URL)"
+        which = "a replay log (rstreams serve URL NAME)" if log else "publishers (rstreams serve URL)"
         return fail("serve", f"{option} does not apply when serving {which}")
     if args.metrics not in (None, "on"):
         from rstreams.observe._prometheus import parse_address
@@ -389,7 +402,7 @@ def _serve(args: argparse.Namespace) -> int:
                 "serve",
                 f"--origin applies to ws:// and wss:// servers and the live page (--web), not to {args.url}",
             )
-    return serve_log(args) if args.name else _serve_publishers(args)
+    return serve_log(args) if log else _serve_publishers(args)
 
 
 def _serve_publishers(args: argparse.Namespace) -> int:
@@ -531,7 +544,23 @@ class _Parser(argparse.ArgumentParser):
         ]
         if unknown and message.startswith("the following arguments are required"):
             message = f"unrecognized arguments: {' '.join(unknown)}{self._nearest(unknown)}"
+        elif message.startswith("argument command: invalid choice: "):
+            message += self._command_hint()
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def _command_hint(self) -> str:
+        """For a first argument that is no command: the command it may be (``rstreams serv``,
+        ``rstreams Subscribe``), or, for a URL, that the command comes first."""
+        import difflib
+
+        given = next((word for word in self._given if not word.startswith("-")), "")
+        if "://" in given:
+            return f"; the command comes first: rstreams subscribe {given} NAME (or serve, ping, top)"
+        commands = [
+            name for action in self._actions for name in (action.choices or ()) if action.dest == "command"
+        ]
+        near = difflib.get_close_matches(given.lower(), commands, n=1, cutoff=0.6)
+        return f"; did you mean {near[0]}?" if near else ""
 
     def _knows(self, option: str) -> bool:
         """Whether ``option`` is one of this parser's, or a prefix argparse takes for one."""
