@@ -3,9 +3,12 @@ exit 2, no traceback, no hang."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rstreams.cli import main
+from testkit.tls import TestCA
 
 
 @pytest.mark.timeout(30)
@@ -53,4 +56,52 @@ def test_a_demo_master_spark_does_not_take_is_named_before_java_is_looked_for(
         "",
         "rstreams demo: --master needs a Spark master URL: local[N], local[*], spark://HOST:PORT, "
         f"yarn or k8s://HOST:PORT; got {master!r}\n",
+    )
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[TestCA, Path, Path]:
+    """A CA, and a server certificate and its key."""
+    ca = TestCA.make(tmp_path_factory.mktemp("pki"), "test CA")
+    server = ca.issue("server", san=("127.0.0.1",))
+    return ca, server.cert, server.key
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("files", "says"),
+    [
+        (("cert",), "--tls-cert {cert} holds no private key: give the key's file with --tls-key"),
+        (("key",), "--tls-cert {key} holds no PEM certificate ('-----BEGIN CERTIFICATE-----')"),
+        (("cert", "cert"), "--tls-key {cert} holds no PEM private key ('-----BEGIN ... PRIVATE KEY-----')"),
+    ],
+    ids=["no key", "no certificate", "no key in the key file"],
+)
+def test_a_server_certificate_file_without_what_it_needs_says_what_is_missing(
+    capsys: pytest.CaptureFixture[str], pki: tuple[TestCA, Path, Path], files: tuple[str, ...], says: str
+) -> None:
+    """ssl says '[SSL] PEM lib' for each of these; the line now names the option, the file and
+    what it lacks, exit 2 before listening."""
+    _, cert, key = pki
+    paths = {"cert": str(cert), "key": str(key)}
+    options = ["--tls-cert", paths[files[0]], *(["--tls-key", paths[files[1]]] if len(files) > 1 else [])]
+    assert main(["serve", "tls://127.0.0.1:0", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rstreams serve: " + says.format(**paths) + " (SSLError: "), err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("command", ["subscribe", "ping", "publish"])
+def test_a_client_certificate_without_its_key_says_to_give_keyfile(
+    capsys: pytest.CaptureFixture[str], pki: tuple[TestCA, Path, Path], command: str
+) -> None:
+    """--certfile with a certificate alone (its key in another file): the line says --keyfile."""
+    ca, cert, _ = pki
+    name = [] if command == "ping" else ["x"]
+    argv = [command, "tls://127.0.0.1:1", *name, "--cafile", str(ca.cert), "--certfile", str(cert)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(
+        f"rstreams {command}: --certfile {cert} holds no private key: give the key's file with --keyfile "
+        "(SSLError: "
     )

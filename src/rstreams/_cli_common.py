@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rstreams._pem import pem_problem
 from rstreams.errors import MissingExtraError
 
 if TYPE_CHECKING:
@@ -89,6 +90,10 @@ def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
     try:
         context.load_cert_chain(args.tls_cert, args.tls_key)
     except (OSError, ssl.SSLError) as bad:
+        if isinstance(bad, ssl.SSLError):  # ssl says only "PEM lib" for a file without what it needs
+            problem = pem_problem(args.tls_cert, args.tls_key, "--tls-cert", "--tls-key")
+            if problem is not None:
+                raise ValueError(f"{problem} ({type(bad).__name__}: {bad})") from None
         key = "" if args.tls_key is None else f" / --tls-key {args.tls_key}"
         raise ValueError(f"cannot load --tls-cert {args.tls_cert}{key}: {bad}") from None
     if args.tls_client_ca is not None:

@@ -13,6 +13,7 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
+from rstreams._pem import pem_problem
 from rstreams.errors import ReactiveStreamsError
 
 __all__ = ["Access", "AccessError"]
@@ -90,7 +91,8 @@ class Access:
             raise AccessError(f"{key} {self.keyfile} needs {cert} too")
         context = _NamedContext(ssl.PROTOCOL_TLS_CLIENT)
         context.server_name = self.server_name or ""
-        where = said.get("cafile", "cafile") + ("" if self.cafile is None else f" {self.cafile}")
+        cafile = said.get("cafile", "cafile")
+        where = cafile + ("" if self.cafile is None else f" {self.cafile}")
         try:
             if self.cafile is None:
                 context.load_default_certs(ssl.Purpose.SERVER_AUTH)
@@ -102,5 +104,10 @@ class Access:
                     where += f" / {said.get('keyfile', 'keyfile')} {self.keyfile}"
                 context.load_cert_chain(self.certfile, self.keyfile)
         except (OSError, ssl.SSLError) as bad:  # the file's name: ssl's errors leave it out
+            if isinstance(bad, ssl.SSLError) and self.certfile is not None and not where.startswith(cafile):
+                cert, key = said.get("certfile", "certfile"), said.get("keyfile", "keyfile")
+                problem = pem_problem(self.certfile, self.keyfile, cert, key)  # ssl says only "PEM lib"
+                if problem is not None:
+                    raise AccessError(f"{problem} ({type(bad).__name__}: {bad})") from None
             raise AccessError(f"cannot load {where} ({type(bad).__name__}: {bad})") from None
         return context
