@@ -1253,17 +1253,17 @@ def test_a_web_server_at_a_tcp_url_is_named(capsys: pytest.CaptureFixture[str]) 
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize(("keepalive", "status", "count"), [(0.1, 0, 3), (None, 2, 1)])
+@pytest.mark.parametrize("keepalive", [0.1, None])
 def test_a_slow_stream_outlives_the_timeout_through_pings(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
     keepalive: float | None,
-    status: int,
-    count: int,
 ) -> None:
     """Readings 1.25 s apart with --timeout 1: the server's pings (every 0.1 s) keep the
-    connection alive; without them the first gap ends it (exit 2, naming --timeout).
+    connection alive, and so do the command's own (after 0.5 s of silence) when the server sends
+    none: the server's pong is heard in time. (It ended the stream after the first reading, exit
+    2, naming --timeout: only the server pinged, every 15 s by default.)
 
     The server and the command share one loop on a virtual clock (testkit.net.run_virtual, a
     Unix socket): time moves only when nothing is left to read, so a loaded machine can hold no
@@ -1282,8 +1282,7 @@ def test_a_slow_stream_outlives_the_timeout_through_pings(
 
     monkeypatch.setattr(_cli_observe, "run_command", on_virtual_time)
     got, lines, err = subscribe(capsys, url, "sensors/s?rate=0.8&count=3", "--timeout", "1")
-    assert (got, len(lines)) == (status, count), err
-    assert ("sent nothing for 1 s (--timeout S" in err) == (keepalive is None), err
+    assert (got, len(lines), err) == (0, 3, "")
 
 
 @pytest.mark.timeout(30)

@@ -3,11 +3,15 @@ exit 2, no traceback, no hang."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from rstreams.cli import main
+from testkit import patience
 from testkit.tls import TestCA
 
 
@@ -105,3 +109,39 @@ def test_a_client_certificate_without_its_key_says_to_give_keyfile(
         f"rstreams {command}: --certfile {cert} holds no private key: give the key's file with --keyfile "
         "(SSLError: "
     )
+
+
+@pytest.mark.timeout(60)
+def test_a_server_frozen_mid_stream_is_given_up_on_after_timeout() -> None:
+    """The command pings a silent server within --timeout: a live one answers (a slow stream goes
+    on, tests/test_cli.py), a frozen one (SIGSTOP) does not, and the command ends, exit 2, naming
+    --timeout, instead of waiting for ever."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = patience.child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
+        command = ["subscribe", url, "counter?rate=1000", "--demand", "1", "--timeout", "1"]
+        client = subprocess.Popen(
+            [sys.executable, "-m", "rstreams.cli", *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert patience.child_line(client, "its first element") == "0\n"
+            server.send_signal(signal.SIGSTOP)
+            _, err = patience.communicate(client, 30)
+        finally:
+            server.send_signal(signal.SIGCONT)
+            if client.poll() is None:
+                patience.stop_child(client)
+        assert client.returncode == 2, err
+        assert err == f"rstreams subscribe: {url} sent nothing for 1 s (--timeout S; 0: wait for ever)\n"
+    finally:
+        server.send_signal(signal.SIGCONT)
+        patience.stop_child(server)

@@ -281,6 +281,16 @@ def _channel_hint(message: str, name: str, url: str) -> str:
     )
 
 
+def _keepalive(timeout: float) -> float:
+    """Seconds of silence after which ``rstreams subscribe`` pings the server (PROTOCOL.md §14):
+    within half its ``--timeout``, so that a live server's pong comes in time and a slow stream
+    (``sensors/1?rate=0.1 --timeout 3``) is not taken for a silent server; the server's own
+    pings (every 15 s by default) come too late for a timeout below 15 s."""
+    from rstreams.net._keepalive import DEFAULT_KEEPALIVE
+
+    return min(DEFAULT_KEEPALIVE, timeout / 2) if timeout > 0 else DEFAULT_KEEPALIVE
+
+
 _IDLE_TIMEOUT = "idle timeout: nothing received for"
 """How the connection's goodbye for its idle timeout begins (rstreams.net._keepalive, PROTOCOL.md
 §14.2): the error has no type of its own, and the timeout is ``rstreams subscribe --timeout``."""
@@ -314,7 +324,13 @@ def _subscribe(args: argparse.Namespace) -> int:
 
     async def run() -> int:
         try:
-            conn = await connect(args.url, ssl=context, auth=args.token, idle_timeout=args.timeout or None)
+            conn = await connect(
+                args.url,
+                ssl=context,
+                auth=args.token,
+                idle_timeout=args.timeout or None,
+                keepalive=_keepalive(args.timeout),
+            )
         except ConnectionBrokenError as broken:  # its cause alone, unless it says more than that
             cause = broken.__cause__
             why = cause if cause is not None and str(broken).endswith(f": {cause}") else broken
@@ -732,7 +748,7 @@ def _parser() -> argparse.ArgumentParser:
         default=30.0,
         metavar="S",
         help="give up after S seconds without hearing from the server (30; 0: never); "
-        "an RS.io server pings an idle client every 15 s",
+        "after S/2 s of silence the command pings it, so a slow stream of a live server goes on",
     )
     add_tls_options(subscribe)
     subscribe.set_defaults(run=_subscribe)
