@@ -3,6 +3,7 @@ it (no Spark session)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,7 @@ def test_a_log_that_failed_upstream_fails_the_batch_with_log_ended_error(serve: 
     RuntimeError) carrying the log's error, not a plain RuntimeError."""
     log = ReplayLog("nums", capacity=10).feed(rstreams.error(ValueError("the sensor broke")))
     server = serve({"nums": log})
-    schema = StructType([StructField("seq", LongType())])
-    source = RStreamsStreamReader({"url": server.url, "publisher": "nums"}, schema)
+    source = RStreamsStreamReader({"url": server.url, "publisher": "nums"}, SCHEMA)
     with pytest.raises(
         LogEndedError, match=r"replay log 'nums' at .* failed upstream: .*the sensor broke"
     ) as ended:
@@ -32,10 +32,12 @@ def test_a_log_that_failed_upstream_fails_the_batch_with_log_ended_error(serve: 
     assert isinstance(ended.value, RuntimeError)
 
 
-def restarted_in_memory(serve: Any, rows: int) -> tuple[dict[str, Any], dict[str, Any], ReplayLog]:
-    """A query read and committed 50 positions of a memory log; the server then restarted with
-    a new memory log of ``rows`` rows: the query's options, its checkpointed offset, the new log."""
-    before = ReplayLog("nums", capacity=100)
+def restarted(
+    serve: Any, before: ReplayLog, after: Callable[[], ReplayLog]
+) -> tuple[dict[str, Any], dict[str, Any], ReplayLog]:
+    """A query read and committed the 50 positions of ``before`` (filled here); its server then
+    stopped, ``before`` was closed, and a new server serves ``after()`` at the same URL: the
+    query's options, its checkpointed offset, and the new log."""
     before.append([b'{"seq": %d}' % i for i in range(50)])
     first = serve({"nums": before})
     url = first.url
@@ -45,10 +47,22 @@ def restarted_in_memory(serve: Any, rows: int) -> tuple[dict[str, Any], dict[str
     assert batch == {"position": 50, "reader": batch["reader"], "epoch": before.epoch}
     reader.commit(batch)
     first.stop()
-    after = ReplayLog("nums", capacity=100)
-    after.append([b'{"seq": %d}' % i for i in range(1000, 1000 + rows)])
-    serve({"nums": after}, url=url)
-    assert after.epoch != before.epoch
+    before.close()
+    log = after()
+    serve({"nums": log}, url=url)
+    return options, batch, log
+
+
+def restarted_in_memory(serve: Any, rows: int) -> tuple[dict[str, Any], dict[str, Any], ReplayLog]:
+    """:func:`restarted` from a memory log to a new memory log of ``rows`` rows (another epoch)."""
+
+    def refilled() -> ReplayLog:
+        log = ReplayLog("nums", capacity=100)
+        log.append([b'{"seq": %d}' % i for i in range(1000, 1000 + rows)])
+        return log
+
+    options, batch, after = restarted(serve, ReplayLog("nums", capacity=100), refilled)
+    assert after.epoch != batch["epoch"]
     return options, batch, after
 
 
@@ -93,24 +107,19 @@ def test_a_file_backed_log_keeps_its_epoch_across_a_restart_so_the_query_goes_on
 ) -> None:
     """A file-backed log restarted (a new ReplayLog on the same directory, a new server) has the
     same epoch: the query's checkpointed offset goes on, nothing refused."""
-    before = ReplayLog("nums", capacity=100, path=tmp_path / "nums")
-    before.append([b'{"seq": %d}' % i for i in range(50)])
-    first = serve({"nums": before})
-    url = first.url
-    options = {"url": url, "publisher": "nums"}
-    reader = RStreamsStreamReader(options, SCHEMA)
-    batch = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
-    first.stop()
-    before.close()
-    after = ReplayLog("nums", capacity=100, path=tmp_path / "nums")
-    after.append([b'{"seq": %d}' % i for i in range(50, 70)])
-    serve({"nums": after}, url=url)
-    restarted = RStreamsStreamReader(options, SCHEMA)
-    assert [(p.start, p.end, p.epoch) for p in restarted.partitions(reader.initialOffset(), batch)] == [
-        (0, 25, before.epoch),
-        (25, 50, before.epoch),
-    ]
-    going_on = restarted.latestOffset(batch, ReadAllAvailable())
-    assert going_on == {"position": 70, "reader": batch["reader"], "epoch": before.epoch}
+
+    def reopened() -> ReplayLog:
+        log = ReplayLog("nums", capacity=100, path=tmp_path / "nums")
+        log.append([b'{"seq": %d}' % i for i in range(50, 70)])
+        return log
+
+    kept = ReplayLog("nums", capacity=100, path=tmp_path / "nums")
+    options, batch, after = restarted(serve, kept, reopened)
+    assert after.epoch == batch["epoch"]
+    again = RStreamsStreamReader(options, SCHEMA)
+    parts = again.partitions({**batch, "position": 0}, batch)
+    assert [(p.start, p.end, p.epoch) for p in parts] == [(0, 25, after.epoch), (25, 50, after.epoch)]
+    going_on = again.latestOffset(batch, ReadAllAvailable())
+    assert going_on == {"position": 70, "reader": batch["reader"], "epoch": after.epoch}
     assert after.readers() == {batch["reader"]: 50}
     after.close()
