@@ -16,13 +16,12 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
-from rstreams.replay import ReplayLog, fetch_range, request_json
+from rstreams.replay import RemoteLogError, ReplayLog, fetch_range, request_json
 from rstreams.spark._options import OptionError
 from rstreams.spark._sink import (
     EPOCHS_FILE,
     RStreamsArrowStreamWriter,
     SinkLogRestartedError,
-    _local_directory,
     stream_writer,
     writer,
 )
@@ -39,6 +38,13 @@ def rows(*seqs: int) -> Iterator[pa.RecordBatch]:
 
 def options(url: str, **more: Any) -> dict[str, str]:
     return {"url": url, "publisher": "results", **{k: str(v) for k, v in more.items()}}
+
+
+def spark_checkpoint(path: Path) -> Path:
+    """``path`` as Spark leaves a query's checkpoint before it builds the writer: its metadata."""
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "metadata").write_text('{"id": "q"}')
+    return path
 
 
 def test_a_memory_sink_log_restarted_under_a_running_query_refuses_its_next_publish() -> None:
@@ -66,32 +72,48 @@ def test_a_memory_sink_log_restarted_under_a_running_query_refuses_its_next_publ
         assert request_json(url, "results?latest")["end"] == 0
 
 
-def test_a_query_restarted_from_its_checkpoint_against_a_restarted_memory_sink_log_fails_at_its_start(
+def test_a_query_restarted_from_its_checkpoint_against_a_restarted_memory_sink_log_fails_before_publishing(
     tmp_path: Path,
 ) -> None:
-    """The checkpoint keeps the epochs (``rstreams-sink.json``): the writer built for the restarted
-    query finds the log's new epoch and fails before anything is written, naming both epochs and
-    the file; the file keeps the old epoch, so the query keeps failing until told otherwise."""
-    checkpoint = tmp_path / "checkpoint"
+    """The checkpoint keeps the epochs (``rstreams-sink.json``, written at the first commit): the
+    writer built for the restarted query finds the log's new epoch, and its tasks fail before they
+    upload, naming both epochs and the file; a commit of uploads staged under the new epoch (a
+    writer that could not see the record at its start) discards them and publishes nothing. The
+    file keeps the old epoch, so the query keeps failing until told otherwise; the writer Spark
+    builds for an abort builds, and discards."""
+    checkpoint = spark_checkpoint(tmp_path / "checkpoint")
     kept = checkpoint / EPOCHS_FILE
     with serving_sink("tcp://127.0.0.1:0") as url:
         built = stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)
         before = built._writer.epochs[0]
-        assert json.loads(kept.read_text()) == {"epochs": {url: {"results": before}}}
+        assert not kept.exists() and built._writer.refused is None
         built.commit([built.write(rows(0, 1))], 0)
+        assert json.loads(kept.read_text()) == {"epochs": {url: {"results": before}}}
         stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)  # each commit's writer: same epoch
     with serving_sink(url):
         now = request_json(url, "results?latest")["epoch"]
         for _ in range(2):
+            restarted = stream_writer(options(url, checkpointLocation=f"file://{checkpoint}"), SCHEMA)
             with pytest.raises(SinkLogRestartedError) as failed:
-                stream_writer(options(url, checkpointLocation=f"file://{checkpoint}"), SCHEMA)
+                restarted.write(rows(2, 3))
             said = str(failed.value)
             assert f"this query recorded it in its checkpoint (epoch '{before}', now '{now}')" in said
             assert "nothing more is published" in said and f"delete {kept}" in said
+        unaware = stream_writer(options(url), SCHEMA).write(rows(2, 3))  # staged under the new epoch
+        with pytest.raises(SinkLogRestartedError) as failed:
+            restarted.commit([unaware], 1)
+        said = str(failed.value)
+        assert f"(epoch '{before}', its writer '{now}')" in said and "batch 1 was not published" in said
+        with pytest.raises(RemoteLogError, match="is not staged here"):  # the commit discarded it
+            request_json(url, f"results?publish=1&writer=w&tokens={unaware.token}")
+        restarted.abort([unaware, None], 1)
         assert json.loads(kept.read_text()) == {"epochs": {url: {"results": before}}}
+        assert request_json(url, "results?latest")["end"] == 0
         kept.unlink()  # told to go on
-        stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)
+        going_on = stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)
+        going_on.commit([going_on.write(rows(2, 3))], 1)
         assert json.loads(kept.read_text()) == {"epochs": {url: {"results": now}}}
+        assert request_json(url, "results?latest")["end"] == 2
 
 
 def test_a_file_backed_sink_log_keeps_its_epoch_and_the_query_goes_on(serve: Any, tmp_path: Path) -> None:
@@ -102,7 +124,7 @@ def test_a_file_backed_sink_log_keeps_its_epoch_and_the_query_goes_on(serve: Any
     results = ReplayLog("results", capacity=100, path=path, evict=True)
     server = serve({}, sinks={"results": results})
     url = server.url
-    checkpoint = tmp_path / "checkpoint"
+    checkpoint = spark_checkpoint(tmp_path / "checkpoint")
     same = options(url, checkpointLocation=checkpoint, writerId="q")  # Spark's query id, outside Spark
     built = stream_writer(same, SCHEMA)
     built.commit([built.write(rows(0, 1))], 0)
@@ -139,32 +161,19 @@ def test_logs_added_later_are_kept_too_and_a_record_that_is_not_one_fails_naming
 ) -> None:
     a, b = ReplayLog("a", evict=True), ReplayLog("b", evict=True)
     server = serve({}, sinks={"a": a, "b": b})
-    kept = tmp_path / EPOCHS_FILE
-    stream_writer({"url": server.url, "publisher": "a", "checkpointLocation": str(tmp_path)}, SCHEMA)
+    kept = spark_checkpoint(tmp_path) / EPOCHS_FILE
+    one = stream_writer({"url": server.url, "publisher": "a", "checkpointLocation": str(tmp_path)}, SCHEMA)
+    one.commit([one.write(rows(1))], 0)
     both = {"url": server.url, "publisher": "a,b", "keyColumn": "seq", "checkpointLocation": str(tmp_path)}
-    stream_writer(both, SCHEMA)
+    two = stream_writer(both, SCHEMA)
+    two.commit([two.write(rows(1, 2, 3, 4))], 1)
     assert json.loads(kept.read_text()) == {"epochs": {server.url: {"a": a.epoch, "b": b.epoch}}}
     kept.write_text("[1, 2]")
-    with pytest.raises(OptionError, match="is not the rstreams sink's record of its logs' epochs") as bad:
-        stream_writer(both, SCHEMA)
+    unreadable = stream_writer(both, SCHEMA)  # builds: Spark's abort builds one too
+    unreadable.abort([None], 2)
+    said = "is not the rstreams sink's record of its logs' epochs"
+    with pytest.raises(OptionError, match=said) as bad:
+        unreadable.write(rows(5))
     assert bad.value.option == "checkpointLocation"
-
-
-@pytest.mark.parametrize(
-    ("location", "kept"),
-    [
-        ("/tmp/q", "/tmp/q"),
-        ("file:/tmp/q", "/tmp/q"),
-        ("file:///tmp/q%20r", "/tmp/q r"),
-        ("file://localhost/tmp/q", "/tmp/q"),
-        ("hdfs://nn/q", None),
-        ("s3a://bucket/q", None),
-        ("checkpoint", None),
-        ("", None),
-        (None, None),
-    ],
-)
-def test_the_epochs_are_kept_in_a_local_checkpoint_only(location: str | None, kept: str | None) -> None:
-    """An absolute local path or a file: URL; another file system or a relative path: not kept."""
-    found = _local_directory(location)
-    assert (None if found is None else str(found)) == kept
+    with pytest.raises(OptionError, match=said):
+        unreadable.commit([None], 2)

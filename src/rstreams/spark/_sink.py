@@ -30,11 +30,15 @@ empty and has forgotten which batches it published, so a batch re-run after that
 be published twice, and what its readers had not read is lost. The writer Spark builds on the
 driver records each sink log's epoch (the answer to ``NAME?discard=``); the tasks' commit
 messages carry it to ``commit``, which publishes with ``&epoch=E``: a log restarted meanwhile
-refuses, and the query fails saying so (:class:`SinkLogRestartedError`). A streaming query whose
-option ``checkpointLocation`` is an absolute local path (or a ``file:`` URL) also keeps the
-epochs in ``CHECKPOINT/rstreams-sink.json`` (``{"epochs": {url: {name: E}}}``), written the first
-time the writer meets a log, so a query restarted from its checkpoint against a restarted sink
-log fails at its start; a file-backed sink log keeps its epoch, so nothing fires.
+refuses, and the query fails saying so (:class:`SinkLogRestartedError`). A streaming query also
+keeps the epochs in ``CHECKPOINT/rstreams-sink.json`` (``{"epochs": {url: {name: E}}}``; where
+the checkpoint is found and what is not covered: :mod:`rstreams.spark._epochs`), written at the
+commit of the first batch that meets a log, so a query restarted from its checkpoint against a
+restarted sink log fails before anything of the batch is published: its tasks fail before they
+upload when the writer built at its start finds another epoch than the one kept, and the commit
+refuses (discarding the batch's uploads) when the epoch its tasks staged under is not the one
+kept. A file-backed sink log keeps its epoch, so nothing fires. The epoch checks never stop an
+abort: Spark builds a writer for it too, and its uploads are discarded.
 
 Several logs: options ``url`` and ``publisher`` may list several servers and sink logs (each
 named log on each server) and option ``keyColumn`` names the column whose value picks a row's
@@ -55,16 +59,13 @@ its timestamps and dates made ISO text by Arrow a column at a time
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -82,6 +83,7 @@ from pyspark.sql.types import StructType
 from rstreams.replay import Access
 from rstreams.replay._client import RemoteLogError, request_json, upload
 from rstreams.spark._codecs import BATCH_ROWS, arrow_ipc, row_encoder
+from rstreams.spark._epochs import CONF_KEY, EPOCHS_FILE, EpochRecord, Epochs, checkpoint_of, record_at
 from rstreams.spark._options import (
     OptionError,
     access_from,
@@ -104,10 +106,6 @@ __all__ = [
 ]
 
 
-EPOCHS_FILE = "rstreams-sink.json"
-"""The file in a streaming query's checkpoint directory where the sink keeps its logs' epochs."""
-
-
 class SinkLogRestartedError(RemoteLogError):
     """A sink log's epoch is not the one the query recorded: the log was restarted in memory
     since, so what it published before may be lost to its readers, and a batch the query re-runs
@@ -123,6 +121,9 @@ class StagedUpload(WriterCommitMessage):
     count: int
     writer: str
     epochs: tuple[str | None, ...] = ()
+    checkpoint: str | None = None
+    """The session conf ``spark.sql.streaming.checkpointLocation`` as the task saw it (Spark gives
+    it to tasks, not to the driver's Python workers), for the commit to find the checkpoint."""
 
 
 @dataclass
@@ -132,6 +133,7 @@ class SpreadUpload(WriterCommitMessage):
     parts: list[tuple[int, str, int]]
     writer: str
     epochs: tuple[str | None, ...] = ()
+    checkpoint: str | None = None
 
 
 class _Writer:
@@ -167,13 +169,25 @@ class _Writer:
         self.epochs: tuple[str | None, ...] = ()
         """Each sink log's epoch as :meth:`check_logs` found it on the driver, by target index
         (``None``: a server that names none); pickled with the writer to the executors."""
-        given = next((str(v) for k, v in options.items() if k.lower() == "checkpointlocation"), None)
-        self.checkpoint = _local_directory(given)
-        """The query's checkpoint directory when it is local (the epochs are kept there), else None."""
+        self.located = {
+            name: str(value)
+            for name, value in options.items()
+            if name.lower() in ("checkpointlocation", "queryname") and value
+        }
+        """The options that say where the query's checkpoint is (:func:`checkpoint_of`)."""
+        self.refused: SinkLogRestartedError | OptionError | None = None
+        """Set by :meth:`check_record` when a log's epoch is not the one the checkpoint keeps (or
+        the record cannot be read): the tasks of a writer built so raise it before they upload."""
 
     def write_arrow(self, batches: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Stage a partition's record batches: ``arrow`` elements of at most BATCH_ROWS rows, or
-        one ``json`` or ``msgpack`` element per row."""
+        one ``json`` or ``msgpack`` element per row.
+
+        Raises:
+            SinkLogRestartedError, OptionError: :attr:`refused` (nothing is uploaded).
+        """
+        if self.refused is not None:
+            raise self.refused
         if self.key is None:
             return self._upload(self._elements(batches))
         spread: list[list[pa.RecordBatch]] = [[] for _ in self.targets]
@@ -191,8 +205,8 @@ class _Writer:
 
     def _upload(self, elements: Iterator[bytes]) -> StagedUpload:
         token, count = self._stage(self.targets[0], elements)
-        writer = self.writer_id or _query_id()
-        return StagedUpload(token=token, count=count, writer=writer, epochs=self.epochs)
+        writer = self.writer_id or _task_property("sql.streaming.queryId") or _batch_writer()
+        return StagedUpload(token, count, writer, self.epochs, _task_property(CONF_KEY))
 
     def _spread(self, elements: list[Iterator[bytes]]) -> SpreadUpload:
         parts = []
@@ -201,7 +215,8 @@ class _Writer:
             if first is not None:  # a log with no rows from this task: no upload
                 token, count = self._stage(target, chain([first], rows))
                 parts.append((index, token, count))
-        return SpreadUpload(parts=parts, writer=self.writer_id or _query_id(), epochs=self.epochs)
+        writer = self.writer_id or _task_property("sql.streaming.queryId") or _batch_writer()
+        return SpreadUpload(parts, writer, self.epochs, _task_property(CONF_KEY))
 
     def _stage(self, target: tuple[str, str], elements: Iterator[bytes]) -> tuple[str, int]:
         url, log = target
@@ -226,19 +241,41 @@ class _Writer:
             found.append(None if epoch is None else str(epoch))
         self.epochs = tuple(found)
 
-    def keep_epochs(self) -> None:
-        """Check :attr:`epochs` against those kept in the checkpoint (:data:`EPOCHS_FILE`) and add
-        the logs it has none for; nothing without a local checkpoint directory.
+    def check_record(self) -> None:
+        """Check :attr:`epochs` against those the checkpoint keeps, where the options name it
+        (a query whose checkpoint the session conf sets is checked at its commits): a log whose
+        epoch is not the one kept sets :attr:`refused`, raised by the tasks (not here: Spark
+        builds a writer for a commit and for an abort too, and an abort must go on)."""
+        record, _ = record_at(checkpoint_of(self.located, None))
+        if record is None:
+            return
+        try:
+            kept = self._read(record)
+        except OptionError as unreadable:
+            self.refused = unreadable
+            return
+        for (url, log), epoch in zip(self.targets, self.epochs, strict=True):
+            recorded = kept.get(url, {}).get(log)
+            if epoch is not None and recorded is not None and recorded != epoch:
+                since = f"this query recorded it in its checkpoint (epoch {recorded!r}, now {epoch!r})"
+                self.refused = _restarted(url, log, since, "nothing more is published", record.shown)
+                return
+
+    def keep(self, messages: list[WriterCommitMessage | None], batch: int) -> tuple[EpochRecord | None, str]:
+        """At a commit: check the epochs the batch's tasks staged under against those the checkpoint
+        keeps, and add the logs it keeps none for; the record, or None and why none is kept.
 
         Raises:
-            SinkLogRestartedError: a log's epoch is not the one kept: it was restarted since.
+            SinkLogRestartedError: a log's epoch is not the one kept (the batch's uploads are
+                discarded first: nothing of the batch is published).
         """
-        if self.checkpoint is None:
-            return
-        path = self.checkpoint / EPOCHS_FILE
-        kept = _read_epochs(path)
+        _, _, epochs, conf = self._tokens(messages)
+        record, why = record_at(checkpoint_of(self.located, conf))
+        if record is None:
+            return None, why
+        kept = self._read(record)
         added = False
-        for (url, log), epoch in zip(self.targets, self.epochs, strict=True):
+        for (url, log), epoch in zip(self.targets, epochs, strict=False):
             if epoch is None:
                 continue
             recorded = kept.setdefault(url, {}).get(log)
@@ -246,18 +283,34 @@ class _Writer:
                 kept[url][log] = epoch
                 added = True
             elif recorded != epoch:
-                raise _restarted(
-                    url,
-                    log,
-                    f"this query recorded it in its checkpoint (epoch {recorded!r}, now {epoch!r})",
-                    "nothing more is published",
-                    path,
-                )
+                self.discard(messages)
+                since = f"this query recorded it in its checkpoint (epoch {recorded!r}, its writer {epoch!r})"
+                raise _restarted(url, log, since, f"batch {batch} was not published", record.shown)
         if added:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            scratch = path.with_suffix(".tmp")
-            scratch.write_text(json.dumps({"epochs": kept}, sort_keys=True))
-            os.replace(scratch, path)
+            self._write(record, kept)
+        return record, ""
+
+    def _read(self, record: EpochRecord) -> Epochs:
+        try:
+            return record.read()
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise OptionError(
+                "checkpointLocation",
+                f"option checkpointLocation: {record.shown} is not the rstreams sink's record of its "
+                'logs\' epochs ({"epochs": {url: {name: epoch}}}): delete it to record them again',
+            ) from None
+        except OSError as error:
+            raise OptionError(
+                "checkpointLocation", f"option checkpointLocation: cannot read {record.shown}: {error}"
+            ) from None
+
+    def _write(self, record: EpochRecord, kept: Epochs) -> None:
+        try:
+            record.write(kept)
+        except OSError as error:
+            raise OptionError(
+                "checkpointLocation", f"option checkpointLocation: cannot write {record.shown}: {error}"
+            ) from None
 
     def _ask(self, target: tuple[str, str], query: str) -> dict[str, Any]:
         url, log = target
@@ -270,11 +323,13 @@ class _Writer:
 
     def _tokens(
         self, messages: list[WriterCommitMessage | None]
-    ) -> tuple[str | None, dict[int, list[str]], tuple[str | None, ...]]:
-        """The writer, per log index the tokens ``messages`` staged, and the epochs they carry."""
+    ) -> tuple[str | None, dict[int, list[str]], tuple[str | None, ...], str | None]:
+        """The writer, per log index the tokens ``messages`` staged, the epochs they carry, and
+        the session conf's checkpoint root the tasks saw."""
         writer: str | None = None
         tokens: dict[int, list[str]] = {}
         epochs: tuple[str | None, ...] = ()
+        conf: str | None = None
         for message in messages:
             if isinstance(message, StagedUpload):
                 tokens.setdefault(0, []).append(message.token)
@@ -285,11 +340,18 @@ class _Writer:
                 continue
             writer = message.writer
             epochs = message.epochs or epochs
-        return writer, tokens, epochs
+            conf = message.checkpoint or conf
+        return writer, tokens, epochs, conf
 
-    def publish(self, messages: list[WriterCommitMessage | None], batch: int) -> dict[str, Any]:
-        """Publish each log's staged tokens as ``batch``: ``{"published", "count"}`` summed."""
-        writer, tokens, epochs = self._tokens(messages)
+    def publish(
+        self,
+        messages: list[WriterCommitMessage | None],
+        batch: int,
+        kept: tuple[EpochRecord | None, str] = (None, "a df.write keeps no record of its logs' epochs"),
+    ) -> dict[str, Any]:
+        """Publish each log's staged tokens as ``batch``: ``{"published", "count"}`` summed.
+        ``kept``: the record of the epochs (:meth:`keep`), or None and why, for the error."""
+        writer, tokens, epochs, _ = self._tokens(messages)
         answer: dict[str, Any] = {"published": False, "count": 0}
         for index, staged in sorted(tokens.items()):
             query = f"publish={batch}&writer={quote(str(writer), safe='')}&tokens={','.join(staged)}"
@@ -304,7 +366,8 @@ class _Writer:
                 url, log = self.targets[index]
                 where = f"the query's writer recorded its epoch {epoch!r} ({error})"
                 outcome = f"batch {batch} was not published"
-                raise _restarted(url, log, where, outcome, self.checkpoint) from None
+                record, why = kept
+                raise _restarted(url, log, where, outcome, record.shown if record else None, why) from None
             answer = {
                 "published": answer["published"] or done["published"],
                 "count": answer["count"] + done["count"],
@@ -312,7 +375,7 @@ class _Writer:
         return answer
 
     def discard(self, messages: list[WriterCommitMessage | None]) -> None:
-        _, tokens, _ = self._tokens(messages)
+        _, tokens, _, _ = self._tokens(messages)
         for index, staged in sorted(tokens.items()):
             self._ask(self.targets[index], f"discard={','.join(staged)}")
 
@@ -320,12 +383,15 @@ class _Writer:
 _PATTERN = re.compile(r"[*?\[]")
 
 
-def _restarted(url: str, log: str, since: str, outcome: str, kept: Path | None) -> SinkLogRestartedError:
-    """The error of a sink log restarted since ``since``: what may be lost or twice, what to do."""
-    if kept is not None and kept.name != EPOCHS_FILE:
-        kept = kept / EPOCHS_FILE
+def _restarted(
+    url: str, log: str, since: str, outcome: str, kept: str | None, why: str = ""
+) -> SinkLogRestartedError:
+    """The error of a sink log restarted since ``since``: what may be lost or twice, what to do;
+    ``kept``: where the record of the epochs is, or None (``why``: why none is kept)."""
     if kept is None:  # no record kept: a restart from the checkpoint records the log as it is now
         go_on = ", or restart it from its checkpoint to go on accepting that"
+        if why:
+            go_on += f" (no record of the epochs is kept across restarts of the query: {why})"
     else:
         go_on = f", or delete {kept} to go on in this one accepting that"
     return SinkLogRestartedError(
@@ -338,38 +404,6 @@ def _restarted(url: str, log: str, since: str, outcome: str, kept: Path | None) 
         f"the query with a new checkpointLocation{go_on} "
         "(docs/replay.md, Epochs)"
     )
-
-
-def _local_directory(location: str | None) -> Path | None:
-    """``location`` (option checkpointLocation) as a local directory: an absolute path or a
-    ``file:`` URL; None for another file system (``hdfs:``, ``s3a:``, ...) or a relative path."""
-    if not location:
-        return None
-    parts = urlsplit(location)
-    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
-        path = Path(unquote(parts.path))
-    elif not parts.scheme:
-        path = Path(location)
-    else:
-        return None
-    return path if path.is_absolute() else None
-
-
-def _read_epochs(path: Path) -> dict[str, dict[str, str]]:
-    """The epochs kept in ``path`` (``{url: {name: epoch}}``), empty when there is no such file."""
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return {}
-    try:
-        kept = json.loads(text)["epochs"]
-        return {str(url): {str(name): str(e) for name, e in logs.items()} for url, logs in kept.items()}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise OptionError(
-            "checkpointLocation",
-            f"option checkpointLocation: {path} is not the rstreams sink's record of its logs' epochs "
-            '({"epochs": {url: {name: epoch}}}): delete it to record them again',
-        ) from None
 
 
 def _listed(options: Mapping[str, str], name: str) -> tuple[str, ...]:
@@ -459,12 +493,18 @@ def _ipc(batches: list[pa.RecordBatch]) -> bytes:
     return bytes(sink.getvalue())
 
 
-def _query_id() -> str:
+def _task_property(name: str) -> str | None:
+    """The running Spark task's local property ``name`` (None outside a task, or unset)."""
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    query = context.getLocalProperty("sql.streaming.queryId") if context is not None else None
-    return str(query) if query else f"batch-{uuid.uuid4().hex}"
+    value = context.getLocalProperty(name) if context is not None else None
+    return str(value) if value else None
+
+
+def _batch_writer() -> str:
+    """The writer of a ``df.write`` without option ``writerId``: one of its own."""
+    return f"batch-{uuid.uuid4().hex}"
 
 
 class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
@@ -483,7 +523,7 @@ class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
         return self._writer.write_arrow(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        self._writer.publish(messages, batchId)
+        self._writer.publish(messages, batchId, self._writer.keep(messages, batchId))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self._writer.discard(messages)
@@ -511,12 +551,12 @@ class RStreamsArrowBatchWriter(DataSourceArrowWriter):
 def stream_writer(options: Mapping[str, str], schema: StructType) -> DataSourceStreamWriter:
     """The streaming writer, its options and its sink logs checked (here, on the driver).
 
-    Spark builds it as the query starts, and again for each micro-batch's commit (a fresh
-    writer in its commit worker): each time, one ``NAME?discard=`` per sink log, whose epochs
-    are checked against those kept in a local checkpoint (and added there)."""
+    Spark builds it as the query starts, and again for each micro-batch's commit or abort (a
+    fresh writer in its commit worker): each time, one ``NAME?discard=`` per sink log, whose
+    epochs are checked against those the checkpoint keeps (:meth:`_Writer.check_record`)."""
     made = RStreamsArrowStreamWriter(options, schema)
     made._writer.check_logs()
-    made._writer.keep_epochs()
+    made._writer.check_record()
     return made
 
 
