@@ -30,6 +30,11 @@ export * from "./rsio.js";
 const LINGER_MS = 2000;
 const LINGER_BYTES = 4 * 1024 * 1024;
 
+// the `ws` package's WebSockets (listen()'s, and connect()'s where Node has no global one):
+// a message above 1 MiB is refused with close status 1009 and no goodbye, and no message is
+// compressed (PROTOCOL.md §1), as rstreams does
+const WS_OPTIONS = Object.freeze({ maxPayload: 1024 * 1024, perMessageDeflate: false });
+
 /**
  * Open a connection: ws://, wss://, tcp://host:port, tls://host:port, unix:///path. Resolves
  * once the transport is open and our clientHello is sent. Node-only options: `tls` (passed to
@@ -42,7 +47,8 @@ export async function connect(url, options = {}) {
     case "wss:": {
       if (options.WebSocket !== undefined || globalThis.WebSocket !== undefined) return connectWebSocket(url, options);
       const { WebSocket } = await import("ws");
-      return openWebSocket(url, WebSocket, options);
+      // the `ws` package bounds what it reads (status 1009 above 1 MiB) and compresses nothing (§1)
+      return openWebSocket(url, WebSocket, { ...options, tls: { ...WS_OPTIONS, ...options.tls } });
     }
     case "tcp:": {
       const where = { host: host(parsed), port: port(parsed), allowHalfOpen: true };
@@ -293,6 +299,7 @@ export async function listen(url, options = {}) {
     const httpServer = http.createServer(plain);
     const pages = originCheck(() => ownOrigins(host(parsed), httpServer.address().port), moreOrigins, refused);
     const wss = new WebSocketServer({
+      ...WS_OPTIONS,
       server: httpServer,
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
       verifyClient: handshakeCheck(path, pages),

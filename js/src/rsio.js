@@ -89,6 +89,9 @@ export class ConnectionClosedError extends Error {
 export const CLOSE_TIMEOUT_MS = 5000;
 const DEFAULT_KEEPALIVE_S = 15; // as rstreams: ping after 15 s without receiving anything (§14.1)
 const HIGH_WATER = 1024 * 1024; // bytes a WebSocket may buffer before publishing pauses (§6.3)
+// the most bytes in one WebSocket message we send (§1: at most 256 KiB SHOULD, 1 MiB MUST): what
+// a turn queued goes out as several, as rstreams' MAX_MESSAGE
+const MAX_WS_MESSAGE = 256 * 1024;
 const DRAIN_POLL_MS = 10; // a browser WebSocket has no drain event: look again this often
 // Input backpressure (§6.3), as rstreams' net/_intake.py: see Connection._checkBacklog.
 const REPLY_MARK = 256 * 1024; // unsent reply bytes past which the peer is no longer read (rstreams' low_water)
@@ -192,18 +195,38 @@ export function holdUntilStarted(transport) {
   };
 }
 
+// the lingering close of a WebSocket (§9.1, §10: it cannot half-close): after our close, how
+// long the peer has to answer it, and how much of its input is discarded meanwhile, before the
+// socket is ended (the `ws` package's terminate(); a browser's WebSocket keeps its own bounds),
+// as node.js's sockets and rstreams' LINGER_SECONDS and LINGER_BYTES; the `ws` package itself
+// would wait 30 s
+const WS_LINGER_MS = 2000;
+const WS_LINGER_BYTES = 4 * 1024 * 1024;
+
 /** An open WebSocket as a Connection's transport. */
 export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
   let polling = null;
+  let discarded = null; // bytes read after close(): null until then
+  const terminate = () => { if (typeof ws.terminate === "function") ws.terminate(); };
   const transport = {
     onbytes: null,
     onend: null,
     ondrain: null,
     send(bytes) {
-      if (ws.readyState === 1) ws.send(bytes);
+      if (ws.readyState !== 1) return;
+      if (bytes.byteLength <= MAX_WS_MESSAGE) {
+        ws.send(bytes);
+        return;
+      }
+      for (let at = 0; at < bytes.byteLength; at += MAX_WS_MESSAGE) ws.send(bytes.subarray(at, at + MAX_WS_MESSAGE));
     },
     close() {
+      if (discarded !== null) return;
+      discarded = 0;
       ws.close();
+      if (typeof ws.terminate !== "function") return;
+      const linger = clock.setTimeout(terminate, WS_LINGER_MS);
+      ws.addEventListener?.("close", () => clock.clearTimeout(linger));
     },
     abort() {
       if (typeof ws.terminate === "function") ws.terminate(); // the `ws` package's; a browser's has only close()
@@ -240,10 +263,36 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
   };
   const deliver = holdUntilStarted(transport);
   ws.binaryType = "arraybuffer";
-  ws.onmessage = (event) => deliver("onbytes", event.data);
-  ws.onclose = () => deliver("onend");
-  ws.onerror = () => {}; // a close event follows
+  let failure = null; // what the WebSocket reported before it closed ("Max payload size exceeded")
+  ws.onmessage = (event) => {
+    if (discarded !== null) { // closing: discarded, up to WS_LINGER_BYTES
+      if ((discarded += event.data?.byteLength ?? event.data?.length ?? 0) > WS_LINGER_BYTES) terminate();
+      return;
+    }
+    if (typeof event.data === "string") refuseText(ws); // the Connection ends without a goodbye (§1)
+    deliver("onbytes", event.data);
+  };
+  ws.onclose = (event) => {
+    // how the WebSocket ended, for the error of an end without goodbye (§9.3): 1009 when the
+    // `ws` package refused a message above its maxPayload (§1), 1006 when the link just broke
+    transport.ending = `the WebSocket closed with status ${event?.code ?? "?"}${failure === null ? "" : ` (${failure})`}`;
+    deliver("onend");
+  };
+  ws.onerror = (event) => { failure = event?.message || event?.error?.message || null; }; // a close event follows
   return transport;
+}
+
+/**
+ * A text message is not RS.io bytes (§1): the WebSocket closes with status 1003 (unsupported
+ * data) and no goodbye, as rstreams does. Browsers and Node's global WebSocket let a script
+ * close only with 1000 or 3000-4999: there it closes with 1000.
+ */
+function refuseText(ws) {
+  try {
+    ws.close(1003, "RS.io uses binary messages");
+  } catch {
+    ws.close();
+  }
 }
 
 export class Connection {
@@ -713,8 +762,9 @@ export class Connection {
   // -- receiving --------------------------------------------------------------------------------
   _receive(data) {
     if (this.state === "CLOSED") return;
-    if (typeof data === "string") {
-      this._violation(new ProtocolError("the peer sent a text WebSocket message; RS.io uses binary messages", "§1"));
+    if (typeof data === "string") { // no goodbye: the WebSocket closes with 1003 (webSocketTransport, §1)
+      this._end(new ProtocolError("the peer sent a text WebSocket message; RS.io uses binary messages", "§1"));
+      this._transport.close();
       return;
     }
     this.bytesReceived += data.byteLength;
@@ -978,8 +1028,9 @@ export class Connection {
       this._violation(new ProtocolError("the input ended inside a message", "§9.3"));
       return;
     }
+    const how = this._transport.ending === undefined ? "" : `: ${this._transport.ending}`;
     this._end(this.state === "CLOSING" ? null
-      : new ConnectionClosedError("the connection ended without a goodbye (PROTOCOL.md §9.3)"));
+      : new ConnectionClosedError(`the connection ended without a goodbye (PROTOCOL.md §9.3)${how}`));
     this._transport.close(); // our side too (a half-open socket stays open otherwise)
   }
 

@@ -96,6 +96,8 @@ export interface Transport {
   ondrain: (() => void) | null;
   /** Bytes written and not yet taken by the peer: with it the Connection has input backpressure (§6.3). */
   readonly unsent?: number;
+  /** How the transport ended, once it has ("the WebSocket closed with status 1009 ..."): added to the error of an end without goodbye (§9.3). */
+  ending?: string;
   /** Stop and restart reading the peer (input backpressure, §6.3), where the transport can. */
   pauseReading?(): void;
   resumeReading?(): void;

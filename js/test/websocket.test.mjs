@@ -1,0 +1,275 @@
+// WebSocket messages (PROTOCOL.md §1), as rstreams handles them: what we send goes out in binary
+// messages of at most 256 KiB (a turn's writes split, so a peer refusing messages above 1 MiB
+// reads them); a text message is refused with close status 1003 and no goodbye; a message above
+// 1 MiB with 1009 and no goodbye (the `ws` package's maxPayload, listen()'s and Node 20's
+// connect()'s). A client whose server refuses or breaks the WebSocket ends its streams with an
+// error naming how, never hangs.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import net from "node:net";
+import { WebSocket, WebSocketServer } from "ws";
+import { ConnectionClosedError, ProtocolError, connect, fromIterable, listen } from "../src/node.js";
+import { webSocketTransport } from "../src/rsio.js";
+import { FrameDecoder, encodeFrame } from "../src/rsio-wire.js";
+import { cli, skip } from "./servers.mjs";
+import { ManualClock } from "./support.mjs";
+
+const HELLO = encodeFrame({ type: "clientHello", version: 0, extensions: [] });
+const SERVER_HELLO = encodeFrame({ type: "serverHello", version: 0, extensions: [] });
+
+/** Serve `publishers` on ws://127.0.0.1:0/rsio, run `body(server)`, close. */
+async function serving(publishers, body) {
+  const server = await listen("ws://127.0.0.1:0/rsio", { publishers, onerror: () => {} });
+  try {
+    await body(server);
+  } finally {
+    await server.close();
+  }
+}
+
+/** A raw `ws` client of `url`: every binary message it reads, and how the WebSocket closed. */
+async function raw(url) {
+  const ws = new WebSocket(url, "rsio.v0");
+  const messages = [];
+  ws.on("message", (data, binary) => messages.push(binary ? new Uint8Array(data) : String(data)));
+  const closed = new Promise((resolve) => ws.on("close", (code, reason) => resolve({ code, reason: String(reason) })));
+  await new Promise((resolve, reject) => { ws.once("open", resolve); ws.once("error", reject); });
+  return { ws, messages, closed };
+}
+
+const bytesOf = (messages) => Buffer.concat(messages.filter((m) => typeof m !== "string"));
+const GOODBYE = 0x03;
+
+test("listen(): a text message is refused with close status 1003 and no goodbye; the server serves others on", async () => {
+  await serving({ words: () => fromIterable(["a"]) }, async (server) => {
+    const peer = await raw(server.url);
+    peer.ws.send(HELLO);
+    peer.ws.send("hello");
+    assert.deepEqual(await peer.closed, { code: 1003, reason: "RS.io uses binary messages" });
+    const read = bytesOf(peer.messages);
+    assert.deepEqual([...read.subarray(0, 1)], [0x02], "the serverHello went out first");
+    assert.ok(!read.includes(GOODBYE, SERVER_HELLO.length), "no goodbye after the serverHello");
+    const conn = await connect(server.url);
+    assert.equal(await conn.request("words", { decode: "text" }), "a");
+    await conn.close();
+  });
+});
+
+test("listen(): a message above 1 MiB is refused with close status 1009 and no goodbye", async () => {
+  await serving({}, async (server) => {
+    const peer = await raw(server.url);
+    peer.ws.send(HELLO);
+    peer.ws.send(new Uint8Array(1024 * 1024 + 1));
+    assert.equal((await peer.closed).code, 1009);
+    assert.ok(!bytesOf(peer.messages).includes(GOODBYE, SERVER_HELLO.length), "no goodbye");
+  });
+});
+
+test("listen(): a message of exactly 1 MiB is read, and frames spanning messages are joined", async () => {
+  await serving({}, async (server) => {
+    const peer = await raw(server.url);
+    // requests for an id with no subscription (ignored, §5.4), then a goodbye: 1 MiB and the rest
+    const request = encodeFrame({ type: "request", subscriber: 9, demand: 1n });
+    const stream = Buffer.concat([HELLO, ...Array(400_000).fill(request), encodeFrame({ type: "goodbye", reason: "bye" })]);
+    peer.ws.send(stream.subarray(0, 1024 * 1024)); // ends inside a request
+    peer.ws.send(stream.subarray(1024 * 1024));
+    const closed = await peer.closed;
+    assert.notEqual(closed.code, 1009);
+    assert.ok(bytesOf(peer.messages).includes(GOODBYE, SERVER_HELLO.length), "the goodbye was answered");
+  });
+});
+
+test("listen(): a turn's output goes out in messages of at most 256 KiB, every byte in order", async () => {
+  const elements = Array.from({ length: 60 }, (_, i) => new Uint8Array(60_000).fill(i));
+  await serving({ big: () => fromIterable(elements) }, async (server) => {
+    const peer = await raw(server.url);
+    peer.ws.send(HELLO);
+    peer.ws.send(encodeFrame({ type: "subscribe", publisher: "big", subscriber: 1, initial_demand: 100n }));
+    const received = [];
+    const decoder = new FrameDecoder(() => 0);
+    let done = false;
+    let seen = 0;
+    while (!done) {
+      await new Promise((resolve) => setImmediate(resolve));
+      while (seen < peer.messages.length) decoder.push(peer.messages[seen++]);
+      for (let frame = decoder.next(); frame !== null; frame = decoder.next()) {
+        if (frame.type === "onNext") received.push(frame.element[0]);
+        if (frame.type === "onComplete") done = true;
+      }
+    }
+    assert.deepEqual(received, elements.map((_, i) => i));
+    const largest = Math.max(...peer.messages.map((m) => m.length));
+    assert.ok(largest <= 256 * 1024, `a message of ${largest} bytes`);
+    assert.ok(peer.messages.length > 10, "several messages");
+    peer.ws.close();
+  });
+});
+
+/** A bare `ws` server at 127.0.0.1 that answers each connection with `answer(socket)`. */
+async function rawServer(answer) {
+  const wss = new WebSocketServer({ port: 0, host: "127.0.0.1", handleProtocols: () => "rsio.v0" });
+  await new Promise((resolve) => wss.once("listening", resolve));
+  wss.on("connection", answer);
+  return { url: `ws://127.0.0.1:${wss.address().port}/rsio`, close: () => new Promise((r) => wss.close(r)) };
+}
+
+test("connect(): a server's text message ends the stream with ProtocolError §1; the client closes with 1003, no goodbye", async () => {
+  let client;
+  const server = await rawServer((socket) => {
+    const read = [];
+    socket.on("message", (data) => read.push(new Uint8Array(data)));
+    client = new Promise((resolve) => socket.on("close", (code) => resolve({ code, read: Buffer.concat(read) })));
+    socket.send(SERVER_HELLO);
+    socket.send("not RS.io");
+  });
+  try {
+    const conn = await connect(server.url, { keepalive: null });
+    const stream = conn.stream("anything");
+    await assert.rejects(async () => { for await (const _ of stream); }, (error) =>
+      (error instanceof ProtocolError && error.section === "§1") || error.cause instanceof ProtocolError);
+    const { code, read } = await client;
+    assert.equal(code, 1003);
+    assert.ok(!read.includes(GOODBYE, HELLO.length), "no goodbye from the client");
+    assert.ok((await conn.closed) instanceof ProtocolError);
+  } finally {
+    await server.close();
+  }
+});
+
+test("connect(): a server's message above 1 MiB ends the stream with a ConnectionClosedError naming the close", async () => {
+  const server = await rawServer((socket) => {
+    socket.send(SERVER_HELLO);
+    socket.send(new Uint8Array(2 * 1024 * 1024));
+  });
+  try {
+    const conn = await connect(server.url, { keepalive: null });
+    await assert.rejects(async () => { for await (const _ of conn.stream("anything")); },
+      (error) => error instanceof ConnectionClosedError);
+    const why = await conn.closed;
+    assert.ok(why instanceof ConnectionClosedError);
+    assert.match(why.message, /without a goodbye \(PROTOCOL\.md §9\.3\): the WebSocket closed with status \d+ \(Max payload/);
+  } finally {
+    await server.close();
+  }
+});
+
+test("connect(): a server that goes away mid-stream ends the loop with a ConnectionClosedError, and request() too", async () => {
+  const sockets = [];
+  const server = await rawServer((socket) => {
+    sockets.push(socket);
+    socket.send(SERVER_HELLO);
+    socket.once("message", () => { // the hello and the optimistic subscribe
+      // onSubscribe, one element, then the server goes away without a goodbye
+      socket.send(Buffer.concat([
+        encodeFrame({ type: "onSubscribe", subscriber: 1, element_size: 0 }),
+        encodeFrame({ type: "onNext", subscriber: 1, element: new Uint8Array([7]) }),
+      ]));
+      setImmediate(() => socket.terminate());
+    });
+  });
+  try {
+    const conn = await connect(server.url, { keepalive: null });
+    const got = [];
+    await assert.rejects(async () => { for await (const x of conn.stream("s", { window: 4 })) got.push(x[0]); },
+      (error) => error instanceof ConnectionClosedError && /without a goodbye/.test(error.message));
+    assert.deepEqual(got, [7]);
+    const again = await connect(server.url, { keepalive: null });
+    await assert.rejects(again.request("t").then(() => again.request("t")), ConnectionClosedError);
+  } finally {
+    for (const socket of sockets) socket.terminate();
+    await server.close();
+  }
+});
+
+test("webSocketTransport: one send above 256 KiB goes out as messages of at most 256 KiB", () => {
+  const sent = [];
+  const ws = { readyState: 1, bufferedAmount: 0, send: (bytes) => sent.push(bytes.byteLength) };
+  const transport = webSocketTransport(ws);
+  transport.send(new Uint8Array(600 * 1024));
+  transport.send(new Uint8Array(256 * 1024));
+  assert.deepEqual(sent, [256 * 1024, 256 * 1024, 88 * 1024, 256 * 1024]);
+});
+
+test("the Python client reads 60 kB elements from listen()'s ws:// with a window of 100 (no message above its 1 MiB)",
+  { skip }, async () => {
+    const elements = Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, "0")}${"x".repeat(60_000)}`);
+    await serving({ big: () => fromIterable(elements) }, async (server) => {
+      const read = await cli(["subscribe", server.url, "big", "--demand", "100"]);
+      assert.equal(read.code, 0, read.stderr);
+      assert.deepEqual(read.stdout.trimEnd().split("\n").map((line) => line.slice(0, 3)), elements.map((e) => e.slice(0, 3)));
+    });
+  });
+
+/** A WebSocket of the `ws` package's shape, without a network: what was called on it. */
+function fakeWs() {
+  const listeners = [];
+  const ws = {
+    readyState: 1, bufferedAmount: 0, calls: [],
+    send() {},
+    close(code) { ws.calls.push(`close${code === undefined ? "" : ` ${code}`}`); ws.readyState = 2; },
+    terminate() { ws.calls.push("terminate"); ws.readyState = 3; for (const listener of listeners) listener(); },
+    addEventListener(kind, listener) { if (kind === "close") listeners.push(listener); },
+  };
+  return ws;
+}
+
+test("webSocketTransport: after close() the peer's input is discarded, and the WebSocket ends 2 s later (§10's linger)", () => {
+  const clock = new ManualClock();
+  const ws = fakeWs();
+  const transport = webSocketTransport(ws, clock);
+  const read = [];
+  transport.onbytes = (data) => read.push(data.byteLength);
+  transport.start();
+  ws.onmessage({ data: new ArrayBuffer(3) });
+  transport.close();
+  ws.onmessage({ data: new ArrayBuffer(5) }); // discarded
+  clock.advance(1999);
+  assert.deepEqual(ws.calls, ["close"]);
+  clock.advance(1);
+  assert.deepEqual(ws.calls, ["close", "terminate"]);
+  assert.deepEqual(read, [3]);
+});
+
+test("webSocketTransport: past 4 MiB discarded after close() the WebSocket ends at once (LINGER_BYTES)", () => {
+  const clock = new ManualClock();
+  const ws = fakeWs();
+  const transport = webSocketTransport(ws, clock);
+  transport.start();
+  transport.close();
+  for (let k = 0; k < 4; k++) ws.onmessage({ data: new ArrayBuffer(1 << 20) }); // 4 MiB: still lingering
+  assert.deepEqual(ws.calls, ["close"]);
+  ws.onmessage({ data: new ArrayBuffer(1) });
+  assert.deepEqual(ws.calls, ["close", "terminate"]);
+  assert.equal(clock.timers.size, 0, "the linger's timer went with the WebSocket");
+});
+
+test("listen(): after an error goodbye a ws:// peer that never answers the close is cut off after the 2 s linger", async () => {
+  const clock = new ManualClock();
+  const server = await listen("ws://127.0.0.1:0/rsio", { clock, onerror: () => {} });
+  let socket;
+  try {
+    // a raw WebSocket client (the `ws` one would answer the close frame): the upgrade, then one
+    // masked binary message, the hello and a reserved type byte (goodbye §3); it never closes
+    socket = net.connect(Number(new URL(server.url.replace("ws:", "http:")).port), "127.0.0.1");
+    socket.write(`GET /rsio HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`
+      + `Sec-WebSocket-Key: ${randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n`
+      + "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n");
+    const payload = Buffer.concat([HELLO, Uint8Array.of(0x0e)]);
+    socket.write(Buffer.concat([Uint8Array.of(0x82, 0x80 | payload.length, 0, 0, 0, 0), payload])); // mask 0
+    let read = Buffer.alloc(0);
+    let closed = false;
+    socket.on("data", (data) => { read = Buffer.concat([read, data]); });
+    const whenClosed = new Promise((resolve) => socket.on("close", resolve)).then(() => { closed = true; });
+    while (!read.includes(Uint8Array.of(0x88))) await new Promise((r) => setImmediate(r)); // the close frame
+    assert.match(read.toString("utf8"), /unknown or reserved message type 0x0e \(PROTOCOL\.md §3\)/);
+    clock.advance(1999);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(closed, false);
+    clock.advance(1);
+    await whenClosed;
+  } finally {
+    socket?.destroy();
+    await server.close();
+  }
+});
