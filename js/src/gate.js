@@ -171,7 +171,13 @@ export class AuthGate {
   /** null when `authorize` lets `principal` use `name`, else [text, code] (§15.4, §19.2). */
   _refusal(principal, name, metadata, text) {
     try {
-      return this._authorize(principal, name, metadata) ? null : [text, ERROR_CODES.UNAUTHORIZED];
+      const allowed = this._authorize(principal, name, metadata);
+      if (allowed === true) return null; // true alone allows, as rstreams' `authorize(...) is True`
+      if (typeof allowed?.then === "function") { // a promise would be truthy: refused, and said why
+        this._conn._report(new TypeError(`authorize returned a promise for '${name}': it must return true or false `
+          + "at once (refused; authenticate may be async, authorize may not)"));
+      }
+      return [text, ERROR_CODES.UNAUTHORIZED];
     } catch (error) {
       const refusal = refusalOf(error, text, ERROR_CODES.UNAUTHORIZED);
       if (refusal[0] === text) this._conn._report(error);

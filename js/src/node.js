@@ -52,18 +52,18 @@ export async function connect(url, options = {}) {
     }
     case "tcp:": {
       const where = { host: host(parsed), port: port(parsed), allowHalfOpen: true };
-      return connectTransport(() => openSocket(url, () => net.connect(where), "connect", options.clock), options);
+      return connectTransport(() => openSocket(url, () => net.connect(where), "connect", options), options);
     }
     case "tls:": {
       const name = host(parsed); // SNI names a host, never an address (RFC 6066)
       const where = { ...(net.isIP(name) ? {} : { servername: name }), ...options.tls, host: name, port: port(parsed) };
-      return connectTransport(() => openSocket(url, () => tls.connect(where), "secureConnect", options.clock), options);
+      return connectTransport(() => openSocket(url, () => tls.connect(where), "secureConnect", options), options);
     }
     case "unix:": {
       if (!parsed.pathname) throw new TypeError(`a unix URL names a socket path: unix:///path, got ${url}`);
       const path = decodeURIComponent(parsed.pathname);
       const open = () => net.connect({ path, allowHalfOpen: true });
-      return connectTransport(() => openSocket(url, open, "connect", options.clock), options);
+      return connectTransport(() => openSocket(url, open, "connect", options), options);
     }
     default:
       throw new TypeError(`cannot connect to ${url}: the schemes are ws, wss, tcp, tls and unix`);
@@ -79,13 +79,27 @@ function port(url) {
   return Number(url.port);
 }
 
-/** A promise of a connected socket's transport. */
-function openSocket(url, open, event, clock) {
+/**
+ * A promise of a connected socket's transport; a connect or TLS handshake not done within
+ * handshakeTimeout seconds is given up (then the serverHello has as long again).
+ */
+function openSocket(url, open, event, { clock = SYSTEM_CLOCK, handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT_S }) {
   return new Promise((resolve, reject) => {
     const socket = open();
-    const failed = (error) => reject(new ConnectionClosedError(`cannot connect to ${url}: ${error.message}`, error));
+    const timer = handshakeTimeout === null ? null : clock.setTimeout(() => {
+      socket.off("error", failed);
+      socket.on("error", () => {});
+      socket.destroy();
+      reject(new ConnectionClosedError(`cannot connect to ${url}: not connected within ${handshakeTimeout} s `
+        + "(handshakeTimeout)"));
+    }, handshakeTimeout * 1000);
+    const failed = (error) => {
+      clock.clearTimeout(timer);
+      reject(new ConnectionClosedError(`cannot connect to ${url}: ${error.message}`, error));
+    };
     socket.once("error", failed);
     socket.once(event, () => {
+      clock.clearTimeout(timer);
       socket.off("error", failed);
       socket.setNoDelay?.(true);
       resolve(socketTransport(socket, clock));
@@ -228,9 +242,11 @@ export async function listen(url, options = {}) {
   const connections = new Set();
   const refused = new Set(); // beyond maxConnections: said goodbye at their hello, not announced
   const undecided = new Set(); // with resume: transports whose first byte has not come (§16.3)
+  const connectionOptions = { idleTimeout: DEFAULT_IDLE_TIMEOUT_S, handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT_S,
+    ...rest, role: "server" };
+  Connection._checkOptions(connectionOptions); // now: a throw at an accept would end the process
   const open = (transport) => {
-    const conn = new Connection(transport, { idleTimeout: DEFAULT_IDLE_TIMEOUT_S,
-      handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT_S, ...rest, gate: gate(), role: "server" });
+    const conn = new Connection(transport, { ...connectionOptions, gate: gate() });
     const announce = () => {
       if (connections.size >= maxConnections) {
         conn._refuseAtHello(`too many connections: this server accepts at most ${maxConnections} (maxConnections)`,
@@ -296,7 +312,13 @@ export async function listen(url, options = {}) {
     // WebSocket frame (§1); Node's HTTP server hands plain requests to plainRequest, and
     // onlyWebSocketUpgrades the upgrades that are not a GET for WebSocket
     const plain = plainRequest(path);
-    const httpServer = http.createServer(plain);
+    // a peer that opens the socket and sends its HTTP request slowly, or never (slow loris), is
+    // closed (HTTP 408) once handshakeTimeout passes, as Python's and Java's servers bound their
+    // WebSocket handshakes, instead of holding a socket for Node's default of 60 s
+    const handshakeMs = connectionOptions.handshakeTimeout == null ? null : connectionOptions.handshakeTimeout * 1000;
+    const httpServer = http.createServer(handshakeMs === null ? {} : {
+      headersTimeout: handshakeMs, requestTimeout: handshakeMs, connectionsCheckingInterval: Math.min(1000, handshakeMs),
+    }, plain);
     const pages = originCheck(() => ownOrigins(host(parsed), httpServer.address().port), moreOrigins, refused);
     const wss = new WebSocketServer({
       ...WS_OPTIONS,

@@ -144,20 +144,19 @@ export function openWebSocket(url, WS, options = {}) {
  * called again for each attempt to resume the session (§16).
  */
 export async function connectTransport(open, options = {}) {
-  if (options.handshakeTimeout != null && !(options.handshakeTimeout > 0)) { // before opening anything
-    throw new RangeError(`handshakeTimeout is a number of seconds > 0, got ${options.handshakeTimeout}`);
-  }
+  // the serverHello is awaited for handshakeTimeout seconds (null: for good); a resume is no
+  // handshake: its attempts have their own bound (§16)
+  const connectionOptions = options.handshakeTimeout === undefined
+    ? { ...options, handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT_S } : options;
+  Connection._checkOptions(connectionOptions); // before opening anything
   const resume = options.resume ? resumeOptions(options.resume) : null;
   const first = await open();
   const transport = resume === null ? first
     : new ResumableSession(first, open, resume, options.clock ?? SYSTEM_CLOCK);
-  // the serverHello is awaited for handshakeTimeout seconds (null: for good); a resume is no
-  // handshake: its attempts have their own bound (§16)
-  return new Connection(transport, options.handshakeTimeout === undefined
-    ? { ...options, handshakeTimeout: DEFAULT_HANDSHAKE_TIMEOUT_S } : options);
+  return new Connection(transport, connectionOptions);
 }
 
-function webSocket(url, WS, { clock, tls }) {
+function webSocket(url, WS, { clock, tls, handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT_S }) {
   let ws;
   try {
     ws = tls === undefined ? new WS(url, SUBPROTOCOL) : new WS(url, SUBPROTOCOL, tls); // tls: Node's `ws` only
@@ -166,13 +165,38 @@ function webSocket(url, WS, { clock, tls }) {
   }
   ws.binaryType = "arraybuffer";
   return new Promise((resolve, reject) => {
-    ws.onopen = () => resolve(webSocketTransport(ws, clock));
+    // a server that accepts the socket and never answers the opening handshake: given up after
+    // handshakeTimeout (then the serverHello has as long again), as Python's client gives up
+    const opening = openingBound(clock, handshakeTimeout, () => {
+      reject(new ConnectionClosedError(`cannot open a WebSocket to ${url}: no answer to the opening handshake `
+        + `within ${handshakeTimeout} s (handshakeTimeout)`));
+      if (typeof ws.terminate === "function") ws.terminate();
+      else ws.close();
+    });
+    ws.onopen = () => {
+      opening.done();
+      resolve(webSocketTransport(ws, clock));
+    };
     // the `ws` package says why ("Unexpected server response: 404": no RS.io at that path); browsers do not
-    ws.onerror = (event) => reject(new ConnectionClosedError(
-      `cannot open a WebSocket to ${url}${event?.message ? `: ${event.message}` : ""}`));
-    ws.onclose = (event) => reject(new ConnectionClosedError(
-      `the WebSocket to ${url} closed during the handshake (code ${event.code})`));
+    ws.onerror = (event) => {
+      opening.done();
+      reject(new ConnectionClosedError(`cannot open a WebSocket to ${url}${event?.message ? `: ${event.message}` : ""}`));
+    };
+    ws.onclose = (event) => {
+      opening.done();
+      reject(new ConnectionClosedError(`the WebSocket to ${url} closed during the handshake (code ${event.code})`));
+    };
   });
+}
+
+/**
+ * A transport's opening (a WebSocket's handshake) bounded by `seconds` (null: not bounded):
+ * `expired()` runs when they pass first; `done()` once it has settled.
+ */
+function openingBound(clock, seconds, expired) {
+  const timers = clock ?? SYSTEM_CLOCK;
+  const timer = seconds === null ? null : timers.setTimeout(expired, seconds * 1000);
+  return { done: () => { if (timer !== null) timers.clearTimeout(timer); } };
 }
 
 /**
@@ -351,10 +375,13 @@ export class Connection {
     this._lastReceived = this._clock.now();
     this._pingTimer = null;
     this._closeTimer = null;
-    // §14.2: only on an accepting endpoint (a client relies on the server's pings; with resume
-    // an idle link would be a broken transport, which listen() does not offer)
-    if (options.idleTimeout != null && this._role !== ROLES.server) {
-      throw new TypeError("idleTimeout is for accepting endpoints (listen()); a client relies on pings (PROTOCOL.md §14.2)");
+    // §14.2: listen()'s connections (default 60 s there), and a client's that asks for it, as
+    // rstreams' connect(idle_timeout=...): a server that went away without closing (its pongs
+    // stopped) then ends the client's streams instead of leaving them waiting; a resumable
+    // client session replaces a silent transport after resume's stallTimeout instead
+    if (options.idleTimeout != null && this._role !== ROLES.server && this._session !== null) {
+      throw new TypeError("idleTimeout is for a client without resume: a resumable session replaces a silent "
+        + "transport after resume.stallTimeout (PROTOCOL.md §14.2, §16.3)");
     }
     if (options.idleTimeout != null && !(options.idleTimeout > 0)) {
       throw new RangeError(`idleTimeout is a number of seconds > 0, got ${options.idleTimeout}`);
@@ -398,6 +425,16 @@ export class Connection {
     };
     this._send({ type: this._role.hello, version: VERSION, extensions: this._offered });
     transport.start?.(); // input that arrived before this Connection existed
+  }
+
+  /**
+   * Throw what `new Connection(transport, options)` would throw for `options` (a RangeError or
+   * TypeError naming the option), without a transport: connect() checks before it opens one,
+   * listen() before it accepts one (a throw in its accept would end the process).
+   */
+  static _checkOptions(options) {
+    const nowhere = { send() {}, close() {}, writable: true, resumable: Boolean(options.resume) };
+    new Connection(nowhere, { ...options, gate: null, onerror: () => {} })._abandon();
   }
 
   /**

@@ -285,5 +285,25 @@ test("§14.2: an accepting endpoint's idle timeout: a goodbye after silence; inp
   await tick();
   assert.equal(conn.state, "CLOSED");
   assert.equal(ws.sent.at(-1).reason, "idle timeout: nothing received for 1 s (PROTOCOL.md §14.2)");
-  assert.throws(() => new Connection(new FakeTransport(), { idleTimeout: 5 }), (e) => e instanceof TypeError && /§14\.2/.test(e.message));
+});
+
+test("§14.2: a client's idleTimeout (as rstreams' connect(idle_timeout)): a server that stops answering pings ends its streams", async () => {
+  const clock = new ManualClock();
+  const ws = new FakeTransport();
+  const conn = new Connection(ws, { idleTimeout: 20, keepalive: 15, clock, onerror: () => {} });
+  const r = recorder(1);
+  conn.subscribe("x", r);
+  ws.feed({ type: "serverHello", version: 0, extensions: [1] });
+  await tick();
+  clock.advance(15_000); // our ping; the server answers it: alive
+  await tick();
+  ws.feed({ type: "extension", code: 0x81, payload: ws.of("extension", 0x80).at(-1).payload });
+  clock.advance(19_999); // then nothing comes back, whatever we send
+  await tick();
+  assert.equal(conn.state, "OPEN");
+  clock.advance(1);
+  await tick();
+  assert.equal(ws.sent.at(-1).reason, "idle timeout: nothing received for 20 s (PROTOCOL.md §14.2)");
+  assert.equal(r.error?.name, "ConnectionClosedError");
+  assert.match(r.error.message, /idle timeout/);
 });

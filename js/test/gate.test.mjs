@@ -138,6 +138,23 @@ test("§15.3: refused credentials end the connection with a goodbye; §15.4: aut
   assert.equal(ws.of("onSubscribe")[0].subscriber, 3);
 });
 
+test("§15.4: only true from authorize allows, as rstreams' `is True`: a promise or a truthy value refuses", async () => {
+  const reported = [];
+  const gate = new AuthGate({ authenticate: () => "p", authorize: (principal, name) => ({ yes: true, async: Promise.resolve(true), one: 1 })[name] });
+  const ws = new FakeTransport();
+  new Connection(ws, { role: "server", gate, onerror: (e) => reported.push(e.message), keepalive: null,
+    publishers: { yes: fromIterable(["a"]), async: fromIterable(["b"]), one: fromIterable(["c"]) } });
+  ws.feed(hello(2), authenticate("t"), subscribe("yes", 1), subscribe("async", 2), subscribe("one", 3));
+  await tick();
+  assert.deepEqual(ws.of("onSubscribe").map((f) => f.subscriber), [1]);
+  assert.deepEqual(ws.of("onError").map((f) => [f.subscriber, f.error]), [
+    [2, "unauthorized: subscribe to 'async' is not allowed for this principal (PROTOCOL.md §15.4)"],
+    [3, "unauthorized: subscribe to 'one' is not allowed for this principal (PROTOCOL.md §15.4)"],
+  ]);
+  assert.deepEqual(reported, ["authorize returned a promise for 'async': it must return true or false at once "
+    + "(refused; authenticate may be async, authorize may not)"]);
+});
+
 for (const [what, frames, section] of [
   ["a second authenticate", [hello(2), authenticate("good"), authenticate("good")], "§15.5"],
   ["malformed credentials", [hello(2), { type: "extension", code: 0x84, payload: Uint8Array.of(1, 9, 0x61) }], "§15.5"],

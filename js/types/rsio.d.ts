@@ -145,13 +145,13 @@ export interface ConnectOptions {
   clock?: Clock;
   /** Which hello the Connection sends (§4.1): "client" (default); listen() makes "server" ones. */
   role?: "client" | "server";
-  /** Accepting endpoints only (role "server"): seconds of silence before a goodbye (§14.2). */
+  /** Seconds of silence (nothing read, nothing the peer took) before a goodbye (§14.2); listen(): default 60; connect(): default null (never), not with resume (its stallTimeout replaces a silent transport). */
   idleTimeout?: number | null;
   /** Seconds the peer may leave our replies unread (we stop reading it meanwhile, §6.3) before a goodbye; default 30, null: no limit. */
   unreadTimeout?: number | null;
-  /** Seconds for the peer's hello before a goodbye (§4.1); connect(): the serverHello, default 10, null: never (a resume is bounded by attemptTimeout instead). */
+  /** Seconds for the peer's hello before a goodbye (§4.1); connect(): the serverHello, default 10, null: never (a resume is bounded by attemptTimeout instead), and as many for opening the transport (TCP connect, TLS or WebSocket handshake). */
   handshakeTimeout?: number | null;
-  /** Node, tls:// only: options for tls.connect (ca, cert, key, servername, ...). */
+  /** Node only: options for tls.connect for tls:// (ca, cert, key, servername, ...), and for the `ws` package's WebSocket for ws:// and wss://. */
   tls?: Record<string, unknown>;
   /** Handlers of the peer's one-way messages (§20): names or "{field}" patterns. */
   handlers?: Record<string, MessageHandler> | Map<string, MessageHandler>;
@@ -336,8 +336,9 @@ export interface ListenOptions extends Omit<ConnectOptions, "auth" | "resume" | 
   authenticate?: (credentials: Credentials) => unknown | Promise<unknown>;
   /**
    * Whether the principal may subscribe to `name` with `metadata` (§15.4, §18), or send a
-   * message to it (§20.4); default: always. Throwing an error with a numeric `code` refuses
-   * with that code (§19.2) and the error's message.
+   * message to it (§20.4); default: always. Only `true` allows (synchronously: a promise is a
+   * refusal, reported to onerror). Throwing an error with a numeric `code` refuses with that
+   * code (§19.2) and the error's message.
    */
   authorize?: (principal: unknown, name: string, metadata: SubscribeMetadata) => boolean;
   /** Refuse clients that do not authenticate (§15.2); default true when `authenticate` is given. */
