@@ -1,8 +1,8 @@
 // Compiled by `npm run typecheck` (tsc --noEmit), never run: the declarations accept what the
 // README and docs/web.md show, and reject misuse (each @ts-expect-error must be an error).
 import {
-  ConnectionClosedError, RESUME_DEFAULTS, RemoteStreamError, UNBOUNDED, connect, listen, fromAsyncIterable, fromIterable,
-  type Connection, type Publisher, type Subscription,
+  ConnectionClosedError, ERROR_CODES, RESUME_DEFAULTS, RemoteStreamError, UNBOUNDED, codeName, connect, listen, fixedSize,
+  fromAsyncIterable, fromIterable, withContentType, type Connection, type Publisher, type Subscription,
 } from "@rstreams/rsio";
 import { decodeAll, encodeFrame, type Frame } from "@rstreams/rsio/wire";
 
@@ -76,4 +76,36 @@ export async function usage(): Promise<void> {
   sub.request("5");
   // @ts-expect-error a publisher offered to the peer is a Publisher or a factory
   await connect("tcp://127.0.0.1:1", { publishers: { bad: 42 } });
+}
+
+/** The extensions' options and calls (docs/web.md): metadata, content types, codes, messages, channels. */
+export async function extensions(): Promise<void> {
+  const conn = await connect("wss://example.test/rsio", {
+    tls: { ca: "PEM" }, unreadTimeout: 30, handshakeTimeout: null, disabledExtensions: [6], maxMessagesInFlight: 4,
+    handlers: { "events/{kind}": (message) => console.log(message.params.kind, message.payload.length) },
+    channels: { upper: (input, params, path, connection, metadata) => (metadata.traceparent ? input : null) },
+  });
+  conn.subscribe("typed", {
+    onContentType(mediaType, subscription) { console.log(mediaType, subscription.contentType); },
+    onError(error) {
+      if (error instanceof RemoteStreamError && error.code === ERROR_CODES.UNKNOWN_PUBLISHER) console.log(error.codeName);
+    },
+  }, { metadata: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "x-tenant": "acme" } });
+  const auto: unknown = await conn.request("typed", { decode: "auto" });
+  await conn.send("events/click", "hi", { wait: false });
+  const credit: bigint = conn.messageCredit;
+  console.log(auto, credit, codeName(7));
+  const server = await listen("ws://127.0.0.1:0/rsio", {
+    publishers: {
+      ints: fixedSize(fromIterable([new Uint8Array(8)]), 8),
+      rows: withContentType(fromIterable([JSON.stringify({ a: 1 })]), "application/json"),
+    },
+    idleTimeout: 60, maxConnections: 100, resume: { sessionTimeout: 30_000, stallTimeout: null },
+    authenticate: () => "anyone",
+    // @ts-expect-error authorize answers at once (true allows); only authenticate may be async
+    authorize: async () => true,
+  });
+  console.log(server.sessions?.size);
+  // @ts-expect-error maxConnections is a number
+  await listen("tcp://127.0.0.1:0", { maxConnections: "10" });
 }

@@ -23,6 +23,8 @@ export interface Subscriber<T = Uint8Array> {
   onNext?(element: T): void;
   onError?(error: Error): void;
   onComplete?(): void;
+  /** The media type the publisher announced (extension content-types, §17), before its first element. */
+  onContentType?(mediaType: string, subscription: RemoteSubscription): void;
 }
 
 export interface Publisher<T> {
