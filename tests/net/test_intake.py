@@ -37,6 +37,7 @@ from rstreams.wire.extensions import KEEPALIVE, PING, PONG
 from testkit.net import (
     CountingSource,
     MemoryPeer,
+    MemoryTransport,
     closed_after,
     connection,
     memory_pair,
@@ -192,35 +193,88 @@ class Neighbour:
         self.handle.cancel()
 
 
-def test_a_big_read_is_handled_a_turn_at_a_time() -> None:
-    """Fairness: a read of many small frames is handled READ_TURN bytes per loop turn, so other
-    connections run in between, and while they are busy the rest of it HELD_PART bytes every
-    HELD_EVERY turns; every frame is still handled, in order."""
+def test_a_pipelining_peer_that_reads_its_replies_gets_a_turn_s_worth_beside_busy_connections() -> None:
+    """Fairness without the ration for a peer that reads: a read of many small frames is handled
+    READ_TURN bytes per loop turn, so other connections run in between; a peer that takes its
+    replies gets the rest READ_TURN per turn too, as a connection read as its bytes come, while
+    another connection is busy every turn (counted in loop turns: not HELD_PART every HELD_EVERY
+    turns, which took 1,591 turns for these 20,000 bytes); every frame is handled, in order."""
 
-    async def main() -> tuple[list[int], MemoryPeer]:
-        server, peer, _, _ = flooded()
+    async def main() -> tuple[int, list[int], MemoryPeer]:
+        # The default marks: a part's pongs (4.1 KB) do not stop reading it (the unread mark).
+        server = connection(client=False, offer=OFFER)
+        peer = MemoryPeer(extensions=(KEEPALIVE.id,))
+        memory_pair(server, peer)
         neighbour = Neighbour()
         await asyncio.sleep(0.01)
         neighbour.start()
         frames = [encode(ExtensionMessage(type=PING, payload=i.to_bytes(8, "big"))) for i in range(2_000)]
-        data = b"".join(frames)  # 22,000 bytes: five turns' worth at once, a thousand held parts
+        data = b"".join(frames)  # 20,000 bytes: five turns' worth at once
         before = len(peer.events)
         pump_of(server).data_received(memoryview(data))
         handled: list[int] = []
-        for _ in range(len(data) // HELD_PART * HELD_EVERY + 10):  # enough turns for every held part
+        turns = 0
+        while len(peer.events) - before < 2_000 and turns < 10_000:
             await asyncio.sleep(0)  # one loop turn: the pongs written so far arrive
+            turns += 1
             handled.append(len(peer.events) - before)
         neighbour.stop()
-        return handled, peer
+        return turns, handled, peer
 
-    handled, peer = run_virtual(main)
+    turns, handled, peer = run_virtual(main)
     per_turn = READ_TURN // len(PING_FRAME) + 1
     assert 0 < handled[0] <= per_turn  # the first turn's part only
-    steps = [b - a for a, b in itertools.pairwise(handled) if b > a]
-    assert max(steps) <= HELD_PART // len(PING_FRAME) + 1  # then a small held part at a time
-    assert handled[-1] == 2_000
+    assert turns <= 20_000 // READ_TURN + 3, turns  # a part per turn (and a turn for the last pongs)
+    assert max(b - a for a, b in itertools.pairwise(handled)) <= per_turn  # READ_TURN at most per turn
     pongs = [int.from_bytes(e.payload, "big") for e in peer.of(ExtensionReceived)]
     assert pongs == list(range(2_000))
+
+
+def unread(**options: Any) -> tuple[Pump, MemoryTransport]:
+    """A server and a raw peer that lists keepalive, joined in memory, with a mark of 8 KiB for
+    unread replies (a part's pongs, 4.1 KB, are more than a quarter of it, not past it); the
+    peer does not read."""
+    server = connection(client=False, offer=OFFER, high_water=4 * HIGH, low_water=2 * LOW, **options)
+    peer = MemoryPeer(extensions=(KEEPALIVE.id,))
+    _, peer_side = memory_pair(server, peer, high=4 * HIGH, low=2 * LOW)
+    peer_side.pause_reading()
+    return pump_of(server), peer_side
+
+
+def test_a_peer_that_leaves_its_replies_unread_gets_the_ration_beside_busy_connections() -> None:
+    """A peer that pipelines the same frames but does not read its replies: once they wait unsent
+    (more than a quarter of the mark), the rest of its read gets HELD_PART bytes at most every
+    HELD_EVERY turns while another connection is busy, until it reads again; then all of it is
+    handled, in order."""
+
+    async def main() -> tuple[list[int], MemoryPeer]:
+        pump, peer_side = unread()
+        peer = peer_side.handler
+        neighbour = Neighbour()
+        await asyncio.sleep(0.01)
+        neighbour.start()
+        data = b"".join(
+            encode(ExtensionMessage(type=PING, payload=i.to_bytes(8, "big"))) for i in range(2_000)
+        )
+        pump.data_received(memoryview(data))
+        written = [pump.outbox.ledger.written]
+        for _ in range(40):
+            await asyncio.sleep(0)
+            written.append(pump.outbox.ledger.written)
+        peer_side.resume_reading()
+        for _ in range(100):
+            if len(peer.of(ExtensionReceived)) == 2_000:
+                break
+            await asyncio.sleep(0)
+        neighbour.stop()
+        return [b - a for a, b in itertools.pairwise(written)], peer
+
+    steps, peer = run_virtual(main)
+    per_part = (HELD_PART // len(PING_FRAME) + 1) * len(PING_FRAME)  # bytes of pongs a part answers
+    assert 0 < sum(steps) <= 40 // HELD_EVERY * per_part, steps  # a part every other turn at most
+    assert max(steps) <= per_part
+    pongs = [int.from_bytes(e.payload, "big") for e in peer.of(ExtensionReceived)]
+    assert pongs == list(range(2_000))  # read again: all of it
 
 
 def test_a_big_read_alone_is_handled_in_few_turns() -> None:
@@ -256,10 +310,11 @@ def test_a_big_read_alone_is_handled_in_few_turns() -> None:
     assert pongs == list(range(10_000))
 
 
-def test_a_peer_that_outruns_its_turns_waits_for_the_backlog_with_every_read() -> None:
+def test_a_peer_that_outruns_its_turns_waits_for_a_turn_with_every_read() -> None:
     """Once a read left a rest held, the peer's later reads are not handled in their read
-    callback (not even a first part): they wait for the backlog's turns, HELD_PART at a time,
-    until a read that fits one part shows the peer keeps to its turns again."""
+    callback (not even a first part): each waits for a loop turn, until a read that fits
+    the part it gets shows the peer keeps to its turns again; then its reads are handled as
+    they come."""
 
     async def main() -> None:
         server, peer, _, _ = flooded()
@@ -267,24 +322,18 @@ def test_a_peer_that_outruns_its_turns_waits_for_the_backlog_with_every_read() -
         await asyncio.sleep(0.01)
         neighbour.start()
         pump = pump_of(server)
+        ledger = pump.outbox.ledger
         pump.data_received(memoryview(PING_FRAME * 1000))  # one part now, the rest held
-        for _ in range(11_000 // HELD_PART * HELD_EVERY + 10):
+        for _ in range(20):
             await asyncio.sleep(0)
-        count = len(peer.of(ExtensionReceived))
-        assert count == 1000  # all of it handled, through the backlog
-        pump.data_received(memoryview(PING_FRAME * 10))  # 110 bytes: held, not handled now
-        await asyncio.sleep(0)  # the pongs a first part would have written arrive
-        assert len(peer.of(ExtensionReceived)) - count <= HELD_PART // len(PING_FRAME) + 1
-        for _ in range(10 * HELD_EVERY + 4):  # a part of a ping or more every HELD_EVERY turns
-            await asyncio.sleep(0)
-        assert len(peer.of(ExtensionReceived)) == count + 10
-        pump.data_received(memoryview(PING_FRAME))  # one part, still through the backlog
-        for _ in range(HELD_EVERY + 2):
-            await asyncio.sleep(0)
-        assert len(peer.of(ExtensionReceived)) == count + 11
-        pump.data_received(memoryview(PING_FRAME * 100))  # the last read fitted a part: read at once
-        await asyncio.sleep(0)
-        assert len(peer.of(ExtensionReceived)) == count + 111
+        assert len(peer.of(ExtensionReceived)) == 1000  # all of it handled, a turn's worth a turn
+        written = ledger.written
+        pump.data_received(memoryview(PING_FRAME * 10))  # held, not handled now
+        assert ledger.written == written
+        await asyncio.sleep(0)  # its turn: handled, and it fitted the part
+        assert ledger.written == written + 10 * len(PING_FRAME)
+        pump.data_received(memoryview(PING_FRAME * 100))  # read at once
+        assert ledger.written == written + 110 * len(PING_FRAME)
         neighbour.stop()
 
     run_virtual(main)
@@ -446,31 +495,25 @@ def test_a_pending_connection_gets_the_handshake_goodbye() -> None:
 
 
 def test_held_reads_of_many_connections_share_one_part_every_other_turn() -> None:
-    """However many peers flood at once, their held rests together get one part every HELD_EVERY
-    loop turns while another connection is busy."""
+    """However many peers flood at once and leave their replies unread, their held rests together
+    get one part every HELD_EVERY loop turns while another connection is busy."""
 
     async def main() -> list[int]:
-        peers = []
-        for _ in range(4):
-            server, peer, _, _ = flooded()
-            peers.append((pump_of(server), peer))
+        pumps = [unread()[0] for _ in range(4)]
         neighbour = Neighbour()
         await asyncio.sleep(0.01)
         neighbour.start()
-        data = PING_FRAME * 2000
-        for pump, _ in peers:
-            pump.data_received(memoryview(data))  # each: one part now, the rest held
-        counts = [len(peer.of(ExtensionReceived)) for _, peer in peers]
-        await asyncio.sleep(0)  # the pongs of the first parts arrive
-        first = [len(peer.of(ExtensionReceived)) for _, peer in peers]
+        for pump in pumps:
+            pump.data_received(memoryview(PING_FRAME * 2000))  # each: one part now, the rest held
+        await asyncio.sleep(0)
+        first = [pump.outbox.ledger.written for pump in pumps]
         for _ in range(8):
             await asyncio.sleep(0)
-        later = [len(peer.of(ExtensionReceived)) for _, peer in peers]
-        assert counts == [0, 0, 0, 0]
+        later = [pump.outbox.ledger.written for pump in pumps]
         assert Backlog.of(asyncio.get_running_loop()) is Backlog.of(asyncio.get_running_loop())
         neighbour.stop()
         return [b - a for a, b in zip(first, later, strict=True)]
 
     progress = run_virtual(main)
-    per_part = HELD_PART // len(PING_FRAME) + 1
+    per_part = (HELD_PART // len(PING_FRAME) + 1) * len(PING_FRAME)
     assert 0 < sum(progress) <= 8 // HELD_EVERY * per_part  # eight turns: four held parts in all, not 32

@@ -1,25 +1,42 @@
 """How much a connection reads: bounded work per loop turn, and no reading while replies back up.
 
 Theory of operation. Three rules decide when the pump (:mod:`rstreams.net._pump`) reads its
-peer's bytes:
+peer's bytes (the last point says what they bound, and what the kernel does):
 
 * **Fairness.** One read can bring hundreds of kilobytes of small frames. The pump feeds a
   read to the core a part at a time, :data:`READ_TURN` bytes first; a part that brought
   many messages, or that the core answered itself, ends the loop turn: what it caused is
   written and the rest of the read waits for the next turn (reading from the transport is
-  paused meanwhile), so one flooding peer cannot hold the loop while other connections
-  wait. A part of a few large elements is followed at once by a part four times as long,
-  so a read of large elements is still handled in one turn. The held rests of all
-  connections wait in one :class:`Backlog` per event loop, which hands out parts to each
-  connection in turn. While other connections are busy (a pump read a peer as its bytes
-  came, or flushed, since the last part: each sets :attr:`Backlog.busy`, one store on its
-  normal path), one part of :data:`HELD_PART` bytes every :data:`HELD_EVERY` loop turns:
-  however many peers flood, together they get a refusal or two every other turn, and every
-  other connection's reads are handled as they come. While none is, the backlog is
-  work-conserving: a part every turn, twice as long as the last, up to :data:`READ_TURN`,
-  so the loop does not idle while input waits and a peer alone that pipelines thousands of
-  small messages is served a READ_TURN per turn (20,000 subscribes in one write: about a
-  hundred loop turns, not 25,000); the first busy turn brings the ration back.
+  paused meanwhile), so one peer that pipelines cannot hold the loop while other
+  connections wait. A part of a few large elements is followed at once by a part four
+  times as long, so a read of large elements is still handled in one turn. A peer whose
+  read left a rest has every later read wait for a turn likewise, until one fits the part
+  it gets. When the turn comes, what the peer did with the replies decides:
+
+  - a peer that took them (at most a quarter of the unread mark of them wait unsent, in
+    the transport or its socket: the test that reads a stopped peer again) gets a
+    READ_TURN part, as a connection read as its bytes come: a client that pipelines
+    thousands of small messages and reads its answers is served a READ_TURN per turn
+    beside busy connections (20,000 subscribes for an unknown name, read as answered,
+    beside a stream: done within about 7,000 elements of it, not 2.5 million);
+  - a peer whose replies wait unsent gets the ration: its rest waits with those of all
+    such connections in one :class:`Backlog` per event loop, which hands out parts to
+    each in turn. While other connections are busy (a pump read a peer as its bytes came,
+    took a READ_TURN part, or flushed, since the last part: each sets
+    :attr:`Backlog.busy`, one store on its normal path), one part of :data:`HELD_PART`
+    bytes every :data:`HELD_EVERY` loop turns: however many peers flood, together they
+    get a refusal or two every other turn. While none is, the backlog is
+    work-conserving: a part every turn, twice as long as the last, up to
+    :data:`READ_TURN`, so the loop does not idle while input waits; the first busy turn
+    brings the ration back.
+
+  A flooder differs from a client that pipelines only in that it does not read what it is
+  answered, and a TCP socket shows that only once the peer's receive buffer is full (see
+  below): until then a flooder is served as a reader, a READ_TURN per turn, which the
+  kernel bounds (by its receive buffer: eight loopback peers that left its size to the
+  system were answered up to about 140 KB of refusals each); then it gets the ration until the
+  mark stops reading it, and nothing after. A Unix socket tells what the peer has not read
+  at once.
 * **Input backpressure** (PROTOCOL.md §6.3). What we write in answer to the peer's
   messages (refusals, errors, acknowledgements, pongs, goodbyes) is queued in the transport
   until the peer reads it. Elements of our local publishers are bounded already: they are
@@ -43,12 +60,24 @@ peer's bytes:
   reads is not stopped by it, however far away; one that does not is stopped once its
   receive buffer and :data:`UNREAD_MARK` of our replies are full, and costs nothing after
   (eight peers flooding subscribes with a 16 KiB receive buffer were answered at most
-  about 48 KiB each, then no more). Linux grows a receive buffer that is never read,
-  though (past 500 KB on loopback for peers answered slowly), so what bounds a flood's
-  share until then is fairness. A transport does not say when its socket drains, so a
+  about 48 KiB each, then no more). A transport does not say when its socket drains, so a
   connection stopped on what its socket holds is looked at again after
   :data:`UNREAD_POLL` seconds, and then at doubling waits up to :data:`UNREAD_POLL_MAX`
   (one system call each).
+* **What we bound, and what the kernel does.** Our memory per connection is bounded
+  whatever the kernel's buffers: replies in the transport's buffer by the mark (reading
+  stops past it; a turn's replies at most beyond), elements by the high-water mark
+  (produced only below it), and both by :data:`MAX_UNSENT` (goodbye past it); held input
+  is the transport's read buffer, not a copy (at most
+  :data:`~rstreams.net._transport.SOCKET_READ_SIZE`; on a WebSocket a message, and one more
+  that was under way when reading paused); the ledger keeps a mark per
+  :data:`MARK_SPACING` bytes of replies not yet known sent. What the kernel bounds is
+  how many replies a peer that never reads gets before it is seen not to: those its
+  receive buffer takes (Linux grows a buffer the peer did not size, up to
+  ``net.ipv4.tcp_rmem``'s maximum, past 500 KB on loopback for peers answered slowly)
+  and those our socket sends into it; they are the kernel's memory (the peer's receive
+  buffer, our send buffer up to ``net.ipv4.tcp_wmem``'s maximum), not ours, and until
+  then such a peer is served as one that reads (fairness, above).
 
 :class:`ReplyLedger` does the counting. Every write is recorded with how many of its bytes
 were replies (the bytes written minus the element bytes the serving side handed to the
@@ -89,9 +118,10 @@ READ_TURN = 4 * 1024
 the smallest are 2 bytes) before other connections get their turn."""
 
 HELD_PART = 16
-"""Bytes of a held rest handled when its turn comes while other connections are busy
-(:class:`Backlog`; while none is, parts grow to :data:`READ_TURN`): all flooding peers
-together take about this much work per loop turn (one or two small messages: a subscribe
+"""Bytes of a held rest of a peer whose replies wait unsent handled when its turn comes while
+other connections are busy (:class:`Backlog`; while none is, parts grow to :data:`READ_TURN`;
+a peer that takes its replies gets READ_TURN a turn): all flooding peers together take about
+this much work per loop turn (one or two small messages: a subscribe
 is 7-12 bytes, and its refusal costs the server more than a hundred small elements of a
 stream), so a connection that is read as its bytes come keeps most of each turn. With 64,
 eight peers flooding subscribes took about half of the server beside a stream of 8-byte
@@ -190,6 +220,12 @@ class ReplyLedger:
         return replies - self._sent_replies > self.mark
 
     @property
+    def unconfirmed(self) -> int:
+        """Replies not yet known to be sent (at least the unsent ones; :meth:`unsent_replies`
+        learns which were)."""
+        return self._replies - self._sent_replies
+
+    @property
     def may_pass_mark(self) -> bool:
         """Whether the unsent replies could be past :attr:`mark` (a cheap upper bound: all
         replies not yet known to be sent)."""
@@ -212,9 +248,10 @@ class ReplyLedger:
 
 
 class Backlog:
-    """The held rests of reads, all connections of one event loop: while other connections are
-    busy, one part of :data:`HELD_PART` bytes every :data:`HELD_EVERY` loop turns; while none
-    is, a part every turn, twice as long each time up to :data:`READ_TURN`."""
+    """The held rests of reads of peers whose replies wait unsent, all connections of one event
+    loop: while other connections are busy, one part of :data:`HELD_PART` bytes every
+    :data:`HELD_EVERY` loop turns; while none is, a part every turn, twice as long each time up
+    to :data:`READ_TURN`."""
 
     __slots__ = ("_loop", "_part", "_scheduled", "_turns", "_waiting", "busy")
 
@@ -225,9 +262,10 @@ class Backlog:
         self._turns = 0  # loop turns waited since the last part
         self._part = HELD_PART  # bytes of the next part
         self.busy = False
-        """Set by the loop's pumps on their normal paths (a read handled as it came, a flush of a
-        connection that holds no rest: one store each), cleared as each part is handed out: whether
-        other connections were busy since the last part."""
+        """Set by the loop's pumps on their normal paths (a read handled as it came, a READ_TURN
+        part of a peer that takes its replies, a flush of a connection that holds no rest: one
+        store each), cleared as each part is handed out: whether other connections were busy
+        since the last part."""
 
     @classmethod
     def of(cls, loop: asyncio.AbstractEventLoop) -> Backlog:

@@ -38,7 +38,6 @@ from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.net._intake import (
     DEFAULT_UNREAD_TIMEOUT,
-    HELD_PART,
     MAX_UNSENT,
     READ_TURN,
     UNREAD_MARK,
@@ -165,8 +164,8 @@ class Pump:
         self._held: memoryview | None = None
         self._held_eof = False  # the peer's end of input came while a read was held
         self._backed_up = False  # our replies to the peer back up: not reading it
-        self._flooding = False  # a read left a rest held: later reads wait for the backlog too
-        self._held_read = False  # what is held is a whole read of at most HELD_PART bytes
+        self._flooding = False  # a read left a rest held: later reads wait for a turn too
+        self._held_read = False  # what is held is a whole read (not the rest of one)
         self._backlog = Backlog.of(outbox.loop)  # the loop's held reads, told when others are busy
         self._unread_timeout = unread_timeout
         self._unread_timer: Any = None
@@ -261,9 +260,9 @@ class Pump:
         if held is not None:  # a read already under way when reading paused (WebSocket)
             self._held = memoryview(held.tobytes() + data.tobytes())
             return
-        if self._flooding:  # its reads outrun its turns: every read waits for a turn of the backlog
+        if self._flooding:  # its reads outrun its turns: every read waits for a turn (_hold)
             self._hold(data)
-            self._held_read = len(data) <= HELD_PART  # a whole read of one part: see _go_on
+            self._held_read = True  # a whole read: see _go_on
             return
         self._backlog.busy = True  # a read handled as it came: the backlog's parts wait (_intake)
         # The first part of the read, READ_TURN bytes of small messages or large elements whole (all
@@ -369,17 +368,47 @@ class Pump:
             start += taken
 
     def _hold(self, data: memoryview) -> None:
-        """Keep ``data`` for the backlog to hand out a part at a time; read nothing meanwhile."""
+        """Keep ``data`` to be handled a part at a time; read nothing meanwhile."""
         self._held = data  # valid until reading resumes (the transport seam's promise)
         outbox = self.outbox
         transport = outbox.transport
         if transport is not None:
             transport.pause_reading()
         if not self._backed_up:
+            self._next_part()
+
+    def _next_part(self) -> None:
+        """The next part of what is held waits for the next loop turn (:meth:`_turn`)."""
+        self.outbox.loop.call_soon(self._turn)
+
+    def _turn(self) -> None:
+        """A peer that took its replies (it had a turn to read them) gets a READ_TURN part of what
+        it sent, as a connection read as its bytes come, so the backlog's parts wait; one whose
+        replies wait unsent waits for the backlog's ration (:mod:`rstreams.net._intake`)."""
+        if self._held is None or self._backed_up:
+            return
+        if self._replies_taken():
+            self._backlog.busy = True
+            self._go_on(READ_TURN)
+        else:
             self._backlog.add(self._go_on)
 
+    def _replies_taken(self) -> bool:
+        """Whether at most a quarter of the mark of our replies wait unsent (in the transport or its
+        socket): the test that reads a stopped peer again. A look at the socket (a system call)
+        only when more replies than that were written since the last look found them sent."""
+        ledger = self.outbox.ledger
+        quarter = self._mark // 4
+        if ledger.unconfirmed <= quarter:
+            return True
+        transport = self.outbox.transport
+        if transport is None:
+            return False
+        unsent = transport.get_write_buffer_size() + socket_unsent(transport)
+        return ledger.unsent_replies(unsent) <= quarter
+
     def _go_on(self, part: int) -> None:
-        """Handle the next ``part`` bytes of a held read (the backlog's turn for it)."""
+        """Handle the next ``part`` bytes of what is held (its turn came)."""
         held, self._held = self._held, None
         if held is None or self._backed_up:
             self._held = held
@@ -387,8 +416,10 @@ class Pump:
         if self.closing.discarding(len(held)):
             self._resume()
             return
-        if self._held_read:  # a whole read that fits one part: its peer keeps to its turns again
-            self._held_read = self._flooding = False
+        if self._held_read:  # a whole read: if it fits the part, its peer keeps to its turns again
+            self._held_read = False
+            if len(held) <= part:
+                self._flooding = False
         if not self._consume(held, part):
             self._resume()
 
@@ -531,7 +562,7 @@ class Pump:
         if transport is not None:
             transport.set_write_buffer_limits(self._high, self._low)
         if self._held is not None:
-            self._backlog.add(self._go_on)
+            self._next_part()
         elif transport is not None:
             transport.resume_reading()
 
