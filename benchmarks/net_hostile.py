@@ -30,11 +30,17 @@ The attacker prints ``ready`` once every peer has started, and its counters as J
 stdin closes. Each process has a hard time limit; the server ends when its stdin closes.
 
 ``count`` (no timing, so it means the same on a loaded machine): the subscribe flood in one
-process and one event loop, the server, the eight flooders (raw sockets, never reading) and
-the legitimate client together, over loopback TCP. It streams ``--elements`` elements beside
-the flood and reports, from the server's own ledgers, the bytes of refusals the flooders were
-answered while it ran (``flood_bytes``, and per element of the stream), the most any one
-flooder was answered in all, and how many flooders the server still reads at the end::
+process and one event loop, the server, the eight flooders (raw sockets, never reading), the
+legitimate client and a pipelining client together, over loopback TCP (the peers of
+``benchmarks/_flood.py``, which tests/net/test_hostile_fairness.py runs too). It streams
+``--elements`` elements beside the flood and reports, from the server's own ledgers, the bytes
+of refusals the flooders were answered while it ran (``flood_bytes``, and per element of the
+stream), the most any one flooder was answered in all, and how many flooders the server still
+reads at the end. Meanwhile the pipelining client writes ``--subscribes`` subscribes for the
+flood's unknown name at once, as a flooder does, but reads the refusals as they come: it
+reports how many were answered while the stream ran (``pipelined_answered_during_stream``),
+after how many elements of the stream all were (``pipelined_answered_after_elements``; none if
+not all were while the stream ran) and after how many loop turns::
 
     python benchmarks/net_hostile.py count --elements 1000000
 
@@ -69,6 +75,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _flood import HELLO, Made, Pipeliner, address_of, flooding
 from _netcommon import (
     HOST,
     RssSampler,
@@ -83,26 +90,17 @@ from _netcommon import (
 
 import rstreams
 from rstreams.api import Subscription
-from rstreams.net import Connection, connect, serve
+from rstreams.net import connect, serve
 from rstreams.wire import (
     Cancel,
-    ClientHello,
-    ConnectionClosed,
-    ConnectionConfig,
     Goodbye,
-    OnComplete,
     Request,
-    Side,
     Subscribe,
     encode,
-)
-from rstreams.wire import (
-    Connection as Core,
 )
 
 ATTACKS = ("alone", "slow-hellos", "garbage", "subscribe-flood", "unbounded-demand", "churn")
 UNBOUNDED = 2**63 - 1
-HELLO = encode(ClientHello())
 
 
 # ------------------------------------------------------------------------------ server
@@ -405,60 +403,7 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
 
 
 # ------------------------------------------------------------------------------ count
-async def count_main(args: argparse.Namespace) -> dict[str, Any]:
-    """The subscribe flood and the stream in this process; see the module docstring."""
-    made: list[Connection] = []
-    first_made, all_made = asyncio.Event(), asyncio.Event()
-
-    def on_connection(conn: Connection) -> None:
-        made.append(conn)
-        first_made.set()
-        if len(made) == 1 + args.peers:
-            all_made.set()
-
-    server = await serve(f"tcp://{HOST}:0", {"bench": _bench}, on_connection=on_connection)
-    loop = asyncio.get_running_loop()
-    host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
-    conn = await connect(server.url)
-    socks, floods = [], []
-    try:
-        await asyncio.wait_for(first_made.wait(), args.timeout)  # the stream's: made[0]
-        for _ in range(args.peers):
-            sock = socket.socket()
-            sock.setblocking(False)
-            await loop.sock_connect(sock, (host, int(port)))
-            socks.append(sock)
-            floods.append(loop.create_task(loop.sock_sendall(sock, HELLO + _subscribes("nope", args.budget))))
-        await asyncio.wait_for(all_made.wait(), args.timeout)
-        # The server's pumps (beneath the public API, on purpose): their reply ledgers and reading.
-        flooders = [flooder._pump for flooder in made[1:]]  # made[0]: the stream's connection
-        before = sum(pump.outbox.ledger.written for pump in flooders)
-        stream = Counter()
-        started = time.process_time()
-        conn.publisher(f"bench?n={args.elements}").subscribe(stream)
-        await asyncio.wait_for(stream.done.wait(), args.timeout)
-        cpu = time.process_time() - started
-        answered = [pump.outbox.ledger.written for pump in flooders]
-        flood = sum(answered) - before
-        return {
-            "elements": stream.count,
-            "flood_bytes": flood,
-            "flood_bytes_per_element": flood / max(1, stream.count),
-            "most_answered_one_flooder": max(answered, default=0),
-            "flooders_still_read": sum(not pump._backed_up for pump in flooders),
-            "cpu_seconds_per_million": cpu / max(1, stream.count) * 1e6,
-        }
-    finally:
-        for task in floods:
-            task.cancel()
-        for sock in socks:
-            sock.close()
-        await asyncio.wait_for(conn.aclose(), 10)
-        server.close()
-
-
-# ------------------------------------------------------------------------------ pipeline
-class _PipelineLoop(asyncio.SelectorEventLoop):
+class _CountingLoop(asyncio.SelectorEventLoop):
     """Counts its turns (CPython's selector loop: one ``_run_once`` per turn)."""
 
     turns = 0
@@ -468,49 +413,78 @@ class _PipelineLoop(asyncio.SelectorEventLoop):
         super()._run_once()  # type: ignore[misc]
 
 
-class _Pipeliner(asyncio.Protocol):
-    """A raw client that sent its subscribes at once and decodes the answers (a wire core)."""
+async def count_main(args: argparse.Namespace) -> dict[str, Any]:
+    """The subscribe flood, the stream and the pipelining client in this process; see the module
+    docstring."""
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, _CountingLoop)
+    made = Made()
+    server = await serve(f"tcp://{HOST}:0", {"bench": _bench}, on_connection=made)
+    conn = await connect(server.url)
+    transport: asyncio.BaseTransport | None = None
+    try:
+        await asyncio.wait_for(made.count(1), args.timeout)  # the stream's: made.connections[0]
+        async with flooding(server.url, _subscribes("nope", args.budget), args.peers):
+            await asyncio.wait_for(made.count(1 + args.peers), args.timeout)
+            # The server's pumps (beneath the public API, on purpose): their reply ledgers and reading.
+            flooders = [flooder._pump for flooder in made.connections[1:]]
+            transport, client = await loop.create_connection(
+                lambda: Pipeliner(args.subscribes), *address_of(server.url)
+            )
+            await asyncio.wait_for(made.count(2 + args.peers), args.timeout)
+            before = sum(pump.outbox.ledger.written for pump in flooders)
+            stream = Counter()
+            answered: dict[str, int] = {}
 
-    def __init__(self, subscribes: int) -> None:
-        self.core = Core(Side.CLIENT, ConnectionConfig())
-        self.left = subscribes
-        self.done = asyncio.get_running_loop().create_future()
-        self.closed: ConnectionClosed | None = None
+            def on_answered(_: object) -> None:
+                answered.update(elements=stream.count, turns=loop.turns)
 
-    def data_received(self, data: bytes) -> None:
-        self.core.receive_data(memoryview(data))
-        for event in self.core.events_received():
-            if isinstance(event, OnComplete):
-                self.left -= 1
-            elif isinstance(event, ConnectionClosed):
-                self.closed = event
-        if self.left <= 0 and not self.done.done():
-            self.done.set_result(None)
+            client.done.add_done_callback(on_answered)
+            started, turns = time.process_time(), loop.turns
+            conn.publisher(f"bench?n={args.elements}").subscribe(stream)
+            client.pipeline("nope", args.subscribes)  # what a flooder sends, but its answers are read
+            await asyncio.wait_for(stream.done.wait(), args.timeout)
+            cpu = time.process_time() - started
+            at_end, during = len(client.ended), dict(answered)
+            answered_flood = [pump.outbox.ledger.written for pump in flooders]
+            flood = sum(answered_flood) - before
+            await asyncio.wait_for(client.done, args.timeout)  # alone now, if it was not yet answered
+            return {
+                "elements": stream.count,
+                "flood_bytes": flood,
+                "flood_bytes_per_element": flood / max(1, stream.count),
+                "most_answered_one_flooder": max(answered_flood, default=0),
+                "flooders_still_read": sum(not pump._backed_up for pump in flooders),
+                "cpu_seconds_per_million": cpu / max(1, stream.count) * 1e6,
+                "pipelined_subscribes": args.subscribes,
+                "pipelined_answered_during_stream": at_end,
+                "pipelined_answered_after_elements": during.get("elements"),  # None: not during the stream
+                "pipelined_answered_after_turns": answered["turns"] - turns,
+            }
+    finally:
+        if transport is not None:
+            transport.close()
+        await asyncio.wait_for(conn.aclose(), 10)
+        server.close()
 
-    def connection_lost(self, error: BaseException | None) -> None:
-        if not self.done.done():
-            self.done.set_exception(ConnectionError(f"closed before every stream completed: {self.closed}"))
 
-
+# ------------------------------------------------------------------------------ pipeline
 async def pipeline_main(args: argparse.Namespace) -> dict[str, Any]:
     """A legitimate client alone that pipelines ``--subscribes`` subscribes of one element each in
     one write; see the module docstring."""
     loop = asyncio.get_running_loop()
-    assert isinstance(loop, _PipelineLoop)
+    assert isinstance(loop, _CountingLoop)
     server = await serve(f"tcp://{HOST}:0", {"bench": _bench})
-    host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
-    transport, client = await loop.create_connection(lambda: _Pipeliner(args.subscribes), host, int(port))
+    transport, client = await loop.create_connection(
+        lambda: Pipeliner(args.subscribes), *address_of(server.url)
+    )
     try:
-        transport.writelines(client.core.data_to_send())  # its hello
-        for i in range(1, args.subscribes + 1):
-            client.core.send(Subscribe(publisher="bench?n=1", subscriber=i, initial_demand=2))
-        data = b"".join(client.core.data_to_send())
         turns, cpu, wall = loop.turns, time.process_time(), time.perf_counter()
-        transport.write(data)
+        sent = client.pipeline("bench?n=1", args.subscribes, demand=2)
         await asyncio.wait_for(client.done, args.timeout)
         return {
             "subscribes": args.subscribes,
-            "bytes_sent": len(data),
+            "bytes_sent": sent,
             "loop_turns": loop.turns - turns,
             "cpu_seconds": round(time.process_time() - cpu, 3),
             "wall_seconds": round(time.perf_counter() - wall, 3),
@@ -538,12 +512,9 @@ def main() -> None:
     parser.add_argument("--elements", type=int, default=1_000_000, help="count: elements streamed")
     parser.add_argument("--subscribes", type=int, default=20_000, help="pipeline: subscribes sent at once")
     args = parser.parse_args()
-    if args.role == "pipeline":
-        with asyncio.Runner(loop_factory=_PipelineLoop) as runner:
-            emit(runner.run(pipeline_main(args)))
-        return
-    if args.role == "count":
-        emit(asyncio.run(count_main(args)))
+    if args.role in ("pipeline", "count"):
+        with asyncio.Runner(loop_factory=_CountingLoop) as runner:
+            emit(runner.run((pipeline_main if args.role == "pipeline" else count_main)(args)))
         return
     if args.role == "attack":
         run_with_timeout(lambda: attack_main(args), args.timeout)

@@ -9,7 +9,10 @@ so a peer that never reads is no longer read once its receive buffer and ``UNREA
 replies are full; from then on the flood gets no reads and no answers however long the stream
 beside it runs: no bytes of refusals per element of the stream. Counted, not timed (before,
 the flooders were read a part per loop turn until the kernel held 4 MiB of refusals for each).
-A peer that sends as many subscribes and reads its answers, late, gets every one of them.
+A peer that sends as many subscribes and reads its answers gets every one of them, at a
+READ_TURN per loop turn as any busy connection (and, if it reads late, once it reads). The
+flooders and the pipelining peer are those of ``benchmarks/_flood.py``, which the benchmark's
+``count`` role runs too.
 """
 
 from __future__ import annotations
@@ -19,20 +22,21 @@ import contextlib
 import itertools
 import socket
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from _flood import Made, Pipeliner, address_of, flooding, listen_url, subscribes
 
 import rstreams
 from rstreams.api import Subscription
-from rstreams.net import Connection, connect, serve
-from rstreams.net._intake import UNREAD_MARK, socket_unsent
+from rstreams.net import connect, serve
+from rstreams.net._intake import MARK_SPACING, UNREAD_MARK, socket_unsent
 from rstreams.net._pump import Pump
-from rstreams.wire import ClientHello, ConnectionState, OnError, Subscribe, encode
+from rstreams.net._transport import SOCKET_READ_SIZE
+from rstreams.wire import ConnectionState
 from testkit.bound import within
-from testkit.net import MemoryPeer, pump_of
+from testkit.net import pump_of
 
 pytestmark = [
     pytest.mark.asyncio,
@@ -51,11 +55,6 @@ PIPELINED = 20_000
 reading it long before)."""
 STREAMED = 200_000
 """Elements of the legitimate stream counted beside the stopped flood."""
-HELLO = encode(ClientHello())
-
-
-def subscribes(count: int, first: int = 1) -> bytes:
-    return b"".join(encode(Subscribe(publisher="nope", subscriber=i)) for i in range(first, first + count))
 
 
 def bench(params: dict[str, str]) -> rstreams.Flow[bytes]:
@@ -104,51 +103,9 @@ class Counter:
             self.subscription.cancel()
 
 
-class Made:
-    """The server's connections in the order made (``serve(on_connection=...)``), and a wait for
-    the next one."""
-
-    def __init__(self) -> None:
-        self.connections: list[Connection] = []
-        self.more = asyncio.Event()
-
-    def __call__(self, conn: Connection) -> None:
-        self.connections.append(conn)
-        self.more.set()
-
-    async def count(self, n: int) -> None:
-        """Return once ``n`` connections were made (bound it with ``within``)."""
-        while len(self.connections) < n:
-            self.more.clear()
-            await self.more.wait()
-
-
 def read(pump: Pump) -> bool:
     """Whether ``pump`` reads its peer now (the state input backpressure keeps)."""
     return not pump._backed_up
-
-
-def open_flooder(kind: str) -> socket.socket:
-    sock = socket.socket(socket.AF_INET if kind == "tcp" else socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
-    sock.setblocking(False)
-    return sock
-
-
-def address_of(url: str) -> Any:
-    if url.startswith("unix://"):
-        return url.removeprefix("unix://")
-    host, port = url.removeprefix("tcp://").rsplit(":", 1)
-    return host, int(port)
-
-
-@contextlib.contextmanager
-def listen_url(kind: str) -> Iterator[str]:
-    if kind == "tcp":
-        yield "tcp://127.0.0.1:0"
-        return
-    with tempfile.TemporaryDirectory() as directory:
-        yield f"unix://{directory}/rsio.sock"
 
 
 @pytest.mark.parametrize("kind", ["tcp", "unix"])
@@ -156,68 +113,124 @@ async def test_a_flood_that_never_reads_its_refusals_gets_no_more_reads(kind: st
     """Each flooder is answered at most its receive buffer and UNREAD_MARK of refusals (and a
     part's worth more), then no longer read; 200,000 more elements of the stream beside the
     stopped flood cost it no byte: the flood's share of the server is zero per element."""
-    loop = asyncio.get_running_loop()
     made = Made()
-    socks: list[socket.socket] = []
-    floods: list[asyncio.Task[None]] = []
     with listen_url(kind) as url:
         server = await serve(url, {"bench": bench}, on_connection=made)
         conn = await connect(server.url)
         stream = Counter()
         try:
             await within(made.count(1))  # the stream's connection: every later one is a flooder's
-            for _ in range(FLOODERS):
-                sock = open_flooder(kind)
-                socks.append(sock)
-                await loop.sock_connect(sock, address_of(server.url))
-                floods.append(loop.create_task(loop.sock_sendall(sock, HELLO + subscribes(SUBSCRIBES))))
-            conn.publisher("bench").subscribe(stream)
+            async with flooding(server.url, subscribes(SUBSCRIBES), FLOODERS, rcvbuf=RCVBUF) as socks:
+                conn.publisher("bench").subscribe(stream)
+                await within(made.count(1 + FLOODERS))
+                flooders = [pump_of(flooder) for flooder in made.connections[1:]]
 
-            await within(made.count(1 + FLOODERS))
-            flooders = [pump_of(flooder) for flooder in made.connections[1:]]
-
-            stopped_at = await within(stream.when(lambda: not any(map(read, flooders))), 60)
-            answered = [pump.outbox.ledger.written for pump in flooders]
-            rcvbuf = socks[0].getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
-            bound = rcvbuf + UNREAD_MARK + 8 * 1024  # what the peer holds, the mark, a part's answers
-            assert max(answered) <= bound, (answered, bound)
-            await within(stream.when(lambda: stream.count >= stopped_at + STREAMED))
-            assert [pump.outbox.ledger.written for pump in flooders] == answered  # nothing more
-            assert not any(map(read, flooders))
-            assert all(pump.outbox.core.state is not ConnectionState.CLOSED for pump in flooders)
+                stopped_at = await within(stream.when(lambda: not any(map(read, flooders))), 60)
+                answered = [pump.outbox.ledger.written for pump in flooders]
+                rcvbuf = socks[0].getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+                bound = rcvbuf + UNREAD_MARK + 8 * 1024  # what the peer holds, the mark, a part's answers
+                assert max(answered) <= bound, (answered, bound)
+                await within(stream.when(lambda: stream.count >= stopped_at + STREAMED))
+                assert [pump.outbox.ledger.written for pump in flooders] == answered  # nothing more
+                assert not any(map(read, flooders))
+                assert all(pump.outbox.core.state is not ConnectionState.CLOSED for pump in flooders)
         finally:
             stream.cancel()
-            for task in floods:
-                task.cancel()
-            for sock in socks:
-                sock.close()
             await within(conn.aclose())
             server.close()
             await within(server.wait_closed())
 
 
-class _Reader(asyncio.Protocol):
-    """A raw peer over a real socket whose reading the test pauses and resumes (MemoryPeer's core
-    decodes what it reads)."""
+async def test_what_the_server_holds_for_a_flood_stays_bounded_whatever_the_kernel_holds() -> None:
+    """Flooders that leave the size of their receive buffers to the system (which Linux grows):
+    the kernel decides how many refusals each gets before it is seen not to read, but what the
+    server holds for each stays bounded all along, looked at every 128 elements of the stream
+    beside them: its transport's unsent bytes within UNREAD_MARK and a turn's replies, its held
+    input within one read (the transport's read buffer), its ledger's marks few."""
+    made = Made()
+    server = await serve("tcp://127.0.0.1:0", {"bench": bench}, on_connection=made)
+    conn = await connect(server.url)
+    stream = Counter()
+    flooders: list[Pump] = []
+    most = {"unsent": 0, "held": 0, "marks": 0}
 
-    def __init__(self) -> None:
-        self.peer = MemoryPeer()
-        self.errors = 0
-        self.all_answered = asyncio.get_running_loop().create_future()
+    def look() -> bool:
+        for pump in flooders:
+            transport = pump.outbox.transport
+            unsent = 0 if transport is None else transport.get_write_buffer_size()
+            held = 0 if pump._held is None else len(pump._held)
+            most["unsent"] = max(most["unsent"], unsent)
+            most["held"] = max(most["held"], held)
+            most["marks"] = max(most["marks"], len(pump.outbox.ledger._marks))
+        return stream.count >= STREAMED
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.peer.connection_made(transport)
+    try:
+        await within(made.count(1))
+        async with flooding(server.url, subscribes(SUBSCRIBES), FLOODERS):
+            conn.publisher("bench").subscribe(stream)
+            await within(made.count(1 + FLOODERS))
+            flooders.extend(pump_of(flooder) for flooder in made.connections[1:])
+            await within(stream.when(look), 60)
+            assert all(pump.outbox.core.state is not ConnectionState.CLOSED for pump in flooders)
+            assert min(pump.outbox.ledger.written for pump in flooders) > 0  # all were answered
+    finally:
+        stream.cancel()
+        await within(conn.aclose())
+        server.close()
+        await within(server.wait_closed())
+    turn = 16 * 1024  # a turn's refusals: a READ_TURN part of 10-byte subscribes, 30 bytes each
+    assert most["unsent"] <= UNREAD_MARK + turn, most
+    assert most["held"] <= SOCKET_READ_SIZE, most
+    assert most["marks"] <= (UNREAD_MARK + turn) // MARK_SPACING + 2, most
 
-    def data_received(self, data: bytes) -> None:
-        events = self.peer.events
-        seen = len(events)
-        self.peer.data_received(memoryview(data))
-        self.errors += sum(isinstance(event, OnError) for event in events[seen:])
-        if self.errors >= PIPELINED and not self.all_answered.done():
-            self.all_answered.set_result(None)
 
-    def eof_received(self) -> None:
-        self.peer.eof_received()
+@contextlib.asynccontextmanager
+async def pipelining_beside_a_stream(
+    rcvbuf: int | None = None,
+) -> AsyncIterator[tuple[Counter, asyncio.Transport, Pipeliner, Pump]]:
+    """A server, a client on it whose stream (the test's clock) the caller starts, and a raw client
+    (``rcvbuf``: its receive buffer, fixed) that pipelines subscribes: yields the stream, the raw
+    client's transport, the raw client, and the server's pump for it."""
+    loop = asyncio.get_running_loop()
+    made = Made()
+    server = await serve("tcp://127.0.0.1:0", {"bench": bench}, on_connection=made)
+    conn = await connect(server.url)
+    stream = Counter()
+    transport: asyncio.Transport | None = None
+    try:
+        await within(made.count(1))
+        sock = socket.socket()
+        if rcvbuf is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.setblocking(False)
+        await loop.sock_connect(sock, address_of(server.url))
+        transport, client = await loop.create_connection(lambda: Pipeliner(PIPELINED), sock=sock)
+        await within(made.count(2))
+        conn.publisher("bench").subscribe(stream)
+        yield stream, transport, client, pump_of(made.connections[1])
+    finally:
+        stream.cancel()
+        if transport is not None:
+            transport.close()
+        await within(conn.aclose())
+        server.close()
+        await within(server.wait_closed())
+
+
+async def test_a_pipelining_peer_that_reads_its_answers_gets_a_turn_s_worth_beside_a_stream() -> None:
+    """A peer that sends what a flooder sends, 20,000 subscribes for an unknown name at once, but
+    reads the refusals as they come, is served as a connection read as its bytes come: READ_TURN
+    of its subscribes per loop turn beside the stream, not the ration of peers that leave their
+    replies unread (HELD_PART every HELD_EVERY turns). Counted in elements of the stream beside
+    it: about 7,000 (2.5 million when it was rationed as a flooder)."""
+    async with pipelining_beside_a_stream() as (stream, _, client, pump):
+        client.pipeline("nope", PIPELINED)
+        started = stream.count
+        answered_at = await within(stream.when(lambda: client.done.done()), 60)
+        assert client.ended == list(range(1, PIPELINED + 1))  # every one, in order
+        assert all(error.startswith("no publisher") for error in client.errors)
+        assert answered_at - started <= 100_000, answered_at - started
+        assert read(pump)
 
 
 async def test_a_peer_that_reads_its_refusals_late_gets_every_one() -> None:
@@ -225,38 +238,16 @@ async def test_a_peer_that_reads_its_refusals_late_gets_every_one() -> None:
     stopped reading it (the refusals wait in the sockets); once it reads, the server reads it
     again (looking at the socket's queue, UNREAD_POLL) and answers every subscribe, in order.
     A stream on another connection runs beside it (and is the test's clock)."""
-    loop = asyncio.get_running_loop()
-    made = Made()
-    server = await serve("tcp://127.0.0.1:0", {"bench": bench}, on_connection=made)
-    conn = await connect(server.url)
-    stream = Counter()
-    await within(made.count(1))
-    sock = open_flooder("tcp")  # a receive buffer of RCVBUF, as the flooders'
-    await loop.sock_connect(sock, address_of(server.url))
-    transport, reader = await loop.create_connection(_Reader, sock=sock)
-    try:
+    async with pipelining_beside_a_stream(RCVBUF) as (stream, transport, client, pump):
         transport.pause_reading()
-        core = reader.peer.core  # through the peer's core, which then knows what it subscribed
-        for i in range(1, PIPELINED + 1):
-            core.send(Subscribe(publisher="nope", subscriber=i))
-        transport.write(b"".join(core.data_to_send()))
-        conn.publisher("bench").subscribe(stream)
-        await within(made.count(2))
-        pump = pump_of(made.connections[1])
+        client.pipeline("nope", PIPELINED)
         await within(stream.when(lambda: not read(pump)), 60)
         assert pump._look is not None  # stopped for the refusals its socket holds: looked at again
         transport.resume_reading()
-        await within(reader.all_answered, 60)
-        errors = reader.peer.of(OnError)
-        assert [e.subscriber for e in errors] == list(range(1, PIPELINED + 1))
-        assert all(e.error.startswith("no publisher") for e in errors)
+        await within(client.done, 60)
+        assert client.ended == list(range(1, PIPELINED + 1))
+        assert all(error.startswith("no publisher") for error in client.errors)
         assert read(pump) and pump.outbox.core.state is not ConnectionState.CLOSED
-    finally:
-        stream.cancel()
-        transport.close()
-        await within(conn.aclose())
-        server.close()
-        await within(server.wait_closed())
 
 
 class _Beneath:
