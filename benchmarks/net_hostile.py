@@ -12,8 +12,11 @@ the attack is under way, the client streams 8-byte elements with a window of 256
 stream-small) for ``--duration`` seconds and reports the rate, while the server's RSS is
 sampled from /proc, and so is the server's CPU time over the measurement (``server_cpu``:
 CPU seconds per second; below 1 the server had time to spare, the stream was slowed
-elsewhere). Attacks (every peer is a raw socket; none reads what the server sends
-unless said):
+elsewhere), the client's (``client_cpu``: below the ``alone`` run's, the attacker beside it
+on CPU1 took its share), and the system's TCP retransmits and dropped packets
+(``retransmits``, ``kernel_drops``: over loopback each drop stalls a connection for a 200 ms
+retransmission timeout, both ends waiting). Attacks (every peer is a raw socket; none reads
+what the server sends unless said):
 
   slow-hellos       ``--peers`` x 125 connections that send one byte of a hello and then
                     nothing (until the handshake timeout drops them; then they reconnect)
@@ -331,6 +334,25 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def kernel_counters() -> tuple[int, int]:
+    """``(segments retransmitted, packets dropped)`` by the system's TCP so far: ``RetransSegs``
+    of /proc/net/snmp, and the packets dropped from the kernel's input queues (the second column
+    of /proc/net/softnet_stat, summed over CPUs); ``(0, 0)`` where these cannot be read. Over
+    loopback a retransmission follows a drop and stalls a connection for at least the minimum
+    retransmission timeout (200 ms), both processes waiting: a round slowed so shows them, and is
+    told from one where the server was busy (``server_cpu``). System-wide: anything else running
+    counts too (a quiet machine has none)."""
+    try:
+        with open("/proc/net/snmp", encoding="ascii") as snmp:
+            rows = [line.split() for line in snmp if line.startswith("Tcp:")]
+        retrans = int(rows[1][rows[0].index("RetransSegs")])
+        with open("/proc/net/softnet_stat", encoding="ascii") as softnet:
+            drops = sum(int(line.split()[1], 16) for line in softnet)
+    except (OSError, IndexError, ValueError):
+        return 0, 0
+    return retrans, drops
+
+
 class Counter:
     """Requests 256, then 128 every 128 elements (stream-small's window); counts."""
 
@@ -370,11 +392,13 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
             await asyncio.sleep(args.ramp)
             legit = Counter()
             start, server_cpu, client_cpu = time.perf_counter(), cpu_seconds(server_pid), time.process_time()
+            retrans, drops = kernel_counters()
             conn.publisher("bench").subscribe(legit)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(legit.done.wait(), args.duration)
             seconds = time.perf_counter() - start
             server_busy = (cpu_seconds(server_pid) - server_cpu) / seconds
+            retrans_after, drops_after = kernel_counters()
             client_busy = (time.process_time() - client_cpu) / seconds
             received = legit.count
             if legit.subscription is not None:
@@ -396,6 +420,8 @@ async def client_main(args: argparse.Namespace, port: int, server_pid: int) -> d
         "growth_mib": (peak - baseline) / 1024,
         "server_cpu": server_busy,
         "client_cpu": client_busy,
+        "retransmits": retrans_after - retrans,
+        "kernel_drops": drops_after - drops,
         "attack_mib": stats.get("attack_mib", 0.0),
         "connections": stats.get("connections", 0),
         "series": [[t, kib / 1024] for t, kib in samples[::step]],
