@@ -10,7 +10,7 @@ import time
 import pytest
 
 from testkit import bound
-from testkit.bound import Bound, within
+from testkit.bound import Bound, OwnTimeLoop, run_own_time, within
 from testkit.net import run_virtual
 
 
@@ -76,3 +76,28 @@ def test_time_a_child_spent_waiting_for_a_cpu_is_not_counted_either(monkeypatch:
             await child.wait()
 
     assert asyncio.run(main()) == b"ready\n"
+
+
+@pytest.mark.timeout(30)
+def test_an_own_time_loop_s_timers_do_not_count_the_time_its_thread_waited_for_a_cpu() -> None:
+    """As if the thread waited for a CPU half of every second: a 0.1 s sleep on the loop's clock
+    lasts at least 0.2 s of wall time, and the clock never goes back."""
+    started = time.monotonic()
+
+    class HalfStarved(OwnTimeLoop):
+        def _delay(self) -> float:
+            return (time.monotonic() - started) / 2
+
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, HalfStarved)
+        seen = [loop.time()]
+        await asyncio.sleep(0.1)
+        seen.append(loop.time())
+        return seen
+
+    with asyncio.Runner(loop_factory=HalfStarved) as runner:
+        seen = runner.run(main())
+    assert time.monotonic() - started >= 0.2
+    assert seen == sorted(seen) and seen[1] - seen[0] >= 0.1
+    assert run_own_time(lambda: asyncio.sleep(0, "done")) == "done"  # (the real one: this thread's schedstat)

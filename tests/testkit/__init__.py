@@ -5,7 +5,8 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 
 ========================  ============================================================
 ``testkit.recording``     ``RecordingSubscriber`` and ``WAIT``, the bound of every wait (own time)
-``testkit.bound``         ``within``/``Bound``: a wait bounded by the loop's own time, not the load
+``testkit.bound``         ``within``/``Bound``: a wait bounded by the loop's own time, not the load;
+                          ``OwnTimeLoop``: a loop whose every timer runs on that time
 ``testkit.patience``      blocking waits (threads, futures, child processes) bounded the same way
 ``testkit.publishers``    publishers the operator tests drive by hand or from a thread
 ``testkit.clock``         a virtual clock for the time-based building blocks

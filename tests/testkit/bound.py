@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar
 
 WAIT = 10.0
 """Seconds of the loop's own time any one wait may take: longer is a hang."""
@@ -175,3 +176,49 @@ async def within(awaitable: Awaitable[T], limit: float = WAIT, children: Iterabl
     ``asyncio.wait_for`` for waits in this process's loop."""
     async with Bound(limit, children):
         return await awaitable
+
+
+class OwnTimeLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock is its thread's own time: the monotonic clock less the time the
+    thread waited for a CPU (Linux's schedstat; where the system does not say, the monotonic
+    clock itself). Run it on the thread that made it (:func:`run_own_time`).
+
+    Where a server and its peer share one loop (the conformance suite against our own server),
+    every timer of either side (an idle timeout, a keepalive, a wait's deadline, a case's) then
+    counts only the seconds the loop had a CPU or waited for I/O: a loaded machine delays them
+    all alike instead of firing one side's timeout while the other side's bytes sit unread. A
+    :class:`Bound` on it is bounded by this clock, as on a virtual one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        try:
+            self._schedstat: int | None = os.open(
+                f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY
+            )
+        except OSError:
+            self._schedstat = None
+        self._last = 0.0
+
+    def _delay(self) -> float:
+        if self._schedstat is None:
+            return 0.0
+        try:
+            return int(os.pread(self._schedstat, 128, 0).split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            return 0.0
+
+    def time(self) -> float:
+        self._last = now = max(time.monotonic() - self._delay(), self._last)  # (never backwards)
+        return now
+
+    def close(self) -> None:
+        super().close()
+        if self._schedstat is not None:
+            os.close(self._schedstat)
+            self._schedstat = None
+
+
+def run_own_time(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``main()`` on a fresh :class:`OwnTimeLoop` in this thread, as ``asyncio.run`` would."""
+    with asyncio.Runner(loop_factory=OwnTimeLoop) as runner:
+        return runner.run(main())
