@@ -1,16 +1,16 @@
 """A conformance run given the endpoint's idle timeout gives the two idle cases the time they
 need: ex.pings_keep_alive pings for 2 x --idle-timeout and ex.idle_timeout waits up to
 --idle-timeout + --timeout, whatever --case-timeout says (default 30 s: `--idle-timeout 60`
-made both end as hangs)."""
+made both end as hangs). The server and the driver share a loop whose clock is its own time
+(testkit.bound.OwnTimeLoop): the idle timeout and the pings it is kept alive by count alike."""
 
 from __future__ import annotations
-
-import asyncio
 
 import pytest
 
 from rstreams.conformance import Options, Outcome, conformance_publishers, run_case, select
 from rstreams.net import serve
+from testkit.bound import run_own_time
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,4 +28,4 @@ def test_an_idle_case_outlives_a_shorter_case_timeout(case_id: str) -> None:
         finally:
             await server.aclose()
 
-    assert asyncio.run(main()) is Outcome.PASS
+    assert run_own_time(main) is Outcome.PASS
