@@ -56,6 +56,10 @@ BROKEN = Options(quiet=0.5, timeout=30.0)
 """For runs that must fail against the sloppy endpoint: its violations come in the same write as
 the frames a case waits for, and the quiet window leaves a loaded machine room to read them;
 the deadline only bounds a hang (no case here waits it out)."""
+SAFETY_NET = ["--timeout", "30"]
+"""The command's wait deadline for runs against a server on this process's loop: each wait ends at
+an event (a frame, a refused certificate), so a loaded machine never needs the default 5 s, nor
+costs a passing run anything."""
 
 
 def test_catalogue() -> None:
@@ -195,7 +199,7 @@ async def test_main_partial_offer_and_junit(tmp_path: Path, capsys: pytest.Captu
     try:
         junit = tmp_path / "out.xml"
         code = await asyncio.to_thread(
-            main, [server.url, "-k", "st.", "--junit", str(junit), "--quiet", "0.1"]
+            main, [server.url, "-k", "st.", "--junit", str(junit), "--quiet", "0.1", *SAFETY_NET]
         )
     finally:
         await server.aclose()
@@ -366,7 +370,9 @@ async def tls_server(tmp_path: Path) -> AsyncIterator[tuple[str, TestCA]]:
 async def test_main_over_tls_with_cafile(tls_server: tuple[str, TestCA]) -> None:
     """--cafile verifies the server's certificate; the handshake cases pass over tls://."""
     url, ca = tls_server
-    code = await asyncio.to_thread(main, [url, "-k", "hs.", "--cafile", str(ca.cert), "--quiet", "0.1"])
+    code = await asyncio.to_thread(
+        main, [url, "-k", "hs.", "--cafile", str(ca.cert), "--quiet", "0.1", *SAFETY_NET]
+    )
     assert code == 0
 
 
@@ -377,7 +383,7 @@ async def test_main_over_tls_unverified_is_refused(
 ) -> None:
     """Without --cafile the test CA is unknown: exit 2 saying the certificate failed verification."""
     url, _ = tls_server
-    code = await asyncio.to_thread(main, [url, "-k", "hs.", "--timeout", "2"])
+    code = await asyncio.to_thread(main, [url, "-k", "hs.", *SAFETY_NET])
     assert code == 2
     assert "CERTIFICATE_VERIFY_FAILED" in capsys.readouterr().err
 
@@ -389,7 +395,7 @@ async def test_main_over_tls_wrong_server_name(
 ) -> None:
     """--server-name is checked against the certificate (it names 127.0.0.1 only)."""
     url, ca = tls_server
-    argv = [url, "-k", "hs.", "--cafile", str(ca.cert), "--server-name", "example.org", "--timeout", "2"]
+    argv = [url, "-k", "hs.", "--cafile", str(ca.cert), "--server-name", "example.org", *SAFETY_NET]
     code = await asyncio.to_thread(main, argv)
     assert code == 2
     assert "example.org" in capsys.readouterr().err
@@ -402,7 +408,7 @@ async def test_main_over_tls_insecure(
 ) -> None:
     """--insecure connects without verifying anything, and says so on stderr."""
     url, _ = tls_server
-    code = await asyncio.to_thread(main, [url, "-k", "hs.", "--insecure", "--quiet", "0.1"])
+    code = await asyncio.to_thread(main, [url, "-k", "hs.", "--insecure", "--quiet", "0.1", *SAFETY_NET])
     assert code == 0
     out = capsys.readouterr()
     assert "NOT verified" in out.err
