@@ -303,6 +303,13 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
     deliver("onend");
   };
   ws.onerror = (event) => { failure = event?.message || event?.error?.message || null; }; // a close event follows
+  // the `ws` package answers the peer's WebSocket pings itself: a peer that pings and never
+  // reads would grow the pongs unsent without bound (§6.3); past MAX_UNSENT the socket ends
+  ws.on?.("ping", () => {
+    if (ws.bufferedAmount <= MAX_UNSENT) return;
+    failure = `more than ${MAX_UNSENT} bytes unsent to a peer that pings and does not read (MAX_UNSENT)`;
+    terminate();
+  });
   return transport;
 }
 

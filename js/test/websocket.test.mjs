@@ -201,11 +201,14 @@ test("the Python client reads 60 kB elements from listen()'s ws:// with a window
     });
   });
 
-/** A WebSocket of the `ws` package's shape, without a network: what was called on it. */
+/** A WebSocket of the `ws` package's shape, without a network: what was called on it; `emit("ping")`. */
 function fakeWs() {
   const listeners = [];
+  const handlers = new Map();
   const ws = {
     readyState: 1, bufferedAmount: 0, calls: [],
+    on(kind, handler) { handlers.set(kind, handler); },
+    emit(kind) { handlers.get(kind)?.(); },
     send() {},
     close(code) { ws.calls.push(`close${code === undefined ? "" : ` ${code}`}`); ws.readyState = 2; },
     terminate() { ws.calls.push("terminate"); ws.readyState = 3; for (const listener of listeners) listener(); },
@@ -272,4 +275,21 @@ test("listen(): after an error goodbye a ws:// peer that never answers the close
     socket?.destroy();
     await server.close();
   }
+});
+
+test("webSocketTransport: a peer that pings and never reads is cut off once the pongs unsent pass MAX_UNSENT (16 MiB)", () => {
+  const ws = fakeWs();
+  const transport = webSocketTransport(ws, new ManualClock());
+  let ending = null;
+  transport.onend = () => { ending = transport.ending; };
+  transport.start();
+  ws.bufferedAmount = 16 * 1024 * 1024;
+  ws.emit("ping");
+  assert.deepEqual(ws.calls, []);
+  ws.bufferedAmount += 1;
+  ws.emit("ping");
+  assert.deepEqual(ws.calls, ["terminate"]);
+  ws.onclose({ code: 1006 });
+  assert.equal(ending, "the WebSocket closed with status 1006 (more than 16777216 bytes unsent to a peer that pings "
+    + "and does not read (MAX_UNSENT))");
 });
