@@ -3,15 +3,23 @@ exit 2, no traceback, no hang."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rstreams import _cli_observe
 from rstreams.cli import main
+from rstreams.net._closing import NOT_RSIO_BYTES_HINT, SILENT_HINT
 from testkit import patience
+from testkit.net import run_virtual
 from testkit.tls import TestCA
 
 
@@ -145,3 +153,72 @@ def test_a_server_frozen_mid_stream_is_given_up_on_after_timeout() -> None:
     finally:
         server.send_signal(signal.SIGCONT)
         patience.stop_child(server)
+
+
+def _first_bytes_then_read(listening: socket.socket, first: bytes) -> None:
+    """Accept one connection, send ``first``, read until the client hangs up (closing with its
+    bytes unread would reset the connection, and the reset can overtake ``first``)."""
+    peer, _ = listening.accept()
+    with peer:
+        peer.settimeout(20)
+        peer.sendall(first)
+        with contextlib.suppress(OSError):
+            while peer.recv(1024):
+                pass
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", ["subscribe", "top"])
+def test_an_endpoint_whose_first_bytes_are_no_rsio_says_what_it_may_be(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A server of another protocol that speaks first (SSH's banner): the line says the endpoint
+    may not speak RS.io and where the hello is specified; it said only 'unknown message type 0x53'."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        thread = threading.Thread(target=_first_bytes_then_read, args=(other, b"SSH-2.0-OpenSSH_9.6\r\n"))
+        thread.start()
+        url = f"tcp://127.0.0.1:{other.getsockname()[1]}"
+        status = main([command, url, *(["counter"] if command == "subscribe" else [])])
+        patience.join(thread, 20)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err == (
+        f"rstreams {command}: connection to {url} ended: the peer broke the protocol: unknown message "
+        f"type 0x53 before its hello; {NOT_RSIO_BYTES_HINT}\n"
+    )
+    assert "PROTOCOL.md §4.1" in NOT_RSIO_BYTES_HINT
+
+
+@pytest.mark.timeout(30)
+def test_a_server_silent_past_the_handshake_timeout_may_be_no_rsio_endpoint(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An HTTP server waits for a request and says nothing: after the handshake timeout (10 s, on
+    a virtual clock here) the line says that an endpoint of another protocol waits like this."""
+    path = tmp_path / "silent.sock"
+
+    def on_virtual_time(command: Any) -> int:
+        async def beside_a_silent_server() -> int:
+            held: list[asyncio.StreamWriter] = []
+
+            async def say_nothing(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                held.append(writer)
+
+            server = await asyncio.start_unix_server(say_nothing, path)
+            try:
+                return int(await command)
+            finally:
+                for writer in held:
+                    writer.close()
+                server.close()
+
+        return run_virtual(beside_a_silent_server)
+
+    monkeypatch.setattr(_cli_observe, "run_command", on_virtual_time)
+    assert main(["subscribe", f"unix://{path}", "counter"]) == 2
+    assert capsys.readouterr().err == (
+        f"rstreams subscribe: connection to unix://{path} ended: handshake timeout (no serverHello "
+        f"within 10 s): the server did not say hello (connect's handshake_timeout); {SILENT_HINT}\n"
+    )

@@ -309,7 +309,9 @@ def _subscribe(args: argparse.Namespace) -> int:
         TLSRefusedError,
     )
     from rstreams.net import RemoteStreamError, connect
-    from rstreams.net._closing import NOT_RSIO_HINT
+    from rstreams.net._closing import NOT_RSIO_BYTES_HINT, NOT_RSIO_HINT
+
+    NOT_RSIO_HINTS = (NOT_RSIO_HINT, NOT_RSIO_BYTES_HINT)
 
     if args.demand < 1:
         return fail("subscribe", f"--demand needs an integer >= 1, got {args.demand}")
@@ -347,7 +349,7 @@ def _subscribe(args: argparse.Namespace) -> int:
             # Its cause says why, except for an end before the server's hello, which the error's
             # own message explains: a TLSRefusedError, or (by its words: it has no type of its
             # own) a plain connection's end that says the endpoint may not speak RS.io.
-            said_why = isinstance(broken, TLSRefusedError) or str(broken).endswith(NOT_RSIO_HINT)
+            said_why = isinstance(broken, TLSRefusedError) or str(broken).endswith(NOT_RSIO_HINTS)
             why = broken if said_why else (broken.__cause__ or broken)
             if _IDLE_TIMEOUT in str(why):  # our own --timeout: the server sent nothing
                 return fail(

@@ -52,7 +52,7 @@ from rstreams.net._transport import (
     TLSServerError,
     Transport,
 )
-from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, Side
+from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, FrameError, Side
 from rstreams.wire._errors import TLSRecordError
 
 __all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing", "check_handshake_timeout"]
@@ -79,6 +79,18 @@ NOT_RSIO_HINT = (
     "reached with tcp://, say: its URL is tls://host:port; a WebSocket server's is ws://host:port/path)"
 )
 """Added to the error of a plain connection whose input ended before the peer's hello."""
+
+NOT_RSIO_BYTES_HINT = (
+    "an endpoint that does not speak RS.io on this URL's scheme answers like this (an RS.io server's "
+    "first frame is its hello, PROTOCOL.md §4.1; a WebSocket server's URL is ws://host:port/path)"
+)
+"""Added to the error of a plain client connection whose server's first bytes are no RS.io frame."""
+
+SILENT_HINT = (
+    "an endpoint that does not speak RS.io waits like this, e.g. an HTTP server (a WebSocket "
+    "server's URL is ws://host:port/path; RS.io starts with the server's hello, PROTOCOL.md §4.1)"
+)
+"""Added to the error of a client whose server said nothing within the handshake timeout."""
 
 PIPE_ENDED_HINT = (
     "the process at the other end closed the pipe before speaking RS.io (did it exit? its exit "
@@ -194,7 +206,9 @@ class Closing:
             reason = f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)"
             # a client's streams fail as over a broken connection: the server never answered
             broken = (
-                ConnectionBrokenError(f"{reason}: the server did not say hello (connect's handshake_timeout)")
+                ConnectionBrokenError(
+                    f"{reason}: the server did not say hello (connect's handshake_timeout); {SILENT_HINT}"
+                )
                 if client
                 else None
             )
@@ -334,6 +348,12 @@ class Closing:
                 elif isinstance(error, AbruptCloseError) and self._unanswered_client():
                     message += f" before its hello; {self.ended_hint}"
                     kind = EndedBeforeHelloError
+                elif (
+                    type(error) is FrameError
+                    and self.ended_hint is NOT_RSIO_HINT
+                    and self._unanswered_client()
+                ):
+                    message += f" before its hello; {NOT_RSIO_BYTES_HINT}"  # (a pipe has no URL to check)
                 broken = kind(message, code=code)
                 broken.__cause__ = error
             self.end_streams(broken)
