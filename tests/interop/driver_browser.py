@@ -6,6 +6,9 @@ the Node driver runs, and prints the lines it reports as JSON, one case at a tim
 ``{"event": "exit"}``. The page and the modules come from a plain HTTP server on 127.0.0.1 over
 the repository's ``js/src`` and ``tests/interop``; the page's WebSocket goes straight to the
 server under test. Needs ``PYTHONPATH`` with ``tests`` (for ``testkit.chromium``).
+
+The page's load and each case are hang guards of own time (:class:`testkit.bound.Bound` over
+this process, Chromium, and the case's server, ``pids`` in the plan), not of wall time.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from testkit.bound import Bound, family
 from testkit.chromium import chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +73,7 @@ async def run(plan: dict[str, Any], executable: str) -> None:
         with tempfile.TemporaryDirectory(prefix="rsio-interop-chromium-") as profile:
             async with chromium(executable, Path(profile)) as browser:
                 page = await browser.open(origin + "/")
-                async with asyncio.timeout(LOAD_SECONDS):  # the navigation to the page is done
+                async with Bound(LOAD_SECONDS, family()):  # the navigation to the page is done
                     while True:
                         loaded = await page.evaluate("location.href + ' ' + document.readyState")
                         if loaded == f"{origin}/ complete":
@@ -77,7 +81,7 @@ async def run(plan: dict[str, Any], executable: str) -> None:
                         await asyncio.sleep(0.05)
                 for spec in plan["cases"]:
                     try:
-                        async with asyncio.timeout(CASE_SECONDS):
+                        async with Bound(CASE_SECONDS, [*family(), *spec.get("pids", [])]):
                             lines = await page.evaluate(RUN % json.dumps(spec))
                     except TimeoutError:
                         emit({"case": spec["id"], "event": "timeout", "step": "the whole case"})
