@@ -522,7 +522,8 @@ def test_unknown_name_exits_1_with_the_servers_error(capsys: pytest.CaptureFixtu
         assert (status, lines) == (1, [])
         assert err == (
             f"rstreams subscribe: publisher 'countr' on {url} failed: no publisher named 'countr'"
-            f" (the names it offers: rstreams subscribe {url} rstreams/publishers)\n"
+            f" (the names it offers: rstreams subscribe {url} rstreams/publishers; "
+            "a replay log server's logs: rstreams/logs)\n"
         )
         assert subscribe(capsys, url, "rstreams/publishers")[0] == 0
         assert subscribe(capsys, url, "counter?to=1")[:2] == (0, ["0"])

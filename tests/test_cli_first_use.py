@@ -222,3 +222,28 @@ def test_a_server_silent_past_the_handshake_timeout_may_be_no_rsio_endpoint(
         f"rstreams subscribe: connection to unix://{path} ended: handshake timeout (no serverHello "
         f"within 10 s): the server did not say hello (connect's handshake_timeout); {SILENT_HINT}\n"
     )
+
+
+@pytest.mark.timeout(60)
+def test_an_unknown_name_on_a_log_server_points_to_its_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    """`rstreams serve URL nums`, then a misspelt `num`: the hint names rstreams/logs too, where a
+    replay log server lists its logs (its rstreams/publishers lists only rstreams/*, "more": true)."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0", "nums"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = patience.child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
+        assert main(["subscribe", url, "num"]) == 1
+        assert capsys.readouterr().err == (
+            f"rstreams subscribe: publisher 'num' on {url} failed: no publisher named 'num' (the names "
+            f"it offers: rstreams subscribe {url} rstreams/publishers; a replay log server's logs: "
+            "rstreams/logs)\n"
+        )
+        assert main(["subscribe", url, "rstreams/logs"]) == 0
+        assert capsys.readouterr().out == '{"logs": ["nums"], "sinks": []}\n'
+    finally:
+        patience.stop_child(server)

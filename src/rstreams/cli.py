@@ -273,7 +273,12 @@ def _channel_hint(message: str, name: str, url: str) -> str:
     unknown name, where the server lists the names it has."""
     if "is a channel: open it as one" not in message:
         if message.startswith("no publisher named "):  # where the names are, on an rstreams server
-            return f" (the names it offers: rstreams subscribe {url} rstreams/publishers)"
+            # a replay log server's names are decided by a function: its listing says "more", its logs
+            # are in rstreams/logs (docs/replay.md)
+            return (
+                f" (the names it offers: rstreams subscribe {url} rstreams/publishers; "
+                "a replay log server's logs: rstreams/logs)"
+            )
         return ""
     return (
         f" (rstreams subscribe opens no channels; in Python: conn.channel({name!r}, input_publisher), "
