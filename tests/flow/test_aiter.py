@@ -183,7 +183,7 @@ async def test_aclose_cancels_and_exhausts() -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)  # (above its waits' 10 s bounds of own time on other threads)
 async def test_signals_from_another_thread() -> None:
     """A publisher on its own thread: elements arrive in order, demand flows back."""
     publisher = ThreadPublisher(5000)
@@ -274,7 +274,7 @@ def test_receiver_passes_the_tck() -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)  # (above its waits' 10 s bounds of own time on other threads)
 async def test_aclose_wakes_a_parked_consumer() -> None:
     """aclose() from elsewhere ends an __anext__ that is waiting for an element."""
     iterator: Any = iter_async(_Silent(), window=4)

@@ -68,7 +68,7 @@ def test_iterates_a_sync_source() -> None:
     assert list(iter_blocking(rstreams.empty())) == []
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)  # (above its waits' 10 s bounds of own time on other threads)
 def test_producer_on_another_thread_and_bounded_demand() -> None:
     """A consumer thread and a producer thread; demand outstanding never exceeds the window."""
     publisher = ManualPublisher()

@@ -327,7 +327,7 @@ def test_cancel_drops_the_subscriber() -> None:
     assert ref() is None and processor.subscriber_count == 1 and keep.items == []
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)  # (above its waits' 10 s bounds of own time on other threads)
 def test_serial_delivery_with_upstream_and_requests_on_other_threads() -> None:
     """Rule 1.3: on_next from a pool thread, requests from two more threads; no overlap, order kept."""
     n = 5000
@@ -391,7 +391,7 @@ def test_passes_the_identity_processor_tck() -> None:
 
 
 @pytest.mark.asyncio
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)  # (above its waits' 10 s bounds of own time on other threads)
 async def test_subscribers_on_an_event_loop_through_observe_on() -> None:
     """A processor fed from a thread, consumed on the loop: both subscribers get everything there."""
     loop = asyncio.get_running_loop()

@@ -89,7 +89,7 @@ def test_sinks_request_unbounded_once() -> None:
         assert patience.result(result) in ([1, 2, 3], 3, 6)
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)  # (above its waits' 10 s bounds of own time on other threads)
 def test_sinks_on_a_threaded_source_block_until_done() -> None:
     """``result()`` waits for a publisher signalling from another thread."""
     assert patience.result(collect(threaded_range(1000))) == list(range(1000))
