@@ -1004,7 +1004,7 @@ def test_subscribe_without_tls_options_does_not_import_the_replay_package() -> N
     assert done.stdout == "0\n1\n0 []\n", done.stdout + done.stderr
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(240)  # (above its four waits on the child: 30 s of own time each)
 def test_each_element_is_printed_as_it_arrives() -> None:
     """The first line reaches a pipe while the stream is still open (a flush per line)."""
     publisher = ManualPublisher()

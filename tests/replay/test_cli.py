@@ -278,6 +278,7 @@ def _reads_a_pipe(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc to see the reading thread")
+@pytest.mark.timeout(120)  # (above its waits on the child: 10 + 20 + 20 + 10 s of own time)
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
 def test_serve_stops_cleanly_while_reading_a_live_pipe(stop: signal.Signals) -> None:
     """``producer | rstreams serve URL NAME``, stopped while the producer still writes: exit 0,
