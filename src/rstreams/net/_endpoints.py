@@ -177,6 +177,7 @@ async def listen_endpoint(
         from rstreams.net._websocket import (
             SUBPROTOCOL,
             AdmittedConnection,
+            BoundedServerConnection,
             WebSocketTransport,
             origin_refused,
             subprotocol_refused,
@@ -209,11 +210,11 @@ async def listen_endpoint(
         await WebSocketTransport(ws, handler, high=high, low=low).run()
 
     watch = accepted if scheme == "wss" else None
-    create_connection: type[ServerConnection] | None = None
+    create_connection: type[ServerConnection] = BoundedServerConnection
     if watch is not None:
         told = watch  # (a name mypy keeps narrowed in the class)
 
-        class Watched(ServerConnection):  # type: ignore[misc]  # websockets is untyped here
+        class Watched(BoundedServerConnection):
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
                 told(self)

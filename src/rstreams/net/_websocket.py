@@ -75,6 +75,7 @@ from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
 from rstreams.net._admission import Admission
+from rstreams.net._intake import MAX_UNSENT
 from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
     DEFAULT_LOW_WATER,
@@ -93,8 +94,10 @@ from rstreams.wire._errors import tls_record_type
 __all__ = [
     "MAX_MESSAGE",
     "NO_HTTP_HINT",
+    "PINGED_NOT_READING",
     "SUBPROTOCOL",
     "AdmittedConnection",
+    "BoundedServerConnection",
     "WebSocketTLSServerError",
     "WebSocketTransport",
     "open_websocket",
@@ -181,7 +184,41 @@ class WebSocketTLSServerError(TLSServerError, ConnectionRefusedError):
     those (a resumed session's attempts)."""
 
 
-class _FirstBytes(ClientConnection):  # type: ignore[misc]  # websockets is untyped here
+PINGED_NOT_READING = (
+    f"more than {MAX_UNSENT} bytes unsent to a peer that pings and does not read "
+    "(MAX_UNSENT, PROTOCOL.md §6.3)"
+)
+"""The cause of the ``ConnectionClosed`` of a connection :class:`_PongLimit` ended."""
+
+
+class _PongLimit(_WsConnection):  # type: ignore[misc]  # websockets is untyped here
+    """A websockets connection that ends once more than ``MAX_UNSENT`` bytes are unsent to its peer.
+
+    websockets answers a peer's WebSocket pings itself, writing each pong to the socket whatever
+    its write buffer holds: a peer that pings and never reads would grow the pongs unsent without
+    bound. RS.io's own messages wait for the buffer to drain below websockets' ``write_limit``
+    (32 KiB) before the next is sent, so only pongs (and a close) can take it past ``MAX_UNSENT``;
+    then the socket is aborted (no goodbye: the peer reads nothing) and the connection's
+    ``ConnectionClosed`` has :data:`PINGED_NOT_READING` as its cause."""
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        transport = self.transport
+        if transport.get_write_buffer_size() > MAX_UNSENT and not transport.is_closing():
+            _log.info("ending a WebSocket connection: %s", PINGED_NOT_READING)
+            self.set_connection_exc(ConnectionAbortedError(PINGED_NOT_READING))
+            transport.abort()
+
+
+class _Client(_PongLimit, ClientConnection):  # type: ignore[misc]  # websockets is untyped here
+    """A client's connection, bounded as :class:`_PongLimit` says."""
+
+
+class BoundedServerConnection(_PongLimit, ServerConnection):  # type: ignore[misc]  # websockets is untyped here
+    """A server's connection, bounded as :class:`_PongLimit` says."""
+
+
+class _FirstBytes(_Client):
     """A plain (``ws://``) client connection that looks at its server's first bytes before
     websockets' HTTP parser does: a TLS record there (:func:`~rstreams.wire._errors.tls_record_type`)
     is kept in :attr:`tls_record` and the connection aborted, so that the handshake fails at
@@ -227,7 +264,7 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
             compression=None,
             subprotocols=[SUBPROTOCOL],
             ping_interval=None,
-            create_connection=plain if context is None else None,
+            create_connection=plain if context is None else _Client,
         )
     except (InvalidHandshake, OSError, ConnectionClosed) as error:
         record = made[0].tls_record if made else None
@@ -392,7 +429,7 @@ class WebSocketTransport(Transport):
         return self._ws.transport.get_extra_info(name, default)
 
 
-class AdmittedConnection(ServerConnection):  # type: ignore[misc]  # websockets is untyped here
+class AdmittedConnection(BoundedServerConnection):  # websockets is untyped here
     """A server's WebSocket connection charged to ``admission`` until its RS.io connection is
     established (see the module docstring).
 
