@@ -19,10 +19,10 @@ pytestmark = pytest.mark.timeout(60)
 def test_an_idle_case_outlives_a_shorter_case_timeout(case_id: str) -> None:
     async def main() -> Outcome:
         offer = conformance_publishers()
-        server = await serve("tcp://127.0.0.1:0", offer, on_connection=offer.on_connection, idle_timeout=2.0)
+        server = await serve("tcp://127.0.0.1:0", offer, on_connection=offer.on_connection, idle_timeout=1.0)
         try:
             (case,) = select(case_id)
-            options = Options(idle_timeout=2.0, case_timeout=1.5, timeout=2.0, quiet=0.1)
+            options = Options(idle_timeout=1.0, case_timeout=0.75, timeout=1.0, quiet=0.1)
             result = await run_case(case, server.url, options, frozenset({"range"}))
             return result.outcome
         finally:

@@ -46,6 +46,7 @@ from rstreams.wire import (
     Subscribe,
     encode,
 )
+from testkit.bound import run_own_time
 from testkit.tls import TestCA, server_context
 
 PROTOCOL = (Path(__file__).resolve().parents[2] / "PROTOCOL.md").read_text()
@@ -538,21 +539,25 @@ async def test_extension_cases_skip_with_reasons() -> None:
     assert "--token" in outcome["ex.auth_accepted_before_answers"].message
 
 
-@pytest.mark.asyncio
 @pytest.mark.timeout(60)
-async def test_idle_case_fails_when_the_endpoint_keeps_idle_peers() -> None:
+def test_idle_case_fails_when_the_endpoint_keeps_idle_peers() -> None:
     """--idle-timeout 0.3 against a server that waits 60 s: the case fails, saying what it waited for.
 
     The case waits for the goodbye until the idle timeout plus --timeout, and here that wait runs
-    out by design. --timeout also bounds connecting and the serverHello, so it is 5 s: ample for
-    those on a loaded machine, and the test still ends after about 5.3 s.
+    out by design. --timeout also bounds connecting and the serverHello; the server and the driver
+    share a loop whose clock is its own time (testkit.bound.OwnTimeLoop), on which 1 s is ample
+    for those however loaded the machine, and the test ends after about 1.3 s of it.
     """
-    server = await serve("tcp://127.0.0.1:0", conformance_publishers())
-    try:
-        (case,) = select("ex.idle_timeout")
-        result = await run_case(case, server.url, Options(quiet=0.1, timeout=5.0, idle_timeout=0.3), ALL)
-    finally:
-        await server.aclose()
+
+    async def main() -> CaseResult:
+        server = await serve("tcp://127.0.0.1:0", conformance_publishers())
+        try:
+            (case,) = select("ex.idle_timeout")
+            return await run_case(case, server.url, Options(quiet=0.1, timeout=1.0, idle_timeout=0.3), ALL)
+        finally:
+            await server.aclose()
+
+    result = run_own_time(main)
     assert result.outcome is Outcome.FAIL
     assert "goodbye" in result.message
 
