@@ -32,6 +32,7 @@ from rstreams.tck._registry import Verification, run_cases
 from rstreams.tck._watchdog import CaseBlocked
 from testkit.broken_publishers import PublisherOf, SyncPublisher, SyncSubscription, publisher_with
 from testkit.broken_subscribers import ReferenceSubscriber, WhiteboxOf
+from testkit.recording import WAIT
 
 RELEASE = threading.Event()
 """Set by the tests when they are done: every wait below then returns."""
@@ -321,14 +322,24 @@ class _LockInsideLoggedRequest(_Decorated):
 SPEC302 = "required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe"
 SPEC308_WHITEBOX = "required_spec308_request_must_register_given_number_elements_to_be_produced"
 NESTED_IN_ON_NEXT = "the TCK called it from inside on_next, which the implementation was delivering from its"
+BROKEN = 2.0
+"""The broken implementations' default timeout, in seconds. A case whose wait for a signal runs out
+is explained by a thread of the implementation's only if the watchdog, sampling every fifth of it,
+saw that thread blocked a sample before the wait ended: the thread must reach its deadlock, and the
+watchdog sample it, within about three fifths of this after the last signal. A loaded machine can
+leave a thread unscheduled for the 180 ms that 300 ms gave; not for 1.2 s."""
+TWIN = WAIT
+"""The correct twins' default timeout: their signals come from threads of their own too, and the
+watchdog takes a thread that sat still inside a call for this long for blocked. Only a hang trips
+it; each wait ends when its signal comes."""
 
 BLOCKING: list[
     tuple[str, Callable[[], Verification], Callable[[], Verification], str, str, tuple[str, ...]]
 ] = [
     (
         "own-thread-lock",
-        lambda: PublisherOf(LocksWhileDeliveringPublisher),
-        lambda: PublisherOf(OwnThreadPublisher),
+        lambda: PublisherOf(LocksWhileDeliveringPublisher, default_timeout=BROKEN),
+        lambda: PublisherOf(OwnThreadPublisher, default_timeout=TWIN),
         SPEC302,
         "3.2",
         (
@@ -340,8 +351,8 @@ BLOCKING: list[
     ),
     (
         "non-daemon-thread",
-        lambda: PublisherOf(WaitsOnANonDaemonThreadPublisher),
-        lambda: PublisherOf(OwnThreadPublisher),
+        lambda: PublisherOf(WaitsOnANonDaemonThreadPublisher, default_timeout=BROKEN),
+        lambda: PublisherOf(OwnThreadPublisher, default_timeout=TWIN),
         SPEC302,
         "3.2",
         (
@@ -351,8 +362,8 @@ BLOCKING: list[
     ),
     (
         "executor-signal",
-        lambda: WhiteboxOf(HandsOffToAStuckOnNext),
-        lambda: WhiteboxOf(HandsOffSignals),
+        lambda: WhiteboxOf(HandsOffToAStuckOnNext, default_timeout=BROKEN),
+        lambda: WhiteboxOf(HandsOffSignals, default_timeout=TWIN),
         SPEC308_WHITEBOX,
         "2.1",
         (
@@ -364,8 +375,8 @@ BLOCKING: list[
     ),
     (
         "executor-under-lock",
-        lambda: PublisherOf(publisher_with(_WaitsForItsExecutorUnderItsLock)),
-        lambda: PublisherOf(publisher_with(_HandsRequestsToItsExecutor)),
+        lambda: PublisherOf(publisher_with(_WaitsForItsExecutorUnderItsLock), default_timeout=BROKEN),
+        lambda: PublisherOf(publisher_with(_HandsRequestsToItsExecutor), default_timeout=TWIN),
         "required_spec102_may_signal_less_than_requested_and_terminate_subscription",
         "3.4",
         (
@@ -378,8 +389,8 @@ BLOCKING: list[
     ),
     (
         "synchronized-wrapper",
-        lambda: PublisherOf(publisher_with(_SynchronizedRequest)),
-        lambda: PublisherOf(publisher_with(_Decorated)),
+        lambda: PublisherOf(publisher_with(_SynchronizedRequest), default_timeout=BROKEN),
+        lambda: PublisherOf(publisher_with(_Decorated), default_timeout=TWIN),
         SPEC302,
         "3.2",
         (
@@ -390,8 +401,8 @@ BLOCKING: list[
     ),
     (
         "lock-inside-logged",
-        lambda: PublisherOf(publisher_with(_LockInsideLoggedRequest)),
-        lambda: PublisherOf(publisher_with(_Decorated)),
+        lambda: PublisherOf(publisher_with(_LockInsideLoggedRequest), default_timeout=BROKEN),
+        lambda: PublisherOf(publisher_with(_Decorated), default_timeout=TWIN),
         SPEC302,
         "3.2",
         (

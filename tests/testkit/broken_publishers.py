@@ -1036,10 +1036,12 @@ class MessageNotExceptionFailedPublisher(Publisher[int]):
 
 
 class PublisherOf(PublisherVerification):
-    """The publisher verification of ``cls`` with a 300 ms default timeout (no failed publisher)."""
+    """The publisher verification of ``cls`` with a 300 ms default timeout, or ``default_timeout``
+    seconds (no failed publisher)."""
 
-    def __init__(self, cls: Callable[[int], Publisher[int]]) -> None:
+    def __init__(self, cls: Callable[[int], Publisher[int]], *, default_timeout: float = 0.3) -> None:
         self.cls = cls
+        self.default_timeout = default_timeout
 
     def create_publisher(self, elements: int) -> Publisher[int]:
         return self.cls(elements)
@@ -1048,7 +1050,7 @@ class PublisherOf(PublisherVerification):
         return None
 
     def create_env(self) -> TestEnvironment:
-        return TestEnvironment(default_timeout=0.3, default_no_signals_timeout=0.03)
+        return TestEnvironment(default_timeout=self.default_timeout, default_no_signals_timeout=0.03)
 
 
 def publisher_with(subscription: type[SyncSubscription]) -> type[SyncPublisher]:

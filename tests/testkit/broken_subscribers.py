@@ -12,6 +12,7 @@ from typing import Any
 from rstreams.api import Processor, Subscriber, Subscription
 from rstreams.flow._public import MulticastProcessor
 from rstreams.rules import check_error, check_item
+from rstreams.tck import TestEnvironment
 from rstreams.tck._subscriber import SubscriberBlackboxVerification, SubscriberWhiteboxVerification
 from rstreams.tck._subscriber_support import SubscriberPuppet, WhiteboxSubscriberProbe
 
@@ -19,13 +20,18 @@ from rstreams.tck._subscriber_support import SubscriberPuppet, WhiteboxSubscribe
 
 
 class WhiteboxOf(SubscriberWhiteboxVerification):
-    """The whitebox verification of ``cls``, made with the probe (a ReferenceSubscriber or a twin)."""
+    """The whitebox verification of ``cls``, made with the probe (a ReferenceSubscriber or a twin);
+    ``default_timeout`` in seconds, else the TCK's."""
 
-    def __init__(self, cls: type[ReferenceSubscriber]) -> None:
+    def __init__(self, cls: type[ReferenceSubscriber], *, default_timeout: float | None = None) -> None:
         self.cls = cls
+        self.default_timeout = default_timeout
 
     def create_subscriber(self, probe: WhiteboxSubscriberProbe[Any]) -> Subscriber[Any]:
         return self.cls(probe)
+
+    def create_env(self) -> TestEnvironment:
+        return TestEnvironment(default_timeout=self.default_timeout)
 
 
 class BlackboxOf(SubscriberBlackboxVerification):
