@@ -27,8 +27,11 @@ import javax.net.ssl.SSLParameters;
 
 /** The Netty pipeline for each transport: TLS (tls://, wss://) and WebSocket (ws://, wss://) in front of the endpoint. */
 final class Pipelines {
-    /** Largest WebSocket message accepted: an element of the default 16 MiB limit plus framing. */
-    private static final int MAX_WS_MESSAGE = (16 << 20) + 1024;
+    /**
+     * Largest WebSocket frame accepted, as the largest message (PROTOCOL.md §1: above it, close
+     * 1009 without a goodbye; {@link WebSocketBridge} counts a message's fragments against it).
+     */
+    static final int MAX_WS_MESSAGE = 1 << 20;
 
     private Pipelines() {}
 
@@ -73,6 +76,7 @@ final class Pipelines {
             p.addLast(new HttpServerCodec(), new HttpObjectAggregator(64 * 1024));
             // the path (404), the page's origin (403), the subprotocol (400): refused before Netty's handshake
             p.addLast(new HandshakeCheck(url.path(), origins == null ? null : new OriginCheck(url, origins)));
+            p.addLast(new PongLimit());
             p.addLast(new WebSocketServerProtocolHandler(WebSocketServerProtocolConfig.newBuilder()
                     .websocketPath(url.path())
                     .checkStartsWith(true) // a query too: HandshakeCheck has refused every other path
@@ -96,7 +100,7 @@ final class Pipelines {
             p.addLast(handler, new TlsGate());
         }
         if (url.websocket()) {
-            p.addLast(new HttpClientCodec(), new HttpObjectAggregator(64 * 1024));
+            p.addLast(new HttpClientCodec(), new HttpObjectAggregator(64 * 1024), new PongLimit());
             p.addLast(new WebSocketClientProtocolHandler(WebSocketClientProtocolConfig.newBuilder()
                     .webSocketUri(URI.create(url.toString()))
                     .subprotocol(WebSocketBridge.SUBPROTOCOL)

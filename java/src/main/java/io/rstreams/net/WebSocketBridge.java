@@ -25,6 +25,11 @@ final class WebSocketBridge extends ChannelDuplexHandler {
     /** Largest message sent: a quarter of common peers' default 1 MiB limit. */
     static final int MAX_MESSAGE = 256 * 1024;
 
+    /** Bytes of the message being received so far (its fragments), against {@link Pipelines#MAX_WS_MESSAGE}. */
+    private long receiving;
+    /** A message was refused (1003, 1009): what follows it is dropped while the close goes out. */
+    private boolean refused;
+
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
         // held back until the handshake completes (userEventTriggered)
@@ -43,22 +48,44 @@ final class WebSocketBridge extends ChannelDuplexHandler {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        if (msg instanceof BinaryWebSocketFrame || msg instanceof ContinuationWebSocketFrame) {
+        if (refused && msg instanceof WebSocketFrame frame) {
+            frame.release();
+        } else if (msg instanceof BinaryWebSocketFrame || msg instanceof ContinuationWebSocketFrame) {
             WebSocketFrame frame = (WebSocketFrame) msg;
+            receiving = (msg instanceof BinaryWebSocketFrame ? 0 : receiving) + frame.content().readableBytes();
+            if (receiving > Pipelines.MAX_WS_MESSAGE) { // a message of many frames (one is refused by Netty)
+                frame.release();
+                refuse(ctx, 1009, "RS.io messages are at most " + Pipelines.MAX_WS_MESSAGE + " bytes (PROTOCOL.md §1)");
+                return;
+            }
+            if (frame.isFinalFragment()) {
+                receiving = 0;
+            }
             ctx.fireChannelRead(frame.content().retain());
             frame.release();
         } else if (msg instanceof WebSocketFrame frame) {
             frame.release();
-            ctx.writeAndFlush(new CloseWebSocketFrame(1003, "RS.io uses binary messages")).addListener(f -> ctx.close());
+            refuse(ctx, 1003, "RS.io uses binary messages");
         } else {
             ctx.fireChannelRead(msg);
         }
+    }
+
+    /** Closes the WebSocket with {@code status}, without a goodbye: what was refused is not RS.io's to answer (§1). */
+    private void refuse(ChannelHandlerContext ctx, int status, String reason) {
+        refused = true;
+        ctx.writeAndFlush(new CloseWebSocketFrame(status, reason)).addListener(f -> ctx.close());
     }
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         if (!(msg instanceof ByteBuf buf) || msg instanceof WebSocketFrame) {
             ctx.write(msg, promise);
+            return;
+        }
+        if (refused) { // the close is out: nothing follows it (RFC 6455 §5.5.1)
+            buf.release();
+            promise.trySuccess();
             return;
         }
         int size = buf.readableBytes();
