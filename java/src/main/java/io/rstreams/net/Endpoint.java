@@ -169,6 +169,11 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         return channel.eventLoop();
     }
 
+    /** Whether the caller runs on this connection's I/O thread. */
+    boolean onLoop() {
+        return channel != null && channel.eventLoop().inEventLoop();
+    }
+
     Replay replay() {
         return replay;
     }

@@ -25,11 +25,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
@@ -157,8 +155,9 @@ public final class RsioClient implements AutoCloseable {
      * {@code Connection.aclose(timeout=...)}), and never longer than the five seconds after
      * which each connection closes its transport anyway; {@code Duration.ZERO} ends at once: the
      * goodbyes are written but no answer is awaited, and the transports are closed. A second call only
-     * waits for the I/O threads to stop. Call it from your own thread, not from a subscriber's
-     * callback (which runs on an I/O thread).
+     * waits for the I/O threads to stop. Called on one of this client's I/O threads (from a
+     * subscriber's callback, say), it starts all that and returns at once: the thread cannot
+     * wait for work that it has to do itself once the callback returns.
      */
     public void close(Duration wait) {
         if (wait == null || wait.isNegative()) {
@@ -167,43 +166,68 @@ public final class RsioClient implements AutoCloseable {
         Duration most = Duration.ofMillis(Endpoint.CLOSE_MILLIS);
         Duration bounded = wait.compareTo(most) < 0 ? wait : most;
         if (closing.compareAndSet(false, true)) {
-            List<CompletableFuture<Void>> written = new ArrayList<>();
-            List<CompletableFuture<Void>> answered = new ArrayList<>();
-            endpoints.forEach((endpoint, loop) -> {
-                CompletableFuture<Void> out = new CompletableFuture<>();
-                CompletableFuture<Void> over = new CompletableFuture<>();
-                written.add(out);
-                answered.add(over);
-                try {
-                    loop.execute(() -> {
-                        try {
-                            endpoint.closeOrderly("").whenComplete((v, e) -> over.complete(null));
-                        } finally {
-                            out.complete(null); // the goodbye is flushed
-                        }
-                    });
-                } catch (RejectedExecutionException e) {
-                    out.complete(null);
-                    over.complete(null);
-                }
-            });
-            // every goodbye is written before any transport is closed below, even without a wait
-            await(written, Duration.ofMillis(Endpoint.CLOSE_MILLIS));
-            await(answered, bounded);
+            goodbyes(bounded).whenComplete((v, e) -> stop());
         }
-        channels.close().syncUninterruptibly(); // whatever did not answer in time
-        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        if (onIoThread()) {
+            return;
+        }
+        try {
+            group.terminationFuture().await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the wait ends, and is kept: what is left is closed now
+            stop();
+            group.terminationFuture().awaitUninterruptibly();
+        }
     }
 
-    /** Waits for all of {@code futures}, {@code most} at most (an interrupt ends the wait and is kept). */
-    private static void await(List<CompletableFuture<Void>> futures, Duration most) {
-        try {
-            CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0])).get(most.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (ExecutionException | TimeoutException e) {
-            // bounded: what is left is closed by the shutdown
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+    /**
+     * Says goodbye on every connection, each on its own I/O thread; completes once all are
+     * answered, {@code wait} after they are all written (every goodbye is written before any
+     * transport is closed, even without a wait), or after the close timeout.
+     */
+    private CompletableFuture<Void> goodbyes(Duration wait) {
+        List<CompletableFuture<Void>> written = new ArrayList<>();
+        List<CompletableFuture<Void>> answered = new ArrayList<>();
+        endpoints.forEach((endpoint, loop) -> {
+            CompletableFuture<Void> out = new CompletableFuture<>();
+            CompletableFuture<Void> over = new CompletableFuture<>();
+            written.add(out);
+            answered.add(over);
+            try {
+                loop.execute(() -> {
+                    try {
+                        endpoint.closeOrderly("").whenComplete((v, e) -> over.complete(null));
+                    } finally {
+                        out.complete(null); // the goodbye is flushed
+                    }
+                });
+            } catch (RejectedExecutionException e) {
+                out.complete(null);
+                over.complete(null);
+            }
+        });
+        return all(written, Duration.ofMillis(Endpoint.CLOSE_MILLIS)).thenCompose(v -> all(answered, wait));
+    }
+
+    /** Closes whatever did not answer in time and stops the I/O threads, without waiting (idempotent). */
+    private void stop() {
+        channels.close();
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+    }
+
+    private boolean onIoThread() {
+        for (io.netty.util.concurrent.EventExecutor loop : group) {
+            if (loop.inEventLoop()) {
+                return true;
+            }
         }
+        return false;
+    }
+
+    /** Completes once all of {@code futures} have, or after {@code most}. */
+    private static CompletableFuture<Void> all(List<CompletableFuture<Void>> futures, Duration most) {
+        return CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0]))
+                .completeOnTimeout(null, most.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** Options of a {@link RsioClient}. */

@@ -68,9 +68,17 @@ public final class RsioConnection implements AutoCloseable {
         return endpoint.closeAsync("");
     }
 
-    /** {@link #closeAsync()} and waits for the transport to close (after five seconds at most, as there). */
+    /**
+     * {@link #closeAsync()} and waits for the transport to close (after five seconds at most, as
+     * there). Called on the connection's own I/O thread (from one of its callbacks), it starts the
+     * close and returns at once: that thread does the close once the callback returns.
+     */
     @Override
     public void close() {
+        if (endpoint.onLoop()) {
+            closeAsync();
+            return;
+        }
         try {
             closeAsync().get(2 * Endpoint.CLOSE_MILLIS, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
