@@ -243,28 +243,12 @@ public class MaxConnectionsTest {
         }
     }
 
-    /** What the Python client does against the Java server: one line, "class code reason". */
-    private static final String PYTHON_CLIENT = String.join("\n",
-            "import asyncio, sys",
-            "import rstreams",
-            "async def main(url):",
-            "    try:",
-            "        conn = await rstreams.connect(url, keepalive=None)",
-            "        try:",
-            "            await conn.request('counter')",
-            "            print('served', None, flush=True)",
-            "        finally:",
-            "            await conn.aclose()",
-            "    except Exception as error:",
-            "        print(type(error).__name__, getattr(error, 'code', None), str(error), flush=True)",
-            "asyncio.run(main(sys.argv[1]))");
-
     @Test(timeOut = 60_000)
     public void aPythonClientBeyondTheLimitReadsCode8() throws Exception {
         AtomicInteger made = new AtomicInteger();
         RsioClient client = RsioClient.builder().build();
         try (RsioServer server = server(made); RsioConnection held = holder(client, server)) {
-            PythonRstreams.Result run = PythonRstreams.run(50, "-c", PYTHON_CLIENT, server.url());
+            PythonRstreams.Result run = PythonRstreams.request(50, server.url(), "counter");
             assertEquals(run.status(), 0, run.output());
             String line = run.output().trim();
             assertTrue(line.contains(" 8 ") && line.contains(REFUSAL), run.output());

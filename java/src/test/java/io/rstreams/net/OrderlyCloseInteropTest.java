@@ -20,21 +20,6 @@ import org.testng.annotations.Test;
  * {@link CloseTimeoutTest}; here both ends only have to finish.
  */
 public class OrderlyCloseInteropTest {
-    /** A Python client that waits on a Java route that never answers, then says how its connection ended. */
-    private static final String PYTHON_CLIENT = String.join("\n",
-            "import asyncio, sys",
-            "import rstreams",
-            "async def main(url):",
-            "    conn = await rstreams.connect(url, keepalive=None)",
-            "    try:",
-            "        await conn.request('silent')",
-            "        print('answered', flush=True)",
-            "    except Exception as error:",
-            "        print(type(error).__name__, getattr(error, 'code', None), str(error), flush=True)",
-            "    finally:",
-            "        await conn.aclose()",
-            "asyncio.run(main(sys.argv[1]))");
-
     @Test(timeOut = 120_000)
     public void theJavaClientClosesWhileAPythonServerStreamsAndBothEndCleanly() throws Exception {
         for (String where : new String[] {"tcp://127.0.0.1:0", "ws://127.0.0.1:0/rsio"}) {
@@ -77,7 +62,7 @@ public class OrderlyCloseInteropTest {
         try {
             CompletableFuture<PythonRstreams.Result> run = CompletableFuture.supplyAsync(() -> {
                 try {
-                    return PythonRstreams.run(60, "-c", PYTHON_CLIENT, server.url());
+                    return PythonRstreams.request(60, server.url(), "silent"); // a route that never answers
                 } catch (Exception e) {
                     throw new IllegalStateException(e);
                 }

@@ -127,6 +127,31 @@ public final class PythonRstreams implements AutoCloseable {
         return new Result(p.exitValue(), out.join());
     }
 
+    /** A Python client that requests one element of {@code name} at {@code url} and says how that ended. */
+    private static final String REQUEST_CLIENT = String.join("\n",
+            "import asyncio, sys",
+            "import rstreams",
+            "async def main(url, name):",
+            "    try:",
+            "        conn = await rstreams.connect(url, keepalive=None)",
+            "        try:",
+            "            await conn.request(name)",
+            "            print('served', flush=True)",
+            "        finally:",
+            "            await conn.aclose()",
+            "    except Exception as error:",
+            "        print(type(error).__name__, getattr(error, 'code', None), str(error), flush=True)",
+            "asyncio.run(main(sys.argv[1], sys.argv[2]))");
+
+    /**
+     * Runs a Python client (rstreams.connect, no keepalive) that requests one element of
+     * {@code name} at {@code url} and closes (at most {@code timeoutSeconds}); its output is one
+     * line: {@code served}, or the error's class, its code ({@code None} without one) and its text.
+     */
+    public static Result request(long timeoutSeconds, String url, String name) throws IOException, InterruptedException {
+        return run(timeoutSeconds, "-c", REQUEST_CLIENT, url, name);
+    }
+
     /** Exit status and combined output of a finished process. */
     public record Result(int status, String output) {}
 
