@@ -284,7 +284,8 @@ public class JavaServerTest {
         try (RsioServer strict = RsioServer.builder()
                 .idleTimeout(java.time.Duration.ofMillis(500))
                 .route("ticks", Codec.INT64, r -> reactor.adapter.JdkFlowAdapter.publisherToFlowPublisher(
-                        reactor.core.publisher.Flux.interval(java.time.Duration.ofMillis(50)).take(40)))
+                        // buffered: the client's request may come after the first tick on a loaded machine
+                        reactor.core.publisher.Flux.interval(java.time.Duration.ofMillis(50)).take(40).onBackpressureBuffer()))
                 .bind("tcp://127.0.0.1:0");
              RsioClient quiet = RsioClient.builder().keepalive(null).build();
              RsioConnection conn = quiet.connect(strict.url()).get(10, TimeUnit.SECONDS)) {
