@@ -399,9 +399,10 @@ class _Peer:
         self.received = 0
         """Bytes the server wrote (a resumed session's position)."""
         self.cut = False
+        """Whether the output may end inside a frame (we closed first, a link broke, or the server
+        reset the transport: a bounded wait of its own ended with its output unread, §9.1)."""
         self.answering = False
         """Whether our input holds a goodbye: the server's may be its answer, with any reason (§9.1)."""
-        """Whether the output may end inside a frame (we closed first, or a link broke)."""
         self.parser = FrameParser(max_element_size=1 << 24, max_string_length=1 << 20, max_extensions=1 << 10)
         self.goodbyes: list[Goodbye] = []
         self.said_goodbye = asyncio.Event()
@@ -410,11 +411,19 @@ class _Peer:
 
     async def read_all(self) -> None:
         await self.go.wait()
-        with contextlib.suppress(ConnectionError, ssl.SSLError):
+        try:
             while data := await self.reader.read(1 << 16):
                 self.received += len(data)
                 if self.parses:
                     self.feed(data)
+        except ConnectionResetError:
+            # A lazy peer slowed by a loaded machine can leave the server's output unread past the
+            # server's linger (2 s of wall time): the server then resets (as rstreams and the Java
+            # binding abort), or its kernel does for our writes after its close. Only a clean end
+            # of input inside a frame breaks the protocol (§9.3).
+            self.cut = True
+        except (ConnectionError, ssl.SSLError):
+            pass
 
     def feed(self, data: bytes) -> None:
         """Parse what the server wrote."""
