@@ -22,7 +22,10 @@ Theory of operation:
   inside a call into the implementation it entered after the case began. The watchdog is
   built before the worker starts and notes the call each thread is inside then: a thread
   stuck since an earlier case (the same entry frame) is not this case's. One that sits
-  blocked inside a call of the interfaces for the limit fails the case like the worker.
+  blocked inside a call of the interfaces for the limit fails the case like the worker. The
+  failure also shows (up to two) other threads of the implementation's that sat still inside it
+  from one sample to the next: one that waits for a lock the blocked thread holds may have
+  reached it a sample or more later, when a loaded machine scheduled it late.
   Most cases wait for a signal for the default timeout and fail by themselves before that:
   when a case failed so (:meth:`Watchdog.explain`), a thread of the implementation's that sat
   blocked inside such a call from one sample to the next (a step apart at least) is the
@@ -240,8 +243,10 @@ class Watchdog:
 
     def _blocked(self, limit: float) -> CaseBlocked | None:
         """Sample every thread; the failure for the one blocked inside a call of the interfaces
-        for ``limit`` (the worker first), with (up to two) others that sat still as long inside the
-        implementation (an executor's thread waiting for a lock the blocked one holds); else None."""
+        for ``limit`` (the worker first), with (up to two) others that sat still inside the
+        implementation from one sample to the next, at least :attr:`step` apart (an executor's
+        thread waiting for a lock the blocked one holds: on a loaded machine it may reach that lock
+        a sample or more after the blocked one); else None."""
         now, signal = time.monotonic(), self.env.latest_signal()
         threads = {t.ident: t for t in threading.enumerate()}
         blocked: list[_Blocked] = []
@@ -255,10 +260,11 @@ class Watchdog:
             held = self._samples.get(ident)
             if held is None or held[0] != sample:
                 self._samples[ident] = (sample, now)
-            elif now - held[1] >= limit:
+            elif now - held[1] >= min(limit, self.step):
                 blocked.append(_Blocked(ident, thread, top, run, now - held[1]))
         failing = sorted(
-            (b for b in blocked if _call(b.run)[0] in WATCHED), key=lambda b: b.ident != self.worker.ident
+            (b for b in blocked if b.seconds >= limit and _call(b.run)[0] in WATCHED),
+            key=lambda b: b.ident != self.worker.ident,
         )
         if not failing:
             return None
@@ -525,7 +531,7 @@ def blocked_message(
 
 
 def _meanwhile(blocked: _Blocked) -> str:
-    """A line and the stack of another thread of the implementation's that sat still as long."""
+    """A line and the stack of another thread of the implementation's that sat still meanwhile."""
     return (
         f"\nMeanwhile the implementation's thread {_thread_name(blocked.thread, blocked.ident)} sat still for"
         f" {blocked.seconds * 1000:.0f} ms inside its {_call(blocked.run)[0]}(), outermost first:"
