@@ -23,6 +23,7 @@ import pytest
 
 from rstreams.api import Publisher
 from testkit import patience
+from testkit.recording import WAIT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,8 +104,9 @@ class Verify(PublisherVerification):
     def create_failed_publisher(self):
         return None
 
-    def create_env(self):  # time enough for 10,001 elements after the cancel, also on a loaded machine
-        return TestEnvironment(default_timeout=10.0, default_no_signals_timeout=0.03)
+    def create_env(self):  # time enough for 10,001 elements after the cancel, also on a loaded machine,
+        # and a quiet window (which the flood ends early) that a starved flooding thread does not pass
+        return TestEnvironment(default_timeout=10.0, default_no_signals_timeout=1.0)
 
 
 for cls in (OnAnExecutor, OnItsThread):
@@ -158,8 +160,8 @@ def test_the_twins_that_honour_cancel_pass() -> None:
         def create_failed_publisher(self) -> None:
             return None
 
-        def create_env(self) -> TestEnvironment:
-            return TestEnvironment(default_timeout=0.3, default_no_signals_timeout=0.03)
+        def create_env(self) -> TestEnvironment:  # signals from threads of their own: WAIT for each
+            return TestEnvironment(default_timeout=WAIT, default_no_signals_timeout=0.03)
 
     for name in ("OnAnExecutor", "OnItsThread"):
         twin = type(name, (names[name],), {"honours_cancel": True})
