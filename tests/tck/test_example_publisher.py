@@ -8,6 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from rstreams.api import Subscription
+from testkit import patience
 from testkit.scripts import load_script
 
 WAIT = 10.0
@@ -33,7 +34,7 @@ class _Blocking:
     def on_next(self, item: Any) -> None:
         self.in_on_next = True
         self.entered.set()
-        assert self.release.wait(WAIT)
+        assert patience.wait(self.release, WAIT)
         self.in_on_next = False
 
     def on_error(self, error: BaseException) -> None:
@@ -50,11 +51,11 @@ def test_an_illegal_request_from_another_thread_does_not_overlap_on_next() -> No
     assert subscriber.subscription is not None
     emitting = threading.Thread(target=subscriber.subscription.request, args=(1,))
     emitting.start()
-    assert subscriber.entered.wait(WAIT)
+    assert patience.wait(subscriber.entered, WAIT)
     subscriber.subscription.request(0)  # while on_next runs on the other thread
     assert subscriber.errors == [], "rule 1.3: on_error was signalled while on_next was running"
     subscriber.release.set()
-    emitting.join(WAIT)
+    patience.join(emitting, WAIT)
     assert len(subscriber.errors) == 1
     error, overlapped = subscriber.errors[0]
     assert isinstance(error, ValueError) and "3.9" in str(error) and not overlapped

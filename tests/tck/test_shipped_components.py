@@ -23,6 +23,7 @@ from rstreams.demand import UNBOUNDED
 from rstreams.flow._aiter import _Receiver
 from rstreams.flow._map import MapFlow
 from rstreams.tck import TestEnvironment, verify_publisher, verify_subscriber_blackbox
+from testkit import patience
 from testkit.shapes import patient_env
 
 
@@ -104,7 +105,7 @@ def loop_in_thread() -> Iterator[asyncio.AbstractEventLoop]:
         yield loop
     finally:
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+        patience.join(thread)  # own time: a loaded machine does not fail the stop
         loop.close()
 
 
