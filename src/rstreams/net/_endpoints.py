@@ -167,6 +167,7 @@ async def listen_endpoint(
         return Listener(bound, AdmittingServer.start(server, protocol, admission, context))
     from http import HTTPStatus
 
+    from rstreams.net._closing import LINGER_SECONDS
     from rstreams.net._pending import Pending
 
     with _websockets_extra(endpoint):
@@ -232,6 +233,7 @@ async def listen_endpoint(
         compression=None,
         subprotocols=[SUBPROTOCOL],
         ping_interval=None,
+        close_timeout=LINGER_SECONDS,  # the lingering close's bound (rstreams.net._websocket)
         origins=allowed,
         process_request=check_path,
         process_response=answered,

@@ -12,6 +12,13 @@ joins everything queued into messages of at most :data:`MAX_MESSAGE` bytes and a
 write buffer size; passing the high mark calls ``pause_writing`` and draining below the
 low mark calls ``resume_writing``, exactly like asyncio's socket transports.
 
+Closing. A WebSocket cannot half-close: :meth:`WebSocketTransport.close` sends what is queued,
+then the close frame, and websockets waits for the peer's close frame, reading meanwhile. That
+wait is bounded as the lingering close of ``rstreams.net._closing`` is: ``close_timeout`` is
+:data:`~rstreams.net._closing.LINGER_SECONDS` on every connection (websockets' default is 10 s),
+and more than :data:`~rstreams.net._closing.LINGER_BYTES` read after the close was asked for
+aborts the socket (a peer flooding after its violation was read at hundreds of MB a second).
+
 Opening (:func:`open_websocket`, the client's side): the websockets library's errors of the
 opening handshake become ``ConnectionRefusedError``; one that ended before any HTTP answer
 over TLS says so as a ``tls://`` connection ended before the server's hello does, so that a
@@ -75,6 +82,7 @@ from websockets.http11 import Request, Response
 from websockets.server import ServerProtocol
 
 from rstreams.net._admission import Admission
+from rstreams.net._closing import LINGER_BYTES, LINGER_SECONDS
 from rstreams.net._intake import MAX_UNSENT
 from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
@@ -264,6 +272,7 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
             compression=None,
             subprotocols=[SUBPROTOCOL],
             ping_interval=None,
+            close_timeout=LINGER_SECONDS,
             create_connection=plain if context is None else _Client,
         )
     except (InvalidHandshake, OSError, ConnectionClosed) as error:
@@ -312,6 +321,7 @@ class WebSocketTransport(Transport):
         self._size = 0
         self._paused = False
         self._closing = False
+        self._discarded = 0  # bytes read since close() (bounded by LINGER_BYTES)
         self._aborted: BaseException | None = None
         self._wakeup = asyncio.Event()
         self._reading = asyncio.Event()
@@ -350,6 +360,11 @@ class WebSocketTransport(Transport):
                 return TextMessageError(
                     "the peer sent a text WebSocket message; RS.io uses binary messages (PROTOCOL.md §1)"
                 )
+            if self._closing:
+                self._discarded += len(message)
+                if self._discarded > LINGER_BYTES:  # a flood while our close waits: see the module docstring
+                    self.abort()
+                    return None
             self._handler.data_received(memoryview(message))  # (set_handler may change it)
 
     async def _write_loop(self) -> None:
@@ -442,7 +457,7 @@ class AdmittedConnection(BoundedServerConnection):  # websockets is untyped here
     def __init__(self, server: Server, admission: Admission, origins: Sequence[str | None] | None) -> None:
         # compression: none and the same origins, as serve() asks
         protocol = ServerProtocol(origins=origins, subprotocols=[SUBPROTOCOL])
-        super().__init__(protocol, server, ping_interval=None)
+        super().__init__(protocol, server, ping_interval=None, close_timeout=LINGER_SECONDS)
         self.admission: Admission | None = admission
         self.established: Callable[[], bool] | None = None
         self._handshake_started = 0.0

@@ -1,0 +1,64 @@
+"""The lingering close after an error goodbye over ws:// (PROTOCOL.md §9.1, §10) is bounded as on
+TCP: a peer that floods after its violation and never answers the WebSocket close is cut off
+after about LINGER_BYTES (4 MiB) discarded, not read for websockets' own close_timeout (10 s)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+
+import pytest
+
+from rstreams.net import serve
+from rstreams.wire import ClientHello, encode
+
+pytest.importorskip("websockets")
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
+
+MiB = 1024 * 1024
+
+
+def _binary(payload: bytes) -> bytes:
+    """A client's binary message, masked with the key 0 (its bytes stay as they are)."""
+    n = len(payload)
+    if n < 126:
+        head = bytes([0x82, 0x80 | n])
+    elif n < 65536:
+        head = bytes([0x82, 0x80 | 126]) + n.to_bytes(2, "big")
+    else:
+        head = bytes([0x82, 0x80 | 127]) + n.to_bytes(8, "big")
+    return head + bytes(4) + payload
+
+
+async def test_a_peer_flooding_after_its_error_is_cut_off() -> None:
+    server = await serve("ws://127.0.0.1:0/rsio", {})
+    async with server:
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        key = base64.b64encode(os.urandom(16)).decode()
+        writer.write(
+            (
+                f"GET /rsio HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n"
+            ).encode()
+        )
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        assert head.startswith(b"HTTP/1.1 101"), head
+        writer.write(_binary(encode(ClientHello()) + b"\x0e"))  # a reserved type: an error goodbye
+        flood = _binary(bytes(256 * 1024))
+        sent = 0
+        cut_off = False
+        try:
+            while sent < 512 * MiB:
+                writer.write(flood)
+                await asyncio.wait_for(writer.drain(), 30)
+                sent += len(flood)
+        except ConnectionError:  # reset once the server has closed the socket
+            cut_off = True
+        writer.close()
+    assert cut_off, sent
+    assert sent < 64 * MiB, f"the server took {sent} bytes after its goodbye"
