@@ -22,7 +22,8 @@ import org.testng.annotations.Test;
 
 /**
  * WebSocket messages as PROTOCOL.md §1 says, at the Java server: one above 1 MiB, in one frame
- * or many, is refused with close 1009 and no goodbye, while 1 MiB exactly is read as RS.io; and
+ * or many, is refused with close 1009 and no goodbye, while 1 MiB exactly is read as RS.io; a
+ * text message with 1003 and no goodbye; and
  * (§6.3) a peer that pings and never reads is cut off past MAX_UNSENT instead of having its
  * pongs grow without bound. Before, the server took messages up to 16 MiB and answered every
  * ping whatever was unsent.
@@ -149,6 +150,21 @@ public class WebSocketLimitsTest {
         // zero bytes: the reserved type 0x00, refused as RS.io with a goodbye citing §3
         Closed closed = send(frame(2, true, new byte[1 << 20]));
         assertTrue(anyGoodbye(closed.frames()), closed.toString());
+    }
+
+    @Test(timeOut = 60_000)
+    public void aTextMessageIsClosedWith1003WithoutAGoodbye() throws Exception {
+        Closed closed = send(frame(1, true, "text".getBytes(StandardCharsets.UTF_8)));
+        assertEquals(closed.status(), 1003, closed.toString());
+        assertTrue(!anyGoodbye(closed.frames()), closed.frames().toString());
+    }
+
+    @Test(timeOut = 60_000)
+    public void aTextMessageInManyFramesIsClosedWith1003AndNothingAfterItIsRead() throws Exception {
+        // the continuation of a refused text message is not taken as RS.io bytes (zeros: a goodbye)
+        Closed closed = send(frame(1, false, "te".getBytes(StandardCharsets.UTF_8)), frame(0, true, new byte[64]));
+        assertEquals(closed.status(), 1003, closed.toString());
+        assertTrue(!anyGoodbye(closed.frames()), closed.frames().toString());
     }
 
     @Test(timeOut = 120_000)
