@@ -6,8 +6,9 @@ Theory of operation:
   The thread that started it waits in steps of a fifth of the blocking limit and, at each
   step, asks :meth:`Watchdog.check` about the worker. The check samples three things: the
   worker's innermost Python frame and the instruction it is at, the CPU time the worker
-  used (Linux ``/proc``; elsewhere the other two decide alone), and the time of the last
-  signal any of the case's subscribers saw.
+  used and the time it waited for a CPU (Linux ``/proc``; elsewhere the other two decide
+  alone: a thread a loaded machine leaves runnable but unscheduled is starved, not blocked),
+  and the time of the last signal any of the case's subscribers saw.
 * The worker is *blocked inside the implementation* when the code it is in is not the
   TCK's (its innermost frame, once the standard library's frames are set aside, belongs to
   the implementation under test), the method the TCK called is one of the interfaces'
@@ -176,12 +177,21 @@ def current_frames() -> dict[int, FrameType]:
             gc.enable()
 
 
-def _ticks(native_id: int | None) -> int | None:
-    """The CPU ticks (user + system) the thread used, from Linux ``/proc``; None where unknown."""
+def _ticks(native_id: int | None) -> tuple[int, ...] | None:
+    """The nanoseconds the thread ran and waited to run, from Linux ``/proc`` (schedstat), or its
+    CPU ticks (user + system) where the kernel keeps no schedstat; None where unknown.
+
+    The time it waited to run moves while a loaded machine leaves it runnable but unscheduled:
+    such a thread is starved, not blocked."""
+    try:
+        with open(f"/proc/self/task/{native_id}/schedstat", encoding="ascii") as schedstat:
+            return tuple(int(field) for field in schedstat.read().split()[:2])
+    except (OSError, ValueError):
+        pass
     try:
         with open(f"/proc/self/task/{native_id}/stat", encoding="ascii") as stat:
             fields = stat.read().rpartition(")")[2].split()
-        return int(fields[11]) + int(fields[12])
+        return (int(fields[11]) + int(fields[12]),)
     except (OSError, ValueError, IndexError):
         return None
 
