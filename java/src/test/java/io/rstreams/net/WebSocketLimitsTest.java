@@ -2,6 +2,7 @@ package io.rstreams.net;
 
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
 
 import io.rstreams.testing.RawSockets;
 import io.rstreams.wire.Frame;
@@ -13,17 +14,22 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
 /**
  * WebSocket messages as PROTOCOL.md §1 says, at the Java server: one above 1 MiB, in one frame
  * or many, is refused with close 1009 and no goodbye, while 1 MiB exactly is read as RS.io; a
- * text message with 1003 and no goodbye; and
+ * text message with 1003 and no goodbye; a client's connect to a server that never answers its
+ * upgrade fails (Netty's 10 s handshake timeout); and
  * (§6.3) a peer that pings and never reads is cut off past MAX_UNSENT instead of having its
  * pongs grow without bound. Before, the server took messages up to 16 MiB and answered every
  * ping whatever was unsent.
@@ -165,6 +171,21 @@ public class WebSocketLimitsTest {
         Closed closed = send(frame(1, false, "te".getBytes(StandardCharsets.UTF_8)), frame(0, true, new byte[64]));
         assertEquals(closed.status(), 1003, closed.toString());
         assertTrue(!anyGoodbye(closed.frames()), closed.frames().toString());
+    }
+
+    @Test(timeOut = 60_000)
+    public void aConnectToAServerThatNeverAnswersTheUpgradeFails() throws Exception {
+        // Netty's WebSocket client handshake timeout (10 s) bounds it, as websockets' open_timeout does Python's
+        try (ServerSocket silent = RawSockets.listen();
+             RsioClient client = RsioClient.builder().build()) {
+            CompletableFuture<RsioConnection> opening =
+                    client.connect("ws://127.0.0.1:" + silent.getLocalPort() + "/rsio");
+            try (Socket accepted = RawSockets.accept(silent)) {
+                ExecutionException failed = expectThrows(
+                        ExecutionException.class, () -> opening.get(40, TimeUnit.SECONDS));
+                assertTrue(failed.getCause() != null, failed.toString());
+            }
+        }
     }
 
     @Test(timeOut = 120_000)
