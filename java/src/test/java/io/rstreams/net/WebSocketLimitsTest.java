@@ -189,6 +189,27 @@ public class WebSocketLimitsTest {
     }
 
     @Test(timeOut = 120_000)
+    public void aPeerFloodingAfterItsErrorIsCutOff() throws Exception {
+        try (RsioServer server = RsioServer.builder().bind("ws://127.0.0.1:0/rsio");
+             Socket socket = upgraded(server.port())) {
+            OutputStream out = socket.getOutputStream();
+            out.write(frame(2, true, new byte[] {0x01, 0x00, 0x00, 0x0E})); // a reserved type: an error goodbye
+            byte[] flood = frame(2, true, new byte[256 * 1024]);
+            long sent = 0;
+            boolean cutOff = false;
+            try {
+                while (sent < (512L << 20)) {
+                    out.write(flood);
+                    sent += flood.length;
+                }
+            } catch (IOException reset) {
+                cutOff = true;
+            }
+            assertTrue(cutOff && sent < (64L << 20), "sent " + sent + " bytes after the goodbye, cut off: " + cutOff);
+        }
+    }
+
+    @Test(timeOut = 120_000)
     public void aPeerThatPingsAndNeverReadsIsCutOff() throws Exception {
         try (RsioServer server = RsioServer.builder().bind("ws://127.0.0.1:0/rsio");
              Socket socket = upgraded(server.port())) {
