@@ -190,36 +190,62 @@ public final class RsioServer implements AutoCloseable {
      * peer has not said hello gets its goodbye without a code and no wait for an answer (its
      * input discarded for the two-second linger at most; with resume, so does a transport whose
      * first byte has not come yet, §16.3). Local publishers are cancelled; every transport left
-     * after the five seconds is closed. Idempotent.
+     * after the five seconds is closed. Idempotent: a second call only waits for the I/O
+     * threads to stop. Called on one of the server's own I/O threads (from a publisher factory or
+     * a stream's callback, say), it starts all that and returns at once: the thread cannot wait
+     * for work that it has to do itself once the callback returns.
      */
     @Override
     public void close() {
-        if (!closing.compareAndSet(false, true)) {
+        if (closing.compareAndSet(false, true)) {
+            listener.close(); // a connection accepted meanwhile is said goodbye by admit()
+            java.util.List<CompletableFuture<Void>> goodbyes = new java.util.ArrayList<>();
+            java.util.Set<Endpoint> all = new java.util.HashSet<>(endpoints);
+            all.addAll(sessions.values());
+            all.addAll(undecided);
+            for (Endpoint endpoint : all) {
+                CompletableFuture<Void> done = new CompletableFuture<>();
+                goodbyes.add(done);
+                try {
+                    endpoint.loop().execute(() -> endpoint.closeOrderly("server closing").whenComplete((v, e) -> done.complete(null)));
+                } catch (java.util.concurrent.RejectedExecutionException e) {
+                    done.complete(null);
+                }
+            }
+            CompletableFuture.allOf(goodbyes.toArray(new CompletableFuture<?>[0]))
+                    .completeOnTimeout(null, Endpoint.CLOSE_MILLIS, TimeUnit.MILLISECONDS) // bounded: what did not answer is closed
+                    .whenComplete((v, e) -> stop());
+        }
+        if (onIoThread()) {
             return;
         }
-        listener.close().syncUninterruptibly();
-        java.util.List<CompletableFuture<Void>> goodbyes = new java.util.ArrayList<>();
-        java.util.Set<Endpoint> all = new java.util.HashSet<>(endpoints);
-        all.addAll(sessions.values());
-        all.addAll(undecided);
-        for (Endpoint endpoint : all) {
-            CompletableFuture<Void> done = new CompletableFuture<>();
-            goodbyes.add(done);
-            try {
-                endpoint.loop().execute(() -> endpoint.closeOrderly("server closing").whenComplete((v, e) -> done.complete(null)));
-            } catch (java.util.concurrent.RejectedExecutionException e) {
-                done.complete(null);
+        try {
+            workers.terminationFuture().await();
+            boss.terminationFuture().await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the wait ends, and is kept: what is left is closed now
+            stop();
+            workers.terminationFuture().awaitUninterruptibly();
+            boss.terminationFuture().awaitUninterruptibly();
+        }
+    }
+
+    /** Closes every transport left and stops the I/O threads, without waiting (idempotent). */
+    private void stop() {
+        channels.close();
+        boss.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+        workers.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+    }
+
+    private boolean onIoThread() {
+        for (EventLoopGroup group : java.util.List.of(boss, workers)) {
+            for (io.netty.util.concurrent.EventExecutor loop : group) {
+                if (loop.inEventLoop()) {
+                    return true;
+                }
             }
         }
-        try {
-            CompletableFuture.allOf(goodbyes.toArray(new CompletableFuture<?>[0])).get(Endpoint.CLOSE_MILLIS, TimeUnit.MILLISECONDS);
-        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-            // bounded: whatever did not answer is closed below
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        channels.close().syncUninterruptibly();
-        shutdownGroups();
+        return false;
     }
 
     private void shutdownGroups() {

@@ -11,10 +11,10 @@ import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
 /**
- * {@link RsioClient#close()} and {@link RsioConnection#close()} called from a callback, on one of
- * the client's own I/O threads: they start the close (goodbye with code 0, PROTOCOL.md §9.1) and
- * return at once, since that thread has the close to do once the callback returns; the server
- * sees the goodbye, and the client's threads stop.
+ * {@link RsioClient#close()}, {@link RsioConnection#close()} and {@link RsioServer#close()} called
+ * from a callback, on one of their own I/O threads: they start the close (goodbye with code 0,
+ * PROTOCOL.md §9.1) and return at once, since that thread has the close to do once the callback
+ * returns; the peer sees the goodbye, and the threads stop.
  */
 public class CloseOnIoThreadTest {
     /** Subscribes to the client's "silent" on every connection; completes with the error that ended it. */
@@ -100,6 +100,32 @@ public class CloseOnIoThreadTest {
             endsWithTheGoodbye(sub);
             conn.onClose().get(20, TimeUnit.SECONDS);
             assertFalse(conn.isOpen());
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aServerClosedFromAPublisherFactorySaysGoodbyeAndStopsItsThreads() throws Exception {
+        CompletableFuture<RsioServer> self = new CompletableFuture<>();
+        CompletableFuture<Void> returned = new CompletableFuture<>();
+        RsioServer server = RsioServer.builder()
+                .route("stop", r -> {
+                    self.join().close(); // on the server's I/O thread
+                    returned.complete(null);
+                    return Counters.silent();
+                })
+                .bind("tcp://127.0.0.1:0");
+        self.complete(server);
+        try (RsioClient client = RsioClient.builder().build()) {
+            RsioConnection conn = client.connect(server.url()).get(20, TimeUnit.SECONDS);
+            TestSubscriber<byte[]> sub = new TestSubscriber<>();
+            conn.publisher("stop").subscribe(sub);
+            sub.request(1);
+            returned.get(20, TimeUnit.SECONDS);
+            Throwable error = sub.awaitTerminal();
+            assertTrue(error instanceof ConnectionClosedException c && c.errorCode() == ErrorCode.NORMAL
+                    && error.getMessage().endsWith("server closing"), String.valueOf(error));
+        } finally {
+            server.close(); // from this thread: returns once the I/O threads have stopped
         }
     }
 }
