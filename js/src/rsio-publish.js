@@ -238,6 +238,19 @@ export function unknownMessage(name, kind = "publisher") {
   return `no publisher named '${path}'`;
 }
 
+/**
+ * What a subscribe for `name` (a channel open: `kind` "channel") is refused with, code 9 (PROTOCOL.md
+ * §19.2), when its factory threw: `publisher 'PATH' could not be created: its factory failed
+ * (PROTOCOL.md §19.2)`, `PATH` as in unknownMessage, the same text in every binding. Not the error's
+ * message nor its name: an exception's text can hold what the peer must not see (docs/security.md);
+ * the connection's `onerror` gets the error.
+ */
+export function failedMessage(name, kind = "publisher") {
+  const question = name.indexOf("?");
+  const path = question < 0 ? name : name.slice(0, question);
+  return `${kind} '${path}' could not be created: its factory failed (PROTOCOL.md §19.2)`;
+}
+
 const notUtf8 = (part) => `has the query part '${part}', which is not percent-encoded UTF-8`;
 
 /** One query part percent-decoded; null when it is not percent-encoded UTF-8 (RFC 3986 §2.1). */
@@ -436,9 +449,7 @@ export class ServingTable {
           : publisher(found.params, found.path, this._conn, metadata);
       } catch (error) {
         input?.outputEnded();
-        const fallback = channel ? `channel '${name}' could not be created (${error?.name ?? "Error"})`
-          : `publisher '${name}' failed to start: ${error?.message ?? error}`;
-        const [text, code] = refusalOf(error, fallback, INTERNAL);
+        const [text, code] = refusalOf(error, failedMessage(name, channel ? "channel" : "publisher"), INTERNAL);
         if (code === INTERNAL) this._conn._report(error);
         return this._refuse(id, text, code);
       }

@@ -143,7 +143,7 @@ test("patterns and query parameters reach the factory; its errors refuse that su
   assert.deepEqual(seen, [[{ from: "3", unit: "C", id: "küche" }, "sensors/k%C3%BCche"]]);
   assert.deepEqual(elements(ws, 1), ["sensor küche"]);
   const refusals = ws.of("onError").map((f) => [f.subscriber, f.error]);
-  assert.deepEqual(refusals, [[2, "publisher 'broken' failed to start: no such device"],
+  assert.deepEqual(refusals, [[2, "publisher 'broken' could not be created: its factory failed (PROTOCOL.md §19.2)"],
     [3, "the factory for 'odd' returned number, not a Publisher"]]);
   assert.equal(errors.length, 1); // the thrown error also went to onerror
 });

@@ -46,7 +46,7 @@ from rstreams.flow._flow import Flow
 from rstreams.net._codec import Codec
 from rstreams.net._consuming import SubscriptionTable
 from rstreams.net._outbox import WRITE_LIMIT, Outbox
-from rstreams.net._routes import NameTable, malformed_message
+from rstreams.net._routes import NameTable, failed_message, malformed_message
 from rstreams.net._serving import ServingTable
 from rstreams.rules import check_error, check_subscriber
 from rstreams.wire import ConnectionState, ErrorCode, ExtensionError, ExtensionMessage, LimitExceededError
@@ -200,8 +200,7 @@ class Channels:
             self.inputs.pop(sid, None)
             channel_input.end(None)
             report_unhandled(error, f"the channel factory for {name!r}")
-            failed = f"channel {name!r} could not be created ({type(error).__name__})"
-            serving.refuse(sid, failed, ErrorCode.INTERNAL, name)
+            serving.refuse(sid, failed_message(name, kind="channel"), ErrorCode.INTERNAL, name)
             return
         outbox = self.outbox
         tied = _TiedPublisher(output, lambda: outbox.run_on_loop(channel_input.output_ended))

@@ -142,6 +142,17 @@ def unknown_message(name: str, *, channel: bool = False) -> str:
     return f"no publisher named '{path}'"
 
 
+def failed_message(name: str, *, kind: str = "publisher") -> str:
+    """What a subscribe for ``name`` (a channel open: ``kind`` ``"channel"``) is refused with,
+    code 9 (PROTOCOL.md §19.2), when its factory raised: ``publisher 'PATH' could not be
+    created: its factory failed (PROTOCOL.md §19.2)``, ``PATH`` as in :func:`unknown_message`,
+    the same text in every binding. Not the error's text nor its type: those stay in the
+    serving side's log, since an exception's text can hold what the peer must not see (a
+    path, a query, a credential; docs/security.md)."""
+    path = name.partition("?")[0]
+    return f"{kind} '{path}' could not be created: its factory failed (PROTOCOL.md §19.2)"
+
+
 def split_name(name: str) -> tuple[str, dict[str, str]]:
     """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded
     (the path's segment by segment, joined with ``/``: there ``%2F`` reads as ``/``, while

@@ -48,13 +48,14 @@ from rstreams.flow._iterable import Pull, puller
 from rstreams.net._codec import Codec, ElementSizeError, identity
 from rstreams.net._metadata import CURRENT, EMPTY, Metadata
 from rstreams.net._outbox import Outbox
-from rstreams.net._remote_errors import code_of
+from rstreams.net._remote_errors import RemoteStreamError, code_of
 from rstreams.net._routes import (
     MalformedNameError,
     NameTable,
     Offer,
     Router,
     UnknownPublisherError,
+    failed_message,
     unknown_message,
 )
 from rstreams.rules import check_error
@@ -893,13 +894,11 @@ class ServingTable:
             self.refuse(sid, str(malformed), ErrorCode.APPLICATION, name)
             return
         except Exception as error:
+            if isinstance(error, RemoteStreamError) and error.code is not None:  # refused on purpose
+                self.refuse(sid, error.message, error.code, name)  # its text and code, as in JS, Java
+                return
             report_unhandled(error, f"the publisher factory for {name!r}")
-            self.refuse(
-                sid,
-                f"publisher {name!r} could not be created ({type(error).__name__})",
-                ErrorCode.INTERNAL,
-                name,
-            )
+            self.refuse(sid, failed_message(name), ErrorCode.INTERNAL, name)
             return
         else:
             if found is None:  # no exception for an unknown name: refusals come in floods

@@ -659,8 +659,14 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             try {
                 publisher = match.route().factory().apply(match.request());
             } catch (RuntimeException e) {
-                refusal = ServingStream.text(e);
-                code = e instanceof RemoteStreamException r && r.code().isPresent() ? r.code().getAsLong() : ErrorCode.INTERNAL.value();
+                if (e instanceof RemoteStreamException r && r.code().isPresent()) { // refused on purpose: its text and code
+                    refusal = ServingStream.text(e);
+                    code = r.code().getAsLong();
+                } else {
+                    LOG.log(System.Logger.Level.WARNING, "the publisher factory for '" + name + "' threw", e);
+                    refusal = Routes.failed(name);
+                    code = ErrorCode.INTERNAL.value();
+                }
             }
         }
         if (publisher == null) {

@@ -176,6 +176,18 @@ final class Routes {
         return "no publisher named '" + (q < 0 ? name : name.substring(0, q)) + "'";
     }
 
+    /**
+     * What a subscribe for {@code name} is refused with, code 9 (PROTOCOL.md §19.2), when its factory
+     * threw: {@code publisher 'PATH' could not be created: its factory failed (PROTOCOL.md §19.2)},
+     * {@code PATH} as in {@link #unknown}, the same text in every binding. Not the exception's message
+     * nor its class: a message can hold what the peer must not see (docs/security.md); the server
+     * logs the exception.
+     */
+    static String failed(String name) {
+        int q = name.indexOf('?');
+        return "publisher '" + (q < 0 ? name : name.substring(0, q)) + "' could not be created: its factory failed (PROTOCOL.md §19.2)";
+    }
+
     private static String notUtf8(String part) {
         return "has the query part '" + part + "', which is not percent-encoded UTF-8";
     }

@@ -1,0 +1,73 @@
+"""A factory that raises (PROTOCOL.md §19.2, code 9): the subscribe (or channel open) is refused
+with ``publisher 'PATH' could not be created: its factory failed (PROTOCOL.md §19.2)``, ``PATH``
+as written up to its first ``?``, the same text as JavaScript's and Java's (js
+factory-failure.test.mjs and java FactoryFailureTest send and read it, also against ``rstreams
+serve``); the error's text and type stay on the serving side. A factory error with a code is
+refused with its own text and code, as in the other bindings."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, NoReturn
+
+import pytest
+
+import rstreams
+from rstreams.net import InternalError, RemoteStreamError, Unavailable, connect, serve
+from rstreams.net._routes import failed_message
+from testkit.bound import within
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+
+SECRET = "token=hunter2"
+FAILED = "could not be created: its factory failed (PROTOCOL.md §19.2)"
+
+
+def _broken(*args: Any) -> NoReturn:
+    raise RuntimeError(f"secret detail: {SECRET}")
+
+
+def _busy(*args: Any) -> NoReturn:
+    raise Unavailable("try again later")
+
+
+PUBLISHERS = {"broken": _broken, "broken/{id}": _broken, "busy": _busy}
+
+
+async def test_the_text_names_the_path_as_written_and_nothing_of_the_error() -> None:
+    assert failed_message("broken/a%20b?x=1&y=%zz") == f"publisher 'broken/a%20b' {FAILED}"
+    assert failed_message("it's") == f"publisher 'it's' {FAILED}"
+    assert failed_message("up?x", kind="channel").startswith("channel 'up' could not be created")
+
+
+@pytest.mark.parametrize(
+    ("name", "path"), [("broken", "broken"), ("broken/a%20b?x=1", "broken/a%20b"), ("broken/é", "broken/é")]
+)
+async def test_a_factory_that_raises_is_refused_with_code_9_naming_the_path(
+    name: str, path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with await serve("tcp://127.0.0.1:0", PUBLISHERS) as server, await connect(server.url) as conn:
+        with caplog.at_level(logging.ERROR), pytest.raises(InternalError) as caught:
+            await within(conn.request(name))
+    assert caught.value.code == 9
+    assert caught.value.message == f"publisher '{path}' {FAILED}"
+    assert SECRET not in str(caught.value) and "RuntimeError" not in str(caught.value)
+    assert SECRET in caplog.text  # the serving side's log has the error
+
+
+async def test_a_factory_error_with_a_code_is_sent_with_its_text_and_code() -> None:
+    async with await serve("tcp://127.0.0.1:0", PUBLISHERS) as server, await connect(server.url) as conn:
+        with pytest.raises(Unavailable) as caught:
+            await within(conn.request("busy"))
+    assert (caught.value.code, caught.value.message) == (8, "try again later")
+
+
+async def test_a_channel_factory_that_raises_is_refused_alike() -> None:
+    async with (
+        await serve("tcp://127.0.0.1:0", {}, channels={"broken/{id}": _broken}) as server,
+        await connect(server.url) as conn,
+    ):
+        with pytest.raises(RemoteStreamError) as caught:
+            await within(conn.channel("broken/x?y=1", rstreams.just(b"a")).collect())
+    assert caught.value.code == 9
+    assert caught.value.message == f"channel 'broken/x' {FAILED}"
