@@ -40,7 +40,7 @@ from testkit.net import pump_of
 
 pytestmark = [
     pytest.mark.asyncio,
-    pytest.mark.timeout(120),
+    pytest.mark.timeout(300),
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the socket's queue is read on Linux"),
 ]
 
