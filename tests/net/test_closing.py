@@ -160,6 +160,33 @@ def test_aclose_after_the_peers_hello_waits_for_its_goodbye() -> None:
     assert run_virtual(main) == pytest.approx(3.1)
 
 
+def test_a_violation_instead_of_the_answer_to_our_goodbye_is_lingered_over() -> None:
+    """After our goodbye a peer that breaks the protocol instead of answering is read and
+    discarded for LINGER_SECONDS, as after any error goodbye (§9.1), not closed on at once with
+    its bytes unread (which resets a TCP connection and can take our goodbye from the peer);
+    aclose() returns when the linger ends, within its timeout."""
+
+    async def main() -> tuple[MemoryPeer, float]:
+        client = connection(client=True)
+        peer = MemoryPeer(client=False)
+        memory_pair(client, peer)
+        await asyncio.sleep(0.1)
+        closing = asyncio.ensure_future(client.aclose("leaving", timeout=5.0))
+        await asyncio.sleep(0.1)
+        peer.transport.writelines([b"\x7f"])  # a reserved type byte, not the answer
+        await asyncio.sleep(1.0)
+        assert peer.closed_at is None and not closing.done()  # lingering: still reading
+        peer.transport.writelines([bytes(1000)])
+        await closing
+        return peer, asyncio.get_running_loop().time()
+
+    peer, done = run_virtual(main)
+    [closed] = peer.of(ConnectionClosed)
+    assert closed.reason == "leaving"
+    assert peer.closed_at == pytest.approx(0.2 + LINGER_SECONDS)
+    assert done == pytest.approx(0.2 + LINGER_SECONDS)
+
+
 def test_aclose_takes_its_timeout_in_all_even_when_the_transport_is_slow_to_close() -> None:
     """No answer, and a transport whose close() does not finish (its peer reads nothing, so the
     goodbye's bytes never drain): aborted when the one timeout is up, not after a second one."""

@@ -274,7 +274,9 @@ class Closing:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._ended_event.wait(), timeout)
         transport = outbox.transport
-        if transport is not None and not transport.is_closing():
+        # A violation instead of the answer started the lingering close (§9.1): it closes the
+        # transport when it ends; a close now, with the peer's bytes unread, would reset it.
+        if transport is not None and not transport.is_closing() and self._linger is None:
             transport.close()
         try:
             await asyncio.wait_for(asyncio.shield(self._lost), max(0.0, deadline - outbox.loop.time()))
