@@ -1742,6 +1742,7 @@ def test_tls_towards_a_websocket_server_without_it_names_the_url_too(
     hint names the URL beside --certfile rather than client certificates alone."""
     with served(builtin_publishers(), url="ws://127.0.0.1:0/rsio") as url:
         wrong = url.replace("ws://", f"{scheme}://")
+        wrong = wrong if scheme == "wss" else wrong.removesuffix("/rsio")  # tls:// takes no path
         status, lines, err = subscribe(capsys, wrong, "counter?to=2")
     assert (status, lines) == (2, [])
     assert err.endswith("; or the URL: tcp:// or ws:// for a server that speaks no TLS there)\n"), err

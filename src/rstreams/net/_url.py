@@ -3,7 +3,9 @@
 :func:`parse_url` checks a URL once, where the user passed it, and returns an
 :class:`Endpoint`; everything below works with the Endpoint. Bad URLs raise
 :class:`ValueError` naming the URL and showing a correct one (local misuse, raised at
-once).
+once). A part the scheme has no use for (a user before the host, a path after a
+``tcp``/``tls`` port, a query outside ``ws``/``wss``, a fragment) is refused by name
+rather than dropped: ``tcp://host:5000?tls=1`` does not quietly mean ``tcp://host:5000``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ SCHEMES: tuple[Scheme, ...] = ("tcp", "tls", "unix", "ws", "wss")
 
 _SCHEME_NAMES: dict[str, Scheme] = {name: name for name in SCHEMES}
 _DEFAULT_PORTS = {"ws": 80, "wss": 443}  # RFC 6455 section 3
+_FORMS: dict[str, str] = {
+    "tcp": "tcp://host:port",
+    "tls": "tls://host:port",
+    "unix": "unix:///path",
+    "ws": "ws://host:port/path?query",
+    "wss": "wss://host:port/path?query",
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,8 +64,9 @@ def parse_url(url: str) -> Endpoint:
 
     Raises:
         TypeError: ``url`` is not a string.
-        ValueError: unknown scheme, missing host or port, port out of range, or a
-            ``unix`` URL without an absolute path.
+        ValueError: unknown scheme, missing host or port, port out of range, a
+            ``unix`` URL without an absolute path, or a part the scheme does not take (a
+            user, a ``tcp``/``tls`` path, a query outside ``ws``/``wss``, a fragment).
     """
     if not isinstance(url, str):
         raise TypeError(f"an RS.io URL is a str such as 'tcp://127.0.0.1:5000', got {url!r}")
@@ -67,6 +77,7 @@ def parse_url(url: str) -> Endpoint:
             f"unsupported URL scheme {parts.scheme!r} in {url!r}; use one of "
             "tcp://host:port, tls://host:port, unix:///path, ws://host:port/path, wss://host:port/path"
         )
+    _refuse_extra_parts(url, scheme, parts)
     if scheme == "unix":
         path = parts.netloc + parts.path if parts.netloc else parts.path
         if not path.startswith("/"):
@@ -93,3 +104,34 @@ def parse_url(url: str) -> Endpoint:
         if parts.query:
             path += "?" + parts.query
     return Endpoint(scheme=_SCHEME_NAMES[scheme], host=host, port=port, path=path)
+
+
+def _refuse_extra_parts(url: str, scheme: str, parts: urllib.parse.SplitResult) -> None:
+    """Refuse a part of ``url`` that its scheme does not use, naming it and the scheme's form.
+
+    ``tcp``/``tls`` are ``host:port`` only; ``unix`` is a socket path only; ``ws``/``wss``
+    add a path and a query (sent in the HTTP request), but no user (RFC 6455 section 3 has
+    none) and no fragment (RFC 6455 section 3: not used; a ``#`` in a path is ``%23``). A user
+    part is shown as ``***``: it may hold a password.
+    """
+    _, at, host_port = parts.netloc.rpartition("@")
+    shown = url.replace(parts.netloc, "***@" + host_port, 1) if at else url
+    form = _FORMS[scheme]
+    extra = ""
+    if at:
+        extra = "a user before the host (the part ending in '@')"
+    elif scheme in ("tcp", "tls") and parts.path:
+        extra = f"a path ({parts.path!r})"
+    elif scheme in ("tcp", "tls", "unix") and "?" in url:
+        extra = f"a query ({'?' + parts.query!r})"
+    elif "#" in url:
+        extra = f"a fragment ({'#' + parts.fragment!r})"
+    if extra:
+        hint = ""
+        if not at and scheme in ("ws", "wss"):
+            hint = " (a '#' in the path is written %23)"
+        elif not at and scheme == "unix":
+            hint = " (a socket path with '?' or '#' in it cannot be written as a unix URL)"
+        raise ValueError(
+            f"{shown!r} has {extra}, which a {scheme}:// URL does not take: write it as {form}{hint}"
+        )
