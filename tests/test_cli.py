@@ -58,6 +58,35 @@ def test_conformance_help_is_the_suites_own(capsys: pytest.CaptureFixture[str]) 
 
 
 @pytest.mark.timeout(30)
+def test_conformance_help_names_values_as_the_other_commands_do(capsys: pytest.CaptureFixture[str]) -> None:
+    """S for seconds, N for counts, as in `rstreams subscribe --help`: not argparse's upper-cased
+    option names (`--quiet QUIET`, `--jobs JOBS`)."""
+    with pytest.raises(SystemExit):
+        main(["conformance", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for option in ("--timeout S", "--quiet S", "--case-timeout S", "--idle-timeout S", "--jobs N"):
+        assert f"[{option}]" in shown, option
+    assert "[--max-subscriptions N] [--max-element-size BYTES]" in shown
+    for upper in ("QUIET", "JOBS", "TIMEOUT", "CASE_TIMEOUT", "MAX_SUBSCRIPTIONS", "MAX_ELEMENT_SIZE"):
+        assert f" {upper}" not in shown, upper
+
+
+@pytest.mark.timeout(30)
+def test_conformance_options_with_values_still_parse(capsys: pytest.CaptureFixture[str]) -> None:
+    """The new names change the help only: `--quiet 0.5 --jobs 2 ...` are read as before."""
+    from rstreams.conformance._runner import _parser
+
+    args = _parser("rstreams conformance").parse_args(
+        [
+            *("tcp://h:1", "--quiet", "0.5", "--jobs", "2", "--timeout", "3", "--case-timeout", "9"),
+            *("--max-subscriptions", "8", "--max-element-size", "99", "--idle-timeout", "1.5"),
+        ]
+    )
+    assert (args.quiet, args.jobs, args.timeout, args.case_timeout) == (0.5, 2, 3.0, 9.0)
+    assert (args.max_subscriptions, args.max_element_size, args.idle_timeout) == (8, 99, 1.5)
+
+
+@pytest.mark.timeout(30)
 def test_conformance_list_needs_no_url(capsys: pytest.CaptureFixture[str]) -> None:
     """`rstreams conformance --list` lists the cases: no endpoint is asked, so none is named."""
     assert main(["conformance", "--list"]) == 0

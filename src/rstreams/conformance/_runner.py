@@ -381,37 +381,46 @@ def _parser(prog: str = "python -m rstreams.conformance") -> argparse.ArgumentPa
     )
     parser.add_argument(
         "--prefix",
+        metavar="PREFIX",
         default=Options.prefix,
         help="where the conformance publishers live (default: %(default)s)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=Options.timeout, help="seconds per wait (default: %(default)s)"
+        "--timeout",
+        type=float,
+        metavar="S",
+        default=Options.timeout,
+        help="seconds per wait (default: %(default)s)",
     )
     parser.add_argument(
         "--quiet",
         type=float,
+        metavar="S",
         default=Options.quiet,
         help="seconds to watch for unwanted frames (default: %(default)s)",
     )
     parser.add_argument(
         "--case-timeout",
         type=float,
+        metavar="S",
         default=Options.case_timeout,
         help="seconds per case; the idle cases get their wait for --idle-timeout on top "
         "(default: %(default)s)",
     )
     parser.add_argument(
-        "--jobs", type=int, default=Options.jobs, help="cases run at once (default: %(default)s)"
+        "--jobs", type=int, metavar="N", default=Options.jobs, help="cases run at once (default: %(default)s)"
     )
     parser.add_argument(
         "--max-subscriptions",
         type=int,
+        metavar="N",
         default=Options.max_subscriptions,
         help="the endpoint's limit of subscriptions per connection (default: %(default)s)",
     )
     parser.add_argument(
         "--max-element-size",
         type=int,
+        metavar="BYTES",
         default=Options.max_element_size,
         help="the endpoint's largest element in bytes, PROTOCOL.md §11 (default: %(default)s)",
     )
@@ -430,11 +439,12 @@ def _parser(prog: str = "python -m rstreams.conformance") -> argparse.ArgumentPa
     parser.add_argument(
         "--idle-timeout",
         type=float,
-        metavar="SECONDS",
+        metavar="S",
         help="the endpoint's idle timeout (§14.2), to check that it closes idle connections",
     )
     parser.add_argument(
         "--token",
+        metavar="TOKEN",
         help="a token the endpoint accepts (extension auth, §15; default: $RSIO_CONFORMANCE_TOKEN)",
         default=os.environ.get("RSIO_CONFORMANCE_TOKEN"),
     )
