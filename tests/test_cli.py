@@ -449,6 +449,41 @@ def test_bad_publishers_spec_exits_2(capsys: pytest.CaptureFixture[str], spec: s
     assert says in err
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("form", ["file", "module"])
+def test_publishers_that_exit_while_loading_are_named_and_exit_2(tmp_path: Path, form: str) -> None:
+    """A --publishers file calling sys.exit(3) at import: not a silent exit 3, but exit 2 (as for the
+    other bad --publishers) with a line saying it ended the process while loading, and its code."""
+    (tmp_path / "quits_h8.py").write_text("import sys\n\nsys.exit(3)\n")
+    spec = str(tmp_path / "quits_h8.py") if form == "file" else "quits_h8"
+    done = patience.run(
+        [sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0", "--publishers", spec],
+        50,
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    doing = f"loading {spec}" if form == "file" else "importing quits_h8"
+    assert done.stderr == (
+        f"rstreams serve: --publishers {spec!r}: {doing} ended the process: it called sys.exit(3) "
+        "(raised SystemExit) while being loaded; a file given to --publishers defines publishers, "
+        'and code that runs it as a script belongs under `if __name__ == "__main__":`\n'
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("body", ["sys.exit()", "sys.exit('bye')"])
+def test_publishers_exiting_without_a_number_say_how(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str
+) -> None:
+    """sys.exit() and sys.exit('message') while loading: refused the same way, the call shown as made."""
+    (tmp_path / "quits.py").write_text(f"import sys\n\n{body}\n")
+    assert main(["serve", "tcp://127.0.0.1:0", "--publishers", str(tmp_path / "quits.py")]) == 2
+    assert f"ended the process: it called {body} (raised SystemExit)" in capsys.readouterr().err
+
+
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(
     ("mapping", "says"),

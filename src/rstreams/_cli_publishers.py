@@ -277,6 +277,9 @@ def _load_module(where: str, spec: str) -> object:
         sys.modules[name] = module  # dataclasses and pickling look modules up by name
         try:
             module_spec.loader.exec_module(module)
+        except SystemExit as ended:
+            del sys.modules[name]
+            raise PublishersSpecError(_ended(spec, f"loading {where}", ended)) from None
         except Exception as failed:
             del sys.modules[name]
             raise PublishersSpecError(
@@ -289,7 +292,19 @@ def _load_module(where: str, spec: str) -> object:
         return importlib.import_module(where)
     except ModuleNotFoundError as missing:
         raise PublishersSpecError(f"{spec!r}: no module named {missing.name!r}") from None
+    except SystemExit as ended:
+        raise PublishersSpecError(_ended(spec, f"importing {where}", ended)) from None
     except Exception as failed:
         raise PublishersSpecError(
             f"{spec!r}: importing {where} failed: {type(failed).__name__}: {failed}"
         ) from failed
+
+
+def _ended(spec: str, doing: str, ended: SystemExit) -> str:
+    """What to say when the publishers' module ends the process (``sys.exit``) while it loads."""
+    called = "sys.exit()" if ended.code is None else f"sys.exit({ended.code!r})"
+    return (
+        f"{spec!r}: {doing} ended the process: it called {called} (raised SystemExit) while "
+        "being loaded; a file given to --publishers defines publishers, and code that runs it "
+        'as a script belongs under `if __name__ == "__main__":`'
+    )
