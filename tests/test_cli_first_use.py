@@ -225,6 +225,26 @@ def test_a_server_silent_past_the_handshake_timeout_may_be_no_rsio_endpoint(
 
 
 @pytest.mark.timeout(60)
+def test_conformance_against_a_silent_server_says_no_hello_came(capsys: pytest.CaptureFixture[str]) -> None:
+    """An HTTP server waits for a request and says nothing: the probe's failure says the endpoint
+    did not say hello, with subscribe's hint (§4.1), not 'timed out waiting for onSubscribe'."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        thread = threading.Thread(target=_first_bytes_then_read, args=(silent, b""))
+        thread.start()
+        url = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        status = main(["conformance", url, "--timeout", "0.5"])
+        patience.join(thread, 20)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err == (
+        f"rstreams conformance: cannot run the suite against {url}: the endpoint did not say hello "
+        f"within 0.5 s (--timeout S); {SILENT_HINT}\n"
+    )
+
+
+@pytest.mark.timeout(60)
 def test_an_unknown_name_on_a_log_server_points_to_its_logs(capsys: pytest.CaptureFixture[str]) -> None:
     """`rstreams serve URL nums`, then a misspelt `num`: the hint names rstreams/logs too, where a
     replay log server lists its logs (its rstreams/publishers lists only rstreams/*, "more": true)."""

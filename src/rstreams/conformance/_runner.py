@@ -21,6 +21,7 @@ from enum import Enum
 from typing import NoReturn, TextIO
 
 from rstreams.conformance._case import AREAS, CASES, Case, CaseFailure, CitedCase, Context, Options, Skip
+from rstreams.net._closing import SILENT_HINT
 from rstreams.wire import Subscribe
 
 __all__ = [
@@ -101,6 +102,14 @@ async def probe(url: str, options: Options) -> frozenset[str]:
                 found.add(kind)
         return frozenset(found)
     except (OSError, CaseFailure) as error:
+        if (
+            isinstance(error, CaseFailure)
+            and str(error).startswith("timed out")
+            and peer is not None
+            and peer.monitor.server_hello is None
+        ):  # connected, and not a byte of RS.io back: a client's handshake timeout says the same
+            said = f"the endpoint did not say hello within {options.timeout:g} s (--timeout S)"
+            raise CaseFailure(f"{said}; {SILENT_HINT}") from error
         secure = url.startswith(("tls:", "wss:"))
         if (
             secure
