@@ -36,6 +36,29 @@ def test_an_empty_log_name_is_refused_not_served_as_the_demo_publishers(
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["subscribe", "tcp://me:s3cret@127.0.0.1:1", "counter"],
+        ["ping", "tls://me:s3cret@127.0.0.1:1"],
+        ["top", "ws://me:s3cret@127.0.0.1:1/rsio"],
+        ["serve", "tcp://me:s3cret@127.0.0.1:0"],
+        ["publish", "tcp://me:s3cret@127.0.0.1:1", "results"],
+    ],
+)
+def test_a_url_with_a_user_is_refused_without_repeating_its_password(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A user part is no part of an RS.io URL; its refusal shows it as '***', and no message of
+    the command quotes the URL as written (it may hold a password)."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "s3cret" not in err and "me:" not in err, err
+    assert err.startswith(f"rstreams {argv[0]}: '") and "***@127.0.0.1:" in err, err
+    assert "a user before the host" in err, err
+
+
+@pytest.mark.timeout(30)
 def test_a_misspelt_command_or_a_url_first_is_told_what_to_write(capsys: pytest.CaptureFixture[str]) -> None:
     """A command that is none of them gets the nearest one; a URL where the command goes gets the
     order (argparse listed only the commands)."""

@@ -791,6 +791,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return 2
         args = parser.parse_args(argv)
+        refused = _url_with_a_user(args)
+        if refused is not None:
+            return fail(args.command, refused)
         status: int = args.run(args)
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling (while importing, say)
         return 130
@@ -798,6 +801,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 _PASS_THROUGH = {"conformance": _conformance, "bench": _bench}
+
+
+def _url_with_a_user(args: argparse.Namespace) -> str | None:
+    """``parse_url``'s refusal of a URL with a user part (``tcp://me:secret@host:port``), which
+    shows that part as ``***``; checked first, because the commands' own messages quote the URL
+    as written and the part may hold a password. ``None`` for any other URL."""
+    import urllib.parse
+
+    url = getattr(args, "url", None)
+    if not isinstance(url, str):
+        return None
+    try:
+        if "@" not in urllib.parse.urlsplit(url).netloc:
+            return None
+        from rstreams.net import parse_url
+
+        parse_url(url)
+    except ValueError as bad:
+        return str(bad)
+    return None
 
 
 if __name__ == "__main__":
