@@ -419,16 +419,15 @@ export class ServingTable {
       throw new ProtocolError(`subscribe for subscriber ${id}, which is still open`, "§5.3");
     }
     if (initial > UNBOUNDED) {
-      return this._refuse(id, `rule 3.9: subscribe to '${name}' with initialDemand ${initial}; `
-        + "demand is at most 2**63 - 1 (PROTOCOL.md §6.2)", INVALID_DEMAND);
+      return this._refuse(id, `rule 3.9: initialDemand ${initial} is above 2**63 - 1 (PROTOCOL.md §6.2)`, INVALID_DEMAND);
     }
     if (utf8.encode(name).length > this._limits.maxNameLength) {
-      return this._refuse(id, `publisher name of ${utf8.encode(name).length} bytes is above `
-        + `max_name_length ${this._limits.maxNameLength} (PROTOCOL.md §11)`, LIMIT_EXCEEDED);
+      return this._refuse(id, `refused: publisher name longer than max_name_length=${this._limits.maxNameLength} bytes `
+        + "(PROTOCOL.md §11)", LIMIT_EXCEEDED);
     }
     if (this.streams.size >= this._limits.maxSubscriptions) {
-      return this._refuse(id, `more than max_subscriptions ${this._limits.maxSubscriptions} open `
-        + "subscriptions on this endpoint (PROTOCOL.md §11)", LIMIT_EXCEEDED);
+      return this._refuse(id, `refused: at most max_subscriptions=${this._limits.maxSubscriptions} subscriptions per connection `
+        + "(PROTOCOL.md §11)", LIMIT_EXCEEDED);
     }
     const metadata = frame.metadata ?? NO_METADATA;
     const channel = frame.channel === true;

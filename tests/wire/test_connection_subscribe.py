@@ -185,7 +185,7 @@ def test_max_subscriptions_refuses_with_on_error() -> None:
     server.receive_data(wire(*(Subscribe(publisher="p", subscriber=i) for i in range(3))))
     assert [e.subscriber for e in server.events_received()] == [0, 1]  # type: ignore[union-attr]
     [out] = server.data_to_send()
-    assert out[:2] == b"\x0d\x02" and b"at most 2 subscriptions" in out
+    assert out[:2] == b"\x0d\x02" and b"max_subscriptions=2 subscriptions" in out
 
 
 def test_long_publisher_name_is_refused() -> None:
@@ -193,7 +193,25 @@ def test_long_publisher_name_is_refused() -> None:
     server = connected(config=ConnectionConfig(max_name_length=8))
     server.receive_data(wire(Subscribe(publisher="x" * 9, subscriber=1)))
     assert server.events_received() == []
-    assert b"publisher name longer" in server.data_to_send()[0]
+    refusal = "refused: publisher name longer than max_name_length=8 bytes (PROTOCOL.md §11)"
+    assert refusal.encode() in server.data_to_send()[0]
+
+
+def test_limit_refusals_are_checked_in_every_bindings_order() -> None:
+    """initialDemand first, then the name's length, then max_subscriptions, with the texts of
+    JavaScript's and Java's (js limit-refusals.test.mjs, java LimitRefusalsTest)."""
+    server = connected(config=ConnectionConfig(max_name_length=8, max_subscriptions=1))
+    server.receive_data(wire(Subscribe(publisher="p", subscriber=1)))
+    server.receive_data(wire(Subscribe(publisher="x" * 9, subscriber=2, initial_demand=2**63)))
+    server.receive_data(wire(Subscribe(publisher="x" * 9, subscriber=3)))
+    server.receive_data(wire(Subscribe(publisher="p", subscriber=4)))
+    sent = b"".join(server.data_to_send())
+    for text in (
+        "rule 3.9: initialDemand 9223372036854775808 is above 2**63 - 1 (PROTOCOL.md §6.2)",
+        "refused: publisher name longer than max_name_length=8 bytes (PROTOCOL.md §11)",
+        "refused: at most max_subscriptions=1 subscriptions per connection (PROTOCOL.md §11)",
+    ):
+        assert sent.count(text.encode()) == 1, text
 
 
 def test_local_misuse_raises_and_changes_nothing() -> None:

@@ -49,8 +49,8 @@ def test_reusing_an_open_id_ends_the_connection() -> None:
 @pytest.mark.parametrize(
     ("frame", "limits", "words"),
     [
-        (subscribe(9), {"max_subscriptions": 1}, "at most 1 subscriptions"),
-        (subscribe(9, name="x" * 17), {}, "longer than 16 bytes"),
+        (subscribe(9), {"max_subscriptions": 1}, "at most max_subscriptions=1 subscriptions"),
+        (subscribe(9, name="x" * 17), {}, "longer than max_name_length=16 bytes"),
         (subscribe(9, demand=2**63), {}, "rule 3.9"),
     ],
 )

@@ -144,18 +144,22 @@ class StreamTable:
                 )
             )
         self._closed.pop(sid, None)  # a new subscription, accepted or refused
-        refusal = ""
-        if len(self.publishing) >= self._max_subscriptions:
-            refusal = (
-                f"refused: at most {self._max_subscriptions} subscriptions per connection (PROTOCOL.md §11)"
-            )
+        refusal = ""  # checked in the order JavaScript and Java check, with their texts
+        if f.initial_demand > UNBOUNDED:
+            refusal = RemoteInvalidDemandError(
+                f"rule 3.9: initialDemand {f.initial_demand} is above 2**63 - 1"
+            ).reason
         # UTF-8 takes at most 4 bytes a character: only a name that might be too long is encoded
         elif len(f.publisher) * 4 > self._max_name and len(f.publisher.encode()) > self._max_name:
-            refusal = f"refused: publisher name longer than {self._max_name} bytes (PROTOCOL.md §11)"
-        elif f.initial_demand > UNBOUNDED:
-            refusal = RemoteInvalidDemandError(
-                f"rule 3.9: initialDemand {f.initial_demand} is negative"
-            ).reason
+            refusal = (
+                f"refused: publisher name longer than max_name_length={self._max_name} bytes"
+                " (PROTOCOL.md §11)"
+            )
+        elif len(self.publishing) >= self._max_subscriptions:
+            refusal = (
+                f"refused: at most max_subscriptions={self._max_subscriptions} subscriptions per connection"
+                " (PROTOCOL.md §11)"
+            )
         if refusal:
             self._remember_closed(True, sid)
             return refusal

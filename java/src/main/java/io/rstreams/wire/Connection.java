@@ -526,14 +526,14 @@ public final class Connection {
                     + ", whose subscription is still open (PROTOCOL.md §5.3)");
         }
         if (s.initialDemand() < 0) {
-            refuse(id, "rule 3.9: initialDemand must be < 2**63, got "
-                    + Long.toUnsignedString(s.initialDemand()) + " (PROTOCOL.md §6.2)", ErrorCode.INVALID_DEMAND);
+            refuse(id, "rule 3.9: initialDemand " + Long.toUnsignedString(s.initialDemand())
+                    + " is above 2**63 - 1 (PROTOCOL.md §6.2)", ErrorCode.INVALID_DEMAND);
         } else if (s.publisher().getBytes(StandardCharsets.UTF_8).length > limits.maxNameLength()) {
-            refuse(id, "publisher name longer than max_name_length=" + limits.maxNameLength() + " bytes (PROTOCOL.md §11)",
+            refuse(id, "refused: publisher name longer than max_name_length=" + limits.maxNameLength() + " bytes (PROTOCOL.md §11)",
                     ErrorCode.LIMIT_EXCEEDED);
         } else if (theirs.size() >= limits.maxSubscriptions()) {
-            refuse(id, "too many subscriptions on this connection: max_subscriptions="
-                    + limits.maxSubscriptions() + " (PROTOCOL.md §11)", ErrorCode.LIMIT_EXCEEDED);
+            refuse(id, "refused: at most max_subscriptions=" + limits.maxSubscriptions() + " subscriptions per connection (PROTOCOL.md §11)",
+                    ErrorCode.LIMIT_EXCEEDED);
         } else if (auth != null && auth.holding()) {
             Theirs t = new Theirs(); // held until the authenticate is settled (§15.3)
             t.credit = s.initialDemand();
