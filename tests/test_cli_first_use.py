@@ -147,15 +147,7 @@ def test_a_server_frozen_mid_stream_is_given_up_on_after_timeout() -> None:
     """The command pings a silent server within --timeout: a live one answers (a slow stream goes
     on, tests/test_cli.py), a frozen one (SIGSTOP) does not, and the command ends, exit 2, naming
     --timeout, instead of waiting for ever."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = patience.child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
+    with patience.serving("tcp://127.0.0.1:0") as (server, url):
         command = ["subscribe", url, "counter?rate=1000", "--demand", "1", "--timeout", "1"]
         client = subprocess.Popen(
             [sys.executable, "-m", "rstreams.cli", *command],
@@ -173,9 +165,6 @@ def test_a_server_frozen_mid_stream_is_given_up_on_after_timeout() -> None:
                 patience.stop_child(client)
         assert client.returncode == 2, err
         assert err == f"rstreams subscribe: {url} sent nothing for 1 s (--timeout S; 0: wait for ever)\n"
-    finally:
-        server.send_signal(signal.SIGCONT)
-        patience.stop_child(server)
 
 
 def _first_bytes_then_read(listening: socket.socket, first: bytes) -> None:
@@ -271,15 +260,7 @@ def test_conformance_against_a_silent_server_says_no_hello_came(capsys: pytest.C
 def test_an_unknown_name_on_a_log_server_points_to_its_logs(capsys: pytest.CaptureFixture[str]) -> None:
     """`rstreams serve URL nums`, then a misspelt `num`: the hint names rstreams/logs too, where a
     replay log server lists its logs (its rstreams/publishers lists only rstreams/*, "more": true)."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "rstreams.cli", "serve", "tcp://127.0.0.1:0", "nums"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = patience.child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
+    with patience.serving("tcp://127.0.0.1:0", "nums") as (_, url):
         assert main(["subscribe", url, "num"]) == 1
         assert capsys.readouterr().err == (
             f"rstreams subscribe: publisher 'num' on {url} failed: no publisher named 'num' (the names "
@@ -288,5 +269,3 @@ def test_an_unknown_name_on_a_log_server_points_to_its_logs(capsys: pytest.Captu
         )
         assert main(["subscribe", url, "rstreams/logs"]) == 0
         assert capsys.readouterr().out == '{"logs": ["nums"], "sinks": []}\n'
-    finally:
-        patience.stop_child(server)

@@ -97,29 +97,17 @@ def test_conformance_offer_serves_every_publisher_the_suite_needs() -> None:
     conformance publisher, echo included (the offer's on_connection reaches serve), and the cases
     of the server as a subscriber pass against the command's own server."""
     import os
-    import subprocess
 
     from rstreams.conformance import CaseResult, Options, Outcome, probe, run, select
 
     env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent / "src")}
-    command = [sys.executable, "-m", "rstreams", "serve", "tcp://127.0.0.1:0"]
-    with subprocess.Popen(
-        [*command, "--publishers", str(EXAMPLES / "conformance_offer.py")],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    ) as server:
-        try:
-            assert server.stdout is not None
-            url = patience.child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
+    offer = str(EXAMPLES / "conformance_offer.py")
+    with patience.serving("tcp://127.0.0.1:0", "--publishers", offer, env=env) as (_, url):
 
-            async def judge() -> tuple[frozenset[str], list[CaseResult]]:
-                return await probe(url, Options()), await run(url, Options(), cases=select("rv."))
+        async def judge() -> tuple[frozenset[str], list[CaseResult]]:
+            return await probe(url, Options()), await run(url, Options(), cases=select("rv."))
 
-            available, results = asyncio.run(judge())
-        finally:
-            server.terminate()
+        available, results = asyncio.run(judge())
     assert {"range", "fixed", "large", "error", "never", "infinite", "stats", "echo"} <= available
     assert results and all(r.outcome is Outcome.PASS for r in results), [
         (r.case.id, r.outcome, r.message) for r in results if r.outcome is not Outcome.PASS

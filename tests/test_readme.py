@@ -497,21 +497,11 @@ def test_the_javascript_example_runs_against_the_server_it_names(tmp_path: Path)
     assert serve and block, "README.md lost the JavaScript example or the server it runs against"
     argv = shlex.split(serve.group(1))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    command = [sys.executable, "-m", "rstreams", *argv[1:2], "tcp://127.0.0.1:0", *argv[3:]]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
-    ) as server:
-        try:
-            assert server.stdout is not None
-            url = patience.child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
-            script = tmp_path / "example.mjs"
-            code = block.group(1).replace("tcp://127.0.0.1:9000", url)
-            script.write_text(
-                code.replace('"@rstreams/rsio"', json.dumps((ROOT / "js/src/node.js").as_uri()))
-            )
-            done = patience.run([node, str(script)], 40, capture_output=True, text=True)
-        finally:
-            server.terminate()
+    with patience.serving("tcp://127.0.0.1:0", *argv[3:], env=env) as (_, url):
+        script = tmp_path / "example.mjs"
+        code = block.group(1).replace("tcp://127.0.0.1:9000", url)
+        script.write_text(code.replace('"@rstreams/rsio"', json.dumps((ROOT / "js/src/node.js").as_uri())))
+        done = patience.run([node, str(script)], 40, capture_output=True, text=True)
     assert (done.returncode, done.stdout.split()) == (0, ["0", "1", "2", "3", "4", "A", "B"]), done.stderr
 
 

@@ -22,12 +22,15 @@ import concurrent.futures
 import email.message
 import os
 import queue
+import signal
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any, AnyStr, Literal, Protocol, TypeVar, overload
 
 from testkit.bound import HARD, LOOK, WAIT, Starved
@@ -42,6 +45,7 @@ __all__ = [
     "join",
     "result",
     "run",
+    "serving",
     "urlopen",
     "wait",
     "wait_child",
@@ -378,3 +382,24 @@ def child_line(child: subprocess.Popen[AnyStr], what: str, limit: float = WAIT) 
             said += f"; its stderr: {communicate(child, limit)[1]!r}"
         raise RuntimeError(said)
     return out[0]
+
+
+@contextmanager
+def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``rstreams serve ARGS`` in a process of its own (its output as text, stderr piped for
+    :func:`child_line`'s report); the process and the URL its serving line gives. Continued
+    (a test may have stopped it with SIGSTOP) and stopped at the end."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rstreams.cli", "serve", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        yield server, child_line(server, "its serving line").strip().rsplit(" on ", 1)[1]
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGCONT)
+        stop_child(server)
