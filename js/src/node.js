@@ -16,6 +16,7 @@ import { AuthGate } from "./gate.js";
 import { handshakeCheck, onlyWebSocketUpgrades, plainRequest } from "./handshake.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { SYSTEM_CLOCK, ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
+import { refuseExtraParts } from "./url.js";
 import {
   CLOSE_TIMEOUT_MS, Connection, ConnectionClosedError, ERROR_CODES, SUBPROTOCOL, connect as connectWebSocket,
   connectTransport, holdUntilStarted, openWebSocket, webSocketTransport,
@@ -41,6 +42,7 @@ const WS_OPTIONS = Object.freeze({ maxPayload: 1024 * 1024, perMessageDeflate: f
  * tls.connect, and to the `ws` package's WebSocket for wss://: ca, cert, key, servername...).
  */
 export async function connect(url, options = {}) {
+  refuseExtraParts(url); // a user, a tcp/tls path, a query outside ws/wss, a fragment
   const parsed = new URL(url);
   switch (parsed.protocol) {
     case "ws:":
@@ -238,6 +240,7 @@ export async function listen(url, options = {}) {
   gate(); // the hooks are checked now, not at the first connection
   const clock = options.clock ?? SYSTEM_CLOCK;
   const sessions = resume ? new Sessions(serverResumeOptions(resume), clock) : null;
+  refuseExtraParts(url); // a user, a tcp/tls path, a query outside ws/wss, a fragment
   const parsed = new URL(url);
   const connections = new Set();
   const refused = new Set(); // beyond maxConnections: said goodbye at their hello, not announced

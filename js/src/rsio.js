@@ -40,6 +40,7 @@ import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
 import { Messages } from "./rsio-messages.js";
 import { ContentTypes, contentTypeFrame } from "./rsio-content.js";
+import { refuseExtraParts } from "./url.js";
 import { MetadataQualifier, checkMetadata, encodeMetadata } from "./rsio-metadata.js";
 
 export { ExtensionNotOfferedError, ProtocolError, UNBOUNDED } from "./rsio-wire.js";
@@ -125,6 +126,11 @@ export function connect(url, options = {}) {
   if (scheme !== "ws" && scheme !== "wss") {
     return Promise.reject(new TypeError(`this client opens ws:// and wss:// URLs, not ${scheme}://; `
       + "under Node the package's node entry also opens tcp://, tls:// and unix://"));
+  }
+  try {
+    refuseExtraParts(url); // a user before the host, a fragment
+  } catch (error) {
+    return Promise.reject(error);
   }
   const WS = options.WebSocket ?? globalThis.WebSocket;
   if (WS === undefined) {

@@ -4,17 +4,35 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 
 /**
  * An RS.io endpoint address: {@code tcp://host:port}, {@code tls://host:port},
  * {@code ws://host:port/path}, {@code wss://host:port/path} (port 0 when binding: any free port)
  * or {@code unix:///absolute/path} (a Unix domain socket; {@code host} empty, {@code port} 0).
+ * A part the scheme has no use for (a user before the host, a {@code tcp}/{@code tls} path, a
+ * query outside {@code ws}/{@code wss}, a fragment) is refused by name, not dropped, in the words
+ * of rstreams' parse_url (tests/net/url_refusals.json holds both).
  */
 record RsioUrl(String scheme, String host, int port, String path) {
     private static final Set<String> SCHEMES = Set.of("tcp", "tls", "ws", "wss", "unix");
+    private static final Map<String, String> FORMS = Map.of(
+            "tcp", "tcp://host:port",
+            "tls", "tls://host:port",
+            "unix", "unix:///path",
+            "ws", "ws://host:port/path?query",
+            "wss", "wss://host:port/path?query");
 
     static RsioUrl parse(String url) {
+        int colon = url.indexOf(':');
+        if (colon > 0) {
+            String named = url.substring(0, colon).toLowerCase(Locale.ROOT);
+            if (SCHEMES.contains(named)) {
+                refuseExtraParts(url, named, url.substring(colon + 1));
+            }
+        }
         URI uri;
         try {
             uri = new URI(url);
@@ -38,6 +56,96 @@ record RsioUrl(String scheme, String host, int port, String path) {
         }
         String path = uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath();
         return new RsioUrl(scheme, uri.getHost(), uri.getPort(), path);
+    }
+
+    /**
+     * Refuses a part of {@code url} that {@code scheme} does not use, naming it and the scheme's
+     * form: {@code tcp}/{@code tls} are host:port only, {@code unix} a socket path only,
+     * {@code ws}/{@code wss} add a path and a query but no user and no fragment (RFC 6455 section
+     * 3). The URL is split as a generic URL (RFC 3986 section 3: authority up to the first '/',
+     * '?' or '#'; fragment after the first '#'; query after the first '?' before it); a user part
+     * is shown as {@code ***}: it may hold a password.
+     */
+    private static void refuseExtraParts(String url, String scheme, String rest) {
+        String netloc = "";
+        if (rest.startsWith("//")) {
+            int end = rest.length();
+            for (char c : new char[] {'/', '?', '#'}) {
+                int at = rest.indexOf(c, 2);
+                if (at >= 0 && at < end) {
+                    end = at;
+                }
+            }
+            netloc = rest.substring(2, end);
+            rest = rest.substring(end);
+        }
+        String fragment = null;
+        int hash = rest.indexOf('#');
+        if (hash >= 0) {
+            fragment = rest.substring(hash + 1);
+            rest = rest.substring(0, hash);
+        }
+        String query = "";
+        int mark = rest.indexOf('?');
+        if (mark >= 0) {
+            query = rest.substring(mark + 1);
+            rest = rest.substring(0, mark);
+        }
+        String path = rest;
+        int userEnd = netloc.lastIndexOf('@');
+        boolean user = userEnd >= 0;
+        int netlocAt = url.indexOf(netloc);
+        String shown = user ? url.substring(0, netlocAt) + "***@" + netloc.substring(userEnd + 1)
+                + url.substring(netlocAt + netloc.length()) : url;
+        boolean hostPort = scheme.equals("tcp") || scheme.equals("tls");
+        String extra = "";
+        if (user) {
+            extra = "a user before the host (the part ending in '@')";
+        } else if (hostPort && !path.isEmpty()) {
+            extra = "a path (" + pythonRepr(path) + ")";
+        } else if ((hostPort || scheme.equals("unix")) && url.indexOf('?') >= 0) {
+            extra = "a query (" + pythonRepr("?" + query) + ")";
+        } else if (fragment != null) {
+            extra = "a fragment (" + pythonRepr("#" + fragment) + ")";
+        }
+        if (extra.isEmpty()) {
+            return;
+        }
+        String hint = "";
+        if (!user && scheme.startsWith("ws")) {
+            hint = " (a '#' in the path is written %23)";
+        } else if (!user && scheme.equals("unix")) {
+            hint = " (a socket path with '?' or '#' in it cannot be written as a unix URL)";
+        }
+        throw new IllegalArgumentException(pythonRepr(shown) + " has " + extra + ", which a " + scheme
+                + ":// URL does not take: write it as " + FORMS.get(scheme) + hint);
+    }
+
+    /**
+     * {@code text} quoted as Python's repr() quotes a str, so a refusal reads the same in every
+     * binding: single quotes unless it holds a ' and no ", backslashes and control characters
+     * escaped.
+     */
+    private static String pythonRepr(String text) {
+        char quote = text.indexOf('\'') >= 0 && text.indexOf('"') < 0 ? '"' : '\'';
+        StringBuilder out = new StringBuilder().append(quote);
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == quote || c == '\\') {
+                out.append('\\').append(c);
+            } else if (c == '\n') {
+                out.append("\\n");
+            } else if (c == '\r') {
+                out.append("\\r");
+            } else if (c == '\t') {
+                out.append("\\t");
+            } else if (c < 0x20 || (c >= 0x7f && c <= 0xa0)) {
+                out.append(String.format(Locale.ROOT, "\\x%02x", (int) c));
+            } else {
+                out.append(c);
+            }
+        }
+        return out.append(quote).toString();
     }
 
     boolean unix() {
