@@ -154,13 +154,14 @@ export class AuthGate {
       principal = this._perSubscription.get(id);
       this._perSubscription.delete(id);
     }
+    const path = name.split("?", 1)[0]; // quoted as PATH is in §5.5, the same in every binding
     if (principal === REFUSED || principal === undefined || (principal === null && this.required)) {
       this._conn._send({ type: "onError", subscriber: id, errorCode: ERROR_CODES.UNAUTHENTICATED,
-        error: `unauthenticated: subscribe to '${name}' needs valid credentials (PROTOCOL.md §15.4)` });
+        error: `unauthenticated: subscribe to '${path}' needs valid credentials (PROTOCOL.md §15.4)` });
       return;
     }
     const refusal = this._refusal(principal, name, frame.metadata ?? NO_METADATA,
-      `unauthorized: subscribe to '${name}' is not allowed for this principal (PROTOCOL.md §15.4)`);
+      `unauthorized: subscribe to '${path}' is not allowed for this principal (PROTOCOL.md §15.4)`);
     if (refusal !== null) {
       this._conn._send({ type: "onError", subscriber: id, error: refusal[0], errorCode: refusal[1] });
       return;

@@ -127,13 +127,17 @@ test("§15.3: refused credentials end the connection with a goodbye; §15.4: aut
 
   const { ws } = server();
   const own = (id, credentials) => ({ type: "extension", code: 0x86, payload: concat([encodeVarint(id), encodeCredentials(credentials)]) });
+  // a quote, a control character and a query: the path as written, quoted as §5.5 does
   ws.feed(hello(2), authenticate("good"), subscribe("secret/x", 1), own(2, "bad"), subscribe("news", 2),
-    own(3, "good"), subscribe("news", 3));
+    own(3, "good"), subscribe("news", 3), subscribe("secret/it's\x01%20?k=x'y", 4),
+    own(5, "bad"), subscribe("it's\x01?k=x'y", 5));
   await tick();
   const errors = ws.of("onError").map((f) => [f.subscriber, f.error]);
   assert.deepEqual(errors, [
     [1, "unauthorized: subscribe to 'secret/x' is not allowed for this principal (PROTOCOL.md §15.4)"],
     [2, "unauthenticated: subscribe to 'news' needs valid credentials (PROTOCOL.md §15.4)"],
+    [4, "unauthorized: subscribe to 'secret/it's\x01%20' is not allowed for this principal (PROTOCOL.md §15.4)"],
+    [5, "unauthenticated: subscribe to 'it's\x01' needs valid credentials (PROTOCOL.md §15.4)"],
   ]);
   assert.equal(ws.of("onSubscribe")[0].subscriber, 3);
 });

@@ -27,7 +27,7 @@ test("auth: the right token is accepted over tcp and ws; a wrong one, user/passw
       assert.equal(await vault(TOKEN), 3);
       const refused = await vault("not the token");
       assert.ok(refused instanceof RemoteStreamError
-        && refused.message === "unauthenticated: subscribe to 'counter?to=3' needs valid credentials (PROTOCOL.md §15.4)",
+        && refused.message === "unauthenticated: subscribe to 'counter' needs valid credentials (PROTOCOL.md §15.4)",
         String(refused));
       assert.equal(await conn.close(), null);
 

@@ -134,6 +134,28 @@ async def test_authorize_refuses_per_publisher_and_the_connection_goes_on() -> N
         await within(admin.aclose())
 
 
+async def test_refusals_quote_the_path_as_written_as_every_binding_does() -> None:
+    """Both §15.4 refusals quote the name's path as §5.5 does (up to its first '?', as written,
+    in plain single quotes): a quote or a control character is not escaped, the query not shown."""
+    name = "it's\x01/a%20b?key=x'y"
+    async with await serve(
+        "tcp://127.0.0.1:0", OFFER, authenticate=check, authorize=lambda principal, name: False
+    ) as server:
+        conn = await connect(server.url, auth=SECRET)
+        with pytest.raises(RemoteStreamError) as refused:
+            await within(conn.request(name))
+        assert refused.value.message == (
+            "unauthorized: subscribe to 'it's\x01/a%20b' is not allowed for this principal "
+            "(PROTOCOL.md §15.4)"
+        )
+        with pytest.raises(RemoteStreamError) as refused:
+            await within(conn.publisher(name, auth="nonsense").collect())
+        assert refused.value.message == (
+            "unauthenticated: subscribe to 'it's\x01/a%20b' needs valid credentials (PROTOCOL.md §15.4)"
+        )
+        await within(conn.aclose())
+
+
 async def test_optional_auth_serves_unauthenticated_clients_as_principal_none() -> None:
     principals: list[Any] = []
 

@@ -202,10 +202,11 @@ class AuthGate:
             self._acknowledge(sid)
             return
         name = held.name
+        path = name.partition("?")[0]  # quoted as PATH is in §5.5, the same in every binding
         if refused or (principal is None and self._auth.required):
             self._serving.refuse(
                 sid,
-                f"unauthenticated: subscribe to {name!r} needs valid credentials (PROTOCOL.md §15.4)",
+                f"unauthenticated: subscribe to '{path}' needs valid credentials (PROTOCOL.md §15.4)",
                 ErrorCode.UNAUTHENTICATED,
                 name,
             )
@@ -226,7 +227,7 @@ class AuthGate:
             if not allowed:
                 self._serving.refuse(
                     sid,
-                    f"unauthorized: subscribe to {name!r} is not allowed for this principal "
+                    f"unauthorized: subscribe to '{path}' is not allowed for this principal "
                     "(PROTOCOL.md §15.4)",
                     ErrorCode.UNAUTHORIZED,
                     name,

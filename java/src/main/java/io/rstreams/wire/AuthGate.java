@@ -74,8 +74,13 @@ final class AuthGate {
         return !Boolean.FALSE.equals(perSubscribe.remove(id));
     }
 
-    /** The refusal of a subscribe whose credentials were refused: names the publisher, never the credentials. */
+    /**
+     * The refusal of a subscribe whose credentials were refused (PROTOCOL.md §15.4): names the
+     * publisher by its path as §5.5 quotes it (up to its first '?', as written), never the
+     * credentials; the same text in every binding.
+     */
     static String unauthenticated(String name) {
-        return "unauthenticated: subscribe to '" + name + "' needs valid credentials (PROTOCOL.md §15.4)";
+        int q = name.indexOf('?');
+        return "unauthenticated: subscribe to '" + (q < 0 ? name : name.substring(0, q)) + "' needs valid credentials (PROTOCOL.md §15.4)";
     }
 }

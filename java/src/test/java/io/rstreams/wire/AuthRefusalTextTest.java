@@ -1,0 +1,23 @@
+package io.rstreams.wire;
+
+import static org.testng.Assert.assertEquals;
+
+import org.testng.annotations.Test;
+
+/**
+ * The refusal of a subscribe whose credentials were refused (PROTOCOL.md §15.4, code 3) quotes the
+ * name's path as §5.5 does, byte for byte as Python and JavaScript send it (tests/net/test_auth.py,
+ * js gate.test.mjs): up to its first '?', as written, in plain single quotes; a quote or a control
+ * character is not escaped, the query is not shown.
+ */
+public class AuthRefusalTextTest {
+    @Test(timeOut = 10_000)
+    public void quotesThePathAsWritten() {
+        assertEquals(AuthGate.unauthenticated("it's\u0001/a%20b?key=x'y"),
+                "unauthenticated: subscribe to 'it's\u0001/a%20b' needs valid credentials (PROTOCOL.md §15.4)");
+        assertEquals(AuthGate.unauthenticated("news"),
+                "unauthenticated: subscribe to 'news' needs valid credentials (PROTOCOL.md §15.4)");
+        assertEquals(AuthGate.unauthenticated("?x=1"),
+                "unauthenticated: subscribe to '' needs valid credentials (PROTOCOL.md §15.4)");
+    }
+}
