@@ -10,13 +10,13 @@ import java.util.Set;
 
 /**
  * An RS.io endpoint address: {@code tcp://host:port}, {@code tls://host:port},
- * {@code ws://host:port/path}, {@code wss://host:port/path} (port 0 when binding: any free port)
- * or {@code unix:///absolute/path} (a Unix domain socket; {@code host} empty, {@code port} 0).
+ * {@code ws://host:port/path?query}, {@code wss://host:port/path?query} (port 0 when binding: any
+ * free port; {@code query} is empty or starts with '?', and a client sends it with the path) or {@code unix:///absolute/path} (a Unix domain socket; {@code host} empty, {@code port} 0).
  * A part the scheme has no use for (a user before the host, a {@code tcp}/{@code tls} path, a
  * query outside {@code ws}/{@code wss}, a fragment) is refused by name, not dropped, in the words
  * of rstreams' parse_url (tests/net/url_refusals.json holds both).
  */
-record RsioUrl(String scheme, String host, int port, String path) {
+record RsioUrl(String scheme, String host, int port, String path, String query) {
     private static final Set<String> SCHEMES = Set.of("tcp", "tls", "ws", "wss", "unix");
     private static final Map<String, String> FORMS = Map.of(
             "tcp", "tcp://host:port",
@@ -49,13 +49,15 @@ record RsioUrl(String scheme, String host, int port, String path) {
             if (!socket.startsWith("/")) {
                 throw new IllegalArgumentException("a unix URL needs an absolute socket path, like unix:///tmp/rs.sock, got " + url);
             }
-            return new RsioUrl(scheme, "", 0, socket);
+            return new RsioUrl(scheme, "", 0, socket, "");
         }
         if (uri.getHost() == null || uri.getPort() < 0) {
             throw new IllegalArgumentException("a URL needs a host and a port: " + url + " (e.g. tcp://127.0.0.1:9000)");
         }
         String path = uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath();
-        return new RsioUrl(scheme, uri.getHost(), uri.getPort(), path);
+        // a ws/wss query is sent in the HTTP request, as the path is (RFC 6455 section 3)
+        String query = uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery();
+        return new RsioUrl(scheme, uri.getHost(), uri.getPort(), path, query);
     }
 
     /**
@@ -166,7 +168,7 @@ record RsioUrl(String scheme, String host, int port, String path) {
     }
 
     RsioUrl withPort(int newPort) {
-        return new RsioUrl(scheme, host, newPort, path);
+        return new RsioUrl(scheme, host, newPort, path, query);
     }
 
     @Override
@@ -175,6 +177,6 @@ record RsioUrl(String scheme, String host, int port, String path) {
             return "unix://" + path;
         }
         String h = host.contains(":") ? "[" + host + "]" : host;
-        return scheme + "://" + h + ":" + port + (websocket() ? path : "");
+        return scheme + "://" + h + ":" + port + (websocket() ? path + query : "");
     }
 }

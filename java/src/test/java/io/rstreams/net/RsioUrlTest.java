@@ -6,11 +6,13 @@ import static org.testng.Assert.expectThrows;
 
 import io.rstreams.testing.Json;
 import io.rstreams.testing.RepoPaths;
+import io.rstreams.testing.TestSubscriber;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
 /**
@@ -43,6 +45,29 @@ public class RsioUrlTest {
     public void anAcceptedUrlOfTheSharedTableParses() throws IOException {
         for (Object url : (List<Object>) cases().get("accepted")) {
             assertEquals(RsioUrl.parse((String) url).scheme(), ((String) url).split(":", 2)[0], (String) url);
+        }
+    }
+
+    @Test(timeOut = 10_000)
+    public void aWebSocketUrlKeepsItsQueryAfterItsPath() {
+        RsioUrl url = RsioUrl.parse("ws://127.0.0.1:1/rsio?token=x");
+        assertEquals(url.path(), "/rsio");
+        assertEquals(url.query(), "?token=x");
+        assertEquals(url.toString(), "ws://127.0.0.1:1/rsio?token=x");
+        assertEquals(url.withPort(2).toString(), "ws://127.0.0.1:2/rsio?token=x");
+    }
+
+    @Test(timeOut = 60_000)
+    public void aJavaClientSendsAWebSocketUrlsQueryAndItsServerAnswersAtThePath() throws Exception {
+        try (RsioServer server = RsioServer.builder()
+                     .route("counter", Codec.INT64, r -> Counters.range(0, r.longParam("to", Long.MAX_VALUE)))
+                     .bind("ws://127.0.0.1:0/rsio");
+             RsioClient client = RsioClient.builder().build();
+             RsioConnection conn = client.connect(server.url() + "?token=x").get(10, TimeUnit.SECONDS)) {
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter?to=3", Codec.INT64).subscribe(sub);
+            sub.request(3);
+            assertEquals(sub.take(3), List.of(0L, 1L, 2L));
         }
     }
 }
