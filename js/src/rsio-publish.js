@@ -251,6 +251,19 @@ export function failedMessage(name, kind = "publisher") {
   return `${kind} '${path}' could not be created: its factory failed (PROTOCOL.md §19.2)`;
 }
 
+/**
+ * What a subscribe for `name` is refused with, code 9 (PROTOCOL.md §19.2), when its publisher's
+ * subscribe() threw (rule 1.9: it must return normally): `publisher 'PATH' could not be subscribed
+ * to: its subscribe failed (PROTOCOL.md §19.2)`, `PATH` as in unknownMessage, the same text in every
+ * binding; as for failedMessage, not the error's message nor its name (the connection's `onerror`
+ * gets the error). An error with a numeric `code` is sent with its own message and code.
+ */
+export function subscribeFailedMessage(name) {
+  const question = name.indexOf("?");
+  const path = question < 0 ? name : name.slice(0, question);
+  return `publisher '${path}' could not be subscribed to: its subscribe failed (PROTOCOL.md §19.2)`;
+}
+
 const notUtf8 = (part) => `has the query part '${part}', which is not percent-encoded UTF-8`;
 
 /** One query part percent-decoded; null when it is not percent-encoded UTF-8 (RFC 3986 §2.1). */
@@ -481,9 +494,10 @@ export class ServingTable {
     this._conn._send({ type: "onSubscribe", subscriber: id, element_size: size, contentType });
     try {
       publisher.subscribe(stream);
-    } catch (error) { // rule 1.9 / 2.13 broken by the local publisher: end this subscription only
+    } catch (error) { // rule 1.9 broken by the local publisher: a serving-side failure, as a factory's (§19.2)
       this._conn._report(error);
-      stream.onError(error);
+      const [text, code] = refusalOf(error, subscribeFailedMessage(name), INTERNAL);
+      this.fail(stream, text, code); // this subscription only, not the error's text
     }
     return undefined;
   }

@@ -87,3 +87,32 @@ describe("§19.2 against an rstreams server with channels", { skip }, () => {
     await channelRefusal(peer.conn);
   });
 });
+
+test("§19.2: a publisher whose subscribe() throws is refused with code 9 and no error text, as in Python and Java", async () => {
+  const reported = [];
+  const throwing = (error) => ({ subscribe() { throw error; } });
+  const server = await listen("tcp://127.0.0.1:0", {
+    publishers: {
+      "it's": throwing(new Error(`secret detail: ${SECRET}`)),
+      busy: throwing(new RemoteStreamError("try again later", ERROR_CODES.UNAVAILABLE)),
+    },
+    onerror: (error) => reported.push(error),
+  });
+  const conn = await connect(server.url);
+  try {
+    for (const [name, code, text] of [
+      ["it's?q=1", 9, "publisher 'it's' could not be subscribed to: its subscribe failed (PROTOCOL.md §19.2)"],
+      ["busy", 8, "try again later"],
+    ]) {
+      await assert.rejects(conn.request(name), (error) => {
+        assert.ok(error instanceof RemoteStreamError, `${name}: ${error}`);
+        assert.deepEqual([error.code, error.message], [code, text], name);
+        return true;
+      });
+    }
+    assert.equal(reported.filter((error) => error.message.includes(SECRET)).length, 1); // the server's onerror has it
+  } finally {
+    await conn.close();
+    await server.close();
+  }
+});

@@ -71,3 +71,33 @@ async def test_a_channel_factory_that_raises_is_refused_alike() -> None:
             await within(conn.channel("broken/x?y=1", rstreams.just(b"a")).collect())
     assert caught.value.code == 9
     assert caught.value.message == f"channel 'broken/x' {FAILED}"
+
+
+class _RefusesAtSubscribe:
+    """A publisher that exists and raises in subscribe() (rule 1.9 broken)."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def subscribe(self, subscriber: Any) -> None:
+        raise self.error
+
+
+async def test_a_publisher_whose_subscribe_raises_is_refused_with_code_9_and_no_error_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    offer = {
+        "it's": _RefusesAtSubscribe(RuntimeError(f"secret detail: {SECRET}")),
+        "busy": _RefusesAtSubscribe(Unavailable("try again later")),
+    }
+    async with await serve("tcp://127.0.0.1:0", offer) as server, await connect(server.url) as conn:
+        with caplog.at_level(logging.ERROR), pytest.raises(InternalError) as caught:
+            await within(conn.request("it's?q=1"))
+        with pytest.raises(Unavailable) as busy:  # an error with a code: its text and code
+            await within(conn.request("busy"))
+    assert caught.value.message == (
+        "publisher 'it's' could not be subscribed to: its subscribe failed (PROTOCOL.md §19.2)"
+    )
+    assert SECRET not in str(caught.value) and "RuntimeError" not in str(caught.value)
+    assert SECRET in caplog.text  # the serving side's log has the error
+    assert (busy.value.code, busy.value.message) == (8, "try again later")

@@ -153,6 +153,16 @@ def failed_message(name: str, *, kind: str = "publisher") -> str:
     return f"{kind} '{path}' could not be created: its factory failed (PROTOCOL.md §19.2)"
 
 
+def subscribe_failed_message(name: str) -> str:
+    """What a subscribe for ``name`` is refused with, code 9 (PROTOCOL.md §19.2), when its
+    publisher's ``subscribe()`` raised (rule 1.9: it must return normally): ``publisher 'PATH'
+    could not be subscribed to: its subscribe failed (PROTOCOL.md §19.2)``, ``PATH`` as in
+    :func:`unknown_message`, the same text in every binding; as for :func:`failed_message`, not
+    the error's text nor its type (the serving side logs them)."""
+    path = name.partition("?")[0]
+    return f"publisher '{path}' could not be subscribed to: its subscribe failed (PROTOCOL.md §19.2)"
+
+
 def split_name(name: str) -> tuple[str, dict[str, str]]:
     """``"a/b?x=1&y=2"`` -> ``("a/b", {"x": "1", "y": "2"})``; percent-escapes are decoded
     (the path's segment by segment, joined with ``/``: there ``%2F`` reads as ``/``, while

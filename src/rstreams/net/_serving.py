@@ -56,6 +56,7 @@ from rstreams.net._routes import (
     Router,
     UnknownPublisherError,
     failed_message,
+    subscribe_failed_message,
     unknown_message,
 )
 from rstreams.rules import check_error
@@ -102,6 +103,16 @@ def _as_is(items: list[Any], size: int) -> bool:
     """Whether raw ``items`` go out as they are: all ``bytes``, each ``size`` long when the size
     is fixed (not 0). What :meth:`ServingStream.on_next_many` and a refill's pulled batch check."""
     return set(map(type, items)) == _BYTES and (not size or set(map(len, items)) == {size})
+
+
+class _SubscribeFailed(Exception):
+    """A publisher's ``subscribe()`` raised (PROTOCOL.md §19.2): the onError's ``text`` and
+    ``code`` the peer is sent instead of the error's own text."""
+
+    def __init__(self, text: str, code: int) -> None:
+        super().__init__(text)
+        self.text = text
+        self.code = code
 
 
 class ServingStream(Subscriber[Any]):
@@ -982,10 +993,13 @@ class ServingTable:
             )
         try:
             publisher.subscribe(stream)
-        except Exception as error:
+        except Exception as error:  # rule 1.9 broken: a serving-side failure, as a factory's (§19.2)
             report_unhandled(error, f"{type(publisher).__name__}.subscribe")
             if not stream.done:
-                stream.on_error(error)
+                if isinstance(error, RemoteStreamError) and error.code is not None:  # on purpose
+                    stream.on_error(_SubscribeFailed(error.message, error.code))
+                else:
+                    stream.on_error(_SubscribeFailed(subscribe_failed_message(name), ErrorCode.INTERNAL))
 
     def _answer(
         self,
@@ -1176,8 +1190,12 @@ class ServingTable:
             obs.ended("error", f"{type(error).__name__}: {error}")
         if self.streams.pop(stream.sid, None) is not None and self.outbox.core.state is not _CLOSED:
             # The peer sees the error's type and text: what a Publisher signals is its
-            # public outcome. Internal failures (factories) are summarised in subscribe.
-            self.outbox.core.send_error(stream.sid, f"{type(error).__name__}: {error}", code_of(error))
+            # public outcome. Internal failures (a factory, a subscribe() that raised) are
+            # summarised (§19.2).
+            if isinstance(error, _SubscribeFailed):  # what the peer is told, not the error's text
+                self.outbox.core.send_error(stream.sid, error.text, error.code)
+            else:
+                self.outbox.core.send_error(stream.sid, f"{type(error).__name__}: {error}", code_of(error))
             self.outbox.mark_dirty()
 
     # -- once per turn (from the pump's flush) ----------------------------------------------

@@ -678,10 +678,15 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         serving.put(id, stream);
         try {
             publisher.subscribe(stream);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException e) { // rule 1.9 broken: a serving-side failure, as a factory's (§19.2)
             serving.remove(id);
             stream.cancelFromPeer();
-            conn.onError(id, ServingStream.text(e), ErrorCode.INTERNAL.value());
+            if (e instanceof RemoteStreamException r && r.code().isPresent()) { // on purpose: its text and code
+                conn.onError(id, ServingStream.text(e), r.code().getAsLong());
+            } else { // not the exception's message: it can hold what the peer must not see
+                LOG.log(System.Logger.Level.WARNING, "the publisher for '" + name + "' threw in subscribe", e);
+                conn.onError(id, Routes.subscribeFailed(name), ErrorCode.INTERNAL.value());
+            }
         }
     }
 

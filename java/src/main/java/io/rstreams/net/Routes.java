@@ -188,6 +188,19 @@ final class Routes {
         return "publisher '" + (q < 0 ? name : name.substring(0, q)) + "' could not be created: its factory failed (PROTOCOL.md §19.2)";
     }
 
+    /**
+     * What a subscribe for {@code name} is refused with, code 9 (PROTOCOL.md §19.2), when its
+     * publisher's subscribe threw (rule 1.9: it must return normally): {@code publisher 'PATH' could
+     * not be subscribed to: its subscribe failed (PROTOCOL.md §19.2)}, {@code PATH} as in
+     * {@link #unknown}, the same text in every binding; as for {@link #failed}, not the exception's
+     * message nor its class (the server logs the exception).
+     */
+    static String subscribeFailed(String name) {
+        int q = name.indexOf('?');
+        return "publisher '" + (q < 0 ? name : name.substring(0, q))
+                + "' could not be subscribed to: its subscribe failed (PROTOCOL.md §19.2)";
+    }
+
     private static String notUtf8(String part) {
         return "has the query part '" + part + "', which is not percent-encoded UTF-8";
     }

@@ -83,4 +83,34 @@ public class FactoryFailureTest {
             refusals(conn);
         }
     }
+
+    private static Flow.Publisher<byte[]> throwingAtSubscribe(RuntimeException error) {
+        return subscriber -> {
+            throw error;
+        };
+    }
+
+    /** A publisher whose subscribe throws (rule 1.9): code 9, no exception text, as in Python and JavaScript. */
+    @Test(timeOut = 30_000)
+    public void aPublisherWhoseSubscribeThrowsIsRefusedWithCode9() throws Exception {
+        try (RsioServer server = RsioServer.builder()
+                        .route("it's", r -> throwingAtSubscribe(new IllegalStateException("secret detail: " + SECRET)))
+                        .route("busy", r -> throwingAtSubscribe(new RemoteStreamException("try again later", ErrorCode.UNAVAILABLE)))
+                        .bind("tcp://127.0.0.1:0");
+                RsioClient client = RsioClient.builder().build();
+                RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+            for (List<Object> c : List.<List<Object>>of(
+                    List.of("it's?q=1", 9L, "publisher 'it's' could not be subscribed to: its subscribe failed (PROTOCOL.md §19.2)"),
+                    List.of("busy", 8L, "try again later"))) {
+                String name = (String) c.get(0);
+                TestSubscriber<byte[]> sub = new TestSubscriber<>();
+                conn.publisher(name).subscribe(sub);
+                sub.request(1);
+                Throwable error = sub.awaitTerminal();
+                assertTrue(error instanceof RemoteStreamException, name + ": " + error);
+                assertEquals(((RemoteStreamException) error).code().getAsLong(), (long) (Long) c.get(1), name);
+                assertEquals(error.getMessage(), c.get(2), name);
+            }
+        }
+    }
 }
