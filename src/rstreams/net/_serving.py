@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
-from rstreams.errors import ConnectionBrokenError, RuleViolationError, report_unhandled
+from rstreams.errors import ConnectionBrokenError, ReactiveStreamsError, RuleViolationError, report_unhandled
 from rstreams.flow._flow import known_elements
 from rstreams.flow._iterable import Pull, puller
 from rstreams.net._codec import Codec, ElementSizeError, identity
@@ -105,7 +105,7 @@ def _as_is(items: list[Any], size: int) -> bool:
     return set(map(type, items)) == _BYTES and (not size or set(map(len, items)) == {size})
 
 
-class _SubscribeFailed(Exception):
+class _SubscribeFailed(ReactiveStreamsError):
     """A publisher's ``subscribe()`` raised (PROTOCOL.md §19.2): the onError's ``text`` and
     ``code`` the peer is sent instead of the error's own text."""
 
