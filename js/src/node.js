@@ -16,7 +16,7 @@ import { AuthGate } from "./gate.js";
 import { handshakeCheck, onlyWebSocketUpgrades, plainRequest } from "./handshake.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { SYSTEM_CLOCK, ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
-import { refuseExtraParts } from "./url.js";
+import { refuseExtraParts } from "./rsio-url.js";
 import {
   CLOSE_TIMEOUT_MS, Connection, ConnectionClosedError, ERROR_CODES, SUBPROTOCOL, connect as connectWebSocket,
   connectTransport, holdUntilStarted, openWebSocket, webSocketTransport,

@@ -40,7 +40,7 @@ import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
 import { Messages } from "./rsio-messages.js";
 import { ContentTypes, contentTypeFrame } from "./rsio-content.js";
-import { refuseExtraParts } from "./url.js";
+import { refuseExtraParts } from "./rsio-url.js";
 import { MetadataQualifier, checkMetadata, encodeMetadata } from "./rsio-metadata.js";
 
 export { ExtensionNotOfferedError, ProtocolError, UNBOUNDED } from "./rsio-wire.js";

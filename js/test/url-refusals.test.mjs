@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { connect as browserConnect } from "../src/rsio.js";
 import { connect, listen } from "../src/node.js";
-import { refuseExtraParts } from "../src/url.js";
+import { refuseExtraParts } from "../src/rsio-url.js";
 
 const CASES = JSON.parse(readFileSync(new URL("../../tests/net/url_refusals.json", import.meta.url), "utf8"));
 

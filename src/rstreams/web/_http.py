@@ -41,6 +41,7 @@ STATIC_FILES = (
     "rsio-content.js",
     "rsio-channels.js",
     "rsio-metadata.js",
+    "rsio-url.js",
 )
 """The files served from ``static/`` (the page, its script and style, the RS.io client)."""
 
