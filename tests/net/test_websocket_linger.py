@@ -5,13 +5,12 @@ after about LINGER_BYTES (4 MiB) discarded, not read for websockets' own close_t
 from __future__ import annotations
 
 import asyncio
-import base64
-import os
 
 import pytest
 
 from rstreams.net import serve
 from rstreams.wire import ClientHello, encode
+from testkit.net import raw_websocket
 
 pytest.importorskip("websockets")
 
@@ -35,19 +34,7 @@ def _binary(payload: bytes) -> bytes:
 async def test_a_peer_flooding_after_its_error_is_cut_off() -> None:
     server = await serve("ws://127.0.0.1:0/rsio", {})
     async with server:
-        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(
-            (
-                f"GET /rsio HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n"
-            ).encode()
-        )
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-        assert head.startswith(b"HTTP/1.1 101"), head
+        _, writer = await raw_websocket(server.url)
         writer.write(_binary(encode(ClientHello()) + b"\x0e"))  # a reserved type: an error goodbye
         flood = _binary(bytes(256 * 1024))
         sent = 0

@@ -5,13 +5,12 @@ unsent to such a peer would grow without end."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import os
 
 import pytest
 
 from rstreams.net import serve
 from rstreams.net._intake import MAX_UNSENT
+from testkit.net import raw_websocket
 
 pytest.importorskip("websockets")
 
@@ -25,18 +24,7 @@ PING = b"\x89\xfd" + MASK + bytes(b ^ MASK[i % 4] for i, b in enumerate(bytes(12
 async def test_a_peer_that_pings_and_never_reads_is_cut_off() -> None:
     server = await serve("ws://127.0.0.1:0", {})
     async with server:
-        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(
-            (
-                f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n"
-            ).encode()
-        )
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-        assert head.startswith(b"HTTP/1.1 101"), head
+        _, writer = await raw_websocket(server.url)
         chunk = PING * (1024 * 1024 // len(PING))
         sent = 0
         limit = 4 * MAX_UNSENT

@@ -539,3 +539,26 @@ def assert_collected_closes_its_loop(make: Callable[[], Any]) -> None:
         del loop
         gc.collect()
     assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+async def raw_websocket(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A raw client of the ws:// server at ``url``: the opening handshake for ``rsio.v0`` done
+    (its 101 checked), the socket's streams for the test's own frames."""
+    import base64
+    import os
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    host, port, path = parts.hostname or "127.0.0.1", parts.port, parts.path or "/"
+    reader, writer = await asyncio.open_connection(host, port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        (
+            f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n"
+        ).encode()
+    )
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return reader, writer
