@@ -208,25 +208,15 @@ def test_aclose_takes_its_timeout_in_all_even_when_the_transport_is_slow_to_clos
 def test_input_ended_before_the_hello_suggests_another_scheme() -> None:
     """A server that closes without a word (a WebSocket server reached with tcp://, anything
     that is not RS.io on that scheme): the streams' error says what that usually means."""
-    from rstreams.errors import ConnectionBrokenError
-    from rstreams.net import connect
     from rstreams.net._closing import NOT_RSIO_HINT
+    from testkit.net import broken_stream_from
+
+    def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
 
     async def main() -> str:
-        def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            writer.close()
-
-        server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        try:
-            conn = await connect(f"tcp://127.0.0.1:{port}")
-            with pytest.raises(ConnectionBrokenError) as broken:
-                await conn.publisher("x").collect()
-            await conn.aclose()
-        finally:
-            server.close()
-            await server.wait_closed()
-        return str(broken.value)
+        broken, _ = await broken_stream_from(asyncio.start_server(hang_up, "127.0.0.1", 0))
+        return str(broken)
 
     said = asyncio.run(main())
     # the end of input, or a reset or broken pipe when the hello was written to a closed socket

@@ -6,15 +6,14 @@ asyncio's does) still ends the connection as any server that closes before its h
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
 from pathlib import Path
 
 import pytest
 
 from rstreams.errors import ConnectionBrokenError
-from rstreams.net import connect
 from rstreams.net._closing import NOT_RSIO_HINT
 from rstreams.net._transport import EndedBeforeHelloError, TLSServerError
+from testkit.net import broken_stream_from
 from testkit.tls import TestCA, client_hello, refusal_alert, server_context
 
 pytestmark = pytest.mark.timeout(30)
@@ -37,21 +36,6 @@ async def _answering(answer: bytes) -> asyncio.Server:
     return await asyncio.start_server(serve, "127.0.0.1", 0)
 
 
-async def _collect_from(starting: Awaitable[asyncio.Server]) -> tuple[ConnectionBrokenError, int]:
-    """A tcp:// client's stream from the server ``starting`` makes (closed after): its error and port."""
-    server = await starting
-    port = server.sockets[0].getsockname()[1]
-    try:
-        conn = await connect(f"tcp://127.0.0.1:{port}")
-        with pytest.raises(ConnectionBrokenError) as broken:
-            await conn.publisher("x").collect()
-        await conn.aclose()
-        return broken.value, port
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
 @pytest.mark.parametrize("record", ["alert", "handshake"])
 def test_a_tls_record_before_the_hello_names_the_tls_url(record: str, tmp_path: Path) -> None:
     ca = TestCA.make(tmp_path, "answer CA")
@@ -59,7 +43,7 @@ def test_a_tls_record_before_the_hello_names_the_tls_url(record: str, tmp_path: 
     answer = refusal_alert(ca, server) if record == "alert" else client_hello(ca)
     assert answer[:2] == (b"\x15\x03" if record == "alert" else b"\x16\x03")
 
-    error, port = asyncio.run(_collect_from(_answering(answer)))
+    error, port = asyncio.run(broken_stream_from(_answering(answer)))
     assert type(error) is TLSServerError, repr(error)
     assert str(error) == (
         f"tcp://127.0.0.1:{port} answered with a TLS record (first bytes 0x{answer[0]:02x} 0x03) before "
@@ -70,7 +54,7 @@ def test_a_tls_record_before_the_hello_names_the_tls_url(record: str, tmp_path: 
 def test_other_first_bytes_are_read_as_rsio() -> None:
     """0x15 not followed by 0x03 is no TLS record: the unknown message type it is (PROTOCOL.md §3)."""
 
-    error, _ = asyncio.run(_collect_from(_answering(b"\x15\x01\x00")))
+    error, _ = asyncio.run(broken_stream_from(_answering(b"\x15\x01\x00")))
     assert type(error) is ConnectionBrokenError and "unknown message type 0x15" in str(error), repr(error)
 
 
@@ -83,5 +67,5 @@ def test_an_asyncio_tls_server_that_closes_without_a_word_keeps_the_scheme_hint(
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.close()
 
-    error, _ = asyncio.run(_collect_from(asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)))
+    error, _ = asyncio.run(broken_stream_from(asyncio.start_server(serve, "127.0.0.1", 0, ssl=context)))
     assert type(error) is EndedBeforeHelloError and str(error).endswith(NOT_RSIO_HINT), repr(error)

@@ -7,11 +7,12 @@ import gc
 import math
 import selectors
 import warnings
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from pathlib import Path
 from types import UnionType
 from typing import Any, TypeVar
 
+from rstreams.errors import ConnectionBrokenError
 from rstreams.net import Connection, connect
 from rstreams.net._pump import Pump
 from rstreams.net._resume_session import Session
@@ -562,3 +563,21 @@ async def raw_websocket(url: str) -> tuple[asyncio.StreamReader, asyncio.StreamW
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
     assert head.startswith(b"HTTP/1.1 101"), head
     return reader, writer
+
+
+async def broken_stream_from(starting: Awaitable[asyncio.Server]) -> tuple[ConnectionBrokenError, int]:
+    """A tcp:// client's stream from the server ``starting`` makes (closed after), which must
+    fail: its ConnectionBrokenError and the server's port."""
+    import pytest
+
+    server = await starting
+    port = server.sockets[0].getsockname()[1]
+    try:
+        conn = await connect(f"tcp://127.0.0.1:{port}")
+        with pytest.raises(ConnectionBrokenError) as broken:
+            await conn.publisher("x").collect()
+        await conn.aclose()
+        return broken.value, port
+    finally:
+        server.close()
+        await server.wait_closed()
