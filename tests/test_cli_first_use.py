@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,20 @@ def _first_bytes_then_read(listening: socket.socket, first: bytes) -> None:
                 pass
 
 
+def _run_against(first: bytes, argv: Callable[[str], list[str]]) -> tuple[int, str]:
+    """``main(argv(url))`` against an endpoint at ``url`` that sends ``first`` and reads until
+    the client hangs up (:func:`_first_bytes_then_read`); the command's status and the URL."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        thread = threading.Thread(target=_first_bytes_then_read, args=(other, first))
+        thread.start()
+        url = f"tcp://127.0.0.1:{other.getsockname()[1]}"
+        status = main(argv(url))
+        patience.join(thread, 20)
+    return status, url
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("command", ["subscribe", "top"])
 def test_an_endpoint_whose_first_bytes_are_no_rsio_says_what_it_may_be(
@@ -186,14 +201,10 @@ def test_an_endpoint_whose_first_bytes_are_no_rsio_says_what_it_may_be(
 ) -> None:
     """A server of another protocol that speaks first (SSH's banner): the line says the endpoint
     may not speak RS.io and where the hello is specified; it said only 'unknown message type 0x53'."""
-    with socket.socket() as other:
-        other.bind(("127.0.0.1", 0))
-        other.listen()
-        thread = threading.Thread(target=_first_bytes_then_read, args=(other, b"SSH-2.0-OpenSSH_9.6\r\n"))
-        thread.start()
-        url = f"tcp://127.0.0.1:{other.getsockname()[1]}"
-        status = main([command, url, *(["counter"] if command == "subscribe" else [])])
-        patience.join(thread, 20)
+    status, url = _run_against(
+        b"SSH-2.0-OpenSSH_9.6\r\n",
+        lambda url: [command, url, *(["counter"] if command == "subscribe" else [])],
+    )
     err = capsys.readouterr().err
     assert status == 2, err
     assert err == (
@@ -240,14 +251,7 @@ def test_a_server_silent_past_the_handshake_timeout_may_be_no_rsio_endpoint(
 def test_conformance_against_a_silent_server_says_no_hello_came(capsys: pytest.CaptureFixture[str]) -> None:
     """An HTTP server waits for a request and says nothing: the probe's failure says the endpoint
     did not say hello, with subscribe's hint (§4.1), not 'timed out waiting for onSubscribe'."""
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen()
-        thread = threading.Thread(target=_first_bytes_then_read, args=(silent, b""))
-        thread.start()
-        url = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
-        status = main(["conformance", url, "--timeout", "0.5"])
-        patience.join(thread, 20)
+    status, url = _run_against(b"", lambda url: ["conformance", url, "--timeout", "0.5"])
     err = capsys.readouterr().err
     assert status == 2, err
     assert err == (
