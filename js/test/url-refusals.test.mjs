@@ -30,5 +30,5 @@ test("the WebSocket-only connect() refuses a ws:// or wss:// URL's user and frag
 });
 
 test("the URLs of the shared table that each scheme takes are not refused", () => {
-  for (const url of CASES.accepted) assert.doesNotThrow(() => refuseExtraParts(url), url);
+  for (const { url } of CASES.accepted) assert.doesNotThrow(() => refuseExtraParts(url), url);
 });

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,11 @@ def test_a_refused_url_reads_as_the_shared_table_says(case: dict[str, str]) -> N
     assert str(caught.value) == case["message"]
 
 
-@pytest.mark.parametrize("url", _CASES["accepted"])
-def test_an_accepted_url_of_the_shared_table_parses(url: str) -> None:
-    """The parts each scheme takes: a ws/wss path and query; nothing more for tcp, tls, unix."""
-    assert parse_url(url).scheme == url.partition(":")[0]
+@pytest.mark.parametrize("case", _CASES["accepted"], ids=lambda case: case["url"])
+def test_an_accepted_url_of_the_shared_table_parses_to_its_parts(case: dict[str, Any]) -> None:
+    """The parts each scheme takes, scheme and host in lower case, an IPv6 host without its
+    brackets; the endpoint written back parses to the same."""
+    endpoint = parse_url(case["url"])
+    parts = (endpoint.scheme, endpoint.host, endpoint.port, endpoint.path, endpoint.url)
+    assert parts == (case["scheme"], case["host"], case["port"], case["path"], case["written"])
+    assert parse_url(endpoint.url) == endpoint

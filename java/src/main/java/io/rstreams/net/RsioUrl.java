@@ -39,7 +39,8 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
         } catch (URISyntaxException e) {
             throw new IllegalArgumentException("not a URL: " + url + " (expected tcp://host:port)", e);
         }
-        String scheme = uri.getScheme();
+        // a scheme is case-insensitive (RFC 3986 section 3.1), as rstreams' parse_url reads it
+        String scheme = uri.getScheme() == null ? null : uri.getScheme().toLowerCase(Locale.ROOT);
         if (scheme == null || !SCHEMES.contains(scheme)) {
             throw new IllegalArgumentException("unsupported scheme in " + url
                     + ": use tcp://host:port, tls://host:port, unix:///path, ws://host:port/path or wss://host:port/path");
@@ -57,7 +58,10 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
         String path = uri.getRawPath() == null || uri.getRawPath().isEmpty() ? "/" : uri.getRawPath();
         // a ws/wss query is sent in the HTTP request, as the path is (RFC 6455 section 3)
         String query = uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery();
-        return new RsioUrl(scheme, uri.getHost(), uri.getPort(), path, query);
+        // URI keeps an IPv6 address in its brackets; the host is kept without them, in lower case
+        // (RFC 3986 section 3.2.2), as parse_url keeps it: toString() adds them back
+        String host = uri.getHost().replaceAll("^\\[(.*)\\]$", "$1").toLowerCase(Locale.ROOT);
+        return new RsioUrl(scheme, host, uri.getPort(), path, query);
     }
 
     /**

@@ -8,6 +8,7 @@ import io.rstreams.testing.Json;
 import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
 import java.io.IOException;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.List;
@@ -42,9 +43,18 @@ public class RsioUrlTest {
 
     @Test(timeOut = 10_000)
     @SuppressWarnings("unchecked")
-    public void anAcceptedUrlOfTheSharedTableParses() throws IOException {
-        for (Object url : (List<Object>) cases().get("accepted")) {
-            assertEquals(RsioUrl.parse((String) url).scheme(), ((String) url).split(":", 2)[0], (String) url);
+    public void anAcceptedUrlOfTheSharedTableParsesToItsParts() throws IOException {
+        List<Object> accepted = (List<Object>) cases().get("accepted");
+        assertTrue(!accepted.isEmpty());
+        for (Object each : accepted) {
+            Map<String, Object> c = (Map<String, Object>) each;
+            String given = (String) c.get("url");
+            RsioUrl url = RsioUrl.parse(given);
+            // a tcp/tls RsioUrl's path is "/", unused: the table's path is ws/wss's and unix's
+            String path = url.websocket() || url.unix() ? url.path() + url.query() : "";
+            assertEquals(List.of(url.scheme(), url.host(), BigInteger.valueOf(url.port()), path, url.toString()),
+                    List.of(c.get("scheme"), c.get("host"), c.get("port"), c.get("path"), c.get("written")), given);
+            assertEquals(RsioUrl.parse(url.toString()), url, given);
         }
     }
 
@@ -55,6 +65,21 @@ public class RsioUrlTest {
         assertEquals(url.query(), "?token=x");
         assertEquals(url.toString(), "ws://127.0.0.1:1/rsio?token=x");
         assertEquals(url.withPort(2).toString(), "ws://127.0.0.1:2/rsio?token=x");
+    }
+
+    @Test(timeOut = 60_000)
+    public void anIpv6WebSocketServerPrintsItsHostInOnePairOfBracketsAndAJavaClientReachesIt() throws Exception {
+        try (RsioServer server = RsioServer.builder()
+                     .route("counter", Codec.INT64, r -> Counters.range(0, 2))
+                     .bind("WS://[::1]:0/rsio");
+             RsioClient client = RsioClient.builder().build();
+             RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+            assertTrue(server.url().matches("ws://\\[::1\\]:[0-9]+/rsio"), server.url());
+            TestSubscriber<Long> sub = new TestSubscriber<>();
+            conn.publisher("counter", Codec.INT64).subscribe(sub);
+            sub.request(2);
+            assertEquals(sub.take(2), List.of(0L, 1L));
+        }
     }
 
     @Test(timeOut = 60_000)
