@@ -46,7 +46,7 @@ export function refuseExtraParts(url) {
   let extra = "";
   if (user) extra = "a user before the host (the part ending in '@')";
   else if (hostPort && path) extra = `a path (${pythonRepr(path)})`;
-  else if ((hostPort || scheme === "unix") && text.includes("?")) extra = `a query (${pythonRepr(`?${query}`)})`;
+  else if ((hostPort || scheme === "unix") && mark >= 0) extra = `a query (${pythonRepr(`?${query}`)})`;
   else if (fragment !== null) extra = `a fragment (${pythonRepr(`#${fragment}`)})`;
   if (!extra) return;
   let hint = "";

@@ -122,7 +122,7 @@ def _refuse_extra_parts(url: str, scheme: str, parts: urllib.parse.SplitResult) 
         extra = "a user before the host (the part ending in '@')"
     elif scheme in ("tcp", "tls") and parts.path:
         extra = f"a path ({parts.path!r})"
-    elif scheme in ("tcp", "tls", "unix") and "?" in url:
+    elif scheme in ("tcp", "tls", "unix") and "?" in url.partition("#")[0]:  # after '#': the fragment's
         extra = f"a query ({'?' + parts.query!r})"
     elif "#" in url:
         extra = f"a fragment ({'#' + parts.fragment!r})"

@@ -109,7 +109,7 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
             extra = "a user before the host (the part ending in '@')";
         } else if (hostPort && !path.isEmpty()) {
             extra = "a path (" + pythonRepr(path) + ")";
-        } else if ((hostPort || scheme.equals("unix")) && url.indexOf('?') >= 0) {
+        } else if ((hostPort || scheme.equals("unix")) && mark >= 0) { // a '?' after the '#' is the fragment's
             extra = "a query (" + pythonRepr("?" + query) + ")";
         } else if (fragment != null) {
             extra = "a fragment (" + pythonRepr("#" + fragment) + ")";
