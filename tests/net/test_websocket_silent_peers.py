@@ -1,11 +1,16 @@
-"""Silent peers on ws:// are bounded by websockets' opening-handshake timeout (``open_timeout``,
-10 s, which equals the default ``handshake_timeout``): a server closes a socket whose HTTP upgrade
-never ends (a slow-loris peer), and a client's connect to a server that accepts the socket and
-never answers fails instead of waiting for good."""
+"""Silent peers on ws:// are bounded: a server closes a socket whose HTTP upgrade does not end
+within its ``handshake_timeout`` (a slow-loris peer; the same seconds as for the clientHello
+after it, not websockets' own ``open_timeout`` of 10 s), and a client's connect to a server that
+accepts the socket and never answers fails instead of waiting for good.
+
+The server's bound is watched on an event loop whose clock the test moves ahead (:class:`_Jumping`):
+the sockets are real, the seconds are not."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -14,15 +19,100 @@ from rstreams.net import connect, serve
 
 pytest.importorskip("websockets")
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]
+
+UPGRADE_START = b"GET /rsio HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+UPGRADE_REST = (
+    b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    b"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: rsio.v0\r\n\r\n"
+)
 
 
+class _Jumping(asyncio.SelectorEventLoop):
+    """An event loop whose clock :meth:`jump` moves ahead: every timer due by then fires at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offset = 0.0
+        self.slow_callback_duration = float("inf")  # (-X dev would call a step with a jump in it slow)
+
+    def time(self) -> float:
+        return super().time() + self.offset
+
+    def jump(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+def _run_jumping(main: Callable[[_Jumping], Coroutine[Any, Any, None]]) -> None:
+    with asyncio.Runner(loop_factory=_Jumping) as runner:
+        loop = runner.get_loop()
+        assert isinstance(loop, _Jumping)
+        runner.run(main(loop))
+
+
+async def _upgrade_under_way(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A socket that has sent the start of its upgrade request, once the server handles it (its
+    opening handshake, and that handshake's bound, started)."""
+    before = asyncio.all_tasks()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(UPGRADE_START)
+    for _ in range(10_000):
+        await asyncio.sleep(0)
+        if any("protocol_handler" in _qualname(task) for task in asyncio.all_tasks() - before):
+            for _ in range(3):  # its first step: the bound is armed
+                await asyncio.sleep(0)
+            return reader, writer
+    raise AssertionError("the server never started the socket's opening handshake")
+
+
+def _qualname(task: asyncio.Task[Any]) -> str:
+    return getattr(task.get_coro(), "__qualname__", "")
+
+
+async def _closed(reader: asyncio.StreamReader) -> bool:
+    """Whether the server closed the socket: its end (or reset) read within a few turns of the loop."""
+    for _ in range(1_000):
+        await asyncio.sleep(0)
+        if reader.at_eof() or reader.exception() is not None:
+            return True
+    return False
+
+
+def test_the_upgrade_has_the_handshake_timeout_not_websockets_ten_seconds() -> None:
+    async def main(loop: _Jumping) -> None:
+        async with await serve("ws://127.0.0.1:0/rsio", {}, handshake_timeout=60) as server:
+            reader, writer = await _upgrade_under_way(_port(server.url))
+            loop.jump(30)  # past websockets' 10 s, within the 60 s asked for
+            writer.write(UPGRADE_REST)
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+            writer.close()
+        assert head.startswith(b"HTTP/1.1 101"), head
+
+    _run_jumping(main)
+
+
+def test_a_socket_whose_upgrade_outlasts_the_handshake_timeout_is_closed() -> None:
+    async def main(loop: _Jumping) -> None:
+        async with await serve("ws://127.0.0.1:0/rsio", {}, handshake_timeout=3) as server:
+            reader, writer = await _upgrade_under_way(_port(server.url))
+            loop.jump(3.5)  # past the 3 s asked for, within websockets' 10 s
+            closed = await _closed(reader)
+            writer.close()
+        assert closed
+
+    _run_jumping(main)
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/")[0])
+
+
+@pytest.mark.asyncio
 async def test_a_socket_that_never_finishes_its_upgrade_is_closed() -> None:
-    server = await serve("ws://127.0.0.1:0/rsio", {})
+    server = await serve("ws://127.0.0.1:0/rsio", {}, handshake_timeout=1)
     async with server:
-        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"GET /rsio HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the headers never end
+        reader, writer = await asyncio.open_connection("127.0.0.1", _port(server.url))
+        writer.write(UPGRADE_START)  # the headers never end
         try:
             answer = await asyncio.wait_for(reader.read(), 40)
         except ConnectionResetError:
@@ -31,6 +121,7 @@ async def test_a_socket_that_never_finishes_its_upgrade_is_closed() -> None:
     assert b"101" not in answer, answer
 
 
+@pytest.mark.asyncio
 async def test_a_connect_to_a_server_that_never_answers_fails() -> None:
     accepted: list[asyncio.StreamWriter] = []
 

@@ -134,6 +134,7 @@ async def listen_endpoint(
     admission: Admission | None = None,
     origins: tuple[str, ...] | None = (),
     accepted: Callable[[object], object] | None = None,
+    handshake_timeout: float | None = 10.0,
 ) -> Listener:
     """Start listening; each accepted connection gets ``handler_factory()`` as its handler.
 
@@ -145,6 +146,11 @@ async def listen_endpoint(
     ``accepted``: for ``wss``, called with each accepted socket's WebSocket connection as it is
     made, in the task that then awaits its TLS handshake (a ``wss`` handler is made only after
     the TLS and HTTP handshakes; :meth:`~rstreams.net._pending.Doorway.accepted`).
+    ``handshake_timeout``: for ``ws``/``wss``, the seconds a connection has for its opening
+    handshake, the HTTP upgrade (websockets' ``open_timeout``, counted once the socket is up;
+    websockets bounds a TLS handshake it makes itself by it too), after which it is closed
+    without an answer; ``None``: no limit. ``serve()`` passes its own, so that the upgrade is
+    bounded by the same seconds as the clientHello after it.
     """
     loop = asyncio.get_running_loop()
     context = _check_ssl(endpoint, ssl, server=True)
@@ -234,6 +240,7 @@ async def listen_endpoint(
         subprotocols=[SUBPROTOCOL],
         ping_interval=None,
         close_timeout=LINGER_SECONDS,  # the lingering close's bound (rstreams.net._websocket)
+        open_timeout=handshake_timeout,  # the upgrade's bound: serve()'s, not websockets' 10 s
         origins=allowed,
         process_request=check_path,
         process_response=answered,

@@ -245,7 +245,9 @@ async def serve(
         handshake_timeout: seconds (default 10) a new connection has to send its
             clientHello, counted from when its transport is up (for ``tls``, after the TLS
             handshake, which asyncio bounds on its own; for ``ws``/``wss``, after the
-            WebSocket handshake, which websockets bounds), and only from then: the
+            WebSocket handshake, which is bounded by the same seconds: a socket whose HTTP
+            upgrade is not done that long after its transport came up is closed without an
+            answer), and only from then: the
             first bytes of a hello do not restart it, nor (with ``resume=``) those that tell a
             new session from a resume. A connection whose clientHello has not come whole by
             then is sent a goodbye ``"handshake timeout (...)"`` and closed. ``None``: no
@@ -456,6 +458,7 @@ async def serve(
         admission=admission,
         origins=allowed,
         accepted=doorway.accepted,  # (wss: each connection before its TLS handshake)
+        handshake_timeout=handshake_timeout,  # (ws, wss: the upgrade's bound too)
     )
     if address is not None and server._metrics is not None:
         try:
