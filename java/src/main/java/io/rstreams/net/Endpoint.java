@@ -27,6 +27,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ScheduledFuture;
+import java.util.function.BiPredicate;
 import java.util.function.Predicate;
 
 /**
@@ -73,12 +74,14 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     static final Duration DEFAULT_UNREAD_TIMEOUT = Duration.ofSeconds(30);
 
     /**
-     * Options shared by client and server ends; {@code resume} null: no session resumption;
+     * Options shared by client and server ends; {@code authorizer} (a server's, with its
+     * {@code authenticator}) null: every name; {@code resume} null: no session resumption;
      * {@code handshakeTimeout} (for the peer's hello; an accepting end's also for its credentials) null: none;
      * {@code errorCodes} false: extension error-codes (§19) is not offered, so never active.
      */
     record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
-            Credentials credentials, Predicate<Credentials> authenticator, ResumeOptions resume, Duration handshakeTimeout,
+            Credentials credentials, Predicate<Credentials> authenticator, BiPredicate<Credentials, String> authorizer,
+            ResumeOptions resume, Duration handshakeTimeout,
             boolean errorCodes) {}
 
     /** Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports. */
@@ -162,7 +165,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             extensions.add(FrameType.RESUME_EXTENSION);
             replay = new Replay(options.resume().bufferBytes());
         }
-        this.conn = new Connection(side, options.limits(), extensions, options.authenticator());
+        this.conn = new Connection(side, options.limits(), extensions, options.authenticator(), options.authorizer());
     }
 
     io.netty.channel.EventLoop loop() {

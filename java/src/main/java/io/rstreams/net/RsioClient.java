@@ -57,7 +57,7 @@ public final class RsioClient implements AutoCloseable {
     private RsioClient(Builder b) {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 Transport.ioHandler());
-        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null, b.handshakeTimeout,
+        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null, null, b.handshakeTimeout,
                 b.errorCodes);
         this.resume = b.resume;
         try {
@@ -95,7 +95,7 @@ public final class RsioClient implements AutoCloseable {
                 });
             };
             opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(), options.unreadTimeout(),
-                    options.credentials(), null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again), options.handshakeTimeout(),
+                    options.credentials(), null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again), options.handshakeTimeout(),
                     options.errorCodes());
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);

@@ -17,6 +17,7 @@ import io.rstreams.wire.Credentials;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.function.BiPredicate;
 import java.util.function.Predicate;
 import javax.net.ssl.SSLContext;
 import java.time.Duration;
@@ -60,6 +61,10 @@ public final class RsioServer implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
 
     private RsioServer(Builder b, RsioUrl where) throws InterruptedException {
+        if (b.authorizer != null && b.authenticator == null) {
+            throw new IllegalStateException("authorize(...) needs authenticate(...) or token(...) too: the principal it is asked "
+                    + "about is the credentials those accept (PROTOCOL.md §15.4)");
+        }
         Endpoint.Sessions table = new Endpoint.Sessions() {
             @Override
             public void register(byte[] token, Endpoint endpoint) {
@@ -71,7 +76,7 @@ public final class RsioServer implements AutoCloseable {
                 sessions.remove(java.util.HexFormat.of().formatHex(token), endpoint);
             }
         };
-        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, null, b.authenticator,
+        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, null, b.authenticator, b.authorizer,
                 b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null, b.handshakeTimeout,
                 b.errorCodes);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
@@ -266,6 +271,7 @@ public final class RsioServer implements AutoCloseable {
         private int maxConnections = DEFAULT_MAX_CONNECTIONS;
         private SSLContext tls;
         private Predicate<Credentials> authenticator;
+        private BiPredicate<Credentials, String> authorizer;
         private boolean resume;
         private boolean errorCodes = true;
         private Duration sessionTimeout = Duration.ofSeconds(30);
@@ -326,6 +332,33 @@ public final class RsioServer implements AutoCloseable {
          */
         public Builder authenticate(Predicate<Credentials> check) {
             this.authenticator = Objects.requireNonNull(check, "check");
+            return this;
+        }
+
+        /**
+         * Authorizes every subscribe (PROTOCOL.md §15.4), as rstreams' {@code serve(...,
+         * authorize=...)}: {@code check} is called on the I/O thread with the credentials the
+         * subscribe goes with (its own subscribeCredentials, else the connection's: the principal,
+         * which {@link #authenticate} or {@link #token} accepted) and the publisher's name as the
+         * client wrote it, query included. {@code true} lets the subscribe go on to its route;
+         * {@code false}, or an exception (logged by its class only: its text could quote the
+         * credentials), refuses it with onError {@code unauthorized: subscribe to 'PATH' is not
+         * allowed for this principal (PROTOCOL.md §15.4)} and code 4 (unauthorized), {@code PATH}
+         * the name up to its first {@code ?}, and the connection goes on. Needs
+         * {@link #authenticate} or {@link #token} ({@link #bind} throws IllegalStateException
+         * otherwise).
+         */
+        public Builder authorize(BiPredicate<Credentials, String> check) {
+            Objects.requireNonNull(check, "check");
+            this.authorizer = (credentials, name) -> {
+                try {
+                    return check.test(credentials, name);
+                } catch (RuntimeException e) {
+                    System.getLogger("io.rstreams.net").log(System.Logger.Level.ERROR,
+                            "the authorize hook threw " + e.getClass().getName() + "; subscribe to '" + name + "' refused");
+                    return false;
+                }
+            };
             return this;
         }
 
@@ -451,6 +484,7 @@ public final class RsioServer implements AutoCloseable {
          * {@code unix:///path/to/socket} (the socket file must not exist yet; it is removed on close).
          *
          * @throws IllegalArgumentException if the URL is malformed or its scheme is not supported
+         * @throws IllegalStateException if {@link #authorize} was given without {@link #authenticate} or {@link #token}
          * @throws InterruptedException if interrupted while binding
          */
         public RsioServer bind(String url) throws InterruptedException {

@@ -3,22 +3,31 @@ package io.rstreams.wire;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BiPredicate;
 import java.util.function.Predicate;
 
 /**
  * Extension auth as a server enforces it (PROTOCOL.md §15.2-§15.5): whether the client must
- * still authenticate (subscribes are held meanwhile), the one authenticate, and the credentials
- * sent for single subscribes. Sans-I/O; {@link Connection} owns one when it checks credentials.
+ * still authenticate (subscribes are held meanwhile), the one authenticate, the credentials
+ * sent for single subscribes, and whether the credentials a subscribe goes with may use its
+ * name (the authorize hook). Sans-I/O; {@link Connection} owns one when it checks credentials.
  */
 final class AuthGate {
+    /** A subscribe's refusal: its onError text and code (§15.4, §19.2). */
+    record Refusal(String text, ErrorCode code) {}
+
     private final Predicate<Credentials> check;
+    private final BiPredicate<Credentials, String> authorize; // null: every name
     private final int maxCredentials;
-    private final Map<Long, Boolean> perSubscribe = new HashMap<>();
+    // a subscribe's own credentials by its id, null when refused (§15.4)
+    private final Map<Long, Credentials> perSubscribe = new HashMap<>();
+    private Credentials accepted; // the connection's, once its authenticate is accepted
     private boolean pending;
     private boolean done;
 
-    AuthGate(Predicate<Credentials> check, int maxCredentials) {
+    AuthGate(Predicate<Credentials> check, BiPredicate<Credentials, String> authorize, int maxCredentials) {
         this.check = check;
+        this.authorize = authorize;
         this.maxCredentials = maxCredentials;
     }
 
@@ -48,6 +57,7 @@ final class AuthGate {
         if (!check.test(c)) {
             throw new ProtocolException("authentication failed (PROTOCOL.md §15.3)", ErrorCode.UNAUTHENTICATED);
         }
+        accepted = c;
         pending = false;
         done = true;
     }
@@ -66,12 +76,33 @@ final class AuthGate {
             throw ProtocolException.limit("more than max_subscriptions=" + maxCredentials
                     + " subscribeCredentials held (PROTOCOL.md §15.4)");
         }
-        perSubscribe.put(id, check.test(c));
+        perSubscribe.put(id, check.test(c) ? c : null);
     }
 
-    /** False if the subscribe with {@code id} carries refused credentials; consumes them. */
-    boolean admits(long id) {
-        return !Boolean.FALSE.equals(perSubscribe.remove(id));
+    /**
+     * Whether the subscribe with {@code id} to {@code name} goes on: null if so, else its
+     * refusal, code 3 when its own credentials were refused, code 4 when the authorize hook does
+     * not answer true for the credentials it goes with (its own, else the connection's) and the
+     * name as written (§15.4). A hook that throws refuses too. Consumes the subscribe's credentials.
+     */
+    Refusal admit(long id, String name) {
+        Credentials c = accepted;
+        if (perSubscribe.containsKey(id)) {
+            c = perSubscribe.remove(id);
+            if (c == null) {
+                return new Refusal(unauthenticated(name), ErrorCode.UNAUTHENTICATED);
+            }
+        }
+        if (authorize == null) {
+            return null;
+        }
+        boolean allowed;
+        try {
+            allowed = authorize.test(c, name);
+        } catch (RuntimeException e) { // its text could quote the credentials: the caller's hook logs
+            allowed = false;
+        }
+        return allowed ? null : new Refusal(unauthorized(name), ErrorCode.UNAUTHORIZED);
     }
 
     /**
@@ -80,7 +111,19 @@ final class AuthGate {
      * credentials; the same text in every binding.
      */
     static String unauthenticated(String name) {
+        return "unauthenticated: subscribe to '" + path(name) + "' needs valid credentials (PROTOCOL.md §15.4)";
+    }
+
+    /**
+     * The refusal of a subscribe the authorize hook refused (PROTOCOL.md §15.4, code 4), its
+     * path quoted as in {@link #unauthenticated}; the same text in every binding.
+     */
+    static String unauthorized(String name) {
+        return "unauthorized: subscribe to '" + path(name) + "' is not allowed for this principal (PROTOCOL.md §15.4)";
+    }
+
+    private static String path(String name) {
         int q = name.indexOf('?');
-        return "unauthenticated: subscribe to '" + (q < 0 ? name : name.substring(0, q)) + "' needs valid credentials (PROTOCOL.md §15.4)";
+        return q < 0 ? name : name.substring(0, q);
     }
 }

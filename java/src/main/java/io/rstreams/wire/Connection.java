@@ -163,13 +163,34 @@ public final class Connection {
      * @param authenticator accepts or refuses credentials; null: no authentication required
      */
     public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator) {
+        this(side, limits, extensions, authenticator, null);
+    }
+
+    /**
+     * A server connection that requires extension auth (§15) and authorizes every subscribe:
+     * {@code authorizer} is asked, with the credentials the subscribe goes with (its own
+     * subscribeCredentials, else the connection's) and the name as written (with its query),
+     * whether it may go on; anything but true (a throw included) refuses it with onError
+     * {@code unauthorized: subscribe to 'PATH' is not allowed for this principal (PROTOCOL.md
+     * §15.4)} and code 4, and the connection goes on.
+     *
+     * @param authenticator accepts or refuses credentials; null: no authentication required
+     * @param authorizer whether those credentials may subscribe to that name; null: every name
+     *     (given, it needs {@code authenticator})
+     */
+    public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator,
+            java.util.function.BiPredicate<Credentials, String> authorizer) {
+        if (authorizer != null && authenticator == null) {
+            throw new IllegalArgumentException("an authorizer needs an authenticator: the principal it is asked about is the credentials "
+                    + "authenticate accepted (PROTOCOL.md §15.4)");
+        }
         if (authenticator != null && side != Side.SERVER) {
             throw new IllegalArgumentException("only a server checks credentials (PROTOCOL.md §15)");
         }
         if (authenticator != null && !extensions.contains(FrameType.AUTH)) {
             throw new IllegalArgumentException("a server that checks credentials must offer extension auth (id 2)");
         }
-        this.auth = authenticator == null ? null : new AuthGate(authenticator, limits.maxSubscriptions());
+        this.auth = authenticator == null ? null : new AuthGate(authenticator, authorizer, limits.maxSubscriptions());
         this.side = side;
         this.limits = limits;
         this.offered = Set.copyOf(extensions);
@@ -507,9 +528,8 @@ public final class Connection {
             if (e.getValue().cancelledWhileHeld) {
                 theirs.remove(e.getKey());
                 out.write(new Frame.OnComplete(e.getKey()), 0); // the cancel's acknowledgement (§5.4)
-            } else if (!auth.admits(e.getKey())) {
+            } else if (refusedByAuth(e.getKey(), name)) {
                 theirs.remove(e.getKey());
-                refuse(e.getKey(), AuthGate.unauthenticated(name), ErrorCode.UNAUTHENTICATED);
             } else {
                 events.add(new Event.Subscribed(e.getKey(), name, e.getValue().credit));
             }
@@ -540,14 +560,21 @@ public final class Connection {
             t.heldName = s.publisher();
             theirs.put(id, t);
             heldOrder.add(Map.entry(id, t));
-        } else if (auth != null && !auth.admits(id)) {
-            refuse(id, AuthGate.unauthenticated(s.publisher()), ErrorCode.UNAUTHENTICATED);
-        } else {
+        } else if (auth == null || !refusedByAuth(id, s.publisher())) {
             Theirs t = new Theirs();
             t.credit = s.initialDemand();
             theirs.put(id, t);
             events.add(new Event.Subscribed(id, s.publisher(), s.initialDemand()));
         }
+    }
+
+    /** Whether the gate refuses the subscribe {@code id} to {@code name} (§15.4); if so, its refusal is sent. */
+    private boolean refusedByAuth(long id, String name) {
+        AuthGate.Refusal r = auth.admit(id, name);
+        if (r != null) {
+            refuse(id, r.text(), r.code());
+        }
+        return r != null;
     }
 
     private void refuse(long id, String text, ErrorCode code) {

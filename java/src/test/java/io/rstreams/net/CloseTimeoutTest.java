@@ -43,7 +43,7 @@ public class CloseTimeoutTest {
         private final FrameParser parser = new FrameParser(Limits.DEFAULT);
 
         Embedded(Connection.Side side) {
-            endpoint = new Endpoint(side, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null, null, null, null, null, true));
+            endpoint = new Endpoint(side, new Endpoint.Options(Limits.DEFAULT, new Routes(), null, null, null, null, null, null, null, null, true));
             channel = new EmbeddedChannel(endpoint); // no timer is armed until the close (no keepalive, idle or handshake timeout)
             channel.freezeTime();
         }

@@ -20,4 +20,13 @@ public class AuthRefusalTextTest {
         assertEquals(AuthGate.unauthenticated("?x=1"),
                 "unauthenticated: subscribe to '' needs valid credentials (PROTOCOL.md §15.4)");
     }
+
+    /** The refusal of the authorize hook (§15.4, code 4) quotes the path the same way. */
+    @Test(timeOut = 10_000)
+    public void theUnauthorizedRefusalQuotesThePathAsWritten() {
+        assertEquals(AuthGate.unauthorized("it's\u0001/a%20b?key=x'y"),
+                "unauthorized: subscribe to 'it's\u0001/a%20b' is not allowed for this principal (PROTOCOL.md §15.4)");
+        assertEquals(AuthGate.unauthorized("vault"),
+                "unauthorized: subscribe to 'vault' is not allowed for this principal (PROTOCOL.md §15.4)");
+    }
 }
