@@ -18,6 +18,9 @@ wait is bounded as the lingering close of ``rstreams.net._closing`` is: ``close_
 :data:`~rstreams.net._closing.LINGER_SECONDS` on every connection (websockets' default is 10 s),
 and more than :data:`~rstreams.net._closing.LINGER_BYTES` read after the close was asked for
 aborts the socket (a peer flooding after its violation was read at hundreds of MB a second).
+A peer gone without a close frame (its process killed, its socket closed or reset) ends the
+connection as it would on TCP: an end of input as one (``input ended without a goodbye``, §9.3),
+a reset with the socket's error (:meth:`WebSocketTransport._ended`).
 
 Opening (:func:`open_websocket`, the client's side): the websockets library's errors of the
 opening handshake become ``ConnectionRefusedError``; one that ended before any HTTP answer
@@ -354,7 +357,7 @@ class WebSocketTransport(Transport):
                 self._handler.eof_received()
                 return None
             except ConnectionClosed as closed:
-                return cast(BaseException, closed)
+                return self._ended(closed)
             if isinstance(message, str):
                 await ws.close(1003, "RS.io uses binary messages")  # 1003: unsupported data
                 return TextMessageError(
@@ -366,6 +369,23 @@ class WebSocketTransport(Transport):
                     self.abort()
                     return None
             self._handler.data_received(memoryview(message))  # (set_handler may change it)
+
+    def _ended(self, closed: ConnectionClosed) -> BaseException | None:
+        """What a WebSocket closed without the peer's close frame ends the connection with, said
+        as on TCP: input that ended (a peer killed, or one that closed its socket) is the end of
+        input, which the connection, with no goodbye read, calls ``input ended without a
+        goodbye`` (PROTOCOL.md §9.3); a socket that failed (reset, or aborted here by
+        :class:`_PongLimit`) fails with its own error, as a socket does. (websockets says "no
+        close frame received or sent" for both.) A close frame read makes it websockets' error."""
+        cause = closed.__cause__
+        if closed.rcvd is not None:
+            return cast(BaseException, closed)
+        if cause is None or isinstance(cause, EOFError):  # (EOFError: the input ended inside a frame)
+            self._handler.eof_received()
+            return None
+        if isinstance(cause, OSError):
+            return cause
+        return cast(BaseException, closed)
 
     async def _write_loop(self) -> None:
         ws = self._ws
