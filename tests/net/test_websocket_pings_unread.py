@@ -1,24 +1,33 @@
-"""A WebSocket peer that pings and never reads is cut off past MAX_UNSENT (PROTOCOL.md §6.3):
-websockets answers pings itself, outside RS.io's backpressure, so without a bound the pongs
-unsent to such a peer would grow without end."""
+"""A WebSocket peer that pings and never reads is cut off past MAX_UNSENT (PROTOCOL.md §6.3), by a
+server and by a client: websockets answers pings itself, outside RS.io's backpressure, so without
+a bound the pongs unsent to such a peer would grow without end."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 
 import pytest
 
-from rstreams.net import serve
+from rstreams.errors import ConnectionBrokenError
+from rstreams.net import connect, serve
 from rstreams.net._intake import MAX_UNSENT
+from rstreams.wire import ServerHello, encode
 from testkit.net import raw_websocket
 
 pytest.importorskip("websockets")
+
+from rstreams.net._websocket import PINGED_NOT_READING  # (needs websockets)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 
 MASK = b"\x01\x02\x03\x04"
 PING = b"\x89\xfd" + MASK + bytes(b ^ MASK[i % 4] for i, b in enumerate(bytes(125)))
 """A masked client ping with the largest payload a control frame may have (125 bytes)."""
+
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+"""RFC 6455 §1.3: the Sec-WebSocket-Accept is the base64 SHA-1 of the key and this."""
 
 
 async def test_a_peer_that_pings_and_never_reads_is_cut_off() -> None:
@@ -40,3 +49,61 @@ async def test_a_peer_that_pings_and_never_reads_is_cut_off() -> None:
     assert cut_off, sent
     # pongs are 2 bytes shorter than the pings: MAX_UNSENT of them, plus the kernel's buffers
     assert MAX_UNSENT < sent < limit, sent
+
+
+async def _pinging_server(sent: list[int]) -> asyncio.Server:
+    """A raw ws:// server that upgrades one connection for ``rsio.v0``, says the server's hello,
+    then sends pings (of 125 bytes, unmasked) and never reads what the client writes (past the
+    stream reader's buffer, which stops reading its socket): the client's pongs pile up unsent.
+    ``sent`` gets the bytes of pings it wrote."""
+
+    async def pinging(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        request = await reader.readuntil(b"\r\n\r\n")
+        key = next(
+            line.split(b":", 1)[1].strip()
+            for line in request.split(b"\r\n")
+            if line.lower().startswith(b"sec-websocket-key:")
+        )
+        accept = base64.b64encode(hashlib.sha1(key + WS_GUID).digest())
+        writer.write(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: rsio.v0\r\n\r\n"
+        )
+        hello = encode(ServerHello())
+        writer.write(bytes([0x82, len(hello)]) + hello)  # one binary message
+        ping = b"\x89\x7d" + bytes(125)
+        chunk = ping * (1024 * 1024 // len(ping))
+        try:
+            while sent[0] < 4 * MAX_UNSENT:
+                writer.write(chunk)
+                await asyncio.wait_for(writer.drain(), 30)
+                sent[0] += len(chunk)
+        except ConnectionError:  # reset once the client has aborted the socket
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(pinging, "127.0.0.1", 0)
+
+
+async def test_a_client_whose_server_pings_and_never_reads_cuts_it_off() -> None:
+    """The client's side of the bound (rstreams.net._websocket._PongLimit): its streams fail
+    naming MAX_UNSENT (the socket's abort is their cause) before the server has sent all it could."""
+    sent = [0]
+    listener = await _pinging_server(sent)
+    port = listener.sockets[0].getsockname()[1]
+    try:
+        conn = await asyncio.wait_for(connect(f"ws://127.0.0.1:{port}/rsio"), 10)
+        try:
+            with pytest.raises(ConnectionBrokenError) as broken:
+                await asyncio.wait_for(conn.request("never-answered"), 60)
+        finally:
+            await conn.aclose()
+    finally:
+        listener.close()
+        await listener.wait_closed()
+    assert PINGED_NOT_READING in str(broken.value), str(broken.value)
+    assert isinstance(broken.value.__cause__, ConnectionAbortedError), repr(broken.value.__cause__)
+    # pongs are 6 bytes longer than the pings (a mask and its bit): MAX_UNSENT of them, plus the
+    # kernel's buffers, well before the server's 4 * MAX_UNSENT
+    assert MAX_UNSENT // 2 < sent[0] < 4 * MAX_UNSENT, sent
