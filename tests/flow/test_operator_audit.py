@@ -10,14 +10,19 @@
   of the operator's timers (rules 3.5, 3.13).
 * Bounds: with a downstream that stopped asking, an operator whose section states a bound
   asks its upstream for no more than that.
+* Groups after a cancel: an outer subscriber that asked for exactly ``N`` groups and
+  cancels leaves nothing held for the groups nobody subscribed to, and no upstream running
+  for them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import operator
 import re
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -543,3 +548,66 @@ def test_a_stalled_downstream_holds_no_more_than_the_documented_bound(name: str)
     assert a.requested <= bound + 1, a.requests
     assert len(s.items) <= 1 and s.error is None
     s.cancel()
+
+
+class _Held:
+    """An element whose lifetime a test watches (``weakref.ref``)."""
+
+    __slots__ = ("__weakref__", "n")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+GROUPING: dict[str, Callable[[ManualPublisher[_Held], Loop], Publisher[Any]]] = {
+    "group_by": lambda a, loop: a.group_by(lambda e: e.n % N),
+    "window": lambda a, loop: a.window(2),
+    "window_time": lambda a, loop: a.window_time(1.0, loop=loop),
+}
+"""Each Flow of groups, cutting ``2N - 1`` elements into ``N`` groups of two (the last,
+of one, still open): keyed ``n % N``, windows of two, or two elements a period."""
+
+
+@pytest.mark.parametrize("subscribed", [False, True], ids=["none-subscribed", "last-subscribed"])
+@pytest.mark.parametrize("name", list(GROUPING))
+def test_cancel_after_exactly_n_groups_lets_go_of_the_unsubscribed(name: str, subscribed: bool) -> None:
+    """The outer subscriber asks for exactly N groups, gets them and cancels. A group nobody
+    subscribed to takes no more elements: the operator lets go of it (a late subscriber gets
+    what it held, then on_complete; its elements live as long as the group object does, not
+    as long as the outer Subscription), and the upstream is cancelled once no subscribed
+    group can take an element: at once when none was subscribed."""
+    clock, loop = clock_and_loop()
+    a: ManualPublisher[_Held] = ManualPublisher()
+    outer: RecordingSubscriber[Any] = RecordingSubscriber(initial=N)
+    GROUPING[name](a, loop).subscribe(outer)
+    elements = [_Held(n) for n in range(2 * N - 1)]
+    for element in elements:
+        a.emit(element)
+        if name == "window_time" and element.n % 2:
+            clock.advance(1.0)
+    alive = [weakref.ref(element) for element in elements]
+    del elements, element
+    assert len(outer.items) == N and not outer.done
+    kept: RecordingSubscriber[_Held] = RecordingSubscriber(initial=10)
+    if subscribed:
+        outer.items[-1].subscribe(kept)
+    outer.cancel()
+    clock.advance(0)
+    assert a.cancelled == (0 if subscribed else 1)
+    if subscribed:
+        a.emit(_Held(2 * N - 1))  # the open group's next element: its subscriber still gets it
+        assert len(kept.items) == 2 and kept.items[-1].n == 2 * N - 1
+        if not kept.done:  # (a window of two is cut by it and completes: nothing is left)
+            kept.cancel()
+        assert a.cancelled == 1
+    late: RecordingSubscriber[_Held] = RecordingSubscriber(initial=10)
+    outer.items[0].subscribe(late)
+    assert len(late.items) == 2 and late.completed
+    outer.items.clear()
+    late.items.clear()
+    gc.collect()
+    held = [ref() for ref in alive]
+    assert [e.n for e in held if e is not None and e not in kept.items] == []
+    assert outer.signals == ["on_subscribe"] + ["on_next"] * N
+    clock.advance(0)
+    assert clock.pending == 0

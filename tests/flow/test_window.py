@@ -149,7 +149,7 @@ def test_an_unhashable_key_ends_the_stream_as_a_raising_key_does(batched: bool) 
 
 
 def test_cancelling_the_outer_stream_keeps_emitted_groups_running() -> None:
-    """New groups stop; the upstream is cancelled once no emitted group is left."""
+    """New groups stop; the upstream is cancelled once no subscribed group is left."""
     source: ManualPublisher[int] = ManualPublisher()
     outer = _outer(source.group_by(lambda x: x % 2, prefetch=8), initial=1)
     source.emit(0)

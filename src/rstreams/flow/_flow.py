@@ -472,7 +472,9 @@ class Flow(Publisher[T], abc.ABC):
         """A Flow of groups (``GroupedFlow``, with ``.key``), one per distinct ``key(element)``
         open at a time; each is subscribed once and has its own demand. At most ``prefetch``
         elements are held in all (a group nobody consumes stops the upstream); opening more
-        than ``max_groups`` groups fails the stream with ``OverflowStrategyError``."""
+        than ``max_groups`` groups fails the stream with ``OverflowStrategyError``. Cancelling
+        the outer stream completes the groups nobody subscribed to yet (a later subscriber
+        gets what they held) and cancels the upstream once no subscribed group is left."""
         return _Wrapped(GroupByFlow(_unwrap(self), key, max_groups, prefetch, GroupedFlow))
 
     def window(self, count: int, *, prefetch: int = 256) -> Flow[GroupedFlow[T]]:

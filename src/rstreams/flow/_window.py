@@ -28,18 +28,20 @@ subscriber, so all signals are serial (rules 1.3, 2.7) and a request inside any
   window of the period that is current when it is placed, under the lock the clock
   takes to cut, so no element lands in a window that was already cut.
 * The outer stream completes when the upstream completed and every group was emitted.
-  Cancelling it stops new groups (their elements are dropped); the upstream is cancelled
-  once no emitted group can take an element any more (a cut window cannot). An error
+  Cancelling it stops new groups (their elements are dropped) and closes every emitted
+  group nobody subscribed to (let go of, below); the upstream is cancelled once no
+  subscribed group can take an element any more (a cut window cannot). An error
   reaches the outer subscriber and every open group at once (rule 4.2), dropping what
   they hold; a window already cut (full, or its period over) before the error is
   complete: it delivers what it holds, within its subscriber's demand, and completes (as
   reactor's and RxJava's windows, completed when cut). A window cut but not yet handed to
   the outer subscriber is dropped with it.
 * Once the outer stream is over (completed, failed or cancelled), an emitted group that
-  nobody subscribed to and that can take no more elements is let go of: its elements move
-  into the group, which serves them itself to whoever subscribes later, so they live as
-  long as the group object does and no longer (the operator, which the outer subscriber's
-  Subscription keeps, holds nothing of them).
+  nobody subscribed to and that can take no more elements (after a cancel, none can) is
+  let go of: its elements move into the group, which serves them itself to whoever
+  subscribes later (then completes), so they live as long as the group object does and
+  no longer (the operator, which the outer subscriber's Subscription keeps, holds
+  nothing of them).
 """
 
 from __future__ import annotations
@@ -431,15 +433,17 @@ class _Grouping(DrainSubscriber[T, Any]):
 
     def _let_go(self) -> None:
         """Once the outer stream is over, forget every emitted group that nobody subscribed
-        to and that no element can join any more (cut, or the upstream ended): its elements
-        move into the group itself, which serves them to whoever subscribes (as a list does),
-        so they are held as long as the group is, never by the operator (as reactor's
-        windows own their queues)."""
+        to and that no element can join any more (cut, the upstream ended, or the outer
+        subscriber cancelled: then nobody asked for the group's elements to come, and they
+        would keep the upstream running): its elements move into the group itself, which
+        serves them to whoever subscribes (as a list does), so they are held as long as the
+        group is, never by the operator (as reactor's windows own their queues)."""
         kept: list[Group[T]] = []
         for group in self.live:
             with self.lock:
-                idle = not group.attached and (group.closed or self.done)
+                idle = not group.attached and (group.closed or self.done or self.outer_cancelled)
                 if idle:
+                    group.closed = True
                     group.rest = list(group.queue)
                     if self.open.get(group.key) is group:
                         del self.open[group.key]
