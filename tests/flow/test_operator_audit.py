@@ -611,3 +611,55 @@ def test_cancel_after_exactly_n_groups_lets_go_of_the_unsubscribed(name: str, su
     assert outer.signals == ["on_subscribe"] + ["on_next"] * N
     clock.advance(0)
     assert clock.pending == 0
+
+
+class _Inners:
+    """Inner Publishers that send nothing unless told (one new one a call), kept for the test."""
+
+    def __init__(self) -> None:
+        self.made: list[Manual] = []
+
+    def __call__(self, _: object = None) -> Manual:
+        inner: Manual = ManualPublisher()
+        self.made.append(inner)
+        return inner
+
+
+Bounds = tuple[Callable[[Manual, _Inners], Publisher[Any]], Callable[[int], int], Callable[[int], int]]
+PAST_DEMAND: dict[str, Bounds] = {
+    "combine_latest": (
+        lambda a, inners: rstreams.combine_latest(a, inners(), prefetch=8),
+        lambda n: min(n, 8),
+        lambda n: min(n, 8),
+    ),
+    "switch_map": (lambda a, inners: a.switch_map(inners, prefetch=8), lambda n: 8, lambda n: min(n, 256)),
+}
+"""Operator (its prefetch set small) -> what its upstream, and what each inner Publisher (the
+other source, or the current inner), may owe at most with ``n`` tuples or elements owed
+downstream, while it consumes past that demand by design (docs/operators.md):
+combine_latest until every source has an element, switch_map always."""
+
+
+@pytest.mark.parametrize("owed", [1, 300])
+@pytest.mark.parametrize("name", list(PAST_DEMAND))
+def test_consuming_past_demand_drops_all_but_the_newest_within_the_bound(name: str, owed: int) -> None:
+    """Nothing is asked before the downstream asks. Then the upstream's elements are taken
+    past the downstream's demand, each one replacing the one before (dropped), while the
+    upstream never owes more than its bound and an inner Publisher never more than its own
+    (nor than the demand owed). The silent side's first element then goes out with the
+    newest upstream element, and only then is any demand used."""
+    build, bound, inner_bound = PAST_DEMAND[name]
+    a: Manual = ManualPublisher()
+    inners = _Inners()
+    s: RecordingSubscriber[Any] = RecordingSubscriber()
+    build(a, inners).subscribe(s)
+    assert a.requests == [] and all(inner.requests == [] for inner in inners.made)
+    s.request(owed)
+    while a.emitted < 1000:
+        assert 0 < a.outstanding <= bound(owed), a.requests
+        a.emit(a.emitted)
+    assert s.items == [] and not s.done
+    assert [inner.requested for inner in inners.made] == [inner_bound(owed)] * len(inners.made)
+    assert [inner.cancelled for inner in inners.made] == [1] * (len(inners.made) - 1) + [0]
+    inners.made[-1].emit("x")
+    assert s.items == [(999, "x") if name == "combine_latest" else "x"]
