@@ -31,6 +31,7 @@ import pytest
 
 import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
+from testkit.broken_subscribers import PassThrough
 from testkit.clock import Stepped, clock_and_loop
 from testkit.publishers import ManualPublisher
 from testkit.recording import RecordingSubscriber
@@ -141,35 +142,17 @@ class _Gated(Publisher[Any]):
         self.build(rstreams.from_publisher(gate)).subscribe(_Opener(subscriber, gate))
 
 
-class _Opener(Subscriber[Any], Subscription):
+class _Opener(PassThrough):
     """Passes everything through; each ``request(n)`` goes to the operator, then opens the gate."""
 
     def __init__(self, downstream: Subscriber[Any], gate: _Gate) -> None:
-        self.downstream, self.gate = downstream, gate
-        self.upstream: Subscription | None = None
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        self.upstream = subscription
-        self.downstream.on_subscribe(self)
-
-    def on_next(self, item: Any) -> None:
-        self.downstream.on_next(item)
-
-    def on_error(self, error: BaseException) -> None:
-        self.downstream.on_error(error)
-
-    def on_complete(self) -> None:
-        self.downstream.on_complete()
+        super().__init__(downstream)
+        self.gate = gate
 
     def request(self, n: int) -> None:
-        assert self.upstream is not None
-        self.upstream.request(n)
+        super().request(n)
         if n > 0:
             self.gate.allow(n)
-
-    def cancel(self) -> None:
-        assert self.upstream is not None
-        self.upstream.cancel()
 
 
 def _failed() -> Flow[int]:
@@ -358,30 +341,20 @@ def test_passes_the_publisher_verification(name: str, pool: Pool) -> None:
     assert report.ok, str(report)
 
 
+@pytest.mark.parametrize("each", ["n", "1"], ids=["request-n", "n-requests-of-1"])
 @pytest.mark.parametrize("name", _documented())
-def test_requesting_exactly_n_of_n_completes(name: str, pool: Pool) -> None:
-    """``request(N)``: the N elements, then on_complete; no spare demand is needed."""
+def test_requesting_exactly_n_of_n_completes_with_the_last(name: str, each: str, pool: Pool) -> None:
+    """``request(N)``, or N requests of one, each once the previous element came: the N
+    elements, then on_complete; no spare demand is needed to end."""
     make, bound = _sized(pool)[name]
     n = min(N, bound)
+    step = n if each == "n" else 1
     s: RecordingSubscriber[Any] = RecordingSubscriber()
     make(n).subscribe(s)
     s.await_subscribed()
-    s.request(n)
-    s.await_done()
-    assert len(s.items) == n and s.completed, (s.items, s.signals[-1])
-
-
-@pytest.mark.parametrize("name", _documented())
-def test_requesting_one_at_a_time_completes_with_the_last(name: str, pool: Pool) -> None:
-    """N requests of one, each once the previous element came: on_complete follows the N-th."""
-    make, bound = _sized(pool)[name]
-    n = min(N, bound)
-    s: RecordingSubscriber[Any] = RecordingSubscriber()
-    make(n).subscribe(s)
-    s.await_subscribed()
-    for i in range(n):
-        s.request(1)
-        s.await_items(i + 1)
+    for taken in range(step, n + 1, step):
+        s.request(step)
+        s.await_items(taken)
     s.await_done()
     assert len(s.items) == n and s.completed, (s.items, s.signals[-1])
 

@@ -19,6 +19,7 @@ from rstreams.flow._sinks import collect, count, for_each, reduce
 from rstreams.tck._subscriber import verify_subscriber_blackbox
 from testkit import patience
 from testkit.bound import within
+from testkit.broken_subscribers import PassThrough
 
 
 class ManualPublisher(rstreams.Flow[Any]):
@@ -357,21 +358,4 @@ class ManualFlow(rstreams.Flow[Any]):
         self.items = items
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
-        rstreams.from_iterable(self.items).subscribe(_PerElement(subscriber))
-
-
-class _PerElement(Subscriber[Any]):
-    def __init__(self, inner: Subscriber[Any]) -> None:
-        self.inner = inner
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        self.inner.on_subscribe(subscription)
-
-    def on_next(self, item: Any) -> None:
-        self.inner.on_next(item)
-
-    def on_error(self, error: BaseException) -> None:
-        self.inner.on_error(error)
-
-    def on_complete(self) -> None:
-        self.inner.on_complete()
+        rstreams.from_iterable(self.items).subscribe(PassThrough(subscriber))  # it has no on_next_many

@@ -318,6 +318,37 @@ class IgnoresCancelSignal(ReferenceSubscriber):
         self.done = True
 
 
+class PassThrough(Subscriber[Any], Subscription):
+    """A correct link between a Publisher and ``downstream``: every signal goes on unchanged,
+    and the downstream's requests and cancel go to the upstream through it. Subclasses
+    change one step (a test's own link, or a broken twin below)."""
+
+    def __init__(self, downstream: Subscriber[Any]) -> None:
+        self.downstream = downstream
+        self.upstream: Subscription | None = None
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self.upstream = subscription
+        self.downstream.on_subscribe(self)
+
+    def on_next(self, item: Any) -> None:
+        self.downstream.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        self.downstream.on_error(error)
+
+    def on_complete(self) -> None:
+        self.downstream.on_complete()
+
+    def request(self, n: int) -> None:
+        assert self.upstream is not None
+        self.upstream.request(n)
+
+    def cancel(self) -> None:
+        assert self.upstream is not None
+        self.upstream.cancel()
+
+
 # -- processors: rstreams' MulticastProcessor is the correct twin ---------------------------
 
 
@@ -382,19 +413,11 @@ class WithholdsErrorWithoutDemand(WrappedProcessor):
         return _ErrorWaitsForDemand(subscriber)
 
 
-class _ErrorWaitsForDemand(Subscriber[Any], Subscription):
+class _ErrorWaitsForDemand(PassThrough):
     def __init__(self, downstream: Subscriber[Any]) -> None:
-        self.downstream = downstream
-        self.upstream: Subscription | None = None
+        super().__init__(downstream)
         self.requested = False
         self.pending: BaseException | None = None
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        self.upstream = subscription
-        self.downstream.on_subscribe(self)
-
-    def on_next(self, item: Any) -> None:
-        self.downstream.on_next(item)
 
     def on_error(self, error: BaseException) -> None:
         if self.requested:
@@ -402,21 +425,13 @@ class _ErrorWaitsForDemand(Subscriber[Any], Subscription):
         else:
             self.pending = error
 
-    def on_complete(self) -> None:
-        self.downstream.on_complete()
-
     def request(self, n: int) -> None:
         self.requested = True
         if self.pending is not None:
             error, self.pending = self.pending, None
             self.downstream.on_error(error)
             return
-        assert self.upstream is not None
-        self.upstream.request(n)
-
-    def cancel(self) -> None:
-        assert self.upstream is not None
-        self.upstream.cancel()
+        super().request(n)
 
 
 class LosesTerminalBeforeSubscriber(WrappedProcessor):
@@ -447,22 +462,10 @@ class SubscribesDownstreamTwice(WrappedProcessor):
         return _OnSubscribeTwice(subscriber)
 
 
-class _OnSubscribeTwice(Subscriber[Any]):
-    def __init__(self, downstream: Subscriber[Any]) -> None:
-        self.downstream = downstream
-
+class _OnSubscribeTwice(PassThrough):
     def on_subscribe(self, subscription: Subscription) -> None:
         self.downstream.on_subscribe(subscription)
         self.downstream.on_subscribe(subscription)
-
-    def on_next(self, item: Any) -> None:
-        self.downstream.on_next(item)
-
-    def on_error(self, error: BaseException) -> None:
-        self.downstream.on_error(error)
-
-    def on_complete(self) -> None:
-        self.downstream.on_complete()
 
 
 class StoresSubscriptionAfterRequesting(ReferenceSubscriber):
