@@ -5,11 +5,18 @@
 * Exact demand: ``request(N)`` of an ``N``-element stream gets the ``N`` elements and
   ``on_complete``, and so do ``N`` requests of one: no spare demand is needed to end.
 * Re-entrant demand: a subscriber that asks for one more inside each ``on_next`` gets a
-  long stream whole (rule 3.3: such a request only adds demand, nothing recurses).
+  long stream whole (rule 3.3: such a request only adds demand, nothing recurses), and so
+  does one that asks for ``2**63 - 2`` more each time (rule 3.17: the demand owed
+  saturates, no error); the TCK leaves that case out below ``2**31`` elements.
 * Cancel: reaches the upstream and every inner Publisher subscribed, once, and lets go
   of the operator's timers (rules 3.5, 3.13).
+* After the stream's error, or the downstream's cancel, nothing more reaches the
+  downstream, whatever the sides send late (rules 1.7, 1.8: cases the TCK leaves
+  untested).
 * Bounds: with a downstream that stopped asking, an operator whose section states a bound
-  asks its upstream for no more than that.
+  asks its upstream for no more than that; ``combine_latest`` and ``switch_map``, which
+  consume past the downstream's demand by design, drop all but the newest and owe no
+  more than their sections state.
 * Groups after a cancel: an outer subscriber that asked for exactly ``N`` groups and
   cancels leaves nothing held for the groups nobody subscribed to, and no upstream running
   for them.
@@ -31,8 +38,9 @@ import pytest
 
 import rstreams
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.errors import set_unhandled_error_hook
 from testkit.broken_subscribers import PassThrough
-from testkit.clock import Stepped, clock_and_loop
+from testkit.clock import Stepped, VirtualLoop, clock_and_loop
 from testkit.publishers import ManualPublisher
 from testkit.recording import RecordingSubscriber
 
@@ -359,24 +367,27 @@ def test_requesting_exactly_n_of_n_completes_with_the_last(name: str, each: str,
     assert len(s.items) == n and s.completed, (s.items, s.signals[-1])
 
 
-class _OneMore(RecordingSubscriber[Any]):
-    """Asks for one element at first, and for one more inside each on_next."""
+class _AsksAgain(RecordingSubscriber[Any]):
+    """Asks for ``each`` elements at first, and for ``each`` more inside each on_next."""
 
-    def __init__(self) -> None:
-        super().__init__(initial=1)
+    def __init__(self, each: int) -> None:
+        super().__init__(initial=each)
+        self.each = each
 
     def on_next(self, item: Any) -> None:
         super().on_next(item)
-        self.request(1)
+        self.request(self.each)
 
 
+@pytest.mark.parametrize("each", [1, rstreams.UNBOUNDED - 1], ids=["one-more", "past-unbounded"])
 @pytest.mark.parametrize("name", _documented())
-def test_a_request_inside_on_next_only_adds_demand(name: str, pool: Pool) -> None:
-    """Rule 3.3: a long stream pulled one element at a time from inside on_next neither
-    recurses (RecursionError) nor stalls."""
+def test_a_request_inside_on_next_only_adds_demand(name: str, each: int, pool: Pool) -> None:
+    """A long stream whose subscriber asks again inside each on_next: one more at a time,
+    it neither recurses (RecursionError) nor stalls (rule 3.3); ``2**63 - 2`` more at a time,
+    the demand owed passes ``2**63 - 1`` and stays there, no error (rule 3.17)."""
     make, bound = _sized(pool)[name]
     n = min(LONG, bound)
-    s = _OneMore()
+    s = _AsksAgain(each)
     make(n).subscribe(s)
     s.await_done()
     assert len(s.items) == n and s.completed, (len(s.items), s.error)
@@ -422,7 +433,7 @@ def _cancellable(loop: Loop) -> dict[str, Callable[[Manual, Manual], Publisher[A
         "do_on_cancel": lambda a, b: a.do_on_cancel(lambda: None),
         "do_on_request": lambda a, b: a.do_on_request(lambda _: None),
         "retry": lambda a, b: a.retry(1),
-        "retry_when": lambda a, b: a.retry_when(lambda e: True),
+        "retry_when": lambda a, b: a.retry_when(lambda e: True, times=1),
         "on_error_resume": lambda a, b: a.on_error_resume(lambda e: b),
         "on_error_return": lambda a, b: a.on_error_return(-1),
         "timeout": lambda a, b: a.timeout(60, total=600, loop=loop),
@@ -467,10 +478,9 @@ def test_the_cancel_table_lists_every_documented_operator() -> None:
     assert sorted(_cancellable(clock_and_loop()[1])) == sorted(_documented())
 
 
-@pytest.mark.parametrize("name", _documented())
-def test_cancel_reaches_the_upstream_and_every_inner_once_and_stops_the_clock(name: str) -> None:
-    """After an element from each side (where asked for), the downstream cancels: every
-    Publisher subscribed is cancelled exactly once, and no timer is left on the loop."""
+def _running(name: str) -> tuple[VirtualLoop, Manual, Manual, RecordingSubscriber[Any]]:
+    """``name`` over ``a`` (and ``b``) from :func:`_cancellable`, its subscriber asking for 2,
+    after an element from each side that was asked for one."""
     clock, loop = clock_and_loop()
     a: Manual = ManualPublisher()
     b: Manual = ManualPublisher()
@@ -479,11 +489,47 @@ def test_cancel_reaches_the_upstream_and_every_inner_once_and_stops_the_clock(na
     for side in (a, b):
         if side.subscriber is not None and side.outstanding and not side.cancelled:
             side.emit(1)
+    return clock, a, b, s
+
+
+@pytest.mark.parametrize("name", _documented())
+def test_cancel_reaches_the_upstream_and_every_inner_once_and_stops_the_clock(name: str) -> None:
+    """After an element from each side (where asked for), the downstream cancels: every
+    Publisher subscribed is cancelled exactly once, and no timer is left on the loop."""
+    clock, a, b, s = _running(name)
     s.cancel()
     clock.advance(0)
     subscribed = [side for side in (a, b) if side.subscriber is not None]
     assert subscribed and [side.cancelled for side in subscribed] == [1] * len(subscribed)
     assert clock.pending == 0
+
+
+@pytest.mark.parametrize("ending", ["error", "cancel"])
+@pytest.mark.parametrize("name", _documented())
+def test_nothing_reaches_the_downstream_after_its_error_or_its_cancel(name: str, ending: str) -> None:
+    """Rules 1.7 and 1.8: once the stream failed (the upstream failing, as often as a
+    recovering operator resubscribes) or the downstream cancelled, the sides' late elements,
+    errors and completions (rule 3.12 lets them come) and the clock signal nothing more."""
+    clock, a, b, s = _running(name)
+    if ending == "cancel":
+        s.cancel()
+    for _ in range(3):  # retry resubscribes a once; on_error_resume switches to b
+        for side in (a, b):
+            if not s.done and side.subscriber is not None:
+                side.fail(RuntimeError(f"{ending}: failed on purpose"))
+    assert s.done or ending == "cancel", s.signals
+    seen = list(s.signals)
+    previous = set_unhandled_error_hook(lambda error, where: None)  # late errors go there
+    try:
+        for side in (a, b):
+            if side.subscriber is not None:
+                side.emit(2, force=True)
+                side.fail(RuntimeError("late"))
+                side.complete()
+        clock.advance(60)
+    finally:
+        set_unhandled_error_hook(previous)
+    assert s.signals == seen and s.signals.count("on_error") + s.signals.count("on_complete") <= 1
 
 
 BOUNDED: dict[str, tuple[Callable[[Manual, Loop], Publisher[Any]], int]] = {
