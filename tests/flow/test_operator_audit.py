@@ -17,6 +17,8 @@
   asks its upstream for no more than that; ``combine_latest`` and ``switch_map``, which
   consume past the downstream's demand by design, drop all but the newest and owe no
   more than their sections state.
+* Held elements: an operator that asks for more than the demand is in the table of what an
+  upstream error does to the elements it holds, or holds none it would deliver.
 * Groups after a cancel: an outer subscriber that asked for exactly ``N`` groups and
   cancels leaves nothing held for the groups nobody subscribed to, and no upstream running
   for them.
@@ -530,6 +532,43 @@ def test_nothing_reaches_the_downstream_after_its_error_or_its_cancel(name: str,
     finally:
         set_unhandled_error_hook(previous)
     assert s.signals == seen and s.signals.count("on_error") + s.signals.count("on_complete") <= 1
+
+
+HOLDS_NOTHING_TO_DELIVER = {
+    "skip": "asks for the n it skips along with the first request, and drops them",
+    "element_at": "asks for index + 1 and drops all but the one it sends, at once",
+    "with_latest_from": "keeps the other side's latest, which goes out only with an element",
+    "on_backpressure_drop": "drops every element nobody asked for",
+}
+"""Operators that ask their upstream for more than the downstream's demand, yet never hold
+an element they would deliver later -> why."""
+
+
+def _error_order_table() -> set[str]:
+    """The operators the first column of docs/operators.md's table "Errors and what is
+    already received" names."""
+    text = DOC.read_text(encoding="utf-8").split("## Errors and what is already received")[1]
+    rows = re.findall(r"^\| (`[^|]*)\|", text.split("\n## ")[0], re.M)
+    return {name for row in rows for name in re.findall(r"`([a-z_]+)`", row)}
+
+
+@pytest.mark.parametrize("name", _documented())
+def test_an_operator_that_may_hold_elements_says_when_an_error_passes_them(name: str) -> None:
+    """An operator that asks its upstream for more than a downstream demand of one may hold
+    elements when an error comes: the table "Errors and what is already received" says
+    whether they go out before it (tests/flow/test_error_order.py pins each row), unless it
+    never holds one it would deliver (:data:`HOLDS_NOTHING_TO_DELIVER`)."""
+    loop = clock_and_loop()[1]
+    a: Manual = ManualPublisher()
+    b: Manual = ManualPublisher()
+    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=1)
+    _cancellable(loop)[name](a, b).subscribe(s)
+    ahead = max(a.requested, b.requested) > 1
+    s.cancel()
+    if name in HOLDS_NOTHING_TO_DELIVER:
+        assert ahead and name not in _error_order_table()
+    elif ahead:
+        assert name in _error_order_table(), f"{name} asks {a.requests}, {b.requests} for a demand of 1"
 
 
 BOUNDED: dict[str, tuple[Callable[[Manual, Loop], Publisher[Any]], int]] = {
