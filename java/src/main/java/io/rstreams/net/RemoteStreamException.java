@@ -9,7 +9,8 @@ import java.util.OptionalLong;
  *
  * <p>A served publisher signals a code the same way: failing its subscriber with
  * {@code new RemoteStreamException("overloaded", ErrorCode.UNAVAILABLE)} sends code 8 with the
- * text; any other error is sent with code 1 (application), and a relayed
+ * text {@code RemoteStreamException: overloaded} (a served publisher's failure is sent as its
+ * simple class name, a colon and its message, as rstreams sends it); any other error is sent with code 1 (application), and a relayed
  * {@code RemoteStreamException} keeps the code it came with.
  */
 public class RemoteStreamException extends RuntimeException {

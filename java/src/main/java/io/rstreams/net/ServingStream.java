@@ -160,7 +160,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
                 }
                 if (signal instanceof Failure f) {
                     done = true;
-                    conn.onError(id, text(f.error()), codeOf(f.error()));
+                    conn.onError(id, failureText(f.error()), codeOf(f.error()));
                 } else if (signal == COMPLETE) {
                     done = true;
                     conn.onComplete(id);
@@ -246,6 +246,17 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
             return r.code().getAsLong();
         }
         return ErrorCode.APPLICATION.value();
+    }
+
+    /**
+     * The onError text of a served publisher's own failure, in rstreams' form (its
+     * {@code f"{type(error).__name__}: {error}"}): the error's simple class name, a colon and
+     * its message, {@code IllegalStateException: boom}; the same from every binding.
+     */
+    static String failureText(Throwable error) {
+        String type = error.getClass().getSimpleName();
+        String message = error.getMessage();
+        return (type.isEmpty() ? error.getClass().getName() : type) + ": " + (message == null ? "" : message);
     }
 
     static String text(Throwable error) {

@@ -223,7 +223,10 @@ public class ErrorCodesInteropTest {
             RemoteStreamException unavailable = (RemoteStreamException) terminal(conn, "unavailable");
             assertEquals(unavailable.errorCode(), ErrorCode.UNAVAILABLE);
             assertEquals(unavailable.publisher(), "unavailable");
-            assertEquals(((RemoteStreamException) terminal(conn, "broken")).errorCode(), ErrorCode.APPLICATION);
+            RemoteStreamException broken = (RemoteStreamException) terminal(conn, "broken");
+            assertEquals(broken.errorCode(), ErrorCode.APPLICATION);
+            assertEquals(broken.getMessage(), "IllegalStateException: boom", "rstreams' form: the class's simple name, then the message");
+            assertEquals(unavailable.getMessage(), "RemoteStreamException: overloaded");
             assertEquals(((RemoteStreamException) terminal(conn, "factory")).errorCode(), ErrorCode.INTERNAL);
         } finally {
             authed.close();
