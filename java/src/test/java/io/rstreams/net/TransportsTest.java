@@ -142,6 +142,28 @@ public class TransportsTest {
         }
     }
 
+    /** wss:// between bindings: a Python client trusting the fixture's certificate reads the Java server's stream. */
+    @Test(timeOut = 60_000)
+    public void pythonClientToJavaServerOverWss() throws Exception {
+        try (RsioServer server = server("wss://127.0.0.1:0/rsio")) {
+            assertTrue(server.url().startsWith("wss://127.0.0.1:") && server.url().endsWith("/rsio"), server.url());
+            PythonRstreams.Result result = PythonRstreams.run(50, "-m", "rstreams.cli", "subscribe", server.url(), "counter?to=4",
+                    "--codec", "int64", "--cafile", TlsFixture.get().pem.toString());
+            assertEquals(result.status(), 0, result.output());
+            assertEquals(result.output().strip().lines().toList(), List.of("0", "1", "2", "3"), result.output());
+        }
+    }
+
+    /** A wss:// client that does not trust the server's certificate fails its connect, as over tls://. */
+    @Test(timeOut = 60_000)
+    public void untrustedCertificateFailsTheConnectOverWss() throws Exception {
+        try (RsioServer server = server("wss://127.0.0.1:0/rsio");
+             RsioClient client = RsioClient.builder().build()) { // the JVM's trust store: not our test CA
+            ExecutionException e = expectThrows(ExecutionException.class, () -> client.connect(server.url()).get(20, TimeUnit.SECONDS));
+            assertTrue(e.getCause().getMessage().contains("handshake failed"), e.getCause().getMessage());
+        }
+    }
+
     @Test(timeOut = 10_000)
     public void badUrlsAreRefusedWithTheRule() throws Exception {
         IllegalArgumentException e = expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().bind("udp://127.0.0.1:0"));

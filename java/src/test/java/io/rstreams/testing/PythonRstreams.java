@@ -165,6 +165,12 @@ public final class PythonRstreams implements AutoCloseable {
         }
     }
 
+    /** Kills the process (SIGKILL: no shutdown of its own, its sockets closed by the kernel) and waits for its end. */
+    public void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(20, TimeUnit.SECONDS);
+    }
+
     @Override
     public void close() {
         process.destroy();

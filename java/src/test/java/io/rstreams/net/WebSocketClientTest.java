@@ -1,0 +1,200 @@
+package io.rstreams.net;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+
+import io.rstreams.testing.PythonRstreams;
+import io.rstreams.testing.RawSockets;
+import io.rstreams.testing.TestSubscriber;
+import io.rstreams.wire.Frame;
+import io.rstreams.wire.FrameParser;
+import io.rstreams.wire.FrameWriter;
+import io.rstreams.wire.Limits;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.Base64;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.testng.annotations.Test;
+
+/**
+ * The Java client over {@code ws://} facing a server that misbehaves, played by a raw socket that
+ * answers the upgrade itself: one that pings and never reads is cut off once the pongs unsent to
+ * it pass MAX_UNSENT (PROTOCOL.md §6.3, {@link PongLimit}, the client side of
+ * WebSocketLimitsTest's server case); one that dies in the middle of a stream (its input ends,
+ * no close frame, no goodbye) ends the client's streams with the same error as a TCP server
+ * that dies there (§9.3), a raw one whose output ends and a Python one killed alike.
+ */
+public class WebSocketClientTest {
+    private static final byte[] ELEMENT = {7};
+
+    /** Accepts the client's upgrade on {@code listener}: 101 with the rsio.v0 subprotocol (RFC 6455 §4.2.2). */
+    private static Socket acceptUpgrade(ServerSocket listener) throws Exception {
+        Socket socket = RawSockets.accept(listener);
+        InputStream in = socket.getInputStream();
+        ByteArrayOutputStream head = new ByteArrayOutputStream();
+        while (!head.toString(StandardCharsets.US_ASCII).endsWith("\r\n\r\n")) {
+            int b = in.read();
+            if (b < 0) {
+                throw new EOFException("the upgrade ended early: " + head);
+            }
+            head.write(b);
+        }
+        String key = head.toString(StandardCharsets.US_ASCII).lines()
+                .filter(l -> l.toLowerCase(Locale.ROOT).startsWith("sec-websocket-key:"))
+                .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElseThrow();
+        byte[] digest = MessageDigest.getInstance("SHA-1")
+                .digest((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").getBytes(StandardCharsets.US_ASCII));
+        socket.getOutputStream().write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Accept: " + Base64.getEncoder().encodeToString(digest) + "\r\n"
+                + "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        return socket;
+    }
+
+    /** A server's frame (not masked) of at most 125 bytes. */
+    private static byte[] frame(int opcode, byte[] payload) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        out.write(0x80 | opcode);
+        out.write(payload.length);
+        out.writeBytes(payload);
+        return out.toByteArray();
+    }
+
+    private static byte[] rsio(Frame... frames) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        for (Frame f : frames) {
+            out.writeBytes(FrameWriter.encode(f, 0));
+        }
+        return out.toByteArray();
+    }
+
+    /** Reads the client's frames (over WebSocket: its masked messages' payloads) until it has asked for an element; returns its id. */
+    private static long awaitDemand(InputStream raw, boolean websocket) throws Exception {
+        DataInputStream in = new DataInputStream(raw);
+        FrameParser parser = new FrameParser(Limits.DEFAULT);
+        while (true) {
+            byte[] bytes;
+            if (websocket) {
+                in.readUnsignedByte();
+                long n = in.readUnsignedByte() & 0x7F; // a client's frames are masked
+                n = n == 126 ? in.readUnsignedShort() : n == 127 ? in.readLong() : n;
+                byte[] mask = new byte[4];
+                in.readFully(mask);
+                bytes = new byte[(int) n];
+                in.readFully(bytes);
+                for (int i = 0; i < bytes.length; i++) {
+                    bytes[i] ^= mask[i % 4];
+                }
+            } else {
+                bytes = new byte[] {(byte) in.readUnsignedByte()};
+            }
+            parser.feed(bytes, 0, bytes.length);
+            for (Frame f : parser.parseAll()) {
+                if (f instanceof Frame.Subscribe s && s.initialDemand() > 0 || f instanceof Frame.Request r && r.demand() > 0) {
+                    return f instanceof Frame.Subscribe s ? s.subscriber() : ((Frame.Request) f).subscriber();
+                }
+            }
+        }
+    }
+
+    private static final byte[] SERVER_HELLO = rsio(new Frame.Hello(true, 0, List.of()));
+
+    @Test(timeOut = 120_000)
+    public void aServerThatPingsAndNeverReadsIsCutOff() throws Exception {
+        try (ServerSocket listener = RawSockets.listen();
+             RsioClient client = RsioClient.builder().keepalive(null).build()) {
+            CompletableFuture<RsioConnection> connecting = client.connect("ws://127.0.0.1:" + listener.getLocalPort() + "/rsio");
+            try (Socket server = acceptUpgrade(listener)) {
+                OutputStream out = server.getOutputStream();
+                out.write(frame(2, SERVER_HELLO));
+                RsioConnection conn = connecting.get(20, TimeUnit.SECONDS);
+                byte[] ping = frame(9, new byte[125]);
+                ByteArrayOutputStream pings = new ByteArrayOutputStream();
+                while (pings.size() < (1 << 20)) {
+                    pings.writeBytes(ping);
+                }
+                byte[] chunk = pings.toByteArray();
+                long sent = 0;
+                long limit = 4 * Endpoint.MAX_UNSENT;
+                boolean cutOff = false;
+                try {
+                    while (sent < limit) { // the client's pongs back up: we never read them
+                        out.write(chunk);
+                        sent += chunk.length;
+                    }
+                } catch (IOException reset) {
+                    cutOff = true;
+                }
+                assertTrue(cutOff && sent > Endpoint.MAX_UNSENT, "sent " + sent + " bytes of pings, cut off: " + cutOff);
+                conn.onClose().get(20, TimeUnit.SECONDS);
+                assertTrue(!conn.isOpen());
+            }
+        }
+    }
+
+    /** The error the client's stream ends with when its server's input ends after an element, over TCP or WebSocket. */
+    private static Throwable cutMidStream(boolean websocket) throws Exception {
+        try (ServerSocket listener = RawSockets.listen();
+             RsioClient client = RsioClient.builder().keepalive(null).build()) {
+            String url = (websocket ? "ws" : "tcp") + "://127.0.0.1:" + listener.getLocalPort() + (websocket ? "/rsio" : "");
+            CompletableFuture<RsioConnection> connecting = client.connect(url);
+            try (Socket server = websocket ? acceptUpgrade(listener) : RawSockets.accept(listener)) {
+                server.getOutputStream().write(websocket ? frame(2, SERVER_HELLO) : SERVER_HELLO);
+                RsioConnection conn = connecting.get(20, TimeUnit.SECONDS);
+                TestSubscriber<byte[]> sub = new TestSubscriber<>();
+                conn.publisher("endless").subscribe(sub);
+                sub.request(10);
+                long id = awaitDemand(server.getInputStream(), websocket);
+                byte[] element = rsio(new Frame.OnSubscribe(id, 0), new Frame.OnNext(id, ELEMENT));
+                server.getOutputStream().write(websocket ? frame(2, element) : element);
+                assertEquals(sub.take(1).get(0), ELEMENT);
+                server.shutdownOutput(); // the server's process ends: its input to the client ends, nothing else comes
+                return sub.awaitTerminal();
+            }
+        }
+    }
+
+    /** The error the client's stream of a Python server at {@code where} ends with when that process is killed mid-stream. */
+    private static Throwable killedMidStream(String where) throws Exception {
+        try (PythonRstreams python = PythonRstreams.serveAt(where);
+             RsioClient client = RsioClient.builder().keepalive(null).build();
+             RsioConnection conn = client.connect(python.url()).get(20, TimeUnit.SECONDS)) {
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("counter?rate=20", Codec.UTF8).subscribe(sub);
+            sub.request(Long.MAX_VALUE);
+            assertEquals(sub.take(1), List.of("0"));
+            python.kill();
+            return sub.awaitTerminal();
+        }
+    }
+
+    @Test(timeOut = 120_000)
+    public void aKilledPythonWebSocketServerEndsTheStreamAsAKilledTcpServerDoes() throws Exception {
+        Throwable tcp = killedMidStream("tcp://127.0.0.1:0");
+        Throwable ws = killedMidStream("ws://127.0.0.1:0/rsio");
+        assertTrue(tcp instanceof ConnectionClosedException, String.valueOf(tcp));
+        assertEquals(tcp.getMessage(), "the peer closed the connection without a goodbye (PROTOCOL.md §9.3)");
+        assertTrue(ws instanceof ConnectionClosedException, String.valueOf(ws));
+        assertEquals(ws.getMessage(), tcp.getMessage());
+    }
+
+    @Test(timeOut = 60_000)
+    public void aWebSocketServerDyingMidStreamEndsTheStreamAsATcpServerDoes() throws Exception {
+        Throwable tcp = cutMidStream(false);
+        Throwable ws = cutMidStream(true);
+        assertTrue(tcp instanceof ConnectionClosedException, String.valueOf(tcp));
+        assertEquals(tcp.getMessage(), "the peer closed the connection without a goodbye (PROTOCOL.md §9.3)");
+        assertTrue(ws instanceof ConnectionClosedException, String.valueOf(ws));
+        assertEquals(ws.getMessage(), tcp.getMessage());
+    }
+}
