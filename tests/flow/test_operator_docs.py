@@ -108,3 +108,31 @@ def test_the_runnable_example_prints_what_it_says() -> None:
     env = {**os.environ, "PYTHONPATH": str(DOC.parents[1] / "src")}
     done = patience.run([sys.executable, "-c", example.group(1)], 50, capture_output=True, text=True, env=env)
     assert (done.returncode, done.stdout.strip()) == (0, promised.group(1)), done.stderr
+
+
+def _recipes(flow: rstreams.Flow[int], pred: Callable[[int], bool]) -> dict[str, Any]:
+    """The section "The peers' operators": its code block run over ``flow`` and ``pred``;
+    the Flows it names."""
+    block = re.search(r"## The peers' operators\n.*?```python\n(.*?)```", DOC.read_text(), re.S)
+    assert block, "docs/operators.md lost the peers' recipes"
+    names: dict[str, Any] = {"rstreams": rstreams, "flow": flow, "pred": pred}
+    exec(block.group(1), names)  # the page's own lines, on purpose
+    return names
+
+
+def test_the_peers_recipes_do_what_their_comments_say() -> None:
+    """Each line stands for the peer's operator its comment names."""
+    flow = rstreams.just(1, 2, 3)
+    made = _recipes(flow, lambda x: x > 1)
+    assert patience.result(made["repeated"].collect()) == [1, 2, 3] * 3
+    assert patience.result(made["mapped"].collect()) == [1, 2, 3]
+    assert patience.result(made["nothing"].collect()) == []
+    assert patience.result(made["any_"].collect()) == [True]
+    assert patience.result(made["all_"].collect()) == [False]
+    assert patience.result(made["with_index"].collect()) == [(0, 1), (1, 2), (2, 3)]
+    assert patience.result(_recipes(flow, lambda x: x > 0)["all_"].collect()) == [True]
+    assert patience.result(_recipes(flow, lambda x: x > 5)["any_"].collect()) == [False]
+    failing = _recipes(rstreams.just(1).concat_with(rstreams.error(KeyError("k"))), bool)["mapped"]
+    with pytest.raises(LookupError) as caught:
+        patience.result(failing.collect())
+    assert type(caught.value) is LookupError and isinstance(caught.value.args[0], KeyError)
