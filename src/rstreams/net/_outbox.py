@@ -55,6 +55,7 @@ class Outbox:
 
     __slots__ = (
         "_backlogged",
+        "_buf",
         "_close_now",
         "_flush",
         "_loop_thread",
@@ -70,6 +71,7 @@ class Outbox:
         "loop",
         "observer",
         "on_writable",
+        "output",
         "reading",
         "sent_at",
         "stamps_sent",
@@ -80,6 +82,9 @@ class Outbox:
 
     def __init__(self, core: Core) -> None:
         self.core = core
+        self.output = core.output
+        """The core's output (read to tell whether it holds only its buffer: :meth:`write_buffered`)."""
+        self._buf = core.output.buf  # (never rebound)
         self.loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.transport: Transport | None = None
@@ -180,6 +185,28 @@ class Outbox:
             return self.core.has_data_to_send
         return more
 
+    def write_buffered(self, transport: Transport) -> bool:
+        """:meth:`write` of the core's output when it is its buffer alone (no chunks, no split
+        parts: the caller checked :attr:`output`), taken as ``data_to_send`` takes it (one
+        ``bytes``, the buffer cleared) without that call; an answer's or an element's every write.
+        Returns whether the core holds output again (only a goodbye the backlog check said)."""
+        buf = self._buf
+        chunk = bytes(buf)
+        buf.clear()
+        data = [chunk]
+        if not transport.writelines(data):
+            return False  # (nothing else was held)
+        may_pass_mark = self.ledger.wrote(len(chunk), False)  # all of it was taken: no more
+        observer = self.observer
+        if observer is not None and observer.frames is not None:  # the frame log (bytes: the ledger)
+            observer.wrote(data)
+        if self.stamps_sent and not self.in_read:
+            self.sent_at = self.loop.time()
+        if may_pass_mark:
+            self._backlogged()  # it may have closed the connection: ask again
+            return self.core.has_data_to_send
+        return False
+
     def write_soon(self, subscriber: int = -1, n: int = 0) -> bool:
         """Write what the core holds now, unless that would split a coalesced write; returns
         whether it wrote at once.
@@ -209,9 +236,13 @@ class Outbox:
         if subscriber >= 0:
             self.core.request(subscriber, n)
         self.wrote_through = True
-        transport = self.transport  # write_now, inlined: the request/response path
+        output = self.output  # write_now, inlined: the request/response path
+        if output.buf and not output.chunks and not output.backlogs:  # the frame(s) just queued
+            if self.write_buffered(self.transport):
+                self.mark_dirty()
+            return True
         data = self.core.data_to_send(WRITE_LIMIT)
-        if self.write(transport, data) if data else self.core.has_data_to_send:
+        if self.write(self.transport, data) if data else self.core.has_data_to_send:
             self.mark_dirty()
         return True
 

@@ -320,8 +320,8 @@ class Pump:
                         self.flush()
                     else:  # only frames the read made (an answer, an element): flush's steps that apply
                         outbox.flush_scheduled = False
-                        if outbox.write(transport, core.data_to_send(WRITE_LIMIT)) and outbox.writable:
-                            outbox.mark_dirty()  # the write limit was used up: go on next turn
+                        if outbox.write_buffered(transport) and outbox.writable:
+                            outbox.mark_dirty()  # (a goodbye of the backlog check)
             finally:
                 outbox.in_read = False
         if rest < size:

@@ -98,6 +98,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
         "_blocked",
         "_buffer",
         "_closed",
+        "_direct",
         "_fd",
         "_full",
         "_handler",
@@ -143,6 +144,10 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._closed = False  # close() or abort() was called, or the connection was lost
         self._fd = -1  # the socket's descriptor, for writev (not TLS); -1: asyncio's writes only
         self._paused = False  # the handler was told pause_writing (unsent bytes passed the high mark)
+        # Whether a write may go to the socket's descriptor now: not TLS, not closed, asyncio's buffer
+        # empty (not blocked), a descriptor (the four fields writelines would test, as one; kept in
+        # step wherever one of them changes).
+        self._direct = False
 
     # -- asyncio's side ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -155,6 +160,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
             sock = transport.get_extra_info("socket")
             if sock is not None and hasattr(os, "writev"):
                 self._fd = sock.fileno()
+                self._direct = not self._closed and not self._blocked
         self._handler.connection_made(self)
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -217,6 +223,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        self._direct = False
         self._queue = []
         self._queued = 0
         self._handler.connection_lost(exc)
@@ -226,12 +233,14 @@ class StreamProtocol(asyncio.BufferedProtocol):
             self._handler.pause_writing()
         else:
             self._blocked = True  # (the handler's marks are checked by the writer)
+            self._direct = False
 
     def resume_writing(self) -> None:
         if self._tls:
             self._handler.resume_writing()
             return
         self._blocked = False  # asyncio's buffer is empty: the queue goes on
+        self._direct = self._fd >= 0 and not self._closed and self._transport is not None
         if self._queue:
             chunks, self._queue, self._queued = self._queue, [], 0
             self._send(chunks)
@@ -244,6 +253,21 @@ class StreamProtocol(asyncio.BufferedProtocol):
         self._handler = handler
 
     def writelines(self, chunks: list[bytes]) -> bool:
+        if self._direct and len(chunks) == 1:  # one chunk on a socket: a request/response's every write
+            chunk = chunks[0]  # (_writev's one-chunk case)
+            try:
+                sent = _write(self._fd, chunk)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:  # a broken socket: asyncio's own write meets the error and reports it
+                self._fd = -1
+                self._direct = False
+                sent = 0
+            if sent != len(chunk):  # asyncio gets the rest (and says when it holds bytes)
+                self._transport.write(memoryview(chunk)[sent:] if sent else chunk)  # type: ignore[union-attr]
+                if self._blocked and not self._paused:
+                    self._check_high()
+            return True
         transport = self._transport
         if self._tls:  # is_closing, inlined (asked of asyncio, see there)
             if transport is None or transport.is_closing():
@@ -260,19 +284,8 @@ class StreamProtocol(asyncio.BufferedProtocol):
             self._queued += len(chunks[0]) if len(chunks) == 1 else sum(map(len, chunks))
         elif len(chunks) != 1:
             self._send(chunks)
-        elif self._fd < 0:
+        else:  # one chunk, no descriptor (a descriptor's one chunk went the direct way above)
             transport.write(chunks[0])
-        else:  # one chunk on a socket (a request/response's every write): _writev's one-chunk case
-            chunk = chunks[0]
-            try:
-                sent = _write(self._fd, chunk)
-            except (BlockingIOError, InterruptedError):
-                sent = 0
-            except OSError:  # a broken socket: asyncio's own write meets the error and reports it
-                self._fd = -1
-                sent = 0
-            if sent != len(chunk):  # asyncio gets the rest (and says when it holds bytes)
-                transport.write(memoryview(chunk)[sent:] if sent else chunk)
         if self._blocked and not self._paused:
             self._check_high()
         return True
@@ -316,6 +329,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
                 sent = 0
             except OSError:  # a broken socket: asyncio's own write meets the error and reports it
                 self._fd = -1
+                self._direct = False
                 self._send(chunks[i:])
                 return
             if sent == sum(map(len, batch)):
@@ -393,6 +407,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     def close(self) -> None:
         self._closed = True
+        self._direct = False
         if self._transport is not None:
             if self._transport.is_closing():
                 self._queue, self._queued = [], 0
@@ -402,6 +417,7 @@ class StreamProtocol(asyncio.BufferedProtocol):
 
     def abort(self) -> None:
         self._closed = True
+        self._direct = False
         self._queue = []
         self._queued = 0
         if self._transport is not None:
