@@ -8,8 +8,9 @@
   long stream whole (rule 3.3: such a request only adds demand, nothing recurses), and so
   does one that asks for ``2**63 - 2`` more each time (rule 3.17: the demand owed
   saturates, no error); the TCK leaves that case out below ``2**31`` elements.
-* Cancel: reaches the upstream and every inner Publisher subscribed, once, and lets go
-  of the operator's timers (rules 3.5, 3.13).
+* Cancel, after an element or inside the first ``on_next``: reaches the upstream and every
+  inner Publisher subscribed, once, lets go of the operator's timers, and nothing follows
+  that ``on_next`` (rules 3.5, 3.13).
 * After the stream's error, or the downstream's cancel, nothing more reaches the
   downstream, whatever the sides send late (rules 1.7, 1.8: cases the TCK leaves
   untested).
@@ -480,13 +481,26 @@ def test_the_cancel_table_lists_every_documented_operator() -> None:
     assert sorted(_cancellable(clock_and_loop()[1])) == sorted(_documented())
 
 
-def _running(name: str) -> tuple[VirtualLoop, Manual, Manual, RecordingSubscriber[Any]]:
-    """``name`` over ``a`` (and ``b``) from :func:`_cancellable`, its subscriber asking for 2,
-    after an element from each side that was asked for one."""
+class _CancelsInOnNext(RecordingSubscriber[Any]):
+    """Asks for 2, and cancels inside its first on_next."""
+
+    def __init__(self) -> None:
+        super().__init__(initial=2)
+
+    def on_next(self, item: Any) -> None:
+        super().on_next(item)
+        self.cancel()
+
+
+def _running(
+    name: str, s: RecordingSubscriber[Any] | None = None
+) -> tuple[VirtualLoop, Manual, Manual, RecordingSubscriber[Any]]:
+    """``name`` over ``a`` (and ``b``) from :func:`_cancellable`, its subscriber ``s`` (one
+    asking for 2 by default), after an element from each side that was asked for one."""
     clock, loop = clock_and_loop()
     a: Manual = ManualPublisher()
     b: Manual = ManualPublisher()
-    s: RecordingSubscriber[Any] = RecordingSubscriber(initial=2)
+    s = s or RecordingSubscriber(initial=2)
     _cancellable(loop)[name](a, b).subscribe(s)
     for side in (a, b):
         if side.subscriber is not None and side.outstanding and not side.cancelled:
@@ -494,16 +508,25 @@ def _running(name: str) -> tuple[VirtualLoop, Manual, Manual, RecordingSubscribe
     return clock, a, b, s
 
 
+@pytest.mark.parametrize("where", ["after-on_next", "inside-on_next"])
 @pytest.mark.parametrize("name", _documented())
-def test_cancel_reaches_the_upstream_and_every_inner_once_and_stops_the_clock(name: str) -> None:
-    """After an element from each side (where asked for), the downstream cancels: every
-    Publisher subscribed is cancelled exactly once, and no timer is left on the loop."""
-    clock, a, b, s = _running(name)
-    s.cancel()
+def test_cancel_reaches_the_upstream_and_every_inner_once_and_stops_the_clock(name: str, where: str) -> None:
+    """After an element from each side (where asked for), the downstream cancels, from its own
+    code or inside its first on_next (the operator is delivering then, perhaps holding more):
+    every Publisher subscribed is cancelled exactly once, nothing follows that on_next, and
+    no timer is left on the loop."""
+    inside = where == "inside-on_next"
+    clock, a, b, s = _running(name, _CancelsInOnNext() if inside else None)
+    if inside:
+        clock.advance(2.0)  # a time operator delivers when its clock says
+    if not (inside and s.items):  # (an operator that holds its first element: cancelled here)
+        s.cancel()
     clock.advance(0)
     subscribed = [side for side in (a, b) if side.subscriber is not None]
-    assert subscribed and [side.cancelled for side in subscribed] == [1] * len(subscribed)
+    assert subscribed or inside  # (start_with's first element goes before its source is subscribed)
+    assert [side.cancelled for side in subscribed] == [1] * len(subscribed)
     assert clock.pending == 0
+    assert not inside or s.signals in (["on_subscribe"], ["on_subscribe", "on_next"]), s.signals
 
 
 @pytest.mark.parametrize("ending", ["error", "cancel"])
