@@ -16,7 +16,7 @@ import { AuthGate } from "./gate.js";
 import { handshakeCheck, onlyWebSocketUpgrades, plainRequest } from "./handshake.js";
 import { checkOrigins, originCheck, ownOrigins } from "./origins.js";
 import { SYSTEM_CLOCK, ServerSession, Sessions, serverResumeOptions } from "./sessions.js";
-import { refuseExtraParts } from "./rsio-url.js";
+import { parseUrl } from "./rsio-url.js";
 import {
   CLOSE_TIMEOUT_MS, Connection, ConnectionClosedError, ERROR_CODES, SUBPROTOCOL, connect as connectWebSocket,
   connectTransport, holdUntilStarted, openWebSocket, webSocketTransport,
@@ -42,43 +42,31 @@ const WS_OPTIONS = Object.freeze({ maxPayload: 1024 * 1024, perMessageDeflate: f
  * tls.connect, and to the `ws` package's WebSocket for wss://: ca, cert, key, servername...).
  */
 export async function connect(url, options = {}) {
-  refuseExtraParts(url); // a user, a tcp/tls path, a query outside ws/wss, a fragment
-  const parsed = new URL(url);
-  switch (parsed.protocol) {
-    case "ws:":
-    case "wss:": {
+  const parsed = parseUrl(url); // PROTOCOL.md §1.1, as rstreams' parse_url reads it
+  switch (parsed.scheme) {
+    case "ws":
+    case "wss": {
       if (options.WebSocket !== undefined || globalThis.WebSocket !== undefined) return connectWebSocket(url, options);
       const { WebSocket } = await import("ws");
       // the `ws` package bounds what it reads (status 1009 above 1 MiB) and compresses nothing (§1)
       return openWebSocket(url, WebSocket, { ...options, tls: { ...WS_OPTIONS, ...options.tls } });
     }
-    case "tcp:": {
-      const where = { host: host(parsed), port: port(parsed), allowHalfOpen: true };
+    case "tcp": {
+      const where = { host: parsed.host, port: parsed.port, allowHalfOpen: true };
       return connectTransport(() => openSocket(url, () => net.connect(where), "connect", options), options);
     }
-    case "tls:": {
-      const name = host(parsed); // SNI names a host, never an address (RFC 6066)
-      const where = { ...(net.isIP(name) ? {} : { servername: name }), ...options.tls, host: name, port: port(parsed) };
+    case "tls": {
+      const name = parsed.host; // SNI names a host, never an address (RFC 6066)
+      const where = { ...(net.isIP(name) ? {} : { servername: name }), ...options.tls, host: name, port: parsed.port };
       return connectTransport(() => openSocket(url, () => tls.connect(where), "secureConnect", options), options);
     }
-    case "unix:": {
-      if (!parsed.pathname) throw new TypeError(`a unix URL names a socket path: unix:///path, got ${url}`);
-      const path = decodeURIComponent(parsed.pathname);
-      const open = () => net.connect({ path, allowHalfOpen: true });
+    case "unix": {
+      const open = () => net.connect({ path: parsed.path, allowHalfOpen: true });
       return connectTransport(() => openSocket(url, open, "connect", options), options);
     }
-    default:
+    default: // parseUrl takes no other scheme
       throw new TypeError(`cannot connect to ${url}: the schemes are ws, wss, tcp, tls and unix`);
   }
-}
-
-function host(url) {
-  return url.hostname.replace(/^\[(.*)\]$/, "$1"); // [::1] -> ::1
-}
-
-function port(url) {
-  if (!url.port) throw new TypeError(`${url.protocol}// needs a port: ${url.protocol}//host:port, got ${url.href}`);
-  return Number(url.port);
 }
 
 /**
@@ -240,8 +228,7 @@ export async function listen(url, options = {}) {
   gate(); // the hooks are checked now, not at the first connection
   const clock = options.clock ?? SYSTEM_CLOCK;
   const sessions = resume ? new Sessions(serverResumeOptions(resume), clock) : null;
-  refuseExtraParts(url); // a user, a tcp/tls path, a query outside ws/wss, a fragment
-  const parsed = new URL(url);
+  const parsed = parseUrl(url); // PROTOCOL.md §1.1, as rstreams' parse_url reads it
   const connections = new Set();
   const refused = new Set(); // beyond maxConnections: said goodbye at their hello, not announced
   const undecided = new Set(); // with resume: transports whose first byte has not come (§16.3)
@@ -284,24 +271,23 @@ export async function listen(url, options = {}) {
   const accept = (link) => open(sessions === null ? link : sessions.session(link));
   let stop;
   let where;
-  if (parsed.protocol === "tcp:" || parsed.protocol === "unix:") {
+  if (parsed.scheme === "tcp" || parsed.scheme === "unix") {
     const server = net.createServer({ allowHalfOpen: true }, (socket) => {
       socket.setNoDelay(true);
       accept(socketTransport(socket, clock));
     });
-    const address = parsed.protocol === "tcp:" ? { host: host(parsed), port: port(parsed) }
-      : { path: decodeURIComponent(parsed.pathname) };
+    const address = parsed.scheme === "tcp" ? { host: parsed.host, port: parsed.port } : { path: parsed.path };
     await new Promise((resolve, reject) => {
       server.once("error", reject);
       server.listen(address, () => { server.off("error", reject); resolve(); });
     });
     const bound = server.address();
-    where = typeof bound === "string" ? `unix://${bound}` : `tcp://${hostText(bound.address)}:${bound.port}`;
+    where = typeof bound === "string" ? parsed.url : `tcp://${hostText(bound.address)}:${bound.port}`;
     stop = () => new Promise((resolve) => { server.close(() => resolve()); });
-  } else if (parsed.protocol === "ws:") {
+  } else if (parsed.scheme === "ws") {
     const { WebSocketServer } = await import("ws");
     const http = await import("node:http");
-    const path = parsed.pathname || "/";
+    const path = parsed.path.split("?", 1)[0]; // the path served at; a query is a client's
     // a refused page is reported as connections report theirs: to onerror, else one line on stderr
     const refused = (error) => {
       try {
@@ -322,7 +308,7 @@ export async function listen(url, options = {}) {
     const httpServer = http.createServer(handshakeMs === null ? {} : {
       headersTimeout: handshakeMs, requestTimeout: handshakeMs, connectionsCheckingInterval: Math.min(1000, handshakeMs),
     }, plain);
-    const pages = originCheck(() => ownOrigins(host(parsed), httpServer.address().port), moreOrigins, refused);
+    const pages = originCheck(() => ownOrigins(parsed.host, httpServer.address().port), moreOrigins, refused);
     const wss = new WebSocketServer({
       ...WS_OPTIONS,
       server: httpServer,
@@ -332,7 +318,7 @@ export async function listen(url, options = {}) {
     onlyWebSocketUpgrades(wss, plain, http.ServerResponse); // a POST or Upgrade: h2c: 426 too
     await new Promise((resolve, reject) => {
       httpServer.once("error", reject);
-      httpServer.listen(port(parsed), host(parsed), () => { httpServer.off("error", reject); resolve(); });
+      httpServer.listen(parsed.port, parsed.host, () => { httpServer.off("error", reject); resolve(); });
     });
     wss.on("connection", (ws) => accept(webSocketTransport(ws, clock)));
     const bound = httpServer.address();

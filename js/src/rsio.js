@@ -40,7 +40,7 @@ import { DemandIterator, Subscription, decoderFor } from "./rsio-subscribe.js";
 import { ERROR_CODES, Qualifiers, codeName } from "./rsio-codes.js";
 import { Messages } from "./rsio-messages.js";
 import { ContentTypes, contentTypeFrame } from "./rsio-content.js";
-import { refuseExtraParts } from "./rsio-url.js";
+import { parseUrl } from "./rsio-url.js";
 import { MetadataQualifier, checkMetadata, encodeMetadata } from "./rsio-metadata.js";
 
 export { ExtensionNotOfferedError, ProtocolError, UNBOUNDED } from "./rsio-wire.js";
@@ -128,7 +128,7 @@ export function connect(url, options = {}) {
       + "under Node the package's node entry also opens tcp://, tls:// and unix://"));
   }
   try {
-    refuseExtraParts(url); // a user before the host, a fragment
+    parseUrl(url); // PROTOCOL.md §1.1, as rstreams' parse_url reads it: a user or a fragment is refused
   } catch (error) {
     return Promise.reject(error);
   }

@@ -128,7 +128,8 @@ test("a socket's transport discards input after close() and destroys the socket 
 test("listen() refuses what it cannot offer, naming it", async () => {
   await assert.rejects(listen("tcp://127.0.0.1:0", { auth: "t" }), (e) => e instanceof TypeError && /options\.authenticate/.test(e.message));
   await assert.rejects(listen("tcp://127.0.0.1:0", { authorize: () => true }), (e) => e instanceof TypeError && /authorize needs authenticate/.test(e.message));
-  await assert.rejects(listen("http://127.0.0.1:0"), (e) => e instanceof TypeError && /tcp, unix and ws/.test(e.message));
+  await assert.rejects(listen("http://127.0.0.1:0"), (e) => e instanceof TypeError && /unsupported URL scheme 'http'/.test(e.message));
+  await assert.rejects(listen("tls://127.0.0.1:0"), (e) => e instanceof TypeError && /tcp, unix and ws/.test(e.message));
 });
 
 test("listen() says goodbye to a connection whose clientHello has not come within 10 s (handshakeTimeout's default)", async () => {

@@ -1,12 +1,12 @@
-// tests/net/url_refusals.json: a part an RS.io URL's scheme does not take (a user, a tcp/tls path,
-// a query outside ws/wss, a fragment) is refused by connect() and listen() in rstreams' parse_url's
-// words, byte for byte (Java's RsioUrl reads the same table); the parts each scheme takes pass.
+// tests/net/url_refusals.json (PROTOCOL.md §1.1): parseUrl reads each accepted URL into the parts
+// rstreams' parse_url gives and writes it back as it does; connect() and listen() refuse each
+// refused URL in parse_url's words, byte for byte (Java's RsioUrl reads the same table).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { connect as browserConnect } from "../src/rsio.js";
 import { connect, listen } from "../src/node.js";
-import { refuseExtraParts } from "../src/rsio-url.js";
+import { parseUrl } from "../src/rsio-url.js";
 
 const CASES = JSON.parse(readFileSync(new URL("../../tests/net/url_refusals.json", import.meta.url), "utf8"));
 
@@ -29,6 +29,15 @@ test("the WebSocket-only connect() refuses a ws:// or wss:// URL's user and frag
   }
 });
 
-test("the URLs of the shared table that each scheme takes are not refused", () => {
-  for (const { url } of CASES.accepted) assert.doesNotThrow(() => refuseExtraParts(url), url);
+test("parseUrl reads each accepted URL of the shared table into its parts and writes it back", () => {
+  assert.ok(CASES.accepted.length > 0);
+  for (const { url, scheme, host, port, path, written } of CASES.accepted) {
+    const parsed = parseUrl(url);
+    assert.deepEqual({ ...parsed }, { scheme, host, port, path, url: written }, url);
+    assert.deepEqual(parseUrl(parsed.url), parsed, url);
+  }
+});
+
+test("parseUrl refuses each refused URL of the shared table with its message", () => {
+  for (const { url, message } of CASES.refused) assert.throws(() => parseUrl(url), refusedWith(message), url);
 });

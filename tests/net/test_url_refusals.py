@@ -1,7 +1,7 @@
-"""tests/net/url_refusals.json: the parts of an RS.io URL refused by name, as the three bindings word it.
+"""tests/net/url_refusals.json: RS.io URLs as the three bindings read them (PROTOCOL.md §1.1).
 
-Java (RsioUrlTest) and JavaScript (js/test/url-refusals.test.mjs) read the same file, so a
-refusal reads the same byte for byte in each.
+Java (RsioUrlTest) and JavaScript (js/test/url-refusals.test.mjs) read the same file, so a URL
+parses to the same parts, and a refusal reads the same byte for byte, in each.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ _CASES = json.loads((pathlib.Path(__file__).parent / "url_refusals.json").read_t
 
 @pytest.mark.parametrize("case", _CASES["refused"], ids=lambda case: case["url"])
 def test_a_refused_url_reads_as_the_shared_table_says(case: dict[str, str]) -> None:
-    """The whole message, user part hidden, Python-quoted URL and part, the scheme's form and hint."""
-    with pytest.raises(ValueError, match="URL does not take") as caught:
+    """The whole message: the URL Python-quoted, its user part hidden, the part at fault, how to
+    write it, PROTOCOL.md §1.1."""
+    with pytest.raises(ValueError, match=r"\(PROTOCOL\.md §1\.1\)$") as caught:
         parse_url(case["url"])
     assert str(caught.value) == case["message"]
 

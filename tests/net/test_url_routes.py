@@ -44,33 +44,6 @@ def test_bad_urls_raise_value_error(url: str) -> None:
         parse_url(url)
 
 
-@pytest.mark.parametrize(
-    ("url", "part", "form"),
-    [
-        ("tcp://127.0.0.1:5000?x=1", "a query ('?x=1')", "tcp://host:port"),
-        ("tcp://127.0.0.1:5000?", "a query ('?')", "tcp://host:port"),
-        ("tcp://user@127.0.0.1:5000", "a user before the host", "tcp://host:port"),
-        ("tcp://127.0.0.1:5000/rsio", "a path ('/rsio')", "tcp://host:port"),
-        ("tcp://127.0.0.1:5000/", "a path ('/')", "tcp://host:port"),
-        ("tls://h:1#top", "a fragment ('#top')", "tls://host:port"),
-        ("tls://h:1?sni=x", "a query ('?sni=x')", "tls://host:port"),
-        ("unix:///tmp/rs.sock?mode=1", "a query ('?mode=1')", "unix:///path"),
-        ("unix:///tmp/rs.sock#a", "a fragment ('#a')", "unix:///path"),
-        ("unix://me@/tmp/rs.sock", "a user before the host", "unix:///path"),
-        ("ws://me@h:1/rsio", "a user before the host", "ws://host:port/path?query"),
-        ("ws://h:1/rsio?token=x#frag", "a fragment ('#frag')", "ws://host:port/path?query"),
-        ("wss://h:1/rsio#", "a fragment ('#')", "wss://host:port/path?query"),
-    ],
-)
-def test_a_part_the_scheme_does_not_take_is_refused_by_name(url: str, part: str, form: str) -> None:
-    """A user, a tcp/tls path, a query outside ws/wss, a fragment: named, with the scheme's form."""
-    scheme = url.partition(":")[0]
-    with pytest.raises(ValueError, match="does not take") as caught:
-        parse_url(url)
-    assert f"has {part}" in str(caught.value)
-    assert f"which a {scheme}:// URL does not take: write it as {form}" in str(caught.value)
-
-
 def test_a_refused_user_part_is_not_echoed() -> None:
     """The user part may carry a password: the message shows it as ***."""
     with pytest.raises(ValueError, match=r"'tcp://\*\*\*@h:1' has a user") as caught:

@@ -17,9 +17,9 @@ import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
 /**
- * tests/net/url_refusals.json: a part an RS.io URL's scheme does not take (a user, a tcp/tls
- * path, a query outside ws/wss, a fragment) is refused with rstreams' parse_url's words, byte for
- * byte; the parts each scheme takes are accepted.
+ * tests/net/url_refusals.json (PROTOCOL.md §1.1): each accepted URL parses to the parts rstreams'
+ * parse_url gives and is written back as it writes it; each refused URL is refused with its
+ * words, byte for byte.
  */
 public class RsioUrlTest {
     @SuppressWarnings("unchecked")
@@ -50,9 +50,7 @@ public class RsioUrlTest {
             Map<String, Object> c = (Map<String, Object>) each;
             String given = (String) c.get("url");
             RsioUrl url = RsioUrl.parse(given);
-            // a tcp/tls RsioUrl's path is "/", unused: the table's path is ws/wss's and unix's
-            String path = url.websocket() || url.unix() ? url.path() + url.query() : "";
-            assertEquals(List.of(url.scheme(), url.host(), BigInteger.valueOf(url.port()), path, url.toString()),
+            assertEquals(List.of(url.scheme(), url.host(), BigInteger.valueOf(url.port()), url.path() + url.query(), url.toString()),
                     List.of(c.get("scheme"), c.get("host"), c.get("port"), c.get("path"), c.get("written")), given);
             assertEquals(RsioUrl.parse(url.toString()), url, given);
         }
