@@ -240,7 +240,8 @@ export function unknownMessage(name, kind = "publisher") {
 
 /**
  * What a subscribe for `name` (a channel open: `kind` "channel") is refused with, code 9 (PROTOCOL.md
- * §19.2), when its factory threw: `publisher 'PATH' could not be created: its factory failed
+ * §19.2), when its factory threw or returned something that is not a Publisher (neither null nor
+ * an object with a subscribe method): `publisher 'PATH' could not be created: its factory failed
  * (PROTOCOL.md §19.2)`, `PATH` as in unknownMessage, the same text in every binding. Not the error's
  * message nor its name: an exception's text can hold what the peer must not see (docs/security.md);
  * the connection's `onerror` gets the error.
@@ -469,9 +470,10 @@ export class ServingTable {
         input?.outputEnded();
         return this._refuse(id, unknownMessage(name, channel ? "channel" : "publisher"), UNKNOWN_PUBLISHER);
       }
-      if (!isPublisher(publisher)) {
+      if (!isPublisher(publisher)) { // refused as a factory that threw (§19.2); onerror says what it was
         input?.outputEnded();
-        return this._refuse(id, `the factory for '${name}' returned ${describe(publisher)}, not a Publisher`, INTERNAL);
+        this._conn._report(new TypeError(`the factory for '${name}' returned ${describe(publisher)}, not a Publisher`));
+        return this._refuse(id, failedMessage(name, channel ? "channel" : "publisher"), INTERNAL);
       }
     }
     const size = publisher.elementSize ?? 0;

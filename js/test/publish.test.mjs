@@ -144,8 +144,11 @@ test("patterns and query parameters reach the factory; its errors refuse that su
   assert.deepEqual(elements(ws, 1), ["sensor küche"]);
   const refusals = ws.of("onError").map((f) => [f.subscriber, f.error]);
   assert.deepEqual(refusals, [[2, "publisher 'broken' could not be created: its factory failed (PROTOCOL.md §19.2)"],
-    [3, "the factory for 'odd' returned number, not a Publisher"]]);
-  assert.equal(errors.length, 1); // the thrown error also went to onerror
+    [3, "publisher 'odd' could not be created: its factory failed (PROTOCOL.md §19.2)"]]);
+  assert.deepEqual(ws.of("onSubscribe").map((f) => f.subscriber), [1]); // refusals, not streams
+  // the thrown error went to onerror, and so did what the factory returned instead of a Publisher
+  assert.equal(errors.length, 2);
+  assert.match(String(errors[1]), /TypeError: the factory for 'odd' returned number, not a Publisher/);
 });
 
 test("elements: strings as UTF-8, bytes as they are, anything else ends the stream with onError", async () => {

@@ -3,7 +3,8 @@ with ``publisher 'PATH' could not be created: its factory failed (PROTOCOL.md §
 as written up to its first ``?``, the same text as JavaScript's and Java's (js
 factory-failure.test.mjs and java FactoryFailureTest send and read it, also against ``rstreams
 serve``); the error's text and type stay on the serving side. A factory error with a code is
-refused with its own text and code, as in the other bindings."""
+refused with its own text and code, as in the other bindings. So is a factory that returns
+something that is not a Publisher."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import pytest
 import rstreams
 from rstreams.net import InternalError, RemoteStreamError, Unavailable, connect, serve
 from rstreams.net._routes import failed_message
+from rstreams.wire import OnError, OnSubscribe, Subscribe
 from testkit.bound import within
+from testkit.net import RawPeer
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -101,3 +104,30 @@ async def test_a_publisher_whose_subscribe_raises_is_refused_with_code_9_and_no_
     assert SECRET not in str(caught.value) and "RuntimeError" not in str(caught.value)
     assert SECRET in caplog.text  # the serving side's log has the error
     assert (busy.value.code, busy.value.message) == (8, "try again later")
+
+
+class _NotCallable:
+    subscribe = "not a method"
+
+
+@pytest.mark.parametrize("made", [42, "a string", _NotCallable()], ids=["int", "str", "subscribe-not-method"])
+async def test_a_factory_that_returns_no_publisher_is_refused_as_one_that_raised(
+    made: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What is not a Publisher (no callable ``subscribe``) is refused at once, with no onSubscribe,
+    code 9 and the factory failure's text, as in JavaScript and Java; the log says what it was."""
+    offer = {"odd/{id}": lambda params: made}
+    async with await serve("tcp://127.0.0.1:0", offer) as server:
+        async with await connect(server.url) as conn:
+            with caplog.at_level(logging.ERROR), pytest.raises(InternalError) as caught:
+                await within(conn.request("odd/1?q=2"))
+        peer = await RawPeer.open(server.url)
+        try:
+            peer.send(Subscribe(publisher="odd/1", subscriber=1, initial_demand=1))
+            refused = await peer.read_until(OnError)
+        finally:
+            peer.close()
+    assert (caught.value.code, caught.value.message) == (9, f"publisher 'odd/1' {FAILED}")
+    assert refused.error == f"publisher 'odd/1' {FAILED}"
+    assert not [e for e in peer.seen if isinstance(e, OnSubscribe)], peer.seen
+    assert f"returned {type(made).__name__}, not a Publisher" in caplog.text

@@ -918,6 +918,9 @@ class ServingTable:
                 publisher, codec, batched = found
                 demand = event.initial_demand
                 known = known_elements(publisher)
+                if known is None and not callable(getattr(publisher, "subscribe", None)):
+                    self._not_a_publisher(sid, name, publisher)  # (known elements: a Publisher's)
+                    return
                 if (
                     known is None
                     or len(known) != 1
@@ -928,6 +931,14 @@ class ServingTable:
         finally:
             if token is not None:
                 CURRENT.reset(token)
+
+    def _not_a_publisher(self, sid: int, name: str, made: object) -> None:
+        """A factory returned ``made``, which has no ``subscribe``: refused as a factory that
+        raised is (code 9, the same text in every binding, §19.2); the log names what it was."""
+        what = type(made).__name__
+        error = TypeError(f"the publisher factory for {name!r} returned {what}, not a Publisher")
+        report_unhandled(error, f"the publisher factory for {name!r}")
+        self.refuse(sid, failed_message(name), ErrorCode.INTERNAL, name)
 
     def offer_channels(self, channels: NameTable[Any]) -> None:
         """The names this side also offers as channels: a plain subscribe to one of them that no
