@@ -8,8 +8,23 @@
 // The package has no int64 codec: with "codec": "int64" an element is read as a little-endian
 // signed integer. sha256(bytes) resolves to the hex digest (node:crypto in Node, crypto.subtle in a
 // browser); each stream's lines go out in the order its signals came, whatever the digests take.
+//
+// Each wait (the connection, onSubscribe, a count, the end) is a hang guard of the case's "wait"
+// seconds (WAIT_S unless the plan says) of own time, not of wall time: clock(pids) starts a wait's
+// clock over the case's server ("pids" in the plan) and returns a function that gives the seconds
+// it counts since (own-time.mjs in Node: wall time less what the threads waited for a CPU; the
+// browser's is given by its driver). A loaded machine that serves the server late is not taken for
+// one that hangs; a wait ends after HARD times its limit in wall time whatever the load.
 
-const WAIT_MS = 20000;
+export const WAIT_S = 20;
+export const HARD = 30;
+const LOOK_MS = 1000; // the longest wall time between two looks at the clock
+
+/** The clock where no other is given: wall time. */
+export const wallClock = () => {
+  const start = performance.now();
+  return () => (performance.now() - start) / 1000;
+};
 
 const toHex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -19,7 +34,43 @@ function line(id, stream, event, fields = {}) {
   return { ...out, event, ...fields };
 }
 
-function recorder(id, stream, int64, rsio, emit, sha256) {
+/**
+ * Resolves true once `done()` holds, false once `limit` seconds of `clock`'s time (or HARD times that
+ * of wall time) passed; `park(resolve)` hands over the function that wakes it to look at `done()`
+ * again. The clock is read only when a look's timer fires, never per wake.
+ */
+async function bounded(done, park, clock, limit) {
+  if (done()) return true;
+  const own = clock();
+  const start = performance.now();
+  let left = limit;
+  while (!done()) {
+    if (left <= 0) return false;
+    let timer;
+    let fired = false;
+    await new Promise((resolve) => {
+      park(resolve);
+      timer = setTimeout(() => { fired = true; resolve(); }, Math.min(left * 1000, LOOK_MS));
+    });
+    clearTimeout(timer);
+    if (fired) left = Math.min(limit - own(), HARD * limit - (performance.now() - start) / 1000);
+  }
+  return true;
+}
+
+/** `promise`'s value, or a TimeoutError once it took `limit` seconds of `clock`'s time (bounded). */
+async function within(promise, clock, limit) {
+  let settled = false;
+  let wake = null;
+  const watched = promise.finally(() => { settled = true; wake?.(); });
+  watched.catch(() => {}); // (its error is raised below, when awaited)
+  if (!(await bounded(() => settled, (resolve) => { wake = resolve; }, clock, limit))) {
+    throw Object.assign(new Error(`not done within ${limit} s of own time`), { name: "TimeoutError" });
+  }
+  return watched;
+}
+
+function recorder(id, stream, int64, rsio, emit, sha256, clock, limit) {
   const r = { count: 0, ended: false, subscription: null, wake: null, written: Promise.resolve() };
   const changed = () => { const wake = r.wake; r.wake = null; wake?.(); };
   // signals are reported in arrival order: each waits for the one before it (a digest may take a while)
@@ -44,24 +95,16 @@ function recorder(id, stream, int64, rsio, emit, sha256) {
       changed();
     },
     onComplete() { report(() => line(id, stream, "complete")); r.ended = true; changed(); },
-    /** Resolves true once `done()` holds, false after WAIT_MS. */
-    async until(done) {
-      const deadline = Date.now() + WAIT_MS;
-      while (!done()) {
-        const left = deadline - Date.now();
-        if (left <= 0) return false;
-        let timer;
-        await new Promise((resolve) => { r.wake = resolve; timer = setTimeout(resolve, left); });
-        clearTimeout(timer);
-      }
-      return true;
+    /** Resolves true once `done()` holds, false once the wait's bound is over. */
+    until(done) {
+      return bounded(done, (resolve) => { r.wake = resolve; }, clock, limit);
     },
   });
   return r;
 }
 
-async function runStream(conn, id, index, stream, rsio, emit, sha256) {
-  const r = recorder(id, index, stream.codec === "int64", rsio, emit, sha256);
+async function runStream(conn, id, index, stream, rsio, emit, sha256, clock, limit) {
+  const r = recorder(id, index, stream.codec === "int64", rsio, emit, sha256, clock, limit);
   conn.subscribe(stream.name, r);
   try {
     for (const step of stream.script.trim().split(/\s+/)) {
@@ -86,26 +129,34 @@ async function runStream(conn, id, index, stream, rsio, emit, sha256) {
   }
 }
 
-/** Run one case of the plan; every line it reports goes to emit(), the last one {event: "done"}. */
-export async function runCase(spec, rsio, emit, sha256) {
+/**
+ * Run one case of the plan; every line it reports goes to emit(), the last one {event: "done"}.
+ * clock(pids) starts a wait's clock (above); the default is wall time. Resolves false when it gave
+ * up on a connection that never came (its attempt is left pending: the caller may have to exit).
+ */
+export async function runCase(spec, rsio, emit, sha256, clock = wallClock) {
   const id = spec.id;
+  const limit = spec.wait ?? WAIT_S;
+  const caseClock = () => clock(spec.pids ?? []);
   let conn;
-  try {
-    conn = await rsio.connect(spec.url, { auth: spec.token ?? null, onerror: () => {} });
+  try { // (the client's own handshake timer of wall time off: the bound is the one above)
+    const connecting = rsio.connect(spec.url, { auth: spec.token ?? null, onerror: () => {}, handshakeTimeout: null });
+    conn = await within(connecting, caseClock, limit);
   } catch (error) {
     emit(line(id, null, "connect-failed", { message: `${error.name}: ${error.message}` }));
     emit(line(id, null, "done"));
-    return;
+    return error.name !== "TimeoutError";
   }
   emit(line(id, null, "connected"));
   try {
     for (const [index, stream] of spec.streams.entries()) {
-      if (!(await runStream(conn, id, index, stream, rsio, emit, sha256))) break;
+      if (!(await runStream(conn, id, index, stream, rsio, emit, sha256, caseClock, limit))) break;
     }
   } finally {
     await conn.close().catch((error) => { if (!(error instanceof rsio.ConnectionClosedError)) throw error; });
   }
   emit(line(id, null, "done"));
+  return true;
 }
 
 /** The digest a browser offers (crypto.subtle: 127.0.0.1 is a secure context). */

@@ -11,9 +11,10 @@ the same frame), ``complete``, ``error`` (the publisher's onError
 text), ``closed`` (the connection ended), ``timeout``, ``done``; last ``{"event": "exit"}``.
 The Java (``InteropClientMain``) and JavaScript (``driver.mjs``) drivers print the same.
 
-Each wait (the connection, onSubscribe, a count, the end) is a hang guard of
-:data:`WAIT_SECONDS` of own time (:class:`testkit.bound.Bound`: wall time less what this loop's
-thread and the threads of the case's server, ``pids``, waited for a CPU), not of wall time: on a
+Each wait (the connection, onSubscribe, a count, the end) is a hang guard of the case's
+``wait`` seconds (:data:`WAIT_SECONDS` unless the plan says) of own time
+(:class:`testkit.bound.Bound`: wall time less what this loop's thread and the threads of the
+case's server, ``pids``, waited for a CPU), not of wall time: on a
 loaded machine a server that is served late is not taken for one that hangs. Needs
 ``PYTHONPATH`` with ``tests``.
 """
@@ -95,8 +96,11 @@ class Recorder:
             await self.changed.wait()
 
 
-async def run_stream(conn: Any, case: str, index: int, stream: dict[str, Any], pids: list[int]) -> bool:
-    """One stream's script; False if a wait timed out (the case stops there)."""
+async def run_stream(
+    conn: Any, case: str, index: int, stream: dict[str, Any], pids: list[int], limit: float
+) -> bool:
+    """One stream's script, each wait bounded by ``limit`` seconds of own time; False if a wait
+    timed out (the case stops there)."""
     int64 = stream.get("codec") == "int64"
     recorder = Recorder(case, index, int64)
     if int64:
@@ -108,14 +112,14 @@ async def run_stream(conn: Any, case: str, index: int, stream: dict[str, Any], p
         kind, count = step[0], int(step[1:] or 0)
         try:
             if kind in "rc":
-                await within(recorder.subscribed.wait(), WAIT_SECONDS, pids)
+                await within(recorder.subscribed.wait(), limit, pids)
                 assert recorder.subscription is not None
                 if kind == "r":
                     recorder.subscription.request(count)
                 else:
                     recorder.subscription.cancel()
             elif kind in "wt":
-                await within(recorder.until(count if kind == "w" else None), WAIT_SECONDS, pids)
+                await within(recorder.until(count if kind == "w" else None), limit, pids)
             else:
                 raise ValueError(f"bad script step {step!r}")
         except TimeoutError:
@@ -125,10 +129,10 @@ async def run_stream(conn: Any, case: str, index: int, stream: dict[str, Any], p
 
 
 async def run_case(spec: dict[str, Any]) -> None:
-    case, pids = spec["id"], spec.get("pids", [])
+    case, pids, limit = spec["id"], spec.get("pids", []), spec.get("wait", WAIT_SECONDS)
     try:  # (connect's own handshake timer of wall time off: the bound is the one above)
         connecting = rstreams.connect(spec["url"], auth=spec.get("token"), handshake_timeout=None)
-        conn = await within(connecting, WAIT_SECONDS, pids)
+        conn = await within(connecting, limit, pids)
     except (OSError, ReactiveStreamsError, TimeoutError) as error:
         emit(case, None, "connect-failed", message=f"{type(error).__name__}: {error}")
         emit(case, None, "done")
@@ -136,7 +140,7 @@ async def run_case(spec: dict[str, Any]) -> None:
     emit(case, None, "connected")
     try:
         for index, stream in enumerate(spec["streams"]):
-            if not await run_stream(conn, case, index, stream, pids):
+            if not await run_stream(conn, case, index, stream, pids, limit):
                 break
     finally:
         with contextlib.suppress(OSError, ReactiveStreamsError):

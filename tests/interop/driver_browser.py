@@ -8,7 +8,11 @@ the repository's ``js/src`` and ``tests/interop``; the page's WebSocket goes str
 server under test. Needs ``PYTHONPATH`` with ``tests`` (for ``testkit.chromium``).
 
 The page's load and each case are hang guards of own time (:class:`testkit.bound.Bound` over
-this process, Chromium, and the case's server, ``pids`` in the plan), not of wall time.
+this process, Chromium, and the case's server, ``pids`` in the plan), not of wall time; so are
+the waits inside a case (``driver-core.mjs``): the page cannot read ``/proc``, so this driver
+tells it the own seconds of those processes every :data:`~testkit.bound.LOOK` at most
+(``globalThis.ownSeconds``), which the page's clock reads. Told late (this process starved), the
+page's clock only runs slow: a wait then lasts longer, never past its hard bound of wall time.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ import json
 import sys
 import tempfile
 import threading
+import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from testkit.bound import Bound, family
+from testkit.bound import LOOK, Bound, Starved, family
 from testkit.chromium import chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +40,14 @@ RUN = """(async () => {
   const core = await import("/tests/interop/driver-core.mjs");
   const rsio = await import("/js/src/rsio.js");
   const lines = [];
-  await core.runCase(%s, rsio, (line) => lines.push(line), core.webSha256);
+  const told = () => {  // the own seconds this driver tells the page (tell_own_time)
+    const start = globalThis.ownSeconds;
+    return () => globalThis.ownSeconds - start;
+  };
+  await core.runCase(%s, rsio, (line) => lines.push(line), core.webSha256, told);
   return lines;
 })()"""
+TELL = "globalThis.ownSeconds = %.3f"
 
 
 class Files(SimpleHTTPRequestHandler):
@@ -60,6 +70,16 @@ class Files(SimpleHTTPRequestHandler):
         pass
 
 
+async def tell_own_time(page: Any, pids: list[int]) -> None:
+    """Tell the page the own seconds of this process, Chromium and ``pids`` (with their
+    descendants) since now: wall time less what their threads waited for a CPU; until cancelled."""
+    starved = Starved((), [*family(), *pids])
+    start = time.monotonic()
+    while True:
+        await page.evaluate(TELL % max(time.monotonic() - start - starved.read(), 0.0))
+        await asyncio.sleep(LOOK / 2)  # (how often the page's clock moves, not a wait for anything)
+
+
 def emit(line: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(line) + "\n")
     sys.stdout.flush()
@@ -79,15 +99,21 @@ async def run(plan: dict[str, Any], executable: str) -> None:
                         if loaded == f"{origin}/ complete":
                             break
                         await asyncio.sleep(0.05)
-                for spec in plan["cases"]:
-                    try:
-                        async with Bound(CASE_SECONDS, [*family(), *spec.get("pids", [])]):
-                            lines = await page.evaluate(RUN % json.dumps(spec))
-                    except TimeoutError:
-                        emit({"case": spec["id"], "event": "timeout", "step": "the whole case"})
-                        continue
-                    for line in lines:
-                        emit(line)
+                pids = sorted({pid for spec in plan["cases"] for pid in spec.get("pids", [])})
+                await page.evaluate(TELL % 0)
+                telling = asyncio.create_task(tell_own_time(page, pids))
+                try:
+                    for spec in plan["cases"]:
+                        try:
+                            async with Bound(CASE_SECONDS, [*family(), *spec.get("pids", [])]):
+                                lines = await page.evaluate(RUN % json.dumps(spec))
+                        except TimeoutError:
+                            emit({"case": spec["id"], "event": "timeout", "step": "the whole case"})
+                            continue
+                        for line in lines:
+                            emit(line)
+                finally:
+                    telling.cancel()
                 if browser.console:
                     print("\n".join(browser.console), file=sys.stderr)
     finally:
