@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rstreams import demand
 from rstreams.api import Processor, Publisher, Subscriber, Subscription
 from rstreams.rules import check_error, check_item
+from rstreams.tck import _own_time
 from rstreams.tck._env import TEST_BUFFER_SIZE, TestEnvironment
 from rstreams.tck._jvm_names import PUBLISHER_VERIFICATION_RULES, snake
 from rstreams.tck._publisher import PublisherVerification
@@ -314,7 +315,7 @@ class _DownstreamSubscriber(Subscriber[Any]):
         self.probe.register_on_complete()
 
     def expect_subscribed(self) -> None:
-        if not self._subscribed.wait(self.env.default_timeout):
+        if not _own_time.wait_event(self._subscribed, self.env.default_timeout):
             raise TCKFailure(
                 "rule 1.9: the processor did not call on_subscribe within"
                 f" {self.env.default_timeout * 1000:.0f} ms"

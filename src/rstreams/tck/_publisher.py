@@ -38,7 +38,6 @@ import abc
 import gc
 import random
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,6 +46,7 @@ from typing import Any, Final
 from rstreams.api import Publisher
 from rstreams.demand import UNBOUNDED
 from rstreams.errors import UnhandledErrorHook, set_unhandled_error_hook
+from rstreams.tck import _own_time
 from rstreams.tck._env import TestEnvironment, env_millis
 from rstreams.tck._failures import RaisedOnPurpose
 from rstreams.tck._publisher_probes import (
@@ -236,7 +236,7 @@ class PublisherVerification(Verification, abc.ABC):
         timeout; a stream still flowing then fails with the count after the cancel.
         """
         env = self.env
-        deadline = time.monotonic() + env.default_timeout
+        clock = _own_time.OwnTime()
         seen = sub.arrived
         while True:
 
@@ -248,7 +248,7 @@ class PublisherVerification(Verification, abc.ABC):
             if sub.arrived == seen:
                 return
             seen = sub.arrived
-            if time.monotonic() > deadline:
+            if clock.left(env.default_timeout) < 0:
                 raised = rule == "2.13"
                 since, event = (where, "the raise") if raised else (f"cancel() inside {where}", "the cancel")
                 env.flop(

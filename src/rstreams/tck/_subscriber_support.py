@@ -36,6 +36,7 @@ from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.rules import check_error, check_item, check_subscriber
+from rstreams.tck import _own_time
 from rstreams.tck._env import TestEnvironment
 from rstreams.tck._registry import TCKFailure
 
@@ -280,7 +281,7 @@ class ManualPublisher(Publisher[T], Generic[T]):
         """
         wait = self.env.default_timeout if timeout is None else timeout
         with self._cond:
-            if not self._cond.wait_for(lambda: bool(self._requests) and not self._answering, wait):
+            if not _own_time.wait_for(self._cond, lambda: bool(self._requests) and not self._answering, wait):
                 raise _fail(what or f"{_rule(rule)}{self.subject} did not call request() within {_ms(wait)}")
             n = self._requests.popleft()
         if demand.invalid(n) is not None:
@@ -297,7 +298,7 @@ class ManualPublisher(Publisher[T], Generic[T]):
         """No request may arrive within ``timeout`` (default: the no-signals window)."""
         wait = self.env.default_no_signals_timeout if timeout is None else timeout
         with self._cond:
-            if self._cond.wait_for(lambda: bool(self._requests), wait):
+            if _own_time.wait_for(self._cond, lambda: bool(self._requests), wait):
                 raise _fail(
                     f"{what or 'expected no request'}, but {self.subject} called request({self._requests[0]})"
                 )
@@ -308,7 +309,7 @@ class ManualPublisher(Publisher[T], Generic[T]):
         """``cancel()`` must be called within ``timeout``; the message cites ``rule`` and ``what``."""
         wait = self.env.default_timeout if timeout is None else timeout
         with self._cond:
-            if not self._cond.wait_for(lambda: self._cancelled, wait):
+            if not _own_time.wait_for(self._cond, lambda: self._cancelled, wait):
                 raise _fail(
                     f"{_rule(rule)}{self.subject} did not cancel its subscription within {_ms(wait)}{what}"
                 )
@@ -398,7 +399,7 @@ class BlackboxProbe(Generic[T]):
         """The next registered element must equal ``expected``; messages cite ``rule``."""
         wait = self._timeout(timeout)
         with self._cond:
-            if not self._cond.wait_for(lambda: bool(self._items), wait):
+            if not _own_time.wait_for(self._cond, lambda: bool(self._items), wait):
                 ended = " (the stream ended)" if self._completed or self._error is not None else ""
                 raise _fail(
                     f"{_rule(rule)}{self.subject} did not register on_next({expected!r})"
@@ -416,7 +417,7 @@ class BlackboxProbe(Generic[T]):
         """``on_complete`` must be registered within ``timeout``; the message cites ``rule``."""
         wait = self._timeout(timeout)
         with self._cond:
-            if not self._cond.wait_for(lambda: self._completed, wait):
+            if not _own_time.wait_for(self._cond, lambda: self._completed, wait):
                 raise _fail(
                     what or f"{_rule(rule)}{self.subject} did not register on_complete within {_ms(wait)}"
                 )
@@ -430,7 +431,7 @@ class BlackboxProbe(Generic[T]):
         """An error must be registered: an instance of a class, or that very object (rule 2.10)."""
         wait = self._timeout(timeout)
         with self._cond:
-            if not self._cond.wait_for(lambda: self._error is not None, wait):
+            if not _own_time.wait_for(self._cond, lambda: self._error is not None, wait):
                 raise _fail(f"{_rule(rule)}{self.subject} did not register on_error within {_ms(wait)}")
             error = self._error
         if isinstance(expected, BaseException):
@@ -448,8 +449,8 @@ class BlackboxProbe(Generic[T]):
         """Nothing may be registered during the no-signals window."""
         wait = self.env.default_no_signals_timeout if timeout is None else timeout
         with self._cond:
-            arrived = self._cond.wait_for(
-                lambda: bool(self._items) or self._completed or self._error is not None, wait
+            arrived = _own_time.wait_for(
+                self._cond, lambda: bool(self._items) or self._completed or self._error is not None, wait
             )
             if arrived:
                 seen = f"on_next({self._items[0]!r})" if self._items else "a terminal signal"
@@ -473,7 +474,7 @@ class WhiteboxSubscriberProbe(BlackboxProbe[T]):
         """The registered puppet, waiting up to ``timeout`` for ``register_on_subscribe``."""
         wait = self._timeout(timeout)
         with self._cond:
-            if not self._cond.wait_for(lambda: self._puppet is not None, wait):
+            if not _own_time.wait_for(self._cond, lambda: self._puppet is not None, wait):
                 raise _fail(
                     f"the Subscriber did not registerOnSubscribe within {_ms(wait)}: call"
                     " probe.register_on_subscribe(puppet) from on_subscribe"
@@ -788,13 +789,15 @@ class ElementSource(Subscriber[T], Generic[T]):
         """Request one element and wait for it (up to the default timeout)."""
         wait = self.env.default_timeout
         with self._cond:
-            if not self._cond.wait_for(lambda: self._subscription is not None or self._end is not None, wait):
+            if not _own_time.wait_for(
+                self._cond, lambda: self._subscription is not None or self._end is not None, wait
+            ):
                 raise _fail(f"the helper publisher did not call on_subscribe within {_ms(wait)}")
             subscription = self._subscription
         if subscription is not None:
             subscription.request(1)
         with self._cond:
-            if not self._cond.wait_for(lambda: bool(self._items) or self._end is not None, wait):
+            if not _own_time.wait_for(self._cond, lambda: bool(self._items) or self._end is not None, wait):
                 raise _fail(f"the helper publisher did not deliver an element within {_ms(wait)}")
             if not self._items:
                 raise _fail(f"expected an element from the helper publisher, but {self._end}")

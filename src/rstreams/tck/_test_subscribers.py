@@ -35,6 +35,7 @@ from typing import Final, Generic, NoReturn, TypeVar
 
 from rstreams import demand
 from rstreams.api import Publisher, Subscriber, Subscription
+from rstreams.tck import _own_time
 from rstreams.tck._env import RUNAWAY_LIMIT, TEST_BUFFER_SIZE, Promise, TestEnvironment, _describe, _ms
 from rstreams.tck._failures import RaisedOnPurpose, StreamAbandoned, TCKFailure
 from rstreams.tck._watchdog import TCK_THREADS
@@ -467,7 +468,8 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         """The next queued element or end-of-stream marker; flops on error, timeout or a failure."""
         env = self.env
         with self._cond:
-            self._cond.wait_for(
+            _own_time.wait_for(
+                self._cond,
                 lambda: bool(self._queue) or self._end_taken or self.error is not None or env.has_failure,
                 total,
             )
@@ -503,7 +505,8 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
             return sum(1 for item in itertools.islice(self._queue, n + 1) if item is not _END)
 
         with self._cond:
-            self._cond.wait_for(
+            _own_time.wait_for(
+                self._cond,
                 lambda: queued() >= n or _END in self._queue or self.error is not None or env.has_failure,
                 total,
             )
@@ -557,7 +560,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
         """Require that no element, completion or error arrives (or waits unconsumed) in the window."""
         total = self.env.default_no_signals_timeout if timeout is None else timeout
         with self._cond:
-            self._cond.wait_for(lambda: bool(self._queue) or self.error is not None, total)
+            _own_time.wait_for(self._cond, lambda: bool(self._queue) or self.error is not None, total)
             pending = self._queue[0] if self._queue else None
             error = self.error
         if pending is not None:
@@ -569,7 +572,7 @@ class ManualSubscriber(TestSubscriber[T], Generic[T]):
     def wait_received(self, more_than: int, timeout: float) -> int:
         """Wait up to ``timeout`` until more than ``more_than`` elements arrived; the count."""
         with self._cond:
-            self._cond.wait_for(lambda: self.received > more_than, timeout)
+            _own_time.wait_for(self._cond, lambda: self.received > more_than, timeout)
             return self.received
 
     def request_next_element(self, timeout: float | None = None) -> T:
