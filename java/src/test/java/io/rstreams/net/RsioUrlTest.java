@@ -7,13 +7,22 @@ import static org.testng.Assert.expectThrows;
 import io.rstreams.testing.Json;
 import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.math.BigInteger;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.testng.SkipException;
 import org.testng.annotations.Test;
 
 /**
@@ -26,6 +35,14 @@ public class RsioUrlTest {
     private static Map<String, Object> cases() throws IOException {
         String text = Files.readString(RepoPaths.root().resolve("tests/net/url_refusals.json"), StandardCharsets.UTF_8);
         return (Map<String, Object>) Json.parse(text);
+    }
+
+    private static void needIpv6Loopback() {
+        try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getByName("::1"))) {
+            probe.getLocalPort();
+        } catch (IOException e) {
+            throw new SkipException("no IPv6 loopback (::1) here: " + e.getMessage());
+        }
     }
 
     @Test(timeOut = 10_000)
@@ -67,6 +84,7 @@ public class RsioUrlTest {
 
     @Test(timeOut = 60_000)
     public void anIpv6WebSocketServerPrintsItsHostInOnePairOfBracketsAndAJavaClientReachesIt() throws Exception {
+        needIpv6Loopback();
         try (RsioServer server = RsioServer.builder()
                      .route("counter", Codec.INT64, r -> Counters.range(0, 2))
                      .bind("WS://[::1]:0/rsio");
@@ -77,6 +95,29 @@ public class RsioUrlTest {
             conn.publisher("counter", Codec.INT64).subscribe(sub);
             sub.request(2);
             assertEquals(sub.take(2), List.of(0L, 1L));
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void aJavaWebSocketClientSendsAnIpv6HostInOnePairOfBrackets() throws Exception {
+        needIpv6Loopback();
+        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getByName("::1"));
+             RsioClient client = RsioClient.builder().build()) {
+            int port = listener.getLocalPort();
+            CompletableFuture<RsioConnection> conn = client.connect("WS://[::1]:" + port + "/rsio");
+            StringBuilder head = new StringBuilder();
+            try (Socket socket = listener.accept()) {
+                socket.setSoTimeout(10_000);
+                BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.ISO_8859_1));
+                for (String line = in.readLine(); line != null && !line.isEmpty(); line = in.readLine()) {
+                    head.append(line).append('\n');
+                }
+                socket.getOutputStream().write("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        .getBytes(StandardCharsets.ISO_8859_1));
+            }
+            expectThrows(ExecutionException.class, () -> conn.get(10, TimeUnit.SECONDS));
+            // RFC 7230 section 5.4, as PROTOCOL.md §1.1 has an IPv6 host written again
+            assertTrue(head.toString().toLowerCase(Locale.ROOT).contains("\nhost: [::1]:" + port + "\n"), head.toString());
         }
     }
 
