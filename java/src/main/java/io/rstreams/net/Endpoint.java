@@ -344,9 +344,11 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /**
      * Bytes handed to the channel and not yet taken by the socket, as Netty counts them: after
      * the pipeline's encoders, plus its overhead per queued write (ReplyLedger says what that
-     * does to the count of unsent replies).
+     * does to the count of unsent replies). Output a TLS layer still holds (before its handshake
+     * is done, or not yet wrapped) counts too: Netty's SslHandler adds its queue to the channel's
+     * pending bytes (read by tests).
      */
-    private long unsent() {
+    long unsent() {
         io.netty.channel.ChannelOutboundBuffer buffer = channel.unsafe().outboundBuffer();
         return buffer == null ? 0 : buffer.totalPendingWriteBytes();
     }
@@ -852,19 +854,29 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /**
      * A bounded wait is over (the linger of §9.1 and §10, or the wait for the answer to our
      * goodbye): the transport closes. Output still unsent then (a peer that has not read even
-     * our goodbye) is dropped, and over TCP the close is then a reset (SO_LINGER 0, as rstreams
-     * aborts its transport): a plain close would end the peer's input after whatever part of
-     * our output the kernel held, cut anywhere, as if the stream had ended there (a truncated
-     * frame, §9.3, or an end without goodbye).
+     * our goodbye; what a TLS layer holds included, see {@link #unsent}) is dropped, and over
+     * TCP the close is then a reset (SO_LINGER 0, as rstreams aborts its transport): a plain
+     * close would end the peer's input after whatever part of our output the kernel held, cut
+     * anywhere, as if the stream had ended there (a truncated frame, §9.3, or an end without
+     * goodbye). Such a close goes straight to the socket, past the TLS and WebSocket layers,
+     * which would otherwise first try to flush a close_notify or a close frame behind output
+     * the peer does not read (Netty's TLS layer waits up to 3 s for that). A Unix socket cannot be reset (Linux
+     * ignores SO_LINGER there): the peer reads what its socket holds, then its end of input;
+     * since the goodbye came last and not all of it went out, that end is an error for the peer
+     * (an end inside a frame, or without a goodbye, §9.3), never an orderly one.
      */
     private void closeAfterWait() {
         if (!channel.isActive()) {
             return;
         }
-        if (unsent() > 0 && channel instanceof io.netty.channel.socket.SocketChannel) {
+        if (unsent() == 0) {
+            channel.close();
+            return;
+        }
+        if (channel instanceof io.netty.channel.socket.SocketChannel) {
             channel.config().setOption(io.netty.channel.ChannelOption.SO_LINGER, 0);
         }
-        channel.close();
+        channel.pipeline().firstContext().close(); // from the first handler: only the socket's close comes before it
     }
 
     // ---- extension resume (§16) ----------------------------------------------------------
