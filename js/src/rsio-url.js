@@ -22,8 +22,10 @@ const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*$/; // RFC 3986 section 3.1
 const HOST_NAME = /^[A-Za-z0-9._-]+$/;
 const IPV6 = /^[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*$/;
 const PORT = /^[0-9]+$/;
-// what a ws/wss path and query hold as written (RFC 3986 pchar, '/' and '?'; '%' starts an escape)
-const REQUEST_CHAR = /^[A-Za-z0-9._~!$&'()*+,;=:@/?-]$/;
+// what a ws/wss path and query hold as written: RFC 3986's pchar, '/' and '?' ('%' starts an
+// escape) but "'", which a WHATWG URL (this binding's WebSockets, a browser's) sends as %27 in a
+// query
+const REQUEST_CHAR = /^[A-Za-z0-9._~!$&()*+,;=:@/?-]$/;
 const ESCAPE = /^%[0-9A-Fa-f]{2}/;
 const HOST_RULE = "a host is a name of ASCII letters, digits, '-', '.' and '_', an IPv4 address, or an IPv6 "
   + "address in brackets ([::1])";
@@ -78,6 +80,7 @@ export function parseUrl(url) {
   if (scheme === "ws" || scheme === "wss") {
     path = (parts.path || "/") + (parts.query === null ? "" : `?${parts.query}`);
     checkRequestTarget(shown, path);
+    refuseDotSegments(shown, parts.path);
   }
   return endpoint(scheme, host, port, path);
 }
@@ -207,6 +210,17 @@ function checkRequestTarget(shown, target) {
         + `(${pythonRepr(c)}): write it percent-encoded (${escaped}) ${SECTION}`);
     }
     at += c.length;
+  }
+}
+
+// refuses a "." or ".." segment ("%2e" too) in a ws/wss path: a WHATWG URL removes it (RFC 3986
+// section 5.2.4), so this binding's WebSockets would send another path than written
+function refuseDotSegments(shown, path) {
+  for (const segment of path.split("/")) {
+    if ([".", ".."].includes(segment.toLowerCase().replaceAll("%2e", "."))) {
+      throw new TypeError(`${pythonRepr(shown)} has a dot segment (${pythonRepr(segment)}) in its path, which a `
+        + `WebSocket client may remove (RFC 3986 section 5.2.4): write the path without it ${SECTION}`);
+    }
   }
 }
 

@@ -40,8 +40,10 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")  # RFC 3986 section 3.1
 _HOST_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _IPV6 = re.compile(r"[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*")
 _PORT = re.compile(r"[0-9]+")
-# what a ws/wss path and query hold as written (RFC 3986 pchar, '/' and '?'; '%' starts an escape)
-_REQUEST_CHAR = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@/?-]")
+# what a ws/wss path and query hold as written: RFC 3986's pchar, '/' and '?' ('%' starts an
+# escape) but "'", which a WHATWG URL (the JavaScript binding's WebSockets, a browser's) sends
+# as %27 in a query
+_REQUEST_CHAR = re.compile(r"[A-Za-z0-9._~!$&()*+,;=:@/?-]")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _HOST_RULE = (
     "a host is a name of ASCII letters, digits, '-', '.' and '_', an IPv4 address, or an IPv6 "
@@ -146,6 +148,7 @@ def parse_url(url: str) -> Endpoint:
     if scheme in ("ws", "wss"):
         path = (parts.path or "/") + ("" if parts.query is None else "?" + parts.query)
         _check_request_target(shown, path)
+        _refuse_dot_segments(shown, parts.path)
     return Endpoint(scheme=_SCHEME_NAMES[scheme], host=host, port=port, path=path)
 
 
@@ -265,4 +268,15 @@ def _check_request_target(shown: str, target: str) -> None:
             raise ValueError(
                 f"{shown!r} has a character its path or query may not hold as written ({c!r}): "
                 f"write it percent-encoded ({escaped}) {_SECTION}"
+            )
+
+
+def _refuse_dot_segments(shown: str, path: str) -> None:
+    """Refuse a ``.`` or ``..`` segment (``%2e`` too) in a ws/wss path: a WHATWG URL removes it
+    (RFC 3986 section 5.2.4), so the JavaScript binding would send another path than written."""
+    for segment in path.split("/"):
+        if segment.lower().replace("%2e", ".") in (".", ".."):
+            raise ValueError(
+                f"{shown!r} has a dot segment ({segment!r}) in its path, which a WebSocket client may "
+                f"remove (RFC 3986 section 5.2.4): write the path without it {_SECTION}"
             )

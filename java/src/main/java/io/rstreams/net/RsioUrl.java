@@ -38,8 +38,10 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
     private static final Pattern HOST_NAME = Pattern.compile("[A-Za-z0-9._-]+");
     private static final Pattern IPV6 = Pattern.compile("[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*");
     private static final Pattern PORT = Pattern.compile("[0-9]+");
-    // what a ws/wss path and query hold as written (RFC 3986 pchar, '/' and '?'; '%' starts an escape)
-    private static final Pattern REQUEST_CHAR = Pattern.compile("[A-Za-z0-9._~!$&'()*+,;=:@/?-]");
+    // what a ws/wss path and query hold as written: RFC 3986's pchar, '/' and '?' ('%' starts an
+    // escape) but "'", which a WHATWG URL (the JavaScript binding's WebSockets, a browser's) sends
+    // as %27 in a query
+    private static final Pattern REQUEST_CHAR = Pattern.compile("[A-Za-z0-9._~!$&()*+,;=:@/?-]");
     private static final Pattern ESCAPE = Pattern.compile("%[0-9A-Fa-f]{2}");
     private static final String HOST_RULE = "a host is a name of ASCII letters, digits, '-', '.' and '_', "
             + "an IPv4 address, or an IPv6 address in brackets ([::1])";
@@ -104,6 +106,7 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
             path = parts.path().isEmpty() ? "/" : parts.path();
             query = parts.query() == null ? "" : "?" + parts.query();
             checkRequestTarget(shown, path + query);
+            refuseDotSegments(shown, parts.path());
         }
         return new RsioUrl(scheme, hostPort[0], port, path, query);
     }
@@ -245,6 +248,20 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
                 }
                 throw new IllegalArgumentException(repr(shown) + " has a character its path or query may not hold as written ("
                         + repr(c) + "): write it percent-encoded (" + escaped + ") " + SECTION);
+            }
+        }
+    }
+
+    /**
+     * Refuses a "." or ".." segment ("%2e" too) in a ws/wss path: a WHATWG URL removes it (RFC
+     * 3986 section 5.2.4), so the JavaScript binding would send another path than written.
+     */
+    private static void refuseDotSegments(String shown, String path) {
+        for (String segment : path.split("/", -1)) {
+            String dots = segment.toLowerCase(Locale.ROOT).replace("%2e", ".");
+            if (dots.equals(".") || dots.equals("..")) {
+                throw new IllegalArgumentException(repr(shown) + " has a dot segment (" + repr(segment) + ") in its path, which a "
+                        + "WebSocket client may remove (RFC 3986 section 5.2.4): write the path without it " + SECTION);
             }
         }
     }
