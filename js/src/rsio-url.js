@@ -229,7 +229,9 @@ function escape(octet) {
 }
 
 // `text` quoted as Python's repr() quotes a str, so a refusal reads the same in every binding:
-// single quotes unless it holds a ' and no ", backslashes and control characters escaped
+// single quotes unless it holds a ' and no ", backslashes escaped, and characters Python does not
+// print (Unicode's Other and Separator categories, but the space) as \xNN, \uNNNN or \UNNNNNNNN
+// (a zero-width space pasted into a URL shows)
 function pythonRepr(text) {
   const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
   let out = quote;
@@ -239,8 +241,10 @@ function pythonRepr(text) {
     else if (c === "\n") out += "\\n";
     else if (c === "\r") out += "\\r";
     else if (c === "\t") out += "\\t";
-    else if (code < 0x20 || (code >= 0x7f && code <= 0xa0)) out += `\\x${code.toString(16).padStart(2, "0")}`;
-    else out += c;
+    else if (c !== " " && /^[\p{C}\p{Z}]$/u.test(c)) {
+      const [mark, width] = code < 0x100 ? ["x", 2] : code < 0x10000 ? ["u", 4] : ["U", 8];
+      out += `\\${mark}${code.toString(16).padStart(width, "0")}`;
+    } else out += c;
   }
   return out + quote;
 }
