@@ -36,6 +36,7 @@ from rstreams.errors import (
     TLSRefusedError,
 )
 from rstreams.net import serve
+from rstreams.net._closing import SILENT_HINT
 from rstreams.net._transport import TLS_REFUSAL_HINT, TLSNoResponseError
 from rstreams.replay import (
     AccessDeniedError,
@@ -1278,14 +1279,18 @@ def test_the_token_variable_leaves_the_log_mode_alone(monkeypatch: pytest.Monkey
 
 @pytest.mark.timeout(30)
 def test_a_silent_server_is_given_up_on(capsys: pytest.CaptureFixture[str]) -> None:
-    """Something that accepts but never speaks RS.io: exit 2 after --timeout, not a hang."""
+    """Something that accepts but never speaks RS.io: exit 2 after --timeout, not a hang; the line
+    says it did not even say hello, and what waits like this (ping, top: test_cli_first_use)."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         url = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
         status, lines, err = subscribe(capsys, url, "counter", "--timeout", "0.5")
     assert (status, lines) == (2, [])
-    assert err == f"rstreams subscribe: {url} sent nothing for 0.5 s (--timeout S; 0: wait for ever)\n"
+    assert err == (
+        f"rstreams subscribe: {url} sent nothing for 0.5 s (--timeout S; 0: wait for ever), not even "
+        f"its hello; {SILENT_HINT}\n"
+    )
 
 
 @pytest.mark.timeout(30)

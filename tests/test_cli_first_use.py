@@ -273,3 +273,27 @@ def test_an_unknown_name_on_a_log_server_points_to_its_logs(capsys: pytest.Captu
         )
         assert main(["subscribe", url, "rstreams/logs"]) == 0
         assert capsys.readouterr().out == '{"logs": ["nums"], "sinks": []}\n'
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["ping", "URL", "--timeout", "0.5"], "did not answer within 0.5 s (--timeout)"),
+        (
+            ["top", "URL", "--timeout", "0.4", "--interval", "0.1"],
+            "sent no snapshot for 0.5 s (--interval + --timeout)",
+        ),
+    ],
+)
+def test_a_silent_server_within_a_short_timeout_may_be_no_rsio_endpoint(
+    capsys: pytest.CaptureFixture[str], argv: list[str], said: str
+) -> None:
+    """An HTTP server waits for a request and says nothing; a --timeout shorter than the handshake
+    timeout ends the command first: its line says the server did not even say hello, and that
+    an endpoint of another protocol waits like this (§4.1). It said only that nothing came.
+    (subscribe: tests/test_cli.py's silent server.)"""
+    status, url = _run_against(b"", lambda url: [url if word == "URL" else word for word in argv])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err == f"rstreams {argv[0]}: {url} {said}, not even its hello; {SILENT_HINT}\n"

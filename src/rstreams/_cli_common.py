@@ -19,9 +19,9 @@ from rstreams._pem import pem_problem
 from rstreams.errors import MissingExtraError
 
 if TYPE_CHECKING:
-    from rstreams.net import Credentials
+    from rstreams.net import Connection, Credentials
 
-__all__ = ["cannot_serve", "fail", "missing_extra", "server_tls", "token_check"]
+__all__ = ["cannot_serve", "fail", "missing_extra", "no_hello_hint", "server_tls", "token_check"]
 
 
 def fail(command: str, message: str, status: int = 2) -> int:
@@ -61,6 +61,17 @@ def cannot_serve(url: str, bad: BaseException) -> str:
             return f"{said} (remove the file if no server listens on it, or choose another path)"
         return f"{said} (another server listens there: stop it, or choose another port; port 0: any free one)"
     return said
+
+
+def no_hello_hint(conn: Connection) -> str:
+    """Added to a command's line about a server silent past its timeout when the server has not
+    even said hello, the first thing an RS.io server says (PROTOCOL.md §4.1): what an endpoint
+    of another protocol that waits for a request does (an HTTP server); ``""`` once it has."""
+    if conn._pump.outbox.core.peer_hello is not None:
+        return ""
+    from rstreams.net._closing import SILENT_HINT
+
+    return f", not even its hello; {SILENT_HINT}"
 
 
 def browser_facing(url: str) -> bool:

@@ -31,7 +31,7 @@ import urllib.parse
 from collections.abc import Coroutine, Iterator
 from typing import Any, TextIO
 
-from rstreams._cli_common import fail, missing_extra
+from rstreams._cli_common import fail, missing_extra, no_hello_hint
 from rstreams.errors import (
     AuthenticationError,
     AuthNotOfferedError,
@@ -272,7 +272,8 @@ def _ping(args: argparse.Namespace) -> int:
                 "ping", f"{args.url} answered rstreams/health with an error: {refused.message}{hint}", 1
             )
         except TimeoutError:
-            return fail("ping", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
+            said = f"did not answer within {args.timeout:g} s (--timeout){no_hello_hint(conn)}"
+            return fail("ping", f"{args.url} {said}")
         except ReactiveStreamsError as broken:
             hint = access_hint(broken, args.certfile)
             return fail("ping", f"connection to {args.url} ended: {broken}{hint}")
@@ -414,8 +415,8 @@ def _top(args: argparse.Namespace) -> int:
                 "top", f"{args.url}: {error.message}{_offered_hint(error.message, 'rstreams/stats')}", 1
             )
         if isinstance(error, TimeoutError):
-            silent = args.interval + args.timeout
-            return fail("top", f"{args.url} sent no snapshot for {silent:g} s (--interval + --timeout)")
+            silent = f"{args.interval + args.timeout:g} s (--interval + --timeout){no_hello_hint(conn)}"
+            return fail("top", f"{args.url} sent no snapshot for {silent}")
         if isinstance(error, BrokenPipeError):
             raise error
         if error is not None:

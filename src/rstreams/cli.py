@@ -38,7 +38,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from rstreams._cli_common import browser_facing, cannot_serve, fail, server_tls, token_check
+from rstreams._cli_common import browser_facing, cannot_serve, fail, no_hello_hint, server_tls, token_check
 from rstreams.errors import ReactiveStreamsError
 
 if TYPE_CHECKING:
@@ -359,7 +359,8 @@ def _subscribe(args: argparse.Namespace) -> int:
             if _IDLE_TIMEOUT in str(why):  # our own --timeout: the server sent nothing
                 return fail(
                     "subscribe",
-                    f"{args.url} sent nothing for {args.timeout:g} s (--timeout S; 0: wait for ever)",
+                    f"{args.url} sent nothing for {args.timeout:g} s (--timeout S; 0: wait for ever)"
+                    f"{no_hello_hint(conn)}",
                 )
             return fail(
                 "subscribe", f"connection to {args.url} ended: {why}{access_hint(why, args.certfile)}"
