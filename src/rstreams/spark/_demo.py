@@ -21,7 +21,8 @@ What runs, all on this machine:
 After ``--seconds`` it stops by itself, saves the results to Parquet (a batch read of the
 ``results`` log through the same source) and prints where the outputs are. SIGTERM or
 Ctrl-C stops it the same way at any moment (``run_demo(signals=True)``, what the command
-uses); the JVM's output goes to ``spark.log`` beside them, not to the terminal.
+uses), sent to the demo's process group too: the JVM runs in a group of its own
+(:func:`_context`); the JVM's output goes to ``spark.log`` beside them, not to the terminal.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -166,20 +168,15 @@ def _watch_results(url: str, view: _LiveView, stop: threading.Event) -> None:
     asyncio.run(main())
 
 
-def _session(master: str, log: str, guard: _Signals) -> Any:
+def _session(master: str, log: str, guard: _Signals, announce: Callable[[int], None]) -> Any:
     """A SparkSession on ``master`` whose JVM writes its output to the file ``log``.
 
-    The JVM inherits the descriptor of standard error as it starts: it gets ``log``'s
-    instead, so Spark's warnings and, when the demo is stopped, the JVM's reports of the work
-    it aborts go there rather than to the terminal (the Python workers' output too).
-
-    A signal while the session starts waits until it is up: interrupted while the JVM
-    starts, PySpark would lose the process before it watches its standard input (which ends
-    it with this one).
+    A signal while the session starts waits until it is up (``announce(signum)`` says so at
+    once): interrupted while the JVM starts, PySpark would lose the process before it watches
+    its standard input (which ends it with this one). A second signal ends the process at once.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkConf, SparkContext
-    from pyspark.sql import SparkSession
+    from pyspark import SparkConf
 
     conf = (
         SparkConf()
@@ -190,23 +187,77 @@ def _session(master: str, log: str, guard: _Signals) -> Any:
         .set("spark.sql.shuffle.partitions", "2")
         .set("spark.sql.session.timeZone", "UTC")
     )
-    with guard.held():
-        sys.stderr.flush()
-        terminal = os.dup(2)
-        try:
-            with open(log, "ab") as file:
-                os.dup2(file.fileno(), 2)
-            context = SparkContext(conf=conf)  # the JVM starts here, inheriting the log
-        finally:
-            os.dup2(terminal, 2)
-            os.close(terminal)
-        spark = SparkSession(context)
+    with guard.held(announce):
+        spark = _start(conf, log)
         guard.install()  # again: the SparkContext put its own SIGINT handler in
     spark.sparkContext.setLogLevel("ERROR")
     from rstreams.spark import register
 
     register(spark)
     return spark
+
+
+def _start(conf: Any, log: str) -> Any:
+    """The SparkSession of ``conf`` on :func:`_context`'s context."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession(_context(conf, log))
+
+
+def _context(conf: Any, log: str) -> Any:
+    """The SparkContext of ``conf``, its JVM started with the file ``log`` as standard error and
+    in a process group (a session) of its own.
+
+    Standard error: the JVM inherits the descriptor as it starts, so Spark's warnings and, when
+    the demo is stopped, the JVM's reports of the work it aborts go to ``log`` rather than to
+    the terminal (the Python workers' output too).
+
+    Its own group: a signal sent to the demo's process group (``timeout(1)``, a service
+    manager, a shell's Ctrl-C) reaches the demo alone, which stops the query and the session in
+    order; in the demo's group the JVM ended at once, and every call the demo made to stop it
+    failed (``ConnectionRefusedError``). The JVM still ends with the demo: PySpark's gateway
+    exits when its standard input, a pipe from this process, closes. A JVM this process already
+    runs (an earlier session's) is used again, as PySpark does.
+    """
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        sys.stderr.flush()
+        terminal = os.dup(2)
+        try:
+            with open(log, "ab") as file:
+                os.dup2(file.fileno(), 2)
+            gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+        finally:
+            os.dup2(terminal, 2)
+            os.close(terminal)
+    return SparkContext(conf=conf, gateway=gateway)
+
+
+def _jvm_ended(spark: Any, wait: float) -> bool:
+    """Whether the JVM this process started for Spark has exited, or exits within ``wait``
+    seconds (one that got the signal too runs Spark's shutdown hooks first). ``False`` when
+    this process started none (``PYSPARK_GATEWAY_PORT``) or Spark was not imported."""
+    if spark is not None:
+        gateway = getattr(spark.sparkContext, "_gateway", None)
+    else:
+        pyspark = sys.modules.get("pyspark")
+        gateway = None if pyspark is None else pyspark.SparkContext._gateway
+    process = getattr(gateway, "proc", None)
+    if process is None:
+        return False
+    try:
+        process.wait(wait)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+JVM_EXIT_WAIT = 10.0
+"""Seconds a stopping demo waits, after a call into Spark failed, for a JVM that got the signal
+too to exit (its shutdown hooks stop the session first) before it reports the failure instead."""
 
 
 class _Stopped(BaseException):
@@ -226,14 +277,20 @@ class _Signals:
 
     The first one raises :class:`_Stopped` while the demo starts or runs (but see
     :meth:`held`); once it is stopping anyway, it is only noted (the stopping goes on,
-    without saving if nothing was published). A second one ends the process at once, the JVM
-    with it (its standard input closes).
+    without saving if nothing was published). From the first one on, this process's standard
+    error goes to :attr:`log` (when set) until :meth:`restore`: a JVM that got the signal too
+    breaks the connections PySpark and Py4J hold, and they print what they lost (tracebacks),
+    which is not news. A second signal ends the process at once, the JVM with it (its standard
+    input closes), the demo starting or not.
     """
 
     def __init__(self) -> None:
         self.signum: int | None = None
         self.stopping = False
+        self.log: str | None = None
         self._holding = False
+        self._announce: Callable[[int], None] | None = None
+        self._terminal: int | None = None  # standard error's descriptor, while it goes to the log
         self._previous: dict[int, Any] = {}
 
     def install(self) -> None:
@@ -246,15 +303,21 @@ class _Signals:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         self._previous.clear()
+        if self._terminal is not None:
+            sys.stderr.flush()
+            os.dup2(self._terminal, 2)
+            os.close(self._terminal)
+            self._terminal = None
 
     @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
-        """Inside, a signal is only noted; raised as :class:`_Stopped` on the way out."""
-        self._holding = True
+    def held(self, announce: Callable[[int], None]) -> Iterator[None]:
+        """Inside, a signal is only noted, and ``announce(signum)`` called at once; raised as
+        :class:`_Stopped` on the way out."""
+        self._holding, self._announce = True, announce
         try:
             yield
         finally:
-            self._holding = False
+            self._holding, self._announce = False, None
         self.check()
 
     def check(self) -> None:
@@ -266,13 +329,28 @@ class _Signals:
         """Raise :class:`_Stopped`, unless held, stopping or inside a call into the JVM (an
         exception there would leave Py4J's connection mid-answer): the signal is then only
         noted, and raised by the next :meth:`check`, once the call has returned."""
-        if self.signum is None:
-            self.signum = signum
-            if not _in_py4j(frame):
-                self.check()
-        elif not self._holding:
-            os.write(2, f"rstreams demo: {signal.Signals(signum).name} again: stopped at once\n".encode())
+        if self.signum is not None:
+            said = f"rstreams demo: {signal.Signals(signum).name} again: stopped at once\n"
+            os.write(2 if self._terminal is None else self._terminal, said.encode())
             os._exit(128 + self.signum)
+        self.signum = signum
+        self._quiet()
+        if self._announce is not None:
+            self._announce(signum)
+        if not _in_py4j(frame):
+            self.check()
+
+    def _quiet(self) -> None:
+        """Standard error to :attr:`log`, at the descriptor (what PySpark's threads print too)."""
+        if self.log is None:
+            return
+        try:
+            log = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        except OSError:
+            return
+        self._terminal = os.dup(2)
+        os.dup2(log, 2)
+        os.close(log)
 
 
 def _in_py4j(frame: Any) -> bool:
@@ -315,7 +393,10 @@ def run_demo(
     the demo at any moment; without, Ctrl-C (``KeyboardInterrupt``) does. The query, the
     session, the page and the server are stopped, the windows published so far saved (or a
     line says nothing was), and the figures' ``stopped`` is the signal's number (``None``
-    when the demo ran its course). A second signal ends the process at once.
+    when the demo ran its course). A second signal ends the process at once. A signal while
+    Spark starts is said at once, and acted on once it is up; a JVM that got the signal too
+    (a service manager stops every process) has ended, which a line says, and nothing more is
+    asked of it (nothing saved).
 
     Raises:
         DemoQueryError: the Spark query failed, or ran no micro-batch in time (everything
@@ -323,8 +404,26 @@ def run_demo(
         MissingExtraError: ``web`` without the websockets extra (before anything starts).
     """
 
+    jvm_ended = False  # the JVM got the signal too and has exited: nothing more to ask of Spark
+
     def say(text: str) -> None:
         print(text, file=stream, flush=True)
+
+    def starting(signum: int) -> None:  # a signal while Spark starts: held until it is up
+        name = signal.Signals(signum).name
+        say(f"\n{name}: the demo stops once Spark has started (a second {name} or Ctrl-C: at once)")
+
+    def spark_failed(doing: str, error: BaseException) -> None:
+        """Say why a call into Spark failed while stopping, or, once, that the JVM has ended."""
+        nonlocal jvm_ended
+        if jvm_ended:
+            return
+        if guard.signum is not None and _jvm_ended(spark, JVM_EXIT_WAIT):
+            jvm_ended = True
+            name = signal.Signals(guard.signum).name
+            say(f"(Spark's JVM has ended: the {name} reached it too, and its query and session with it)")
+        else:
+            say(f"({doing}: {_first_line(error)})")
 
     if web is not None:  # the live page's extra: checked before the server and Spark start
         try:
@@ -377,7 +476,8 @@ def run_demo(
                 spark_log = os.path.join(out, "spark.log")
                 open(spark_log, "ab").close()  # the log named on the terminal exists, whatever comes next
                 say(f"(Spark's log: {spark_log})")
-                spark = _session(master, spark_log, guard)
+                guard.log = spark_log
+                spark = _session(master, spark_log, guard, starting)
             else:
                 from rstreams.spark import register
 
@@ -400,7 +500,10 @@ def run_demo(
         guard.stopping = True
         if guard.signum is not None:
             say(f"\n{signal.Signals(guard.signum).name}: stopping the demo")
-        if spark is not None:
+            if failed is not None:  # a call into Spark that failed after the signal: stopped, not failed
+                spark_failed("Spark", failed)
+                failed = None
+        if spark is not None and not jvm_ended:
             try:
                 spark.sparkContext.setLogLevel("OFF")  # stopping aborts the running batch: expected, not news
                 for active in spark.streams.active:  # the demo's query, even if its start was interrupted
@@ -409,7 +512,7 @@ def run_demo(
                 if progress is not None:
                     spark.streams.removeListener(progress)
             except Exception as error:
-                say(f"(stopping the query: {_first_line(error)})")
+                spark_failed("stopping the query", error)
         view.closing = True
         stop.set()
         if watcher is not None:
@@ -423,15 +526,17 @@ def run_demo(
             spark is not None
             and server is not None
             and failed is None
+            and not jvm_ended
             and (guard.signum is None or view.received)
         ):
             parquet = os.path.join(out, "results.parquet")
             try:
                 _save(spark, server.url, parquet)
             except Exception as error:
-                say(f"(results not saved: {_first_line(error)})")
+                spark_failed("results not saved", error)
                 parquet = None
-        _stop_session(spark, own_session, say)
+        if not jvm_ended:
+            _stop_session(spark, own_session, spark_failed)
         if page is not None:
             page.stop()
         if server is not None:
@@ -443,6 +548,8 @@ def run_demo(
             say(f"checkpoint: {os.path.join(out, 'checkpoint')}")
         elif not view.received:
             say("\nno window was published on 'results' yet: nothing saved")
+        elif jvm_ended:
+            say("\nthe windows above were not saved: Spark's JVM has ended")
     finally:
         guard.restore()
     figures.update(results=view.received, parquet=parquet, stopped=guard.signum)
@@ -499,7 +606,7 @@ def _save(spark: Any, url: str, parquet: str) -> None:
     saved.load().write.mode("overwrite").parquet(parquet)
 
 
-def _stop_session(spark: Any, own_session: bool, say: Any) -> None:
+def _stop_session(spark: Any, own_session: bool, failed: Callable[[str, BaseException], None]) -> None:
     """Stop the demo's own session (one whose start was interrupted too); a given one is
     left running, its log level back to errors."""
     try:
@@ -516,7 +623,7 @@ def _stop_session(spark: Any, own_session: bool, say: Any) -> None:
     except ImportError:
         pass
     except Exception as error:
-        say(f"(stopping Spark: {_first_line(error)})")
+        failed("stopping Spark", error)
 
 
 def _behind(progress: Any) -> int | None:
