@@ -297,3 +297,41 @@ def test_a_silent_server_within_a_short_timeout_may_be_no_rsio_endpoint(
     err = capsys.readouterr().err
     assert status == 2, err
     assert err == f"rstreams {argv[0]}: {url} {said}, not even its hello; {SILENT_HINT}\n"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("argv", "option", "name"),
+    [
+        (["rstreams/health"], "NAME", "rstreams/health"),
+        (["log", "--sink", "rstreams/logs"], "--sink", "rstreams/logs"),
+        (["rstreams/stats"], "NAME", "rstreams/stats"),
+    ],
+)
+def test_a_log_named_as_the_servers_own_publisher_is_refused(
+    capsys: pytest.CaptureFixture[str], argv: list[str], option: str, name: str
+) -> None:
+    """`rstreams serve URL rstreams/health`: the server answers that name itself, so the log would
+    be listed in rstreams/logs and never read; it was served so, without a word."""
+    assert main(["serve", "tcp://127.0.0.1:0", *argv]) == 2
+    assert capsys.readouterr().err == (
+        f"rstreams serve: {option} {name!r} is a name the server answers itself (rstreams/health, "
+        "rstreams/logs, rstreams/publishers, rstreams/stats): a client asking for it would get the "
+        "server's answer, never the log's; give the log another name\n"
+    )
+
+
+@pytest.mark.timeout(60)
+def test_publishers_named_as_the_servers_own_are_served_with_a_warning(tmp_path: Path) -> None:
+    """--publishers whose mapping has rstreams/health: the user's names win (rstreams.serve), so it
+    is served, and a line on standard error says it replaces the server's own, read by ping."""
+    module = tmp_path / "mine.py"
+    mapping = 'PUBLISHERS = {"rstreams/health": just(b"mine"), "x": just(b"x")}'
+    module.write_text(f"from rstreams import just\n{mapping}\n")
+    with patience.serving("tcp://127.0.0.1:0", "--publishers", f"{module}:PUBLISHERS") as (server, url):
+        assert server.stderr is not None
+        assert server.stderr.readline() == (
+            f"rstreams serve: warning: --publishers {module}:PUBLISHERS replaces the server's own "
+            "rstreams/health (rstreams ping and top read them)\n"
+        )
+        assert main(["subscribe", url, "rstreams/health"]) == 0

@@ -21,7 +21,23 @@ from rstreams.errors import MissingExtraError
 if TYPE_CHECKING:
     from rstreams.net import Connection, Credentials
 
-__all__ = ["cannot_serve", "fail", "missing_extra", "no_hello_hint", "server_tls", "token_check"]
+__all__ = [
+    "cannot_serve",
+    "fail",
+    "missing_extra",
+    "no_hello_hint",
+    "server_names",
+    "server_tls",
+    "token_check",
+]
+
+
+def server_names() -> tuple[str, ...]:
+    """The names of the publishers every server offers about itself (``rstreams ping`` and
+    ``top`` read them)."""
+    from rstreams.observe._builtin import HEALTH, PUBLISHERS, STATS
+
+    return (HEALTH, PUBLISHERS, STATS)
 
 
 def fail(command: str, message: str, status: int = 2) -> int:

@@ -27,7 +27,15 @@ import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from rstreams._cli_common import browser_facing, cannot_serve, fail, missing_extra, server_tls, token_check
+from rstreams._cli_common import (
+    browser_facing,
+    cannot_serve,
+    fail,
+    missing_extra,
+    server_names,
+    server_tls,
+    token_check,
+)
 from rstreams.errors import ReactiveStreamsError
 
 __all__ = ["LOG_OPTIONS", "add_log_options", "add_publish", "publish", "serve_log"]
@@ -218,15 +226,25 @@ def _open_page_problem(web: str) -> str | None:
 
 def _log_names_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with ``serve URL NAME --sink S ...``'s log names, if anything: a name is read
-    back as ``NAME?from=A&to=B``, so it cannot hold a ``?``, and each must be another log. With
+    back as ``NAME?from=A&to=B``, so it cannot hold a ``?``, is none of the server's own
+    (``rstreams/health``...: the server answers those before its logs), and each must be
+    another log. With
     ``--path DIR`` each sink name is a directory of ``DIR/sinks``, and ``NAME`` may not be that of
     a sink log kept there (a restart that swapped the roles would serve one log as the other)."""
+    from rstreams.replay._server import LOGS_NAME
+
     names = [args.name, *args.sink]
+    own = sorted((*server_names(), LOGS_NAME))
     for option, name in [("NAME", args.name), *(("--sink", sink) for sink in args.sink)]:
         if not name or "?" in name:
             return (
                 f"{option} {name!r}: a log's name is not empty and has no '?' "
                 "(readers add ?from=A&to=B to it)"
+            )
+        if name in own:
+            return (
+                f"{option} {name!r} is a name the server answers itself ({', '.join(own)}): a client "
+                "asking for it would get the server's answer, never the log's; give the log another name"
             )
     twice = next((name for name in names if names.count(name) > 1), None)
     if twice is not None:

@@ -38,7 +38,15 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from rstreams._cli_common import browser_facing, cannot_serve, fail, no_hello_hint, server_tls, token_check
+from rstreams._cli_common import (
+    browser_facing,
+    cannot_serve,
+    fail,
+    no_hello_hint,
+    server_names,
+    server_tls,
+    token_check,
+)
 from rstreams.errors import ReactiveStreamsError
 
 if TYPE_CHECKING:
@@ -450,6 +458,13 @@ def _serve_publishers(args: argparse.Namespace) -> int:
         if args.publishers is not None:
             offer = load_publishers(args.publishers)
             names = list(offer) if isinstance(offer, Mapping) else [f"what {args.publishers} finds"]
+            replaced = [name for name in server_names() if name in names]
+            if replaced:  # the user's names win (rstreams.serve): said, not refused
+                print(
+                    f"rstreams serve: warning: --publishers {args.publishers} replaces the server's own "
+                    f"{', '.join(replaced)} (rstreams ping and top read them)",
+                    file=sys.stderr,
+                )
             if callable(getattr(offer, "on_connection", None)):
                 on_connection = offer.on_connection
             codec = CODECS[args.codec or "raw"]
