@@ -1576,7 +1576,8 @@ def test_python_dash_m_rstreams_is_the_command() -> None:
 def test_a_metrics_address_in_use_is_named(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, log: list[str]
 ) -> None:
-    """--metrics HOST:PORT already taken: the message names --metrics and its address, not the URL."""
+    """--metrics HOST:PORT already taken: the message names --metrics and its address, not the URL,
+    and what to do (another port, port 0, or --metrics on), as for the URL's own port."""
     pytest.importorskip("prometheus_client")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
     with socket.socket() as taken:
@@ -1586,7 +1587,11 @@ def test_a_metrics_address_in_use_is_named(
         assert main(["serve", "tcp://127.0.0.1:0", *log, "--metrics", address]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"rstreams serve: cannot serve /metrics on {address}: ")
-    assert err.endswith("(--metrics)\n") and err.count("\n") == 1
+    assert err.endswith(
+        "(--metrics HOST:PORT: another server listens there; choose another port, port 0: any free "
+        "one, or --metrics on to count without serving /metrics)\n"
+    )
+    assert err.count("\n") == 1
 
 
 @pytest.mark.timeout(30)
@@ -1648,8 +1653,8 @@ def test_the_metrics_case_is_told_by_the_error_type_not_its_text() -> None:
 
     lookalike = OSError(errno.EADDRINUSE, "cannot serve /metrics on 127.0.0.1:9464: in use")
     assert cannot_serve("tcp://h:1", lookalike).startswith("cannot serve on tcp://h:1: ")
-    real = MetricsExpositionError(errno.EADDRINUSE, "in use", "127.0.0.1", 9464)
-    assert cannot_serve("tcp://h:1", real) == "cannot serve /metrics on 127.0.0.1:9464: in use (--metrics)"
+    real = MetricsExpositionError(errno.EADDRNOTAVAIL, "not here", "127.0.0.1", 9464)
+    assert cannot_serve("tcp://h:1", real) == "cannot serve /metrics on 127.0.0.1:9464: not here (--metrics)"
 
 
 def test_the_top_level_help_shows_a_first_try_that_parses(capsys: pytest.CaptureFixture[str]) -> None:
@@ -1754,7 +1759,8 @@ def test_rstreams_alone_lists_the_commands(capsys: pytest.CaptureFixture[str]) -
 def test_a_live_page_address_in_use_says_what_to_do(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`serve URL NAME --web` on a taken port: the last line names --web and port 0."""
+    """`serve URL NAME --web` on a taken port: the one line names --web and port 0; nothing is
+    announced before it (the serving line came first, and the server stopped after it)."""
     pytest.importorskip("websockets")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a\n")))
     with socket.socket() as taken:
@@ -1762,7 +1768,8 @@ def test_a_live_page_address_in_use_says_what_to_do(
         taken.listen()
         web = f"127.0.0.1:{taken.getsockname()[1]}"
         assert main(["serve", "tcp://127.0.0.1:0", "log", "--web", web]) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert out == ""
     assert err.startswith(f"rstreams serve: cannot serve the live page on {web}: ") and err.count("\n") == 1
     assert err.endswith("(another server listens there: --web HOST:PORT, port 0: any free one)\n"), err
 

@@ -64,6 +64,11 @@ def cannot_serve(url: str, bad: BaseException) -> str:
     from rstreams.observe import MetricsExpositionError
 
     if isinstance(bad, MetricsExpositionError):
+        if bad.errno == errno.EADDRINUSE:
+            return (
+                f"{bad.strerror} (--metrics HOST:PORT: another server listens there; choose another "
+                "port, port 0: any free one, or --metrics on to count without serving /metrics)"
+            )
         return f"{bad.strerror} (--metrics)"
     said = f"cannot serve on {url}: {bad}"
     if missing_extra(bad):

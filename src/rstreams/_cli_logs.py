@@ -151,6 +151,15 @@ def serve_log(args: argparse.Namespace) -> int:
             return fail("serve", cannot_serve(args.url, bad))
         page = None
         try:  # from the announcement on: a Ctrl-C that its reader sends at once stops cleanly
+            if args.web is not None:  # before the announcement: nothing is announced that then fails
+                from rstreams.web import page_for_logs
+
+                page = page_for_logs(
+                    args.web,
+                    {args.name: log, **sinks},
+                    publisher=args.web_publisher or args.name,
+                    origins=args.origin or None,
+                )
             sinks_said = "".join(f", sink log {name!r}" for name in args.sink)
             print(f"serving {args.name!r} (lines of standard input){sinks_said} on {server.url}", flush=True)
             if sys.stdin.isatty():  # not a pipe or a file: say what the silence waits for
@@ -161,15 +170,7 @@ def serve_log(args: argparse.Namespace) -> int:
                 )
             if server.metrics_url is not None:
                 print(f"metrics at {server.metrics_url}", flush=True)
-            if args.web is not None:
-                from rstreams.web import page_for_logs
-
-                page = page_for_logs(
-                    args.web,
-                    {args.name: log, **sinks},
-                    publisher=args.web_publisher or args.name,
-                    origins=args.origin or None,
-                )
+            if page is not None:
                 print(
                     f"live page: {page.url} (charts {page.publisher!r}; RS.io on {page.ws_url})", flush=True
                 )
