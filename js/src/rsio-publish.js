@@ -391,13 +391,22 @@ class ServedStream {
     if (this.done) return;
     // §19.2: the publisher's own failure is code 1, or the code of a relayed RemoteStreamError
     const code = Number.isInteger(error?.code) && error.code >= 0 ? error.code : APPLICATION;
-    this._table.finish(this, { type: "onError", subscriber: this.id, error: String(error?.message ?? error), errorCode: code });
+    this._table.finish(this, { type: "onError", subscriber: this.id, error: failureText(error), errorCode: code });
   }
 
   onComplete() {
     if (this.done) return;
     this._table.finish(this, { type: "onComplete", subscriber: this.id });
   }
+}
+
+/**
+ * The onError text of a publisher's own failure (PROTOCOL.md §10): the error's name, a colon and
+ * its message, `TypeError: boom`, as Python's and Java's servers send theirs (a value that is not
+ * an Error: `Error: ` and the value).
+ */
+function failureText(error) {
+  return `${error?.name ?? "Error"}: ${error?.message ?? error}`;
 }
 
 /** A refusal's text and code for an error thrown by a factory or hook: its own when it carries a code (§19.2). */

@@ -118,7 +118,7 @@ test("listen() qualifies its refusals: unknown publisher 2, rule 3.9 5, a failin
   try {
     const client = await connect(server.url, { onerror: () => {} });
     await assert.rejects(client.request("nope"), (error) => error.code === 2);
-    await assert.rejects(client.request("fail"), (error) => error.code === 1 && error.message === "broken");
+    await assert.rejects(client.request("fail"), (error) => error.code === 1 && error.message === "Error: broken");
     const r = recorder(0);
     const sub = client.subscribe("never", r);
     await tick();

@@ -160,6 +160,17 @@ test("elements: strings as UTF-8, bytes as they are, anything else ends the stre
   assert.match(ws.sent.at(-1).error, /publisher 'mixed' emitted Object; elements are bytes/);
 });
 
+test("a publisher's onError text: `Name: message` for every error, and for a value that is not one", async () => {
+  class DeviceError extends Error { constructor(message) { super(message); this.name = "DeviceError"; } }
+  const failWith = (error) => ({ subscribe(s) { s.onSubscribe({ request() { s.onError(error); }, cancel() {} }); } });
+  const { ws } = open({ type: failWith(new TypeError("bad")), own: failWith(new DeviceError("gone")),
+    empty: failWith(new RangeError()), text: failWith("just text") });
+  ws.feed(subscribe("type", 1, 1), subscribe("own", 2, 1), subscribe("empty", 3, 1), subscribe("text", 4, 1));
+  await tick();
+  assert.deepEqual(ws.of("onError").map((f) => f.error), ["TypeError: bad", "DeviceError: gone", "RangeError: ",
+    "Error: just text"]);
+});
+
 /** Let turns of the event loop pass until `done()` (at most `turns` of them). */
 async function until(done, turns = 200) {
   for (let i = 0; i < turns && !done(); i++) await tick();
@@ -210,7 +221,8 @@ test("a publisher's onError becomes the peer's onError; the connection's end can
   const { ws } = open({ failing, numbers: publisher });
   ws.feed(subscribe("failing", 1, 1), subscribe("numbers", 2, 0));
   await tick();
-  assert.deepEqual(ws.of("onError").map((f) => f.error), ["disk gone"]);
+  // the text is the error's name and message (PROTOCOL.md §10), as Python's and Java's servers send
+  assert.deepEqual(ws.of("onError").map((f) => f.error), ["Error: disk gone"]);
   ws.feed({ type: "goodbye", reason: "" });
   await tick();
   assert.ok(log.cancelled);
