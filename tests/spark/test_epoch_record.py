@@ -12,7 +12,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from rstreams.spark import _epochs
-from rstreams.spark._epochs import EPOCHS_FILE, checkpoint_of, record_at
+from rstreams.spark._epochs import EPOCHS_FILE, NO_CHECKPOINT, ArrowFile, checkpoint_of, record_at
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,7 +47,8 @@ def test_a_local_checkpoint_is_found_in_every_form_spark_takes(
     }[form]
     record, why = record_at(location)
     assert record is not None and why == ""
-    assert record.shown == record.path == str(checkpoint / EPOCHS_FILE)
+    assert isinstance(record.file, ArrowFile)
+    assert record.shown == record.file.path == str(checkpoint / EPOCHS_FILE)
     assert record.read() == {}
     record.write({"tcp://h:1": {"out": "0123456789abcdef"}})
     assert json.loads((checkpoint / EPOCHS_FILE).read_text()) == {
@@ -67,7 +68,7 @@ def test_a_directory_without_spark_metadata_is_not_the_checkpoint(tmp_path: Path
     )
     assert not (tmp_path / "nothing").exists()
     record, why = record_at(None)
-    assert record is None and "neither option checkpointLocation nor, with option queryName" in why
+    assert record is None and why == NO_CHECKPOINT
 
 
 def test_another_file_system_goes_through_pyarrow_fs_s3a_as_s3(

@@ -17,6 +17,7 @@ import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
 from rstreams.replay import RemoteLogError, ReplayLog, fetch_range, request_json
+from rstreams.spark._epochs import NO_CHECKPOINT
 from rstreams.spark._options import OptionError
 from rstreams.spark._sink import (
     EPOCHS_FILE,
@@ -68,7 +69,9 @@ def test_a_memory_sink_log_restarted_under_a_running_query_refuses_its_next_publ
         assert f"epoch '{before}' is not this log's" in said and "batch 1 was not published" in said
         assert "published a second time" in said and "ReplayLog(name, path=DIR)" in said
         assert "rstreams serve --sink NAME --path DIR" in said
-        assert "restart it from its checkpoint to go on" in said  # no local checkpoint: no record kept
+        assert "restart it from its checkpoint to go on" in said  # no checkpoint named: no record kept
+        assert f"no record of the epochs is kept across restarts of the query: {NO_CHECKPOINT})" in said
+        assert '.option("checkpointLocation", DIR)' in said and ".queryName(NAME)" in said  # what to set
         assert request_json(url, "results?latest")["end"] == 0
 
 

@@ -2,8 +2,9 @@
 (docs/replay.md, *Epochs*): restarted from its checkpoint, the query fails naming the restart,
 publishes nothing and leaves nothing staged, whether Spark's checkpoint is a relative option
 checkpointLocation or the session conf spark.sql.streaming.checkpointLocation with a query name;
-once the record is deleted, it goes on with the next batch, published once. Real Spark, local
-mode."""
+or a ``viewfs:`` option, a Hadoop scheme that only Spark's JVM opens (the record is kept through
+it); once the record is deleted, it goes on with the next batch, published once. Real Spark,
+local mode."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def sink_log(serve: Any, url: str = "tcp://127.0.0.1:0") -> tuple[ReplayServer, 
     return serve({}, sinks={"results": results}, url=url), results
 
 
-@pytest.mark.parametrize("where", ["relative option", "session conf"])
+@pytest.mark.parametrize("where", ["relative option", "session conf", "viewfs option"])
 def test_a_restarted_memory_sink_log_fails_the_restarted_query_until_told_to_go_on(
     spark: Any, serve: Any, tmp_path: Path, where: str
 ) -> None:
@@ -60,10 +61,17 @@ def test_a_restarted_memory_sink_log_fails_the_restarted_query_until_told_to_go_
         jvm_cwd = spark._jvm.java.lang.System.getProperty("user.dir")
         checkpoint = tmp_path / "checkpoint"
         located = {"checkpointLocation": os.path.relpath(checkpoint, jvm_cwd)}
+    elif where == "viewfs option":  # a mount table of its own, on a local directory
+        (tmp_path / "mounted").mkdir()
+        checkpoint = tmp_path / "mounted" / "checkpoint"
+        cluster = f"rstreams-{uuid.uuid4().hex[:8]}"
+        spark.conf.set(f"fs.viewfs.mounttable.{cluster}.link./mnt", (tmp_path / "mounted").as_uri())
+        located = {"checkpointLocation": f"viewfs://{cluster}/mnt/checkpoint"}
     else:
         checkpoint = tmp_path / "root" / name
         located = {}
     kept = checkpoint / EPOCHS_FILE
+    shown = f"{located['checkpointLocation']}/{EPOCHS_FILE}" if where == "viewfs option" else str(kept)
 
     def run() -> None:
         with session_checkpoints(spark, tmp_path / "root"):
@@ -92,7 +100,7 @@ def test_a_restarted_memory_sink_log_fails_the_restarted_query_until_told_to_go_
     said = str(failed.value)
     assert "SinkLogRestartedError: rstreams sink: sink log 'results'" in said
     assert f"was restarted since this query recorded it in its checkpoint (epoch '{results.epoch}'" in said
-    assert f"delete {kept} to go on" in said
+    assert f"delete {shown} to go on" in said
     assert restarted.info()["end"] == 0
     assert server._stagings["results"].staged_bytes == 0  # nothing left staged on the new log
     assert json.loads(kept.read_text()) == {"epochs": {url: {"results": results.epoch}}}

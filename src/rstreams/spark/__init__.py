@@ -46,6 +46,7 @@ from rstreams.spark._codecs import ElementError as ElementError
 from rstreams.spark._codecs import arrow_ipc as arrow_ipc
 from rstreams.spark._codecs import arrow_rows as arrow_rows
 from rstreams.spark._demo import DemoQueryError as DemoQueryError
+from rstreams.spark._hadoop import share_gateway
 from rstreams.spark._java import JavaMissingError as JavaMissingError
 from rstreams.spark._java import check_java as check_java
 from rstreams.spark._options import CONF_PREFIX
@@ -81,12 +82,19 @@ def register(spark: Any) -> None:
     and ``spark.rstreams.password``), as they are now, serve every query that sets no
     credential option of its own: they travel inside the registered class (Spark pickles it
     by value), never in an option, a plan or a log.
+
+    The sink keeps the record of its logs' epochs beside the query's checkpoint through the
+    driver JVM's Hadoop file system, as Spark keeps the checkpoint: the class carries the path of
+    a file (readable by this user only) holding this process's py4j gateway, which Spark's Python
+    workers on the driver open (:mod:`rstreams.spark._hadoop`).
     """
     conf = {key: spark.conf.get(f"{CONF_PREFIX}{key}", None) for key in ("token", "user", "password")}
     credentials = {key: str(value) for key, value in conf.items() if value}
+    gateway = share_gateway(spark)
     source: type[RStreamsDataSource] = RStreamsDataSource
-    if credentials:
-        source = type("RStreamsDataSource", (RStreamsDataSource,), {"session_credentials": credentials})
+    if credentials or gateway:
+        made = {"session_credentials": credentials, "session_gateway": gateway}
+        source = type("RStreamsDataSource", (RStreamsDataSource,), made)
     spark.dataSource.register(source)
 
 

@@ -139,7 +139,7 @@ class SpreadUpload(WriterCommitMessage):
 class _Writer:
     """The sink's options (checked on the driver when the query starts) and its remote calls."""
 
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+    def __init__(self, options: Mapping[str, str], schema: StructType, gateway: str | None = None) -> None:
         check_names(options, "sink")
         urls = _listed(options, "url")
         names = _listed(options, "publisher")
@@ -175,6 +175,9 @@ class _Writer:
             if name.lower() in ("checkpointlocation", "queryname") and value
         }
         """The options that say where the query's checkpoint is (:func:`checkpoint_of`)."""
+        self.gateway = gateway
+        """The file of the driver's py4j gateway (:func:`~rstreams.spark._hadoop.share_gateway`),
+        through which the record is kept where Spark keeps the checkpoint; None: ``pyarrow.fs``."""
         self.refused: SinkLogRestartedError | OptionError | None = None
         """Set by :meth:`check_record` when a log's epoch is not the one the checkpoint keeps (or
         the record cannot be read): the tasks of a writer built so raise it before they upload."""
@@ -246,7 +249,7 @@ class _Writer:
         (a query whose checkpoint the session conf sets is checked at its commits): a log whose
         epoch is not the one kept sets :attr:`refused`, raised by the tasks (not here: Spark
         builds a writer for a commit and for an abort too, and an abort must go on)."""
-        record, _ = record_at(checkpoint_of(self.located, None))
+        record, _ = record_at(checkpoint_of(self.located, None), self.gateway)
         if record is None:
             return
         try:
@@ -270,7 +273,7 @@ class _Writer:
                 discarded first: nothing of the batch is published).
         """
         _, _, epochs, conf = self._tokens(messages)
-        record, why = record_at(checkpoint_of(self.located, conf))
+        record, why = record_at(checkpoint_of(self.located, conf), self.gateway)
         if record is None:
             return None, why
         kept = self._read(record)
@@ -510,14 +513,14 @@ def _batch_writer() -> str:
 class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
     """``df.writeStream.format("rstreams")``: record batches, every codec."""
 
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+    def __init__(self, options: Mapping[str, str], schema: StructType, gateway: str | None = None) -> None:
         if options.get("batchId") is not None:
             raise OptionError(
                 "batchId",
                 "option batchId is for df.write (e.g. inside foreachBatch); a streaming query publishes "
                 "each micro-batch under its own batch id",
             )
-        self._writer = _Writer(options, schema)
+        self._writer = _Writer(options, schema, gateway)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return self._writer.write_arrow(iterator)
@@ -548,13 +551,17 @@ class RStreamsArrowBatchWriter(DataSourceArrowWriter):
         self._writer.discard(messages)
 
 
-def stream_writer(options: Mapping[str, str], schema: StructType) -> DataSourceStreamWriter:
-    """The streaming writer, its options and its sink logs checked (here, on the driver).
+def stream_writer(
+    options: Mapping[str, str], schema: StructType, gateway: str | None = None
+) -> DataSourceStreamWriter:
+    """The streaming writer, its options and its sink logs checked (here, on the driver);
+    ``gateway``: the file of the driver's py4j gateway, where :func:`rstreams.spark.register`
+    shared one (the record of the epochs is then kept through the driver JVM).
 
     Spark builds it as the query starts, and again for each micro-batch's commit or abort (a
     fresh writer in its commit worker): each time, one ``NAME?discard=`` per sink log, whose
     epochs are checked against those the checkpoint keeps (:meth:`_Writer.check_record`)."""
-    made = RStreamsArrowStreamWriter(options, schema)
+    made = RStreamsArrowStreamWriter(options, schema, gateway)
     made._writer.check_logs()
     made._writer.check_record()
     return made

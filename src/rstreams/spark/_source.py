@@ -888,10 +888,13 @@ class RStreamsDataSource(DataSource):
     Its options, with defaults and meanings, are :data:`rstreams.spark._options.OPTIONS`
     (the README's Spark section shows them as a table). ``session_credentials`` holds the
     credentials of the Spark conf (``spark.rstreams.*``) in the subclass that
-    :func:`rstreams.spark.register` makes when there are any.
+    :func:`rstreams.spark.register` makes, and ``session_gateway`` the file where it shared the
+    driver's py4j gateway (:func:`rstreams.spark._hadoop.share_gateway`: the path only, never
+    the gateway's secret, for this class travels to executors too).
     """
 
     session_credentials: Mapping[str, str] = {}
+    session_gateway: str | None = None
 
     def _options(self) -> Mapping[str, str]:
         return with_conf(self.options, self.session_credentials)
@@ -918,7 +921,7 @@ class RStreamsDataSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         from rstreams.spark._sink import stream_writer
 
-        return stream_writer(self._options(), schema)
+        return stream_writer(self._options(), schema, self.session_gateway)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from rstreams.spark._sink import writer
