@@ -3,7 +3,9 @@
 * every section a goodbye or onError text cites exists, and the rule it cites is stated there;
 * every message of the §3 table has a test vector in docs/protocol-vectors.json, and every
   type the table calls reserved is refused by the code;
-* every example byte string in PROTOCOL.md decodes to what the text beside it says.
+* every example byte string in PROTOCOL.md decodes to what the text beside it says;
+* every "§N" in the bindings' sources, docs/ and README.md is a heading here, the section named
+  beside an extension is that extension's, and an error code's number and name agree.
 """
 
 from __future__ import annotations
@@ -561,3 +563,78 @@ def test_an_invalid_payload_cites_a_section_with_a_row(vector: dict[str, Any]) -
     else:
         return  # read outside the core (rstreams.net): checked by the generator's decoders
     assert reason.endswith(f"(PROTOCOL.md §{section})"), reason
+
+
+# -- references as an outside implementer reads them ------------------------------------------------
+def _read_by_implementers() -> list[Path]:
+    """PROTOCOL.md and every file that cites it: the sources of the three bindings, docs/, README.md."""
+    src = ROOT / "src" / "rstreams"
+    return [
+        ROOT / "PROTOCOL.md",
+        *sorted(src.rglob("*.py")),
+        *sorted(src.rglob("*.js")),
+        *sorted((ROOT / "js" / "src").rglob("*.js")),
+        *sorted((ROOT / "js" / "types").glob("*.ts")),
+        *sorted((ROOT / "java" / "src").rglob("*.java")),
+        *sorted((ROOT / "docs").glob("*.md")),
+        ROOT / "README.md",
+    ]
+
+
+TITLES = {m.group(1): m.group(2) for m in re.finditer(r"^##+ (\d+(?:\.\d+)?)\.? (.*)$", PROTOCOL, re.M)}
+
+
+def test_every_bare_section_reference_exists() -> None:
+    """A "§N" written without "PROTOCOL.md" before it (a comment's "(§19.2)", a doc's "§4.1") in
+    the bindings' sources, docs/ and README.md names a heading of PROTOCOL.md too, unless it is
+    another document's ("RFC 9110 §15.5.22", wrapped in a comment or not)."""
+    dangling = [
+        f"{path.relative_to(ROOT)}: {text[max(0, m.start() - 40) : m.end()]!r}"
+        for path in _read_by_implementers()[1:]
+        for text in [path.read_text()]
+        for m in re.finditer(r"§(\d+(?:\.\d+)*)", text)
+        if m.group(1) not in SECTIONS
+        and not re.search(r"RFC \d+[\s*/#]+$", text[max(0, m.start() - 16) : m.start()])
+    ]
+    assert not dangling, dangling
+
+
+_EXTENSION_NAMES = "|".join(re.escape(e.name) for e in sorted(REGISTERED, key=lambda e: -len(e.name)))
+_BESIDE_EXTENSION = re.compile(
+    rf"(?:\bextension |\()({_EXTENSION_NAMES})(?: \(id \d+\))?,? §((\d+)(?:\.\d+)?)"
+)
+
+
+def test_an_extension_named_beside_a_section_is_that_section_s() -> None:
+    """The section cited beside an extension's name ("extension auth, §15.3", "(resume, §16)") is
+    one whose heading (or its chapter's) names that extension, so a renumbered chapter cannot
+    leave a reference pointing at another extension's rules."""
+    seen, wrong = 0, []
+    for path in _read_by_implementers():
+        text = path.read_text()
+        for m in _BESIDE_EXTENSION.finditer(text):
+            seen += 1
+            if m.group(1) not in TITLES.get(m.group(2), "") + TITLES.get(m.group(3), ""):
+                wrong.append(f"{path.relative_to(ROOT)}: {m.group(0)!r}")
+    assert seen > 30
+    assert not wrong, wrong
+
+
+def test_an_error_code_named_beside_its_number_is_the_registry_s() -> None:
+    """An error code's number and name agree with §19.2's registry wherever they are written
+    together ("code 4 (unauthorized)", "code 2, unknown publisher")."""
+    registry = {
+        int(m.group(1)): m.group(2)
+        for m in re.finditer(r"^\| (\d+) \| ([a-z ]+) \| (?:onError|goodbye)", SECTIONS["19.2"], re.MULTILINE)
+    }
+    assert len(registry) == 12
+    names = "|".join(sorted(registry.values(), key=len, reverse=True))
+    seen, wrong = 0, []
+    for path in _read_by_implementers():
+        text = path.read_text()
+        for m in re.finditer(rf"\bcode (\d+)(?:,| \(| =| is| for)? ?(?:an? |the )?({names})\b", text):
+            seen += 1
+            if registry.get(int(m.group(1))) != m.group(2):
+                wrong.append(f"{path.relative_to(ROOT)}: {m.group(0)!r}")
+    assert seen > 15
+    assert not wrong, wrong
