@@ -154,6 +154,22 @@ public class TransportsTest {
         }
     }
 
+    /** wss:// between bindings: the Java client reads a Python server's stream, trusting the fixture's certificate. */
+    @Test(timeOut = 60_000)
+    public void javaClientToPythonServerOverWss() throws Exception {
+        TlsFixture tls = TlsFixture.get();
+        try (PythonRstreams python = PythonRstreams.serveAt("wss://127.0.0.1:0/rsio", "--tls-cert", tls.pem.toString(),
+                    "--tls-key", tls.key.toString());
+             RsioClient client = RsioClient.builder().tls(tls.client).build();
+             RsioConnection conn = client.connect(python.url()).get(20, TimeUnit.SECONDS)) {
+            TestSubscriber<String> sub = new TestSubscriber<>();
+            conn.publisher("counter?from=7&to=10", Codec.UTF8).subscribe(sub);
+            sub.request(10);
+            assertEquals(sub.take(3), List.of("7", "8", "9"));
+            assertNull(sub.awaitTerminal());
+        }
+    }
+
     /** A wss:// client that does not trust the server's certificate fails its connect, as over tls://. */
     @Test(timeOut = 60_000)
     public void untrustedCertificateFailsTheConnectOverWss() throws Exception {

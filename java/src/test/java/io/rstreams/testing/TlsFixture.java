@@ -12,8 +12,8 @@ import javax.net.ssl.TrustManagerFactory;
 
 /**
  * A self-signed certificate for 127.0.0.1 and localhost, made once per test run with the JDK's
- * keytool under target/, with the server and client SSLContexts built from it and its PEM (for
- * the Python side's --cafile).
+ * keytool under target/, with the server and client SSLContexts built from it, its PEM (for
+ * the Python side's --cafile and --tls-cert) and its private key's PEM (--tls-key).
  */
 public final class TlsFixture {
     private static final char[] PASSWORD = "rstreams-test".toCharArray();
@@ -21,6 +21,7 @@ public final class TlsFixture {
 
     public final Path keystore;
     public final Path pem;
+    public final Path key;
     public final SSLContext server;
     public final SSLContext client;
 
@@ -28,6 +29,7 @@ public final class TlsFixture {
         Files.createDirectories(dir);
         keystore = dir.resolve("server.p12");
         pem = dir.resolve("server.pem");
+        key = dir.resolve("server-key.pem");
         Files.deleteIfExists(keystore);
         String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
         run(List.of(keytool, "-genkeypair", "-alias", "server", "-keyalg", "EC", "-groupname", "secp256r1",
@@ -39,6 +41,9 @@ public final class TlsFixture {
         try (InputStream in = Files.newInputStream(keystore)) {
             ks.load(in, PASSWORD);
         }
+        String pkcs8 = java.util.Base64.getMimeEncoder(64, "\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII))
+                .encodeToString(ks.getKey("server", PASSWORD).getEncoded());
+        Files.writeString(key, "-----BEGIN PRIVATE KEY-----\n" + pkcs8 + "\n-----END PRIVATE KEY-----\n");
         KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
         kmf.init(ks, PASSWORD);
         server = SSLContext.getInstance("TLS");
