@@ -1,7 +1,9 @@
 package io.rstreams.net;
 
 import io.netty.channel.ChannelPipeline;
+import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.HttpClientCodec;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolConfig;
@@ -103,6 +105,9 @@ final class Pipelines {
             p.addLast(new HttpClientCodec(), new HttpObjectAggregator(64 * 1024), new PongLimit());
             p.addLast(new WebSocketClientProtocolHandler(WebSocketClientProtocolConfig.newBuilder()
                     .webSocketUri(URI.create(url.toString()))
+                    // from the parsed URL, not the URI (which gives a host with '_' none): RFC 7230 section 5.4, RFC 6454
+                    .customHeaders(new DefaultHttpHeaders().set(HttpHeaderNames.HOST, url.hostHeader())
+                            .set(HttpHeaderNames.ORIGIN, url.origin()))
                     .subprotocol(WebSocketBridge.SUBPROTOCOL)
                     .version(WebSocketVersion.V13)
                     .maxFramePayloadLength(MAX_WS_MESSAGE)

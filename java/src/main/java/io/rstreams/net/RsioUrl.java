@@ -325,6 +325,20 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
         return scheme.equals("tls") || scheme.equals("wss");
     }
 
+    /**
+     * A WebSocket handshake's Host header (RFC 7230 section 5.4): the host, an IPv6 address in
+     * brackets, and the port unless it is the scheme's default.
+     */
+    String hostHeader() {
+        String h = host.contains(":") ? "[" + host + "]" : host;
+        return port == DEFAULT_PORTS.getOrDefault(scheme, -1) ? h : h + ":" + port;
+    }
+
+    /** The origin of a WebSocket URL (RFC 6454 section 4): http:// or https://, then as {@link #hostHeader()}. */
+    String origin() {
+        return (secure() ? "https://" : "http://") + hostHeader();
+    }
+
     RsioUrl withPort(int newPort) {
         return new RsioUrl(scheme, host, newPort, path, query);
     }

@@ -4,6 +4,9 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.embedded.EmbeddedChannel;
 import io.rstreams.testing.Json;
 import io.rstreams.testing.RepoPaths;
 import io.rstreams.testing.TestSubscriber;
@@ -118,6 +121,38 @@ public class RsioUrlTest {
             expectThrows(ExecutionException.class, () -> conn.get(10, TimeUnit.SECONDS));
             // RFC 7230 section 5.4, as PROTOCOL.md §1.1 has an IPv6 host written again
             assertTrue(head.toString().toLowerCase(Locale.ROOT).contains("\nhost: [::1]:" + port + "\n"), head.toString());
+        }
+    }
+
+    /** The head of the WebSocket handshake a Java client sends for {@code url}, its pipeline in memory. */
+    private static String handshakeHead(String url) {
+        EmbeddedChannel channel = new EmbeddedChannel();
+        Pipelines.client(channel.pipeline(), RsioUrl.parse(url), null, new ChannelInboundHandlerAdapter());
+        channel.pipeline().fireChannelActive();
+        channel.runPendingTasks();
+        StringBuilder head = new StringBuilder();
+        for (Object msg = channel.readOutbound(); msg != null; msg = channel.readOutbound()) {
+            head.append(((ByteBuf) msg).toString(StandardCharsets.ISO_8859_1));
+            ((ByteBuf) msg).release();
+        }
+        channel.finishAndReleaseAll();
+        return head.toString();
+    }
+
+    @Test(timeOut = 10_000)
+    public void aJavaWebSocketClientsHostAndOriginHeadersComeFromTheParsedUrl() {
+        // java.net.URI gives a host with '_' no host at all: the headers are the parsed URL's
+        String[][] cases = {
+            {"ws://my_host:9000/rsio", "GET /rsio HTTP/1.1", "my_host:9000", "http://my_host:9000"},
+            {"WS://Example.COM/rsio?token=x", "GET /rsio?token=x HTTP/1.1", "example.com", "http://example.com"},
+            {"ws://[::1]:80/", "GET / HTTP/1.1", "[::1]", "http://[::1]"},
+            {"ws://[::1]:9000/rsio", "GET /rsio HTTP/1.1", "[::1]:9000", "http://[::1]:9000"},
+        };
+        for (String[] c : cases) {
+            String head = handshakeHead(c[0]);
+            assertTrue(head.startsWith(c[1] + "\r\n"), c[0] + ": " + head);
+            assertTrue(head.toLowerCase(Locale.ROOT).contains("\r\nhost: " + c[2] + "\r\n"), c[0] + ": " + head);
+            assertTrue(head.toLowerCase(Locale.ROOT).contains("\r\norigin: " + c[3] + "\r\n"), c[0] + ": " + head);
         }
     }
 
