@@ -78,7 +78,7 @@ export function parseUrl(url) {
   }
   let path = "";
   if (scheme === "ws" || scheme === "wss") {
-    path = (parts.path || "/") + (parts.query === null ? "" : `?${parts.query}`);
+    path = (parts.path || "/") + (parts.query ? `?${parts.query}` : ""); // no empty '?': none is sent
     checkRequestTarget(shown, path);
     refuseDotSegments(shown, parts.path);
   }

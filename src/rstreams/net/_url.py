@@ -146,7 +146,7 @@ def parse_url(url: str) -> Endpoint:
         port = int(port_text)
     path = ""
     if scheme in ("ws", "wss"):
-        path = (parts.path or "/") + ("" if parts.query is None else "?" + parts.query)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")  # no empty '?': none is sent
         _check_request_target(shown, path)
         _refuse_dot_segments(shown, parts.path)
     return Endpoint(scheme=_SCHEME_NAMES[scheme], host=host, port=port, path=path)

@@ -104,7 +104,7 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
         String query = "";
         if (scheme.startsWith("ws")) {
             path = parts.path().isEmpty() ? "/" : parts.path();
-            query = parts.query() == null ? "" : "?" + parts.query();
+            query = parts.query() == null || parts.query().isEmpty() ? "" : "?" + parts.query(); // no empty '?': none is sent
             checkRequestTarget(shown, path + query);
             refuseDotSegments(shown, parts.path());
         }
