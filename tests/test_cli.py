@@ -450,6 +450,33 @@ def test_bad_publishers_spec_exits_2(capsys: pytest.CaptureFixture[str], spec: s
     assert says in err
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("pubs_h8", "'pubs_h8' is a directory; give the .py file in it that holds the mapping"),
+        ("pubs_h8/", "'pubs_h8/' is a directory; give the .py file in it that holds the mapping"),
+        ("pubs_h8.txt:X", "'pubs_h8.txt' is a file of this directory, but not a .py file"),
+    ],
+)
+def test_a_publishers_directory_or_other_file_is_named_as_such(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    spec: str,
+    says: str,
+) -> None:
+    """A directory (a namespace package to import) or a file that is no .py file: the line says
+    what it is and what --publishers takes; it said 'pubs has no attribute PUBLISHERS', 'no
+    module named pubs_h8', or 'no such file' for a directory that exists."""
+    (tmp_path / "pubs_h8").mkdir()
+    (tmp_path / "pubs_h8.txt").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert main(["serve", "tcp://127.0.0.1:0", "--publishers", spec]) == 2
+    assert capsys.readouterr().err.startswith(f"rstreams serve: --publishers {spec!r}: {says}")
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("form", ["file", "module"])
 def test_publishers_that_exit_while_loading_are_named_and_exit_2(tmp_path: Path, form: str) -> None:

@@ -255,6 +255,8 @@ def load_publishers(spec: str) -> Mapping[str, Any] | Callable[..., Any]:
     try:
         offer: object = getattr(module, attribute)
     except AttributeError:
+        if getattr(module, "__file__", None) is None and Path(where).is_dir():  # a namespace package
+            raise _directory(spec, where) from None
         raise PublishersSpecError(f"{spec!r}: {where} has no attribute {attribute!r}") from None
     if isinstance(offer, Mapping) or callable(offer):
         return offer
@@ -264,9 +266,18 @@ def load_publishers(spec: str) -> Mapping[str, Any] | Callable[..., Any]:
     )
 
 
+def _directory(spec: str, where: str) -> PublishersSpecError:
+    return PublishersSpecError(
+        f"{spec!r}: {where!r} is a directory; give the .py file in it that holds the mapping "
+        "(path/to/file.py:NAME)"
+    )
+
+
 def _load_module(where: str, spec: str) -> object:
     if where.endswith(".py") or os.sep in where or "/" in where:
         path = Path(where)
+        if path.is_dir():
+            raise _directory(spec, where)
         if not path.is_file():
             raise PublishersSpecError(f"{spec!r}: no such file {where!r}")
         name = f"_rstreams_publishers_{path.stem}"  # never shadows a real module (json.py...)
@@ -291,6 +302,11 @@ def _load_module(where: str, spec: str) -> object:
     try:
         return importlib.import_module(where)
     except ModuleNotFoundError as missing:
+        if Path(where).is_file():  # README.md, pubs.txt: imported as the module README
+            raise PublishersSpecError(
+                f"{spec!r}: {where!r} is a file of this directory, but not a .py file; --publishers "
+                "takes path/to/file.py:NAME or module:NAME"
+            ) from None
         raise PublishersSpecError(f"{spec!r}: no module named {missing.name!r}") from None
     except SystemExit as ended:
         raise PublishersSpecError(_ended(spec, f"importing {where}", ended)) from None
