@@ -567,7 +567,8 @@ def test_an_invalid_payload_cites_a_section_with_a_row(vector: dict[str, Any]) -
 
 # -- references as an outside implementer reads them ------------------------------------------------
 def _read_by_implementers() -> list[Path]:
-    """PROTOCOL.md and every file that cites it: the sources of the three bindings, docs/, README.md."""
+    """PROTOCOL.md and every file that cites it: the sources of the three bindings, docs/, and the
+    README.md files (the project's, java/'s and js/'s)."""
     src = ROOT / "src" / "rstreams"
     return [
         ROOT / "PROTOCOL.md",
@@ -578,6 +579,8 @@ def _read_by_implementers() -> list[Path]:
         *sorted((ROOT / "java" / "src").rglob("*.java")),
         *sorted((ROOT / "docs").glob("*.md")),
         ROOT / "README.md",
+        ROOT / "java" / "README.md",
+        ROOT / "js" / "README.md",
     ]
 
 
@@ -586,7 +589,7 @@ TITLES = {m.group(1): m.group(2) for m in re.finditer(r"^##+ (\d+(?:\.\d+)?)\.? 
 
 def test_every_bare_section_reference_exists() -> None:
     """A "§N" written without "PROTOCOL.md" before it (a comment's "(§19.2)", a doc's "§4.1") in
-    the bindings' sources, docs/ and README.md names a heading of PROTOCOL.md too, unless it is
+    the bindings' sources, docs/ and the README.md files names a heading of PROTOCOL.md too, unless it is
     another document's ("RFC 9110 §15.5.22", wrapped in a comment or not)."""
     dangling = [
         f"{path.relative_to(ROOT)}: {text[max(0, m.start() - 40) : m.end()]!r}"
