@@ -1500,6 +1500,16 @@ def test_bad_options_exit_2(
             "rstreams subscribe: unrecognized arguments: --demnd; did you mean --demand?",
         ),
         (["subscribe", "--dem", "2"], "rstreams subscribe: the following arguments are required: url, name"),
+        (["-v"], "rstreams: unrecognized arguments: -v; did you mean --version?"),
+        (
+            ["subscribe", "tcp://127.0.0.1:1", "x", "-d", "2"],
+            "rstreams subscribe: unrecognized arguments: -d 2; did you mean --demand?",
+        ),
+        (["subscribe", "-t"], "rstreams subscribe: unrecognized arguments: -t (see"),  # --token, --timeout...
+        (  # a negative number is no option
+            ["subscribe", "--count", "-1"],
+            "rstreams subscribe: the following arguments are required: url, name",
+        ),
     ],
 )
 def test_options_argparse_refuses_are_one_line(

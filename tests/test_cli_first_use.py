@@ -61,8 +61,9 @@ def test_a_url_with_a_user_is_refused_without_repeating_its_password(
 
 @pytest.mark.timeout(30)
 def test_a_misspelt_command_or_a_url_first_is_told_what_to_write(capsys: pytest.CaptureFixture[str]) -> None:
-    """A command that is none of them gets the nearest one; a URL where the command goes gets the
-    order (argparse listed only the commands)."""
+    """A command that is none of them gets the nearest one (or the one it begins), `help` and
+    `version` what to write instead; a URL where the command goes gets the order (argparse
+    listed only the commands)."""
     for argv, hint in (
         (["serv", "tcp://127.0.0.1:0"], "; did you mean serve?"),
         (["Subscribe", "tcp://h:1", "x"], "; did you mean subscribe?"),
@@ -70,6 +71,10 @@ def test_a_misspelt_command_or_a_url_first_is_told_what_to_write(capsys: pytest.
             ["tcp://h:1", "counter"],
             "; the command comes first: rstreams subscribe tcp://h:1 NAME (or serve, ping, top)",
         ),
+        (["sub", "tcp://h:1", "x"], "; did you mean subscribe?"),  # the one command that starts so
+        (["pub", "tcp://h:1", "x"], "; did you mean publish?"),
+        (["help", "subscribe"], "; a command's options: rstreams COMMAND --help"),
+        (["version"], "; did you mean --version?"),
         (["bogus"], ""),
     ):
         with pytest.raises(SystemExit) as exit_info:

@@ -579,7 +579,7 @@ class _Parser(argparse.ArgumentParser):
         unknown = [
             given.partition("=")[0]
             for given in self._given
-            if given.startswith("--") and given != "--" and not self._knows(given.partition("=")[0])
+            if re.match(r"--?[A-Za-z]", given) and not self._knows(given.partition("=")[0])
         ]
         if unknown and message.startswith("the following arguments are required"):
             message = f"unrecognized arguments: {' '.join(unknown)}{self._nearest(unknown)}"
@@ -595,11 +595,16 @@ class _Parser(argparse.ArgumentParser):
         given = next((word for word in self._given if not word.startswith("-")), "")
         if "://" in given:
             return f"; the command comes first: rstreams subscribe {given} NAME (or serve, ping, top)"
+        if given.lower() == "help":
+            return "; a command's options: rstreams COMMAND --help"
+        if given.lower() == "version":
+            return "; did you mean --version?"
         commands = [
             name for action in self._actions for name in (action.choices or ()) if action.dest == "command"
         ]
-        near = difflib.get_close_matches(given.lower(), commands, n=1, cutoff=0.6)
-        return f"; did you mean {near[0]}?" if near else ""
+        starting = [name for name in commands if name.startswith(given.lower())]  # sub, pub, ser
+        near = starting if len(starting) == 1 else difflib.get_close_matches(given.lower(), commands, n=1)
+        return f"; did you mean {near[0]}?" if near and given else ""
 
     def _knows(self, option: str) -> bool:
         """Whether ``option`` is one of this parser's, or a prefix argparse takes for one."""
@@ -610,10 +615,15 @@ class _Parser(argparse.ArgumentParser):
 
         known = [flag for flag in self._option_string_actions if flag.startswith("--")]
         for extra in extras:
-            if extra.startswith("--"):
-                near = difflib.get_close_matches(extra.partition("=")[0], known, n=1)
-                if near:
-                    return f"; did you mean {near[0]}?"
+            option = extra.partition("=")[0]
+            if option.startswith("--"):
+                near = difflib.get_close_matches(option, known, n=1)
+            elif len(option) == 2 and option[1].isalpha():  # -v: the one long option that starts so
+                near = [flag for flag in known if flag[2:3] == option[1].lower()]
+            else:
+                near = []
+            if len(near) == 1:
+                return f"; did you mean {near[0]}?"
         return ""
 
 
