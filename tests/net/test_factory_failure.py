@@ -76,6 +76,27 @@ async def test_a_channel_factory_that_raises_is_refused_alike() -> None:
     assert caught.value.message == f"channel 'broken/x' {FAILED}"
 
 
+@pytest.mark.parametrize(
+    ("made", "code", "text"),
+    [(None, 2, "no channel named 'odd/x' (PROTOCOL.md §21.3)"), (42, 9, f"channel 'odd/x' {FAILED}")],
+    ids=["none", "int"],
+)
+async def test_a_channel_factory_that_returns_none_means_no_such_channel(
+    made: object, code: int, text: str
+) -> None:
+    """``None`` from a channel factory is "no such channel" (code 2), as a publisher router's
+    ``None`` and JavaScript's null; anything else that is not a Publisher is a failed factory."""
+    channels: dict[str, Any] = {"odd/{id}": lambda source, params: made}
+    async with (
+        await serve("tcp://127.0.0.1:0", {}, channels=channels) as server,
+        await connect(server.url) as conn,
+    ):
+        for _ in range(2):  # refused each time; the connection goes on
+            with pytest.raises(RemoteStreamError) as caught:
+                await within(conn.channel("odd/x?y=1", rstreams.just(b"a")).collect())
+            assert (caught.value.code, caught.value.message) == (code, text)
+
+
 class _RefusesAtSubscribe:
     """A publisher that exists and raises in subscribe() (rule 1.9 broken)."""
 

@@ -89,8 +89,9 @@ while no size is known, so a large grant of large elements (§21.6) queues about
 worth per turn, never the grant at once (which would pass ``MAX_UNSENT`` and close the
 opener's own connection)."""
 
-ChannelFactory: TypeAlias = Callable[[Publisher[Any], dict[str, str]], Publisher[Any]]
-"""``factory(input, params) -> output``: ``input`` is the opener's stream, ``params`` the name's."""
+ChannelFactory: TypeAlias = Callable[[Publisher[Any], dict[str, str]], Publisher[Any] | None]
+"""``factory(input, params) -> output``: ``input`` is the opener's stream, ``params`` the name's;
+``None`` means "no such channel" (code 2, PROTOCOL.md §21.3)."""
 
 _OPEN = ConnectionState.OPEN
 
@@ -181,8 +182,8 @@ class Channels:
         """The peer's marked subscribe: find the factory, call it with the input, serve its output."""
         serving = self._serving
         found = self._factories.lookup(name)
+        unknown = f"no channel named '{name.partition('?')[0]}' (PROTOCOL.md §21.3)"  # path as written
         if found is None:
-            unknown = f"no channel named '{name.partition('?')[0]}' (PROTOCOL.md §21.3)"  # path as written
             serving.refuse(sid, unknown, ErrorCode.UNKNOWN_PUBLISHER, name)
             return
         factory, params, fault = found
@@ -194,6 +195,11 @@ class Channels:
         self.inputs[sid] = channel_input
         try:
             output = factory(channel_input, params)
+            if output is None:  # "no such channel", as a publisher router's None (§21.3)
+                self.inputs.pop(sid, None)
+                channel_input.end(None)
+                serving.refuse(sid, unknown, ErrorCode.UNKNOWN_PUBLISHER, name)
+                return
             if not callable(getattr(output, "subscribe", None)):
                 raise TypeError(f"the channel factory returned {type(output).__name__}, not a Publisher")
         except Exception as error:
