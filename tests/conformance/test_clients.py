@@ -5,13 +5,15 @@ mocked. The broken adapter (tests/conformance/broken_client.py) proves that the 
 the rules it claims to check, with the section in the message.
 
 Every wait in these cases ends at an event: the adapter's connection or exit, a frame, the end
-of its input. The suite's deadlines are only safety nets here (``PATIENT``), far above what a
-loaded machine needs, and each test's own timeout bounds the whole; the one test that judges
-by a deadline waits for a frame that never comes.
+of its input. The suite's deadlines are hang guards of own time (its defaults, on
+``rstreams.conformance._own_time.OwnTimeLoop`` as the command runs it: the seconds this process
+and the adapter waited for a CPU do not count), and each test's own timeout bounds the whole;
+the one test that judges by a deadline waits for a frame that never comes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shlex
 import sys
@@ -19,54 +21,55 @@ from pathlib import Path
 
 import pytest
 
-from rstreams.conformance._runner import Outcome
+from rstreams.conformance._own_time import OwnTimeLoop
+from rstreams.conformance._runner import CaseResult, Outcome
 from rstreams.conformance.clients import CLIENT_CASES, Options, main, run_clients
 
 HERE = Path(__file__).resolve().parent
 PYTHON_ADAPTER = f"{sys.executable} -m rstreams.conformance.adapter {{url}} {{publisher}} {{script}}"
-PATIENT = Options(timeout=30.0, start_timeout=60.0, case_timeout=60.0)
+PATIENT = Options()
+
+
+def run_suite(command: str, options: Options, pattern: str | None = None) -> list[CaseResult]:
+    """``run_clients`` on the loop the command runs it on (deadlines of own time)."""
+    with asyncio.Runner(loop_factory=OwnTimeLoop) as runner:
+        return runner.run(run_clients(command, options, pattern=pattern))
 
 
 def _broken(mode: str) -> str:
     return f"{sys.executable} {HERE / 'broken_client.py'} {mode} {{url}} {{publisher}} {{script}}"
 
 
-@pytest.mark.asyncio
 @pytest.mark.timeout(600)  # 13 adapter processes: about 8 s each to start on a machine loaded 6-fold
-async def test_rstreams_client_passes_every_case() -> None:
+def test_rstreams_client_passes_every_case() -> None:
     """rstreams' own client, through its adapter, passes all client cases over TCP."""
-    results = await run_clients(PYTHON_ADAPTER, PATIENT)
+    results = run_suite(PYTHON_ADAPTER, PATIENT)
     failed = [f"{r.case.id}: {r.message}" for r in results if r.outcome is not Outcome.PASS]
     assert len(results) == len(CLIENT_CASES) >= 13
     assert not failed, failed
 
 
-@pytest.mark.asyncio
 @pytest.mark.timeout(300)
-async def test_rstreams_client_passes_over_websocket() -> None:
+def test_rstreams_client_passes_over_websocket() -> None:
     """The same cases with the scripted server speaking WebSocket (a sample, to keep it short)."""
-    results = await run_clients(
-        PYTHON_ADAPTER, dataclasses.replace(PATIENT, transport="ws"), pattern="client.s*"
-    )
+    results = run_suite(PYTHON_ADAPTER, dataclasses.replace(PATIENT, transport="ws"), pattern="client.s*")
     assert len(results) >= 3
     failed = [f"{r.case.id}: {r.message}" for r in results if r.outcome is not Outcome.PASS]
     assert not failed, failed
 
 
-@pytest.mark.asyncio
 @pytest.mark.timeout(60)
-async def test_a_greedy_client_fails_the_demand_case() -> None:
+def test_a_greedy_client_fails_the_demand_case() -> None:
     """A client that grants 10 when its subscriber asked for 3 fails client.demand_adds_up, citing §6.1."""
-    (result,) = await run_clients(_broken("greedy"), PATIENT, pattern="client.demand_adds_up")
+    (result,) = run_suite(_broken("greedy"), PATIENT, pattern="client.demand_adds_up")
     assert result.outcome is Outcome.FAIL
     assert "§6.1" in result.message and "granted 10" in result.message
 
 
-@pytest.mark.asyncio
 @pytest.mark.timeout(60)
-async def test_a_deaf_client_fails_the_goodbye_and_demand_cases() -> None:
+def test_a_deaf_client_fails_the_goodbye_and_demand_cases() -> None:
     """A client that ignores goodbyes and accepts elements beyond demand fails those cases."""
-    results = await run_clients(_broken("deaf"), PATIENT, pattern="client.[bs]e*")
+    results = run_suite(_broken("deaf"), PATIENT, pattern="client.[bs]e*")
     by_id = {r.case.id: r for r in results}
     assert sorted(by_id) == ["client.beyond_demand_is_refused", "client.server_goodbye"]
     beyond, goodbye = by_id["client.beyond_demand_is_refused"], by_id["client.server_goodbye"]
@@ -75,22 +78,18 @@ async def test_a_deaf_client_fails_the_goodbye_and_demand_cases() -> None:
     assert "closed without a goodbye (answer to the server's goodbye)" in goodbye.message
 
 
-@pytest.mark.asyncio
 @pytest.mark.timeout(60)
-async def test_an_adapter_that_exits_before_connecting_fails_at_once() -> None:
+def test_an_adapter_that_exits_before_connecting_fails_at_once() -> None:
     """Its exit ends the wait for its connection (no deadline is waited out), its stderr in the message."""
     crash = shlex.join([sys.executable, "-c", "import sys; sys.exit('no client here')"])
     options = dataclasses.replace(PATIENT, start_timeout=3600.0)
-    (result,) = await run_clients(
-        f"{crash} {{url}} {{publisher}} {{script}}", options, pattern="client.packed*"
-    )
+    (result,) = run_suite(f"{crash} {{url}} {{publisher}} {{script}}", options, pattern="client.packed*")
     assert result.outcome is Outcome.FAIL
     assert "the adapter exited with 1 before its connection was accepted: no client here" in result.message
 
 
-@pytest.mark.asyncio
 @pytest.mark.timeout(60)
-async def test_the_adapters_start_up_is_not_judged_by_the_frame_deadline() -> None:
+def test_the_adapters_start_up_is_not_judged_by_the_frame_deadline() -> None:
     """An adapter slower to start than the frame deadline is waited for; then its silence fails.
 
     The deadline of a frame (0.1 s here) starts at the connection: the slow-mute adapter
@@ -98,7 +97,7 @@ async def test_the_adapters_start_up_is_not_judged_by_the_frame_deadline() -> No
     for its clientHello, never for its connection.
     """
     options = dataclasses.replace(PATIENT, timeout=0.1)
-    (result,) = await run_clients(_broken("slow-mute"), options, pattern="client.packed*")
+    (result,) = run_suite(_broken("slow-mute"), options, pattern="client.packed*")
     assert result.outcome is Outcome.FAIL
     assert result.message.startswith("timed out waiting for the clientHello from the client"), result.message
 
@@ -107,8 +106,7 @@ async def test_the_adapters_start_up_is_not_judged_by_the_frame_deadline() -> No
 def test_command_line_writes_junit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`python -m rstreams.conformance.clients --client ... --junit F` reports per case and exits 0."""
     junit = tmp_path / "clients.xml"
-    patient = ["--timeout", "30", "--case-timeout", "60"]  # safety nets only, as PATIENT
-    status = main(["--client", PYTHON_ADAPTER, *patient, "--junit", str(junit), "-k", "client.packed*"])
+    status = main(["--client", PYTHON_ADAPTER, "--junit", str(junit), "-k", "client.packed*"])
     assert status == 0
     assert "1 of 1 client cases passed" in capsys.readouterr().out
     assert 'name="client.packed_elements"' in junit.read_text()

@@ -28,6 +28,7 @@ from typing import Any
 
 from rstreams.conformance import _client_cases  # noqa: F401 - registers the cases
 from rstreams.conformance._client_suite import CLIENT_CASES, ClientCase, Options, run_client_case, run_clients
+from rstreams.conformance._own_time import OwnTimeLoop
 from rstreams.conformance._runner import CaseResult, Outcome, UsageParser, junit_problem, write_junit
 
 __all__ = ["CLIENT_CASES", "ClientCase", "Options", "main", "run_client_case", "run_clients"]
@@ -100,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         case_timeout=args.case_timeout,
         transport=args.transport,
     )
-    results = asyncio.run(run_clients(args.client, options, pattern=args.k))
+    with asyncio.Runner(loop_factory=OwnTimeLoop) as runner:  # (deadlines of own time, not of load)
+        results = runner.run(run_clients(args.client, options, pattern=args.k))
     _report(results, sys.stdout)
     if args.junit:
         write_junit(results, args.junit, suite="rstreams.conformance.clients")
