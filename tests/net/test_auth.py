@@ -395,9 +395,9 @@ async def test_a_hook_that_never_answers_is_bounded_by_the_handshake_timeout() -
         client = connection(client=True, credentials=Token(SECRET))
         memory_pair(client, server)
         with pytest.raises(AuthTimeoutError, match=r"authentication timeout \(not settled within 0.2 s"):
-            await asyncio.wait_for(client.request("greeting"), 10)
+            await within(client.request("greeting"), 10)
         assert asyncio.get_running_loop().time() == pytest.approx(0.2)
-        await asyncio.wait_for(client.aclose(), 10)
+        await within(client.aclose(), 10)
 
     await asyncio.to_thread(run_virtual, main)
 
@@ -553,12 +553,12 @@ async def test_a_connection_ended_by_auth_fails_with_the_case_s_type(
         client = connection(client=True, credentials=credentials)
         memory_pair(client, server)
         with pytest.raises(ConnectionBrokenError) as failed:
-            await asyncio.wait_for(client.request("greeting"), 10)
+            await within(client.request("greeting"), 10)
         assert type(failed.value) is expected
         assert failed.value.__cause__ is None
         if expected is not AuthNotOfferedError:
             assert failed.value.code == (code if codes else None)
-        await asyncio.wait_for(client.aclose(), 10)
+        await within(client.aclose(), 10)
 
     await asyncio.to_thread(run_virtual, main)
 
@@ -578,13 +578,13 @@ async def test_a_goodbye_after_authenticated_is_no_auth_error(codes: bool) -> No
             server = connection(client=False, offer=OFFER, server_auth=auth, config=config)
             client = connection(client=True, credentials=credentials)
             memory_pair(client, server)
-            assert await asyncio.wait_for(client.request("greeting"), 10) == b"hello"
+            assert await within(client.request("greeting"), 10) == b"hello"
             assert client.authenticated is (credentials is not None)
-            await asyncio.wait_for(server.aclose(), 10)
+            await within(server.aclose(), 10)
             with pytest.raises(ConnectionBrokenError) as failed:
-                await asyncio.wait_for(client.request("greeting"), 10)
+                await within(client.request("greeting"), 10)
             assert type(failed.value) is ConnectionBrokenError, failed.value
-            await asyncio.wait_for(client.aclose(), 10)
+            await within(client.aclose(), 10)
 
     await asyncio.to_thread(run_virtual, main)
 
@@ -598,11 +598,11 @@ async def test_a_goodbye_worded_like_auth_s_is_no_auth_error() -> None:
         server = connection(client=False, offer=OFFER, server_auth=auth)
         client = connection(client=True, credentials=Token(SECRET))
         memory_pair(client, server)
-        assert await asyncio.wait_for(client.request("greeting"), 10) == b"hello"
-        await asyncio.wait_for(server.aclose("authentication failed (PROTOCOL.md §15.3)"), 10)
+        assert await within(client.request("greeting"), 10) == b"hello"
+        await within(server.aclose("authentication failed (PROTOCOL.md §15.3)"), 10)
         with pytest.raises(ConnectionBrokenError, match="authentication failed") as failed:
-            await asyncio.wait_for(client.request("greeting"), 10)
+            await within(client.request("greeting"), 10)
         assert type(failed.value) is ConnectionBrokenError
-        await asyncio.wait_for(client.aclose(), 10)
+        await within(client.aclose(), 10)
 
     await asyncio.to_thread(run_virtual, main)

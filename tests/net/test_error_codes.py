@@ -22,6 +22,7 @@ from rstreams.net import (
     serve,
 )
 from rstreams.wire import ConnectionConfig, ErrorCode
+from testkit.bound import within
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -128,7 +129,7 @@ async def test_a_goodbye_code_reaches_the_streams_it_ends() -> None:
         await connect(server.url) as conn,
     ):
         pending = asyncio.ensure_future(conn.request("hang"))
-        await asyncio.wait_for(subscribed.wait(), 10)
+        await within(subscribed.wait(), 10)
         await next(iter(server.connections)).aclose("shutting down")
         with pytest.raises(ConnectionBrokenError) as caught:
             await pending

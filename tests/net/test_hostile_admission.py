@@ -38,6 +38,7 @@ from rstreams.net._admission import (
 from rstreams.net._pending import ADMISSION_READS, Charged, Pending
 from rstreams.net._pump import Pump
 from rstreams.wire import ClientHello, ConnectionClosed, Request, ServerHello, Subscribe, encode
+from testkit.bound import within
 from testkit.clock import VirtualLoop
 from testkit.hostile import Legit, ServerProcess, server_process
 from testkit.net import MemoryPeer, RecordingHandler, memory_pair, run_virtual
@@ -383,7 +384,7 @@ async def test_newcomers_still_get_in_while_garbage_connections_keep_coming() ->
             for thread in threads:
                 thread.start()
             assert await legit.more_than(legit.received + 20_000), "the established stream stopped"
-            newcomer = await asyncio.wait_for(connect(server.url), 30)
+            newcomer = await within(connect(server.url), 30)
             try:
                 fresh = Legit()
                 newcomer.publisher("counter").subscribe(fresh)
@@ -440,7 +441,7 @@ async def test_a_websocket_listener_charges_its_connections_and_stops_accepting_
         conn = await connect(server.url)  # accepted on the burst, then the budget is spent
         try:
             for _ in range(ADMISSION_READS + 1):  # each subscribe is a read at least
-                assert len(await asyncio.wait_for(conn.publisher("greeting").collect(), 20)) == 10_000
+                assert len(await within(conn.publisher("greeting").collect(), 20)) == 10_000
             charged = round(-admission.balance)
             # the accept, websockets' connection_made, the request's read, the response, the RS.io
             # handler's connection_made, and its first reads (each a websockets callback and the
@@ -448,7 +449,7 @@ async def test_a_websocket_listener_charges_its_connections_and_stops_accepting_
             assert charged >= 5 + 2 * ADMISSION_READS, charged
             assert not accepting(admission)
             for _ in range(3):
-                assert len(await asyncio.wait_for(conn.publisher("greeting").collect(), 20)) == 10_000
+                assert len(await within(conn.publisher("greeting").collect(), 20)) == 10_000
             assert round(-admission.balance) == charged  # established: its work is no longer charged
             # A newcomer's upgrade request waits unanswered in the kernel's backlog.
             with socket.create_connection(ws_address(server.url), timeout=5) as newcomer:
@@ -524,12 +525,12 @@ async def test_a_tls_listener_charges_each_handshake(
         host, _, port = server.url.removeprefix("tls://").partition(":")
         if handshake == "done":  # the accept, the handshake (2 steps), the serverHello: then silence
             reader, writer = await asyncio.open_connection(host, int(port), ssl=client_ssl)
-            assert await asyncio.wait_for(reader.readexactly(1), 10)
+            assert await within(reader.readexactly(1), 10)
             expected = 1 + 2 + 1
         else:  # not a TLS clientHello: the accept and the failed handshake
             reader, writer = await asyncio.open_connection(host, int(port))
             writer.write(b"\x16\x03\x01\x00\x05hello" + b"\xff" * 64)
-            assert await asyncio.wait_for(reader.read(), 10) is not None  # the server closes
+            assert await within(reader.read(), 10) is not None  # the server closes
             expected = 1 + 2
         assert await charged_at_least(admission, expected) == expected
         writer.close()
@@ -548,12 +549,12 @@ async def test_a_resumable_server_charges_a_connections_hello_and_first_reads(
         conn = await connect(server.url, resume=True)
         try:
             for _ in range(ADMISSION_READS + 2):  # each subscribe is a read at least
-                assert len(await asyncio.wait_for(conn.publisher("greeting").collect(), 20)) == 10_000
+                assert len(await within(conn.publisher("greeting").collect(), 20)) == 10_000
             charged = round(-admission.balance)
             # the accept, the link's connection_made, its hello and the reads after it
             assert charged == 1 + 1 + 1 + ADMISSION_READS
             for _ in range(3):
-                assert len(await asyncio.wait_for(conn.publisher("greeting").collect(), 20)) == 10_000
+                assert len(await within(conn.publisher("greeting").collect(), 20)) == 10_000
             assert round(-admission.balance) == charged  # established: no longer charged
         finally:
             await conn.aclose()

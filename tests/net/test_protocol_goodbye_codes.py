@@ -29,6 +29,7 @@ from rstreams.wire import (
 )
 from rstreams.wire._codes import decode_goodbye_code
 from rstreams.wire.extensions import GOODBYE_CODE, REGISTERED
+from testkit.bound import within
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
@@ -56,7 +57,7 @@ async def _goodbye(data: bytes, **options: object) -> tuple[str, int | None]:
         try:
             writer.write(data)
             received = b""
-            while chunk := await asyncio.wait_for(reader.read(1 << 16), 10):
+            while chunk := await within(reader.read(1 << 16), 10):
                 received += chunk
         finally:
             writer.close()
@@ -91,12 +92,12 @@ async def test_a_connection_beyond_max_connections(extensions: tuple[int, ...]) 
     code (8, unavailable); without, none."""
     async with await serve("tcp://127.0.0.1:0", {}, max_connections=1) as server:
         first = await connect(server.url)
-        await asyncio.wait_for(first.request("rstreams/publishers"), 10)  # answered: it is counted
+        await within(first.request("rstreams/publishers"), 10)  # answered: it is counted
         host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(encode(ClientHello(extensions=extensions)))
         received = b""
-        while chunk := await asyncio.wait_for(reader.read(1 << 16), 10):
+        while chunk := await within(reader.read(1 << 16), 10):
             received += chunk
         writer.close()
         await first.aclose()
@@ -131,7 +132,7 @@ async def _fake_server(
     async def serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.write(greeting)
         with contextlib.suppress(TimeoutError, ConnectionError):
-            while chunk := await asyncio.wait_for(reader.read(1 << 16), read_timeout):
+            while chunk := await within(reader.read(1 << 16), read_timeout):
                 received.extend(chunk)
         writer.close()
         done.set()
@@ -149,7 +150,7 @@ async def test_a_client_with_credentials_and_a_server_without_auth() -> None:
             with contextlib.suppress(Exception):
                 await conn.request("x")
             await conn.aclose()
-        await asyncio.wait_for(done.wait(), 10)
+        await within(done.wait(), 10)
     finally:
         listener.close()
     frames = _parser().feed(bytes(received))
@@ -165,14 +166,14 @@ async def test_a_server_shutting_down_says_goodbye_with_code_0() -> None:
     host, port = server.url.removeprefix("tcp://").rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
     writer.write(HELLO)
-    received = await asyncio.wait_for(reader.read(1 << 16), 10)  # its serverHello, at least
+    received = await within(reader.read(1 << 16), 10)  # its serverHello, at least
     closing = asyncio.ensure_future(server.aclose())
     while not any(isinstance(f, Goodbye) for f in _parser().feed(received)):
-        chunk = await asyncio.wait_for(reader.read(1 << 16), 10)
+        chunk = await within(reader.read(1 << 16), 10)
         assert chunk, received
         received += chunk
     writer.write(encode(Goodbye(reason="ok")))  # the answer the server waits for
-    await asyncio.wait_for(closing, 10)
+    await within(closing, 10)
     writer.close()
     frames = _parser().feed(received)
     goodbye = frames[-1]
@@ -254,9 +255,9 @@ async def test_an_authenticated_with_a_payload_is_malformed() -> None:
     try:
         with contextlib.suppress(Exception):  # how the client fails is not this test's business
             conn = await connect(f"tcp://127.0.0.1:{port}", auth="tok")
-            await asyncio.wait_for(done.wait(), 10)
+            await within(done.wait(), 10)
             await conn.aclose()
-        await asyncio.wait_for(done.wait(), 10)
+        await within(done.wait(), 10)
     finally:
         listener.close()
     frames = _parser().feed(bytes(received))

@@ -20,6 +20,7 @@ from typing import Any
 from rstreams.api import Publisher, Subscriber, Subscription
 from rstreams.errors import report_unhandled
 from rstreams.tck import PublisherVerification, TestEnvironment
+from testkit import patience
 
 MAX = 2**63 - 1
 
@@ -809,8 +810,8 @@ class _RunawaySubscription(Subscription):
         subscriber.on_subscribe(self)
         for i in range(elements):
             with self.cond:
-                if not self.cond.wait_for(lambda: self.demand > 0, 0.5):
-                    return  # nobody asks any more: end quietly
+                if not patience.wait_for(self.cond, lambda: self.demand > 0, 0.5):
+                    return  # nobody asks any more (0.5 s of own time): end quietly
                 if self.demand != MAX:
                     self.demand -= 1
             try:
