@@ -328,10 +328,26 @@ public final class RsioServer implements AutoCloseable {
         /**
          * Requires every client to authenticate (extension auth, PROTOCOL.md §15) with credentials
          * {@code check} accepts; a client without auth, or refused, is closed with a goodbye
-         * saying so, and subscribes wait until the client's authenticate is settled.
+         * saying so, and subscribes wait until the client's authenticate is settled. {@code check}
+         * is called on the I/O thread, for the connection's authenticate and for every
+         * subscribeCredentials; an exception from it (logged by its class only: its text could
+         * quote the credentials, and the peer never sees it) refuses those credentials as
+         * {@code false} does, as rstreams' {@code serve(authenticate=...)} does: the connection's
+         * with goodbye {@code authentication failed (PROTOCOL.md §15.3)}, a subscribe's own with
+         * onError {@code unauthenticated: subscribe to 'PATH' needs valid credentials (PROTOCOL.md
+         * §15.4)}, the connection going on, both with code 3 (unauthenticated).
          */
         public Builder authenticate(Predicate<Credentials> check) {
-            this.authenticator = Objects.requireNonNull(check, "check");
+            Objects.requireNonNull(check, "check");
+            this.authenticator = credentials -> {
+                try {
+                    return check.test(credentials);
+                } catch (RuntimeException e) {
+                    System.getLogger("io.rstreams.net").log(System.Logger.Level.ERROR,
+                            "the authenticate hook threw " + e.getClass().getName() + "; credentials refused");
+                    return false;
+                }
+            };
             return this;
         }
 

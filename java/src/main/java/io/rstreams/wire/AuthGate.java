@@ -47,14 +47,15 @@ final class AuthGate {
 
     /**
      * The client's authenticate: accepted (the caller answers authenticated and releases the
-     * held subscribes), or a protocol error whose text names no secret.
+     * held subscribes), or a protocol error whose text names no secret: refused, by the hook's
+     * false or its throw, it is code 3 and {@code authentication failed (PROTOCOL.md §15.3)}.
      */
     void authenticate(byte[] payload) throws ProtocolException {
         if (done) {
             throw new ProtocolException("a second authenticate (PROTOCOL.md §15.5)");
         }
         Credentials c = Credentials.decode(payload, 0, payload.length);
-        if (!check.test(c)) {
+        if (!accepts(c)) {
             throw new ProtocolException("authentication failed (PROTOCOL.md §15.3)", ErrorCode.UNAUTHENTICATED);
         }
         accepted = c;
@@ -76,7 +77,20 @@ final class AuthGate {
             throw ProtocolException.limit("more than max_subscriptions=" + maxCredentials
                     + " subscribeCredentials held (PROTOCOL.md §15.4)");
         }
-        perSubscribe.put(id, check.test(c) ? c : null);
+        perSubscribe.put(id, accepts(c) ? c : null);
+    }
+
+    /**
+     * Whether the authenticate hook accepts {@code c}; a hook that throws refuses them, as
+     * rstreams' {@code serve(authenticate=...)} does (§15.3, §15.4): the exception is neither
+     * passed on nor quoted, as its text could quote the credentials (the caller's hook logs it).
+     */
+    private boolean accepts(Credentials c) {
+        try {
+            return check.test(c);
+        } catch (RuntimeException e) {
+            return false;
+        }
     }
 
     /**

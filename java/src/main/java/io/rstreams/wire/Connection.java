@@ -160,7 +160,9 @@ public final class Connection {
      * @param side which end opened the transport ({@link Side#SERVER} if {@code authenticator} is given)
      * @param limits what this end accepts (§11)
      * @param extensions the extension ids this end offers (with {@link FrameType#AUTH} if {@code authenticator} is given)
-     * @param authenticator accepts or refuses credentials; null: no authentication required
+     * @param authenticator accepts or refuses credentials (a throw refuses them: the connection's
+     *     with goodbye {@code authentication failed (PROTOCOL.md §15.3)}, a subscribe's own with
+     *     onError {@code unauthenticated: ...}, both code 3); null: no authentication required
      */
     public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator) {
         this(side, limits, extensions, authenticator, null);
@@ -174,7 +176,9 @@ public final class Connection {
      * {@code unauthorized: subscribe to 'PATH' is not allowed for this principal (PROTOCOL.md
      * §15.4)} and code 4, and the connection goes on.
      *
-     * @param authenticator accepts or refuses credentials; null: no authentication required
+     * @param authenticator accepts or refuses credentials (a throw refuses them: the connection's
+     *     with goodbye {@code authentication failed (PROTOCOL.md §15.3)}, a subscribe's own with
+     *     onError {@code unauthenticated: ...}, both code 3); null: no authentication required
      * @param authorizer whether those credentials may subscribe to that name; null: every name
      *     (given, it needs {@code authenticator})
      */
