@@ -115,11 +115,11 @@ export function socketTransport(socket, clock = SYSTEM_CLOCK) {
       if (socket.destroyed || discarded !== null) return;
       discarded = 0;
       socket.end(); // our goodbye is written first; the peer then closes its side (§10)
-      const linger = clock.setTimeout(() => socket.destroy(), LINGER_MS);
+      const linger = clock.setTimeout(() => cut(socket), LINGER_MS);
       socket.once("close", () => clock.clearTimeout(linger));
     },
     abort() {
-      socket.destroy();
+      cut(socket);
     },
     get writable() {
       return !socket.writableNeedDrain;
@@ -153,13 +153,32 @@ export function socketTransport(socket, clock = SYSTEM_CLOCK) {
     if (discarded === null) {
       deliver("onbytes", chunk);
     } else if ((discarded += chunk.length) > LINGER_BYTES) {
-      socket.destroy(); // §10's linger ends: the peer had enough time to read the goodbye
+      cut(socket); // §10's linger ends: the peer had enough time to read the goodbye
     }
   });
   socket.on("end", end); // the peer's end of input: with allowHalfOpen we may still answer (§10)
   socket.on("close", end);
   socket.on("error", () => {}); // "close" follows
   return transport;
+}
+
+/**
+ * Destroy `socket` at the end of its linger or on an abort. With output still queued in it (a
+ * peer that stopped reading) a TCP socket is reset instead (resetAndDestroy()): a destroy would
+ * let the kernel send what it holds and then an end of input, which the peer would read as all
+ * there was of a stream cut anywhere, even inside a frame. A TLS or Unix socket has no reset of
+ * its own (its handle is not TCP): it is destroyed.
+ */
+function cut(socket) {
+  if (socket.writableLength > 0 && !socket.destroyed) {
+    try {
+      socket.resetAndDestroy();
+      return;
+    } catch {
+      // not a TCP handle (TLS, Unix): destroyed below
+    }
+  }
+  socket.destroy();
 }
 
 const DEFAULT_IDLE_TIMEOUT_S = 60; // as rstreams servers: a peer silent this long is closed (§14.2)
