@@ -3,6 +3,7 @@ the README's option table lists exactly the options the code takes (no Spark ses
 
 from __future__ import annotations
 
+import pickle
 import re
 from pathlib import Path
 from typing import Any
@@ -271,8 +272,9 @@ def test_a_url_of_no_rs_io_scheme_fails_naming_option_url(make: Any, url: str) -
 
 
 def test_a_log_the_server_does_not_serve_fails_naming_option_publisher(serve: Any) -> None:
-    """The source: a name no server log has; the sink: that, or a log that is no sink log, as
-    Spark builds the writer on the driver (streaming and batch), and again in an executor's write.
+    """The source: a name no server log has; the sink: that, or a log that is no sink log, on the
+    driver as Spark pickles the streaming writer for its tasks and as it builds the batch writer,
+    and again in an executor's write.
     OptionError naming ``publisher`` and the server's URL, not the server's bare refusal."""
     from rstreams.replay import ReplayLog
 
@@ -282,11 +284,14 @@ def test_a_log_the_server_does_not_serve_fails_naming_option_publisher(serve: An
     assert failure.value.option == "publisher"
     for log, says in (("nope", "serves no sink log 'nope'"), ("nums", "'nums' is not a sink log")):
         options = {"url": server.url, "publisher": log, "timeout": "30"}
-        for build in (RStreamsDataSource(options).streamWriter, RStreamsDataSource(options).writer):
-            named = f"^option publisher: {re.escape(server.url)} .*{says}"
-            with pytest.raises(OptionError, match=named) as early:
-                build(SCHEMA, False)
-            assert early.value.option == "publisher"
+        named = f"^option publisher: {re.escape(server.url)} .*{says}"
+        streaming = RStreamsDataSource(options).streamWriter(SCHEMA, False)  # builds: a commit's would
+        with pytest.raises(OptionError, match=named) as early:
+            pickle.dumps(streaming)
+        assert early.value.option == "publisher"
+        with pytest.raises(OptionError, match=named) as early:
+            RStreamsDataSource(options).writer(SCHEMA, False)
+        assert early.value.option == "publisher"
         writer = sink(**options)._writer
         with pytest.raises(OptionError, match=says) as refused:
             writer.write_arrow(iter([pa.record_batch([pa.array([1])], names=["seq"])]))

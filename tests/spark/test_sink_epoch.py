@@ -7,6 +7,7 @@ log; no Spark session (the writers are called as Spark calls them)."""
 from __future__ import annotations
 
 import json
+import pickle
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +18,14 @@ import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
 from rstreams.replay import RemoteLogError, ReplayLog, fetch_range, request_json
+from rstreams.spark import _sink
 from rstreams.spark._epochs import NO_CHECKPOINT
 from rstreams.spark._options import OptionError
 from rstreams.spark._sink import (
     EPOCHS_FILE,
     RStreamsArrowStreamWriter,
     SinkLogRestartedError,
+    SpreadUpload,
     stream_writer,
     writer,
 )
@@ -41,6 +44,13 @@ def options(url: str, **more: Any) -> dict[str, str]:
     return {"url": url, "publisher": "results", **{k: str(v) for k, v in more.items()}}
 
 
+def shipped(made: RStreamsArrowStreamWriter) -> RStreamsArrowStreamWriter:
+    """The writer as Spark's tasks get it: pickled on the driver (where it checks its sink logs)."""
+    copy = pickle.loads(pickle.dumps(made))
+    assert isinstance(copy, RStreamsArrowStreamWriter)
+    return copy
+
+
 def spark_checkpoint(path: Path) -> Path:
     """``path`` as Spark leaves a query's checkpoint before it builds the writer: its metadata."""
     path.mkdir(parents=True, exist_ok=True)
@@ -53,7 +63,7 @@ def test_a_memory_sink_log_restarted_under_a_running_query_refuses_its_next_publ
     restarted log; its commit names the epoch recorded at the start and is refused: nothing is
     published, and the error says what happened and what to do."""
     with serving_sink("tcp://127.0.0.1:0") as url:
-        built = stream_writer(options(url), SCHEMA)
+        built = shipped(stream_writer(options(url), SCHEMA))
         before = request_json(url, "results?latest")["epoch"]
         assert built._writer.epochs == (before,)
         built.commit([built.write(rows(0, 1))], 0)
@@ -87,22 +97,24 @@ def test_a_query_restarted_from_its_checkpoint_against_a_restarted_memory_sink_l
     checkpoint = spark_checkpoint(tmp_path / "checkpoint")
     kept = checkpoint / EPOCHS_FILE
     with serving_sink("tcp://127.0.0.1:0") as url:
-        built = stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)
+        built = shipped(stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA))
         before = built._writer.epochs[0]
         assert not kept.exists() and built._writer.refused is None
         built.commit([built.write(rows(0, 1))], 0)
         assert json.loads(kept.read_text()) == {"epochs": {url: {"results": before}}}
-        stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)  # each commit's writer: same epoch
+        shipped(stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA))  # the same epoch
     with serving_sink(url):
         now = request_json(url, "results?latest")["epoch"]
         for _ in range(2):
-            restarted = stream_writer(options(url, checkpointLocation=f"file://{checkpoint}"), SCHEMA)
+            restarted = shipped(
+                stream_writer(options(url, checkpointLocation=f"file://{checkpoint}"), SCHEMA)
+            )
             with pytest.raises(SinkLogRestartedError) as failed:
                 restarted.write(rows(2, 3))
             said = str(failed.value)
             assert f"this query recorded it in its checkpoint (epoch '{before}', now '{now}')" in said
             assert "nothing more is published" in said and f"delete {kept}" in said
-        unaware = stream_writer(options(url), SCHEMA).write(rows(2, 3))  # staged under the new epoch
+        unaware = shipped(stream_writer(options(url), SCHEMA)).write(rows(2, 3))  # staged under the new epoch
         with pytest.raises(SinkLogRestartedError) as failed:
             restarted.commit([unaware], 1)
         said = str(failed.value)
@@ -113,7 +125,7 @@ def test_a_query_restarted_from_its_checkpoint_against_a_restarted_memory_sink_l
         assert json.loads(kept.read_text()) == {"epochs": {url: {"results": before}}}
         assert request_json(url, "results?latest")["end"] == 0
         kept.unlink()  # told to go on
-        going_on = stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA)
+        going_on = shipped(stream_writer(options(url, checkpointLocation=checkpoint), SCHEMA))
         going_on.commit([going_on.write(rows(2, 3))], 1)
         assert json.loads(kept.read_text()) == {"epochs": {url: {"results": now}}}
         assert request_json(url, "results?latest")["end"] == 2
@@ -129,7 +141,7 @@ def test_a_file_backed_sink_log_keeps_its_epoch_and_the_query_goes_on(serve: Any
     url = server.url
     checkpoint = spark_checkpoint(tmp_path / "checkpoint")
     same = options(url, checkpointLocation=checkpoint, writerId="q")  # Spark's query id, outside Spark
-    built = stream_writer(same, SCHEMA)
+    built = shipped(stream_writer(same, SCHEMA))
     built.commit([built.write(rows(0, 1))], 0)
     server.stop()
     results.close()
@@ -137,7 +149,7 @@ def test_a_file_backed_sink_log_keeps_its_epoch_and_the_query_goes_on(serve: Any
     serve({}, sinks={"results": reopened}, url=url)
     assert reopened.epoch == results.epoch == built._writer.epochs[0]
     built.commit([built.write(rows(2))], 1)
-    again = stream_writer(same, SCHEMA)
+    again = shipped(stream_writer(same, SCHEMA))
     again.commit([again.write(rows(0, 1))], 0)  # a re-run of batch 0: refused by the kept record
     assert [json.loads(x) for x in fetch_range(url, "results", 0, 3)] == [{"seq": 0}, {"seq": 1}, {"seq": 2}]
     assert reopened.info()["end"] == 3
@@ -165,18 +177,63 @@ def test_logs_added_later_are_kept_too_and_a_record_that_is_not_one_fails_naming
     a, b = ReplayLog("a", evict=True), ReplayLog("b", evict=True)
     server = serve({}, sinks={"a": a, "b": b})
     kept = spark_checkpoint(tmp_path) / EPOCHS_FILE
-    one = stream_writer({"url": server.url, "publisher": "a", "checkpointLocation": str(tmp_path)}, SCHEMA)
+    one = shipped(
+        stream_writer({"url": server.url, "publisher": "a", "checkpointLocation": str(tmp_path)}, SCHEMA)
+    )
     one.commit([one.write(rows(1))], 0)
     both = {"url": server.url, "publisher": "a,b", "keyColumn": "seq", "checkpointLocation": str(tmp_path)}
-    two = stream_writer(both, SCHEMA)
+    two = shipped(stream_writer(both, SCHEMA))
     two.commit([two.write(rows(1, 2, 3, 4))], 1)
     assert json.loads(kept.read_text()) == {"epochs": {server.url: {"a": a.epoch, "b": b.epoch}}}
     kept.write_text("[1, 2]")
     unreadable = stream_writer(both, SCHEMA)  # builds: Spark's abort builds one too
     unreadable.abort([None], 2)
+    unreadable = shipped(unreadable)
     said = "is not the rstreams sink's record of its logs' epochs"
     with pytest.raises(OptionError, match=said) as bad:
         unreadable.write(rows(5))
     assert bad.value.option == "checkpointLocation"
     with pytest.raises(OptionError, match=said):
         unreadable.commit([None], 2)
+
+
+def test_the_writers_spark_builds_for_a_commit_or_an_abort_ask_nothing_as_they_are_built(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Round trips to the server, counted: the writer Spark ships to the tasks asks each sink log
+    once (as it is pickled); the writer of a commit or an abort asks nothing as it is built; an
+    abort makes one ``discard`` per sink log with staged uploads, none when nothing was staged; a
+    commit one ``publish`` per such log."""
+    a, b = ReplayLog("a", evict=True), ReplayLog("b", evict=True)
+    server = serve({}, sinks={"a": a, "b": b})
+    both = {"url": server.url, "publisher": "a,b", "keyColumn": "seq"}
+    asked: list[str] = []
+    real = request_json
+
+    def counted(url: str, query: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(query)
+        return real(url, query, *args, **kwargs)
+
+    monkeypatch.setattr(_sink, "request_json", counted)
+    built = stream_writer(both, SCHEMA)
+    assert asked == []
+    tasks = shipped(built)
+    assert asked == ["a?discard=", "b?discard="]
+    shipped(built)  # pickled again: checked once
+    assert asked == ["a?discard=", "b?discard="]
+    staged = [tasks.write(rows(*range(20))), None]
+    assert isinstance(staged[0], SpreadUpload) and len(staged[0].parts) == 2  # both logs have rows
+    committed = [tasks.write(rows(20)), None]
+    for outcome, messages in (("abort", [None, None]), ("abort", staged), ("commit", committed)):
+        asked.clear()
+        made = stream_writer(both, SCHEMA)
+        assert asked == []
+        getattr(made, outcome)(messages, 0)
+        if messages == [None, None]:
+            assert asked == []  # nothing staged: no round trip
+        else:
+            staging = {i for m in messages if isinstance(m, SpreadUpload) for i, _, _ in m.parts}
+            verb = "discard" if outcome == "abort" else "publish"
+            assert [q.split("?")[1].split("=")[0] for q in asked] == [verb] * len(staging)
+    assert server._stagings["a"].staged_bytes == server._stagings["b"].staged_bytes == 0
+    assert a.info()["end"] + b.info()["end"] == 1  # the aborted batch is gone; the commit published

@@ -275,6 +275,10 @@ class OptionError(ReactiveStreamsError, ValueError):
         super().__init__(message)
         self.option = option
 
+    def __reduce__(self) -> tuple[type[OptionError], tuple[str, str]]:
+        """Pickled with its option (a writer that holds one as its refusal goes to the tasks)."""
+        return type(self), (self.option, str(self))
+
 
 def required(options: Mapping[str, str], name: str, who: str) -> str:
     value = options.get(name)

@@ -28,8 +28,9 @@ holds across a restart of the server (docs/replay.md).
 Epochs (docs/replay.md, *Epochs*): a sink log in memory whose server restarts starts again
 empty and has forgotten which batches it published, so a batch re-run after that restart would
 be published twice, and what its readers had not read is lost. The writer Spark builds on the
-driver records each sink log's epoch (the answer to ``NAME?discard=``); the tasks' commit
-messages carry it to ``commit``, which publishes with ``&epoch=E``: a log restarted meanwhile
+driver for its tasks records each sink log's epoch (the answer to ``NAME?discard=``, asked as
+Spark pickles that writer to send it to the tasks); the tasks' commit messages carry it to
+``commit``, which publishes with ``&epoch=E``: a log restarted meanwhile
 refuses, and the query fails saying so (:class:`SinkLogRestartedError`). A streaming query also
 keeps the epochs in ``CHECKPOINT/rstreams-sink.json`` (``{"epochs": {url: {name: E}}}``; where
 the checkpoint is found and what is not covered: :mod:`rstreams.spark._epochs`), written at the
@@ -38,7 +39,9 @@ restarted sink log fails before anything of the batch is published: its tasks fa
 upload when the writer built at its start finds another epoch than the one kept, and the commit
 refuses (discarding the batch's uploads) when the epoch its tasks staged under is not the one
 kept. A file-backed sink log keeps its epoch, so nothing fires. The epoch checks never stop an
-abort: Spark builds a writer for it too, and its uploads are discarded.
+abort: Spark builds a writer for it too, which asks nothing as it is built (it is never pickled),
+and its abort discards the uploads, one request per sink log that has some (none when no task
+staged anything).
 
 Several logs: options ``url`` and ``publisher`` may list several servers and sink logs (each
 named log on each server) and option ``keyColumn`` names the column whose value picks a row's
@@ -181,6 +184,8 @@ class _Writer:
         self.refused: SinkLogRestartedError | OptionError | None = None
         """Set by :meth:`check_record` when a log's epoch is not the one the checkpoint keeps (or
         the record cannot be read): the tasks of a writer built so raise it before they upload."""
+        self.checked = False
+        """Whether :meth:`check` ran (a writer is checked once, however often it is pickled)."""
 
     def write_arrow(self, batches: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         """Stage a partition's record batches: ``arrow`` elements of at most BATCH_ROWS rows, or
@@ -231,6 +236,13 @@ class _Writer:
         except RemoteLogError as error:
             raise missing_log(error, url, log, "sink") from None
         return token, count
+
+    def check(self) -> None:
+        """:meth:`check_logs`, then :meth:`check_record`, once."""
+        if not self.checked:
+            self.check_logs()
+            self.check_record()
+            self.checked = True
 
     def check_logs(self) -> None:
         """Ask each sink log to discard nothing (``NAME?discard=``), on the driver as Spark builds the
@@ -378,6 +390,8 @@ class _Writer:
         return answer
 
     def discard(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Drop the staged uploads of ``messages``: one ``NAME?discard=T1,T2`` per sink log that
+        has some, none when no task staged anything."""
         _, tokens, _, _ = self._tokens(messages)
         for index, staged in sorted(tokens.items()):
             self._ask(self.targets[index], f"discard={','.join(staged)}")
@@ -522,6 +536,14 @@ class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
             )
         self._writer = _Writer(options, schema, gateway)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Spark pickles the writer it builds as the query starts to send it to the tasks, and never
+        the one it builds for a commit or an abort: the sink logs are checked here, on the driver,
+        once (:meth:`_Writer.check`), so a log the server lacks fails the query before any task
+        runs, the tasks carry the epochs found, and a commit's or abort's writer asks nothing."""
+        self._writer.check()
+        return self.__dict__
+
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return self._writer.write_arrow(iterator)
 
@@ -554,17 +576,16 @@ class RStreamsArrowBatchWriter(DataSourceArrowWriter):
 def stream_writer(
     options: Mapping[str, str], schema: StructType, gateway: str | None = None
 ) -> DataSourceStreamWriter:
-    """The streaming writer, its options and its sink logs checked (here, on the driver);
-    ``gateway``: the file of the driver's py4j gateway, where :func:`rstreams.spark.register`
-    shared one (the record of the epochs is then kept through the driver JVM).
+    """The streaming writer, its options checked (here, on the driver); ``gateway``: the file of
+    the driver's py4j gateway, where :func:`rstreams.spark.register` shared one (the record of the
+    epochs is then kept through the driver JVM).
 
     Spark builds it as the query starts, and again for each micro-batch's commit or abort (a
-    fresh writer in its commit worker): each time, one ``NAME?discard=`` per sink log, whose
-    epochs are checked against those the checkpoint keeps (:meth:`_Writer.check_record`)."""
-    made = RStreamsArrowStreamWriter(options, schema, gateway)
-    made._writer.check_logs()
-    made._writer.check_record()
-    return made
+    fresh writer in its commit worker). Only the first is pickled, to go to the tasks: that is
+    when its sink logs are checked, one ``NAME?discard=`` per sink log, their epochs against
+    those the checkpoint keeps (:meth:`RStreamsArrowStreamWriter.__getstate__`). Building asks
+    nothing, so an abort makes only its discards (one request per sink log with staged uploads)."""
+    return RStreamsArrowStreamWriter(options, schema, gateway)
 
 
 def writer(options: Mapping[str, str], schema: StructType) -> DataSourceWriter:
