@@ -746,7 +746,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Print the elements of publisher NAME at URL, one line each, as they arrive. "
         "Exit status: 0 when the stream completes or --count is reached, 1 when the publisher "
         "fails (its onError is printed, e.g. an unknown name), 2 when the server cannot be "
-        "reached or ends the connection (refused token, TLS failure).",
+        "reached, ends the connection (refused token, TLS failure) or sends nothing for --timeout, "
+        "130 when Ctrl-C stops it.",
     )
     subscribe.add_argument("url", help="tcp://host:port, tls://, unix://, ws:// or wss://")
     subscribe.add_argument(
