@@ -12,7 +12,8 @@ credential option is set, from the Spark conf keys ``spark.rstreams.token``,
 on the driver and travel to executors inside the pickled reader or writer, never in a
 partition's ``repr``, a message, or a log line. Spark itself redacts option values whose
 keys match ``spark.redaction.regex`` (by default: names containing ``token``, ``password``,
-``secret``) in the plans and UIs it prints.
+``secret``) in the plans and UIs it prints. The files of the TLS options are read on the driver
+too, and their contents travel the same way, for executors without them (:mod:`rstreams.spark._tls`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rstreams.replay import (
     ServerUnavailableError,
     TLSHandshakeError,
 )
+from rstreams.spark._tls import carried
 
 __all__ = [
     "CONF_PREFIX",
@@ -384,7 +386,10 @@ def access_from(options: Mapping[str, str], url: str) -> Access:
         named = [name for name in _ACCESS_NAMES.values() if name in text]
         option = min(named, key=text.index) if named else "option tlsCaFile"  # the one it is about
         raise OptionError(option.removeprefix("option "), text) from None
-    return access
+    try:
+        return carried(access)  # their contents go to the executors, which may not have the files
+    except OSError as error:  # changed since loaded a moment ago
+        raise OptionError("tlsCaFile", f"cannot read the TLS files of the options again: {error}") from None
 
 
 def _text(options: Mapping[str, str], name: str) -> str | None:
