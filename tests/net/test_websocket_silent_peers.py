@@ -9,6 +9,7 @@ the sockets are real, the seconds are not."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -139,3 +140,60 @@ async def test_a_connect_to_a_server_that_never_answers_fails() -> None:
         for writer in accepted:
             writer.close()
         listener.close()
+
+
+async def _silent_server() -> tuple[asyncio.Server, list[asyncio.StreamWriter]]:
+    """A server that accepts sockets, reads nothing and never answers."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)
+
+    return await asyncio.start_server(silent, "127.0.0.1", 0), accepted
+
+
+async def _opening(port: int, handshake_timeout: float, accepted: list[Any]) -> asyncio.Task[Any]:
+    """A connect under way to the silent server, once its socket is accepted and its upgrade sent."""
+    task = asyncio.create_task(connect(f"ws://127.0.0.1:{port}/rsio", handshake_timeout=handshake_timeout))
+    for _ in range(10_000):
+        await asyncio.sleep(0)
+        if accepted:
+            for _ in range(20):  # the request written, websockets' bound armed
+                await asyncio.sleep(0)
+            return task
+    raise AssertionError("the client never reached the server")
+
+
+@pytest.mark.parametrize(
+    ("asked", "jump", "fails"), [(60, 30, False), (3, 3.5, True)], ids=["within", "past"]
+)
+def test_a_clients_opening_has_its_handshake_timeout_not_websockets_ten_seconds(
+    asked: float, jump: float, fails: bool
+) -> None:
+    """``connect(handshake_timeout=N)`` bounds a ``ws://`` opening at N s: still waiting 30 s in
+    with 60 asked (websockets alone gave up at 10), failed 3.5 s in with 3 asked."""
+
+    async def main(loop: _Jumping) -> None:
+        listener, accepted = await _silent_server()
+        try:
+            task = await _opening(listener.sockets[0].getsockname()[1], asked, accepted)
+            loop.jump(jump)
+            for _ in range(1_000):
+                await asyncio.sleep(0)
+                if task.done():
+                    break
+            assert task.done() is fails
+            if fails:
+                with pytest.raises(ConnectionBrokenError) as failed:
+                    task.result()
+                assert isinstance(failed.value.__cause__, TimeoutError), repr(failed.value.__cause__)
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        finally:
+            for writer in accepted:
+                writer.close()
+            listener.close()
+
+    _run_jumping(main)

@@ -74,7 +74,9 @@ async def connect(
     the server until they drain below a quarter of that (PROTOCOL.md §6.3, docs/security.md);
     then goodbye ``"peer not reading: ..."``. ``None``: no limit.
     ``handshake_timeout``: seconds (default 10) the server has to send its serverHello,
-    counted from when the transport is up (PROTOCOL.md §4.1); a server that stays silent is
+    counted from when the transport is up (PROTOCOL.md §4.1); a ``ws://``/``wss://``
+    connection's opening (TCP connect, TLS handshake, HTTP upgrade) has as long again before
+    that, then fails with ``ConnectionBrokenError`` caused by ``TimeoutError``; a server that stays silent is
     said goodbye and every stream fails with ``ConnectionBrokenError("handshake timeout (no
     serverHello within N s) ...")``. A resumed session's reconnects are bounded by
     ``Resume.attempt_timeout`` instead. ``None``: no limit.
@@ -127,11 +129,21 @@ async def connect(
         conn.add_close_callback(lambda _: observer.closed())
     try:
         if resuming is not None:
-            await connect_resumable(endpoint, pump, resuming, ssl=ssl, high=high_water, low=low_water)
+            await connect_resumable(
+                endpoint,
+                pump,
+                resuming,
+                ssl=ssl,
+                high=high_water,
+                low=low_water,
+                handshake_timeout=handshake_timeout,
+            )
             return conn
         if endpoint.scheme == "tcp":  # a TLS record as the server's first bytes names tls:// (closing)
             pump.closing.tcp_url = endpoint.url
-        task = await connect_endpoint(endpoint, pump, ssl=ssl, high=high_water, low=low_water)
+        task = await connect_endpoint(
+            endpoint, pump, ssl=ssl, high=high_water, low=low_water, handshake_timeout=handshake_timeout
+        )
     except OSError as error:
         if isinstance(error, TLSServerError):  # ws:// to a TLS server: its message names wss://
             raise

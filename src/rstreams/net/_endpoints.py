@@ -75,8 +75,11 @@ async def connect_endpoint(
     ssl: _ssl.SSLContext | None = None,
     high: int = DEFAULT_HIGH_WATER,
     low: int = DEFAULT_LOW_WATER,
+    handshake_timeout: float | None = 10.0,
 ) -> asyncio.Task[None] | None:
     """Connect and call ``handler.connection_made``; returns the WebSocket's task, if any.
+    ``handshake_timeout``: for ``ws``/``wss``, the seconds the opening (TCP connect, TLS handshake,
+    HTTP upgrade) has, as ``connect(handshake_timeout=...)`` says; ``None``: no bound.
 
     Raises:
         OSError: the connection could not be made (refused, unreachable, TLS failure).
@@ -99,7 +102,7 @@ async def connect_endpoint(
     with _websockets_extra(endpoint):
         from rstreams.net._websocket import WebSocketTransport, open_websocket
 
-    ws = await open_websocket(endpoint, context)
+    ws = await open_websocket(endpoint, context, handshake_timeout)
     transport = WebSocketTransport(ws, handler, high=high, low=low)
     return asyncio.create_task(transport.run(), name=f"rstreams-ws {endpoint.url}")
 

@@ -73,8 +73,11 @@ async def connect_resumable(
     ssl: _ssl.SSLContext | None,
     high: int,
     low: int,
+    handshake_timeout: float | None = 10.0,
 ) -> None:
-    """Open the first transport of a resumable client session for ``driver``.
+    """Open the first transport of a resumable client session for ``driver`` (``handshake_timeout``
+    bounds a WebSocket's opening, as :func:`connect_endpoint`'s; an attempt to resume has its own
+    ``attempt_timeout``).
 
     Raises OSError like :func:`connect_endpoint` when that first connection fails.
     """
@@ -94,7 +97,9 @@ async def connect_resumable(
         driver.connection_made(session)
 
     link.on_made = made
-    link.task = await connect_endpoint(endpoint, link, ssl=ssl, high=high, low=low)
+    link.task = await connect_endpoint(
+        endpoint, link, ssl=ssl, high=high, low=low, handshake_timeout=handshake_timeout
+    )
 
 
 async def _reconnect(

@@ -246,9 +246,12 @@ class _FirstBytes(_Client):
         super().data_received(data)
 
 
-async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> _WsConnection:
+async def open_websocket(
+    endpoint: Endpoint, context: ssl.SSLContext | None, opening_timeout: float | None
+) -> _WsConnection:
     """The client's WebSocket connection to ``endpoint`` (``context``: for ``wss://``), its opening
-    handshake made.
+    handshake made: the TCP connect, TLS handshake and HTTP upgrade together within
+    ``opening_timeout`` seconds (``None``: no bound), else ``TimeoutError``.
 
     Raises:
         OSError: the connection or the TLS handshake failed (websockets passes these on as they
@@ -276,6 +279,7 @@ async def open_websocket(endpoint: Endpoint, context: ssl.SSLContext | None) -> 
             subprotocols=[SUBPROTOCOL],
             ping_interval=None,
             close_timeout=LINGER_SECONDS,
+            open_timeout=opening_timeout,
             create_connection=plain if context is None else _Client,
         )
     except (InvalidHandshake, OSError, ConnectionClosed) as error:
