@@ -340,3 +340,25 @@ def test_publishers_named_as_the_servers_own_are_served_with_a_warning(tmp_path:
             "rstreams/health (rstreams ping and top read them)\n"
         )
         assert main(["subscribe", url, "rstreams/health"]) == 0
+
+
+@pytest.mark.timeout(60)
+def test_sigterm_mid_stream_ends_subscribe_with_143_quietly() -> None:
+    """SIGTERM while elements arrive (timeout(1), a service manager): the command's task is
+    cancelled, so its connection closes as after Ctrl-C, and it exits 143 with nothing on
+    standard error; the interpreter's default ended it without a goodbye."""
+    with patience.serving("tcp://127.0.0.1:0") as (_, url):
+        client = subprocess.Popen(
+            [sys.executable, "-m", "rstreams.cli", "subscribe", url, "counter?rate=1000", "--demand", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert patience.child_line(client, "its first element") == "0\n"
+            client.send_signal(signal.SIGTERM)
+            _, err = patience.communicate(client, 30)
+        finally:
+            if client.poll() is None:
+                patience.stop_child(client)
+    assert (client.returncode, err) == (143, "")

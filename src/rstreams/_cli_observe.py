@@ -187,12 +187,32 @@ def _offered_hint(message: str, name: str) -> str:
 
 
 def run_command(main: Coroutine[Any, Any, int]) -> int:
-    """``asyncio.run(main)`` for a client command (ping, top, subscribe): Ctrl-C exits 130 and a
-    closed standard output (``| head``) 0, without a traceback."""
+    """``asyncio.run(main)`` for a client command (ping, top, subscribe): Ctrl-C exits 130, SIGTERM
+    143 (``main`` cancelled, so that its connection says goodbye, as after Ctrl-C; a command may
+    handle SIGTERM itself, as top does) and a closed standard output (``| head``) 0, without a
+    traceback."""
+    terminated: list[int] = []
+
+    async def until_terminated() -> int:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def terminate() -> None:
+            terminated.append(signal.SIGTERM)
+            task.cancel()
+
+        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows' loops
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
+        return await main
+
     try:
-        return asyncio.run(main)
+        return asyncio.run(until_terminated())
     except KeyboardInterrupt:
         return 130
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        return 128 + signal.SIGTERM
     except BrokenPipeError:  # the reader has had enough; say nothing more on the closed pipe
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

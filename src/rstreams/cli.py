@@ -747,7 +747,7 @@ def _parser() -> argparse.ArgumentParser:
         "Exit status: 0 when the stream completes or --count is reached, 1 when the publisher "
         "fails (its onError is printed, e.g. an unknown name), 2 when the server cannot be "
         "reached, ends the connection (refused token, TLS failure) or sends nothing for --timeout, "
-        "130 when Ctrl-C stops it.",
+        "130 when Ctrl-C stops it, 143 when SIGTERM does.",
     )
     subscribe.add_argument("url", help="tcp://host:port, tls://, unix://, ws:// or wss://")
     subscribe.add_argument(
