@@ -3,13 +3,13 @@ and a text message with 1003, in neither case with a goodbye (§10's rows say so
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
 from rstreams.net import serve
 from rstreams.wire import ClientHello, FrameParser, Goodbye, encode
+from testkit.bound import within
 
 pytest.importorskip("websockets")
 
@@ -30,7 +30,7 @@ async def _close_of(message: bytes | str) -> tuple[int | None, list[object]]:
         await ws.send(message)
         try:
             while True:
-                data = await asyncio.wait_for(ws.recv(), 10)
+                data = await within(ws.recv(), 10)
                 received.extend(data if isinstance(data, bytes) else data.encode())
         except ConnectionClosed:
             pass

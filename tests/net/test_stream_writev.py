@@ -13,6 +13,7 @@ import pytest
 
 from rstreams.net import _stream
 from rstreams.net._stream import StreamProtocol
+from testkit.bound import Bound, within
 from testkit.net import RecordingHandler
 
 pytestmark = [
@@ -47,7 +48,7 @@ async def _connect(
 async def _read_all(peer: socket.socket, n: int) -> bytes:
     loop = asyncio.get_running_loop()
     got = bytearray()
-    async with asyncio.timeout(10):
+    async with Bound(10):
         while len(got) < n:
             chunk = await loop.sock_recv(peer, 1 << 16)
             if not chunk:
@@ -174,7 +175,7 @@ async def test_a_broken_socket_is_reported_by_asyncio_as_before() -> None:
     protocol, handler, peer = await _connect(socket.AF_UNIX)
     peer.close()
     protocol.writelines(_frames(2, 1000))  # writev fails (EPIPE): asyncio's own write meets it
-    error = await asyncio.wait_for(handler.lost, 10)
+    error = await within(handler.lost, 10)
     assert isinstance(error, OSError)
 
 
@@ -182,5 +183,5 @@ async def test_a_broken_socket_is_reported_by_asyncio_for_one_chunk_too() -> Non
     protocol, handler, peer = await _connect(socket.AF_UNIX)
     peer.close()
     protocol.writelines([b"x" * 1000])  # the write fails (EPIPE): asyncio's own write meets it
-    error = await asyncio.wait_for(handler.lost, 10)
+    error = await within(handler.lost, 10)
     assert isinstance(error, OSError)

@@ -14,6 +14,7 @@ from rstreams.errors import ConnectionBrokenError
 from rstreams.net import connect, serve
 from rstreams.net._intake import MAX_UNSENT
 from rstreams.wire import ServerHello, encode
+from testkit.bound import within
 from testkit.net import raw_websocket
 
 pytest.importorskip("websockets")
@@ -41,7 +42,7 @@ async def test_a_peer_that_pings_and_never_reads_is_cut_off() -> None:
         try:
             while sent < limit:
                 writer.write(chunk)
-                await asyncio.wait_for(writer.drain(), 30)
+                await within(writer.drain(), 30)
                 sent += len(chunk)
         except ConnectionError:  # reset once the server has aborted the socket
             cut_off = True
@@ -76,7 +77,7 @@ async def _pinging_server(sent: list[int]) -> asyncio.Server:
         try:
             while sent[0] < 4 * MAX_UNSENT:
                 writer.write(chunk)
-                await asyncio.wait_for(writer.drain(), 30)
+                await within(writer.drain(), 30)
                 sent[0] += len(chunk)
         except ConnectionError:  # reset once the client has aborted the socket
             pass
@@ -93,10 +94,10 @@ async def test_a_client_whose_server_pings_and_never_reads_cuts_it_off() -> None
     listener = await _pinging_server(sent)
     port = listener.sockets[0].getsockname()[1]
     try:
-        conn = await asyncio.wait_for(connect(f"ws://127.0.0.1:{port}/rsio"), 10)
+        conn = await within(connect(f"ws://127.0.0.1:{port}/rsio"), 10)
         try:
             with pytest.raises(ConnectionBrokenError) as broken:
-                await asyncio.wait_for(conn.request("never-answered"), 60)
+                await within(conn.request("never-answered"), 60)
         finally:
             await conn.aclose()
     finally:
