@@ -88,7 +88,7 @@ def no_hello_hint(conn: Connection) -> str:
     """Added to a command's line about a server silent past its timeout when the server has not
     even said hello, the first thing an RS.io server says (PROTOCOL.md §4.1): what an endpoint
     of another protocol that waits for a request does (an HTTP server); ``""`` once it has."""
-    if conn._pump.outbox.core.peer_hello is not None:
+    if conn.hello_received:
         return ""
     from rstreams.net._closing import SILENT_HINT
 

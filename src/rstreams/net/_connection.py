@@ -353,6 +353,12 @@ class Connection:
         answer of the peer's has (``await conn.request(...)`` returned)."""
         return self._pump.outbox.core.extensions
 
+    @property
+    def hello_received(self) -> bool:
+        """Whether the peer's hello has arrived (PROTOCOL.md §4.1): an RS.io server says hello
+        first, so a client still without one after its timeout talks to something else."""
+        return self._pump.outbox.core.peer_hello is not None
+
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         """Transport details: ``peername``, ``sockname``, ``ssl_object``..."""
         transport = self._pump.outbox.transport
