@@ -102,6 +102,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private final Options options;
     private final Connection conn;
     private final Map<Long, RemoteSubscription<?>> consuming = new HashMap<>();
+    private final List<Runnable> afterHello = new ArrayList<>(); // subscribes waiting for the peer's hello
     private final Map<Long, ServingStream> serving = new HashMap<>();
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
     private final CompletableFuture<RsioConnection> active = new CompletableFuture<>();
@@ -208,6 +209,27 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     Map<Long, RemoteSubscription<?>> consuming() {
         return consuming;
+    }
+
+    /** Whether this end authenticates itself: a client given credentials (§15.2). */
+    boolean authenticates() {
+        return options.credentials() != null;
+    }
+
+    /**
+     * Runs {@code task} on the I/O thread once the peer's hello was handled (after this end's
+     * authenticate, §15.2), or once the connection ended, whichever comes first. I/O thread only.
+     */
+    void afterHello(Runnable task) {
+        afterHello.add(task);
+    }
+
+    private void runAfterHello() {
+        List<Runnable> tasks = new ArrayList<>(afterHello);
+        afterHello.clear();
+        for (Runnable task : tasks) {
+            task.run();
+        }
     }
 
     Map<Long, ServingStream> serving() {
@@ -604,6 +626,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 helloAt = System.nanoTime();
                 resumeNegotiated(h);
                 helloReceived(h);
+                runAfterHello();
             } else if (e instanceof Event.ExtensionMessage x) {
                 resumeMessage(x);
             } else if (e instanceof Event.Closed c) {
@@ -757,6 +780,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         for (RemoteSubscription<?> s : subs) {
             s.finish(why);
         }
+        runAfterHello(); // they find the connection ended
         List<ServingStream> streams = new ArrayList<>(serving.values());
         serving.clear();
         for (ServingStream s : streams) {

@@ -1,5 +1,6 @@
 package io.rstreams.net;
 
+import io.rstreams.wire.Credentials;
 import java.util.Objects;
 import java.util.concurrent.Flow;
 import org.reactivestreams.FlowAdapters;
@@ -17,11 +18,13 @@ public final class RemotePublisher<T> implements Flow.Publisher<T> {
     private final Endpoint endpoint;
     private final String name;
     private final Codec<T> codec;
+    private final Credentials credentials; // each subscribe's own (§15.4), or null: the connection's
 
-    RemotePublisher(Endpoint endpoint, String name, Codec<T> codec) {
+    RemotePublisher(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials) {
         this.endpoint = endpoint;
         this.name = Objects.requireNonNull(name, "name");
         this.codec = Objects.requireNonNull(codec, "codec");
+        this.credentials = credentials;
     }
 
     /** The publisher name (with its parameters) subscribed to. */
@@ -38,7 +41,7 @@ public final class RemotePublisher<T> implements Flow.Publisher<T> {
     @Override
     public void subscribe(Flow.Subscriber<? super T> subscriber) {
         Objects.requireNonNull(subscriber, "rule 1.9: subscribe(null) is illegal; pass a Subscriber");
-        new RemoteSubscription<>(endpoint, name, codec, subscriber).start();
+        new RemoteSubscription<>(endpoint, name, codec, credentials, subscriber).start();
     }
 
     /** This publisher as an {@code org.reactivestreams.Publisher}. */

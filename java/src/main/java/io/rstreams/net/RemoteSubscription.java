@@ -1,6 +1,8 @@
 package io.rstreams.net;
 
 import io.rstreams.wire.Connection;
+import io.rstreams.wire.Credentials;
+import io.rstreams.wire.FrameType;
 import java.util.concurrent.Flow;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -17,6 +19,7 @@ final class RemoteSubscription<T> implements Flow.Subscription {
     private final Endpoint endpoint;
     private final String name;
     private final Codec<T> codec;
+    private final Credentials credentials; // this subscribe's own (§15.4), or null; never shown
     private final AtomicLong pending = new AtomicLong();
     private final AtomicBoolean demandTaskQueued = new AtomicBoolean();
     private volatile Flow.Subscriber<? super T> subscriber;
@@ -25,10 +28,11 @@ final class RemoteSubscription<T> implements Flow.Subscription {
     private long id = -1;
     private boolean done;
 
-    RemoteSubscription(Endpoint endpoint, String name, Codec<T> codec, Flow.Subscriber<? super T> subscriber) {
+    RemoteSubscription(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials, Flow.Subscriber<? super T> subscriber) {
         this.endpoint = endpoint;
         this.name = name;
         this.codec = codec;
+        this.credentials = credentials;
         this.subscriber = subscriber;
     }
 
@@ -44,6 +48,15 @@ final class RemoteSubscription<T> implements Flow.Subscription {
             broken(s, t, "onSubscribe");
             return;
         }
+        send();
+    }
+
+    /**
+     * Sends the subscribe, unless the subscription or the connection ended. With credentials of
+     * its own it waits for the peer's hello (subscribeCredentials is an extension message, never
+     * sent before it, §4.4), and ends with an error if the hello leaves extension auth inactive.
+     */
+    private void send() {
         if (cancelled || done) {
             return;
         }
@@ -52,7 +65,17 @@ final class RemoteSubscription<T> implements Flow.Subscription {
             finish(closed);
             return;
         }
-        id = endpoint.connection().subscribe(name, pending.getAndSet(0));
+        Connection conn = endpoint.connection();
+        if (credentials != null && conn.state() == Connection.State.AWAITING_HELLO) {
+            endpoint.afterHello(this::send);
+            return;
+        }
+        if (credentials != null && !conn.activeExtensions().contains(FrameType.AUTH)) {
+            finish(new IllegalStateException("can't subscribe to '" + name + "' with credentials: the peer does not offer "
+                    + "extension auth (id 2) (PROTOCOL.md §15.2)"));
+            return;
+        }
+        id = conn.subscribe(name, pending.getAndSet(0), credentials);
         endpoint.consuming().put(id, this);
         endpoint.scheduleFlush();
     }

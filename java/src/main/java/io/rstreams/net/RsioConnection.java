@@ -25,12 +25,35 @@ public final class RsioConnection implements AutoCloseable {
 
     /** The peer's publisher {@code name} (with parameters, e.g. {@code counter?to=5}), elements as raw bytes. */
     public RemotePublisher<byte[]> publisher(String name) {
-        return new RemotePublisher<>(endpoint, name, Codec.BYTES);
+        return new RemotePublisher<>(endpoint, name, Codec.BYTES, null);
     }
 
     /** The peer's publisher {@code name}, elements decoded by {@code codec}. */
     public <T> RemotePublisher<T> publisher(String name, Codec<T> codec) {
-        return new RemotePublisher<>(endpoint, name, codec);
+        return new RemotePublisher<>(endpoint, name, codec, null);
+    }
+
+    /**
+     * The peer's publisher {@code name}, each subscribe sent with {@code credentials} of its own
+     * (subscribeCredentials, PROTOCOL.md §15.4), which the server checks instead of the
+     * connection's, as rstreams' {@code conn.publisher(name, auth=...)}: a server that refuses
+     * them ends that subscription with {@link RemoteStreamException} code 3 (unauthenticated),
+     * one whose authorization refuses them with code 4 (unauthorized), and the connection goes
+     * on. Each subscribe waits for the server's hello (an extension message is never sent before
+     * it, §4.4).
+     *
+     * @throws IllegalStateException if this connection does not authenticate itself: only a
+     *     client built with {@link RsioClient.Builder#token}, {@link RsioClient.Builder#userPassword}
+     *     or {@link RsioClient.Builder#credentials} lists extension auth in its hello (§15.2)
+     */
+    public <T> RemotePublisher<T> publisher(String name, Codec<T> codec, io.rstreams.wire.Credentials credentials) {
+        java.util.Objects.requireNonNull(credentials, "credentials");
+        if (!endpoint.authenticates()) {
+            throw new IllegalStateException("per-subscription credentials need a client connection that authenticates itself: "
+                    + "RsioClient.builder().token(...), userPassword(...) or credentials(...) (extension auth is listed only by "
+                    + "a client that presents credentials, PROTOCOL.md §15.2)");
+        }
+        return new RemotePublisher<>(endpoint, name, codec, credentials);
     }
 
     /** The extension ids active on this connection (empty until the peer's hello arrived), PROTOCOL.md §4.4. */

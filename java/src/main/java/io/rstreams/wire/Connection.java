@@ -804,9 +804,26 @@ public final class Connection {
      * @return our subscriber id
      */
     public long subscribe(String name, long initialDemand) {
+        return subscribe(name, initialDemand, null);
+    }
+
+    /**
+     * {@link #subscribe(String, long)} with credentials of its own (PROTOCOL.md §15.4): a
+     * subscribeCredentials for the id goes right before the subscribe, and the server checks
+     * them instead of the connection's. A client's, once the peer's hello made extension auth
+     * active (§4.4, §15.2).
+     *
+     * @param credentials this subscribe's own, or null for the connection's
+     * @throws IllegalStateException if credentials are given and extension auth is not active
+     */
+    public long subscribe(String name, long initialDemand, Credentials credentials) {
         checkSending();
         if (initialDemand < 0) {
             throw new IllegalArgumentException("rule 3.9: initialDemand must be >= 0, got " + initialDemand);
+        }
+        if (credentials != null && (side != Side.CLIENT || !active.contains(FrameType.AUTH))) {
+            throw new IllegalStateException("can't subscribe to '" + name + "' with credentials: extension auth (id 2) is not active "
+                    + "on this client connection (PROTOCOL.md §15.2, §15.4)");
         }
         long id = nextId;
         while (ours.containsKey(id)) {
@@ -816,6 +833,12 @@ public final class Connection {
         Ours o = new Ours();
         o.outstanding = initialDemand;
         ours.put(id, o);
+        if (credentials != null) {
+            byte[] c = credentials.encode();
+            byte[] payload = new byte[Varint.size(id) + c.length];
+            System.arraycopy(c, 0, payload, Varint.write(id, payload, 0), c.length);
+            out.write(new Frame.Extension(FrameType.SUBSCRIBE_CREDENTIALS, payload), 0);
+        }
         out.write(new Frame.Subscribe(name, id, initialDemand), 0);
         return id;
     }
