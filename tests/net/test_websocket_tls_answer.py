@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from rstreams.errors import ConnectionBrokenError
-from rstreams.net import Resume, connect
-from rstreams.net._transport import TLSServerError
+from rstreams.net import Resume, connect, serve
+from rstreams.net._transport import TLS_ENDED_BEFORE_HELLO, TLSServerError
 from rstreams.net._websocket import NO_HTTP_HINT
-from testkit.tls import TestCA, client_hello, refusal_alert
+from testkit.bound import within
+from testkit.tls import TestCA, client_context, client_hello, refusal_alert, server_context
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -86,3 +87,22 @@ def test_the_replay_client_does_not_retry_it() -> None:
     assert not _retryable(
         WebSocketTLSServerError("ws://h:1/rsio answered with a TLS record ...; use wss://h:1/rsio")
     )
+
+
+def test_wss_to_an_rsio_server_over_tls_alone_names_its_tls_url(tmp_path: Path) -> None:
+    """A ``tls://`` RS.io server reads the HTTP request as garbage and ends the TLS session: the
+    client's error names the ``tls://`` URL beside the mutual-TLS hint, and still ends as a TLS
+    session ended before the server's first word (which the replay client's retry reads)."""
+    ca = TestCA.make(tmp_path, "wss to tls CA")
+    issued = ca.issue("server", san=("127.0.0.1",))
+
+    async def main() -> BaseException:
+        async with await serve("tls://127.0.0.1:0", {}, ssl=server_context(issued)) as server:
+            port = server.url.rsplit(":", 1)[1]
+            with pytest.raises(ConnectionBrokenError) as failed:
+                await within(connect(f"wss://127.0.0.1:{port}/rsio", ssl=client_context(ca)))
+            assert f"whose URL would be tls://127.0.0.1:{port}," in str(failed.value)
+            return failed.value
+
+    error = asyncio.run(main())
+    assert str(error).endswith(TLS_ENDED_BEFORE_HELLO), error

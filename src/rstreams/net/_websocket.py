@@ -297,7 +297,11 @@ async def open_websocket(
         if status == 404:  # the session was accepted: it is the path
             why = f"{error} (nothing serves RS.io at the path {endpoint.path or '/'!r} of this server)"
         elif ended and context is not None:  # no answer at all: said as on tls://
-            why = f"the server ended the TLS session without an HTTP response, {TLS_ENDED_BEFORE_HELLO}"
+            tls_url = f"tls://{endpoint.url.removeprefix('wss://').partition('/')[0]}"
+            why = (
+                f"the server ended the TLS session without an HTTP response (an RS.io server over TLS "
+                f"alone, whose URL would be {tls_url}, does so too), {TLS_ENDED_BEFORE_HELLO}"
+            )
             raise TLSEndedError(f"WebSocket handshake with {endpoint.url} failed: {why}") from error
         elif status is None and context is not None:
             why = f"{error} ({TLS_REFUSAL_HINT})"
