@@ -195,6 +195,13 @@ def test_logs_added_later_are_kept_too_and_a_record_that_is_not_one_fails_naming
     assert bad.value.option == "checkpointLocation"
     with pytest.raises(OptionError, match=said):
         unreadable.commit([None], 2)
+    staged = shipped(stream_writer({**both, "checkpointLocation": str(tmp_path / "elsewhere")}, SCHEMA))
+    message = staged.write(rows(5, 6, 7, 8))
+    assert server._stagings["a"].staged_bytes + server._stagings["b"].staged_bytes > 0
+    with pytest.raises(OptionError, match=said):
+        stream_writer(both, SCHEMA).commit([message], 2)
+    assert server._stagings["a"].staged_bytes + server._stagings["b"].staged_bytes == 0  # not left staged
+    assert a.info()["end"] + b.info()["end"] == 5  # nothing of batch 2 published
 
 
 def test_the_writers_spark_builds_for_a_commit_or_an_abort_ask_nothing_as_they_are_built(

@@ -62,6 +62,7 @@ its timestamps and dates made ISO text by Arrow a column at a time
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from collections.abc import Iterator, Mapping
@@ -83,6 +84,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from rstreams.errors import ReactiveStreamsError
 from rstreams.replay import Access
 from rstreams.replay._client import RemoteLogError, request_json, upload
 from rstreams.spark._codecs import BATCH_ROWS, arrow_ipc, row_encoder
@@ -548,7 +550,16 @@ class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
         return self._writer.write_arrow(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        self._writer.publish(messages, batchId, self._writer.keep(messages, batchId))
+        """Publish the batch (:meth:`_Writer.publish`); a commit that fails discards the batch's
+        uploads not yet published before it raises: the query fails, and Spark aborts no batch
+        whose commit failed, so they would stay staged until the server restarts (a re-run
+        batch uploads its rows again)."""
+        try:
+            self._writer.publish(messages, batchId, self._writer.keep(messages, batchId))
+        except (ReactiveStreamsError, OSError):
+            with contextlib.suppress(ReactiveStreamsError, OSError):  # the commit's error is the one told
+                self._writer.discard(messages)
+            raise
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self._writer.discard(messages)
