@@ -24,14 +24,25 @@ Pipes: a pipe pair is two asyncio transports (one read, one write), which
 :class:`PipeTransport` joins into one. The default loop's read-pipe transport calls
 ``data_received(bytes)`` (no BufferedProtocol support there), so its read size is lowered
 to the same 64 KiB; uvloop's reads into our buffer, as for sockets. Both are handled.
+
+Aborting: a TCP or TLS transport aborted with bytes still unsent (here, in asyncio's buffer or
+in the socket's send queue) is reset (``SO_LINGER`` 0), not closed: a close would let the
+peer read what the kernel holds and then an orderly end of input, perhaps at a frame's
+boundary, and take a cut stream for a finished one (PROTOCOL.md §9.1). A Unix socket cannot
+be reset: its peer reads what was sent and then the end of input, where the goodbye is
+missing or cut, an error for it (§9.3), never an orderly end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import socket
+import struct
 from typing import IO, Any, cast
 
+from rstreams.net._intake import socket_unsent
 from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
     DEFAULT_LOW_WATER,
@@ -51,6 +62,7 @@ __all__ = [
     "PipeTransport",
     "StreamProtocol",
     "open_pipe_transport",
+    "reset_if_unsent",
 ]
 
 FIRST_READ_SIZE = 1024
@@ -416,12 +428,15 @@ class StreamProtocol(asyncio.BufferedProtocol):
             self._transport.close()
 
     def abort(self) -> None:
+        transport = self._transport
+        if transport is not None:
+            reset_if_unsent(transport, self.get_write_buffer_size())
         self._closed = True
         self._direct = False
         self._queue = []
         self._queued = 0
-        if self._transport is not None:
-            self._transport.abort()
+        if transport is not None:
+            transport.abort()
 
     def is_closing(self) -> bool:
         # Without asking asyncio on the write path: a transport asyncio closes itself after an
@@ -436,6 +451,23 @@ class StreamProtocol(asyncio.BufferedProtocol):
         if self._transport is None:
             return default
         return self._transport.get_extra_info(name, default)
+
+
+_RESET = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: the close sends RST, the unsent bytes are dropped
+
+
+def reset_if_unsent(transport: asyncio.BaseTransport, unsent: int) -> None:
+    """Before ``transport.abort()``: make its TCP socket's close a reset if bytes are still
+    unsent (``unsent``: those held above the socket; its send queue is asked when that is 0).
+    TLS too (the socket under asyncio's SSL layer); not a Unix socket, which cannot be reset.
+    The socket is the transport's public ``get_extra_info("socket")``."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    if unsent <= 0 and socket_unsent(transport) <= 0:
+        return
+    with contextlib.suppress(OSError, ValueError):  # closed meanwhile: nothing left to reset
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
 
 
 class _Half(asyncio.BufferedProtocol):
