@@ -13,13 +13,16 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The Java client's driver for the interop matrix (tests/interop): {@code java ... InteropClientMain PLAN.json}.
  *
- * <p>The plan is {@code {"cases": [{"id", "url", "token", "streams": [{"name", "script", "codec"}]}]}}; each
+ * <p>The plan is {@code {"cases": [{"id", "url", "token", "wait", "pids", "streams": [{"name", "script", "codec"}]}]}}; each
  * case is one connection (with the token, if any) on which the streams are subscribed one after the
  * other, each following its script: {@code rN} request N, {@code wN} wait until N elements arrived,
  * {@code c} cancel, {@code t} wait for the terminal signal. What the subscribers see is printed as one
@@ -27,9 +30,14 @@ import java.util.concurrent.TimeUnit;
  * (size, sha256, hex up to 64 bytes, value for the int64 codec), {@code complete}, {@code error} (the
  * publisher's onError text), {@code closed} (the connection ended), {@code timeout}, {@code done}; last
  * {@code {"event": "exit"}}.
+ *
+ * <p>Each wait (the connection, onSubscribe, a count, the end) is a hang guard of the case's {@code wait}
+ * seconds ({@link #WAIT_SECONDS} unless the plan says) of own time ({@link OwnTime}: wall time less what
+ * the threads of this process and of the case's server, {@code pids}, waited for a CPU), not of wall
+ * time: on a loaded machine a server that is served late is not taken for one that hangs.
  */
 public final class InteropClientMain {
-    private static final long WAIT_SECONDS = 20;
+    private static final double WAIT_SECONDS = 20;
 
     private InteropClientMain() {}
 
@@ -41,7 +49,8 @@ public final class InteropClientMain {
                 Map<?, ?> spec = (Map<?, ?>) c;
                 String token = (String) spec.get("token");
                 RsioClient client = clients.computeIfAbsent(token == null ? "" : token, t -> {
-                    RsioClient.Builder b = RsioClient.builder();
+                    // (the client's own handshake timer of wall time off: the bound is the case's wait)
+                    RsioClient.Builder b = RsioClient.builder().handshakeTimeout(null);
                     return (t.isEmpty() ? b : b.token(t)).build();
                 });
                 runCase(client, spec);
@@ -55,10 +64,12 @@ public final class InteropClientMain {
 
     private static void runCase(RsioClient client, Map<?, ?> spec) throws InterruptedException {
         String id = (String) spec.get("id");
+        double limit = spec.get("wait") instanceof Number w ? w.doubleValue() : WAIT_SECONDS;
+        List<Long> pids = spec.get("pids") instanceof List<?> l ? l.stream().map(p -> ((Number) p).longValue()).toList() : List.of();
         RsioConnection conn;
         try {
-            conn = client.connect((String) spec.get("url")).get(WAIT_SECONDS, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            conn = connect(client.connect((String) spec.get("url")), limit, pids);
+        } catch (ExecutionException | TimeoutException e) {
             emit(id, -1, "connect-failed", Map.of("message", String.valueOf(e.getCause() != null ? e.getCause() : e)));
             emit(id, -1, "done", Map.of());
             return;
@@ -68,7 +79,7 @@ public final class InteropClientMain {
             int k = 0;
             for (Object s : (List<?>) spec.get("streams")) {
                 Map<?, ?> stream = (Map<?, ?>) s;
-                if (!runStream(conn, id, k++, stream)) {
+                if (!runStream(conn, id, k++, stream, limit, pids)) {
                     break;
                 }
             }
@@ -78,10 +89,28 @@ public final class InteropClientMain {
         emit(id, -1, "done", Map.of());
     }
 
+    /** The connection, or a TimeoutException once it took {@code limit} own seconds. */
+    private static RsioConnection connect(CompletableFuture<RsioConnection> connecting, double limit, List<Long> pids)
+            throws InterruptedException, ExecutionException, TimeoutException {
+        OwnTime clock = OwnTime.start(limit, pids);
+        while (true) {
+            long look = clock.nextLook();
+            if (look == 0) {
+                throw new TimeoutException("not connected within " + limit + " s of own time");
+            }
+            try {
+                return connecting.get(look, TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                // (a look at the clock is due)
+            }
+        }
+    }
+
     /** Runs one stream's script; false if a wait timed out (the case stops there). */
-    private static boolean runStream(RsioConnection conn, String id, int k, Map<?, ?> stream) throws InterruptedException {
+    private static boolean runStream(RsioConnection conn, String id, int k, Map<?, ?> stream, double limit, List<Long> pids)
+            throws InterruptedException {
         boolean int64 = "int64".equals(stream.get("codec"));
-        Recorder r = new Recorder(id, k, int64);
+        Recorder r = new Recorder(id, k, int64, limit, pids);
         if (int64) {
             conn.publisher((String) stream.get("name"), Codec.INT64).subscribe(new Flow.Subscriber<Long>() {
                 @Override
@@ -131,38 +160,30 @@ public final class InteropClientMain {
         private final String id;
         private final int k;
         private final boolean int64;
+        private final double limit;
+        private final List<Long> pids;
         private Flow.Subscription subscription;
         private long count;
         private boolean ended;
 
-        Recorder(String id, int k, boolean int64) {
+        Recorder(String id, int k, boolean int64, double limit, List<Long> pids) {
             this.id = id;
             this.k = k;
             this.int64 = int64;
+            this.limit = limit;
+            this.pids = pids;
         }
 
         synchronized Flow.Subscription subscription() throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
-            while (subscription == null && System.nanoTime() < deadline) {
-                TimeUnit.NANOSECONDS.timedWait(this, deadline - System.nanoTime());
-            }
-            if (subscription == null) {
-                throw new IllegalStateException("no onSubscribe within " + WAIT_SECONDS + " s");
+            if (!OwnTime.await(this, () -> subscription != null, limit, pids)) {
+                throw new IllegalStateException("no onSubscribe within " + limit + " s of own time");
             }
             return subscription;
         }
 
         /** Waits until {@code n} elements arrived in all or the stream ended; false on timeout. */
         synchronized boolean await(long n) throws InterruptedException {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
-            while (!ended && count < n) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    return false;
-                }
-                TimeUnit.NANOSECONDS.timedWait(this, left);
-            }
-            return true;
+            return OwnTime.await(this, () -> ended || count >= n, limit, pids);
         }
 
         @Override
