@@ -474,8 +474,8 @@ def servers(request: pytest.FixtureRequest) -> Iterator[Served]:
 
 
 def plan_for(client: str, served: Served) -> dict[str, Any]:
-    """The client's plan; each case names the process of its server ("pids": the Python driver's
-    waits count its own time, the other drivers ignore it)."""
+    """The client's plan; each case names the process of its server ("pids": every driver's
+    waits count the own time of its process and these)."""
     urls = served.urls
     cases = []
     for c, server, transport in CELLS:
