@@ -1,12 +1,13 @@
-"""A TCP or TLS transport aborted with bytes still unsent is reset, not closed (PROTOCOL.md §9.1).
+"""A TCP, TLS or WebSocket transport aborted with bytes still unsent is reset, not closed (PROTOCOL.md §9.1).
 
 A server closed while a peer that stops reading is flooded with elements says goodbye; the
 goodbye cannot go out behind the unsent elements, so the bounded close ends in an abort.
 A close there would let the peer read every byte the kernel holds and then an orderly end of
 input, maybe at a frame's boundary: a cut stream that looks finished. A reset makes its
 reads end in ``ConnectionResetError``. The peer is a raw socket that reads nothing until the
-server's side is gone, then reads to the end. A Unix socket cannot be reset: its peer reads
-the bytes sent and the end, without the whole goodbye (an error for it, §9.3).
+server's side is gone, then reads to the end (over ``ws://`` it makes its upgrade by hand). A
+Unix socket cannot be reset: its peer reads the bytes sent and the end, without the whole
+goodbye (an error for it, §9.3).
 """
 
 from __future__ import annotations
@@ -146,3 +147,43 @@ async def test_a_unix_socket_aborted_ends_without_a_whole_goodbye(tmp_path: Path
     frames = parser.feed(read)
     assert isinstance(frames[0], ServerHello) and isinstance(frames[-1], OnNext), frames[-1]
     assert not any(isinstance(frame, Goodbye) for frame in frames)  # the goodbye did not go out
+
+
+async def _ws_open(sock: socket.socket, address: str) -> None:
+    """A raw WebSocket upgrade on ``sock`` (RFC 6455 §4.1), then the opening in one masked binary message."""
+    loop = asyncio.get_running_loop()
+    host, path = address.split("/", 1)
+    request = (
+        f"GET /{path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n"
+    )
+    await within(loop.sock_sendall(sock, request.encode()))
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = await within(loop.sock_recv(sock, 1))  # the answer's head only: the rest is frames
+        assert chunk, answer
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 101"), answer
+    mask = b"\x01\x02\x03\x04"
+    payload = bytes(byte ^ mask[i % 4] for i, byte in enumerate(OPENING))
+    assert len(OPENING) < 126  # a one-byte length
+    head = bytes([0x82, 0x80 | len(OPENING)])  # FIN, binary; masked
+    await within(loop.sock_sendall(sock, head + mask + payload))
+
+
+async def test_a_websocket_aborted_with_output_unsent_resets_the_peer(tmp_path: Path) -> None:
+    connections: list[Connection] = []
+    server = await serve(listen_url("ws", tmp_path), {"flood": _flood}, on_connection=connections.append)
+    address = server.url.split("://", 1)[1]
+    sock = await _peer(address.split("/", 1)[0])
+    try:
+        await _ws_open(sock, address)
+        async with asyncio.timeout(WAIT):
+            while not connections or not _holds_unsent(connections[0]):  # noqa: ASYNC110 (no event says so)
+                await asyncio.sleep(0.01)
+        await within(server.aclose())
+        read, error = await _read_to_the_end(sock)
+    finally:
+        sock.close()
+    assert isinstance(error, ConnectionResetError), f"{len(read)} bytes, then {error or 'the end of input'}"

@@ -87,6 +87,7 @@ from websockets.server import ServerProtocol
 from rstreams.net._admission import Admission
 from rstreams.net._closing import LINGER_BYTES, LINGER_SECONDS
 from rstreams.net._intake import MAX_UNSENT
+from rstreams.net._stream import reset_if_unsent
 from rstreams.net._transport import (
     DEFAULT_HIGH_WATER,
     DEFAULT_LOW_WATER,
@@ -459,9 +460,11 @@ class WebSocketTransport(Transport):
         if self._aborted is None:
             self._aborted = ConnectionAbortedError("the WebSocket connection was aborted")
         self._closing = True
+        transport = self._ws.transport  # (a reset, as a TCP transport's, if output is left unsent)
+        reset_if_unsent(transport, transport.get_write_buffer_size() + sum(map(len, self._out)))
         self._out.clear()
         self._reading.set()
-        self._ws.transport.abort()
+        transport.abort()
 
     def is_closing(self) -> bool:
         return self._closing
