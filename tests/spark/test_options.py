@@ -273,8 +273,9 @@ def test_a_url_of_no_rs_io_scheme_fails_naming_option_url(make: Any, url: str) -
 
 def test_a_log_the_server_does_not_serve_fails_naming_option_publisher(serve: Any) -> None:
     """The source: a name no server log has; the sink: that, or a log that is no sink log, on the
-    driver as Spark pickles the streaming writer for its tasks and as it builds the batch writer,
-    and again in an executor's write.
+    driver as Spark builds the streaming writer at the query's start (from a source made afresh)
+    and the batch writer, as a writer built otherwise is pickled for the tasks, and again in an
+    executor's write.
     OptionError naming ``publisher`` and the server's URL, not the server's bare refusal."""
     from rstreams.replay import ReplayLog
 
@@ -285,7 +286,11 @@ def test_a_log_the_server_does_not_serve_fails_naming_option_publisher(serve: An
     for log, says in (("nope", "serves no sink log 'nope'"), ("nums", "'nums' is not a sink log")):
         options = {"url": server.url, "publisher": log, "timeout": "30"}
         named = f"^option publisher: {re.escape(server.url)} .*{says}"
-        streaming = RStreamsDataSource(options).streamWriter(SCHEMA, False)  # builds: a commit's would
+        with pytest.raises(OptionError, match=named) as early:
+            RStreamsDataSource(options).streamWriter(SCHEMA, False)
+        assert early.value.option == "publisher"
+        shipped = pickle.loads(pickle.dumps(RStreamsDataSource(options)))  # as a commit's worker has it
+        streaming = shipped.streamWriter(SCHEMA, False)  # builds, asking nothing
         with pytest.raises(OptionError, match=named) as early:
             pickle.dumps(streaming)
         assert early.value.option == "publisher"

@@ -209,7 +209,9 @@ def test_a_sink_log_the_server_lacks_fails_the_query_at_its_start(
 ) -> None:
     """A streaming query into a sink log the server does not serve fails as Spark builds its
     writer on the driver (planning the first micro-batch), with the error naming option publisher
-    and the server's URL, not in a task: no micro-batch ran and no row of the source was read."""
+    and the server's URL, not in a task: no micro-batch ran and no row of the source was read.
+    The error is the OptionError itself, not wrapped in PySpark's "Could not serialize object"
+    (the check runs as the writer is built, not as Spark pickles it)."""
     source = ReplayLog("nums", capacity=100)
     source.append(records(10))
     server = serve({"nums": source}, sinks={"results": ReplayLog("results", capacity=100)})
@@ -225,7 +227,10 @@ def test_a_sink_log_the_server_lacks_fails_the_query_at_its_start(
         Exception, match=rf"option publisher: {re.escape(server.url)} serves no sink log 'nope'"
     ) as failed:
         await_query(query, "the query into a missing sink log to fail")
-    assert "Failed to initialize Python data source writer" in str(failed.value)
+    said = str(failed.value)
+    assert "Failed to initialize Python data source writer" in said
+    refusal = f"OptionError: option publisher: {server.url} serves no sink log 'nope'"
+    assert refusal in said and "Could not serialize" not in said  # the refusal itself, unwrapped
     assert query.recentProgress == [] and set(source.readers().values()) <= {0}
 
 

@@ -29,6 +29,7 @@ from rstreams.spark._sink import (
     stream_writer,
     writer,
 )
+from rstreams.spark._source import RStreamsDataSource
 from testkit.replay import serving_sink
 
 pytestmark = pytest.mark.timeout(60)
@@ -207,10 +208,12 @@ def test_logs_added_later_are_kept_too_and_a_record_that_is_not_one_fails_naming
 def test_the_writers_spark_builds_for_a_commit_or_an_abort_ask_nothing_as_they_are_built(
     serve: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Round trips to the server, counted: the writer Spark ships to the tasks asks each sink log
-    once (as it is pickled); the writer of a commit or an abort asks nothing as it is built; an
-    abort makes one ``discard`` per sink log with staged uploads, none when nothing was staged; a
-    commit one ``publish`` per such log."""
+    """Round trips to the server, counted, with the data source as Spark's workers have it: the
+    writer Spark builds at the query's start (from a source made afresh) and ships to the tasks
+    asks each sink log once, as it is built, and nothing more as it is pickled (one built
+    otherwise asks as it is pickled, once); the writer of a commit or an abort (from the source
+    unpickled) asks nothing as it is built; an abort makes one ``discard`` per sink log with
+    staged uploads, none when nothing was staged; a commit one ``publish`` per such log."""
     a, b = ReplayLog("a", evict=True), ReplayLog("b", evict=True)
     server = serve({}, sinks={"a": a, "b": b})
     both = {"url": server.url, "publisher": "a,b", "keyColumn": "seq"}
@@ -222,9 +225,16 @@ def test_the_writers_spark_builds_for_a_commit_or_an_abort_ask_nothing_as_they_a
         return real(url, query, *args, **kwargs)
 
     monkeypatch.setattr(_sink, "request_json", counted)
+    starting = RStreamsDataSource(both).streamWriter(SCHEMA, False)
+    assert asked == ["a?discard=", "b?discard="]
+    assert isinstance(starting, RStreamsArrowStreamWriter)
+    tasks = shipped(starting)
+    assert asked == ["a?discard=", "b?discard="]  # checked as built: pickling asks nothing
+    source = pickle.loads(pickle.dumps(RStreamsDataSource(both)))  # as a commit's worker has it
+    asked.clear()
     built = stream_writer(both, SCHEMA)
     assert asked == []
-    tasks = shipped(built)
+    shipped(built)
     assert asked == ["a?discard=", "b?discard="]
     shipped(built)  # pickled again: checked once
     assert asked == ["a?discard=", "b?discard="]
@@ -233,8 +243,9 @@ def test_the_writers_spark_builds_for_a_commit_or_an_abort_ask_nothing_as_they_a
     committed = [tasks.write(rows(20)), None]
     for outcome, messages in (("abort", [None, None]), ("abort", staged), ("commit", committed)):
         asked.clear()
-        made = stream_writer(both, SCHEMA)
+        made = source.streamWriter(SCHEMA, False)
         assert asked == []
+        assert isinstance(made, RStreamsArrowStreamWriter)
         getattr(made, outcome)(messages, 0)
         if messages == [None, None]:
             assert asked == []  # nothing staged: no round trip

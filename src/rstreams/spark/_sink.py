@@ -29,8 +29,8 @@ Epochs (docs/replay.md, *Epochs*): a sink log in memory whose server restarts st
 empty and has forgotten which batches it published, so a batch re-run after that restart would
 be published twice, and what its readers had not read is lost. The writer Spark builds on the
 driver for its tasks records each sink log's epoch (the answer to ``NAME?discard=``, asked as
-Spark pickles that writer to send it to the tasks); the tasks' commit messages carry it to
-``commit``, which publishes with ``&epoch=E``: a log restarted meanwhile
+that writer is built, before Spark pickles it to send it to the tasks); the tasks' commit
+messages carry it to ``commit``, which publishes with ``&epoch=E``: a log restarted meanwhile
 refuses, and the query fails saying so (:class:`SinkLogRestartedError`). A streaming query also
 keeps the epochs in ``CHECKPOINT/rstreams-sink.json`` (``{"epochs": {url: {name: E}}}``; where
 the checkpoint is found and what is not covered: :mod:`rstreams.spark._epochs`), written at the
@@ -39,9 +39,9 @@ restarted sink log fails before anything of the batch is published: its tasks fa
 upload when the writer built at its start finds another epoch than the one kept, and the commit
 refuses (discarding the batch's uploads) when the epoch its tasks staged under is not the one
 kept. A file-backed sink log keeps its epoch, so nothing fires. The epoch checks never stop an
-abort: Spark builds a writer for it too, which asks nothing as it is built (it is never pickled),
-and its abort discards the uploads, one request per sink log that has some (none when no task
-staged anything).
+abort: Spark builds a writer for it too, which asks nothing as it is built (from the data source
+unpickled), and its abort discards the uploads, one request per sink log that has some (none when
+no task staged anything).
 
 Several logs: options ``url`` and ``publisher`` may list several servers and sink logs (each
 named log on each server) and option ``keyColumn`` names the column whose value picks a row's
@@ -77,7 +77,6 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
-    DataSourceStreamWriter,
     DataSourceWriter,
     WriterCommitMessage,
 )
@@ -540,9 +539,11 @@ class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
 
     def __getstate__(self) -> dict[str, Any]:
         """Spark pickles the writer it builds as the query starts to send it to the tasks, and never
-        the one it builds for a commit or an abort: the sink logs are checked here, on the driver,
-        once (:meth:`_Writer.check`), so a log the server lacks fails the query before any task
-        runs, the tasks carry the epochs found, and a commit's or abort's writer asks nothing."""
+        the one it builds for a commit or an abort. That writer's sink logs were checked as it was
+        built (:func:`stream_writer` with ``starting``); one built otherwise is checked here, once
+        (:meth:`_Writer.check`), so the tasks always carry the epochs found. An error raised here
+        reaches the user wrapped in PySpark's "Could not serialize object", hence the check at
+        the build."""
         self._writer.check()
         return self.__dict__
 
@@ -585,18 +586,26 @@ class RStreamsArrowBatchWriter(DataSourceArrowWriter):
 
 
 def stream_writer(
-    options: Mapping[str, str], schema: StructType, gateway: str | None = None
-) -> DataSourceStreamWriter:
+    options: Mapping[str, str], schema: StructType, gateway: str | None = None, *, starting: bool = False
+) -> RStreamsArrowStreamWriter:
     """The streaming writer, its options checked (here, on the driver); ``gateway``: the file of
     the driver's py4j gateway, where :func:`rstreams.spark.register` shared one (the record of the
     epochs is then kept through the driver JVM).
 
-    Spark builds it as the query starts, and again for each micro-batch's commit or abort (a
-    fresh writer in its commit worker). Only the first is pickled, to go to the tasks: that is
-    when its sink logs are checked, one ``NAME?discard=`` per sink log, their epochs against
-    those the checkpoint keeps (:meth:`RStreamsArrowStreamWriter.__getstate__`). Building asks
-    nothing, so an abort makes only its discards (one request per sink log with staged uploads)."""
-    return RStreamsArrowStreamWriter(options, schema, gateway)
+    Spark builds it as the query starts (``starting``: in the worker that builds the query's write,
+    from a data source it makes afresh), and again for each micro-batch's commit or abort (a fresh
+    writer in its commit worker, from the data source it pickled as the query was analysed). Only
+    the first is pickled, to go to the tasks, and only it asks the server: its sink logs are
+    checked as it is built, one ``NAME?discard=`` per sink log, their epochs against those the
+    checkpoint keeps (:meth:`_Writer.check`), so a log the server lacks fails the query with the
+    :class:`OptionError` itself; a writer built otherwise and pickled is checked then
+    (:meth:`RStreamsArrowStreamWriter.__getstate__`). A commit's or abort's writer asks nothing as
+    it is built, so an abort makes only its discards (one request per sink log with staged
+    uploads)."""
+    made = RStreamsArrowStreamWriter(options, schema, gateway)
+    if starting:
+        made._writer.check()
+    return made
 
 
 def writer(options: Mapping[str, str], schema: StructType) -> DataSourceWriter:

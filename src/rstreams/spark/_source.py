@@ -895,6 +895,7 @@ class RStreamsDataSource(DataSource):
 
     session_credentials: Mapping[str, str] = {}
     session_gateway: str | None = None
+    _unpickled = False
 
     def _options(self) -> Mapping[str, str]:
         return with_conf(self.options, self.session_credentials)
@@ -918,10 +919,19 @@ class RStreamsDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         return RStreamsBatchReader(self._options(), schema)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickled: so Spark's commit and abort workers get the source (pickled by the worker
+        that made it as the query was analysed), while the worker that builds a query's write at
+        its start makes it afresh from the class."""
+        self.__dict__.update(state)
+        self._unpickled = True
+
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """At the query's start (a source made afresh), the writer's sink logs are checked as it
+        is built; for a commit or an abort (an unpickled source), it asks nothing."""
         from rstreams.spark._sink import stream_writer
 
-        return stream_writer(self._options(), schema, self.session_gateway)
+        return stream_writer(self._options(), schema, self.session_gateway, starting=not self._unpickled)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from rstreams.spark._sink import writer
