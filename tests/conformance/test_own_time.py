@@ -19,17 +19,17 @@ from testkit import patience
 
 
 def test_the_clock_leaves_out_the_time_spent_waiting_for_a_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    now, waited = [100.0], [0]
+    now, waited = [100.0], [0.0]
     monkeypatch.setattr(time, "monotonic", lambda: now[0])  # (the module reads time.monotonic)
-    monkeypatch.setattr(_own_time, "starved", lambda pid: {1: waited[0], 2: 0})
+    monkeypatch.setattr(_own_time, "starved", lambda pid: {1: waited[0], 2: 0.0})
     loop = OwnTimeLoop()
     try:
         start = loop.time()
         now[0] += 1.0
-        waited[0] = 600_000_000  # 0.6 s of the last second spent waiting for a CPU
+        waited[0] = 0.6  # 0.6 s of the last second spent waiting for a CPU
         assert loop.time() - start == pytest.approx(0.4)
         now[0] += REFRESH * 0.4  # not read again yet: the clock runs as wall time meanwhile
-        waited[0] = 2_000_000_000
+        waited[0] = 2.0
         assert loop.time() - start == pytest.approx(0.4 + REFRESH * 0.4)
         now[0] += REFRESH * 0.7  # read: 2 s starved in 1.11 s of wall time, and the clock stays put
         assert loop.time() - start == pytest.approx(0.4 + REFRESH * 0.4)

@@ -47,8 +47,8 @@ class _VirtualTime:
     def monotonic(self) -> float:
         return self.now
 
-    def delays(self) -> dict[str, int]:
-        return {"1": round(self.now * self.starved * 1e9)}
+    def delays(self) -> dict[int, float]:
+        return {1: round(self.now * self.starved * 1e9) / 1e9}  # (nanoseconds, as schedstat counts)
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         self.waits.append(timeout)
@@ -80,7 +80,7 @@ def test_a_wait_ends_after_its_own_time_or_at_the_hard_bound(
 
 
 def test_what_holds_at_once_costs_no_look_at_the_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    def unread() -> dict[str, int]:
+    def unread() -> dict[int, float]:
         raise AssertionError("the threads were read")
 
     monkeypatch.setattr(_own_time, "_delays", unread)

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from rstreams._schedstat import cpu_waits
+
 WAIT = 10.0
 """Seconds of the loop's own time any one wait may take: longer is a hang."""
 HARD = 30
@@ -45,42 +47,10 @@ def _run_delay() -> float:
         return 0.0
 
 
-def _read(path: str) -> str:
-    with open(path, encoding="ascii") as file:
-        return file.read()
-
-
 def _delays(pids: Iterable[int], children: Iterable[int]) -> dict[int, float]:
-    """Thread id -> seconds it has spent runnable but waiting for a CPU (its ``schedstat``'s second
-    field), for every thread of ``pids`` and of ``children`` and their descendants; empty where
-    ``/proc`` does not say. One walk of ``/proc/PID/task``: a thread of a child gives its delay
-    and its own children (``/proc/PID/task/TID/children``), which the walk then takes too."""
-    found: dict[int, float] = {}
-    family = set(children)
-    todo, seen = [*family, *pids], set[int]()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            task = f"/proc/{pid}/task/{tid}"
-            try:
-                found[int(tid)] = int(_read(f"{task}/schedstat").split()[1]) / 1e9
-            except (OSError, IndexError, ValueError):
-                pass
-            if pid in family:
-                try:
-                    kids = [int(kid) for kid in _read(f"{task}/children").split()]
-                except (OSError, ValueError):
-                    continue
-                family.update(kids)
-                todo += kids
-    return found
+    """Thread id -> seconds it has spent waiting for a CPU, for every thread of ``pids`` and of
+    ``children`` and their descendants (:func:`rstreams._schedstat.cpu_waits`)."""
+    return cpu_waits(pids, children)
 
 
 def family() -> tuple[int]:

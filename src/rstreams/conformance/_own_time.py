@@ -26,47 +26,18 @@ import os
 import time
 from typing import Final
 
+from rstreams._schedstat import cpu_waits
+
 __all__ = ["REFRESH", "OwnTimeLoop", "starved"]
 
 REFRESH: Final = 0.1
 """The longest wall time between two reads of the threads' waits for a CPU."""
 
 
-def _read(path: str) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def starved(pid: int) -> dict[int, int]:
-    """Thread id -> nanoseconds it has spent runnable but waiting for a CPU, for every thread of
-    ``pid`` and its descendants; empty where ``/proc`` does not say."""
-    found: dict[int, int] = {}
-    todo, seen = [pid], set[int]()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            stat = _read(f"/proc/{pid}/task/{tid}/schedstat")
-            try:
-                found[int(tid)] = int((stat or b"").split()[1])
-            except (IndexError, ValueError):
-                pass
-            todo += [int(kid) for kid in (_read(f"/proc/{pid}/task/{tid}/children") or b"").split()]
-    return found
+def starved(pid: int) -> dict[int, float]:
+    """Thread id -> seconds it has spent waiting for a CPU, for every thread of ``pid`` and its
+    descendants; empty where ``/proc`` does not say."""
+    return cpu_waits((), (pid,))
 
 
 class OwnTimeLoop(asyncio.SelectorEventLoop):
@@ -87,6 +58,6 @@ class OwnTimeLoop(asyncio.SelectorEventLoop):
             self._read_at = now
             self._seen.update(starved(os.getpid()))
             base = self._base
-            self._starved = sum(max(ns - base.get(tid, 0), 0) for tid, ns in self._seen.items()) / 1e9
+            self._starved = sum(max(waited - base.get(tid, 0.0), 0.0) for tid, waited in self._seen.items())
         self._last = max(now - self._starved, self._last)  # (never backwards)
         return self._last

@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Final, TypeVar
 
+from rstreams._schedstat import cpu_waits
+
 __all__ = ["HARD", "LOOK", "OwnTime", "wait_event", "wait_for"]
 
 T = TypeVar("T")
@@ -37,34 +39,10 @@ HARD: Final = 20
 LOOK: Final = 1.0
 """The longest wall time between two looks at the clock during one wait."""
 
-_TASKS = "/proc/self/task"
 
-
-def _read_delay(path: str) -> int | None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return int(os.read(fd, 128).split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-    finally:
-        os.close(fd)
-
-
-def _delays() -> dict[str, int]:
-    """Thread id -> nanoseconds it has spent runnable but waiting for a CPU; empty where unknown."""
-    try:
-        tids = os.listdir(_TASKS)
-    except OSError:
-        return {}
-    found = {}
-    for tid in tids:
-        delay = _read_delay(f"{_TASKS}/{tid}/schedstat")
-        if delay is not None:
-            found[tid] = delay
-    return found
+def _delays() -> dict[int, float]:
+    """Thread id -> seconds it has spent waiting for a CPU, for this process's threads."""
+    return cpu_waits((os.getpid(),))
 
 
 class OwnTime:
@@ -80,7 +58,7 @@ class OwnTime:
         """Own seconds and wall seconds since the start."""
         self._seen.update(_delays())
         base = self._base
-        starved = sum(max(seen - base.get(tid, 0), 0) for tid, seen in self._seen.items()) / 1e9
+        starved = sum(max(seen - base.get(tid, 0.0), 0.0) for tid, seen in self._seen.items())
         wall = time.monotonic() - self._start
         return max(wall - starved, 0.0), wall
 
