@@ -90,7 +90,9 @@ async def run(plan: dict[str, Any], executable: str) -> None:
     threading.Thread(target=files.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{files.server_address[1]}"
     try:
-        with tempfile.TemporaryDirectory(prefix="rsio-interop-chromium-") as profile:
+        # (Chromium's helper processes may still write the profile a moment after it quits)
+        profiles = tempfile.TemporaryDirectory(prefix="rsio-interop-chromium-", ignore_cleanup_errors=True)
+        with profiles as profile:
             async with chromium(executable, Path(profile)) as browser:
                 page = await browser.open(origin + "/")
                 async with Bound(LOAD_SECONDS, family()):  # the navigation to the page is done

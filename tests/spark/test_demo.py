@@ -159,6 +159,7 @@ def test_a_signal_stops_the_demo_cleanly(signum: int, moment: str, whom: str, tm
     assert demo.returncode == 128 + signum, (demo.returncode, text, stderr)
     assert f"{signal.Signals(signum).name}: stopping the demo" in text, text
     assert "saved to " in text or "nothing saved" in text or "were not saved" in text, text
-    assert ("Spark's JVM has ended" in text) == (whom == "every"), text
+    if whom != "every":  # (signalled too, the JVM may end before the demo stops it, or after)
+        assert "Spark's JVM has ended" not in text, text
     assert stderr == "", stderr
     assert (out / "spark.log").exists()
