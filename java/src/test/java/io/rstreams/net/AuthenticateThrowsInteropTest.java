@@ -8,12 +8,9 @@ import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.ErrorCode;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.testng.annotations.Test;
 
 /**
@@ -40,40 +37,9 @@ public class AuthenticateThrowsInteropTest {
                 .route("news", Codec.INT64, r -> Counters.range(0, 2));
     }
 
-    /** Runs {@code body} with the records of logger io.rstreams.net it logs. */
-    private static List<LogRecord> logged(ThrowingRunnable body) throws Exception {
-        Logger log = Logger.getLogger("io.rstreams.net");
-        List<LogRecord> records = new CopyOnWriteArrayList<>();
-        Handler capture = new Handler() {
-            @Override
-            public void publish(LogRecord record) {
-                if (record.getMessage().contains("authenticate hook")) {
-                    records.add(record);
-                }
-            }
-
-            @Override
-            public void flush() {}
-
-            @Override
-            public void close() {}
-        };
-        log.addHandler(capture);
-        try {
-            body.run();
-        } finally {
-            log.removeHandler(capture);
-        }
-        return records;
-    }
-
-    private interface ThrowingRunnable {
-        void run() throws Exception;
-    }
-
     @Test(timeOut = 30_000)
     public void aThrowingHookRefusesTheConnectionWithCodeThreeAndLogsTheClassOnly() throws Exception {
-        List<LogRecord> records = logged(() -> {
+        List<LogRecord> records = LoggedRecords.during("authenticate hook", () -> {
             try (RsioServer server = guarded().bind("tcp://127.0.0.1:0");
                  RsioClient client = RsioClient.builder().token(SECRET).build();
                  RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {

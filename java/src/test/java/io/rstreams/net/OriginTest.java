@@ -16,10 +16,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.testng.annotations.Test;
 
 /** The WebSocket server checks the handshake's Origin header (cross-site WebSocket hijacking, docs/security.md). */
@@ -174,34 +172,15 @@ public class OriginTest {
     }
 
     @Test(timeOut = 60_000)
-    public void eachRefusalIsLoggedWithTheOriginAndHowToAllowIt() {
-        Logger log = Logger.getLogger("io.rstreams.net");
-        List<LogRecord> records = new ArrayList<>();
-        Handler capture = new Handler() {
-            @Override
-            public void publish(LogRecord record) {
-                if (record.getMessage().contains("https://evil.example")) {
-                    records.add(record);
-                }
-            }
-
-            @Override
-            public void flush() {}
-
-            @Override
-            public void close() {}
-        };
-        log.addHandler(capture);
-        try {
+    public void eachRefusalIsLoggedWithTheOriginAndHowToAllowIt() throws Exception {
+        List<LogRecord> records = LoggedRecords.during("https://evil.example", () -> {
             Embedded server = new Embedded();
             assertTrue(server.answer("https://evil.example").startsWith("HTTP/1.1 403 "));
             server.channel.finishAndReleaseAll();
             Embedded accepting = new Embedded();
             assertTrue(accepting.answer("http://localhost:9000").startsWith("HTTP/1.1 101 "));
             accepting.channel.finishAndReleaseAll();
-        } finally {
-            log.removeHandler(capture);
-        }
+        });
         assertEquals(records.size(), 1, records.toString());
         assertEquals(records.get(0).getLevel(), Level.INFO);
         assertEquals(records.get(0).getMessage(), "refused a WebSocket handshake from a page at origin https://evil.example (HTTP 403);"
