@@ -58,25 +58,10 @@ public class AuthenticateThrowsTest {
         }
     }
 
-    private static Frame hello() {
-        return new Frame.Hello(false, 0, List.of(FrameType.AUTH, FrameType.ERROR_CODES));
-    }
-
-    private static Frame authenticate(String token) {
-        return new Frame.Extension(FrameType.AUTHENTICATE, Credentials.token(token).encode());
-    }
-
-    private static Frame subscribeCredentials(long id, String token) {
-        byte[] c = Credentials.token(token).encode();
-        byte[] payload = new byte[Varint.size(id) + c.length];
-        System.arraycopy(c, 0, payload, Varint.write(id, payload, 0), c.length);
-        return new Frame.Extension(FrameType.SUBSCRIBE_CREDENTIALS, payload);
-    }
-
     @Test(timeOut = 10_000)
     public void theConnectionsAuthenticateIsRefusedWithCodeThree() throws Exception {
         Connection conn = server();
-        receive(conn, hello(), new Frame.Subscribe("news", 1, 1), authenticate(SECRET));
+        receive(conn, AuthFrames.hello(), new Frame.Subscribe("news", 1, 1), AuthFrames.authenticate(SECRET));
         assertEquals(sent(conn), List.of(
                 new Frame.Extension(FrameType.GOODBYE_CODE, Connection.goodbyeCodePayload(ErrorCode.UNAUTHENTICATED.value())),
                 new Frame.Goodbye("authentication failed (PROTOCOL.md §15.3)")), "the held subscribe ends unanswered (§15.3)");
@@ -95,9 +80,9 @@ public class AuthenticateThrowsTest {
     @Test(timeOut = 10_000)
     public void aSubscribesOwnCredentialsAreRefusedWithCodeThreeAndTheConnectionGoesOn() throws Exception {
         Connection conn = server();
-        receive(conn, hello(), authenticate("ann"));
+        receive(conn, AuthFrames.hello(), AuthFrames.authenticate("ann"));
         assertEquals(sent(conn), List.of(new Frame.Extension(FrameType.AUTHENTICATED, new byte[0])));
-        receive(conn, subscribeCredentials(1, SECRET), new Frame.Subscribe("vault?key=x", 1, 1));
+        receive(conn, AuthFrames.subscribeCredentials(1, SECRET), new Frame.Subscribe("vault?key=x", 1, 1));
         assertEquals(sent(conn), List.of(
                 new Frame.Extension(FrameType.ERROR_CODE, Connection.errorCodePayload(1, ErrorCode.UNAUTHENTICATED.value())),
                 new Frame.OnError(1, "unauthenticated: subscribe to 'vault' needs valid credentials (PROTOCOL.md §15.4)")));

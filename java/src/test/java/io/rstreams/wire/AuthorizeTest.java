@@ -51,21 +51,6 @@ public class AuthorizeTest {
         }
     }
 
-    private static Frame hello() {
-        return new Frame.Hello(false, 0, List.of(FrameType.AUTH, FrameType.ERROR_CODES));
-    }
-
-    private static Frame authenticate(String token) {
-        return new Frame.Extension(FrameType.AUTHENTICATE, Credentials.token(token).encode());
-    }
-
-    private static Frame subscribeCredentials(long id, String token) {
-        byte[] c = Credentials.token(token).encode();
-        byte[] payload = new byte[Varint.size(id) + c.length];
-        System.arraycopy(c, 0, payload, Varint.write(id, payload, 0), c.length);
-        return new Frame.Extension(FrameType.SUBSCRIBE_CREDENTIALS, payload);
-    }
-
     /** The errorCode's code and the onError's text of a refusal of {@code id}. */
     private static void assertRefused(List<Frame> frames, long id, long code, String text) {
         assertEquals(frames.size(), 2, frames.toString());
@@ -88,7 +73,7 @@ public class AuthorizeTest {
     @Test(timeOut = 10_000)
     public void aRefusedSubscribeGetsCodeFourAndTheConnectionGoesOn() throws Exception {
         Server s = new Server((c, name) -> !name.startsWith("vault"));
-        s.receive(hello(), authenticate("ann"));
+        s.receive(AuthFrames.hello(), AuthFrames.authenticate("ann"));
         assertTrue(s.sent().get(0) instanceof Frame.Extension x && x.type() == FrameType.AUTHENTICATED);
         s.receive(new Frame.Subscribe("vault?key=x'y", 1, 1));
         assertRefused(s.sent(), 1, 4, "unauthorized: subscribe to 'vault' is not allowed for this principal (PROTOCOL.md §15.4)");
@@ -102,14 +87,14 @@ public class AuthorizeTest {
     @Test(timeOut = 10_000)
     public void aSubscribesOwnCredentialsAreWhatTheHookIsAskedAbout() throws Exception {
         Server s = new Server((c, name) -> "root".equals(c.token()));
-        s.receive(hello(), authenticate("ann"));
+        s.receive(AuthFrames.hello(), AuthFrames.authenticate("ann"));
         s.sent();
-        s.receive(subscribeCredentials(1, "root"), new Frame.Subscribe("admin", 1, 1), new Frame.Subscribe("admin", 2, 1));
+        s.receive(AuthFrames.subscribeCredentials(1, "root"), new Frame.Subscribe("admin", 1, 1), new Frame.Subscribe("admin", 2, 1));
         assertEquals(subscribed(s.conn), List.of("1 admin"));
         assertRefused(s.sent(), 2, 4, AuthGate.unauthorized("admin"));
         assertEquals(s.asked, List.of(new Asked("root", "admin"), new Asked("ann", "admin")));
         // refused own credentials are code 3, and the hook is not asked
-        s.receive(subscribeCredentials(3, "bad"), new Frame.Subscribe("admin", 3, 1));
+        s.receive(AuthFrames.subscribeCredentials(3, "bad"), new Frame.Subscribe("admin", 3, 1));
         assertRefused(s.sent(), 3, 3, AuthGate.unauthenticated("admin"));
         assertEquals(s.asked.size(), 2);
     }
@@ -117,10 +102,10 @@ public class AuthorizeTest {
     @Test(timeOut = 10_000)
     public void heldSubscribesAreAuthorizedInOrderOnceTheAuthenticateIsAccepted() throws Exception {
         Server s = new Server((c, name) -> !"vault".equals(name));
-        s.receive(hello(), new Frame.Subscribe("news", 1, 1), new Frame.Subscribe("vault", 2, 1), new Frame.Subscribe("weather", 3, 1));
+        s.receive(AuthFrames.hello(), new Frame.Subscribe("news", 1, 1), new Frame.Subscribe("vault", 2, 1), new Frame.Subscribe("weather", 3, 1));
         assertEquals(s.sent(), List.of(), "held until the authenticate is settled (§15.3)");
         assertEquals(s.asked, List.of());
-        s.receive(authenticate("ann"));
+        s.receive(AuthFrames.authenticate("ann"));
         List<Frame> out = s.sent();
         assertTrue(out.get(0) instanceof Frame.Extension x && x.type() == FrameType.AUTHENTICATED, out.toString());
         assertRefused(out.subList(1, out.size()), 2, 4, AuthGate.unauthorized("vault"));
@@ -132,7 +117,7 @@ public class AuthorizeTest {
         Server s = new Server((c, name) -> {
             throw new IllegalStateException("secret " + c.token());
         });
-        s.receive(hello(), authenticate("ann"), new Frame.Subscribe("news", 1, 1));
+        s.receive(AuthFrames.hello(), AuthFrames.authenticate("ann"), new Frame.Subscribe("news", 1, 1));
         List<Frame> out = s.sent();
         assertRefused(out.subList(1, out.size()), 1, 4, AuthGate.unauthorized("news"));
         assertEquals(s.conn.state(), Connection.State.OPEN);
