@@ -82,30 +82,11 @@ public class LingerTest {
     @Test(timeOut = 60_000)
     public void aLingerEndingWithOutputUnsentResetsTheTransport() throws Exception {
         CompletableFuture<RsioConnection> accepted = new CompletableFuture<>();
-        byte[] element = new byte[1000];
-        try (RsioServer server = RsioServer.builder()
-                .route("endless", r -> Counters.repeat(element, Long.MAX_VALUE))
-                .keepalive(null)
-                .idleTimeout(Duration.ofSeconds(1)) // its goodbye comes once its output is stuck behind what we do not read
-                .onConnection(accepted::complete)
-                .bind("tcp://127.0.0.1:0");
+        try (RsioServer server = stuck(accepted).bind("tcp://127.0.0.1:0");
                 Socket peer = new Socket()) {
             peer.setReceiveBufferSize(16 * 1024);
             peer.connect(new InetSocketAddress("127.0.0.1", server.port()));
-            peer.setSoTimeout(RawSockets.READ_DEADLINE_MS);
-            peer.getOutputStream().write(FrameWriter.encode(new Frame.Hello(false, 0, List.of()), 0));
-            peer.getOutputStream().write(FrameWriter.encode(new Frame.Subscribe("endless", 1, 1L << 40), 0));
-            // the idle timeout's goodbye queues behind the elements we leave unread; the linger (2 s) ends it
-            accepted.get(20, TimeUnit.SECONDS).onClose().get(30, TimeUnit.SECONDS);
-            InputStream in = peer.getInputStream();
-            byte[] buffer = new byte[1 << 16];
-            long[] read = {0};
-            SocketException reset = expectThrows(SocketException.class, () -> {
-                for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                    read[0] += n;
-                }
-            });
-            assertTrue(read[0] > 0 && reset.getMessage().contains("reset"), read[0] + " bytes, then " + reset);
+            subscribeThenReadUntilReset(peer, accepted);
         }
     }
 
@@ -119,6 +100,27 @@ public class LingerTest {
                 .onConnection(accepted::complete);
     }
 
+    /**
+     * Subscribes {@code peer} to the {@link #stuck} server's endless stream, reads nothing until
+     * the server's connection has closed (its goodbye queued behind the unread elements, the
+     * linger of 2 s over), then reads: some bytes, then a reset.
+     */
+    private static void subscribeThenReadUntilReset(Socket peer, CompletableFuture<RsioConnection> accepted) throws Exception {
+        peer.setSoTimeout(RawSockets.READ_DEADLINE_MS);
+        peer.getOutputStream().write(FrameWriter.encode(new Frame.Hello(false, 0, List.of()), 0));
+        peer.getOutputStream().write(FrameWriter.encode(new Frame.Subscribe("endless", 1, 1L << 40), 0));
+        accepted.get(20, TimeUnit.SECONDS).onClose().get(30, TimeUnit.SECONDS);
+        InputStream in = peer.getInputStream();
+        byte[] buffer = new byte[1 << 16];
+        long[] read = {0};
+        SocketException reset = expectThrows(SocketException.class, () -> {
+            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                read[0] += n;
+            }
+        });
+        assertTrue(read[0] > 0 && reset.getMessage().contains("reset"), read[0] + " bytes, then " + reset);
+    }
+
     @Test(timeOut = 60_000)
     public void aTlsLingerEndingWithOutputUnsentResetsTheTransport() throws Exception {
         CompletableFuture<RsioConnection> accepted = new CompletableFuture<>();
@@ -129,18 +131,7 @@ public class LingerTest {
             SSLSocket peer = (SSLSocket) TlsFixture.get().client.getSocketFactory().createSocket(raw, "127.0.0.1", server.port(), true);
             peer.setSoTimeout(RawSockets.READ_DEADLINE_MS);
             peer.startHandshake();
-            peer.getOutputStream().write(FrameWriter.encode(new Frame.Hello(false, 0, List.of()), 0));
-            peer.getOutputStream().write(FrameWriter.encode(new Frame.Subscribe("endless", 1, 1L << 40), 0));
-            accepted.get(20, TimeUnit.SECONDS).onClose().get(30, TimeUnit.SECONDS);
-            InputStream in = peer.getInputStream();
-            byte[] buffer = new byte[1 << 16];
-            long[] read = {0};
-            SocketException reset = expectThrows(SocketException.class, () -> {
-                for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                    read[0] += n;
-                }
-            });
-            assertTrue(read[0] > 0 && reset.getMessage().contains("reset"), read[0] + " bytes, then " + reset);
+            subscribeThenReadUntilReset(peer, accepted);
         }
     }
 
