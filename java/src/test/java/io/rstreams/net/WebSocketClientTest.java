@@ -13,7 +13,6 @@ import io.rstreams.wire.Limits;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.EOFException;
-import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.ServerSocket;
@@ -119,26 +118,12 @@ public class WebSocketClientTest {
                 out.write(frame(2, SERVER_HELLO));
                 RsioConnection conn = connecting.get(20, TimeUnit.SECONDS);
                 byte[] ping = frame(9, new byte[125]);
-                ByteArrayOutputStream pings = new ByteArrayOutputStream();
-                while (pings.size() < (1 << 20)) {
-                    pings.writeBytes(ping);
-                }
-                byte[] chunk = pings.toByteArray();
-                long sent = 0;
-                long limit = 4 * Endpoint.MAX_UNSENT;
-                boolean cutOff = false;
-                try {
-                    while (sent < limit) { // the client's pongs back up: we never read them
-                        out.write(chunk);
-                        sent += chunk.length;
-                    }
-                } catch (IOException reset) {
-                    cutOff = true;
-                }
+                PingFlood flood = PingFlood.write(out, ping, 4 * Endpoint.MAX_UNSENT);
                 // each 127-byte ping owes a 131-byte pong (a client's frames are masked); the write that
                 // failed may have delivered part of its chunk: the client held MAX_UNSENT before cutting off
-                assertTrue(cutOff && (sent + chunk.length) / ping.length * (ping.length + 4) > Endpoint.MAX_UNSENT,
-                        "sent " + sent + " bytes of pings, cut off: " + cutOff);
+                assertTrue(flood.cutOff()
+                        && (flood.sent() + flood.chunk()) / ping.length * (ping.length + 4) > Endpoint.MAX_UNSENT,
+                        "sent " + flood.sent() + " bytes of pings, cut off: " + flood.cutOff());
                 conn.onClose().get(20, TimeUnit.SECONDS);
                 assertTrue(!conn.isOpen());
             }

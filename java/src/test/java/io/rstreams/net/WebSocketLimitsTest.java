@@ -215,24 +215,9 @@ public class WebSocketLimitsTest {
              Socket socket = upgraded(server.port())) {
             OutputStream out = socket.getOutputStream();
             out.write(frame(2, true, CLIENT_HELLO));
-            byte[] ping = frame(9, true, new byte[125]);
-            ByteArrayOutputStream pings = new ByteArrayOutputStream();
-            while (pings.size() < (1 << 20)) {
-                pings.writeBytes(ping);
-            }
-            byte[] chunk = pings.toByteArray();
-            long sent = 0;
-            long limit = 4 * Endpoint.MAX_UNSENT;
-            boolean cutOff = false;
-            try {
-                while (sent < limit) {
-                    out.write(chunk);
-                    sent += chunk.length;
-                }
-            } catch (IOException reset) {
-                cutOff = true;
-            }
-            assertTrue(cutOff && sent > Endpoint.MAX_UNSENT, "sent " + sent + " bytes of pings, cut off: " + cutOff);
+            PingFlood flood = PingFlood.write(out, frame(9, true, new byte[125]), 4 * Endpoint.MAX_UNSENT);
+            assertTrue(flood.cutOff() && flood.sent() > Endpoint.MAX_UNSENT,
+                    "sent " + flood.sent() + " bytes of pings, cut off: " + flood.cutOff());
         }
     }
 }
