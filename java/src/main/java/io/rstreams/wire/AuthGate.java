@@ -120,6 +120,25 @@ final class AuthGate {
     }
 
     /**
+     * Why a message to {@code name}, received once the authenticate is settled, is dropped
+     * (§20.4), or null: the authorize hook asked as for a subscribe, with the connection's
+     * credentials and the name as written; anything but true (a throw included) drops it.
+     */
+    String admitMessage(String name) {
+        if (accepted == null) {
+            return "unauthenticated";
+        }
+        if (authorize == null) {
+            return null;
+        }
+        try {
+            return authorize.test(accepted, name) ? null : "unauthorized";
+        } catch (RuntimeException e) { // its text could quote the credentials
+            return "unauthorized";
+        }
+    }
+
+    /**
      * The refusal of a subscribe whose credentials were refused (PROTOCOL.md §15.4): names the
      * publisher by its path as §5.5 quotes it (up to its first '?', as written), never the
      * credentials; the same text in every binding.

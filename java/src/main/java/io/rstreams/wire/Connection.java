@@ -84,6 +84,7 @@ public final class Connection {
     private long qualifiedCode;
     private long nextId = 1;
     private final AuthGate auth; // null: this end checks no credentials
+    private final Messages messages; // null: extension messages not offered (§20)
     private final List<Map.Entry<Long, Theirs>> heldOrder = new ArrayList<>(); // subscribes waiting for the authenticate
 
     /**
@@ -199,6 +200,7 @@ public final class Connection {
         this.limits = limits;
         this.offered = Set.copyOf(extensions);
         this.parser = new FrameParser(limits);
+        this.messages = offered.contains(FrameType.MESSAGES) ? new Messages(this) : null;
         out.write(new Frame.Hello(side == Side.SERVER, 0, List.copyOf(new LinkedHashSet<>(extensions))), 0);
     }
 
@@ -220,6 +222,11 @@ public final class Connection {
     /** The extensions both hellos list (empty until the peer's hello arrived), §4.4. */
     public Set<Long> activeExtensions() {
         return active;
+    }
+
+    /** Extension messages (§20) on this connection: its credit, sends; null when this end does not offer id 7. */
+    public Messages messages() {
+        return messages;
     }
 
     /** Whether the peer's hello has been received. */
@@ -378,6 +385,9 @@ public final class Connection {
         if (auth != null) {
             auth.helloReceived(active);
         }
+        if (messages != null) {
+            messages.helloReceived(); // the first messageCredit (§20.3)
+        }
         events.add(new Event.PeerHello(h.extensions(), active));
     }
 
@@ -492,6 +502,13 @@ public final class Connection {
             qualifierReceived(x);
             return;
         }
+        if (owner == FrameType.MESSAGES) {
+            Event e = messages.received(x.type(), x.payload(), auth != null && auth.holding());
+            if (e != null) {
+                events.add(e);
+            }
+            return;
+        }
         events.add(new Event.ExtensionMessage(x.type(), x.payload()));
     }
 
@@ -526,6 +543,9 @@ public final class Connection {
             }
         }
         heldOrder.clear();
+        if (messages != null) {
+            events.addAll(messages.release(auth)); // held messages, checked in order (§20.4)
+        }
         for (Map.Entry<Long, Theirs> e : held) {
             String name = e.getValue().heldName;
             e.getValue().heldName = null;
@@ -785,6 +805,9 @@ public final class Connection {
         splitting.clear();
         partials.clear();
         partialBytes = 0;
+        if (messages != null) {
+            messages.closed();
+        }
         events.add(new Event.Closed(reason, error, code));
     }
 

@@ -50,6 +50,16 @@ public sealed interface Event {
         }
     }
 
+    /**
+     * A message from the peer to this end's handler {@code name} (extension messages, §20.2); it
+     * holds one credit until {@link Messages#handled} says it is over. {@code refusal}: why the
+     * server's auth drops it (§20.4), or null.
+     */
+    record Message(String name, byte[] body, String refusal) implements Event {}
+
+    /** The peer granted {@code count} more messages (§20.3): senders waiting for credit may go on. */
+    record MessageCredit(long count) implements Event {}
+
     /** An extension message this core does not handle itself (auth, resume): type and payload. */
     record ExtensionMessage(int type, byte[] payload) implements Event {}
 

@@ -58,6 +58,11 @@ public final class FrameType {
     /** error-codes (extension 6) goodbyeCode, either way, right before the goodbye it qualifies, §19.1. */
     public static final int GOODBYE_CODE = 0x99;
 
+    /** messages (extension 7) message, either way: a handler's name and a body, §20.2. */
+    public static final int MESSAGE = 0x9C;
+    /** messages (extension 7) messageCredit, from the receiver of messages to their sender, §20.3. */
+    public static final int MESSAGE_CREDIT = 0x9D;
+
     /** Extension id of keepalive (§14). */
     public static final long KEEPALIVE = 1;
     /** Extension id of auth (§15). */
@@ -70,7 +75,7 @@ public final class FrameType {
     public static final long METADATA = 5;
     /** Extension id of error-codes (§19); offered by every connection. */
     public static final long ERROR_CODES = 6;
-    /** Extension id of messages (§20); framed, not offered. */
+    /** Extension id of messages (§20); offered by every connection. */
     public static final long MESSAGES = 7;
     /** Extension id of channels (§21); framed, not offered. */
     public static final long CHANNELS = 8;
@@ -116,10 +121,11 @@ public final class FrameType {
      * connection error even while that extension is active (§4.4).
      *
      * @param type a type byte in 0x80..0xFF
-     * @return true for auth's 0x87, resume's 0x8D..0x8F and error-codes' 0x9A..0x9B
+     * @return true for auth's 0x87, resume's 0x8D..0x8F, error-codes' 0x9A..0x9B and messages' 0x9E..0x9F
      */
     public static boolean reserved(int type) {
-        return type == 0x87 || (type >= 0x8D && type <= 0x8F) || type == 0x9A || type == 0x9B;
+        return type == 0x87 || (type >= 0x8D && type <= 0x8F) || type == 0x9A || type == 0x9B
+                || type == 0x9E || type == 0x9F;
     }
 
     /**
