@@ -58,7 +58,14 @@ export async function connect(url, options = {}) {
     case "tls": {
       const name = parsed.host; // SNI names a host, never an address (RFC 6066)
       const where = { ...(net.isIP(name) ? {} : { servername: name }), ...options.tls, host: name, port: parsed.port };
-      return connectTransport(() => openSocket(url, () => tls.connect(where), "secureConnect", options), options);
+      // over a TCP socket of our own, which can be reset (§9.1) where the TLS socket cannot
+      const open = () => {
+        const tcp = net.connect({ host: name, port: parsed.port });
+        const socket = tls.connect({ ...where, socket: tcp });
+        tcpUnder.set(socket, tcp);
+        return socket;
+      };
+      return connectTransport(() => openSocket(url, open, "secureConnect", options), options);
     }
     case "unix": {
       const open = () => net.connect({ path: parsed.path, allowHalfOpen: true });
@@ -162,20 +169,22 @@ export function socketTransport(socket, clock = SYSTEM_CLOCK) {
   return transport;
 }
 
+// a TLS socket of connect() -> the TCP socket it runs over
+const tcpUnder = new WeakMap();
+
 /**
  * Destroy `socket` at the end of its linger or on an abort. With output still queued in it (a
  * peer that stopped reading) a TCP socket is reset instead (resetAndDestroy()): a destroy would
  * let the kernel send what it holds and then an end of input, which the peer would read as all
- * there was of a stream cut anywhere, even inside a frame. A TLS or Unix socket has no reset of
- * its own (its handle is not TCP): it is destroyed.
+ * there was of a stream cut anywhere, even inside a frame. A TLS socket is reset through the TCP
+ * socket under it (its own handle is not TCP); a Unix socket has no reset: it is destroyed.
  */
 function cut(socket) {
   if (socket.writableLength > 0 && !socket.destroyed) {
     try {
-      socket.resetAndDestroy();
-      return;
+      (tcpUnder.get(socket) ?? socket).resetAndDestroy();
     } catch {
-      // not a TCP handle (TLS, Unix): destroyed below
+      // not a TCP handle (Unix): destroyed below
     }
   }
   socket.destroy();
@@ -339,7 +348,8 @@ export async function listen(url, options = {}) {
       httpServer.once("error", reject);
       httpServer.listen(parsed.port, parsed.host, () => { httpServer.off("error", reject); resolve(); });
     });
-    wss.on("connection", (ws) => accept(webSocketTransport(ws, clock)));
+    // the upgrade's socket is the WebSocket's: reset when it is ended with output unsent (§9.1)
+    wss.on("connection", (ws, request) => accept(webSocketTransport(ws, clock, request.socket)));
     const bound = httpServer.address();
     where = `ws://${hostText(bound.address)}:${bound.port}${path}`;
     // the `ws` server closes once its clients have; the HTTP server under it, once its sockets have

@@ -179,9 +179,12 @@ function webSocket(url, WS, { clock, tls, handshakeTimeout = DEFAULT_HANDSHAKE_T
       if (typeof ws.terminate === "function") ws.terminate();
       else ws.close();
     });
+    // the `ws` package shows the socket under the WebSocket in its upgrade (browsers do not)
+    let socket = null;
+    ws.on?.("upgrade", (response) => { socket = response.socket ?? null; });
     ws.onopen = () => {
       opening.done();
-      resolve(webSocketTransport(ws, clock));
+      resolve(webSocketTransport(ws, clock, socket));
     };
     // the `ws` package says why ("Unexpected server response: 404": no RS.io at that path); browsers do not
     ws.onerror = (event) => {
@@ -233,11 +236,26 @@ export function holdUntilStarted(transport) {
 const WS_LINGER_MS = 2000;
 const WS_LINGER_BYTES = 4 * 1024 * 1024;
 
-/** An open WebSocket as a Connection's transport. */
-export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
+/**
+ * An open WebSocket as a Connection's transport. `socket`: the TCP socket under it where there
+ * is one to see (Node's `ws` package: the upgrade's), which is reset instead when the WebSocket
+ * is ended with output unsent (§9.1), as node.js's sockets are.
+ */
+export function webSocketTransport(ws, clock = SYSTEM_CLOCK, socket = null) {
   let polling = null;
   let discarded = null; // bytes read after close(): null until then
-  const terminate = () => { if (typeof ws.terminate === "function") ws.terminate(); };
+  const terminate = () => {
+    if (typeof ws.terminate !== "function") return;
+    if (socket !== null && ws.bufferedAmount > 0 && !socket.destroyed) {
+      try {
+        socket.resetAndDestroy(); // the WebSocket reads its socket's close as any other
+        return;
+      } catch {
+        // not a TCP handle (wss://: TLS): ended below
+      }
+    }
+    ws.terminate();
+  };
   const transport = {
     onbytes: null,
     onend: null,
@@ -259,7 +277,7 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK) {
       ws.addEventListener?.("close", () => clock.clearTimeout(linger));
     },
     abort() {
-      if (typeof ws.terminate === "function") ws.terminate(); // the `ws` package's; a browser's has only close()
+      if (typeof ws.terminate === "function") terminate(); // the `ws` package's; a browser's has only close()
       else ws.close();
     },
     get writable() {

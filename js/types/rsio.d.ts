@@ -317,7 +317,11 @@ export declare const SUBPROTOCOL: "rsio.v0";
 /** Open a connection. Browsers: ws://, wss://. Node (the package's node entry): also tcp://, tls://, unix://. */
 export declare function connect(url: string, options?: ConnectOptions): Promise<Connection>;
 export declare function openWebSocket(url: string, WebSocket: unknown, options?: ConnectOptions): Promise<Connection>;
-export declare function webSocketTransport(ws: unknown, clock?: Clock): Transport;
+/**
+ * An open WebSocket as a Transport; `socket` (Node's `ws` package): the TCP socket under it, reset
+ * when the WebSocket is ended with output unsent (PROTOCOL.md §9.1).
+ */
+export declare function webSocketTransport(ws: unknown, clock?: Clock, socket?: unknown): Transport;
 /** A Connection over the transport `open()` resolves with (called again to resume, §16). */
 export declare function connectTransport(open: () => Promise<Transport>, options?: ConnectOptions): Promise<Connection>;
 /** For writing a Transport: hold its events until the Connection calls `start()`. */
