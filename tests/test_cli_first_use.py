@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import io
 import signal
 import socket
 import subprocess
@@ -19,6 +21,7 @@ import pytest
 from rstreams import _cli_observe
 from rstreams.cli import main
 from rstreams.net._closing import NOT_RSIO_BYTES_HINT, SILENT_HINT
+from rstreams.wire import ServerHello, encode
 from testkit import patience
 from testkit.net import run_virtual
 from testkit.tls import TestCA
@@ -220,11 +223,17 @@ def test_an_endpoint_whose_first_bytes_are_no_rsio_says_what_it_may_be(
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "argv",
+    [["subscribe", "URL", "counter"], ["ping", "URL", "--timeout", "60"], ["top", "URL", "--timeout", "60"]],
+    ids=["subscribe", "ping", "top"],
+)
 def test_a_server_silent_past_the_handshake_timeout_may_be_no_rsio_endpoint(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, argv: list[str]
 ) -> None:
     """An HTTP server waits for a request and says nothing: after the handshake timeout (10 s, on
-    a virtual clock here) the line says that an endpoint of another protocol waits like this."""
+    a virtual clock here) every command's line is the HandshakeTimeoutError's, which names the
+    URL and says that an endpoint of another protocol waits like this (publish: below)."""
     path = tmp_path / "silent.sock"
 
     def on_virtual_time(command: Any) -> int:
@@ -245,10 +254,43 @@ def test_a_server_silent_past_the_handshake_timeout_may_be_no_rsio_endpoint(
         return run_virtual(beside_a_silent_server)
 
     monkeypatch.setattr(_cli_observe, "run_command", on_virtual_time)
-    assert main(["subscribe", f"unix://{path}", "counter"]) == 2
+    url = f"unix://{path}"
+    assert main([url if word == "URL" else word for word in argv]) == 2
     assert capsys.readouterr().err == (
-        f"rstreams subscribe: connection to unix://{path} ended: handshake timeout (no serverHello "
-        f"within 10 s): the server did not say hello (connect's handshake_timeout); {SILENT_HINT}\n"
+        f"rstreams {argv[0]}: handshake timeout (no serverHello within 10 s): {url} did not say hello "
+        f"(connect's handshake_timeout); it may not be an RS.io server: {SILENT_HINT}\n"
+    )
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("scheme", ["tcp", "ws", "tls"])
+def test_publish_to_a_silent_server_fails_at_the_first_handshake_timeout(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, scheme: str
+) -> None:
+    """`rstreams publish` to an endpoint that accepts and never writes: the replay client tried
+    again for all of --timeout (300 s), each attempt one more handshake timeout; it now fails at
+    the first, with the line the other commands give (above). A handshake timeout of 0.3 s here
+    (ws://, tls://: the opening's, which it bounds too)."""
+    from rstreams.net import connect
+    from rstreams.replay import _client
+
+    monkeypatch.setattr(_client, "connect", functools.partial(connect, handshake_timeout=0.3))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\ntwo\n")))
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"{scheme}://127.0.0.1:{silent.getsockname()[1]}" + ("/" if scheme == "ws" else "")
+        status = main(["publish", url, "results"])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    did = {
+        "tcp": "not say hello",
+        "ws": "not finish the opening (TCP connect, HTTP upgrade) in that time",
+        "tls": "not finish the opening (TCP connect, TLS handshake) in that time",
+    }[scheme]
+    assert err == (
+        f"rstreams publish: handshake timeout (no serverHello within 0.3 s): {url} did {did} "
+        f"(connect's handshake_timeout); it may not be an RS.io server: {SILENT_HINT}\n"
     )
 
 
@@ -362,3 +404,26 @@ def test_sigterm_mid_stream_ends_subscribe_with_143_quietly() -> None:
             if client.poll() is None:
                 patience.stop_child(client)
     assert (client.returncode, err) == (143, "")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "argv",
+    [["subscribe", "URL", "counter"], ["ping", "URL"], ["top", "URL"], ["publish", "URL", "results"]],
+    ids=["subscribe", "ping", "top", "publish"],
+)
+def test_every_command_says_the_peer_broke_the_protocol_alike(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    """A server that says hello, then a frame of no type RS.io has (0x7f): one line for every
+    command (subscribe printed the violation alone, without 'the peer broke the protocol:'; publish
+    tried again until --timeout and then said the server could not be reached)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+    hello = encode(ServerHello())
+    status, url = _run_against(hello + b"\x7f\x00", lambda url: [url if w == "URL" else w for w in argv])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err == (
+        f"rstreams {argv[0]}: connection to {url} ended: the peer broke the protocol: unknown message "
+        "type 0x7f\n"
+    )

@@ -150,6 +150,18 @@ def test_the_refusals_of_a_client_certificate_refine_their_errors() -> None:
     assert issubclass(TLSNoResponseError, ConnectionRefusedError)
 
 
+def test_a_handshake_timeout_refines_a_broken_connection() -> None:
+    """A client tells a peer silent past its handshake timeout by type, exported beside
+    ConnectionBrokenError, which it was before and which a caller that catches that still
+    catches; not a TimeoutError (an OSError), as AuthTimeoutError is not."""
+    import rstreams.errors as errors
+    from rstreams.errors import ConnectionBrokenError, HandshakeTimeoutError
+
+    assert issubclass(HandshakeTimeoutError, ConnectionBrokenError)
+    assert not issubclass(HandshakeTimeoutError, TimeoutError)
+    assert "HandshakeTimeoutError" in errors.__all__
+
+
 def test_the_ends_of_authentication_refine_a_broken_connection() -> None:
     """A client tells how extension auth ended its connection (PROTOCOL.md §15.2, §15.3) by type,
     exported beside ConnectionBrokenError, which a caller that catches the broader error still

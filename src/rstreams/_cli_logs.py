@@ -279,7 +279,7 @@ def publish(args: argparse.Namespace) -> int:
     """``rstreams publish URL NAME``: stage standard input's lines on the sink log, then publish them."""
     import uuid
 
-    from rstreams._cli_observe import TLS_OPTIONS, access_hint
+    from rstreams._cli_observe import TLS_OPTIONS, access_hint, connection_ended
     from rstreams.net import parse_url
     from rstreams.replay import (
         Access,
@@ -337,8 +337,8 @@ def publish(args: argparse.Namespace) -> int:
         return fail("publish", f"{args.url} did not answer within {args.timeout:g} s (--timeout)")
     except ImportError as missing:  # ws:// or wss:// without the websockets extra
         return fail("publish", f"cannot connect to {args.url}: {missing}{missing_extra(missing)}")
-    except (ReactiveStreamsError, OSError) as broken:
-        return fail("publish", f"connection to {args.url} ended: {broken}")
+    except (ReactiveStreamsError, OSError) as broken:  # a handshake timeout (not retried), say
+        return fail("publish", connection_ended(args.url, broken, args.certfile, server_name=True))
     except KeyboardInterrupt:
         return fail("publish", "interrupted", 130)
     print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)

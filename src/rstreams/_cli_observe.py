@@ -37,11 +37,13 @@ from rstreams.errors import (
     AuthNotOfferedError,
     AuthRefusedError,
     AuthRequiredError,
+    HandshakeTimeoutError,
+    ProtocolError,
     ReactiveStreamsError,
     TLSRefusedError,
 )
 from rstreams.net import JSON, Connection, RemoteStreamError, connect
-from rstreams.net._transport import CERTIFICATE_ALERTS, TLSNoResponseError
+from rstreams.net._transport import CERTIFICATE_ALERTS, EndedBeforeHelloError, TLSNoResponseError
 from rstreams.observe._builtin import HEALTH, MIN_INTERVAL
 from rstreams.observe._table import (
     BUILTIN_PREFIX,
@@ -54,7 +56,15 @@ from rstreams.observe._table import (
     table,
 )
 
-__all__ = ["TLS_OPTIONS", "access_hint", "add_commands", "add_tls_options", "client_tls", "render"]
+__all__ = [
+    "TLS_OPTIONS",
+    "access_hint",
+    "add_commands",
+    "add_tls_options",
+    "client_tls",
+    "connection_ended",
+    "render",
+]
 
 
 CLOSE_TIMEOUT = 1.0
@@ -104,6 +114,24 @@ def access_hint(error: object, certfile: str | None = None, *, server_name: bool
             return " (the URL's host: this machine finds no address for that name)"
         error = error.__cause__
     return ""
+
+
+def connection_ended(
+    url: str, error: BaseException, certfile: str | None = None, *, server_name: bool = False
+) -> str:
+    """What every command (subscribe, ping, top, publish) says of its connection to ``url`` that
+    ended with ``error``, in one wording. A handshake timeout's own message, which names the URL,
+    the seconds and what an endpoint silent that long may be
+    (:class:`~rstreams.errors.HandshakeTimeoutError`); else ``connection to URL ended: WHY`` and
+    the option to change (:func:`access_hint`). WHY is the error's cause, the lower layer's words,
+    unless the error says more than its cause: a protocol violation keeps ``the peer broke the
+    protocol:`` (its cause is the violation itself), an end before the server's hello its hint."""
+    if isinstance(error, HandshakeTimeoutError):
+        return str(error)
+    cause = error.__cause__
+    says_more = isinstance(error, TLSRefusedError | EndedBeforeHelloError) or isinstance(cause, ProtocolError)
+    why = error if says_more or cause is None else cause
+    return f"connection to {url} ended: {why}{access_hint(error, certfile, server_name=server_name)}"
 
 
 def _unreachable(error: BaseException) -> str:
@@ -269,6 +297,8 @@ def _ping(args: argparse.Namespace) -> int:
     async def run() -> int:
         try:
             conn = await _connect(args, context)
+        except HandshakeTimeoutError as opening:
+            return fail("ping", connection_ended(args.url, opening))
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ImportError, ReactiveStreamsError) as bad:
             why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
             return fail("ping", f"cannot reach {args.url}: {why}")
@@ -295,8 +325,7 @@ def _ping(args: argparse.Namespace) -> int:
             said = f"did not answer within {args.timeout:g} s (--timeout){no_hello_hint(conn)}"
             return fail("ping", f"{args.url} {said}")
         except ReactiveStreamsError as broken:
-            hint = access_hint(broken, args.certfile)
-            return fail("ping", f"connection to {args.url} ended: {broken}{hint}")
+            return fail("ping", connection_ended(args.url, broken, args.certfile))
         finally:
             await conn.aclose(timeout=CLOSE_TIMEOUT)
         return 0
@@ -389,6 +418,8 @@ def _top(args: argparse.Namespace) -> int:
             loop.add_signal_handler(signal.SIGTERM, quit_.set)
         try:
             conn = await _connect(args, context)
+        except HandshakeTimeoutError as opening:
+            return fail("top", connection_ended(args.url, opening))
         except (OSError, ssl.SSLError, ValueError, TimeoutError, ImportError, ReactiveStreamsError) as bad:
             why = f"{_unreachable(bad)}{access_hint(bad, args.certfile)}"
             return fail("top", f"cannot reach {args.url}: {why}")
@@ -440,7 +471,7 @@ def _top(args: argparse.Namespace) -> int:
         if isinstance(error, BrokenPipeError):
             raise error
         if error is not None:
-            return fail("top", f"connection to {args.url} ended: {error}{access_hint(error, args.certfile)}")
+            return fail("top", connection_ended(args.url, error, args.certfile))
         return 0
 
     return run_command(run())

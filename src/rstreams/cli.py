@@ -314,17 +314,14 @@ class _ElementError(ReactiveStreamsError):
 
 
 def _subscribe(args: argparse.Namespace) -> int:
-    from rstreams._cli_observe import CLOSE_TIMEOUT, access_hint, client_tls, run_command
+    from rstreams._cli_observe import CLOSE_TIMEOUT, access_hint, client_tls, connection_ended, run_command
     from rstreams.errors import (
         ConnectionBrokenError,
+        HandshakeTimeoutError,
         ReactiveStreamsError,
         ResourceClosedError,
-        TLSRefusedError,
     )
     from rstreams.net import RemoteStreamError, connect
-    from rstreams.net._closing import NOT_RSIO_BYTES_HINT, NOT_RSIO_HINT
-
-    NOT_RSIO_HINTS = (NOT_RSIO_HINT, NOT_RSIO_BYTES_HINT)
 
     if args.demand < 1:
         return fail("subscribe", f"--demand needs an integer >= 1, got {args.demand}")
@@ -346,6 +343,8 @@ def _subscribe(args: argparse.Namespace) -> int:
                 idle_timeout=args.timeout or None,
                 keepalive=_keepalive(args.timeout),
             )
+        except HandshakeTimeoutError as silent:  # a tls://, ws:// or wss:// opening that took that long
+            return fail("subscribe", connection_ended(args.url, silent))
         except ConnectionBrokenError as broken:  # its cause alone, unless it says more than that
             cause = broken.__cause__
             why = cause if cause is not None and str(broken).endswith(f": {cause}") else broken
@@ -358,21 +357,15 @@ def _subscribe(args: argparse.Namespace) -> int:
             said = f"{failed.message}{_channel_hint(failed.message, args.name, args.url)}"
             return fail("subscribe", f"publisher {args.name!r} on {args.url} failed: {said}", 1)
         except (ConnectionBrokenError, ResourceClosedError) as broken:
-            # a refused token or TLS client certificate; our token towards a server without auth.
-            # Its cause says why, except for an end before the server's hello, which the error's
-            # own message explains: a TLSRefusedError, or (by its words: it has no type of its
-            # own) a plain connection's end that says the endpoint may not speak RS.io.
-            said_why = isinstance(broken, TLSRefusedError) or str(broken).endswith(NOT_RSIO_HINTS)
-            why = broken if said_why else (broken.__cause__ or broken)
-            if _IDLE_TIMEOUT in str(why):  # our own --timeout: the server sent nothing
+            # a refused token or TLS client certificate; our token towards a server without auth;
+            # a protocol violation; a silent server (said as every command says them)
+            if _IDLE_TIMEOUT in str(broken):  # our own --timeout: the server sent nothing
                 return fail(
                     "subscribe",
                     f"{args.url} sent nothing for {args.timeout:g} s (--timeout S; 0: wait for ever)"
                     f"{no_hello_hint(conn)}",
                 )
-            return fail(
-                "subscribe", f"connection to {args.url} ended: {why}{access_hint(why, args.certfile)}"
-            )
+            return fail("subscribe", connection_ended(args.url, broken, args.certfile))
         except _ElementError as bad:
             return fail("subscribe", str(bad), 1)
         except ReactiveStreamsError as failed:  # e.g. the server broke the protocol

@@ -18,6 +18,7 @@
     ├── ResourceClosedError                 you closed it and then used it
     ├── ConnectionBrokenError               peer or network failure; __cause__ holds why
     │   ├── TLSRefusedError                 TLS ended before the server's first word (mutual TLS?)
+    │   ├── HandshakeTimeoutError           no hello from the server within handshake_timeout
     │   └── AuthenticationError             the client's authentication ended it (PROTOCOL.md §15)
     │       ├── AuthNotOfferedError         credentials given; the server does not offer auth (§15.2)
     │       ├── AuthRequiredError           no credentials given; the server requires them (§15.2)
@@ -65,6 +66,7 @@ __all__ = [
     "AuthenticationError",
     "BlockingInLoopError",
     "ConnectionBrokenError",
+    "HandshakeTimeoutError",
     "InvalidDemandError",
     "LocalProtocolError",
     "LoopClosedError",
@@ -199,6 +201,25 @@ class TLSRefusedError(ConnectionBrokenError):
     two apart by whether a second connection, made at once, ends the same way (the replay
     client does). ``__cause__`` says how the session ended, as for any
     :class:`ConnectionBrokenError`.
+    """
+
+
+class HandshakeTimeoutError(ConnectionBrokenError):
+    """A client's peer said no RS.io hello within ``connect(handshake_timeout=...)`` (PROTOCOL.md
+    §4.1): the transport came up, or a ``tls://``, ``ws://`` or ``wss://`` opening (TCP connect,
+    TLS handshake, HTTP upgrade) was still under way, and the peer said nothing an RS.io server
+    says first. The client said goodbye ``handshake timeout (no serverHello within N s)`` where
+    the transport was up; ``connect`` raises it for an opening that took that long, and every
+    stream of a connection whose serverHello did not come fails with it. The message names the
+    URL, the seconds waited and that the peer may not be an RS.io server (an HTTP server waits
+    for a request like this). Not retried by rstreams' own clients (the replay client,
+    ``rstreams publish``): a server that accepted and stayed silent that long is no restart.
+
+    A :class:`ConnectionBrokenError`, as before it had a type of its own, and not a
+    ``TimeoutError``: that is an ``OSError`` too, and ``except TimeoutError`` around a caller's
+    own deadline (``asyncio.timeout``) would take it for that deadline (as
+    :class:`AuthTimeoutError`, the server's handshake timeout for credentials, is not either).
+    ``__cause__`` is the opening's ``TimeoutError`` when the opening took too long, else ``None``.
     """
 
 

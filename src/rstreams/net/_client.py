@@ -6,9 +6,9 @@ import ssl as _ssl
 from collections.abc import Mapping
 from typing import IO, Any
 
-from rstreams.errors import ConnectionBrokenError, TLSRefusedError
+from rstreams.errors import ConnectionBrokenError, HandshakeTimeoutError, TLSRefusedError
 from rstreams.net._channels import ChannelFactory, check_channels
-from rstreams.net._closing import PIPE_ENDED_HINT, check_handshake_timeout
+from rstreams.net._closing import PIPE_ENDED_HINT, SILENT_HINT, check_handshake_timeout
 from rstreams.net._codec import Codec
 from rstreams.net._connection import Connection
 from rstreams.net._endpoints import connect_endpoint
@@ -33,6 +33,10 @@ from rstreams.wire import ConnectionConfig
 from rstreams.wire._auth import as_credentials
 
 __all__ = ["connect", "connect_pipe"]
+
+_OPENING = {"tls": "TCP connect, TLS handshake", "ws": "TCP connect, HTTP upgrade"}
+"""The steps of an opening ``handshake_timeout`` bounds before the transport is up, by scheme
+(``wss``: both); ``tcp`` and ``unix`` have none of their own."""
 
 
 async def connect(
@@ -74,12 +78,14 @@ async def connect(
     the server until they drain below a quarter of that (PROTOCOL.md §6.3, docs/security.md);
     then goodbye ``"peer not reading: ..."``. ``None``: no limit.
     ``handshake_timeout``: seconds (default 10) the server has to send its serverHello,
-    counted from when the transport is up (PROTOCOL.md §4.1); a ``ws://``/``wss://``
-    connection's opening (TCP connect, TLS handshake, HTTP upgrade) has as long again before
-    that, then fails with ``ConnectionBrokenError`` caused by ``TimeoutError``; a server that stays silent is
-    said goodbye and every stream fails with ``ConnectionBrokenError("handshake timeout (no
-    serverHello within N s) ...")``. A resumed session's reconnects are bounded by
-    ``Resume.attempt_timeout`` instead. ``None``: no limit.
+    counted from when the transport is up (PROTOCOL.md §4.1); a ``tls://``, ``ws://`` or
+    ``wss://`` connection's opening (TCP connect, TLS handshake, HTTP upgrade) has as long again
+    before that, then ``connect`` raises :class:`~rstreams.errors.HandshakeTimeoutError` caused by
+    ``TimeoutError``; a server that stays silent is said goodbye and every stream fails with
+    ``HandshakeTimeoutError("handshake timeout (no serverHello within N s): URL ...")`` (a
+    ``ConnectionBrokenError``; its message names the URL and that the peer may not be an RS.io
+    server). A resumed session's reconnects are bounded by ``Resume.attempt_timeout`` instead.
+    ``None``: no limit.
     ``auth``: credentials presented to the server (PROTOCOL.md §15), a token ``str`` or a
     ``(user, password)`` tuple (or ``Token``/``UserPassword``). If
     the server refuses them it says goodbye and every stream fails with
@@ -94,7 +100,8 @@ async def connect(
         ConnectionBrokenError: the connection could not be made; ``__cause__`` says why.
             :class:`~rstreams.errors.TLSRefusedError` when the server ended the TLS session
             before its first word, or reset it in the handshake (it may require a client
-            certificate). The streams fail with
+            certificate). :class:`~rstreams.errors.HandshakeTimeoutError` when the opening
+            took ``handshake_timeout``. The streams fail with
             :class:`~rstreams.net._transport.TLSServerError` when a ``tcp://`` server's first
             bytes are a TLS record (it speaks TLS: its URL is ``tls://``).
     """
@@ -127,6 +134,7 @@ async def connect(
     observer = pump.outbox.observer
     if observer is not None:  # the loggers listen (rstreams.observe._log)
         conn.add_close_callback(lambda _: observer.closed())
+    pump.closing.url = endpoint.url  # named by a handshake timeout's error
     try:
         if resuming is not None:
             await connect_resumable(
@@ -147,6 +155,8 @@ async def connect(
     except OSError as error:
         if isinstance(error, TLSServerError):  # ws:// to a TLS server: its message names wss://
             raise
+        if isinstance(error, TimeoutError) and error.errno is None and handshake_timeout is not None:
+            raise _opening_timed_out(endpoint.url, endpoint.scheme, handshake_timeout) from error
         why = str(error) or type(error).__name__  # asyncio's reset in a TLS handshake has no text
         refused = isinstance(error, TLSEndedError)
         if endpoint.secure and isinstance(error, ConnectionResetError):
@@ -156,6 +166,16 @@ async def connect(
         raise kind(f"could not connect to {endpoint.url}: {why}") from error
     pump.keep(task)
     return conn
+
+
+def _opening_timed_out(url: str, scheme: str, seconds: float) -> HandshakeTimeoutError:
+    """The error of a ``tls``/``ws``/``wss`` opening that took ``handshake_timeout`` (``seconds``):
+    said as a silent server's, whose hello did not come either."""
+    steps = _OPENING.get(scheme, f"{_OPENING['tls']}, HTTP upgrade")
+    return HandshakeTimeoutError(
+        f"handshake timeout (no serverHello within {seconds:g} s): {url} did not finish the opening "
+        f"({steps}) in that time (connect's handshake_timeout); it may not be an RS.io server: {SILENT_HINT}"
+    )
 
 
 async def connect_pipe(

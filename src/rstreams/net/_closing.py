@@ -5,7 +5,8 @@ peer's, or a violation the core answered with a goodbye) and the bytes (the tran
 ``connection_lost``). Whichever comes first ends every open stream, once, through
 :meth:`Closing.end_streams`: local Subscribers get ``on_error``
 (:class:`ResourceClosedError` when this side closed, :class:`ConnectionBrokenError` with
-the cause otherwise, and when a client's handshake timeout closed a silent server) and local
+the cause otherwise, and its subclass :class:`HandshakeTimeoutError` when a client's handshake
+timeout closed a silent server) and local
 Publishers are cancelled; the pieces that hold streams register for that with
 :attr:`Closing.on_end`. Lower-layer exceptions are translated into
 :class:`ConnectionBrokenError` here, in :meth:`Closing.lost`, and nowhere else; a TLS session
@@ -39,7 +40,9 @@ from collections.abc import Callable
 
 from rstreams.errors import (
     ConnectionBrokenError,
+    HandshakeTimeoutError,
     LocalProtocolError,
+    RemoteProtocolError,
     ResourceClosedError,
     TLSRefusedError,
     report_unhandled,
@@ -55,7 +58,14 @@ from rstreams.net._transport import (
 from rstreams.wire import AbruptCloseError, ConnectionState, ErrorCode, FrameError, Side
 from rstreams.wire._errors import TLSRecordError
 
-__all__ = ["CLOSE_TIMEOUT", "LINGER_BYTES", "LINGER_SECONDS", "Closing", "check_handshake_timeout"]
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "LINGER_BYTES",
+    "LINGER_SECONDS",
+    "Closing",
+    "broke_the_protocol",
+    "check_handshake_timeout",
+]
 
 CLOSE_TIMEOUT = 5.0
 """Seconds :meth:`Closing.aclose` waits in all for the peer's goodbye and then for the transport
@@ -105,6 +115,15 @@ def check_handshake_timeout(handshake_timeout: float | None) -> None:
         raise ValueError(f"handshake_timeout must be > 0 seconds or None, got {handshake_timeout!r}")
 
 
+def broke_the_protocol(error: BaseException) -> bool:
+    """Whether a connection ended with ``error`` because the peer broke the protocol
+    (:meth:`Closing.conversation_over`'s errors, caused by the violation), other than by an input
+    that ended without a goodbye (``AbruptCloseError``, §9.3), which a peer killed or restarting
+    makes too."""
+    cause = error.__cause__
+    return isinstance(cause, RemoteProtocolError) and not isinstance(cause, AbruptCloseError)
+
+
 class Closing:
     """The end of one connection; see the module docstring."""
 
@@ -124,6 +143,7 @@ class Closing:
         "made",
         "on_end",
         "tcp_url",
+        "url",
     )
 
     def __init__(self, outbox: Outbox, handshake_timeout: float | None) -> None:
@@ -153,6 +173,9 @@ class Closing:
         self.tcp_url: str | None = None
         """A ``tcp://`` client's URL (``connect`` sets it): a TLS record as its server's first
         bytes ends the streams with :class:`TLSServerError` naming the ``tls://`` one."""
+        self.url: str | None = None
+        """A client's URL (``connect`` sets it), which a handshake timeout's error names; ``None``
+        for a pipe (``connect_pipe``): the process at the other end is named instead."""
         outbox.install_close(self.close_now)
 
     # -- the start ------------------------------------------------------------------------------
@@ -205,14 +228,22 @@ class Closing:
             hello = "serverHello" if client else "clientHello"
             reason = f"handshake timeout (no {hello} within {self._handshake_timeout:g} s)"
             # a client's streams fail as over a broken connection: the server never answered
-            broken = (
-                ConnectionBrokenError(
-                    f"{reason}: the server did not say hello (connect's handshake_timeout); {SILENT_HINT}"
-                )
-                if client
-                else None
-            )
+            broken = HandshakeTimeoutError(self._silent(reason)) if client else None
             self.close_now(reason, ErrorCode.TIMEOUT, error=broken)
+
+    def _silent(self, reason: str) -> str:
+        """The message of a client's :class:`HandshakeTimeoutError`: the goodbye's ``reason``
+        (which says the seconds), the peer, and that it may not speak RS.io."""
+        if self.url is None:
+            return (
+                f"{reason}: the process at the other end of the pipe did not say hello (connect_pipe's "
+                "handshake_timeout); it may not speak RS.io (it must call "
+                "connect_pipe(0, 1, server=True, ...))"
+            )
+        return (
+            f"{reason}: {self.url} did not say hello (connect's handshake_timeout); it may not be an "
+            f"RS.io server: {SILENT_HINT}"
+        )
 
     # -- input after the end ----------------------------------------------------------------------
     def discarding(self, nbytes: int) -> bool:

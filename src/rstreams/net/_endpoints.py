@@ -78,23 +78,28 @@ async def connect_endpoint(
     handshake_timeout: float | None = 10.0,
 ) -> asyncio.Task[None] | None:
     """Connect and call ``handler.connection_made``; returns the WebSocket's task, if any.
-    ``handshake_timeout``: for ``ws``/``wss``, the seconds the opening (TCP connect, TLS handshake,
-    HTTP upgrade) has, as ``connect(handshake_timeout=...)`` says; ``None``: no bound.
+    ``handshake_timeout``: for ``tls``, ``ws`` and ``wss``, the seconds the opening (TCP connect,
+    TLS handshake, HTTP upgrade) has, as ``connect(handshake_timeout=...)`` says; ``None``: no bound
+    (asyncio's own 60 s for a TLS handshake).
 
     Raises:
-        OSError: the connection could not be made (refused, unreachable, TLS failure).
+        OSError: the connection could not be made (refused, unreachable, TLS failure);
+            ``TimeoutError`` without an ``errno`` when the opening took ``handshake_timeout``.
     """
     loop = asyncio.get_running_loop()
     context = _check_ssl(endpoint, ssl, server=False)
     scheme = endpoint.scheme
     if scheme in ("tcp", "tls"):
-        await loop.create_connection(
-            lambda: StreamProtocol(handler, high=high, low=low),
-            endpoint.host,
-            endpoint.port,
-            ssl=context,
-            server_hostname=endpoint.host if context is not None else None,
-        )
+        # tls: a listener that accepts and says nothing would hold the TLS handshake for asyncio's
+        # 60 s; bounded as a WebSocket's opening is (tcp: the connect alone, the system's bound)
+        async with asyncio.timeout(handshake_timeout if context is not None else None):
+            await loop.create_connection(
+                lambda: StreamProtocol(handler, high=high, low=low),
+                endpoint.host,
+                endpoint.port,
+                ssl=context,
+                server_hostname=endpoint.host if context is not None else None,
+            )
         return None
     if scheme == "unix":
         await loop.create_unix_connection(lambda: StreamProtocol(handler, high=high, low=low), endpoint.path)

@@ -37,11 +37,13 @@ from rstreams.errors import (
     AuthenticationError,
     AuthNotOfferedError,
     ConnectionBrokenError,
+    HandshakeTimeoutError,
     ReactiveStreamsError,
     TLSRefusedError,
 )
 from rstreams.flow._public import from_iterable
 from rstreams.net import RAW, Connection, RemoteStreamError, UnknownPublisher, connect
+from rstreams.net._closing import broke_the_protocol
 from rstreams.net._transport import (
     CERTIFICATE_ALERTS,
     TLS_REFUSAL_HINT,
@@ -134,10 +136,15 @@ class ServerUnavailableError(ReactiveStreamsError, ConnectionError):
 def _retryable(error: BaseException) -> bool:
     """Whether ``error`` looks like a server restarting or out of reach for a moment: not a failed
     TLS handshake, nor refused access, nor a TLS server reached with ``tcp://``
-    (:class:`~rstreams.net._transport.TLSServerError`, whose message names the URL to use)."""
+    (:class:`~rstreams.net._transport.TLSServerError`, whose message names the URL to use), nor
+    a server that accepted and said no hello within the handshake timeout
+    (:class:`~rstreams.errors.HandshakeTimeoutError`: it may not speak RS.io), nor a peer that
+    broke the protocol (a restart ends the input, an ``AbruptCloseError``, which is tried again)."""
     if isinstance(error, ConnectionBrokenError):
-        if isinstance(error, AuthenticationError | TLSServerError):
+        if isinstance(error, AuthenticationError | TLSServerError | HandshakeTimeoutError):
             return False
+        if broke_the_protocol(error):
+            return isinstance(error, TLSRefusedError)  # that is tried again once (_Attempts)
         return not isinstance(error.__cause__, ssl.SSLError)
     return isinstance(error, OSError) and not isinstance(error, ssl.SSLError | TimeoutError)
 
