@@ -3,7 +3,6 @@ package io.rstreams.wire;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.BiPredicate;
 import java.util.function.Predicate;
 
 /**
@@ -13,11 +12,8 @@ import java.util.function.Predicate;
  * name (the authorize hook). Sans-I/O; {@link Connection} owns one when it checks credentials.
  */
 final class AuthGate {
-    /** A subscribe's refusal: its onError text and code (§15.4, §19.2). */
-    record Refusal(String text, ErrorCode code) {}
-
     private final Predicate<Credentials> check;
-    private final BiPredicate<Credentials, String> authorize; // null: every name
+    private final Authorizer authorize; // null: every name
     private final int maxCredentials;
     // a subscribe's own credentials by its id, null when refused (§15.4)
     private final Map<Long, Credentials> perSubscribe = new HashMap<>();
@@ -25,7 +21,7 @@ final class AuthGate {
     private boolean pending;
     private boolean done;
 
-    AuthGate(Predicate<Credentials> check, BiPredicate<Credentials, String> authorize, int maxCredentials) {
+    AuthGate(Predicate<Credentials> check, Authorizer authorize, int maxCredentials) {
         this.check = check;
         this.authorize = authorize;
         this.maxCredentials = maxCredentials;
@@ -95,28 +91,27 @@ final class AuthGate {
 
     /**
      * Whether the subscribe with {@code id} to {@code name} goes on: null if so, else its
-     * refusal, code 3 when its own credentials were refused, code 4 when the authorize hook does
-     * not answer true for the credentials it goes with (its own, else the connection's) and the
-     * name as written (§15.4). A hook that throws refuses too. Consumes the subscribe's credentials.
+     * refusal, code 3 when its own credentials were refused, else whatever the authorize hook
+     * answers for the credentials it goes with (its own, else the connection's), the name as
+     * written and its {@code metadata} (§15.4, §18.1). A hook that throws refuses, code 4.
+     * Consumes the subscribe's credentials.
      */
-    Refusal admit(long id, String name) {
+    Authorizer.Refusal admit(long id, String name, SubscribeMetadata metadata) {
         Credentials c = accepted;
         if (perSubscribe.containsKey(id)) {
             c = perSubscribe.remove(id);
             if (c == null) {
-                return new Refusal(unauthenticated(name), ErrorCode.UNAUTHENTICATED);
+                return new Authorizer.Refusal(unauthenticated(name), ErrorCode.UNAUTHENTICATED.value());
             }
         }
         if (authorize == null) {
             return null;
         }
-        boolean allowed;
         try {
-            allowed = authorize.test(c, name);
+            return authorize.authorize(c, name, metadata);
         } catch (RuntimeException e) { // its text could quote the credentials: the caller's hook logs
-            allowed = false;
+            return Authorizer.unauthorized(name);
         }
-        return allowed ? null : new Refusal(unauthorized(name), ErrorCode.UNAUTHORIZED);
     }
 
     /**
@@ -132,7 +127,7 @@ final class AuthGate {
             return null;
         }
         try {
-            return authorize.test(accepted, name) ? null : "unauthorized";
+            return authorize.authorize(accepted, name, SubscribeMetadata.EMPTY) == null ? null : "unauthorized";
         } catch (RuntimeException e) { // its text could quote the credentials
             return "unauthorized";
         }

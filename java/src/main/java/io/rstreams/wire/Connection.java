@@ -35,6 +35,12 @@ import java.util.Set;
  * sends with a code goes out right after its errorCode or goodbyeCode, in one write, so nothing
  * comes between them; a qualifier received is kept ({@code qualified}) and checked against the
  * very next message, whose event then carries the code.
+ *
+ * <p>Extensions content-types (§17) and metadata (§18) are qualifiers too: a contentType received
+ * is held ({@code heldType}) for the onSubscribe that must come next, whose {@link Event.OnSubscribed}
+ * carries the media type; a subscribeMetadata ({@code heldMetadata}) for the subscribe that must
+ * come next, whose {@link Event.Subscribed} carries the entries. Sending, each goes right before
+ * the message it qualifies, in the same write, and only while its extension is active.
  */
 public final class Connection {
     /** Which end opened the transport (§1). */
@@ -82,6 +88,10 @@ public final class Connection {
     private boolean qualifiesGoodbye;
     private long qualifiedId;
     private long qualifiedCode;
+    private boolean contentTypes; // extension content-types is active (§17)
+    private boolean metadataActive; // extension metadata is active (§18)
+    private ContentTypes.Announced heldType; // a contentType read: the next message must be its onSubscribe (§17.1)
+    private SubscribeMetadata.Received heldMetadata; // a subscribeMetadata read: the next message must be its subscribe (§18.1)
     private long nextId = 1;
     private final AuthGate auth; // null: this end checks no credentials
     private final Messages messages; // null: extension messages not offered (§20)
@@ -132,6 +142,7 @@ public final class Connection {
         long credit;
         long elementSize;
         String heldName;
+        SubscribeMetadata heldMetadata = SubscribeMetadata.EMPTY; // the held subscribe's (§18.1)
         boolean cancelledWhileHeld; // acknowledged in its turn, after authenticated (§15.3)
         final ArrayDeque<Object> queued = new ArrayDeque<>();
         long queuedBytes;
@@ -166,7 +177,7 @@ public final class Connection {
      *     onError {@code unauthenticated: ...}, both code 3); null: no authentication required
      */
     public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator) {
-        this(side, limits, extensions, authenticator, null);
+        this(side, limits, extensions, authenticator, (Authorizer) null);
     }
 
     /**
@@ -185,6 +196,20 @@ public final class Connection {
      */
     public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator,
             java.util.function.BiPredicate<Credentials, String> authorizer) {
+        this(side, limits, extensions, authenticator, authorizer == null ? null
+                : (Authorizer) (credentials, name, metadata) -> authorizer.test(credentials, name) ? null : Authorizer.unauthorized(name));
+    }
+
+    /**
+     * A server connection that requires extension auth (§15) and authorizes every subscribe with
+     * {@code authorizer}, which sees the credentials the subscribe goes with, the name as written
+     * and the subscribe's metadata (§18.1), and answers null to let it go on or the refusal to
+     * send (its text and code; a throw refuses with code 4); the connection goes on either way.
+     *
+     * @param authorizer null: every name (given, it needs {@code authenticator})
+     */
+    public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator,
+            Authorizer authorizer) {
         if (authorizer != null && authenticator == null) {
             throw new IllegalArgumentException("an authorizer needs an authenticator: the principal it is asked about is the credentials "
                     + "authenticate accepted (PROTOCOL.md §15.4)");
@@ -335,16 +360,18 @@ public final class Connection {
             return; // anything else is discarded after our goodbye (§9.1)
         }
         Long code = qualified ? qualifiedCode(f) : null;
+        String contentType = heldType == null ? null : heldTypeFor(f);
+        SubscribeMetadata metadata = heldMetadata == null ? SubscribeMetadata.EMPTY : heldMetadataFor(f);
         if (f instanceof Frame.OnNext n) {
             onNextReceived(n.subscriber(), n.element());
         } else if (f instanceof Frame.Request r) {
             requestReceived(r.subscriber(), r.demand());
         } else if (f instanceof Frame.Subscribe s) {
-            subscribeReceived(s);
+            subscribeReceived(s, metadata);
         } else if (f instanceof Frame.Cancel c) {
             cancelReceived(c.subscriber());
         } else if (f instanceof Frame.OnSubscribe o) {
-            onSubscribeReceived(o.subscriber(), o.elementSize());
+            onSubscribeReceived(o.subscriber(), o.elementSize(), contentType);
         } else if (f instanceof Frame.OnNextPacked p) {
             packedReceived(p);
         } else if (f instanceof Frame.OnNextPart p) {
@@ -376,6 +403,8 @@ public final class Connection {
         }
         active = Set.copyOf(both);
         codes = active.contains(FrameType.ERROR_CODES);
+        contentTypes = active.contains(FrameType.CONTENT_TYPES);
+        metadataActive = active.contains(FrameType.METADATA);
         if (state == State.AWAITING_HELLO) {
             state = State.OPEN;
         }
@@ -420,6 +449,36 @@ public final class Connection {
         throw new ProtocolException(String.format("errorCode for subscriber %s followed by message type 0x%02x%s, "
                 + "not by its onError (PROTOCOL.md §19.1)", Long.toUnsignedString(qualifiedId), f.type(),
                 f instanceof Frame.OnError e ? " for subscriber " + Long.toUnsignedString(e.subscriber()) : ""));
+    }
+
+    /** The media type a held contentType gives {@code f}; a connection error if {@code f} is not its onSubscribe (§17.1). */
+    private String heldTypeFor(Frame f) throws ProtocolException {
+        ContentTypes.Announced held = heldType;
+        heldType = null;
+        if (f instanceof Frame.OnSubscribe o && o.subscriber() == held.subscriber()) {
+            return held.mediaType();
+        }
+        if (f instanceof Frame.Extension x && x.type() == FrameType.CONTENT_TYPE) {
+            throw new ProtocolException("two contentType (0x90) messages before one onSubscribe (PROTOCOL.md §17.1)");
+        }
+        throw new ProtocolException(String.format("contentType for subscriber %s followed by message type 0x%02x%s, "
+                + "not by its onSubscribe (PROTOCOL.md §17.1)", Long.toUnsignedString(held.subscriber()), f.type(),
+                f instanceof Frame.OnSubscribe o ? " for subscriber " + Long.toUnsignedString(o.subscriber()) : ""));
+    }
+
+    /** The entries a held subscribeMetadata gives {@code f}; a connection error if {@code f} is not its subscribe (§18.1). */
+    private SubscribeMetadata heldMetadataFor(Frame f) throws ProtocolException {
+        SubscribeMetadata.Received held = heldMetadata;
+        heldMetadata = null;
+        if (f instanceof Frame.Subscribe s && s.subscriber() == held.subscriber()) {
+            return held.metadata();
+        }
+        if (f instanceof Frame.Extension x && x.type() == FrameType.SUBSCRIBE_METADATA) {
+            throw new ProtocolException("two subscribeMetadata (0x94) messages before one subscribe (PROTOCOL.md §18.1)");
+        }
+        throw new ProtocolException(String.format("subscribeMetadata for subscriber %s followed by message type 0x%02x%s, "
+                + "not by its subscribe (PROTOCOL.md §18.1)", Long.toUnsignedString(held.subscriber()), f.type(),
+                f instanceof Frame.Subscribe s ? " for subscriber " + Long.toUnsignedString(s.subscriber()) : ""));
     }
 
     /** An errorCode or goodbyeCode: kept for the message that must follow it (§19.1). */
@@ -509,6 +568,14 @@ public final class Connection {
             }
             return;
         }
+        if (owner == FrameType.CONTENT_TYPES) {
+            heldType = ContentTypes.decode(x.payload()); // for the onSubscribe that must come next (§17.1)
+            return;
+        }
+        if (owner == FrameType.METADATA) { // for the subscribe that must come next (§18.1)
+            heldMetadata = SubscribeMetadata.decode(x.payload(), SubscribeMetadata.MAX_BYTES, SubscribeMetadata.MAX_ENTRIES);
+            return;
+        }
         events.add(new Event.ExtensionMessage(x.type(), x.payload()));
     }
 
@@ -552,10 +619,10 @@ public final class Connection {
             if (e.getValue().cancelledWhileHeld) {
                 theirs.remove(e.getKey());
                 out.write(new Frame.OnComplete(e.getKey()), 0); // the cancel's acknowledgement (§5.4)
-            } else if (refusedByAuth(e.getKey(), name)) {
+            } else if (refusedByAuth(e.getKey(), name, e.getValue().heldMetadata)) {
                 theirs.remove(e.getKey());
             } else {
-                events.add(new Event.Subscribed(e.getKey(), name, e.getValue().credit));
+                events.add(new Event.Subscribed(e.getKey(), name, e.getValue().credit, e.getValue().heldMetadata));
             }
         }
     }
@@ -563,7 +630,7 @@ public final class Connection {
 
     // -- the peer as subscriber (its ids) --
 
-    private void subscribeReceived(Frame.Subscribe s) throws ProtocolException {
+    private void subscribeReceived(Frame.Subscribe s, SubscribeMetadata metadata) throws ProtocolException {
         long id = s.subscriber();
         if (theirs.containsKey(id)) {
             throw new ProtocolException("subscribe for subscriber " + Long.toUnsignedString(id)
@@ -582,21 +649,22 @@ public final class Connection {
             Theirs t = new Theirs(); // held until the authenticate is settled (§15.3)
             t.credit = s.initialDemand();
             t.heldName = s.publisher();
+            t.heldMetadata = metadata;
             theirs.put(id, t);
             heldOrder.add(Map.entry(id, t));
-        } else if (auth == null || !refusedByAuth(id, s.publisher())) {
+        } else if (auth == null || !refusedByAuth(id, s.publisher(), metadata)) {
             Theirs t = new Theirs();
             t.credit = s.initialDemand();
             theirs.put(id, t);
-            events.add(new Event.Subscribed(id, s.publisher(), s.initialDemand()));
+            events.add(new Event.Subscribed(id, s.publisher(), s.initialDemand(), metadata));
         }
     }
 
     /** Whether the gate refuses the subscribe {@code id} to {@code name} (§15.4); if so, its refusal is sent. */
-    private boolean refusedByAuth(long id, String name) {
-        AuthGate.Refusal r = auth.admit(id, name);
+    private boolean refusedByAuth(long id, String name, SubscribeMetadata metadata) {
+        Authorizer.Refusal r = auth.admit(id, name, metadata);
         if (r != null) {
-            refuse(id, r.text(), r.code());
+            writeOnError(id, r.text(), r.code());
         }
         return r != null;
     }
@@ -658,14 +726,14 @@ public final class Connection {
         return o;
     }
 
-    private void onSubscribeReceived(long id, long elementSize) throws ProtocolException {
+    private void onSubscribeReceived(long id, long elementSize, String contentType) throws ProtocolException {
         Ours o = open(id, Signal.ON_SUBSCRIBE, "onSubscribe");
         if (o.state == StreamState.CANCELLED) {
             return;
         }
         o.state = StreamState.ACTIVE;
         o.elementSize = elementSize;
-        events.add(new Event.OnSubscribed(id, elementSize));
+        events.add(new Event.OnSubscribed(id, elementSize, contentType));
     }
 
     private void take(Ours o, long id, long count) throws ProtocolException {
@@ -800,6 +868,8 @@ public final class Connection {
     private void close(String reason, ProtocolException error, Long code) {
         state = State.CLOSED;
         qualified = false;
+        heldType = null;
+        heldMetadata = null;
         ours.clear();
         theirs.clear();
         splitting.clear();
@@ -840,6 +910,19 @@ public final class Connection {
      * @throws IllegalStateException if credentials are given and extension auth is not active
      */
     public long subscribe(String name, long initialDemand, Credentials credentials) {
+        return subscribe(name, initialDemand, credentials, null);
+    }
+
+    /**
+     * {@link #subscribe(String, long, Credentials)} with {@code metadata} (extension metadata,
+     * §18.1): a subscribeMetadata for the id goes right before the subscribe (after the
+     * subscribeCredentials, if any) when the extension is active; without it, the subscribe goes
+     * alone (whether that may be is the caller's choice, §18.1). Never before the peer's hello:
+     * the caller holds such a subscribe until then.
+     *
+     * @param metadata the subscribe's entries, or null for none
+     */
+    public long subscribe(String name, long initialDemand, Credentials credentials, SubscribeMetadata metadata) {
         checkSending();
         if (initialDemand < 0) {
             throw new IllegalArgumentException("rule 3.9: initialDemand must be >= 0, got " + initialDemand);
@@ -861,6 +944,9 @@ public final class Connection {
             byte[] payload = new byte[Varint.size(id) + c.length];
             System.arraycopy(c, 0, payload, Varint.write(id, payload, 0), c.length);
             out.write(new Frame.Extension(FrameType.SUBSCRIBE_CREDENTIALS, payload), 0);
+        }
+        if (metadata != null && metadataActive) { // adjacent to its subscribe (§18.1)
+            out.write(new Frame.Extension(FrameType.SUBSCRIBE_METADATA, metadata.encode(id)), 0);
         }
         out.write(new Frame.Subscribe(name, id, initialDemand), 0);
         return id;
@@ -909,6 +995,16 @@ public final class Connection {
      * @return false if that subscription is already over (cancelled by the peer)
      */
     public boolean onSubscribe(long id, long elementSize) {
+        return onSubscribe(id, elementSize, null);
+    }
+
+    /**
+     * {@link #onSubscribe(long, long)}, stating {@code contentType} in a contentType right before
+     * it when extension content-types is active (§17.1); without it, or with null, onSubscribe alone.
+     *
+     * @param contentType the elements' media type (checked by {@link ContentTypes#check}), or null
+     */
+    public boolean onSubscribe(long id, long elementSize, String contentType) {
         Theirs t = theirs.get(id);
         if (t == null || state == State.CLOSING || state == State.CLOSED) {
             return false;
@@ -921,6 +1017,9 @@ public final class Connection {
         }
         t.state = StreamState.ACTIVE;
         t.elementSize = elementSize;
+        if (contentType != null && contentTypes) { // adjacent to its onSubscribe (§17.1)
+            out.write(new Frame.Extension(FrameType.CONTENT_TYPE, ContentTypes.encode(id, contentType)), 0);
+        }
         out.write(new Frame.OnSubscribe(id, elementSize), 0);
         return true;
     }
@@ -1136,6 +1235,8 @@ public final class Connection {
         out.write(new Frame.Goodbye(reason), 0);
         state = State.CLOSING;
         qualified = false; // a qualifier read before our goodbye qualified a message now discarded (§9.1)
+        heldType = null;
+        heldMetadata = null;
         ours.clear();
         theirs.clear();
         splitting.clear();

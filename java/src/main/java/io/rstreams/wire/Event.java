@@ -13,8 +13,17 @@ public sealed interface Event {
     /** The peer's hello: what it offers, and the extensions now active on the connection (§4.4). */
     record PeerHello(List<Long> extensions, Set<Long> active) implements Event {}
 
-    /** The peer subscribed to our publisher {@code name} (already checked against the limits). */
-    record Subscribed(long id, String name, long initialDemand) implements Event {}
+    /**
+     * The peer subscribed to our publisher {@code name} (already checked against the limits), with
+     * the entries of the subscribeMetadata that qualified it (extension metadata, §18.1;
+     * {@link SubscribeMetadata#EMPTY} without one).
+     */
+    record Subscribed(long id, String name, long initialDemand, SubscribeMetadata metadata) implements Event {
+        /** A subscribe without metadata. */
+        public Subscribed(long id, String name, long initialDemand) {
+            this(id, name, initialDemand, SubscribeMetadata.EMPTY);
+        }
+    }
 
     /** The peer added {@code n} to its demand on subscription {@code id}. */
     record Demand(long id, long n) implements Event {}
@@ -25,8 +34,16 @@ public sealed interface Event {
      */
     record Cancelled(long id, String reason) implements Event {}
 
-    /** Our subscription {@code id} received onSubscribe. */
-    record OnSubscribed(long id, long elementSize) implements Event {}
+    /**
+     * Our subscription {@code id} received onSubscribe, with the media type of the contentType
+     * that qualified it (extension content-types, §17.1), or null when none was stated.
+     */
+    record OnSubscribed(long id, long elementSize, String contentType) implements Event {
+        /** An onSubscribe without a stated type. */
+        public OnSubscribed(long id, long elementSize) {
+            this(id, elementSize, null);
+        }
+    }
 
     /** One element of our subscription {@code id} (an onNext, or a split element joined). */
     record Element(long id, byte[] data) implements Event {}

@@ -53,6 +53,11 @@ public final class FrameType {
     /** resume (extension 3) resumeAck, §16.4. */
     public static final int RESUME_ACK = 0x8C;
 
+    /** content-types (extension 4) contentType, publisher to subscriber, right before the onSubscribe it qualifies, §17.1. */
+    public static final int CONTENT_TYPE = 0x90;
+    /** metadata (extension 5) subscribeMetadata, subscriber to publisher, right before the subscribe it qualifies, §18.1. */
+    public static final int SUBSCRIBE_METADATA = 0x94;
+
     /** error-codes (extension 6) errorCode, publisher to subscriber, right before the onError it qualifies, §19.1. */
     public static final int ERROR_CODE = 0x98;
     /** error-codes (extension 6) goodbyeCode, either way, right before the goodbye it qualifies, §19.1. */
@@ -69,9 +74,9 @@ public final class FrameType {
     public static final long AUTH = 2;
     /** Extension id of resume (§16). */
     public static final long RESUME_EXTENSION = 3;
-    /** Extension id of content-types (§17); this binding frames its messages but does not offer it. */
+    /** Extension id of content-types (§17); offered by every connection. */
     public static final long CONTENT_TYPES = 4;
-    /** Extension id of metadata (§18); framed, not offered. */
+    /** Extension id of metadata (§18); offered by every connection. */
     public static final long METADATA = 5;
     /** Extension id of error-codes (§19); offered by every connection. */
     public static final long ERROR_CODES = 6;
@@ -121,11 +126,12 @@ public final class FrameType {
      * connection error even while that extension is active (§4.4).
      *
      * @param type a type byte in 0x80..0xFF
-     * @return true for auth's 0x87, resume's 0x8D..0x8F, error-codes' 0x9A..0x9B and messages' 0x9E..0x9F
+     * @return true for auth's 0x87, resume's 0x8D..0x8F, content-types' 0x91..0x93, metadata's
+     *     0x95..0x97, error-codes' 0x9A..0x9B and messages' 0x9E..0x9F
      */
     public static boolean reserved(int type) {
-        return type == 0x87 || (type >= 0x8D && type <= 0x8F) || type == 0x9A || type == 0x9B
-                || type == 0x9E || type == 0x9F;
+        return type == 0x87 || (type >= 0x8D && type <= 0x8F) || (type >= 0x91 && type <= 0x93) || (type >= 0x95 && type <= 0x97)
+                || type == 0x9A || type == 0x9B || type == 0x9E || type == 0x9F;
     }
 
     /**
