@@ -77,12 +77,21 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * Options shared by client and server ends; {@code authorizer} (a server's, with its
      * {@code authenticator}) null: every name; {@code resume} null: no session resumption;
      * {@code handshakeTimeout} (for the peer's hello; an accepting end's also for its credentials) null: none;
-     * {@code errorCodes} false: extension error-codes (§19) is not offered, so never active.
+     * {@code errorCodes} false: extension error-codes (§19) is not offered, so never active;
+     * {@code messages}: the message handlers and credit of extension messages (§20), always offered.
      */
     record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
             Credentials credentials, Predicate<Credentials> authenticator, BiPredicate<Credentials, String> authorizer,
             ResumeOptions resume, Duration handshakeTimeout,
-            boolean errorCodes) {}
+            boolean errorCodes, MessageHandlers messages) {
+        /** Options without message handlers (messages are still offered, and dropped on arrival, §20.4). */
+        Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
+                Credentials credentials, Predicate<Credentials> authenticator, BiPredicate<Credentials, String> authorizer,
+                ResumeOptions resume, Duration handshakeTimeout, boolean errorCodes) {
+            this(limits, routes, keepalive, idleTimeout, unreadTimeout, credentials, authenticator, authorizer, resume,
+                    handshakeTimeout, errorCodes, new MessageHandlers());
+        }
+    }
 
     /** Extension resume (PROTOCOL.md §16): limits, and how this end finds sessions or new transports. */
     record ResumeOptions(long bufferBytes, Duration sessionTimeout, Sessions sessions, Reconnector reconnector) {}
@@ -107,6 +116,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
     private final CompletableFuture<RsioConnection> active = new CompletableFuture<>();
     private final RsioConnection facade = new RsioConnection(this);
+    private final MessagePump messages;
     private ChannelHandlerContext ctx;
     private Channel channel;
     private boolean flushQueued;
@@ -156,6 +166,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         this.options = options;
         Set<Long> extensions = new HashSet<>();
         extensions.add(FrameType.KEEPALIVE);
+        extensions.add(FrameType.MESSAGES); // symmetric: handlers or none, every connection receives and may send (§20.1)
         if (options.errorCodes()) {
             extensions.add(FrameType.ERROR_CODES); // codes beside onError and goodbye texts when the peer offers it too (§19)
         }
@@ -167,6 +178,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             replay = new Replay(options.resume().bufferBytes());
         }
         this.conn = new Connection(side, options.limits(), extensions, options.authenticator(), options.authorizer());
+        conn.messages().window(options.messages().window());
+        this.messages = new MessagePump(this, options.messages());
     }
 
     io.netty.channel.EventLoop loop() {
@@ -188,6 +201,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
 
     Connection connection() {
         return conn;
+    }
+
+    MessagePump messages() {
+        return messages;
     }
 
     ReplyLedger ledger() {
@@ -626,7 +643,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 helloAt = System.nanoTime();
                 resumeNegotiated(h);
                 helloReceived(h);
+                messages.hello();
                 runAfterHello();
+            } else if (e instanceof Event.Message m) {
+                messages.received(m, facade);
+            } else if (e instanceof Event.MessageCredit) {
+                messages.credit();
             } else if (e instanceof Event.ExtensionMessage x) {
                 resumeMessage(x);
             } else if (e instanceof Event.Closed c) {
@@ -781,6 +803,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             s.finish(why);
         }
         runAfterHello(); // they find the connection ended
+        messages.closed(why);
         List<ServingStream> streams = new ArrayList<>(serving.values());
         serving.clear();
         for (ServingStream s : streams) {

@@ -29,6 +29,8 @@ import java.util.concurrent.Flow;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -58,7 +60,7 @@ public final class RsioClient implements AutoCloseable {
         this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
                 Transport.ioHandler());
         this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null, null, b.handshakeTimeout,
-                b.errorCodes);
+                b.errorCodes, b.messages);
         this.resume = b.resume;
         try {
             this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
@@ -96,7 +98,7 @@ public final class RsioClient implements AutoCloseable {
             };
             opts = new Endpoint.Options(options.limits(), options.routes(), options.keepalive(), options.idleTimeout(), options.unreadTimeout(),
                     options.credentials(), null, null, new Endpoint.ResumeOptions(4L << 20, Duration.ofSeconds(30), null, again), options.handshakeTimeout(),
-                    options.errorCodes());
+                    options.errorCodes(), options.messages());
         }
         Endpoint endpoint = new Endpoint(Connection.Side.CLIENT, opts);
         CompletableFuture<RsioConnection> result = new CompletableFuture<>();
@@ -234,6 +236,7 @@ public final class RsioClient implements AutoCloseable {
     public static final class Builder {
         private Limits limits = Limits.DEFAULT;
         private final Routes routes = new Routes();
+        private final MessageHandlers messages = new MessageHandlers();
         private Duration keepalive = Duration.ofSeconds(15);
         private Duration idleTimeout;
         private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;
@@ -361,6 +364,45 @@ public final class RsioClient implements AutoCloseable {
         /** Also serve {@code pattern}, elements encoded by {@code codec}. */
         public <T> Builder serve(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
             routes.add(Encoding.route(pattern, codec, factory));
+            return this;
+        }
+
+        /**
+         * Handles one-way messages the servers send to {@code pattern} (extension messages, PROTOCOL.md
+         * §20), named as routes are: an exact name, or segments like {@code events/{kind}}; exact
+         * names win, then patterns in the order added, and {@link Message#params()} has the
+         * query and the fields. The handler runs on the connection's I/O thread, in the order the
+         * messages arrived, and must not block; each message holds one of the peer's credits until
+         * it returns (§20.3). A handler that throws is logged (WARNING, {@code io.rstreams.net.messages});
+         * a message no handler has is dropped and logged (§20.4); the connection goes on either way.
+         */
+        public Builder handler(String pattern, Consumer<Message> handler) {
+            Objects.requireNonNull(handler, "handler");
+            messages.add(Objects.requireNonNull(pattern, "pattern"), m -> {
+                handler.accept(m);
+                return null;
+            });
+            return this;
+        }
+
+        /**
+         * {@link #handler(String, Consumer)} for work that ends later: the message holds its credit
+         * until the returned stage completes (or right away if it returns null), so a slow handler
+         * slows its sender instead of queueing (§20.3); a stage that fails is logged as a throw is.
+         */
+        public Builder asyncHandler(String pattern, Function<Message, ? extends CompletionStage<?>> handler) {
+            Objects.requireNonNull(handler, "handler");
+            messages.add(Objects.requireNonNull(pattern, "pattern"), handler::apply);
+            return this;
+        }
+
+        /**
+         * The message credit granted to each peer (§20.3), as rstreams' {@code max_messages_in_flight}:
+         * at most this many of its messages are being handled at once, each at most
+         * {@code max_string_length} bytes. Default 16.
+         */
+        public Builder maxMessagesInFlight(int messages) {
+            this.messages.window(messages);
             return this;
         }
 

@@ -56,6 +56,41 @@ public final class RsioConnection implements AutoCloseable {
         return new RemotePublisher<>(endpoint, name, codec, credentials);
     }
 
+    /**
+     * Sends a one-way message to the peer's handler {@code name} (extension messages, PROTOCOL.md
+     * §20), e.g. {@code conn.send("events/click?x=1", body)}, as rstreams' {@code conn.send(name,
+     * payload)}. The stage completes once the message is written within the peer's message credit
+     * (§20.3): without credit it waits, in line with the connection's other sends, for the peer's
+     * handlers to give some back; before the peer's hello it waits for the hello. Nothing says
+     * whether the handler ran (a message the peer has no handler for is dropped there, §20.4).
+     * The stage completes on the connection's I/O thread: what depends on it must not block.
+     * It fails with {@link IllegalStateException} {@code can't send a message: the peer does not
+     * offer extension messages (id 7) (PROTOCOL.md §20.1); ...} when the peer's hello does not
+     * list id 7, with {@link ConnectionClosedException} when the connection ends first, and with
+     * {@link MessageCreditException} when {@value MessagePump#MAX_WAITING} sends of this connection
+     * are already unsent (wait for their stages before sending more).
+     *
+     * @throws IllegalArgumentException when the name and body together are above
+     *     {@code max_string_length} (§20.2), 64 KiB by default
+     */
+    public java.util.concurrent.CompletionStage<Void> send(String name, byte[] body) {
+        return endpoint.messages().send(name, body, true);
+    }
+
+    /** {@link #send(String, byte[])} with a UTF-8 body. */
+    public java.util.concurrent.CompletionStage<Void> send(String name, String text) {
+        return send(name, text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    }
+
+    /**
+     * {@link #send(String, byte[])} without waiting for credit: the stage fails at once with
+     * {@link MessageCreditException} if the peer's credit is used up (or its hello has not come),
+     * as rstreams' {@code conn.send(name, payload, wait=False)}.
+     */
+    public java.util.concurrent.CompletionStage<Void> trySend(String name, byte[] body) {
+        return endpoint.messages().send(name, body, false);
+    }
+
     /** The extension ids active on this connection (empty until the peer's hello arrived), PROTOCOL.md §4.4. */
     public Set<Long> activeExtensions() {
         return endpoint.connection().activeExtensions();

@@ -26,6 +26,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
 
 /**
@@ -78,7 +79,7 @@ public final class RsioServer implements AutoCloseable {
         };
         Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, null, b.authenticator, b.authorizer,
                 b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null, b.handshakeTimeout,
-                b.errorCodes);
+                b.errorCodes, b.messages);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
         workers = new MultiThreadIoEventLoopGroup(b.resume ? 1 : b.threads, new DefaultThreadFactory("rstreams-server", true),
                 Transport.ioHandler());
@@ -261,6 +262,7 @@ public final class RsioServer implements AutoCloseable {
     /** Routes and options of a {@link RsioServer}. */
     public static final class Builder {
         private final Routes routes = new Routes();
+        private final MessageHandlers messages = new MessageHandlers();
         private Limits limits = Limits.DEFAULT;
         private Duration keepalive = Duration.ofSeconds(15);
         private Duration idleTimeout = Duration.ofSeconds(60);
@@ -404,6 +406,45 @@ public final class RsioServer implements AutoCloseable {
         /** Serves {@code pattern} with elements encoded by {@code codec} (fixed-size codecs travel packed, §7). */
         public <T> Builder route(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
             routes.add(Encoding.route(Objects.requireNonNull(pattern, "pattern"), codec, factory));
+            return this;
+        }
+
+        /**
+         * Handles one-way messages the peer sends to {@code pattern} (extension messages, PROTOCOL.md
+         * §20), named as routes are: an exact name, or segments like {@code events/{kind}}; exact
+         * names win, then patterns in the order added, and {@link Message#params()} has the
+         * query and the fields. The handler runs on the connection's I/O thread, in the order the
+         * messages arrived, and must not block; each message holds one of the peer's credits until
+         * it returns (§20.3). A handler that throws is logged (WARNING, {@code io.rstreams.net.messages});
+         * a message no handler has is dropped and logged (§20.4); the connection goes on either way.
+         */
+        public Builder handler(String pattern, Consumer<Message> handler) {
+            Objects.requireNonNull(handler, "handler");
+            messages.add(Objects.requireNonNull(pattern, "pattern"), m -> {
+                handler.accept(m);
+                return null;
+            });
+            return this;
+        }
+
+        /**
+         * {@link #handler(String, Consumer)} for work that ends later: the message holds its credit
+         * until the returned stage completes (or right away if it returns null), so a slow handler
+         * slows its sender instead of queueing (§20.3); a stage that fails is logged as a throw is.
+         */
+        public Builder asyncHandler(String pattern, Function<Message, ? extends CompletionStage<?>> handler) {
+            Objects.requireNonNull(handler, "handler");
+            messages.add(Objects.requireNonNull(pattern, "pattern"), handler::apply);
+            return this;
+        }
+
+        /**
+         * The message credit granted to each peer (§20.3), as rstreams' {@code max_messages_in_flight}:
+         * at most this many of its messages are being handled at once, each at most
+         * {@code max_string_length} bytes. Default 16.
+         */
+        public Builder maxMessagesInFlight(int messages) {
+            this.messages.window(messages);
             return this;
         }
 

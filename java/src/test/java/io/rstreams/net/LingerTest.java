@@ -183,7 +183,8 @@ public class LingerTest {
                 assertEquals(b.getByte(b.readerIndex()), (byte) 22, "only TLS handshake records reach the socket"); // RFC 8446 §5.1
                 b.release();
             }
-            byte[] hello = FrameWriter.encode(new Frame.Hello(false, 0, List.of(FrameType.KEEPALIVE, FrameType.ERROR_CODES)), 0);
+            byte[] hello = FrameWriter.encode(new Frame.Hello(false, 0,
+                    List.of(FrameType.KEEPALIVE, FrameType.ERROR_CODES, FrameType.MESSAGES)), 0);
             assertEquals(endpoint.unsent(), hello.length, "the hello the TLS layer holds");
         } finally {
             channel.finishAndReleaseAll();
