@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import sys
 from pathlib import Path
@@ -145,3 +146,96 @@ def test_the_network_examples_run_as_their_docstrings_say(example: str, says: li
     assert done.returncode == 0, done.stderr
     missing = [line for line in says if line not in done.stdout]
     assert not missing, done.stdout
+
+
+RUN_BY = {
+    "conformance_offer": "tests/test_examples.py",
+    "my_publishers": "tests/test_examples.py",
+    "pipeline": "tests/test_examples.py",
+    "rsio_auth": "tests/net/test_auth_example.py",
+    "rsio_channel": "tests/test_examples.py",
+    "rsio_messages": "tests/test_examples.py",
+    "rsio_resume": "tests/net/test_resume_example.py",
+    "rsio_server_client": "tests/test_examples.py",
+    "rsio_subprocess": "tests/test_examples.py",
+    "spark_stream": "tests/test_examples.py",
+    "tck_example": "tests/test_examples.py",
+}
+"""Each example and the test file that runs it whole."""
+
+NOT_RUN = {
+    "spark_bench": "a benchmark: four Spark queries of millions of rows (minutes); its option checks run",
+    "spark_cluster": "a Spark master and two workers, three JVMs (minutes); its option checks run",
+}
+"""Examples too heavy for the suite, and why (run them by hand: their docstrings say how)."""
+
+
+def test_every_example_is_run_by_a_test() -> None:
+    examples = sorted(path.stem for path in EXAMPLES.glob("*.py"))
+    assert sorted([*RUN_BY, *NOT_RUN]) == examples, "an example without a test (RUN_BY) or a reason (NOT_RUN)"
+    root = EXAMPLES.parent
+    unnamed = [name for name, test in RUN_BY.items() if f"{name}" not in (root / test).read_text()]
+    assert not unnamed, unnamed
+
+
+@pytest.mark.timeout(120)
+def test_the_my_publishers_example_serves_what_its_docstring_says() -> None:
+    """examples/my_publishers.py: its docstring's `rstreams serve` line in a process of its own,
+    and each `rstreams subscribe` line printing what its comment says (on a free port)."""
+    import json
+    import os
+    import shlex
+
+    from testkit.scripts import ROOT
+
+    doc = _load("my_publishers").__doc__
+    assert doc
+    lines = [line.strip() for line in doc.splitlines() if line.strip().startswith("rstreams ")]
+    serve, *subscribes = lines
+    argv = shlex.split(serve)
+    assert argv[:3] == ["rstreams", "serve", "tcp://127.0.0.1:9000"] and len(subscribes) == 3, lines
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    file, _, name = argv[4].partition(":")
+    with patience.serving("tcp://127.0.0.1:0", argv[3], f"{ROOT / file}:{name}", env=env) as (_, url):
+        said = {}
+        for line in subscribes:
+            command, comment = (part.strip() for part in line.split("#", 1))
+            subscribe = shlex.split(command.replace("tcp://127.0.0.1:9000", url))
+            done = patience.run(
+                [sys.executable, "-m", "rstreams", *subscribe[1:]],
+                30,
+                capture_output=True,
+                text=True,
+                env=env,
+            )
+            assert (done.returncode, done.stderr) == (0, ""), line
+            said[comment] = done.stdout.splitlines()
+    squares, hello, planets = said
+    assert said[squares] == squares.split(), squares
+    assert said[hello] == [hello]
+    assert planets == "one JSON object a line"
+    assert all(isinstance(json.loads(row), dict) for row in said[planets]) and said[planets], said[planets]
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(600)
+def test_the_spark_stream_example_publishes_every_square() -> None:
+    """examples/spark_stream.py, in a process of its own as its docstring runs it: 5000 numbers in
+    micro-batches of at most 1000 rows, every square published once on the sink log."""
+    import os
+    import shutil
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java 17+")
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent / "src")}
+    done = patience.run(
+        [sys.executable, str(EXAMPLES / "spark_stream.py")], 500, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    batches = next(line for line in done.stdout.splitlines() if line.startswith("micro-batches: "))
+    rows = ast.literal_eval(batches.removeprefix("micro-batches: "))
+    assert sum(rows) == 5000 and max(rows) <= 1000, batches
+    published = next(line for line in done.stdout.splitlines() if line.startswith("published on 'squares': "))
+    info = ast.literal_eval(published.removeprefix("published on 'squares': "))
+    assert (info["first"], info["end"], info["error"]) == (0, 5000, None), published

@@ -13,7 +13,6 @@ import re
 import shlex
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,8 @@ from rstreams import cli
 from rstreams.conformance import CASES, _runner
 from rstreams.conformance._client_suite import CLIENT_CASES
 from testkit import patience
+from testkit.snippets import in_async_main
+from testkit.snippets import run as run_snippet
 
 pytestmark = pytest.mark.timeout(120)
 """Each test's last resort, above the own-time bounds of the children it waits for (a snippet's
@@ -312,25 +313,18 @@ def _python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
 
 
-def _run(code: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = patience.run([sys.executable, "-c", code], 60, capture_output=True, text=True, env=env)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def test_the_first_stream_runs() -> None:
     """README, "A first stream": the pipeline's total, and the Subscriber of one's own."""
     first = next(block for block in _python_blocks() if "total = (" in block)
     printer = next(block for block in _python_blocks() if "class Printer" in block)
-    out = _run(first + "print(total)\n" + printer)
+    out = run_snippet(first + "print(total)\n" + printer)
     assert out.split() == [str(sum(range(2, 1_000_001, 2))), "a", "b", "c", "done"]
 
 
 def test_the_network_example_runs() -> None:
     """README, "Across the network": a server and a client on loopback, five readings, then cancel."""
     example = next(block for block in _python_blocks() if "asyncio.run(main())" in block)
-    lines = _run(example).splitlines()
+    lines = run_snippet(example).splitlines()
     assert lines == [str({"id": "kitchen", "seq": seq}) for seq in range(100, 105)]
 
 
@@ -352,12 +346,6 @@ def test_the_java_coordinates_are_the_pom_s() -> None:
     assert f"`{coordinates}`" in README.read_text(), f"README.md does not name {coordinates}"
 
 
-def _in_async_main(setup: str, block: str, after: str) -> str:
-    """A README fragment that awaits at its top level, run inside ``async def main()``."""
-    body = textwrap.indent(textwrap.dedent(block) + after, "    ")
-    return f"import asyncio\nimport rstreams\n{setup}\nasync def main():\n{body}\nasyncio.run(main())\n"
-
-
 def test_the_messages_example_runs() -> None:
     """README, "Messages": the client's one-way message reaches the server's handler."""
     block = next(block for block in _python_blocks() if "handlers={" in block)
@@ -367,7 +355,7 @@ def test_the_messages_example_runs() -> None:
         "    await stored.put((kind, payload))\n"
     )
     after = "print(await asyncio.wait_for(stored.get(), 30))\nawait conn.aclose()\nawait server.aclose()\n"
-    assert _run(_in_async_main(setup, block, after)).splitlines() == ["('click', b'abc')"]
+    assert run_snippet(in_async_main(setup, block, after)).splitlines() == ["('click', b'abc')"]
 
 
 def test_the_channel_example_runs() -> None:
@@ -382,10 +370,10 @@ def test_the_channel_example_runs() -> None:
         "def answer(question):\n"
         "    return question * 10\n"
     )
-    code = _in_async_main(
+    code = in_async_main(
         setup, head + connect + "async for " + loop, "await conn.aclose()\nawait server.aclose()\n"
     )
-    assert _run(code).split() == ["10", "20", "30"]
+    assert run_snippet(code).split() == ["10", "20", "30"]
 
 
 @pytest.mark.timeout(240)  # (above its server's line and its two runs: 10 + 30 + 30 s of own time)

@@ -147,6 +147,14 @@ def test_a_usage_error_is_one_line(argv: list[str], says: str, capsys: pytest.Ca
     assert capsys.readouterr().err == f"{CLIENTS}: {says} (see {CLIENTS} --help)\n"
 
 
+def test_list_needs_no_client(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--list` runs nothing, so it needs no adapter command (docs/conformance.md names it as
+    an option of its own)."""
+    assert main(["--list"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == [case.id for case in CLIENT_CASES]
+
+
 def test_the_help_states_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])

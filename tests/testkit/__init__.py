@@ -23,6 +23,7 @@ Test modules import from here, never from each other, and nothing edits ``sys.pa
 ``testkit.web``           a publisher recording the demand it is given
 ``testkit.chromium``      headless Chromium over the DevTools protocol
 ``testkit.scripts``       examples/, fuzz/ and docs/'s scripts loaded as modules
+``testkit.snippets``      the documents' code blocks, found and run as written
 ``testkit.observe``       a clock the test moves, a subscriber that waits on events
 ``testkit.imports``       a package's import graph and a cycle finder (structure tests)
 ``testkit.groups``        the tests that pytest -n 2 runs on one worker (tests/conftest.py)

@@ -9,6 +9,7 @@ GROUPS: dict[str, str | None] = {
     "tests/spark/test_connect.py": "spark-apart",
     "tests/spark/test_demo.py::test_a_signal_stops_the_demo_cleanly": "spark-apart",
     "tests/spark/test_cli.py": "spark-apart",
+    "tests/test_examples.py::test_the_spark_stream_example_publishes_every_square": "spark-apart",
     # no JVM at all (decoding, options, the reader against a replay server): on any worker
     "tests/spark/test_codecs.py": None,
     "tests/spark/test_demo_view.py": None,

@@ -53,8 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--client",
-        required=True,
-        help="the adapter command; {url}, {publisher} and {script} are filled in per case",
+        help="the adapter command; {url}, {publisher} and {script} are filled in per case "
+        "(not needed with --list)",
     )
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
     parser.add_argument("-k", metavar="PATTERN", help="run the cases whose id matches this glob")
@@ -85,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for c in CLIENT_CASES:
             print(f"{c.id:<28} {c.cite:<18} {c.text}")
         return 0
+    if args.client is None:  # (not required by argparse: --list runs nothing)
+        parser.error("the following arguments are required: --client")
     if "{url}" not in args.client:
         parser.error("--client must contain {url} (and usually {publisher} and {script})")
     if args.k is not None and not any(fnmatch.fnmatch(c.id, args.k) for c in CLIENT_CASES):
