@@ -68,6 +68,21 @@ public final class FrameType {
     /** messages (extension 7) messageCredit, from the receiver of messages to their sender, §20.3. */
     public static final int MESSAGE_CREDIT = 0x9D;
 
+    /** channels (extension 8) channel, opener to publisher: the next subscribe with this id opens a channel, §21.3. */
+    public static final int CHANNEL = 0xA0;
+    /** channels (extension 8) inputRequest, publisher to opener: input demand, §21.4. */
+    public static final int INPUT_REQUEST = 0xA1;
+    /** channels (extension 8) inputCancel, publisher to opener: no more input, §21.5. */
+    public static final int INPUT_CANCEL = 0xA2;
+    /** channels (extension 8) inputNext, opener to publisher: one input element (or the last part of one), §21.2. */
+    public static final int INPUT_NEXT = 0xA3;
+    /** channels (extension 8) inputComplete, opener to publisher, §21.5. */
+    public static final int INPUT_COMPLETE = 0xA4;
+    /** channels (extension 8) inputError, opener to publisher: the input failed (UTF-8 text), §21.5. */
+    public static final int INPUT_ERROR = 0xA5;
+    /** input-parts (extension 9) inputNextPart, opener to publisher: a part of an input element, §21.6. */
+    public static final int INPUT_NEXT_PART = 0xA6;
+
     /** Extension id of keepalive (§14). */
     public static final long KEEPALIVE = 1;
     /** Extension id of auth (§15). */
