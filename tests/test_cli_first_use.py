@@ -116,10 +116,15 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[TestCA, Path, Path]:
     ("files", "says"),
     [
         (("cert",), "--tls-cert {cert} holds no private key: give the key's file with --tls-key"),
-        (("key",), "--tls-cert {key} holds no PEM certificate ('-----BEGIN CERTIFICATE-----')"),
+        (
+            ("key",),
+            "--tls-cert {key} holds a private key, not a certificate: give the key with --tls-key and its "
+            "certificate ('-----BEGIN CERTIFICATE-----') with --tls-cert",
+        ),
+        (("key", "key"), "--tls-cert {key} holds no PEM certificate ('-----BEGIN CERTIFICATE-----')"),
         (("cert", "cert"), "--tls-key {cert} holds no PEM private key ('-----BEGIN ... PRIVATE KEY-----')"),
     ],
-    ids=["no key", "no certificate", "no key in the key file"],
+    ids=["no key", "the key for the certificate", "no certificate", "no key in the key file"],
 )
 def test_a_server_certificate_file_without_what_it_needs_says_what_is_missing(
     capsys: pytest.CaptureFixture[str], pki: tuple[TestCA, Path, Path], files: tuple[str, ...], says: str
@@ -133,6 +138,96 @@ def test_a_server_certificate_file_without_what_it_needs_says_what_is_missing(
     err = capsys.readouterr().err
     assert err.startswith("rstreams serve: " + says.format(**paths) + " (SSLError: "), err
     assert err.count("\n") == 1
+
+
+CA_TAKES = "takes the PEM certificates of the CAs to trust ('-----BEGIN CERTIFICATE-----')"
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["subscribe", "tls://127.0.0.1:1", "x", "--cafile", "FILE"],
+        ["ping", "tls://127.0.0.1:1", "--cafile", "FILE"],
+        ["top", "wss://127.0.0.1:1/", "--cafile", "FILE"],
+        ["publish", "tls://127.0.0.1:1", "x", "--cafile", "FILE"],
+        ["conformance", "tls://127.0.0.1:1", "--cafile", "FILE"],
+        ["serve", "tls://127.0.0.1:0", "--tls-cert", "CERT", "--tls-key", "KEY", "--tls-client-ca", "FILE"],
+        [
+            "serve",
+            "tls://127.0.0.1:0",
+            "log",
+            "--tls-cert",
+            "CERT",
+            "--tls-key",
+            "KEY",
+            "--tls-client-ca",
+            "FILE",
+        ],
+    ],
+    ids=["subscribe", "ping", "top", "publish", "conformance", "serve", "serve a log"],
+)
+def test_a_private_key_given_as_ca_file_is_named_as_one(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    pki: tuple[TestCA, Path, Path],
+    argv: list[str],
+) -> None:
+    """Every option that loads CA certificates, given the server's private key: ssl said only 'no
+    certificate or crl found'; the line names the option, the file, what it holds and what the
+    option takes, exit 2 (before connecting, or listening)."""
+    _, cert, key = pki
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one\n")))
+    files = {"FILE": str(key), "CERT": str(cert), "KEY": str(key)}
+    assert main([files.get(word, word) for word in argv]) == 2
+    option = argv[-2]
+    err = capsys.readouterr().err
+    said = f"{option} {key} holds a private key, not a CA certificate; {option} {CA_TAKES} (SSLError: "
+    before = "cannot run the suite against tls://127.0.0.1:1: " if argv[0] == "conformance" else ""
+    assert err.startswith(f"rstreams {argv[0]}: {before}{said}"), err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("holds", "text"),
+    [
+        (
+            "a certificate request",
+            "-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n",
+        ),
+        ("no PEM certificate", "not a certificate\n"),
+        ("no PEM certificate", ""),
+    ],
+    ids=["a certificate request", "text", "empty"],
+)
+def test_a_ca_file_without_a_certificate_says_what_it_holds(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, holds: str, text: str
+) -> None:
+    bad = tmp_path / "ca.pem"
+    bad.write_text(text)
+    assert main(["subscribe", "tls://127.0.0.1:1", "x", "--cafile", str(bad)]) == 2
+    not_ca = ", not a CA certificate" if holds.startswith("a ") else ""
+    assert capsys.readouterr().err.startswith(
+        f"rstreams subscribe: --cafile {bad} holds {holds}{not_ca}; --cafile {CA_TAKES} (SSLError: "
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("command", ["subscribe", "conformance"])
+def test_a_private_key_given_as_client_certificate_says_which_option_takes_it(
+    capsys: pytest.CaptureFixture[str], pki: tuple[TestCA, Path, Path], command: str
+) -> None:
+    """--certfile KEY (no --keyfile): the key goes with --keyfile, the certificate with --certfile."""
+    ca, _, key = pki
+    name = ["x"] if command == "subscribe" else []
+    argv = [command, "tls://127.0.0.1:1", *name, "--cafile", str(ca.cert), "--certfile", str(key)]
+    assert main(argv) == 2
+    before = "cannot run the suite against tls://127.0.0.1:1: " if command == "conformance" else ""
+    assert capsys.readouterr().err.startswith(
+        f"rstreams {command}: {before}--certfile {key} holds a private key, not a certificate: give the key "
+        "with --keyfile and its certificate ('-----BEGIN CERTIFICATE-----') with --certfile (SSLError: "
+    )
 
 
 @pytest.mark.timeout(30)

@@ -38,7 +38,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "wire": BASE,
     "observe": BASE | {"flow", "wire"},
     "net": BASE | {"flow", "wire", "observe"},
-    "conformance": BASE | {"wire", "net", "_schedstat"},
+    "conformance": BASE | {"wire", "net", "_schedstat", "_pem"},
     "replay": BASE | {"flow", "net", "observe", "_pem"},
     "web": BASE | {"net", "observe", "replay"},
     "spark": BASE | {"flow", "net", "observe", "replay", "web"},

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rstreams._pem import pem_problem
+from rstreams._pem import ca_problem, pem_problem
 from rstreams.errors import MissingExtraError
 
 if TYPE_CHECKING:
@@ -133,6 +133,10 @@ def server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
         try:
             context.load_verify_locations(cafile=args.tls_client_ca)
         except (OSError, ssl.SSLError) as bad:
+            if isinstance(bad, ssl.SSLError):  # ssl says only "no certificate or crl found"
+                problem = ca_problem(args.tls_client_ca, "--tls-client-ca")
+                if problem is not None:
+                    raise ValueError(f"{problem} ({type(bad).__name__}: {bad})") from None
             raise ValueError(f"cannot load --tls-client-ca {args.tls_client_ca}: {bad}") from None
     return context
 

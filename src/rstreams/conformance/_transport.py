@@ -26,6 +26,7 @@ import ssl as _ssl
 import sys
 from typing import Any, Protocol
 
+from rstreams._pem import ca_problem, pem_problem
 from rstreams.conformance._publishers import address_text
 from rstreams.net import parse_url
 
@@ -231,16 +232,30 @@ def client_ssl_context(
 
     Raises:
         OSError: a file cannot be read. ssl.SSLError: a file holds no usable certificate or key.
-        ValueError: ``keyfile`` without ``certfile``.
+        ValueError: ``keyfile`` without ``certfile``; a file that holds something else than
+            what its option takes (a private key as ``cafile``, say: the message names the
+            option, the file and what it holds).
     """
     if keyfile is not None and certfile is None:
         raise ValueError("a client key (--keyfile) needs its certificate (--certfile)")
-    context = _ssl.create_default_context(_ssl.Purpose.SERVER_AUTH, cafile=cafile)
+    try:
+        context = _ssl.create_default_context(_ssl.Purpose.SERVER_AUTH, cafile=cafile)
+    except _ssl.SSLError as bad:
+        problem = ca_problem(cafile, "--cafile") if cafile is not None else None
+        if problem is None:
+            raise
+        raise ValueError(f"{problem} ({type(bad).__name__}: {bad})") from None
     if insecure:
         context.check_hostname = False
         context.verify_mode = _ssl.CERT_NONE
     if certfile is not None:
-        context.load_cert_chain(certfile, keyfile)
+        try:
+            context.load_cert_chain(certfile, keyfile)
+        except _ssl.SSLError as bad:  # ssl says only "PEM lib"
+            problem = pem_problem(certfile, keyfile, "--certfile", "--keyfile")
+            if problem is None:
+                raise
+            raise ValueError(f"{problem} ({type(bad).__name__}: {bad})") from None
     return context
 
 

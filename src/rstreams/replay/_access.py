@@ -13,7 +13,7 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
-from rstreams._pem import pem_problem
+from rstreams._pem import ca_problem, pem_problem
 from rstreams.errors import ReactiveStreamsError
 
 __all__ = ["Access", "AccessError"]
@@ -104,6 +104,10 @@ class Access:
                     where += f" / {said.get('keyfile', 'keyfile')} {self.keyfile}"
                 context.load_cert_chain(self.certfile, self.keyfile)
         except (OSError, ssl.SSLError) as bad:  # the file's name: ssl's errors leave it out
+            if isinstance(bad, ssl.SSLError) and self.cafile is not None and where.startswith(cafile):
+                problem = ca_problem(self.cafile, cafile)  # ssl says only "no certificate or crl found"
+                if problem is not None:
+                    raise AccessError(f"{problem} ({type(bad).__name__}: {bad})") from None
             if isinstance(bad, ssl.SSLError) and self.certfile is not None and not where.startswith(cafile):
                 cert, key = said.get("certfile", "certfile"), said.get("keyfile", "keyfile")
                 problem = pem_problem(self.certfile, self.keyfile, cert, key)  # ssl says only "PEM lib"
