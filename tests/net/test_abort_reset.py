@@ -1,13 +1,14 @@
-"""A TCP, TLS or WebSocket transport aborted with bytes still unsent is reset, not closed (PROTOCOL.md §9.1).
+"""A TCP, TLS or WebSocket (``ws://``, ``wss://``) transport aborted with bytes still unsent is
+reset, not closed (PROTOCOL.md §9.1).
 
 A server closed while a peer that stops reading is flooded with elements says goodbye; the
 goodbye cannot go out behind the unsent elements, so the bounded close ends in an abort.
 A close there would let the peer read every byte the kernel holds and then an orderly end of
 input, maybe at a frame's boundary: a cut stream that looks finished. A reset makes its
 reads end in ``ConnectionResetError``. The peer is a raw socket that reads nothing until the
-server's side is gone, then reads to the end (over ``ws://`` it makes its upgrade by hand). A
-Unix socket cannot be reset: its peer reads the bytes sent and the end, without the whole
-goodbye (an error for it, §9.3).
+server's side is gone, then reads to the end (over ``ws://`` and ``wss://`` it makes its
+upgrade by hand, under its own TLS session on ``wss://``). A Unix socket cannot be reset: its
+peer reads the bytes sent and the end, without the whole goodbye (an error for it, §9.3).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ async def _serve_and_stall(url: str, server_ssl: ssl.SSLContext | None) -> socke
         sock = await _peer(address)
         loop = asyncio.get_running_loop()
         if server_ssl is not None:
-            tls, outgoing = await _handshake(sock, address.rsplit(":", 1)[0])
+            tls, _, outgoing = await _handshake(sock, address.rsplit(":", 1)[0])
             tls.write(OPENING)
             await within(loop.sock_sendall(sock, outgoing.read()))
         else:
@@ -97,9 +98,9 @@ def _holds_unsent(conn: Connection) -> bool:
     return transport is not None and transport.get_write_buffer_size() > 0
 
 
-async def _handshake(sock: socket.socket, host: str) -> tuple[ssl.SSLObject, ssl.MemoryBIO]:
+async def _handshake(sock: socket.socket, host: str) -> tuple[ssl.SSLObject, ssl.MemoryBIO, ssl.MemoryBIO]:
     """A TLS client's handshake on ``sock`` (the server's certificate is not checked: only the
-    bytes under TLS matter here); the session and its outgoing buffer."""
+    bytes under TLS matter here); the session, its incoming and its outgoing buffer."""
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -109,7 +110,7 @@ async def _handshake(sock: socket.socket, host: str) -> tuple[ssl.SSLObject, ssl
     while True:
         try:
             tls.do_handshake()
-            return tls, outgoing
+            return tls, incoming, outgoing
         except ssl.SSLWantReadError:
             await within(loop.sock_sendall(sock, outgoing.read()))
             data = await within(loop.sock_recv(sock, 1 << 16))
@@ -149,19 +150,56 @@ async def test_a_unix_socket_aborted_ends_without_a_whole_goodbye(tmp_path: Path
     assert not any(isinstance(frame, Goodbye) for frame in frames)  # the goodbye did not go out
 
 
-async def _ws_open(sock: socket.socket, address: str) -> None:
-    """A raw WebSocket upgrade on ``sock`` (RFC 6455 §4.1), then the opening in one masked binary message."""
-    loop = asyncio.get_running_loop()
+class _Plain:
+    """Bytes to and from the peer's raw socket as they are (``ws://``)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    async def send(self, data: bytes) -> None:
+        await within(asyncio.get_running_loop().sock_sendall(self.sock, data))
+
+    async def recv(self) -> bytes:
+        """At most one byte: the answer's head only is read, the rest is frames left unread."""
+        return await within(asyncio.get_running_loop().sock_recv(self.sock, 1))
+
+
+class _UnderTLS(_Plain):
+    """Bytes to and from the peer's raw socket under its TLS session (``wss://``)."""
+
+    def __init__(
+        self, sock: socket.socket, session: tuple[ssl.SSLObject, ssl.MemoryBIO, ssl.MemoryBIO]
+    ) -> None:
+        super().__init__(sock)
+        self.tls, self.incoming, self.outgoing = session
+
+    async def send(self, data: bytes) -> None:
+        self.tls.write(data)
+        await super().send(self.outgoing.read())
+
+    async def recv(self) -> bytes:
+        while True:
+            try:
+                return self.tls.read(1)
+            except ssl.SSLWantReadError:
+                record = await within(asyncio.get_running_loop().sock_recv(self.sock, 1 << 10))
+                if not record:
+                    return b""
+                self.incoming.write(record)
+
+
+async def _ws_open(peer: _Plain, address: str) -> None:
+    """A raw WebSocket upgrade by ``peer`` (RFC 6455 §4.1), then the opening in one masked binary message."""
     host, path = address.split("/", 1)
     request = (
         f"GET /{path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         "Sec-WebSocket-Protocol: rsio.v0\r\n\r\n"
     )
-    await within(loop.sock_sendall(sock, request.encode()))
+    await peer.send(request.encode())
     answer = b""
     while b"\r\n\r\n" not in answer:
-        chunk = await within(loop.sock_recv(sock, 1))  # the answer's head only: the rest is frames
+        chunk = await peer.recv()  # the answer's head only: the rest is frames
         assert chunk, answer
         answer += chunk
     assert answer.startswith(b"HTTP/1.1 101"), answer
@@ -169,16 +207,25 @@ async def _ws_open(sock: socket.socket, address: str) -> None:
     payload = bytes(byte ^ mask[i % 4] for i, byte in enumerate(OPENING))
     assert len(OPENING) < 126  # a one-byte length
     head = bytes([0x82, 0x80 | len(OPENING)])  # FIN, binary; masked
-    await within(loop.sock_sendall(sock, head + mask + payload))
+    await peer.send(head + mask + payload)
 
 
-async def test_a_websocket_aborted_with_output_unsent_resets_the_peer(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scheme", ["ws", "wss"])
+async def test_a_websocket_aborted_with_output_unsent_resets_the_peer(
+    scheme: str, tmp_path: Path, server_ssl: ssl.SSLContext
+) -> None:
+    """``wss://`` as ``ws://``: the reset is the TCP socket's, under the TLS session and the WebSocket."""
     connections: list[Connection] = []
-    server = await serve(listen_url("ws", tmp_path), {"flood": _flood}, on_connection=connections.append)
+    context = server_ssl if scheme == "wss" else None
+    url = listen_url(scheme, tmp_path)
+    server = await serve(url, {"flood": _flood}, ssl=context, on_connection=connections.append)
     address = server.url.split("://", 1)[1]
     sock = await _peer(address.split("/", 1)[0])
     try:
-        await _ws_open(sock, address)
+        peer = _Plain(sock)
+        if context is not None:
+            peer = _UnderTLS(sock, await _handshake(sock, address.split("/", 1)[0].rsplit(":", 1)[0]))
+        await _ws_open(peer, address)
         async with asyncio.timeout(WAIT):
             while not connections or not _holds_unsent(connections[0]):  # noqa: ASYNC110 (no event says so)
                 await asyncio.sleep(0.01)
