@@ -562,7 +562,7 @@ public final class Connection {
             return;
         }
         if (owner == FrameType.MESSAGES) {
-            Event e = messages.received(x.type(), x.payload(), auth != null && auth.holding());
+            Event e = messages.received(x.type(), x.payload(), auth);
             if (e != null) {
                 events.add(e);
             }

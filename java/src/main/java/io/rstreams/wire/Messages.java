@@ -167,10 +167,11 @@ public final class Messages {
     /**
      * A message or messageCredit from the peer, its extension active.
      *
+     * @param gate the server's auth (§20.4: a message waits for the authenticate, then is authorized by name), or null
      * @return the event for it; null for a message held until the client's authenticate is settled
      * @throws ProtocolException a malformed payload (§20.2), a message beyond the credit (§20.3)
      */
-    Event received(int type, byte[] payload, boolean authenticating) throws ProtocolException {
+    Event received(int type, byte[] payload, AuthGate gate) throws ProtocolException {
         if (type == FrameType.MESSAGE_CREDIT) {
             long count = decodeCredit(payload);
             credit = Connection.addDemand(credit, count);
@@ -181,11 +182,11 @@ public final class Messages {
         }
         Decoded m = decodeMessage(payload);
         granted--;
-        if (authenticating) {
+        if (gate != null && gate.holding()) {
             held.add(m); // bounded by the credit it holds
             return null;
         }
-        return new Event.Message(m.name(), m.body(), null);
+        return new Event.Message(m.name(), m.body(), gate == null ? null : gate.admitMessage(m.name()));
     }
 
     /** The messages held for the authenticate, now settled; each refused or not by {@code gate} (§20.4). */

@@ -142,6 +142,40 @@ public class MessagesNetTest {
                 texts.toString());
     }
 
+    /**
+     * A server checking credentials (§20.4): messages sent before the authenticate wait for it,
+     * then each is authorized by name like a subscribe; a refused one is dropped, logged, and its
+     * credit comes back.
+     */
+    @Test(timeOut = 60_000)
+    public void aServerAuthorizesEachMessageByName() throws Exception {
+        BlockingQueue<Message> got = new LinkedBlockingQueue<>();
+        List<String> asked = new java.util.concurrent.CopyOnWriteArrayList<>();
+        AtomicReference<List<java.util.logging.LogRecord>> logs = new AtomicReference<>();
+        try (RsioServer server = RsioServer.builder()
+                        .token("t")
+                        .authorize((c, name) -> {
+                            asked.add(name);
+                            return !name.startsWith("secret");
+                        })
+                        .maxMessagesInFlight(1)
+                        .handler("{what}", got::add)
+                        .bind("tcp://127.0.0.1:0");
+                RsioClient client = RsioClient.builder().token("t").build();
+                RsioConnection conn = client.connect(server.url()).get(WAIT, TimeUnit.SECONDS)) {
+            logs.set(LoggedRecords.during("dropped", () -> {
+                for (int i = 0; i < 3; i++) {
+                    join(conn.send("secret", "x"));
+                }
+                join(conn.send("open?n=1", "y"));
+                assertEquals(take(got).params(), Map.of("what", "open", "n", "1"));
+            }));
+        }
+        assertEquals(asked, List.of("secret", "secret", "secret", "open?n=1"));
+        assertTrue(got.isEmpty(), "a refused message reached its handler: " + got);
+        assertEquals(logs.get().get(0).getMessage(), "message to 'secret' dropped: unauthorized (PROTOCOL.md §20.4)");
+    }
+
     /** At most MAX_WAITING sends wait for credit: the next fails at once instead of queueing. */
     @Test(timeOut = 60_000)
     public void waitingSendsAreBounded() throws Exception {

@@ -230,5 +230,11 @@ public class MessagesTest {
         assertEquals(got.get(0).refusal(), null);
         assertEquals(got.get(1).name(), "no/2");
         assertEquals(got.get(1).refusal(), "unauthorized");
+        client.messages().send("no/3", new byte[0]); // after the authenticate: authorized as it arrives
+        out = client.dataToSend();
+        server.receiveData(out, 0, out.length);
+        got = messagesOf(server.events());
+        assertEquals(got.size(), 1);
+        assertEquals(got.get(0).refusal(), "unauthorized");
     }
 }
