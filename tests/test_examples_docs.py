@@ -419,3 +419,36 @@ def test_the_tck_page_s_defaults_are_the_code_s() -> None:
         assert constant, (name, module)
         imported = __import__(f"rstreams.tck.{module.stem}", fromlist=["_"])
         assert getattr(imported, constant.group(1)) == int(millis), name
+
+
+def test_every_rstreams_name_the_documents_write_exists() -> None:
+    """`rstreams.x.Y` in the README, PROTOCOL.md and docs/*.md: a module, class, function or
+    attribute that imports as written; or, for the names that are not Python's (a logger, a
+    span attribute), a string the code uses (`"rstreams.frames"`)."""
+    import importlib
+
+    documents = [ROOT / "README.md", ROOT / "PROTOCOL.md", *sorted(DOCS.glob("*.md"))]
+    named = {
+        (doc.name, name)
+        for doc in documents
+        for name in re.findall(r"`(rstreams(?:\.[A-Za-z_]\w*)+)", doc.read_text())
+    }
+    assert len(named) >= 60, named
+    code = "".join(path.read_text() for path in (ROOT / "src" / "rstreams").rglob("*.py"))
+
+    def exists(dotted: str) -> bool:
+        parts = dotted.split(".")
+        for split in range(len(parts), 0, -1):
+            try:
+                found: object = importlib.import_module(".".join(parts[:split]))
+            except ImportError:
+                continue
+            for part in parts[split:]:
+                if not hasattr(found, part):
+                    return False
+                found = getattr(found, part)
+            return True
+        return False
+
+    missing = sorted(f"{doc}: {name}" for doc, name in named if not exists(name) and f'"{name}"' not in code)
+    assert not missing, f"names the documents write that rstreams does not have: {missing}"
