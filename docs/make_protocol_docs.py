@@ -935,6 +935,10 @@ def render(markdown: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    asked = argv in (["-h"], ["--help"])
+    if asked or set(argv) - {"--check"}:  # a typo must not rewrite the files
+        print(f"usage: python docs/make_protocol_docs.py [--check]\n\n{__doc__}", file=sys.stderr)
+        return 0 if asked else 2
     check = "--check" in argv
     current_md = PROTOCOL_MD.read_text()
     wanted = {PROTOCOL_MD: render(current_md), VECTORS_JSON: vectors_text()}

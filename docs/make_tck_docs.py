@@ -89,6 +89,10 @@ def render(current: str) -> str:
 
 
 def main(argv: list[str]) -> int:
+    asked = argv in (["-h"], ["--help"])
+    if asked or set(argv) - {"--check"}:  # a typo must not rewrite the file
+        print(f"usage: python docs/make_tck_docs.py [--check]\n\n{__doc__}", file=sys.stderr)
+        return 0 if asked else 2
     current = DOC.read_text(encoding="utf-8")
     wanted = render(current)
     if "--check" in argv:

@@ -20,6 +20,7 @@ import pytest
 from rstreams.conformance import _runner
 from rstreams.conformance.clients import main as clients_main
 from testkit import patience
+from testkit.scripts import load_script
 from testkit.snippets import fenced, in_async_main
 from testkit.snippets import run as run_snippet
 from testkit.tls import TestCA
@@ -452,3 +453,15 @@ def test_every_rstreams_name_the_documents_write_exists() -> None:
 
     missing = sorted(f"{doc}: {name}" for doc, name in named if not exists(name) and f'"{name}"' not in code)
     assert not missing, f"names the documents write that rstreams does not have: {missing}"
+
+
+@pytest.mark.parametrize("generator", ["make_protocol_docs.py", "make_tck_docs.py"])
+def test_a_generator_s_help_or_a_typo_rewrites_nothing(generator: str) -> None:
+    """docs/'s generators take `--check` or nothing: `--help` says so (exit 0) and a misspelt
+    option is a usage error (exit 2), neither writing a file, where both used to regenerate."""
+    script = load_script(f"docs/{generator}", f"docs_{generator.removesuffix('.py')}")
+    watched = [ROOT / "PROTOCOL.md", DOCS / "protocol-vectors.json", DOCS / "tck.md"]
+    before = [path.stat().st_mtime_ns for path in watched]
+    assert script.main(["--help"]) == 0
+    assert script.main(["--chek"]) == 2
+    assert [path.stat().st_mtime_ns for path in watched] == before
