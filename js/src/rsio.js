@@ -244,6 +244,13 @@ const WS_LINGER_BYTES = 4 * 1024 * 1024;
 export function webSocketTransport(ws, clock = SYSTEM_CLOCK, socket = null) {
   let polling = null;
   let discarded = null; // bytes read after close(): null until then
+  const written = new ReplyLedger(); // the bytes handed to the socket, the `ws` package's pongs as replies
+  let paused = false; // by the Connection (pauseReading())
+  let pongsWaiting = false; // reading stopped until the pongs unsent drain
+  const sendMessage = (message) => {
+    written.wrote(wsFrameBytes(message.byteLength), 0);
+    ws.send(message);
+  };
   const terminate = () => {
     if (typeof ws.terminate !== "function") return;
     if (socket !== null && ws.bufferedAmount > 0 && !socket.destroyed) {
@@ -263,10 +270,10 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK, socket = null) {
     send(bytes) {
       if (ws.readyState !== 1) return;
       if (bytes.byteLength <= MAX_WS_MESSAGE) {
-        ws.send(bytes);
+        sendMessage(bytes);
         return;
       }
-      for (let at = 0; at < bytes.byteLength; at += MAX_WS_MESSAGE) ws.send(bytes.subarray(at, at + MAX_WS_MESSAGE));
+      for (let at = 0; at < bytes.byteLength; at += MAX_WS_MESSAGE) sendMessage(bytes.subarray(at, at + MAX_WS_MESSAGE));
     },
     close() {
       if (discarded !== null) return;
@@ -289,10 +296,12 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK, socket = null) {
     // the `ws` package's WebSocket (listen(), connect() under Node without a global one) can
     // stop reading; a browser's cannot, so there only unreadTimeout and MAX_UNSENT hold
     pauseReading() {
+      paused = true;
       ws.pause?.();
     },
     resumeReading() {
-      if (ws.readyState === 1) ws.resume?.();
+      paused = false;
+      if (ws.readyState === 1 && !pongsWaiting) ws.resume?.();
     },
     waitWritable() {
       if (polling !== null) return;
@@ -327,14 +336,37 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK, socket = null) {
     deliver("onend");
   };
   ws.onerror = (event) => { failure = event?.message || event?.error?.message || null; }; // a close event follows
-  // the `ws` package answers the peer's WebSocket pings itself: a peer that pings and never
-  // reads would grow the pongs unsent without bound (§6.3); past MAX_UNSENT the socket ends
-  ws.on?.("ping", () => {
-    if (ws.bufferedAmount <= MAX_UNSENT) return;
-    failure = `more than ${MAX_UNSENT} bytes unsent to a peer that pings and does not read (MAX_UNSENT)`;
-    terminate();
+  // the `ws` package answers the peer's WebSocket pings itself, whatever its socket holds: a
+  // peer that pings and never reads would grow the pongs unsent without bound (§6.3). Pongs are
+  // replies: past REPLY_MARK of them unsent the peer is not read until they drain below a
+  // quarter of it, as the Connection does for its own; past MAX_UNSENT unsent the socket ends
+  const drained = () => {
+    if (ws.readyState !== 1) return;
+    if (written.unsentReplies(ws.bufferedAmount) > REPLY_MARK / 4) {
+      clock.setTimeout(drained, DRAIN_POLL_MS);
+      return;
+    }
+    pongsWaiting = false;
+    if (!paused) ws.resume();
+  };
+  ws.on?.("ping", (data) => {
+    const pong = wsFrameBytes(data?.length ?? 0);
+    written.wrote(pong, pong);
+    if (ws.bufferedAmount > MAX_UNSENT) {
+      failure = `more than ${MAX_UNSENT} bytes unsent to a peer that pings and does not read (MAX_UNSENT)`;
+      terminate();
+    } else if (!pongsWaiting && written.unsentReplies(ws.bufferedAmount) > REPLY_MARK) {
+      pongsWaiting = true;
+      ws.pause();
+      clock.setTimeout(drained, DRAIN_POLL_MS);
+    }
   });
   return transport;
+}
+
+/** The bytes of one WebSocket frame of `size` bytes of payload, as a client sends it (masked). */
+function wsFrameBytes(size) {
+  return size + (size < 126 ? 2 : size < 65536 ? 4 : 10) + 4;
 }
 
 /**

@@ -208,8 +208,10 @@ function fakeWs() {
   const ws = {
     readyState: 1, bufferedAmount: 0, calls: [],
     on(kind, handler) { handlers.set(kind, handler); },
-    emit(kind) { handlers.get(kind)?.(); },
+    emit(kind, ...args) { handlers.get(kind)?.(...args); },
     send() {},
+    pause() { ws.calls.push("pause"); },
+    resume() { ws.calls.push("resume"); },
     close(code) { ws.calls.push(`close${code === undefined ? "" : ` ${code}`}`); ws.readyState = 2; },
     terminate() { ws.calls.push("terminate"); ws.readyState = 3; for (const listener of listeners) listener(); },
     addEventListener(kind, listener) { if (kind === "close") listeners.push(listener); },
@@ -292,4 +294,38 @@ test("webSocketTransport: a peer that pings and never reads is cut off once the 
   ws.onclose({ code: 1006 });
   assert.equal(ending, "the WebSocket closed with status 1006 (more than 16777216 bytes unsent to a peer that pings "
     + "and does not read (MAX_UNSENT))");
+});
+
+test("webSocketTransport: past 256 KiB of pongs unsent the peer is not read until they drain below a quarter (§6.3)", () => {
+  const clock = new ManualClock();
+  const ws = fakeWs();
+  const transport = webSocketTransport(ws, clock);
+  transport.start();
+  const pong = 125 + 2 + 4; // a ping's largest payload, as a client frames it
+  let pings = 0;
+  while (!ws.calls.includes("pause") && pings < 10_000) {
+    ws.bufferedAmount += pong; // the `ws` package's pong, never read
+    ws.emit("ping", new Uint8Array(125));
+    pings += 1;
+  }
+  assert.equal(pings, Math.floor((256 * 1024) / pong) + 1);
+  transport.pauseReading();
+  transport.resumeReading(); // the Connection's backlog is gone; the pongs' is not
+  ws.bufferedAmount = 64 * 1024 + 1;
+  clock.advance(1000);
+  assert.deepEqual(ws.calls, ["pause", "pause"]);
+  ws.bufferedAmount = 64 * 1024;
+  clock.advance(10);
+  assert.deepEqual(ws.calls, ["pause", "pause", "resume"]);
+});
+
+test("webSocketTransport: elements unsent do not count as pongs: a ping then does not stop reading", () => {
+  const ws = fakeWs();
+  const transport = webSocketTransport(ws, new ManualClock());
+  transport.start();
+  transport.send(new Uint8Array(200 * 1024));
+  transport.send(new Uint8Array(200 * 1024));
+  ws.bufferedAmount = 400 * 1024 + 8;
+  ws.emit("ping", new Uint8Array(8));
+  assert.deepEqual(ws.calls, []);
 });
