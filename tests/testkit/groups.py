@@ -19,6 +19,7 @@ GROUPS: dict[str, str | None] = {
     "tests/spark/test_requires.py": None,
     "tests/spark/test_sensor_tck.py": None,
     "tests/interop/test_matrix.py": "java",
+    "tests/interop/test_hostile_bindings.py": "java",
     "tests/conformance/test_fuzz_polyglot_quick.py": "java",
     "tests/conformance/test_fuzz_polyglot_client_quick.py": "java",
     "tests/conformance/test_hostile_polyglot.py": "java",
