@@ -465,3 +465,61 @@ def test_a_generator_s_help_or_a_typo_rewrites_nothing(generator: str) -> None:
     assert script.main(["--help"]) == 0
     assert script.main(["--chek"]) == 2
     assert [path.stat().st_mtime_ns for path in watched] == before
+
+
+SCRAPE = """
+import asyncio, itertools, urllib.request
+def sensor(params):
+    return rstreams.from_iterable(itertools.count()).map(lambda i: i.to_bytes(8, "big"))
+class Ten:
+    def on_subscribe(self, subscription):
+        subscription.request(10)
+    def on_next(self, element):
+        pass
+    def on_error(self, error):
+        pass
+    def on_complete(self):
+        pass
+"""
+
+SCRAPE_MAIN = """
+server = await rstreams.serve("tcp://127.0.0.1:0", {"sensors/{id}": sensor}, metrics="127.0.0.1:0")
+conn = await rstreams.connect(server.url)
+taken = 0
+async for _ in conn.publisher("sensors/kitchen"):
+    taken += 1
+    if taken == 1000:
+        break
+conn.publisher("sensors/attic").subscribe(Ten())
+await asyncio.sleep(0.5)
+print(await asyncio.to_thread(lambda: urllib.request.urlopen(server.metrics_url).read().decode()))
+await conn.aclose()
+await server.aclose()
+"""
+
+
+def test_the_scrape_is_what_such_a_server_exposes() -> None:
+    """docs/observability.md, "A scrape": a server of 8-byte elements, one stream cancelled after
+    1,000 of them and one whose subscriber asked for 10 and then nothing, exposes the lines
+    shown. How many elements went out before the cancel arrived is the loop's timing (the page's
+    1,034: 1,024 of the first stream's): those lines are checked against each other and the
+    demand granted, the others exactly."""
+    text = (DOCS / "observability.md").read_text()
+    shown = next(block for _, block in fenced(text) if block.startswith("rstreams_connections_open"))
+    lines = run_snippet(in_async_main(SCRAPE, SCRAPE_MAIN, "")).splitlines()
+    exposed = {
+        name: float(value) for name, value in (line.rsplit(" ", 1) for line in lines if line[:1].isalpha())
+    }
+    said = {name: float(value) for name, value in (line.rsplit(" ", 1) for line in shown.splitlines())}
+    assert set(said) <= set(exposed), sorted(set(said) - set(exposed))
+    key = '{publisher="sensors/{id}"}'
+    timed = [f"rstreams_{name}{key}" for name in ("elements_sent_total", "element_bytes_sent_total")]
+    timed += ["rstreams_bytes_sent_total", f"rstreams_stalled_demand_seconds_total{key}"]
+    assert {name: exposed[name] for name in said if name not in timed} == {
+        name: value for name, value in said.items() if name not in timed
+    }
+    for numbers in (said, exposed):
+        elements, element_bytes, sent, stalled = (numbers[name] for name in timed)
+        assert 1010 <= elements <= numbers[f"rstreams_demand_granted_total{key}"], numbers
+        assert (element_bytes, stalled > 0) == (8 * elements, True), numbers
+        assert element_bytes < sent, numbers
