@@ -26,8 +26,8 @@ import java.util.Map;
  * IDLE; input messages for an id in IDLE or ENDED are dropped quietly (§21.5's table). Each
  * call that sends returns the payload; the caller writes it with its type.
  *
- * <p>Not yet routed to by {@link Connection}, and the net layer does not offer id 8: a step
- * toward channels, driven by its own tests (ChannelsTest).
+ * <p>{@link Connection} routes the extension's messages here when it offers id 8 (the net layer
+ * does not offer it yet), and emits {@link Event.ChannelOpened} and {@link Event.ChannelInput}.
  */
 public final class Channels {
     /** A payload read: the subscriber and, by type, the demand (inputRequest), the data (inputNext, inputNextPart) or the text (inputError). */
@@ -213,6 +213,13 @@ public final class Channels {
     public byte[] opening(long subscriber) {
         ours.put(subscriber, new InputState());
         return encode(subscriber);
+    }
+
+    /** The connection ended: every channel, and a pending mark, with it. */
+    void clear() {
+        theirs.clear();
+        ours.clear();
+        marked = false;
     }
 
     /** The subscription {@code subscriber} ended (either end's role): its input goes back to IDLE (§21.5). */

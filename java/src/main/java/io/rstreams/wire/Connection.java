@@ -95,6 +95,7 @@ public final class Connection {
     private long nextId = 1;
     private final AuthGate auth; // null: this end checks no credentials
     private final Messages messages; // null: extension messages not offered (§20)
+    private final Channels channels; // null: extension channels not offered (§21)
     private final List<Map.Entry<Long, Theirs>> heldOrder = new ArrayList<>(); // subscribes waiting for the authenticate
 
     /**
@@ -144,6 +145,7 @@ public final class Connection {
         String heldName;
         SubscribeMetadata heldMetadata = SubscribeMetadata.EMPTY; // the held subscribe's (§18.1)
         boolean cancelledWhileHeld; // acknowledged in its turn, after authenticated (§15.3)
+        boolean channel; // the held subscribe opens a channel (§21.3)
         final ArrayDeque<Object> queued = new ArrayDeque<>();
         long queuedBytes;
         int offset; // how much of the head element's parts are sent
@@ -226,6 +228,7 @@ public final class Connection {
         this.offered = Set.copyOf(extensions);
         this.parser = new FrameParser(limits);
         this.messages = offered.contains(FrameType.MESSAGES) ? new Messages(this) : null;
+        this.channels = offered.contains(FrameType.CHANNELS) ? new Channels(limits) : null;
         out.write(new Frame.Hello(side == Side.SERVER, 0, List.copyOf(new LinkedHashSet<>(extensions))), 0);
     }
 
@@ -561,6 +564,17 @@ public final class Connection {
             qualifierReceived(x);
             return;
         }
+        if (owner == FrameType.CHANNELS) {
+            if (x.type() == FrameType.INPUT_NEXT_PART && !active.contains(FrameType.INPUT_PARTS)) {
+                throw new ProtocolException("message type 0xa6 is reserved by extension channels (id 8): extension input-parts "
+                        + "(id 9) is not active on this connection (PROTOCOL.md §4.4)");
+            }
+            Channels.Input in = channels.received(x.type(), x.payload());
+            if (in != null) {
+                events.add(new Event.ChannelInput(in));
+            }
+            return;
+        }
         if (owner == FrameType.MESSAGES) {
             Event e = messages.received(x.type(), x.payload(), auth);
             if (e != null) {
@@ -622,6 +636,9 @@ public final class Connection {
             } else if (refusedByAuth(e.getKey(), name, e.getValue().heldMetadata)) {
                 theirs.remove(e.getKey());
             } else {
+                if (e.getValue().channel) {
+                    channelOpened(e.getKey());
+                }
                 events.add(new Event.Subscribed(e.getKey(), name, e.getValue().credit, e.getValue().heldMetadata));
             }
         }
@@ -632,6 +649,7 @@ public final class Connection {
 
     private void subscribeReceived(Frame.Subscribe s, SubscribeMetadata metadata) throws ProtocolException {
         long id = s.subscriber();
+        boolean channel = channels != null && channels.subscribeReceived(id); // the mark is used up whatever follows (§21.3)
         if (theirs.containsKey(id)) {
             throw new ProtocolException("subscribe for subscriber " + Long.toUnsignedString(id)
                     + ", whose subscription is still open (PROTOCOL.md §5.3)");
@@ -650,13 +668,30 @@ public final class Connection {
             t.credit = s.initialDemand();
             t.heldName = s.publisher();
             t.heldMetadata = metadata;
+            t.channel = channel;
             theirs.put(id, t);
             heldOrder.add(Map.entry(id, t));
         } else if (auth == null || !refusedByAuth(id, s.publisher(), metadata)) {
             Theirs t = new Theirs();
             t.credit = s.initialDemand();
             theirs.put(id, t);
+            if (channel) {
+                channelOpened(id);
+            }
             events.add(new Event.Subscribed(id, s.publisher(), s.initialDemand(), metadata));
+        }
+    }
+
+    /** The peer's subscribe {@code id} opens a channel (§21.3): its input is OPEN, and {@link Event.ChannelOpened} comes right before its Subscribed. */
+    private void channelOpened(long id) {
+        channels.opened(id);
+        events.add(new Event.ChannelOpened(id));
+    }
+
+    /** Subscription {@code id} is over: a channel's input ends with it, without a message (§21.5). */
+    private void outputEnded(long id, boolean peers) {
+        if (channels != null) {
+            channels.outputEnded(id, peers);
         }
     }
 
@@ -688,6 +723,7 @@ public final class Connection {
         }
         if (n <= 0) {
             theirs.remove(id);
+            outputEnded(id, true);
             String reason = "rule 3.9: request(n) needs 0 < n < 2**63, got " + Long.toUnsignedString(n) + " (PROTOCOL.md §6.2)";
             writeOnError(id, reason, ErrorCode.INVALID_DEMAND.value());
             events.add(new Event.Cancelled(id, reason));
@@ -708,6 +744,7 @@ public final class Connection {
         if (theirs.remove(id) == null) {
             return; // crossed our terminal signal, or never opened (§5.4)
         }
+        outputEnded(id, true);
         out.write(new Frame.OnComplete(id), 0); // the acknowledgement (§5.4)
         events.add(new Event.Cancelled(id, null));
     }
@@ -846,6 +883,7 @@ public final class Connection {
             dropPartials(id);
         }
         ours.remove(id); // the id is free again (§5.3)
+        outputEnded(id, false);
         if (!quiet) {
             events.add(error == null ? new Event.Completed(id) : new Event.Failed(id, error, false, code));
         }
@@ -877,6 +915,9 @@ public final class Connection {
         partialBytes = 0;
         if (messages != null) {
             messages.closed();
+        }
+        if (channels != null) {
+            channels.clear();
         }
         events.add(new Event.Closed(reason, error, code));
     }
@@ -975,6 +1016,7 @@ public final class Connection {
         if (!partials.isEmpty()) {
             dropPartials(id);
         }
+        outputEnded(id, false); // the opener's input ends when it sends its cancel (§21.5)
         out.write(new Frame.Cancel(id), 0);
     }
 
@@ -1105,6 +1147,7 @@ public final class Connection {
             if (head instanceof Terminal end) {
                 t.queued.clear();
                 theirs.remove(id);
+                outputEnded(id, true);
                 if (end.error() == null) {
                     out.write(new Frame.OnComplete(id), 0);
                 } else {
@@ -1191,12 +1234,74 @@ public final class Connection {
             return true;
         }
         theirs.remove(id);
+        outputEnded(id, true);
         if (error == null) {
             out.write(new Frame.OnComplete(id), 0);
         } else {
             writeOnError(id, error, code);
         }
         return true;
+    }
+
+    /**
+     * Opens a channel on the peer's channel publisher {@code name} (§21.3): the mark, then the
+     * subscribe, for the smallest free id; the input is OPEN with no demand until the peer's
+     * inputRequest ({@link Event.ChannelInput} of {@link Channels.Input.Demand}).
+     *
+     * @return our subscriber id, the channel's
+     * @throws IllegalStateException if extension channels is not active (§21.1)
+     */
+    public long openChannel(String name, long initialDemand) {
+        checkSending();
+        if (channels == null || !active.contains(FrameType.CHANNELS)) {
+            throw new IllegalStateException("can't open a channel: the peer does not offer extension channels (id 8) (PROTOCOL.md §21.1)");
+        }
+        long id = nextId;
+        while (ours.containsKey(id)) {
+            id++;
+        }
+        out.write(new Frame.Extension(FrameType.CHANNEL, channels.opening(id)), 0);
+        long got = subscribe(name, initialDemand);
+        assert got == id : "subscribe allocates the id the mark names";
+        return got;
+    }
+
+    /**
+     * The channel input of the peer's channel {@code id} (this end publishes): grants {@code n}
+     * more elements (inputRequest), cancels it (inputCancel), as §21.4 and §21.5 say; no-ops once
+     * that input or its subscription ended.
+     */
+    public void requestInput(long id, long n) {
+        byte[] payload = channels == null || state != State.OPEN ? null : channels.request(id, n);
+        if (payload != null) {
+            out.write(new Frame.Extension(FrameType.INPUT_REQUEST, payload), 0);
+        }
+    }
+
+    /** See {@link #requestInput}: inputCancel. */
+    public void cancelInput(long id) {
+        byte[] payload = channels == null || state != State.OPEN ? null : channels.cancelInput(id);
+        if (payload != null) {
+            out.write(new Frame.Extension(FrameType.INPUT_CANCEL, payload), 0);
+        }
+    }
+
+    /**
+     * One element of the input of our channel {@code id}, within the input demand the peer granted (§21.4).
+     *
+     * @throws IllegalStateException without input demand, or when that input ended
+     */
+    public void sendInput(long id, byte[] element) {
+        checkSending();
+        out.write(new Frame.Extension(FrameType.INPUT_NEXT, channels.sendInput(id, element)), 0);
+    }
+
+    /** Ends the input of our channel {@code id}: inputComplete ({@code error} null) or inputError; a no-op once it ended. */
+    public void endInput(long id, String error) {
+        byte[] payload = channels == null || state != State.OPEN ? null : channels.endInput(id, error);
+        if (payload != null) {
+            out.write(new Frame.Extension(error == null ? FrameType.INPUT_COMPLETE : FrameType.INPUT_ERROR, payload), 0);
+        }
     }
 
     /** Sends an extension message; its extension must be active (§4.4). */
@@ -1242,6 +1347,9 @@ public final class Connection {
         splitting.clear();
         partials.clear();
         partialBytes = 0;
+        if (channels != null) {
+            channels.clear();
+        }
     }
 
     /** Whether this end (a server checking credentials) still waits for the client's authenticate (§15.3). */

@@ -77,6 +77,15 @@ public sealed interface Event {
     /** The peer granted {@code count} more messages (§20.3): senders waiting for credit may go on. */
     record MessageCredit(long count) implements Event {}
 
+    /**
+     * The peer's subscribe {@code id}, whose {@link Subscribed} comes next, opens a channel
+     * (extension channels, §21.3): serve it from a channel publisher, with an input.
+     */
+    record ChannelOpened(long id) implements Event {}
+
+    /** What a channel's input message did (§21.4, §21.5): demand or a cancel at the opener, an element or the end at the publisher. */
+    record ChannelInput(Channels.Input input) implements Event {}
+
     /** An extension message this core does not handle itself (auth, resume): type and payload. */
     record ExtensionMessage(int type, byte[] payload) implements Event {}
 

@@ -97,8 +97,10 @@ public final class FrameType {
     public static final long ERROR_CODES = 6;
     /** Extension id of messages (§20); offered by every connection. */
     public static final long MESSAGES = 7;
-    /** Extension id of channels (§21); framed, not offered. */
+    /** Extension id of channels (§21); framed and routed by the core, not offered by the net layer. */
     public static final long CHANNELS = 8;
+    /** Extension id of input-parts (§21.6): inputNextPart, taken from channels' range. */
+    public static final long INPUT_PARTS = 9;
 
     private FrameType() {}
 
@@ -142,11 +144,11 @@ public final class FrameType {
      *
      * @param type a type byte in 0x80..0xFF
      * @return true for auth's 0x87, resume's 0x8D..0x8F, content-types' 0x91..0x93, metadata's
-     *     0x95..0x97, error-codes' 0x9A..0x9B and messages' 0x9E..0x9F
+     *     0x95..0x97, error-codes' 0x9A..0x9B, messages' 0x9E..0x9F and channels' 0xA7
      */
     public static boolean reserved(int type) {
         return type == 0x87 || (type >= 0x8D && type <= 0x8F) || (type >= 0x91 && type <= 0x93) || (type >= 0x95 && type <= 0x97)
-                || type == 0x9A || type == 0x9B || type == 0x9E || type == 0x9F;
+                || type == 0x9A || type == 0x9B || type == 0x9E || type == 0x9F || type == 0xA7;
     }
 
     /**
