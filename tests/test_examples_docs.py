@@ -527,3 +527,17 @@ def test_the_scrape_is_what_such_a_server_exposes() -> None:
         assert 1010 <= elements <= numbers[f"rstreams_demand_granted_total{key}"], numbers
         assert (element_bytes, stalled > 0) == (8 * elements, True), numbers
         assert element_bytes < sent, numbers
+
+
+def test_the_reason_labels_the_page_lists_are_the_code_s() -> None:
+    """docs/observability.md: the `reason` label values of goodbyes and of stream errors are
+    exactly those the code reduces texts to."""
+    from rstreams.observe import _metrics
+
+    text = " ".join((DOCS / "observability.md").read_text().split())
+    goodbyes = text[text.index("Goodbye `reason`s: ") : text.index("Stream error `reason`s: ")]
+    errors = text[text.index("Stream error `reason`s: ") :].split("## ", 1)[0]
+    labels = {label for _, label in _metrics._GOODBYES} | {"protocol error", "other"}
+    assert set(re.findall(r"`([a-z ]+)`", goodbyes)) - {"reason"} == labels, goodbyes
+    labels = {label for _, label in _metrics._STREAM_ERRORS} | {"publisher error"}
+    assert set(re.findall(r"`([a-z ]+)`", errors)) - {"reason", "onError"} == labels, errors
