@@ -22,7 +22,50 @@ public interface Codec<T> {
         return 0;
     }
 
-    /** Raw bytes, unchanged. */
+    /**
+     * The media type of the elements (extension content-types, PROTOCOL.md §17), as rstreams'
+     * {@code Codec.media_type}: a route with this codec states it to peers that offer the
+     * extension, and a subscription with this codec fails with {@link ContentTypeException} if the
+     * publisher announces another (§17.2). null: none ({@link #BYTES}, and codecs of your own
+     * unless they say).
+     */
+    default String mediaType() {
+        return null;
+    }
+
+    /**
+     * This codec with the media type {@code mediaType} (§17.1), as rstreams'
+     * {@code with_codec(target, codec, content_type=...)}: {@code Codec.BYTES.withContentType("image/png")}.
+     *
+     * @throws IllegalArgumentException naming the rule if {@code mediaType} is not a media type of §17.1
+     */
+    default Codec<T> withContentType(String mediaType) {
+        String type = io.rstreams.wire.ContentTypes.check(mediaType);
+        Codec<T> codec = this;
+        return new Codec<>() {
+            @Override
+            public byte[] encode(T element) {
+                return codec.encode(element);
+            }
+
+            @Override
+            public T decode(byte[] data) {
+                return codec.decode(data);
+            }
+
+            @Override
+            public int elementSize() {
+                return codec.elementSize();
+            }
+
+            @Override
+            public String mediaType() {
+                return type;
+            }
+        };
+    }
+
+    /** Raw bytes, unchanged; no media type: a subscription with it takes the bytes whatever is announced. */
     Codec<byte[]> BYTES = new Codec<>() {
         @Override
         public byte[] encode(byte[] element) {
@@ -35,8 +78,13 @@ public interface Codec<T> {
         }
     };
 
-    /** UTF-8 text (Python: {@code UTF8}). */
+    /** UTF-8 text, {@code text/plain; charset=utf-8} (Python: {@code UTF8}). */
     Codec<String> UTF8 = new Codec<>() {
+        @Override
+        public String mediaType() {
+            return io.rstreams.wire.ContentTypes.TEXT_UTF8;
+        }
+
         @Override
         public byte[] encode(String element) {
             return element.getBytes(StandardCharsets.UTF_8);
@@ -48,8 +96,13 @@ public interface Codec<T> {
         }
     };
 
-    /** Signed 64-bit little-endian integers, 8 bytes each, sent packed (Python: {@code INT64}). */
+    /** Signed 64-bit little-endian integers, 8 bytes each, sent packed, {@code application/vnd.rsio.int64le} (Python: {@code INT64}). */
     Codec<Long> INT64 = new Codec<>() {
+        @Override
+        public String mediaType() {
+            return io.rstreams.wire.ContentTypes.INT64_LE;
+        }
+
         @Override
         public byte[] encode(Long element) {
             return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(element).array();
@@ -69,8 +122,13 @@ public interface Codec<T> {
         }
     };
 
-    /** IEEE 754 doubles, little-endian, 8 bytes each, sent packed (Python: {@code FLOAT64}). */
+    /** IEEE 754 doubles, little-endian, 8 bytes each, sent packed, {@code application/vnd.rsio.float64le} (Python: {@code FLOAT64}). */
     Codec<Double> FLOAT64 = new Codec<>() {
+        @Override
+        public String mediaType() {
+            return io.rstreams.wire.ContentTypes.FLOAT64_LE;
+        }
+
         @Override
         public byte[] encode(Double element) {
             return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putDouble(element).array();

@@ -11,12 +11,16 @@ final class Encoding {
     static <T> Routes.Route route(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
         Objects.requireNonNull(codec, "codec");
         Objects.requireNonNull(factory, "factory");
+        String type = codec.mediaType();
+        if (type != null) {
+            io.rstreams.wire.ContentTypes.check(type); // a codec of the user's own: refused at the route, not at each subscribe
+        }
         if (codec == Codec.BYTES) {
             @SuppressWarnings("unchecked")
             Function<PublisherRequest, Flow.Publisher<byte[]>> raw = (Function<PublisherRequest, Flow.Publisher<byte[]>>) (Function<?, ?>) factory;
             return new Routes.Route(pattern, 0, raw);
         }
-        return new Routes.Route(pattern, codec.elementSize(), request -> {
+        return new Routes.Route(pattern, codec.elementSize(), codec.mediaType(), request -> {
             Flow.Publisher<T> p = factory.apply(request);
             return p == null ? null : encoded(p, codec);
         });

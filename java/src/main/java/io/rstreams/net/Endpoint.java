@@ -27,7 +27,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.ScheduledFuture;
-import java.util.function.BiPredicate;
 import java.util.function.Predicate;
 
 /**
@@ -79,14 +78,15 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
      * {@code handshakeTimeout} (for the peer's hello; an accepting end's also for its credentials) null: none;
      * {@code errorCodes} false: extension error-codes (§19) is not offered, so never active;
      * {@code messages}: the message handlers and credit of extension messages (§20), always offered.
+     * Extensions content-types (§17) and metadata (§18) are offered by every connection.
      */
     record Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
-            Credentials credentials, Predicate<Credentials> authenticator, BiPredicate<Credentials, String> authorizer,
+            Credentials credentials, Predicate<Credentials> authenticator, io.rstreams.wire.Authorizer authorizer,
             ResumeOptions resume, Duration handshakeTimeout,
             boolean errorCodes, MessageHandlers messages) {
         /** Options without message handlers (messages are still offered, and dropped on arrival, §20.4). */
         Options(Limits limits, Routes routes, Duration keepalive, Duration idleTimeout, Duration unreadTimeout,
-                Credentials credentials, Predicate<Credentials> authenticator, BiPredicate<Credentials, String> authorizer,
+                Credentials credentials, Predicate<Credentials> authenticator, io.rstreams.wire.Authorizer authorizer,
                 ResumeOptions resume, Duration handshakeTimeout, boolean errorCodes) {
             this(limits, routes, keepalive, idleTimeout, unreadTimeout, credentials, authenticator, authorizer, resume,
                     handshakeTimeout, errorCodes, new MessageHandlers());
@@ -167,6 +167,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         Set<Long> extensions = new HashSet<>();
         extensions.add(FrameType.KEEPALIVE);
         extensions.add(FrameType.MESSAGES); // symmetric: handlers or none, every connection receives and may send (§20.1)
+        extensions.add(FrameType.CONTENT_TYPES); // routes state their codec's media type (§17)
+        extensions.add(FrameType.METADATA); // subscribes may carry entries, which factories and authorize see (§18)
         if (options.errorCodes()) {
             extensions.add(FrameType.ERROR_CODES); // codes beside onError and goodbye texts when the peer offers it too (§19)
         }
@@ -623,7 +625,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                     s.refill();
                 }
             } else if (e instanceof Event.Subscribed s) {
-                serve(s.id(), s.name());
+                serve(s.id(), s.name(), s.metadata());
+            } else if (e instanceof Event.OnSubscribed o) {
+                RemoteSubscription<?> s = consuming.get(o.id());
+                if (s != null) {
+                    s.onSubscribed(o.contentType()); // the media type the publisher stated (§17.2), or null
+                }
             } else if (e instanceof Event.Cancelled c) {
                 ServingStream s = serving.remove(c.id());
                 if (s != null) {
@@ -697,8 +704,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         conn.sendExtension(FrameType.AUTHENTICATE, options.credentials().encode());
     }
 
-    private void serve(long id, String name) {
-        Routes.Match match = options.routes().resolve(name, facade);
+    private void serve(long id, String name, io.rstreams.wire.SubscribeMetadata metadata) {
+        Routes.Match match = options.routes().resolve(name, facade, metadata);
         Flow.Publisher<byte[]> publisher = null;
         String refusal = Routes.unknown(name);
         long code = ErrorCode.UNKNOWN_PUBLISHER.value();
@@ -724,7 +731,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         int elementSize = publisher instanceof FixedSizePublisher f ? f.elementSize() : match.route().elementSize();
-        ServingStream stream = new ServingStream(this, id, elementSize);
+        String contentType = publisher instanceof ContentTypedPublisher t ? t.contentType() : match.route().contentType();
+        ServingStream stream = new ServingStream(this, id, elementSize, contentType);
         serving.put(id, stream);
         try {
             publisher.subscribe(stream);

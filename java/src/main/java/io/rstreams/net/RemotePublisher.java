@@ -1,7 +1,9 @@
 package io.rstreams.net;
 
 import io.rstreams.wire.Credentials;
+import io.rstreams.wire.SubscribeMetadata;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.Flow;
 import org.reactivestreams.FlowAdapters;
 
@@ -19,12 +21,42 @@ public final class RemotePublisher<T> implements Flow.Publisher<T> {
     private final String name;
     private final Codec<T> codec;
     private final Credentials credentials; // each subscribe's own (§15.4), or null: the connection's
+    private final SubscribeMetadata metadata; // sent with each subscribe (§18.1), or null
+    private final boolean metadataRequired;
+    private volatile String contentType; // the last media type announced (§17.2), or null
 
     RemotePublisher(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials) {
+        this(endpoint, name, codec, credentials, null, false);
+    }
+
+    RemotePublisher(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials, SubscribeMetadata metadata,
+            boolean metadataRequired) {
         this.endpoint = endpoint;
         this.name = Objects.requireNonNull(name, "name");
         this.codec = Objects.requireNonNull(codec, "codec");
         this.credentials = credentials;
+        this.metadata = metadata;
+        this.metadataRequired = metadataRequired;
+    }
+
+    /**
+     * The media type the peer announced for the elements (extension content-types, PROTOCOL.md
+     * §17) in its answer to this publisher's latest subscribe that has one, as rstreams'
+     * {@code RemoteSubscription.content_type}: set on the I/O thread before that subscription's
+     * first element or end reaches its subscriber. Empty before any answer, and when the peer
+     * states none (a publisher without a type, or a peer without the extension).
+     */
+    public Optional<String> contentType() {
+        return Optional.ofNullable(contentType);
+    }
+
+    /** The metadata each subscribe is sent with (§18.1), or null for none. */
+    public SubscribeMetadata metadata() {
+        return metadata;
+    }
+
+    void announced(String mediaType) {
+        contentType = mediaType;
     }
 
     /** The publisher name (with its parameters) subscribed to. */
@@ -41,7 +73,7 @@ public final class RemotePublisher<T> implements Flow.Publisher<T> {
     @Override
     public void subscribe(Flow.Subscriber<? super T> subscriber) {
         Objects.requireNonNull(subscriber, "rule 1.9: subscribe(null) is illegal; pass a Subscriber");
-        new RemoteSubscription<>(endpoint, name, codec, credentials, subscriber).start();
+        new RemoteSubscription<>(this, endpoint, name, codec, credentials, metadata, metadataRequired, subscriber).start();
     }
 
     /** This publisher as an {@code org.reactivestreams.Publisher}. */

@@ -1,8 +1,10 @@
 package io.rstreams.net;
 
 import io.rstreams.wire.Connection;
+import io.rstreams.wire.ContentTypes;
 import io.rstreams.wire.Credentials;
 import io.rstreams.wire.FrameType;
+import io.rstreams.wire.SubscribeMetadata;
 import java.util.concurrent.Flow;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -20,6 +22,9 @@ final class RemoteSubscription<T> implements Flow.Subscription {
     private final String name;
     private final Codec<T> codec;
     private final Credentials credentials; // this subscribe's own (§15.4), or null; never shown
+    private final RemotePublisher<T> publisher; // told the announced media type (§17.2)
+    private final SubscribeMetadata metadata; // sent with the subscribe (§18.1), or null
+    private final boolean metadataRequired;
     private final AtomicLong pending = new AtomicLong();
     private final AtomicBoolean demandTaskQueued = new AtomicBoolean();
     private volatile Flow.Subscriber<? super T> subscriber;
@@ -28,11 +33,15 @@ final class RemoteSubscription<T> implements Flow.Subscription {
     private long id = -1;
     private boolean done;
 
-    RemoteSubscription(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials, Flow.Subscriber<? super T> subscriber) {
+    RemoteSubscription(RemotePublisher<T> publisher, Endpoint endpoint, String name, Codec<T> codec, Credentials credentials,
+            SubscribeMetadata metadata, boolean metadataRequired, Flow.Subscriber<? super T> subscriber) {
+        this.publisher = publisher;
         this.endpoint = endpoint;
         this.name = name;
         this.codec = codec;
         this.credentials = credentials;
+        this.metadata = metadata;
+        this.metadataRequired = metadataRequired;
         this.subscriber = subscriber;
     }
 
@@ -55,6 +64,9 @@ final class RemoteSubscription<T> implements Flow.Subscription {
      * Sends the subscribe, unless the subscription or the connection ended. With credentials of
      * its own it waits for the peer's hello (subscribeCredentials is an extension message, never
      * sent before it, §4.4), and ends with an error if the hello leaves extension auth inactive.
+     * With metadata it waits for the hello too (§18.1: never optimistic); a peer without
+     * extension metadata gets the subscribe without them, or, with metadataRequired, none: the
+     * subscription fails here.
      */
     private void send() {
         if (cancelled || done) {
@@ -66,7 +78,7 @@ final class RemoteSubscription<T> implements Flow.Subscription {
             return;
         }
         Connection conn = endpoint.connection();
-        if (credentials != null && conn.state() == Connection.State.AWAITING_HELLO) {
+        if ((credentials != null || metadata != null) && conn.state() == Connection.State.AWAITING_HELLO) {
             endpoint.afterHello(this::send);
             return;
         }
@@ -75,7 +87,13 @@ final class RemoteSubscription<T> implements Flow.Subscription {
                     + "extension auth (id 2) (PROTOCOL.md §15.2)"));
             return;
         }
-        id = conn.subscribe(name, pending.getAndSet(0), credentials);
+        boolean withMetadata = metadata != null && conn.activeExtensions().contains(FrameType.METADATA);
+        if (metadata != null && !withMetadata && metadataRequired) {
+            finish(new IllegalStateException("can't subscribe to '" + name + "' with metadataRequired=true: the peer does not "
+                    + "offer extension metadata (id 5) (PROTOCOL.md §18.1), so the entries would be dropped"));
+            return;
+        }
+        id = conn.subscribe(name, pending.getAndSet(0), credentials, withMetadata ? metadata : null);
         endpoint.consuming().put(id, this);
         endpoint.scheduleFlush();
     }
@@ -126,6 +144,23 @@ final class RemoteSubscription<T> implements Flow.Subscription {
             endpoint.connection().cancel(id);
             endpoint.consuming().remove(id);
             endpoint.scheduleFlush();
+        }
+    }
+
+    /**
+     * The peer's onSubscribe came, stating {@code contentType} (null: none, §17.1). An explicit
+     * codec with a media type that is not the announced one fails the subscription here and
+     * cancels it (§17.2); {@link Codec#BYTES} and codecs without a type take the bytes.
+     */
+    void onSubscribed(String contentType) {
+        if (contentType == null || done) {
+            return;
+        }
+        publisher.announced(contentType);
+        String expected = codec.mediaType();
+        if (expected != null && !ContentTypes.same(expected, contentType) && !ContentTypes.same(ContentTypes.OCTET_STREAM, contentType)) {
+            cancelRemote();
+            finish(new ContentTypeException(name, contentType, expected));
         }
     }
 

@@ -21,8 +21,16 @@ import java.util.function.Function;
  * {@code files/{name}} with {@code name} "a/b" (a rest field joins its decoded segments with '/').
  */
 final class Routes {
-    /** A publisher factory with the codec its elements are encoded with. */
-    record Route(String pattern, int elementSize, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {}
+    /**
+     * A publisher factory with what its codec says of its elements: their size (0: any) and media
+     * type (null: none stated, PROTOCOL.md §17.1).
+     */
+    record Route(String pattern, int elementSize, String contentType, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {
+        /** A route that states no media type. */
+        Route(String pattern, int elementSize, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {
+            this(pattern, elementSize, null, factory);
+        }
+    }
 
     /**
      * What a subscribe resolved to; {@code repeated}: the first query key the name gives more
@@ -69,6 +77,11 @@ final class Routes {
      * empty), each part percent-decoded; {@code +} stays a plus (a space is {@code %20}).
      */
     Match resolve(String name, RsioConnection connection) {
+        return resolve(name, connection, io.rstreams.wire.SubscribeMetadata.EMPTY);
+    }
+
+    /** {@link #resolve(String, RsioConnection)} for a subscribe that came with {@code metadata} (§18.1), which the request carries. */
+    Match resolve(String name, RsioConnection connection, io.rstreams.wire.SubscribeMetadata metadata) {
         int q = name.indexOf('?');
         String path = q < 0 ? name : name.substring(0, q);
         Map<String, String> params = new HashMap<>();
@@ -111,7 +124,7 @@ final class Routes {
         }
         for (int i = 0; i < routes.size(); i++) {
             if (exact(segments.get(i), segs)) {
-                return new Match(routes.get(i), new PublisherRequest(name, path, params, connection), repeated, fault);
+                return new Match(routes.get(i), new PublisherRequest(name, path, params, connection, metadata), repeated, fault);
             }
         }
         for (int i = 0; i < routes.size(); i++) {
@@ -120,7 +133,7 @@ final class Routes {
             if (fields != null) {
                 Map<String, String> all = new HashMap<>(params);
                 all.putAll(fields);
-                return new Match(r, new PublisherRequest(name, path, all, connection), repeated, fault);
+                return new Match(r, new PublisherRequest(name, path, all, connection, metadata), repeated, fault);
             }
         }
         return null;

@@ -91,6 +91,46 @@ public final class RsioConnection implements AutoCloseable {
         return endpoint.messages().send(name, body, false);
     }
 
+    /**
+     * The peer's publisher {@code name}, each subscribe sent with {@code metadata} (extension
+     * metadata, PROTOCOL.md §18: {@code traceparent}, {@code x-tenant}, {@code accept}, ...),
+     * which the serving side's authorize hook and publisher factory see, as rstreams'
+     * {@code conn.publisher(name, metadata=...)} and JavaScript's {@code {metadata}} option. A
+     * subscribe with metadata waits for the peer's hello (never optimistic, §18.1); to a peer that
+     * does not offer the extension it goes without them (see the overload with
+     * {@code metadataRequired}).
+     */
+    public <T> RemotePublisher<T> publisher(String name, Codec<T> codec, io.rstreams.wire.SubscribeMetadata metadata) {
+        return publisher(name, codec, metadata, false);
+    }
+
+    /**
+     * {@link #publisher(String, Codec, io.rstreams.wire.SubscribeMetadata)}; with
+     * {@code metadataRequired} true (rstreams' {@code metadata_required=True}), a subscribe to a
+     * peer that does not offer extension metadata is not sent at all: the subscription fails with
+     * {@code IllegalStateException("can't subscribe to 'NAME' with metadataRequired=true: the peer
+     * does not offer extension metadata (id 5) (PROTOCOL.md §18.1), ...")}, for entries that carry
+     * security or routing.
+     */
+    public <T> RemotePublisher<T> publisher(String name, Codec<T> codec, io.rstreams.wire.SubscribeMetadata metadata,
+            boolean metadataRequired) {
+        java.util.Objects.requireNonNull(metadata, "metadata");
+        return new RemotePublisher<>(endpoint, name, codec, null, metadata, metadataRequired);
+    }
+
+    /**
+     * The peer's publisher {@code name} with credentials of its own (as
+     * {@link #publisher(String, Codec, io.rstreams.wire.Credentials)}) and metadata (as
+     * {@link #publisher(String, Codec, io.rstreams.wire.SubscribeMetadata, boolean)}); the
+     * subscribeCredentials, then the subscribeMetadata go right before each subscribe.
+     */
+    public <T> RemotePublisher<T> publisher(String name, Codec<T> codec, io.rstreams.wire.Credentials credentials,
+            io.rstreams.wire.SubscribeMetadata metadata, boolean metadataRequired) {
+        publisher(name, codec, credentials); // the same checks
+        java.util.Objects.requireNonNull(metadata, "metadata");
+        return new RemotePublisher<>(endpoint, name, codec, credentials, metadata, metadataRequired);
+    }
+
     /** The extension ids active on this connection (empty until the peer's hello arrived), PROTOCOL.md §4.4. */
     public Set<Long> activeExtensions() {
         return endpoint.connection().activeExtensions();

@@ -259,6 +259,23 @@ public final class RsioServer implements AutoCloseable {
         workers.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
     }
 
+    /**
+     * The authorize hook that also sees the subscribe's metadata (PROTOCOL.md §15.4, §18.1):
+     * {@link Builder#authorize(Authorize)}.
+     */
+    @FunctionalInterface
+    public interface Authorize {
+        /**
+         * Whether the subscribe may go on: {@code true} lets it; {@code false} refuses it (code 4);
+         * a {@link RemoteStreamException} with a code refuses it with its own text and code.
+         *
+         * @param credentials the principal: the subscribe's own credentials, else the connection's
+         * @param name the publisher name as the client wrote it, query included
+         * @param metadata the subscribe's entries ({@link io.rstreams.wire.SubscribeMetadata#EMPTY} without any)
+         */
+        boolean test(Credentials credentials, String name, io.rstreams.wire.SubscribeMetadata metadata);
+    }
+
     /** Routes and options of a {@link RsioServer}. */
     public static final class Builder {
         private final Routes routes = new Routes();
@@ -273,7 +290,7 @@ public final class RsioServer implements AutoCloseable {
         private int maxConnections = DEFAULT_MAX_CONNECTIONS;
         private SSLContext tls;
         private Predicate<Credentials> authenticator;
-        private BiPredicate<Credentials, String> authorizer;
+        private io.rstreams.wire.Authorizer authorizer;
         private boolean resume;
         private boolean errorCodes = true;
         private Duration sessionTimeout = Duration.ofSeconds(30);
@@ -368,13 +385,35 @@ public final class RsioServer implements AutoCloseable {
          */
         public Builder authorize(BiPredicate<Credentials, String> check) {
             Objects.requireNonNull(check, "check");
-            this.authorizer = (credentials, name) -> {
+            return authorize((credentials, name, metadata) -> check.test(credentials, name));
+        }
+
+        /**
+         * {@link #authorize(BiPredicate)} with a hook that also sees the subscribe's metadata
+         * (extension metadata, PROTOCOL.md §18.1; {@link io.rstreams.wire.SubscribeMetadata#EMPTY}
+         * without any), as rstreams' {@code subscribe_metadata()} inside its authorize hook and
+         * JavaScript's {@code authorize(principal, name, metadata)}. As there, {@code false} or an
+         * exception refuses the subscribe with code 4, except that a {@link RemoteStreamException}
+         * with a code refuses it with its own text and code (as JavaScript's hook refuses with an
+         * error that has a {@code code}): {@code throw new RemoteStreamException("quota exceeded",
+         * ErrorCode.UNAVAILABLE)} sends onError {@code quota exceeded} with code 8.
+         */
+        public Builder authorize(Authorize check) {
+            Objects.requireNonNull(check, "check");
+            this.authorizer = (credentials, name, metadata) -> {
                 try {
-                    return check.test(credentials, name);
+                    return check.test(credentials, name, metadata) ? null : io.rstreams.wire.Authorizer.unauthorized(name);
+                } catch (RemoteStreamException e) {
+                    if (e.code().isPresent()) { // refused on purpose: its text and code
+                        return new io.rstreams.wire.Authorizer.Refusal(ServingStream.text(e), e.code().getAsLong());
+                    }
+                    System.getLogger("io.rstreams.net").log(System.Logger.Level.ERROR,
+                            "the authorize hook threw " + e.getClass().getName() + "; subscribe to '" + name + "' refused");
+                    return io.rstreams.wire.Authorizer.unauthorized(name);
                 } catch (RuntimeException e) {
                     System.getLogger("io.rstreams.net").log(System.Logger.Level.ERROR,
                             "the authorize hook threw " + e.getClass().getName() + "; subscribe to '" + name + "' refused");
-                    return false;
+                    return io.rstreams.wire.Authorizer.unauthorized(name);
                 }
             };
             return this;

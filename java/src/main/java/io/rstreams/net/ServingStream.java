@@ -34,6 +34,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
     private final Endpoint endpoint;
     private final long id;
     private final int elementSize;
+    private final String contentType; // stated before onSubscribe (§17.1), or null
     private final ConcurrentLinkedQueue<Object> inbox = new ConcurrentLinkedQueue<>();
     private final AtomicInteger wip = new AtomicInteger();
     private final AtomicReference<Flow.Subscription> upstream = new AtomicReference<>();
@@ -45,10 +46,11 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
     /** The size of the last element, -1 before the first (unknown). */
     private int lastSize;
 
-    ServingStream(Endpoint endpoint, long id, int elementSize) {
+    ServingStream(Endpoint endpoint, long id, int elementSize, String contentType) {
         this.endpoint = endpoint;
         this.id = id;
         this.elementSize = elementSize;
+        this.contentType = contentType;
         this.lastSize = elementSize > 0 ? elementSize : -1;
     }
 
@@ -114,7 +116,7 @@ final class ServingStream implements Flow.Subscriber<byte[]> {
             Flow.Subscription s = upstream.get();
             if (!started && s != null) {
                 started = true;
-                if (done || !conn.onSubscribe(id, elementSize)) {
+                if (done || !conn.onSubscribe(id, elementSize, contentType)) {
                     done = true;
                     s.cancel();
                 }

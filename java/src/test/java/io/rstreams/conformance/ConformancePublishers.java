@@ -1,5 +1,6 @@
 package io.rstreams.conformance;
 
+import io.rstreams.net.ContentTypedPublisher;
 import io.rstreams.net.FixedSizePublisher;
 import io.rstreams.net.PublisherRequest;
 import io.rstreams.net.RsioServer;
@@ -36,8 +37,10 @@ final class ConformancePublishers {
                 .route("conformance/range", r -> new IndexedSource(i -> elementBytes(i, 8), param(r, "n", 10, 1L << 62), -1, null, false))
                 .route("conformance/fixed", r -> {
                     int size = (int) Math.max(1, param(r, "size", 8, MAX_SIZE));
-                    return FixedSizePublisher.of(
-                            new IndexedSource(i -> elementBytes(i, size), param(r, "n", 10, 1L << 62), -1, null, false), size);
+                    // application/octet-stream, as rstreams' fixed_size(n) codec states (PROTOCOL.md §17.4)
+                    return ContentTypedPublisher.withContentType(FixedSizePublisher.of(
+                            new IndexedSource(i -> elementBytes(i, size), param(r, "n", 10, 1L << 62), -1, null, false), size),
+                            "application/octet-stream");
                 })
                 .route("conformance/large", r -> {
                     int size = (int) param(r, "size", 1 << 20, MAX_SIZE);

@@ -184,7 +184,8 @@ public class LingerTest {
                 b.release();
             }
             byte[] hello = FrameWriter.encode(new Frame.Hello(false, 0,
-                    List.of(FrameType.KEEPALIVE, FrameType.ERROR_CODES, FrameType.MESSAGES)), 0);
+                    List.of(FrameType.KEEPALIVE, FrameType.CONTENT_TYPES, FrameType.METADATA, FrameType.ERROR_CODES,
+                            FrameType.MESSAGES)), 0);
             assertEquals(endpoint.unsent(), hello.length, "the hello the TLS layer holds");
         } finally {
             channel.finishAndReleaseAll();
