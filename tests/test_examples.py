@@ -128,10 +128,17 @@ def test_conformance_offer_serves_every_publisher_the_suite_needs() -> None:
             ],
         ),
         ("rsio_subprocess", ["[0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55", "child exited with 0"]),
+        (
+            "rsio_messages",
+            ["the client received: thanks", "the server handled: click:0, click:1, click:2, key:q"],
+        ),
+        ("rsio_channel", ["{'op': '/', 'a': 3, 'b': 7} -> 0.43", "8 answers for 8 questions;"]),
     ],
 )
 def test_the_network_examples_run_as_their_docstrings_say(example: str, says: list[str]) -> None:
-    """examples/rsio_server_client.py and rsio_subprocess.py, run as the README links them."""
+    """examples/rsio_server_client.py, rsio_subprocess.py, rsio_messages.py and rsio_channel.py,
+    each in a process of its own as its docstring runs it (the last two also run in this
+    process above, where the test looks at what they return)."""
     import os
 
     env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent / "src")}
