@@ -32,6 +32,7 @@ public final class SubscribeMetadata {
     public record Received(long subscriber, SubscribeMetadata metadata) {}
 
     private final Map<String, byte[]> entries;
+    private volatile byte[] encoded; // encodeEntries(), made once (the entries never change)
 
     private SubscribeMetadata(LinkedHashMap<String, byte[]> entries) {
         this.entries = Collections.unmodifiableMap(entries);
@@ -120,8 +121,17 @@ public final class SubscribeMetadata {
         return Collections.unmodifiableMap(out);
     }
 
-    /** The payload after the subscriber id: count, then each key and value (§18.1). */
+    /** The payload after the subscriber id: count, then each key and value (§18.1); encoded once. */
     public byte[] encodeEntries() {
+        byte[] done = encoded;
+        if (done == null) {
+            done = encodeNow();
+            encoded = done;
+        }
+        return done.clone();
+    }
+
+    private byte[] encodeNow() {
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
         varint(out, entries.size());
         for (Map.Entry<String, byte[]> e : entries.entrySet()) {
@@ -136,8 +146,12 @@ public final class SubscribeMetadata {
 
     /** A subscribeMetadata payload for {@code subscriber} (§18.1). */
     public byte[] encode(long subscriber) {
-        byte[] rest = encodeEntries();
-        return payload(subscriber, rest);
+        byte[] done = encoded;
+        if (done == null) {
+            done = encodeNow();
+            encoded = done;
+        }
+        return payload(subscriber, done);
     }
 
     /** A subscribeMetadata payload: {@code subscriber}, then entries already encoded by {@link #encodeEntries}. */

@@ -230,6 +230,41 @@ public class ContentMetadataTest {
         assertNull(SubscribeMetadata.EMPTY.text("x"));
     }
 
+    /**
+     * A subscribe held while the client's authenticate is checked (§15.3) keeps its metadata: the
+     * authorizer and the Subscribed event see it once released, and a refusal with a code of the
+     * authorizer's own goes out with that code (§18.1, §15.4).
+     */
+    @Test(timeOut = 5_000)
+    public void metadataTravelsWithASubscribeHeldForTheAuthenticate() {
+        Map<String, String> asked = new java.util.HashMap<>();
+        Connection server = new Connection(Connection.Side.SERVER, Limits.DEFAULT,
+                Set.of(FrameType.AUTH, FrameType.METADATA, FrameType.ERROR_CODES), c -> "t".equals(c.token()),
+                (Authorizer) (c, name, metadata) -> {
+                    asked.put(name, metadata.text("x"));
+                    return "2".equals(metadata.text("x")) ? new Authorizer.Refusal("busy", 8) : null;
+                });
+        server.dataToSend();
+        FrameWriter w = new FrameWriter();
+        w.write(new Frame.Hello(false, 0, List.of(FrameType.AUTH, FrameType.METADATA, FrameType.ERROR_CODES)), 0);
+        w.write(new Frame.Extension(FrameType.SUBSCRIBE_METADATA, SubscribeMetadata.of(Map.of("x", "1")).encode(1)), 0);
+        w.write(new Frame.Subscribe("a", 1, 1), 0);
+        w.write(new Frame.Extension(FrameType.SUBSCRIBE_METADATA, SubscribeMetadata.of(Map.of("x", "2")).encode(2)), 0);
+        w.write(new Frame.Subscribe("b", 2, 1), 0);
+        byte[] before = w.take();
+        server.receiveData(before, 0, before.length);
+        assertTrue(asked.isEmpty(), "held until the authenticate is settled");
+        byte[] auth = FrameWriter.encode(AuthFrames.authenticate("t"), 0);
+        server.receiveData(auth, 0, auth.length);
+        assertEquals(asked, Map.of("a", "1", "b", "2"));
+        List<Event> events = server.events();
+        Event.Subscribed a = (Event.Subscribed) events.stream().filter(e -> e instanceof Event.Subscribed).findFirst().orElseThrow();
+        assertEquals(a.metadata().text("x"), "1");
+        assertEquals(events.stream().filter(e -> e instanceof Event.Subscribed).count(), 1);
+        String out = Hex.encode(server.dataToSend());
+        assertTrue(out.endsWith("98 02 02 08 0d 02 04 62 75 73 79"), out); // errorCode(2, 8), onError(2, "busy")
+    }
+
     @Test(timeOut = 5_000)
     public void metadataAboveTheLimitsIsRefusedCitingSection11WithCode7() {
         byte[] big = new byte[SubscribeMetadata.MAX_BYTES + 1];
