@@ -15,6 +15,8 @@ from rstreams.net import RemoteStreamError, connect
 from rstreams.replay import LogLookupError, RemoteLogError, ReplayLog, fetch_range, pack, request_json, upload
 from rstreams.replay import _client as client_module
 from rstreams.replay import _server as server_module
+from rstreams.replay import _staging as staging_module
+from rstreams.replay._staging import Owner
 from rstreams.wire import ConnectionConfig
 
 pytestmark = pytest.mark.timeout(60)
@@ -29,9 +31,9 @@ def reversed_uploads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     tokens: list[str] = []
     original = client_module._upload_reversed
 
-    async def spy(url: str, log: str, token: str, rows: Iterator[bytes], access: Any) -> int:
+    async def spy(url: str, log: str, token: str, rows: Iterator[bytes], access: Any, owner: Any) -> int:
         tokens.append(token)
-        return await original(url, log, token, rows, access)
+        return await original(url, log, token, rows, access, owner)
 
     monkeypatch.setattr(client_module, "_upload_reversed", spy)
     return tokens
@@ -155,9 +157,28 @@ def test_the_channel_and_its_name_over_rs_io(serve: Any) -> None:
     )
     assert asyncio.run(opened(server.url, "out?stage=t6", [b"ab"])).startswith("error: LogRequestError")
     assert asyncio.run(opened(server.url, "out?stage=", [b"a"])) == (
-        "error: LogRequestError: sink log 'out': an upload channel is named out?stage=TOKEN and takes no "
-        "other parameter; got ['stage'] (PROTOCOL.md §21.8)"
+        "error: LogRequestError: sink log 'out': an upload channel is named out?stage=TOKEN, optionally "
+        "with &writer=W&batch=B&run=R, and takes no other parameter; got ['stage'] (PROTOCOL.md §21.8)"
     )
+    owned = "out?stage=t7&writer=w&batch=3&run=r"
+    assert asyncio.run(opened(server.url, owned, [pack([b"a"])])) == b'{"count": 1}'
+    for bad, given in [
+        ("writer=w", "writer='w', batch=None, run=None"),
+        ("batch=3", "writer=None, batch=3, run=None"),
+        ("writer=w&batch=-1", "writer='w', batch='-1', run=None"),
+        ("writer=w&batch=9223372036854775808", "writer='w', batch=9223372036854775808, run=None"),
+        ("writer=&batch=1", "writer='', batch=1, run=None"),
+        ("writer=w&batch=1&run=", "writer='w', batch=1, run=''"),
+        ("run=r", "writer=None, batch=None, run='r'"),
+    ]:
+        assert asyncio.run(opened(server.url, f"out?stage=t8&{bad}", [pack([b"a"])])) == (
+            "error: LogRequestError: sink log 'out': an upload names its owner as writer W and batch B "
+            "together (B an integer from 0 to 2**63 - 1), and optionally run R, none of them empty; got "
+            f"{given} (PROTOCOL.md §21.8)"
+        )
+    staged = server._stagings["out"].staged()
+    assert staged["t1"] == (2, None) and staged["t7"] == (1, Owner(writer="w", batch=3, run="r"))
+    assert "t8" not in staged
     assert "takes no other parameter; got ['from', 'stage']" in asyncio.run(
         opened(server.url, "out?stage=t2&from=0", [b"a"])
     )
@@ -195,7 +216,7 @@ def test_late_rows_of_an_attempt_cut_short_are_not_staged() -> None:
     """The client's next attempt discards the token and uploads again; rows of the earlier
     attempt that the server reads only then (its connection not yet seen to end) are refused,
     not staged beside the new attempt's: the token holds each row once."""
-    staging = server_module._Staging(ReplayLog("out", capacity=10), 10_000)
+    staging = staging_module.Staging(ReplayLog("out", capacity=10), 10_000)
     early = staging.begin("t1")
     stale = server_module._Stager(early, staging, "t1")
     upstream = _Upstream()

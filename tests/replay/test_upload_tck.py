@@ -15,6 +15,7 @@ import rstreams
 from rstreams.api import Publisher
 from rstreams.replay import ReplayLog
 from rstreams.replay import _server as server_module
+from rstreams.replay import _staging as staging_module
 from rstreams.replay._cursor import pack
 from rstreams.tck import PublisherVerification, SkipTest, TestEnvironment
 
@@ -23,8 +24,8 @@ _tokens = itertools.count()
 
 def _output(rows: Publisher[bytes]) -> Publisher[Any]:
     """A new upload's output over ``rows``, under a token of its own in a staging area of its own."""
-    staging = server_module._Staging(ReplayLog("out", capacity=10), 1 << 20)
-    return server_module._StagedCount(staging, f"t{next(_tokens)}", rows)
+    staging = staging_module.Staging(ReplayLog("out", capacity=10), 1 << 20)
+    return server_module._StagedCount(staging, f"t{next(_tokens)}", None, rows)
 
 
 class TestUploadChannelOutput(PublisherVerification):
@@ -45,7 +46,7 @@ class TestUploadChannelOutput(PublisherVerification):
 
 def test_the_output_counts_the_rows_it_staged() -> None:
     """Outside the TCK: the one element is the JSON count of the rows, and they are staged."""
-    staging = server_module._Staging(ReplayLog("out", capacity=10), 1 << 20)
-    output = server_module._StagedCount(staging, "t", rstreams.just(pack([b"a", b"bc"]), pack([b"d"])))
+    staging = staging_module.Staging(ReplayLog("out", capacity=10), 1 << 20)
+    output = server_module._StagedCount(staging, "t", None, rstreams.just(pack([b"a", b"bc"]), pack([b"d"])))
     assert rstreams.from_publisher(output).collect().result(5) == [b'{"count": 3}']
     assert staging.staged_bytes == 4

@@ -21,6 +21,14 @@ from testkit.spark import TEST_TIMEOUT, records
 
 pytestmark = pytest.mark.spark
 
+
+def published_and_refused(server: Any, log: str) -> tuple[int, int]:
+    """Batches published on sink log ``log`` and re-runs refused (the uploads the server dropped by
+    their owners vary with Spark's task retries, as the machine's load makes them)."""
+    numbers = server.sink_statistics(log)
+    return numbers["published"], numbers["refused"]
+
+
 SCRIPT = Path(__file__).with_name("connect_query.py")
 # The script imports testkit: tests/ joins the child's path (before what the parent was given)
 TESTS_PATH = os.pathsep.join(filter(None, [str(SCRIPT.parents[1]), os.environ.get("PYTHONPATH")]))
@@ -57,4 +65,4 @@ def test_source_and_sink_through_a_spark_connect_session(serve: Any, tmp_path: P
     assert seen["error"] is None and seen["seqs"] == list(range(100)), seen
     published = [json.loads(x) for x in fetch_range(server.url, "out", 0, out.info()["end"])]
     assert sorted(row["seq"] for row in published) == list(range(100))
-    assert server.sink_statistics("out") == {"published": 3, "refused": 0}  # 40 + 40 + 20 rows
+    assert published_and_refused(server, "out") == (3, 0)  # 40 + 40 + 20 rows

@@ -17,6 +17,13 @@ from testkit.spark import TEST_TIMEOUT, await_query, read_stream, records, wait_
 pytestmark = pytest.mark.spark
 
 
+def published_and_refused(server: Any, log: str) -> tuple[int, int]:
+    """Batches published on sink log ``log`` and re-runs refused (the uploads the server dropped by
+    their owners vary with Spark's task retries, as the machine's load makes them)."""
+    numbers = server.sink_statistics(log)
+    return numbers["published"], numbers["refused"]
+
+
 def published(server: Any, log: ReplayLog) -> list[dict[str, Any]]:
     info = log.info()
     return [json.loads(x) for x in fetch_range(server.url, log.name, info["first"], info["end"])]
@@ -57,7 +64,7 @@ def test_stream_sink_publishes_each_batch_once_across_a_rerun(spark: Any, serve:
     (checkpoint / "commits" / ".2.crc").unlink(missing_ok=True)
     run()
     assert sorted(r["seq"] for r in published(server, results)) == list(range(300))
-    assert server.sink_statistics("results") == {"published": 3, "refused": 1}
+    assert published_and_refused(server, "results") == (3, 1)
 
 
 @pytest.mark.timeout(TEST_TIMEOUT)
@@ -161,7 +168,7 @@ def test_arrow_sink_writes_batches_that_the_source_reads_back(spark: Any, serve:
         .collect()
     )
     assert sorted((r.seq, r.doubled) for r in back) == [(i, float(i)) for i in range(3000)]
-    assert server.sink_statistics("results") == {"published": 3, "refused": 0}
+    assert published_and_refused(server, "results") == (3, 0)
 
 
 @pytest.mark.timeout(TEST_TIMEOUT)
@@ -199,7 +206,7 @@ def test_foreach_batch_publishes_a_batch_once_across_a_server_restart(
     publish(spark.createDataFrame([(i,) for i in range(10, 15)], "id int"), 1)
     rows = [json.loads(x) for x in fetch_range(url, "results", 0, reopened.info()["end"])]
     assert sorted(r["id"] for r in rows) == list(range(15))
-    assert restarted.sink_statistics("results") == {"published": 2, "refused": 1}
+    assert published_and_refused(restarted, "results") == (2, 1)
     reopened.close()
 
 
@@ -271,4 +278,4 @@ def test_a_query_restarted_against_a_restarted_memory_sink_log_fails_at_its_star
         await_query(query, "the restarted query into the restarted sink log to fail")
     assert "rstreams-sink.json" in str(failed.value) and "published a second time" in str(failed.value)
     assert query.recentProgress == [] and restarted.info()["end"] == 0
-    assert again.sink_statistics("results") == {"published": 0, "refused": 0}
+    assert published_and_refused(again, "results") == (0, 0)

@@ -42,14 +42,14 @@ from rstreams.replay._cursor import unpack as unpack
 from rstreams.replay._log import PENDING_TIMEOUT as PENDING_TIMEOUT
 from rstreams.replay._log import ReplayLog as ReplayLog
 from rstreams.replay._server import QUERY_KEYS as QUERY_KEYS
-from rstreams.replay._server import STAGING_BYTES as STAGING_BYTES
 from rstreams.replay._server import UPLOAD_NAME as UPLOAD_NAME
 from rstreams.replay._server import LogRequestError as LogRequestError
 from rstreams.replay._server import ReplayServer as ReplayServer
 from rstreams.replay._server import ServerAlreadyRunningError as ServerAlreadyRunningError
 from rstreams.replay._server import ServerNotRunningError as ServerNotRunningError
-from rstreams.replay._server import StagingFullError as StagingFullError
 from rstreams.replay._server import replay_offer as replay_offer
+from rstreams.replay._staging import STAGING_BYTES as STAGING_BYTES
+from rstreams.replay._staging import StagingFullError as StagingFullError
 from rstreams.replay._store import LogDirectoryError as LogDirectoryError
 
 __all__ = [

@@ -533,27 +533,48 @@ _ON_A_CHANNEL = frozenset({8, 9})
 input-parts (9, §21.6) for rows above 64 KiB (Arrow batches)."""
 
 
-async def _upload(url: str, log: str, token: str, rows: Callable[[], Iterator[bytes]], access: Access) -> int:
+_OWNERLESS_ONLY = "?stage=TOKEN and takes no other parameter"
+"""What a server from before owners says when an upload channel's name names one (PROTOCOL.md
+§21.8): the upload is then made again without it."""
+
+
+async def _upload(
+    url: str, log: str, token: str, rows: Callable[[], Iterator[bytes]], access: Access, owner: dict[str, Any]
+) -> int:
     """One attempt of :func:`upload`: on a channel if the server offers it, else by the
-    reverse subscription (PROTOCOL.md §21.8). ``rows()`` gives the rows from the first, each time."""
+    reverse subscription (PROTOCOL.md §21.8). ``rows()`` gives the rows from the first, each time;
+    ``owner``: the ``writer``, ``batch`` and ``run`` the upload names (none: an empty dict)."""
     conn = await connect(url, ssl=access.ssl_context(url), auth=access.auth)
     try:
         # What an attempt cut short had staged under the token goes first (on a first attempt
         # there is none). The answer comes after the server's hello: the extensions are known.
         await conn.request(f"{log}?discard={token}")
         if conn.extensions >= _ON_A_CHANNEL:
+            named = "".join(f"&{key}={quote(str(value), safe='')}" for key, value in owner.items())
             try:
-                packed = from_iterable(_packed(rows()))
-                answer: bytes = await conn.channel(f"{log}?stage={token}", packed).first()
-                return int(json.loads(answer)["count"])
+                return await _upload_on_channel(conn, f"{log}?stage={token}{named}", rows)
             except UnknownPublisher:  # a server from before uploads on channels: it has no such channel
                 pass
+            except RemoteStreamError as refused:
+                if not named or _OWNERLESS_ONLY not in refused.message:
+                    raise
+                return await _upload_on_channel(conn, f"{log}?stage={token}", rows)  # one from before owners
     finally:
         await conn.aclose()
-    return await _upload_reversed(url, log, token, rows(), access)
+    return await _upload_reversed(url, log, token, rows(), access, owner)
 
 
-def _packed(rows: Iterator[bytes]) -> Iterator[bytes]:
+async def _upload_on_channel(conn: Connection, name: str, rows: Callable[[], Iterator[bytes]]) -> int:
+    """The rows on the upload channel ``name``; the count the server answers."""
+    packed = _packed(rows())
+    try:
+        answer: bytes = await conn.channel(name, from_iterable(packed)).first()
+    finally:
+        packed.close()  # a channel refused at once: the next one takes the rows from the first
+    return int(json.loads(answer)["count"])
+
+
+def _packed(rows: Iterator[bytes]) -> Generator[bytes, None, None]:
     """``rows`` as packed elements (docs/replay.md, *The pack format*), each of up to
     :data:`PACK` rows and about :data:`~rstreams.replay._cursor.PACK_BYTES` (a larger row alone)."""
     chunk: list[bytes] = []
@@ -571,10 +592,13 @@ def _packed(rows: Iterator[bytes]) -> Iterator[bytes]:
         yield pack(chunk)
 
 
-async def _upload_reversed(url: str, log: str, token: str, rows: Iterable[bytes], access: Access) -> int:
+async def _upload_reversed(
+    url: str, log: str, token: str, rows: Iterable[bytes], access: Access, owner: dict[str, Any]
+) -> int:
     """The upload as the server's subscription to this side's ``rstreams/upload``: a JSON header
-    naming the log and the token, then the rows; ``LOG?staged=TOKEN`` answers with the count."""
-    header = json.dumps({"log": log, "token": token}).encode()
+    naming the log, the token and the ``owner``'s fields, then the rows; ``LOG?staged=TOKEN``
+    answers with the count. (A server from before owners takes the header's first two only.)"""
+    header = json.dumps({"log": log, "token": token, **owner}).encode()
     elements: Iterator[bytes] = chain([header], rows)
     conn = await connect(
         url, publishers={UPLOAD_NAME: from_iterable(elements)}, ssl=access.ssl_context(url), auth=access.auth
@@ -594,6 +618,9 @@ def upload(
     timeout: float = 300.0,
     *,
     access: Access | None = None,
+    writer: str | None = None,
+    batch: int | None = None,
+    run: str | None = None,
 ) -> int:
     """Stage ``rows`` on the server's sink log ``log`` under ``token``; returns how many.
 
@@ -604,10 +631,24 @@ def upload(
     backoff until ``timeout``; the rows already sent are kept in memory for that and sent again
     under the same token.
 
+    ``writer`` and ``batch`` (together), and ``run`` (optional, with them): the upload's owner,
+    the writer and batch its publish will name and the writer's run (a start of a Spark query):
+    the server drops the upload once that batch is published without it, or once another run of
+    the writer begins (docs/replay.md, *Sink logs*). A server from before owners stages it
+    without one.
+
     Raises:
         RemoteLogError, AccessDeniedError, ServerUnavailableError, ReplayTimeoutError: as
             :func:`request_json`.
+        ValueError: ``batch`` without ``writer``, or the other way round, or ``run`` without them.
     """
+    owner: dict[str, Any] = {}
+    if writer is not None or batch is not None or run is not None:
+        if writer is None or batch is None:
+            raise ValueError(
+                f"upload: writer= and batch= go together, got writer={writer!r}, batch={batch!r}"
+            )
+        owner = {"writer": writer, "batch": batch} | ({} if run is None else {"run": run})
     chosen = access or _NO_ACCESS
     deadline = time.monotonic() + timeout
     sent: list[bytes] = []
@@ -623,7 +664,7 @@ def upload(
     while True:
         left = deadline - time.monotonic()
         try:
-            attempt = _upload(url, log, token, replayed, chosen)
+            attempt = _upload(url, log, token, replayed, chosen, owner)
             count: int = asyncio.run(asyncio.wait_for(attempt, max(0.001, left)))
             return count
         except RemoteStreamError as error:

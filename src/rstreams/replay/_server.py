@@ -40,7 +40,9 @@ request/response is one JSON element (UTF-8 bytes):
                                         ``{"discarded", "epoch"}``
 ``NAME?stage=T``                        (sink) a *channel* (PROTOCOL.md §21.8), not a
                                         publisher: stages its input under ``T``; its output
-                                        is ``{"count"}`` once the input completes
+                                        is ``{"count"}`` once the input completes.
+                                        ``&writer=W&batch=B&run=R``: the upload's owner
+                                        (:mod:`rstreams.replay._staging`)
 ``rstreams/logs``                       ``{"logs": [...], "sinks": [...]}``: the names of the
                                         logs served now (sinks among them), sorted; Spark's
                                         source discovers logs by pattern with it
@@ -51,8 +53,9 @@ Uploads go the other way. On a connection with extensions channels and input-par
 (:func:`_stage_channels`). Without them, a reverse subscription: RS.io is bidirectional, so
 the server asks each client for its publisher ``rstreams/upload`` (clients that have none
 refuse, which ends only that subscription); that upload's first element is a JSON header
-``{"log", "token"}``, and ``NAME?staged=T`` answers once it has completed. Either way the
-rows are staged under the token until ``publish`` or ``discard``.
+``{"log", "token"}`` (and the owner's fields), and ``NAME?staged=T`` answers once it has
+completed. Either way the rows are staged under the token until ``publish`` or ``discard``, or
+until the staging area drops them by their owner (:mod:`rstreams.replay._staging`).
 """
 
 from __future__ import annotations
@@ -76,15 +79,14 @@ from rstreams.net._loop_thread import close_idle, loop_thread
 from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT
 from rstreams.replay._cursor import LogEpochError, LogLookupError, unpack
 from rstreams.replay._log import ReplayLog
+from rstreams.replay._staging import STAGING_BYTES, Owner, Staging, StagingFullError, batch_param, owner_of
 from rstreams.rules import check_subscriber
 
 __all__ = [
     "LOGS_NAME",
     "QUERY_KEYS",
-    "STAGING_BYTES",
     "UPLOAD_NAME",
     "ReplayServer",
-    "StagingFullError",
     "replay_offer",
 ]
 
@@ -117,8 +119,6 @@ _UPLOAD_WINDOW = 1024
 _FLUSH_BYTES = 1024 * 1024
 """Rows received are staged (and checked against the bound) at least every this many bytes,
 and at least every half window of elements: large rows (Arrow batches) are not held unchecked."""
-STAGING_BYTES = 256 * 1024 * 1024
-"""Default bound of a sink log's staged (uploaded, not yet published) rows, in bytes."""
 
 
 class _Answer(Flow[bytes]):
@@ -189,10 +189,6 @@ def _answer(value: Any) -> Flow[bytes]:
     return _Answer(future)
 
 
-class StagingFullError(ReactiveStreamsError, RuntimeError):
-    """An upload would take a sink log's staging area past its bound (``staging_bytes``)."""
-
-
 class LogRequestError(ReactiveStreamsError, ValueError):
     """A request a replay log cannot take (docs/replay.md, *Naming convention*): an unknown
     parameter, a malformed number, a parameter without the one it needs, a channel's name opened
@@ -224,129 +220,6 @@ class ServerAlreadyRunningError(ReactiveStreamsError, RuntimeError):
         )
 
 
-class _Staging:
-    """Uploads of one sink log, staged by token until Spark's commit (or abort).
-
-    At most ``limit`` bytes of rows are staged at once (all tokens together). Uploads are
-    not held back when it is reached, because all the uploads of one Spark batch are
-    published together only after every one of them has completed: waiting for room
-    could wait forever. The upload that would pass the bound fails instead, with a
-    :class:`StagingFullError` that says what to change; its rows are dropped.
-    """
-
-    def __init__(self, log: ReplayLog, limit: int) -> None:
-        self.log = log
-        self.limit = limit
-        self._lock = threading.Lock()
-        self._uploads: dict[str, list[bytes]] = {}
-        self._sizes: dict[str, int] = {}
-        self.staged_bytes = 0
-        self._done: dict[str, concurrent.futures.Future[int]] = {}
-        log.keep_batches()
-        self._published: set[tuple[str, int]] = log.batches()  # appended, or waiting to be
-        self.refused = 0  # publishes of a batch already published (a re-run batch)
-
-    def future(self, token: str) -> concurrent.futures.Future[int]:
-        """The upload under ``token``'s count, resolved when it completes (the reverse
-        subscription's, whose ``NAME?staged=T`` may come before or after its header)."""
-        with self._lock:
-            return self._done.setdefault(token, concurrent.futures.Future())
-
-    def begin(self, token: str) -> concurrent.futures.Future[int]:
-        """A new upload under ``token`` (a channel, PROTOCOL.md §21.8): its count's future,
-        which replaces the token's earlier one. An earlier upload still running can then stage
-        no more (:meth:`add`)."""
-        fresh: concurrent.futures.Future[int] = concurrent.futures.Future()
-        with self._lock:
-            earlier = self._done.get(token)
-            self._done[token] = fresh
-        if earlier is not None and not earlier.done():
-            earlier.set_exception(LogLookupError(f"sink log {self.log.name!r}: upload {token!r} began again"))
-        return fresh
-
-    def add(self, token: str, rows: list[bytes], upload: concurrent.futures.Future[int]) -> None:
-        """Stage ``rows`` under ``token`` for the upload whose count is ``upload``.
-
-        Raises:
-            LogLookupError: since that upload began, ``token`` was discarded, published or began
-                again: ``upload`` is an attempt cut short whose late rows arrive after the
-                client's next attempt took over (nothing is staged; so a row is never twice).
-            StagingFullError: they do not fit (nothing of ``token`` stays staged).
-        """
-        size = sum(map(len, rows))
-        with self._lock:
-            if self._done.get(token) is not upload:
-                raise LogLookupError(
-                    f"sink log {self.log.name!r}: upload {token!r} was discarded, published or began again "
-                    "while its rows arrived; they are not staged"
-                )
-            if self.staged_bytes + size > self.limit:
-                staged, uploads = self.staged_bytes, len(self._uploads)
-                self._forget(token)
-                raise StagingFullError(
-                    f"sink log {self.log.name!r}: staging area full: {staged + size:,} bytes would be "
-                    f"staged by {uploads} uploads, the bound is {self.limit:,} (staging_bytes=); "
-                    "the rows of one Spark micro-batch must fit: make batches smaller "
-                    "(maxRecordsPerBatch on the source) or serve with a larger staging_bytes"
-                )
-            self._uploads.setdefault(token, []).extend(rows)
-            self._sizes[token] = self._sizes.get(token, 0) + size
-            self.staged_bytes += size
-
-    def _forget(self, token: str) -> list[bytes]:  # under the lock
-        self.staged_bytes -= self._sizes.pop(token, 0)
-        return self._uploads.pop(token, [])
-
-    def publish(self, writer: str, batch: int, tokens: list[str]) -> concurrent.futures.Future[Any]:
-        """Append the staged rows as one batch, once per ``(writer, batch)``; resolves when appended
-        (a bounded sink log may first wait for its readers to commit)."""
-        answer: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        with self._lock:
-            if (writer, batch) in self._published:
-                for token in tokens:
-                    self._forget(token)
-                    self._done.pop(token, None)
-                self.refused += 1
-                answer.set_result({"published": False, "count": 0})
-                return answer
-            missing = [token for token in tokens if token not in self._uploads]
-            if missing:  # never publish a batch with a hole in it
-                answer.set_exception(
-                    LogLookupError(
-                        f"sink log {self.log.name!r}: upload {missing[0]!r} is not staged here: staged "
-                        "uploads live in the server's memory, so a restart of the server since the upload "
-                        "lost it (or it never came here, or was discarded); batch "
-                        f"{batch} of writer {writer!r} is not published, nothing of it was appended, and "
-                        "its other uploads stay staged until discarded: upload the batch again and "
-                        "publish it (a Spark query restarted from its checkpoint re-runs it)"
-                    )
-                )
-                return answer
-            items: list[bytes] = []
-            for token in tokens:
-                items.extend(self._forget(token))
-                self._done.pop(token, None)
-            self._published.add((writer, batch))
-        done = lambda: answer.set_result({"published": True, "count": len(items)})  # noqa: E731
-        self.log.append(items, done, batch=(writer, batch))
-        return answer
-
-    def discard(self, tokens: list[str]) -> dict[str, Any]:
-        self.drop(tokens)
-        return {"discarded": len(tokens), "epoch": self.log.epoch}
-
-    def drop(self, tokens: list[str]) -> int:
-        """Forget ``tokens`` (staged or under way); how many of them had rows or an upload here."""
-        found = 0
-        with self._lock:
-            for token in tokens:
-                if token in self._uploads or token in self._done:
-                    found += 1
-                self._forget(token)
-                self._done.pop(token, None)
-        return found
-
-
 class _Stager(Subscriber[bytes]):
     """Takes one upload's rows into a log's staging area under its token; resolves
     ``future`` with their count once they complete.
@@ -354,7 +227,7 @@ class _Stager(Subscriber[bytes]):
     Demand is renewed by half the window as each half arrives. Rows are staged in runs, each
     run when a half window of elements or :data:`_FLUSH_BYTES` bytes has arrived, and the
     rest at the end. A staging area that is full, or a token taken over by a later attempt
-    (:meth:`_Staging.add`), cancels the rows and fails ``future``. An upload that fails or is
+    (:meth:`Staging.add`), cancels the rows and fails ``future``. An upload that fails or is
     cut short fails ``future``; what it staged stays until ``discard`` (the client's next
     attempt sends that first).
     """
@@ -362,7 +235,7 @@ class _Stager(Subscriber[bytes]):
     def __init__(
         self,
         future: concurrent.futures.Future[int] | None,
-        staging: _Staging | None = None,
+        staging: Staging | None = None,
         token: str = "",
     ) -> None:
         self._future = future
@@ -440,9 +313,7 @@ class _UploadSubscriber(_Stager):
     malformed header reaches it when it has a token, see :meth:`_malformed`).
     """
 
-    def __init__(
-        self, stagings: Mapping[str, _Staging], allowed: Callable[[str], bool] | None = None
-    ) -> None:
+    def __init__(self, stagings: Mapping[str, Staging], allowed: Callable[[str], bool] | None = None) -> None:
         super().__init__(None)
         self._stagings = stagings
         self._allowed = allowed
@@ -472,6 +343,12 @@ class _UploadSubscriber(_Stager):
             self._fail(None, f"unauthorized: uploads to sink log {name!r}")
             return
         self._future = self._staging.future(token)
+        try:
+            owner = owner_of(fields.get("writer"), fields.get("batch"), fields.get("run"))
+        except ValueError as bad:
+            self._fail(LogRequestError(f"sink log {name!r}: {bad} (PROTOCOL.md §21.8)"), "")
+            return
+        self._staging.own(token, owner)
 
     def _malformed(self, header: bytes, fields: object) -> None:
         """Cancel an upload whose header is not ``{"log", "token"}``. A header with a token (and
@@ -489,6 +366,8 @@ class _UploadSubscriber(_Stager):
         self._fail(bad, str(bad))
 
 
+_CHANNEL_KEYS = frozenset({"stage", "writer", "batch", "run"})
+"""The parameters of an upload channel's name: its token, and the owner it may name."""
 _IN_FLIGHT_BYTES = 8 * 1024 * 1024
 """Bytes of input an upload channel lets its client have in flight (PROTOCOL.md §21.8): the
 input demand is this over the largest element seen, within 1 and :data:`_UPLOAD_WINDOW`."""
@@ -501,7 +380,7 @@ class _ChannelStager(_Stager):
     batches) are never asked for by the thousand. An element that is not a packed element
     fails the upload."""
 
-    def __init__(self, future: concurrent.futures.Future[int], staging: _Staging, token: str) -> None:
+    def __init__(self, future: concurrent.futures.Future[int], staging: Staging, token: str) -> None:
         super().__init__(future, staging, token)
         self._outstanding = 0
         self._largest = 1
@@ -553,8 +432,8 @@ class _StagedCount(Flow[bytes]):
 
     __slots__ = ("_answer", "_rows", "_stager")
 
-    def __init__(self, staging: _Staging, token: str, rows: Publisher[bytes]) -> None:
-        staged = staging.begin(token)
+    def __init__(self, staging: Staging, token: str, owner: Owner | None, rows: Publisher[bytes]) -> None:
+        staged = staging.begin(token, owner)
         counted: concurrent.futures.Future[Any] = concurrent.futures.Future()
         staged.add_done_callback(lambda f: _chain_count(f, counted))
         self._stager = _ChannelStager(staged, staging, token)
@@ -569,21 +448,26 @@ class _StagedCount(Flow[bytes]):
             rows.subscribe(self._stager)
 
 
-def _stage_channels(stagings: Mapping[str, _Staging]) -> dict[str, ChannelFactory]:
+def _stage_channels(stagings: Mapping[str, Staging]) -> dict[str, ChannelFactory]:
     """The channel factories of the sink logs' uploads, for ``serve(channels=)``: one per sink
     log, by its name, opened as ``NAME?stage=T`` (PROTOCOL.md §21.8)."""
 
-    def factory(name: str, staging: _Staging) -> ChannelFactory:
+    def factory(name: str, staging: Staging) -> ChannelFactory:
         def open_channel(rows: Publisher[Any], params: dict[str, str]) -> Publisher[Any]:
             token = params.get("stage", "")
-            if set(params) != {"stage"} or not token:
+            if not token or not params.keys() <= _CHANNEL_KEYS:
                 return error_flow(
                     LogRequestError(
-                        f"sink log {name!r}: an upload channel is named {name}?stage=TOKEN and takes no "
-                        f"other parameter; got {sorted(params)} (PROTOCOL.md §21.8)"
+                        f"sink log {name!r}: an upload channel is named {name}?stage=TOKEN, optionally "
+                        "with &writer=W&batch=B&run=R, and takes no other parameter; got "
+                        f"{sorted(params)} (PROTOCOL.md §21.8)"
                     )
                 )
-            return _StagedCount(staging, token, rows)
+            try:
+                owner = owner_of(params.get("writer"), batch_param(params.get("batch")), params.get("run"))
+            except ValueError as bad:
+                return error_flow(LogRequestError(f"sink log {name!r}: {bad} (PROTOCOL.md §21.8)"))
+            return _StagedCount(staging, token, owner, rows)
 
         return open_channel
 
@@ -608,7 +492,7 @@ def replay_offer(
     if type(staging_bytes) is not int or staging_bytes < 1:
         raise ValueError(f"staging_bytes= needs an int >= 1, got {staging_bytes!r}")
     all_logs = {**logs, **(sinks or {})}
-    stagings = {name: _Staging(log, staging_bytes) for name, log in (sinks or {}).items()}
+    stagings = {name: Staging(log, staging_bytes) for name, log in (sinks or {}).items()}
 
     def route(path: str, params: dict[str, str]) -> Publisher[Any] | None:
         log = all_logs.get(path)
@@ -641,8 +525,8 @@ def _named(error: ValueError | LookupError) -> ReactiveStreamsError:
     return named
 
 
-def _route(log: ReplayLog, staging: _Staging | None, params: dict[str, str]) -> Publisher[Any]:
-    unknown = sorted(params.keys() - set(QUERY_KEYS) - {"stage"})
+def _route(log: ReplayLog, staging: Staging | None, params: dict[str, str]) -> Publisher[Any]:
+    unknown = sorted(params.keys() - set(QUERY_KEYS) - (_CHANNEL_KEYS if "stage" in params else set()))
     if unknown:
         raise LogRequestError(
             f"log {log.name!r}: unknown parameter {unknown[0]!r}; a log's name takes {', '.join(QUERY_KEYS)}"
@@ -775,7 +659,7 @@ class ReplayServer:
         self._metrics = metrics
         self._route = replay_offer(logs, sinks, staging_bytes=staging_bytes)
         self._offer = offer if offer is not None else self._route
-        self._stagings: Mapping[str, _Staging] = self._route.stagings
+        self._stagings: Mapping[str, Staging] = self._route.stagings
         self._bind = url
         self._ssl = ssl
         self._authenticate = authenticate
@@ -906,9 +790,11 @@ class ReplayServer:
         conn.publisher(UPLOAD_NAME, codec=RAW).subscribe(_UploadSubscriber(self._stagings, allowed))
 
     def sink_statistics(self, name: str) -> dict[str, int]:
-        """``{"published", "refused"}``: batches published on sink log ``name``, re-runs refused."""
+        """``{"published", "refused", "dropped"}``: batches published on sink log ``name``, re-runs
+        refused, uploads dropped by their owners (a writer's run over, a batch published without
+        them; PROTOCOL.md §21.8)."""
         staging = self._stagings[name]
-        return {"published": len(staging._published), "refused": staging.refused}
+        return {"published": len(staging._published), "refused": staging.refused, "dropped": staging.dropped}
 
     def stop(self) -> None:
         """Close every connection and the listening socket; stop the loop thread. The server may

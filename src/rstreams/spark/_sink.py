@@ -13,7 +13,11 @@ Two phases, as Spark's writer API intends:
   tokens as batch ``batchId`` of this query. The server publishes each
   ``(query, batchId)`` at most once: a restarted query that re-runs a batch whose
   commit was already done gets ``published: false`` and its new upload is dropped.
-  ``abort`` discards the staged tokens.
+  ``abort`` discards the staged tokens. Each upload names its owner (PROTOCOL.md §21.8): the
+  query, the micro-batch and the query's run (made as Spark builds the writer for the tasks, at
+  each start of the query), so the server drops by itself what a driver killed between the
+  uploads and the commit left staged (at the first upload of the restarted run), and a task's
+  other attempts (at the batch's publish).
 
 The query's identity is Spark's query id (``sql.streaming.queryId``, stable across
 restarts from the same checkpoint), read in ``write`` from the task's local properties
@@ -170,6 +174,14 @@ class _Writer:
         self.writer_id = options.get("writerId")
         self.batch_id = _batch_id(options, self.writer_id)
         self.timeout = number(options, "timeout", 300.0)
+        self.batch: int | None = None
+        """The batch a ``df.write`` publishes (its uploads name it); ``None`` for a streaming query,
+        whose tasks read theirs from Spark."""
+        self.own_writer = _batch_writer()
+        """The writer of a ``df.write`` without option ``writerId`` (one for all its tasks)."""
+        self.run: str | None = None
+        """A streaming query's run: made as Spark builds the writer it pickles to the tasks, once at
+        each start of the query (:class:`RStreamsArrowStreamWriter`)."""
         self.epochs: tuple[str | None, ...] = ()
         """Each sink log's epoch as :meth:`check_logs` found it on the driver, by target index
         (``None``: a server that names none); pickled with the writer to the executors."""
@@ -213,25 +225,41 @@ class _Writer:
         return (element for batch in batches for element in encode(batch))
 
     def _upload(self, elements: Iterator[bytes]) -> StagedUpload:
-        token, count = self._stage(self.targets[0], elements)
-        writer = self.writer_id or _task_property("sql.streaming.queryId") or _batch_writer()
+        writer, owner = self._owner()
+        token, count = self._stage(self.targets[0], elements, owner)
         return StagedUpload(token, count, writer, self.epochs, _task_property(CONF_KEY))
 
     def _spread(self, elements: list[Iterator[bytes]]) -> SpreadUpload:
+        writer, owner = self._owner()
         parts = []
         for index, (target, rows) in enumerate(zip(self.targets, elements, strict=True)):
             first = next(rows, None)
             if first is not None:  # a log with no rows from this task: no upload
-                token, count = self._stage(target, chain([first], rows))
+                token, count = self._stage(target, chain([first], rows), owner)
                 parts.append((index, token, count))
-        writer = self.writer_id or _task_property("sql.streaming.queryId") or _batch_writer()
         return SpreadUpload(parts, writer, self.epochs, _task_property(CONF_KEY))
 
-    def _stage(self, target: tuple[str, str], elements: Iterator[bytes]) -> tuple[str, int]:
+    def _owner(self) -> tuple[str, dict[str, Any]]:
+        """The writer this task publishes as, and the owner its uploads name (PROTOCOL.md §21.8):
+        a streaming query's micro-batch (a task property Spark sets) and :attr:`run`, so the
+        server drops the uploads of a run killed before its commit and of a task's other
+        attempts; a ``df.write``'s batch, with no run (two of them may run at once under one
+        ``writerId``)."""
+        writer = self.writer_id or _task_property("sql.streaming.queryId") or self.own_writer
+        if self.batch is not None:
+            return writer, {"writer": writer, "batch": self.batch}
+        batch = _task_property(_BATCH_KEY)
+        if batch is None or not batch.isdigit():
+            return writer, {}
+        return writer, {"writer": writer, "batch": int(batch)} | ({"run": self.run} if self.run else {})
+
+    def _stage(
+        self, target: tuple[str, str], elements: Iterator[bytes], owner: dict[str, Any]
+    ) -> tuple[str, int]:
         url, log = target
         token = uuid.uuid4().hex
         try:
-            count = upload(url, log, token, elements, self.timeout, access=self.access)
+            count = upload(url, log, token, elements, self.timeout, access=self.access, **owner)
         except (PermissionError, ConnectionError) as error:
             raise explain(error, url, self.access) from None
         except RemoteLogError as error:
@@ -511,6 +539,10 @@ def _ipc(batches: list[pa.RecordBatch]) -> bytes:
     return bytes(sink.getvalue())
 
 
+_BATCH_KEY = "streaming.sql.batchId"
+"""The task property in which Spark gives a streaming query's micro-batch id to its tasks."""
+
+
 def _task_property(name: str) -> str | None:
     """The running Spark task's local property ``name`` (None outside a task, or unset)."""
     from pyspark import TaskContext
@@ -536,6 +568,7 @@ class RStreamsArrowStreamWriter(DataSourceStreamArrowWriter):
                 "each micro-batch under its own batch id",
             )
         self._writer = _Writer(options, schema, gateway)
+        self._writer.run = uuid.uuid4().hex  # the tasks get the one of the writer built at the start
 
     def __getstate__(self) -> dict[str, Any]:
         """Spark pickles the writer it builds as the query starts to send it to the tasks, and never
@@ -574,6 +607,7 @@ class RStreamsArrowBatchWriter(DataSourceArrowWriter):
         self._writer = _Writer(options, schema)
         given = self._writer.batch_id
         self._batch = uuid.uuid4().int & (2**62 - 1) if given is None else given
+        self._writer.batch = self._batch
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return self._writer.write_arrow(iterator)
