@@ -54,9 +54,13 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
      * Parses and checks {@code url} (PROTOCOL.md §1.1).
      *
      * @throws IllegalArgumentException naming the URL (its user part as ***), the part at fault
-     *     and §1.1, in parse_url's words
+     *     and §1.1, in parse_url's words; for a null {@code url}, saying a URL is needed, as
+     *     parse_url's TypeError for a URL that is not a str
      */
     static RsioUrl parse(String url) {
+        if (url == null) {
+            throw new IllegalArgumentException("an RS.io URL is a String such as 'tcp://127.0.0.1:5000', got null " + SECTION);
+        }
         Parts parts = split(url);
         String shown = parts.shown();
         for (int i = 0; i < url.length(); i++) {

@@ -77,6 +77,19 @@ public class RsioUrlTest {
     }
 
     @Test(timeOut = 10_000)
+    public void aMissingUrlIsRefusedSayingAUrlIsNeeded() throws Exception {
+        String words = "an RS.io URL is a String such as 'tcp://127.0.0.1:5000', got null (PROTOCOL.md §1.1)";
+        assertEquals(expectThrows(IllegalArgumentException.class, () -> RsioUrl.parse(null)).getMessage(), words);
+        RsioClient client = RsioClient.builder().build();
+        try {
+            assertEquals(expectThrows(IllegalArgumentException.class, () -> client.connect(null)).getMessage(), words);
+        } finally {
+            client.close();
+        }
+        assertEquals(expectThrows(IllegalArgumentException.class, () -> RsioServer.builder().bind(null)).getMessage(), words);
+    }
+
+    @Test(timeOut = 10_000)
     public void aWebSocketUrlKeepsItsQueryAfterItsPath() {
         RsioUrl url = RsioUrl.parse("ws://127.0.0.1:1/rsio?token=x");
         assertEquals(url.path(), "/rsio");
