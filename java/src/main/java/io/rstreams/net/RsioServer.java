@@ -66,6 +66,11 @@ public final class RsioServer implements AutoCloseable {
             throw new IllegalStateException("authorize(...) needs authenticate(...) or token(...) too: the principal it is asked "
                     + "about is the credentials those accept (PROTOCOL.md §15.4)");
         }
+        if (!b.authRequired && b.authenticator == null) {
+            throw new IllegalStateException("authRequired(false) needs authenticate(...) or token(...) too: it makes the credentials "
+                    + "those check optional (PROTOCOL.md §15.2)");
+        }
+        boolean authOptional = !b.authRequired;
         Endpoint.Sessions table = new Endpoint.Sessions() {
             @Override
             public void register(byte[] token, Endpoint endpoint) {
@@ -101,6 +106,9 @@ public final class RsioServer implements AutoCloseable {
                     protected void initChannel(Channel ch) {
                         channels.add(ch);
                         Endpoint endpoint = new Endpoint(Connection.Side.SERVER, options);
+                        if (authOptional) {
+                            endpoint.connection().authRequired(false); // before any byte is read (§15.2)
+                        }
                         // over: a connection's transport closed; with resume, its session over (§16.6)
                         CompletableFuture<Void> over = options.resume() != null ? endpoint.closedFuture() : new CompletableFuture<>();
                         if (options.resume() == null) {
@@ -269,7 +277,8 @@ public final class RsioServer implements AutoCloseable {
          * Whether the subscribe may go on: {@code true} lets it; {@code false} refuses it (code 4);
          * a {@link RemoteStreamException} with a code refuses it with its own text and code.
          *
-         * @param credentials the principal: the subscribe's own credentials, else the connection's
+         * @param credentials the principal: the subscribe's own credentials, else the connection's;
+         *     null for a client served unauthenticated ({@link Builder#authRequired authRequired(false)})
          * @param name the publisher name as the client wrote it, query included
          * @param metadata the subscribe's entries ({@link io.rstreams.wire.SubscribeMetadata#EMPTY} without any)
          */
@@ -291,6 +300,7 @@ public final class RsioServer implements AutoCloseable {
         private SSLContext tls;
         private Predicate<Credentials> authenticator;
         private io.rstreams.wire.Authorizer authorizer;
+        private boolean authRequired = true;
         private boolean resume;
         private boolean errorCodes = true;
         private Duration sessionTimeout = Duration.ofSeconds(30);
@@ -346,7 +356,7 @@ public final class RsioServer implements AutoCloseable {
 
         /**
          * Requires every client to authenticate (extension auth, PROTOCOL.md §15) with credentials
-         * {@code check} accepts; a client without auth, or refused, is closed with a goodbye
+         * {@code check} accepts; a client without auth (unless {@link #authRequired authRequired(false)}), or refused, is closed with a goodbye
          * saying so, and subscribes wait until the client's authenticate is settled. {@code check}
          * is called on the I/O thread, for the connection's authenticate and for every
          * subscribeCredentials; an exception from it (logged by its class only: its text could
@@ -416,6 +426,23 @@ public final class RsioServer implements AutoCloseable {
                     return io.rstreams.wire.Authorizer.unauthorized(name);
                 }
             };
+            return this;
+        }
+
+        /**
+         * Whether every client must authenticate (PROTOCOL.md §15.2), with {@link #authenticate} or
+         * {@link #token}: {@code true} by default. {@code false} (rstreams' {@code serve(...,
+         * auth_required=False)}, JavaScript's {@code authRequired: false}) serves a client whose
+         * hello does not list extension auth unauthenticated: its subscribes (and messages, §20.4)
+         * go on unless {@link #authorize} refuses them, asked with null credentials, and without an
+         * authorize hook every one goes on. A client that presents credentials must still have
+         * them accepted (goodbye {@code authentication failed (PROTOCOL.md §15.3)} otherwise),
+         * and its own per-subscribe credentials are checked as before. Needs
+         * {@link #authenticate} or {@link #token} ({@link #bind} throws IllegalStateException
+         * otherwise).
+         */
+        public Builder authRequired(boolean required) {
+            this.authRequired = required;
             return this;
         }
 

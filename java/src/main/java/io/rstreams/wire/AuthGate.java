@@ -20,6 +20,7 @@ final class AuthGate {
     private Credentials accepted; // the connection's, once its authenticate is accepted
     private boolean pending;
     private boolean done;
+    private boolean required = true; // false: a client without auth is served unauthenticated (§15.2)
 
     AuthGate(Predicate<Credentials> check, Authorizer authorize, int maxCredentials) {
         this.check = check;
@@ -27,9 +28,26 @@ final class AuthGate {
         this.maxCredentials = maxCredentials;
     }
 
-    /** The clientHello arrived with these extensions active: auth is required (§15.2). */
+    /**
+     * Whether a client must authenticate (§15.2): true by default; false serves a client whose
+     * hello does not list auth without a principal (the authorizer is asked with null
+     * credentials), while a client that lists it must still authenticate, and be accepted.
+     */
+    void required(boolean required) {
+        this.required = required;
+    }
+
+    /** Whether a client must authenticate (§15.2). */
+    boolean required() {
+        return required;
+    }
+
+    /** The clientHello arrived with these extensions active: auth is required unless optional (§15.2). */
     void helloReceived(Set<Long> active) throws ProtocolException {
         if (!active.contains(FrameType.AUTH)) {
+            if (!required) {
+                return; // served unauthenticated: no principal (§15.4); auth is not active, so no authenticate can come (§4.4)
+            }
             throw new ProtocolException("authentication required: this server needs extension auth (id 2), "
                     + "which the clientHello does not list (PROTOCOL.md §15.2)", ErrorCode.UNAUTHENTICATED);
         }
@@ -120,7 +138,7 @@ final class AuthGate {
      * credentials and the name as written; anything but true (a throw included) drops it.
      */
     String admitMessage(String name) {
-        if (accepted == null) {
+        if (accepted == null && required) {
             return "unauthenticated";
         }
         if (authorize == null) {

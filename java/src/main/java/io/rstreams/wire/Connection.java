@@ -1352,6 +1352,26 @@ public final class Connection {
         }
     }
 
+    /**
+     * Whether a client must authenticate (§15.2), on a server connection that checks credentials:
+     * true by default (a clientHello without auth is answered with goodbye {@code authentication
+     * required: ...}); false serves such a client unauthenticated, its subscribes and messages
+     * authorized with null credentials (§15.4, §20.4), as rstreams' {@code
+     * serve(auth_required=False)}. A client whose hello lists auth must still authenticate.
+     *
+     * @throws IllegalStateException if this connection checks no credentials, or the client's hello has come
+     */
+    public void authRequired(boolean required) {
+        if (auth == null) {
+            throw new IllegalStateException("only a server connection that checks credentials (an authenticator) requires them or not "
+                    + "(PROTOCOL.md §15.2)");
+        }
+        if (state != State.AWAITING_HELLO) {
+            throw new IllegalStateException("whether authentication is required is settled before the clientHello (PROTOCOL.md §15.2)");
+        }
+        auth.required(required);
+    }
+
     /** Whether this end (a server checking credentials) still waits for the client's authenticate (§15.3). */
     public boolean authenticating() {
         return auth != null && auth.holding();

@@ -160,6 +160,25 @@ public class ConformanceSuiteTest {
         }
     }
 
+    /**
+     * The auth cases (§15) against a server whose authentication is optional
+     * ({@code authRequired(false)}, §15.2): the client with the token is checked as before, and
+     * ex.auth_required skips, saying a client without auth was served; no other case may skip.
+     */
+    @Test(timeOut = 120_000)
+    public void authCasesPassAgainstAServerWithOptionalAuth() throws Exception {
+        PythonRstreams.python();
+        try (RsioServer server = builder("tcp").token("conformance-token").authRequired(false).bind("tcp://127.0.0.1:0")) {
+            PythonRstreams.Result result = PythonRstreams.run(100, "-m", "rstreams.conformance", server.url(), "-v",
+                    "-k", "ex.auth_", "--token", "conformance-token", "--publisher", "range", "--junit",
+                    "target/conformance-tcp-auth-optional.xml");
+            assertRan(result, listed("-k", "ex.auth_"), List.of(Pattern.compile(
+                    Pattern.quote("authentication is optional at this endpoint: a client without auth was served"))));
+            assertTrue(outcomes(result.output()).get("ex.auth_required").startsWith("skip: "),
+                    "ex.auth_required must skip here:\n" + result.output());
+        }
+    }
+
     /** The extension cases that need an idle timeout (§14.2), against a server that closes idle peers after 1 s. */
     @Test(timeOut = 120_000)
     public void idleTimeoutCasesPass() throws Exception {
