@@ -122,3 +122,7 @@ __all__ = [
 from rstreams._exports import claim as _claim
 
 _claim(__name__, __all__, globals())
+# The credentials live in the sans-I/O rstreams.wire._auth, which rstreams.wire does not export:
+# this package is their public home (without this line they said rstreams.wire._auth until the
+# first lazy `rstreams.connect`, then `rstreams`).
+Token.__module__ = UserPassword.__module__ = __name__
