@@ -27,6 +27,7 @@ Usage::
     python benchmarks/hotpath.py rr --opcodes --top 25  # bytecodes per operation, by function
     python benchmarks/hotpath.py rr small --metrics   # the same with the server counting metrics
     python benchmarks/hotpath.py rr --no-timers       # keepalive and idle timeout off (no loop timer)
+    python benchmarks/hotpath.py rr --no-timers --far-timer --instructions  # ... and one idle loop timer
     python benchmarks/hotpath.py rr --instructions --no-gc  # the collector off while measuring
     python benchmarks/hotpath.py ceiling floor-rr floor-latency --instructions  # no rstreams code
 
@@ -47,6 +48,12 @@ functions that execute most, ``--lines`` their lines too): where an operation's 
 deterministic like ``--instructions`` and in seconds rather than minutes. It counts only
 Python code (a builtin's work is one bytecode), so a cut is confirmed with
 ``--instructions``; on these paths one bytecode is about 40 instructions.
+
+``--far-timer`` arms one loop timer an hour away while the operations are measured (a
+callback that never comes): with ``--no-timers``, or in ``ceiling``, what asyncio's loop
+pays on every turn for any timer armed, however far, apart from the work of what armed it
+(the keepalive's own work per read is a clock read; the rest of what ``--no-timers`` saves
+is this).
 
 ``--no-gc`` turns the garbage collector off (``gc.disable()``) for the measured operations,
 after the warm-up and a ``gc.collect()``, in every run, the ones under valgrind included.
@@ -243,11 +250,15 @@ async def measure(
     timers: bool = True,
     collect: bool = True,
     opcodes: Opcodes | None = None,
+    far_timer: bool = False,
 ) -> dict[str, Any]:
     """Counts of ``count`` operations of ``mode``; ``collect=False``: the collector off while measuring;
-    ``opcodes``: the bytecodes counted there instead of the calls."""
+    ``opcodes``: the bytecodes counted there instead of the calls; ``far_timer``: one loop timer
+    an hour away armed meanwhile."""
     if mode in PLAIN_MODES:
-        return await _measure_plain(mode, count, profile=profile, top=top, collect=collect, opcodes=opcodes)
+        return await _measure_plain(
+            mode, count, profile=profile, top=top, collect=collect, opcodes=opcodes, far_timer=far_timer
+        )
     offer = {"bench": _bench, "echo": _echo}
     # without timers: keepalive and idle timeout off on both ends, no loop timer armed (as the ceiling)
     off: dict[str, Any] = {} if timers else {"keepalive": None}
@@ -256,10 +267,23 @@ async def measure(
     try:
         async with await connect(server.url, config=CONFIG, **off) as conn:
             run = await _operations(conn, mode)
-            return await _count(run, mode, count, profile=profile, top=top, collect=collect, opcodes=opcodes)
+            return await _count(
+                run,
+                mode,
+                count,
+                profile=profile,
+                top=top,
+                collect=collect,
+                opcodes=opcodes,
+                far_timer=far_timer,
+            )
     finally:
         server.close()
         await server.wait_closed()
+
+
+def _never() -> None:
+    """What the far timer would call (it never comes: it is cancelled after the operations)."""
 
 
 async def _count(
@@ -271,10 +295,13 @@ async def _count(
     top: int,
     collect: bool,
     opcodes: Opcodes | None = None,
+    far_timer: bool = False,
 ) -> dict[str, Any]:
     """Warm up, then ``run(count)``, its calls counted when ``profile`` (its bytecodes instead,
-    into ``opcodes``, when given), the collector off during it unless ``collect``."""
+    into ``opcodes``, when given), the collector off during it unless ``collect``, a loop timer
+    an hour away armed during it when ``far_timer``."""
     await run(WARM_UP[mode])
+    far = asyncio.get_running_loop().call_later(3600, _never) if far_timer else None
     gc.collect()
     counter = Counter(top > 0) if profile and opcodes is None else None
     if not collect:
@@ -292,6 +319,8 @@ async def _count(
     finally:
         if not collect:
             gc.enable()
+        if far is not None:
+            far.cancel()
     if counter is None:
         return {}
     result: dict[str, Any] = {
@@ -305,7 +334,14 @@ async def _count(
 
 
 async def _measure_plain(
-    mode: str, count: int, *, profile: bool, top: int, collect: bool, opcodes: Opcodes | None = None
+    mode: str,
+    count: int,
+    *,
+    profile: bool,
+    top: int,
+    collect: bool,
+    opcodes: Opcodes | None = None,
+    far_timer: bool = False,
 ) -> dict[str, Any]:
     """The ``ceiling`` and ``floor`` modes: the stdlib scripts' own servers and clients."""
     loop = asyncio.get_running_loop()
@@ -324,6 +360,7 @@ async def _measure_plain(
                     top=top,
                     collect=collect,
                     opcodes=opcodes,
+                    far_timer=far_timer,
                 )
             finally:
                 receiver.transport.close()  # type: ignore[union-attr]
@@ -337,6 +374,7 @@ async def _measure_plain(
                 top=top,
                 collect=collect,
                 opcodes=opcodes,
+                far_timer=far_timer,
             )
         finally:
             client.close()
@@ -378,13 +416,19 @@ def _floor_operations(client: net_floor.FloorClient, mode: str) -> Callable[[int
 
 
 def instructions(
-    mode: str, count: int, *, metrics: bool = False, timers: bool = True, collect: bool = True
+    mode: str,
+    count: int,
+    *,
+    metrics: bool = False,
+    timers: bool = True,
+    collect: bool = True,
+    far_timer: bool = False,
 ) -> float:
     """Instructions per operation, counted by valgrind (cachegrind's ``I refs``: deterministic,
     and available where ``perf stat -e instructions:u`` is not, as on VMs without hardware
     counters): runs of ``count`` and ``2 * count`` operations, differenced."""
     flags = (["--metrics"] if metrics else []) + ([] if timers else ["--no-timers"])
-    flags += [] if collect else ["--no-gc"]
+    flags += ([] if collect else ["--no-gc"]) + (["--far-timer"] if far_timer else [])
     runs = [[__file__, mode, "--count", str(n), "--no-profile", *flags] for n in (count, 2 * count)]
     once, twice = valgrind_instructions(runs)
     return (twice - once) / count
@@ -440,13 +484,26 @@ def main(argv: list[str] | None = None) -> None:
         help="the garbage collector off (gc.disable()) while the operations are measured, "
         "under valgrind too: steadier counts for A/B comparisons",
     )
+    parser.add_argument(
+        "--far-timer",
+        action="store_true",
+        help="one loop timer an hour away armed while measuring (with --no-timers: what any armed "
+        "timer costs the loop)",
+    )
     parser.add_argument("--no-profile", dest="profile", action="store_false", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     defaults = COUNTS_UNDER_VALGRIND if args.instructions else COUNTS
     for mode in args.modes:
         count = args.count or defaults[mode]
         if args.instructions and args.profile:
-            per_op = instructions(mode, count, metrics=args.metrics, timers=args.timers, collect=args.collect)
+            per_op = instructions(
+                mode,
+                count,
+                metrics=args.metrics,
+                timers=args.timers,
+                collect=args.collect,
+                far_timer=args.far_timer,
+            )
             print(f"{mode:8} {per_op:12,.0f} instructions per operation ({count} vs {2 * count} operations)")
             continue
         if args.opcodes:
@@ -461,6 +518,7 @@ def main(argv: list[str] | None = None) -> None:
                 metrics=args.metrics,
                 timers=args.timers,
                 collect=args.collect,
+                far_timer=args.far_timer,
             )
         )
         if not result:
@@ -486,6 +544,7 @@ def _print_opcodes(mode: str, count: int, args: argparse.Namespace) -> None:
             timers=args.timers,
             collect=args.collect,
             opcodes=opcodes,
+            far_timer=args.far_timer,
         )
     )
     total = sum(opcodes.by_function.values())
