@@ -48,8 +48,11 @@ export async function connect(url, options = {}) {
     case "wss": {
       if (options.WebSocket !== undefined || globalThis.WebSocket !== undefined) return connectWebSocket(url, options);
       const { WebSocket } = await import("ws");
-      // the `ws` package bounds what it reads (status 1009 above 1 MiB) and compresses nothing (§1)
-      return openWebSocket(url, WebSocket, { ...options, tls: { ...WS_OPTIONS, ...options.tls } });
+      // the `ws` package bounds what it reads (status 1009 above 1 MiB) and compresses nothing (§1);
+      // wss:// runs over a TCP socket of our own, which can be reset (§9.1) where TLS cannot
+      const own = parsed.scheme === "wss" ? { createConnection: tlsOverOwnTcp } : {};
+      return openWebSocket(url, WebSocket, { ...options, tls: { ...WS_OPTIONS, ...own, ...options.tls },
+        _tcpUnder: (socket) => tcpUnder.get(socket) ?? socket });
     }
     case "tcp": {
       const where = { host: parsed.host, port: parsed.port, allowHalfOpen: true };
@@ -59,13 +62,7 @@ export async function connect(url, options = {}) {
       const name = parsed.host; // SNI names a host, never an address (RFC 6066)
       const where = { ...(net.isIP(name) ? {} : { servername: name }), ...options.tls, host: name, port: parsed.port };
       // over a TCP socket of our own, which can be reset (§9.1) where the TLS socket cannot
-      const open = () => {
-        const tcp = net.connect({ host: name, port: parsed.port });
-        const socket = tls.connect({ ...where, socket: tcp });
-        tcpUnder.set(socket, tcp);
-        return socket;
-      };
-      return connectTransport(() => openSocket(url, open, "secureConnect", options), options);
+      return connectTransport(() => openSocket(url, () => tlsOverOwnTcp(where), "secureConnect", options), options);
     }
     case "unix": {
       const open = () => net.connect({ path: parsed.path, allowHalfOpen: true });
@@ -171,6 +168,19 @@ export function socketTransport(socket, clock = SYSTEM_CLOCK) {
 
 // a TLS socket of connect() -> the TCP socket it runs over
 const tcpUnder = new WeakMap();
+
+/**
+ * tls.connect(`options`) over a TCP socket opened here (kept in tcpUnder); as the `ws` package's
+ * createConnection too, whose `path` is the URL's (not a Unix socket's) and whose SNI is the host
+ * unless it is an address.
+ */
+function tlsOverOwnTcp({ path, ...options }) {
+  const tcp = net.connect({ host: options.host, port: options.port });
+  const sni = net.isIP(options.host) ? {} : { servername: options.host };
+  const socket = tls.connect({ ...sni, ...options, socket: tcp });
+  tcpUnder.set(socket, tcp);
+  return socket;
+}
 
 /**
  * Destroy `socket` at the end of its linger or on an abort. With output still queued in it (a

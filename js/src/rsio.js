@@ -162,7 +162,7 @@ export async function connectTransport(open, options = {}) {
   return new Connection(transport, connectionOptions);
 }
 
-function webSocket(url, WS, { clock, tls, handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT_S }) {
+function webSocket(url, WS, { clock, tls, handshakeTimeout = DEFAULT_HANDSHAKE_TIMEOUT_S, _tcpUnder = (s) => s }) {
   let ws;
   try {
     ws = tls === undefined ? new WS(url, SUBPROTOCOL) : new WS(url, SUBPROTOCOL, tls); // tls: Node's `ws` only
@@ -179,9 +179,10 @@ function webSocket(url, WS, { clock, tls, handshakeTimeout = DEFAULT_HANDSHAKE_T
       if (typeof ws.terminate === "function") ws.terminate();
       else ws.close();
     });
-    // the `ws` package shows the socket under the WebSocket in its upgrade (browsers do not)
+    // the `ws` package shows the socket under the WebSocket in its upgrade (browsers do not);
+    // under a wss:// one, node.js's connect() knows the TCP socket
     let socket = null;
-    ws.on?.("upgrade", (response) => { socket = response.socket ?? null; });
+    ws.on?.("upgrade", (response) => { socket = response.socket ? _tcpUnder(response.socket) : null; });
     ws.onopen = () => {
       opening.done();
       resolve(webSocketTransport(ws, clock, socket));
@@ -256,12 +257,11 @@ export function webSocketTransport(ws, clock = SYSTEM_CLOCK, socket = null) {
     if (socket !== null && ws.bufferedAmount > 0 && !socket.destroyed) {
       try {
         socket.resetAndDestroy(); // the WebSocket reads its socket's close as any other
-        return;
       } catch {
-        // not a TCP handle (wss://: TLS): ended below
+        // not a TCP handle (a wss:// one not opened by node.js's connect(): TLS): ended below
       }
     }
-    ws.terminate();
+    ws.terminate(); // (a socket reset is destroyed already; a TLS one over it is destroyed now)
   };
   const transport = {
     onbytes: null,

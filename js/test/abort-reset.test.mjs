@@ -108,6 +108,24 @@ test("connect() with the `ws` package: a ws:// connection aborted with output un
     assert.equal(how, "ECONNRESET", `the peer read ${read} bytes and an end`);
   });
 
+test("connect() with the `ws` package: a wss:// connection aborted with output unsent resets the TCP connection under TLS",
+  { skip: skip || (globalThis.WebSocket !== undefined && "Node's global WebSocket opens wss:// here"), timeout: 60_000 },
+  async (t) => {
+    const clock = new ManualClock();
+    const opening = hex({ type: "serverHello", version: 0, extensions: [] }, SUBSCRIBE);
+    const { next, finish } = peer(t, ["wss-server", REPO, opening]);
+    const port = await next();
+    const ca = readFileSync(await next());
+    const conn = await connect(`wss://127.0.0.1:${port}/rsio`, { ...QUIET, clock, tls: { ca }, publishers: { flood } });
+    assert.equal(await next(), "connected");
+    await backedUp(conn);
+    const closed = conn.close();
+    clock.advance(CLOSE_TIMEOUT_MS);
+    await closed;
+    const [how, read] = await finish();
+    assert.equal(how, "ECONNRESET", `the peer read ${read} bytes and an end`);
+  });
+
 test("listen(): a ws:// connection aborted with output unsent resets the peer's TCP connection", { skip, timeout: 60_000 }, async (t) => {
   const clock = new ManualClock();
   const local = await listen("ws://127.0.0.1:0/rsio", { ...QUIET, clock, publishers: { flood } });
