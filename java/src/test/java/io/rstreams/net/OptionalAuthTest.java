@@ -9,7 +9,9 @@ import io.rstreams.testing.TestSubscriber;
 import io.rstreams.wire.ErrorCode;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
@@ -86,6 +88,22 @@ public class OptionalAuthTest {
              RsioClient client = RsioClient.builder().build();
              RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
             assertEquals(run(conn, "vault", List.of(0L, 1L, 2L)), null);
+        }
+    }
+
+    @Test(timeOut = 30_000)
+    public void aMessageOfAClientWithoutCredentialsIsAuthorizedWithoutAPrincipal() throws Exception {
+        Map<String, String> asked = new ConcurrentHashMap<>();
+        BlockingQueue<Message> got = new LinkedBlockingQueue<>();
+        try (RsioServer server = optional(asked).handler("{what}", got::add).bind("tcp://127.0.0.1:0");
+             RsioClient client = RsioClient.builder().build();
+             RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+            conn.send("vault", "x").toCompletableFuture().get(10, TimeUnit.SECONDS);
+            conn.send("news", "y").toCompletableFuture().get(10, TimeUnit.SECONDS);
+            Message news = got.poll(10, TimeUnit.SECONDS);
+            assertTrue(news != null && news.name().equals("news"), String.valueOf(news));
+            assertTrue(got.isEmpty(), "the refused message (handled before news, §20.3) reached its handler: " + got);
+            assertEquals(asked, Map.of("vault", ANONYMOUS, "news", ANONYMOUS), "messages are handled in order (§20.3)");
         }
     }
 
