@@ -246,3 +246,31 @@ def test_the_spark_stream_example_publishes_every_square() -> None:
     published = next(line for line in done.stdout.splitlines() if line.startswith("published on 'squares': "))
     info = ast.literal_eval(published.removeprefix("published on 'squares': "))
     assert (info["first"], info["end"], info["error"]) == (0, 5000, None), published
+
+
+def test_the_command_lines_of_the_examples_docstrings_parse() -> None:
+    """An example's docstring that shows `rstreams ...` lines: each parses as that command's;
+    one that shows `python examples/NAME.py [--option ...]`: each option is one NAME.py takes."""
+    import re
+    import shlex
+
+    from rstreams import cli
+    from rstreams.conformance import _runner
+
+    checked = 0
+    for path in sorted(EXAMPLES.glob("*.py")):
+        source = path.read_text()
+        doc = source.split('"""')[1]
+        for line in (line.split(" #")[0].strip() for line in doc.splitlines()):
+            if line.startswith("rstreams "):
+                argv = shlex.split(line)[1:]
+                if argv[0] == "conformance":
+                    _runner._parser().parse_args(argv[1:])
+                else:
+                    cli._parser().parse_args(argv)
+                checked += 1
+            elif line.startswith(f"python examples/{path.name}"):
+                for option in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", line):
+                    assert f'"{option}"' in source, f"{path.name} shows {option}, which it does not take"
+                    checked += 1
+    assert checked >= 12, checked
