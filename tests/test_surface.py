@@ -123,6 +123,7 @@ def test_internal_signals_are_private_and_not_exceptions(name: str) -> None:
         ("ReplayTimeoutError", TimeoutError),
         ("UnknownStaticFileError", KeyError),
         ("StaticFileMissingError", FileNotFoundError),
+        ("PageNotRunningError", RuntimeError),
         ("StreamTimeoutError", TimeoutError),
         ("TextMessageError", ValueError),
         ("ElementSizeError", ValueError),
@@ -251,7 +252,7 @@ def test_the_flow_and_replay_errors_are_exported_beside_their_siblings() -> None
         "ServerAlreadyRunningError",
         "ReplayTimeoutError",
     } <= set(replay.__all__)
-    assert {"UnknownStaticFileError", "StaticFileMissingError"} <= set(web.__all__)
+    assert {"UnknownStaticFileError", "StaticFileMissingError", "PageNotRunningError"} <= set(web.__all__)
 
 
 def test_a_text_websocket_message_is_a_frame_error_exported_by_net() -> None:

@@ -37,7 +37,8 @@
     │           AccessDeniedError (PermissionError)
     │           └── TLSHandshakeError        the TLS handshake failed (not the credentials)
     │               └── CertificateRefusedError  the server refused the client certificate (or none)
-    ├── web: UnknownStaticFileError (KeyError), StaticFileMissingError (FileNotFoundError)
+    ├── web: UnknownStaticFileError (KeyError), StaticFileMissingError (FileNotFoundError),
+    │        PageNotRunningError (RuntimeError)
     ├── spark: ElementError (ValueError), JavaMissingError (RuntimeError), DemoQueryError (RuntimeError)
     ├── tck: TCKFailure (AssertionError), SkipTest (unittest.SkipTest), InjectedError
     └── cli: PublishersSpecError (ValueError), PublisherParameterError (ValueError); conformance:

@@ -22,6 +22,7 @@ from rstreams.replay import ReplayLog
 from rstreams.web import (
     STATIC_FILES,
     LivePage,
+    PageNotRunningError,
     StaticFileMissingError,
     UnknownStaticFileError,
     page_for_logs,
@@ -211,6 +212,22 @@ def test_a_taken_port_is_an_oserror_and_leaves_nothing_running(page: LivePage) -
     with pytest.raises(OSError, match="address already in use"):
         second.start()
     assert not second._thread.is_alive() and second.loop.is_closed()
+
+
+@pytest.mark.timeout(30)
+def test_the_addresses_of_a_page_not_running_say_to_start_it() -> None:
+    """Before start() and after stop() a page has no ports: url and ws_url raise (also under -O)."""
+    live = LivePage({}, port=0)
+    for call in ("url", "ws_url"):
+        starting = rf"^LivePage\.{call}: the page is not running .*\.start\(\)"
+        with pytest.raises(PageNotRunningError, match=starting):
+            getattr(live, call)
+    live.start()
+    assert live.url.startswith("http://127.0.0.1:") and live.ws_url.endswith("/rsio")
+    live.stop()
+    with pytest.raises(PageNotRunningError, match="not started yet, or stopped"):
+        _ = live.ws_url
+    assert live.connections == 0
 
 
 async def _ws_status(url: str, origin: str | None) -> int:

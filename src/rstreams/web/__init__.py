@@ -16,11 +16,13 @@ from rstreams.web._http import StaticFileMissingError as StaticFileMissingError
 from rstreams.web._http import UnknownStaticFileError as UnknownStaticFileError
 from rstreams.web._http import static_file as static_file
 from rstreams.web._page import LivePage as LivePage
+from rstreams.web._page import PageNotRunningError as PageNotRunningError
 from rstreams.web._page import page_for_logs as page_for_logs
 
 __all__ = [
     "STATIC_FILES",
     "LivePage",
+    "PageNotRunningError",
     "StaticFileMissingError",
     "UnknownStaticFileError",
     "page_for_logs",

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
-from rstreams.errors import report_unhandled
+from rstreams.errors import ReactiveStreamsError, report_unhandled
 from rstreams.net import Server, serve
 from rstreams.net._loop_thread import close_idle, loop_thread
 from rstreams.net._origins import check_origins, own_origins
@@ -27,12 +27,24 @@ from rstreams.observe import replay_metrics
 from rstreams.replay import ReplayLog, replay_offer
 from rstreams.web._http import HttpServer
 
-__all__ = ["WS_PATH", "LivePage", "page_for_logs"]
+__all__ = ["WS_PATH", "LivePage", "PageNotRunningError", "page_for_logs"]
 
 WS_PATH = "/rsio"
 """Where the page's WebSocket server answers."""
 
 START_TIMEOUT = 30.0
+
+
+class PageNotRunningError(ReactiveStreamsError, RuntimeError):
+    """A :class:`LivePage` was asked for an address (``url``, ``ws_url``) before its
+    :meth:`~LivePage.start` or after its :meth:`~LivePage.stop`: its ports are known only while
+    it runs. The message names the call and how to start the page."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(
+            f"LivePage.{call}: the page is not running (not started yet, or stopped); start it "
+            "first: page = LivePage(...).start(), or with LivePage(...) as page: ..."
+        )
 
 
 class LivePage:
@@ -78,13 +90,18 @@ class LivePage:
 
     @property
     def url(self) -> str:
-        """The page's address, e.g. ``http://127.0.0.1:8000/``."""
+        """The page's address, e.g. ``http://127.0.0.1:8000/``; :class:`PageNotRunningError`
+        before :meth:`start` or after :meth:`stop`."""
+        if self._ws is None:
+            raise PageNotRunningError("url")
         return f"http://{_host_in_url(self._host)}:{self._http_port}/"
 
     @property
     def ws_url(self) -> str:
-        """Where RS.io is served over WebSocket."""
-        assert self._ws is not None, "LivePage.start() first"
+        """Where RS.io is served over WebSocket; :class:`PageNotRunningError` before
+        :meth:`start` or after :meth:`stop`."""
+        if self._ws is None:
+            raise PageNotRunningError("ws_url")
         return self._ws.url
 
     @property
@@ -132,7 +149,8 @@ class LivePage:
     async def _stop(self) -> None:
         await self._http.aclose()
         if self._ws is not None:
-            await self._ws.aclose("the live page is closing")
+            ws, self._ws = self._ws, None
+            await ws.aclose("the live page is closing")
 
     def __enter__(self) -> Self:
         return self.start()
