@@ -117,6 +117,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private final CompletableFuture<RsioConnection> active = new CompletableFuture<>();
     private final RsioConnection facade = new RsioConnection(this);
     private final MessagePump messages;
+    /** The peer's subscribe that opens a channel (§21.3): its Subscribed comes right after its ChannelOpened (any id, 2**64 - 1 too). */
+    private Long channelNext;
     private ChannelHandlerContext ctx;
     private Channel channel;
     private boolean flushQueued;
@@ -169,6 +171,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         extensions.add(FrameType.MESSAGES); // symmetric: handlers or none, every connection receives and may send (§20.1)
         extensions.add(FrameType.CONTENT_TYPES); // routes state their codec's media type (§17)
         extensions.add(FrameType.METADATA); // subscribes may carry entries, which factories and authorize see (§18)
+        extensions.add(FrameType.CHANNELS); // no channel publishers yet: each channel the peer opens is refused (§21.3)
+        extensions.add(FrameType.INPUT_PARTS); // so split input of a refused channel is framed, and dropped (§21.6)
         if (options.errorCodes()) {
             extensions.add(FrameType.ERROR_CODES); // codes beside onError and goodbye texts when the peer offers it too (§19)
         }
@@ -624,8 +628,15 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 if (s != null && (moot == null || !moot[i])) {
                     s.refill();
                 }
+            } else if (e instanceof Event.ChannelOpened c) {
+                channelNext = c.id(); // boxed: no id is free to mean "none"
             } else if (e instanceof Event.Subscribed s) {
-                serve(s.id(), s.name(), s.metadata());
+                if (channelNext != null && channelNext == s.id()) {
+                    channelNext = null;
+                    refuseChannel(s.id(), s.name());
+                } else {
+                    serve(s.id(), s.name(), s.metadata());
+                }
             } else if (e instanceof Event.OnSubscribed o) {
                 RemoteSubscription<?> s = consuming.get(o.id());
                 if (s != null) {
@@ -702,6 +713,17 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             return;
         }
         conn.sendExtension(FrameType.AUTHENTICATE, options.credentials().encode());
+    }
+
+    /**
+     * The peer opened a channel (§21.3): this binding serves no channel publishers yet, so every
+     * channel is unknown, refused with onError {@code no channel named 'PATH' (PROTOCOL.md §21.3)},
+     * code 2, and its input ends with its subscription (§21.5); the connection goes on.
+     */
+    private void refuseChannel(long id, String name) {
+        int q = name.indexOf('?');
+        conn.onError(id, "no channel named '" + (q < 0 ? name : name.substring(0, q)) + "' (PROTOCOL.md §21.3)",
+                ErrorCode.UNKNOWN_PUBLISHER.value());
     }
 
     private void serve(long id, String name, io.rstreams.wire.SubscribeMetadata metadata) {

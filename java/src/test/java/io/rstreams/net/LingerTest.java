@@ -185,7 +185,7 @@ public class LingerTest {
             }
             byte[] hello = FrameWriter.encode(new Frame.Hello(false, 0,
                     List.of(FrameType.KEEPALIVE, FrameType.CONTENT_TYPES, FrameType.METADATA, FrameType.ERROR_CODES,
-                            FrameType.MESSAGES)), 0);
+                            FrameType.MESSAGES, FrameType.CHANNELS, FrameType.INPUT_PARTS)), 0);
             assertEquals(endpoint.unsent(), hello.length, "the hello the TLS layer holds");
         } finally {
             channel.finishAndReleaseAll();
