@@ -113,6 +113,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private final Map<Long, RemoteSubscription<?>> consuming = new HashMap<>();
     private final List<Runnable> afterHello = new ArrayList<>(); // subscribes waiting for the peer's hello
     private final Map<Long, ServingStream> serving = new HashMap<>();
+    /** The inputs of the channels this end serves (§21.3), by subscriber id, while their output runs. */
+    private final Map<Long, ChannelInput<byte[]>> inputs = new HashMap<>();
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
     private final CompletableFuture<RsioConnection> active = new CompletableFuture<>();
     private final RsioConnection facade = new RsioConnection(this);
@@ -171,8 +173,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         extensions.add(FrameType.MESSAGES); // symmetric: handlers or none, every connection receives and may send (§20.1)
         extensions.add(FrameType.CONTENT_TYPES); // routes state their codec's media type (§17)
         extensions.add(FrameType.METADATA); // subscribes may carry entries, which factories and authorize see (§18)
-        extensions.add(FrameType.CHANNELS); // no channel publishers yet: each channel the peer opens is refused (§21.3)
-        extensions.add(FrameType.INPUT_PARTS); // so split input of a refused channel is framed, and dropped (§21.6)
+        extensions.add(FrameType.CHANNELS); // a server serves the channels its builder offers, refuses the rest (§21.3); a client opens none yet
+        extensions.add(FrameType.INPUT_PARTS); // split input (§21.6): joined for a served channel, dropped with a refused one
         if (options.errorCodes()) {
             extensions.add(FrameType.ERROR_CODES); // codes beside onError and goodbye texts when the peer offers it too (§19)
         }
@@ -297,6 +299,31 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             channel.eventLoop().execute(task);
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // the client was closed and its I/O threads stopped: every stream has ended already (rule 3.16: no throw)
+        }
+    }
+
+    /** Runs {@code task} now when on the I/O thread, else {@link #execute}s it. */
+    void runOnLoop(Runnable task) {
+        if (channel.eventLoop().inEventLoop()) {
+            task.run();
+        } else {
+            execute(task);
+        }
+    }
+
+    /** Grants {@code n} more elements of the input of the channel {@code id} this end serves (inputRequest, §21.4; I/O thread). */
+    void requestInput(long id, long n) {
+        if (!ended) {
+            conn.requestInput(id, n);
+            scheduleFlush();
+        }
+    }
+
+    /** Cancels the input of the channel {@code id} this end serves (inputCancel, §21.5; I/O thread). */
+    void cancelInput(long id) {
+        if (!ended) {
+            conn.cancelInput(id);
+            scheduleFlush();
         }
     }
 
@@ -633,10 +660,12 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
             } else if (e instanceof Event.Subscribed s) {
                 if (channelNext != null && channelNext == s.id()) {
                     channelNext = null;
-                    refuseChannel(s.id(), s.name());
+                    openChannel(s.id(), s.name(), s.metadata());
                 } else {
                     serve(s.id(), s.name(), s.metadata());
                 }
+            } else if (e instanceof Event.ChannelInput ci) {
+                channelInput(ci.input());
             } else if (e instanceof Event.OnSubscribed o) {
                 RemoteSubscription<?> s = consuming.get(o.id());
                 if (s != null) {
@@ -716,14 +745,129 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * The peer opened a channel (§21.3): this binding serves no channel publishers yet, so every
-     * channel is unknown, refused with onError {@code no channel named 'PATH' (PROTOCOL.md §21.3)},
-     * code 2, and its input ends with its subscription (§21.5); the connection goes on.
+     * The peer opened channel {@code name} (§21.3): its factory gets the input and a request and
+     * makes the output, served as a publisher's (and tied to the input, §21.5). Refused with
+     * onError as the other bindings do: {@code no channel named 'PATH' (PROTOCOL.md §21.3)}, code
+     * 2, for a name no channel has or a factory that returns null; code 1 for a malformed name
+     * (§5.5); code 9 {@code channel 'PATH' could not be created: its factory failed (PROTOCOL.md
+     * §19.2)} for a factory that threw (a {@link RemoteStreamException} with a code: its text and
+     * code). A refused channel's input ends with it; the connection goes on.
      */
-    private void refuseChannel(long id, String name) {
-        int q = name.indexOf('?');
-        conn.onError(id, "no channel named '" + (q < 0 ? name : name.substring(0, q)) + "' (PROTOCOL.md §21.3)",
-                ErrorCode.UNKNOWN_PUBLISHER.value());
+    private void openChannel(long id, String name, io.rstreams.wire.SubscribeMetadata metadata) {
+        Routes table = options.routes().channels();
+        Routes.Match match = table == null ? null : table.resolve(name, facade, metadata);
+        if (match == null) {
+            conn.onError(id, Routes.unknownChannel(name), ErrorCode.UNKNOWN_PUBLISHER.value());
+            return;
+        }
+        if (match.fault() != null) { // a malformed name: refused, not half understood (§5.5)
+            conn.onError(id, "channel name '" + name + "' " + match.fault() + " (PROTOCOL.md §5.5)", ErrorCode.APPLICATION.value());
+            return;
+        }
+        ChannelInput<byte[]> input = new ChannelInput<>(this, id, data -> data);
+        Flow.Publisher<byte[]> output;
+        String refusal = Routes.unknownChannel(name);
+        long code = ErrorCode.UNKNOWN_PUBLISHER.value();
+        try {
+            output = table.channelFactory(match.route()).open(input, match.request());
+        } catch (RuntimeException e) {
+            output = null;
+            if (e instanceof RemoteStreamException r && r.code().isPresent()) { // refused on purpose: its text and code
+                refusal = ServingStream.text(e);
+                code = r.code().getAsLong();
+            } else {
+                LOG.log(System.Logger.Level.WARNING, "the channel factory for '" + name + "' threw", e);
+                refusal = Routes.channelFailed(name);
+                code = ErrorCode.INTERNAL.value();
+            }
+        }
+        if (output == null) {
+            input.outputEnded(); // its input ends with it (§21.5)
+            conn.onError(id, refusal, code);
+            return;
+        }
+        inputs.put(id, input);
+        Flow.Publisher<byte[]> source = output;
+        Runnable tie = () -> {
+            if (inputs.get(id) == input) {
+                inputs.remove(id);
+            }
+            input.outputEnded();
+        };
+        if (!attach(id, name, subscriber -> source.subscribe(new Tied(subscriber, () -> runOnLoop(tie))), source, match.route())) {
+            tie.run();
+        }
+    }
+
+    /** An input message of a channel this end serves (§21.4, §21.5): an element or the end; the opener's side is not served yet. */
+    private void channelInput(io.rstreams.wire.Channels.Input in) {
+        if (in instanceof io.rstreams.wire.Channels.Input.Element el) {
+            ChannelInput<byte[]> input = inputs.get(el.subscriber());
+            if (input != null) {
+                input.element(el.data());
+            }
+        } else if (in instanceof io.rstreams.wire.Channels.Input.Ended end) {
+            ChannelInput<byte[]> input = inputs.remove(end.subscriber());
+            if (input != null) {
+                input.endedByOpener(end.error());
+            }
+        }
+    }
+
+    /**
+     * A channel's output, its end tied to its input (§21.5): {@code onEnd} runs when it completes
+     * or fails (before the subscription hears it) or is cancelled (by the peer, or the connection's end).
+     */
+    private static final class Tied implements Flow.Subscriber<byte[]>, Flow.Subscription {
+        private final Flow.Subscriber<? super byte[]> downstream;
+        private final Runnable onEnd;
+        private Flow.Subscription upstream;
+        private final java.util.concurrent.atomic.AtomicBoolean over = new java.util.concurrent.atomic.AtomicBoolean();
+
+        Tied(Flow.Subscriber<? super byte[]> downstream, Runnable onEnd) {
+            this.downstream = downstream;
+            this.onEnd = onEnd;
+        }
+
+        private void end() {
+            if (over.compareAndSet(false, true)) {
+                onEnd.run();
+            }
+        }
+
+        @Override
+        public void onSubscribe(Flow.Subscription s) {
+            upstream = s;
+            downstream.onSubscribe(this);
+        }
+
+        @Override
+        public void onNext(byte[] item) {
+            downstream.onNext(item);
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            end();
+            downstream.onError(t);
+        }
+
+        @Override
+        public void onComplete() {
+            end();
+            downstream.onComplete();
+        }
+
+        @Override
+        public void request(long n) {
+            upstream.request(n);
+        }
+
+        @Override
+        public void cancel() {
+            end();
+            upstream.cancel();
+        }
     }
 
     private void serve(long id, String name, io.rstreams.wire.SubscribeMetadata metadata) {
@@ -748,12 +892,24 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 }
             }
         }
+        if (match == null && options.routes().channels() != null && options.routes().channels().resolve(name, facade) != null) {
+            refusal = Routes.onlyAChannel(name); // a plain subscribe never reaches a channel (§21.3)
+        }
         if (publisher == null) {
             conn.onError(id, refusal, code); // §19.2: 2 for a name nothing serves, 9 for a factory that threw
             return;
         }
-        int elementSize = publisher instanceof FixedSizePublisher f ? f.elementSize() : match.route().elementSize();
-        String contentType = publisher instanceof ContentTypedPublisher t ? t.contentType() : match.route().contentType();
+        attach(id, name, publisher, publisher, match.route());
+    }
+
+    /**
+     * Serves {@code publisher} on subscription {@code id}; {@code made}: what the factory returned
+     * (its element size and media type, else the route's, §7, §17). False when its subscribe threw
+     * (the subscription was refused).
+     */
+    private boolean attach(long id, String name, Flow.Publisher<byte[]> publisher, Flow.Publisher<byte[]> made, Routes.Route route) {
+        int elementSize = made instanceof FixedSizePublisher f ? f.elementSize() : route.elementSize();
+        String contentType = made instanceof ContentTypedPublisher t ? t.contentType() : route.contentType();
         ServingStream stream = new ServingStream(this, id, elementSize, contentType);
         serving.put(id, stream);
         try {
@@ -767,7 +923,9 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
                 LOG.log(System.Logger.Level.WARNING, "the publisher for '" + name + "' threw in subscribe", e);
                 conn.onError(id, Routes.subscribeFailed(name), ErrorCode.INTERNAL.value());
             }
+            return false;
         }
+        return true;
     }
 
     private void closedByProtocol(Event.Closed c) {
@@ -838,6 +996,11 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         serving.clear();
         for (ServingStream s : streams) {
             s.cancelFromPeer();
+        }
+        List<ChannelInput<byte[]>> open = new ArrayList<>(inputs.values());
+        inputs.clear();
+        for (ChannelInput<byte[]> input : open) {
+            input.outputEnded(); // the input never outlives its subscription (§21.5)
         }
     }
 

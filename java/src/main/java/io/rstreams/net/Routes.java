@@ -43,7 +43,35 @@ final class Routes {
      */
     record Match(Route route, PublisherRequest request, String repeated, String fault) {}
 
+    /** A channel factory on raw bytes (§21.3): the input's elements in, the output's out; null: no such channel. */
+    interface ChannelFactory {
+        Flow.Publisher<byte[]> open(ChannelInput<byte[]> input, PublisherRequest request);
+    }
+
     private final List<Route> routes = new ArrayList<>();
+    /** The channels offered (§21.3), matched like routes; null until the first. */
+    private Routes channels;
+    /** The channel factories by pattern (the first one offered under a pattern wins, as its route does). */
+    private final Map<String, ChannelFactory> channelFactories = new HashMap<>();
+
+    /** Offers channel {@code pattern} (§21.3), its output's elements of {@code elementSize} (0: any) and media type (null: none). */
+    void addChannel(String pattern, int elementSize, String contentType, ChannelFactory factory) {
+        if (channels == null) {
+            channels = new Routes();
+        }
+        channels.add(new Route(pattern, elementSize, contentType, request -> null));
+        channels.channelFactories.putIfAbsent(pattern, factory);
+    }
+
+    /** The channel table (§21.3), or null when no channel is offered. */
+    Routes channels() {
+        return channels;
+    }
+
+    /** The factory of a channel route {@link #channels()} resolved to. */
+    ChannelFactory channelFactory(Route route) {
+        return channelFactories.get(route.pattern());
+    }
     /** The routes' patterns split into segments, the literal ones percent-decoded; in the order of routes. */
     private final List<String[]> segments = new ArrayList<>();
 
@@ -187,6 +215,29 @@ final class Routes {
     static String unknown(String name) {
         int q = name.indexOf('?');
         return "no publisher named '" + (q < 0 ? name : name.substring(0, q)) + "'";
+    }
+
+    /**
+     * What a plain subscribe for {@code name}, which the side offers only as a channel, is refused
+     * with, code 2 (PROTOCOL.md §21.3): {@code no publisher named 'PATH' ('PATH' is a channel: open
+     * it as one, PROTOCOL.md §21.3)}, {@code PATH} as in {@link #unknown}, the same text in every binding.
+     */
+    static String onlyAChannel(String name) {
+        int q = name.indexOf('?');
+        String path = q < 0 ? name : name.substring(0, q);
+        return "no publisher named '" + path + "' ('" + path + "' is a channel: open it as one, PROTOCOL.md §21.3)";
+    }
+
+    /** What the opening of channel {@code name} is refused with when no channel is offered under it, code 2 (§21.3). */
+    static String unknownChannel(String name) {
+        int q = name.indexOf('?');
+        return "no channel named '" + (q < 0 ? name : name.substring(0, q)) + "' (PROTOCOL.md §21.3)";
+    }
+
+    /** What the opening of channel {@code name} is refused with when its factory threw, code 9 (§19.2), as {@link #failed}. */
+    static String channelFailed(String name) {
+        int q = name.indexOf('?');
+        return "channel '" + (q < 0 ? name : name.substring(0, q)) + "' could not be created: its factory failed (PROTOCOL.md §19.2)";
     }
 
     /**

@@ -27,6 +27,7 @@ import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.concurrent.CompletionStage;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 
 /**
@@ -472,6 +473,52 @@ public final class RsioServer implements AutoCloseable {
         /** Serves {@code pattern} with elements encoded by {@code codec} (fixed-size codecs travel packed, §7). */
         public <T> Builder route(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
             routes.add(Encoding.route(Objects.requireNonNull(pattern, "pattern"), codec, factory));
+            return this;
+        }
+
+        /**
+         * Serves channel {@code pattern} (extension channels, PROTOCOL.md §21), named as routes are
+         * (an exact name, or segments like {@code upper/{lang}}; exact names win, then patterns in
+         * the order added): for each channel a client opens, the factory gets the channel's input and
+         * the request, and returns the output, served as a route's publisher is, or null to refuse it
+         * as unknown ({@code no channel named 'PATH' (PROTOCOL.md §21.3)}, code 2; a factory that
+         * throws: code 9, §19.2). The input is a publisher of raw elements that may be subscribed to
+         * once; its subscriber's requests are the input demand granted to the client (§21.4), its
+         * cancel the input's (§21.5); elements and its end arrive on the connection's I/O thread; an
+         * inputError fails it with a {@link ChannelInputException}, and when the output ends first
+         * (completes, fails, is cancelled, or the connection ends) a running input fails with an
+         * {@link IllegalStateException} (§21.5). A plain subscribe never reaches a channel (§21.3).
+         */
+        public Builder channel(String pattern, BiFunction<Flow.Publisher<byte[]>, PublisherRequest, Flow.Publisher<byte[]>> factory) {
+            Objects.requireNonNull(factory, "factory");
+            routes.addChannel(Objects.requireNonNull(pattern, "pattern"), 0, null, factory::apply);
+            return this;
+        }
+
+        /** {@link #channel(String, BiFunction)} with input and output elements encoded by {@code codec}. */
+        public <T> Builder channel(String pattern, Codec<T> codec, BiFunction<Flow.Publisher<T>, PublisherRequest, Flow.Publisher<T>> factory) {
+            return channel(pattern, codec, codec, factory);
+        }
+
+        /**
+         * {@link #channel(String, BiFunction)} with the input's elements decoded by {@code input} (an
+         * element it cannot decode cancels the input and fails its subscriber) and the output's
+         * encoded by {@code output} (fixed-size codecs travel packed, §7; its media type is stated, §17).
+         */
+        public <I, O> Builder channel(String pattern, Codec<I> input, Codec<O> output,
+                BiFunction<Flow.Publisher<I>, PublisherRequest, Flow.Publisher<O>> factory) {
+            Objects.requireNonNull(input, "input");
+            Objects.requireNonNull(output, "output");
+            Objects.requireNonNull(factory, "factory");
+            String type = output.mediaType();
+            if (type != null) {
+                io.rstreams.wire.ContentTypes.check(type);
+            }
+            routes.addChannel(Objects.requireNonNull(pattern, "pattern"), output == Codec.BYTES ? 0 : output.elementSize(), type,
+                    (in, request) -> {
+                        Flow.Publisher<O> p = factory.apply(in.decoded(input), request);
+                        return p == null ? null : Encoding.encoded(p, output);
+                    });
             return this;
         }
 

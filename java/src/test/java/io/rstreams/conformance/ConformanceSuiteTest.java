@@ -111,7 +111,8 @@ public class ConformanceSuiteTest {
     }
 
     private static RsioServer.Builder builder(String where) throws Exception {
-        RsioServer.Builder b = new ConformancePublishers().addTo(RsioServer.builder());
+        RsioServer.Builder b = new ConformancePublishers().addTo(RsioServer.builder())
+                .channel("conformance/echo", (input, request) -> input); // a channel offered: the ex.ch_ cases run beside it (§21)
         if (where.startsWith("tls") || where.startsWith("wss")) {
             b.tls(TlsFixture.get().server);
         }

@@ -7,8 +7,8 @@ import io.rstreams.testing.PythonRstreams;
 import org.testng.annotations.Test;
 
 /**
- * The Java server offers extension channels (PROTOCOL.md §21) but serves no channel yet: a
- * Python client's channel is refused as unknown (§21.3, code 2) and its connection goes on.
+ * A Java server that offers no channel (PROTOCOL.md §21) refuses a Python client's channel as
+ * unknown (§21.3, code 2), and its connection goes on.
  */
 public class ChannelRefusalTest {
     /** Opens channel {@code upper?lang=en} on URL with one input element, prints how it ended, then reads counter?to=2. */
