@@ -494,22 +494,10 @@ def test_connections_opened_and_dropped_in_a_loop_leave_the_server_bounded(serve
     assert watch.growth_kib * 1024 <= RSS_BOUND, watch.growth_mib
 
 
-JAVA_PIPELINED = (
-    "the Java WebSocket server hands the bytes that come in one read with the upgrade request to RS.io "
-    "as they are, not as WebSocket frames: unframed RS.io bytes there are served (serverHello, "
-    "onSubscribe, elements), and a frame sent there has its header read as RS.io (goodbye 'message "
-    "type 0x82 belongs to no extension this endpoint knows (PROTOCOL.md §4.4)')"
-)
-
-
-def test_bytes_behind_the_upgrade_request_are_read_as_websocket_frames(
-    server: Served, request: pytest.FixtureRequest
-) -> None:
+def test_bytes_behind_the_upgrade_request_are_read_as_websocket_frames(server: Served) -> None:
     """RS.io bytes sent unframed right behind the upgrade request, in the same write, are not
     WebSocket frames (RFC 6455 §5.2): the server must not serve them. Its first answer after
     the upgrade's is a close frame (1002, protocol error), or the connection ends."""
-    if server.kind == "java":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=JAVA_PIPELINED))
 
     async def main() -> tuple[bytes, str]:
         reader, writer = await asyncio.open_connection(*server.address("ws"))

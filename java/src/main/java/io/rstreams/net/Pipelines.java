@@ -5,7 +5,8 @@ import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.HttpClientCodec;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpObjectAggregator;
-import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpRequestDecoder;
+import io.netty.handler.codec.http.HttpResponseEncoder;
 import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolConfig;
 import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolHandler;
 import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolConfig;
@@ -75,7 +76,11 @@ final class Pipelines {
             p.addLast(ssl.newHandler(p.channel().alloc()), new TlsGate());
         }
         if (url.websocket()) {
-            p.addLast(new HttpServerCodec(), new HttpObjectAggregator(64 * 1024));
+            // a decoder and an encoder apart, not an HttpServerCodec: Netty's handshake replaces the
+            // decoder with its frame decoder, which then reads the bytes that came behind the request
+            // (with a codec, those would pass the frame decoder unread)
+            p.addLast(new HttpRequestDecoder(), new HttpResponseEncoder(), new HttpObjectAggregator(64 * 1024));
+            p.addLast(new WebSocketBridge.Violations()); // behind the frame encoder Netty puts in
             // the path (404), the page's origin (403), the subprotocol (400): refused before Netty's handshake
             p.addLast(new HandshakeCheck(url.path(), origins == null ? null : new OriginCheck(url, origins)));
             p.addLast(new PongLimit());
@@ -85,6 +90,7 @@ final class Pipelines {
                     .subprotocols(WebSocketBridge.SUBPROTOCOL)
                     .maxFramePayloadLength(MAX_WS_MESSAGE)
                     .allowExtensions(false)
+                    .closeOnProtocolViolation(false) // WebSocketBridge.Violations sends the close
                     .handleCloseFrames(true)
                     .build()));
             p.addLast(new WebSocketBridge());

@@ -3,13 +3,17 @@ package io.rstreams.net;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.http.websocketx.BinaryWebSocketFrame;
 import io.netty.handler.codec.http.websocketx.CloseWebSocketFrame;
 import io.netty.handler.codec.http.websocketx.ContinuationWebSocketFrame;
+import io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException;
 import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolHandler;
 import io.netty.handler.codec.http.websocketx.WebSocketFrame;
 import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
+import io.netty.util.ReferenceCountUtil;
+import java.util.ArrayDeque;
 
 /**
  * RS.io bytes over WebSocket: binary messages in either direction carry the byte stream, with
@@ -17,7 +21,10 @@ import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
  * protocol handler and the {@link Endpoint}: inbound message payloads become plain bytes,
  * outbound bytes become binary messages of at most {@link #MAX_MESSAGE} bytes. The endpoint
  * becomes active only when the opening handshake is done, and a server's {@link HandshakeCheck} then
- * leaves the pipeline. A text message is refused (1003).
+ * leaves the pipeline. Messages that came before that (sent right behind the upgrade request,
+ * which Netty's frame decoder reads as soon as it replaces the HTTP decoder) are held until then.
+ * A text message is refused (1003); anything that is not a WebSocket frame never reaches the
+ * endpoint (1002).
  */
 final class WebSocketBridge extends ChannelDuplexHandler {
     /** The subprotocol both sides offer (RFC 6455 §1.9), as the Python side does. */
@@ -29,6 +36,12 @@ final class WebSocketBridge extends ChannelDuplexHandler {
     private long receiving;
     /** A message was refused (1003, 1009): what follows it is dropped while the close goes out. */
     private boolean refused;
+    /** What was refused before the handshake completed: the close to send then. */
+    private Violation pending;
+    /** The opening handshake is complete: the endpoint is active and reads what comes. */
+    private boolean open;
+    /** Message payloads read before the handshake completed, for the endpoint once it is active. */
+    private final ArrayDeque<ByteBuf> early = new ArrayDeque<>();
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
@@ -40,7 +53,24 @@ final class WebSocketBridge extends ChannelDuplexHandler {
         if (evt instanceof WebSocketServerProtocolHandler.HandshakeComplete
                 || evt == WebSocketClientProtocolHandler.ClientHandshakeStateEvent.HANDSHAKE_COMPLETE) {
             HandshakeCheck.leave(ctx.pipeline()); // its work ends with the handshake
+            if (pending != null) { // the 101 is out: the close follows it, and nothing is served
+                ctx.writeAndFlush(new CloseWebSocketFrame(pending.status(), pending.reason()))
+                        .addListener(f -> ctx.close());
+                return;
+            }
+            open = true;
             ctx.fireChannelActive();
+            ByteBuf held;
+            while ((held = early.poll()) != null) {
+                ctx.fireChannelRead(held);
+            }
+            if (!refused) {
+                ctx.fireChannelReadComplete();
+            }
+            return;
+        }
+        if (evt instanceof Violation violation) {
+            refuse(ctx, violation.status(), violation.reason());
             return;
         }
         ctx.fireUserEventTriggered(evt);
@@ -61,19 +91,73 @@ final class WebSocketBridge extends ChannelDuplexHandler {
             if (frame.isFinalFragment()) {
                 receiving = 0;
             }
-            ctx.fireChannelRead(frame.content().retain());
+            if (open) {
+                ctx.fireChannelRead(frame.content().retain());
+            } else {
+                early.add(frame.content().retain());
+            }
             frame.release();
         } else if (msg instanceof WebSocketFrame frame) {
             frame.release();
             refuse(ctx, 1003, "RS.io uses binary messages");
         } else {
-            ctx.fireChannelRead(msg);
+            // Netty's frame decoder reads every byte after the upgrade: nothing else is RS.io's (§1)
+            ReferenceCountUtil.release(msg);
+            refuse(ctx, 1002, "RS.io over WebSocket is carried in WebSocket frames (PROTOCOL.md §1)");
+        }
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        release();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        release();
+        ctx.fireChannelInactive();
+    }
+
+    private void release() {
+        ByteBuf held;
+        while ((held = early.poll()) != null) {
+            held.release();
+        }
+    }
+
+    /** A WebSocket frame Netty's decoder refused, with the close status and reason it gives. */
+    record Violation(int status, String reason) {}
+
+    /**
+     * Stands where Netty's frame decoder sends what it refuses, ahead of its protocol handler
+     * (which would close the channel at once): the bridge sends the close the decoder gives
+     * (1002 for bytes that are not a masked frame, 1009 for a frame above the limit), after the
+     * handshake's 101 when the bytes came with the request. The decoder is configured not to
+     * send it itself: it sits ahead of the frame encoder, which its close would not pass.
+     */
+    static final class Violations extends ChannelInboundHandlerAdapter {
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            if (cause instanceof CorruptedWebSocketFrameException refused) {
+                String reason = refused.getMessage() == null ? refused.closeStatus().reasonText() : refused.getMessage();
+                ctx.fireUserEventTriggered(new Violation(refused.closeStatus().code(), reason));
+            } else {
+                ctx.fireExceptionCaught(cause);
+            }
         }
     }
 
     /** Closes the WebSocket with {@code status}, without a goodbye: what was refused is not RS.io's to answer (§1). */
     private void refuse(ChannelHandlerContext ctx, int status, String reason) {
+        if (refused) {
+            return;
+        }
         refused = true;
+        release();
+        if (!open) { // came with the upgrade request: the close goes behind the 101, when the handshake completes
+            pending = new Violation(status, reason);
+            return;
+        }
         ctx.writeAndFlush(new CloseWebSocketFrame(status, reason)).addListener(f -> ctx.close());
     }
 
