@@ -159,6 +159,15 @@ final class ChannelInput<T> implements Flow.Publisher<T> {
         end(error == null ? null : new ChannelInputException(error));
     }
 
+    /**
+     * A split input element grew past max_element_size (§21.6): the input fails with a
+     * {@link io.rstreams.wire.ProtocolException} carrying {@code reason}, the inputCancel already
+     * sent by the connection; the output goes on (I/O thread).
+     */
+    void tooLarge(String reason) {
+        end(new io.rstreams.wire.ProtocolException(reason, io.rstreams.wire.ErrorCode.LIMIT_EXCEEDED));
+    }
+
     /** The output ended first, or the channel was refused: a running input fails (§21.5; I/O thread). */
     void outputEnded() {
         end(new IllegalStateException(OUTPUT_ENDED));

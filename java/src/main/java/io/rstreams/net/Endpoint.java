@@ -115,6 +115,8 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     private final Map<Long, ServingStream> serving = new HashMap<>();
     /** The inputs of the channels this end serves (§21.3), by subscriber id, while their output runs. */
     private final Map<Long, ChannelInput<byte[]>> inputs = new HashMap<>();
+    /** The inputs of the channels this end opened (§21.4), by subscriber id, while their output runs. */
+    private final Map<Long, ChannelSender<?>> senders = new HashMap<>();
     private final CompletableFuture<Void> closed = new CompletableFuture<>();
     private final CompletableFuture<RsioConnection> active = new CompletableFuture<>();
     private final RsioConnection facade = new RsioConnection(this);
@@ -173,7 +175,7 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         extensions.add(FrameType.MESSAGES); // symmetric: handlers or none, every connection receives and may send (§20.1)
         extensions.add(FrameType.CONTENT_TYPES); // routes state their codec's media type (§17)
         extensions.add(FrameType.METADATA); // subscribes may carry entries, which factories and authorize see (§18)
-        extensions.add(FrameType.CHANNELS); // a server serves the channels its builder offers, refuses the rest (§21.3); a client opens none yet
+        extensions.add(FrameType.CHANNELS); // a server serves the channels its builder offers, refuses the rest (§21.3); either end opens channels
         extensions.add(FrameType.INPUT_PARTS); // split input (§21.6): joined for a served channel, dropped with a refused one
         if (options.errorCodes()) {
             extensions.add(FrameType.ERROR_CODES); // codes beside onError and goodbye texts when the peer offers it too (§19)
@@ -230,6 +232,10 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
     /** Whether reading from the peer is paused because our replies to it back up (§6.3). */
     boolean readingPaused() {
         return backedUp;
+    }
+
+    Map<Long, ChannelSender<?>> senders() {
+        return senders;
     }
 
     Map<Long, RemoteSubscription<?>> consuming() {
@@ -799,9 +805,28 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** An input message of a channel this end serves (§21.4, §21.5): an element or the end; the opener's side is not served yet. */
+    /**
+     * An input message (§21.4-§21.6): at the publisher end an element, the end, or a split element
+     * too large (inputCancel already sent); at the opener end the peer's grant or its inputCancel.
+     */
     private void channelInput(io.rstreams.wire.Channels.Input in) {
-        if (in instanceof io.rstreams.wire.Channels.Input.Element el) {
+        if (in instanceof io.rstreams.wire.Channels.Input.Demand d) {
+            ChannelSender<?> sender = senders.get(d.subscriber());
+            if (sender != null) {
+                sender.granted(d.n());
+            }
+        } else if (in instanceof io.rstreams.wire.Channels.Input.Cancelled c) {
+            ChannelSender<?> sender = senders.remove(c.subscriber());
+            if (sender != null) {
+                sender.stop();
+            }
+        } else if (in instanceof io.rstreams.wire.Channels.Input.TooLarge big) {
+            ChannelInput<byte[]> input = inputs.remove(big.subscriber());
+            if (input != null) {
+                input.tooLarge(big.reason());
+            }
+            scheduleFlush(); // the inputCancel
+        } else if (in instanceof io.rstreams.wire.Channels.Input.Element el) {
             ChannelInput<byte[]> input = inputs.get(el.subscriber());
             if (input != null) {
                 input.element(el.data());
@@ -996,6 +1021,11 @@ final class Endpoint extends ChannelInboundHandlerAdapter {
         serving.clear();
         for (ServingStream s : streams) {
             s.cancelFromPeer();
+        }
+        List<ChannelSender<?>> sending = new ArrayList<>(senders.values());
+        senders.clear();
+        for (ChannelSender<?> sender : sending) {
+            sender.stop(); // the input never outlives its subscription (§21.5)
         }
         List<ChannelInput<byte[]>> open = new ArrayList<>(inputs.values());
         inputs.clear();

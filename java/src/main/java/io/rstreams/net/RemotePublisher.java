@@ -23,6 +23,7 @@ public final class RemotePublisher<T> implements Flow.Publisher<T> {
     private final Credentials credentials; // each subscribe's own (§15.4), or null: the connection's
     private final SubscribeMetadata metadata; // sent with each subscribe (§18.1), or null
     private final boolean metadataRequired;
+    private final java.util.function.Supplier<ChannelSender<?>> input; // a channel's input for each subscribe (§21), or null
     private volatile String contentType; // the last media type announced (§17.2), or null
 
     RemotePublisher(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials) {
@@ -31,6 +32,17 @@ public final class RemotePublisher<T> implements Flow.Publisher<T> {
 
     RemotePublisher(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials, SubscribeMetadata metadata,
             boolean metadataRequired) {
+        this(endpoint, name, codec, credentials, metadata, metadataRequired, null);
+    }
+
+    /** A channel (§21.3): each subscribe opens one, {@code input} sending that channel's input. */
+    static <T> RemotePublisher<T> channel(Endpoint endpoint, String name, Codec<T> codec, java.util.function.Supplier<ChannelSender<?>> input) {
+        return new RemotePublisher<>(endpoint, name, codec, null, null, false, Objects.requireNonNull(input, "input"));
+    }
+
+    private RemotePublisher(Endpoint endpoint, String name, Codec<T> codec, Credentials credentials, SubscribeMetadata metadata,
+            boolean metadataRequired, java.util.function.Supplier<ChannelSender<?>> input) {
+        this.input = input;
         this.endpoint = endpoint;
         this.name = Objects.requireNonNull(name, "name");
         this.codec = Objects.requireNonNull(codec, "codec");
@@ -73,7 +85,8 @@ public final class RemotePublisher<T> implements Flow.Publisher<T> {
     @Override
     public void subscribe(Flow.Subscriber<? super T> subscriber) {
         Objects.requireNonNull(subscriber, "rule 1.9: subscribe(null) is illegal; pass a Subscriber");
-        new RemoteSubscription<>(this, endpoint, name, codec, credentials, metadata, metadataRequired, subscriber).start();
+        new RemoteSubscription<>(this, endpoint, name, codec, credentials, metadata, metadataRequired, subscriber,
+                input == null ? null : input.get()).start();
     }
 
     /** This publisher as an {@code org.reactivestreams.Publisher}. */

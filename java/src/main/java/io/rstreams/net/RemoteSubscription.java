@@ -25,6 +25,7 @@ final class RemoteSubscription<T> implements Flow.Subscription {
     private final RemotePublisher<T> publisher; // told the announced media type (§17.2)
     private final SubscribeMetadata metadata; // sent with the subscribe (§18.1), or null
     private final boolean metadataRequired;
+    private final ChannelSender<?> input; // a channel's input (§21), or null: a plain subscription
     private final AtomicLong pending = new AtomicLong();
     private final AtomicBoolean demandTaskQueued = new AtomicBoolean();
     private volatile Flow.Subscriber<? super T> subscriber;
@@ -35,6 +36,12 @@ final class RemoteSubscription<T> implements Flow.Subscription {
 
     RemoteSubscription(RemotePublisher<T> publisher, Endpoint endpoint, String name, Codec<T> codec, Credentials credentials,
             SubscribeMetadata metadata, boolean metadataRequired, Flow.Subscriber<? super T> subscriber) {
+        this(publisher, endpoint, name, codec, credentials, metadata, metadataRequired, subscriber, null);
+    }
+
+    RemoteSubscription(RemotePublisher<T> publisher, Endpoint endpoint, String name, Codec<T> codec, Credentials credentials,
+            SubscribeMetadata metadata, boolean metadataRequired, Flow.Subscriber<? super T> subscriber, ChannelSender<?> input) {
+        this.input = input;
         this.publisher = publisher;
         this.endpoint = endpoint;
         this.name = name;
@@ -78,7 +85,7 @@ final class RemoteSubscription<T> implements Flow.Subscription {
             return;
         }
         Connection conn = endpoint.connection();
-        if ((credentials != null || metadata != null) && conn.state() == Connection.State.AWAITING_HELLO) {
+        if ((credentials != null || metadata != null || input != null) && conn.state() == Connection.State.AWAITING_HELLO) {
             endpoint.afterHello(this::send);
             return;
         }
@@ -93,7 +100,17 @@ final class RemoteSubscription<T> implements Flow.Subscription {
                     + "offer extension metadata (id 5) (PROTOCOL.md §18.1), so the entries would be dropped"));
             return;
         }
-        id = conn.subscribe(name, pending.getAndSet(0), credentials, withMetadata ? metadata : null);
+        if (input != null) { // a channel's subscribe is never optimistic (§21.1)
+            if (!conn.activeExtensions().contains(FrameType.CHANNELS)) {
+                finish(new IllegalStateException("can't open a channel: the peer does not offer extension channels (id 8) "
+                        + "(PROTOCOL.md §21.1); its hello does not list it"));
+                return;
+            }
+            id = conn.openChannel(name, pending.getAndSet(0));
+            input.opened(id);
+        } else {
+            id = conn.subscribe(name, pending.getAndSet(0), credentials, withMetadata ? metadata : null);
+        }
         endpoint.consuming().put(id, this);
         endpoint.scheduleFlush();
     }
@@ -140,6 +157,7 @@ final class RemoteSubscription<T> implements Flow.Subscription {
     }
 
     private void cancelRemote() {
+        stopInput();
         if (id >= 0) {
             endpoint.connection().cancel(id);
             endpoint.consuming().remove(id);
@@ -199,6 +217,7 @@ final class RemoteSubscription<T> implements Flow.Subscription {
         }
         done = true;
         subscriber = null;
+        stopInput();
         try {
             s.onComplete();
         } catch (Throwable t) {
@@ -214,10 +233,18 @@ final class RemoteSubscription<T> implements Flow.Subscription {
         }
         done = true;
         subscriber = null;
+        stopInput();
         try {
             s.onError(error);
         } catch (Throwable t) {
             LOG.log(System.Logger.Level.WARNING, "a Subscriber of '" + name + "' threw from onError (rule 2.13)", t);
+        }
+    }
+
+    /** A channel's output ended (terminal signal either way, cancel, the connection's end): its input ends with it (§21.5). */
+    private void stopInput() {
+        if (input != null) {
+            input.stop();
         }
     }
 

@@ -3,6 +3,7 @@ package io.rstreams.net;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -129,6 +130,39 @@ public final class RsioConnection implements AutoCloseable {
         publisher(name, codec, credentials); // the same checks
         java.util.Objects.requireNonNull(metadata, "metadata");
         return new RemotePublisher<>(endpoint, name, codec, credentials, metadata, metadataRequired);
+    }
+
+    /**
+     * Opens a channel on the peer's channel {@code name} (extension channels, PROTOCOL.md §21), as
+     * rstreams' {@code conn.channel(name, input)} and JavaScript's: each subscribe to the returned
+     * publisher opens one channel, whose output are its elements (raw bytes), and sends
+     * {@code input} as the channel's input. {@code input} is subscribed at the peer's first
+     * inputRequest and asked for exactly the input demand the peer grants (§21.4, at most 64
+     * elements at a time); an element above 64 KiB travels split as inputNextPart ... inputNext
+     * (extension input-parts, §21.6); its completion or failure is sent as inputComplete or
+     * inputError ({@code "ClassName: message"}, §21.5). The peer's inputCancel cancels the
+     * input's subscription, and so does the end of the output (its completion or error, a cancel,
+     * the connection's end: the input never outlives the channel, §21.5). The subscribe waits for
+     * the peer's hello (never optimistic, §21.1); a peer that does not offer extension channels
+     * (id 8) fails the subscription with {@code IllegalStateException("can't open a channel: the
+     * peer does not offer extension channels (id 8) (PROTOCOL.md §21.1); its hello does not list
+     * it")}, nothing sent. An unknown channel fails it with {@link RemoteStreamException} {@code
+     * no channel named 'PATH' (PROTOCOL.md §21.3)}, code 2.
+     */
+    public RemotePublisher<byte[]> channel(String name, Flow.Publisher<byte[]> input) {
+        return channel(name, input, Codec.BYTES, Codec.BYTES);
+    }
+
+    /** {@link #channel(String, Flow.Publisher)} with input and output elements coded by {@code codec}. */
+    public <T> RemotePublisher<T> channel(String name, Flow.Publisher<? extends T> input, Codec<T> codec) {
+        return channel(name, input, codec, codec);
+    }
+
+    /** {@link #channel(String, Flow.Publisher)} with input elements encoded by {@code inputCodec}, output ones decoded by {@code outputCodec}. */
+    public <I, O> RemotePublisher<O> channel(String name, Flow.Publisher<? extends I> input, Codec<I> inputCodec, Codec<O> outputCodec) {
+        java.util.Objects.requireNonNull(input, "input");
+        java.util.Objects.requireNonNull(inputCodec, "inputCodec");
+        return RemotePublisher.channel(endpoint, name, outputCodec, () -> new ChannelSender<I>(endpoint, input, inputCodec));
     }
 
     /** The extension ids active on this connection (empty until the peer's hello arrived), PROTOCOL.md §4.4. */

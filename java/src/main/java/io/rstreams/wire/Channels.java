@@ -27,7 +27,7 @@ import java.util.Map;
  * call that sends returns the payload; the caller writes it with its type.
  *
  * <p>{@link Connection} routes the extension's messages here when it offers id 8 (the net layer
- * does not offer it yet), and emits {@link Event.ChannelOpened} and {@link Event.ChannelInput}.
+ * always does), and emits {@link Event.ChannelOpened} and {@link Event.ChannelInput}.
  */
 public final class Channels {
     /** A payload read: the subscriber and, by type, the demand (inputRequest), the data (inputNext, inputNextPart) or the text (inputError). */
@@ -46,6 +46,13 @@ public final class Channels {
 
         /** The input completed ({@code error} null) or failed with that text (publisher end). */
         record Ended(long subscriber, String error) implements Input {}
+
+        /**
+         * A split element grew past {@code max_element_size} (publisher end, §21.6): that input is
+         * ENDED, the caller sends inputCancel and fails the input's Subscriber with {@code reason};
+         * the output goes on.
+         */
+        record TooLarge(long subscriber, String reason) implements Input {}
     }
 
     private enum State { OPEN, ENDED }
@@ -234,8 +241,8 @@ public final class Channels {
      *
      * @return what it did, or null: dropped (an id in IDLE or ENDED, §21.5), or a part of an element still being joined
      * @throws ProtocolException a malformed payload (§21.2), an element beyond the input demand
-     *     (§21.4), inputComplete amid a split element (§21.6), a joined element above
-     *     {@code max_element_size} (§11)
+     *     (§21.4), inputComplete amid a split element (§21.6); a joined element above
+     *     {@code max_element_size} is not one: it ends that input ({@link Input.TooLarge}, §21.6)
      */
     public Input received(int type, byte[] payload) throws ProtocolException {
         Decoded d = decode(type, payload);
@@ -289,8 +296,10 @@ public final class Channels {
         }
         Parts p = in.parts;
         p.size += data.length;
-        if (p.size > limits.maxElementSize()) {
-            throw ProtocolException.limit("split input element for subscriber " + Long.toUnsignedString(sid)
+        if (p.size > limits.maxElementSize()) { // that input ends, the output goes on (§21.6); later parts are dropped
+            in.state = State.ENDED;
+            in.parts = null;
+            return new Input.TooLarge(sid, "split input element for subscriber " + Long.toUnsignedString(sid)
                     + " grows past max_element_size=" + limits.maxElementSize() + " (PROTOCOL.md §11)");
         }
         p.list.add(data);
@@ -359,6 +368,35 @@ public final class Channels {
             in.demand--;
         }
         return payload;
+    }
+
+    /**
+     * One input element on our channel {@code subscriber} split into parts of at most
+     * {@code partSize} bytes (extension input-parts, §21.6), using one input demand: the payloads
+     * of the inputNextPart messages, then the last one, the inputNext's.
+     *
+     * @throws IllegalStateException without input demand, or when the input is not OPEN
+     */
+    public java.util.List<byte[]> sendInputParts(long subscriber, byte[] element, int partSize) {
+        InputState in = ours.get(subscriber);
+        if (in == null || in.state != State.OPEN || in.demand == 0) {
+            throw new IllegalStateException("no input demand on channel " + Long.toUnsignedString(subscriber) + " (PROTOCOL.md §21.4)");
+        }
+        if (partSize < 1) {
+            throw new IllegalArgumentException("partSize must be >= 1, got " + partSize);
+        }
+        java.util.List<byte[]> payloads = new java.util.ArrayList<>();
+        int at = 0;
+        do {
+            int n = Math.min(partSize, element.length - at);
+            byte[] data = java.util.Arrays.copyOfRange(element, at, at + n);
+            payloads.add(encode(subscriber, data));
+            at += n;
+        } while (at < element.length);
+        if (in.demand != Connection.UNBOUNDED) {
+            in.demand--;
+        }
+        return payloads;
     }
 
     /** Our channel's input ended: the inputComplete ({@code error} null) or inputError payload, or null when it is not OPEN. */

@@ -570,6 +570,9 @@ public final class Connection {
                         + "(id 9) is not active on this connection (PROTOCOL.md §4.4)");
             }
             Channels.Input in = channels.received(x.type(), x.payload());
+            if (in instanceof Channels.Input.TooLarge big) { // that input ends, the connection goes on (§21.6)
+                out.write(new Frame.Extension(FrameType.INPUT_CANCEL, Channels.encode(big.subscriber())), 0);
+            }
             if (in != null) {
                 events.add(new Event.ChannelInput(in));
             }
@@ -1287,13 +1290,31 @@ public final class Connection {
     }
 
     /**
-     * One element of the input of our channel {@code id}, within the input demand the peer granted (§21.4).
+     * One element of the input of our channel {@code id}, within the input demand the peer granted (§21.4):
+     * one inputNext, or, above {@link #inputPartSize} with extension input-parts active, inputNextPart
+     * messages and the inputNext that ends them (§21.6).
      *
      * @throws IllegalStateException without input demand, or when that input ended
      */
     public void sendInput(long id, byte[] element) {
         checkSending();
-        out.write(new Frame.Extension(FrameType.INPUT_NEXT, channels.sendInput(id, element)), 0);
+        int part = inputPartSize();
+        if (element.length <= part || !active.contains(FrameType.INPUT_PARTS)) {
+            out.write(new Frame.Extension(FrameType.INPUT_NEXT, channels.sendInput(id, element)), 0);
+            return;
+        }
+        java.util.List<byte[]> payloads = channels.sendInputParts(id, element, part);
+        for (int i = 0; i < payloads.size(); i++) {
+            out.write(new Frame.Extension(i == payloads.size() - 1 ? FrameType.INPUT_NEXT : FrameType.INPUT_NEXT_PART, payloads.get(i)), 0);
+        }
+    }
+
+    /**
+     * Input elements larger than this are sent split when extension input-parts is active (§21.6):
+     * {@code min(split_threshold, max_string_length - 10)}, 65,526 bytes by default.
+     */
+    public int inputPartSize() {
+        return Math.min(limits.splitThreshold(), limits.maxStringLength() - 10);
     }
 
     /** Ends the input of our channel {@code id}: inputComplete ({@code error} null) or inputError; a no-op once it ended. */

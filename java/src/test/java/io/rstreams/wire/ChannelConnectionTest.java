@@ -137,6 +137,76 @@ public class ChannelConnectionTest {
         assertEquals(new String(((Channels.Input.Element) got.get(0)).data(), StandardCharsets.UTF_8), "abcde");
     }
 
+    /** §21.6: the opener splits an element above the part size; the publisher joins it, with one input demand. */
+    @Test(timeOut = 5_000)
+    public void aLargeInputElementTravelsSplit() {
+        Set<Long> both = Set.of(FrameType.CHANNELS, FrameType.INPUT_PARTS);
+        ConnectionTest.Pair p = new ConnectionTest.Pair(Limits.DEFAULT.withSplitThreshold(10), both, both);
+        p.pump();
+        assertEquals(p.client.inputPartSize(), 10);
+        long id = p.client.openChannel("upper", 0);
+        p.pump();
+        p.server.requestInput(id, 2);
+        p.pump();
+        p.serverEvents.clear();
+        byte[] big = new byte[25];
+        java.util.Arrays.fill(big, (byte) 'x');
+        p.client.sendInput(id, big);
+        byte[] wire = p.client.dataToSend();
+        // three messages: two inputNextPart of 10 bytes, the inputNext of the last 5 (§21.6)
+        assertEquals(wire.length, 3 * 3 + 25);
+        assertEquals(wire[0] & 0xff, FrameType.INPUT_NEXT_PART);
+        assertEquals(wire[13] & 0xff, FrameType.INPUT_NEXT_PART);
+        assertEquals(wire[26] & 0xff, FrameType.INPUT_NEXT);
+        p.server.receiveData(wire, 0, wire.length);
+        p.serverEvents.addAll(p.server.events());
+        List<Object> got = kinds(p.serverEvents);
+        assertEquals(got.size(), 1, got.toString());
+        assertEquals(((Channels.Input.Element) got.get(0)).data(), big);
+        p.client.sendInput(id, new byte[1]); // the second demand: a split element used only one
+        expectThrows(IllegalStateException.class, () -> p.client.sendInput(id, new byte[1]));
+
+        ConnectionTest.Pair q = new ConnectionTest.Pair(Limits.DEFAULT.withSplitThreshold(10), CHANNELS, CHANNELS);
+        q.pump();
+        long plain = q.client.openChannel("upper", 0);
+        q.pump();
+        q.server.requestInput(plain, 1);
+        q.pump();
+        q.client.sendInput(plain, big); // without input-parts: one inputNext
+        assertEquals(q.client.dataToSend().length, 3 + 25);
+    }
+
+    /**
+     * §21.6: a joined input element above max_element_size ends that input, not the connection:
+     * the publisher sends inputCancel, the parts that crossed it are dropped, the output goes on.
+     */
+    @Test(timeOut = 5_000)
+    public void aSplitInputElementTooLargeEndsOnlyThatInput() {
+        Set<Long> both = Set.of(FrameType.CHANNELS, FrameType.INPUT_PARTS);
+        ConnectionTest.Pair p = new ConnectionTest.Pair(Limits.DEFAULT.withSplitThreshold(10).withMaxElementSize(40), both, both);
+        p.pump();
+        long id = p.client.openChannel("upper", 5);
+        p.pump();
+        assertTrue(p.server.onSubscribe(id, 0));
+        p.server.requestInput(id, 3);
+        p.pump();
+        p.serverEvents.clear();
+        p.clientEvents.clear();
+        p.client.sendInput(id, new byte[100]); // 10 parts: the fifth passes 40 bytes
+        p.pump();
+        assertEquals(kinds(p.serverEvents), List.of(new Channels.Input.TooLarge(id,
+                "split input element for subscriber " + id + " grows past max_element_size=40 (PROTOCOL.md §11)")));
+        assertEquals(kinds(p.clientEvents), List.of(new Channels.Input.Cancelled(id)));
+        assertEquals(p.server.state(), Connection.State.OPEN);
+        assertEquals(p.client.state(), Connection.State.OPEN);
+        expectThrows(IllegalStateException.class, () -> p.client.sendInput(id, new byte[1])); // the input ended at the opener too
+        assertTrue(p.server.onNext(id, "still".getBytes(StandardCharsets.UTF_8)));
+        assertTrue(p.server.onComplete(id));
+        p.pump();
+        List<Object> got = kinds(p.clientEvents);
+        assertTrue(got.contains("Element") && got.contains("Completed"), got.toString());
+    }
+
     @Test(timeOut = 5_000)
     public void openingAChannelNeedsTheExtensionActive() {
         ConnectionTest.Pair p = new ConnectionTest.Pair(Limits.DEFAULT, CHANNELS, Set.of());
