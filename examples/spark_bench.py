@@ -6,13 +6,13 @@ In one run, on one Spark session (local[2]): the ``rstreams`` source reading a r
 served over TCP (``arrow``: elements of 64 Ki rows, the log counting rows so that
 ``maxRecordsPerBatch`` is rows), an in-process Python source yielding Arrow batches (no
 network: the ceiling for a Python source) and Spark's JVM ``rate-micro-batch`` source, each
-``--rows`` rows in micro-batches of ``--batch-rows`` rounded down to whole 64 Ki elements
-(at least one; the JVM source never ends, so it runs whole micro-batches until it has
-``--rows``: 262,144 rows for ``--rows 200000``, four of 65,536); then the ``rstreams`` source with the ``json`` codec (one row per element),
-``--json-rows`` rows in micro-batches of 50,000. ``--remote`` serves the logs from a
-separate process (a remote publisher) instead of a thread of the driver. Printed per
-source: steady rows/s (rows over the summed trigger time, the first batch, which carries
-the start-up, excluded), end-to-end rows/s and the median batch time.
+``--rows`` rows in micro-batches of ``--batch-rows`` rounded down to whole 64 Ki elements (at
+least one; the JVM source never ends, so it runs whole micro-batches until it has ``--rows``:
+262,144 rows for ``--rows 200000``, four of 65,536); then the ``rstreams`` source with the
+``json`` codec (one row per element), ``--json-rows`` rows in micro-batches of 50,000.
+``--remote`` serves the logs from a separate process (a remote publisher) instead of a thread
+of the driver. Printed per source: steady rows/s (rows over the summed trigger time, the first
+batch, which carries the start-up, excluded), end-to-end rows/s and the median batch time.
 
 The sources and the measurement are benchmarks/spark_sources.py's (the harness's ``spark``
 scenario runs each in a fresh process); this script puts them side by side in one session.
