@@ -38,7 +38,7 @@ import java.util.function.Predicate;
 final class Endpoint extends ChannelInboundHandlerAdapter {
     private static final System.Logger LOG = System.getLogger("io.rstreams.net");
     /** How long an endpoint that sent an error goodbye keeps reading before it closes (PROTOCOL.md §10), as rstreams' LINGER_SECONDS. */
-    private static final long LINGER_MILLIS = 2000;
+    static final long LINGER_MILLIS = 2000;
     /**
      * How long an orderly close (ours, §9.1) waits for the peer's answering goodbye (or its end
      * of input) before the transport is closed anyway, as rstreams' CLOSE_TIMEOUT; a server's close()

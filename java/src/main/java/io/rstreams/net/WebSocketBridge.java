@@ -1,6 +1,7 @@
 package io.rstreams.net;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -14,6 +15,7 @@ import io.netty.handler.codec.http.websocketx.WebSocketFrame;
 import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
 import io.netty.util.ReferenceCountUtil;
 import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
 
 /**
  * RS.io bytes over WebSocket: binary messages in either direction carry the byte stream, with
@@ -54,8 +56,7 @@ final class WebSocketBridge extends ChannelDuplexHandler {
                 || evt == WebSocketClientProtocolHandler.ClientHandshakeStateEvent.HANDSHAKE_COMPLETE) {
             HandshakeCheck.leave(ctx.pipeline()); // its work ends with the handshake
             if (pending != null) { // the 101 is out: the close follows it, and nothing is served
-                ctx.writeAndFlush(new CloseWebSocketFrame(pending.status(), pending.reason()))
-                        .addListener(f -> ctx.close());
+                closeLingering(ctx, pending.status(), pending.reason());
                 return;
             }
             open = true;
@@ -158,7 +159,42 @@ final class WebSocketBridge extends ChannelDuplexHandler {
             pending = new Violation(status, reason);
             return;
         }
-        ctx.writeAndFlush(new CloseWebSocketFrame(status, reason)).addListener(f -> ctx.close());
+        closeLingering(ctx, status, reason);
+    }
+
+    /**
+     * Sends the close, then reads and discards what the peer still sends until its close or its
+     * end of input, within the linger's bounds of PROTOCOL.md §9.1 (2 s, 4 MiB discarded): closing
+     * at once, with the rest of a refused message unread, would have the peer reset, and a reset
+     * can take the close from it before it is read. Nothing read reaches the endpoint: the frame
+     * decoder discards all after a frame it refused, and this bridge all frames once refused.
+     */
+    private static void closeLingering(ChannelHandlerContext ctx, int status, String reason) {
+        Channel channel = ctx.channel();
+        channel.pipeline().addFirst(new Linger());
+        channel.config().setAutoRead(true); // the endpoint may have stopped reading for its own output
+        channel.eventLoop().schedule(() -> channel.close(), Endpoint.LINGER_MILLIS, TimeUnit.MILLISECONDS);
+        ctx.writeAndFlush(new CloseWebSocketFrame(status, reason)).addListener(f -> {
+            if (!f.isSuccess()) {
+                channel.close();
+            }
+        });
+    }
+
+    /** Counts the bytes read while the close lingers, and closes past {@link Endpoint#LINGER_BYTES} (§9.1). */
+    static final class Linger extends ChannelInboundHandlerAdapter {
+        private long discarded;
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (msg instanceof ByteBuf buf) {
+                discarded += buf.readableBytes();
+            }
+            ctx.fireChannelRead(msg);
+            if (discarded > Endpoint.LINGER_BYTES) {
+                ctx.close();
+            }
+        }
     }
 
     @Override
