@@ -56,7 +56,7 @@ final class WebSocketBridge extends ChannelDuplexHandler {
                 || evt == WebSocketClientProtocolHandler.ClientHandshakeStateEvent.HANDSHAKE_COMPLETE) {
             HandshakeCheck.leave(ctx.pipeline()); // its work ends with the handshake
             if (pending != null) { // the 101 is out: the close follows it, and nothing is served
-                closeLingering(ctx, pending.status(), pending.reason());
+                closeLingering(ctx, pending);
                 return;
             }
             open = true;
@@ -71,7 +71,7 @@ final class WebSocketBridge extends ChannelDuplexHandler {
             return;
         }
         if (evt instanceof Violation violation) {
-            refuse(ctx, violation.status(), violation.reason());
+            refuse(ctx, violation);
             return;
         }
         ctx.fireUserEventTriggered(evt);
@@ -86,7 +86,8 @@ final class WebSocketBridge extends ChannelDuplexHandler {
             receiving = (msg instanceof BinaryWebSocketFrame ? 0 : receiving) + frame.content().readableBytes();
             if (receiving > Pipelines.MAX_WS_MESSAGE) { // a message of many frames (one is refused by Netty)
                 frame.release();
-                refuse(ctx, 1009, "RS.io messages are at most " + Pipelines.MAX_WS_MESSAGE + " bytes (PROTOCOL.md §1)");
+                refuse(ctx, new Violation(1009, "RS.io messages are at most " + Pipelines.MAX_WS_MESSAGE
+                        + " bytes (PROTOCOL.md §1)", true));
                 return;
             }
             if (frame.isFinalFragment()) {
@@ -100,11 +101,11 @@ final class WebSocketBridge extends ChannelDuplexHandler {
             frame.release();
         } else if (msg instanceof WebSocketFrame frame) {
             frame.release();
-            refuse(ctx, 1003, "RS.io uses binary messages");
+            refuse(ctx, new Violation(1003, "RS.io uses binary messages", true));
         } else {
             // Netty's frame decoder reads every byte after the upgrade: nothing else is RS.io's (§1)
             ReferenceCountUtil.release(msg);
-            refuse(ctx, 1002, "RS.io over WebSocket is carried in WebSocket frames (PROTOCOL.md §1)");
+            refuse(ctx, new Violation(1002, "RS.io over WebSocket is carried in WebSocket frames (PROTOCOL.md §1)", false));
         }
     }
 
@@ -126,8 +127,14 @@ final class WebSocketBridge extends ChannelDuplexHandler {
         }
     }
 
-    /** A WebSocket frame Netty's decoder refused, with the close status and reason it gives. */
-    record Violation(int status, String reason) {}
+    /**
+     * What is refused, with the close status and reason to send. {@code framesFollow}: the frame
+     * decoder still reads frames (the bridge refused a whole frame), so what follows goes through
+     * it and the peer's close is seen; otherwise (a frame Netty's decoder refused, which then
+     * discards the rest one byte per decoding step, or bytes that are no frame) nothing read
+     * after the refusal reaches the decoder.
+     */
+    record Violation(int status, String reason, boolean framesFollow) {}
 
     /**
      * Stands where Netty's frame decoder sends what it refuses, ahead of its protocol handler
@@ -141,56 +148,72 @@ final class WebSocketBridge extends ChannelDuplexHandler {
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             if (cause instanceof CorruptedWebSocketFrameException refused) {
                 String reason = refused.getMessage() == null ? refused.closeStatus().reasonText() : refused.getMessage();
-                ctx.fireUserEventTriggered(new Violation(refused.closeStatus().code(), reason));
+                ctx.fireUserEventTriggered(new Violation(refused.closeStatus().code(), reason, false));
             } else {
                 ctx.fireExceptionCaught(cause);
             }
         }
     }
 
-    /** Closes the WebSocket with {@code status}, without a goodbye: what was refused is not RS.io's to answer (§1). */
-    private void refuse(ChannelHandlerContext ctx, int status, String reason) {
+    /** Closes the WebSocket with the violation's status, without a goodbye: what was refused is not RS.io's to answer (§1). */
+    private void refuse(ChannelHandlerContext ctx, Violation violation) {
         if (refused) {
             return;
         }
         refused = true;
         release();
         if (!open) { // came with the upgrade request: the close goes behind the 101, when the handshake completes
-            pending = new Violation(status, reason);
+            pending = violation;
             return;
         }
-        closeLingering(ctx, status, reason);
+        closeLingering(ctx, violation);
     }
 
     /**
      * Sends the close, then reads and discards what the peer still sends until its close or its
      * end of input, within the linger's bounds of PROTOCOL.md §9.1 (2 s, 4 MiB discarded): closing
      * at once, with the rest of a refused message unread, would have the peer reset, and a reset
-     * can take the close from it before it is read. Nothing read reaches the endpoint: the frame
-     * decoder discards all after a frame it refused, and this bridge all frames once refused.
+     * can take the close from it before it is read. Nothing read reaches the endpoint: after a
+     * frame the decoder refused, or bytes that are no frame, the {@link Linger} at the head of the
+     * pipeline discards what is read (a buffer at a time, where the refusing decoder would skip it a
+     * byte per step); after a frame this bridge refused, the decoder still reads frames (the peer's
+     * close among them) and this bridge drops them.
      */
-    private static void closeLingering(ChannelHandlerContext ctx, int status, String reason) {
+    private static void closeLingering(ChannelHandlerContext ctx, Violation violation) {
         Channel channel = ctx.channel();
-        channel.pipeline().addFirst(new Linger());
+        channel.pipeline().addFirst(new Linger(violation.framesFollow()));
         channel.config().setAutoRead(true); // the endpoint may have stopped reading for its own output
         channel.eventLoop().schedule(() -> channel.close(), Endpoint.LINGER_MILLIS, TimeUnit.MILLISECONDS);
-        ctx.writeAndFlush(new CloseWebSocketFrame(status, reason)).addListener(f -> {
+        ctx.writeAndFlush(new CloseWebSocketFrame(violation.status(), violation.reason())).addListener(f -> {
             if (!f.isSuccess()) {
                 channel.close();
             }
         });
     }
 
-    /** Counts the bytes read while the close lingers, and closes past {@link Endpoint#LINGER_BYTES} (§9.1). */
+    /**
+     * Counts the bytes read while the close lingers, and closes past {@link Endpoint#LINGER_BYTES}
+     * (§9.1). {@code passOn}: what is read goes on to the frame decoder, which still reads frames;
+     * otherwise it is released here.
+     */
     static final class Linger extends ChannelInboundHandlerAdapter {
+        private final boolean passOn;
         private long discarded;
+
+        Linger(boolean passOn) {
+            this.passOn = passOn;
+        }
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             if (msg instanceof ByteBuf buf) {
                 discarded += buf.readableBytes();
             }
-            ctx.fireChannelRead(msg);
+            if (passOn) {
+                ctx.fireChannelRead(msg);
+            } else {
+                ReferenceCountUtil.release(msg);
+            }
             if (discarded > Endpoint.LINGER_BYTES) {
                 ctx.close();
             }

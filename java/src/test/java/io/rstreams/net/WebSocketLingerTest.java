@@ -1,0 +1,182 @@
+package io.rstreams.net;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.http.DefaultHttpHeaders;
+import io.netty.handler.codec.http.websocketx.CloseWebSocketFrame;
+import io.netty.handler.codec.http.websocketx.WebSocket08FrameDecoder;
+import io.netty.handler.codec.http.websocketx.WebSocketDecoderConfig;
+import io.netty.handler.codec.http.websocketx.WebSocketFrame;
+import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
+import io.netty.util.ReferenceCountUtil;
+import java.util.ArrayList;
+import java.util.List;
+import org.testng.annotations.Test;
+
+/**
+ * What a WebSocket server reads while its refusing close lingers (PROTOCOL.md §1), in the
+ * server's order of handlers: after a frame Netty's decoder refused (an unmasked frame, 1002; a
+ * frame above the limit, 1009) nothing read reaches the decoder, which would skip it a byte per
+ * decoding step (a megabyte sent after a bad header cost a million steps); after a frame the
+ * bridge refused (a text message, 1003) the decoder still reads frames, the peer's close among
+ * them. Either way the channel closes past {@link Endpoint#LINGER_BYTES}.
+ */
+public class WebSocketLingerTest {
+    private static final int CHUNK = 64 * 1024;
+
+    /** Counts the bytes passing it: what reaches the frame decoder. */
+    private static final class Bytes extends ChannelInboundHandlerAdapter {
+        long count;
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (msg instanceof ByteBuf buf) {
+                count += buf.readableBytes();
+            }
+            ctx.fireChannelRead(msg);
+        }
+    }
+
+    /** The server's frame decoder, counting its decoding steps. */
+    private static final class Decoder extends WebSocket08FrameDecoder {
+        long steps;
+
+        Decoder() {
+            super(WebSocketDecoderConfig.newBuilder().expectMaskedFrames(true).allowExtensions(false)
+                    .maxFramePayloadLength(Pipelines.MAX_WS_MESSAGE).closeOnProtocolViolation(false).build());
+        }
+
+        @Override
+        protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) throws Exception {
+            steps++;
+            super.decode(ctx, in, out);
+        }
+    }
+
+    /** The frames the decoder gave (the bridge drops them once it refused). */
+    private static final class Frames extends ChannelInboundHandlerAdapter {
+        final List<String> seen = new ArrayList<>();
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (msg instanceof WebSocketFrame frame) {
+                seen.add(frame.getClass().getSimpleName());
+            }
+            ctx.fireChannelRead(msg);
+        }
+    }
+
+    /** A server channel past its opening handshake: bytes counted, frame decoder, Violations, bridge. */
+    private record Server(EmbeddedChannel channel, Bytes bytes, Decoder decoder, Frames frames) {}
+
+    private static Server upgraded() {
+        Bytes bytes = new Bytes();
+        Decoder decoder = new Decoder();
+        Frames frames = new Frames();
+        EmbeddedChannel channel = new EmbeddedChannel(bytes, decoder, frames, new WebSocketBridge.Violations(), new WebSocketBridge());
+        channel.pipeline().fireUserEventTriggered(
+                new WebSocketServerProtocolHandler.HandshakeComplete("/rsio", new DefaultHttpHeaders(), WebSocketBridge.SUBPROTOCOL));
+        return new Server(channel, bytes, decoder, frames);
+    }
+
+    /** A masked client frame (mask 0: the payload as it is) with a 2-byte payload length. */
+    private static ByteBuf masked(int opcode, byte[] payload) {
+        ByteBuf frame = Unpooled.buffer();
+        frame.writeByte(0x80 | opcode);
+        if (payload.length < 126) {
+            frame.writeByte(0x80 | payload.length);
+        } else {
+            frame.writeByte(0x80 | 126).writeShort(payload.length);
+        }
+        frame.writeInt(0).writeBytes(payload);
+        return frame;
+    }
+
+    private static int closeStatus(EmbeddedChannel channel) {
+        Object out;
+        while ((out = channel.readOutbound()) != null) {
+            try {
+                if (out instanceof CloseWebSocketFrame close) {
+                    return close.statusCode();
+                }
+            } finally {
+                ReferenceCountUtil.release(out);
+            }
+        }
+        return -1;
+    }
+
+    /** Sends {@code total} bytes in 64 KiB buffers, as a socket's reads give them; stops once the channel closed. */
+    private static void flood(EmbeddedChannel channel, long total) {
+        for (long sent = 0; sent < total && channel.isOpen(); sent += CHUNK) {
+            channel.writeInbound(Unpooled.wrappedBuffer(new byte[(int) Math.min(CHUNK, total - sent)]));
+        }
+    }
+
+    private static void assertNothingReachesTheDecoderAfter(Server server, ByteBuf refused, int status) {
+        EmbeddedChannel channel = server.channel();
+        Bytes bytes = server.bytes();
+        Decoder decoder = server.decoder();
+        channel.writeInbound(refused);
+        assertEquals(closeStatus(channel), status);
+        long bytesBefore = bytes.count;
+        long stepsBefore = decoder.steps;
+        flood(channel, 1 << 20);
+        assertTrue(channel.isOpen(), "1 MiB is within the linger's bound");
+        assertEquals(bytes.count - bytesBefore, 0, "bytes reaching the decoder after its refusal");
+        assertEquals(decoder.steps - stepsBefore, 0, "decoding steps after the decoder's refusal");
+        assertFalse(channel.finishAndReleaseAll());
+    }
+
+    @Test(timeOut = 60_000)
+    public void afterAnUnmaskedFrameNothingReachesTheDecoder() {
+        Server channel = upgraded();
+        ByteBuf unmasked = Unpooled.wrappedBuffer(new byte[] {(byte) 0x82, 0x03, 1, 2, 3});
+        assertNothingReachesTheDecoderAfter(channel, unmasked, 1002);
+    }
+
+    @Test(timeOut = 60_000)
+    public void afterAFrameAboveTheLimitNothingReachesTheDecoder() {
+        Server channel = upgraded();
+        ByteBuf header = Unpooled.buffer().writeByte(0x82).writeByte(0x80 | 127).writeLong(Pipelines.MAX_WS_MESSAGE + 1L).writeInt(0);
+        assertNothingReachesTheDecoderAfter(channel, header, 1009);
+    }
+
+    @Test(timeOut = 60_000)
+    public void afterATextMessageTheDecoderStillReadsThePeersClose() {
+        Server server = upgraded();
+        EmbeddedChannel channel = server.channel();
+        channel.writeInbound(masked(0x1, "text".getBytes(java.nio.charset.StandardCharsets.US_ASCII)));
+        assertEquals(closeStatus(channel), 1003);
+        channel.writeInbound(masked(0x2, new byte[1000]));
+        channel.writeInbound(masked(0x8, new byte[] {0x03, (byte) 0xEB})); // the peer's close, 1003
+        assertEquals(server.frames().seen, List.of("TextWebSocketFrame", "BinaryWebSocketFrame", "CloseWebSocketFrame"));
+        assertFalse(channel.finishAndReleaseAll());
+    }
+
+    @Test(timeOut = 60_000)
+    public void theLingerEndsPastItsBytes() {
+        EmbeddedChannel discarding = upgraded().channel();
+        discarding.writeInbound(Unpooled.wrappedBuffer(new byte[] {(byte) 0x82, 0x03, 1, 2, 3}));
+        assertEquals(closeStatus(discarding), 1002);
+        flood(discarding, Endpoint.LINGER_BYTES + CHUNK);
+        assertFalse(discarding.isOpen(), "closed past LINGER_BYTES discarded");
+        discarding.finishAndReleaseAll();
+
+        EmbeddedChannel reading = upgraded().channel();
+        reading.writeInbound(masked(0x1, new byte[] {'x'}));
+        assertEquals(closeStatus(reading), 1003);
+        for (long sent = 0; sent <= Endpoint.LINGER_BYTES && reading.isOpen(); sent += 60_000) {
+            reading.writeInbound(masked(0x2, new byte[60_000 - 8])); // frames of 60,000 bytes
+        }
+        assertFalse(reading.isOpen(), "closed past LINGER_BYTES read");
+        reading.finishAndReleaseAll();
+    }
+}
