@@ -512,10 +512,12 @@ def test_the_handshake_timeouts_protocol_md_names_are_each_binding_s() -> None:
     for module in ("rsio.js", "node.js"):  # the client's default, the server's
         source = (ROOT / "js" / "src" / module).read_text()
         assert f"const DEFAULT_HANDSHAKE_TIMEOUT_S = {seconds};" in source, module
+    net = ROOT / "java/src/main/java/io/rstreams/net"
+    shared = (net / "BuilderOptions.java").read_text()  # the options both builders delegate to
+    assert f"private Duration handshakeTimeout = Duration.ofSeconds({seconds});" in shared
     for builder in ("RsioServer", "RsioClient"):
         assert f"`{builder}.Builder.handshakeTimeout(Duration)`" in section, builder
-        source = (ROOT / "java/src/main/java/io/rstreams/net" / f"{builder}.java").read_text()
-        assert f"private Duration handshakeTimeout = Duration.ofSeconds({seconds});" in source, builder
+        source = (net / f"{builder}.java").read_text()
         assert "public Builder handshakeTimeout(Duration timeout)" in source, builder
 
 
@@ -580,12 +582,13 @@ def test_the_idle_and_unread_options_protocol_md_names_are_each_binding_s() -> N
     java = ROOT / "java/src/main/java/io/rstreams/net"
     client, server = ((java / f"Rsio{side}.java").read_text() for side in ("Client", "Server"))
     endpoint = (java / "Endpoint.java").read_text()
+    shared = (java / "BuilderOptions.java").read_text()  # the options both builders delegate to
     for builder in ("RsioClient", "RsioServer"):
         assert f"`{builder}.Builder.unreadTimeout(Duration)`" in said, builder
     for source in (client, server):
         assert "public Builder unreadTimeout(Duration timeout)" in source
-        assert "private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;" in source
-        assert "private Duration keepalive = Duration.ofSeconds(15);" in source
+    assert "private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;" in shared
+    assert "private Duration keepalive = Duration.ofSeconds(15);" in shared
     assert "DEFAULT_UNREAD_TIMEOUT = Duration.ofSeconds(30);" in endpoint
     assert "`RsioServer.Builder.idleTimeout(Duration)` (60 s)" in said
     assert "private Duration idleTimeout = Duration.ofSeconds(60);" in server
@@ -658,12 +661,14 @@ def test_the_java_readme_s_options_are_the_builders() -> None:
     )
     assert unread
     checked = 0
+    shared = (net / "BuilderOptions.java").read_text()  # the options both builders delegate to
     for builder in ("RsioClient", "RsioServer"):
         source = (net / f"{builder}.java").read_text()
+        methods = _builder_methods(source)
+        source += shared  # the builder's own fields first, then the shared ones
         table = text.split(f"| `{builder}.Builder` | default |", 1)[1].split("\n\n", 1)[0]
         rows = re.findall(r"^\| ((?:`[^`]+`(?:, )?)+) \| ([^|]+) \|", table, re.M)
         assert len(rows) >= 9, rows
-        methods = _builder_methods(source)
         for names, default in rows:
             for method in re.findall(r"`([^`]+)`", names):
                 assert method.replace("...", "") in methods, (

@@ -57,13 +57,12 @@ public final class RsioClient implements AutoCloseable {
     private final ChannelGroup channels = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
 
     private RsioClient(Builder b) {
-        this.group = new MultiThreadIoEventLoopGroup(b.threads, new DefaultThreadFactory("rstreams-client", true),
+        this.group = new MultiThreadIoEventLoopGroup(b.options.threads(), new DefaultThreadFactory("rstreams-client", true),
                 Transport.ioHandler());
-        this.options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, b.credentials, null, null, null, b.handshakeTimeout,
-                b.errorCodes, b.messages);
-        this.resume = b.resume;
+        this.options = b.options.endpoint(b.idleTimeout, b.credentials, null, null, null);
+        this.resume = b.options.resume();
         try {
-            this.tls = b.tls != null ? b.tls : SSLContext.getDefault();
+            this.tls = b.options.tls() != null ? b.options.tls() : SSLContext.getDefault();
         } catch (java.security.NoSuchAlgorithmException e) {
             throw new IllegalStateException("no default TLS context in this JVM", e);
         }
@@ -234,18 +233,9 @@ public final class RsioClient implements AutoCloseable {
 
     /** Options of a {@link RsioClient}. */
     public static final class Builder {
-        private Limits limits = Limits.DEFAULT;
-        private final Routes routes = new Routes();
-        private final MessageHandlers messages = new MessageHandlers();
-        private Duration keepalive = Duration.ofSeconds(15);
+        private final BuilderOptions options = new BuilderOptions();
         private Duration idleTimeout;
-        private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;
-        private Duration handshakeTimeout = Duration.ofSeconds(10);
         private Credentials credentials;
-        private int threads = 1;
-        private SSLContext tls;
-        private boolean resume;
-        private boolean errorCodes = true;
 
         private Builder() {}
 
@@ -255,7 +245,7 @@ public final class RsioClient implements AutoCloseable {
          * 4 MiB of unacknowledged output are kept for the replay, and production pauses there.
          */
         public Builder resume(boolean on) {
-            this.resume = on;
+            options.resume(on);
             return this;
         }
 
@@ -268,25 +258,25 @@ public final class RsioClient implements AutoCloseable {
          * violation (§4.4); received errors have no code.
          */
         public Builder errorCodes(boolean on) {
-            this.errorCodes = on;
+            options.errorCodes(on);
             return this;
         }
 
         /** Whom to trust (and which client certificate to present) on {@code tls://} and {@code wss://}; default: the JVM's trust store. */
         public Builder tls(SSLContext context) {
-            this.tls = Objects.requireNonNull(context, "context");
+            options.tls(context);
             return this;
         }
 
         /** What this end accepts from servers (PROTOCOL.md §11). */
         public Builder limits(Limits limits) {
-            this.limits = Objects.requireNonNull(limits, "limits");
+            options.limits(limits);
             return this;
         }
 
         /** Ping after this much silence (PROTOCOL.md §14); null: never ping. Default 15 s. */
         public Builder keepalive(Duration interval) {
-            this.keepalive = interval;
+            options.keepalive(interval);
             return this;
         }
 
@@ -305,10 +295,7 @@ public final class RsioClient implements AutoCloseable {
          * attempts. Default 10 s, as rstreams' handshake_timeout; null: no limit.
          */
         public Builder handshakeTimeout(Duration timeout) {
-            if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
-                throw new IllegalArgumentException("handshakeTimeout must be > 0 (null: no limit), got " + timeout);
-            }
-            this.handshakeTimeout = timeout;
+            options.handshakeTimeout(timeout);
             return this;
         }
 
@@ -319,10 +306,7 @@ public final class RsioClient implements AutoCloseable {
          * 16 MiB cap on unsent bytes hold). Default 30 s, as rstreams' unread_timeout.
          */
         public Builder unreadTimeout(Duration timeout) {
-            if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
-                throw new IllegalArgumentException("unreadTimeout must be > 0 (null: no limit), got " + timeout);
-            }
-            this.unreadTimeout = timeout;
+            options.unreadTimeout(timeout);
             return this;
         }
 
@@ -348,22 +332,19 @@ public final class RsioClient implements AutoCloseable {
 
         /** I/O threads (default 1). */
         public Builder threads(int threads) {
-            if (threads < 1) {
-                throw new IllegalArgumentException("threads must be >= 1, got " + threads);
-            }
-            this.threads = threads;
+            options.threads(threads);
             return this;
         }
 
         /** Also serve {@code pattern} to the servers this client connects to (bidirectional, PROTOCOL.md §1). */
         public Builder serve(String pattern, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {
-            routes.add(new Routes.Route(pattern, 0, factory));
+            options.routes.add(new Routes.Route(pattern, 0, factory));
             return this;
         }
 
         /** Also serve {@code pattern}, elements encoded by {@code codec}. */
         public <T> Builder serve(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
-            routes.add(Encoding.route(pattern, codec, factory));
+            options.routes.add(Encoding.route(pattern, codec, factory));
             return this;
         }
 
@@ -377,11 +358,7 @@ public final class RsioClient implements AutoCloseable {
          * a message no handler has is dropped and logged (§20.4); the connection goes on either way.
          */
         public Builder handler(String pattern, Consumer<Message> handler) {
-            Objects.requireNonNull(handler, "handler");
-            messages.add(Objects.requireNonNull(pattern, "pattern"), m -> {
-                handler.accept(m);
-                return null;
-            });
+            options.handler(pattern, handler);
             return this;
         }
 
@@ -391,8 +368,7 @@ public final class RsioClient implements AutoCloseable {
          * slows its sender instead of queueing (§20.3); a stage that fails is logged as a throw is.
          */
         public Builder asyncHandler(String pattern, Function<Message, ? extends CompletionStage<?>> handler) {
-            Objects.requireNonNull(handler, "handler");
-            messages.add(Objects.requireNonNull(pattern, "pattern"), handler::apply);
+            options.asyncHandler(pattern, handler);
             return this;
         }
 
@@ -402,7 +378,7 @@ public final class RsioClient implements AutoCloseable {
          * {@code max_string_length} bytes. Default 16.
          */
         public Builder maxMessagesInFlight(int messages) {
-            this.messages.window(messages);
+            options.maxMessagesInFlight(messages);
             return this;
         }
 

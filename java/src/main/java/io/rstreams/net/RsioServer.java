@@ -83,21 +83,21 @@ public final class RsioServer implements AutoCloseable {
                 sessions.remove(java.util.HexFormat.of().formatHex(token), endpoint);
             }
         };
-        Endpoint.Options options = new Endpoint.Options(b.limits, b.routes, b.keepalive, b.idleTimeout, b.unreadTimeout, null, b.authenticator, b.authorizer,
-                b.resume ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null, b.handshakeTimeout,
-                b.errorCodes, b.messages);
+        Endpoint.Options options = b.options.endpoint(b.idleTimeout, null, b.authenticator, b.authorizer,
+                b.options.resume() ? new Endpoint.ResumeOptions(4L << 20, b.sessionTimeout, table, null) : null);
         boss = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("rstreams-accept", true), Transport.ioHandler());
-        workers = new MultiThreadIoEventLoopGroup(b.resume ? 1 : b.threads, new DefaultThreadFactory("rstreams-server", true),
+        workers = new MultiThreadIoEventLoopGroup(b.options.resume() ? 1 : b.options.threads(), new DefaultThreadFactory("rstreams-server", true),
                 Transport.ioHandler());
         Consumer<RsioConnection> hook = b.onConnection;
         maxConnections = b.maxConnections;
-        if (where.secure() && b.tls == null) {
+        SSLContext tls = b.options.tls();
+        if (where.secure() && tls == null) {
             throw new IllegalArgumentException(where.scheme() + ":// needs a certificate: call tls(SSLContext) on the builder");
         }
-        if (!where.secure() && b.tls != null) {
+        if (!where.secure() && tls != null) {
             throw new IllegalArgumentException("tls(SSLContext) was given for " + where.scheme() + "://; use tls:// or wss://");
         }
-        SslContext ssl = b.tls == null ? null : Pipelines.sslContext(b.tls, false);
+        SslContext ssl = tls == null ? null : Pipelines.sslContext(tls, false);
         java.util.Set<String> origins = b.origins;
         ServerBootstrap bootstrap = new ServerBootstrap()
                 .group(boss, workers)
@@ -288,22 +288,13 @@ public final class RsioServer implements AutoCloseable {
 
     /** Routes and options of a {@link RsioServer}. */
     public static final class Builder {
-        private final Routes routes = new Routes();
-        private final MessageHandlers messages = new MessageHandlers();
-        private Limits limits = Limits.DEFAULT;
-        private Duration keepalive = Duration.ofSeconds(15);
+        private final BuilderOptions options = new BuilderOptions();
         private Duration idleTimeout = Duration.ofSeconds(60);
-        private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;
-        private Duration handshakeTimeout = Duration.ofSeconds(10);
         private Consumer<RsioConnection> onConnection;
-        private int threads = 1;
         private int maxConnections = DEFAULT_MAX_CONNECTIONS;
-        private SSLContext tls;
         private Predicate<Credentials> authenticator;
         private io.rstreams.wire.Authorizer authorizer;
         private boolean authRequired = true;
-        private boolean resume;
-        private boolean errorCodes = true;
         private Duration sessionTimeout = Duration.ofSeconds(30);
         private java.util.Set<String> origins = java.util.Set.of();
 
@@ -332,7 +323,7 @@ public final class RsioServer implements AutoCloseable {
          * one I/O thread for its connections (a resumed transport must reach its session's thread).
          */
         public Builder resume(boolean on) {
-            this.resume = on;
+            options.resume(on);
             return this;
         }
 
@@ -345,7 +336,7 @@ public final class RsioServer implements AutoCloseable {
          * violation (§4.4).
          */
         public Builder errorCodes(boolean on) {
-            this.errorCodes = on;
+            options.errorCodes(on);
             return this;
         }
 
@@ -456,7 +447,7 @@ public final class RsioServer implements AutoCloseable {
 
         /** The server's certificate and key for {@code tls://} and {@code wss://} (required there, refused elsewhere). */
         public Builder tls(SSLContext context) {
-            this.tls = Objects.requireNonNull(context, "context");
+            options.tls(context);
             return this;
         }
 
@@ -466,13 +457,13 @@ public final class RsioServer implements AutoCloseable {
          * refuse it as unknown.
          */
         public Builder route(String pattern, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {
-            routes.add(new Routes.Route(Objects.requireNonNull(pattern, "pattern"), 0, Objects.requireNonNull(factory, "factory")));
+            options.routes.add(new Routes.Route(Objects.requireNonNull(pattern, "pattern"), 0, Objects.requireNonNull(factory, "factory")));
             return this;
         }
 
         /** Serves {@code pattern} with elements encoded by {@code codec} (fixed-size codecs travel packed, §7). */
         public <T> Builder route(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
-            routes.add(Encoding.route(Objects.requireNonNull(pattern, "pattern"), codec, factory));
+            options.routes.add(Encoding.route(Objects.requireNonNull(pattern, "pattern"), codec, factory));
             return this;
         }
 
@@ -491,7 +482,7 @@ public final class RsioServer implements AutoCloseable {
          */
         public Builder channel(String pattern, BiFunction<Flow.Publisher<byte[]>, PublisherRequest, Flow.Publisher<byte[]>> factory) {
             Objects.requireNonNull(factory, "factory");
-            routes.addChannel(Objects.requireNonNull(pattern, "pattern"), 0, null, factory::apply);
+            options.routes.addChannel(Objects.requireNonNull(pattern, "pattern"), 0, null, factory::apply);
             return this;
         }
 
@@ -514,7 +505,7 @@ public final class RsioServer implements AutoCloseable {
             if (type != null) {
                 io.rstreams.wire.ContentTypes.check(type);
             }
-            routes.addChannel(Objects.requireNonNull(pattern, "pattern"), output == Codec.BYTES ? 0 : output.elementSize(), type,
+            options.routes.addChannel(Objects.requireNonNull(pattern, "pattern"), output == Codec.BYTES ? 0 : output.elementSize(), type,
                     (in, request) -> {
                         Flow.Publisher<O> p = factory.apply(in.decoded(input), request);
                         return p == null ? null : Encoding.encoded(p, output);
@@ -532,11 +523,7 @@ public final class RsioServer implements AutoCloseable {
          * a message no handler has is dropped and logged (§20.4); the connection goes on either way.
          */
         public Builder handler(String pattern, Consumer<Message> handler) {
-            Objects.requireNonNull(handler, "handler");
-            messages.add(Objects.requireNonNull(pattern, "pattern"), m -> {
-                handler.accept(m);
-                return null;
-            });
+            options.handler(pattern, handler);
             return this;
         }
 
@@ -546,8 +533,7 @@ public final class RsioServer implements AutoCloseable {
          * slows its sender instead of queueing (§20.3); a stage that fails is logged as a throw is.
          */
         public Builder asyncHandler(String pattern, Function<Message, ? extends CompletionStage<?>> handler) {
-            Objects.requireNonNull(handler, "handler");
-            messages.add(Objects.requireNonNull(pattern, "pattern"), handler::apply);
+            options.asyncHandler(pattern, handler);
             return this;
         }
 
@@ -557,19 +543,19 @@ public final class RsioServer implements AutoCloseable {
          * {@code max_string_length} bytes. Default 16.
          */
         public Builder maxMessagesInFlight(int messages) {
-            this.messages.window(messages);
+            options.maxMessagesInFlight(messages);
             return this;
         }
 
         /** What the server accepts from each peer (PROTOCOL.md §11). */
         public Builder limits(Limits limits) {
-            this.limits = Objects.requireNonNull(limits, "limits");
+            options.limits(limits);
             return this;
         }
 
         /** Ping a silent peer after this long (§14); null: never. Default 15 s. */
         public Builder keepalive(Duration interval) {
-            this.keepalive = interval;
+            options.keepalive(interval);
             return this;
         }
 
@@ -589,10 +575,7 @@ public final class RsioServer implements AutoCloseable {
          * handshake_timeout.
          */
         public Builder handshakeTimeout(Duration timeout) {
-            if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
-                throw new IllegalArgumentException("handshakeTimeout must be > 0 (null: no limit), got " + timeout);
-            }
-            this.handshakeTimeout = timeout;
+            options.handshakeTimeout(timeout);
             return this;
         }
 
@@ -603,10 +586,7 @@ public final class RsioServer implements AutoCloseable {
          * 16 MiB cap on unsent bytes hold). Default 30 s, as rstreams' unread_timeout.
          */
         public Builder unreadTimeout(Duration timeout) {
-            if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
-                throw new IllegalArgumentException("unreadTimeout must be > 0 (null: no limit), got " + timeout);
-            }
-            this.unreadTimeout = timeout;
+            options.unreadTimeout(timeout);
             return this;
         }
 
@@ -641,10 +621,7 @@ public final class RsioServer implements AutoCloseable {
 
         /** I/O threads for connections (default 1). */
         public Builder threads(int threads) {
-            if (threads < 1) {
-                throw new IllegalArgumentException("threads must be >= 1, got " + threads);
-            }
-            this.threads = threads;
+            options.threads(threads);
             return this;
         }
 

@@ -1,0 +1,106 @@
+package io.rstreams.net;
+
+import io.rstreams.wire.Credentials;
+import io.rstreams.wire.Limits;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.Predicate;
+import javax.net.ssl.SSLContext;
+
+/**
+ * The options {@link RsioClient.Builder} and {@link RsioServer.Builder} share, with their
+ * defaults and checks: each builder's methods for them delegate here and return the builder
+ * (the idle timeout, whose default differs, stays each builder's).
+ */
+final class BuilderOptions {
+    final Routes routes = new Routes();
+    final MessageHandlers messages = new MessageHandlers();
+    private Limits limits = Limits.DEFAULT;
+    private Duration keepalive = Duration.ofSeconds(15);
+    private Duration unreadTimeout = Endpoint.DEFAULT_UNREAD_TIMEOUT;
+    private Duration handshakeTimeout = Duration.ofSeconds(10);
+    private int threads = 1;
+    private SSLContext tls;
+    private boolean resume;
+    private boolean errorCodes = true;
+
+    void resume(boolean on) {
+        this.resume = on;
+    }
+
+    boolean resume() {
+        return resume;
+    }
+
+    void errorCodes(boolean on) {
+        this.errorCodes = on;
+    }
+
+    void keepalive(Duration interval) {
+        this.keepalive = interval;
+    }
+
+    int threads() {
+        return threads;
+    }
+
+    SSLContext tls() {
+        return tls;
+    }
+
+    void limits(Limits limits) {
+        this.limits = Objects.requireNonNull(limits, "limits");
+    }
+
+    void tls(SSLContext context) {
+        this.tls = Objects.requireNonNull(context, "context");
+    }
+
+    void handshakeTimeout(Duration timeout) {
+        if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+            throw new IllegalArgumentException("handshakeTimeout must be > 0 (null: no limit), got " + timeout);
+        }
+        this.handshakeTimeout = timeout;
+    }
+
+    void unreadTimeout(Duration timeout) {
+        if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+            throw new IllegalArgumentException("unreadTimeout must be > 0 (null: no limit), got " + timeout);
+        }
+        this.unreadTimeout = timeout;
+    }
+
+    void threads(int threads) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("threads must be >= 1, got " + threads);
+        }
+        this.threads = threads;
+    }
+
+    void handler(String pattern, Consumer<Message> handler) {
+        Objects.requireNonNull(handler, "handler");
+        messages.add(Objects.requireNonNull(pattern, "pattern"), m -> {
+            handler.accept(m);
+            return null;
+        });
+    }
+
+    void asyncHandler(String pattern, Function<Message, ? extends CompletionStage<?>> handler) {
+        Objects.requireNonNull(handler, "handler");
+        messages.add(Objects.requireNonNull(pattern, "pattern"), handler::apply);
+    }
+
+    void maxMessagesInFlight(int messages) {
+        this.messages.window(messages);
+    }
+
+    /** The endpoint's options from these and the side's own ({@code idleTimeout}'s default is the side's). */
+    Endpoint.Options endpoint(Duration idleTimeout, Credentials credentials, Predicate<Credentials> authenticator, io.rstreams.wire.Authorizer authorizer,
+            Endpoint.ResumeOptions resumeOptions) {
+        return new Endpoint.Options(limits, routes, keepalive, idleTimeout, unreadTimeout, credentials, authenticator, authorizer,
+                resumeOptions, handshakeTimeout, errorCodes, messages);
+    }
+}
