@@ -35,50 +35,7 @@ final class ChannelInput<T> implements Flow.Publisher<T> {
 
     /** The same input, its elements decoded by {@code codec}. */
     <U> Flow.Publisher<U> decoded(Codec<U> codec) {
-        ChannelInput<T> self = this;
-        return subscriber -> self.subscribe(new Flow.Subscriber<T>() {
-            private Flow.Subscription subscription;
-            private boolean done;
-
-            @Override
-            public void onSubscribe(Flow.Subscription s) {
-                subscription = s;
-                subscriber.onSubscribe(s);
-            }
-
-            @Override
-            public void onNext(T item) {
-                if (done) {
-                    return;
-                }
-                U value;
-                try {
-                    value = codec.decode((byte[]) item);
-                } catch (RuntimeException e) {
-                    done = true;
-                    subscription.cancel();
-                    subscriber.onError(e);
-                    return;
-                }
-                subscriber.onNext(value);
-            }
-
-            @Override
-            public void onError(Throwable t) {
-                if (!done) {
-                    done = true;
-                    subscriber.onError(t);
-                }
-            }
-
-            @Override
-            public void onComplete() {
-                if (!done) {
-                    done = true;
-                    subscriber.onComplete();
-                }
-            }
-        });
+        return Encoding.mapped(this, item -> codec.decode((byte[]) item));
     }
 
     @Override

@@ -27,6 +27,15 @@ final class Encoding {
     }
 
     static <T> Flow.Publisher<byte[]> encoded(Flow.Publisher<T> source, Codec<T> codec) {
+        return mapped(source, codec::encode);
+    }
+
+    /**
+     * {@code source} with each element passed through {@code convert} (a codec's encode or
+     * decode): a conversion that throws cancels the source and fails the subscriber with that
+     * error, and nothing reaches the subscriber after it.
+     */
+    static <T, U> Flow.Publisher<U> mapped(Flow.Publisher<T> source, Function<? super T, ? extends U> convert) {
         return subscriber -> source.subscribe(new Flow.Subscriber<T>() {
             private Flow.Subscription subscription;
             private boolean done;
@@ -42,16 +51,16 @@ final class Encoding {
                 if (done) {
                     return;
                 }
-                byte[] data;
+                U value;
                 try {
-                    data = codec.encode(item);
+                    value = convert.apply(item);
                 } catch (RuntimeException e) {
                     done = true;
                     subscription.cancel();
                     subscriber.onError(e);
                     return;
                 }
-                subscriber.onNext(data);
+                subscriber.onNext(value);
             }
 
             @Override
