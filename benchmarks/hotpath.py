@@ -30,6 +30,7 @@ Usage::
     python benchmarks/hotpath.py rr --no-timers --far-timer --instructions  # ... and one idle loop timer
     python benchmarks/hotpath.py rr --instructions --no-gc  # the collector off while measuring
     python benchmarks/hotpath.py ceiling floor-rr floor-latency --instructions  # no rstreams code
+    python benchmarks/hotpath.py rr latency ceiling --loop uvloop --instructions  # on uvloop
 
 Calls are counted with ``sys.setprofile`` over ``--count`` operations after a warm-up:
 ``calls`` are Python function calls (the event loop's included: the ceiling pays those
@@ -60,6 +61,11 @@ after the warm-up and a ``gc.collect()``, in every run, the ones under valgrind 
 Where collections fall moves an instruction count by 1-2 k per operation between otherwise
 equal runs, which hides small cuts in an A/B comparison; without it the counts are what a
 program with the collector on pays.
+
+``--loop uvloop`` runs every mode of the command on uvloop's event loop instead of asyncio's
+(both ends, and the runs under valgrind too; uvloop must be installed), so that rstreams' and
+the ceiling's counts on that loop come from one command: uvloop's loop, transports and timers
+are C, so what is left of an operation's Python work is the libraries' own.
 """
 
 from __future__ import annotations
@@ -71,7 +77,7 @@ import gc
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +131,7 @@ COUNTS_UNDER_VALGRIND = {
     "floor-rr": 300,
     "floor-latency": 300,
 }
+LOOPS = ("asyncio", "uvloop")
 LARGE = 64 * 1024
 WINDOW = 256
 _RSTREAMS = str(Path(__import__("rstreams").__file__).resolve().parent)
@@ -423,12 +430,14 @@ def instructions(
     timers: bool = True,
     collect: bool = True,
     far_timer: bool = False,
+    loop: str = "asyncio",
 ) -> float:
     """Instructions per operation, counted by valgrind (cachegrind's ``I refs``: deterministic,
     and available where ``perf stat -e instructions:u`` is not, as on VMs without hardware
     counters): runs of ``count`` and ``2 * count`` operations, differenced."""
     flags = (["--metrics"] if metrics else []) + ([] if timers else ["--no-timers"])
     flags += ([] if collect else ["--no-gc"]) + (["--far-timer"] if far_timer else [])
+    flags += [] if loop == "asyncio" else ["--loop", loop]
     runs = [[__file__, mode, "--count", str(n), "--no-profile", *flags] for n in (count, 2 * count)]
     once, twice = valgrind_instructions(runs)
     return (twice - once) / count
@@ -452,6 +461,16 @@ def valgrind_instructions(runs: list[list[str]]) -> list[int]:
             raise RuntimeError(f"valgrind printed no instruction count: {stderr[-2000:]!r}")
         totals.append(int(refs[0].rsplit(":", 1)[1].replace(",", "")))
     return totals
+
+
+def run_on(loop: str, main: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """``main`` run to its end on a new event loop of the kind ``loop`` names (``LOOPS``)."""
+    if loop == "asyncio":
+        return asyncio.run(main)
+    import uvloop
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(main)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -490,6 +509,12 @@ def main(argv: list[str] | None = None) -> None:
         help="one loop timer an hour away armed while measuring (with --no-timers: what any armed "
         "timer costs the loop)",
     )
+    parser.add_argument(
+        "--loop",
+        choices=LOOPS,
+        default="asyncio",
+        help="the event loop every mode runs on, the runs under valgrind too (default: asyncio's own)",
+    )
     parser.add_argument("--no-profile", dest="profile", action="store_false", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     defaults = COUNTS_UNDER_VALGRIND if args.instructions else COUNTS
@@ -503,13 +528,15 @@ def main(argv: list[str] | None = None) -> None:
                 timers=args.timers,
                 collect=args.collect,
                 far_timer=args.far_timer,
+                loop=args.loop,
             )
             print(f"{mode:8} {per_op:12,.0f} instructions per operation ({count} vs {2 * count} operations)")
             continue
         if args.opcodes:
             _print_opcodes(mode, count, args)
             continue
-        result = asyncio.run(
+        result = run_on(
+            args.loop,
             measure(
                 mode,
                 count,
@@ -519,7 +546,7 @@ def main(argv: list[str] | None = None) -> None:
                 timers=args.timers,
                 collect=args.collect,
                 far_timer=args.far_timer,
-            )
+            ),
         )
         if not result:
             continue
@@ -534,7 +561,8 @@ def main(argv: list[str] | None = None) -> None:
 def _print_opcodes(mode: str, count: int, args: argparse.Namespace) -> None:
     """``--opcodes``: the bytecodes of ``count`` operations of ``mode``, per operation."""
     opcodes = Opcodes(args.lines)
-    asyncio.run(
+    run_on(
+        args.loop,
         measure(
             mode,
             count,
@@ -545,7 +573,7 @@ def _print_opcodes(mode: str, count: int, args: argparse.Namespace) -> None:
             collect=args.collect,
             opcodes=opcodes,
             far_timer=args.far_timer,
-        )
+        ),
     )
     total = sum(opcodes.by_function.values())
     print(f"{mode:8} {total / count:8.1f} bytecodes per operation ({opcodes.ours / count:.1f} in rstreams)")

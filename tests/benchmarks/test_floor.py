@@ -136,6 +136,19 @@ def test_hotpath_no_gc_counts_with_the_collector_off() -> None:
     assert "--no-gc" in usage.stdout
 
 
+def test_hotpath_runs_on_uvloop() -> None:
+    """``--loop uvloop``: the modes run on uvloop's loop (its transports: fewer Python calls)."""
+    pytest.importorskip("uvloop")
+    hotpath = [sys.executable, str(ROOT / "benchmarks" / "hotpath.py"), "ceiling", "--count", "20"]
+    calls = []
+    for loop in ("asyncio", "uvloop"):
+        done = patience.run([*hotpath, "--loop", loop], 50, capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.split()[0] == "ceiling"
+        calls.append(float(done.stdout.split()[1]))
+    assert calls[1] < calls[0]
+
+
 def test_the_floor_rows_are_paired_with_the_ceiling() -> None:
     for quick in (True, False):
         for name, floor in (("request-response", "rs-floor"), ("latency", "rs-floor-stream")):
