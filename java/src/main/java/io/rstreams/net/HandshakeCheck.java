@@ -20,7 +20,8 @@ import java.util.List;
 /**
  * Which WebSocket handshakes a {@code ws://} or {@code wss://} server lets on to Netty's
  * handshake, as rstreams' Python and JavaScript servers do (PROTOCOL.md §1). Each refusal is an
- * HTTP answer, before any WebSocket frame, with a plain-text body saying what was wrong, checked
+ * HTTP answer, before any WebSocket frame, with a plain-text body saying what was wrong (a HEAD
+ * gets the same status and headers without the body, RFC 9110 §9.3.2), checked
  * in this order: a path other than the server's gets 404 {@code RS.io is served at /path}; a
  * request that is not a GET asking for an upgrade to WebSocket (plain HTTP: no {@code Upgrade:
  * websocket} with {@code Connection: Upgrade}, as {@code curl} or a browser's address bar sends;
@@ -58,12 +59,12 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
             int query = uri.indexOf('?');
             if (!(query < 0 ? uri : uri.substring(0, query)).equals(path)) {
                 request.release();
-                refuse(ctx, HttpResponseStatus.NOT_FOUND, "RS.io is served at " + path + "\n");
+                refuse(ctx, HttpResponseStatus.NOT_FOUND, "RS.io is served at " + path + "\n", isHead(request));
                 return;
             }
             if (!asksForWebSocket(request)) {
                 request.release();
-                refuse(ctx, HttpResponseStatus.UPGRADE_REQUIRED, notUpgraded(path));
+                refuse(ctx, HttpResponseStatus.UPGRADE_REQUIRED, notUpgraded(path), isHead(request));
                 return;
             }
             if (origins != null && origins.refuses(ctx, request)) {
@@ -80,6 +81,11 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
             request.headers().set(HttpHeaderNames.SEC_WEBSOCKET_PROTOCOL, String.join(", ", offered));
         }
         ctx.fireChannelRead(msg);
+    }
+
+    /** Whether {@code request} is a HEAD, whose answer has no body (RFC 9110 §9.3.2). */
+    private static boolean isHead(FullHttpRequest request) {
+        return HttpMethod.HEAD.equals(request.method());
     }
 
     /** Whether {@code request} is a GET asking for an upgrade to WebSocket, as Netty's handshake reads it. */
@@ -114,16 +120,24 @@ final class HandshakeCheck extends ChannelInboundHandlerAdapter {
                 + (names.isEmpty() ? "none" : String.join(", ", names)) + "\n";
     }
 
+    /** {@link #refuse(ChannelHandlerContext, HttpResponseStatus, String, boolean)} with the body: the answer to a GET. */
+    static void refuse(ChannelHandlerContext ctx, HttpResponseStatus status, String text) {
+        refuse(ctx, status, text, false);
+    }
+
     /**
      * Answers with {@code status} and {@code text}, then closes: there is no WebSocket to send a close
-     * frame on. A 426 says which protocol to upgrade to, as RFC 9110 §15.5.22 asks.
+     * frame on. A 426 says which protocol to upgrade to, as RFC 9110 §15.5.22 asks. {@code head}: the
+     * request was a HEAD, answered with the same headers (Content-Length that of the text) and no
+     * body, as RFC 9110 §9.3.2 asks (Netty's encoder does not know the method it answers).
      */
-    static void refuse(ChannelHandlerContext ctx, HttpResponseStatus status, String text) {
-        ByteBuf body = Unpooled.copiedBuffer(text, StandardCharsets.UTF_8);
+    static void refuse(ChannelHandlerContext ctx, HttpResponseStatus status, String text, boolean head) {
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        ByteBuf body = head ? Unpooled.EMPTY_BUFFER : Unpooled.wrappedBuffer(bytes);
         FullHttpResponse response = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, body);
         response.headers()
                 .set(HttpHeaderNames.CONTENT_TYPE, "text/plain; charset=utf-8")
-                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
+                .setInt(HttpHeaderNames.CONTENT_LENGTH, bytes.length)
                 .set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
         if (status.equals(HttpResponseStatus.UPGRADE_REQUIRED)) {
             response.headers().set(HttpHeaderNames.UPGRADE, HttpHeaderValues.WEBSOCKET);

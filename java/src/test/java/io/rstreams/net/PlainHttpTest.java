@@ -22,7 +22,8 @@ import org.testng.annotations.Test;
  * Required with {@code Upgrade: websocket} and a plain-text body naming the path, rsio.v0 and §1;
  * at another path, 404 as a handshake there is. So is a request that is not a GET asking for an
  * upgrade to WebSocket: a POST, with or without the WebSocket headers, and a GET asking for another
- * upgrade ({@code Upgrade: h2c}). Python's server answers the same.
+ * upgrade ({@code Upgrade: h2c}). Python's server answers the same. A HEAD gets the status and
+ * headers without the body.
  */
 public class PlainHttpTest {
     private static final String NOT_UPGRADED = "RS.io is served at /rsio over WebSocket with the subprotocol rsio.v0 "
@@ -101,6 +102,15 @@ public class PlainHttpTest {
         try (RsioServer server = RsioServer.builder().route("counter", Codec.INT64, r -> Counters.range(0, 3))
                 .bind("ws://127.0.0.1:0/rsio")) {
             check(server.port());
+            // a HEAD gets the GET's status and headers, Content-Length included, and no body (RFC 9110 §9.3.2)
+            int length = NOT_UPGRADED.getBytes(StandardCharsets.UTF_8).length;
+            for (String path : new String[] {"/rsio", "/other"}) {
+                String answer = exchange(server.port(), "HEAD " + path + " HTTP/1.1\r\n", new String[0]);
+                String lower = answer.toLowerCase(Locale.ROOT);
+                assertTrue(answer.startsWith(path.equals("/rsio") ? "HTTP/1.1 426 " : "HTTP/1.1 404 "), answer);
+                assertTrue(lower.contains("\r\ncontent-length: " + (path.equals("/rsio") ? length : 25) + "\r\n"), answer);
+                assertTrue(answer.endsWith("\r\n\r\n"), "a body after the headers: " + answer);
+            }
         }
     }
 
