@@ -63,10 +63,6 @@ public final class RsioServer implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
 
     private RsioServer(Builder b, RsioUrl where) throws InterruptedException {
-        if (b.authorizer != null && b.authenticator == null) {
-            throw new IllegalStateException("authorize(...) needs authenticate(...) or token(...) too: the principal it is asked "
-                    + "about is the credentials those accept (PROTOCOL.md §15.4)");
-        }
         if (!b.authRequired && b.authenticator == null) {
             throw new IllegalStateException("authRequired(false) needs authenticate(...) or token(...) too: it makes the credentials "
                     + "those check optional (PROTOCOL.md §15.2)");
@@ -381,9 +377,11 @@ public final class RsioServer implements AutoCloseable {
          * {@code false}, or an exception (logged by its class only: its text could quote the
          * credentials), refuses it with onError {@code unauthorized: subscribe to 'PATH' is not
          * allowed for this principal (PROTOCOL.md §15.4)} and code 4 (unauthorized), {@code PATH}
-         * the name up to its first {@code ?}, and the connection goes on. Needs
-         * {@link #authenticate} or {@link #token} ({@link #bind} throws IllegalStateException
-         * otherwise).
+         * the name up to its first {@code ?}, and the connection goes on. Alone, without
+         * {@link #authenticate} or {@link #token}, as rstreams' {@code serve(authorize=...)}: the
+         * server does not offer extension auth (§15.2), every client is served unauthenticated and
+         * {@code check} is asked with null credentials (a client that insists on authenticating
+         * finds no auth in the server's hello and gives up, as it would with no hook at all).
          */
         public Builder authorize(BiPredicate<Credentials, String> check) {
             Objects.requireNonNull(check, "check");

@@ -20,12 +20,23 @@ final class AuthGate {
     private Credentials accepted; // the connection's, once its authenticate is accepted
     private boolean pending;
     private boolean done;
-    private boolean required = true; // false: a client without auth is served unauthenticated (§15.2)
+    private boolean required; // false: a client without auth is served unauthenticated (§15.2)
 
+    /**
+     * {@code check} null: no credentials are checked (the server does not offer auth, so no
+     * authenticate can come, §4.4): every client is served without a principal and the
+     * authorizer asked with null credentials, as rstreams' {@code serve(authorize=...)} alone.
+     */
     AuthGate(Predicate<Credentials> check, Authorizer authorize, int maxCredentials) {
         this.check = check;
         this.authorize = authorize;
         this.maxCredentials = maxCredentials;
+        this.required = check != null;
+    }
+
+    /** Whether credentials are checked: an authenticate hook was given. */
+    boolean checksCredentials() {
+        return check != null;
     }
 
     /**
@@ -101,7 +112,7 @@ final class AuthGate {
      */
     private boolean accepts(Credentials c) {
         try {
-            return check.test(c);
+            return check != null && check.test(c);
         } catch (RuntimeException e) {
             return false;
         }

@@ -194,7 +194,7 @@ public final class Connection {
      *     with goodbye {@code authentication failed (PROTOCOL.md §15.3)}, a subscribe's own with
      *     onError {@code unauthenticated: ...}, both code 3); null: no authentication required
      * @param authorizer whether those credentials may subscribe to that name; null: every name
-     *     (given, it needs {@code authenticator})
+     *     (without {@code authenticator}: asked with null credentials, §15.2)
      */
     public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator,
             java.util.function.BiPredicate<Credentials, String> authorizer) {
@@ -208,21 +208,20 @@ public final class Connection {
      * and the subscribe's metadata (§18.1), and answers null to let it go on or the refusal to
      * send (its text and code; a throw refuses with code 4); the connection goes on either way.
      *
-     * @param authorizer null: every name (given, it needs {@code authenticator})
+     * @param authorizer null: every name (without {@code authenticator}, the server checks no
+     *     credentials and asks it about every subscribe with null ones, §15.2)
      */
     public Connection(Side side, Limits limits, Set<Long> extensions, java.util.function.Predicate<Credentials> authenticator,
             Authorizer authorizer) {
-        if (authorizer != null && authenticator == null) {
-            throw new IllegalArgumentException("an authorizer needs an authenticator: the principal it is asked about is the credentials "
-                    + "authenticate accepted (PROTOCOL.md §15.4)");
-        }
-        if (authenticator != null && side != Side.SERVER) {
+        if ((authenticator != null || authorizer != null) && side != Side.SERVER) {
             throw new IllegalArgumentException("only a server checks credentials (PROTOCOL.md §15)");
         }
         if (authenticator != null && !extensions.contains(FrameType.AUTH)) {
             throw new IllegalArgumentException("a server that checks credentials must offer extension auth (id 2)");
         }
-        this.auth = authenticator == null ? null : new AuthGate(authenticator, authorizer, limits.maxSubscriptions());
+        // an authorizer alone: auth is not offered, every client is served unauthenticated and
+        // each subscribe and message asked about with null credentials, as rstreams' serve(authorize=...)
+        this.auth = authenticator == null && authorizer == null ? null : new AuthGate(authenticator, authorizer, limits.maxSubscriptions());
         this.side = side;
         this.limits = limits;
         this.offered = Set.copyOf(extensions);
@@ -1383,7 +1382,7 @@ public final class Connection {
      * @throws IllegalStateException if this connection checks no credentials, or the client's hello has come
      */
     public void authRequired(boolean required) {
-        if (auth == null) {
+        if (auth == null || !auth.checksCredentials()) {
             throw new IllegalStateException("only a server connection that checks credentials (an authenticator) requires them or not "
                     + "(PROTOCOL.md §15.2)");
         }

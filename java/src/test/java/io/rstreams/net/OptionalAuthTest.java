@@ -107,6 +107,46 @@ public class OptionalAuthTest {
         }
     }
 
+    @Test(timeOut = 30_000)
+    public void authorizeAloneServesEveryClientWithoutAPrincipal() throws Exception {
+        // as rstreams' serve(authorize=...) without authenticate: auth is not offered (§15.2)
+        Map<String, String> asked = new ConcurrentHashMap<>();
+        BlockingQueue<Message> got = new LinkedBlockingQueue<>();
+        try (RsioServer server = RsioServer.builder()
+                     .authorize((c, name) -> {
+                         asked.put(name, c == null ? ANONYMOUS : c.token());
+                         return !name.startsWith("vault");
+                     })
+                     .route("vault", Codec.INT64, r -> Counters.range(0, 2))
+                     .route("news", Codec.INT64, r -> Counters.range(0, 2))
+                     .handler("{what}", got::add)
+                     .bind("tcp://127.0.0.1:0");
+             RsioClient client = RsioClient.builder().build();
+             RsioClient insisting = RsioClient.builder().token(TOKEN).build();
+             RsioConnection conn = client.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+            assertEquals(run(conn, "news", List.of(0L, 1L)), null);
+            Throwable refused = run(conn, "vault", List.of());
+            assertTrue(refused instanceof RemoteStreamException, String.valueOf(refused));
+            assertEquals(((RemoteStreamException) refused).errorCode(), ErrorCode.UNAUTHORIZED);
+            assertEquals(refused.getMessage(), "unauthorized: subscribe to 'vault' is not allowed for this principal (PROTOCOL.md §15.4)");
+            conn.send("vault", "x").toCompletableFuture().get(10, TimeUnit.SECONDS);
+            conn.send("news", "y").toCompletableFuture().get(10, TimeUnit.SECONDS);
+            Message news = got.poll(10, TimeUnit.SECONDS);
+            assertTrue(news != null && news.name().equals("news") && got.isEmpty(), news + " " + got);
+            assertEquals(asked, Map.of("news", ANONYMOUS, "vault", ANONYMOUS));
+            // a client with credentials finds no auth in the server's hello and gives up (§15.2)
+            Throwable gaveUp = expectThrows(Exception.class, () -> {
+                try (RsioConnection withToken = insisting.connect(server.url()).get(10, TimeUnit.SECONDS)) {
+                    Throwable end = run(withToken, "news", List.of());
+                    if (end != null) {
+                        throw new IllegalStateException(end);
+                    }
+                }
+            });
+            assertTrue(String.valueOf(gaveUp).contains("does not offer extension auth (id 2)"), String.valueOf(gaveUp));
+        }
+    }
+
     @Test(timeOut = 10_000)
     public void authRequiredFalseWithoutAnAuthenticateIsRefusedAtBind() {
         IllegalStateException e = expectThrows(IllegalStateException.class,

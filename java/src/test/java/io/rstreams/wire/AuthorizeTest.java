@@ -124,9 +124,30 @@ public class AuthorizeTest {
     }
 
     @Test(timeOut = 10_000)
-    public void anAuthorizerNeedsAnAuthenticator() {
+    public void anAuthorizerAloneIsAskedWithNullCredentialsAndAuthIsNotOffered() throws Exception {
+        // as rstreams' serve(authorize=...) without authenticate (§15.2)
+        List<String> asked = new ArrayList<>();
+        Connection conn = new Connection(Connection.Side.SERVER, Limits.DEFAULT, Set.of(FrameType.ERROR_CODES), null, (c, name) -> {
+            asked.add(c + " " + name);
+            return !name.startsWith("vault");
+        });
+        FrameParser parser = new FrameParser(Limits.DEFAULT);
+        byte[] hello = conn.dataToSend();
+        parser.feed(hello, 0, hello.length);
+        Frame.Hello serverHello = (Frame.Hello) parser.parseAll().get(0);
+        assertTrue(!serverHello.extensions().contains(FrameType.AUTH), serverHello.toString());
+        for (Frame f : List.of(AuthFrames.hello(), new Frame.Subscribe("vault", 1, 1), new Frame.Subscribe("news", 2, 1))) {
+            byte[] bytes = FrameWriter.encode(f, 0);
+            conn.receiveData(bytes, 0, bytes.length);
+        }
+        byte[] out = conn.dataToSend();
+        parser.feed(out, 0, out.length);
+        assertRefused(parser.parseAll(), 1, 4, AuthGate.unauthorized("vault"));
+        assertEquals(subscribed(conn), List.of("2 news"));
+        assertEquals(asked, List.of("null vault", "null news"));
+        expectThrows(IllegalStateException.class, () -> conn.authRequired(false));
         IllegalArgumentException e = expectThrows(IllegalArgumentException.class,
-                () -> new Connection(Connection.Side.SERVER, Limits.DEFAULT, OFFERED, null, (c, name) -> true));
-        assertTrue(e.getMessage().contains("§15.4"), e.getMessage());
+                () -> new Connection(Connection.Side.CLIENT, Limits.DEFAULT, OFFERED, null, (c, name) -> true));
+        assertTrue(e.getMessage().contains("only a server"), e.getMessage());
     }
 }
