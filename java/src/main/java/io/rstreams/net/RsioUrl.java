@@ -274,42 +274,8 @@ record RsioUrl(String scheme, String host, int port, String path, String query) 
         return String.format(Locale.ROOT, "%%%02X", octet);
     }
 
-    /**
-     * {@code text} quoted as Python's repr() quotes a str, so a refusal reads the same in every
-     * binding: single quotes unless it holds a ' and no ", backslashes escaped, and characters
-     * Python does not print (Unicode's Other and Separator categories, but the space) as \\xNN,
-     * \\uNNNN or \\UNNNNNNNN (a zero-width space pasted into a URL shows).
-     */
     private static String repr(String text) {
-        char quote = text.indexOf('\'') >= 0 && text.indexOf('"') < 0 ? '"' : '\'';
-        StringBuilder out = new StringBuilder().append(quote);
-        for (int i = 0; i < text.length(); i += Character.charCount(text.codePointAt(i))) {
-            int c = text.codePointAt(i);
-            if (c == quote || c == '\\') {
-                out.append('\\').appendCodePoint(c);
-            } else if (c == '\n') {
-                out.append("\\n");
-            } else if (c == '\r') {
-                out.append("\\r");
-            } else if (c == '\t') {
-                out.append("\\t");
-            } else if (!printable(c)) {
-                out.append(String.format(Locale.ROOT, c < 0x100 ? "\\x%02x" : c < 0x10000 ? "\\u%04x" : "\\U%08x", c));
-            } else {
-                out.appendCodePoint(c);
-            }
-        }
-        return out.append(quote).toString();
-    }
-
-    /** Python's str.isprintable() of one character. */
-    private static boolean printable(int c) {
-        return switch (Character.getType(c)) {
-            case Character.CONTROL, Character.FORMAT, Character.SURROGATE, Character.PRIVATE_USE, Character.UNASSIGNED,
-                    Character.LINE_SEPARATOR, Character.PARAGRAPH_SEPARATOR -> false;
-            case Character.SPACE_SEPARATOR -> c == ' ';
-            default -> true;
-        };
+        return PythonRepr.repr(text);
     }
 
     boolean unix() {
