@@ -14,6 +14,7 @@ import io.netty.handler.codec.http.websocketx.WebSocketClientProtocolHandler;
 import io.netty.handler.codec.http.websocketx.WebSocketFrame;
 import io.netty.handler.codec.http.websocketx.WebSocketServerProtocolHandler;
 import io.netty.util.ReferenceCountUtil;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 
@@ -85,9 +86,9 @@ final class WebSocketBridge extends ChannelDuplexHandler {
             WebSocketFrame frame = (WebSocketFrame) msg;
             receiving = (msg instanceof BinaryWebSocketFrame ? 0 : receiving) + frame.content().readableBytes();
             if (receiving > Pipelines.MAX_WS_MESSAGE) { // a message of many frames (one is refused by Netty)
+                int size = frame.content().readableBytes();
                 frame.release();
-                refuse(ctx, new Violation(1009, "RS.io messages are at most " + Pipelines.MAX_WS_MESSAGE
-                        + " bytes (PROTOCOL.md §1)", true));
+                refuse(ctx, new Violation(1009, tooBig(size, receiving - size), true));
                 return;
             }
             if (frame.isFinalFragment()) {
@@ -147,12 +148,60 @@ final class WebSocketBridge extends ChannelDuplexHandler {
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             if (cause instanceof CorruptedWebSocketFrameException refused) {
-                String reason = refused.getMessage() == null ? refused.closeStatus().reasonText() : refused.getMessage();
-                ctx.fireUserEventTriggered(new Violation(refused.closeStatus().code(), reason, false));
+                ctx.fireUserEventTriggered(new Violation(refused.closeStatus().code(), reason(refused), false));
             } else {
                 ctx.fireExceptionCaught(cause);
             }
         }
+    }
+
+    /** The section every close reason cites, as rstreams' other refusals cite theirs. */
+    private static final String SECTION = " (PROTOCOL.md §1)";
+    /** Netty's words for what its frame decoder refuses, and the websockets library's (rstreams' Python side) for each. */
+    private static final String[][] WORDS = {
+        {"received a frame that is not masked as expected", "incorrect masking"},
+        {"RSV != 0 and no extension negotiated", "reserved bits must be 0"},
+        {"fragmented control frame", "fragmented control frame"},
+        {"control frame with payload length > 125 octets", "control frame too long"},
+        {"control frame using reserved opcode", "invalid opcode"},
+        {"data frame using reserved opcode", "invalid opcode"},
+        {"received close control frame with payload len 1", "close frame too short"},
+        {"received continuation data frame outside fragmented message", "unexpected continuation frame"},
+        {"received non-continuation data frame while inside fragmented message", "expected a continuation frame"},
+        {"Invalid close frame getStatus code", "invalid status code"},
+        {"Max frame length of", "frame exceeds limit of " + Pipelines.MAX_WS_MESSAGE + " bytes"},
+    };
+
+    /**
+     * The close reason for a frame Netty's decoder refused: what was wrong, in the websockets
+     * library's words where it has them (the Python side's close reasons), Netty's otherwise,
+     * then the section: {@code incorrect masking (PROTOCOL.md §1)}, {@code frame exceeds limit of
+     * 1048576 bytes (PROTOCOL.md §1)}. At most 123 bytes of UTF-8, a close reason's limit (RFC
+     * 6455 §5.5): a longer text of Netty's is cut short before the section.
+     */
+    static String reason(CorruptedWebSocketFrameException refused) {
+        String said = refused.getMessage() == null ? refused.closeStatus().reasonText() : refused.getMessage();
+        for (String[] words : WORDS) {
+            if (said.startsWith(words[0])) {
+                return words[1] + SECTION;
+            }
+        }
+        String reason = said + SECTION;
+        while (reason.getBytes(StandardCharsets.UTF_8).length > 123) {
+            said = said.substring(0, said.offsetByCodePoints(said.length(), -1));
+            reason = said + SECTION;
+        }
+        return reason;
+    }
+
+    /**
+     * The close reason for a message above {@link Pipelines#MAX_WS_MESSAGE} in several frames, in
+     * the websockets library's words: {@code frame with 600000 bytes after reading 600000 bytes
+     * exceeds limit of 1048576 bytes (PROTOCOL.md §1)} (101 bytes at most).
+     */
+    static String tooBig(long frame, long before) {
+        return "frame with " + frame + " bytes after reading " + before + " bytes exceeds limit of "
+                + Pipelines.MAX_WS_MESSAGE + " bytes" + SECTION;
     }
 
     /** Closes the WebSocket with the violation's status, without a goodbye: what was refused is not RS.io's to answer (§1). */

@@ -39,7 +39,7 @@ public class WebSocketLimitsTest {
     private static final byte[] CLIENT_HELLO = {0x01, 0x00, 0x00};
 
     /** What the server sent before its close: its close status (-1: none) and the RS.io frames. */
-    private record Closed(int status, List<Frame> frames) {}
+    private record Closed(int status, String reason, List<Frame> frames) {}
 
     private static Socket upgraded(int port) throws IOException {
         Socket socket = RawSockets.connect(port);
@@ -99,7 +99,8 @@ public class WebSocketLimitsTest {
                 in.readFully(payload);
                 int opcode = first & 0x0F;
                 if (opcode == 8) {
-                    return new Closed(n >= 2 ? ((payload[0] & 0xFF) << 8) | (payload[1] & 0xFF) : -1, frames);
+                    return new Closed(n >= 2 ? ((payload[0] & 0xFF) << 8) | (payload[1] & 0xFF) : -1,
+                            n > 2 ? new String(payload, 2, (int) n - 2, java.nio.charset.StandardCharsets.UTF_8) : "", frames);
                 }
                 if (opcode == 2 || opcode == 0) {
                     parser.feed(payload, 0, payload.length);
@@ -107,7 +108,7 @@ public class WebSocketLimitsTest {
                 }
             }
         } catch (EOFException | SocketException ended) {
-            return new Closed(-1, frames);
+            return new Closed(-1, "", frames);
         }
     }
 
@@ -138,6 +139,7 @@ public class WebSocketLimitsTest {
     public void aMessageAbove1MiBIsClosedWith1009WithoutAGoodbye() throws Exception {
         Closed closed = send(frame(2, true, new byte[(1 << 20) + 1]));
         assertEquals(closed.status(), 1009, closed.toString());
+        assertEquals(closed.reason(), "frame exceeds limit of 1048576 bytes (PROTOCOL.md §1)");
         assertTrue(!anyGoodbye(closed.frames()), closed.frames().toString());
     }
 
@@ -148,6 +150,7 @@ public class WebSocketLimitsTest {
         byte[] start = {0x01, 0x00, 0x3F};
         Closed closed = sendRaw(frame(2, false, start), frame(0, true, new byte[(1 << 20) - 2]));
         assertEquals(closed.status(), 1009, closed.toString());
+        assertEquals(closed.reason(), "frame with 1048574 bytes after reading 3 bytes exceeds limit of 1048576 bytes (PROTOCOL.md §1)");
         assertTrue(!anyGoodbye(closed.frames()), closed.frames().toString());
     }
 

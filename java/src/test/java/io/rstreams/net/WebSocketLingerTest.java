@@ -100,17 +100,23 @@ public class WebSocketLingerTest {
     }
 
     private static int closeStatus(EmbeddedChannel channel) {
+        String close = close(channel);
+        return close == null ? -1 : Integer.parseInt(close.substring(0, 4));
+    }
+
+    /** The close frame sent, as "STATUS REASON" (null: none). */
+    private static String close(EmbeddedChannel channel) {
         Object out;
         while ((out = channel.readOutbound()) != null) {
             try {
                 if (out instanceof CloseWebSocketFrame close) {
-                    return close.statusCode();
+                    return close.statusCode() + " " + close.reasonText();
                 }
             } finally {
                 ReferenceCountUtil.release(out);
             }
         }
-        return -1;
+        return null;
     }
 
     /** Sends {@code total} bytes in 64 KiB buffers, as a socket's reads give them; stops once the channel closed. */
@@ -159,6 +165,40 @@ public class WebSocketLingerTest {
         channel.writeInbound(masked(0x8, new byte[] {0x03, (byte) 0xEB})); // the peer's close, 1003
         assertEquals(server.frames().seen, List.of("TextWebSocketFrame", "BinaryWebSocketFrame", "CloseWebSocketFrame"));
         assertFalse(channel.finishAndReleaseAll());
+    }
+
+    @Test(timeOut = 10_000)
+    public void theDecodersRefusalsSayWhatWasWrongAndCiteTheSection() {
+        // the first bytes of a frame Netty's decoder refuses, and the close that answers it
+        Object[][] cases = {
+            {new byte[] {(byte) 0x82, 0x03}, "1002 incorrect masking (PROTOCOL.md §1)"},
+            {new byte[] {(byte) 0xC2, (byte) 0x80}, "1002 reserved bits must be 0 (PROTOCOL.md §1)"},
+            {new byte[] {0x09, (byte) 0x80}, "1002 fragmented control frame (PROTOCOL.md §1)"},
+            {new byte[] {(byte) 0x89, (byte) 0xFE}, "1002 control frame too long (PROTOCOL.md §1)"},
+            {new byte[] {(byte) 0x83, (byte) 0x80}, "1002 invalid opcode (PROTOCOL.md §1)"},
+            {new byte[] {(byte) 0x8B, (byte) 0x80}, "1002 invalid opcode (PROTOCOL.md §1)"},
+            {new byte[] {(byte) 0x88, (byte) 0x81}, "1002 close frame too short (PROTOCOL.md §1)"},
+            {new byte[] {(byte) 0x80, (byte) 0x80}, "1002 unexpected continuation frame (PROTOCOL.md §1)"},
+            {new byte[] {(byte) 0x82, (byte) 0xFE, 0x00, 0x10}, "1002 invalid data frame length (not using minimal length "
+                    + "encoding) (PROTOCOL.md §1)"},
+            {new byte[] {(byte) 0x82, (byte) 0xFF, 0, 0, 0, 0, 0, 0x20, 0, 1}, "1009 frame exceeds limit of 1048576 bytes "
+                    + "(PROTOCOL.md §1)"},
+        };
+        for (Object[] c : cases) {
+            EmbeddedChannel channel = upgraded().channel();
+            channel.writeInbound(Unpooled.wrappedBuffer((byte[]) c[0]));
+            assertEquals(close(channel), c[1]);
+            channel.finishAndReleaseAll();
+        }
+        EmbeddedChannel fragmented = upgraded().channel(); // a new message while one is unfinished
+        fragmented.writeInbound(masked(0x2, new byte[0]).setByte(0, 0x02), masked(0x2, new byte[0]));
+        assertEquals(close(fragmented), "1002 expected a continuation frame (PROTOCOL.md §1)");
+        fragmented.finishAndReleaseAll();
+        String longer = "x".repeat(200);
+        String cut = WebSocketBridge.reason(new io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException(
+                io.netty.handler.codec.http.websocketx.WebSocketCloseStatus.PROTOCOL_ERROR, longer));
+        assertEquals(cut.getBytes(java.nio.charset.StandardCharsets.UTF_8).length, 123, "a close reason's limit");
+        assertTrue(cut.endsWith("x (PROTOCOL.md §1)"), cut);
     }
 
     @Test(timeOut = 60_000)
