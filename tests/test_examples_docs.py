@@ -391,6 +391,42 @@ def test_the_known_bugs_docs_name_are_the_suite_s() -> None:
     assert ("today there is none" in said) == (not known), said
 
 
+def test_the_extension_cases_the_page_describes_are_the_suite_s() -> None:
+    """docs/conformance.md, "Extensions (`ex`)": every section of PROTOCOL.md an `ex` case cites
+    is named there, with the case ids' prefix (`ex.ct_*`), so an extension's new cases are
+    described as they are added."""
+    from rstreams.conformance import CASES
+
+    text = (DOCS / "conformance.md").read_text()
+    said = text[text.index("## Extensions (`ex`)") :].split("\n## ")[0]
+    extension_cases = [case for case in CASES if case.area == "ex"]
+    sections = {re.sub(r"(§\d+)\.\d+$", r"\1", case.cite.split()[-1]) for case in extension_cases}
+    sections = {"§4.4" if section == "§4" else section for section in sections}
+    assert not {s for s in sections if not re.search(re.escape(s) + r"\b", said)}, (sorted(sections), said)
+    unnamed = [
+        case.id
+        for case in extension_cases
+        if case.cite.split()[-1] != "§4.4"
+        and f"`{case.id}`" not in said
+        and f"`{case.id.split('_')[0]}_*`" not in said
+    ]
+    assert not unnamed, f"ex cases neither named nor under a named prefix (`ex.ct_*`): {unnamed}"
+
+
+def test_the_cases_said_to_need_an_idle_timeout_are_the_suite_s() -> None:
+    """README.md and docs/conformance.md name the cases that skip without `--idle-timeout`: they
+    are the cases that wait for the endpoint's idle timeout."""
+    from rstreams.conformance import CASES
+
+    waiting = {case.id for case in CASES if case.idle_waits}
+    assert waiting
+    for doc in (ROOT / "README.md", DOCS / "conformance.md"):
+        text = " ".join(doc.read_text().split())
+        said = re.search(r"without it (`ex\.\w+`(?:,? and `ex\.\w+`)*) (?:are skipped|skip)", text)
+        assert said, f"{doc.name} no longer says which cases skip without --idle-timeout"
+        assert set(re.findall(r"`(ex\.\w+)`", said.group(1))) == waiting, (doc.name, said.group(0), waiting)
+
+
 def test_the_tck_page_s_defaults_are_the_code_s() -> None:
     """docs/tck.md: the options all four `verify_*` take, and the timeouts' environment
     variables, with the defaults the tables state."""

@@ -790,3 +790,20 @@ def test_the_test_script_installs_java_as_root_or_says_what_to_install(
     else:
         assert done.returncode == 2, done
         assert "The Spark tests need Java 17 or newer and none was found." in done.stderr
+
+
+def test_every_virtual_environment_the_documents_run_is_one_the_scripts_make() -> None:
+    """An interpreter the documents name (`.venv-test/bin/python`) is in a virtual environment
+    scripts/*.sh create, so a command copied from a fresh clone finds it after the setup."""
+    made = set()
+    for script in (ROOT / "scripts").glob("*.sh"):
+        made |= set(re.findall(r"setup_venv (\.venv[\w-]*) ", script.read_text()))
+    assert ".venv-test" in made, made
+    pages = [*DOCUMENTS, ROOT / "fuzz" / "README.md", BENCHMARKS_README, *(ROOT / "examples").glob("*.py")]
+    named = {
+        f"{page.relative_to(ROOT)}: {venv}"
+        for page in pages
+        for venv in re.findall(r"(?<![\w.-])(\.venv[\w-]*)(?=/)", page.read_text())
+        if venv not in made
+    }
+    assert not named, f"virtual environments no script in scripts/ creates: {sorted(named)}"
