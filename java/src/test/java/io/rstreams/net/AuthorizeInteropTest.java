@@ -2,7 +2,6 @@ package io.rstreams.net;
 
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
-import static org.testng.Assert.expectThrows;
 
 import io.rstreams.testing.PythonRstreams;
 import io.rstreams.testing.TestSubscriber;
@@ -90,12 +89,5 @@ public class AuthorizeInteropTest {
                     "news no-error"), run.output());
             assertEquals(asked, Map.of("vault", TOKEN, "vault/own", ROOT, "news", TOKEN), "the subscribe's own credentials, else the connection's");
         }
-    }
-
-    @Test(timeOut = 10_000)
-    public void authorizeWithoutAuthenticateIsRefusedAtBind() {
-        IllegalStateException e = expectThrows(IllegalStateException.class,
-                () -> RsioServer.builder().authorize((c, name) -> true).bind("tcp://127.0.0.1:0"));
-        assertTrue(e.getMessage().contains("authenticate(...)") && e.getMessage().contains("§15.4"), e.getMessage());
     }
 }
