@@ -8,7 +8,10 @@
   ``--web [HOST:PORT]`` also serves the live page (charts of the log's JSON lines, or of a sink's
   with ``--web-publisher``) and RS.io over WebSocket for it (needs the ``websockets`` extra).
 * ``publish URL NAME`` publishes standard input's lines on a server's sink log ``NAME``
-  (staged, then published as one batch, like the Spark sink does).
+  (staged, then published as one batch, like the Spark sink does). Its upload names its owner
+  (PROTOCOL.md §21.8): ``--writer W`` (default: one of its own, from the host, the process and
+  the time), ``--batch B`` (default: a fresh one) and a run of its own, so that a run of the
+  same ``--writer`` after one killed before its publish drops what the killed one staged.
 
 :mod:`rstreams.cli` adds the log's options to ``serve`` (:func:`add_log_options`) and the
 ``publish`` command (:func:`add_publish`), and hands ``serve URL NAME`` to :func:`serve_log`.
@@ -40,7 +43,16 @@ from rstreams.errors import ReactiveStreamsError
 
 __all__ = ["LOG_OPTIONS", "add_log_options", "add_publish", "publish", "serve_log"]
 
-LOG_OPTIONS = ("capacity", "path", "sink", "web", "web_publisher", "input_from", "reader_timeout")
+LOG_OPTIONS = (
+    "capacity",
+    "path",
+    "sink",
+    "web",
+    "web_publisher",
+    "input_from",
+    "reader_timeout",
+    "staging_ttl",
+)
 """The options only ``serve URL NAME`` takes (that have no default to tell their use apart)."""
 
 
@@ -95,6 +107,9 @@ def serve_log(args: argparse.Namespace) -> int:
     ):
         if problem is None and seconds is not None and not seconds > 0:
             problem = f"{option} needs a number of seconds > 0, got {seconds:g}"
+    ttl = args.staging_ttl
+    if problem is None and ttl is not None and not 0 <= ttl < float("inf"):
+        problem = f"--staging-ttl needs a number of seconds >= 0 (0: never), got {ttl:g}"
     if problem is None and args.input_from is not None and args.input_from < 0:
         problem = f"--input-from needs a position >= 0 (0: the log's first element), got {args.input_from}"
     if problem is None and args.web_publisher is not None:
@@ -137,6 +152,7 @@ def serve_log(args: argparse.Namespace) -> int:
         {args.name: log},
         sinks=sinks,
         url=args.url,
+        **({} if ttl is None else {"staging_ttl": ttl}),
         ssl=context,
         authenticate=None if token is None else token_check(token),
         metrics=True if args.metrics == "on" else (args.metrics or False),
@@ -278,6 +294,7 @@ def _log_names_problem(args: argparse.Namespace) -> str | None:
 def publish(args: argparse.Namespace) -> int:
     """``rstreams publish URL NAME``: stage standard input's lines on the sink log, then publish them."""
     import uuid
+    from urllib.parse import quote
 
     from rstreams._cli_observe import TLS_OPTIONS, access_hint, connection_ended
     from rstreams.net import parse_url
@@ -309,14 +326,31 @@ def publish(args: argparse.Namespace) -> int:
         access.ssl_context(args.url, names={**TLS_OPTIONS, "server_name": "--server-name"})
     except ValueError as bad:  # AccessError too
         return fail("publish", str(bad))
+    problem = _owner_problem(args.writer, args.batch)
+    if problem is not None:
+        return fail("publish", problem)
     token = uuid.uuid4().hex
+    writer = args.writer if args.writer is not None else _own_writer()
+    batch = args.batch if args.batch is not None else uuid.uuid4().int & (2**62 - 1)
     if sys.stdin.isatty():  # not a pipe or a file: say what the silence waits for
         print("rstreams publish: type the lines to publish, then Ctrl-D", file=sys.stderr)
     lines = (line.rstrip(b"\r\n") for line in sys.stdin.buffer)
+    run = uuid.uuid4().hex  # a run: this invocation
     try:
-        count = upload(args.url, args.name, token, lines, args.timeout, access=access)
-        name = f"{args.name}?publish=0&writer=cli-{token}&tokens={token}"
-        published = request_json(args.url, name, args.timeout, access=access)["count"]
+        count = upload(
+            args.url,
+            args.name,
+            token,
+            lines,
+            args.timeout,
+            access=access,
+            writer=writer,
+            batch=batch,
+            run=run,
+        )
+        name = f"{args.name}?publish={batch}&writer={quote(writer, safe='')}&tokens={token}"
+        answer = request_json(args.url, name, args.timeout, access=access)
+        published, before = answer["count"], answer["published"] is False
     except RemoteLogError as refused:  # not a sink log, no such name, a line too long
         return fail("publish", f"{args.url} refused {args.name!r}: {refused}{_refusal_hint(str(refused))}", 1)
     except (TypeError, ValueError, KeyError) as odd:  # an answer, but not a sink log's (JSON, a count)
@@ -341,8 +375,37 @@ def publish(args: argparse.Namespace) -> int:
         return fail("publish", connection_ended(args.url, broken, args.certfile, server_name=True))
     except KeyboardInterrupt:
         return fail("publish", "interrupted", 130)
+    if before:  # --writer and --batch: a re-run of a batch published before
+        print(
+            f"batch {batch} of writer {writer!r} was published on {args.name!r} before: nothing "
+            f"appended ({count} lines uploaded, dropped)",
+            file=sys.stderr,
+        )
+        return 0
     print(f"published {published} of {count} lines on {args.name!r}", file=sys.stderr)
     return 0
+
+
+def _owner_problem(writer: str | None, batch: int | None) -> str | None:
+    """What is wrong with ``publish``'s ``--writer`` and ``--batch``, if anything."""
+    if writer == "":
+        return "--writer needs a name that is not empty"
+    if batch is not None and not 0 <= batch < 2**63:
+        return f"--batch needs an integer from 0 to 2**63 - 1, got {batch}"
+    if batch is not None and writer is None:
+        return (
+            "--batch needs --writer (who publishes the batch: a batch is published once per writer), "
+            "e.g. --writer nightly-export --batch 20261130"
+        )
+    return None
+
+
+def _own_writer() -> str:
+    """The writer of a ``publish`` without ``--writer``: this host, process and time."""
+    import socket
+    import time
+
+    return f"cli-{socket.gethostname()}-{os.getpid()}-{time.time_ns()}"
 
 
 _NOT_A_SINK = " (NAME: a sink log of that server, one it serves with --sink NAME)"
@@ -401,6 +464,14 @@ def add_log_options(serve: argparse.ArgumentParser) -> None:
         help="drop a reader unheard for S s while the log is full (default: never)",
     )
     logged.add_argument(
+        "--staging-ttl",
+        type=float,
+        default=None,
+        metavar="S",
+        help="drop an upload staged on a --sink log that has had no activity for S s, left by a "
+        "writer that never published it (21600, 6 hours; 0: never)",
+    )
+    logged.add_argument(
         "--web",
         nargs="?",
         const="127.0.0.1:8000",
@@ -426,7 +497,10 @@ def add_publish(commands: Any) -> None:
         help="publish standard input's lines on a server's sink log",
         description="Publish standard input's lines on the sink log NAME of the server at URL (one "
         "it serves with rstreams serve URL LOG --sink NAME): all of them are staged first, then "
-        "published as one batch. Exit status: 0 when published, 1 when the server refuses NAME "
+        "published as one batch. The upload names its writer (--writer) and batch (--batch): a run "
+        "of the same --writer drops what one killed before its publish left staged on the server, and "
+        "with --batch too a batch is published once (a re-run after a publish appends nothing). "
+        "Exit status: 0 when published (or published before), 1 when the server refuses NAME "
         "(not a sink log, a line past max_element_size, its staging area full), 2 for a bad option "
         "or when the server cannot be reached within --timeout, refuses the token or the TLS handshake.",
     )
@@ -450,5 +524,21 @@ def add_publish(commands: Any) -> None:
         default=300.0,
         metavar="S",
         help="give up after S seconds, retries of a restarting server included (300)",
+    )
+    command.add_argument(
+        "--writer",
+        default=None,
+        metavar="W",
+        help="publish as writer W, the same at each run of one job (one run at a time): a run drops "
+        "what an earlier run of W killed before its publish left staged (default: a writer of its "
+        "own, from the host, process and time)",
+    )
+    command.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        metavar="B",
+        help="publish as batch B of --writer, once: a re-run of a batch published appends nothing "
+        "(default: a fresh batch at each run)",
     )
     command.set_defaults(run=publish)

@@ -96,6 +96,9 @@ def test_publish_to_what_is_not_a_sink_log_exits_1(
         (["bogus://x", "out"], "unsupported URL scheme 'bogus'"),
         (["tcp://127.0.0.1:1", "out", "--timeout", "-1"], "--timeout needs a number of seconds > 0"),
         (["tcp://127.0.0.1:{closed}", "out", "--timeout", "0.3"], "could not be reached for 0.3 s"),
+        (["tcp://127.0.0.1:1", "out", "--batch", "3"], "--batch needs --writer (who publishes the batch"),
+        (["tcp://127.0.0.1:1", "out", "--writer", ""], "--writer needs a name that is not empty"),
+        (["tcp://127.0.0.1:1", "out", "--writer", "w", "--batch", "-1"], "--batch needs an integer from 0"),
     ],
 )
 def test_publish_bad_input_exits_2_in_one_line(
@@ -247,6 +250,8 @@ def test_subscribe_refused_by_a_tls_1_2_alert_names_certfile(
     [
         (["--pending-timeout", "0"], "--pending-timeout needs a number of seconds > 0, got 0\n"),
         (["--reader-timeout", "-1"], "--reader-timeout needs a number of seconds > 0, got -1\n"),
+        (["--staging-ttl", "-1"], "--staging-ttl needs a number of seconds >= 0 (0: never), got -1\n"),
+        (["--staging-ttl", "inf"], "--staging-ttl needs a number of seconds >= 0 (0: never), got inf\n"),
         (["--input-from", "5"], "feed(position=5) is past the log's end 0"),
         (["--capacity", "0"], "--capacity needs an integer >= 1, got 0"),
         (["--path", __file__], "cannot keep the log in --path "),

@@ -418,7 +418,7 @@ def test_published_batches_survive_a_server_restart_with_a_file_backed_sink(
     upload(restarted.url, "out", "t3", [b"c"])
     assert request_json(restarted.url, "out?publish=8&writer=q&tokens=t3")["published"] is True
     assert fetch_range(restarted.url, "out", 0, 3) == [b"a", b"b", b"c"]
-    assert restarted.sink_statistics("out") == {"published": 2, "refused": 1, "dropped": 0}
+    assert restarted.sink_statistics("out") == {"published": 2, "refused": 1, "dropped": 0, "expired": 0}
     restarted.stop()
     again.close()
 

@@ -63,7 +63,7 @@ def test_a_publish_drops_the_uploads_of_its_batch_it_does_not_name(sink: tuple[A
         "other": (1, Owner(writer="v", batch=5, run="r")),
         "plain": (1, None),
     }
-    assert server.sink_statistics("out") == {"published": 1, "refused": 0, "dropped": 1}
+    assert server.sink_statistics("out") == {"published": 1, "refused": 0, "dropped": 1, "expired": 0}
     assert rows_of(server, out) == [b"a", b"b"]
 
 
@@ -127,7 +127,7 @@ def test_repeated_kills_between_upload_and_commit_never_fill_the_staging_area(
     assert publish(server, "q", 3, "r9-p0", "r9-p1") == {"published": True, "count": 4}
     assert staged(server) == {} and server._stagings["out"].staged_bytes == 0
     assert rows_of(server, out) == batch
-    assert server.sink_statistics("out") == {"published": 1, "refused": 0, "dropped": 18}
+    assert server.sink_statistics("out") == {"published": 1, "refused": 0, "dropped": 18, "expired": 0}
     with pytest.raises(RemoteLogError, match="StagingFullError"):  # the bound itself is unchanged
         upload(url, "out", "plain", [b"x" * 1001])
 
@@ -226,3 +226,44 @@ def test_owner_arguments_go_together() -> None:
         upload("tcp://127.0.0.1:1", "out", "t", [], batch=1)
     with pytest.raises(ValueError, match="writer= and batch= go together"):
         upload("tcp://127.0.0.1:1", "out", "t", [], writer="w", run="r")
+
+
+def test_a_late_upload_of_a_run_announced_before_the_newest_is_refused() -> None:
+    """Runs announced as they start (``NAME?discard=&run=R``) are ordered by it: a task of the killed
+    run r1 whose upload begins after the restarted run r2's first (to a log r1 had not used) keeps
+    no rows and drops nothing, instead of being taken for the newest run."""
+    staging = Staging(ReplayLog("out", capacity=10), 10_000)
+    staging.start("r1")
+    staging.start("r2")
+    staging.start("r1")  # announced again: keeps its place
+    new = staging.begin("t2", Owner(writer="w", batch=0, run="r2"))
+    staging.add("t2", [b"new"], new)
+    late = staging.begin("t1", Owner(writer="w", batch=0, run="r1"))
+    staging.add("t1", [b"late"], late)  # counted, kept nowhere
+    assert staging.staged() == {"t2": (1, Owner(writer="w", batch=0, run="r2"))}
+    assert staging.dropped == 0
+    assert staging.publish("w", 0, ["t2"]).result(5) == {"published": True, "count": 1}
+
+
+def test_an_earlier_run_uploading_before_the_newest_run_began_is_dropped_by_it() -> None:
+    """Before the restarted run's first upload, a late task of the killed run is still its writer's
+    newest run: staged, then dropped by the restarted run's first upload."""
+    staging = Staging(ReplayLog("out", capacity=10), 10_000)
+    staging.start("r1")
+    staging.start("r2")
+    staging.add("t1", [b"late"], staging.begin("t1", Owner(writer="w", batch=0, run="r1")))
+    staging.add("t2", [b"new"], staging.begin("t2", Owner(writer="w", batch=0, run="r2")))
+    assert staging.staged() == {"t2": (1, Owner(writer="w", batch=0, run="r2"))}
+    assert staging.dropped == 1
+
+
+def test_a_run_is_announced_with_discard(sink: tuple[Any, ReplayLog]) -> None:
+    server, _ = sink
+    url = server.url
+    assert request_json(url, "out?discard=&run=r1")["discarded"] == 0
+    assert request_json(url, "out?discard=&run=r2")["discarded"] == 0
+    assert upload(url, "out", "new", [b"n"], writer="w", batch=0, run="r2") == 1
+    assert upload(url, "out", "late", [b"l"], writer="w", batch=0, run="r1") == 1
+    assert staged(server) == {"new": (1, Owner(writer="w", batch=0, run="r2"))}
+    with pytest.raises(RemoteLogError, match=r"run=R goes with discard= on a sink log"):
+        request_json(url, "out?run=r1")

@@ -226,18 +226,20 @@ def test_the_writers_spark_builds_for_a_commit_or_an_abort_ask_nothing_as_they_a
 
     monkeypatch.setattr(_sink, "request_json", counted)
     starting = RStreamsDataSource(both).streamWriter(SCHEMA, False)
-    assert asked == ["a?discard=", "b?discard="]
     assert isinstance(starting, RStreamsArrowStreamWriter)
+    announced = f"discard=&run={starting._writer.run}"  # each sink log: checked, the run announced
+    assert asked == [f"a?{announced}", f"b?{announced}"]
     tasks = shipped(starting)
-    assert asked == ["a?discard=", "b?discard="]  # checked as built: pickling asks nothing
+    assert asked == [f"a?{announced}", f"b?{announced}"]  # checked as built: pickling asks nothing
     source = pickle.loads(pickle.dumps(RStreamsDataSource(both)))  # as a commit's worker has it
     asked.clear()
     built = stream_writer(both, SCHEMA)
     assert asked == []
     shipped(built)
-    assert asked == ["a?discard=", "b?discard="]
+    announced = f"discard=&run={built._writer.run}"
+    assert asked == [f"a?{announced}", f"b?{announced}"]
     shipped(built)  # pickled again: checked once
-    assert asked == ["a?discard=", "b?discard="]
+    assert asked == [f"a?{announced}", f"b?{announced}"]
     staged = [tasks.write(rows(*range(20))), None]
     assert isinstance(staged[0], SpreadUpload) and len(staged[0].parts) == 2  # both logs have rows
     committed = [tasks.write(rows(20)), None]

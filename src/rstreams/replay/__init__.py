@@ -49,6 +49,7 @@ from rstreams.replay._server import ServerAlreadyRunningError as ServerAlreadyRu
 from rstreams.replay._server import ServerNotRunningError as ServerNotRunningError
 from rstreams.replay._server import replay_offer as replay_offer
 from rstreams.replay._staging import STAGING_BYTES as STAGING_BYTES
+from rstreams.replay._staging import STAGING_TTL as STAGING_TTL
 from rstreams.replay._staging import StagingFullError as StagingFullError
 from rstreams.replay._store import LogDirectoryError as LogDirectoryError
 
@@ -57,6 +58,7 @@ __all__ = [
     "PENDING_TIMEOUT",
     "QUERY_KEYS",
     "STAGING_BYTES",
+    "STAGING_TTL",
     "UPLOAD_NAME",
     "Access",
     "AccessDeniedError",

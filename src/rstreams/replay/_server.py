@@ -37,7 +37,8 @@ request/response is one JSON element (UTF-8 bytes):
 ``NAME?publish=B&writer=W&tokens=T,..`` (sink) append the staged uploads to the log as batch
                                         ``B``, once per ``(W, B)``: ``{"published", "count"}``
 ``NAME?discard=T,..``                   (sink) drop staged uploads (Spark's ``abort``):
-                                        ``{"discarded", "epoch"}``
+                                        ``{"discarded", "epoch"}``; ``&run=R``: a writer's
+                                        run ``R`` starts (:meth:`Staging.start`)
 ``NAME?stage=T``                        (sink) a *channel* (PROTOCOL.md §21.8), not a
                                         publisher: stages its input under ``T``; its output
                                         is ``{"count"}`` once the input completes.
@@ -79,7 +80,16 @@ from rstreams.net._loop_thread import close_idle, loop_thread
 from rstreams.net._server import DEFAULT_HANDSHAKE_TIMEOUT
 from rstreams.replay._cursor import LogEpochError, LogLookupError, unpack
 from rstreams.replay._log import ReplayLog
-from rstreams.replay._staging import STAGING_BYTES, Owner, Staging, StagingFullError, batch_param, owner_of
+from rstreams.replay._staging import (
+    STAGING_BYTES,
+    STAGING_TTL,
+    Owner,
+    Staging,
+    StagingFullError,
+    batch_param,
+    check_ttl,
+    owner_of,
+)
 from rstreams.rules import check_subscriber
 
 __all__ = [
@@ -111,6 +121,7 @@ QUERY_KEYS = (
     "writer",
     "tokens",
     "discard",
+    "run",
     "epoch",
 )
 """Every query parameter a log's name may carry; any other is refused (a typo is not a full read)."""
@@ -479,11 +490,13 @@ def replay_offer(
     sinks: Mapping[str, ReplayLog] | None = None,
     *,
     staging_bytes: int = STAGING_BYTES,
+    staging_ttl: float | None = STAGING_TTL,
 ) -> Any:
     """The offer (a ``(path, params) -> Publisher`` callable) serving ``logs`` by name.
 
     ``sinks`` are logs that Spark's ``rstreams`` sink writes to (they also serve readers);
-    each stages at most ``staging_bytes`` of uploaded rows at once.
+    each stages at most ``staging_bytes`` of uploaded rows at once, and drops an upload without
+    activity for ``staging_ttl`` seconds (``None`` or 0: never; :mod:`rstreams.replay._staging`).
     Returns the callable; its ``stagings`` attribute holds the sink staging areas, its ``channels``
     the uploads' channel factories for ``serve(channels=)`` (:func:`_stage_channels`), its ``logs``
     attribute every log by name (a log added there is served from then on). ``rstreams/logs``
@@ -491,8 +504,9 @@ def replay_offer(
     """
     if type(staging_bytes) is not int or staging_bytes < 1:
         raise ValueError(f"staging_bytes= needs an int >= 1, got {staging_bytes!r}")
+    ttl = check_ttl(staging_ttl)
     all_logs = {**logs, **(sinks or {})}
-    stagings = {name: Staging(log, staging_bytes) for name, log in (sinks or {}).items()}
+    stagings = {name: Staging(log, staging_bytes, ttl) for name, log in (sinks or {}).items()}
 
     def route(path: str, params: dict[str, str]) -> Publisher[Any] | None:
         log = all_logs.get(path)
@@ -585,7 +599,14 @@ def _route(log: ReplayLog, staging: Staging | None, params: dict[str, str]) -> P
             tokens = [t for t in params.get("tokens", "").split(",") if t]
             return _Answer(staging.publish(params.get("writer", ""), _number(log, params, "publish"), tokens))
         if "discard" in params:
+            if params.get("run"):
+                staging.start(params["run"])
             return _answer(staging.discard([t for t in params["discard"].split(",") if t]))
+    if "run" in params:
+        raise LogRequestError(
+            f"log {log.name!r}: run=R goes with discard= on a sink log (a writer's run announcing its "
+            "start, PROTOCOL.md §21.8)"
+        )
     start = _number(log, params, "from") if "from" in params else None
     stop = _number(log, params, "to") if "to" in params else None
     return log.cursor(start, stop, pack=_number(log, params, "pack") if "pack" in params else 0)
@@ -617,7 +638,9 @@ class ReplayServer:
 
     ``ReplayServer({"sensors": log}, sinks={"results": out}).start()``; ``.url`` is where
     Spark connects; :meth:`stop` closes it. Also a context manager. ``staging_bytes``
-    bounds each sink log's uploaded-but-unpublished rows (:class:`StagingFullError`).
+    bounds each sink log's uploaded-but-unpublished rows (:class:`StagingFullError`);
+    ``staging_ttl`` drops an upload without activity for that many seconds (default 6 hours;
+    ``None`` or 0: never), checked at the sink log's requests and on a timer of the server's.
 
     Facing a network: ``url="tls://..."`` or ``"wss://..."`` with ``ssl=`` (the server's
     :class:`ssl.SSLContext`, as :func:`rstreams.serve` takes it; mutual TLS included), and
@@ -645,6 +668,7 @@ class ReplayServer:
         url: str = "tcp://127.0.0.1:0",
         offer: Any = None,
         staging_bytes: int = STAGING_BYTES,
+        staging_ttl: float | None = STAGING_TTL,
         ssl: _ssl.SSLContext | None = None,
         authenticate: Callable[[Any], Any] | None = None,
         authorize: Callable[[Any, str], bool] | None = None,
@@ -657,7 +681,7 @@ class ReplayServer:
         self._logs = {**logs, **(sinks or {})}
         self._origins = origins
         self._metrics = metrics
-        self._route = replay_offer(logs, sinks, staging_bytes=staging_bytes)
+        self._route = replay_offer(logs, sinks, staging_bytes=staging_bytes, staging_ttl=staging_ttl)
         self._offer = offer if offer is not None else self._route
         self._stagings: Mapping[str, Staging] = self._route.stagings
         self._bind = url
@@ -717,8 +741,21 @@ class ReplayServer:
             channels=self._route.channels,
         )
         self._server = asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+        ttls = [staging.ttl for staging in self._stagings.values() if staging.ttl is not None]
+        if ttls:
+            self.loop.call_soon_threadsafe(self._expire, max(1.0, min(min(ttls) / 8, 60.0)))
         if self._metrics:
             asyncio.run_coroutine_threadsafe(self._count_logs(), self.loop).result(30)
+
+    def _expire(self, every: float) -> None:
+        """Drop the sink logs' idle uploads (:meth:`Staging.expire`), then again in ``every``
+        seconds while the loop runs (it stops with the server)."""
+        for staging in self._stagings.values():
+            try:
+                staging.expire()
+            except Exception as error:  # a logging handler that raises: the timer goes on
+                report_unhandled(error, "ReplayServer staging_ttl")
+        self.loop.call_later(every, self._expire, every)
 
     async def _count_logs(self) -> None:
         from rstreams.observe import replay_metrics
@@ -790,11 +827,16 @@ class ReplayServer:
         conn.publisher(UPLOAD_NAME, codec=RAW).subscribe(_UploadSubscriber(self._stagings, allowed))
 
     def sink_statistics(self, name: str) -> dict[str, int]:
-        """``{"published", "refused", "dropped"}``: batches published on sink log ``name``, re-runs
-        refused, uploads dropped by their owners (a writer's run over, a batch published without
-        them; PROTOCOL.md §21.8)."""
+        """``{"published", "refused", "dropped", "expired"}``: batches published on sink log
+        ``name``, re-runs refused, uploads dropped by their owners (a writer's run over, a batch
+        published without them; PROTOCOL.md §21.8), uploads dropped after ``staging_ttl``."""
         staging = self._stagings[name]
-        return {"published": len(staging._published), "refused": staging.refused, "dropped": staging.dropped}
+        return {
+            "published": len(staging._published),
+            "refused": staging.refused,
+            "dropped": staging.dropped,
+            "expired": staging.expired,
+        }
 
     def stop(self) -> None:
         """Close every connection and the listening socket; stop the loop thread. The server may

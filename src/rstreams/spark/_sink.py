@@ -278,12 +278,26 @@ class _Writer:
         writer: a server that serves no such sink log fails the query at its start with the
         :class:`OptionError` of option ``publisher`` naming the URL, not its first task; so does a
         log the server serves but not as a sink log. Refused credentials fail here too. The
-        answers' epochs become :attr:`epochs`."""
+        answers' epochs become :attr:`epochs`. A streaming query's writer announces its
+        :attr:`run` with it (``&run=R``, before any task of the run uploads), so each sink log
+        refuses a late task of an earlier run instead of taking it for the newest (PROTOCOL.md
+        §21.8); a server from before announcements refuses the parameter, and is asked again
+        without it."""
         found = []
         for target in self.targets:
-            epoch = self._ask(target, "discard=").get("epoch")
+            epoch = self._announce(target).get("epoch")
             found.append(None if epoch is None else str(epoch))
         self.epochs = tuple(found)
+
+    def _announce(self, target: tuple[str, str]) -> dict[str, Any]:
+        """``NAME?discard=&run=R`` (``NAME?discard=`` without a run, or on a server that refuses
+        ``run=``: its refusal of anything else is told by the plain request)."""
+        if self.run is not None:
+            try:
+                return self._ask(target, f"discard=&run={quote(self.run, safe='')}", told=False)
+            except RemoteLogError:
+                pass
+        return self._ask(target, "discard=")
 
     def check_record(self) -> None:
         """Check :attr:`epochs` against those the checkpoint keeps, where the options name it
@@ -356,13 +370,16 @@ class _Writer:
                 "checkpointLocation", f"option checkpointLocation: cannot write {record.shown}: {error}"
             ) from None
 
-    def _ask(self, target: tuple[str, str], query: str) -> dict[str, Any]:
+    def _ask(self, target: tuple[str, str], query: str, *, told: bool = True) -> dict[str, Any]:
+        """``NAME?query``'s answer; a refusal restated (:func:`missing_log`), unless not ``told``."""
         url, log = target
         try:
             return request_json(url, f"{log}?{query}", self.timeout, access=self.access)
         except (PermissionError, ConnectionError) as error:
             raise explain(error, url, self.access) from None
         except RemoteLogError as error:
+            if not told:
+                raise
             raise missing_log(error, url, log, "sink") from None
 
     def _tokens(
