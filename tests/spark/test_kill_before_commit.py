@@ -1,6 +1,7 @@
-"""kill -9 of the Spark driver between a micro-batch's uploads and its commit, twice, then a restart
-from the checkpoint: the staging area keeps nothing of the killed runs (PROTOCOL.md §21.8, owners),
-and the sink log has every row exactly once. Real Spark, local mode."""
+"""kill -9 of the Spark driver between a micro-batch's uploads and its commit, then a restart from
+the checkpoint: the restarted run's first upload drops what the killed run staged, before any
+publish (PROTOCOL.md §21.8, owners), nothing stays staged, and the sink log has every row exactly
+once. Real Spark, local mode."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from testkit.spark import (
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(2 * TEST_TIMEOUT)]
 
-TOTAL = 300
+TOTAL = 100
+BATCH = 50
 
 
 class _Silent(Subscription):
@@ -45,25 +47,28 @@ class Never(Flow[bytes]):
         subscriber.on_subscribe(_Silent())
 
 
-def test_drivers_killed_between_upload_and_commit_leave_nothing_staged_and_lose_nothing(
+def test_driver_killed_between_upload_and_commit_leaves_nothing_staged_and_loses_nothing(
     spark: Any, serve: Any, tmp_path: Path
 ) -> None:
-    """Two runs of the query are each killed (SIGKILL, driver and JVM) while their commit of batch 0
-    waits for the server: every task had uploaded. The second run's first upload drops what the
-    first staged, so the staging area holds one run's batch, not two; the restart (a third run, in
-    this process's session) re-runs batch 0, drops the second run's uploads and publishes its own,
-    then reads to the end: `out` is the input, each row once, and nothing stays staged."""
+    """A run of the query in its own process is killed (SIGKILL, driver and JVM) while its commit of
+    batch 0 waits for the server: every task had uploaded. The restart (a second run, in this
+    process's warm session) re-runs batch 0: by the time it asks to publish it, its uploads have
+    dropped the killed run's (the new-run rule, not the publish's), and it reads to the end: `out`
+    is the input, each row once, and nothing stays staged."""
     source = ReplayLog("nums", capacity=TOTAL)
     source.append(records(TOTAL))
     out = ReplayLog("out", capacity=10 * TOTAL)
     stalling = [True]
     publishes: list[dict[str, str]] = []
+    at_publish: list[dict[str, tuple[int, Owner | None]]] = []  # staged as each restarted publish came
     route: list[Any] = []
 
     def commits_wait(path: str, params: dict[str, str]) -> Publisher[Any] | None:
-        if stalling[0] and path == "out" and "publish" in params:
-            publishes.append(params)
-            return Never()
+        if path == "out" and "publish" in params:
+            if stalling[0]:
+                publishes.append(params)
+                return Never()
+            at_publish.append(staging.staged())
         answer: Publisher[Any] | None = route[0](path, params)
         return answer
 
@@ -71,49 +76,39 @@ def test_drivers_killed_between_upload_and_commit_leave_nothing_staged_and_lose_
     route.append(server._route)
     staging = server._stagings["out"]
     checkpoint = tmp_path / "checkpoint"
-    killed: list[dict[str, tuple[int, Owner | None]]] = []
 
-    def killed_at_its_commit(run: int) -> None:
-        """A run of the query in its own process, killed once its commit of batch 0 waits."""
-        output = tmp_path / f"query-{run}.log"
-        query = start_query(server.url, checkpoint, output, rows="100")
-        try:
+    output = tmp_path / "query.log"
+    query = start_query(server.url, checkpoint, output, rows=str(BATCH))
+    try:
 
-            def commit_waiting() -> bool:
-                assert query.poll() is None, output.read_text()[-3000:]
-                return len(publishes) > run
+        def commit_waiting() -> bool:
+            assert query.poll() is None, output.read_text()[-3000:]
+            return bool(publishes)
 
-            wait_progressing(
-                commit_waiting,
-                f"run {run} to upload batch 0 and ask to publish it",
-                signs=lambda: (staging.staged_bytes, len(publishes), output.stat().st_size),
-            )
-        finally:
-            kill_group(query)
-        assert query.returncode == -signal.SIGKILL
-        killed.append(staging.staged())
-
-    killed_at_its_commit(0)
-    killed_at_its_commit(1)
+        wait_progressing(
+            commit_waiting,
+            "the query to upload batch 0 and ask to publish it",
+            signs=lambda: (staging.staged_bytes, len(publishes), output.stat().st_size),
+        )
+    finally:
+        kill_group(query)
+    assert query.returncode == -signal.SIGKILL
+    killed = staging.staged()
     assert out.end == 0
-    first, second = killed
-    for uploads, params in zip(killed, publishes, strict=True):
-        said = f"staged {uploads}, published {params}"
-        committed = params["tokens"].split(",")
-        assert set(committed) <= set(uploads), said  # (a retried task's first attempt: uploaded too)
-        owners = {owner for _, owner in uploads.values()}
-        assert len(owners) == 1, said  # one query, batch 0, one run
-        (owner,) = owners
-        assert owner is not None and owner.batch == 0 and owner.writer == params["writer"], said
-        assert sum(uploads[token][0] for token in committed) == 100, said
-    assert first.keys().isdisjoint(second.keys())  # staged after the second kill: nothing of the first
-    run_ids = {next(iter(uploads.values()))[1].run for uploads in killed}  # type: ignore[union-attr]
-    assert None not in run_ids and len(run_ids) == 2  # a new run at each start of the query
-    assert server.sink_statistics("out")["dropped"] >= len(first)  # (and a retried task's empty attempt)
+    (params,) = publishes
+    said = f"staged {killed}, published {params}"
+    committed = params["tokens"].split(",")
+    assert set(committed) <= set(killed), said  # (a retried task's first attempt: uploaded too)
+    owners = {owner for _, owner in killed.values()}
+    assert len(owners) == 1, said  # one query, batch 0, one run
+    (owner,) = owners
+    assert owner is not None and owner.batch == 0 and owner.writer == params["writer"], said
+    assert owner.run is not None, said
+    assert sum(killed[token][0] for token in committed) == BATCH, said
 
     stalling[0] = False
     restarted = (  # a new driver on the same checkpoint, in this process's warm session
-        read_stream(spark, server.url, "nums", maxRecordsPerBatch=100)
+        read_stream(spark, server.url, "nums", maxRecordsPerBatch=BATCH)
         .writeStream.format("rstreams")
         .option("url", server.url)
         .option("publisher", "out")
@@ -122,7 +117,11 @@ def test_drivers_killed_between_upload_and_commit_leave_nothing_staged_and_lose_
         .start()
     )
     await_query(restarted, "the restarted query to read to the end", signs=lambda: out.end)
+    first = at_publish[0]  # the restarted run's batch 0, staged, its publish not yet taken
+    assert first and killed.keys().isdisjoint(first), (killed, first)
+    runs = {owner.run for _, owner in first.values() if owner is not None}
+    assert len(runs) == 1 and owner.run not in runs  # a new run at each start of the query
     assert staging.staged() == {} and staging.staged_bytes == 0
-    assert server.sink_statistics("out")["dropped"] >= len(first) + len(second)  # (+ retried tasks')
+    assert server.sink_statistics("out")["dropped"] >= len(killed)  # (+ a retried task's empty attempt)
     rows = [json.loads(item) for item in fetch_range(server.url, "out", 0, out.end)]
     assert sorted(row["seq"] for row in rows) == list(range(TOTAL))
