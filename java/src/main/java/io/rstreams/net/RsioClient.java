@@ -336,15 +336,20 @@ public final class RsioClient implements AutoCloseable {
             return this;
         }
 
-        /** Also serve {@code pattern} to the servers this client connects to (bidirectional, PROTOCOL.md §1). */
+        /**
+         * Also serve {@code pattern} to the servers this client connects to (bidirectional, PROTOCOL.md §1),
+         * as {@link RsioServer.Builder#route} serves it.
+         *
+         * @throws NullPointerException for a null pattern or factory, as {@code route} does
+         */
         public Builder serve(String pattern, Function<PublisherRequest, Flow.Publisher<byte[]>> factory) {
-            options.routes.add(new Routes.Route(pattern, 0, factory));
+            options.routes.add(new Routes.Route(Objects.requireNonNull(pattern, "pattern"), 0, Objects.requireNonNull(factory, "factory")));
             return this;
         }
 
-        /** Also serve {@code pattern}, elements encoded by {@code codec}. */
+        /** Also serve {@code pattern}, elements encoded by {@code codec}; a null pattern, codec or factory is refused as by {@code route}. */
         public <T> Builder serve(String pattern, Codec<T> codec, Function<PublisherRequest, Flow.Publisher<T>> factory) {
-            options.routes.add(Encoding.route(pattern, codec, factory));
+            options.routes.add(Encoding.route(Objects.requireNonNull(pattern, "pattern"), codec, factory));
             return this;
         }
 
